@@ -1,0 +1,210 @@
+/*
+ * tack.h -- the public C API of libtack's runtime.
+ *
+ * Everything a program needs to use Tack from C lives behind this header and
+ * its companion tack_kernel.h (building and compiling kernels).  Handles are
+ * opaque; every exported symbol starts with tack_ (types) or TACK_ (macros and
+ * enumerators).  Functions that can fail return a tack_status; on failure a
+ * message naming the bad value is kept per thread and read with
+ * tack_last_error().  Nothing here includes or needs Python.
+ *
+ * Lifetimes: arrays are reference counted (tack_array_retain/release, safe
+ * from any thread).  An array's storage has an owner -- its own allocation,
+ * or borrowed memory plus a release callback -- and that owner is released
+ * exactly once, when the last array using the storage is gone.
+ */
+#ifndef TACK_H
+#define TACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  define TACK_API __declspec(dllexport)
+#else
+#  define TACK_API __attribute__((visibility("default")))
+#endif
+
+/* Version handshake: a client compiled against TACK_ABI_VERSION calls
+ * tack_check_version(TACK_ABI_VERSION) before using anything else. */
+#define TACK_VERSION_MAJOR 0
+#define TACK_VERSION_MINOR 1
+#define TACK_VERSION_PATCH 0
+#define TACK_VERSION_STRING "0.1.0"
+#define TACK_ABI_VERSION 1
+
+/* ------------------------------------------------------------------ status */
+typedef enum tack_status {
+    TACK_OK = 0,
+    TACK_ERR_NOMEM,       /* out of memory (host or device)            -> MemoryError */
+    TACK_ERR_VALUE,       /* a bad value: shape, name, size            -> ValueError */
+    TACK_ERR_TYPE,        /* a value of the wrong kind                 -> TypeError */
+    TACK_ERR_INDEX,       /* out-of-bounds index                       -> IndexError */
+    TACK_ERR_READONLY,    /* a write to a read-only array              -> ValueError */
+    TACK_ERR_DEVICE,      /* device missing, wrong device              -> RuntimeError */
+    TACK_ERR_UNSUPPORTED, /* not supported here                        -> NotImplementedError */
+    TACK_ERR_BUFFER,      /* storage cannot be shared as asked         -> BufferError */
+    TACK_ERR_ZERODIV,     /* integer division by zero in a kernel      -> ZeroDivisionError */
+    TACK_ERR_ASSERT,      /* a failed assert in a kernel               -> AssertionError */
+    TACK_ERR_COMPILE,     /* kernel compile error                      -> tack.CompileError */
+    TACK_ERR_RUNTIME      /* anything else                             -> RuntimeError */
+} tack_status;
+
+/* The message of the last failure on this thread ("" if none). */
+TACK_API const char *tack_last_error(void);
+TACK_API tack_status tack_last_status(void);
+TACK_API void tack_clear_error(void);
+/* Record an error on this thread (printf-style); returns st. */
+TACK_API tack_status tack_set_error(tack_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+TACK_API int tack_abi_version(void);
+TACK_API const char *tack_version_string(void);
+/* TACK_OK when the library speaks the caller's ABI version. */
+TACK_API tack_status tack_check_version(int abi_version);
+
+/* --------------------------------------------------------------- allocator */
+/* Every host allocation of libtack goes through this hook, so tests can fail
+ * the Nth allocation.  All three functions are required. */
+typedef struct tack_allocator {
+    void *(*malloc)(size_t size, void *ud);
+    void *(*realloc)(void *ptr, size_t size, void *ud);
+    void (*free)(void *ptr, void *ud);
+    void *ud;
+} tack_allocator;
+
+/* Install a hook (NULL restores the C library).  Not thread safe: call it
+ * when no other thread is inside libtack. */
+TACK_API void tack_set_allocator(const tack_allocator *a);
+TACK_API void *tack_malloc(size_t size);
+TACK_API void *tack_calloc(size_t n, size_t size);
+TACK_API void *tack_realloc(void *ptr, size_t size);
+TACK_API void tack_free(void *ptr);
+
+/* ------------------------------------------------------------------ dtypes */
+typedef enum tack_dtype {
+    TACK_BOOL = 0,
+    TACK_I8, TACK_I16, TACK_I32, TACK_I64,
+    TACK_U8, TACK_U16, TACK_U32, TACK_U64,
+    TACK_F16, TACK_F32, TACK_F64,
+    TACK_VEC2, TACK_VEC3, TACK_VEC4,          /* f32 components */
+    TACK_VEC2D, TACK_VEC3D, TACK_VEC4D,       /* f64 components */
+    TACK_VEC2I, TACK_VEC3I, TACK_VEC4I,       /* i32 components */
+    TACK_MAT22, TACK_MAT33, TACK_MAT44,       /* f32, row major */
+    TACK_MAT22D, TACK_MAT33D, TACK_MAT44D,    /* f64, row major */
+    TACK_DTYPE_COUNT
+} tack_dtype;
+
+typedef enum tack_scalar_kind {
+    TACK_KIND_BOOL = 0, TACK_KIND_INT, TACK_KIND_UINT, TACK_KIND_FLOAT
+} tack_scalar_kind;
+
+typedef struct tack_dtype_info {
+    const char *name;      /* "f32", "vec3", "mat33d", ... */
+    tack_dtype id;
+    tack_dtype scalar;     /* element scalar type (itself for scalars) */
+    tack_scalar_kind kind; /* kind of the scalar */
+    int bits;              /* bits of the scalar */
+    int rows, cols;        /* 1x1 scalar, Nx1 vector, RxC matrix */
+    size_t itemsize;       /* bytes of one element */
+    size_t alignment;      /* required alignment in bytes */
+} tack_dtype_info;
+
+/* NULL for an id out of range. */
+TACK_API const tack_dtype_info *tack_dtype_get(tack_dtype id);
+/* By name ("f32", "float32", "vec3", "bool", ...); TACK_ERR_TYPE naming it if unknown. */
+TACK_API tack_status tack_dtype_from_name(const char *name, tack_dtype *out);
+/* The vector/matrix dtype of `rows`x`cols` with scalar `s`, if there is one. */
+TACK_API tack_status tack_dtype_compose(tack_dtype s, int rows, int cols, tack_dtype *out);
+
+/* ----------------------------------------------------------------- devices */
+/* Device types use DLPack's codes, so the runtime and DLPack agree. */
+typedef enum tack_device_type {
+    TACK_DEVICE_CPU = 1,
+    TACK_DEVICE_CUDA = 2,
+    TACK_DEVICE_METAL = 8,
+    TACK_DEVICE_ROCM = 10,
+    TACK_DEVICE_ONEAPI = 14
+} tack_device_type;
+
+typedef struct tack_device tack_device; /* owned by the registry; never freed by callers */
+
+/* Look a device up by name: "cpu", "cuda", "cuda:1", "hip", "metal", "level_zero".
+ * TACK_ERR_VALUE for a malformed or unknown name, TACK_ERR_DEVICE when the
+ * backend is known but not available here (the message says why). */
+TACK_API tack_status tack_device_get(const char *name, tack_device **out);
+TACK_API tack_status tack_device_from_type(tack_device_type type, int index, tack_device **out);
+/* Available devices, in order; returns the count, fills up to `cap`. */
+TACK_API int tack_devices(tack_device **out, int cap);
+TACK_API const char *tack_device_name(const tack_device *d); /* "cpu", "cuda:0" */
+TACK_API tack_device_type tack_device_kind(const tack_device *d);
+TACK_API int tack_device_index(const tack_device *d);
+/* Number of worker threads the device uses (CPU: the pool size). */
+TACK_API int tack_device_threads(const tack_device *d);
+/* Wait for everything queued on the device. */
+TACK_API tack_status tack_device_synchronize(tack_device *d);
+TACK_API tack_status tack_synchronize_all(void);
+
+/* ------------------------------------------------------------------ arrays */
+#define TACK_MAX_NDIM 8
+
+typedef struct tack_array tack_array;
+/* Called exactly once when the last array using borrowed storage is gone,
+ * possibly on any thread. */
+typedef void (*tack_release_fn)(void *ctx);
+
+/* A new array with uninitialized (empty) or zeroed storage on `dev`. */
+TACK_API tack_status tack_array_empty(tack_device *dev, tack_dtype dt, int ndim,
+                                      const int64_t *shape, tack_array **out);
+TACK_API tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim,
+                                      const int64_t *shape, tack_array **out);
+/* Borrow `data` (C-contiguous, on `dev`).  `release(ctx)` runs once when the
+ * storage is no longer used; it also runs if this call fails, so ownership
+ * of ctx always passes to libtack.  release may be NULL (raw pointer). */
+TACK_API tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim,
+                                     const int64_t *shape, void *data, int writable,
+                                     tack_release_fn release, void *ctx, tack_array **out);
+/* A new handle on the same storage, read-only if `writable` is 0 (a writable
+ * view of read-only storage is refused). */
+TACK_API tack_status tack_array_view(tack_array *a, int writable, tack_array **out);
+/* Reinterpret the storage with another dtype and shape of the same byte size. */
+TACK_API tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim,
+                                        const int64_t *shape, tack_array **out);
+
+TACK_API void tack_array_retain(tack_array *a);
+TACK_API void tack_array_release(tack_array *a);
+
+TACK_API void *tack_array_data(const tack_array *a);
+TACK_API tack_dtype tack_array_dtype(const tack_array *a);
+TACK_API int tack_array_ndim(const tack_array *a);
+TACK_API const int64_t *tack_array_shape(const tack_array *a);
+TACK_API int64_t tack_array_size(const tack_array *a);   /* elements */
+TACK_API size_t tack_array_nbytes(const tack_array *a);
+TACK_API int tack_array_writable(const tack_array *a);
+TACK_API tack_device *tack_array_device(const tack_array *a);
+/* Flags of arrays shared with another library (see "When a call returns"). */
+#define TACK_ARRAY_SHARED 1u  /* exported, wrapped or imported: launches using it complete before return */
+TACK_API unsigned tack_array_flags(const tack_array *a);
+TACK_API void tack_array_set_flags(tack_array *a, unsigned flags);
+
+/* Copies. Host buffers are C-contiguous bytes of the array's dtype. */
+TACK_API tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t nbytes);
+TACK_API tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nbytes);
+/* dst <- src, same dtype and element count, any devices. */
+TACK_API tack_status tack_array_copy(tack_array *dst, const tack_array *src);
+/* Every element <- one element's bytes (itemsize bytes). */
+TACK_API tack_status tack_array_fill(tack_array *a, const void *value);
+/* A new array on `dev` (NULL: the same device) with a copy of the values. */
+TACK_API tack_status tack_array_clone(const tack_array *a, tack_device *dev, tack_array **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TACK_H */

@@ -1,0 +1,77 @@
+"""Tack: data-parallel kernels in plain Python, on CPUs and GPUs.
+
+Write a kernel as a Python function, decorate it with ``@tack.kernel`` and
+call it with Tack arrays or NumPy arrays::
+
+    import numpy as np
+    import tack
+
+    @tack.kernel
+    def saxpy(a, x, y):
+        for i in range(y.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    x = tack.array(np.arange(4, dtype=np.float32))
+    y = tack.ones(4)
+    saxpy(2.0, x, y)
+    print(y.numpy())          # [1. 3. 5. 7.]
+
+Arrays live on a device ("cpu", "cuda", ...); see ``tack.devices()``.
+"""
+
+from . import _core
+from ._core import (
+    Array,
+    DType,
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    f16,
+    f32,
+    f64,
+    vec2,
+    vec3,
+    vec4,
+    vec2d,
+    vec3d,
+    vec4d,
+    vec2i,
+    vec3i,
+    vec4i,
+    mat22,
+    mat33,
+    mat44,
+    mat22d,
+    mat33d,
+    mat44d,
+    devices,
+    get_default_device,
+    set_default_device,
+    synchronize,
+)
+from ._array import array, asarray, copyto, dtype, empty, full, ones, zeros
+
+__version__ = _core.__version__
+
+__all__ = [
+    "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
+    "devices", "get_default_device", "set_default_device", "synchronize", "__version__",
+    "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
+    "vec2", "vec3", "vec4", "vec2d", "vec3d", "vec4d", "vec2i", "vec3i", "vec4i",
+    "mat22", "mat33", "mat44", "mat22d", "mat33d", "mat44d",
+]
+
+try:  # the kernel compiler's Python side
+    from ._kernels import *  # noqa: F401,F403
+    from ._kernels import __all__ as _kernel_all
+
+    __all__ += list(_kernel_all)
+except ImportError as _e:  # pragma: no cover - only while the package is being assembled
+    if "_kernels" not in str(_e):
+        raise

@@ -1,0 +1,241 @@
+"""Array creation and conversion: the NumPy-facing side of tack.Array.
+
+Creation functions follow NumPy and the array API standard: ``empty``,
+``zeros``, ``ones``, ``full`` take a shape, a dtype and a device.  Tack's
+default float is f32 (the kernel language's default), so ``tack.zeros(4)``
+and ``tack.array([1.0, 2.0])`` are f32, while NumPy arrays keep their dtype.
+
+``tack.array`` always copies.  ``Array.numpy()`` and ``np.asarray(array)``
+always copy.  Sharing storage goes through DLPack or ``array_from_ptr``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+
+from . import _core
+
+_np = None
+
+
+def _numpy():
+    # NumPy is imported on first use, so `import tack` stays cheap.
+    global _np
+    if _np is None:
+        import numpy
+
+        _np = numpy
+    return _np
+
+
+def dtype(x) -> _core.DType:
+    """Return the Tack dtype for ``x``.
+
+    ``x`` may be a Tack dtype (``tack.f32``), a name (``"f32"``,
+    ``"float32"``, ``"vec3"``), a NumPy dtype or scalar type
+    (``np.float32``), or a Python type (``float`` is f64, ``int`` i64).
+
+    >>> tack.dtype("float32") is tack.f32
+    True
+    """
+    if isinstance(x, _core.DType):
+        return x
+    return _lookup(x)
+
+
+def _lookup(x):
+    if isinstance(x, str):
+        if hasattr(_core, x) and isinstance(getattr(_core, x), _core.DType):
+            return getattr(_core, x)
+    if x is builtins.bool:
+        return _core.bool
+    if x is int:
+        return _core.i64
+    if x is float:
+        return _core.f64
+    np = _numpy()
+    try:
+        npdt = np.dtype(x)
+    except TypeError:
+        raise TypeError(
+            f"unknown dtype {x!r} (expected a tack dtype such as tack.f32, a name such as "
+            "'f32' or 'float32', or a NumPy dtype)"
+        ) from None
+    return _from_numpy_dtype(npdt)
+
+
+def _from_numpy_dtype(npdt):
+    np = _numpy()
+    if npdt.subdtype is not None:
+        base, shape = npdt.subdtype
+        scalar = _from_numpy_dtype(base)
+        for d in _ALL_DTYPES():
+            if d.scalar is scalar and d.shape == tuple(shape) and d.shape != ():
+                return d
+        raise TypeError(f"NumPy dtype {npdt} has no Tack equivalent")
+    if npdt.byteorder == ">" or (npdt.byteorder == "=" and not np.little_endian):
+        raise TypeError(f"NumPy dtype {npdt} is big-endian; Tack arrays are native-endian")
+    name = npdt.name
+    d = getattr(_core, _NUMPY_NAMES.get(name, "-"), None)
+    if not isinstance(d, _core.DType):
+        raise TypeError(f"NumPy dtype {npdt} has no Tack equivalent")
+    return d
+
+
+_NUMPY_NAMES = {
+    "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "float32": "f32", "float64": "f64",
+}
+
+
+def _ALL_DTYPES():
+    return [v for v in vars(_core).values() if isinstance(v, _core.DType)]
+
+
+def _shape_tuple(shape):
+    if isinstance(shape, numbers.Integral):
+        return (int(shape),)
+    return tuple(shape)
+
+
+def empty(shape, dtype=None, *, device=None) -> _core.Array:
+    """A new array with uninitialized values.  ``dtype`` defaults to f32."""
+    return _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device)
+
+
+def zeros(shape, dtype=None, *, device=None) -> _core.Array:
+    """A new array of zeros.  ``dtype`` defaults to f32."""
+    return _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device, True)
+
+
+def full(shape, fill_value, dtype=None, *, device=None) -> _core.Array:
+    """A new array with every element set to ``fill_value``.
+
+    Without ``dtype`` the type follows the value: bool, i64 for ints and f32
+    for floats.
+    """
+    if dtype is None:
+        if isinstance(fill_value, builtins.bool):
+            dtype = _core.bool
+        elif isinstance(fill_value, numbers.Integral):
+            dtype = _core.i64
+        elif isinstance(fill_value, numbers.Real):
+            dtype = _core.f32
+        else:
+            raise TypeError(f"fill_value must be a number, not {type(fill_value).__name__}")
+    out = empty(shape, dtype, device=device)
+    out.fill(fill_value)
+    return out
+
+
+def ones(shape, dtype=None, *, device=None) -> _core.Array:
+    """A new array of ones.  ``dtype`` defaults to f32."""
+    return full(shape, 1, dtype if dtype is not None else _core.f32, device=device)
+
+
+def _host_values(obj, dt):
+    """obj as a C-contiguous NumPy array laid out for Tack dtype ``dt``
+    (None: inferred), and the Tack dtype and shape it becomes."""
+    np = _numpy()
+    if isinstance(obj, _core.Array):
+        obj = obj.numpy()
+    if dt is None:
+        host = np.asarray(obj)
+        if host.dtype == np.float64 and not isinstance(obj, np.ndarray) and not _is_numpy_scalar(obj):
+            host = host.astype(np.float32)  # Python floats: the default float
+        if host.dtype.kind in "OUSVMm":
+            raise TypeError(f"cannot make a Tack array from values of NumPy dtype {host.dtype}")
+        dt = _from_numpy_dtype(host.dtype)
+    else:
+        host = np.asarray(obj, dtype=dt.scalar.numpy)
+    host = np.asarray(host, order="C")
+    comp = dt.shape
+    if comp:
+        if host.shape[host.ndim - len(comp):] != comp or host.ndim < len(comp):
+            raise ValueError(
+                f"values of shape {host.shape} cannot become {dt.name} elements: the trailing "
+                f"axes must be {comp}"
+            )
+        shape = host.shape[: host.ndim - len(comp)]
+    else:
+        shape = host.shape
+    return host, dt, shape
+
+
+def _is_numpy_scalar(x):
+    np = _numpy()
+    return isinstance(x, np.generic)
+
+
+def array(obj, dtype=None, *, device=None, copy=True) -> _core.Array:
+    """A new Tack array holding a copy of ``obj``'s values.
+
+    ``obj`` may be a NumPy array, a nested sequence of numbers, a scalar, or
+    another Tack array.  With ``dtype=tack.vec3`` an (n, 3) input gives n
+    vec3 elements.  ``copy=False`` is refused: use ``tack.from_dlpack`` or
+    ``tack.array_from_ptr`` to share storage.
+    """
+    if copy is False:
+        raise ValueError(
+            "tack.array always copies; use tack.from_dlpack(obj) or tack.array_from_ptr(...) to share storage"
+        )
+    dt = globals()["dtype"](dtype) if dtype is not None else None
+    if device is None and isinstance(obj, _core.Array) and dtype is None:
+        out = _core.empty(obj.shape, obj.dtype, obj.device)
+        out._copy_array(obj)
+        return out
+    host, dt, shape = _host_values(obj, dt)
+    out = _core.empty(shape, dt, device)
+    out._copy_from(host)
+    return out
+
+
+def asarray(obj, dtype=None, *, device=None) -> _core.Array:
+    """``obj`` itself when it is already a Tack array of that dtype and
+    device, else a copy as with ``tack.array``."""
+    if isinstance(obj, _core.Array):
+        same_dtype = dtype is None or globals()["dtype"](dtype) is obj.dtype
+        same_device = device is None or device == obj.device
+        if same_dtype and same_device:
+            return obj
+    return array(obj, dtype, device=device)
+
+
+def copyto(dst: _core.Array, src, *, casting: str = "same_kind") -> None:
+    """Replace the values of ``dst`` with ``src``, converted to dst's dtype.
+
+    ``src`` may be a Tack array, a NumPy array, a sequence or a scalar; it is
+    broadcast to dst's shape as in ``numpy.copyto``.  Raises ValueError when
+    the shapes do not match or ``dst`` is read-only.
+    """
+    if not isinstance(dst, _core.Array):
+        raise TypeError(f"copyto() destination must be a tack.Array, not {type(dst).__name__}")
+    if not dst.writable:
+        raise ValueError("copyto() destination is read-only")
+    if isinstance(src, _core.Array) and src.dtype is dst.dtype and src.shape == dst.shape:
+        dst._copy_array(src)
+        return
+    np = _numpy()
+    host = src.numpy() if isinstance(src, _core.Array) else np.asarray(src)
+    target_shape = dst.shape + dst.dtype.shape
+    buf = np.empty(target_shape, dtype=dst.dtype.scalar.numpy)
+    try:
+        np.copyto(buf, host, casting=casting)
+    except ValueError:
+        raise ValueError(
+            f"copyto(): source of shape {host.shape} cannot be broadcast to the destination's "
+            f"shape {dst.shape}" + (f" of {dst.dtype.name}" if dst.dtype.shape else "")
+        ) from None
+    dst._copy_from(buf)
+
+
+def _format(a: _core.Array) -> str:
+    np = _numpy()
+    values = a.numpy()
+    body = np.array2string(values, separator=", ", prefix="tack.array(", threshold=1000)
+    return f"tack.array({body}, dtype={a.dtype.name}, device='{a.device}')"
+
+
+_core._set_hooks(repr=_format)

@@ -1,0 +1,624 @@
+/*
+ * array.c -- the Array heap type: a Python handle on a tack_array.
+ *
+ * An Array owns one reference to a tack_array and nothing else; shape,
+ * dtype, device and storage all live in libtack.  Tack arrays deliberately
+ * offer neither the buffer protocol nor __array_interface__ (DESIGN 4):
+ * NumPy gets values through .numpy()/__array__ (copies) or shares storage
+ * through DLPack, where lifetime and device are explicit.
+ *
+ * The other direction is here too: tack_py_wrap_buffer borrows any object
+ * with the buffer protocol (a NumPy array, a bytearray, a VTK array) as a
+ * CPU array.  The Py_buffer is held until libtack releases the storage,
+ * which may happen on a thread without the GIL, so the release callback
+ * takes the GIL itself and does nothing once the interpreter is finalizing.
+ */
+#include "tack_py.h"
+
+#include <string.h>
+#include <structmember.h>
+
+/* ----------------------------------------------------- buffer borrowing */
+typedef struct {
+    Py_buffer view;
+} held_buffer;
+
+static void release_buffer(void *ctx)
+{
+    held_buffer *h = ctx;
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) {
+        tack_free(h); /* the interpreter is gone: the object went with it */
+        return;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyBuffer_Release(&h->view);
+    PyGILState_Release(g);
+    tack_free(h);
+}
+
+void tack_py_release_object(void *ctx)
+{
+    if (!Py_IsInitialized() || _Py_IsFinalizing())
+        return;
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF((PyObject *)ctx);
+    PyGILState_Release(g);
+}
+
+/* struct-module format -> dtype, for native-endian scalars. */
+static int format_dtype(const char *fmt, tack_dtype *out)
+{
+    if (!fmt)
+        fmt = "B";
+    if (*fmt == '@' || *fmt == '=' || *fmt == '<')
+        fmt++;
+    if (fmt[0] == '\0' || fmt[1] != '\0')
+        return -1;
+    switch (fmt[0]) {
+    case '?': *out = TACK_BOOL; return 0;
+    case 'b': *out = TACK_I8; return 0;
+    case 'B': *out = TACK_U8; return 0;
+    case 'h': *out = TACK_I16; return 0;
+    case 'H': *out = TACK_U16; return 0;
+    case 'i': *out = TACK_I32; return 0;
+    case 'I': *out = TACK_U32; return 0;
+    case 'l': *out = sizeof(long) == 8 ? TACK_I64 : TACK_I32; return 0;
+    case 'L': *out = sizeof(long) == 8 ? TACK_U64 : TACK_U32; return 0;
+    case 'q': *out = TACK_I64; return 0;
+    case 'Q': *out = TACK_U64; return 0;
+    case 'e': *out = TACK_F16; return 0;
+    case 'f': *out = TACK_F32; return 0;
+    case 'd': *out = TACK_F64; return 0;
+    default: return -1;
+    }
+}
+
+tack_array *tack_py_wrap_buffer(tack_state *st, PyObject *obj, int dtype_hint, int want_writable)
+{
+    held_buffer *h = tack_malloc(sizeof *h);
+    tack_array *arr = NULL;
+    int writable = 1;
+    if (!h) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (PyObject_GetBuffer(obj, &h->view, PyBUF_RECORDS | PyBUF_FORMAT) < 0) {
+        if (want_writable && !PyErr_ExceptionMatches(PyExc_BufferError))
+            goto fail;
+        PyErr_Clear();
+        writable = 0;
+        if (PyObject_GetBuffer(obj, &h->view, PyBUF_RECORDS_RO | PyBUF_FORMAT) < 0)
+            goto fail;
+    }
+    if (!PyBuffer_IsContiguous(&h->view, 'C')) {
+        PyErr_Format(PyExc_BufferError,
+                     "a %.100s with non-contiguous storage cannot be shared: Tack arrays are C-contiguous; "
+                     "pass numpy.ascontiguousarray(x) (a copy) instead",
+                     Py_TYPE(obj)->tp_name);
+        goto fail_release;
+    }
+    tack_dtype dt;
+    if (format_dtype(h->view.format, &dt) < 0) {
+        PyErr_Format(PyExc_TypeError, "a %.100s with buffer format '%s' has no Tack dtype",
+                     Py_TYPE(obj)->tp_name, h->view.format ? h->view.format : "B");
+        goto fail_release;
+    }
+    int64_t shape[TACK_MAX_NDIM];
+    int ndim = h->view.ndim;
+    if (ndim > TACK_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "a %d-dimensional buffer has more than %d dimensions", ndim,
+                     TACK_MAX_NDIM);
+        goto fail_release;
+    }
+    for (int i = 0; i < ndim; i++)
+        shape[i] = h->view.shape ? h->view.shape[i] : h->view.len / h->view.itemsize;
+    if (ndim == 0 && !h->view.shape && h->view.len != h->view.itemsize) {
+        ndim = 1;
+        shape[0] = h->view.len / h->view.itemsize;
+    }
+    if (dtype_hint >= 0 && (tack_dtype)dtype_hint != dt) {
+        /* Trailing axes fold into a vector or matrix dtype. */
+        const tack_dtype_info *hi = tack_dtype_get((tack_dtype)dtype_hint);
+        int fold = hi->cols > 1 ? 2 : (hi->rows > 1 ? 1 : 0);
+        if (hi->scalar != dt || ndim < fold || (fold >= 1 && shape[ndim - fold] != hi->rows) ||
+            (fold == 2 && shape[ndim - 1] != hi->cols) || fold == 0) {
+            PyErr_Format(PyExc_TypeError, "cannot view a %.100s of %s as %s", Py_TYPE(obj)->tp_name,
+                         tack_dtype_get(dt)->name, hi->name);
+            goto fail_release;
+        }
+        ndim -= fold;
+        dt = (tack_dtype)dtype_hint;
+    }
+    writable = writable && !h->view.readonly;
+    if (want_writable && !writable) {
+        PyErr_Format(PyExc_ValueError, "a read-only %.100s cannot be shared as writable",
+                     Py_TYPE(obj)->tp_name);
+        goto fail_release;
+    }
+    if (tack_array_wrap(NULL, dt, ndim, shape, h->view.buf, writable, release_buffer, h, &arr) != TACK_OK)
+    {
+        tack_py_raise(); /* the wrap released h */
+        return NULL;
+    }
+    return arr;
+fail_release:
+    PyBuffer_Release(&h->view);
+fail:
+    tack_free(h);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ the type */
+PyObject *tack_py_array_new(tack_state *st, tack_array *arr)
+{
+    TackArrayObject *self = PyObject_GC_New(TackArrayObject, st->ArrayType);
+    if (!self) {
+        tack_array_release(arr);
+        return NULL;
+    }
+    self->arr = arr;
+    self->weakreflist = NULL;
+    PyObject_GC_Track((PyObject *)self);
+    return (PyObject *)self;
+}
+
+int tack_py_array_check(tack_state *st, PyObject *obj) { return Py_TYPE(obj) == st->ArrayType; }
+
+#define ARR(o) (((TackArrayObject *)(o))->arr)
+
+static int parse_shape(PyObject *obj, int64_t *shape, int *ndim)
+{
+    PyObject *seq = NULL;
+    int rc = -1;
+    if (PyLong_Check(obj)) {
+        shape[0] = PyLong_AsLongLong(obj);
+        if (shape[0] == -1 && PyErr_Occurred())
+            goto overflow;
+        *ndim = 1;
+        goto checked;
+    }
+    if (!(seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints")))
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > TACK_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "shape %R has %zd dimensions; Tack arrays have at most %d", obj, n,
+                     TACK_MAX_NDIM);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyLong_Check(item) && !PyIndex_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "shape entries must be ints, got %.100s in %R",
+                         Py_TYPE(item)->tp_name, obj);
+            goto done;
+        }
+        PyObject *idx = PyNumber_Index(item);
+        if (!idx)
+            goto done;
+        shape[i] = PyLong_AsLongLong(idx);
+        Py_DECREF(idx);
+        if (shape[i] == -1 && PyErr_Occurred())
+            goto overflow;
+    }
+    *ndim = (int)n;
+checked:
+    for (int i = 0; i < *ndim; i++)
+        if (shape[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "negative dimensions are not allowed: shape %R", obj);
+            goto done;
+        }
+    rc = 0;
+    goto done;
+overflow:
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "shape %R is too large", obj);
+done:
+    Py_XDECREF(seq);
+    return rc;
+}
+
+/* _core.empty(shape, dtype, device=None, zero=False) */
+static PyObject *py_empty(PyObject *m, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"shape", "dtype", "device", "zero", NULL};
+    PyObject *shape_obj, *dtype_obj, *device_obj = Py_None;
+    int zero = 0;
+    int64_t shape[TACK_MAX_NDIM];
+    int ndim = 0;
+    tack_dtype dt;
+    tack_array *arr = NULL;
+    tack_state *st = tack_get_state(m);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|Op:empty", names, &shape_obj, &dtype_obj, &device_obj, &zero))
+        return NULL;
+    if (parse_shape(shape_obj, shape, &ndim) < 0 || tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
+        return NULL;
+    tack_device *dev = tack_py_device_from_object(st, device_obj);
+    if (!dev)
+        return NULL;
+    tack_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = zero ? tack_array_zeros(dev, dt, ndim, shape, &arr) : tack_array_empty(dev, dt, ndim, shape, &arr);
+    Py_END_ALLOW_THREADS
+    if (s != TACK_OK)
+        return tack_py_raise();
+    return tack_py_array_new(st, arr);
+}
+
+/* _core.wrap_buffer(obj, dtype=None, writable=False): borrow a buffer as a CPU array. */
+static PyObject *py_wrap_buffer(PyObject *m, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"obj", "dtype", "writable", NULL};
+    PyObject *obj, *dtype_obj = Py_None;
+    int writable = 0;
+    tack_state *st = tack_get_state(m);
+    tack_dtype dt = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Op:wrap_buffer", names, &obj, &dtype_obj, &writable))
+        return NULL;
+    if (dtype_obj != Py_None && tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
+        return NULL;
+    tack_array *arr = tack_py_wrap_buffer(st, obj, dtype_obj == Py_None ? -1 : (int)dt, writable);
+    if (!arr)
+        return NULL;
+    return tack_py_array_new(st, arr);
+}
+
+/* Get a contiguous buffer of exactly the array's bytes from obj. */
+static int get_exact_buffer(PyObject *obj, Py_buffer *view, int flags, size_t nbytes)
+{
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    if (!PyBuffer_IsContiguous(view, 'C') || (size_t)view->len != nbytes) {
+        PyErr_Format(PyExc_ValueError, "expected a C-contiguous buffer of %zu bytes, got %zd bytes", nbytes,
+                     view->len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *array_copy_from(PyObject *self, PyObject *src)
+{
+    Py_buffer view;
+    tack_status s;
+    if (get_exact_buffer(src, &view, PyBUF_C_CONTIGUOUS, tack_array_nbytes(ARR(self))) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    s = tack_array_copy_from_host(ARR(self), view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (s != TACK_OK)
+        return tack_py_raise();
+    Py_RETURN_NONE;
+}
+
+static PyObject *array_copy_into(PyObject *self, PyObject *dst)
+{
+    Py_buffer view;
+    tack_status s;
+    if (get_exact_buffer(dst, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, tack_array_nbytes(ARR(self))) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    s = tack_array_copy_to_host(ARR(self), view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (s != TACK_OK)
+        return tack_py_raise();
+    Py_RETURN_NONE;
+}
+
+static PyObject *get_numpy_shape(tack_array *a)
+{
+    const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
+    int nd = tack_array_ndim(a), extra = i->cols > 1 ? 2 : (i->rows > 1 ? 1 : 0);
+    PyObject *t = PyTuple_New(nd + extra);
+    if (!t)
+        return NULL;
+    for (int k = 0; k < nd + extra; k++) {
+        long long v = k < nd ? (long long)tack_array_shape(a)[k] : (k == nd ? i->rows : i->cols);
+        PyObject *o = PyLong_FromLongLong(v);
+        if (!o) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, o);
+    }
+    return t;
+}
+
+static PyObject *array_numpy(PyObject *self, PyObject *unused)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    PyObject *np, *shape = NULL, *npdt = NULL, *out = NULL, *r;
+    tack_array *a = ARR(self);
+    if (!st || !(np = tack_py_numpy(st)))
+        return NULL;
+    const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
+    if (!(shape = get_numpy_shape(a)))
+        goto done;
+    if (!(npdt = PyObject_GetAttrString(st->dtypes[i->scalar], "numpy")))
+        goto done;
+    if (!(out = PyObject_CallMethod(np, "empty", "OO", shape, npdt)))
+        goto done;
+    if (!(r = array_copy_into(self, out)))
+        Py_CLEAR(out);
+    Py_XDECREF(r);
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(npdt);
+    return out;
+}
+
+/* __array__(dtype=None, copy=None): NumPy 2 semantics.  Tack arrays never
+ * share memory with NumPy through this path, so copy=False is refused. */
+static PyObject *array_array(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"dtype", "copy", NULL};
+    PyObject *dtype = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:__array__", names, &dtype, &copy))
+        return NULL;
+    if (copy == Py_False) {
+        PyErr_SetString(PyExc_ValueError,
+                        "a Tack array cannot be converted to NumPy without a copy; use "
+                        "numpy.from_dlpack(array) to share its storage");
+        return NULL;
+    }
+    PyObject *out = array_numpy(self, NULL);
+    if (out && dtype != Py_None) {
+        PyObject *cast = tack_py_call1(out, "astype", dtype);
+        Py_SETREF(out, cast);
+    }
+    return out;
+}
+
+static PyObject *array_fill(PyObject *self, PyObject *value)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    PyObject *np, *npdt = NULL, *v = NULL, *ok = NULL;
+    tack_array *a = ARR(self);
+    const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
+    int is_number = PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value);
+    if (!st || !(np = tack_py_numpy(st)))
+        return NULL;
+    if (!is_number) {
+        /* NumPy scalars and, for vectors/matrices, sequences of numbers. */
+        PyObject *generic = PyObject_GetAttrString(np, "generic");
+        int is_np_scalar = generic ? PyObject_IsInstance(value, generic) : -1;
+        Py_XDECREF(generic);
+        if (is_np_scalar < 0)
+            return NULL;
+        int seq_ok = (i->rows > 1) && PySequence_Check(value) && !PyUnicode_Check(value) &&
+                     !PyBytes_Check(value);
+        if (!is_np_scalar && !seq_ok)
+            return PyErr_Format(PyExc_TypeError, "fill value must be a number%s, not %.100s",
+                                i->rows > 1 ? " or a sequence of numbers" : "", Py_TYPE(value)->tp_name);
+    }
+    if (!(npdt = PyObject_GetAttrString(st->dtypes[tack_array_dtype(a)], "numpy")))
+        goto done;
+    /* np.array(value, dtype) checks the range (NumPy 2 raises OverflowError
+     * for out-of-range Python ints) and the component count. */
+    PyObject *scalar_dt = PyObject_GetAttrString(st->dtypes[i->scalar], "numpy");
+    if (!scalar_dt)
+        goto done;
+    v = PyObject_CallMethod(np, "array", "OO", value, scalar_dt);
+    Py_DECREF(scalar_dt);
+    if (!v)
+        goto done;
+    PyObject *size = PyObject_GetAttrString(v, "size");
+    Py_ssize_t n = size ? PyLong_AsSsize_t(size) : -1;
+    Py_XDECREF(size);
+    if (n < 0)
+        goto done;
+    Py_ssize_t comps = (Py_ssize_t)i->rows * i->cols;
+    if (n == 1 && comps > 1) {
+        /* one number broadcasts to every component */
+        PyObject *b = PyObject_CallMethod(np, "full", "nO", comps, v);
+        Py_SETREF(v, b);
+        if (!v)
+            goto done;
+    } else if (n != comps) {
+        PyErr_Format(PyExc_ValueError, "fill value for %s needs %zd components, got %zd", i->name, comps, n);
+        goto done;
+    }
+    Py_buffer view;
+    PyObject *contig = tack_py_call1(np, "ascontiguousarray", v);
+    if (!contig)
+        goto done;
+    if (PyObject_GetBuffer(contig, &view, PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(contig);
+        goto done;
+    }
+    tack_status s = tack_array_fill(a, view.buf);
+    PyBuffer_Release(&view);
+    Py_DECREF(contig);
+    if (s != TACK_OK) {
+        tack_py_raise();
+        goto done;
+    }
+    ok = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(npdt);
+    Py_XDECREF(v);
+    return ok;
+}
+
+static PyObject *array_copy(PyObject *self, PyObject *unused)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    tack_array *c = NULL;
+    tack_status s;
+    if (!st)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    s = tack_array_clone(ARR(self), NULL, &c);
+    Py_END_ALLOW_THREADS
+    if (s != TACK_OK)
+        return tack_py_raise();
+    return tack_py_array_new(st, c);
+}
+
+/* _copy_array(src): self <- src, same dtype and size, any devices. */
+static PyObject *array_copy_array(PyObject *self, PyObject *src)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    tack_status s;
+    if (!st)
+        return NULL;
+    if (!tack_py_array_check(st, src))
+        return PyErr_Format(PyExc_TypeError, "expected a tack.Array, got %.100s", Py_TYPE(src)->tp_name);
+    Py_BEGIN_ALLOW_THREADS
+    s = tack_array_copy(ARR(self), ARR(src));
+    Py_END_ALLOW_THREADS
+    if (s != TACK_OK)
+        return tack_py_raise();
+    Py_RETURN_NONE;
+}
+
+static PyObject *array_readonly_view(PyObject *self, PyObject *unused)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    tack_array *v = NULL;
+    if (!st)
+        return NULL;
+    if (tack_array_view(ARR(self), 0, &v) != TACK_OK)
+        return tack_py_raise();
+    return tack_py_array_new(st, v);
+}
+
+static Py_ssize_t array_len(PyObject *self)
+{
+    tack_array *a = ARR(self);
+    if (tack_array_ndim(a) == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d array");
+        return -1;
+    }
+    return (Py_ssize_t)tack_array_shape(a)[0];
+}
+
+static PyObject *array_repr(PyObject *self)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    if (!st)
+        return NULL;
+    if (st->repr_hook)
+        return PyObject_CallOneArg(st->repr_hook, self);
+    return PyUnicode_FromFormat("<tack.Array of %s on %s>", tack_dtype_get(tack_array_dtype(ARR(self)))->name,
+                                tack_device_name(tack_array_device(ARR(self))));
+}
+
+static PyObject *array_get_shape(PyObject *self, void *c)
+{
+    tack_array *a = ARR(self);
+    PyObject *t = PyTuple_New(tack_array_ndim(a));
+    for (int i = 0; t && i < tack_array_ndim(a); i++) {
+        PyObject *o = PyLong_FromLongLong(tack_array_shape(a)[i]);
+        if (!o) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+static PyObject *array_get_dtype(PyObject *self, void *c)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    return st ? Py_NewRef(st->dtypes[tack_array_dtype(ARR(self))]) : NULL;
+}
+static PyObject *array_get_ndim(PyObject *self, void *c) { return PyLong_FromLong(tack_array_ndim(ARR(self))); }
+static PyObject *array_get_size(PyObject *self, void *c) { return PyLong_FromLongLong(tack_array_size(ARR(self))); }
+static PyObject *array_get_nbytes(PyObject *self, void *c) { return PyLong_FromSize_t(tack_array_nbytes(ARR(self))); }
+static PyObject *array_get_writable(PyObject *self, void *c) { return PyBool_FromLong(tack_array_writable(ARR(self))); }
+static PyObject *array_get_ptr(PyObject *self, void *c) { return PyLong_FromVoidPtr(tack_array_data(ARR(self))); }
+static PyObject *array_get_device(PyObject *self, void *c)
+{
+    return PyUnicode_FromString(tack_device_name(tack_array_device(ARR(self))));
+}
+static PyObject *array_get_shared(PyObject *self, void *c)
+{
+    return PyBool_FromLong((tack_array_flags(ARR(self)) & TACK_ARRAY_SHARED) != 0);
+}
+
+static int array_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static void array_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (((TackArrayObject *)self)->weakreflist)
+        PyObject_ClearWeakRefs(self);
+    tack_array_release(ARR(self));
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyGetSetDef array_getset[] = {
+    {"shape", array_get_shape, NULL, "the shape, a tuple of ints", NULL},
+    {"dtype", array_get_dtype, NULL, "the element dtype", NULL},
+    {"ndim", array_get_ndim, NULL, "the number of dimensions", NULL},
+    {"size", array_get_size, NULL, "the number of elements", NULL},
+    {"nbytes", array_get_nbytes, NULL, "the bytes of storage", NULL},
+    {"writable", array_get_writable, NULL, "whether kernels and copies may write the array", NULL},
+    {"ptr", array_get_ptr, NULL, "the address of the first element (a device address on GPUs)", NULL},
+    {"device", array_get_device, NULL, "the device name: 'cpu', 'cuda:0', ...", NULL},
+    {"shared", array_get_shared, NULL, "whether the storage is shared with another library", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef array_methods[] = {
+    {"numpy", array_numpy, METH_NOARGS, "numpy() -> a NumPy copy (vecN arrays get a trailing axis of N)"},
+    {"__array__", (PyCFunction)(void (*)(void))array_array, METH_VARARGS | METH_KEYWORDS,
+     "__array__(dtype=None, copy=None) -> a NumPy copy"},
+    {"fill", array_fill, METH_O, "fill(value): set every element to value"},
+    {"copy", array_copy, METH_NOARGS, "copy() -> a new array with the same values on the same device"},
+    {"_copy_from", array_copy_from, METH_O, NULL},
+    {"_copy_into", array_copy_into, METH_O, NULL},
+    {"_copy_array", array_copy_array, METH_O, NULL},
+    {"_readonly_view", array_readonly_view, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef array_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(TackArrayObject, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot array_slots[] = {
+    {Py_tp_members, array_members},
+    {Py_tp_repr, array_repr},
+    {Py_tp_getset, array_getset},
+    {Py_tp_methods, array_methods},
+    {Py_tp_traverse, array_traverse},
+    {Py_tp_dealloc, array_dealloc},
+    {Py_sq_length, array_len},
+    {Py_mp_length, array_len},
+    {Py_tp_doc, "A Tack array: dtype, shape, device and C-contiguous storage.\n\n"
+                "Create one with tack.array, tack.empty, tack.zeros, tack.ones or tack.full."},
+    {0, NULL},
+};
+
+static PyMethodDef array_module_methods[] = {
+    {"empty", (PyCFunction)(void (*)(void))py_empty, METH_VARARGS | METH_KEYWORDS,
+     "empty(shape, dtype, device=None, zero=False) -> Array"},
+    {"wrap_buffer", (PyCFunction)(void (*)(void))py_wrap_buffer, METH_VARARGS | METH_KEYWORDS,
+     "wrap_buffer(obj, dtype=None, writable=False) -> Array borrowing obj's buffer"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Spec array_spec = {
+    .name = "tack.Array",
+    .basicsize = sizeof(TackArrayObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = array_slots,
+};
+
+int tack_py_array_exec(PyObject *m, tack_state *st)
+{
+    st->ArrayType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &array_spec, NULL);
+    if (!st->ArrayType || PyModule_AddObjectRef(m, "Array", (PyObject *)st->ArrayType) < 0)
+        return -1;
+    return PyModule_AddFunctions(m, array_module_methods);
+}

@@ -1,0 +1,313 @@
+/*
+ * dtype.c -- the DType heap type and the dtype objects tack.f32, tack.vec3, ...
+ *
+ * One DType instance exists per tack_dtype, created at module exec and kept
+ * in module state, so dtypes compare by identity and `tack.f32 is
+ * tack.dtype("float32")`.  Everything about a dtype (size, alignment, shape
+ * of its vector or matrix) comes from libtack's table; this file only
+ * presents it.  A DType's NumPy equivalent is the scalar dtype for scalars
+ * and a subarray dtype for vectors and matrices (vec3 -> ('<f4', (3,))), so
+ * NumPy allocates exactly the bytes Tack expects and gives them a trailing
+ * axis.
+ */
+#include "tack_py.h"
+
+#include <structmember.h>
+
+static const tack_dtype_info *info_of(PyObject *self) { return tack_dtype_get(((TackDTypeObject *)self)->id); }
+
+static PyObject *dtype_get_name(PyObject *self, void *c) { return PyUnicode_FromString(info_of(self)->name); }
+static PyObject *dtype_get_itemsize(PyObject *self, void *c) { return PyLong_FromSize_t(info_of(self)->itemsize); }
+static PyObject *dtype_get_alignment(PyObject *self, void *c) { return PyLong_FromSize_t(info_of(self)->alignment); }
+static PyObject *dtype_get_kind(PyObject *self, void *c)
+{
+    static const char kinds[] = "biuf";
+    return PyUnicode_FromStringAndSize(&kinds[info_of(self)->kind], 1);
+}
+static PyObject *dtype_get_shape(PyObject *self, void *c)
+{
+    const tack_dtype_info *i = info_of(self);
+    if (i->rows == 1 && i->cols == 1)
+        return PyTuple_New(0);
+    if (i->cols == 1)
+        return Py_BuildValue("(i)", i->rows);
+    return Py_BuildValue("(ii)", i->rows, i->cols);
+}
+static PyObject *dtype_get_scalar(PyObject *self, void *c)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    return st ? Py_NewRef(st->dtypes[info_of(self)->scalar]) : NULL;
+}
+
+static PyObject *dtype_get_numpy(PyObject *self, void *c)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    PyObject *np, *scalar = NULL, *shape = NULL, *spec = NULL, *out = NULL;
+    if (!st || !(np = tack_py_numpy(st)))
+        return NULL;
+    const tack_dtype_info *i = info_of(self);
+    scalar = tack_py_call1(np, "dtype", ((TackDTypeObject *)st->dtypes[i->scalar])->numpy_name);
+    if (!scalar)
+        goto done;
+    if (i->rows == 1 && i->cols == 1) {
+        out = Py_NewRef(scalar);
+        goto done;
+    }
+    if (!(shape = dtype_get_shape(self, NULL)) || !(spec = PyTuple_Pack(2, scalar, shape)))
+        goto done;
+    PyObject *fn = PyObject_GetAttrString(np, "dtype");
+    out = fn ? PyObject_CallOneArg(fn, spec) : NULL;
+    Py_XDECREF(fn);
+done:
+    Py_XDECREF(scalar);
+    Py_XDECREF(shape);
+    Py_XDECREF(spec);
+    return out;
+}
+
+static PyObject *dtype_repr(PyObject *self) { return PyUnicode_FromFormat("tack.%s", info_of(self)->name); }
+
+static Py_hash_t dtype_hash(PyObject *self) { return (Py_hash_t)((TackDTypeObject *)self)->id + 0x7ac4; }
+
+static PyObject *dtype_richcompare(PyObject *self, PyObject *other, int op)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    tack_dtype other_id;
+    if ((op != Py_EQ && op != Py_NE) || !st)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (Py_TYPE(other) == st->DTypeType)
+        other_id = ((TackDTypeObject *)other)->id;
+    else if (PyUnicode_Check(other)) {
+        const char *s = PyUnicode_AsUTF8(other);
+        if (!s)
+            return NULL;
+        if (tack_dtype_from_name(s, &other_id) != TACK_OK)
+            return PyBool_FromLong(op == Py_NE);
+    } else
+        Py_RETURN_NOTIMPLEMENTED;
+    int eq = other_id == ((TackDTypeObject *)self)->id;
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+/* Calling a dtype from Python converts like NumPy: tack.f32(1.5) is a
+ * numpy.float32, tack.vec3(1, 2, 3) a float32 array of shape (3,).  Inside
+ * a kernel the same call is a cast or a constructor. */
+static PyObject *dtype_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    PyObject *np, *npdt = NULL, *value = NULL, *out = NULL;
+    const tack_dtype_info *i = info_of(self);
+    if (!st || !(np = tack_py_numpy(st)))
+        return NULL;
+    if (kw && PyDict_GET_SIZE(kw))
+        return PyErr_Format(PyExc_TypeError, "tack.%s() takes no keyword arguments", i->name);
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!(npdt = tack_py_call1(np, "dtype", ((TackDTypeObject *)st->dtypes[i->scalar])->numpy_name)))
+        goto done;
+    if (i->rows == 1 && i->cols == 1) {
+        if (n != 1) {
+            PyErr_Format(PyExc_TypeError, "tack.%s() takes exactly 1 argument (%zd given)", i->name, n);
+            goto done;
+        }
+        PyObject *type = PyObject_GetAttrString(npdt, "type");
+        if (!type)
+            goto done;
+        out = PyObject_CallOneArg(type, PyTuple_GET_ITEM(args, 0));
+        Py_DECREF(type);
+        goto done;
+    }
+    Py_ssize_t want = (Py_ssize_t)i->rows * i->cols;
+    value = n == 1 ? Py_NewRef(PyTuple_GET_ITEM(args, 0)) : Py_NewRef(args);
+    PyObject *arr = PyObject_CallMethod(np, "array", "OO", value, npdt);
+    if (!arr)
+        goto done;
+    PyObject *size = PyObject_GetAttrString(arr, "size");
+    Py_ssize_t got = size ? PyLong_AsSsize_t(size) : -1;
+    Py_XDECREF(size);
+    if (got != want) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "tack.%s() needs %zd components, got %zd", i->name, want, got);
+        Py_DECREF(arr);
+        goto done;
+    }
+    PyObject *shape = dtype_get_shape(self, NULL);
+    out = shape ? tack_py_call1(arr, "reshape", shape) : NULL;
+    Py_XDECREF(shape);
+    Py_DECREF(arr);
+done:
+    Py_XDECREF(npdt);
+    Py_XDECREF(value);
+    return out;
+}
+
+static int dtype_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((TackDTypeObject *)self)->numpy_name);
+    return 0;
+}
+
+static int dtype_clear(PyObject *self)
+{
+    Py_CLEAR(((TackDTypeObject *)self)->numpy_name);
+    return 0;
+}
+
+static void dtype_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    dtype_clear(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *dtype_reduce(PyObject *self, PyObject *unused)
+{
+    /* Pickle by name through tack.dtype. */
+    PyObject *mod = PyImport_ImportModule("tack");
+    if (!mod)
+        return NULL;
+    PyObject *fn = PyObject_GetAttrString(mod, "dtype");
+    Py_DECREF(mod);
+    if (!fn)
+        return NULL;
+    PyObject *out = Py_BuildValue("(N(s))", fn, info_of(self)->name);
+    return out;
+}
+
+static PyGetSetDef dtype_getset[] = {
+    {"name", dtype_get_name, NULL, "the dtype's name: 'f32', 'vec3', ...", NULL},
+    {"itemsize", dtype_get_itemsize, NULL, "bytes of one element", NULL},
+    {"alignment", dtype_get_alignment, NULL, "required alignment in bytes", NULL},
+    {"kind", dtype_get_kind, NULL, "scalar kind: 'b', 'i', 'u' or 'f' (NumPy's codes)", NULL},
+    {"shape", dtype_get_shape, NULL, "() for scalars, (N,) for vectors, (R, C) for matrices", NULL},
+    {"scalar", dtype_get_scalar, NULL, "the scalar dtype of the components", NULL},
+    {"numpy", dtype_get_numpy, NULL, "the equivalent numpy.dtype (a subarray dtype for vectors and matrices)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef dtype_methods[] = {
+    {"__reduce__", dtype_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot dtype_slots[] = {
+    {Py_tp_repr, dtype_repr},
+    {Py_tp_hash, dtype_hash},
+    {Py_tp_richcompare, dtype_richcompare},
+    {Py_tp_call, dtype_call},
+    {Py_tp_getset, dtype_getset},
+    {Py_tp_methods, dtype_methods},
+    {Py_tp_traverse, dtype_traverse},
+    {Py_tp_clear, dtype_clear},
+    {Py_tp_dealloc, dtype_dealloc},
+    {Py_tp_doc, "A Tack element type. Use the instances tack.f32, tack.vec3, ... or tack.dtype(x)."},
+    {0, NULL},
+};
+
+static PyType_Spec dtype_spec = {
+    .name = "tack.DType",
+    .basicsize = sizeof(TackDTypeObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = dtype_slots,
+};
+
+static const char *numpy_names[TACK_DTYPE_COUNT] = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64",
+};
+
+int tack_py_dtype_exec(PyObject *m, tack_state *st)
+{
+    st->DTypeType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &dtype_spec, NULL);
+    if (!st->DTypeType || PyModule_AddObjectRef(m, "DType", (PyObject *)st->DTypeType) < 0)
+        return -1;
+    for (int i = 0; i < TACK_DTYPE_COUNT; i++) {
+        TackDTypeObject *d = PyObject_GC_New(TackDTypeObject, st->DTypeType);
+        if (!d)
+            return -1;
+        d->id = (tack_dtype)i;
+        const tack_dtype_info *info = tack_dtype_get((tack_dtype)i);
+        d->numpy_name = PyUnicode_FromString(numpy_names[info->scalar]);
+        PyObject_GC_Track((PyObject *)d);
+        st->dtypes[i] = (PyObject *)d;
+        if (!d->numpy_name || PyModule_AddObjectRef(m, info->name, (PyObject *)d) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int tack_py_dtype_from_object(tack_state *st, PyObject *obj, tack_dtype *out)
+{
+    PyObject *np, *npdt = NULL, *sub = NULL, *base = NULL, *name = NULL;
+    int rc = -1;
+    if (Py_TYPE(obj) == st->DTypeType) {
+        *out = ((TackDTypeObject *)obj)->id;
+        return 0;
+    }
+    if (PyUnicode_Check(obj)) {
+        const char *s = PyUnicode_AsUTF8(obj);
+        if (!s)
+            return -1;
+        if (tack_dtype_from_name(s, out) == TACK_OK)
+            return 0;
+        /* Fall through to NumPy for spellings such as '<f4'. */
+    }
+    if (obj == (PyObject *)&PyBool_Type) { *out = TACK_BOOL; return 0; }
+    if (obj == (PyObject *)&PyLong_Type) { *out = TACK_I64; return 0; }
+    if (obj == (PyObject *)&PyFloat_Type) { *out = TACK_F64; return 0; }
+    if (!(np = tack_py_numpy(st)))
+        return -1;
+    npdt = tack_py_call1(np, "dtype", obj);
+    if (!npdt) {
+        PyErr_Clear();
+        PyObject *r = PyObject_Repr(obj);
+        PyErr_Format(PyExc_TypeError,
+                     "unknown dtype %S (expected a tack dtype such as tack.f32, a name such as 'f32' or "
+                     "'float32', or a NumPy dtype)",
+                     r ? r : Py_None);
+        Py_XDECREF(r);
+        goto done;
+    }
+    if (!(sub = PyObject_GetAttrString(npdt, "subdtype")))
+        goto done;
+    PyObject *scalar_dt = npdt;
+    int rows = 1, cols = 1;
+    if (sub != Py_None) {
+        PyObject *shape;
+        if (!PyArg_ParseTuple(sub, "OO", &base, &shape))
+            goto done;
+        Py_ssize_t nd = PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : -1;
+        if (nd < 1 || nd > 2)
+            goto unsupported;
+        rows = (int)PyLong_AsLong(PyTuple_GET_ITEM(shape, 0));
+        cols = nd == 2 ? (int)PyLong_AsLong(PyTuple_GET_ITEM(shape, 1)) : 1;
+        scalar_dt = base;
+        base = NULL; /* borrowed from sub */
+    }
+    if (!(name = PyObject_GetAttrString(scalar_dt, "name")))
+        goto done;
+    const char *s = PyUnicode_AsUTF8(name);
+    tack_dtype scalar;
+    if (!s)
+        goto done;
+    if (tack_dtype_from_name(s, &scalar) != TACK_OK)
+        goto unsupported;
+    if (rows == 1 && cols == 1) {
+        *out = scalar;
+        rc = 0;
+        goto done;
+    }
+    if (tack_dtype_compose(scalar, rows, cols, out) == TACK_OK) {
+        rc = 0;
+        goto done;
+    }
+unsupported:
+    PyErr_Format(PyExc_TypeError, "NumPy dtype %S has no Tack equivalent", npdt);
+done:
+    Py_XDECREF(npdt);
+    Py_XDECREF(sub);
+    Py_XDECREF(name);
+    return rc;
+}

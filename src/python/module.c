@@ -1,0 +1,240 @@
+/*
+ * module.c -- the extension module tack._core: state, errors, devices.
+ *
+ * The module uses multi-phase initialization and keeps every Python object
+ * it creates (types, dtype instances, hooks) in module state, so it holds no
+ * process-global Python objects.  The exec slot first performs the version
+ * handshake with libtack: an extension built against another ABI refuses to
+ * load with an ImportError instead of misreading structures.
+ *
+ * Errors from libtack arrive as a tack_status plus a per-thread message;
+ * tack_py_raise() maps each status to the Python exception a NumPy user
+ * expects (ValueError, TypeError, IndexError, MemoryError, ...).
+ */
+#include "tack_py.h"
+
+/* ------------------------------------------------------------ state */
+static struct PyModuleDef tack_module_def;
+
+tack_state *tack_get_state(PyObject *module) { return (tack_state *)PyModule_GetState(module); }
+
+tack_state *tack_state_from_type(PyTypeObject *tp)
+{
+    PyObject *m = PyType_GetModuleByDef(tp, &tack_module_def);
+    return m ? tack_get_state(m) : NULL;
+}
+
+PyObject *tack_py_numpy(tack_state *st)
+{
+    if (!st->numpy)
+        st->numpy = PyImport_ImportModule("numpy");
+    return st->numpy;
+}
+
+PyObject *tack_py_raise(void)
+{
+    PyObject *exc;
+    switch (tack_last_status()) {
+    case TACK_ERR_NOMEM: exc = PyExc_MemoryError; break;
+    case TACK_ERR_VALUE: exc = PyExc_ValueError; break;
+    case TACK_ERR_TYPE: exc = PyExc_TypeError; break;
+    case TACK_ERR_INDEX: exc = PyExc_IndexError; break;
+    case TACK_ERR_READONLY: exc = PyExc_ValueError; break;
+    case TACK_ERR_UNSUPPORTED: exc = PyExc_NotImplementedError; break;
+    case TACK_ERR_BUFFER: exc = PyExc_BufferError; break;
+    case TACK_ERR_ZERODIV: exc = PyExc_ZeroDivisionError; break;
+    case TACK_ERR_ASSERT: exc = PyExc_AssertionError; break;
+    default: exc = PyExc_RuntimeError; break;
+    }
+    const char *msg = tack_last_error();
+    PyErr_SetString(exc, msg && *msg ? msg : "unknown error in libtack");
+    return NULL;
+}
+
+int tack_py_raise_int(void)
+{
+    tack_py_raise();
+    return -1;
+}
+
+/* ----------------------------------------------------------- devices */
+tack_device *tack_py_device_from_object(tack_state *st, PyObject *obj)
+{
+    tack_device *dev = NULL;
+    if (obj == NULL || obj == Py_None)
+        obj = st->default_device;
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "device must be a str such as 'cpu' or 'cuda:0', not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    const char *name = PyUnicode_AsUTF8(obj);
+    if (!name)
+        return NULL;
+    if (tack_device_get(name, &dev) != TACK_OK) {
+        tack_py_raise();
+        return NULL;
+    }
+    return dev;
+}
+
+static PyObject *py_devices(PyObject *m, PyObject *unused)
+{
+    tack_device *list[64];
+    int n = tack_devices(list, 64);
+    PyObject *out = PyList_New(0);
+    if (!out)
+        return NULL;
+    for (int i = 0; i < n && i < 64; i++) {
+        PyObject *s = PyUnicode_FromString(tack_device_name(list[i]));
+        if (!s || PyList_Append(out, s) < 0) {
+            Py_XDECREF(s);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    return out;
+}
+
+static PyObject *py_set_default_device(PyObject *m, PyObject *arg)
+{
+    tack_state *st = tack_get_state(m);
+    if (!tack_py_device_from_object(st, arg == Py_None ? NULL : arg))
+        return NULL;
+    PyObject *name = arg == Py_None ? PyUnicode_FromString("cpu") : Py_NewRef(arg);
+    if (!name)
+        return NULL;
+    Py_SETREF(st->default_device, name);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_default_device(PyObject *m, PyObject *unused)
+{
+    return Py_NewRef(tack_get_state(m)->default_device);
+}
+
+static PyObject *py_synchronize(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    tack_status status;
+    if (nargs > 1)
+        return PyErr_Format(PyExc_TypeError, "synchronize() takes at most 1 argument (%zd given)", nargs);
+    if (nargs == 1 && args[0] != Py_None) {
+        tack_device *dev = tack_py_device_from_object(tack_get_state(m), args[0]);
+        if (!dev)
+            return NULL;
+        Py_BEGIN_ALLOW_THREADS
+        status = tack_device_synchronize(dev);
+        Py_END_ALLOW_THREADS
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        status = tack_synchronize_all();
+        Py_END_ALLOW_THREADS
+    }
+    if (status != TACK_OK)
+        return tack_py_raise();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_device_threads(PyObject *m, PyObject *arg)
+{
+    tack_device *dev = tack_py_device_from_object(tack_get_state(m), arg);
+    if (!dev)
+        return NULL;
+    return PyLong_FromLong(tack_device_threads(dev));
+}
+
+static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"repr", "compile_error", NULL};
+    PyObject *repr = NULL, *ce = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:_set_hooks", names, &repr, &ce))
+        return NULL;
+    tack_state *st = tack_get_state(m);
+    if (repr)
+        Py_XSETREF(st->repr_hook, Py_NewRef(repr));
+    if (ce)
+        Py_XSETREF(st->CompileError, Py_NewRef(ce));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"devices", py_devices, METH_NOARGS, "devices() -> list of available device names"},
+    {"set_default_device", py_set_default_device, METH_O, "set_default_device(name)"},
+    {"get_default_device", py_get_default_device, METH_NOARGS, "get_default_device() -> str"},
+    {"synchronize", (PyCFunction)(void (*)(void))py_synchronize, METH_FASTCALL,
+     "synchronize(device=None): wait for queued work on one device or all"},
+    {"device_threads", py_device_threads, METH_O, "device_threads(name) -> worker threads"},
+    {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ------------------------------------------------------- lifecycle */
+static int module_exec(PyObject *m)
+{
+    tack_state *st = tack_get_state(m);
+    if (tack_check_version(TACK_ABI_VERSION) != TACK_OK) {
+        PyErr_SetString(PyExc_ImportError, tack_last_error());
+        return -1;
+    }
+    st->default_device = PyUnicode_FromString("cpu");
+    if (!st->default_device)
+        return -1;
+    if (PyModule_AddStringConstant(m, "__version__", tack_version_string()) < 0 ||
+        PyModule_AddIntConstant(m, "ABI_VERSION", tack_abi_version()) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_NDIM", TACK_MAX_NDIM) < 0)
+        return -1;
+    if (tack_py_dtype_exec(m, st) < 0 || tack_py_array_exec(m, st) < 0 || tack_py_kernel_exec(m, st) < 0)
+        return -1;
+    return 0;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    tack_state *st = tack_get_state(m);
+    Py_VISIT(st->ArrayType);
+    Py_VISIT(st->DTypeType);
+    for (int i = 0; i < TACK_DTYPE_COUNT; i++)
+        Py_VISIT(st->dtypes[i]);
+    Py_VISIT(st->CompileError);
+    Py_VISIT(st->default_device);
+    Py_VISIT(st->repr_hook);
+    Py_VISIT(st->numpy);
+    return tack_py_kernel_traverse(st, visit, arg);
+}
+
+static int module_clear(PyObject *m)
+{
+    tack_state *st = tack_get_state(m);
+    Py_CLEAR(st->ArrayType);
+    Py_CLEAR(st->DTypeType);
+    for (int i = 0; i < TACK_DTYPE_COUNT; i++)
+        Py_CLEAR(st->dtypes[i]);
+    Py_CLEAR(st->CompileError);
+    Py_CLEAR(st->default_device);
+    Py_CLEAR(st->repr_hook);
+    Py_CLEAR(st->numpy);
+    tack_py_kernel_clear(st);
+    return 0;
+}
+
+static void module_free(void *m) { module_clear((PyObject *)m); }
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef tack_module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tack._core",
+    .m_doc = "Tack's C core: arrays, devices and kernels (use the tack package).",
+    .m_size = sizeof(tack_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&tack_module_def); }

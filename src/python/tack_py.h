@@ -1,0 +1,94 @@
+/*
+ * tack_py.h -- shared declarations of the extension tack._core.
+ *
+ * The extension is a thin binding over include/tack.h and include/tack_kernel.h.
+ * It keeps all of its Python objects in module state (multi-phase init, heap
+ * types), so several interpreters can each import it.  Files:
+ *   module.c   module definition, state, error translation, devices
+ *   array.c    the Array heap type
+ *   dtype.c    the DType heap type and the dtype objects tack.f32, ...
+ *   frontend.c Python `ast` objects -> Tack AST (tack_kernel.h)
+ *   kernel.c   the Kernel heap type: signature cache and the vectorcall launch path
+ */
+#ifndef TACK_PY_H
+#define TACK_PY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "tack.h"
+#include "tack_kernel.h"
+
+typedef struct {
+    PyTypeObject *ArrayType;
+    PyTypeObject *DTypeType;
+    PyObject *dtypes[TACK_DTYPE_COUNT]; /* DType instances by id */
+    PyObject *CompileError;             /* tack.CompileError class, set by the Python package */
+    PyObject *default_device;           /* str */
+    PyTypeObject *KernelType;           /* set by kernel.c */
+    PyObject *kernel_extra;             /* free slot for kernel.c */
+    PyObject *repr_hook;                /* Python function formatting an Array, set by the package */
+    PyObject *numpy;                    /* the numpy module, imported on first use */
+} tack_state;
+
+/* The numpy module (borrowed from state), imported on first use; NULL with
+ * an ImportError set when NumPy is missing. */
+PyObject *tack_py_numpy(tack_state *st);
+
+typedef struct {
+    PyObject_HEAD
+    tack_array *arr;
+    PyObject *weakreflist;
+} TackArrayObject;
+
+typedef struct {
+    PyObject_HEAD
+    tack_dtype id;
+    PyObject *numpy_name; /* str: "float32", ... */
+} TackDTypeObject;
+
+tack_state *tack_get_state(PyObject *module);
+tack_state *tack_state_from_type(PyTypeObject *tp);
+
+/* Raise the Python exception matching tack_last_status()/tack_last_error().
+ * Returns NULL (for `return tack_py_raise();`). */
+PyObject *tack_py_raise(void);
+int tack_py_raise_int(void); /* same, returns -1 */
+
+/* Array helpers. New reference wrapping `arr` (steals the caller's reference
+ * to arr, released on failure). */
+PyObject *tack_py_array_new(tack_state *st, tack_array *arr);
+int tack_py_array_check(tack_state *st, PyObject *obj);
+/* Resolve a dtype argument: DType object, NumPy dtype/str, type; -1 with TypeError. */
+int tack_py_dtype_from_object(tack_state *st, PyObject *obj, tack_dtype *out);
+/* Device by name (None -> the default device); NULL with an exception set. */
+tack_device *tack_py_device_from_object(tack_state *st, PyObject *obj);
+
+/* Wrap a buffer-protocol object (C-contiguous) as a borrowed array on the CPU,
+ * retaining `obj` until the storage is released.  `dtype_hint` < 0: take the
+ * dtype from the buffer's format. */
+tack_array *tack_py_wrap_buffer(tack_state *st, PyObject *obj, int dtype_hint, int want_writable);
+
+/* Release callback for storage owned by a Python object: takes the GIL,
+ * drops the reference; does nothing after interpreter finalization. */
+void tack_py_release_object(void *ctx);
+
+/* obj.name(arg) with exactly one argument (a tuple arg stays one argument). */
+static inline PyObject *tack_py_call1(PyObject *obj, const char *name, PyObject *arg)
+{
+    PyObject *fn = PyObject_GetAttrString(obj, name);
+    if (!fn)
+        return NULL;
+    PyObject *out = PyObject_CallOneArg(fn, arg);
+    Py_DECREF(fn);
+    return out;
+}
+
+/* Per-file module exec hooks, called from module.c. */
+int tack_py_dtype_exec(PyObject *m, tack_state *st);
+int tack_py_array_exec(PyObject *m, tack_state *st);
+int tack_py_kernel_exec(PyObject *m, tack_state *st);
+int tack_py_kernel_traverse(tack_state *st, visitproc visit, void *arg);
+void tack_py_kernel_clear(tack_state *st);
+
+#endif /* TACK_PY_H */

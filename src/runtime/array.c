@@ -1,0 +1,335 @@
+/*
+ * array.c -- arrays and the storage they share.
+ *
+ * An array is a handle: dtype, shape, writable flag and a pointer into a
+ * tack_storage.  Storage is the unit of ownership.  It is either allocated
+ * by a backend (and freed through it) or borrowed from somebody else -- a
+ * NumPy array, a DLPack managed tensor, a VTK array, a raw pointer -- and
+ * then carries a release callback that libtack calls exactly once, when the
+ * last handle using the storage is gone.  Both handles and storage are
+ * reference counted with atomics: a DLPack consumer in another library may
+ * drop the last reference on any thread.
+ *
+ * Shapes are validated here once (non-negative, at most TACK_MAX_NDIM axes,
+ * element count and byte size without overflow), so every other layer can
+ * trust size and nbytes.
+ */
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+static tack_status check_shape(tack_dtype dt, int ndim, const int64_t *shape, int64_t *size_out,
+                               size_t *nbytes_out)
+{
+    const tack_dtype_info *info = tack_dtype_get(dt);
+    if (!info)
+        return tack_set_error(TACK_ERR_TYPE, "invalid dtype id %d", (int)dt);
+    if (ndim < 0 || ndim > TACK_MAX_NDIM)
+        return tack_set_error(TACK_ERR_VALUE, "arrays have 0 to %d dimensions, not %d", TACK_MAX_NDIM,
+                              ndim);
+    if (ndim > 0 && !shape)
+        return tack_set_error(TACK_ERR_VALUE, "shape is NULL for a %d-dimensional array", ndim);
+    uint64_t size = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return tack_set_error(TACK_ERR_VALUE, "negative dimension %lld in axis %d of the shape",
+                                  (long long)shape[i], i);
+        if (__builtin_mul_overflow(size, (uint64_t)shape[i], &size) || size > (uint64_t)INT64_MAX)
+            return tack_set_error(TACK_ERR_VALUE,
+                                  "shape is too large: the element count overflows at axis %d (%lld)", i,
+                                  (long long)shape[i]);
+    }
+    size_t nbytes;
+    if (size > SIZE_MAX || !tack_mul_overflow_size((size_t)size, info->itemsize, &nbytes) ||
+        nbytes > (size_t)INT64_MAX)
+        return tack_set_error(TACK_ERR_VALUE, "shape is too large: %llu elements of %zu bytes overflow",
+                              (unsigned long long)size, info->itemsize);
+    *size_out = (int64_t)size;
+    *nbytes_out = nbytes;
+    return TACK_OK;
+}
+
+static tack_array *new_handle(tack_storage *s, tack_dtype dt, int ndim, const int64_t *shape,
+                              int64_t size, size_t nbytes, int writable)
+{
+    tack_array *a = tack_malloc(sizeof *a);
+    if (!a) {
+        tack_set_error(TACK_ERR_NOMEM, "out of memory allocating an array handle");
+        return NULL;
+    }
+    memset(a, 0, sizeof *a);
+    atomic_init(&a->refs, 1);
+    atomic_init(&a->flags, 0u);
+    a->storage = s;
+    a->data = s->data;
+    a->dtype = dt;
+    a->ndim = ndim;
+    a->writable = writable;
+    for (int i = 0; i < ndim; i++)
+        a->shape[i] = shape[i];
+    a->size = size;
+    a->nbytes = nbytes;
+    return a;
+}
+
+static void storage_release(tack_storage *s)
+{
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (s->owned)
+        s->device->backend->free(s->device, s->data);
+    else if (s->release)
+        s->release(s->release_ctx);
+    tack_free(s);
+}
+
+static tack_status alloc_array(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
+                               int zero, tack_array **out)
+{
+    int64_t size;
+    size_t nbytes;
+    tack_status st;
+    if (!dev)
+        dev = tack_default_cpu();
+    if ((st = check_shape(dt, ndim, shape, &size, &nbytes)) != TACK_OK)
+        return st;
+    tack_storage *s = tack_malloc(sizeof *s);
+    if (!s)
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory allocating array storage");
+    memset(s, 0, sizeof *s);
+    atomic_init(&s->refs, 1);
+    s->device = dev;
+    s->nbytes = nbytes;
+    s->writable = 1;
+    s->owned = 1;
+    if ((st = dev->backend->alloc(dev, nbytes, &s->data)) != TACK_OK) {
+        tack_free(s);
+        return st;
+    }
+    if (zero && nbytes) {
+        unsigned char z = 0;
+        if ((st = dev->backend->fill(dev, s->data, &z, 1, nbytes)) != TACK_OK) {
+            storage_release(s);
+            return st;
+        }
+    }
+    tack_array *a = new_handle(s, dt, ndim, shape, size, nbytes, 1);
+    if (!a) {
+        storage_release(s);
+        return TACK_ERR_NOMEM;
+    }
+    *out = a;
+    return TACK_OK;
+}
+
+tack_status tack_array_empty(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
+                             tack_array **out)
+{
+    return alloc_array(dev, dt, ndim, shape, 0, out);
+}
+
+tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
+                             tack_array **out)
+{
+    return alloc_array(dev, dt, ndim, shape, 1, out);
+}
+
+tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data,
+                            int writable, tack_release_fn release, void *ctx, tack_array **out)
+{
+    int64_t size;
+    size_t nbytes;
+    tack_status st;
+    if (!dev)
+        dev = tack_default_cpu();
+    if ((st = check_shape(dt, ndim, shape, &size, &nbytes)) != TACK_OK)
+        goto fail;
+    const tack_dtype_info *info = tack_dtype_get(dt);
+    if (nbytes > 0 && !data) {
+        st = tack_set_error(TACK_ERR_VALUE, "NULL data pointer for a non-empty array of %lld elements",
+                            (long long)size);
+        goto fail;
+    }
+    if ((uintptr_t)data % info->alignment != 0) {
+        st = tack_set_error(TACK_ERR_VALUE,
+                            "address 0x%llx is not aligned for dtype %s: it needs %zu-byte alignment",
+                            (unsigned long long)(uintptr_t)data, info->name, info->alignment);
+        goto fail;
+    }
+    tack_storage *s = tack_malloc(sizeof *s);
+    if (!s) {
+        st = tack_set_error(TACK_ERR_NOMEM, "out of memory allocating array storage");
+        goto fail;
+    }
+    memset(s, 0, sizeof *s);
+    atomic_init(&s->refs, 1);
+    s->device = dev;
+    s->data = data;
+    s->nbytes = nbytes;
+    s->writable = writable != 0;
+    s->release = release;
+    s->release_ctx = ctx;
+    tack_array *a = new_handle(s, dt, ndim, shape, size, nbytes, writable != 0);
+    if (!a) {
+        storage_release(s); /* runs release(ctx) */
+        return TACK_ERR_NOMEM;
+    }
+    atomic_store(&a->flags, TACK_ARRAY_SHARED);
+    *out = a;
+    return TACK_OK;
+fail:
+    if (release)
+        release(ctx);
+    return st;
+}
+
+tack_status tack_array_view(tack_array *a, int writable, tack_array **out)
+{
+    if (writable && !a->storage->writable)
+        return tack_set_error(TACK_ERR_READONLY, "cannot make a writable view of read-only storage");
+    atomic_fetch_add(&a->storage->refs, 1);
+    tack_array *v = new_handle(a->storage, a->dtype, a->ndim, a->shape, a->size, a->nbytes, writable != 0);
+    if (!v) {
+        storage_release(a->storage);
+        return TACK_ERR_NOMEM;
+    }
+    v->data = a->data;
+    atomic_store(&v->flags, atomic_load(&a->flags));
+    *out = v;
+    return TACK_OK;
+}
+
+tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim, const int64_t *shape,
+                               tack_array **out)
+{
+    int64_t size;
+    size_t nbytes;
+    tack_status st;
+    if ((st = check_shape(dt, ndim, shape, &size, &nbytes)) != TACK_OK)
+        return st;
+    if (nbytes != a->nbytes)
+        return tack_set_error(TACK_ERR_VALUE, "cannot reshape an array of %zu bytes into %zu bytes",
+                              a->nbytes, nbytes);
+    if ((uintptr_t)a->data % tack_dtype_get(dt)->alignment != 0)
+        return tack_set_error(TACK_ERR_VALUE, "storage is not aligned for dtype %s",
+                              tack_dtype_get(dt)->name);
+    atomic_fetch_add(&a->storage->refs, 1);
+    tack_array *v = new_handle(a->storage, dt, ndim, shape, size, nbytes, a->writable);
+    if (!v) {
+        storage_release(a->storage);
+        return TACK_ERR_NOMEM;
+    }
+    v->data = a->data;
+    atomic_store(&v->flags, atomic_load(&a->flags));
+    *out = v;
+    return TACK_OK;
+}
+
+void tack_array_retain(tack_array *a)
+{
+    if (a)
+        atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
+}
+
+void tack_array_release(tack_array *a)
+{
+    if (!a || atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    storage_release(a->storage);
+    tack_free(a);
+}
+
+void *tack_array_data(const tack_array *a) { return a->data; }
+tack_dtype tack_array_dtype(const tack_array *a) { return a->dtype; }
+int tack_array_ndim(const tack_array *a) { return a->ndim; }
+const int64_t *tack_array_shape(const tack_array *a) { return a->shape; }
+int64_t tack_array_size(const tack_array *a) { return a->size; }
+size_t tack_array_nbytes(const tack_array *a) { return a->nbytes; }
+int tack_array_writable(const tack_array *a) { return a->writable; }
+tack_device *tack_array_device(const tack_array *a) { return a->storage->device; }
+unsigned tack_array_flags(const tack_array *a) { return atomic_load(&((tack_array *)a)->flags); }
+void tack_array_set_flags(tack_array *a, unsigned flags) { atomic_store(&a->flags, flags); }
+
+static tack_status check_bytes(const tack_array *a, size_t nbytes, const char *what)
+{
+    if (nbytes != a->nbytes)
+        return tack_set_error(TACK_ERR_VALUE, "%s: the host buffer has %zu bytes, the array %zu", what,
+                              nbytes, a->nbytes);
+    return TACK_OK;
+}
+
+static tack_status check_writable(const tack_array *a)
+{
+    if (!a->writable)
+        return tack_set_error(TACK_ERR_READONLY, "assignment destination is read-only");
+    return TACK_OK;
+}
+
+tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t nbytes)
+{
+    tack_status st;
+    if ((st = check_writable(dst)) != TACK_OK || (st = check_bytes(dst, nbytes, "copy to array")) != TACK_OK)
+        return st;
+    tack_device *d = dst->storage->device;
+    return d->backend->copy(d, dst->data, src, nbytes, TACK_COPY_H2D);
+}
+
+tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nbytes)
+{
+    tack_status st;
+    if ((st = check_bytes(src, nbytes, "copy from array")) != TACK_OK)
+        return st;
+    tack_device *d = src->storage->device;
+    return d->backend->copy(d, dst, src->data, nbytes, TACK_COPY_D2H);
+}
+
+tack_status tack_array_copy(tack_array *dst, const tack_array *src)
+{
+    tack_status st;
+    if ((st = check_writable(dst)) != TACK_OK)
+        return st;
+    if (dst->dtype != src->dtype || dst->size != src->size)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "cannot copy %lld elements of %s into %lld elements of %s",
+                              (long long)src->size, tack_dtype_get(src->dtype)->name, (long long)dst->size,
+                              tack_dtype_get(dst->dtype)->name);
+    tack_device *dd = dst->storage->device, *sd = src->storage->device;
+    if (dd == sd)
+        return dd->backend->copy(dd, dst->data, src->data, src->nbytes, TACK_COPY_D2D);
+    if (sd->backend->type == TACK_DEVICE_CPU)
+        return dd->backend->copy(dd, dst->data, src->data, src->nbytes, TACK_COPY_H2D);
+    if (dd->backend->type == TACK_DEVICE_CPU)
+        return sd->backend->copy(sd, dst->data, src->data, src->nbytes, TACK_COPY_D2H);
+    /* Between two accelerators: stage through the host. */
+    void *tmp = tack_malloc(src->nbytes);
+    if (!tmp)
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory staging a %zu-byte copy", src->nbytes);
+    st = sd->backend->copy(sd, tmp, src->data, src->nbytes, TACK_COPY_D2H);
+    if (st == TACK_OK)
+        st = dd->backend->copy(dd, dst->data, tmp, src->nbytes, TACK_COPY_H2D);
+    tack_free(tmp);
+    return st;
+}
+
+tack_status tack_array_fill(tack_array *a, const void *value)
+{
+    tack_status st;
+    if ((st = check_writable(a)) != TACK_OK)
+        return st;
+    tack_device *d = a->storage->device;
+    return d->backend->fill(d, a->data, value, tack_dtype_get(a->dtype)->itemsize, (size_t)a->size);
+}
+
+tack_status tack_array_clone(const tack_array *a, tack_device *dev, tack_array **out)
+{
+    tack_array *c = NULL;
+    tack_status st = tack_array_empty(dev ? dev : a->storage->device, a->dtype, a->ndim, a->shape, &c);
+    if (st != TACK_OK)
+        return st;
+    if ((st = tack_array_copy(c, a)) != TACK_OK) {
+        tack_array_release(c);
+        return st;
+    }
+    *out = c;
+    return TACK_OK;
+}

@@ -1,0 +1,156 @@
+/*
+ * device.c -- the device registry.
+ *
+ * Devices are found by name ("cpu", "cuda:1") and live for the life of the
+ * process.  Each device points at its backend's vtable; this file is the
+ * only place that lists the backends, and shared code never names one.
+ * Backends that this build or this machine lacks are still known by name, so
+ * that asking for "cuda" on a machine without a GPU says exactly that,
+ * instead of "unknown device".
+ *
+ * The registry is filled once, on first use, under pthread_once; after that
+ * it is read-only and needs no lock.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+#define MAX_DEVICES 32
+
+/* Every device family Tack knows by name, and the backend that serves it in
+ * this build (NULL: not built yet). */
+static const struct family {
+    const char *name;
+    tack_device_type type;
+    const tack_backend *(*backend)(void);
+    const char *missing; /* why it is unavailable when backend is NULL */
+} families[] = {
+    {"cpu", TACK_DEVICE_CPU, tack_backend_cpu, NULL},
+    {"cuda", TACK_DEVICE_CUDA, NULL, "this build of Tack has no CUDA backend yet"},
+    {"hip", TACK_DEVICE_ROCM, NULL, "this build of Tack has no HIP backend yet"},
+    {"metal", TACK_DEVICE_METAL, NULL, "this build of Tack has no Metal backend"},
+    {"level_zero", TACK_DEVICE_ONEAPI, NULL, "this build of Tack has no Level Zero backend yet"},
+};
+#define NFAMILIES ((int)(sizeof families / sizeof families[0]))
+
+static tack_device devices[MAX_DEVICES];
+static int ndevices;
+static char unavailable[NFAMILIES][200];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void registry_init(void)
+{
+    for (int f = 0; f < NFAMILIES; f++) {
+        if (!families[f].backend) {
+            snprintf(unavailable[f], sizeof unavailable[f], "%s", families[f].missing);
+            continue;
+        }
+        const tack_backend *be = families[f].backend();
+        int n = be->device_count(unavailable[f], sizeof unavailable[f]);
+        for (int i = 0; i < n && ndevices < MAX_DEVICES; i++) {
+            tack_device *d = &devices[ndevices];
+            d->backend = be;
+            d->index = i;
+            if (be->type == TACK_DEVICE_CPU)
+                snprintf(d->name, sizeof d->name, "%s", be->name);
+            else
+                snprintf(d->name, sizeof d->name, "%s:%d", be->name, i);
+            if (be->init_device && be->init_device(d) != TACK_OK)
+                continue; /* the backend said why in its probe; skip the device */
+            ndevices++;
+        }
+    }
+}
+
+static void ensure(void) { pthread_once(&once, registry_init); }
+
+tack_device *tack_default_cpu(void)
+{
+    ensure();
+    return &devices[0]; /* the CPU backend always provides device 0 */
+}
+
+int tack_devices(tack_device **out, int cap)
+{
+    ensure();
+    for (int i = 0; i < ndevices && i < cap; i++)
+        out[i] = &devices[i];
+    return ndevices;
+}
+
+tack_status tack_device_from_type(tack_device_type type, int index, tack_device **out)
+{
+    ensure();
+    for (int i = 0; i < ndevices; i++)
+        if (devices[i].backend->type == type && devices[i].index == index) {
+            *out = &devices[i];
+            return TACK_OK;
+        }
+    for (int f = 0; f < NFAMILIES; f++)
+        if (families[f].type == type)
+            return tack_set_error(TACK_ERR_DEVICE, "no %s device with index %d: %s", families[f].name,
+                                  index, unavailable[f][0] ? unavailable[f] : "index out of range");
+    return tack_set_error(TACK_ERR_DEVICE, "unsupported device type %d", (int)type);
+}
+
+tack_status tack_device_get(const char *name, tack_device **out)
+{
+    ensure();
+    if (!name)
+        return tack_set_error(TACK_ERR_VALUE, "device name is NULL");
+    const char *colon = strchr(name, ':');
+    size_t flen = colon ? (size_t)(colon - name) : strlen(name);
+    int index = 0;
+    if (colon) {
+        char *end = NULL;
+        long v = strtol(colon + 1, &end, 10);
+        if (colon[1] == '\0' || *end != '\0' || v < 0 || v > 1024)
+            return tack_set_error(TACK_ERR_VALUE,
+                                  "malformed device name '%.64s': expected 'kind' or 'kind:N' with N >= 0",
+                                  name);
+        index = (int)v;
+    }
+    for (int f = 0; f < NFAMILIES; f++) {
+        if (strlen(families[f].name) != flen || strncmp(families[f].name, name, flen) != 0)
+            continue;
+        if (families[f].type == TACK_DEVICE_CPU && index != 0)
+            return tack_set_error(TACK_ERR_VALUE, "device '%.64s': there is one CPU device, 'cpu'", name);
+        for (int i = 0; i < ndevices; i++)
+            if (devices[i].backend->type == families[f].type && devices[i].index == index) {
+                *out = &devices[i];
+                return TACK_OK;
+            }
+        return tack_set_error(TACK_ERR_DEVICE, "device '%.64s' is not available: %s", name,
+                              unavailable[f][0] ? unavailable[f] : "no device with that index");
+    }
+    return tack_set_error(TACK_ERR_VALUE,
+                          "unknown device '%.64s' (expected 'cpu', 'cuda', 'cuda:N', 'hip', 'metal' "
+                          "or 'level_zero')",
+                          name);
+}
+
+const char *tack_device_name(const tack_device *d) { return d->name; }
+tack_device_type tack_device_kind(const tack_device *d) { return d->backend->type; }
+int tack_device_index(const tack_device *d) { return d->index; }
+int tack_device_threads(const tack_device *d) { return d->threads; }
+
+tack_status tack_device_synchronize(tack_device *d)
+{
+    return d->backend->synchronize ? d->backend->synchronize(d) : TACK_OK;
+}
+
+tack_status tack_synchronize_all(void)
+{
+    ensure();
+    for (int i = 0; i < ndevices; i++) {
+        tack_status st = tack_device_synchronize(&devices[i]);
+        if (st != TACK_OK)
+            return st;
+    }
+    return TACK_OK;
+}

@@ -1,0 +1,84 @@
+/*
+ * runtime.h -- libtack's internal runtime interface (not installed).
+ *
+ * The runtime speaks to hardware only through a tack_backend: a table of
+ * function pointers, one table per backend, each in its own file under
+ * src/backends/ (QBE's Target is the model).  Shared code never names a
+ * backend; it looks devices up in the registry (device.c) and calls through
+ * dev->backend.  Adding a GPU backend means writing one such table and
+ * registering it in device.c.
+ */
+#ifndef TACK_RUNTIME_H
+#define TACK_RUNTIME_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "tack.h"
+#include "tack_kernel.h"
+
+typedef enum tack_copy_kind {
+    TACK_COPY_H2D, /* host -> device */
+    TACK_COPY_D2H, /* device -> host */
+    TACK_COPY_D2D  /* device -> same device */
+} tack_copy_kind;
+
+typedef struct tack_backend {
+    const char *name;                 /* "cpu", "cuda", ... */
+    tack_device_type type;            /* DLPack device type */
+    /* Probe the backend; number of devices (0 when unavailable, with a
+     * reason written to `why` of `why_len` bytes). */
+    int (*device_count)(char *why, size_t why_len);
+    tack_status (*init_device)(tack_device *dev);
+    tack_status (*alloc)(tack_device *dev, size_t nbytes, void **out);
+    void (*free)(tack_device *dev, void *ptr);
+    tack_status (*copy)(tack_device *dev, void *dst, const void *src, size_t nbytes, tack_copy_kind kind);
+    tack_status (*fill)(tack_device *dev, void *dst, const void *value, size_t itemsize, size_t count);
+    tack_status (*synchronize)(tack_device *dev);
+    /* Kernels: build emitted source into loaded code, run it, drop it. */
+    tack_status (*build)(tack_device *dev, tack_program *p);
+    tack_status (*launch)(tack_device *dev, tack_program *p, const tack_arg *args, int nargs);
+    void (*unload)(tack_device *dev, tack_program *p);
+} tack_backend;
+
+struct tack_device {
+    const tack_backend *backend;
+    int index;
+    char name[32];
+    int threads;   /* CPU: pool size */
+    void *state;   /* backend-owned */
+};
+
+/* The storage of one or more arrays; reference counted across threads. */
+typedef struct tack_storage {
+    atomic_long refs;
+    tack_device *device;
+    void *data;
+    size_t nbytes;
+    int writable;           /* the owner allows writes */
+    int owned;              /* allocated by the backend: freed through it */
+    tack_release_fn release;/* borrowed: released once through this */
+    void *release_ctx;
+} tack_storage;
+
+struct tack_array {
+    atomic_long refs;
+    tack_storage *storage;
+    void *data;             /* storage->data (views may offset later) */
+    tack_dtype dtype;
+    int ndim;
+    int writable;
+    atomic_uint flags;
+    int64_t shape[TACK_MAX_NDIM];
+    int64_t size;
+    size_t nbytes;
+};
+
+/* device.c */
+const tack_backend *tack_backend_cpu(void);
+tack_device *tack_default_cpu(void);
+
+/* Checked arithmetic for sizes: 0 on overflow. */
+int tack_mul_overflow_size(size_t a, size_t b, size_t *out);
+
+#endif /* TACK_RUNTIME_H */

@@ -1,0 +1,209 @@
+/* test_runtime.c -- dtypes, devices, arrays, owners and out-of-memory paths. */
+#include <string.h>
+
+#include "check.h"
+#include "tack.h"
+
+static void test_version(void)
+{
+    CHECK(tack_check_version(TACK_ABI_VERSION) == TACK_OK);
+    CHECK(tack_check_version(TACK_ABI_VERSION + 1) == TACK_ERR_RUNTIME);
+    CHECK(strstr(tack_last_error(), "ABI version") != NULL);
+    CHECK(strcmp(tack_version_string(), TACK_VERSION_STRING) == 0);
+}
+
+static void test_dtypes(void)
+{
+    tack_dtype d;
+    CHECK(tack_dtype_from_name("f32", &d) == TACK_OK && d == TACK_F32);
+    CHECK(tack_dtype_from_name("float64", &d) == TACK_OK && d == TACK_F64);
+    CHECK(tack_dtype_from_name("vec3", &d) == TACK_OK && d == TACK_VEC3);
+    CHECK(tack_dtype_from_name("f33", &d) == TACK_ERR_TYPE);
+    CHECK(strstr(tack_last_error(), "'f33'") != NULL);
+    CHECK(tack_dtype_get(TACK_VEC3)->itemsize == 12);
+    CHECK(tack_dtype_get(TACK_VEC3)->alignment == 4);
+    CHECK(tack_dtype_get(TACK_MAT44D)->itemsize == 128);
+    CHECK(tack_dtype_get(TACK_BOOL)->itemsize == 1);
+    CHECK(tack_dtype_get(TACK_F16)->itemsize == 2);
+    CHECK(tack_dtype_get(TACK_DTYPE_COUNT) == NULL);
+    CHECK(tack_dtype_compose(TACK_F64, 3, 1, &d) == TACK_OK && d == TACK_VEC3D);
+    CHECK(tack_dtype_compose(TACK_I32, 3, 3, &d) == TACK_ERR_TYPE);
+    for (int i = 0; i < TACK_DTYPE_COUNT; i++) {
+        const tack_dtype_info *info = tack_dtype_get((tack_dtype)i);
+        CHECK(info->id == (tack_dtype)i);
+        CHECK(tack_dtype_from_name(info->name, &d) == TACK_OK && d == (tack_dtype)i);
+        CHECK(info->itemsize == (size_t)info->rows * info->cols * tack_dtype_get(info->scalar)->itemsize);
+    }
+}
+
+static void test_devices(void)
+{
+    tack_device *cpu, *list[8];
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK);
+    CHECK(strcmp(tack_device_name(cpu), "cpu") == 0);
+    CHECK(tack_device_kind(cpu) == TACK_DEVICE_CPU);
+    CHECK(tack_device_threads(cpu) >= 1);
+    CHECK(tack_devices(list, 8) >= 1 && list[0] == cpu);
+    CHECK(tack_device_get("tpu", &cpu) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "'tpu'") != NULL);
+    CHECK(tack_device_get("cuda:x", &cpu) == TACK_ERR_VALUE);
+    CHECK(tack_device_get("cpu:1", &cpu) == TACK_ERR_VALUE);
+    CHECK(tack_device_synchronize(list[0]) == TACK_OK);
+    CHECK(tack_synchronize_all() == TACK_OK);
+}
+
+static void test_arrays(void)
+{
+    tack_device *cpu;
+    tack_device_get("cpu", &cpu);
+    tack_array *a = NULL, *b = NULL;
+    int64_t shape[2] = {3, 4};
+    CHECK(tack_array_zeros(cpu, TACK_F32, 2, shape, &a) == TACK_OK);
+    CHECK(tack_array_size(a) == 12 && tack_array_nbytes(a) == 48 && tack_array_ndim(a) == 2);
+    CHECK(((uintptr_t)tack_array_data(a) % 64) == 0);
+    float *f = tack_array_data(a);
+    CHECK(f[0] == 0.0f && f[11] == 0.0f);
+    float v = 2.5f;
+    CHECK(tack_array_fill(a, &v) == TACK_OK);
+    CHECK(f[0] == 2.5f && f[11] == 2.5f);
+    float host[12];
+    for (int i = 0; i < 12; i++)
+        host[i] = (float)i;
+    CHECK(tack_array_copy_from_host(a, host, sizeof host) == TACK_OK);
+    CHECK(tack_array_copy_from_host(a, host, 4) == TACK_ERR_VALUE);
+    CHECK(tack_array_clone(a, NULL, &b) == TACK_OK);
+    float back[12] = {0};
+    CHECK(tack_array_copy_to_host(b, back, sizeof back) == TACK_OK && back[7] == 7.0f);
+    tack_array *ro = NULL;
+    CHECK(tack_array_view(b, 0, &ro) == TACK_OK && !tack_array_writable(ro));
+    CHECK(tack_array_fill(ro, &v) == TACK_ERR_READONLY);
+    CHECK(strstr(tack_last_error(), "read-only") != NULL);
+    tack_array_release(b); /* storage stays alive through the view */
+    CHECK(((float *)tack_array_data(ro))[5] == 5.0f);
+    tack_array *r = NULL;
+    int64_t flat[1] = {12};
+    CHECK(tack_array_reshape(ro, TACK_F32, 1, flat, &r) == TACK_OK && tack_array_size(r) == 12);
+    int64_t bad[1] = {13};
+    tack_array *r2 = NULL;
+    CHECK(tack_array_reshape(ro, TACK_F32, 1, bad, &r2) == TACK_ERR_VALUE && r2 == NULL);
+    tack_array_release(r);
+    tack_array_release(ro);
+    /* copy checks dtype and size */
+    tack_array *c = NULL;
+    CHECK(tack_array_empty(cpu, TACK_F64, 2, shape, &c) == TACK_OK);
+    CHECK(tack_array_copy(c, a) == TACK_ERR_VALUE);
+    tack_array_release(c);
+    tack_array_release(a);
+
+    /* bad shapes */
+    int64_t neg[2] = {3, -1};
+    CHECK(tack_array_empty(cpu, TACK_F32, 2, neg, &a) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "-1") != NULL);
+    int64_t huge[2] = {INT64_MAX, 4};
+    CHECK(tack_array_empty(cpu, TACK_F32, 2, huge, &a) == TACK_ERR_VALUE);
+    int64_t big[1] = {(int64_t)1 << 60};
+    CHECK(tack_array_empty(cpu, TACK_F64, 1, big, &a) == TACK_ERR_VALUE);
+    int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    CHECK(tack_array_empty(cpu, TACK_F32, 9, nine, &a) == TACK_ERR_VALUE);
+    CHECK(tack_array_empty(cpu, (tack_dtype)99, 1, shape, &a) == TACK_ERR_TYPE);
+    /* 0-d and size-0 arrays */
+    CHECK(tack_array_empty(cpu, TACK_I32, 0, NULL, &a) == TACK_OK && tack_array_size(a) == 1);
+    tack_array_release(a);
+    int64_t zero[1] = {0};
+    CHECK(tack_array_empty(cpu, TACK_I32, 1, zero, &a) == TACK_OK && tack_array_nbytes(a) == 0);
+    tack_array_release(a);
+    /* out of memory is an error, not a crash */
+    int64_t toobig[1] = {(int64_t)1 << 58};
+    CHECK(tack_array_empty(cpu, TACK_U8, 1, toobig, &a) == TACK_ERR_NOMEM);
+}
+
+static int released;
+static void count_release(void *ctx) { released += *(int *)ctx; }
+
+static void test_owner_release(void)
+{
+    tack_device *cpu;
+    tack_device_get("cpu", &cpu);
+    float buf[8] = {0};
+    int one = 1;
+    int64_t shape[1] = {8};
+    tack_array *a = NULL, *v = NULL;
+    released = 0;
+    CHECK(tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 1, count_release, &one, &a) == TACK_OK);
+    CHECK(tack_array_flags(a) & TACK_ARRAY_SHARED);
+    CHECK(tack_array_view(a, 1, &v) == TACK_OK);
+    tack_array_retain(a);
+    tack_array_release(a);
+    tack_array_release(a);
+    CHECK(released == 0);
+    tack_array_release(v);
+    CHECK(released == 1); /* exactly once, when the last handle is gone */
+
+    /* read-only borrowed storage refuses writable views */
+    released = 0;
+    CHECK(tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 0, count_release, &one, &a) == TACK_OK);
+    CHECK(tack_array_view(a, 1, &v) == TACK_ERR_READONLY);
+    tack_array_release(a);
+    CHECK(released == 1);
+
+    /* a failed wrap still releases the owner, once */
+    released = 0;
+    char *unaligned = (char *)buf + 1;
+    CHECK(tack_array_wrap(cpu, TACK_F32, 1, shape, unaligned, 1, count_release, &one, &a) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "aligned") != NULL);
+    CHECK(released == 1);
+    released = 0;
+    CHECK(tack_array_wrap(cpu, TACK_F32, 1, shape, NULL, 1, count_release, &one, &a) == TACK_ERR_VALUE);
+    CHECK(released == 1);
+    /* raw pointers: no release callback at all */
+    CHECK(tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 1, NULL, NULL, &a) == TACK_OK);
+    tack_array_release(a);
+}
+
+/* Fail each allocation in turn: every failure is a clean TACK_ERR_NOMEM,
+ * the owner is released exactly once, and nothing leaks. */
+static void test_fail_nth_allocation(void)
+{
+    tack_device *cpu;
+    tack_device_get("cpu", &cpu);
+    int succeeded = 0;
+    for (long n = 1; n < 100 && !succeeded; n++) {
+        float buf[4] = {0};
+        int one = 1;
+        int64_t shape[1] = {4};
+        released = 0;
+        failing_allocator_install(n);
+        tack_array *a = NULL, *b = NULL, *c = NULL, *w = NULL;
+        tack_status st = tack_array_zeros(cpu, TACK_F32, 1, shape, &a);
+        if (st == TACK_OK)
+            st = tack_array_clone(a, NULL, &b);
+        if (st == TACK_OK)
+            st = tack_array_view(b, 0, &c);
+        if (st == TACK_OK)
+            st = tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 1, count_release, &one, &w);
+        else
+            count_release(&one); /* the wrap never ran: count as released */
+        tack_array_release(w);
+        tack_array_release(c);
+        tack_array_release(b);
+        tack_array_release(a);
+        CHECK(st == TACK_OK || st == TACK_ERR_NOMEM);
+        CHECK(released == 1);
+        CHECK(alloc_live == 0);
+        if (st == TACK_OK)
+            succeeded = 1;
+        tack_set_allocator(NULL);
+    }
+    CHECK(succeeded);
+}
+
+int main(void)
+{
+    test_version();
+    test_dtypes();
+    test_devices();
+    test_arrays();
+    test_owner_release();
+    test_fail_nth_allocation();
+    return CHECK_SUMMARY();
+}

@@ -1,0 +1,408 @@
+"""Arrays, dtypes and devices from Python: differential against NumPy, every bad input."""
+
+import gc
+import pickle
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import tack
+
+SCALARS = ["bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"]
+NUMPY = {
+    "bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "f16": np.float16, "f32": np.float32, "f64": np.float64,
+}
+COMPOSITE = {
+    "vec2": (np.float32, (2,)), "vec3": (np.float32, (3,)), "vec4": (np.float32, (4,)),
+    "vec2d": (np.float64, (2,)), "vec3d": (np.float64, (3,)), "vec4d": (np.float64, (4,)),
+    "vec2i": (np.int32, (2,)), "vec3i": (np.int32, (3,)), "vec4i": (np.int32, (4,)),
+    "mat22": (np.float32, (2, 2)), "mat33": (np.float32, (3, 3)), "mat44": (np.float32, (4, 4)),
+    "mat22d": (np.float64, (2, 2)), "mat33d": (np.float64, (3, 3)), "mat44d": (np.float64, (4, 4)),
+}
+
+
+# ----------------------------------------------------------------- dtypes
+@pytest.mark.parametrize("name", SCALARS)
+def test_scalar_dtype_matches_numpy(name):
+    d = getattr(tack, name)
+    npdt = np.dtype(NUMPY[name])
+    assert d.name == name
+    assert d.itemsize == npdt.itemsize
+    assert d.numpy == npdt
+    assert d.shape == ()
+    assert d.scalar is d
+    assert tack.dtype(NUMPY[name]) is d
+    assert tack.dtype(npdt) is d
+    assert tack.dtype(name) is d
+    assert tack.dtype(npdt.name) is d
+    assert repr(d) == f"tack.{name}"
+    assert pickle.loads(pickle.dumps(d)) is d
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITE))
+def test_composite_dtype(name):
+    d = getattr(tack, name)
+    scalar, shape = COMPOSITE[name]
+    assert d.shape == shape
+    assert d.scalar.numpy == np.dtype(scalar)
+    assert d.itemsize == np.dtype(scalar).itemsize * int(np.prod(shape))
+    assert d.numpy == np.dtype((scalar, shape))
+    assert tack.dtype((scalar, shape)) is d
+
+
+def test_dtype_spellings():
+    assert tack.dtype(float) is tack.f64
+    assert tack.dtype(int) is tack.i64
+    assert tack.dtype(bool) is tack.bool
+    assert tack.dtype("<f4") is tack.f32
+    assert tack.f32 == "float32" and tack.f32 != "f64"
+    assert tack.f32.kind == "f" and tack.u8.kind == "u" and tack.bool.kind == "b" and tack.i8.kind == "i"
+    assert tack.vec3.alignment == 4
+
+
+@pytest.mark.parametrize("bad", ["f33", "complex64", object, np.complex128, "<U3", 3.5])
+def test_unknown_dtype(bad):
+    with pytest.raises(TypeError, match="dtype"):
+        tack.dtype(bad)
+
+
+def test_big_endian_refused():
+    with pytest.raises(TypeError, match="big-endian"):
+        tack.dtype(">f4")
+
+
+def test_dtype_call_converts_like_numpy():
+    assert tack.f32(1.5) == np.float32(1.5) and type(tack.f32(1.5)) is np.float32
+    np.testing.assert_array_equal(tack.vec3(1, 2, 3), np.array([1, 2, 3], np.float32))
+    np.testing.assert_array_equal(tack.mat22([1, 2, 3, 4]), np.array([[1, 2], [3, 4]], np.float32))
+    with pytest.raises(ValueError, match="3 components"):
+        tack.vec3(1, 2)
+    with pytest.raises(TypeError):
+        tack.f32(1, 2)
+
+
+def test_dtype_not_instantiable():
+    with pytest.raises(TypeError):
+        tack.DType()
+    with pytest.raises(TypeError):
+        tack.Array()
+
+
+# ----------------------------------------------------------------- arrays
+@pytest.mark.parametrize("name", SCALARS)
+def test_roundtrip_every_scalar_dtype(name):
+    rng = np.random.default_rng(1)
+    host = (rng.integers(0, 100, size=(3, 5)) if name != "bool" else rng.integers(0, 2, (3, 5))).astype(NUMPY[name])
+    a = tack.array(host)
+    assert a.dtype is getattr(tack, name)
+    assert a.shape == (3, 5) and a.ndim == 2 and a.size == 15 and len(a) == 3
+    assert a.nbytes == host.nbytes
+    assert a.device == "cpu" and a.writable
+    out = a.numpy()
+    assert out.dtype == host.dtype
+    np.testing.assert_array_equal(out, host)
+    np.testing.assert_array_equal(np.asarray(a), host)
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITE))
+def test_roundtrip_composite(name):
+    scalar, shape = COMPOSITE[name]
+    host = np.arange(5 * int(np.prod(shape)), dtype=scalar).reshape((5,) + shape)
+    a = tack.array(host, dtype=getattr(tack, name))
+    assert a.shape == (5,) and a.dtype is getattr(tack, name)
+    np.testing.assert_array_equal(a.numpy(), host)
+    assert a.numpy().shape == (5,) + shape
+
+
+def test_vec3_from_n_by_3_float():
+    a = tack.array(np.ones((4, 3)), dtype=tack.vec3)
+    assert a.shape == (4,)
+    assert a.numpy().shape == (4, 3) and a.numpy().dtype == np.float32
+
+
+def test_vec3_trailing_axis_must_match():
+    with pytest.raises(ValueError, match=r"trailing axes must be \(3,\)"):
+        tack.array(np.ones((4, 2)), dtype=tack.vec3)
+
+
+def test_nested_sequences_and_default_float():
+    a = tack.array([[1.0, 2.0], [3.0, 4.0]])
+    assert a.dtype is tack.f32 and a.shape == (2, 2)
+    assert tack.array([1, 2, 3]).dtype is tack.i64
+    assert tack.array([True, False]).dtype is tack.bool
+    assert tack.array(np.arange(3.0)).dtype is tack.f64  # NumPy arrays keep their dtype
+    assert tack.array(2.5).shape == () and tack.array(2.5).numpy() == 2.5
+
+
+def test_array_copies():
+    host = np.arange(4, dtype=np.float32)
+    a = tack.array(host)
+    host[0] = 100
+    assert a.numpy()[0] == 0
+    b = tack.array(a)
+    b.fill(7)
+    assert a.numpy()[1] == 1
+    c = a.copy()
+    assert c.ptr != a.ptr
+    np.testing.assert_array_equal(c.numpy(), a.numpy())
+    with pytest.raises(ValueError, match="always copies"):
+        tack.array(host, copy=False)
+
+
+def test_asarray_returns_same_array():
+    a = tack.zeros(3)
+    assert tack.asarray(a) is a
+    assert tack.asarray(a, dtype=tack.f64) is not a
+
+
+@pytest.mark.parametrize("fn, value", [(tack.zeros, 0), (tack.ones, 1)])
+def test_zeros_ones(fn, value):
+    a = fn((2, 3))
+    assert a.dtype is tack.f32
+    np.testing.assert_array_equal(a.numpy(), np.full((2, 3), value, np.float32))
+    b = fn(4, tack.i16)
+    assert b.dtype is tack.i16 and b.shape == (4,)
+
+
+def test_full_and_fill():
+    np.testing.assert_array_equal(tack.full((2,), 3).numpy(), [3, 3])
+    assert tack.full((2,), 3).dtype is tack.i64
+    assert tack.full((2,), 3.5).dtype is tack.f32
+    assert tack.full((2,), True).dtype is tack.bool
+    v = tack.full(3, (1, 2, 3), tack.vec3)
+    np.testing.assert_array_equal(v.numpy(), [[1, 2, 3]] * 3)
+    v.fill(5)
+    np.testing.assert_array_equal(v.numpy(), np.full((3, 3), 5, np.float32))
+    a = tack.empty(1000, tack.f64)
+    a.fill(np.float64(0.25))
+    assert (a.numpy() == 0.25).all()
+    e = tack.empty(0)
+    e.fill(1.0)  # nothing to fill
+    assert e.size == 0
+
+
+@pytest.mark.parametrize("value", ["x", None, [1, 2], object(), b"1"])
+def test_fill_wrong_type(value):
+    with pytest.raises(TypeError, match="fill value must be a number"):
+        tack.zeros(3).fill(value)
+
+
+def test_fill_out_of_range():
+    with pytest.raises(OverflowError):
+        tack.zeros(3, tack.i8).fill(1000)
+
+
+def test_fill_wrong_component_count():
+    with pytest.raises(ValueError, match="needs 3 components"):
+        tack.zeros(2, tack.vec3).fill([1, 2])
+
+
+def test_zero_d_and_empty_arrays():
+    z = tack.zeros(())
+    assert z.shape == () and z.size == 1 and z.ndim == 0
+    with pytest.raises(TypeError, match="0-d"):
+        len(z)
+    e = tack.zeros((3, 0))
+    assert e.size == 0 and e.nbytes == 0 and e.numpy().shape == (3, 0)
+
+
+def test_alignment_of_own_allocations():
+    for n in (1, 3, 17, 1000):
+        assert tack.empty(n, tack.u8).ptr % 64 == 0
+
+
+@pytest.mark.parametrize("shape, exc, match", [
+    (-1, ValueError, "negative"),
+    ((2, -3), ValueError, "negative"),
+    ((1,) * 9, ValueError, "at most 8"),
+    ((2**62, 2**62), ValueError, "too large"),
+    (2**70, ValueError, "too large"),
+    ("abc", TypeError, "ints"),
+    ((2.5,), TypeError, "ints"),
+    (None, TypeError, "shape"),
+])
+def test_bad_shapes(shape, exc, match):
+    with pytest.raises(exc, match=match):
+        tack.empty(shape)
+
+
+def test_out_of_memory_is_memory_error():
+    with pytest.raises(MemoryError, match="out of memory"):
+        tack.empty(2**44, tack.u8)
+    tack.zeros(10)  # and the process goes on
+
+
+def test_repr_is_numpy_like():
+    assert repr(tack.array([1.0, 2.0])) == "tack.array([1., 2.], dtype=f32, device='cpu')"
+    assert repr(tack.zeros((2, 2), tack.i32)).startswith("tack.array([[0, 0],")
+    assert "dtype=vec3" in repr(tack.zeros(2, tack.vec3))
+
+
+def test_no_buffer_protocol_on_purpose():
+    a = tack.zeros(4)
+    with pytest.raises(TypeError):
+        memoryview(a)
+    assert not hasattr(a, "__array_interface__")
+
+
+def test_array_protocol_numpy2_semantics():
+    a = tack.array(np.arange(3, dtype=np.int32))
+    assert np.asarray(a, dtype=np.float64).dtype == np.float64
+    np.testing.assert_array_equal(np.array(a, copy=True), [0, 1, 2])
+    with pytest.raises(ValueError, match="without a copy"):
+        np.array(a, copy=False)
+
+
+def test_weakref():
+    import weakref
+
+    a = tack.zeros(2)
+    r = weakref.ref(a)
+    assert r() is a
+    del a
+    gc.collect()
+    assert r() is None
+
+
+# ----------------------------------------------------------------- copyto
+def test_copyto_casts_and_broadcasts():
+    dst = tack.zeros((2, 3), tack.f32)
+    tack.copyto(dst, np.arange(6, dtype=np.float64).reshape(2, 3))
+    np.testing.assert_array_equal(dst.numpy(), np.arange(6).reshape(2, 3))
+    tack.copyto(dst, [1, 2, 3])  # broadcast along the first axis
+    np.testing.assert_array_equal(dst.numpy(), [[1, 2, 3], [1, 2, 3]])
+    tack.copyto(dst, 9)
+    assert (dst.numpy() == 9).all()
+    src = tack.array(np.ones((2, 3), np.float32))
+    tack.copyto(dst, src)
+    assert (dst.numpy() == 1).all()
+    tack.copyto(dst, tack.array(np.full((2, 3), 4, np.int16)))
+    assert (dst.numpy() == 4).all()
+
+
+def test_copyto_errors():
+    dst = tack.zeros(3)
+    with pytest.raises(ValueError, match=r"shape \(4,\) cannot be broadcast.*\(3,\)"):
+        tack.copyto(dst, np.ones(4))
+    with pytest.raises(TypeError, match="[Cc]annot cast"):
+        tack.copyto(tack.zeros(3, tack.i32), np.ones(3) * 1.5)
+    tack.copyto(tack.zeros(3, tack.i32), np.ones(3) * 1.5, casting="unsafe")
+    with pytest.raises(TypeError, match="destination must be a tack.Array"):
+        tack.copyto(np.zeros(3), dst)
+    ro = dst._readonly_view()
+    with pytest.raises(ValueError, match="read-only"):
+        tack.copyto(ro, np.ones(3))
+    with pytest.raises(ValueError, match="read-only"):
+        ro.fill(1.0)
+
+
+def test_copyto_vec3():
+    dst = tack.zeros(2, tack.vec3)
+    tack.copyto(dst, np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(dst.numpy(), np.arange(6).reshape(2, 3))
+
+
+# ----------------------------------------------------------------- devices
+def test_devices_and_default():
+    assert tack.devices()[0] == "cpu"
+    assert tack.get_default_device() == "cpu"
+    tack.set_default_device("cpu")
+    tack.synchronize()
+    tack.synchronize("cpu")
+    assert tack._core.device_threads("cpu") >= 1
+
+
+@pytest.mark.parametrize("name, exc, match", [
+    ("tpu", ValueError, "unknown device 'tpu'"),
+    ("cuda:x", ValueError, "malformed"),
+    ("cpu:1", ValueError, "one CPU device"),
+    ("cuda", RuntimeError, "not available"),
+    ("level_zero", RuntimeError, "not available"),
+    (3, TypeError, "device must be a str"),
+])
+def test_bad_devices(name, exc, match):
+    with pytest.raises(exc, match=match):
+        tack.set_default_device(name)
+    with pytest.raises(exc, match=match):
+        tack.zeros(3, device=name)
+    assert tack.get_default_device() == "cpu"
+
+
+def test_cuda_unavailable_lists_cpu_only():
+    assert "cuda" not in " ".join(tack.devices()) or len(tack.devices()) > 1
+
+
+# ----------------------------------------------------------------- lifetimes and refcounts
+def test_wrap_buffer_keeps_owner_alive():
+    host = np.arange(5, dtype=np.int16)
+    before = sys.getrefcount(host)
+    w = tack._core.wrap_buffer(host, writable=True)
+    assert w.shared and w.ptr == host.ctypes.data
+    assert sys.getrefcount(host) > before
+    del w
+    gc.collect()
+    assert sys.getrefcount(host) == before
+
+
+def test_wrap_buffer_readonly_and_noncontiguous():
+    ro = np.arange(4.0)
+    ro.flags.writeable = False
+    w = tack._core.wrap_buffer(ro)
+    assert not w.writable
+    with pytest.raises(ValueError, match="read-only"):
+        tack._core.wrap_buffer(ro, writable=True)
+    with pytest.raises(BufferError, match="contiguous"):
+        tack._core.wrap_buffer(np.arange(10.0)[::2])
+    with pytest.raises(TypeError, match="no Tack dtype"):
+        tack._core.wrap_buffer(np.zeros(3, np.complex64))
+
+
+def test_no_reference_leaks_over_many_roundtrips():
+    host = np.arange(16, dtype=np.float32)
+    a = tack.array(host)
+    refs = sys.getrefcount(host), sys.getrefcount(a), sys.getrefcount(tack.f32)
+    for _ in range(10_000):
+        tack.copyto(a, host)
+        a.numpy()
+        a.dtype
+        a.shape
+        tack._core.wrap_buffer(host)
+    gc.collect()
+    assert (sys.getrefcount(host), sys.getrefcount(a), sys.getrefcount(tack.f32)) == refs
+
+
+def test_threads_create_arrays_concurrently():
+    errors = []
+
+    def work():
+        try:
+            for i in range(200):
+                a = tack.full(64, i, tack.i32)
+                assert a.numpy().sum() == 64 * i
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+
+
+def test_subinterpreter_free_import_in_subprocess():
+    # A fresh process imports tack, makes arrays and exits cleanly.
+    code = "import tack; a = tack.zeros(3); print(a.shape)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "(3,)"
+
+
+def test_version():
+    assert tack.__version__ == "0.1.0"
+    assert tack._core.ABI_VERSION == 1

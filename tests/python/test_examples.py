@@ -1,0 +1,14 @@
+"""The runnable examples in docs/ run and pass their own checks."""
+
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_quickstart_runs():
+    out = subprocess.run([sys.executable, str(ROOT / "docs/examples/quickstart.py")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "all checks passed" in out.stdout
