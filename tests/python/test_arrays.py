@@ -406,3 +406,21 @@ def test_subinterpreter_free_import_in_subprocess():
 def test_version():
     assert tack.__version__ == "0.1.0"
     assert tack._core.ABI_VERSION == 1
+
+
+def test_type_stubs_cover_the_extension():
+    import ast
+    import pathlib
+
+    stub = pathlib.Path(tack.__file__).with_name("_core.pyi")
+    assert pathlib.Path(tack.__file__).with_name("py.typed").exists()
+    tree = ast.parse(stub.read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            names.add(node.target.id)
+    public = {n for n in dir(tack._core) if not n.startswith("__")}
+    missing = public - names
+    assert not missing, f"tack/_core.pyi lacks {sorted(missing)}"
