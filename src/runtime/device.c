@@ -31,7 +31,7 @@ static const struct family {
     const char *missing; /* why it is unavailable when backend is NULL */
 } families[] = {
     {"cpu", TACK_DEVICE_CPU, tack_backend_cpu, NULL},
-    {"cuda", TACK_DEVICE_CUDA, NULL, "this build of Tack has no CUDA backend yet"},
+    {"cuda", TACK_DEVICE_CUDA, tack_backend_cuda, NULL},
     {"hip", TACK_DEVICE_ROCM, NULL, "this build of Tack has no HIP backend yet"},
     {"metal", TACK_DEVICE_METAL, NULL, "this build of Tack has no Metal backend"},
     {"level_zero", TACK_DEVICE_ONEAPI, NULL, "this build of Tack has no Level Zero backend yet"},

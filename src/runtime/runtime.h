@@ -76,6 +76,7 @@ struct tack_array {
 
 /* device.c */
 const tack_backend *tack_backend_cpu(void);
+const tack_backend *tack_backend_cuda(void);
 tack_device *tack_default_cpu(void);
 
 /* Checked arithmetic for sizes: 0 on overflow. */

@@ -1,0 +1,306 @@
+/*
+ * cuda.c -- the CUDA backend's vtable: devices, memory, copies, streams.
+ *
+ * libcuda is loaded with dlopen on first use; without it (no NVIDIA driver)
+ * the backend reports zero devices and says why, so `tack.devices()` lists
+ * only the CPU and `device="cuda"` is a clear error rather than a crash.
+ *
+ * Contexts: each Tack device uses its GPU's *primary* context, the one the
+ * CUDA runtime -- and so PyTorch, CuPy and Warp -- use.  An allocation made
+ * by any of them is therefore valid in Tack's calls on the same thread, and
+ * vice versa.  Every entry point pushes the primary context and pops it
+ * again, leaving the caller's current context as it found it.
+ *
+ * Streams: one non-blocking stream per device; all of Tack's copies and
+ * launches on that device are ordered on it.  Memory uses the stream-ordered
+ * allocator (cuMemAllocAsync) when the device supports memory pools.
+ * Copies to and from the host synchronize the stream before returning,
+ * because the host buffer may be freed by the caller right after.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/cuda_api.h"
+#include "runtime/runtime.h"
+
+static tack_cuda_api api;
+static char load_why[256];
+static int load_ok;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load(void)
+{
+    static const char *names[] = {"libcuda.so.1", "libcuda.so"};
+    for (size_t i = 0; !api.lib && i < sizeof names / sizeof names[0]; i++)
+        api.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!api.lib) {
+        snprintf(load_why, sizeof load_why, "no NVIDIA driver: libcuda.so.1 could not be loaded");
+        return;
+    }
+#define REQ(field, name)                                                             \
+    do {                                                                             \
+        *(void **)&api.field = dlsym(api.lib, name);                                 \
+        if (!api.field) {                                                            \
+            snprintf(load_why, sizeof load_why, "the NVIDIA driver lacks %s", name); \
+            return;                                                                  \
+        }                                                                            \
+    } while (0)
+    REQ(cuInit, "cuInit");
+    REQ(cuDriverGetVersion, "cuDriverGetVersion");
+    REQ(cuDeviceGetCount, "cuDeviceGetCount");
+    REQ(cuDeviceGet, "cuDeviceGet");
+    REQ(cuDeviceGetName, "cuDeviceGetName");
+    REQ(cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    REQ(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    REQ(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    REQ(cuCtxPushCurrent, "cuCtxPushCurrent_v2");
+    REQ(cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+    REQ(cuStreamCreate, "cuStreamCreate");
+    REQ(cuStreamSynchronize, "cuStreamSynchronize");
+    REQ(cuMemAlloc, "cuMemAlloc_v2");
+    REQ(cuMemFree, "cuMemFree_v2");
+    REQ(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    REQ(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    REQ(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    REQ(cuMemsetD8Async, "cuMemsetD8Async");
+    REQ(cuMemsetD16Async, "cuMemsetD16Async");
+    REQ(cuMemsetD32Async, "cuMemsetD32Async");
+    REQ(cuModuleLoadData, "cuModuleLoadData");
+    REQ(cuModuleUnload, "cuModuleUnload");
+    REQ(cuModuleGetFunction, "cuModuleGetFunction");
+    REQ(cuLaunchKernel, "cuLaunchKernel");
+    REQ(cuPointerGetAttribute, "cuPointerGetAttribute");
+    REQ(cuGetErrorString, "cuGetErrorString");
+#undef REQ
+    *(void **)&api.cuMemAllocAsync = dlsym(api.lib, "cuMemAllocAsync");
+    *(void **)&api.cuMemFreeAsync = dlsym(api.lib, "cuMemFreeAsync");
+    CUresult r = api.cuInit(0);
+    if (r != TACK_CUDA_SUCCESS) {
+        const char *s = NULL;
+        api.cuGetErrorString(r, &s);
+        snprintf(load_why, sizeof load_why, "cuInit failed: %s", s ? s : "unknown error");
+        return;
+    }
+    load_ok = 1;
+}
+
+const tack_cuda_api *tack_cuda_load(char *why, size_t why_len)
+{
+    pthread_once(&load_once, load);
+    if (!load_ok) {
+        if (why)
+            snprintf(why, why_len, "%s", load_why);
+        return NULL;
+    }
+    return &api;
+}
+
+/* Per-device state. */
+typedef struct cuda_dev {
+    CUdevice dev;
+    CUcontext ctx;
+    CUstream stream;
+    int major, minor;
+    int pools;
+    char name[128];
+} cuda_dev;
+
+static tack_status cu_error(CUresult r, const char *what)
+{
+    const char *s = NULL;
+    if (api.cuGetErrorString)
+        api.cuGetErrorString(r, &s);
+    if (r == 2 /* CUDA_ERROR_OUT_OF_MEMORY */)
+        return tack_set_error(TACK_ERR_NOMEM, "out of device memory in %s", what);
+    return tack_set_error(TACK_ERR_DEVICE, "%s failed: %s (CUDA error %d)", what, s ? s : "?", r);
+}
+
+#define CU(call, what)                            \
+    do {                                          \
+        CUresult r_ = (call);                     \
+        if (r_ != TACK_CUDA_SUCCESS) {            \
+            st = cu_error(r_, what);              \
+            goto done;                            \
+        }                                         \
+    } while (0)
+
+static int cuda_device_count(char *why, size_t why_len)
+{
+    int n = 0;
+    if (!tack_cuda_load(why, why_len))
+        return 0;
+    CUresult r = api.cuDeviceGetCount(&n);
+    if (r != TACK_CUDA_SUCCESS || n == 0) {
+        snprintf(why, why_len, "the NVIDIA driver reports no CUDA device");
+        return 0;
+    }
+    return n;
+}
+
+static tack_status push(tack_device *d)
+{
+    cuda_dev *c = d->state;
+    CUresult r = api.cuCtxPushCurrent(c->ctx);
+    return r == TACK_CUDA_SUCCESS ? TACK_OK : cu_error(r, "cuCtxPushCurrent");
+}
+
+static void pop(void)
+{
+    CUcontext ignored;
+    api.cuCtxPopCurrent(&ignored);
+}
+
+static tack_status cuda_init_device(tack_device *d)
+{
+    tack_status st = TACK_OK;
+    cuda_dev *c = tack_calloc(1, sizeof *c);
+    int pushed = 0;
+    if (!c)
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory initializing a CUDA device");
+    CU(api.cuDeviceGet(&c->dev, d->index), "cuDeviceGet");
+    CU(api.cuDeviceGetName(c->name, (int)sizeof c->name, c->dev), "cuDeviceGetName");
+    CU(api.cuDeviceGetAttribute(&c->major, TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev),
+       "cuDeviceGetAttribute");
+    CU(api.cuDeviceGetAttribute(&c->minor, TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev),
+       "cuDeviceGetAttribute");
+    CU(api.cuDeviceGetAttribute(&c->pools, TACK_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, c->dev),
+       "cuDeviceGetAttribute");
+    CU(api.cuDeviceGetAttribute(&d->threads, TACK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev),
+       "cuDeviceGetAttribute");
+    CU(api.cuDevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain");
+    CU(api.cuCtxPushCurrent(c->ctx), "cuCtxPushCurrent");
+    pushed = 1;
+    CU(api.cuStreamCreate(&c->stream, TACK_CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    d->state = c;
+    c = NULL;
+done:
+    if (pushed)
+        pop();
+    tack_free(c);
+    return st;
+}
+
+static tack_status cuda_alloc(tack_device *d, size_t nbytes, void **out)
+{
+    tack_status st;
+    cuda_dev *c = d->state;
+    CUdeviceptr p = 0;
+    if ((st = push(d)) != TACK_OK)
+        return st;
+    if (c->pools && api.cuMemAllocAsync)
+        CU(api.cuMemAllocAsync(&p, nbytes ? nbytes : 1, c->stream), "cuMemAllocAsync");
+    else
+        CU(api.cuMemAlloc(&p, nbytes ? nbytes : 1), "cuMemAlloc");
+    *out = (void *)(uintptr_t)p;
+done:
+    pop();
+    return st;
+}
+
+static void cuda_free(tack_device *d, void *ptr)
+{
+    cuda_dev *c = d->state;
+    if (!ptr || push(d) != TACK_OK)
+        return;
+    if (c->pools && api.cuMemFreeAsync)
+        api.cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, c->stream);
+    else
+        api.cuMemFree((CUdeviceptr)(uintptr_t)ptr);
+    pop();
+}
+
+static tack_status cuda_copy(tack_device *d, void *dst, const void *src, size_t n, tack_copy_kind kind)
+{
+    tack_status st;
+    cuda_dev *c = d->state;
+    if (n == 0)
+        return TACK_OK;
+    if ((st = push(d)) != TACK_OK)
+        return st;
+    switch (kind) {
+    case TACK_COPY_H2D:
+        CU(api.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, c->stream), "cuMemcpyHtoDAsync");
+        CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+        break;
+    case TACK_COPY_D2H:
+        CU(api.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, c->stream), "cuMemcpyDtoHAsync");
+        CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+        break;
+    case TACK_COPY_D2D:
+        CU(api.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, c->stream),
+           "cuMemcpyDtoDAsync");
+        break;
+    }
+done:
+    pop();
+    return st;
+}
+
+static tack_status cuda_fill(tack_device *d, void *dst, const void *value, size_t itemsize, size_t count)
+{
+    tack_status st;
+    cuda_dev *c = d->state;
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)dst;
+    unsigned char *staging = NULL;
+    if (count == 0)
+        return TACK_OK;
+    if ((st = push(d)) != TACK_OK)
+        return st;
+    if (itemsize == 1) {
+        CU(api.cuMemsetD8Async(p, *(const unsigned char *)value, count, c->stream), "cuMemsetD8Async");
+    } else if (itemsize == 2) {
+        unsigned short v;
+        memcpy(&v, value, 2);
+        CU(api.cuMemsetD16Async(p, v, count, c->stream), "cuMemsetD16Async");
+    } else if (itemsize == 4) {
+        unsigned int v;
+        memcpy(&v, value, 4);
+        CU(api.cuMemsetD32Async(p, v, count, c->stream), "cuMemsetD32Async");
+    } else {
+        /* Wider elements: fill a host block once and copy it out. */
+        size_t total;
+        if (!tack_mul_overflow_size(itemsize, count, &total) || !(staging = tack_malloc(total))) {
+            st = tack_set_error(TACK_ERR_NOMEM, "out of memory staging a device fill");
+            goto done;
+        }
+        for (size_t i = 0; i < count; i++)
+            memcpy(staging + i * itemsize, value, itemsize);
+        CU(api.cuMemcpyHtoDAsync(p, staging, total, c->stream), "cuMemcpyHtoDAsync");
+        CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+    }
+done:
+    tack_free(staging);
+    pop();
+    return st;
+}
+
+static tack_status cuda_synchronize(tack_device *d)
+{
+    tack_status st;
+    cuda_dev *c = d->state;
+    if ((st = push(d)) != TACK_OK)
+        return st;
+    CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+done:
+    pop();
+    return st;
+}
+
+static const tack_backend cuda_backend = {
+    .name = "cuda",
+    .type = TACK_DEVICE_CUDA,
+    .device_count = cuda_device_count,
+    .init_device = cuda_init_device,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .copy = cuda_copy,
+    .fill = cuda_fill,
+    .synchronize = cuda_synchronize,
+    .build = NULL,
+    .launch = NULL,
+    .unload = NULL,
+};
+
+const tack_backend *tack_backend_cuda(void) { return &cuda_backend; }
