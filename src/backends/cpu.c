@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/cpu_jit.h"
 #include "runtime/runtime.h"
 
 #define CPU_ALIGN 64
@@ -95,9 +96,9 @@ static const tack_backend cpu_backend = {
     .copy = cpu_copy,
     .fill = cpu_fill,
     .synchronize = cpu_synchronize,
-    .build = NULL,
-    .launch = NULL,
-    .unload = NULL,
+    .build = tack_cpu_build,
+    .launch = tack_cpu_launch,
+    .unload = tack_cpu_unload,
 };
 
 const tack_backend *tack_backend_cpu(void) { return &cpu_backend; }

@@ -1,0 +1,512 @@
+/*
+ * cpu_jit.c -- building and running kernels on the CPU.
+ *
+ * Build: the emitted C goes through the platform C compiler (TACK_CC,
+ * default `cc`) into a shared library, which is loaded with dlopen.  Flags:
+ * -O3 -march=native -fPIC -shared -fno-math-errno, -ffast-math only for
+ * fast_math kernels, then TACK_CFLAGS.
+ *
+ * Disk cache: the library is kept under a key that hashes everything that
+ * determines its contents -- the source, the dialect, the compiler's
+ * identity (`cc --version`, asked once per process), the flags, the CPU
+ * (because of -march=native), the ABI and Tack's version -- with two
+ * independent 64-bit FNV-1a hashes.  The directory is TACK_CACHE_DIR, else
+ * $XDG_CACHE_HOME/tack, else ~/.cache/tack.  Loading a library runs its
+ * code, so a directory that is not ours or that group or others may write is
+ * refused with an error that says so.  Entries are written to a unique
+ * temporary name and renamed into place, so concurrent builders (threads or
+ * processes) never see half a file; each library carries its own key as a
+ * symbol, and an entry that does not load or whose key does not match
+ * (truncated, corrupt, foreign) is rebuilt.
+ *
+ * Launch: the arguments are checked against the signature (dtype, ndim,
+ * device, writability of the parameters the kernel writes) and packed as
+ * tk_argv; the entry runs on the calling thread and hands each parallel loop
+ * to the pool (pool.c) through tk_abi.  The per-launch context holds the
+ * error record: the first failing check wins (an atomic flag), records its
+ * site and operands, and every chunk stops at its next check of the flag.
+ * The message is written after the launch from the site table.
+ *
+ * TACK_LOG=info logs each compile and cache load with its time to stderr.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/cpu_jit.h"
+#include "compiler/compiler.h"
+#include "runtime/pool.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------ helpers */
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int log_info(void) {
+    const char *v = getenv("TACK_LOG");
+    return v && (!strcmp(v, "info") || !strcmp(v, "debug"));
+}
+
+typedef struct hash2 { uint64_t a, b; } hash2;
+
+static void h_add(hash2 *h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h->a = (h->a ^ p[i]) * 0x100000001b3ULL;
+        h->b = (h->b ^ p[i]) * 0x100000001b3ULL;
+    }
+    /* a separator so that ("ab","c") and ("a","bc") differ */
+    h->a = (h->a ^ 0xff) * 0x100000001b3ULL;
+    h->b = (h->b ^ 0xfe) * 0x100000001b3ULL;
+}
+static void h_str(hash2 *h, const char *s) { h_add(h, s ? s : "", s ? strlen(s) : 0); }
+
+/* ------------------------------------------------- compiler identity */
+static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
+static char ident_cc[512];        /* the TACK_CC the identity was computed for */
+static char ident_text[1024];     /* first line of `cc --version` */
+static hash2 ident_hash;
+static int ident_ok;
+
+static const char *cc_command(void) {
+    const char *cc = getenv("TACK_CC");
+    return cc && *cc ? cc : "cc";
+}
+
+static tack_status compiler_identity(hash2 *out, char *first_line, size_t fl_len) {
+    const char *cc = cc_command();
+    pthread_mutex_lock(&ident_lock);
+    if (!ident_ok || strcmp(ident_cc, cc) != 0) {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "%s --version 2>&1", cc);
+        FILE *f = popen(cmd, "r");
+        hash2 h = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
+        size_t total = 0;
+        ident_text[0] = 0;
+        if (f) {
+            char buf[512];
+            size_t n;
+            while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+                if (total == 0) {
+                    size_t k = 0;
+                    while (k < n && k < sizeof ident_text - 1 && buf[k] != '\n') {
+                        ident_text[k] = buf[k];
+                        k++;
+                    }
+                    ident_text[k] = 0;
+                }
+                h_add(&h, buf, n);
+                total += n;
+            }
+            int rc = pclose(f);
+            if (rc != 0) total = 0;
+        }
+        if (total == 0) {
+            pthread_mutex_unlock(&ident_lock);
+            return tack_set_error(TACK_ERR_RUNTIME,
+                                  "the C compiler '%s' does not run (`%s --version` failed); install one or set TACK_CC",
+                                  cc, cc);
+        }
+        snprintf(ident_cc, sizeof ident_cc, "%s", cc);
+        ident_hash = h;
+        ident_ok = 1;
+    }
+    *out = ident_hash;
+    snprintf(first_line, fl_len, "%s", ident_text);
+    pthread_mutex_unlock(&ident_lock);
+    return TACK_OK;
+}
+
+/* The CPU model matters because of -march=native. */
+static void cpu_identity(hash2 *h) {
+    struct utsname u;
+    if (uname(&u) == 0) h_str(h, u.machine);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[4096];
+    int got = 0;
+    while (got < 2 && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) {
+            h_str(h, line);
+            got++;
+        }
+    }
+    fclose(f);
+}
+
+/* ------------------------------------------------------------- cache */
+static tack_status mkdirs(const char *path) {
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+            return tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", tmp, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", tmp, strerror(errno));
+    return TACK_OK;
+}
+
+static tack_status cache_dir(char *out, size_t n) {
+    const char *d = getenv("TACK_CACHE_DIR");
+    if (d && *d) snprintf(out, n, "%s", d);
+    else if ((d = getenv("XDG_CACHE_HOME")) && *d) snprintf(out, n, "%s/tack", d);
+    else if ((d = getenv("HOME")) && *d) snprintf(out, n, "%s/.cache/tack", d);
+    else return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)");
+    size_t len = strlen(out);
+    while (len > 1 && out[len - 1] == '/') out[--len] = 0;
+    tack_status st = mkdirs(out);
+    if (st != TACK_OK) return st;
+    struct stat sb;
+    if (stat(out, &sb) != 0)
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot use the kernel cache directory %s: %s", out, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) return tack_set_error(TACK_ERR_RUNTIME, "the kernel cache path %s is not a directory", out);
+    if (sb.st_uid != geteuid())
+        return tack_set_error(TACK_ERR_RUNTIME,
+                              "refusing the kernel cache directory %s: it is owned by another user (uid %u); "
+                              "loading cached kernels runs their code (set TACK_CACHE_DIR to a directory of yours)",
+                              out, (unsigned)sb.st_uid);
+    if (sb.st_mode & (S_IWGRP | S_IWOTH))
+        return tack_set_error(TACK_ERR_RUNTIME,
+                              "refusing the kernel cache directory %s: it is writable by group or others; loading "
+                              "cached kernels runs their code (chmod go-w %s)",
+                              out, out);
+    return TACK_OK;
+}
+
+/* Load a library and check that it is the entry for `key`. */
+static int try_load(const char *path, const char *key, void **handle, void **entry) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 0;
+    const char *k = dlsym(h, "tack_cache_key");
+    void *e = dlsym(h, "tack_entry");
+    if (!k || !e || strcmp(k, key) != 0) {
+        dlclose(h);
+        return 0;
+    }
+    *handle = h;
+    *entry = e;
+    return 1;
+}
+
+static int split_args(char *s, char **argv, int max) {
+    int n = 0;
+    for (char *p = s; *p && n < max;) {
+        while (*p == ' ' || *p == '\t') *p++ = 0;
+        if (!*p) break;
+        argv[n++] = p;
+        while (*p && *p != ' ' && *p != '\t') p++;
+    }
+    return n;
+}
+
+static _Atomic unsigned long tmp_counter;
+
+static tack_status write_file(const char *path, const char *a, const char *b) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
+    const char *parts[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(parts[i]), off = 0;
+        while (off < n) {
+            ssize_t w = write(fd, parts[i] + off, n - off);
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                int err = errno;
+                close(fd);
+                unlink(path);
+                return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(err));
+            }
+            off += (size_t)w;
+        }
+    }
+    close(fd);
+    return TACK_OK;
+}
+
+static tack_status run_compiler(const char *kernel, const char *flags, const char *src, const char *out,
+                                const char *logpath) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s", cc_command(), flags);
+    char *argv[200];
+    int argc = split_args(cmd, argv, 190);
+    argv[argc++] = "-o";
+    argv[argc++] = (char *)out;
+    argv[argc++] = (char *)src;
+    argv[argc++] = "-lm";
+    argv[argc] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler '%s': %s (set TACK_CC)", argv[0], strerror(rc));
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return tack_set_error(TACK_ERR_RUNTIME, "waiting for the C compiler: %s", strerror(errno));
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return TACK_OK;
+    char log[1500] = "";
+    FILE *f = fopen(logpath, "r");
+    if (f) {
+        size_t n = fread(log, 1, sizeof log - 1, f);
+        log[n] = 0;
+        fclose(f);
+    }
+    return tack_set_error(TACK_ERR_RUNTIME, "the C compiler failed on kernel '%s' (source kept in %s):\n%s", kernel, src, log);
+}
+
+tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
+    double t0 = now_ms();
+    hash2 ident;
+    char first_line[256];
+    tack_status st = compiler_identity(&ident, first_line, sizeof first_line);
+    if (st != TACK_OK) return st;
+    char dir[1024];
+    st = cache_dir(dir, sizeof dir);
+    if (st != TACK_OK) return st;
+
+    char flags[1024];
+    const char *extra = getenv("TACK_CFLAGS");
+    snprintf(flags, sizeof flags, "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno%s %s",
+             p->fast_math ? " -ffast-math" : " -ffp-contract=off", extra ? extra : "");
+
+    hash2 h = {0xcbf29ce484222325ULL, 0x6c62272e07bb0142ULL};
+    h_str(&h, p->source);
+    h_str(&h, p->dialect);
+    h_add(&h, &ident, sizeof ident);
+    h_str(&h, flags);
+    h_str(&h, TACK_VERSION_STRING);
+    char abi[16];
+    snprintf(abi, sizeof abi, "abi%d", TK_CPU_ABI_VERSION);
+    h_str(&h, abi);
+    cpu_identity(&h);
+    char key[40];
+    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.so", dir, key);
+    void *handle = NULL, *entry = NULL;
+    if (access(path, F_OK) == 0) {
+        if (try_load(path, key, &handle, &entry)) {
+            if (log_info())
+                fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s)\n", p->kernel_name, now_ms() - t0, path);
+            p->handle = handle;
+            p->entry = entry;
+            return TACK_OK;
+        }
+        if (log_info()) fprintf(stderr, "tack: cache entry %s is unusable; rebuilding it\n", path);
+    }
+
+    /* Compile into unique temporaries, then rename into place. */
+    unsigned long c = ++tmp_counter;
+    char src[1300], tmp[1300], logp[1300];
+    snprintf(src, sizeof src, "%s/%s-%ld-%lu.c", dir, key, (long)getpid(), c);
+    snprintf(tmp, sizeof tmp, "%s/%s-%ld-%lu.so.tmp", dir, key, (long)getpid(), c);
+    snprintf(logp, sizeof logp, "%s/%s-%ld-%lu.log", dir, key, (long)getpid(), c);
+    char trailer[200];
+    snprintf(trailer, sizeof trailer,
+             "\n__attribute__((visibility(\"default\"))) const char tack_cache_key[] = \"%s\";\n", key);
+    st = write_file(src, p->source, trailer);
+    if (st != TACK_OK) return st;
+    st = run_compiler(p->kernel_name, flags, src, tmp, logp);
+    unlink(logp);
+    if (st != TACK_OK) {
+        unlink(tmp);
+        return st;
+    }
+    if (rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        unlink(src);
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot store the compiled kernel in %s: %s", path, strerror(err));
+    }
+    char keep[1300];
+    snprintf(keep, sizeof keep, "%s/%s.c", dir, key);
+    if (rename(src, keep) != 0) unlink(src);
+    if (!try_load(path, key, &handle, &entry)) {
+        const char *why = dlerror();
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot load the compiled kernel '%s' from %s: %s", p->kernel_name, path,
+                              why ? why : "tack_entry or tack_cache_key missing");
+    }
+    if (log_info())
+        fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s)\n", p->kernel_name, now_ms() - t0,
+                first_line, path);
+    p->handle = handle;
+    p->entry = entry;
+    return TACK_OK;
+}
+
+void tack_cpu_unload(tack_device *dev, tack_program *p) {
+    if (p->handle) dlclose(p->handle);
+    p->handle = NULL;
+    p->entry = NULL;
+}
+
+/* ------------------------------------------------------------ launch */
+typedef struct launch_ctx {
+    tk_ctx head;      /* must stay first: the generated code reads head.failed */
+    int site;
+    int64_t a, b;
+} launch_ctx;
+
+static void abi_parallel_for(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel) {
+    tack_pool_run(fn, frame, n, min_parallel);
+}
+
+static void abi_fail(tk_ctx *ctx, int site, int64_t a, int64_t b) {
+    launch_ctx *l = (launch_ctx *)ctx;
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&l->head.failed, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        l->site = site;
+        l->a = a;
+        l->b = b;
+    }
+}
+
+static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void fmt_float(char *out, size_t n, double v, int f32) {
+    if (v != v) {
+        snprintf(out, n, "nan");
+        return;
+    }
+    if (v == __builtin_inf() || v == -__builtin_inf()) {
+        snprintf(out, n, "%sinf", v < 0 ? "-" : "");
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, n, "%.*g", prec, v);
+        double back = strtod(out, NULL);
+        if (f32 ? (float)back == (float)v : back == v) break;
+    }
+    if (!strpbrk(out, ".en")) strncat(out, ".0", n - strlen(out) - 1);
+}
+
+static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
+    char line[4096];
+    size_t len = 0;
+    line[0] = 0;
+    for (int i = 0; i < n && len < sizeof line - 64; i++) {
+        char item[64];
+        const char *s = item;
+        switch (v[i].kind) {
+        case 0: s = v[i].s ? v[i].s : ""; break;
+        case 1: s = v[i].i ? "True" : "False"; break;
+        case 2: snprintf(item, sizeof item, "%lld", (long long)v[i].i); break;
+        case 3: snprintf(item, sizeof item, "%llu", (unsigned long long)v[i].u); break;
+        default: fmt_float(item, sizeof item, v[i].f, v[i].kind == 4); break;
+        }
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s%s", i ? " " : "", s);
+        if (len >= sizeof line) len = sizeof line - 1;
+    }
+    pthread_mutex_lock(&print_lock);
+    fwrite(line, 1, len, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    pthread_mutex_unlock(&print_lock);
+}
+
+static const tk_abi cpu_abi = {TK_CPU_ABI_VERSION, abi_parallel_for, abi_fail, abi_print};
+
+static tack_status report(tack_program *p, launch_ctx *l) {
+    if (l->site < 0 || l->site >= p->nsites)
+        return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check", p->kernel_name);
+    const tk_site *s = &p->sites[l->site];
+    char where[600];
+    if (s->func && strcmp(s->func, p->kernel_name) != 0)
+        snprintf(where, sizeof where, "function %s called from kernel %s, %s:%d", s->func, p->kernel_name,
+                 s->file ? s->file : "?", s->line);
+    else
+        snprintf(where, sizeof where, "kernel %s, %s:%d", p->kernel_name, s->file ? s->file : "?", s->line);
+    switch (s->kind) {
+    case CK_INDEX:
+        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of bounds for axis %d with size %lld (array '%s', %s)",
+                              (long long)l->a, s->axis, (long long)l->b, s->array ? s->array : "?", where);
+    case CK_COMP:
+        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of range for a vector of length %lld (%s)",
+                              (long long)l->a, (long long)l->b, where);
+    case CK_ZERODIV:
+        return tack_set_error(TACK_ERR_ZERODIV, "%s (%s)", s->message ? s->message : "integer division by zero", where);
+    case CK_ASSERT:
+        if (s->message) return tack_set_error(TACK_ERR_ASSERT, "%s (%s)", s->message, where);
+        return tack_set_error(TACK_ERR_ASSERT, "assertion failed (%s)", where);
+    }
+    return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check (%s)", p->kernel_name, where);
+}
+
+tack_status tack_cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs) {
+    if (!p->entry) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
+    tk_argv stackv[16];
+    tk_argv *v = stackv;
+    if (nargs > 16) {
+        v = tack_calloc((size_t)nargs, sizeof *v);
+        if (!v) return tack_set_error(TACK_ERR_NOMEM, "out of memory launching kernel '%s'", p->kernel_name);
+    }
+    tack_status st = TACK_OK;
+    for (int i = 0; i < nargs; i++) {
+        const tk_pinfo *pi = &p->params[i];
+        memset(&v[i], 0, sizeof v[i]);
+        if (!pi->is_array) {
+            v[i].s.i = args[i].scalar.i;
+            v[i].s.u = args[i].scalar.u;
+            if (dt_kind(pi->dtype) == TACK_KIND_FLOAT) v[i].s.f = args[i].scalar.f;
+            continue;
+        }
+        tack_array *a = args[i].array;
+        if (!a) {
+            st = tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' must be an array", pi->name, p->kernel_name);
+            break;
+        }
+        if (tack_array_dtype(a) != pi->dtype || tack_array_ndim(a) != pi->ndim) {
+            st = tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' is a %d-D %s array; this build expects %d-D %s",
+                                pi->name, p->kernel_name, tack_array_ndim(a), dt_name(tack_array_dtype(a)), pi->ndim,
+                                dt_name(pi->dtype));
+            break;
+        }
+        if (tack_device_kind(tack_array_device(a)) != TACK_DEVICE_CPU) {
+            st = tack_set_error(TACK_ERR_DEVICE, "argument '%s' of kernel '%s' is on %s, the kernel runs on the CPU",
+                                pi->name, p->kernel_name, tack_device_name(tack_array_device(a)));
+            break;
+        }
+        if (pi->written && !tack_array_writable(a)) {
+            st = tack_set_error(TACK_ERR_READONLY, "kernel '%s' writes to parameter '%s' but the array passed for it is read-only",
+                                p->kernel_name, pi->name);
+            break;
+        }
+        v[i].data = tack_array_data(a);
+        const int64_t *shape = tack_array_shape(a);
+        for (int k = 0; k < pi->ndim; k++) v[i].shape[k] = shape[k];
+    }
+    if (st == TACK_OK) {
+        launch_ctx l;
+        memset(&l, 0, sizeof l);
+        l.site = -1;
+        ((tk_entry_fn)p->entry)(v, &cpu_abi, &l.head);
+        if (__atomic_load_n(&l.head.failed, __ATOMIC_ACQUIRE)) st = report(p, &l);
+    }
+    if (v != stackv) tack_free(v);
+    return st;
+}

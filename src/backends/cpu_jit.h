@@ -1,0 +1,56 @@
+/*
+ * cpu_jit.h -- the CPU toolchain (platform C compiler + disk cache) and the
+ * ABI between libtack and the code it generates for the CPU.
+ *
+ * cpu.c (the CPU backend's vtable) points its build/launch/unload entries at
+ * the three functions below.  The structs are mirrored, field for field, by
+ * the prelude that emit.c writes into every generated file; change both
+ * together (TK_CPU_ABI_VERSION is part of the cache key).
+ */
+#ifndef TACK_CPU_JIT_H
+#define TACK_CPU_JIT_H
+
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+#define TK_CPU_ABI_VERSION 1
+
+/* One argument as the generated entry reads it. */
+typedef struct tk_argv {
+    void *data;
+    int64_t shape[8];
+    union { int64_t i; uint64_t u; double f; } s;
+} tk_argv;
+
+/* The head of the per-launch context; the generated code reads `failed`. */
+typedef struct tk_ctx {
+    int failed;
+} tk_ctx;
+
+/* One value of print(): kind 0 string, 1 bool, 2 int, 3 uint, 4 f32, 5 f64. */
+typedef struct tk_pv {
+    int kind;
+    int64_t i;
+    uint64_t u;
+    double f;
+    const char *s;
+} tk_pv;
+
+typedef void (*tk_body)(void *frame, int64_t lo, int64_t hi);
+
+typedef struct tk_abi {
+    int version;
+    /* Run fn over [0, n); ranges under min_parallel stay on the calling thread. */
+    void (*parallel_for)(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel);
+    void (*fail)(tk_ctx *ctx, int site, int64_t a, int64_t b);
+    void (*print)(tk_ctx *ctx, const tk_pv *v, int n);
+} tk_abi;
+
+typedef void (*tk_entry_fn)(const tk_argv *args, const tk_abi *abi, tk_ctx *ctx);
+
+tack_status tack_cpu_build(tack_device *dev, tack_program *p);
+tack_status tack_cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs);
+void tack_cpu_unload(tack_device *dev, tack_program *p);
+
+#endif /* TACK_CPU_JIT_H */

@@ -1,0 +1,374 @@
+/*
+ * checks.c -- bounds-check elision and hoisting.
+ *
+ * Lowering puts an index check before every array access.  Most of them are
+ * provably true or can run once per loop instead of once per iteration:
+ *
+ *   1. Elision.  For `for i in range(a.shape[k])` (serial or parallel, any
+ *      non-negative start, positive constant step) an index `i` on axis k of
+ *      `a` is in bounds: the check goes, and so does the negative-index wrap.
+ *      Any induction variable with a non-negative start keeps its check but
+ *      loses the wrap, and the check becomes one unsigned compare.
+ *
+ *   2. Range hoisting.  In `for i in range(lo, hi)` with a step of 1, a check
+ *      of `i` against an extent that the loop does not change, executed on
+ *      every iteration (a direct child of a body without break, continue or
+ *      return), becomes one check before the loop: "lo < hi implies hi <=
+ *      extent".  It reports the first index that would have failed, so the
+ *      message is the one the per-iteration check would have given; writes
+ *      the loop would have made before failing are not made.
+ *
+ *   3. Invariant hoisting.  A check whose operands the loop does not change
+ *      (a[k] with k fixed) moves before the loop, guarded by "the loop runs
+ *      at least once".  strength.c uses the same machinery for zero checks.
+ *
+ * A local counts as an induction variable only when nothing but its loop
+ * header defines it (lowering copies the counter into a fresh local when the
+ * body assigns the loop variable).
+ */
+#include <string.h>
+
+#include "compiler/compiler.h"
+
+typedef struct loopv {
+    int var;
+    tk_ir *lo, *hi;
+    int64_t step; /* constant step, 0 if not constant */
+} loopv;
+
+typedef struct K {
+    tk_cc *C;
+    tk_spec *S;
+    int *defs;
+    loopv stack[64];
+    int n;
+} K;
+
+static void count_defs(K *k, tk_ir *s) {
+    if (!s) return;
+    if ((s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local >= 0) k->defs[s->local]++;
+    if (s->op == IR_PFOR)
+        for (int d = 0; d < s->aux; d++) k->defs[s->vars[d]]++;
+    for (int i = 0; i < s->n; i++) count_defs(k, s->k[i]);
+}
+
+static const tk_ir *strip(const tk_ir *e);
+
+static int nonneg_expr(const tk_ir *e) {
+    while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
+    if (e->op == IR_CONST) return ty_is_float(e->ty) ? 0 : e->c.i >= 0;
+    if (e->op == IR_SHAPE) return 1;
+    if (e->op == IR_CAST && e->k[0]->op == IR_SHAPE) return 1;
+    return 0;
+}
+
+/* A cast that changes nothing (weak i64 -> i64) is looked through. */
+static const tk_ir *strip(const tk_ir *e) {
+    while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
+    return e;
+}
+
+static loopv *induction(K *k, const tk_ir *e) {
+    e = strip(e);
+    if (e->op != IR_LOCAL || k->defs[e->local] != 1) return NULL;
+    for (int i = k->n - 1; i >= 0; i--)
+        if (k->stack[i].var == e->local) return &k->stack[i];
+    return NULL;
+}
+
+/* idx = v + c for an induction variable v and a constant c (also v - c, c + v). */
+static loopv *affine(K *k, const tk_ir *e, int64_t *c) {
+    e = strip(e);
+    *c = 0;
+    if (e->op == IR_LOCAL) return induction(k, e);
+    if (e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && e->k[1]->op == IR_CONST && ty_is_int(e->k[1]->ty)) {
+        int64_t v = e->k[1]->c.i;
+        if (v == INT64_MIN || v > ((int64_t)1 << 40) || v < -((int64_t)1 << 40)) return NULL;
+        *c = e->sub == B_ADD ? v : -v;
+        return induction(k, e->k[0]);
+    }
+    return NULL;
+}
+
+/* lo + c >= 0, provably */
+static int lo_plus_nonneg(const tk_ir *lo, int64_t c) {
+    lo = strip(lo);
+    if (lo->op == IR_CONST) return lo->c.i >= 0 && lo->c.i + c >= 0;
+    return nonneg_expr(lo) && c >= 0;
+}
+
+static int same_shape(const tk_ir *a, const tk_ir *b) {
+    if (a->op == IR_CAST) a = a->k[0];
+    if (b->op == IR_CAST) b = b->k[0];
+    return a->op == IR_SHAPE && b->op == IR_SHAPE && a->param == b->param && a->aux == b->aux;
+}
+
+static tk_ir *kx(K *k, tk_ir *x) {
+    for (int i = 0; i < x->n; i++) x->k[i] = kx(k, x->k[i]);
+    if (x->op == IR_WRAP) {
+        int64_t c;
+        loopv *lv = affine(k, x->k[0], &c);
+        if (lv && lv->step > 0 && lo_plus_nonneg(lv->lo, c)) return x->k[0];
+    }
+    return x;
+}
+
+static void ks(K *k, tk_ir *s);
+
+static void kblock(K *k, tk_ir *b) {
+    for (int i = 0; i < b->n; i++) {
+        tk_ir *s = b->k[i];
+        if (s->op == IR_CHECK && s->sub == CK_INDEX && s->local != 2) {
+            for (int j = 0; j < s->n; j++) s->k[j] = kx(k, s->k[j]);
+            tk_ir *idx = s->k[0], *ext = s->k[1];
+            int64_t c;
+            loopv *lv = affine(k, idx, &c);
+            idx = (tk_ir *)strip(idx);
+            if (lv && lv->step > 0 && lo_plus_nonneg(lv->lo, c)) {
+                if (c == 0 && same_shape(lv->hi, ext)) {
+                    b->k[i] = ir_new(k->C, IR_BLOCK, ty_void(), s->line); /* provably in bounds */
+                    continue;
+                }
+                s->local = 1;
+            } else if (idx->op == IR_CONST && idx->c.i >= 0) {
+                s->local = 1;
+            }
+            continue;
+        }
+        ks(k, s);
+    }
+}
+
+static void ks(K *k, tk_ir *s) {
+    switch (s->op) {
+    case IR_BLOCK: kblock(k, s); return;
+    case IR_FOR: {
+        for (int i = 0; i < 3; i++) s->k[i] = kx(k, s->k[i]);
+        if (k->n < 64) {
+            loopv lv = {s->local, s->k[0], s->k[1], s->k[2]->op == IR_CONST ? s->k[2]->c.i : 0};
+            k->stack[k->n++] = lv;
+            kblock(k, s->k[3]);
+            k->n--;
+        }
+        return;
+    }
+    case IR_PFOR: {
+        int saved = k->n;
+        for (int d = 0; d < s->aux; d++) {
+            s->k[d] = kx(k, s->k[d]);
+            if (k->n < 64) {
+                loopv lv = {s->vars[d], ir_const_i(k->C, ty_value(TACK_I64), 0, s->line), s->k[d], 1};
+                if (d == 0 && s->off) {
+                    lv.lo = s->off;
+                    lv.hi = s->hi;
+                }
+                k->stack[k->n++] = lv;
+            }
+        }
+        kblock(k, s->k[s->aux]);
+        k->n = saved;
+        return;
+    }
+    case IR_IF:
+        s->k[0] = kx(k, s->k[0]);
+        kblock(k, s->k[1]);
+        kblock(k, s->k[2]);
+        return;
+    case IR_WHILE:
+        s->k[0] = kx(k, s->k[0]);
+        kblock(k, s->k[1]);
+        return;
+    case IR_PRINT:
+        for (int i = 0; i < s->n; i++)
+            if (!s->k[i]->str) s->k[i] = kx(k, s->k[i]);
+        return;
+    default:
+        for (int i = 0; i < s->n; i++) s->k[i] = kx(k, s->k[i]);
+        return;
+    }
+}
+
+/* ------------------------------------------------------------- hoisting */
+int ir_invariant(const tk_ir *e, const tk_ir *loop) {
+    switch (e->op) {
+    case IR_CONST:
+    case IR_SHAPE: return 1;
+    case IR_LOCAL: return !ir_assigns_local(loop, e->local);
+    case IR_CAST:
+    case IR_BIN:
+    case IR_UN:
+    case IR_WRAP:
+        for (int i = 0; i < e->n; i++)
+            if (!ir_invariant(e->k[i], loop)) return 0;
+        return 1;
+    default: return 0;
+    }
+}
+
+static tk_ir *body_of(tk_ir *loop) { return loop->op == IR_FOR ? loop->k[3] : loop->k[loop->aux]; }
+
+/* "the loop runs at least once" */
+static tk_ir *runs(tk_cc *C, tk_ir *loop) {
+    tk_ir *cond = NULL;
+    int nd = loop->op == IR_FOR ? 1 : loop->aux;
+    for (int d = 0; d < nd; d++) {
+        tk_ir *c = ir_new(C, IR_BIN, ty_value(TACK_BOOL), loop->line);
+        c->sub = B_LT;
+        c->aux_ty = ty_value(TACK_I64);
+        if (loop->op == IR_FOR) {
+            tk_ir *tr = ir_new(C, IR_MATH, ty_value(TACK_I64), loop->line);
+            tr->sub = M_TRIP;
+            tr->aux_ty = ty_value(TACK_I64);
+            ir_push(C, tr, loop->k[0]);
+            ir_push(C, tr, loop->k[1]);
+            ir_push(C, tr, loop->k[2]);
+            ir_push(C, c, ir_const_i(C, ty_value(TACK_I64), 0, loop->line));
+            ir_push(C, c, tr);
+        } else {
+            ir_push(C, c, ir_const_i(C, ty_value(TACK_I64), 0, loop->line));
+            ir_push(C, c, loop->k[d]);
+        }
+        if (!cond) cond = c;
+        else {
+            tk_ir *a = ir_new(C, IR_AND, ty_value(TACK_BOOL), loop->line);
+            ir_push(C, a, cond);
+            ir_push(C, a, c);
+            cond = a;
+        }
+    }
+    return cond;
+}
+
+static tk_ir *guarded(tk_cc *C, tk_ir *loop, tk_ir *check) {
+    tk_ir *iff = ir_new(C, IR_IF, ty_void(), check->line);
+    ir_push(C, iff, runs(C, loop));
+    tk_ir *then = ir_new(C, IR_BLOCK, ty_void(), check->line);
+    ir_push(C, then, check);
+    ir_push(C, iff, then);
+    ir_push(C, iff, ir_new(C, IR_BLOCK, ty_void(), check->line));
+    return iff;
+}
+
+static tk_ir *plus(tk_cc *C, tk_ir *e, int64_t c) {
+    if (c == 0) return e;
+    tk_ir *b = ir_new(C, IR_BIN, ty_value(TACK_I64), e->line);
+    b->sub = B_ADD;
+    b->aux_ty = ty_value(TACK_I64);
+    tk_ir *x = e;
+    if (!ty_eq(x->ty, ty_value(TACK_I64))) {
+        x = ir_new(C, IR_CAST, ty_value(TACK_I64), e->line);
+        ir_push(C, x, e);
+    }
+    ir_push(C, b, x);
+    ir_push(C, b, ir_const_i(C, ty_value(TACK_I64), c, e->line));
+    return b;
+}
+
+/* Checks to move out of `loop`, appended to `out`; they are replaced by empty blocks. */
+static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
+    tk_ir *body = body_of(loop);
+    if (ir_has_jump(body)) return;
+    for (int i = 0; i < body->n; i++) {
+        tk_ir *c = body->k[i];
+        if (c->op != IR_CHECK || c->sub != kind) continue;
+        int inv = 1;
+        for (int j = 0; j < c->n; j++)
+            if (!ir_invariant(c->k[j], loop)) inv = 0;
+        if (inv) {
+            ir_push(C, out, guarded(C, loop, c));
+            body->k[i] = ir_new(C, IR_BLOCK, ty_void(), c->line);
+            continue;
+        }
+        /* range form: v + c for the loop's own variable v, step 1, lo + c >= 0 */
+        if (kind != CK_INDEX || c->local == 2 || !ir_invariant(c->k[1], loop)) continue;
+        const tk_ir *idx = strip(c->k[0]);
+        int64_t off = 0;
+        if (idx->op == IR_BIN && (idx->sub == B_ADD || idx->sub == B_SUB) && idx->k[1]->op == IR_CONST &&
+            ty_is_int(idx->k[1]->ty) && idx->k[1]->c.i > -((int64_t)1 << 40) && idx->k[1]->c.i < ((int64_t)1 << 40)) {
+            off = idx->sub == B_ADD ? idx->k[1]->c.i : -idx->k[1]->c.i;
+            idx = strip(idx->k[0]);
+        }
+        if (idx->op != IR_LOCAL) continue;
+        tk_ir *lo = NULL, *hi = NULL;
+        if (loop->op == IR_FOR && loop->local == idx->local && loop->k[2]->op == IR_CONST && loop->k[2]->c.i == 1 &&
+            ir_invariant(loop->k[0], loop) && ir_invariant(loop->k[1], loop)) {
+            lo = loop->k[0];
+            hi = loop->k[1];
+        } else if (loop->op == IR_PFOR) {
+            for (int d = 0; d < loop->aux; d++)
+                if (loop->vars[d] == idx->local) {
+                    lo = d == 0 && loop->off ? loop->off : ir_const_i(C, ty_value(TACK_I64), 0, loop->line);
+                    hi = d == 0 && loop->off ? loop->hi : loop->k[d];
+                    if (!ir_invariant(lo, loop) || !ir_invariant(hi, loop)) lo = NULL;
+                }
+        }
+        if (!lo || !lo_plus_nonneg(lo, off)) continue;
+        /* the variable must not be redefined in the body */
+        if (ir_assigns_local(body, idx->local)) continue;
+        lo = plus(C, lo, off);
+        hi = plus(C, hi, off);
+        tk_ir *r = ir_new(C, IR_CHECK, ty_void(), c->line);
+        r->sub = CK_INDEX;
+        r->aux = c->aux;
+        r->local = 2;
+        ir_push(C, r, lo);
+        ir_push(C, r, hi);
+        ir_push(C, r, c->k[1]);
+        ir_push(C, out, r);
+        body->k[i] = ir_new(C, IR_BLOCK, ty_void(), c->line);
+    }
+}
+
+static void hoist_block(tk_cc *C, tk_ir *b, int kind) {
+    int changed = 0;
+    tk_ir *nb = ir_new(C, IR_BLOCK, ty_void(), b->line);
+    for (int i = 0; i < b->n; i++) {
+        tk_ir *s = b->k[i];
+        switch (s->op) {
+        case IR_BLOCK: hoist_block(C, s, kind); break;
+        case IR_IF: hoist_block(C, s->k[1], kind); hoist_block(C, s->k[2], kind); break;
+        case IR_WHILE: hoist_block(C, s->k[1], kind); break;
+        case IR_FOR:
+        case IR_PFOR: {
+            /* flatten nested blocks of the body so hoisted inner checks are direct children */
+            tk_ir *body = body_of(s);
+            hoist_block(C, body, kind);
+            tk_ir *out = ir_new(C, IR_BLOCK, ty_void(), s->line);
+            hoist_from(C, s, kind, out);
+            if (out->n) {
+                changed = 1;
+                for (int j = 0; j < out->n; j++) ir_push(C, nb, out->k[j]);
+            }
+            break;
+        }
+        default: break;
+        }
+        ir_push(C, nb, s);
+    }
+    if (changed) {
+        b->k = nb->k;
+        b->n = nb->n;
+        b->cap = nb->cap;
+    }
+}
+
+void tk_hoist_invariant_checks(tk_cc *C, int kind) {
+    for (int i = 0; i < C->nspecs; i++)
+        if (C->specs[i]->body) hoist_block(C, C->specs[i]->body, kind);
+}
+
+void tk_checks(tk_cc *C) {
+    if (!C->opts.checks) return;
+    for (int i = 0; i < C->nspecs; i++) {
+        tk_spec *S = C->specs[i];
+        if (!S->body) continue;
+        K k;
+        memset(&k, 0, sizeof k);
+        k.C = C;
+        k.S = S;
+        k.defs = tk_alloc(&C->arena, sizeof(int) * (size_t)(S->nlocals + 1));
+        count_defs(&k, S->body);
+        ks(&k, S->body);
+    }
+    tk_hoist_invariant_checks(C, CK_INDEX);
+}

@@ -1,0 +1,362 @@
+/*
+ * compiler.h -- the kernel compiler's internal interface (not installed).
+ *
+ * The pipeline, in the order driver.c runs it:
+ *
+ *   ast.c      the module / node builder behind tack_kernel.h (the front end's input)
+ *   types.c    the type lattice: NumPy 2 promotion, NEP 50 weak scalars, unification
+ *   lower.c    AST -> typed IR (a structured tree), with type inference by fixed point
+ *   verify.c   IR invariants, checked between passes
+ *   fold.c     constant folding
+ *   checks.c   bounds-check elision and hoisting
+ *   strength.c loop-invariant divisors hoisted out of loops
+ *   emit.c     IR -> C-family source through a dialect of hooks
+ *   ir_dump.c  the textual IR (tack_program_ir, TACK_DUMP=ir)
+ *   driver.c   tack_compile and the program object
+ *
+ * Memory: everything a compile allocates lives in one arena (arena.c) that is
+ * freed in bulk.  Errors -- a compile error or an allocation failure -- unwind
+ * with longjmp to the driver, which frees the arena; so no pass checks for
+ * NULL and no pass can leak.
+ */
+#ifndef TACK_COMPILER_H
+#define TACK_COMPILER_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tack.h"
+#include "tack_kernel.h"
+
+#define TK_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---------------------------------------------------------------- arena */
+typedef struct tk_chunk tk_chunk;
+typedef struct tk_arena {
+    tk_chunk *head;
+    size_t used, cap;      /* in the head chunk */
+    jmp_buf *oom;          /* longjmp target on failure (NULL: return NULL) */
+} tk_arena;
+
+void tk_arena_init(tk_arena *a);
+void tk_arena_free(tk_arena *a);
+void *tk_alloc(tk_arena *a, size_t size);   /* zeroed, 16-byte aligned */
+char *tk_strdup(tk_arena *a, const char *s);
+char *tk_fmt(tk_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A growable string kept in an arena. */
+typedef struct tk_buf {
+    tk_arena *arena;
+    char *s;
+    size_t len, cap;
+} tk_buf;
+void tk_buf_init(tk_buf *b, tk_arena *a);
+void tk_puts(tk_buf *b, const char *s);
+void tk_printf(tk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tk_vprintf(tk_buf *b, const char *fmt, va_list ap);
+
+/* ------------------------------------------------------------------ AST */
+struct tack_node {
+    tack_node_kind kind;
+    tack_op op;
+    int line, col;
+    const char *name;
+    int64_t ival;
+    int is_uint;           /* ival holds a uint64 above INT64_MAX */
+    double fval;
+    int nkids, capkids;
+    tack_node **kids;
+    int nops, capops;
+    tack_op *ops;          /* COMPARE */
+};
+
+typedef struct tk_fparam {
+    const char *name;
+    tack_node *annotation;
+} tk_fparam;
+
+typedef struct tk_func {
+    tack_function_kind kind;
+    const char *name, *filename, *source;
+    int first_line;
+    int nparams, capparams;
+    tk_fparam *params;
+    tack_node *body;
+    tack_node *returns;
+} tk_func;
+
+struct tack_module {
+    tk_arena arena;
+    int nfuncs, capfuncs;
+    tk_func *funcs;
+};
+
+/* ---------------------------------------------------------------- types */
+typedef enum tk_tykind {
+    TY_UNKNOWN = 0, /* not yet inferred (fixed point in progress) */
+    TY_VOID,
+    TY_VALUE,       /* scalar, vector or matrix: dt */
+    TY_ARRAY,       /* array parameter: element dt, ndim */
+    TY_SHAPE,       /* a.shape: ndim entries of weak i64 */
+    TY_DTYPE,       /* a dtype object used as a value (tack.f32) */
+    TY_RANGE        /* range(...) / ndrange(...) */
+} tk_tykind;
+
+typedef struct tk_type {
+    uint8_t kind;
+    uint8_t dt;    /* tack_dtype */
+    uint8_t ndim;
+    uint8_t weak;  /* Python scalar: carrier dt is TACK_BOOL, TACK_I64 or TACK_F64 */
+} tk_type;
+
+tk_type ty_value(tack_dtype dt);
+tk_type ty_weak(tack_dtype carrier);
+tk_type ty_unknown(void);
+tk_type ty_void(void);
+int ty_eq(tk_type a, tk_type b);
+int ty_is_scalar(tk_type t);   /* value of a scalar dtype */
+int ty_is_int(tk_type t);      /* signed or unsigned integer (not bool) */
+int ty_is_float(tk_type t);
+int ty_is_bool(tk_type t);
+int ty_is_vector(tk_type t);   /* vec* */
+int ty_is_matrix(tk_type t);
+const tack_dtype_info *ty_info(tack_dtype dt);
+int dt_bits(tack_dtype dt);
+tack_scalar_kind dt_kind(tack_dtype dt);
+tack_dtype dt_scalar(tack_dtype dt);
+int dt_rows(tack_dtype dt);
+int dt_cols(tack_dtype dt);
+const char *dt_name(tack_dtype dt);
+tack_dtype dt_compose(tack_dtype s, int rows, int cols); /* TACK_DTYPE_COUNT if none */
+/* Name of a type for messages ("f32", "weak int", "array[f32, 2]"). */
+const char *ty_name(tk_arena *a, tk_type t);
+/* NumPy 2 promotion with NEP 50 weak scalars; kind TY_UNKNOWN when impossible. */
+tk_type ty_promote(tk_type a, tk_type b);
+/* The concrete type a weak value takes standing alone (i64, f32, bool). */
+tk_type ty_concrete(tk_type t);
+/* The default float for a type (division of ints, math of ints). */
+tk_type ty_floatify(tk_type t);
+
+/* ------------------------------------------------------------------- IR */
+typedef enum tk_irop {
+    /* expressions (pure: loads never fault, checks precede them) */
+    IR_CONST,    /* c */
+    IR_LOCAL,    /* local */
+    IR_CAST,     /* [x] -> ty */
+    IR_BIN,      /* sub = tk_bin; [a, b] both of type ty (compares: operand type in aux_ty) */
+    IR_UN,       /* sub = tk_un; [a] */
+    IR_AND, IR_OR, /* [a, b] short circuit, Python value semantics */
+    IR_SELECT,   /* [cond, a, b] */
+    IR_MATH,     /* sub = tk_math; [args] */
+    IR_LOAD,     /* param = array; [idx0, ...] each already wrapped/checked */
+    IR_SHAPE,    /* param = array, aux = axis */
+    IR_WRAP,     /* param = array, aux = axis; [i] -> i < 0 ? i + shape : i */
+    IR_VEC,      /* [components...] -> ty vector/matrix (row major) */
+    IR_COMP,     /* [v, k] component k (matrix: [m, i, j]) */
+    IR_CALL,     /* aux = spec; [args]; array args are IR_ARRAY */
+    IR_ARRAY,    /* param: an array passed to a function */
+    IR_ATOMIC,   /* sub = tk_atom; param = array; [value, idx...] -> old value */
+    /* statements */
+    IR_BLOCK,    /* [stmts] */
+    IR_ASSIGN,   /* local = [value] */
+    IR_SETCOMP,  /* local's component: [k, value] (matrix [i, j, value]) */
+    IR_STORE,    /* param = array; [value, idx...] */
+    IR_IF,       /* [cond, then BLOCK, else BLOCK] */
+    IR_WHILE,    /* [cond, body BLOCK] */
+    IR_FOR,      /* serial: local = var; [lo, hi, step, body BLOCK] */
+    IR_PFOR,     /* parallel: aux = ndims; locals in vars[]; [n0.., body BLOCK]; step 1, from 0 or `off` */
+    IR_BREAK, IR_CONTINUE,
+    IR_RETURN,   /* [value] or [] */
+    IR_CHECK,    /* sub = tk_check; aux = site; [cond that must hold, a, b] */
+    IR_PRINT,    /* [values...]; strings are IR_CONST with str */
+    IR_EVAL,     /* [expr] evaluated and dropped */
+    IR_OP_COUNT
+} tk_irop;
+
+typedef enum tk_bin {
+    B_ADD, B_SUB, B_MUL, B_DIV, B_FLOORDIV, B_MOD, B_POW,
+    B_SHL, B_SHR, B_AND, B_OR, B_XOR,
+    B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE,
+    B_MIN, B_MAX,
+    B_MATMUL, B_DOT, B_CROSS,
+    B_COUNT
+} tk_bin;
+
+typedef enum tk_un { U_NEG, U_NOT, U_INVERT, U_ABS, U_TRUTH, U_COUNT } tk_un;
+
+typedef enum tk_math {
+    M_SQRT, M_EXP, M_LOG, M_LOG2, M_LOG10, M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN,
+    M_SINH, M_COSH, M_TANH, M_FLOOR, M_CEIL, M_TRUNC, M_FABS,
+    M_ATAN2, M_POW, M_HYPOT, M_FMOD, M_COPYSIGN,
+    M_ISNAN, M_ISINF, M_ISFINITE,
+    M_LENGTH, M_NORMALIZE,
+    M_TRIP,      /* [lo, hi, step] -> number of iterations of range(lo, hi, step) */
+    M_COUNT
+} tk_math;
+
+typedef enum tk_atom { A_ADD, A_SUB, A_MIN, A_MAX } tk_atom;
+
+typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP } tk_check;
+
+typedef struct tk_ir tk_ir;
+struct tk_ir {
+    uint8_t op, sub;
+    tk_type ty;
+    tk_type aux_ty;        /* BIN compare: operand type */
+    int line;
+    int local, param, aux;
+    int *vars;             /* PFOR: aux locals */
+    union { int64_t i; uint64_t u; double f; } c;
+    const char *str;       /* CONST string (print) */
+    tk_ir *red;            /* PFOR: per-chunk sums flushed after the chunk (privatize.c) */
+    tk_ir *off, *hi;       /* PFOR over range(lo, hi): var = index + off (NULL: 0); hi as written */
+    int n, cap;
+    tk_ir **k;
+};
+
+/* ----------------------------------------------------------- functions */
+enum { LC_FRAME, LC_PRIVATE, LC_TEMP };
+
+typedef struct tk_local {
+    const char *name;
+    tk_type ty;
+    int scope;             /* -1 kernel scope (frame) or the pfor id that owns it */
+    int declared;          /* annotated: ty is fixed */
+    int is_param;
+    int assigns;           /* assignments in the final IR */
+    int read;
+    int line;
+} tk_local;
+
+typedef struct tk_site {   /* a check site: what to say when it fails */
+    int kind;              /* tk_check */
+    int line;
+    int axis;
+    const char *array;     /* CK_INDEX: parameter name */
+    const char *message;   /* CK_ASSERT */
+    const char *func;      /* kernel or function name */
+    const char *file;
+} tk_site;
+
+typedef struct tk_spec {
+    int func;
+    int nparams;
+    tk_type *ptypes;
+    const char **pnames;
+    int *plocal;           /* scalar param -> local index */
+    tk_type ret;
+    tk_ir *body;
+    tk_local *locals;
+    int nlocals, caplocals;
+    uint64_t written;      /* bit i: param i (an array) is written */
+    int nbase;             /* locals before temps (params + named locals) */
+    int state;             /* 0 new, 1 lowering, 2 done */
+    int npfor;
+    int emitted;
+} tk_spec;
+
+typedef struct tk_dialect tk_dialect;
+
+/* The compile context, one per tack_compile. */
+typedef struct tk_cc {
+    tk_arena arena;
+    jmp_buf jmp;
+    tack_module *m;
+    tack_compile_options opts;
+    const tack_argtype *args; /* the kernel's signature */
+    int nargs;
+    tk_spec **specs;
+    int nspecs, capspecs;
+    tk_site *sites;
+    int nsites, capsites;
+    const tk_dialect *dialect;
+    /* error location */
+    const char *err_file;
+    int err_line, err_col;
+    int uses_vec, uses_f16, uses_print, uses_atomic;
+} tk_cc;
+
+/* Raise a compile error at line/col (longjmp to the driver). */
+_Noreturn void tk_error(tk_cc *C, int func, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+_Noreturn void tk_oom(tk_cc *C);
+
+/* IR construction (arena) */
+tk_ir *ir_new(tk_cc *C, int op, tk_type ty, int line);
+void ir_push(tk_cc *C, tk_ir *parent, tk_ir *kid);
+tk_ir *ir_const_i(tk_cc *C, tk_type ty, int64_t v, int line);
+tk_ir *ir_const_f(tk_cc *C, tk_type ty, double v, int line);
+int ir_is_const(const tk_ir *e);
+int ir_is_simple(const tk_ir *e);   /* a local or a constant: cheap to repeat */
+
+/* passes */
+tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nargs);
+void tk_verify(tk_cc *C, const char *after);
+void tk_fold(tk_cc *C);
+void tk_checks(tk_cc *C);
+void tk_strength(tk_cc *C);
+void tk_privatize(tk_cc *C);
+/* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
+void tk_hoist_invariant_checks(tk_cc *C, int kind);
+int ir_invariant(const tk_ir *e, const tk_ir *loop);
+const char *tk_dump(tk_cc *C);
+const char *tk_emit(tk_cc *C);
+
+/* walking helpers */
+int ir_assigns_local(const tk_ir *s, int local);   /* s (a tree) assigns local */
+int ir_has_jump(const tk_ir *s);                   /* break/continue/return inside s, not in inner loops' own scope */
+
+const char *tk_bin_name(int b);
+const char *tk_un_name(int u);
+const char *tk_math_name(int m);
+
+/* ---------------------------------------------------------------- emit */
+struct tk_dialect {
+    const char *name;
+    /* The whole preamble (types, helpers). */
+    void (*prelude)(tk_cc *C, tk_buf *b);
+    /* C type of a value dtype. */
+    const char *(*ctype)(tack_dtype dt);
+    /* Storage type of an array element (f16 -> uint16_t, bool -> uint8_t). */
+    const char *(*storage_type)(tack_dtype dt);
+    /* Name of a math function for a float type ("__builtin_sqrtf"). */
+    const char *(*math)(int m, tack_dtype dt);
+    /* Qualifier of exported symbols. */
+    const char *export_attr;
+    /* How parallel loops are run: 1 = each is a static function over a
+     * range [lo, hi) of the flattened index space, called through the
+     * runtime's parallel_for (CPU); GPU dialects will use a grid instead. */
+    int pfor_as_function;
+};
+extern const tk_dialect tk_dialect_c;
+const tk_dialect *tk_dialect_find(const char *name);
+
+/* ------------------------------------------------------------- program */
+typedef struct tk_pinfo {
+    char *name;
+    int is_array;
+    tack_dtype dtype;
+    int ndim;
+    int weak;
+    int written;
+} tk_pinfo;
+
+struct tack_program {
+    char *kernel_name;
+    char *filename;
+    char *source;
+    char *ir;
+    char *dialect;
+    int fast_math;
+    int nparams;
+    tk_pinfo *params;
+    int nsites;
+    tk_site *sites;          /* strings owned by the program */
+    tack_device *device;
+    void *handle;            /* backend: loaded code */
+    void *entry;
+};
+
+#endif /* TACK_COMPILER_H */

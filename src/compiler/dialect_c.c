@@ -1,0 +1,257 @@
+/*
+ * dialect_c.c -- the "c" dialect of the C-family emitter (CPU).
+ *
+ * A dialect is a table of what differs between C-like targets: the prelude
+ * of types and helpers every generated file starts with, the spelling of
+ * types and math functions, export attributes, and how parallel loops run.
+ * The helpers here are the semantic core of the generated code -- Python's
+ * floor division and modulo, wrapping integer power, saturating
+ * float-to-int conversion, f16 storage, atomics as compare-and-swap loops
+ * -- written once as static inline functions so the emitter only names
+ * them.  The prelude includes nothing but <stdint.h>; math comes from the
+ * compiler's builtins, which keeps a cold compile short.
+ *
+ * The tk_argv / tk_ctx / tk_pv / tk_abi structs mirror
+ * src/backends/cpu_jit.h field for field.
+ */
+#include <string.h>
+
+#include "compiler/compiler.h"
+
+static const char *c_ctype(tack_dtype dt) {
+    switch (dt) {
+    case TACK_BOOL: return "tk_bool";
+    case TACK_I8: return "int8_t";
+    case TACK_I16: return "int16_t";
+    case TACK_I32: return "int32_t";
+    case TACK_I64: return "int64_t";
+    case TACK_U8: return "uint8_t";
+    case TACK_U16: return "uint16_t";
+    case TACK_U32: return "uint32_t";
+    case TACK_U64: return "uint64_t";
+    case TACK_F16: return "float";
+    case TACK_F32: return "float";
+    case TACK_F64: return "double";
+    case TACK_VEC2: return "tk_vec2";
+    case TACK_VEC3: return "tk_vec3";
+    case TACK_VEC4: return "tk_vec4";
+    case TACK_VEC2D: return "tk_vec2d";
+    case TACK_VEC3D: return "tk_vec3d";
+    case TACK_VEC4D: return "tk_vec4d";
+    case TACK_VEC2I: return "tk_vec2i";
+    case TACK_VEC3I: return "tk_vec3i";
+    case TACK_VEC4I: return "tk_vec4i";
+    case TACK_MAT22: return "tk_mat22";
+    case TACK_MAT33: return "tk_mat33";
+    case TACK_MAT44: return "tk_mat44";
+    case TACK_MAT22D: return "tk_mat22d";
+    case TACK_MAT33D: return "tk_mat33d";
+    case TACK_MAT44D: return "tk_mat44d";
+    default: return "void";
+    }
+}
+
+static const char *c_storage(tack_dtype dt) {
+    if (dt == TACK_BOOL) return "uint8_t";
+    if (dt == TACK_F16) return "uint16_t";
+    return c_ctype(dt);
+}
+
+static const char *c_math(int m, tack_dtype dt) {
+    static const char *f64[M_COUNT] = {
+        "__builtin_sqrt", "__builtin_exp", "__builtin_log", "__builtin_log2", "__builtin_log10", "__builtin_sin",
+        "__builtin_cos", "__builtin_tan", "__builtin_asin", "__builtin_acos", "__builtin_atan", "__builtin_sinh",
+        "__builtin_cosh", "__builtin_tanh", "__builtin_floor", "__builtin_ceil", "__builtin_trunc", "__builtin_fabs",
+        "__builtin_atan2", "__builtin_pow", "__builtin_hypot", "__builtin_fmod", "__builtin_copysign",
+        "__builtin_isnan", "__builtin_isinf", "__builtin_isfinite", "", "", ""};
+    static const char *f32[M_COUNT] = {
+        "__builtin_sqrtf", "__builtin_expf", "__builtin_logf", "__builtin_log2f", "__builtin_log10f", "__builtin_sinf",
+        "__builtin_cosf", "__builtin_tanf", "__builtin_asinf", "__builtin_acosf", "__builtin_atanf", "__builtin_sinhf",
+        "__builtin_coshf", "__builtin_tanhf", "__builtin_floorf", "__builtin_ceilf", "__builtin_truncf", "__builtin_fabsf",
+        "__builtin_atan2f", "__builtin_powf", "__builtin_hypotf", "__builtin_fmodf", "__builtin_copysignf",
+        "__builtin_isnan", "__builtin_isinf", "__builtin_isfinite", "", "", ""};
+    if ((unsigned)m >= M_COUNT) return "?";
+    return dt == TACK_F32 ? f32[m] : f64[m];
+}
+
+static const char PRELUDE_CORE[] =
+    "#include <stdint.h>\n"
+    "typedef _Bool tk_bool;\n"
+    "typedef struct tk_argv { void *data; int64_t shape[8]; union { int64_t i; uint64_t u; double f; } s; } tk_argv;\n"
+    "typedef struct tk_ctx { int failed; } tk_ctx;\n"
+    "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; } tk_pv;\n"
+    "typedef void (*tk_body)(void *frame, int64_t lo, int64_t hi);\n"
+    "typedef struct tk_abi {\n"
+    "    int version;\n"
+    "    void (*parallel_for)(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel);\n"
+    "    void (*fail)(tk_ctx *ctx, int site, int64_t a, int64_t b);\n"
+    "    void (*print)(tk_ctx *ctx, const tk_pv *v, int n);\n"
+    "} tk_abi;\n"
+    "#define TK_FAILED(c) __atomic_load_n(&(c)->failed, __ATOMIC_RELAXED)\n"
+    "#define tk_wrap(i, s) ((i) < 0 ? (i) + (s) : (i))\n"
+    "static inline int64_t tk_f2i64(double x) {\n"
+    "    if (!(x == x)) return 0;\n"
+    "    if (x >= 9223372036854775807.0) return INT64_MAX;\n"
+    "    if (x <= -9223372036854775808.0) return INT64_MIN;\n"
+    "    return (int64_t)x;\n"
+    "}\n"
+    "static inline uint64_t tk_f2u64(double x) {\n"
+    "    if (!(x == x)) return 0;\n"
+    "    if (x < 0) return (uint64_t)tk_f2i64(x);\n"
+    "    if (x >= 18446744073709551615.0) return UINT64_MAX;\n"
+    "    return (uint64_t)x;\n"
+    "}\n"
+    "static inline int64_t tk_fdiv_i64(int64_t a, int64_t b) {\n"
+    "    if (b == 0) return 0;\n"
+    "    if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a);\n"
+    "    int64_t q = a / b, r = a % b;\n"
+    "    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n"
+    "}\n"
+    "static inline int64_t tk_mod_i64(int64_t a, int64_t b) {\n"
+    "    if (b == 0 || b == -1) return 0;\n"
+    "    int64_t r = a % b;\n"
+    "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
+    "}\n"
+    "static inline uint64_t tk_fdiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n"
+    "static inline uint64_t tk_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n"
+    "static inline uint64_t tk_ipow_u64(uint64_t a, uint64_t e) {\n"
+    "    uint64_t r = 1;\n"
+    "    while (e) { if (e & 1) r *= a; a *= a; e >>= 1; }\n"
+    "    return r;\n"
+    "}\n"
+    "static inline int64_t tk_ipow_i64(int64_t a, int64_t e) {\n"
+    "    if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
+    "    return (int64_t)tk_ipow_u64((uint64_t)a, (uint64_t)e);\n"
+    "}\n"
+    "static inline double tk_pymod_f64(double a, double b) {\n"
+    "    double m = __builtin_fmod(a, b);\n"
+    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }\n"
+    "    else m = __builtin_copysign(0.0, b);\n"
+    "    return m;\n"
+    "}\n"
+    "static inline double tk_pyfdiv_f64(double a, double b) {\n"
+    "    if (b == 0) return a / b;\n"
+    "    double m = __builtin_fmod(a, b), d = (a - m) / b;\n"
+    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;\n"
+    "    if (d != 0) { double f = __builtin_floor(d); if (d - f > 0.5) f += 1.0; d = f; }\n"
+    "    else d = __builtin_copysign(0.0, a / b);\n"
+    "    return d;\n"
+    "}\n"
+    "static inline float tk_pymod_f32(float a, float b) { return (float)tk_pymod_f64(a, b); }\n"
+    "static inline float tk_pyfdiv_f32(float a, float b) { return (float)tk_pyfdiv_f64(a, b); }\n"
+    "static inline int64_t tk_trip(int64_t lo, int64_t hi, int64_t st) {\n"
+    "    if (st > 0 && lo < hi) return (int64_t)(((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)st + 1);\n"
+    "    if (st < 0 && lo > hi) return (int64_t)(((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)st) + 1);\n"
+    "    return 0;\n"
+    "}\n";
+
+static const char PRELUDE_F16[] =
+    "static inline float tk_h2f(uint16_t h) {\n"
+    "    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;\n"
+    "    if (e == 0) {\n"
+    "        if (m == 0) u = s;\n"
+    "        else { e = 113; while (!(m & 1024)) { m <<= 1; e--; } m &= 1023; u = s | (e << 23) | (m << 13); }\n"
+    "    } else if (e == 31) u = s | 0x7f800000u | (m << 13);\n"
+    "    else u = s | ((e + 112) << 23) | (m << 13);\n"
+    "    float f; __builtin_memcpy(&f, &u, 4); return f;\n"
+    "}\n"
+    "static inline uint16_t tk_f2h(float f) {\n"
+    "    uint32_t u; __builtin_memcpy(&u, &f, 4);\n"
+    "    uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
+    "    if (a >= 0x7f800000u) return (uint16_t)(s | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0));\n"
+    "    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);\n"
+    "    if (a < 0x38800000u) {\n"
+    "        if (a < 0x33000000u) return (uint16_t)s;\n"
+    "        uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e;\n"
+    "        uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);\n"
+    "        if (rem > half || (rem == half && (r & 1))) r++;\n"
+    "        return (uint16_t)(s | r);\n"
+    "    }\n"
+    "    uint32_t r = ((a - 0x38000000u) >> 13), rem = a & 0x1fffu;\n"
+    "    if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) r++;\n"
+    "    return (uint16_t)(s | r);\n"
+    "}\n";
+
+static const char PRELUDE_ATOMIC[] =
+    "#define TK_ATOMIC_INT(T) \\\n"
+    "static inline T tk_atomic_add_##T(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); } \\\n"
+    "static inline T tk_atomic_sub_##T(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); } \\\n"
+    "static inline T tk_atomic_min_##T(T *p, T v) { T o = __atomic_load_n(p, __ATOMIC_RELAXED); \\\n"
+    "    while (v < o && !__atomic_compare_exchange_n(p, &o, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} return o; } \\\n"
+    "static inline T tk_atomic_max_##T(T *p, T v) { T o = __atomic_load_n(p, __ATOMIC_RELAXED); \\\n"
+    "    while (v > o && !__atomic_compare_exchange_n(p, &o, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} return o; }\n"
+    "#define TK_ATOMIC_FLT(T, U) \\\n"
+    "static inline T tk_atomic_rmw_##T(T *p, T v, int op) { U *q = (U *)p; U o = __atomic_load_n(q, __ATOMIC_RELAXED), n; T f, g; \\\n"
+    "    do { __builtin_memcpy(&f, &o, sizeof f); \\\n"
+    "         g = op == 0 ? f + v : op == 1 ? f - v : op == 2 ? (v < f ? v : f) : (v > f ? v : f); \\\n"
+    "         if (op >= 2 && g == f) return f; __builtin_memcpy(&n, &g, sizeof n); \\\n"
+    "    } while (!__atomic_compare_exchange_n(q, &o, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)); return f; } \\\n"
+    "static inline T tk_atomic_add_##T(T *p, T v) { return tk_atomic_rmw_##T(p, v, 0); } \\\n"
+    "static inline T tk_atomic_sub_##T(T *p, T v) { return tk_atomic_rmw_##T(p, v, 1); } \\\n"
+    "static inline T tk_atomic_min_##T(T *p, T v) { return tk_atomic_rmw_##T(p, v, 2); } \\\n"
+    "static inline T tk_atomic_max_##T(T *p, T v) { return tk_atomic_rmw_##T(p, v, 3); }\n"
+    "TK_ATOMIC_INT(int8_t) TK_ATOMIC_INT(int16_t) TK_ATOMIC_INT(int32_t) TK_ATOMIC_INT(int64_t)\n"
+    "TK_ATOMIC_INT(uint8_t) TK_ATOMIC_INT(uint16_t) TK_ATOMIC_INT(uint32_t) TK_ATOMIC_INT(uint64_t)\n"
+    "TK_ATOMIC_FLT(float, uint32_t) TK_ATOMIC_FLT(double, uint64_t)\n";
+
+static const char PRELUDE_VEC[] =
+    "#define TK_VEC(N, T, LEN) \\\n"
+    "typedef struct N { T v[LEN]; } N; \\\n"
+    "static inline N tk_add_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = a.v[i] + b.v[i]; return r; } \\\n"
+    "static inline N tk_sub_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = a.v[i] - b.v[i]; return r; } \\\n"
+    "static inline N tk_mul_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = a.v[i] * b.v[i]; return r; } \\\n"
+    "static inline N tk_div_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = a.v[i] / b.v[i]; return r; } \\\n"
+    "static inline N tk_neg_##N(N a) { N r; for (int i = 0; i < LEN; i++) r.v[i] = -a.v[i]; return r; } \\\n"
+    "static inline T tk_dot_##N(N a, N b) { T s = 0; for (int i = 0; i < LEN; i++) s += a.v[i] * b.v[i]; return s; }\n"
+    "#define TK_VECI(N, LEN) \\\n"
+    "typedef struct N { int32_t v[LEN]; } N; \\\n"
+    "static inline N tk_add_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] + (uint32_t)b.v[i]); return r; } \\\n"
+    "static inline N tk_sub_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] - (uint32_t)b.v[i]); return r; } \\\n"
+    "static inline N tk_mul_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] * (uint32_t)b.v[i]); return r; } \\\n"
+    "static inline N tk_neg_##N(N a) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)(0u - (uint32_t)a.v[i]); return r; } \\\n"
+    "static inline int32_t tk_dot_##N(N a, N b) { uint32_t s = 0; for (int i = 0; i < LEN; i++) s += (uint32_t)a.v[i] * (uint32_t)b.v[i]; return (int32_t)s; }\n"
+    "#define TK_VECF(N, T, LEN, SQRT) TK_VEC(N, T, LEN) \\\n"
+    "static inline T tk_length_##N(N a) { return SQRT(tk_dot_##N(a, a)); } \\\n"
+    "static inline N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l > 0 ? a.v[i] / l : 0; return r; }\n"
+    "#define TK_CROSS(N) static inline N tk_cross_##N(N a, N b) { N r; \\\n"
+    "    r.v[0] = a.v[1] * b.v[2] - a.v[2] * b.v[1]; r.v[1] = a.v[2] * b.v[0] - a.v[0] * b.v[2]; \\\n"
+    "    r.v[2] = a.v[0] * b.v[1] - a.v[1] * b.v[0]; return r; }\n"
+    "#define TK_MAT(M, V, T, R) \\\n"
+    "typedef struct M { T m[R][R]; } M; \\\n"
+    "static inline M tk_add_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] + b.m[i][j]; return r; } \\\n"
+    "static inline M tk_sub_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] - b.m[i][j]; return r; } \\\n"
+    "static inline M tk_mul_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] * b.m[i][j]; return r; } \\\n"
+    "static inline M tk_div_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] / b.m[i][j]; return r; } \\\n"
+    "static inline M tk_neg_##M(M a) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = -a.m[i][j]; return r; } \\\n"
+    "static inline V tk_mm_##M##_##V(M a, V b) { V r; for (int i = 0; i < R; i++) { T s = 0; for (int j = 0; j < R; j++) s += a.m[i][j] * b.v[j]; r.v[i] = s; } return r; } \\\n"
+    "static inline M tk_mm_##M##_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) { T s = 0; for (int k = 0; k < R; k++) s += a.m[i][k] * b.m[k][j]; r.m[i][j] = s; } return r; }\n"
+    "TK_VECF(tk_vec2, float, 2, __builtin_sqrtf) TK_VECF(tk_vec3, float, 3, __builtin_sqrtf) TK_VECF(tk_vec4, float, 4, __builtin_sqrtf)\n"
+    "TK_VECF(tk_vec2d, double, 2, __builtin_sqrt) TK_VECF(tk_vec3d, double, 3, __builtin_sqrt) TK_VECF(tk_vec4d, double, 4, __builtin_sqrt)\n"
+    "TK_VECI(tk_vec2i, 2) TK_VECI(tk_vec3i, 3) TK_VECI(tk_vec4i, 4)\n"
+    "TK_CROSS(tk_vec3) TK_CROSS(tk_vec3d)\n"
+    "static inline tk_vec3i tk_cross_tk_vec3i(tk_vec3i a, tk_vec3i b) { tk_vec3i r; uint32_t x[3], y[3]; for (int i = 0; i < 3; i++) { x[i] = (uint32_t)a.v[i]; y[i] = (uint32_t)b.v[i]; }\n"
+    "    r.v[0] = (int32_t)(x[1] * y[2] - x[2] * y[1]); r.v[1] = (int32_t)(x[2] * y[0] - x[0] * y[2]); r.v[2] = (int32_t)(x[0] * y[1] - x[1] * y[0]); return r; }\n"
+    "TK_MAT(tk_mat22, tk_vec2, float, 2) TK_MAT(tk_mat33, tk_vec3, float, 3) TK_MAT(tk_mat44, tk_vec4, float, 4)\n"
+    "TK_MAT(tk_mat22d, tk_vec2d, double, 2) TK_MAT(tk_mat33d, tk_vec3d, double, 3) TK_MAT(tk_mat44d, tk_vec4d, double, 4)\n";
+
+static void c_prelude(tk_cc *C, tk_buf *b) {
+    tk_puts(b, PRELUDE_CORE);
+    if (C->uses_f16) tk_puts(b, PRELUDE_F16);
+    if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
+    if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+}
+
+const tk_dialect tk_dialect_c = {
+    .name = "c",
+    .prelude = c_prelude,
+    .ctype = c_ctype,
+    .storage_type = c_storage,
+    .math = c_math,
+    .export_attr = "__attribute__((visibility(\"default\")))",
+    .pfor_as_function = 1,
+};
+
+const tk_dialect *tk_dialect_find(const char *name) {
+    if (!name || !strcmp(name, "c")) return &tk_dialect_c;
+    return NULL;
+}

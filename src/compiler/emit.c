@@ -1,0 +1,756 @@
+/*
+ * emit.c -- typed IR to C-family source.
+ *
+ * One emitter serves every C-like target; what differs between targets is
+ * behind a tk_dialect (compiler.h): the prelude (types and helper
+ * functions), the names of C types and math functions, how symbols are
+ * exported, and how parallel loops run.  Only the "c" dialect exists today;
+ * CUDA, HIP, Metal and OpenCL will add tables, not branches.
+ *
+ * The shape of the generated C for the CPU:
+ *
+ *   prelude             stdint, tk_argv / tk_abi (mirroring cpu_jit.h), helpers
+ *   struct tk_frame     the kernel's arrays and frame locals, shared with the
+ *                       parallel-loop bodies
+ *   static tk_fN(...)   one function per @tack.func specialization
+ *   static tk_pforN     one function per parallel loop, running [lo, hi) of the
+ *                       flattened index space with simple induction variables
+ *   tack_entry          the kernel body: straight-line code between parallel
+ *                       loops, and for each loop: fill the frame, call
+ *                       abi->parallel_for, stop if a check failed
+ *
+ * Integer arithmetic is emitted without undefined behaviour: signed + - *
+ * go through unsigned arithmetic, shifts mask their count, division and
+ * modulo call helpers that define INT_MIN // -1 and never divide by zero.
+ * Float-to-int conversions saturate (NaN gives 0) instead of being UB.
+ * A failing check calls abi->fail(ctx, site, a, b) and returns; after a call
+ * to a @tack.func and after each parallel loop the code tests ctx->failed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compiler/compiler.h"
+
+typedef struct E {
+    tk_cc *C;
+    const tk_dialect *D;
+    tk_buf *b;
+    tk_spec *S;
+    int si;
+    int ind;
+    int fn;          /* 0 entry, 1 parallel body, 2 device function */
+    int counter;
+    tk_buf pfors;    /* parallel bodies, emitted while walking the entry */
+    tk_spec *K;
+} E;
+
+static void ex(E *e, tk_ir *x);
+static void st(E *e, tk_ir *s);
+
+static const char *ctype(E *e, int dt) { return e->D->ctype((tack_dtype)dt); }
+static void P(E *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void P(E *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tk_vprintf(e->b, fmt, ap);
+    va_end(ap);
+}
+static void I(E *e) {
+    for (int i = 0; i < e->ind; i++) tk_puts(e->b, "    ");
+}
+
+static const char *ut(int dt) { return dt_bits((tack_dtype)dt) <= 32 ? "uint32_t" : "uint64_t"; }
+static int is_signed(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_INT; }
+static int is_float_dt(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_FLOAT; }
+
+/* A local's C name: v<index>[_<name>] (ASCII names only). */
+static void local_name(E *e, int loc) {
+    const char *n = e->S->locals[loc].name;
+    P(e, "v%d", loc);
+    if (!n) return;
+    for (const char *c = n; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')) return;
+    P(e, "_%s", n[0] == '_' ? n + 1 : n);
+}
+
+/* --------------------------------------------------------- expressions */
+static void emit_const(E *e, tk_ir *x) {
+    int dt = x->ty.dt;
+    if (x->ty.kind != TY_VALUE) {
+        P(e, "0");
+        return;
+    }
+    if (is_float_dt(dt)) {
+        double v = x->c.f;
+        int f32 = dt == TACK_F32;
+        if (isnan(v)) P(e, f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")");
+        else if (isinf(v)) P(e, "%s%s", v < 0 ? "-" : "", f32 ? "__builtin_inff()" : "__builtin_inf()");
+        else if (f32) P(e, "%af", (double)(float)v);
+        else P(e, "%a", v);
+        return;
+    }
+    if (dt == TACK_BOOL) {
+        P(e, "%d", x->c.i != 0);
+        return;
+    }
+    if (dt == TACK_U64) {
+        P(e, "((uint64_t)%lluULL)", (unsigned long long)x->c.u);
+        return;
+    }
+    if (x->c.i == INT64_MIN) P(e, "((%s)(-9223372036854775807LL-1))", ctype(e, dt));
+    else if (dt == TACK_I64) P(e, "((int64_t)%lldLL)", (long long)x->c.i);
+    else P(e, "((%s)%lldLL)", ctype(e, dt), (long long)x->c.i);
+}
+
+static void flat_index(E *e, tk_ir *x, int first) {
+    int nd = x->n - first;
+    int p = x->param;
+    for (int k = 0; k < nd - 1; k++) P(e, "(");
+    for (int k = 0; k < nd; k++) {
+        if (k > 0) P(e, " * a%d_s%d + ", p, k);
+        P(e, "(");
+        ex(e, x->k[first + k]);
+        P(e, ")");
+        if (k > 0) P(e, ")");
+    }
+    if (nd == 0) P(e, "0");
+}
+
+#define vname(dt) ctype(e, (dt))
+
+static void emit_bin(E *e, tk_ir *x) {
+    int b = x->sub;
+    tk_type t = (b >= B_EQ && b <= B_GE) ? x->aux_ty : x->ty;
+    tk_ir *a = x->k[0], *c = x->k[1];
+    int dt = t.dt;
+    if (b == B_MATMUL) {
+        P(e, "tk_mm_%s_%s(", vname(a->ty.dt), vname(c->ty.dt));
+        ex(e, a); P(e, ", "); ex(e, c); P(e, ")");
+        return;
+    }
+    if (b == B_DOT || b == B_CROSS) {
+        P(e, "tk_%s_%s(", b == B_DOT ? "dot" : "cross", vname(a->ty.dt));
+        ex(e, a); P(e, ", "); ex(e, c); P(e, ")");
+        return;
+    }
+    if (!ty_is_scalar(t)) {
+        static const char *nm[] = {[B_ADD] = "add", [B_SUB] = "sub", [B_MUL] = "mul", [B_DIV] = "div"};
+        P(e, "tk_%s_%s(", nm[b], vname(dt));
+        ex(e, a); P(e, ", "); ex(e, c); P(e, ")");
+        return;
+    }
+    const char *T = ctype(e, dt);
+    static const char *sym[B_COUNT] = {[B_ADD] = "+", [B_SUB] = "-", [B_MUL] = "*", [B_DIV] = "/", [B_AND] = "&",
+                                       [B_OR] = "|", [B_XOR] = "^", [B_EQ] = "==", [B_NE] = "!=", [B_LT] = "<",
+                                       [B_LE] = "<=", [B_GT] = ">", [B_GE] = ">="};
+    if (b >= B_EQ && b <= B_GE) {
+        P(e, "(("); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, "))");
+        return;
+    }
+    if (b == B_MIN || b == B_MAX) {
+        P(e, "(("); ex(e, c); P(e, ") %s (", b == B_MIN ? "<" : ">"); ex(e, a); P(e, ") ? (");
+        ex(e, c); P(e, ") : ("); ex(e, a); P(e, "))");
+        return;
+    }
+    if (is_float_dt(dt)) {
+        const char *sfx = dt == TACK_F32 ? "f32" : "f64";
+        switch (b) {
+        case B_ADD: case B_SUB: case B_MUL: case B_DIV:
+            P(e, "(("); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, "))");
+            return;
+        case B_FLOORDIV: case B_MOD: case B_POW:
+            if (b == B_POW) P(e, "%s(", e->D->math(M_POW, (tack_dtype)dt));
+            else P(e, "tk_py%s_%s(", b == B_FLOORDIV ? "fdiv" : "mod", sfx);
+            ex(e, a); P(e, ", "); ex(e, c); P(e, ")");
+            return;
+        }
+    }
+    const char *U = ut(dt);
+    int bits = dt_bits((tack_dtype)dt);
+    switch (b) {
+    case B_ADD: case B_SUB: case B_MUL:
+        if (dt == TACK_BOOL) { P(e, "(("); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, "))"); return; }
+        P(e, "((%s)((%s)(", T, U); ex(e, a); P(e, ") %s (%s)(", sym[b], U); ex(e, c); P(e, ")))");
+        return;
+    case B_FLOORDIV: case B_MOD:
+        if (is_signed(dt)) P(e, "((%s)tk_%s_i64((int64_t)(", T, b == B_FLOORDIV ? "fdiv" : "mod");
+        else P(e, "((%s)tk_%s_u64((uint64_t)(", T, b == B_FLOORDIV ? "fdiv" : "mod");
+        ex(e, a); P(e, "), (%s)(", is_signed(dt) ? "int64_t" : "uint64_t"); ex(e, c); P(e, ")))");
+        return;
+    case B_POW:
+        if (is_signed(dt)) P(e, "((%s)tk_ipow_i64((int64_t)(", T);
+        else P(e, "((%s)tk_ipow_u64((uint64_t)(", T);
+        ex(e, a); P(e, "), (%s)(", is_signed(dt) ? "int64_t" : "uint64_t"); ex(e, c); P(e, ")))");
+        return;
+    case B_SHL:
+        P(e, "((%s)((%s)(", T, U); ex(e, a); P(e, ") << ((%s)(", U); ex(e, c); P(e, ") & %du)))", bits - 1);
+        return;
+    case B_SHR:
+        P(e, "((%s)((", T); ex(e, a); P(e, ") >> ((%s)(", U); ex(e, c); P(e, ") & %du)))", bits - 1);
+        return;
+    case B_AND: case B_OR: case B_XOR:
+        P(e, "((%s)((", T); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, ")))");
+        return;
+    }
+    P(e, "0 /* bad binop */");
+}
+
+static void ex(E *e, tk_ir *x) {
+    switch (x->op) {
+    case IR_CONST: emit_const(e, x); return;
+    case IR_LOCAL: local_name(e, x->local); return;
+    case IR_CAST: {
+        tk_ir *s = x->k[0];
+        int to = x->ty.dt, from = s->ty.dt;
+        if (to == from) { ex(e, s); return; }
+        if (to == TACK_BOOL) { P(e, "(("); ex(e, s); P(e, ") != 0)"); return; }
+        if (is_float_dt(from) && !is_float_dt(to)) {
+            P(e, "((%s)tk_f2%s((double)(", ctype(e, to), is_signed(to) ? "i64" : "u64");
+            ex(e, s);
+            P(e, ")))");
+            return;
+        }
+        P(e, "((%s)(", ctype(e, to)); ex(e, s); P(e, "))");
+        return;
+    }
+    case IR_BIN: emit_bin(e, x); return;
+    case IR_UN: {
+        tk_ir *a = x->k[0];
+        int dt = x->ty.dt;
+        switch (x->sub) {
+        case U_NEG:
+            if (!ty_is_scalar(x->ty)) { P(e, "tk_neg_%s(", vname(dt)); ex(e, a); P(e, ")"); }
+            else if (is_float_dt(dt)) { P(e, "(-("); ex(e, a); P(e, "))"); }
+            else { P(e, "((%s)((%s)0 - (%s)(", ctype(e, dt), ut(dt), ut(dt)); ex(e, a); P(e, ")))"); }
+            return;
+        case U_NOT: P(e, "(!("); ex(e, a); P(e, "))"); return;
+        case U_INVERT: P(e, "((%s)~(", ctype(e, dt)); ex(e, a); P(e, "))"); return;
+        case U_ABS:
+            if (!is_signed(dt)) { ex(e, a); return; }
+            P(e, "(("); ex(e, a); P(e, ") < 0 ? (%s)((%s)0 - (%s)(", ctype(e, dt), ut(dt), ut(dt)); ex(e, a); P(e, ")) : (");
+            ex(e, a); P(e, "))");
+            return;
+        case U_TRUTH: P(e, "(("); ex(e, a); P(e, ") != 0)"); return;
+        }
+        return;
+    }
+    case IR_AND:
+    case IR_OR:
+        if (ty_is_bool(x->ty)) {
+            P(e, "(("); ex(e, x->k[0]); P(e, ") %s (", x->op == IR_AND ? "&&" : "||"); ex(e, x->k[1]); P(e, "))");
+        } else {
+            P(e, "(("); ex(e, x->k[0]); P(e, ") != 0 ? (");
+            ex(e, x->op == IR_AND ? x->k[1] : x->k[0]); P(e, ") : (");
+            ex(e, x->op == IR_AND ? x->k[0] : x->k[1]); P(e, "))");
+        }
+        return;
+    case IR_SELECT:
+        P(e, "(("); ex(e, x->k[0]); P(e, ") ? ("); ex(e, x->k[1]); P(e, ") : ("); ex(e, x->k[2]); P(e, "))");
+        return;
+    case IR_MATH: {
+        int m = x->sub;
+        if (m == M_TRIP) P(e, "tk_trip(");
+        else if (m == M_LENGTH || m == M_NORMALIZE) P(e, "tk_%s_%s(", m == M_LENGTH ? "length" : "normalize", vname(x->aux_ty.dt));
+        else if (m == M_ISNAN || m == M_ISINF || m == M_ISFINITE) P(e, "(0 != %s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
+        else P(e, "%s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
+        for (int i = 0; i < x->n; i++) {
+            if (i) P(e, ", ");
+            ex(e, x->k[i]);
+        }
+        P(e, (m == M_ISNAN || m == M_ISINF || m == M_ISFINITE) ? "))" : ")");
+        return;
+    }
+    case IR_LOAD: {
+        int sdt = e->S->ptypes[x->param].dt;
+        if (sdt == TACK_F16) P(e, "tk_h2f(");
+        else if (sdt == TACK_BOOL) P(e, "(0 != ");
+        P(e, "a%d[", x->param);
+        flat_index(e, x, 0);
+        P(e, "]");
+        if (sdt == TACK_F16 || sdt == TACK_BOOL) P(e, ")");
+        return;
+    }
+    case IR_SHAPE: P(e, "a%d_s%d", x->param, x->aux); return;
+    case IR_WRAP:
+        P(e, "tk_wrap("); ex(e, x->k[0]); P(e, ", a%d_s%d)", x->param, x->aux);
+        return;
+    case IR_VEC: {
+        int dt = x->ty.dt, r = dt_rows((tack_dtype)dt), c = dt_cols((tack_dtype)dt);
+        P(e, "((%s){{", ctype(e, dt));
+        for (int i = 0; i < r; i++) {
+            if (c > 1) P(e, "%s{", i ? ", " : "");
+            for (int j = 0; j < c; j++) {
+                if (c == 1 && i) P(e, ", ");
+                if (c > 1 && j) P(e, ", ");
+                ex(e, x->k[i * c + j]);
+            }
+            if (c > 1) P(e, "}");
+        }
+        P(e, "}})");
+        return;
+    }
+    case IR_COMP:
+        P(e, "(");
+        ex(e, x->k[0]);
+        if (x->n == 3) {
+            P(e, ").m[");
+            ex(e, x->k[1]);
+            P(e, "][");
+            ex(e, x->k[2]);
+            P(e, "]");
+        } else {
+            P(e, ").v[");
+            ex(e, x->k[1]);
+            P(e, "]");
+        }
+        return;
+    case IR_CALL: {
+        P(e, "tk_f%d(ctx, abi", x->aux);
+        for (int i = 0; i < x->n; i++) {
+            tk_ir *a = x->k[i];
+            if (a->op == IR_ARRAY) {
+                P(e, ", a%d", a->param);
+                for (int k = 0; k < a->ty.ndim; k++) P(e, ", a%d_s%d", a->param, k);
+            } else {
+                P(e, ", ");
+                ex(e, a);
+            }
+        }
+        P(e, ")");
+        return;
+    }
+    case IR_ATOMIC: {
+        static const char *nm[] = {"add", "sub", "min", "max"};
+        P(e, "tk_atomic_%s_%s(&a%d[", nm[x->sub], ctype(e, x->ty.dt), x->param);
+        flat_index(e, x, 1);
+        P(e, "], ");
+        ex(e, x->k[0]);
+        P(e, ")");
+        return;
+    }
+    default: P(e, "0 /* bad expression %d */", x->op); return;
+    }
+}
+
+/* ----------------------------------------------------------- statements */
+static void ret_fail(E *e) {
+    if (e->fn == 2 && e->S->ret.kind == TY_VALUE) P(e, "return tk_zero;");
+    else P(e, "return;");
+}
+
+static void block(E *e, tk_ir *b) {
+    for (int i = 0; i < b->n; i++) st(e, b->k[i]);
+}
+
+static void after_call(E *e, tk_ir *v) {
+    if (v->op == IR_CALL && e->C->opts.checks) {
+        I(e);
+        P(e, "if (TK_FAILED(ctx)) ");
+        ret_fail(e);
+        P(e, "\n");
+    }
+}
+
+static void emit_pfor(E *e, tk_ir *s);
+
+static void st(E *e, tk_ir *s) {
+    switch (s->op) {
+    case IR_BLOCK: block(e, s); return;
+    case IR_ASSIGN:
+        I(e); local_name(e, s->local); P(e, " = "); ex(e, s->k[0]); P(e, ";\n");
+        after_call(e, s->k[0]);
+        return;
+    case IR_EVAL:
+        I(e); P(e, "(void)("); ex(e, s->k[0]); P(e, ");\n");
+        after_call(e, s->k[0]);
+        return;
+    case IR_SETCOMP:
+        I(e); local_name(e, s->local);
+        if (s->n == 3) {
+            P(e, ".m["); ex(e, s->k[0]); P(e, "]["); ex(e, s->k[1]); P(e, "] = "); ex(e, s->k[2]);
+        } else {
+            P(e, ".v["); ex(e, s->k[0]); P(e, "] = "); ex(e, s->k[1]);
+        }
+        P(e, ";\n");
+        return;
+    case IR_STORE: {
+        int sdt = e->S->ptypes[s->param].dt;
+        I(e);
+        P(e, "a%d[", s->param);
+        flat_index(e, s, 1);
+        P(e, "] = ");
+        if (sdt == TACK_F16) P(e, "tk_f2h(");
+        else if (sdt == TACK_BOOL) P(e, "(uint8_t)(");
+        ex(e, s->k[0]);
+        if (sdt == TACK_F16 || sdt == TACK_BOOL) P(e, ")");
+        P(e, ";\n");
+        return;
+    }
+    case IR_IF:
+        I(e); P(e, "if ("); ex(e, s->k[0]); P(e, ") {\n");
+        e->ind++; block(e, s->k[1]); e->ind--;
+        if (s->k[2]->n) {
+            I(e); P(e, "} else {\n");
+            e->ind++; block(e, s->k[2]); e->ind--;
+        }
+        I(e); P(e, "}\n");
+        return;
+    case IR_WHILE:
+        I(e); P(e, "while ("); ex(e, s->k[0]); P(e, ") {\n");
+        e->ind++; block(e, s->k[1]); e->ind--;
+        I(e); P(e, "}\n");
+        return;
+    case IR_FOR: {
+        int c = e->counter++;
+        tk_ir *lo = s->k[0], *hi = s->k[1], *step = s->k[2];
+        I(e); P(e, "{\n");
+        e->ind++;
+        I(e); P(e, "const int64_t lo%d = ", c); ex(e, lo); P(e, ", hi%d = ", c); ex(e, hi); P(e, ";\n");
+        if (step->op == IR_CONST && step->c.i == 1) {
+            I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);
+            e->ind++;
+            I(e); local_name(e, s->local); P(e, " = k%d;\n", c);
+        } else {
+            I(e); P(e, "const int64_t st%d = ", c); ex(e, step); P(e, ", n%d = tk_trip(lo%d, hi%d, st%d);\n", c, c, c, c);
+            I(e); P(e, "for (int64_t k%d = 0; k%d < n%d; k%d++) {\n", c, c, c, c);
+            e->ind++;
+            I(e); local_name(e, s->local);
+            P(e, " = (int64_t)((uint64_t)lo%d + (uint64_t)k%d * (uint64_t)st%d);\n", c, c, c);
+        }
+        block(e, s->k[3]);
+        e->ind--;
+        I(e); P(e, "}\n");
+        e->ind--;
+        I(e); P(e, "}\n");
+        return;
+    }
+    case IR_PFOR: emit_pfor(e, s); return;
+    case IR_BREAK: I(e); P(e, "break;\n"); return;
+    case IR_CONTINUE: I(e); P(e, "continue;\n"); return;
+    case IR_RETURN:
+        I(e);
+        if (s->n) { P(e, "return "); ex(e, s->k[0]); P(e, ";\n"); }
+        else if (e->fn == 2 && e->S->ret.kind == TY_VALUE) P(e, "return tk_zero;\n");
+        else P(e, "return;\n");
+        return;
+    case IR_CHECK: {
+        I(e); P(e, "if (__builtin_expect(");
+        switch (s->sub) {
+        case CK_INDEX:
+            if (s->local == 2) {
+                P(e, "("); ex(e, s->k[0]); P(e, ") < ("); ex(e, s->k[1]); P(e, ") && ("); ex(e, s->k[1]);
+                P(e, ") > ("); ex(e, s->k[2]); P(e, "), 0)) { abi->fail(ctx, %d, (", s->aux);
+                ex(e, s->k[0]); P(e, ") > ("); ex(e, s->k[2]); P(e, ") ? ("); ex(e, s->k[0]); P(e, ") : (");
+                ex(e, s->k[2]); P(e, "), "); ex(e, s->k[2]); P(e, "); ");
+            } else {
+                if (s->local == 1) {
+                    P(e, "(uint64_t)("); ex(e, s->k[0]); P(e, ") >= (uint64_t)("); ex(e, s->k[1]); P(e, ")");
+                } else {
+                    P(e, "("); ex(e, s->k[0]); P(e, ") < -("); ex(e, s->k[1]); P(e, ") || (");
+                    ex(e, s->k[0]); P(e, ") >= ("); ex(e, s->k[1]); P(e, ")");
+                }
+                P(e, ", 0)) { abi->fail(ctx, %d, ", s->aux);
+                ex(e, s->k[0]); P(e, ", "); ex(e, s->k[1]); P(e, "); ");
+            }
+            break;
+        case CK_COMP:
+            P(e, "(uint64_t)("); ex(e, s->k[0]); P(e, ") >= (uint64_t)("); ex(e, s->k[1]); P(e, ")");
+            P(e, ", 0)) { abi->fail(ctx, %d, ", s->aux);
+            ex(e, s->k[0]); P(e, ", "); ex(e, s->k[1]); P(e, "); ");
+            break;
+        case CK_ZERODIV:
+            P(e, "("); ex(e, s->k[0]); P(e, ") == 0, 0)) { abi->fail(ctx, %d, 0, 0); ", s->aux);
+            break;
+        case CK_ASSERT:
+            P(e, "!("); ex(e, s->k[0]); P(e, "), 0)) { abi->fail(ctx, %d, 0, 0); ", s->aux);
+            break;
+        }
+        ret_fail(e);
+        P(e, " }\n");
+        return;
+    }
+    case IR_PRINT: {
+        I(e); P(e, "{ tk_pv pv_[%d] = {", s->n ? s->n : 1);
+        for (int i = 0; i < s->n; i++) {
+            tk_ir *v = s->k[i];
+            if (i) P(e, ", ");
+            if (v->str) {
+                P(e, "{0, 0, 0, 0, \"");
+                for (const unsigned char *c = (const unsigned char *)v->str; *c; c++) {
+                    if (*c == '"' || *c == '\\') P(e, "\\%c", *c);
+                    else if (*c < 32 || *c >= 127) P(e, "\\%03o", *c);
+                    else P(e, "%c", *c);
+                }
+                P(e, "\"}");
+                continue;
+            }
+            int dt = v->ty.dt;
+            if (dt == TACK_BOOL) { P(e, "{1, ("); ex(e, v); P(e, "), 0, 0, 0}"); }
+            else if (is_float_dt(dt)) { P(e, "{%d, 0, 0, (double)(", dt == TACK_F32 ? 4 : 5); ex(e, v); P(e, "), 0}"); }
+            else if (is_signed(dt)) { P(e, "{2, (int64_t)("); ex(e, v); P(e, "), 0, 0, 0}"); }
+            else { P(e, "{3, 0, (uint64_t)("); ex(e, v); P(e, "), 0, 0}"); }
+        }
+        if (!s->n) P(e, "{0, 0, 0, 0, \"\"}");
+        P(e, "}; abi->print(ctx, pv_, %d); }\n", s->n);
+        return;
+    }
+    default: I(e); P(e, "/* bad statement %d */\n", s->op); return;
+    }
+}
+
+/* Declare the locals of one scope (frame: -1, a parallel loop: its id). */
+static void declare_locals(E *e, int scope, int skip_params) {
+    for (int i = 0; i < e->S->nlocals; i++) {
+        tk_local *l = &e->S->locals[i];
+        if (l->scope != scope || (skip_params && l->is_param) || l->ty.kind != TY_VALUE) continue;
+        I(e);
+        P(e, "%s ", ctype(e, l->ty.dt));
+        local_name(e, i);
+        P(e, " = {0};\n");
+    }
+}
+
+static void array_decls(E *e, tk_spec *S, const char *src) {
+    for (int p = 0; p < S->nparams; p++) {
+        tk_type t = S->ptypes[p];
+        if (t.kind != TY_ARRAY) continue;
+        I(e);
+        P(e, "%s *a%d = ", e->D->storage_type((tack_dtype)t.dt), p);
+        if (!strcmp(src, "args")) P(e, "(%s *)args[%d].data;\n", e->D->storage_type((tack_dtype)t.dt), p);
+        else P(e, "%s->a%d;\n", src, p);
+        for (int k = 0; k < t.ndim; k++) {
+            I(e);
+            if (!strcmp(src, "args")) P(e, "const int64_t a%d_s%d = args[%d].shape[%d];\n", p, k, p, k);
+            else P(e, "const int64_t a%d_s%d = %s->a%d_s%d;\n", p, k, src, p, k);
+        }
+        I(e);
+        P(e, "(void)a%d;\n", p);
+    }
+}
+
+/* A body with loops or calls is worth spreading even over few iterations. */
+static int heavy(const tk_ir *s) {
+    if (s->op == IR_FOR || s->op == IR_WHILE || s->op == IR_CALL) return 1;
+    for (int i = 0; i < s->n; i++)
+        if (heavy(s->k[i])) return 1;
+    return 0;
+}
+
+static void emit_pfor(E *e, tk_ir *s) {
+    int id = e->counter++;
+    int nd = s->aux;
+    tk_spec *S = e->S;
+    /* the caller side: fill the frame, run, stop on failure */
+    I(e); P(e, "{\n");
+    e->ind++;
+    for (int p = 0; p < S->nparams; p++) {
+        if (S->ptypes[p].kind != TY_ARRAY) continue;
+        I(e); P(e, "F_.a%d = a%d;", p, p);
+        for (int k = 0; k < S->ptypes[p].ndim; k++) P(e, " F_.a%d_s%d = a%d_s%d;", p, k, p, k);
+        P(e, "\n");
+    }
+    for (int i = 0; i < S->nlocals; i++) {
+        if (S->locals[i].scope != -1 || S->locals[i].ty.kind != TY_VALUE) continue;
+        I(e); P(e, "F_."); local_name(e, i); P(e, " = "); local_name(e, i); P(e, ";\n");
+    }
+    I(e); P(e, "int64_t total_ = 1;\n");
+    for (int d = 0; d < nd; d++) {
+        I(e); P(e, "F_.pn[%d] = ", d); ex(e, s->k[d]); P(e, ";\n");
+        I(e); P(e, "if (F_.pn[%d] <= 0) total_ = 0;\n", d);
+        I(e); P(e, "total_ = (int64_t)((uint64_t)total_ * (uint64_t)(F_.pn[%d] > 0 ? F_.pn[%d] : 0));\n", d, d);
+    }
+    I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, tk_pfor%d, &F_, total_, %d);\n", id, heavy(s->k[nd]) ? 2 : 32768);
+    I(e); P(e, "if (TK_FAILED(ctx)) return;\n");
+    e->ind--;
+    I(e); P(e, "}\n");
+
+    /* the body function */
+    tk_buf *saved = e->b;
+    int saved_ind = e->ind, saved_fn = e->fn;
+    e->b = &e->pfors;
+    e->ind = 1;
+    e->fn = 1;
+    P(e, "/* parallel loop at line %d */\nstatic void tk_pfor%d(void *fp_, int64_t lo_, int64_t hi_) {\n", s->line, id);
+    I(e); P(e, "const tk_frame *F = (const tk_frame *)fp_;\n");
+    I(e); P(e, "tk_ctx *ctx = F->ctx;\n");
+    I(e); P(e, "const tk_abi *abi = F->abi;\n");
+    I(e); P(e, "(void)ctx; (void)abi;\n");
+    array_decls(e, S, "F");
+    for (int i = 0; i < S->nlocals; i++) {
+        if (S->locals[i].scope != -1 || S->locals[i].ty.kind != TY_VALUE) continue;
+        I(e); P(e, "const %s ", ctype(e, S->locals[i].ty.dt)); local_name(e, i); P(e, " = F->"); local_name(e, i);
+        P(e, "; (void)"); local_name(e, i); P(e, ";\n");
+    }
+    /* private locals: those of this loop's scope (the pfor id is the scope) */
+    int scope = -2;
+    for (int i = 0; i < S->nlocals && scope == -2; i++)
+        if (i == s->vars[0]) scope = S->locals[i].scope;
+    declare_locals(e, scope, 0);
+    tk_ir *body = s->k[nd];
+    if (nd == 1) {
+        I(e); P(e, "for (int64_t i_ = lo_; i_ < hi_; i_++) {\n");
+        e->ind++;
+        I(e); local_name(e, s->vars[0]);
+        if (s->off) { P(e, " = (int64_t)((uint64_t)i_ + (uint64_t)("); ex(e, s->off); P(e, "));\n"); }
+        else P(e, " = i_;\n");
+    } else {
+        I(e); P(e, "const int64_t inner_ = F->pn[%d];\n", nd - 1);
+        I(e); P(e, "const int64_t o0_ = lo_ / inner_, o1_ = (hi_ - 1) / inner_;\n");
+        I(e); P(e, "const int64_t j0_ = lo_ %% inner_, j1_ = (hi_ - 1) %% inner_ + 1;\n");
+        I(e); P(e, "for (int64_t o_ = o0_; o_ <= o1_; o_++) {\n");
+        e->ind++;
+        I(e); P(e, "int64_t r_ = o_;\n");
+        for (int d = nd - 2; d >= 0; d--) {
+            I(e); local_name(e, s->vars[d]);
+            if (d > 0) P(e, " = r_ %% F->pn[%d]; r_ /= F->pn[%d];\n", d, d);
+            else P(e, " = r_;\n");
+        }
+        I(e); P(e, "const int64_t jb_ = o_ == o0_ ? j0_ : 0, je_ = o_ == o1_ ? j1_ : inner_;\n");
+        I(e); P(e, "for (int64_t j_ = jb_; j_ < je_; j_++) {\n");
+        e->ind++;
+        I(e); local_name(e, s->vars[nd - 1]); P(e, " = j_;\n");
+    }
+    block(e, body);
+    if (nd > 1) {
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
+    e->ind--;
+    I(e); P(e, "}\n");
+    /* privatized sums: one atomic add per chunk */
+    for (int r = 0; s->red && r < s->red->n; r++) {
+        tk_ir *a = s->red->k[r];
+        I(e); P(e, "if ("); ex(e, a->k[0]); P(e, " != 0) (void)"); ex(e, a); P(e, ";\n");
+    }
+    P(e, "}\n\n");
+    e->b = saved;
+    e->ind = saved_ind;
+    e->fn = saved_fn;
+}
+
+/* ------------------------------------------------------------ functions */
+static void mark_calls(tk_cc *C, tk_ir *x, char *reach) {
+    if (!x) return;
+    if (x->op == IR_CALL && !reach[x->aux]) {
+        reach[x->aux] = 1;
+        mark_calls(C, C->specs[x->aux]->body, reach);
+    }
+    for (int i = 0; i < x->n; i++) mark_calls(C, x->k[i], reach);
+}
+
+static void func_signature(E *e, tk_spec *S, int si) {
+    P(e, "static %s tk_f%d(tk_ctx *ctx, const tk_abi *abi", S->ret.kind == TY_VALUE ? ctype(e, S->ret.dt) : "void", si);
+    for (int p = 0; p < S->nparams; p++) {
+        tk_type t = S->ptypes[p];
+        if (t.kind == TY_ARRAY) {
+            P(e, ", %s *a%d", e->D->storage_type((tack_dtype)t.dt), p);
+            for (int k = 0; k < t.ndim; k++) P(e, ", int64_t a%d_s%d", p, k);
+        } else {
+            P(e, ", %s ", ctype(e, t.dt));
+            local_name(e, S->plocal[p]);
+        }
+    }
+    P(e, ")");
+}
+
+const char *tk_emit(tk_cc *C) {
+    E ev;
+    memset(&ev, 0, sizeof ev);
+    E *e = &ev;
+    e->C = C;
+    e->D = C->dialect;
+    tk_buf out, funcs, entry;
+    tk_buf_init(&out, &C->arena);
+    tk_buf_init(&funcs, &C->arena);
+    tk_buf_init(&entry, &C->arena);
+    tk_buf_init(&e->pfors, &C->arena);
+    tk_spec *K = C->specs[0];
+    e->K = K;
+    tk_func *KF = &C->m->funcs[K->func];
+
+    /* device functions reachable from the kernel, prototypes first */
+    char *reach = tk_alloc(&C->arena, (size_t)C->nspecs + 1);
+    mark_calls(C, K->body, reach);
+    e->b = &funcs;
+    for (int si = 1; si < C->nspecs; si++) {
+        if (!reach[si]) continue;
+        e->S = C->specs[si];
+        func_signature(e, e->S, si);
+        P(e, ";\n");
+    }
+    for (int si = 1; si < C->nspecs; si++) {
+        if (!reach[si]) continue;
+        tk_spec *S = C->specs[si];
+        e->S = S;
+        e->si = si;
+        e->fn = 2;
+        P(e, "\n/* %s, line %d */\n", C->m->funcs[S->func].name, C->m->funcs[S->func].first_line);
+        func_signature(e, S, si);
+        P(e, " {\n");
+        e->ind = 1;
+        I(e); P(e, "(void)ctx; (void)abi;\n");
+        if (S->ret.kind == TY_VALUE) { I(e); P(e, "const %s tk_zero = {0};\n", ctype(e, S->ret.dt)); }
+        declare_locals(e, -1, 1);
+        block(e, S->body);
+        if (S->ret.kind == TY_VALUE) { I(e); P(e, "return tk_zero;\n"); }
+        e->ind = 0;
+        P(e, "}\n");
+    }
+
+    /* the entry */
+    e->S = K;
+    e->si = 0;
+    e->fn = 0;
+    e->b = &entry;
+    P(e, "/* kernel %s (%s:%d) */\n", KF->name, KF->filename, KF->first_line);
+    P(e, "%s void tack_entry(const tk_argv *args, const tk_abi *abi, tk_ctx *ctx) {\n", e->D->export_attr);
+    e->ind = 1;
+    I(e); P(e, "tk_frame F_;\n");
+    I(e); P(e, "F_.ctx = ctx; F_.abi = abi;\n");
+    array_decls(e, K, "args");
+    for (int p = 0; p < K->nparams; p++) {
+        tk_type t = K->ptypes[p];
+        if (t.kind == TY_ARRAY) continue;
+        const tack_argtype *a = &C->args[p];
+        tack_scalar_kind k = dt_kind(a->dtype);
+        const char *mem = k == TACK_KIND_FLOAT ? "f" : k == TACK_KIND_UINT ? "u" : "i";
+        I(e); P(e, "%s ", ctype(e, t.dt)); local_name(e, K->plocal[p]);
+        if (k == TACK_KIND_FLOAT && !is_float_dt(t.dt) && t.dt != TACK_BOOL)
+            P(e, " = (%s)tk_f2%s(args[%d].s.f);\n", ctype(e, t.dt), is_signed(t.dt) ? "i64" : "u64", p);
+        else if (t.dt == TACK_BOOL)
+            P(e, " = args[%d].s.%s != 0;\n", p, mem);
+        else
+            P(e, " = (%s)args[%d].s.%s;\n", ctype(e, t.dt), p, mem);
+    }
+    declare_locals(e, -1, 1);
+    block(e, K->body);
+    e->ind = 0;
+    P(e, "}\n");
+
+    /* assemble */
+    e->b = &out;
+    P(e, "/* generated by tack %s for kernel %s (%s:%d); dialect %s */\n", TACK_VERSION_STRING, KF->name,
+      KF->filename, KF->first_line, e->D->name);
+    e->D->prelude(C, &out);
+    P(e, "\ntypedef struct tk_frame {\n    tk_ctx *ctx;\n    const tk_abi *abi;\n    int64_t pn[8];\n");
+    for (int p = 0; p < K->nparams; p++) {
+        tk_type t = K->ptypes[p];
+        if (t.kind != TY_ARRAY) continue;
+        P(e, "    %s *a%d;\n", e->D->storage_type((tack_dtype)t.dt), p);
+        for (int k = 0; k < t.ndim; k++) P(e, "    int64_t a%d_s%d;\n", p, k);
+    }
+    e->S = K;
+    for (int i = 0; i < K->nlocals; i++) {
+        if (K->locals[i].scope != -1 || K->locals[i].ty.kind != TY_VALUE) continue;
+        P(e, "    %s ", ctype(e, K->locals[i].ty.dt));
+        local_name(e, i);
+        P(e, ";\n");
+    }
+    P(e, "} tk_frame;\n\n");
+    if (funcs.len) tk_puts(&out, funcs.s);
+    P(e, "\n");
+    if (e->pfors.len) tk_puts(&out, e->pfors.s);
+    tk_puts(&out, entry.s);
+    return out.s;
+}

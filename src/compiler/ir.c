@@ -1,0 +1,106 @@
+/*
+ * ir.c -- construction and small queries of the typed IR.
+ *
+ * The IR (compiler.h) is a tree of tk_ir nodes in the compile's arena.  Each
+ * node has an operation, a type, a source line and a growable list of
+ * children; the meaning of the other fields depends on the operation and is
+ * documented with tk_irop.  This file holds the helpers every pass uses to
+ * build nodes and to ask simple structural questions (is this a constant,
+ * does this subtree assign that local, can control leave this loop body
+ * early).
+ */
+#include <string.h>
+
+#include "compiler/compiler.h"
+
+tk_ir *ir_new(tk_cc *C, int op, tk_type ty, int line) {
+    tk_ir *e = tk_alloc(&C->arena, sizeof *e);
+    e->op = (uint8_t)op;
+    e->ty = ty;
+    e->line = line;
+    e->local = -1;
+    e->param = -1;
+    return e;
+}
+
+void ir_push(tk_cc *C, tk_ir *p, tk_ir *k) {
+    if (p->n == p->cap) {
+        int cap = p->cap ? p->cap * 2 : 2;
+        tk_ir **nk = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)cap);
+        if (p->n) memcpy(nk, p->k, sizeof(tk_ir *) * (size_t)p->n);
+        p->k = nk;
+        p->cap = cap;
+    }
+    p->k[p->n++] = k;
+}
+
+tk_ir *ir_const_i(tk_cc *C, tk_type ty, int64_t v, int line) {
+    tk_ir *e = ir_new(C, IR_CONST, ty, line);
+    e->c.i = v;
+    return e;
+}
+
+tk_ir *ir_const_f(tk_cc *C, tk_type ty, double v, int line) {
+    tk_ir *e = ir_new(C, IR_CONST, ty, line);
+    e->c.f = v;
+    return e;
+}
+
+int ir_is_const(const tk_ir *e) { return e->op == IR_CONST && !e->str; }
+
+int ir_is_simple(const tk_ir *e) {
+    return e->op == IR_CONST || e->op == IR_LOCAL || e->op == IR_SHAPE ||
+           (e->op == IR_CAST && (e->k[0]->op == IR_LOCAL || e->k[0]->op == IR_CONST || e->k[0]->op == IR_SHAPE));
+}
+
+int ir_assigns_local(const tk_ir *s, int local) {
+    if (!s) return 0;
+    if ((s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == local) return 1;
+    if (s->op == IR_PFOR)
+        for (int d = 0; d < s->aux; d++)
+            if (s->vars[d] == local) return 1;
+    for (int i = 0; i < s->n; i++)
+        if (ir_assigns_local(s->k[i], local)) return 1;
+    return 0;
+}
+
+static int jump_in(const tk_ir *s, int inloop) {
+    if (!s) return 0;
+    switch (s->op) {
+    case IR_RETURN: return 1;
+    case IR_BREAK:
+    case IR_CONTINUE: return !inloop;
+    case IR_CHECK: return 0;
+    case IR_FOR:
+    case IR_WHILE:
+        for (int i = 0; i < s->n; i++)
+            if (jump_in(s->k[i], 1)) return 1;
+        return 0;
+    default:
+        for (int i = 0; i < s->n; i++)
+            if (jump_in(s->k[i], inloop)) return 1;
+        return 0;
+    }
+}
+
+int ir_has_jump(const tk_ir *s) { return jump_in(s, 0); }
+
+const char *tk_bin_name(int b) {
+    static const char *n[B_COUNT] = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "shl", "shr", "and",
+                                     "or", "xor", "eq", "ne", "lt", "le", "gt", "ge", "min", "max", "matmul",
+                                     "dot", "cross"};
+    return (unsigned)b < B_COUNT ? n[b] : "?";
+}
+
+const char *tk_un_name(int u) {
+    static const char *n[U_COUNT] = {"neg", "not", "invert", "abs", "truth"};
+    return (unsigned)u < U_COUNT ? n[u] : "?";
+}
+
+const char *tk_math_name(int m) {
+    static const char *n[M_COUNT] = {"sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+                                     "atan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "fabs", "atan2",
+                                     "pow", "hypot", "fmod", "copysign", "isnan", "isinf", "isfinite", "length",
+                                     "normalize", "trip"};
+    return (unsigned)m < M_COUNT ? n[m] : "?";
+}

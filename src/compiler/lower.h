@@ -1,0 +1,58 @@
+/*
+ * lower.h -- what lower.c and lower_call.c share (not installed).
+ */
+#ifndef TACK_LOWER_H
+#define TACK_LOWER_H
+
+#include "compiler/compiler.h"
+
+typedef struct LW {
+    tk_cc *C;
+    tk_spec *S;
+    tk_func *F;
+    int fidx;
+    int is_kernel;
+    tk_ir *blk;
+    int pfor;        /* current parallel loop id, -1 outside */
+    int npfor;
+    int depth;       /* statement nesting in the kernel body (0 = top level) */
+    int loops;       /* serial loops around the statement */
+    int pfor_loops;  /* serial loops inside the current parallel loop */
+    int infer;
+    int changed;
+    int ntemps;
+    int discard;     /* the call being lowered is an expression statement */
+} LW;
+
+#define ERR(n, ...) tk_error(L->C, L->fidx, (n) ? (n)->line : 0, (n) ? (n)->col + 1 : 0, __VA_ARGS__)
+#define TN(t) ty_name(&L->C->arena, (t))
+
+
+tk_ir *lw_mk(LW *L, int op, tk_type ty, tack_node *n);
+void lw_emit(LW *L, tk_ir *s);
+tk_ir *lw_kid(LW *L, tk_ir *p, tk_ir *k);
+tk_ir *lw_unknown(LW *L, tack_node *n);
+int lw_known(tk_ir *e);
+int lw_array_param(LW *L, const char *name);
+tk_ir *lw_local_ref(LW *L, int loc, int line);
+int lw_temp(LW *L, tk_type ty);
+tk_ir *lw_assign_ir(LW *L, int loc, tk_ir *v, int line);
+tk_ir *lw_hoist(LW *L, tk_ir *e);
+tk_ir *lw_cast(LW *L, tk_ir *e, tk_type to);
+tk_ir *lw_truth(LW *L, tk_ir *e, tack_node *n);
+int lw_site(LW *L, int kind, int line, int axis, const char *array, const char *msg);
+void lw_check(LW *L, int kind, int site, tk_ir *a, tk_ir *b, int line);
+tk_type lw_dtype_type(tack_dtype dt);
+tk_ir *lw_index_value(LW *L, tack_node *n);
+void lw_indices(LW *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n);
+void lw_mark_written(LW *L, int p);
+tk_ir *lw_component(LW *L, tk_ir *v, tk_ir *k, tack_node *n);
+tk_ir *lw_bin(LW *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line);
+tk_ir *lw_expr(LW *L, tack_node *n);
+tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, tack_node *at);
+/* lower_call.c */
+tk_ir *lw_call(LW *L, tack_node *n);
+/* want_value 0: a statement, returns NULL */
+tk_ir *lw_atomic(LW *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value);
+
+#endif /* TACK_LOWER_H */

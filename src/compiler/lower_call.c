@@ -1,0 +1,333 @@
+/*
+ * lower_call.c -- lowering of calls: intrinsics and @tack.func calls.
+ *
+ * Part of lowering (lower.c has the essay).  A call node's name is already
+ * resolved by the front end: ival >= 0 is a @tack.func of the module, -1 an
+ * intrinsic named by its bare name.  Intrinsics become IR directly:
+ *
+ *   casts         float() int() bool() f32() i64() ...   -> IR_CAST (or a truth test)
+ *   math          sqrt ... isfinite                       -> IR_MATH of the default float
+ *                 for integer arguments, of the argument's float type otherwise
+ *   abs min max   -> IR_UN abs / IR_MATH fabs / a select per pair (Python's
+ *                 "first minimal" rule: min(a, b) is b < a ? b : a)
+ *   len           -> the first extent, a weak int
+ *   vec3(...) mat33(...) dot cross length normalize     -> vector IR
+ *   atomic_add/sub/min/max(a, idx, v)                   -> IR_ATOMIC, value = old element
+ *   print(...)    -> IR_PRINT
+ *
+ * A @tack.func call specializes the function for the argument types (weak
+ * scalars stay weak, arrays by dtype and rank), marks the caller's arrays
+ * written when the callee writes them, and evaluates the call into a
+ * temporary so the emitter can test for a failed check right after it.
+ */
+#include <string.h>
+
+#include "compiler/lower.h"
+
+typedef struct mathfn { const char *name; int m, nargs; } mathfn;
+static const mathfn MATH[] = {
+    {"sqrt", M_SQRT, 1}, {"exp", M_EXP, 1}, {"log", M_LOG, 1}, {"log2", M_LOG2, 1}, {"log10", M_LOG10, 1},
+    {"sin", M_SIN, 1}, {"cos", M_COS, 1}, {"tan", M_TAN, 1}, {"asin", M_ASIN, 1}, {"acos", M_ACOS, 1},
+    {"atan", M_ATAN, 1}, {"sinh", M_SINH, 1}, {"cosh", M_COSH, 1}, {"tanh", M_TANH, 1},
+    {"floor", M_FLOOR, 1}, {"ceil", M_CEIL, 1}, {"trunc", M_TRUNC, 1}, {"fabs", M_FABS, 1},
+    {"atan2", M_ATAN2, 2}, {"pow", M_POW, 2}, {"hypot", M_HYPOT, 2}, {"fmod", M_FMOD, 2},
+    {"copysign", M_COPYSIGN, 2}, {"isnan", M_ISNAN, 1}, {"isinf", M_ISINF, 1}, {"isfinite", M_ISFINITE, 1},
+    {NULL, 0, 0}};
+
+static const struct { const char *name; tack_dtype dt; } CASTS[] = {
+    {"i8", TACK_I8}, {"i16", TACK_I16}, {"i32", TACK_I32}, {"i64", TACK_I64}, {"u8", TACK_U8},
+    {"u16", TACK_U16}, {"u32", TACK_U32}, {"u64", TACK_U64}, {"f16", TACK_F16}, {"f32", TACK_F32},
+    {"f64", TACK_F64}, {"int8", TACK_I8}, {"int16", TACK_I16}, {"int32", TACK_I32}, {"int64", TACK_I64},
+    {"uint8", TACK_U8}, {"uint16", TACK_U16}, {"uint32", TACK_U32}, {"uint64", TACK_U64},
+    {"float16", TACK_F16}, {"float32", TACK_F32}, {"float64", TACK_F64}, {"bool_", TACK_BOOL}, {NULL, 0}};
+
+static void nargs_check(LW *L, tack_node *n, int lo, int hi) {
+    if (n->nkids < lo || n->nkids > hi) {
+        if (lo == hi) ERR(n, "%s() takes %d argument%s (%d given)", n->name, lo, lo == 1 ? "" : "s", n->nkids);
+        ERR(n, "%s() takes %d to %d arguments (%d given)", n->name, lo, hi, n->nkids);
+    }
+}
+
+static tk_ir *to_scalar_cast(LW *L, tk_ir *e, tk_type t, tack_node *n) {
+    if (!lw_known(e)) return lw_cast(L, e, t);
+    if (!ty_is_scalar(e->ty)) ERR(n, "cannot convert %s to %s", TN(e->ty), TN(t));
+    if (ty_is_bool(t)) return lw_truth(L, e, n);
+    return lw_cast(L, e, t);
+}
+
+static tk_ir *math_call(LW *L, int m, tk_ir **a, int na, tack_node *n) {
+    for (int i = 0; i < na; i++)
+        if (!lw_known(a[i])) return lw_unknown(L, n);
+    tk_type t = a[0]->ty;
+    for (int i = 1; i < na; i++) t = ty_promote(t, a[i]->ty);
+    if (!ty_is_scalar(t)) ERR(n, "%s() needs scalar arguments, not %s", n->name, TN(t));
+    t = ty_floatify(t);
+    tk_type rt = (m == M_ISNAN || m == M_ISINF || m == M_ISFINITE) ? ty_value(TACK_BOOL) : t;
+    tk_ir *e = lw_mk(L, IR_MATH, rt, n);
+    e->sub = (uint8_t)m;
+    e->aux_ty = t;
+    for (int i = 0; i < na; i++) ir_push(L->C, e, lw_cast(L, a[i], t));
+    return e;
+}
+
+static tk_ir *vec_ctor(LW *L, tack_dtype vt, tack_node *n) {
+    int r = dt_rows(vt), c = dt_cols(vt), len = r * c;
+    tk_type comp = ty_value(dt_scalar(vt));
+    tk_ir *v = lw_mk(L, IR_VEC, ty_value(vt), n);
+    L->C->uses_vec = 1;
+    if (n->nkids == 0) {
+        for (int i = 0; i < len; i++) ir_push(L->C, v, ir_const_i(L->C, comp, 0, n->line));
+        if (ty_is_float(comp)) for (int i = 0; i < len; i++) v->k[i] = ir_const_f(L->C, comp, 0.0, n->line);
+        return v;
+    }
+    tk_ir *args[16];
+    if (n->nkids > 16) ERR(n, "%s() takes at most 16 arguments", n->name);
+    for (int i = 0; i < n->nkids; i++) {
+        args[i] = lw_expr(L, n->kids[i]);
+        if (!lw_known(args[i])) return lw_unknown(L, n);
+    }
+    if (n->nkids == 1 && ty_is_scalar(args[0]->ty)) {
+        tk_ir *s = lw_hoist(L, lw_cast(L, args[0], comp));
+        if (c == 1) {
+            for (int i = 0; i < len; i++) ir_push(L->C, v, s);
+        } else { /* a matrix from one scalar: s on the diagonal */
+            for (int i = 0; i < r; i++)
+                for (int j = 0; j < c; j++)
+                    ir_push(L->C, v, i == j ? s : (ty_is_float(comp) ? ir_const_f(L->C, comp, 0.0, n->line) : ir_const_i(L->C, comp, 0, n->line)));
+        }
+        return v;
+    }
+    if (n->nkids == 1 && !ty_is_scalar(args[0]->ty)) {
+        if (dt_rows((tack_dtype)args[0]->ty.dt) != r || dt_cols((tack_dtype)args[0]->ty.dt) != c)
+            ERR(n, "cannot convert %s to %s", TN(args[0]->ty), dt_name(vt));
+        return lw_cast(L, args[0], ty_value(vt));
+    }
+    if (c > 1 && n->nkids == r) { /* rows */
+        for (int i = 0; i < r; i++) {
+            if (!ty_is_vector(args[i]->ty) || dt_rows((tack_dtype)args[i]->ty.dt) != c)
+                ERR(n->kids[i], "%s() takes %d scalars or %d row vectors", dt_name(vt), len, r);
+            tk_ir *row = lw_hoist(L, lw_cast(L, args[i], ty_value(dt_compose(dt_scalar(vt), c, 1))));
+            for (int j = 0; j < c; j++) {
+                tk_ir *e = lw_mk(L, IR_COMP, comp, n);
+                ir_push(L->C, e, row);
+                ir_push(L->C, e, ir_const_i(L->C, ty_value(TACK_I64), j, n->line));
+                ir_push(L->C, v, e);
+            }
+        }
+        return v;
+    }
+    if (n->nkids != len) ERR(n, "%s() takes 0, 1 or %d arguments (%d given)", dt_name(vt), len, n->nkids);
+    for (int i = 0; i < len; i++) {
+        if (!ty_is_scalar(args[i]->ty)) ERR(n->kids[i], "%s() components must be scalars, not %s", dt_name(vt), TN(args[i]->ty));
+        ir_push(L->C, v, lw_cast(L, args[i], comp));
+    }
+    return v;
+}
+
+
+static tk_ir *print_call(LW *L, tack_node *n) {
+    tk_ir *pr = lw_mk(L, IR_PRINT, ty_void(), n);
+    for (int i = 0; i < n->nkids; i++) {
+        tack_node *a = n->kids[i];
+        if (a->kind == TACK_N_CONST_STR) {
+            tk_ir *s = lw_mk(L, IR_CONST, ty_void(), a);
+            s->str = a->name ? a->name : "";
+            ir_push(L->C, pr, s);
+            continue;
+        }
+        tk_ir *e = lw_expr(L, a);
+        if (lw_known(e) && !ty_is_scalar(e->ty)) ERR(a, "print() takes numbers, bools and strings, not %s", TN(e->ty));
+        ir_push(L->C, pr, e);
+    }
+    L->C->uses_print = 1;
+    lw_emit(L, pr);
+    return lw_mk(L, IR_CONST, ty_void(), n);
+}
+
+
+static tk_ir *func_call(LW *L, tack_node *n) {
+    tack_module *m = L->C->m;
+    int fi = (int)n->ival;
+    if (fi >= m->nfuncs) ERR(n, "call of unknown function %d", fi);
+    tk_func *f = &m->funcs[fi];
+    if (f->kind != TACK_FUNC_DEVICE) ERR(n, "'%s' is a kernel; kernels cannot be called from kernels (make it a @tack.func)", f->name);
+    if (n->nkids != f->nparams) ERR(n, "%s() takes %d argument%s (%d given)", f->name, f->nparams, f->nparams == 1 ? "" : "s", n->nkids);
+    tk_type *pt = tk_alloc(&L->C->arena, sizeof(tk_type) * (size_t)(n->nkids + 1));
+    tk_ir **args = tk_alloc(&L->C->arena, sizeof(tk_ir *) * (size_t)(n->nkids + 1));
+    int unknown_arg = 0;
+    for (int i = 0; i < n->nkids; i++) {
+        tack_node *a = n->kids[i];
+        if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0) {
+            int p = lw_array_param(L, a->name);
+            tk_ir *e = lw_mk(L, IR_ARRAY, L->S->ptypes[p], a);
+            e->param = p;
+            args[i] = e;
+            pt[i] = L->S->ptypes[p];
+            continue;
+        }
+        args[i] = lw_expr(L, a);
+        if (!lw_known(args[i])) unknown_arg = 1;
+        else if (args[i]->ty.kind != TY_VALUE) ERR(a, "cannot pass %s to %s()", TN(args[i]->ty), f->name);
+        else args[i] = lw_hoist(L, args[i]);
+        pt[i] = args[i]->ty;
+    }
+    if (unknown_arg) return lw_unknown(L, n);
+    tk_spec *S = lw_specialize(L->C, fi, pt, n->nkids, n);
+    for (int i = 0; i < n->nkids; i++)
+        if (pt[i].kind == TY_ARRAY && (S->written >> i & 1)) lw_mark_written(L, args[i]->param);
+    int si = 0;
+    while (L->C->specs[si] != S) si++;
+    tk_ir *call = lw_mk(L, IR_CALL, S->ret.kind == TY_UNKNOWN ? ty_void() : S->ret, n);
+    call->aux = si;
+    for (int i = 0; i < n->nkids; i++) ir_push(L->C, call, args[i]);
+    if (call->ty.kind == TY_VOID) {
+        tk_ir *ev = lw_mk(L, IR_EVAL, ty_void(), n);
+        lw_emit(L, lw_kid(L, ev, call));
+        return lw_mk(L, IR_CONST, ty_void(), n);
+    }
+    int t = lw_temp(L, call->ty);
+    lw_emit(L, lw_assign_ir(L, t, call, n->line));
+    return lw_local_ref(L, t, n->line);
+}
+
+tk_ir *lw_call(LW *L, tack_node *n) {
+    int discard = L->discard; /* the value is not used (an expression statement) */
+    L->discard = 0;
+    if (n->ival >= 0) return func_call(L, n);
+    const char *name = n->name ? n->name : "";
+    if (!strcmp(name, "range") || !strcmp(name, "ndrange"))
+        ERR(n, "%s() is only supported as the iterable of a for loop", name);
+    if (!strcmp(name, "print")) return print_call(L, n);
+    if (!strcmp(name, "len")) {
+        nargs_check(L, n, 1, 1);
+        tack_node *a = n->kids[0];
+        if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0) {
+            int p = lw_array_param(L, a->name);
+            if (L->S->ptypes[p].ndim < 1) ERR(n, "len() of a 0-D array");
+            tk_ir *s = lw_mk(L, IR_SHAPE, ty_weak(TACK_I64), n);
+            s->param = p;
+            s->aux = 0;
+            return s;
+        }
+        tk_ir *e = lw_expr(L, a);
+        if (!lw_known(e)) return lw_unknown(L, n);
+        if (ty_is_vector(e->ty) || ty_is_matrix(e->ty))
+            return ir_const_i(L->C, ty_weak(TACK_I64), dt_rows((tack_dtype)e->ty.dt), n->line);
+        ERR(n, "len() of %s is not supported", TN(e->ty));
+    }
+    if (!strncmp(name, "atomic_", 7)) {
+        int which = !strcmp(name + 7, "add") ? A_ADD : !strcmp(name + 7, "sub") ? A_SUB
+                  : !strcmp(name + 7, "min") ? A_MIN : !strcmp(name + 7, "max") ? A_MAX : -1;
+        if (which < 0) ERR(n, "unsupported intrinsic '%s'", name);
+        nargs_check(L, n, 3, 3);
+        tack_node *a = n->kids[0];
+        if (a->kind != TACK_N_NAME || lw_array_param(L, a->name) < 0) ERR(a, "%s() needs an array as its first argument", name);
+        int p = lw_array_param(L, a->name);
+        tack_node *ix = n->kids[1];
+        tk_ir *val = lw_expr(L, n->kids[2]);
+        tk_ir *r = ix->kind == TACK_N_TUPLE ? lw_atomic(L, which, p, ix->kids, ix->nkids, val, n, !discard)
+                                            : lw_atomic(L, which, p, &n->kids[1], 1, val, n, !discard);
+        return r ? r : lw_mk(L, IR_CONST, ty_void(), n);
+    }
+    for (int i = 0; CASTS[i].name; i++)
+        if (!strcmp(name, CASTS[i].name)) {
+            nargs_check(L, n, 1, 1);
+            return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(CASTS[i].dt), n);
+        }
+    if (!strcmp(name, "float")) {
+        nargs_check(L, n, 1, 1);
+        return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(TACK_F32), n);
+    }
+    if (!strcmp(name, "int")) {
+        nargs_check(L, n, 1, 1);
+        return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(TACK_I64), n);
+    }
+    if (!strcmp(name, "bool")) {
+        nargs_check(L, n, 1, 1);
+        return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(TACK_BOOL), n);
+    }
+    if (!strcmp(name, "abs")) {
+        nargs_check(L, n, 1, 1);
+        tk_ir *e = lw_expr(L, n->kids[0]);
+        if (!lw_known(e)) return lw_unknown(L, n);
+        if (ty_is_float(e->ty)) return math_call(L, M_FABS, &e, 1, n);
+        if (ty_is_bool(e->ty)) e = lw_cast(L, e, e->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
+        if (!ty_is_int(e->ty)) ERR(n, "abs() of %s is not supported", TN(e->ty));
+        e = lw_hoist(L, e);
+        tk_ir *u = lw_mk(L, IR_UN, e->ty, n);
+        u->sub = U_ABS;
+        return lw_kid(L, u, e);
+    }
+    if (!strcmp(name, "min") || !strcmp(name, "max")) {
+        if (n->nkids < 2) ERR(n, "%s() takes 2 or more arguments", name);
+        int b = name[1] == 'i' ? B_MIN : B_MAX;
+        tk_ir *acc = lw_expr(L, n->kids[0]);
+        for (int i = 1; i < n->nkids; i++) {
+            tk_ir *y = lw_expr(L, n->kids[i]);
+            if (!lw_known(acc) || !lw_known(y)) return lw_unknown(L, n);
+            if (!ty_is_scalar(acc->ty) || !ty_is_scalar(y->ty)) ERR(n, "%s() takes scalars, not %s and %s", name, TN(acc->ty), TN(y->ty));
+            tk_type t = ty_promote(acc->ty, y->ty);
+            acc = lw_bin(L, b, t, lw_hoist(L, lw_cast(L, acc, t)), lw_hoist(L, lw_cast(L, y, t)), n->line);
+        }
+        return acc;
+    }
+    for (int i = 0; MATH[i].name; i++)
+        if (!strcmp(name, MATH[i].name)) {
+            nargs_check(L, n, MATH[i].nargs, MATH[i].nargs);
+            tk_ir *a[2] = {NULL, NULL};
+            for (int j = 0; j < MATH[i].nargs; j++) a[j] = lw_expr(L, n->kids[j]);
+            if (MATH[i].m == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
+            return math_call(L, MATH[i].m, a, MATH[i].nargs, n);
+        }
+    /* vectors and matrices */
+    for (int d = TACK_VEC2; d < TACK_DTYPE_COUNT; d++)
+        if (!strcmp(name, dt_name((tack_dtype)d))) return vec_ctor(L, (tack_dtype)d, n);
+    if (!strcmp(name, "dot") || !strcmp(name, "cross")) {
+        nargs_check(L, n, 2, 2);
+        tk_ir *x = lw_expr(L, n->kids[0]), *y = lw_expr(L, n->kids[1]);
+        if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
+        if (!ty_is_vector(x->ty) || x->ty.dt != y->ty.dt) ERR(n, "%s() takes two vectors of one type, not %s and %s", name, TN(x->ty), TN(y->ty));
+        if (name[0] == 'c' && dt_rows((tack_dtype)x->ty.dt) != 3) ERR(n, "cross() takes 3-vectors");
+        L->C->uses_vec = 1;
+        tk_type rt = name[0] == 'd' ? ty_value(dt_scalar((tack_dtype)x->ty.dt)) : x->ty;
+        return lw_bin(L, name[0] == 'd' ? B_DOT : B_CROSS, rt, x, y, n->line);
+    }
+    if (!strcmp(name, "length") || !strcmp(name, "normalize")) {
+        nargs_check(L, n, 1, 1);
+        tk_ir *x = lw_expr(L, n->kids[0]);
+        if (!lw_known(x)) return lw_unknown(L, n);
+        if (!ty_is_vector(x->ty) || dt_kind(dt_scalar((tack_dtype)x->ty.dt)) != TACK_KIND_FLOAT)
+            ERR(n, "%s() takes a float vector, not %s", name, TN(x->ty));
+        L->C->uses_vec = 1;
+        tk_ir *e = lw_mk(L, IR_MATH, name[0] == 'l' ? ty_value(dt_scalar((tack_dtype)x->ty.dt)) : x->ty, n);
+        e->sub = name[0] == 'l' ? M_LENGTH : M_NORMALIZE;
+        e->aux_ty = x->ty;
+        return lw_kid(L, e, x);
+    }
+    ERR(n, "unsupported function '%s'", name);
+}
+
+tk_ir *lw_atomic(LW *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value) {
+    tk_type et = L->S->ptypes[p];
+    if (et.dt == TACK_BOOL || et.dt == TACK_F16 || et.dt >= TACK_VEC2)
+        ERR(n, "atomic operations on %s elements are not supported", dt_name((tack_dtype)et.dt));
+    tk_type vt = ty_value((tack_dtype)et.dt);
+    if (lw_known(val) && !ty_is_scalar(val->ty)) ERR(n, "cannot add %s to a %s element", TN(val->ty), TN(vt));
+    val = lw_hoist(L, lw_cast(L, val, vt));
+    tk_ir *a = lw_mk(L, IR_ATOMIC, vt, n);
+    a->sub = (uint8_t)which;
+    a->param = p;
+    ir_push(L->C, a, val);
+    lw_indices(L, p, idx, nidx, a, n);
+    lw_mark_written(L, p);
+    L->C->uses_atomic = 1;
+    if (!want_value) { /* a statement: privatize.c may turn it into a per-chunk sum */
+        tk_ir *ev = lw_mk(L, IR_EVAL, ty_void(), n);
+        lw_emit(L, lw_kid(L, ev, a));
+        return NULL;
+    }
+    int t = lw_temp(L, vt);
+    lw_emit(L, lw_assign_ir(L, t, a, n->line));
+    return lw_local_ref(L, t, n->line);
+}
+
