@@ -14,7 +14,7 @@ uv:
 	  { echo "installing uv with pip"; python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv; }
 
 env: uv
-	$(UV) sync --extra test
+	$(UV) sync --extra test --extra peers
 
 demo: env
 	$(UV) run python docs/examples/quickstart.py

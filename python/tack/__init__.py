@@ -56,11 +56,13 @@ from ._core import (
     synchronize,
 )
 from ._array import array, asarray, copyto, dtype, empty, full, ones, zeros
+from ._interop import array_from_ptr, from_dlpack
 
 __version__ = _core.__version__
 
 __all__ = [
     "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
+    "array_from_ptr", "from_dlpack",
     "devices", "get_default_device", "set_default_device", "synchronize", "__version__",
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
     "vec2", "vec3", "vec4", "vec2d", "vec3d", "vec4d", "vec2i", "vec3i", "vec4i",

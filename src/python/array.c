@@ -578,6 +578,9 @@ static PyMethodDef array_methods[] = {
     {"_copy_into", array_copy_into, METH_O, NULL},
     {"_copy_array", array_copy_array, METH_O, NULL},
     {"_readonly_view", array_readonly_view, METH_NOARGS, NULL},
+    {"__dlpack__", (PyCFunction)(void (*)(void))tack_py_array_dlpack, METH_FASTCALL | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> DLPack capsule"},
+    {"__dlpack_device__", tack_py_array_dlpack_device, METH_NOARGS, "__dlpack_device__() -> (device_type, device_id)"},
     {NULL, NULL, 0, NULL},
 };
 

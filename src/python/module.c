@@ -184,7 +184,8 @@ static int module_exec(PyObject *m)
         PyModule_AddIntConstant(m, "ABI_VERSION", tack_abi_version()) < 0 ||
         PyModule_AddIntConstant(m, "MAX_NDIM", TACK_MAX_NDIM) < 0)
         return -1;
-    if (tack_py_dtype_exec(m, st) < 0 || tack_py_array_exec(m, st) < 0 || tack_py_kernel_exec(m, st) < 0)
+    if (tack_py_dtype_exec(m, st) < 0 || tack_py_array_exec(m, st) < 0 || tack_py_kernel_exec(m, st) < 0 ||
+        tack_py_dlpack_exec(m, st) < 0)
         return -1;
     return 0;
 }
@@ -200,6 +201,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->default_device);
     Py_VISIT(st->repr_hook);
     Py_VISIT(st->numpy);
+    Py_VISIT(st->dlpack_strs);
     return tack_py_kernel_traverse(st, visit, arg);
 }
 
@@ -214,6 +216,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->default_device);
     Py_CLEAR(st->repr_hook);
     Py_CLEAR(st->numpy);
+    Py_CLEAR(st->dlpack_strs);
     tack_py_kernel_clear(st);
     return 0;
 }

@@ -9,6 +9,7 @@
  *   dtype.c    the DType heap type and the dtype objects tack.f32, ...
  *   frontend.c Python `ast` objects -> Tack AST (tack_kernel.h)
  *   kernel.c   the Kernel heap type: signature cache and the vectorcall launch path
+ *   dlpack.c   DLPack (__dlpack__, from_dlpack, the C exchange API) and wrap_pointer
  */
 #ifndef TACK_PY_H
 #define TACK_PY_H
@@ -29,6 +30,7 @@ typedef struct {
     PyObject *kernel_extra;             /* free slot for kernel.c */
     PyObject *repr_hook;                /* Python function formatting an Array, set by the package */
     PyObject *numpy;                    /* the numpy module, imported on first use */
+    PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
 } tack_state;
 
 /* The numpy module (borrowed from state), imported on first use; NULL with
@@ -88,6 +90,11 @@ static inline PyObject *tack_py_call1(PyObject *obj, const char *name, PyObject 
 int tack_py_dtype_exec(PyObject *m, tack_state *st);
 int tack_py_array_exec(PyObject *m, tack_state *st);
 int tack_py_kernel_exec(PyObject *m, tack_state *st);
+int tack_py_dlpack_exec(PyObject *m, tack_state *st);
+
+/* dlpack.c: Array.__dlpack__ and Array.__dlpack_device__ */
+PyObject *tack_py_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *tack_py_array_dlpack_device(PyObject *self, PyObject *unused);
 int tack_py_kernel_traverse(tack_state *st, visitproc visit, void *arg);
 void tack_py_kernel_clear(tack_state *st);
 

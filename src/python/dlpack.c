@@ -1,0 +1,727 @@
+/*
+ * dlpack.c -- DLPack for Python: Array.__dlpack__, tack.from_dlpack, the C
+ * exchange API, and wrapping raw pointers and buffers (array_from_ptr).
+ *
+ * The Python DLPack protocol moves a managed tensor inside a PyCapsule.
+ * A producer's __dlpack__ returns a capsule named "dltensor" (legacy) or
+ * "dltensor_versioned" (DLPack 1.x, when the consumer passes max_version >=
+ * (1, 0)); the consumer renames it "used_dltensor[_versioned]" the moment it
+ * takes the tensor, and from then on owes the producer one call of the
+ * deleter.  A capsule that is never consumed calls the deleter from its
+ * destructor.  Renaming at once, before any check that can fail, means the
+ * tensor has exactly one owner at every step: the capsule, or libtack
+ * (tack_array_from_dlpack takes ownership even when it fails).
+ *
+ * Lifetime after import lives entirely in libtack: the storage's release
+ * callback calls the deleter when the last array using it is released, on
+ * whatever thread that happens, without the GIL.  DLPack producers whose
+ * deleters touch Python objects take the GIL themselves (NumPy does); what we
+ * add is the may_delete gate, which skips deleters once the interpreter is
+ * finalizing, when Python-backed deleters could no longer run safely.
+ *
+ * The C exchange API (`type(x).__dlpack_c_exchange_api__`, a PyCapsule named
+ * "dlpack_exchange_api" pointing at a DLPackExchangeAPI table) skips the
+ * capsule, the method lookup and the keyword parsing: a consumer calls the
+ * producer's C function and gets the managed tensor directly.  Tack offers
+ * one on tack.Array and uses a producer's (PyTorch 2.10+) in from_dlpack.
+ * Its functions do no stream synchronization ("NoSync"), so from_dlpack
+ * uses them only for host tensors and takes the Python protocol otherwise.
+ */
+#include "tack_py.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "tack_dlpack.h"
+
+#define ARR(o) (((TackArrayObject *)(o))->arr)
+
+#define CAPSULE_LEGACY "dltensor"
+#define CAPSULE_VERSIONED "dltensor_versioned"
+#define CAPSULE_LEGACY_USED "used_dltensor"
+#define CAPSULE_VERSIONED_USED "used_dltensor_versioned"
+#define CAPSULE_EXCHANGE_API "dlpack_exchange_api"
+
+/* Interned names kept in module state (st->dlpack_strs), by index. */
+enum { S_EXCHANGE_API, S_DLPACK, S_MAX_VERSION, S_COPY, S_KW_MAX_VERSION, S_KW_MAX_VERSION_COPY, S_COUNT };
+
+static int interpreter_alive(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+    return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+/* ---------------------------------------------------------- small parsing */
+static int parse_copy(PyObject *obj, tack_dlpack_copy *out)
+{
+    if (obj == NULL || obj == Py_None)
+        *out = TACK_DLPACK_COPY_IF_NEEDED;
+    else if (obj == Py_True)
+        *out = TACK_DLPACK_COPY_ALWAYS;
+    else if (obj == Py_False)
+        *out = TACK_DLPACK_COPY_NEVER;
+    else {
+        PyErr_Format(PyExc_TypeError, "copy must be None, True or False, not %.100s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+/* A (device_type, device_id) pair. */
+static int parse_dl_device(PyObject *obj, DLDevice *out)
+{
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2) {
+        PyErr_Format(PyExc_TypeError, "dl_device must be a (device_type, device_id) tuple, not %R", obj);
+        return -1;
+    }
+    long type = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
+    if (type == -1 && PyErr_Occurred())
+        return -1;
+    long id = PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
+    if (id == -1 && PyErr_Occurred())
+        return -1;
+    out->device_type = (DLDeviceType)type;
+    out->device_id = (int32_t)id;
+    return 0;
+}
+
+/* The stream argument of __dlpack__, per the DLPack Python specification. */
+static int check_stream(PyObject *stream, DLDevice dev)
+{
+    if (stream == Py_None)
+        return 0;
+    if (!PyLong_Check(stream)) {
+        PyErr_Format(PyExc_TypeError, "stream must be None or an int, not %.100s", Py_TYPE(stream)->tp_name);
+        return -1;
+    }
+    long long s = PyLong_AsLongLong(stream);
+    if (s == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        s = 3; /* a large pointer value */
+    }
+    switch ((int)dev.device_type) {
+    case kDLCUDA:
+        if (s == 0 || s < -1) {
+            PyErr_Format(PyExc_ValueError, "stream=%lld is not valid for a CUDA array: use None or 1 (the legacy "
+                         "default stream), 2 (per-thread default), -1 (no synchronization) or a stream pointer",
+                         s);
+            return -1;
+        }
+        return 0;
+    case kDLROCM:
+        if (s == 1 || s == 2 || s < -1) {
+            PyErr_Format(PyExc_ValueError, "stream=%lld is not valid for a ROCm array: use None or 0 (the default "
+                         "stream), -1 (no synchronization) or a stream pointer",
+                         s);
+            return -1;
+        }
+        return 0;
+    default:
+        PyErr_Format(PyExc_ValueError, "stream must be None for an array on a %s device, not %lld",
+                     dev.device_type == kDLCPU ? "CPU (kDLCPU)" : "stream-less", s);
+        return -1;
+    }
+}
+
+/* ----------------------------------------------------------------- export */
+static void capsule_destructor(PyObject *cap, const char *name, int versioned)
+{
+    if (!PyCapsule_IsValid(cap, name))
+        return; /* consumed (renamed): the consumer owns the tensor */
+    void *managed = PyCapsule_GetPointer(cap, name);
+    tack_dlpack_delete(managed, versioned);
+}
+
+static void capsule_destructor_legacy(PyObject *cap) { capsule_destructor(cap, CAPSULE_LEGACY, 0); }
+static void capsule_destructor_versioned(PyObject *cap) { capsule_destructor(cap, CAPSULE_VERSIONED, 1); }
+
+static int kw_is(PyObject *name, const char *s) { return PyUnicode_CompareWithASCIIString(name, s) == 0; }
+
+/* Array.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) */
+PyObject *tack_py_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy_obj = Py_None;
+    tack_array *a = ARR(self), *host = NULL;
+    tack_dlpack_copy copy;
+    void *managed = NULL;
+    tack_status s;
+    int versioned = 0;
+    if (nargs) {
+        PyErr_SetString(PyExc_TypeError, "__dlpack__() takes keyword arguments only");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *k = PyTuple_GET_ITEM(kwnames, i), *v = args[i];
+        if (kw_is(k, "stream"))
+            stream = v;
+        else if (kw_is(k, "max_version"))
+            max_version = v;
+        else if (kw_is(k, "dl_device"))
+            dl_device = v;
+        else if (kw_is(k, "copy"))
+            copy_obj = v;
+        else
+            return PyErr_Format(PyExc_TypeError, "__dlpack__() got an unexpected keyword argument '%U'", k);
+    }
+    if (max_version != Py_None) {
+        if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2)
+            return PyErr_Format(PyExc_TypeError, "max_version must be a (major, minor) tuple, not %R", max_version);
+        long major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0));
+        if (major == -1 && PyErr_Occurred())
+            return NULL;
+        versioned = major >= 1;
+    }
+    if (parse_copy(copy_obj, &copy) < 0)
+        return NULL;
+    DLDevice dev = tack_device_to_dlpack(tack_array_device(a));
+    if (check_stream(stream, dev) < 0)
+        return NULL;
+    if (dl_device != Py_None) {
+        DLDevice want;
+        if (parse_dl_device(dl_device, &want) < 0)
+            return NULL;
+        if (want.device_type != dev.device_type || want.device_id != dev.device_id) {
+            tack_device *cpu = NULL;
+            if (want.device_type != kDLCPU || tack_device_from_dlpack(want, &cpu) != TACK_OK)
+                return PyErr_Format(PyExc_BufferError,
+                                    "cannot export an array on %s to DLPack device (%d, %d): Tack exports to "
+                                    "the array's own device or, by copying, to the CPU (1, 0)",
+                                    tack_device_name(tack_array_device(a)), (int)want.device_type,
+                                    (int)want.device_id);
+            if (copy == TACK_DLPACK_COPY_NEVER)
+                return PyErr_Format(PyExc_BufferError,
+                                    "exporting an array on %s to the CPU needs a copy, and copy=False forbids it",
+                                    tack_device_name(tack_array_device(a)));
+            Py_BEGIN_ALLOW_THREADS
+            s = tack_array_clone(a, cpu, &host);
+            Py_END_ALLOW_THREADS
+            if (s != TACK_OK)
+                return tack_py_raise();
+            a = host;
+            copy = TACK_DLPACK_COPY_NEVER; /* already a copy; flagged below */
+        }
+    }
+    if (dev.device_type == kDLCPU && !host)
+        s = tack_array_to_dlpack(a, versioned, copy, &managed);
+    else {
+        Py_BEGIN_ALLOW_THREADS /* the export waits for queued work */
+        s = tack_array_to_dlpack(a, versioned, copy, &managed);
+        Py_END_ALLOW_THREADS
+    }
+    if (host) {
+        if (s == TACK_OK && versioned)
+            ((DLManagedTensorVersioned *)managed)->flags |= DLPACK_FLAG_BITMASK_IS_COPIED;
+        tack_array_release(host); /* the tensor holds its own reference */
+    }
+    if (s != TACK_OK)
+        return tack_py_raise();
+    PyObject *cap = PyCapsule_New(managed, versioned ? CAPSULE_VERSIONED : CAPSULE_LEGACY,
+                                  versioned ? capsule_destructor_versioned : capsule_destructor_legacy);
+    if (!cap)
+        tack_dlpack_delete(managed, versioned);
+    return cap;
+}
+
+/* Array.__dlpack_device__() -> (device_type, device_id) */
+PyObject *tack_py_array_dlpack_device(PyObject *self, PyObject *unused)
+{
+    DLDevice d = tack_device_to_dlpack(tack_array_device(ARR(self)));
+    return Py_BuildValue("(ii)", (int)d.device_type, (int)d.device_id);
+}
+
+/* ----------------------------------------------------------------- import */
+static const tack_dlpack_import_options *import_options(tack_dlpack_import_options *o, tack_device *dev,
+                                                        tack_dlpack_copy copy)
+{
+    o->copy = copy;
+    o->device = dev;
+    o->may_delete = interpreter_alive;
+    return o;
+}
+
+/* Import a managed tensor (libtack owns it from here) as a new Array.  An
+ * import that copies releases the GIL for the copy; the producer's deleter,
+ * run at the end of it, takes the GIL itself if it needs it. */
+static PyObject *import_managed(tack_state *st, void *managed, int versioned, tack_device *dev,
+                                tack_dlpack_copy copy)
+{
+    tack_dlpack_import_options o;
+    tack_array *arr = NULL;
+    tack_status s;
+    import_options(&o, dev, copy);
+    if (copy == TACK_DLPACK_COPY_ALWAYS || dev) {
+        Py_BEGIN_ALLOW_THREADS
+        s = tack_array_from_dlpack(managed, versioned, &o, &arr);
+        Py_END_ALLOW_THREADS
+    } else
+        s = tack_array_from_dlpack(managed, versioned, &o, &arr);
+    if (s != TACK_OK)
+        return tack_py_raise();
+    return tack_py_array_new(st, arr);
+}
+
+/* Take the managed tensor out of a capsule (renaming it at once) and import it. */
+static PyObject *import_capsule(tack_state *st, PyObject *cap, tack_device *dev, tack_dlpack_copy copy)
+{
+    int versioned;
+    const char *name = PyCapsule_GetName(cap);
+    if (!name && PyErr_Occurred())
+        return NULL;
+    if (PyCapsule_IsValid(cap, CAPSULE_VERSIONED))
+        versioned = 1;
+    else if (PyCapsule_IsValid(cap, CAPSULE_LEGACY))
+        versioned = 0;
+    else if (name && (!strcmp(name, CAPSULE_LEGACY_USED) || !strcmp(name, CAPSULE_VERSIONED_USED))) {
+        PyErr_SetString(PyExc_ValueError,
+                        "this DLPack capsule was already consumed: a capsule can be imported only once; "
+                        "pass the producer object to tack.from_dlpack instead");
+        return NULL;
+    } else {
+        PyErr_Format(PyExc_TypeError, "expected a DLPack capsule named '%s' or '%s', got a capsule named '%s'",
+                     CAPSULE_LEGACY, CAPSULE_VERSIONED, name ? name : "(null)");
+        return NULL;
+    }
+    void *managed = PyCapsule_GetPointer(cap, versioned ? CAPSULE_VERSIONED : CAPSULE_LEGACY);
+    if (!managed || PyCapsule_SetName(cap, versioned ? CAPSULE_VERSIONED_USED : CAPSULE_LEGACY_USED) < 0)
+        return NULL;
+    /* From here libtack owns the tensor, whatever happens. */
+    return import_managed(st, managed, versioned, dev, copy);
+}
+
+/* The producer's exchange API table for major version 1, or NULL when its
+ * type offers none we can use (never an error). */
+static const DLPackExchangeAPI *producer_api(tack_state *st, PyObject *obj)
+{
+    PyObject *cap = NULL, *name = PyTuple_GET_ITEM(st->dlpack_strs, S_EXCHANGE_API);
+    const DLPackExchangeAPIHeader *h = NULL;
+    /* A class attribute, looked up through the type's method cache without
+     * raising: most producers (NumPy) have no table, and a raised-and-cleared
+     * AttributeError would cost more than the exchange. */
+    cap = _PyType_Lookup(Py_TYPE(obj), name); /* borrowed */
+    if (!cap)
+        return NULL;
+    Py_INCREF(cap);
+    if (PyCapsule_IsValid(cap, CAPSULE_EXCHANGE_API))
+        h = PyCapsule_GetPointer(cap, CAPSULE_EXCHANGE_API);
+    else if (PyLong_Check(cap)) /* the first published form: an address */
+        h = PyLong_AsVoidPtr(cap);
+    Py_DECREF(cap);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    while (h && h->version.major > DLPACK_MAJOR_VERSION)
+        h = h->prev_api;
+    if (!h || h->version.major != DLPACK_MAJOR_VERSION)
+        return NULL;
+    const DLPackExchangeAPI *api = (const DLPackExchangeAPI *)h;
+    return api->managed_tensor_from_py_object_no_sync ? api : NULL;
+}
+
+static int host_device_type(int t) { return t == kDLCPU || t == kDLCUDAHost || t == kDLROCMHost; }
+
+static PyObject *call_dlpack(tack_state *st, PyObject *obj, tack_dlpack_copy copy)
+{
+    PyObject *meth = PyObject_GetAttr(obj, PyTuple_GET_ITEM(st->dlpack_strs, S_DLPACK));
+    PyObject *args[3], *kw, *out;
+    if (!meth) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "tack.from_dlpack() needs an object with __dlpack__ and __dlpack_device__ (a NumPy "
+                         "array, a PyTorch tensor, ...) or a DLPack capsule, not %.100s",
+                         Py_TYPE(obj)->tp_name);
+        }
+        return NULL;
+    }
+    PyObject *version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, TACK_DLPACK_MINOR);
+    if (!version) {
+        Py_DECREF(meth);
+        return NULL;
+    }
+    args[1] = version;
+    args[2] = copy == TACK_DLPACK_COPY_IF_NEEDED ? NULL : (copy == TACK_DLPACK_COPY_ALWAYS ? Py_True : Py_False);
+    kw = PyTuple_GET_ITEM(st->dlpack_strs, args[2] ? S_KW_MAX_VERSION_COPY : S_KW_MAX_VERSION);
+    out = PyObject_Vectorcall(meth, args + 1, 0, kw);
+    Py_DECREF(version);
+    if (!out && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        /* A producer from before DLPack 1.0: no keywords, a legacy capsule. */
+        PyErr_Clear();
+        out = PyObject_CallNoArgs(meth);
+    }
+    Py_DECREF(meth);
+    return out;
+}
+
+/* tack.from_dlpack(obj, /, *, device=None, copy=None, c_api=True).  The
+ * arguments are parsed by hand (vectorcall): this is the hot path of an
+ * exchange, and the generic parser would cost as much as the exchange. */
+static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *obj, *device_obj = Py_None, *copy_obj = Py_None, *cap = NULL, *out = NULL;
+    int use_c_api = 1;
+    tack_dlpack_copy copy;
+    tack_device *dev = NULL;
+    tack_state *st = tack_get_state(m);
+    if (nargs != 1)
+        return PyErr_Format(PyExc_TypeError, "from_dlpack() takes 1 positional argument (%zd given)", nargs);
+    obj = args[0];
+    for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *k = PyTuple_GET_ITEM(kwnames, i), *v = args[nargs + i];
+        if (kw_is(k, "device"))
+            device_obj = v;
+        else if (kw_is(k, "copy"))
+            copy_obj = v;
+        else if (kw_is(k, "c_api")) {
+            if ((use_c_api = PyObject_IsTrue(v)) < 0)
+                return NULL;
+        } else
+            return PyErr_Format(PyExc_TypeError, "from_dlpack() got an unexpected keyword argument '%U'", k);
+    }
+    if (parse_copy(copy_obj, &copy) < 0)
+        return NULL;
+    if (device_obj != Py_None && !(dev = tack_py_device_from_object(st, device_obj)))
+        return NULL;
+    if (PyCapsule_CheckExact(obj))
+        return import_capsule(st, obj, dev, copy);
+    const DLPackExchangeAPI *api = use_c_api ? producer_api(st, obj) : NULL;
+    if (api) {
+        DLManagedTensorVersioned *mt = NULL;
+        if (api->managed_tensor_from_py_object_no_sync(obj, &mt) != 0 || !mt) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_BufferError, "the producer's DLPack exchange API failed");
+            return NULL;
+        }
+        if (host_device_type((int)mt->dl_tensor.device.device_type))
+            return import_managed(st, mt, 1, dev, copy);
+        /* A device tensor needs the stream handshake of the Python protocol. */
+        tack_dlpack_delete(mt, 1);
+    }
+    if (!(cap = call_dlpack(st, obj, copy)))
+        return NULL;
+    if (!PyCapsule_CheckExact(cap))
+        PyErr_Format(PyExc_TypeError, "%.100s.__dlpack__() returned %.100s, not a DLPack capsule",
+                     Py_TYPE(obj)->tp_name, Py_TYPE(cap)->tp_name);
+    else
+        out = import_capsule(st, cap, dev, copy);
+    Py_DECREF(cap);
+    return out;
+}
+
+/* _core._c_exchange_cost(obj, n) -> seconds per exchange through obj's C
+ * exchange API alone: export, import as a Tack array, release (both
+ * deleters), with no Python objects made -- the floor under from_dlpack. */
+static PyObject *py_c_exchange_cost(PyObject *m, PyObject *args)
+{
+    PyObject *obj;
+    Py_ssize_t n;
+    struct timespec t0, t1;
+    tack_state *st = tack_get_state(m);
+    if (!PyArg_ParseTuple(args, "On:_c_exchange_cost", &obj, &n))
+        return NULL;
+    const DLPackExchangeAPI *api = producer_api(st, obj);
+    if (!api)
+        return PyErr_Format(PyExc_TypeError, "%.100s offers no DLPack C exchange API",
+                                            Py_TYPE(obj)->tp_name);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        DLManagedTensorVersioned *mt = NULL;
+        tack_array *arr = NULL;
+        if (api->managed_tensor_from_py_object_no_sync(obj, &mt) != 0)
+            return NULL;
+        if (tack_array_from_dlpack(mt, 1, NULL, &arr) != TACK_OK)
+            return tack_py_raise();
+        tack_array_release(arr);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return PyFloat_FromDouble(n > 0 ? secs / (double)n : 0.0);
+}
+
+/* ------------------------------------------------------ the C exchange API */
+static int exchange_from_py(void *py_object, DLManagedTensorVersioned **out)
+{
+    PyObject *obj = py_object;
+    tack_state *st = tack_state_from_type(Py_TYPE(obj));
+    if (!st || !tack_py_array_check(st, obj)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "expected a tack.Array, not %.100s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    void *managed = NULL;
+    if (tack_array_to_dlpack(ARR(obj), 1, TACK_DLPACK_COPY_IF_NEEDED, &managed) != TACK_OK) {
+        tack_py_raise();
+        return -1;
+    }
+    *out = managed;
+    return 0;
+}
+
+static int exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object)
+{
+    PyObject *m = PyImport_ImportModule("tack._core"), *arr_obj = NULL;
+    tack_dlpack_import_options o;
+    tack_array *arr = NULL;
+    if (!m) {
+        tack_dlpack_delete(tensor, 1);
+        return -1;
+    }
+    if (tack_array_from_dlpack(tensor, 1, import_options(&o, NULL, TACK_DLPACK_COPY_IF_NEEDED), &arr) != TACK_OK)
+        tack_py_raise();
+    else
+        arr_obj = tack_py_array_new(tack_get_state(m), arr);
+    Py_DECREF(m);
+    if (!arr_obj)
+        return -1;
+    *out_py_object = arr_obj;
+    return 0;
+}
+
+static int exchange_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
+                              void (*set_error)(void *error_ctx, const char *kind, const char *message))
+{
+    tack_device *dev = NULL;
+    tack_dtype dt;
+    tack_array *arr = NULL;
+    void *managed = NULL;
+    tack_status s = tack_dtype_from_dlpack(prototype->dtype, &dt);
+    if (s == TACK_OK)
+        s = tack_device_from_dlpack(prototype->device, &dev);
+    if (s == TACK_OK)
+        s = tack_array_empty(dev, dt, prototype->ndim, prototype->shape, &arr);
+    if (s == TACK_OK) {
+        s = tack_array_to_dlpack(arr, 1, TACK_DLPACK_COPY_IF_NEEDED, &managed);
+        tack_array_release(arr);
+    }
+    if (s != TACK_OK) {
+        if (set_error)
+            set_error(error_ctx,
+                      s == TACK_ERR_NOMEM ? "MemoryError" : s == TACK_ERR_BUFFER ? "BufferError" : "ValueError",
+                      tack_last_error());
+        return -1;
+    }
+    *out = managed;
+    return 0;
+}
+
+static int exchange_current_work_stream(DLDeviceType device_type, int32_t device_id, void **out_current_stream)
+{
+    /* Tack's CPU work is synchronous; GPU backends work on their default stream. */
+    *out_current_stream = NULL;
+    return 0;
+}
+
+static DLPackExchangeAPI tack_exchange_api = {
+    .header = {.version = {DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION}, .prev_api = NULL},
+    .managed_tensor_allocator = exchange_allocator,
+    .managed_tensor_from_py_object_no_sync = exchange_from_py,
+    .managed_tensor_to_py_object_no_sync = exchange_to_py,
+    .dltensor_from_py_object_no_sync = NULL, /* Tack keeps no strides to lend without allocating */
+    .current_work_stream = exchange_current_work_stream,
+};
+
+/* ------------------------------------------------------- array_from_ptr */
+typedef struct {
+    Py_buffer view;
+} held_view;
+
+static void release_view(void *ctx)
+{
+    held_view *h = ctx;
+    if (interpreter_alive()) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        PyBuffer_Release(&h->view);
+        PyGILState_Release(g);
+    }
+    tack_free(h);
+}
+
+static int parse_shape_tuple(PyObject *obj, int64_t *shape, int *ndim)
+{
+    PyObject *seq = NULL;
+    int rc = -1;
+    if (PyIndex_Check(obj)) {
+        *ndim = 1;
+        shape[0] = PyLong_AsLongLong(obj);
+        return shape[0] == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    if (!(seq = PySequence_Fast(obj, "shape must be an int or a tuple of ints")))
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > TACK_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "shape %R has %zd dimensions; Tack arrays have at most %d", obj, n,
+                     TACK_MAX_NDIM);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyIndex_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "shape entries must be ints, got %.100s in %R", Py_TYPE(item)->tp_name,
+                         obj);
+            goto done;
+        }
+        shape[i] = PyLong_AsLongLong(item);
+        if (shape[i] == -1 && PyErr_Occurred())
+            goto done;
+    }
+    *ndim = (int)n;
+    rc = 0;
+done:
+    Py_XDECREF(seq);
+    return rc;
+}
+
+/* _core.wrap_pointer(ptr, shape, dtype, writable=False, device=None) */
+static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"ptr", "shape", "dtype", "writable", "device", NULL};
+    PyObject *ptr, *shape_obj, *dtype_obj, *device_obj = Py_None;
+    int writable = 0, ndim = 0;
+    int64_t shape[TACK_MAX_NDIM];
+    tack_dtype dt;
+    tack_array *arr = NULL;
+    tack_state *st = tack_get_state(m);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|pO:wrap_pointer", names, &ptr, &shape_obj, &dtype_obj,
+                                     &writable, &device_obj))
+        return NULL;
+    if (parse_shape_tuple(shape_obj, shape, &ndim) < 0 || tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
+        return NULL;
+    tack_device *dev = tack_py_device_from_object(st, device_obj);
+    if (!dev)
+        return NULL;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0)
+            return PyErr_Format(PyExc_ValueError, "negative dimensions are not allowed: shape %R", shape_obj);
+    if (PyLong_Check(ptr)) {
+        /* A raw address: trusted for size, never owned, checked for alignment. */
+        void *p = PyLong_AsVoidPtr(ptr);
+        if (!p && PyErr_Occurred())
+            return NULL;
+        if (tack_array_wrap(dev, dt, ndim, shape, p, writable, NULL, NULL, &arr) != TACK_OK)
+            return tack_py_raise();
+        return tack_py_array_new(st, arr);
+    }
+    if (!PyObject_CheckBuffer(ptr))
+        return PyErr_Format(PyExc_TypeError,
+                            "array_from_ptr() needs an int address or an object with the buffer protocol (a "
+                            "NumPy array, a bytearray, ...), not %.100s",
+                            Py_TYPE(ptr)->tp_name);
+    if (tack_device_kind(dev) != TACK_DEVICE_CPU)
+        return PyErr_Format(PyExc_ValueError,
+                            "a %.100s's buffer is host memory and cannot be wrapped on %s; pass a device address "
+                            "as an int",
+                            Py_TYPE(ptr)->tp_name, tack_device_name(dev));
+    held_view *h = tack_malloc(sizeof *h);
+    if (!h)
+        return PyErr_NoMemory();
+    if (PyObject_GetBuffer(ptr, &h->view, writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO) < 0) {
+        if (writable && PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError,
+                         "the %.100s's memory is read-only and cannot be wrapped with writable=True",
+                         Py_TYPE(ptr)->tp_name);
+        }
+        tack_free(h);
+        return NULL;
+    }
+    const tack_dtype_info *info = tack_dtype_get(dt);
+    size_t need = info->itemsize;
+    for (int i = 0; i < ndim; i++)
+        need *= (size_t)shape[i];
+    if (!PyBuffer_IsContiguous(&h->view, 'C')) {
+        PyErr_Format(PyExc_BufferError,
+                     "a %.100s with non-contiguous storage cannot be wrapped: Tack arrays are C-contiguous; "
+                     "wrap numpy.ascontiguousarray(x) (a copy) instead",
+                     Py_TYPE(ptr)->tp_name);
+        goto fail;
+    }
+    if (need > (size_t)h->view.len) {
+        PyErr_Format(PyExc_ValueError,
+                     "shape %R of %s needs %zu bytes, but the %.100s's buffer has only %zd", shape_obj, info->name,
+                     need, Py_TYPE(ptr)->tp_name, h->view.len);
+        goto fail;
+    }
+    if (writable && h->view.readonly) {
+        PyErr_Format(PyExc_ValueError, "the %.100s's memory is read-only and cannot be wrapped with writable=True",
+                     Py_TYPE(ptr)->tp_name);
+        goto fail;
+    }
+    /* The wrap owns h from here: it releases the view when done, or on failure. */
+    if (tack_array_wrap(dev, dt, ndim, shape, h->view.buf, writable, release_view, h, &arr) != TACK_OK)
+        return tack_py_raise();
+    return tack_py_array_new(st, arr);
+fail:
+    PyBuffer_Release(&h->view);
+    tack_free(h);
+    return NULL;
+}
+
+/* ----------------------------------------------------------------- module */
+PyDoc_STRVAR(FROM_DLPACK_DOC,
+"from_dlpack(obj, /, *, device=None, copy=None)\n--\n\n"
+"A Tack array sharing the storage of obj, a DLPack producer.\n\n"
+"obj is an object with __dlpack__ and __dlpack_device__ (a NumPy array, a\n"
+"PyTorch tensor, a JAX array, another Tack array, ...) or a raw DLPack\n"
+"capsule.  A capsule can be consumed only once; passing the producer object\n"
+"is usually clearer.\n\n"
+"Tack asks for a DLPack 1.x tensor first and falls back to the legacy format\n"
+"for producers that predate it.  When the producer's type offers the C\n"
+"exchange API (__dlpack_c_exchange_api__, as PyTorch 2.10+ and Tack do),\n"
+"host tensors are exchanged through it, without a capsule.\n\n"
+"The storage must be C-contiguous (dimensions of extent 1 may have any\n"
+"stride); otherwise BufferError says so -- make it contiguous on the\n"
+"producer's side first.  A read-only tensor gives a read-only array.  The\n"
+"producer's storage stays alive until the last Tack array using it is gone.\n\n"
+"device: where the result must live ('cpu', ...); None: the tensor's own\n"
+"device.  Another device than the tensor's needs a copy.\n"
+"copy: True always returns an independent, writable copy; False never\n"
+"copies (BufferError where sharing is impossible); None (default) shares\n"
+"when possible and copies otherwise.\n"
+"c_api=False (for measurements and tests) forces the Python protocol.");
+
+static PyMethodDef dlpack_module_methods[] = {
+    {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_FASTCALL | METH_KEYWORDS, FROM_DLPACK_DOC},
+    {"_c_exchange_cost", py_c_exchange_cost, METH_VARARGS, NULL},
+    {"wrap_pointer", (PyCFunction)(void (*)(void))py_wrap_pointer, METH_VARARGS | METH_KEYWORDS,
+     "wrap_pointer(ptr, shape, dtype, writable=False, device=None) -> Array borrowing the memory"},
+    {NULL, NULL, 0, NULL},
+};
+
+int tack_py_dlpack_exec(PyObject *m, tack_state *st)
+{
+    PyObject *cap = NULL, *kw1 = NULL, *kw2 = NULL;
+    int rc = -1;
+    if (!(kw1 = Py_BuildValue("(s)", "max_version")) || !(kw2 = Py_BuildValue("(ss)", "max_version", "copy")))
+        goto done;
+    st->dlpack_strs = PyTuple_New(S_COUNT);
+    if (!st->dlpack_strs)
+        goto done;
+    static const char *strs[] = {"__dlpack_c_exchange_api__", "__dlpack__", "max_version", "copy"};
+    for (int i = 0; i < 4; i++) {
+        PyObject *s = PyUnicode_InternFromString(strs[i]);
+        if (!s)
+            goto done;
+        PyTuple_SET_ITEM(st->dlpack_strs, i, s);
+    }
+    PyTuple_SET_ITEM(st->dlpack_strs, S_KW_MAX_VERSION, kw1);
+    PyTuple_SET_ITEM(st->dlpack_strs, S_KW_MAX_VERSION_COPY, kw2);
+    kw1 = kw2 = NULL;
+    /* The exchange API is a class attribute of the (immutable) Array type. */
+    if (!(cap = PyCapsule_New(&tack_exchange_api, CAPSULE_EXCHANGE_API, NULL)))
+        goto done;
+    if (PyDict_SetItem(st->ArrayType->tp_dict, PyTuple_GET_ITEM(st->dlpack_strs, S_EXCHANGE_API), cap) < 0)
+        goto done;
+    PyType_Modified(st->ArrayType);
+    if (PyModule_AddIntConstant(m, "DLPACK_MAJOR", TACK_DLPACK_MAJOR) < 0 ||
+        PyModule_AddIntConstant(m, "DLPACK_MINOR", TACK_DLPACK_MINOR) < 0)
+        goto done;
+    rc = PyModule_AddFunctions(m, dlpack_module_methods);
+done:
+    Py_XDECREF(cap);
+    Py_XDECREF(kw1);
+    Py_XDECREF(kw2);
+    return rc;
+}

@@ -1,0 +1,414 @@
+/*
+ * dlpack.c -- Tack arrays in and out of DLPack managed tensors.
+ *
+ * DLPack separates two things Tack keeps together.  A DLTensor describes
+ * memory: device, dtype, shape, strides, byte offset.  A managed tensor adds
+ * ownership: a manager_ctx and a deleter the borrower calls exactly once.
+ *
+ * Import (tack_array_from_dlpack) checks that the description fits a Tack
+ * array -- a known scalar dtype with one lane, a device Tack has, C-contiguous
+ * strides (extent-1 dimensions may carry any stride, since no step is ever
+ * taken along them), an aligned first element -- and then wraps the memory
+ * with tack_array_wrap, handing it a release callback that calls the
+ * producer's deleter.  The storage machinery in array.c guarantees that the
+ * callback runs once, when the last handle is gone, on whatever thread drops
+ * it; the deleter is therefore called without any lock or interpreter state
+ * of ours, which is what DLPack requires of producers anyway.  A binding can
+ * veto the call at that late point (may_delete): Python uses it to skip
+ * deleters once its interpreter is finalizing.  Ownership of the managed
+ * tensor passes to libtack whether the import succeeds or not, as with
+ * tack_array_wrap, so there is exactly one party responsible for the deleter
+ * at every moment.
+ *
+ * Export (tack_array_to_dlpack) allocates one block holding the managed
+ * tensor, the shape and the strides, and retains the Tack array in it; the
+ * deleter releases the array and frees the block.  Vector and matrix dtypes
+ * have no DLPack equivalent that peers understand (lanes > 1 is rarely
+ * supported), so they travel as their scalar type with trailing dimensions,
+ * the same shape .numpy() gives.  The legacy format has no read-only flag;
+ * exporting a read-only array through it would hand out a writable view, so
+ * it is refused unless the caller asks for a copy.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+#include "tack_dlpack.h"
+
+/* ------------------------------------------------------------------ dtypes */
+static const char *code_name(unsigned code)
+{
+    switch (code) {
+    case kDLInt: return "int";
+    case kDLUInt: return "uint";
+    case kDLFloat: return "float";
+    case kDLOpaqueHandle: return "opaque handle";
+    case kDLBfloat: return "bfloat";
+    case kDLComplex: return "complex";
+    case kDLBool: return "bool";
+    default: return code <= kDLFloat4_e2m1fn ? "low-precision float" : "unknown";
+    }
+}
+
+tack_status tack_dtype_to_dlpack(tack_dtype dt, DLDataType *out)
+{
+    const tack_dtype_info *info = tack_dtype_get(dt);
+    if (!info)
+        return tack_set_error(TACK_ERR_TYPE, "invalid dtype id %d", (int)dt);
+    const tack_dtype_info *s = tack_dtype_get(info->scalar);
+    static const uint8_t codes[] = {
+        [TACK_KIND_BOOL] = kDLBool, [TACK_KIND_INT] = kDLInt, [TACK_KIND_UINT] = kDLUInt,
+        [TACK_KIND_FLOAT] = kDLFloat};
+    out->code = codes[s->kind];
+    out->bits = (uint8_t)s->bits;
+    out->lanes = 1;
+    return TACK_OK;
+}
+
+tack_status tack_dtype_from_dlpack(DLDataType t, tack_dtype *out)
+{
+    tack_dtype dt = TACK_DTYPE_COUNT;
+    if (t.lanes == 1) {
+        switch (t.code) {
+        case kDLBool:
+            if (t.bits == 8)
+                dt = TACK_BOOL;
+            break;
+        case kDLInt:
+            dt = t.bits == 8 ? TACK_I8 : t.bits == 16 ? TACK_I16 : t.bits == 32 ? TACK_I32
+               : t.bits == 64 ? TACK_I64 : TACK_DTYPE_COUNT;
+            break;
+        case kDLUInt:
+            dt = t.bits == 8 ? TACK_U8 : t.bits == 16 ? TACK_U16 : t.bits == 32 ? TACK_U32
+               : t.bits == 64 ? TACK_U64 : TACK_DTYPE_COUNT;
+            break;
+        case kDLFloat:
+            dt = t.bits == 16 ? TACK_F16 : t.bits == 32 ? TACK_F32 : t.bits == 64 ? TACK_F64
+               : TACK_DTYPE_COUNT;
+            break;
+        default: break;
+        }
+    }
+    if (dt == TACK_DTYPE_COUNT)
+        return tack_set_error(TACK_ERR_BUFFER,
+                              "DLPack dtype %s%u (code %u, %u bits, %u lanes) has no Tack equivalent; Tack "
+                              "imports bool, int8-64, uint8-64 and float16/32/64 with one lane",
+                              code_name(t.code), (unsigned)t.bits, (unsigned)t.code, (unsigned)t.bits,
+                              (unsigned)t.lanes);
+    *out = dt;
+    return TACK_OK;
+}
+
+/* ----------------------------------------------------------------- devices */
+static const char *device_type_name(int type)
+{
+    switch (type) {
+    case kDLCPU: return "kDLCPU";
+    case kDLCUDA: return "kDLCUDA";
+    case kDLCUDAHost: return "kDLCUDAHost";
+    case kDLOpenCL: return "kDLOpenCL";
+    case kDLVulkan: return "kDLVulkan";
+    case kDLMetal: return "kDLMetal";
+    case kDLVPI: return "kDLVPI";
+    case kDLROCM: return "kDLROCM";
+    case kDLROCMHost: return "kDLROCMHost";
+    case kDLExtDev: return "kDLExtDev";
+    case kDLCUDAManaged: return "kDLCUDAManaged";
+    case kDLOneAPI: return "kDLOneAPI";
+    case kDLWebGPU: return "kDLWebGPU";
+    case kDLHexagon: return "kDLHexagon";
+    case kDLMAIA: return "kDLMAIA";
+    case kDLTrn: return "kDLTrn";
+    default: return "unknown";
+    }
+}
+
+DLDevice tack_device_to_dlpack(const tack_device *d)
+{
+    DLDevice out;
+    tack_device_type kind = tack_device_kind(d);
+    /* Metal arrays live in shared host storage: DLPack sees host memory. */
+    if (kind == TACK_DEVICE_METAL) {
+        out.device_type = kDLCPU;
+        out.device_id = 0;
+    } else {
+        out.device_type = (DLDeviceType)kind;
+        out.device_id = kind == TACK_DEVICE_CPU ? 0 : tack_device_index(d);
+    }
+    return out;
+}
+
+tack_status tack_device_from_dlpack(DLDevice dev, tack_device **out)
+{
+    switch ((int)dev.device_type) {
+    case kDLCPU:
+    case kDLCUDAHost: /* pinned host memory is ordinary host memory to a reader */
+    case kDLROCMHost:
+        return tack_device_from_type(TACK_DEVICE_CPU, 0, out);
+    case kDLCUDA:
+    case kDLROCM:
+    case kDLOneAPI:
+        return tack_device_from_type((tack_device_type)dev.device_type, dev.device_id, out);
+    default:
+        return tack_set_error(TACK_ERR_BUFFER,
+                              "DLPack device type %d (%s) is not supported by Tack; it imports kDLCPU, "
+                              "kDLCUDAHost, kDLROCMHost, kDLCUDA, kDLROCM and kDLOneAPI tensors",
+                              (int)dev.device_type, device_type_name((int)dev.device_type));
+    }
+}
+
+/* ------------------------------------------------------------------ import */
+typedef struct import_ctx {
+    void *managed;
+    int versioned;
+    int (*may_delete)(void);
+} import_ctx;
+
+void tack_dlpack_delete(void *managed, int versioned)
+{
+    if (!managed)
+        return;
+    if (versioned) {
+        DLManagedTensorVersioned *m = managed;
+        if (m->deleter)
+            m->deleter(m);
+    } else {
+        DLManagedTensor *m = managed;
+        if (m->deleter)
+            m->deleter(m);
+    }
+}
+
+static void import_release(void *p)
+{
+    import_ctx *c = p;
+    if (!c->may_delete || c->may_delete())
+        tack_dlpack_delete(c->managed, c->versioned);
+    tack_free(c);
+}
+
+/* Check the strides of a tensor for C-contiguity. */
+static int is_c_contiguous(const DLTensor *t, int64_t size)
+{
+    if (!t->strides || size == 0)
+        return 1;
+    int64_t expected = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->strides[i] != expected)
+            return 0;
+        expected *= t->shape[i];
+    }
+    return 1;
+}
+
+static void format_strides(const DLTensor *t, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < t->ndim && used + 24 < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? ", " : "", (long long)t->strides[i]);
+}
+
+tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpack_import_options *opt,
+                                   tack_array **out)
+{
+    static const tack_dlpack_import_options defaults = {TACK_DLPACK_COPY_IF_NEEDED, NULL, NULL};
+    tack_status st;
+    const DLTensor *t;
+    uint64_t flags = 0;
+    tack_device *src_dev = NULL, *dst_dev;
+    tack_dtype dt;
+    int64_t shape[TACK_MAX_NDIM];
+    tack_array *view = NULL;
+    import_ctx *ctx = NULL;
+    if (!opt)
+        opt = &defaults;
+    if (!managed)
+        return tack_set_error(TACK_ERR_VALUE, "the DLPack managed tensor is NULL");
+    if (versioned) {
+        DLManagedTensorVersioned *m = managed;
+        if (m->version.major != DLPACK_MAJOR_VERSION) {
+            st = tack_set_error(TACK_ERR_BUFFER,
+                                "the DLPack tensor has version %u.%u; Tack reads major version %d (1.x)",
+                                (unsigned)m->version.major, (unsigned)m->version.minor, DLPACK_MAJOR_VERSION);
+            goto fail;
+        }
+        t = &m->dl_tensor;
+        flags = m->flags;
+    } else {
+        t = &((DLManagedTensor *)managed)->dl_tensor;
+    }
+    if (t->ndim < 0 || t->ndim > TACK_MAX_NDIM) {
+        st = tack_set_error(TACK_ERR_VALUE, "a DLPack tensor with %d dimensions: Tack arrays have 0 to %d",
+                            (int)t->ndim, TACK_MAX_NDIM);
+        goto fail;
+    }
+    if (t->ndim > 0 && !t->shape) {
+        st = tack_set_error(TACK_ERR_VALUE, "the DLPack tensor has %d dimensions and a NULL shape", (int)t->ndim);
+        goto fail;
+    }
+    if ((st = tack_dtype_from_dlpack(t->dtype, &dt)) != TACK_OK)
+        goto fail;
+    if (flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED) {
+        st = tack_set_error(TACK_ERR_BUFFER, "the DLPack tensor is flagged as a padded sub-byte type");
+        goto fail;
+    }
+    if ((st = tack_device_from_dlpack(t->device, &src_dev)) != TACK_OK)
+        goto fail;
+    int64_t size = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 0) {
+            st = tack_set_error(TACK_ERR_VALUE, "negative extent %lld in axis %d of a DLPack tensor",
+                                (long long)t->shape[i], i);
+            goto fail;
+        }
+        shape[i] = t->shape[i];
+        if (__builtin_mul_overflow(size, shape[i], &size)) {
+            st = tack_set_error(TACK_ERR_VALUE, "the DLPack tensor's element count overflows");
+            goto fail;
+        }
+    }
+    if (!is_c_contiguous(t, size)) {
+        char strides[256];
+        format_strides(t, strides, sizeof strides);
+        st = tack_set_error(TACK_ERR_BUFFER,
+                            "the DLPack tensor has strides (%s) in elements: Tack arrays need C-contiguous "
+                            "storage; make it contiguous on the producer's side first (for example "
+                            "numpy.ascontiguousarray(x) or x.contiguous(), a copy)",
+                            strides);
+        goto fail;
+    }
+    void *data = NULL; /* an empty array needs no address: keep none */
+    if (size > 0 && !t->data) {
+        st = tack_set_error(TACK_ERR_VALUE, "the DLPack tensor has %lld elements and a NULL data pointer",
+                            (long long)size);
+        goto fail;
+    } else if (size > 0)
+        data = (char *)t->data + t->byte_offset;
+    dst_dev = opt->device ? opt->device : src_dev;
+    int writable = !(flags & DLPACK_FLAG_BITMASK_READ_ONLY);
+    int need_copy = dst_dev != src_dev;
+    if (need_copy && opt->copy == TACK_DLPACK_COPY_NEVER) {
+        st = tack_set_error(TACK_ERR_BUFFER,
+                            "the DLPack tensor is on %s and was asked for on %s without a copy (copy=False)",
+                            tack_device_name(src_dev), tack_device_name(dst_dev));
+        goto fail;
+    }
+    /* A producer's copy (IS_COPIED) is already ours alone, unless read-only. */
+    if (opt->copy == TACK_DLPACK_COPY_ALWAYS && !((flags & DLPACK_FLAG_BITMASK_IS_COPIED) && writable))
+        need_copy = 1;
+    if (!(ctx = tack_malloc(sizeof *ctx))) {
+        st = tack_set_error(TACK_ERR_NOMEM, "out of memory importing a DLPack tensor");
+        goto fail;
+    }
+    ctx->managed = managed;
+    ctx->versioned = versioned;
+    ctx->may_delete = opt->may_delete;
+    /* From here the storage owns ctx: the wrap releases it, also on failure. */
+    if ((st = tack_array_wrap(src_dev, dt, t->ndim, shape, data, writable, import_release, ctx, &view)) != TACK_OK)
+        return st;
+    if (need_copy) {
+        tack_array *c = NULL;
+        st = tack_array_clone(view, dst_dev, &c);
+        tack_array_release(view); /* the producer's deleter runs here */
+        if (st != TACK_OK)
+            return st;
+        *out = c;
+        return TACK_OK;
+    }
+    *out = view;
+    return TACK_OK;
+fail:
+    tack_dlpack_delete(managed, versioned);
+    return st;
+}
+
+/* ------------------------------------------------------------------ export */
+typedef struct export_block {
+    union {
+        DLManagedTensor legacy;
+        DLManagedTensorVersioned versioned;
+    } m; /* first, so a managed tensor pointer is the block's address */
+    tack_array *array;
+    int64_t shape[TACK_MAX_NDIM + 2];
+    int64_t strides[TACK_MAX_NDIM + 2];
+} export_block;
+
+static void export_delete_legacy(DLManagedTensor *self)
+{
+    export_block *b = (export_block *)self;
+    tack_array_release(b->array);
+    tack_free(b);
+}
+
+static void export_delete_versioned(DLManagedTensorVersioned *self)
+{
+    export_block *b = (export_block *)self;
+    tack_array_release(b->array);
+    tack_free(b);
+}
+
+tack_status tack_array_to_dlpack(tack_array *a, int versioned, tack_dlpack_copy copy, void **out)
+{
+    tack_status st;
+    tack_array *src = a;
+    if (!a || !out)
+        return tack_set_error(TACK_ERR_VALUE, "tack_array_to_dlpack: NULL %s", a ? "output" : "array");
+    int copied = copy == TACK_DLPACK_COPY_ALWAYS;
+    if (!versioned && !copied && !tack_array_writable(a))
+        return tack_set_error(TACK_ERR_BUFFER,
+                              "a read-only array cannot be exported as a legacy DLPack capsule, which "
+                              "cannot mark it read-only; ask for DLPack 1.x (max_version=(1, 0)) or a copy "
+                              "(copy=True)");
+    tack_device *dev = tack_array_device(a);
+    /* Work queued before the export completes before anyone reads it. */
+    if ((st = tack_device_synchronize(dev)) != TACK_OK)
+        return st;
+    if (copied) {
+        if ((st = tack_array_clone(a, NULL, &src)) != TACK_OK)
+            return st;
+    } else
+        tack_array_retain(src);
+    export_block *b = tack_malloc(sizeof *b);
+    if (!b) {
+        tack_array_release(src);
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory exporting an array through DLPack");
+    }
+    memset(b, 0, sizeof *b);
+    b->array = src;
+    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(src));
+    int nd = tack_array_ndim(src);
+    for (int i = 0; i < nd; i++)
+        b->shape[i] = tack_array_shape(src)[i];
+    if (info->rows > 1)
+        b->shape[nd++] = info->rows;
+    if (info->cols > 1)
+        b->shape[nd++] = info->cols;
+    int64_t stride = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        b->strides[i] = stride;
+        stride *= b->shape[i] > 0 ? b->shape[i] : 1;
+    }
+    DLTensor *t = versioned ? &b->m.versioned.dl_tensor : &b->m.legacy.dl_tensor;
+    t->data = tack_array_size(src) ? tack_array_data(src) : NULL;
+    t->device = tack_device_to_dlpack(dev);
+    t->ndim = nd;
+    tack_dtype_to_dlpack(info->id, &t->dtype);
+    t->shape = b->shape;
+    t->strides = b->strides;
+    t->byte_offset = 0;
+    if (versioned) {
+        b->m.versioned.version.major = TACK_DLPACK_MAJOR;
+        b->m.versioned.version.minor = TACK_DLPACK_MINOR;
+        b->m.versioned.manager_ctx = src;
+        b->m.versioned.deleter = export_delete_versioned;
+        b->m.versioned.flags = (tack_array_writable(src) ? 0 : DLPACK_FLAG_BITMASK_READ_ONLY) |
+                               (copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
+    } else {
+        b->m.legacy.manager_ctx = src;
+        b->m.legacy.deleter = export_delete_legacy;
+    }
+    tack_array_set_flags(a, tack_array_flags(a) | TACK_ARRAY_SHARED);
+    *out = b;
+    return TACK_OK;
+}
