@@ -16,7 +16,9 @@
  *   - a dtype used as a value or annotation (tack.f32) is TACK_N_TYPE with
  *     ival = the tack_dtype.
  *
- * Layout of children per kind is documented on the enumerators below.
+ * Lines are lines of the file; columns are 0-based (Python's col_offset)
+ * and reported 1-based in errors.  Layout of children per kind is
+ * documented on the enumerators below.
  * Nodes are allocated in the module's arena and freed with the module.
  *
  * tack_compile() takes a module, the index of the kernel and one argument

@@ -3,7 +3,7 @@
  *
  * Build: the emitted C goes through the platform C compiler (TACK_CC,
  * default `cc`) into a shared library, which is loaded with dlopen.  Flags:
- * -O3 -march=native -fPIC -shared -fno-math-errno, -ffast-math only for
+ * -O3 -march=native -fPIC -shared -fno-math-errno, fast-math flags only for
  * fast_math kernels, then TACK_CFLAGS.
  *
  * Disk cache: the library is kept under a key that hashes everything that
@@ -47,6 +47,14 @@
 #include "backends/cpu_jit.h"
 #include "compiler/compiler.h"
 #include "runtime/pool.h"
+
+/* fast_math kernels get the parts of -ffast-math, not the flag itself: with
+ * -ffast-math (or -funsafe-math-optimizations) on the link line, gcc and clang
+ * link crtfastmath.o into the shared object, whose constructor turns on
+ * flush-to-zero for the whole process the moment the kernel is loaded. */
+#define FAST_MATH_FLAGS \
+    " -fno-math-errno -fassociative-math -freciprocal-math -fno-signed-zeros -fno-trapping-math" \
+    " -ffinite-math-only -ffp-contract=fast"
 
 extern char **environ;
 
@@ -291,7 +299,7 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
     char flags[1024];
     const char *extra = getenv("TACK_CFLAGS");
     snprintf(flags, sizeof flags, "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno%s %s",
-             p->fast_math ? " -ffast-math" : " -ffp-contract=off", extra ? extra : "");
+             p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", extra ? extra : "");
 
     hash2 h = {0xcbf29ce484222325ULL, 0x6c62272e07bb0142ULL};
     h_str(&h, p->source);

@@ -95,6 +95,14 @@ int tack_py_dlpack_exec(PyObject *m, tack_state *st);
 /* dlpack.c: Array.__dlpack__ and Array.__dlpack_device__ */
 PyObject *tack_py_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *tack_py_array_dlpack_device(PyObject *self, PyObject *unused);
+/* frontend.c: Python function -> Tack module (new), the kernel's function index. */
+int tack_py_frontend_build(tack_state *st, PyObject *fn, tack_module **out_module, int *out_index);
+/* frontend.c: raise tack.CompileError with location, source line and caret; returns -1. */
+int tack_py_compile_error(tack_state *st, const char *msg, PyObject *filename, int line, int col,
+                          int end_col, PyObject *text);
+/* kernel.c: 1 if `obj` is a Kernel (then its function, borrowed, and whether
+ * it is a @tack.func), 0 if not, -1 on error. */
+int tack_py_kernel_unwrap(tack_state *st, PyObject *obj, PyObject **fn, int *is_func);
 int tack_py_kernel_traverse(tack_state *st, visitproc visit, void *arg);
 void tack_py_kernel_clear(tack_state *st);
 

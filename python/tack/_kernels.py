@@ -1,0 +1,244 @@
+"""Kernels, device functions and the intrinsics of Tack's kernel language.
+
+``@tack.kernel`` turns a plain Python function into a data-parallel kernel
+compiled to C (and later to GPU code) on the first call with each new argument
+signature; ``@tack.func`` marks a helper function that kernels may call.
+
+The functions defined here (``tack.sqrt``, ``tack.atomic_add``, ``tack.ndrange``
+...) are the intrinsics of the kernel language.  Inside a kernel the compiler
+replaces each by native code; called from ordinary Python they compute the same
+thing with NumPy, so a kernel's helpers can be tested without compiling it.
+The compiler recognizes them by identity through the registry ``_INTRINSICS``
+(object -> intrinsic name), which also lists the builtins and the ``math``
+functions that kernels may use.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+import itertools as _itertools
+import math as _math
+
+from . import _core
+
+__all__ = [
+    "kernel",
+    "func",
+    "Kernel",
+    "CompileError",
+    "ndrange",
+    # math
+    "sqrt", "exp", "log", "log2", "log10",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+    "sinh", "cosh", "tanh",
+    "floor", "ceil", "trunc", "hypot", "copysign", "fmod",
+    "isnan", "isinf", "isfinite",
+    # vectors
+    "dot", "cross", "length", "normalize",
+    # atomics
+    "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
+]
+
+Kernel = _core.Kernel
+
+
+class CompileError(SyntaxError):
+    """A kernel could not be compiled.
+
+    Raised on the first call of a kernel with a new argument signature (or by
+    ``kernel.compile(...)``) when the function uses Python that the kernel
+    language does not support, names something that is not defined, or mixes
+    types that do not go together.  Like SyntaxError it carries ``filename``,
+    ``lineno``, ``offset`` (1-based column) and ``text`` (the source line), so
+    the traceback shows the line with a caret under the offending code.
+    """
+
+
+CompileError.__module__ = "tack"
+_core._set_hooks(compile_error=CompileError)
+
+
+def kernel(fn=None, *, checks=True, fast_math=False):
+    """Compile a Python function as a data-parallel kernel.
+
+    Use bare (``@tack.kernel``) or with options
+    (``@tack.kernel(checks=False, fast_math=True)``).  Every ``for`` loop over
+    ``range(...)`` or ``tack.ndrange(...)`` at the top level of the body runs
+    in parallel.  ``checks=False`` removes bounds, division-by-zero and assert
+    checks; ``fast_math=True`` lets the C compiler reassociate floating point.
+    """
+
+    def wrap(f):
+        return _core.Kernel(f, checks=checks, fast_math=fast_math)
+
+    if fn is None:
+        return wrap
+    if not callable(fn):
+        raise TypeError(
+            f"tack.kernel expects a function (or keyword options), not {type(fn).__name__}"
+        )
+    return wrap(fn)
+
+
+def func(fn=None):
+    """Mark a Python function as a device function that kernels may call.
+
+    The function is typed and compiled per call site, inside the calling
+    kernel.  Called from ordinary Python it simply runs the Python function.
+    """
+
+    def wrap(f):
+        return _core.Kernel(f, is_func=True)
+
+    if fn is None:
+        return wrap
+    return wrap(fn)
+
+
+# --------------------------------------------------------------- iteration
+def ndrange(*shape):
+    """Iterate over every index of an N-dimensional range.
+
+    ``for i, j in tack.ndrange(n, m)`` visits ``(i, j)`` for ``0 <= i < n`` and
+    ``0 <= j < m``; at the top level of a kernel it is one parallel loop over
+    all ``n * m`` points.  ``ndrange(a.shape)`` (one tuple) works too.
+    """
+    if len(shape) == 1 and isinstance(shape[0], tuple):
+        shape = shape[0]
+    return _itertools.product(*(range(int(n)) for n in shape))
+
+
+# ---------------------------------------------------------------- helpers
+_np_module = None
+
+
+def _np():
+    global _np_module
+    if _np_module is None:
+        import numpy
+
+        _np_module = numpy
+    return _np_module
+
+
+def _unary(name, npname, doc):
+    def f(x):
+        return getattr(_np(), npname)(x)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return f
+
+
+def _binary(name, npname, doc):
+    def f(x, y):
+        return getattr(_np(), npname)(x, y)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return f
+
+
+sqrt = _unary("sqrt", "sqrt", "Square root (NaN for negative input).")
+exp = _unary("exp", "exp", "e raised to the power x.")
+log = _unary("log", "log", "Natural logarithm.")
+log2 = _unary("log2", "log2", "Base-2 logarithm.")
+log10 = _unary("log10", "log10", "Base-10 logarithm.")
+sin = _unary("sin", "sin", "Sine (radians).")
+cos = _unary("cos", "cos", "Cosine (radians).")
+tan = _unary("tan", "tan", "Tangent (radians).")
+asin = _unary("asin", "arcsin", "Arc sine, in radians.")
+acos = _unary("acos", "arccos", "Arc cosine, in radians.")
+atan = _unary("atan", "arctan", "Arc tangent, in radians.")
+sinh = _unary("sinh", "sinh", "Hyperbolic sine.")
+cosh = _unary("cosh", "cosh", "Hyperbolic cosine.")
+tanh = _unary("tanh", "tanh", "Hyperbolic tangent.")
+floor = _unary("floor", "floor", "Largest integral value not above x (same type as x).")
+ceil = _unary("ceil", "ceil", "Smallest integral value not below x (same type as x).")
+trunc = _unary("trunc", "trunc", "x rounded toward zero (same type as x).")
+isnan = _unary("isnan", "isnan", "True where x is NaN.")
+isinf = _unary("isinf", "isinf", "True where x is +inf or -inf.")
+isfinite = _unary("isfinite", "isfinite", "True where x is neither infinite nor NaN.")
+atan2 = _binary("atan2", "arctan2", "Arc tangent of y/x using the signs of both, in radians.")
+hypot = _binary("hypot", "hypot", "sqrt(x*x + y*y) without undue overflow.")
+copysign = _binary("copysign", "copysign", "The magnitude of x with the sign of y.")
+fmod = _binary("fmod", "fmod", "C's fmod: remainder with the sign of x (unlike %).")
+
+
+# ---------------------------------------------------------------- vectors
+def dot(a, b):
+    """Dot product of two vectors of the same type."""
+    return _np().dot(_np().asarray(a), _np().asarray(b))
+
+
+def cross(a, b):
+    """Cross product of two 3-vectors."""
+    return _np().cross(_np().asarray(a), _np().asarray(b))
+
+
+def length(v):
+    """Euclidean length of a vector."""
+    return _np().sqrt(dot(v, v))
+
+
+def normalize(v):
+    """v divided by its length."""
+    v = _np().asarray(v)
+    return v / length(v)
+
+
+# ---------------------------------------------------------------- atomics
+def _atomic(name, op, doc):
+    def f(array, index, value):
+        old = array[index]
+        array[index] = op(old, value)
+        return old
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return f
+
+
+atomic_add = _atomic(
+    "atomic_add",
+    lambda a, b: a + b,
+    "atomic_add(array, index, value): array[index] += value atomically; returns the old value.",
+)
+atomic_sub = _atomic(
+    "atomic_sub",
+    lambda a, b: a - b,
+    "atomic_sub(array, index, value): array[index] -= value atomically; returns the old value.",
+)
+atomic_min = _atomic(
+    "atomic_min",
+    lambda a, b: b if b < a else a,
+    "atomic_min(array, index, value): array[index] = min(array[index], value) atomically;"
+    " returns the old value.",
+)
+atomic_max = _atomic(
+    "atomic_max",
+    lambda a, b: b if b > a else a,
+    "atomic_max(array, index, value): array[index] = max(array[index], value) atomically;"
+    " returns the old value.",
+)
+
+
+# --------------------------------------------------------------- registry
+def _build_registry():
+    reg = {}
+    for name in ("range", "len", "abs", "min", "max", "float", "int", "bool", "print", "pow"):
+        reg[getattr(_builtins, name)] = name
+    for name in dir(_math):
+        obj = getattr(_math, name)
+        if not name.startswith("_") and callable(obj):
+            reg[obj] = name
+    g = globals()
+    for name in __all__:
+        if name in ("kernel", "func", "Kernel", "CompileError"):
+            continue
+        reg[g[name]] = name
+    return reg
+
+
+_INTRINSICS = _build_registry()
+_core._set_intrinsics(_INTRINSICS)

@@ -1,0 +1,841 @@
+"""The kernel language: compile errors with their locations, and the semantics of DESIGN §3."""
+
+import inspect
+import math
+import traceback
+
+import numpy as np
+import pytest
+
+import tack
+from tack import f32, vec3
+
+GLOBAL_INT = 7
+GLOBAL_FLOAT = 0.5
+GLOBAL_FLAG = True
+GLOBAL_LIST = [1, 2, 3]
+GLOBAL_TEXT = "hello"
+
+
+def line_of(fn, marker):
+    lines, first = inspect.getsourcelines(inspect.unwrap(fn))
+    for i, text in enumerate(lines):
+        if marker in text:
+            return first + i, text
+    raise AssertionError(f"{marker!r} not in the source of {fn.__name__}")
+
+
+def compile_error(kernel, *args):
+    with pytest.raises(tack.CompileError) as info:
+        kernel(*args)
+    return info.value
+
+
+def assert_at(err, kernel, marker, snippet=None):
+    """err points at the line holding `marker`, with the caret under `snippet`."""
+    line, text = line_of(kernel, marker)
+    assert isinstance(err, SyntaxError)
+    assert err.filename == __file__
+    assert err.lineno == line, (err.lineno, line, str(err))
+    assert err.text is not None and marker in err.text
+    if snippet is not None:
+        assert err.offset == text.index(snippet) + 1, (err.offset, text, snippet)
+    shown = "".join(traceback.format_exception_only(type(err), err))
+    assert "^" in shown and "CompileError" in shown
+
+
+# ------------------------------------------------------------ unsupported Python
+def k_list(a):
+    for i in range(a.shape[0]):
+        a[i] = [1, 2][0]  # HERE
+
+
+def k_dict(a):
+    d = {1: 2}  # HERE
+
+
+def k_comprehension(a):
+    s = (x for x in range(3))  # HERE
+
+
+def k_lambda(a):
+    f = lambda x: x  # noqa: E731  # HERE
+
+
+def k_fstring(a):
+    print(f"{a[0]}")  # HERE
+
+
+def k_walrus(a):
+    for i in range(a.shape[0]):
+        a[i] = (y := 2)  # HERE
+
+
+def k_class(a):
+    class C:  # HERE
+        pass
+
+
+def k_nested_def(a):
+    def inner(x):  # HERE
+        return x
+
+
+def k_try(a):
+    try:  # HERE
+        a[0] = 1
+    except Exception:
+        pass
+
+
+def k_with(a):
+    with open("x"):  # HERE
+        pass
+
+
+def k_import(a):
+    import os  # HERE
+
+
+def k_global(a):
+    global GLOBAL_INT  # HERE
+
+
+def k_raise(a):
+    raise ValueError()  # HERE
+
+
+def k_del(a):
+    x = 1
+    del x  # HERE
+
+
+def k_slice(a):
+    for i in range(a.shape[0]):
+        a[i] = a[1:2]  # HERE
+
+
+def k_keyword(a):
+    print(a[0], sep="")  # HERE
+
+
+def k_starred(a):
+    print(*a)  # HERE
+
+
+def k_string(a):
+    s = "text"  # HERE
+
+
+def k_none(a):
+    x = None  # HERE
+
+
+def k_is(a):
+    for i in range(a.shape[0]):
+        if a[i] is i:  # HERE
+            a[i] = 1
+
+
+def k_in(a):
+    for i in range(a.shape[0]):
+        if i in a:  # HERE
+            a[i] = 1
+
+
+def k_attribute_store(a):
+    v = vec3(1.0, 2.0, 3.0)
+    v.x = 3.0  # HERE
+
+
+def k_for_array(a):
+    for x in a:  # HERE
+        pass
+
+
+def k_for_else(a):
+    for i in range(3):
+        pass
+    else:
+        a[0] = 1  # HERE
+
+
+def k_method(a):
+    for i in range(a.shape[0]):
+        a[i] = a.sum()  # HERE
+
+
+def k_varargs(a, *rest):  # HERE
+    pass
+
+
+def k_kwonly(a, *, b):  # HERE
+    pass
+
+
+UNSUPPORTED = [
+    (k_list, "[1, 2]", "lists"),
+    (k_dict, "{1: 2}", "dicts"),
+    (k_comprehension, "(x for x", "generator"),
+    (k_lambda, "lambda", "lambda"),
+    (k_fstring, 'f"', "f-strings"),
+    (k_walrus, "y := 2", ":="),
+    (k_class, "class C", "classes"),
+    (k_nested_def, "def inner", "nested functions"),
+    (k_try, "try", "'try'"),
+    (k_with, "with", "'with'"),
+    (k_import, "import os", "import"),
+    (k_global, "global", "'global'"),
+    (k_raise, "raise", "'raise'"),
+    (k_del, "del", "'del'"),
+    (k_slice, "1:2", "slices"),
+    (k_keyword, 'sep=""', "keyword arguments"),
+    (k_starred, "*a", "starred"),
+    (k_string, '"text"', "strings"),
+    (k_none, "None", "None"),
+    (k_is, "a[i] is i", "'is'"),
+    (k_in, "i in a", "'in'"),
+    (k_attribute_store, "v.x", "attribute"),
+    (k_for_array, "a:", "range"),
+    (k_for_else, "a[0] = 1", "else"),
+    (k_method, "a.sum", "method calls"),
+    (k_varargs, "rest", "*args"),
+    (k_kwonly, "b)", "keyword-only"),
+]
+
+
+@pytest.mark.parametrize("fn, snippet, words", UNSUPPORTED, ids=[u[0].__name__ for u in UNSUPPORTED])
+def test_unsupported_python_is_a_compile_error(fn, snippet, words):
+    kernel = tack.kernel(fn)
+    err = compile_error(kernel, np.zeros(4, np.float32))
+    assert words in err.msg, err.msg
+    assert_at(err, kernel, "# HERE", snippet)
+
+
+# ------------------------------------------------------------------ free names
+@tack.kernel
+def k_unknown_name(a):
+    for i in range(a.shape[0]):
+        a[i] = no_such_name + 1  # HERE  # noqa: F821
+
+
+@tack.kernel
+def k_global_list(a):
+    for i in range(a.shape[0]):
+        a[i] = GLOBAL_LIST[0]  # HERE
+
+
+@tack.kernel
+def k_global_str(a):
+    print(GLOBAL_TEXT)  # HERE
+
+
+def plain_function(x):
+    return x
+
+
+@tack.kernel
+def k_plain_call(a):
+    a[0] = plain_function(1.0)  # HERE
+
+
+@tack.kernel
+def k_calls_kernel(a):
+    k_unknown_name(a)  # HERE
+
+
+@tack.kernel
+def k_missing_attribute(a):
+    a[0] = math.no_such_thing  # HERE
+
+
+@tack.func
+def recursive(n):
+    return recursive(n - 1)  # HERE
+
+
+@tack.kernel
+def k_recursive(a):
+    a[0] = recursive(3)
+
+
+@pytest.mark.parametrize(
+    "kernel, snippet, words",
+    [
+        (k_unknown_name, "no_such_name", "name 'no_such_name' is not defined"),
+        (k_global_list, "GLOBAL_LIST", "list"),
+        (k_global_str, "GLOBAL_TEXT", "string"),
+        (k_plain_call, "plain_function", "@tack.func"),
+        (k_calls_kernel, "k_unknown_name", "cannot be called from a kernel"),
+        (k_missing_attribute, "math.no_such_thing", "no attribute 'no_such_thing'"),
+    ],
+)
+def test_bad_free_names(kernel, snippet, words):
+    err = compile_error(kernel, np.zeros(4, np.float32))
+    assert words in err.msg, err.msg
+    assert_at(err, kernel, "# HERE", snippet)
+
+
+def test_recursion_is_an_error():
+    err = compile_error(k_recursive, np.zeros(1, np.float32))
+    assert "recursion" in err.msg
+    assert_at(err, recursive, "# HERE", "recursive(n - 1)")
+
+
+def test_closure_over_array():
+    captured = np.zeros(3)
+
+    @tack.kernel
+    def k(a):
+        for i in range(a.shape[0]):
+            a[i] = captured[i]  # HERE
+
+    err = compile_error(k, np.zeros(3))
+    assert "closures over arrays" in err.msg
+    assert_at(err, k, "# HERE", "captured")
+
+
+def test_lambda_kernel():
+    k = tack.kernel(lambda a: None)
+    with pytest.raises(tack.CompileError, match="lambda"):
+        k(np.zeros(1))
+
+
+def test_non_ascii_column():
+    @tack.kernel
+    def k(a):
+        print("é", "ü"); x = [1]  # HERE
+
+    err = compile_error(k, np.zeros(1))
+    line, text = line_of(k, "# HERE")
+    assert err.offset == text.index("[1]") + 1
+
+
+def test_compile_error_is_a_syntax_error_subclass():
+    assert issubclass(tack.CompileError, SyntaxError)
+    assert tack.CompileError.__module__ == "tack"
+
+
+# ------------------------------------------------------------------ type errors
+@tack.kernel
+def k_type_conflict(a):
+    for i in range(a.shape[0]):
+        x = 1.0
+        x = vec3(1.0, 2.0, 3.0)  # HERE
+        a[i] = 0.0
+
+
+@tack.kernel
+def k_vec_into_float(a):
+    for i in range(a.shape[0]):
+        a[i] = vec3(1.0, 2.0, 3.0)  # HERE
+
+
+@tack.kernel
+def k_bad_annotation(a):
+    x: tack.i32 = vec3(1.0, 2.0, 3.0)  # HERE
+
+
+@pytest.mark.parametrize("kernel", [k_type_conflict, k_vec_into_float, k_bad_annotation])
+def test_type_conflicts_are_compile_errors(kernel):
+    err = compile_error(kernel, np.zeros(4, np.float32))
+    line, _ = line_of(kernel, "# HERE")
+    assert err.lineno == line, str(err)
+    assert err.filename == __file__
+    assert err.offset and err.offset > 0
+
+
+def test_annotation_must_be_a_dtype():
+    @tack.kernel
+    def k(a):
+        x: list = 1  # HERE
+
+    err = compile_error(k, np.zeros(1))
+    assert "not a tack dtype" in err.msg
+    assert_at(err, k, "# HERE", "list")
+
+
+# =================================================================== semantics
+def run(kernel, *args):
+    kernel(*args)
+    return args
+
+
+def test_globals_are_frozen_constants():
+    @tack.kernel
+    def k(a):
+        for i in range(a.shape[0]):
+            a[i] = GLOBAL_INT + GLOBAL_FLOAT if GLOBAL_FLAG else 0.0
+
+    a = np.zeros(2, np.float64)
+    k(a)
+    assert list(a) == [7.5, 7.5]
+
+
+def test_closure_constants_and_math_constants():
+    scale = 3
+
+    @tack.kernel
+    def k(a):
+        for i in range(a.shape[0]):
+            a[i] = scale * math.pi + math.e
+
+    a = np.zeros(2, np.float64)
+    k(a)
+    assert a[0] == pytest.approx(3 * math.pi + math.e)
+
+
+def test_from_imports_and_tack_intrinsics():
+    from math import sqrt
+
+    @tack.kernel
+    def k(a):
+        for i in range(a.shape[0]):
+            a[i] = sqrt(float(i)) + tack.sqrt(4.0) + math.floor(1.5)
+
+    a = np.zeros(4, np.float64)
+    k(a)
+    np.testing.assert_allclose(a, np.sqrt(np.arange(4, dtype=np.float32)) + 2 + 1, rtol=1e-6)
+
+
+def test_serial_code_between_parallel_loops():
+    @tack.kernel
+    def k(a, out):
+        for i in range(a.shape[0]):
+            a[i] = float(i)
+        total = 0.0
+        out[0] = total
+        for i in range(a.shape[0]):  # this loop sees the first one complete
+            a[i] = a[a.shape[0] - 1 - i] + 1.0 if i < a.shape[0] // 2 else a[i]
+        out[1] = a[0]
+
+    a = np.zeros(10, np.float32)
+    out = np.zeros(2, np.float32)
+    k(a, out)
+    assert out[1] == 10.0
+
+
+def test_ndrange_2d():
+    @tack.kernel
+    def k(m):
+        for i, j in tack.ndrange(m.shape[0], m.shape[1]):
+            m[i, j] = i * 10 + j
+
+    m = np.zeros((3, 4), np.int32)
+    k(m)
+    np.testing.assert_array_equal(m, np.arange(3)[:, None] * 10 + np.arange(4))
+
+
+def test_inference_acc_takes_the_array_type():
+    @tack.kernel
+    def k(x, out):
+        for j in range(1):
+            acc = 0
+            for i in range(x.shape[0]):
+                acc += x[i]
+            out[0] = acc
+
+    x = np.full(3, 0.1, np.float32)
+    out = np.zeros(1, np.float64)
+    k(x, out)
+    expected = np.float32(0)
+    for v in x:
+        expected = np.float32(expected + v)
+    assert out[0] == np.float64(expected)
+
+
+def test_control_flow():
+    @tack.kernel
+    def k(out):
+        for i in range(out.shape[0]):
+            n = i
+            steps = 0
+            while n != 1 and n > 0:
+                if n % 2 == 0:
+                    n = n // 2
+                elif n > 1000:
+                    break
+                else:
+                    n = 3 * n + 1
+                steps += 1
+                if steps > 500:
+                    break
+                continue
+            out[i] = steps if 0 < i < 100 else -1
+
+    out = np.zeros(10, np.int64)
+    k(out)
+
+    def collatz(n):
+        s = 0
+        while n != 1:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            s += 1
+        return s
+
+    assert list(out) == [-1] + [collatz(i) for i in range(1, 10)]
+
+
+def test_tuple_unpacking_and_chained_assignment():
+    @tack.kernel
+    def k(a):
+        for i in range(1):
+            x, y = 1.0, 2.0
+            x, y = y, x
+            p = q = x * 3.0
+            a[0] = x
+            a[1] = y
+            a[2] = p + q
+
+    a = np.zeros(3, np.float64)
+    k(a)
+    assert list(a) == [2.0, 1.0, 12.0]
+
+
+def test_short_circuit_and_chained_compare():
+    @tack.kernel
+    def k(a, out):
+        for i in range(a.shape[0]):
+            # a[i] is never read out of bounds thanks to short-circuiting
+            out[i] = 1 if (i < a.shape[0] and a[i] > 0) or not (0 <= i < 2) else 0
+
+    a = np.array([1.0, -1.0, 1.0], np.float32)
+    out = np.zeros(3, np.int32)
+    k(a, out)
+    assert list(out) == [1, 0, 1]
+
+
+def test_funcs_typed_per_call_site():
+    @tack.func
+    def mad(x, y, z):
+        return x * y + z
+
+    @tack.kernel
+    def k(f, n):
+        for i in range(f.shape[0]):
+            f[i] = mad(f[i], 2.0, 1.0)
+            n[i] = mad(n[i], 3, 1)
+
+    f = np.arange(3, dtype=np.float32)
+    n = np.arange(3, dtype=np.int64)
+    k(f, n)
+    assert list(f) == [1, 3, 5]
+    assert list(n) == [1, 4, 7]
+
+
+def test_func_with_array_and_defaults():
+    @tack.func
+    def get(a, i, scale=2):
+        return a[i] * scale
+
+    @tack.kernel
+    def k(a, out):
+        for i in range(a.shape[0]):
+            out[i] = get(a, i) + get(a, i, 10)
+
+    a = np.arange(4, dtype=np.float64)
+    out = np.zeros(4)
+    k(a, out)
+    np.testing.assert_array_equal(out, a * 12)
+
+
+def test_funcs_are_lowered_once_per_module():
+    @tack.func
+    def sq(x):
+        return x * x
+
+    @tack.func
+    def quad(x):
+        return sq(sq(x))
+
+    @tack.kernel
+    def k(a):
+        for i in range(a.shape[0]):
+            a[i] = quad(a[i]) + sq(a[i])
+
+    a = np.array([2.0], np.float64)
+    k(a)
+    assert a[0] == 16 + 4
+
+
+def test_annotations():
+    @tack.func
+    def half(x: tack.f64) -> tack.f64:
+        return x / 2
+
+    @tack.kernel
+    def k(a, n: tack.i64):
+        for i in range(a.shape[0]):
+            y: f32 = half(a[i]) + n
+            a[i] = y
+
+    a = np.array([3.0], np.float64)
+    k(a, 1)
+    assert a[0] == 2.5
+
+
+def test_vectors():
+    @tack.kernel
+    def k(p, q, out_dot, out_len, out_cross, out_norm):
+        for i in range(p.shape[0]):
+            v = p[i]
+            w = q[i]
+            out_dot[i] = tack.dot(v, w)
+            out_len[i] = tack.length(v)
+            out_cross[i] = tack.cross(v, w)
+            out_norm[i] = tack.normalize(v) + vec3(0.0, 0.0, 0.0) * v.x * v[1]
+
+    rng = np.random.default_rng(1)
+    pn = rng.standard_normal((5, 3)).astype(np.float32)
+    qn = rng.standard_normal((5, 3)).astype(np.float32)
+    p = tack.array(pn, tack.vec3)
+    q = tack.array(qn, tack.vec3)
+    out_dot = np.zeros(5, np.float32)
+    out_len = np.zeros(5, np.float32)
+    out_cross = tack.zeros(5, tack.vec3)
+    out_norm = tack.zeros(5, tack.vec3)
+    k(p, q, out_dot, out_len, out_cross, out_norm)
+    np.testing.assert_allclose(out_dot, (pn * qn).sum(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out_len, np.linalg.norm(pn, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(out_cross.numpy().reshape(5, 3), np.cross(pn, qn), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        out_norm.numpy().reshape(5, 3), pn / np.linalg.norm(pn, axis=1)[:, None], rtol=1e-5, atol=1e-6
+    )
+
+
+def test_atomics_under_contention():
+    @tack.kernel
+    def histogram(values, bins):
+        for i in range(values.shape[0]):
+            bins[values[i] % bins.shape[0]] += 1
+
+    @tack.kernel
+    def explicit(values, lo_hi, total):
+        for i in range(values.shape[0]):
+            tack.atomic_min(lo_hi, 0, values[i])
+            tack.atomic_max(lo_hi, 1, values[i])
+            tack.atomic_add(total, 0, values[i])
+            tack.atomic_sub(total, 1, 1)
+
+    values = np.arange(200_000, dtype=np.int64) * 7919 % 100_003
+    bins = np.zeros(8, np.int64)
+    histogram(values, bins)
+    np.testing.assert_array_equal(bins, np.bincount(values % 8, minlength=8))
+    lo_hi = np.array([10**9, -(10**9)], np.int64)
+    total = np.zeros(2, np.int64)
+    explicit(values, lo_hi, total)
+    assert list(lo_hi) == [values.min(), values.max()]
+    assert list(total) == [values.sum(), -len(values)]
+
+
+def test_print_scalars(capfd):
+    @tack.kernel
+    def k(a):
+        print("value", a[0], 3, True)
+
+    k(np.array([1.5], np.float64))
+    out, _ = capfd.readouterr()
+    assert "value" in out and "1.5" in out and "3" in out
+
+
+def test_python_side_of_the_intrinsics():
+    assert tack.sqrt(4.0) == 2.0
+    assert list(tack.ndrange(2, 2)) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    a = np.array([5, 1])
+    assert tack.atomic_add(a, 0, 2) == 5 and a[0] == 7
+    assert tack.atomic_max(a, 1, 9) == 1 and a[1] == 9
+    assert tack.dot([1, 2, 3], [4, 5, 6]) == 32
+    assert tack.length([3.0, 4.0]) == 5.0
+    for name in ["sqrt", "atomic_add", "ndrange", "dot", "kernel", "func"]:
+        assert getattr(tack, name).__doc__
+
+
+def test_matrices_and_matmul():
+    @tack.kernel
+    def k(m, v, out, outm):
+        for i in range(m.shape[0]):
+            out[i] = m[i] @ v[i]
+            outm[i] = m[i] @ m[i]
+
+    rng = np.random.default_rng(3)
+    mn = rng.standard_normal((4, 3, 3)).astype(np.float32)
+    vn = rng.standard_normal((4, 3)).astype(np.float32)
+    m = tack.array(mn, tack.mat33)
+    v = tack.array(vn, tack.vec3)
+    out = tack.zeros(4, tack.vec3)
+    outm = tack.zeros(4, tack.mat33)
+    k(m, v, out, outm)
+    np.testing.assert_allclose(out.numpy().reshape(4, 3), np.einsum("nij,nj->ni", mn, vn), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(outm.numpy().reshape(4, 3, 3), mn @ mn, rtol=1e-5, atol=1e-5)
+
+
+def test_negative_indices_count_from_the_end():
+    @tack.kernel
+    def k(a, out):
+        for i in range(1):
+            out[0] = a[-1]
+            out[1] = a[-a.shape[0]]
+
+    a = np.arange(5.0)
+    out = np.zeros(2)
+    k(a, out)
+    assert out.tolist() == [4.0, 0.0]
+
+
+def test_atomic_with_tuple_index_and_old_value():
+    @tack.kernel
+    def k(grid, olds):
+        for i in range(olds.shape[0]):
+            olds[i] = tack.atomic_add(grid, (i % 2, i % 3), 1)
+
+    grid = np.zeros((2, 3), np.int64)
+    olds = np.zeros(600, np.int64)
+    k(grid, olds)
+    assert grid.sum() == 600 and (grid == 100).all()
+    for cell in range(6):  # each cell handed out the old values 0..99 exactly once
+        idx = [i for i in range(600) if (i % 2) * 3 + i % 3 == cell]
+        assert sorted(olds[idx].tolist()) == list(range(100))
+
+
+def test_len_ndim_pow():
+    @tack.kernel
+    def k(m, out):
+        for i in range(1):
+            out[0] = len(m)
+            out[1] = m.ndim
+            out[2] = m.shape[1] ** 2
+            out[3] = pow(2.0, 0.5)
+
+    m = np.zeros((3, 4))
+    out = np.zeros(4)
+    k(m, out)
+    assert out.tolist() == [3.0, 2.0, 16.0, 2.0**0.5]
+
+
+@pytest.mark.xfail(strict=True, reason="compiler: int ** negative int gives 0, Python gives a float")
+def test_int_to_negative_power_is_a_float():
+    @tack.kernel
+    def k(out, e):
+        for i in range(1):
+            out[0] = 2 ** -1
+            out[1] = 2 ** e
+
+    out = np.zeros(2)
+    k(out, -2)
+    assert out.tolist() == [0.5, 0.25]
+
+
+@pytest.mark.xfail(strict=True, reason="compiler: @tack.func cannot return a tuple yet")
+def test_func_returning_a_tuple():
+    @tack.func
+    def divmod_(a, b):
+        return a // b, a % b
+
+    @tack.kernel
+    def k(a, q, r):
+        for i in range(a.shape[0]):
+            q[i], r[i] = divmod_(a[i], 3)
+
+    a = np.arange(-4, 5)
+    q, r = np.zeros_like(a), np.zeros_like(a)
+    k(a, q, r)
+    np.testing.assert_array_equal(q, a // 3)
+    np.testing.assert_array_equal(r, a % 3)
+
+
+def test_return_in_a_kernel_is_refused_or_ends_it():
+    @tack.kernel
+    def k(a):
+        for i in range(a.shape[0]):
+            a[i] = 1.0
+        return
+
+    a = np.zeros(2)
+    k(a)
+    assert a.tolist() == [1.0, 1.0]
+
+
+FAST_MATH_SCRIPT = """
+import numpy as np
+import tack
+
+@tack.kernel(fast_math=True)
+def k(a, out):
+    for i in range(1):
+        s = 0.0
+        for j in range(a.shape[0]):
+            s += a[j]
+        out[0] = s
+
+a = np.arange(100, dtype=np.float64)
+out = np.zeros(1)
+k(a, out)
+assert out[0] == 4950.0, out
+tiny = np.array([5e-324])
+assert (tiny * 1.0)[0] != 0.0, "loading a fast_math kernel turned on flush-to-zero for the process"
+print("ok")
+"""
+
+
+def run_script(tmp_path, text):
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+
+
+def test_fast_math_computes(tmp_path):
+    # In a subprocess: see the next test.
+    out = run_script(tmp_path, FAST_MATH_SCRIPT.replace('assert (tiny', '# assert (tiny'))
+    assert out.returncode == 0, out.stderr
+
+
+def test_fast_math_kernel_leaves_the_process_fp_mode_alone(tmp_path):
+    out = run_script(tmp_path, FAST_MATH_SCRIPT)
+    assert out.returncode == 0, out.stderr
+
+
+def test_kernels_are_garbage_collected():
+    import gc
+    import weakref
+
+    def make():
+        @tack.kernel
+        def k(a):
+            for i in range(a.shape[0]):
+                a[i] = 1
+
+        k.__wrapped__.self_ref = k  # a cycle through the function
+        k(np.zeros(2))
+        return weakref.ref(k)
+
+    ref = make()
+    gc.collect()
+    assert ref() is None
+
+
+def test_indented_kernels_with_odd_lines():
+    class Holder:
+        @tack.kernel
+        def k(a):
+# a comment at column 0 does not upset the parser
+            for i in range(a.shape[0]):
+                a[i] = i + \
+                    1
+
+    a = np.zeros(3)
+    Holder.k(a)
+    assert a.tolist() == [1.0, 2.0, 3.0]
+
+    def make():
+        @tack.kernel
+        def bad(a):
+# comment
+            a[0] = [1]  # HERE
+        return bad
+
+    bad = make()
+    err = compile_error(bad, np.zeros(1))
+    assert_at(err, bad, "# HERE", "[1]")
