@@ -7,17 +7,31 @@ export UV_PYTHON ?= python3
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 UV = $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 
-.PHONY: demo test test-c test-python test-asan env uv clean bench
+.PHONY: demo test test-c test-python test-asan env uv sysdeps clean bench test-gpu
 
 uv:
 	@command -v uv >/dev/null 2>&1 || test -x $(HOME)/.local/bin/uv || \
 	  { echo "installing uv with pip"; python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv; }
 
-env: uv
-	$(UV) sync --extra test --extra peers
+# System libraries that VTK's offscreen rendering (tack.vis) loads: Mesa's EGL.
+# Installed with apt-get when missing and we are root; otherwise say what to install.
+sysdeps:
+	@ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1' || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq libegl1 libgl1-mesa-dri >/dev/null; \
+	  else echo "note: install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) for tack.vis figures"; fi; }
 
+env: uv sysdeps
+	$(UV) sync --extra test --extra peers --extra interop
+
+# The quick start, the VTK exchange (writes build/demo/radius.vti), the CPU
+# validator with its VTK checks, and a picture of radius.vti (build/demo/radius.png).
 demo: env
 	$(UV) run python docs/examples/quickstart.py
+	mkdir -p build/demo
+	cd build/demo && $(UV) run python ../../docs/examples/vtk_interop.py --output radius.vti
+	$(UV) run python docs/examples/validate.py --arch cpu --vtk
+	$(UV) run python -m tack.vis build/demo/radius.vti build/demo/radius.png
 
 test: env test-c test-python test-asan
 
