@@ -31,6 +31,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
@@ -96,9 +97,66 @@ static const char *cc_command(void) {
     return cc && *cc ? cc : "cc";
 }
 
-static tack_status compiler_identity(hash2 *out, char *first_line, size_t fl_len) {
+/* Asking `cc --version` costs a process start (several milliseconds), which
+ * would dominate the first call of a cached kernel in a new process.  So the
+ * answer is remembered in the cache directory, keyed by the compiler
+ * binary's resolved path, size, inode and modification time: a new or
+ * upgraded compiler has a new key and is asked again. */
+static int compiler_stamp(const char *cc, hash2 *k) {
+    char found[1024];
+    if (strpbrk(cc, " \t")) return 0; /* a command line ("ccache gcc"): always ask */
+    if (strchr(cc, '/')) snprintf(found, sizeof found, "%s", cc);
+    else {
+        const char *path = getenv("PATH");
+        int ok = 0;
+        while (path && *path && !ok) {
+            const char *end = strchr(path, ':');
+            size_t len = end ? (size_t)(end - path) : strlen(path);
+            snprintf(found, sizeof found, "%.*s/%s", (int)len, path, cc);
+            ok = access(found, X_OK) == 0;
+            path = end ? end + 1 : NULL;
+        }
+        if (!ok) return 0;
+    }
+    char real[PATH_MAX];
+    struct stat sb;
+    if (!realpath(found, real) || stat(real, &sb) != 0) return 0;
+    long long fields[4] = {(long long)sb.st_size, (long long)sb.st_ino, (long long)sb.st_mtim.tv_sec,
+                           (long long)sb.st_mtim.tv_nsec};
+    h_str(k, real);
+    h_add(k, fields, sizeof fields);
+    return 1;
+}
+
+static tack_status write_file(const char *path, const char *a, const char *b);
+static _Atomic unsigned long tmp_counter;
+
+static int identity_load(const char *memo, hash2 *h, char *text, size_t tn) {
+    FILE *f = fopen(memo, "r");
+    if (!f) return 0;
+    unsigned long long a, b;
+    int ok = fscanf(f, "%llx %llx\n", &a, &b) == 2 && fgets(text, (int)tn, f) != NULL;
+    fclose(f);
+    if (!ok) return 0;
+    text[strcspn(text, "\n")] = 0;
+    h->a = a;
+    h->b = b;
+    return 1;
+}
+
+static tack_status compiler_identity(const char *dir, hash2 *out, char *first_line, size_t fl_len) {
     const char *cc = cc_command();
+    char memo[1200] = "";
+    hash2 stamp = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
     pthread_mutex_lock(&ident_lock);
+    if ((!ident_ok || strcmp(ident_cc, cc) != 0) && compiler_stamp(cc, &stamp)) {
+        snprintf(memo, sizeof memo, "%s/cc-%016llx.id", dir, (unsigned long long)stamp.a);
+        if (identity_load(memo, &ident_hash, ident_text, sizeof ident_text)) {
+            snprintf(ident_cc, sizeof ident_cc, "%s", cc);
+            ident_ok = 1;
+            memo[0] = 0; /* nothing to write */
+        }
+    }
     if (!ident_ok || strcmp(ident_cc, cc) != 0) {
         char cmd[700];
         snprintf(cmd, sizeof cmd, "%s --version 2>&1", cc);
@@ -133,6 +191,13 @@ static tack_status compiler_identity(hash2 *out, char *first_line, size_t fl_len
         snprintf(ident_cc, sizeof ident_cc, "%s", cc);
         ident_hash = h;
         ident_ok = 1;
+        if (memo[0]) { /* remember it; a failure to write only costs the next process a run */
+            char tmp[1300], line[1200];
+            snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", memo, (long)getpid(), (unsigned long)++tmp_counter);
+            snprintf(line, sizeof line, "%016llx %016llx\n", (unsigned long long)h.a, (unsigned long long)h.b);
+            if (write_file(tmp, line, ident_text) == TACK_OK && rename(tmp, memo) != 0) unlink(tmp);
+            tack_clear_error();
+        }
     }
     *out = ident_hash;
     snprintf(first_line, fl_len, "%s", ident_text);
@@ -226,8 +291,6 @@ static int split_args(char *s, char **argv, int max) {
     return n;
 }
 
-static _Atomic unsigned long tmp_counter;
-
 static tack_status write_file(const char *path, const char *a, const char *b) {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd < 0) return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
@@ -290,10 +353,10 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
     double t0 = now_ms();
     hash2 ident;
     char first_line[256];
-    tack_status st = compiler_identity(&ident, first_line, sizeof first_line);
-    if (st != TACK_OK) return st;
     char dir[1024];
-    st = cache_dir(dir, sizeof dir);
+    tack_status st = cache_dir(dir, sizeof dir);
+    if (st != TACK_OK) return st;
+    st = compiler_identity(dir, &ident, first_line, sizeof first_line);
     if (st != TACK_OK) return st;
 
     char flags[1024];
