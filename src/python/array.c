@@ -166,7 +166,7 @@ int tack_py_array_check(tack_state *st, PyObject *obj) { return Py_TYPE(obj) == 
 
 #define ARR(o) (((TackArrayObject *)(o))->arr)
 
-static int parse_shape(PyObject *obj, int64_t *shape, int *ndim)
+int tack_py_parse_shape(PyObject *obj, int64_t *shape, int *ndim)
 {
     PyObject *seq = NULL;
     int rc = -1;
@@ -230,7 +230,7 @@ static PyObject *py_empty(PyObject *m, PyObject *args, PyObject *kw)
     tack_state *st = tack_get_state(m);
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|Op:empty", names, &shape_obj, &dtype_obj, &device_obj, &zero))
         return NULL;
-    if (parse_shape(shape_obj, shape, &ndim) < 0 || tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
+    if (tack_py_parse_shape(shape_obj, shape, &ndim) < 0 || tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
         return NULL;
     tack_device *dev = tack_py_device_from_object(st, device_obj);
     if (!dev)

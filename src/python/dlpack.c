@@ -539,41 +539,6 @@ static void release_view(void *ctx)
     tack_free(h);
 }
 
-static int parse_shape_tuple(PyObject *obj, int64_t *shape, int *ndim)
-{
-    PyObject *seq = NULL;
-    int rc = -1;
-    if (PyIndex_Check(obj)) {
-        *ndim = 1;
-        shape[0] = PyLong_AsLongLong(obj);
-        return shape[0] == -1 && PyErr_Occurred() ? -1 : 0;
-    }
-    if (!(seq = PySequence_Fast(obj, "shape must be an int or a tuple of ints")))
-        return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > TACK_MAX_NDIM) {
-        PyErr_Format(PyExc_ValueError, "shape %R has %zd dimensions; Tack arrays have at most %d", obj, n,
-                     TACK_MAX_NDIM);
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyIndex_Check(item)) {
-            PyErr_Format(PyExc_TypeError, "shape entries must be ints, got %.100s in %R", Py_TYPE(item)->tp_name,
-                         obj);
-            goto done;
-        }
-        shape[i] = PyLong_AsLongLong(item);
-        if (shape[i] == -1 && PyErr_Occurred())
-            goto done;
-    }
-    *ndim = (int)n;
-    rc = 0;
-done:
-    Py_XDECREF(seq);
-    return rc;
-}
-
 /* _core.wrap_pointer(ptr, shape, dtype, writable=False, device=None) */
 static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw)
 {
@@ -587,7 +552,7 @@ static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|pO:wrap_pointer", names, &ptr, &shape_obj, &dtype_obj,
                                      &writable, &device_obj))
         return NULL;
-    if (parse_shape_tuple(shape_obj, shape, &ndim) < 0 || tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
+    if (tack_py_parse_shape(shape_obj, shape, &ndim) < 0 || tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
         return NULL;
     tack_device *dev = tack_py_device_from_object(st, device_obj);
     if (!dev)

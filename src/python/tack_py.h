@@ -61,6 +61,9 @@ int tack_py_raise_int(void); /* same, returns -1 */
  * to arr, released on failure). */
 PyObject *tack_py_array_new(tack_state *st, tack_array *arr);
 int tack_py_array_check(tack_state *st, PyObject *obj);
+/* A shape argument (an int or a sequence of ints, none negative, at most
+ * TACK_MAX_NDIM) into shape/ndim; -1 with ValueError/TypeError naming it. */
+int tack_py_parse_shape(PyObject *obj, int64_t *shape, int *ndim);
 /* Resolve a dtype argument: DType object, NumPy dtype/str, type; -1 with TypeError. */
 int tack_py_dtype_from_object(tack_state *st, PyObject *obj, tack_dtype *out);
 /* Device by name (None -> the default device); NULL with an exception set. */
