@@ -50,5 +50,10 @@ test-asan:
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/asan --output-on-failure
 
+# Tack beside Numba, Warp, Taichi, NumPy and C+OpenMP: writes docs/benchmarks.md and .png.
+bench: uv
+	$(UV) sync --extra test --extra bench
+	$(UV) run python benchmarks/run.py
+
 clean:
 	rm -rf build .venv

@@ -1,0 +1,156 @@
+/*
+ * reference.c -- the benchmark kernels written by hand in C with OpenMP, and
+ * the machine's memory bandwidth.
+ *
+ * This is the stand-in for what the machine can do: what a careful C
+ * programmer writes and compiles with `cc -O3 -march=native -fno-math-errno
+ * -fopenmp` (no fast-math; -fno-math-errno as Tack's JIT has it).  "Careful" means: restrict pointers, static scheduling, index
+ * arithmetic without division where the loop structure gives it for free
+ * (radius_squared and mandelbrot walk rows instead of dividing the flat index),
+ * `omp simd reduction` where a reduction may be reassociated (sum, n-body's
+ * inner loop), and per-thread histograms merged by an OpenMP array reduction.
+ * No intrinsics, no non-temporal stores.
+ *
+ * The bandwidth probe times plain stores (bw_write), a copy (bw_copy) and
+ * memset per thread (which uses non-temporal stores on large blocks); the loops
+ * are kept as loops (GCC would turn them into memset/memcpy calls).
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define KEEP_LOOP __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define KEEP_LOOP
+#endif
+
+int ref_threads(void) { return omp_get_max_threads(); }
+
+void ref_saxpy(int64_t n, float a, const float *restrict x, float *restrict y) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) y[i] = a * x[i] + y[i];
+}
+
+/* The same values as the flat-index kernel, computed row by row. */
+void ref_radius_squared(int64_t n, int64_t nx, int64_t ny, float *restrict v) {
+    int64_t rows = (n + nx - 1) / nx;
+    const float hx = (float)(nx - 1) * 0.5f, hy = (float)(ny - 1) * 0.5f;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        float y = (float)(r % ny) - hy, z = (float)(r / ny) - 2.0f;
+        float yz = y * y + z * z;
+        int64_t lo = r * nx, hi = lo + nx < n ? lo + nx : n;
+        float *restrict row = v + lo;
+        for (int64_t i = 0; i < hi - lo; i++) {
+            float x = (float)i - hx;
+            row[i] = x * x + yz;
+        }
+    }
+}
+
+void ref_stencil(int64_t n, float c0, float c1, const float *restrict a, float *restrict out) {
+    const int64_t s1 = n * n, s2 = n;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t i = 1; i < n - 1; i++)
+        for (int64_t j = 1; j < n - 1; j++) {
+            const float *restrict c = a + i * s1 + j * s2;
+            float *restrict o = out + i * s1 + j * s2;
+            for (int64_t k = 1; k < n - 1; k++)
+                o[k] = c0 * c[k] + c1 * (c[k - s1] + c[k + s1] + c[k - s2] + c[k + s2] +
+                                         c[k - 1] + c[k + 1]);
+        }
+}
+
+void ref_nbody(int64_t n, float eps2, const float *restrict px, const float *restrict py,
+               const float *restrict pz, const float *restrict m, float *restrict ax,
+               float *restrict ay, float *restrict az) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        const float xi = px[i], yi = py[i], zi = pz[i];
+        float fx = 0.0f, fy = 0.0f, fz = 0.0f;
+#pragma omp simd reduction(+ : fx, fy, fz)
+        for (int64_t j = 0; j < n; j++) {
+            float dx = px[j] - xi, dy = py[j] - yi, dz = pz[j] - zi;
+            float r2 = dx * dx + dy * dy + dz * dz + eps2;
+            float inv = 1.0f / sqrtf(r2);
+            float s = m[j] * inv * inv * inv;
+            fx += dx * s;
+            fy += dy * s;
+            fz += dz * s;
+        }
+        ax[i] = fx;
+        ay[i] = fy;
+        az[i] = fz;
+    }
+}
+
+void ref_mandelbrot(int64_t n, int64_t w, float x0, float y0, float dx, float dy,
+                    int32_t max_iter, int32_t *restrict out) {
+    int64_t h = n / w;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < h; r++) {
+        const float cy = y0 + (float)r * dy;
+        for (int64_t c = 0; c < w; c++) {
+            const float cx = x0 + (float)c * dx;
+            float x = 0.0f, y = 0.0f;
+            int32_t it = 0;
+            while (it < max_iter && x * x + y * y <= 4.0f) {
+                float xt = x * x - y * y + cx;
+                y = 2.0f * x * y + cy;
+                x = xt;
+                it++;
+            }
+            out[r * w + c] = it;
+        }
+    }
+}
+
+void ref_sum(int64_t n, const float *restrict x, float *restrict out) {
+    float s = 0.0f;
+#pragma omp parallel for simd schedule(static) reduction(+ : s)
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    out[0] += s;
+}
+
+void ref_histogram(int64_t n, const int32_t *restrict keys, int32_t nbins, int32_t *restrict hist) {
+#pragma omp parallel for schedule(static) reduction(+ : hist[:nbins])
+    for (int64_t i = 0; i < n; i++) hist[keys[i]]++;
+}
+
+void ref_normalize(int64_t n, const float *restrict v, float *restrict out) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        float x = v[3 * i], y = v[3 * i + 1], z = v[3 * i + 2];
+        float l = sqrtf(x * x + y * y + z * z);
+        out[3 * i] = x / l;
+        out[3 * i + 1] = y / l;
+        out[3 * i + 2] = z / l;
+    }
+}
+
+/* ---------------------------------------------------------------- bandwidth */
+KEEP_LOOP void bw_write(int64_t n, float *restrict dst, float value) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) dst[i] = value;
+}
+
+KEEP_LOOP void bw_copy(int64_t n, const float *restrict src, float *restrict dst) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
+void bw_memset(int64_t n, float *restrict dst) {
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num(), k = omp_get_num_threads();
+        int64_t lo = n * t / k, hi = n * (t + 1) / k;
+        memset(dst + lo, 0, (size_t)(hi - lo) * sizeof(float));
+    }
+}
+
+/* The launch-overhead reference: the 1-element saxpy, serial. */
+void ref_saxpy_serial(int64_t n, float a, const float *restrict x, float *restrict y) {
+    for (int64_t i = 0; i < n; i++) y[i] = a * x[i] + y[i];
+}

@@ -1,0 +1,169 @@
+"""Numba: ``@njit(parallel=True)`` with ``prange``, f32 throughout (np.float32
+constants, so nothing is promoted to f64), no fastmath.  The histogram uses
+per-thread private histograms (Numba has no atomics); the sum is a prange
+reduction."""
+
+import numpy as np
+
+NAME, LABEL = "numba", "Numba"
+_k = None
+
+
+def available():
+    try:
+        import numba  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        return f"numba not importable: {e}"
+    return None
+
+
+def setup(threads):
+    import numba
+
+    if threads:
+        numba.set_num_threads(threads)
+
+
+def kernels():
+    global _k
+    if _k is not None:
+        return _k
+    import math
+
+    import numba
+    from numba import njit, prange
+
+    f32 = np.float32
+    par = njit(parallel=True, cache=False)
+
+    @par
+    def saxpy(a, x, y):
+        for i in prange(y.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    @par
+    def radius_squared(values, nx, ny):
+        hx = f32(nx - 1) * f32(0.5)
+        hy = f32(ny - 1) * f32(0.5)
+        for i in prange(values.shape[0]):
+            x = f32(i % nx) - hx
+            y = f32((i // nx) % ny) - hy
+            z = f32(i // (nx * ny)) - f32(2.0)
+            values[i] = x * x + y * y + z * z
+
+    @par
+    def stencil(a, out, c0, c1):
+        n = a.shape[0]
+        for i in prange(1, n - 1):
+            for j in range(1, n - 1):
+                for k in range(1, n - 1):
+                    out[i, j, k] = c0 * a[i, j, k] + c1 * (
+                        a[i - 1, j, k] + a[i + 1, j, k] + a[i, j - 1, k] + a[i, j + 1, k]
+                        + a[i, j, k - 1] + a[i, j, k + 1])
+
+    @par
+    def nbody(px, py, pz, m, ax, ay, az, eps2):
+        n = px.shape[0]
+        for i in prange(n):
+            xi, yi, zi = px[i], py[i], pz[i]
+            fx = f32(0.0)
+            fy = f32(0.0)
+            fz = f32(0.0)
+            for j in range(n):
+                dx = px[j] - xi
+                dy = py[j] - yi
+                dz = pz[j] - zi
+                r2 = dx * dx + dy * dy + dz * dz + eps2
+                inv = f32(1.0) / math.sqrt(r2)
+                s = m[j] * inv * inv * inv
+                fx += dx * s
+                fy += dy * s
+                fz += dz * s
+            ax[i] = fx
+            ay[i] = fy
+            az[i] = fz
+
+    @par
+    def mandelbrot(out, w, x0, y0, dx, dy, max_iter):
+        for i in prange(out.shape[0]):
+            cx = x0 + f32(i % w) * dx
+            cy = y0 + f32(i // w) * dy
+            x = f32(0.0)
+            y = f32(0.0)
+            it = 0
+            while it < max_iter and x * x + y * y <= f32(4.0):
+                xt = x * x - y * y + cx
+                y = f32(2.0) * x * y + cy
+                x = xt
+                it += 1
+            out[i] = it
+
+    @par
+    def sum_(x):
+        s = f32(0.0)
+        for i in prange(x.shape[0]):
+            s += x[i]
+        return s
+
+    @par
+    def histogram(keys, hist, nthreads):
+        n = keys.shape[0]
+        nb = hist.shape[0]
+        local = np.zeros((nthreads, nb), np.int32)
+        for t in prange(nthreads):
+            lo = n * t // nthreads
+            hi = n * (t + 1) // nthreads
+            for i in range(lo, hi):
+                local[t, keys[i]] += 1
+        for t in range(nthreads):
+            for b in range(nb):
+                hist[b] += local[t, b]
+
+    @par
+    def normalize(v, out):
+        for i in prange(v.shape[0]):
+            x, y, z = v[i, 0], v[i, 1], v[i, 2]
+            length = math.sqrt(x * x + y * y + z * z)
+            out[i, 0] = x / length
+            out[i, 1] = y / length
+            out[i, 2] = z / length
+
+    @njit(cache=False)
+    def saxpy_serial(a, x, y):
+        for i in range(y.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    _k = dict(saxpy=saxpy, radius_squared=radius_squared, stencil=stencil, nbody=nbody,
+              mandelbrot=mandelbrot, sum=sum_, histogram=histogram, normalize=normalize,
+              saxpy_serial=saxpy_serial, numba=numba)
+    return _k
+
+
+def prepare(kernel, inp):
+    k = kernels()
+    f32 = np.float32
+    fn = k[kernel]
+    if kernel == "saxpy":
+        args = (f32(inp["a"]), inp["x"], inp["y"])
+    elif kernel == "radius_squared":
+        args = (inp["values"], inp["nx"], inp["ny"])
+    elif kernel == "stencil":
+        args = (inp["a"], inp["out"], f32(inp["c0"]), f32(inp["c1"]))
+    elif kernel == "nbody":
+        args = tuple(inp[n] for n in ("px", "py", "pz", "m", "ax", "ay", "az")) + (f32(inp["eps2"]),)
+    elif kernel == "mandelbrot":
+        args = (inp["out"], inp["w"], f32(inp["x0"]), f32(inp["y0"]), f32(inp["dx"]),
+                f32(inp["dy"]), inp["max_iter"])
+    elif kernel == "sum":
+        x, out = inp["x"], inp["out"]
+
+        def run():
+            out[0] += fn(x)
+        return run, None
+    elif kernel == "histogram":
+        args = (inp["keys"], inp["hist"], k["numba"].get_num_threads())
+    elif kernel == "normalize":
+        args = (inp["v"], inp["out"])
+    else:
+        raise KeyError(kernel)
+    return (lambda: fn(*args)), None

@@ -1,0 +1,100 @@
+"""A quick smoke test of the benchmark harness (benchmarks/): every peer that
+is installed computes every benchmark kernel at a tiny size, and its result
+must equal Tack's (which must equal the NumPy reference).  Peers that are not
+installed (Numba, Warp, Taichi are the ``bench`` extra) are skipped with the
+reason.  Then the driver runs end to end in --quick mode on the peers that are
+always there and writes its report."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+from benchmarks import kernels as K  # noqa: E402
+from benchmarks import report, worker  # noqa: E402
+from benchmarks.peers import ORDER, load  # noqa: E402
+
+
+def _tiny(spec):
+    return spec.quick[0]
+
+
+@pytest.fixture(scope="module")
+def tack_results(tmp_path_factory):
+    """Tack's outputs at the tiny sizes, each checked against the reference."""
+    tk = load("tack")
+    why = tk.available()
+    if why:
+        pytest.skip(why)
+    tk.setup(None)
+    out = str(tmp_path_factory.mktemp("tack-results"))
+    for name in K.ORDER:
+        spec = K.SPECS[name]
+        rec = worker.run_case(tk, spec, _tiny(spec), save=out, repeat=1, budget=0.0)
+        assert rec["status"] == "ok", rec
+        assert rec["checked_against"] == "reference"
+    return out
+
+
+@pytest.mark.parametrize("peer", [p for p in ORDER if p != "tack"])
+def test_peer_matches_tack(peer, tack_results):
+    mod = load(peer)
+    why = mod.available()
+    if why:
+        pytest.skip(why)
+    mod.setup(None)
+    for name in K.ORDER:
+        spec = K.SPECS[name]
+        rec = worker.run_case(mod, spec, _tiny(spec), against=tack_results, repeat=1, budget=0.0)
+        assert rec["status"] == "ok", rec
+        assert rec["checked_against"] == "tack"
+        assert rec["time_s"] > 0
+
+
+def test_a_wrong_result_is_caught(tack_results):
+    """A peer whose result differs from Tack's does not get a time."""
+
+    class Wrong:
+        NAME = "wrong"
+
+        @staticmethod
+        def prepare(kernel, inp):
+            def run():
+                inp["values"][:] = 1.0
+            return run, None
+
+    spec = K.SPECS["radius_squared"]
+    rec = worker.run_case(Wrong, spec, _tiny(spec), against=tack_results, repeat=1, budget=0.0)
+    assert rec["status"] == "wrong" and "time_s" not in rec
+    assert "differs from Tack's result" in rec["reason"]
+
+
+def test_driver_quick(tmp_path):
+    if load("tack").available():
+        pytest.skip(load("tack").available())
+    md = tmp_path / "bench.md"
+    js = tmp_path / "bench.json"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "run.py"), "--quick",
+                        "--peers", "tack,c,numpy", "--kernels", "saxpy,sum", "--no-scaling",
+                        "--no-latency", "--md", str(md), "--json", str(js)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = md.read_text()
+    assert "| saxpy | 1K |" in text and "## Targets" in text
+    assert "| saxpy | 1K |" in r.stdout  # the same table, printed
+
+
+def test_report_handles_missing_peers():
+    data = {"quick": True, "versions": {"cpu": "x", "cores": 2}, "records": [
+        {"peer": "tack", "kernel": "saxpy", "size": 1024, "label": "1K", "status": "ok", "time_s": 1e-6},
+        {"peer": "numba", "status": "unavailable", "reason": "numba not importable"},
+        {"peer": "c", "kernel": "saxpy", "size": 1024, "label": "1K", "status": "wrong", "reason": "bad"},
+    ], "scaling": [], "bandwidth": None, "launch": [], "startup": {}}
+    text = report.markdown(data)
+    assert "Not run: Numba: numba not importable" in text
+    assert "wrong [1]" in text
+    assert any(ok is None for _, _, ok in report.targets(data))
