@@ -8,21 +8,34 @@
  * statically: thread t runs [n*t/T, n*(t+1)/T).  Kernels are regular loops,
  * so static chunks balance well and cost nothing to hand out.
  *
- * A launch publishes the job under the pool lock, bumps a generation number
- * and broadcasts; workers run their chunk and count down; the caller waits
- * for the count to reach zero.  The pool serves one launch at a time: a
- * second thread that finds it busy (a concurrent tack_launch) runs its loop
- * on its own thread instead of waiting, so launches from several threads
- * never deadlock and never queue behind each other.  Small ranges
- * (n < min_parallel) also stay on the caller, with no wake-up at all.
+ * Waking a sleeping thread costs microseconds (a futex wake and a trip
+ * through the scheduler), which is more than a medium-sized loop takes to
+ * run.  So both sides spin briefly before they sleep, as OpenMP runtimes
+ * do: a worker that has finished a chunk watches the job generation for
+ * SPIN_NS before it blocks on the condition variable, and the caller
+ * watches the count of unfinished chunks the same way.  Back-to-back
+ * launches then hand work over through one cache line.  Sleeping is safe
+ * against lost wake-ups by the usual pairing of sequentially consistent
+ * atomics: a sleeper announces itself (sleepers++, caller_sleeping = 1)
+ * before its last look at the condition, and a publisher changes the
+ * condition before it looks for sleepers, so one of the two always sees
+ * the other; the publisher then signals under the mutex.
+ *
+ * The pool serves one launch at a time: a second thread that finds it busy
+ * (a concurrent tack_launch) runs its loop on its own thread instead of
+ * waiting, so launches from several threads never deadlock and never queue
+ * behind each other.  Small ranges (n < min_parallel) also stay on the
+ * caller, with no hand-over at all.
  *
  * After fork() the child has no workers; an atfork handler resets the pool
  * so the child starts its own on demand.
  */
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/pool.h"
@@ -30,21 +43,25 @@
 
 typedef void (*pool_fn)(void *frame, int64_t lo, int64_t hi);
 
+#define SPIN_NS 50000 /* 50 microseconds */
+
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
     pthread_mutex_t busy;
-    int workers;      /* started worker threads */
+    int workers; /* started worker threads */
     int started;
-    uint64_t gen;
-    uint64_t base_gen; /* gen when the workers were started */
+    /* the job; written by the caller before gen is bumped */
     pool_fn fn;
     void *frame;
     int64_t n;
     int parts;
-    int remaining;
-} P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-       0, 0, 0, 0, NULL, NULL, 0, 0, 0};
+    _Atomic uint64_t gen;
+    _Atomic int remaining;
+    _Atomic int sleepers;        /* workers blocked (or about to block) on `wake` */
+    _Atomic int caller_sleeping; /* the caller blocked (or about to block) on `done` */
+} P = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
+       .busy = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int nthreads = 1;
@@ -56,7 +73,9 @@ static void after_fork_child(void) {
     pthread_mutex_init(&P.busy, NULL);
     P.workers = 0;
     P.started = 0;
-    P.remaining = 0;
+    atomic_store(&P.remaining, 0);
+    atomic_store(&P.sleepers, 0);
+    atomic_store(&P.caller_sleeping, 0);
 }
 
 static void init_once(void) {
@@ -80,26 +99,59 @@ int tack_pool_threads(void) {
     return nthreads;
 }
 
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Spin until gen differs from `seen` or SPIN_NS pass; the new gen or `seen`. */
+static uint64_t spin_for_job(uint64_t seen) {
+    int64_t t0 = now_ns();
+    for (unsigned i = 1;; i++) {
+        uint64_t g = atomic_load_explicit(&P.gen, memory_order_acquire);
+        if (g != seen) return g;
+        relax();
+        if ((i & 63) == 0 && now_ns() - t0 > SPIN_NS) return seen;
+    }
+}
+
 static void run_part(pool_fn fn, void *frame, int64_t n, int parts, int t) {
     int64_t lo = (int64_t)((__int128)n * t / parts), hi = (int64_t)((__int128)n * (t + 1) / parts);
     if (lo < hi) fn(frame, lo, hi);
 }
 
+typedef struct { int t; uint64_t seen; } worker_arg;
+
 static void *worker(void *arg) {
-    int t = (int)(intptr_t)arg;
-    pthread_mutex_lock(&P.lock);
-    uint64_t seen = P.base_gen; /* a job published before this thread ran is still seen */
+    worker_arg *wa = arg;
+    int t = wa->t;
+    uint64_t seen = wa->seen; /* a job published before this thread ran is still seen */
+    free(wa);
     for (;;) {
-        while (P.gen == seen) pthread_cond_wait(&P.wake, &P.lock);
-        seen = P.gen;
-        pool_fn fn = P.fn;
-        void *frame = P.frame;
-        int64_t n = P.n;
-        int parts = P.parts;
-        pthread_mutex_unlock(&P.lock);
-        if (t < parts) run_part(fn, frame, n, parts, t);
-        pthread_mutex_lock(&P.lock);
-        if (--P.remaining == 0) pthread_cond_signal(&P.done);
+        uint64_t g = spin_for_job(seen);
+        if (g == seen) {
+            pthread_mutex_lock(&P.lock);
+            atomic_fetch_add(&P.sleepers, 1);
+            while ((g = atomic_load(&P.gen)) == seen) pthread_cond_wait(&P.wake, &P.lock);
+            atomic_fetch_sub(&P.sleepers, 1);
+            pthread_mutex_unlock(&P.lock);
+        }
+        seen = g;
+        if (t < P.parts) run_part(P.fn, P.frame, P.n, P.parts, t);
+        if (atomic_fetch_sub(&P.remaining, 1) == 1 && atomic_load(&P.caller_sleeping)) {
+            pthread_mutex_lock(&P.lock);
+            pthread_cond_signal(&P.done);
+            pthread_mutex_unlock(&P.lock);
+        }
     }
     return NULL;
 }
@@ -112,14 +164,18 @@ static int start(void) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_mutex_lock(&P.lock);
-    P.base_gen = P.gen;
     for (int i = 0; i < want; i++) {
         pthread_t th;
-        if (pthread_create(&th, &attr, worker, (void *)(intptr_t)(i + 1)) != 0) break;
+        worker_arg *wa = malloc(sizeof *wa);
+        if (!wa) break;
+        wa->t = i + 1;
+        wa->seen = atomic_load(&P.gen);
+        if (pthread_create(&th, &attr, worker, wa) != 0) {
+            free(wa);
+            break;
+        }
         P.workers++;
     }
-    pthread_mutex_unlock(&P.lock);
     pthread_attr_destroy(&attr);
     return P.workers;
 }
@@ -139,18 +195,31 @@ void tack_pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel) {
     }
     int parts = workers + 1;
     if (n < parts) parts = (int)n;
-    pthread_mutex_lock(&P.lock);
+    /* Publish: the job, then the count, then the generation (release). */
     P.fn = fn;
     P.frame = frame;
     P.n = n;
     P.parts = parts;
-    P.remaining = workers;
-    P.gen++;
-    pthread_cond_broadcast(&P.wake);
-    pthread_mutex_unlock(&P.lock);
+    atomic_store(&P.remaining, workers);
+    atomic_fetch_add(&P.gen, 1);
+    if (atomic_load(&P.sleepers) > 0) {
+        pthread_mutex_lock(&P.lock);
+        pthread_cond_broadcast(&P.wake);
+        pthread_mutex_unlock(&P.lock);
+    }
     run_part(fn, frame, n, parts, 0);
-    pthread_mutex_lock(&P.lock);
-    while (P.remaining > 0) pthread_cond_wait(&P.done, &P.lock);
-    pthread_mutex_unlock(&P.lock);
+    /* Wait for the workers: spin, then sleep. */
+    int64_t t0 = now_ns();
+    for (unsigned i = 1; atomic_load_explicit(&P.remaining, memory_order_acquire) > 0; i++) {
+        relax();
+        if ((i & 63) == 0 && now_ns() - t0 > SPIN_NS) {
+            pthread_mutex_lock(&P.lock);
+            atomic_store(&P.caller_sleeping, 1);
+            while (atomic_load(&P.remaining) > 0) pthread_cond_wait(&P.done, &P.lock);
+            atomic_store(&P.caller_sleeping, 0);
+            pthread_mutex_unlock(&P.lock);
+            break;
+        }
+    }
     pthread_mutex_unlock(&P.busy);
 }
