@@ -50,6 +50,11 @@ test-asan:
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/asan --output-on-failure
 
+# On a machine with an NVIDIA GPU: build, the CUDA tests on the GPU, the
+# PyTorch/CuPy exchange and the bandwidth / launch-overhead benchmarks (< 10 min).
+test-gpu:
+	bash tests/gpu/run.sh
+
 # Tack beside Numba, Warp, Taichi, NumPy and C+OpenMP: writes docs/benchmarks.md and .png.
 bench: uv
 	$(UV) sync --extra test --extra bench

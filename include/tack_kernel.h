@@ -174,6 +174,16 @@ TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev);
 TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int nargs);
 TACK_API void tack_program_free(tack_program *p);
 
+/* ------------------------------------------------------------------ CUDA */
+/* Compile CUDA C++ source to PTX with NVRTC (loaded at run time; no GPU is
+ * needed) for compute capability major.minor.  On success *ptx is a string
+ * to release with tack_free.  TACK_ERR_COMPILE carries NVRTC's log;
+ * TACK_ERR_DEVICE says that NVRTC is missing. */
+TACK_API tack_status tack_nvrtc_compile(const char *source, const char *name, int major, int minor,
+                                        char **ptx);
+/* NVRTC's version as major*1000 + minor*10, or 0 when it cannot be loaded. */
+TACK_API int tack_nvrtc_version(void);
+
 #ifdef __cplusplus
 }
 #endif

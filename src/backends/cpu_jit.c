@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "backends/cpu_jit.h"
+#include "backends/kcache.h"
 #include "compiler/compiler.h"
 #include "runtime/pool.h"
 
@@ -58,32 +59,6 @@
     " -ffinite-math-only -ffp-contract=fast"
 
 extern char **environ;
-
-/* ------------------------------------------------------------ helpers */
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int log_info(void) {
-    const char *v = getenv("TACK_LOG");
-    return v && (!strcmp(v, "info") || !strcmp(v, "debug"));
-}
-
-typedef struct hash2 { uint64_t a, b; } hash2;
-
-static void h_add(hash2 *h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h->a = (h->a ^ p[i]) * 0x100000001b3ULL;
-        h->b = (h->b ^ p[i]) * 0x100000001b3ULL;
-    }
-    /* a separator so that ("ab","c") and ("a","bc") differ */
-    h->a = (h->a ^ 0xff) * 0x100000001b3ULL;
-    h->b = (h->b ^ 0xfe) * 0x100000001b3ULL;
-}
-static void h_str(hash2 *h, const char *s) { h_add(h, s ? s : "", s ? strlen(s) : 0); }
 
 /* ------------------------------------------------- compiler identity */
 static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -123,8 +98,8 @@ static int compiler_stamp(const char *cc, hash2 *k) {
     if (!realpath(found, real) || stat(real, &sb) != 0) return 0;
     long long fields[4] = {(long long)sb.st_size, (long long)sb.st_ino, (long long)sb.st_mtim.tv_sec,
                            (long long)sb.st_mtim.tv_nsec};
-    h_str(k, real);
-    h_add(k, fields, sizeof fields);
+    tack_kc_hash_str(k, real);
+    tack_kc_hash_add(k, fields, sizeof fields);
     return 1;
 }
 
@@ -176,7 +151,7 @@ static tack_status compiler_identity(const char *dir, hash2 *out, char *first_li
                     }
                     ident_text[k] = 0;
                 }
-                h_add(&h, buf, n);
+                tack_kc_hash_add(&h, buf, n);
                 total += n;
             }
             int rc = pclose(f);
@@ -208,14 +183,14 @@ static tack_status compiler_identity(const char *dir, hash2 *out, char *first_li
 /* The CPU model matters because of -march=native. */
 static void cpu_identity(hash2 *h) {
     struct utsname u;
-    if (uname(&u) == 0) h_str(h, u.machine);
+    if (uname(&u) == 0) tack_kc_hash_str(h, u.machine);
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
     char line[4096];
     int got = 0;
     while (got < 2 && fgets(line, sizeof line, f)) {
         if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) {
-            h_str(h, line);
+            tack_kc_hash_str(h, line);
             got++;
         }
     }
@@ -223,48 +198,6 @@ static void cpu_identity(hash2 *h) {
 }
 
 /* ------------------------------------------------------------- cache */
-static tack_status mkdirs(const char *path) {
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-            return tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", tmp, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", tmp, strerror(errno));
-    return TACK_OK;
-}
-
-static tack_status cache_dir(char *out, size_t n) {
-    const char *d = getenv("TACK_CACHE_DIR");
-    if (d && *d) snprintf(out, n, "%s", d);
-    else if ((d = getenv("XDG_CACHE_HOME")) && *d) snprintf(out, n, "%s/tack", d);
-    else if ((d = getenv("HOME")) && *d) snprintf(out, n, "%s/.cache/tack", d);
-    else return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)");
-    size_t len = strlen(out);
-    while (len > 1 && out[len - 1] == '/') out[--len] = 0;
-    tack_status st = mkdirs(out);
-    if (st != TACK_OK) return st;
-    struct stat sb;
-    if (stat(out, &sb) != 0)
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot use the kernel cache directory %s: %s", out, strerror(errno));
-    if (!S_ISDIR(sb.st_mode)) return tack_set_error(TACK_ERR_RUNTIME, "the kernel cache path %s is not a directory", out);
-    if (sb.st_uid != geteuid())
-        return tack_set_error(TACK_ERR_RUNTIME,
-                              "refusing the kernel cache directory %s: it is owned by another user (uid %u); "
-                              "loading cached kernels runs their code (set TACK_CACHE_DIR to a directory of yours)",
-                              out, (unsigned)sb.st_uid);
-    if (sb.st_mode & (S_IWGRP | S_IWOTH))
-        return tack_set_error(TACK_ERR_RUNTIME,
-                              "refusing the kernel cache directory %s: it is writable by group or others; loading "
-                              "cached kernels runs their code (chmod go-w %s)",
-                              out, out);
-    return TACK_OK;
-}
-
 /* Load a library and check that it is the entry for `key`. */
 static int try_load(const char *path, const char *key, void **handle, void **entry) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -350,11 +283,11 @@ static tack_status run_compiler(const char *kernel, const char *flags, const cha
 }
 
 tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
-    double t0 = now_ms();
+    double t0 = tack_kc_now_ms();
     hash2 ident;
     char first_line[256];
     char dir[1024];
-    tack_status st = cache_dir(dir, sizeof dir);
+    tack_status st = tack_kc_dir(dir, sizeof dir);
     if (st != TACK_OK) return st;
     st = compiler_identity(dir, &ident, first_line, sizeof first_line);
     if (st != TACK_OK) return st;
@@ -364,15 +297,15 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
     snprintf(flags, sizeof flags, "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno%s %s",
              p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", extra ? extra : "");
 
-    hash2 h = {0xcbf29ce484222325ULL, 0x6c62272e07bb0142ULL};
-    h_str(&h, p->source);
-    h_str(&h, p->dialect);
-    h_add(&h, &ident, sizeof ident);
-    h_str(&h, flags);
-    h_str(&h, TACK_VERSION_STRING);
+    hash2 h = TACK_HASH2_INIT;
+    tack_kc_hash_str(&h, p->source);
+    tack_kc_hash_str(&h, p->dialect);
+    tack_kc_hash_add(&h, &ident, sizeof ident);
+    tack_kc_hash_str(&h, flags);
+    tack_kc_hash_str(&h, TACK_VERSION_STRING);
     char abi[16];
     snprintf(abi, sizeof abi, "abi%d", TK_CPU_ABI_VERSION);
-    h_str(&h, abi);
+    tack_kc_hash_str(&h, abi);
     cpu_identity(&h);
     char key[40];
     snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
@@ -382,13 +315,13 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
     void *handle = NULL, *entry = NULL;
     if (access(path, F_OK) == 0) {
         if (try_load(path, key, &handle, &entry)) {
-            if (log_info())
-                fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s)\n", p->kernel_name, now_ms() - t0, path);
+            if (tack_kc_log_info())
+                fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s)\n", p->kernel_name, tack_kc_now_ms() - t0, path);
             p->handle = handle;
             p->entry = entry;
             return TACK_OK;
         }
-        if (log_info()) fprintf(stderr, "tack: cache entry %s is unusable; rebuilding it\n", path);
+        if (tack_kc_log_info()) fprintf(stderr, "tack: cache entry %s is unusable; rebuilding it\n", path);
     }
 
     /* Compile into unique temporaries, then rename into place. */
@@ -422,8 +355,8 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
         return tack_set_error(TACK_ERR_RUNTIME, "cannot load the compiled kernel '%s' from %s: %s", p->kernel_name, path,
                               why ? why : "tack_entry or tack_cache_key missing");
     }
-    if (log_info())
-        fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s)\n", p->kernel_name, now_ms() - t0,
+    if (tack_kc_log_info())
+        fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s)\n", p->kernel_name, tack_kc_now_ms() - t0,
                 first_line, path);
     p->handle = handle;
     p->entry = entry;

@@ -11,19 +11,25 @@
  * vice versa.  Every entry point pushes the primary context and pops it
  * again, leaving the caller's current context as it found it.
  *
- * Streams: one non-blocking stream per device; all of Tack's copies and
- * launches on that device are ordered on it.  Memory uses the stream-ordered
+ * Streams: one stream per device; all of Tack's copies and
+ * launches on that device are ordered on it.  It is a blocking stream, so it
+ * is also ordered with the legacy default stream that PyTorch and CuPy use
+ * unless told otherwise: their queued work and Tack's follow each other.  Memory uses the stream-ordered
  * allocator (cuMemAllocAsync) when the device supports memory pools.
  * Copies to and from the host synchronize the stream before returning,
  * because the host buffer may be freed by the caller right after.
+ *
+ * Kernels (cuda_launch.c) are queued on the same stream; a failed check in
+ * one is recorded on the device and reported at the next synchronization
+ * point: synchronize, a copy to the host, or a launch that must complete
+ * before it returns (an argument shared with another library).
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cuda_api.h"
-#include "runtime/runtime.h"
+#include "backends/cuda_backend.h"
 
 static tack_cuda_api api;
 static char load_why[256];
@@ -97,17 +103,9 @@ const tack_cuda_api *tack_cuda_load(char *why, size_t why_len)
     return &api;
 }
 
-/* Per-device state. */
-typedef struct cuda_dev {
-    CUdevice dev;
-    CUcontext ctx;
-    CUstream stream;
-    int major, minor;
-    int pools;
-    char name[128];
-} cuda_dev;
+const tack_cuda_api *tack_cuda_api_get(void) { return load_ok ? &api : NULL; }
 
-static tack_status cu_error(CUresult r, const char *what)
+tack_status tack_cuda_error(CUresult r, const char *what)
 {
     const char *s = NULL;
     if (api.cuGetErrorString)
@@ -121,7 +119,7 @@ static tack_status cu_error(CUresult r, const char *what)
     do {                                          \
         CUresult r_ = (call);                     \
         if (r_ != TACK_CUDA_SUCCESS) {            \
-            st = cu_error(r_, what);              \
+            st = tack_cuda_error(r_, what);              \
             goto done;                            \
         }                                         \
     } while (0)
@@ -139,14 +137,17 @@ static int cuda_device_count(char *why, size_t why_len)
     return n;
 }
 
-static tack_status push(tack_device *d)
+tack_status tack_cuda_push(tack_device *d)
 {
     cuda_dev *c = d->state;
     CUresult r = api.cuCtxPushCurrent(c->ctx);
-    return r == TACK_CUDA_SUCCESS ? TACK_OK : cu_error(r, "cuCtxPushCurrent");
+    return r == TACK_CUDA_SUCCESS ? TACK_OK : tack_cuda_error(r, "cuCtxPushCurrent");
 }
 
-static void pop(void)
+#define push tack_cuda_push
+#define pop tack_cuda_pop
+
+void tack_cuda_pop(void)
 {
     CUcontext ignored;
     api.cuCtxPopCurrent(&ignored);
@@ -172,7 +173,9 @@ static tack_status cuda_init_device(tack_device *d)
     CU(api.cuDevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain");
     CU(api.cuCtxPushCurrent(c->ctx), "cuCtxPushCurrent");
     pushed = 1;
-    CU(api.cuStreamCreate(&c->stream, TACK_CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    /* blocking: ordered with the legacy default stream, which PyTorch and CuPy use by default */
+    CU(api.cuStreamCreate(&c->stream, 0), "cuStreamCreate");
+    pthread_mutex_init(&c->lock, NULL);
     d->state = c;
     c = NULL;
 done:
@@ -227,6 +230,8 @@ static tack_status cuda_copy(tack_device *d, void *dst, const void *src, size_t 
     case TACK_COPY_D2H:
         CU(api.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, c->stream), "cuMemcpyDtoHAsync");
         CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+        /* a synchronization point: a failed check of a kernel before it is reported */
+        st = tack_cuda_check_record(d);
         break;
     case TACK_COPY_D2D:
         CU(api.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, c->stream),
@@ -283,6 +288,7 @@ static tack_status cuda_synchronize(tack_device *d)
     if ((st = push(d)) != TACK_OK)
         return st;
     CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+    st = tack_cuda_check_record(d);
 done:
     pop();
     return st;
@@ -298,9 +304,9 @@ static const tack_backend cuda_backend = {
     .copy = cuda_copy,
     .fill = cuda_fill,
     .synchronize = cuda_synchronize,
-    .build = NULL,
-    .launch = NULL,
-    .unload = NULL,
+    .build = tack_cuda_build,
+    .launch = tack_cuda_launch,
+    .unload = tack_cuda_unload,
 };
 
 const tack_backend *tack_backend_cuda(void) { return &cuda_backend; }

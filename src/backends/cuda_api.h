@@ -72,12 +72,8 @@ typedef struct tack_cuda_api {
  * the reason in `why`. */
 const tack_cuda_api *tack_cuda_load(char *why, size_t why_len);
 
-/* NVRTC: compile CUDA C++ source to PTX for compute capability major.minor.
- * On success *ptx is a tack_malloc'd string.  On failure the error is set
- * (TACK_ERR_COMPILE with NVRTC's log, or TACK_ERR_DEVICE without NVRTC). */
-#include "tack.h"
-tack_status tack_nvrtc_compile(const char *source, const char *name, int major, int minor, char **ptx);
-/* NVRTC's version as major*1000+minor*10, or 0 without NVRTC. */
-int tack_nvrtc_version(void);
+/* NVRTC (nvrtc.c): tack_nvrtc_compile and tack_nvrtc_version are public,
+ * declared in tack_kernel.h. */
+#include "tack_kernel.h"
 
 #endif

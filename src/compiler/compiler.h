@@ -9,7 +9,7 @@
  *   verify.c   IR invariants, checked between passes
  *   fold.c     constant folding
  *   checks.c   bounds-check elision and hoisting
- *   strength.c loop-invariant divisors hoisted out of loops
+ *   strength.c invariant code motion, fast division by invariant divisors
  *   emit.c     IR -> C-family source through a dialect of hooks
  *   ir_dump.c  the textual IR (tack_program_ir, TACK_DUMP=ir)
  *   driver.c   tack_compile and the program object
@@ -193,6 +193,7 @@ typedef enum tk_math {
     M_ISNAN, M_ISINF, M_ISFINITE,
     M_LENGTH, M_NORMALIZE,
     M_TRIP,      /* [lo, hi, step] -> number of iterations of range(lo, hi, step) */
+    M_FDIVQ, M_MODQ, /* [a, d, inv, fast(, q, seg)] i64 a // d, a % d via 1.0 / d (strength.c) */
     M_COUNT
 } tk_math;
 
@@ -313,6 +314,7 @@ const char *tk_un_name(int u);
 const char *tk_math_name(int m);
 
 /* ---------------------------------------------------------------- emit */
+typedef struct tk_emitter tk_emitter;
 struct tk_dialect {
     const char *name;
     /* The whole preamble (types, helpers). */
@@ -329,7 +331,33 @@ struct tk_dialect {
      * range [lo, hi) of the flattened index space, called through the
      * runtime's parallel_for (CPU); GPU dialects will use a grid instead. */
     int pfor_as_function;
+    /* Qualifiers of @tack.func specializations (NULL: "static"). */
+    const char *func_qual;
+    /* Vector and matrix values as C++ `T{{...}}` rather than C compound literals. */
+    int cxx_literals;
+    /* Spellings of NaN and infinity: f32 NaN, f64 NaN, f32 inf, f64 inf (NULL: GCC builtins). */
+    const char *const *float_specials;
+    /* Lay out the kernel itself after the prelude and the functions (NULL: the CPU
+     * layout of emit.c: a frame struct, parallel bodies, one exported entry). */
+    void (*kernel)(tk_emitter *e, tk_buf *out);
 };
+extern const tk_dialect tk_dialect_cuda;
+
+/* emit.c's services for a dialect's kernel hook.  The emitter writes into the
+ * buffer set by tk_emitter_target; `fn` is how a failed check leaves the code
+ * being written (0 or 1: `return;`, as from the entry or a parallel body). */
+tk_cc *tk_emitter_cc(tk_emitter *e);
+tk_spec *tk_emitter_kernel(tk_emitter *e);
+tk_buf *tk_emitter_target(tk_emitter *e, tk_buf *b, int fn);
+void tk_emitter_printf(tk_emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Write the indentation of a new line; change the indentation by `delta` levels. */
+void tk_emitter_indent(tk_emitter *e);
+void tk_emitter_nest(tk_emitter *e, int delta);
+void tk_emitter_expr(tk_emitter *e, tk_ir *x);
+void tk_emitter_stmt(tk_emitter *e, tk_ir *s);
+void tk_emitter_local(tk_emitter *e, int local);
+/* Declare (zero-initialized) the value locals of one scope: -1 frame, else a parallel loop's id. */
+void tk_emitter_declare_locals(tk_emitter *e, int scope);
 extern const tk_dialect tk_dialect_c;
 const tk_dialect *tk_dialect_find(const char *name);
 

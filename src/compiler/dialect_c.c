@@ -114,6 +114,19 @@ static const char PRELUDE_CORE[] =
     "}\n"
     "static inline uint64_t tk_fdiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n"
     "static inline uint64_t tk_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n"
+    /* strength.c: exact for |a|, |d| < 2^52, d != 0 (its essay has the proof); vectorizes */
+    "static inline int64_t tk_fdivq_i64(int64_t a, int64_t d, double inv, tk_bool fast) {\n"
+    "    if (!fast) return tk_fdiv_i64(a, d);\n"
+    "    double t = (double)a * inv; int64_t q = (int64_t)t; q -= (double)q > t;\n"
+    "    int64_t s = d >> 63, r = (a - q * d) ^ s;\n"
+    "    return q - (r < s) + (r >= (d ^ s));\n"
+    "}\n"
+    "static inline int64_t tk_modq_i64(int64_t a, int64_t d, double inv, tk_bool fast) {\n"
+    "    if (!fast) return tk_mod_i64(a, d);\n"
+    "    double t = (double)a * inv; int64_t q = (int64_t)t; q -= (double)q > t;\n"
+    "    int64_t s = d >> 63, r = a - q * d, x = r ^ s;\n"
+    "    return r + (x < s ? d : 0) - (x >= (d ^ s) ? d : 0);\n"
+    "}\n"
     "static inline uint64_t tk_ipow_u64(uint64_t a, uint64_t e) {\n"
     "    uint64_t r = 1;\n"
     "    while (e) { if (e & 1) r *= a; a *= a; e >>= 1; }\n"
@@ -253,5 +266,6 @@ const tk_dialect tk_dialect_c = {
 
 const tk_dialect *tk_dialect_find(const char *name) {
     if (!name || !strcmp(name, "c")) return &tk_dialect_c;
+    if (!strcmp(name, "cuda")) return &tk_dialect_cuda;
     return NULL;
 }

@@ -4,8 +4,11 @@
  * One emitter serves every C-like target; what differs between targets is
  * behind a tk_dialect (compiler.h): the prelude (types and helper
  * functions), the names of C types and math functions, how symbols are
- * exported, and how parallel loops run.  Only the "c" dialect exists today;
- * CUDA, HIP, Metal and OpenCL will add tables, not branches.
+ * exported, and how parallel loops run.  The "c" dialect (dialect_c.c) is
+ * the CPU's; "cuda" (dialect_cuda.c) lays the kernel out on a grid through
+ * the dialect's `kernel` hook, using the services at the end of this file
+ * to emit expressions and statements exactly as for the CPU.  HIP, Metal
+ * and OpenCL will add tables, not branches.
  *
  * The shape of the generated C for the CPU:
  *
@@ -25,6 +28,12 @@
  * Float-to-int conversions saturate (NaN gives 0) instead of being UB.
  * A failing check calls abi->fail(ctx, site, a, b) and returns; after a call
  * to a @tack.func and after each parallel loop the code tests ctx->failed.
+ *
+ * A parallel loop with fast divisions (strength.c's M_FDIVQ / M_MODQ) is
+ * emitted in versions chosen once per chunk by its flags: segmented (index
+ * quotients fixed per segment), fast (reciprocal estimate plus fix-up), and
+ * exact (the helpers) -- so each version's loop is free of the branch and
+ * the fast ones vectorize.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,7 +41,8 @@
 
 #include "compiler/compiler.h"
 
-typedef struct E {
+typedef struct tk_emitter E;
+struct tk_emitter {
     tk_cc *C;
     const tk_dialect *D;
     tk_buf *b;
@@ -42,8 +52,9 @@ typedef struct E {
     int fn;          /* 0 entry, 1 parallel body, 2 device function */
     int counter;
     tk_buf pfors;    /* parallel bodies, emitted while walking the entry */
+    int fastv;       /* in a version of a loop with fast divisions (strength.c): 1 fast, 2 exact, 3 segmented; else 0 */
     tk_spec *K;
-} E;
+};
 
 static void ex(E *e, tk_ir *x);
 static void st(E *e, tk_ir *s);
@@ -84,8 +95,9 @@ static void emit_const(E *e, tk_ir *x) {
     if (is_float_dt(dt)) {
         double v = x->c.f;
         int f32 = dt == TACK_F32;
-        if (isnan(v)) P(e, f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")");
-        else if (isinf(v)) P(e, "%s%s", v < 0 ? "-" : "", f32 ? "__builtin_inff()" : "__builtin_inf()");
+        const char *const *sp = e->D->float_specials;
+        if (isnan(v)) P(e, "%s", sp ? sp[f32 ? 0 : 1] : f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")");
+        else if (isinf(v)) P(e, "%s%s", v < 0 ? "-" : "", sp ? sp[f32 ? 2 : 3] : f32 ? "__builtin_inff()" : "__builtin_inf()");
         else if (f32) P(e, "%af", (double)(float)v);
         else P(e, "%a", v);
         return;
@@ -250,6 +262,19 @@ static void ex(E *e, tk_ir *x) {
         return;
     case IR_MATH: {
         int m = x->sub;
+        if (m == M_FDIVQ || m == M_MODQ) { /* the flag is known inside the loop's two versions */
+            if (e->fastv == 3 && x->n == 6) { /* in a segment: i // d is q, i % d is i - q * d */
+                if (m == M_FDIVQ) { ex(e, x->k[4]); return; }
+                P(e, "((int64_t)((uint64_t)("); ex(e, x->k[0]); P(e, ") - (uint64_t)("); ex(e, x->k[4]);
+                P(e, ") * (uint64_t)("); ex(e, x->k[1]); P(e, ")))");
+                return;
+            }
+            P(e, "tk_%sq_i64(", m == M_FDIVQ ? "fdiv" : "mod");
+            for (int i = 0; i < 3; i++) { ex(e, x->k[i]); P(e, ", "); }
+            if (e->fastv) P(e, "%d)", e->fastv != 2);
+            else { ex(e, x->k[3]); P(e, ")"); }
+            return;
+        }
         if (m == M_TRIP) P(e, "tk_trip(");
         else if (m == M_LENGTH || m == M_NORMALIZE) P(e, "tk_%s_%s(", m == M_LENGTH ? "length" : "normalize", vname(x->aux_ty.dt));
         else if (m == M_ISNAN || m == M_ISINF || m == M_ISFINITE) P(e, "(0 != %s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
@@ -277,7 +302,7 @@ static void ex(E *e, tk_ir *x) {
         return;
     case IR_VEC: {
         int dt = x->ty.dt, r = dt_rows((tack_dtype)dt), c = dt_cols((tack_dtype)dt);
-        P(e, "((%s){{", ctype(e, dt));
+        P(e, e->D->cxx_literals ? "(%s{{" : "((%s){{", ctype(e, dt));
         for (int i = 0; i < r; i++) {
             if (c > 1) P(e, "%s{", i ? ", " : "");
             for (int j = 0; j < c; j++) {
@@ -537,6 +562,87 @@ static int heavy(const tk_ir *s) {
     return 0;
 }
 
+/* A parallel loop's fast-division flag (kid 3 of its M_FDIVQ / M_MODQ) or its
+ * segmentation flag (kid 5), if it has one (strength.c). */
+static tk_ir *fast_flag(tk_ir *x, int kid) {
+    if (x->op == IR_MATH && (x->sub == M_FDIVQ || x->sub == M_MODQ) && x->n > kid) return x->k[kid];
+    for (int i = 0; i < x->n; i++) {
+        tk_ir *f = fast_flag(x->k[i], kid);
+        if (f) return f;
+    }
+    return NULL;
+}
+
+/* Each segment quotient q = index // d, once per q local (marks in `seen`). */
+static void segment_heads(E *e, tk_ir *x, char *seen) {
+    if (x->op == IR_MATH && (x->sub == M_FDIVQ || x->sub == M_MODQ) && x->n == 6 && !seen[x->k[4]->local]) {
+        seen[x->k[4]->local] = 1;
+        /* a segment starts inside q's run or on its next boundary: step q, divide only
+         * at the chunk's start (or, never expected, when w_ is elsewhere) */
+        I(e); P(e, "{ const int64_t d_ = "); ex(e, x->k[1]); P(e, ";\n");
+        e->ind++;
+        I(e); P(e, "const int64_t o_ = (int64_t)((uint64_t)w_ - (uint64_t)d_ * (uint64_t)"); ex(e, x->k[4]); P(e, ");\n");
+        I(e); P(e, "if (o_ == d_ && s_ != lo_) "); ex(e, x->k[4]); P(e, "++;\n");
+        I(e); P(e, "else if (s_ == lo_ || o_ < 0 || o_ >= d_) "); ex(e, x->k[4]); P(e, " = tk_fdiv_i64(w_, d_);\n");
+        I(e); P(e, "const int64_t b_ = (int64_t)((uint64_t)s_ + (uint64_t)d_ * (uint64_t)("); ex(e, x->k[4]);
+        P(e, " + 1) - (uint64_t)w_);\n");
+        I(e); P(e, "if (b_ < e_) e_ = b_;\n");
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
+    for (int i = 0; i < x->n; i++) segment_heads(e, x->k[i], seen);
+}
+
+/* The chunk's loop over [lo_, hi_) of a parallel loop, with its body. */
+static void pfor_loop(E *e, tk_ir *s) {
+    int nd = s->aux;
+    tk_ir *body = s->k[nd];
+    if (nd == 1 && e->fastv == 3) { /* segments where every index // d is one value */
+        I(e); P(e, "for (int64_t s_ = lo_, e_; s_ < hi_; s_ = e_) {\n");
+        e->ind++;
+        I(e); P(e, "e_ = hi_;\n");
+        I(e); P(e, "const int64_t w_ = (int64_t)((uint64_t)s_ + (uint64_t)(");
+        if (s->off) ex(e, s->off);
+        else P(e, "0");
+        P(e, "));\n");
+        segment_heads(e, body, tk_alloc(&e->C->arena, (size_t)e->S->nlocals + 1));
+    }
+    if (nd == 1) {
+        I(e); P(e, e->fastv == 3 ? "for (int64_t i_ = s_; i_ < e_; i_++) {\n" : "for (int64_t i_ = lo_; i_ < hi_; i_++) {\n");
+        e->ind++;
+        I(e); local_name(e, s->vars[0]);
+        if (s->off) { P(e, " = (int64_t)((uint64_t)i_ + (uint64_t)("); ex(e, s->off); P(e, "));\n"); }
+        else P(e, " = i_;\n");
+    } else {
+        I(e); P(e, "const int64_t inner_ = F->pn[%d];\n", nd - 1);
+        I(e); P(e, "const int64_t o0_ = lo_ / inner_, o1_ = (hi_ - 1) / inner_;\n");
+        I(e); P(e, "const int64_t j0_ = lo_ %% inner_, j1_ = (hi_ - 1) %% inner_ + 1;\n");
+        I(e); P(e, "for (int64_t o_ = o0_; o_ <= o1_; o_++) {\n");
+        e->ind++;
+        I(e); P(e, "int64_t r_ = o_;\n");
+        for (int d = nd - 2; d >= 0; d--) {
+            I(e); local_name(e, s->vars[d]);
+            if (d > 0) P(e, " = r_ %% F->pn[%d]; r_ /= F->pn[%d];\n", d, d);
+            else P(e, " = r_;\n");
+        }
+        I(e); P(e, "const int64_t jb_ = o_ == o0_ ? j0_ : 0, je_ = o_ == o1_ ? j1_ : inner_;\n");
+        I(e); P(e, "for (int64_t j_ = jb_; j_ < je_; j_++) {\n");
+        e->ind++;
+        I(e); local_name(e, s->vars[nd - 1]); P(e, " = j_;\n");
+    }
+    block(e, body);
+    if (nd > 1) {
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
+    e->ind--;
+    I(e); P(e, "}\n");
+    if (nd == 1 && e->fastv == 3) {
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
+}
+
 static void emit_pfor(E *e, tk_ir *s) {
     int id = e->counter++;
     int nd = s->aux;
@@ -587,37 +693,24 @@ static void emit_pfor(E *e, tk_ir *s) {
     for (int i = 0; i < S->nlocals && scope == -2; i++)
         if (i == s->vars[0]) scope = S->locals[i].scope;
     declare_locals(e, scope, 0);
-    tk_ir *body = s->k[nd];
-    if (nd == 1) {
-        I(e); P(e, "for (int64_t i_ = lo_; i_ < hi_; i_++) {\n");
+    /* a loop with fast divisions (strength.c) runs in two versions, on its flag */
+    tk_ir *fast = fast_flag(s->k[nd], 3), *seg = fast_flag(s->k[nd], 5);
+    if (!fast) pfor_loop(e, s);
+    int vers[3], nv = 0;
+    if (fast && seg) vers[nv++] = 3;
+    if (fast) { vers[nv++] = 1; vers[nv++] = 2; }
+    for (int j = 0; j < nv; j++) {
+        int v = vers[j];
+        I(e);
+        if (v == 2) P(e, "} else {\n");
+        else { P(e, j ? "} else if (" : "if ("); ex(e, v == 3 ? seg : fast); P(e, ") {\n"); }
         e->ind++;
-        I(e); local_name(e, s->vars[0]);
-        if (s->off) { P(e, " = (int64_t)((uint64_t)i_ + (uint64_t)("); ex(e, s->off); P(e, "));\n"); }
-        else P(e, " = i_;\n");
-    } else {
-        I(e); P(e, "const int64_t inner_ = F->pn[%d];\n", nd - 1);
-        I(e); P(e, "const int64_t o0_ = lo_ / inner_, o1_ = (hi_ - 1) / inner_;\n");
-        I(e); P(e, "const int64_t j0_ = lo_ %% inner_, j1_ = (hi_ - 1) %% inner_ + 1;\n");
-        I(e); P(e, "for (int64_t o_ = o0_; o_ <= o1_; o_++) {\n");
-        e->ind++;
-        I(e); P(e, "int64_t r_ = o_;\n");
-        for (int d = nd - 2; d >= 0; d--) {
-            I(e); local_name(e, s->vars[d]);
-            if (d > 0) P(e, " = r_ %% F->pn[%d]; r_ /= F->pn[%d];\n", d, d);
-            else P(e, " = r_;\n");
-        }
-        I(e); P(e, "const int64_t jb_ = o_ == o0_ ? j0_ : 0, je_ = o_ == o1_ ? j1_ : inner_;\n");
-        I(e); P(e, "for (int64_t j_ = jb_; j_ < je_; j_++) {\n");
-        e->ind++;
-        I(e); local_name(e, s->vars[nd - 1]); P(e, " = j_;\n");
-    }
-    block(e, body);
-    if (nd > 1) {
+        e->fastv = v;
+        pfor_loop(e, s);
+        e->fastv = 0;
         e->ind--;
-        I(e); P(e, "}\n");
     }
-    e->ind--;
-    I(e); P(e, "}\n");
+    if (fast) { I(e); P(e, "}\n"); }
     /* privatized sums: one atomic add per chunk */
     for (int r = 0; s->red && r < s->red->n; r++) {
         tk_ir *a = s->red->k[r];
@@ -640,7 +733,7 @@ static void mark_calls(tk_cc *C, tk_ir *x, char *reach) {
 }
 
 static void func_signature(E *e, tk_spec *S, int si) {
-    P(e, "static %s tk_f%d(tk_ctx *ctx, const tk_abi *abi", S->ret.kind == TY_VALUE ? ctype(e, S->ret.dt) : "void", si);
+    P(e, "%s %s tk_f%d(tk_ctx *ctx, const tk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", S->ret.kind == TY_VALUE ? ctype(e, S->ret.dt) : "void", si);
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
         if (t.kind == TY_ARRAY) {
@@ -696,6 +789,22 @@ const char *tk_emit(tk_cc *C) {
         if (S->ret.kind == TY_VALUE) { I(e); P(e, "return tk_zero;\n"); }
         e->ind = 0;
         P(e, "}\n");
+    }
+
+    /* a dialect that lays the kernel out itself (GPU grids) */
+    if (e->D->kernel) {
+        e->b = &out;
+        P(e, "/* generated by tack %s for kernel %s (%s:%d); dialect %s */\n", TACK_VERSION_STRING, KF->name,
+          KF->filename, KF->first_line, e->D->name);
+        e->D->prelude(C, &out);
+        if (funcs.len) tk_puts(&out, funcs.s);
+        P(e, "\n");
+        e->S = K;
+        e->si = 0;
+        e->fn = 0;
+        e->ind = 0;
+        e->D->kernel(e, &out);
+        return out.s;
     }
 
     /* the entry */
@@ -754,3 +863,26 @@ const char *tk_emit(tk_cc *C) {
     tk_puts(&out, entry.s);
     return out.s;
 }
+
+/* ------------------------------------------- services for dialect layouts */
+tk_cc *tk_emitter_cc(tk_emitter *e) { return e->C; }
+tk_spec *tk_emitter_kernel(tk_emitter *e) { return e->K; }
+tk_buf *tk_emitter_target(tk_emitter *e, tk_buf *b, int fn) {
+    tk_buf *old = e->b;
+    e->b = b;
+    e->fn = fn;
+    e->S = e->K;
+    return old;
+}
+void tk_emitter_printf(tk_emitter *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tk_vprintf(e->b, fmt, ap);
+    va_end(ap);
+}
+void tk_emitter_indent(tk_emitter *e) { I(e); }
+void tk_emitter_nest(tk_emitter *e, int delta) { e->ind += delta; }
+void tk_emitter_expr(tk_emitter *e, tk_ir *x) { ex(e, x); }
+void tk_emitter_stmt(tk_emitter *e, tk_ir *s) { st(e, s); }
+void tk_emitter_local(tk_emitter *e, int local) { local_name(e, local); }
+void tk_emitter_declare_locals(tk_emitter *e, int scope) { declare_locals(e, scope, 0); }

@@ -101,6 +101,6 @@ const char *tk_math_name(int m) {
     static const char *n[M_COUNT] = {"sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
                                      "atan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "fabs", "atan2",
                                      "pow", "hypot", "fmod", "copysign", "isnan", "isinf", "isfinite", "length",
-                                     "normalize", "trip"};
+                                     "normalize", "trip", "fdivq", "modq"};
     return (unsigned)m < M_COUNT ? n[m] : "?";
 }

@@ -185,7 +185,7 @@ static int module_exec(PyObject *m)
         PyModule_AddIntConstant(m, "MAX_NDIM", TACK_MAX_NDIM) < 0)
         return -1;
     if (tack_py_dtype_exec(m, st) < 0 || tack_py_array_exec(m, st) < 0 || tack_py_kernel_exec(m, st) < 0 ||
-        tack_py_dlpack_exec(m, st) < 0)
+        tack_py_dlpack_exec(m, st) < 0 || tack_py_cuda_exec(m, st) < 0)
         return -1;
     return 0;
 }

@@ -93,6 +93,7 @@ static inline PyObject *tack_py_call1(PyObject *obj, const char *name, PyObject 
 int tack_py_dtype_exec(PyObject *m, tack_state *st);
 int tack_py_array_exec(PyObject *m, tack_state *st);
 int tack_py_kernel_exec(PyObject *m, tack_state *st);
+int tack_py_cuda_exec(PyObject *m, tack_state *st);
 int tack_py_dlpack_exec(PyObject *m, tack_state *st);
 
 /* dlpack.c: Array.__dlpack__ and Array.__dlpack_device__ */

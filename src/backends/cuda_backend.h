@@ -1,0 +1,61 @@
+/*
+ * cuda_backend.h -- what cuda.c (devices, memory, copies) and cuda_launch.c
+ * (building, caching, launching kernels; the device-side error record) share.
+ *
+ * One cuda_dev per Tack CUDA device: the GPU's primary context, the stream
+ * all of Tack's work on that device is ordered on, and the kernel state --
+ * the error record in device memory that generated code writes when a check
+ * fails, the list of programs built for the device (so that a failure read
+ * from the record can be worded from its program's site table), and an
+ * error kept for the next synchronization point when a program is freed
+ * with a failure still unreported.
+ */
+#ifndef TACK_CUDA_BACKEND_H
+#define TACK_CUDA_BACKEND_H
+
+#include <pthread.h>
+
+#include "backends/cuda_api.h"
+#include "runtime/runtime.h"
+
+struct cuda_prog;
+
+typedef struct cuda_dev {
+    CUdevice dev;
+    CUcontext ctx;
+    CUstream stream;
+    int major, minor;
+    int pools;
+    char name[128];
+    /* kernels: cuda_launch.c, under `lock` */
+    pthread_mutex_t lock;
+    CUdeviceptr err;           /* the error record (0 until the first build) */
+    struct cuda_prog *progs;   /* programs built for this device */
+    tack_status pending;       /* an error to report at the next synchronization */
+    char pending_msg[1200];
+} cuda_dev;
+
+/* The layout of the error record, as the CUDA prelude declares it. */
+typedef struct cuda_err_record {
+    int32_t failed;
+    int32_t site;
+    uint64_t prog;
+    int64_t a, b;
+} cuda_err_record;
+
+/* cuda.c */
+const tack_cuda_api *tack_cuda_api_get(void);
+tack_status tack_cuda_push(tack_device *d);
+void tack_cuda_pop(void);
+tack_status tack_cuda_error(CUresult r, const char *what);
+
+/* cuda_launch.c: the vtable's build / launch / unload */
+tack_status tack_cuda_build(tack_device *d, tack_program *p);
+tack_status tack_cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs);
+void tack_cuda_unload(tack_device *d, tack_program *p);
+/* After the stream has been synchronized (context pushed): report a failed
+ * check recorded on the device, or an error kept from a freed program, and
+ * clear it.  TACK_OK when there is none. */
+tack_status tack_cuda_check_record(tack_device *d);
+
+#endif /* TACK_CUDA_BACKEND_H */

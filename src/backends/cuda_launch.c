@@ -1,0 +1,476 @@
+/*
+ * cuda_launch.c -- building and running kernels on CUDA devices.
+ *
+ * Build: the CUDA dialect's source (dialect_cuda.c) goes through NVRTC to
+ * PTX for the device's compute capability (the virtual architecture
+ * compute_XY, which the driver compiles for the exact GPU at load), and the
+ * PTX is loaded with cuModuleLoadData into the device's primary context.
+ * The source's last comment says how many phases the kernel has, which of
+ * them run as a single thread, and how large the frame buffer between
+ * phases must be.
+ *
+ * Disk cache: PTX is kept per architecture under a key that hashes what
+ * determines it -- the source, the dialect, NVRTC's version, the
+ * architecture, NVRTC's options, Tack's version and this launcher's ABI --
+ * exactly like the CPU cache (cpu_jit.c) and in the same directory, under
+ * the same rules: TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack, else
+ * ~/.cache/tack; a directory that is not ours or that others may write is
+ * refused, because loaded code runs.  An entry is `KEY.sm_XY.ptx`; it
+ * starts with a line naming its key and ends with a trailer line, and one
+ * that lacks either (truncated, foreign) or that the driver refuses is
+ * rebuilt.  Entries are written to a unique temporary name and renamed into
+ * place.  (The driver keeps its own cache of the machine code it JITs.)
+ *
+ * Launch: the arguments are checked against the signature (dtype, ndim,
+ * device, writability), packed as 8-byte slots (error record, frame buffer,
+ * program id, then per parameter its pointer and shape or its scalar) and
+ * passed by value to every phase.  Parallel phases run a grid sized from the
+ * SM count (enough 256-thread blocks to fill every SM); serial phases run
+ * one thread.  The phases of one call are queued back to back under the
+ * program's lock (they share its frame buffer), and the call returns once
+ * they are queued -- except when an array argument is shared with another
+ * library (TACK_ARRAY_SHARED: exported or imported through DLPack, or
+ * wrapped from a pointer), in which case it waits for the launch to finish
+ * and reports a failed check at once, so the other library sees finished
+ * results ("When a call returns", DESIGN 4).
+ *
+ * Errors: a failed check writes the device's error record (first failure
+ * wins).  tack_cuda_check_record, called at every synchronization point,
+ * reads it, finds the program by its id and words the message from the
+ * program's site table, as the CPU does.  A program freed with a failure
+ * still recorded leaves the message on the device for the next
+ * synchronization.
+ *
+ * TACK_LOG=info logs each compile and cache load with its time to stderr.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/cuda_backend.h"
+#include "backends/kcache.h"
+#include "compiler/compiler.h"
+
+#define CUDA_LAUNCH_ABI 1
+#define MAX_SLOTS 512 /* 4 KiB of kernel parameters */
+
+typedef struct cuda_prog {
+    struct cuda_prog *next;
+    tack_program *p;
+    uint64_t id;
+    CUmodule mod;
+    int nph;
+    char *kinds;      /* 'p' parallel, 's' serial, per phase */
+    CUfunction *fn;
+    CUdeviceptr frame;
+    size_t frame_bytes;
+    unsigned block;
+    pthread_mutex_t lock;
+} cuda_prog;
+
+static _Atomic uint64_t next_prog_id = 1;
+static _Atomic unsigned long tmp_counter;
+
+#define PTX_TRAILER "\n// tack-end\n"
+
+/* Read a cache entry; NULL when it is missing or not the entry for `key`. */
+static char *read_entry(const char *path, const char *key) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n > 0 && n < (1L << 30) && fseek(f, 0, SEEK_SET) == 0 && (buf = tack_malloc((size_t)n + 1))) {
+        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+            tack_free(buf);
+            buf = NULL;
+        } else {
+            buf[n] = 0;
+        }
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    char head[80];
+    snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
+    size_t tl = strlen(PTX_TRAILER);
+    if (strncmp(buf, head, strlen(head)) != 0 || strlen(buf) != (size_t)n || (size_t)n < tl ||
+        strcmp(buf + n - tl, PTX_TRAILER) != 0) {
+        tack_free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static tack_status write_entry(const char *dir, const char *path, const char *key, const char *ptx) {
+    char tmp[1300];
+    snprintf(tmp, sizeof tmp, "%s/%s-%ld-%lu.ptx.tmp", dir, key, (long)getpid(), ++tmp_counter);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", tmp, strerror(errno));
+    char head[80];
+    snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
+    const char *parts[3] = {head, ptx, PTX_TRAILER};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(parts[i]), off = 0;
+        while (off < n) {
+            ssize_t w = write(fd, parts[i] + off, n - off);
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                int err = errno;
+                close(fd);
+                unlink(tmp);
+                return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", tmp, strerror(err));
+            }
+            off += (size_t)w;
+        }
+    }
+    close(fd);
+    if (rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot store the compiled kernel in %s: %s", path, strerror(err));
+    }
+    return TACK_OK;
+}
+
+/* ----------------------------------------------------------- reporting */
+static tack_status report(const tack_program *p, int site, int64_t a, int64_t b) {
+    if (site < 0 || site >= p->nsites)
+        return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check on the GPU", p->kernel_name);
+    const tk_site *s = &p->sites[site];
+    char where[600];
+    if (s->func && strcmp(s->func, p->kernel_name) != 0)
+        snprintf(where, sizeof where, "function %s called from kernel %s, %s:%d", s->func, p->kernel_name,
+                 s->file ? s->file : "?", s->line);
+    else
+        snprintf(where, sizeof where, "kernel %s, %s:%d", p->kernel_name, s->file ? s->file : "?", s->line);
+    switch (s->kind) {
+    case CK_INDEX:
+        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of bounds for axis %d with size %lld (array '%s', %s)",
+                              (long long)a, s->axis, (long long)b, s->array ? s->array : "?", where);
+    case CK_COMP:
+        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of range for a vector of length %lld (%s)",
+                              (long long)a, (long long)b, where);
+    case CK_ZERODIV:
+        return tack_set_error(TACK_ERR_ZERODIV, "%s (%s)", s->message ? s->message : "integer division by zero", where);
+    case CK_ASSERT:
+        if (s->message) return tack_set_error(TACK_ERR_ASSERT, "%s (%s)", s->message, where);
+        return tack_set_error(TACK_ERR_ASSERT, "assertion failed (%s)", where);
+    }
+    return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check (%s)", p->kernel_name, where);
+}
+
+/* Read the record (stream synchronized, context pushed, c->lock held).
+ * Returns 1 with *rec filled when a check failed; clears the record. */
+static int take_record(cuda_dev *c, cuda_err_record *rec, tack_status *st) {
+    const tack_cuda_api *api = tack_cuda_api_get();
+    *st = TACK_OK;
+    if (!c->err) return 0;
+    memset(rec, 0, sizeof *rec);
+    CUresult r = api->cuMemcpyDtoHAsync(rec, c->err, sizeof *rec, c->stream);
+    if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
+    if (r != TACK_CUDA_SUCCESS) {
+        *st = tack_cuda_error(r, "reading the kernel error record");
+        return 0;
+    }
+    if (!rec->failed) return 0;
+    r = api->cuMemsetD32Async(c->err, 0, sizeof *rec / 4, c->stream);
+    if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
+    if (r != TACK_CUDA_SUCCESS) *st = tack_cuda_error(r, "clearing the kernel error record");
+    return 1;
+}
+
+tack_status tack_cuda_check_record(tack_device *d) {
+    cuda_dev *c = d->state;
+    tack_status st = TACK_OK;
+    cuda_err_record rec;
+    pthread_mutex_lock(&c->lock);
+    if (c->pending != TACK_OK) {
+        st = tack_set_error(c->pending, "%s", c->pending_msg);
+        c->pending = TACK_OK;
+        c->pending_msg[0] = 0;
+        tack_status ignored;
+        take_record(c, &rec, &ignored); /* a later failure is dropped: the first one wins */
+        pthread_mutex_unlock(&c->lock);
+        return st;
+    }
+    tack_status rst;
+    if (take_record(c, &rec, &rst)) {
+        const cuda_prog *found = NULL;
+        for (const cuda_prog *cp = c->progs; cp; cp = cp->next)
+            if (cp->id == rec.prog) found = cp;
+        if (found) st = report(found->p, rec.site, rec.a, rec.b);
+        else st = tack_set_error(TACK_ERR_RUNTIME, "a kernel failed a check on %s (its program is gone)", d->name);
+    } else {
+        st = rst;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+/* --------------------------------------------------------------- build */
+static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
+    const char *m = p->source ? strstr(p->source, "/* tack-cuda: phases=") : NULL;
+    if (!p->dialect || strcmp(p->dialect, "cuda") != 0 || !m)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "kernel '%s' was compiled for the '%s' target; compile it with target \"cuda\" to run on a "
+                              "CUDA device",
+                              p->kernel_name, p->dialect ? p->dialect : "?");
+    m += strlen("/* tack-cuda: phases=");
+    int n = 0;
+    while (m[n] == 'p' || m[n] == 's') n++;
+    unsigned long long frame = 0;
+    unsigned block = 0;
+    if (sscanf(m + n, " frame=%llu block=%u", &frame, &block) != 2 || block == 0 || block > 1024)
+        return tack_set_error(TACK_ERR_VALUE, "kernel '%s': malformed CUDA layout comment", p->kernel_name);
+    cp->kinds = tack_calloc((size_t)n + 1, 1);
+    cp->fn = tack_calloc((size_t)n + 1, sizeof(CUfunction));
+    if (!cp->kinds || !cp->fn) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    memcpy(cp->kinds, m, (size_t)n);
+    cp->nph = n;
+    cp->frame_bytes = (size_t)frame;
+    cp->block = block;
+    return TACK_OK;
+}
+
+static const char NVRTC_FLAGS[] = "--std=c++17 -default-device --fmad=false";
+
+/* PTX for the device: from the cache or from NVRTC (then stored). */
+static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **out, char *path, size_t pathlen) {
+    cuda_dev *c = d->state;
+    char dir[1024];
+    tack_status st = tack_kc_dir(dir, sizeof dir);
+    if (st != TACK_OK) return st;
+    int ver = tack_nvrtc_version();
+    if (!ver) /* without NVRTC this fails, saying why */
+        return tack_nvrtc_compile("", "probe.cu", c->major, c->minor, out);
+    hash2 h = TACK_HASH2_INIT;
+    char misc[200];
+    snprintf(misc, sizeof misc, "nvrtc%d sm_%d%d %s tack%s launch%d", ver, c->major, c->minor, NVRTC_FLAGS,
+             TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
+    tack_kc_hash_str(&h, p->source);
+    tack_kc_hash_str(&h, p->dialect);
+    tack_kc_hash_str(&h, misc);
+    char key[40];
+    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+    snprintf(path, pathlen, "%s/%s.sm_%d%d.ptx", dir, key, c->major, c->minor);
+    double t0 = tack_kc_now_ms();
+    if (!refresh) {
+        char *buf = read_entry(path, key);
+        if (buf) {
+            if (tack_kc_log_info())
+                fprintf(stderr, "tack: loaded kernel '%s' for sm_%d%d from the cache in %.2f ms (%s)\n", p->kernel_name,
+                        c->major, c->minor, tack_kc_now_ms() - t0, path);
+            *out = buf;
+            return TACK_OK;
+        }
+    }
+    char name[300];
+    snprintf(name, sizeof name, "%s.cu", p->kernel_name);
+    char *ptx = NULL;
+    st = tack_nvrtc_compile(p->source, name, c->major, c->minor, &ptx);
+    if (st != TACK_OK) return st;
+    st = write_entry(dir, path, key, ptx);
+    if (st != TACK_OK) {
+        tack_free(ptx);
+        return st;
+    }
+    if (tack_kc_log_info())
+        fprintf(stderr, "tack: compiled kernel '%s' for sm_%d%d in %.1f ms with NVRTC %d.%d (%s)\n", p->kernel_name,
+                c->major, c->minor, tack_kc_now_ms() - t0, ver / 1000, ver % 1000 / 10, path);
+    *out = ptx;
+    return TACK_OK;
+}
+
+static void prog_free(const tack_cuda_api *api, cuda_prog *cp) {
+    if (!cp) return;
+    if (cp->frame) api->cuMemFree(cp->frame);
+    if (cp->mod) api->cuModuleUnload(cp->mod);
+    pthread_mutex_destroy(&cp->lock);
+    tack_free(cp->kinds);
+    tack_free(cp->fn);
+    tack_free(cp);
+}
+
+tack_status tack_cuda_build(tack_device *d, tack_program *p) {
+    const tack_cuda_api *api = tack_cuda_api_get();
+    cuda_dev *c = d->state;
+    char *ptx = NULL;
+    char path[1200] = "";
+    tack_status st;
+    cuda_prog *cp = tack_calloc(1, sizeof *cp);
+    if (!cp) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    pthread_mutex_init(&cp->lock, NULL);
+    cp->p = p;
+    cp->id = next_prog_id++;
+    if ((st = parse_layout(p, cp)) != TACK_OK) {
+        prog_free(api, cp);
+        return st;
+    }
+    if ((st = tack_cuda_push(d)) != TACK_OK) {
+        prog_free(api, cp);
+        return st;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        st = get_ptx(d, p, attempt, &ptx, path, sizeof path);
+        if (st != TACK_OK) goto fail;
+        CUresult r = api->cuModuleLoadData(&cp->mod, ptx);
+        tack_free(ptx);
+        ptx = NULL;
+        if (r == TACK_CUDA_SUCCESS) break;
+        cp->mod = NULL;
+        if (attempt == 1) {
+            st = tack_cuda_error(r, "cuModuleLoadData");
+            goto fail;
+        }
+        if (tack_kc_log_info()) fprintf(stderr, "tack: cache entry %s does not load; rebuilding it\n", path);
+    }
+    for (int k = 0; k < cp->nph; k++) {
+        char fname[32];
+        snprintf(fname, sizeof fname, "tk_phase%d", k);
+        CUresult r = api->cuModuleGetFunction(&cp->fn[k], cp->mod, fname);
+        if (r != TACK_CUDA_SUCCESS) {
+            st = tack_cuda_error(r, "cuModuleGetFunction");
+            goto fail;
+        }
+    }
+    if (cp->frame_bytes) {
+        CUresult r = api->cuMemAlloc(&cp->frame, cp->frame_bytes);
+        if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD8Async(cp->frame, 0, cp->frame_bytes, c->stream);
+        if (r != TACK_CUDA_SUCCESS) {
+            st = tack_cuda_error(r, "allocating a kernel frame");
+            goto fail;
+        }
+    }
+    pthread_mutex_lock(&c->lock);
+    if (!c->err) {
+        CUresult r = api->cuMemAlloc(&c->err, sizeof(cuda_err_record));
+        if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD32Async(c->err, 0, sizeof(cuda_err_record) / 4, c->stream);
+        if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
+        if (r != TACK_CUDA_SUCCESS) {
+            if (c->err) api->cuMemFree(c->err);
+            c->err = 0;
+            pthread_mutex_unlock(&c->lock);
+            st = tack_cuda_error(r, "allocating the kernel error record");
+            goto fail;
+        }
+    }
+    cp->next = c->progs;
+    c->progs = cp;
+    pthread_mutex_unlock(&c->lock);
+    tack_cuda_pop();
+    p->handle = cp;
+    return TACK_OK;
+fail:
+    prog_free(api, cp);
+    tack_cuda_pop();
+    return st;
+}
+
+void tack_cuda_unload(tack_device *d, tack_program *p) {
+    const tack_cuda_api *api = tack_cuda_api_get();
+    cuda_dev *c = d->state;
+    cuda_prog *cp = p->handle;
+    if (!cp || !api) return;
+    int pushed = tack_cuda_push(d) == TACK_OK;
+    pthread_mutex_lock(&c->lock);
+    if (pushed && api->cuStreamSynchronize(c->stream) == TACK_CUDA_SUCCESS) {
+        /* a failure of this program still unread: keep its message for the next synchronization */
+        cuda_err_record rec;
+        tack_status st;
+        if (take_record(c, &rec, &st) && c->pending == TACK_OK) {
+            const cuda_prog *found = NULL;
+            for (const cuda_prog *q = c->progs; q; q = q->next)
+                if (q->id == rec.prog) found = q;
+            if (found) {
+                c->pending = report(found->p, rec.site, rec.a, rec.b);
+                snprintf(c->pending_msg, sizeof c->pending_msg, "%s", tack_last_error());
+            }
+        }
+    }
+    for (cuda_prog **q = &c->progs; *q; q = &(*q)->next)
+        if (*q == cp) {
+            *q = cp->next;
+            break;
+        }
+    pthread_mutex_unlock(&c->lock);
+    prog_free(api, cp);
+    if (pushed) tack_cuda_pop();
+    p->handle = NULL;
+}
+
+/* -------------------------------------------------------------- launch */
+tack_status tack_cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
+    const tack_cuda_api *api = tack_cuda_api_get();
+    cuda_dev *c = d->state;
+    cuda_prog *cp = p->handle;
+    if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
+    uint64_t stackslots[64];
+    uint64_t *slots = stackslots;
+    int nslots = 3;
+    for (int i = 0; i < nargs; i++) nslots += p->params[i].is_array ? 1 + p->params[i].ndim : 1;
+    if (nslots > MAX_SLOTS)
+        return tack_set_error(TACK_ERR_UNSUPPORTED, "kernel '%s' has too many arguments for one CUDA launch (%d slots of 8 bytes; at most %d)",
+                              p->kernel_name, nslots, MAX_SLOTS);
+    if (nslots > 64 && !(slots = tack_calloc((size_t)nslots, sizeof *slots)))
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory launching kernel '%s'", p->kernel_name);
+    tack_status st = TACK_OK;
+    int shared = 0, n = 3;
+    slots[0] = (uint64_t)c->err;
+    slots[1] = (uint64_t)cp->frame;
+    slots[2] = cp->id;
+    for (int i = 0; i < nargs && st == TACK_OK; i++) {
+        const tk_pinfo *pi = &p->params[i];
+        if (!pi->is_array) {
+            if (dt_kind(pi->dtype) == TACK_KIND_FLOAT) memcpy(&slots[n], &args[i].scalar.f, 8);
+            else slots[n] = args[i].scalar.u;
+            n++;
+            continue;
+        }
+        tack_array *a = args[i].array;
+        if (!a) {
+            st = tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' must be an array", pi->name, p->kernel_name);
+        } else if (tack_array_dtype(a) != pi->dtype || tack_array_ndim(a) != pi->ndim) {
+            st = tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' is a %d-D %s array; this build expects %d-D %s",
+                                pi->name, p->kernel_name, tack_array_ndim(a), dt_name(tack_array_dtype(a)), pi->ndim,
+                                dt_name(pi->dtype));
+        } else if (tack_array_device(a) != d) {
+            st = tack_set_error(TACK_ERR_DEVICE, "argument '%s' of kernel '%s' is on %s, the kernel runs on %s", pi->name,
+                                p->kernel_name, tack_device_name(tack_array_device(a)), d->name);
+        } else if (pi->written && !tack_array_writable(a)) {
+            st = tack_set_error(TACK_ERR_READONLY,
+                                "kernel '%s' writes to parameter '%s' but the array passed for it is read-only",
+                                p->kernel_name, pi->name);
+        } else {
+            shared |= (tack_array_flags(a) & TACK_ARRAY_SHARED) != 0;
+            slots[n++] = (uint64_t)(uintptr_t)tack_array_data(a);
+            const int64_t *shape = tack_array_shape(a);
+            for (int k = 0; k < pi->ndim; k++) slots[n++] = (uint64_t)shape[k];
+        }
+    }
+    if (st == TACK_OK && (st = tack_cuda_push(d)) == TACK_OK) {
+        void *params[1] = {slots};
+        unsigned per_sm = 2048u / cp->block;
+        unsigned grid = (unsigned)(d->threads > 0 ? d->threads : 1) * (per_sm ? per_sm : 1);
+        pthread_mutex_lock(&cp->lock);
+        for (int k = 0; k < cp->nph && st == TACK_OK; k++) {
+            int par = cp->kinds[k] == 'p';
+            CUresult r = api->cuLaunchKernel(cp->fn[k], par ? grid : 1, 1, 1, par ? cp->block : 1, 1, 1, 0, c->stream,
+                                             params, NULL);
+            if (r != TACK_CUDA_SUCCESS) st = tack_cuda_error(r, "cuLaunchKernel");
+        }
+        pthread_mutex_unlock(&cp->lock);
+        if (st == TACK_OK && shared) {
+            /* shared with another library: finished before the call returns */
+            CUresult r = api->cuStreamSynchronize(c->stream);
+            st = r == TACK_CUDA_SUCCESS ? tack_cuda_check_record(d) : tack_cuda_error(r, "cuStreamSynchronize");
+        }
+        tack_cuda_pop();
+    }
+    if (slots != stackslots) tack_free(slots);
+    return st;
+}

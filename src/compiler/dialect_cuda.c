@@ -1,0 +1,694 @@
+/*
+ * dialect_cuda.c -- the "cuda" dialect of the C-family emitter (NVIDIA GPUs).
+ *
+ * Expressions and statements come out of emit.c exactly as for the CPU; this
+ * file supplies what differs: a prelude of CUDA C++ helpers, the names of
+ * CUDA's math functions, C++ brace literals, and -- through the dialect's
+ * `kernel` hook -- the layout of the kernel on a grid.
+ *
+ * The layout.  A kernel body is a sequence of top-level statements, some of
+ * them parallel loops.  Each parallel loop becomes one `__global__` function
+ * ("phase") that runs a grid-stride loop over the loop's flattened index
+ * space (ndrange dimensions decomposed per iteration, with 32-bit division
+ * when the space allows).  Serial code between the loops goes one of two
+ * ways:
+ *
+ *   - when it is pure -- assignments to locals, checks, ifs, reading only
+ *     arrays the kernel never writes -- every thread of the following loop's
+ *     phase runs it first (a "prologue").  Hoisted bounds checks and the
+ *     `n = a.shape[0]` of most kernels are of this kind, so the usual kernel
+ *     is a single launch;
+ *   - otherwise it is a phase of its own, launched as one thread.
+ *
+ * The phases of one call are launched in order on the device's stream, so
+ * each sees the memory effects of the one before, as the language requires
+ * ("each top-level loop completes before the next statement starts").  The
+ * kernel's frame -- its scalar parameters and the locals that live between
+ * loops -- travels from phase to phase through a small device buffer that
+ * holds two copies of the frame: phase k reads copy k%2 and writes copy
+ * (k+1)%2, so threads of one phase never read what another thread of the
+ * same phase is writing.  A single-thread phase marks `done` while it runs
+ * and clears it at its normal end; a `return` (or a failed check) leaves it
+ * set, and later phases of that call return at once.
+ *
+ * Arguments reach every phase as one by-value struct of 8-byte slots: the
+ * error record, the frame buffer, the program's id, then per parameter the
+ * data pointer and the shape (arrays) or the scalar value.  cuda_launch.c
+ * packs the same slots; the trailing comment `tack-cuda: phases=... frame=N`
+ * tells it which phases are single-threaded and how large the frame is.
+ *
+ * Checks write the device's error record {failed, site, prog, a, b}: the
+ * first failure wins through atomicCAS; the failing thread returns, and
+ * every later phase -- of this call or of any call queued after it --
+ * returns at its start while the record is set.  The runtime reads the
+ * record at the next synchronization point and words the error from the
+ * program's site table, naming kernel, file and line as on the CPU.
+ *
+ * Atomics: CUDA's instructions where they exist (add for 32/64-bit integers
+ * and floats, min/max for 32/64-bit integers), compare-and-swap loops for
+ * float min/max and, on the enclosing 32-bit word, for 8 and 16-bit
+ * integers.  Privatized reductions (privatize.c) are summed across the warp
+ * with shuffles and flushed by one atomic per warp.
+ *
+ * The prelude is valid both for NVRTC (Tack's path, no headers) and for
+ * nvcc (the tests build a few sources with it), so every helper is marked
+ * __device__ explicitly.
+ */
+#include <string.h>
+
+#include "compiler/compiler.h"
+
+static const char *cu_ctype(tack_dtype dt) { return tk_dialect_c.ctype(dt); }
+static const char *cu_storage(tack_dtype dt) { return tk_dialect_c.storage_type(dt); }
+
+static const char *cu_math(int m, tack_dtype dt) {
+    static const char *f64[M_COUNT] = {
+        "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+        "floor", "ceil", "trunc", "fabs", "atan2", "pow", "hypot", "fmod", "copysign", "isnan", "isinf", "isfinite",
+        "", "", ""};
+    static const char *f32[M_COUNT] = {
+        "sqrtf", "expf", "logf", "log2f", "log10f", "sinf", "cosf", "tanf", "asinf", "acosf", "atanf", "sinhf",
+        "coshf", "tanhf", "floorf", "ceilf", "truncf", "fabsf", "atan2f", "powf", "hypotf", "fmodf", "copysignf",
+        "isnan", "isinf", "isfinite", "", "", ""};
+    if ((unsigned)m >= M_COUNT) return "?";
+    return dt == TACK_F32 ? f32[m] : f64[m];
+}
+
+static const char PRELUDE_CORE[] =
+    "#ifdef __CUDACC_RTC__\n"
+    "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
+    "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
+    "typedef unsigned long long uint64_t;\n"
+    "#else\n"
+    "#include <cstdint>\n"
+    "#include <cstdio>\n"
+    "#endif\n"
+    "#define TK_D static __device__ __forceinline__\n"
+    "typedef bool tk_bool;\n"
+    "typedef union tk_scalar { int64_t i; uint64_t u; double f; } tk_scalar;\n"
+    "/* The device's error record; mirrored by cuda_launch.c. */\n"
+    "typedef struct tk_ctx { int failed; int site; unsigned long long prog; long long a, b; } tk_ctx;\n"
+    "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; } tk_pv;\n"
+    "#define TK_FAILED(c) (*(volatile int *)&(c)->failed)\n"
+    "#define tk_wrap(i, s) ((i) < 0 ? (i) + (s) : (i))\n"
+    "TK_D void tk_print_float(const char *sep, double v, int f32) {\n"
+    "    if (v == v && v - v == 0 && v == (double)(long long)v && v < 1e16 && v > -1e16) printf(\"%s%.1f\", sep, v);\n"
+    "    else if (v != v) printf(\"%snan\", sep);\n"
+    "    else if (v - v != 0) printf(\"%s%sinf\", sep, v < 0 ? \"-\" : \"\");\n"
+    "    else if (f32) printf(\"%s%.9g\", sep, v);\n"
+    "    else printf(\"%s%.17g\", sep, v);\n"
+    "}\n"
+    "struct tk_abi {\n"
+    "    unsigned long long prog;\n"
+    "    __device__ void fail(tk_ctx *c, int site, int64_t a, int64_t b) const {\n"
+    "        if (atomicCAS(&c->failed, 0, 1) == 0) { c->site = site; c->prog = prog; c->a = a; c->b = b; __threadfence(); }\n"
+    "    }\n"
+    "    __device__ void print(tk_ctx *c, const tk_pv *v, int n) const {\n"
+    "        for (int i = 0; i < n; i++) {\n"
+    "            const char *sep = i ? \" \" : \"\";\n"
+    "            switch (v[i].kind) {\n"
+    "            case 0: printf(\"%s%s\", sep, v[i].s); break;\n"
+    "            case 1: printf(\"%s%s\", sep, v[i].i ? \"True\" : \"False\"); break;\n"
+    "            case 2: printf(\"%s%lld\", sep, (long long)v[i].i); break;\n"
+    "            case 3: printf(\"%s%llu\", sep, (unsigned long long)v[i].u); break;\n"
+    "            default: tk_print_float(sep, v[i].f, v[i].kind == 4); break;\n"
+    "            }\n"
+    "        }\n"
+    "        printf(\"\\n\");\n"
+    "    }\n"
+    "};\n"
+    "TK_D int64_t tk_f2i64(double x) {\n"
+    "    if (!(x == x)) return 0;\n"
+    "    if (x >= 9223372036854775807.0) return (int64_t)0x7fffffffffffffffLL;\n"
+    "    if (x <= -9223372036854775808.0) return (int64_t)(-0x7fffffffffffffffLL - 1);\n"
+    "    return (int64_t)x;\n"
+    "}\n"
+    "TK_D uint64_t tk_f2u64(double x) {\n"
+    "    if (!(x == x)) return 0;\n"
+    "    if (x < 0) return (uint64_t)tk_f2i64(x);\n"
+    "    if (x >= 18446744073709551615.0) return (uint64_t)0xffffffffffffffffULL;\n"
+    "    return (uint64_t)x;\n"
+    "}\n"
+    "TK_D int64_t tk_fdiv_i64(int64_t a, int64_t b) {\n"
+    "    if (b == 0) return 0;\n"
+    "    if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a);\n"
+    "    int64_t q = a / b, r = a % b;\n"
+    "    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n"
+    "}\n"
+    "TK_D int64_t tk_mod_i64(int64_t a, int64_t b) {\n"
+    "    if (b == 0 || b == -1) return 0;\n"
+    "    int64_t r = a % b;\n"
+    "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
+    "}\n"
+    "TK_D uint64_t tk_fdiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n"
+    "TK_D uint64_t tk_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n"
+    "TK_D uint64_t tk_ipow_u64(uint64_t a, uint64_t e) {\n"
+    "    uint64_t r = 1;\n"
+    "    while (e) { if (e & 1) r *= a; a *= a; e >>= 1; }\n"
+    "    return r;\n"
+    "}\n"
+    "TK_D int64_t tk_ipow_i64(int64_t a, int64_t e) {\n"
+    "    if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
+    "    return (int64_t)tk_ipow_u64((uint64_t)a, (uint64_t)e);\n"
+    "}\n"
+    "TK_D double tk_pymod_f64(double a, double b) {\n"
+    "    double m = fmod(a, b);\n"
+    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }\n"
+    "    else m = copysign(0.0, b);\n"
+    "    return m;\n"
+    "}\n"
+    "TK_D double tk_pyfdiv_f64(double a, double b) {\n"
+    "    if (b == 0) return a / b;\n"
+    "    double m = fmod(a, b), d = (a - m) / b;\n"
+    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;\n"
+    "    if (d != 0) { double f = floor(d); if (d - f > 0.5) f += 1.0; d = f; }\n"
+    "    else d = copysign(0.0, a / b);\n"
+    "    return d;\n"
+    "}\n"
+    "TK_D float tk_pymod_f32(float a, float b) { return (float)tk_pymod_f64(a, b); }\n"
+    "TK_D float tk_pyfdiv_f32(float a, float b) { return (float)tk_pyfdiv_f64(a, b); }\n"
+    "TK_D int64_t tk_trip(int64_t lo, int64_t hi, int64_t st) {\n"
+    "    if (st > 0 && lo < hi) return (int64_t)(((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)st + 1);\n"
+    "    if (st < 0 && lo > hi) return (int64_t)(((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)st) + 1);\n"
+    "    return 0;\n"
+    "}\n"
+    "/* Warp sums for privatized reductions (integers wrap). */\n"
+    "TK_D float tk_wadd(float a, float b) { return a + b; }\n"
+    "TK_D double tk_wadd(double a, double b) { return a + b; }\n"
+    "template <typename T> TK_D T tk_wadd(T a, T b) { return (T)((unsigned long long)a + (unsigned long long)b); }\n"
+    "template <typename T> TK_D T tk_wsum(T v) {\n"
+    "    for (int o = 16; o > 0; o >>= 1) v = tk_wadd(v, (T)__shfl_down_sync(0xffffffffu, v, o));\n"
+    "    return v;\n"
+    "}\n";
+
+static const char PRELUDE_F16[] =
+    "TK_D float tk_h2f(uint16_t h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+    "TK_D uint16_t tk_f2h(float f) { uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+
+static const char PRELUDE_ATOMIC[] =
+    "/* 8 and 16-bit integers: compare-and-swap on the enclosing aligned word. */\n"
+    "template <typename T, typename U> TK_D T tk_atomic_small(T *p, T v, int op) {\n"
+    "    unsigned int *w = (unsigned int *)((unsigned long long)p & ~3ull);\n"
+    "    const unsigned sh = (unsigned)((unsigned long long)p & 3ull) * 8u;\n"
+    "    const unsigned mask = (unsigned)(U)~(U)0 << sh;\n"
+    "    unsigned o = *(volatile unsigned int *)w;\n"
+    "    for (;;) {\n"
+    "        T cur = (T)(U)((o & mask) >> sh), nv;\n"
+    "        if (op == 0) nv = (T)(U)((unsigned)(U)cur + (unsigned)(U)v);\n"
+    "        else if (op == 1) nv = (T)(U)((unsigned)(U)cur - (unsigned)(U)v);\n"
+    "        else if (op == 2) nv = v < cur ? v : cur;\n"
+    "        else nv = v > cur ? v : cur;\n"
+    "        if (nv == cur && op >= 2) return cur;\n"
+    "        unsigned n = (o & ~mask) | (((unsigned)(U)nv << sh) & mask);\n"
+    "        unsigned prev = atomicCAS(w, o, n);\n"
+    "        if (prev == o) return cur;\n"
+    "        o = prev;\n"
+    "    }\n"
+    "}\n"
+    "#define TK_ATOMIC_SMALL(T, U) \\\n"
+    "TK_D T tk_atomic_add_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 0); } \\\n"
+    "TK_D T tk_atomic_sub_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 1); } \\\n"
+    "TK_D T tk_atomic_min_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 2); } \\\n"
+    "TK_D T tk_atomic_max_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 3); }\n"
+    "TK_ATOMIC_SMALL(int8_t, uint8_t) TK_ATOMIC_SMALL(uint8_t, uint8_t)\n"
+    "TK_ATOMIC_SMALL(int16_t, uint16_t) TK_ATOMIC_SMALL(uint16_t, uint16_t)\n"
+    "/* 32 and 64-bit integers: the hardware's add, min and max (sub adds the wrapped negation). */\n"
+    "#define TK_ATOMIC_NATIVE(T, A, M) \\\n"
+    "TK_D T tk_atomic_add_##T(T *p, T v) { return (T)atomicAdd((A *)p, (A)v); } \\\n"
+    "TK_D T tk_atomic_sub_##T(T *p, T v) { return (T)atomicAdd((A *)p, (A)0 - (A)v); } \\\n"
+    "TK_D T tk_atomic_min_##T(T *p, T v) { return (T)atomicMin((M *)p, (M)v); } \\\n"
+    "TK_D T tk_atomic_max_##T(T *p, T v) { return (T)atomicMax((M *)p, (M)v); }\n"
+    "TK_ATOMIC_NATIVE(int32_t, unsigned int, int) TK_ATOMIC_NATIVE(uint32_t, unsigned int, unsigned int)\n"
+    "TK_ATOMIC_NATIVE(int64_t, unsigned long long, long long)\n"
+    "TK_ATOMIC_NATIVE(uint64_t, unsigned long long, unsigned long long)\n"
+    "/* Floats: the hardware's add; min and max as compare-and-swap loops (NaN leaves the cell). */\n"
+    "#define TK_ATOMIC_FLT(T, U, TO, FROM) \\\n"
+    "TK_D T tk_atomic_add_##T(T *p, T v) { return atomicAdd(p, v); } \\\n"
+    "TK_D T tk_atomic_sub_##T(T *p, T v) { return atomicAdd(p, -v); } \\\n"
+    "TK_D T tk_atomic_mm_##T(T *p, T v, int mx) { U *q = (U *)p; U o = *(volatile U *)q; \\\n"
+    "    for (;;) { T f = FROM(o), g = mx ? (v > f ? v : f) : (v < f ? v : f); if (g == f) return f; \\\n"
+    "        U prev = atomicCAS(q, o, (U)TO(g)); if (prev == o) return f; o = prev; } } \\\n"
+    "TK_D T tk_atomic_min_##T(T *p, T v) { return tk_atomic_mm_##T(p, v, 0); } \\\n"
+    "TK_D T tk_atomic_max_##T(T *p, T v) { return tk_atomic_mm_##T(p, v, 1); }\n"
+    "TK_ATOMIC_FLT(float, unsigned int, __float_as_uint, __uint_as_float)\n"
+    "TK_ATOMIC_FLT(double, unsigned long long, __double_as_longlong, __longlong_as_double)\n";
+
+static const char PRELUDE_VEC[] =
+    "#define TK_VEC(N, T, LEN) \\\n"
+    "typedef struct N { T v[LEN]; } N; \\\n"
+    "TK_D N tk_add_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = a.v[i] + b.v[i]; return r; } \\\n"
+    "TK_D N tk_sub_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = a.v[i] - b.v[i]; return r; } \\\n"
+    "TK_D N tk_mul_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = a.v[i] * b.v[i]; return r; } \\\n"
+    "TK_D N tk_div_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = a.v[i] / b.v[i]; return r; } \\\n"
+    "TK_D N tk_neg_##N(N a) { N r; for (int i = 0; i < LEN; i++) r.v[i] = -a.v[i]; return r; } \\\n"
+    "TK_D T tk_dot_##N(N a, N b) { T s = 0; for (int i = 0; i < LEN; i++) s += a.v[i] * b.v[i]; return s; }\n"
+    "#define TK_VECI(N, LEN) \\\n"
+    "typedef struct N { int32_t v[LEN]; } N; \\\n"
+    "TK_D N tk_add_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] + (uint32_t)b.v[i]); return r; } \\\n"
+    "TK_D N tk_sub_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] - (uint32_t)b.v[i]); return r; } \\\n"
+    "TK_D N tk_mul_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] * (uint32_t)b.v[i]); return r; } \\\n"
+    "TK_D N tk_neg_##N(N a) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)(0u - (uint32_t)a.v[i]); return r; } \\\n"
+    "TK_D int32_t tk_dot_##N(N a, N b) { uint32_t s = 0; for (int i = 0; i < LEN; i++) s += (uint32_t)a.v[i] * (uint32_t)b.v[i]; return (int32_t)s; }\n"
+    "#define TK_VECF(N, T, LEN, SQRT) TK_VEC(N, T, LEN) \\\n"
+    "TK_D T tk_length_##N(N a) { return SQRT(tk_dot_##N(a, a)); } \\\n"
+    "TK_D N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l > 0 ? a.v[i] / l : 0; return r; }\n"
+    "#define TK_CROSS(N) TK_D N tk_cross_##N(N a, N b) { N r; \\\n"
+    "    r.v[0] = a.v[1] * b.v[2] - a.v[2] * b.v[1]; r.v[1] = a.v[2] * b.v[0] - a.v[0] * b.v[2]; \\\n"
+    "    r.v[2] = a.v[0] * b.v[1] - a.v[1] * b.v[0]; return r; }\n"
+    "#define TK_MAT(M, V, T, R) \\\n"
+    "typedef struct M { T m[R][R]; } M; \\\n"
+    "TK_D M tk_add_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] + b.m[i][j]; return r; } \\\n"
+    "TK_D M tk_sub_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] - b.m[i][j]; return r; } \\\n"
+    "TK_D M tk_mul_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] * b.m[i][j]; return r; } \\\n"
+    "TK_D M tk_div_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] / b.m[i][j]; return r; } \\\n"
+    "TK_D M tk_neg_##M(M a) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = -a.m[i][j]; return r; } \\\n"
+    "TK_D V tk_mm_##M##_##V(M a, V b) { V r; for (int i = 0; i < R; i++) { T s = 0; for (int j = 0; j < R; j++) s += a.m[i][j] * b.v[j]; r.v[i] = s; } return r; } \\\n"
+    "TK_D M tk_mm_##M##_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) { T s = 0; for (int k = 0; k < R; k++) s += a.m[i][k] * b.m[k][j]; r.m[i][j] = s; } return r; }\n"
+    "TK_VECF(tk_vec2, float, 2, sqrtf) TK_VECF(tk_vec3, float, 3, sqrtf) TK_VECF(tk_vec4, float, 4, sqrtf)\n"
+    "TK_VECF(tk_vec2d, double, 2, sqrt) TK_VECF(tk_vec3d, double, 3, sqrt) TK_VECF(tk_vec4d, double, 4, sqrt)\n"
+    "TK_VECI(tk_vec2i, 2) TK_VECI(tk_vec3i, 3) TK_VECI(tk_vec4i, 4)\n"
+    "TK_CROSS(tk_vec3) TK_CROSS(tk_vec3d)\n"
+    "TK_D tk_vec3i tk_cross_tk_vec3i(tk_vec3i a, tk_vec3i b) { tk_vec3i r; uint32_t x[3], y[3]; for (int i = 0; i < 3; i++) { x[i] = (uint32_t)a.v[i]; y[i] = (uint32_t)b.v[i]; }\n"
+    "    r.v[0] = (int32_t)(x[1] * y[2] - x[2] * y[1]); r.v[1] = (int32_t)(x[2] * y[0] - x[0] * y[2]); r.v[2] = (int32_t)(x[0] * y[1] - x[1] * y[0]); return r; }\n"
+    "TK_MAT(tk_mat22, tk_vec2, float, 2) TK_MAT(tk_mat33, tk_vec3, float, 3) TK_MAT(tk_mat44, tk_vec4, float, 4)\n"
+    "TK_MAT(tk_mat22d, tk_vec2d, double, 2) TK_MAT(tk_mat33d, tk_vec3d, double, 3) TK_MAT(tk_mat44d, tk_vec4d, double, 4)\n";
+
+static void cu_prelude(tk_cc *C, tk_buf *b) {
+    tk_puts(b, PRELUDE_CORE);
+    if (C->uses_f16) tk_puts(b, PRELUDE_F16);
+    if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
+    if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+}
+
+/* ------------------------------------------------------------ the layout */
+#define CU_BLOCK 256
+
+enum { PH_SERIAL, PH_PFOR };
+
+typedef struct phase {
+    int kind;
+    int first, last;   /* serial statements or the loop's prologue: stmts[first, last) */
+    tk_ir *pfor;
+} phase;
+
+typedef struct layout {
+    tk_cc *C;
+    tk_spec *K;
+    tk_ir **stmts;
+    int nstmts, capstmts;
+    phase *ph;
+    int nph;
+} layout;
+
+static void flatten(layout *L, tk_ir *s) {
+    if (s->op == IR_BLOCK) {
+        for (int i = 0; i < s->n; i++) flatten(L, s->k[i]);
+        return;
+    }
+    if (L->nstmts == L->capstmts) {
+        int cap = L->capstmts ? L->capstmts * 2 : 16;
+        tk_ir **n = tk_alloc(&L->C->arena, sizeof *n * (size_t)cap);
+        if (L->nstmts) memcpy(n, L->stmts, sizeof *n * (size_t)L->nstmts);
+        L->stmts = n;
+        L->capstmts = cap;
+    }
+    L->stmts[L->nstmts++] = s;
+}
+
+/* An expression every thread may evaluate for itself: no calls, no atomics,
+ * and no reads of arrays the kernel writes (a thread that starts late would
+ * see another thread's stores). */
+static int pure_expr(layout *L, const tk_ir *x) {
+    if (x->op == IR_CALL || x->op == IR_ATOMIC) return 0;
+    if (x->op == IR_LOAD && (L->K->written >> (x->param & 63) & 1)) return 0;
+    for (int i = 0; i < x->n; i++)
+        if (!pure_expr(L, x->k[i])) return 0;
+    return 1;
+}
+
+static int replicable(layout *L, const tk_ir *s) {
+    switch (s->op) {
+    case IR_BLOCK:
+        for (int i = 0; i < s->n; i++)
+            if (!replicable(L, s->k[i])) return 0;
+        return 1;
+    case IR_ASSIGN: case IR_SETCOMP: case IR_EVAL: case IR_CHECK:
+        for (int i = 0; i < s->n; i++)
+            if (!pure_expr(L, s->k[i])) return 0;
+        return 1;
+    case IR_IF:
+        return pure_expr(L, s->k[0]) && replicable(L, s->k[1]) && replicable(L, s->k[2]);
+    default:
+        return 0;
+    }
+}
+
+static int calls_or_atomics(const tk_ir *x) {
+    if (x->op == IR_CALL || x->op == IR_ATOMIC) return 1;
+    for (int i = 0; i < x->n; i++)
+        if (calls_or_atomics(x->k[i])) return 1;
+    return 0;
+}
+
+/* Statements whose only effect is on locals matter only to what follows. */
+static int has_effect(const tk_ir *s) {
+    switch (s->op) {
+    case IR_BLOCK:
+        for (int i = 0; i < s->n; i++)
+            if (has_effect(s->k[i])) return 1;
+        return 0;
+    case IR_ASSIGN: case IR_SETCOMP:
+        return calls_or_atomics(s); /* a call or an atomic may write or fail */
+    case IR_RETURN:
+        return 0;                    /* nothing after it to skip */
+    default:
+        return 1;
+    }
+}
+
+static void add_phase(layout *L, int kind, int first, int last, tk_ir *pfor) {
+    phase *p = &L->ph[L->nph++];
+    p->kind = kind;
+    p->first = first;
+    p->last = last;
+    p->pfor = pfor;
+}
+
+static void plan(layout *L) {
+    L->ph = tk_alloc(&L->C->arena, sizeof(phase) * (size_t)(2 * L->nstmts + 1));
+    int i = 0;
+    while (i < L->nstmts) {
+        int j = i;
+        while (j < L->nstmts && L->stmts[j]->op != IR_PFOR) j++;
+        int pure = 1, effect = 0;
+        for (int k = i; k < j; k++) {
+            pure &= replicable(L, L->stmts[k]);
+            effect |= has_effect(L->stmts[k]);
+        }
+        if (j < L->nstmts) {
+            if (j > i && !pure) {
+                add_phase(L, PH_SERIAL, i, j, NULL);
+                add_phase(L, PH_PFOR, j, j, L->stmts[j]);
+            } else {
+                add_phase(L, PH_PFOR, i, j, L->stmts[j]);
+            }
+            i = j + 1;
+        } else {
+            if (effect) add_phase(L, PH_SERIAL, i, j, NULL);
+            i = j;
+        }
+    }
+}
+
+static int is_frame_local(const tk_spec *K, int i) {
+    return K->locals[i].scope == -1 && K->locals[i].ty.kind == TY_VALUE;
+}
+
+static size_t local_bytes(const tk_spec *K, int i) {
+    size_t n = tack_dtype_get((tack_dtype)K->locals[i].ty.dt)->itemsize;
+    return (n + 7) & ~(size_t)7;
+}
+
+static int has_return(const tk_ir *s) {
+    if (s->op == IR_RETURN) return 1;
+    for (int i = 0; i < s->n; i++)
+        if (has_return(s->k[i])) return 1;
+    return 0;
+}
+
+static void frame_io(tk_emitter *e, const tk_spec *K, int load, int copy) {
+    for (int i = 0; i < K->nlocals; i++) {
+        if (!is_frame_local(K, i)) continue;
+        tk_emitter_indent(e);
+        if (load) {
+            tk_emitter_printf(e, "%s ", cu_ctype((tack_dtype)K->locals[i].ty.dt));
+            tk_emitter_local(e, i);
+            tk_emitter_printf(e, " = FB->f[%d].", copy);
+            tk_emitter_local(e, i);
+        } else {
+            tk_emitter_printf(e, "FB->f[%d].", copy);
+            tk_emitter_local(e, i);
+            tk_emitter_printf(e, " = ");
+            tk_emitter_local(e, i);
+        }
+        tk_emitter_printf(e, ";\n");
+    }
+}
+
+/* The scalar parameters from the argument slots, converted as on the CPU. */
+static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K) {
+    for (int p = 0; p < K->nparams; p++) {
+        tk_type t = K->ptypes[p];
+        if (t.kind == TY_ARRAY) continue;
+        tack_scalar_kind k = dt_kind(C->args[p].dtype);
+        const char *mem = k == TACK_KIND_FLOAT ? "f" : k == TACK_KIND_UINT ? "u" : "i";
+        const char *T = cu_ctype((tack_dtype)t.dt);
+        int to_float = dt_kind((tack_dtype)t.dt) == TACK_KIND_FLOAT;
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "%s ", T);
+        tk_emitter_local(e, K->plocal[p]);
+        if (k == TACK_KIND_FLOAT && !to_float && t.dt != TACK_BOOL)
+            tk_emitter_printf(e, " = (%s)tk_f2%s(P.s%d.f);\n", T,
+                              dt_kind((tack_dtype)t.dt) == TACK_KIND_INT ? "i64" : "u64", p);
+        else if (t.dt == TACK_BOOL)
+            tk_emitter_printf(e, " = P.s%d.%s != 0;\n", p, mem);
+        else
+            tk_emitter_printf(e, " = (%s)P.s%d.%s;\n", T, p, mem);
+    }
+    for (int i = 0; i < K->nlocals; i++) {
+        if (!is_frame_local(K, i) || K->locals[i].is_param) continue;
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "%s ", cu_ctype((tack_dtype)K->locals[i].ty.dt));
+        tk_emitter_local(e, i);
+        tk_emitter_printf(e, " = {0};\n");
+    }
+}
+
+static int pfor_scope(const tk_spec *K, const tk_ir *s) { return K->locals[s->vars[0]].scope; }
+
+/* The grid-stride loop of one parallel loop, its body, and the warp-summed
+ * flushes of privatized reductions. */
+static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s) {
+    int nd = s->aux;
+    for (int d = 0; d < nd; d++) {
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "const int64_t n%d_ = ", d);
+        tk_emitter_expr(e, s->k[d]);
+        tk_emitter_printf(e, ";\n");
+    }
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "uint64_t total_ = 1;\n");
+    for (int d = 0; d < nd; d++) {
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "total_ = n%d_ > 0 ? total_ * (uint64_t)n%d_ : 0;\n", d, d);
+    }
+    if (s->off) {
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "const uint64_t off_ = (uint64_t)(");
+        tk_emitter_expr(e, s->off);
+        tk_emitter_printf(e, ");\n");
+    }
+    if (nd > 1) {
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "const bool narrow_ = total_ <= 0xffffffffull;\n");
+    }
+    tk_emitter_declare_locals(e, pfor_scope(K, s));
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "const uint64_t stride_ = (uint64_t)gridDim.x * blockDim.x;\n");
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "for (uint64_t i_ = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i_ < total_; i_ += stride_) {\n");
+    tk_emitter_nest(e, 1);
+    if (nd == 1) {
+        tk_emitter_indent(e);
+        tk_emitter_local(e, s->vars[0]);
+        tk_emitter_printf(e, s->off ? " = (int64_t)(i_ + off_);\n" : " = (int64_t)i_;\n");
+    } else {
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "if (narrow_) {\n");
+        tk_emitter_nest(e, 1);
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "uint32_t r_ = (uint32_t)i_;\n");
+        for (int d = nd - 1; d >= 0; d--) {
+            tk_emitter_indent(e);
+            tk_emitter_local(e, s->vars[d]);
+            if (d > 0) tk_emitter_printf(e, " = (int64_t)(r_ %% (uint32_t)n%d_); r_ /= (uint32_t)n%d_;\n", d, d);
+            else tk_emitter_printf(e, " = (int64_t)r_;\n");
+        }
+        tk_emitter_nest(e, -1);
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "} else {\n");
+        tk_emitter_nest(e, 1);
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "uint64_t r_ = i_;\n");
+        for (int d = nd - 1; d >= 0; d--) {
+            tk_emitter_indent(e);
+            tk_emitter_local(e, s->vars[d]);
+            if (d > 0) tk_emitter_printf(e, " = (int64_t)(r_ %% (uint64_t)n%d_); r_ /= (uint64_t)n%d_;\n", d, d);
+            else tk_emitter_printf(e, " = (int64_t)r_;\n");
+        }
+        tk_emitter_nest(e, -1);
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "}\n");
+    }
+    tk_emitter_stmt(e, s->k[nd]);
+    tk_emitter_nest(e, -1);
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "}\n");
+    for (int r = 0; s->red && r < s->red->n; r++) {
+        tk_ir *a = s->red->k[r];
+        tk_ir *v = a->k[0];
+        if (v->op == IR_LOCAL) {
+            tk_emitter_indent(e);
+            tk_emitter_printf(e, "if (__activemask() == 0xffffffffu) { ");
+            tk_emitter_local(e, v->local);
+            tk_emitter_printf(e, " = tk_wsum(");
+            tk_emitter_local(e, v->local);
+            tk_emitter_printf(e, "); if ((threadIdx.x & 31u) == 0 && ");
+            tk_emitter_local(e, v->local);
+            tk_emitter_printf(e, " != 0) (void)");
+            tk_emitter_expr(e, a);
+            tk_emitter_printf(e, "; } else if (");
+            tk_emitter_local(e, v->local);
+            tk_emitter_printf(e, " != 0) (void)");
+            tk_emitter_expr(e, a);
+            tk_emitter_printf(e, ";\n");
+        } else {
+            tk_emitter_indent(e);
+            tk_emitter_printf(e, "if (");
+            tk_emitter_expr(e, v);
+            tk_emitter_printf(e, " != 0) (void)");
+            tk_emitter_expr(e, a);
+            tk_emitter_printf(e, ";\n");
+        }
+    }
+}
+
+static void cu_kernel(tk_emitter *e, tk_buf *out) {
+    tk_cc *C = tk_emitter_cc(e);
+    tk_spec *K = tk_emitter_kernel(e);
+    layout L;
+    memset(&L, 0, sizeof L);
+    L.C = C;
+    L.K = K;
+    flatten(&L, K->body);
+    plan(&L);
+    int ret = has_return(K->body);
+
+    tk_emitter_target(e, out, 0);
+    /* the argument slots */
+    tk_emitter_printf(e, "typedef struct tk_params {\n    tk_ctx *ctx;\n    struct tk_fbuf *fb;\n    unsigned long long prog;\n");
+    for (int p = 0; p < K->nparams; p++) {
+        tk_type t = K->ptypes[p];
+        if (t.kind == TY_ARRAY) {
+            tk_emitter_printf(e, "    %s *a%d;\n", cu_storage((tack_dtype)t.dt), p);
+            for (int k = 0; k < t.ndim; k++) tk_emitter_printf(e, "    int64_t a%d_s%d;\n", p, k);
+        } else {
+            tk_emitter_printf(e, "    tk_scalar s%d;\n", p);
+        }
+    }
+    tk_emitter_printf(e, "} tk_params;\n\n");
+    /* the frame, twice */
+    size_t frame = 0;
+    tk_emitter_printf(e, "typedef struct tk_frame {\n    int64_t unused_;\n");
+    for (int i = 0; i < K->nlocals; i++) {
+        if (!is_frame_local(K, i)) continue;
+        tk_emitter_printf(e, "    %s ", cu_ctype((tack_dtype)K->locals[i].ty.dt));
+        tk_emitter_local(e, i);
+        tk_emitter_printf(e, ";\n");
+        frame += local_bytes(K, i);
+    }
+    tk_emitter_printf(e, "} tk_frame;\ntypedef struct tk_fbuf { int done; int pad_; tk_frame f[2]; } tk_fbuf;\n\n");
+    size_t fbytes = L.nph > 1 ? 16 + 2 * (frame + 16) : 0;
+
+    for (int k = 0; k < L.nph; k++) {
+        phase *ph = &L.ph[k];
+        int later = k + 1 < L.nph;
+        if (ph->kind == PH_SERIAL)
+            tk_emitter_printf(e, "/* phase %d: serial code, line %d, one thread */\n", k, L.stmts[ph->first]->line);
+        else
+            tk_emitter_printf(e, "/* phase %d: parallel loop at line %d */\n", k, ph->pfor->line);
+        tk_emitter_printf(e, "extern \"C\" __global__ void %stk_phase%d(const tk_params P) {\n",
+                          ph->kind == PH_PFOR ? "__launch_bounds__(256) " : "", k);
+        tk_emitter_target(e, out, ph->kind == PH_PFOR ? 1 : 0);
+        tk_emitter_nest(e, 1);
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "tk_ctx *ctx = P.ctx;\n");
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "if (TK_FAILED(ctx)) return;\n");
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "tk_fbuf *FB = P.fb; (void)FB;\n");
+        if (k > 0 && ret) {
+            tk_emitter_indent(e);
+            tk_emitter_printf(e, "if (FB->done) return;\n");
+        }
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "const tk_abi abi_ = {P.prog};\n");
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "const tk_abi *abi = &abi_; (void)abi;\n");
+        for (int p = 0; p < K->nparams; p++) {
+            tk_type t = K->ptypes[p];
+            if (t.kind != TY_ARRAY) continue;
+            tk_emitter_indent(e);
+            tk_emitter_printf(e, "%s *a%d = P.a%d; (void)a%d;\n", cu_storage((tack_dtype)t.dt), p, p, p);
+            for (int d = 0; d < t.ndim; d++) {
+                tk_emitter_indent(e);
+                tk_emitter_printf(e, "const int64_t a%d_s%d = P.a%d_s%d; (void)a%d_s%d;\n", p, d, p, d, p, d);
+            }
+        }
+        if (k == 0) init_frame(e, C, K);
+        else frame_io(e, K, 1, k % 2);
+        if (ph->kind == PH_SERIAL) {
+            if (later && ret) {
+                tk_emitter_indent(e);
+                tk_emitter_printf(e, "FB->done = 1;\n");
+            }
+            for (int i = ph->first; i < ph->last; i++) tk_emitter_stmt(e, L.stmts[i]);
+            if (later) {
+                if (ret) {
+                    tk_emitter_indent(e);
+                    tk_emitter_printf(e, "FB->done = 0;\n");
+                }
+                frame_io(e, K, 0, (k + 1) % 2);
+            }
+        } else {
+            for (int i = ph->first; i < ph->last; i++) tk_emitter_stmt(e, L.stmts[i]);
+            if (later) {
+                tk_emitter_indent(e);
+                tk_emitter_printf(e, "if (blockIdx.x == 0 && threadIdx.x == 0) {\n");
+                tk_emitter_nest(e, 1);
+                if (k == 0 && ret) {
+                    tk_emitter_indent(e);
+                    tk_emitter_printf(e, "FB->done = 0;\n");
+                }
+                frame_io(e, K, 0, (k + 1) % 2);
+                tk_emitter_nest(e, -1);
+                tk_emitter_indent(e);
+                tk_emitter_printf(e, "}\n");
+            }
+            emit_grid_loop(e, K, ph->pfor);
+        }
+        tk_emitter_nest(e, -1);
+        tk_emitter_printf(e, "}\n\n");
+    }
+    /* what the launcher needs to know */
+    tk_emitter_printf(e, "/* tack-cuda: phases=");
+    for (int k = 0; k < L.nph; k++) tk_emitter_printf(e, "%c", L.ph[k].kind == PH_PFOR ? 'p' : 's');
+    tk_emitter_printf(e, " frame=%zu block=%d */\n", fbytes, CU_BLOCK);
+}
+
+static const char *const cu_specials[4] = {"__int_as_float(0x7fc00000)", "__longlong_as_double(0x7ff8000000000000LL)",
+                                           "__int_as_float(0x7f800000)", "__longlong_as_double(0x7ff0000000000000LL)"};
+
+const tk_dialect tk_dialect_cuda = {
+    .name = "cuda",
+    .prelude = cu_prelude,
+    .ctype = cu_ctype,
+    .storage_type = cu_storage,
+    .math = cu_math,
+    .export_attr = "extern \"C\" __global__",
+    .pfor_as_function = 0,
+    .func_qual = "static __device__",
+    .cxx_literals = 1,
+    .float_specials = cu_specials,
+    .kernel = cu_kernel,
+};

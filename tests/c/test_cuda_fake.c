@@ -1,0 +1,247 @@
+/*
+ * test_cuda_fake.c -- the CUDA backend's host side against a fake driver.
+ *
+ * Machines without a GPU (CI, this one) cannot run the CUDA launch path,
+ * yet most of it -- building through NVRTC, the PTX disk cache and its
+ * corruption handling, argument checks and packing, grid sizing, the
+ * device-side error record read at synchronization points, errors kept
+ * from freed programs, balanced context pushes -- is host code.  This test
+ * writes a small fake libcuda (device memory is host memory, launches only
+ * record what they were given and can write a failure into the error
+ * record), builds it with the C compiler, and runs itself again with it
+ * first on LD_LIBRARY_PATH.  Kernels do not execute; their PTX is real.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backends/cuda_api.h"
+#include "check.h"
+#include "tack.h"
+#include "tack_kernel.h"
+#include "tk_ast.h"
+
+static const char FAKE[] =
+    "#include <stdio.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "#include <stdint.h>\n"
+    "typedef int CUresult; typedef int CUdevice; typedef void *CUcontext, *CUstream, *CUmodule, *CUfunction; typedef uint64_t CUdeviceptr;\n"
+    "int launches, fail_next; unsigned last_grid, last_block; uint64_t last_frame;\n"
+    "CUresult cuInit(unsigned f) { return 0; }\n"
+    "CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }\n"
+    "CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }\n"
+    "CUresult cuDeviceGet(CUdevice *d, int o) { *d = o; return 0; }\n"
+    "CUresult cuDeviceGetName(char *n, int l, CUdevice d) { snprintf(n, l, \"Fake GPU\"); return 0; }\n"
+    "CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 4 : a == 115 ? 0 : 0; return 0; }\n"
+    "static int ctxobj;\n"
+    "CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = &ctxobj; return 0; }\n"
+    "CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { return 0; }\n"
+    "static int depth;\n"
+    "CUresult cuCtxPushCurrent_v2(CUcontext c) { depth++; return 0; }\n"
+    "CUresult cuCtxPopCurrent_v2(CUcontext *c) { depth--; if (c) *c = &ctxobj; return 0; }\n"
+    "int fake_depth(void) { return depth; }\n"
+    "CUresult cuStreamCreate(CUstream *s, unsigned f) { *s = (void *)1; return 0; }\n"
+    "CUresult cuStreamSynchronize(CUstream s) { return 0; }\n"
+    "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { *p = (CUdeviceptr)(uintptr_t)calloc(1, n); return 0; }\n"
+    "CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); return 0; }\n"
+    "CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { memcpy((void *)(uintptr_t)d, s, n); return 0; }\n"
+    "CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { memcpy(d, (void *)(uintptr_t)s, n); return 0; }\n"
+    "CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }\n"
+    "CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { memset((void *)(uintptr_t)d, v, n); return 0; }\n"
+    "CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v; return 0; }\n"
+    "CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) { for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v; return 0; }\n"
+    "typedef struct { char *ptx; } mod;\n"
+    "CUresult cuModuleLoadData(CUmodule *m, const void *image) {\n"
+    "  if (!strstr(image, \".version\")) return 218; mod *x = malloc(sizeof *x); x->ptx = strdup(image); *m = x; return 0; }\n"
+    "CUresult cuModuleUnload(CUmodule m) { free(((mod *)m)->ptx); free(m); return 0; }\n"
+    "CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {\n"
+    "  static char names[256][32]; static int next;\n"
+    "  char e[64]; snprintf(e, sizeof e, \".entry %s(\", name); if (!strstr(((mod *)m)->ptx, e)) return 500;\n"
+    "  char *slot = names[next++ % 256]; snprintf(slot, 32, \"%s\", name); *f = slot; return 0; }\n"
+    "CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream s, void **params, void **extra) {\n"
+    "  launches++;\n"
+    "  uint64_t *slots = params[0];\n"
+    "  last_grid = gx; last_block = bx; last_frame = slots[1];\n"
+    "  if (fail_next) { int32_t *r = (int32_t *)(uintptr_t)slots[0]; r[0] = 1; r[1] = 0; ((uint64_t *)r)[1] = slots[2]; ((int64_t *)r)[2] = 10; ((int64_t *)r)[3] = 10; fail_next = 0; }\n"
+    "  return 0; }\n"
+    "CUresult cuPointerGetAttribute(void *d, int a, CUdeviceptr p) { return 1; }\n"
+    "CUresult cuGetErrorString(CUresult r, const char **s) { *s = \"fake error\"; return 0; }\n"
+    "CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { return cuMemAlloc_v2(p, n); }\n"
+    "CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { return cuMemFree_v2(p); }\n"
+    "CUresult cuGetExportTable(const void **t, const void *id) { *t = NULL; return 500; }\n"
+    "\n";
+
+static int make_fake(const char *dir) {
+    char path[600], cmd[1400];
+    snprintf(path, sizeof path, "%s/fake.c", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fputs(FAKE, f);
+    fclose(f);
+    const char *cc = getenv("TACK_CC");
+    snprintf(cmd, sizeof cmd, "%s -shared -fPIC -o %s/libcuda.so.1 %s", cc && *cc ? cc : "cc", dir, path);
+    return system(cmd) == 0;
+}
+
+static void run(void) {
+    tack_device *g = NULL, *cpu = NULL;
+    CHECK(tack_device_get("cuda:0", &g) == TACK_OK);
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK);
+    CHECK(tack_device_get("cuda:1", &g) == TACK_ERR_DEVICE);
+    CHECK(tack_device_get("cuda", &g) == TACK_OK);
+    if (!g) return;
+    CHECK(tack_device_threads(g) == 4); /* the fake's SM count */
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    CHECK(lib != NULL);
+    if (!lib) return;
+    int *fail_next = dlsym(lib, "fail_next"), *launches = dlsym(lib, "launches");
+    unsigned *grid = dlsym(lib, "last_grid"), *block = dlsym(lib, "last_block");
+    uint64_t *frame = dlsym(lib, "last_frame");
+    int (*depth)(void) = (int (*)(void))dlsym(lib, "fake_depth");
+
+    tack_module_new(&tb_m);
+    AT(3, 4);
+    tack_node *body = BLOCK(3,
+        RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), BIN(TACK_OP_ADD, SUB(NAME("a"), 1, NAME("i")), NAME("s"))))),
+        ASSIGN(NAME("t"), SUB(NAME("out"), 1, INT(0))),
+        RANGE1("i", INT(3), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), NAME("t")))));
+    int k = FUNC(TACK_FUNC_KERNEL, "phased", "a out s", body);
+    tack_argtype sig[3] = {ARR(TACK_F32, 1), ARR(TACK_F32, 1), WEAK(TACK_F64)};
+    tack_compile_options o;
+    tack_compile_options_init(&o);
+    o.target = "cuda";
+    tack_program *p = NULL, *pc = NULL;
+    CHECK(tack_compile(tb_m, k, sig, 3, &o, &p) == TACK_OK);
+    /* a program for the CPU is refused by the CUDA backend, saying why */
+    CHECK(tack_compile(tb_m, k, sig, 3, NULL, &pc) == TACK_OK);
+    CHECK(tack_program_build(pc, g) == TACK_ERR_VALUE && strstr(tack_last_error(), "target \"cuda\""));
+    tack_program_free(pc);
+    CHECK(tack_program_build(p, g) == TACK_OK);
+
+    int64_t n = 100;
+    tack_array *a = NULL, *out = NULL, *ca = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a) == TACK_OK);
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &out) == TACK_OK);
+    CHECK(tack_array_zeros(cpu, TACK_F32, 1, &n, &ca) == TACK_OK);
+    tack_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].array = a;
+    args[1].array = out;
+    args[2].scalar.f = 2.0;
+    int before = *launches;
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    CHECK(*launches - before == 3);                /* loop, one thread, loop */
+    CHECK(*grid == 4 * 8 && *block == 256 && *frame != 0);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* arguments are checked before anything is queued */
+    before = *launches;
+    args[0].array = ca;
+    CHECK(tack_launch(p, args, 3) == TACK_ERR_DEVICE && strstr(tack_last_error(), "is on cpu"));
+    args[0].array = out;
+    args[1].array = NULL;
+    CHECK(tack_launch(p, args, 3) == TACK_ERR_TYPE);
+    tack_array *ro = NULL;
+    CHECK(tack_array_view(out, 0, &ro) == TACK_OK);
+    args[0].array = a;
+    args[1].array = ro;
+    CHECK(tack_launch(p, args, 3) == TACK_ERR_READONLY);
+    tack_array_release(ro);
+    CHECK(*launches == before);
+    args[1].array = out;
+    /* a failed check: the call returns, the synchronization reports it once */
+    *fail_next = 1;
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX);
+    CHECK(strstr(tack_last_error(), "index 10 is out of bounds for axis 0 with size 10 (array ") != NULL);
+    CHECK(strstr(tack_last_error(), "kernel phased, test.py:") != NULL);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    CHECK(tack_synchronize_all() == TACK_OK);
+    /* a copy to the host is a synchronization point */
+    float host[100];
+    *fail_next = 1;
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    CHECK(tack_array_copy_to_host(out, host, sizeof host) == TACK_ERR_INDEX);
+    CHECK(tack_array_copy_to_host(out, host, sizeof host) == TACK_OK);
+    /* a shared argument: the call completes and reports at once */
+    tack_array_set_flags(out, TACK_ARRAY_SHARED);
+    *fail_next = 1;
+    CHECK(tack_launch(p, args, 3) == TACK_ERR_INDEX);
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    tack_array_set_flags(out, 0);
+    /* a second build of the same source comes from the disk cache */
+    tack_program *p2 = NULL;
+    CHECK(tack_compile(tb_m, k, sig, 3, &o, &p2) == TACK_OK);
+    CHECK(tack_program_build(p2, g) == TACK_OK);
+    /* freed with a failure unread: the next synchronization still reports it */
+    *fail_next = 1;
+    CHECK(tack_launch(p2, args, 3) == TACK_OK);
+    tack_program_free(p2);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX && strstr(tack_last_error(), "kernel phased"));
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* truncated cache entries are rebuilt */
+    CHECK(system("for f in \"$TACK_CACHE_DIR\"/*.ptx; do head -c 100 \"$f\" > \"$f.x\" && mv \"$f.x\" \"$f\"; done") == 0);
+    tack_program *p3 = NULL;
+    CHECK(tack_compile(tb_m, k, sig, 3, &o, &p3) == TACK_OK);
+    CHECK(tack_program_build(p3, g) == TACK_OK);
+    CHECK(tack_launch(p3, args, 3) == TACK_OK);
+    tack_program_free(p3);
+    /* a one-loop kernel is one launch without a frame */
+    tack_node *b2 = BLOCK(1, RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), NAME("s")))));
+    int k2 = FUNC(TACK_FUNC_KERNEL, "fill", "a out s", b2);
+    CHECK(tack_compile(tb_m, k2, sig, 3, &o, &p3) == TACK_OK);
+    CHECK(tack_program_build(p3, g) == TACK_OK);
+    before = *launches;
+    CHECK(tack_launch(p3, args, 3) == TACK_OK);
+    CHECK(*launches - before == 1 && *frame == 0);
+    tack_program_free(p3);
+    /* out of memory while building is clean */
+    for (int fail = 1; fail < 40; fail++) {
+        tack_program *q = NULL;
+        if (tack_compile(tb_m, k2, sig, 3, &o, &q) != TACK_OK) continue;
+        failing_allocator_install(fail);
+        tack_status st = tack_program_build(q, g);
+        tack_set_allocator(NULL);
+        CHECK(st == TACK_OK || st == TACK_ERR_NOMEM || st == TACK_ERR_COMPILE);
+        tack_program_free(q);
+    }
+    CHECK(depth() == 0); /* every push popped */
+    tack_program_free(p);
+    tack_array_release(a);
+    tack_array_release(out);
+    tack_array_release(ca);
+    tack_module_free(tb_m);
+}
+
+int main(int argc, char **argv) {
+    if (!getenv("TACK_FAKE_CUDA_DIR")) {
+        if (tack_nvrtc_version() == 0) {
+            printf("NVRTC not found: skipping the fake-driver test\n");
+            return 0;
+        }
+        char dir[] = "/tmp/tack-fakecuda-XXXXXX";
+        if (!mkdtemp(dir) || !make_fake(dir)) {
+            printf("cannot build the fake driver (no C compiler?): skipping\n");
+            return 0;
+        }
+        char cache[600], ld[1200];
+        snprintf(cache, sizeof cache, "%s/cache", dir);
+        mkdir(cache, 0700);
+        const char *old = getenv("LD_LIBRARY_PATH");
+        snprintf(ld, sizeof ld, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+        setenv("LD_LIBRARY_PATH", ld, 1);
+        setenv("TACK_FAKE_CUDA_DIR", dir, 1);
+        setenv("TACK_CACHE_DIR", cache, 1);
+        execv("/proc/self/exe", argv);
+        perror("execv");
+        return 1;
+    }
+    run();
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("TACK_FAKE_CUDA_DIR"));
+    if (system(cmd) != 0) fprintf(stderr, "could not remove the fake driver's directory\n");
+    return CHECK_SUMMARY();
+}

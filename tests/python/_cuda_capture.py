@@ -1,0 +1,93 @@
+"""A pytest plugin: compile every kernel the language tests call for CUDA too.
+
+Loaded with ``-p _cuda_capture`` (tests/python on sys.path) by
+test_cuda.py, which runs the language test files in a subprocess with it.
+It wraps ``tack.kernel`` so that each call of a kernel -- on the CPU, as the
+tests make it -- also asks for ``generated_source(*args, target="cuda")``
+and compiles that source to PTX for sm_80 and sm_90 through libtack's own
+NVRTC path.  The outcome of the language tests themselves does not matter
+here (the wrapper changes what some of them inspect); what is recorded is
+whether each distinct CUDA source compiled.  The summary goes to the JSON
+file named by TACK_CUDA_CAPTURE.
+"""
+
+import atexit
+import hashlib
+import json
+import os
+
+import tack
+from tack import _core
+
+_OUT = os.environ.get("TACK_CUDA_CAPTURE")
+_ARCHS = ("sm_80", "sm_90")
+_seen = set()
+_summary = {"kernels": [], "compiled": 0, "failures": [], "no_source": 0}
+
+
+def nvrtc_compile(src, arch):
+    """PTX through libtack's NVRTC (tack._core._nvrtc_compile), else ctypes."""
+    fn = getattr(_core, "_nvrtc_compile", None)
+    if fn is not None:
+        return fn(src, arch)
+    from _nvrtc_ctypes import compile_ptx
+
+    return compile_ptx(src, arch)
+
+
+def _capture(k, args, kwargs):
+    try:
+        src = k.generated_source(*args, target="cuda", **kwargs)
+    except Exception as e:  # a call the test expects to fail: nothing to compile
+        _summary["no_source"] += 1
+        _summary.setdefault("no_source_why", []).append(f"{getattr(k, '__name__', '?')}: {e}"[:300])
+        return
+    key = hashlib.sha256(src.encode()).hexdigest()
+    if key in _seen:
+        return
+    _seen.add(key)
+    name = getattr(k, "__name__", "?")
+    _summary["kernels"].append(name)
+    for arch in _ARCHS:
+        try:
+            ptx = nvrtc_compile(src, arch)
+            if ".entry" not in ptx and "tack-cuda: phases= " not in src:
+                raise RuntimeError("no kernel entry in the PTX")
+            _summary["compiled"] += 1
+        except Exception as e:  # noqa: BLE001 -- every failure is reported
+            _summary["failures"].append({"kernel": name, "arch": arch, "error": str(e)[:3000], "source": src})
+
+
+class _Recorded:
+    """A kernel that also compiles its CUDA source on each call."""
+
+    def __init__(self, k):
+        object.__setattr__(self, "_k", k)
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self._k(*args, **kwargs)
+        finally:
+            _capture(self._k, args, kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._k, name)
+
+
+_original = tack.kernel
+
+
+def _kernel(fn=None, **options):
+    if fn is None:
+        return lambda f: _kernel(f, **options)
+    return _Recorded(_original(fn, **options))
+
+
+tack.kernel = _kernel
+
+
+@atexit.register
+def _write():
+    if _OUT:
+        with open(_OUT, "w") as f:
+            json.dump(_summary, f)
