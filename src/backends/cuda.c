@@ -294,6 +294,41 @@ done:
     return st;
 }
 
+/* A wrapped address must be device (or managed) memory of this GPU: the
+ * driver knows every allocation made through it, by any library. */
+static tack_status cuda_check_ptr(tack_device *d, const void *ptr, size_t nbytes)
+{
+    tack_status st;
+    unsigned int mtype = 0;
+    int ordinal = -1;
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
+    if ((st = push(d)) != TACK_OK)
+        return st;
+    CUresult r = api.cuPointerGetAttribute(&mtype, TACK_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+    if (r != TACK_CUDA_SUCCESS) {
+        st = tack_set_error(TACK_ERR_VALUE,
+                            "address 0x%llx is not memory the CUDA driver knows (host memory, or freed): "
+                            "array_from_ptr on %s needs a device address of that GPU",
+                            (unsigned long long)p, d->name);
+        goto done;
+    }
+    if (mtype == 1 /* CU_MEMORYTYPE_HOST */) {
+        st = tack_set_error(TACK_ERR_VALUE, "address 0x%llx is pinned host memory, not device memory of %s",
+                            (unsigned long long)p, d->name);
+        goto done;
+    }
+    r = api.cuPointerGetAttribute(&ordinal, TACK_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+    if (r == TACK_CUDA_SUCCESS && ordinal != d->index) {
+        st = tack_set_error(TACK_ERR_VALUE, "address 0x%llx belongs to cuda:%d, not %s", (unsigned long long)p,
+                            ordinal, d->name);
+        goto done;
+    }
+    (void)nbytes;
+done:
+    pop();
+    return st;
+}
+
 static const tack_backend cuda_backend = {
     .name = "cuda",
     .type = TACK_DEVICE_CUDA,
@@ -307,6 +342,7 @@ static const tack_backend cuda_backend = {
     .build = tack_cuda_build,
     .launch = tack_cuda_launch,
     .unload = tack_cuda_unload,
+    .check_ptr = cuda_check_ptr,
 };
 
 const tack_backend *tack_backend_cuda(void) { return &cuda_backend; }

@@ -473,6 +473,31 @@ static PyObject *array_copy_array(PyObject *self, PyObject *src)
     Py_RETURN_NONE;
 }
 
+/* to(device, copy=False): this array on `device` -- itself when it already
+ * lives there (unless copy=True), else a copy made by the backends. */
+static PyObject *array_to(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"device", "copy", NULL};
+    PyObject *device_obj;
+    int copy = 0;
+    tack_array *c = NULL;
+    tack_status s;
+    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    if (!st || !PyArg_ParseTupleAndKeywords(args, kw, "O|p:to", names, &device_obj, &copy))
+        return NULL;
+    tack_device *dev = tack_py_device_from_object(st, device_obj);
+    if (!dev)
+        return NULL;
+    if (dev == tack_array_device(ARR(self)) && !copy)
+        return Py_NewRef(self);
+    Py_BEGIN_ALLOW_THREADS
+    s = tack_array_clone(ARR(self), dev, &c);
+    Py_END_ALLOW_THREADS
+    if (s != TACK_OK)
+        return tack_py_raise();
+    return tack_py_array_new(st, c);
+}
+
 static PyObject *array_readonly_view(PyObject *self, PyObject *unused)
 {
     tack_state *st = tack_state_from_type(Py_TYPE(self));
@@ -574,6 +599,10 @@ static PyMethodDef array_methods[] = {
      "__array__(dtype=None, copy=None) -> a NumPy copy"},
     {"fill", array_fill, METH_O, "fill(value): set every element to value"},
     {"copy", array_copy, METH_NOARGS, "copy() -> a new array with the same values on the same device"},
+    {"to", (PyCFunction)(void (*)(void))array_to, METH_VARARGS | METH_KEYWORDS,
+     "to(device, copy=False) -> this array on `device`: itself if it is already there, else a copy"},
+    {"to_device", (PyCFunction)(void (*)(void))array_to, METH_VARARGS | METH_KEYWORDS,
+     "to_device(device, copy=False): the array API standard's name for to()"},
     {"_copy_from", array_copy_from, METH_O, NULL},
     {"_copy_into", array_copy_into, METH_O, NULL},
     {"_copy_array", array_copy_array, METH_O, NULL},

@@ -156,6 +156,8 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
                             (unsigned long long)(uintptr_t)data, info->name, info->alignment);
         goto fail;
     }
+    if (data && dev->backend->check_ptr && (st = dev->backend->check_ptr(dev, data, nbytes)) != TACK_OK)
+        goto fail;
     tack_storage *s = tack_malloc(sizeof *s);
     if (!s) {
         st = tack_set_error(TACK_ERR_NOMEM, "out of memory allocating array storage");

@@ -39,6 +39,9 @@ typedef struct tack_backend {
     tack_status (*build)(tack_device *dev, tack_program *p);
     tack_status (*launch)(tack_device *dev, tack_program *p, const tack_arg *args, int nargs);
     void (*unload)(tack_device *dev, tack_program *p);
+    /* Optional: TACK_OK when [ptr, ptr+nbytes) is memory this device can use
+     * (a wrapped device address); an error naming the address otherwise. */
+    tack_status (*check_ptr)(tack_device *dev, const void *ptr, size_t nbytes);
 } tack_backend;
 
 struct tack_device {

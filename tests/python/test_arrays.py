@@ -435,3 +435,17 @@ def test_type_stubs_cover_the_extension():
     public = {n for n in dir(tack._core) if not n.startswith("__")}
     missing = public - names
     assert not missing, f"tack/_core.pyi lacks {sorted(missing)}"
+
+
+def test_to_device():
+    a = tack.array(np.arange(4, dtype=np.float32))
+    assert a.to("cpu") is a
+    assert a.to_device("cpu") is a
+    b = a.to("cpu", copy=True)
+    assert b is not a and b.ptr != a.ptr and b.device == "cpu"
+    np.testing.assert_array_equal(b.numpy(), a.numpy())
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        a.to("gpu")
+    if not any(d.startswith("cuda") for d in tack.devices()):
+        with pytest.raises(RuntimeError, match="not available"):
+            a.to("cuda")

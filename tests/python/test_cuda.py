@@ -385,3 +385,24 @@ def test_cupy_arrays_both_ways_without_copies():
     y = cp.from_dlpack(b)
     assert y.data.ptr == b.ptr
     assert float(y.sum()) == 128.0
+
+
+@gpu
+def test_to_moves_between_host_and_device():
+    host = tack.array(np.arange(10, dtype=np.float32))
+    d = host.to(CUDA[0])
+    assert d.device == CUDA[0] and d.to(CUDA[0]) is d
+    np.testing.assert_array_equal(d.to("cpu").numpy(), host.numpy())
+
+
+@gpu
+def test_array_from_ptr_checks_the_address_belongs_to_the_device():
+    torch = _torch_cuda()
+    t = torch.zeros(16, dtype=torch.float32, device="cuda")
+    view = tack.array_from_ptr(t.data_ptr(), (16,), tack.f32, writable=True, device=CUDA[0])
+    view.fill(2.0)
+    torch.cuda.synchronize()
+    assert float(t.sum()) == 32.0
+    host = np.zeros(16, np.float32)
+    with pytest.raises(ValueError, match="not memory the CUDA driver knows|host memory"):
+        tack.array_from_ptr(host.ctypes.data, (16,), tack.f32, device=CUDA[0])
