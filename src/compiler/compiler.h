@@ -212,6 +212,8 @@ struct tk_ir {
     union { int64_t i; uint64_t u; double f; } c;
     const char *str;       /* CONST string (print) */
     tk_ir *red;            /* PFOR: per-chunk sums flushed after the chunk (privatize.c) */
+    int hist;              /* PFOR: 1 + the array whose varying-index adds may go to a per-chunk
+                            * private copy (privatize.c; C dialect), else 0 */
     tk_ir *off, *hi;       /* PFOR over range(lo, hi): var = index + off (NULL: 0); hi as written */
     int n, cap;
     tk_ir **k;

@@ -33,7 +33,9 @@
  * emitted in versions chosen once per chunk by its flags: segmented (index
  * quotients fixed per segment), fast (reciprocal estimate plus fix-up), and
  * exact (the helpers) -- so each version's loop is free of the branch and
- * the fast ones vectorize.
+ * the fast ones vectorize.  A loop with a histogram array (privatize.c) is
+ * emitted twice more over: adding into a private copy on the chunk's stack
+ * when the array is small and the chunk long, and with the atomics otherwise.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +55,7 @@ struct tk_emitter {
     int counter;
     tk_buf pfors;    /* parallel bodies, emitted while walking the entry */
     int fastv;       /* in a version of a loop with fast divisions (strength.c): 1 fast, 2 exact, 3 segmented; else 0 */
+    int hist;        /* in the private-histogram version of a parallel loop: 1 + its array (privatize.c); else 0 */
     tk_spec *K;
 };
 
@@ -387,6 +390,20 @@ static void st(E *e, tk_ir *s) {
         after_call(e, s->k[0]);
         return;
     case IR_EVAL:
+        if (e->hist && s->k[0]->op == IR_ATOMIC && s->k[0]->param == e->hist - 1) {
+            /* an add/sub into the chunk's private copy, wrapping like the atomic */
+            tk_ir *a = s->k[0];
+            int dt = a->ty.dt;
+            const char *op = a->sub == A_SUB ? "-" : "+";
+            I(e); P(e, "{ const int64_t h_ = (int64_t)("); flat_index(e, a, 1); P(e, "); hb_[h_] = ");
+            if (is_float_dt(dt)) { P(e, "hb_[h_] %s (", op); ex(e, a->k[0]); P(e, "); }\n"); }
+            else {
+                P(e, "(%s)((%s)hb_[h_] %s (%s)(", ctype(e, dt), ut(dt), op, ut(dt));
+                ex(e, a->k[0]);
+                P(e, ")); }\n");
+            }
+            return;
+        }
         I(e); P(e, "(void)("); ex(e, s->k[0]); P(e, ");\n");
         after_call(e, s->k[0]);
         return;
@@ -643,6 +660,28 @@ static void pfor_loop(E *e, tk_ir *s) {
     }
 }
 
+/* The chunk's loop; one with fast divisions (strength.c) in versions chosen by its flags. */
+static void pfor_versions(E *e, tk_ir *s) {
+    int nd = s->aux;
+    tk_ir *fast = fast_flag(s->k[nd], 3), *seg = fast_flag(s->k[nd], 5);
+    if (!fast) pfor_loop(e, s);
+    int vers[3], nv = 0;
+    if (fast && seg) vers[nv++] = 3;
+    if (fast) { vers[nv++] = 1; vers[nv++] = 2; }
+    for (int j = 0; j < nv; j++) {
+        int v = vers[j];
+        I(e);
+        if (v == 2) P(e, "} else {\n");
+        else { P(e, j ? "} else if (" : "if ("); ex(e, v == 3 ? seg : fast); P(e, ") {\n"); }
+        e->ind++;
+        e->fastv = v;
+        pfor_loop(e, s);
+        e->fastv = 0;
+        e->ind--;
+    }
+    if (fast) { I(e); P(e, "}\n"); }
+}
+
 static void emit_pfor(E *e, tk_ir *s) {
     int id = e->counter++;
     int nd = s->aux;
@@ -693,24 +732,34 @@ static void emit_pfor(E *e, tk_ir *s) {
     for (int i = 0; i < S->nlocals && scope == -2; i++)
         if (i == s->vars[0]) scope = S->locals[i].scope;
     declare_locals(e, scope, 0);
-    /* a loop with fast divisions (strength.c) runs in two versions, on its flag */
-    tk_ir *fast = fast_flag(s->k[nd], 3), *seg = fast_flag(s->k[nd], 5);
-    if (!fast) pfor_loop(e, s);
-    int vers[3], nv = 0;
-    if (fast && seg) vers[nv++] = 3;
-    if (fast) { vers[nv++] = 1; vers[nv++] = 2; }
-    for (int j = 0; j < nv; j++) {
-        int v = vers[j];
-        I(e);
-        if (v == 2) P(e, "} else {\n");
-        else { P(e, j ? "} else if (" : "if ("); ex(e, v == 3 ? seg : fast); P(e, ") {\n"); }
+    /* a histogram array (privatize.c) is counted into a zeroed private copy on
+     * the stack when it is small and the chunk long enough to repay the flush:
+     * then the chunk runs a version of the loop that adds into it, and adds
+     * each non-zero cell into the array, atomically, at its end */
+    int h = s->hist - 1;
+    if (h >= 0) {
+        int hdt = S->ptypes[h].dt, cap = 65536 / (dt_bits((tack_dtype)hdt) / 8);
+        if (cap > 16384) cap = 16384;
+        I(e); P(e, "/* tk: per-chunk private histogram of a%d */\n", h);
+        I(e); P(e, "const int64_t hn_ = 1");
+        for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
+        P(e, ";\n");
+        I(e); P(e, "if (hn_ <= %d && hi_ - lo_ >= 4 * hn_) {\n", cap);
         e->ind++;
-        e->fastv = v;
-        pfor_loop(e, s);
-        e->fastv = 0;
+        I(e); P(e, "%s hb_[%d];\n", ctype(e, hdt), cap);
+        I(e); P(e, "for (int64_t h_ = 0; h_ < hn_; h_++) hb_[h_] = 0;\n");
+        e->hist = h + 1;
+        pfor_versions(e, s);
+        e->hist = 0;
+        I(e); P(e, "for (int64_t h_ = 0; h_ < hn_; h_++)\n");
+        I(e); P(e, "    if (hb_[h_] != 0) (void)tk_atomic_add_%s(&a%d[h_], hb_[h_]);\n", ctype(e, hdt), h);
         e->ind--;
-    }
-    if (fast) { I(e); P(e, "}\n"); }
+        I(e); P(e, "} else {\n");
+        e->ind++;
+        pfor_versions(e, s);
+        e->ind--;
+        I(e); P(e, "}\n");
+    } else pfor_versions(e, s);
     /* privatized sums: one atomic add per chunk */
     for (int r = 0; s->red && r < s->red->n; r++) {
         tk_ir *a = s->red->k[r];

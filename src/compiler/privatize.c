@@ -19,6 +19,26 @@
  *
  * The PFOR node keeps the flushes in `red`: atomics whose value is the
  * private sum.  The emitter writes them after the chunk's loop.
+ *
+ * Histograms.  When the index varies (`hist[keys[i]] += 1`), the cells are
+ * many but usually few enough to copy: OpenMP programs count into a private
+ * array per thread and merge at the end, and atomics on a small array are
+ * 10-40x slower than that, getting slower with more threads as they fight
+ * over the same lines.  The legality rule is the same (the array is only
+ * ever the target of statement-form atomic adds/subtracts in the loop); the
+ * size is known only at run time, so the choice is made per chunk.  The
+ * first such array of a loop (C dialect only: a GPU has no per-chunk stack
+ * to spare) is marked in the PFOR's `hist`, and the emitter writes the
+ * chunk twice: when the array has at most 16384 elements and 64 KiB, and
+ * the chunk is at least four times as long as the array has elements, the
+ * chunk zeroes a private copy on its stack, adds into it with the ordinary
+ * wrapping (integer) or unordered (float) arithmetic, and at its end adds
+ * each non-zero cell into the array atomically; otherwise it runs the
+ * atomics as before.  Index checks stay per iteration, so a failing check
+ * returns before the flush and the private counts of that chunk are lost
+ * with the error.  The array's fixed-cell adds go through the copy too (it
+ * is not given private sums); any further arrays of the loop added into at
+ * varying indices keep their atomics.
  */
 #include <string.h>
 
@@ -34,6 +54,7 @@ typedef struct P {
     tk_spec *S;
     tk_ir *loop;
     uint64_t bad;   /* arrays that cannot be privatized in this loop */
+    uint64_t vary;  /* arrays with a statement-form add/sub at a varying index */
     cand *c;
     int n, cap;
 } P;
@@ -70,7 +91,7 @@ static void scan(P *p, tk_ir **slot) {
             mark_expr(p, a->k[0]);
             for (int i = 1; i < a->n; i++) mark_expr(p, a->k[i]);
             if (inv) add_cand(p, slot, a);
-            else p->bad |= (uint64_t)1 << (a->param & 63);
+            else p->vary |= (uint64_t)1 << (a->param & 63);
             return;
         }
         mark_expr(p, s->k[0]);
@@ -139,6 +160,18 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
     p.S = S;
     p.loop = loop;
     scan(&p, &loop->k[loop->aux]);
+    /* a private copy for the first eligible histogram array (bit 63 stands for
+     * every array past it, so only params below 63 qualify) */
+    for (int q = 0; q < 63 && q < S->nparams && C->dialect->pfor_as_function; q++) {
+        if (!(p.vary >> q & 1) || (p.bad >> q & 1) || S->ptypes[q].kind != TY_ARRAY) continue;
+        int dt = S->ptypes[q].dt, kind = dt_kind((tack_dtype)dt);
+        if (!ty_is_scalar(ty_value(dt)) || dt == TACK_F16 || kind == TACK_KIND_BOOL) continue;
+        loop->hist = q + 1;
+        break;
+    }
+    /* other arrays added into at varying indices keep their atomics; the
+     * histogram array's fixed cells go through its private copy too */
+    p.bad |= p.vary;
     int scope = S->locals[loop->vars[0]].scope;
     tk_ir *red = NULL;
     int *acc = tk_alloc(&C->arena, sizeof(int) * (size_t)(p.n + 1));

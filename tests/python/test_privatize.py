@@ -1,0 +1,189 @@
+"""Per-chunk private histograms (src/compiler/privatize.c).
+
+`hist[keys[i]] += v` in a parallel loop on a small array counts into a zeroed
+private copy per chunk, flushed atomically at the chunk's end; large arrays
+and short chunks keep the per-element atomics.  Both must give what NumPy
+gives.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tack
+
+MARKER = "per-chunk private histogram"
+
+
+@tack.kernel
+def count(keys, hist):
+    for i in range(keys.shape[0]):
+        hist[keys[i]] += 1
+
+
+@tack.kernel
+def weigh(keys, w, hist):
+    for i in range(keys.shape[0]):
+        hist[keys[i]] += w[i]
+
+
+@tack.kernel
+def unweigh(keys, w, hist):
+    for i in range(keys.shape[0]):
+        hist[keys[i]] -= w[i]
+
+
+@tack.kernel
+def count_atomic(keys, hist):
+    for i in range(keys.shape[0]):
+        tack.atomic_add(hist, keys[i], 1)
+
+
+@tack.kernel
+def count_2d(keys, hist):
+    for i in range(keys.shape[0]):
+        hist[keys[i] % 3, keys[i] // 3] += 1
+
+
+@tack.kernel
+def count_and_read(keys, hist, out):
+    for i in range(keys.shape[0]):
+        hist[keys[i]] += 1
+        out[i] = hist[0]
+
+
+def _keys(n, bins, dtype=np.int32, seed=0):
+    return np.random.default_rng(seed).integers(0, bins, n).astype(dtype)
+
+
+# sizes: below the chunk threshold (4x the bins), above it, bins above the cap
+CASES = [(1000, 16), (200_000, 256), (1_000_000, 256), (300_000, 16384), (300_000, 40000), (10, 3)]
+
+
+@pytest.mark.parametrize("n,bins", CASES)
+@pytest.mark.parametrize("hdt", [np.int32, np.int64, np.uint8])
+def test_count_matches_bincount(n, bins, hdt):
+    keys = _keys(n, bins, seed=n + bins)
+    hist = np.zeros(bins, hdt)
+    count(keys, hist)
+    ref = np.bincount(keys, minlength=bins).astype(hdt)  # wraps for uint8 like the kernel
+    np.testing.assert_array_equal(hist, ref)
+    count(keys, hist)  # accumulates into what is there
+    np.testing.assert_array_equal(hist, (ref.astype(np.int64) * 2).astype(hdt))
+
+
+@pytest.mark.parametrize("n,bins", CASES)
+@pytest.mark.parametrize("wdt", [np.float32, np.float64])
+def test_weights_match_add_at(n, bins, wdt):
+    rng = np.random.default_rng(7)
+    keys = _keys(n, bins, np.int64, seed=3)
+    w = rng.uniform(0.0, 1.0, n).astype(wdt)
+    hist = np.zeros(bins, wdt)
+    weigh(keys, w, hist)
+    ref = np.zeros(bins, np.float64)
+    np.add.at(ref, keys, w.astype(np.float64))
+    tol = 1e-3 if wdt == np.float32 else 1e-9
+    np.testing.assert_allclose(hist, ref, rtol=tol, atol=tol)
+    unweigh(keys, w, hist)
+    np.testing.assert_allclose(hist, 0.0, atol=tol * max(1.0, ref.max()))
+
+
+@pytest.mark.parametrize("n,bins", [(100_000, 64), (100, 64)])
+def test_integer_subtract_wraps(n, bins):
+    keys = _keys(n, bins)
+    w = np.random.default_rng(1).integers(-1000, 1000, n).astype(np.int32)
+    hist = np.zeros(bins, np.int32)
+    unweigh(keys, w, hist)
+    ref = np.zeros(bins, np.int64)
+    np.subtract.at(ref, keys, w.astype(np.int64))
+    np.testing.assert_array_equal(hist, ref.astype(np.int32))
+
+
+def test_tack_atomic_add_and_2d():
+    keys = _keys(500_000, 12)
+    hist = np.zeros(12, np.int64)
+    count_atomic(keys, hist)
+    np.testing.assert_array_equal(hist, np.bincount(keys, minlength=12))
+    h2 = np.zeros((3, 4), np.int32)
+    count_2d(keys, h2)
+    ref = np.zeros((3, 4), np.int64)
+    np.add.at(ref, (keys % 3, keys // 3), 1)
+    np.testing.assert_array_equal(h2, ref)
+
+
+def test_negative_keys_wrap():
+    keys = _keys(400_000, 32) - 32  # -32 .. -1
+    hist = np.zeros(32, np.int32)
+    count(keys, hist)
+    np.testing.assert_array_equal(hist, np.bincount(keys + 32, minlength=32))
+
+
+@pytest.mark.parametrize("n", [1000, 1_000_000])
+def test_out_of_bounds_key_raises_and_corrupts_nothing(n):
+    keys = _keys(n, 64)
+    keys[n // 3] = 64
+    hist = np.full(64, 5, np.int32)
+    guard = np.zeros(64 * 3, np.int32)  # the array sits in the middle of a bigger buffer
+    guard[64:128] = hist
+    view = guard[64:128]
+    with pytest.raises(IndexError) as info:
+        count(keys, view)
+    assert "count" in str(info.value)
+    assert (guard[:64] == 0).all() and (guard[128:] == 0).all()
+    # chunks before the failing one may have flushed, never more than the true counts
+    assert ((view >= 5) & (view <= 5 + np.bincount(keys[keys < 64], minlength=64))).all()
+
+
+def test_private_version_is_emitted():
+    keys = np.zeros(4, np.int32)
+    w = np.zeros(4, np.float32)
+    assert MARKER in count.generated_source(keys, np.zeros(8, np.int32))
+    assert MARKER in unweigh.generated_source(keys, w, np.zeros(8, np.float32))
+    assert MARKER in count_atomic.generated_source(keys, np.zeros(8, np.int64))
+    # an array that is also read keeps its atomics
+    src = count_and_read.generated_source(keys, np.zeros(8, np.int32), np.zeros(4, np.int32))
+    assert MARKER not in src
+    # booleans and half floats are not privatized
+    assert MARKER not in weigh.generated_source(keys, np.zeros(4, np.float16), np.zeros(8, np.float16))
+
+
+def test_read_array_still_correct():
+    keys = _keys(100_000, 8)
+    hist = np.zeros(8, np.int32)
+    out = np.zeros(keys.shape[0], np.int32)
+    count_and_read(keys, hist, out)
+    np.testing.assert_array_equal(hist, np.bincount(keys, minlength=8))
+
+
+def test_many_chunks_in_a_fresh_process(tmp_path):
+    code = textwrap.dedent("""
+        import numpy as np, tack
+        @tack.kernel
+        def count(keys, hist):
+            for i in range(keys.shape[0]):
+                hist[keys[i]] += 1
+        rng = np.random.default_rng(2)
+        for n, bins in [(2_000_000, 256), (2_000_000, 16384), (50_000, 4096), (3_000_000, 7)]:
+            keys = rng.integers(0, bins, n).astype(np.int32)
+            hist = np.zeros(bins, np.int32)
+            count(keys, hist)
+            assert (hist == np.bincount(keys, minlength=bins)).all(), (n, bins)
+        print("ok")
+    """)
+    script = tmp_path / "many_chunks.py"
+    script.write_text(code)
+    env = dict(os.environ, TACK_NUM_THREADS="7")
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+
+
+def test_cuda_dialect_keeps_its_atomics():
+    keys = np.zeros(4, np.int32)
+    try:
+        src = count.generated_source(keys, np.zeros(8, np.int32), target="cuda")
+    except Exception as err:  # pragma: no cover - a build without the CUDA dialect
+        pytest.skip(f"no CUDA source: {err}")
+    assert MARKER not in src and "atomic" in src.lower()
