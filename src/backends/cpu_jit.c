@@ -225,25 +225,8 @@ static int split_args(char *s, char **argv, int max) {
 }
 
 static tack_status write_file(const char *path, const char *a, const char *b) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0) return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
     const char *parts[2] = {a, b};
-    for (int i = 0; i < 2; i++) {
-        size_t n = strlen(parts[i]), off = 0;
-        while (off < n) {
-            ssize_t w = write(fd, parts[i] + off, n - off);
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                int err = errno;
-                close(fd);
-                unlink(path);
-                return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(err));
-            }
-            off += (size_t)w;
-        }
-    }
-    close(fd);
-    return TACK_OK;
+    return tack_kc_write_new(path, parts, 2);
 }
 
 static tack_status run_compiler(const char *kernel, const char *flags, const char *src, const char *out,

@@ -109,26 +109,11 @@ static char *read_entry(const char *path, const char *key) {
 static tack_status write_entry(const char *dir, const char *path, const char *key, const char *ptx) {
     char tmp[1300];
     snprintf(tmp, sizeof tmp, "%s/%s-%ld-%lu.ptx.tmp", dir, key, (long)getpid(), ++tmp_counter);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0) return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", tmp, strerror(errno));
     char head[80];
     snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
     const char *parts[3] = {head, ptx, PTX_TRAILER};
-    for (int i = 0; i < 3; i++) {
-        size_t n = strlen(parts[i]), off = 0;
-        while (off < n) {
-            ssize_t w = write(fd, parts[i] + off, n - off);
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                int err = errno;
-                close(fd);
-                unlink(tmp);
-                return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", tmp, strerror(err));
-            }
-            off += (size_t)w;
-        }
-    }
-    close(fd);
+    tack_status st = tack_kc_write_new(tmp, parts, 3);
+    if (st != TACK_OK) return st;
     if (rename(tmp, path) != 0) {
         int err = errno;
         unlink(tmp);

@@ -18,6 +18,7 @@
  * entry is differs (a shared object, a text file of PTX).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,5 +106,33 @@ tack_status tack_kc_dir(char *out, size_t n)
                               "refusing the kernel cache directory %s: it is writable by group or others; loading "
                               "cached kernels runs their code (chmod go-w %s)",
                               out, out);
+    return TACK_OK;
+}
+
+tack_status tack_kc_write_new(const char *path, const char *const *parts, int n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(parts[i]), off = 0;
+        while (off < len) {
+            ssize_t w = write(fd, parts[i] + off, len - off);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                int err = errno;
+                close(fd);
+                unlink(path);
+                return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(err));
+            }
+            off += (size_t)w;
+        }
+    }
+    if (close(fd) != 0) {
+        int err = errno;
+        unlink(path);
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(err));
+    }
     return TACK_OK;
 }

@@ -23,6 +23,12 @@ void tack_kc_hash_str(hash2 *h, const char *s);
  * runs its code. */
 tack_status tack_kc_dir(char *out, size_t n);
 
+/* Create `path` (which must not exist) holding the concatenated strings
+ * parts[0..n); on failure nothing is left behind.  Callers write to a
+ * temporary name and rename it into place, so readers never see a partial
+ * entry. */
+tack_status tack_kc_write_new(const char *path, const char *const *parts, int n);
+
 double tack_kc_now_ms(void);
 /* TACK_LOG=info (or debug): log compiles and cache loads to stderr. */
 int tack_kc_log_info(void);

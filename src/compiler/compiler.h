@@ -288,6 +288,8 @@ _Noreturn void tk_oom(tk_cc *C);
 
 /* IR construction (arena) */
 tk_ir *ir_new(tk_cc *C, int op, tk_type ty, int line);
+/* A new local of specialization S (zeroed flags); its index. */
+int tk_new_local(tk_cc *C, tk_spec *S, const char *name, tk_type ty, int scope);
 void ir_push(tk_cc *C, tk_ir *parent, tk_ir *kid);
 tk_ir *ir_const_i(tk_cc *C, tk_type ty, int64_t v, int line);
 tk_ir *ir_const_f(tk_cc *C, tk_type ty, double v, int line);

@@ -13,6 +13,22 @@
 
 #include "compiler/compiler.h"
 
+int tk_new_local(tk_cc *C, tk_spec *S, const char *name, tk_type ty, int scope) {
+    if (S->nlocals == S->caplocals) {
+        int cap = S->caplocals ? S->caplocals * 2 : 16;
+        tk_local *nl = tk_alloc(&C->arena, (size_t)cap * sizeof *nl);
+        if (S->nlocals) memcpy(nl, S->locals, (size_t)S->nlocals * sizeof *nl);
+        S->locals = nl;
+        S->caplocals = cap;
+    }
+    tk_local *l = &S->locals[S->nlocals];
+    memset(l, 0, sizeof *l);
+    l->name = name;
+    l->ty = ty;
+    l->scope = scope;
+    return S->nlocals++;
+}
+
 tk_ir *ir_new(tk_cc *C, int op, tk_type ty, int line) {
     tk_ir *e = tk_alloc(&C->arena, sizeof *e);
     e->op = (uint8_t)op;

@@ -54,21 +54,6 @@ static int find_local_in(tk_spec *S, const char *name, int scope) {
     return -1;
 }
 
-static int add_local(tk_cc *C, tk_spec *S, const char *name, tk_type ty, int scope) {
-    if (S->nlocals == S->caplocals) {
-        int cap = S->caplocals ? S->caplocals * 2 : 16;
-        tk_local *nl = tk_alloc(&C->arena, (size_t)cap * sizeof *nl);
-        if (S->nlocals) memcpy(nl, S->locals, (size_t)S->nlocals * sizeof *nl);
-        S->locals = nl;
-        S->caplocals = cap;
-    }
-    tk_local *l = &S->locals[S->nlocals];
-    memset(l, 0, sizeof *l);
-    l->name = name;
-    l->ty = ty;
-    l->scope = scope;
-    return S->nlocals++;
-}
 
 static int lookup(LW *L, const char *name) {
     int i = -1;
@@ -90,7 +75,7 @@ tk_ir *lw_local_ref(LW *L, int loc, int line) {
 }
 
 int lw_temp(LW *L, tk_type ty) {
-    int t = add_local(L->C, L->S, tk_fmt(&L->C->arena, "_t%d", L->ntemps++), ty, L->pfor);
+    int t = tk_new_local(L->C, L->S, tk_fmt(&L->C->arena, "_t%d", L->ntemps++), ty, L->pfor);
     L->S->locals[t].declared = 1;
     return t;
 }
@@ -1253,7 +1238,7 @@ static void declare(LW *L, tack_node *t, int scope, tk_type decl, int declared) 
     if (lw_array_param(L, t->name) >= 0) ERR(t, "cannot assign to array parameter '%s'", t->name);
     int i = find_local_in(L->S, t->name, scope);
     if (i < 0) {
-        i = add_local(L->C, L->S, t->name, ty_unknown(), scope);
+        i = tk_new_local(L->C, L->S, t->name, ty_unknown(), scope);
         L->S->locals[i].line = t->line;
     }
     if (declared) {
@@ -1330,7 +1315,7 @@ static void lower_spec(tk_cc *C, tk_spec *S, int is_kernel) {
     for (int i = 0; i < S->nparams; i++) {
         S->plocal[i] = -1;
         if (S->ptypes[i].kind == TY_ARRAY) continue;
-        int loc = add_local(C, S, S->pnames[i], S->ptypes[i], -1);
+        int loc = tk_new_local(C, S, S->pnames[i], S->ptypes[i], -1);
         S->locals[loc].is_param = 1;
         S->plocal[i] = loc;
     }

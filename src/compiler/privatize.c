@@ -137,20 +137,9 @@ static int same(const tk_ir *a, const tk_ir *b) {
 }
 
 static int new_local(tk_cc *C, tk_spec *S, tk_type ty, int scope) {
-    if (S->nlocals == S->caplocals) {
-        int cap = S->caplocals ? S->caplocals * 2 : 16;
-        tk_local *nl = tk_alloc(&C->arena, (size_t)cap * sizeof *nl);
-        if (S->nlocals) memcpy(nl, S->locals, (size_t)S->nlocals * sizeof *nl);
-        S->locals = nl;
-        S->caplocals = cap;
-    }
-    tk_local *l = &S->locals[S->nlocals];
-    memset(l, 0, sizeof *l);
-    l->name = tk_fmt(&C->arena, "_sum%d", S->nlocals);
-    l->ty = ty;
-    l->scope = scope;
-    l->declared = 1;
-    return S->nlocals++;
+    int i = tk_new_local(C, S, tk_fmt(&C->arena, "_sum%d", S->nlocals), ty, scope);
+    S->locals[i].declared = 1;
+    return i;
 }
 
 static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {

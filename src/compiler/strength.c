@@ -132,22 +132,12 @@ typedef struct FD {
 
 /* ------------------------------------------------------------- builders */
 static int new_local(tk_cc *C, tk_spec *S, const char *name, tk_type ty, int scope) {
-    if (S->nlocals == S->caplocals) {
-        int cap = S->caplocals ? S->caplocals * 2 : 16;
-        tk_local *nl = tk_alloc(&C->arena, (size_t)cap * sizeof *nl);
-        if (S->nlocals) memcpy(nl, S->locals, (size_t)S->nlocals * sizeof *nl);
-        S->locals = nl;
-        S->caplocals = cap;
-    }
-    tk_local *l = &S->locals[S->nlocals];
-    memset(l, 0, sizeof *l);
-    l->name = name;
-    l->ty = ty;
-    l->scope = scope;
+    int i = tk_new_local(C, S, name, ty, scope);
+    tk_local *l = &S->locals[i];
     l->declared = 1;
     l->assigns = 1;
     l->read = 1;
-    return S->nlocals++;
+    return i;
 }
 
 static tk_ir *loc(tk_cc *C, tk_spec *S, int l, int line) {
