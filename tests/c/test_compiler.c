@@ -53,25 +53,6 @@ static tack_program *build(int k, const tack_argtype *sig, int n, tack_status *s
     return p;
 }
 
-static tack_arg A(tack_array *a) {
-    tack_arg r;
-    memset(&r, 0, sizeof r);
-    r.array = a;
-    return r;
-}
-static tack_arg I64(int64_t v) {
-    tack_arg r;
-    memset(&r, 0, sizeof r);
-    r.scalar.i = v;
-    return r;
-}
-static tack_arg F64(double v) {
-    tack_arg r;
-    memset(&r, 0, sizeof r);
-    r.scalar.f = v;
-    return r;
-}
-
 static void new_module(void) {
     if (tb_m) tack_module_free(tb_m);
     tack_module_new(&tb_m);

@@ -50,20 +50,6 @@ static tack_array *arr(int64_t n) {
     return a;
 }
 
-static tack_arg A(tack_array *a) {
-    tack_arg r;
-    memset(&r, 0, sizeof r);
-    r.array = a;
-    return r;
-}
-
-static tack_arg I64(int64_t v) {
-    tack_arg r;
-    memset(&r, 0, sizeof r);
-    r.scalar.i = v;
-    return r;
-}
-
 static tack_node *I_MINUS_LO(void) { return BIN(TACK_OP_SUB, NAME("i"), NAME("lo")); }
 
 int main(void) {

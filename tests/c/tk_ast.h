@@ -251,4 +251,22 @@ static inline tack_argtype SCALAR(tack_dtype d) {
     return a;
 }
 
+
+/* Launch arguments: an array, an integer scalar, a float scalar. */
+static inline tack_arg A(tack_array *a) {
+    tack_arg r = {0};
+    r.array = a;
+    return r;
+}
+static inline tack_arg I64(int64_t v) {
+    tack_arg r = {0};
+    r.scalar.i = v;
+    return r;
+}
+static inline tack_arg F64(double v) {
+    tack_arg r = {0};
+    r.scalar.f = v;
+    return r;
+}
+
 #endif /* TK_AST_H */
