@@ -277,7 +277,7 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
 
     char flags[1024];
     const char *extra = getenv("TACK_CFLAGS");
-    snprintf(flags, sizeof flags, "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno%s %s",
+    snprintf(flags, sizeof flags, "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno -fopenmp-simd%s %s",
              p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", extra ? extra : "");
 
     hash2 h = TACK_HASH2_INIT;

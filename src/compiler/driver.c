@@ -184,6 +184,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     /* The pipeline. */
     tk_spec *K = tk_lower_kernel(C, kernel, args, nargs); /* types + AST -> typed IR */
     tk_verify(C, "lowering");
+    if (env_is("TACK_OPT", "0")) C->opts.optimize = o.optimize = 0; /* a debugging switch; tests compare both */
     if (o.optimize) {
         tk_fold(C);                                        /* constant folding */
         tk_verify(C, "constant folding");

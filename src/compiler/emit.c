@@ -541,18 +541,6 @@ static void st(E *e, tk_ir *s) {
     }
 }
 
-/* Declare the locals of one scope (frame: -1, a parallel loop: its id). */
-static void declare_locals(E *e, int scope, int skip_params) {
-    for (int i = 0; i < e->S->nlocals; i++) {
-        tk_local *l = &e->S->locals[i];
-        if (l->scope != scope || (skip_params && l->is_param) || l->ty.kind != TY_VALUE) continue;
-        I(e);
-        P(e, "%s ", ctype(e, l->ty.dt));
-        local_name(e, i);
-        P(e, " = {0};\n");
-    }
-}
-
 static void array_decls(E *e, tk_spec *S, const char *src) {
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
@@ -610,10 +598,160 @@ static void segment_heads(E *e, tk_ir *x, char *seen) {
     for (int i = 0; i < x->n; i++) segment_heads(e, x->k[i], seen);
 }
 
+/* Whether a parallel loop's body may run its iterations in SIMD lanes: it
+ * cannot leave the loop early (no checks, returns, or breaks out of it), and
+ * lanes cannot collide (no atomics, and not the private-histogram version,
+ * whose counts two lanes could add into one cell).  Calls and prints are
+ * left serial.  `depth` counts the serial loops around `x` inside the body. */
+static int simd_body(const tk_ir *x, int depth) {
+    switch (x->op) {
+    case IR_CHECK: case IR_RETURN: case IR_PRINT: case IR_ATOMIC: case IR_CALL: return 0;
+    case IR_BREAK: return depth > 0;
+    case IR_FOR: case IR_WHILE: depth++; break;
+    default: break;
+    }
+    for (int i = 0; i < x->n; i++)
+        if (!simd_body(x->k[i], depth)) return 0;
+    return 1;
+}
+
+/* A scalar type that OpenMP's reduction(+) clause takes. */
+static int simd_scalar(int dt) {
+    return dt != TACK_F16 && dt != TACK_BOOL && dt_scalar((tack_dtype)dt) == (tack_dtype)dt;
+}
+
+/* `#pragma omp simd` on the loop whose iterations are the parallel loop's:
+ * they are independent by the language's definition, so the C compiler may
+ * run them in vector lanes -- the outer-loop vectorization that makes an
+ * n-body's per-body inner loop vector code without reassociating anything.
+ * The chunk's private sums (privatize.c) get reduction(+): their order was
+ * never specified (chunks combine atomically in any order), and partial
+ * sums per lane make a long add chain vector code.  CPU dialect only. */
+static int simd_ok(E *e, tk_ir *s) {
+    if (!e->C->opts.optimize || strcmp(e->D->name, "c") || e->hist || !simd_body(s->k[s->aux], 0)) return 0;
+    for (int r = 0; s->red && r < s->red->n; r++)
+        if (!simd_scalar(s->red->k[r]->ty.dt)) return 0;
+    return 1;
+}
+
+static void simd_pragma(E *e, tk_ir *s) {
+    I(e); P(e, "#pragma omp simd");
+    for (int r = 0; s->red && r < s->red->n; r++) {
+        P(e, r ? ", " : " reduction(+: ");
+        local_name(e, s->red->k[r]->k[0]->local);
+    }
+    if (s->red && s->red->n) P(e, ")");
+    P(e, "\n");
+}
+
+/* An expression with one value for the whole launch: constants, shapes and
+ * the frame's locals (read-only in a parallel loop) combined by arithmetic. */
+static int invariant(E *e, const tk_ir *x) {
+    switch (x->op) {
+    case IR_CONST: case IR_SHAPE: return 1;
+    case IR_LOCAL: return e->S->locals[x->local].scope == -1;
+    case IR_CAST: case IR_BIN: case IR_UN: case IR_SELECT: break;
+    default: return 0;
+    }
+    for (int i = 0; i < x->n; i++)
+        if (!invariant(e, x->k[i])) return 0;
+    return 1;
+}
+
+/* GCC vectorizes an outer loop only when the loops nested in it run at
+ * least once: otherwise the guard that skips an empty inner loop is control
+ * flow it refuses.  The serial loops at the top of the body with invariant
+ * bounds and step 1 (an n-body's `for j in range(n)`) give the condition
+ * `lo < hi` on which the chunk's loop is versioned (the other version, for
+ * empty inner loops, is the same loop without the assumption). */
+static int simd_guards(E *e, tk_ir *body) {
+    int n = 0;
+    for (int i = 0; i < body->n; i++) {
+        tk_ir *f = body->k[i];
+        if (f->op == IR_BLOCK) { n += simd_guards(e, f); continue; }
+        if (f->op != IR_FOR || !invariant(e, f->k[0]) || !invariant(e, f->k[1])) continue;
+        if (f->k[2]->op != IR_CONST || f->k[2]->c.i != 1) continue;
+        P(e, n ? " && (" : "(");
+        ex(e, f->k[0]); P(e, ") < ("); ex(e, f->k[1]); P(e, ")");
+        n++;
+    }
+    return n;
+}
+
+/* Mark the locals of a parallel loop whose values live across iterations:
+ * the private sums, the segment quotients (strength.c), and the outer
+ * indices of an ndrange; the rest are declared inside the loop body, so
+ * each iteration (each SIMD lane) has its own. */
+static void mark_carried(tk_ir *x, char *carried) {
+    if (x->op == IR_MATH && (x->sub == M_FDIVQ || x->sub == M_MODQ) && x->n == 6) carried[x->k[4]->local] = 1;
+    for (int i = 0; i < x->n; i++) mark_carried(x->k[i], carried);
+}
+
+static char *carried_locals(E *e, tk_ir *s) {
+    char *c = tk_alloc(&e->C->arena, (size_t)e->S->nlocals + 1);
+    memset(c, 0, (size_t)e->S->nlocals + 1);
+    mark_carried(s->k[s->aux], c);
+    for (int r = 0; s->red && r < s->red->n; r++) c[s->red->k[r]->k[0]->local] = 1;
+    for (int d = 0; d + 1 < s->aux; d++) c[s->vars[d]] = 1;
+    return c;
+}
+
+/* Declare the locals of one scope (frame: -1, a parallel loop: its id);
+ * with `carried`, only those it marks (in 1) or does not mark (in 0). */
+static void declare_locals(E *e, int scope, int skip_params, const char *carried, int in) {
+    for (int i = 0; i < e->S->nlocals; i++) {
+        tk_local *l = &e->S->locals[i];
+        if (l->scope != scope || (skip_params && l->is_param) || l->ty.kind != TY_VALUE) continue;
+        if (carried && !carried[i] != !in) continue;
+        I(e);
+        P(e, "%s ", ctype(e, l->ty.dt));
+        local_name(e, i);
+        P(e, " = {0};\n");
+    }
+}
+
+/* The innermost loop of a chunk, over i_ (one dimension) or j_ (the last of
+ * an ndrange), with the body; `simd` 1 with the pragma, 0 without. */
+static void inner_loop(E *e, tk_ir *s, const char *carried, int simd) {
+    int nd = s->aux;
+    if (simd) simd_pragma(e, s);
+    I(e);
+    if (nd > 1) P(e, "for (int64_t j_ = jb_; j_ < je_; j_++) {\n");
+    else P(e, e->fastv == 3 ? "for (int64_t i_ = s_; i_ < e_; i_++) {\n" : "for (int64_t i_ = lo_; i_ < hi_; i_++) {\n");
+    e->ind++;
+    declare_locals(e, e->S->locals[s->vars[0]].scope, 0, carried, 0);
+    I(e); local_name(e, s->vars[nd - 1]);
+    if (nd > 1) P(e, " = j_;\n");
+    else if (s->off) { P(e, " = (int64_t)((uint64_t)i_ + (uint64_t)("); ex(e, s->off); P(e, "));\n"); }
+    else P(e, " = i_;\n");
+    block(e, s->k[nd]);
+    e->ind--;
+    I(e); P(e, "}\n");
+}
+
+/* The innermost loop, in SIMD lanes when the body allows (versioned on the
+ * guards of its inner loops, when it has some). */
+static void inner_versions(E *e, tk_ir *s, const char *carried) {
+    if (!simd_ok(e, s)) { inner_loop(e, s, carried, 0); return; }
+    size_t mark = e->b->len;
+    I(e); P(e, "if (");
+    if (!simd_guards(e, s->k[s->aux])) { /* nothing to assume */
+        e->b->len = mark;
+        inner_loop(e, s, carried, 1);
+        return;
+    }
+    P(e, ") {\n");
+    e->ind++; inner_loop(e, s, carried, 1); e->ind--;
+    I(e); P(e, "} else {\n");
+    e->ind++; inner_loop(e, s, carried, 0); e->ind--;
+    I(e); P(e, "}\n");
+}
+
 /* The chunk's loop over [lo_, hi_) of a parallel loop, with its body. */
 static void pfor_loop(E *e, tk_ir *s) {
     int nd = s->aux;
     tk_ir *body = s->k[nd];
+    char *carried = carried_locals(e, s);
     if (nd == 1 && e->fastv == 3) { /* segments where every index // d is one value */
         I(e); P(e, "for (int64_t s_ = lo_, e_; s_ < hi_; s_ = e_) {\n");
         e->ind++;
@@ -624,13 +762,7 @@ static void pfor_loop(E *e, tk_ir *s) {
         P(e, "));\n");
         segment_heads(e, body, tk_alloc(&e->C->arena, (size_t)e->S->nlocals + 1));
     }
-    if (nd == 1) {
-        I(e); P(e, e->fastv == 3 ? "for (int64_t i_ = s_; i_ < e_; i_++) {\n" : "for (int64_t i_ = lo_; i_ < hi_; i_++) {\n");
-        e->ind++;
-        I(e); local_name(e, s->vars[0]);
-        if (s->off) { P(e, " = (int64_t)((uint64_t)i_ + (uint64_t)("); ex(e, s->off); P(e, "));\n"); }
-        else P(e, " = i_;\n");
-    } else {
+    if (nd > 1) {
         I(e); P(e, "const int64_t inner_ = F->pn[%d];\n", nd - 1);
         I(e); P(e, "const int64_t o0_ = lo_ / inner_, o1_ = (hi_ - 1) / inner_;\n");
         I(e); P(e, "const int64_t j0_ = lo_ %% inner_, j1_ = (hi_ - 1) %% inner_ + 1;\n");
@@ -643,18 +775,9 @@ static void pfor_loop(E *e, tk_ir *s) {
             else P(e, " = r_;\n");
         }
         I(e); P(e, "const int64_t jb_ = o_ == o0_ ? j0_ : 0, je_ = o_ == o1_ ? j1_ : inner_;\n");
-        I(e); P(e, "for (int64_t j_ = jb_; j_ < je_; j_++) {\n");
-        e->ind++;
-        I(e); local_name(e, s->vars[nd - 1]); P(e, " = j_;\n");
     }
-    block(e, body);
-    if (nd > 1) {
-        e->ind--;
-        I(e); P(e, "}\n");
-    }
-    e->ind--;
-    I(e); P(e, "}\n");
-    if (nd == 1 && e->fastv == 3) {
+    inner_versions(e, s, carried);
+    if (nd > 1 || e->fastv == 3) {
         e->ind--;
         I(e); P(e, "}\n");
     }
@@ -728,10 +851,7 @@ static void emit_pfor(E *e, tk_ir *s) {
         P(e, "; (void)"); local_name(e, i); P(e, ";\n");
     }
     /* private locals: those of this loop's scope (the pfor id is the scope) */
-    int scope = -2;
-    for (int i = 0; i < S->nlocals && scope == -2; i++)
-        if (i == s->vars[0]) scope = S->locals[i].scope;
-    declare_locals(e, scope, 0);
+    declare_locals(e, S->locals[s->vars[0]].scope, 0, carried_locals(e, s), 1);
     /* a histogram array (privatize.c) is counted into a zeroed private copy on
      * the stack when it is small and the chunk long enough to repay the flush:
      * then the chunk runs a version of the loop that adds into it, and adds
@@ -833,7 +953,7 @@ const char *tk_emit(tk_cc *C) {
         e->ind = 1;
         I(e); P(e, "(void)ctx; (void)abi;\n");
         if (S->ret.kind == TY_VALUE) { I(e); P(e, "const %s tk_zero = {0};\n", ctype(e, S->ret.dt)); }
-        declare_locals(e, -1, 1);
+        declare_locals(e, -1, 1, NULL, 0);
         block(e, S->body);
         if (S->ret.kind == TY_VALUE) { I(e); P(e, "return tk_zero;\n"); }
         e->ind = 0;
@@ -881,7 +1001,7 @@ const char *tk_emit(tk_cc *C) {
         else
             P(e, " = (%s)args[%d].s.%s;\n", ctype(e, t.dt), p, mem);
     }
-    declare_locals(e, -1, 1);
+    declare_locals(e, -1, 1, NULL, 0);
     block(e, K->body);
     e->ind = 0;
     P(e, "}\n");
@@ -934,4 +1054,4 @@ void tk_emitter_nest(tk_emitter *e, int delta) { e->ind += delta; }
 void tk_emitter_expr(tk_emitter *e, tk_ir *x) { ex(e, x); }
 void tk_emitter_stmt(tk_emitter *e, tk_ir *s) { st(e, s); }
 void tk_emitter_local(tk_emitter *e, int local) { local_name(e, local); }
-void tk_emitter_declare_locals(tk_emitter *e, int scope) { declare_locals(e, scope, 0); }
+void tk_emitter_declare_locals(tk_emitter *e, int scope) { declare_locals(e, scope, 0, NULL, 0); }

@@ -137,6 +137,7 @@ def test_out_of_bounds_key_raises_and_corrupts_nothing(n):
     assert ((view >= 5) & (view <= 5 + np.bincount(keys[keys < 64], minlength=64))).all()
 
 
+@pytest.mark.optimized_source
 def test_private_version_is_emitted():
     keys = np.zeros(4, np.int32)
     w = np.zeros(4, np.float32)

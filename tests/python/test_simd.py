@@ -1,0 +1,230 @@
+"""Parallel-loop iterations in SIMD lanes (src/compiler/emit.c, simd_ok).
+
+The chunk loop of a parallel loop carries `#pragma omp simd` when its body
+cannot leave early (no checks, returns or breaks out of it) and lanes cannot
+collide (no atomics); private sums get `reduction(+: ...)`.  Every local of
+the body is declared inside it, so each iteration (lane) has its own, and a
+loop whose body has serial loops with invariant bounds is versioned on
+`lo < hi` so that GCC may vectorize the outer loop.  Each case here is
+checked against NumPy; test_differential.py checks them against the
+unoptimized compile bit for bit.
+"""
+import math
+import os
+
+import numpy as np
+import pytest
+
+import tack
+
+OPTIMIZED = os.environ.get("TACK_OPT") != "0"
+
+
+@tack.kernel
+def nbody(px, py, pz, m, ax, ay, az, eps2):
+    for i in range(px.shape[0]):
+        xi = px[i]
+        yi = py[i]
+        zi = pz[i]
+        fx = 0.0
+        fy = 0.0
+        fz = 0.0
+        for j in range(px.shape[0]):
+            dx = px[j] - xi
+            dy = py[j] - yi
+            dz = pz[j] - zi
+            r2 = dx * dx + dy * dy + dz * dz + eps2
+            inv = 1.0 / math.sqrt(r2)
+            s = m[j] * inv * inv * inv
+            fx += dx * s
+            fy += dy * s
+            fz += dz * s
+        ax[i] = fx
+        ay[i] = fy
+        az[i] = fz
+
+
+def _nbody_ref(p, m, eps2):
+    d = p[:, None, :] - p[:, :, None]
+    r2 = (d * d).sum(0) + eps2
+    s = m[None, :] / (r2 * np.sqrt(r2))
+    return (d * s).sum(-1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 16, 17, 100, 333])
+def test_nbody_matches_numpy(n):
+    r = np.random.default_rng(n)
+    p = r.standard_normal((3, n)).astype(np.float32)
+    m = r.uniform(0.5, 1.5, n).astype(np.float32)
+    a = [np.zeros(n, np.float32) for _ in range(3)]
+    nbody(p[0].copy(), p[1].copy(), p[2].copy(), m, *a, 0.01)
+    ref = _nbody_ref(p.astype(np.float64), m.astype(np.float64), 0.01)
+    np.testing.assert_allclose(np.stack(a), ref, rtol=1e-3, atol=1e-4 * np.abs(ref).max())
+
+
+@tack.kernel
+def row_sums(a, lo, hi, out):
+    for i in range(a.shape[0]):
+        t = 0.0
+        for j in range(lo, hi):
+            t += a[i, j]
+        out[i] = t + 1.0
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 5), (2, 3), (0, 0), (3, 1), (-2, 0)])
+def test_inner_loop_guard_both_versions(lo, hi):
+    """Invariant inner bounds, empty ones included (the version without the guard)."""
+    a = np.arange(40, dtype=np.float64).reshape(8, 5)
+    out = np.zeros(8)
+    row_sums(a, lo, hi, out)
+    ref = np.array([sum(a[i, j] for j in range(lo, hi)) for i in range(8)]) + 1.0
+    np.testing.assert_array_equal(out, ref)
+
+
+@tack.kernel
+def triangle(x, out):
+    for i in range(x.shape[0]):
+        t = 0
+        for j in range(i + 1):
+            t += x[j]
+        out[i] = t
+
+
+def test_inner_loop_with_varying_bounds():
+    x = np.arange(1, 101, dtype=np.int64)
+    out = np.zeros(100, np.int64)
+    triangle(x, out)
+    np.testing.assert_array_equal(out, np.cumsum(x))
+
+
+@tack.kernel
+def sums(x, fo, io):
+    for i in range(x.shape[0]):
+        fo[0] += x[i]
+        fo[1] -= x[i] * 2.0
+        io[0] += i
+        io[1] -= 3
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 1000, 100_003])
+def test_private_sums_in_lanes(n):
+    x = (np.arange(n) % 7).astype(np.float64)  # small integers: every order sums exactly
+    fo, io = np.array([0.5, 0.0]), np.array([10, 0], np.int64)
+    sums(x, fo, io)
+    assert fo[0] == 0.5 + x.sum() and fo[1] == -2 * x.sum()
+    assert io[0] == 10 + n * (n - 1) // 2 and io[1] == -3 * n
+
+
+@tack.kernel
+def sum32(x, out):
+    for i in range(x.shape[0]):
+        out[0] += x[i]
+
+
+@pytest.mark.parametrize("n", [3, 1000, 1 << 20])
+def test_f32_sum_close_to_numpy(n):
+    x = np.random.default_rng(n).random(n, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    sum32(x, out)
+    exact = x.astype(np.float64).sum()
+    # partial sums per lane keep the f32 error small; one serial chain (TACK_OPT=0) less so
+    assert abs(float(out[0]) - exact) <= (1e-6 * n if OPTIMIZED else 1e-4 * exact)
+
+
+@tack.kernel
+def matmul(a, b, c):
+    for i, j in tack.ndrange(a.shape[0], b.shape[1]):
+        acc = 0.0
+        for k in range(a.shape[1]):
+            acc += a[i, k] * b[k, j]
+        c[i, j] = acc
+
+
+@pytest.mark.parametrize("n,m,p", [(1, 1, 1), (3, 17, 5), (16, 16, 16), (9, 0, 4), (31, 7, 33)])
+def test_ndrange_lanes(n, m, p):
+    r = np.random.default_rng(n * m + p)
+    a, b = r.random((n, m)), r.random((m, p))
+    c = np.full((n, p), -1.0)
+    matmul(a, b, c)
+    ref = np.array([[sum(a[i, k] * b[k, j] for k in range(m)) for j in range(p)] for i in range(n)]).reshape(n, p)
+    np.testing.assert_array_equal(c, ref)
+
+
+@tack.kernel
+def escape(out, w, max_iter):
+    for i in range(out.shape[0]):
+        cx = -2.0 + float(i % w) * (3.0 / w)
+        cy = -1.25 + float(i // w) * (2.5 / w)
+        x = 0.0
+        y = 0.0
+        it = 0
+        while True:
+            if it >= max_iter or x * x + y * y > 4.0:
+                break
+            x, y = x * x - y * y + cx, 2.0 * x * y + cy
+            it += 1
+        if it == max_iter:
+            continue
+        out[i] = it
+
+
+def test_break_in_inner_loop_and_continue():
+    w, mi = 37, 50
+    out = np.full(w * w, -7, np.int64)
+    escape(out, w, mi)
+    for i in range(w * w):
+        cx, cy = -2.0 + (i % w) * (3.0 / w), -1.25 + (i // w) * (2.5 / w)
+        x = y = 0.0
+        it = 0
+        while not (it >= mi or x * x + y * y > 4.0):
+            x, y = x * x - y * y + cx, 2.0 * x * y + cy
+            it += 1
+        assert out[i] == (-7 if it == mi else it), i
+
+
+@tack.kernel
+def maybe(x, out):
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            t = x[i]
+        out[i] = t
+
+
+def test_locals_are_private_to_an_iteration():
+    """A local not assigned in an iteration is zero there: nothing passes between iterations."""
+    x = np.array([1.0, -1.0, 2.0, -3.0, -4.0, 5.0] * 1000)
+    out = np.full(x.shape, 9.0)
+    maybe(x, out)
+    np.testing.assert_array_equal(out, np.where(x > 0, x, 0.0))
+
+
+def _body(src):
+    return src[src.index("static void tk_pfor0"):src.index("__attribute__")]
+
+
+@pytest.mark.optimized_source
+def test_which_loops_get_lanes():
+    n = 8
+    f = np.zeros(n, np.float32)
+    src = _body(nbody.generated_source(f, f, f, f, f, f, f, 0.01))
+    assert src.count("#pragma omp simd") == 1 and "if ((((int64_t)0LL)) < (a0_s0)) {" in src
+    assert "reduction(+: " in _body(sum32.generated_source(f, np.zeros(1, np.float32)))
+    # an index check left in the loop could leave it early: no lanes
+    idx = np.zeros(n, np.int64)
+
+    @tack.kernel
+    def gather(x, idx, out):
+        for i in range(out.shape[0]):
+            out[i] = x[idx[i]]
+
+    assert "#pragma omp simd" not in _body(gather.generated_source(f, idx, f))
+
+    @tack.kernel
+    def scatter_add(x, idx, out):
+        for i in range(x.shape[0]):
+            out[idx[i] % 4] += x[i]
+
+    # the private-histogram version adds into one stack copy: no lanes there
+    src = _body(scatter_add.generated_source(f, idx, np.zeros(4, np.float32)))
+    assert "private histogram" in src and "#pragma omp simd" not in src
+    assert "#pragma omp simd" not in nbody.generated_source(f, f, f, f, f, f, f, 0.01, target="cuda")
