@@ -32,8 +32,10 @@
  * A parallel loop with fast divisions (strength.c's M_FDIVQ / M_MODQ) is
  * emitted in versions chosen once per chunk by its flags: segmented (index
  * quotients fixed per segment), fast (reciprocal estimate plus fix-up), and
- * exact (the helpers) -- so each version's loop is free of the branch and
- * the fast ones vectorize.  A loop with a histogram array (privatize.c) is
+ * exact (the helpers, in a cold function of its own) -- so each version's
+ * loop is free of the branch and the fast ones vectorize.  The innermost
+ * loop of a chunk runs its iterations in SIMD lanes (`#pragma omp simd`)
+ * when nothing in the body can leave the loop early or collide.  A loop with a histogram array (privatize.c) is
  * emitted twice more over: adding into a private copy on the chunk's stack
  * when the array is small and the chunk long, and with the atomics otherwise.
  */
@@ -55,6 +57,7 @@ struct tk_emitter {
     int counter;
     tk_buf pfors;    /* parallel bodies, emitted while walking the entry */
     int fastv;       /* in a version of a loop with fast divisions (strength.c): 1 fast, 2 exact, 3 segmented; else 0 */
+    int exact;       /* emitting the cold function of a loop with fast divisions: its exact version only */
     int hist;        /* in the private-histogram version of a parallel loop: 1 + its array (privatize.c); else 0 */
     tk_spec *K;
 };
@@ -628,7 +631,7 @@ static int simd_scalar(int dt) {
  * never specified (chunks combine atomically in any order), and partial
  * sums per lane make a long add chain vector code.  CPU dialect only. */
 static int simd_ok(E *e, tk_ir *s) {
-    if (!e->C->opts.optimize || strcmp(e->D->name, "c") || e->hist || !simd_body(s->k[s->aux], 0)) return 0;
+    if (!e->C->opts.optimize || strcmp(e->D->name, "c") || e->hist || e->exact || !simd_body(s->k[s->aux], 0)) return 0;
     for (int r = 0; s->red && r < s->red->n; r++)
         if (!simd_scalar(s->red->k[r]->ty.dt)) return 0;
     return 1;
@@ -787,22 +790,54 @@ static void pfor_loop(E *e, tk_ir *s) {
 static void pfor_versions(E *e, tk_ir *s) {
     int nd = s->aux;
     tk_ir *fast = fast_flag(s->k[nd], 3), *seg = fast_flag(s->k[nd], 5);
-    if (!fast) pfor_loop(e, s);
-    int vers[3], nv = 0;
-    if (fast && seg) vers[nv++] = 3;
-    if (fast) { vers[nv++] = 1; vers[nv++] = 2; }
-    for (int j = 0; j < nv; j++) {
-        int v = vers[j];
-        I(e);
-        if (v == 2) P(e, "} else {\n");
-        else { P(e, j ? "} else if (" : "if ("); ex(e, v == 3 ? seg : fast); P(e, ") {\n"); }
-        e->ind++;
-        e->fastv = v;
+    if (!fast || e->exact) { /* exact: the cold function's only version */
+        e->fastv = fast ? 2 : 0;
         pfor_loop(e, s);
         e->fastv = 0;
-        e->ind--;
+        return;
     }
-    if (fast) { I(e); P(e, "}\n"); }
+    if (seg) { I(e); P(e, "if ("); ex(e, seg); P(e, ") {\n"); e->ind++; }
+    e->fastv = seg ? 3 : 1;
+    pfor_loop(e, s);
+    if (seg) {
+        e->ind--;
+        I(e); P(e, "} else {\n");
+        e->ind++;
+        e->fastv = 1;
+        pfor_loop(e, s);
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
+    e->fastv = 0;
+}
+
+/* The function that runs a chunk of parallel loop `s`.  A loop with fast
+ * divisions (strength.c) gets two: the exact version, rarely run (a
+ * dividend or divisor beyond 2^52), in a cold function that the C compiler
+ * optimizes for size -- a quarter less compile time -- and the fast and
+ * segmented versions, which call it when the launch's flag says so. */
+static void pfor_chunk(E *e, tk_ir *s);
+
+static void pfor_function(E *e, tk_ir *s, int id, int exact) {
+    tk_spec *S = e->S;
+    tk_ir *fast = fast_flag(s->k[s->aux], 3);
+    e->exact = exact;
+    P(e, "/* parallel loop at line %d%s */\n", s->line, exact ? ", exact divisions" : "");
+    P(e, "%sstatic void tk_pfor%d%s(void *fp_, int64_t lo_, int64_t hi_) {\n",
+      exact ? "__attribute__((cold, noinline)) " : "", id, exact ? "_x" : "");
+    I(e); P(e, "const tk_frame *F = (const tk_frame *)fp_;\n");
+    I(e); P(e, "tk_ctx *ctx = F->ctx;\n");
+    I(e); P(e, "const tk_abi *abi = F->abi;\n");
+    I(e); P(e, "(void)ctx; (void)abi;\n");
+    array_decls(e, S, "F");
+    for (int i = 0; i < S->nlocals; i++) {
+        if (S->locals[i].scope != -1 || S->locals[i].ty.kind != TY_VALUE) continue;
+        I(e); P(e, "const %s ", ctype(e, S->locals[i].ty.dt)); local_name(e, i); P(e, " = F->"); local_name(e, i);
+        P(e, "; (void)"); local_name(e, i); P(e, ";\n");
+    }
+    if (fast && !exact) { I(e); P(e, "if (!("); ex(e, fast); P(e, ")) { tk_pfor%d_x(fp_, lo_, hi_); return; }\n", id); }
+    pfor_chunk(e, s);
+    e->exact = 0;
 }
 
 static void emit_pfor(E *e, tk_ir *s) {
@@ -833,23 +868,22 @@ static void emit_pfor(E *e, tk_ir *s) {
     e->ind--;
     I(e); P(e, "}\n");
 
-    /* the body function */
+    /* the body function(s) */
     tk_buf *saved = e->b;
     int saved_ind = e->ind, saved_fn = e->fn;
     e->b = &e->pfors;
     e->ind = 1;
     e->fn = 1;
-    P(e, "/* parallel loop at line %d */\nstatic void tk_pfor%d(void *fp_, int64_t lo_, int64_t hi_) {\n", s->line, id);
-    I(e); P(e, "const tk_frame *F = (const tk_frame *)fp_;\n");
-    I(e); P(e, "tk_ctx *ctx = F->ctx;\n");
-    I(e); P(e, "const tk_abi *abi = F->abi;\n");
-    I(e); P(e, "(void)ctx; (void)abi;\n");
-    array_decls(e, S, "F");
-    for (int i = 0; i < S->nlocals; i++) {
-        if (S->locals[i].scope != -1 || S->locals[i].ty.kind != TY_VALUE) continue;
-        I(e); P(e, "const %s ", ctype(e, S->locals[i].ty.dt)); local_name(e, i); P(e, " = F->"); local_name(e, i);
-        P(e, "; (void)"); local_name(e, i); P(e, ";\n");
-    }
+    if (fast_flag(s->k[nd], 3)) pfor_function(e, s, id, 1);
+    pfor_function(e, s, id, 0);
+    e->b = saved;
+    e->ind = saved_ind;
+    e->fn = saved_fn;
+}
+
+/* The rest of pfor_function: the chunk's private state, loop and flushes. */
+static void pfor_chunk(E *e, tk_ir *s) {
+    tk_spec *S = e->S;
     /* private locals: those of this loop's scope (the pfor id is the scope) */
     declare_locals(e, S->locals[s->vars[0]].scope, 0, carried_locals(e, s), 1);
     /* a histogram array (privatize.c) is counted into a zeroed private copy on
@@ -886,9 +920,6 @@ static void emit_pfor(E *e, tk_ir *s) {
         I(e); P(e, "if ("); ex(e, a->k[0]); P(e, " != 0) (void)"); ex(e, a); P(e, ";\n");
     }
     P(e, "}\n\n");
-    e->b = saved;
-    e->ind = saved_ind;
-    e->fn = saved_fn;
 }
 
 /* ------------------------------------------------------------ functions */

@@ -43,7 +43,8 @@
  *      M_FDIVQ / M_MODQ [a, d, inv, flag]; emit.c versions the chunk's loop on
  *      the flag: a copy with the fast path alone, which vectorizes (AVX-512DQ
  *      has the int64 <-> double conversions and vpmullq), and a copy with
- *      the exact helpers -- the code Tack emitted before this pass.
+ *      the exact helpers -- the code Tack emitted before this pass -- in a
+ *      separate cold function, compiled for size (it is rarely run).
  *
  *   4. Segments.  For i // d and i % d of the index i of a one-dimensional
  *      loop with d >= 16 (a constant, or at run time for an invariant d),

@@ -1498,7 +1498,7 @@ static PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original)
     Py_UCS4 c0;
 
     *original = NULL;
-    inspect = PyImport_ImportModule("inspect");
+    inspect = PyImport_ImportModule("tack._source"); /* inspect's, minus tokenize's start-up */
     if (!inspect)
         goto done;
     res = PyObject_CallMethod(inspect, "getsourcelines", "O", fn);

@@ -270,3 +270,14 @@ def test_constant_divisors(lo):
         return
     body = _pfor_body(const_divs.generated_source(*out, 0))
     assert "tk_modq_i64(v" in body and "for (int64_t s_ = lo_" in body
+
+
+@pytest.mark.optimized_source
+def test_exact_version_is_a_cold_function():
+    """The exact version (run when a value is beyond 2^52) is compiled for size, without lanes."""
+    src = radius_squared.generated_source(np.empty(8, np.float32), 2, 2)
+    cold = src[src.index("exact divisions */"):src.index("static void tk_pfor0(")]
+    assert "__attribute__((cold, noinline))" in cold and "tk_fdivq_i64(v" in cold
+    assert "#pragma omp simd" not in cold and ", 0)" in cold
+    hot = src[src.index("static void tk_pfor0("):src.index("__attribute__((visibility")]
+    assert "tk_pfor0_x(fp_, lo_, hi_); return; }" in hot and "#pragma omp simd" in hot

@@ -1,0 +1,171 @@
+"""tack._source.getsourcelines: the kernel's lines, as inspect.getsourcelines
+gives them, without tokenize's start-up cost (python/tack/_source.py)."""
+import functools
+import importlib.util
+import inspect
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tack
+from tack import _source
+
+MODULE = '''\
+import functools
+import tack
+
+
+def plain(a, x, y):
+    for i in range(y.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+@tack.kernel(
+    checks=False,
+)
+def multi_line_decorator(x):
+    for i in range(x.shape[0]):
+        x[i] = 1
+# a comment at column 0 after the body
+
+
+def hanging(a,
+b):
+    return a + b
+
+
+def low_comment(x):
+    t = 1
+# column-0 comment inside the body
+    return t
+
+
+def string_at_column_0():
+    s = """
+not code
+"""
+    return s
+
+
+def continued():
+    y = (1 +
+2)
+    return y
+
+
+def backslash():
+    y = 1 + \\
+2
+    return y
+
+
+class Holder:
+    def method(self, x):
+        return x
+
+    @staticmethod
+    def static(x):
+        return x
+
+
+def outer():
+    def inner(x):
+        return x + 1
+    return inner
+
+
+lam = lambda x: x + 1  # noqa: E731
+
+
+@functools.wraps(plain)
+def wrapped(*a):
+    return plain(*a)
+
+
+async def coro():
+    return 1
+
+
+def last_one(x):
+    return x'''
+
+
+@pytest.fixture(scope="module")
+def mod(tmp_path_factory):
+    path = tmp_path_factory.mktemp("src") / "srcmod.py"
+    path.write_text(MODULE)
+    spec = importlib.util.spec_from_file_location("srcmod", path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def _functions(m):
+    fns = [m.plain, m.multi_line_decorator.__wrapped__, m.hanging, m.low_comment, m.string_at_column_0, m.continued, m.backslash, m.Holder.method,
+           m.Holder.static, m.outer(), m.outer, m.lam, m.wrapped, m.coro, m.last_one]
+    return fns
+
+
+def _trim(lines):
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("#")):
+        lines = lines[:-1]
+    return lines
+
+
+def test_same_as_inspect(mod):
+    for fn in _functions(mod):
+        want_lines, want_start = inspect.getsourcelines(fn)
+        got_lines, got_start = _source.getsourcelines(fn)
+        assert got_start == want_start, fn
+        assert _trim(list(got_lines)) == _trim(list(want_lines)), fn
+
+
+def test_fast_path_taken_where_it_can_be(mod):
+    for fn in (mod.plain, mod.multi_line_decorator.__wrapped__, mod.hanging, mod.low_comment, mod.Holder.method, mod.outer(), mod.last_one,
+               mod.string_at_column_0, mod.continued, mod.backslash):
+        assert _source._fast(fn) is not None, fn
+    for fn in (mod.lam, mod.wrapped, mod.coro, len, functools.partial(mod.plain, 1)):
+        assert _source._fast(fn) is None, fn
+
+
+def test_no_source_is_a_clear_error():
+    ns = {}
+    exec("def f(x):\n    for i in range(x.shape[0]):\n        x[i] = 1\n", ns)
+    with pytest.raises(TypeError, match="source code is not available"):
+        tack.kernel(ns["f"])(np.zeros(3))
+
+
+def test_kernels_from_the_module_compile(mod):
+    x = np.zeros(4, np.float32)
+    kern = tack.kernel(mod.plain)
+    kern(2.0, np.ones(4, np.float32), x)
+    assert x.tolist() == [2.0] * 4
+    y = np.zeros(3, np.int64)
+    mod.multi_line_decorator(y)
+    assert y.tolist() == [1, 1, 1]
+
+
+def test_first_call_in_a_new_process_does_not_tokenize(tmp_path):
+    script = tmp_path / "k.py"
+    script.write_text(textwrap.dedent('''
+        import sys
+        import numpy as np
+        import tack
+
+        @tack.kernel
+        def fill(x):
+            for i in range(x.shape[0]):
+                x[i] = i
+
+        x = np.zeros(5)
+        fill(x)
+        assert x.tolist() == [0, 1, 2, 3, 4]
+        import tokenize
+        print(tokenize._compile.cache_info().currsize if hasattr(tokenize._compile, "cache_info") else 0)
+    '''))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "0"
