@@ -58,7 +58,7 @@ test-gpu:
 # Tack beside Numba, Warp, Taichi, NumPy and C+OpenMP: writes docs/benchmarks.md and .png.
 bench: uv
 	$(UV) sync --extra test --extra bench
-	$(UV) run python benchmarks/run.py
+	$(UV) run python benchmarks/run.py --json build/bench.json
 
 clean:
 	rm -rf build .venv

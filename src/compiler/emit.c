@@ -395,9 +395,9 @@ static void check_fails(E *e, tk_ir *s) {
             P(e, ") > ("); ex(e, s->k[2]); P(e, ")");
         } else if (s->local == 1) { /* no negative indices */
             P(e, "(uint64_t)("); ex(e, s->k[0]); P(e, ") >= (uint64_t)("); ex(e, s->k[1]); P(e, ")");
-        } else {
-            P(e, "("); ex(e, s->k[0]); P(e, ") < -("); ex(e, s->k[1]); P(e, ") || (");
-            ex(e, s->k[0]); P(e, ") >= ("); ex(e, s->k[1]); P(e, ")");
+        } else { /* -n <= k < n as one unsigned compare: k + n wraps above 2n when k < -n */
+            P(e, "(uint64_t)("); ex(e, s->k[0]); P(e, ") + (uint64_t)("); ex(e, s->k[1]);
+            P(e, ") >= 2 * (uint64_t)("); ex(e, s->k[1]); P(e, ")");
         }
         return;
     case CK_COMP:
@@ -425,10 +425,15 @@ static void st(E *e, tk_ir *s) {
             tk_ir *a = s->k[0];
             int dt = a->ty.dt;
             const char *op = a->sub == A_SUB ? "-" : "+";
-            I(e); P(e, "{ const int64_t h_ = (int64_t)("); flat_index(e, a, 1); P(e, "); hb_[h_] = ");
-            if (is_float_dt(dt)) { P(e, "hb_[h_] %s (", op); ex(e, a->k[0]); P(e, "); }\n"); }
+            I(e); P(e, "{ const int64_t h_ = (int64_t)(");
+            if (a->n == 2 && a->k[1]->op == IR_WRAP && a->k[1]->param == a->param && e->C->opts.checks)
+                ex(e, a->k[1]->k[0]); /* checked to lie in [-n, n): hp_ has a cell for each */
+            else
+                flat_index(e, a, 1);
+            P(e, "); hp_[h_] = ");
+            if (is_float_dt(dt)) { P(e, "hp_[h_] %s (", op); ex(e, a->k[0]); P(e, "); }\n"); }
             else {
-                P(e, "(%s)((%s)hb_[h_] %s (%s)(", ctype(e, dt), ut(dt), op, ut(dt));
+                P(e, "(%s)((%s)hp_[h_] %s (%s)(", ctype(e, dt), ut(dt), op, ut(dt));
                 ex(e, a->k[0]);
                 P(e, ")); }\n");
             }
@@ -1031,13 +1036,17 @@ static void pfor_chunk(E *e, tk_ir *s) {
         P(e, ";\n");
         I(e); P(e, "if (hn_ <= %d && hi_ - lo_ >= 4 * hn_) {\n", cap);
         e->ind++;
-        I(e); P(e, "%s hb_[%d];\n", ctype(e, hdt), cap);
-        I(e); P(e, "for (int64_t h_ = 0; h_ < hn_; h_++) hb_[h_] = 0;\n");
+        I(e); P(e, "%s hb_[%d], *const hp_ = hb_ + hn_;\n", ctype(e, hdt), 2 * cap);
+        I(e); P(e, "for (int64_t h_ = 0; h_ < 2 * hn_; h_++) hb_[h_] = 0;\n");
         e->hist = h + 1;
         pfor_versions(e, s);
         e->hist = 0;
-        I(e); P(e, "for (int64_t h_ = 0; h_ < hn_; h_++)\n");
-        I(e); P(e, "    if (hb_[h_] != 0) (void)tk_atomic_add_%s(&a%d[h_], hb_[h_]);\n", ctype(e, hdt), h);
+        I(e); P(e, "for (int64_t h_ = 0; h_ < hn_; h_++) {\n");
+        I(e); P(e, "    const %s c_ = ", ctype(e, hdt));
+        if (is_float_dt(hdt)) P(e, "hb_[h_] + hp_[h_];\n");
+        else P(e, "(%s)((%s)hb_[h_] + (%s)hp_[h_]);\n", ctype(e, hdt), ut(hdt), ut(hdt));
+        I(e); P(e, "    if (c_ != 0) (void)tk_atomic_add_%s(&a%d[h_], c_);\n", ctype(e, hdt), h);
+        I(e); P(e, "}\n");
         e->ind--;
         I(e); P(e, "} else {\n");
         e->ind++;

@@ -188,3 +188,20 @@ def test_cuda_dialect_keeps_its_atomics():
     except Exception as err:  # pragma: no cover - a build without the CUDA dialect
         pytest.skip(f"no CUDA source: {err}")
     assert MARKER not in src and "atomic" in src.lower()
+
+
+@tack.kernel(checks=False)
+def count_unchecked(keys, hist):
+    for i in range(keys.shape[0]):
+        hist[keys[i]] += 1
+
+
+@pytest.mark.parametrize("kernel", [count, count_unchecked])
+@pytest.mark.parametrize("bins", [1, 7, 256, 16384])
+def test_private_copy_has_a_cell_for_each_negative_index(kernel, bins):
+    """The private copy holds 2n cells, [-n, n) (checked) or the wrapped index (checks=False)."""
+    keys = np.random.default_rng(bins).integers(-bins, bins, 200_000).astype(np.int64)
+    hist = np.zeros(bins + 2, np.int32)
+    kernel(keys, hist[1:-1])
+    np.testing.assert_array_equal(hist[1:-1], np.bincount(keys % bins, minlength=bins))
+    assert hist[0] == 0 and hist[-1] == 0
