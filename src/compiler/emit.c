@@ -903,19 +903,27 @@ static void pfor_loop(E *e, tk_ir *s) {
         I(e); P(e, "const int64_t inner_ = F->pn[%d];\n", nd - 1);
         I(e); P(e, "const int64_t o0_ = lo_ / inner_, o1_ = (hi_ - 1) / inner_;\n");
         I(e); P(e, "const int64_t j0_ = lo_ %% inner_, j1_ = (hi_ - 1) %% inner_ + 1;\n");
+        /* the outer indices of the first row, by division once per chunk; then
+         * counted like an odometer, row by row (a division per row cost as much
+         * as a short row's work) */
+        I(e); P(e, "int64_t r_ = o0_;\n");
+        for (int d = nd - 2; d > 0; d--) { I(e); P(e, "int64_t c%d_ = r_ %% F->pn[%d]; r_ /= F->pn[%d];\n", d, d, d); }
+        I(e); P(e, "int64_t c0_ = r_;\n");
         I(e); P(e, "for (int64_t o_ = o0_; o_ <= o1_; o_++) {\n");
         e->ind++;
-        I(e); P(e, "int64_t r_ = o_;\n");
-        for (int d = nd - 2; d >= 0; d--) {
-            I(e); local_name(e, s->vars[d]);
-            if (d > 0) P(e, " = r_ %% F->pn[%d]; r_ /= F->pn[%d];\n", d, d);
-            else P(e, " = r_;\n");
-        }
+        for (int d = 0; d <= nd - 2; d++) { I(e); local_name(e, s->vars[d]); P(e, " = c%d_;\n", d); }
         I(e); P(e, "const int64_t jb_ = o_ == o0_ ? j0_ : 0, je_ = o_ == o1_ ? j1_ : inner_;\n");
     }
     int np = verify_prefix(e, s, carried);
     if (np) verified_blocks(e, s, carried, np);
     else inner_versions(e, s, carried);
+    if (nd > 1) { /* the next row's outer indices */
+        I(e); P(e, "if (++c%d_ == F->pn[%d]) {", nd - 2, nd - 2);
+        for (int d = nd - 2; d > 0; d--) P(e, " c%d_ = 0; if (++c%d_ == F->pn[%d]) {", d, d - 1, d - 1);
+        P(e, " c0_ = 0;");
+        for (int d = nd - 2; d >= 0; d--) P(e, " }");
+        P(e, "\n");
+    }
     if (nd > 1 || e->fastv == 3) {
         e->ind--;
         I(e); P(e, "}\n");

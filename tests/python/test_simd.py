@@ -214,3 +214,30 @@ def test_which_loops_get_lanes():
     src = _body(scatter_add.generated_source(f, idx, np.zeros(4, np.float32)))
     assert "private histogram" in src and "#pragma omp simd" not in src
     assert "#pragma omp simd" not in nbody.generated_source(f, f, f, f, f, f, f, 0.01, target="cuda")
+
+
+@tack.kernel
+def index4(a):
+    for i, j, k, l in tack.ndrange(a.shape[0], a.shape[1], a.shape[2], a.shape[3]):
+        a[i, j, k, l] = i * 1000000 + j * 10000 + k * 100 + l
+
+
+@tack.kernel
+def index3(a, off):
+    for i, j, k in tack.ndrange(a.shape[0], a.shape[1], a.shape[2]):
+        a[i, j, k] += i * 10000 + j * 100 + k + off
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 5, 6), (1, 1, 1, 1), (2, 1, 3, 1), (7, 13, 11, 3), (50, 40, 30, 20),
+                                   (1, 70000, 1, 1), (70000, 1, 1, 1)])
+def test_ndrange_outer_indices_counted_per_row(shape):
+    """The outer indices of an ndrange are divided out once per chunk, then counted row by row:
+    chunks start and end mid-row and mid-plane."""
+    a = np.zeros(shape, np.int64)
+    index4(a)
+    i, j, k, l = np.indices(shape)
+    np.testing.assert_array_equal(a, i * 1000000 + j * 10000 + k * 100 + l)
+    b = np.zeros(shape[:3], np.int64)
+    index3(b, 1)
+    i, j, k = np.indices(shape[:3])
+    np.testing.assert_array_equal(b, i * 10000 + j * 100 + k + 1)
