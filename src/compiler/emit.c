@@ -590,6 +590,34 @@ static int heavy(const tk_ir *s) {
     return 0;
 }
 
+/* A rough cost of one iteration of a loop-free body: a unit per operation
+ * and per scalar moved, sixteen per math function, eight per division, four per
+ * atomic, each times its vector's lanes. */
+static int64_t body_cost(const tk_ir *x) {
+    int lanes = x->ty.kind == TY_VALUE ? dt_rows((tack_dtype)x->ty.dt) * dt_cols((tack_dtype)x->ty.dt) : 1;
+    int64_t c = 0;
+    switch (x->op) {
+    case IR_LOAD: case IR_STORE: case IR_BIN: case IR_UN: case IR_CAST: case IR_SELECT: case IR_CHECK:
+        c = x->op == IR_BIN && (x->sub == B_DIV || x->sub == B_FLOORDIV || x->sub == B_MOD) ? 8 : 1;
+        break;
+    case IR_MATH: c = x->sub == M_FDIVQ || x->sub == M_MODQ ? 2 : 16; break;
+    case IR_ATOMIC: c = 4; break;
+    default: break;
+    }
+    c *= lanes > 0 ? lanes : 1;
+    for (int i = 0; i < x->n && c < 1000000; i++) c += body_cost(x->k[i]);
+    return c;
+}
+
+/* The fewest iterations worth a fork-join (a few microseconds here): 32768
+ * for a saxpy-sized body, down to 8192 for costlier ones (normalizing vec3: 9532);
+ * two for a body with loops or calls. */
+static int64_t min_parallel(const tk_ir *body) {
+    if (heavy(body)) return 2;
+    int64_t m = 524288 / (body_cost(body) + 1);
+    return m < 8192 ? 8192 : m > 32768 ? 32768 : m;
+}
+
 /* A parallel loop's fast-division flag (kid 3 of its M_FDIVQ / M_MODQ) or its
  * segmentation flag (kid 5), if it has one (strength.c). */
 static tk_ir *fast_flag(tk_ir *x, int kid) {
@@ -1008,7 +1036,8 @@ static void emit_pfor(E *e, tk_ir *s) {
         I(e); P(e, "total_ = (int64_t)((uint64_t)total_ * (uint64_t)(F_.pn[%d] > 0 ? F_.pn[%d] : 0));\n", d, d);
     }
     I(e); P(e, "F_.total = total_;\n");
-    I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, tk_pfor%d, &F_, total_, %d);\n", id, heavy(s->k[nd]) ? 2 : 32768);
+    I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, tk_pfor%d, &F_, total_, %lld);\n", id,
+            (long long)min_parallel(s->k[nd]));
     I(e); P(e, "if (TK_FAILED(ctx)) return;\n");
     e->ind--;
     I(e); P(e, "}\n");

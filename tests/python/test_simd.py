@@ -241,3 +241,35 @@ def test_ndrange_outer_indices_counted_per_row(shape):
     index3(b, 1)
     i, j, k = np.indices(shape[:3])
     np.testing.assert_array_equal(b, i * 10000 + j * 100 + k + 1)
+
+
+def _min_parallel(src):
+    import re
+
+    return int(re.search(r"parallel_for\(ctx, tk_pfor0, &F_, total_, (\d+)\)", src).group(1))
+
+
+def test_fork_join_threshold_follows_the_body_cost():
+    """Launches are split over threads from 32768 iterations of a saxpy-sized body down to 8192
+    for costlier ones, and from 2 for a body with a loop."""
+    f = np.zeros(4, np.float32)
+
+    @tack.kernel
+    def axpy(a, x, y):
+        for i in range(y.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    @tack.kernel
+    def norm3(v, out):
+        for i in range(v.shape[0]):
+            out[i] = tack.normalize(v[i])
+
+    v = tack.zeros(4, tack.vec3)
+    assert _min_parallel(axpy.generated_source(2.0, f, f)) == 32768
+    assert 8192 <= _min_parallel(norm3.generated_source(v, v)) < 16384
+    assert _min_parallel(nbody.generated_source(f, f, f, f, f, f, f, 0.01)) == 2
+    x = np.random.default_rng(0).random((12288, 3)).astype(np.float32)
+    out = tack.zeros(12288, tack.vec3)
+    norm3(tack.array(x, tack.vec3), out)
+    ref = x / np.linalg.norm(x, axis=1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(out.numpy()).reshape(-1, 3), ref, rtol=2e-6, atol=1e-7)
