@@ -35,8 +35,8 @@
  * exact (the helpers, in a cold function of its own) -- so each version's
  * loop is free of the branch and the fast ones vectorize.  The innermost
  * loop of a chunk runs its iterations in SIMD lanes (`#pragma omp simd`)
- * when nothing in the body can leave the loop early or collide.  A loop with a histogram array (privatize.c) is
- * emitted twice more over: adding into a private copy on the chunk's stack
+ * when nothing in the body can leave the loop early or collide.  A loop
+ * with a histogram array (privatize.c) is emitted twice more over: adding into a private copy on the chunk's stack
  * when the array is small and the chunk long, and with the atomics otherwise.
  */
 #include <math.h>
@@ -695,32 +695,18 @@ static void simd_pragma(E *e, tk_ir *s) {
     P(e, "\n");
 }
 
-/* An expression with one value for the whole launch: constants, shapes and
- * the frame's locals (read-only in a parallel loop) combined by arithmetic. */
-static int invariant(E *e, const tk_ir *x) {
-    switch (x->op) {
-    case IR_CONST: case IR_SHAPE: return 1;
-    case IR_LOCAL: return e->S->locals[x->local].scope == -1;
-    case IR_CAST: case IR_BIN: case IR_UN: case IR_SELECT: break;
-    default: return 0;
-    }
-    for (int i = 0; i < x->n; i++)
-        if (!invariant(e, x->k[i])) return 0;
-    return 1;
-}
-
 /* GCC vectorizes an outer loop only when the loops nested in it run at
  * least once: otherwise the guard that skips an empty inner loop is control
  * flow it refuses.  The serial loops at the top of the body with invariant
  * bounds and step 1 (an n-body's `for j in range(n)`) give the condition
  * `lo < hi` on which the chunk's loop is versioned (the other version, for
  * empty inner loops, is the same loop without the assumption). */
-static int simd_guards(E *e, tk_ir *body) {
+static int simd_guards(E *e, tk_ir *loop, tk_ir *body) {
     int n = 0;
     for (int i = 0; i < body->n; i++) {
         tk_ir *f = body->k[i];
-        if (f->op == IR_BLOCK) { n += simd_guards(e, f); continue; }
-        if (f->op != IR_FOR || !invariant(e, f->k[0]) || !invariant(e, f->k[1])) continue;
+        if (f->op == IR_BLOCK) { n += simd_guards(e, loop, f); continue; }
+        if (f->op != IR_FOR || !ir_invariant(f->k[0], loop) || !ir_invariant(f->k[1], loop)) continue;
         if (f->k[2]->op != IR_CONST || f->k[2]->c.i != 1) continue;
         P(e, n ? " && (" : "(");
         ex(e, f->k[0]); P(e, ") < ("); ex(e, f->k[1]); P(e, ")");
@@ -771,15 +757,23 @@ static void iteration_head(E *e, tk_ir *s, const char *carried) {
     else P(e, " = i_;\n");
 }
 
-/* The innermost loop of a chunk, over i_ (one dimension) or j_ (the last of
- * an ndrange), with the body; `simd` 1 with the pragma, 0 without. */
+/* The innermost loop's variable and bounds: i_ over the chunk or the
+ * segment (one dimension), j_ over the row (an ndrange), or a block of
+ * either (e->rlo, e->rhi) when checks are verified ahead. */
+static void inner_range(E *e, tk_ir *s, const char **v, const char **lo, const char **hi) {
+    int nd = s->aux;
+    *v = nd > 1 ? "j_" : "i_";
+    *lo = e->rlo ? e->rlo : nd > 1 ? "jb_" : e->fastv == 3 ? "s_" : "lo_";
+    *hi = e->rhi ? e->rhi : nd > 1 ? "je_" : e->fastv == 3 ? "e_" : "hi_";
+}
+
+/* The innermost loop of a chunk with the body; `simd` 1 with the pragma, 0 without. */
 static void inner_loop(E *e, tk_ir *s, const char *carried, int simd) {
     int nd = s->aux;
+    const char *v, *lo, *hi;
+    inner_range(e, s, &v, &lo, &hi);
     if (simd) simd_pragma(e, s);
     I(e);
-    const char *v = nd > 1 ? "j_" : "i_";
-    const char *lo = e->rlo ? e->rlo : nd > 1 ? "jb_" : e->fastv == 3 ? "s_" : "lo_";
-    const char *hi = e->rhi ? e->rhi : nd > 1 ? "je_" : e->fastv == 3 ? "e_" : "hi_";
     P(e, "for (int64_t %s = %s; %s < %s; %s++) {\n", v, lo, v, hi, v);
     e->ind++;
     iteration_head(e, s, carried);
@@ -794,7 +788,7 @@ static void inner_versions(E *e, tk_ir *s, const char *carried) {
     if (!simd_ok(e, s)) { inner_loop(e, s, carried, 0); return; }
     size_t mark = e->b->len;
     I(e); P(e, "if (");
-    if (!simd_guards(e, s->k[s->aux])) { /* nothing to assume */
+    if (!simd_guards(e, s, s->k[s->aux])) { /* nothing to assume */
         e->b->len = mark;
         inner_loop(e, s, carried, 1);
         return;
@@ -818,8 +812,9 @@ static void inner_versions(E *e, tk_ir *s, const char *carried) {
  * again from L1 -- and when none fails the block runs with those checks
  * left out, in SIMD lanes; otherwise it runs with them, so the first
  * failing iteration reports as before.  Only done when the rest of the body
- * can run in lanes: a never-taken branch costs less than the first pass.  The loaded arrays are
- * not written while the loop runs, so both passes see the same values. */
+ * can run in lanes: a never-taken branch costs less than the first pass.
+ * The loaded arrays are not written while the loop runs, so both passes see
+ * the same values. */
 enum { VBLOCK = 1024 };
 
 static void arrays_written(const tk_ir *x, uint64_t *w) {
@@ -839,6 +834,21 @@ static int computes_only(const tk_ir *x, uint64_t written, int loads) {
     return 1;
 }
 
+/* Swap the checks among the body's first n statements with empty blocks
+ * (returning what was there) or, given that, put them back. */
+static tk_ir **blank_checks(E *e, tk_ir *body, int n, tk_ir **saved) {
+    if (saved) {
+        memcpy(body->k, saved, sizeof(tk_ir *) * (size_t)n);
+        return NULL;
+    }
+    saved = tk_alloc(&e->C->arena, sizeof(tk_ir *) * (size_t)n);
+    memcpy(saved, body->k, sizeof(tk_ir *) * (size_t)n);
+    tk_ir *none = ir_new(e->C, IR_BLOCK, ty_void(), body->line);
+    for (int i = 0; i < n; i++)
+        if (body->k[i]->op == IR_CHECK) body->k[i] = none;
+    return saved;
+}
+
 /* The number of statements in the body's verifiable prefix, if it holds a check; else 0. */
 static int verify_prefix(E *e, tk_ir *s, const char *carried) {
     tk_ir *body = s->k[s->aux];
@@ -856,23 +866,16 @@ static int verify_prefix(E *e, tk_ir *s, const char *carried) {
     if (!checks) return 0;
     /* worth it when the rest can then run in SIMD lanes (a gather: 1.4-2.7x);
      * a branch that never goes costs less than the first pass otherwise */
-    tk_ir **saved = tk_alloc(&e->C->arena, sizeof(tk_ir *) * (size_t)n);
-    tk_ir *none = ir_new(e->C, IR_BLOCK, ty_void(), s->line);
-    for (int i = 0; i < n; i++) {
-        saved[i] = body->k[i];
-        if (body->k[i]->op == IR_CHECK) body->k[i] = none;
-    }
+    tk_ir **saved = blank_checks(e, body, n, NULL);
     int lanes = simd_ok(e, s);
-    for (int i = 0; i < n; i++) body->k[i] = saved[i];
+    blank_checks(e, body, n, saved);
     return lanes ? n : 0;
 }
 
 static void verified_blocks(E *e, tk_ir *s, const char *carried, int np) {
-    int nd = s->aux;
-    tk_ir *body = s->k[nd];
-    const char *lo = nd > 1 ? "jb_" : e->fastv == 3 ? "s_" : "lo_";
-    const char *hi = nd > 1 ? "je_" : e->fastv == 3 ? "e_" : "hi_";
-    const char *v = nd > 1 ? "j_" : "i_";
+    tk_ir *body = s->k[s->aux];
+    const char *v, *lo, *hi;
+    inner_range(e, s, &v, &lo, &hi);
     I(e); P(e, "/* tk: the prefix's checks verified a block at a time */\n");
     I(e); P(e, "for (int64_t b_ = %s, be_; b_ < %s; b_ = be_) {\n", lo, hi);
     e->ind++;
@@ -893,14 +896,9 @@ static void verified_blocks(E *e, tk_ir *s, const char *carried, int np) {
     e->rhi = "be_";
     I(e); P(e, "if (__builtin_expect(!bad_, 1)) {\n");
     e->ind++;
-    tk_ir **saved = tk_alloc(&e->C->arena, sizeof(tk_ir *) * (size_t)np);
-    tk_ir *none = ir_new(e->C, IR_BLOCK, ty_void(), s->line);
-    for (int i = 0; i < np; i++) {
-        saved[i] = body->k[i];
-        if (body->k[i]->op == IR_CHECK) body->k[i] = none;
-    }
+    tk_ir **saved = blank_checks(e, body, np, NULL);
     inner_versions(e, s, carried);
-    for (int i = 0; i < np; i++) body->k[i] = saved[i];
+    blank_checks(e, body, np, saved);
     e->ind--;
     I(e); P(e, "} else {\n");
     e->ind++;

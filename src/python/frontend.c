@@ -3,7 +3,8 @@
  *
  * A kernel is an ordinary Python function, so the front end starts where
  * Python itself starts: it fetches the function's source with
- * inspect.getsourcelines() and asks CPython's own parser for the tree
+ * tack._source.getsourcelines() (inspect's, without tokenize's start-up
+ * cost; inspect itself where in doubt) and asks CPython's own parser for the tree
  * (ast.parse; an indented function, defined inside a class or another
  * function, is parsed as the body of "if 1:").  Reusing Python's parser
  * means every piece of syntax is read exactly as Python reads it and the
@@ -1493,15 +1494,15 @@ static void no_source_error(PyObject *fn)
  * than the source's (f->shift). */
 static PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original)
 {
-    PyObject *inspect = NULL, *res = NULL, *lnum, *text = NULL, *empty = NULL, *tree = NULL;
+    PyObject *source = NULL, *res = NULL, *lnum, *text = NULL, *empty = NULL, *tree = NULL;
     PyObject *body = NULL, *inner = NULL, *fdef = NULL;
     Py_UCS4 c0;
 
     *original = NULL;
-    inspect = PyImport_ImportModule("tack._source"); /* inspect's, minus tokenize's start-up */
-    if (!inspect)
+    source = PyImport_ImportModule("tack._source"); /* inspect's, minus tokenize's start-up */
+    if (!source)
         goto done;
-    res = PyObject_CallMethod(inspect, "getsourcelines", "O", fn);
+    res = PyObject_CallMethod(source, "getsourcelines", "O", fn);
     if (!res) {
         if (PyErr_ExceptionMatches(PyExc_OSError) || PyErr_ExceptionMatches(PyExc_TypeError))
             no_source_error(fn);
@@ -1510,7 +1511,7 @@ static PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original)
     if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2 || !PyList_Check(PyTuple_GET_ITEM(res, 0)) ||
         PyList_GET_SIZE(PyTuple_GET_ITEM(res, 0)) == 0 ||
         !PyUnicode_Check(PyList_GET_ITEM(PyTuple_GET_ITEM(res, 0), 0))) {
-        PyErr_SetString(PyExc_TypeError, "inspect.getsourcelines returned no source");
+        PyErr_SetString(PyExc_TypeError, "getsourcelines returned no source");
         goto done;
     }
     f->lines = Py_NewRef(PyTuple_GET_ITEM(res, 0));
@@ -1564,7 +1565,7 @@ static PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original)
 done:
     if (!fdef)
         Py_CLEAR(*original);
-    Py_XDECREF(inspect);
+    Py_XDECREF(source);
     Py_XDECREF(res);
     Py_XDECREF(text);
     Py_XDECREF(empty);
