@@ -22,10 +22,12 @@ inputs (made from fixed seeds): Tack (the kernel language, NumPy arrays passed d
 Numba (`@njit(parallel=True)` with `prange`), Warp (`device="cpu"`, which runs on one
 thread), Taichi (`arch=ti.cpu`, ndarray arguments), NumPy (whole-array expressions, one
 thread) and hand-written C with OpenMP, compiled at run time with
-`cc -O3 -march=native -fno-math-errno -fopenmp` (the errno flag as Tack's JIT has it) and
-called through ctypes: the stand-in for what the machine can do (`benchmarks/c/reference.c`
-says what "hand-written" allows: row loops instead of `//` and `%`, `omp simd` reductions,
-no intrinsics). f32 throughout, no fast-math anywhere (Taichi's default fast-math is off).
+`cc -O3 -march=native -fno-math-errno -ffp-contract=off -fopenmp` (the errno flag as Tack's
+JIT has it) and called through ctypes: the stand-in for what the machine can do
+(`benchmarks/c/reference.c` says what "hand-written" allows: row loops instead of `//` and
+`%`, `omp simd` reductions, no intrinsics). Its arithmetic is the kernels', operation for
+operation, each rounded as IEEE says (no FMA contraction, GCC's default only outside ISO C
+mode), as NumPy, Numba and Tack round it. f32 throughout, no fast-math anywhere (Taichi's default fast-math is off).
 
 Each peer runs in its own process, kept alive for the whole run. For each case every peer
 prepares it, Tack first; before a peer's time counts, its result is checked against Tack's

@@ -4,7 +4,13 @@
  *
  * This is the stand-in for what the machine can do: what a careful C
  * programmer writes and compiles with `cc -O3 -march=native -fno-math-errno
- * -fopenmp` (no fast-math; -fno-math-errno as Tack's JIT has it).  "Careful" means: restrict pointers, static scheduling, index
+ * -ffp-contract=off -fopenmp` (no fast-math; -fno-math-errno as Tack's JIT
+ * has it).  The arithmetic is the kernels': the same operations in the same
+ * order, each rounded as IEEE says, as NumPy and Numba round them.  So
+ * -ffp-contract=off (GCC's default in ISO C mode; in GNU mode it fuses a * b
+ * + c into one FMA, which rounds once instead of twice and gives other
+ * numbers) and no reassociation where the kernel does not allow it: the
+ * results are then bit-equal to Tack's.  "Careful" means: restrict pointers, static scheduling, index
  * arithmetic without division where the loop structure gives it for free
  * (radius_squared and mandelbrot walk rows instead of dividing the flat index),
  * `omp simd reduction` where a reduction may be reassociated (sum, n-body's
@@ -40,12 +46,12 @@ void ref_radius_squared(int64_t n, int64_t nx, int64_t ny, float *restrict v) {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         float y = (float)(r % ny) - hy, z = (float)(r / ny) - 2.0f;
-        float yz = y * y + z * z;
+        float yy = y * y, zz = z * z; /* x*x + y*y + z*z adds left to right */
         int64_t lo = r * nx, hi = lo + nx < n ? lo + nx : n;
         float *restrict row = v + lo;
         for (int64_t i = 0; i < hi - lo; i++) {
             float x = (float)i - hx;
-            row[i] = x * x + yz;
+            row[i] = x * x + yy + zz;
         }
     }
 }

@@ -270,10 +270,9 @@ static void ex(E *e, tk_ir *x) {
     case IR_MATH: {
         int m = x->sub;
         if (m == M_FDIVQ || m == M_MODQ) { /* the flag is known inside the loop's two versions */
-            if (e->fastv == 3 && x->n == 6) { /* in a segment: i // d is q, i % d is i - q * d */
+            if (e->fastv == 3 && x->n == 6) { /* in a segment: i // d is q, i % d is o + k_ */
                 if (m == M_FDIVQ) { ex(e, x->k[4]); return; }
-                P(e, "((int64_t)((uint64_t)("); ex(e, x->k[0]); P(e, ") - (uint64_t)("); ex(e, x->k[4]);
-                P(e, ") * (uint64_t)("); ex(e, x->k[1]); P(e, ")))");
+                P(e, "((int64_t)(sr%d_ + k_))", x->k[4]->local);
                 return;
             }
             P(e, "tk_%sq_i64(", m == M_FDIVQ ? "fdiv" : "mod");
@@ -618,6 +617,63 @@ static int64_t min_parallel(const tk_ir *body) {
     return m < 8192 ? 8192 : m > 32768 ? 32768 : m;
 }
 
+/* ---- vector width
+ *
+ * With AVX-512 the C compiler vectorizes a chunk with 64-byte vectors,
+ * which pays off for plain streams, reductions and conversions (16 int32
+ * lanes: the segment's i % d).  Two kinds of body run faster with 32-byte
+ * vectors (measured on one core of a Xeon with AVX-512): one that loads an
+ * array at several indices -- a stencil's neighbours are misaligned
+ * whatever the row's alignment, and a misaligned 64-byte load always
+ * splits two cache lines (7-point stencil at 40^3: 37 -> 31 us, 16^3 4.4 ->
+ * 3.7 us) -- and one that moves vectors or matrices through memory, whose
+ * interleaved fields the compiler takes apart with shuffles that cost
+ * more at 64 bytes than the width gives (normalize vec3: 35 -> 23 us at
+ * 21845, 567 -> 391 us at 349525).  Such a loop's chunk function carries
+ * TK_NARROW (the prelude: GCC's prefer-vector-width=256 on x86-64 with
+ * AVX-512; nothing elsewhere).  A saxpy, radius_squared (0.77x slower at
+ * 32 bytes), a sum or a histogram keep the full width. */
+static int same_ir(const tk_ir *a, const tk_ir *b) {
+    if (a->op != b->op || a->sub != b->sub || a->ty.kind != b->ty.kind || a->ty.dt != b->ty.dt ||
+        a->local != b->local || a->param != b->param || a->aux != b->aux || a->n != b->n ||
+        a->c.u != b->c.u)
+        return 0;
+    for (int i = 0; i < a->n; i++)
+        if (!same_ir(a->k[i], b->k[i])) return 0;
+    return 1;
+}
+
+enum { NARROW_LOADS = 64 };
+
+static void collect_loads(const tk_ir *x, const tk_ir **loads, int *n) {
+    if (x->op == IR_LOAD && *n < NARROW_LOADS) loads[(*n)++] = x;
+    for (int i = 0; i < x->n; i++) collect_loads(x->k[i], loads, n);
+}
+
+static int moves_vectors(const E *e, const tk_ir *x) {
+    if (x->op == IR_LOAD || x->op == IR_STORE) {
+        tack_dtype dt = (tack_dtype)e->S->ptypes[x->param].dt;
+        if (dt_rows(dt) * dt_cols(dt) > 1) return 1;
+    }
+    for (int i = 0; i < x->n; i++)
+        if (moves_vectors(e, x->k[i])) return 1;
+    return 0;
+}
+
+static int narrow_vectors(const E *e, const tk_ir *body) {
+    if (moves_vectors(e, body)) return 1;
+    const tk_ir *loads[NARROW_LOADS];
+    int n = 0;
+    collect_loads(body, loads, &n);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (loads[i]->param != loads[j]->param || loads[i]->n != loads[j]->n) continue;
+            for (int d = 0; d < loads[i]->n; d++)
+                if (!same_ir(loads[i]->k[d], loads[j]->k[d])) return 1;
+        }
+    return 0;
+}
+
 /* A parallel loop's fast-division flag (kid 3 of its M_FDIVQ / M_MODQ) or its
  * segmentation flag (kid 5), if it has one (strength.c). */
 static tk_ir *fast_flag(tk_ir *x, int kid) {
@@ -635,6 +691,7 @@ static void segment_heads(E *e, tk_ir *x, char *seen) {
         seen[x->k[4]->local] = 1;
         /* a segment starts inside q's run or on its next boundary: step q, divide only
          * at the chunk's start (or, never expected, when w_ is elsewhere) */
+        I(e); P(e, "int32_t sr%d_; /* index %% d at the segment's start */\n", x->k[4]->local);
         I(e); P(e, "{ const int64_t d_ = "); ex(e, x->k[1]); P(e, ";\n");
         e->ind++;
         I(e); P(e, "const int64_t o_ = (int64_t)((uint64_t)w_ - (uint64_t)d_ * (uint64_t)"); ex(e, x->k[4]); P(e, ");\n");
@@ -643,6 +700,7 @@ static void segment_heads(E *e, tk_ir *x, char *seen) {
         I(e); P(e, "const int64_t b_ = (int64_t)((uint64_t)s_ + (uint64_t)d_ * (uint64_t)("); ex(e, x->k[4]);
         P(e, " + 1) - (uint64_t)w_);\n");
         I(e); P(e, "if (b_ < e_) e_ = b_;\n");
+        I(e); P(e, "sr%d_ = (int32_t)((uint64_t)w_ - (uint64_t)d_ * (uint64_t)", x->k[4]->local); ex(e, x->k[4]); P(e, ");\n");
         e->ind--;
         I(e); P(e, "}\n");
     }
@@ -767,14 +825,28 @@ static void inner_range(E *e, tk_ir *s, const char **v, const char **lo, const c
     *hi = e->rhi ? e->rhi : nd > 1 ? "je_" : e->fastv == 3 ? "e_" : "hi_";
 }
 
+/* The header of a loop of variable v over [lo, hi); in a segment (strength.c)
+ * the loop counts k_ from lo - s_ in 32 bits, so that i % d (o + k_) and
+ * what is computed from it take 32-bit lanes, and i_ follows from k_. */
+static void loop_header(E *e, tk_ir *s, const char *v, const char *lo, const char *hi) {
+    I(e);
+    if (s->aux == 1 && e->fastv == 3) {
+        P(e, "for (int32_t k_ = (int32_t)(%s - s_); k_ < (int32_t)(%s - s_); k_++) {\n", lo, hi);
+        e->ind++;
+        I(e); P(e, "const int64_t %s = s_ + k_;\n", v);
+        e->ind--;
+    } else {
+        P(e, "for (int64_t %s = %s; %s < %s; %s++) {\n", v, lo, v, hi, v);
+    }
+}
+
 /* The innermost loop of a chunk with the body; `simd` 1 with the pragma, 0 without. */
 static void inner_loop(E *e, tk_ir *s, const char *carried, int simd) {
     int nd = s->aux;
     const char *v, *lo, *hi;
     inner_range(e, s, &v, &lo, &hi);
     if (simd) simd_pragma(e, s);
-    I(e);
-    P(e, "for (int64_t %s = %s; %s < %s; %s++) {\n", v, lo, v, hi, v);
+    loop_header(e, s, v, lo, hi);
     e->ind++;
     iteration_head(e, s, carried);
     block(e, s->k[nd]);
@@ -882,7 +954,7 @@ static void verified_blocks(E *e, tk_ir *s, const char *carried, int np) {
     I(e); P(e, "be_ = %s - b_ > %d ? b_ + %d : %s;\n", hi, VBLOCK, VBLOCK, hi);
     I(e); P(e, "int bad_ = 0;\n");
     I(e); P(e, "#pragma omp simd reduction(|: bad_)\n");
-    I(e); P(e, "for (int64_t %s = b_; %s < be_; %s++) {\n", v, v, v);
+    loop_header(e, s, v, "b_", "be_");
     e->ind++;
     iteration_head(e, s, carried);
     for (int i = 0; i < np; i++) {
@@ -993,8 +1065,9 @@ static void pfor_function(E *e, tk_ir *s, int id, int exact) {
     tk_ir *fast = fast_flag(s->k[s->aux], 3);
     e->exact = exact;
     P(e, "/* parallel loop at line %d%s */\n", s->line, exact ? ", exact divisions" : "");
-    P(e, "%sstatic void tk_pfor%d%s(void *fp_, int64_t lo_, int64_t hi_) {\n",
-      exact ? "__attribute__((cold, noinline)) " : "", id, exact ? "_x" : "");
+    P(e, "%s%sstatic void tk_pfor%d%s(void *fp_, int64_t lo_, int64_t hi_) {\n",
+      exact ? "__attribute__((cold, noinline)) " : "",
+      !exact && e->C->opts.optimize && narrow_vectors(e, s->k[s->aux]) ? "TK_NARROW " : "", id, exact ? "_x" : "");
     I(e); P(e, "const tk_frame *F = (const tk_frame *)fp_;\n");
     I(e); P(e, "tk_ctx *ctx = F->ctx;\n");
     I(e); P(e, "const tk_abi *abi = F->abi;\n");

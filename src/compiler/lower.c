@@ -922,6 +922,17 @@ static int is_range_call(tack_node *it, const char *name) {
     return it && it->kind == TACK_N_CALL && it->ival < 0 && it->name && !strcmp(it->name, name);
 }
 
+/* A parallel loop's body, lowered one loop deeper into `b`; then the loop is emitted. */
+static void pfor_body(LW *L, tk_ir *pf, tack_node *body, tk_ir *b, int saved_pfor) {
+    int sd = L->depth;
+    L->depth++;
+    lower_block_into(L, body, b);
+    L->depth = sd;
+    L->pfor = saved_pfor;
+    ir_push(L->C, pf, b);
+    lw_emit(L, pf);
+}
+
 static void lower_for(LW *L, tack_node *n) {
     if (n->nkids != 3) ERR(n, "malformed for loop");
     tack_node *t = n->kids[0], *it = n->kids[1], *body = n->kids[2];
@@ -961,13 +972,7 @@ static void lower_for(LW *L, tack_node *n) {
                 pf->vars[d] = loc;
             }
             tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
-            int sd = L->depth;
-            L->depth++;
-            lower_block_into(L, body, b);
-            L->depth = sd;
-            L->pfor = saved_pfor;
-            ir_push(L->C, pf, b);
-            lw_emit(L, pf);
+            pfor_body(L, pf, body, b, saved_pfor);
             return;
         }
         /* serial ndrange: nested serial loops */
@@ -1046,13 +1051,7 @@ static void lower_for(LW *L, tack_node *n) {
             if (r.ty.kind != TY_UNKNOWN) assign_local(L, loc, lw_cast(L, v, r.ty), t);
             L->blk = saved;
         }
-        int sd = L->depth;
-        L->depth++;
-        lower_block_into(L, body, b);
-        L->depth = sd;
-        L->pfor = saved_pfor;
-        ir_push(L->C, pf, b);
-        lw_emit(L, pf);
+        pfor_body(L, pf, body, b, saved_pfor);
         return;
     }
     int loc = target_local(L, t);

@@ -183,7 +183,8 @@ def test_locals_are_private_to_an_iteration():
 
 
 def _body(src):
-    return src[src.index("static void tk_pfor0"):src.index("__attribute__")]
+    start = src.index("static void tk_pfor0")
+    return src[start:src.index("__attribute__", start)]
 
 
 @pytest.mark.optimized_source
@@ -273,3 +274,55 @@ def test_fork_join_threshold_follows_the_body_cost():
     norm3(tack.array(x, tack.vec3), out)
     ref = x / np.linalg.norm(x, axis=1, keepdims=True)
     np.testing.assert_allclose(np.asarray(out.numpy()).reshape(-1, 3), ref, rtol=2e-6, atol=1e-7)
+
+
+@tack.kernel
+def neighbours(a, out):
+    for i in range(1, a.shape[0] - 1):
+        out[i] = a[i - 1] + 2.0 * a[i] + a[i + 1]
+
+
+@tack.kernel
+def scale3(v, out, s):
+    for i in range(v.shape[0]):
+        out[i] = v[i] * s
+
+
+@tack.kernel
+def axpy_same_index(a, x, y):
+    for i in range(y.shape[0]):
+        y[i] = a * x[i] + y[i] + x[i]
+
+
+@pytest.mark.optimized_source
+def test_which_loops_take_32_byte_vectors():
+    """Neighbour loads of one array and vector elements in memory: TK_NARROW; plain streams
+    (one index per array, however often loaded) keep the full width."""
+    f = np.zeros(8, np.float32)
+    v = tack.zeros(4, tack.vec3)
+
+    def narrow(src):
+        return "TK_NARROW static void tk_pfor0" in src
+
+    assert narrow(neighbours.generated_source(f, f))
+    assert narrow(scale3.generated_source(v, v, 2.0))
+    assert not narrow(axpy_same_index.generated_source(2.0, f, f))
+    assert not narrow(sum32.generated_source(f, np.zeros(1, np.float32)))
+    assert "#define TK_NARROW __attribute__((target(\"prefer-vector-width=256\")))" in \
+        neighbours.generated_source(f, f)
+    assert "TK_NARROW" not in neighbours.generated_source(f, f, target="cuda")
+
+
+@pytest.mark.parametrize("n", [3, 17, 40, 1000, 100003])
+def test_narrow_loops_match_numpy(n):
+    r = np.random.default_rng(n)
+    a = r.random(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    neighbours(a, out)
+    ref = np.zeros(n, np.float32)
+    ref[1:-1] = a[:-2] + np.float32(2.0) * a[1:-1] + a[2:]
+    np.testing.assert_array_equal(out, ref)
+    x = r.random((n, 3)).astype(np.float32)
+    o = tack.zeros(n, tack.vec3)
+    scale3(tack.array(x, tack.vec3), o, 1.5)
+    np.testing.assert_array_equal(np.asarray(o.numpy()).reshape(-1, 3), x * np.float32(1.5))

@@ -189,8 +189,10 @@ def test_which_divisions_take_the_fast_path():
     assert "tk_fdivq_i64" in body and "tk_mod_i64" in body
 
 
-@pytest.mark.parametrize("d", [15, 16, 17, 63, 64, 100, 4096, 65537, 2**33 + 1, B52 - 1])
-@pytest.mark.parametrize("lo", [0, -77777, -B50 + 5, B50 - 200003, 12345678901])
+@pytest.mark.parametrize("d", [15, 16, 17, 63, 64, 100, 4096, 65537, 2**31 - 2, 2**31 - 1, 2**31, 2**31 + 1,
+                               2**33 + 1, B52 - 1])
+@pytest.mark.parametrize("lo", [0, -77777, -B50 + 5, B50 - 200003, 12345678901, 5 * (2**31 - 1) - 100001,
+                                -3 * 2**31 - 100001])
 def test_segmented_index_division(lo, d):
     # i // d and i % d of the loop index over many chunks: the loop runs in
     # segments of constant i // d when d >= 16
@@ -207,6 +209,36 @@ def test_segmented_index_division(lo, d):
 def test_segmented_loop_is_emitted():
     body = _pfor_body(radius_squared.generated_source(np.empty(8, np.float32), 2, 2))
     assert "for (int64_t s_ = lo_" in body
+    # in a segment, i % d counts in 32 bits from the segment's start remainder
+    assert "for (int32_t k_ = " in body and "+ k_))" in body
+    # which the run-time divisors must allow: 16 <= d <= 2^31 - 1, tested once per launch
+    src = radius_squared.generated_source(np.empty(8, np.float32), 2, 2)
+    entry = src[src.index("tack_entry"):]
+    assert "16LL" in entry and "2147483647LL" in entry
+
+
+@tack.kernel
+def big_const_divs(o1, o2, o3, o4, lo):
+    for i in range(lo, lo + o1.shape[0]):
+        o1[i - lo] = i % 2147483647
+        o2[i - lo] = i // 2147483648
+        o3[i - lo] = float(i % 2147483647)
+        o4[i - lo] = i % 4294967311
+
+
+@pytest.mark.parametrize("lo", [0, 2147483647 - 50000, 2**31 - 50000, 7 * 2**31 - 3, -(2**40) - 77, B50 - 100003,
+                                3 * 4294967311 - 50000])
+def test_constant_divisors_at_the_int32_bound(lo):
+    # 2^31 - 1 is segmented (the remainder counts in 32 bits), larger divisors are not
+    n = 100003
+    o1, o2, o4 = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    o3 = np.empty(n, np.float32)
+    big_const_divs(o1, o2, o3, o4, lo)
+    i = np.arange(lo, lo + n, dtype=np.int64)
+    assert np.array_equal(o1, i % 2147483647)
+    assert np.array_equal(o2, i // 2147483648)
+    assert np.array_equal(o3, (i % 2147483647).astype(np.float32))
+    assert np.array_equal(o4, i % 4294967311)
 
 
 def _estimate_misses(d, rng):
