@@ -418,31 +418,7 @@ static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
 
 static const tk_abi cpu_abi = {TK_CPU_ABI_VERSION, abi_parallel_for, abi_fail, abi_print};
 
-static tack_status report(tack_program *p, launch_ctx *l) {
-    if (l->site < 0 || l->site >= p->nsites)
-        return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check", p->kernel_name);
-    const tk_site *s = &p->sites[l->site];
-    char where[600];
-    if (s->func && strcmp(s->func, p->kernel_name) != 0)
-        snprintf(where, sizeof where, "function %s called from kernel %s, %s:%d", s->func, p->kernel_name,
-                 s->file ? s->file : "?", s->line);
-    else
-        snprintf(where, sizeof where, "kernel %s, %s:%d", p->kernel_name, s->file ? s->file : "?", s->line);
-    switch (s->kind) {
-    case CK_INDEX:
-        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of bounds for axis %d with size %lld (array '%s', %s)",
-                              (long long)l->a, s->axis, (long long)l->b, s->array ? s->array : "?", where);
-    case CK_COMP:
-        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of range for a vector of length %lld (%s)",
-                              (long long)l->a, (long long)l->b, where);
-    case CK_ZERODIV:
-        return tack_set_error(TACK_ERR_ZERODIV, "%s (%s)", s->message ? s->message : "integer division by zero", where);
-    case CK_ASSERT:
-        if (s->message) return tack_set_error(TACK_ERR_ASSERT, "%s (%s)", s->message, where);
-        return tack_set_error(TACK_ERR_ASSERT, "assertion failed (%s)", where);
-    }
-    return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check (%s)", p->kernel_name, where);
-}
+static tack_status report(tack_program *p, launch_ctx *l) { return tk_site_error(p, l->site, l->a, l->b); }
 
 tack_status tack_cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs) {
     if (!p->entry) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);

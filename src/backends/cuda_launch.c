@@ -126,27 +126,7 @@ static tack_status write_entry(const char *dir, const char *path, const char *ke
 static tack_status report(const tack_program *p, int site, int64_t a, int64_t b) {
     if (site < 0 || site >= p->nsites)
         return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check on the GPU", p->kernel_name);
-    const tk_site *s = &p->sites[site];
-    char where[600];
-    if (s->func && strcmp(s->func, p->kernel_name) != 0)
-        snprintf(where, sizeof where, "function %s called from kernel %s, %s:%d", s->func, p->kernel_name,
-                 s->file ? s->file : "?", s->line);
-    else
-        snprintf(where, sizeof where, "kernel %s, %s:%d", p->kernel_name, s->file ? s->file : "?", s->line);
-    switch (s->kind) {
-    case CK_INDEX:
-        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of bounds for axis %d with size %lld (array '%s', %s)",
-                              (long long)a, s->axis, (long long)b, s->array ? s->array : "?", where);
-    case CK_COMP:
-        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of range for a vector of length %lld (%s)",
-                              (long long)a, (long long)b, where);
-    case CK_ZERODIV:
-        return tack_set_error(TACK_ERR_ZERODIV, "%s (%s)", s->message ? s->message : "integer division by zero", where);
-    case CK_ASSERT:
-        if (s->message) return tack_set_error(TACK_ERR_ASSERT, "%s (%s)", s->message, where);
-        return tack_set_error(TACK_ERR_ASSERT, "assertion failed (%s)", where);
-    }
-    return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check (%s)", p->kernel_name, where);
+    return tk_site_error(p, site, a, b);
 }
 
 /* Read the record (stream synchronized, context pushed, c->lock held).

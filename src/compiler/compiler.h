@@ -101,7 +101,8 @@ typedef enum tk_tykind {
     TY_ARRAY,       /* array parameter: element dt, ndim */
     TY_SHAPE,       /* a.shape: ndim entries of weak i64 */
     TY_DTYPE,       /* a dtype object used as a value (tack.f32) */
-    TY_RANGE        /* range(...) / ndrange(...) */
+    TY_RANGE,       /* range(...) / ndrange(...) */
+    TY_TUPLE        /* what a @tack.func returning a tuple returns: spec index dt | ndim << 8 */
 } tk_tykind;
 
 typedef struct tk_type {
@@ -138,6 +139,9 @@ tk_type ty_promote(tk_type a, tk_type b);
 tk_type ty_concrete(tk_type t);
 /* The default float for a type (division of ints, math of ints). */
 tk_type ty_floatify(tk_type t);
+/* The type of a tuple returned by specialization si, and its spec index. */
+tk_type ty_tuple(int si);
+int ty_tuple_spec(tk_type t);
 
 /* ------------------------------------------------------------------- IR */
 typedef enum tk_irop {
@@ -154,7 +158,7 @@ typedef enum tk_irop {
     IR_SHAPE,    /* param = array, aux = axis */
     IR_WRAP,     /* param = array, aux = axis; [i] -> i < 0 ? i + shape : i */
     IR_VEC,      /* [components...] -> ty vector/matrix (row major) */
-    IR_COMP,     /* [v, k] component k (matrix: [m, i, j]) */
+    IR_COMP,     /* [v, k] component k (matrix: [m, i, j]; a tuple: [t, k], k constant) */
     IR_CALL,     /* aux = spec; [args]; array args are IR_ARRAY */
     IR_ARRAY,    /* param: an array passed to a function */
     IR_ATOMIC,   /* sub = tk_atom; param = array; [value, idx...] -> old value */
@@ -199,7 +203,7 @@ typedef enum tk_math {
 
 typedef enum tk_atom { A_ADD, A_SUB, A_MIN, A_MAX } tk_atom;
 
-typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP } tk_check;
+typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW } tk_check;
 
 typedef struct tk_ir tk_ir;
 struct tk_ir {
@@ -249,7 +253,9 @@ typedef struct tk_spec {
     tk_type *ptypes;
     const char **pnames;
     int *plocal;           /* scalar param -> local index */
-    tk_type ret;
+    tk_type ret;           /* TY_TUPLE: the element types are rets[0 .. nret) */
+    int nret;
+    tk_type *rets;
     tk_ir *body;
     tk_local *locals;
     int nlocals, caplocals;
@@ -390,5 +396,8 @@ struct tack_program {
     void *handle;            /* backend: loaded code */
     void *entry;
 };
+
+/* driver.c: the error a failed check reports (site, and the values passed to fail). */
+tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b);
 
 #endif /* TACK_COMPILER_H */

@@ -324,7 +324,9 @@ static void ex(E *e, tk_ir *x) {
     case IR_COMP:
         P(e, "(");
         ex(e, x->k[0]);
-        if (x->n == 3) {
+        if (x->k[0]->ty.kind == TY_TUPLE) { /* a function's tuple: field k, a constant */
+            P(e, ").f%lld", (long long)x->k[1]->c.i);
+        } else if (x->n == 3) {
             P(e, ").m[");
             ex(e, x->k[1]);
             P(e, "][");
@@ -365,8 +367,10 @@ static void ex(E *e, tk_ir *x) {
 }
 
 /* ----------------------------------------------------------- statements */
+static int returns_value(const tk_spec *S) { return S->ret.kind == TY_VALUE || S->ret.kind == TY_TUPLE; }
+
 static void ret_fail(E *e) {
-    if (e->fn == 2 && e->S->ret.kind == TY_VALUE) P(e, "return tk_zero;");
+    if (e->fn == 2 && returns_value(e->S)) P(e, "return tk_zero;");
     else P(e, "return;");
 }
 
@@ -405,6 +409,9 @@ static void check_fails(E *e, tk_ir *s) {
     case CK_ZERODIV:
         P(e, "("); ex(e, s->k[0]); P(e, ") == 0");
         return;
+    case CK_NEGPOW:
+        P(e, "("); ex(e, s->k[0]); P(e, ") < 0");
+        return;
     case CK_ASSERT:
         P(e, "!("); ex(e, s->k[0]); P(e, ")");
         return;
@@ -415,7 +422,11 @@ static void st(E *e, tk_ir *s) {
     switch (s->op) {
     case IR_BLOCK: block(e, s); return;
     case IR_ASSIGN:
-        I(e); local_name(e, s->local); P(e, " = "); ex(e, s->k[0]); P(e, ";\n");
+        I(e);
+        /* a function's tuple: declared where the call assigns it (it is read
+         * field by field right after, in the same block) */
+        if (e->S->locals[s->local].ty.kind == TY_TUPLE) P(e, "const tk_tup%d ", ty_tuple_spec(e->S->locals[s->local].ty));
+        local_name(e, s->local); P(e, " = "); ex(e, s->k[0]); P(e, ";\n");
         after_call(e, s->k[0]);
         return;
     case IR_EVAL:
@@ -506,9 +517,21 @@ static void st(E *e, tk_ir *s) {
     case IR_CONTINUE: I(e); P(e, "continue;\n"); return;
     case IR_RETURN:
         I(e);
-        if (s->n) { P(e, "return "); ex(e, s->k[0]); P(e, ";\n"); }
-        else if (e->fn == 2 && e->S->ret.kind == TY_VALUE) P(e, "return tk_zero;\n");
-        else P(e, "return;\n");
+        if (s->n && e->S->ret.kind == TY_TUPLE) {
+            int si = ty_tuple_spec(e->S->ret);
+            P(e, e->D->cxx_literals ? "return tk_tup%d{" : "return (tk_tup%d){", si);
+            for (int i = 0; i < s->n; i++) {
+                if (i) P(e, ", ");
+                ex(e, s->k[i]);
+            }
+            P(e, "};\n");
+        } else if (s->n) {
+            P(e, "return "); ex(e, s->k[0]); P(e, ";\n");
+        } else if (e->fn == 2 && returns_value(e->S)) {
+            P(e, "return tk_zero;\n");
+        } else {
+            P(e, "return;\n");
+        }
         return;
     case IR_CHECK: {
         I(e); P(e, "if (__builtin_expect(");
@@ -525,6 +548,9 @@ static void st(E *e, tk_ir *s) {
             break;
         case CK_COMP:
             ex(e, s->k[0]); P(e, ", "); ex(e, s->k[1]); P(e, "); ");
+            break;
+        case CK_NEGPOW:
+            P(e, "(int64_t)("); ex(e, s->k[0]); P(e, "), 0); ");
             break;
         default:
             P(e, "0, 0); ");
@@ -620,36 +646,17 @@ static int64_t min_parallel(const tk_ir *body) {
 /* ---- vector width
  *
  * With AVX-512 the C compiler vectorizes a chunk with 64-byte vectors,
- * which pays off for plain streams, reductions and conversions (16 int32
- * lanes: the segment's i % d).  Two kinds of body run faster with 32-byte
- * vectors (measured on one core of a Xeon with AVX-512): one that loads an
- * array at several indices -- a stencil's neighbours are misaligned
- * whatever the row's alignment, and a misaligned 64-byte load always
- * splits two cache lines (7-point stencil at 40^3: 37 -> 31 us, 16^3 4.4 ->
- * 3.7 us) -- and one that moves vectors or matrices through memory, whose
- * interleaved fields the compiler takes apart with shuffles that cost
- * more at 64 bytes than the width gives (normalize vec3: 35 -> 23 us at
- * 21845, 567 -> 391 us at 349525).  Such a loop's chunk function carries
- * TK_NARROW (the prelude: GCC's prefer-vector-width=256 on x86-64 with
- * AVX-512; nothing elsewhere).  A saxpy, radius_squared (0.77x slower at
- * 32 bytes), a sum or a histogram keep the full width. */
-static int same_ir(const tk_ir *a, const tk_ir *b) {
-    if (a->op != b->op || a->sub != b->sub || a->ty.kind != b->ty.kind || a->ty.dt != b->ty.dt ||
-        a->local != b->local || a->param != b->param || a->aux != b->aux || a->n != b->n ||
-        a->c.u != b->c.u)
-        return 0;
-    for (int i = 0; i < a->n; i++)
-        if (!same_ir(a->k[i], b->k[i])) return 0;
-    return 1;
-}
-
-enum { NARROW_LOADS = 64 };
-
-static void collect_loads(const tk_ir *x, const tk_ir **loads, int *n) {
-    if (x->op == IR_LOAD && *n < NARROW_LOADS) loads[(*n)++] = x;
-    for (int i = 0; i < x->n; i++) collect_loads(x->k[i], loads, n);
-}
-
+ * which pays off for plain streams, stencils, reductions and conversions
+ * (16 int32 lanes: the segment's i % d).  A body that moves vectors or
+ * matrices through memory is the exception: an array of vec3 is
+ * interleaved, and the shuffles that take its fields apart cost more at 64
+ * bytes than the width gives (normalize, one core, both widths timed in
+ * alternation in one process: 34.7 -> 22.2 us at 21845 elements, 603 -> 412
+ * us at 349525, 14.8 -> 14.1 ms at 5.6M).  Such a loop's chunk function
+ * carries TK_NARROW (the prelude: GCC's prefer-vector-width=256 on x86-64
+ * with AVX-512; nothing elsewhere).  A 7-point stencil, timed the same way,
+ * is faster at 32 bytes only at 16^3 (2.5 -> 2.1 us), level at 40^3 and
+ * 4-9% slower from 100^3 up, so neighbour loads keep the full width. */
 static int moves_vectors(const E *e, const tk_ir *x) {
     if (x->op == IR_LOAD || x->op == IR_STORE) {
         tack_dtype dt = (tack_dtype)e->S->ptypes[x->param].dt;
@@ -657,20 +664,6 @@ static int moves_vectors(const E *e, const tk_ir *x) {
     }
     for (int i = 0; i < x->n; i++)
         if (moves_vectors(e, x->k[i])) return 1;
-    return 0;
-}
-
-static int narrow_vectors(const E *e, const tk_ir *body) {
-    if (moves_vectors(e, body)) return 1;
-    const tk_ir *loads[NARROW_LOADS];
-    int n = 0;
-    collect_loads(body, loads, &n);
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            if (loads[i]->param != loads[j]->param || loads[i]->n != loads[j]->n) continue;
-            for (int d = 0; d < loads[i]->n; d++)
-                if (!same_ir(loads[i]->k[d], loads[j]->k[d])) return 1;
-        }
     return 0;
 }
 
@@ -1067,7 +1060,7 @@ static void pfor_function(E *e, tk_ir *s, int id, int exact) {
     P(e, "/* parallel loop at line %d%s */\n", s->line, exact ? ", exact divisions" : "");
     P(e, "%s%sstatic void tk_pfor%d%s(void *fp_, int64_t lo_, int64_t hi_) {\n",
       exact ? "__attribute__((cold, noinline)) " : "",
-      !exact && e->C->opts.optimize && narrow_vectors(e, s->k[s->aux]) ? "TK_NARROW " : "", id, exact ? "_x" : "");
+      !exact && e->C->opts.optimize && moves_vectors(e, s->k[s->aux]) ? "TK_NARROW " : "", id, exact ? "_x" : "");
     I(e); P(e, "const tk_frame *F = (const tk_frame *)fp_;\n");
     I(e); P(e, "tk_ctx *ctx = F->ctx;\n");
     I(e); P(e, "const tk_abi *abi = F->abi;\n");
@@ -1186,8 +1179,14 @@ static void mark_calls(tk_cc *C, tk_ir *x, char *reach) {
     for (int i = 0; i < x->n; i++) mark_calls(C, x->k[i], reach);
 }
 
+/* The C type a function returns. */
+static const char *ret_type(E *e, const tk_spec *S) {
+    if (S->ret.kind == TY_TUPLE) return tk_fmt(&e->C->arena, "tk_tup%d", ty_tuple_spec(S->ret));
+    return S->ret.kind == TY_VALUE ? ctype(e, S->ret.dt) : "void";
+}
+
 static void func_signature(E *e, tk_spec *S, int si) {
-    P(e, "%s %s tk_f%d(tk_ctx *ctx, const tk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", S->ret.kind == TY_VALUE ? ctype(e, S->ret.dt) : "void", si);
+    P(e, "%s %s tk_f%d(tk_ctx *ctx, const tk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", ret_type(e, S), si);
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
         if (t.kind == TY_ARRAY) {
@@ -1220,6 +1219,13 @@ const char *tk_emit(tk_cc *C) {
     char *reach = tk_alloc(&C->arena, (size_t)C->nspecs + 1);
     mark_calls(C, K->body, reach);
     e->b = &funcs;
+    for (int si = 1; si < C->nspecs; si++) { /* the tuples functions return: a struct each */
+        tk_spec *S = C->specs[si];
+        if (!reach[si] || S->ret.kind != TY_TUPLE) continue;
+        P(e, "typedef struct tk_tup%d {", si);
+        for (int i = 0; i < S->nret; i++) P(e, " %s f%d;", ctype(e, S->rets[i].dt), i);
+        P(e, " } tk_tup%d;\n", si);
+    }
     for (int si = 1; si < C->nspecs; si++) {
         if (!reach[si]) continue;
         e->S = C->specs[si];
@@ -1237,10 +1243,10 @@ const char *tk_emit(tk_cc *C) {
         P(e, " {\n");
         e->ind = 1;
         I(e); P(e, "(void)ctx; (void)abi;\n");
-        if (S->ret.kind == TY_VALUE) { I(e); P(e, "const %s tk_zero = {0};\n", ctype(e, S->ret.dt)); }
+        if (returns_value(S)) { I(e); P(e, "const %s tk_zero = {0};\n", ret_type(e, S)); }
         declare_locals(e, -1, 1, NULL, 0);
         block(e, S->body);
-        if (S->ret.kind == TY_VALUE) { I(e); P(e, "return tk_zero;\n"); }
+        if (returns_value(S)) { I(e); P(e, "return tk_zero;\n"); }
         e->ind = 0;
         P(e, "}\n");
     }

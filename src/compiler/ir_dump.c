@@ -129,9 +129,16 @@ static void ds(D *d, tk_ir *s, int n) {
         return;
     case IR_BREAK: tk_puts(b, "break"); break;
     case IR_CONTINUE: tk_puts(b, "continue"); break;
-    case IR_RETURN: tk_puts(b, "return"); if (s->n) { tk_puts(b, " "); dx(d, s->k[0]); } break;
+    case IR_RETURN:
+        tk_puts(b, "return");
+        for (int i = 0; i < s->n; i++) {
+            tk_puts(b, i ? ", " : " ");
+            dx(d, s->k[i]);
+        }
+        break;
     case IR_CHECK: {
-        static const char *k[] = {"index", "zerodiv", "assert", "component"};
+        static const char *k[] = {"index", "zerodiv", "assert", "component", "negpow"};
+        _Static_assert(sizeof k / sizeof *k == CK_NEGPOW + 1, "a name for every check kind");
         tk_printf(b, "check.%s%s #%d", k[s->sub], s->local == 1 ? ".nonneg" : s->local == 2 ? ".range" : "", s->aux);
         for (int i = 0; i < s->n; i++) { tk_puts(b, " "); dx(d, s->k[i]); }
         break;

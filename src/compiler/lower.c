@@ -182,6 +182,9 @@ static void assign_local(LW *L, int loc, tk_ir *v, tack_node *n) {
         if (!L->infer) ERR(n, "cannot infer the type of '%s'", l->name);
         return;
     }
+    if (v->ty.kind == TY_TUPLE)
+        ERR(n, "cannot assign the %d values a function returned to '%s'; unpack them (a, b = f(...))",
+            L->C->specs[ty_tuple_spec(v->ty)]->nret, l->name);
     if (v->ty.kind != TY_VALUE)
         ERR(n, "cannot assign %s to '%s': only numbers, bools, vectors and matrices can be local variables", TN(v->ty), l->name);
     if (l->declared || l->is_param) {
@@ -387,6 +390,12 @@ tk_ir *lw_bin(LW *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line) {
     return e;
 }
 
+/* An integer constant below zero, written as one (-1) or folded to one. */
+static int negative_literal(const tk_ir *y) {
+    if (ir_is_const(y)) return ty_is_int(y->ty) && y->c.i < 0 && dt_kind((tack_dtype)y->ty.dt) == TACK_KIND_INT;
+    return y->op == IR_UN && y->sub == U_NEG && ir_is_const(y->k[0]) && ty_is_int(y->k[0]->ty) && y->k[0]->c.i > 0;
+}
+
 static tk_ir *binop(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
     if (x->ty.kind != TY_VALUE || y->ty.kind != TY_VALUE)
@@ -457,11 +466,21 @@ static tk_ir *binop(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
         return lw_bin(L, b, t, x, y, n->line);
     }
     case TACK_OP_POW:
+        if (ty_is_int(t) && negative_literal(y)) { /* 2 ** -1 is 0.5, as in Python */
+            tk_type r = ty_floatify(t);
+            return lw_bin(L, B_POW, r, lw_cast(L, x, r), lw_cast(L, y, r), n->line);
+        }
         x = lw_cast(L, x, t);
         y = lw_cast(L, y, t);
         if (ty_is_int(t)) {
             x = lw_hoist(L, x);
             y = lw_hoist(L, y);
+            /* otherwise int ** int is an int, and a negative exponent at run time
+             * is NumPy's ValueError rather than a silent 0 */
+            if (L->C->opts.checks && dt_kind((tack_dtype)t.dt) == TACK_KIND_INT && !(ir_is_const(y) && y->c.i >= 0)) {
+                int site = lw_site(L, CK_NEGPOW, n->line, 0, NULL, NULL);
+                lw_check(L, CK_NEGPOW, site, y, NULL, n->line);
+            }
         }
         return lw_bin(L, B_POW, t, x, y, n->line);
     case TACK_OP_LSHIFT:
@@ -779,6 +798,65 @@ static void store_to(LW *L, tack_node *t, tk_ir *v) {
     ERR(t, "unsupported assignment target");
 }
 
+/* `return a, b` in a @tack.func: the function returns a tuple, a C struct of
+ * one field per value, typed like a value return per position (the first
+ * return fixes how many values; later ones promote each field). */
+static void return_tuple(LW *L, tack_node *tn, tk_ir *r) {
+    tk_spec *S = L->S;
+    int nv = tn->nkids;
+    if (nv < 1) ERR(tn, "'%s' returns an empty tuple; return nothing instead", L->F->name);
+    if (L->F->returns) ERR(tn, "'%s' returns a tuple; tuple return annotations are not supported (remove '->')", L->F->name);
+    if (S->ret.kind == TY_VALUE) ERR(tn, "'%s' returns %d values here and one elsewhere", L->F->name, nv);
+    if (S->ret.kind != TY_TUPLE) {
+        int si = 0;
+        while (L->C->specs[si] != S) si++;
+        if (si > 65535) ERR(tn, "too many specializations of functions (%d)", si);
+        S->ret = ty_tuple(si);
+        S->nret = nv;
+        S->rets = tk_alloc(&L->C->arena, sizeof(tk_type) * (size_t)nv);
+        for (int i = 0; i < nv; i++) S->rets[i] = ty_unknown();
+        L->changed = 1;
+    } else if (S->nret != nv) {
+        ERR(tn, "'%s' returns %d values here and %d elsewhere", L->F->name, nv, S->nret);
+    }
+    tk_ir **vals = tk_alloc(&L->C->arena, sizeof(tk_ir *) * (size_t)nv);
+    int known = 1;
+    for (int i = 0; i < nv; i++) {
+        tk_ir *v = lw_expr(L, tn->kids[i]);
+        vals[i] = v;
+        if (!lw_known(v)) { known = 0; continue; }
+        if (v->ty.kind != TY_VALUE) ERR(tn->kids[i], "cannot return %s in a tuple", TN(v->ty));
+        tk_type rt = S->rets[i];
+        if (rt.kind == TY_UNKNOWN) {
+            S->rets[i] = v->ty;
+            L->changed = 1;
+            continue;
+        }
+        tk_type u = ty_promote(rt, v->ty);
+        if (u.kind == TY_UNKNOWN || ty_is_scalar(rt) != ty_is_scalar(v->ty))
+            ERR(tn->kids[i], "'%s' returns %s as value %d here and %s elsewhere", L->F->name, TN(v->ty), i + 1, TN(rt));
+        if (!ty_eq(u, rt)) {
+            S->rets[i] = u;
+            L->changed = 1;
+        }
+    }
+    for (int i = 0; i < nv; i++) {
+        tk_ir *v = vals[i];
+        if (known && S->rets[i].kind != TY_UNKNOWN) v = lw_cast(L, lw_hoist(L, v), S->rets[i]);
+        ir_push(L->C, r, v);
+    }
+}
+
+/* Field k of a tuple a function returned (an IR_COMP of the tuple local). */
+static tk_ir *tuple_field(LW *L, tk_ir *v, int k, tack_node *n) {
+    tk_spec *F = L->C->specs[ty_tuple_spec(v->ty)];
+    tk_type ft = k < F->nret ? F->rets[k] : ty_unknown();
+    tk_ir *c = lw_mk(L, IR_COMP, ft.kind == TY_UNKNOWN ? ty_unknown() : ft, n);
+    ir_push(L->C, c, v);
+    ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), k, n->line));
+    return c;
+}
+
 static void assign_target(LW *L, tack_node *t, tk_ir *v) {
     if (t->kind == TACK_N_NAME) {
         assign_local(L, target_local(L, t), v, t);
@@ -787,6 +865,12 @@ static void assign_target(LW *L, tack_node *t, tk_ir *v) {
     if (t->kind == TACK_N_TUPLE) {
         if (!lw_known(v)) {
             for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], v);
+            return;
+        }
+        if (v->ty.kind == TY_TUPLE) {
+            int nv = L->C->specs[ty_tuple_spec(v->ty)]->nret;
+            if (nv != t->nkids) ERR(t, "cannot unpack %d values into %d names", nv, t->nkids);
+            for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], tuple_field(L, v, i, t));
             return;
         }
         if (!ty_is_vector(v->ty) || dt_rows((tack_dtype)v->ty.dt) != t->nkids)
@@ -1160,11 +1244,18 @@ static void lower_stmt(LW *L, tack_node *n) {
             return;
         }
         tk_ir *r = lw_mk(L, IR_RETURN, ty_void(), n);
-        if (n->nkids && n->kids[0]) {
+        if (n->nkids && n->kids[0] && n->kids[0]->kind == TACK_N_TUPLE) {
+            return_tuple(L, n->kids[0], r);
+        } else if (n->nkids && n->kids[0]) {
             tk_ir *v = lw_expr(L, n->kids[0]);
             if (lw_known(v)) {
+                if (v->ty.kind == TY_TUPLE)
+                    ERR(n, "cannot return the tuple a function returned; unpack it first (a, b = f(...)) "
+                           "and return a, b");
                 if (v->ty.kind != TY_VALUE) ERR(n, "cannot return %s", TN(v->ty));
                 tk_type rt = L->S->ret;
+                if (rt.kind == TY_TUPLE)
+                    ERR(n, "'%s' returns one value here and %d elsewhere", L->F->name, L->S->nret);
                 if (L->F->returns) {
                     /* declared */
                 } else if (rt.kind == TY_UNKNOWN || rt.kind == TY_VOID) {

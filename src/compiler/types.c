@@ -82,6 +82,12 @@ tk_type ty_weak(tack_dtype carrier) { return (tk_type){TY_VALUE, (uint8_t)carrie
 tk_type ty_unknown(void) { return (tk_type){TY_UNKNOWN, 0, 0, 0}; }
 tk_type ty_void(void) { return (tk_type){TY_VOID, 0, 0, 0}; }
 
+tk_type ty_tuple(int si) {
+    tk_type t = {TY_TUPLE, (uint8_t)(si & 255), (uint8_t)(si >> 8 & 255), 0};
+    return t;
+}
+int ty_tuple_spec(tk_type t) { return t.dt | t.ndim << 8; }
+
 int ty_eq(tk_type a, tk_type b) {
     return a.kind == b.kind && a.dt == b.dt && a.ndim == b.ndim && a.weak == b.weak;
 }
@@ -105,6 +111,7 @@ const char *ty_name(tk_arena *a, tk_type t) {
     case TY_SHAPE: return "shape";
     case TY_DTYPE: return "dtype";
     case TY_RANGE: return "range";
+    case TY_TUPLE: return "tuple";
     }
     return "?";
 }

@@ -159,7 +159,14 @@ static void vs(V *v, tk_ir *s) {
         if (!v->loops) BAD(s, "%s outside a loop", "break/continue");
         return;
     case IR_RETURN:
-        if (s->n) vx(v, s->k[0]);
+        for (int i = 0; i < s->n; i++) vx(v, s->k[i]);
+        if (s->n && v->S->ret.kind == TY_TUPLE) {
+            if (s->n != v->S->nret) BAD(s, "%s with the wrong number of values", "tuple return");
+            for (int i = 0; i < s->n; i++)
+                if (!ty_eq(s->k[i]->ty, v->S->rets[i])) BAD(s, "%s value differs from the function's", "tuple return");
+        } else if (s->n > 1) {
+            BAD(s, "%s of several values from a function that returns one", "return");
+        }
         return;
     case IR_CHECK:
         for (int i = 0; i < s->n; i++) vx(v, s->k[i]);

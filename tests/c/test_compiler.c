@@ -435,6 +435,43 @@ static void test_funcs(void) {
     tack_array_release(ints);
 }
 
+/* a func returning two values, unpacked into array elements; an int power
+ * with a negative exponent at run time is a ValueError naming the exponent */
+static void test_tuple_returns_and_powers(void) {
+    new_module();
+    int dm = tack_module_add_function(tb_m, TACK_FUNC_DEVICE, "divmod_", "test.py", 1, NULL);
+    tack_function_add_param(tb_m, dm, "a", NULL);
+    tack_function_add_param(tb_m, dm, "b", NULL);
+    tack_function_set_body(tb_m, dm, BLOCK(1, RETURN(TUPLE(2, BIN(TACK_OP_FLOORDIV, NAME("a"), NAME("b")),
+                                                           BIN(TACK_OP_MOD, NAME("a"), NAME("b"))))));
+    AT(5, 4);
+    tack_node *body = BLOCK(1, RANGE1("i", SHAPE("a", 0), BLOCK(2,
+        ASSIGN(TUPLE(2, SUB(NAME("q"), 1, NAME("i")), SUB(NAME("r"), 1, NAME("i"))),
+               FCALL(dm, "divmod_", 2, SUB(NAME("a"), 1, NAME("i")), INT(3))),
+        AUG(TACK_OP_ADD, SUB(NAME("q"), 1, NAME("i")), BIN(TACK_OP_POW, INT(2), NAME("e"))))));
+    int k = FUNC(TACK_FUNC_KERNEL, "split", "a q r e", body);
+    tack_argtype sig[4] = {ARR(TACK_I64, 1), ARR(TACK_I64, 1), ARR(TACK_I64, 1), WEAK(TACK_I64)};
+    tack_program *p = build(k, sig, 4, NULL, 1);
+    CHECK(p != NULL);
+    if (!p) return;
+    tack_array *a = arr(TACK_I64, 1, 5, 0), *q = arr(TACK_I64, 1, 5, 0), *r = arr(TACK_I64, 1, 5, 0);
+    int64_t av[5] = {-7, -1, 0, 5, 9};
+    memcpy(tack_array_data(a), av, sizeof av);
+    tack_arg args[4] = {A(a), A(q), A(r), I64(2)};
+    CHECK(tack_launch(p, args, 4) == TACK_OK);
+    int64_t *pq = tack_array_data(q), *pr = tack_array_data(r);
+    CHECK(pq[0] == -3 + 4 && pr[0] == 2 && pq[1] == -1 + 4 && pr[1] == 2 && pq[2] == 4 && pr[2] == 0);
+    CHECK(pq[3] == 1 + 4 && pr[3] == 2 && pq[4] == 3 + 4 && pr[4] == 0);
+    args[3] = I64(-2);
+    CHECK(tack_launch(p, args, 4) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "integers to negative integer powers are not allowed: exponent -2") != NULL);
+    CHECK(strstr(tack_last_error(), "kernel split, test.py:5") != NULL);
+    tack_program_free(p);
+    tack_array_release(a);
+    tack_array_release(q);
+    tack_array_release(r);
+}
+
 /* vectors: cross, length, normalize, components, matrices */
 static void test_vectors(void) {
     new_module();
@@ -544,6 +581,7 @@ int main(void) {
     test_control_flow();
     test_atomics();
     test_funcs();
+    test_tuple_returns_and_powers();
     test_vectors();
     test_phases();
     test_stencil();

@@ -156,6 +156,27 @@ def early(x, out, flag):
         out[i] = -1.0
 
 
+@tack.func
+def divmod_f(a, b):
+    return a // b, a % b
+
+
+@tack.func
+def ordered(a, b):
+    if a < b:
+        return a, b
+    return b, a
+
+
+@tack.kernel
+def tuples(a, q, r, lo_hi):
+    lo, hi = ordered(a[0], a[1])  # outside the parallel loop too
+    lo_hi[0] = lo
+    lo_hi[1] = hi
+    for i in range(a.shape[0]):
+        q[i], r[i] = divmod_f(a[i], 3)
+
+
 def language_cases():
     rng = np.random.default_rng(7)
     f32 = rng.standard_normal(1000).astype(np.float32)
@@ -178,6 +199,8 @@ def language_cases():
     yield "normals", normals, lambda: (tack.array(va, tack.vec3), tack.array(vb, tack.vec3),
                                        tack.zeros(64, tack.vec3), np.zeros(64, np.float32)), (2, 3)
     yield "maths", maths, lambda: (f32.copy(), np.zeros(1000, np.float32)), (1,)
+    ti = rng.integers(-50, 50, 300)
+    yield "tuples", tuples, lambda: (ti.copy(), np.zeros_like(ti), np.zeros_like(ti), np.zeros(2, np.int64)), (1, 2, 3)
     yield "early_return", early, lambda: (np.arange(6.0), np.zeros(6), np.array([1], np.int32)), (1,)
     yield "no_return", early, lambda: (np.arange(6.0), np.zeros(6), np.array([0], np.int32)), (1,)
 

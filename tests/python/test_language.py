@@ -712,20 +712,55 @@ def test_len_ndim_pow():
     assert out.tolist() == [3.0, 2.0, 16.0, 2.0**0.5]
 
 
-@pytest.mark.xfail(strict=True, reason="compiler: int ** negative int gives 0, Python gives a float")
-def test_int_to_negative_power_is_a_float():
+def test_int_to_a_negative_literal_power_is_a_float():
+    # as in Python: the literal exponent says the result is a float
     @tack.kernel
-    def k(out, e):
+    def k(out, a):
         for i in range(1):
             out[0] = 2 ** -1
-            out[1] = 2 ** e
+            out[1] = a[0] ** -2
+            out[2] = (-3) ** -3
+            out[3] = 2 ** 3
 
-    out = np.zeros(2)
-    k(out, -2)
-    assert out.tolist() == [0.5, 0.25]
+    out = np.zeros(4)
+    k(out, np.array([4], np.int32))
+    assert out.tolist() == [0.5, 4.0 ** -2, (-3) ** -3, 8.0]
 
 
-@pytest.mark.xfail(strict=True, reason="compiler: @tack.func cannot return a tuple yet")
+def test_int_to_a_negative_power_at_run_time_is_a_value_error():
+    # int ** int stays an int; a negative exponent known only at run time is
+    # NumPy's ValueError (np.int64(2) ** -2), never a silent 0
+    @tack.kernel
+    def k(out, e):
+        for i in range(out.shape[0]):
+            out[i] = (i + 2) ** (e + i)
+
+    out = np.zeros(4, np.int64)
+    k(out, 1)
+    assert out.tolist() == [2, 9, 64, 625]
+    out[:] = 7
+    with pytest.raises(ValueError, match=r"integers to negative integer powers are not allowed: exponent -3 "
+                                         r"\(kernel k, .*test_language.py:\d+\)"):
+        k(out, -3)
+    with pytest.raises(ValueError, match="exponent -1"):
+        k(np.zeros(1, np.int64), -1)
+    # 1 ** -1 and (-1) ** -1 would have an integer answer, but NumPy refuses them too
+    with pytest.raises(ValueError):
+        k(np.zeros(1, np.int64), -3 + 0)
+
+    @tack.kernel
+    def unsigned(out, b, e):
+        for i in range(1):
+            out[0] = b ** e
+
+    u = np.zeros(1, np.uint32)
+    unsigned(u, np.uint32(3), np.uint32(4))
+    assert u[0] == 81
+    f = np.zeros(1)
+    unsigned(f, 2.0, -2)  # a float base: a float power, no check
+    assert f[0] == 0.25
+
+
 def test_func_returning_a_tuple():
     @tack.func
     def divmod_(a, b):
@@ -741,6 +776,105 @@ def test_func_returning_a_tuple():
     k(a, q, r)
     np.testing.assert_array_equal(q, a // 3)
     np.testing.assert_array_equal(r, a % 3)
+
+
+@tack.func
+def _sorted3(a, b, c):
+    if a > b:
+        a, b = b, a
+    if b > c:
+        b, c = c, b
+    if a > b:
+        a, b = b, a
+    return a, b, c
+
+
+@tack.func
+def _polar(x, y):
+    return math.hypot(x, y), math.atan2(y, x)
+
+
+@tack.func
+def _split(v):
+    if v < 0:
+        return -1, -v  # ints here, a float below: each value promotes on its own
+    return 1, v * 1.5
+
+
+def test_funcs_returning_tuples_of_mixed_types():
+    @tack.kernel
+    def k(x, y, s, r, t, sign, mag):
+        lo, mid, hi = _sorted3(x[0], x[1], x[2])  # outside the parallel loop
+        s[0], s[1], s[2] = lo, mid, hi
+        for i in range(x.shape[0]):
+            r[i], t[i] = _polar(x[i], y[i])
+            sign[i], mag[i] = _split(x[i])
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1000)
+    y = rng.standard_normal(1000)
+    s, r, t, mag = np.zeros(3), np.zeros(1000), np.zeros(1000), np.zeros(1000)
+    sign = np.zeros(1000, np.int64)
+    k(x, y, s, r, t, sign, mag)
+    np.testing.assert_array_equal(s, np.sort(x[:3]))
+    np.testing.assert_allclose(r, np.hypot(x, y), rtol=1e-15)
+    np.testing.assert_allclose(t, np.arctan2(y, x), rtol=1e-15)
+    np.testing.assert_array_equal(sign, np.where(x < 0, -1, 1))
+    np.testing.assert_array_equal(mag, np.where(x < 0, -x, x * 1.5))
+
+
+def test_tuple_returns_that_do_not_fit_are_compile_errors():
+    @tack.func
+    def two(a):
+        return a, a + 1
+
+    @tack.func
+    def uneven(a):
+        if a > 0:
+            return a, a
+        return a, a, a
+
+    @tack.func
+    def one_or_two(a):
+        if a > 0:
+            return a
+        return a, a
+
+    @tack.kernel
+    def into_one(x):
+        for i in range(x.shape[0]):
+            v = two(x[i])
+            x[i] = v
+
+    @tack.kernel
+    def into_three(x):
+        for i in range(x.shape[0]):
+            p, q, r = two(x[i])
+            x[i] = p + q + r
+
+    x = np.zeros(4)
+    with pytest.raises(tack.CompileError, match="cannot assign the 2 values a function returned to 'v'; unpack them"):
+        into_one(x)
+    with pytest.raises(tack.CompileError, match="cannot unpack 2 values into 3 names"):
+        into_three(x)
+
+    @tack.kernel
+    def call_uneven(x):
+        for i in range(x.shape[0]):
+            p, q = uneven(x[i])
+            x[i] = p + q
+
+    @tack.kernel
+    def call_one_or_two(x):
+        for i in range(x.shape[0]):
+            p, q = one_or_two(x[i])
+            x[i] = p + q
+
+    with pytest.raises(tack.CompileError, match="'uneven' returns 3 values here and 2 elsewhere"):
+        call_uneven(x)
+    with pytest.raises(tack.CompileError, match="'one_or_two' returns 2 values here and one elsewhere"):
+        call_one_or_two(x)
+
 
 
 def test_return_in_a_kernel_is_refused_or_ends_it():
