@@ -122,9 +122,74 @@ static void emit_const(E *e, tk_ir *x) {
     else P(e, "((%s)%lldLL)", ctype(e, dt), (long long)x->c.i);
 }
 
+/* An index `b + c` or `b - c` with a small constant c: b and c; else the index and 0. */
+enum { SPLIT_MAX = 64 };
+static tk_ir *split_offset(tk_ir *x, int64_t *c) {
+    *c = 0;
+    tk_ir *whole = x;
+    while (x->op == IR_CAST && x->k[0]->ty.kind == TY_VALUE && x->k[0]->ty.dt == TACK_I64) x = x->k[0]; /* weak int -> i64 */
+    if (x->op != IR_BIN || (x->sub != B_ADD && x->sub != B_SUB) || !ty_is_int(x->ty) || x->ty.dt != TACK_I64) return whole;
+    tk_ir *a = x->k[0], *b = x->k[1];
+    if (ir_is_const(b) && b->c.i >= -SPLIT_MAX && b->c.i <= SPLIT_MAX) {
+        *c = x->sub == B_ADD ? b->c.i : -b->c.i;
+        return a;
+    }
+    if (x->sub == B_ADD && ir_is_const(a) && a->c.i >= -SPLIT_MAX && a->c.i <= SPLIT_MAX) {
+        *c = a->c.i;
+        return b;
+    }
+    return whole;
+}
+
+/* The flat offset of element (i0, ..., i{n-1}) of array p: i0 * t0 + ... + i{n-1},
+ * with t_k the product of the extents after axis k.  Neighbour accesses of a
+ * stencil, a[i + 1, j, k - 1], are written base + constant: every access of
+ * the body then shares one row base (i * t0 + j * t1 + k), and the constants'
+ * offsets are loop invariants -- written as Horner's ((i + 1) * s1 + j) * s2
+ * + (k - 1), each access is its own polynomial, whose per-row products the C
+ * compiler keeps in as many registers (7-point stencil at 40^3, one core,
+ * 38-element rows: 1.5x the time of the hand-written loop before).  The
+ * indices are in bounds (checked, or proven), so no product overflows. */
+static void split_index(E *e, tk_ir *x, int first) {
+    int nd = x->n - first, p = x->param;
+    int64_t c[8];
+    tk_ir *b[8];
+    for (int k = 0; k < nd; k++) b[k] = split_offset(x->k[first + k], &c[k]);
+    for (int k = 0; k < nd; k++) {
+        if (k) P(e, " + ");
+        P(e, "(");
+        ex(e, b[k]);
+        P(e, ")");
+        for (int m = k + 1; m < nd; m++) P(e, " * a%d_s%d", p, m);
+    }
+    P(e, " + (");
+    for (int k = 0, any = 0; k < nd; k++) {
+        if (!c[k]) continue;
+        if (any++) P(e, " + ");
+        P(e, "%lld", (long long)c[k]);
+        for (int m = k + 1; m < nd; m++) P(e, " * a%d_s%d", p, m);
+    }
+    P(e, ")");
+}
+
+static int splits(tk_ir *x, int first) {
+    int nd = x->n - first, any = 0;
+    if (nd < 2 || nd > 8) return 0;
+    for (int k = 0; k < nd; k++) {
+        int64_t c;
+        split_offset(x->k[first + k], &c);
+        any |= c != 0;
+    }
+    return any;
+}
+
 static void flat_index(E *e, tk_ir *x, int first) {
     int nd = x->n - first;
     int p = x->param;
+    if (e->C->opts.optimize && splits(x, first)) {
+        split_index(e, x, first);
+        return;
+    }
     for (int k = 0; k < nd - 1; k++) P(e, "(");
     for (int k = 0; k < nd; k++) {
         if (k > 0) P(e, " * a%d_s%d + ", p, k);
@@ -994,28 +1059,36 @@ static void pfor_loop(E *e, tk_ir *s) {
         I(e); P(e, "const int64_t inner_ = F->pn[%d];\n", nd - 1);
         I(e); P(e, "const int64_t o0_ = lo_ / inner_, o1_ = (hi_ - 1) / inner_;\n");
         I(e); P(e, "const int64_t j0_ = lo_ %% inner_, j1_ = (hi_ - 1) %% inner_ + 1;\n");
-        /* the outer indices of the first row, by division once per chunk; then
-         * counted like an odometer, row by row (a division per row cost as much
-         * as a short row's work) */
-        I(e); P(e, "int64_t r_ = o0_;\n");
-        for (int d = nd - 2; d > 0; d--) { I(e); P(e, "int64_t c%d_ = r_ %% F->pn[%d]; r_ /= F->pn[%d];\n", d, d, d); }
-        I(e); P(e, "int64_t c0_ = r_;\n");
-        I(e); P(e, "for (int64_t o_ = o0_; o_ <= o1_; o_++) {\n");
-        e->ind++;
-        for (int d = 0; d <= nd - 2; d++) { I(e); local_name(e, s->vars[d]); P(e, " = c%d_;\n", d); }
-        I(e); P(e, "const int64_t jb_ = o_ == o0_ ? j0_ : 0, je_ = o_ == o1_ ? j1_ : inner_;\n");
+        /* the outer indices of the chunk's first and last rows, by division
+         * once per chunk (a division per row cost as much as a short row's
+         * work); the rows between them in nested loops, so that the C compiler
+         * sees each outer index as an induction variable and steps the rows'
+         * addresses instead of recomputing them (7-point stencil at 16^3, one
+         * core: 1.5x -> 1.2x the hand-written loop's time) */
+        I(e); P(e, "int64_t r_;\n");
+        for (int end = 0; end < 2; end++) {
+            I(e); P(e, "r_ = %s;\n", end ? "o1_" : "o0_");
+            for (int d = nd - 2; d > 0; d--) {
+                I(e); P(e, "const int64_t %c%d_ = r_ %% F->pn[%d]; r_ /= F->pn[%d];\n", end ? 'e' : 'c', d, d, d);
+            }
+            I(e); P(e, "const int64_t %c0_ = r_;\n", end ? 'e' : 'c');
+        }
+        for (int d = 0; d <= nd - 2; d++) {
+            I(e);
+            if (d == 0) P(e, "for (int64_t x0_ = c0_; x0_ <= e0_; x0_++) {\n");
+            else P(e, "for (int64_t x%d_ = f%d_ ? c%d_ : 0; x%d_ <= (g%d_ ? e%d_ : F->pn[%d] - 1); x%d_++) {\n", d, d, d, d, d, d, d, d);
+            e->ind++;
+            I(e);
+            if (d == 0) P(e, "const int f1_ = x0_ == c0_, g1_ = x0_ == e0_;\n");
+            else P(e, "const int f%d_ = f%d_ && x%d_ == c%d_, g%d_ = g%d_ && x%d_ == e%d_;\n", d + 1, d, d, d, d + 1, d, d, d);
+        }
+        for (int d = 0; d <= nd - 2; d++) { I(e); local_name(e, s->vars[d]); P(e, " = x%d_;\n", d); }
+        I(e); P(e, "const int64_t jb_ = f%d_ ? j0_ : 0, je_ = g%d_ ? j1_ : inner_;\n", nd - 1, nd - 1);
     }
     int np = verify_prefix(e, s, carried);
     if (np) verified_blocks(e, s, carried, np);
     else inner_versions(e, s, carried);
-    if (nd > 1) { /* the next row's outer indices */
-        I(e); P(e, "if (++c%d_ == F->pn[%d]) {", nd - 2, nd - 2);
-        for (int d = nd - 2; d > 0; d--) P(e, " c%d_ = 0; if (++c%d_ == F->pn[%d]) {", d, d - 1, d - 1);
-        P(e, " c0_ = 0;");
-        for (int d = nd - 2; d >= 0; d--) P(e, " }");
-        P(e, "\n");
-    }
-    if (nd > 1 || e->fastv == 3) {
+    for (int d = nd > 1 ? nd - 1 : e->fastv == 3 ? 1 : 0; d > 0; d--) { /* the row or segment loops */
         e->ind--;
         I(e); P(e, "}\n");
     }
