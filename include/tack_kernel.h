@@ -176,11 +176,15 @@ TACK_API void tack_program_free(tack_program *p);
 
 /* ------------------------------------------------------------------ CUDA */
 /* Compile CUDA C++ source to PTX with NVRTC (loaded at run time; no GPU is
- * needed) for compute capability major.minor.  On success *ptx is a string
- * to release with tack_free.  TACK_ERR_COMPILE carries NVRTC's log;
- * TACK_ERR_DEVICE says that NVRTC is missing. */
+ * needed) for compute capability major.minor.  flags: 0 for IEEE arithmetic
+ * (no fused multiply-add, correctly rounded division and sqrt), or
+ * TACK_NVRTC_FAST_MATH (--use_fast_math: fused multiply-adds, approximate
+ * division, sqrt and transcendentals, denormals flushed).  On success *ptx
+ * is a string to release with tack_free.  TACK_ERR_COMPILE carries NVRTC's
+ * log; TACK_ERR_DEVICE says that NVRTC is missing. */
+#define TACK_NVRTC_FAST_MATH 1u
 TACK_API tack_status tack_nvrtc_compile(const char *source, const char *name, int major, int minor,
-                                        char **ptx);
+                                        unsigned flags, char **ptx);
 /* NVRTC's version as major*1000 + minor*10, or 0 when it cannot be loaded. */
 TACK_API int tack_nvrtc_version(void);
 

@@ -83,7 +83,8 @@ int tack_nvrtc_version(void)
     return major * 1000 + minor * 10;
 }
 
-tack_status tack_nvrtc_compile(const char *source, const char *name, int major, int minor, char **ptx)
+tack_status tack_nvrtc_compile(const char *source, const char *name, int major, int minor, unsigned flags,
+                               char **ptx)
 {
     nvrtcProgram prog = NULL;
     char arch[64];
@@ -93,7 +94,8 @@ tack_status tack_nvrtc_compile(const char *source, const char *name, int major, 
     if (!nv.lib)
         return tack_set_error(TACK_ERR_DEVICE, "%s", nv.why);
     snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d%d", major, minor);
-    const char *opts[] = {arch, "--std=c++17", "-default-device", "--fmad=false"};
+    const char *opts[] = {arch, "--std=c++17", "-default-device",
+                          flags & TACK_NVRTC_FAST_MATH ? "--use_fast_math" : "--fmad=false"};
     int r = nv.create(&prog, source, name, 0, NULL, NULL);
     if (r != 0)
         return tack_set_error(TACK_ERR_DEVICE, "nvrtcCreateProgram failed: %s", nv.error_string(r));

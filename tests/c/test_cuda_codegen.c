@@ -61,7 +61,7 @@ static int cu(int k, const tack_argtype *sig, int n, int checks, int nvcc) {
         int archs[2][2] = {{8, 0}, {9, 0}};
         for (int a = 0; a < 2; a++) {
             char *ptx = NULL;
-            st = tack_nvrtc_compile(src, "kernel.cu", archs[a][0], archs[a][1], &ptx);
+            st = tack_nvrtc_compile(src, "kernel.cu", archs[a][0], archs[a][1], 0, &ptx);
             if (st != TACK_OK) {
                 fprintf(stderr, "NVRTC sm_%d%d failed:\n%s\n--- source ---\n%s\n", archs[a][0], archs[a][1],
                         tack_last_error(), src);

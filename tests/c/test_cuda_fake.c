@@ -208,6 +208,19 @@ static void run(void) {
         CHECK(st == TACK_OK || st == TACK_ERR_NOMEM || st == TACK_ERR_COMPILE);
         tack_program_free(q);
     }
+    /* fast_math reaches NVRTC (and the cache key): approximate sqrt in one PTX, IEEE in the other */
+    tack_node *b3 = BLOCK(1, RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")),
+        BIN(TACK_OP_DIV, CALL("sqrt", 1, SUB(NAME("a"), 1, NAME("i"))), NAME("s"))))));
+    int k3 = FUNC(TACK_FUNC_KERNEL, "root", "a out s", b3);
+    for (int fast = 0; fast < 2; fast++) {
+        o.fast_math = fast;
+        CHECK(tack_compile(tb_m, k3, sig, 3, &o, &p3) == TACK_OK);
+        CHECK(tack_program_build(p3, g) == TACK_OK);
+        tack_program_free(p3);
+    }
+    o.fast_math = 0;
+    CHECK(system("grep -l 'sqrt.approx.ftz.f32' \"$TACK_CACHE_DIR\"/*.ptx | wc -l | grep -qx 1") == 0);
+    CHECK(system("grep -l 'sqrt.rn.f32' \"$TACK_CACHE_DIR\"/*.ptx | wc -l | grep -qx 1") == 0);
     CHECK(depth() == 0); /* every push popped */
     tack_program_free(p);
     tack_array_release(a);

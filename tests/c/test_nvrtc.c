@@ -22,20 +22,29 @@ int main(void)
         for (int i = 0; i < 2; i++) {
             char *ptx = NULL;
             char target[32];
-            CHECK(tack_nvrtc_compile(saxpy, "saxpy.cu", archs[i][0], archs[i][1], &ptx) == TACK_OK);
+            CHECK(tack_nvrtc_compile(saxpy, "saxpy.cu", archs[i][0], archs[i][1], 0, &ptx) == TACK_OK);
             snprintf(target, sizeof target, ".target sm_%d%d", archs[i][0], archs[i][1]);
             CHECK(ptx && strstr(ptx, target) != NULL);
             CHECK(ptx && strstr(ptx, ".entry saxpy") != NULL);
             tack_free(ptx);
         }
+        /* IEEE by default; TACK_NVRTC_FAST_MATH: approximate sqrt and division, denormals flushed */
+        const char *root = "extern \"C\" __global__ void root(float *x, float s) { x[threadIdx.x] = sqrtf(x[threadIdx.x]) / s; }";
+        char *ieee = NULL, *fast = NULL;
+        CHECK(tack_nvrtc_compile(root, "root.cu", 8, 0, 0, &ieee) == TACK_OK);
+        CHECK(tack_nvrtc_compile(root, "root.cu", 8, 0, TACK_NVRTC_FAST_MATH, &fast) == TACK_OK);
+        CHECK(ieee && strstr(ieee, "sqrt.rn.f32") && !strstr(ieee, "sqrt.approx"));
+        CHECK(fast && strstr(fast, "sqrt.approx.ftz.f32") && !strstr(fast, "sqrt.rn"));
+        tack_free(ieee);
+        tack_free(fast);
         char *ptx = NULL;
-        CHECK(tack_nvrtc_compile("__global__ void k() { undeclared = 1; }", "bad.cu", 8, 0, &ptx) ==
+        CHECK(tack_nvrtc_compile("__global__ void k() { undeclared = 1; }", "bad.cu", 8, 0, 0, &ptx) ==
               TACK_ERR_COMPILE);
         CHECK(strstr(tack_last_error(), "undeclared") != NULL);
         CHECK(ptx == NULL);
         /* out of memory while reading the PTX is clean */
         failing_allocator_install(1);
-        tack_status st = tack_nvrtc_compile(saxpy, "saxpy.cu", 8, 0, &ptx);
+        tack_status st = tack_nvrtc_compile(saxpy, "saxpy.cu", 8, 0, 0, &ptx);
         tack_set_allocator(NULL);
         CHECK(st == TACK_OK || st == TACK_ERR_NOMEM);
         if (st == TACK_OK)

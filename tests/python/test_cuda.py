@@ -11,6 +11,7 @@ copies (each when installed).
 """
 
 import json
+import math
 import os
 import pathlib
 import re
@@ -250,6 +251,23 @@ def test_nvrtc_helper_reports_errors():
     with pytest.raises(ValueError, match="arch"):
         _core._nvrtc_compile("", "gfx90a")
     assert ".target sm_90" in _core._nvrtc_compile('extern "C" __global__ void k() {}', 90)
+
+
+@needs_nvrtc
+def test_fast_math_kernels_compile_with_fast_math():
+    """@tack.kernel(fast_math=True) on CUDA: NVRTC's --use_fast_math (approximate sqrt)."""
+    if not hasattr(_core, "_nvrtc_compile"):
+        pytest.skip("tack._core has no _nvrtc_compile")
+
+    @tack.kernel(fast_math=True)
+    def roots(x, out):
+        for i in range(x.shape[0]):
+            out[i] = math.sqrt(x[i]) / 3.0
+
+    x = np.ones(4, np.float32)
+    src = roots.generated_source(x, x, target="cuda")
+    assert "sqrt.approx.ftz.f32" in _core._nvrtc_compile(src, "sm_80", fast_math=True)
+    assert "sqrt.rn.f32" in _core._nvrtc_compile(src, "sm_80")
 
 
 @needs_nvrtc
