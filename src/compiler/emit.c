@@ -58,6 +58,7 @@ struct tk_emitter {
     tk_buf pfors;    /* parallel bodies, emitted while walking the entry */
     int fastv;       /* in a version of a loop with fast divisions (strength.c): 1 fast, 2 exact, 3 segmented; else 0 */
     const char *rlo, *rhi; /* bounds of the innermost loop when it runs a block (else NULL) */
+    int whole_row;   /* an ndrange chunk's copy for whole rows: the inner loop runs 0 .. inner_ */
     int exact;       /* emitting the cold function of a loop with fast divisions: its exact version only */
     int hist;        /* in the private-histogram version of a parallel loop: 1 + its array (privatize.c); else 0 */
     tk_spec *K;
@@ -879,8 +880,8 @@ static void iteration_head(E *e, tk_ir *s, const char *carried) {
 static void inner_range(E *e, tk_ir *s, const char **v, const char **lo, const char **hi) {
     int nd = s->aux;
     *v = nd > 1 ? "j_" : "i_";
-    *lo = e->rlo ? e->rlo : nd > 1 ? "jb_" : e->fastv == 3 ? "s_" : "lo_";
-    *hi = e->rhi ? e->rhi : nd > 1 ? "je_" : e->fastv == 3 ? "e_" : "hi_";
+    *lo = e->rlo ? e->rlo : nd > 1 ? (e->whole_row ? "0" : "jb_") : e->fastv == 3 ? "s_" : "lo_";
+    *hi = e->rhi ? e->rhi : nd > 1 ? (e->whole_row ? "inner_" : "je_") : e->fastv == 3 ? "e_" : "hi_";
 }
 
 /* The header of a loop of variable v over [lo, hi); in a segment (strength.c)
@@ -1086,8 +1087,27 @@ static void pfor_loop(E *e, tk_ir *s) {
         I(e); P(e, "const int64_t jb_ = f%d_ ? j0_ : 0, je_ = g%d_ ? j1_ : inner_;\n", nd - 1, nd - 1);
     }
     int np = verify_prefix(e, s, carried);
+    /* rows between the chunk's first and last are whole: a copy whose inner
+     * loop has the same bounds on every row, which the C compiler vectorizes
+     * better (7-point stencil at 40^3, one core: 16% less time) */
+    int rows = nd > 1 && e->C->opts.optimize && !strcmp(e->D->name, "c");
+    if (rows) {
+        I(e); P(e, "if (jb_ == 0 && je_ == inner_) { /* a whole row */\n");
+        e->ind++;
+        e->whole_row = 1;
+        if (np) verified_blocks(e, s, carried, np);
+        else inner_versions(e, s, carried);
+        e->whole_row = 0;
+        e->ind--;
+        I(e); P(e, "} else {\n");
+        e->ind++;
+    }
     if (np) verified_blocks(e, s, carried, np);
     else inner_versions(e, s, carried);
+    if (rows) {
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
     for (int d = nd > 1 ? nd - 1 : e->fastv == 3 ? 1 : 0; d > 0; d--) { /* the row or segment loops */
         e->ind--;
         I(e); P(e, "}\n");

@@ -385,5 +385,7 @@ def test_neighbour_indices_share_a_row_base():
     src = blur3.generated_source(f, f)
     body = src[src.index("static void tk_pfor0"):src.index("tack_entry")]
     assert "for (int64_t x0_ = c0_; x0_ <= e0_; x0_++)" in body and "for (int64_t x1_ = " in body
-    # every access is the row base plus a constant offset
-    assert body.count("(v0_i) * a0_s1 * a0_s2 + (v1_j) * a0_s2 + (v2_k) + (") == 6
+    # whole rows get a copy whose inner loop has the same bounds on every row
+    assert "if (jb_ == 0 && je_ == inner_) {" in body and "for (int64_t j_ = 0; j_ < inner_; j_++)" in body
+    # every access is the row base plus a constant offset (in both copies)
+    assert body.count("(v0_i) * a0_s1 * a0_s2 + (v1_j) * a0_s2 + (v2_k) + (") == 12
