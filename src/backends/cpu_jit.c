@@ -418,7 +418,6 @@ static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
 
 static const tk_abi cpu_abi = {TK_CPU_ABI_VERSION, abi_parallel_for, abi_fail, abi_print};
 
-static tack_status report(tack_program *p, launch_ctx *l) { return tk_site_error(p, l->site, l->a, l->b); }
 
 tack_status tack_cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs) {
     if (!p->entry) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
@@ -468,7 +467,7 @@ tack_status tack_cpu_launch(tack_device *dev, tack_program *p, const tack_arg *a
         memset(&l, 0, sizeof l);
         l.site = -1;
         ((tk_entry_fn)p->entry)(v, &cpu_abi, &l.head);
-        if (__atomic_load_n(&l.head.failed, __ATOMIC_ACQUIRE)) st = report(p, &l);
+        if (__atomic_load_n(&l.head.failed, __ATOMIC_ACQUIRE)) st = tk_site_error(p, l.site, l.a, l.b);
     }
     if (v != stackv) tack_free(v);
     return st;

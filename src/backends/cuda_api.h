@@ -75,5 +75,8 @@ const tack_cuda_api *tack_cuda_load(char *why, size_t why_len);
 /* NVRTC (nvrtc.c): tack_nvrtc_compile and tack_nvrtc_version are public,
  * declared in tack_kernel.h. */
 #include "tack_kernel.h"
+/* The options tack_nvrtc_compile passes after the architecture, as one
+ * string (for cache keys). */
+const char *tack_nvrtc_options(unsigned flags);
 
 #endif

@@ -202,11 +202,6 @@ static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
     return TACK_OK;
 }
 
-/* what nvrtc.c passes, for the cache key */
-static const char *nvrtc_flags(const tack_program *p) {
-    return p->fast_math ? "--std=c++17 -default-device --use_fast_math" : "--std=c++17 -default-device --fmad=false";
-}
-
 /* PTX for the device: from the cache or from NVRTC (then stored). */
 static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **out, char *path, size_t pathlen) {
     cuda_dev *c = d->state;
@@ -218,8 +213,9 @@ static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **
         return tack_nvrtc_compile("", "probe.cu", c->major, c->minor, 0, out);
     hash2 h = TACK_HASH2_INIT;
     char misc[200];
-    snprintf(misc, sizeof misc, "nvrtc%d sm_%d%d %s tack%s launch%d", ver, c->major, c->minor, nvrtc_flags(p),
-             TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
+    unsigned flags = p->fast_math ? TACK_NVRTC_FAST_MATH : 0;
+    snprintf(misc, sizeof misc, "nvrtc%d sm_%d%d %s tack%s launch%d", ver, c->major, c->minor,
+             tack_nvrtc_options(flags), TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
     tack_kc_hash_str(&h, p->source);
     tack_kc_hash_str(&h, p->dialect);
     tack_kc_hash_str(&h, misc);
@@ -240,7 +236,7 @@ static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **
     char name[300];
     snprintf(name, sizeof name, "%s.cu", p->kernel_name);
     char *ptx = NULL;
-    st = tack_nvrtc_compile(p->source, name, c->major, c->minor, p->fast_math ? TACK_NVRTC_FAST_MATH : 0, &ptx);
+    st = tack_nvrtc_compile(p->source, name, c->major, c->minor, flags, &ptx);
     if (st != TACK_OK) return st;
     st = write_entry(dir, path, key, ptx);
     if (st != TACK_OK) {

@@ -83,6 +83,18 @@ int tack_nvrtc_version(void)
     return major * 1000 + minor * 10;
 }
 
+/* NVRTC's options after the architecture, written once for the compile and
+ * for the PTX cache's key (tack_nvrtc_options). */
+#define OPT_STD "--std=c++17"
+#define OPT_DEV "-default-device"
+#define OPT_IEEE "--fmad=false"
+#define OPT_FAST "--use_fast_math"
+
+const char *tack_nvrtc_options(unsigned flags)
+{
+    return flags & TACK_NVRTC_FAST_MATH ? OPT_STD " " OPT_DEV " " OPT_FAST : OPT_STD " " OPT_DEV " " OPT_IEEE;
+}
+
 tack_status tack_nvrtc_compile(const char *source, const char *name, int major, int minor, unsigned flags,
                                char **ptx)
 {
@@ -94,8 +106,7 @@ tack_status tack_nvrtc_compile(const char *source, const char *name, int major, 
     if (!nv.lib)
         return tack_set_error(TACK_ERR_DEVICE, "%s", nv.why);
     snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d%d", major, minor);
-    const char *opts[] = {arch, "--std=c++17", "-default-device",
-                          flags & TACK_NVRTC_FAST_MATH ? "--use_fast_math" : "--fmad=false"};
+    const char *opts[] = {arch, OPT_STD, OPT_DEV, flags & TACK_NVRTC_FAST_MATH ? OPT_FAST : OPT_IEEE};
     int r = nv.create(&prog, source, name, 0, NULL, NULL);
     if (r != 0)
         return tack_set_error(TACK_ERR_DEVICE, "nvrtcCreateProgram failed: %s", nv.error_string(r));

@@ -36,8 +36,9 @@
  * loop is free of the branch and the fast ones vectorize.  The innermost
  * loop of a chunk runs its iterations in SIMD lanes (`#pragma omp simd`)
  * when nothing in the body can leave the loop early or collide.  A loop
- * with a histogram array (privatize.c) is emitted twice more over: adding into a private copy on the chunk's stack
- * when the array is small and the chunk long, and with the atomics otherwise.
+ * with a histogram array (privatize.c) is emitted twice more over: adding
+ * into a private copy on the chunk's stack when the array is small and the
+ * chunk long, and with the atomics otherwise.
  */
 #include <math.h>
 #include <stdio.h>
@@ -1041,6 +1042,13 @@ static void verified_blocks(E *e, tk_ir *s, const char *carried, int np) {
     I(e); P(e, "}\n");
 }
 
+/* The innermost loop, its checks verified a block ahead when the body's
+ * prefix allows (np statements), else in SIMD lanes when it allows. */
+static void innermost(E *e, tk_ir *s, const char *carried, int np) {
+    if (np) verified_blocks(e, s, carried, np);
+    else inner_versions(e, s, carried);
+}
+
 /* The chunk's loop over [lo_, hi_) of a parallel loop, with its body. */
 static void pfor_loop(E *e, tk_ir *s) {
     int nd = s->aux;
@@ -1095,15 +1103,13 @@ static void pfor_loop(E *e, tk_ir *s) {
         I(e); P(e, "if (jb_ == 0 && je_ == inner_) { /* a whole row */\n");
         e->ind++;
         e->whole_row = 1;
-        if (np) verified_blocks(e, s, carried, np);
-        else inner_versions(e, s, carried);
+        innermost(e, s, carried, np);
         e->whole_row = 0;
         e->ind--;
         I(e); P(e, "} else {\n");
         e->ind++;
     }
-    if (np) verified_blocks(e, s, carried, np);
-    else inner_versions(e, s, carried);
+    innermost(e, s, carried, np);
     if (rows) {
         e->ind--;
         I(e); P(e, "}\n");

@@ -798,6 +798,26 @@ static void store_to(LW *L, tack_node *t, tk_ir *v) {
     ERR(t, "unsupported assignment target");
 }
 
+/* A function's return type, or a field of its tuple (pos: 1 + the field, else
+ * 0), widened to take the value v: the first value fixes it, later ones
+ * promote it (or are an error naming both types). */
+static void widen_return(LW *L, tk_type *slot, tk_ir *v, tack_node *n, int pos) {
+    if (slot->kind == TY_UNKNOWN || slot->kind == TY_VOID) {
+        *slot = v->ty;
+        L->changed = 1;
+        return;
+    }
+    tk_type u = ty_promote(*slot, v->ty);
+    if (u.kind == TY_UNKNOWN || ty_is_scalar(*slot) != ty_is_scalar(v->ty)) {
+        if (pos) ERR(n, "'%s' returns %s as value %d here and %s elsewhere", L->F->name, TN(v->ty), pos, TN(*slot));
+        ERR(n, "'%s' returns %s here and %s elsewhere", L->F->name, TN(v->ty), TN(*slot));
+    }
+    if (!ty_eq(u, *slot)) {
+        *slot = u;
+        L->changed = 1;
+    }
+}
+
 /* `return a, b` in a @tack.func: the function returns a tuple, a C struct of
  * one field per value, typed like a value return per position (the first
  * return fixes how many values; later ones promote each field). */
@@ -826,19 +846,7 @@ static void return_tuple(LW *L, tack_node *tn, tk_ir *r) {
         vals[i] = v;
         if (!lw_known(v)) { known = 0; continue; }
         if (v->ty.kind != TY_VALUE) ERR(tn->kids[i], "cannot return %s in a tuple", TN(v->ty));
-        tk_type rt = S->rets[i];
-        if (rt.kind == TY_UNKNOWN) {
-            S->rets[i] = v->ty;
-            L->changed = 1;
-            continue;
-        }
-        tk_type u = ty_promote(rt, v->ty);
-        if (u.kind == TY_UNKNOWN || ty_is_scalar(rt) != ty_is_scalar(v->ty))
-            ERR(tn->kids[i], "'%s' returns %s as value %d here and %s elsewhere", L->F->name, TN(v->ty), i + 1, TN(rt));
-        if (!ty_eq(u, rt)) {
-            S->rets[i] = u;
-            L->changed = 1;
-        }
+        widen_return(L, &S->rets[i], v, tn->kids[i], i + 1);
     }
     for (int i = 0; i < nv; i++) {
         tk_ir *v = vals[i];
@@ -851,7 +859,7 @@ static void return_tuple(LW *L, tack_node *tn, tk_ir *r) {
 static tk_ir *tuple_field(LW *L, tk_ir *v, int k, tack_node *n) {
     tk_spec *F = L->C->specs[ty_tuple_spec(v->ty)];
     tk_type ft = k < F->nret ? F->rets[k] : ty_unknown();
-    tk_ir *c = lw_mk(L, IR_COMP, ft.kind == TY_UNKNOWN ? ty_unknown() : ft, n);
+    tk_ir *c = lw_mk(L, IR_COMP, ft, n);
     ir_push(L->C, c, v);
     ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), k, n->line));
     return c;
@@ -1256,20 +1264,9 @@ static void lower_stmt(LW *L, tack_node *n) {
                 tk_type rt = L->S->ret;
                 if (rt.kind == TY_TUPLE)
                     ERR(n, "'%s' returns one value here and %d elsewhere", L->F->name, L->S->nret);
-                if (L->F->returns) {
-                    /* declared */
-                } else if (rt.kind == TY_UNKNOWN || rt.kind == TY_VOID) {
+                if (!L->F->returns) { /* else declared */
                     if (rt.kind == TY_VOID && L->infer == 0) ERR(n, "'%s' returns both a value and None", L->F->name);
-                    L->S->ret = v->ty;
-                    L->changed = 1;
-                } else {
-                    tk_type u = ty_promote(rt, v->ty);
-                    if (u.kind == TY_UNKNOWN || ty_is_scalar(rt) != ty_is_scalar(v->ty))
-                        ERR(n, "'%s' returns %s here and %s elsewhere", L->F->name, TN(v->ty), TN(rt));
-                    if (!ty_eq(u, rt)) {
-                        L->S->ret = u;
-                        L->changed = 1;
-                    }
+                    widen_return(L, &L->S->ret, v, n, 0);
                 }
                 ir_push(L->C, r, lw_cast(L, v, L->S->ret));
             } else {

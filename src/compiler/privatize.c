@@ -38,8 +38,8 @@
  * -n..n-1 of a 1-D array: a checked index needs no wrap there, and the
  * flush adds the two cells of each element (with the range check as one
  * unsigned compare, 10% off a 256-bin count of 16M keys).  Index checks
- * stay per iteration, so a failing check returns before the flush and the private counts of that chunk are lost
- * with the error.  The array's fixed-cell adds go through the copy too (it
+ * stay per iteration, so a failing check returns before the flush and the
+ * private counts of that chunk are lost with the error.  The array's fixed-cell adds go through the copy too (it
  * is not given private sums); any further arrays of the loop added into at
  * varying indices keep their atomics.
  */

@@ -62,9 +62,9 @@
  *      would cost more than they save, hence the lower bound; negative
  *      divisors keep the fast path.  The divisor is also at most 2^31 - 1,
  *      so o + k < d is an int32: k is a 32-bit induction variable, and
- *      float(i % nx) converts sixteen lanes at a time (AVX-512 has no 16-lane
- *      int64 conversion; 64K points of the spec's kernel on one core: 12.4 -> 8.6
- *      us).
+ *      float(i % nx) converts sixteen lanes at a time (AVX-512 has no
+ *      16-lane int64 conversion; 64K points of the spec's kernel on one
+ *      core: 12.4 -> 8.6 us).
  *
  * The fast path (tk_fdivq_i64 / tk_modq_i64 in the C prelude) for |a| < 2^52,
  * 0 < |d| < 2^52:
@@ -394,7 +394,7 @@ static int segment(FD *f, tk_ir *a, tk_ir *d) {
     const tk_ir *v = strip(a), *s = strip(d);
     if (f->loop->aux != 1 || v->op != IR_LOCAL || v->local != f->loop->vars[0] || !range_bounded(f)) return -1;
     if (a->ty.dt != TACK_I64 || d->ty.dt != TACK_I64) return -1;
-    if (s->op == IR_CONST && (s->c.i < SEG_MIN || s->c.i > SEG_MAX)) return -1; /* short segments: the fast path does better */
+    if (s->op == IR_CONST && (s->c.i < SEG_MIN || s->c.i > SEG_MAX)) return -1; /* too short, or too long for int32 */
     int key = s->op == IR_LOCAL ? s->local : s->op == IR_CONST ? -2 : -1;
     int64_t c = s->op == IR_CONST ? s->c.i : 0;
     for (int i = 0; key != -1 && i < f->nseg; i++)
