@@ -368,10 +368,11 @@ def body(data):
 
 def markdown(data):
     text = INTRO + "\n" + body(data)
-    notes = os.path.join(HERE, "FINDINGS.md")
-    if os.path.exists(notes):
-        with open(notes) as f:
-            text += "\n" + f.read()
+    for name in ("FINDINGS.md", "GPU.md"):  # hand-written: what limits Tack; GPU runs by date
+        notes = os.path.join(HERE, name)
+        if os.path.exists(notes):
+            with open(notes) as f:
+                text += "\n" + f.read()
     if os.path.exists(os.path.join(HERE, "..", "docs")):
         text += "\n![Tack and its peers: time per call against data size](benchmarks.png)\n"
     return text
