@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,29 @@ static void cpu_identity(hash2 *h) {
 }
 
 /* ------------------------------------------------------------- cache */
+/* The end of every generated file: the cache key, then compile-time checks
+ * that the prelude's copy of the launch ABI (dialect_c.c) has the layout of
+ * the structs in cpu_jit.h that this libtack was built with -- sizes and the
+ * offset of every field -- so the two definitions cannot drift apart
+ * silently: a mismatch is a C compile error that names the struct. */
+static void abi_trailer(char *out, size_t cap, const char *key) {
+#define TK_OFF(T, f) (size_t) offsetof(T, f)
+    snprintf(out, cap,
+             "\n__attribute__((visibility(\"default\"))) const char tack_cache_key[] = \"%s\";\n"
+             "#define TK_ABI_MSG(s) s \": the layout in the generated code differs from libtack (cpu_jit.h)\"\n"
+             "_Static_assert(sizeof(tk_argv) == %zu && __builtin_offsetof(tk_argv, shape) == %zu && "
+             "__builtin_offsetof(tk_argv, s) == %zu, TK_ABI_MSG(\"tk_argv\"));\n"
+             "_Static_assert(sizeof(tk_ctx) == %zu, TK_ABI_MSG(\"tk_ctx\"));\n"
+             "_Static_assert(sizeof(tk_pv) == %zu && __builtin_offsetof(tk_pv, i) == %zu && __builtin_offsetof(tk_pv, u) == %zu && "
+             "__builtin_offsetof(tk_pv, f) == %zu && __builtin_offsetof(tk_pv, s) == %zu, TK_ABI_MSG(\"tk_pv\"));\n"
+             "_Static_assert(sizeof(tk_abi) == %zu && __builtin_offsetof(tk_abi, parallel_for) == %zu && "
+             "__builtin_offsetof(tk_abi, fail) == %zu && __builtin_offsetof(tk_abi, print) == %zu, TK_ABI_MSG(\"tk_abi\"));\n",
+             key, sizeof(tk_argv), TK_OFF(tk_argv, shape), TK_OFF(tk_argv, s), sizeof(tk_ctx), sizeof(tk_pv),
+             TK_OFF(tk_pv, i), TK_OFF(tk_pv, u), TK_OFF(tk_pv, f), TK_OFF(tk_pv, s), sizeof(tk_abi),
+             TK_OFF(tk_abi, parallel_for), TK_OFF(tk_abi, fail), TK_OFF(tk_abi, print));
+#undef TK_OFF
+}
+
 /* Load a library and check that it is the entry for `key`. */
 static int try_load(const char *path, const char *key, void **handle, void **entry) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -313,9 +337,8 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
     snprintf(src, sizeof src, "%s/%s-%ld-%lu.c", dir, key, (long)getpid(), c);
     snprintf(tmp, sizeof tmp, "%s/%s-%ld-%lu.so.tmp", dir, key, (long)getpid(), c);
     snprintf(logp, sizeof logp, "%s/%s-%ld-%lu.log", dir, key, (long)getpid(), c);
-    char trailer[200];
-    snprintf(trailer, sizeof trailer,
-             "\n__attribute__((visibility(\"default\"))) const char tack_cache_key[] = \"%s\";\n", key);
+    char trailer[1600];
+    abi_trailer(trailer, sizeof trailer, key);
     st = write_file(src, p->source, trailer);
     if (st != TACK_OK) return st;
     st = run_compiler(p->kernel_name, flags, src, tmp, logp);

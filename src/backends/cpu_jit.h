@@ -4,8 +4,10 @@
  *
  * cpu.c (the CPU backend's vtable) points its build/launch/unload entries at
  * the three functions below.  The structs are mirrored, field for field, by
- * the prelude that emit.c writes into every generated file; change both
- * together (TK_CPU_ABI_VERSION is part of the cache key).
+ * the prelude that dialect_c.c writes into every generated file; change both
+ * together (TK_CPU_ABI_VERSION is part of the cache key).  cpu_jit.c ends
+ * every generated file with _Static_asserts of these structs' sizes and field
+ * offsets, so a copy that drifts fails to compile instead of misreading.
  */
 #ifndef TACK_CPU_JIT_H
 #define TACK_CPU_JIT_H
@@ -19,7 +21,7 @@
 /* One argument as the generated entry reads it. */
 typedef struct tk_argv {
     void *data;
-    int64_t shape[8];
+    int64_t shape[TACK_MAX_NDIM];
     union { int64_t i; uint64_t u; double f; } s;
 } tk_argv;
 

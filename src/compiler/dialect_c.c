@@ -74,10 +74,13 @@ static const char *c_math(int m, tack_dtype dt) {
     return dt == TACK_F32 ? f32[m] : f64[m];
 }
 
+#define TK_STRINGIFY_(x) #x
+#define TK_STRINGIFY(x) TK_STRINGIFY_(x)
+
 static const char PRELUDE_CORE[] =
     "#include <stdint.h>\n"
     "typedef _Bool tk_bool;\n"
-    "typedef struct tk_argv { void *data; int64_t shape[8]; union { int64_t i; uint64_t u; double f; } s; } tk_argv;\n"
+    "typedef struct tk_argv { void *data; int64_t shape[" TK_STRINGIFY(TACK_MAX_NDIM) "]; union { int64_t i; uint64_t u; double f; } s; } tk_argv;\n"
     "typedef struct tk_ctx { int failed; } tk_ctx;\n"
     "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; } tk_pv;\n"
     "typedef void (*tk_body)(void *frame, int64_t lo, int64_t hi);\n"

@@ -1034,10 +1034,10 @@ static void lower_for(LW *L, tack_node *n) {
     int parallel = L->is_kernel && L->depth == 0 && L->pfor < 0;
     if (nd) {
         int dims = it->nkids;
-        if (dims < 1 || dims > 8) ERR(it, "ndrange() takes 1 to 8 sizes");
+        if (dims < 1 || dims > TACK_MAX_NDIM) ERR(it, "ndrange() takes 1 to %d sizes", TACK_MAX_NDIM);
         int nt = t->kind == TACK_N_TUPLE ? t->nkids : 1;
         if (nt != dims) ERR(t, "ndrange() with %d sizes needs %d loop variables", dims, dims);
-        tk_ir *sz[8];
+        tk_ir *sz[TACK_MAX_NDIM];
         for (int d = 0; d < dims; d++) {
             tk_ir *e = lw_expr(L, it->kids[d]);
             if (lw_known(e) && !ty_is_int(e->ty) && !ty_is_bool(e->ty)) ERR(it->kids[d], "ndrange() sizes must be integers, not %s", TN(e->ty));
