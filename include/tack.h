@@ -145,6 +145,9 @@ TACK_API tack_status tack_device_from_type(tack_device_type type, int index, tac
 TACK_API int tack_devices(tack_device **out, int cap);
 TACK_API const char *tack_device_name(const tack_device *d); /* "cpu", "cuda:0" */
 TACK_API tack_device_type tack_device_kind(const tack_device *d);
+/* The kernel-source dialect the device's backend compiles ("c", "cuda"): the
+ * target to pass to tack_compile for kernels that run on it. */
+TACK_API const char *tack_device_dialect(const tack_device *d);
 TACK_API int tack_device_index(const tack_device *d);
 /* Number of worker threads the device uses (CPU: the pool size). */
 TACK_API int tack_device_threads(const tack_device *d);

@@ -89,6 +89,7 @@ static tack_status cpu_init_device(tack_device *dev)
 static const tack_backend cpu_backend = {
     .name = "cpu",
     .type = TACK_DEVICE_CPU,
+    .dialect = "c",
     .device_count = cpu_device_count,
     .init_device = cpu_init_device,
     .alloc = cpu_alloc,

@@ -332,6 +332,7 @@ done:
 static const tack_backend cuda_backend = {
     .name = "cuda",
     .type = TACK_DEVICE_CUDA,
+    .dialect = "cuda",
     .device_count = cuda_device_count,
     .init_device = cuda_init_device,
     .alloc = cuda_alloc,

@@ -471,17 +471,6 @@ static void spec_free(kspec *s)
     PyMem_Free(s);
 }
 
-static const char *device_dialect(tack_device *dev)
-{
-    switch (tack_device_kind(dev)) {
-    case TACK_DEVICE_CUDA: return "cuda";
-    case TACK_DEVICE_ROCM: return "hip";
-    case TACK_DEVICE_METAL: return "metal";
-    case TACK_DEVICE_ONEAPI: return "opencl";
-    default: return "c";
-    }
-}
-
 /* Turn the last libtack error of a compile into a Python exception. */
 static void raise_compile_status(KernelObject *k, tack_status s)
 {
@@ -559,7 +548,7 @@ static kspec *kernel_specialize(KernelObject *k, kcall *c)
         goto done;
     if (ensure_module(k) < 0)
         goto done;
-    compile_options(k, &opts, device_dialect(dev));
+    compile_options(k, &opts, tack_device_dialect(dev));
     mod = k->module;
     index = k->kernel_index;
     {
@@ -780,11 +769,11 @@ static PyObject *kernel_text(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (!ctarget)
             goto done;
     }
-    if (!ctarget || strcmp(ctarget, device_dialect(c.device)) == 0) {
+    if (!ctarget || strcmp(ctarget, tack_device_dialect(c.device)) == 0) {
         s = cache_lookup(k, &c);
         if (!s) {
             /* Compile without building: the text is wanted, not the code. */
-            ctarget = device_dialect(c.device);
+            ctarget = tack_device_dialect(c.device);
         } else {
             const char *txt = want_ir ? tack_program_ir(s->prog) : tack_program_source(s->prog);
             result = PyUnicode_FromString(txt ? txt : "");

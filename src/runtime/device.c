@@ -136,6 +136,7 @@ tack_status tack_device_get(const char *name, tack_device **out)
 
 const char *tack_device_name(const tack_device *d) { return d->name; }
 tack_device_type tack_device_kind(const tack_device *d) { return d->backend->type; }
+const char *tack_device_dialect(const tack_device *d) { return d->backend->dialect; }
 int tack_device_index(const tack_device *d) { return d->index; }
 int tack_device_threads(const tack_device *d) { return d->threads; }
 

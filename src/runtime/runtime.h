@@ -26,6 +26,9 @@ typedef enum tack_copy_kind {
 typedef struct tack_backend {
     const char *name;                 /* "cpu", "cuda", ... */
     tack_device_type type;            /* DLPack device type */
+    /* The source dialect its kernels are emitted in (compiler: tk_dialect_find):
+     * "c", "cuda", ... -- shared code asks the backend, never maps kinds itself. */
+    const char *dialect;
     /* Probe the backend; number of devices (0 when unavailable, with a
      * reason written to `why` of `why_len` bytes). */
     int (*device_count)(char *why, size_t why_len);

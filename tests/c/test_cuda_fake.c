@@ -93,6 +93,7 @@ static void run(void) {
     CHECK(tack_device_get("cpu", &cpu) == TACK_OK);
     CHECK(tack_device_get("cuda:1", &g) == TACK_ERR_DEVICE);
     CHECK(tack_device_get("cuda", &g) == TACK_OK);
+    CHECK(strcmp(tack_device_dialect(g), "cuda") == 0);
     if (!g) return;
     CHECK(tack_device_threads(g) == 4); /* the fake's SM count */
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);

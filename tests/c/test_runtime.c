@@ -42,6 +42,7 @@ static void test_devices(void)
     CHECK(tack_device_get("cpu", &cpu) == TACK_OK);
     CHECK(strcmp(tack_device_name(cpu), "cpu") == 0);
     CHECK(tack_device_kind(cpu) == TACK_DEVICE_CPU);
+    CHECK(strcmp(tack_device_dialect(cpu), "c") == 0); /* the backend names its dialect */
     CHECK(tack_device_threads(cpu) >= 1);
     CHECK(tack_devices(list, 8) >= 1 && list[0] == cpu);
     CHECK(tack_device_get("tpu", &cpu) == TACK_ERR_VALUE);
