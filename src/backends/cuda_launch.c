@@ -395,26 +395,11 @@ tack_status tack_cuda_launch(tack_device *d, tack_program *p, const tack_arg *ar
             n++;
             continue;
         }
-        tack_array *a = args[i].array;
-        if (!a) {
-            st = tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' must be an array", pi->name, p->kernel_name);
-        } else if (tack_array_dtype(a) != pi->dtype || tack_array_ndim(a) != pi->ndim) {
-            st = tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' is a %d-D %s array; this build expects %d-D %s",
-                                pi->name, p->kernel_name, tack_array_ndim(a), dt_name(tack_array_dtype(a)), pi->ndim,
-                                dt_name(pi->dtype));
-        } else if (tack_array_device(a) != d) {
-            st = tack_set_error(TACK_ERR_DEVICE, "argument '%s' of kernel '%s' is on %s, the kernel runs on %s", pi->name,
-                                p->kernel_name, tack_device_name(tack_array_device(a)), d->name);
-        } else if (pi->written && !tack_array_writable(a)) {
-            st = tack_set_error(TACK_ERR_READONLY,
-                                "kernel '%s' writes to parameter '%s' but the array passed for it is read-only",
-                                p->kernel_name, pi->name);
-        } else {
-            shared |= (tack_array_flags(a) & TACK_ARRAY_SHARED) != 0;
-            slots[n++] = (uint64_t)(uintptr_t)tack_array_data(a);
-            const int64_t *shape = tack_array_shape(a);
-            for (int k = 0; k < pi->ndim; k++) slots[n++] = (uint64_t)shape[k];
-        }
+        tack_array *a = args[i].array; /* checked by tack_launch (driver.c) */
+        shared |= (tack_array_flags(a) & TACK_ARRAY_SHARED) != 0;
+        slots[n++] = (uint64_t)(uintptr_t)tack_array_data(a);
+        const int64_t *shape = tack_array_shape(a);
+        for (int k = 0; k < pi->ndim; k++) slots[n++] = (uint64_t)shape[k];
     }
     if (st == TACK_OK && (st = tack_cuda_push(d)) == TACK_OK) {
         void *params[1] = {slots};

@@ -239,6 +239,25 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
     if (nargs != p->nparams)
         return tack_set_error(TACK_ERR_TYPE, "kernel '%s' takes %d arguments (%d given)", p->kernel_name, p->nparams, nargs);
     if (nargs > 0 && !args) return tack_set_error(TACK_ERR_VALUE, "tack_launch: args is NULL");
+    /* What every backend needs of its array arguments, checked once here:
+     * an array, of the dtype and rank this build was compiled for, on the
+     * program's device, and writable where the kernel writes it. */
+    for (int i = 0; i < nargs; i++) {
+        const tk_pinfo *pi = &p->params[i];
+        if (!pi->is_array) continue;
+        tack_array *a = args[i].array;
+        if (!a) return tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' must be an array", pi->name, p->kernel_name);
+        if (tack_array_dtype(a) != pi->dtype || tack_array_ndim(a) != pi->ndim)
+            return tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' is a %d-D %s array; this build expects %d-D %s",
+                                  pi->name, p->kernel_name, tack_array_ndim(a), dt_name(tack_array_dtype(a)), pi->ndim,
+                                  dt_name(pi->dtype));
+        if (tack_array_device(a) != p->device)
+            return tack_set_error(TACK_ERR_DEVICE, "argument '%s' of kernel '%s' is on %s, the kernel runs on %s", pi->name,
+                                  p->kernel_name, tack_device_name(tack_array_device(a)), tack_device_name(p->device));
+        if (pi->written && !tack_array_writable(a))
+            return tack_set_error(TACK_ERR_READONLY, "kernel '%s' writes to parameter '%s' but the array passed for it is read-only",
+                                  p->kernel_name, pi->name);
+    }
     return p->device->backend->launch(p->device, p, args, nargs);
 }
 
