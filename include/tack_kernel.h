@@ -157,6 +157,10 @@ typedef struct tack_program tack_program;
  * location available from tack_compile_error_location(). */
 TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype *args, int nargs,
                                   const tack_compile_options *opts, tack_program **out);
+/* The names a kernel may call as intrinsics, besides the dtype names (casts):
+ * name i, or NULL past the last.  The Python package checks its registry
+ * against them. */
+TACK_API const char *tack_intrinsic_name(int i);
 /* Location of the last compile error on this thread (line/col 1-based, 0 if unknown). */
 TACK_API void tack_compile_error_location(const char **filename, int *line, int *col);
 

@@ -282,18 +282,23 @@ atomic_max = _atomic(
 
 # --------------------------------------------------------------- registry
 def _build_registry():
+    """{object: intrinsic name} for the compiler's intrinsics (its own table,
+    ``_core._intrinsic_names()``): this module's functions, the builtins and
+    the ``math`` functions of those names.  The other ``math`` functions are
+    registered too, so that a kernel calling one is told it is unsupported."""
+    names = set(_core._intrinsic_names())
     reg = {}
-    for name in ("range", "len", "abs", "min", "max", "float", "int", "bool", "print", "pow"):
-        reg[getattr(_builtins, name)] = name
+    for name in names:
+        if hasattr(_builtins, name):
+            reg[getattr(_builtins, name)] = name
     for name in dir(_math):
         obj = getattr(_math, name)
         if not name.startswith("_") and callable(obj):
             reg[obj] = name
     g = globals()
     for name in __all__:
-        if name in ("kernel", "func", "Kernel", "CompileError"):
-            continue
-        reg[g[name]] = name
+        if name in names:
+            reg[g[name]] = name
     return reg
 
 

@@ -48,7 +48,7 @@
 
 #include "backends/cpu_jit.h"
 #include "backends/kcache.h"
-#include "compiler/compiler.h"
+#include "runtime/program.h"
 #include "runtime/pool.h"
 
 /* fast_math kernels get the parts of -ffast-math, not the flag itself: with
@@ -457,7 +457,7 @@ tack_status tack_cpu_launch(tack_device *dev, tack_program *p, const tack_arg *a
         if (!pi->is_array) {
             v[i].s.i = args[i].scalar.i;
             v[i].s.u = args[i].scalar.u;
-            if (dt_kind(pi->dtype) == TACK_KIND_FLOAT) v[i].s.f = args[i].scalar.f;
+            if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_FLOAT) v[i].s.f = args[i].scalar.f;
             continue;
         }
         tack_array *a = args[i].array; /* checked by tack_launch (driver.c) */

@@ -54,7 +54,7 @@
 
 #include "backends/cuda_backend.h"
 #include "backends/kcache.h"
-#include "compiler/compiler.h"
+#include "runtime/program.h"
 
 #define CUDA_LAUNCH_ABI 1
 #define MAX_SLOTS 512 /* 4 KiB of kernel parameters */
@@ -390,7 +390,7 @@ tack_status tack_cuda_launch(tack_device *d, tack_program *p, const tack_arg *ar
     for (int i = 0; i < nargs && st == TACK_OK; i++) {
         const tk_pinfo *pi = &p->params[i];
         if (!pi->is_array) {
-            if (dt_kind(pi->dtype) == TACK_KIND_FLOAT) memcpy(&slots[n], &args[i].scalar.f, 8);
+            if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_FLOAT) memcpy(&slots[n], &args[i].scalar.f, 8);
             else slots[n] = args[i].scalar.u;
             n++;
             continue;

@@ -29,6 +29,7 @@
 
 #include "tack.h"
 #include "tack_kernel.h"
+#include "runtime/program.h" /* tk_site, tk_pinfo, struct tack_program: the compiler fills them */
 
 #define TK_HIDDEN __attribute__((visibility("hidden")))
 
@@ -190,20 +191,50 @@ typedef enum tk_bin {
 
 typedef enum tk_un { U_NEG, U_NOT, U_INVERT, U_ABS, U_TRUTH, U_COUNT } tk_un;
 
+/* IR_MATH's operations, in intrinsics.def's order (TK_MATH, then TK_MATH_OP rows). */
 typedef enum tk_math {
-    M_SQRT, M_EXP, M_LOG, M_LOG2, M_LOG10, M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN,
-    M_SINH, M_COSH, M_TANH, M_FLOOR, M_CEIL, M_TRUNC, M_FABS,
-    M_ATAN2, M_POW, M_HYPOT, M_FMOD, M_COPYSIGN,
-    M_ISNAN, M_ISINF, M_ISFINITE,
-    M_LENGTH, M_NORMALIZE,
-    M_TRIP,      /* [lo, hi, step] -> number of iterations of range(lo, hi, step) */
-    M_FDIVQ, M_MODQ, /* [a, d, inv, fast(, q, seg)] i64 a // d, a % d via 1.0 / d (strength.c) */
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) id,
+#define TK_MATH_OP(id, name) id,
+#include "compiler/intrinsics.def"
     M_COUNT
 } tk_math;
 
+/* What a TK_MATH function returns: its float argument type, or bool. */
+typedef enum tk_math_result { TK_MR_FLOAT, TK_MR_BOOL } tk_math_result;
+
+/* How lower_call.c lowers a TK_CALL intrinsic. */
+typedef enum tk_intrinsic_kind {
+    TK_IK_MATH,    /* a TK_MATH row: IR_MATH */
+    TK_IK_LOOP,    /* range / ndrange: only as a for loop's iterable */
+    TK_IK_PRINT,   /* IR_PRINT */
+    TK_IK_LEN,     /* the first extent of an array, or a vector's length */
+    TK_IK_CAST,    /* float() int() bool(): sub is the dtype */
+    TK_IK_ABS,     /* IR_UN abs, or fabs of a float */
+    TK_IK_MINMAX,  /* a select per pair: sub is B_MIN / B_MAX */
+    TK_IK_VECBIN,  /* dot / cross: sub is B_DOT / B_CROSS */
+    TK_IK_VECMATH, /* length / normalize: sub is M_LENGTH / M_NORMALIZE */
+    TK_IK_ATOMIC   /* IR_ATOMIC: sub is an A_* */
+} tk_intrinsic_kind;
+
+/* One intrinsic a kernel may call by name (a TK_MATH or TK_CALL row). */
+typedef struct tk_intrinsic {
+    const char *name;
+    tk_intrinsic_kind kind;
+    int sub;                /* M_* for TK_IK_MATH; see tk_intrinsic_kind */
+    int min_args, max_args; /* max_args -1: any number */
+    tk_math_result result;  /* TK_IK_MATH only */
+} tk_intrinsic;
+
+/* The intrinsic called `name`, or NULL; tk_intrinsic_at(i) is row i (NULL past the last). */
+const tk_intrinsic *tk_intrinsic_find(const char *name);
+const tk_intrinsic *tk_intrinsic_at(int i);
+/* A TK_MATH function's C library spelling for f32 (else f64) arguments; "" for a TK_MATH_OP. */
+const char *tk_math_libm(int m, tack_dtype dt);
+/* Whether IR_MATH m gives bool (isnan, isinf, isfinite). */
+int tk_math_is_predicate(int m);
+
 typedef enum tk_atom { A_ADD, A_SUB, A_MIN, A_MAX } tk_atom;
 
-typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW } tk_check;
 
 typedef struct tk_ir tk_ir;
 struct tk_ir {
@@ -236,16 +267,6 @@ typedef struct tk_local {
     int read;
     int line;
 } tk_local;
-
-typedef struct tk_site {   /* a check site: what to say when it fails */
-    int kind;              /* tk_check */
-    int line;
-    int axis;
-    const char *array;     /* CK_INDEX: parameter name */
-    const char *message;   /* CK_ASSERT */
-    const char *func;      /* kernel or function name */
-    const char *file;
-} tk_site;
 
 typedef struct tk_spec {
     int func;
@@ -370,34 +391,5 @@ void tk_emitter_local(tk_emitter *e, int local);
 void tk_emitter_declare_locals(tk_emitter *e, int scope);
 extern const tk_dialect tk_dialect_c;
 const tk_dialect *tk_dialect_find(const char *name);
-
-/* ------------------------------------------------------------- program */
-typedef struct tk_pinfo {
-    char *name;
-    int is_array;
-    tack_dtype dtype;
-    int ndim;
-    int weak;
-    int written;
-} tk_pinfo;
-
-struct tack_program {
-    char *kernel_name;
-    char *filename;
-    char *source;
-    char *ir;
-    char *dialect;
-    int fast_math;
-    int nparams;
-    tk_pinfo *params;
-    int nsites;
-    tk_site *sites;          /* strings owned by the program */
-    tack_device *device;
-    void *handle;            /* backend: loaded code */
-    void *entry;
-};
-
-/* driver.c: the error a failed check reports (site, and the values passed to fail). */
-tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b);
 
 #endif /* TACK_COMPILER_H */

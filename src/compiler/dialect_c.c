@@ -57,21 +57,19 @@ static const char *c_storage(tack_dtype dt) {
     return c_ctype(dt);
 }
 
+/* Math functions by their C library names (intrinsics.def), as GCC builtins. */
 static const char *c_math(int m, tack_dtype dt) {
     static const char *f64[M_COUNT] = {
-        "__builtin_sqrt", "__builtin_exp", "__builtin_log", "__builtin_log2", "__builtin_log10", "__builtin_sin",
-        "__builtin_cos", "__builtin_tan", "__builtin_asin", "__builtin_acos", "__builtin_atan", "__builtin_sinh",
-        "__builtin_cosh", "__builtin_tanh", "__builtin_floor", "__builtin_ceil", "__builtin_trunc", "__builtin_fabs",
-        "__builtin_atan2", "__builtin_pow", "__builtin_hypot", "__builtin_fmod", "__builtin_copysign",
-        "__builtin_isnan", "__builtin_isinf", "__builtin_isfinite", "", "", ""};
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = "__builtin_" libm_f64,
+#include "compiler/intrinsics.def"
+    };
     static const char *f32[M_COUNT] = {
-        "__builtin_sqrtf", "__builtin_expf", "__builtin_logf", "__builtin_log2f", "__builtin_log10f", "__builtin_sinf",
-        "__builtin_cosf", "__builtin_tanf", "__builtin_asinf", "__builtin_acosf", "__builtin_atanf", "__builtin_sinhf",
-        "__builtin_coshf", "__builtin_tanhf", "__builtin_floorf", "__builtin_ceilf", "__builtin_truncf", "__builtin_fabsf",
-        "__builtin_atan2f", "__builtin_powf", "__builtin_hypotf", "__builtin_fmodf", "__builtin_copysignf",
-        "__builtin_isnan", "__builtin_isinf", "__builtin_isfinite", "", "", ""};
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = "__builtin_" libm_f32,
+#include "compiler/intrinsics.def"
+    };
     if ((unsigned)m >= M_COUNT) return "?";
-    return dt == TACK_F32 ? f32[m] : f64[m];
+    const char *s = dt == TACK_F32 ? f32[m] : f64[m];
+    return s ? s : "?";
 }
 
 #define TK_STRINGIFY_(x) #x

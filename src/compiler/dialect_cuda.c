@@ -61,17 +61,19 @@
 static const char *cu_ctype(tack_dtype dt) { return tk_dialect_c.ctype(dt); }
 static const char *cu_storage(tack_dtype dt) { return tk_dialect_c.storage_type(dt); }
 
+/* Math functions by their C library names (intrinsics.def), as CUDA's device library spells them. */
 static const char *cu_math(int m, tack_dtype dt) {
     static const char *f64[M_COUNT] = {
-        "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-        "floor", "ceil", "trunc", "fabs", "atan2", "pow", "hypot", "fmod", "copysign", "isnan", "isinf", "isfinite",
-        "", "", ""};
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = libm_f64,
+#include "compiler/intrinsics.def"
+    };
     static const char *f32[M_COUNT] = {
-        "sqrtf", "expf", "logf", "log2f", "log10f", "sinf", "cosf", "tanf", "asinf", "acosf", "atanf", "sinhf",
-        "coshf", "tanhf", "floorf", "ceilf", "truncf", "fabsf", "atan2f", "powf", "hypotf", "fmodf", "copysignf",
-        "isnan", "isinf", "isfinite", "", "", ""};
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = libm_f32,
+#include "compiler/intrinsics.def"
+    };
     if ((unsigned)m >= M_COUNT) return "?";
-    return dt == TACK_F32 ? f32[m] : f64[m];
+    const char *s = dt == TACK_F32 ? f32[m] : f64[m];
+    return s ? s : "?";
 }
 
 static const char PRELUDE_CORE[] =

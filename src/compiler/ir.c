@@ -112,11 +112,3 @@ const char *tk_un_name(int u) {
     static const char *n[U_COUNT] = {"neg", "not", "invert", "abs", "truth"};
     return (unsigned)u < U_COUNT ? n[u] : "?";
 }
-
-const char *tk_math_name(int m) {
-    static const char *n[M_COUNT] = {"sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
-                                     "atan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "fabs", "atan2",
-                                     "pow", "hypot", "fmod", "copysign", "isnan", "isinf", "isfinite", "length",
-                                     "normalize", "trip", "fdivq", "modq"};
-    return (unsigned)m < M_COUNT ? n[m] : "?";
-}

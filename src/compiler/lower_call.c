@@ -3,7 +3,10 @@
  *
  * Part of lowering (lower.c has the essay).  A call node's name is already
  * resolved by the front end: ival >= 0 is a @tack.func of the module, -1 an
- * intrinsic named by its bare name.  Intrinsics become IR directly:
+ * intrinsic named by its bare name, looked up in intrinsics.def's table
+ * (tk_intrinsic_find), which gives its kind and arity; a name that is no
+ * intrinsic may be a dtype's (a cast or a vector constructor).  Intrinsics
+ * become IR directly:
  *
  *   casts         float() int() bool() f32() i64() ...   -> IR_CAST (or a truth test)
  *   math          sqrt ... isfinite                       -> IR_MATH of the default float
@@ -24,24 +27,11 @@
 
 #include "compiler/lower.h"
 
-typedef struct mathfn { const char *name; int m, nargs; } mathfn;
-static const mathfn MATH[] = {
-    {"sqrt", M_SQRT, 1}, {"exp", M_EXP, 1}, {"log", M_LOG, 1}, {"log2", M_LOG2, 1}, {"log10", M_LOG10, 1},
-    {"sin", M_SIN, 1}, {"cos", M_COS, 1}, {"tan", M_TAN, 1}, {"asin", M_ASIN, 1}, {"acos", M_ACOS, 1},
-    {"atan", M_ATAN, 1}, {"sinh", M_SINH, 1}, {"cosh", M_COSH, 1}, {"tanh", M_TANH, 1},
-    {"floor", M_FLOOR, 1}, {"ceil", M_CEIL, 1}, {"trunc", M_TRUNC, 1}, {"fabs", M_FABS, 1},
-    {"atan2", M_ATAN2, 2}, {"pow", M_POW, 2}, {"hypot", M_HYPOT, 2}, {"fmod", M_FMOD, 2},
-    {"copysign", M_COPYSIGN, 2}, {"isnan", M_ISNAN, 1}, {"isinf", M_ISINF, 1}, {"isfinite", M_ISFINITE, 1},
-    {NULL, 0, 0}};
-
-static const struct { const char *name; tack_dtype dt; } CASTS[] = {
-    {"i8", TACK_I8}, {"i16", TACK_I16}, {"i32", TACK_I32}, {"i64", TACK_I64}, {"u8", TACK_U8},
-    {"u16", TACK_U16}, {"u32", TACK_U32}, {"u64", TACK_U64}, {"f16", TACK_F16}, {"f32", TACK_F32},
-    {"f64", TACK_F64}, {"int8", TACK_I8}, {"int16", TACK_I16}, {"int32", TACK_I32}, {"int64", TACK_I64},
-    {"uint8", TACK_U8}, {"uint16", TACK_U16}, {"uint32", TACK_U32}, {"uint64", TACK_U64},
-    {"float16", TACK_F16}, {"float32", TACK_F32}, {"float64", TACK_F64}, {"bool_", TACK_BOOL}, {NULL, 0}};
-
 static void nargs_check(LW *L, tack_node *n, int lo, int hi) {
+    if (hi < 0) {
+        if (n->nkids < lo) ERR(n, "%s() takes %d or more arguments", n->name, lo);
+        return;
+    }
     if (n->nkids < lo || n->nkids > hi) {
         if (lo == hi) ERR(n, "%s() takes %d argument%s (%d given)", n->name, lo, lo == 1 ? "" : "s", n->nkids);
         ERR(n, "%s() takes %d to %d arguments (%d given)", n->name, lo, hi, n->nkids);
@@ -62,7 +52,7 @@ static tk_ir *math_call(LW *L, int m, tk_ir **a, int na, tack_node *n) {
     for (int i = 1; i < na; i++) t = ty_promote(t, a[i]->ty);
     if (!ty_is_scalar(t)) ERR(n, "%s() needs scalar arguments, not %s", n->name, TN(t));
     t = ty_floatify(t);
-    tk_type rt = (m == M_ISNAN || m == M_ISINF || m == M_ISFINITE) ? ty_value(TACK_BOOL) : t;
+    tk_type rt = tk_math_is_predicate(m) ? ty_value(TACK_BOOL) : t;
     tk_ir *e = lw_mk(L, IR_MATH, rt, n);
     e->sub = (uint8_t)m;
     e->aux_ty = t;
@@ -190,119 +180,122 @@ static tk_ir *func_call(LW *L, tack_node *n) {
     return lw_local_ref(L, t, n->line);
 }
 
+static tk_ir *len_call(LW *L, tack_node *n) {
+    tack_node *a = n->kids[0];
+    if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0) {
+        int p = lw_array_param(L, a->name);
+        if (L->S->ptypes[p].ndim < 1) ERR(n, "len() of a 0-D array");
+        tk_ir *s = lw_mk(L, IR_SHAPE, ty_weak(TACK_I64), n);
+        s->param = p;
+        s->aux = 0;
+        return s;
+    }
+    tk_ir *e = lw_expr(L, a);
+    if (!lw_known(e)) return lw_unknown(L, n);
+    if (ty_is_vector(e->ty) || ty_is_matrix(e->ty))
+        return ir_const_i(L->C, ty_weak(TACK_I64), dt_rows((tack_dtype)e->ty.dt), n->line);
+    ERR(n, "len() of %s is not supported", TN(e->ty));
+}
+
+static tk_ir *atomic_call(LW *L, int which, tack_node *n, int discard) {
+    tack_node *a = n->kids[0];
+    if (a->kind != TACK_N_NAME || lw_array_param(L, a->name) < 0) ERR(a, "%s() needs an array as its first argument", n->name);
+    int p = lw_array_param(L, a->name);
+    tack_node *ix = n->kids[1];
+    tk_ir *val = lw_expr(L, n->kids[2]);
+    tk_ir *r = ix->kind == TACK_N_TUPLE ? lw_atomic(L, which, p, ix->kids, ix->nkids, val, n, !discard)
+                                        : lw_atomic(L, which, p, &n->kids[1], 1, val, n, !discard);
+    return r ? r : lw_mk(L, IR_CONST, ty_void(), n);
+}
+
+static tk_ir *abs_call(LW *L, tack_node *n) {
+    tk_ir *e = lw_expr(L, n->kids[0]);
+    if (!lw_known(e)) return lw_unknown(L, n);
+    if (ty_is_float(e->ty)) return math_call(L, M_FABS, &e, 1, n);
+    if (ty_is_bool(e->ty)) e = lw_cast(L, e, e->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
+    if (!ty_is_int(e->ty)) ERR(n, "abs() of %s is not supported", TN(e->ty));
+    e = lw_hoist(L, e);
+    tk_ir *u = lw_mk(L, IR_UN, e->ty, n);
+    u->sub = U_ABS;
+    return lw_kid(L, u, e);
+}
+
+static tk_ir *minmax_call(LW *L, int b, tack_node *n) {
+    tk_ir *acc = lw_expr(L, n->kids[0]);
+    for (int i = 1; i < n->nkids; i++) {
+        tk_ir *y = lw_expr(L, n->kids[i]);
+        if (!lw_known(acc) || !lw_known(y)) return lw_unknown(L, n);
+        if (!ty_is_scalar(acc->ty) || !ty_is_scalar(y->ty)) ERR(n, "%s() takes scalars, not %s and %s", n->name, TN(acc->ty), TN(y->ty));
+        tk_type t = ty_promote(acc->ty, y->ty);
+        acc = lw_bin(L, b, t, lw_hoist(L, lw_cast(L, acc, t)), lw_hoist(L, lw_cast(L, y, t)), n->line);
+    }
+    return acc;
+}
+
+static tk_ir *vecbin_call(LW *L, int b, tack_node *n) {
+    tk_ir *x = lw_expr(L, n->kids[0]), *y = lw_expr(L, n->kids[1]);
+    if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
+    if (!ty_is_vector(x->ty) || x->ty.dt != y->ty.dt) ERR(n, "%s() takes two vectors of one type, not %s and %s", n->name, TN(x->ty), TN(y->ty));
+    if (b == B_CROSS && dt_rows((tack_dtype)x->ty.dt) != 3) ERR(n, "cross() takes 3-vectors");
+    L->C->uses_vec = 1;
+    tk_type rt = b == B_DOT ? ty_value(dt_scalar((tack_dtype)x->ty.dt)) : x->ty;
+    return lw_bin(L, b, rt, x, y, n->line);
+}
+
+static tk_ir *vecmath_call(LW *L, int m, tack_node *n) {
+    tk_ir *x = lw_expr(L, n->kids[0]);
+    if (!lw_known(x)) return lw_unknown(L, n);
+    if (!ty_is_vector(x->ty) || dt_kind(dt_scalar((tack_dtype)x->ty.dt)) != TACK_KIND_FLOAT)
+        ERR(n, "%s() takes a float vector, not %s", n->name, TN(x->ty));
+    L->C->uses_vec = 1;
+    tk_ir *e = lw_mk(L, IR_MATH, m == M_LENGTH ? ty_value(dt_scalar((tack_dtype)x->ty.dt)) : x->ty, n);
+    e->sub = (uint8_t)m;
+    e->aux_ty = x->ty;
+    return lw_kid(L, e, x);
+}
+
+/* A call of a dtype by name: a cast to a scalar type, or a vector/matrix
+ * constructor.  Returns NULL when `name` is no dtype. */
+static tk_ir *dtype_call(LW *L, const char *name, tack_node *n) {
+    tack_dtype dt;
+    if (tack_dtype_from_name(name, &dt) != TACK_OK) {
+        tack_clear_error();
+        return NULL;
+    }
+    if (dt >= TACK_VEC2) return vec_ctor(L, dt, n);
+    nargs_check(L, n, 1, 1);
+    return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(dt), n);
+}
+
 tk_ir *lw_call(LW *L, tack_node *n) {
     int discard = L->discard; /* the value is not used (an expression statement) */
     L->discard = 0;
     if (n->ival >= 0) return func_call(L, n);
     const char *name = n->name ? n->name : "";
-    if (!strcmp(name, "range") || !strcmp(name, "ndrange"))
-        ERR(n, "%s() is only supported as the iterable of a for loop", name);
-    if (!strcmp(name, "print")) return print_call(L, n);
-    if (!strcmp(name, "len")) {
-        nargs_check(L, n, 1, 1);
-        tack_node *a = n->kids[0];
-        if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0) {
-            int p = lw_array_param(L, a->name);
-            if (L->S->ptypes[p].ndim < 1) ERR(n, "len() of a 0-D array");
-            tk_ir *s = lw_mk(L, IR_SHAPE, ty_weak(TACK_I64), n);
-            s->param = p;
-            s->aux = 0;
-            return s;
-        }
-        tk_ir *e = lw_expr(L, a);
-        if (!lw_known(e)) return lw_unknown(L, n);
-        if (ty_is_vector(e->ty) || ty_is_matrix(e->ty))
-            return ir_const_i(L->C, ty_weak(TACK_I64), dt_rows((tack_dtype)e->ty.dt), n->line);
-        ERR(n, "len() of %s is not supported", TN(e->ty));
+    const tk_intrinsic *in = tk_intrinsic_find(name);
+    if (!in) {
+        tk_ir *e = dtype_call(L, name, n);
+        if (e) return e;
+        ERR(n, "unsupported function '%s'", name);
     }
-    if (!strncmp(name, "atomic_", 7)) {
-        int which = !strcmp(name + 7, "add") ? A_ADD : !strcmp(name + 7, "sub") ? A_SUB
-                  : !strcmp(name + 7, "min") ? A_MIN : !strcmp(name + 7, "max") ? A_MAX : -1;
-        if (which < 0) ERR(n, "unsupported intrinsic '%s'", name);
-        nargs_check(L, n, 3, 3);
-        tack_node *a = n->kids[0];
-        if (a->kind != TACK_N_NAME || lw_array_param(L, a->name) < 0) ERR(a, "%s() needs an array as its first argument", name);
-        int p = lw_array_param(L, a->name);
-        tack_node *ix = n->kids[1];
-        tk_ir *val = lw_expr(L, n->kids[2]);
-        tk_ir *r = ix->kind == TACK_N_TUPLE ? lw_atomic(L, which, p, ix->kids, ix->nkids, val, n, !discard)
-                                            : lw_atomic(L, which, p, &n->kids[1], 1, val, n, !discard);
-        return r ? r : lw_mk(L, IR_CONST, ty_void(), n);
+    if (in->kind == TK_IK_LOOP) ERR(n, "%s() is only supported as the iterable of a for loop", name);
+    nargs_check(L, n, in->min_args, in->max_args);
+    switch (in->kind) {
+    case TK_IK_PRINT: return print_call(L, n);
+    case TK_IK_LEN: return len_call(L, n);
+    case TK_IK_ATOMIC: return atomic_call(L, in->sub, n, discard);
+    case TK_IK_CAST: return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value((tack_dtype)in->sub), n);
+    case TK_IK_ABS: return abs_call(L, n);
+    case TK_IK_MINMAX: return minmax_call(L, in->sub, n);
+    case TK_IK_VECBIN: return vecbin_call(L, in->sub, n);
+    case TK_IK_VECMATH: return vecmath_call(L, in->sub, n);
+    case TK_IK_MATH: {
+        tk_ir *a[2] = {NULL, NULL};
+        for (int j = 0; j < in->max_args && j < 2; j++) a[j] = lw_expr(L, n->kids[j]);
+        if (in->sub == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
+        return math_call(L, in->sub, a, in->max_args, n);
     }
-    for (int i = 0; CASTS[i].name; i++)
-        if (!strcmp(name, CASTS[i].name)) {
-            nargs_check(L, n, 1, 1);
-            return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(CASTS[i].dt), n);
-        }
-    if (!strcmp(name, "float")) {
-        nargs_check(L, n, 1, 1);
-        return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(TACK_F32), n);
-    }
-    if (!strcmp(name, "int")) {
-        nargs_check(L, n, 1, 1);
-        return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(TACK_I64), n);
-    }
-    if (!strcmp(name, "bool")) {
-        nargs_check(L, n, 1, 1);
-        return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(TACK_BOOL), n);
-    }
-    if (!strcmp(name, "abs")) {
-        nargs_check(L, n, 1, 1);
-        tk_ir *e = lw_expr(L, n->kids[0]);
-        if (!lw_known(e)) return lw_unknown(L, n);
-        if (ty_is_float(e->ty)) return math_call(L, M_FABS, &e, 1, n);
-        if (ty_is_bool(e->ty)) e = lw_cast(L, e, e->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
-        if (!ty_is_int(e->ty)) ERR(n, "abs() of %s is not supported", TN(e->ty));
-        e = lw_hoist(L, e);
-        tk_ir *u = lw_mk(L, IR_UN, e->ty, n);
-        u->sub = U_ABS;
-        return lw_kid(L, u, e);
-    }
-    if (!strcmp(name, "min") || !strcmp(name, "max")) {
-        if (n->nkids < 2) ERR(n, "%s() takes 2 or more arguments", name);
-        int b = name[1] == 'i' ? B_MIN : B_MAX;
-        tk_ir *acc = lw_expr(L, n->kids[0]);
-        for (int i = 1; i < n->nkids; i++) {
-            tk_ir *y = lw_expr(L, n->kids[i]);
-            if (!lw_known(acc) || !lw_known(y)) return lw_unknown(L, n);
-            if (!ty_is_scalar(acc->ty) || !ty_is_scalar(y->ty)) ERR(n, "%s() takes scalars, not %s and %s", name, TN(acc->ty), TN(y->ty));
-            tk_type t = ty_promote(acc->ty, y->ty);
-            acc = lw_bin(L, b, t, lw_hoist(L, lw_cast(L, acc, t)), lw_hoist(L, lw_cast(L, y, t)), n->line);
-        }
-        return acc;
-    }
-    for (int i = 0; MATH[i].name; i++)
-        if (!strcmp(name, MATH[i].name)) {
-            nargs_check(L, n, MATH[i].nargs, MATH[i].nargs);
-            tk_ir *a[2] = {NULL, NULL};
-            for (int j = 0; j < MATH[i].nargs; j++) a[j] = lw_expr(L, n->kids[j]);
-            if (MATH[i].m == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
-            return math_call(L, MATH[i].m, a, MATH[i].nargs, n);
-        }
-    /* vectors and matrices */
-    for (int d = TACK_VEC2; d < TACK_DTYPE_COUNT; d++)
-        if (!strcmp(name, dt_name((tack_dtype)d))) return vec_ctor(L, (tack_dtype)d, n);
-    if (!strcmp(name, "dot") || !strcmp(name, "cross")) {
-        nargs_check(L, n, 2, 2);
-        tk_ir *x = lw_expr(L, n->kids[0]), *y = lw_expr(L, n->kids[1]);
-        if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
-        if (!ty_is_vector(x->ty) || x->ty.dt != y->ty.dt) ERR(n, "%s() takes two vectors of one type, not %s and %s", name, TN(x->ty), TN(y->ty));
-        if (name[0] == 'c' && dt_rows((tack_dtype)x->ty.dt) != 3) ERR(n, "cross() takes 3-vectors");
-        L->C->uses_vec = 1;
-        tk_type rt = name[0] == 'd' ? ty_value(dt_scalar((tack_dtype)x->ty.dt)) : x->ty;
-        return lw_bin(L, name[0] == 'd' ? B_DOT : B_CROSS, rt, x, y, n->line);
-    }
-    if (!strcmp(name, "length") || !strcmp(name, "normalize")) {
-        nargs_check(L, n, 1, 1);
-        tk_ir *x = lw_expr(L, n->kids[0]);
-        if (!lw_known(x)) return lw_unknown(L, n);
-        if (!ty_is_vector(x->ty) || dt_kind(dt_scalar((tack_dtype)x->ty.dt)) != TACK_KIND_FLOAT)
-            ERR(n, "%s() takes a float vector, not %s", name, TN(x->ty));
-        L->C->uses_vec = 1;
-        tk_ir *e = lw_mk(L, IR_MATH, name[0] == 'l' ? ty_value(dt_scalar((tack_dtype)x->ty.dt)) : x->ty, n);
-        e->sub = name[0] == 'l' ? M_LENGTH : M_NORMALIZE;
-        e->aux_ty = x->ty;
-        return lw_kid(L, e, x);
+    case TK_IK_LOOP: break;
     }
     ERR(n, "unsupported function '%s'", name);
 }

@@ -144,6 +144,28 @@ static PyObject *py_device_threads(PyObject *m, PyObject *arg)
     return PyLong_FromLong(tack_device_threads(dev));
 }
 
+/* The names the compiler takes as intrinsics (its intrinsics.def table). */
+static PyObject *py_intrinsic_names(PyObject *m, PyObject *unused)
+{
+    PyObject *names = PyList_New(0), *s = NULL;
+    (void)m;
+    (void)unused;
+    if (!names)
+        return NULL;
+    for (int i = 0; tack_intrinsic_name(i); i++) {
+        s = PyUnicode_FromString(tack_intrinsic_name(i));
+        if (!s || PyList_Append(names, s) < 0)
+            goto error;
+        Py_CLEAR(s);
+    }
+    Py_SETREF(names, PyList_AsTuple(names));
+    return names;
+error:
+    Py_XDECREF(s);
+    Py_DECREF(names);
+    return NULL;
+}
+
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"repr", "compile_error", NULL};
@@ -165,6 +187,8 @@ static PyMethodDef module_methods[] = {
     {"synchronize", (PyCFunction)(void (*)(void))py_synchronize, METH_FASTCALL,
      "synchronize(device=None): wait for queued work on one device or all"},
     {"device_threads", py_device_threads, METH_O, "device_threads(name) -> worker threads"},
+    {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
+     "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS, NULL},
     {NULL, NULL, 0, NULL},
 };

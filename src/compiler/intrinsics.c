@@ -1,0 +1,59 @@
+/*
+ * intrinsics.c -- the intrinsic table, expanded once for the whole compiler.
+ *
+ * intrinsics.def holds one row per intrinsic; this file turns the rows into
+ * the lookups the rest of the compiler asks: lower_call.c finds a called name
+ * (tk_intrinsic_find) and dispatches on its kind, the IR dump names an
+ * IR_MATH operation (tk_math_name), the emitter asks whether it yields bool
+ * (tk_math_is_predicate), and each dialect spells it from its C library name
+ * (tk_math_libm).  The Python package reads the names through the public
+ * tack_intrinsic_name(), so its registry can be checked against this table.
+ *
+ * The math rows come first in the table, in the tk_math enum's order, so row
+ * i of TK_MATH is math operation i.  The lookup by name is linear: there are
+ * fewer than fifty rows and it runs once per call site at compile time.
+ */
+#include <string.h>
+
+#include "compiler/compiler.h"
+
+static const tk_intrinsic TABLE[] = {
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) {name, TK_IK_MATH, id, nargs, nargs, result},
+#define TK_CALL(name, kind, sub, min_args, max_args) {name, kind, sub, min_args, max_args, TK_MR_FLOAT},
+#include "compiler/intrinsics.def"
+    {NULL, TK_IK_MATH, 0, 0, 0, TK_MR_FLOAT}};
+
+static const struct mathrow {
+    const char *name, *libm_f64, *libm_f32;
+    tk_math_result result;
+} MATH[M_COUNT] = {
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = {name, libm_f64, libm_f32, result},
+#define TK_MATH_OP(id, name) [id] = {name, "", "", TK_MR_FLOAT},
+#include "compiler/intrinsics.def"
+};
+
+const tk_intrinsic *tk_intrinsic_at(int i) {
+    if (i < 0 || i >= (int)(sizeof TABLE / sizeof TABLE[0]) - 1) return NULL;
+    return &TABLE[i];
+}
+
+const tk_intrinsic *tk_intrinsic_find(const char *name) {
+    if (!name) return NULL;
+    for (const tk_intrinsic *t = TABLE; t->name; t++)
+        if (!strcmp(t->name, name)) return t;
+    return NULL;
+}
+
+const char *tk_math_name(int m) { return (unsigned)m < M_COUNT ? MATH[m].name : "?"; }
+
+const char *tk_math_libm(int m, tack_dtype dt) {
+    if ((unsigned)m >= M_COUNT) return "";
+    return dt == TACK_F32 ? MATH[m].libm_f32 : MATH[m].libm_f64;
+}
+
+int tk_math_is_predicate(int m) { return (unsigned)m < M_COUNT && MATH[m].result == TK_MR_BOOL; }
+
+TACK_API const char *tack_intrinsic_name(int i) {
+    const tk_intrinsic *t = tk_intrinsic_at(i);
+    return t ? t->name : NULL;
+}

@@ -1,0 +1,137 @@
+/*
+ * program.c -- what the runtime does with a compiled kernel: build it for a
+ * device, launch it, word its failed checks, free it.
+ *
+ * The compiler hands over a tack_program (program.h) that owns copies of
+ * everything it needs: the source, the parameter table and the check sites.
+ * Building goes to the device's backend once; a program is built for one
+ * device.  tack_launch makes, once for every backend, the checks of the
+ * arguments a backend relies on (count, arrays of the compiled dtype and
+ * rank, on the program's device, writable where the kernel writes), so a
+ * backend's launch only packs them.  A failed check in the generated code
+ * reports a site number and two values; tk_site_error turns them into the
+ * same error on every device, naming the kernel, the file and the line.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/program.h"
+#include "runtime/runtime.h"
+
+char *tk_program_strdup(const char *s, int *fail) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = tack_malloc(n);
+    if (!p) {
+        *fail = 1;
+        return NULL;
+    }
+    memcpy(p, s, n);
+    return p;
+}
+
+TACK_API void tack_program_free(tack_program *p) {
+    if (!p) return;
+    if (p->device && p->device->backend && p->device->backend->unload) p->device->backend->unload(p->device, p);
+    tack_free(p->kernel_name);
+    tack_free(p->filename);
+    tack_free(p->source);
+    tack_free(p->ir);
+    tack_free(p->dialect);
+    if (p->params)
+        for (int i = 0; i < p->nparams; i++) tack_free(p->params[i].name);
+    tack_free(p->params);
+    if (p->sites)
+        for (int i = 0; i < p->nsites; i++) {
+            tack_free((char *)p->sites[i].array);
+            tack_free((char *)p->sites[i].message);
+            tack_free((char *)p->sites[i].func);
+            tack_free((char *)p->sites[i].file);
+        }
+    tack_free(p->sites);
+    tack_free(p);
+}
+
+TACK_API const char *tack_program_source(const tack_program *p) { return p ? p->source : NULL; }
+TACK_API const char *tack_program_ir(const tack_program *p) { return p ? p->ir : NULL; }
+
+TACK_API int tack_program_param_written(const tack_program *p, int i) {
+    if (!p || i < 0 || i >= p->nparams) return 0;
+    return p->params[i].written;
+}
+
+TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev) {
+    if (!p || !dev) return tack_set_error(TACK_ERR_VALUE, "tack_program_build: program and device are required");
+    if (p->device) {
+        if (p->device == dev) return TACK_OK;
+        return tack_set_error(TACK_ERR_DEVICE, "kernel '%s' is already built for device %s", p->kernel_name,
+                              tack_device_name(p->device));
+    }
+    if (!dev->backend || !dev->backend->build)
+        return tack_set_error(TACK_ERR_UNSUPPORTED, "device %s cannot run kernels yet", dev->name);
+    tack_status st = dev->backend->build(dev, p);
+    if (st == TACK_OK) p->device = dev;
+    return st;
+}
+
+TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int nargs) {
+    if (!p) return tack_set_error(TACK_ERR_VALUE, "tack_launch: program is NULL");
+    if (!p->device) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built (call tack_program_build)", p->kernel_name);
+    if (nargs != p->nparams)
+        return tack_set_error(TACK_ERR_TYPE, "kernel '%s' takes %d arguments (%d given)", p->kernel_name, p->nparams, nargs);
+    if (nargs > 0 && !args) return tack_set_error(TACK_ERR_VALUE, "tack_launch: args is NULL");
+    /* What every backend needs of its array arguments, checked once here:
+     * an array, of the dtype and rank this build was compiled for, on the
+     * program's device, and writable where the kernel writes it. */
+    for (int i = 0; i < nargs; i++) {
+        const tk_pinfo *pi = &p->params[i];
+        if (!pi->is_array) continue;
+        tack_array *a = args[i].array;
+        if (!a) return tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' must be an array", pi->name, p->kernel_name);
+        if (tack_array_dtype(a) != pi->dtype || tack_array_ndim(a) != pi->ndim)
+            return tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' is a %d-D %s array; this build expects %d-D %s",
+                                  pi->name, p->kernel_name, tack_array_ndim(a), tack_dtype_get(tack_array_dtype(a))->name, pi->ndim,
+                                  tack_dtype_get(pi->dtype)->name);
+        if (tack_array_device(a) != p->device)
+            return tack_set_error(TACK_ERR_DEVICE, "argument '%s' of kernel '%s' is on %s, the kernel runs on %s", pi->name,
+                                  p->kernel_name, tack_device_name(tack_array_device(a)), tack_device_name(p->device));
+        if (pi->written && !tack_array_writable(a))
+            return tack_set_error(TACK_ERR_READONLY, "kernel '%s' writes to parameter '%s' but the array passed for it is read-only",
+                                  p->kernel_name, pi->name);
+    }
+    return p->device->backend->launch(p->device, p, args, nargs);
+}
+
+/* The error for a failed check: site `site` of program p, with the values the
+ * generated code passed (a, b: the index and the extent, or the exponent).
+ * Every backend reports through this, so a check words its error the same
+ * on every device. */
+tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b) {
+    if (site < 0 || site >= p->nsites)
+        return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check", p->kernel_name);
+    const tk_site *s = &p->sites[site];
+    char where[600];
+    if (s->func && strcmp(s->func, p->kernel_name) != 0)
+        snprintf(where, sizeof where, "function %s called from kernel %s, %s:%d", s->func, p->kernel_name,
+                 s->file ? s->file : "?", s->line);
+    else
+        snprintf(where, sizeof where, "kernel %s, %s:%d", p->kernel_name, s->file ? s->file : "?", s->line);
+    switch (s->kind) {
+    case CK_INDEX:
+        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of bounds for axis %d with size %lld (array '%s', %s)",
+                              (long long)a, s->axis, (long long)b, s->array ? s->array : "?", where);
+    case CK_COMP:
+        return tack_set_error(TACK_ERR_INDEX, "index %lld is out of range for a vector of length %lld (%s)",
+                              (long long)a, (long long)b, where);
+    case CK_ZERODIV:
+        return tack_set_error(TACK_ERR_ZERODIV, "%s (%s)", s->message ? s->message : "integer division by zero", where);
+    case CK_NEGPOW:
+        return tack_set_error(TACK_ERR_VALUE,
+                              "integers to negative integer powers are not allowed: exponent %lld (%s); "
+                              "make the base a float for a float result", (long long)a, where);
+    case CK_ASSERT:
+        if (s->message) return tack_set_error(TACK_ERR_ASSERT, "%s (%s)", s->message, where);
+        return tack_set_error(TACK_ERR_ASSERT, "assertion failed (%s)", where);
+    }
+    return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check (%s)", p->kernel_name, where);
+}

@@ -1,0 +1,65 @@
+/*
+ * program.h -- a compiled kernel as the runtime and the backends see it.
+ *
+ * tack_compile (compiler/driver.c) makes a tack_program; from then on only
+ * the runtime and a backend touch it: the backend builds it for a device
+ * (loads the code into handle/entry), tack_launch checks the arguments
+ * against the parameter table and hands them to the backend, and a failed
+ * check in the generated code comes back as a site number that
+ * tk_site_error words into the error the user reads.  Backends include this
+ * header and the runtime's, never the compiler's internals.
+ */
+#ifndef TACK_PROGRAM_H
+#define TACK_PROGRAM_H
+
+#include <stdint.h>
+
+#include "tack.h"
+#include "tack_kernel.h"
+
+/* What a check site tests; the generated code reports the site's number. */
+typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW } tk_check;
+
+typedef struct tk_site {   /* a check site: what to say when it fails */
+    int kind;              /* tk_check */
+    int line;
+    int axis;
+    const char *array;     /* CK_INDEX: parameter name */
+    const char *message;   /* CK_ASSERT, CK_ZERODIV: the text */
+    const char *func;      /* kernel or function name */
+    const char *file;
+} tk_site;
+
+typedef struct tk_pinfo {  /* one parameter of the compiled signature */
+    char *name;
+    int is_array;
+    tack_dtype dtype;      /* an array's element type, or a scalar's carrier */
+    int ndim;
+    int weak;              /* a Python scalar (NEP 50) */
+    int written;           /* an array the kernel writes */
+} tk_pinfo;
+
+struct tack_program {
+    char *kernel_name;
+    char *filename;
+    char *source;            /* the emitted source, in the dialect below */
+    char *ir;
+    char *dialect;           /* "c", "cuda": the backend that may build it */
+    int fast_math;
+    int nparams;
+    tk_pinfo *params;
+    int nsites;
+    tk_site *sites;          /* strings owned by the program */
+    tack_device *device;     /* set by tack_program_build */
+    void *handle;            /* backend: loaded code */
+    void *entry;
+};
+
+/* A heap copy of s (NULL for NULL); sets *fail on a failed allocation. */
+char *tk_program_strdup(const char *s, int *fail);
+
+/* The error for a failed check: site `site` of p, with the values the
+ * generated code passed (the index and the extent, or the exponent). */
+tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b);
+
+#endif /* TACK_PROGRAM_H */
