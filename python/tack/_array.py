@@ -34,64 +34,17 @@ def dtype(x) -> _core.DType:
 
     ``x`` may be a Tack dtype (``tack.f32``), a name (``"f32"``,
     ``"float32"``, ``"vec3"``), a NumPy dtype or scalar type
-    (``np.float32``), or a Python type (``float`` is f64, ``int`` i64).
+    (``np.float32``, ``np.dtype((np.float32, 3))``), or a Python type:
+    ``float`` is f32, Tack's default float (as in a kernel's annotations and
+    ``float(x)`` in a kernel), ``int`` is i64 and ``bool`` is bool.  Use
+    ``tack.f64`` (or ``np.float64``, ``"f64"``) for 64-bit floats.
 
     >>> tack.dtype("float32") is tack.f32
     True
+    >>> tack.dtype(float), tack.dtype(np.float64), tack.dtype(int)
+    (tack.f32, tack.f64, tack.i64)
     """
-    if isinstance(x, _core.DType):
-        return x
-    return _lookup(x)
-
-
-def _lookup(x):
-    if isinstance(x, str):
-        if hasattr(_core, x) and isinstance(getattr(_core, x), _core.DType):
-            return getattr(_core, x)
-    if x is builtins.bool:
-        return _core.bool
-    if x is int:
-        return _core.i64
-    if x is float:
-        return _core.f64
-    np = _numpy()
-    try:
-        npdt = np.dtype(x)
-    except TypeError:
-        raise TypeError(
-            f"unknown dtype {x!r} (expected a tack dtype such as tack.f32, a name such as "
-            "'f32' or 'float32', or a NumPy dtype)"
-        ) from None
-    return _from_numpy_dtype(npdt)
-
-
-def _from_numpy_dtype(npdt):
-    np = _numpy()
-    if npdt.subdtype is not None:
-        base, shape = npdt.subdtype
-        scalar = _from_numpy_dtype(base)
-        for d in _ALL_DTYPES():
-            if d.scalar is scalar and d.shape == tuple(shape) and d.shape != ():
-                return d
-        raise TypeError(f"NumPy dtype {npdt} has no Tack equivalent")
-    if npdt.byteorder == ">" or (npdt.byteorder == "=" and not np.little_endian):
-        raise TypeError(f"NumPy dtype {npdt} is big-endian; Tack arrays are native-endian")
-    name = npdt.name
-    d = getattr(_core, _NUMPY_NAMES.get(name, "-"), None)
-    if not isinstance(d, _core.DType):
-        raise TypeError(f"NumPy dtype {npdt} has no Tack equivalent")
-    return d
-
-
-_NUMPY_NAMES = {
-    "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "float16": "f16", "float32": "f32", "float64": "f64",
-}
-
-
-def _ALL_DTYPES():
-    return [v for v in vars(_core).values() if isinstance(v, _core.DType)]
+    return _core._dtype(x)
 
 
 def _shape_tuple(shape):
@@ -147,7 +100,7 @@ def _host_values(obj, dt):
             host = host.astype(np.float32)  # Python floats: the default float
         if host.dtype.kind in "OUSVMm":
             raise TypeError(f"cannot make a Tack array from values of NumPy dtype {host.dtype}")
-        dt = _from_numpy_dtype(host.dtype)
+        dt = _core._dtype(host.dtype)
     else:
         host = np.asarray(obj, dtype=dt.scalar.numpy)
     host = np.asarray(host, order="C")

@@ -26,54 +26,20 @@
 
 #include "compiler/compiler.h"
 
-typedef struct dtinfo {
-    const char *name;
-    tack_dtype scalar;
-    tack_scalar_kind kind;
-    int bits, rows, cols;
-} dtinfo;
+/* Dtypes are the runtime's table (runtime/dtype.c); the compiler keeps none of its own. */
+static const tack_dtype_info *dt_info(int dt) { return tack_dtype_get((tack_dtype)dt); }
 
-static const dtinfo DT[TACK_DTYPE_COUNT] = {
-    [TACK_BOOL] = {"bool", TACK_BOOL, TACK_KIND_BOOL, 8, 1, 1},
-    [TACK_I8] = {"i8", TACK_I8, TACK_KIND_INT, 8, 1, 1},
-    [TACK_I16] = {"i16", TACK_I16, TACK_KIND_INT, 16, 1, 1},
-    [TACK_I32] = {"i32", TACK_I32, TACK_KIND_INT, 32, 1, 1},
-    [TACK_I64] = {"i64", TACK_I64, TACK_KIND_INT, 64, 1, 1},
-    [TACK_U8] = {"u8", TACK_U8, TACK_KIND_UINT, 8, 1, 1},
-    [TACK_U16] = {"u16", TACK_U16, TACK_KIND_UINT, 16, 1, 1},
-    [TACK_U32] = {"u32", TACK_U32, TACK_KIND_UINT, 32, 1, 1},
-    [TACK_U64] = {"u64", TACK_U64, TACK_KIND_UINT, 64, 1, 1},
-    [TACK_F16] = {"f16", TACK_F16, TACK_KIND_FLOAT, 16, 1, 1},
-    [TACK_F32] = {"f32", TACK_F32, TACK_KIND_FLOAT, 32, 1, 1},
-    [TACK_F64] = {"f64", TACK_F64, TACK_KIND_FLOAT, 64, 1, 1},
-    [TACK_VEC2] = {"vec2", TACK_F32, TACK_KIND_FLOAT, 32, 2, 1},
-    [TACK_VEC3] = {"vec3", TACK_F32, TACK_KIND_FLOAT, 32, 3, 1},
-    [TACK_VEC4] = {"vec4", TACK_F32, TACK_KIND_FLOAT, 32, 4, 1},
-    [TACK_VEC2D] = {"vec2d", TACK_F64, TACK_KIND_FLOAT, 64, 2, 1},
-    [TACK_VEC3D] = {"vec3d", TACK_F64, TACK_KIND_FLOAT, 64, 3, 1},
-    [TACK_VEC4D] = {"vec4d", TACK_F64, TACK_KIND_FLOAT, 64, 4, 1},
-    [TACK_VEC2I] = {"vec2i", TACK_I32, TACK_KIND_INT, 32, 2, 1},
-    [TACK_VEC3I] = {"vec3i", TACK_I32, TACK_KIND_INT, 32, 3, 1},
-    [TACK_VEC4I] = {"vec4i", TACK_I32, TACK_KIND_INT, 32, 4, 1},
-    [TACK_MAT22] = {"mat22", TACK_F32, TACK_KIND_FLOAT, 32, 2, 2},
-    [TACK_MAT33] = {"mat33", TACK_F32, TACK_KIND_FLOAT, 32, 3, 3},
-    [TACK_MAT44] = {"mat44", TACK_F32, TACK_KIND_FLOAT, 32, 4, 4},
-    [TACK_MAT22D] = {"mat22d", TACK_F64, TACK_KIND_FLOAT, 64, 2, 2},
-    [TACK_MAT33D] = {"mat33d", TACK_F64, TACK_KIND_FLOAT, 64, 3, 3},
-    [TACK_MAT44D] = {"mat44d", TACK_F64, TACK_KIND_FLOAT, 64, 4, 4},
-};
-
-int dt_bits(tack_dtype dt) { return DT[dt].bits; }
-tack_scalar_kind dt_kind(tack_dtype dt) { return DT[dt].kind; }
-tack_dtype dt_scalar(tack_dtype dt) { return DT[dt].scalar; }
-int dt_rows(tack_dtype dt) { return DT[dt].rows; }
-int dt_cols(tack_dtype dt) { return DT[dt].cols; }
-const char *dt_name(tack_dtype dt) { return (unsigned)dt < TACK_DTYPE_COUNT ? DT[dt].name : "?"; }
+int dt_bits(tack_dtype dt) { return dt_info(dt)->bits; }
+tack_scalar_kind dt_kind(tack_dtype dt) { return dt_info(dt)->kind; }
+tack_dtype dt_scalar(tack_dtype dt) { return dt_info(dt)->scalar; }
+int dt_rows(tack_dtype dt) { return dt_info(dt)->rows; }
+int dt_cols(tack_dtype dt) { return dt_info(dt)->cols; }
+const char *dt_name(tack_dtype dt) { return (unsigned)dt < TACK_DTYPE_COUNT ? dt_info(dt)->name : "?"; }
 
 tack_dtype dt_compose(tack_dtype s, int rows, int cols) {
     if (rows == 1 && cols == 1) return s;
     for (int d = TACK_VEC2; d < TACK_DTYPE_COUNT; d++)
-        if (DT[d].scalar == s && DT[d].rows == rows && DT[d].cols == cols) return (tack_dtype)d;
+        if (dt_info(d)->scalar == s && dt_info(d)->rows == rows && dt_info(d)->cols == cols) return (tack_dtype)d;
     return TACK_DTYPE_COUNT;
 }
 
@@ -91,14 +57,14 @@ int ty_tuple_spec(tk_type t) { return t.dt | t.ndim << 8; }
 int ty_eq(tk_type a, tk_type b) {
     return a.kind == b.kind && a.dt == b.dt && a.ndim == b.ndim && a.weak == b.weak;
 }
-int ty_is_scalar(tk_type t) { return t.kind == TY_VALUE && DT[t.dt].rows == 1 && DT[t.dt].cols == 1; }
+int ty_is_scalar(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->rows == 1 && dt_info(t.dt)->cols == 1; }
 int ty_is_int(tk_type t) {
-    return ty_is_scalar(t) && (DT[t.dt].kind == TACK_KIND_INT || DT[t.dt].kind == TACK_KIND_UINT);
+    return ty_is_scalar(t) && (dt_info(t.dt)->kind == TACK_KIND_INT || dt_info(t.dt)->kind == TACK_KIND_UINT);
 }
-int ty_is_float(tk_type t) { return ty_is_scalar(t) && DT[t.dt].kind == TACK_KIND_FLOAT; }
+int ty_is_float(tk_type t) { return ty_is_scalar(t) && dt_info(t.dt)->kind == TACK_KIND_FLOAT; }
 int ty_is_bool(tk_type t) { return ty_is_scalar(t) && t.dt == TACK_BOOL; }
-int ty_is_vector(tk_type t) { return t.kind == TY_VALUE && DT[t.dt].rows > 1 && DT[t.dt].cols == 1; }
-int ty_is_matrix(tk_type t) { return t.kind == TY_VALUE && DT[t.dt].cols > 1; }
+int ty_is_vector(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->rows > 1 && dt_info(t.dt)->cols == 1; }
+int ty_is_matrix(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->cols > 1; }
 
 const char *ty_name(tk_arena *a, tk_type t) {
     switch (t.kind) {
@@ -106,8 +72,8 @@ const char *ty_name(tk_arena *a, tk_type t) {
     case TY_VOID: return "None";
     case TY_VALUE:
         if (t.weak) return t.dt == TACK_BOOL ? "bool (Python)" : t.dt == TACK_I64 ? "int (Python)" : "float (Python)";
-        return DT[t.dt].name;
-    case TY_ARRAY: return tk_fmt(a, "array[%s, %d-D]", DT[t.dt].name, t.ndim);
+        return dt_info(t.dt)->name;
+    case TY_ARRAY: return tk_fmt(a, "array[%s, %d-D]", dt_info(t.dt)->name, t.ndim);
     case TY_SHAPE: return "shape";
     case TY_DTYPE: return "dtype";
     case TY_RANGE: return "range";
@@ -117,7 +83,7 @@ const char *ty_name(tk_arena *a, tk_type t) {
 }
 
 static int kind_rank(tack_dtype dt) {
-    switch (DT[dt].kind) {
+    switch (dt_info(dt)->kind) {
     case TACK_KIND_BOOL: return 0;
     case TACK_KIND_INT:
     case TACK_KIND_UINT: return 1;
@@ -131,20 +97,20 @@ static tack_dtype sint_of_bits(int bits) {
 
 static tack_dtype numpy_promote(tack_dtype a, tack_dtype b) {
     if (a == b) return a;
-    const dtinfo *x = &DT[a], *y = &DT[b];
+    const tack_dtype_info *x = dt_info(a), *y = dt_info(b);
     if (x->kind == TACK_KIND_BOOL) return b;
     if (y->kind == TACK_KIND_BOOL) return a;
     if (x->kind == TACK_KIND_FLOAT && y->kind == TACK_KIND_FLOAT) return x->bits >= y->bits ? a : b;
     if (x->kind == TACK_KIND_FLOAT || y->kind == TACK_KIND_FLOAT) {
-        const dtinfo *f = x->kind == TACK_KIND_FLOAT ? x : y;
-        const dtinfo *i = x->kind == TACK_KIND_FLOAT ? y : x;
+        const tack_dtype_info *f = x->kind == TACK_KIND_FLOAT ? x : y;
+        const tack_dtype_info *i = x->kind == TACK_KIND_FLOAT ? y : x;
         if (f->bits >= 64) return TACK_F64;
         if (f->bits == 32) return i->bits <= 16 ? TACK_F32 : TACK_F64;
         return i->bits <= 8 ? TACK_F32 : i->bits <= 16 ? TACK_F32 : TACK_F64; /* f16: computed in f32 */
     }
     if (x->kind == y->kind) return x->bits >= y->bits ? a : b;
-    const dtinfo *s = x->kind == TACK_KIND_INT ? x : y;
-    const dtinfo *u = x->kind == TACK_KIND_INT ? y : x;
+    const tack_dtype_info *s = x->kind == TACK_KIND_INT ? x : y;
+    const tack_dtype_info *u = x->kind == TACK_KIND_INT ? y : x;
     if (s->bits > u->bits) return s == x ? a : b;
     if (u->bits < 64) return sint_of_bits(u->bits * 2);
     return TACK_F64;

@@ -213,6 +213,12 @@ static PyType_Spec dtype_spec = {
     .slots = dtype_slots,
 };
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define TACK_PY_BIG_ENDIAN 1
+#else
+#define TACK_PY_BIG_ENDIAN 0
+#endif
+
 static const char *numpy_names[TACK_DTYPE_COUNT] = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",
@@ -256,7 +262,7 @@ int tack_py_dtype_from_object(tack_state *st, PyObject *obj, tack_dtype *out)
     }
     if (obj == (PyObject *)&PyBool_Type) { *out = TACK_BOOL; return 0; }
     if (obj == (PyObject *)&PyLong_Type) { *out = TACK_I64; return 0; }
-    if (obj == (PyObject *)&PyFloat_Type) { *out = TACK_F64; return 0; }
+    if (obj == (PyObject *)&PyFloat_Type) { *out = TACK_F32; return 0; } /* the default float */
     if (!(np = tack_py_numpy(st)))
         return -1;
     npdt = tack_py_call1(np, "dtype", obj);
@@ -286,6 +292,16 @@ int tack_py_dtype_from_object(tack_state *st, PyObject *obj, tack_dtype *out)
         scalar_dt = base;
         base = NULL; /* borrowed from sub */
     }
+    if (!(name = PyObject_GetAttrString(scalar_dt, "byteorder")))
+        goto done;
+    const char *order = PyUnicode_AsUTF8(name);
+    if (!order)
+        goto done;
+    if (order[0] == '>' || (order[0] == '=' && TACK_PY_BIG_ENDIAN)) {
+        PyErr_Format(PyExc_TypeError, "NumPy dtype %S is big-endian; Tack arrays are native-endian", npdt);
+        goto done;
+    }
+    Py_CLEAR(name);
     if (!(name = PyObject_GetAttrString(scalar_dt, "name")))
         goto done;
     const char *s = PyUnicode_AsUTF8(name);
@@ -310,4 +326,14 @@ done:
     Py_XDECREF(sub);
     Py_XDECREF(name);
     return rc;
+}
+
+/* _core._dtype(x): the DType for x, as tack.dtype() documents. */
+PyObject *tack_py_dtype_lookup(PyObject *m, PyObject *obj)
+{
+    tack_state *st = tack_get_state(m);
+    tack_dtype dt;
+    if (tack_py_dtype_from_object(st, obj, &dt) < 0)
+        return NULL;
+    return Py_NewRef(st->dtypes[dt]);
 }

@@ -187,6 +187,7 @@ static PyMethodDef module_methods[] = {
     {"synchronize", (PyCFunction)(void (*)(void))py_synchronize, METH_FASTCALL,
      "synchronize(device=None): wait for queued work on one device or all"},
     {"device_threads", py_device_threads, METH_O, "device_threads(name) -> worker threads"},
+    {"_dtype", tack_py_dtype_lookup, METH_O, "_dtype(x) -> the DType for x (tack.dtype)"},
     {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
      "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS, NULL},

@@ -66,6 +66,7 @@ int tack_py_array_check(tack_state *st, PyObject *obj);
 int tack_py_parse_shape(PyObject *obj, int64_t *shape, int *ndim);
 /* Resolve a dtype argument: DType object, NumPy dtype/str, type; -1 with TypeError. */
 int tack_py_dtype_from_object(tack_state *st, PyObject *obj, tack_dtype *out);
+PyObject *tack_py_dtype_lookup(PyObject *m, PyObject *obj);
 /* Device by name (None -> the default device); NULL with an exception set. */
 tack_device *tack_py_device_from_object(tack_state *st, PyObject *obj);
 

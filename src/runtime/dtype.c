@@ -52,13 +52,14 @@ static const tack_dtype_info table[TACK_DTYPE_COUNT] = {
     V(TACK_MAT44D, "mat44d", TACK_F64, 64, 4, 4),
 };
 
-/* Other spellings accepted by name: NumPy's, and a few common aliases. */
+/* Other spellings accepted by name: NumPy's, and a few common aliases.  "float"
+ * is Tack's default float, f32, as everywhere in Tack (docs/design/decisions.md). */
 static const struct { const char *alias; tack_dtype id; } aliases[] = {
     {"bool_", TACK_BOOL}, {"b1", TACK_BOOL}, {"?", TACK_BOOL},
     {"int8", TACK_I8}, {"int16", TACK_I16}, {"int32", TACK_I32}, {"int64", TACK_I64},
     {"uint8", TACK_U8}, {"uint16", TACK_U16}, {"uint32", TACK_U32}, {"uint64", TACK_U64},
     {"float16", TACK_F16}, {"float32", TACK_F32}, {"float64", TACK_F64},
-    {"half", TACK_F16}, {"float", TACK_F64}, {"double", TACK_F64}, {"int", TACK_I64},
+    {"half", TACK_F16}, {"float", TACK_F32}, {"double", TACK_F64}, {"int", TACK_I64},
     {"vec2f", TACK_VEC2}, {"vec3f", TACK_VEC3}, {"vec4f", TACK_VEC4},
     {"mat22f", TACK_MAT22}, {"mat33f", TACK_MAT33}, {"mat44f", TACK_MAT44},
 };

@@ -56,7 +56,10 @@ def test_composite_dtype(name):
 
 
 def test_dtype_spellings():
-    assert tack.dtype(float) is tack.f64
+    # float is Tack's default float everywhere (docs/design/decisions.md)
+    assert tack.dtype(float) is tack.f32 and tack.dtype("float") is tack.f32
+    assert tack.dtype("double") is tack.f64 and tack.dtype(np.float64) is tack.f64
+    assert tack.zeros(2, float).dtype is tack.f32
     assert tack.dtype(int) is tack.i64
     assert tack.dtype(bool) is tack.bool
     assert tack.dtype("<f4") is tack.f32
