@@ -17,8 +17,6 @@ def available():
         import tack
     except Exception as e:  # noqa: BLE001
         return f"tack not importable: {e}"
-    if not hasattr(tack, "kernel"):
-        return "this tack has no kernel compiler (tack.kernel) yet"
     return None
 
 

@@ -69,11 +69,8 @@ __all__ = [
     "mat22", "mat33", "mat44", "mat22d", "mat33d", "mat44d",
 ]
 
-try:  # the kernel compiler's Python side
-    from ._kernels import *  # noqa: F401,F403
-    from ._kernels import __all__ as _kernel_all
+# the kernel compiler's Python side: @tack.kernel, @tack.func and the intrinsics
+from ._kernels import *  # noqa: F401,F403,E402
+from ._kernels import __all__ as _kernel_all  # noqa: E402
 
-    __all__ += list(_kernel_all)
-except ImportError as _e:  # pragma: no cover - only while the package is being assembled
-    if "_kernels" not in str(_e):
-        raise
+__all__ += list(_kernel_all)

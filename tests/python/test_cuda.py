@@ -244,8 +244,6 @@ def test_generated_cuda_layout():
 
 @needs_nvrtc
 def test_nvrtc_helper_reports_errors():
-    if not hasattr(_core, "_nvrtc_compile"):
-        pytest.skip("tack._core has no _nvrtc_compile (module.c does not call tack_py_cuda_exec yet)")
     with pytest.raises(RuntimeError, match="undefined"):
         _core._nvrtc_compile("__global__ void k() { undefined_name = 1; }", "sm_80")
     with pytest.raises(ValueError, match="arch"):

@@ -52,7 +52,6 @@ def test_fill_indices_tack_array():
     np.testing.assert_array_equal(data.numpy(), np.arange(8, dtype=np.float32))
 
 
-@pytest.mark.skipif(not hasattr(tack, "array_from_ptr"), reason="tack.array_from_ptr not there yet")
 def test_fill_indices_spec_snippet():
     array = np.zeros(8, dtype=np.float32)
     view = tack.array_from_ptr(array, (8,), tack.f32, writable=True)

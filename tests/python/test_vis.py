@@ -10,7 +10,7 @@ pytest.importorskip("vtkmodules", reason="VTK is not installed (uv sync --extra 
 from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy  # noqa: E402
 from vtkmodules.vtkCommonDataModel import vtkImageData  # noqa: E402
 
-vis = pytest.importorskip("tack.vis")
+import tack.vis as vis  # noqa: E402
 
 WHITE = np.array([255, 255, 255])
 
