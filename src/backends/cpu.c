@@ -41,7 +41,7 @@ static void cpu_free(tack_device *dev, void *ptr)
         tack_free(((void **)ptr)[-1]);
 }
 
-static tack_status cpu_copy(tack_device *dev, void *dst, const void *src, size_t nbytes, tack_copy_kind kind)
+static tack_status cpu_copy(tack_device *dev, void *dst, const void *src, size_t nbytes, rt_copy_kind kind)
 {
     if (nbytes)
         memmove(dst, src, nbytes);
@@ -86,7 +86,7 @@ static tack_status cpu_init_device(tack_device *dev)
     return TACK_OK;
 }
 
-static const tack_backend cpu_backend = {
+static const rt_backend cpu_backend = {
     .name = "cpu",
     .type = TACK_DEVICE_CPU,
     .dialect = "c",
@@ -97,9 +97,9 @@ static const tack_backend cpu_backend = {
     .copy = cpu_copy,
     .fill = cpu_fill,
     .synchronize = cpu_synchronize,
-    .build = tack_cpu_build,
-    .launch = tack_cpu_launch,
-    .unload = tack_cpu_unload,
+    .build = cpu_build,
+    .launch = cpu_launch,
+    .unload = cpu_unload,
 };
 
-const tack_backend *tack_backend_cpu(void) { return &cpu_backend; }
+const rt_backend *rt_backend_cpu(void) { return &cpu_backend; }

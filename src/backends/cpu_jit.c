@@ -99,8 +99,8 @@ static int compiler_stamp(const char *cc, hash2 *k) {
     if (!realpath(found, real) || stat(real, &sb) != 0) return 0;
     long long fields[4] = {(long long)sb.st_size, (long long)sb.st_ino, (long long)sb.st_mtim.tv_sec,
                            (long long)sb.st_mtim.tv_nsec};
-    tack_kc_hash_str(k, real);
-    tack_kc_hash_add(k, fields, sizeof fields);
+    kc_hash_str(k, real);
+    kc_hash_add(k, fields, sizeof fields);
     return 1;
 }
 
@@ -152,7 +152,7 @@ static tack_status compiler_identity(const char *dir, hash2 *out, char *first_li
                     }
                     ident_text[k] = 0;
                 }
-                tack_kc_hash_add(&h, buf, n);
+                kc_hash_add(&h, buf, n);
                 total += n;
             }
             int rc = pclose(f);
@@ -184,14 +184,14 @@ static tack_status compiler_identity(const char *dir, hash2 *out, char *first_li
 /* The CPU model matters because of -march=native. */
 static void cpu_identity(hash2 *h) {
     struct utsname u;
-    if (uname(&u) == 0) tack_kc_hash_str(h, u.machine);
+    if (uname(&u) == 0) kc_hash_str(h, u.machine);
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
     char line[4096];
     int got = 0;
     while (got < 2 && fgets(line, sizeof line, f)) {
         if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) {
-            tack_kc_hash_str(h, line);
+            kc_hash_str(h, line);
             got++;
         }
     }
@@ -250,7 +250,7 @@ static int split_args(char *s, char **argv, int max) {
 
 static tack_status write_file(const char *path, const char *a, const char *b) {
     const char *parts[2] = {a, b};
-    return tack_kc_write_new(path, parts, 2);
+    return kc_write_new(path, parts, 2);
 }
 
 static tack_status run_compiler(const char *kernel, const char *flags, const char *src, const char *out,
@@ -289,12 +289,12 @@ static tack_status run_compiler(const char *kernel, const char *flags, const cha
     return tack_set_error(TACK_ERR_RUNTIME, "the C compiler failed on kernel '%s' (source kept in %s):\n%s", kernel, src, log);
 }
 
-tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
-    double t0 = tack_kc_now_ms();
+tack_status cpu_build(tack_device *dev, tack_program *p) {
+    double t0 = kc_now_ms();
     hash2 ident;
     char first_line[256];
     char dir[1024];
-    tack_status st = tack_kc_dir(dir, sizeof dir);
+    tack_status st = kc_dir(dir, sizeof dir);
     if (st != TACK_OK) return st;
     st = compiler_identity(dir, &ident, first_line, sizeof first_line);
     if (st != TACK_OK) return st;
@@ -305,14 +305,14 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
              p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", extra ? extra : "");
 
     hash2 h = TACK_HASH2_INIT;
-    tack_kc_hash_str(&h, p->source);
-    tack_kc_hash_str(&h, p->dialect);
-    tack_kc_hash_add(&h, &ident, sizeof ident);
-    tack_kc_hash_str(&h, flags);
-    tack_kc_hash_str(&h, TACK_VERSION_STRING);
+    kc_hash_str(&h, p->source);
+    kc_hash_str(&h, p->dialect);
+    kc_hash_add(&h, &ident, sizeof ident);
+    kc_hash_str(&h, flags);
+    kc_hash_str(&h, TACK_VERSION_STRING);
     char abi[16];
     snprintf(abi, sizeof abi, "abi%d", TK_CPU_ABI_VERSION);
-    tack_kc_hash_str(&h, abi);
+    kc_hash_str(&h, abi);
     cpu_identity(&h);
     char key[40];
     snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
@@ -322,13 +322,13 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
     void *handle = NULL, *entry = NULL;
     if (access(path, F_OK) == 0) {
         if (try_load(path, key, &handle, &entry)) {
-            if (tack_kc_log_info())
-                fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s)\n", p->kernel_name, tack_kc_now_ms() - t0, path);
+            if (kc_log_info())
+                fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s)\n", p->kernel_name, kc_now_ms() - t0, path);
             p->handle = handle;
             p->entry = entry;
             return TACK_OK;
         }
-        if (tack_kc_log_info()) fprintf(stderr, "tack: cache entry %s is unusable; rebuilding it\n", path);
+        if (kc_log_info()) fprintf(stderr, "tack: cache entry %s is unusable; rebuilding it\n", path);
     }
 
     /* Compile into unique temporaries, then rename into place. */
@@ -361,15 +361,15 @@ tack_status tack_cpu_build(tack_device *dev, tack_program *p) {
         return tack_set_error(TACK_ERR_RUNTIME, "cannot load the compiled kernel '%s' from %s: %s", p->kernel_name, path,
                               why ? why : "tack_entry or tack_cache_key missing");
     }
-    if (tack_kc_log_info())
-        fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s)\n", p->kernel_name, tack_kc_now_ms() - t0,
+    if (kc_log_info())
+        fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s)\n", p->kernel_name, kc_now_ms() - t0,
                 first_line, path);
     p->handle = handle;
     p->entry = entry;
     return TACK_OK;
 }
 
-void tack_cpu_unload(tack_device *dev, tack_program *p) {
+void cpu_unload(tack_device *dev, tack_program *p) {
     if (p->handle) dlclose(p->handle);
     p->handle = NULL;
     p->entry = NULL;
@@ -383,7 +383,7 @@ typedef struct launch_ctx {
 } launch_ctx;
 
 static void abi_parallel_for(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel) {
-    tack_pool_run(fn, frame, n, min_parallel);
+    pool_run(fn, frame, n, min_parallel);
 }
 
 static void abi_fail(tk_ctx *ctx, int site, int64_t a, int64_t b) {
@@ -442,7 +442,7 @@ static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
 static const tk_abi cpu_abi = {TK_CPU_ABI_VERSION, abi_parallel_for, abi_fail, abi_print};
 
 
-tack_status tack_cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs) {
+tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs) {
     if (!p->entry) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
     tk_argv stackv[16];
     tk_argv *v = stackv;

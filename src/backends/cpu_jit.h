@@ -51,8 +51,8 @@ typedef struct tk_abi {
 
 typedef void (*tk_entry_fn)(const tk_argv *args, const tk_abi *abi, tk_ctx *ctx);
 
-tack_status tack_cpu_build(tack_device *dev, tack_program *p);
-tack_status tack_cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs);
-void tack_cpu_unload(tack_device *dev, tack_program *p);
+tack_status cpu_build(tack_device *dev, tack_program *p);
+tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs);
+void cpu_unload(tack_device *dev, tack_program *p);
 
 #endif /* TACK_CPU_JIT_H */

@@ -92,7 +92,7 @@ static void load(void)
     load_ok = 1;
 }
 
-const tack_cuda_api *tack_cuda_load(char *why, size_t why_len)
+const tack_cuda_api *cuda_load(char *why, size_t why_len)
 {
     pthread_once(&load_once, load);
     if (!load_ok) {
@@ -103,9 +103,9 @@ const tack_cuda_api *tack_cuda_load(char *why, size_t why_len)
     return &api;
 }
 
-const tack_cuda_api *tack_cuda_api_get(void) { return load_ok ? &api : NULL; }
+const tack_cuda_api *cuda_api_get(void) { return load_ok ? &api : NULL; }
 
-tack_status tack_cuda_error(CUresult r, const char *what)
+tack_status cuda_error(CUresult r, const char *what)
 {
     const char *s = NULL;
     if (api.cuGetErrorString)
@@ -119,7 +119,7 @@ tack_status tack_cuda_error(CUresult r, const char *what)
     do {                                          \
         CUresult r_ = (call);                     \
         if (r_ != TACK_CUDA_SUCCESS) {            \
-            st = tack_cuda_error(r_, what);              \
+            st = cuda_error(r_, what);              \
             goto done;                            \
         }                                         \
     } while (0)
@@ -127,7 +127,7 @@ tack_status tack_cuda_error(CUresult r, const char *what)
 static int cuda_device_count(char *why, size_t why_len)
 {
     int n = 0;
-    if (!tack_cuda_load(why, why_len))
+    if (!cuda_load(why, why_len))
         return 0;
     CUresult r = api.cuDeviceGetCount(&n);
     if (r != TACK_CUDA_SUCCESS || n == 0) {
@@ -137,17 +137,17 @@ static int cuda_device_count(char *why, size_t why_len)
     return n;
 }
 
-tack_status tack_cuda_push(tack_device *d)
+tack_status cuda_push(tack_device *d)
 {
     cuda_dev *c = d->state;
     CUresult r = api.cuCtxPushCurrent(c->ctx);
-    return r == TACK_CUDA_SUCCESS ? TACK_OK : tack_cuda_error(r, "cuCtxPushCurrent");
+    return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_error(r, "cuCtxPushCurrent");
 }
 
-#define push tack_cuda_push
-#define pop tack_cuda_pop
+#define push cuda_push
+#define pop cuda_pop
 
-void tack_cuda_pop(void)
+void cuda_pop(void)
 {
     CUcontext ignored;
     api.cuCtxPopCurrent(&ignored);
@@ -214,7 +214,7 @@ static void cuda_free(tack_device *d, void *ptr)
     pop();
 }
 
-static tack_status cuda_copy(tack_device *d, void *dst, const void *src, size_t n, tack_copy_kind kind)
+static tack_status cuda_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind)
 {
     tack_status st;
     cuda_dev *c = d->state;
@@ -223,17 +223,17 @@ static tack_status cuda_copy(tack_device *d, void *dst, const void *src, size_t 
     if ((st = push(d)) != TACK_OK)
         return st;
     switch (kind) {
-    case TACK_COPY_H2D:
+    case RT_COPY_H2D:
         CU(api.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, c->stream), "cuMemcpyHtoDAsync");
         CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
         break;
-    case TACK_COPY_D2H:
+    case RT_COPY_D2H:
         CU(api.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, c->stream), "cuMemcpyDtoHAsync");
         CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
         /* a synchronization point: a failed check of a kernel before it is reported */
-        st = tack_cuda_check_record(d);
+        st = cuda_check_record(d);
         break;
-    case TACK_COPY_D2D:
+    case RT_COPY_D2D:
         CU(api.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, c->stream),
            "cuMemcpyDtoDAsync");
         break;
@@ -266,7 +266,7 @@ static tack_status cuda_fill(tack_device *d, void *dst, const void *value, size_
     } else {
         /* Wider elements: fill a host block once and copy it out. */
         size_t total;
-        if (!tack_mul_overflow_size(itemsize, count, &total) || !(staging = tack_malloc(total))) {
+        if (!rt_mul_overflow_size(itemsize, count, &total) || !(staging = tack_malloc(total))) {
             st = tack_set_error(TACK_ERR_NOMEM, "out of memory staging a device fill");
             goto done;
         }
@@ -288,7 +288,7 @@ static tack_status cuda_synchronize(tack_device *d)
     if ((st = push(d)) != TACK_OK)
         return st;
     CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
-    st = tack_cuda_check_record(d);
+    st = cuda_check_record(d);
 done:
     pop();
     return st;
@@ -329,7 +329,7 @@ done:
     return st;
 }
 
-static const tack_backend cuda_backend = {
+static const rt_backend cuda_backend = {
     .name = "cuda",
     .type = TACK_DEVICE_CUDA,
     .dialect = "cuda",
@@ -340,10 +340,10 @@ static const tack_backend cuda_backend = {
     .copy = cuda_copy,
     .fill = cuda_fill,
     .synchronize = cuda_synchronize,
-    .build = tack_cuda_build,
-    .launch = tack_cuda_launch,
-    .unload = tack_cuda_unload,
+    .build = cuda_build,
+    .launch = cuda_launch,
+    .unload = cuda_unload,
     .check_ptr = cuda_check_ptr,
 };
 
-const tack_backend *tack_backend_cuda(void) { return &cuda_backend; }
+const rt_backend *rt_backend_cuda(void) { return &cuda_backend; }

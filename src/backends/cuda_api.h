@@ -6,7 +6,7 @@
  * few types and entry points we use, matching the documented C ABI of the
  * driver API (CUresult is an int enum; handles are opaque pointers; device
  * pointers are 64-bit integers).  Function pointers live in one table,
- * filled once by tack_cuda_load().
+ * filled once by cuda_load().
  */
 #ifndef TACK_CUDA_API_H
 #define TACK_CUDA_API_H
@@ -70,13 +70,13 @@ typedef struct tack_cuda_api {
 
 /* The driver API, loaded on first use; NULL when there is no driver, with
  * the reason in `why`. */
-const tack_cuda_api *tack_cuda_load(char *why, size_t why_len);
+const tack_cuda_api *cuda_load(char *why, size_t why_len);
 
 /* NVRTC (nvrtc.c): tack_nvrtc_compile and tack_nvrtc_version are public,
  * declared in tack_kernel.h. */
 #include "tack_kernel.h"
 /* The options tack_nvrtc_compile passes after the architecture, as one
  * string (for cache keys). */
-const char *tack_nvrtc_options(unsigned flags);
+const char *nvrtc_options(unsigned flags);
 
 #endif

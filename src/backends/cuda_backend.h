@@ -44,18 +44,18 @@ typedef struct cuda_err_record {
 } cuda_err_record;
 
 /* cuda.c */
-const tack_cuda_api *tack_cuda_api_get(void);
-tack_status tack_cuda_push(tack_device *d);
-void tack_cuda_pop(void);
-tack_status tack_cuda_error(CUresult r, const char *what);
+const tack_cuda_api *cuda_api_get(void);
+tack_status cuda_push(tack_device *d);
+void cuda_pop(void);
+tack_status cuda_error(CUresult r, const char *what);
 
 /* cuda_launch.c: the vtable's build / launch / unload */
-tack_status tack_cuda_build(tack_device *d, tack_program *p);
-tack_status tack_cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs);
-void tack_cuda_unload(tack_device *d, tack_program *p);
+tack_status cuda_build(tack_device *d, tack_program *p);
+tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs);
+void cuda_unload(tack_device *d, tack_program *p);
 /* After the stream has been synchronized (context pushed): report a failed
  * check recorded on the device, or an error kept from a freed program, and
  * clear it.  TACK_OK when there is none. */
-tack_status tack_cuda_check_record(tack_device *d);
+tack_status cuda_check_record(tack_device *d);
 
 #endif /* TACK_CUDA_BACKEND_H */

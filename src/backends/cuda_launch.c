@@ -35,7 +35,7 @@
  * results ("When a call returns", DESIGN 4).
  *
  * Errors: a failed check writes the device's error record (first failure
- * wins).  tack_cuda_check_record, called at every synchronization point,
+ * wins).  cuda_check_record, called at every synchronization point,
  * reads it, finds the program by its id and words the message from the
  * program's site table, as the CPU does.  A program freed with a failure
  * still recorded leaves the message on the device for the next
@@ -112,7 +112,7 @@ static tack_status write_entry(const char *dir, const char *path, const char *ke
     char head[80];
     snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
     const char *parts[3] = {head, ptx, PTX_TRAILER};
-    tack_status st = tack_kc_write_new(tmp, parts, 3);
+    tack_status st = kc_write_new(tmp, parts, 3);
     if (st != TACK_OK) return st;
     if (rename(tmp, path) != 0) {
         int err = errno;
@@ -132,24 +132,24 @@ static tack_status report(const tack_program *p, int site, int64_t a, int64_t b)
 /* Read the record (stream synchronized, context pushed, c->lock held).
  * Returns 1 with *rec filled when a check failed; clears the record. */
 static int take_record(cuda_dev *c, cuda_err_record *rec, tack_status *st) {
-    const tack_cuda_api *api = tack_cuda_api_get();
+    const tack_cuda_api *api = cuda_api_get();
     *st = TACK_OK;
     if (!c->err) return 0;
     memset(rec, 0, sizeof *rec);
     CUresult r = api->cuMemcpyDtoHAsync(rec, c->err, sizeof *rec, c->stream);
     if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
     if (r != TACK_CUDA_SUCCESS) {
-        *st = tack_cuda_error(r, "reading the kernel error record");
+        *st = cuda_error(r, "reading the kernel error record");
         return 0;
     }
     if (!rec->failed) return 0;
     r = api->cuMemsetD32Async(c->err, 0, sizeof *rec / 4, c->stream);
     if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
-    if (r != TACK_CUDA_SUCCESS) *st = tack_cuda_error(r, "clearing the kernel error record");
+    if (r != TACK_CUDA_SUCCESS) *st = cuda_error(r, "clearing the kernel error record");
     return 1;
 }
 
-tack_status tack_cuda_check_record(tack_device *d) {
+tack_status cuda_check_record(tack_device *d) {
     cuda_dev *c = d->state;
     tack_status st = TACK_OK;
     cuda_err_record rec;
@@ -206,7 +206,7 @@ static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
 static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **out, char *path, size_t pathlen) {
     cuda_dev *c = d->state;
     char dir[1024];
-    tack_status st = tack_kc_dir(dir, sizeof dir);
+    tack_status st = kc_dir(dir, sizeof dir);
     if (st != TACK_OK) return st;
     int ver = tack_nvrtc_version();
     if (!ver) /* without NVRTC this fails, saying why */
@@ -215,20 +215,20 @@ static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **
     char misc[200];
     unsigned flags = p->fast_math ? TACK_NVRTC_FAST_MATH : 0;
     snprintf(misc, sizeof misc, "nvrtc%d sm_%d%d %s tack%s launch%d", ver, c->major, c->minor,
-             tack_nvrtc_options(flags), TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
-    tack_kc_hash_str(&h, p->source);
-    tack_kc_hash_str(&h, p->dialect);
-    tack_kc_hash_str(&h, misc);
+             nvrtc_options(flags), TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
+    kc_hash_str(&h, p->source);
+    kc_hash_str(&h, p->dialect);
+    kc_hash_str(&h, misc);
     char key[40];
     snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
     snprintf(path, pathlen, "%s/%s.sm_%d%d.ptx", dir, key, c->major, c->minor);
-    double t0 = tack_kc_now_ms();
+    double t0 = kc_now_ms();
     if (!refresh) {
         char *buf = read_entry(path, key);
         if (buf) {
-            if (tack_kc_log_info())
+            if (kc_log_info())
                 fprintf(stderr, "tack: loaded kernel '%s' for sm_%d%d from the cache in %.2f ms (%s)\n", p->kernel_name,
-                        c->major, c->minor, tack_kc_now_ms() - t0, path);
+                        c->major, c->minor, kc_now_ms() - t0, path);
             *out = buf;
             return TACK_OK;
         }
@@ -243,9 +243,9 @@ static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **
         tack_free(ptx);
         return st;
     }
-    if (tack_kc_log_info())
+    if (kc_log_info())
         fprintf(stderr, "tack: compiled kernel '%s' for sm_%d%d in %.1f ms with NVRTC %d.%d (%s)\n", p->kernel_name,
-                c->major, c->minor, tack_kc_now_ms() - t0, ver / 1000, ver % 1000 / 10, path);
+                c->major, c->minor, kc_now_ms() - t0, ver / 1000, ver % 1000 / 10, path);
     *out = ptx;
     return TACK_OK;
 }
@@ -260,8 +260,8 @@ static void prog_free(const tack_cuda_api *api, cuda_prog *cp) {
     tack_free(cp);
 }
 
-tack_status tack_cuda_build(tack_device *d, tack_program *p) {
-    const tack_cuda_api *api = tack_cuda_api_get();
+tack_status cuda_build(tack_device *d, tack_program *p) {
+    const tack_cuda_api *api = cuda_api_get();
     cuda_dev *c = d->state;
     char *ptx = NULL;
     char path[1200] = "";
@@ -275,7 +275,7 @@ tack_status tack_cuda_build(tack_device *d, tack_program *p) {
         prog_free(api, cp);
         return st;
     }
-    if ((st = tack_cuda_push(d)) != TACK_OK) {
+    if ((st = cuda_push(d)) != TACK_OK) {
         prog_free(api, cp);
         return st;
     }
@@ -288,17 +288,17 @@ tack_status tack_cuda_build(tack_device *d, tack_program *p) {
         if (r == TACK_CUDA_SUCCESS) break;
         cp->mod = NULL;
         if (attempt == 1) {
-            st = tack_cuda_error(r, "cuModuleLoadData");
+            st = cuda_error(r, "cuModuleLoadData");
             goto fail;
         }
-        if (tack_kc_log_info()) fprintf(stderr, "tack: cache entry %s does not load; rebuilding it\n", path);
+        if (kc_log_info()) fprintf(stderr, "tack: cache entry %s does not load; rebuilding it\n", path);
     }
     for (int k = 0; k < cp->nph; k++) {
         char fname[32];
         snprintf(fname, sizeof fname, "tk_phase%d", k);
         CUresult r = api->cuModuleGetFunction(&cp->fn[k], cp->mod, fname);
         if (r != TACK_CUDA_SUCCESS) {
-            st = tack_cuda_error(r, "cuModuleGetFunction");
+            st = cuda_error(r, "cuModuleGetFunction");
             goto fail;
         }
     }
@@ -306,7 +306,7 @@ tack_status tack_cuda_build(tack_device *d, tack_program *p) {
         CUresult r = api->cuMemAlloc(&cp->frame, cp->frame_bytes);
         if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD8Async(cp->frame, 0, cp->frame_bytes, c->stream);
         if (r != TACK_CUDA_SUCCESS) {
-            st = tack_cuda_error(r, "allocating a kernel frame");
+            st = cuda_error(r, "allocating a kernel frame");
             goto fail;
         }
     }
@@ -319,28 +319,28 @@ tack_status tack_cuda_build(tack_device *d, tack_program *p) {
             if (c->err) api->cuMemFree(c->err);
             c->err = 0;
             pthread_mutex_unlock(&c->lock);
-            st = tack_cuda_error(r, "allocating the kernel error record");
+            st = cuda_error(r, "allocating the kernel error record");
             goto fail;
         }
     }
     cp->next = c->progs;
     c->progs = cp;
     pthread_mutex_unlock(&c->lock);
-    tack_cuda_pop();
+    cuda_pop();
     p->handle = cp;
     return TACK_OK;
 fail:
     prog_free(api, cp);
-    tack_cuda_pop();
+    cuda_pop();
     return st;
 }
 
-void tack_cuda_unload(tack_device *d, tack_program *p) {
-    const tack_cuda_api *api = tack_cuda_api_get();
+void cuda_unload(tack_device *d, tack_program *p) {
+    const tack_cuda_api *api = cuda_api_get();
     cuda_dev *c = d->state;
     cuda_prog *cp = p->handle;
     if (!cp || !api) return;
-    int pushed = tack_cuda_push(d) == TACK_OK;
+    int pushed = cuda_push(d) == TACK_OK;
     pthread_mutex_lock(&c->lock);
     if (pushed && api->cuStreamSynchronize(c->stream) == TACK_CUDA_SUCCESS) {
         /* a failure of this program still unread: keep its message for the next synchronization */
@@ -363,13 +363,13 @@ void tack_cuda_unload(tack_device *d, tack_program *p) {
         }
     pthread_mutex_unlock(&c->lock);
     prog_free(api, cp);
-    if (pushed) tack_cuda_pop();
+    if (pushed) cuda_pop();
     p->handle = NULL;
 }
 
 /* -------------------------------------------------------------- launch */
-tack_status tack_cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
-    const tack_cuda_api *api = tack_cuda_api_get();
+tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
+    const tack_cuda_api *api = cuda_api_get();
     cuda_dev *c = d->state;
     cuda_prog *cp = p->handle;
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
@@ -401,7 +401,7 @@ tack_status tack_cuda_launch(tack_device *d, tack_program *p, const tack_arg *ar
         const int64_t *shape = tack_array_shape(a);
         for (int k = 0; k < pi->ndim; k++) slots[n++] = (uint64_t)shape[k];
     }
-    if (st == TACK_OK && (st = tack_cuda_push(d)) == TACK_OK) {
+    if (st == TACK_OK && (st = cuda_push(d)) == TACK_OK) {
         void *params[1] = {slots};
         unsigned per_sm = 2048u / cp->block;
         unsigned grid = (unsigned)(d->threads > 0 ? d->threads : 1) * (per_sm ? per_sm : 1);
@@ -410,15 +410,15 @@ tack_status tack_cuda_launch(tack_device *d, tack_program *p, const tack_arg *ar
             int par = cp->kinds[k] == 'p';
             CUresult r = api->cuLaunchKernel(cp->fn[k], par ? grid : 1, 1, 1, par ? cp->block : 1, 1, 1, 0, c->stream,
                                              params, NULL);
-            if (r != TACK_CUDA_SUCCESS) st = tack_cuda_error(r, "cuLaunchKernel");
+            if (r != TACK_CUDA_SUCCESS) st = cuda_error(r, "cuLaunchKernel");
         }
         pthread_mutex_unlock(&cp->lock);
         if (st == TACK_OK && shared) {
             /* shared with another library: finished before the call returns */
             CUresult r = api->cuStreamSynchronize(c->stream);
-            st = r == TACK_CUDA_SUCCESS ? tack_cuda_check_record(d) : tack_cuda_error(r, "cuStreamSynchronize");
+            st = r == TACK_CUDA_SUCCESS ? cuda_check_record(d) : cuda_error(r, "cuStreamSynchronize");
         }
-        tack_cuda_pop();
+        cuda_pop();
     }
     if (slots != stackslots) tack_free(slots);
     return st;

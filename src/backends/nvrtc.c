@@ -84,13 +84,13 @@ int tack_nvrtc_version(void)
 }
 
 /* NVRTC's options after the architecture, written once for the compile and
- * for the PTX cache's key (tack_nvrtc_options). */
+ * for the PTX cache's key (nvrtc_options). */
 #define OPT_STD "--std=c++17"
 #define OPT_DEV "-default-device"
 #define OPT_IEEE "--fmad=false"
 #define OPT_FAST "--use_fast_math"
 
-const char *tack_nvrtc_options(unsigned flags)
+const char *nvrtc_options(unsigned flags)
 {
     return flags & TACK_NVRTC_FAST_MATH ? OPT_STD " " OPT_DEV " " OPT_FAST : OPT_STD " " OPT_DEV " " OPT_IEEE;
 }

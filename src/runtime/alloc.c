@@ -37,7 +37,7 @@ void *tack_malloc(size_t size)
 void *tack_calloc(size_t n, size_t size)
 {
     size_t total;
-    if (!tack_mul_overflow_size(n, size, &total))
+    if (!rt_mul_overflow_size(n, size, &total))
         return NULL;
     void *p = tack_malloc(total);
     if (p)

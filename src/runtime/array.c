@@ -2,7 +2,7 @@
  * array.c -- arrays and the storage they share.
  *
  * An array is a handle: dtype, shape, writable flag and a pointer into a
- * tack_storage.  Storage is the unit of ownership.  It is either allocated
+ * rt_storage.  Storage is the unit of ownership.  It is either allocated
  * by a backend (and freed through it) or borrowed from somebody else -- a
  * NumPy array, a DLPack managed tensor, a VTK array, a raw pointer -- and
  * then carries a release callback that libtack calls exactly once, when the
@@ -40,7 +40,7 @@ static tack_status check_shape(tack_dtype dt, int ndim, const int64_t *shape, in
                                   (long long)shape[i]);
     }
     size_t nbytes;
-    if (size > SIZE_MAX || !tack_mul_overflow_size((size_t)size, info->itemsize, &nbytes) ||
+    if (size > SIZE_MAX || !rt_mul_overflow_size((size_t)size, info->itemsize, &nbytes) ||
         nbytes > (size_t)INT64_MAX)
         return tack_set_error(TACK_ERR_VALUE, "shape is too large: %llu elements of %zu bytes overflow",
                               (unsigned long long)size, info->itemsize);
@@ -49,7 +49,7 @@ static tack_status check_shape(tack_dtype dt, int ndim, const int64_t *shape, in
     return TACK_OK;
 }
 
-static tack_array *new_handle(tack_storage *s, tack_dtype dt, int ndim, const int64_t *shape,
+static tack_array *new_handle(rt_storage *s, tack_dtype dt, int ndim, const int64_t *shape,
                               int64_t size, size_t nbytes, int writable)
 {
     tack_array *a = tack_malloc(sizeof *a);
@@ -72,7 +72,7 @@ static tack_array *new_handle(tack_storage *s, tack_dtype dt, int ndim, const in
     return a;
 }
 
-static void storage_release(tack_storage *s)
+static void storage_release(rt_storage *s)
 {
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
         return;
@@ -90,10 +90,10 @@ static tack_status alloc_array(tack_device *dev, tack_dtype dt, int ndim, const 
     size_t nbytes;
     tack_status st;
     if (!dev)
-        dev = tack_default_cpu();
+        dev = rt_default_cpu();
     if ((st = check_shape(dt, ndim, shape, &size, &nbytes)) != TACK_OK)
         return st;
-    tack_storage *s = tack_malloc(sizeof *s);
+    rt_storage *s = tack_malloc(sizeof *s);
     if (!s)
         return tack_set_error(TACK_ERR_NOMEM, "out of memory allocating array storage");
     memset(s, 0, sizeof *s);
@@ -141,7 +141,7 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
     size_t nbytes;
     tack_status st;
     if (!dev)
-        dev = tack_default_cpu();
+        dev = rt_default_cpu();
     if ((st = check_shape(dt, ndim, shape, &size, &nbytes)) != TACK_OK)
         goto fail;
     const tack_dtype_info *info = tack_dtype_get(dt);
@@ -158,7 +158,7 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
     }
     if (data && dev->backend->check_ptr && (st = dev->backend->check_ptr(dev, data, nbytes)) != TACK_OK)
         goto fail;
-    tack_storage *s = tack_malloc(sizeof *s);
+    rt_storage *s = tack_malloc(sizeof *s);
     if (!s) {
         st = tack_set_error(TACK_ERR_NOMEM, "out of memory allocating array storage");
         goto fail;
@@ -273,7 +273,7 @@ tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t n
     if ((st = check_writable(dst)) != TACK_OK || (st = check_bytes(dst, nbytes, "copy to array")) != TACK_OK)
         return st;
     tack_device *d = dst->storage->device;
-    return d->backend->copy(d, dst->data, src, nbytes, TACK_COPY_H2D);
+    return d->backend->copy(d, dst->data, src, nbytes, RT_COPY_H2D);
 }
 
 tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nbytes)
@@ -282,7 +282,7 @@ tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nby
     if ((st = check_bytes(src, nbytes, "copy from array")) != TACK_OK)
         return st;
     tack_device *d = src->storage->device;
-    return d->backend->copy(d, dst, src->data, nbytes, TACK_COPY_D2H);
+    return d->backend->copy(d, dst, src->data, nbytes, RT_COPY_D2H);
 }
 
 tack_status tack_array_copy(tack_array *dst, const tack_array *src)
@@ -297,18 +297,18 @@ tack_status tack_array_copy(tack_array *dst, const tack_array *src)
                               tack_dtype_get(dst->dtype)->name);
     tack_device *dd = dst->storage->device, *sd = src->storage->device;
     if (dd == sd)
-        return dd->backend->copy(dd, dst->data, src->data, src->nbytes, TACK_COPY_D2D);
+        return dd->backend->copy(dd, dst->data, src->data, src->nbytes, RT_COPY_D2D);
     if (sd->backend->type == TACK_DEVICE_CPU)
-        return dd->backend->copy(dd, dst->data, src->data, src->nbytes, TACK_COPY_H2D);
+        return dd->backend->copy(dd, dst->data, src->data, src->nbytes, RT_COPY_H2D);
     if (dd->backend->type == TACK_DEVICE_CPU)
-        return sd->backend->copy(sd, dst->data, src->data, src->nbytes, TACK_COPY_D2H);
+        return sd->backend->copy(sd, dst->data, src->data, src->nbytes, RT_COPY_D2H);
     /* Between two accelerators: stage through the host. */
     void *tmp = tack_malloc(src->nbytes);
     if (!tmp)
         return tack_set_error(TACK_ERR_NOMEM, "out of memory staging a %zu-byte copy", src->nbytes);
-    st = sd->backend->copy(sd, tmp, src->data, src->nbytes, TACK_COPY_D2H);
+    st = sd->backend->copy(sd, tmp, src->data, src->nbytes, RT_COPY_D2H);
     if (st == TACK_OK)
-        st = dd->backend->copy(dd, dst->data, tmp, src->nbytes, TACK_COPY_H2D);
+        st = dd->backend->copy(dd, dst->data, tmp, src->nbytes, RT_COPY_H2D);
     tack_free(tmp);
     return st;
 }

@@ -27,11 +27,11 @@
 static const struct family {
     const char *name;
     tack_device_type type;
-    const tack_backend *(*backend)(void);
+    const rt_backend *(*backend)(void);
     const char *missing; /* why it is unavailable when backend is NULL */
 } families[] = {
-    {"cpu", TACK_DEVICE_CPU, tack_backend_cpu, NULL},
-    {"cuda", TACK_DEVICE_CUDA, tack_backend_cuda, NULL},
+    {"cpu", TACK_DEVICE_CPU, rt_backend_cpu, NULL},
+    {"cuda", TACK_DEVICE_CUDA, rt_backend_cuda, NULL},
     {"hip", TACK_DEVICE_ROCM, NULL, "this build of Tack has no HIP backend yet"},
     {"metal", TACK_DEVICE_METAL, NULL, "this build of Tack has no Metal backend"},
     {"level_zero", TACK_DEVICE_ONEAPI, NULL, "this build of Tack has no Level Zero backend yet"},
@@ -50,7 +50,7 @@ static void registry_init(void)
             snprintf(unavailable[f], sizeof unavailable[f], "%s", families[f].missing);
             continue;
         }
-        const tack_backend *be = families[f].backend();
+        const rt_backend *be = families[f].backend();
         int n = be->device_count(unavailable[f], sizeof unavailable[f]);
         for (int i = 0; i < n && ndevices < MAX_DEVICES; i++) {
             tack_device *d = &devices[ndevices];
@@ -69,7 +69,7 @@ static void registry_init(void)
 
 static void ensure(void) { pthread_once(&once, registry_init); }
 
-tack_device *tack_default_cpu(void)
+tack_device *rt_default_cpu(void)
 {
     ensure();
     return &devices[0]; /* the CPU backend always provides device 0 */

@@ -49,7 +49,7 @@ tack_status tack_check_version(int abi_version)
     return TACK_OK;
 }
 
-int tack_mul_overflow_size(size_t a, size_t b, size_t *out)
+int rt_mul_overflow_size(size_t a, size_t b, size_t *out)
 {
     if (__builtin_mul_overflow(a, b, out))
         return 0;

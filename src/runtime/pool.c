@@ -94,7 +94,7 @@ static void init_once(void) {
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-int tack_pool_threads(void) {
+int pool_threads(void) {
     pthread_once(&once, init_once);
     return nthreads;
 }
@@ -180,7 +180,7 @@ static int start(void) {
     return P.workers;
 }
 
-void tack_pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel) {
+void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel) {
     if (n <= 0) return;
     pthread_once(&once, init_once);
     if (nthreads <= 1 || n < min_parallel || n < 2 || pthread_mutex_trylock(&P.busy) != 0) {

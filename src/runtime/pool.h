@@ -8,12 +8,12 @@
 
 /* Usable cores (sched_getaffinity), at least 1; the pool has this many
  * threads counting the caller. */
-int tack_pool_threads(void);
+int pool_threads(void);
 
 /* Run fn(frame, lo, hi) over [0, n) split statically into one chunk per
  * thread.  Ranges below `min_parallel` run on the calling thread, with no
  * wake-up; so does everything while another thread is using the pool. */
-void tack_pool_run(void (*fn)(void *frame, int64_t lo, int64_t hi), void *frame, int64_t n,
+void pool_run(void (*fn)(void *frame, int64_t lo, int64_t hi), void *frame, int64_t n,
                    int64_t min_parallel);
 
 #endif /* TACK_POOL_H */

@@ -1,7 +1,7 @@
 /*
  * runtime.h -- libtack's internal runtime interface (not installed).
  *
- * The runtime speaks to hardware only through a tack_backend: a table of
+ * The runtime speaks to hardware only through a rt_backend: a table of
  * function pointers, one table per backend, each in its own file under
  * src/backends/ (QBE's Target is the model).  Shared code never names a
  * backend; it looks devices up in the registry (device.c) and calls through
@@ -17,13 +17,13 @@
 #include "tack.h"
 #include "tack_kernel.h"
 
-typedef enum tack_copy_kind {
-    TACK_COPY_H2D, /* host -> device */
-    TACK_COPY_D2H, /* device -> host */
-    TACK_COPY_D2D  /* device -> same device */
-} tack_copy_kind;
+typedef enum rt_copy_kind {
+    RT_COPY_H2D, /* host -> device */
+    RT_COPY_D2H, /* device -> host */
+    RT_COPY_D2D  /* device -> same device */
+} rt_copy_kind;
 
-typedef struct tack_backend {
+typedef struct rt_backend {
     const char *name;                 /* "cpu", "cuda", ... */
     tack_device_type type;            /* DLPack device type */
     /* The source dialect its kernels are emitted in (compiler: tk_dialect_find):
@@ -35,7 +35,7 @@ typedef struct tack_backend {
     tack_status (*init_device)(tack_device *dev);
     tack_status (*alloc)(tack_device *dev, size_t nbytes, void **out);
     void (*free)(tack_device *dev, void *ptr);
-    tack_status (*copy)(tack_device *dev, void *dst, const void *src, size_t nbytes, tack_copy_kind kind);
+    tack_status (*copy)(tack_device *dev, void *dst, const void *src, size_t nbytes, rt_copy_kind kind);
     tack_status (*fill)(tack_device *dev, void *dst, const void *value, size_t itemsize, size_t count);
     tack_status (*synchronize)(tack_device *dev);
     /* Kernels: build emitted source into loaded code, run it, drop it. */
@@ -45,10 +45,10 @@ typedef struct tack_backend {
     /* Optional: TACK_OK when [ptr, ptr+nbytes) is memory this device can use
      * (a wrapped device address); an error naming the address otherwise. */
     tack_status (*check_ptr)(tack_device *dev, const void *ptr, size_t nbytes);
-} tack_backend;
+} rt_backend;
 
 struct tack_device {
-    const tack_backend *backend;
+    const rt_backend *backend;
     int index;
     char name[32];
     int threads;   /* CPU: pool size */
@@ -56,7 +56,7 @@ struct tack_device {
 };
 
 /* The storage of one or more arrays; reference counted across threads. */
-typedef struct tack_storage {
+typedef struct rt_storage {
     atomic_long refs;
     tack_device *device;
     void *data;
@@ -65,11 +65,11 @@ typedef struct tack_storage {
     int owned;              /* allocated by the backend: freed through it */
     tack_release_fn release;/* borrowed: released once through this */
     void *release_ctx;
-} tack_storage;
+} rt_storage;
 
 struct tack_array {
     atomic_long refs;
-    tack_storage *storage;
+    rt_storage *storage;
     void *data;             /* storage->data (views may offset later) */
     tack_dtype dtype;
     int ndim;
@@ -81,11 +81,11 @@ struct tack_array {
 };
 
 /* device.c */
-const tack_backend *tack_backend_cpu(void);
-const tack_backend *tack_backend_cuda(void);
-tack_device *tack_default_cpu(void);
+const rt_backend *rt_backend_cpu(void);
+const rt_backend *rt_backend_cuda(void);
+tack_device *rt_default_cpu(void);
 
 /* Checked arithmetic for sizes: 0 on overflow. */
-int tack_mul_overflow_size(size_t a, size_t b, size_t *out);
+int rt_mul_overflow_size(size_t a, size_t b, size_t *out);
 
 #endif /* TACK_RUNTIME_H */
