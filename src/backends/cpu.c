@@ -20,8 +20,7 @@
 #define CPU_ALIGN 64
 
 /* The aligned block stores the offset back to the raw block just before it. */
-static tack_status cpu_alloc(tack_device *dev, size_t nbytes, void **out)
-{
+static tack_status cpu_alloc(tack_device *dev, size_t nbytes, void **out) {
     size_t total;
     if (__builtin_add_overflow(nbytes, (size_t)CPU_ALIGN + sizeof(void *), &total))
         return tack_set_error(TACK_ERR_NOMEM, "cannot allocate %zu bytes on the CPU: size overflows",
@@ -35,21 +34,18 @@ static tack_status cpu_alloc(tack_device *dev, size_t nbytes, void **out)
     return TACK_OK;
 }
 
-static void cpu_free(tack_device *dev, void *ptr)
-{
+static void cpu_free(tack_device *dev, void *ptr) {
     if (ptr)
         tack_free(((void **)ptr)[-1]);
 }
 
-static tack_status cpu_copy(tack_device *dev, void *dst, const void *src, size_t nbytes, rt_copy_kind kind)
-{
+static tack_status cpu_copy(tack_device *dev, void *dst, const void *src, size_t nbytes, rt_copy_kind kind) {
     if (nbytes)
         memmove(dst, src, nbytes);
     return TACK_OK;
 }
 
-static tack_status cpu_fill(tack_device *dev, void *dst, const void *value, size_t itemsize, size_t count)
-{
+static tack_status cpu_fill(tack_device *dev, void *dst, const void *value, size_t itemsize, size_t count) {
     unsigned char *d = dst;
     if (count == 0)
         return TACK_OK;
@@ -66,8 +62,7 @@ static tack_status cpu_fill(tack_device *dev, void *dst, const void *value, size
 
 static tack_status cpu_synchronize(tack_device *dev) { return TACK_OK; }
 
-static int usable_cores(void)
-{
+static int usable_cores(void) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
         int n = CPU_COUNT(&set);
@@ -80,8 +75,7 @@ static int usable_cores(void)
 
 static int cpu_device_count(char *why, size_t why_len) { return 1; }
 
-static tack_status cpu_init_device(tack_device *dev)
-{
+static tack_status cpu_init_device(tack_device *dev) {
     dev->threads = usable_cores();
     return TACK_OK;
 }

@@ -36,8 +36,7 @@ static char load_why[256];
 static int load_ok;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-static void load(void)
-{
+static void load(void) {
     static const char *names[] = {"libcuda.so.1", "libcuda.so"};
     for (size_t i = 0; !api.lib && i < sizeof names / sizeof names[0]; i++)
         api.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
@@ -92,8 +91,7 @@ static void load(void)
     load_ok = 1;
 }
 
-const tack_cuda_api *cuda_load(char *why, size_t why_len)
-{
+const tack_cuda_api *cuda_load(char *why, size_t why_len) {
     pthread_once(&load_once, load);
     if (!load_ok) {
         if (why)
@@ -105,8 +103,7 @@ const tack_cuda_api *cuda_load(char *why, size_t why_len)
 
 const tack_cuda_api *cuda_api_get(void) { return load_ok ? &api : NULL; }
 
-tack_status cuda_error(CUresult r, const char *what)
-{
+tack_status cuda_error(CUresult r, const char *what) {
     const char *s = NULL;
     if (api.cuGetErrorString)
         api.cuGetErrorString(r, &s);
@@ -124,8 +121,7 @@ tack_status cuda_error(CUresult r, const char *what)
         }                                         \
     } while (0)
 
-static int cuda_device_count(char *why, size_t why_len)
-{
+static int cuda_device_count(char *why, size_t why_len) {
     int n = 0;
     if (!cuda_load(why, why_len))
         return 0;
@@ -137,8 +133,7 @@ static int cuda_device_count(char *why, size_t why_len)
     return n;
 }
 
-tack_status cuda_push(tack_device *d)
-{
+tack_status cuda_push(tack_device *d) {
     cuda_dev *c = d->state;
     CUresult r = api.cuCtxPushCurrent(c->ctx);
     return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_error(r, "cuCtxPushCurrent");
@@ -147,14 +142,12 @@ tack_status cuda_push(tack_device *d)
 #define push cuda_push
 #define pop cuda_pop
 
-void cuda_pop(void)
-{
+void cuda_pop(void) {
     CUcontext ignored;
     api.cuCtxPopCurrent(&ignored);
 }
 
-static tack_status cuda_init_device(tack_device *d)
-{
+static tack_status cuda_init_device(tack_device *d) {
     tack_status st = TACK_OK;
     cuda_dev *c = tack_calloc(1, sizeof *c);
     int pushed = 0;
@@ -185,8 +178,7 @@ done:
     return st;
 }
 
-static tack_status cuda_alloc(tack_device *d, size_t nbytes, void **out)
-{
+static tack_status cuda_alloc(tack_device *d, size_t nbytes, void **out) {
     tack_status st;
     cuda_dev *c = d->state;
     CUdeviceptr p = 0;
@@ -202,8 +194,7 @@ done:
     return st;
 }
 
-static void cuda_free(tack_device *d, void *ptr)
-{
+static void cuda_free(tack_device *d, void *ptr) {
     cuda_dev *c = d->state;
     if (!ptr || push(d) != TACK_OK)
         return;
@@ -214,8 +205,7 @@ static void cuda_free(tack_device *d, void *ptr)
     pop();
 }
 
-static tack_status cuda_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind)
-{
+static tack_status cuda_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind) {
     tack_status st;
     cuda_dev *c = d->state;
     if (n == 0)
@@ -243,8 +233,7 @@ done:
     return st;
 }
 
-static tack_status cuda_fill(tack_device *d, void *dst, const void *value, size_t itemsize, size_t count)
-{
+static tack_status cuda_fill(tack_device *d, void *dst, const void *value, size_t itemsize, size_t count) {
     tack_status st;
     cuda_dev *c = d->state;
     CUdeviceptr p = (CUdeviceptr)(uintptr_t)dst;
@@ -281,8 +270,7 @@ done:
     return st;
 }
 
-static tack_status cuda_synchronize(tack_device *d)
-{
+static tack_status cuda_synchronize(tack_device *d) {
     tack_status st;
     cuda_dev *c = d->state;
     if ((st = push(d)) != TACK_OK)
@@ -296,8 +284,7 @@ done:
 
 /* A wrapped address must be device (or managed) memory of this GPU: the
  * driver knows every allocation made through it, by any library. */
-static tack_status cuda_check_ptr(tack_device *d, const void *ptr, size_t nbytes)
-{
+static tack_status cuda_check_ptr(tack_device *d, const void *ptr, size_t nbytes) {
     tack_status st;
     unsigned int mtype = 0;
     int ordinal = -1;

@@ -28,8 +28,7 @@
 
 #include "backends/kcache.h"
 
-void kc_hash_add(hash2 *h, const void *data, size_t n)
-{
+void kc_hash_add(hash2 *h, const void *data, size_t n) {
     const unsigned char *p = data;
     for (size_t i = 0; i < n; i++) {
         h->a = (h->a ^ p[i]) * 0x100000001b3ULL;
@@ -41,21 +40,18 @@ void kc_hash_add(hash2 *h, const void *data, size_t n)
 
 void kc_hash_str(hash2 *h, const char *s) { kc_hash_add(h, s ? s : "", s ? strlen(s) : 0); }
 
-double kc_now_ms(void)
-{
+double kc_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int kc_log_info(void)
-{
+int kc_log_info(void) {
     const char *v = getenv("TACK_LOG");
     return v && (!strcmp(v, "info") || !strcmp(v, "debug"));
 }
 
-static tack_status mkdirs(const char *path)
-{
+static tack_status mkdirs(const char *path) {
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", path);
     for (char *p = tmp + 1; *p; p++) {
@@ -73,8 +69,7 @@ static tack_status mkdirs(const char *path)
     return TACK_OK;
 }
 
-tack_status kc_dir(char *out, size_t n)
-{
+tack_status kc_dir(char *out, size_t n) {
     const char *d = getenv("TACK_CACHE_DIR");
     if (d && *d)
         snprintf(out, n, "%s", d);
@@ -109,8 +104,7 @@ tack_status kc_dir(char *out, size_t n)
     return TACK_OK;
 }
 
-tack_status kc_write_new(const char *path, const char *const *parts, int n)
-{
+tack_status kc_write_new(const char *path, const char *const *parts, int n) {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd < 0)
         return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));

@@ -36,8 +36,7 @@ static struct {
 } nv;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
-static void nv_load(void)
-{
+static void nv_load(void) {
     static const char *names[] = {
         "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so",
         "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib/libnvrtc.so",
@@ -74,8 +73,7 @@ static void nv_load(void)
 #undef SYM
 }
 
-int tack_nvrtc_version(void)
-{
+int tack_nvrtc_version(void) {
     int major = 0, minor = 0;
     pthread_once(&nv_once, nv_load);
     if (!nv.lib || nv.version(&major, &minor) != 0)
@@ -90,14 +88,12 @@ int tack_nvrtc_version(void)
 #define OPT_IEEE "--fmad=false"
 #define OPT_FAST "--use_fast_math"
 
-const char *nvrtc_options(unsigned flags)
-{
+const char *nvrtc_options(unsigned flags) {
     return flags & TACK_NVRTC_FAST_MATH ? OPT_STD " " OPT_DEV " " OPT_FAST : OPT_STD " " OPT_DEV " " OPT_IEEE;
 }
 
 tack_status tack_nvrtc_compile(const char *source, const char *name, int major, int minor, unsigned flags,
-                               char **ptx)
-{
+                               char **ptx) {
     nvrtcProgram prog = NULL;
     char arch[64];
     char *log = NULL, *out = NULL;

@@ -24,18 +24,15 @@ static void libc_free(void *p, void *ud) { (void)ud; free(p); }
 static const tack_allocator libc_allocator = { libc_malloc, libc_realloc, libc_free, NULL };
 static tack_allocator current = { libc_malloc, libc_realloc, libc_free, NULL };
 
-void tack_set_allocator(const tack_allocator *a)
-{
+void tack_set_allocator(const tack_allocator *a) {
     current = a ? *a : libc_allocator;
 }
 
-void *tack_malloc(size_t size)
-{
+void *tack_malloc(size_t size) {
     return current.malloc(size ? size : 1, current.ud);
 }
 
-void *tack_calloc(size_t n, size_t size)
-{
+void *tack_calloc(size_t n, size_t size) {
     size_t total;
     if (!rt_mul_overflow_size(n, size, &total))
         return NULL;
@@ -45,15 +42,13 @@ void *tack_calloc(size_t n, size_t size)
     return p;
 }
 
-void *tack_realloc(void *ptr, size_t size)
-{
+void *tack_realloc(void *ptr, size_t size) {
     if (!ptr)
         return tack_malloc(size);
     return current.realloc(ptr, size ? size : 1, current.ud);
 }
 
-void tack_free(void *ptr)
-{
+void tack_free(void *ptr) {
     if (ptr)
         current.free(ptr, current.ud);
 }

@@ -19,8 +19,7 @@
 #include "runtime/runtime.h"
 
 static tack_status check_shape(tack_dtype dt, int ndim, const int64_t *shape, int64_t *size_out,
-                               size_t *nbytes_out)
-{
+                               size_t *nbytes_out) {
     const tack_dtype_info *info = tack_dtype_get(dt);
     if (!info)
         return tack_set_error(TACK_ERR_TYPE, "invalid dtype id %d", (int)dt);
@@ -50,8 +49,7 @@ static tack_status check_shape(tack_dtype dt, int ndim, const int64_t *shape, in
 }
 
 static tack_array *new_handle(rt_storage *s, tack_dtype dt, int ndim, const int64_t *shape,
-                              int64_t size, size_t nbytes, int writable)
-{
+                              int64_t size, size_t nbytes, int writable) {
     tack_array *a = tack_malloc(sizeof *a);
     if (!a) {
         tack_set_error(TACK_ERR_NOMEM, "out of memory allocating an array handle");
@@ -72,8 +70,7 @@ static tack_array *new_handle(rt_storage *s, tack_dtype dt, int ndim, const int6
     return a;
 }
 
-static void storage_release(rt_storage *s)
-{
+static void storage_release(rt_storage *s) {
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
         return;
     if (s->owned)
@@ -84,8 +81,7 @@ static void storage_release(rt_storage *s)
 }
 
 static tack_status alloc_array(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
-                               int zero, tack_array **out)
-{
+                               int zero, tack_array **out) {
     int64_t size;
     size_t nbytes;
     tack_status st;
@@ -123,20 +119,17 @@ static tack_status alloc_array(tack_device *dev, tack_dtype dt, int ndim, const 
 }
 
 tack_status tack_array_empty(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
-                             tack_array **out)
-{
+                             tack_array **out) {
     return alloc_array(dev, dt, ndim, shape, 0, out);
 }
 
 tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
-                             tack_array **out)
-{
+                             tack_array **out) {
     return alloc_array(dev, dt, ndim, shape, 1, out);
 }
 
 tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data,
-                            int writable, tack_release_fn release, void *ctx, tack_array **out)
-{
+                            int writable, tack_release_fn release, void *ctx, tack_array **out) {
     int64_t size;
     size_t nbytes;
     tack_status st;
@@ -185,8 +178,7 @@ fail:
     return st;
 }
 
-tack_status tack_array_view(tack_array *a, int writable, tack_array **out)
-{
+tack_status tack_array_view(tack_array *a, int writable, tack_array **out) {
     if (writable && !a->storage->writable)
         return tack_set_error(TACK_ERR_READONLY, "cannot make a writable view of read-only storage");
     atomic_fetch_add(&a->storage->refs, 1);
@@ -202,8 +194,7 @@ tack_status tack_array_view(tack_array *a, int writable, tack_array **out)
 }
 
 tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim, const int64_t *shape,
-                               tack_array **out)
-{
+                               tack_array **out) {
     int64_t size;
     size_t nbytes;
     tack_status st;
@@ -227,14 +218,12 @@ tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim, const int
     return TACK_OK;
 }
 
-void tack_array_retain(tack_array *a)
-{
+void tack_array_retain(tack_array *a) {
     if (a)
         atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
 }
 
-void tack_array_release(tack_array *a)
-{
+void tack_array_release(tack_array *a) {
     if (!a || atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1)
         return;
     storage_release(a->storage);
@@ -252,23 +241,20 @@ tack_device *tack_array_device(const tack_array *a) { return a->storage->device;
 unsigned tack_array_flags(const tack_array *a) { return atomic_load(&((tack_array *)a)->flags); }
 void tack_array_set_flags(tack_array *a, unsigned flags) { atomic_store(&a->flags, flags); }
 
-static tack_status check_bytes(const tack_array *a, size_t nbytes, const char *what)
-{
+static tack_status check_bytes(const tack_array *a, size_t nbytes, const char *what) {
     if (nbytes != a->nbytes)
         return tack_set_error(TACK_ERR_VALUE, "%s: the host buffer has %zu bytes, the array %zu", what,
                               nbytes, a->nbytes);
     return TACK_OK;
 }
 
-static tack_status check_writable(const tack_array *a)
-{
+static tack_status check_writable(const tack_array *a) {
     if (!a->writable)
         return tack_set_error(TACK_ERR_READONLY, "assignment destination is read-only");
     return TACK_OK;
 }
 
-tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t nbytes)
-{
+tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t nbytes) {
     tack_status st;
     if ((st = check_writable(dst)) != TACK_OK || (st = check_bytes(dst, nbytes, "copy to array")) != TACK_OK)
         return st;
@@ -276,8 +262,7 @@ tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t n
     return d->backend->copy(d, dst->data, src, nbytes, RT_COPY_H2D);
 }
 
-tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nbytes)
-{
+tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nbytes) {
     tack_status st;
     if ((st = check_bytes(src, nbytes, "copy from array")) != TACK_OK)
         return st;
@@ -285,8 +270,7 @@ tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nby
     return d->backend->copy(d, dst, src->data, nbytes, RT_COPY_D2H);
 }
 
-tack_status tack_array_copy(tack_array *dst, const tack_array *src)
-{
+tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
     tack_status st;
     if ((st = check_writable(dst)) != TACK_OK)
         return st;
@@ -313,8 +297,7 @@ tack_status tack_array_copy(tack_array *dst, const tack_array *src)
     return st;
 }
 
-tack_status tack_array_fill(tack_array *a, const void *value)
-{
+tack_status tack_array_fill(tack_array *a, const void *value) {
     tack_status st;
     if ((st = check_writable(a)) != TACK_OK)
         return st;
@@ -322,8 +305,7 @@ tack_status tack_array_fill(tack_array *a, const void *value)
     return d->backend->fill(d, a->data, value, tack_dtype_get(a->dtype)->itemsize, (size_t)a->size);
 }
 
-tack_status tack_array_clone(const tack_array *a, tack_device *dev, tack_array **out)
-{
+tack_status tack_array_clone(const tack_array *a, tack_device *dev, tack_array **out) {
     tack_array *c = NULL;
     tack_status st = tack_array_empty(dev ? dev : a->storage->device, a->dtype, a->ndim, a->shape, &c);
     if (st != TACK_OK)

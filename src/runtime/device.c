@@ -43,8 +43,7 @@ static int ndevices;
 static char unavailable[NFAMILIES][200];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void registry_init(void)
-{
+static void registry_init(void) {
     for (int f = 0; f < NFAMILIES; f++) {
         if (!families[f].backend) {
             snprintf(unavailable[f], sizeof unavailable[f], "%s", families[f].missing);
@@ -69,22 +68,19 @@ static void registry_init(void)
 
 static void ensure(void) { pthread_once(&once, registry_init); }
 
-tack_device *rt_default_cpu(void)
-{
+tack_device *rt_default_cpu(void) {
     ensure();
     return &devices[0]; /* the CPU backend always provides device 0 */
 }
 
-int tack_devices(tack_device **out, int cap)
-{
+int tack_devices(tack_device **out, int cap) {
     ensure();
     for (int i = 0; i < ndevices && i < cap; i++)
         out[i] = &devices[i];
     return ndevices;
 }
 
-tack_status tack_device_from_type(tack_device_type type, int index, tack_device **out)
-{
+tack_status tack_device_from_type(tack_device_type type, int index, tack_device **out) {
     ensure();
     for (int i = 0; i < ndevices; i++)
         if (devices[i].backend->type == type && devices[i].index == index) {
@@ -98,8 +94,7 @@ tack_status tack_device_from_type(tack_device_type type, int index, tack_device 
     return tack_set_error(TACK_ERR_DEVICE, "unsupported device type %d", (int)type);
 }
 
-tack_status tack_device_get(const char *name, tack_device **out)
-{
+tack_status tack_device_get(const char *name, tack_device **out) {
     ensure();
     if (!name)
         return tack_set_error(TACK_ERR_VALUE, "device name is NULL");
@@ -140,13 +135,11 @@ const char *tack_device_dialect(const tack_device *d) { return d->backend->diale
 int tack_device_index(const tack_device *d) { return d->index; }
 int tack_device_threads(const tack_device *d) { return d->threads; }
 
-tack_status tack_device_synchronize(tack_device *d)
-{
+tack_status tack_device_synchronize(tack_device *d) {
     return d->backend->synchronize ? d->backend->synchronize(d) : TACK_OK;
 }
 
-tack_status tack_synchronize_all(void)
-{
+tack_status tack_synchronize_all(void) {
     ensure();
     for (int i = 0; i < ndevices; i++) {
         tack_status st = tack_device_synchronize(&devices[i]);

@@ -36,8 +36,7 @@
 #include "tack_dlpack.h"
 
 /* ------------------------------------------------------------------ dtypes */
-static const char *code_name(unsigned code)
-{
+static const char *code_name(unsigned code) {
     switch (code) {
     case kDLInt: return "int";
     case kDLUInt: return "uint";
@@ -50,8 +49,7 @@ static const char *code_name(unsigned code)
     }
 }
 
-tack_status tack_dtype_to_dlpack(tack_dtype dt, DLDataType *out)
-{
+tack_status tack_dtype_to_dlpack(tack_dtype dt, DLDataType *out) {
     const tack_dtype_info *info = tack_dtype_get(dt);
     if (!info)
         return tack_set_error(TACK_ERR_TYPE, "invalid dtype id %d", (int)dt);
@@ -65,8 +63,7 @@ tack_status tack_dtype_to_dlpack(tack_dtype dt, DLDataType *out)
     return TACK_OK;
 }
 
-tack_status tack_dtype_from_dlpack(DLDataType t, tack_dtype *out)
-{
+tack_status tack_dtype_from_dlpack(DLDataType t, tack_dtype *out) {
     tack_dtype dt = TACK_DTYPE_COUNT;
     if (t.lanes == 1) {
         switch (t.code) {
@@ -100,8 +97,7 @@ tack_status tack_dtype_from_dlpack(DLDataType t, tack_dtype *out)
 }
 
 /* ----------------------------------------------------------------- devices */
-static const char *device_type_name(int type)
-{
+static const char *device_type_name(int type) {
     switch (type) {
     case kDLCPU: return "kDLCPU";
     case kDLCUDA: return "kDLCUDA";
@@ -123,8 +119,7 @@ static const char *device_type_name(int type)
     }
 }
 
-DLDevice tack_device_to_dlpack(const tack_device *d)
-{
+DLDevice tack_device_to_dlpack(const tack_device *d) {
     DLDevice out;
     tack_device_type kind = tack_device_kind(d);
     /* Metal arrays live in shared host storage: DLPack sees host memory. */
@@ -138,8 +133,7 @@ DLDevice tack_device_to_dlpack(const tack_device *d)
     return out;
 }
 
-tack_status tack_device_from_dlpack(DLDevice dev, tack_device **out)
-{
+tack_status tack_device_from_dlpack(DLDevice dev, tack_device **out) {
     switch ((int)dev.device_type) {
     case kDLCPU:
     case kDLCUDAHost: /* pinned host memory is ordinary host memory to a reader */
@@ -164,8 +158,7 @@ typedef struct import_ctx {
     int (*may_delete)(void);
 } import_ctx;
 
-void tack_dlpack_delete(void *managed, int versioned)
-{
+void tack_dlpack_delete(void *managed, int versioned) {
     if (!managed)
         return;
     if (versioned) {
@@ -179,8 +172,7 @@ void tack_dlpack_delete(void *managed, int versioned)
     }
 }
 
-static void import_release(void *p)
-{
+static void import_release(void *p) {
     import_ctx *c = p;
     if (!c->may_delete || c->may_delete())
         tack_dlpack_delete(c->managed, c->versioned);
@@ -188,8 +180,7 @@ static void import_release(void *p)
 }
 
 /* Check the strides of a tensor for C-contiguity. */
-static int is_c_contiguous(const DLTensor *t, int64_t size)
-{
+static int is_c_contiguous(const DLTensor *t, int64_t size) {
     if (!t->strides || size == 0)
         return 1;
     int64_t expected = 1;
@@ -201,8 +192,7 @@ static int is_c_contiguous(const DLTensor *t, int64_t size)
     return 1;
 }
 
-static void format_strides(const DLTensor *t, char *buf, size_t len)
-{
+static void format_strides(const DLTensor *t, char *buf, size_t len) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < t->ndim && used + 24 < len; i++)
@@ -210,8 +200,7 @@ static void format_strides(const DLTensor *t, char *buf, size_t len)
 }
 
 tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpack_import_options *opt,
-                                   tack_array **out)
-{
+                                   tack_array **out) {
     static const tack_dlpack_import_options defaults = {TACK_DLPACK_COPY_IF_NEEDED, NULL, NULL};
     tack_status st;
     const DLTensor *t;
@@ -334,22 +323,19 @@ typedef struct export_block {
     int64_t strides[TACK_MAX_NDIM + 2];
 } export_block;
 
-static void export_delete_legacy(DLManagedTensor *self)
-{
+static void export_delete_legacy(DLManagedTensor *self) {
     export_block *b = (export_block *)self;
     tack_array_release(b->array);
     tack_free(b);
 }
 
-static void export_delete_versioned(DLManagedTensorVersioned *self)
-{
+static void export_delete_versioned(DLManagedTensorVersioned *self) {
     export_block *b = (export_block *)self;
     tack_array_release(b->array);
     tack_free(b);
 }
 
-tack_status tack_array_to_dlpack(tack_array *a, int versioned, tack_dlpack_copy copy, void **out)
-{
+tack_status tack_array_to_dlpack(tack_array *a, int versioned, tack_dlpack_copy copy, void **out) {
     tack_status st;
     tack_array *src = a;
     if (!a || !out)

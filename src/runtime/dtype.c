@@ -64,15 +64,13 @@ static const struct { const char *alias; tack_dtype id; } aliases[] = {
     {"mat22f", TACK_MAT22}, {"mat33f", TACK_MAT33}, {"mat44f", TACK_MAT44},
 };
 
-const tack_dtype_info *tack_dtype_get(tack_dtype id)
-{
+const tack_dtype_info *tack_dtype_get(tack_dtype id) {
     if ((int)id < 0 || id >= TACK_DTYPE_COUNT)
         return NULL;
     return &table[id];
 }
 
-tack_status tack_dtype_from_name(const char *name, tack_dtype *out)
-{
+tack_status tack_dtype_from_name(const char *name, tack_dtype *out) {
     if (!name)
         return tack_set_error(TACK_ERR_TYPE, "dtype name is NULL");
     for (int i = 0; i < TACK_DTYPE_COUNT; i++)
@@ -92,8 +90,7 @@ tack_status tack_dtype_from_name(const char *name, tack_dtype *out)
                           name);
 }
 
-tack_status tack_dtype_compose(tack_dtype s, int rows, int cols, tack_dtype *out)
-{
+tack_status tack_dtype_compose(tack_dtype s, int rows, int cols, tack_dtype *out) {
     for (int i = 0; i < TACK_DTYPE_COUNT; i++)
         if (table[i].scalar == s && table[i].rows == rows && table[i].cols == cols) {
             *out = (tack_dtype)i;
