@@ -104,74 +104,134 @@ static int compiler_stamp(const char *cc, hash2 *k) {
     return 1;
 }
 
-static tack_status write_file(const char *path, const char *a, const char *b);
-static _Atomic unsigned long tmp_counter;
-
-static int identity_load(const char *memo, hash2 *h, char *text, size_t tn) {
-    FILE *f = fopen(memo, "r");
-    if (!f) return 0;
-    unsigned long long a, b;
-    int ok = fscanf(f, "%llx %llx\n", &a, &b) == 2 && fgets(text, (int)tn, f) != NULL;
-    fclose(f);
-    if (!ok) return 0;
-    text[strcspn(text, "\n")] = 0;
-    h->a = a;
-    h->b = b;
-    return 1;
+/* TACK_CC and TACK_CFLAGS as an argument vector: split at blanks, never
+ * given to a shell.  The strings live in `buf` (tack_malloc'd, freed by the
+ * caller with the vector). */
+static char **split_command(const char *cc, const char *flags, int extra, char **buf_out) {
+    size_t len = strlen(cc) + 1 + (flags ? strlen(flags) : 0) + 1;
+    char *buf = tack_malloc(len);
+    if (!buf) return NULL;
+    snprintf(buf, len, "%s %s", cc, flags ? flags : "");
+    int words = 0;
+    for (char *p = buf; *p;) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p) break;
+        words++;
+        while (*p && *p != ' ' && *p != '\t') p++;
+    }
+    char **argv = tack_calloc((size_t)words + (size_t)extra + 1, sizeof(char *));
+    if (!argv) {
+        tack_free(buf);
+        return NULL;
+    }
+    int n = 0;
+    for (char *p = buf; *p;) {
+        while (*p == ' ' || *p == '\t') *p++ = 0;
+        if (!*p) break;
+        argv[n++] = p;
+        while (*p && *p != ' ' && *p != '\t') p++;
+    }
+    *buf_out = buf;
+    return argv;
 }
 
-static tack_status compiler_identity(const char *dir, hash2 *out, char *first_line, size_t fl_len) {
+/* Run argv (no shell) and read what it prints, stdout and stderr together,
+ * hashing all of it and keeping the first line.  Returns the byte count, or
+ * -1 when it cannot be run or exits with an error. */
+static long run_capture(char **argv, hash2 *h, char *first, size_t first_len) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        return -1;
+    }
+    long total = 0;
+    char buf[512];
+    first[0] = 0;
+    for (;;) {
+        ssize_t n = read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (total == 0) {
+            size_t k = 0;
+            while (k < (size_t)n && k < first_len - 1 && buf[k] != '\n') {
+                first[k] = buf[k];
+                k++;
+            }
+            first[k] = 0;
+        }
+        kc_hash_add(h, buf, (size_t)n);
+        total += n;
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? total : -1;
+}
+
+static int identity_load(const kc_dir *d, const char *memo, hash2 *h, char *text, size_t tn) {
+    kc_entry e;
+    const char *why;
+    if (kc_read(d, memo, &e, &why) != 1) return 0;
+    unsigned long long a, b;
+    int used = 0;
+    int ok = sscanf(e.data, "%llx %llx\n%n", &a, &b, &used) == 2 && used > 0;
+    if (ok) {
+        snprintf(text, tn, "%s", e.data + used);
+        text[strcspn(text, "\n")] = 0;
+        h->a = a;
+        h->b = b;
+    }
+    kc_entry_free(&e);
+    return ok;
+}
+
+static tack_status compiler_identity(const kc_dir *d, hash2 *out, char *first_line, size_t fl_len) {
     const char *cc = cc_command();
-    char memo[1200] = "";
+    char memo[64] = "";
     hash2 stamp = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
     pthread_mutex_lock(&ident_lock);
     if ((!ident_ok || strcmp(ident_cc, cc) != 0) && compiler_stamp(cc, &stamp)) {
-        snprintf(memo, sizeof memo, "%s/cc-%016llx.id", dir, (unsigned long long)stamp.a);
-        if (identity_load(memo, &ident_hash, ident_text, sizeof ident_text)) {
+        snprintf(memo, sizeof memo, "cc-%016llx.id", (unsigned long long)stamp.a);
+        if (identity_load(d, memo, &ident_hash, ident_text, sizeof ident_text)) {
             snprintf(ident_cc, sizeof ident_cc, "%s", cc);
             ident_ok = 1;
             memo[0] = 0; /* nothing to write */
         }
     }
     if (!ident_ok || strcmp(ident_cc, cc) != 0) {
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "%s --version 2>&1", cc);
-        FILE *f = popen(cmd, "r");
         hash2 h = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
-        size_t total = 0;
-        ident_text[0] = 0;
-        if (f) {
-            char buf[512];
-            size_t n;
-            while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-                if (total == 0) {
-                    size_t k = 0;
-                    while (k < n && k < sizeof ident_text - 1 && buf[k] != '\n') {
-                        ident_text[k] = buf[k];
-                        k++;
-                    }
-                    ident_text[k] = 0;
-                }
-                kc_hash_add(&h, buf, n);
-                total += n;
-            }
-            int rc = pclose(f);
-            if (rc != 0) total = 0;
-        }
-        if (total == 0) {
+        char *buf = NULL;
+        char **argv = split_command(cc, "--version", 0, &buf);
+        long total = argv && argv[0] ? run_capture(argv, &h, ident_text, sizeof ident_text) : -1;
+        tack_free(argv);
+        tack_free(buf);
+        if (total <= 0) {
             pthread_mutex_unlock(&ident_lock);
             return tack_set_error(TACK_ERR_RUNTIME,
-                                  "the C compiler '%s' does not run (`%s --version` failed); install one or set TACK_CC",
+                                  "the C compiler '%s' does not run (`%s --version` failed); install one or set TACK_CC "
+                                  "(a command and its arguments, run without a shell)",
                                   cc, cc);
         }
         snprintf(ident_cc, sizeof ident_cc, "%s", cc);
         ident_hash = h;
         ident_ok = 1;
         if (memo[0]) { /* remember it; a failure to write only costs the next process a run */
-            char tmp[1300], line[1200];
-            snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", memo, (long)getpid(), (unsigned long)++tmp_counter);
+            char line[64];
             snprintf(line, sizeof line, "%016llx %016llx\n", (unsigned long long)h.a, (unsigned long long)h.b);
-            if (write_file(tmp, line, ident_text) == TACK_OK && rename(tmp, memo) != 0) unlink(tmp);
+            const char *parts[2] = {line, ident_text};
+            kc_store(d, memo, parts, 2);
             tack_clear_error();
         }
     }
@@ -222,43 +282,45 @@ static void abi_trailer(char *out, size_t cap, const char *key) {
 #undef TK_OFF
 }
 
-/* Load a library and check that it is the entry for `key`. */
-static int try_load(const char *path, const char *key, void **handle, void **entry) {
+/* Load a verified entry (kcache.c has checked its owner, mode and seal) and
+ * check that it is the entry for `key`.  dlopen takes a path, and glibc
+ * matches an already-loaded library by that name before anything else, so
+ * /proc/self/fd/N (whose N is reused) cannot be the name.  The path is
+ * opened only if it still names the very file whose seal was read; that
+ * nobody else can swap it in between is the directory rules' guarantee. */
+static int try_load(const kc_dir *d, const kc_entry *e, const char *name, const char *key, void **handle, void **entry) {
+    struct stat a, b;
+    if (fstat(e->fd, &a) != 0 || fstatat(d->fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_dev != b.st_dev ||
+        a.st_ino != b.st_ino)
+        return 0;
+    size_t n = strlen(d->path) + strlen(name) + 2;
+    char *path = tack_malloc(n);
+    if (!path) return 0;
+    snprintf(path, n, "%s/%s", d->path, name);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    tack_free(path);
     if (!h) return 0;
     const char *k = dlsym(h, "tack_cache_key");
-    void *e = dlsym(h, "tack_entry");
-    if (!k || !e || strcmp(k, key) != 0) {
+    void *fn = dlsym(h, "tack_entry");
+    if (!k || !fn || strcmp(k, key) != 0) {
         dlclose(h);
         return 0;
     }
     *handle = h;
-    *entry = e;
+    *entry = fn;
     return 1;
 }
 
-static int split_args(char *s, char **argv, int max) {
-    int n = 0;
-    for (char *p = s; *p && n < max;) {
-        while (*p == ' ' || *p == '\t') *p++ = 0;
-        if (!*p) break;
-        argv[n++] = p;
-        while (*p && *p != ' ' && *p != '\t') p++;
-    }
-    return n;
-}
-
-static tack_status write_file(const char *path, const char *a, const char *b) {
-    const char *parts[2] = {a, b};
-    return kc_write_new(path, parts, 2);
-}
-
-static tack_status run_compiler(const char *kernel, const char *flags, const char *src, const char *out,
-                                const char *logpath) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s", cc_command(), flags);
-    char *argv[200];
-    int argc = split_args(cmd, argv, 190);
+/* Run the C compiler inside the cache directory (its working directory is
+ * the descriptor kc_open checked; the names are relative), without a shell.
+ * Its output goes to `logname`, which is read back into the error. */
+static tack_status run_compiler(const kc_dir *d, const char *kernel, const char *flags, const char *src,
+                                const char *out, const char *logname) {
+    char *buf = NULL;
+    char **argv = split_command(cc_command(), flags, 5, &buf);
+    if (!argv) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", kernel);
+    int argc = 0;
+    while (argv[argc]) argc++;
     argv[argc++] = "-o";
     argv[argc++] = (char *)out;
     argv[argc++] = (char *)src;
@@ -266,42 +328,75 @@ static tack_status run_compiler(const char *kernel, const char *flags, const cha
     argv[argc] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int rc = posix_spawn_file_actions_addfchdir_np(&fa, d->fd);
+    posix_spawn_file_actions_addopen(&fa, 1, logname, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    if (rc == 0) rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0)
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler '%s': %s (set TACK_CC)", argv[0], strerror(rc));
+    tack_status st = TACK_OK;
+    if (rc != 0) {
+        st = tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler '%s': %s (set TACK_CC)", argv[0], strerror(rc));
+        goto done;
+    }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) return tack_set_error(TACK_ERR_RUNTIME, "waiting for the C compiler: %s", strerror(errno));
+        if (errno != EINTR) {
+            st = tack_set_error(TACK_ERR_RUNTIME, "waiting for the C compiler: %s", strerror(errno));
+            goto done;
+        }
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return TACK_OK;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) goto done;
     char log[1500] = "";
-    FILE *f = fopen(logpath, "r");
-    if (f) {
-        size_t n = fread(log, 1, sizeof log - 1, f);
-        log[n] = 0;
-        fclose(f);
+    int lfd = openat(d->fd, logname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (lfd >= 0) {
+        ssize_t n = read(lfd, log, sizeof log - 1);
+        log[n > 0 ? n : 0] = 0;
+        close(lfd);
     }
-    return tack_set_error(TACK_ERR_RUNTIME, "the C compiler failed on kernel '%s' (source kept in %s):\n%s", kernel, src, log);
+    if (WIFSIGNALED(status))
+        st = tack_set_error(TACK_ERR_RUNTIME, "the C compiler was killed by signal %d on kernel '%s' (source kept in %s/%s)\n%s",
+                            WTERMSIG(status), kernel, d->path, src, log);
+    else
+        st = tack_set_error(TACK_ERR_RUNTIME, "the C compiler failed on kernel '%s' (source kept in %s/%s):\n%s", kernel,
+                            d->path, src, log);
+done:
+    tack_free(argv);
+    tack_free(buf);
+    return st;
 }
 
-tack_status cpu_build(tack_device *dev, tack_program *p) {
-    double t0 = kc_now_ms();
+/* The cache entry `name` loaded for `key`: 1 loaded, 0 not there (or
+ * unusable: removed, so the caller rebuilds it). */
+static int load_entry(const kc_dir *d, const char *name, const char *key, const char *kernel, void **handle,
+                      void **entry) {
+    kc_entry e;
+    const char *why = NULL;
+    int r = kc_read(d, name, &e, &why);
+    if (r < 0 && kc_log_info())
+        fprintf(stderr, "tack: cache entry %s/%s for kernel '%s' is %s; rebuilding it\n", d->path, name, kernel, why);
+    if (r != 1) return 0;
+    int ok = try_load(d, &e, name, key, handle, entry);
+    kc_entry_free(&e);
+    if (!ok) {
+        if (kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s does not load; rebuilding it\n", d->path, name);
+        unlinkat(d->fd, name, 0);
+    }
+    return ok;
+}
+
+static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     hash2 ident;
     char first_line[256];
-    char dir[1024];
-    tack_status st = kc_dir(dir, sizeof dir);
-    if (st != TACK_OK) return st;
-    st = compiler_identity(dir, &ident, first_line, sizeof first_line);
+    tack_status st = compiler_identity(d, &ident, first_line, sizeof first_line);
     if (st != TACK_OK) return st;
 
-    char flags[1024];
     const char *extra = getenv("TACK_CFLAGS");
-    snprintf(flags, sizeof flags, "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno -fopenmp-simd%s %s",
+    size_t flen = 300 + (extra ? strlen(extra) : 0);
+    char *flags = tack_malloc(flen);
+    if (!flags) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", p->kernel_name);
+    snprintf(flags, flen, "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno -fopenmp-simd%s %s",
              p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", extra ? extra : "");
 
     hash2 h = TACK_HASH2_INIT;
@@ -314,59 +409,62 @@ tack_status cpu_build(tack_device *dev, tack_program *p) {
     snprintf(abi, sizeof abi, "abi%d", TK_CPU_ABI_VERSION);
     kc_hash_str(&h, abi);
     cpu_identity(&h);
-    char key[40];
+    char key[40], name[64];
     snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
-
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s.so", dir, key);
+    snprintf(name, sizeof name, "%s.so", key);
     void *handle = NULL, *entry = NULL;
-    if (access(path, F_OK) == 0) {
-        if (try_load(path, key, &handle, &entry)) {
-            if (kc_log_info())
-                fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s)\n", p->kernel_name, kc_now_ms() - t0, path);
-            p->handle = handle;
-            p->entry = entry;
-            return TACK_OK;
-        }
-        if (kc_log_info()) fprintf(stderr, "tack: cache entry %s is unusable; rebuilding it\n", path);
+    if (load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
+        if (kc_log_info())
+            fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
+                    kc_now_ms() - t0, d->path, name);
+        goto loaded;
     }
 
-    /* Compile into unique temporaries, then rename into place. */
-    unsigned long c = ++tmp_counter;
-    char src[1300], tmp[1300], logp[1300];
-    snprintf(src, sizeof src, "%s/%s-%ld-%lu.c", dir, key, (long)getpid(), c);
-    snprintf(tmp, sizeof tmp, "%s/%s-%ld-%lu.so.tmp", dir, key, (long)getpid(), c);
-    snprintf(logp, sizeof logp, "%s/%s-%ld-%lu.log", dir, key, (long)getpid(), c);
+    /* Compile into unique temporaries, then seal and rename into place. */
+    char src[96], tmp[96], logname[96], keep[64];
+    kc_tmp_name(src, sizeof src, key, ".c");
+    kc_tmp_name(tmp, sizeof tmp, key, ".so.tmp");
+    kc_tmp_name(logname, sizeof logname, key, ".log");
     char trailer[1600];
     abi_trailer(trailer, sizeof trailer, key);
-    st = write_file(src, p->source, trailer);
-    if (st != TACK_OK) return st;
-    st = run_compiler(p->kernel_name, flags, src, tmp, logp);
-    unlink(logp);
+    const char *parts[2] = {p->source, trailer};
+    st = kc_write_new(d, src, parts, 2);
+    if (st == TACK_OK) st = run_compiler(d, p->kernel_name, flags, src, tmp, logname);
+    unlinkat(d->fd, logname, 0);
     if (st != TACK_OK) {
-        unlink(tmp);
-        return st;
+        unlinkat(d->fd, tmp, 0);
+        goto out;
     }
-    if (rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        unlink(src);
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot store the compiled kernel in %s: %s", path, strerror(err));
-    }
-    char keep[1300];
-    snprintf(keep, sizeof keep, "%s/%s.c", dir, key);
-    if (rename(src, keep) != 0) unlink(src);
-    if (!try_load(path, key, &handle, &entry)) {
+    st = kc_seal(d, tmp, name);
+    snprintf(keep, sizeof keep, "%s.c", key);
+    if (st != TACK_OK || renameat(d->fd, src, d->fd, keep) != 0) unlinkat(d->fd, src, 0);
+    if (st != TACK_OK) goto out;
+    if (!load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
         const char *why = dlerror();
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot load the compiled kernel '%s' from %s: %s", p->kernel_name, path,
-                              why ? why : "tack_entry or tack_cache_key missing");
+        st = tack_set_error(TACK_ERR_RUNTIME, "cannot load the compiled kernel '%s' from %s/%s: %s", p->kernel_name,
+                            d->path, name, why ? why : "tack_entry or tack_cache_key missing");
+        goto out;
     }
     if (kc_log_info())
-        fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s)\n", p->kernel_name, kc_now_ms() - t0,
-                first_line, path);
+        fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s/%s)\n", p->kernel_name, kc_now_ms() - t0,
+                first_line, d->path, name);
+loaded:
     p->handle = handle;
     p->entry = entry;
-    return TACK_OK;
+out:
+    tack_free(flags);
+    return st;
+}
+
+tack_status cpu_build(tack_device *dev, tack_program *p) {
+    (void)dev;
+    double t0 = kc_now_ms();
+    kc_dir d;
+    tack_status st = kc_open(&d);
+    if (st != TACK_OK) return st;
+    st = build_in(&d, p, t0);
+    kc_close(&d);
+    return st;
 }
 
 void cpu_unload(tack_device *dev, tack_program *p) {

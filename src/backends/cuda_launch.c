@@ -74,52 +74,36 @@ typedef struct cuda_prog {
 } cuda_prog;
 
 static _Atomic uint64_t next_prog_id = 1;
-static _Atomic unsigned long tmp_counter;
 
 #define PTX_TRAILER "\n// tack-end\n"
 
-/* Read a cache entry; NULL when it is missing or not the entry for `key`. */
-static char *read_entry(const char *path, const char *key) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-    if (n > 0 && n < (1L << 30) && fseek(f, 0, SEEK_SET) == 0 && (buf = tack_malloc((size_t)n + 1))) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            tack_free(buf);
-            buf = NULL;
-        } else {
-            buf[n] = 0;
-        }
-    }
-    fclose(f);
-    if (!buf) return NULL;
+/* Read a cache entry (checked and unsealed by kcache.c); NULL when it is
+ * missing, unusable (then removed) or not the entry for `key`. */
+static char *read_entry(const kc_dir *d, const char *name, const char *key) {
+    kc_entry e;
+    const char *why = NULL;
+    int r = kc_read(d, name, &e, &why);
+    if (r < 0 && kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is %s; rebuilding it\n", d->path, name, why);
+    if (r != 1) return NULL;
+    char *buf = e.data;
+    size_t n = e.size;
+    e.data = NULL;
+    kc_entry_free(&e);
     char head[80];
     snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
     size_t tl = strlen(PTX_TRAILER);
-    if (strncmp(buf, head, strlen(head)) != 0 || strlen(buf) != (size_t)n || (size_t)n < tl ||
-        strcmp(buf + n - tl, PTX_TRAILER) != 0) {
+    if (strncmp(buf, head, strlen(head)) != 0 || strlen(buf) != n || n < tl || strcmp(buf + n - tl, PTX_TRAILER) != 0) {
         tack_free(buf);
         return NULL;
     }
     return buf;
 }
 
-static tack_status write_entry(const char *dir, const char *path, const char *key, const char *ptx) {
-    char tmp[1300];
-    snprintf(tmp, sizeof tmp, "%s/%s-%ld-%lu.ptx.tmp", dir, key, (long)getpid(), ++tmp_counter);
+static tack_status write_entry(const kc_dir *d, const char *name, const char *key, const char *ptx) {
     char head[80];
     snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
     const char *parts[3] = {head, ptx, PTX_TRAILER};
-    tack_status st = kc_write_new(tmp, parts, 3);
-    if (st != TACK_OK) return st;
-    if (rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot store the compiled kernel in %s: %s", path, strerror(err));
-    }
-    return TACK_OK;
+    return kc_store(d, name, parts, 3);
 }
 
 /* ----------------------------------------------------------- reporting */
@@ -203,11 +187,10 @@ static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
 }
 
 /* PTX for the device: from the cache or from NVRTC (then stored). */
-static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **out, char *path, size_t pathlen) {
+static tack_status get_ptx_in(const kc_dir *dir, tack_device *d, tack_program *p, int refresh, char **out, char *path,
+                              size_t pathlen) {
     cuda_dev *c = d->state;
-    char dir[1024];
-    tack_status st = kc_dir(dir, sizeof dir);
-    if (st != TACK_OK) return st;
+    tack_status st;
     int ver = tack_nvrtc_version();
     if (!ver) /* without NVRTC this fails, saying why */
         return tack_nvrtc_compile("", "probe.cu", c->major, c->minor, 0, out);
@@ -221,14 +204,14 @@ static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **
     kc_hash_str(&h, misc);
     char key[40];
     snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
-    snprintf(path, pathlen, "%s/%s.sm_%d%d.ptx", dir, key, c->major, c->minor);
+    snprintf(path, pathlen, "%s.sm_%d%d.ptx", key, c->major, c->minor);
     double t0 = kc_now_ms();
     if (!refresh) {
-        char *buf = read_entry(path, key);
+        char *buf = read_entry(dir, path, key);
         if (buf) {
             if (kc_log_info())
-                fprintf(stderr, "tack: loaded kernel '%s' for sm_%d%d from the cache in %.2f ms (%s)\n", p->kernel_name,
-                        c->major, c->minor, kc_now_ms() - t0, path);
+                fprintf(stderr, "tack: loaded kernel '%s' for sm_%d%d from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
+                        c->major, c->minor, kc_now_ms() - t0, dir->path, path);
             *out = buf;
             return TACK_OK;
         }
@@ -244,10 +227,19 @@ static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **
         return st;
     }
     if (kc_log_info())
-        fprintf(stderr, "tack: compiled kernel '%s' for sm_%d%d in %.1f ms with NVRTC %d.%d (%s)\n", p->kernel_name,
-                c->major, c->minor, kc_now_ms() - t0, ver / 1000, ver % 1000 / 10, path);
+        fprintf(stderr, "tack: compiled kernel '%s' for sm_%d%d in %.1f ms with NVRTC %d.%d (%s/%s)\n", p->kernel_name,
+                c->major, c->minor, kc_now_ms() - t0, ver / 1000, ver % 1000 / 10, dir->path, path);
     *out = ptx;
     return TACK_OK;
+}
+
+static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **out, char *path, size_t pathlen) {
+    kc_dir dir;
+    tack_status st = kc_open(&dir);
+    if (st != TACK_OK) return st;
+    st = get_ptx_in(&dir, d, p, refresh, out, path, pathlen);
+    kc_close(&dir);
+    return st;
 }
 
 static void prog_free(const tack_cuda_api *api, cuda_prog *cp) {

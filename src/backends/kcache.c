@@ -3,19 +3,34 @@
  *
  * Each backend's toolchain (cpu_jit.c for shared objects, cuda_launch.c for
  * PTX) keeps compiled kernels on disk under one directory and one set of
- * rules, kept here so that they cannot drift apart:
+ * rules, kept here so that they cannot drift apart.  Loading an entry runs
+ * its code, so the rules are about trust: Tack loads nothing it did not
+ * write itself and find intact.
  *
  *   - where: TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack, else ~/.cache/tack;
  *   - who: the directory must belong to this user and be writable by no one
- *     else, because loading a cached kernel runs its code -- a directory
- *     another user can write is a way to run their code in our process;
+ *     else, and so must every directory above it, except that a directory
+ *     others may write (/tmp) is accepted when it has the sticky bit and
+ *     the entry below it is root's or ours -- otherwise another user could
+ *     swap the directory for theirs between our check and our use;
+ *   - once: the directory is opened once per build (kc_open) and everything
+ *     after goes through that descriptor (openat, O_NOFOLLOW), so a path
+ *     flipped after the check changes nothing; tools (the C compiler) run
+ *     with that directory as their working directory and relative names;
+ *   - entries: each file is checked when opened (a regular file, ours, not
+ *     writable by others; opened non-blocking, so a FIFO cannot hang us) and
+ *     carries a seal, appended when it was stored: a digest of its bytes and
+ *     their count.  A truncated, zero-filled or foreign file fails the seal
+ *     and is removed and rebuilt, before anything loads it -- dlopen runs a
+ *     library's constructors before any symbol could be compared.  The
+ *     digest (two FNV-1a lanes) detects damage; forgery is kept out by the
+ *     ownership rules, since whoever can write our directory can write a
+ *     seal too;
+ *   - writes: to a unique temporary name, fsync'd, then renamed into place,
+ *     so readers never see half a file;
  *   - keys: a 128-bit hash of everything that decides the compiled bytes
  *     (source, dialect, toolchain identity, flags, Tack's version), with a
  *     separator after each field so that ("ab", "c") and ("a", "bc") differ.
- *
- * Writing entries atomically (temporary file + rename) and checking an
- * entry's key on load are each toolchain's own business, since what an
- * entry is differs (a shared object, a text file of PTX).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +40,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "runtime/runtime.h"
 
 #include "backends/kcache.h"
 
@@ -51,82 +68,327 @@ int kc_log_info(void) {
     return v && (!strcmp(v, "info") || !strcmp(v, "debug"));
 }
 
-static tack_status mkdirs(const char *path) {
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
+/* ------------------------------------------------------------ directory */
+static char *str_printf(const char *fmt, const char *a, const char *b) {
+    size_t n = strlen(fmt) + strlen(a) + strlen(b) + 1;
+    char *s = tack_malloc(n);
+    if (s) snprintf(s, n, fmt, a, b);
+    return s;
+}
+
+static tack_status mkdirs(char *path) {
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
         *p = 0;
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-            return tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", tmp,
-                                  strerror(errno));
+        int bad = mkdir(path, 0700) != 0 && errno != EEXIST;
         *p = '/';
+        if (bad) {
+            *p = 0;
+            tack_status st = tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", path,
+                                            strerror(errno));
+            *p = '/';
+            return st;
+        }
     }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", tmp,
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", path,
                               strerror(errno));
     return TACK_OK;
 }
 
-tack_status kc_dir(char *out, size_t n) {
-    const char *d = getenv("TACK_CACHE_DIR");
-    if (d && *d)
-        snprintf(out, n, "%s", d);
-    else if ((d = getenv("XDG_CACHE_HOME")) && *d)
-        snprintf(out, n, "%s/tack", d);
-    else if ((d = getenv("HOME")) && *d)
-        snprintf(out, n, "%s/.cache/tack", d);
-    else
-        return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)");
-    size_t len = strlen(out);
-    while (len > 1 && out[len - 1] == '/')
-        out[--len] = 0;
-    tack_status st = mkdirs(out);
-    if (st != TACK_OK)
+#define KC_WHY " (loading cached kernels runs their code; set TACK_CACHE_DIR to a directory only you can write)"
+
+/* The rule for one step of the path: `child` (called name, in `parent`). */
+static tack_status check_step(const struct stat *parent, const struct stat *child, const char *path, int last) {
+    uid_t me = geteuid();
+    if (!S_ISDIR(child->st_mode))
+        return tack_set_error(TACK_ERR_RUNTIME, "the kernel cache path %s is not a directory", path);
+    if (child->st_uid != me && (last || child->st_uid != 0))
+        return tack_set_error(TACK_ERR_RUNTIME, "refusing the kernel cache directory: %s is owned by another user (uid %u)" KC_WHY,
+                              path, (unsigned)child->st_uid);
+    if (last && (child->st_mode & (S_IWGRP | S_IWOTH)))
+        return tack_set_error(TACK_ERR_RUNTIME,
+                              "refusing the kernel cache directory %s: it is writable by group or others; chmod go-w %s" KC_WHY,
+                              path, path);
+    if (parent && (parent->st_mode & (S_IWGRP | S_IWOTH)) && !(parent->st_mode & S_ISVTX))
+        return tack_set_error(TACK_ERR_RUNTIME,
+                              "refusing the kernel cache directory: the directory holding %s is writable by group or "
+                              "others without the sticky bit, so another user could replace it" KC_WHY,
+                              path);
+    return TACK_OK;
+}
+
+/* Open `real` (an absolute path without symlinks) one component at a time,
+ * never following a link, checking each step; returns the last descriptor. */
+static tack_status open_checked(char *real, int *out) {
+    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat up, sb;
+    if (fd < 0 || fstat(fd, &up) != 0) {
+        if (fd >= 0) close(fd);
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot open /: %s", strerror(errno));
+    }
+    char *p = real + 1;
+    tack_status st = TACK_OK;
+    while (*p) {
+        char *end = strchr(p, '/');
+        if (end) *end = 0;
+        int nfd = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int err = errno;
+        if (nfd < 0) {
+            if (end) *end = '/';
+            close(fd);
+            return tack_set_error(TACK_ERR_RUNTIME, "cannot open the kernel cache directory %s: %s", real, strerror(err));
+        }
+        if (fstat(nfd, &sb) != 0) sb.st_mode = 0;
+        char save = end ? '/' : 0;
+        if (end) *end = 0;
+        st = check_step(&up, &sb, real, !end);
+        if (end) *end = save;
+        close(fd);
+        fd = nfd;
+        up = sb;
+        if (st != TACK_OK) break;
+        if (!end) break;
+        p = end + 1;
+    }
+    if (st != TACK_OK) {
+        close(fd);
         return st;
-    struct stat sb;
-    if (stat(out, &sb) != 0)
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot use the kernel cache directory %s: %s", out,
-                              strerror(errno));
-    if (!S_ISDIR(sb.st_mode))
-        return tack_set_error(TACK_ERR_RUNTIME, "the kernel cache path %s is not a directory", out);
-    if (sb.st_uid != geteuid())
-        return tack_set_error(TACK_ERR_RUNTIME,
-                              "refusing the kernel cache directory %s: it is owned by another user (uid %u); "
-                              "loading cached kernels runs their code (set TACK_CACHE_DIR to a directory of yours)",
-                              out, (unsigned)sb.st_uid);
-    if (sb.st_mode & (S_IWGRP | S_IWOTH))
-        return tack_set_error(TACK_ERR_RUNTIME,
-                              "refusing the kernel cache directory %s: it is writable by group or others; loading "
-                              "cached kernels runs their code (chmod go-w %s)",
-                              out, out);
+    }
+    if (p == real + 1 && !*p) { /* the cache is "/" itself */
+        st = check_step(NULL, &up, real, 1);
+        if (st != TACK_OK) {
+            close(fd);
+            return st;
+        }
+    }
+    *out = fd;
     return TACK_OK;
 }
 
-tack_status kc_write_new(const char *path, const char *const *parts, int n) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0)
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
+tack_status kc_open(kc_dir *d) {
+    d->fd = -1;
+    d->path = NULL;
+    const char *env = getenv("TACK_CACHE_DIR"), *base = NULL;
+    char *path = NULL;
+    if (env && *env) path = str_printf("%s%s", env, "");
+    else if ((base = getenv("XDG_CACHE_HOME")) && *base) path = str_printf("%s%s", base, "/tack");
+    else if ((base = getenv("HOME")) && *base) path = str_printf("%s%s", base, "/.cache/tack");
+    else return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)");
+    if (!path) return tack_set_error(TACK_ERR_NOMEM, "out of memory opening the kernel cache");
+    if (path[0] != '/') {
+        tack_status st = tack_set_error(TACK_ERR_RUNTIME, "the kernel cache directory '%s' is not an absolute path", path);
+        tack_free(path);
+        return st;
+    }
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') path[--len] = 0;
+    tack_status st = mkdirs(path);
+    char *real = st == TACK_OK ? realpath(path, NULL) : NULL;
+    if (st == TACK_OK && !real)
+        st = tack_set_error(TACK_ERR_RUNTIME, "cannot use the kernel cache directory %s: %s", path, strerror(errno));
+    tack_free(path);
+    if (st != TACK_OK) return st;
+    int fd = -1;
+    st = open_checked(real, &fd);
+    if (st != TACK_OK) {
+        free(real);
+        return st;
+    }
+    d->path = str_printf("%s%s", real, "");
+    free(real); /* realpath's malloc */
+    if (!d->path) {
+        close(fd);
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory opening the kernel cache");
+    }
+    d->fd = fd;
+    return TACK_OK;
+}
+
+void kc_close(kc_dir *d) {
+    if (d->fd >= 0) close(d->fd);
+    tack_free(d->path);
+    d->fd = -1;
+    d->path = NULL;
+}
+
+void kc_tmp_name(char *out, size_t n, const char *base, const char *suffix) {
+    static _Atomic unsigned long counter;
+    snprintf(out, n, "%s-%ld-%lu%s", base, (long)getpid(), (unsigned long)++counter, suffix);
+}
+
+/* --------------------------------------------------------------- entries */
+#define SEAL_MAGIC "TACKSEAL"
+#define SEAL_BYTES 32 /* magic, digest a, digest b, size: 4 x 8 bytes, little-endian */
+
+static void put64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void seal_of(const void *data, size_t n, unsigned char out[SEAL_BYTES]) {
+    hash2 h = TACK_HASH2_INIT;
+    kc_hash_add(&h, data, n);
+    memcpy(out, SEAL_MAGIC, 8);
+    put64(out + 8, h.a);
+    put64(out + 16, h.b);
+    put64(out + 24, (uint64_t)n);
+}
+
+static int write_all(int fd, const void *buf, size_t len) {
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Whether an open file may be trusted as an entry of ours; NULL if so. */
+static const char *foreign(const struct stat *sb) {
+    if (!S_ISREG(sb->st_mode)) return "not a regular file";
+    if (sb->st_uid != geteuid()) return "owned by another user";
+    if (sb->st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
+    return NULL;
+}
+
+int kc_read(const kc_dir *d, const char *name, kc_entry *e, const char **why) {
+    e->fd = -1;
+    e->data = NULL;
+    e->size = 0;
+    *why = NULL;
+    int fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return 0;
+        *why = errno == ELOOP ? "a symbolic link" : "cannot be opened";
+        goto bad;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        *why = "cannot be examined";
+        goto bad;
+    }
+    if ((*why = foreign(&sb)) != NULL) goto bad;
+    if (sb.st_size < SEAL_BYTES || sb.st_size > ((off_t)1 << 30)) {
+        *why = "too short to carry a seal (truncated)";
+        goto bad;
+    }
+    size_t n = (size_t)sb.st_size, got = 0;
+    if (!(e->data = tack_malloc(n + 1))) {
+        *why = "out of memory reading it";
+        goto bad;
+    }
+    while (got < n) {
+        ssize_t r = pread(fd, e->data + got, n - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    if (got != n) {
+        *why = "shorter than its size (being truncated)";
+        goto bad;
+    }
+    unsigned char want[SEAL_BYTES];
+    seal_of(e->data, n - SEAL_BYTES, want);
+    if (memcmp(want, e->data + n - SEAL_BYTES, SEAL_BYTES) != 0) {
+        *why = memcmp(e->data + n - SEAL_BYTES, SEAL_MAGIC, 8) ? "not sealed by Tack (damaged or foreign)"
+                                                               : "damaged (its seal does not match its contents)";
+        goto bad;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    e->fd = fd;
+    e->size = n - SEAL_BYTES;
+    e->data[e->size] = 0;
+    return 1;
+bad:
+    if (fd >= 0) close(fd);
+    tack_free(e->data);
+    e->data = NULL;
+    unlinkat(d->fd, name, 0); /* rebuilt by the caller; a failure here only costs a retry */
+    return -1;
+}
+
+void kc_entry_free(kc_entry *e) {
+    if (e->fd >= 0) close(e->fd);
+    tack_free(e->data);
+    e->fd = -1;
+    e->data = NULL;
+}
+
+tack_status kc_write_new(const kc_dir *d, const char *name, const char *const *parts, int n) {
+    int fd = openat(d->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, strerror(errno));
     for (int i = 0; i < n; i++) {
-        size_t len = strlen(parts[i]), off = 0;
-        while (off < len) {
-            ssize_t w = write(fd, parts[i] + off, len - off);
-            if (w < 0) {
-                if (errno == EINTR)
-                    continue;
-                int err = errno;
-                close(fd);
-                unlink(path);
-                return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(err));
-            }
-            off += (size_t)w;
+        if (write_all(fd, parts[i], strlen(parts[i])) != 0) {
+            int err = errno;
+            close(fd);
+            unlinkat(d->fd, name, 0);
+            return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, strerror(err));
         }
     }
     if (close(fd) != 0) {
         int err = errno;
-        unlink(path);
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s: %s", path, strerror(err));
+        unlinkat(d->fd, name, 0);
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, strerror(err));
     }
     return TACK_OK;
+}
+
+tack_status kc_seal(const kc_dir *d, const char *tmp, const char *name) {
+    tack_status st = TACK_OK;
+    char *buf = NULL;
+    const char *what = NULL;
+    int err = 0;
+    int fd = openat(d->fd, tmp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        err = errno;
+        what = "cannot open it";
+    } else if ((what = foreign(&sb)) != NULL) {
+    } else if (sb.st_size > ((off_t)1 << 30) || !(buf = tack_malloc((size_t)sb.st_size + 1))) {
+        what = "too large";
+    } else {
+        size_t n = (size_t)sb.st_size, got = 0;
+        while (got < n) {
+            ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        unsigned char seal[SEAL_BYTES];
+        seal_of(buf, n, seal);
+        if (got != n) what = "it changed while being read";
+        else if (lseek(fd, 0, SEEK_END) < 0 || write_all(fd, seal, SEAL_BYTES) != 0 || fsync(fd) != 0) {
+            err = errno;
+            what = "cannot write it";
+        }
+    }
+    if (fd >= 0 && close(fd) != 0 && !what) {
+        err = errno;
+        what = "cannot write it";
+    }
+    if (!what && renameat(d->fd, tmp, d->fd, name) != 0) {
+        err = errno;
+        what = "cannot rename it into place";
+    }
+    if (what) {
+        unlinkat(d->fd, tmp, 0);
+        st = tack_set_error(TACK_ERR_RUNTIME, "cannot store the compiled kernel %s/%s: %s%s%s", d->path, name, what,
+                            err ? ": " : "", err ? strerror(err) : "");
+    }
+    tack_free(buf);
+    return st;
+}
+
+tack_status kc_store(const kc_dir *d, const char *name, const char *const *parts, int n) {
+    char tmp[300];
+    kc_tmp_name(tmp, sizeof tmp, name, ".tmp");
+    tack_status st = kc_write_new(d, tmp, parts, n);
+    if (st != TACK_OK) return st;
+    return kc_seal(d, tmp, name);
 }

@@ -1,6 +1,7 @@
 /*
  * kcache.h -- what every backend's toolchain shares: the on-disk kernel
- * cache's directory rules, the cache-key hash, timing and logging.
+ * cache (its directory, checked once and used through a descriptor; sealed
+ * entries), the cache-key hash, timing and logging.
  */
 #ifndef TACK_KCACHE_H
 #define TACK_KCACHE_H
@@ -17,17 +18,54 @@ typedef struct hash2 { uint64_t a, b; } hash2;
 void kc_hash_add(hash2 *h, const void *data, size_t n);
 void kc_hash_str(hash2 *h, const char *s);
 
-/* The cache directory (TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack, else
- * ~/.cache/tack), created if needed and refused unless it is a directory
- * owned by this user and writable by nobody else: loading a cached kernel
- * runs its code. */
-tack_status kc_dir(char *out, size_t n);
+/* The cache directory, open.  Every entry is reached relative to fd, so
+ * nothing that happens to the path after kc_open changes which directory is
+ * used; path is kept for messages and for tools run inside the directory. */
+typedef struct kc_dir {
+    int fd;
+    char *path; /* the resolved path (tack_malloc'd) */
+} kc_dir;
 
-/* Create `path` (which must not exist) holding the concatenated strings
- * parts[0..n); on failure nothing is left behind.  Callers write to a
- * temporary name and rename it into place, so readers never see a partial
- * entry. */
-tack_status kc_write_new(const char *path, const char *const *parts, int n);
+/* Open the cache directory (TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack, else
+ * ~/.cache/tack), creating it if needed.  Refused, with an error that says
+ * why and what to do, unless it is a directory owned by this user that
+ * nobody else may write, and no directory above it lets another user
+ * replace it (each is owned by root or this user, and one that others may
+ * write has the sticky bit and holds a directory of root's or ours). */
+tack_status kc_open(kc_dir *d);
+void kc_close(kc_dir *d);
+
+/* An entry as read and verified: its contents without the seal, and the
+ * open file (for loaders that take a file, as dlopen does). */
+typedef struct kc_entry {
+    int fd;
+    char *data;  /* contents, NUL-terminated (tack_malloc'd) */
+    size_t size; /* bytes before the seal */
+} kc_entry;
+
+/* Read entry `name`: 1 when it is a regular file of ours that nobody else
+ * may write and its seal matches its contents; 0 when it is missing; -1
+ * when it is there but unusable (not a regular file, foreign, damaged,
+ * unsealed), in which case it has been removed and *why says what was wrong. */
+int kc_read(const kc_dir *d, const char *name, kc_entry *e, const char **why);
+void kc_entry_free(kc_entry *e);
+
+/* Create `name` (which must not exist) holding the concatenated strings
+ * parts[0..n); on failure nothing is left behind. */
+tack_status kc_write_new(const kc_dir *d, const char *name, const char *const *parts, int n);
+
+/* Seal the finished file `tmp` (written by us or by a tool we ran in the
+ * directory) and rename it to `name`: it must be a regular file of ours; a
+ * seal (a digest of its bytes and their count) is appended, the data is
+ * flushed to disk, then the rename makes it visible whole.  `tmp` is gone
+ * afterwards, whatever happened. */
+tack_status kc_seal(const kc_dir *d, const char *tmp, const char *name);
+
+/* kc_write_new to a unique temporary name, then kc_seal to `name`. */
+tack_status kc_store(const kc_dir *d, const char *name, const char *const *parts, int n);
+
+/* A unique temporary name for `base` in this process: "base-PID-N.suffix". */
+void kc_tmp_name(char *out, size_t n, const char *base, const char *suffix);
 
 double kc_now_ms(void);
 /* TACK_LOG=info (or debug): log compiles and cache loads to stderr. */

@@ -47,5 +47,5 @@ def test_damaged_identity_memo_is_rewritten(tmp_path):
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "ok"
     # the memo was asked anew and written back in full
-    assert len(memo.read_text().split("\n")[0].split()) == 2
+    assert len(memo.read_bytes().split(b"\n")[0].split()) == 2
     assert "loaded kernel 'twice' from the cache" in again.stderr

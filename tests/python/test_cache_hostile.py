@@ -1,0 +1,201 @@
+"""The kernel cache trusts nothing it did not make (docs/security.md).
+
+Each hostile case runs in its own process with a timeout, as the review that
+found them did: a damaged entry must be rebuilt, never crash the process; a
+planted library must never run (dlopen runs a library's constructors before
+any symbol can be compared, so it must not be dlopen'ed at all); a FIFO must
+not hang; a directory another user could swap is refused; TACK_CC never
+reaches a shell; long paths and flags are used whole.
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = """
+import numpy as np, tack
+@tack.kernel
+def triple(a):
+    for i in range(a.shape[0]):
+        a[i] = 3 * a[i]
+x = np.arange(4, dtype=np.float32)
+triple(x)
+assert x.tolist() == [0, 3, 6, 9], x
+print("ok")
+"""
+
+PLANT = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen("%s", "w");
+    if (f) { fputs("planted code ran\n", f); fclose(f); }
+}
+__attribute__((visibility("default"))) const char tack_cache_key[] = "%s";
+__attribute__((visibility("default"))) void tack_entry(void) {}
+"""
+
+CC = shutil.which(os.environ.get("TACK_CC", "cc"))
+
+
+def run(cache, timeout=300, where=None, **env):
+    script = (where or cache.parent) / "triple.py"
+    script.write_text(SCRIPT)
+    e = dict(os.environ, TACK_CACHE_DIR=str(cache), TACK_LOG="info", **env)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e, timeout=timeout)
+
+
+def warm(tmp_path):
+    """A cache holding the kernel's entry; returns (cache, entry path)."""
+    cache = tmp_path / "cache"
+    first = run(cache)
+    assert first.returncode == 0, first.stderr
+    (entry,) = [p for p in cache.glob("*.so")]
+    return cache, entry
+
+
+def seal(data):
+    """Tack's seal of `data` (kcache.c): two FNV-1a lanes, then the size."""
+    a, b, prime, mask = 0xCBF29CE484222325, 0x6C62272E07BB0142, 0x100000001B3, (1 << 64) - 1
+    for byte in data:
+        a = ((a ^ byte) * prime) & mask
+        b = ((b ^ byte) * prime) & mask
+    a = ((a ^ 0xFF) * prime) & mask
+    b = ((b ^ 0xFE) * prime) & mask
+    return b"TACKSEAL" + a.to_bytes(8, "little") + b.to_bytes(8, "little") + len(data).to_bytes(8, "little")
+
+
+def plant(tmp_path, entry, marker, sealed):
+    """Replace `entry` with a library whose constructor writes `marker`."""
+    src = tmp_path / "plant.c"
+    src.write_text(PLANT % (marker, entry.stem))
+    lib = tmp_path / "plant.so"
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    data = lib.read_bytes()
+    entry.unlink()
+    entry.write_bytes(data + seal(data) if sealed else data)
+    entry.chmod(0o600)
+
+
+def assert_rebuilt(proc, why):
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+    assert why in proc.stderr, proc.stderr
+    assert "compiled kernel 'triple'" in proc.stderr, proc.stderr
+
+
+def test_a_sealed_entry_is_loaded(tmp_path):
+    cache, entry = warm(tmp_path)
+    data = entry.read_bytes()
+    assert data[-32:] == seal(data[:-32])  # the seal is what the tests think it is
+    again = run(cache)
+    assert again.returncode == 0 and "loaded kernel 'triple' from the cache" in again.stderr, again.stderr
+
+
+def test_truncated_entry_is_rebuilt(tmp_path):
+    cache, entry = warm(tmp_path)
+    data = entry.read_bytes()
+    entry.write_bytes(data[: len(data) // 2])
+    assert_rebuilt(run(cache), "rebuilding it")
+
+
+def test_zero_filled_entry_is_rebuilt(tmp_path):
+    cache, entry = warm(tmp_path)
+    entry.write_bytes(bytes(entry.stat().st_size))
+    assert_rebuilt(run(cache), "not sealed by Tack")
+
+
+def test_fifo_at_an_entry_does_not_hang(tmp_path):
+    cache, entry = warm(tmp_path)
+    entry.unlink()
+    os.mkfifo(entry, 0o600)
+    assert_rebuilt(run(cache, timeout=120), "not a regular file")
+    assert stat.S_ISREG(entry.stat().st_mode)
+
+
+def test_symlink_at_an_entry_is_not_followed(tmp_path):
+    cache, entry = warm(tmp_path)
+    elsewhere = tmp_path / "elsewhere.so"
+    entry.rename(elsewhere)
+    entry.symlink_to(elsewhere)
+    assert_rebuilt(run(cache), "a symbolic link")
+    assert not entry.is_symlink()
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_planted_library_never_runs(tmp_path):
+    cache, entry = warm(tmp_path)
+    marker = tmp_path / "PWNED"
+    plant(tmp_path, entry, marker, sealed=False)
+    proc = run(cache)
+    assert not marker.exists(), "a planted library's constructor ran"
+    assert_rebuilt(proc, "not sealed by Tack")
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_entry_others_may_write_never_runs(tmp_path):
+    # Even with a valid seal: a file others may write is not ours alone.
+    cache, entry = warm(tmp_path)
+    marker = tmp_path / "PWNED"
+    plant(tmp_path, entry, marker, sealed=True)
+    entry.chmod(0o666)
+    proc = run(cache)
+    assert not marker.exists(), "a library others may write was loaded"
+    assert_rebuilt(proc, "writable by group or others")
+
+
+def test_directory_others_may_replace_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # world-writable, no sticky bit: anyone may rename our cache away
+    proc = run(shared / "cache")
+    assert proc.returncode != 0
+    assert "without the sticky bit" in proc.stderr, proc.stderr
+
+
+def test_sticky_world_writable_parent_is_accepted(tmp_path):
+    shared = tmp_path / "sticky"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp
+    proc = run(shared / "cache")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_cache_directory_others_may_write_is_refused(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    proc = run(cache)
+    assert proc.returncode != 0 and "chmod go-w" in proc.stderr, proc.stderr
+
+
+def test_tack_cc_never_reaches_a_shell(tmp_path):
+    marker = tmp_path / "PWNED"
+    proc = run(tmp_path / "cache", TACK_CC=f"cc;touch {marker}")
+    assert not marker.exists(), "TACK_CC went through a shell"
+    assert proc.returncode != 0 and "does not run" in proc.stderr, proc.stderr
+
+
+def test_long_cache_path_is_used_whole(tmp_path):
+    deep = tmp_path
+    for i in range(12):
+        deep = deep / (f"level{i:02d}-" + "d" * 100)
+    assert len(str(deep)) > 1300
+    proc = run(deep, where=tmp_path)  # Tack creates all twelve levels
+    assert proc.returncode == 0, proc.stderr
+    assert list(deep.glob("*.so")), "the entry is not in the directory that was named"
+
+
+def test_long_cflags_are_passed_whole(tmp_path):
+    flags = " ".join(f"-DTACK_UNUSED_{i}=1" for i in range(400))
+    assert len(flags) > 6000
+    proc = run(tmp_path / "cache", TACK_CFLAGS=flags)
+    assert proc.returncode == 0, proc.stderr
+    # The last of 401 flags reaches the compiler (a list cut at a fixed size
+    # would lose it): an option the compiler does not know makes it fail.
+    proc = run(tmp_path / "cache2", TACK_CFLAGS=flags + " -fthis-option-does-not-exist")
+    assert proc.returncode != 0
+    assert "this-option-does-not-exist" in proc.stderr, proc.stderr[-2000:]
