@@ -1,5 +1,7 @@
 /*
- * lower.h -- what lower.c and lower_call.c share (not installed).
+ * lower.h -- what the files of lowering share (not installed): lower.c,
+ * lower_expr.c, lower_call.c, lower_stmt.c and lower_loop.c.  lower.c has
+ * the essay.
  */
 #ifndef TACK_LOWER_H
 #define TACK_LOWER_H
@@ -50,6 +52,22 @@ tk_ir *lw_component(LW *L, tk_ir *v, tk_ir *k, tack_node *n);
 tk_ir *lw_bin(LW *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line);
 tk_ir *lw_expr(LW *L, tack_node *n);
 tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, tack_node *at);
+/* lower.c: locals by name (-1 when none) */
+int find_local_in(tk_spec *S, const char *name, int scope);
+int lookup(LW *L, const char *name);
+/* lower_expr.c */
+tk_ir *binop(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
+int comp_of_attr(const char *a);                   /* x y z w -> 0..3, else -1 */
+tk_ir *lower_in(LW *L, tk_ir *blk, tack_node *n);  /* n's statements go into blk */
+/* lower_stmt.c */
+void assign_local(LW *L, int loc, tk_ir *v, tack_node *n);
+int target_local(LW *L, tack_node *t);
+void lower_stmt(LW *L, tack_node *n);
+void lower_block_into(LW *L, tack_node *n, tk_ir *blk);
+/* lower_loop.c */
+int is_range_call(tack_node *it, const char *name);
+void lower_for(LW *L, tack_node *n);
+void lower_while(LW *L, tack_node *n);
 /* lower_call.c */
 tk_ir *lw_call(LW *L, tack_node *n);
 /* want_value 0: a statement, returns NULL */

@@ -1,0 +1,336 @@
+/*
+ * lower_loop.c -- lowering of loops: `for` over range() or tack.ndrange(), and `while`.
+ *
+ * Part of lowering (lower.c has the essay).  A `for` is either parallel or
+ * serial, and lower_for decides which before anything is built: the loops at
+ * the top level of a kernel body are parallel (IR_PFOR, one iteration per
+ * index, run by the backend's threads or GPU blocks); every other loop -- in
+ * a @tack.func, nested in a parallel loop or in another statement -- is a
+ * serial IR_FOR.  prescan (lower.c) made the same decision when it gave each
+ * parallel loop a scope of its own, so the two must agree: both ask
+ * is_range_call, and both count parallel loops in source order (L->npfor).
+ *
+ * A loop is built in steps, each a function here:
+ *
+ *   range_bounds   lo, hi, step of range(...) as i64 values, each kept in a
+ *                  temporary before the loop unless it cannot change, so the
+ *                  body cannot move the bounds (Python evaluates them once);
+ *   range_pfor     a parallel range loop: the iteration count (hi itself for
+ *                  range(n), else a trip count), then the loop variable --
+ *                  the loop's own index when it counts by one in weak i64,
+ *                  else an index k with the variable assigned lo + k * step
+ *                  at the top of the body;
+ *   range_serial   a serial range loop, an IR_FOR over lo, hi, step;
+ *   ndrange_sizes  the sizes of tack.ndrange(...), one per loop variable;
+ *   ndrange_pfor   one parallel loop over all the axes;
+ *   ndrange_serial nested serial loops, the first axis outermost.
+ *
+ * The loop variable's type is inferred like any local's (assign_local), with
+ * one rule of its own: a variable that is nothing but the index of a loop
+ * over weak integer bounds (stepping by one, for a parallel range loop) is
+ * the loop's own counter, a weak i64; any other is assigned, at the top of
+ * the body, from an i64 counter the loop runs.
+ *
+ * Bodies are lowered one statement deeper (L->depth: a loop inside is not
+ * parallel); serial bodies one loop deeper too (L->loops: break and continue
+ * are legal).  A `while` whose condition needs statements (a checked load,
+ * a function call) becomes `while True: <statements>; if not c: break; ...`.
+ */
+#include <string.h>
+
+#include "compiler/lower.h"
+
+typedef struct rng { tk_ir *lo, *hi, *step; tk_type ty; } rng;
+
+/* lo, hi, step of range(...) as i64 values, and in ty the type the loop
+ * variable takes: the promotion of the arguments (unknown while one is). */
+static rng lower_range(LW *L, tack_node *it) {
+    rng r;
+    tk_ir *a[3];
+    int na = it->nkids;
+    if (na < 1 || na > 3) ERR(it, "range expected 1 to 3 arguments, got %d", na);
+    tk_type t = ty_weak(TACK_I64);
+    int unk = 0;
+    for (int i = 0; i < na; i++) {
+        a[i] = lw_expr(L, it->kids[i]);
+        if (!lw_known(a[i])) { unk = 1; continue; }
+        if (!ty_is_int(a[i]->ty) && !ty_is_bool(a[i]->ty))
+            ERR(it->kids[i], "range() arguments must be integers, not %s", TN(a[i]->ty));
+        t = ty_promote(t, a[i]->ty);
+    }
+    if (ty_is_bool(t)) t = ty_weak(TACK_I64);
+    r.ty = unk ? ty_unknown() : t;
+    tk_type i64 = ty_value(TACK_I64);
+    if (na == 1) {
+        r.lo = ir_const_i(L->C, i64, 0, it->line);
+        r.hi = lw_cast(L, a[0], i64);
+        r.step = ir_const_i(L->C, i64, 1, it->line);
+    } else {
+        r.lo = lw_cast(L, a[0], i64);
+        r.hi = lw_cast(L, a[1], i64);
+        r.step = na == 3 ? lw_cast(L, a[2], i64) : ir_const_i(L->C, i64, 1, it->line);
+    }
+    if (r.step->op == IR_CONST && r.step->c.i == 0) ERR(it, "range() arg 3 must not be zero");
+    return r;
+}
+
+/* Keep a loop bound in a temporary unless it cannot change (constants, shapes). */
+static tk_ir *bound(LW *L, tk_ir *e) {
+    if (!lw_known(e) || e->op == IR_CONST || e->op == IR_SHAPE) return e;
+    if (e->op == IR_CAST && e->k[0]->op == IR_CONST && ty_is_int(e->k[0]->ty) && ty_is_int(e->ty) &&
+        dt_bits((tack_dtype)e->ty.dt) == 64 && (e->k[0]->ty.dt != TACK_U64 || e->k[0]->c.i >= 0))
+        return ir_const_i(L->C, e->ty, e->k[0]->c.i, e->line);
+    if (e->op == IR_CAST && e->k[0]->op == IR_SHAPE) return e;
+    int t = lw_temp(L, e->ty);
+    lw_emit(L, lw_assign_ir(L, t, e, e->line));
+    return lw_local_ref(L, t, e->line);
+}
+
+int is_range_call(tack_node *it, const char *name) {
+    return it && it->kind == TACK_N_CALL && it->ival < 0 && it->name && !strcmp(it->name, name);
+}
+
+/* The bounds of range(...), each kept in a temporary unless it cannot change. */
+static rng range_bounds(LW *L, tack_node *it) {
+    rng r = lower_range(L, it);
+    r.lo = bound(L, r.lo);
+    r.hi = bound(L, r.hi);
+    r.step = bound(L, r.step);
+    return r;
+}
+
+/* A serial loop's body, lowered one loop and one statement deeper into b. */
+static void loop_body(LW *L, tack_node *body, tk_ir *b) {
+    L->loops++;
+    L->depth++;
+    lower_block_into(L, body, b);
+    L->depth--;
+    L->loops--;
+}
+
+/* An empty parallel loop over `dims` axes; the caller pushes the extents. */
+static tk_ir *pfor_new(LW *L, tack_node *n, int dims) {
+    tk_ir *pf = lw_mk(L, IR_PFOR, ty_void(), n);
+    pf->aux = dims;
+    pf->vars = tk_alloc(&L->C->arena, sizeof(int) * 8);
+    return pf;
+}
+
+/* A parallel loop's body, lowered one loop deeper into `b`; then the loop is emitted. */
+static void pfor_body(LW *L, tk_ir *pf, tack_node *body, tk_ir *b, int saved_pfor) {
+    int sd = L->depth;
+    L->depth++;
+    lower_block_into(L, body, b);
+    L->depth = sd;
+    L->pfor = saved_pfor;
+    ir_push(L->C, pf, b);
+    lw_emit(L, pf);
+}
+
+/* ------------------------------------------------------------ range */
+/* The number of iterations of a parallel range loop: hi for range(hi), else
+ * the trip count of lo, hi, step (kept in a temporary of the enclosing scope). */
+static tk_ir *trip_count(LW *L, tack_node *n, rng r, int simple) {
+    if (simple) return r.hi;
+    tk_ir *tr = lw_mk(L, IR_MATH, ty_value(TACK_I64), n);
+    tr->sub = M_TRIP;
+    tr->aux_ty = ty_value(TACK_I64);
+    ir_push(L->C, tr, r.lo);
+    ir_push(L->C, tr, r.hi);
+    ir_push(L->C, tr, r.step);
+    return bound(L, tr);
+}
+
+/* The variable of a parallel range loop, in the loop's scope.  Counting by
+ * one in weak i64, it is the loop's index (offset by lo unless lo is 0: the
+ * emitter adds pf->off, and checks.c bounds it by pf->hi); otherwise the loop
+ * runs an index k and the body starts by assigning lo + k * step to it. */
+static void range_pfor_var(LW *L, tk_ir *pf, tack_node *n, rng r, tk_ir *b, int unit, int simple) {
+    tack_node *t = n->kids[0];
+    int loc = target_local(L, t);
+    tk_local *l = &L->S->locals[loc];
+    int rweak = r.ty.kind == TY_UNKNOWN || ty_eq(r.ty, ty_weak(TACK_I64));
+    int lweak = l->ty.kind == TY_UNKNOWN || ty_eq(l->ty, ty_weak(TACK_I64));
+    if (unit && rweak && lweak) {
+        if (r.ty.kind != TY_UNKNOWN && l->ty.kind == TY_UNKNOWN) {
+            l->ty = r.ty;
+            L->changed = 1;
+        }
+        pf->vars[0] = loc;
+        if (!simple) {
+            pf->off = r.lo;
+            pf->hi = r.hi;
+        }
+        return;
+    }
+    int k = lw_temp(L, ty_value(TACK_I64));
+    pf->vars[0] = k;
+    tk_ir *saved = L->blk;
+    L->blk = b;
+    tk_ir *v = lw_local_ref(L, k, n->line);
+    if (!simple)
+        v = lw_bin(L, B_ADD, ty_value(TACK_I64), r.lo, lw_bin(L, B_MUL, ty_value(TACK_I64), v, r.step, n->line), n->line);
+    if (r.ty.kind != TY_UNKNOWN) assign_local(L, loc, lw_cast(L, v, r.ty), t);
+    L->blk = saved;
+}
+
+/* for t in range(...) at the top of a kernel: one parallel loop. */
+static void range_pfor(LW *L, tack_node *n, rng r) {
+    tack_node *body = n->kids[2];
+    int id = L->npfor++;
+    tk_ir *pf = pfor_new(L, n, 1);
+    int unit = r.step->op == IR_CONST && r.step->c.i == 1;
+    int simple = unit && r.lo->op == IR_CONST && r.lo->c.i == 0;
+    ir_push(L->C, pf, trip_count(L, n, r, simple));
+    int saved_pfor = L->pfor;
+    L->pfor = id;
+    tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
+    range_pfor_var(L, pf, n, r, b, unit, simple);
+    pfor_body(L, pf, body, b, saved_pfor);
+}
+
+/* for t in range(...) anywhere else: a serial loop.  The variable is the
+ * loop's counter when it is a weak i64; otherwise the loop runs an i64
+ * counter k and the body starts by assigning it, converted, to t. */
+static void range_serial(LW *L, tack_node *n, rng r) {
+    tack_node *t = n->kids[0], *body = n->kids[2];
+    int loc = target_local(L, t);
+    tk_local *l = &L->S->locals[loc];
+    tk_ir *f = lw_mk(L, IR_FOR, ty_void(), n);
+    tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
+    if (r.ty.kind != TY_UNKNOWN && (l->ty.kind == TY_UNKNOWN || ty_eq(l->ty, r.ty)) && ty_eq(r.ty, ty_weak(TACK_I64))) {
+        if (!ty_eq(l->ty, r.ty)) { l->ty = r.ty; L->changed = 1; }
+        f->local = loc;
+    } else {
+        int k = lw_temp(L, ty_value(TACK_I64));
+        f->local = k;
+        tk_ir *saved = L->blk;
+        L->blk = b;
+        tk_ir *kv = lw_local_ref(L, k, n->line);
+        if (r.ty.kind != TY_UNKNOWN) assign_local(L, loc, lw_cast(L, kv, r.ty), t);
+        L->blk = saved;
+    }
+    ir_push(L->C, f, r.lo);
+    ir_push(L->C, f, r.hi);
+    ir_push(L->C, f, r.step);
+    loop_body(L, body, b);
+    ir_push(L->C, f, b);
+    lw_emit(L, f);
+}
+
+/* ---------------------------------------------------------- ndrange */
+/* The sizes of tack.ndrange(...) into sz as i64 bounds; returns how many. */
+static int ndrange_sizes(LW *L, tack_node *t, tack_node *it, tk_ir **sz) {
+    int dims = it->nkids;
+    if (dims < 1 || dims > TACK_MAX_NDIM) ERR(it, "ndrange() takes 1 to %d sizes", TACK_MAX_NDIM);
+    int nt = t->kind == TACK_N_TUPLE ? t->nkids : 1;
+    if (nt != dims) ERR(t, "ndrange() with %d sizes needs %d loop variables", dims, dims);
+    for (int d = 0; d < dims; d++) {
+        tk_ir *e = lw_expr(L, it->kids[d]);
+        if (lw_known(e) && !ty_is_int(e->ty) && !ty_is_bool(e->ty)) ERR(it->kids[d], "ndrange() sizes must be integers, not %s", TN(e->ty));
+        sz[d] = bound(L, lw_cast(L, e, ty_value(TACK_I64)));
+    }
+    return dims;
+}
+
+/* The loop variable of axis d (the target itself for a 1-D ndrange). */
+static tack_node *ndrange_var(LW *L, tack_node *t, int dims, int d) {
+    tack_node *v = dims == 1 ? t : t->kids[d];
+    if (v->kind != TACK_N_NAME) ERR(v, "loop variables must be names");
+    return v;
+}
+
+/* for i, j in ndrange(...) at the top of a kernel: one parallel loop over
+ * all the axes, each variable a weak i64 of the loop's scope. */
+static void ndrange_pfor(LW *L, tack_node *n, tk_ir **sz, int dims) {
+    tack_node *t = n->kids[0], *body = n->kids[2];
+    int id = L->npfor++;
+    tk_ir *pf = pfor_new(L, n, dims);
+    for (int d = 0; d < dims; d++) ir_push(L->C, pf, sz[d]);
+    int saved_pfor = L->pfor;
+    L->pfor = id;
+    for (int d = 0; d < dims; d++) {
+        tack_node *v = ndrange_var(L, t, dims, d);
+        int loc = target_local(L, v);
+        tk_local *l = &L->S->locals[loc];
+        if (!ty_eq(l->ty, ty_weak(TACK_I64))) {
+            if (l->ty.kind != TY_UNKNOWN) ERR(v, "loop variable '%s' is also assigned a %s", l->name, TN(l->ty));
+            l->ty = ty_weak(TACK_I64);
+            L->changed = 1;
+        }
+        pf->vars[d] = loc;
+    }
+    tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
+    pfor_body(L, pf, body, b, saved_pfor);
+}
+
+/* for i, j in ndrange(...) anywhere else: nested serial loops from 0 by 1,
+ * the first axis outermost, the body in the innermost. */
+static void ndrange_serial(LW *L, tack_node *n, tk_ir **sz, int dims) {
+    tack_node *t = n->kids[0], *body = n->kids[2];
+    tk_ir *outer = NULL, *inner_blk = NULL;
+    for (int d = 0; d < dims; d++) {
+        tack_node *v = ndrange_var(L, t, dims, d);
+        int loc = target_local(L, v);
+        tk_local *l = &L->S->locals[loc];
+        if (l->ty.kind == TY_UNKNOWN) { l->ty = ty_weak(TACK_I64); L->changed = 1; }
+        tk_ir *f = lw_mk(L, IR_FOR, ty_void(), n);
+        f->local = loc;
+        ir_push(L->C, f, ir_const_i(L->C, ty_value(TACK_I64), 0, n->line));
+        ir_push(L->C, f, sz[d]);
+        ir_push(L->C, f, ir_const_i(L->C, ty_value(TACK_I64), 1, n->line));
+        tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
+        ir_push(L->C, f, b);
+        if (!outer) lw_emit(L, f);
+        else ir_push(L->C, inner_blk, f);
+        outer = f;
+        inner_blk = b;
+    }
+    loop_body(L, body, inner_blk);
+}
+
+/* -------------------------------------------------------------- for */
+void lower_for(LW *L, tack_node *n) {
+    if (n->nkids != 3) ERR(n, "malformed for loop");
+    tack_node *t = n->kids[0], *it = n->kids[1];
+    int nd = is_range_call(it, "ndrange");
+    if (!nd && !is_range_call(it, "range"))
+        ERR(it, "for loops must iterate over range(...) or tack.ndrange(...)");
+    int parallel = L->is_kernel && L->depth == 0 && L->pfor < 0;
+    if (nd) {
+        tk_ir *sz[TACK_MAX_NDIM];
+        int dims = ndrange_sizes(L, t, it, sz);
+        if (parallel) ndrange_pfor(L, n, sz, dims);
+        else ndrange_serial(L, n, sz, dims);
+        return;
+    }
+    if (t->kind != TACK_N_NAME) ERR(t, "the target of a range() loop must be a name");
+    rng r = range_bounds(L, it);
+    if (parallel) range_pfor(L, n, r);
+    else range_serial(L, n, r);
+}
+
+/* ------------------------------------------------------------ while */
+void lower_while(LW *L, tack_node *n) {
+    if (n->nkids < 2) ERR(n, "malformed while");
+    tk_ir *w = lw_mk(L, IR_WHILE, ty_void(), n);
+    tk_ir *body = lw_mk(L, IR_BLOCK, ty_void(), n);
+    tk_ir *c = lw_truth(L, lower_in(L, body, n->kids[0]), n);
+    if (body->n == 0) {
+        ir_push(L->C, w, c);
+    } else { /* while True: pre; if not c: break; body */
+        ir_push(L->C, w, ir_const_i(L->C, ty_value(TACK_BOOL), 1, n->line));
+        tk_ir *u = lw_mk(L, IR_UN, ty_value(TACK_BOOL), n);
+        u->sub = U_NOT;
+        tk_ir *iff = lw_mk(L, IR_IF, ty_void(), n);
+        ir_push(L->C, iff, lw_kid(L, u, c));
+        tk_ir *brk = lw_mk(L, IR_BLOCK, ty_void(), n);
+        ir_push(L->C, brk, lw_mk(L, IR_BREAK, ty_void(), n));
+        ir_push(L->C, iff, brk);
+        ir_push(L->C, iff, lw_mk(L, IR_BLOCK, ty_void(), n));
+        ir_push(L->C, body, iff);
+    }
+    loop_body(L, n->kids[1], body);
+    ir_push(L->C, w, body);
+    lw_emit(L, w);
+}
