@@ -11,6 +11,7 @@
  *   checks.c   bounds-check elision and hoisting
  *   strength.c invariant code motion, fast division by invariant divisors
  *   emit.c     IR -> C-family source through a dialect of hooks
+ *   emit_cpu.c the CPU's kernel layout (the "c" dialect's kernel hook)
  *   ir_dump.c  the textual IR (tack_program_ir, TACK_DUMP=ir)
  *   driver.c   tack_compile and the program object
  *
@@ -174,7 +175,11 @@ typedef enum tk_irop {
     IR_PFOR,     /* parallel: aux = ndims; locals in vars[]; [n0.., body BLOCK]; step 1, from 0 or `off` */
     IR_BREAK, IR_CONTINUE,
     IR_RETURN,   /* [value] or [] */
-    IR_CHECK,    /* sub = tk_check; aux = site; [cond that must hold, a, b] */
+    IR_CHECK,    /* sub = tk_check; aux = site; [the operands of what must hold]:
+                  * CK_INDEX [i, n]: -n <= i < n, or by local (tk_index_form) CKI_NONNEG
+                  * [i, n]: 0 <= i < n, CKI_RANGE [lo, hi, n] (hoisted out of a loop):
+                  * lo >= hi or hi <= n; CK_COMP [k, len]: 0 <= k < len; CK_ZERODIV
+                  * [d]: d != 0; CK_NEGPOW [e]: e >= 0; CK_ASSERT [c]: c */
     IR_PRINT,    /* [values...]; strings are IR_CONST with str */
     IR_EVAL,     /* [expr] evaluated and dropped */
     IR_OP_COUNT
@@ -253,6 +258,13 @@ struct tk_ir {
     int n, cap;
     tk_ir **k;
 };
+
+/* The form of a CK_INDEX check, in its `local` (checks.c). */
+typedef enum tk_index_form {
+    CKI_WRAP = 0,    /* [i, n]: -n <= i < n (negative indices allowed) */
+    CKI_NONNEG = 1,  /* [i, n]: 0 <= i < n (the index is known not to be negative) */
+    CKI_RANGE = 2    /* [lo, hi, n]: a loop's indices lo .. hi - 1, hoisted out of it */
+} tk_index_form;
 
 /* ----------------------------------------------------------- functions */
 enum { LC_FRAME, LC_PRIVATE, LC_TEMP };
@@ -360,7 +372,8 @@ struct tk_dialect {
     const char *export_attr;
     /* How parallel loops are run: 1 = each is a static function over a
      * range [lo, hi) of the flattened index space, called through the
-     * runtime's parallel_for (CPU); GPU dialects will use a grid instead. */
+     * runtime's parallel_for (CPU); 0 = on a grid (GPUs).  Read by
+     * privatize.c: only chunks of a function can keep a private histogram. */
     int pfor_as_function;
     /* Qualifiers of @tack.func specializations (NULL: "static"). */
     const char *func_qual;
@@ -368,18 +381,29 @@ struct tk_dialect {
     int cxx_literals;
     /* Spellings of NaN and infinity: f32 NaN, f64 NaN, f32 inf, f64 inf (NULL: GCC builtins). */
     const char *const *float_specials;
-    /* Lay out the kernel itself after the prelude and the functions (NULL: the CPU
-     * layout of emit.c: a frame struct, parallel bodies, one exported entry). */
+    /* Declarations the kernel's layout needs ahead of the functions, written
+     * after the prelude (NULL: none; the CPU's: the frame struct). */
+    void (*kernel_decls)(tk_emitter *e, tk_buf *out);
+    /* Lay out the kernel itself after the prelude and the functions (required:
+     * the CPU's in emit_cpu.c -- a frame, parallel bodies, one exported entry;
+     * CUDA's in dialect_cuda.c -- phases on a grid). */
     void (*kernel)(tk_emitter *e, tk_buf *out);
 };
 extern const tk_dialect tk_dialect_cuda;
 
+/* What the code being written is, which decides how a failed check or a
+ * `return` leaves it. */
+typedef enum tk_emit_fn {
+    TK_FN_ENTRY,     /* the kernel's entry (a GPU phase): `return;` */
+    TK_FN_PARALLEL,  /* a parallel loop's body: `return;` */
+    TK_FN_DEVICE     /* a @tack.func specialization: `return tk_zero;` when it returns a value */
+} tk_emit_fn;
+
 /* emit.c's services for a dialect's kernel hook.  The emitter writes into the
- * buffer set by tk_emitter_target; `fn` is how a failed check leaves the code
- * being written (0 or 1: `return;`, as from the entry or a parallel body). */
+ * buffer set by tk_emitter_target; `fn` is what is being written there. */
 tk_cc *tk_emitter_cc(tk_emitter *e);
 tk_spec *tk_emitter_kernel(tk_emitter *e);
-tk_buf *tk_emitter_target(tk_emitter *e, tk_buf *b, int fn);
+tk_buf *tk_emitter_target(tk_emitter *e, tk_buf *b, tk_emit_fn fn);
 void tk_emitter_printf(tk_emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Write the indentation of a new line; change the indentation by `delta` levels. */
 void tk_emitter_indent(tk_emitter *e);
@@ -390,6 +414,9 @@ void tk_emitter_local(tk_emitter *e, int local);
 /* Declare (zero-initialized) the value locals of one scope: -1 frame, else a parallel loop's id. */
 void tk_emitter_declare_locals(tk_emitter *e, int scope);
 extern const tk_dialect tk_dialect_c;
+/* emit_cpu.c: the "c" dialect's kernel layout (its kernel_decls and kernel hooks). */
+TK_HIDDEN void tk_cpu_frame(tk_emitter *e, tk_buf *out);
+TK_HIDDEN void tk_cpu_kernel(tk_emitter *e, tk_buf *out);
 const tk_dialect *tk_dialect_find(const char *name);
 
 #endif /* TACK_COMPILER_H */

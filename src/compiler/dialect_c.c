@@ -13,6 +13,10 @@
  *
  * The tk_argv / tk_ctx / tk_pv / tk_abi structs mirror
  * src/backends/cpu_jit.h field for field.
+ *
+ * The layout of the kernel on the CPU's threads -- the frame struct, a
+ * chunk function per parallel loop, the exported entry -- is the dialect's
+ * kernel_decls and kernel hooks, in emit_cpu.c.
  */
 #include <string.h>
 
@@ -268,6 +272,8 @@ const tk_dialect tk_dialect_c = {
     .math = c_math,
     .export_attr = "__attribute__((visibility(\"default\")))",
     .pfor_as_function = 1,
+    .kernel_decls = tk_cpu_frame,
+    .kernel = tk_cpu_kernel,
 };
 
 const tk_dialect *tk_dialect_find(const char *name) {

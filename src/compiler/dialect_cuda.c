@@ -576,7 +576,7 @@ static void cu_kernel(tk_emitter *e, tk_buf *out) {
     plan(&L);
     int ret = has_return(K->body);
 
-    tk_emitter_target(e, out, 0);
+    tk_emitter_target(e, out, TK_FN_ENTRY);
     /* the argument slots */
     tk_emitter_printf(e, "typedef struct tk_params {\n    tk_ctx *ctx;\n    struct tk_fbuf *fb;\n    unsigned long long prog;\n");
     for (int p = 0; p < K->nparams; p++) {
@@ -611,7 +611,7 @@ static void cu_kernel(tk_emitter *e, tk_buf *out) {
             tk_emitter_printf(e, "/* phase %d: parallel loop at line %d */\n", k, ph->pfor->line);
         tk_emitter_printf(e, "extern \"C\" __global__ void %stk_phase%d(const tk_params P) {\n",
                           ph->kind == PH_PFOR ? "__launch_bounds__(256) " : "", k);
-        tk_emitter_target(e, out, ph->kind == PH_PFOR ? 1 : 0);
+        tk_emitter_target(e, out, ph->kind == PH_PFOR ? TK_FN_PARALLEL : TK_FN_ENTRY);
         tk_emitter_nest(e, 1);
         tk_emitter_indent(e);
         tk_emitter_printf(e, "tk_ctx *ctx = P.ctx;\n");

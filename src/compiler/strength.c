@@ -40,7 +40,7 @@
  *      fast paths rely on (each divisor fast, the loop's index range
  *      bounded).  A constant divisor 0 < |c| < 2^52 needs neither: its
  *      reciprocal is a constant.  In the body a // d and a % d become
- *      M_FDIVQ / M_MODQ [a, d, inv, flag]; emit.c versions the chunk's loop on
+ *      M_FDIVQ / M_MODQ [a, d, inv, flag]; emit_cpu.c versions the chunk's loop on
  *      the flag: a copy with the fast path alone, which vectorizes (AVX-512DQ
  *      has the int64 <-> double conversions and vpmullq), and a copy with
  *      the exact helpers -- the code Tack emitted before this pass -- in a
@@ -389,7 +389,7 @@ static void count_body(FD *f, tk_ir *s) {
 /* i // d and i % d for the index i of a one-dimensional loop and d >= SEG_MIN:
  * the chunk runs in segments over which i // d is one value, q, computed
  * exactly at each segment's start; in the segment, i // d is q and i % d is
- * i - q * d (emit.c's third version of the loop).  Returns q's local or -1. */
+ * i - q * d (emit_cpu.c's third version of the loop).  Returns q's local or -1. */
 static int segment(FD *f, tk_ir *a, tk_ir *d) {
     const tk_ir *v = strip(a), *s = strip(d);
     if (f->loop->aux != 1 || v->op != IR_LOCAL || v->local != f->loop->vars[0] || !range_bounded(f)) return -1;

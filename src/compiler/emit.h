@@ -1,0 +1,100 @@
+/*
+ * emit.h -- the emitter's state, shared by emit.c and the CPU kernel layout
+ * (emit_cpu.c) and by no one else.
+ *
+ * emit.c writes expressions, statements and @tack.func specializations the
+ * same way for every C-family dialect; a dialect's `kernel` hook lays the
+ * kernel out around them.  The CUDA layout (dialect_cuda.c) needs nothing
+ * beyond compiler.h's tk_emitter_* services.  The CPU layout is more
+ * intimate: it writes a parallel loop in several versions, and each version
+ * changes how some expressions and statements come out -- a fast division
+ * inside a segment is a local, an add into a histogram goes to the chunk's
+ * private copy.  Those versions are the modes below, set by emit_cpu.c and
+ * read by emit.c's ex() and st(); this header is where the two files share
+ * them, so that the struct stays private to the emitter.
+ *
+ * The emitter's primitives keep their short names (P, I, ex, st, ...) in
+ * both files; the macros at the end map them to hidden symbols with an em_
+ * prefix.
+ */
+#ifndef TACK_EMIT_H
+#define TACK_EMIT_H
+
+#include "compiler/compiler.h"
+
+/* Which version of a parallel loop's chunk is being written, as far as the
+ * fast divisions of strength.c (M_FDIVQ / M_MODQ) are concerned. */
+typedef enum tk_divmode {
+    DIV_NONE,        /* not in a loop with fast divisions: the flag is an operand */
+    DIV_FAST,        /* the fast version: reciprocal estimate plus fix-up */
+    DIV_EXACT,       /* the exact version: the helpers' division */
+    DIV_SEGMENTED    /* a segment: each index quotient is a local, each remainder o + k_ */
+} tk_divmode;
+
+/* The chunk function being written for a loop with fast divisions. */
+typedef enum tk_chunkfn {
+    CHUNK_ALL,       /* the usual function: every version */
+    CHUNK_EXACT      /* the cold function: its exact version only */
+} tk_chunkfn;
+
+/* The rows of an ndrange chunk that the innermost loop runs. */
+typedef enum tk_rowmode {
+    ROW_ANY,         /* from jb_ to je_: the chunk's first and last rows may be partial */
+    ROW_WHOLE        /* the copy for whole rows: 0 .. inner_ */
+} tk_rowmode;
+
+typedef struct tk_emitter E;
+struct tk_emitter {
+    tk_cc *C;
+    const tk_dialect *D;
+    tk_buf *b;            /* where P writes */
+    tk_spec *S;           /* the specialization being written */
+    tk_spec *K;           /* the kernel's */
+    int si;               /* S's index in C->specs */
+    int ind;              /* indentation, in levels of four spaces */
+    tk_emit_fn fn;        /* what the code being written is: how a failed check leaves it */
+    int counter;          /* numbers the names of loops (serial and parallel) */
+    /* How a parallel loop met by st() is laid out (the CPU layout's; NULL
+     * in a layout that takes parallel loops from the top level itself). */
+    void (*pfor)(E *e, tk_ir *s);
+
+    /* The CPU layout's state (emit_cpu.c); fastv and hist change what ex()
+     * and st() write. */
+    tk_buf pfors;          /* parallel bodies, written while walking the entry */
+    tk_divmode fastv;      /* the version of a loop with fast divisions being written */
+    const char *rlo, *rhi; /* bounds of the innermost loop when it runs a block (else NULL) */
+    tk_rowmode whole_row;  /* an ndrange chunk's rows */
+    tk_chunkfn exact;      /* the chunk function of a loop with fast divisions */
+    int hist;              /* in the private-histogram version of a parallel loop: 1 + its array (privatize.c); else 0 */
+};
+
+static inline const char *ctype(E *e, int dt) { return e->D->ctype((tack_dtype)dt); }
+static inline const char *ut(int dt) { return dt_bits((tack_dtype)dt) <= 32 ? "uint32_t" : "uint64_t"; }
+static inline int is_signed(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_INT; }
+static inline int is_float_dt(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_FLOAT; }
+
+/* emit.c */
+TK_HIDDEN void em_printf(E *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TK_HIDDEN void em_indent(E *e);
+TK_HIDDEN void em_expr(E *e, tk_ir *x);
+TK_HIDDEN void em_stmt(E *e, tk_ir *s);
+TK_HIDDEN void em_block(E *e, tk_ir *b);
+/* A local's C name: v<index>[_<name>]. */
+TK_HIDDEN void em_local_name(E *e, int loc);
+/* The condition under which check `s` fails. */
+TK_HIDDEN void em_check_fails(E *e, tk_ir *s);
+/* Declare (zero-initialized) the value locals of one scope (frame: -1, a
+ * parallel loop: its id); with `carried`, only those it marks (in 1) or does
+ * not mark (in 0). */
+TK_HIDDEN void em_declare_locals(E *e, int scope, int skip_params, const char *carried, int in);
+
+#define P(...) em_printf(__VA_ARGS__)
+#define I(e) em_indent(e)
+#define ex(e, x) em_expr(e, x)
+#define st(e, s) em_stmt(e, s)
+#define block(e, b) em_block(e, b)
+#define local_name(e, loc) em_local_name(e, loc)
+#define check_fails(e, s) em_check_fails(e, s)
+#define declare_locals(e, scope, skip_params, carried, in) em_declare_locals(e, scope, skip_params, carried, in)
+
+#endif /* TACK_EMIT_H */
