@@ -8,7 +8,8 @@
  *   array.c    the Array heap type
  *   dtype.c    the DType heap type and the dtype objects tack.f32, ...
  *   frontend*.c  a Python function -> Tack AST (tack_kernel.h); see frontend.h
- *   kernel.c   the Kernel heap type: signature cache and the vectorcall launch path
+ *   kernel.c   the Kernel heap type: vectorcall launch path, methods, module hooks
+ *   kernel_call.c  binding a call, its signature, specialization lookup and compile
  *   dlpack.c   DLPack (__dlpack__, from_dlpack, the C exchange API) and wrap_pointer
  */
 #ifndef TACK_PY_H
