@@ -60,6 +60,23 @@ from ._interop import array_from_ptr, from_dlpack
 
 __version__ = _core.__version__
 
+
+# What the kernel front end (src/python/frontend*.c) needs from Python, handed
+# to the extension once here; the modules behind them are imported on first use.
+def _getsourcelines(fn):
+    from ._source import getsourcelines
+
+    return getsourcelines(fn)
+
+
+def _getline(filename, lineno):
+    import linecache
+
+    return linecache.getline(filename, lineno)
+
+
+_core._set_hooks(getsourcelines=_getsourcelines, getline=_getline)
+
 __all__ = [
     "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
     "array_from_ptr", "from_dlpack",

@@ -1,4 +1,5 @@
-"""A kernel's source lines, for the frontend (src/python/frontend.c).
+"""A kernel's source lines, for the frontend (src/python/frontend_source.c,
+which calls getsourcelines through the hook tack/__init__.py hands it).
 
 ``inspect.getsourcelines`` finds the end of a function with the tokenize
 module, whose regular expressions are compiled on first use: about 3 ms of

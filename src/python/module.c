@@ -168,15 +168,23 @@ error:
 
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"repr", "compile_error", NULL};
-    PyObject *repr = NULL, *ce = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:_set_hooks", names, &repr, &ce))
+    static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", NULL};
+    PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOO:_set_hooks", names, &repr, &ce, &gsl, &gl))
         return NULL;
+    if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl))) {
+        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines and getline must be callable");
+        return NULL;
+    }
     tack_state *st = tack_get_state(m);
     if (repr)
         Py_XSETREF(st->repr_hook, Py_NewRef(repr));
     if (ce)
         Py_XSETREF(st->CompileError, Py_NewRef(ce));
+    if (gsl)
+        Py_XSETREF(st->getsourcelines, Py_NewRef(gsl));
+    if (gl)
+        Py_XSETREF(st->getline, Py_NewRef(gl));
     Py_RETURN_NONE;
 }
 
@@ -190,7 +198,9 @@ static PyMethodDef module_methods[] = {
     {"_dtype", tack_py_dtype_lookup, METH_O, "_dtype(x) -> the DType for x (tack.dtype)"},
     {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
      "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},
-    {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
+     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=): what the package hands the "
+     "extension at import (the extension imports none of tack's modules itself)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -225,6 +235,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->CompileError);
     Py_VISIT(st->default_device);
     Py_VISIT(st->repr_hook);
+    Py_VISIT(st->getsourcelines);
+    Py_VISIT(st->getline);
     Py_VISIT(st->numpy);
     Py_VISIT(st->dlpack_strs);
     return tack_py_kernel_traverse(st, visit, arg);
@@ -240,6 +252,8 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->CompileError);
     Py_CLEAR(st->default_device);
     Py_CLEAR(st->repr_hook);
+    Py_CLEAR(st->getsourcelines);
+    Py_CLEAR(st->getline);
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->dlpack_strs);
     tack_py_kernel_clear(st);

@@ -7,8 +7,9 @@
  *   module.c   module definition, state, error translation, devices
  *   array.c    the Array heap type
  *   dtype.c    the DType heap type and the dtype objects tack.f32, ...
- *   frontend.c Python `ast` objects -> Tack AST (tack_kernel.h)
- *   kernel.c   the Kernel heap type: signature cache and the vectorcall launch path
+ *   frontend*.c  a Python function -> Tack AST (tack_kernel.h); see frontend.h
+ *   kernel.c   the Kernel heap type: vectorcall launch path, methods, module hooks
+ *   kernel_call.c  binding a call, its signature, specialization lookup and compile
  *   dlpack.c   DLPack (__dlpack__, from_dlpack, the C exchange API) and wrap_pointer
  */
 #ifndef TACK_PY_H
@@ -27,8 +28,14 @@ typedef struct {
     PyObject *CompileError;             /* tack.CompileError class, set by the Python package */
     PyObject *default_device;           /* str */
     PyTypeObject *KernelType;           /* set by kernel.c */
-    PyObject *kernel_extra;             /* free slot for kernel.c */
+    PyObject *kernel_extra;             /* the intrinsics registry, dict {object: intrinsic name}:
+                                           set by _core._set_intrinsics (tack._kernels, at import;
+                                           kernel.c), read by the front end (frontend_env.c) */
     PyObject *repr_hook;                /* Python function formatting an Array, set by the package */
+    PyObject *getsourcelines;           /* hook fn -> (lines, first line) for the front end, set
+                                           by the package (_set_hooks) */
+    PyObject *getline;                  /* hook (filename, lineno) -> str, the source line of a
+                                           compile error (linecache.getline), set likewise */
     PyObject *numpy;                    /* the numpy module, imported on first use */
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
 } tack_state;
@@ -102,7 +109,7 @@ PyObject *tack_py_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
 PyObject *tack_py_array_dlpack_device(PyObject *self, PyObject *unused);
 /* frontend.c: Python function -> Tack module (new), the kernel's function index. */
 int tack_py_frontend_build(tack_state *st, PyObject *fn, tack_module **out_module, int *out_index);
-/* frontend.c: raise tack.CompileError with location, source line and caret; returns -1. */
+/* frontend_source.c: raise tack.CompileError with location, source line and caret; returns -1. */
 int tack_py_compile_error(tack_state *st, const char *msg, PyObject *filename, int line, int col,
                           int end_col, PyObject *text);
 /* kernel.c: 1 if `obj` is a Kernel (then its function, borrowed, and whether

@@ -1,0 +1,640 @@
+/*
+ * frontend_expr.c -- the walk over Python expressions.
+ *
+ * Each `ast` expression object becomes one tack_node built through the
+ * builder API of tack_kernel.h, its children walked first-to-last as
+ * Python evaluates them.  fe_expr() looks the node's class name up once in
+ * a static table, expr_kinds, which names either the function that walks
+ * that kind or, for syntax a kernel cannot have (lists, lambdas, f-strings,
+ * ...), the words of the refusal.  A kind missing from the table is refused
+ * with its class name, so a new Python version's syntax fails clearly.
+ *
+ * Checking kinds of syntax here, rather than in the compiler, gives the user
+ * the most specific message: "lists are not supported" instead of a type
+ * error three passes later.  The compiler (src/compiler/) sees only what
+ * the walk accepted, and types it.
+ *
+ * Names are the environment's business (frontend_env.c): a Name or an
+ * Attribute chain that resolves outside the function becomes a constant, a
+ * dtype or is refused; only locals reach the tree as NAME nodes.  Calls are
+ * the one expression with real logic here: the callee is resolved, then it
+ * is either a @tack.func (walked into the same module as a device function,
+ * once, with its default arguments filled in), a dtype (a cast), or an
+ * intrinsic from the registry (math.sqrt, tack.dot, range, print, ...).
+ */
+#include "frontend.h"
+
+/* ---------------------------------------------------------------- builder */
+
+int fe_add(tack_node *n, tack_node *child, fe_func *f)
+{
+    if (!child)
+        return -1;
+    if (tack_node_add_child(f->mc->mod, n, child) != TACK_OK)
+        return tack_py_raise_int();
+    return 0;
+}
+
+int fe_set_name(fe_func *f, tack_node *n, PyObject *name)
+{
+    const char *s = PyUnicode_AsUTF8(name);
+    if (!s)
+        return -1;
+    if (tack_node_set_name(f->mc->mod, n, s) != TACK_OK)
+        return tack_py_raise_int();
+    return 0;
+}
+
+
+/* -------------------------------------------------------------- operators */
+
+typedef struct {
+    const char *kind;
+    tack_op op;
+} op_entry;
+
+static const op_entry op_table[] = {
+    {"Add", TACK_OP_ADD},       {"Sub", TACK_OP_SUB},         {"Mult", TACK_OP_MUL},
+    {"Div", TACK_OP_DIV},       {"FloorDiv", TACK_OP_FLOORDIV}, {"Mod", TACK_OP_MOD},
+    {"Pow", TACK_OP_POW},       {"MatMult", TACK_OP_MATMUL},  {"LShift", TACK_OP_LSHIFT},
+    {"RShift", TACK_OP_RSHIFT}, {"BitAnd", TACK_OP_BITAND},   {"BitOr", TACK_OP_BITOR},
+    {"BitXor", TACK_OP_BITXOR}, {"USub", TACK_OP_NEG},        {"UAdd", TACK_OP_POS},
+    {"Not", TACK_OP_NOT},       {"Invert", TACK_OP_INVERT},   {"And", TACK_OP_AND},
+    {"Or", TACK_OP_OR},         {"Eq", TACK_OP_EQ},           {"NotEq", TACK_OP_NE},
+    {"Lt", TACK_OP_LT},         {"LtE", TACK_OP_LE},          {"Gt", TACK_OP_GT},
+    {"GtE", TACK_OP_GE},
+};
+
+/* The tack_op of an ast operator object, TACK_OP_NONE if unknown. */
+static tack_op op_of(PyObject *opnode)
+{
+    const char *k = fe_kind(opnode);
+    for (size_t i = 0; i < sizeof op_table / sizeof op_table[0]; i++)
+        if (strcmp(op_table[i].kind, k) == 0)
+            return op_table[i].op;
+    return TACK_OP_NONE;
+}
+
+/* Read the `op` field of `e` as a tack_op; -1 with CompileError if unsupported. */
+int fe_op(fe_func *f, PyObject *e, tack_op *out)
+{
+    PyObject *op = PyObject_GetAttrString(e, "op");
+    if (!op)
+        return -1;
+    *out = op_of(op);
+    if (*out == TACK_OP_NONE) {
+        fe_error(f, e, "operator %s is not supported", fe_kind(op));
+        Py_DECREF(op);
+        return -1;
+    }
+    Py_DECREF(op);
+    return 0;
+}
+
+/* Walk the expressions of list field `field` of `e`, appending each to `n`. */
+static int fe_expr_list(fe_func *f, PyObject *e, const char *field, tack_node *n, int flags)
+{
+    PyObject *list = fe_get_list(e, field);
+    int r = -1;
+    if (!list)
+        return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (fe_is_kind(item, "Starred")) {
+            fe_error(f, item, "starred expressions (*args) are not supported in kernels");
+            goto done;
+        }
+        if (fe_add(n, fe_expr(f, item, flags), f) < 0)
+            goto done;
+    }
+    r = 0;
+done:
+    Py_DECREF(list);
+    return r;
+}
+
+/* Walk field `field` of `e` (an expression) into a new node. */
+tack_node *fe_field(fe_func *f, PyObject *e, const char *field, int flags)
+{
+    PyObject *v = PyObject_GetAttrString(e, field);
+    tack_node *n;
+    if (!v)
+        return NULL;
+    n = fe_expr(f, v, flags);
+    Py_DECREF(v);
+    return n;
+}
+
+/* ------------------------------------------------------------ leaves */
+
+static tack_node *fe_constant(fe_func *f, PyObject *e, int flags)
+{
+    PyObject *v = PyObject_GetAttrString(e, "value");
+    tack_node *n = NULL;
+    if (!v)
+        return NULL;
+    if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v)) {
+        n = fe_value_node(f, e, v);
+    } else if (PyUnicode_Check(v)) {
+        if (!(flags & FE_ALLOW_STR)) {
+            fe_error(f, e, "strings are only allowed as print() arguments and assert messages");
+        } else if ((n = fe_node(f, e, TACK_N_CONST_STR)) != NULL && fe_set_name(f, n, v) < 0) {
+            n = NULL;
+        }
+    } else if (v == Py_None) {
+        fe_error(f, e, "None is not supported in kernels");
+    } else {
+        fe_error(f, e, "%s constants are not supported in kernels", Py_TYPE(v)->tp_name);
+    }
+    Py_DECREF(v);
+    return n;
+}
+
+/* Subscript: [value, index...]; a[i, j] has two indices. */
+tack_node *fe_subscript(fe_func *f, PyObject *e)
+{
+    PyObject *slice = NULL;
+    tack_node *n = fe_node(f, e, TACK_N_SUBSCRIPT);
+    if (!n || fe_add(n, fe_field(f, e, "value", 0), f) < 0)
+        return NULL;
+    slice = PyObject_GetAttrString(e, "slice");
+    if (!slice)
+        return NULL;
+    if (fe_is_kind(slice, "Index")) { /* Python 3.8 */
+        PyObject *inner = PyObject_GetAttrString(slice, "value");
+        Py_SETREF(slice, inner);
+        if (!slice)
+            return NULL;
+    }
+    if (fe_is_kind(slice, "Tuple")) {
+        PyObject *elts = fe_get_list(slice, "elts");
+        if (!elts)
+            goto fail;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elts); i++) {
+            PyObject *item = PyList_GET_ITEM(elts, i);
+            if (fe_is_kind(item, "Slice")) {
+                Py_DECREF(elts);
+                fe_error(f, item, "slices are not supported in kernels; index one element at a "
+                                  "time");
+                goto fail;
+            }
+            if (fe_add(n, fe_expr(f, item, 0), f) < 0) {
+                Py_DECREF(elts);
+                goto fail;
+            }
+        }
+        Py_DECREF(elts);
+    } else if (fe_is_kind(slice, "Slice")) {
+        fe_error(f, slice, "slices are not supported in kernels; index one element at a time");
+        goto fail;
+    } else if (fe_add(n, fe_expr(f, slice, 0), f) < 0) {
+        goto fail;
+    }
+    Py_DECREF(slice);
+    return n;
+fail:
+    Py_DECREF(slice);
+    return NULL;
+}
+
+/* Append constants for the defaults of the trailing parameters of @tack.func
+ * `fn` that a call with `given` arguments leaves out. */
+/* ------------------------------------------------------------- calls */
+
+static int add_func_defaults(fe_func *f, PyObject *call, tack_node *n, PyObject *fn,
+                             PyObject *fname, Py_ssize_t given)
+{
+    PyCodeObject *code = (PyCodeObject *)PyFunction_GetCode(fn);
+    PyObject *defaults = PyFunction_GetDefaults(fn);
+    Py_ssize_t nparams = code->co_argcount;
+    Py_ssize_t ndef = defaults ? PyTuple_GET_SIZE(defaults) : 0;
+    if (given > nparams)
+        return fe_error(f, call, "%U() takes %zd argument%s but %zd were given", fname, nparams,
+                        nparams == 1 ? "" : "s", given);
+    if (given < nparams - ndef)
+        return fe_error(f, call, "%U() takes %zd argument%s but %zd were given", fname, nparams,
+                        nparams == 1 ? "" : "s", given);
+    for (Py_ssize_t i = given; i < nparams; i++) {
+        PyObject *d = PyTuple_GET_ITEM(defaults, i - (nparams - ndef));
+        if (!(PyBool_Check(d) || PyLong_Check(d) || PyFloat_Check(d)))
+            return fe_error(f, call, "default value of parameter %zd of %U() is a %s; only int, "
+                                     "float and bool defaults are supported",
+                            i + 1, fname, Py_TYPE(d)->tp_name);
+        if (fe_add(n, fe_value_node(f, call, d), f) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int list_contains(PyObject *list, PyObject *item)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
+        if (PyList_GET_ITEM(list, i) == item)
+            return 1;
+    return 0;
+}
+
+/* 0 when call `e` has no keyword arguments; else -1 with CompileError. */
+static int no_keywords(fe_func *f, PyObject *e)
+{
+    PyObject *kw = fe_get_list(e, "keywords"), *k, *arg = NULL;
+    int r = -1;
+
+    if (!kw)
+        goto done;
+    if (PyList_GET_SIZE(kw) == 0) {
+        r = 0;
+        goto done;
+    }
+    k = PyList_GET_ITEM(kw, 0);
+    arg = PyObject_GetAttrString(k, "arg");
+    if (!arg)
+        goto done;
+    if (arg == Py_None)
+        fe_error(f, k, "**kwargs in calls is not supported in kernels");
+    else
+        fe_error(f, k, "keyword arguments are not supported in kernels ('%U=...'); pass "
+                       "arguments by position", arg);
+done:
+    Py_XDECREF(kw);
+    Py_XDECREF(arg);
+    return r;
+}
+
+/* Refuse a callee that names a local or is not a name at all. */
+static void refuse_local_callee(fe_func *f, PyObject *func)
+{
+    if (fe_is_kind(func, "Name")) {
+        PyObject *id = PyObject_GetAttrString(func, "id");
+        if (id)
+            fe_error(f, func, "'%U' is a local variable or parameter, not a function", id);
+        Py_XDECREF(id);
+    } else if (fe_is_kind(func, "Attribute")) {
+        PyObject *src = fe_unparse(f, func);
+        fe_error(f, func, "method calls ('%U(...)') are not supported in kernels; use "
+                          "functions such as tack.dot(v, w)", src);
+        Py_XDECREF(src);
+    } else {
+        fe_error(f, func, "only named functions can be called in kernels");
+    }
+}
+
+/* Refuse a callee `obj` that is neither a @tack.func, a dtype nor an intrinsic. */
+static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj)
+{
+    PyObject *src = fe_unparse(f, func);
+    if (!src)
+        return;
+    if (PyFunction_Check(obj))
+        fe_error(f, func, "function '%U' is not a @tack.func; decorate it with @tack.func "
+                          "to call it from a kernel", src);
+    else if (PyType_Check(obj))
+        fe_error(f, func, "class '%U' cannot be used in a kernel", src);
+    else
+        fe_error(f, func, "'%U' (%s) cannot be called in a kernel; kernels call math.*, "
+                          "tack.* and @tack.func functions and the builtins range, len, "
+                          "abs, min, max, float, int, bool and print",
+                 src, Py_TYPE(obj)->tp_name);
+    Py_DECREF(src);
+}
+
+/* A call of the Kernel object `obj` (Python function `fn`): only a
+ * @tack.func, walked into the module as a device function that CALL node
+ * `n` names, with the defaults of the parameters the call leaves out. */
+static int call_device_function(fe_func *f, PyObject *e, PyObject *func, tack_node *n,
+                                PyObject *obj, PyObject *fn, int is_func)
+{
+    PyObject *fname = PyObject_GetAttrString(fn, "__name__"), *args = NULL;
+    int index = -1, r = -1;
+
+    if (!fname)
+        goto done;
+    if (!is_func) {
+        fe_error(f, func, "kernel '%U' cannot be called from a kernel; only @tack.func "
+                          "functions can", fname);
+        goto done;
+    }
+    if (list_contains(f->mc->in_progress, obj)) {
+        fe_error(f, func, "recursion is not supported: '%U' calls itself (directly or "
+                          "through other functions)", fname);
+        goto done;
+    }
+    if (fe_function(f->mc, obj, fn, TACK_FUNC_DEVICE, &index) < 0 || fe_set_name(f, n, fname) < 0)
+        goto done;
+    tack_node_set_int(n, index);
+    if (fe_expr_list(f, e, "args", n, 0) < 0)
+        goto done;
+    args = fe_get_list(e, "args");
+    if (!args || add_func_defaults(f, e, n, fn, fname, PyList_GET_SIZE(args)) < 0)
+        goto done;
+    f->last_intrinsic = NULL;
+    r = 0;
+done:
+    Py_XDECREF(fname);
+    Py_XDECREF(args);
+    return r;
+}
+
+/* Call: a @tack.func, a dtype (a cast: f32(x)) or an intrinsic, by what the
+ * callee resolves to; the CALL node names it (index -1 for all but a
+ * device function). */
+static tack_node *fe_call(fe_func *f, PyObject *e, int flags)
+{
+    PyObject *func = NULL, *obj = NULL, *fn = NULL;
+    tack_node *n = NULL, *result = NULL;
+    const char *iname;
+    int is_func = 0, r, dt;
+
+    (void)flags;
+    func = PyObject_GetAttrString(e, "func");
+    if (!func || no_keywords(f, e) < 0)
+        goto done;
+    r = fe_resolve_chain(f, func, &obj);
+    if (r <= 0) {
+        if (r == 0)
+            refuse_local_callee(f, func);
+        goto done;
+    }
+    n = fe_node(f, e, TACK_N_CALL);
+    if (!n)
+        goto done;
+    r = tack_py_kernel_unwrap(f->mc->st, obj, &fn, &is_func);
+    if (r < 0)
+        goto done;
+    if (r == 1) {
+        if (call_device_function(f, e, func, n, obj, fn, is_func) == 0)
+            result = n;
+        goto done;
+    }
+    dt = fe_dtype_of(f, obj);
+    iname = dt >= 0 ? tack_dtype_get((tack_dtype)dt)->name : fe_intrinsic_name(f, obj);
+    if (!iname) {
+        refuse_callee(f, func, obj);
+        goto done;
+    }
+    if (tack_node_set_name(f->mc->mod, n, iname) != TACK_OK) {
+        tack_py_raise();
+        goto done;
+    }
+    tack_node_set_int(n, -1);
+    if (fe_expr_list(f, e, "args", n, strcmp(iname, "print") == 0 ? FE_ALLOW_STR : 0) < 0)
+        goto done;
+    f->last_intrinsic = iname;
+    result = n;
+done:
+    Py_XDECREF(func);
+    Py_XDECREF(obj);
+    return result;
+}
+
+/* ------------------------------------------------------ expression kinds */
+
+/* Name: a free name is a value from the environment, a local a NAME node. */
+static tack_node *ex_name(fe_func *f, PyObject *e, int flags)
+{
+    PyObject *obj = NULL, *id = NULL;
+    tack_node *n = NULL;
+    int r = fe_resolve_chain(f, e, &obj);
+
+    (void)flags;
+    if (r == 1) {
+        n = fe_value_node(f, e, obj);
+    } else if (r == 0) {
+        id = PyObject_GetAttrString(e, "id");
+        n = id ? fe_node(f, e, TACK_N_NAME) : NULL;
+        if (n && fe_set_name(f, n, id) < 0)
+            n = NULL;
+    }
+    Py_XDECREF(obj);
+    Py_XDECREF(id);
+    return n;
+}
+
+/* Attribute: of a module, a value from the environment (math.pi); of a
+ * local, an ATTRIBUTE node (v.x, a.shape). */
+static tack_node *ex_attribute(fe_func *f, PyObject *e, int flags)
+{
+    PyObject *obj = NULL, *attr = NULL;
+    tack_node *n = NULL;
+    int r = fe_resolve_chain(f, e, &obj);
+
+    (void)flags;
+    if (r == 1) {
+        n = fe_value_node(f, e, obj);
+    } else if (r == 0) {
+        attr = PyObject_GetAttrString(e, "attr");
+        n = attr ? fe_node(f, e, TACK_N_ATTRIBUTE) : NULL;
+        if (n && (fe_set_name(f, n, attr) < 0 || fe_add(n, fe_field(f, e, "value", 0), f) < 0))
+            n = NULL;
+    }
+    Py_XDECREF(obj);
+    Py_XDECREF(attr);
+    return n;
+}
+
+static tack_node *ex_binop(fe_func *f, PyObject *e, int flags)
+{
+    tack_node *n = NULL;
+    tack_op op;
+
+    (void)flags;
+    if (fe_op(f, e, &op) == 0 && (n = fe_node(f, e, TACK_N_BINOP)) != NULL) {
+        tack_node_set_op(n, op);
+        if (fe_add(n, fe_field(f, e, "left", 0), f) < 0 ||
+            fe_add(n, fe_field(f, e, "right", 0), f) < 0)
+            n = NULL;
+    }
+    return n;
+}
+
+static tack_node *ex_unaryop(fe_func *f, PyObject *e, int flags)
+{
+    tack_node *n = NULL;
+    tack_op op;
+
+    (void)flags;
+    if (fe_op(f, e, &op) == 0 && (n = fe_node(f, e, TACK_N_UNARYOP)) != NULL) {
+        tack_node_set_op(n, op);
+        if (fe_add(n, fe_field(f, e, "operand", 0), f) < 0)
+            n = NULL;
+    }
+    return n;
+}
+
+static tack_node *ex_boolop(fe_func *f, PyObject *e, int flags)
+{
+    tack_node *n = NULL;
+    tack_op op;
+
+    (void)flags;
+    if (fe_op(f, e, &op) == 0 && (n = fe_node(f, e, TACK_N_BOOLOP)) != NULL) {
+        tack_node_set_op(n, op);
+        if (fe_expr_list(f, e, "values", n, 0) < 0)
+            n = NULL;
+    }
+    return n;
+}
+
+/* The comparisons a kernel refuses, as Python spells them. */
+static const struct {
+    const char *kind;
+    const char *symbol;
+} refused_compares[] = {
+    {"In", "in"},
+    {"NotIn", "not in"},
+    {"Is", "is"},
+    {"IsNot", "is not"},
+};
+
+/* Compare: [left, comparators...] with one op per comparator (a < b < c). */
+static tack_node *ex_compare(fe_func *f, PyObject *e, int flags)
+{
+    PyObject *ops = fe_get_list(e, "ops");
+    tack_node *n = NULL;
+
+    (void)flags;
+    if (ops && (n = fe_node(f, e, TACK_N_COMPARE)) != NULL) {
+        if (fe_add(n, fe_field(f, e, "left", 0), f) < 0 ||
+            fe_expr_list(f, e, "comparators", n, 0) < 0)
+            n = NULL;
+        for (Py_ssize_t i = 0; n && i < PyList_GET_SIZE(ops); i++) {
+            PyObject *o = PyList_GET_ITEM(ops, i);
+            tack_op cop = op_of(o);
+            if (cop == TACK_OP_NONE) {
+                const char *ok = fe_kind(o), *sym = "is not";
+                for (size_t j = 0; j < sizeof refused_compares / sizeof refused_compares[0]; j++)
+                    if (strcmp(refused_compares[j].kind, ok) == 0)
+                        sym = refused_compares[j].symbol;
+                fe_error(f, e, "the '%s' comparison is not supported in kernels", sym);
+                n = NULL;
+            } else if (tack_node_add_op(f->mc->mod, n, cop) != TACK_OK) {
+                tack_py_raise();
+                n = NULL;
+            }
+        }
+    }
+    Py_XDECREF(ops);
+    return n;
+}
+
+static tack_node *ex_ifexp(fe_func *f, PyObject *e, int flags)
+{
+    tack_node *n = fe_node(f, e, TACK_N_IFEXP);
+
+    (void)flags;
+    if (n && (fe_add(n, fe_field(f, e, "test", 0), f) < 0 ||
+              fe_add(n, fe_field(f, e, "body", 0), f) < 0 ||
+              fe_add(n, fe_field(f, e, "orelse", 0), f) < 0))
+        n = NULL;
+    return n;
+}
+
+static tack_node *ex_subscript(fe_func *f, PyObject *e, int flags)
+{
+    (void)flags;
+    return fe_subscript(f, e);
+}
+
+static tack_node *ex_tuple(fe_func *f, PyObject *e, int flags)
+{
+    tack_node *n = fe_node(f, e, TACK_N_TUPLE);
+
+    (void)flags;
+    if (n && fe_expr_list(f, e, "elts", n, 0) < 0)
+        n = NULL;
+    return n;
+}
+
+typedef tack_node *(*expr_walk)(fe_func *f, PyObject *e, int flags);
+
+/* Every expression kind the walk knows: a walk function, or the subject of
+ * the refusal "... not supported in kernels". */
+static const struct {
+    const char *kind;
+    expr_walk walk;
+    const char *refused;
+} expr_kinds[] = {
+    {"Name", ex_name, NULL},
+    {"Constant", fe_constant, NULL},
+    {"Subscript", ex_subscript, NULL},
+    {"BinOp", ex_binop, NULL},
+    {"Attribute", ex_attribute, NULL},
+    {"Call", fe_call, NULL},
+    {"Compare", ex_compare, NULL},
+    {"UnaryOp", ex_unaryop, NULL},
+    {"BoolOp", ex_boolop, NULL},
+    {"IfExp", ex_ifexp, NULL},
+    {"Tuple", ex_tuple, NULL},
+    {"List", NULL, "lists are"},
+    {"Dict", NULL, "dicts are"},
+    {"Set", NULL, "sets are"},
+    {"ListComp", NULL, "list comprehensions are"},
+    {"SetComp", NULL, "set comprehensions are"},
+    {"DictComp", NULL, "dict comprehensions are"},
+    {"GeneratorExp", NULL, "generator expressions are"},
+    {"Lambda", NULL, "lambdas are"},
+    {"JoinedStr", NULL, "f-strings are"},
+    {"FormattedValue", NULL, "f-strings are"},
+    {"NamedExpr", NULL, "assignment expressions (:=) are"},
+    {"Starred", NULL, "starred expressions are"},
+    {"Await", NULL, "await is"},
+    {"Yield", NULL, "yield is"},
+    {"YieldFrom", NULL, "yield from is"},
+    {"Slice", NULL, "slices are"},
+};
+
+tack_node *fe_expr(fe_func *f, PyObject *e, int flags)
+{
+    const char *k = fe_kind(e);
+    size_t i = 0, count = sizeof expr_kinds / sizeof expr_kinds[0];
+    tack_node *n = NULL;
+
+    while (i < count && strcmp(expr_kinds[i].kind, k) != 0)
+        i++;
+    if (Py_EnterRecursiveCall(" while compiling a kernel expression"))
+        return NULL;
+    if (i == count)
+        fe_error(f, e, "this expression (%s) is not supported in kernels", k);
+    else if (!expr_kinds[i].walk)
+        fe_error(f, e, "%s not supported in kernels", expr_kinds[i].refused);
+    else
+        n = expr_kinds[i].walk(f, e, flags);
+    Py_LeaveRecursiveCall();
+    if (!n && !PyErr_Occurred())
+        tack_py_raise();
+    return n;
+}
+
+/* ------------------------------------------------------------ annotations */
+
+/* An annotation: a tack dtype, or int/float/bool (i64/f32/bool). */
+tack_node *fe_annotation(fe_func *f, PyObject *ann)
+{
+    PyObject *obj = NULL;
+    tack_node *n = NULL;
+    int id = -1;
+    int r = fe_resolve_chain(f, ann, &obj);
+    if (r < 0)
+        return NULL;
+    if (r == 1) {
+        id = fe_dtype_of(f, obj);
+        if (id < 0 && PyType_Check(obj)) {
+            if (obj == (PyObject *)&PyBool_Type)
+                id = TACK_BOOL;
+            else if (obj == (PyObject *)&PyLong_Type)
+                id = TACK_I64;
+            else if (obj == (PyObject *)&PyFloat_Type)
+                id = TACK_F32;
+        }
+    }
+    if (id < 0) {
+        PyObject *src = fe_unparse(f, ann);
+        fe_error(f, ann, "annotation '%U' is not a tack dtype; annotate with tack.f32, tack.i64, "
+                         "tack.vec3, ... (or int, float, bool)", src);
+        Py_XDECREF(src);
+    } else if ((n = fe_node(f, ann, TACK_N_TYPE)) != NULL) {
+        tack_node_set_int(n, id);
+    }
+    Py_XDECREF(obj);
+    return n;
+}
