@@ -36,15 +36,15 @@ typedef struct loopv {
     int64_t step; /* constant step, 0 if not constant */
 } loopv;
 
-typedef struct K {
+typedef struct check_elider {
     tk_cc *C;
     tk_spec *S;
     int *defs;
     loopv stack[64];
     int n;
-} K;
+} check_elider;
 
-static void count_defs(K *k, tk_ir *s) {
+static void count_defs(check_elider *k, tk_ir *s) {
     if (!s) return;
     if ((s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local >= 0) k->defs[s->local]++;
     if (s->op == IR_PFOR)
@@ -68,7 +68,7 @@ static const tk_ir *strip(const tk_ir *e) {
     return e;
 }
 
-static loopv *induction(K *k, const tk_ir *e) {
+static loopv *induction(check_elider *k, const tk_ir *e) {
     e = strip(e);
     if (e->op != IR_LOCAL || k->defs[e->local] != 1) return NULL;
     for (int i = k->n - 1; i >= 0; i--)
@@ -77,7 +77,7 @@ static loopv *induction(K *k, const tk_ir *e) {
 }
 
 /* idx = v + c for an induction variable v and a constant c (also v - c, c + v). */
-static loopv *affine(K *k, const tk_ir *e, int64_t *c) {
+static loopv *affine(check_elider *k, const tk_ir *e, int64_t *c) {
     e = strip(e);
     *c = 0;
     if (e->op == IR_LOCAL) return induction(k, e);
@@ -103,7 +103,7 @@ static int same_shape(const tk_ir *a, const tk_ir *b) {
     return a->op == IR_SHAPE && b->op == IR_SHAPE && a->param == b->param && a->aux == b->aux;
 }
 
-static tk_ir *kx(K *k, tk_ir *x) {
+static tk_ir *kx(check_elider *k, tk_ir *x) {
     for (int i = 0; i < x->n; i++) x->k[i] = kx(k, x->k[i]);
     if (x->op == IR_WRAP) {
         int64_t c;
@@ -113,9 +113,9 @@ static tk_ir *kx(K *k, tk_ir *x) {
     return x;
 }
 
-static void ks(K *k, tk_ir *s);
+static void ks(check_elider *k, tk_ir *s);
 
-static void kblock(K *k, tk_ir *b) {
+static void kblock(check_elider *k, tk_ir *b) {
     for (int i = 0; i < b->n; i++) {
         tk_ir *s = b->k[i];
         if (s->op == IR_CHECK && s->sub == CK_INDEX && s->local != 2) {
@@ -139,7 +139,7 @@ static void kblock(K *k, tk_ir *b) {
     }
 }
 
-static void ks(K *k, tk_ir *s) {
+static void ks(check_elider *k, tk_ir *s) {
     switch (s->op) {
     case IR_BLOCK: kblock(k, s); return;
     case IR_FOR: {
@@ -362,7 +362,7 @@ void tk_checks(tk_cc *C) {
     for (int i = 0; i < C->nspecs; i++) {
         tk_spec *S = C->specs[i];
         if (!S->body) continue;
-        K k;
+        check_elider k;
         memset(&k, 0, sizeof k);
         k.C = C;
         k.S = S;

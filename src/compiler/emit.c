@@ -40,18 +40,18 @@
 #include "compiler/compiler.h"
 #include "compiler/emit.h"
 
-void em_printf(E *e, const char *fmt, ...) {
+void em_printf(tk_emitter *e, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     tk_vprintf(e->b, fmt, ap);
     va_end(ap);
 }
-void em_indent(E *e) {
+void em_indent(tk_emitter *e) {
     for (int i = 0; i < e->ind; i++) tk_puts(e->b, "    ");
 }
 
 /* A local's C name: v<index>[_<name>] (ASCII names only). */
-void em_local_name(E *e, int loc) {
+void em_local_name(tk_emitter *e, int loc) {
     const char *n = e->S->locals[loc].name;
     P(e, "v%d", loc);
     if (!n) return;
@@ -61,7 +61,7 @@ void em_local_name(E *e, int loc) {
 }
 
 /* --------------------------------------------------------- expressions */
-static void emit_const(E *e, tk_ir *x) {
+static void emit_const(tk_emitter *e, tk_ir *x) {
     int dt = x->ty.dt;
     if (x->ty.kind != TY_VALUE) {
         P(e, "0");
@@ -118,7 +118,7 @@ static tk_ir *split_offset(tk_ir *x, int64_t *c) {
  * compiler keeps in as many registers (7-point stencil at 40^3, one core,
  * 38-element rows: 1.5x the time of the hand-written loop before).  The
  * indices are in bounds (checked, or proven), so no product overflows. */
-static void split_index(E *e, tk_ir *x, int first) {
+static void split_index(tk_emitter *e, tk_ir *x, int first) {
     int nd = x->n - first, p = x->param;
     int64_t c[TACK_MAX_NDIM];
     tk_ir *b[TACK_MAX_NDIM];
@@ -151,7 +151,7 @@ static int splits(tk_ir *x, int first) {
     return any;
 }
 
-static void flat_index(E *e, tk_ir *x, int first) {
+static void flat_index(tk_emitter *e, tk_ir *x, int first) {
     int nd = x->n - first;
     int p = x->param;
     if (e->C->opts.optimize && splits(x, first)) {
@@ -171,7 +171,7 @@ static void flat_index(E *e, tk_ir *x, int first) {
 
 #define vname(dt) ctype(e, (dt))
 
-static void emit_bin(E *e, tk_ir *x) {
+static void emit_bin(tk_emitter *e, tk_ir *x) {
     int b = x->sub;
     tk_type t = (b >= B_EQ && b <= B_GE) ? x->aux_ty : x->ty;
     tk_ir *a = x->k[0], *c = x->k[1];
@@ -249,7 +249,7 @@ static void emit_bin(E *e, tk_ir *x) {
 }
 
 /* A conversion: saturating from float to int, a test against zero to bool. */
-static void emit_cast(E *e, tk_ir *x) {
+static void emit_cast(tk_emitter *e, tk_ir *x) {
     tk_ir *s = x->k[0];
     int to = x->ty.dt, from = s->ty.dt;
     if (to == from) { ex(e, s); return; }
@@ -264,7 +264,7 @@ static void emit_cast(E *e, tk_ir *x) {
 }
 
 /* A unary operation; integer negation wraps (through unsigned). */
-static void emit_un(E *e, tk_ir *x) {
+static void emit_un(tk_emitter *e, tk_ir *x) {
     tk_ir *a = x->k[0];
     int dt = x->ty.dt;
     switch (x->sub) {
@@ -286,7 +286,7 @@ static void emit_un(E *e, tk_ir *x) {
 
 /* A math function, a trip count, or a fast division (strength.c) in the
  * version of its loop being written (e->fastv). */
-static void emit_math(E *e, tk_ir *x) {
+static void emit_math(tk_emitter *e, tk_ir *x) {
     int m = x->sub;
     if (m == M_FDIVQ || m == M_MODQ) { /* the flag is known inside the loop's two versions */
         if (e->fastv == DIV_SEGMENTED && x->n == 6) { /* in a segment: i // d is q, i % d is o + k_ */
@@ -302,17 +302,17 @@ static void emit_math(E *e, tk_ir *x) {
     }
     if (m == M_TRIP) P(e, "tk_trip(");
     else if (m == M_LENGTH || m == M_NORMALIZE) P(e, "tk_%s_%s(", m == M_LENGTH ? "length" : "normalize", vname(x->aux_ty.dt));
-    else if (m == M_ISNAN || m == M_ISINF || m == M_ISFINITE) P(e, "(0 != %s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
+    else if (tk_math_is_predicate(m)) P(e, "(0 != %s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
     else P(e, "%s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
     for (int i = 0; i < x->n; i++) {
         if (i) P(e, ", ");
         ex(e, x->k[i]);
     }
-    P(e, (m == M_ISNAN || m == M_ISINF || m == M_ISFINITE) ? "))" : ")");
+    P(e, tk_math_is_predicate(m) ? "))" : ")");
 }
 
 /* A vector or matrix value, row major. */
-static void emit_vec(E *e, tk_ir *x) {
+static void emit_vec(tk_emitter *e, tk_ir *x) {
     int dt = x->ty.dt, r = dt_rows((tack_dtype)dt), c = dt_cols((tack_dtype)dt);
     P(e, e->D->cxx_literals ? "(%s{{" : "((%s){{", ctype(e, dt));
     for (int i = 0; i < r; i++) {
@@ -328,7 +328,7 @@ static void emit_vec(E *e, tk_ir *x) {
 }
 
 /* A call of a @tack.func specialization: arrays go as pointer and extents. */
-static void emit_call(E *e, tk_ir *x) {
+static void emit_call(tk_emitter *e, tk_ir *x) {
     P(e, "tk_f%d(ctx, abi", x->aux);
     for (int i = 0; i < x->n; i++) {
         tk_ir *a = x->k[i];
@@ -343,7 +343,7 @@ static void emit_call(E *e, tk_ir *x) {
     P(e, ")");
 }
 
-void em_expr(E *e, tk_ir *x) {
+void em_expr(tk_emitter *e, tk_ir *x) {
     switch (x->op) {
     case IR_CONST: emit_const(e, x); return;
     case IR_LOCAL: local_name(e, x->local); return;
@@ -413,16 +413,16 @@ void em_expr(E *e, tk_ir *x) {
 /* ----------------------------------------------------------- statements */
 static int returns_value(const tk_spec *S) { return S->ret.kind == TY_VALUE || S->ret.kind == TY_TUPLE; }
 
-static void ret_fail(E *e) {
+static void ret_fail(tk_emitter *e) {
     if (e->fn == TK_FN_DEVICE && returns_value(e->S)) P(e, "return tk_zero;");
     else P(e, "return;");
 }
 
-void em_block(E *e, tk_ir *b) {
+void em_block(tk_emitter *e, tk_ir *b) {
     for (int i = 0; i < b->n; i++) st(e, b->k[i]);
 }
 
-static void after_call(E *e, tk_ir *v) {
+static void after_call(tk_emitter *e, tk_ir *v) {
     if (v->op == IR_CALL && e->C->opts.checks) {
         I(e);
         P(e, "if (TK_FAILED(ctx)) ");
@@ -432,7 +432,7 @@ static void after_call(E *e, tk_ir *v) {
 }
 
 /* The condition under which check `s` fails. */
-void em_check_fails(E *e, tk_ir *s) {
+void em_check_fails(tk_emitter *e, tk_ir *s) {
     switch (s->sub) {
     case CK_INDEX:
         if (s->local == CKI_RANGE) { /* a hoisted range: lo < hi and hi beyond the bound */
@@ -462,7 +462,7 @@ void em_check_fails(E *e, tk_ir *s) {
 
 /* A serial loop over range(lo, hi, step): a counter from 0 to the trip count,
  * or from lo to hi when the step is 1. */
-static void emit_for(E *e, tk_ir *s) {
+static void emit_for(tk_emitter *e, tk_ir *s) {
     int c = e->counter++;
     tk_ir *lo = s->k[0], *hi = s->k[1], *step = s->k[2];
     I(e); P(e, "{\n");
@@ -487,7 +487,7 @@ static void emit_for(E *e, tk_ir *s) {
 }
 
 /* A check: when it fails, abi->fail(ctx, site, a, b) and leave. */
-static void emit_check(E *e, tk_ir *s) {
+static void emit_check(tk_emitter *e, tk_ir *s) {
     I(e); P(e, "if (__builtin_expect(");
     check_fails(e, s);
     P(e, ", 0)) { abi->fail(ctx, %d, ", s->aux);
@@ -515,7 +515,7 @@ static void emit_check(E *e, tk_ir *s) {
 }
 
 /* print(...): the values as tk_pv records, for abi->print. */
-static void emit_print(E *e, tk_ir *s) {
+static void emit_print(tk_emitter *e, tk_ir *s) {
     I(e); P(e, "{ tk_pv pv_[%d] = {", s->n ? s->n : 1);
     for (int i = 0; i < s->n; i++) {
         tk_ir *v = s->k[i];
@@ -542,7 +542,7 @@ static void emit_print(E *e, tk_ir *s) {
 
 /* In the private-histogram version of a parallel loop (e->hist): an add or
  * sub into the chunk's private copy, wrapping like the atomic it replaces. */
-static void hist_add(E *e, tk_ir *a) {
+static void hist_add(tk_emitter *e, tk_ir *a) {
     int dt = a->ty.dt;
     const char *op = a->sub == A_SUB ? "-" : "+";
     I(e); P(e, "{ const int64_t h_ = (int64_t)(");
@@ -559,7 +559,7 @@ static void hist_add(E *e, tk_ir *a) {
     }
 }
 
-void em_stmt(E *e, tk_ir *s) {
+void em_stmt(tk_emitter *e, tk_ir *s) {
     switch (s->op) {
     case IR_BLOCK: block(e, s); return;
     case IR_ASSIGN:
@@ -647,7 +647,7 @@ void em_stmt(E *e, tk_ir *s) {
 
 /* Declare the locals of one scope (frame: -1, a parallel loop: its id);
  * with `carried`, only those it marks (in 1) or does not mark (in 0). */
-void em_declare_locals(E *e, int scope, int skip_params, const char *carried, int in) {
+void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in) {
     for (int i = 0; i < e->S->nlocals; i++) {
         tk_local *l = &e->S->locals[i];
         if (l->scope != scope || (skip_params && l->is_param) || l->ty.kind != TY_VALUE) continue;
@@ -670,12 +670,12 @@ static void mark_calls(tk_cc *C, tk_ir *x, char *reach) {
 }
 
 /* The C type a function returns. */
-static const char *ret_type(E *e, const tk_spec *S) {
+static const char *ret_type(tk_emitter *e, const tk_spec *S) {
     if (S->ret.kind == TY_TUPLE) return tk_fmt(&e->C->arena, "tk_tup%d", ty_tuple_spec(S->ret));
     return S->ret.kind == TY_VALUE ? ctype(e, S->ret.dt) : "void";
 }
 
-static void func_signature(E *e, tk_spec *S, int si) {
+static void func_signature(tk_emitter *e, tk_spec *S, int si) {
     P(e, "%s %s tk_f%d(tk_ctx *ctx, const tk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", ret_type(e, S), si);
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
@@ -692,7 +692,7 @@ static void func_signature(E *e, tk_spec *S, int si) {
 
 /* The @tack.func specializations reachable from kernel K into `funcs`: the
  * structs of the tuples they return, their prototypes, their bodies. */
-static void functions(E *e, tk_spec *K, tk_buf *funcs) {
+static void functions(tk_emitter *e, tk_spec *K, tk_buf *funcs) {
     tk_cc *C = e->C;
     char *reach = tk_alloc(&C->arena, (size_t)C->nspecs + 1);
     mark_calls(C, K->body, reach);
@@ -731,9 +731,9 @@ static void functions(E *e, tk_spec *K, tk_buf *funcs) {
 }
 
 const char *tk_emit(tk_cc *C) {
-    E ev;
+    tk_emitter ev;
     memset(&ev, 0, sizeof ev);
-    E *e = &ev;
+    tk_emitter *e = &ev;
     e->C = C;
     e->D = C->dialect;
     tk_buf out, funcs;

@@ -43,7 +43,6 @@ typedef enum tk_rowmode {
     ROW_WHOLE        /* the copy for whole rows: 0 .. inner_ */
 } tk_rowmode;
 
-typedef struct tk_emitter E;
 struct tk_emitter {
     tk_cc *C;
     const tk_dialect *D;
@@ -56,7 +55,7 @@ struct tk_emitter {
     int counter;          /* numbers the names of loops (serial and parallel) */
     /* How a parallel loop met by st() is laid out (the CPU layout's; NULL
      * in a layout that takes parallel loops from the top level itself). */
-    void (*pfor)(E *e, tk_ir *s);
+    void (*pfor)(tk_emitter *e, tk_ir *s);
 
     /* The CPU layout's state (emit_cpu.c); fastv and hist change what ex()
      * and st() write. */
@@ -68,25 +67,25 @@ struct tk_emitter {
     int hist;              /* in the private-histogram version of a parallel loop: 1 + its array (privatize.c); else 0 */
 };
 
-static inline const char *ctype(E *e, int dt) { return e->D->ctype((tack_dtype)dt); }
+static inline const char *ctype(tk_emitter *e, int dt) { return e->D->ctype((tack_dtype)dt); }
 static inline const char *ut(int dt) { return dt_bits((tack_dtype)dt) <= 32 ? "uint32_t" : "uint64_t"; }
 static inline int is_signed(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_INT; }
 static inline int is_float_dt(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_FLOAT; }
 
 /* emit.c */
-TK_HIDDEN void em_printf(E *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-TK_HIDDEN void em_indent(E *e);
-TK_HIDDEN void em_expr(E *e, tk_ir *x);
-TK_HIDDEN void em_stmt(E *e, tk_ir *s);
-TK_HIDDEN void em_block(E *e, tk_ir *b);
+TK_HIDDEN void em_printf(tk_emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TK_HIDDEN void em_indent(tk_emitter *e);
+TK_HIDDEN void em_expr(tk_emitter *e, tk_ir *x);
+TK_HIDDEN void em_stmt(tk_emitter *e, tk_ir *s);
+TK_HIDDEN void em_block(tk_emitter *e, tk_ir *b);
 /* A local's C name: v<index>[_<name>]. */
-TK_HIDDEN void em_local_name(E *e, int loc);
+TK_HIDDEN void em_local_name(tk_emitter *e, int loc);
 /* The condition under which check `s` fails. */
-TK_HIDDEN void em_check_fails(E *e, tk_ir *s);
+TK_HIDDEN void em_check_fails(tk_emitter *e, tk_ir *s);
 /* Declare (zero-initialized) the value locals of one scope (frame: -1, a
  * parallel loop: its id); with `carried`, only those it marks (in 1) or does
  * not mark (in 0). */
-TK_HIDDEN void em_declare_locals(E *e, int scope, int skip_params, const char *carried, int in);
+TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
 
 #define P(...) em_printf(__VA_ARGS__)
 #define I(e) em_indent(e)

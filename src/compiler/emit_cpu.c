@@ -53,7 +53,7 @@
 /* -------------------------------------------------------------- arrays */
 /* The array parameters' data pointers and extents, from the launch's
  * arguments (src "args") or from the frame (src "F"). */
-static void array_decls(E *e, tk_spec *S, const char *src) {
+static void array_decls(tk_emitter *e, tk_spec *S, const char *src) {
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
         if (t.kind != TY_ARRAY) continue;
@@ -122,7 +122,7 @@ static int64_t min_parallel(const tk_ir *body) {
  * with AVX-512; nothing elsewhere).  A 7-point stencil, timed the same way,
  * is faster at 32 bytes only at 16^3 (2.5 -> 2.1 us), level at 40^3 and
  * 4-9% slower from 100^3 up, so neighbour loads keep the full width. */
-static int moves_vectors(const E *e, const tk_ir *x) {
+static int moves_vectors(const tk_emitter *e, const tk_ir *x) {
     if (x->op == IR_LOAD || x->op == IR_STORE) {
         tack_dtype dt = (tack_dtype)e->S->ptypes[x->param].dt;
         if (dt_rows(dt) * dt_cols(dt) > 1) return 1;
@@ -145,7 +145,7 @@ static tk_ir *fast_flag(tk_ir *x, int kid) {
 }
 
 /* Each segment quotient q = index // d, once per q local (marks in `seen`). */
-static void segment_heads(E *e, tk_ir *x, char *seen) {
+static void segment_heads(tk_emitter *e, tk_ir *x, char *seen) {
     if (x->op == IR_MATH && (x->sub == M_FDIVQ || x->sub == M_MODQ) && x->n == 6 && !seen[x->k[4]->local]) {
         seen[x->k[4]->local] = 1;
         /* a segment starts inside q's run or on its next boundary: step q, divide only
@@ -196,14 +196,14 @@ static int simd_scalar(int dt) {
  * The chunk's private sums (privatize.c) get reduction(+): their order was
  * never specified (chunks combine atomically in any order), and partial
  * sums per lane make a long add chain vector code. */
-static int simd_ok(E *e, tk_ir *s) {
+static int simd_ok(tk_emitter *e, tk_ir *s) {
     if (!e->C->opts.optimize || e->hist || e->exact == CHUNK_EXACT || !simd_body(s->k[s->aux], 0)) return 0;
     for (int r = 0; s->red && r < s->red->n; r++)
         if (!simd_scalar(s->red->k[r]->ty.dt)) return 0;
     return 1;
 }
 
-static void simd_pragma(E *e, tk_ir *s) {
+static void simd_pragma(tk_emitter *e, tk_ir *s) {
     I(e); P(e, "#pragma omp simd");
     for (int r = 0; s->red && r < s->red->n; r++) {
         P(e, r ? ", " : " reduction(+: ");
@@ -219,7 +219,7 @@ static void simd_pragma(E *e, tk_ir *s) {
  * bounds and step 1 (an n-body's `for j in range(n)`) give the condition
  * `lo < hi` on which the chunk's loop is versioned (the other version, for
  * empty inner loops, is the same loop without the assumption). */
-static int simd_guards(E *e, tk_ir *loop, tk_ir *body) {
+static int simd_guards(tk_emitter *e, tk_ir *loop, tk_ir *body) {
     int n = 0;
     for (int i = 0; i < body->n; i++) {
         tk_ir *f = body->k[i];
@@ -242,7 +242,7 @@ static void mark_carried(tk_ir *x, char *carried) {
     for (int i = 0; i < x->n; i++) mark_carried(x->k[i], carried);
 }
 
-static char *carried_locals(E *e, tk_ir *s) {
+static char *carried_locals(tk_emitter *e, tk_ir *s) {
     char *c = tk_alloc(&e->C->arena, (size_t)e->S->nlocals + 1);
     memset(c, 0, (size_t)e->S->nlocals + 1);
     mark_carried(s->k[s->aux], c);
@@ -254,7 +254,7 @@ static char *carried_locals(E *e, tk_ir *s) {
 
 
 /* An iteration's private locals and its index variable. */
-static void iteration_head(E *e, tk_ir *s, const char *carried) {
+static void iteration_head(tk_emitter *e, tk_ir *s, const char *carried) {
     int nd = s->aux;
     declare_locals(e, e->S->locals[s->vars[0]].scope, 0, carried, 0);
     I(e); local_name(e, s->vars[nd - 1]);
@@ -266,7 +266,7 @@ static void iteration_head(E *e, tk_ir *s, const char *carried) {
 /* The innermost loop's variable and bounds: i_ over the chunk or the
  * segment (one dimension), j_ over the row (an ndrange), or a block of
  * either (e->rlo, e->rhi) when checks are verified ahead. */
-static void inner_range(E *e, tk_ir *s, const char **v, const char **lo, const char **hi) {
+static void inner_range(tk_emitter *e, tk_ir *s, const char **v, const char **lo, const char **hi) {
     int nd = s->aux;
     *v = nd > 1 ? "j_" : "i_";
     *lo = e->rlo ? e->rlo : nd > 1 ? (e->whole_row == ROW_WHOLE ? "0" : "jb_") : e->fastv == DIV_SEGMENTED ? "s_" : "lo_";
@@ -276,7 +276,7 @@ static void inner_range(E *e, tk_ir *s, const char **v, const char **lo, const c
 /* The header of a loop of variable v over [lo, hi); in a segment (strength.c)
  * the loop counts k_ from lo - s_ in 32 bits, so that i % d (o + k_) and
  * what is computed from it take 32-bit lanes, and i_ follows from k_. */
-static void loop_header(E *e, tk_ir *s, const char *v, const char *lo, const char *hi) {
+static void loop_header(tk_emitter *e, tk_ir *s, const char *v, const char *lo, const char *hi) {
     I(e);
     if (s->aux == 1 && e->fastv == DIV_SEGMENTED) {
         P(e, "for (int32_t k_ = (int32_t)(%s - s_); k_ < (int32_t)(%s - s_); k_++) {\n", lo, hi);
@@ -289,7 +289,7 @@ static void loop_header(E *e, tk_ir *s, const char *v, const char *lo, const cha
 }
 
 /* The innermost loop of a chunk with the body; `simd` 1 with the pragma, 0 without. */
-static void inner_loop(E *e, tk_ir *s, const char *carried, int simd) {
+static void inner_loop(tk_emitter *e, tk_ir *s, const char *carried, int simd) {
     int nd = s->aux;
     const char *v, *lo, *hi;
     inner_range(e, s, &v, &lo, &hi);
@@ -304,7 +304,7 @@ static void inner_loop(E *e, tk_ir *s, const char *carried, int simd) {
 
 /* The innermost loop, in SIMD lanes when the body allows (versioned on the
  * guards of its inner loops, when it has some). */
-static void inner_versions(E *e, tk_ir *s, const char *carried) {
+static void inner_versions(tk_emitter *e, tk_ir *s, const char *carried) {
     if (!simd_ok(e, s)) { inner_loop(e, s, carried, 0); return; }
     size_t mark = e->b->len;
     I(e); P(e, "if (");
@@ -356,7 +356,7 @@ static int computes_only(const tk_ir *x, uint64_t written, int loads) {
 
 /* Swap the checks among the body's first n statements with empty blocks
  * (returning what was there) or, given that, put them back. */
-static tk_ir **blank_checks(E *e, tk_ir *body, int n, tk_ir **saved) {
+static tk_ir **blank_checks(tk_emitter *e, tk_ir *body, int n, tk_ir **saved) {
     if (saved) {
         memcpy(body->k, saved, sizeof(tk_ir *) * (size_t)n);
         return NULL;
@@ -370,7 +370,7 @@ static tk_ir **blank_checks(E *e, tk_ir *body, int n, tk_ir **saved) {
 }
 
 /* The number of statements in the body's verifiable prefix, if it holds a check; else 0. */
-static int verify_prefix(E *e, tk_ir *s, const char *carried) {
+static int verify_prefix(tk_emitter *e, tk_ir *s, const char *carried) {
     tk_ir *body = s->k[s->aux];
     uint64_t written = 0;
     int n = 0, checks = 0;
@@ -392,7 +392,7 @@ static int verify_prefix(E *e, tk_ir *s, const char *carried) {
     return lanes ? n : 0;
 }
 
-static void verified_blocks(E *e, tk_ir *s, const char *carried, int np) {
+static void verified_blocks(tk_emitter *e, tk_ir *s, const char *carried, int np) {
     tk_ir *body = s->k[s->aux];
     const char *v, *lo, *hi;
     inner_range(e, s, &v, &lo, &hi);
@@ -432,7 +432,7 @@ static void verified_blocks(E *e, tk_ir *s, const char *carried, int np) {
 
 /* The innermost loop, its checks verified a block ahead when the body's
  * prefix allows (np statements), else in SIMD lanes when it allows. */
-static void innermost(E *e, tk_ir *s, const char *carried, int np) {
+static void innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) {
     if (np) verified_blocks(e, s, carried, np);
     else inner_versions(e, s, carried);
 }
@@ -441,7 +441,7 @@ static void innermost(E *e, tk_ir *s, const char *carried, int np) {
 /* An ndrange chunk's rows: the outer indices of its first and last rows,
  * and the loops over the rows between them (left open: pfor_loop closes
  * them), each row running from jb_ to je_ of the innermost dimension. */
-static void ndrange_rows(E *e, tk_ir *s) {
+static void ndrange_rows(tk_emitter *e, tk_ir *s) {
     int nd = s->aux;
     I(e); P(e, "const int64_t inner_ = F->pn[%d];\n", nd - 1);
     I(e); P(e, "const int64_t o0_ = lo_ / inner_, o1_ = (hi_ - 1) / inner_;\n");
@@ -474,7 +474,7 @@ static void ndrange_rows(E *e, tk_ir *s) {
 }
 
 /* The chunk's loop over [lo_, hi_) of a parallel loop, with its body. */
-static void pfor_loop(E *e, tk_ir *s) {
+static void pfor_loop(tk_emitter *e, tk_ir *s) {
     int nd = s->aux;
     tk_ir *body = s->k[nd];
     char *carried = carried_locals(e, s);
@@ -516,7 +516,7 @@ static void pfor_loop(E *e, tk_ir *s) {
 }
 
 /* The chunk's loop; one with fast divisions (strength.c) in versions chosen by its flags. */
-static void pfor_versions(E *e, tk_ir *s) {
+static void pfor_versions(tk_emitter *e, tk_ir *s) {
     int nd = s->aux;
     tk_ir *fast = fast_flag(s->k[nd], 3), *seg = fast_flag(s->k[nd], 5);
     if (!fast || e->exact == CHUNK_EXACT) { /* exact: the cold function's only version */
@@ -545,9 +545,9 @@ static void pfor_versions(E *e, tk_ir *s) {
  * dividend or divisor beyond 2^52), in a cold function that the C compiler
  * optimizes for size -- a quarter less compile time -- and the fast and
  * segmented versions, which call it when the launch's flag says so. */
-static void pfor_chunk(E *e, tk_ir *s);
+static void pfor_chunk(tk_emitter *e, tk_ir *s);
 
-static void pfor_function(E *e, tk_ir *s, int id, tk_chunkfn which) {
+static void pfor_function(tk_emitter *e, tk_ir *s, int id, tk_chunkfn which) {
     int exact = which == CHUNK_EXACT;
     tk_spec *S = e->S;
     tk_ir *fast = fast_flag(s->k[s->aux], 3);
@@ -571,7 +571,7 @@ static void pfor_function(E *e, tk_ir *s, int id, tk_chunkfn which) {
     e->exact = CHUNK_ALL;
 }
 
-static void emit_pfor(E *e, tk_ir *s) {
+static void emit_pfor(tk_emitter *e, tk_ir *s) {
     int id = e->counter++;
     int nd = s->aux;
     tk_spec *S = e->S;
@@ -616,7 +616,7 @@ static void emit_pfor(E *e, tk_ir *s) {
 }
 
 /* The rest of pfor_function: the chunk's private state, loop and flushes. */
-static void pfor_chunk(E *e, tk_ir *s) {
+static void pfor_chunk(tk_emitter *e, tk_ir *s) {
     tk_spec *S = e->S;
     /* private locals: those of this loop's scope (the pfor id is the scope) */
     declare_locals(e, S->locals[s->vars[0]].scope, 0, carried_locals(e, s), 1);

@@ -16,15 +16,15 @@
 
 #include "compiler/compiler.h"
 
-typedef struct D {
+typedef struct ir_dumper {
     tk_cc *C;
     tk_buf *b;
     tk_spec *S;
-} D;
+} ir_dumper;
 
-static const char *tyn(D *d, tk_type t) { return ty_name(&d->C->arena, t); }
+static const char *tyn(ir_dumper *d, tk_type t) { return ty_name(&d->C->arena, t); }
 
-static void lname(D *d, int loc) {
+static void lname(ir_dumper *d, int loc) {
     if (loc < 0 || loc >= d->S->nlocals) {
         tk_printf(d->b, "?%d", loc);
         return;
@@ -33,7 +33,7 @@ static void lname(D *d, int loc) {
     if (d->S->locals[loc].scope >= 0) tk_printf(d->b, "'%d", loc);
 }
 
-static void dx(D *d, tk_ir *x) {
+static void dx(ir_dumper *d, tk_ir *x) {
     tk_buf *b = d->b;
     switch (x->op) {
     case IR_CONST:
@@ -71,11 +71,11 @@ static void dx(D *d, tk_ir *x) {
     tk_puts(b, ")");
 }
 
-static void ind(D *d, int n) {
+static void ind(ir_dumper *d, int n) {
     for (int i = 0; i < n; i++) tk_puts(d->b, "  ");
 }
 
-static void ds(D *d, tk_ir *s, int n) {
+static void ds(ir_dumper *d, tk_ir *s, int n) {
     tk_buf *b = d->b;
     if (s->op == IR_BLOCK) {
         for (int i = 0; i < s->n; i++) ds(d, s->k[i], n);
@@ -152,7 +152,7 @@ static void ds(D *d, tk_ir *s, int n) {
     tk_printf(b, "    ; line %d\n", s->line);
 }
 
-static void dump_spec(D *d, tk_spec *S, int si) {
+static void dump_spec(ir_dumper *d, tk_spec *S, int si) {
     d->S = S;
     tk_func *F = &d->C->m->funcs[S->func];
     tk_printf(d->b, "%s %s#%d(", si == 0 ? "kernel" : "func", F->name, si);
@@ -177,7 +177,7 @@ static void dump_spec(D *d, tk_spec *S, int si) {
 const char *tk_dump(tk_cc *C) {
     tk_buf b;
     tk_buf_init(&b, &C->arena);
-    D d = {C, &b, NULL};
+    ir_dumper d = {C, &b, NULL};
     for (int i = 0; i < C->nspecs; i++) dump_spec(&d, C->specs[i], i);
     if (!b.s) tk_puts(&b, "");
     return b.s;

@@ -33,7 +33,7 @@
  * loop is a compile error (it would be a data race); reductions go through
  * an array element (`acc[0] += v` is atomic) or tack.atomic_add.
  *
- * The files of lowering, which share the context LW and the helpers declared
+ * The files of lowering, which share the context lw_state and the helpers declared
  * in lower.h:
  *
  *   lower.c       this essay; the helpers every part uses (building IR, casts,
@@ -55,44 +55,44 @@
 #include "compiler/lower.h"
 
 /* ------------------------------------------------------------ helpers */
-tk_ir *lw_mk(LW *L, int op, tk_type ty, tack_node *n) { return ir_new(L->C, op, ty, n ? n->line : 0); }
-void lw_emit(LW *L, tk_ir *s) { ir_push(L->C, L->blk, s); }
-tk_ir *lw_kid(LW *L, tk_ir *p, tk_ir *k) { ir_push(L->C, p, k); return p; }
-tk_ir *lw_unknown(LW *L, tack_node *n) { return lw_mk(L, IR_CONST, ty_unknown(), n); }
+tk_ir *lw_mk(lw_state *L, int op, tk_type ty, tack_node *n) { return ir_new(L->C, op, ty, n ? n->line : 0); }
+void lw_emit(lw_state *L, tk_ir *s) { ir_push(L->C, L->blk, s); }
+tk_ir *lw_kid(lw_state *L, tk_ir *p, tk_ir *k) { ir_push(L->C, p, k); return p; }
+tk_ir *lw_unknown(lw_state *L, tack_node *n) { return lw_mk(L, IR_CONST, ty_unknown(), n); }
 
-int find_local_in(tk_spec *S, const char *name, int scope) {
+int lw_find_local_in(tk_spec *S, const char *name, int scope) {
     for (int i = 0; i < S->nlocals; i++)
         if (S->locals[i].scope == scope && S->locals[i].name && strcmp(S->locals[i].name, name) == 0) return i;
     return -1;
 }
 
 /* The local a name read at this point refers to: the current parallel loop's, else the frame's. */
-int lookup(LW *L, const char *name) {
+int lw_lookup(lw_state *L, const char *name) {
     int i = -1;
-    if (L->pfor >= 0) i = find_local_in(L->S, name, L->pfor);
-    if (i < 0) i = find_local_in(L->S, name, -1);
+    if (L->pfor >= 0) i = lw_find_local_in(L->S, name, L->pfor);
+    if (i < 0) i = lw_find_local_in(L->S, name, -1);
     return i;
 }
 
-int lw_array_param(LW *L, const char *name) {
+int lw_array_param(lw_state *L, const char *name) {
     for (int i = 0; i < L->S->nparams; i++)
         if (L->S->ptypes[i].kind == TY_ARRAY && strcmp(L->S->pnames[i], name) == 0) return i;
     return -1;
 }
 
-tk_ir *lw_local_ref(LW *L, int loc, int line) {
+tk_ir *lw_local_ref(lw_state *L, int loc, int line) {
     tk_ir *e = ir_new(L->C, IR_LOCAL, L->S->locals[loc].ty, line);
     e->local = loc;
     return e;
 }
 
-int lw_temp(LW *L, tk_type ty) {
+int lw_temp(lw_state *L, tk_type ty) {
     int t = tk_new_local(L->C, L->S, tk_fmt(&L->C->arena, "_t%d", L->ntemps++), ty, L->pfor);
     L->S->locals[t].declared = 1;
     return t;
 }
 
-tk_ir *lw_assign_ir(LW *L, int loc, tk_ir *v, int line) {
+tk_ir *lw_assign_ir(lw_state *L, int loc, tk_ir *v, int line) {
     tk_ir *a = ir_new(L->C, IR_ASSIGN, ty_void(), line);
     a->local = loc;
     ir_push(L->C, a, v);
@@ -100,7 +100,7 @@ tk_ir *lw_assign_ir(LW *L, int loc, tk_ir *v, int line) {
 }
 
 /* Evaluate e once into a temporary unless it is cheap and pure to repeat. */
-tk_ir *lw_hoist(LW *L, tk_ir *e) {
+tk_ir *lw_hoist(lw_state *L, tk_ir *e) {
     if (ir_is_simple(e) || e->ty.kind == TY_UNKNOWN) return e;
     int t = lw_temp(L, e->ty);
     lw_emit(L, lw_assign_ir(L, t, e, e->line));
@@ -109,7 +109,7 @@ tk_ir *lw_hoist(LW *L, tk_ir *e) {
 
 int lw_known(tk_ir *e) { return e->ty.kind != TY_UNKNOWN; }
 
-tk_ir *lw_cast(LW *L, tk_ir *e, tk_type to) {
+tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to) {
     if (e->ty.kind == TY_UNKNOWN || to.kind == TY_UNKNOWN) {
         if (to.kind == TY_UNKNOWN) return e;
         tk_ir *c = ir_new(L->C, IR_CAST, to, e->line);
@@ -143,7 +143,7 @@ tk_ir *lw_cast(LW *L, tk_ir *e, tk_type to) {
     return lw_kid(L, c, e);
 }
 
-tk_ir *lw_truth(LW *L, tk_ir *e, tack_node *n) {
+tk_ir *lw_truth(lw_state *L, tk_ir *e, tack_node *n) {
     if (!lw_known(e)) return lw_cast(L, e, ty_value(TACK_BOOL));
     if (ty_is_bool(e->ty)) return e->ty.weak ? lw_cast(L, e, ty_value(TACK_BOOL)) : e;
     if (!ty_is_scalar(e->ty)) ERR(n, "the truth value of a %s is ambiguous", TN(e->ty));
@@ -152,7 +152,7 @@ tk_ir *lw_truth(LW *L, tk_ir *e, tack_node *n) {
     return lw_kid(L, u, e);
 }
 
-int lw_site(LW *L, int kind, int line, int axis, const char *array, const char *msg) {
+int lw_site(lw_state *L, int kind, int line, int axis, const char *array, const char *msg) {
     tk_cc *C = L->C;
     if (C->nsites == C->capsites) {
         int cap = C->capsites ? C->capsites * 2 : 16;
@@ -172,7 +172,7 @@ int lw_site(LW *L, int kind, int line, int axis, const char *array, const char *
     return C->nsites++;
 }
 
-void lw_check(LW *L, int kind, int site, tk_ir *a, tk_ir *b, int line) {
+void lw_check(lw_state *L, int kind, int site, tk_ir *a, tk_ir *b, int line) {
     tk_ir *c = ir_new(L->C, IR_CHECK, ty_void(), line);
     c->sub = (uint8_t)kind;
     c->aux = site;
@@ -188,7 +188,7 @@ tk_type lw_dtype_type(tack_dtype dt) {
 
 /* ------------------------------------------------------------ prescan */
 /* Create the locals a function assigns, in their scopes, before lowering. */
-static void declare(LW *L, tack_node *t, int scope, tk_type decl, int declared) {
+static void declare(lw_state *L, tack_node *t, int scope, tk_type decl, int declared) {
     if (!t) return;
     if (t->kind == TACK_N_TUPLE) {
         for (int i = 0; i < t->nkids; i++) declare(L, t->kids[i], scope, ty_unknown(), 0);
@@ -196,7 +196,7 @@ static void declare(LW *L, tack_node *t, int scope, tk_type decl, int declared) 
     }
     if (t->kind != TACK_N_NAME || !t->name) return;
     if (lw_array_param(L, t->name) >= 0) ERR(t, "cannot assign to array parameter '%s'", t->name);
-    int i = find_local_in(L->S, t->name, scope);
+    int i = lw_find_local_in(L->S, t->name, scope);
     if (i < 0) {
         i = tk_new_local(L->C, L->S, t->name, ty_unknown(), scope);
         L->S->locals[i].line = t->line;
@@ -210,20 +210,20 @@ static void declare(LW *L, tack_node *t, int scope, tk_type decl, int declared) 
     }
 }
 
-static tk_type annotation_type(LW *L, tack_node *a) {
+static tk_type annotation_type(lw_state *L, tack_node *a) {
     if (!a) return ty_unknown();
     if (a->kind != TACK_N_TYPE || a->ival < 0 || a->ival >= TACK_DTYPE_COUNT) ERR(a, "unsupported annotation (use a tack dtype such as tack.f32)");
     return lw_dtype_type((tack_dtype)a->ival);
 }
 
-static void prescan(LW *L, tack_node *n, int scope) {
+static void prescan(lw_state *L, tack_node *n, int scope) {
     if (!n) return;
     switch (n->kind) {
     case TACK_N_BLOCK:
         for (int i = 0; i < n->nkids; i++) {
             tack_node *s = n->kids[i];
             if (L->is_kernel && scope == -1 && s && s->kind == TACK_N_FOR && s->nkids == 3 && n == L->F->body &&
-                (is_range_call(s->kids[1], "range") || is_range_call(s->kids[1], "ndrange"))) {
+                (lw_is_range_call(s->kids[1], "range") || lw_is_range_call(s->kids[1], "ndrange"))) {
                 int id = L->npfor++;
                 declare(L, s->kids[0], id, ty_unknown(), 0);
                 prescan(L, s->kids[2], id);
@@ -260,9 +260,9 @@ static void prescan(LW *L, tack_node *n, int scope) {
 /* ------------------------------------------------------------- driver */
 static void lower_spec(tk_cc *C, tk_spec *S, int is_kernel) {
     tk_func *F = &C->m->funcs[S->func];
-    LW l;
+    lw_state l;
     memset(&l, 0, sizeof l);
-    LW *L = &l;
+    lw_state *L = &l;
     L->C = C;
     L->S = S;
     L->F = F;
@@ -297,7 +297,7 @@ static void lower_spec(tk_cc *C, tk_spec *S, int is_kernel) {
         L->loops = 0;
         for (int i = 0; i < S->nlocals; i++) S->locals[i].read = 0;
         tk_ir *body = ir_new(C, IR_BLOCK, ty_void(), F->body->line);
-        lower_block_into(L, F->body, body);
+        lw_block_into(L, F->body, body);
         if (!final) {
             if (!L->changed) final = 1;
             continue;

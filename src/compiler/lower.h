@@ -8,7 +8,7 @@
 
 #include "compiler/compiler.h"
 
-typedef struct LW {
+typedef struct lw_state {
     tk_cc *C;
     tk_spec *S;
     tk_func *F;
@@ -24,53 +24,53 @@ typedef struct LW {
     int changed;
     int ntemps;
     int discard;     /* the call being lowered is an expression statement */
-} LW;
+} lw_state;
 
 #define ERR(n, ...) tk_error(L->C, L->fidx, (n) ? (n)->line : 0, (n) ? (n)->col + 1 : 0, __VA_ARGS__)
 #define TN(t) ty_name(&L->C->arena, (t))
 
 
-tk_ir *lw_mk(LW *L, int op, tk_type ty, tack_node *n);
-void lw_emit(LW *L, tk_ir *s);
-tk_ir *lw_kid(LW *L, tk_ir *p, tk_ir *k);
-tk_ir *lw_unknown(LW *L, tack_node *n);
+tk_ir *lw_mk(lw_state *L, int op, tk_type ty, tack_node *n);
+void lw_emit(lw_state *L, tk_ir *s);
+tk_ir *lw_kid(lw_state *L, tk_ir *p, tk_ir *k);
+tk_ir *lw_unknown(lw_state *L, tack_node *n);
 int lw_known(tk_ir *e);
-int lw_array_param(LW *L, const char *name);
-tk_ir *lw_local_ref(LW *L, int loc, int line);
-int lw_temp(LW *L, tk_type ty);
-tk_ir *lw_assign_ir(LW *L, int loc, tk_ir *v, int line);
-tk_ir *lw_hoist(LW *L, tk_ir *e);
-tk_ir *lw_cast(LW *L, tk_ir *e, tk_type to);
-tk_ir *lw_truth(LW *L, tk_ir *e, tack_node *n);
-int lw_site(LW *L, int kind, int line, int axis, const char *array, const char *msg);
-void lw_check(LW *L, int kind, int site, tk_ir *a, tk_ir *b, int line);
+int lw_array_param(lw_state *L, const char *name);
+tk_ir *lw_local_ref(lw_state *L, int loc, int line);
+int lw_temp(lw_state *L, tk_type ty);
+tk_ir *lw_assign_ir(lw_state *L, int loc, tk_ir *v, int line);
+tk_ir *lw_hoist(lw_state *L, tk_ir *e);
+tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to);
+tk_ir *lw_truth(lw_state *L, tk_ir *e, tack_node *n);
+int lw_site(lw_state *L, int kind, int line, int axis, const char *array, const char *msg);
+void lw_check(lw_state *L, int kind, int site, tk_ir *a, tk_ir *b, int line);
 tk_type lw_dtype_type(tack_dtype dt);
-tk_ir *lw_index_value(LW *L, tack_node *n);
-void lw_indices(LW *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n);
-void lw_mark_written(LW *L, int p);
-tk_ir *lw_component(LW *L, tk_ir *v, tk_ir *k, tack_node *n);
-tk_ir *lw_bin(LW *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line);
-tk_ir *lw_expr(LW *L, tack_node *n);
+tk_ir *lw_index_value(lw_state *L, tack_node *n);
+void lw_indices(lw_state *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n);
+void lw_mark_written(lw_state *L, int p);
+tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n);
+tk_ir *lw_bin(lw_state *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line);
+tk_ir *lw_expr(lw_state *L, tack_node *n);
 tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, tack_node *at);
 /* lower.c: locals by name (-1 when none) */
-int find_local_in(tk_spec *S, const char *name, int scope);
-int lookup(LW *L, const char *name);
+int lw_find_local_in(tk_spec *S, const char *name, int scope);
+int lw_lookup(lw_state *L, const char *name);
 /* lower_expr.c */
-tk_ir *binop(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
-int comp_of_attr(const char *a);                   /* x y z w -> 0..3, else -1 */
-tk_ir *lower_in(LW *L, tk_ir *blk, tack_node *n);  /* n's statements go into blk */
+tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
+int lw_comp_of_attr(const char *a);                   /* x y z w -> 0..3, else -1 */
+tk_ir *lw_in(lw_state *L, tk_ir *blk, tack_node *n);  /* n's statements go into blk */
 /* lower_stmt.c */
-void assign_local(LW *L, int loc, tk_ir *v, tack_node *n);
-int target_local(LW *L, tack_node *t);
-void lower_stmt(LW *L, tack_node *n);
-void lower_block_into(LW *L, tack_node *n, tk_ir *blk);
+void lw_assign_local(lw_state *L, int loc, tk_ir *v, tack_node *n);
+int lw_target_local(lw_state *L, tack_node *t);
+void lw_stmt(lw_state *L, tack_node *n);
+void lw_block_into(lw_state *L, tack_node *n, tk_ir *blk);
 /* lower_loop.c */
-int is_range_call(tack_node *it, const char *name);
-void lower_for(LW *L, tack_node *n);
-void lower_while(LW *L, tack_node *n);
+int lw_is_range_call(tack_node *it, const char *name);
+void lw_for(lw_state *L, tack_node *n);
+void lw_while(lw_state *L, tack_node *n);
 /* lower_call.c */
-tk_ir *lw_call(LW *L, tack_node *n);
+tk_ir *lw_call(lw_state *L, tack_node *n);
 /* want_value 0: a statement, returns NULL */
-tk_ir *lw_atomic(LW *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value);
+tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value);
 
 #endif /* TACK_LOWER_H */

@@ -27,7 +27,7 @@
 
 #include "compiler/lower.h"
 
-static void nargs_check(LW *L, tack_node *n, int lo, int hi) {
+static void nargs_check(lw_state *L, tack_node *n, int lo, int hi) {
     if (hi < 0) {
         if (n->nkids < lo) ERR(n, "%s() takes %d or more arguments", n->name, lo);
         return;
@@ -38,14 +38,14 @@ static void nargs_check(LW *L, tack_node *n, int lo, int hi) {
     }
 }
 
-static tk_ir *to_scalar_cast(LW *L, tk_ir *e, tk_type t, tack_node *n) {
+static tk_ir *to_scalar_cast(lw_state *L, tk_ir *e, tk_type t, tack_node *n) {
     if (!lw_known(e)) return lw_cast(L, e, t);
     if (!ty_is_scalar(e->ty)) ERR(n, "cannot convert %s to %s", TN(e->ty), TN(t));
     if (ty_is_bool(t)) return lw_truth(L, e, n);
     return lw_cast(L, e, t);
 }
 
-static tk_ir *math_call(LW *L, int m, tk_ir **a, int na, tack_node *n) {
+static tk_ir *math_call(lw_state *L, int m, tk_ir **a, int na, tack_node *n) {
     for (int i = 0; i < na; i++)
         if (!lw_known(a[i])) return lw_unknown(L, n);
     tk_type t = a[0]->ty;
@@ -60,7 +60,7 @@ static tk_ir *math_call(LW *L, int m, tk_ir **a, int na, tack_node *n) {
     return e;
 }
 
-static tk_ir *vec_ctor(LW *L, tack_dtype vt, tack_node *n) {
+static tk_ir *vec_ctor(lw_state *L, tack_dtype vt, tack_node *n) {
     int r = dt_rows(vt), c = dt_cols(vt), len = r * c;
     tk_type comp = ty_value(dt_scalar(vt));
     tk_ir *v = lw_mk(L, IR_VEC, ty_value(vt), n);
@@ -115,7 +115,7 @@ static tk_ir *vec_ctor(LW *L, tack_dtype vt, tack_node *n) {
 }
 
 
-static tk_ir *print_call(LW *L, tack_node *n) {
+static tk_ir *print_call(lw_state *L, tack_node *n) {
     tk_ir *pr = lw_mk(L, IR_PRINT, ty_void(), n);
     for (int i = 0; i < n->nkids; i++) {
         tack_node *a = n->kids[i];
@@ -135,7 +135,7 @@ static tk_ir *print_call(LW *L, tack_node *n) {
 }
 
 
-static tk_ir *func_call(LW *L, tack_node *n) {
+static tk_ir *func_call(lw_state *L, tack_node *n) {
     tack_module *m = L->C->m;
     int fi = (int)n->ival;
     if (fi >= m->nfuncs) ERR(n, "call of unknown function %d", fi);
@@ -180,7 +180,7 @@ static tk_ir *func_call(LW *L, tack_node *n) {
     return lw_local_ref(L, t, n->line);
 }
 
-static tk_ir *len_call(LW *L, tack_node *n) {
+static tk_ir *len_call(lw_state *L, tack_node *n) {
     tack_node *a = n->kids[0];
     if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0) {
         int p = lw_array_param(L, a->name);
@@ -197,7 +197,7 @@ static tk_ir *len_call(LW *L, tack_node *n) {
     ERR(n, "len() of %s is not supported", TN(e->ty));
 }
 
-static tk_ir *atomic_call(LW *L, int which, tack_node *n, int discard) {
+static tk_ir *atomic_call(lw_state *L, int which, tack_node *n, int discard) {
     tack_node *a = n->kids[0];
     if (a->kind != TACK_N_NAME || lw_array_param(L, a->name) < 0) ERR(a, "%s() needs an array as its first argument", n->name);
     int p = lw_array_param(L, a->name);
@@ -208,7 +208,7 @@ static tk_ir *atomic_call(LW *L, int which, tack_node *n, int discard) {
     return r ? r : lw_mk(L, IR_CONST, ty_void(), n);
 }
 
-static tk_ir *abs_call(LW *L, tack_node *n) {
+static tk_ir *abs_call(lw_state *L, tack_node *n) {
     tk_ir *e = lw_expr(L, n->kids[0]);
     if (!lw_known(e)) return lw_unknown(L, n);
     if (ty_is_float(e->ty)) return math_call(L, M_FABS, &e, 1, n);
@@ -220,7 +220,7 @@ static tk_ir *abs_call(LW *L, tack_node *n) {
     return lw_kid(L, u, e);
 }
 
-static tk_ir *minmax_call(LW *L, int b, tack_node *n) {
+static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
     tk_ir *acc = lw_expr(L, n->kids[0]);
     for (int i = 1; i < n->nkids; i++) {
         tk_ir *y = lw_expr(L, n->kids[i]);
@@ -232,7 +232,7 @@ static tk_ir *minmax_call(LW *L, int b, tack_node *n) {
     return acc;
 }
 
-static tk_ir *vecbin_call(LW *L, int b, tack_node *n) {
+static tk_ir *vecbin_call(lw_state *L, int b, tack_node *n) {
     tk_ir *x = lw_expr(L, n->kids[0]), *y = lw_expr(L, n->kids[1]);
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
     if (!ty_is_vector(x->ty) || x->ty.dt != y->ty.dt) ERR(n, "%s() takes two vectors of one type, not %s and %s", n->name, TN(x->ty), TN(y->ty));
@@ -242,7 +242,7 @@ static tk_ir *vecbin_call(LW *L, int b, tack_node *n) {
     return lw_bin(L, b, rt, x, y, n->line);
 }
 
-static tk_ir *vecmath_call(LW *L, int m, tack_node *n) {
+static tk_ir *vecmath_call(lw_state *L, int m, tack_node *n) {
     tk_ir *x = lw_expr(L, n->kids[0]);
     if (!lw_known(x)) return lw_unknown(L, n);
     if (!ty_is_vector(x->ty) || dt_kind(dt_scalar((tack_dtype)x->ty.dt)) != TACK_KIND_FLOAT)
@@ -256,7 +256,7 @@ static tk_ir *vecmath_call(LW *L, int m, tack_node *n) {
 
 /* A call of a dtype by name: a cast to a scalar type, or a vector/matrix
  * constructor.  Returns NULL when `name` is no dtype. */
-static tk_ir *dtype_call(LW *L, const char *name, tack_node *n) {
+static tk_ir *dtype_call(lw_state *L, const char *name, tack_node *n) {
     tack_dtype dt;
     if (tack_dtype_from_name(name, &dt) != TACK_OK) {
         tack_clear_error();
@@ -267,7 +267,7 @@ static tk_ir *dtype_call(LW *L, const char *name, tack_node *n) {
     return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(dt), n);
 }
 
-tk_ir *lw_call(LW *L, tack_node *n) {
+tk_ir *lw_call(lw_state *L, tack_node *n) {
     int discard = L->discard; /* the value is not used (an expression statement) */
     L->discard = 0;
     if (n->ival >= 0) return func_call(L, n);
@@ -300,7 +300,7 @@ tk_ir *lw_call(LW *L, tack_node *n) {
     ERR(n, "unsupported function '%s'", name);
 }
 
-tk_ir *lw_atomic(LW *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value) {
+tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value) {
     tk_type et = L->S->ptypes[p];
     if (et.dt == TACK_BOOL || et.dt == TACK_F16 || et.dt >= TACK_VEC2)
         ERR(n, "atomic operations on %s elements are not supported", dt_name((tack_dtype)et.dt));

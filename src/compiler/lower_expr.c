@@ -34,7 +34,7 @@
 #include "compiler/lower.h"
 
 /* ---------------------------------------------------------- indexing */
-tk_ir *lw_index_value(LW *L, tack_node *n) {
+tk_ir *lw_index_value(lw_state *L, tack_node *n) {
     tk_ir *e = lw_expr(L, n);
     if (!lw_known(e)) return lw_cast(L, e, ty_value(TACK_I64));
     if (!ty_is_int(e->ty) && !ty_is_bool(e->ty))
@@ -49,7 +49,7 @@ tk_ir *lw_index_value(LW *L, tack_node *n) {
 }
 
 /* Lower the indices of a[i, j, ...] into k (wrapped, checked); returns their count. */
-void lw_indices(LW *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n) {
+void lw_indices(lw_state *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n) {
     tk_type at = L->S->ptypes[p];
     if (nidx == 1 && idx[0]->kind == TACK_N_TUPLE) {
         tack_node *tup = idx[0];
@@ -78,9 +78,9 @@ void lw_indices(LW *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *
     }
 }
 
-void lw_mark_written(LW *L, int p) { L->S->written |= (uint64_t)1 << (p & 63); }
+void lw_mark_written(lw_state *L, int p) { L->S->written |= (uint64_t)1 << (p & 63); }
 
-static tk_ir *load(LW *L, int p, tack_node **idx, int nidx, tack_node *n) {
+static tk_ir *load(lw_state *L, int p, tack_node **idx, int nidx, tack_node *n) {
     tk_ir *ld = lw_mk(L, IR_LOAD, lw_dtype_type((tack_dtype)L->S->ptypes[p].dt), n);
     ld->param = p;
     lw_indices(L, p, idx, nidx, ld, n);
@@ -89,7 +89,7 @@ static tk_ir *load(LW *L, int p, tack_node **idx, int nidx, tack_node *n) {
 }
 
 /* Component index of v.x / v[k] (constant) or -1 for a dynamic one. */
-int comp_of_attr(const char *a) {
+int lw_comp_of_attr(const char *a) {
     if (!a[0] || a[1]) return -1;
     switch (a[0]) {
     case 'x': return 0;
@@ -100,7 +100,7 @@ int comp_of_attr(const char *a) {
     return -1;
 }
 
-tk_ir *lw_component(LW *L, tk_ir *v, tk_ir *k, tack_node *n) {
+tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n) {
     tk_type ct = ty_value(dt_scalar((tack_dtype)v->ty.dt));
     int len = dt_rows((tack_dtype)v->ty.dt);
     if (k->op == IR_CONST) {
@@ -118,7 +118,7 @@ tk_ir *lw_component(LW *L, tk_ir *v, tk_ir *k, tack_node *n) {
     return c;
 }
 
-static tk_ir *lower_subscript(LW *L, tack_node *n) {
+static tk_ir *lower_subscript(lw_state *L, tack_node *n) {
     if (n->nkids < 2) ERR(n, "malformed subscript");
     tack_node *base = n->kids[0];
     /* a.shape[k] */
@@ -181,7 +181,7 @@ static const char *op_symbol(tack_op op) {
     return (unsigned)op < TACK_OP_COUNT && s[op] ? s[op] : "?";
 }
 
-tk_ir *lw_bin(LW *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line) {
+tk_ir *lw_bin(lw_state *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line) {
     tk_ir *e = ir_new(L->C, IR_BIN, ty, line);
     e->sub = (uint8_t)b;
     e->aux_ty = ty;
@@ -198,7 +198,7 @@ static int negative_literal(const tk_ir *y) {
 
 /* x @ y, or x op y with a vector or matrix operand: a matrix product, or
  * + - * / element by element in the promoted type (a scalar is broadcast). */
-static tk_ir *vector_binop(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
+static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     int xv = !ty_is_scalar(x->ty), yv = !ty_is_scalar(y->ty);
     if (op == TACK_OP_MATMUL) {
         if (!ty_is_matrix(x->ty) || (!ty_is_matrix(y->ty) && !ty_is_vector(y->ty)))
@@ -228,7 +228,7 @@ static tk_ir *vector_binop(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) 
     return lw_bin(L, b, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);
 }
 
-tk_ir *binop(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
+tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
     if (x->ty.kind != TY_VALUE || y->ty.kind != TY_VALUE)
         ERR(n, "unsupported operand types for %s: %s and %s", op_symbol(op), TN(x->ty), TN(y->ty));
@@ -301,7 +301,7 @@ tk_ir *binop(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     }
 }
 
-static tk_ir *compare(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
+static tk_ir *compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
     if (!ty_is_scalar(x->ty) || !ty_is_scalar(y->ty))
         ERR(n, "comparison %s is not supported between %s and %s", op_symbol(op), TN(x->ty), TN(y->ty));
@@ -323,7 +323,7 @@ static tk_ir *compare(LW *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
 
 /* Combine `first` with a right operand lowered into `scratch` (its statements).
  * and: lw_truth(a) ? b : a;  or: lw_truth(a) ? a : b  (values of the promoted type). */
-static tk_ir *shortcircuit(LW *L, int isand, tk_ir *a, tk_ir *b, tk_ir *scratch, tack_node *n) {
+static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *scratch, tack_node *n) {
     if (!lw_known(a) || !lw_known(b)) return lw_unknown(L, n);
     if (!ty_is_scalar(a->ty) || !ty_is_scalar(b->ty)) ERR(n, "and/or need scalar operands, not %s and %s", TN(a->ty), TN(b->ty));
     tk_type t = ty_is_bool(a->ty) && ty_is_bool(b->ty) ? ty_value(TACK_BOOL) : ty_promote(a->ty, b->ty);
@@ -355,7 +355,7 @@ static tk_ir *shortcircuit(LW *L, int isand, tk_ir *a, tk_ir *b, tk_ir *scratch,
     return lw_local_ref(L, tmp, n->line);
 }
 
-tk_ir *lower_in(LW *L, tk_ir *blk, tack_node *n) {
+tk_ir *lw_in(lw_state *L, tk_ir *blk, tack_node *n) {
     tk_ir *saved = L->blk;
     L->blk = blk;
     tk_ir *e = lw_expr(L, n);
@@ -363,7 +363,7 @@ tk_ir *lower_in(LW *L, tk_ir *blk, tack_node *n) {
     return e;
 }
 
-static tk_ir *lower_compare(LW *L, tack_node *n) {
+static tk_ir *lower_compare(lw_state *L, tack_node *n) {
     if (n->nkids < 2 || n->nops != n->nkids - 1) ERR(n, "malformed comparison");
     tk_ir *left = lw_expr(L, n->kids[0]);
     tk_ir *result = NULL;
@@ -383,9 +383,9 @@ static tk_ir *lower_compare(LW *L, tack_node *n) {
 
 /* ------------------------------------------------------- expressions */
 /* A name: a local of the current parallel loop or of the frame. */
-static tk_ir *lower_name(LW *L, tack_node *n) {
+static tk_ir *lower_name(lw_state *L, tack_node *n) {
     const char *name = n->name ? n->name : "";
-    int loc = lookup(L, name);
+    int loc = lw_lookup(L, name);
     if (loc >= 0) {
         tk_local *l = &L->S->locals[loc];
         if (l->ty.kind == TY_UNKNOWN && !L->infer) ERR(n, "local variable '%s' is used before it is assigned", name);
@@ -402,7 +402,7 @@ static tk_ir *lower_name(LW *L, tack_node *n) {
     ERR(n, "name '%s' is not defined", name);
 }
 
-static tk_ir *lower_unary(LW *L, tack_node *n) {
+static tk_ir *lower_unary(lw_state *L, tack_node *n) {
     if (n->nkids != 1) ERR(n, "malformed unary operation");
     tk_ir *x = lw_expr(L, n->kids[0]);
     if (!lw_known(x)) return lw_unknown(L, n);
@@ -434,13 +434,13 @@ static tk_ir *lower_unary(LW *L, tack_node *n) {
 
 /* a and b and c: each right operand lowered into a block of its own, so its
  * statements run only when Python would evaluate it. */
-static tk_ir *lower_boolop(LW *L, tack_node *n) {
+static tk_ir *lower_boolop(lw_state *L, tack_node *n) {
     if (n->nkids < 2) ERR(n, "malformed boolean operation");
     int isand = n->op == TACK_OP_AND;
     tk_ir *acc = lw_expr(L, n->kids[0]);
     for (int i = 1; i < n->nkids; i++) {
         tk_ir *scratch = lw_mk(L, IR_BLOCK, ty_void(), n);
-        tk_ir *y = lower_in(L, scratch, n->kids[i]);
+        tk_ir *y = lw_in(L, scratch, n->kids[i]);
         acc = shortcircuit(L, isand, acc, y, scratch, n);
     }
     return acc;
@@ -448,12 +448,12 @@ static tk_ir *lower_boolop(LW *L, tack_node *n) {
 
 /* a if c else b: a select when neither branch needs statements, else an if
  * assigning a temporary. */
-static tk_ir *lower_ifexp(LW *L, tack_node *n) {
+static tk_ir *lower_ifexp(lw_state *L, tack_node *n) {
     if (n->nkids != 3) ERR(n, "malformed conditional expression");
     tk_ir *c = lw_truth(L, lw_expr(L, n->kids[0]), n);
     tk_ir *ba = lw_mk(L, IR_BLOCK, ty_void(), n), *bb = lw_mk(L, IR_BLOCK, ty_void(), n);
-    tk_ir *a = lower_in(L, ba, n->kids[1]);
-    tk_ir *b = lower_in(L, bb, n->kids[2]);
+    tk_ir *a = lw_in(L, ba, n->kids[1]);
+    tk_ir *b = lw_in(L, bb, n->kids[2]);
     if (!lw_known(a) || !lw_known(b)) return lw_unknown(L, n);
     tk_type t = ty_promote(a->ty, b->ty);
     if (t.kind == TY_UNKNOWN) ERR(n, "the branches of a conditional expression have incompatible types %s and %s", TN(a->ty), TN(b->ty));
@@ -480,7 +480,7 @@ static tk_ir *lower_ifexp(LW *L, tack_node *n) {
 }
 
 /* a.ndim, a.size of an array; v.x, v.y, v.z, v.w of a vector. */
-static tk_ir *lower_attribute(LW *L, tack_node *n) {
+static tk_ir *lower_attribute(lw_state *L, tack_node *n) {
     if (n->nkids != 1 || !n->name) ERR(n, "malformed attribute");
     tack_node *b = n->kids[0];
     if (b->kind == TACK_N_NAME && lw_array_param(L, b->name) >= 0) {
@@ -501,7 +501,7 @@ static tk_ir *lower_attribute(LW *L, tack_node *n) {
     }
     tk_ir *v = lw_expr(L, b);
     if (!lw_known(v)) return lw_unknown(L, n);
-    int c = comp_of_attr(n->name);
+    int c = lw_comp_of_attr(n->name);
     if (ty_is_vector(v->ty) && c >= 0) {
         if (c >= dt_rows((tack_dtype)v->ty.dt)) ERR(n, "%s has no component '%s'", TN(v->ty), n->name);
         return lw_component(L, lw_hoist(L, v), ir_const_i(L->C, ty_value(TACK_I64), c, n->line), n);
@@ -509,7 +509,7 @@ static tk_ir *lower_attribute(LW *L, tack_node *n) {
     ERR(n, "%s has no attribute '%s'", TN(v->ty), n->name);
 }
 
-tk_ir *lw_expr(LW *L, tack_node *n) {
+tk_ir *lw_expr(lw_state *L, tack_node *n) {
     if (!n) ERR(n, "missing expression");
     switch (n->kind) {
     case TACK_N_CONST_INT:
@@ -527,7 +527,7 @@ tk_ir *lw_expr(LW *L, tack_node *n) {
         if (n->nkids != 2) ERR(n, "malformed binary operation");
         tk_ir *x = lw_expr(L, n->kids[0]);
         tk_ir *y = lw_expr(L, n->kids[1]);
-        return binop(L, n->op, x, y, n);
+        return lw_binop(L, n->op, x, y, n);
     }
     case TACK_N_UNARYOP: return lower_unary(L, n);
     case TACK_N_BOOLOP: return lower_boolop(L, n);

@@ -44,7 +44,7 @@ typedef struct rng { tk_ir *lo, *hi, *step; tk_type ty; } rng;
 
 /* lo, hi, step of range(...) as i64 values, and in ty the type the loop
  * variable takes: the promotion of the arguments (unknown while one is). */
-static rng lower_range(LW *L, tack_node *it) {
+static rng lower_range(lw_state *L, tack_node *it) {
     rng r;
     tk_ir *a[3];
     int na = it->nkids;
@@ -75,7 +75,7 @@ static rng lower_range(LW *L, tack_node *it) {
 }
 
 /* Keep a loop bound in a temporary unless it cannot change (constants, shapes). */
-static tk_ir *bound(LW *L, tk_ir *e) {
+static tk_ir *bound(lw_state *L, tk_ir *e) {
     if (!lw_known(e) || e->op == IR_CONST || e->op == IR_SHAPE) return e;
     if (e->op == IR_CAST && e->k[0]->op == IR_CONST && ty_is_int(e->k[0]->ty) && ty_is_int(e->ty) &&
         dt_bits((tack_dtype)e->ty.dt) == 64 && (e->k[0]->ty.dt != TACK_U64 || e->k[0]->c.i >= 0))
@@ -86,12 +86,12 @@ static tk_ir *bound(LW *L, tk_ir *e) {
     return lw_local_ref(L, t, e->line);
 }
 
-int is_range_call(tack_node *it, const char *name) {
+int lw_is_range_call(tack_node *it, const char *name) {
     return it && it->kind == TACK_N_CALL && it->ival < 0 && it->name && !strcmp(it->name, name);
 }
 
 /* The bounds of range(...), each kept in a temporary unless it cannot change. */
-static rng range_bounds(LW *L, tack_node *it) {
+static rng range_bounds(lw_state *L, tack_node *it) {
     rng r = lower_range(L, it);
     r.lo = bound(L, r.lo);
     r.hi = bound(L, r.hi);
@@ -100,16 +100,16 @@ static rng range_bounds(LW *L, tack_node *it) {
 }
 
 /* A serial loop's body, lowered one loop and one statement deeper into b. */
-static void loop_body(LW *L, tack_node *body, tk_ir *b) {
+static void loop_body(lw_state *L, tack_node *body, tk_ir *b) {
     L->loops++;
     L->depth++;
-    lower_block_into(L, body, b);
+    lw_block_into(L, body, b);
     L->depth--;
     L->loops--;
 }
 
 /* An empty parallel loop over `dims` axes; the caller pushes the extents. */
-static tk_ir *pfor_new(LW *L, tack_node *n, int dims) {
+static tk_ir *pfor_new(lw_state *L, tack_node *n, int dims) {
     tk_ir *pf = lw_mk(L, IR_PFOR, ty_void(), n);
     pf->aux = dims;
     pf->vars = tk_alloc(&L->C->arena, sizeof(int) * 8);
@@ -117,10 +117,10 @@ static tk_ir *pfor_new(LW *L, tack_node *n, int dims) {
 }
 
 /* A parallel loop's body, lowered one loop deeper into `b`; then the loop is emitted. */
-static void pfor_body(LW *L, tk_ir *pf, tack_node *body, tk_ir *b, int saved_pfor) {
+static void pfor_body(lw_state *L, tk_ir *pf, tack_node *body, tk_ir *b, int saved_pfor) {
     int sd = L->depth;
     L->depth++;
-    lower_block_into(L, body, b);
+    lw_block_into(L, body, b);
     L->depth = sd;
     L->pfor = saved_pfor;
     ir_push(L->C, pf, b);
@@ -130,7 +130,7 @@ static void pfor_body(LW *L, tk_ir *pf, tack_node *body, tk_ir *b, int saved_pfo
 /* ------------------------------------------------------------ range */
 /* The number of iterations of a parallel range loop: hi for range(hi), else
  * the trip count of lo, hi, step (kept in a temporary of the enclosing scope). */
-static tk_ir *trip_count(LW *L, tack_node *n, rng r, int simple) {
+static tk_ir *trip_count(lw_state *L, tack_node *n, rng r, int simple) {
     if (simple) return r.hi;
     tk_ir *tr = lw_mk(L, IR_MATH, ty_value(TACK_I64), n);
     tr->sub = M_TRIP;
@@ -145,9 +145,9 @@ static tk_ir *trip_count(LW *L, tack_node *n, rng r, int simple) {
  * one in weak i64, it is the loop's index (offset by lo unless lo is 0: the
  * emitter adds pf->off, and checks.c bounds it by pf->hi); otherwise the loop
  * runs an index k and the body starts by assigning lo + k * step to it. */
-static void range_pfor_var(LW *L, tk_ir *pf, tack_node *n, rng r, tk_ir *b, int unit, int simple) {
+static void range_pfor_var(lw_state *L, tk_ir *pf, tack_node *n, rng r, tk_ir *b, int unit, int simple) {
     tack_node *t = n->kids[0];
-    int loc = target_local(L, t);
+    int loc = lw_target_local(L, t);
     tk_local *l = &L->S->locals[loc];
     int rweak = r.ty.kind == TY_UNKNOWN || ty_eq(r.ty, ty_weak(TACK_I64));
     int lweak = l->ty.kind == TY_UNKNOWN || ty_eq(l->ty, ty_weak(TACK_I64));
@@ -170,12 +170,12 @@ static void range_pfor_var(LW *L, tk_ir *pf, tack_node *n, rng r, tk_ir *b, int 
     tk_ir *v = lw_local_ref(L, k, n->line);
     if (!simple)
         v = lw_bin(L, B_ADD, ty_value(TACK_I64), r.lo, lw_bin(L, B_MUL, ty_value(TACK_I64), v, r.step, n->line), n->line);
-    if (r.ty.kind != TY_UNKNOWN) assign_local(L, loc, lw_cast(L, v, r.ty), t);
+    if (r.ty.kind != TY_UNKNOWN) lw_assign_local(L, loc, lw_cast(L, v, r.ty), t);
     L->blk = saved;
 }
 
 /* for t in range(...) at the top of a kernel: one parallel loop. */
-static void range_pfor(LW *L, tack_node *n, rng r) {
+static void range_pfor(lw_state *L, tack_node *n, rng r) {
     tack_node *body = n->kids[2];
     int id = L->npfor++;
     tk_ir *pf = pfor_new(L, n, 1);
@@ -192,9 +192,9 @@ static void range_pfor(LW *L, tack_node *n, rng r) {
 /* for t in range(...) anywhere else: a serial loop.  The variable is the
  * loop's counter when it is a weak i64; otherwise the loop runs an i64
  * counter k and the body starts by assigning it, converted, to t. */
-static void range_serial(LW *L, tack_node *n, rng r) {
+static void range_serial(lw_state *L, tack_node *n, rng r) {
     tack_node *t = n->kids[0], *body = n->kids[2];
-    int loc = target_local(L, t);
+    int loc = lw_target_local(L, t);
     tk_local *l = &L->S->locals[loc];
     tk_ir *f = lw_mk(L, IR_FOR, ty_void(), n);
     tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
@@ -207,7 +207,7 @@ static void range_serial(LW *L, tack_node *n, rng r) {
         tk_ir *saved = L->blk;
         L->blk = b;
         tk_ir *kv = lw_local_ref(L, k, n->line);
-        if (r.ty.kind != TY_UNKNOWN) assign_local(L, loc, lw_cast(L, kv, r.ty), t);
+        if (r.ty.kind != TY_UNKNOWN) lw_assign_local(L, loc, lw_cast(L, kv, r.ty), t);
         L->blk = saved;
     }
     ir_push(L->C, f, r.lo);
@@ -220,7 +220,7 @@ static void range_serial(LW *L, tack_node *n, rng r) {
 
 /* ---------------------------------------------------------- ndrange */
 /* The sizes of tack.ndrange(...) into sz as i64 bounds; returns how many. */
-static int ndrange_sizes(LW *L, tack_node *t, tack_node *it, tk_ir **sz) {
+static int ndrange_sizes(lw_state *L, tack_node *t, tack_node *it, tk_ir **sz) {
     int dims = it->nkids;
     if (dims < 1 || dims > TACK_MAX_NDIM) ERR(it, "ndrange() takes 1 to %d sizes", TACK_MAX_NDIM);
     int nt = t->kind == TACK_N_TUPLE ? t->nkids : 1;
@@ -234,7 +234,7 @@ static int ndrange_sizes(LW *L, tack_node *t, tack_node *it, tk_ir **sz) {
 }
 
 /* The loop variable of axis d (the target itself for a 1-D ndrange). */
-static tack_node *ndrange_var(LW *L, tack_node *t, int dims, int d) {
+static tack_node *ndrange_var(lw_state *L, tack_node *t, int dims, int d) {
     tack_node *v = dims == 1 ? t : t->kids[d];
     if (v->kind != TACK_N_NAME) ERR(v, "loop variables must be names");
     return v;
@@ -242,7 +242,7 @@ static tack_node *ndrange_var(LW *L, tack_node *t, int dims, int d) {
 
 /* for i, j in ndrange(...) at the top of a kernel: one parallel loop over
  * all the axes, each variable a weak i64 of the loop's scope. */
-static void ndrange_pfor(LW *L, tack_node *n, tk_ir **sz, int dims) {
+static void ndrange_pfor(lw_state *L, tack_node *n, tk_ir **sz, int dims) {
     tack_node *t = n->kids[0], *body = n->kids[2];
     int id = L->npfor++;
     tk_ir *pf = pfor_new(L, n, dims);
@@ -251,7 +251,7 @@ static void ndrange_pfor(LW *L, tack_node *n, tk_ir **sz, int dims) {
     L->pfor = id;
     for (int d = 0; d < dims; d++) {
         tack_node *v = ndrange_var(L, t, dims, d);
-        int loc = target_local(L, v);
+        int loc = lw_target_local(L, v);
         tk_local *l = &L->S->locals[loc];
         if (!ty_eq(l->ty, ty_weak(TACK_I64))) {
             if (l->ty.kind != TY_UNKNOWN) ERR(v, "loop variable '%s' is also assigned a %s", l->name, TN(l->ty));
@@ -266,12 +266,12 @@ static void ndrange_pfor(LW *L, tack_node *n, tk_ir **sz, int dims) {
 
 /* for i, j in ndrange(...) anywhere else: nested serial loops from 0 by 1,
  * the first axis outermost, the body in the innermost. */
-static void ndrange_serial(LW *L, tack_node *n, tk_ir **sz, int dims) {
+static void ndrange_serial(lw_state *L, tack_node *n, tk_ir **sz, int dims) {
     tack_node *t = n->kids[0], *body = n->kids[2];
     tk_ir *outer = NULL, *inner_blk = NULL;
     for (int d = 0; d < dims; d++) {
         tack_node *v = ndrange_var(L, t, dims, d);
-        int loc = target_local(L, v);
+        int loc = lw_target_local(L, v);
         tk_local *l = &L->S->locals[loc];
         if (l->ty.kind == TY_UNKNOWN) { l->ty = ty_weak(TACK_I64); L->changed = 1; }
         tk_ir *f = lw_mk(L, IR_FOR, ty_void(), n);
@@ -290,11 +290,11 @@ static void ndrange_serial(LW *L, tack_node *n, tk_ir **sz, int dims) {
 }
 
 /* -------------------------------------------------------------- for */
-void lower_for(LW *L, tack_node *n) {
+void lw_for(lw_state *L, tack_node *n) {
     if (n->nkids != 3) ERR(n, "malformed for loop");
     tack_node *t = n->kids[0], *it = n->kids[1];
-    int nd = is_range_call(it, "ndrange");
-    if (!nd && !is_range_call(it, "range"))
+    int nd = lw_is_range_call(it, "ndrange");
+    if (!nd && !lw_is_range_call(it, "range"))
         ERR(it, "for loops must iterate over range(...) or tack.ndrange(...)");
     int parallel = L->is_kernel && L->depth == 0 && L->pfor < 0;
     if (nd) {
@@ -311,11 +311,11 @@ void lower_for(LW *L, tack_node *n) {
 }
 
 /* ------------------------------------------------------------ while */
-void lower_while(LW *L, tack_node *n) {
+void lw_while(lw_state *L, tack_node *n) {
     if (n->nkids < 2) ERR(n, "malformed while");
     tk_ir *w = lw_mk(L, IR_WHILE, ty_void(), n);
     tk_ir *body = lw_mk(L, IR_BLOCK, ty_void(), n);
-    tk_ir *c = lw_truth(L, lower_in(L, body, n->kids[0]), n);
+    tk_ir *c = lw_truth(L, lw_in(L, body, n->kids[0]), n);
     if (body->n == 0) {
         ir_push(L->C, w, c);
     } else { /* while True: pre; if not c: break; body */

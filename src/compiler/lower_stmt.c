@@ -35,7 +35,7 @@
 /* -------------------------------------------------------- assignments */
 /* Assign v to local loc, widening the local's type to take it (setting
  * L->changed when it moves); a declared local or a parameter keeps its type. */
-void assign_local(LW *L, int loc, tk_ir *v, tack_node *n) {
+void lw_assign_local(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
     if (l->is_param && L->S->ptypes && 0) return;
     if (!lw_known(v)) {
@@ -77,24 +77,24 @@ void assign_local(LW *L, int loc, tk_ir *v, tack_node *n) {
 }
 
 /* The local a name assigned at this point refers to (creating none). */
-int target_local(LW *L, tack_node *t) {
+int lw_target_local(lw_state *L, tack_node *t) {
     const char *name = t->name;
     if (lw_array_param(L, name) >= 0) ERR(t, "cannot assign to array parameter '%s'", name);
     int i = -1;
     if (L->pfor >= 0) {
-        if (find_local_in(L->S, name, -1) >= 0)
+        if (lw_find_local_in(L->S, name, -1) >= 0)
             ERR(t, "cannot assign to '%s' inside a parallel loop: it is shared by all iterations "
                    "(assigned outside the loop); use an array element (a[0] += v is atomic) for a reduction", name);
-        i = find_local_in(L->S, name, L->pfor);
+        i = lw_find_local_in(L->S, name, L->pfor);
     } else {
-        i = find_local_in(L->S, name, -1);
+        i = lw_find_local_in(L->S, name, -1);
     }
     if (i < 0) ERR(t, "internal error: no local for '%s'", name);
     return i;
 }
 
 /* a[i, j] = v: an IR_STORE of v converted to the element type. */
-static void store_element(LW *L, tack_node *t, int p, tk_ir *v) {
+static void store_element(lw_state *L, tack_node *t, int p, tk_ir *v) {
     tk_type et = lw_dtype_type((tack_dtype)L->S->ptypes[p].dt);
     if (lw_known(v)) {
         if (v->ty.kind != TY_VALUE || (ty_is_scalar(et) && !ty_is_scalar(v->ty)) ||
@@ -114,10 +114,10 @@ static void store_element(LW *L, tack_node *t, int p, tk_ir *v) {
 /* Which component of a local of type lt the target t (v.x, v[k], m[i, j])
  * names: returns k, and sets *j for a matrix.  A dynamic vector index is
  * checked; matrix indices must be constants. */
-static tk_ir *component_target(LW *L, tack_node *t, tk_type lt, tk_ir **j) {
+static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j) {
     tk_ir *k;
     if (t->kind == TACK_N_ATTRIBUTE) {
-        int c = comp_of_attr(t->name ? t->name : "");
+        int c = lw_comp_of_attr(t->name ? t->name : "");
         if (!ty_is_vector(lt) || c < 0 || c >= dt_rows((tack_dtype)lt.dt)) ERR(t, "%s has no component '%s'", TN(lt), t->name);
         k = ir_const_i(L->C, ty_value(TACK_I64), c, t->line);
     } else if (ty_is_vector(lt) && t->nkids == 2) {
@@ -150,10 +150,10 @@ static tk_ir *component_target(LW *L, tack_node *t, tk_type lt, tk_ir **j) {
 }
 
 /* v.x = s ; v[k] = s ; m[i, j] = s on the vector or matrix local `base`: an IR_SETCOMP. */
-static void store_component(LW *L, tack_node *t, tack_node *base, tk_ir *v) {
-    int loc = lookup(L, base->name);
+static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v) {
+    int loc = lw_lookup(L, base->name);
     if (loc < 0) ERR(base, "name '%s' is not defined", base->name);
-    loc = target_local(L, base);
+    loc = lw_target_local(L, base);
     tk_type lt = L->S->locals[loc].ty;
     if (lt.kind == TY_UNKNOWN) {
         if (!L->infer) ERR(t, "local variable '%s' is used before it is assigned", base->name);
@@ -171,7 +171,7 @@ static void store_component(LW *L, tack_node *t, tack_node *base, tk_ir *v) {
     lw_emit(L, sc);
 }
 
-static void store_to(LW *L, tack_node *t, tk_ir *v) {
+static void store_to(lw_state *L, tack_node *t, tk_ir *v) {
     /* a[i, j] = v ; v.x = s ; v[k] = s */
     if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME &&
         lw_array_param(L, t->kids[0]->name) >= 0) {
@@ -187,7 +187,7 @@ static void store_to(LW *L, tack_node *t, tk_ir *v) {
 }
 
 /* Field k of a tuple a function returned (an IR_COMP of the tuple local). */
-static tk_ir *tuple_field(LW *L, tk_ir *v, int k, tack_node *n) {
+static tk_ir *tuple_field(lw_state *L, tk_ir *v, int k, tack_node *n) {
     tk_spec *F = L->C->specs[ty_tuple_spec(v->ty)];
     tk_type ft = k < F->nret ? F->rets[k] : ty_unknown();
     tk_ir *c = lw_mk(L, IR_COMP, ft, n);
@@ -196,9 +196,9 @@ static tk_ir *tuple_field(LW *L, tk_ir *v, int k, tack_node *n) {
     return c;
 }
 
-static void assign_target(LW *L, tack_node *t, tk_ir *v) {
+static void assign_target(lw_state *L, tack_node *t, tk_ir *v) {
     if (t->kind == TACK_N_NAME) {
-        assign_local(L, target_local(L, t), v, t);
+        lw_assign_local(L, lw_target_local(L, t), v, t);
         return;
     }
     if (t->kind == TACK_N_TUPLE) {
@@ -222,7 +222,7 @@ static void assign_target(LW *L, tack_node *t, tk_ir *v) {
     store_to(L, t, v);
 }
 
-static void lower_assign(LW *L, tack_node *n) {
+static void lower_assign(lw_state *L, tack_node *n) {
     if (n->nkids != 2) ERR(n, "malformed assignment");
     tack_node *t = n->kids[0], *vn = n->kids[1];
     if (t->kind == TACK_N_TUPLE && vn->kind == TACK_N_TUPLE) {
@@ -250,7 +250,7 @@ static void lower_assign(LW *L, tack_node *n) {
 /* a[i] op= v on an array element: an atomic add or subtract inside a parallel
  * loop (a reduction into one cell from many iterations), else a load and a
  * store that share the indices, evaluated once. */
-static void augassign_element(LW *L, tack_node *n, int p) {
+static void augassign_element(lw_state *L, tack_node *n, int p) {
     tack_node *t = n->kids[0];
     tk_type et = lw_dtype_type((tack_dtype)L->S->ptypes[p].dt);
     if (L->pfor >= 0 && (n->op == TACK_OP_ADD || n->op == TACK_OP_SUB) && ty_is_scalar(et) &&
@@ -268,7 +268,7 @@ static void augassign_element(LW *L, tack_node *n, int p) {
     ld->param = p;
     lw_indices(L, p, t->kids + 1, t->nkids - 1, ld, t);
     tk_ir *v = lw_expr(L, n->kids[1]);
-    tk_ir *r = binop(L, n->op, ld, v, n);
+    tk_ir *r = lw_binop(L, n->op, ld, v, n);
     if (lw_known(r)) {
         if (!ty_is_scalar(et) && (r->ty.dt != et.dt)) ERR(n, "cannot store %s into an element of '%s' (%s)", TN(r->ty), L->S->pnames[p], TN(et));
         r = ty_is_bool(et) ? lw_truth(L, r, n) : lw_cast(L, r, et);
@@ -282,16 +282,16 @@ static void augassign_element(LW *L, tack_node *n, int p) {
     lw_emit(L, st);
 }
 
-static void lower_augassign(LW *L, tack_node *n) {
+static void lower_augassign(lw_state *L, tack_node *n) {
     if (n->nkids != 2) ERR(n, "malformed augmented assignment");
     tack_node *t = n->kids[0];
     if (t->kind == TACK_N_NAME) {
-        int loc = lookup(L, t->name);
+        int loc = lw_lookup(L, t->name);
         if (loc < 0) ERR(t, "name '%s' is not defined", t->name);
-        target_local(L, t);
+        lw_target_local(L, t);
         tk_ir *cur = lw_expr(L, t);
         tk_ir *v = lw_expr(L, n->kids[1]);
-        assign_local(L, target_local(L, t), binop(L, n->op, cur, v, n), n);
+        lw_assign_local(L, lw_target_local(L, t), lw_binop(L, n->op, cur, v, n), n);
         return;
     }
     if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME && lw_array_param(L, t->kids[0]->name) >= 0) {
@@ -301,14 +301,14 @@ static void lower_augassign(LW *L, tack_node *n) {
     /* v.x += s */
     tk_ir *cur = lw_expr(L, t);
     tk_ir *v = lw_expr(L, n->kids[1]);
-    store_to(L, t, binop(L, n->op, cur, v, n));
+    store_to(L, t, lw_binop(L, n->op, cur, v, n));
 }
 
 /* -------------------------------------------------------- returns */
 /* A function's return type, or a field of its tuple (pos: 1 + the field, else
  * 0), widened to take the value v: the first value fixes it, later ones
  * promote it (or are an error naming both types). */
-static void widen_return(LW *L, tk_type *slot, tk_ir *v, tack_node *n, int pos) {
+static void widen_return(lw_state *L, tk_type *slot, tk_ir *v, tack_node *n, int pos) {
     if (slot->kind == TY_UNKNOWN || slot->kind == TY_VOID) {
         *slot = v->ty;
         L->changed = 1;
@@ -328,7 +328,7 @@ static void widen_return(LW *L, tk_type *slot, tk_ir *v, tack_node *n, int pos) 
 /* `return a, b` in a @tack.func: the function returns a tuple, a C struct of
  * one field per value, typed like a value return per position (the first
  * return fixes how many values; later ones promote each field). */
-static void return_tuple(LW *L, tack_node *tn, tk_ir *r) {
+static void return_tuple(lw_state *L, tack_node *tn, tk_ir *r) {
     tk_spec *S = L->S;
     int nv = tn->nkids;
     if (nv < 1) ERR(tn, "'%s' returns an empty tuple; return nothing instead", L->F->name);
@@ -362,7 +362,7 @@ static void return_tuple(LW *L, tack_node *tn, tk_ir *r) {
     }
 }
 
-static void lower_return(LW *L, tack_node *n) {
+static void lower_return(lw_state *L, tack_node *n) {
     if (L->is_kernel) {
         if (n->nkids && n->kids[0] && n->kids[0]->kind != TACK_N_CONST_BOOL) ERR(n, "a kernel cannot return a value");
         if (L->pfor >= 0) ERR(n, "return is not supported inside a parallel loop (use continue)");
@@ -395,15 +395,15 @@ static void lower_return(LW *L, tack_node *n) {
 }
 
 /* ------------------------------------------------------- statements */
-static void lower_if(LW *L, tack_node *n) {
+static void lower_if(lw_state *L, tack_node *n) {
     if (n->nkids < 2) ERR(n, "malformed if");
     tk_ir *c = lw_truth(L, lw_expr(L, n->kids[0]), n);
     tk_ir *iff = lw_mk(L, IR_IF, ty_void(), n);
     ir_push(L->C, iff, c);
     tk_ir *a = lw_mk(L, IR_BLOCK, ty_void(), n), *b = lw_mk(L, IR_BLOCK, ty_void(), n);
     L->depth++;
-    lower_block_into(L, n->kids[1], a);
-    if (n->nkids > 2) lower_block_into(L, n->kids[2], b);
+    lw_block_into(L, n->kids[1], a);
+    if (n->nkids > 2) lw_block_into(L, n->kids[2], b);
     L->depth--;
     ir_push(L->C, iff, a);
     ir_push(L->C, iff, b);
@@ -412,7 +412,7 @@ static void lower_if(LW *L, tack_node *n) {
 
 /* break and continue: in serial loops; continue also ends an iteration of a
  * parallel loop directly. */
-static void lower_jump(LW *L, tack_node *n) {
+static void lower_jump(lw_state *L, tack_node *n) {
     if (L->loops == 0) {
         if (L->pfor >= 0 && n->kind == TACK_N_CONTINUE) {
             lw_emit(L, lw_mk(L, IR_CONTINUE, ty_void(), n));
@@ -425,7 +425,7 @@ static void lower_jump(LW *L, tack_node *n) {
 }
 
 /* assert c, "message": an IR_CHECK, dropped when checks are off. */
-static void lower_assert(LW *L, tack_node *n) {
+static void lower_assert(lw_state *L, tack_node *n) {
     if (n->nkids < 1) ERR(n, "malformed assert");
     if (!L->C->opts.checks) return;
     tk_ir *c = lw_truth(L, lw_expr(L, n->kids[0]), n);
@@ -440,7 +440,7 @@ static void lower_assert(LW *L, tack_node *n) {
 
 /* An expression statement: a call for its effect (L->discard tells
  * lower_call.c its value is unused), or a docstring. */
-static void lower_exprstmt(LW *L, tack_node *n) {
+static void lower_exprstmt(lw_state *L, tack_node *n) {
     if (n->nkids < 1 || !n->kids[0]) return;
     tack_node *e = n->kids[0];
     if (e->kind == TACK_N_CONST_STR) return; /* docstring */
@@ -449,11 +449,11 @@ static void lower_exprstmt(LW *L, tack_node *n) {
     L->discard = 0;
 }
 
-void lower_stmt(LW *L, tack_node *n) {
+void lw_stmt(lw_state *L, tack_node *n) {
     if (!n) return;
     switch (n->kind) {
     case TACK_N_BLOCK: {
-        for (int i = 0; i < n->nkids; i++) lower_stmt(L, n->kids[i]);
+        for (int i = 0; i < n->nkids; i++) lw_stmt(L, n->kids[i]);
         return;
     }
     case TACK_N_ASSIGN: lower_assign(L, n); return;
@@ -463,8 +463,8 @@ void lower_stmt(LW *L, tack_node *n) {
         return;
     case TACK_N_AUGASSIGN: lower_augassign(L, n); return;
     case TACK_N_IF: lower_if(L, n); return;
-    case TACK_N_FOR: lower_for(L, n); return;
-    case TACK_N_WHILE: lower_while(L, n); return;
+    case TACK_N_FOR: lw_for(L, n); return;
+    case TACK_N_WHILE: lw_while(L, n); return;
     case TACK_N_BREAK:
     case TACK_N_CONTINUE: lower_jump(L, n); return;
     case TACK_N_PASS: return;
@@ -476,13 +476,13 @@ void lower_stmt(LW *L, tack_node *n) {
 }
 
 /* Lower a statement or a block of them into blk (blk is current meanwhile). */
-void lower_block_into(LW *L, tack_node *n, tk_ir *blk) {
+void lw_block_into(lw_state *L, tack_node *n, tk_ir *blk) {
     tk_ir *saved = L->blk;
     L->blk = blk;
     if (n && n->kind == TACK_N_BLOCK) {
-        for (int i = 0; i < n->nkids; i++) lower_stmt(L, n->kids[i]);
+        for (int i = 0; i < n->nkids; i++) lw_stmt(L, n->kids[i]);
     } else {
-        lower_stmt(L, n);
+        lw_stmt(L, n);
     }
     L->blk = saved;
 }

@@ -52,7 +52,7 @@ typedef struct cand {
     tk_ir *atom;
 } cand;
 
-typedef struct P {
+typedef struct privatizer {
     tk_cc *C;
     tk_spec *S;
     tk_ir *loop;
@@ -60,16 +60,16 @@ typedef struct P {
     uint64_t vary;  /* arrays with a statement-form add/sub at a varying index */
     cand *c;
     int n, cap;
-} P;
+} privatizer;
 
-static void mark_expr(P *p, tk_ir *x) {
+static void mark_expr(privatizer *p, tk_ir *x) {
     if (!x) return;
     if (x->op == IR_LOAD || x->op == IR_ATOMIC) p->bad |= (uint64_t)1 << (x->param & 63);
     if (x->op == IR_ARRAY) p->bad |= (uint64_t)1 << (x->param & 63);
     for (int i = 0; i < x->n; i++) mark_expr(p, x->k[i]);
 }
 
-static void add_cand(P *p, tk_ir **slot, tk_ir *atom) {
+static void add_cand(privatizer *p, tk_ir **slot, tk_ir *atom) {
     if (p->n == p->cap) {
         int cap = p->cap ? p->cap * 2 : 8;
         cand *nc = tk_alloc(&p->C->arena, sizeof(cand) * (size_t)cap);
@@ -82,7 +82,7 @@ static void add_cand(P *p, tk_ir **slot, tk_ir *atom) {
     p->n++;
 }
 
-static void scan(P *p, tk_ir **slot) {
+static void scan(privatizer *p, tk_ir **slot) {
     tk_ir *s = *slot;
     switch (s->op) {
     case IR_EVAL:
@@ -146,7 +146,7 @@ static int new_local(tk_cc *C, tk_spec *S, tk_type ty, int scope) {
 }
 
 static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
-    P p;
+    privatizer p;
     memset(&p, 0, sizeof p);
     p.C = C;
     p.S = S;

@@ -117,7 +117,7 @@
 #define SEG_MAX 2147483647 /* and at most this: the remainder in a segment is an int32 */
 #define MAX_SEG 4
 
-typedef struct FD {
+typedef struct strength_fn {
     tk_cc *C;
     tk_spec *K;
     tk_ir *loop;
@@ -136,7 +136,7 @@ typedef struct FD {
     tk_ir *segcond;
     int nseg;
     struct { int key; int64_t c; int q; } seg[MAX_SEG]; /* key: a local, -2 a constant c */
-} FD;
+} strength_fn;
 
 /* ------------------------------------------------------------- builders */
 static int new_local(tk_cc *C, tk_spec *S, const char *name, tk_type ty, int scope) {
@@ -254,10 +254,10 @@ static int bits_const(int64_t c) {
     return b;
 }
 
-static void add_cond(FD *f, tk_ir *c) { f->cond = both(f->C, f->cond, c); }
+static void add_cond(strength_fn *f, tk_ir *c) { f->cond = both(f->C, f->cond, c); }
 
 /* The loop's index variables are below 2^51 in magnitude under the flag. */
-static int range_bounded(FD *f) {
+static int range_bounded(strength_fn *f) {
     if (f->range) return f->range > 0;
     tk_ir *loop = f->loop;
     f->range = -1;
@@ -285,7 +285,7 @@ static int const_divisor(const tk_ir *d) {
 
 /* 1.0 / d for invariant divisor d: a constant for a constant (0 < |d| < 2^52),
  * else a local computed before the loop, made on first use.  NULL: none. */
-static tk_ir *divider(FD *f, tk_ir *d) {
+static tk_ir *divider(strength_fn *f, tk_ir *d) {
     const tk_ir *s = strip(d);
     if (s->op == IR_CONST) return const_divisor(d) ? ir_const_f(f->C, ty_value(TACK_F64), 1.0 / (double)s->c.i, d->line) : NULL;
     int key = s->op == IR_LOCAL ? s->local : -1;
@@ -321,7 +321,7 @@ static int is_var(const tk_ir *loop, int l) {
 static int max2(int a, int b) { return a > b ? a : b; }
 
 /* |e| < 2^result whenever the loop's flag holds (64: unknown). */
-static int bits(FD *f, const tk_ir *e, int depth) {
+static int bits(strength_fn *f, const tk_ir *e, int depth) {
     if (e->ty.kind != TY_VALUE || depth > 12) return 64;
     int dt = e->ty.dt, tb;
     switch (dt) {
@@ -378,7 +378,7 @@ static int bits(FD *f, const tk_ir *e, int depth) {
     return r < tb ? r : tb;
 }
 
-static void count_body(FD *f, tk_ir *s) {
+static void count_body(strength_fn *f, tk_ir *s) {
     if ((s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local >= 0) {
         f->nassign[s->local]++;
         f->value[s->local] = s->op == IR_ASSIGN ? s->k[0] : NULL;
@@ -390,7 +390,7 @@ static void count_body(FD *f, tk_ir *s) {
  * the chunk runs in segments over which i // d is one value, q, computed
  * exactly at each segment's start; in the segment, i // d is q and i % d is
  * i - q * d (emit_cpu.c's third version of the loop).  Returns q's local or -1. */
-static int segment(FD *f, tk_ir *a, tk_ir *d) {
+static int segment(strength_fn *f, tk_ir *a, tk_ir *d) {
     const tk_ir *v = strip(a), *s = strip(d);
     if (f->loop->aux != 1 || v->op != IR_LOCAL || v->local != f->loop->vars[0] || !range_bounded(f)) return -1;
     if (a->ty.dt != TACK_I64 || d->ty.dt != TACK_I64) return -1;
@@ -415,7 +415,7 @@ static int segment(FD *f, tk_ir *a, tk_ir *d) {
     return q;
 }
 
-static tk_ir *fx(FD *f, tk_ir *x) {
+static tk_ir *fx(strength_fn *f, tk_ir *x) {
     for (int i = 0; i < x->n; i++) x->k[i] = fx(f, x->k[i]);
     if (x->op != IR_BIN || (x->sub != B_FLOORDIV && x->sub != B_MOD) || !signed_int(x->ty)) return x;
     tk_ir *a = x->k[0], *d = x->k[1];
@@ -444,7 +444,7 @@ static tk_ir *fx(FD *f, tk_ir *x) {
 }
 
 static void fastdiv(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *pre) {
-    FD f;
+    strength_fn f;
     memset(&f, 0, sizeof f);
     f.C = C;
     f.K = K;

@@ -20,16 +20,16 @@
 
 #include "compiler/compiler.h"
 
-typedef struct V {
+typedef struct verifier {
     tk_cc *C;
     tk_spec *S;
     const char *after;
     int loops;
-} V;
+} verifier;
 
 #define BAD(x, ...) bad(v, (x), __VA_ARGS__)
 
-static _Noreturn void bad(V *v, tk_ir *x, const char *fmt, const char *what) {
+static _Noreturn void bad(verifier *v, tk_ir *x, const char *fmt, const char *what) {
     char msg[256];
     snprintf(msg, sizeof msg, fmt, what);
     tk_error(v->C, v->S->func, x ? x->line : 0, 0, "internal compiler error after %s: %s", v->after, msg);
@@ -37,14 +37,14 @@ static _Noreturn void bad(V *v, tk_ir *x, const char *fmt, const char *what) {
 
 static int is_stmt(int op) { return op >= IR_BLOCK; }
 
-static tk_type elem_type(V *v, int p) {
+static tk_type elem_type(verifier *v, int p) {
     tk_type t = v->S->ptypes[p];
     return ty_value(t.dt == TACK_F16 ? TACK_F32 : (tack_dtype)t.dt);
 }
 
-static void vx(V *v, tk_ir *x);
+static void vx(verifier *v, tk_ir *x);
 
-static void idx(V *v, tk_ir *x, int first) {
+static void idx(verifier *v, tk_ir *x, int first) {
     int p = x->param;
     if (p < 0 || p >= v->S->nparams || v->S->ptypes[p].kind != TY_ARRAY) BAD(x, "%s on a non-array", "access");
     if (x->n - first != v->S->ptypes[p].ndim) BAD(x, "%s with the wrong number of indices", "access");
@@ -54,7 +54,7 @@ static void idx(V *v, tk_ir *x, int first) {
     }
 }
 
-static void vx(V *v, tk_ir *x) {
+static void vx(verifier *v, tk_ir *x) {
     if (!x) BAD(x, "%s", "missing expression");
     if (is_stmt(x->op)) BAD(x, "statement %s used as an expression", "node");
     if (x->ty.kind == TY_UNKNOWN) BAD(x, "%s of unknown type", "expression");
@@ -101,7 +101,7 @@ static void vx(V *v, tk_ir *x) {
     }
 }
 
-static void vs(V *v, tk_ir *s) {
+static void vs(verifier *v, tk_ir *s) {
     if (!s) BAD(s, "%s", "missing statement");
     switch (s->op) {
     case IR_BLOCK:
@@ -181,7 +181,7 @@ static void vs(V *v, tk_ir *s) {
 }
 
 void tk_verify(tk_cc *C, const char *after) {
-    V v = {C, NULL, after, 0};
+    verifier v = {C, NULL, after, 0};
     for (int i = 0; i < C->nspecs; i++) {
         v.S = C->specs[i];
         if (!v.S->body) continue;

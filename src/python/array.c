@@ -7,7 +7,7 @@
  * NumPy gets values through .numpy()/__array__ (copies) or shares storage
  * through DLPack, where lifetime and device are explicit.
  *
- * The other direction is here too: tack_py_wrap_buffer borrows any object
+ * The other direction is here too: tpy_wrap_buffer borrows any object
  * with the buffer protocol (a NumPy array, a bytearray, a VTK array) as a
  * CPU array.  The Py_buffer is held until libtack releases the storage,
  * which may happen on a thread without the GIL, so the release callback
@@ -23,8 +23,7 @@ typedef struct {
     Py_buffer view;
 } held_buffer;
 
-static void release_buffer(void *ctx)
-{
+static void release_buffer(void *ctx) {
     held_buffer *h = ctx;
     if (!Py_IsInitialized() || _Py_IsFinalizing()) {
         tack_free(h); /* the interpreter is gone: the object went with it */
@@ -36,8 +35,7 @@ static void release_buffer(void *ctx)
     tack_free(h);
 }
 
-void tack_py_release_object(void *ctx)
-{
+void tpy_release_object(void *ctx) {
     if (!Py_IsInitialized() || _Py_IsFinalizing())
         return;
     PyGILState_STATE g = PyGILState_Ensure();
@@ -46,8 +44,7 @@ void tack_py_release_object(void *ctx)
 }
 
 /* struct-module format -> dtype, for native-endian scalars. */
-static int format_dtype(const char *fmt, tack_dtype *out)
-{
+static int format_dtype(const char *fmt, tack_dtype *out) {
     if (!fmt)
         fmt = "B";
     if (*fmt == '@' || *fmt == '=' || *fmt == '<')
@@ -73,8 +70,7 @@ static int format_dtype(const char *fmt, tack_dtype *out)
     }
 }
 
-tack_array *tack_py_wrap_buffer(tack_state *st, PyObject *obj, int dtype_hint, int want_writable)
-{
+tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable) {
     held_buffer *h = tack_malloc(sizeof *h);
     tack_array *arr = NULL;
     int writable = 1;
@@ -137,7 +133,7 @@ tack_array *tack_py_wrap_buffer(tack_state *st, PyObject *obj, int dtype_hint, i
     }
     if (tack_array_wrap(NULL, dt, ndim, shape, h->view.buf, writable, release_buffer, h, &arr) != TACK_OK)
     {
-        tack_py_raise(); /* the wrap released h */
+        tpy_raise(); /* the wrap released h */
         return NULL;
     }
     return arr;
@@ -149,8 +145,7 @@ fail:
 }
 
 /* ------------------------------------------------------------ the type */
-PyObject *tack_py_array_new(tack_state *st, tack_array *arr)
-{
+PyObject *tpy_array_new(tpy_state *st, tack_array *arr) {
     TackArrayObject *self = PyObject_GC_New(TackArrayObject, st->ArrayType);
     if (!self) {
         tack_array_release(arr);
@@ -162,12 +157,11 @@ PyObject *tack_py_array_new(tack_state *st, tack_array *arr)
     return (PyObject *)self;
 }
 
-int tack_py_array_check(tack_state *st, PyObject *obj) { return Py_TYPE(obj) == st->ArrayType; }
+int tpy_array_check(tpy_state *st, PyObject *obj) { return Py_TYPE(obj) == st->ArrayType; }
 
 #define ARR(o) (((TackArrayObject *)(o))->arr)
 
-int tack_py_parse_shape(PyObject *obj, int64_t *shape, int *ndim)
-{
+int tpy_parse_shape(PyObject *obj, int64_t *shape, int *ndim) {
     PyObject *seq = NULL;
     int rc = -1;
     if (PyLong_Check(obj)) {
@@ -218,8 +212,7 @@ done:
 }
 
 /* _core.empty(shape, dtype, device=None, zero=False) */
-static PyObject *py_empty(PyObject *m, PyObject *args, PyObject *kw)
-{
+static PyObject *py_empty(PyObject *m, PyObject *args, PyObject *kw) {
     static char *names[] = {"shape", "dtype", "device", "zero", NULL};
     PyObject *shape_obj, *dtype_obj, *device_obj = Py_None;
     int zero = 0;
@@ -227,12 +220,12 @@ static PyObject *py_empty(PyObject *m, PyObject *args, PyObject *kw)
     int ndim = 0;
     tack_dtype dt;
     tack_array *arr = NULL;
-    tack_state *st = tack_get_state(m);
+    tpy_state *st = tpy_get_state(m);
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|Op:empty", names, &shape_obj, &dtype_obj, &device_obj, &zero))
         return NULL;
-    if (tack_py_parse_shape(shape_obj, shape, &ndim) < 0 || tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
+    if (tpy_parse_shape(shape_obj, shape, &ndim) < 0 || tpy_dtype_from_object(st, dtype_obj, &dt) < 0)
         return NULL;
-    tack_device *dev = tack_py_device_from_object(st, device_obj);
+    tack_device *dev = tpy_device_from_object(st, device_obj);
     if (!dev)
         return NULL;
     tack_status s;
@@ -240,31 +233,29 @@ static PyObject *py_empty(PyObject *m, PyObject *args, PyObject *kw)
     s = zero ? tack_array_zeros(dev, dt, ndim, shape, &arr) : tack_array_empty(dev, dt, ndim, shape, &arr);
     Py_END_ALLOW_THREADS
     if (s != TACK_OK)
-        return tack_py_raise();
-    return tack_py_array_new(st, arr);
+        return tpy_raise();
+    return tpy_array_new(st, arr);
 }
 
 /* _core.wrap_buffer(obj, dtype=None, writable=False): borrow a buffer as a CPU array. */
-static PyObject *py_wrap_buffer(PyObject *m, PyObject *args, PyObject *kw)
-{
+static PyObject *py_wrap_buffer(PyObject *m, PyObject *args, PyObject *kw) {
     static char *names[] = {"obj", "dtype", "writable", NULL};
     PyObject *obj, *dtype_obj = Py_None;
     int writable = 0;
-    tack_state *st = tack_get_state(m);
+    tpy_state *st = tpy_get_state(m);
     tack_dtype dt = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Op:wrap_buffer", names, &obj, &dtype_obj, &writable))
         return NULL;
-    if (dtype_obj != Py_None && tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
+    if (dtype_obj != Py_None && tpy_dtype_from_object(st, dtype_obj, &dt) < 0)
         return NULL;
-    tack_array *arr = tack_py_wrap_buffer(st, obj, dtype_obj == Py_None ? -1 : (int)dt, writable);
+    tack_array *arr = tpy_wrap_buffer(st, obj, dtype_obj == Py_None ? -1 : (int)dt, writable);
     if (!arr)
         return NULL;
-    return tack_py_array_new(st, arr);
+    return tpy_array_new(st, arr);
 }
 
 /* Get a contiguous buffer of exactly the array's bytes from obj. */
-static int get_exact_buffer(PyObject *obj, Py_buffer *view, int flags, size_t nbytes)
-{
+static int get_exact_buffer(PyObject *obj, Py_buffer *view, int flags, size_t nbytes) {
     if (PyObject_GetBuffer(obj, view, flags) < 0)
         return -1;
     if (!PyBuffer_IsContiguous(view, 'C') || (size_t)view->len != nbytes) {
@@ -276,8 +267,7 @@ static int get_exact_buffer(PyObject *obj, Py_buffer *view, int flags, size_t nb
     return 0;
 }
 
-static PyObject *array_copy_from(PyObject *self, PyObject *src)
-{
+static PyObject *array_copy_from(PyObject *self, PyObject *src) {
     Py_buffer view;
     tack_status s;
     if (get_exact_buffer(src, &view, PyBUF_C_CONTIGUOUS, tack_array_nbytes(ARR(self))) < 0)
@@ -287,12 +277,11 @@ static PyObject *array_copy_from(PyObject *self, PyObject *src)
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (s != TACK_OK)
-        return tack_py_raise();
+        return tpy_raise();
     Py_RETURN_NONE;
 }
 
-static PyObject *array_copy_into(PyObject *self, PyObject *dst)
-{
+static PyObject *array_copy_into(PyObject *self, PyObject *dst) {
     Py_buffer view;
     tack_status s;
     if (get_exact_buffer(dst, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, tack_array_nbytes(ARR(self))) < 0)
@@ -302,12 +291,11 @@ static PyObject *array_copy_into(PyObject *self, PyObject *dst)
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (s != TACK_OK)
-        return tack_py_raise();
+        return tpy_raise();
     Py_RETURN_NONE;
 }
 
-static PyObject *get_numpy_shape(tack_array *a)
-{
+static PyObject *get_numpy_shape(tack_array *a) {
     const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
     int nd = tack_array_ndim(a), extra = i->cols > 1 ? 2 : (i->rows > 1 ? 1 : 0);
     PyObject *t = PyTuple_New(nd + extra);
@@ -325,12 +313,11 @@ static PyObject *get_numpy_shape(tack_array *a)
     return t;
 }
 
-static PyObject *array_numpy(PyObject *self, PyObject *unused)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *array_numpy(PyObject *self, PyObject *unused) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     PyObject *np, *shape = NULL, *npdt = NULL, *out = NULL, *r;
     tack_array *a = ARR(self);
-    if (!st || !(np = tack_py_numpy(st)))
+    if (!st || !(np = tpy_numpy(st)))
         return NULL;
     const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
     if (!(shape = get_numpy_shape(a)))
@@ -350,8 +337,7 @@ done:
 
 /* __array__(dtype=None, copy=None): NumPy 2 semantics.  Tack arrays never
  * share memory with NumPy through this path, so copy=False is refused. */
-static PyObject *array_array(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *array_array(PyObject *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"dtype", "copy", NULL};
     PyObject *dtype = Py_None, *copy = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:__array__", names, &dtype, &copy))
@@ -364,20 +350,19 @@ static PyObject *array_array(PyObject *self, PyObject *args, PyObject *kw)
     }
     PyObject *out = array_numpy(self, NULL);
     if (out && dtype != Py_None) {
-        PyObject *cast = tack_py_call1(out, "astype", dtype);
+        PyObject *cast = tpy_call1(out, "astype", dtype);
         Py_SETREF(out, cast);
     }
     return out;
 }
 
-static PyObject *array_fill(PyObject *self, PyObject *value)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *array_fill(PyObject *self, PyObject *value) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     PyObject *np, *npdt = NULL, *v = NULL, *ok = NULL;
     tack_array *a = ARR(self);
     const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
     int is_number = PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value);
-    if (!st || !(np = tack_py_numpy(st)))
+    if (!st || !(np = tpy_numpy(st)))
         return NULL;
     if (!is_number) {
         /* NumPy scalars and, for vectors/matrices, sequences of numbers. */
@@ -420,7 +405,7 @@ static PyObject *array_fill(PyObject *self, PyObject *value)
         goto done;
     }
     Py_buffer view;
-    PyObject *contig = tack_py_call1(np, "ascontiguousarray", v);
+    PyObject *contig = tpy_call1(np, "ascontiguousarray", v);
     if (!contig)
         goto done;
     if (PyObject_GetBuffer(contig, &view, PyBUF_C_CONTIGUOUS) < 0) {
@@ -431,7 +416,7 @@ static PyObject *array_fill(PyObject *self, PyObject *value)
     PyBuffer_Release(&view);
     Py_DECREF(contig);
     if (s != TACK_OK) {
-        tack_py_raise();
+        tpy_raise();
         goto done;
     }
     ok = Py_NewRef(Py_None);
@@ -441,9 +426,8 @@ done:
     return ok;
 }
 
-static PyObject *array_copy(PyObject *self, PyObject *unused)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *array_copy(PyObject *self, PyObject *unused) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     tack_array *c = NULL;
     tack_status s;
     if (!st)
@@ -452,40 +436,38 @@ static PyObject *array_copy(PyObject *self, PyObject *unused)
     s = tack_array_clone(ARR(self), NULL, &c);
     Py_END_ALLOW_THREADS
     if (s != TACK_OK)
-        return tack_py_raise();
-    return tack_py_array_new(st, c);
+        return tpy_raise();
+    return tpy_array_new(st, c);
 }
 
 /* _copy_array(src): self <- src, same dtype and size, any devices. */
-static PyObject *array_copy_array(PyObject *self, PyObject *src)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *array_copy_array(PyObject *self, PyObject *src) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     tack_status s;
     if (!st)
         return NULL;
-    if (!tack_py_array_check(st, src))
+    if (!tpy_array_check(st, src))
         return PyErr_Format(PyExc_TypeError, "expected a tack.Array, got %.100s", Py_TYPE(src)->tp_name);
     Py_BEGIN_ALLOW_THREADS
     s = tack_array_copy(ARR(self), ARR(src));
     Py_END_ALLOW_THREADS
     if (s != TACK_OK)
-        return tack_py_raise();
+        return tpy_raise();
     Py_RETURN_NONE;
 }
 
 /* to(device, copy=False): this array on `device` -- itself when it already
  * lives there (unless copy=True), else a copy made by the backends. */
-static PyObject *array_to(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *array_to(PyObject *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"device", "copy", NULL};
     PyObject *device_obj;
     int copy = 0;
     tack_array *c = NULL;
     tack_status s;
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     if (!st || !PyArg_ParseTupleAndKeywords(args, kw, "O|p:to", names, &device_obj, &copy))
         return NULL;
-    tack_device *dev = tack_py_device_from_object(st, device_obj);
+    tack_device *dev = tpy_device_from_object(st, device_obj);
     if (!dev)
         return NULL;
     if (dev == tack_array_device(ARR(self)) && !copy)
@@ -494,23 +476,21 @@ static PyObject *array_to(PyObject *self, PyObject *args, PyObject *kw)
     s = tack_array_clone(ARR(self), dev, &c);
     Py_END_ALLOW_THREADS
     if (s != TACK_OK)
-        return tack_py_raise();
-    return tack_py_array_new(st, c);
+        return tpy_raise();
+    return tpy_array_new(st, c);
 }
 
-static PyObject *array_readonly_view(PyObject *self, PyObject *unused)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *array_readonly_view(PyObject *self, PyObject *unused) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     tack_array *v = NULL;
     if (!st)
         return NULL;
     if (tack_array_view(ARR(self), 0, &v) != TACK_OK)
-        return tack_py_raise();
-    return tack_py_array_new(st, v);
+        return tpy_raise();
+    return tpy_array_new(st, v);
 }
 
-static Py_ssize_t array_len(PyObject *self)
-{
+static Py_ssize_t array_len(PyObject *self) {
     tack_array *a = ARR(self);
     if (tack_array_ndim(a) == 0) {
         PyErr_SetString(PyExc_TypeError, "len() of a 0-d array");
@@ -519,9 +499,8 @@ static Py_ssize_t array_len(PyObject *self)
     return (Py_ssize_t)tack_array_shape(a)[0];
 }
 
-static PyObject *array_repr(PyObject *self)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *array_repr(PyObject *self) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     if (!st)
         return NULL;
     if (st->repr_hook)
@@ -530,8 +509,7 @@ static PyObject *array_repr(PyObject *self)
                                 tack_device_name(tack_array_device(ARR(self))));
 }
 
-static PyObject *array_get_shape(PyObject *self, void *c)
-{
+static PyObject *array_get_shape(PyObject *self, void *c) {
     tack_array *a = ARR(self);
     PyObject *t = PyTuple_New(tack_array_ndim(a));
     for (int i = 0; t && i < tack_array_ndim(a); i++) {
@@ -544,9 +522,8 @@ static PyObject *array_get_shape(PyObject *self, void *c)
     }
     return t;
 }
-static PyObject *array_get_dtype(PyObject *self, void *c)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *array_get_dtype(PyObject *self, void *c) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     return st ? Py_NewRef(st->dtypes[tack_array_dtype(ARR(self))]) : NULL;
 }
 static PyObject *array_get_ndim(PyObject *self, void *c) { return PyLong_FromLong(tack_array_ndim(ARR(self))); }
@@ -554,23 +531,19 @@ static PyObject *array_get_size(PyObject *self, void *c) { return PyLong_FromLon
 static PyObject *array_get_nbytes(PyObject *self, void *c) { return PyLong_FromSize_t(tack_array_nbytes(ARR(self))); }
 static PyObject *array_get_writable(PyObject *self, void *c) { return PyBool_FromLong(tack_array_writable(ARR(self))); }
 static PyObject *array_get_ptr(PyObject *self, void *c) { return PyLong_FromVoidPtr(tack_array_data(ARR(self))); }
-static PyObject *array_get_device(PyObject *self, void *c)
-{
+static PyObject *array_get_device(PyObject *self, void *c) {
     return PyUnicode_FromString(tack_device_name(tack_array_device(ARR(self))));
 }
-static PyObject *array_get_shared(PyObject *self, void *c)
-{
+static PyObject *array_get_shared(PyObject *self, void *c) {
     return PyBool_FromLong((tack_array_flags(ARR(self)) & TACK_ARRAY_SHARED) != 0);
 }
 
-static int array_traverse(PyObject *self, visitproc visit, void *arg)
-{
+static int array_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
 
-static void array_dealloc(PyObject *self)
-{
+static void array_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     if (((TackArrayObject *)self)->weakreflist)
@@ -607,9 +580,9 @@ static PyMethodDef array_methods[] = {
     {"_copy_into", array_copy_into, METH_O, NULL},
     {"_copy_array", array_copy_array, METH_O, NULL},
     {"_readonly_view", array_readonly_view, METH_NOARGS, NULL},
-    {"__dlpack__", (PyCFunction)(void (*)(void))tack_py_array_dlpack, METH_FASTCALL | METH_KEYWORDS,
+    {"__dlpack__", (PyCFunction)(void (*)(void))tpy_array_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> DLPack capsule"},
-    {"__dlpack_device__", tack_py_array_dlpack_device, METH_NOARGS, "__dlpack_device__() -> (device_type, device_id)"},
+    {"__dlpack_device__", tpy_array_dlpack_device, METH_NOARGS, "__dlpack_device__() -> (device_type, device_id)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -647,8 +620,7 @@ static PyType_Spec array_spec = {
     .slots = array_slots,
 };
 
-int tack_py_array_exec(PyObject *m, tack_state *st)
-{
+int tpy_array_exec(PyObject *m, tpy_state *st) {
     st->ArrayType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &array_spec, NULL);
     if (!st->ArrayType || PyModule_AddObjectRef(m, "Array", (PyObject *)st->ArrayType) < 0)
         return -1;

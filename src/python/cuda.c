@@ -23,14 +23,12 @@
 #include "tack_py.h"
 
 
-static PyObject *nvrtc_version(PyObject *self, PyObject *unused)
-{
+static PyObject *nvrtc_version(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(tack_nvrtc_version());
 }
 
 /* "sm_80", "compute_90", "80", 80, 9.0 is not accepted (ambiguous). */
-static int parse_arch(PyObject *arch, int *major, int *minor)
-{
+static int parse_arch(PyObject *arch, int *major, int *minor) {
     long v = -1;
     if (PyLong_Check(arch)) {
         v = PyLong_AsLong(arch);
@@ -58,8 +56,7 @@ static int parse_arch(PyObject *arch, int *major, int *minor)
     return 0;
 }
 
-static PyObject *nvrtc_compile(PyObject *self, PyObject *args, PyObject *kwargs)
-{
+static PyObject *nvrtc_compile(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kw[] = {"source", "arch", "name", "fast_math", NULL};
     const char *source = NULL, *name = "kernel.cu";
     PyObject *arch = NULL;
@@ -74,7 +71,7 @@ static PyObject *nvrtc_compile(PyObject *self, PyObject *args, PyObject *kwargs)
     st = tack_nvrtc_compile(source, name, major, minor, fast_math ? TACK_NVRTC_FAST_MATH : 0, &ptx);
     Py_END_ALLOW_THREADS
     if (st != TACK_OK)
-        return tack_py_raise();
+        return tpy_raise();
     PyObject *out = PyUnicode_FromString(ptx);
     tack_free(ptx);
     return out;
@@ -89,8 +86,7 @@ static PyMethodDef cuda_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int tack_py_cuda_exec(PyObject *m, tack_state *st)
-{
+int tpy_cuda_exec(PyObject *m, tpy_state *st) {
     (void)st;
     return PyModule_AddFunctions(m, cuda_methods);
 }

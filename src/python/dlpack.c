@@ -45,8 +45,7 @@
 /* Interned names kept in module state (st->dlpack_strs), by index. */
 enum { S_EXCHANGE_API, S_DLPACK, S_MAX_VERSION, S_COPY, S_KW_MAX_VERSION, S_KW_MAX_VERSION_COPY, S_COUNT };
 
-static int interpreter_alive(void)
-{
+static int interpreter_alive(void) {
 #if PY_VERSION_HEX >= 0x030D0000
     return Py_IsInitialized() && !Py_IsFinalizing();
 #else
@@ -55,8 +54,7 @@ static int interpreter_alive(void)
 }
 
 /* ---------------------------------------------------------- small parsing */
-static int parse_copy(PyObject *obj, tack_dlpack_copy *out)
-{
+static int parse_copy(PyObject *obj, tack_dlpack_copy *out) {
     if (obj == NULL || obj == Py_None)
         *out = TACK_DLPACK_COPY_IF_NEEDED;
     else if (obj == Py_True)
@@ -71,8 +69,7 @@ static int parse_copy(PyObject *obj, tack_dlpack_copy *out)
 }
 
 /* A (device_type, device_id) pair. */
-static int parse_dl_device(PyObject *obj, DLDevice *out)
-{
+static int parse_dl_device(PyObject *obj, DLDevice *out) {
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2) {
         PyErr_Format(PyExc_TypeError, "dl_device must be a (device_type, device_id) tuple, not %R", obj);
         return -1;
@@ -89,8 +86,7 @@ static int parse_dl_device(PyObject *obj, DLDevice *out)
 }
 
 /* The stream argument of __dlpack__, per the DLPack Python specification. */
-static int check_stream(PyObject *stream, DLDevice dev)
-{
+static int check_stream(PyObject *stream, DLDevice dev) {
     if (stream == Py_None)
         return 0;
     if (!PyLong_Check(stream)) {
@@ -127,8 +123,7 @@ static int check_stream(PyObject *stream, DLDevice dev)
 }
 
 /* ----------------------------------------------------------------- export */
-static void capsule_destructor(PyObject *cap, const char *name, int versioned)
-{
+static void capsule_destructor(PyObject *cap, const char *name, int versioned) {
     if (!PyCapsule_IsValid(cap, name))
         return; /* consumed (renamed): the consumer owns the tensor */
     void *managed = PyCapsule_GetPointer(cap, name);
@@ -141,8 +136,7 @@ static void capsule_destructor_versioned(PyObject *cap) { capsule_destructor(cap
 static int kw_is(PyObject *name, const char *s) { return PyUnicode_CompareWithASCIIString(name, s) == 0; }
 
 /* Array.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) */
-PyObject *tack_py_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
+PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy_obj = Py_None;
     tack_array *a = ARR(self), *host = NULL;
     tack_dlpack_copy copy;
@@ -199,7 +193,7 @@ PyObject *tack_py_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
             s = tack_array_clone(a, cpu, &host);
             Py_END_ALLOW_THREADS
             if (s != TACK_OK)
-                return tack_py_raise();
+                return tpy_raise();
             a = host;
             copy = TACK_DLPACK_COPY_NEVER; /* already a copy; flagged below */
         }
@@ -217,7 +211,7 @@ PyObject *tack_py_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
         tack_array_release(host); /* the tensor holds its own reference */
     }
     if (s != TACK_OK)
-        return tack_py_raise();
+        return tpy_raise();
     PyObject *cap = PyCapsule_New(managed, versioned ? CAPSULE_VERSIONED : CAPSULE_LEGACY,
                                   versioned ? capsule_destructor_versioned : capsule_destructor_legacy);
     if (!cap)
@@ -226,16 +220,14 @@ PyObject *tack_py_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t
 }
 
 /* Array.__dlpack_device__() -> (device_type, device_id) */
-PyObject *tack_py_array_dlpack_device(PyObject *self, PyObject *unused)
-{
+PyObject *tpy_array_dlpack_device(PyObject *self, PyObject *unused) {
     DLDevice d = tack_device_to_dlpack(tack_array_device(ARR(self)));
     return Py_BuildValue("(ii)", (int)d.device_type, (int)d.device_id);
 }
 
 /* ----------------------------------------------------------------- import */
 static const tack_dlpack_import_options *import_options(tack_dlpack_import_options *o, tack_device *dev,
-                                                        tack_dlpack_copy copy)
-{
+                                                        tack_dlpack_copy copy) {
     o->copy = copy;
     o->device = dev;
     o->may_delete = interpreter_alive;
@@ -245,9 +237,8 @@ static const tack_dlpack_import_options *import_options(tack_dlpack_import_optio
 /* Import a managed tensor (libtack owns it from here) as a new Array.  An
  * import that copies releases the GIL for the copy; the producer's deleter,
  * run at the end of it, takes the GIL itself if it needs it. */
-static PyObject *import_managed(tack_state *st, void *managed, int versioned, tack_device *dev,
-                                tack_dlpack_copy copy)
-{
+static PyObject *import_managed(tpy_state *st, void *managed, int versioned, tack_device *dev,
+                                tack_dlpack_copy copy) {
     tack_dlpack_import_options o;
     tack_array *arr = NULL;
     tack_status s;
@@ -259,13 +250,12 @@ static PyObject *import_managed(tack_state *st, void *managed, int versioned, ta
     } else
         s = tack_array_from_dlpack(managed, versioned, &o, &arr);
     if (s != TACK_OK)
-        return tack_py_raise();
-    return tack_py_array_new(st, arr);
+        return tpy_raise();
+    return tpy_array_new(st, arr);
 }
 
 /* Take the managed tensor out of a capsule (renaming it at once) and import it. */
-static PyObject *import_capsule(tack_state *st, PyObject *cap, tack_device *dev, tack_dlpack_copy copy)
-{
+static PyObject *import_capsule(tpy_state *st, PyObject *cap, tack_device *dev, tack_dlpack_copy copy) {
     int versioned;
     const char *name = PyCapsule_GetName(cap);
     if (!name && PyErr_Occurred())
@@ -293,8 +283,7 @@ static PyObject *import_capsule(tack_state *st, PyObject *cap, tack_device *dev,
 
 /* The producer's exchange API table for major version 1, or NULL when its
  * type offers none we can use (never an error). */
-static const DLPackExchangeAPI *producer_api(tack_state *st, PyObject *obj)
-{
+static const DLPackExchangeAPI *producer_api(tpy_state *st, PyObject *obj) {
     PyObject *cap = NULL, *name = PyTuple_GET_ITEM(st->dlpack_strs, S_EXCHANGE_API);
     const DLPackExchangeAPIHeader *h = NULL;
     /* A class attribute, looked up through the type's method cache without
@@ -323,8 +312,7 @@ static const DLPackExchangeAPI *producer_api(tack_state *st, PyObject *obj)
 
 static int host_device_type(int t) { return t == kDLCPU || t == kDLCUDAHost || t == kDLROCMHost; }
 
-static PyObject *call_dlpack(tack_state *st, PyObject *obj, tack_dlpack_copy copy)
-{
+static PyObject *call_dlpack(tpy_state *st, PyObject *obj, tack_dlpack_copy copy) {
     PyObject *meth = PyObject_GetAttr(obj, PyTuple_GET_ITEM(st->dlpack_strs, S_DLPACK));
     PyObject *args[3], *kw, *out;
     if (!meth) {
@@ -359,13 +347,12 @@ static PyObject *call_dlpack(tack_state *st, PyObject *obj, tack_dlpack_copy cop
 /* tack.from_dlpack(obj, /, *, device=None, copy=None, c_api=True).  The
  * arguments are parsed by hand (vectorcall): this is the hot path of an
  * exchange, and the generic parser would cost as much as the exchange. */
-static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
+static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *obj, *device_obj = Py_None, *copy_obj = Py_None, *cap = NULL, *out = NULL;
     int use_c_api = 1;
     tack_dlpack_copy copy;
     tack_device *dev = NULL;
-    tack_state *st = tack_get_state(m);
+    tpy_state *st = tpy_get_state(m);
     if (nargs != 1)
         return PyErr_Format(PyExc_TypeError, "from_dlpack() takes 1 positional argument (%zd given)", nargs);
     obj = args[0];
@@ -383,7 +370,7 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
     }
     if (parse_copy(copy_obj, &copy) < 0)
         return NULL;
-    if (device_obj != Py_None && !(dev = tack_py_device_from_object(st, device_obj)))
+    if (device_obj != Py_None && !(dev = tpy_device_from_object(st, device_obj)))
         return NULL;
     if (PyCapsule_CheckExact(obj))
         return import_capsule(st, obj, dev, copy);
@@ -414,12 +401,11 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
 /* _core._c_exchange_cost(obj, n) -> seconds per exchange through obj's C
  * exchange API alone: export, import as a Tack array, release (both
  * deleters), with no Python objects made -- the floor under from_dlpack. */
-static PyObject *py_c_exchange_cost(PyObject *m, PyObject *args)
-{
+static PyObject *py_c_exchange_cost(PyObject *m, PyObject *args) {
     PyObject *obj;
     Py_ssize_t n;
     struct timespec t0, t1;
-    tack_state *st = tack_get_state(m);
+    tpy_state *st = tpy_get_state(m);
     if (!PyArg_ParseTuple(args, "On:_c_exchange_cost", &obj, &n))
         return NULL;
     const DLPackExchangeAPI *api = producer_api(st, obj);
@@ -433,7 +419,7 @@ static PyObject *py_c_exchange_cost(PyObject *m, PyObject *args)
         if (api->managed_tensor_from_py_object_no_sync(obj, &mt) != 0)
             return NULL;
         if (tack_array_from_dlpack(mt, 1, NULL, &arr) != TACK_OK)
-            return tack_py_raise();
+            return tpy_raise();
         tack_array_release(arr);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -442,26 +428,24 @@ static PyObject *py_c_exchange_cost(PyObject *m, PyObject *args)
 }
 
 /* ------------------------------------------------------ the C exchange API */
-static int exchange_from_py(void *py_object, DLManagedTensorVersioned **out)
-{
+static int exchange_from_py(void *py_object, DLManagedTensorVersioned **out) {
     PyObject *obj = py_object;
-    tack_state *st = tack_state_from_type(Py_TYPE(obj));
-    if (!st || !tack_py_array_check(st, obj)) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(obj));
+    if (!st || !tpy_array_check(st, obj)) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "expected a tack.Array, not %.100s", Py_TYPE(obj)->tp_name);
         return -1;
     }
     void *managed = NULL;
     if (tack_array_to_dlpack(ARR(obj), 1, TACK_DLPACK_COPY_IF_NEEDED, &managed) != TACK_OK) {
-        tack_py_raise();
+        tpy_raise();
         return -1;
     }
     *out = managed;
     return 0;
 }
 
-static int exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object)
-{
+static int exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object) {
     PyObject *m = PyImport_ImportModule("tack._core"), *arr_obj = NULL;
     tack_dlpack_import_options o;
     tack_array *arr = NULL;
@@ -470,9 +454,9 @@ static int exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object
         return -1;
     }
     if (tack_array_from_dlpack(tensor, 1, import_options(&o, NULL, TACK_DLPACK_COPY_IF_NEEDED), &arr) != TACK_OK)
-        tack_py_raise();
+        tpy_raise();
     else
-        arr_obj = tack_py_array_new(tack_get_state(m), arr);
+        arr_obj = tpy_array_new(tpy_get_state(m), arr);
     Py_DECREF(m);
     if (!arr_obj)
         return -1;
@@ -481,8 +465,7 @@ static int exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object
 }
 
 static int exchange_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
-                              void (*set_error)(void *error_ctx, const char *kind, const char *message))
-{
+                              void (*set_error)(void *error_ctx, const char *kind, const char *message)) {
     tack_device *dev = NULL;
     tack_dtype dt;
     tack_array *arr = NULL;
@@ -507,14 +490,13 @@ static int exchange_allocator(DLTensor *prototype, DLManagedTensorVersioned **ou
     return 0;
 }
 
-static int exchange_current_work_stream(DLDeviceType device_type, int32_t device_id, void **out_current_stream)
-{
+static int exchange_current_work_stream(DLDeviceType device_type, int32_t device_id, void **out_current_stream) {
     /* Tack's CPU work is synchronous; GPU backends work on their default stream. */
     *out_current_stream = NULL;
     return 0;
 }
 
-static DLPackExchangeAPI tack_exchange_api = {
+static DLPackExchangeAPI exchange_api = {
     .header = {.version = {DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION}, .prev_api = NULL},
     .managed_tensor_allocator = exchange_allocator,
     .managed_tensor_from_py_object_no_sync = exchange_from_py,
@@ -528,8 +510,7 @@ typedef struct {
     Py_buffer view;
 } held_view;
 
-static void release_view(void *ctx)
-{
+static void release_view(void *ctx) {
     held_view *h = ctx;
     if (interpreter_alive()) {
         PyGILState_STATE g = PyGILState_Ensure();
@@ -540,21 +521,20 @@ static void release_view(void *ctx)
 }
 
 /* _core.wrap_pointer(ptr, shape, dtype, writable=False, device=None) */
-static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw)
-{
+static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw) {
     static char *names[] = {"ptr", "shape", "dtype", "writable", "device", NULL};
     PyObject *ptr, *shape_obj, *dtype_obj, *device_obj = Py_None;
     int writable = 0, ndim = 0;
     int64_t shape[TACK_MAX_NDIM];
     tack_dtype dt;
     tack_array *arr = NULL;
-    tack_state *st = tack_get_state(m);
+    tpy_state *st = tpy_get_state(m);
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|pO:wrap_pointer", names, &ptr, &shape_obj, &dtype_obj,
                                      &writable, &device_obj))
         return NULL;
-    if (tack_py_parse_shape(shape_obj, shape, &ndim) < 0 || tack_py_dtype_from_object(st, dtype_obj, &dt) < 0)
+    if (tpy_parse_shape(shape_obj, shape, &ndim) < 0 || tpy_dtype_from_object(st, dtype_obj, &dt) < 0)
         return NULL;
-    tack_device *dev = tack_py_device_from_object(st, device_obj);
+    tack_device *dev = tpy_device_from_object(st, device_obj);
     if (!dev)
         return NULL;
     for (int i = 0; i < ndim; i++)
@@ -566,8 +546,8 @@ static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw)
         if (!p && PyErr_Occurred())
             return NULL;
         if (tack_array_wrap(dev, dt, ndim, shape, p, writable, NULL, NULL, &arr) != TACK_OK)
-            return tack_py_raise();
-        return tack_py_array_new(st, arr);
+            return tpy_raise();
+        return tpy_array_new(st, arr);
     }
     if (!PyObject_CheckBuffer(ptr))
         return PyErr_Format(PyExc_TypeError,
@@ -616,8 +596,8 @@ static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw)
     }
     /* The wrap owns h from here: it releases the view when done, or on failure. */
     if (tack_array_wrap(dev, dt, ndim, shape, h->view.buf, writable, release_view, h, &arr) != TACK_OK)
-        return tack_py_raise();
-    return tack_py_array_new(st, arr);
+        return tpy_raise();
+    return tpy_array_new(st, arr);
 fail:
     PyBuffer_Release(&h->view);
     tack_free(h);
@@ -655,8 +635,7 @@ static PyMethodDef dlpack_module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int tack_py_dlpack_exec(PyObject *m, tack_state *st)
-{
+int tpy_dlpack_exec(PyObject *m, tpy_state *st) {
     PyObject *cap = NULL, *kw1 = NULL, *kw2 = NULL;
     int rc = -1;
     if (!(kw1 = Py_BuildValue("(s)", "max_version")) || !(kw2 = Py_BuildValue("(ss)", "max_version", "copy")))
@@ -675,7 +654,7 @@ int tack_py_dlpack_exec(PyObject *m, tack_state *st)
     PyTuple_SET_ITEM(st->dlpack_strs, S_KW_MAX_VERSION_COPY, kw2);
     kw1 = kw2 = NULL;
     /* The exchange API is a class attribute of the (immutable) Array type. */
-    if (!(cap = PyCapsule_New(&tack_exchange_api, CAPSULE_EXCHANGE_API, NULL)))
+    if (!(cap = PyCapsule_New(&exchange_api, CAPSULE_EXCHANGE_API, NULL)))
         goto done;
     if (PyDict_SetItem(st->ArrayType->tp_dict, PyTuple_GET_ITEM(st->dlpack_strs, S_EXCHANGE_API), cap) < 0)
         goto done;

@@ -19,13 +19,11 @@ static const tack_dtype_info *info_of(PyObject *self) { return tack_dtype_get(((
 static PyObject *dtype_get_name(PyObject *self, void *c) { return PyUnicode_FromString(info_of(self)->name); }
 static PyObject *dtype_get_itemsize(PyObject *self, void *c) { return PyLong_FromSize_t(info_of(self)->itemsize); }
 static PyObject *dtype_get_alignment(PyObject *self, void *c) { return PyLong_FromSize_t(info_of(self)->alignment); }
-static PyObject *dtype_get_kind(PyObject *self, void *c)
-{
+static PyObject *dtype_get_kind(PyObject *self, void *c) {
     static const char kinds[] = "biuf";
     return PyUnicode_FromStringAndSize(&kinds[info_of(self)->kind], 1);
 }
-static PyObject *dtype_get_shape(PyObject *self, void *c)
-{
+static PyObject *dtype_get_shape(PyObject *self, void *c) {
     const tack_dtype_info *i = info_of(self);
     if (i->rows == 1 && i->cols == 1)
         return PyTuple_New(0);
@@ -33,20 +31,18 @@ static PyObject *dtype_get_shape(PyObject *self, void *c)
         return Py_BuildValue("(i)", i->rows);
     return Py_BuildValue("(ii)", i->rows, i->cols);
 }
-static PyObject *dtype_get_scalar(PyObject *self, void *c)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *dtype_get_scalar(PyObject *self, void *c) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     return st ? Py_NewRef(st->dtypes[info_of(self)->scalar]) : NULL;
 }
 
-static PyObject *dtype_get_numpy(PyObject *self, void *c)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *dtype_get_numpy(PyObject *self, void *c) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     PyObject *np, *scalar = NULL, *shape = NULL, *spec = NULL, *out = NULL;
-    if (!st || !(np = tack_py_numpy(st)))
+    if (!st || !(np = tpy_numpy(st)))
         return NULL;
     const tack_dtype_info *i = info_of(self);
-    scalar = tack_py_call1(np, "dtype", ((TackDTypeObject *)st->dtypes[i->scalar])->numpy_name);
+    scalar = tpy_call1(np, "dtype", ((TackDTypeObject *)st->dtypes[i->scalar])->numpy_name);
     if (!scalar)
         goto done;
     if (i->rows == 1 && i->cols == 1) {
@@ -69,9 +65,8 @@ static PyObject *dtype_repr(PyObject *self) { return PyUnicode_FromFormat("tack.
 
 static Py_hash_t dtype_hash(PyObject *self) { return (Py_hash_t)((TackDTypeObject *)self)->id + 0x7ac4; }
 
-static PyObject *dtype_richcompare(PyObject *self, PyObject *other, int op)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *dtype_richcompare(PyObject *self, PyObject *other, int op) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     tack_dtype other_id;
     if ((op != Py_EQ && op != Py_NE) || !st)
         Py_RETURN_NOTIMPLEMENTED;
@@ -92,17 +87,16 @@ static PyObject *dtype_richcompare(PyObject *self, PyObject *other, int op)
 /* Calling a dtype from Python converts like NumPy: tack.f32(1.5) is a
  * numpy.float32, tack.vec3(1, 2, 3) a float32 array of shape (3,).  Inside
  * a kernel the same call is a cast or a constructor. */
-static PyObject *dtype_call(PyObject *self, PyObject *args, PyObject *kw)
-{
-    tack_state *st = tack_state_from_type(Py_TYPE(self));
+static PyObject *dtype_call(PyObject *self, PyObject *args, PyObject *kw) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     PyObject *np, *npdt = NULL, *value = NULL, *out = NULL;
     const tack_dtype_info *i = info_of(self);
-    if (!st || !(np = tack_py_numpy(st)))
+    if (!st || !(np = tpy_numpy(st)))
         return NULL;
     if (kw && PyDict_GET_SIZE(kw))
         return PyErr_Format(PyExc_TypeError, "tack.%s() takes no keyword arguments", i->name);
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (!(npdt = tack_py_call1(np, "dtype", ((TackDTypeObject *)st->dtypes[i->scalar])->numpy_name)))
+    if (!(npdt = tpy_call1(np, "dtype", ((TackDTypeObject *)st->dtypes[i->scalar])->numpy_name)))
         goto done;
     if (i->rows == 1 && i->cols == 1) {
         if (n != 1) {
@@ -131,7 +125,7 @@ static PyObject *dtype_call(PyObject *self, PyObject *args, PyObject *kw)
         goto done;
     }
     PyObject *shape = dtype_get_shape(self, NULL);
-    out = shape ? tack_py_call1(arr, "reshape", shape) : NULL;
+    out = shape ? tpy_call1(arr, "reshape", shape) : NULL;
     Py_XDECREF(shape);
     Py_DECREF(arr);
 done:
@@ -140,21 +134,18 @@ done:
     return out;
 }
 
-static int dtype_traverse(PyObject *self, visitproc visit, void *arg)
-{
+static int dtype_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(((TackDTypeObject *)self)->numpy_name);
     return 0;
 }
 
-static int dtype_clear(PyObject *self)
-{
+static int dtype_clear(PyObject *self) {
     Py_CLEAR(((TackDTypeObject *)self)->numpy_name);
     return 0;
 }
 
-static void dtype_dealloc(PyObject *self)
-{
+static void dtype_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     dtype_clear(self);
@@ -162,8 +153,7 @@ static void dtype_dealloc(PyObject *self)
     Py_DECREF(tp);
 }
 
-static PyObject *dtype_reduce(PyObject *self, PyObject *unused)
-{
+static PyObject *dtype_reduce(PyObject *self, PyObject *unused) {
     /* Pickle by name through tack.dtype. */
     PyObject *mod = PyImport_ImportModule("tack");
     if (!mod)
@@ -224,8 +214,7 @@ static const char *numpy_names[TACK_DTYPE_COUNT] = {
     "float16", "float32", "float64",
 };
 
-int tack_py_dtype_exec(PyObject *m, tack_state *st)
-{
+int tpy_dtype_exec(PyObject *m, tpy_state *st) {
     st->DTypeType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &dtype_spec, NULL);
     if (!st->DTypeType || PyModule_AddObjectRef(m, "DType", (PyObject *)st->DTypeType) < 0)
         return -1;
@@ -244,8 +233,7 @@ int tack_py_dtype_exec(PyObject *m, tack_state *st)
     return 0;
 }
 
-int tack_py_dtype_from_object(tack_state *st, PyObject *obj, tack_dtype *out)
-{
+int tpy_dtype_from_object(tpy_state *st, PyObject *obj, tack_dtype *out) {
     PyObject *np, *npdt = NULL, *sub = NULL, *base = NULL, *name = NULL;
     int rc = -1;
     if (Py_TYPE(obj) == st->DTypeType) {
@@ -263,9 +251,9 @@ int tack_py_dtype_from_object(tack_state *st, PyObject *obj, tack_dtype *out)
     if (obj == (PyObject *)&PyBool_Type) { *out = TACK_BOOL; return 0; }
     if (obj == (PyObject *)&PyLong_Type) { *out = TACK_I64; return 0; }
     if (obj == (PyObject *)&PyFloat_Type) { *out = TACK_F32; return 0; } /* the default float */
-    if (!(np = tack_py_numpy(st)))
+    if (!(np = tpy_numpy(st)))
         return -1;
-    npdt = tack_py_call1(np, "dtype", obj);
+    npdt = tpy_call1(np, "dtype", obj);
     if (!npdt) {
         PyErr_Clear();
         PyObject *r = PyObject_Repr(obj);
@@ -329,11 +317,10 @@ done:
 }
 
 /* _core._dtype(x): the DType for x, as tack.dtype() documents. */
-PyObject *tack_py_dtype_lookup(PyObject *m, PyObject *obj)
-{
-    tack_state *st = tack_get_state(m);
+PyObject *tpy_dtype_lookup(PyObject *m, PyObject *obj) {
+    tpy_state *st = tpy_get_state(m);
     tack_dtype dt;
-    if (tack_py_dtype_from_object(st, obj, &dt) < 0)
+    if (tpy_dtype_from_object(st, obj, &dt) < 0)
         return NULL;
     return Py_NewRef(st->dtypes[dt]);
 }

@@ -1,7 +1,7 @@
 /*
  * frontend.c -- from a Python function to Tack's kernel AST.
  *
- * The front end is where a kernel stops being Python.  tack_py_frontend_build()
+ * The front end is where a kernel stops being Python.  tpy_frontend_build()
  * takes the function given to @tack.kernel and returns a new tack_module
  * (tack_kernel.h) holding it and every @tack.func it reaches; the compiler
  * (src/compiler/) types and lowers that module once per argument signature,
@@ -35,8 +35,7 @@
 
 static int fe_block(fe_func *f, PyObject *stmts, tack_node *block);
 
-static tack_node *tg_name(fe_func *f, PyObject *t)
-{
+static tack_node *tg_name(fe_func *f, PyObject *t) {
     PyObject *id = PyObject_GetAttrString(t, "id");
     tack_node *n = id ? fe_node(f, t, TACK_N_NAME) : NULL;
     if (n && fe_set_name(f, n, id) < 0)
@@ -48,8 +47,7 @@ static tack_node *tg_name(fe_func *f, PyObject *t)
 static tack_node *fe_target(fe_func *f, PyObject *t);
 
 /* a, b = ... and [a, b] = ...: a TUPLE of targets. */
-static tack_node *tg_tuple(fe_func *f, PyObject *t)
-{
+static tack_node *tg_tuple(fe_func *f, PyObject *t) {
     PyObject *elts = fe_get_list(t, "elts");
     tack_node *n = NULL;
     if (elts && (n = fe_node(f, t, TACK_N_TUPLE)) != NULL) {
@@ -67,8 +65,7 @@ static tack_node *tg_tuple(fe_func *f, PyObject *t)
     return n;
 }
 
-static tack_node *tg_attribute(fe_func *f, PyObject *t)
-{
+static tack_node *tg_attribute(fe_func *f, PyObject *t) {
     PyObject *src = fe_unparse(f, t);
     fe_error(f, t, "assigning to an attribute ('%U = ...') is not supported in kernels; "
                    "build a new value instead", src);
@@ -88,8 +85,7 @@ static const struct {
 };
 
 /* An assignment target: NAME, SUBSCRIPT or TUPLE of targets. */
-static tack_node *fe_target(fe_func *f, PyObject *t)
-{
+static tack_node *fe_target(fe_func *f, PyObject *t) {
     const char *k = fe_kind(t);
     size_t i = 0, count = sizeof target_kinds / sizeof target_kinds[0];
     tack_node *n = NULL;
@@ -101,15 +97,14 @@ static tack_node *fe_target(fe_func *f, PyObject *t)
     else
         fe_error(f, t, "cannot assign to this expression (%s) in a kernel", k);
     if (!n && !PyErr_Occurred())
-        tack_py_raise();
+        tpy_raise();
     return n;
 }
 
 /* ------------------------------------------------------------- statements */
 
 /* A field of `s` that is a list of statements, as a new BLOCK node. */
-static tack_node *fe_block_field(fe_func *f, PyObject *s, const char *field, PyObject *loc)
-{
+static tack_node *fe_block_field(fe_func *f, PyObject *s, const char *field, PyObject *loc) {
     PyObject *list = fe_get_list(s, field);
     tack_node *b;
     if (!list)
@@ -122,8 +117,7 @@ static tack_node *fe_block_field(fe_func *f, PyObject *s, const char *field, PyO
 }
 
 /* Refuse a non-empty `orelse` of a loop. */
-static int no_orelse(fe_func *f, PyObject *s, const char *loop)
-{
+static int no_orelse(fe_func *f, PyObject *s, const char *loop) {
     PyObject *orelse = fe_get_list(s, "orelse");
     int r = 0;
     if (!orelse)
@@ -137,8 +131,7 @@ static int no_orelse(fe_func *f, PyObject *s, const char *loop)
 
 /* Assign: the ASSIGN node of the last (usually only) target, which the
  * caller appends; the earlier ones of a chain go into `block` first. */
-static tack_node *fe_assign(fe_func *f, PyObject *s, tack_node *block)
-{
+static tack_node *fe_assign(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *targets = fe_get_list(s, "targets"), *value = NULL;
     tack_node *n = NULL;
     Py_ssize_t nt;
@@ -202,8 +195,7 @@ done:
 
 /* Each statement kind appends its node(s) to `block`; 0, or -1 with an
  * exception (fe_add of a NULL node is -1). */
-static int st_expr(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_expr(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *v = PyObject_GetAttrString(s, "value");
     tack_node *n = NULL;
     int r = -1;
@@ -222,13 +214,11 @@ done:
     return r;
 }
 
-static int st_assign(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_assign(fe_func *f, PyObject *s, tack_node *block) {
     return fe_add(block, fe_assign(f, s, block), f);
 }
 
-static int st_augassign(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_augassign(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *t = PyObject_GetAttrString(s, "target");
     tack_node *n = NULL;
     tack_op op;
@@ -243,8 +233,7 @@ static int st_augassign(fe_func *f, PyObject *s, tack_node *block)
 }
 
 /* x: f32 = v (the value is optional). */
-static int st_annassign(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_annassign(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *t = PyObject_GetAttrString(s, "target"), *ann = NULL, *v = NULL;
     tack_node *n = NULL;
 
@@ -266,8 +255,7 @@ done:
     return fe_add(block, n, f);
 }
 
-static int st_if(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_if(fe_func *f, PyObject *s, tack_node *block) {
     tack_node *n = fe_node(f, s, TACK_N_IF);
     if (n && (fe_add(n, fe_field(f, s, "test", 0), f) < 0 ||
               fe_add(n, fe_block_field(f, s, "body", s), f) < 0 ||
@@ -277,8 +265,7 @@ static int st_if(fe_func *f, PyObject *s, tack_node *block)
 }
 
 /* for target in range(...) / tack.ndrange(...): nothing else is iterable. */
-static int st_for(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_for(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *t = NULL, *it = NULL;
     tack_node *n = NULL, *iter;
 
@@ -306,8 +293,7 @@ done:
     return fe_add(block, n, f);
 }
 
-static int st_while(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_while(fe_func *f, PyObject *s, tack_node *block) {
     tack_node *n = NULL;
     if (no_orelse(f, s, "while") == 0 && (n = fe_node(f, s, TACK_N_WHILE)) != NULL &&
         (fe_add(n, fe_field(f, s, "test", 0), f) < 0 ||
@@ -316,23 +302,19 @@ static int st_while(fe_func *f, PyObject *s, tack_node *block)
     return fe_add(block, n, f);
 }
 
-static int st_break(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_break(fe_func *f, PyObject *s, tack_node *block) {
     return fe_add(block, fe_node(f, s, TACK_N_BREAK), f);
 }
 
-static int st_continue(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_continue(fe_func *f, PyObject *s, tack_node *block) {
     return fe_add(block, fe_node(f, s, TACK_N_CONTINUE), f);
 }
 
-static int st_pass(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_pass(fe_func *f, PyObject *s, tack_node *block) {
     return fe_add(block, fe_node(f, s, TACK_N_PASS), f);
 }
 
-static int st_return(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_return(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *v = PyObject_GetAttrString(s, "value");
     tack_node *n = NULL;
     if (v && (n = fe_node(f, s, TACK_N_RETURN)) != NULL && v != Py_None &&
@@ -343,8 +325,7 @@ static int st_return(fe_func *f, PyObject *s, tack_node *block)
 }
 
 /* assert test[, "message"]: the message must be a string literal. */
-static int st_assert(fe_func *f, PyObject *s, tack_node *block)
-{
+static int st_assert(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *msg = PyObject_GetAttrString(s, "msg");
     tack_node *n = NULL;
     int is_str = 0;
@@ -410,8 +391,7 @@ static const struct {
 };
 
 /* Walk statement `s`, appending its node(s) to `block`. */
-static int fe_stmt(fe_func *f, PyObject *s, tack_node *block)
-{
+static int fe_stmt(fe_func *f, PyObject *s, tack_node *block) {
     const char *k = fe_kind(s);
     size_t i = 0, count = sizeof stmt_kinds / sizeof stmt_kinds[0];
     int r = -1;
@@ -428,12 +408,11 @@ static int fe_stmt(fe_func *f, PyObject *s, tack_node *block)
         r = stmt_kinds[i].walk(f, s, block);
     Py_LeaveRecursiveCall();
     if (r < 0 && !PyErr_Occurred())
-        tack_py_raise();
+        tpy_raise();
     return r;
 }
 
-static int fe_block(fe_func *f, PyObject *stmts, tack_node *block)
-{
+static int fe_block(fe_func *f, PyObject *stmts, tack_node *block) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++)
         if (fe_stmt(f, PyList_GET_ITEM(stmts, i), block) < 0)
             return -1;
@@ -443,8 +422,7 @@ static int fe_block(fe_func *f, PyObject *stmts, tack_node *block)
 /* -------------------------------------------------------------- functions */
 
 /* Parameters and the return annotation of FunctionDef `fdef`. */
-static int fe_signature(fe_func *f, int index, PyObject *fdef, tack_function_kind kind)
-{
+static int fe_signature(fe_func *f, int index, PyObject *fdef, tack_function_kind kind) {
     PyObject *args = NULL, *lists[2] = {NULL, NULL}, *v = NULL, *returns = NULL;
     int r = -1;
     static const char *refused[][2] = {
@@ -502,7 +480,7 @@ static int fe_signature(fe_func *f, int index, PyObject *fdef, tack_function_kin
             st = tack_function_add_param(f->mc->mod, index, cname, ann_node);
             Py_DECREF(name);
             if (st != TACK_OK) {
-                tack_py_raise();
+                tpy_raise();
                 goto done;
             }
         }
@@ -521,14 +499,14 @@ static int fe_signature(fe_func *f, int index, PyObject *fdef, tack_function_kin
         if (!rn)
             goto done;
         if (tack_function_set_returns(f->mc->mod, index, rn) != TACK_OK) {
-            tack_py_raise();
+            tpy_raise();
             goto done;
         }
     }
     r = 0;
 done:
     if (r < 0 && !PyErr_Occurred())
-        tack_py_raise();
+        tpy_raise();
     Py_XDECREF(args);
     Py_XDECREF(lists[0]);
     Py_XDECREF(lists[1]);
@@ -540,8 +518,7 @@ done:
 /* Add `fn` to the module as a function of `kind` (once per `key` for device
  * functions) and walk its body.  0 with *out_index, -1 with an exception. */
 int fe_function(fe_module *mc, PyObject *key, PyObject *fn, tack_function_kind kind,
-                int *out_index)
-{
+                int *out_index) {
     fe_func f;
     PyObject *fdef = NULL, *original = NULL, *code, *body = NULL, *idx = NULL;
     const char *cname, *cfile, *csrc;
@@ -583,7 +560,7 @@ int fe_function(fe_module *mc, PyObject *key, PyObject *fn, tack_function_kind k
         goto done;
     index = tack_module_add_function(mc->mod, kind, cname, cfile, f.first_line, csrc);
     if (index < 0) {
-        tack_py_raise();
+        tpy_raise();
         goto done;
     }
     if (kind == TACK_FUNC_DEVICE) {
@@ -600,7 +577,7 @@ int fe_function(fe_module *mc, PyObject *key, PyObject *fn, tack_function_kind k
     if (!block || fe_block(&f, body, block) < 0)
         goto done;
     if (tack_function_set_body(mc->mod, index, block) != TACK_OK) {
-        tack_py_raise();
+        tpy_raise();
         goto done;
     }
     *out_index = index;
@@ -629,8 +606,7 @@ done:
 
 /* Build a new module holding kernel `fn` (function 0 or the returned index)
  * and every @tack.func it reaches. */
-int tack_py_frontend_build(tack_state *st, PyObject *fn, tack_module **out_module, int *out_index)
-{
+int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, int *out_index) {
     fe_module mc;
     int r = -1, index = -1;
 
@@ -650,7 +626,7 @@ int tack_py_frontend_build(tack_state *st, PyObject *fn, tack_module **out_modul
     if (!mc.ast || !mc.memo || !mc.in_progress)
         goto done;
     if (tack_module_new(&mc.mod) != TACK_OK) {
-        tack_py_raise();
+        tpy_raise();
         goto done;
     }
     if (fe_function(&mc, fn, fn, TACK_FUNC_KERNEL, &index) < 0)

@@ -12,9 +12,9 @@
  *                      Python values a kernel may use (constants, dtypes)
  *   frontend_expr.c    the walk over expressions, calls and annotations
  *   frontend.c         the walk over statements, signatures and functions,
- *                      and the entry point tack_py_frontend_build()
+ *                      and the entry point tpy_frontend_build()
  *
- * Only tack_py_frontend_build() and tack_py_compile_error() are seen by the
+ * Only tpy_frontend_build() and tpy_compile_error() are seen by the
  * rest of the extension (tack_py.h); everything here is the front end's own.
  */
 #ifndef TACK_FRONTEND_H
@@ -26,7 +26,7 @@
 
 /* One module being built: the kernel and every @tack.func it reaches. */
 typedef struct {
-    tack_state *st;
+    tpy_state *st;
     tack_module *mod;
     PyObject *memo;        /* dict: Kernel object (func) -> function index */
     PyObject *in_progress; /* list of Kernel objects / functions being walked */
@@ -57,8 +57,7 @@ typedef struct {
 
 /* ------------------------------------------------------------ compat */
 /* The exception being raised, taken out of the thread state (new ref). */
-static inline PyObject *fe_fetch_exception(void)
-{
+static inline PyObject *fe_fetch_exception(void) {
 #if PY_VERSION_HEX >= 0x030C0000
     return PyErr_GetRaisedException();
 #else
@@ -74,8 +73,7 @@ static inline PyObject *fe_fetch_exception(void)
 }
 
 /* Raise `exc` again (steals it). */
-static inline void fe_restore_exception(PyObject *exc)
-{
+static inline void fe_restore_exception(PyObject *exc) {
 #if PY_VERSION_HEX >= 0x030C0000
     PyErr_SetRaisedException(exc);
 #else
@@ -84,15 +82,13 @@ static inline void fe_restore_exception(PyObject *exc)
 }
 
 /* The class name of an ast node ("Name", "BinOp", ...). */
-static inline const char *fe_kind(PyObject *node)
-{
+static inline const char *fe_kind(PyObject *node) {
     const char *tp = Py_TYPE(node)->tp_name;
     const char *dot = strrchr(tp, '.');
     return dot ? dot + 1 : tp;
 }
 
-static inline int fe_is_kind(PyObject *node, const char *kind)
-{
+static inline int fe_is_kind(PyObject *node, const char *kind) {
     return strcmp(fe_kind(node), kind) == 0;
 }
 

@@ -32,8 +32,7 @@
 
 /* Look a free name up as Python would from inside the function: closure
  * cells, globals, builtins.  1 found (*out new ref), 0 not defined, -1 error. */
-static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject **out)
-{
+static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject **out) {
     PyObject *v;
     *out = NULL;
     if (f->cells) {
@@ -87,8 +86,7 @@ static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject *
  * (math.pi, tack.f32, np.random...), the object it denotes: 1 with *out (new
  * ref).  0 when `e` starts from a local or is another kind of expression.
  * -1 with CompileError set. */
-int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out)
-{
+int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out) {
     *out = NULL;
     if (fe_is_kind(e, "Name")) {
         PyObject *id = PyObject_GetAttrString(e, "id");
@@ -149,9 +147,8 @@ int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out)
 /* ----------------------------------------------------------------- values */
 
 /* The DType id of `obj`, or -1 if it is not a tack dtype object. */
-int fe_dtype_of(fe_func *f, PyObject *obj)
-{
-    tack_state *st = f->mc->st;
+int fe_dtype_of(fe_func *f, PyObject *obj) {
+    tpy_state *st = f->mc->st;
     if (st->DTypeType && PyObject_TypeCheck(obj, st->DTypeType))
         return (int)((TackDTypeObject *)obj)->id;
     return -1;
@@ -159,8 +156,7 @@ int fe_dtype_of(fe_func *f, PyObject *obj)
 
 /* The intrinsic name of `obj` from the registry (borrowed, valid while the
  * registry lives), or NULL (no exception) if it is not an intrinsic. */
-const char *fe_intrinsic_name(fe_func *f, PyObject *obj)
-{
+const char *fe_intrinsic_name(fe_func *f, PyObject *obj) {
     PyObject *name;
     if (!f->mc->intrinsics)
         return NULL;
@@ -174,8 +170,7 @@ const char *fe_intrinsic_name(fe_func *f, PyObject *obj)
 
 /* 1 with *dt when `obj` is a NumPy scalar (np.float32(0.5), ...) of a dtype
  * Tack has; 0 otherwise (no exception). */
-static int numpy_scalar_dtype(fe_func *f, PyObject *obj, tack_dtype *dt)
-{
+static int numpy_scalar_dtype(fe_func *f, PyObject *obj, tack_dtype *dt) {
     PyObject *np, *generic = NULL, *dtype = NULL;
     int r = 0;
     np = f->mc->st->numpy;
@@ -196,7 +191,7 @@ static int numpy_scalar_dtype(fe_func *f, PyObject *obj, tack_dtype *dt)
     dtype = PyObject_GetAttrString(obj, "dtype");
     if (!dtype)
         goto done;
-    if (tack_py_dtype_from_object(f->mc->st, dtype, dt) == 0)
+    if (tpy_dtype_from_object(f->mc->st, dtype, dt) == 0)
         r = 1;
 done:
     if (PyErr_Occurred())
@@ -207,14 +202,13 @@ done:
 }
 
 /* Describe an object that cannot be used as a value in a kernel. */
-static int refuse_object(fe_func *f, PyObject *e, PyObject *obj)
-{
-    tack_state *st = f->mc->st;
+static int refuse_object(fe_func *f, PyObject *e, PyObject *obj) {
+    tpy_state *st = f->mc->st;
     PyObject *src = fe_unparse(f, e);
     int r;
     if (!src)
         return -1;
-    if (tack_py_kernel_unwrap(st, obj, NULL, NULL) == 1 || fe_intrinsic_name(f, obj) ||
+    if (tpy_kernel_unwrap(st, obj, NULL, NULL) == 1 || fe_intrinsic_name(f, obj) ||
         PyFunction_Check(obj) || PyCFunction_Check(obj))
         r = fe_error(f, e, "function '%U' can only be called in a kernel, not used as a value",
                      src);
@@ -238,8 +232,7 @@ static int refuse_object(fe_func *f, PyObject *e, PyObject *obj)
 }
 
 /* A constant node for a Python int (bool excluded). */
-static tack_node *int_node(fe_func *f, PyObject *e, PyObject *v)
-{
+static tack_node *int_node(fe_func *f, PyObject *e, PyObject *v) {
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
     tack_node *n;
@@ -269,8 +262,7 @@ static tack_node *int_node(fe_func *f, PyObject *e, PyObject *v)
 
 /* The node for a Python object named by expression `e` (a free name or a
  * module attribute) used as a value. */
-tack_node *fe_value_node(fe_func *f, PyObject *e, PyObject *obj)
-{
+tack_node *fe_value_node(fe_func *f, PyObject *e, PyObject *obj) {
     tack_node *n = NULL;
     tack_dtype dt;
     int id;
@@ -332,7 +324,7 @@ tack_node *fe_value_node(fe_func *f, PyObject *e, PyObject *obj)
         return n;
     fail:
         if (n && !PyErr_Occurred())
-            tack_py_raise();
+            tpy_raise();
         return NULL;
     }
     refuse_object(f, e, obj);
@@ -342,8 +334,7 @@ tack_node *fe_value_node(fe_func *f, PyObject *e, PyObject *obj)
 /* ------------------------------------------------------- local names */
 
 /* Add the names bound by assignment target `t` to the set. */
-static int collect_target(PyObject *t, PyObject *set)
-{
+static int collect_target(PyObject *t, PyObject *set) {
     int r = 0;
     if (fe_is_kind(t, "Name")) {
         PyObject *id = PyObject_GetAttrString(t, "id");
@@ -389,8 +380,7 @@ static const struct {
     {"Try", HAS_BODIES},
 };
 
-static int binding_of(PyObject *s)
-{
+static int binding_of(PyObject *s) {
     const char *k = fe_kind(s);
     for (size_t i = 0; i < sizeof binding_stmts / sizeof binding_stmts[0]; i++)
         if (strcmp(binding_stmts[i].kind, k) == 0)
@@ -400,8 +390,7 @@ static int binding_of(PyObject *s)
 
 /* Python's rule: a name bound anywhere in the function body is local to it.
  * Walk the statements (not nested scopes) for the names they bind. */
-static int collect_locals(PyObject *stmts, PyObject *set)
-{
+static int collect_locals(PyObject *stmts, PyObject *set) {
     static const char *bodies[] = {"body", "orelse", "finalbody"};
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++) {
         PyObject *s = PyList_GET_ITEM(stmts, i);
@@ -446,8 +435,7 @@ static int collect_locals(PyObject *stmts, PyObject *set)
  * function's, else its globals' __builtins__, else the builtins module),
  * closure cells by free variable name, and the locals -- the parameters and
  * every name `body` binds.  The caller releases the references in f. */
-int fe_env_init(fe_func *f, PyObject *fn, PyObject *body)
-{
+int fe_env_init(fe_func *f, PyObject *fn, PyObject *body) {
     PyObject *code = PyFunction_GetCode(fn); /* borrowed */
     PyObject *closure = PyFunction_GetClosure(fn), *freevars = NULL, *varnames = NULL;
     int r = -1;

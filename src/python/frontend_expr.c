@@ -26,22 +26,20 @@
 
 /* ---------------------------------------------------------------- builder */
 
-int fe_add(tack_node *n, tack_node *child, fe_func *f)
-{
+int fe_add(tack_node *n, tack_node *child, fe_func *f) {
     if (!child)
         return -1;
     if (tack_node_add_child(f->mc->mod, n, child) != TACK_OK)
-        return tack_py_raise_int();
+        return tpy_raise_int();
     return 0;
 }
 
-int fe_set_name(fe_func *f, tack_node *n, PyObject *name)
-{
+int fe_set_name(fe_func *f, tack_node *n, PyObject *name) {
     const char *s = PyUnicode_AsUTF8(name);
     if (!s)
         return -1;
     if (tack_node_set_name(f->mc->mod, n, s) != TACK_OK)
-        return tack_py_raise_int();
+        return tpy_raise_int();
     return 0;
 }
 
@@ -66,8 +64,7 @@ static const op_entry op_table[] = {
 };
 
 /* The tack_op of an ast operator object, TACK_OP_NONE if unknown. */
-static tack_op op_of(PyObject *opnode)
-{
+static tack_op op_of(PyObject *opnode) {
     const char *k = fe_kind(opnode);
     for (size_t i = 0; i < sizeof op_table / sizeof op_table[0]; i++)
         if (strcmp(op_table[i].kind, k) == 0)
@@ -76,8 +73,7 @@ static tack_op op_of(PyObject *opnode)
 }
 
 /* Read the `op` field of `e` as a tack_op; -1 with CompileError if unsupported. */
-int fe_op(fe_func *f, PyObject *e, tack_op *out)
-{
+int fe_op(fe_func *f, PyObject *e, tack_op *out) {
     PyObject *op = PyObject_GetAttrString(e, "op");
     if (!op)
         return -1;
@@ -92,8 +88,7 @@ int fe_op(fe_func *f, PyObject *e, tack_op *out)
 }
 
 /* Walk the expressions of list field `field` of `e`, appending each to `n`. */
-static int fe_expr_list(fe_func *f, PyObject *e, const char *field, tack_node *n, int flags)
-{
+static int fe_expr_list(fe_func *f, PyObject *e, const char *field, tack_node *n, int flags) {
     PyObject *list = fe_get_list(e, field);
     int r = -1;
     if (!list)
@@ -114,8 +109,7 @@ done:
 }
 
 /* Walk field `field` of `e` (an expression) into a new node. */
-tack_node *fe_field(fe_func *f, PyObject *e, const char *field, int flags)
-{
+tack_node *fe_field(fe_func *f, PyObject *e, const char *field, int flags) {
     PyObject *v = PyObject_GetAttrString(e, field);
     tack_node *n;
     if (!v)
@@ -127,8 +121,7 @@ tack_node *fe_field(fe_func *f, PyObject *e, const char *field, int flags)
 
 /* ------------------------------------------------------------ leaves */
 
-static tack_node *fe_constant(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *fe_constant(fe_func *f, PyObject *e, int flags) {
     PyObject *v = PyObject_GetAttrString(e, "value");
     tack_node *n = NULL;
     if (!v)
@@ -151,8 +144,7 @@ static tack_node *fe_constant(fe_func *f, PyObject *e, int flags)
 }
 
 /* Subscript: [value, index...]; a[i, j] has two indices. */
-tack_node *fe_subscript(fe_func *f, PyObject *e)
-{
+tack_node *fe_subscript(fe_func *f, PyObject *e) {
     PyObject *slice = NULL;
     tack_node *n = fe_node(f, e, TACK_N_SUBSCRIPT);
     if (!n || fe_add(n, fe_field(f, e, "value", 0), f) < 0)
@@ -202,8 +194,7 @@ fail:
 /* ------------------------------------------------------------- calls */
 
 static int add_func_defaults(fe_func *f, PyObject *call, tack_node *n, PyObject *fn,
-                             PyObject *fname, Py_ssize_t given)
-{
+                             PyObject *fname, Py_ssize_t given) {
     PyCodeObject *code = (PyCodeObject *)PyFunction_GetCode(fn);
     PyObject *defaults = PyFunction_GetDefaults(fn);
     Py_ssize_t nparams = code->co_argcount;
@@ -226,8 +217,7 @@ static int add_func_defaults(fe_func *f, PyObject *call, tack_node *n, PyObject 
     return 0;
 }
 
-static int list_contains(PyObject *list, PyObject *item)
-{
+static int list_contains(PyObject *list, PyObject *item) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
         if (PyList_GET_ITEM(list, i) == item)
             return 1;
@@ -235,8 +225,7 @@ static int list_contains(PyObject *list, PyObject *item)
 }
 
 /* 0 when call `e` has no keyword arguments; else -1 with CompileError. */
-static int no_keywords(fe_func *f, PyObject *e)
-{
+static int no_keywords(fe_func *f, PyObject *e) {
     PyObject *kw = fe_get_list(e, "keywords"), *k, *arg = NULL;
     int r = -1;
 
@@ -262,8 +251,7 @@ done:
 }
 
 /* Refuse a callee that names a local or is not a name at all. */
-static void refuse_local_callee(fe_func *f, PyObject *func)
-{
+static void refuse_local_callee(fe_func *f, PyObject *func) {
     if (fe_is_kind(func, "Name")) {
         PyObject *id = PyObject_GetAttrString(func, "id");
         if (id)
@@ -280,8 +268,7 @@ static void refuse_local_callee(fe_func *f, PyObject *func)
 }
 
 /* Refuse a callee `obj` that is neither a @tack.func, a dtype nor an intrinsic. */
-static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj)
-{
+static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj) {
     PyObject *src = fe_unparse(f, func);
     if (!src)
         return;
@@ -302,8 +289,7 @@ static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj)
  * @tack.func, walked into the module as a device function that CALL node
  * `n` names, with the defaults of the parameters the call leaves out. */
 static int call_device_function(fe_func *f, PyObject *e, PyObject *func, tack_node *n,
-                                PyObject *obj, PyObject *fn, int is_func)
-{
+                                PyObject *obj, PyObject *fn, int is_func) {
     PyObject *fname = PyObject_GetAttrString(fn, "__name__"), *args = NULL;
     int index = -1, r = -1;
 
@@ -338,8 +324,7 @@ done:
 /* Call: a @tack.func, a dtype (a cast: f32(x)) or an intrinsic, by what the
  * callee resolves to; the CALL node names it (index -1 for all but a
  * device function). */
-static tack_node *fe_call(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
     PyObject *func = NULL, *obj = NULL, *fn = NULL;
     tack_node *n = NULL, *result = NULL;
     const char *iname;
@@ -358,7 +343,7 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags)
     n = fe_node(f, e, TACK_N_CALL);
     if (!n)
         goto done;
-    r = tack_py_kernel_unwrap(f->mc->st, obj, &fn, &is_func);
+    r = tpy_kernel_unwrap(f->mc->st, obj, &fn, &is_func);
     if (r < 0)
         goto done;
     if (r == 1) {
@@ -373,7 +358,7 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags)
         goto done;
     }
     if (tack_node_set_name(f->mc->mod, n, iname) != TACK_OK) {
-        tack_py_raise();
+        tpy_raise();
         goto done;
     }
     tack_node_set_int(n, -1);
@@ -390,8 +375,7 @@ done:
 /* ------------------------------------------------------ expression kinds */
 
 /* Name: a free name is a value from the environment, a local a NAME node. */
-static tack_node *ex_name(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *ex_name(fe_func *f, PyObject *e, int flags) {
     PyObject *obj = NULL, *id = NULL;
     tack_node *n = NULL;
     int r = fe_resolve_chain(f, e, &obj);
@@ -412,8 +396,7 @@ static tack_node *ex_name(fe_func *f, PyObject *e, int flags)
 
 /* Attribute: of a module, a value from the environment (math.pi); of a
  * local, an ATTRIBUTE node (v.x, a.shape). */
-static tack_node *ex_attribute(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *ex_attribute(fe_func *f, PyObject *e, int flags) {
     PyObject *obj = NULL, *attr = NULL;
     tack_node *n = NULL;
     int r = fe_resolve_chain(f, e, &obj);
@@ -432,8 +415,7 @@ static tack_node *ex_attribute(fe_func *f, PyObject *e, int flags)
     return n;
 }
 
-static tack_node *ex_binop(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *ex_binop(fe_func *f, PyObject *e, int flags) {
     tack_node *n = NULL;
     tack_op op;
 
@@ -447,8 +429,7 @@ static tack_node *ex_binop(fe_func *f, PyObject *e, int flags)
     return n;
 }
 
-static tack_node *ex_unaryop(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *ex_unaryop(fe_func *f, PyObject *e, int flags) {
     tack_node *n = NULL;
     tack_op op;
 
@@ -461,8 +442,7 @@ static tack_node *ex_unaryop(fe_func *f, PyObject *e, int flags)
     return n;
 }
 
-static tack_node *ex_boolop(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *ex_boolop(fe_func *f, PyObject *e, int flags) {
     tack_node *n = NULL;
     tack_op op;
 
@@ -487,8 +467,7 @@ static const struct {
 };
 
 /* Compare: [left, comparators...] with one op per comparator (a < b < c). */
-static tack_node *ex_compare(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *ex_compare(fe_func *f, PyObject *e, int flags) {
     PyObject *ops = fe_get_list(e, "ops");
     tack_node *n = NULL;
 
@@ -508,7 +487,7 @@ static tack_node *ex_compare(fe_func *f, PyObject *e, int flags)
                 fe_error(f, e, "the '%s' comparison is not supported in kernels", sym);
                 n = NULL;
             } else if (tack_node_add_op(f->mc->mod, n, cop) != TACK_OK) {
-                tack_py_raise();
+                tpy_raise();
                 n = NULL;
             }
         }
@@ -517,8 +496,7 @@ static tack_node *ex_compare(fe_func *f, PyObject *e, int flags)
     return n;
 }
 
-static tack_node *ex_ifexp(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *ex_ifexp(fe_func *f, PyObject *e, int flags) {
     tack_node *n = fe_node(f, e, TACK_N_IFEXP);
 
     (void)flags;
@@ -529,14 +507,12 @@ static tack_node *ex_ifexp(fe_func *f, PyObject *e, int flags)
     return n;
 }
 
-static tack_node *ex_subscript(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *ex_subscript(fe_func *f, PyObject *e, int flags) {
     (void)flags;
     return fe_subscript(f, e);
 }
 
-static tack_node *ex_tuple(fe_func *f, PyObject *e, int flags)
-{
+static tack_node *ex_tuple(fe_func *f, PyObject *e, int flags) {
     tack_node *n = fe_node(f, e, TACK_N_TUPLE);
 
     (void)flags;
@@ -583,8 +559,7 @@ static const struct {
     {"Slice", NULL, "slices are"},
 };
 
-tack_node *fe_expr(fe_func *f, PyObject *e, int flags)
-{
+tack_node *fe_expr(fe_func *f, PyObject *e, int flags) {
     const char *k = fe_kind(e);
     size_t i = 0, count = sizeof expr_kinds / sizeof expr_kinds[0];
     tack_node *n = NULL;
@@ -601,15 +576,14 @@ tack_node *fe_expr(fe_func *f, PyObject *e, int flags)
         n = expr_kinds[i].walk(f, e, flags);
     Py_LeaveRecursiveCall();
     if (!n && !PyErr_Occurred())
-        tack_py_raise();
+        tpy_raise();
     return n;
 }
 
 /* ------------------------------------------------------------ annotations */
 
 /* An annotation: a tack dtype, or int/float/bool (i64/f32/bool). */
-tack_node *fe_annotation(fe_func *f, PyObject *ann)
-{
+tack_node *fe_annotation(fe_func *f, PyObject *ann) {
     PyObject *obj = NULL;
     tack_node *n = NULL;
     int id = -1;

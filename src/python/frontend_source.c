@@ -28,8 +28,7 @@
 /* ----------------------------------------------------------- ast fields */
 
 /* getattr(node, name) as a C int; -1 with exception on failure. */
-int fe_get_int_attr(PyObject *node, const char *name, long *out)
-{
+int fe_get_int_attr(PyObject *node, const char *name, long *out) {
     PyObject *v = PyObject_GetAttrString(node, name);
     if (!v)
         return -1;
@@ -46,8 +45,7 @@ int fe_get_int_attr(PyObject *node, const char *name, long *out)
 }
 
 /* getattr(node, name) where the attribute must be a list; new ref. */
-PyObject *fe_get_list(PyObject *node, const char *name)
-{
+PyObject *fe_get_list(PyObject *node, const char *name) {
     PyObject *v = PyObject_GetAttrString(node, name);
     if (v && !PyList_Check(v)) {
         Py_DECREF(v);
@@ -61,8 +59,7 @@ PyObject *fe_get_list(PyObject *node, const char *name)
 
 /* The original source line `rel_line` (1-based, relative to the function's
  * source) as a new str, or None. */
-static PyObject *source_line(fe_func *f, long rel_line)
-{
+static PyObject *source_line(fe_func *f, long rel_line) {
     if (rel_line >= 1 && rel_line <= PyList_GET_SIZE(f->lines))
         return Py_NewRef(PyList_GET_ITEM(f->lines, rel_line - 1));
     Py_RETURN_NONE;
@@ -70,8 +67,7 @@ static PyObject *source_line(fe_func *f, long rel_line)
 
 /* Map a byte column (Python's col_offset) of source line `rel_line` to a
  * 1-based character column. */
-static int char_column(fe_func *f, long rel_line, long col_bytes)
-{
+static int char_column(fe_func *f, long rel_line, long col_bytes) {
     if (col_bytes < 0)
         return 0;
     if (rel_line >= 1 && rel_line <= PyList_GET_SIZE(f->lines)) {
@@ -93,9 +89,8 @@ static int char_column(fe_func *f, long rel_line, long col_bytes)
 }
 
 /* Raise tack.CompileError (a SyntaxError subclass) at a location. */
-int tack_py_compile_error(tack_state *st, const char *msg, PyObject *filename, int line, int col,
-                          int end_col, PyObject *text)
-{
+int tpy_compile_error(tpy_state *st, const char *msg, PyObject *filename, int line, int col,
+                          int end_col, PyObject *text) {
     PyObject *cls = st->CompileError ? st->CompileError : PyExc_SyntaxError;
     PyObject *loc = NULL, *args = NULL, *exc = NULL;
     if (!text)
@@ -124,8 +119,7 @@ done:
 /* Raise CompileError at `node` (an ast object) with a printf-style message
  * (PyUnicode_FromFormat codes).  Keeps an exception already set (e.g. from a
  * failed getattr) as the cause.  Always returns -1. */
-int fe_error(fe_func *f, PyObject *node, const char *fmt, ...)
-{
+int fe_error(fe_func *f, PyObject *node, const char *fmt, ...) {
     va_list va;
     long lineno = 0, col = -1, end_lineno = -1, end_col = -1;
     PyObject *msg = NULL, *text = NULL, *cause = NULL;
@@ -154,7 +148,7 @@ int fe_error(fe_func *f, PyObject *node, const char *fmt, ...)
     {
         int c = col >= 0 ? char_column(f, lineno, col) : 0;
         int ec = (end_lineno == lineno && end_col > col) ? char_column(f, lineno, end_col) : 0;
-        tack_py_compile_error(f->mc->st, cmsg, f->filename,
+        tpy_compile_error(f->mc->st, cmsg, f->filename,
                               lineno > 0 ? (int)lineno + f->first_line - 1 : f->first_line, c, ec,
                               text);
     }
@@ -172,8 +166,7 @@ done:
 }
 
 /* ast.fe_unparse(node) as a new str, for messages ("math.foo"); "?" on failure. */
-PyObject *fe_unparse(fe_func *f, PyObject *node)
-{
+PyObject *fe_unparse(fe_func *f, PyObject *node) {
     PyObject *s = PyObject_CallMethod(f->mc->ast, "unparse", "O", node);
     if (!s) {
         PyErr_Clear();
@@ -184,8 +177,7 @@ PyObject *fe_unparse(fe_func *f, PyObject *node)
 
 /* A new node of `kind` at the location of ast object `pynode` (NULL: the
  * function's first line). */
-tack_node *fe_node(fe_func *f, PyObject *pynode, tack_node_kind kind)
-{
+tack_node *fe_node(fe_func *f, PyObject *pynode, tack_node_kind kind) {
     long lineno = 0, col = -1;
     if (pynode && PyObject_HasAttrString(pynode, "lineno")) {
         if (fe_get_int_attr(pynode, "lineno", &lineno) < 0 ||
@@ -199,7 +191,7 @@ tack_node *fe_node(fe_func *f, PyObject *pynode, tack_node_kind kind)
     int c = col >= 0 ? char_column(f, lineno, col) - 1 : 0;
     tack_node *n = tack_node_new(f->mc->mod, kind, line, c);
     if (!n)
-        tack_py_raise();
+        tpy_raise();
     return n;
 }
 
@@ -207,8 +199,7 @@ tack_node *fe_node(fe_func *f, PyObject *pynode, tack_node_kind kind)
 
 /* Raise TypeError explaining that `fn`'s source cannot be read (the
  * inspect error is kept as the cause). */
-static void no_source_error(PyObject *fn)
-{
+static void no_source_error(PyObject *fn) {
     PyObject *cause = fe_fetch_exception(), *exc;
     PyObject *name = PyObject_GetAttrString(fn, "__qualname__");
     if (!name) {
@@ -233,8 +224,7 @@ static void no_source_error(PyObject *fn)
  * indented function as the body of "if 1:", see the top of the file).  Sets
  * f->lines, f->first_line, f->shift; returns the FunctionDef (new ref) and
  * *original (new ref). */
-PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original)
-{
+PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original) {
     PyObject *getsourcelines = f->mc->st->getsourcelines;
     PyObject *res = NULL, *lnum, *text = NULL, *empty = NULL, *tree = NULL;
     PyObject *body = NULL, *inner = NULL, *fdef = NULL;

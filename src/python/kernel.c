@@ -31,8 +31,7 @@
 /* ---------------------------------------------------------------- call */
 
 static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
-                                   PyObject *kwnames)
-{
+                                   PyObject *kwnames) {
     KernelObject *k = (KernelObject *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *result = NULL;
@@ -64,7 +63,7 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
     st = tack_launch(s->prog, c.vals, (int)c.n);
     Py_END_ALLOW_THREADS
     if (st != TACK_OK) {
-        tack_py_raise();
+        tpy_raise();
         goto done;
     }
     result = Py_NewRef(Py_None);
@@ -74,8 +73,7 @@ done:
 }
 
 static PyObject *kernel_compile_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                       PyObject *kwnames)
-{
+                                       PyObject *kwnames) {
     KernelObject *k = (KernelObject *)self;
     PyObject *target, *result = NULL;
     kcall c;
@@ -98,8 +96,7 @@ done:
 /* generated_source / ir: the text of the program kernel_program_for() finds
  * or compiles for these arguments and `target`. */
 static PyObject *kernel_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                             PyObject *kwnames, int want_ir)
-{
+                             PyObject *kwnames, int want_ir) {
     KernelObject *k = (KernelObject *)self;
     PyObject *target = NULL, *result = NULL;
     const char *ctarget = NULL, *txt;
@@ -138,21 +135,18 @@ done:
 }
 
 static PyObject *kernel_generated_source(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                         PyObject *kwnames)
-{
+                                         PyObject *kwnames) {
     return kernel_text(self, args, nargs, kwnames, 0);
 }
 
 static PyObject *kernel_ir(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                           PyObject *kwnames)
-{
+                           PyObject *kwnames) {
     return kernel_text(self, args, nargs, kwnames, 1);
 }
 
 /* ------------------------------------------------------------- object */
 
-static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
+static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", NULL};
     PyObject *fn, *code = NULL, *varnames = NULL;
     int checks = 1, fast_math = 0, is_func = 0;
@@ -178,7 +172,7 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!k)
         goto fail;
     k->vectorcall = kernel_vectorcall;
-    k->st = tack_state_from_type(type);
+    k->st = tpy_state_from_type(type);
     if (!k->st)
         goto fail;
     k->fn = Py_NewRef(fn);
@@ -208,8 +202,7 @@ fail:
     return NULL;
 }
 
-static int kernel_traverse(PyObject *self, visitproc visit, void *arg)
-{
+static int kernel_traverse(PyObject *self, visitproc visit, void *arg) {
     KernelObject *k = (KernelObject *)self;
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(k->fn);
@@ -218,8 +211,7 @@ static int kernel_traverse(PyObject *self, visitproc visit, void *arg)
     return 0;
 }
 
-static int kernel_clear(PyObject *self)
-{
+static int kernel_clear(PyObject *self) {
     KernelObject *k = (KernelObject *)self;
     Py_CLEAR(k->fn);
     Py_CLEAR(k->params);
@@ -227,8 +219,7 @@ static int kernel_clear(PyObject *self)
     return 0;
 }
 
-static void kernel_dealloc(PyObject *self)
-{
+static void kernel_dealloc(PyObject *self) {
     KernelObject *k = (KernelObject *)self;
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
@@ -246,8 +237,7 @@ static void kernel_dealloc(PyObject *self)
     Py_DECREF(tp);
 }
 
-static PyObject *kernel_repr(PyObject *self)
-{
+static PyObject *kernel_repr(PyObject *self) {
     KernelObject *k = (KernelObject *)self;
     PyObject *q = kernel_qualname(k), *r;
     PyCodeObject *code = (PyCodeObject *)PyFunction_GetCode(k->fn);
@@ -257,23 +247,19 @@ static PyObject *kernel_repr(PyObject *self)
     return r;
 }
 
-static PyObject *get_fn_attr(PyObject *self, void *name)
-{
+static PyObject *get_fn_attr(PyObject *self, void *name) {
     return PyObject_GetAttrString(((KernelObject *)self)->fn, (const char *)name);
 }
 
-static PyObject *get_wrapped(PyObject *self, void *unused)
-{
+static PyObject *get_wrapped(PyObject *self, void *unused) {
     return Py_NewRef(((KernelObject *)self)->fn);
 }
 
-static PyObject *get_specializations(PyObject *self, void *unused)
-{
+static PyObject *get_specializations(PyObject *self, void *unused) {
     return PyLong_FromSsize_t(((KernelObject *)self)->nspecs);
 }
 
-static PyObject *get_flag(PyObject *self, void *which)
-{
+static PyObject *get_flag(PyObject *self, void *which) {
     KernelObject *k = (KernelObject *)self;
     const char *w = which;
     int v = w[0] == 'c' ? k->checks : (w[0] == 'f' ? k->fast_math : k->is_func);
@@ -337,8 +323,7 @@ static PyType_Spec kernel_spec = {
 
 /* ------------------------------------------------------- module hooks */
 
-int tack_py_kernel_unwrap(tack_state *st, PyObject *obj, PyObject **fn, int *is_func)
-{
+int tpy_kernel_unwrap(tpy_state *st, PyObject *obj, PyObject **fn, int *is_func) {
     if (!st->KernelType || !PyObject_TypeCheck(obj, st->KernelType))
         return 0;
     if (fn)
@@ -348,9 +333,8 @@ int tack_py_kernel_unwrap(tack_state *st, PyObject *obj, PyObject **fn, int *is_
     return 1;
 }
 
-static PyObject *py_set_intrinsics(PyObject *m, PyObject *arg)
-{
-    tack_state *st = tack_get_state(m);
+static PyObject *py_set_intrinsics(PyObject *m, PyObject *arg) {
+    tpy_state *st = tpy_get_state(m);
     if (!PyDict_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "_set_intrinsics expects a dict {function: name}");
         return NULL;
@@ -365,8 +349,7 @@ static PyMethodDef kernel_module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int tack_py_kernel_exec(PyObject *m, tack_state *st)
-{
+int tpy_kernel_exec(PyObject *m, tpy_state *st) {
     PyObject *type = PyType_FromModuleAndSpec(m, &kernel_spec, NULL);
     if (!type)
         return -1;
@@ -376,15 +359,13 @@ int tack_py_kernel_exec(PyObject *m, tack_state *st)
     return PyModule_AddFunctions(m, kernel_module_methods);
 }
 
-int tack_py_kernel_traverse(tack_state *st, visitproc visit, void *arg)
-{
+int tpy_kernel_traverse(tpy_state *st, visitproc visit, void *arg) {
     Py_VISIT(st->KernelType);
     Py_VISIT(st->kernel_extra);
     return 0;
 }
 
-void tack_py_kernel_clear(tack_state *st)
-{
+void tpy_kernel_clear(tpy_state *st) {
     Py_CLEAR(st->KernelType);
     Py_CLEAR(st->kernel_extra);
 }

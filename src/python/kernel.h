@@ -28,7 +28,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    tack_state *st;
+    tpy_state *st;
     PyObject *fn;       /* the Python function */
     PyObject *params;   /* tuple of parameter names (str) */
     PyObject *defaults; /* tuple or NULL */

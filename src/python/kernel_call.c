@@ -39,8 +39,7 @@
 
 /* ------------------------------------------------------------ call state */
 
-int kcall_init(kcall *c, Py_ssize_t n)
-{
+int kcall_init(kcall *c, Py_ssize_t n) {
     c->n = n;
     c->heap = NULL;
     c->device = NULL;
@@ -76,8 +75,7 @@ int kcall_init(kcall *c, Py_ssize_t n)
     return 0;
 }
 
-void kcall_fini(kcall *c)
-{
+void kcall_fini(kcall *c) {
     for (Py_ssize_t i = 0; i < c->n; i++)
         if (c->temps[i])
             tack_array_release(c->temps[i]);
@@ -87,8 +85,7 @@ void kcall_fini(kcall *c)
 
 /* ------------------------------------------------------------ binding */
 
-PyObject *kernel_qualname(KernelObject *k)
-{
+PyObject *kernel_qualname(KernelObject *k) {
     PyObject *q = PyObject_GetAttrString(k->fn, "__qualname__");
     if (!q) {
         PyErr_Clear();
@@ -98,8 +95,7 @@ PyObject *kernel_qualname(KernelObject *k)
 }
 
 /* "'a'", "'a' and 'b'", "'a', 'b', and 'c'" as Python writes them. */
-static PyObject *name_list(PyObject *names)
-{
+static PyObject *name_list(PyObject *names) {
     Py_ssize_t n = PyList_GET_SIZE(names);
     PyObject *out = PyUnicode_FromString(""), *piece;
     for (Py_ssize_t i = 0; out && i < n; i++) {
@@ -112,8 +108,7 @@ static PyObject *name_list(PyObject *names)
 
 /* Bind args/kwnames to the parameters into c->objs (borrowed references). */
 int kcall_bind(KernelObject *k, kcall *c, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *kwnames)
-{
+               PyObject *kwnames) {
     Py_ssize_t n = k->nparams, ndef = k->defaults ? PyTuple_GET_SIZE(k->defaults) : 0;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject *q = NULL, *missing = NULL;
@@ -196,8 +191,7 @@ done:
 /* ---------------------------------------------------------- signature */
 
 static int arg_error(KernelObject *k, Py_ssize_t i, PyObject *exc, const char *what,
-                     PyObject *obj)
-{
+                     PyObject *obj) {
     PyObject *q = kernel_qualname(k);
     PyErr_Format(exc, "argument '%U' of %U(): %s (got %.100s)", PyTuple_GET_ITEM(k->params, i),
                  q, what, Py_TYPE(obj)->tp_name);
@@ -207,8 +201,7 @@ static int arg_error(KernelObject *k, Py_ssize_t i, PyObject *exc, const char *w
 
 /* Raise the pending exception again with the parameter named in front of its
  * message; a BufferError (storage that cannot be shared) becomes ValueError. */
-static int reraise_for_param(KernelObject *k, Py_ssize_t i)
-{
+static int reraise_for_param(KernelObject *k, Py_ssize_t i) {
     PyObject *type, *value, *q;
 #if PY_VERSION_HEX >= 0x030C0000
     value = PyErr_GetRaisedException();
@@ -231,14 +224,13 @@ static int reraise_for_param(KernelObject *k, Py_ssize_t i)
 }
 
 /* A NumPy scalar (np.float32(1), np.int8(3), ...): a strong scalar. */
-static int numpy_scalar(KernelObject *k, kcall *c, Py_ssize_t i, PyObject *obj)
-{
+static int numpy_scalar(KernelObject *k, kcall *c, Py_ssize_t i, PyObject *obj) {
     tack_argtype *t = &c->types[i];
     tack_arg *v = &c->vals[i];
     const tack_dtype_info *info;
     tack_dtype dt;
     PyObject *dtype = PyObject_GetAttrString(obj, "dtype");
-    int r = dtype ? tack_py_dtype_from_object(k->st, dtype, &dt) : -1;
+    int r = dtype ? tpy_dtype_from_object(k->st, dtype, &dt) : -1;
     Py_XDECREF(dtype);
     if (r < 0) {
         PyErr_Clear();
@@ -274,15 +266,13 @@ static int numpy_scalar(KernelObject *k, kcall *c, Py_ssize_t i, PyObject *obj)
     return 0;
 }
 
-static int is_numpy_scalar_type(PyTypeObject *tp)
-{
+static int is_numpy_scalar_type(PyTypeObject *tp) {
     return strncmp(tp->tp_name, "numpy.", 6) == 0 && strcmp(tp->tp_name, "numpy.ndarray") != 0 &&
            strncmp(tp->tp_name, "numpy.ma", 8) != 0;
 }
 
 /* Fill c->types[i] / c->vals[i] from the bound argument. */
-static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i)
-{
+static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
     PyObject *obj = c->objs[i];
     tack_argtype *t = &c->types[i];
     tack_arg *v = &c->vals[i];
@@ -316,7 +306,7 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i)
             return -1;
         return 0;
     }
-    if (tack_py_array_check(k->st, obj)) {
+    if (tpy_array_check(k->st, obj)) {
         arr = ((TackArrayObject *)obj)->arr;
     } else if (PyFloat_Check(obj)) {
         t->dtype = TACK_F64;
@@ -326,7 +316,7 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i)
     } else if (is_numpy_scalar_type(Py_TYPE(obj))) {
         return numpy_scalar(k, c, i, obj);
     } else if (PyObject_CheckBuffer(obj)) {
-        arr = tack_py_wrap_buffer(k->st, obj, -1, 0);
+        arr = tpy_wrap_buffer(k->st, obj, -1, 0);
         if (!arr)
             return reraise_for_param(k, i);
         c->temps[i] = arr;
@@ -359,8 +349,7 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i)
 /* A hash of the signature, computed only when the last specialization used
  * does not match (the common case -- the same signature again -- is one
  * memcmp).  Word-wise: tack_argtype is made of ints. */
-static Py_hash_t signature_hash(const kcall *c)
-{
+static Py_hash_t signature_hash(const kcall *c) {
     uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)c->device;
     const int *p = (const int *)c->types;
     size_t nw = (size_t)c->n * (sizeof(tack_argtype) / sizeof(int));
@@ -371,13 +360,12 @@ static Py_hash_t signature_hash(const kcall *c)
 }
 
 /* Compute the whole signature of a bound call. */
-int kcall_signature(KernelObject *k, kcall *c)
-{
+int kcall_signature(KernelObject *k, kcall *c) {
     for (Py_ssize_t i = 0; i < c->n; i++)
         if (kcall_arg(k, c, i) < 0)
             return -1;
     if (!c->device) {
-        c->device = tack_py_device_from_object(k->st, NULL);
+        c->device = tpy_device_from_object(k->st, NULL);
         if (!c->device)
             return -1;
     }
@@ -388,8 +376,7 @@ int kcall_signature(KernelObject *k, kcall *c)
 /* Bind a method's arguments as a call would be, taking the keyword-only
  * `target` out first.  *target is borrowed or NULL. */
 int kcall_bind_method(KernelObject *k, kcall *c, PyObject *const *args, Py_ssize_t nargs,
-                      PyObject *kwnames, PyObject **target, int allow_target)
-{
+                      PyObject *kwnames, PyObject **target, int allow_target) {
     PyObject *kw = NULL, *kwargs[64];
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, m = 0;
     PyObject *stack[128];
@@ -443,14 +430,12 @@ int kcall_bind_method(KernelObject *k, kcall *c, PyObject *const *args, Py_ssize
 
 /* -------------------------------------------------------------- cache */
 
-static int spec_matches(const kspec *s, const kcall *c)
-{
+static int spec_matches(const kspec *s, const kcall *c) {
     return s->device == c->device &&
            memcmp(s->types, c->types, (size_t)c->n * sizeof(tack_argtype)) == 0;
 }
 
-static kspec *cache_lookup(KernelObject *k, kcall *c)
-{
+static kspec *cache_lookup(KernelObject *k, kcall *c) {
     if (k->nspecs == 0)
         return NULL;
     if (spec_matches(k->specs[k->last], c))
@@ -465,8 +450,7 @@ static kspec *cache_lookup(KernelObject *k, kcall *c)
     return NULL;
 }
 
-void kernel_spec_free(kspec *s)
-{
+void kernel_spec_free(kspec *s) {
     if (!s)
         return;
     if (s->prog)
@@ -479,14 +463,13 @@ void kernel_spec_free(kspec *s)
 
 /* Turn the last libtack error of a compile into a Python exception; a
  * CompileError shows the source line, read through the getline hook. */
-static void raise_compile_status(KernelObject *k, tack_status s)
-{
+static void raise_compile_status(KernelObject *k, tack_status s) {
     const char *file = NULL, *msg = tack_last_error();
     int line = 0, col = 0;
     PyObject *fname = NULL, *text = NULL, *getline = k->st->getline;
 
     if (s != TACK_ERR_COMPILE) {
-        tack_py_raise();
+        tpy_raise();
         goto done;
     }
     tack_compile_error_location(&file, &line, &col);
@@ -510,15 +493,14 @@ static void raise_compile_status(KernelObject *k, tack_status s)
             Py_CLEAR(text);
         }
     }
-    tack_py_compile_error(k->st, msg && *msg ? msg : "kernel compile error", fname, line, col, 0,
+    tpy_compile_error(k->st, msg && *msg ? msg : "kernel compile error", fname, line, col, 0,
                           text);
 done:
     Py_XDECREF(fname);
     Py_XDECREF(text);
 }
 
-static void compile_options(KernelObject *k, tack_compile_options *o, const char *target)
-{
+static void compile_options(KernelObject *k, tack_compile_options *o, const char *target) {
     tack_compile_options_init(o);
     o->checks = k->checks;
     o->fast_math = k->fast_math;
@@ -526,8 +508,7 @@ static void compile_options(KernelObject *k, tack_compile_options *o, const char
 }
 
 /* Take the kernel's compile lock without holding the GIL while waiting. */
-static void lock_kernel(KernelObject *k)
-{
+static void lock_kernel(KernelObject *k) {
     if (!PyThread_acquire_lock(k->lock, NOWAIT_LOCK)) {
         Py_BEGIN_ALLOW_THREADS
         PyThread_acquire_lock(k->lock, WAIT_LOCK);
@@ -536,11 +517,10 @@ static void lock_kernel(KernelObject *k)
 }
 
 /* Build the kernel's module once (lock held). */
-static int ensure_module(KernelObject *k)
-{
+static int ensure_module(KernelObject *k) {
     if (k->module)
         return 0;
-    return tack_py_frontend_build(k->st, k->fn, &k->module, &k->kernel_index);
+    return tpy_frontend_build(k->st, k->fn, &k->module, &k->kernel_index);
 }
 
 
@@ -549,8 +529,7 @@ static int ensure_module(KernelObject *k)
  * lock; the GIL is released while the compiler runs.  0 with *out, -1 with
  * an exception. */
 static int compile_locked(KernelObject *k, const kcall *c, const char *target, tack_device *dev,
-                          tack_program **out)
-{
+                          tack_program **out) {
     const tack_argtype *types = c->types;
     tack_compile_options opts;
     tack_program *prog = NULL;
@@ -584,8 +563,7 @@ done:
 
 /* The specialization for the call's signature, compiled and built on a miss
  * (once: a thread that misses waits on the lock and looks again). */
-kspec *kernel_specialize(KernelObject *k, kcall *c)
-{
+kspec *kernel_specialize(KernelObject *k, kcall *c) {
     kspec *s = cache_lookup(k, c), *made = NULL;
     tack_program *prog = NULL;
 
@@ -646,8 +624,7 @@ done:
  * target is the arguments' device's dialect, else compile_locked() for
  * `target` without building (kernel.h). */
 tack_program *kernel_program_for(KernelObject *k, kcall *c, const char *target,
-                                 tack_program **owned)
-{
+                                 tack_program **owned) {
     const char *dialect = tack_device_dialect(c->device);
     tack_program *prog = NULL;
     kspec *s = NULL;

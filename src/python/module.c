@@ -8,31 +8,28 @@
  * load with an ImportError instead of misreading structures.
  *
  * Errors from libtack arrive as a tack_status plus a per-thread message;
- * tack_py_raise() maps each status to the Python exception a NumPy user
+ * tpy_raise() maps each status to the Python exception a NumPy user
  * expects (ValueError, TypeError, IndexError, MemoryError, ...).
  */
 #include "tack_py.h"
 
 /* ------------------------------------------------------------ state */
-static struct PyModuleDef tack_module_def;
+static struct PyModuleDef tpy_module_def;
 
-tack_state *tack_get_state(PyObject *module) { return (tack_state *)PyModule_GetState(module); }
+tpy_state *tpy_get_state(PyObject *module) { return (tpy_state *)PyModule_GetState(module); }
 
-tack_state *tack_state_from_type(PyTypeObject *tp)
-{
-    PyObject *m = PyType_GetModuleByDef(tp, &tack_module_def);
-    return m ? tack_get_state(m) : NULL;
+tpy_state *tpy_state_from_type(PyTypeObject *tp) {
+    PyObject *m = PyType_GetModuleByDef(tp, &tpy_module_def);
+    return m ? tpy_get_state(m) : NULL;
 }
 
-PyObject *tack_py_numpy(tack_state *st)
-{
+PyObject *tpy_numpy(tpy_state *st) {
     if (!st->numpy)
         st->numpy = PyImport_ImportModule("numpy");
     return st->numpy;
 }
 
-PyObject *tack_py_raise(void)
-{
+PyObject *tpy_raise(void) {
     PyObject *exc;
     switch (tack_last_status()) {
     case TACK_ERR_NOMEM: exc = PyExc_MemoryError; break;
@@ -51,15 +48,13 @@ PyObject *tack_py_raise(void)
     return NULL;
 }
 
-int tack_py_raise_int(void)
-{
-    tack_py_raise();
+int tpy_raise_int(void) {
+    tpy_raise();
     return -1;
 }
 
 /* ----------------------------------------------------------- devices */
-tack_device *tack_py_device_from_object(tack_state *st, PyObject *obj)
-{
+tack_device *tpy_device_from_object(tpy_state *st, PyObject *obj) {
     tack_device *dev = NULL;
     if (obj == NULL || obj == Py_None)
         obj = st->default_device;
@@ -72,14 +67,13 @@ tack_device *tack_py_device_from_object(tack_state *st, PyObject *obj)
     if (!name)
         return NULL;
     if (tack_device_get(name, &dev) != TACK_OK) {
-        tack_py_raise();
+        tpy_raise();
         return NULL;
     }
     return dev;
 }
 
-static PyObject *py_devices(PyObject *m, PyObject *unused)
-{
+static PyObject *py_devices(PyObject *m, PyObject *unused) {
     tack_device *list[64];
     int n = tack_devices(list, 64);
     PyObject *out = PyList_New(0);
@@ -97,10 +91,9 @@ static PyObject *py_devices(PyObject *m, PyObject *unused)
     return out;
 }
 
-static PyObject *py_set_default_device(PyObject *m, PyObject *arg)
-{
-    tack_state *st = tack_get_state(m);
-    if (!tack_py_device_from_object(st, arg == Py_None ? NULL : arg))
+static PyObject *py_set_default_device(PyObject *m, PyObject *arg) {
+    tpy_state *st = tpy_get_state(m);
+    if (!tpy_device_from_object(st, arg == Py_None ? NULL : arg))
         return NULL;
     PyObject *name = arg == Py_None ? PyUnicode_FromString("cpu") : Py_NewRef(arg);
     if (!name)
@@ -109,18 +102,16 @@ static PyObject *py_set_default_device(PyObject *m, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-static PyObject *py_get_default_device(PyObject *m, PyObject *unused)
-{
-    return Py_NewRef(tack_get_state(m)->default_device);
+static PyObject *py_get_default_device(PyObject *m, PyObject *unused) {
+    return Py_NewRef(tpy_get_state(m)->default_device);
 }
 
-static PyObject *py_synchronize(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
+static PyObject *py_synchronize(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
     tack_status status;
     if (nargs > 1)
         return PyErr_Format(PyExc_TypeError, "synchronize() takes at most 1 argument (%zd given)", nargs);
     if (nargs == 1 && args[0] != Py_None) {
-        tack_device *dev = tack_py_device_from_object(tack_get_state(m), args[0]);
+        tack_device *dev = tpy_device_from_object(tpy_get_state(m), args[0]);
         if (!dev)
             return NULL;
         Py_BEGIN_ALLOW_THREADS
@@ -132,21 +123,19 @@ static PyObject *py_synchronize(PyObject *m, PyObject *const *args, Py_ssize_t n
         Py_END_ALLOW_THREADS
     }
     if (status != TACK_OK)
-        return tack_py_raise();
+        return tpy_raise();
     Py_RETURN_NONE;
 }
 
-static PyObject *py_device_threads(PyObject *m, PyObject *arg)
-{
-    tack_device *dev = tack_py_device_from_object(tack_get_state(m), arg);
+static PyObject *py_device_threads(PyObject *m, PyObject *arg) {
+    tack_device *dev = tpy_device_from_object(tpy_get_state(m), arg);
     if (!dev)
         return NULL;
     return PyLong_FromLong(tack_device_threads(dev));
 }
 
 /* The names the compiler takes as intrinsics (its intrinsics.def table). */
-static PyObject *py_intrinsic_names(PyObject *m, PyObject *unused)
-{
+static PyObject *py_intrinsic_names(PyObject *m, PyObject *unused) {
     PyObject *names = PyList_New(0), *s = NULL;
     (void)m;
     (void)unused;
@@ -166,8 +155,7 @@ error:
     return NULL;
 }
 
-static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw)
-{
+static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
     static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", NULL};
     PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOO:_set_hooks", names, &repr, &ce, &gsl, &gl))
@@ -176,7 +164,7 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines and getline must be callable");
         return NULL;
     }
-    tack_state *st = tack_get_state(m);
+    tpy_state *st = tpy_get_state(m);
     if (repr)
         Py_XSETREF(st->repr_hook, Py_NewRef(repr));
     if (ce)
@@ -195,7 +183,7 @@ static PyMethodDef module_methods[] = {
     {"synchronize", (PyCFunction)(void (*)(void))py_synchronize, METH_FASTCALL,
      "synchronize(device=None): wait for queued work on one device or all"},
     {"device_threads", py_device_threads, METH_O, "device_threads(name) -> worker threads"},
-    {"_dtype", tack_py_dtype_lookup, METH_O, "_dtype(x) -> the DType for x (tack.dtype)"},
+    {"_dtype", tpy_dtype_lookup, METH_O, "_dtype(x) -> the DType for x (tack.dtype)"},
     {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
      "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
@@ -205,9 +193,8 @@ static PyMethodDef module_methods[] = {
 };
 
 /* ------------------------------------------------------- lifecycle */
-static int module_exec(PyObject *m)
-{
-    tack_state *st = tack_get_state(m);
+static int module_exec(PyObject *m) {
+    tpy_state *st = tpy_get_state(m);
     if (tack_check_version(TACK_ABI_VERSION) != TACK_OK) {
         PyErr_SetString(PyExc_ImportError, tack_last_error());
         return -1;
@@ -219,15 +206,14 @@ static int module_exec(PyObject *m)
         PyModule_AddIntConstant(m, "ABI_VERSION", tack_abi_version()) < 0 ||
         PyModule_AddIntConstant(m, "MAX_NDIM", TACK_MAX_NDIM) < 0)
         return -1;
-    if (tack_py_dtype_exec(m, st) < 0 || tack_py_array_exec(m, st) < 0 || tack_py_kernel_exec(m, st) < 0 ||
-        tack_py_dlpack_exec(m, st) < 0 || tack_py_cuda_exec(m, st) < 0)
+    if (tpy_dtype_exec(m, st) < 0 || tpy_array_exec(m, st) < 0 || tpy_kernel_exec(m, st) < 0 ||
+        tpy_dlpack_exec(m, st) < 0 || tpy_cuda_exec(m, st) < 0)
         return -1;
     return 0;
 }
 
-static int module_traverse(PyObject *m, visitproc visit, void *arg)
-{
-    tack_state *st = tack_get_state(m);
+static int module_traverse(PyObject *m, visitproc visit, void *arg) {
+    tpy_state *st = tpy_get_state(m);
     Py_VISIT(st->ArrayType);
     Py_VISIT(st->DTypeType);
     for (int i = 0; i < TACK_DTYPE_COUNT; i++)
@@ -239,12 +225,11 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->getline);
     Py_VISIT(st->numpy);
     Py_VISIT(st->dlpack_strs);
-    return tack_py_kernel_traverse(st, visit, arg);
+    return tpy_kernel_traverse(st, visit, arg);
 }
 
-static int module_clear(PyObject *m)
-{
-    tack_state *st = tack_get_state(m);
+static int module_clear(PyObject *m) {
+    tpy_state *st = tpy_get_state(m);
     Py_CLEAR(st->ArrayType);
     Py_CLEAR(st->DTypeType);
     for (int i = 0; i < TACK_DTYPE_COUNT; i++)
@@ -256,7 +241,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->getline);
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->dlpack_strs);
-    tack_py_kernel_clear(st);
+    tpy_kernel_clear(st);
     return 0;
 }
 
@@ -267,11 +252,11 @@ static PyModuleDef_Slot module_slots[] = {
     {0, NULL},
 };
 
-static struct PyModuleDef tack_module_def = {
+static struct PyModuleDef tpy_module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "tack._core",
     .m_doc = "Tack's C core: arrays, devices and kernels (use the tack package).",
-    .m_size = sizeof(tack_state),
+    .m_size = sizeof(tpy_state),
     .m_methods = module_methods,
     .m_slots = module_slots,
     .m_traverse = module_traverse,
@@ -279,4 +264,4 @@ static struct PyModuleDef tack_module_def = {
     .m_free = module_free,
 };
 
-PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&tack_module_def); }
+PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&tpy_module_def); }

@@ -38,11 +38,11 @@ typedef struct {
                                            compile error (linecache.getline), set likewise */
     PyObject *numpy;                    /* the numpy module, imported on first use */
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
-} tack_state;
+} tpy_state;
 
 /* The numpy module (borrowed from state), imported on first use; NULL with
  * an ImportError set when NumPy is missing. */
-PyObject *tack_py_numpy(tack_state *st);
+PyObject *tpy_numpy(tpy_state *st);
 
 typedef struct {
     PyObject_HEAD
@@ -56,39 +56,38 @@ typedef struct {
     PyObject *numpy_name; /* str: "float32", ... */
 } TackDTypeObject;
 
-tack_state *tack_get_state(PyObject *module);
-tack_state *tack_state_from_type(PyTypeObject *tp);
+tpy_state *tpy_get_state(PyObject *module);
+tpy_state *tpy_state_from_type(PyTypeObject *tp);
 
 /* Raise the Python exception matching tack_last_status()/tack_last_error().
- * Returns NULL (for `return tack_py_raise();`). */
-PyObject *tack_py_raise(void);
-int tack_py_raise_int(void); /* same, returns -1 */
+ * Returns NULL (for `return tpy_raise();`). */
+PyObject *tpy_raise(void);
+int tpy_raise_int(void); /* same, returns -1 */
 
 /* Array helpers. New reference wrapping `arr` (steals the caller's reference
  * to arr, released on failure). */
-PyObject *tack_py_array_new(tack_state *st, tack_array *arr);
-int tack_py_array_check(tack_state *st, PyObject *obj);
+PyObject *tpy_array_new(tpy_state *st, tack_array *arr);
+int tpy_array_check(tpy_state *st, PyObject *obj);
 /* A shape argument (an int or a sequence of ints, none negative, at most
  * TACK_MAX_NDIM) into shape/ndim; -1 with ValueError/TypeError naming it. */
-int tack_py_parse_shape(PyObject *obj, int64_t *shape, int *ndim);
+int tpy_parse_shape(PyObject *obj, int64_t *shape, int *ndim);
 /* Resolve a dtype argument: DType object, NumPy dtype/str, type; -1 with TypeError. */
-int tack_py_dtype_from_object(tack_state *st, PyObject *obj, tack_dtype *out);
-PyObject *tack_py_dtype_lookup(PyObject *m, PyObject *obj);
+int tpy_dtype_from_object(tpy_state *st, PyObject *obj, tack_dtype *out);
+PyObject *tpy_dtype_lookup(PyObject *m, PyObject *obj);
 /* Device by name (None -> the default device); NULL with an exception set. */
-tack_device *tack_py_device_from_object(tack_state *st, PyObject *obj);
+tack_device *tpy_device_from_object(tpy_state *st, PyObject *obj);
 
 /* Wrap a buffer-protocol object (C-contiguous) as a borrowed array on the CPU,
  * retaining `obj` until the storage is released.  `dtype_hint` < 0: take the
  * dtype from the buffer's format. */
-tack_array *tack_py_wrap_buffer(tack_state *st, PyObject *obj, int dtype_hint, int want_writable);
+tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable);
 
 /* Release callback for storage owned by a Python object: takes the GIL,
  * drops the reference; does nothing after interpreter finalization. */
-void tack_py_release_object(void *ctx);
+void tpy_release_object(void *ctx);
 
 /* obj.name(arg) with exactly one argument (a tuple arg stays one argument). */
-static inline PyObject *tack_py_call1(PyObject *obj, const char *name, PyObject *arg)
-{
+static inline PyObject *tpy_call1(PyObject *obj, const char *name, PyObject *arg) {
     PyObject *fn = PyObject_GetAttrString(obj, name);
     if (!fn)
         return NULL;
@@ -98,24 +97,24 @@ static inline PyObject *tack_py_call1(PyObject *obj, const char *name, PyObject 
 }
 
 /* Per-file module exec hooks, called from module.c. */
-int tack_py_dtype_exec(PyObject *m, tack_state *st);
-int tack_py_array_exec(PyObject *m, tack_state *st);
-int tack_py_kernel_exec(PyObject *m, tack_state *st);
-int tack_py_cuda_exec(PyObject *m, tack_state *st);
-int tack_py_dlpack_exec(PyObject *m, tack_state *st);
+int tpy_dtype_exec(PyObject *m, tpy_state *st);
+int tpy_array_exec(PyObject *m, tpy_state *st);
+int tpy_kernel_exec(PyObject *m, tpy_state *st);
+int tpy_cuda_exec(PyObject *m, tpy_state *st);
+int tpy_dlpack_exec(PyObject *m, tpy_state *st);
 
 /* dlpack.c: Array.__dlpack__ and Array.__dlpack_device__ */
-PyObject *tack_py_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-PyObject *tack_py_array_dlpack_device(PyObject *self, PyObject *unused);
+PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *tpy_array_dlpack_device(PyObject *self, PyObject *unused);
 /* frontend.c: Python function -> Tack module (new), the kernel's function index. */
-int tack_py_frontend_build(tack_state *st, PyObject *fn, tack_module **out_module, int *out_index);
+int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, int *out_index);
 /* frontend_source.c: raise tack.CompileError with location, source line and caret; returns -1. */
-int tack_py_compile_error(tack_state *st, const char *msg, PyObject *filename, int line, int col,
+int tpy_compile_error(tpy_state *st, const char *msg, PyObject *filename, int line, int col,
                           int end_col, PyObject *text);
 /* kernel.c: 1 if `obj` is a Kernel (then its function, borrowed, and whether
  * it is a @tack.func), 0 if not, -1 on error. */
-int tack_py_kernel_unwrap(tack_state *st, PyObject *obj, PyObject **fn, int *is_func);
-int tack_py_kernel_traverse(tack_state *st, visitproc visit, void *arg);
-void tack_py_kernel_clear(tack_state *st);
+int tpy_kernel_unwrap(tpy_state *st, PyObject *obj, PyObject **fn, int *is_func);
+int tpy_kernel_traverse(tpy_state *st, visitproc visit, void *arg);
+void tpy_kernel_clear(tpy_state *st);
 
 #endif /* TACK_PY_H */
