@@ -3,17 +3,21 @@
  *
  * The pipeline, in the order driver.c runs it:
  *
- *   ast.c      the module / node builder behind tack_kernel.h (the front end's input)
- *   types.c    the type lattice: NumPy 2 promotion, NEP 50 weak scalars, unification
- *   lower.c    AST -> typed IR (a structured tree), with type inference by fixed point
- *   verify.c   IR invariants, checked between passes
- *   fold.c     constant folding
- *   checks.c   bounds-check elision and hoisting
- *   strength.c invariant code motion, fast division by invariant divisors
- *   emit.c     IR -> C-family source through a dialect of hooks
- *   emit_cpu.c the CPU's kernel layout (the "c" dialect's kernel hook)
- *   ir_dump.c  the textual IR (tack_program_ir, TACK_DUMP=ir)
- *   driver.c   tack_compile and the program object
+ *   ast.c         the module / node builder behind tack_kernel.h (the front end's input)
+ *   types.c       the type lattice: NumPy 2 promotion, NEP 50 weak scalars, unification
+ *   intrinsics.c  the intrinsic table (intrinsics.def): names, arity, typing, spellings
+ *   lower.c       AST -> typed IR (a structured tree), with type inference by fixed
+ *                 point; lower_expr.c, lower_stmt.c, lower_loop.c and lower_call.c
+ *                 lower expressions, statements, loops and calls
+ *   verify.c      IR invariants, checked between passes
+ *   fold.c        constant folding
+ *   checks.c      bounds-check elision and hoisting
+ *   strength.c    invariant code motion, fast division by invariant divisors
+ *   privatize.c   a[k] += v on a fixed cell becomes a per-chunk sum
+ *   emit.c        IR -> C-family source through a dialect of hooks (dialect_c.c,
+ *                 dialect_cuda.c); emit_cpu.c is the C dialect's kernel layout
+ *   ir_dump.c     the textual IR (tack_program_ir, TACK_DUMP=ir)
+ *   driver.c      tack_compile; the program it makes is runtime/program.h's
  *
  * Memory: everything a compile allocates lives in one arena (arena.c) that is
  * freed in bulk.  Errors -- a compile error or an allocation failure -- unwind
