@@ -80,6 +80,7 @@ TK_HIDDEN void em_stmt(tk_emitter *e, tk_ir *s);
 TK_HIDDEN void em_block(tk_emitter *e, tk_ir *b);
 /* A local's C name: v<index>[_<name>]. */
 TK_HIDDEN void em_local_name(tk_emitter *e, int loc);
+TK_HIDDEN void em_comment_text(tk_emitter *e, const char *s);
 /* The condition under which check `s` fails. */
 TK_HIDDEN void em_check_fails(tk_emitter *e, tk_ir *s);
 /* Declare (zero-initialized) the value locals of one scope (frame: -1, a
@@ -93,6 +94,7 @@ TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, cons
 #define st(e, s) em_stmt(e, s)
 #define block(e, b) em_block(e, b)
 #define local_name(e, loc) em_local_name(e, loc)
+#define comment_text(e, s) em_comment_text(e, s)
 #define check_fails(e, s) em_check_fails(e, s)
 #define declare_locals(e, scope, skip_params, carried, in) em_declare_locals(e, scope, skip_params, carried, in)
 

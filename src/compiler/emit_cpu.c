@@ -707,7 +707,11 @@ void tk_cpu_kernel(tk_emitter *e, tk_buf *out) {
     e->si = 0;
     e->fn = TK_FN_ENTRY;
     e->b = &entry;
-    P(e, "/* kernel %s (%s:%d) */\n", KF->name, KF->filename, KF->first_line);
+    P(e, "/* kernel ");
+    comment_text(e, KF->name);
+    P(e, " (");
+    comment_text(e, KF->filename);
+    P(e, ":%d) */\n", KF->first_line);
     P(e, "%s void tack_entry(const tk_argv *args, const tk_abi *abi, tk_ctx *ctx) {\n", e->D->export_attr);
     e->ind = 1;
     I(e); P(e, "tk_frame F_;\n");

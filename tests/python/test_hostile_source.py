@@ -1,0 +1,126 @@
+"""Nothing from the user's Python reaches generated source unescaped.
+
+A kernel's name, its file's path and the strings of print() and assert are
+the user's text; a name or path holding "*/" once closed the comment it was
+pasted into, and what followed ran at dlopen.  Here hostile names, paths and
+strings go through every dialect: the C output must compile to exactly the
+intended program (the kernel computes what it should and prints exactly the
+strings), and the CUDA output must compile with NVRTC."""
+
+import importlib.util
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tack
+from tack import _core
+
+HOSTILE_NAME = 'evil */ __attribute__((constructor)) static void pwn(void) { __builtin_trap(); } /* \n\x01 ??/'
+STRINGS = ['quote " backslash \\ end', "trigraph ??/ ??= ??' done", "comment */ /* open", "tab\tnewline\nbell\a"]
+
+MODULE = '''
+import tack
+
+@tack.kernel
+def hostile(x):
+    for i in range(x.shape[0]):
+        x[i] = x[i] + 1
+
+@tack.func
+def helper(v):
+    return v * 2
+
+@tack.kernel
+def hostile_helper(x):
+    for i in range(x.shape[0]):
+        x[i] = helper(x[i])
+
+def renamed(x):
+    for i in range(x.shape[0]):
+        x[i] = x[i] + 1
+
+renamed.__name__ = renamed.__qualname__ = NAME
+renamed = tack.kernel(renamed)
+
+@tack.kernel
+def talk(x):
+    print(%s)
+    print(%s)
+    print(%s)
+    print(%s)
+    assert x[0] > 1000, %r
+''' % (tuple(repr(s) for s in STRINGS) + ("assert */ message ??/ \" \\",))
+MODULE = "NAME = %r\n" % HOSTILE_NAME + MODULE
+
+
+def load(tmp_path):
+    where = tmp_path / "dir with *" / "*nested *"  # the path holds "*/" and "/*"
+    where.mkdir(parents=True)
+    path = where / "kernels here.py"
+    path.write_text(MODULE)
+    spec = importlib.util.spec_from_file_location("hostile_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["hostile_mod"] = mod
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        del sys.modules["hostile_mod"]
+    return mod, path
+
+
+def test_hostile_path_compiles_to_the_intended_program(tmp_path):
+    mod, path = load(tmp_path)
+    assert "*/" in str(path) and "/*" in str(path)
+    x = np.arange(4, dtype=np.float32)
+    mod.hostile(x)
+    np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32) + 1)
+    mod.hostile_helper(x)
+    np.testing.assert_array_equal(x, (np.arange(4, dtype=np.float32) + 1) * 2)
+    src = mod.hostile.generated_source(x)
+    assert "kernels here.py" in src and "kernels here.py" not in strip_comments(src)
+
+
+def strip_comments(src):
+    return re.sub(r"/\*.*?\*/", " ", src, flags=re.S)
+
+
+def test_hostile_kernel_name_is_only_a_comment(tmp_path):
+    mod, path = load(tmp_path)
+    assert mod.renamed.__name__ == HOSTILE_NAME
+    src = mod.renamed.generated_source(np.zeros(3, dtype=np.float32))
+    assert "pwn" in src and "pwn" not in strip_comments(src)
+    # And it runs, in a process of its own: an injected constructor would trap at load.
+    script = tmp_path / "run_hostile.py"
+    script.write_text(
+        "import importlib.util, sys, numpy as np\n"
+        f"spec = importlib.util.spec_from_file_location('hostile_mod', {str(path)!r})\n"
+        "mod = importlib.util.module_from_spec(spec); sys.modules['hostile_mod'] = mod\n"
+        "spec.loader.exec_module(mod)\n"
+        "x = np.zeros(3, dtype=np.float32); mod.renamed(x); assert x.tolist() == [1, 1, 1]; print('ok')\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+def test_hostile_strings_print_exactly(tmp_path, capfd):
+    mod, _ = load(tmp_path)
+    x = np.full(2, 5000.0, dtype=np.float32)
+    mod.talk(x)
+    out = capfd.readouterr().out
+    assert out == "".join(s + "\n" for s in STRINGS), repr(out)
+    x[0] = 0
+    with pytest.raises(AssertionError) as info:
+        mod.talk(x)
+    assert 'assert */ message ??/ " \\' in str(info.value)
+
+
+@pytest.mark.skipif(not _core._nvrtc_version(), reason="NVRTC (libnvrtc) is not installed")
+def test_hostile_text_through_the_cuda_dialect(tmp_path):
+    mod, _ = load(tmp_path)
+    x = np.zeros(2, dtype=np.float32)
+    for k in (mod.hostile, mod.hostile_helper, mod.talk, mod.renamed):
+        src = k.generated_source(x, target="cuda")
+        ptx = _core._nvrtc_compile(src, "sm_80")
+        assert ".entry" in ptx or ".visible" in ptx
