@@ -249,12 +249,13 @@ static void emit_bin(tk_emitter *e, tk_ir *x) {
         else P(e, "((%s)tk_ipow_u64((uint64_t)(", T);
         ex(e, a); P(e, "), (%s)(", is_signed(dt) ? "int64_t" : "uint64_t"); ex(e, c); P(e, ")))");
         return;
-    case B_SHL:
-        P(e, "((%s)((%s)(", T, U); ex(e, a); P(e, ") << ((%s)(", U); ex(e, c); P(e, ") & %du)))", bits - 1);
+    case B_SHL: case B_SHR: { /* NumPy's: a count >= the width shifts everything out (tk_shl32 ...) */
+        int w = bits <= 32 ? 32 : 64;
+        const char *fn = b == B_SHL ? "shl" : is_signed(dt) ? "sar" : "shr";
+        P(e, "((%s)tk_%s%d((%s)(", T, fn, w, b == B_SHR && is_signed(dt) ? (w == 32 ? "int32_t" : "int64_t") : U);
+        ex(e, a); P(e, "), (%s)(", U); ex(e, c); P(e, ")))");
         return;
-    case B_SHR:
-        P(e, "((%s)((", T); ex(e, a); P(e, ") >> ((%s)(", U); ex(e, c); P(e, ") & %du)))", bits - 1);
-        return;
+    }
     case B_AND: case B_OR: case B_XOR:
         P(e, "((%s)((", T); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, ")))");
         return;

@@ -135,13 +135,14 @@ static tk_ir *fold_bin(tk_cc *C, tk_ir *x) {
         if (s && q < 0) r = (uint64_t)(p == 1 ? 1 : p == -1 ? ((q & 1) ? -1 : 1) : 0);
         else r = upow(up, uq);
         break;
-    case B_SHL: r = up << (uq & (uint64_t)(bits - 1)); break;
-    case B_SHR:
-        if (s) {
-            int sh = (int)(uq & (uint64_t)(bits - 1));
-            r = p < 0 ? ~(~up >> sh) : up >> sh;
-        } else r = up >> (uq & (uint64_t)(bits - 1));
+    case B_SHL: case B_SHR: { /* as emit.c's tk_shl32 ...: NumPy's counts, read unsigned at 32 or 64 bits */
+        int w = bits <= 32 ? 32 : 64;
+        uint64_t cnt = w == 32 ? (uint64_t)(uint32_t)uq : uq;
+        if (op == B_SHL) r = cnt < (uint64_t)w ? up << cnt : 0;
+        else if (s) r = cnt < (uint64_t)w ? (p < 0 ? ~(~up >> cnt) : up >> cnt) : (p < 0 ? ~(uint64_t)0 : 0);
+        else r = cnt < (uint64_t)w ? (w == 32 ? (uint64_t)((uint32_t)up >> cnt) : up >> cnt) : 0;
         break;
+    }
     case B_AND: r = up & uq; break;
     case B_OR: r = up | uq; break;
     case B_XOR: r = up ^ uq; break;
