@@ -463,7 +463,7 @@ void em_check_fails(tk_emitter *e, tk_ir *s) {
     case CK_COMP:
         P(e, "(uint64_t)("); ex(e, s->k[0]); P(e, ") >= (uint64_t)("); ex(e, s->k[1]); P(e, ")");
         return;
-    case CK_ZERODIV:
+    case CK_ZERODIV: case CK_STEP:
         P(e, "("); ex(e, s->k[0]); P(e, ") == 0");
         return;
     case CK_NEGPOW:

@@ -252,6 +252,7 @@ static tk_ir *fs(tk_cc *C, tk_ir *s) {
         for (int i = 0; i < s->n; i++) s->k[i] = fx(C, s->k[i]);
         if (s->sub == CK_ZERODIV && ir_is_const(s->k[0]) && s->k[0]->c.i != 0) return empty(C, s);
         if (s->sub == CK_NEGPOW && ir_is_const(s->k[0]) && s->k[0]->c.i >= 0) return empty(C, s);
+        if (s->sub == CK_STEP && ir_is_const(s->k[0]) && s->k[0]->c.i != 0) return empty(C, s);
         if (s->sub == CK_ASSERT && ir_is_const(s->k[0]) && s->k[0]->c.i) return empty(C, s);
         if (s->sub == CK_COMP && ir_is_const(s->k[0]) && (uint64_t)s->k[0]->c.i < (uint64_t)s->k[1]->c.i) return empty(C, s);
         return s;

@@ -96,6 +96,11 @@ static rng range_bounds(lw_state *L, tack_node *it) {
     r.lo = bound(L, r.lo);
     r.hi = bound(L, r.hi);
     r.step = bound(L, r.step);
+    if (r.step->op == IR_CONST && r.step->c.i == 0) ERR(it, "range() arg 3 must not be zero");
+    if (lw_known(r.step) && r.step->op != IR_CONST) { /* Python's ValueError, checks or not: a zero step never ends */
+        int site = lw_site(L, CK_STEP, it->line, 0, NULL, "range() arg 3 must not be zero");
+        lw_check(L, CK_STEP, site, r.step, NULL, it->line);
+    }
     return r;
 }
 

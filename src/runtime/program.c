@@ -125,6 +125,8 @@ tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b)
                               (long long)a, (long long)b, where);
     case CK_ZERODIV:
         return tack_set_error(TACK_ERR_ZERODIV, "%s (%s)", s->message ? s->message : "integer division by zero", where);
+    case CK_STEP:
+        return tack_set_error(TACK_ERR_VALUE, "%s (%s)", s->message ? s->message : "range() arg 3 must not be zero", where);
     case CK_NEGPOW:
         return tack_set_error(TACK_ERR_VALUE,
                               "integers to negative integer powers are not allowed: exponent %lld (%s); "

@@ -18,14 +18,14 @@
 #include "tack_kernel.h"
 
 /* What a check site tests; the generated code reports the site's number. */
-typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW } tk_check;
+typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW, CK_STEP } tk_check;
 
 typedef struct tk_site {   /* a check site: what to say when it fails */
     int kind;              /* tk_check */
     int line;
     int axis;
     const char *array;     /* CK_INDEX: parameter name */
-    const char *message;   /* CK_ASSERT, CK_ZERODIV: the text */
+    const char *message;   /* CK_ASSERT, CK_ZERODIV, CK_STEP: the text */
     const char *func;      /* kernel or function name */
     const char *file;
 } tk_site;
