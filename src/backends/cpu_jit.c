@@ -513,11 +513,12 @@ static void fmt_float(char *out, size_t n, double v, int f32) {
     if (!strpbrk(out, ".en")) strncat(out, ".0", n - strlen(out) - 1);
 }
 
+/* print(...) from a kernel: one line, written whole (no length limit) under
+ * a lock, so lines from parallel iterations never interleave. */
 static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
-    char line[4096];
-    size_t len = 0;
-    line[0] = 0;
-    for (int i = 0; i < n && len < sizeof line - 64; i++) {
+    (void)ctx;
+    pthread_mutex_lock(&print_lock);
+    for (int i = 0; i < n; i++) {
         char item[64];
         const char *s = item;
         switch (v[i].kind) {
@@ -527,11 +528,9 @@ static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
         case 3: snprintf(item, sizeof item, "%llu", (unsigned long long)v[i].u); break;
         default: fmt_float(item, sizeof item, v[i].f, v[i].kind == 4); break;
         }
-        len += (size_t)snprintf(line + len, sizeof line - len, "%s%s", i ? " " : "", s);
-        if (len >= sizeof line) len = sizeof line - 1;
+        if (i) fputc(' ', stdout);
+        fputs(s, stdout);
     }
-    pthread_mutex_lock(&print_lock);
-    fwrite(line, 1, len, stdout);
     fputc('\n', stdout);
     fflush(stdout);
     pthread_mutex_unlock(&print_lock);

@@ -129,8 +129,16 @@ static tack_node *fe_constant(fe_func *f, PyObject *e, int flags) {
     if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v)) {
         n = fe_value_node(f, e, v);
     } else if (PyUnicode_Check(v)) {
+        Py_ssize_t len = 0;
+        const char *u = PyUnicode_AsUTF8AndSize(v, &len);
+        if (!u) {
+            Py_DECREF(v);
+            return NULL;
+        }
         if (!(flags & FE_ALLOW_STR)) {
             fe_error(f, e, "strings are only allowed as print() arguments and assert messages");
+        } else if ((size_t)len != strlen(u)) { /* C strings end at the first NUL: say so rather than cut */
+            fe_error(f, e, "a string in a kernel cannot hold a NUL character ('\\x00'); it would end the text there");
         } else if ((n = fe_node(f, e, TACK_N_CONST_STR)) != NULL && fe_set_name(f, n, v) < 0) {
             n = NULL;
         }

@@ -124,3 +124,31 @@ def test_hostile_text_through_the_cuda_dialect(tmp_path):
         src = k.generated_source(x, target="cuda")
         ptx = _core._nvrtc_compile(src, "sm_80")
         assert ".entry" in ptx or ".visible" in ptx
+
+
+@tack.kernel
+def nul_print(x):
+    print("before\x00after")
+
+
+@tack.kernel
+def nul_assert(x):
+    assert x[0] > 0, "cut\x00here"
+
+
+def test_long_print_is_printed_whole(tmp_path, capfd):
+    text = "abc" * 3000  # a literal of 9,000 characters (print stopped at 4,095)
+    path = tmp_path / "long_print.py"
+    path.write_text(f"import tack\n@tack.kernel\ndef long_print(x):\n    print({text!r}, x.shape[0], 'tail')\n")
+    spec = importlib.util.spec_from_file_location("long_print_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.long_print(np.zeros(2))
+    out = capfd.readouterr().out
+    assert out == text + " 2 tail\n", len(out)
+
+
+@pytest.mark.parametrize("k", [nul_print, nul_assert])
+def test_nul_in_a_string_is_a_compile_error(k):
+    with pytest.raises(tack.CompileError, match="NUL"):
+        k(np.ones(2))
