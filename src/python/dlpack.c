@@ -542,9 +542,22 @@ static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw) {
             return PyErr_Format(PyExc_ValueError, "negative dimensions are not allowed: shape %R", shape_obj);
     if (PyLong_Check(ptr)) {
         /* A raw address: trusted for size, never owned, checked for alignment. */
+        PyObject *zero = PyLong_FromLong(0);
+        int neg = zero ? PyObject_RichCompareBool(ptr, zero, Py_LT) : -1;
+        Py_XDECREF(zero);
+        if (neg < 0)
+            return NULL;
+        if (neg)
+            return PyErr_Format(PyExc_ValueError, "array_from_ptr(): address %R is negative; an address is an int >= 0", ptr);
         void *p = PyLong_AsVoidPtr(ptr);
         if (!p && PyErr_Occurred())
             return NULL;
+        int empty = 0;
+        for (int i = 0; i < ndim; i++)
+            empty |= shape[i] == 0;
+        if (!p && !empty)
+            return PyErr_Format(PyExc_ValueError, "array_from_ptr(): address 0 (NULL) cannot hold the elements of shape %R",
+                                shape_obj);
         if (tack_array_wrap(dev, dt, ndim, shape, p, writable, NULL, NULL, &arr) != TACK_OK)
             return tpy_raise();
         return tpy_array_new(st, arr);

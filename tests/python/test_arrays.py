@@ -452,3 +452,31 @@ def test_to_device():
     if not any(d.startswith("cuda") for d in tack.devices()):
         with pytest.raises(RuntimeError, match="not available"):
             a.to("cuda")
+
+
+def test_repr_of_a_large_array_reads_only_what_it_prints():
+    import tracemalloc
+
+    a = tack.zeros(50_000_000, tack.f64)  # 400 MB; repr shows six values
+    tracemalloc.start()
+    try:
+        text = repr(a)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert text == "tack.array([0., 0., 0., ..., 0., 0., 0.], dtype=f64, device='cpu')"
+    assert peak < 16 << 20, f"repr allocated {peak >> 20} MiB"
+
+
+@pytest.mark.parametrize("shape,dt", [((5000,), "f32"), ((50, 40), "i32"), ((9, 8, 30), "f64"),
+                                      ((2000,), "vec3"), ((7, 3, 100), "u8"), ((3, 400), "mat22")])
+def test_repr_edges_match_the_full_copy(shape, dt):
+    # The path for device arrays (a copy of each printed run, not of the array)
+    # prints exactly what a full copy prints.
+    from tack import _array
+
+    d = getattr(tack, dt)
+    rng = np.random.default_rng(1)
+    a = tack.array(rng.integers(0, 100, size=shape + d.shape).astype(d.scalar.numpy), dtype=d)
+    fmt = dict(separator=", ", prefix="tack.array(", threshold=1000)
+    assert np.array2string(_array._edge_values(a), **fmt) == np.array2string(a.numpy(), **fmt)

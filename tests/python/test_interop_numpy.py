@@ -569,3 +569,15 @@ def test_c_exchange_api_table_via_ctypes():
 
     stream = C.c_void_p(123)
     assert api.stream(1, 0, C.byref(stream)) == 0 and not stream.value
+
+
+@pytest.mark.parametrize("addr", [-8, -1, -(1 << 63)])
+def test_array_from_ptr_refuses_negative_addresses(addr):
+    with pytest.raises(ValueError, match="negative"):
+        tack.array_from_ptr(addr, (4,), tack.f32)
+
+
+def test_array_from_ptr_refuses_null_with_elements():
+    with pytest.raises(ValueError, match="NULL"):
+        tack.array_from_ptr(0, (4,), tack.f32)
+    assert tack.array_from_ptr(0, (0,), tack.f32).shape == (0,)  # nothing to hold
