@@ -32,7 +32,14 @@ typedef struct {
     PyObject *in_progress; /* list of Kernel objects / functions being walked */
     PyObject *intrinsics;  /* dict: object -> intrinsic name (st->kernel_extra) */
     PyObject *ast;         /* the ast module */
+    long nodes;            /* expressions walked, for FE_MAX_NODES */
 } fe_module;
+
+/* What the front end accepts, so that the C compiler never meets a kernel
+ * it chokes on (a 50,000-term expression crashed it): a CompileError names
+ * the limit instead.  Real kernels stay far below both. */
+#define FE_MAX_DEPTH 400      /* nesting of one expression */
+#define FE_MAX_NODES 100000   /* expressions in a kernel and the functions it calls */
 
 /* One Python function being walked. */
 typedef struct {
@@ -48,6 +55,7 @@ typedef struct {
     int first_line;        /* file line of source line 1 */
     int shift;             /* lines put before the source to parse it (see fe_parse) */
     int chain_tmp;         /* counter for chained-assignment temporaries */
+    int depth;             /* nesting of the expression being walked */
     const char *last_intrinsic; /* intrinsic name of the last call walked (static or
                                    owned by the registry), NULL for others */
 } fe_func;

@@ -576,12 +576,20 @@ tack_node *fe_expr(fe_func *f, PyObject *e, int flags) {
         i++;
     if (Py_EnterRecursiveCall(" while compiling a kernel expression"))
         return NULL;
-    if (i == count)
+    f->depth++;
+    if (f->depth > FE_MAX_DEPTH)
+        fe_error(f, e, "this expression is nested more than %d levels deep (a limit of Tack's, so the C "
+                       "compiler can take it); split it into statements with temporaries", FE_MAX_DEPTH);
+    else if (++f->mc->nodes > FE_MAX_NODES)
+        fe_error(f, e, "this kernel has more than %d expressions (a limit of Tack's, so the C compiler "
+                       "can take it); split it into several kernels or loops", FE_MAX_NODES);
+    else if (i == count)
         fe_error(f, e, "this expression (%s) is not supported in kernels", k);
     else if (!expr_kinds[i].walk)
         fe_error(f, e, "%s not supported in kernels", expr_kinds[i].refused);
     else
         n = expr_kinds[i].walk(f, e, flags);
+    f->depth--;
     Py_LeaveRecursiveCall();
     if (!n && !PyErr_Occurred())
         tpy_raise();

@@ -152,3 +152,35 @@ def test_long_print_is_printed_whole(tmp_path, capfd):
 def test_nul_in_a_string_is_a_compile_error(k):
     with pytest.raises(tack.CompileError, match="NUL"):
         k(np.ones(2))
+
+
+def run_module(tmp_path, body, call="k(np.ones(4))"):
+    """A kernel module in its own process: the limits are for pathological input."""
+    path = tmp_path / "limits_mod.py"
+    path.write_text("import numpy as np, tack\n@tack.kernel\ndef k(x):\n    for i in range(x.shape[0]):\n"
+                    f"        x[i] = {body}\n"
+                    f"try:\n    {call}\nexcept tack.CompileError as e:\n    print('CompileError:', e)\n")
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+
+
+def balanced_sum(n):
+    """n terms x[i] summed as a balanced tree (Python's own parser refuses deep chains)."""
+    terms = ["x[i]"] * n
+    while len(terms) > 1:
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + (terms[-1:] if len(terms) % 2 else [])
+    return terms[0]
+
+
+def test_huge_expression_is_a_compile_error_naming_the_limit(tmp_path):
+    proc = run_module(tmp_path, balanced_sum(50_000))
+    assert "CompileError:" in proc.stdout and "more than 100000 expressions" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+
+
+def test_deep_expression_is_a_compile_error_naming_the_limit(tmp_path):
+    proc = run_module(tmp_path, "-" * 450 + "x[i]")
+    assert "nested more than 400 levels" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+
+
+def test_large_but_reasonable_expression_compiles(tmp_path):
+    proc = run_module(tmp_path, " + ".join(["x[i]"] * 300), call="x = np.ones(4); k(x); print(x.tolist())")
+    assert proc.stdout.strip() == "[300.0, 300.0, 300.0, 300.0]", proc.stdout + proc.stderr[-2000:]
