@@ -138,7 +138,18 @@ tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to) {
         return v;
     }
     if (!ty_is_scalar(e->ty)) return e;
-    if (e->op == IR_CONST && e->ty.weak == 0 && 0) return e;
+    if (e->op == IR_CONST && e->ty.weak && e->ty.dt == TACK_I64 && ty_is_int(to) && !to.weak) {
+        /* A Python int literal meeting a fixed-width type: NumPy 2 raises
+         * OverflowError when it does not fit; here that is a compile error. */
+        int bits = dt_bits((tack_dtype)to.dt);
+        int64_t v = e->c.i;
+        int fits = dt_kind((tack_dtype)to.dt) == TACK_KIND_UINT
+                       ? v >= 0 && (bits == 64 || (uint64_t)v < ((uint64_t)1 << bits))
+                       : bits == 64 || (v >= -((int64_t)1 << (bits - 1)) && v < ((int64_t)1 << (bits - 1)));
+        if (!fits)
+            tk_error(L->C, L->fidx, e->line, 0, "Python integer %lld is out of bounds for %s (NumPy 2 raises "
+                     "OverflowError); write a value in range", (long long)v, dt_name((tack_dtype)to.dt));
+    }
     tk_ir *c = ir_new(L->C, IR_CAST, to, e->line);
     return lw_kid(L, c, e);
 }

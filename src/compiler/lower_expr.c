@@ -419,6 +419,8 @@ static tk_ir *lower_unary(lw_state *L, tack_node *n) {
     if (n->op == TACK_OP_NEG) {
         if (ty_is_bool(x->ty)) x = lw_cast(L, x, x->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
         if (!ty_is_scalar(x->ty)) L->C->uses_vec = 1;
+        if (x->op == IR_CONST && x->ty.weak && x->ty.dt == TACK_I64 && x->c.i != INT64_MIN)
+            return ir_const_i(L->C, x->ty, -x->c.i, x->line); /* -5 is the literal -5, as in Python */
         tk_ir *u = lw_mk(L, IR_UN, x->ty, n);
         u->sub = U_NEG;
         return lw_kid(L, u, x);
