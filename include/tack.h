@@ -51,7 +51,8 @@ typedef enum tack_status {
     TACK_ERR_ZERODIV,     /* integer division by zero in a kernel      -> ZeroDivisionError */
     TACK_ERR_ASSERT,      /* a failed assert in a kernel               -> AssertionError */
     TACK_ERR_COMPILE,     /* kernel compile error                      -> tack.CompileError */
-    TACK_ERR_RUNTIME      /* anything else                             -> RuntimeError */
+    TACK_ERR_RUNTIME,     /* anything else                             -> RuntimeError */
+    TACK_ERR_INTERRUPTED  /* stopped by a signal (Ctrl-C)              -> KeyboardInterrupt */
 } tack_status;
 
 /* The message of the last failure on this thread ("" if none). */

@@ -34,6 +34,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -313,9 +314,12 @@ static int try_load(const kc_dir *d, const kc_entry *e, const char *name, const 
 
 /* Run the C compiler inside the cache directory (its working directory is
  * the descriptor kc_open checked; the names are relative), without a shell.
- * Its output goes to `logname`, which is read back into the error. */
+ * What it prints comes back through a pipe, not a file, so a full disk
+ * cannot swallow the reason ("No space left on device").  A compiler killed
+ * by SIGINT (Ctrl-C reaches the whole process group) is an interruption,
+ * not a compile failure. */
 static tack_status run_compiler(const kc_dir *d, const char *kernel, const char *flags, const char *src,
-                                const char *out, const char *logname) {
+                                const char *out) {
     char *buf = NULL;
     char **argv = split_command(cc_command(), flags, 5, &buf);
     if (!argv) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", kernel);
@@ -326,20 +330,41 @@ static tack_status run_compiler(const kc_dir *d, const char *kernel, const char 
     argv[argc++] = (char *)src;
     argv[argc++] = "-lm";
     argv[argc] = NULL;
+    tack_status st = TACK_OK;
+    int fds[2] = {-1, -1};
+    if (pipe(fds) != 0) {
+        st = tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler: pipe: %s", strerror(errno));
+        goto done;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     int rc = posix_spawn_file_actions_addfchdir_np(&fa, d->fd);
-    posix_spawn_file_actions_addopen(&fa, 1, logname, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
     if (rc == 0) rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    tack_status st = TACK_OK;
+    close(fds[1]);
     if (rc != 0) {
+        close(fds[0]);
         st = tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler '%s': %s (set TACK_CC)", argv[0], strerror(rc));
         goto done;
     }
+    char log[2000];
+    size_t len = 0;
+    for (;;) { /* read it all (the compiler must not block on a full pipe), keep the start */
+        char chunk[512];
+        ssize_t n = read(fds[0], chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        size_t keep = (size_t)n < sizeof log - 1 - len ? (size_t)n : sizeof log - 1 - len;
+        memcpy(log + len, chunk, keep);
+        len += keep;
+    }
+    log[len] = 0;
+    close(fds[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
@@ -348,14 +373,10 @@ static tack_status run_compiler(const kc_dir *d, const char *kernel, const char 
         }
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) goto done;
-    char log[1500] = "";
-    int lfd = openat(d->fd, logname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (lfd >= 0) {
-        ssize_t n = read(lfd, log, sizeof log - 1);
-        log[n > 0 ? n : 0] = 0;
-        close(lfd);
-    }
-    if (WIFSIGNALED(status))
+    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGHUP))
+        st = tack_set_error(TACK_ERR_INTERRUPTED, "compiling kernel '%s' was interrupted (the C compiler got signal %d)",
+                            kernel, WTERMSIG(status));
+    else if (WIFSIGNALED(status))
         st = tack_set_error(TACK_ERR_RUNTIME, "the C compiler was killed by signal %d on kernel '%s' (source kept in %s/%s)\n%s",
                             WTERMSIG(status), kernel, d->path, src, log);
     else
@@ -421,18 +442,17 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     }
 
     /* Compile into unique temporaries, then seal and rename into place. */
-    char src[96], tmp[96], logname[96], keep[64];
+    char src[96], tmp[96], keep[64];
     kc_tmp_name(src, sizeof src, key, ".c");
     kc_tmp_name(tmp, sizeof tmp, key, ".so.tmp");
-    kc_tmp_name(logname, sizeof logname, key, ".log");
     char trailer[1600];
     abi_trailer(trailer, sizeof trailer, key);
     const char *parts[2] = {p->source, trailer};
     st = kc_write_new(d, src, parts, 2);
-    if (st == TACK_OK) st = run_compiler(d, p->kernel_name, flags, src, tmp, logname);
-    unlinkat(d->fd, logname, 0);
+    if (st == TACK_OK) st = run_compiler(d, p->kernel_name, flags, src, tmp);
     if (st != TACK_OK) {
         unlinkat(d->fd, tmp, 0);
+        if (st != TACK_ERR_RUNTIME) unlinkat(d->fd, src, 0); /* kept only for a compile failure to read */
         goto out;
     }
     st = kc_seal(d, tmp, name);

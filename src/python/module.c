@@ -31,6 +31,14 @@ PyObject *tpy_numpy(tpy_state *st) {
 
 PyObject *tpy_raise(void) {
     PyObject *exc;
+    if (tack_last_status() == TACK_ERR_INTERRUPTED) {
+        /* Python's own handler saw the signal too: let it raise (KeyboardInterrupt,
+         * or whatever the program installed); otherwise say what stopped us. */
+        if (PyErr_CheckSignals() < 0)
+            return NULL;
+        PyErr_SetString(PyExc_KeyboardInterrupt, tack_last_error());
+        return NULL;
+    }
     switch (tack_last_status()) {
     case TACK_ERR_NOMEM: exc = PyExc_MemoryError; break;
     case TACK_ERR_VALUE: exc = PyExc_ValueError; break;

@@ -199,3 +199,29 @@ def test_long_cflags_are_passed_whole(tmp_path):
     proc = run(tmp_path / "cache2", TACK_CFLAGS=flags + " -fthis-option-does-not-exist")
     assert proc.returncode != 0
     assert "this-option-does-not-exist" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_ctrl_c_during_a_compile_is_a_keyboard_interrupt(tmp_path):
+    # A compiler that takes its time; Ctrl-C reaches the whole process group.
+    slow = tmp_path / "slowcc"
+    slow.write_text('#!/bin/sh\nif [ "$1" = --version ]; then exec cc --version; fi\nsleep 60\nexec cc "$@"\n')
+    slow.chmod(0o755)
+    cache = tmp_path / "cache"
+    script = tmp_path / "triple.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, TACK_CACHE_DIR=str(cache), TACK_CC=str(slow))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    import signal
+    import time
+
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(cache.glob("*.c")):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "KeyboardInterrupt" in err, err[-3000:]
+    assert "RuntimeError" not in err, err[-3000:]
+    assert not list(cache.glob("*.c")), "a stray source file was left behind"
