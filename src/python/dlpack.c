@@ -376,6 +376,20 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
         return import_capsule(st, obj, dev, copy);
     const DLPackExchangeAPI *api = use_c_api ? producer_api(st, obj) : NULL;
     if (api) {
+        /* The exchange API skips the checks a producer makes in __dlpack__
+         * (PyTorch refuses a tensor that requires grad there): such an object
+         * goes through __dlpack__, so its own rules apply on every path. */
+        PyObject *rg = PyObject_GetAttrString(obj, "requires_grad");
+        int needs = rg ? PyObject_IsTrue(rg) : 0;
+        Py_XDECREF(rg);
+        if (!rg)
+            PyErr_Clear();
+        if (needs < 0)
+            return NULL;
+        if (needs)
+            api = NULL;
+    }
+    if (api) {
         DLManagedTensorVersioned *mt = NULL;
         if (api->managed_tensor_from_py_object_no_sync(obj, &mt) != 0 || !mt) {
             if (!PyErr_Occurred())

@@ -226,3 +226,13 @@ def test_kernel_on_a_torch_tensor():
     t = torch.zeros(5)
     iota(tack.from_dlpack(t))
     assert t.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("c_api", [True, False])
+def test_tensor_requiring_grad_is_refused_on_every_path(c_api):
+    # PyTorch's __dlpack__ refuses it; the C exchange API would not ask, so
+    # Tack sends such a tensor through __dlpack__ and PyTorch's rule holds.
+    t = torch.ones(4, requires_grad=True)
+    with pytest.raises((BufferError, RuntimeError), match="require"):
+        tack._core.from_dlpack(t, c_api=c_api)
+    assert tack.from_dlpack(t.detach()).shape == (4,)
