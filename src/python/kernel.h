@@ -37,6 +37,8 @@ typedef struct {
     tack_module *module; /* built on the first compile, reused */
     int kernel_index;
     PyThread_type_lock lock;
+    unsigned long lock_owner; /* thread holding `lock` (0: none), set and read with the GIL */
+    long lock_pid;            /* the process it was taken in: a fork's child finds another */
     kspec **specs;
     Py_ssize_t nspecs, capspecs, last;
     PyObject *weakreflist;

@@ -36,6 +36,7 @@
 #include "kernel.h"
 
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ call state */
 
@@ -507,13 +508,48 @@ static void compile_options(KernelObject *k, tack_compile_options *o, const char
     o->target = target;
 }
 
-/* Take the kernel's compile lock without holding the GIL while waiting. */
-static void lock_kernel(KernelObject *k) {
+/* Take the kernel's compile lock without holding the GIL while waiting.
+ * Two waits could never end, and are errors or repaired instead:
+ *   - the thread compiling the kernel calls it again (the front end ran
+ *     Python -- a module __getattr__, a property -- that calls the kernel):
+ *     a RuntimeError saying so;
+ *   - the process was forked while another thread compiled: that thread does
+ *     not exist in the child, so the child takes a fresh lock. */
+static int lock_kernel(KernelObject *k) {
+    long pid = (long)getpid();
+    if (k->lock_owner && k->lock_pid != pid) {
+        PyThread_type_lock fresh = PyThread_allocate_lock();
+        if (!fresh) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        k->lock = fresh; /* the old one stays held forever; it is not ours to free */
+        k->lock_owner = 0;
+    }
+    if (k->lock_owner == PyThread_get_thread_ident()) {
+        PyObject *name = PyObject_GetAttrString(k->fn, "__qualname__");
+        if (!name)
+            PyErr_Clear();
+        PyErr_Format(PyExc_RuntimeError,
+                     "kernel '%S' was called while it is being compiled, from Python code the compile ran "
+                     "(a module __getattr__ or a property the kernel's names reach); it cannot be used before "
+                     "its compile ends", name ? name : Py_None);
+        Py_XDECREF(name);
+        return -1;
+    }
     if (!PyThread_acquire_lock(k->lock, NOWAIT_LOCK)) {
         Py_BEGIN_ALLOW_THREADS
         PyThread_acquire_lock(k->lock, WAIT_LOCK);
         Py_END_ALLOW_THREADS
     }
+    k->lock_owner = PyThread_get_thread_ident();
+    k->lock_pid = pid;
+    return 0;
+}
+
+static void unlock_kernel(KernelObject *k) {
+    k->lock_owner = 0;
+    PyThread_release_lock(k->lock);
 }
 
 /* Build the kernel's module once (lock held). */
@@ -569,7 +605,8 @@ kspec *kernel_specialize(KernelObject *k, kcall *c) {
 
     if (s)
         return s; /* the hot path: no lock, no allocation */
-    lock_kernel(k);
+    if (lock_kernel(k) < 0)
+        return NULL;
     s = cache_lookup(k, c); /* another thread may have compiled it meanwhile */
     if (s || compile_locked(k, c, tack_device_dialect(c->device), c->device, &prog) < 0)
         goto done;
@@ -613,7 +650,7 @@ kspec *kernel_specialize(KernelObject *k, kcall *c) {
     s = made;
     made = NULL;
 done:
-    PyThread_release_lock(k->lock);
+    unlock_kernel(k);
     if (prog)
         tack_program_free(prog);
     kernel_spec_free(made);
@@ -638,10 +675,11 @@ tack_program *kernel_program_for(KernelObject *k, kcall *c, const char *target,
         prog = s->prog;
     } else {
         /* Compile without building: the text is wanted, not the code. */
-        lock_kernel(k);
+        if (lock_kernel(k) < 0)
+            return NULL;
         if (compile_locked(k, c, target, NULL, owned) == 0)
             prog = *owned;
-        PyThread_release_lock(k->lock);
+        unlock_kernel(k);
     }
     return prog;
 }
