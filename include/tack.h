@@ -52,7 +52,8 @@ typedef enum tack_status {
     TACK_ERR_ASSERT,      /* a failed assert in a kernel               -> AssertionError */
     TACK_ERR_COMPILE,     /* kernel compile error                      -> tack.CompileError */
     TACK_ERR_RUNTIME,     /* anything else                             -> RuntimeError */
-    TACK_ERR_INTERRUPTED  /* stopped by a signal (Ctrl-C)              -> KeyboardInterrupt */
+    TACK_ERR_INTERRUPTED, /* stopped by a signal (Ctrl-C)              -> KeyboardInterrupt */
+    TACK_ERR_OVERFLOW     /* a value that does not fit its type        -> OverflowError */
 } tack_status;
 
 /* The message of the last failure on this thread ("" if none). */

@@ -290,6 +290,8 @@ typedef struct tk_spec {
     tk_type *ptypes;
     const char **pnames;
     int *plocal;           /* scalar param -> local index */
+    int64_t *plo, *phi;    /* a Python int param: the range of the fixed-width types it meets */
+    int *pdt;              /* ... and the type that set it (TACK_DTYPE_COUNT: none) */
     tk_type ret;           /* TY_TUPLE: the element types are rets[0 .. nret) */
     int nret;
     tk_type *rets;

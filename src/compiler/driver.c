@@ -81,6 +81,15 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
             pi->ndim = C->args[i].ndim;
             pi->weak = C->args[i].weak;
             pi->written = pi->is_array && (K->written >> i & 1);
+            pi->lo = INT64_MIN;
+            pi->hi = INT64_MAX;
+            pi->narrow = TACK_DTYPE_COUNT;
+            int loc = K->plocal ? K->plocal[i] : -1;
+            if (!pi->is_array && pi->weak && loc >= 0 && !ir_assigns_local(K->body, loc) && K->pdt[i] != TACK_DTYPE_COUNT) {
+                pi->lo = K->plo[i]; /* a reassigned parameter is not the argument where it meets the type */
+                pi->hi = K->phi[i];
+                pi->narrow = (tack_dtype)K->pdt[i];
+            }
         }
     }
     p->sites = tack_calloc((size_t)C->nsites + 1, sizeof(tk_site));

@@ -109,6 +109,26 @@ tk_ir *lw_hoist(lw_state *L, tk_ir *e) {
 
 int lw_known(tk_ir *e) { return e->ty.kind != TY_UNKNOWN; }
 
+/* A Python int parameter (local `loc`) meets fixed-width type dt: the launch
+ * checks that the argument fits, as NumPy 2 raises OverflowError for a
+ * Python int that does not (driver.c copies the range into the program). */
+static void narrow_param(tk_spec *S, int loc, tack_dtype dt) {
+    int bits = dt_bits(dt);
+    int64_t lo, hi;
+    if (dt_kind(dt) == TACK_KIND_UINT) {
+        lo = 0;
+        hi = bits == 64 ? INT64_MAX : (int64_t)(((uint64_t)1 << bits) - 1);
+    } else {
+        lo = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
+        hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+    }
+    for (int p = 0; p < S->nparams; p++) {
+        if (S->plocal[p] != loc) continue;
+        if (lo > S->plo[p]) S->plo[p] = lo, S->pdt[p] = dt;
+        if (hi < S->phi[p]) S->phi[p] = hi, S->pdt[p] = dt;
+    }
+}
+
 tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to) {
     if (e->ty.kind == TY_UNKNOWN || to.kind == TY_UNKNOWN) {
         if (to.kind == TY_UNKNOWN) return e;
@@ -150,6 +170,8 @@ tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to) {
             tk_error(L->C, L->fidx, e->line, 0, "Python integer %lld is out of bounds for %s (NumPy 2 raises "
                      "OverflowError); write a value in range", (long long)v, dt_name((tack_dtype)to.dt));
     }
+    if (e->op == IR_LOCAL && e->ty.weak && e->ty.dt == TACK_I64 && ty_is_int(to) && !to.weak && L->S->plo)
+        narrow_param(L->S, e->local, (tack_dtype)to.dt);
     tk_ir *c = ir_new(L->C, IR_CAST, to, e->line);
     return lw_kid(L, c, e);
 }
@@ -283,8 +305,14 @@ static void lower_spec(tk_cc *C, tk_spec *S, int is_kernel) {
     if (!F->body) ERR((tack_node *)NULL, "function '%s' has no body", F->name);
     /* scalar parameters are locals of the frame */
     S->plocal = tk_alloc(&C->arena, sizeof(int) * (size_t)(S->nparams + 1));
+    S->plo = tk_alloc(&C->arena, sizeof(int64_t) * (size_t)(S->nparams + 1));
+    S->phi = tk_alloc(&C->arena, sizeof(int64_t) * (size_t)(S->nparams + 1));
+    S->pdt = tk_alloc(&C->arena, sizeof(int) * (size_t)(S->nparams + 1));
     for (int i = 0; i < S->nparams; i++) {
         S->plocal[i] = -1;
+        S->plo[i] = INT64_MIN;
+        S->phi[i] = INT64_MAX;
+        S->pdt[i] = TACK_DTYPE_COUNT;
         if (S->ptypes[i].kind == TY_ARRAY) continue;
         int loc = tk_new_local(C, S, S->pnames[i], S->ptypes[i], -1);
         S->locals[loc].is_param = 1;

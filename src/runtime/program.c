@@ -85,7 +85,15 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
      * program's device, and writable where the kernel writes it. */
     for (int i = 0; i < nargs; i++) {
         const tk_pinfo *pi = &p->params[i];
-        if (!pi->is_array) continue;
+        if (!pi->is_array) {
+            if (pi->narrow != TACK_DTYPE_COUNT && (args[i].scalar.i < pi->lo || args[i].scalar.i > pi->hi))
+                return tack_set_error(TACK_ERR_OVERFLOW,
+                                      "Python integer %lld is out of bounds for %s (argument '%s' of kernel '%s', "
+                                      "which meets %s values; NumPy 2 raises the same)",
+                                      (long long)args[i].scalar.i, tack_dtype_get(pi->narrow)->name, pi->name,
+                                      p->kernel_name, tack_dtype_get(pi->narrow)->name);
+            continue;
+        }
         tack_array *a = args[i].array;
         if (!a) return tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' must be an array", pi->name, p->kernel_name);
         if (tack_array_dtype(a) != pi->dtype || tack_array_ndim(a) != pi->ndim)

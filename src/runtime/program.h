@@ -37,6 +37,8 @@ typedef struct tk_pinfo {  /* one parameter of the compiled signature */
     int ndim;
     int weak;              /* a Python scalar (NEP 50) */
     int written;           /* an array the kernel writes */
+    int64_t lo, hi;        /* a Python int: the range it must fit (the types it meets) */
+    tack_dtype narrow;     /* ... the type that sets it; TACK_DTYPE_COUNT: no limit */
 } tk_pinfo;
 
 struct tack_program {
