@@ -67,7 +67,96 @@ def _cuts(lines, k, head):
     yield len(lines)
 
 
+def _fingerprint(code):
+    """What the source of a code object decides, where a function compiled
+    inside another (a closure) and the same text compiled alone agree: the
+    names it uses (wherever they live), its constants, its arguments and the
+    lines of its statements relative to its first line."""
+    names = set(code.co_names) | set(code.co_varnames) | set(code.co_freevars) | set(code.co_cellvars)
+    names.discard("__class__")
+    consts, nested = [], []
+    for c in code.co_consts:
+        (nested if isinstance(c, types.CodeType) else consts).append(c if isinstance(c, types.CodeType) else repr(c))
+    lines = sorted({line - code.co_firstlineno for _, _, line in code.co_lines() if line is not None})
+    return (sorted(names), consts, lines, code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount,
+            _ops(code), [_fingerprint(c) for c in nested])
+
+
+_SKIP = {"RESUME", "NOP", "CACHE", "PUSH_NULL", "COPY_FREE_VARS", "MAKE_CELL", "PRECALL", "EXTENDED_ARG"}
+_WITH_ARG = {"BINARY_OP", "COMPARE_OP", "IS_OP", "CONTAINS_OP", "LOAD_CONST", "LOAD_ATTR", "LOAD_METHOD",
+             "STORE_ATTR", "UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "CALL", "CALL_FUNCTION"}
+
+
+def _ops(code):
+    """The instructions, with loads and stores of names alike wherever the
+    name lives (a closure's LOAD_DEREF is the standalone LOAD_GLOBAL) and
+    jumps without their targets (the offsets move with those differences)."""
+    import dis
+
+    out = []
+    for ins in dis.get_instructions(code):
+        op = ins.opname
+        if op in _SKIP:
+            continue
+        if op.startswith(("LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLOSURE", "LOAD_CLASSDEREF",
+                          "STORE_FAST", "STORE_DEREF", "STORE_GLOBAL", "STORE_NAME")):
+            kind = "LOAD" if op.startswith("LOAD") else "STORE"
+            vals = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+            if op.count("_FAST") == 2 and op.startswith("STORE_FAST_LOAD"):  # STORE_FAST_LOAD_FAST
+                out += [("STORE", vals[0]), ("LOAD", vals[-1])]
+                continue
+            out += [(kind, v) for v in vals]
+        elif "JUMP" in op or op.startswith(("FOR_ITER", "POP_JUMP", "SEND")):
+            out.append((op, None))
+        else:
+            if op == "LOAD_METHOD":  # on a closure's variable the compiler picks LOAD_ATTR instead
+                op = "LOAD_ATTR"
+            arg = ins.argval
+            arg = ("code", arg.co_name) if isinstance(arg, types.CodeType) else repr(arg)
+            out.append((op, arg if op in _WITH_ARG else None))
+    return out
+
+
+def _check_unchanged(fn, lines):
+    """Refuse a source that is not the function's any more (the file was
+    edited after it was imported): compiled alone, the text must give the
+    function's own code, up to where its names live."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not lines:
+        return
+    if any(n.startswith("@py") for n in code.co_names + code.co_varnames):
+        return  # pytest rewrote this module's asserts: the code is not the text's by design
+    text = "".join(lines)
+    head = _indent(lines[0])
+    try:
+        module = compile("if 1:\n" + text if head else text, code.co_filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return  # not ours to judge; the front end reports what it cannot parse
+    found = [c for c in _walk_codes(module) if c.co_name == code.co_name]
+    try:
+        if not found or any(_fingerprint(c) == _fingerprint(code) for c in found):
+            return
+    except Exception:  # noqa: BLE001 - an instruction this Python spells differently: do not judge
+        return
+    from ._kernels import CompileError
+
+    raise CompileError(
+        f"the source of {code.co_name}() in {code.co_filename} is not the function that was defined "
+        f"(the file changed after it was imported); reload the module or restart, so the kernel "
+        f"compiled is the function you run")
+
+
+def _walk_codes(code):
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield c
+            yield from _walk_codes(c)
+
+
 def getsourcelines(fn):
-    """(lines, first line number) of ``fn``'s definition, as inspect gives them."""
+    """(lines, first line number) of ``fn``'s definition, as inspect gives them,
+    refused with a CompileError when the file no longer holds that function."""
     got = _fast(fn)
-    return got if got is not None else inspect.getsourcelines(fn)
+    got = got if got is not None else inspect.getsourcelines(fn)
+    _check_unchanged(fn, got[0])
+    return got
