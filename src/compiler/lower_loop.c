@@ -117,7 +117,7 @@ static void loop_body(lw_state *L, tack_node *body, tk_ir *b) {
 static tk_ir *pfor_new(lw_state *L, tack_node *n, int dims) {
     tk_ir *pf = lw_mk(L, IR_PFOR, ty_void(), n);
     pf->aux = dims;
-    pf->vars = tk_alloc(&L->C->arena, sizeof(int) * 8);
+    pf->vars = tk_alloc(&L->C->arena, sizeof(int) * TACK_MAX_NDIM); /* one per axis */
     return pf;
 }
 
