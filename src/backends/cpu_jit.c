@@ -136,49 +136,45 @@ static char **split_command(const char *cc, const char *flags, int extra, char *
     return argv;
 }
 
-/* Run argv (no shell) and read what it prints, stdout and stderr together,
- * hashing all of it and keeping the first line.  Returns the byte count, or
- * -1 when it cannot be run or exits with an error. */
-static long run_capture(char **argv, hash2 *h, char *first, size_t first_len) {
+/* Run argv without a shell (inside directory `dirfd`, or here when it is
+ * -1), stdin from /dev/null, stdout and stderr together into out: the first
+ * cap - 1 bytes, NUL-terminated (the rest is read and dropped, so the child
+ * never blocks on a full pipe).  Returns 0 with the wait status in *status,
+ * or the errno that kept it from running. */
+static int spawn_output(char **argv, int dirfd, char *out, size_t cap, size_t *len, int *status) {
     int fds[2];
-    if (pipe(fds) != 0) return -1;
+    *len = 0;
+    out[0] = 0;
+    if (pipe(fds) != 0) return errno;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
+    int rc = dirfd >= 0 ? posix_spawn_file_actions_addfchdir_np(&fa, dirfd) : 0;
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     posix_spawn_file_actions_addclose(&fa, fds[0]);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    if (rc == 0) rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     if (rc != 0) {
         close(fds[0]);
-        return -1;
+        return rc;
     }
-    long total = 0;
-    char buf[512];
-    first[0] = 0;
     for (;;) {
-        ssize_t n = read(fds[0], buf, sizeof buf);
+        char chunk[512];
+        ssize_t n = read(fds[0], chunk, sizeof chunk);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        if (total == 0) {
-            size_t k = 0;
-            while (k < (size_t)n && k < first_len - 1 && buf[k] != '\n') {
-                first[k] = buf[k];
-                k++;
-            }
-            first[k] = 0;
-        }
-        kc_hash_add(h, buf, (size_t)n);
-        total += n;
+        size_t keep = (size_t)n < cap - 1 - *len ? (size_t)n : cap - 1 - *len;
+        memcpy(out + *len, chunk, keep);
+        *len += keep;
     }
+    out[*len] = 0;
     close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? total : -1;
+    while (waitpid(pid, status, 0) < 0)
+        if (errno != EINTR) return errno;
+    return 0;
 }
 
 static int identity_load(const kc_dir *d, const char *memo, hash2 *h, char *text, size_t tn) {
@@ -213,12 +209,19 @@ static tack_status compiler_identity(const kc_dir *d, hash2 *out, char *first_li
     }
     if (!ident_ok || strcmp(ident_cc, cc) != 0) {
         hash2 h = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
-        char *buf = NULL;
+        char *buf = NULL, text[4096] = "";
+        size_t total = 0;
+        int status = 0;
         char **argv = split_command(cc, "--version", 0, &buf);
-        long total = argv && argv[0] ? run_capture(argv, &h, ident_text, sizeof ident_text) : -1;
+        if (!argv || !argv[0] || spawn_output(argv, -1, text, sizeof text, &total, &status) != 0 ||
+            !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            total = 0;
         tack_free(argv);
         tack_free(buf);
-        if (total <= 0) {
+        kc_hash_add(&h, text, total); /* all of it at once: the hash must not depend on how reads split it */
+        size_t k = strcspn(text, "\n");
+        snprintf(ident_text, sizeof ident_text, "%.*s", (int)k, text);
+        if (total == 0) {
             pthread_mutex_unlock(&ident_lock);
             return tack_set_error(TACK_ERR_RUNTIME,
                                   "the C compiler '%s' does not run (`%s --version` failed); install one or set TACK_CC "
@@ -237,7 +240,9 @@ static tack_status compiler_identity(const kc_dir *d, hash2 *out, char *first_li
         }
     }
     *out = ident_hash;
-    snprintf(first_line, fl_len, "%s", ident_text);
+    size_t n = strnlen(ident_text, fl_len - 1); /* a cut first line is fine for a log message */
+    memcpy(first_line, ident_text, n);
+    first_line[n] = 0;
     pthread_mutex_unlock(&ident_lock);
     return TACK_OK;
 }
@@ -331,46 +336,13 @@ static tack_status run_compiler(const kc_dir *d, const char *kernel, const char 
     argv[argc++] = "-lm";
     argv[argc] = NULL;
     tack_status st = TACK_OK;
-    int fds[2] = {-1, -1};
-    if (pipe(fds) != 0) {
-        st = tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler: pipe: %s", strerror(errno));
-        goto done;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    int rc = posix_spawn_file_actions_addfchdir_np(&fa, d->fd);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid;
-    if (rc == 0) rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    if (rc != 0) {
-        close(fds[0]);
-        st = tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler '%s': %s (set TACK_CC)", argv[0], strerror(rc));
-        goto done;
-    }
     char log[2000];
     size_t len = 0;
-    for (;;) { /* read it all (the compiler must not block on a full pipe), keep the start */
-        char chunk[512];
-        ssize_t n = read(fds[0], chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        size_t keep = (size_t)n < sizeof log - 1 - len ? (size_t)n : sizeof log - 1 - len;
-        memcpy(log + len, chunk, keep);
-        len += keep;
-    }
-    log[len] = 0;
-    close(fds[0]);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            st = tack_set_error(TACK_ERR_RUNTIME, "waiting for the C compiler: %s", strerror(errno));
-            goto done;
-        }
+    int rc = spawn_output(argv, d->fd, log, sizeof log, &len, &status);
+    if (rc != 0) {
+        st = tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler '%s': %s (set TACK_CC)", argv[0], strerror(rc));
+        goto done;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) goto done;
     if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGHUP))

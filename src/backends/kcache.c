@@ -69,31 +69,29 @@ int kc_log_info(void) {
 }
 
 /* ------------------------------------------------------------ directory */
-static char *str_printf(const char *fmt, const char *a, const char *b) {
-    size_t n = strlen(fmt) + strlen(a) + strlen(b) + 1;
-    char *s = tack_malloc(n);
-    if (s) snprintf(s, n, fmt, a, b);
+/* a + b in a new string (tack_malloc'd), or NULL. */
+static char *str_cat(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    char *s = tack_malloc(na + nb + 1);
+    if (s) {
+        memcpy(s, a, na);
+        memcpy(s + na, b, nb + 1);
+    }
     return s;
 }
 
 static tack_status mkdirs(char *path) {
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        int bad = mkdir(path, 0700) != 0 && errno != EEXIST;
-        *p = '/';
-        if (bad) {
-            *p = 0;
-            tack_status st = tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", path,
-                                            strerror(errno));
-            *p = '/';
-            return st;
-        }
+    for (char *p = path + 1;; p++) {
+        if (*p && *p != '/') continue;
+        char c = *p;
+        *p = 0; /* path up to this component */
+        int err = mkdir(path, 0700) != 0 && errno != EEXIST ? errno : 0;
+        tack_status st = err ? tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", path,
+                                              strerror(err))
+                             : TACK_OK;
+        *p = c;
+        if (st != TACK_OK || !c) return st;
     }
-    if (mkdir(path, 0700) != 0 && errno != EEXIST)
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", path,
-                              strerror(errno));
-    return TACK_OK;
 }
 
 #define KC_WHY " (loading cached kernels runs their code; set TACK_CACHE_DIR to a directory only you can write)"
@@ -171,9 +169,9 @@ tack_status kc_open(kc_dir *d) {
     d->path = NULL;
     const char *env = getenv("TACK_CACHE_DIR"), *base = NULL;
     char *path = NULL;
-    if (env && *env) path = str_printf("%s%s", env, "");
-    else if ((base = getenv("XDG_CACHE_HOME")) && *base) path = str_printf("%s%s", base, "/tack");
-    else if ((base = getenv("HOME")) && *base) path = str_printf("%s%s", base, "/.cache/tack");
+    if (env && *env) path = str_cat(env, "");
+    else if ((base = getenv("XDG_CACHE_HOME")) && *base) path = str_cat(base, "/tack");
+    else if ((base = getenv("HOME")) && *base) path = str_cat(base, "/.cache/tack");
     else return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)");
     if (!path) return tack_set_error(TACK_ERR_NOMEM, "out of memory opening the kernel cache");
     if (path[0] != '/') {
@@ -195,7 +193,7 @@ tack_status kc_open(kc_dir *d) {
         free(real);
         return st;
     }
-    d->path = str_printf("%s%s", real, "");
+    d->path = str_cat(real, "");
     free(real); /* realpath's malloc */
     if (!d->path) {
         close(fd);

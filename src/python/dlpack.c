@@ -344,6 +344,8 @@ static PyObject *call_dlpack(tpy_state *st, PyObject *obj, tack_dlpack_copy copy
     return out;
 }
 
+static DLPackExchangeAPI exchange_api; /* Tack's own, defined below */
+
 /* tack.from_dlpack(obj, /, *, device=None, copy=None, c_api=True).  The
  * arguments are parsed by hand (vectorcall): this is the hot path of an
  * exchange, and the generic parser would cost as much as the exchange. */
@@ -375,7 +377,7 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
     if (PyCapsule_CheckExact(obj))
         return import_capsule(st, obj, dev, copy);
     const DLPackExchangeAPI *api = use_c_api ? producer_api(st, obj) : NULL;
-    if (api) {
+    if (api && api != &exchange_api) {
         /* The exchange API skips the checks a producer makes in __dlpack__
          * (PyTorch refuses a tensor that requires grad there): such an object
          * goes through __dlpack__, so its own rules apply on every path. */

@@ -527,13 +527,12 @@ static int lock_kernel(KernelObject *k) {
         k->lock_owner = 0;
     }
     if (k->lock_owner == PyThread_get_thread_ident()) {
-        PyObject *name = PyObject_GetAttrString(k->fn, "__qualname__");
-        if (!name)
-            PyErr_Clear();
-        PyErr_Format(PyExc_RuntimeError,
-                     "kernel '%S' was called while it is being compiled, from Python code the compile ran "
-                     "(a module __getattr__ or a property the kernel's names reach); it cannot be used before "
-                     "its compile ends", name ? name : Py_None);
+        PyObject *name = kernel_qualname(k);
+        if (name)
+            PyErr_Format(PyExc_RuntimeError,
+                         "kernel '%U' was called while it is being compiled, from Python code the compile ran "
+                         "(a module __getattr__ or a property the kernel's names reach); it cannot be used before "
+                         "its compile ends", name);
         Py_XDECREF(name);
         return -1;
     }
