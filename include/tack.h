@@ -157,6 +157,21 @@ TACK_API int tack_device_threads(const tack_device *d);
 TACK_API tack_status tack_device_synchronize(tack_device *d);
 TACK_API tack_status tack_synchronize_all(void);
 
+/* -------------------------------------------------------------- interrupts */
+/* Ask the CPU launches running on interruptible threads to stop: each
+ * returns TACK_ERR_INTERRUPTED within about 100 ms, its output arrays
+ * holding the iterations that ran (docs/design/runtime-contract.md).
+ * Async-signal-safe: made to be called from a SIGINT handler. */
+TACK_API void tack_interrupt(void);
+/* Whether this thread's CPU launches heed tack_interrupt() (default: no).
+ * Each such launch clears a request made before it started. */
+TACK_API void tack_set_interruptible(int on);
+TACK_API int tack_interruptible(void);
+/* A function called once by an interruptible launch that has run for more
+ * than 10 ms (on one of its threads): an embedder checks there that its
+ * signal handler is still installed.  NULL: none. */
+TACK_API void tack_set_long_launch_hook(void (*fn)(void));
+
 /* ------------------------------------------------------------------ arrays */
 #define TACK_MAX_NDIM 8
 

@@ -281,10 +281,11 @@ static void abi_trailer(char *out, size_t cap, const char *key) {
              "_Static_assert(sizeof(tk_pv) == %zu && __builtin_offsetof(tk_pv, i) == %zu && __builtin_offsetof(tk_pv, u) == %zu && "
              "__builtin_offsetof(tk_pv, f) == %zu && __builtin_offsetof(tk_pv, s) == %zu, TK_ABI_MSG(\"tk_pv\"));\n"
              "_Static_assert(sizeof(tk_abi) == %zu && __builtin_offsetof(tk_abi, parallel_for) == %zu && "
-             "__builtin_offsetof(tk_abi, fail) == %zu && __builtin_offsetof(tk_abi, print) == %zu, TK_ABI_MSG(\"tk_abi\"));\n",
+             "__builtin_offsetof(tk_abi, fail) == %zu && __builtin_offsetof(tk_abi, print) == %zu && "
+             "__builtin_offsetof(tk_abi, poll) == %zu, TK_ABI_MSG(\"tk_abi\"));\n",
              key, sizeof(tk_argv), TK_OFF(tk_argv, shape), TK_OFF(tk_argv, s), sizeof(tk_ctx), sizeof(tk_pv),
              TK_OFF(tk_pv, i), TK_OFF(tk_pv, u), TK_OFF(tk_pv, f), TK_OFF(tk_pv, s), sizeof(tk_abi),
-             TK_OFF(tk_abi, parallel_for), TK_OFF(tk_abi, fail), TK_OFF(tk_abi, print));
+             TK_OFF(tk_abi, parallel_for), TK_OFF(tk_abi, fail), TK_OFF(tk_abi, print), TK_OFF(tk_abi, poll));
 #undef TK_OFF
 }
 
@@ -470,10 +471,24 @@ typedef struct launch_ctx {
     tk_ctx head;      /* must stay first: the generated code reads head.failed */
     int site;
     int64_t a, b;
+    rt_watch watch;   /* tack_interrupt() as this launch sees it */
 } launch_ctx;
 
+static void abi_fail(tk_ctx *ctx, int site, int64_t a, int64_t b);
+
+/* The pool's stop test and abi->poll: an interrupt becomes the launch's
+ * failure (unless a check failed first); any failure stops the rest. */
+static int launch_stop(void *arg) {
+    launch_ctx *l = arg;
+    if (rt_watch_poll(&l->watch)) abi_fail(&l->head, TK_SITE_INTERRUPT, 0, 0);
+    return __atomic_load_n(&l->head.failed, __ATOMIC_RELAXED);
+}
+
+static int abi_poll(tk_ctx *ctx) { return launch_stop(ctx); }
+
 static void abi_parallel_for(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel) {
-    pool_run(fn, frame, n, min_parallel);
+    launch_ctx *l = (launch_ctx *)ctx;
+    pool_run(fn, frame, n, min_parallel, l->watch.on ? launch_stop : NULL, l);
 }
 
 static void abi_fail(tk_ctx *ctx, int site, int64_t a, int64_t b) {
@@ -528,7 +543,7 @@ static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
     pthread_mutex_unlock(&print_lock);
 }
 
-static const tk_abi cpu_abi = {TK_CPU_ABI_VERSION, abi_parallel_for, abi_fail, abi_print};
+static const tk_abi cpu_abi = {TK_CPU_ABI_VERSION, abi_parallel_for, abi_fail, abi_print, abi_poll};
 
 
 tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs) {
@@ -557,6 +572,7 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
     launch_ctx l;
     memset(&l, 0, sizeof l);
     l.site = -1;
+    rt_watch_begin(&l.watch);
     ((tk_entry_fn)p->entry)(nargs ? v : NULL, &cpu_abi, &l.head); /* a kernel of no arguments reads none */
     if (__atomic_load_n(&l.head.failed, __ATOMIC_ACQUIRE)) st = tk_site_error(p, l.site, l.a, l.b);
     if (v != stackv) tack_free(v);

@@ -16,7 +16,7 @@
 
 #include "runtime/runtime.h"
 
-#define TK_CPU_ABI_VERSION 1
+#define TK_CPU_ABI_VERSION 2
 
 /* One argument as the generated entry reads it. */
 typedef struct tk_argv {
@@ -47,6 +47,9 @@ typedef struct tk_abi {
     void (*parallel_for)(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel);
     void (*fail)(tk_ctx *ctx, int site, int64_t a, int64_t b);
     void (*print)(tk_ctx *ctx, const tk_pv *v, int n);
+    /* Asked by serial loops now and then: non-zero when the launch must stop
+     * (interrupted, or failed elsewhere); an interrupt is recorded as the failure. */
+    int (*poll)(tk_ctx *ctx);
 } tk_abi;
 
 typedef void (*tk_entry_fn)(const tk_argv *args, const tk_abi *abi, tk_ctx *ctx);

@@ -381,6 +381,9 @@ struct tk_dialect {
      * runtime's parallel_for (CPU); 0 = on a grid (GPUs).  Read by
      * privatize.c: only chunks of a function can keep a private histogram. */
     int pfor_as_function;
+    /* Serial loops ask abi->poll whether to stop (interrupt.c): each
+     * function declares a budget tk_bud_ that the loops spend (the CPU). */
+    int polls;
     /* Qualifiers of @tack.func specializations (NULL: "static"). */
     const char *func_qual;
     /* Vector and matrix values as C++ `T{{...}}` rather than C compound literals. */

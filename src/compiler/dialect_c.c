@@ -91,8 +91,13 @@ static const char PRELUDE_CORE[] =
     "    void (*parallel_for)(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel);\n"
     "    void (*fail)(tk_ctx *ctx, int site, int64_t a, int64_t b);\n"
     "    void (*print)(tk_ctx *ctx, const tk_pv *v, int n);\n"
+    "    int (*poll)(tk_ctx *ctx);\n"
     "} tk_abi;\n"
     "#define TK_FAILED(c) __atomic_load_n(&(c)->failed, __ATOMIC_RELAXED)\n"
+    "/* serial loops spend tk_bud_, one unit an iteration, and poll when it runs out */\n"
+    "#define TK_BUDGET 65536\n"
+    "#define TK_STRIP 65536\n"
+    "#define TK_POLL(n) (__builtin_expect((tk_bud_ -= (n)) < 0, 0) && (tk_bud_ = TK_BUDGET, abi->poll(ctx)))\n"
     "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX512F__)\n"
     "#define TK_NARROW __attribute__((target(\"prefer-vector-width=256\")))\n"
     "#else\n"
@@ -281,6 +286,7 @@ const tk_dialect tk_dialect_c = {
     .math = c_math,
     .export_attr = "__attribute__((visibility(\"default\")))",
     .pfor_as_function = 1,
+    .polls = 1,
     .kernel_decls = tk_cpu_frame,
     .kernel = tk_cpu_kernel,
 };

@@ -29,6 +29,18 @@
  * go through unsigned arithmetic, shifts mask their count, division and
  * modulo call helpers that define INT_MIN // -1 and never divide by zero.
  * Float-to-int conversions saturate (NaN gives 0) instead of being UB.
+ * Serial loops poll (a dialect with `polls`: the CPU): each function keeps a
+ * budget tk_bud_, starting empty, that its loops spend one unit an
+ * iteration; when it runs out the loop asks abi->poll(ctx) whether the
+ * launch must stop (Ctrl-C, interrupt.c) and leaves like a failed check if
+ * so.  A `for` loop is strip-mined -- an outer loop over strips of up to
+ * TK_STRIP iterations pays for each strip at once, and the inner loop is
+ * the loop as before, so the C compiler vectorizes it as before (a `break`
+ * leaves both, by a goto); a `while` loop pays an iteration at a time (its
+ * trip count is unknown; it never ran in vector lanes).  Inside SIMD lanes
+ * (nopoll: emit_cpu.c) nothing may leave early, and loops do not poll;
+ * emit_cpu.c lets only loops of bounded length run there.
+ *
  * A failing check calls abi->fail(ctx, site, a, b) and leaves the function
  * being written (returning tk_zero from a function with a value); after a
  * call to a @tack.func the code tests ctx->failed and leaves too.
@@ -475,28 +487,64 @@ void em_check_fails(tk_emitter *e, tk_ir *s) {
     }
 }
 
+static int polling(const tk_emitter *e) { return e->D->polls && !e->nopoll; }
+
+void em_poll_budget(tk_emitter *e) {
+    if (!e->D->polls) return;
+    I(e); P(e, "int64_t tk_bud_ = 0; (void)tk_bud_;\n");
+}
+
+/* Whether a `break` in x leaves the loop x belongs to (not one nested in it). */
+static int breaks_out(const tk_ir *x) {
+    if (x->op == IR_BREAK) return 1;
+    if (x->op == IR_FOR || x->op == IR_WHILE || x->op == IR_PFOR) return 0;
+    for (int i = 0; i < x->n; i++)
+        if (breaks_out(x->k[i])) return 1;
+    return 0;
+}
+
 /* A serial loop over range(lo, hi, step): a counter from 0 to the trip count,
- * or from lo to hi when the step is 1. */
+ * or from lo to hi when the step is 1; strip-mined when it polls. */
 static void emit_for(tk_emitter *e, tk_ir *s) {
     int c = e->counter++;
     tk_ir *lo = s->k[0], *hi = s->k[1], *step = s->k[2];
+    int unit = step->op == IR_CONST && step->c.i == 1, poll = polling(e);
+    int saved_brk = e->brk, brk = poll && breaks_out(s->k[3]);
     I(e); P(e, "{\n");
     e->ind++;
     I(e); P(e, "const int64_t lo%d = ", c); ex(e, lo); P(e, ", hi%d = ", c); ex(e, hi); P(e, ";\n");
-    if (step->op == IR_CONST && step->c.i == 1) {
-        I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);
-        e->ind++;
-        I(e); local_name(e, s->local); P(e, " = k%d;\n", c);
-    } else {
+    const char *from = "lo", *to = "hi";
+    if (!unit) {
         I(e); P(e, "const int64_t st%d = ", c); ex(e, step); P(e, ", n%d = tk_trip(lo%d, hi%d, st%d);\n", c, c, c, c);
-        I(e); P(e, "for (int64_t k%d = 0; k%d < n%d; k%d++) {\n", c, c, c, c);
-        e->ind++;
-        I(e); local_name(e, s->local);
-        P(e, " = (int64_t)((uint64_t)lo%d + (uint64_t)k%d * (uint64_t)st%d);\n", c, c, c);
+        from = NULL;
+        to = "n";
     }
+    if (poll) {
+        if (from) { I(e); P(e, "for (int64_t s%d = %s%d, e%d; s%d < %s%d; s%d = e%d) {\n", c, from, c, c, c, to, c, c, c); }
+        else { I(e); P(e, "for (int64_t s%d = 0, e%d; s%d < %s%d; s%d = e%d) {\n", c, c, c, to, c, c, c); }
+        e->ind++;
+        I(e); P(e, "e%d = %s%d - s%d > TK_STRIP ? s%d + TK_STRIP : %s%d;\n", c, to, c, c, c, to, c);
+        I(e); P(e, "if (TK_POLL(e%d - s%d)) ", c, c); ret_fail(e); P(e, "\n");
+        I(e); P(e, "for (int64_t k%d = s%d; k%d < e%d; k%d++) {\n", c, c, c, c, c);
+    } else if (from) {
+        I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);
+    } else {
+        I(e); P(e, "for (int64_t k%d = 0; k%d < n%d; k%d++) {\n", c, c, c, c);
+    }
+    e->ind++;
+    I(e); local_name(e, s->local);
+    if (unit) P(e, " = k%d;\n", c);
+    else P(e, " = (int64_t)((uint64_t)lo%d + (uint64_t)k%d * (uint64_t)st%d);\n", c, c, c);
+    e->brk = brk ? c : -1;
     block(e, s->k[3]);
+    e->brk = saved_brk;
     e->ind--;
     I(e); P(e, "}\n");
+    if (poll) {
+        e->ind--;
+        I(e); P(e, "}\n");
+        if (brk) { I(e); P(e, "tk_brk%d:;\n", c); }
+    }
     e->ind--;
     I(e); P(e, "}\n");
 }
@@ -624,17 +672,28 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         }
         I(e); P(e, "}\n");
         return;
-    case IR_WHILE:
+    case IR_WHILE: {
+        int saved_brk = e->brk;
         I(e); P(e, "while ("); ex(e, s->k[0]); P(e, ") {\n");
-        e->ind++; block(e, s->k[1]); e->ind--;
+        e->ind++;
+        if (polling(e)) { I(e); P(e, "if (TK_POLL(1)) "); ret_fail(e); P(e, "\n"); }
+        e->brk = -1;
+        block(e, s->k[1]);
+        e->brk = saved_brk;
+        e->ind--;
         I(e); P(e, "}\n");
         return;
+    }
     case IR_FOR: emit_for(e, s); return;
     case IR_PFOR: /* the layout's (parallel loops are at the kernel's top level) */
         if (e->pfor) e->pfor(e, s);
         else { I(e); P(e, "/* bad statement %d */\n", s->op); }
         return;
-    case IR_BREAK: I(e); P(e, "break;\n"); return;
+    case IR_BREAK:
+        I(e);
+        if (e->brk >= 0) P(e, "goto tk_brk%d;\n", e->brk);
+        else P(e, "break;\n");
+        return;
     case IR_CONTINUE: I(e); P(e, "continue;\n"); return;
     case IR_RETURN:
         I(e);
@@ -738,6 +797,7 @@ static void functions(tk_emitter *e, tk_spec *K, tk_buf *funcs) {
         P(e, " {\n");
         e->ind = 1;
         I(e); P(e, "(void)ctx; (void)abi;\n");
+        poll_budget(e);
         if (returns_value(S)) { I(e); P(e, "const %s tk_zero = {0};\n", ret_type(e, S)); }
         declare_locals(e, -1, 1, NULL, 0);
         block(e, S->body);
@@ -751,6 +811,7 @@ const char *tk_emit(tk_cc *C) {
     tk_emitter ev;
     memset(&ev, 0, sizeof ev);
     tk_emitter *e = &ev;
+    e->brk = -1;
     e->C = C;
     e->D = C->dialect;
     tk_buf out, funcs;

@@ -64,6 +64,8 @@ struct tk_emitter {
     const char *rlo, *rhi; /* bounds of the innermost loop when it runs a block (else NULL) */
     tk_rowmode whole_row;  /* an ndrange chunk's rows */
     tk_chunkfn exact;      /* the chunk function of a loop with fast divisions */
+    int nopoll;            /* in SIMD lanes, where no loop may leave early: serial loops do not poll */
+    int brk;               /* the label a `break` jumps to (a strip-mined loop's), or -1: `break;` */
     int hist;              /* in the private-histogram version of a parallel loop: 1 + its array (privatize.c); else 0 */
 };
 
@@ -86,6 +88,8 @@ TK_HIDDEN void em_check_fails(tk_emitter *e, tk_ir *s);
 /* Declare (zero-initialized) the value locals of one scope (frame: -1, a
  * parallel loop: its id); with `carried`, only those it marks (in 1) or does
  * not mark (in 0). */
+/* In a dialect with polls: the function's loop budget (at its top). */
+TK_HIDDEN void em_poll_budget(tk_emitter *e);
 TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
 
 #define P(...) em_printf(__VA_ARGS__)
@@ -97,5 +101,6 @@ TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, cons
 #define comment_text(e, s) em_comment_text(e, s)
 #define check_fails(e, s) em_check_fails(e, s)
 #define declare_locals(e, scope, skip_params, carried, in) em_declare_locals(e, scope, skip_params, carried, in)
+#define poll_budget(e) em_poll_budget(e)
 
 #endif /* TACK_EMIT_H */

@@ -184,6 +184,17 @@ static int simd_body(const tk_ir *x, int depth) {
     return 1;
 }
 
+/* In a dialect whose loops poll (emit.c), an iteration in SIMD lanes cannot
+ * stop, so it must end soon by itself: its serial loops must all be the
+ * guarded ones of simd_guards, which bound their trip counts (below). */
+#define LANE_TRIP (1 << 22)
+static int serial_loops(const tk_ir *x) {
+    int n = x->op == IR_FOR || x->op == IR_WHILE;
+    for (int i = 0; i < x->n; i++) n += serial_loops(x->k[i]);
+    return n;
+}
+static int guarded_loops(tk_emitter *e, tk_ir *loop, tk_ir *body);
+
 /* A scalar type that OpenMP's reduction(+) clause takes. */
 static int simd_scalar(int dt) {
     return dt != TACK_F16 && dt != TACK_BOOL && dt_scalar((tack_dtype)dt) == (tack_dtype)dt;
@@ -198,6 +209,7 @@ static int simd_scalar(int dt) {
  * sums per lane make a long add chain vector code. */
 static int simd_ok(tk_emitter *e, tk_ir *s) {
     if (!e->C->opts.optimize || e->hist || e->exact == CHUNK_EXACT || !simd_body(s->k[s->aux], 0)) return 0;
+    if (e->D->polls && serial_loops(s->k[s->aux]) != guarded_loops(e, s, s->k[s->aux])) return 0;
     for (int r = 0; s->red && r < s->red->n; r++)
         if (!simd_scalar(s->red->k[r]->ty.dt)) return 0;
     return 1;
@@ -218,7 +230,25 @@ static void simd_pragma(tk_emitter *e, tk_ir *s) {
  * flow it refuses.  The serial loops at the top of the body with invariant
  * bounds and step 1 (an n-body's `for j in range(n)`) give the condition
  * `lo < hi` on which the chunk's loop is versioned (the other version, for
- * empty inner loops, is the same loop without the assumption). */
+ * empty inner loops, is the same loop without the assumption).  Where loops
+ * poll, the condition also bounds each such loop to LANE_TRIP iterations,
+ * so that an iteration in lanes ends within milliseconds: the version for
+ * longer loops polls (an n-body over four million bodies). */
+static int guard_ok(tk_ir *loop, tk_ir *f) {
+    return f->op == IR_FOR && ir_invariant(f->k[0], loop) && ir_invariant(f->k[1], loop) && f->k[2]->op == IR_CONST &&
+           f->k[2]->c.i == 1 && !serial_loops(f->k[3]);
+}
+
+static int guarded_loops(tk_emitter *e, tk_ir *loop, tk_ir *body) {
+    int n = 0;
+    for (int i = 0; i < body->n; i++) {
+        tk_ir *f = body->k[i];
+        if (f->op == IR_BLOCK) n += guarded_loops(e, loop, f);
+        else n += guard_ok(loop, f);
+    }
+    return n;
+}
+
 static int simd_guards(tk_emitter *e, tk_ir *loop, tk_ir *body) {
     int n = 0;
     for (int i = 0; i < body->n; i++) {
@@ -228,6 +258,10 @@ static int simd_guards(tk_emitter *e, tk_ir *loop, tk_ir *body) {
         if (f->k[2]->op != IR_CONST || f->k[2]->c.i != 1) continue;
         P(e, n ? " && (" : "(");
         ex(e, f->k[0]); P(e, ") < ("); ex(e, f->k[1]); P(e, ")");
+        if (e->D->polls) {
+            P(e, " && (uint64_t)("); ex(e, f->k[1]); P(e, ") - (uint64_t)("); ex(e, f->k[0]);
+            P(e, ") <= %d", LANE_TRIP);
+        }
         n++;
     }
     return n;
@@ -297,7 +331,9 @@ static void inner_loop(tk_emitter *e, tk_ir *s, const char *carried, int simd) {
     loop_header(e, s, v, lo, hi);
     e->ind++;
     iteration_head(e, s, carried);
+    e->nopoll = simd;
     block(e, s->k[nd]);
+    e->nopoll = 0;
     e->ind--;
     I(e); P(e, "}\n");
 }
@@ -560,6 +596,7 @@ static void pfor_function(tk_emitter *e, tk_ir *s, int id, tk_chunkfn which) {
     I(e); P(e, "tk_ctx *ctx = F->ctx;\n");
     I(e); P(e, "const tk_abi *abi = F->abi;\n");
     I(e); P(e, "(void)ctx; (void)abi;\n");
+    poll_budget(e);
     array_decls(e, S, "F");
     for (int i = 0; i < S->nlocals; i++) {
         if (S->locals[i].scope != -1 || S->locals[i].ty.kind != TY_VALUE) continue;
@@ -716,6 +753,7 @@ void tk_cpu_kernel(tk_emitter *e, tk_buf *out) {
     e->ind = 1;
     I(e); P(e, "tk_frame F_;\n");
     I(e); P(e, "F_.ctx = ctx; F_.abi = abi;\n");
+    poll_budget(e);
     array_decls(e, K, "args");
     for (int p = 0; p < K->nparams; p++) {
         tk_type t = K->ptypes[p];

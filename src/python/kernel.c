@@ -59,6 +59,7 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
             goto done;
         }
     }
+    tpy_mark_interruptible();
     Py_BEGIN_ALLOW_THREADS
     st = tack_launch(s->prog, c.vals, (int)c.n);
     Py_END_ALLOW_THREADS

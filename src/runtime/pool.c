@@ -27,6 +27,15 @@
  * behind each other.  Small ranges (n < min_parallel) also stay on the
  * caller, with no hand-over at all.
  *
+ * A launch that can be interrupted (interrupt.c) passes a `stop` test, and
+ * then each thread runs its share in pieces instead of in one call: the
+ * first piece a fraction of a millisecond by the body's estimated cost (64
+ * iterations of a body with loops), each next one twice as long while pieces
+ * take under 2.5 ms and half as long over 10 ms, so a piece lasts about
+ * 5 ms whatever an iteration costs, and stop() is asked between pieces.
+ * The dozen extra calls and clock reads a share makes this way cost
+ * nothing against the milliseconds it runs.
+ *
  * After fork() the child has no workers; an atfork handler resets the pool
  * so the child starts its own on demand.
  */
@@ -56,6 +65,9 @@ static struct {
     void *frame;
     int64_t n;
     int parts;
+    int64_t first;
+    int (*stop)(void *);
+    void *stop_arg;
     _Atomic uint64_t gen;
     _Atomic int remaining;
     _Atomic int sleepers;        /* workers blocked (or about to block) on `wake` */
@@ -124,9 +136,44 @@ static uint64_t spin_for_job(uint64_t seen) {
     }
 }
 
-static void run_part(pool_fn fn, void *frame, int64_t n, int parts, int t) {
-    int64_t lo = (int64_t)((__int128)n * t / parts), hi = (int64_t)((__int128)n * (t + 1) / parts);
-    if (lo < hi) fn(frame, lo, hi);
+#define PIECE_HEAVY 64
+#define PIECE_NS 5000000 /* 5 ms */
+
+/* [lo, hi) in pieces of about PIECE_NS, asking stop() after each. */
+static void run_pieces(pool_fn fn, void *frame, int64_t lo, int64_t hi, int64_t first, int (*stop)(void *),
+                       void *stop_arg) {
+    int64_t step = first;
+    while (lo < hi) {
+        int64_t e = hi - lo > step ? lo + step : hi;
+        int64_t t0 = now_ns();
+        fn(frame, lo, e);
+        int64_t dt = now_ns() - t0;
+        lo = e;
+        if (stop(stop_arg)) return;
+        if (dt < PIECE_NS / 2 && step < ((int64_t)1 << 60)) step *= 2;
+        else if (dt > 2 * PIECE_NS && step > 1) step /= 2;
+    }
+}
+
+/* The first piece, from the fewest iterations worth a fork-join (emit_cpu.c's
+ * estimate of a body's cost: 8192-32768 iterations take a few
+ * microseconds): eight times that for a plain body, a fraction of a
+ * millisecond; PIECE_HEAVY iterations of a body with loops or calls
+ * (min_parallel 2), whose iterations may each take long -- enough to fill
+ * the SIMD lanes of an n-body's outer loop. */
+static int64_t first_piece(int64_t min_parallel) {
+    return min_parallel >= 8192 ? 8 * min_parallel : PIECE_HEAVY;
+}
+
+static void run_range(pool_fn fn, void *frame, int64_t lo, int64_t hi, int64_t first, int (*stop)(void *),
+                      void *stop_arg) {
+    if (stop) run_pieces(fn, frame, lo, hi, first, stop, stop_arg);
+    else fn(frame, lo, hi);
+}
+
+static void run_part(int t) {
+    int64_t lo = (int64_t)((__int128)P.n * t / P.parts), hi = (int64_t)((__int128)P.n * (t + 1) / P.parts);
+    if (lo < hi) run_range(P.fn, P.frame, lo, hi, P.first, P.stop, P.stop_arg);
 }
 
 typedef struct { int t; uint64_t seen; } worker_arg;
@@ -146,7 +193,7 @@ static void *worker(void *arg) {
             pthread_mutex_unlock(&P.lock);
         }
         seen = g;
-        if (t < P.parts) run_part(P.fn, P.frame, P.n, P.parts, t);
+        if (t < P.parts) run_part(t);
         if (atomic_fetch_sub(&P.remaining, 1) == 1 && atomic_load(&P.caller_sleeping)) {
             pthread_mutex_lock(&P.lock);
             pthread_cond_signal(&P.done);
@@ -180,17 +227,21 @@ static int start(void) {
     return P.workers;
 }
 
-void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel) {
+void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int (*stop)(void *), void *stop_arg) {
     if (n <= 0) return;
     pthread_once(&once, init_once);
-    if (nthreads <= 1 || n < min_parallel || n < 2 || pthread_mutex_trylock(&P.busy) != 0) {
+    if (n < min_parallel || n < 2) {
         fn(frame, 0, n);
+        return;
+    }
+    if (nthreads <= 1 || pthread_mutex_trylock(&P.busy) != 0) {
+        run_range(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg);
         return;
     }
     int workers = start();
     if (workers == 0) {
         pthread_mutex_unlock(&P.busy);
-        fn(frame, 0, n);
+        run_range(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg);
         return;
     }
     int parts = workers + 1;
@@ -200,6 +251,9 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel) {
     P.frame = frame;
     P.n = n;
     P.parts = parts;
+    P.first = first_piece(min_parallel);
+    P.stop = stop;
+    P.stop_arg = stop_arg;
     atomic_store(&P.remaining, workers);
     atomic_fetch_add(&P.gen, 1);
     if (atomic_load(&P.sleepers) > 0) {
@@ -207,7 +261,7 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel) {
         pthread_cond_broadcast(&P.wake);
         pthread_mutex_unlock(&P.lock);
     }
-    run_part(fn, frame, n, parts, 0);
+    run_part(0);
     /* Wait for the workers: spin, then sleep. */
     int64_t t0 = now_ns();
     for (unsigned i = 1; atomic_load_explicit(&P.remaining, memory_order_acquire) > 0; i++) {

@@ -115,6 +115,10 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
  * Every backend reports through this, so a check words its error the same
  * on every device. */
 tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b) {
+    if (site == TK_SITE_INTERRUPT)
+        return tack_set_error(TACK_ERR_INTERRUPTED,
+                              "kernel '%s' was interrupted; the arrays it writes hold the iterations that ran",
+                              p->kernel_name);
     if (site < 0 || site >= p->nsites)
         return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check", p->kernel_name);
     const tk_site *s = &p->sites[site];

@@ -20,6 +20,9 @@
 /* What a check site tests; the generated code reports the site's number. */
 typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW, CK_STEP } tk_check;
 
+/* The site number a launch reports when tack_interrupt() stopped it. */
+#define TK_SITE_INTERRUPT (-2)
+
 typedef struct tk_site {   /* a check site: what to say when it fails */
     int kind;              /* tk_check */
     int line;

@@ -88,4 +88,15 @@ tack_device *rt_default_cpu(void);
 /* Checked arithmetic for sizes: 0 on overflow. */
 int rt_mul_overflow_size(size_t a, size_t b, size_t *out);
 
+/* interrupt.c: one launch's view of tack_interrupt(). */
+typedef struct rt_watch {
+    int on;             /* the launching thread is interruptible */
+    atomic_int hooked;  /* the long-launch hook has run */
+    int64_t t0;         /* when the launch began (ns) */
+} rt_watch;
+/* At a launch's start: clears an earlier request when the thread is interruptible. */
+void rt_watch_begin(rt_watch *w);
+/* 1 when the launch should stop; calls the long-launch hook once after 10 ms. */
+int rt_watch_poll(rt_watch *w);
+
 #endif /* TACK_RUNTIME_H */

@@ -3,6 +3,8 @@
  * real C compiler, run on the CPU device, checked against hand results.
  */
 #include <math.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,6 +570,59 @@ static void test_stencil(void) {
     tack_array_release(small);
 }
 
+/* tack_interrupt() stops a launch on an interruptible thread: an endless
+ * loop in each iteration of a parallel loop returns TACK_ERR_INTERRUPTED
+ * soon after the request; a request made before a launch does not stop it. */
+static void *interrupt_later(void *arg) {
+    (void)arg;
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    tack_interrupt();
+    return NULL;
+}
+
+static void test_interrupt(void) {
+    new_module();
+    tack_node *body = BLOCK(1, RANGE1("i", SHAPE("out", 0),
+        BLOCK(3, ASSIGN(NAME("x"), INT(0)),
+              WHILE(CMP(NAME("x"), TACK_OP_GE, INT(0)),
+                    BLOCK(1, ASSIGN(NAME("x"), BIN(TACK_OP_MOD, BIN(TACK_OP_ADD, NAME("x"), INT(1)), INT(1000))))),
+              ASSIGN(SUB(NAME("out"), 1, NAME("i")), NAME("x")))));
+    int k = FUNC(TACK_FUNC_KERNEL, "spin", "out", body);
+    tack_argtype sig[1] = {ARR(TACK_I64, 1)};
+    tack_status st;
+    tack_program *p = build(k, sig, 1, &st, 1);
+    CHECK(p != NULL);
+    if (!p) return;
+    tack_array *out = arr(TACK_I64, 1, 4, 0);
+    tack_arg args[1] = {A(out)};
+    CHECK(tack_interruptible() == 0);
+    tack_set_interruptible(1);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, interrupt_later, NULL) == 0);
+    CHECK(tack_launch(p, args, 1) == TACK_ERR_INTERRUPTED);
+    CHECK(strstr(tack_last_error(), "kernel 'spin' was interrupted") != NULL);
+    pthread_join(th, NULL);
+    tack_array_release(out);
+    tack_program_free(p);
+
+    /* a request left from before the launch is dropped as the launch starts */
+    new_module();
+    tack_node *fill = BLOCK(1, RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), INT(7)))));
+    k = FUNC(TACK_FUNC_KERNEL, "fill", "out", fill);
+    p = build(k, sig, 1, &st, 1);
+    CHECK(p != NULL);
+    if (!p) return;
+    out = arr(TACK_I64, 1, 1000000, 0);
+    args[0] = A(out);
+    tack_interrupt();
+    CHECK(tack_launch(p, args, 1) == TACK_OK);
+    CHECK(((int64_t *)tack_array_data(out))[999999] == 7);
+    tack_set_interruptible(0);
+    tack_array_release(out);
+    tack_program_free(p);
+}
+
 int main(void) {
     if (tack_device_get("cpu", &cpu) != TACK_OK) {
         fprintf(stderr, "no cpu device: %s\n", tack_last_error());
@@ -585,6 +640,7 @@ int main(void) {
     test_vectors();
     test_phases();
     test_stencil();
+    test_interrupt();
     if (tb_m) tack_module_free(tb_m);
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -1,0 +1,81 @@
+/*
+ * interrupt.c -- Ctrl-C stops a running kernel and raises KeyboardInterrupt.
+ *
+ * Python answers SIGINT between bytecodes, so a kernel that runs for
+ * minutes would ignore Ctrl-C until it ends.  libtack can stop a launch
+ * cleanly when asked (tack_interrupt, src/runtime/interrupt.c); this file
+ * asks.  At import it puts a SIGINT handler in front of Python's own: ours
+ * calls tack_interrupt() and then Python's, so Python still records the
+ * signal and raises KeyboardInterrupt (or runs the program's handler) as
+ * soon as the stopped launch returns (tpy_raise).  A program that set
+ * SIGINT to SIG_IGN or SIG_DFL keeps it: we chain only to a handler.
+ *
+ * Only the main thread's launches are interruptible, since only it gets
+ * KeyboardInterrupt; a kernel on another thread runs to its end.  Python
+ * installs its handler again whenever signal.signal() is called, which
+ * removes ours: libtack's long-launch hook, run once by any launch that
+ * passes 10 ms, puts it back (a sigaction call: too dear for every launch,
+ * nothing for a long one).  The handler and the saved previous one are
+ * process-wide by nature, not per module; they hold no Python objects.
+ */
+#include "tack_py.h" /* Python.h first: it sets the POSIX feature macros */
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+static struct sigaction previous;   /* the handler ours chains to */
+static unsigned long main_ident;    /* the main thread's PyThread ident */
+static _Thread_local int thread_set; /* this thread's interruptibility is decided */
+
+static void on_sigint(int sig, siginfo_t *info, void *uc) {
+    int saved = errno;
+    tack_interrupt();
+    if (previous.sa_flags & SA_SIGINFO) {
+        if (previous.sa_sigaction) previous.sa_sigaction(sig, info, uc);
+    } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler) {
+        previous.sa_handler(sig);
+    }
+    errno = saved;
+}
+
+static int is_ours(const struct sigaction *a) { return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_sigint; }
+
+/* Put our handler in front of the current SIGINT handler, if there is one
+ * and it is not ours already. */
+static void ensure_handler(void) {
+    struct sigaction cur, ours;
+    if (sigaction(SIGINT, NULL, &cur) != 0 || is_ours(&cur)) return;
+    if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN)) return;
+    previous = cur;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = on_sigint;
+    ours.sa_mask = cur.sa_mask;
+    ours.sa_flags = (cur.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+    sigaction(SIGINT, &ours, NULL);
+}
+
+void tpy_mark_interruptible(void) {
+    if (thread_set) return;
+    thread_set = 1;
+    tack_set_interruptible(PyThread_get_thread_ident() == main_ident);
+}
+
+int tpy_interrupt_exec(PyObject *m) {
+    (void)m;
+    PyObject *threading = PyImport_ImportModule("threading");
+    if (!threading) return -1;
+    PyObject *main = PyObject_CallMethod(threading, "main_thread", NULL);
+    Py_DECREF(threading);
+    if (!main) return -1;
+    PyObject *ident = PyObject_GetAttrString(main, "ident");
+    Py_DECREF(main);
+    if (!ident) return -1;
+    unsigned long id = PyLong_AsUnsignedLong(ident);
+    Py_DECREF(ident);
+    if (id == (unsigned long)-1 && PyErr_Occurred()) return -1;
+    main_ident = id;
+    if (PyThread_get_thread_ident() == main_ident) ensure_handler();
+    tack_set_long_launch_hook(ensure_handler);
+    return 0;
+}

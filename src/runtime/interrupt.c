@@ -1,0 +1,72 @@
+/*
+ * interrupt.c -- stopping a running CPU launch when the user asks (Ctrl-C).
+ *
+ * A kernel runs as machine code with no interpreter around it, so nothing
+ * can stop it from outside without leaving locks or half-written state in
+ * an unknown place.  Instead the kernel asks, at points where stopping is
+ * clean: the thread pool between the pieces of a parallel loop (pool.c runs
+ * each thread's share in pieces sized to about 5 ms each), and the
+ * generated code in its serial loops, once per 64K iterations counted
+ * across all of them (abi->poll; emit.c).  The question is one relaxed load
+ * of a flag, so asking costs nothing measurable.
+ *
+ * Who sets the flag is the embedder's business: tack_interrupt() is
+ * async-signal-safe, made to be called from a SIGINT handler, and the
+ * Python extension installs one that chains to Python's own (so Python
+ * still raises KeyboardInterrupt).  Only launches made on a thread that
+ * opted in with tack_set_interruptible(1) read the flag -- in Python, the
+ * main thread, the only one that gets KeyboardInterrupt -- and each such
+ * launch clears it as it starts, so a request made between launches (which
+ * Python itself answers) does not stop the next one.
+ *
+ * A handler installed once can be replaced later (Python's signal.signal
+ * installs its own C handler again).  So a launch that has run for more
+ * than 10 ms calls the embedder's long-launch hook once, which puts its
+ * handler back if it is gone: the check is a system call, too dear for
+ * every launch (a small launch costs a fifth of a microsecond), free for a
+ * long one.
+ */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "runtime/runtime.h"
+
+#define LONG_LAUNCH_NS 10000000 /* 10 ms */
+
+static atomic_int requested;
+static _Thread_local int interruptible;
+static void (*_Atomic long_hook)(void);
+
+TACK_API void tack_interrupt(void) { atomic_store_explicit(&requested, 1, memory_order_relaxed); }
+
+TACK_API void tack_set_interruptible(int on) { interruptible = on != 0; }
+
+TACK_API int tack_interruptible(void) { return interruptible; }
+
+TACK_API void tack_set_long_launch_hook(void (*fn)(void)) { atomic_store(&long_hook, fn); }
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void rt_watch_begin(rt_watch *w) {
+    w->on = interruptible;
+    atomic_store_explicit(&w->hooked, 0, memory_order_relaxed);
+    w->t0 = 0;
+    if (!w->on) return;
+    atomic_store_explicit(&requested, 0, memory_order_relaxed);
+    w->t0 = now_ns();
+}
+
+int rt_watch_poll(rt_watch *w) {
+    if (!w->on) return 0;
+    if (atomic_load_explicit(&requested, memory_order_relaxed)) return 1;
+    if (!atomic_load_explicit(&w->hooked, memory_order_relaxed) && now_ns() - w->t0 > LONG_LAUNCH_NS &&
+        !atomic_exchange(&w->hooked, 1)) {
+        void (*fn)(void) = atomic_load(&long_hook);
+        if (fn) fn();
+    }
+    return atomic_load_explicit(&requested, memory_order_relaxed);
+}
