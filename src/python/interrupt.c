@@ -24,8 +24,8 @@
 #include <signal.h>
 #include <string.h>
 
-static struct sigaction previous;   /* the handler ours chains to */
-static unsigned long main_ident;    /* the main thread's PyThread ident */
+static struct sigaction previous;    /* the handler ours chains to */
+static unsigned long main_ident;     /* the main thread's PyThread ident */
 static _Thread_local int thread_set; /* this thread's interruptibility is decided */
 
 static void on_sigint(int sig, siginfo_t *info, void *uc) {
