@@ -352,7 +352,12 @@ static tack_status run_compiler(const kc_dir *d, const char *kernel, const char 
     else if (WIFSIGNALED(status))
         st = tack_set_error(TACK_ERR_RUNTIME, "the C compiler was killed by signal %d on kernel '%s' (source kept in %s/%s)\n%s",
                             WTERMSIG(status), kernel, d->path, src, log);
-    else
+    else if (strstr(log, "No space left on device")) { /* the disk is full: keep nothing */
+        unlinkat(d->fd, src, 0);
+        unlinkat(d->fd, out, 0);
+        st = tack_set_error(TACK_ERR_RUNTIME, "no space left on the device holding the kernel cache %s compiling kernel '%s':\n%s",
+                            d->path, kernel, log);
+    } else
         st = tack_set_error(TACK_ERR_RUNTIME, "the C compiler failed on kernel '%s' (source kept in %s/%s):\n%s", kernel,
                             d->path, src, log);
 done:

@@ -225,3 +225,41 @@ def test_ctrl_c_during_a_compile_is_a_keyboard_interrupt(tmp_path):
     assert "KeyboardInterrupt" in err, err[-3000:]
     assert "RuntimeError" not in err, err[-3000:]
     assert not list(cache.glob("*.c")), "a stray source file was left behind"
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 256 KiB tmpfs to fill up (needs root and a kernel that lets us mount)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir(mode=0o700)
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(mnt)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_full_disk_while_writing_the_source_says_so(tiny_disk):
+    (tiny_disk / "filler").write_bytes(b"\0" * (256 * 1024 - 2048))  # the source needs more than what is left
+    proc = run(tiny_disk, where=tiny_disk.parent)
+    assert proc.returncode != 0
+    assert "No space left on device" in proc.stderr, proc.stderr[-2000:]
+    assert not list(tiny_disk.glob("*.c")) and not list(tiny_disk.glob("*.so"))
+
+
+def test_full_disk_while_compiling_says_so_and_keeps_nothing(tiny_disk):
+    # A compiler that finds the disk full: the source was written, then the
+    # disk fills before the linker writes the library.
+    cc = tiny_disk.parent / "fillcc"
+    cc.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then exec {CC} --version; fi\n'
+                  f'dd if=/dev/zero of="{tiny_disk}/filler" bs=4096 2>/dev/null\nexec {CC} "$@"\n')
+    cc.chmod(0o755)
+    proc = run(tiny_disk, where=tiny_disk.parent, TACK_CC=str(cc))
+    assert proc.returncode != 0
+    assert "no space left on the device holding the kernel cache" in proc.stderr, proc.stderr[-2000:]
+    assert "No space left on device" in proc.stderr
+    assert not list(tiny_disk.glob("*.c")) and not list(tiny_disk.glob("*.so"))
