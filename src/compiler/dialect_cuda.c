@@ -6,30 +6,9 @@
  * CUDA's math functions, C++ brace literals, and -- through the dialect's
  * `kernel` hook -- the layout of the kernel on a grid.
  *
- * The layout.  A kernel body is a sequence of top-level statements, some of
- * them parallel loops.  Each parallel loop becomes one `__global__` function
- * ("phase") that runs a grid-stride loop over the loop's flattened index
- * space (ndrange dimensions decomposed per iteration, with 32-bit division
- * when the space allows).  Serial code between the loops goes one of two
- * ways:
- *
- *   - when it is pure -- assignments to locals, checks, ifs, reading only
- *     arrays the kernel never writes -- every thread of the following loop's
- *     phase runs it first (a "prologue").  Hoisted bounds checks and the
- *     `n = a.shape[0]` of most kernels are of this kind, so the usual kernel
- *     is a single launch;
- *   - otherwise it is a phase of its own, launched as one thread.
- *
- * The phases of one call are launched in order on the device's stream, so
- * each sees the memory effects of the one before, as the language requires
- * ("each top-level loop completes before the next statement starts").  The
- * kernel's frame -- its scalar parameters and the locals that live between
- * loops -- travels from phase to phase through a small device buffer that
- * holds two copies of the frame: phase k reads copy k%2 and writes copy
- * (k+1)%2, so threads of one phase never read what another thread of the
- * same phase is writing.  A single-thread phase marks `done` while it runs
- * and clears it at its normal end; a `return` (or a failed check) leaves it
- * set, and later phases of that call return at once.
+ * The layout -- phases, prologues, the frame between phases -- is the grid
+ * layout shared by the GPU dialects (layout_grid.c); this file's tk_grid
+ * gives CUDA's spelling of it.
  *
  * Arguments reach every phase as one by-value struct of 8-byte slots: the
  * error record, the frame buffer, the program's id, then per parameter the
@@ -56,7 +35,7 @@
  */
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/grid.h"
 
 static const char *cu_ctype(tack_dtype dt) { return tk_dialect_c.ctype(dt); }
 static const char *cu_storage(tack_dtype dt) { return tk_dialect_c.storage_type(dt); }
@@ -103,7 +82,8 @@ static const char PRELUDE_CORE[] =
     "struct tk_abi {\n"
     "    unsigned long long prog;\n"
     "    __device__ void fail(tk_ctx *c, int site, int64_t a, int64_t b) const {\n"
-    "        if (atomicCAS(&c->failed, 0, 1) == 0) { c->site = site; c->prog = prog; c->a = a; c->b = b; __threadfence(); }\n"
+    "        if (atomicCAS(&c->failed, 0, 1) == 0) { c->site = site; c->prog = prog; c->a = a; c->b = b; "
+    "__threadfence(); }\n"
     "    }\n"
     "    __device__ void print(tk_ctx *c, const tk_pv *v, int n) const {\n"
     "        for (int i = 0; i < n; i++) {\n"
@@ -180,7 +160,8 @@ static const char PRELUDE_CORE[] =
     "TK_D float tk_pyfdiv_f32(float a, float b) { return (float)tk_pyfdiv_f64(a, b); }\n"
     "TK_D int64_t tk_trip(int64_t lo, int64_t hi, int64_t st) {\n"
     "    if (st > 0 && lo < hi) return (int64_t)(((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)st + 1);\n"
-    "    if (st < 0 && lo > hi) return (int64_t)(((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)st) + 1);\n"
+    "    if (st < 0 && lo > hi) return (int64_t)(((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)st) + "
+    "1);\n"
     "    return 0;\n"
     "}\n"
     "/* Warp sums for privatized reductions (integers wrap). */\n"
@@ -255,34 +236,50 @@ static const char PRELUDE_VEC[] =
     "TK_D T tk_dot_##N(N a, N b) { T s = 0; for (int i = 0; i < LEN; i++) s += a.v[i] * b.v[i]; return s; }\n"
     "#define TK_VECI(N, LEN) \\\n"
     "typedef struct N { int32_t v[LEN]; } N; \\\n"
-    "TK_D N tk_add_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] + (uint32_t)b.v[i]); return r; } \\\n"
-    "TK_D N tk_sub_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] - (uint32_t)b.v[i]); return r; } \\\n"
-    "TK_D N tk_mul_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] * (uint32_t)b.v[i]); return r; } \\\n"
-    "TK_D N tk_neg_##N(N a) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)(0u - (uint32_t)a.v[i]); return r; } \\\n"
-    "TK_D int32_t tk_dot_##N(N a, N b) { uint32_t s = 0; for (int i = 0; i < LEN; i++) s += (uint32_t)a.v[i] * (uint32_t)b.v[i]; return (int32_t)s; }\n"
+    "TK_D N tk_add_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] + "
+    "(uint32_t)b.v[i]); return r; } \\\n"
+    "TK_D N tk_sub_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] - "
+    "(uint32_t)b.v[i]); return r; } \\\n"
+    "TK_D N tk_mul_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)((uint32_t)a.v[i] * "
+    "(uint32_t)b.v[i]); return r; } \\\n"
+    "TK_D N tk_neg_##N(N a) { N r; for (int i = 0; i < LEN; i++) r.v[i] = (int32_t)(0u - (uint32_t)a.v[i]); return r; "
+    "} \\\n"
+    "TK_D int32_t tk_dot_##N(N a, N b) { uint32_t s = 0; for (int i = 0; i < LEN; i++) s += (uint32_t)a.v[i] * "
+    "(uint32_t)b.v[i]; return (int32_t)s; }\n"
     "#define TK_VECF(N, T, LEN, SQRT) TK_VEC(N, T, LEN) \\\n"
     "TK_D T tk_length_##N(N a) { return SQRT(tk_dot_##N(a, a)); } \\\n"
-    "TK_D N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l > 0 ? a.v[i] / l : 0; return r; }\n"
+    "TK_D N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l > 0 ? a.v[i] "
+    "/ l : 0; return r; }\n"
     "#define TK_CROSS(N) TK_D N tk_cross_##N(N a, N b) { N r; \\\n"
     "    r.v[0] = a.v[1] * b.v[2] - a.v[2] * b.v[1]; r.v[1] = a.v[2] * b.v[0] - a.v[0] * b.v[2]; \\\n"
     "    r.v[2] = a.v[0] * b.v[1] - a.v[1] * b.v[0]; return r; }\n"
     "#define TK_MAT(M, V, T, R) \\\n"
     "typedef struct M { T m[R][R]; } M; \\\n"
-    "TK_D M tk_add_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] + b.m[i][j]; return r; } \\\n"
-    "TK_D M tk_sub_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] - b.m[i][j]; return r; } \\\n"
-    "TK_D M tk_mul_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] * b.m[i][j]; return r; } \\\n"
-    "TK_D M tk_div_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] / b.m[i][j]; return r; } \\\n"
-    "TK_D M tk_neg_##M(M a) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = -a.m[i][j]; return r; } \\\n"
-    "TK_D V tk_mm_##M##_##V(M a, V b) { V r; for (int i = 0; i < R; i++) { T s = 0; for (int j = 0; j < R; j++) s += a.m[i][j] * b.v[j]; r.v[i] = s; } return r; } \\\n"
-    "TK_D M tk_mm_##M##_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) { T s = 0; for (int k = 0; k < R; k++) s += a.m[i][k] * b.m[k][j]; r.m[i][j] = s; } return r; }\n"
+    "TK_D M tk_add_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] "
+    "+ b.m[i][j]; return r; } \\\n"
+    "TK_D M tk_sub_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] "
+    "- b.m[i][j]; return r; } \\\n"
+    "TK_D M tk_mul_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] "
+    "* b.m[i][j]; return r; } \\\n"
+    "TK_D M tk_div_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = a.m[i][j] "
+    "/ b.m[i][j]; return r; } \\\n"
+    "TK_D M tk_neg_##M(M a) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) r.m[i][j] = -a.m[i][j]; "
+    "return r; } \\\n"
+    "TK_D V tk_mm_##M##_##V(M a, V b) { V r; for (int i = 0; i < R; i++) { T s = 0; for (int j = 0; j < R; j++) s += "
+    "a.m[i][j] * b.v[j]; r.v[i] = s; } return r; } \\\n"
+    "TK_D M tk_mm_##M##_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) { T s = 0; for "
+    "(int k = 0; k < R; k++) s += a.m[i][k] * b.m[k][j]; r.m[i][j] = s; } return r; }\n"
     "TK_VECF(tk_vec2, float, 2, sqrtf) TK_VECF(tk_vec3, float, 3, sqrtf) TK_VECF(tk_vec4, float, 4, sqrtf)\n"
     "TK_VECF(tk_vec2d, double, 2, sqrt) TK_VECF(tk_vec3d, double, 3, sqrt) TK_VECF(tk_vec4d, double, 4, sqrt)\n"
     "TK_VECI(tk_vec2i, 2) TK_VECI(tk_vec3i, 3) TK_VECI(tk_vec4i, 4)\n"
     "TK_CROSS(tk_vec3) TK_CROSS(tk_vec3d)\n"
-    "TK_D tk_vec3i tk_cross_tk_vec3i(tk_vec3i a, tk_vec3i b) { tk_vec3i r; uint32_t x[3], y[3]; for (int i = 0; i < 3; i++) { x[i] = (uint32_t)a.v[i]; y[i] = (uint32_t)b.v[i]; }\n"
-    "    r.v[0] = (int32_t)(x[1] * y[2] - x[2] * y[1]); r.v[1] = (int32_t)(x[2] * y[0] - x[0] * y[2]); r.v[2] = (int32_t)(x[0] * y[1] - x[1] * y[0]); return r; }\n"
+    "TK_D tk_vec3i tk_cross_tk_vec3i(tk_vec3i a, tk_vec3i b) { tk_vec3i r; uint32_t x[3], y[3]; for (int i = 0; i < 3; "
+    "i++) { x[i] = (uint32_t)a.v[i]; y[i] = (uint32_t)b.v[i]; }\n"
+    "    r.v[0] = (int32_t)(x[1] * y[2] - x[2] * y[1]); r.v[1] = (int32_t)(x[2] * y[0] - x[0] * y[2]); r.v[2] = "
+    "(int32_t)(x[0] * y[1] - x[1] * y[0]); return r; }\n"
     "TK_MAT(tk_mat22, tk_vec2, float, 2) TK_MAT(tk_mat33, tk_vec3, float, 3) TK_MAT(tk_mat44, tk_vec4, float, 4)\n"
-    "TK_MAT(tk_mat22d, tk_vec2d, double, 2) TK_MAT(tk_mat33d, tk_vec3d, double, 3) TK_MAT(tk_mat44d, tk_vec4d, double, 4)\n";
+    "TK_MAT(tk_mat22d, tk_vec2d, double, 2) TK_MAT(tk_mat33d, tk_vec3d, double, 3) TK_MAT(tk_mat44d, tk_vec4d, double, "
+    "4)\n";
 
 static void cu_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_CORE);
@@ -294,300 +291,10 @@ static void cu_prelude(tk_cc *C, tk_buf *b) {
 /* ------------------------------------------------------------ the layout */
 #define CU_BLOCK 256
 
-enum { PH_SERIAL, PH_PFOR };
-
-typedef struct phase {
-    int kind;
-    int first, last;   /* serial statements or the loop's prologue: stmts[first, last) */
-    tk_ir *pfor;
-} phase;
-
-typedef struct layout {
-    tk_cc *C;
-    tk_spec *K;
-    tk_ir **stmts;
-    int nstmts, capstmts;
-    phase *ph;
-    int nph;
-} layout;
-
-static void flatten(layout *L, tk_ir *s) {
-    if (s->op == IR_BLOCK) {
-        for (int i = 0; i < s->n; i++) flatten(L, s->k[i]);
-        return;
-    }
-    if (L->nstmts == L->capstmts) {
-        int cap = L->capstmts ? L->capstmts * 2 : 16;
-        tk_ir **n = tk_alloc(&L->C->arena, sizeof *n * (size_t)cap);
-        if (L->nstmts) memcpy(n, L->stmts, sizeof *n * (size_t)L->nstmts);
-        L->stmts = n;
-        L->capstmts = cap;
-    }
-    L->stmts[L->nstmts++] = s;
-}
-
-/* An expression every thread may evaluate for itself: no calls, no atomics,
- * and no reads of arrays the kernel writes (a thread that starts late would
- * see another thread's stores). */
-static int pure_expr(layout *L, const tk_ir *x) {
-    if (x->op == IR_CALL || x->op == IR_ATOMIC) return 0;
-    if (x->op == IR_LOAD && (L->K->written >> (x->param & 63) & 1)) return 0;
-    for (int i = 0; i < x->n; i++)
-        if (!pure_expr(L, x->k[i])) return 0;
-    return 1;
-}
-
-static int replicable(layout *L, const tk_ir *s) {
-    switch (s->op) {
-    case IR_BLOCK:
-        for (int i = 0; i < s->n; i++)
-            if (!replicable(L, s->k[i])) return 0;
-        return 1;
-    case IR_ASSIGN: case IR_SETCOMP: case IR_EVAL: case IR_CHECK:
-        for (int i = 0; i < s->n; i++)
-            if (!pure_expr(L, s->k[i])) return 0;
-        return 1;
-    case IR_IF:
-        return pure_expr(L, s->k[0]) && replicable(L, s->k[1]) && replicable(L, s->k[2]);
-    default:
-        return 0;
-    }
-}
-
-static int calls_or_atomics(const tk_ir *x) {
-    if (x->op == IR_CALL || x->op == IR_ATOMIC) return 1;
-    for (int i = 0; i < x->n; i++)
-        if (calls_or_atomics(x->k[i])) return 1;
-    return 0;
-}
-
-/* Statements whose only effect is on locals matter only to what follows. */
-static int has_effect(const tk_ir *s) {
-    switch (s->op) {
-    case IR_BLOCK:
-        for (int i = 0; i < s->n; i++)
-            if (has_effect(s->k[i])) return 1;
-        return 0;
-    case IR_ASSIGN: case IR_SETCOMP:
-        return calls_or_atomics(s); /* a call or an atomic may write or fail */
-    case IR_RETURN:
-        return 0;                    /* nothing after it to skip */
-    default:
-        return 1;
-    }
-}
-
-static void add_phase(layout *L, int kind, int first, int last, tk_ir *pfor) {
-    phase *p = &L->ph[L->nph++];
-    p->kind = kind;
-    p->first = first;
-    p->last = last;
-    p->pfor = pfor;
-}
-
-static void plan(layout *L) {
-    L->ph = tk_alloc(&L->C->arena, sizeof(phase) * (size_t)(2 * L->nstmts + 1));
-    int i = 0;
-    while (i < L->nstmts) {
-        int j = i;
-        while (j < L->nstmts && L->stmts[j]->op != IR_PFOR) j++;
-        int pure = 1, effect = 0;
-        for (int k = i; k < j; k++) {
-            pure &= replicable(L, L->stmts[k]);
-            effect |= has_effect(L->stmts[k]);
-        }
-        if (j < L->nstmts) {
-            if (j > i && !pure) {
-                add_phase(L, PH_SERIAL, i, j, NULL);
-                add_phase(L, PH_PFOR, j, j, L->stmts[j]);
-            } else {
-                add_phase(L, PH_PFOR, i, j, L->stmts[j]);
-            }
-            i = j + 1;
-        } else {
-            if (effect) add_phase(L, PH_SERIAL, i, j, NULL);
-            i = j;
-        }
-    }
-}
-
-static int is_frame_local(const tk_spec *K, int i) {
-    return K->locals[i].scope == -1 && K->locals[i].ty.kind == TY_VALUE;
-}
-
-static size_t local_bytes(const tk_spec *K, int i) {
-    size_t n = tack_dtype_get((tack_dtype)K->locals[i].ty.dt)->itemsize;
-    return (n + 7) & ~(size_t)7;
-}
-
-static int has_return(const tk_ir *s) {
-    if (s->op == IR_RETURN) return 1;
-    for (int i = 0; i < s->n; i++)
-        if (has_return(s->k[i])) return 1;
-    return 0;
-}
-
-static void frame_io(tk_emitter *e, const tk_spec *K, int load, int copy) {
-    for (int i = 0; i < K->nlocals; i++) {
-        if (!is_frame_local(K, i)) continue;
-        tk_emitter_indent(e);
-        if (load) {
-            tk_emitter_printf(e, "%s ", cu_ctype((tack_dtype)K->locals[i].ty.dt));
-            tk_emitter_local(e, i);
-            tk_emitter_printf(e, " = FB->f[%d].", copy);
-            tk_emitter_local(e, i);
-        } else {
-            tk_emitter_printf(e, "FB->f[%d].", copy);
-            tk_emitter_local(e, i);
-            tk_emitter_printf(e, " = ");
-            tk_emitter_local(e, i);
-        }
-        tk_emitter_printf(e, ";\n");
-    }
-}
-
-/* The scalar parameters from the argument slots, converted as on the CPU. */
-static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K) {
-    for (int p = 0; p < K->nparams; p++) {
-        tk_type t = K->ptypes[p];
-        if (t.kind == TY_ARRAY) continue;
-        tack_scalar_kind k = dt_kind(C->args[p].dtype);
-        const char *mem = k == TACK_KIND_FLOAT ? "f" : k == TACK_KIND_UINT ? "u" : "i";
-        const char *T = cu_ctype((tack_dtype)t.dt);
-        int to_float = dt_kind((tack_dtype)t.dt) == TACK_KIND_FLOAT;
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "%s ", T);
-        tk_emitter_local(e, K->plocal[p]);
-        if (k == TACK_KIND_FLOAT && !to_float && t.dt != TACK_BOOL)
-            tk_emitter_printf(e, " = (%s)tk_f2%s(P.s%d.f);\n", T,
-                              dt_kind((tack_dtype)t.dt) == TACK_KIND_INT ? "i64" : "u64", p);
-        else if (t.dt == TACK_BOOL)
-            tk_emitter_printf(e, " = P.s%d.%s != 0;\n", p, mem);
-        else
-            tk_emitter_printf(e, " = (%s)P.s%d.%s;\n", T, p, mem);
-    }
-    for (int i = 0; i < K->nlocals; i++) {
-        if (!is_frame_local(K, i) || K->locals[i].is_param) continue;
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "%s ", cu_ctype((tack_dtype)K->locals[i].ty.dt));
-        tk_emitter_local(e, i);
-        tk_emitter_printf(e, " = {0};\n");
-    }
-}
-
-static int pfor_scope(const tk_spec *K, const tk_ir *s) { return K->locals[s->vars[0]].scope; }
-
-/* The grid-stride loop of one parallel loop, its body, and the warp-summed
- * flushes of privatized reductions. */
-static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s) {
-    int nd = s->aux;
-    for (int d = 0; d < nd; d++) {
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "const int64_t n%d_ = ", d);
-        tk_emitter_expr(e, s->k[d]);
-        tk_emitter_printf(e, ";\n");
-    }
-    tk_emitter_indent(e);
-    tk_emitter_printf(e, "uint64_t total_ = 1;\n");
-    for (int d = 0; d < nd; d++) {
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "total_ = n%d_ > 0 ? total_ * (uint64_t)n%d_ : 0;\n", d, d);
-    }
-    if (s->off) {
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "const uint64_t off_ = (uint64_t)(");
-        tk_emitter_expr(e, s->off);
-        tk_emitter_printf(e, ");\n");
-    }
-    if (nd > 1) {
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "const bool narrow_ = total_ <= 0xffffffffull;\n");
-    }
-    tk_emitter_declare_locals(e, pfor_scope(K, s));
-    tk_emitter_indent(e);
-    tk_emitter_printf(e, "const uint64_t stride_ = (uint64_t)gridDim.x * blockDim.x;\n");
-    tk_emitter_indent(e);
-    tk_emitter_printf(e, "for (uint64_t i_ = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i_ < total_; i_ += stride_) {\n");
-    tk_emitter_nest(e, 1);
-    if (nd == 1) {
-        tk_emitter_indent(e);
-        tk_emitter_local(e, s->vars[0]);
-        tk_emitter_printf(e, s->off ? " = (int64_t)(i_ + off_);\n" : " = (int64_t)i_;\n");
-    } else {
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "if (narrow_) {\n");
-        tk_emitter_nest(e, 1);
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "uint32_t r_ = (uint32_t)i_;\n");
-        for (int d = nd - 1; d >= 0; d--) {
-            tk_emitter_indent(e);
-            tk_emitter_local(e, s->vars[d]);
-            if (d > 0) tk_emitter_printf(e, " = (int64_t)(r_ %% (uint32_t)n%d_); r_ /= (uint32_t)n%d_;\n", d, d);
-            else tk_emitter_printf(e, " = (int64_t)r_;\n");
-        }
-        tk_emitter_nest(e, -1);
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "} else {\n");
-        tk_emitter_nest(e, 1);
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "uint64_t r_ = i_;\n");
-        for (int d = nd - 1; d >= 0; d--) {
-            tk_emitter_indent(e);
-            tk_emitter_local(e, s->vars[d]);
-            if (d > 0) tk_emitter_printf(e, " = (int64_t)(r_ %% (uint64_t)n%d_); r_ /= (uint64_t)n%d_;\n", d, d);
-            else tk_emitter_printf(e, " = (int64_t)r_;\n");
-        }
-        tk_emitter_nest(e, -1);
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "}\n");
-    }
-    tk_emitter_stmt(e, s->k[nd]);
-    tk_emitter_nest(e, -1);
-    tk_emitter_indent(e);
-    tk_emitter_printf(e, "}\n");
-    for (int r = 0; s->red && r < s->red->n; r++) {
-        tk_ir *a = s->red->k[r];
-        tk_ir *v = a->k[0];
-        if (v->op == IR_LOCAL) {
-            tk_emitter_indent(e);
-            tk_emitter_printf(e, "if (__activemask() == 0xffffffffu) { ");
-            tk_emitter_local(e, v->local);
-            tk_emitter_printf(e, " = tk_wsum(");
-            tk_emitter_local(e, v->local);
-            tk_emitter_printf(e, "); if ((threadIdx.x & 31u) == 0 && ");
-            tk_emitter_local(e, v->local);
-            tk_emitter_printf(e, " != 0) (void)");
-            tk_emitter_expr(e, a);
-            tk_emitter_printf(e, "; } else if (");
-            tk_emitter_local(e, v->local);
-            tk_emitter_printf(e, " != 0) (void)");
-            tk_emitter_expr(e, a);
-            tk_emitter_printf(e, ";\n");
-        } else {
-            tk_emitter_indent(e);
-            tk_emitter_printf(e, "if (");
-            tk_emitter_expr(e, v);
-            tk_emitter_printf(e, " != 0) (void)");
-            tk_emitter_expr(e, a);
-            tk_emitter_printf(e, ";\n");
-        }
-    }
-}
-
-static void cu_kernel(tk_emitter *e, tk_buf *out) {
-    tk_cc *C = tk_emitter_cc(e);
-    tk_spec *K = tk_emitter_kernel(e);
-    layout L;
-    memset(&L, 0, sizeof L);
-    L.C = C;
-    L.K = K;
-    flatten(&L, K->body);
-    plan(&L);
-    int ret = has_return(K->body);
-
-    tk_emitter_target(e, out, TK_FN_ENTRY);
-    /* the argument slots */
-    tk_emitter_printf(e, "typedef struct tk_params {\n    tk_ctx *ctx;\n    struct tk_fbuf *fb;\n    unsigned long long prog;\n");
+/* The argument slots, passed by value to every phase. */
+static void cu_decls(tk_emitter *e, const tk_spec *K) {
+    tk_emitter_printf(
+        e, "typedef struct tk_params {\n    tk_ctx *ctx;\n    struct tk_fbuf *fb;\n    unsigned long long prog;\n");
     for (int p = 0; p < K->nparams; p++) {
         tk_type t = K->ptypes[p];
         if (t.kind == TY_ARRAY) {
@@ -598,97 +305,74 @@ static void cu_kernel(tk_emitter *e, tk_buf *out) {
         }
     }
     tk_emitter_printf(e, "} tk_params;\n\n");
-    /* the frame, twice */
-    size_t frame = 0;
-    tk_emitter_printf(e, "typedef struct tk_frame {\n    int64_t unused_;\n");
-    for (int i = 0; i < K->nlocals; i++) {
-        if (!is_frame_local(K, i)) continue;
-        tk_emitter_printf(e, "    %s ", cu_ctype((tack_dtype)K->locals[i].ty.dt));
-        tk_emitter_local(e, i);
-        tk_emitter_printf(e, ";\n");
-        frame += local_bytes(K, i);
-    }
-    tk_emitter_printf(e, "} tk_frame;\ntypedef struct tk_fbuf { int done; int pad_; tk_frame f[2]; } tk_fbuf;\n\n");
-    size_t fbytes = L.nph > 1 ? 16 + 2 * (frame + 16) : 0;
-
-    for (int k = 0; k < L.nph; k++) {
-        phase *ph = &L.ph[k];
-        int later = k + 1 < L.nph;
-        if (ph->kind == PH_SERIAL)
-            tk_emitter_printf(e, "/* phase %d: serial code, line %d, one thread */\n", k, L.stmts[ph->first]->line);
-        else
-            tk_emitter_printf(e, "/* phase %d: parallel loop at line %d */\n", k, ph->pfor->line);
-        tk_emitter_printf(e, "extern \"C\" __global__ void %stk_phase%d(const tk_params P) {\n",
-                          ph->kind == PH_PFOR ? "__launch_bounds__(256) " : "", k);
-        tk_emitter_target(e, out, ph->kind == PH_PFOR ? TK_FN_PARALLEL : TK_FN_ENTRY);
-        tk_emitter_nest(e, 1);
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "tk_ctx *ctx = P.ctx;\n");
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "if (TK_FAILED(ctx)) return;\n");
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "tk_fbuf *FB = P.fb; (void)FB;\n");
-        if (k > 0 && ret) {
-            tk_emitter_indent(e);
-            tk_emitter_printf(e, "if (FB->done) return;\n");
-        }
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "const tk_abi abi_ = {P.prog};\n");
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "const tk_abi *abi = &abi_; (void)abi;\n");
-        for (int p = 0; p < K->nparams; p++) {
-            tk_type t = K->ptypes[p];
-            if (t.kind != TY_ARRAY) continue;
-            tk_emitter_indent(e);
-            tk_emitter_printf(e, "%s *a%d = P.a%d; (void)a%d;\n", cu_storage((tack_dtype)t.dt), p, p, p);
-            for (int d = 0; d < t.ndim; d++) {
-                tk_emitter_indent(e);
-                tk_emitter_printf(e, "const int64_t a%d_s%d = P.a%d_s%d; (void)a%d_s%d;\n", p, d, p, d, p, d);
-            }
-        }
-        if (k == 0) init_frame(e, C, K);
-        else frame_io(e, K, 1, k % 2);
-        if (ph->kind == PH_SERIAL) {
-            if (later && ret) {
-                tk_emitter_indent(e);
-                tk_emitter_printf(e, "FB->done = 1;\n");
-            }
-            for (int i = ph->first; i < ph->last; i++) tk_emitter_stmt(e, L.stmts[i]);
-            if (later) {
-                if (ret) {
-                    tk_emitter_indent(e);
-                    tk_emitter_printf(e, "FB->done = 0;\n");
-                }
-                frame_io(e, K, 0, (k + 1) % 2);
-            }
-        } else {
-            for (int i = ph->first; i < ph->last; i++) tk_emitter_stmt(e, L.stmts[i]);
-            if (later) {
-                tk_emitter_indent(e);
-                tk_emitter_printf(e, "if (blockIdx.x == 0 && threadIdx.x == 0) {\n");
-                tk_emitter_nest(e, 1);
-                if (k == 0 && ret) {
-                    tk_emitter_indent(e);
-                    tk_emitter_printf(e, "FB->done = 0;\n");
-                }
-                frame_io(e, K, 0, (k + 1) % 2);
-                tk_emitter_nest(e, -1);
-                tk_emitter_indent(e);
-                tk_emitter_printf(e, "}\n");
-            }
-            emit_grid_loop(e, K, ph->pfor);
-        }
-        tk_emitter_nest(e, -1);
-        tk_emitter_printf(e, "}\n\n");
-    }
-    /* what the launcher needs to know */
-    tk_emitter_printf(e, "/* tack-cuda: phases=");
-    for (int k = 0; k < L.nph; k++) tk_emitter_printf(e, "%c", L.ph[k].kind == PH_PFOR ? 'p' : 's');
-    tk_emitter_printf(e, " frame=%zu block=%d */\n", fbytes, CU_BLOCK);
 }
 
-static const char *const cu_specials[4] = {"__int_as_float(0x7fc00000)", "__longlong_as_double(0x7ff8000000000000LL)",
-                                           "__int_as_float(0x7f800000)", "__longlong_as_double(0x7ff0000000000000LL)"};
+static void cu_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) {
+    (void)K;
+    tk_emitter_printf(e, "extern \"C\" __global__ void %stk_phase%d(const tk_params P) {\n",
+                      parallel ? "__launch_bounds__(256) " : "", k);
+}
+
+static void cu_phase_args(tk_emitter *e, const tk_spec *K) {
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "tk_ctx *ctx = P.ctx;\n");
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "tk_fbuf *FB = P.fb; (void)FB;\n");
+    for (int p = 0; p < K->nparams; p++) {
+        tk_type t = K->ptypes[p];
+        if (t.kind != TY_ARRAY) continue;
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "%s *a%d = P.a%d; (void)a%d;\n", cu_storage((tack_dtype)t.dt), p, p, p);
+        for (int d = 0; d < t.ndim; d++) {
+            tk_emitter_indent(e);
+            tk_emitter_printf(e, "const int64_t a%d_s%d = P.a%d_s%d; (void)a%d_s%d;\n", p, d, p, d, p, d);
+        }
+    }
+}
+
+static void cu_scalar(tk_emitter *e, int p, const char *mem) { tk_emitter_printf(e, "P.s%d.%s", p, mem); }
+
+/* A privatized sum: summed across a full warp with shuffles and added by its
+ * first lane; a partial warp adds per thread. */
+static void cu_flush(tk_emitter *e, tk_ir *a) {
+    tk_ir *v = a->k[0];
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "if (__activemask() == 0xffffffffu) { ");
+    tk_emitter_local(e, v->local);
+    tk_emitter_printf(e, " = tk_wsum(");
+    tk_emitter_local(e, v->local);
+    tk_emitter_printf(e, "); if ((threadIdx.x & 31u) == 0 && ");
+    tk_emitter_local(e, v->local);
+    tk_emitter_printf(e, " != 0) (void)");
+    tk_emitter_expr(e, a);
+    tk_emitter_printf(e, "; } else if (");
+    tk_emitter_local(e, v->local);
+    tk_emitter_printf(e, " != 0) (void)");
+    tk_emitter_expr(e, a);
+    tk_emitter_printf(e, ";\n");
+}
+
+static void cu_trailer(tk_emitter *e) { tk_emitter_printf(e, " block=%d", CU_BLOCK); }
+
+static const tk_grid cu_grid = {
+    .tag = "tack-cuda",
+    .decls = cu_decls,
+    .phase_open = cu_phase_open,
+    .phase_args = cu_phase_args,
+    .prog = "P.prog",
+    .scalar = cu_scalar,
+    .first_thread = "blockIdx.x == 0 && threadIdx.x == 0",
+    .thread_index = "(uint64_t)blockIdx.x * blockDim.x + threadIdx.x",
+    .thread_stride = "(uint64_t)gridDim.x * blockDim.x",
+    .flush = cu_flush,
+    .trailer = cu_trailer,
+};
+
+static void cu_kernel(tk_emitter *e, tk_buf *out) { tk_grid_kernel(e, out, &cu_grid); }
+
+static const char *const cu_specials[4] = { "__int_as_float(0x7fc00000)", "__longlong_as_double(0x7ff8000000000000LL)",
+                                            "__int_as_float(0x7f800000)",
+                                            "__longlong_as_double(0x7ff0000000000000LL)" };
 
 const tk_dialect tk_dialect_cuda = {
     .name = "cuda",
