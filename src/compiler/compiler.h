@@ -384,6 +384,15 @@ struct tk_dialect {
     /* Serial loops ask abi->poll whether to stop (interrupt.c): each
      * function declares a budget tk_bud_ that the loops spend (the CPU). */
     int polls;
+    /* How a function declares the error record it is handed (NULL: "tk_ctx *ctx"). */
+    const char *ctx_param;
+    /* What a failed check calls with (ctx, site, a, b) (NULL: "abi->fail"). */
+    const char *fail_fn;
+    /* The widest float the device has, which float-to-int conversions go
+     * through (NULL: "double"). */
+    const char *wide_float;
+    /* Write print(...) statement `s` (NULL: tk_pv records for abi->print). */
+    void (*print)(tk_emitter *e, tk_ir *s);
     /* Qualifiers of @tack.func specializations (NULL: "static"). */
     const char *func_qual;
     /* Vector and matrix values as C++ `T{{...}}` rather than C compound literals. */
@@ -399,6 +408,7 @@ struct tk_dialect {
     void (*kernel)(tk_emitter *e, tk_buf *out);
 };
 extern const tk_dialect tk_dialect_cuda;
+extern const tk_dialect tk_dialect_opencl;
 
 /* What the code being written is, which decides how a failed check or a
  * `return` leaves it. */

@@ -282,7 +282,7 @@ static void emit_cast(tk_emitter *e, tk_ir *x) {
     if (to == from) { ex(e, s); return; }
     if (to == TACK_BOOL) { P(e, "(("); ex(e, s); P(e, ") != 0)"); return; }
     if (is_float_dt(from) && !is_float_dt(to)) {
-        P(e, "((%s)tk_f2%s((double)(", ctype(e, to), is_signed(to) ? "i64" : "u64");
+        P(e, "((%s)tk_f2%s((%s)(", ctype(e, to), is_signed(to) ? "i64" : "u64", e->D->wide_float ? e->D->wide_float : "double");
         ex(e, s);
         P(e, ")))");
         return;
@@ -553,7 +553,7 @@ static void emit_for(tk_emitter *e, tk_ir *s) {
 static void emit_check(tk_emitter *e, tk_ir *s) {
     I(e); P(e, "if (__builtin_expect(");
     check_fails(e, s);
-    P(e, ", 0)) { abi->fail(ctx, %d, ", s->aux);
+    P(e, ", 0)) { %s(ctx, %d, ", e->D->fail_fn ? e->D->fail_fn : "abi->fail", s->aux);
     switch (s->sub) {
     case CK_INDEX:
         if (s->local == CKI_RANGE) {
@@ -579,6 +579,10 @@ static void emit_check(tk_emitter *e, tk_ir *s) {
 
 /* print(...): the values as tk_pv records, for abi->print. */
 static void emit_print(tk_emitter *e, tk_ir *s) {
+    if (e->D->print) {
+        e->D->print(e, s);
+        return;
+    }
     I(e); P(e, "{ tk_pv pv_[%d] = {", s->n ? s->n : 1);
     for (int i = 0; i < s->n; i++) {
         tk_ir *v = s->k[i];
@@ -750,7 +754,8 @@ static const char *ret_type(tk_emitter *e, const tk_spec *S) {
 }
 
 static void func_signature(tk_emitter *e, tk_spec *S, int si) {
-    P(e, "%s %s tk_f%d(tk_ctx *ctx, const tk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", ret_type(e, S), si);
+    P(e, "%s %s tk_f%d(%s, const tk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", ret_type(e, S), si,
+      e->D->ctx_param ? e->D->ctx_param : "tk_ctx *ctx");
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
         if (t.kind == TY_ARRAY) {
