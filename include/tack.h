@@ -131,6 +131,7 @@ TACK_API tack_status tack_dtype_compose(tack_dtype s, int rows, int cols, tack_d
 typedef enum tack_device_type {
     TACK_DEVICE_CPU = 1,
     TACK_DEVICE_CUDA = 2,
+    TACK_DEVICE_OPENCL = 4,
     TACK_DEVICE_METAL = 8,
     TACK_DEVICE_ROCM = 10,
     TACK_DEVICE_ONEAPI = 14
@@ -138,16 +139,17 @@ typedef enum tack_device_type {
 
 typedef struct tack_device tack_device; /* owned by the registry; never freed by callers */
 
-/* Look a device up by name: "cpu", "cuda", "cuda:1", "hip", "metal", "level_zero".
+/* Look a device up by name: "cpu", "cuda", "cuda:1", "opencl", "opencl:1", "hip",
+ * "metal", "level_zero".
  * TACK_ERR_VALUE for a malformed or unknown name, TACK_ERR_DEVICE when the
  * backend is known but not available here (the message says why). */
 TACK_API tack_status tack_device_get(const char *name, tack_device **out);
 TACK_API tack_status tack_device_from_type(tack_device_type type, int index, tack_device **out);
 /* Available devices, in order; returns the count, fills up to `cap`. */
 TACK_API int tack_devices(tack_device **out, int cap);
-TACK_API const char *tack_device_name(const tack_device *d); /* "cpu", "cuda:0" */
+TACK_API const char *tack_device_name(const tack_device *d); /* "cpu", "cuda:0", "opencl:0" */
 TACK_API tack_device_type tack_device_kind(const tack_device *d);
-/* The kernel-source dialect the device's backend compiles ("c", "cuda"): the
+/* The kernel-source dialect the device's backend compiles ("c", "cuda", "opencl"): the
  * target to pass to tack_compile for kernels that run on it. */
 TACK_API const char *tack_device_dialect(const tack_device *d);
 TACK_API int tack_device_index(const tack_device *d);

@@ -2,10 +2,10 @@
  * kcache.c -- the kernel cache's shared rules.
  *
  * Each backend's toolchain (cpu_jit.c for shared objects, cuda_launch.c for
- * PTX) keeps compiled kernels on disk under one directory and one set of
- * rules, kept here so that they cannot drift apart.  Loading an entry runs
- * its code, so the rules are about trust: Tack loads nothing it did not
- * write itself and find intact.
+ * PTX, opencl_launch.c for OpenCL program binaries) keeps compiled kernels
+ * on disk under one directory and one set of rules, kept here so that they
+ * cannot drift apart.  Loading an entry runs its code, so the rules are
+ * about trust: Tack loads nothing it did not write itself and find intact.
  *
  *   - where: TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack, else ~/.cache/tack;
  *   - who: the directory must belong to this user and be writable by no one
@@ -318,11 +318,13 @@ void kc_entry_free(kc_entry *e) {
     e->data = NULL;
 }
 
-tack_status kc_write_new(const kc_dir *d, const char *name, const char *const *parts, int n) {
+/* Create `name` holding parts[0..n), each lens[i] bytes long (lens NULL:
+ * each a string, its strlen). */
+static tack_status write_parts(const kc_dir *d, const char *name, const void *const *parts, const size_t *lens, int n) {
     int fd = openat(d->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, strerror(errno));
     for (int i = 0; i < n; i++) {
-        if (write_all(fd, parts[i], strlen(parts[i])) != 0) {
+        if (write_all(fd, parts[i], lens ? lens[i] : strlen(parts[i])) != 0) {
             int err = errno;
             close(fd);
             unlinkat(d->fd, name, 0);
@@ -335,6 +337,10 @@ tack_status kc_write_new(const kc_dir *d, const char *name, const char *const *p
         return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, strerror(err));
     }
     return TACK_OK;
+}
+
+tack_status kc_write_new(const kc_dir *d, const char *name, const char *const *parts, int n) {
+    return write_parts(d, name, (const void *const *)parts, NULL, n);
 }
 
 tack_status kc_seal(const kc_dir *d, const char *tmp, const char *name) {
@@ -387,6 +393,14 @@ tack_status kc_store(const kc_dir *d, const char *name, const char *const *parts
     char tmp[300];
     kc_tmp_name(tmp, sizeof tmp, name, ".tmp");
     tack_status st = kc_write_new(d, tmp, parts, n);
+    if (st != TACK_OK) return st;
+    return kc_seal(d, tmp, name);
+}
+
+tack_status kc_store_bytes(const kc_dir *d, const char *name, const void *const *parts, const size_t *lens, int n) {
+    char tmp[300];
+    kc_tmp_name(tmp, sizeof tmp, name, ".tmp");
+    tack_status st = write_parts(d, tmp, parts, lens, n);
     if (st != TACK_OK) return st;
     return kc_seal(d, tmp, name);
 }

@@ -63,6 +63,9 @@ tack_status kc_seal(const kc_dir *d, const char *tmp, const char *name);
 
 /* kc_write_new to a unique temporary name, then kc_seal to `name`. */
 tack_status kc_store(const kc_dir *d, const char *name, const char *const *parts, int n);
+/* The same for binary parts: parts[i] is lens[i] bytes (a program binary
+ * may hold NUL bytes). */
+tack_status kc_store_bytes(const kc_dir *d, const char *name, const void *const *parts, const size_t *lens, int n);
 
 /* A unique temporary name for `base` in this process: "base-PID-N.suffix". */
 void kc_tmp_name(char *out, size_t n, const char *base, const char *suffix);

@@ -1,7 +1,7 @@
 /*
  * device.c -- the device registry.
  *
- * Devices are found by name ("cpu", "cuda:1") and live for the life of the
+ * Devices are found by name ("cpu", "cuda:1", "opencl:0") and live for the life of the
  * process.  Each device points at its backend's vtable; this file is the
  * only place that lists the backends, and shared code never names one.
  * Backends that this build or this machine lacks are still known by name, so
@@ -35,6 +35,7 @@ static const struct family {
     {"hip", TACK_DEVICE_ROCM, NULL, "this build of Tack has no HIP backend yet"},
     {"metal", TACK_DEVICE_METAL, NULL, "this build of Tack has no Metal backend"},
     {"level_zero", TACK_DEVICE_ONEAPI, NULL, "this build of Tack has no Level Zero backend yet"},
+    {"opencl", TACK_DEVICE_OPENCL, rt_backend_opencl, NULL},
 };
 #define NFAMILIES ((int)(sizeof families / sizeof families[0]))
 
@@ -124,8 +125,8 @@ tack_status tack_device_get(const char *name, tack_device **out) {
                               unavailable[f][0] ? unavailable[f] : "no device with that index");
     }
     return tack_set_error(TACK_ERR_VALUE,
-                          "unknown device '%.64s' (expected 'cpu', 'cuda', 'cuda:N', 'hip', 'metal' "
-                          "or 'level_zero')",
+                          "unknown device '%.64s' (expected 'cpu', 'cuda', 'cuda:N', 'opencl', 'opencl:N', "
+                          "'hip', 'metal' or 'level_zero')",
                           name);
 }
 

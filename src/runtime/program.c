@@ -110,6 +110,41 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
     return p->device->backend->launch(p->device, p, args, nargs);
 }
 
+tack_status tk_program_from_source(const char *kernel_name, const char *dialect, const char *source, int nparams,
+                                   const tk_pinfo *params, int nsites, const tk_site *sites, tack_program **out) {
+    if (!out || !kernel_name || !dialect || !source || nparams < 0 || nsites < 0 || (nparams && !params) ||
+        (nsites && !sites))
+        return tack_set_error(TACK_ERR_VALUE, "tk_program_from_source: missing arguments");
+    *out = NULL;
+    int fail = 0;
+    tack_program *p = tack_calloc(1, sizeof *p);
+    if (!p) return tack_set_error(TACK_ERR_NOMEM, "out of memory making kernel '%s'", kernel_name);
+    p->kernel_name = tk_program_strdup(kernel_name, &fail);
+    p->dialect = tk_program_strdup(dialect, &fail);
+    p->source = tk_program_strdup(source, &fail);
+    p->nparams = nparams;
+    p->nsites = nsites;
+    if (nparams && !(p->params = tack_calloc((size_t)nparams, sizeof *p->params))) fail = 1;
+    for (int i = 0; p->params && i < nparams; i++) {
+        p->params[i] = params[i];
+        p->params[i].name = tk_program_strdup(params[i].name ? params[i].name : "?", &fail);
+    }
+    if (nsites && !(p->sites = tack_calloc((size_t)nsites, sizeof *p->sites))) fail = 1;
+    for (int i = 0; p->sites && i < nsites; i++) {
+        p->sites[i] = sites[i];
+        p->sites[i].array = tk_program_strdup(sites[i].array, &fail);
+        p->sites[i].message = tk_program_strdup(sites[i].message, &fail);
+        p->sites[i].func = tk_program_strdup(sites[i].func, &fail);
+        p->sites[i].file = tk_program_strdup(sites[i].file, &fail);
+    }
+    if (fail) {
+        tack_program_free(p);
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory making kernel '%s'", kernel_name);
+    }
+    *out = p;
+    return TACK_OK;
+}
+
 /* The error for a failed check: site `site` of program p, with the values the
  * generated code passed (a, b: the index and the extent, or the exponent).
  * Every backend reports through this, so a check words its error the same

@@ -63,6 +63,13 @@ struct tack_program {
 /* A heap copy of s (NULL for NULL); sets *fail on a failed allocation. */
 char *tk_program_strdup(const char *s, int *fail);
 
+/* A program from ready-made source, for tests of a backend whose dialect the
+ * compiler does not emit yet (not exported): copies of the name, dialect,
+ * source, parameter table and sites.  params[i].narrow must be
+ * TACK_DTYPE_COUNT unless a scalar's range is to be checked. */
+tack_status tk_program_from_source(const char *kernel_name, const char *dialect, const char *source, int nparams,
+                                   const tk_pinfo *params, int nsites, const tk_site *sites, tack_program **out);
+
 /* The error for a failed check: site `site` of p, with the values the
  * generated code passed (the index and the extent, or the exponent). */
 tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b);

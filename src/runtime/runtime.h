@@ -24,7 +24,7 @@ typedef enum rt_copy_kind {
 } rt_copy_kind;
 
 typedef struct rt_backend {
-    const char *name;                 /* "cpu", "cuda", ... */
+    const char *name;                 /* "cpu", "cuda", "opencl", ... */
     tack_device_type type;            /* DLPack device type */
     /* The source dialect its kernels are emitted in (compiler: tk_dialect_find):
      * "c", "cuda", ... -- shared code asks the backend, never maps kinds itself. */
@@ -83,6 +83,7 @@ struct tack_array {
 /* device.c */
 const rt_backend *rt_backend_cpu(void);
 const rt_backend *rt_backend_cuda(void);
+const rt_backend *rt_backend_opencl(void);
 tack_device *rt_default_cpu(void);
 
 /* Checked arithmetic for sizes: 0 on overflow. */

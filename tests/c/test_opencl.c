@@ -1,0 +1,522 @@
+/*
+ * test_opencl.c -- the OpenCL backend against a real driver.
+ *
+ * The backend needs no GPU to be tested: PoCL, a CPU implementation of
+ * OpenCL (Debian: ocl-icd-libopencl1 pocl-opencl-icd), runs real OpenCL C.
+ * When the backend finds no device this test says why and passes as a skip.
+ *
+ * The compiler does not emit the "opencl" dialect yet, so the kernels here
+ * are hand-written OpenCL C following the launch convention that
+ * opencl_launch.c documents (the layout comment last, tk_phaseN kernels,
+ * arguments ctx, frame, prog, then per parameter), wrapped into programs by
+ * tk_program_from_source.  Covered: the device list and names, memory
+ * (round trips, fills of every pattern width, 0-byte arrays, copies between
+ * devices), launches and their results, a frame buffer shared by three
+ * phases, scalar packing, the error record (reported at synchronize, at a
+ * copy to the host, at once for shared arrays, after the program is freed;
+ * cleared after), build errors, the fp64 refusal, the disk cache (a second
+ * build loads, a damaged, foreign or refused entry is rebuilt), failed host
+ * allocations while building, and Tack without OpenCL (the test runs
+ * itself again with a libOpenCL.so.1 that cannot load, and with a loader
+ * that finds no driver).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backends/kcache.h"
+#include "backends/opencl_backend.h"
+#include "check.h"
+#include "runtime/program.h"
+#include "tack.h"
+#include "tack_kernel.h"
+
+#define CTX "typedef struct { int failed; int site; ulong prog; long a; long b; } tk_ctx;\n"
+
+/* y = a * x + y; the f32 scalar arrives as a double's bits */
+static const char SAXPY[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" CTX
+    "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
+    "                        __global float *y, long n, __global const float *x, long xn, ulong a_bits) {\n"
+    "    float a = (float)as_double(a_bits);\n"
+    "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "/* tack-opencl: phases=p frame=0 fp64=1 */\n";
+
+/* out = 2x + sum(2x): a parallel phase, a serial sum into the frame, a parallel phase reading it */
+static const char PHASES[] =
+    "/* tack-opencl: phases=s frame=0 fp64=0 (a decoy: only the last comment counts) */\n" CTX
+    "#define ARGS __global tk_ctx *ctx, __global uchar *frame, ulong prog, __global long *out, long n, "
+    "__global const long *x, long xn\n"
+    "__kernel void tk_phase0(ARGS) {\n"
+    "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) out[i] = 2 * x[i];\n"
+    "}\n"
+    "__kernel void tk_phase1(ARGS) {\n"
+    "    long s = 0;\n"
+    "    for (long i = 0; i < n; i++) s += out[i];\n"
+    "    *(__global long *)frame = s;\n"
+    "}\n"
+    "__kernel void tk_phase2(ARGS) {\n"
+    "    long s = *(__global const long *)frame;\n"
+    "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) out[i] += s;\n"
+    "}\n"
+    "/* tack-opencl: phases=psp frame=8 fp64=0 */\n";
+
+/* a bounds check: site 0 fails when idx is outside x */
+static const char CHECKED[] =
+    CTX
+    "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
+    "                        __global const int *x, long n, ulong idx_bits) {\n"
+    "    long idx = (long)idx_bits;\n"
+    "    if (get_global_id(0) == 0 && (idx < 0 || idx >= n) &&\n"
+    "        atomic_cmpxchg((volatile __global int *)&ctx->failed, 0, 1) == 0) {\n"
+    "        ctx->site = 0; ctx->prog = prog; ctx->a = idx; ctx->b = n;\n"
+    "    }\n"
+    "}\n"
+    "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
+
+/* every scalar kind as the launcher packs it */
+static const char SCALARS[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" CTX
+    "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog, __global long *out, long n,\n"
+    "                        ulong si, ulong su, ulong sb, ulong sf) {\n"
+    "    out[0] = (long)si; out[1] = (long)su; out[2] = (long)sb; out[3] = (long)(as_double(sf) * 4.0);\n"
+    "}\n"
+    "/* tack-opencl: phases=s frame=0 fp64=1 */\n";
+
+static const char BROKEN[] =
+    CTX "__kernel void tk_phase0(__global tk_ctx *ctx) { this is not OpenCL C; }\n"
+        "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
+
+static tk_pinfo arr(const char *name, tack_dtype dt, int written) {
+    tk_pinfo p;
+    memset(&p, 0, sizeof p);
+    p.name = (char *)name;
+    p.is_array = 1;
+    p.dtype = dt;
+    p.ndim = 1;
+    p.written = written;
+    p.narrow = TACK_DTYPE_COUNT;
+    return p;
+}
+
+static tk_pinfo scalar(const char *name, tack_dtype dt) {
+    tk_pinfo p = arr(name, dt, 0);
+    p.is_array = 0;
+    p.ndim = 0;
+    return p;
+}
+
+static tack_program *program(const char *name, const char *src, int np, const tk_pinfo *params) {
+    static const tk_site site = {CK_INDEX, 7, 0, "x", NULL, "check", "check.py"};
+    tack_program *p = NULL;
+    CHECK(tk_program_from_source(name, "opencl", src, np, params, 1, &site, &p) == TACK_OK);
+    return p;
+}
+
+static char base[] = "/tmp/tack-opencl-XXXXXX";
+static char exe[600];
+
+/* ------------------------------------------------------------ stderr capture */
+static int saved_fd = -1;
+static char logbuf[32768];
+
+static void capture_begin(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/log.txt", base);
+    fflush(stderr);
+    saved_fd = dup(2);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+}
+
+static const char *capture_end(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/log.txt", base);
+    fflush(stderr);
+    dup2(saved_fd, 2);
+    close(saved_fd);
+    logbuf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(logbuf, 1, sizeof logbuf - 1, f);
+        logbuf[n] = 0;
+        fclose(f);
+    }
+    return logbuf;
+}
+
+/* ------------------------------------------------------------------ memory */
+static void test_devices(tack_device *g) {
+    tack_device *list[32], *x = NULL;
+    int n = tack_devices(list, 32), seen = 0;
+    for (int i = 0; i < n && i < 32; i++) seen += list[i] == g;
+    CHECK(seen == 1);
+    CHECK(strcmp(tack_device_name(g), "opencl:0") == 0);
+    CHECK(tack_device_kind(g) == TACK_DEVICE_OPENCL && TACK_DEVICE_OPENCL == 4);
+    CHECK(strcmp(tack_device_dialect(g), "opencl") == 0);
+    CHECK(tack_device_index(g) == 0 && tack_device_threads(g) >= 1);
+    CHECK(tack_device_get("opencl:0", &x) == TACK_OK && x == g);
+    CHECK(tack_device_from_type(TACK_DEVICE_OPENCL, 0, &x) == TACK_OK && x == g);
+    CHECK(tack_device_get("opencl:31", &x) == TACK_ERR_DEVICE && strstr(tack_last_error(), "'opencl:31'"));
+    CHECK(tack_device_get("opencl:x", &x) == TACK_ERR_VALUE);
+    CHECK(tack_device_get("openc1", &x) == TACK_ERR_VALUE && strstr(tack_last_error(), "'opencl:N'"));
+    const ocl_dev *c = g->state;
+    printf("opencl:0 is %s: %u compute units, work-groups up to %zu, fp64 %s\n", c->name, (unsigned)c->units,
+           c->max_group, c->fp64 ? "yes" : "no");
+}
+
+static void test_memory(tack_device *g, tack_device *cpu) {
+    enum { N = 1000 };
+    int64_t n = N, zero = 0;
+    float host[N], back[N];
+    for (int i = 0; i < N; i++) host[i] = (float)i * 0.5f;
+    tack_array *a = NULL, *b = NULL, *c = NULL, *e = NULL, *h = NULL;
+    CHECK(tack_array_empty(g, TACK_F32, 1, &n, &a) == TACK_OK);
+    CHECK(tack_array_copy_from_host(a, host, sizeof host) == TACK_OK);
+    memset(back, 0, sizeof back);
+    CHECK(tack_array_copy_to_host(a, back, sizeof back) == TACK_OK);
+    CHECK(memcmp(host, back, sizeof host) == 0);
+    /* between buffers of the device, to the host device and back */
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &b) == TACK_OK);
+    CHECK(tack_array_copy_to_host(b, back, sizeof back) == TACK_OK && back[0] == 0.0f && back[N - 1] == 0.0f);
+    CHECK(tack_array_copy(b, a) == TACK_OK);
+    CHECK(tack_array_copy(b, b) == TACK_OK);
+    CHECK(tack_array_clone(b, cpu, &h) == TACK_OK && memcmp(tack_array_data(h), host, sizeof host) == 0);
+    CHECK(tack_array_clone(h, g, &c) == TACK_OK);
+    memset(back, 0, sizeof back);
+    CHECK(tack_array_copy_to_host(c, back, sizeof back) == TACK_OK && memcmp(host, back, sizeof host) == 0);
+    /* fills: 4-byte and 1-byte patterns, and a 12-byte element staged through the host */
+    float v = 3.25f;
+    CHECK(tack_array_fill(a, &v) == TACK_OK);
+    CHECK(tack_array_copy_to_host(a, back, sizeof back) == TACK_OK && back[0] == v && back[N - 1] == v);
+    tack_array *u8 = NULL, *v3 = NULL, *m4 = NULL;
+    unsigned char bytes[N], one = 7;
+    CHECK(tack_array_empty(g, TACK_U8, 1, &n, &u8) == TACK_OK && tack_array_fill(u8, &one) == TACK_OK);
+    CHECK(tack_array_copy_to_host(u8, bytes, sizeof bytes) == TACK_OK && bytes[0] == 7 && bytes[N - 1] == 7);
+    float vec[3] = {1, 2, 3}, vh[3 * 10];
+    int64_t ten = 10;
+    CHECK(tack_array_empty(g, TACK_VEC3, 1, &ten, &v3) == TACK_OK && tack_array_fill(v3, vec) == TACK_OK);
+    CHECK(tack_array_copy_to_host(v3, vh, sizeof vh) == TACK_OK && vh[27] == 1 && vh[28] == 2 && vh[29] == 3);
+    double mat[16], mh[16 * 10];
+    for (int i = 0; i < 16; i++) mat[i] = i;
+    CHECK(tack_array_empty(g, TACK_MAT44D, 1, &ten, &m4) == TACK_OK && tack_array_fill(m4, mat) == TACK_OK);
+    CHECK(tack_array_copy_to_host(m4, mh, sizeof mh) == TACK_OK && mh[16 * 9 + 15] == 15.0);
+    /* an empty array still has a handle */
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &zero, &e) == TACK_OK && tack_array_data(e) != NULL);
+    CHECK(tack_array_copy_to_host(e, back, 0) == TACK_OK && tack_array_fill(e, &v) == TACK_OK);
+    CHECK(tack_array_copy_to_host(a, back, 4) == TACK_ERR_VALUE); /* the size is checked before the backend */
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_array *arrays[] = {a, b, c, e, h, u8, v3, m4};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) tack_array_release(arrays[i]);
+}
+
+/* ----------------------------------------------------------------- kernels */
+static const tk_pinfo saxpy_params[3] = {
+    {"y", 1, TACK_F32, 1, 0, 1, 0, 0, TACK_DTYPE_COUNT},
+    {"x", 1, TACK_F32, 1, 0, 0, 0, 0, TACK_DTYPE_COUNT},
+    {"a", 0, TACK_F32, 0, 0, 0, 0, 0, TACK_DTYPE_COUNT},
+};
+
+/* Run saxpy with p on n elements; 1 when every result is right. */
+static int run_saxpy(tack_program *p, tack_device *g, int64_t n) {
+    float *x = malloc((size_t)n * 4 + 4), *y = malloc((size_t)n * 4 + 4);
+    tack_array *ax = NULL, *ay = NULL;
+    int ok = x && y;
+    for (int64_t i = 0; ok && i < n; i++) x[i] = (float)i, y[i] = 1.0f;
+    ok = ok && tack_array_empty(g, TACK_F32, 1, &n, &ax) == TACK_OK && tack_array_empty(g, TACK_F32, 1, &n, &ay) == TACK_OK;
+    ok = ok && tack_array_copy_from_host(ax, x, (size_t)n * 4) == TACK_OK &&
+         tack_array_copy_from_host(ay, y, (size_t)n * 4) == TACK_OK;
+    tack_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].array = ay;
+    args[1].array = ax;
+    args[2].scalar.f = 2.5;
+    ok = ok && tack_launch(p, args, 3) == TACK_OK && tack_launch(p, args, 3) == TACK_OK;
+    ok = ok && tack_array_copy_to_host(ay, y, (size_t)n * 4) == TACK_OK;
+    for (int64_t i = 0; ok && i < n; i++)
+        if (y[i] != 5.0f * (float)i + 1.0f) {
+            fprintf(stderr, "saxpy: y[%lld] = %g\n", (long long)i, y[i]);
+            ok = 0;
+        }
+    tack_array_release(ax);
+    tack_array_release(ay);
+    free(x);
+    free(y);
+    return ok;
+}
+
+static void test_launch(tack_device *g, tack_device *cpu) {
+    tack_program *p = program("saxpy", SAXPY, 3, saxpy_params);
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    CHECK(run_saxpy(p, g, 100003));
+    CHECK(run_saxpy(p, g, 1));
+    CHECK(run_saxpy(p, g, 0));
+    /* tack_launch's checks apply: a CPU array is refused */
+    int64_t n = 4;
+    tack_array *ca = NULL, *ga = NULL;
+    CHECK(tack_array_zeros(cpu, TACK_F32, 1, &n, &ca) == TACK_OK && tack_array_zeros(g, TACK_F32, 1, &n, &ga) == TACK_OK);
+    tack_arg args[3] = {{ga, {0}}, {ca, {0}}, {NULL, {0}}};
+    CHECK(tack_launch(p, args, 3) == TACK_ERR_DEVICE && strstr(tack_last_error(), "is on cpu"));
+    tack_array_release(ca);
+    tack_array_release(ga);
+    tack_program_free(p);
+
+    /* three phases sharing the frame, twice (the frame is reused) */
+    tk_pinfo pp[2] = {arr("out", TACK_I64, 1), arr("x", TACK_I64, 0)};
+    p = program("phases", PHASES, 2, pp);
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    enum { M = 5000 };
+    int64_t m = M, xs[M], out[M], sum = 0;
+    for (int i = 0; i < M; i++) xs[i] = i % 7 - 3, sum += 2 * xs[i];
+    tack_array *ao = NULL, *ax = NULL;
+    CHECK(tack_array_zeros(g, TACK_I64, 1, &m, &ao) == TACK_OK && tack_array_empty(g, TACK_I64, 1, &m, &ax) == TACK_OK);
+    CHECK(tack_array_copy_from_host(ax, xs, sizeof xs) == TACK_OK);
+    tack_arg pa[2] = {{ao, {0}}, {ax, {0}}};
+    for (int round = 0; round < 2; round++) {
+        CHECK(tack_launch(p, pa, 2) == TACK_OK);
+        CHECK(tack_array_copy_to_host(ao, out, sizeof out) == TACK_OK);
+        int good = 1;
+        for (int i = 0; i < M; i++) good &= out[i] == 2 * xs[i] + sum;
+        CHECK(good);
+    }
+    tack_array_release(ax);
+    tack_program_free(p);
+
+    /* scalars: an int's, a uint's, a bool's bits and a float as a double */
+    tk_pinfo sp[5] = {arr("out", TACK_I64, 1), scalar("si", TACK_I64), scalar("su", TACK_U32), scalar("sb", TACK_BOOL),
+                      scalar("sf", TACK_F64)};
+    p = program("scalars", SCALARS, 5, sp);
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    tack_arg sa[5];
+    memset(sa, 0, sizeof sa);
+    sa[0].array = ao;
+    sa[1].scalar.i = -5;
+    sa[2].scalar.u = 4000000000u;
+    sa[3].scalar.u = 1;
+    sa[4].scalar.f = 2.25;
+    CHECK(tack_launch(p, sa, 5) == TACK_OK);
+    CHECK(tack_array_copy_to_host(ao, out, sizeof out) == TACK_OK);
+    CHECK(out[0] == -5 && out[1] == 4000000000LL && out[2] == 1 && out[3] == 9);
+    tack_array_release(ao);
+    tack_program_free(p);
+}
+
+static void test_errors(tack_device *g) {
+    tk_pinfo cp[2] = {arr("x", TACK_I32, 0), scalar("idx", TACK_I64)};
+    tack_program *p = program("check", CHECKED, 2, cp);
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    int64_t n = 4;
+    int host[4];
+    tack_array *x = NULL;
+    CHECK(tack_array_zeros(g, TACK_I32, 1, &n, &x) == TACK_OK);
+    tack_arg args[2] = {{x, {0}}, {NULL, {0}}};
+    args[1].scalar.i = 2;
+    CHECK(tack_launch(p, args, 2) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
+    /* a failed check: the call returns, the synchronization reports it once */
+    args[1].scalar.i = 10;
+    CHECK(tack_launch(p, args, 2) == TACK_OK);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX);
+    CHECK(strstr(tack_last_error(), "index 10 is out of bounds for axis 0 with size 4 (array 'x', kernel check, check.py:7)"));
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* a copy to the host is a synchronization point */
+    args[1].scalar.i = -1;
+    CHECK(tack_launch(p, args, 2) == TACK_OK);
+    CHECK(tack_array_copy_to_host(x, host, sizeof host) == TACK_ERR_INDEX && strstr(tack_last_error(), "index -1 "));
+    CHECK(tack_array_copy_to_host(x, host, sizeof host) == TACK_OK);
+    CHECK(tack_synchronize_all() == TACK_OK);
+    /* a shared argument: the call completes and reports at once */
+    tack_array_set_flags(x, TACK_ARRAY_SHARED);
+    args[1].scalar.i = 4;
+    CHECK(tack_launch(p, args, 2) == TACK_ERR_INDEX && strstr(tack_last_error(), "index 4 "));
+    args[1].scalar.i = 3;
+    CHECK(tack_launch(p, args, 2) == TACK_OK);
+    tack_array_set_flags(x, 0);
+    /* freed with a failure unread: the next synchronization still reports it */
+    args[1].scalar.i = 99;
+    CHECK(tack_launch(p, args, 2) == TACK_OK);
+    tack_program_free(p);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX && strstr(tack_last_error(), "index 99 "));
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_array_release(x);
+
+    /* a build error names the kernel and quotes the log */
+    p = program("broken", BROKEN, 0, NULL);
+    capture_begin(); /* the driver may print the compiler's errors too */
+    tack_status st = tack_program_build(p, g);
+    capture_end();
+    CHECK(st == TACK_ERR_COMPILE);
+    CHECK(strstr(tack_last_error(), "kernel 'broken'") && strstr(tack_last_error(), "build log"));
+    tack_program_free(p);
+    /* layout, target and signature mistakes are named */
+    p = program("plain", "__kernel void tk_phase0(void) {}\n", 0, NULL);
+    CHECK(tack_program_build(p, g) == TACK_ERR_VALUE && strstr(tack_last_error(), "has no layout comment"));
+    tack_program_free(p);
+    CHECK(tk_program_from_source("cu", "cuda", SAXPY, 3, saxpy_params, 0, NULL, &p) == TACK_OK);
+    CHECK(tack_program_build(p, g) == TACK_ERR_VALUE && strstr(tack_last_error(), "'cuda' target"));
+    tack_program_free(p);
+    p = program("bad_layout", "/* tack-opencl: phases=p frame=x fp64=0 */", 0, NULL);
+    CHECK(tack_program_build(p, g) == TACK_ERR_VALUE && strstr(tack_last_error(), "malformed OpenCL layout"));
+    tack_program_free(p);
+    p = program("short", SAXPY, 2, saxpy_params);
+    CHECK(tack_program_build(p, g) == TACK_ERR_VALUE && strstr(tack_last_error(), "takes 8 arguments, but its signature passes 7"));
+    tack_program_free(p);
+    /* float64 on a device without it is refused before anything is built */
+    ocl_dev *c = g->state;
+    int had = c->fp64;
+    c->fp64 = 0;
+    p = program("saxpy", SAXPY, 3, saxpy_params);
+    CHECK(tack_program_build(p, g) == TACK_ERR_COMPILE);
+    char want[400];
+    snprintf(want, sizeof want,
+             "kernel 'saxpy' uses float64, which device 'opencl:0' (%s) does not support (no cl_khr_fp64)", c->name);
+    CHECK(strcmp(tack_last_error(), want) == 0);
+    c->fp64 = had;
+    tack_program_free(p);
+}
+
+/* ------------------------------------------------------------------- cache */
+static int entry_name(const char *dir, char *out, size_t n) {
+    DIR *d = opendir(dir);
+    int found = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strlen(e->d_name) > 6 && strcmp(e->d_name + strlen(e->d_name) - 6, ".clbin") == 0) {
+            snprintf(out, n, "%s", e->d_name);
+            found++;
+        }
+    if (d) closedir(d);
+    return found;
+}
+
+/* Build saxpy afresh with TACK_LOG=info; the log, and whether it ran right. */
+static const char *build_logged(tack_device *g, int *ran) {
+    tack_program *p = program("saxpy", SAXPY, 3, saxpy_params);
+    capture_begin();
+    tack_status st = tack_program_build(p, g);
+    const char *log = capture_end();
+    *ran = st == TACK_OK && run_saxpy(p, g, 1000);
+    tack_program_free(p);
+    return log;
+}
+
+/* Replace the entry with a sealed one of ours whose head names `key` and
+ * whose binary is `body`. */
+static void forge(const char *name, const char *key, const char *body) {
+    char head[200];
+    snprintf(head, sizeof head, "tack-opencl-cache-key %s %zu\n", key, strlen(body));
+    kc_dir dir;
+    CHECK(kc_open(&dir) == TACK_OK);
+    unlinkat(dir.fd, name, 0);
+    const void *parts[3] = {head, body, "\ntack-end\n"};
+    size_t lens[3] = {strlen(head), strlen(body), 10};
+    CHECK(kc_store_bytes(&dir, name, parts, lens, 3) == TACK_OK);
+    kc_close(&dir);
+}
+
+static void test_cache(tack_device *g) {
+    char dir[700], name[200] = "", path[1000], key[40];
+    int ran = 0;
+    snprintf(dir, sizeof dir, "%s/cache2", base);
+    setenv("TACK_CACHE_DIR", dir, 1);
+    setenv("TACK_LOG", "info", 1);
+    CHECK(strstr(build_logged(g, &ran), "compiled kernel 'saxpy' for opencl:0") && ran);
+    CHECK(entry_name(dir, name, sizeof name) == 1);
+    CHECK(strstr(build_logged(g, &ran), "loaded kernel 'saxpy' for opencl:0 from the cache") && ran);
+    /* damaged: the seal fails, the entry is removed and rebuilt */
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDWR);
+    char byte = 0;
+    CHECK(fd >= 0 && pread(fd, &byte, 1, 100) == 1);
+    byte ^= 0x5a;
+    CHECK(pwrite(fd, &byte, 1, 100) == 1);
+    close(fd);
+    const char *log = build_logged(g, &ran);
+    CHECK(strstr(log, "is damaged") && strstr(log, "compiled kernel 'saxpy'") && ran);
+    CHECK(strstr(build_logged(g, &ran), "loaded kernel 'saxpy'") && ran);
+    /* sealed but not a binary for its key; sealed but refused by the driver */
+    snprintf(key, sizeof key, "%.32s", name);
+    forge(name, "0123", "junk");
+    log = build_logged(g, &ran);
+    CHECK(strstr(log, "not a program binary for its key") && strstr(log, "compiled kernel 'saxpy'") && ran);
+    forge(name, key, "this is no program binary at all");
+    log = build_logged(g, &ran);
+    CHECK(strstr(log, "refused by the OpenCL driver") && strstr(log, "compiled kernel 'saxpy'") && ran);
+    CHECK(strstr(build_logged(g, &ran), "loaded kernel 'saxpy'") && ran);
+    unsetenv("TACK_LOG");
+    /* failed host allocations while building leave nothing behind */
+    for (int fail = 1; fail < 40; fail++) {
+        tack_program *q = program("saxpy", SAXPY, 3, saxpy_params);
+        failing_allocator_install(fail);
+        tack_status st = tack_program_build(q, g);
+        tack_set_allocator(NULL);
+        CHECK(st == TACK_OK || st == TACK_ERR_NOMEM);
+        tack_program_free(q);
+    }
+}
+
+/* --------------------------------------------------------- without OpenCL */
+/* The child: OpenCL is unusable; Tack still runs and says why. */
+static int child(const char *why) {
+    tack_device *list[32], *d = NULL, *cpu = NULL;
+    int n = tack_devices(list, 32);
+    for (int i = 0; i < n && i < 32; i++) CHECK(tack_device_kind(list[i]) != TACK_DEVICE_OPENCL);
+    CHECK(tack_device_get("opencl", &d) == TACK_ERR_DEVICE);
+    CHECK(strstr(tack_last_error(), why) != NULL);
+    if (!strstr(tack_last_error(), why)) fprintf(stderr, "the message: %s\n", tack_last_error());
+    int64_t four = 4;
+    float v = 1.5f, back[4];
+    tack_array *a = NULL;
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK && tack_array_empty(cpu, TACK_F32, 1, &four, &a) == TACK_OK);
+    CHECK(tack_array_fill(a, &v) == TACK_OK && tack_array_copy_to_host(a, back, sizeof back) == TACK_OK && back[3] == v);
+    tack_array_release(a);
+    return CHECK_SUMMARY();
+}
+
+static void test_without_opencl(void) {
+    char dir[700], cmd[2400];
+    snprintf(dir, sizeof dir, "%s/nolib", base);
+    mkdir(dir, 0700);
+    snprintf(cmd, sizeof cmd, "%s/libOpenCL.so.1", dir);
+    FILE *f = fopen(cmd, "w"); /* an empty file: dlopen fails on it as on a missing library */
+    if (f) fclose(f);
+    snprintf(cmd, sizeof cmd, "LD_LIBRARY_PATH='%s' '%s' --child 'libOpenCL.so.1 could not be loaded' >/dev/null",
+             dir, exe);
+    CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "OCL_ICD_VENDORS='%s' '%s' --child 'finds no OpenCL driver (install' >/dev/null", dir, exe);
+    CHECK(system(cmd) == 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--child") == 0) return child(argv[2]);
+    tack_device *g = NULL, *cpu = NULL;
+    if (tack_device_get("opencl", &g) != TACK_OK) {
+        printf("skip: no OpenCL device: %s\n", tack_last_error());
+        return 0;
+    }
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0 || !mkdtemp(base)) {
+        printf("cannot make a temporary directory: skipping\n");
+        return 0;
+    }
+    exe[len] = 0;
+    char cache[700];
+    snprintf(cache, sizeof cache, "%s/cache", base);
+    setenv("TACK_CACHE_DIR", cache, 1);
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK);
+    test_devices(g);
+    test_memory(g, cpu);
+    test_launch(g, cpu);
+    test_errors(g);
+    test_cache(g);
+    test_without_opencl();
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
+    return CHECK_SUMMARY();
+}
