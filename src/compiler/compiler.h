@@ -430,8 +430,10 @@ void tk_emitter_nest(tk_emitter *e, int delta);
 void tk_emitter_expr(tk_emitter *e, tk_ir *x);
 void tk_emitter_stmt(tk_emitter *e, tk_ir *s);
 void tk_emitter_local(tk_emitter *e, int local);
-/* Declare (zero-initialized) the value locals of one scope: -1 frame, else a parallel loop's id. */
-void tk_emitter_declare_locals(tk_emitter *e, int scope);
+/* Declare (zero-initialized) the value locals of one scope: -1 frame, else a
+ * parallel loop's id; with `mask` (indexed by local), only those it marks
+ * (in 1) or does not mark (in 0). */
+void tk_emitter_declare_locals(tk_emitter *e, int scope, const char *mask, int in);
 extern const tk_dialect tk_dialect_c;
 /* emit_cpu.c: the "c" dialect's kernel layout (its kernel_decls and kernel hooks). */
 TK_HIDDEN void tk_cpu_frame(tk_emitter *e, tk_buf *out);

@@ -868,4 +868,6 @@ void tk_emitter_nest(tk_emitter *e, int delta) { e->ind += delta; }
 void tk_emitter_expr(tk_emitter *e, tk_ir *x) { ex(e, x); }
 void tk_emitter_stmt(tk_emitter *e, tk_ir *s) { st(e, s); }
 void tk_emitter_local(tk_emitter *e, int local) { local_name(e, local); }
-void tk_emitter_declare_locals(tk_emitter *e, int scope) { declare_locals(e, scope, 0, NULL, 0); }
+void tk_emitter_declare_locals(tk_emitter *e, int scope, const char *mask, int in) {
+    declare_locals(e, scope, 0, mask, in);
+}

@@ -252,12 +252,19 @@ static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_g
         tk_emitter_indent(e);
         tk_emitter_printf(e, "const bool narrow_ = total_ <= 0xffffffffull;\n");
     }
-    tk_emitter_declare_locals(e, pfor_scope(K, s));
+    /* a privatized sum lives across the thread's iterations; every other local
+     * of the loop is its iteration's own, zero where not assigned (as on the CPU) */
+    char *sums = tk_alloc(&tk_emitter_cc(e)->arena, (size_t)K->nlocals + 1);
+    memset(sums, 0, (size_t)K->nlocals + 1);
+    for (int r = 0; s->red && r < s->red->n; r++)
+        if (s->red->k[r]->k[0]->op == IR_LOCAL) sums[s->red->k[r]->k[0]->local] = 1;
+    tk_emitter_declare_locals(e, pfor_scope(K, s), sums, 1);
     tk_emitter_indent(e);
     tk_emitter_printf(e, "const uint64_t stride_ = %s;\n", G->thread_stride);
     tk_emitter_indent(e);
     tk_emitter_printf(e, "for (uint64_t i_ = %s; i_ < total_; i_ += stride_) {\n", G->thread_index);
     tk_emitter_nest(e, 1);
+    tk_emitter_declare_locals(e, pfor_scope(K, s), sums, 0);
     if (nd == 1) {
         tk_emitter_indent(e);
         tk_emitter_local(e, s->vars[0]);

@@ -148,6 +148,16 @@ def checked_div(a, b):
 
 
 @tack.kernel
+def maybe(x, out):
+    # t is zero in an iteration that does not assign it, even when the same
+    # GPU thread ran an iteration that did (a grid-stride loop); once wrong
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            t = x[i]
+        out[i] = t
+
+
+@tack.kernel
 def early(x, out, flag):
     for i in range(x.shape[0]):
         out[i] = x[i]
@@ -204,6 +214,7 @@ def language_cases():
     yield "tuples", tuples, lambda: (ti.copy(), np.zeros_like(ti), np.zeros_like(ti), np.zeros(2, np.int64)), (1, 2, 3)
     yield "early_return", early, lambda: (np.arange(6.0), np.zeros(6), np.array([1], np.int32)), (1,)
     yield "no_return", early, lambda: (np.arange(6.0), np.zeros(6), np.array([0], np.int32)), (1,)
+    yield "locals_private", maybe, lambda: (np.array([1.0, -1.0, 2.0, -3.0, -4.0, 5.0] * 50), np.full(300, 9.0)), (1,)
 
 
 # ------------------------------------------------------- without a GPU too
