@@ -14,19 +14,20 @@ uv:
 	  { echo "installing uv with pip"; python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv; }
 
 # System libraries that VTK's offscreen rendering (tack.vis) loads: Mesa's EGL; and the
-# OpenCL loader with PoCL, OpenCL on the CPU, for the OpenCL backend's tests (they skip
-# without them). Installed with apt-get when missing and we are root; otherwise say what
+# OpenCL loader with PoCL, OpenCL on the CPU, and Intel's OpenCL compiler (libocloc, in
+# intel-opencl-icd) for the OpenCL backend's tests (they skip without them). Installed with apt-get when missing and we are root; otherwise say what
 # to install.
 sysdeps:
 	@ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1' || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && apt-get install -y -qq libegl1 libgl1-mesa-dri >/dev/null; \
 	  else echo "note: install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) for tack.vis figures"; fi; }
-	@{ ldconfig -p 2>/dev/null | grep -q 'libOpenCL.so.1' && test -e /etc/OpenCL/vendors/pocl.icd; } || { \
+	@{ ldconfig -p 2>/dev/null | grep -q 'libOpenCL.so.1' && test -e /etc/OpenCL/vendors/pocl.icd && \
+	   ldconfig -p 2>/dev/null | grep -q 'libocloc.so'; } || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && apt-get install -y -qq ocl-icd-libopencl1 pocl-opencl-icd >/dev/null || \
-	      echo "note: could not install ocl-icd-libopencl1 pocl-opencl-icd; the OpenCL tests will skip"; \
-	  else echo "note: install ocl-icd-libopencl1 pocl-opencl-icd to test the OpenCL backend on the CPU"; fi; }
+	    apt-get update -qq && apt-get install -y -qq ocl-icd-libopencl1 pocl-opencl-icd intel-opencl-icd >/dev/null || \
+	      echo "note: could not install ocl-icd-libopencl1 pocl-opencl-icd intel-opencl-icd; the OpenCL tests will skip"; \
+	  else echo "note: install ocl-icd-libopencl1 pocl-opencl-icd intel-opencl-icd to test the OpenCL backend on the CPU"; fi; }
 
 env: uv sysdeps
 	$(UV) sync --extra test --extra peers --extra interop

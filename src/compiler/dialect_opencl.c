@@ -21,6 +21,8 @@
  *   - math by OpenCL's overloaded built-ins (sqrt serves float and double);
  *   - print as printf, one call per item, string items in the format itself
  *     (OpenCL's printf takes %s only for literal strings);
+ *   - no contraction of a * b + c into a fused multiply-add (OpenCL's
+ *     default allows it), so results round as on the CPU and in NumPy;
  *   - double precision only where the kernel uses it: a kernel that needs
  *     f64 enables cl_khr_fp64 and says fp64=1 in its trailer, and the
  *     launcher refuses it on a device without fp64 (CompileError); one that
@@ -361,6 +363,9 @@ static int kernel_fp64(const tk_cc *C) { return uses_f64(C); }
 
 static void cl_prelude(tk_cc *C, tk_buf *b) {
     if (kernel_fp64(C)) tk_puts(b, "#define TK_FP64 1\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    /* IEEE arithmetic as on the CPU and NumPy: OpenCL lets the compiler fuse
+     * a * b + c into one rounding unless told not to */
+    if (!C->opts.fast_math) tk_puts(b, "#pragma OPENCL FP_CONTRACT OFF\n");
     tk_puts(b, PRELUDE_HEAD);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);

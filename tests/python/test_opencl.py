@@ -1,0 +1,150 @@
+"""The opencl backend, for real, on the OpenCL driver of this machine (PoCL
+on the CPU in CI): arrays, kernels, errors, and the differential run -- every
+kernel call of the language tests run on the OpenCL device too, compared
+with the CPU's results -- and Intel's compiler (libocloc) accepting every
+OpenCL source that run emits, as SPIR-V and native code for two GPU
+generations.
+
+Without an OpenCL driver these tests skip with a line saying what to install
+(`make test` installs PoCL and Intel's compiler when it runs as root)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tack
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import _ocloc  # noqa: E402
+
+OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
+pytestmark = pytest.mark.skipif(
+    not OPENCL, reason="no OpenCL device: install ocl-icd-libopencl1 and pocl-opencl-icd (make test does, as root)")
+DEV = OPENCL[0] if OPENCL else None
+
+LANGUAGE_FILES = ["test_language.py", "test_kernels.py", "test_language_hypothesis.py", "test_shifts.py",
+                  "test_int_literals.py", "test_range_step.py", "test_intrinsics.py", "test_privatize.py",
+                  "test_simd.py", "test_strength.py", "test_verified_blocks.py"]
+
+
+@tack.kernel
+def saxpy(a, x, y):
+    for i in range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+@tack.kernel
+def shifted(x, k):
+    for i in range(x.shape[0]):
+        x[i + k] = 1.0
+
+
+@tack.kernel
+def scaled_sum(x, out, s):
+    n = x.shape[0]
+    t = 0.0
+    for i in range(n):
+        out[0] += x[i] * s
+    t = out[0]
+    for i in range(n):
+        x[i] = t
+
+
+def test_device_is_listed_and_named():
+    assert DEV in tack.devices()
+    a = tack.zeros(3, tack.f32, device=DEV)
+    assert a.device == DEV
+
+
+def test_arrays_round_trip():
+    host = np.arange(1000, dtype=np.float64)
+    d = tack.array(host, device=DEV)
+    np.testing.assert_array_equal(d.numpy(), host)
+    f = tack.full(17, 2.5, tack.f32, device=DEV)
+    np.testing.assert_array_equal(f.numpy(), np.full(17, 2.5, np.float32))
+
+
+def test_a_kernel_runs_there():
+    x = tack.array(np.arange(100_000, dtype=np.float32), device=DEV)
+    y = tack.ones(100_000, tack.f32, device=DEV)
+    saxpy(2.0, x, y)
+    np.testing.assert_array_equal(y.numpy(), 2.0 * np.arange(100_000, dtype=np.float32) + 1)
+
+
+def test_phases_share_the_frame():
+    x = tack.array(np.ones(1000), device=DEV)
+    out = tack.zeros(1, tack.f64, device=DEV)
+    scaled_sum(x, out, 0.5)
+    np.testing.assert_array_equal(x.numpy(), np.full(1000, 500.0))
+
+
+def test_a_failed_check_is_an_error_at_the_next_synchronization():
+    x = tack.zeros(4, tack.f32, device=DEV)
+    with pytest.raises(IndexError, match=r"index 4 is out of bounds for axis 0 with size 4 .*kernel shifted"):
+        shifted(x, 1)
+        tack.synchronize(DEV)
+    shifted(x, -1)  # the record was cleared: the next launch runs
+    tack.synchronize(DEV)
+    np.testing.assert_array_equal(x.numpy(), [1, 1, 1, 1])
+
+
+def test_arrays_on_two_devices_are_refused():
+    with pytest.raises(ValueError, match="on one device"):
+        saxpy(1.0, tack.zeros(4, tack.f32, device=DEV), np.zeros(4, np.float32))
+
+
+@pytest.fixture(scope="module")
+def differential(tmp_path_factory):
+    """The language tests run with every kernel call repeated on the OpenCL
+    device (_opencl_diff.py): its summary and the directory of the distinct
+    OpenCL sources it emitted.  The tests' own outcome does not matter here
+    (the wrapper changes what a few of them inspect, such as refcounts)."""
+    d = tmp_path_factory.mktemp("opencl-diff")
+    summary, sources = d / "diff.json", d / "sources"
+    sources.mkdir()
+    env = dict(os.environ, TACK_OPENCL_DIFF=str(summary), TACK_OPENCL_DEVICE=DEV, TACK_OPENCL_SOURCES=str(sources),
+               PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_opencl_diff",
+                           *LANGUAGE_FILES], cwd=HERE, env=env, capture_output=True, text=True, timeout=1500)
+    assert summary.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(summary.read_text()), sources
+
+
+def test_language_suite_gives_the_cpu_results(differential):
+    """Every kernel call of the language tests, run again on the OpenCL device
+    with copies of its arguments, leaves the arrays as the CPU did (and fails
+    with the same exception where the CPU's failed)."""
+    s, _ = differential
+    print({k: v for k, v in s.items() if k != "mismatches"})
+    assert not s["mismatches"], json.dumps(s["mismatches"][:5], indent=1)
+    assert s["compared"] > 10_000, s
+    assert s["errors_alike"] > 50, s
+
+
+@pytest.mark.skipif(_ocloc.library() is None, reason="libocloc not installed (Debian: intel-opencl-icd)")
+def test_intel_compiler_accepts_every_kernel(differential):
+    """Each distinct OpenCL source of the differential run compiles with
+    libocloc to SPIR-V and native code for Ponte Vecchio (pvc, with f64) and,
+    when it needs no f64, for DG2 (which has none)."""
+    _, sources = differential
+    paths = sorted(sources.iterdir())
+    failures, compiled, dg2 = [], 0, 0
+    for path in paths:
+        src = path.read_text()
+        targets = ["pvc"] + ([] if "fp64=1 */" in src else ["dg2"])
+        for device in targets:
+            rc, out = _ocloc.compile(src, device)
+            kinds = {name.rsplit(".", 1)[-1] for name in out}
+            if rc != 0 or not {"spv", "bin"} <= kinds:
+                failures.append(f"{path.name} for {device}: rc {rc}\n{out.get('stdout.log', b'').decode()[:2000]}")
+            else:
+                compiled += 1
+                dg2 += device == "dg2"
+    print(f"libocloc: {compiled} compiles ({dg2} for dg2) of {len(paths)} sources")
+    assert not failures, "\n\n".join(failures[:3])
+    assert len(paths) > 100 and dg2 > 50
