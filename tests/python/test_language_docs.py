@@ -1,4 +1,4 @@
-"""Every Python example in docs/language.md runs as written."""
+"""Every Python example in docs/language.md, errors.md and backends.md runs as written."""
 
 import pathlib
 import re
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CHAPTERS = ["language.md", "errors.md"]
+CHAPTERS = ["language.md", "errors.md", "backends.md"]
 
 
 def examples():

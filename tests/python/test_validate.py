@@ -40,6 +40,16 @@ def test_cpu_checks_pass(kernels):
     assert "vtk/" not in out.stdout  # only with --vtk
 
 
+def test_opencl_checks_pass(kernels):
+    import tack
+
+    if not any(str(d).startswith("opencl") for d in tack.devices()):
+        pytest.skip("no OpenCL device: install ocl-icd-libopencl1 and pocl-opencl-icd (make test does, as root)")
+    out = run("--arch", "opencl", "--timeout", "120")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert " 0 failed" in out.stdout and "language/out_of_bounds_raises_index_error" in out.stdout
+
+
 def test_cpu_checks_with_vtk_pass(kernels):
     pytest.importorskip("vtkmodules", reason="VTK is not installed (uv sync --extra interop)")
     out = run("--arch", "cpu", "--vtk", "--timeout", "60")
