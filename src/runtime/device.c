@@ -8,10 +8,17 @@
  * that asking for "cuda" on a machine without a GPU says exactly that,
  * instead of "unknown device".
  *
- * The registry is filled once, on first use, under pthread_once; after that
- * it is read-only and needs no lock.
+ * Each family is probed the first time something asks for it: the CPU at
+ * once, a GPU family when a device of its kind is named or tack_devices()
+ * lists them all.  Probing loads a driver -- an OpenCL driver such as PoCL
+ * brings LLVM, tens of milliseconds and signal handlers of its own -- which
+ * a program that only uses the CPU should never pay for.  Devices are
+ * appended under a lock and never move or go away, so a tack_device pointer
+ * stays valid and lookups read the table without the lock; tack_devices()
+ * lists them in family order whatever order they were probed in.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,75 +37,91 @@ static const struct family {
     const rt_backend *(*backend)(void);
     const char *missing; /* why it is unavailable when backend is NULL */
 } families[] = {
-    {"cpu", TACK_DEVICE_CPU, rt_backend_cpu, NULL},
-    {"cuda", TACK_DEVICE_CUDA, rt_backend_cuda, NULL},
-    {"hip", TACK_DEVICE_ROCM, NULL, "this build of Tack has no HIP backend yet"},
-    {"metal", TACK_DEVICE_METAL, NULL, "this build of Tack has no Metal backend"},
-    {"level_zero", TACK_DEVICE_ONEAPI, NULL, "this build of Tack has no Level Zero backend yet"},
-    {"opencl", TACK_DEVICE_OPENCL, rt_backend_opencl, NULL},
+    { "cpu", TACK_DEVICE_CPU, rt_backend_cpu, NULL },
+    { "cuda", TACK_DEVICE_CUDA, rt_backend_cuda, NULL },
+    { "hip", TACK_DEVICE_ROCM, NULL, "this build of Tack has no HIP backend yet" },
+    { "metal", TACK_DEVICE_METAL, NULL, "this build of Tack has no Metal backend" },
+    { "level_zero", TACK_DEVICE_ONEAPI, NULL, "this build of Tack has no Level Zero backend yet" },
+    { "opencl", TACK_DEVICE_OPENCL, rt_backend_opencl, NULL },
 };
 #define NFAMILIES ((int)(sizeof families / sizeof families[0]))
 
 static tack_device devices[MAX_DEVICES];
-static int ndevices;
+static int family_of[MAX_DEVICES];
+static atomic_int ndevices;
 static char unavailable[NFAMILIES][200];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static atomic_int probed[NFAMILIES];
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void registry_init(void) {
-    for (int f = 0; f < NFAMILIES; f++) {
+static void probe(int f) {
+    if (atomic_load_explicit(&probed[f], memory_order_acquire)) return;
+    pthread_mutex_lock(&probe_lock);
+    if (!atomic_load_explicit(&probed[f], memory_order_relaxed)) {
         if (!families[f].backend) {
             snprintf(unavailable[f], sizeof unavailable[f], "%s", families[f].missing);
-            continue;
+        } else {
+            const rt_backend *be = families[f].backend();
+            int n = be->device_count(unavailable[f], sizeof unavailable[f]);
+            for (int i = 0; i < n; i++) {
+                int at = atomic_load_explicit(&ndevices, memory_order_relaxed);
+                if (at >= MAX_DEVICES) break;
+                tack_device *d = &devices[at];
+                d->backend = be;
+                d->index = i;
+                if (be->type == TACK_DEVICE_CPU) snprintf(d->name, sizeof d->name, "%s", be->name);
+                else snprintf(d->name, sizeof d->name, "%s:%d", be->name, i);
+                if (be->init_device && be->init_device(d) != TACK_OK)
+                    continue; /* the backend said why in its probe; skip the device */
+                family_of[at] = f;
+                atomic_store_explicit(&ndevices, at + 1, memory_order_release);
+            }
         }
-        const rt_backend *be = families[f].backend();
-        int n = be->device_count(unavailable[f], sizeof unavailable[f]);
-        for (int i = 0; i < n && ndevices < MAX_DEVICES; i++) {
-            tack_device *d = &devices[ndevices];
-            d->backend = be;
-            d->index = i;
-            if (be->type == TACK_DEVICE_CPU)
-                snprintf(d->name, sizeof d->name, "%s", be->name);
-            else
-                snprintf(d->name, sizeof d->name, "%s:%d", be->name, i);
-            if (be->init_device && be->init_device(d) != TACK_OK)
-                continue; /* the backend said why in its probe; skip the device */
-            ndevices++;
-        }
+        atomic_store_explicit(&probed[f], 1, memory_order_release);
     }
+    pthread_mutex_unlock(&probe_lock);
 }
 
-static void ensure(void) { pthread_once(&once, registry_init); }
+static void probe_type(tack_device_type type) {
+    for (int f = 0; f < NFAMILIES; f++)
+        if (families[f].type == type) probe(f);
+}
+
+static int count(void) { return atomic_load_explicit(&ndevices, memory_order_acquire); }
 
 tack_device *rt_default_cpu(void) {
-    ensure();
-    return &devices[0]; /* the CPU backend always provides device 0 */
+    probe_type(TACK_DEVICE_CPU);
+    return &devices[0]; /* the CPU backend always provides a device, probed first */
 }
 
 int tack_devices(tack_device **out, int cap) {
-    ensure();
-    for (int i = 0; i < ndevices && i < cap; i++)
-        out[i] = &devices[i];
-    return ndevices;
+    for (int f = 0; f < NFAMILIES; f++) probe(f);
+    int n = count(), k = 0;
+    for (int f = 0; f < NFAMILIES; f++)
+        for (int i = 0; i < n; i++)
+            if (family_of[i] == f) {
+                if (k < cap) out[k] = &devices[i];
+                k++;
+            }
+    return k;
 }
 
 tack_status tack_device_from_type(tack_device_type type, int index, tack_device **out) {
-    ensure();
-    for (int i = 0; i < ndevices; i++)
+    probe_type(type);
+    int n = count();
+    for (int i = 0; i < n; i++)
         if (devices[i].backend->type == type && devices[i].index == index) {
             *out = &devices[i];
             return TACK_OK;
         }
     for (int f = 0; f < NFAMILIES; f++)
         if (families[f].type == type)
-            return tack_set_error(TACK_ERR_DEVICE, "no %s device with index %d: %s", families[f].name,
-                                  index, unavailable[f][0] ? unavailable[f] : "index out of range");
+            return tack_set_error(TACK_ERR_DEVICE, "no %s device with index %d: %s", families[f].name, index,
+                                  unavailable[f][0] ? unavailable[f] : "index out of range");
     return tack_set_error(TACK_ERR_DEVICE, "unsupported device type %d", (int)type);
 }
 
 tack_status tack_device_get(const char *name, tack_device **out) {
-    ensure();
-    if (!name)
-        return tack_set_error(TACK_ERR_VALUE, "device name is NULL");
+    if (!name) return tack_set_error(TACK_ERR_VALUE, "device name is NULL");
     const char *colon = strchr(name, ':');
     size_t flen = colon ? (size_t)(colon - name) : strlen(name);
     int index = 0;
@@ -107,16 +130,16 @@ tack_status tack_device_get(const char *name, tack_device **out) {
         long v = strtol(colon + 1, &end, 10);
         if (colon[1] == '\0' || *end != '\0' || v < 0 || v > 1024)
             return tack_set_error(TACK_ERR_VALUE,
-                                  "malformed device name '%.64s': expected 'kind' or 'kind:N' with N >= 0",
-                                  name);
+                                  "malformed device name '%.64s': expected 'kind' or 'kind:N' with N >= 0", name);
         index = (int)v;
     }
     for (int f = 0; f < NFAMILIES; f++) {
-        if (strlen(families[f].name) != flen || strncmp(families[f].name, name, flen) != 0)
-            continue;
+        if (strlen(families[f].name) != flen || strncmp(families[f].name, name, flen) != 0) continue;
         if (families[f].type == TACK_DEVICE_CPU && index != 0)
             return tack_set_error(TACK_ERR_VALUE, "device '%.64s': there is one CPU device, 'cpu'", name);
-        for (int i = 0; i < ndevices; i++)
+        probe(f);
+        int n = count();
+        for (int i = 0; i < n; i++)
             if (devices[i].backend->type == families[f].type && devices[i].index == index) {
                 *out = &devices[i];
                 return TACK_OK;
@@ -141,11 +164,10 @@ tack_status tack_device_synchronize(tack_device *d) {
 }
 
 tack_status tack_synchronize_all(void) {
-    ensure();
-    for (int i = 0; i < ndevices; i++) {
+    int n = count(); /* a family never probed has no work queued */
+    for (int i = 0; i < n; i++) {
         tack_status st = tack_device_synchronize(&devices[i]);
-        if (st != TACK_OK)
-            return st;
+        if (st != TACK_OK) return st;
     }
     return TACK_OK;
 }
