@@ -33,7 +33,9 @@
  *
  * check_ptr (tack_array_from_ptr, DLPack imports) asks the driver what an
  * address is: it must be a device or shared allocation of this device's
- * context, made for this device.
+ * context, made for this device.  tack_level_zero_handles gives that
+ * context (with the driver and device) to a library that is to allocate in
+ * it, such as VTK (tack.interop.vtk.init_level_zero).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -450,3 +452,14 @@ static const rt_backend lz_backend = {
 };
 
 const rt_backend *rt_backend_level_zero(void) { return &lz_backend; }
+
+tack_status tack_level_zero_handles(tack_device *d, void **driver, void **context, void **device) {
+    if (!d || d->backend != &lz_backend)
+        return tack_set_error(TACK_ERR_VALUE, "device '%s' is not a Level Zero device: it has no Level Zero handles",
+                              d ? d->name : "(null)");
+    lz_dev *c = d->state;
+    if (driver) *driver = c->drv;
+    if (context) *context = c->ctx;
+    if (device) *device = c->dev;
+    return TACK_OK;
+}

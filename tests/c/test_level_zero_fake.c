@@ -249,6 +249,12 @@ static void test_devices(tack_device *g) {
     CHECK(strcmp(tack_device_dialect(g), "opencl") == 0);
     CHECK(tack_device_kind(g) == TACK_DEVICE_ONEAPI && (int)TACK_DEVICE_ONEAPI == 14);
     CHECK(tack_device_threads(g) == 4); /* 1 slice x 2 subslices x 2 EUs */
+    void *hdrv = NULL, *hctx = NULL, *hdev = NULL;
+    CHECK(tack_level_zero_handles(g, &hdrv, &hctx, &hdev) == TACK_OK && hdrv && hctx && hdev);
+    CHECK(hdev != hdrv && hctx != hdev);
+    tack_device *cpu = NULL;
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK && tack_level_zero_handles(cpu, &hdrv, &hctx, &hdev) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "'cpu' is not a Level Zero device") != NULL);
     /* zeInit first, then the drivers, their devices, the context, the command list */
     long init = at("zeInit", 0), drv = at("zeDriverGet", 0), devget = at("zeDeviceGet", 0),
          ctx = at("zeContextCreate", 0), imm = at("zeCommandListCreateImmediate", 0);
