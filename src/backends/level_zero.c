@@ -33,7 +33,8 @@
  *
  * check_ptr (tack_array_from_ptr, DLPack imports) asks the driver what an
  * address is: it must be a device or shared allocation of this device's
- * context, made for this device.  tack_level_zero_handles gives that
+ * context, made for this device, holding all the array's bytes
+ * (zeMemGetAddressRange).  tack_level_zero_handles gives that
  * context (with the driver and device) to a library that is to allocate in
  * it, such as VTK (tack.interop.vtk.init_level_zero).
  */
@@ -175,6 +176,7 @@ static void load(void) {
     REQ(zeMemAllocDevice);
     REQ(zeMemFree);
     REQ(zeMemGetAllocProperties);
+    REQ(zeMemGetAddressRange);
     REQ(zeModuleCreate);
     REQ(zeModuleDestroy);
     REQ(zeModuleBuildLogGetString);
@@ -411,7 +413,6 @@ static tack_status lz_check_ptr(tack_device *d, const void *ptr, size_t nbytes) 
     mp.stype = TACK_ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
     ze_device_handle_t owner = NULL;
     ze_result_t r = api.zeMemGetAllocProperties(c->ctx, ptr, &mp, &owner);
-    (void)nbytes;
     if (r != TACK_ZE_RESULT_SUCCESS)
         return tack_set_error(TACK_ERR_VALUE, "address %p cannot be checked on %s: zeMemGetAllocProperties says %s",
                               ptr, d->name, lz_code_name(r));
@@ -421,6 +422,14 @@ static tack_status lz_check_ptr(tack_device *d, const void *ptr, size_t nbytes) 
         if (owner && owner != c->dev)
             return tack_set_error(TACK_ERR_VALUE, "address %p is an allocation of another Level Zero device, not %s",
                                   ptr, d->name);
+        void *base = NULL;
+        size_t size = 0;
+        if (api.zeMemGetAddressRange(c->ctx, ptr, &base, &size) == TACK_ZE_RESULT_SUCCESS && base &&
+            ((uintptr_t)ptr - (uintptr_t)base > size || nbytes > size - ((uintptr_t)ptr - (uintptr_t)base)))
+            return tack_set_error(TACK_ERR_VALUE,
+                                  "address %p and the %zu bytes after it run past the end of its allocation on %s "
+                                  "(%zu bytes at %p)",
+                                  ptr, nbytes, d->name, size, base);
         return TACK_OK;
     case TACK_ZE_MEMORY_TYPE_HOST:
         return tack_set_error(TACK_ERR_VALUE,

@@ -253,6 +253,7 @@ typedef struct tack_ze_api {
     ze_result_t (*zeMemFree)(ze_context_handle_t ctx, void *ptr);
     ze_result_t (*zeMemGetAllocProperties)(ze_context_handle_t ctx, const void *ptr,
                                            ze_memory_allocation_properties_t *props, ze_device_handle_t *dev);
+    ze_result_t (*zeMemGetAddressRange)(ze_context_handle_t ctx, const void *ptr, void **base, size_t *size);
     ze_result_t (*zeModuleCreate)(ze_context_handle_t ctx, ze_device_handle_t dev, const ze_module_desc_t *desc,
                                   ze_module_handle_t *out, ze_module_build_log_handle_t *log);
     ze_result_t (*zeModuleDestroy)(ze_module_handle_t m);

@@ -98,6 +98,7 @@ static _Atomic uint64_t next_prog_id = 1;
 
 /* ---------------------------------------------------------------- ocloc */
 static tack_ocloc_api ocloc;
+static pthread_mutex_t ocloc_lock = PTHREAD_MUTEX_INITIALIZER; /* ocloc is not documented as thread safe */
 static int ocloc_ok;
 static char ocloc_why[256];
 static pthread_once_t ocloc_once = PTHREAD_ONCE_INIT;
@@ -154,8 +155,10 @@ static tack_status compile_spirv(tack_device *d, tack_program *p, unsigned char 
     uint8_t **out = NULL;
     uint64_t *out_len = NULL;
     char **out_names = NULL;
+    pthread_mutex_lock(&ocloc_lock);
     int rc = ocloc.oclocInvoke((unsigned)(sizeof argv / sizeof argv[0]), argv, 1, src, src_len, names, 0, NULL, NULL,
                                NULL, &nout, &out, &out_len, &out_names);
+    pthread_mutex_unlock(&ocloc_lock);
     const uint8_t *found = NULL, *log = NULL;
     size_t found_len = 0, log_len = 0;
     for (uint32_t i = 0; i < nout; i++) {

@@ -98,6 +98,9 @@ static const char FAKE[] =
     "  for (int i = 0; i < nallocs; i++) if ((const char *)p >= allocs[i].p && (const char *)p < allocs[i].p + allocs[i].n) {\n"
     "    *(uint32_t *)((char *)props + 16) = 2; *(uint64_t *)((char *)props + 24) = (uint64_t)i + 1; if (d) *d = &dev; return OK; }\n"
     "  *(uint32_t *)((char *)props + 16) = 0; if (d) *d = NULL; return OK; }\n"
+    "R zeMemGetAddressRange(ctx_t *c, const void *p, void **base, size_t *n) { ENTER(0, 0);\n"
+    "  for (int i = 0; i < nallocs; i++) if ((const char *)p >= allocs[i].p && (const char *)p < allocs[i].p + allocs[i].n) { if (base) *base = allocs[i].p; if (n) *n = allocs[i].n; return OK; }\n"
+    "  return 0x78000004u; }\n"
     "static const char build_log[] = \"fake build log: error: the fake driver refuses this module\";\n"
     "R zeModuleCreate(ctx_t *c, void *d, const char *desc, mod_t **out, void **log) { ENTER(*(const uint32_t *)desc, 0x1bu);\n"
     "  uint32_t fmt = *(const uint32_t *)(desc + 16); size_t n = *(const size_t *)(desc + 24); const unsigned char *in = *(const unsigned char **)(desc + 32);\n"
@@ -308,6 +311,13 @@ static void test_memory(tack_device *g, tack_device *cpu) {
     /* check_ptr: our allocations (also inside them) are accepted, others refused with the address */
     tack_array *w = NULL;
     CHECK(tack_array_wrap(g, TACK_F32, 1, &three, (char *)tack_array_data(a) + 16, 1, NULL, NULL, &w) == TACK_OK);
+    tack_array_release(w);
+    w = NULL;
+    /* ... but not past their end: 1000 floats hold 4000 bytes */
+    int64_t big = 1000;
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &big, (char *)tack_array_data(a) + 16, 1, NULL, NULL, &w) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "run past the end of its allocation") && strstr(tack_last_error(), "4000 bytes"));
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &big, tack_array_data(a), 1, NULL, NULL, &w) == TACK_OK);
     tack_array_release(w);
     w = NULL;
     CHECK(tack_array_wrap(g, TACK_F32, 1, &three, host, 1, NULL, NULL, &w) == TACK_ERR_VALUE);
