@@ -7,7 +7,8 @@
  * driver (each checked for its stype), memory and copies, compiling through
  * the real libocloc to SPIR-V, the SPIR-V disk cache and its damage
  * handling, argument packing, group sizes and counts, the device-side error
- * record read at synchronization points, check_ptr and DLPack.  This test
+ * record read at synchronization points, check_ptr and DLPack, and a kernel
+ * from the compiler's opencl dialect built to SPIR-V.  This test
  * writes a small fake libze_loader.so.1 (one driver, one device "Fake Level
  * Zero GPU"; device memory is host memory; appended commands run at once
  * except kernels, which only record their arguments and group counts and
@@ -35,6 +36,7 @@
 #include "tack.h"
 #include "tack_dlpack.h"
 #include "tack_kernel.h"
+#include "tk_ast.h"
 
 static const char FAKE[] =
     "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <stdint.h>\n"
@@ -454,6 +456,61 @@ static void test_launch(tack_device *g) {
     tack_array_release(xi);
 }
 
+/* A kernel from the compiler's opencl dialect, built through libocloc: three
+ * phases (a loop, serial code, a loop) sharing a frame. */
+static void test_compiled(tack_device *g) {
+    tack_module_new(&tb_m);
+    AT(3, 4);
+    tack_node *body = BLOCK(3,
+        RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), BIN(TACK_OP_ADD, SUB(NAME("a"), 1, NAME("i")), NAME("s"))))),
+        ASSIGN(NAME("t"), SUB(NAME("out"), 1, INT(0))),
+        RANGE1("i", INT(3), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), NAME("t")))));
+    int k = FUNC(TACK_FUNC_KERNEL, "phased", "a out s", body);
+    tack_argtype sig[3] = {ARR(TACK_F32, 1), ARR(TACK_F32, 1), WEAK(TACK_F64)};
+    tack_compile_options o;
+    tack_compile_options_init(&o);
+    o.target = "opencl";
+    tack_program *p = NULL;
+    CHECK(tack_compile(tb_m, k, sig, 3, &o, &p) == TACK_OK);
+    CHECK(p && tack_program_build(p, g) == TACK_OK);
+    if (!p || !p->handle) {
+        if (p) fprintf(stderr, "the build: %s\n", tack_last_error());
+        tack_program_free(p);
+        tack_module_free(tb_m);
+        return;
+    }
+    int64_t n = 100;
+    tack_array *a = NULL, *out = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a) == TACK_OK && tack_array_zeros(g, TACK_F32, 1, &n, &out) == TACK_OK);
+    tack_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].array = a;
+    args[1].array = out;
+    args[2].scalar.f = 2.0;
+    int before = fake_launches();
+    CHECK(tack_launch(p, args, 3) == TACK_OK && fake_launches() == before + 3);
+    double two = 2.0;
+    uint64_t bits;
+    memcpy(&bits, &two, 8);
+    unsigned groups[3] = {32, 1, 32};
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "tk_phase%d", i);
+        CHECK(strcmp(fake_launch_kernel(before + i), name) == 0 && fake_launch_groups(before + i) == groups[i]);
+        CHECK(fake_launch_nargs(before + i) == 8 && fake_launch_arg(before + i, 7) == bits);
+        CHECK(fake_launch_arg(before + i, 1) != 0 && fake_launch_arg(before + i, 3) == (uint64_t)(uintptr_t)tack_array_data(a));
+    }
+    *fail_next = 1;
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX);
+    CHECK(strstr(tack_last_error(), "index 10 is out of bounds for axis 0 with size 10 (array ") &&
+          strstr(tack_last_error(), "kernel phased"));
+    tack_program_free(p);
+    tack_array_release(a);
+    tack_array_release(out);
+    tack_module_free(tb_m);
+}
+
 /* ----------------------------------------------------------------- errors */
 static void test_errors(tack_device *g) {
     tk_pinfo params[2] = {arr("x", TACK_I32, 0), scalar("idx", TACK_I64)};
@@ -696,6 +753,7 @@ int main(int argc, char **argv) {
         test_memory(g, cpu);
         if (ocloc) {
             test_launch(g);
+            test_compiled(g);
             test_errors(g);
             test_cache(g);
         } else {
