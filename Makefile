@@ -15,8 +15,10 @@ uv:
 
 # System libraries that VTK's offscreen rendering (tack.vis) loads: Mesa's EGL; and the
 # OpenCL loader with PoCL, OpenCL on the CPU, and Intel's OpenCL compiler (libocloc, in
-# intel-opencl-icd) for the OpenCL backend's tests (they skip without them). Installed with apt-get when missing and we are root; otherwise say what
-# to install.
+# intel-opencl-icd) for the OpenCL backend's tests (they skip without them); and the Level
+# Zero loader (libze1), which the Level Zero backend opens (its tests use a fake driver and
+# libocloc, so they need no GPU). Installed with apt-get when missing and we are root;
+# otherwise say what to install.
 sysdeps:
 	@ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1' || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -28,6 +30,11 @@ sysdeps:
 	    apt-get update -qq && apt-get install -y -qq ocl-icd-libopencl1 pocl-opencl-icd intel-opencl-icd >/dev/null || \
 	      echo "note: could not install ocl-icd-libopencl1 pocl-opencl-icd intel-opencl-icd; the OpenCL tests will skip"; \
 	  else echo "note: install ocl-icd-libopencl1 pocl-opencl-icd intel-opencl-icd to test the OpenCL backend on the CPU"; fi; }
+	@ldconfig -p 2>/dev/null | grep -q 'libze_loader.so.1' || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq libze1 >/dev/null || \
+	      echo "note: could not install libze1; Tack reports no Level Zero loader (its fake-driver test still runs)"; \
+	  else echo "note: install libze1 (the Level Zero loader) for the Level Zero backend"; fi; }
 
 env: uv sysdeps
 	$(UV) sync --extra test --extra peers --extra interop

@@ -155,6 +155,10 @@ TACK_API const char *tack_device_dialect(const tack_device *d);
 TACK_API int tack_device_index(const tack_device *d);
 /* Number of worker threads the device uses (CPU: the pool size). */
 TACK_API int tack_device_threads(const tack_device *d);
+/* A Level Zero device's driver, context and device handles (ze_driver_handle_t,
+ * ze_context_handle_t, ze_device_handle_t), for a library that is to allocate in the
+ * context Tack uses; TACK_ERR_VALUE for a device of another kind. */
+TACK_API tack_status tack_level_zero_handles(tack_device *d, void **driver, void **context, void **device);
 /* Wait for everything queued on the device. */
 TACK_API tack_status tack_device_synchronize(tack_device *d);
 TACK_API tack_status tack_synchronize_all(void);

@@ -143,6 +143,17 @@ static PyObject *py_device_threads(PyObject *m, PyObject *arg) {
     return PyLong_FromLong(tack_device_threads(dev));
 }
 
+/* (driver, context, device) handles of a Level Zero device, as ints. */
+static PyObject *py_level_zero_handles(PyObject *m, PyObject *arg) {
+    void *drv = NULL, *ctx = NULL, *dev = NULL;
+    tack_device *d = tpy_device_from_object(tpy_get_state(m), arg);
+    if (!d)
+        return NULL;
+    if (tack_level_zero_handles(d, &drv, &ctx, &dev) != TACK_OK)
+        return tpy_raise();
+    return Py_BuildValue("(NNN)", PyLong_FromVoidPtr(drv), PyLong_FromVoidPtr(ctx), PyLong_FromVoidPtr(dev));
+}
+
 /* The names the compiler takes as intrinsics (its intrinsics.def table). */
 static PyObject *py_intrinsic_names(PyObject *m, PyObject *unused) {
     PyObject *names = PyList_New(0), *s = NULL;
@@ -192,6 +203,8 @@ static PyMethodDef module_methods[] = {
     {"synchronize", (PyCFunction)(void (*)(void))py_synchronize, METH_FASTCALL,
      "synchronize(device=None): wait for queued work on one device or all"},
     {"device_threads", py_device_threads, METH_O, "device_threads(name) -> worker threads"},
+    {"level_zero_handles", py_level_zero_handles, METH_O,
+     "level_zero_handles(name) -> (driver, context, device) handles of a Level Zero device, as ints"},
     {"_dtype", tpy_dtype_lookup, METH_O, "_dtype(x) -> the DType for x (tack.dtype)"},
     {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
      "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},

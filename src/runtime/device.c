@@ -1,7 +1,7 @@
 /*
  * device.c -- the device registry.
  *
- * Devices are found by name ("cpu", "cuda:1", "opencl:0") and live for the life of the
+ * Devices are found by name ("cpu", "cuda:1", "opencl:0", "level_zero:0") and live for the life of the
  * process.  Each device points at its backend's vtable; this file is the
  * only place that lists the backends, and shared code never names one.
  * Backends that this build or this machine lacks are still known by name, so
@@ -41,7 +41,7 @@ static const struct family {
     { "cuda", TACK_DEVICE_CUDA, rt_backend_cuda, NULL },
     { "hip", TACK_DEVICE_ROCM, NULL, "this build of Tack has no HIP backend yet" },
     { "metal", TACK_DEVICE_METAL, NULL, "this build of Tack has no Metal backend" },
-    { "level_zero", TACK_DEVICE_ONEAPI, NULL, "this build of Tack has no Level Zero backend yet" },
+    { "level_zero", TACK_DEVICE_ONEAPI, rt_backend_level_zero, NULL },
     { "opencl", TACK_DEVICE_OPENCL, rt_backend_opencl, NULL },
 };
 #define NFAMILIES ((int)(sizeof families / sizeof families[0]))
@@ -70,8 +70,11 @@ static void probe(int f) {
                 d->index = i;
                 if (be->type == TACK_DEVICE_CPU) snprintf(d->name, sizeof d->name, "%s", be->name);
                 else snprintf(d->name, sizeof d->name, "%s:%d", be->name, i);
-                if (be->init_device && be->init_device(d) != TACK_OK)
-                    continue; /* the backend said why in its probe; skip the device */
+                if (be->init_device && be->init_device(d) != TACK_OK) {
+                    /* skip the device; keep why, for when the family ends up with none */
+                    if (!unavailable[f][0]) snprintf(unavailable[f], sizeof unavailable[f], "%s", tack_last_error());
+                    continue;
+                }
                 family_of[at] = f;
                 atomic_store_explicit(&ndevices, at + 1, memory_order_release);
             }
@@ -149,7 +152,7 @@ tack_status tack_device_get(const char *name, tack_device **out) {
     }
     return tack_set_error(TACK_ERR_VALUE,
                           "unknown device '%.64s' (expected 'cpu', 'cuda', 'cuda:N', 'opencl', 'opencl:N', "
-                          "'hip', 'metal' or 'level_zero')",
+                          "'hip', 'metal', 'level_zero' or 'level_zero:N')",
                           name);
 }
 

@@ -84,6 +84,7 @@ struct tack_array {
 const rt_backend *rt_backend_cpu(void);
 const rt_backend *rt_backend_cuda(void);
 const rt_backend *rt_backend_opencl(void);
+const rt_backend *rt_backend_level_zero(void);
 tack_device *rt_default_cpu(void);
 
 /* Checked arithmetic for sizes: 0 on overflow. */

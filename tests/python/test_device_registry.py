@@ -43,6 +43,6 @@ def test_cpu_only_programs_load_no_gpu_driver(tmp_path):
     assert got["cpu_only"] == [], f"a CPU-only program loaded {got['cpu_only']}"
     devices = got["devices"]
     assert devices[0] == "cpu"
-    order = ["cpu", "cuda", "opencl", "level_zero"]
+    order = ["cpu", "cuda", "hip", "metal", "level_zero", "opencl"]  # device.c's families
     kinds = [d.split(":")[0] for d in devices]
     assert kinds == sorted(kinds, key=order.index), devices

@@ -1,0 +1,772 @@
+/*
+ * test_level_zero_fake.c -- the Level Zero backend's host side against a
+ * fake driver.
+ *
+ * No machine this runs on has an Intel GPU, yet nearly all of the backend
+ * is host code: finding drivers and devices, the structures handed to the
+ * driver (each checked for its stype), memory and copies, compiling through
+ * the real libocloc to SPIR-V, the SPIR-V disk cache and its damage
+ * handling, argument packing, group sizes and counts, the device-side error
+ * record read at synchronization points, check_ptr and DLPack, and a kernel
+ * from the compiler's opencl dialect built to SPIR-V.  This test
+ * writes a small fake libze_loader.so.1 (one driver, one device "Fake Level
+ * Zero GPU"; device memory is host memory; appended commands run at once
+ * except kernels, which only record their arguments and group counts and
+ * can write a failure into the error record; every call is logged by name),
+ * builds it with the C compiler and runs itself again with it first on
+ * LD_LIBRARY_PATH.  The log lets the test check the order of calls: zeInit
+ * before anything else, the context before memory, the module before its
+ * kernels, every argument set before the launch is appended, the list
+ * synchronized before the error record is read, nothing after
+ * zeContextDestroy.  Variants run as children: a device without fp64, a
+ * driver without immediate command lists (the queue path), a driver whose
+ * command lists cannot be made (the context is destroyed, the device
+ * dropped), and Tack without Level Zero at all.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "runtime/program.h"
+#include "tack.h"
+#include "tack_dlpack.h"
+#include "tack_kernel.h"
+#include "tk_ast.h"
+
+static const char FAKE[] =
+    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <stdint.h>\n"
+    "typedef uint32_t R;\n"
+    "#define OK 0u\n#define UNINIT 0x78000001u\n#define BADARG 0x78000004u\n#define UNSUP 0x78000003u\n"
+    "static char calls[1 << 20]; static size_t clen; static int inited, ctx_dead; static char misuse[4096];\n"
+    "static void LOG(const char *n) { size_t l = strlen(n); if (clen + l + 2 < sizeof calls) { memcpy(calls + clen, n, l); clen += l; calls[clen++] = '\\n'; calls[clen] = 0; } }\n"
+    "static void BAD(const char *what) { if (strlen(misuse) + strlen(what) + 3 < sizeof misuse) { strcat(misuse, what); strcat(misuse, \"; \"); } }\n"
+    "#define ENTER(st, want) do { LOG(__func__); if (!inited) { BAD(__func__); return UNINIT; } if (ctx_dead) BAD(\"a call after zeContextDestroy\"); if ((st) != (want)) { BAD(\"a wrong stype\"); return BADARG; } } while (0)\n"
+    "const char *fake_calls(void) { return calls; }\n"
+    "void fake_calls_clear(void) { clen = 0; calls[0] = 0; }\n"
+    "const char *fake_misuse(void) { return misuse; }\n"
+    "int fail_next, refuse_modules;\n"
+    "static int drv, dev, queue;\n"
+    "typedef struct { int alive; } ctx_t; typedef struct { int imm, closed; } list_t;\n"
+    "static struct { char *p; size_t n; } allocs[4096]; static int nallocs;\n"
+    "typedef struct { char *spv; size_t n; } mod_t;\n"
+    "typedef struct { char name[32]; unsigned gs; uint64_t args[64]; size_t sizes[64]; int set; } kern_t;\n"
+    "typedef struct { char name[32]; unsigned groups, gs; int nargs; uint64_t args[64]; size_t sizes[64]; } launch_t;\n"
+    "static launch_t launched[1024]; static int nlaunched;\n"
+    "int fake_launches(void) { return nlaunched; }\n"
+    "const char *fake_launch_kernel(int i) { return launched[i].name; }\n"
+    "unsigned fake_launch_groups(int i) { return launched[i].groups; }\n"
+    "unsigned fake_launch_group_size(int i) { return launched[i].gs; }\n"
+    "int fake_launch_nargs(int i) { return launched[i].nargs; }\n"
+    "uint64_t fake_launch_arg(int i, int a) { return launched[i].args[a]; }\n"
+    "size_t fake_launch_arg_size(int i, int a) { return launched[i].sizes[a]; }\n"
+    "R zeInit(uint32_t f) { LOG(__func__); inited = 1; return OK; }\n"
+    "R zeDriverGet(uint32_t *n, void **d) { ENTER(0, 0); if (d && *n) d[0] = &drv; *n = 1; return OK; }\n"
+    "R zeDeviceGet(void *h, uint32_t *n, void **d) { ENTER(h == &drv, 1); if (d && *n) d[0] = &dev; *n = 1; return OK; }\n"
+    "R zeDeviceGetProperties(void *h, uint32_t *p) { ENTER(p[0], 0x3u);\n"
+    "  uint32_t *u = (uint32_t *)((char *)p + 16); u[0] = 1; u[1] = 0x8086; u[2] = 0xbd5;\n"
+    "  uint32_t *eu = (uint32_t *)((char *)p + 56); eu[0] = 8; eu[1] = 16; eu[2] = 2; eu[3] = 2; eu[4] = 1;\n"
+    "  snprintf((char *)p + 112, 256, \"Fake Level Zero GPU\"); return OK; }\n"
+    "R zeDeviceGetComputeProperties(void *h, uint32_t *p) { ENTER(p[0], 0x4u); *(uint32_t *)((char *)p + 16) = 512; return OK; }\n"
+    "R zeDeviceGetModuleProperties(void *h, uint32_t *p) { ENTER(p[0], 0x5u); const char *e = getenv(\"FAKE_ZE_FP64\");\n"
+    "  *(uint32_t *)((char *)p + 20) = 1u | (e && *e == '0' ? 0u : 2u); return OK; }\n"
+    "R zeContextCreate(void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xdu); ctx_t *c = calloc(1, sizeof *c); c->alive = 1; *out = c; return OK; }\n"
+    "R zeContextDestroy(void *c) { ENTER(0, 0); ctx_dead = 1; free(c); return OK; }\n"
+    "R zeCommandListCreateImmediate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xeu);\n"
+    "  if (getenv(\"FAKE_ZE_NO_IMMEDIATE\") || getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; list_t *l = calloc(1, sizeof *l); l->imm = 1; *out = l; return OK; }\n"
+    "R zeCommandQueueCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xeu); if (getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; *out = &queue; return OK; }\n"
+    "R zeCommandQueueDestroy(void *q) { ENTER(0, 0); return OK; }\n"
+    "R zeCommandListCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xfu); list_t *l = calloc(1, sizeof *l); *out = l; return OK; }\n"
+    "R zeCommandListDestroy(void *l) { ENTER(0, 0); free(l); return OK; }\n"
+    "R zeCommandListClose(list_t *l) { ENTER(0, 0); if (l->imm || l->closed) BAD(\"close\"); l->closed = 1; return OK; }\n"
+    "R zeCommandListReset(list_t *l) { ENTER(0, 0); l->closed = 0; return OK; }\n"
+    "R zeCommandQueueExecuteCommandLists(void *q, uint32_t n, list_t **l, void *f) { ENTER(0, 0); if (n != 1 || !l[0]->closed) BAD(\"execute an open list\"); return OK; }\n"
+    "R zeCommandQueueSynchronize(void *q, uint64_t t) { ENTER(0, 0); return OK; }\n"
+    "R zeCommandListHostSynchronize(list_t *l, uint64_t t) { ENTER(0, 0); if (!l->imm) BAD(\"host sync of a regular list\"); return OK; }\n"
+    "#define APPEND(l) do { if ((l)->closed) BAD(\"append to a closed list\"); } while (0)\n"
+    "R zeCommandListAppendBarrier(list_t *l, void *e, uint32_t n, void **w) { ENTER(0, 0); APPEND(l); return OK; }\n"
+    "R zeCommandListAppendMemoryCopy(list_t *l, void *d, const void *s, size_t n, void *e, uint32_t nw, void **w) { ENTER(0, 0); APPEND(l); memmove(d, s, n); return OK; }\n"
+    "R zeCommandListAppendMemoryFill(list_t *l, void *d, const void *p, size_t ps, size_t n, void *e, uint32_t nw, void **w) { ENTER(0, 0); APPEND(l);\n"
+    "  if (ps == 0 || (ps & (ps - 1)) || n % ps) return BADARG; for (size_t i = 0; i < n; i += ps) memcpy((char *)d + i, p, ps); return OK; }\n"
+    "R zeMemAllocDevice(ctx_t *c, const uint32_t *desc, size_t n, size_t align, void *d, void **out) { ENTER(desc[0], 0x15u);\n"
+    "  if (nallocs == 4096 || n == 0) return 0x70000003u; size_t a = align < 64 ? 64 : align; char *p = aligned_alloc(a, (n + a - 1) / a * a);\n"
+    "  memset(p, 0, n); allocs[nallocs].p = p; allocs[nallocs].n = n; nallocs++; *out = p; return OK; }\n"
+    "R zeMemFree(ctx_t *c, void *p) { ENTER(0, 0); for (int i = 0; i < nallocs; i++) if (allocs[i].p == p) { free(p); allocs[i] = allocs[--nallocs]; return OK; } BAD(\"zeMemFree of an unknown address\"); return BADARG; }\n"
+    "R zeMemGetAllocProperties(ctx_t *c, const void *p, uint32_t *props, void **d) { ENTER(props[0], 0x17u);\n"
+    "  for (int i = 0; i < nallocs; i++) if ((const char *)p >= allocs[i].p && (const char *)p < allocs[i].p + allocs[i].n) {\n"
+    "    *(uint32_t *)((char *)props + 16) = 2; *(uint64_t *)((char *)props + 24) = (uint64_t)i + 1; if (d) *d = &dev; return OK; }\n"
+    "  *(uint32_t *)((char *)props + 16) = 0; if (d) *d = NULL; return OK; }\n"
+    "R zeMemGetAddressRange(ctx_t *c, const void *p, void **base, size_t *n) { ENTER(0, 0);\n"
+    "  for (int i = 0; i < nallocs; i++) if ((const char *)p >= allocs[i].p && (const char *)p < allocs[i].p + allocs[i].n) { if (base) *base = allocs[i].p; if (n) *n = allocs[i].n; return OK; }\n"
+    "  return 0x78000004u; }\n"
+    "static const char build_log[] = \"fake build log: error: the fake driver refuses this module\";\n"
+    "R zeModuleCreate(ctx_t *c, void *d, const char *desc, mod_t **out, void **log) { ENTER(*(const uint32_t *)desc, 0x1bu);\n"
+    "  uint32_t fmt = *(const uint32_t *)(desc + 16); size_t n = *(const size_t *)(desc + 24); const unsigned char *in = *(const unsigned char **)(desc + 32);\n"
+    "  if (log) *log = (void *)build_log;\n"
+    "  uint32_t magic = 0; if (n >= 4) memcpy(&magic, in, 4);\n"
+    "  if (fmt != 0 || magic != 0x07230203u) return 0x7800000fu;\n"
+    "  if (refuse_modules > 0) { refuse_modules--; return 0x70000004u; }\n"
+    "  mod_t *m = malloc(sizeof *m); m->spv = malloc(n); memcpy(m->spv, in, n); m->n = n; *out = m; return OK; }\n"
+    "R zeModuleDestroy(mod_t *m) { ENTER(0, 0); free(m->spv); free(m); return OK; }\n"
+    "R zeModuleBuildLogGetString(void *l, size_t *n, char *s) { ENTER(l == build_log, 1); if (s) memcpy(s, build_log, *n < sizeof build_log ? *n : sizeof build_log); else *n = sizeof build_log; return OK; }\n"
+    "R zeModuleBuildLogDestroy(void *l) { ENTER(0, 0); return OK; }\n"
+    "static void *find(const char *h, size_t hn, const char *nd) { size_t l = strlen(nd); for (size_t i = 0; i + l <= hn; i++) if (!memcmp(h + i, nd, l)) return (void *)(h + i); return NULL; }\n"
+    "R zeKernelCreate(mod_t *m, const char *desc, kern_t **out) { ENTER(*(const uint32_t *)desc, 0x1du); const char *name = *(const char **)(desc + 24);\n"
+    "  if (!find(m->spv, m->n, name)) return 0x78000011u; kern_t *k = calloc(1, sizeof *k); snprintf(k->name, 32, \"%s\", name); *out = k; return OK; }\n"
+    "R zeKernelDestroy(kern_t *k) { ENTER(0, 0); free(k); return OK; }\n"
+    "R zeKernelSetArgumentValue(kern_t *k, uint32_t i, size_t n, const void *v) { ENTER(0, 0); if (i >= 64 || n > 8) return 0x78000016u;\n"
+    "  k->args[i] = 0; if (v) memcpy(&k->args[i], v, n); k->sizes[i] = n; if ((int)i + 1 > k->set) k->set = (int)i + 1; return OK; }\n"
+    "R zeKernelSetGroupSize(kern_t *k, uint32_t x, uint32_t y, uint32_t z) { ENTER(y == 1 && z == 1, 1); k->gs = x; return OK; }\n"
+    "R zeKernelSuggestGroupSize(kern_t *k, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t *x, uint32_t *y, uint32_t *z) { ENTER(0, 0); *x = gx < 128 ? gx : 128; *y = *z = 1; return OK; }\n"
+    "R zeCommandListAppendLaunchKernel(list_t *l, kern_t *k, const uint32_t *g, void *e, uint32_t nw, void **w) { ENTER(0, 0); APPEND(l);\n"
+    "  launch_t *r = &launched[nlaunched++ % 1024]; memcpy(r->name, k->name, 32); r->groups = g[0]; r->gs = k->gs; r->nargs = k->set;\n"
+    "  memcpy(r->args, k->args, sizeof r->args); memcpy(r->sizes, k->sizes, sizeof r->sizes);\n"
+    "  if (fail_next) { char *rec = (char *)(uintptr_t)k->args[0]; int32_t one = 1, site = 0; int64_t ten = 10;\n"
+    "    memcpy(rec, &one, 4); memcpy(rec + 4, &site, 4); memcpy(rec + 8, &k->args[2], 8); memcpy(rec + 16, &ten, 8); memcpy(rec + 24, &ten, 8); fail_next = 0; }\n"
+    "  return OK; }\n";
+
+#define CTX "typedef struct { int failed; int site; ulong prog; long a; long b; } tk_ctx;\n"
+
+static const char SAXPY[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" CTX
+    "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
+    "                        __global float *y, long n, __global const float *x, long xn, ulong a_bits) {\n"
+    "    float a = (float)as_double(a_bits);\n"
+    "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "/* tack-opencl: phases=p frame=0 fp64=1 */\n";
+
+static const char PHASES[] =
+    CTX "#define ARGS __global tk_ctx *ctx, __global uchar *frame, ulong prog, __global long *out, long n, "
+        "__global const long *x, long xn\n"
+        "__kernel void tk_phase0(ARGS) { for (long i = get_global_id(0); i < n; i += get_global_size(0)) out[i] = 2 * x[i]; }\n"
+        "__kernel void tk_phase1(ARGS) { long s = 0; for (long i = 0; i < n; i++) s += out[i]; *(__global long *)frame = s; }\n"
+        "__kernel void tk_phase2(ARGS) {\n"
+        "    long s = *(__global const long *)frame;\n"
+        "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) out[i] += s;\n"
+        "}\n"
+        "/* tack-opencl: phases=psp frame=8 fp64=0 */\n";
+
+static const char CHECKED[] =
+    CTX "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
+        "                        __global const int *x, long n, ulong idx_bits) {\n"
+        "    long idx = (long)idx_bits;\n"
+        "    if (get_global_id(0) == 0 && (idx < 0 || idx >= n) &&\n"
+        "        atomic_cmpxchg((volatile __global int *)&ctx->failed, 0, 1) == 0) {\n"
+        "        ctx->site = 0; ctx->prog = prog; ctx->a = idx; ctx->b = n;\n"
+        "    }\n"
+        "}\n"
+        "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
+
+static const char BROKEN[] = CTX "__kernel void tk_phase0(__global tk_ctx *ctx) { this is not OpenCL C; }\n"
+                                 "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
+
+static char exe[600];
+static void *fake;
+#define FAKE_FN(ret, name, args) static ret(*name) args
+FAKE_FN(const char *, fake_calls, (void));
+FAKE_FN(void, fake_calls_clear, (void));
+FAKE_FN(const char *, fake_misuse, (void));
+FAKE_FN(int, fake_launches, (void));
+FAKE_FN(const char *, fake_launch_kernel, (int));
+FAKE_FN(unsigned, fake_launch_groups, (int));
+FAKE_FN(unsigned, fake_launch_group_size, (int));
+FAKE_FN(int, fake_launch_nargs, (int));
+FAKE_FN(uint64_t, fake_launch_arg, (int, int));
+FAKE_FN(size_t, fake_launch_arg_size, (int, int));
+static int *fail_next, *refuse_modules;
+
+static int bind_fake(void) {
+    fake = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!fake) return 0;
+#define BIND(n) *(void **)&n = dlsym(fake, #n)
+    BIND(fake_calls);
+    BIND(fake_calls_clear);
+    BIND(fake_misuse);
+    BIND(fake_launches);
+    BIND(fake_launch_kernel);
+    BIND(fake_launch_groups);
+    BIND(fake_launch_group_size);
+    BIND(fake_launch_nargs);
+    BIND(fake_launch_arg);
+    BIND(fake_launch_arg_size);
+    BIND(fail_next);
+    BIND(refuse_modules);
+#undef BIND
+    return fake_calls && fake_launch_arg_size && fail_next && refuse_modules;
+}
+
+/* Where `call` first appears in the log at or after `from` (-1: never). */
+static long at(const char *call, long from) {
+    const char *log = fake_calls();
+    size_t n = strlen(call);
+    for (const char *s = log + (from < 0 ? 0 : from); (s = strstr(s, call)); s++)
+        if ((s == log || s[-1] == '\n') && s[n] == '\n') return (long)(s - log);
+    return -1;
+}
+
+static tk_pinfo arr(const char *name, tack_dtype dt, int written) {
+    tk_pinfo p;
+    memset(&p, 0, sizeof p);
+    p.name = (char *)name;
+    p.is_array = 1;
+    p.dtype = dt;
+    p.ndim = 1;
+    p.written = written;
+    p.narrow = TACK_DTYPE_COUNT;
+    return p;
+}
+
+static tk_pinfo scalar(const char *name, tack_dtype dt) {
+    tk_pinfo p = arr(name, dt, 0);
+    p.is_array = 0;
+    p.ndim = 0;
+    return p;
+}
+
+static tack_program *program(const char *name, const char *src, int np, const tk_pinfo *params) {
+    static const tk_site site = {CK_INDEX, 7, 0, "x", NULL, "check", "check.py"};
+    tack_program *p = NULL;
+    CHECK(tk_program_from_source(name, "opencl", src, np, params, 1, &site, &p) == TACK_OK);
+    return p;
+}
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TACK_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TACK_TEST_ASAN 1
+#endif
+
+static int have_ocloc(void) {
+#ifdef TACK_TEST_ASAN
+    /* libocloc dlopens its compiler with RTLD_DEEPBIND, which AddressSanitizer refuses */
+    printf("libocloc cannot run under AddressSanitizer: ");
+    return 0;
+#endif
+    void *h = dlopen("libocloc.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libocloc.so.1", RTLD_NOW | RTLD_LOCAL);
+    return h != NULL;
+}
+
+/* ---------------------------------------------------------------- devices */
+static void test_devices(tack_device *g) {
+    tack_device *list[32], *again = NULL;
+    int n = tack_devices(list, 32), seen = 0;
+    for (int i = 0; i < n && i < 32; i++)
+        if (tack_device_kind(list[i]) == TACK_DEVICE_ONEAPI) seen++;
+    CHECK(seen == 1);
+    CHECK(strcmp(tack_device_name(g), "level_zero:0") == 0);
+    CHECK(tack_device_get("level_zero:0", &again) == TACK_OK && again == g);
+    CHECK(tack_device_get("level_zero:1", &again) == TACK_ERR_DEVICE);
+    CHECK(strcmp(tack_device_dialect(g), "opencl") == 0);
+    CHECK(tack_device_kind(g) == TACK_DEVICE_ONEAPI && (int)TACK_DEVICE_ONEAPI == 14);
+    CHECK(tack_device_threads(g) == 4); /* 1 slice x 2 subslices x 2 EUs */
+    void *hdrv = NULL, *hctx = NULL, *hdev = NULL;
+    CHECK(tack_level_zero_handles(g, &hdrv, &hctx, &hdev) == TACK_OK && hdrv && hctx && hdev);
+    CHECK(hdev != hdrv && hctx != hdev);
+    tack_device *cpu = NULL;
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK && tack_level_zero_handles(cpu, &hdrv, &hctx, &hdev) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "'cpu' is not a Level Zero device") != NULL);
+    /* zeInit first, then the drivers, their devices, the context, the command list */
+    long init = at("zeInit", 0), drv = at("zeDriverGet", 0), devget = at("zeDeviceGet", 0),
+         ctx = at("zeContextCreate", 0), imm = at("zeCommandListCreateImmediate", 0);
+    CHECK(init == 0 && drv > init && devget > drv && ctx > devget && imm > ctx);
+    CHECK(at("zeMemAllocDevice", 0) == -1 || at("zeMemAllocDevice", 0) > ctx);
+}
+
+/* ----------------------------------------------------------------- memory */
+static void test_memory(tack_device *g, tack_device *cpu) {
+    int64_t n = 1000;
+    float host[1000], back[1000];
+    tack_array *a = NULL, *b = NULL, *c = NULL, *e = NULL;
+    for (int i = 0; i < 1000; i++) host[i] = (float)i * 0.5f;
+    CHECK(tack_array_empty(g, TACK_F32, 1, &n, &a) == TACK_OK);
+    CHECK(tack_array_copy_from_host(a, host, sizeof host) == TACK_OK);
+    memset(back, 0, sizeof back);
+    CHECK(tack_array_copy_to_host(a, back, sizeof back) == TACK_OK && memcmp(host, back, sizeof back) == 0);
+    CHECK(tack_array_clone(a, NULL, &b) == TACK_OK && tack_array_copy_to_host(b, back, sizeof back) == TACK_OK &&
+          memcmp(host, back, sizeof back) == 0);
+    CHECK(tack_array_clone(a, cpu, &c) == TACK_OK && memcmp(tack_array_data(c), host, sizeof host) == 0);
+    float v = 2.5f;
+    CHECK(tack_array_fill(b, &v) == TACK_OK && tack_array_copy_to_host(b, back, sizeof back) == TACK_OK &&
+          back[0] == v && back[999] == v);
+    int64_t three = 3;
+    tack_array *v3 = NULL;
+    float tri[9] = {1, 2, 3, 1, 2, 3, 1, 2, 3}, got[9];
+    CHECK(tack_array_empty(g, TACK_VEC3, 1, &three, &v3) == TACK_OK && tack_array_fill(v3, tri) == TACK_OK &&
+          tack_array_copy_to_host(v3, got, sizeof got) == TACK_OK && memcmp(tri, got, sizeof got) == 0);
+    int64_t zero = 0;
+    CHECK(tack_array_zeros(g, TACK_F64, 1, &zero, &e) == TACK_OK);
+    /* every fill and copy is followed by a barrier */
+    fake_calls_clear();
+    CHECK(tack_array_fill(b, &v) == TACK_OK);
+    long fill = at("zeCommandListAppendMemoryFill", 0);
+    CHECK(fill >= 0 && at("zeCommandListAppendBarrier", fill) > fill &&
+          at("zeCommandListHostSynchronize", fill) > at("zeCommandListAppendBarrier", fill));
+    /* check_ptr: our allocations (also inside them) are accepted, others refused with the address */
+    tack_array *w = NULL;
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &three, (char *)tack_array_data(a) + 16, 1, NULL, NULL, &w) == TACK_OK);
+    tack_array_release(w);
+    w = NULL;
+    /* ... but not past their end: 1000 floats hold 4000 bytes */
+    int64_t big = 1000;
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &big, (char *)tack_array_data(a) + 16, 1, NULL, NULL, &w) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "run past the end of its allocation") && strstr(tack_last_error(), "4000 bytes"));
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &big, tack_array_data(a), 1, NULL, NULL, &w) == TACK_OK);
+    tack_array_release(w);
+    w = NULL;
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &three, host, 1, NULL, NULL, &w) == TACK_ERR_VALUE);
+    char addr[40];
+    snprintf(addr, sizeof addr, "%p", (void *)host);
+    CHECK(strstr(tack_last_error(), addr) && strstr(tack_last_error(), "level_zero:0"));
+    CHECK(at("zeMemGetAllocProperties", 0) >= 0);
+    /* DLPack: out as kDLOneAPI on device 0, back onto level_zero:0 without a copy */
+    void *m = NULL;
+    CHECK(tack_array_to_dlpack(a, 1, TACK_DLPACK_COPY_IF_NEEDED, &m) == TACK_OK);
+    if (m) {
+        DLManagedTensorVersioned *t = m;
+        CHECK(t->dl_tensor.device.device_type == kDLOneAPI && t->dl_tensor.device.device_id == 0);
+        CHECK(t->dl_tensor.data == tack_array_data(a));
+        tack_array *in = NULL;
+        CHECK(tack_array_from_dlpack(m, 1, NULL, &in) == TACK_OK);
+        CHECK(in && tack_array_device(in) == g && tack_array_data(in) == tack_array_data(a));
+        CHECK(in && tack_array_copy_to_host(in, back, sizeof back) == TACK_OK && memcmp(host, back, sizeof back) == 0);
+        tack_array_release(in);
+    }
+    /* a kDLOneAPI tensor whose address is not the device's is refused (and its deleter still runs) */
+    CHECK(tack_array_to_dlpack(c, 1, TACK_DLPACK_COPY_IF_NEEDED, &m) == TACK_OK);
+    if (m) {
+        DLManagedTensorVersioned *t = m;
+        t->dl_tensor.device.device_type = kDLOneAPI;
+        tack_array *in = NULL;
+        CHECK(tack_array_from_dlpack(m, 1, NULL, &in) == TACK_ERR_VALUE && strstr(tack_last_error(), "level_zero:0"));
+    }
+    tack_array_release(a);
+    tack_array_release(b);
+    tack_array_release(c);
+    tack_array_release(e);
+    tack_array_release(v3);
+}
+
+/* ----------------------------------------------------------------- launch */
+static void test_launch(tack_device *g) {
+    tk_pinfo saxpy_params[3] = {arr("y", TACK_F32, 1), arr("x", TACK_F32, 0), scalar("a", TACK_F32)};
+    tk_pinfo phase_params[2] = {arr("out", TACK_I64, 1), arr("x", TACK_I64, 0)};
+    int64_t n = 100;
+    tack_array *y = NULL, *x = NULL, *o = NULL, *xi = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &y) == TACK_OK && tack_array_zeros(g, TACK_F32, 1, &n, &x) == TACK_OK);
+    CHECK(tack_array_zeros(g, TACK_I64, 1, &n, &o) == TACK_OK && tack_array_zeros(g, TACK_I64, 1, &n, &xi) == TACK_OK);
+    fake_calls_clear();
+    tack_program *p = program("saxpy", SAXPY, 3, saxpy_params);
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    long mod = at("zeModuleCreate", 0), kern = at("zeKernelCreate", 0);
+    CHECK(mod >= 0 && kern > mod && at("zeKernelSetGroupSize", kern) > kern);
+    tack_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].array = y;
+    args[1].array = x;
+    args[2].scalar.f = 2.5;
+    int before = fake_launches();
+    fake_calls_clear();
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    CHECK(fake_launches() == before + 1);
+    /* every argument set (8 of them) before the append, a barrier after it, nothing waited for */
+    long app = at("zeCommandListAppendLaunchKernel", 0);
+    int sets = 0;
+    for (long s = at("zeKernelSetArgumentValue", 0); s >= 0 && s < app; s = at("zeKernelSetArgumentValue", s + 1)) sets++;
+    CHECK(app > 0 && sets == 8 && at("zeKernelSetArgumentValue", app) == -1);
+    CHECK(at("zeCommandListAppendBarrier", app) > app && at("zeCommandListHostSynchronize", 0) == -1);
+    int L = before;
+    CHECK(strcmp(fake_launch_kernel(L), "tk_phase0") == 0 && fake_launch_nargs(L) == 8);
+    CHECK(fake_launch_groups(L) == 4 * 8 && fake_launch_group_size(L) == 128);
+    for (int i = 0; i < 8; i++) CHECK(fake_launch_arg_size(L, i) == 8);
+    CHECK(fake_launch_arg(L, 0) != 0 && fake_launch_arg(L, 1) == 0 && fake_launch_arg(L, 2) != 0);
+    CHECK(fake_launch_arg(L, 3) == (uint64_t)(uintptr_t)tack_array_data(y) && fake_launch_arg(L, 4) == 100);
+    CHECK(fake_launch_arg(L, 5) == (uint64_t)(uintptr_t)tack_array_data(x) && fake_launch_arg(L, 6) == 100);
+    double twohalf = 2.5;
+    uint64_t bits;
+    memcpy(&bits, &twohalf, 8);
+    CHECK(fake_launch_arg(L, 7) == bits);
+    uint64_t err_record = fake_launch_arg(L, 0), saxpy_id = fake_launch_arg(L, 2);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* integer and bool scalars travel as 64-bit integers */
+    tk_pinfo int_params[3] = {arr("y", TACK_F32, 1), arr("x", TACK_F32, 0), scalar("a", TACK_I64)};
+    tack_program *pi = program("saxpy", SAXPY, 3, int_params);
+    CHECK(tack_program_build(pi, g) == TACK_OK);
+    args[2].scalar.i = -7;
+    CHECK(tack_launch(pi, args, 3) == TACK_OK && fake_launch_arg(fake_launches() - 1, 7) == (uint64_t)-7);
+    CHECK(fake_launch_arg(fake_launches() - 1, 2) != saxpy_id && fake_launch_arg(fake_launches() - 1, 0) == err_record);
+    tack_program_free(pi);
+    /* three phases: parallel, serial (one group of one), parallel, sharing one frame */
+    tack_program *ph = program("phases", PHASES, 2, phase_params);
+    CHECK(tack_program_build(ph, g) == TACK_OK);
+    tack_arg pargs[2];
+    memset(pargs, 0, sizeof pargs);
+    pargs[0].array = o;
+    pargs[1].array = xi;
+    before = fake_launches();
+    CHECK(tack_launch(ph, pargs, 2) == TACK_OK && fake_launches() == before + 3);
+    const char *want[3] = {"tk_phase0", "tk_phase1", "tk_phase2"};
+    unsigned groups[3] = {32, 1, 32}, sizes[3] = {128, 1, 128};
+    for (int k = 0; k < 3; k++) {
+        CHECK(strcmp(fake_launch_kernel(before + k), want[k]) == 0);
+        CHECK(fake_launch_groups(before + k) == groups[k] && fake_launch_group_size(before + k) == sizes[k]);
+        CHECK(fake_launch_nargs(before + k) == 7 && fake_launch_arg(before + k, 1) != 0);
+        CHECK(fake_launch_arg(before + k, 1) == fake_launch_arg(before, 1));
+    }
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* wrong programs are refused saying why */
+    tack_program *bad = NULL;
+    CHECK(tk_program_from_source("k", "cuda", SAXPY, 3, saxpy_params, 0, NULL, &bad) == TACK_OK);
+    CHECK(tack_program_build(bad, g) == TACK_ERR_VALUE && strstr(tack_last_error(), "target \"opencl\""));
+    tack_program_free(bad);
+    bad = program("broken", BROKEN, 0, NULL);
+    CHECK(tack_program_build(bad, g) == TACK_ERR_COMPILE);
+    CHECK(strstr(tack_last_error(), "kernel 'broken'") && strstr(tack_last_error(), "libocloc") &&
+          strstr(tack_last_error(), "error"));
+    tack_program_free(bad);
+    /* the driver refusing the SPIR-V: its build log in the error */
+    *refuse_modules = 2; /* the cache entry, then the fresh compile */
+    bad = program("saxpy", SAXPY, 3, saxpy_params);
+    CHECK(tack_program_build(bad, g) == TACK_ERR_COMPILE);
+    CHECK(strstr(tack_last_error(), "zeModuleCreate") && strstr(tack_last_error(), "the fake driver refuses"));
+    tack_program_free(bad);
+    *refuse_modules = 0;
+    /* failed host allocations while building leave nothing behind */
+    for (int fail = 1; fail < 40; fail++) {
+        tack_program *q = program("saxpy", SAXPY, 3, saxpy_params);
+        failing_allocator_install(fail);
+        tack_status st = tack_program_build(q, g);
+        tack_set_allocator(NULL);
+        CHECK(st == TACK_OK || st == TACK_ERR_NOMEM);
+        tack_program_free(q);
+    }
+    tack_program_free(p);
+    tack_program_free(ph);
+    tack_array_release(y);
+    tack_array_release(x);
+    tack_array_release(o);
+    tack_array_release(xi);
+}
+
+/* A kernel from the compiler's opencl dialect, built through libocloc: three
+ * phases (a loop, serial code, a loop) sharing a frame. */
+static void test_compiled(tack_device *g) {
+    tack_module_new(&tb_m);
+    AT(3, 4);
+    tack_node *body = BLOCK(3,
+        RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), BIN(TACK_OP_ADD, SUB(NAME("a"), 1, NAME("i")), NAME("s"))))),
+        ASSIGN(NAME("t"), SUB(NAME("out"), 1, INT(0))),
+        RANGE1("i", INT(3), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), NAME("t")))));
+    int k = FUNC(TACK_FUNC_KERNEL, "phased", "a out s", body);
+    tack_argtype sig[3] = {ARR(TACK_F32, 1), ARR(TACK_F32, 1), WEAK(TACK_F64)};
+    tack_compile_options o;
+    tack_compile_options_init(&o);
+    o.target = "opencl";
+    tack_program *p = NULL;
+    CHECK(tack_compile(tb_m, k, sig, 3, &o, &p) == TACK_OK);
+    CHECK(p && tack_program_build(p, g) == TACK_OK);
+    if (!p || !p->handle) {
+        if (p) fprintf(stderr, "the build: %s\n", tack_last_error());
+        tack_program_free(p);
+        tack_module_free(tb_m);
+        return;
+    }
+    int64_t n = 100;
+    tack_array *a = NULL, *out = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a) == TACK_OK && tack_array_zeros(g, TACK_F32, 1, &n, &out) == TACK_OK);
+    tack_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].array = a;
+    args[1].array = out;
+    args[2].scalar.f = 2.0;
+    int before = fake_launches();
+    CHECK(tack_launch(p, args, 3) == TACK_OK && fake_launches() == before + 3);
+    double two = 2.0;
+    uint64_t bits;
+    memcpy(&bits, &two, 8);
+    unsigned groups[3] = {32, 1, 32};
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "tk_phase%d", i);
+        CHECK(strcmp(fake_launch_kernel(before + i), name) == 0 && fake_launch_groups(before + i) == groups[i]);
+        CHECK(fake_launch_nargs(before + i) == 8 && fake_launch_arg(before + i, 7) == bits);
+        CHECK(fake_launch_arg(before + i, 1) != 0 && fake_launch_arg(before + i, 3) == (uint64_t)(uintptr_t)tack_array_data(a));
+    }
+    *fail_next = 1;
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX);
+    CHECK(strstr(tack_last_error(), "index 10 is out of bounds for axis 0 with size 10 (array ") &&
+          strstr(tack_last_error(), "kernel phased"));
+    tack_program_free(p);
+    tack_array_release(a);
+    tack_array_release(out);
+    tack_module_free(tb_m);
+}
+
+/* ----------------------------------------------------------------- errors */
+static void test_errors(tack_device *g) {
+    tk_pinfo params[2] = {arr("x", TACK_I32, 0), scalar("idx", TACK_I64)};
+    tack_program *p = program("check", CHECKED, 2, params);
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    int64_t n = 10;
+    tack_array *x = NULL;
+    CHECK(tack_array_zeros(g, TACK_I32, 1, &n, &x) == TACK_OK);
+    tack_arg args[2];
+    memset(args, 0, sizeof args);
+    args[0].array = x;
+    args[1].scalar.i = 3;
+    /* at synchronize, once; the list is synchronized before the record is read */
+    *fail_next = 1;
+    fake_calls_clear();
+    CHECK(tack_launch(p, args, 2) == TACK_OK);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX);
+    CHECK(strstr(tack_last_error(), "index 10 is out of bounds for axis 0 with size 10") != NULL);
+    long app = at("zeCommandListAppendLaunchKernel", 0), sync = at("zeCommandListHostSynchronize", app),
+         read = at("zeCommandListAppendMemoryCopy", app);
+    CHECK(app >= 0 && sync > app && read > sync);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* at a copy to the host */
+    int32_t host[10];
+    *fail_next = 1;
+    CHECK(tack_launch(p, args, 2) == TACK_OK);
+    CHECK(tack_array_copy_to_host(x, host, sizeof host) == TACK_ERR_INDEX);
+    CHECK(tack_array_copy_to_host(x, host, sizeof host) == TACK_OK);
+    /* at once for an array shared with another library */
+    tack_array_set_flags(x, TACK_ARRAY_SHARED);
+    *fail_next = 1;
+    CHECK(tack_launch(p, args, 2) == TACK_ERR_INDEX);
+    CHECK(tack_launch(p, args, 2) == TACK_OK);
+    tack_array_set_flags(x, 0);
+    /* freed with a failure unread: the next synchronization still reports it */
+    tack_program *p2 = program("check", CHECKED, 2, params);
+    CHECK(tack_program_build(p2, g) == TACK_OK);
+    *fail_next = 1;
+    CHECK(tack_launch(p2, args, 2) == TACK_OK);
+    tack_program_free(p2);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX && strstr(tack_last_error(), "kernel check"));
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_program_free(p);
+    tack_array_release(x);
+}
+
+/* ------------------------------------------------------------------ cache */
+static int count_entries(void) {
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "exit $(ls \"$TACK_CACHE_DIR\"/*.spv 2>/dev/null | wc -l)");
+    int r = system(cmd);
+    return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+static void test_cache(tack_device *g) {
+    tk_pinfo params[2] = {arr("x", TACK_I32, 0), scalar("idx", TACK_I64)};
+    static const char SRC[] = CTX "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
+                                  "    __global const int *x, long n, ulong i) { }\n"
+                                  "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
+    int before = count_entries();
+    tack_program *p = program("cached", SRC, 2, params);
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    tack_program_free(p);
+    CHECK(count_entries() == before + 1);
+    /* a second build loads the entry (TACK_LOG=info says so) */
+    char log[600];
+    snprintf(log, sizeof log, "%s/../build.log", getenv("TACK_CACHE_DIR"));
+    int saved = dup(2);
+    for (int round = 0; round < 3; round++) {
+        FILE *f = freopen(log, "w", stderr);
+        (void)f;
+        setenv("TACK_LOG", "info", 1);
+        if (round == 1)
+            CHECK(system("for f in \"$TACK_CACHE_DIR\"/*.spv; do head -c 100 \"$f\" > \"$f.x\" && mv \"$f.x\" \"$f\"; done") == 0);
+        p = program("cached", SRC, 2, params);
+        CHECK(tack_program_build(p, g) == TACK_OK);
+        tack_program_free(p);
+        unsetenv("TACK_LOG");
+        fflush(stderr);
+        dup2(saved, 2);
+        char text[4096] = "";
+        FILE *r = fopen(log, "r");
+        if (r) {
+            size_t got = fread(text, 1, sizeof text - 1, r);
+            text[got] = 0;
+            fclose(r);
+        }
+        if (round == 1) CHECK(strstr(text, "damaged") && strstr(text, "rebuilding it") && strstr(text, "compiled kernel 'cached'"));
+        else CHECK(strstr(text, "loaded kernel 'cached'") != NULL);
+    }
+    close(saved);
+    CHECK(count_entries() == before + 1);
+}
+
+/* --------------------------------------------------------------- children */
+/* Level Zero unusable: Tack runs, lists no Level Zero device and says why. */
+static int child_absent(const char *why) {
+    tack_device *list[32], *d = NULL;
+    int n = tack_devices(list, 32);
+    for (int i = 0; i < n && i < 32; i++) CHECK(tack_device_kind(list[i]) != TACK_DEVICE_ONEAPI);
+    CHECK(tack_device_get("level_zero", &d) == TACK_ERR_DEVICE);
+    CHECK(strstr(tack_last_error(), why) != NULL);
+    if (!strstr(tack_last_error(), why)) fprintf(stderr, "the message: %s\n", tack_last_error());
+    CHECK(tack_device_get("level_zero:0", &d) == TACK_ERR_DEVICE);
+    return CHECK_SUMMARY();
+}
+
+/* A device without fp64: a float64 kernel is refused naming the device. */
+static int child_nofp64(void) {
+    tack_device *g = NULL;
+    CHECK(tack_device_get("level_zero", &g) == TACK_OK && bind_fake());
+    if (!g) return CHECK_SUMMARY();
+    tk_pinfo params[3] = {arr("y", TACK_F32, 1), arr("x", TACK_F32, 0), scalar("a", TACK_F32)};
+    tack_program *p = program("saxpy", SAXPY, 3, params);
+    fake_calls_clear();
+    CHECK(tack_program_build(p, g) == TACK_ERR_COMPILE);
+    CHECK(strstr(tack_last_error(),
+                 "kernel 'saxpy' uses float64, which device 'level_zero:0' (Fake Level Zero GPU) does not support"));
+    CHECK(at("zeModuleCreate", 0) == -1); /* refused before anything is compiled */
+    tack_program_free(p);
+    CHECK(fake_misuse()[0] == 0);
+    return CHECK_SUMMARY();
+}
+
+/* No immediate lists: a queue and a regular list, executed at each wait. */
+static int child_queue(int ocloc) {
+    tack_device *g = NULL;
+    CHECK(tack_device_get("level_zero", &g) == TACK_OK && bind_fake());
+    if (!g) return CHECK_SUMMARY();
+    CHECK(at("zeCommandQueueCreate", 0) > 0 && at("zeCommandListCreate", 0) > at("zeCommandQueueCreate", 0));
+    int64_t n = 64;
+    int32_t host[64], back[64];
+    for (int i = 0; i < 64; i++) host[i] = i * 3;
+    tack_array *a = NULL, *b = NULL;
+    CHECK(tack_array_empty(g, TACK_I32, 1, &n, &a) == TACK_OK && tack_array_copy_from_host(a, host, sizeof host) == TACK_OK);
+    CHECK(tack_array_clone(a, NULL, &b) == TACK_OK && tack_array_copy_to_host(b, back, sizeof back) == TACK_OK &&
+          memcmp(host, back, sizeof back) == 0);
+    long close = at("zeCommandListClose", 0);
+    CHECK(close > 0 && at("zeCommandQueueExecuteCommandLists", close) > close &&
+          at("zeCommandQueueSynchronize", close) > close && at("zeCommandListReset", close) > close);
+    if (ocloc) {
+        tk_pinfo params[2] = {arr("x", TACK_I32, 0), scalar("idx", TACK_I64)};
+        tack_program *p = program("check", CHECKED, 2, params);
+        CHECK(tack_program_build(p, g) == TACK_OK);
+        tack_arg args[2];
+        memset(args, 0, sizeof args);
+        args[0].array = a;
+        *fail_next = 1;
+        CHECK(tack_launch(p, args, 2) == TACK_OK);
+        CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX && tack_device_synchronize(g) == TACK_OK);
+        tack_program_free(p);
+    }
+    tack_array_release(a);
+    tack_array_release(b);
+    CHECK(fake_misuse()[0] == 0);
+    if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+    return CHECK_SUMMARY();
+}
+
+/* No command lists at all: the device is dropped and its context destroyed last. */
+static int child_nolists(void) {
+    tack_device *g = NULL;
+    CHECK(tack_device_get("level_zero", &g) == TACK_ERR_DEVICE && bind_fake());
+    CHECK(tack_device_get("cpu", &g) == TACK_OK);
+    const char *log = fake_calls();
+    long destroy = at("zeContextDestroy", 0);
+    CHECK(at("zeContextCreate", 0) >= 0 && destroy > at("zeContextCreate", 0));
+    CHECK(destroy >= 0 && log[destroy + strlen("zeContextDestroy\n")] == 0); /* nothing after it */
+    CHECK(fake_misuse()[0] == 0);
+    return CHECK_SUMMARY();
+}
+
+static int child_run(const char *env, const char *mode, const char *arg) {
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "%s '%s' %s '%s'", env, exe, mode, arg);
+    return system(cmd) == 0;
+}
+
+static int make_fake(const char *dir) {
+    char path[600], cmd[1400];
+    snprintf(path, sizeof path, "%s/fake.c", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fputs(FAKE, f);
+    fclose(f);
+    const char *cc = getenv("TACK_CC");
+    snprintf(cmd, sizeof cmd, "%s -std=c11 -shared -fPIC -o %s/libze_loader.so.1 %s", cc && *cc ? cc : "cc", dir, path);
+    return system(cmd) == 0;
+}
+
+int main(int argc, char **argv) {
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return 1;
+    exe[len] = 0;
+    if (argc == 3 && strcmp(argv[1], "--absent") == 0) return child_absent(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--nofp64") == 0) return child_nofp64();
+    if (argc == 3 && strcmp(argv[1], "--queue") == 0) return child_queue(atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "--nolists") == 0) return child_nolists();
+    if (!getenv("TACK_FAKE_ZE_DIR")) {
+        /* this machine as it is: no usable Level Zero is a clean message */
+        tack_device *d = NULL;
+        if (tack_device_get("level_zero", &d) != TACK_OK) {
+            const char *e = tack_last_error();
+            CHECK((strstr(e, "libze_loader.so.1") || strstr(e, "no Level Zero driver")) && strstr(e, "install libze1"));
+        }
+        char dir[] = "/tmp/tack-fakeze-XXXXXX";
+        if (!mkdtemp(dir) || !make_fake(dir)) {
+            printf("cannot build the fake driver (no C compiler?): skipping\n");
+            return CHECK_SUMMARY();
+        }
+        /* a loader that cannot load (an empty file) */
+        char nolib[700], env[900];
+        snprintf(nolib, sizeof nolib, "%s/nolib", dir);
+        mkdir(nolib, 0700);
+        snprintf(env, sizeof env, "%s/libze_loader.so.1", nolib);
+        FILE *f = fopen(env, "w");
+        if (f) fclose(f);
+        snprintf(env, sizeof env, "LD_LIBRARY_PATH='%s'", nolib);
+        CHECK(child_run(env, "--absent", "libze_loader.so.1 could not be loaded"));
+        char cache[600], ld[1200];
+        snprintf(cache, sizeof cache, "%s/cache", dir);
+        mkdir(cache, 0700);
+        const char *old = getenv("LD_LIBRARY_PATH");
+        snprintf(ld, sizeof ld, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+        setenv("LD_LIBRARY_PATH", ld, 1);
+        setenv("TACK_FAKE_ZE_DIR", dir, 1);
+        setenv("TACK_CACHE_DIR", cache, 1);
+        fflush(stdout);
+        execv("/proc/self/exe", argv);
+        perror("execv");
+        return 1;
+    }
+    tack_device *g = NULL, *cpu = NULL;
+    CHECK(tack_device_get("level_zero", &g) == TACK_OK);
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK);
+    CHECK(bind_fake());
+    if (g && fake) {
+        int ocloc = have_ocloc();
+        test_devices(g);
+        test_memory(g, cpu);
+        if (ocloc) {
+            test_launch(g);
+            test_compiled(g);
+            test_errors(g);
+            test_cache(g);
+        } else {
+            printf("libocloc.so not usable: skipping the build, launch, error-record and cache checks\n");
+        }
+        CHECK(fake_misuse()[0] == 0);
+        if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+        CHECK(child_run("FAKE_ZE_FP64=0", "--nofp64", "-"));
+        CHECK(child_run("FAKE_ZE_NO_IMMEDIATE=1", "--queue", ocloc ? "1" : "0"));
+        CHECK(child_run("FAKE_ZE_NO_LISTS=1", "--nolists", "-"));
+    }
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("TACK_FAKE_ZE_DIR"));
+    if (system(cmd) != 0) fprintf(stderr, "could not remove the fake driver's directory\n");
+    return CHECK_SUMMARY();
+}
