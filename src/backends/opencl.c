@@ -90,17 +90,16 @@ static void load(void) {
         const char *e = dlerror();
         if (!e || strstr(e, "No such file"))
             snprintf(load_why, sizeof load_why, "libOpenCL.so.1 not found (%s)", OCL_INSTALL);
-        else
-            snprintf(load_why, sizeof load_why, "libOpenCL.so.1 could not be loaded: %.120s (%s)", e, OCL_INSTALL);
+        else snprintf(load_why, sizeof load_why, "libOpenCL.so.1 could not be loaded: %.120s (%s)", e, OCL_INSTALL);
         return;
     }
-#define REQ(field)                                                                                        \
-    do {                                                                                                  \
-        *(void **)&api.field = dlsym(api.lib, #field);                                                    \
-        if (!api.field) {                                                                                 \
-            snprintf(load_why, sizeof load_why, "libOpenCL.so.1 lacks %s (Tack needs OpenCL 1.2)", #field); \
-            return;                                                                                       \
-        }                                                                                                 \
+#define REQ(field)                                                                                                     \
+    do {                                                                                                               \
+        *(void **)&api.field = dlsym(api.lib, #field);                                                                 \
+        if (!api.field) {                                                                                              \
+            snprintf(load_why, sizeof load_why, "libOpenCL.so.1 lacks %s (Tack needs OpenCL 1.2)", #field);            \
+            return;                                                                                                    \
+        }                                                                                                              \
     } while (0)
     REQ(clGetPlatformIDs);
     REQ(clGetPlatformInfo);
@@ -234,13 +233,13 @@ static int has_fp64(cl_device_id dev) {
            cfg != 0;
 }
 
-#define CL(call, what)                           \
-    do {                                         \
-        cl_int r_ = (call);                      \
-        if (r_ != TACK_CL_SUCCESS) {             \
-            st = ocl_error(r_, what, d);         \
-            goto done;                           \
-        }                                        \
+#define CL(call, what)                                                                                                 \
+    do {                                                                                                               \
+        cl_int r_ = (call);                                                                                            \
+        if (r_ != TACK_CL_SUCCESS) {                                                                                   \
+            st = ocl_error(r_, what, d);                                                                               \
+            goto done;                                                                                                 \
+        }                                                                                                              \
     } while (0)
 
 static tack_status ocl_init_device(tack_device *d) {
@@ -268,7 +267,7 @@ static tack_status ocl_init_device(tack_device *d) {
     if (c->max_group == 0) c->max_group = 1;
     c->fp64 = has_fp64(c->dev);
     d->threads = (int)c->units;
-    cl_context_properties props[3] = {TACK_CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+    cl_context_properties props[3] = { TACK_CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0 };
     c->ctx = api.clCreateContext(props, 1, &c->dev, NULL, NULL, &r);
     CL(c->ctx ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateContext");
     c->queue = api.clCreateCommandQueue(c->ctx, c->dev, 0, &r); /* in order, no profiling */
@@ -319,8 +318,7 @@ static tack_status ocl_copy(tack_device *d, void *dst, const void *src, size_t n
         break;
     case RT_COPY_D2D:
         if (dst == src) break; /* the whole buffer onto itself */
-        CL(api.clEnqueueCopyBuffer(c->queue, (cl_mem)src, (cl_mem)dst, 0, 0, n, 0, NULL, NULL),
-           "clEnqueueCopyBuffer");
+        CL(api.clEnqueueCopyBuffer(c->queue, (cl_mem)src, (cl_mem)dst, 0, 0, n, 0, NULL, NULL), "clEnqueueCopyBuffer");
         break;
     }
 done:
@@ -363,6 +361,17 @@ done:
     return st;
 }
 
+/* An OpenCL buffer is a cl_mem handle, not an address, and a handle from
+ * elsewhere cannot be checked without the loader dereferencing it: wrapping
+ * one is refused rather than trusted. */
+static tack_status ocl_check_ptr(tack_device *d, const void *ptr, size_t nbytes) {
+    (void)nbytes;
+    return tack_set_error(TACK_ERR_UNSUPPORTED,
+                          "cannot wrap %p on %s: an OpenCL array is a cl_mem buffer, which has no address to "
+                          "share; copy the data in with tack.array(..., device='%s')",
+                          ptr, d->name, d->name);
+}
+
 static const rt_backend ocl_backend = {
     .name = "opencl",
     .type = TACK_DEVICE_OPENCL,
@@ -377,7 +386,7 @@ static const rt_backend ocl_backend = {
     .build = ocl_build,
     .launch = ocl_launch,
     .unload = ocl_unload,
-    .check_ptr = NULL, /* a wrapped handle cannot be asked about safely: the loader dereferences it */
+    .check_ptr = ocl_check_ptr,
 };
 
 const rt_backend *rt_backend_opencl(void) { return &ocl_backend; }
