@@ -184,6 +184,14 @@ for what in (np.zeros(8, dtype=np.float32), 0x1000):
 # DLPack: a NumPy producer stays on the host (Tack takes the producer's device)
 view = tack.from_dlpack(np.arange(3.0))
 assert view.device == "cpu"
+moved = tack.from_dlpack(np.arange(3.0), device="opencl")   # a copy, asked for
+np.testing.assert_array_equal(moved.numpy(), np.arange(3.0))
+try:
+    tack.from_dlpack(np.arange(3.0), device="opencl", copy=False)
+except BufferError as e:
+    assert "without a copy" in str(e), e
+else:
+    raise AssertionError("host memory was shared with an OpenCL device")
 # NumPy cannot read an OpenCL buffer; it says so
 try:
     np.from_dlpack(tack.array(np.arange(8, dtype=np.float32)))
