@@ -368,7 +368,7 @@ def body(data):
 
 def markdown(data):
     text = INTRO + "\n" + body(data)
-    for name in ("FINDINGS.md", "GPU.md"):  # hand-written: what limits Tack; GPU runs by date
+    for name in ("FINDINGS.md", "GPU.md", "OPENCL.md"):  # hand-written: limits; GPU runs by date; OpenCL
         notes = os.path.join(HERE, name)
         if os.path.exists(notes):
             with open(notes) as f:
