@@ -20,6 +20,10 @@ typedef struct lw_state {
     int depth;       /* statement nesting in the kernel body (0 = top level) */
     int loops;       /* serial loops around the statement */
     int pfor_loops;  /* serial loops inside the current parallel loop */
+    /* the current parallel loop's own variables (locals; -1 where the body
+     * assigns one), whose values no two iterations share */
+    int pfor_vars[TACK_MAX_NDIM];
+    int npfor_vars;
     int infer;
     int changed;
     int ntemps;
@@ -57,6 +61,7 @@ int lw_find_local_in(tk_spec *S, const char *name, int scope);
 int lw_lookup(lw_state *L, const char *name);
 /* lower_expr.c */
 tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
+const char *lw_op_symbol(tack_op op);                 /* "+", "//", ... */
 int lw_comp_of_attr(const char *a);                   /* x y z w -> 0..3, else -1 */
 tk_ir *lw_in(lw_state *L, tk_ir *blk, tack_node *n);  /* n's statements go into blk */
 /* lower_stmt.c */

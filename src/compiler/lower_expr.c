@@ -171,7 +171,7 @@ static tk_ir *lower_subscript(lw_state *L, tack_node *n) {
 }
 
 /* ------------------------------------------------------- binary ops */
-static const char *op_symbol(tack_op op) {
+const char *lw_op_symbol(tack_op op) {
     static const char *s[TACK_OP_COUNT] = {
         [TACK_OP_ADD] = "+", [TACK_OP_SUB] = "-", [TACK_OP_MUL] = "*", [TACK_OP_DIV] = "/",
         [TACK_OP_FLOORDIV] = "//", [TACK_OP_MOD] = "%", [TACK_OP_POW] = "**", [TACK_OP_MATMUL] = "@",
@@ -211,14 +211,14 @@ static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_nod
         return lw_bin(L, B_MATMUL, ty_value(rd), x, y, n->line);
     }
     tk_type t = ty_promote(x->ty, y->ty);
-    if (t.kind == TY_UNKNOWN) ERR(n, "unsupported operand types for %s: %s and %s", op_symbol(op), TN(x->ty), TN(y->ty));
+    if (t.kind == TY_UNKNOWN) ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     int b;
     switch (op) {
     case TACK_OP_ADD: b = B_ADD; break;
     case TACK_OP_SUB: b = B_SUB; break;
     case TACK_OP_MUL: b = B_MUL; break;
     case TACK_OP_DIV: b = B_DIV; break;
-    default: ERR(n, "unsupported operand types for %s: %s and %s", op_symbol(op), TN(x->ty), TN(y->ty));
+    default: ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     }
     if (b == B_DIV && dt_kind(dt_scalar((tack_dtype)t.dt)) != TACK_KIND_FLOAT)
         ERR(n, "/ on integer vectors is not supported");
@@ -231,7 +231,7 @@ static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_nod
 tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
     if (x->ty.kind != TY_VALUE || y->ty.kind != TY_VALUE)
-        ERR(n, "unsupported operand types for %s: %s and %s", op_symbol(op), TN(x->ty), TN(y->ty));
+        ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     if (op == TACK_OP_MATMUL || !ty_is_scalar(x->ty) || !ty_is_scalar(y->ty)) return vector_binop(L, op, x, y, n);
     /* arithmetic on two bools is arithmetic on ints, as in Python */
     int arith = op == TACK_OP_ADD || op == TACK_OP_SUB || op == TACK_OP_MUL || op == TACK_OP_DIV ||
@@ -243,7 +243,7 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
         y = lw_cast(L, y, it);
     }
     tk_type t = ty_promote(x->ty, y->ty);
-    if (t.kind == TY_UNKNOWN) ERR(n, "unsupported operand types for %s: %s and %s", op_symbol(op), TN(x->ty), TN(y->ty));
+    if (t.kind == TY_UNKNOWN) ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     if (arith && ty_is_bool(t)) t = t.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64);
     switch (op) {
     case TACK_OP_ADD: return lw_bin(L, B_ADD, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);
@@ -292,19 +292,19 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     case TACK_OP_BITAND:
     case TACK_OP_BITOR:
     case TACK_OP_BITXOR: {
-        if (ty_is_float(t)) ERR(n, "unsupported operand types for %s: %s and %s", op_symbol(op), TN(x->ty), TN(y->ty));
+        if (ty_is_float(t)) ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
         int b = op == TACK_OP_LSHIFT ? B_SHL : op == TACK_OP_RSHIFT ? B_SHR : op == TACK_OP_BITAND ? B_AND
               : op == TACK_OP_BITOR ? B_OR : B_XOR;
         return lw_bin(L, b, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);
     }
-    default: ERR(n, "unsupported binary operator %s", op_symbol(op));
+    default: ERR(n, "unsupported binary operator %s", lw_op_symbol(op));
     }
 }
 
 static tk_ir *compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
     if (!ty_is_scalar(x->ty) || !ty_is_scalar(y->ty))
-        ERR(n, "comparison %s is not supported between %s and %s", op_symbol(op), TN(x->ty), TN(y->ty));
+        ERR(n, "comparison %s is not supported between %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     tk_type t = ty_promote(x->ty, y->ty);
     int b;
     switch (op) {

@@ -121,11 +121,48 @@ static tk_ir *pfor_new(lw_state *L, tack_node *n, int dims) {
     return pf;
 }
 
+/* Whether statement or expression x assigns the name (a target of =, op=, a
+ * for loop or a tuple). */
+static int assigns_name(const tack_node *x, const char *name);
+static int target_names(const tack_node *t, const char *name) {
+    if (!t) return 0;
+    if (t->kind == TACK_N_NAME) return t->name && !strcmp(t->name, name);
+    if (t->kind == TACK_N_TUPLE)
+        for (int i = 0; i < t->nkids; i++)
+            if (target_names(t->kids[i], name)) return 1;
+    return 0;
+}
+static int assigns_name(const tack_node *x, const char *name) {
+    if (!x) return 0;
+    if ((x->kind == TACK_N_ASSIGN || x->kind == TACK_N_ANNASSIGN || x->kind == TACK_N_AUGASSIGN ||
+         x->kind == TACK_N_FOR) && x->nkids > 0 && target_names(x->kids[0], name))
+        return 1;
+    for (int i = 0; i < x->nkids; i++)
+        if (assigns_name(x->kids[i], name)) return 1;
+    return 0;
+}
+
+/* Note the loop's own variables, those of target t (a name or a tuple of
+ * names), for augassign_element: an element indexed by one of them is the
+ * iteration's own -- unless the body assigns the variable. */
+static void note_pfor_vars(lw_state *L, tack_node *t, tack_node *body) {
+    L->npfor_vars = 0;
+    int n = t->kind == TACK_N_TUPLE ? t->nkids : 1;
+    for (int d = 0; d < n && d < TACK_MAX_NDIM; d++) {
+        tack_node *v = t->kind == TACK_N_TUPLE ? t->kids[d] : t;
+        int loc = v->kind == TACK_N_NAME ? lw_lookup(L, v->name) : -1;
+        L->pfor_vars[L->npfor_vars++] = loc >= 0 && !assigns_name(body, v->name) ? loc : -1;
+    }
+}
+
 /* A parallel loop's body, lowered one loop deeper into `b`; then the loop is emitted. */
-static void pfor_body(lw_state *L, tk_ir *pf, tack_node *body, tk_ir *b, int saved_pfor) {
+static void pfor_body(lw_state *L, tk_ir *pf, tack_node *n, tk_ir *b, int saved_pfor) {
+    tack_node *body = n->kids[2];
     int sd = L->depth;
     L->depth++;
+    note_pfor_vars(L, n->kids[0], body);
     lw_block_into(L, body, b);
+    L->npfor_vars = 0;
     L->depth = sd;
     L->pfor = saved_pfor;
     ir_push(L->C, pf, b);
@@ -191,7 +228,7 @@ static void range_pfor(lw_state *L, tack_node *n, rng r) {
     L->pfor = id;
     tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
     range_pfor_var(L, pf, n, r, b, unit, simple);
-    pfor_body(L, pf, body, b, saved_pfor);
+    pfor_body(L, pf, n, b, saved_pfor);
 }
 
 /* for t in range(...) anywhere else: a serial loop.  The variable is the
@@ -266,7 +303,7 @@ static void ndrange_pfor(lw_state *L, tack_node *n, tk_ir **sz, int dims) {
         pf->vars[d] = loc;
     }
     tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
-    pfor_body(L, pf, body, b, saved_pfor);
+    pfor_body(L, pf, n, b, saved_pfor);
 }
 
 /* for i, j in ndrange(...) anywhere else: nested serial loops from 0 by 1,
