@@ -73,15 +73,9 @@ typedef struct cuda_prog {
 /* Read a cache entry (checked and unsealed by kcache.c); NULL when it is
  * missing, unusable (then removed) or not the entry for `key`. */
 static char *read_entry(const kc_dir *d, const char *name, const char *key) {
-    kc_entry e;
-    const char *why = NULL;
-    int r = kc_read(d, name, &e, &why);
-    if (r < 0 && kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is %s; rebuilding it\n", d->path, name, why);
-    if (r != 1) return NULL;
-    char *buf = e.data;
-    size_t n = e.size;
-    e.data = NULL;
-    kc_entry_free(&e);
+    size_t n = 0;
+    char *buf = gpu_entry_read(d, name, &n);
+    if (!buf) return NULL;
     char head[80];
     snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
     size_t tl = strlen(PTX_TRAILER);

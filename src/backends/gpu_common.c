@@ -1,9 +1,10 @@
 /*
  * gpu_common.c -- what every GPU launcher shares (see gpu_common.h): the
  * error record's protocol, the programs built for a device, the layout
- * comment and the argument convention.
+ * comment, the argument convention and the framing of cache entries.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/gpu_common.h"
@@ -97,7 +98,8 @@ tack_status gpu_layout(tack_program *p, gpu_prog *g, const char *dialect, const 
         for (const char *s = strstr(p->source, mark); s; s = strstr(s + 1, mark)) m = s; /* the last one */
     if (!p->dialect || strcmp(p->dialect, dialect) != 0 || (!m && !missing))
         return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s' was compiled for the '%s' target; compile it with target \"%s\" to run on %s",
+                              "kernel '%s' was compiled for the '%s' target; compile it with target \"%s\" to run "
+                              "on %s",
                               p->kernel_name, p->dialect ? p->dialect : "?", dialect, device);
     if (!m) return tack_set_error(TACK_ERR_VALUE, missing, p->kernel_name);
     m += strlen(mark);
@@ -151,4 +153,54 @@ int gpu_any_shared(const tack_program *p, const tack_arg *args, int nargs) {
     for (int i = 0; i < nargs; i++)
         if (p->params[i].is_array && (tack_array_flags(args[i].array) & TACK_ARRAY_SHARED)) return 1;
     return 0;
+}
+
+/* ---------------------------------------------------------------- cache */
+#define BIN_TRAILER "\ntack-end\n"
+
+char *gpu_entry_read(const kc_dir *d, const char *name, size_t *n) {
+    kc_entry e;
+    const char *why = NULL;
+    int r = kc_read(d, name, &e, &why);
+    if (r < 0 && kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is %s; rebuilding it\n", d->path, name, why);
+    if (r != 1) return NULL;
+    char *buf = e.data;
+    *n = e.size;
+    e.data = NULL;
+    kc_entry_free(&e);
+    return buf;
+}
+
+char *gpu_bin_entry_read(const kc_dir *d, const char *name, const char *head, const char *key, const char *what,
+                         int (*valid)(const unsigned char *bin, size_t len), const unsigned char **bin, size_t *len) {
+    size_t n = 0;
+    char *buf = gpu_entry_read(d, name, &n);
+    if (!buf) return NULL;
+    char line[80];
+    int hl = snprintf(line, sizeof line, "%s%s ", head, key);
+    size_t tl = strlen(BIN_TRAILER);
+    if (n < (size_t)hl || memcmp(buf, line, (size_t)hl) != 0) goto bad;
+    char *end = NULL;
+    unsigned long long bl = strtoull(buf + hl, &end, 10);
+    if (end == buf + hl || *end != '\n') goto bad;
+    size_t start = (size_t)(end + 1 - buf);
+    if (bl == 0 || bl > n || start + bl + tl != n || memcmp(buf + start + bl, BIN_TRAILER, tl) != 0) goto bad;
+    if (valid && !valid((const unsigned char *)buf + start, (size_t)bl)) goto bad;
+    *bin = (const unsigned char *)buf + start;
+    *len = (size_t)bl;
+    return buf;
+bad:
+    if (kc_log_info())
+        fprintf(stderr, "tack: cache entry %s/%s is not %s for its key; rebuilding it\n", d->path, name, what);
+    tack_free(buf);
+    return NULL;
+}
+
+tack_status gpu_bin_entry_write(const kc_dir *d, const char *name, const char *head, const char *key,
+                                const unsigned char *bin, size_t len) {
+    char line[120];
+    snprintf(line, sizeof line, "%s%s %zu\n", head, key, len);
+    const void *parts[3] = {line, bin, BIN_TRAILER};
+    size_t lens[3] = {strlen(line), len, strlen(BIN_TRAILER)};
+    return kc_store_bytes(d, name, parts, lens, 3);
 }

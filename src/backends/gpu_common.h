@@ -37,6 +37,11 @@
  *     array's address and extents or a scalar's 64 bits (a float's as a
  *     double, an integer's or a bool's as a 64-bit integer).
  *
+ *   - Kernel cache entries (kcache.c seals them): reading one into a
+ *     buffer of our own, and the framing of a binary entry (a line naming
+ *     its key and length, the bytes, a trailer), which OpenCL program
+ *     binaries and Level Zero's SPIR-V share.
+ *
  * Every symbol here is internal to the library (hidden) and starts gpu_.
  */
 #ifndef TACK_GPU_COMMON_H
@@ -46,6 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/kcache.h"
 #include "runtime/program.h"
 #include "runtime/runtime.h"
 
@@ -123,5 +129,18 @@ int gpu_arg_count(const tack_program *p);
 uint64_t gpu_scalar_bits(const tk_pinfo *pi, const tack_arg *a);
 /* Whether an array argument is shared with another library (TACK_ARRAY_SHARED). */
 int gpu_any_shared(const tack_program *p, const tack_arg *args, int nargs);
+
+/* A cache entry's contents (tack_malloc'd, *n bytes), checked and unsealed
+ * by kcache.c; NULL when it is missing or unusable (then removed, and said
+ * with TACK_LOG=info). */
+char *gpu_entry_read(const kc_dir *d, const char *name, size_t *n);
+/* A binary entry, `HEAD KEY LEN\n` then LEN bytes then a trailer: the
+ * buffer, with *bin and *len the bytes inside it; NULL when it is missing,
+ * unusable, not the entry for `key` or refused by `valid` (then "not
+ * `what` for its key" with TACK_LOG=info). */
+char *gpu_bin_entry_read(const kc_dir *d, const char *name, const char *head, const char *key, const char *what,
+                         int (*valid)(const unsigned char *bin, size_t len), const unsigned char **bin, size_t *len);
+tack_status gpu_bin_entry_write(const kc_dir *d, const char *name, const char *head, const char *key,
+                                const unsigned char *bin, size_t len);
 
 #endif /* TACK_GPU_COMMON_H */

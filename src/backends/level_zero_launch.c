@@ -87,7 +87,6 @@ typedef struct lz_prog {
 } lz_prog;
 
 #define SPV_HEAD "tack-level-zero-cache-key "
-#define SPV_TRAILER "\ntack-end\n"
 
 /* ---------------------------------------------------------------- ocloc */
 static tack_ocloc_api ocloc;
@@ -194,45 +193,6 @@ static int is_spirv(const unsigned char *b, size_t n) {
     return w == TACK_SPIRV_MAGIC;
 }
 
-/* A cache entry (checked and unsealed by kcache.c); NULL when it is missing,
- * unusable (then removed) or not SPIR-V for `key`. */
-static char *read_entry(const kc_dir *d, const char *name, const char *key, const unsigned char **bin, size_t *len) {
-    kc_entry e;
-    const char *why = NULL;
-    int r = kc_read(d, name, &e, &why);
-    if (r < 0 && kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is %s; rebuilding it\n", d->path, name, why);
-    if (r != 1) return NULL;
-    char *buf = e.data;
-    size_t n = e.size;
-    e.data = NULL;
-    kc_entry_free(&e);
-    char head[80];
-    int hl = snprintf(head, sizeof head, SPV_HEAD "%s ", key);
-    size_t tl = strlen(SPV_TRAILER);
-    if (n < (size_t)hl || memcmp(buf, head, (size_t)hl) != 0) goto bad;
-    char *end = NULL;
-    unsigned long long bl = strtoull(buf + hl, &end, 10);
-    if (end == buf + hl || *end != '\n') goto bad;
-    size_t start = (size_t)(end + 1 - buf);
-    if (bl == 0 || bl > n || start + bl + tl != n || memcmp(buf + start + bl, SPV_TRAILER, tl) != 0) goto bad;
-    if (!is_spirv((const unsigned char *)buf + start, (size_t)bl)) goto bad;
-    *bin = (const unsigned char *)buf + start;
-    *len = (size_t)bl;
-    return buf;
-bad:
-    if (kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is not SPIR-V for its key; rebuilding it\n", d->path, name);
-    tack_free(buf);
-    return NULL;
-}
-
-static tack_status write_entry(const kc_dir *d, const char *name, const char *key, const unsigned char *bin, size_t len) {
-    char head[120];
-    snprintf(head, sizeof head, SPV_HEAD "%s %zu\n", key, len);
-    const void *parts[3] = {head, bin, SPV_TRAILER};
-    size_t lens[3] = {strlen(head), len, strlen(SPV_TRAILER)};
-    return kc_store_bytes(d, name, parts, lens, 3);
-}
-
 /* zeModuleCreate from SPIR-V.  quiet: a module the driver refuses is a bare
  * TACK_ERR_COMPILE (a cache entry to rebuild), without reading the log. */
 static tack_status make_module(tack_device *d, tack_program *p, const unsigned char *spv, size_t len,
@@ -293,7 +253,7 @@ static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program
     double t0 = kc_now_ms();
     const unsigned char *bin = NULL;
     size_t len = 0;
-    char *buf = read_entry(dir, name, key, &bin, &len);
+    char *buf = gpu_bin_entry_read(dir, name, SPV_HEAD, key, "SPIR-V", is_spirv, &bin, &len);
     if (buf) {
         tack_status st = make_module(d, p, bin, len, out, 1);
         tack_free(buf);
@@ -312,7 +272,8 @@ static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program
     unsigned char *spv = NULL;
     tack_status st = compile_spirv(d, p, &spv, &len);
     if (st != TACK_OK) return st;
-    if ((st = make_module(d, p, spv, len, out, 0)) == TACK_OK) st = write_entry(dir, name, key, spv, len);
+    if ((st = make_module(d, p, spv, len, out, 0)) == TACK_OK)
+        st = gpu_bin_entry_write(dir, name, SPV_HEAD, key, spv, len);
     tack_free(spv);
     if (st != TACK_OK) {
         if (*out) lz_api_get()->zeModuleDestroy(*out);

@@ -81,47 +81,6 @@ typedef struct ocl_prog {
 } ocl_prog;
 
 #define BIN_HEAD "tack-opencl-cache-key "
-#define BIN_TRAILER "\ntack-end\n"
-
-/* ---------------------------------------------------------------- cache */
-/* Read a cache entry (checked and unsealed by kcache.c); NULL when it is
- * missing, unusable (then removed) or not the entry for `key`.  On success
- * *bin and *len are the program binary inside the returned buffer. */
-static char *read_entry(const kc_dir *d, const char *name, const char *key, const unsigned char **bin, size_t *len) {
-    kc_entry e;
-    const char *why = NULL;
-    int r = kc_read(d, name, &e, &why);
-    if (r < 0 && kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is %s; rebuilding it\n", d->path, name, why);
-    if (r != 1) return NULL;
-    char *buf = e.data;
-    size_t n = e.size;
-    e.data = NULL;
-    kc_entry_free(&e);
-    char head[80];
-    int hl = snprintf(head, sizeof head, BIN_HEAD "%s ", key);
-    size_t tl = strlen(BIN_TRAILER);
-    if (n < (size_t)hl || memcmp(buf, head, (size_t)hl) != 0) goto bad;
-    char *end = NULL;
-    unsigned long long bl = strtoull(buf + hl, &end, 10);
-    if (end == buf + hl || *end != '\n') goto bad;
-    size_t start = (size_t)(end + 1 - buf);
-    if (bl == 0 || bl > n || start + bl + tl != n || memcmp(buf + start + bl, BIN_TRAILER, tl) != 0) goto bad;
-    *bin = (const unsigned char *)buf + start;
-    *len = (size_t)bl;
-    return buf;
-bad:
-    if (kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is not a program binary for its key; rebuilding it\n", d->path, name);
-    tack_free(buf);
-    return NULL;
-}
-
-static tack_status write_entry(const kc_dir *d, const char *name, const char *key, const unsigned char *bin, size_t len) {
-    char head[120];
-    snprintf(head, sizeof head, BIN_HEAD "%s %zu\n", key, len);
-    const void *parts[3] = {head, bin, BIN_TRAILER};
-    size_t lens[3] = {strlen(head), len, strlen(BIN_TRAILER)};
-    return kc_store_bytes(d, name, parts, lens, 3);
-}
 
 /* ------------------------------------------------------------ reporting */
 /* Read the record (c->rec.lock held; the blocking read waits for the work
@@ -237,7 +196,7 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
     double t0 = kc_now_ms();
     const unsigned char *bin = NULL;
     size_t len = 0;
-    char *buf = read_entry(dir, name, key, &bin, &len);
+    char *buf = gpu_bin_entry_read(dir, name, BIN_HEAD, key, "a program binary", NULL, &bin, &len);
     if (buf) {
         cl_int r = TACK_CL_SUCCESS, bs = TACK_CL_SUCCESS;
         cl_program prog = api->clCreateProgramWithBinary(c->ctx, 1, &c->dev, &len, &bin, &bs, &r);
@@ -264,7 +223,7 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
     if (st != TACK_OK) return st;
     unsigned char *built = program_binary(prog, &len);
     if (built) {
-        st = write_entry(dir, name, key, built, len);
+        st = gpu_bin_entry_write(dir, name, BIN_HEAD, key, built, len);
         tack_free(built);
         if (st != TACK_OK) {
             api->clReleaseProgram(prog);
