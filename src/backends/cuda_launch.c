@@ -143,16 +143,12 @@ static tack_status get_ptx_in(const kc_dir *dir, tack_device *d, tack_program *p
     int ver = tack_nvrtc_version();
     if (!ver) /* without NVRTC this fails, saying why */
         return tack_nvrtc_compile("", "probe.cu", c->major, c->minor, 0, out);
-    hash2 h = TACK_HASH2_INIT;
     char misc[200];
     unsigned flags = p->fast_math ? TACK_NVRTC_FAST_MATH : 0;
     snprintf(misc, sizeof misc, "nvrtc%d sm_%d%d %s tack%s launch%d", ver, c->major, c->minor,
              nvrtc_options(flags), TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
-    kc_hash_str(&h, p->source);
-    kc_hash_str(&h, p->dialect);
-    kc_hash_str(&h, misc);
     char key[40];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+    gpu_cache_key(p, misc, key);
     snprintf(path, pathlen, "%s.sm_%d%d.ptx", key, c->major, c->minor);
     double t0 = kc_now_ms();
     if (!refresh) {

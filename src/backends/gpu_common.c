@@ -158,6 +158,14 @@ int gpu_any_shared(const tack_program *p, const tack_arg *args, int nargs) {
 /* ---------------------------------------------------------------- cache */
 #define BIN_TRAILER "\ntack-end\n"
 
+void gpu_cache_key(const tack_program *p, const char *misc, char key[40]) {
+    hash2 h = TACK_HASH2_INIT;
+    kc_hash_str(&h, p->source);
+    kc_hash_str(&h, p->dialect);
+    kc_hash_str(&h, misc);
+    snprintf(key, 40, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+}
+
 char *gpu_entry_read(const kc_dir *d, const char *name, size_t *n) {
     kc_entry e;
     const char *why = NULL;

@@ -37,8 +37,9 @@
  *     array's address and extents or a scalar's 64 bits (a float's as a
  *     double, an integer's or a bool's as a 64-bit integer).
  *
- *   - Kernel cache entries (kcache.c seals them): reading one into a
- *     buffer of our own, and the framing of a binary entry (a line naming
+ *   - Kernel cache entries (kcache.c seals them): the key (a hash of the
+ *     source, the dialect and what else the entry depends on), reading an
+ *     entry into a buffer of our own, and the framing of a binary entry (a line naming
  *     its key and length, the bytes, a trailer), which OpenCL program
  *     binaries and Level Zero's SPIR-V share.
  *
@@ -130,6 +131,9 @@ uint64_t gpu_scalar_bits(const tk_pinfo *pi, const tack_arg *a);
 /* Whether an array argument is shared with another library (TACK_ARRAY_SHARED). */
 int gpu_any_shared(const tack_program *p, const tack_arg *args, int nargs);
 
+/* A program's cache key (32 hex digits): a hash of its source, its dialect
+ * and `misc`, which names everything else the entry depends on. */
+void gpu_cache_key(const tack_program *p, const char *misc, char key[40]);
 /* A cache entry's contents (tack_malloc'd, *n bytes), checked and unsealed
  * by kcache.c; NULL when it is missing or unusable (then removed, and said
  * with TACK_LOG=info). */

@@ -238,17 +238,13 @@ static tack_status make_module(tack_device *d, tack_program *p, const unsigned c
 
 /* The module: from cached SPIR-V, or compiled (then stored). */
 static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program *p, ze_module_handle_t *out) {
-    hash2 h = TACK_HASH2_INIT;
     char misc[400];
     pthread_once(&ocloc_once, ocloc_load);
     int ver = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
     snprintf(misc, sizeof misc, "libocloc %d; ocloc compile -spv_only -device %s -options %s; tack%s; launch%d", ver,
              ocloc_device(), LZ_CL_OPTIONS, TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
-    kc_hash_str(&h, p->source);
-    kc_hash_str(&h, p->dialect);
-    kc_hash_str(&h, misc);
     char key[40], name[64];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+    gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.spv", key);
     double t0 = kc_now_ms();
     const unsigned char *bin = NULL;

@@ -183,15 +183,11 @@ static unsigned char *program_binary(cl_program prog, size_t *len) {
 static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_program *p, cl_program *out) {
     const tack_opencl_api *api = ocl_api_get();
     ocl_dev *c = d->state;
-    hash2 h = TACK_HASH2_INIT;
     char misc[1600];
     snprintf(misc, sizeof misc, "platform %s; device %s; %s; options %s; tack%s; launch%d", c->platform_id, c->name,
              c->driver, OCL_BUILD_OPTIONS, TACK_VERSION_STRING, OPENCL_LAUNCH_ABI);
-    kc_hash_str(&h, p->source);
-    kc_hash_str(&h, p->dialect);
-    kc_hash_str(&h, misc);
     char key[40], name[64];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+    gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.clbin", key);
     double t0 = kc_now_ms();
     const unsigned char *bin = NULL;
