@@ -168,7 +168,7 @@ static tack_status cuda_init_device(tack_device *d) {
     pushed = 1;
     /* blocking: ordered with the legacy default stream, which PyTorch and CuPy use by default */
     CU(api.cuStreamCreate(&c->stream, 0), "cuStreamCreate");
-    pthread_mutex_init(&c->lock, NULL);
+    gpu_records_init(&c->rec, "the GPU");
     d->state = c;
     c = NULL;
 done:

@@ -16,9 +16,8 @@
 #include <pthread.h>
 
 #include "backends/cuda_api.h"
+#include "backends/gpu_common.h"
 #include "runtime/runtime.h"
-
-struct cuda_prog;
 
 typedef struct cuda_dev {
     CUdevice dev;
@@ -27,21 +26,10 @@ typedef struct cuda_dev {
     int major, minor;
     int pools;
     char name[128];
-    /* kernels: cuda_launch.c, under `lock` */
-    pthread_mutex_t lock;
-    CUdeviceptr err;           /* the error record (0 until the first build) */
-    struct cuda_prog *progs;   /* programs built for this device */
-    tack_status pending;       /* an error to report at the next synchronization */
-    char pending_msg[1200];
+    /* kernels: cuda_launch.c, under `rec.lock` */
+    gpu_records rec;           /* programs built for this device, an error kept (gpu_common.h) */
+    CUdeviceptr err;           /* the error record, a gpu_err_record (0 until the first build) */
 } cuda_dev;
-
-/* The layout of the error record, as the CUDA prelude declares it. */
-typedef struct cuda_err_record {
-    int32_t failed;
-    int32_t site;
-    uint64_t prog;
-    int64_t a, b;
-} cuda_err_record;
 
 /* cuda.c */
 const tack_cuda_api *cuda_api_get(void);

@@ -39,7 +39,8 @@
  * reads it, finds the program by its id and words the message from the
  * program's site table, as the CPU does.  A program freed with a failure
  * still recorded leaves the message on the device for the next
- * synchronization.
+ * synchronization.  All of this but reading and clearing the record is
+ * gpu_common.c's, as are the layout comment's dialect check and phases.
  *
  * TACK_LOG=info logs each compile and cache load with its time to stderr.
  */
@@ -60,35 +61,21 @@
 #define MAX_SLOTS 512 /* 4 KiB of kernel parameters */
 
 typedef struct cuda_prog {
-    struct cuda_prog *next;
-    tack_program *p;
-    uint64_t id;
+    gpu_prog g; /* first: the device's program list holds it */
     CUmodule mod;
-    int nph;
-    char *kinds;      /* 'p' parallel, 's' serial, per phase */
     CUfunction *fn;
     CUdeviceptr frame;
-    size_t frame_bytes;
     unsigned block;
-    pthread_mutex_t lock;
 } cuda_prog;
-
-static _Atomic uint64_t next_prog_id = 1;
 
 #define PTX_TRAILER "\n// tack-end\n"
 
 /* Read a cache entry (checked and unsealed by kcache.c); NULL when it is
  * missing, unusable (then removed) or not the entry for `key`. */
 static char *read_entry(const kc_dir *d, const char *name, const char *key) {
-    kc_entry e;
-    const char *why = NULL;
-    int r = kc_read(d, name, &e, &why);
-    if (r < 0 && kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is %s; rebuilding it\n", d->path, name, why);
-    if (r != 1) return NULL;
-    char *buf = e.data;
-    size_t n = e.size;
-    e.data = NULL;
-    kc_entry_free(&e);
+    size_t n = 0;
+    char *buf = gpu_entry_read(d, name, &n);
+    if (!buf) return NULL;
     char head[80];
     snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
     size_t tl = strlen(PTX_TRAILER);
@@ -107,16 +94,11 @@ static tack_status write_entry(const kc_dir *d, const char *name, const char *ke
 }
 
 /* ----------------------------------------------------------- reporting */
-static tack_status report(const tack_program *p, int site, int64_t a, int64_t b) {
-    if (site < 0 || site >= p->nsites)
-        return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check on the GPU", p->kernel_name);
-    return tk_site_error(p, site, a, b);
-}
-
-/* Read the record (stream synchronized, context pushed, c->lock held).
- * Returns 1 with *rec filled when a check failed; clears the record. */
-static int take_record(cuda_dev *c, cuda_err_record *rec, tack_status *st) {
+/* Read the record (stream synchronized, context pushed, c->rec.lock held):
+ * gpu_common.h's gpu_take_fn. */
+static int take_record(tack_device *d, gpu_err_record *rec, tack_status *st) {
     const tack_cuda_api *api = cuda_api_get();
+    cuda_dev *c = d->state;
     *st = TACK_OK;
     if (!c->err) return 0;
     memset(rec, 0, sizeof *rec);
@@ -134,54 +116,21 @@ static int take_record(cuda_dev *c, cuda_err_record *rec, tack_status *st) {
 }
 
 tack_status cuda_check_record(tack_device *d) {
-    cuda_dev *c = d->state;
-    tack_status st = TACK_OK;
-    cuda_err_record rec;
-    pthread_mutex_lock(&c->lock);
-    if (c->pending != TACK_OK) {
-        st = tack_set_error(c->pending, "%s", c->pending_msg);
-        c->pending = TACK_OK;
-        c->pending_msg[0] = 0;
-        tack_status ignored;
-        take_record(c, &rec, &ignored); /* a later failure is dropped: the first one wins */
-        pthread_mutex_unlock(&c->lock);
-        return st;
-    }
-    tack_status rst;
-    if (take_record(c, &rec, &rst)) {
-        const cuda_prog *found = NULL;
-        for (const cuda_prog *cp = c->progs; cp; cp = cp->next)
-            if (cp->id == rec.prog) found = cp;
-        if (found) st = report(found->p, rec.site, rec.a, rec.b);
-        else st = tack_set_error(TACK_ERR_RUNTIME, "a kernel failed a check on %s (its program is gone)", d->name);
-    } else {
-        st = rst;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return st;
+    return gpu_check_record(&((cuda_dev *)d->state)->rec, d, take_record);
 }
 
 /* --------------------------------------------------------------- build */
 static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
-    const char *m = p->source ? strstr(p->source, "/* tack-cuda: phases=") : NULL;
-    if (!p->dialect || strcmp(p->dialect, "cuda") != 0 || !m)
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s' was compiled for the '%s' target; compile it with target \"cuda\" to run on a "
-                              "CUDA device",
-                              p->kernel_name, p->dialect ? p->dialect : "?");
-    m += strlen("/* tack-cuda: phases=");
-    int n = 0;
-    while (m[n] == 'p' || m[n] == 's') n++;
+    const char *rest = NULL;
+    tack_status st = gpu_layout(p, &cp->g, "cuda", "/* tack-cuda: phases=", "a CUDA device", NULL, &rest);
+    if (st != TACK_OK) return st;
     unsigned long long frame = 0;
     unsigned block = 0;
-    if (sscanf(m + n, " frame=%llu block=%u", &frame, &block) != 2 || block == 0 || block > 1024)
+    if (sscanf(rest, " frame=%llu block=%u", &frame, &block) != 2 || block == 0 || block > 1024)
         return tack_set_error(TACK_ERR_VALUE, "kernel '%s': malformed CUDA layout comment", p->kernel_name);
-    cp->kinds = tack_calloc((size_t)n + 1, 1);
-    cp->fn = tack_calloc((size_t)n + 1, sizeof(CUfunction));
-    if (!cp->kinds || !cp->fn) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    memcpy(cp->kinds, m, (size_t)n);
-    cp->nph = n;
-    cp->frame_bytes = (size_t)frame;
+    cp->fn = tack_calloc((size_t)cp->g.nph + 1, sizeof(CUfunction));
+    if (!cp->fn) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    cp->g.frame_bytes = (size_t)frame;
     cp->block = block;
     return TACK_OK;
 }
@@ -194,16 +143,12 @@ static tack_status get_ptx_in(const kc_dir *dir, tack_device *d, tack_program *p
     int ver = tack_nvrtc_version();
     if (!ver) /* without NVRTC this fails, saying why */
         return tack_nvrtc_compile("", "probe.cu", c->major, c->minor, 0, out);
-    hash2 h = TACK_HASH2_INIT;
     char misc[200];
     unsigned flags = p->fast_math ? TACK_NVRTC_FAST_MATH : 0;
     snprintf(misc, sizeof misc, "nvrtc%d sm_%d%d %s tack%s launch%d", ver, c->major, c->minor,
              nvrtc_options(flags), TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
-    kc_hash_str(&h, p->source);
-    kc_hash_str(&h, p->dialect);
-    kc_hash_str(&h, misc);
     char key[40];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+    gpu_cache_key(p, misc, key);
     snprintf(path, pathlen, "%s.sm_%d%d.ptx", key, c->major, c->minor);
     double t0 = kc_now_ms();
     if (!refresh) {
@@ -246,8 +191,7 @@ static void prog_free(const tack_cuda_api *api, cuda_prog *cp) {
     if (!cp) return;
     if (cp->frame) api->cuMemFree(cp->frame);
     if (cp->mod) api->cuModuleUnload(cp->mod);
-    pthread_mutex_destroy(&cp->lock);
-    tack_free(cp->kinds);
+    gpu_prog_fini(&cp->g);
     tack_free(cp->fn);
     tack_free(cp);
 }
@@ -260,9 +204,7 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
     tack_status st;
     cuda_prog *cp = tack_calloc(1, sizeof *cp);
     if (!cp) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    pthread_mutex_init(&cp->lock, NULL);
-    cp->p = p;
-    cp->id = next_prog_id++;
+    gpu_prog_init(&cp->g, p);
     if ((st = parse_layout(p, cp)) != TACK_OK) {
         prog_free(api, cp);
         return st;
@@ -285,7 +227,7 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         }
         if (kc_log_info()) fprintf(stderr, "tack: cache entry %s does not load; rebuilding it\n", path);
     }
-    for (int k = 0; k < cp->nph; k++) {
+    for (int k = 0; k < cp->g.nph; k++) {
         char fname[32];
         snprintf(fname, sizeof fname, "tk_phase%d", k);
         CUresult r = api->cuModuleGetFunction(&cp->fn[k], cp->mod, fname);
@@ -294,30 +236,29 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
             goto fail;
         }
     }
-    if (cp->frame_bytes) {
-        CUresult r = api->cuMemAlloc(&cp->frame, cp->frame_bytes);
-        if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD8Async(cp->frame, 0, cp->frame_bytes, c->stream);
+    if (cp->g.frame_bytes) {
+        CUresult r = api->cuMemAlloc(&cp->frame, cp->g.frame_bytes);
+        if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD8Async(cp->frame, 0, cp->g.frame_bytes, c->stream);
         if (r != TACK_CUDA_SUCCESS) {
             st = cuda_error(r, "allocating a kernel frame");
             goto fail;
         }
     }
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->rec.lock);
     if (!c->err) {
-        CUresult r = api->cuMemAlloc(&c->err, sizeof(cuda_err_record));
-        if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD32Async(c->err, 0, sizeof(cuda_err_record) / 4, c->stream);
+        CUresult r = api->cuMemAlloc(&c->err, sizeof(gpu_err_record));
+        if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD32Async(c->err, 0, sizeof(gpu_err_record) / 4, c->stream);
         if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
         if (r != TACK_CUDA_SUCCESS) {
             if (c->err) api->cuMemFree(c->err);
             c->err = 0;
-            pthread_mutex_unlock(&c->lock);
+            pthread_mutex_unlock(&c->rec.lock);
             st = cuda_error(r, "allocating the kernel error record");
             goto fail;
         }
     }
-    cp->next = c->progs;
-    c->progs = cp;
-    pthread_mutex_unlock(&c->lock);
+    gpu_link(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
     cuda_pop();
     p->handle = cp;
     return TACK_OK;
@@ -333,27 +274,11 @@ void cuda_unload(tack_device *d, tack_program *p) {
     cuda_prog *cp = p->handle;
     if (!cp || !api) return;
     int pushed = cuda_push(d) == TACK_OK;
-    pthread_mutex_lock(&c->lock);
-    if (pushed && api->cuStreamSynchronize(c->stream) == TACK_CUDA_SUCCESS) {
-        /* a failure of this program still unread: keep its message for the next synchronization */
-        cuda_err_record rec;
-        tack_status st;
-        if (take_record(c, &rec, &st) && c->pending == TACK_OK) {
-            const cuda_prog *found = NULL;
-            for (const cuda_prog *q = c->progs; q; q = q->next)
-                if (q->id == rec.prog) found = q;
-            if (found) {
-                c->pending = report(found->p, rec.site, rec.a, rec.b);
-                snprintf(c->pending_msg, sizeof c->pending_msg, "%s", tack_last_error());
-            }
-        }
-    }
-    for (cuda_prog **q = &c->progs; *q; q = &(*q)->next)
-        if (*q == cp) {
-            *q = cp->next;
-            break;
-        }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_lock(&c->rec.lock);
+    /* a failure of this program still unread: keep its message for the next synchronization */
+    if (pushed && api->cuStreamSynchronize(c->stream) == TACK_CUDA_SUCCESS) gpu_keep_pending(&c->rec, d, take_record);
+    gpu_unlink(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
     prog_free(api, cp);
     if (pushed) cuda_pop();
     p->handle = NULL;
@@ -367,8 +292,7 @@ tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, i
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
     uint64_t stackslots[64];
     uint64_t *slots = stackslots;
-    int nslots = 3;
-    for (int i = 0; i < nargs; i++) nslots += p->params[i].is_array ? 1 + p->params[i].ndim : 1;
+    int nslots = gpu_arg_count(p);
     if (nslots > MAX_SLOTS)
         return tack_set_error(TACK_ERR_UNSUPPORTED, "kernel '%s' has too many arguments for one CUDA launch (%d slots of 8 bytes; at most %d)",
                               p->kernel_name, nslots, MAX_SLOTS);
@@ -378,13 +302,11 @@ tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, i
     int shared = 0, n = 3;
     slots[0] = (uint64_t)c->err;
     slots[1] = (uint64_t)cp->frame;
-    slots[2] = cp->id;
+    slots[2] = cp->g.id;
     for (int i = 0; i < nargs && st == TACK_OK; i++) {
         const tk_pinfo *pi = &p->params[i];
         if (!pi->is_array) {
-            if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_FLOAT) memcpy(&slots[n], &args[i].scalar.f, 8);
-            else slots[n] = args[i].scalar.u;
-            n++;
+            slots[n++] = gpu_scalar_bits(pi, &args[i]);
             continue;
         }
         tack_array *a = args[i].array; /* checked by tack_launch (driver.c) */
@@ -397,14 +319,14 @@ tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, i
         void *params[1] = {slots};
         unsigned per_sm = 2048u / cp->block;
         unsigned grid = (unsigned)(d->threads > 0 ? d->threads : 1) * (per_sm ? per_sm : 1);
-        pthread_mutex_lock(&cp->lock);
-        for (int k = 0; k < cp->nph && st == TACK_OK; k++) {
-            int par = cp->kinds[k] == 'p';
+        pthread_mutex_lock(&cp->g.lock);
+        for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
+            int par = cp->g.kinds[k] == 'p';
             CUresult r = api->cuLaunchKernel(cp->fn[k], par ? grid : 1, 1, 1, par ? cp->block : 1, 1, 1, 0, c->stream,
                                              params, NULL);
             if (r != TACK_CUDA_SUCCESS) st = cuda_error(r, "cuLaunchKernel");
         }
-        pthread_mutex_unlock(&cp->lock);
+        pthread_mutex_unlock(&cp->g.lock);
         if (st == TACK_OK && shared) {
             /* shared with another library: finished before the call returns */
             CUresult r = api->cuStreamSynchronize(c->stream);

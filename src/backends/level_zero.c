@@ -261,7 +261,7 @@ static tack_status lz_init_device(tack_device *d) {
         ZE(api.zeCommandListCreate(c->ctx, c->dev, &ld, &c->list), "zeCommandListCreate");
     }
     pthread_mutex_init(&c->list_lock, NULL);
-    pthread_mutex_init(&c->lock, NULL);
+    gpu_records_init(&c->rec, "the Level Zero device");
     d->state = c;
     c = NULL;
 done:

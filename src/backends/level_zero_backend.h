@@ -13,13 +13,13 @@
  * code writes when a check fails, the programs built for the device (so
  * that a failure read from the record can be worded from its program's
  * site table), and an error kept for the next synchronization point when a
- * program is freed with a failure still unreported.
+ * program is freed with a failure still unreported (gpu_common.h).
  *
  * An array's data pointer on a Level Zero device is its device (USM)
  * address: kernels take it as it is, and copies may start inside it.
  *
  * Locks: `list_lock` guards the command list (Level Zero lists must not be
- * used from two threads at once) and is always the innermost lock; `lock`
+ * used from two threads at once) and is always the innermost lock; `rec.lock`
  * guards the error record and the program list; a program's own lock
  * orders its launches (they share its kernels' argument slots).
  */
@@ -28,10 +28,9 @@
 
 #include <pthread.h>
 
+#include "backends/gpu_common.h"
 #include "backends/level_zero_api.h"
 #include "runtime/runtime.h"
-
-struct lz_prog;
 
 typedef struct lz_dev {
     ze_driver_handle_t drv;
@@ -45,21 +44,10 @@ typedef struct lz_dev {
     int fp64;
     pthread_mutex_t list_lock;
     int appended;                    /* regular list: commands not yet executed */
-    /* kernels: level_zero_launch.c, under `lock` */
-    pthread_mutex_t lock;
-    void *err;                       /* the error record (NULL until the first build) */
-    struct lz_prog *progs;
-    tack_status pending;
-    char pending_msg[1200];
+    /* kernels: level_zero_launch.c, under `rec.lock` */
+    gpu_records rec;                 /* programs built for this device, an error kept (gpu_common.h) */
+    void *err;                       /* the error record, a gpu_err_record (NULL until the first build) */
 } lz_dev;
-
-/* The layout of the error record, as the OpenCL prelude declares it. */
-typedef struct lz_err_record {
-    int32_t failed;
-    int32_t site;
-    uint64_t prog;
-    int64_t a, b;
-} lz_err_record;
 
 /* level_zero.c */
 const tack_ze_api *lz_api_get(void);

@@ -56,7 +56,9 @@
  * list has drained, reads it, finds the program by its id, words the
  * message from the program's site table through tk_site_error, then clears
  * it.  A program freed with a failure still recorded leaves the message on
- * the device for the next synchronization.
+ * the device for the next synchronization.  All of this but reading and
+ * clearing the record is gpu_common.c's, as is the parsing of the layout
+ * comment.
  *
  * TACK_LOG=info logs each compile and cache load with its time to stderr,
  * and a failed build's whole log.
@@ -73,28 +75,18 @@
 #define LEVEL_ZERO_LAUNCH_ABI 1
 #define LZ_CL_OPTIONS "-cl-std=CL1.2"
 #define LZ_OCLOC_DEVICE "pvc"
-#define LZ_MARK "/* tack-opencl: phases="
 #define LZ_LOG_IN_ERROR 560
 #define LZ_OCLOC_INSTALL "install intel-opencl-icd, which provides libocloc.so"
 
 typedef struct lz_prog {
-    struct lz_prog *next;
-    tack_program *p;
-    uint64_t id;
+    gpu_prog g; /* first: the device's program list holds it */
     ze_module_handle_t module;
-    int nph;
-    char *kinds;             /* 'p' parallel, 's' serial, per phase */
     ze_kernel_handle_t *k;
     void *frame;
-    size_t frame_bytes;
     int fp64;
-    pthread_mutex_t lock;
 } lz_prog;
 
-static _Atomic uint64_t next_prog_id = 1;
-
 #define SPV_HEAD "tack-level-zero-cache-key "
-#define SPV_TRAILER "\ntack-end\n"
 
 /* ---------------------------------------------------------------- ocloc */
 static tack_ocloc_api ocloc;
@@ -201,45 +193,6 @@ static int is_spirv(const unsigned char *b, size_t n) {
     return w == TACK_SPIRV_MAGIC;
 }
 
-/* A cache entry (checked and unsealed by kcache.c); NULL when it is missing,
- * unusable (then removed) or not SPIR-V for `key`. */
-static char *read_entry(const kc_dir *d, const char *name, const char *key, const unsigned char **bin, size_t *len) {
-    kc_entry e;
-    const char *why = NULL;
-    int r = kc_read(d, name, &e, &why);
-    if (r < 0 && kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is %s; rebuilding it\n", d->path, name, why);
-    if (r != 1) return NULL;
-    char *buf = e.data;
-    size_t n = e.size;
-    e.data = NULL;
-    kc_entry_free(&e);
-    char head[80];
-    int hl = snprintf(head, sizeof head, SPV_HEAD "%s ", key);
-    size_t tl = strlen(SPV_TRAILER);
-    if (n < (size_t)hl || memcmp(buf, head, (size_t)hl) != 0) goto bad;
-    char *end = NULL;
-    unsigned long long bl = strtoull(buf + hl, &end, 10);
-    if (end == buf + hl || *end != '\n') goto bad;
-    size_t start = (size_t)(end + 1 - buf);
-    if (bl == 0 || bl > n || start + bl + tl != n || memcmp(buf + start + bl, SPV_TRAILER, tl) != 0) goto bad;
-    if (!is_spirv((const unsigned char *)buf + start, (size_t)bl)) goto bad;
-    *bin = (const unsigned char *)buf + start;
-    *len = (size_t)bl;
-    return buf;
-bad:
-    if (kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is not SPIR-V for its key; rebuilding it\n", d->path, name);
-    tack_free(buf);
-    return NULL;
-}
-
-static tack_status write_entry(const kc_dir *d, const char *name, const char *key, const unsigned char *bin, size_t len) {
-    char head[120];
-    snprintf(head, sizeof head, SPV_HEAD "%s %zu\n", key, len);
-    const void *parts[3] = {head, bin, SPV_TRAILER};
-    size_t lens[3] = {strlen(head), len, strlen(SPV_TRAILER)};
-    return kc_store_bytes(d, name, parts, lens, 3);
-}
-
 /* zeModuleCreate from SPIR-V.  quiet: a module the driver refuses is a bare
  * TACK_ERR_COMPILE (a cache entry to rebuild), without reading the log. */
 static tack_status make_module(tack_device *d, tack_program *p, const unsigned char *spv, size_t len,
@@ -285,22 +238,18 @@ static tack_status make_module(tack_device *d, tack_program *p, const unsigned c
 
 /* The module: from cached SPIR-V, or compiled (then stored). */
 static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program *p, ze_module_handle_t *out) {
-    hash2 h = TACK_HASH2_INIT;
     char misc[400];
     pthread_once(&ocloc_once, ocloc_load);
     int ver = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
     snprintf(misc, sizeof misc, "libocloc %d; ocloc compile -spv_only -device %s -options %s; tack%s; launch%d", ver,
              ocloc_device(), LZ_CL_OPTIONS, TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
-    kc_hash_str(&h, p->source);
-    kc_hash_str(&h, p->dialect);
-    kc_hash_str(&h, misc);
     char key[40], name[64];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+    gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.spv", key);
     double t0 = kc_now_ms();
     const unsigned char *bin = NULL;
     size_t len = 0;
-    char *buf = read_entry(dir, name, key, &bin, &len);
+    char *buf = gpu_bin_entry_read(dir, name, SPV_HEAD, key, "SPIR-V", is_spirv, &bin, &len);
     if (buf) {
         tack_status st = make_module(d, p, bin, len, out, 1);
         tack_free(buf);
@@ -319,7 +268,8 @@ static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program
     unsigned char *spv = NULL;
     tack_status st = compile_spirv(d, p, &spv, &len);
     if (st != TACK_OK) return st;
-    if ((st = make_module(d, p, spv, len, out, 0)) == TACK_OK) st = write_entry(dir, name, key, spv, len);
+    if ((st = make_module(d, p, spv, len, out, 0)) == TACK_OK)
+        st = gpu_bin_entry_write(dir, name, SPV_HEAD, key, spv, len);
     tack_free(spv);
     if (st != TACK_OK) {
         if (*out) lz_api_get()->zeModuleDestroy(*out);
@@ -342,85 +292,30 @@ static tack_status get_module(tack_device *d, tack_program *p, ze_module_handle_
 }
 
 /* ------------------------------------------------------------ reporting */
-static tack_status report(const tack_program *p, int site, int64_t a, int64_t b) {
-    if (site < 0 || site >= p->nsites)
-        return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check on the Level Zero device", p->kernel_name);
-    return tk_site_error(p, site, a, b);
-}
-
-/* Read the record (c->lock held; the list has drained).  1 with *rec filled
- * when a check failed; the record is cleared then. */
-static int take_record(tack_device *d, lz_dev *c, lz_err_record *rec, tack_status *st) {
+/* Read the record (c->rec.lock held; the list has drained): gpu_common.h's
+ * gpu_take_fn. */
+static int take_record(tack_device *d, gpu_err_record *rec, tack_status *st) {
+    lz_dev *c = d->state;
     *st = TACK_OK;
     if (!c->err) return 0;
     memset(rec, 0, sizeof *rec);
     if ((*st = lz_copy_wait(d, rec, c->err, sizeof *rec)) != TACK_OK) return 0;
     if (!rec->failed) return 0;
-    static const lz_err_record zero;
+    static const gpu_err_record zero;
     *st = lz_copy_wait(d, c->err, &zero, sizeof zero);
     return 1;
 }
 
-static const lz_prog *find_prog(const lz_dev *c, uint64_t id) {
-    for (const lz_prog *q = c->progs; q; q = q->next)
-        if (q->id == id) return q;
-    return NULL;
-}
-
 tack_status lz_check_record(tack_device *d) {
-    lz_dev *c = d->state;
-    tack_status st = TACK_OK, rst;
-    lz_err_record rec;
-    pthread_mutex_lock(&c->lock);
-    if (c->pending != TACK_OK) {
-        st = tack_set_error(c->pending, "%s", c->pending_msg);
-        c->pending = TACK_OK;
-        c->pending_msg[0] = 0;
-        take_record(d, c, &rec, &rst); /* a later failure is dropped: the first one wins */
-    } else if (take_record(d, c, &rec, &rst)) {
-        const lz_prog *found = find_prog(c, rec.prog);
-        if (found) st = report(found->p, rec.site, rec.a, rec.b);
-        else st = tack_set_error(TACK_ERR_RUNTIME, "a kernel failed a check on %s (its program is gone)", d->name);
-    } else {
-        st = rst;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return st;
+    return gpu_check_record(&((lz_dev *)d->state)->rec, d, take_record);
 }
 
 /* ---------------------------------------------------------------- build */
 static tack_status parse_layout(tack_program *p, lz_prog *cp) {
-    const char *m = NULL;
-    if (!p->dialect || strcmp(p->dialect, "opencl") != 0)
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s' was compiled for the '%s' target; compile it with target \"opencl\" to run "
-                              "on a Level Zero device",
-                              p->kernel_name, p->dialect ? p->dialect : "?");
-    if (p->source)
-        for (const char *s = strstr(p->source, LZ_MARK); s; s = strstr(s + 1, LZ_MARK)) m = s; /* the last one */
-    if (!m)
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s': its OpenCL source has no layout comment ('/* tack-opencl: phases=... "
-                              "frame=N fp64=0|1 */' last)",
-                              p->kernel_name);
-    m += strlen(LZ_MARK);
-    int n = 0;
-    while (m[n] == 'p' || m[n] == 's') n++;
-    unsigned long long frame = 0;
-    int fp64 = -1, used = 0;
-    if (sscanf(m + n, " frame=%llu fp64=%d */%n", &frame, &fp64, &used) != 2 || used == 0 || (fp64 != 0 && fp64 != 1) ||
-        frame > ((unsigned long long)1 << 40))
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s': malformed OpenCL layout comment (expected '/* tack-opencl: phases=[ps]* "
-                              "frame=N fp64=0|1 */')",
-                              p->kernel_name);
-    cp->kinds = tack_calloc((size_t)n + 1, 1);
-    cp->k = tack_calloc((size_t)n + 1, sizeof(ze_kernel_handle_t));
-    if (!cp->kinds || !cp->k) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    memcpy(cp->kinds, m, (size_t)n);
-    cp->nph = n;
-    cp->frame_bytes = (size_t)frame;
-    cp->fp64 = fp64;
+    tack_status st = gpu_opencl_layout(p, &cp->g, "a Level Zero device", &cp->fp64);
+    if (st != TACK_OK) return st;
+    cp->k = tack_calloc((size_t)cp->g.nph + 1, sizeof(ze_kernel_handle_t));
+    if (!cp->k) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     return TACK_OK;
 }
 
@@ -429,12 +324,11 @@ static void prog_free(tack_device *d, lz_prog *cp) {
     lz_dev *c = d->state;
     if (!cp) return;
     if (cp->k)
-        for (int i = 0; i < cp->nph; i++)
+        for (int i = 0; i < cp->g.nph; i++)
             if (cp->k[i]) api->zeKernelDestroy(cp->k[i]);
     if (cp->module) api->zeModuleDestroy(cp->module);
     if (cp->frame) api->zeMemFree(c->ctx, cp->frame);
-    pthread_mutex_destroy(&cp->lock);
-    tack_free(cp->kinds);
+    gpu_prog_fini(&cp->g);
     tack_free(cp->k);
     tack_free(cp);
 }
@@ -443,7 +337,7 @@ static void prog_free(tack_device *d, lz_prog *cp) {
 static tack_status make_kernels(tack_device *d, tack_program *p, lz_prog *cp) {
     const tack_ze_api *api = lz_api_get();
     lz_dev *c = d->state;
-    for (int k = 0; k < cp->nph; k++) {
+    for (int k = 0; k < cp->g.nph; k++) {
         char fname[32], what[120];
         snprintf(fname, sizeof fname, "tk_phase%d", k);
         ze_kernel_desc_t kd = {TACK_ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, fname};
@@ -454,7 +348,7 @@ static tack_status make_kernels(tack_device *d, tack_program *p, lz_prog *cp) {
             return lz_error(r, what, d);
         }
         uint32_t l = 1;
-        if (cp->kinds[k] == 'p') {
+        if (cp->g.kinds[k] == 'p') {
             uint32_t x = 0, y = 0, z = 0;
             l = c->max_group < 256 ? c->max_group : 256;
             if (api->zeKernelSuggestGroupSize(cp->k[k], l, 1, 1, &x, &y, &z) == TACK_ZE_RESULT_SUCCESS && x > 0 &&
@@ -494,9 +388,7 @@ tack_status lz_build(tack_device *d, tack_program *p) {
     tack_status st;
     lz_prog *cp = tack_calloc(1, sizeof *cp);
     if (!cp) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    pthread_mutex_init(&cp->lock, NULL);
-    cp->p = p;
-    cp->id = next_prog_id++;
+    gpu_prog_init(&cp->g, p);
     if ((st = parse_layout(p, cp)) != TACK_OK) goto fail;
     if (cp->fp64 && !c->fp64) {
         st = tack_set_error(TACK_ERR_COMPILE, "kernel '%s' uses float64, which device '%s' (%s) does not support",
@@ -505,17 +397,16 @@ tack_status lz_build(tack_device *d, tack_program *p) {
     }
     if ((st = get_module(d, p, &cp->module)) != TACK_OK) goto fail;
     if ((st = make_kernels(d, p, cp)) != TACK_OK) goto fail;
-    if (cp->frame_bytes && (st = zeroed(d, cp->frame_bytes, &cp->frame, "allocating a kernel frame")) != TACK_OK)
+    if (cp->g.frame_bytes && (st = zeroed(d, cp->g.frame_bytes, &cp->frame, "allocating a kernel frame")) != TACK_OK)
         goto fail;
-    pthread_mutex_lock(&c->lock);
-    if (!c->err && (st = zeroed(d, sizeof(lz_err_record), &c->err, "allocating the kernel error record")) != TACK_OK) {
+    pthread_mutex_lock(&c->rec.lock);
+    if (!c->err && (st = zeroed(d, sizeof(gpu_err_record), &c->err, "allocating the kernel error record")) != TACK_OK) {
         c->err = NULL;
-        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->rec.lock);
         goto fail;
     }
-    cp->next = c->progs;
-    c->progs = cp;
-    pthread_mutex_unlock(&c->lock);
+    gpu_link(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
     p->handle = cp;
     return TACK_OK;
 fail:
@@ -527,28 +418,14 @@ void lz_unload(tack_device *d, tack_program *p) {
     lz_dev *c = d->state;
     lz_prog *cp = p->handle;
     if (!cp || !lz_api_get()) return;
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->rec.lock);
     pthread_mutex_lock(&c->list_lock);
     tack_status wst = lz_wait(d);
     pthread_mutex_unlock(&c->list_lock);
-    if (wst == TACK_OK) {
-        /* a failure of this program still unread: keep its message for the next synchronization */
-        lz_err_record rec;
-        tack_status st;
-        if (take_record(d, c, &rec, &st) && c->pending == TACK_OK) {
-            const lz_prog *found = find_prog(c, rec.prog);
-            if (found) {
-                c->pending = report(found->p, rec.site, rec.a, rec.b);
-                snprintf(c->pending_msg, sizeof c->pending_msg, "%s", tack_last_error());
-            }
-        }
-    }
-    for (lz_prog **q = &c->progs; *q; q = &(*q)->next)
-        if (*q == cp) {
-            *q = cp->next;
-            break;
-        }
-    pthread_mutex_unlock(&c->lock);
+    /* a failure of this program still unread: keep its message for the next synchronization */
+    if (wst == TACK_OK) gpu_keep_pending(&c->rec, d, take_record);
+    gpu_unlink(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
     prog_free(d, cp);
     p->handle = NULL;
 }
@@ -569,14 +446,12 @@ static tack_status set_args(tack_device *d, lz_prog *cp, int k, const tack_progr
     void *err = c->err, *frame = cp->frame;
     ARG(sizeof err, &err);
     ARG(sizeof frame, &frame);
-    uint64_t id = cp->id;
+    uint64_t id = cp->g.id;
     ARG(sizeof id, &id);
     for (int i = 0; i < nargs; i++) {
         const tk_pinfo *pi = &p->params[i];
         if (!pi->is_array) {
-            uint64_t bits;
-            if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_FLOAT) memcpy(&bits, &args[i].scalar.f, 8);
-            else bits = args[i].scalar.u;
+            uint64_t bits = gpu_scalar_bits(pi, &args[i]);
             ARG(sizeof bits, &bits);
             continue;
         }
@@ -603,22 +478,20 @@ tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int
     lz_dev *c = d->state;
     lz_prog *cp = p->handle;
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
-    int shared = 0;
-    for (int i = 0; i < nargs; i++)
-        if (p->params[i].is_array && (tack_array_flags(args[i].array) & TACK_ARRAY_SHARED)) shared = 1;
+    int shared = gpu_any_shared(p, args, nargs);
     tack_status st = TACK_OK;
-    pthread_mutex_lock(&cp->lock);
+    pthread_mutex_lock(&cp->g.lock);
     pthread_mutex_lock(&c->list_lock);
-    for (int k = 0; k < cp->nph && st == TACK_OK; k++) {
+    for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
-        ze_group_count_t groups = {cp->kinds[k] == 'p' ? c->units * 8 : 1, 1, 1};
+        ze_group_count_t groups = {cp->g.kinds[k] == 'p' ? c->units * 8 : 1, 1, 1};
         ze_result_t r = api->zeCommandListAppendLaunchKernel(c->list, cp->k[k], &groups, NULL, 0, NULL);
         if (r != TACK_ZE_RESULT_SUCCESS) st = lz_error(r, "zeCommandListAppendLaunchKernel", d);
         else st = lz_barrier(d);
     }
     if (st == TACK_OK) st = shared ? lz_wait(d) : lz_submit(d);
     pthread_mutex_unlock(&c->list_lock);
-    pthread_mutex_unlock(&cp->lock);
+    pthread_mutex_unlock(&cp->g.lock);
     /* shared with another library: finished before the call returns */
     if (st == TACK_OK && shared) st = lz_check_record(d);
     return st;

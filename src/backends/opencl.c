@@ -272,7 +272,7 @@ static tack_status ocl_init_device(tack_device *d) {
     CL(c->ctx ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateContext");
     c->queue = api.clCreateCommandQueue(c->ctx, c->dev, 0, &r); /* in order, no profiling */
     CL(c->queue ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateCommandQueue");
-    pthread_mutex_init(&c->lock, NULL);
+    gpu_records_init(&c->rec, "the OpenCL device");
     d->state = c;
     c = NULL;
 done:

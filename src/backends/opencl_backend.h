@@ -21,10 +21,9 @@
 
 #include <pthread.h>
 
+#include "backends/gpu_common.h"
 #include "backends/opencl_api.h"
 #include "runtime/runtime.h"
-
-struct ocl_prog;
 
 typedef struct ocl_dev {
     cl_platform_id platform;
@@ -37,21 +36,10 @@ typedef struct ocl_dev {
     cl_uint units;             /* compute units */
     size_t max_group;          /* max work-group size */
     int fp64;
-    /* kernels: opencl_launch.c, under `lock` */
-    pthread_mutex_t lock;
-    cl_mem err;                /* the error record (NULL until the first build) */
-    struct ocl_prog *progs;    /* programs built for this device */
-    tack_status pending;       /* an error to report at the next synchronization */
-    char pending_msg[1200];
+    /* kernels: opencl_launch.c, under `rec.lock` */
+    gpu_records rec;           /* programs built for this device, an error kept (gpu_common.h) */
+    cl_mem err;                /* the error record, a gpu_err_record (NULL until the first build) */
 } ocl_dev;
-
-/* The layout of the error record, as the OpenCL prelude declares it. */
-typedef struct ocl_err_record {
-    int32_t failed;
-    int32_t site;
-    uint64_t prog;
-    int64_t a, b;
-} ocl_err_record;
 
 /* opencl.c */
 const tack_opencl_api *ocl_api_get(void);

@@ -53,7 +53,8 @@
  * it, finds the program by its id and words the message from the program's
  * site table through tk_site_error, then clears it.  A program freed with a
  * failure still recorded leaves the message on the device for the next
- * synchronization.
+ * synchronization.  All of this but reading and clearing the record is
+ * gpu_common.c's, as is the parsing of the layout comment.
  *
  * TACK_LOG=info logs each compile and cache load with its time to stderr,
  * and a failed build's whole log.
@@ -68,81 +69,25 @@
 
 #define OPENCL_LAUNCH_ABI 1
 #define OCL_BUILD_OPTIONS "-cl-std=CL1.2"
-#define OCL_MARK "/* tack-opencl: phases="
 #define OCL_LOG_IN_ERROR 560 /* bytes of a build log quoted in the error (messages are 1 KiB) */
 
 typedef struct ocl_prog {
-    struct ocl_prog *next;
-    tack_program *p;
-    uint64_t id;
+    gpu_prog g; /* first: the device's program list holds it */
     cl_program prog;
-    int nph;
-    char *kinds;      /* 'p' parallel, 's' serial, per phase */
     cl_kernel *k;
     size_t *local;    /* work-group size per phase */
     cl_mem frame;
-    size_t frame_bytes;
     int fp64;
-    pthread_mutex_t lock;
 } ocl_prog;
 
-static _Atomic uint64_t next_prog_id = 1;
-
 #define BIN_HEAD "tack-opencl-cache-key "
-#define BIN_TRAILER "\ntack-end\n"
-
-/* ---------------------------------------------------------------- cache */
-/* Read a cache entry (checked and unsealed by kcache.c); NULL when it is
- * missing, unusable (then removed) or not the entry for `key`.  On success
- * *bin and *len are the program binary inside the returned buffer. */
-static char *read_entry(const kc_dir *d, const char *name, const char *key, const unsigned char **bin, size_t *len) {
-    kc_entry e;
-    const char *why = NULL;
-    int r = kc_read(d, name, &e, &why);
-    if (r < 0 && kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is %s; rebuilding it\n", d->path, name, why);
-    if (r != 1) return NULL;
-    char *buf = e.data;
-    size_t n = e.size;
-    e.data = NULL;
-    kc_entry_free(&e);
-    char head[80];
-    int hl = snprintf(head, sizeof head, BIN_HEAD "%s ", key);
-    size_t tl = strlen(BIN_TRAILER);
-    if (n < (size_t)hl || memcmp(buf, head, (size_t)hl) != 0) goto bad;
-    char *end = NULL;
-    unsigned long long bl = strtoull(buf + hl, &end, 10);
-    if (end == buf + hl || *end != '\n') goto bad;
-    size_t start = (size_t)(end + 1 - buf);
-    if (bl == 0 || bl > n || start + bl + tl != n || memcmp(buf + start + bl, BIN_TRAILER, tl) != 0) goto bad;
-    *bin = (const unsigned char *)buf + start;
-    *len = (size_t)bl;
-    return buf;
-bad:
-    if (kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s is not a program binary for its key; rebuilding it\n", d->path, name);
-    tack_free(buf);
-    return NULL;
-}
-
-static tack_status write_entry(const kc_dir *d, const char *name, const char *key, const unsigned char *bin, size_t len) {
-    char head[120];
-    snprintf(head, sizeof head, BIN_HEAD "%s %zu\n", key, len);
-    const void *parts[3] = {head, bin, BIN_TRAILER};
-    size_t lens[3] = {strlen(head), len, strlen(BIN_TRAILER)};
-    return kc_store_bytes(d, name, parts, lens, 3);
-}
 
 /* ------------------------------------------------------------ reporting */
-static tack_status report(const tack_program *p, int site, int64_t a, int64_t b) {
-    if (site < 0 || site >= p->nsites)
-        return tack_set_error(TACK_ERR_RUNTIME, "kernel '%s' failed a check on the OpenCL device", p->kernel_name);
-    return tk_site_error(p, site, a, b);
-}
-
-/* Read the record (c->lock held; the blocking read waits for the work
- * queued before it).  Returns 1 with *rec filled when a check failed, and
- * clears the record. */
-static int take_record(tack_device *d, ocl_dev *c, ocl_err_record *rec, tack_status *st) {
+/* Read the record (c->rec.lock held; the blocking read waits for the work
+ * queued before it): gpu_common.h's gpu_take_fn. */
+static int take_record(tack_device *d, gpu_err_record *rec, tack_status *st) {
     const tack_opencl_api *api = ocl_api_get();
+    ocl_dev *c = d->state;
     *st = TACK_OK;
     if (!c->err) return 0;
     memset(rec, 0, sizeof *rec);
@@ -152,74 +97,24 @@ static int take_record(tack_device *d, ocl_dev *c, ocl_err_record *rec, tack_sta
         return 0;
     }
     if (!rec->failed) return 0;
-    static const ocl_err_record zero;
+    static const gpu_err_record zero;
     r = api->clEnqueueWriteBuffer(c->queue, c->err, TACK_CL_TRUE, 0, sizeof zero, &zero, 0, NULL, NULL);
     if (r != TACK_CL_SUCCESS) *st = ocl_error(r, "clearing the kernel error record", d);
     return 1;
 }
 
-static const ocl_prog *find_prog(const ocl_dev *c, uint64_t id) {
-    for (const ocl_prog *q = c->progs; q; q = q->next)
-        if (q->id == id) return q;
-    return NULL;
-}
-
 tack_status ocl_check_record(tack_device *d) {
-    ocl_dev *c = d->state;
-    tack_status st = TACK_OK, rst;
-    ocl_err_record rec;
-    pthread_mutex_lock(&c->lock);
-    if (c->pending != TACK_OK) {
-        st = tack_set_error(c->pending, "%s", c->pending_msg);
-        c->pending = TACK_OK;
-        c->pending_msg[0] = 0;
-        take_record(d, c, &rec, &rst); /* a later failure is dropped: the first one wins */
-    } else if (take_record(d, c, &rec, &rst)) {
-        const ocl_prog *found = find_prog(c, rec.prog);
-        if (found) st = report(found->p, rec.site, rec.a, rec.b);
-        else st = tack_set_error(TACK_ERR_RUNTIME, "a kernel failed a check on %s (its program is gone)", d->name);
-    } else {
-        st = rst;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return st;
+    return gpu_check_record(&((ocl_dev *)d->state)->rec, d, take_record);
 }
 
 /* ---------------------------------------------------------------- build */
 static tack_status parse_layout(tack_program *p, ocl_prog *cp) {
-    const char *m = NULL;
-    if (p->source)
-        for (const char *s = strstr(p->source, OCL_MARK); s; s = strstr(s + 1, OCL_MARK)) m = s; /* the last one */
-    if (!p->dialect || strcmp(p->dialect, "opencl") != 0)
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s' was compiled for the '%s' target; compile it with target \"opencl\" to run "
-                              "on an OpenCL device",
-                              p->kernel_name, p->dialect ? p->dialect : "?");
-    if (!m)
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s': its OpenCL source has no layout comment ('/* tack-opencl: phases=... "
-                              "frame=N fp64=0|1 */' last)",
-                              p->kernel_name);
-    m += strlen(OCL_MARK);
-    int n = 0;
-    while (m[n] == 'p' || m[n] == 's') n++;
-    unsigned long long frame = 0;
-    int fp64 = -1, used = 0;
-    if (sscanf(m + n, " frame=%llu fp64=%d */%n", &frame, &fp64, &used) != 2 || used == 0 || (fp64 != 0 && fp64 != 1) ||
-        frame > ((unsigned long long)1 << 40))
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s': malformed OpenCL layout comment (expected '/* tack-opencl: phases=[ps]* "
-                              "frame=N fp64=0|1 */')",
-                              p->kernel_name);
-    cp->kinds = tack_calloc((size_t)n + 1, 1);
+    tack_status st = gpu_opencl_layout(p, &cp->g, "an OpenCL device", &cp->fp64);
+    if (st != TACK_OK) return st;
+    int n = cp->g.nph;
     cp->k = tack_calloc((size_t)n + 1, sizeof(cl_kernel));
     cp->local = tack_calloc((size_t)n + 1, sizeof(size_t));
-    if (!cp->kinds || !cp->k || !cp->local)
-        return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    memcpy(cp->kinds, m, (size_t)n);
-    cp->nph = n;
-    cp->frame_bytes = (size_t)frame;
-    cp->fp64 = fp64;
+    if (!cp->k || !cp->local) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     return TACK_OK;
 }
 
@@ -288,20 +183,16 @@ static unsigned char *program_binary(cl_program prog, size_t *len) {
 static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_program *p, cl_program *out) {
     const tack_opencl_api *api = ocl_api_get();
     ocl_dev *c = d->state;
-    hash2 h = TACK_HASH2_INIT;
     char misc[1600];
     snprintf(misc, sizeof misc, "platform %s; device %s; %s; options %s; tack%s; launch%d", c->platform_id, c->name,
              c->driver, OCL_BUILD_OPTIONS, TACK_VERSION_STRING, OPENCL_LAUNCH_ABI);
-    kc_hash_str(&h, p->source);
-    kc_hash_str(&h, p->dialect);
-    kc_hash_str(&h, misc);
     char key[40], name[64];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+    gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.clbin", key);
     double t0 = kc_now_ms();
     const unsigned char *bin = NULL;
     size_t len = 0;
-    char *buf = read_entry(dir, name, key, &bin, &len);
+    char *buf = gpu_bin_entry_read(dir, name, BIN_HEAD, key, "a program binary", NULL, &bin, &len);
     if (buf) {
         cl_int r = TACK_CL_SUCCESS, bs = TACK_CL_SUCCESS;
         cl_program prog = api->clCreateProgramWithBinary(c->ctx, 1, &c->dev, &len, &bin, &bs, &r);
@@ -328,7 +219,7 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
     if (st != TACK_OK) return st;
     unsigned char *built = program_binary(prog, &len);
     if (built) {
-        st = write_entry(dir, name, key, built, len);
+        st = gpu_bin_entry_write(dir, name, BIN_HEAD, key, built, len);
         tack_free(built);
         if (st != TACK_OK) {
             api->clReleaseProgram(prog);
@@ -357,30 +248,22 @@ static void prog_free(ocl_prog *cp) {
     const tack_opencl_api *api = ocl_api_get();
     if (!cp) return;
     if (cp->k)
-        for (int i = 0; i < cp->nph; i++)
+        for (int i = 0; i < cp->g.nph; i++)
             if (cp->k[i]) api->clReleaseKernel(cp->k[i]);
     if (cp->frame) api->clReleaseMemObject(cp->frame);
     if (cp->prog) api->clReleaseProgram(cp->prog);
-    pthread_mutex_destroy(&cp->lock);
-    tack_free(cp->kinds);
+    gpu_prog_fini(&cp->g);
     tack_free(cp->k);
     tack_free(cp->local);
     tack_free(cp);
-}
-
-/* The arguments every phase takes: ctx, frame, prog, then per parameter. */
-static cl_uint arg_count(const tack_program *p) {
-    cl_uint n = 3;
-    for (int i = 0; i < p->nparams; i++) n += p->params[i].is_array ? 1 + (cl_uint)p->params[i].ndim : 1;
-    return n;
 }
 
 /* Kernel objects for the phases, each checked against the convention. */
 static tack_status make_kernels(tack_device *d, tack_program *p, ocl_prog *cp) {
     const tack_opencl_api *api = ocl_api_get();
     ocl_dev *c = d->state;
-    cl_uint want = arg_count(p);
-    for (int k = 0; k < cp->nph; k++) {
+    cl_uint want = (cl_uint)gpu_arg_count(p);
+    for (int k = 0; k < cp->g.nph; k++) {
         char fname[32];
         cl_int r = TACK_CL_SUCCESS;
         snprintf(fname, sizeof fname, "tk_phase%d", k);
@@ -415,9 +298,7 @@ tack_status ocl_build(tack_device *d, tack_program *p) {
     cl_int r = TACK_CL_SUCCESS;
     ocl_prog *cp = tack_calloc(1, sizeof *cp);
     if (!cp) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    pthread_mutex_init(&cp->lock, NULL);
-    cp->p = p;
-    cp->id = next_prog_id++;
+    gpu_prog_init(&cp->g, p);
     if ((st = parse_layout(p, cp)) != TACK_OK) goto fail;
     if (cp->fp64 && !c->fp64) {
         st = tack_set_error(TACK_ERR_COMPILE,
@@ -427,33 +308,32 @@ tack_status ocl_build(tack_device *d, tack_program *p) {
     }
     if ((st = get_program(d, p, &cp->prog)) != TACK_OK) goto fail;
     if ((st = make_kernels(d, p, cp)) != TACK_OK) goto fail;
-    if (cp->frame_bytes) {
+    if (cp->g.frame_bytes) {
         unsigned char zero = 0;
-        cp->frame = api->clCreateBuffer(c->ctx, TACK_CL_MEM_READ_WRITE, cp->frame_bytes, NULL, &r);
+        cp->frame = api->clCreateBuffer(c->ctx, TACK_CL_MEM_READ_WRITE, cp->g.frame_bytes, NULL, &r);
         if (cp->frame && r == TACK_CL_SUCCESS)
-            r = api->clEnqueueFillBuffer(c->queue, cp->frame, &zero, 1, 0, cp->frame_bytes, 0, NULL, NULL);
+            r = api->clEnqueueFillBuffer(c->queue, cp->frame, &zero, 1, 0, cp->g.frame_bytes, 0, NULL, NULL);
         if (!cp->frame || r != TACK_CL_SUCCESS) {
             st = ocl_error(r ? r : TACK_CL_MEM_OBJECT_ALLOCATION_FAILURE, "allocating a kernel frame", d);
             goto fail;
         }
     }
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->rec.lock);
     if (!c->err) {
-        static const ocl_err_record zero;
+        static const gpu_err_record zero;
         c->err = api->clCreateBuffer(c->ctx, TACK_CL_MEM_READ_WRITE, sizeof zero, NULL, &r);
         if (c->err && r == TACK_CL_SUCCESS)
             r = api->clEnqueueWriteBuffer(c->queue, c->err, TACK_CL_TRUE, 0, sizeof zero, &zero, 0, NULL, NULL);
         if (!c->err || r != TACK_CL_SUCCESS) {
             if (c->err) api->clReleaseMemObject(c->err);
             c->err = NULL;
-            pthread_mutex_unlock(&c->lock);
+            pthread_mutex_unlock(&c->rec.lock);
             st = ocl_error(r ? r : TACK_CL_MEM_OBJECT_ALLOCATION_FAILURE, "allocating the kernel error record", d);
             goto fail;
         }
     }
-    cp->next = c->progs;
-    c->progs = cp;
-    pthread_mutex_unlock(&c->lock);
+    gpu_link(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
     p->handle = cp;
     return TACK_OK;
 fail:
@@ -466,25 +346,11 @@ void ocl_unload(tack_device *d, tack_program *p) {
     ocl_dev *c = d->state;
     ocl_prog *cp = p->handle;
     if (!cp || !api) return;
-    pthread_mutex_lock(&c->lock);
-    if (api->clFinish(c->queue) == TACK_CL_SUCCESS) {
-        /* a failure of this program still unread: keep its message for the next synchronization */
-        ocl_err_record rec;
-        tack_status st;
-        if (take_record(d, c, &rec, &st) && c->pending == TACK_OK) {
-            const ocl_prog *found = find_prog(c, rec.prog);
-            if (found) {
-                c->pending = report(found->p, rec.site, rec.a, rec.b);
-                snprintf(c->pending_msg, sizeof c->pending_msg, "%s", tack_last_error());
-            }
-        }
-    }
-    for (ocl_prog **q = &c->progs; *q; q = &(*q)->next)
-        if (*q == cp) {
-            *q = cp->next;
-            break;
-        }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_lock(&c->rec.lock);
+    /* a failure of this program still unread: keep its message for the next synchronization */
+    if (api->clFinish(c->queue) == TACK_CL_SUCCESS) gpu_keep_pending(&c->rec, d, take_record);
+    gpu_unlink(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
     prog_free(cp);
     p->handle = NULL;
 }
@@ -505,14 +371,12 @@ static tack_status set_args(tack_device *d, ocl_prog *cp, int k, const tack_prog
     } while (0)
     ARG(sizeof(cl_mem), &c->err);
     ARG(sizeof(cl_mem), cp->frame ? &cp->frame : &null_mem);
-    cl_ulong id = cp->id;
+    cl_ulong id = cp->g.id;
     ARG(sizeof id, &id);
     for (int i = 0; i < nargs; i++) {
         const tk_pinfo *pi = &p->params[i];
         if (!pi->is_array) {
-            uint64_t bits;
-            if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_FLOAT) memcpy(&bits, &args[i].scalar.f, 8);
-            else bits = args[i].scalar.u;
+            uint64_t bits = gpu_scalar_bits(pi, &args[i]);
             ARG(sizeof bits, &bits);
             continue;
         }
@@ -539,20 +403,18 @@ tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, in
     ocl_dev *c = d->state;
     ocl_prog *cp = p->handle;
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
-    int shared = 0;
-    for (int i = 0; i < nargs; i++)
-        if (p->params[i].is_array && (tack_array_flags(args[i].array) & TACK_ARRAY_SHARED)) shared = 1;
+    int shared = gpu_any_shared(p, args, nargs);
     tack_status st = TACK_OK;
-    pthread_mutex_lock(&cp->lock);
-    for (int k = 0; k < cp->nph && st == TACK_OK; k++) {
+    pthread_mutex_lock(&cp->g.lock);
+    for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
-        int par = cp->kinds[k] == 'p';
+        int par = cp->g.kinds[k] == 'p';
         size_t local = par ? cp->local[k] : 1;
         size_t global = par ? local * (size_t)c->units * 8 : 1;
         cl_int r = api->clEnqueueNDRangeKernel(c->queue, cp->k[k], 1, NULL, &global, &local, 0, NULL, NULL);
         if (r != TACK_CL_SUCCESS) st = ocl_error(r, "clEnqueueNDRangeKernel", d);
     }
-    pthread_mutex_unlock(&cp->lock);
+    pthread_mutex_unlock(&cp->g.lock);
     if (st == TACK_OK && shared) {
         /* shared with another library: finished before the call returns */
         cl_int r = api->clFinish(c->queue);
