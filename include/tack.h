@@ -216,6 +216,7 @@ TACK_API size_t tack_array_nbytes(const tack_array *a);
 TACK_API int tack_array_writable(const tack_array *a);
 TACK_API tack_device *tack_array_device(const tack_array *a);
 /* Flags of arrays shared with another library (see "When a call returns"). */
+/* Flags are kept on the storage: every handle and view of it has the same. */
 #define TACK_ARRAY_SHARED 1u  /* exported, wrapped or imported: launches using it complete before return */
 TACK_API unsigned tack_array_flags(const tack_array *a);
 TACK_API void tack_array_set_flags(tack_array *a, unsigned flags);

@@ -530,7 +530,12 @@ static PyObject *array_get_ndim(PyObject *self, void *c) { return PyLong_FromLon
 static PyObject *array_get_size(PyObject *self, void *c) { return PyLong_FromLongLong(tack_array_size(ARR(self))); }
 static PyObject *array_get_nbytes(PyObject *self, void *c) { return PyLong_FromSize_t(tack_array_nbytes(ARR(self))); }
 static PyObject *array_get_writable(PyObject *self, void *c) { return PyBool_FromLong(tack_array_writable(ARR(self))); }
-static PyObject *array_get_ptr(PyObject *self, void *c) { return PyLong_FromVoidPtr(tack_array_data(ARR(self))); }
+/* Handing out the address shares the storage with whoever takes it: from
+ * then on, launches using it complete before the call returns. */
+static PyObject *array_get_ptr(PyObject *self, void *c) {
+    tack_array_set_flags(ARR(self), tack_array_flags(ARR(self)) | TACK_ARRAY_SHARED);
+    return PyLong_FromVoidPtr(tack_array_data(ARR(self)));
+}
 static PyObject *array_get_device(PyObject *self, void *c) {
     return PyUnicode_FromString(tack_device_name(tack_array_device(ARR(self))));
 }

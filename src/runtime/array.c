@@ -57,7 +57,6 @@ static tack_array *new_handle(rt_storage *s, tack_dtype dt, int ndim, const int6
     }
     memset(a, 0, sizeof *a);
     atomic_init(&a->refs, 1);
-    atomic_init(&a->flags, 0u);
     a->storage = s;
     a->data = s->data;
     a->dtype = dt;
@@ -169,7 +168,7 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
         storage_release(s); /* runs release(ctx) */
         return TACK_ERR_NOMEM;
     }
-    atomic_store(&a->flags, TACK_ARRAY_SHARED);
+    atomic_store(&s->flags, TACK_ARRAY_SHARED);
     *out = a;
     return TACK_OK;
 fail:
@@ -188,7 +187,6 @@ tack_status tack_array_view(tack_array *a, int writable, tack_array **out) {
         return TACK_ERR_NOMEM;
     }
     v->data = a->data;
-    atomic_store(&v->flags, atomic_load(&a->flags));
     *out = v;
     return TACK_OK;
 }
@@ -213,7 +211,6 @@ tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim, const int
         return TACK_ERR_NOMEM;
     }
     v->data = a->data;
-    atomic_store(&v->flags, atomic_load(&a->flags));
     *out = v;
     return TACK_OK;
 }
@@ -238,8 +235,9 @@ int64_t tack_array_size(const tack_array *a) { return a->size; }
 size_t tack_array_nbytes(const tack_array *a) { return a->nbytes; }
 int tack_array_writable(const tack_array *a) { return a->writable; }
 tack_device *tack_array_device(const tack_array *a) { return a->storage->device; }
-unsigned tack_array_flags(const tack_array *a) { return atomic_load(&((tack_array *)a)->flags); }
-void tack_array_set_flags(tack_array *a, unsigned flags) { atomic_store(&a->flags, flags); }
+/* The flags live on the storage: every view of an exported array is shared too. */
+unsigned tack_array_flags(const tack_array *a) { return atomic_load(&a->storage->flags); }
+void tack_array_set_flags(tack_array *a, unsigned flags) { atomic_store(&a->storage->flags, flags); }
 
 static tack_status check_bytes(const tack_array *a, size_t nbytes, const char *what) {
     if (nbytes != a->nbytes)

@@ -65,6 +65,9 @@ typedef struct rt_storage {
     int owned;              /* allocated by the backend: freed through it */
     tack_release_fn release;/* borrowed: released once through this */
     void *release_ctx;
+    /* TACK_ARRAY_* flags: kept on the storage, not a handle, so that every
+     * view of memory another library holds waits ("When a call returns") */
+    atomic_uint flags;
 } rt_storage;
 
 struct tack_array {
@@ -74,7 +77,6 @@ struct tack_array {
     tack_dtype dtype;
     int ndim;
     int writable;
-    atomic_uint flags;
     int64_t shape[TACK_MAX_NDIM];
     int64_t size;
     size_t nbytes;

@@ -121,6 +121,25 @@ static void test_arrays(void)
 static int released;
 static void count_release(void *ctx) { released += *(int *)ctx; }
 
+/* The "When a call returns" flag is the storage's: a view made before an
+ * export waits too (it was per handle, so such a view did not). */
+static void test_shared_flag_is_the_storages(void) {
+    tack_device *cpu = NULL;
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK);
+    int64_t shape[1] = {8}, two[2] = {2, 4};
+    tack_array *a = NULL, *view = NULL, *shaped = NULL;
+    CHECK(tack_array_zeros(cpu, TACK_F32, 1, shape, &a) == TACK_OK);
+    CHECK(tack_array_view(a, 1, &view) == TACK_OK);
+    CHECK(tack_array_reshape(a, TACK_F32, 2, two, &shaped) == TACK_OK);
+    CHECK((tack_array_flags(view) & TACK_ARRAY_SHARED) == 0);
+    tack_array_set_flags(a, tack_array_flags(a) | TACK_ARRAY_SHARED); /* as an export does */
+    CHECK((tack_array_flags(view) & TACK_ARRAY_SHARED) != 0);
+    CHECK((tack_array_flags(shaped) & TACK_ARRAY_SHARED) != 0);
+    tack_array_release(a);
+    tack_array_release(view);
+    tack_array_release(shaped);
+}
+
 static void test_owner_release(void)
 {
     tack_device *cpu;
@@ -205,6 +224,7 @@ int main(void)
     test_devices();
     test_arrays();
     test_owner_release();
+    test_shared_flag_is_the_storages();
     test_fail_nth_allocation();
     return CHECK_SUMMARY();
 }

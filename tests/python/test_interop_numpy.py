@@ -292,6 +292,23 @@ def test_export_marks_array_shared():
     assert data.shared
 
 
+def test_views_made_before_an_export_are_shared_too():
+    # the flag is the storage's: a view taken earlier waits as the exported array does
+    data = tack.zeros(4)
+    view = data._readonly_view()
+    assert not view.shared
+    np.from_dlpack(data)
+    assert view.shared
+
+
+def test_handing_out_ptr_shares_the_storage():
+    data = tack.zeros(4)
+    view = data._readonly_view()
+    assert not data.shared
+    assert data.ptr != 0  # whoever takes the address may read it at once
+    assert data.shared and view.shared
+
+
 def test_export_lifetime_after_tack_handle_deleted():
     data = tack.array(np.arange(100_000, dtype=np.float64))
     shared = np.from_dlpack(data)
