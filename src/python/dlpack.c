@@ -507,7 +507,8 @@ static int exchange_allocator(DLTensor *prototype, DLManagedTensorVersioned **ou
 }
 
 static int exchange_current_work_stream(DLDeviceType device_type, int32_t device_id, void **out_current_stream) {
-    /* Tack's CPU work is synchronous; GPU backends work on their default stream. */
+    /* Tack's CPU work is synchronous; on a GPU, Tack's stream is a blocking one of
+     * its own (ordered with the legacy default stream), and exports wait for it. */
     *out_current_stream = NULL;
     return 0;
 }
