@@ -52,6 +52,7 @@ static const char FAKE[] =
     "int fail_next, refuse_modules;\n"
     "static int drv, dev, queue;\n"
     "typedef struct { int alive; } ctx_t; typedef struct { int imm, closed; } list_t;\n"
+    "static ctx_t ctxs[16]; static int nctx, live_ctx; void *fake_ctx_alloc, *fake_ctx_module, *fake_ctx_list;\n"
     "static struct { char *p; size_t n; } allocs[4096]; static int nallocs;\n"
     "typedef struct { char *spv; size_t n; } mod_t;\n"
     "typedef struct { char name[32]; unsigned gs; uint64_t args[64]; size_t sizes[64]; int set; } kern_t;\n"
@@ -74,13 +75,14 @@ static const char FAKE[] =
     "R zeDeviceGetComputeProperties(void *h, uint32_t *p) { ENTER(p[0], 0x4u); *(uint32_t *)((char *)p + 16) = 512; return OK; }\n"
     "R zeDeviceGetModuleProperties(void *h, uint32_t *p) { ENTER(p[0], 0x5u); const char *e = getenv(\"FAKE_ZE_FP64\");\n"
     "  *(uint32_t *)((char *)p + 20) = 1u | (e && *e == '0' ? 0u : 2u); return OK; }\n"
-    "R zeContextCreate(void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xdu); ctx_t *c = calloc(1, sizeof *c); c->alive = 1; *out = c; return OK; }\n"
-    "R zeContextDestroy(void *c) { ENTER(0, 0); ctx_dead = 1; free(c); return OK; }\n"
+    "R zeContextCreate(void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xdu); if (nctx == 16) return 0x70000002u; ctx_t *c = &ctxs[nctx++]; c->alive = 1; live_ctx++; *out = c; return OK; }\n"
+    "R zeContextDestroy(ctx_t *c) { ENTER(0, 0); if (!c->alive) BAD(\"a context destroyed twice\"); c->alive = 0; if (--live_ctx == 0) ctx_dead = 1; return OK; }\n"
+    "R zeContextGetStatus(ctx_t *c) { ENTER(0, 0); return c->alive ? OK : 0x70000001u; }\n"
     "R zeCommandListCreateImmediate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xeu);\n"
-    "  if (getenv(\"FAKE_ZE_NO_IMMEDIATE\") || getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; list_t *l = calloc(1, sizeof *l); l->imm = 1; *out = l; return OK; }\n"
+    "  if (getenv(\"FAKE_ZE_NO_IMMEDIATE\") || getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; list_t *l = calloc(1, sizeof *l); l->imm = 1; *out = l; fake_ctx_list = c; return OK; }\n"
     "R zeCommandQueueCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xeu); if (getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; *out = &queue; return OK; }\n"
     "R zeCommandQueueDestroy(void *q) { ENTER(0, 0); return OK; }\n"
-    "R zeCommandListCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xfu); list_t *l = calloc(1, sizeof *l); *out = l; return OK; }\n"
+    "R zeCommandListCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xfu); list_t *l = calloc(1, sizeof *l); *out = l; fake_ctx_list = c; return OK; }\n"
     "R zeCommandListDestroy(void *l) { ENTER(0, 0); free(l); return OK; }\n"
     "R zeCommandListClose(list_t *l) { ENTER(0, 0); if (l->imm || l->closed) BAD(\"close\"); l->closed = 1; return OK; }\n"
     "R zeCommandListReset(list_t *l) { ENTER(0, 0); l->closed = 0; return OK; }\n"
@@ -93,6 +95,7 @@ static const char FAKE[] =
     "R zeCommandListAppendMemoryFill(list_t *l, void *d, const void *p, size_t ps, size_t n, void *e, uint32_t nw, void **w) { ENTER(0, 0); APPEND(l);\n"
     "  if (ps == 0 || (ps & (ps - 1)) || n % ps) return BADARG; for (size_t i = 0; i < n; i += ps) memcpy((char *)d + i, p, ps); return OK; }\n"
     "R zeMemAllocDevice(ctx_t *c, const uint32_t *desc, size_t n, size_t align, void *d, void **out) { ENTER(desc[0], 0x15u);\n"
+    "  if (!c->alive) BAD(\"an allocation in a destroyed context\"); fake_ctx_alloc = c;\n"
     "  if (nallocs == 4096 || n == 0) return 0x70000003u; size_t a = align < 64 ? 64 : align; char *p = aligned_alloc(a, (n + a - 1) / a * a);\n"
     "  memset(p, 0, n); allocs[nallocs].p = p; allocs[nallocs].n = n; nallocs++; *out = p; return OK; }\n"
     "R zeMemFree(ctx_t *c, void *p) { ENTER(0, 0); for (int i = 0; i < nallocs; i++) if (allocs[i].p == p) { free(p); allocs[i] = allocs[--nallocs]; return OK; } BAD(\"zeMemFree of an unknown address\"); return BADARG; }\n"
@@ -105,6 +108,7 @@ static const char FAKE[] =
     "  return 0x78000004u; }\n"
     "static const char build_log[] = \"fake build log: error: the fake driver refuses this module\";\n"
     "R zeModuleCreate(ctx_t *c, void *d, const char *desc, mod_t **out, void **log) { ENTER(*(const uint32_t *)desc, 0x1bu);\n"
+    "  if (!c->alive) BAD(\"a module in a destroyed context\"); fake_ctx_module = c;\n"
     "  uint32_t fmt = *(const uint32_t *)(desc + 16); size_t n = *(const size_t *)(desc + 24); const unsigned char *in = *(const unsigned char **)(desc + 32);\n"
     "  if (log) *log = (void *)build_log;\n"
     "  uint32_t magic = 0; if (n >= 4) memcpy(&magic, in, 4);\n"
@@ -179,6 +183,7 @@ FAKE_FN(int, fake_launch_nargs, (int));
 FAKE_FN(uint64_t, fake_launch_arg, (int, int));
 FAKE_FN(size_t, fake_launch_arg_size, (int, int));
 static int *fail_next, *refuse_modules;
+static void **fake_ctx_alloc, **fake_ctx_module, **fake_ctx_list;
 
 static int bind_fake(void) {
     fake = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -196,8 +201,12 @@ static int bind_fake(void) {
     BIND(fake_launch_arg_size);
     BIND(fail_next);
     BIND(refuse_modules);
+    BIND(fake_ctx_alloc);
+    BIND(fake_ctx_module);
+    BIND(fake_ctx_list);
 #undef BIND
-    return fake_calls && fake_launch_arg_size && fail_next && refuse_modules;
+    return fake_calls && fake_launch_arg_size && fail_next && refuse_modules && fake_ctx_alloc && fake_ctx_module &&
+           fake_ctx_list;
 }
 
 /* Where `call` first appears in the log at or after `from` (-1: never). */
