@@ -21,7 +21,9 @@
  * zeContextDestroy.  Variants run as children: a device without fp64, a
  * driver without immediate command lists (the queue path), a driver whose
  * command lists cannot be made (the context is destroyed, the device
- * dropped), and Tack without Level Zero at all.
+ * dropped), Tack without Level Zero at all, and a context adopted from
+ * another library (tack_level_zero_adopt) before and after the device is
+ * initialized.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -614,7 +616,115 @@ static void test_cache(tack_device *g) {
     CHECK(count_entries() == before + 1);
 }
 
+/* ----------------------------------------------------- adopting a context */
+/* A context of the fake driver made as another library would, with its
+ * driver and device; NULL on failure. */
+static void *new_context(void **drv, void **dev) {
+    uint32_t (*zinit)(uint32_t), (*zdrv)(uint32_t *, void **), (*zdev)(void *, uint32_t *, void **),
+        (*zctx)(void *, const uint32_t *, void **);
+    *(void **)&zinit = dlsym(fake, "zeInit");
+    *(void **)&zdrv = dlsym(fake, "zeDriverGet");
+    *(void **)&zdev = dlsym(fake, "zeDeviceGet");
+    *(void **)&zctx = dlsym(fake, "zeContextCreate");
+    uint32_t desc[8] = {0xd}, n = 1, m = 1; /* ze_context_desc_t */
+    void *ctx = NULL;
+    if (!zinit || !zdrv || !zdev || !zctx || zinit(0) || zdrv(&n, drv) || zdev(*drv, &m, dev) || zctx(*drv, desc, &ctx))
+        return NULL;
+    return ctx;
+}
+
+static const char TOO_LATE[] = "tack_level_zero_adopt: Tack has already allocated on level_zero:0 in its own context; "
+                               "call tack.interop.vtk.init_level_zero() before creating any Level Zero array";
+
+/* An allocation and (with ocloc) a module build on g land in ctx. */
+static void uses_context(tack_device *g, void *ctx, int ocloc) {
+    void *hdrv = NULL, *hctx = NULL, *hdev = NULL;
+    CHECK(tack_level_zero_handles(g, &hdrv, &hctx, &hdev) == TACK_OK && hctx == ctx);
+    CHECK(*fake_ctx_list == ctx);
+    int64_t n = 16;
+    int32_t host[16], back[16];
+    for (int i = 0; i < 16; i++) host[i] = 7 * i;
+    tack_array *a = NULL;
+    CHECK(tack_array_empty(g, TACK_I32, 1, &n, &a) == TACK_OK && *fake_ctx_alloc == ctx);
+    CHECK(tack_array_copy_from_host(a, host, sizeof host) == TACK_OK &&
+          tack_array_copy_to_host(a, back, sizeof back) == TACK_OK && memcmp(host, back, sizeof back) == 0);
+    if (ocloc) {
+        tk_pinfo params[2] = {arr("x", TACK_I32, 0), scalar("idx", TACK_I64)};
+        tack_program *p = program("check", CHECKED, 2, params);
+        CHECK(tack_program_build(p, g) == TACK_OK && *fake_ctx_module == ctx);
+        tack_program_free(p);
+    }
+    tack_array_release(a);
+}
+
+/* After Tack allocated: too late; and the handles checked. */
+static void test_adopt_errors(tack_device *g) {
+    void *drv = NULL, *dev = NULL, *ctx = new_context(&drv, &dev), *own = NULL;
+    CHECK(ctx != NULL);
+    if (!ctx) return;
+    CHECK(tack_level_zero_handles(g, NULL, &own, NULL) == TACK_OK && own != ctx);
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_ERR_VALUE && strstr(tack_last_error(), TOO_LATE));
+    void *now = NULL;
+    CHECK(tack_level_zero_handles(g, NULL, &now, NULL) == TACK_OK && now == own); /* unchanged */
+    CHECK(tack_level_zero_adopt(drv, NULL, dev) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "tack_level_zero_adopt: the context handle is NULL"));
+    CHECK(tack_level_zero_adopt(drv, ctx, ctx) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "is not a device of driver") && strstr(tack_last_error(), "zeDeviceGet"));
+    CHECK(tack_level_zero_adopt(ctx, ctx, dev) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "is not one of the Level Zero drivers"));
+    uint32_t (*zdestroy)(void *);
+    *(void **)&zdestroy = dlsym(fake, "zeContextDestroy");
+    CHECK(zdestroy && zdestroy(ctx) == 0);
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "is not usable: zeContextGetStatus returned"));
+}
+
 /* --------------------------------------------------------------- children */
+/* Adopting another library's context before Tack has looked at Level Zero:
+ * Tack makes no context of its own, uses the adopted one, never destroys it. */
+static int child_adopt_before(int ocloc) {
+    fake = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
+    CHECK(fake != NULL && bind_fake());
+    if (!fake || !fake_ctx_list) return CHECK_SUMMARY();
+    void *drv = NULL, *dev = NULL, *ctx = new_context(&drv, &dev);
+    CHECK(ctx != NULL);
+    fake_calls_clear();
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_OK);
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_OK); /* again: nothing to do */
+    tack_device *g = NULL;
+    CHECK(tack_device_get("level_zero", &g) == TACK_OK);
+    if (!g) return CHECK_SUMMARY();
+    uses_context(g, ctx, ocloc);
+    CHECK(at("zeContextCreate", 0) == -1 && at("zeContextDestroy", 0) == -1);
+    /* now another context is too late */
+    void *ctx2 = new_context(&drv, &dev);
+    CHECK(ctx2 && tack_level_zero_adopt(drv, ctx2, dev) == TACK_ERR_VALUE && strstr(tack_last_error(), TOO_LATE));
+    CHECK(fake_misuse()[0] == 0);
+    if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+    return CHECK_SUMMARY();
+}
+
+/* Adopting after the device was initialized but before anything was made on
+ * it: new command lists in the adopted context, Tack's own destroyed. */
+static int child_adopt_after(int ocloc) {
+    tack_device *g = NULL;
+    CHECK(tack_device_get("level_zero", &g) == TACK_OK && bind_fake());
+    if (!g || !fake_ctx_list) return CHECK_SUMMARY();
+    void *own = NULL, *drv = NULL, *dev = NULL, *ctx = NULL;
+    CHECK(tack_level_zero_handles(g, NULL, &own, NULL) == TACK_OK && own && *fake_ctx_list == own);
+    CHECK((ctx = new_context(&drv, &dev)) != NULL && ctx != own);
+    fake_calls_clear();
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_OK);
+    long made = at("zeCommandListCreateImmediate", 0), gone = at("zeContextDestroy", 0);
+    CHECK(made >= 0 && gone > made && at("zeContextDestroy", gone + 1) == -1);
+    uses_context(g, ctx, ocloc);
+    CHECK(at("zeContextDestroy", gone + 1) == -1); /* the adopted one stays */
+    CHECK(fake_misuse()[0] == 0);
+    if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+    return CHECK_SUMMARY();
+}
+
+
 /* Level Zero unusable: Tack runs, lists no Level Zero device and says why. */
 static int child_absent(const char *why) {
     tack_device *list[32], *d = NULL;
@@ -718,6 +828,8 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--nofp64") == 0) return child_nofp64();
     if (argc == 3 && strcmp(argv[1], "--queue") == 0) return child_queue(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "--nolists") == 0) return child_nolists();
+    if (argc == 3 && strcmp(argv[1], "--adopt-before") == 0) return child_adopt_before(atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "--adopt-after") == 0) return child_adopt_after(atoi(argv[2]));
     if (!getenv("TACK_FAKE_ZE_DIR")) {
         /* this machine as it is: no usable Level Zero is a clean message */
         tack_device *d = NULL;
@@ -760,6 +872,7 @@ int main(int argc, char **argv) {
         int ocloc = have_ocloc();
         test_devices(g);
         test_memory(g, cpu);
+        test_adopt_errors(g);
         if (ocloc) {
             test_launch(g);
             test_compiled(g);
@@ -773,6 +886,8 @@ int main(int argc, char **argv) {
         CHECK(child_run("FAKE_ZE_FP64=0", "--nofp64", "-"));
         CHECK(child_run("FAKE_ZE_NO_IMMEDIATE=1", "--queue", ocloc ? "1" : "0"));
         CHECK(child_run("FAKE_ZE_NO_LISTS=1", "--nolists", "-"));
+        CHECK(child_run("", "--adopt-before", ocloc ? "1" : "0"));
+        CHECK(child_run("", "--adopt-after", ocloc ? "1" : "0"));
     }
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("TACK_FAKE_ZE_DIR"));
