@@ -159,6 +159,17 @@ TACK_API int tack_device_threads(const tack_device *d);
  * ze_context_handle_t, ze_device_handle_t), for a library that is to allocate in the
  * context Tack uses; TACK_ERR_VALUE for a device of another kind. */
 TACK_API tack_status tack_level_zero_handles(tack_device *d, void **driver, void **context, void **device);
+/* Make Tack use a Level Zero context that another library (VTK) created, instead of
+ * its own: `context` becomes the context of every Tack device of `driver`, and `device`
+ * (ze_device_handle_t) must be one of that driver's devices.  Call it before any Level
+ * Zero device is used, or after tack_device_get("level_zero...") but before anything is
+ * allocated or built on a device of that driver.  Tack never destroys an adopted
+ * context.  Adopting the context already in use does nothing.  TACK_ERR_DEVICE when
+ * Level Zero is unavailable; TACK_ERR_VALUE for a NULL handle, a driver Tack does not
+ * know, a device not of that driver, a context whose zeContextGetStatus fails, and when
+ * Tack has already allocated or built a program on one of that driver's devices in
+ * its own context (too late). */
+TACK_API tack_status tack_level_zero_adopt(void *driver, void *context, void *device);
 /* Wait for everything queued on the device. */
 TACK_API tack_status tack_device_synchronize(tack_device *d);
 TACK_API tack_status tack_synchronize_all(void);

@@ -37,6 +37,14 @@
  * (zeMemGetAddressRange).  tack_level_zero_handles gives that
  * context (with the driver and device) to a library that is to allocate in
  * it, such as VTK (tack.interop.vtk.init_level_zero).
+ *
+ * The other way round, tack_level_zero_adopt makes Tack use a context that
+ * another library made: before the family is probed it is simply the
+ * driver's context when the devices are initialized; after, each device of
+ * that driver gets new command lists in it and Tack's own context is
+ * destroyed -- unless Tack has already allocated or built a program on one
+ * of them (`made`), which would leave those in the old context.  An adopted
+ * context belongs to its library: Tack never destroys it.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -58,8 +66,11 @@ static struct {
 } found[LZ_MAX_DEVICES];
 static int nfound;
 static ze_driver_handle_t drivers[LZ_MAX_DRIVERS];
-static ze_context_handle_t contexts[LZ_MAX_DRIVERS]; /* made by the driver's first device */
+static ze_context_handle_t contexts[LZ_MAX_DRIVERS]; /* made by the driver's first device, or adopted */
+static int owned[LZ_MAX_DRIVERS];                    /* Tack made the context (else adopted: never destroyed) */
 static int users[LZ_MAX_DRIVERS];                    /* devices using each context */
+static tack_device *ready[LZ_MAX_DEVICES];           /* each found device once initialized */
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER; /* contexts, owned, users, ready */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 const char *lz_code_name(ze_result_t r) {
@@ -160,6 +171,7 @@ static void load(void) {
     REQ(zeDeviceGetModuleProperties);
     REQ(zeContextCreate);
     REQ(zeContextDestroy);
+    REQ(zeContextGetStatus);
     REQ(zeCommandQueueCreate);
     REQ(zeCommandQueueDestroy);
     REQ(zeCommandQueueExecuteCommandLists);
@@ -213,8 +225,40 @@ static int lz_device_count(char *why, size_t why_len) {
         }                                        \
     } while (0)
 
+/* The command list for a device in a context: an immediate list when the
+ * driver makes one, else a queue and a regular list (queue stays NULL with
+ * an immediate list).  Nothing is left behind on failure. */
+static tack_status make_list(tack_device *d, ze_context_handle_t ctx, ze_device_handle_t dev,
+                             ze_command_list_handle_t *list, ze_command_queue_handle_t *queue) {
+    tack_status st = TACK_OK;
+    *list = NULL;
+    *queue = NULL;
+    ze_command_queue_desc_t qd;
+    memset(&qd, 0, sizeof qd);
+    qd.stype = TACK_ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+    qd.ordinal = 0; /* the first queue group: compute on every Intel GPU */
+    qd.mode = TACK_ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
+    qd.priority = TACK_ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
+    if (api.zeCommandListHostSynchronize &&
+        api.zeCommandListCreateImmediate(ctx, dev, &qd, list) == TACK_ZE_RESULT_SUCCESS)
+        return TACK_OK;
+    *list = NULL;
+    ZE(api.zeCommandQueueCreate(ctx, dev, &qd, queue), "zeCommandQueueCreate");
+    ze_command_list_desc_t ld = {TACK_ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 0, 0};
+    ZE(api.zeCommandListCreate(ctx, dev, &ld, list), "zeCommandListCreate");
+done:
+    if (st != TACK_OK) {
+        if (*list) api.zeCommandListDestroy(*list);
+        if (*queue) api.zeCommandQueueDestroy(*queue);
+        *list = NULL;
+        *queue = NULL;
+    }
+    return st;
+}
+
 static tack_status lz_init_device(tack_device *d) {
     tack_status st = TACK_OK;
+    int locked = 0;
     if (d->index < 0 || d->index >= nfound)
         return tack_set_error(TACK_ERR_DEVICE, "no Level Zero device with index %d", d->index);
     int drv = found[d->index].driver;
@@ -241,39 +285,33 @@ static tack_status lz_init_device(tack_device *d) {
     ZE(api.zeDeviceGetModuleProperties(c->dev, &mp), "zeDeviceGetModuleProperties");
     c->fp64 = (mp.flags & TACK_ZE_DEVICE_MODULE_FLAG_FP64) != 0;
     d->threads = (int)c->units;
+    pthread_mutex_lock(&ctx_lock); /* a context adopted meanwhile is used, or switched to (tack_level_zero_adopt) */
+    locked = 1;
     if (!contexts[drv]) {
         ze_context_desc_t cd = {TACK_ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
-        ZE(api.zeContextCreate(c->drv, &cd, &contexts[drv]), "zeContextCreate");
+        ze_context_handle_t made = NULL;
+        ZE(api.zeContextCreate(c->drv, &cd, &made), "zeContextCreate");
+        contexts[drv] = made;
+        owned[drv] = 1;
     }
     c->ctx = contexts[drv];
     users[drv]++;
-    ze_command_queue_desc_t qd;
-    memset(&qd, 0, sizeof qd);
-    qd.stype = TACK_ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
-    qd.ordinal = 0; /* the first queue group: compute on every Intel GPU */
-    qd.mode = TACK_ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
-    qd.priority = TACK_ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
-    if (!api.zeCommandListHostSynchronize ||
-        api.zeCommandListCreateImmediate(c->ctx, c->dev, &qd, &c->list) != TACK_ZE_RESULT_SUCCESS) {
-        c->list = NULL;
-        ZE(api.zeCommandQueueCreate(c->ctx, c->dev, &qd, &c->queue), "zeCommandQueueCreate");
-        ze_command_list_desc_t ld = {TACK_ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 0, 0};
-        ZE(api.zeCommandListCreate(c->ctx, c->dev, &ld, &c->list), "zeCommandListCreate");
-    }
+    if ((st = make_list(d, c->ctx, c->dev, &c->list, &c->queue)) != TACK_OK) goto done;
     pthread_mutex_init(&c->list_lock, NULL);
     gpu_records_init(&c->rec, "the Level Zero device");
     d->state = c;
+    ready[d->index] = d;
     c = NULL;
 done:
     if (c) {
-        if (c->list) api.zeCommandListDestroy(c->list);
-        if (c->queue) api.zeCommandQueueDestroy(c->queue);
-        if (c->ctx && --users[drv] == 0) {
+        if (c->ctx && --users[drv] == 0 && owned[drv]) {
             api.zeContextDestroy(c->ctx);
             contexts[drv] = NULL;
+            owned[drv] = 0;
         }
         tack_free(c);
     }
+    if (locked) pthread_mutex_unlock(&ctx_lock);
     return st;
 }
 
@@ -333,6 +371,7 @@ static tack_status lz_alloc(tack_device *d, size_t nbytes, void **out) {
         snprintf(what, sizeof what, "zeMemAllocDevice of %zu bytes", nbytes);
         return lz_error(r ? r : TACK_ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, what, d);
     }
+    atomic_fetch_add(&c->made, 1); /* too late to adopt another context (tack_level_zero_adopt) */
     *out = p;
     return TACK_OK;
 }
@@ -471,4 +510,80 @@ tack_status tack_level_zero_handles(tack_device *d, void **driver, void **contex
     if (context) *context = c->ctx;
     if (device) *device = c->dev;
     return TACK_OK;
+}
+
+tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
+    pthread_once(&load_once, load);
+    if (!load_ok || nfound == 0)
+        return tack_set_error(TACK_ERR_DEVICE, "tack_level_zero_adopt: Level Zero is not available: %s", load_why);
+    if (!driver || !context || !device)
+        return tack_set_error(TACK_ERR_VALUE, "tack_level_zero_adopt: the %s handle is NULL",
+                              !driver ? "driver" : !context ? "context" : "device");
+    int drv = -1;
+    for (int i = 0; i < LZ_MAX_DRIVERS && drivers[i]; i++)
+        if (drivers[i] == driver) drv = i;
+    if (drv < 0)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "tack_level_zero_adopt: driver %p is not one of the Level Zero drivers (zeDriverGet)",
+                              driver);
+    ze_device_handle_t devs[LZ_MAX_DEVICES];
+    uint32_t n = 0;
+    int listed = 0;
+    if (api.zeDeviceGet(driver, &n, NULL) == TACK_ZE_RESULT_SUCCESS && n > 0) {
+        if (n > LZ_MAX_DEVICES) n = LZ_MAX_DEVICES;
+        if (api.zeDeviceGet(driver, &n, devs) == TACK_ZE_RESULT_SUCCESS)
+            for (uint32_t k = 0; k < n; k++) listed |= devs[k] == device;
+    }
+    if (!listed)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "tack_level_zero_adopt: device %p is not a device of driver %p (zeDeviceGet on that "
+                              "driver does not list it)",
+                              device, driver);
+    ze_result_t r = api.zeContextGetStatus(context);
+    if (r != TACK_ZE_RESULT_SUCCESS)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "tack_level_zero_adopt: context %p is not usable: zeContextGetStatus returned %s (0x%x)",
+                              context, lz_code_name(r), (unsigned)r);
+    tack_status st = TACK_OK;
+    ze_command_list_handle_t lists[LZ_MAX_DEVICES] = {0};
+    ze_command_queue_handle_t queues[LZ_MAX_DEVICES] = {0};
+    pthread_mutex_lock(&ctx_lock);
+    if (contexts[drv] == context) goto out; /* adopted already */
+    for (int k = 0; k < nfound; k++)
+        if (found[k].driver == drv && ready[k] && atomic_load(&((lz_dev *)ready[k]->state)->made) > 0) {
+            st = tack_set_error(TACK_ERR_VALUE,
+                                "tack_level_zero_adopt: Tack has already allocated on level_zero:%d in its own "
+                                "context; call tack.interop.vtk.init_level_zero() before creating any Level Zero array",
+                                k);
+            goto out;
+        }
+    /* devices already initialized: new command lists in the adopted context, all made before any is swapped */
+    for (int k = 0; k < nfound && st == TACK_OK; k++)
+        if (found[k].driver == drv && ready[k])
+            st = make_list(ready[k], context, found[k].dev, &lists[k], &queues[k]);
+    for (int k = 0; k < nfound; k++) {
+        if (!lists[k]) continue;
+        lz_dev *c = ready[k]->state;
+        if (st != TACK_OK) {
+            api.zeCommandListDestroy(lists[k]);
+            if (queues[k]) api.zeCommandQueueDestroy(queues[k]);
+            continue;
+        }
+        pthread_mutex_lock(&c->list_lock);
+        lz_wait(ready[k]); /* nothing of Tack's is queued without an allocation, but drain it anyway */
+        api.zeCommandListDestroy(c->list);
+        if (c->queue) api.zeCommandQueueDestroy(c->queue);
+        c->list = lists[k];
+        c->queue = queues[k];
+        c->appended = 0;
+        c->ctx = context;
+        pthread_mutex_unlock(&c->list_lock);
+    }
+    if (st != TACK_OK) goto out;
+    if (contexts[drv] && owned[drv]) api.zeContextDestroy(contexts[drv]); /* Tack's own, now unused */
+    contexts[drv] = context;
+    owned[drv] = 0;
+out:
+    pthread_mutex_unlock(&ctx_lock);
+    return st;
 }

@@ -224,6 +224,7 @@ typedef struct tack_ze_api {
     ze_result_t (*zeDeviceGetModuleProperties)(ze_device_handle_t dev, ze_device_module_properties_t *props);
     ze_result_t (*zeContextCreate)(ze_driver_handle_t drv, const ze_context_desc_t *desc, ze_context_handle_t *out);
     ze_result_t (*zeContextDestroy)(ze_context_handle_t ctx);
+    ze_result_t (*zeContextGetStatus)(ze_context_handle_t ctx);
     ze_result_t (*zeCommandQueueCreate)(ze_context_handle_t ctx, ze_device_handle_t dev,
                                         const ze_command_queue_desc_t *desc, ze_command_queue_handle_t *out);
     ze_result_t (*zeCommandQueueDestroy)(ze_command_queue_handle_t q);

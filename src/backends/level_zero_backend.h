@@ -4,7 +4,8 @@
  * device-side error record) share.
  *
  * One lz_dev per Tack Level Zero device: its driver, device and context
- * handles (the context is the driver's, shared by its devices), the one
+ * handles (the context is the driver's, shared by its devices: Tack's own,
+ * or one adopted from another library by tack_level_zero_adopt), the one
  * command list all of Tack's work on the device is appended to (an
  * immediate list when the driver offers one, else a regular list that is
  * closed, executed on a queue and reset at every synchronization), what
@@ -27,6 +28,7 @@
 #define TACK_LEVEL_ZERO_BACKEND_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "backends/gpu_common.h"
 #include "backends/level_zero_api.h"
@@ -44,6 +46,7 @@ typedef struct lz_dev {
     int fp64;
     pthread_mutex_t list_lock;
     int appended;                    /* regular list: commands not yet executed */
+    atomic_long made;                /* allocations and program builds in ctx (tack_level_zero_adopt) */
     /* kernels: level_zero_launch.c, under `rec.lock` */
     gpu_records rec;                 /* programs built for this device, an error kept (gpu_common.h) */
     void *err;                       /* the error record, a gpu_err_record (NULL until the first build) */

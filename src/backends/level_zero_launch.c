@@ -395,6 +395,7 @@ tack_status lz_build(tack_device *d, tack_program *p) {
                             p->kernel_name, d->name, c->name);
         goto fail;
     }
+    atomic_fetch_add(&c->made, 1); /* too late to adopt another context (tack_level_zero_adopt) */
     if ((st = get_module(d, p, &cp->module)) != TACK_OK) goto fail;
     if ((st = make_kernels(d, p, cp)) != TACK_OK) goto fail;
     if (cp->g.frame_bytes && (st = zeroed(d, cp->g.frame_bytes, &cp->frame, "allocating a kernel frame")) != TACK_OK)

@@ -154,6 +154,24 @@ static PyObject *py_level_zero_handles(PyObject *m, PyObject *arg) {
     return Py_BuildValue("(NNN)", PyLong_FromVoidPtr(drv), PyLong_FromVoidPtr(ctx), PyLong_FromVoidPtr(dev));
 }
 
+/* Make Tack use another library's Level Zero context (tack_level_zero_adopt). */
+static PyObject *py_level_zero_adopt(PyObject *m, PyObject *args) {
+    PyObject *o[3];
+    void *h[3];
+    (void)m;
+    if (!PyArg_ParseTuple(args, "O!O!O!:level_zero_adopt", &PyLong_Type, &o[0], &PyLong_Type, &o[1], &PyLong_Type,
+                          &o[2]))
+        return NULL;
+    for (int i = 0; i < 3; i++) {
+        h[i] = PyLong_AsVoidPtr(o[i]);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    if (tack_level_zero_adopt(h[0], h[1], h[2]) != TACK_OK)
+        return tpy_raise();
+    Py_RETURN_NONE;
+}
+
 /* The names the compiler takes as intrinsics (its intrinsics.def table). */
 static PyObject *py_intrinsic_names(PyObject *m, PyObject *unused) {
     PyObject *names = PyList_New(0), *s = NULL;
@@ -205,6 +223,9 @@ static PyMethodDef module_methods[] = {
     {"device_threads", py_device_threads, METH_O, "device_threads(name) -> worker threads"},
     {"level_zero_handles", py_level_zero_handles, METH_O,
      "level_zero_handles(name) -> (driver, context, device) handles of a Level Zero device, as ints"},
+    {"level_zero_adopt", py_level_zero_adopt, METH_VARARGS,
+     "level_zero_adopt(driver, context, device): make Tack use another library's Level Zero context "
+     "(before Tack allocates on that driver's devices)"},
     {"_dtype", tpy_dtype_lookup, METH_O, "_dtype(x) -> the DType for x (tack.dtype)"},
     {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
      "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},

@@ -21,7 +21,9 @@
  * zeContextDestroy.  Variants run as children: a device without fp64, a
  * driver without immediate command lists (the queue path), a driver whose
  * command lists cannot be made (the context is destroyed, the device
- * dropped), and Tack without Level Zero at all.
+ * dropped), Tack without Level Zero at all, and a context adopted from
+ * another library (tack_level_zero_adopt) before and after the device is
+ * initialized.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -52,6 +54,7 @@ static const char FAKE[] =
     "int fail_next, refuse_modules;\n"
     "static int drv, dev, queue;\n"
     "typedef struct { int alive; } ctx_t; typedef struct { int imm, closed; } list_t;\n"
+    "static ctx_t ctxs[16]; static int nctx, live_ctx; void *fake_ctx_alloc, *fake_ctx_module, *fake_ctx_list;\n"
     "static struct { char *p; size_t n; } allocs[4096]; static int nallocs;\n"
     "typedef struct { char *spv; size_t n; } mod_t;\n"
     "typedef struct { char name[32]; unsigned gs; uint64_t args[64]; size_t sizes[64]; int set; } kern_t;\n"
@@ -74,13 +77,14 @@ static const char FAKE[] =
     "R zeDeviceGetComputeProperties(void *h, uint32_t *p) { ENTER(p[0], 0x4u); *(uint32_t *)((char *)p + 16) = 512; return OK; }\n"
     "R zeDeviceGetModuleProperties(void *h, uint32_t *p) { ENTER(p[0], 0x5u); const char *e = getenv(\"FAKE_ZE_FP64\");\n"
     "  *(uint32_t *)((char *)p + 20) = 1u | (e && *e == '0' ? 0u : 2u); return OK; }\n"
-    "R zeContextCreate(void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xdu); ctx_t *c = calloc(1, sizeof *c); c->alive = 1; *out = c; return OK; }\n"
-    "R zeContextDestroy(void *c) { ENTER(0, 0); ctx_dead = 1; free(c); return OK; }\n"
+    "R zeContextCreate(void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xdu); if (nctx == 16) return 0x70000002u; ctx_t *c = &ctxs[nctx++]; c->alive = 1; live_ctx++; *out = c; return OK; }\n"
+    "R zeContextDestroy(ctx_t *c) { ENTER(0, 0); if (!c->alive) BAD(\"a context destroyed twice\"); c->alive = 0; if (--live_ctx == 0) ctx_dead = 1; return OK; }\n"
+    "R zeContextGetStatus(ctx_t *c) { ENTER(0, 0); return c->alive ? OK : 0x70000001u; }\n"
     "R zeCommandListCreateImmediate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xeu);\n"
-    "  if (getenv(\"FAKE_ZE_NO_IMMEDIATE\") || getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; list_t *l = calloc(1, sizeof *l); l->imm = 1; *out = l; return OK; }\n"
+    "  if (getenv(\"FAKE_ZE_NO_IMMEDIATE\") || getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; list_t *l = calloc(1, sizeof *l); l->imm = 1; *out = l; fake_ctx_list = c; return OK; }\n"
     "R zeCommandQueueCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xeu); if (getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; *out = &queue; return OK; }\n"
     "R zeCommandQueueDestroy(void *q) { ENTER(0, 0); return OK; }\n"
-    "R zeCommandListCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xfu); list_t *l = calloc(1, sizeof *l); *out = l; return OK; }\n"
+    "R zeCommandListCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xfu); list_t *l = calloc(1, sizeof *l); *out = l; fake_ctx_list = c; return OK; }\n"
     "R zeCommandListDestroy(void *l) { ENTER(0, 0); free(l); return OK; }\n"
     "R zeCommandListClose(list_t *l) { ENTER(0, 0); if (l->imm || l->closed) BAD(\"close\"); l->closed = 1; return OK; }\n"
     "R zeCommandListReset(list_t *l) { ENTER(0, 0); l->closed = 0; return OK; }\n"
@@ -93,6 +97,7 @@ static const char FAKE[] =
     "R zeCommandListAppendMemoryFill(list_t *l, void *d, const void *p, size_t ps, size_t n, void *e, uint32_t nw, void **w) { ENTER(0, 0); APPEND(l);\n"
     "  if (ps == 0 || (ps & (ps - 1)) || n % ps) return BADARG; for (size_t i = 0; i < n; i += ps) memcpy((char *)d + i, p, ps); return OK; }\n"
     "R zeMemAllocDevice(ctx_t *c, const uint32_t *desc, size_t n, size_t align, void *d, void **out) { ENTER(desc[0], 0x15u);\n"
+    "  if (!c->alive) BAD(\"an allocation in a destroyed context\"); fake_ctx_alloc = c;\n"
     "  if (nallocs == 4096 || n == 0) return 0x70000003u; size_t a = align < 64 ? 64 : align; char *p = aligned_alloc(a, (n + a - 1) / a * a);\n"
     "  memset(p, 0, n); allocs[nallocs].p = p; allocs[nallocs].n = n; nallocs++; *out = p; return OK; }\n"
     "R zeMemFree(ctx_t *c, void *p) { ENTER(0, 0); for (int i = 0; i < nallocs; i++) if (allocs[i].p == p) { free(p); allocs[i] = allocs[--nallocs]; return OK; } BAD(\"zeMemFree of an unknown address\"); return BADARG; }\n"
@@ -105,6 +110,7 @@ static const char FAKE[] =
     "  return 0x78000004u; }\n"
     "static const char build_log[] = \"fake build log: error: the fake driver refuses this module\";\n"
     "R zeModuleCreate(ctx_t *c, void *d, const char *desc, mod_t **out, void **log) { ENTER(*(const uint32_t *)desc, 0x1bu);\n"
+    "  if (!c->alive) BAD(\"a module in a destroyed context\"); fake_ctx_module = c;\n"
     "  uint32_t fmt = *(const uint32_t *)(desc + 16); size_t n = *(const size_t *)(desc + 24); const unsigned char *in = *(const unsigned char **)(desc + 32);\n"
     "  if (log) *log = (void *)build_log;\n"
     "  uint32_t magic = 0; if (n >= 4) memcpy(&magic, in, 4);\n"
@@ -179,6 +185,7 @@ FAKE_FN(int, fake_launch_nargs, (int));
 FAKE_FN(uint64_t, fake_launch_arg, (int, int));
 FAKE_FN(size_t, fake_launch_arg_size, (int, int));
 static int *fail_next, *refuse_modules;
+static void **fake_ctx_alloc, **fake_ctx_module, **fake_ctx_list;
 
 static int bind_fake(void) {
     fake = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -196,8 +203,12 @@ static int bind_fake(void) {
     BIND(fake_launch_arg_size);
     BIND(fail_next);
     BIND(refuse_modules);
+    BIND(fake_ctx_alloc);
+    BIND(fake_ctx_module);
+    BIND(fake_ctx_list);
 #undef BIND
-    return fake_calls && fake_launch_arg_size && fail_next && refuse_modules;
+    return fake_calls && fake_launch_arg_size && fail_next && refuse_modules && fake_ctx_alloc && fake_ctx_module &&
+           fake_ctx_list;
 }
 
 /* Where `call` first appears in the log at or after `from` (-1: never). */
@@ -605,7 +616,115 @@ static void test_cache(tack_device *g) {
     CHECK(count_entries() == before + 1);
 }
 
+/* ----------------------------------------------------- adopting a context */
+/* A context of the fake driver made as another library would, with its
+ * driver and device; NULL on failure. */
+static void *new_context(void **drv, void **dev) {
+    uint32_t (*zinit)(uint32_t), (*zdrv)(uint32_t *, void **), (*zdev)(void *, uint32_t *, void **),
+        (*zctx)(void *, const uint32_t *, void **);
+    *(void **)&zinit = dlsym(fake, "zeInit");
+    *(void **)&zdrv = dlsym(fake, "zeDriverGet");
+    *(void **)&zdev = dlsym(fake, "zeDeviceGet");
+    *(void **)&zctx = dlsym(fake, "zeContextCreate");
+    uint32_t desc[8] = {0xd}, n = 1, m = 1; /* ze_context_desc_t */
+    void *ctx = NULL;
+    if (!zinit || !zdrv || !zdev || !zctx || zinit(0) || zdrv(&n, drv) || zdev(*drv, &m, dev) || zctx(*drv, desc, &ctx))
+        return NULL;
+    return ctx;
+}
+
+static const char TOO_LATE[] = "tack_level_zero_adopt: Tack has already allocated on level_zero:0 in its own context; "
+                               "call tack.interop.vtk.init_level_zero() before creating any Level Zero array";
+
+/* An allocation and (with ocloc) a module build on g land in ctx. */
+static void uses_context(tack_device *g, void *ctx, int ocloc) {
+    void *hdrv = NULL, *hctx = NULL, *hdev = NULL;
+    CHECK(tack_level_zero_handles(g, &hdrv, &hctx, &hdev) == TACK_OK && hctx == ctx);
+    CHECK(*fake_ctx_list == ctx);
+    int64_t n = 16;
+    int32_t host[16], back[16];
+    for (int i = 0; i < 16; i++) host[i] = 7 * i;
+    tack_array *a = NULL;
+    CHECK(tack_array_empty(g, TACK_I32, 1, &n, &a) == TACK_OK && *fake_ctx_alloc == ctx);
+    CHECK(tack_array_copy_from_host(a, host, sizeof host) == TACK_OK &&
+          tack_array_copy_to_host(a, back, sizeof back) == TACK_OK && memcmp(host, back, sizeof back) == 0);
+    if (ocloc) {
+        tk_pinfo params[2] = {arr("x", TACK_I32, 0), scalar("idx", TACK_I64)};
+        tack_program *p = program("check", CHECKED, 2, params);
+        CHECK(tack_program_build(p, g) == TACK_OK && *fake_ctx_module == ctx);
+        tack_program_free(p);
+    }
+    tack_array_release(a);
+}
+
+/* After Tack allocated: too late; and the handles checked. */
+static void test_adopt_errors(tack_device *g) {
+    void *drv = NULL, *dev = NULL, *ctx = new_context(&drv, &dev), *own = NULL;
+    CHECK(ctx != NULL);
+    if (!ctx) return;
+    CHECK(tack_level_zero_handles(g, NULL, &own, NULL) == TACK_OK && own != ctx);
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_ERR_VALUE && strstr(tack_last_error(), TOO_LATE));
+    void *now = NULL;
+    CHECK(tack_level_zero_handles(g, NULL, &now, NULL) == TACK_OK && now == own); /* unchanged */
+    CHECK(tack_level_zero_adopt(drv, NULL, dev) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "tack_level_zero_adopt: the context handle is NULL"));
+    CHECK(tack_level_zero_adopt(drv, ctx, ctx) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "is not a device of driver") && strstr(tack_last_error(), "zeDeviceGet"));
+    CHECK(tack_level_zero_adopt(ctx, ctx, dev) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "is not one of the Level Zero drivers"));
+    uint32_t (*zdestroy)(void *);
+    *(void **)&zdestroy = dlsym(fake, "zeContextDestroy");
+    CHECK(zdestroy && zdestroy(ctx) == 0);
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "is not usable: zeContextGetStatus returned"));
+}
+
 /* --------------------------------------------------------------- children */
+/* Adopting another library's context before Tack has looked at Level Zero:
+ * Tack makes no context of its own, uses the adopted one, never destroys it. */
+static int child_adopt_before(int ocloc) {
+    fake = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
+    CHECK(fake != NULL && bind_fake());
+    if (!fake || !fake_ctx_list) return CHECK_SUMMARY();
+    void *drv = NULL, *dev = NULL, *ctx = new_context(&drv, &dev);
+    CHECK(ctx != NULL);
+    fake_calls_clear();
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_OK);
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_OK); /* again: nothing to do */
+    tack_device *g = NULL;
+    CHECK(tack_device_get("level_zero", &g) == TACK_OK);
+    if (!g) return CHECK_SUMMARY();
+    uses_context(g, ctx, ocloc);
+    CHECK(at("zeContextCreate", 0) == -1 && at("zeContextDestroy", 0) == -1);
+    /* now another context is too late */
+    void *ctx2 = new_context(&drv, &dev);
+    CHECK(ctx2 && tack_level_zero_adopt(drv, ctx2, dev) == TACK_ERR_VALUE && strstr(tack_last_error(), TOO_LATE));
+    CHECK(fake_misuse()[0] == 0);
+    if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+    return CHECK_SUMMARY();
+}
+
+/* Adopting after the device was initialized but before anything was made on
+ * it: new command lists in the adopted context, Tack's own destroyed. */
+static int child_adopt_after(int ocloc) {
+    tack_device *g = NULL;
+    CHECK(tack_device_get("level_zero", &g) == TACK_OK && bind_fake());
+    if (!g || !fake_ctx_list) return CHECK_SUMMARY();
+    void *own = NULL, *drv = NULL, *dev = NULL, *ctx = NULL;
+    CHECK(tack_level_zero_handles(g, NULL, &own, NULL) == TACK_OK && own && *fake_ctx_list == own);
+    CHECK((ctx = new_context(&drv, &dev)) != NULL && ctx != own);
+    fake_calls_clear();
+    CHECK(tack_level_zero_adopt(drv, ctx, dev) == TACK_OK);
+    long made = at("zeCommandListCreateImmediate", 0), gone = at("zeContextDestroy", 0);
+    CHECK(made >= 0 && gone > made && at("zeContextDestroy", gone + 1) == -1);
+    uses_context(g, ctx, ocloc);
+    CHECK(at("zeContextDestroy", gone + 1) == -1); /* the adopted one stays */
+    CHECK(fake_misuse()[0] == 0);
+    if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+    return CHECK_SUMMARY();
+}
+
+
 /* Level Zero unusable: Tack runs, lists no Level Zero device and says why. */
 static int child_absent(const char *why) {
     tack_device *list[32], *d = NULL;
@@ -709,6 +828,8 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--nofp64") == 0) return child_nofp64();
     if (argc == 3 && strcmp(argv[1], "--queue") == 0) return child_queue(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "--nolists") == 0) return child_nolists();
+    if (argc == 3 && strcmp(argv[1], "--adopt-before") == 0) return child_adopt_before(atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "--adopt-after") == 0) return child_adopt_after(atoi(argv[2]));
     if (!getenv("TACK_FAKE_ZE_DIR")) {
         /* this machine as it is: no usable Level Zero is a clean message */
         tack_device *d = NULL;
@@ -751,6 +872,7 @@ int main(int argc, char **argv) {
         int ocloc = have_ocloc();
         test_devices(g);
         test_memory(g, cpu);
+        test_adopt_errors(g);
         if (ocloc) {
             test_launch(g);
             test_compiled(g);
@@ -764,6 +886,8 @@ int main(int argc, char **argv) {
         CHECK(child_run("FAKE_ZE_FP64=0", "--nofp64", "-"));
         CHECK(child_run("FAKE_ZE_NO_IMMEDIATE=1", "--queue", ocloc ? "1" : "0"));
         CHECK(child_run("FAKE_ZE_NO_LISTS=1", "--nolists", "-"));
+        CHECK(child_run("", "--adopt-before", ocloc ? "1" : "0"));
+        CHECK(child_run("", "--adopt-after", ocloc ? "1" : "0"));
     }
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("TACK_FAKE_ZE_DIR"));

@@ -338,6 +338,14 @@ def test_bad_devices(name, exc, match):
     assert tack.get_default_device() == "cpu"
 
 
+def test_level_zero_adopt_is_a_clean_error():
+    # no Level Zero: RuntimeError saying so; with a driver: the NULL handles are named
+    with pytest.raises((RuntimeError, ValueError), match="tack_level_zero_adopt: "):
+        tack._core.level_zero_adopt(0, 0, 0)
+    with pytest.raises(TypeError):
+        tack._core.level_zero_adopt("driver", 0, 0)
+
+
 def test_without_gpu_devices_lists_cpu_only():
     import ctypes
 

@@ -509,6 +509,55 @@ def test_init_level_zero_says_when_there_is_none():
         init_level_zero()
 
 
+def _fake_level_zero(monkeypatch, adopt, vtk_hooks):
+    # a stand-in _core with one Level Zero device, and a VTK dlpack_support with the given hooks
+    import types
+
+    import tack.interop.vtk as tv
+
+    calls = []
+    core = types.SimpleNamespace(
+        devices=lambda: ["cpu", "level_zero:0", "level_zero:1"],
+        level_zero_handles=lambda name: (1, 2, 30 + int(name[-1])),
+        level_zero_adopt=lambda *h: (calls.append(("adopt", h)), adopt(*h)),
+    )
+    monkeypatch.setattr(tv, "_core", core)
+    monkeypatch.setattr(tv, "_vtk_dlpack", lambda: types.SimpleNamespace(**vtk_hooks))
+    return calls
+
+
+def test_init_level_zero_adopts_vtks_context(monkeypatch):
+    calls = _fake_level_zero(monkeypatch, lambda *h: None, {"get_level_zero_context": lambda: (1, 5, 31)})
+    assert init_level_zero() == "level_zero:1"
+    assert calls == [("adopt", (1, 5, 31))]
+
+
+def test_init_level_zero_publishes_tacks_context(monkeypatch):
+    published = []
+    hooks = {"set_level_zero_context": lambda *h: published.append(h)}
+    calls = _fake_level_zero(monkeypatch, lambda *h: None, hooks)
+    assert init_level_zero() == "level_zero:0"
+    assert calls == [] and published == [(1, 2, 30)]
+
+
+def test_init_level_zero_says_when_it_is_too_late(monkeypatch):
+    msg = ("tack_level_zero_adopt: Tack has already allocated on level_zero:0 in its own context; call "
+           "tack.interop.vtk.init_level_zero() before creating any Level Zero array")
+
+    def late(*h):
+        raise ValueError(msg)
+
+    _fake_level_zero(monkeypatch, late, {"get_level_zero_context": lambda: (1, 5, 30)})
+    with pytest.raises(RuntimeError, match="called too late: tack_level_zero_adopt: Tack has already"):
+        init_level_zero()
+
+
+def test_init_level_zero_says_when_vtk_has_no_hook(monkeypatch):
+    _fake_level_zero(monkeypatch, lambda *h: None, {})
+    with pytest.raises(RuntimeError, match="this VTK build has neither hook"):
+        init_level_zero()
+
+
 def test_unstructured_grid_with_a_polyhedron_round_trip():
     from vtkmodules.vtkCommonDataModel import VTK_POLYHEDRON, VTK_TETRA, vtkUnstructuredGrid
 

@@ -702,15 +702,21 @@ def dataset_to_vtk(ds: Dataset):
 # ------------------------------------------------------------ Level Zero
 
 def init_level_zero():
-    """Prepare one Level Zero context for Tack and VTK, before creating arrays.
+    """Share one Level Zero context between Tack and VTK, before creating arrays.
 
     Level Zero memory belongs to a context; a device address from one context
     means nothing in another, even on the same GPU.  Call this first, so that
     the arrays either library creates afterwards can be exchanged through
     DLPack.  It needs a Level Zero device that Tack can use and a VTK build
-    that exposes its Level Zero handles (through
-    ``vtkmodules.util.dlpack_support``); it raises RuntimeError saying which
-    is missing otherwise.  Returns the name of the Tack device to use.
+    with ``vtkmodules.util.dlpack_support``.  When that module gives VTK's own
+    handles (``get_level_zero_context()`` -> (driver, context, device)),
+    Tack adopts VTK's context and device (``_core.level_zero_adopt``);
+    otherwise Tack publishes its own context to VTK
+    (``set_level_zero_context``).  Adopting is only possible before Tack has
+    created any Level Zero array or built a kernel for one: later it raises
+    RuntimeError saying it is too late.  RuntimeError also says which of the
+    device, the VTK module or its hooks is missing.  Returns the name of the
+    Tack device to use.
     """
     devices = list(_core.devices())
     l0 = [d for d in devices if str(d).startswith("level_zero")]
@@ -726,13 +732,28 @@ def init_level_zero():
             "share Level Zero memory (the PyPI wheel cannot); build VTK with its DLPack and SYCL/"
             "Level Zero support, or exchange host copies with copy=True"
         )
+    vtk_handles = getattr(mod, "get_level_zero_context", None)
+    adopt = getattr(_core, "level_zero_adopt", None)
+    if vtk_handles is not None and adopt is not None:
+        driver, context, device = (int(h) for h in vtk_handles())
+        try:
+            adopt(driver, context, device)
+        except ValueError as e:
+            if "already allocated" in str(e):
+                raise RuntimeError(f"init_level_zero() is called too late: {e}") from e
+            raise
+        for name in l0:  # the Tack device that is VTK's device
+            if _core.level_zero_handles(name)[2] == device:
+                return str(name)
+        return str(l0[0])
     share = getattr(mod, "set_level_zero_context", None)
     handles = getattr(_core, "level_zero_handles", None)
     if share is None or handles is None:
         raise RuntimeError(
-            "init_level_zero(): sharing a context needs Tack's Level Zero handles and VTK's hook to "
-            "adopt them; " + ("this VTK build has no set_level_zero_context()" if share is None
-                              else "this build of Tack does not expose its Level Zero context")
+            "init_level_zero(): sharing a context needs VTK's get_level_zero_context() (for Tack to "
+            "adopt VTK's context) or Tack's Level Zero handles and VTK's set_level_zero_context() (for "
+            "VTK to adopt Tack's); " + ("this VTK build has neither hook" if share is None
+                                        else "this build of Tack does not expose its Level Zero context")
         )
     share(*handles(l0[0]))
     return str(l0[0])
