@@ -23,6 +23,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef uint64_t CUdeviceptr;
 
 #define TACK_CUDA_SUCCESS 0
+#define TACK_CUDA_ERROR_OUT_OF_MEMORY 2
 #define TACK_CUDA_ERROR_NO_DEVICE 100
 #define TACK_CU_STREAM_NON_BLOCKING 1
 #define TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
