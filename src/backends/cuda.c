@@ -77,7 +77,7 @@ static void load(void) {
     REQ(cuMemsetD8Async, "cuMemsetD8Async");
     REQ(cuMemsetD16Async, "cuMemsetD16Async");
     REQ(cuMemsetD32Async, "cuMemsetD32Async");
-    REQ(cuModuleLoadData, "cuModuleLoadData");
+    REQ(cuModuleLoadDataEx, "cuModuleLoadDataEx");
     REQ(cuModuleUnload, "cuModuleUnload");
     REQ(cuModuleGetFunction, "cuModuleGetFunction");
     REQ(cuLaunchKernel, "cuLaunchKernel");

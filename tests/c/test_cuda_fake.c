@@ -66,6 +66,14 @@ static const char FAKE[] =
     "typedef struct { char *ptx; } mod;\n"
     "CUresult cuModuleLoadData(CUmodule *m, const void *image) {\n"
     "  if (!strstr(image, \".version\")) return 218; mod *x = malloc(sizeof *x); x->ptx = strdup(image); *m = x; return 0; }\n"
+    /* refuse_module: refuse every module, writing a line into the JIT's error log */
+    "int refuse_module;\n"
+    "CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, int *o, void **v) {\n"
+    "  char *log = NULL; size_t cap = 0;\n"
+    "  for (unsigned i = 0; i < n; i++) { if (o[i] == 5) log = v[i]; if (o[i] == 6) cap = (size_t)(uintptr_t)v[i]; }\n"
+    "  if (!refuse_module) return cuModuleLoadData(m, image);\n"
+    "  if (log && cap) { int w = snprintf(log, cap, \"ptxas fatal   : fake refusal of this module\\n\"); for (unsigned i = 0; i < n; i++) if (o[i] == 6) v[i] = (void *)(uintptr_t)w; }\n"
+    "  return 218; }\n"
     "CUresult cuModuleUnload(CUmodule m) { free(((mod *)m)->ptx); free(m); return 0; }\n"
     "CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {\n"
     "  static char names[256][32]; static int next;\n"
@@ -286,6 +294,15 @@ static void run(void) {
     o.fast_math = 0;
     CHECK(system("grep -l 'sqrt.approx.ftz.f32' \"$TACK_CACHE_DIR\"/*.ptx | wc -l | grep -qx 1") == 0);
     CHECK(system("grep -l 'sqrt.rn.f32' \"$TACK_CACHE_DIR\"/*.ptx | wc -l | grep -qx 1") == 0);
+    /* a module the driver's JIT refuses: its log is in the error */
+    FAKE_INT(refuse_module) = 1;
+    CHECK(tack_compile(tb_m, k2, sig, 3, &o, &p3) == TACK_OK);
+    CHECK(tack_program_build(p3, g) == TACK_ERR_DEVICE);
+    CHECK(strstr(tack_last_error(), "cuModuleLoadDataEx failed") != NULL);
+    CHECK(strstr(tack_last_error(), "ptxas fatal   : fake refusal of this module") != NULL);
+    CHECK(strstr(tack_last_error(), "kernel 'fill'") != NULL);
+    tack_program_free(p3);
+    FAKE_INT(refuse_module) = 0;
     tack_program_free(p);
     tack_array_release(a);
     tack_array_release(out);
