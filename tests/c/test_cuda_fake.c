@@ -316,12 +316,12 @@ static void run(void) {
 int main(int argc, char **argv) {
     if (!getenv("TACK_FAKE_CUDA_DIR")) {
         if (tack_nvrtc_version() == 0) {
-            printf("NVRTC not found: skipping the fake-driver test\n");
+            printf("SKIP: test_cuda_fake, the whole fake-driver test (NVRTC not found: no libnvrtc could be loaded)\n");
             return 0;
         }
         char dir[] = "/tmp/tack-fakecuda-XXXXXX";
         if (!mkdtemp(dir) || !make_fake(dir)) {
-            printf("cannot build the fake driver (no C compiler?): skipping\n");
+            printf("SKIP: test_cuda_fake, the whole fake-driver test (cannot build the fake driver: no C compiler?)\n");
             return 0;
         }
         const char *old = getenv("LD_LIBRARY_PATH");
