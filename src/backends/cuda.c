@@ -15,7 +15,11 @@
  * launches on that device are ordered on it.  It is a blocking stream, so it
  * is also ordered with the legacy default stream that PyTorch and CuPy use
  * unless told otherwise: their queued work and Tack's follow each other.  Memory uses the stream-ordered
- * allocator (cuMemAllocAsync) when the device supports memory pools.
+ * allocator (cuMemAllocAsync) when the device supports memory pools.  If it
+ * fails for a reason other than out-of-memory, that allocation and every
+ * later one on the device come from cuMemAlloc instead (logged once under
+ * TACK_LOG=info); out of memory is a MemoryError, not retried.  Each address
+ * is freed by the matching free: the pool's are kept in a set per device.
  * Copies to and from the host synchronize the stream before returning,
  * because the host buffer may be freed by the caller right after.
  *
@@ -30,6 +34,7 @@
 #include <string.h>
 
 #include "backends/cuda_backend.h"
+#include "backends/kcache.h"
 
 static tack_cuda_api api;
 static char load_why[256];
@@ -72,7 +77,7 @@ static void load(void) {
     REQ(cuMemsetD8Async, "cuMemsetD8Async");
     REQ(cuMemsetD16Async, "cuMemsetD16Async");
     REQ(cuMemsetD32Async, "cuMemsetD32Async");
-    REQ(cuModuleLoadData, "cuModuleLoadData");
+    REQ(cuModuleLoadDataEx, "cuModuleLoadDataEx");
     REQ(cuModuleUnload, "cuModuleUnload");
     REQ(cuModuleGetFunction, "cuModuleGetFunction");
     REQ(cuLaunchKernel, "cuLaunchKernel");
@@ -107,7 +112,7 @@ tack_status cuda_error(CUresult r, const char *what) {
     const char *s = NULL;
     if (api.cuGetErrorString)
         api.cuGetErrorString(r, &s);
-    if (r == 2 /* CUDA_ERROR_OUT_OF_MEMORY */)
+    if (r == TACK_CUDA_ERROR_OUT_OF_MEMORY)
         return tack_set_error(TACK_ERR_NOMEM, "out of device memory in %s", what);
     return tack_set_error(TACK_ERR_DEVICE, "%s failed: %s (CUDA error %d)", what, s ? s : "?", r);
 }
@@ -168,6 +173,8 @@ static tack_status cuda_init_device(tack_device *d) {
     pushed = 1;
     /* blocking: ordered with the legacy default stream, which PyTorch and CuPy use by default */
     CU(api.cuStreamCreate(&c->stream, 0), "cuStreamCreate");
+    c->pools = c->pools && api.cuMemAllocAsync && api.cuMemFreeAsync;
+    pthread_mutex_init(&c->mem_lock, NULL);
     gpu_records_init(&c->rec, "the GPU");
     d->state = c;
     c = NULL;
@@ -178,17 +185,106 @@ done:
     return st;
 }
 
+static size_t ptrset_home(CUdeviceptr p, size_t cap) {
+    return (size_t)((p * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+static int ptrset_add(cuda_ptrset *s, CUdeviceptr p) {
+    if ((s->used + 1) * 4 > s->cap * 3) {
+        /* grow, or only sweep out removed slots when few are live */
+        size_t cap = 64;
+        while ((s->live + 1) * 2 > cap)
+            cap *= 2;
+        CUdeviceptr *slot = tack_calloc(cap, sizeof *slot);
+        if (!slot)
+            return 0;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slot[i] > 1) {
+                size_t j = ptrset_home(s->slot[i], cap);
+                while (slot[j])
+                    j = (j + 1) & (cap - 1);
+                slot[j] = s->slot[i];
+            }
+        tack_free(s->slot);
+        s->slot = slot;
+        s->cap = cap;
+        s->used = s->live;
+    }
+    size_t j = ptrset_home(p, s->cap);
+    while (s->slot[j] > 1)
+        j = (j + 1) & (s->cap - 1);
+    if (!s->slot[j])
+        s->used++;
+    s->slot[j] = p;
+    s->live++;
+    return 1;
+}
+
+static int ptrset_take(cuda_ptrset *s, CUdeviceptr p) {
+    if (!s->live)
+        return 0;
+    for (size_t j = ptrset_home(p, s->cap); s->slot[j]; j = (j + 1) & (s->cap - 1))
+        if (s->slot[j] == p) {
+            s->slot[j] = 1;
+            s->live--;
+            return 1;
+        }
+    return 0;
+}
+
+static tack_status alloc_error(tack_device *d, CUresult r, size_t n, const char *what) {
+    if (r == TACK_CUDA_ERROR_OUT_OF_MEMORY)
+        return tack_set_error(TACK_ERR_NOMEM, "out of device memory allocating %zu bytes on %s (%s)", n, d->name,
+                              what);
+    return cuda_error(r, what);
+}
+
 static tack_status cuda_alloc(tack_device *d, size_t nbytes, void **out) {
     tack_status st;
     cuda_dev *c = d->state;
     CUdeviceptr p = 0;
+    size_t n = nbytes ? nbytes : 1;
+    CUresult r;
     if ((st = push(d)) != TACK_OK)
         return st;
-    if (c->pools && api.cuMemAllocAsync)
-        CU(api.cuMemAllocAsync(&p, nbytes ? nbytes : 1, c->stream), "cuMemAllocAsync");
+    pthread_mutex_lock(&c->mem_lock);
+    int pools = c->pools;
+    pthread_mutex_unlock(&c->mem_lock);
+    if (pools) {
+        r = api.cuMemAllocAsync(&p, n, c->stream);
+        if (r == TACK_CUDA_SUCCESS) {
+            pthread_mutex_lock(&c->mem_lock);
+            int kept = ptrset_add(&c->pooled, p);
+            pthread_mutex_unlock(&c->mem_lock);
+            if (!kept) {
+                api.cuMemFreeAsync(p, c->stream);
+                st = tack_set_error(TACK_ERR_NOMEM, "out of memory recording a device allocation");
+            } else
+                *out = (void *)(uintptr_t)p;
+            goto done;
+        }
+        if (r == TACK_CUDA_ERROR_OUT_OF_MEMORY) {
+            st = alloc_error(d, r, n, "cuMemAllocAsync");
+            goto done;
+        }
+        /* any other failure: the pools are not usable here; cuMemAlloc from now on */
+        pthread_mutex_lock(&c->mem_lock);
+        int first = c->pools;
+        c->pools = 0;
+        pthread_mutex_unlock(&c->mem_lock);
+        if (first && kc_log_info()) {
+            const char *s = NULL;
+            api.cuGetErrorString(r, &s);
+            fprintf(stderr, "tack: cuMemAllocAsync failed on %s: %s (CUDA error %d); allocating with cuMemAlloc from now on\n",
+                    d->name, s ? s : "?", r);
+        }
+        p = 0;
+    }
+    r = api.cuMemAlloc(&p, n);
+    if (r != TACK_CUDA_SUCCESS)
+        st = alloc_error(d, r, n, "cuMemAlloc");
     else
-        CU(api.cuMemAlloc(&p, nbytes ? nbytes : 1), "cuMemAlloc");
-    *out = (void *)(uintptr_t)p;
+        *out = (void *)(uintptr_t)p;
 done:
     pop();
     return st;
@@ -196,12 +292,16 @@ done:
 
 static void cuda_free(tack_device *d, void *ptr) {
     cuda_dev *c = d->state;
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
     if (!ptr || push(d) != TACK_OK)
         return;
-    if (c->pools && api.cuMemFreeAsync)
-        api.cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, c->stream);
+    pthread_mutex_lock(&c->mem_lock);
+    int pooled = ptrset_take(&c->pooled, p);
+    pthread_mutex_unlock(&c->mem_lock);
+    if (pooled)
+        api.cuMemFreeAsync(p, c->stream);
     else
-        api.cuMemFree((CUdeviceptr)(uintptr_t)ptr);
+        api.cuMemFree(p);
     pop();
 }
 

@@ -23,12 +23,15 @@ typedef struct CUfunc_st *CUfunction;
 typedef uint64_t CUdeviceptr;
 
 #define TACK_CUDA_SUCCESS 0
+#define TACK_CUDA_ERROR_OUT_OF_MEMORY 2
 #define TACK_CUDA_ERROR_NO_DEVICE 100
 #define TACK_CU_STREAM_NON_BLOCKING 1
 #define TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define TACK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define TACK_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED 115
+#define TACK_CU_JIT_ERROR_LOG_BUFFER 5
+#define TACK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 #define TACK_CU_POINTER_ATTRIBUTE_CONTEXT 1
 #define TACK_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define TACK_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
@@ -58,7 +61,7 @@ typedef struct tack_cuda_api {
     CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char v, size_t n, CUstream s);
     CUresult (*cuMemsetD16Async)(CUdeviceptr dst, unsigned short v, size_t n, CUstream s);
     CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned int v, size_t n, CUstream s);
-    CUresult (*cuModuleLoadData)(CUmodule *m, const void *image);
+    CUresult (*cuModuleLoadDataEx)(CUmodule *m, const void *image, unsigned nopts, int *opts, void **values);
     CUresult (*cuModuleUnload)(CUmodule m);
     CUresult (*cuModuleGetFunction)(CUfunction *f, CUmodule m, const char *name);
     CUresult (*cuLaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,

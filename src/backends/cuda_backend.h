@@ -19,12 +19,23 @@
 #include "backends/gpu_common.h"
 #include "runtime/runtime.h"
 
+/* The addresses cuMemAllocAsync gave and not yet freed: each is freed with
+ * cuMemFreeAsync, every other address with cuMemFree.  Open addressing;
+ * 0 is an empty slot, 1 a removed one. */
+typedef struct cuda_ptrset {
+    CUdeviceptr *slot;
+    size_t cap, used, live;
+} cuda_ptrset;
+
 typedef struct cuda_dev {
     CUdevice dev;
     CUcontext ctx;
     CUstream stream;
     int major, minor;
-    int pools;
+    /* memory: under mem_lock */
+    pthread_mutex_t mem_lock;
+    int pools;                 /* allocate with cuMemAllocAsync; off for good after a failure other than OOM */
+    cuda_ptrset pooled;        /* live cuMemAllocAsync allocations */
     char name[128];
     /* kernels: cuda_launch.c, under `rec.lock` */
     gpu_records rec;           /* programs built for this device, an error kept (gpu_common.h) */

@@ -4,7 +4,8 @@
  * Build: the CUDA dialect's source (dialect_cuda.c) goes through NVRTC to
  * PTX for the device's compute capability (the virtual architecture
  * compute_XY, which the driver compiles for the exact GPU at load), and the
- * PTX is loaded with cuModuleLoadData into the device's primary context.
+ * PTX is loaded with cuModuleLoadDataEx into the device's primary context;
+ * when the driver's JIT refuses it, its error log is part of the error.
  * The source's last comment says how many phases the kernel has, which of
  * them run as a single thread, and how large the frame buffer between
  * phases must be.
@@ -216,13 +217,24 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
     for (int attempt = 0; attempt < 2; attempt++) {
         st = get_ptx(d, p, attempt, &ptx, path, sizeof path);
         if (st != TACK_OK) goto fail;
-        CUresult r = api->cuModuleLoadData(&cp->mod, ptx);
+        char log[4096] = "";
+        int opts[2] = {TACK_CU_JIT_ERROR_LOG_BUFFER, TACK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void *values[2] = {log, (void *)(uintptr_t)sizeof log};
+        CUresult r = api->cuModuleLoadDataEx(&cp->mod, ptx, 2, opts, values);
         tack_free(ptx);
         ptx = NULL;
         if (r == TACK_CUDA_SUCCESS) break;
         cp->mod = NULL;
         if (attempt == 1) {
-            st = cuda_error(r, "cuModuleLoadData");
+            st = cuda_error(r, "cuModuleLoadDataEx");
+            log[sizeof log - 1] = 0;
+            size_t n = strlen(log);
+            while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = 0;
+            if (n) {
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s", tack_last_error());
+                st = tack_set_error(st, "%s loading kernel '%s'; the JIT's log:\n%s", msg, p->kernel_name, log);
+            }
             goto fail;
         }
         if (kc_log_info()) fprintf(stderr, "tack: cache entry %s does not load; rebuilding it\n", path);

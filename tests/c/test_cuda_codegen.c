@@ -532,8 +532,8 @@ static void t_gpu(tack_device *dev) {
 int main(void) {
     have_nvrtc = tack_nvrtc_version() != 0;
     have_nvcc = system("nvcc --version > /dev/null 2>&1") == 0;
-    if (!have_nvrtc) printf("NVRTC not found: generating CUDA source without compiling it\n");
-    if (!have_nvcc) printf("nvcc not found: skipping the nvcc builds\n");
+    if (!have_nvrtc) printf("SKIP: test_cuda_codegen, compiling the generated CUDA source with NVRTC; the source is still generated and checked (NVRTC not found: no libnvrtc could be loaded)\n");
+    if (!have_nvcc) printf("SKIP: test_cuda_codegen, the nvcc builds (nvcc not found on PATH)\n");
     t_add();
     t_ndrange();
     t_int_semantics();

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backends/cuda_api.h"
@@ -31,12 +32,20 @@ static const char FAKE[] =
     "#include <stdint.h>\n"
     "typedef int CUresult; typedef int CUdevice; typedef void *CUcontext, *CUstream, *CUmodule, *CUfunction; typedef uint64_t CUdeviceptr;\n"
     "int launches, fail_next; unsigned last_grid, last_block; uint64_t last_frame;\n"
+    /* memory pools: on when FAKE_CUDA_POOLS=1 (read at device init); every
+     * allocation and free is counted by allocator, a free through the wrong
+     * one is counted as mismatched, and async_fail makes the next
+     * cuMemAllocAsync return that CUresult instead */
+    "int async_calls, pool_allocs, pool_frees, plain_allocs, plain_frees, mismatched_frees, async_fail;\n"
+    "static int pools_on(void) { const char *e = getenv(\"FAKE_CUDA_POOLS\"); return e && *e == '1'; }\n"
+    "static uint64_t pooled[4096]; static int npooled;\n"
+    "static int take_pooled(uint64_t p) { for (int i = 0; i < npooled; i++) if (pooled[i] == p) { pooled[i] = pooled[--npooled]; return 1; } return 0; }\n"
     "CUresult cuInit(unsigned f) { return 0; }\n"
     "CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }\n"
     "CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }\n"
     "CUresult cuDeviceGet(CUdevice *d, int o) { *d = o; return 0; }\n"
     "CUresult cuDeviceGetName(char *n, int l, CUdevice d) { snprintf(n, l, \"Fake GPU\"); return 0; }\n"
-    "CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 4 : a == 115 ? 0 : 0; return 0; }\n"
+    "CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 4 : a == 115 ? pools_on() : 0; return 0; }\n"
     "static int ctxobj;\n"
     "CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = &ctxobj; return 0; }\n"
     "CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { return 0; }\n"
@@ -46,8 +55,8 @@ static const char FAKE[] =
     "int fake_depth(void) { return depth; }\n"
     "CUresult cuStreamCreate(CUstream *s, unsigned f) { *s = (void *)1; return 0; }\n"
     "CUresult cuStreamSynchronize(CUstream s) { return 0; }\n"
-    "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { *p = (CUdeviceptr)(uintptr_t)calloc(1, n); return 0; }\n"
-    "CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); return 0; }\n"
+    "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { plain_allocs++; *p = (CUdeviceptr)(uintptr_t)calloc(1, n); return 0; }\n"
+    "CUresult cuMemFree_v2(CUdeviceptr p) { if (take_pooled(p)) mismatched_frees++; else plain_frees++; free((void *)(uintptr_t)p); return 0; }\n"
     "CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { memcpy((void *)(uintptr_t)d, s, n); return 0; }\n"
     "CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { memcpy(d, (void *)(uintptr_t)s, n); return 0; }\n"
     "CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }\n"
@@ -57,6 +66,14 @@ static const char FAKE[] =
     "typedef struct { char *ptx; } mod;\n"
     "CUresult cuModuleLoadData(CUmodule *m, const void *image) {\n"
     "  if (!strstr(image, \".version\")) return 218; mod *x = malloc(sizeof *x); x->ptx = strdup(image); *m = x; return 0; }\n"
+    /* refuse_module: refuse every module, writing a line into the JIT's error log */
+    "int refuse_module;\n"
+    "CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, int *o, void **v) {\n"
+    "  char *log = NULL; size_t cap = 0;\n"
+    "  for (unsigned i = 0; i < n; i++) { if (o[i] == 5) log = v[i]; if (o[i] == 6) cap = (size_t)(uintptr_t)v[i]; }\n"
+    "  if (!refuse_module) return cuModuleLoadData(m, image);\n"
+    "  if (log && cap) { int w = snprintf(log, cap, \"ptxas fatal   : fake refusal of this module\\n\"); for (unsigned i = 0; i < n; i++) if (o[i] == 6) v[i] = (void *)(uintptr_t)w; }\n"
+    "  return 218; }\n"
     "CUresult cuModuleUnload(CUmodule m) { free(((mod *)m)->ptx); free(m); return 0; }\n"
     "CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {\n"
     "  static char names[256][32]; static int next;\n"
@@ -70,8 +87,11 @@ static const char FAKE[] =
     "  return 0; }\n"
     "CUresult cuPointerGetAttribute(void *d, int a, CUdeviceptr p) { return 1; }\n"
     "CUresult cuGetErrorString(CUresult r, const char **s) { *s = \"fake error\"; return 0; }\n"
-    "CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { return cuMemAlloc_v2(p, n); }\n"
-    "CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { return cuMemFree_v2(p); }\n"
+    "CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {\n"
+    "  async_calls++; if (async_fail) { int r = async_fail; async_fail = 0; return r; }\n"
+    "  if (!pools_on() || npooled == 4096) return 2; /* CUDA_ERROR_NOT_SUPPORTED */\n"
+    "  *p = (CUdeviceptr)(uintptr_t)calloc(1, n); pooled[npooled++] = *p; pool_allocs++; return 0; }\n"
+    "CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { if (take_pooled(p)) pool_frees++; else mismatched_frees++; free((void *)(uintptr_t)p); return 0; }\n"
     "CUresult cuGetExportTable(const void **t, const void *id) { *t = NULL; return 500; }\n"
     "\n";
 
@@ -85,6 +105,58 @@ static int make_fake(const char *dir) {
     const char *cc = getenv("TACK_CC");
     snprintf(cmd, sizeof cmd, "%s -shared -fPIC -o %s/libcuda.so.1 %s", cc && *cc ? cc : "cc", dir, path);
     return system(cmd) == 0;
+}
+
+#define FAKE_INT(name) (*(int *)dlsym(lib, #name))
+
+/* Device memory: with pools (FAKE_CUDA_POOLS=1, as on an H200) through
+ * cuMemAllocAsync, falling back to cuMemAlloc for good after a failure that
+ * is not out-of-memory; each address freed by its own allocator's free.
+ * Run last: a fallback turns the device's pools off. */
+static void memory(tack_device *g, void *lib) {
+    int pools = getenv("FAKE_CUDA_POOLS") && *getenv("FAKE_CUDA_POOLS") == '1';
+    int64_t n = 1000;
+    tack_array *a = NULL, *b = NULL, *c = NULL, *e = NULL;
+    int async0 = FAKE_INT(async_calls), plain0 = FAKE_INT(plain_allocs);
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a) == TACK_OK);
+    if (pools) CHECK(FAKE_INT(pool_allocs) > 0 && FAKE_INT(async_calls) == async0 + 1 && FAKE_INT(plain_allocs) == plain0);
+    else CHECK(FAKE_INT(async_calls) == 0 && FAKE_INT(plain_allocs) == plain0 + 1);
+    /* out of memory: a MemoryError naming the size, not retried with cuMemAlloc */
+    FAKE_INT(async_fail) = 2;
+    async0 = FAKE_INT(async_calls), plain0 = FAKE_INT(plain_allocs);
+    if (pools) {
+        CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &e) == TACK_ERR_NOMEM && e == NULL);
+        CHECK(strstr(tack_last_error(), "4000 bytes") != NULL);
+        CHECK(FAKE_INT(async_calls) == async0 + 1 && FAKE_INT(plain_allocs) == plain0);
+        /* and the pools stay in use */
+        CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &b) == TACK_OK);
+        CHECK(FAKE_INT(async_calls) == async0 + 2 && FAKE_INT(plain_allocs) == plain0);
+        /* many live at once, freed out of order: every one through cuMemFreeAsync */
+        tack_array *many[300] = {0};
+        int frees0 = FAKE_INT(pool_frees), made = 0;
+        for (int i = 0; i < 200; i++) made += tack_array_zeros(g, TACK_F32, 1, &n, &many[i]) == TACK_OK;
+        for (int i = 0; i < 200; i += 2) tack_array_release(many[i]), many[i] = NULL;
+        for (int i = 200; i < 300; i++) made += tack_array_zeros(g, TACK_F32, 1, &n, &many[i]) == TACK_OK;
+        for (int i = 299; i >= 0; i--) tack_array_release(many[i]);
+        CHECK(made == 300 && FAKE_INT(pool_frees) == frees0 + 300 && FAKE_INT(mismatched_frees) == 0);
+        async0 = FAKE_INT(async_calls), plain0 = FAKE_INT(plain_allocs);
+        /* any other failure: this allocation and every later one from cuMemAlloc */
+        FAKE_INT(async_fail) = 801; /* CUDA_ERROR_NOT_SUPPORTED */
+        CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &c) == TACK_OK && c != NULL);
+        CHECK(FAKE_INT(async_calls) == async0 + 1 && FAKE_INT(plain_allocs) == plain0 + 1);
+        CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &e) == TACK_OK);
+        CHECK(FAKE_INT(async_calls) == async0 + 1 && FAKE_INT(plain_allocs) == plain0 + 2);
+    }
+    FAKE_INT(async_fail) = 0;
+    int pool_frees0 = FAKE_INT(pool_frees), plain_frees0 = FAKE_INT(plain_frees);
+    tack_array_release(a);
+    tack_array_release(b);
+    tack_array_release(c);
+    tack_array_release(e);
+    /* a and b from the pool, c and e from cuMemAlloc: each freed by its own */
+    if (pools) CHECK(FAKE_INT(pool_frees) == pool_frees0 + 2 && FAKE_INT(plain_frees) == plain_frees0 + 2);
+    else CHECK(FAKE_INT(pool_frees) == 0 && FAKE_INT(plain_frees) == plain_frees0 + 1);
+    CHECK(FAKE_INT(mismatched_frees) == 0);
 }
 
 static void run(void) {
@@ -222,40 +294,66 @@ static void run(void) {
     o.fast_math = 0;
     CHECK(system("grep -l 'sqrt.approx.ftz.f32' \"$TACK_CACHE_DIR\"/*.ptx | wc -l | grep -qx 1") == 0);
     CHECK(system("grep -l 'sqrt.rn.f32' \"$TACK_CACHE_DIR\"/*.ptx | wc -l | grep -qx 1") == 0);
-    CHECK(depth() == 0); /* every push popped */
+    /* a module the driver's JIT refuses: its log is in the error */
+    FAKE_INT(refuse_module) = 1;
+    CHECK(tack_compile(tb_m, k2, sig, 3, &o, &p3) == TACK_OK);
+    CHECK(tack_program_build(p3, g) == TACK_ERR_DEVICE);
+    CHECK(strstr(tack_last_error(), "cuModuleLoadDataEx failed") != NULL);
+    CHECK(strstr(tack_last_error(), "ptxas fatal   : fake refusal of this module") != NULL);
+    CHECK(strstr(tack_last_error(), "kernel 'fill'") != NULL);
+    tack_program_free(p3);
+    FAKE_INT(refuse_module) = 0;
     tack_program_free(p);
     tack_array_release(a);
     tack_array_release(out);
     tack_array_release(ca);
     tack_module_free(tb_m);
+    memory(g, lib);
+    CHECK(FAKE_INT(mismatched_frees) == 0);
+    CHECK(depth() == 0); /* every push popped */
 }
 
 int main(int argc, char **argv) {
     if (!getenv("TACK_FAKE_CUDA_DIR")) {
         if (tack_nvrtc_version() == 0) {
-            printf("NVRTC not found: skipping the fake-driver test\n");
+            printf("SKIP: test_cuda_fake, the whole fake-driver test (NVRTC not found: no libnvrtc could be loaded)\n");
             return 0;
         }
         char dir[] = "/tmp/tack-fakecuda-XXXXXX";
         if (!mkdtemp(dir) || !make_fake(dir)) {
-            printf("cannot build the fake driver (no C compiler?): skipping\n");
+            printf("SKIP: test_cuda_fake, the whole fake-driver test (cannot build the fake driver: no C compiler?)\n");
             return 0;
         }
-        char cache[600], ld[1200];
-        snprintf(cache, sizeof cache, "%s/cache", dir);
-        mkdir(cache, 0700);
         const char *old = getenv("LD_LIBRARY_PATH");
+        char ld[1200];
         snprintf(ld, sizeof ld, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
         setenv("LD_LIBRARY_PATH", ld, 1);
         setenv("TACK_FAKE_CUDA_DIR", dir, 1);
-        setenv("TACK_CACHE_DIR", cache, 1);
-        execv("/proc/self/exe", argv);
-        perror("execv");
-        return 1;
+        /* twice: a driver without memory pools, and one with them (an H200) */
+        int failed = 0;
+        for (int pools = 0; pools < 2; pools++) {
+            char cache[600];
+            snprintf(cache, sizeof cache, "%s/cache%d", dir, pools);
+            mkdir(cache, 0700);
+            setenv("TACK_CACHE_DIR", cache, 1);
+            setenv("FAKE_CUDA_POOLS", pools ? "1" : "0", 1);
+            printf("fake driver %s memory pools:\n", pools ? "with" : "without");
+            fflush(stdout);
+            pid_t pid = fork();
+            if (pid == 0) {
+                execv("/proc/self/exe", argv);
+                perror("execv");
+                _exit(1);
+            }
+            int status = 0;
+            if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                failed = 1;
+        }
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove the fake driver's directory\n");
+        return failed;
     }
     run();
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("TACK_FAKE_CUDA_DIR"));
-    if (system(cmd) != 0) fprintf(stderr, "could not remove the fake driver's directory\n");
     return CHECK_SUMMARY();
 }

@@ -16,7 +16,7 @@ static const char *saxpy =
 int main(void)
 {
     if (tack_nvrtc_version() == 0) {
-        printf("NVRTC not found: skipping the PTX checks\n");
+        printf("SKIP: test_nvrtc, the PTX checks (NVRTC not found: no libnvrtc could be loaded)\n");
     } else {
         int archs[][2] = {{8, 0}, {9, 0}};
         for (int i = 0; i < 2; i++) {
