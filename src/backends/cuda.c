@@ -27,6 +27,15 @@
  * one is recorded on the device and reported at the next synchronization
  * point: synchronize, a copy to the host, or a launch that must complete
  * before it returns (an argument shared with another library).
+ *
+ * Sticky errors: an illegal address, a misaligned one, an illegal
+ * instruction, a hardware stack error, a device-side assert, a failed or
+ * timed-out launch leave the primary context unusable -- every later call
+ * in it, by Tack or by any library sharing it, fails with the same code.
+ * The first driver call that returns one marks the device lost; that error
+ * says so once, naming the kernel launched last, and every later Tack
+ * operation on the device fails at once with "unusable since" without
+ * calling the driver (frees do nothing: the context's memory is gone with it).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -117,11 +126,97 @@ tack_status cuda_error(CUresult r, const char *what) {
     return tack_set_error(TACK_ERR_DEVICE, "%s failed: %s (CUDA error %d)", what, s ? s : "?", r);
 }
 
+/* ------------------------------------------------------ sticky errors */
+static const char *sticky_name(CUresult r, const char **what) {
+    switch (r) {
+    case 700: *what = "an illegal memory access"; return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case 702: *what = "a kernel ran too long and was stopped"; return "CUDA_ERROR_LAUNCH_TIMEOUT";
+    case 710: *what = "a device-side assert failed"; return "CUDA_ERROR_ASSERT";
+    case 714: *what = "a hardware stack error"; return "CUDA_ERROR_HARDWARE_STACK_ERROR";
+    case 715: *what = "an illegal instruction"; return "CUDA_ERROR_ILLEGAL_INSTRUCTION";
+    case 716: *what = "a misaligned memory access"; return "CUDA_ERROR_MISALIGNED_ADDRESS";
+    case 718: *what = "an invalid program counter"; return "CUDA_ERROR_INVALID_PC";
+    case 719: *what = "a kernel failed while running"; return "CUDA_ERROR_LAUNCH_FAILED";
+    default: *what = NULL; return NULL;
+    }
+}
+
+int cuda_sticky(CUresult r) {
+    const char *what;
+    return sticky_name(r, &what) != NULL;
+}
+
+/* With c->sticky_lock held: mark the device lost (the first error wins). */
+static void mark_lost(cuda_dev *c, CUresult r) {
+    if (c->lost) return;
+    c->lost = 1;
+    c->lost_code = r;
+    snprintf(c->lost_after, sizeof c->lost_after, "%s", c->last_kernel);
+}
+
+void cuda_note(tack_device *d, CUresult r) {
+    cuda_dev *c = d->state;
+    if (!c || !cuda_sticky(r)) return;
+    pthread_mutex_lock(&c->sticky_lock);
+    mark_lost(c, r);
+    pthread_mutex_unlock(&c->sticky_lock);
+}
+
+int cuda_is_lost(tack_device *d) {
+    cuda_dev *c = d->state;
+    if (!c) return 0;
+    pthread_mutex_lock(&c->sticky_lock);
+    int lost = c->lost;
+    pthread_mutex_unlock(&c->sticky_lock);
+    return lost;
+}
+
+tack_status cuda_lost_error(tack_device *d) {
+    cuda_dev *c = d->state;
+    if (!c) return TACK_OK;
+    pthread_mutex_lock(&c->sticky_lock);
+    if (!c->lost) {
+        pthread_mutex_unlock(&c->sticky_lock);
+        return TACK_OK;
+    }
+    const char *what, *name = sticky_name(c->lost_code, &what);
+    char after[200] = "";
+    tack_status st;
+    if (!c->lost_told) {
+        c->lost_told = 1;
+        if (c->lost_after[0]) snprintf(after, sizeof after, " after kernel '%s' was launched", c->lost_after);
+        st = tack_set_error(TACK_ERR_DEVICE,
+                            "%s: the GPU context is lost (%s, %s)%s; every later CUDA call in this process fails, "
+                            "in Tack and in any library sharing the GPU's primary context (PyTorch, CuPy); "
+                            "restart the process",
+                            d->name, name, what, after);
+    } else {
+        if (c->lost_after[0]) snprintf(after, sizeof after, " after kernel '%s'", c->lost_after);
+        st = tack_set_error(TACK_ERR_DEVICE, "%s is unusable since an earlier error (%s%s); restart the process",
+                            d->name, name, after);
+    }
+    pthread_mutex_unlock(&c->sticky_lock);
+    return st;
+}
+
+tack_status cuda_fail(tack_device *d, CUresult r, const char *what) {
+    if (!d->state || !cuda_sticky(r)) return cuda_error(r, what);
+    cuda_note(d, r);
+    return cuda_lost_error(d);
+}
+
+void cuda_note_launch(tack_device *d, const char *kernel) {
+    cuda_dev *c = d->state;
+    pthread_mutex_lock(&c->sticky_lock);
+    snprintf(c->last_kernel, sizeof c->last_kernel, "%s", kernel);
+    pthread_mutex_unlock(&c->sticky_lock);
+}
+
 #define CU(call, what)                            \
     do {                                          \
         CUresult r_ = (call);                     \
         if (r_ != TACK_CUDA_SUCCESS) {            \
-            st = cuda_error(r_, what);              \
+            st = cuda_fail(d, r_, what);          \
             goto done;                            \
         }                                         \
     } while (0)
@@ -140,8 +235,10 @@ static int cuda_device_count(char *why, size_t why_len) {
 
 tack_status cuda_push(tack_device *d) {
     cuda_dev *c = d->state;
+    tack_status st = cuda_lost_error(d);
+    if (st != TACK_OK) return st;
     CUresult r = api.cuCtxPushCurrent(c->ctx);
-    return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_error(r, "cuCtxPushCurrent");
+    return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_fail(d, r, "cuCtxPushCurrent");
 }
 
 #define push cuda_push
@@ -175,6 +272,7 @@ static tack_status cuda_init_device(tack_device *d) {
     CU(api.cuStreamCreate(&c->stream, 0), "cuStreamCreate");
     c->pools = c->pools && api.cuMemAllocAsync && api.cuMemFreeAsync;
     pthread_mutex_init(&c->mem_lock, NULL);
+    pthread_mutex_init(&c->sticky_lock, NULL);
     gpu_records_init(&c->rec, "the GPU");
     d->state = c;
     c = NULL;
@@ -236,7 +334,7 @@ static tack_status alloc_error(tack_device *d, CUresult r, size_t n, const char 
     if (r == TACK_CUDA_ERROR_OUT_OF_MEMORY)
         return tack_set_error(TACK_ERR_NOMEM, "out of device memory allocating %zu bytes on %s (%s)", n, d->name,
                               what);
-    return cuda_error(r, what);
+    return cuda_fail(d, r, what);
 }
 
 static tack_status cuda_alloc(tack_device *d, size_t nbytes, void **out) {
@@ -263,7 +361,7 @@ static tack_status cuda_alloc(tack_device *d, size_t nbytes, void **out) {
                 *out = (void *)(uintptr_t)p;
             goto done;
         }
-        if (r == TACK_CUDA_ERROR_OUT_OF_MEMORY) {
+        if (r == TACK_CUDA_ERROR_OUT_OF_MEMORY || cuda_sticky(r)) {
             st = alloc_error(d, r, n, "cuMemAllocAsync");
             goto done;
         }
@@ -293,15 +391,13 @@ done:
 static void cuda_free(tack_device *d, void *ptr) {
     cuda_dev *c = d->state;
     CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
-    if (!ptr || push(d) != TACK_OK)
+    /* a lost context: its memory went with it; no driver call */
+    if (!ptr || cuda_is_lost(d) || push(d) != TACK_OK)
         return;
     pthread_mutex_lock(&c->mem_lock);
     int pooled = ptrset_take(&c->pooled, p);
     pthread_mutex_unlock(&c->mem_lock);
-    if (pooled)
-        api.cuMemFreeAsync(p, c->stream);
-    else
-        api.cuMemFree(p);
+    cuda_note(d, pooled ? api.cuMemFreeAsync(p, c->stream) : api.cuMemFree(p));
     pop();
 }
 
@@ -392,6 +488,10 @@ static tack_status cuda_check_ptr(tack_device *d, const void *ptr, size_t nbytes
     if ((st = push(d)) != TACK_OK)
         return st;
     CUresult r = api.cuPointerGetAttribute(&mtype, TACK_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+    if (cuda_sticky(r)) {
+        st = cuda_fail(d, r, "cuPointerGetAttribute");
+        goto done;
+    }
     if (r != TACK_CUDA_SUCCESS) {
         st = tack_set_error(TACK_ERR_VALUE,
                             "address 0x%llx is not memory the CUDA driver knows (host memory, or freed): "

@@ -9,6 +9,12 @@
  * from the record can be worded from its program's site table), and an
  * error kept for the next synchronization point when a program is freed
  * with a failure still unreported.
+ *
+ * Sticky errors (an illegal address, a trap, a failed launch...) poison
+ * the primary context: every later driver call in it fails the same way.
+ * The first one seen marks the device lost; it is reported once, naming
+ * the kernel launched last, and from then on every operation on the device
+ * fails at once without calling the driver (frees do nothing).
  */
 #ifndef TACK_CUDA_BACKEND_H
 #define TACK_CUDA_BACKEND_H
@@ -40,13 +46,33 @@ typedef struct cuda_dev {
     /* kernels: cuda_launch.c, under `rec.lock` */
     gpu_records rec;           /* programs built for this device, an error kept (gpu_common.h) */
     CUdeviceptr err;           /* the error record, a gpu_err_record (0 until the first build) */
+    /* a sticky error (cuda.c): under sticky_lock */
+    pthread_mutex_t sticky_lock;
+    int lost;                  /* the context is lost: no driver call is made any more */
+    int lost_told;             /* the loss has been reported (once) */
+    CUresult lost_code;
+    char lost_after[128];      /* the kernel launched last when it was lost; "" when none */
+    char last_kernel[128];     /* the kernel launched last on the device */
 } cuda_dev;
 
 /* cuda.c */
 const tack_cuda_api *cuda_api_get(void);
+/* Push d's context; fails at once when d is lost. */
 tack_status cuda_push(tack_device *d);
 void cuda_pop(void);
 tack_status cuda_error(CUresult r, const char *what);
+/* Whether r is a sticky error: one that loses the context for good. */
+int cuda_sticky(CUresult r);
+/* cuda_error, except that a sticky error marks d lost and says so. */
+tack_status cuda_fail(tack_device *d, CUresult r, const char *what);
+/* Mark d lost when r is sticky, reporting nothing (frees, unloads). */
+void cuda_note(tack_device *d, CUresult r);
+/* Whether d is lost; cuda_lost_error says so (TACK_OK when it is not):
+ * the loss itself the first time, "unusable since" after that. */
+int cuda_is_lost(tack_device *d);
+tack_status cuda_lost_error(tack_device *d);
+/* A kernel's launches were queued: the name a loss is reported after. */
+void cuda_note_launch(tack_device *d, const char *kernel);
 
 /* cuda_launch.c: the vtable's build / launch / unload */
 tack_status cuda_build(tack_device *d, tack_program *p);

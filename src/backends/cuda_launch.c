@@ -42,6 +42,9 @@
  * still recorded leaves the message on the device for the next
  * synchronization.  All of this but reading and clearing the record is
  * gpu_common.c's, as are the layout comment's dialect check and phases.
+ * A sticky driver error (cuda.c) loses the device: building, launching and
+ * reading the record then fail at once, and unloading frees only host memory.
+ * Each launch keeps its kernel's name, for the message of such a loss.
  *
  * TACK_LOG=info logs each compile and cache load with its time to stderr.
  */
@@ -106,13 +109,13 @@ static int take_record(tack_device *d, gpu_err_record *rec, tack_status *st) {
     CUresult r = api->cuMemcpyDtoHAsync(rec, c->err, sizeof *rec, c->stream);
     if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
     if (r != TACK_CUDA_SUCCESS) {
-        *st = cuda_error(r, "reading the kernel error record");
+        *st = cuda_fail(d, r, "reading the kernel error record");
         return 0;
     }
     if (!rec->failed) return 0;
     r = api->cuMemsetD32Async(c->err, 0, sizeof *rec / 4, c->stream);
     if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
-    if (r != TACK_CUDA_SUCCESS) *st = cuda_error(r, "clearing the kernel error record");
+    if (r != TACK_CUDA_SUCCESS) *st = cuda_fail(d, r, "clearing the kernel error record");
     return 1;
 }
 
@@ -188,10 +191,13 @@ static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **
     return st;
 }
 
-static void prog_free(const tack_cuda_api *api, cuda_prog *cp) {
+/* Device memory and module are left alone when the device is lost. */
+static void prog_free(const tack_cuda_api *api, tack_device *d, cuda_prog *cp) {
     if (!cp) return;
-    if (cp->frame) api->cuMemFree(cp->frame);
-    if (cp->mod) api->cuModuleUnload(cp->mod);
+    if (!cuda_is_lost(d)) {
+        if (cp->frame) cuda_note(d, api->cuMemFree(cp->frame));
+        if (cp->mod && !cuda_is_lost(d)) cuda_note(d, api->cuModuleUnload(cp->mod));
+    }
     gpu_prog_fini(&cp->g);
     tack_free(cp->fn);
     tack_free(cp);
@@ -202,16 +208,17 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
     cuda_dev *c = d->state;
     char *ptx = NULL;
     char path[1200] = "";
-    tack_status st;
+    tack_status st = cuda_lost_error(d);
+    if (st != TACK_OK) return st;
     cuda_prog *cp = tack_calloc(1, sizeof *cp);
     if (!cp) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     gpu_prog_init(&cp->g, p);
     if ((st = parse_layout(p, cp)) != TACK_OK) {
-        prog_free(api, cp);
+        prog_free(api, d, cp);
         return st;
     }
     if ((st = cuda_push(d)) != TACK_OK) {
-        prog_free(api, cp);
+        prog_free(api, d, cp);
         return st;
     }
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -225,8 +232,8 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         ptx = NULL;
         if (r == TACK_CUDA_SUCCESS) break;
         cp->mod = NULL;
-        if (attempt == 1) {
-            st = cuda_error(r, "cuModuleLoadDataEx");
+        if (attempt == 1 || cuda_sticky(r)) {
+            st = cuda_fail(d, r, "cuModuleLoadDataEx");
             log[sizeof log - 1] = 0;
             size_t n = strlen(log);
             while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = 0;
@@ -244,7 +251,7 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         snprintf(fname, sizeof fname, "tk_phase%d", k);
         CUresult r = api->cuModuleGetFunction(&cp->fn[k], cp->mod, fname);
         if (r != TACK_CUDA_SUCCESS) {
-            st = cuda_error(r, "cuModuleGetFunction");
+            st = cuda_fail(d, r, "cuModuleGetFunction");
             goto fail;
         }
     }
@@ -252,7 +259,7 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         CUresult r = api->cuMemAlloc(&cp->frame, cp->g.frame_bytes);
         if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD8Async(cp->frame, 0, cp->g.frame_bytes, c->stream);
         if (r != TACK_CUDA_SUCCESS) {
-            st = cuda_error(r, "allocating a kernel frame");
+            st = cuda_fail(d, r, "allocating a kernel frame");
             goto fail;
         }
     }
@@ -262,10 +269,10 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD32Async(c->err, 0, sizeof(gpu_err_record) / 4, c->stream);
         if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
         if (r != TACK_CUDA_SUCCESS) {
-            if (c->err) api->cuMemFree(c->err);
+            if (c->err && !cuda_sticky(r)) api->cuMemFree(c->err);
             c->err = 0;
             pthread_mutex_unlock(&c->rec.lock);
-            st = cuda_error(r, "allocating the kernel error record");
+            st = cuda_fail(d, r, "allocating the kernel error record");
             goto fail;
         }
     }
@@ -275,7 +282,7 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
     p->handle = cp;
     return TACK_OK;
 fail:
-    prog_free(api, cp);
+    prog_free(api, d, cp);
     cuda_pop();
     return st;
 }
@@ -285,13 +292,18 @@ void cuda_unload(tack_device *d, tack_program *p) {
     cuda_dev *c = d->state;
     cuda_prog *cp = p->handle;
     if (!cp || !api) return;
-    int pushed = cuda_push(d) == TACK_OK;
+    /* lost: no driver call, and no error of its own (a free) */
+    int pushed = !cuda_is_lost(d) && cuda_push(d) == TACK_OK;
     pthread_mutex_lock(&c->rec.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
-    if (pushed && api->cuStreamSynchronize(c->stream) == TACK_CUDA_SUCCESS) gpu_keep_pending(&c->rec, d, take_record);
+    if (pushed) {
+        CUresult r = api->cuStreamSynchronize(c->stream);
+        if (r == TACK_CUDA_SUCCESS) gpu_keep_pending(&c->rec, d, take_record);
+        else cuda_note(d, r);
+    }
     gpu_unlink(&c->rec, &cp->g);
     pthread_mutex_unlock(&c->rec.lock);
-    prog_free(api, cp);
+    prog_free(api, d, cp);
     if (pushed) cuda_pop();
     p->handle = NULL;
 }
@@ -302,6 +314,8 @@ tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, i
     cuda_dev *c = d->state;
     cuda_prog *cp = p->handle;
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
+    tack_status st = cuda_lost_error(d);
+    if (st != TACK_OK) return st;
     uint64_t stackslots[64];
     uint64_t *slots = stackslots;
     int nslots = gpu_arg_count(p);
@@ -310,7 +324,6 @@ tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, i
                               p->kernel_name, nslots, MAX_SLOTS);
     if (nslots > 64 && !(slots = tack_calloc((size_t)nslots, sizeof *slots)))
         return tack_set_error(TACK_ERR_NOMEM, "out of memory launching kernel '%s'", p->kernel_name);
-    tack_status st = TACK_OK;
     int shared = 0, n = 3;
     slots[0] = (uint64_t)c->err;
     slots[1] = (uint64_t)cp->frame;
@@ -336,13 +349,14 @@ tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, i
             int par = cp->g.kinds[k] == 'p';
             CUresult r = api->cuLaunchKernel(cp->fn[k], par ? grid : 1, 1, 1, par ? cp->block : 1, 1, 1, 0, c->stream,
                                              params, NULL);
-            if (r != TACK_CUDA_SUCCESS) st = cuda_error(r, "cuLaunchKernel");
+            if (r != TACK_CUDA_SUCCESS) st = cuda_fail(d, r, "cuLaunchKernel");
         }
         pthread_mutex_unlock(&cp->g.lock);
+        if (st == TACK_OK) cuda_note_launch(d, p->kernel_name);
         if (st == TACK_OK && shared) {
             /* shared with another library: finished before the call returns */
             CUresult r = api->cuStreamSynchronize(c->stream);
-            st = r == TACK_CUDA_SUCCESS ? cuda_check_record(d) : cuda_error(r, "cuStreamSynchronize");
+            st = r == TACK_CUDA_SUCCESS ? cuda_check_record(d) : cuda_fail(d, r, "cuStreamSynchronize");
         }
         cuda_pop();
     }
