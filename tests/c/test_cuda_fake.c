@@ -32,6 +32,12 @@ static const char FAKE[] =
     "#include <stdint.h>\n"
     "typedef int CUresult; typedef int CUdevice; typedef void *CUcontext, *CUstream, *CUmodule, *CUfunction; typedef uint64_t CUdeviceptr;\n"
     "int launches, fail_next; unsigned last_grid, last_block; uint64_t last_frame;\n"
+    /* sticky errors: sticky_next_sync makes the next cuStreamSynchronize and
+     * every later call return 700 (CUDA_ERROR_ILLEGAL_ADDRESS), as a real
+     * lost context does; calls made after that are counted, frees apart */
+    "int sticky_next_sync, sticky, calls_after, frees_after;\n"
+    "#define ST if (sticky) { calls_after++; return 700; }\n"
+    "#define STF if (sticky) { frees_after++; return 700; }\n"
     /* memory pools: on when FAKE_CUDA_POOLS=1 (read at device init); every
      * allocation and free is counted by allocator, a free through the wrong
      * one is counted as mismatched, and async_fail makes the next
@@ -40,58 +46,58 @@ static const char FAKE[] =
     "static int pools_on(void) { const char *e = getenv(\"FAKE_CUDA_POOLS\"); return e && *e == '1'; }\n"
     "static uint64_t pooled[4096]; static int npooled;\n"
     "static int take_pooled(uint64_t p) { for (int i = 0; i < npooled; i++) if (pooled[i] == p) { pooled[i] = pooled[--npooled]; return 1; } return 0; }\n"
-    "CUresult cuInit(unsigned f) { return 0; }\n"
-    "CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }\n"
-    "CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }\n"
-    "CUresult cuDeviceGet(CUdevice *d, int o) { *d = o; return 0; }\n"
-    "CUresult cuDeviceGetName(char *n, int l, CUdevice d) { snprintf(n, l, \"Fake GPU\"); return 0; }\n"
-    "CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 4 : a == 115 ? pools_on() : 0; return 0; }\n"
+    "CUresult cuInit(unsigned f) { ST return 0; }\n"
+    "CUresult cuDriverGetVersion(int *v) { ST *v = 13000; return 0; }\n"
+    "CUresult cuDeviceGetCount(int *n) { ST *n = 1; return 0; }\n"
+    "CUresult cuDeviceGet(CUdevice *d, int o) { ST *d = o; return 0; }\n"
+    "CUresult cuDeviceGetName(char *n, int l, CUdevice d) { ST snprintf(n, l, \"Fake GPU\"); return 0; }\n"
+    "CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) { ST *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 4 : a == 115 ? pools_on() : 0; return 0; }\n"
     "static int ctxobj;\n"
-    "CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = &ctxobj; return 0; }\n"
-    "CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { return 0; }\n"
+    "CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { ST *c = &ctxobj; return 0; }\n"
+    "CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { ST return 0; }\n"
     "static int depth;\n"
-    "CUresult cuCtxPushCurrent_v2(CUcontext c) { depth++; return 0; }\n"
-    "CUresult cuCtxPopCurrent_v2(CUcontext *c) { depth--; if (c) *c = &ctxobj; return 0; }\n"
+    "CUresult cuCtxPushCurrent_v2(CUcontext c) { depth++; ST return 0; }\n"
+    "CUresult cuCtxPopCurrent_v2(CUcontext *c) { depth--; if (c) *c = &ctxobj; ST return 0; }\n"
     "int fake_depth(void) { return depth; }\n"
-    "CUresult cuStreamCreate(CUstream *s, unsigned f) { *s = (void *)1; return 0; }\n"
-    "CUresult cuStreamSynchronize(CUstream s) { return 0; }\n"
-    "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { plain_allocs++; *p = (CUdeviceptr)(uintptr_t)calloc(1, n); return 0; }\n"
-    "CUresult cuMemFree_v2(CUdeviceptr p) { if (take_pooled(p)) mismatched_frees++; else plain_frees++; free((void *)(uintptr_t)p); return 0; }\n"
-    "CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { memcpy((void *)(uintptr_t)d, s, n); return 0; }\n"
-    "CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { memcpy(d, (void *)(uintptr_t)s, n); return 0; }\n"
-    "CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }\n"
-    "CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { memset((void *)(uintptr_t)d, v, n); return 0; }\n"
-    "CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v; return 0; }\n"
-    "CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) { for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v; return 0; }\n"
+    "CUresult cuStreamCreate(CUstream *s, unsigned f) { ST *s = (void *)1; return 0; }\n"
+    "CUresult cuStreamSynchronize(CUstream s) { ST if (sticky_next_sync) { sticky_next_sync = 0; sticky = 1; return 700; } return 0; }\n"
+    "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { ST plain_allocs++; *p = (CUdeviceptr)(uintptr_t)calloc(1, n); return 0; }\n"
+    "CUresult cuMemFree_v2(CUdeviceptr p) { STF if (take_pooled(p)) mismatched_frees++; else plain_frees++; free((void *)(uintptr_t)p); return 0; }\n"
+    "CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { ST memcpy((void *)(uintptr_t)d, s, n); return 0; }\n"
+    "CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { ST memcpy(d, (void *)(uintptr_t)s, n); return 0; }\n"
+    "CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { ST memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }\n"
+    "CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { ST memset((void *)(uintptr_t)d, v, n); return 0; }\n"
+    "CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { ST for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v; return 0; }\n"
+    "CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) { ST for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v; return 0; }\n"
     "typedef struct { char *ptx; } mod;\n"
     "CUresult cuModuleLoadData(CUmodule *m, const void *image) {\n"
     "  if (!strstr(image, \".version\")) return 218; mod *x = malloc(sizeof *x); x->ptx = strdup(image); *m = x; return 0; }\n"
     /* refuse_module: refuse every module, writing a line into the JIT's error log */
     "int refuse_module;\n"
-    "CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, int *o, void **v) {\n"
+    "CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, int *o, void **v) { ST\n"
     "  char *log = NULL; size_t cap = 0;\n"
     "  for (unsigned i = 0; i < n; i++) { if (o[i] == 5) log = v[i]; if (o[i] == 6) cap = (size_t)(uintptr_t)v[i]; }\n"
     "  if (!refuse_module) return cuModuleLoadData(m, image);\n"
     "  if (log && cap) { int w = snprintf(log, cap, \"ptxas fatal   : fake refusal of this module\\n\"); for (unsigned i = 0; i < n; i++) if (o[i] == 6) v[i] = (void *)(uintptr_t)w; }\n"
     "  return 218; }\n"
-    "CUresult cuModuleUnload(CUmodule m) { free(((mod *)m)->ptx); free(m); return 0; }\n"
-    "CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {\n"
+    "CUresult cuModuleUnload(CUmodule m) { STF free(((mod *)m)->ptx); free(m); return 0; }\n"
+    "CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) { ST\n"
     "  static char names[256][32]; static int next;\n"
     "  char e[64]; snprintf(e, sizeof e, \".entry %s(\", name); if (!strstr(((mod *)m)->ptx, e)) return 500;\n"
     "  char *slot = names[next++ % 256]; snprintf(slot, 32, \"%s\", name); *f = slot; return 0; }\n"
-    "CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream s, void **params, void **extra) {\n"
+    "CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream s, void **params, void **extra) { ST\n"
     "  launches++;\n"
     "  uint64_t *slots = params[0];\n"
     "  last_grid = gx; last_block = bx; last_frame = slots[1];\n"
     "  if (fail_next) { int32_t *r = (int32_t *)(uintptr_t)slots[0]; r[0] = 1; r[1] = 0; ((uint64_t *)r)[1] = slots[2]; ((int64_t *)r)[2] = 10; ((int64_t *)r)[3] = 10; fail_next = 0; }\n"
     "  return 0; }\n"
-    "CUresult cuPointerGetAttribute(void *d, int a, CUdeviceptr p) { return 1; }\n"
+    "CUresult cuPointerGetAttribute(void *d, int a, CUdeviceptr p) { ST return 1; }\n"
     "CUresult cuGetErrorString(CUresult r, const char **s) { *s = \"fake error\"; return 0; }\n"
-    "CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {\n"
+    "CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { ST\n"
     "  async_calls++; if (async_fail) { int r = async_fail; async_fail = 0; return r; }\n"
     "  if (!pools_on() || npooled == 4096) return 2; /* CUDA_ERROR_NOT_SUPPORTED */\n"
     "  *p = (CUdeviceptr)(uintptr_t)calloc(1, n); pooled[npooled++] = *p; pool_allocs++; return 0; }\n"
-    "CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { if (take_pooled(p)) pool_frees++; else mismatched_frees++; free((void *)(uintptr_t)p); return 0; }\n"
+    "CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { STF if (take_pooled(p)) pool_frees++; else mismatched_frees++; free((void *)(uintptr_t)p); return 0; }\n"
     "CUresult cuGetExportTable(const void **t, const void *id) { *t = NULL; return 500; }\n"
     "\n";
 
@@ -112,7 +118,7 @@ static int make_fake(const char *dir) {
 /* Device memory: with pools (FAKE_CUDA_POOLS=1, as on an H200) through
  * cuMemAllocAsync, falling back to cuMemAlloc for good after a failure that
  * is not out-of-memory; each address freed by its own allocator's free.
- * Run last: a fallback turns the device's pools off. */
+ * A fallback turns the device's pools off for good. */
 static void memory(tack_device *g, void *lib) {
     int pools = getenv("FAKE_CUDA_POOLS") && *getenv("FAKE_CUDA_POOLS") == '1';
     int64_t n = 1000;
@@ -303,13 +309,36 @@ static void run(void) {
     CHECK(strstr(tack_last_error(), "kernel 'fill'") != NULL);
     tack_program_free(p3);
     FAKE_INT(refuse_module) = 0;
+    memory(g, lib);
+    CHECK(FAKE_INT(mismatched_frees) == 0);
+    /* last: a sticky error (an illegal address) loses the device, which is said
+     * once, naming the kernel launched last; then every operation fails at once
+     * without calling the driver, and frees do nothing */
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    FAKE_INT(sticky_next_sync) = 1;
+    CHECK(tack_device_synchronize(g) == TACK_ERR_DEVICE);
+    CHECK(strstr(tack_last_error(), "cuda:0: the GPU context is lost (CUDA_ERROR_ILLEGAL_ADDRESS, an illegal memory access) "
+                                    "after kernel 'phased' was launched; every later CUDA call") != NULL);
+    CHECK(strstr(tack_last_error(), "(PyTorch, CuPy); restart the process") != NULL);
+    int calls0 = FAKE_INT(calls_after), frees0 = FAKE_INT(frees_after);
+    const char *unusable = "cuda:0 is unusable since an earlier error (CUDA_ERROR_ILLEGAL_ADDRESS after kernel 'phased'); restart the process";
+    tack_array *dead = NULL;
+    CHECK(tack_array_copy_to_host(out, host, sizeof host) == TACK_ERR_DEVICE && strstr(tack_last_error(), unusable));
+    CHECK(tack_array_copy_from_host(out, host, sizeof host) == TACK_ERR_DEVICE && strstr(tack_last_error(), unusable));
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &dead) == TACK_ERR_DEVICE && dead == NULL && strstr(tack_last_error(), unusable));
+    CHECK(tack_launch(p, args, 3) == TACK_ERR_DEVICE && strstr(tack_last_error(), unusable));
+    CHECK(tack_device_synchronize(g) == TACK_ERR_DEVICE && strstr(tack_last_error(), unusable));
+    CHECK(tack_synchronize_all() == TACK_ERR_DEVICE && strstr(tack_last_error(), unusable));
+    CHECK(tack_compile(tb_m, k2, sig, 3, &o, &p3) == TACK_OK);
+    CHECK(tack_program_build(p3, g) == TACK_ERR_DEVICE && strstr(tack_last_error(), unusable));
+    tack_program_free(p3);
+    CHECK(FAKE_INT(calls_after) == calls0);
     tack_program_free(p);
     tack_array_release(a);
     tack_array_release(out);
     tack_array_release(ca);
     tack_module_free(tb_m);
-    memory(g, lib);
-    CHECK(FAKE_INT(mismatched_frees) == 0);
+    CHECK(FAKE_INT(calls_after) == calls0 && FAKE_INT(frees_after) == frees0);
     CHECK(depth() == 0); /* every push popped */
 }
 
