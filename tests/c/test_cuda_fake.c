@@ -38,6 +38,13 @@ static const char FAKE[] =
     "int sticky_next_sync, sticky, calls_after, frees_after;\n"
     "#define ST if (sticky) { calls_after++; return 700; }\n"
     "#define STF if (sticky) { frees_after++; return 700; }\n"
+    /* what is still allocated: a lost context keeps it (Tack makes no driver
+     * call after the loss), and the driver frees it with the process, as the
+     * destructor does here once the context is lost (LeakSanitizer) */
+    "static void *live[8192]; static int nlive;\n"
+    "static void *live_add(void *p) { if (p && nlive < 8192) live[nlive++] = p; return p; }\n"
+    "static void live_del(void *p) { for (int i = 0; i < nlive; i++) if (live[i] == p) { live[i] = live[--nlive]; return; } }\n"
+    "__attribute__((destructor)) static void fake_teardown(void) { if (sticky) while (nlive) free(live[--nlive]); }\n"
     /* memory pools: on when FAKE_CUDA_POOLS=1 (read at device init); every
      * allocation and free is counted by allocator, a free through the wrong
      * one is counted as mismatched, and async_fail makes the next
@@ -61,8 +68,8 @@ static const char FAKE[] =
     "int fake_depth(void) { return depth; }\n"
     "CUresult cuStreamCreate(CUstream *s, unsigned f) { ST *s = (void *)1; return 0; }\n"
     "CUresult cuStreamSynchronize(CUstream s) { ST if (sticky_next_sync) { sticky_next_sync = 0; sticky = 1; return 700; } return 0; }\n"
-    "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { ST plain_allocs++; *p = (CUdeviceptr)(uintptr_t)calloc(1, n); return 0; }\n"
-    "CUresult cuMemFree_v2(CUdeviceptr p) { STF if (take_pooled(p)) mismatched_frees++; else plain_frees++; free((void *)(uintptr_t)p); return 0; }\n"
+    "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { ST plain_allocs++; *p = (CUdeviceptr)(uintptr_t)live_add(calloc(1, n)); return 0; }\n"
+    "CUresult cuMemFree_v2(CUdeviceptr p) { STF if (take_pooled(p)) mismatched_frees++; else plain_frees++; live_del((void *)(uintptr_t)p); free((void *)(uintptr_t)p); return 0; }\n"
     "CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { ST memcpy((void *)(uintptr_t)d, s, n); return 0; }\n"
     "CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { ST memcpy(d, (void *)(uintptr_t)s, n); return 0; }\n"
     "CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { ST memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }\n"
@@ -71,7 +78,7 @@ static const char FAKE[] =
     "CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) { ST for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v; return 0; }\n"
     "typedef struct { char *ptx; } mod;\n"
     "CUresult cuModuleLoadData(CUmodule *m, const void *image) {\n"
-    "  if (!strstr(image, \".version\")) return 218; mod *x = malloc(sizeof *x); x->ptx = strdup(image); *m = x; return 0; }\n"
+    "  if (!strstr(image, \".version\")) return 218; mod *x = live_add(malloc(sizeof *x)); x->ptx = live_add(strdup(image)); *m = x; return 0; }\n"
     /* refuse_module: refuse every module, writing a line into the JIT's error log */
     "int refuse_module;\n"
     "CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, int *o, void **v) { ST\n"
@@ -80,7 +87,7 @@ static const char FAKE[] =
     "  if (!refuse_module) return cuModuleLoadData(m, image);\n"
     "  if (log && cap) { int w = snprintf(log, cap, \"ptxas fatal   : fake refusal of this module\\n\"); for (unsigned i = 0; i < n; i++) if (o[i] == 6) v[i] = (void *)(uintptr_t)w; }\n"
     "  return 218; }\n"
-    "CUresult cuModuleUnload(CUmodule m) { STF free(((mod *)m)->ptx); free(m); return 0; }\n"
+    "CUresult cuModuleUnload(CUmodule m) { STF live_del(((mod *)m)->ptx); live_del(m); free(((mod *)m)->ptx); free(m); return 0; }\n"
     "CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) { ST\n"
     "  static char names[256][32]; static int next;\n"
     "  char e[64]; snprintf(e, sizeof e, \".entry %s(\", name); if (!strstr(((mod *)m)->ptx, e)) return 500;\n"
@@ -96,8 +103,8 @@ static const char FAKE[] =
     "CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { ST\n"
     "  async_calls++; if (async_fail) { int r = async_fail; async_fail = 0; return r; }\n"
     "  if (!pools_on() || npooled == 4096) return 2; /* CUDA_ERROR_NOT_SUPPORTED */\n"
-    "  *p = (CUdeviceptr)(uintptr_t)calloc(1, n); pooled[npooled++] = *p; pool_allocs++; return 0; }\n"
-    "CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { STF if (take_pooled(p)) pool_frees++; else mismatched_frees++; free((void *)(uintptr_t)p); return 0; }\n"
+    "  *p = (CUdeviceptr)(uintptr_t)live_add(calloc(1, n)); pooled[npooled++] = *p; pool_allocs++; return 0; }\n"
+    "CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { STF if (take_pooled(p)) pool_frees++; else mismatched_frees++; live_del((void *)(uintptr_t)p); free((void *)(uintptr_t)p); return 0; }\n"
     "CUresult cuGetExportTable(const void **t, const void *id) { *t = NULL; return 500; }\n"
     "\n";
 
