@@ -184,8 +184,8 @@ TACK_API void tack_interrupt(void);
  * Each such launch clears a request made before it started. */
 TACK_API void tack_set_interruptible(int on);
 TACK_API int tack_interruptible(void);
-/* A function called once by an interruptible launch that has run for more
- * than 10 ms (on one of its threads): an embedder checks there that its
+/* A function called once by an interruptible launch still running 10 ms
+ * after it first asked whether to stop (on one of its threads): an embedder checks there that its
  * signal handler is still installed.  NULL: none. */
 TACK_API void tack_set_long_launch_hook(void (*fn)(void));
 

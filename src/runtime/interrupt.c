@@ -20,8 +20,8 @@
  * Python itself answers) does not stop the next one.
  *
  * A handler installed once can be replaced later (Python's signal.signal
- * installs its own C handler again).  So a launch that has run for more
- * than 10 ms calls the embedder's long-launch hook once, which puts its
+ * installs its own C handler again).  So a launch still running 10 ms
+ * after its first poll calls the embedder's long-launch hook once, which puts its
  * handler back if it is gone: the check is a system call, too dear for
  * every launch (a small launch costs a fifth of a microsecond), free for a
  * long one.
@@ -51,19 +51,21 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* No clock read here: a launch costs a fifth of a microsecond, and only one
+ * that polls can be long.  Its time counts from its first poll. */
 void rt_watch_begin(rt_watch *w) {
     w->on = interruptible;
     atomic_store_explicit(&w->hooked, 0, memory_order_relaxed);
-    w->t0 = 0;
-    if (!w->on) return;
-    atomic_store_explicit(&requested, 0, memory_order_relaxed);
-    w->t0 = now_ns();
+    atomic_store_explicit(&w->t0, 0, memory_order_relaxed);
+    if (w->on) atomic_store_explicit(&requested, 0, memory_order_relaxed);
 }
 
 int rt_watch_poll(rt_watch *w) {
     if (!w->on) return 0;
     if (atomic_load_explicit(&requested, memory_order_relaxed)) return 1;
-    if (!atomic_load_explicit(&w->hooked, memory_order_relaxed) && now_ns() - w->t0 > LONG_LAUNCH_NS &&
+    int64_t now = now_ns(), t0 = 0;
+    if (atomic_compare_exchange_strong(&w->t0, &t0, now)) t0 = now; /* else it holds the first poll's time */
+    if (!atomic_load_explicit(&w->hooked, memory_order_relaxed) && now - t0 > LONG_LAUNCH_NS &&
         !atomic_exchange(&w->hooked, 1)) {
         void (*fn)(void) = atomic_load(&long_hook);
         if (fn) fn();

@@ -96,7 +96,7 @@ int rt_mul_overflow_size(size_t a, size_t b, size_t *out);
 typedef struct rt_watch {
     int on;             /* the launching thread is interruptible */
     atomic_int hooked;  /* the long-launch hook has run */
-    int64_t t0;         /* when the launch began (ns) */
+    _Atomic int64_t t0; /* the launch's first poll (ns); 0 before it */
 } rt_watch;
 /* At a launch's start: clears an earlier request when the thread is interruptible. */
 void rt_watch_begin(rt_watch *w);
