@@ -17,8 +17,9 @@ uv:
 # OpenCL loader with PoCL, OpenCL on the CPU, and Intel's OpenCL compiler (libocloc, in
 # intel-opencl-icd) for the OpenCL backend's tests (they skip without them); and the Level
 # Zero loader (libze1), which the Level Zero backend opens (its tests use a fake driver and
-# libocloc, so they need no GPU). Installed with apt-get when missing and we are root;
-# otherwise say what to install.
+# libocloc, so they need no GPU); and ROCm's HIP (libamdhip64 with hiprtc, and hipcc), which
+# compiles the HIP dialect for AMD GPUs without one. Installed with apt-get when missing and
+# we are root; otherwise say what to install.
 sysdeps:
 	@ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1' || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -35,6 +36,12 @@ sysdeps:
 	    apt-get update -qq && apt-get install -y -qq libze1 >/dev/null || \
 	      echo "note: could not install libze1; Tack reports no Level Zero loader (its fake-driver test still runs)"; \
 	  else echo "note: install libze1 (the Level Zero loader) for the Level Zero backend"; fi; }
+
+	@ldconfig -p 2>/dev/null | grep -q 'libamdhip64.so' && command -v hipcc >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq hipcc libamdhip64-dev >/dev/null || \
+	      echo "note: could not install hipcc libamdhip64-dev; the HIP compile tests will skip"; \
+	  else echo "note: install hipcc and libamdhip64-dev (ROCm's HIP, about 600 MB) to compile kernels for AMD GPUs"; fi; }
 
 env: uv sysdeps
 	$(UV) sync --extra test --extra peers --extra interop

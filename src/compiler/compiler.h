@@ -414,6 +414,7 @@ struct tk_dialect {
 };
 extern const tk_dialect tk_dialect_cuda;
 extern const tk_dialect tk_dialect_opencl;
+extern const tk_dialect tk_dialect_hip;
 
 /* What the code being written is, which decides how a failed check or a
  * `return` leaves it. */

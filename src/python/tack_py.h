@@ -101,6 +101,7 @@ int tpy_dtype_exec(PyObject *m, tpy_state *st);
 int tpy_array_exec(PyObject *m, tpy_state *st);
 int tpy_kernel_exec(PyObject *m, tpy_state *st);
 int tpy_cuda_exec(PyObject *m, tpy_state *st);
+int tpy_hip_exec(PyObject *m);
 int tpy_interrupt_exec(PyObject *m);
 /* The first launch on a thread: make it interruptible if it is the main thread (interrupt.c). */
 void tpy_mark_interruptible(void);
