@@ -175,14 +175,15 @@ def test_language_suite_gives_the_cpu_results(differential):
 @pytest.mark.skipif(_ocloc.library() is None, reason="libocloc not installed (Debian: intel-opencl-icd)")
 def test_intel_compiler_accepts_every_kernel(differential):
     """Each distinct OpenCL source of the differential run compiles with
-    libocloc to SPIR-V and native code for Ponte Vecchio (pvc, with f64) and,
-    when it needs no f64, for DG2 (which has none)."""
+    libocloc to SPIR-V and native code for two generations with f64, Ponte
+    Vecchio (pvc, Xe-HPC) and Arctic Sound (xe_hp_sdv, Xe-HP), and, when it
+    needs no f64, for DG2 (Arc, Xe-HPG: it has none)."""
     _, sources = differential
     paths = sorted(sources.iterdir())
     failures, compiled, dg2 = [], 0, 0
     for path in paths:
         src = path.read_text()
-        targets = ["pvc"] + ([] if "fp64=1 */" in src else ["dg2"])
+        targets = ["pvc", "xe_hp_sdv"] + ([] if "fp64=1 */" in src else ["dg2"])
         for device in targets:
             rc, out = _ocloc.compile(src, device)
             kinds = {name.rsplit(".", 1)[-1] for name in out}
@@ -193,7 +194,7 @@ def test_intel_compiler_accepts_every_kernel(differential):
                 dg2 += device == "dg2"
     print(f"libocloc: {compiled} compiles ({dg2} for dg2) of {len(paths)} sources")
     assert not failures, "\n\n".join(failures[:3])
-    assert len(paths) > 100 and dg2 > 50
+    assert len(paths) > 100 and dg2 > 50 and compiled >= 2 * len(paths) + dg2
 
 
 SPEC_ON_OPENCL = '''
