@@ -345,15 +345,16 @@ static void cu_phase_args(tk_emitter *e, const tk_spec *K) {
 static void cu_scalar(tk_emitter *e, int p, const char *mem) { tk_emitter_printf(e, "P.s%d.%s", p, mem); }
 
 /* A privatized sum: summed across a full warp with shuffles and added by its
- * first lane; a partial warp adds per thread. */
-static void cu_flush(tk_emitter *e, tk_ir *a) {
+ * first lane; a partial warp adds per thread.  `full` is true when the whole
+ * warp is active, `lane0` in its first lane (HIP passes its own). */
+void tk_cuda_flush(tk_emitter *e, tk_ir *a, const char *full, const char *lane0) {
     tk_ir *v = a->k[0];
     tk_emitter_indent(e);
-    tk_emitter_printf(e, "if (__activemask() == 0xffffffffu) { ");
+    tk_emitter_printf(e, "if (%s) { ", full);
     tk_emitter_local(e, v->local);
     tk_emitter_printf(e, " = tk_wsum(");
     tk_emitter_local(e, v->local);
-    tk_emitter_printf(e, "); if ((threadIdx.x & 31u) == 0 && ");
+    tk_emitter_printf(e, "); if (%s && ", lane0);
     tk_emitter_local(e, v->local);
     tk_emitter_printf(e, " != 0) (void)");
     tk_emitter_expr(e, a);
@@ -362,6 +363,10 @@ static void cu_flush(tk_emitter *e, tk_ir *a) {
     tk_emitter_printf(e, " != 0) (void)");
     tk_emitter_expr(e, a);
     tk_emitter_printf(e, ";\n");
+}
+
+static void cu_flush(tk_emitter *e, tk_ir *a) {
+    tk_cuda_flush(e, a, "__activemask() == 0xffffffffu", "(threadIdx.x & 31u) == 0");
 }
 
 static void cu_trailer(tk_emitter *e) { tk_emitter_printf(e, " block=%d", CU_BLOCK); }

@@ -27,6 +27,9 @@ typedef struct tk_cuda_family {
 } tk_cuda_family;
 
 extern TK_HIDDEN const tk_cuda_family tk_cuda_family_parts;
+/* Write the flush of privatized sum `a`: warp-summed when `full` (the whole
+ * warp is active), added by the lane where `lane0` holds; else per thread. */
+TK_HIDDEN void tk_cuda_flush(tk_emitter *e, tk_ir *a, const char *full, const char *lane0);
 /* NaN and infinity, f32 and f64 (tk_dialect.float_specials) */
 extern TK_HIDDEN const char *const tk_cuda_specials[4];
 

@@ -80,21 +80,7 @@ static void hip_prelude(tk_cc *C, tk_buf *b) {
 /* A privatized sum: summed across a full wavefront and added by its first
  * lane; a partial wavefront adds per thread. */
 static void hip_flush(tk_emitter *e, tk_ir *a) {
-    tk_ir *v = a->k[0];
-    tk_emitter_indent(e);
-    tk_emitter_printf(e, "if (__ballot(1) == TK_FULL_WAVE) { ");
-    tk_emitter_local(e, v->local);
-    tk_emitter_printf(e, " = tk_wsum(");
-    tk_emitter_local(e, v->local);
-    tk_emitter_printf(e, "); if ((threadIdx.x & (unsigned)(warpSize - 1)) == 0 && ");
-    tk_emitter_local(e, v->local);
-    tk_emitter_printf(e, " != 0) (void)");
-    tk_emitter_expr(e, a);
-    tk_emitter_printf(e, "; } else if (");
-    tk_emitter_local(e, v->local);
-    tk_emitter_printf(e, " != 0) (void)");
-    tk_emitter_expr(e, a);
-    tk_emitter_printf(e, ";\n");
+    tk_cuda_flush(e, a, "__ballot(1) == TK_FULL_WAVE", "(threadIdx.x & (unsigned)(warpSize - 1)) == 0");
 }
 
 static const tk_grid hip_grid = {
