@@ -9,6 +9,13 @@ an RDNA one (gfx1030, RX 6800), and a few with hipcc as well.
 
 Without ROCm's HIP runtime (Debian: libamdhip64-dev, with hipcc) the
 compile tests skip with a line saying so; `make test` installs it as root.
+
+Every hiprtc compile runs in a process of its own: Debian's comgr (which
+hiprtc loads to compile) and PoCL (which other tests load to list OpenCL
+devices) share libLLVM-15 and each registers clang's options in it, so a
+process that has used both aborts ("LLVM ERROR: inconsistency in registered
+CommandLine options").  test_a_process_with_pocl_and_hiprtc_is_refused_cleanly
+would show it if that ever changed.
 """
 
 import json
@@ -28,6 +35,28 @@ HERE = Path(__file__).resolve().parent
 HIPRTC = _core._hiprtc_version() > 0
 needs_hiprtc = pytest.mark.skipif(not HIPRTC, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
 needs_hipcc = pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc is not installed (Debian: hipcc)")
+
+
+_COMPILE = (
+    "import sys\n"
+    "from tack import _core\n"
+    "try:\n"
+    "    sys.stdout.buffer.write(_core._hiprtc_compile(sys.stdin.read(), sys.argv[1]))\n"
+    "except Exception as e:\n"
+    "    sys.stderr.write(f'{type(e).__name__}: {e}')\n"
+    "    sys.exit(3)\n"
+)
+
+
+def hiprtc(source, arch):
+    """The code object of `source` for `arch`, compiled by libtack's hiprtc
+    path in a fresh process (see the module's docstring); RuntimeError with
+    the compile's message when it fails."""
+    proc = subprocess.run([sys.executable, "-c", _COMPILE, arch], input=source.encode(), capture_output=True,
+                          timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.decode(errors="replace"))
+    return proc.stdout
 
 
 @tack.kernel
@@ -70,6 +99,7 @@ def test_unknown_targets_and_architectures_are_named():
     f32 = np.ones(4, np.float32)
     with pytest.raises(Exception, match=r"compile target 'rocm' is not supported \(\"c\", \"cuda\", \"hip\" and"):
         saxpy.generated_source(2.0, f32, f32, target="rocm")
+    # refused before hiprtc is loaded, so safe in this process
     with pytest.raises(ValueError, match="'sm_80' is not an AMD GPU architecture"):
         _core._hiprtc_compile("", "sm_80")
     with pytest.raises(ValueError, match="is not an AMD GPU architecture"):
@@ -79,7 +109,7 @@ def test_unknown_targets_and_architectures_are_named():
 @needs_hiprtc
 def test_hiprtc_reports_errors_with_its_log():
     with pytest.raises(RuntimeError, match=r"hiprtc could not compile kernel.hip for gfx90a(.|\n)*undefined_name"):
-        _core._hiprtc_compile('extern "C" __global__ void k() { undefined_name = 1; }', "gfx90a")
+        hiprtc('extern "C" __global__ void k() { undefined_name = 1; }', "gfx90a")
 
 
 @needs_hiprtc
@@ -89,7 +119,7 @@ def test_generated_hip_compiles(arch):
     for k, args in ((saxpy, (2.5, f32, f32)), (extremes, (i64, np.zeros(2, np.int64))),
                     (total, (f32, np.zeros(1, np.float32))), (total, (np.ones(3, np.int8), np.zeros(1, np.int8))),
                     (halves, (np.ones(4, np.float16), np.ones(4, np.float16)))):
-        code = _core._hiprtc_compile(k.generated_source(*args, target="hip"), arch)
+        code = hiprtc(k.generated_source(*args, target="hip"), arch)
         assert code.startswith(b"\x7fELF") and b"tk_phase0" in code, k.__name__
 
 
@@ -127,3 +157,18 @@ def test_hipcc_builds_generated_sources(tmp_path):
                                    "-o", str(obj)], capture_output=True, text=True, timeout=300)
             assert proc.returncode == 0, proc.stderr[-3000:]
             assert obj.stat().st_size > 0
+
+
+@needs_hiprtc
+def test_a_process_with_pocl_and_hiprtc_is_refused_cleanly():
+    """What the isolation above is for: PoCL and hiprtc in one process abort
+    in LLVM (with Debian's packages); if that ever stops, this says so."""
+    script = ("import tack\nfrom tack import _core\n"
+              "if not any(d.startswith('opencl') for d in tack.devices()): raise SystemExit(7)\n"
+              "_core._hiprtc_compile('extern \"C\" __global__ void k() {}', 'gfx90a')\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    if proc.returncode == 7:
+        pytest.skip("no OpenCL device here: nothing loads a second LLVM")
+    if proc.returncode == 0:
+        pytest.fail("PoCL and hiprtc now live in one process: the compiles in this file need no process of their own")
+    assert "registered more than once" in proc.stderr or "inconsistency in registered" in proc.stderr, proc.stderr[-2000:]
