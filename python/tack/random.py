@@ -18,18 +18,20 @@ vectors of the Random123 library.
 Every function here is a ``@tack.func`` written in the kernel language with
 u32/u64 integer arithmetic that wraps the same way in C, CUDA and OpenCL, so
 one definition serves every backend.  Called from ordinary Python the same
-body runs on NumPy scalars (and, except ``randint``, on NumPy arrays of
-counters, elementwise), giving the same numbers: the way to check a kernel's
-draws against the host.
+body runs on Python ints and NumPy scalars (and, except ``randint``, on
+NumPy arrays of counters, elementwise) and gives the same numbers -- the
+normals to within the last place or two, NumPy's log and cos rounding in
+their own way: the way to check a kernel's draws against the host.
 
 How a (seed, counter) pair becomes a block: the key is ``(seed mod 2**32,
 seed >> 32)`` of the seed as a u64, the counter words are ``(counter mod
 2**32, counter >> 32, 0, 0)`` of the counter as a u64 (``randint`` uses the
 third word to draw further blocks when it rejects a value).  So a seed and a
-counter are each taken modulo 2**64, as a cast to u64 would.  The functions
-of one (seed, counter) read the same block: use a different counter (for
-example ``2 * i`` and ``2 * i + 1``) or a different seed for values that must
-be independent.
+counter are each taken modulo 2**64, as a cast to u64 would (from Python, a
+NumPy integer is too, and a Python int outside [0, 2**64) raises
+OverflowError, as NumPy's uint64 does).  The functions of one (seed,
+counter) read the same block: use a different counter (for example ``2 * i``
+and ``2 * i + 1``) or a different seed for values that must be independent.
 
 From Python, the first known answer of Random123 and a few draws:
 

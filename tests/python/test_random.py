@@ -200,6 +200,13 @@ def test_seed_and_counter_map_onto_the_key_and_counter_words():
     assert uniform_f32(seed, counter) == np.float32(uniform(seed, counter) // 2.0**-24 * 2.0**-24)
 
 
+def test_the_module_is_not_exported_by_star_import():
+    """`from tack import *` must not shadow the standard library's random."""
+    ns = {}
+    exec("from tack import *", ns)
+    assert "random" not in ns and tack.random.__name__ == "tack.random"
+
+
 # ------------------------------------------------------ the same numbers
 def test_a_kernel_gives_pythons_numbers():
     n = 4000
@@ -213,7 +220,23 @@ def test_values_lie_in_their_ranges():
     assert np.isfinite(z).all() and np.isfinite(zf).all()
     assert small.min() == -5 and small.max() == 5
     assert wide.min() >= 0 and wide.max() <= 2**31
-    assert len(np.unique(u)) == len(u)   # 53 bits: a repeat among 2e5 has probability 2e-6
+    assert len(np.unique(u[:20_000])) == 20_000   # 53 bits: a repeat among 2e4 has probability 2e-8
+
+
+def test_seeds_and_counters_are_taken_modulo_2_to_the_64():
+    """In a kernel, as a cast to u64 would; from Python a NumPy integer wraps
+    the same way and a Python int outside [0, 2**64) is refused, as NumPy
+    refuses it for a u64."""
+    out = np.zeros(100)
+    uniforms(-1, out)
+    np.testing.assert_array_equal(out, uniform(2**64 - 1, np.arange(100)))
+    np.testing.assert_array_equal(out, uniform(np.int64(-1), np.arange(100)))
+    assert uniform(5, np.int64(-2)) == uniform(5, 2**64 - 2)
+    for bad in (-1, 2**64):
+        with pytest.raises(OverflowError):
+            uniform(bad, 0)
+        with pytest.raises(OverflowError):
+            uniform(0, bad)
 
 
 def test_randint_full_and_unit_spans():
