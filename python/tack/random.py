@@ -48,7 +48,7 @@ from __future__ import annotations
 from ._core import f32, f64, i64, u32, u64
 from ._kernels import cos, func, log, sqrt
 
-__all__ = ["philox4x32", "uniform", "uniform_f32", "normal", "normal_f32", "randint"]
+__all__ = ["philox4x32", "block", "uniform", "uniform_f32", "normal", "normal_f32", "randint"]
 
 # Philox4x32's round multipliers and key increments (the SC'11 paper, Table 2).
 _M0 = 0xD2511F53
@@ -120,6 +120,15 @@ def _block(seed, counter, extra):
     s = u64(seed)
     c = u64(counter)
     w0, w1, w2, w3 = philox4x32(c & _LOW32, c >> 32, extra, 0, s & _LOW32, s >> 32)
+    return w0, w1, w2, w3
+
+
+@func
+def block(seed, counter):
+    """The four u32 words of the block of (seed, counter): the words that
+    ``uniform``, ``normal`` and ``randint`` of the same arguments read.
+    Four 32-bit values for the price of one draw."""
+    w0, w1, w2, w3 = _block(seed, counter, 0)
     return w0, w1, w2, w3
 
 

@@ -24,7 +24,7 @@ import pytest
 
 import tack
 from tack import _core
-from tack.random import _philox4x32_rounds, normal, normal_f32, philox4x32, randint, uniform, uniform_f32
+from tack.random import _philox4x32_rounds, block, normal, normal_f32, philox4x32, randint, uniform, uniform_f32
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -191,9 +191,20 @@ def test_a_generator_with_a_round_missing_fails_the_known_answers():
             assert tuple(int(x) for x in _philox4x32_rounds(*cw, *kw, rounds)) != w
 
 
+@tack.kernel
+def blocks(seed, counter, out):
+    for i in range(out.shape[0]):
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = tack.random.block(seed, counter + i)
+
+
 def test_seed_and_counter_map_onto_the_key_and_counter_words():
     seed, counter = 0x0123456789ABCDEF, 0xFEDCBA9876543210
     w = philox4x32(counter & 0xFFFFFFFF, counter >> 32, 0, 0, seed & 0xFFFFFFFF, seed >> 32)
+    assert tuple(int(x) for x in tack.random.block(seed, counter)) == tuple(int(x) for x in w)
+    out = np.zeros((3, 4), np.uint32)
+    blocks(seed, counter - 2**64, out)        # an i64 counter, wrapped to the same u64
+    assert tuple(out[0]) == tuple(int(x) for x in w)
+    np.testing.assert_array_equal(out.T, tack.random.block(seed, counter + np.arange(3, dtype=np.uint64)))
     w0, w1 = int(w[0]), int(w[1])
     assert uniform(seed, counter) == ((w0 << 21) | (w1 >> 11)) * 2.0**-53
     assert uniform_f32(seed, counter) == np.float32((w0 >> 8) * 2.0**-24)
