@@ -91,3 +91,8 @@ from ._kernels import *  # noqa: F401,F403,E402
 from ._kernels import __all__ as _kernel_all  # noqa: E402
 
 __all__ += list(_kernel_all)
+
+# counter-based random numbers for kernels (tack.random.uniform, ...): a
+# submodule, kept out of __all__ so that `from tack import *` does not shadow
+# the standard library's random
+from . import random  # noqa: E402
