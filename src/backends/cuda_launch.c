@@ -2,25 +2,13 @@
  * cuda_launch.c -- building and running kernels on CUDA devices.
  *
  * Build: the CUDA dialect's source (dialect_cuda.c) goes through NVRTC to
- * PTX for the device's compute capability (the virtual architecture
- * compute_XY, which the driver compiles for the exact GPU at load), and the
- * PTX is loaded with cuModuleLoadDataEx into the device's primary context;
- * when the driver's JIT refuses it, its error log is part of the error.
+ * PTX or a cubin, whichever the driver can load (cuda_image.c, which also
+ * keeps them in the disk cache), and that is loaded with cuModuleLoadDataEx
+ * into the device's primary context; when the driver refuses it, its JIT
+ * log is part of the error, and a cache entry it refuses is rebuilt once.
  * The source's last comment says how many phases the kernel has, which of
  * them run as a single thread, and how large the frame buffer between
  * phases must be.
- *
- * Disk cache: PTX is kept per architecture under a key that hashes what
- * determines it -- the source, the dialect, NVRTC's version, the
- * architecture, NVRTC's options, Tack's version and this launcher's ABI --
- * exactly like the CPU cache (cpu_jit.c) and in the same directory, under
- * the same rules: TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack, else
- * ~/.cache/tack; a directory that is not ours or that others may write is
- * refused, because loaded code runs.  An entry is `KEY.sm_XY.ptx`; it
- * starts with a line naming its key and ends with a trailer line, and one
- * that lacks either (truncated, foreign) or that the driver refuses is
- * rebuilt.  Entries are written to a unique temporary name and renamed into
- * place.  (The driver keeps its own cache of the machine code it JITs.)
  *
  * Launch: the arguments are checked against the signature (dtype, ndim,
  * device, writability), packed as 8-byte slots (error record, frame buffer,
@@ -61,7 +49,6 @@
 #include "backends/kcache.h"
 #include "runtime/program.h"
 
-#define CUDA_LAUNCH_ABI 1
 #define MAX_SLOTS 512 /* 4 KiB of kernel parameters */
 
 typedef struct cuda_prog {
@@ -71,31 +58,6 @@ typedef struct cuda_prog {
     CUdeviceptr frame;
     unsigned block;
 } cuda_prog;
-
-#define PTX_TRAILER "\n// tack-end\n"
-
-/* Read a cache entry (checked and unsealed by kcache.c); NULL when it is
- * missing, unusable (then removed) or not the entry for `key`. */
-static char *read_entry(const kc_dir *d, const char *name, const char *key) {
-    size_t n = 0;
-    char *buf = gpu_entry_read(d, name, &n);
-    if (!buf) return NULL;
-    char head[80];
-    snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
-    size_t tl = strlen(PTX_TRAILER);
-    if (strncmp(buf, head, strlen(head)) != 0 || strlen(buf) != n || n < tl || strcmp(buf + n - tl, PTX_TRAILER) != 0) {
-        tack_free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-static tack_status write_entry(const kc_dir *d, const char *name, const char *key, const char *ptx) {
-    char head[80];
-    snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
-    const char *parts[3] = {head, ptx, PTX_TRAILER};
-    return kc_store(d, name, parts, 3);
-}
 
 /* ----------------------------------------------------------- reporting */
 /* Read the record (stream synchronized, context pushed, c->rec.lock held):
@@ -139,58 +101,6 @@ static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
     return TACK_OK;
 }
 
-/* PTX for the device: from the cache or from NVRTC (then stored). */
-static tack_status get_ptx_in(const kc_dir *dir, tack_device *d, tack_program *p, int refresh, char **out, char *path,
-                              size_t pathlen) {
-    cuda_dev *c = d->state;
-    tack_status st;
-    int ver = tack_nvrtc_version();
-    if (!ver) /* without NVRTC this fails, saying why */
-        return tack_nvrtc_compile("", "probe.cu", c->major, c->minor, 0, out);
-    char misc[200];
-    unsigned flags = p->fast_math ? TACK_NVRTC_FAST_MATH : 0;
-    snprintf(misc, sizeof misc, "nvrtc%d sm_%d%d %s tack%s launch%d", ver, c->major, c->minor,
-             nvrtc_options(flags), TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
-    char key[40];
-    gpu_cache_key(p, misc, key);
-    snprintf(path, pathlen, "%s.sm_%d%d.ptx", key, c->major, c->minor);
-    double t0 = kc_now_ms();
-    if (!refresh) {
-        char *buf = read_entry(dir, path, key);
-        if (buf) {
-            if (kc_log_info())
-                fprintf(stderr, "tack: loaded kernel '%s' for sm_%d%d from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
-                        c->major, c->minor, kc_now_ms() - t0, dir->path, path);
-            *out = buf;
-            return TACK_OK;
-        }
-    }
-    char name[300];
-    snprintf(name, sizeof name, "%s.cu", p->kernel_name);
-    char *ptx = NULL;
-    st = tack_nvrtc_compile(p->source, name, c->major, c->minor, flags, &ptx);
-    if (st != TACK_OK) return st;
-    st = write_entry(dir, path, key, ptx);
-    if (st != TACK_OK) {
-        tack_free(ptx);
-        return st;
-    }
-    if (kc_log_info())
-        fprintf(stderr, "tack: compiled kernel '%s' for sm_%d%d in %.1f ms with NVRTC %d.%d (%s/%s)\n", p->kernel_name,
-                c->major, c->minor, kc_now_ms() - t0, ver / 1000, ver % 1000 / 10, dir->path, path);
-    *out = ptx;
-    return TACK_OK;
-}
-
-static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **out, char *path, size_t pathlen) {
-    kc_dir dir;
-    tack_status st = kc_open(&dir);
-    if (st != TACK_OK) return st;
-    st = get_ptx_in(&dir, d, p, refresh, out, path, pathlen);
-    kc_close(&dir);
-    return st;
-}
-
 /* Device memory and module are left alone when the device is lost. */
 static void prog_free(const tack_cuda_api *api, tack_device *d, cuda_prog *cp) {
     if (!cp) return;
@@ -206,8 +116,7 @@ static void prog_free(const tack_cuda_api *api, tack_device *d, cuda_prog *cp) {
 tack_status cuda_build(tack_device *d, tack_program *p) {
     const tack_cuda_api *api = cuda_api_get();
     cuda_dev *c = d->state;
-    char *ptx = NULL;
-    char path[1200] = "";
+    char path[200] = "";
     tack_status st = cuda_lost_error(d);
     if (st != TACK_OK) return st;
     cuda_prog *cp = tack_calloc(1, sizeof *cp);
@@ -222,23 +131,30 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         return st;
     }
     for (int attempt = 0; attempt < 2; attempt++) {
-        st = get_ptx(d, p, attempt, &ptx, path, sizeof path);
+        cuda_image im;
+        st = cuda_image_get(d, p, attempt, &im);
         if (st != TACK_OK) goto fail;
         char log[4096] = "";
         int opts[2] = {TACK_CU_JIT_ERROR_LOG_BUFFER, TACK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
         void *values[2] = {log, (void *)(uintptr_t)sizeof log};
-        CUresult r = api->cuModuleLoadDataEx(&cp->mod, ptx, 2, opts, values);
-        tack_free(ptx);
-        ptx = NULL;
+        CUresult r = api->cuModuleLoadDataEx(&cp->mod, im.image, 2, opts, values);
+        snprintf(path, sizeof path, "%s", im.path);
+        cuda_image_free(&im);
         if (r == TACK_CUDA_SUCCESS) break;
         cp->mod = NULL;
         if (attempt == 1 || cuda_sticky(r)) {
             st = cuda_fail(d, r, "cuModuleLoadDataEx");
+            char msg[512];
+            if (r == TACK_CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+                char vs[400];
+                cuda_versions_sentence(vs, sizeof vs, c->driver, tack_nvrtc_version());
+                snprintf(msg, sizeof msg, "%s", tack_last_error());
+                st = tack_set_error(st, "%s: %s", msg, vs);
+            }
             log[sizeof log - 1] = 0;
             size_t n = strlen(log);
             while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = 0;
             if (n) {
-                char msg[512];
                 snprintf(msg, sizeof msg, "%s", tack_last_error());
                 st = tack_set_error(st, "%s loading kernel '%s'; the JIT's log:\n%s", msg, p->kernel_name, log);
             }
