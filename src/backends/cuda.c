@@ -8,8 +8,10 @@
  * Contexts: each Tack device uses its GPU's *primary* context, the one the
  * CUDA runtime -- and so PyTorch, CuPy and Warp -- use.  An allocation made
  * by any of them is therefore valid in Tack's calls on the same thread, and
- * vice versa.  Every entry point pushes the primary context and pops it
- * again, leaving the caller's current context as it found it.
+ * vice versa.  Every entry point makes the primary context current for its
+ * duration -- with no driver call beyond cuCtxGetCurrent when it already is,
+ * else pushing it and popping it again -- leaving the caller's current
+ * context as it found it.
  *
  * Streams: one stream per device, created by Tack (cuStreamCreate with
  * flags 0: a blocking stream); all of Tack's copies and launches on that
@@ -297,6 +299,9 @@ static tack_status cuda_init_device(tack_device *d) {
        "cuDeviceGetAttribute");
     CU(api.cuDeviceGetAttribute(&d->threads, TACK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev),
        "cuDeviceGetAttribute");
+    if (api.cuDeviceGetAttribute(&c->sm_threads, TACK_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, c->dev) !=
+            TACK_CUDA_SUCCESS || c->sm_threads <= 0)
+        c->sm_threads = 2048;
     CU(api.cuDriverGetVersion(&c->driver), "cuDriverGetVersion");
     CU(api.cuDevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain");
     CU(api.cuCtxPushCurrent(c->ctx), "cuCtxPushCurrent");

@@ -39,6 +39,7 @@ typedef struct cuda_dev {
     CUstream stream;
     int major, minor;
     int driver;                /* cuDriverGetVersion: CUDA version major*1000 + minor*10 */
+    int sm_threads;            /* resident threads per multiprocessor (2048 when not said) */
     /* memory: under mem_lock */
     pthread_mutex_t mem_lock;
     int pools;                 /* allocate with cuMemAllocAsync; off for good after a failure other than OOM */

@@ -13,9 +13,10 @@
  * Launch: the arguments are checked against the signature (dtype, ndim,
  * device, writability), packed as 8-byte slots (error record, frame buffer,
  * program id, then per parameter its pointer and shape or its scalar) and
- * passed by value to every phase.  Parallel phases run a grid sized from the
- * SM count (enough 256-thread blocks to fill every SM); serial phases run
- * one thread.  The phases of one call are queued back to back under the
+ * passed by value to every phase.  Parallel phases run a grid sized from
+ * the loop's extent where the source says how to compute it from the
+ * arguments, capped at what fills the device ("grid" below); serial phases
+ * run one thread.  The phases of one call are queued back to back under the
  * program's lock (they share its frame buffer), and the call returns once
  * they are queued -- except when an array argument is shared with another
  * library (TACK_ARRAY_SHARED: exported or imported through DLPack, or
@@ -57,6 +58,8 @@ typedef struct cuda_prog {
     CUfunction *fn;
     CUdeviceptr frame;
     unsigned block;
+    char **work;   /* per phase: its loop's extent (layout_grid.c's postfix), NULL when not written */
+    unsigned *fill; /* per phase: the blocks that fill the device (SMs x resident blocks per SM) */
 } cuda_prog;
 
 /* ----------------------------------------------------------- reporting */
@@ -98,7 +101,90 @@ static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
     if (!cp->fn) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     cp->g.frame_bytes = (size_t)frame;
     cp->block = block;
+    cp->work = tack_calloc((size_t)cp->g.nph + 1, sizeof(char *));
+    cp->fill = tack_calloc((size_t)cp->g.nph + 1, sizeof(unsigned));
+    if (!cp->work || !cp->fill) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    /* the loops' extents, where the source says them: " K:EXPR" each */
+    const char *w = NULL, *mark = "/* tack-grid-work:";
+    for (const char *s = strstr(p->source, mark); s; s = strstr(s + 1, mark)) w = s;
+    if (!w) return TACK_OK;
+    const char *end = strstr(w, "*/");
+    for (w += strlen(mark); end && w < end;) {
+        int k = -1, used = 0;
+        if (sscanf(w, " %d:%n", &k, &used) != 1 || used == 0) break;
+        w += used;
+        size_t n = strcspn(w, " *");
+        if (k >= 0 && k < cp->g.nph && !cp->work[k]) {
+            if (!(cp->work[k] = tack_malloc(n + 1)))
+                return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+            memcpy(cp->work[k], w, n);
+            cp->work[k][n] = 0;
+        }
+        w += n;
+    }
     return TACK_OK;
+}
+
+/* ---------------------------------------------------------------- grid
+ * A parallel phase's grid: ceil(work / block) blocks, at least one, at most
+ * what fills the device (every SM holding as many blocks as it can keep
+ * resident: cuOccupancyMaxActiveBlocksPerMultiprocessor where the driver has
+ * it, else its threads per SM / block); the whole device when the work is
+ * not known on the host.  The phases are grid-stride loops, so any grid is
+ * correct; this only spares launching blocks with nothing to do. */
+static int64_t sat(__int128 v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v; }
+
+/* The extent of a loop from its postfix (layout_grid.c) and the call's
+ * arguments; -1 when it cannot be told. */
+static int64_t eval_work(const char *w, const tack_program *p, const tack_arg *args, int nargs) {
+    int64_t total = 1, st[16];
+    int sp = 0;
+    for (const char *t = w;; t++) {
+        char c = *t;
+        if (c == 0 || c == ';') {
+            if (sp != 1) return -1;
+            total = st[0] <= 0 ? 0 : sat((__int128)total * st[0]);
+            sp = 0;
+            if (c == 0) return total;
+            continue;
+        }
+        if (c == ',') continue;
+        if (c == '#' || c == 's' || c == 'i' || c == 'u') {
+            char *e = NULL;
+            long long a = strtoll(t + 1, &e, 10), b = 0;
+            if (e == t + 1 || sp == 16) return -1;
+            if (c == 's' && *e == '.') b = strtoll(e + 1, &e, 10);
+            t = e - 1;
+            if (c != '#' && (a < 0 || a >= nargs || !!p->params[a].is_array != (c == 's'))) return -1;
+            if (c == '#') st[sp++] = a;
+            else if (c == 's') {
+                if (b < 0 || b >= tack_array_ndim(args[a].array)) return -1;
+                st[sp++] = tack_array_shape(args[a].array)[b];
+            } else if (c == 'u') st[sp++] = args[a].scalar.u > INT64_MAX ? INT64_MAX : (int64_t)args[a].scalar.u;
+            else st[sp++] = args[a].scalar.i;
+            continue;
+        }
+        if (sp < 2) return -1;
+        int64_t y = st[--sp], x = st[sp - 1], r;
+        switch (c) {
+        case '+': r = sat((__int128)x + y); break;
+        case '-': r = sat((__int128)x - y); break;
+        case '*': r = sat((__int128)x * y); break;
+        case '/': if (y <= 0) return -1; r = x / y - (x % y != 0 && x < 0); break;
+        case 'm': r = x < y ? x : y; break;
+        case 'M': r = x > y ? x : y; break;
+        default: return -1;
+        }
+        st[sp - 1] = r;
+    }
+}
+
+static unsigned phase_grid(const cuda_prog *cp, int k, const tack_program *p, const tack_arg *args, int nargs) {
+    int64_t work = cp->work[k] ? eval_work(cp->work[k], p, args, nargs) : -1;
+    if (work < 0) return cp->fill[k];
+    uint64_t blocks = ((uint64_t)work + cp->block - 1) / cp->block;
+    if (blocks == 0) blocks = 1;
+    return blocks < cp->fill[k] ? (unsigned)blocks : cp->fill[k];
 }
 
 /* Device memory and module are left alone when the device is lost. */
@@ -108,6 +194,9 @@ static void prog_free(const tack_cuda_api *api, tack_device *d, cuda_prog *cp) {
         if (cp->frame) cuda_note(d, api->cuMemFree(cp->frame));
         if (cp->mod && !cuda_is_lost(d)) cuda_note(d, api->cuModuleUnload(cp->mod));
     }
+    for (int k = 0; cp->work && k < cp->g.nph; k++) tack_free(cp->work[k]);
+    tack_free(cp->work);
+    tack_free(cp->fill);
     gpu_prog_fini(&cp->g);
     tack_free(cp->fn);
     tack_free(cp);
@@ -170,6 +259,12 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
             st = cuda_fail(d, r, "cuModuleGetFunction");
             goto fail;
         }
+        int per_sm = 0;
+        if (!api->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
+            api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cp->fn[k], (int)cp->block, 0) != TACK_CUDA_SUCCESS ||
+            per_sm <= 0)
+            per_sm = c->sm_threads / (int)cp->block;
+        cp->fill[k] = (unsigned)(d->threads > 0 ? d->threads : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
     }
     if (cp->g.frame_bytes) {
         CUresult r = api->cuMemAlloc(&cp->frame, cp->g.frame_bytes);
@@ -258,12 +353,11 @@ tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, i
     }
     if (st == TACK_OK && (st = cuda_push(d)) == TACK_OK) {
         void *params[1] = {slots};
-        unsigned per_sm = 2048u / cp->block;
-        unsigned grid = (unsigned)(d->threads > 0 ? d->threads : 1) * (per_sm ? per_sm : 1);
         pthread_mutex_lock(&cp->g.lock);
         for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
             int par = cp->g.kinds[k] == 'p';
-            CUresult r = api->cuLaunchKernel(cp->fn[k], par ? grid : 1, 1, 1, par ? cp->block : 1, 1, 1, 0, c->stream,
+            unsigned grid = par ? phase_grid(cp, k, p, args, nargs) : 1;
+            CUresult r = api->cuLaunchKernel(cp->fn[k], grid, 1, 1, par ? cp->block : 1, 1, 1, 0, c->stream,
                                              params, NULL);
             if (r != TACK_CUDA_SUCCESS) st = cuda_fail(d, r, "cuLaunchKernel");
         }

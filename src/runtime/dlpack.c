@@ -27,7 +27,11 @@
  * supported), so they travel as their scalar type with trailing dimensions,
  * the same shape .numpy() gives.  The legacy format has no read-only flag;
  * exporting a read-only array through it would hand out a writable view, so
- * it is refused unless the caller asks for a copy.
+ * it is refused unless the caller asks for a copy.  Work queued on the
+ * array's device (and the copy, with COPY_ALWAYS) is ordered before the
+ * consumer's use: by the backend's stream_wait on the consumer's stream when
+ * the caller names one (tack_array_to_dlpack_stream; CUDA records an event
+ * and makes that stream wait for it), else by synchronizing the device.
  */
 #include <stdio.h>
 #include <string.h>

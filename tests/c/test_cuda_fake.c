@@ -21,6 +21,7 @@
 
 #include "backends/cuda_backend.h"
 #include "check.h"
+#include "runtime/program.h"
 #include "tack.h"
 #include "tack_dlpack.h"
 #include "tack_kernel.h"
@@ -132,6 +133,8 @@ static const char FAKE[] =
     "  last_grid = gx; last_block = bx; last_frame = slots[1];\n"
     "  if (fail_next) { int32_t *r = (int32_t *)(uintptr_t)slots[0]; r[0] = 1; r[1] = 0; ((uint64_t *)r)[1] = slots[2]; ((int64_t *)r)[2] = 10; ((int64_t *)r)[3] = 10; fail_next = 0; }\n"
     "  return 0; }\n"
+    /* six resident 256-thread blocks per SM (less than 2048 / 256: registers, say) */
+    "CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t sh) { ST *n = 1536 / block; return 0; }\n"
     "CUresult cuPointerGetAttribute(void *d, int a, CUdeviceptr p) { ST return 1; }\n"
     "CUresult cuGetErrorString(CUresult r, const char **s) { *s = \"fake error\"; return 0; }\n"
     "CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { ST\n"
@@ -272,6 +275,66 @@ static void current_context(tack_device *g, void *lib, tack_program *p, tack_arg
     CHECK(depth() == 0);
 }
 
+/* Grids sized from the work: ceil(n / 256) blocks, capped at what fills
+ * the fake (4 SMs x 6 resident blocks); the whole device when the extent
+ * is not known on the host (it is read from an array on the device). */
+static void grids(tack_device *g, void *lib) {
+    unsigned *grid = dlsym(lib, "last_grid");
+    tack_compile_options o;
+    tack_compile_options_init(&o);
+    o.target = "cuda";
+    /* out[i] = s for i in range(out.shape[0]); out[0] = s for i in range(n); ... range(m[0]) */
+    AT(20, 4);
+    int k1 = FUNC(TACK_FUNC_KERNEL, "over_out", "out s",
+                  BLOCK(1, RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), NAME("s"))))));
+    AT(30, 4);
+    int k2 = FUNC(TACK_FUNC_KERNEL, "over_n", "out n",
+                  BLOCK(2, ASSIGN(NAME("h"), BIN(TACK_OP_FLOORDIV, NAME("n"), INT(2))),
+                        RANGE1("i", BIN(TACK_OP_ADD, NAME("h"), NAME("h")), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, INT(0)), FLT(1.0))))));
+    AT(40, 4);
+    int k3 = FUNC(TACK_FUNC_KERNEL, "over_m", "m out",
+                  BLOCK(1, RANGE1("i", SUB(NAME("m"), 1, INT(0)), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, INT(0)), FLT(1.0))))));
+    tack_argtype sig1[2] = {ARR(TACK_F32, 1), WEAK(TACK_F64)};
+    tack_argtype sig2[2] = {ARR(TACK_F32, 1), WEAK(TACK_I64)};
+    tack_argtype sig3[2] = {ARR(TACK_I64, 1), ARR(TACK_F32, 1)};
+    tack_program *p1 = NULL, *p2 = NULL, *p3 = NULL;
+    CHECK(tack_compile(tb_m, k1, sig1, 2, &o, &p1) == TACK_OK && tack_program_build(p1, g) == TACK_OK);
+    CHECK(tack_compile(tb_m, k2, sig2, 2, &o, &p2) == TACK_OK && tack_program_build(p2, g) == TACK_OK);
+    CHECK(tack_compile(tb_m, k3, sig3, 2, &o, &p3) == TACK_OK && tack_program_build(p3, g) == TACK_OK);
+    if (!p1 || !p2 || !p3) return;
+    int64_t n = 1000, big = 100000, one = 1;
+    tack_array *out = NULL, *large = NULL, *m = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &out) == TACK_OK);
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &big, &large) == TACK_OK);
+    CHECK(tack_array_zeros(g, TACK_I64, 1, &one, &m) == TACK_OK);
+    tack_arg a[2];
+    memset(a, 0, sizeof a);
+    a[0].array = out;
+    a[1].scalar.f = 1.0;
+    CHECK(tack_launch(p1, a, 2) == TACK_OK && *grid == 4); /* ceil(1000 / 256) */
+    a[0].array = large;
+    CHECK(tack_launch(p1, a, 2) == TACK_OK && *grid == 24); /* 391 blocks of work, capped at 4 x 6 */
+    a[0].array = out;
+    a[1].scalar.i = 1001; /* (1001 // 2) * 2 = 1000 iterations */
+    CHECK(tack_launch(p2, a, 2) == TACK_OK && *grid == 4);
+    a[1].scalar.i = 0;
+    CHECK(tack_launch(p2, a, 2) == TACK_OK && *grid == 1); /* nothing to do: still one block (checks, the frame) */
+    a[1].scalar.i = (int64_t)1 << 40;
+    CHECK(tack_launch(p2, a, 2) == TACK_OK && *grid == 24);
+    a[0].array = m;
+    a[1].array = out;
+    CHECK(tack_launch(p3, a, 2) == TACK_OK && *grid == 24); /* m[0] is on the device: the full grid */
+    CHECK(strstr(p1->source, "/* tack-grid-work: 0:s0.0, */") != NULL);
+    CHECK(strstr(p3->source, "tack-grid-work") == NULL);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_program_free(p1);
+    tack_program_free(p2);
+    tack_program_free(p3);
+    tack_array_release(out);
+    tack_array_release(large);
+    tack_array_release(m);
+}
+
 static void run(void) {
     tack_device *g = NULL, *cpu = NULL;
     CHECK(tack_device_get("cuda:0", &g) == TACK_OK);
@@ -321,7 +384,7 @@ static void run(void) {
     int before = *launches;
     CHECK(tack_launch(p, args, 3) == TACK_OK);
     CHECK(*launches - before == 3);                /* loop, one thread, loop */
-    CHECK(*grid == 4 * 8 && *block == 256 && *frame != 0);
+    CHECK(*grid == 1 && *block == 256 && *frame != 0); /* the last loop's 3 iterations: one block */
     CHECK(tack_device_synchronize(g) == TACK_OK);
     /* arguments are checked before anything is queued */
     before = *launches;
@@ -419,6 +482,7 @@ static void run(void) {
     memory(g, lib);
     CHECK(FAKE_INT(mismatched_frees) == 0);
     export_streams(g, lib);
+    grids(g, lib);
     current_context(g, lib, p, args);
     /* last: a sticky error (an illegal address) loses the device, which is said
      * once, naming the kernel launched last; then every operation fails at once
