@@ -82,7 +82,8 @@ static void *open_in(const char *dir, char *found, size_t found_len, char *tried
     if (!is_dir(dir)) return NULL;
     for (size_t i = 0; i < NNAMES; i++) {
         char path[1100];
-        snprintf(path, sizeof path, "%s/%s", dir, NVRTC_NAMES[i]);
+        int n = snprintf(path, sizeof path, "%s/%s", dir, NVRTC_NAMES[i]);
+        if (n < 0 || (size_t)n >= sizeof path) return NULL;
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (h) {
             snprintf(found, found_len, "%s", path);
@@ -96,8 +97,9 @@ static void *open_under(const char *root, const char *const *subs, char *found, 
                         size_t tried_len) {
     void *h = NULL;
     for (int i = 0; !h && subs[i]; i++) {
-        char dir[1100];
-        snprintf(dir, sizeof dir, "%s/%s", root, subs[i]);
+        char dir[1024];
+        int n = snprintf(dir, sizeof dir, "%s/%s", root, subs[i]);
+        if (n < 0 || (size_t)n >= sizeof dir) break;
         h = open_in(dir, found, found_len, tried, tried_len);
     }
     return h;
