@@ -623,6 +623,8 @@ static void older_minor(tack_device *g, void *lib) {
         CHECK(st == TACK_OK);
         CHECK(FAKE_INT(cubin_loads) == i + 1 && FAKE_INT(ptx_loads) == 0 && FAKE_INT(ptx_refused) == 0);
         tack_program_free(p);
+        tack_module_free(tb_m);
+        tb_m = NULL;
     }
     CHECK(system("ls \"$TACK_CACHE_DIR\"/*.sm_90.cubin > /dev/null") == 0);
 }

@@ -22,7 +22,8 @@ static const char *saxpy =
  * under CUDA_HOME, the pip wheel beside Tack in site-packages, an explicit
  * TACK_NVRTC_PATH; and, when none has it, an error listing every place.
  * Runs before Tack loads NVRTC itself, so that a child can load it through
- * the environment. */
+ * the environment.  The handles are kept: they are all one library, and
+ * unloading NVRTC would lose what it allocated for good (LeakSanitizer). */
 static void search(void) {
     char tmp[] = "/tmp/tack-nvrtc-XXXXXX", homedir[1200], p[1200], q[1200], found[1200], why[2048];
     if (!mkdtemp(tmp)) return;
@@ -52,7 +53,6 @@ static void search(void) {
     }
     char real[1024];
     CHECK(realpath(info.dli_fname, real) != NULL);
-    dlclose(h);
     /* the pip wheel's layout beside Tack: site-packages/nvidia/cuda_nvrtc/lib */
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/site/tack' '%s/site/nvidia/cuda_nvrtc/lib' '%s/home/lib64' && "
@@ -63,19 +63,16 @@ static void search(void) {
     CHECK((h = nvrtc_open(&wheel, found, sizeof found, why, sizeof why)) != NULL);
     snprintf(want, sizeof want, "%s/site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12", tmp);
     CHECK(strcmp(found, want) == 0);
-    if (h) dlclose(h);
     /* CUDA_HOME comes first */
     nvrtc_where home = {NULL, none.cuda_home, NULL, q, 0};
     CHECK((h = nvrtc_open(&home, found, sizeof found, why, sizeof why)) != NULL);
     snprintf(want, sizeof want, "%s/home/lib64/libnvrtc.so", tmp);
     CHECK(strcmp(found, want) == 0);
-    if (h) dlclose(h);
     /* TACK_NVRTC_PATH may name a directory */
     snprintf(p, sizeof p, "%s/site/nvidia/cuda_nvrtc/lib", tmp);
     nvrtc_where dir = {p, none.cuda_home, NULL, NULL, 1};
     CHECK((h = nvrtc_open(&dir, found, sizeof found, why, sizeof why)) != NULL);
     CHECK(strncmp(found, p, strlen(p)) == 0);
-    if (h) dlclose(h);
     /* and through the environment: CUDA_HOME is where Tack loads it from */
     pid_t pid = fork();
     if (pid == 0) {
