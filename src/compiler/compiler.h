@@ -324,6 +324,7 @@ typedef struct tk_cc {
     const char *err_file;
     int err_line, err_col;
     int uses_vec, uses_f16, uses_print, uses_atomic;
+    uint64_t weak_f32;     /* bit p: weak float param p is carried as f32 (weak_float.c) */
 } tk_cc;
 
 /* Raise a compile error at line/col (longjmp to the driver). */
@@ -348,6 +349,10 @@ void tk_fold(tk_cc *C);
 void tk_checks(tk_cc *C);
 void tk_strength(tk_cc *C);
 void tk_privatize(tk_cc *C);
+void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f32 is an f32 */
+/* A float scalar parameter that a grid dialect receives as f32 bits (an f16 or f32
+ * argument, or a weak float narrowed by weak_float.c); others as a double's. */
+int tk_param_f32(const tk_cc *C, int p);
 /* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
 void tk_hoist_invariant_checks(tk_cc *C, int kind);
 int ir_invariant(const tk_ir *e, const tk_ir *loop);

@@ -66,7 +66,7 @@ static const char PRELUDE_CORE[] =
     "#endif\n"
     "#define TK_D static __device__ __forceinline__\n"
     "typedef bool tk_bool;\n"
-    "typedef union tk_scalar { int64_t i; uint64_t u; double f; } tk_scalar;\n"
+    "typedef union tk_scalar { int64_t i; uint64_t u; double f; float f32; } tk_scalar;\n"
     "/* The device's error record; mirrored by cuda_launch.c. */\n"
     "typedef struct tk_ctx { int failed; int site; unsigned long long prog; long long a, b; } tk_ctx;\n"
     "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; } tk_pv;\n"

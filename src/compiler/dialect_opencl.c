@@ -101,7 +101,7 @@ static int ir_f64(const tk_ir *x) {
  * scalar argument carried as a double, or an operation typed f64. */
 static int uses_f64(const tk_cc *C) {
     for (int p = 0; p < C->nargs; p++)
-        if (dt_scalar(C->args[p].dtype) == TACK_F64) return 1;
+        if (dt_scalar(C->args[p].dtype) == TACK_F64 && (C->args[p].is_array || !tk_param_f32(C, p))) return 1;
     for (int s = 0; s < C->nspecs; s++) {
         const tk_spec *S = C->specs[s];
         for (int i = 0; i < S->nlocals; i++)
@@ -437,7 +437,8 @@ static void cl_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) 
 }
 
 static void cl_scalar(tk_emitter *e, int p, const char *mem) {
-    if (mem[0] == 'f') tk_emitter_printf(e, "as_double(s%d)", p);
+    if (!strcmp(mem, "f32")) tk_emitter_printf(e, "as_float((uint)s%d)", p);
+    else if (mem[0] == 'f') tk_emitter_printf(e, "as_double(s%d)", p);
     else if (mem[0] == 'i') tk_emitter_printf(e, "((long)s%d)", p);
     else tk_emitter_printf(e, "s%d", p);
 }

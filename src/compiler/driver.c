@@ -80,6 +80,7 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
             pi->dtype = C->args[i].dtype;
             pi->ndim = C->args[i].ndim;
             pi->weak = C->args[i].weak;
+            pi->carry_f32 = tk_param_f32(C, i);
             pi->written = pi->is_array && (K->written >> i & 1);
             pi->lo = INT64_MIN;
             pi->hi = INT64_MAX;
@@ -170,6 +171,10 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
         tk_privatize(C);                                   /* a[k] += v on a fixed cell */
         tk_verify(C, "reduction privatization");
         tk_fold(C);
+    }
+    if (!dialect->pfor_as_function) {
+        tk_weak_float(C, K);                               /* a Python float that only meets f32 */
+        tk_verify(C, "weak float narrowing");
     }
     const char *ir = tk_dump(C);                           /* textual IR */
     const char *src = tk_emit(C);                          /* C-family source for the dialect */

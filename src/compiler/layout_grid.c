@@ -195,7 +195,7 @@ static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K, const tk_grid 
         tk_type t = K->ptypes[p];
         if (t.kind == TY_ARRAY) continue;
         tack_scalar_kind k = dt_kind(C->args[p].dtype);
-        const char *mem = k == TACK_KIND_FLOAT ? "f" : k == TACK_KIND_UINT ? "u" : "i";
+        const char *mem = k == TACK_KIND_FLOAT ? (tk_param_f32(C, p) ? "f32" : "f") : k == TACK_KIND_UINT ? "u" : "i";
         const char *T = tk_dialect_c.ctype((tack_dtype)t.dt);
         int to_float = dt_kind((tack_dtype)t.dt) == TACK_KIND_FLOAT;
         tk_emitter_indent(e);
@@ -203,7 +203,7 @@ static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K, const tk_grid 
         tk_emitter_local(e, K->plocal[p]);
         if (k == TACK_KIND_FLOAT && !to_float && t.dt != TACK_BOOL) {
             tk_emitter_printf(e, " = (%s)tk_f2%s(", T, dt_kind((tack_dtype)t.dt) == TACK_KIND_INT ? "i64" : "u64");
-            G->scalar(e, p, "f");
+            G->scalar(e, p, mem);
             tk_emitter_printf(e, ");\n");
         } else if (t.dt == TACK_BOOL) {
             tk_emitter_printf(e, " = ");
