@@ -85,8 +85,13 @@ static int parse_dl_device(PyObject *obj, DLDevice *out) {
     return 0;
 }
 
-/* The stream argument of __dlpack__, per the DLPack Python specification. */
-static int check_stream(PyObject *stream, DLDevice dev) {
+/* The stream argument of __dlpack__, per the DLPack Python specification,
+ * as tack_array_to_dlpack_stream takes it (*out): on CUDA, None is the
+ * legacy default stream (1), -1 no synchronization, 1 and 2 the legacy and
+ * per-thread default streams, anything else a CUstream; elsewhere None
+ * waits on the host. */
+static int check_stream(PyObject *stream, DLDevice dev, intptr_t *out) {
+    *out = dev.device_type == kDLCUDA ? 1 : TACK_DLPACK_STREAM_HOST;
     if (stream == Py_None)
         return 0;
     if (!PyLong_Check(stream)) {
@@ -106,6 +111,10 @@ static int check_stream(PyObject *stream, DLDevice dev) {
                          s);
             return -1;
         }
+        if (s == -1 || s == 1 || s == 2)
+            *out = (intptr_t)s;
+        else if (!(*out = (intptr_t)PyLong_AsVoidPtr(stream)) && PyErr_Occurred())
+            return -1;
         return 0;
     case kDLROCM:
         if (s == 1 || s == 2 || s < -1) {
@@ -171,7 +180,8 @@ PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (parse_copy(copy_obj, &copy) < 0)
         return NULL;
     DLDevice dev = tack_device_to_dlpack(tack_array_device(a));
-    if (check_stream(stream, dev) < 0)
+    intptr_t on = TACK_DLPACK_STREAM_HOST;
+    if (check_stream(stream, dev, &on) < 0)
         return NULL;
     if (dl_device != Py_None) {
         DLDevice want;
@@ -196,13 +206,14 @@ PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 return tpy_raise();
             a = host;
             copy = TACK_DLPACK_COPY_NEVER; /* already a copy; flagged below */
+            on = TACK_DLPACK_STREAM_HOST;  /* host memory: the copy has waited */
         }
     }
     if (dev.device_type == kDLCPU && !host)
         s = tack_array_to_dlpack(a, versioned, copy, &managed);
     else {
-        Py_BEGIN_ALLOW_THREADS /* the export waits for queued work */
-        s = tack_array_to_dlpack(a, versioned, copy, &managed);
+        Py_BEGIN_ALLOW_THREADS /* the export may wait for queued work */
+        s = tack_array_to_dlpack_stream(a, versioned, copy, on, &managed);
         Py_END_ALLOW_THREADS
     }
     if (host) {
@@ -508,7 +519,9 @@ static int exchange_allocator(DLTensor *prototype, DLManagedTensorVersioned **ou
 
 static int exchange_current_work_stream(DLDeviceType device_type, int32_t device_id, void **out_current_stream) {
     /* Tack's CPU work is synchronous; on a GPU, Tack's stream is a blocking one of
-     * its own (ordered with the legacy default stream), and exports wait for it. */
+     * its own (ordered with the legacy default stream), and exports through this
+     * table wait on the host for it (__dlpack__(stream=...) makes the consumer's
+     * stream wait instead). */
     *out_current_stream = NULL;
     return 0;
 }
