@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 UV_HOME := $(CURDIR)/build/uv
 UV = $(or $(shell command -v uv 2>/dev/null),$(wildcard $(HOME)/.local/bin/uv),$(UV_HOME)/bin/uv)
 
-.PHONY: demo demo-env test test-c test-python test-asan env uv sysdeps clean bench test-gpu
+.PHONY: demo demo-env test test-c test-python test-asan test-zig env uv sysdeps clean bench test-gpu
 
 # Install uv into build/uv where PEP 668 allows it (a Debian or Ubuntu system
 # Python refuses `pip install --user`: "externally-managed-environment"):
@@ -87,7 +87,7 @@ demo: demo-env
 	$(UV) run --no-sync python docs/examples/validate.py --arch cpu --vtk
 	$(UV) run --no-sync python -m tack.vis build/demo/radius.vti build/demo/radius.png
 
-test: env test-c test-python test-asan
+test: env test-c test-python test-asan test-zig
 
 test-c:
 	cmake -S . -B build/c -DTACK_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
@@ -96,6 +96,15 @@ test-c:
 
 test-python: env
 	$(UV) run pytest -q tests/python
+
+# The language suite again with the ziglang wheel's clang (the `compiler` extra)
+# as the only C compiler: no TACK_CC or CC, and nothing on PATH but the
+# environment's own programs; an empty kernel cache, so every kernel is compiled.
+test-zig: env
+	rm -rf build/zig-cache
+	env -u TACK_CC -u CC -u TACK_ZIG PATH="$(CURDIR)/.venv/bin" TACK_CACHE_DIR="$(CURDIR)/build/zig-cache" \
+	  "$(UV)" run --no-sync pytest -q -p no:cacheprovider tests/python/test_language.py
+	@grep -qa "clang version" build/zig-cache/*.ccid && echo "the language suite passed with zig cc"
 
 # The C unit tests again under AddressSanitizer (with LeakSanitizer) and UBSan.
 test-asan:

@@ -93,9 +93,23 @@ typedef struct cc_pick {
     char path[PATH_MAX]; /* the program, as found */
 } cc_pick;
 
-static int is_program(const char *path) {
+/* `path` names an executable regular file; a relative path is made absolute
+ * (the compiler runs inside the cache directory, where it would name
+ * something else).  Not resolved further: a compiler may be a symbolic link
+ * whose name matters (ccache's "gcc"). */
+static int is_program(char *path, size_t cap) {
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || access(path, X_OK) != 0) return 0;
+    if (path[0] == '/') return 1;
+    char cwd[PATH_MAX];
+    size_t n = strlen(path);
+    if (!getcwd(cwd, sizeof cwd)) return 0;
+    size_t c = strlen(cwd);
+    if (c + 1 + n + 1 > cap) return 0;
+    memmove(path + c + 1, path, n + 1);
+    memcpy(path, cwd, c);
+    path[c] = '/';
+    return 1;
 }
 
 /* Find the program named by the first `len` bytes of `name` as execvp
@@ -106,7 +120,7 @@ static int find_program(const char *name, size_t len, char *out, size_t cap) {
     if (len == 0 || len >= cap) return 0;
     if (memchr(name, '/', len)) {
         snprintf(out, cap, "%.*s", (int)len, name);
-        return is_program(out);
+        return is_program(out, cap);
     }
     const char *path = getenv("PATH");
     if (!path) path = "/bin:/usr/bin";
@@ -115,7 +129,7 @@ static int find_program(const char *name, size_t len, char *out, size_t cap) {
         size_t dl = end ? (size_t)(end - path) : strlen(path);
         if (dl > 0 && dl + 1 + len < cap) {
             snprintf(out, cap, "%.*s/%.*s", (int)dl, path, (int)len, name);
-            if (is_program(out)) return 1;
+            if (is_program(out, cap)) return 1;
         }
         if (!end) break;
         path = end + 1;

@@ -32,7 +32,7 @@ GCC = shutil.which("gcc")
 CLANG = shutil.which("clang")
 
 
-def run(tmp_path, cache=None, factor=3, path=None, **env):
+def run(tmp_path, cache=None, factor=3, path=None, cwd=None, **env):
     """Run the kernel script in a new process.  `path`: the PATH it gets
     (default: an empty directory, so no compiler is on it).  TACK_CC and CC
     are unset unless given; TACK_ZIG is set empty (no zig) unless given."""
@@ -45,7 +45,7 @@ def run(tmp_path, cache=None, factor=3, path=None, **env):
     e.update(TACK_CACHE_DIR=str(cache or tmp_path / "cache"), TACK_LOG="info", PATH=str(path), TACK_ZIG="")
     e.update(env)
     e = {k: v for k, v in e.items() if v is not None}
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e, timeout=600)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e, timeout=600, cwd=cwd)
 
 
 def warm(tmp_path, **env):
@@ -157,6 +157,24 @@ def test_a_tack_cc_or_cc_that_does_not_exist_is_named(tmp_path):
     warm(tmp_path)
     proc = run(tmp_path, TACK_CC="tack-no-such-cc")
     assert proc.returncode != 0 and "(TACK_CC) does not run" in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(not GCC, reason="needs gcc")
+def test_a_relative_compiler_path_means_from_the_working_directory(tmp_path):
+    # The compiler runs inside the cache directory; a relative TACK_CC or PATH
+    # entry must still name what it names from where the program runs.
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "gcc").symlink_to(GCC)
+    binutils = tmp_path / "binutils"  # gcc's own assembler and linker, found from an absolute entry
+    binutils.mkdir()
+    for tool in ("as", "ld"):
+        (binutils / tool).symlink_to(shutil.which(tool))
+    proc = run(tmp_path, cwd=tmp_path, path=binutils, TACK_CC="./tools/gcc")
+    assert proc.returncode == 0, proc.stderr
+    assert "(./tools/gcc, from TACK_CC)" in proc.stderr, proc.stderr
+    proc = run(tmp_path, cache=tmp_path / "c2", cwd=tmp_path, path=f"tools:{binutils}")
+    assert proc.returncode == 0, proc.stderr
+    assert "(gcc, from PATH)" in proc.stderr, proc.stderr
 
 
 def test_a_tack_zig_that_is_not_a_program_is_named(tmp_path):
