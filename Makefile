@@ -69,7 +69,7 @@ sysdeps:
 # The development environment: the `dev` dependency group (pytest, hypothesis;
 # uv syncs it by default), the VTK extra, the DLPack peers the interop tests
 # compare against (torch, jax: about 3 GB), and the `compiler` extra (the
-# ziglang wheel, whose `zig cc` the compiler-discovery tests use).
+# ziglang wheel, whose `zig cc` test_compiler_discovery.py and test-zig use).
 env: uv sysdeps
 	$(UV) sync --extra peers --extra interop --extra compiler
 
