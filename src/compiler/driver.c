@@ -146,6 +146,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     C->args = args;
     C->nargs = nargs;
     C->dialect = dialect;
+    C->racy_rmw = env_is("TACK_DEBUG_RACY_RMW", "1"); /* a debugging switch: verify.c must catch it */
     tack_status st = TACK_OK;
     tack_program *volatile prog = NULL;
     int jumped = setjmp(C->jmp);
