@@ -440,6 +440,10 @@ typedef enum tk_emit_fn {
 /* emit.c's services for a dialect's kernel hook.  The emitter writes into the
  * buffer set by tk_emitter_target; `fn` is what is being written there. */
 tk_cc *tk_emitter_cc(tk_emitter *e);
+/* The qualifier a kernel's array parameter p may carry ("" or `restrict`,
+ * spelled by the dialect): restrict only when the call proved its memory
+ * overlaps no other array argument's (tack_argtype.distinct). */
+const char *tk_emitter_restrict(tk_emitter *e, int p, const char *restrict_kw);
 tk_spec *tk_emitter_kernel(tk_emitter *e);
 tk_buf *tk_emitter_target(tk_emitter *e, tk_buf *b, tk_emit_fn fn);
 void tk_emitter_printf(tk_emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
