@@ -272,6 +272,18 @@ def test_the_function_s_add_is_atomic_in_every_dialect(target):
     body = src[src.index("/* add_to, line"):]
     body = body[:body.index("\n}\n")]
     assert "tk_atomic_add_double(&a0[" in body
+    if target == "cuda" and getattr(tack._core, "_nvrtc_version", lambda: 0)() > 0:
+        assert ".entry tk_phase0" in tack._core._nvrtc_compile(src, "sm_80")
+
+
+def test_the_function_s_add_is_right_on_an_opencl_device():
+    dev = next((d for d in tack.devices() if d.startswith("opencl")), None)
+    if dev is None:
+        pytest.skip("no OpenCL device")
+    x = tack.array(np.ones(200_000), device=dev)
+    s = tack.zeros(1, tack.f64, device=dev)
+    sum_through_a_function(x, s)
+    assert s.numpy()[0] == 200_000.0
 
 
 def test_other_updates_in_a_function_called_from_a_parallel_loop_are_refused():
