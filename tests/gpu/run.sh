@@ -98,6 +98,9 @@ done
 
 # 3. build
 echo "== build (build/gpu)"
+for tool in cmake cc; do
+  command -v "$tool" >/dev/null 2>&1 || die "no $tool on this machine (Debian: apt-get install cmake build-essential)"
+done
 if cmake -S . -B "$build" -DTACK_BUILD_PYTHON=ON -DTACK_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release \
      -DPython_EXECUTABLE="$py" >"$out/cmake.log" 2>&1 &&
    timeout 240 cmake --build "$build" -j"$(nproc)" >>"$out/cmake.log" 2>&1; then
