@@ -122,8 +122,10 @@ test-asan:
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/asan --output-on-failure
 
-# On a machine with an NVIDIA GPU: build, the CUDA tests on the GPU, the
-# PyTorch/CuPy exchange and the bandwidth / launch-overhead benchmarks (< 10 min).
+# On a machine with an NVIDIA GPU, unattended and offline: its own venv and build
+# (build/gpu), the C tests, the CUDA tests on the GPU, the PyTorch/CuPy exchange and
+# the bandwidth / launch-overhead benchmarks beside PyTorch and CuPy; bounded by 9
+# minutes, non-zero on any failed step, and a clear error at once without a GPU.
 test-gpu:
 	bash tests/gpu/run.sh
 

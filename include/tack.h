@@ -224,6 +224,8 @@ TACK_API int tack_array_ndim(const tack_array *a);
 TACK_API const int64_t *tack_array_shape(const tack_array *a);
 TACK_API int64_t tack_array_size(const tack_array *a);   /* elements */
 TACK_API size_t tack_array_nbytes(const tack_array *a);
+/* Whether the memory of a and b overlaps (views of one buffer that share bytes; an empty array overlaps nothing). */
+TACK_API int tack_arrays_overlap(const tack_array *a, const tack_array *b);
 TACK_API int tack_array_writable(const tack_array *a);
 TACK_API tack_device *tack_array_device(const tack_array *a);
 /* Flags of arrays shared with another library (see "When a call returns"). */

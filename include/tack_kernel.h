@@ -129,6 +129,9 @@ typedef struct tack_argtype {
     int writable;
     int weak;         /* scalar from a Python int/float/bool: takes the other operand's type
                          (dtype is then TACK_I64, TACK_F64 or TACK_BOOL) */
+    int distinct;     /* array: its memory overlaps no other array argument's, so the GPU
+                         dialects declare it restrict; 0 (unknown) is always safe.  A program
+                         compiled with it refuses a launch whose arrays overlap. */
 } tack_argtype;
 
 /* The value of one argument at launch. */

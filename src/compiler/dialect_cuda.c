@@ -310,7 +310,7 @@ static void cu_decls(tk_emitter *e, const tk_spec *K) {
     for (int p = 0; p < K->nparams; p++) {
         tk_type t = K->ptypes[p];
         if (t.kind == TY_ARRAY) {
-            tk_emitter_printf(e, "    %s *a%d;\n", cu_storage((tack_dtype)t.dt), p);
+            tk_emitter_printf(e, "    %s *%sa%d;\n", cu_storage((tack_dtype)t.dt), tk_emitter_restrict(e, p, "__restrict__ "), p);
             for (int k = 0; k < t.ndim; k++) tk_emitter_printf(e, "    int64_t a%d_s%d;\n", p, k);
         } else {
             tk_emitter_printf(e, "    tk_scalar s%d;\n", p);
@@ -334,7 +334,8 @@ static void cu_phase_args(tk_emitter *e, const tk_spec *K) {
         tk_type t = K->ptypes[p];
         if (t.kind != TY_ARRAY) continue;
         tk_emitter_indent(e);
-        tk_emitter_printf(e, "%s *a%d = P.a%d; (void)a%d;\n", cu_storage((tack_dtype)t.dt), p, p, p);
+        tk_emitter_printf(e, "%s *%sa%d = P.a%d; (void)a%d;\n", cu_storage((tack_dtype)t.dt),
+                          tk_emitter_restrict(e, p, "__restrict__ "), p, p, p);
         for (int d = 0; d < t.ndim; d++) {
             tk_emitter_indent(e);
             tk_emitter_printf(e, "const int64_t a%d_s%d = P.a%d_s%d; (void)a%d_s%d;\n", p, d, p, d, p, d);

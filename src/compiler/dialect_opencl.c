@@ -427,7 +427,7 @@ static void cl_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) 
     for (int p = 0; p < K->nparams; p++) {
         tk_type t = K->ptypes[p];
         if (t.kind == TY_ARRAY) {
-            tk_emitter_printf(e, ", %s *a%d", cl_storage((tack_dtype)t.dt), p);
+            tk_emitter_printf(e, ", %s *%sa%d", cl_storage((tack_dtype)t.dt), tk_emitter_restrict(e, p, "restrict "), p);
             for (int d = 0; d < t.ndim; d++) tk_emitter_printf(e, ", long a%d_s%d", p, d);
         } else {
             tk_emitter_printf(e, ", ulong s%d", p);

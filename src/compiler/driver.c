@@ -82,6 +82,7 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
             pi->weak = C->args[i].weak;
             pi->carry_f32 = tk_param_f32(C, i);
             pi->written = pi->is_array && (K->written >> i & 1);
+            pi->distinct = pi->is_array && C->args[i].distinct;
             pi->lo = INT64_MIN;
             pi->hi = INT64_MAX;
             pi->narrow = TACK_DTYPE_COUNT;
@@ -146,6 +147,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     C->args = args;
     C->nargs = nargs;
     C->dialect = dialect;
+    C->racy_rmw = env_is("TACK_DEBUG_RACY_RMW", "1"); /* a debugging switch: verify.c must catch it */
     tack_status st = TACK_OK;
     tack_program *volatile prog = NULL;
     int jumped = setjmp(C->jmp);

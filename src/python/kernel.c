@@ -122,6 +122,8 @@ static PyObject *kernel_text(PyObject *self, PyObject *const *args, Py_ssize_t n
         ctarget = PyUnicode_AsUTF8(target);
         if (!ctarget)
             goto done;
+        if (strcmp(ctarget, "c") != 0)
+            kcall_mark_distinct(&c); /* the source for a GPU dialect: restrict where proved */
     }
     prog = kernel_program_for(k, &c, ctarget, &owned);
     if (!prog)

@@ -360,6 +360,23 @@ static Py_hash_t signature_hash(const kcall *c) {
     return (Py_hash_t)(h >> 1);
 }
 
+/* An array whose memory no other array argument shares is `distinct`: part
+ * of the signature, so the same array passed twice (or overlapping views)
+ * gets a build without restrict.  Only for the dialects that declare arrays
+ * restrict (not the CPU's C): there it would only split specializations. */
+void kcall_mark_distinct(kcall *c) {
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        if (!c->types[i].is_array)
+            continue;
+        int d = 1;
+        for (Py_ssize_t j = 0; j < c->n && d; j++)
+            if (j != i && c->types[j].is_array && tack_arrays_overlap(c->vals[i].array, c->vals[j].array))
+                d = 0;
+        c->types[i].distinct = d;
+    }
+    c->hash = -1;
+}
+
 /* Compute the whole signature of a bound call. */
 int kcall_signature(KernelObject *k, kcall *c) {
     for (Py_ssize_t i = 0; i < c->n; i++)
@@ -370,6 +387,8 @@ int kcall_signature(KernelObject *k, kcall *c) {
         if (!c->device)
             return -1;
     }
+    if (strcmp(tack_device_dialect(c->device), "c") != 0)
+        kcall_mark_distinct(c);
     c->hash = -1; /* computed on demand */
     return 0;
 }

@@ -233,6 +233,11 @@ int tack_array_ndim(const tack_array *a) { return a->ndim; }
 const int64_t *tack_array_shape(const tack_array *a) { return a->shape; }
 int64_t tack_array_size(const tack_array *a) { return a->size; }
 size_t tack_array_nbytes(const tack_array *a) { return a->nbytes; }
+int tack_arrays_overlap(const tack_array *a, const tack_array *b) {
+    if (!a || !b || !a->nbytes || !b->nbytes || a->storage->device != b->storage->device) return 0;
+    uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+    return a0 < b0 + b->nbytes && b0 < a0 + a->nbytes;
+}
 int tack_array_writable(const tack_array *a) { return a->writable; }
 tack_device *tack_array_device(const tack_array *a) { return a->storage->device; }
 /* The flags live on the storage: every view of an exported array is shared too. */

@@ -229,9 +229,9 @@ static void test_memory(tack_device *g, tack_device *cpu) {
 
 /* ----------------------------------------------------------------- kernels */
 static const tk_pinfo saxpy_params[3] = {
-    {"y", 1, TACK_F32, 1, 0, 1, 0, 0, TACK_DTYPE_COUNT, 0},
-    {"x", 1, TACK_F32, 1, 0, 0, 0, 0, TACK_DTYPE_COUNT, 0},
-    {"a", 0, TACK_F32, 0, 0, 0, 0, 0, TACK_DTYPE_COUNT, 1},
+    {"y", 1, TACK_F32, 1, 0, 1, 0, 0, TACK_DTYPE_COUNT, 0, 0},
+    {"x", 1, TACK_F32, 1, 0, 0, 0, 0, TACK_DTYPE_COUNT, 0, 0},
+    {"a", 0, TACK_F32, 0, 0, 0, 0, 0, TACK_DTYPE_COUNT, 1, 0},
 };
 
 /* Run saxpy with p on n elements; 1 when every result is right. */
