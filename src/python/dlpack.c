@@ -43,7 +43,7 @@
 #define CAPSULE_EXCHANGE_API "dlpack_exchange_api"
 
 /* Interned names kept in module state (st->dlpack_strs), by index. */
-enum { S_EXCHANGE_API, S_DLPACK, S_MAX_VERSION, S_COPY, S_KW_MAX_VERSION, S_KW_MAX_VERSION_COPY, S_COUNT };
+enum { S_EXCHANGE_API, S_DLPACK, S_MAX_VERSION, S_COPY, S_MODULE, S_KW_MAX_VERSION, S_KW_MAX_VERSION_COPY, S_COUNT };
 
 static int interpreter_alive(void) {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -345,12 +345,28 @@ static PyObject *call_dlpack(tpy_state *st, PyObject *obj, tack_dlpack_copy copy
 }
 
 static DLPackExchangeAPI exchange_api; /* Tack's own, defined below */
+static int immutable_producer(tpy_state *st, PyObject *obj);
+static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev, tack_dlpack_copy copy,
+                                 int use_c_api);
+
+/* `out` imported from `obj`: a read-only view of it when it shares the storage
+ * of an immutable producer (steals `out`). */
+static PyObject *readonly_if_immutable(tpy_state *st, PyObject *obj, PyObject *out) {
+    tack_array *a = ARR(out), *v = NULL;
+    if (!tack_array_writable(a) || !(tack_array_flags(a) & TACK_ARRAY_SHARED) || !immutable_producer(st, obj))
+        return out;
+    tack_status s = tack_array_view(a, 0, &v);
+    Py_DECREF(out);
+    if (s != TACK_OK)
+        return tpy_raise();
+    return tpy_array_new(st, v);
+}
 
 /* tack.from_dlpack(obj, /, *, device=None, copy=None, c_api=True).  The
  * arguments are parsed by hand (vectorcall): this is the hot path of an
  * exchange, and the generic parser would cost as much as the exchange. */
 static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *obj, *device_obj = Py_None, *copy_obj = Py_None, *cap = NULL, *out = NULL;
+    PyObject *obj, *device_obj = Py_None, *copy_obj = Py_None;
     int use_c_api = 1;
     tack_dlpack_copy copy;
     tack_device *dev = NULL;
@@ -376,6 +392,29 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
         return NULL;
     if (PyCapsule_CheckExact(obj))
         return import_capsule(st, obj, dev, copy);
+    return import_producer(st, obj, dev, copy, use_c_api);
+}
+
+/* A producer whose arrays are immutable but whose capsules cannot say so:
+ * JAX exports legacy capsules (no READ_ONLY flag) of arrays nobody may write. */
+static int immutable_producer(tpy_state *st, PyObject *obj) {
+    /* A heap type keeps its module name in its dict (a method-cache lookup);
+     * a static type's tp_name starts with it. */
+    PyObject *mod = _PyType_Lookup(Py_TYPE(obj), PyTuple_GET_ITEM(st->dlpack_strs, S_MODULE));
+    const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : Py_TYPE(obj)->tp_name;
+    if (!m) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !strncmp(m, "jax", 3) && (m[3] == '\0' || m[3] == '.' || !strncmp(m + 3, "lib", 3));
+}
+
+/* Import from a producer object (not a capsule): its exchange API for a host
+ * tensor when it has one, else __dlpack__.  A shared import of an immutable
+ * producer's array is read-only. */
+static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev, tack_dlpack_copy copy,
+                                 int use_c_api) {
+    PyObject *cap = NULL, *out = NULL;
     const DLPackExchangeAPI *api = use_c_api ? producer_api(st, obj) : NULL;
     if (api && api != &exchange_api) {
         /* The exchange API skips the checks a producer makes in __dlpack__
@@ -398,8 +437,10 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
                 PyErr_SetString(PyExc_BufferError, "the producer's DLPack exchange API failed");
             return NULL;
         }
-        if (host_device_type((int)mt->dl_tensor.device.device_type))
-            return import_managed(st, mt, 1, dev, copy);
+        if (host_device_type((int)mt->dl_tensor.device.device_type)) {
+            out = import_managed(st, mt, 1, dev, copy);
+            return out ? readonly_if_immutable(st, obj, out) : NULL;
+        }
         /* A device tensor needs the stream handshake of the Python protocol. */
         tack_dlpack_delete(mt, 1);
     }
@@ -411,7 +452,49 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
     else
         out = import_capsule(st, cap, dev, copy);
     Py_DECREF(cap);
-    return out;
+    return out ? readonly_if_immutable(st, obj, out) : NULL;
+}
+
+/* A kernel argument from a DLPack producer (kernel_call.c): its storage,
+ * shared, never copied.  The device __dlpack_device__ names is checked
+ * first, against `want` (the device of the call's earlier arrays, or NULL),
+ * so a tensor on another device is refused before __dlpack__ runs.  A new
+ * reference, or NULL with an exception. */
+int tpy_is_dlpack_producer(tpy_state *st, PyObject *obj) {
+    return _PyType_Lookup(Py_TYPE(obj), PyTuple_GET_ITEM(st->dlpack_strs, S_DLPACK)) != NULL;
+}
+
+tack_array *tpy_dlpack_arg(tpy_state *st, PyObject *obj, tack_device *want) {
+    PyObject *d = PyObject_CallMethod(obj, "__dlpack_device__", NULL), *out;
+    DLDevice dl;
+    tack_device *dev = NULL;
+    tack_array *arr;
+    if (!d)
+        return NULL;
+    if (parse_dl_device(d, &dl) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(d);
+    if (tack_device_from_dlpack(dl, &dev) != TACK_OK) {
+        PyErr_Format(PyExc_ValueError, "the %.100s is on DLPack device (%d, %d), which Tack cannot use: %s",
+                     Py_TYPE(obj)->tp_name, (int)dl.device_type, (int)dl.device_id, tack_last_error());
+        return NULL;
+    }
+    if (want && dev != want) {
+        PyErr_Format(PyExc_ValueError,
+                     "the %.100s is on %s, but the call's other arrays are on %s: all array arguments must be "
+                     "on one device; move it there first (a copy, e.g. tensor.cpu() or tensor.to(...))",
+                     Py_TYPE(obj)->tp_name, tack_device_name(dev), tack_device_name(want));
+        return NULL;
+    }
+    out = import_producer(st, obj, NULL, TACK_DLPACK_COPY_NEVER, 1);
+    if (!out)
+        return NULL;
+    arr = ARR(out);
+    tack_array_retain(arr);
+    Py_DECREF(out);
+    return arr;
 }
 
 /* _core._c_exchange_cost(obj, n) -> seconds per exchange through obj's C
@@ -673,8 +756,8 @@ int tpy_dlpack_exec(PyObject *m, tpy_state *st) {
     st->dlpack_strs = PyTuple_New(S_COUNT);
     if (!st->dlpack_strs)
         goto done;
-    static const char *strs[] = {"__dlpack_c_exchange_api__", "__dlpack__", "max_version", "copy"};
-    for (int i = 0; i < 4; i++) {
+    static const char *strs[] = {"__dlpack_c_exchange_api__", "__dlpack__", "max_version", "copy", "__module__"};
+    for (int i = 0; i < 5; i++) {
         PyObject *s = PyUnicode_InternFromString(strs[i]);
         if (!s)
             goto done;
