@@ -162,6 +162,22 @@ def _env_disables_jit():
 DISABLE_JIT = _env_disables_jit()  # read once, when tack is imported
 
 
+_VectorView = None
+
+
+def _vector_view_type():
+    """An ndarray subclass whose elements (rows) read components by name."""
+    global _VectorView
+    if _VectorView is None:
+        np = _np()
+
+        def component(k):
+            return property(lambda self: self[..., k] if self.ndim > 1 else self[k])
+
+        _VectorView = type("VectorView", (np.ndarray,), {n: component(k) for k, n in enumerate("xyzw")})
+    return _VectorView
+
+
 def _debug_view(kernel_name, param, obj):
     """``obj`` as the function sees it in debug mode: arrays as NumPy views
     sharing their storage (C-contiguous, of a Tack dtype, read-only where the
@@ -179,7 +195,10 @@ def _debug_view(kernel_name, param, obj):
             refuse(ValueError, f"the array is on {obj.device}, and a kernel run as Python (jit=False or "
                                f"TACK_DISABLE_JIT) runs on the CPU: pass array.to('cpu') and copy the "
                                f"results back, or compile the kernel")
-        return np.from_dlpack(obj)  # a view; read-only where the array is
+        view = np.from_dlpack(obj)  # a view; read-only where the array is
+        if len(obj.dtype.shape) == 1:  # vectors: v.x, v.y ... read components, as in a kernel
+            view = view.view(_vector_view_type())
+        return view
     if isinstance(obj, np.ndarray):
         view = obj
     elif hasattr(type(obj), "__dlpack__"):
