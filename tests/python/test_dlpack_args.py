@@ -97,6 +97,21 @@ def test_a_producer_with_an_unsupported_device_type_is_refused():
         scale(OnVulkan(np.zeros(2)), 1.0)
 
 
+def test_a_bad_dlpack_device_answer_is_refused():
+    class Confused(Producer):
+        def __dlpack_device__(self):
+            return "cpu"
+
+    class Broken(Producer):
+        def __dlpack_device__(self):
+            raise RuntimeError("no device today")
+
+    with pytest.raises(TypeError, match=r"argument 'x' of scale\(\).*dl_device must be a \(device_type, device_id\)"):
+        scale(Confused(np.zeros(2)), 1.0)
+    with pytest.raises(RuntimeError, match=r"argument 'x' of scale\(\).*no device today"):
+        scale(Broken(np.zeros(2)), 1.0)
+
+
 def test_non_contiguous_producers_are_refused_naming_the_parameter():
     x = np.arange(8.0)[::2]
     with pytest.raises(ValueError, match=r"argument 'x' of scale\(\).*C-contiguous"):
