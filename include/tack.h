@@ -214,6 +214,13 @@ TACK_API tack_status tack_array_view(tack_array *a, int writable, tack_array **o
 /* Reinterpret the storage with another dtype and shape of the same byte size. */
 TACK_API tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim,
                                         const int64_t *shape, tack_array **out);
+/* A view of the `count` elements of `a` from element `start` on (C order),
+ * with shape (ndim, shape) of that many elements: it shares the storage (and
+ * so the storage's flags) and keeps `a`'s writable flag.  Devices whose array
+ * data is a handle rather than an address (OpenCL buffers) refuse a view that
+ * does not start at the first element. */
+TACK_API tack_status tack_array_subview(tack_array *a, int64_t start, int ndim,
+                                        const int64_t *shape, tack_array **out);
 
 TACK_API void tack_array_retain(tack_array *a);
 TACK_API void tack_array_release(tack_array *a);

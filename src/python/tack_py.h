@@ -81,6 +81,11 @@ tack_device *tpy_device_from_object(tpy_state *st, PyObject *obj);
  * retaining `obj` until the storage is released.  `dtype_hint` < 0: take the
  * dtype from the buffer's format. */
 tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable);
+/* dlpack.c: a kernel argument from a DLPack producer, shared (never copied);
+ * refused when it is on another device than `want` (NULL: any). */
+tack_array *tpy_dlpack_arg(tpy_state *st, PyObject *obj, tack_device *want);
+/* Whether obj's type has __dlpack__ (a method-cache lookup; never raises). */
+int tpy_is_dlpack_producer(tpy_state *st, PyObject *obj);
 
 /* Release callback for storage owned by a Python object: takes the GIL,
  * drops the reference; does nothing after interpreter finalization. */
