@@ -153,16 +153,36 @@ def func(fn=None):
 
 
 # --------------------------------------------------------------- iteration
-def ndrange(*shape):
+def ndrange(*axes):
     """Iterate over every index of an N-dimensional range.
 
     ``for i, j in tack.ndrange(n, m)`` visits ``(i, j)`` for ``0 <= i < n`` and
-    ``0 <= j < m``; at the top level of a kernel it is one parallel loop over
-    all ``n * m`` points.  ``ndrange(a.shape)`` (one tuple) works too.
+    ``0 <= j < m``, the last axis fastest; at the top level of a kernel it is
+    one parallel loop over all ``n * m`` points.  Each axis is a size ``n``, a
+    tuple ``(start, stop)`` or ``(start, stop, step)``, or a ``range(...)``,
+    read as ``range()`` reads them: ``tack.ndrange((1, n - 1), (1, m - 1))``
+    visits a grid's interior.  A single shape stands for all the axes:
+    ``ndrange(a.shape)``, ``ndrange(*a.shape)``, or one tuple of sizes (so a
+    single axis with bounds is written ``ndrange(range(start, stop))``).
     """
-    if len(shape) == 1 and isinstance(shape[0], tuple):
-        shape = shape[0]
-    return _itertools.product(*(range(int(n)) for n in shape))
+    if len(axes) == 1 and isinstance(axes[0], tuple):
+        axes = axes[0]
+        for n in axes:
+            if isinstance(n, (tuple, range)):
+                raise TypeError("tack.ndrange(): a shape given as one tuple holds sizes, not tuples; "
+                                "write each axis as its own argument: ndrange((start, stop), (start, stop))")
+    ranges = []
+    for a in axes:
+        if isinstance(a, range):
+            ranges.append(a)
+        elif isinstance(a, tuple):
+            if len(a) not in (2, 3):
+                raise TypeError(f"tack.ndrange(): an axis given as a tuple is (start, stop) or "
+                                f"(start, stop, step), not {len(a)} values")
+            ranges.append(range(*a))
+        else:
+            ranges.append(range(a))
+    return _itertools.product(*ranges)
 
 
 # ---------------------------------------------------------------- helpers

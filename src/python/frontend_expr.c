@@ -329,6 +329,22 @@ done:
     return r;
 }
 
+/* The arguments of tack.ndrange(...): as any call's, except that a single
+ * starred argument, ndrange(*a.shape), is the shape itself: ndrange(a.shape)
+ * means the same (the compiler expands a shape into its axes). */
+static int ndrange_args(fe_func *f, PyObject *e, tack_node *n) {
+    PyObject *args = fe_get_list(e, "args");
+    int r;
+    if (!args)
+        return -1;
+    if (PyList_GET_SIZE(args) == 1 && fe_is_kind(PyList_GET_ITEM(args, 0), "Starred"))
+        r = fe_add(n, fe_field(f, PyList_GET_ITEM(args, 0), "value", 0), f);
+    else
+        r = fe_expr_list(f, e, "args", n, 0);
+    Py_DECREF(args);
+    return r;
+}
+
 /* Call: a @tack.func, a dtype (a cast: f32(x)) or an intrinsic, by what the
  * callee resolves to; the CALL node names it (index -1 for all but a
  * device function). */
@@ -370,8 +386,12 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
         goto done;
     }
     tack_node_set_int(n, -1);
-    if (fe_expr_list(f, e, "args", n, strcmp(iname, "print") == 0 ? FE_ALLOW_STR : 0) < 0)
+    if (strcmp(iname, "ndrange") == 0) {
+        if (ndrange_args(f, e, n) < 0)
+            goto done;
+    } else if (fe_expr_list(f, e, "args", n, strcmp(iname, "print") == 0 ? FE_ALLOW_STR : 0) < 0) {
         goto done;
+    }
     f->last_intrinsic = iname;
     result = n;
 done:
