@@ -324,3 +324,40 @@ def _build_registry():
 
 _INTRINSICS = _build_registry()
 _core._set_intrinsics(_INTRINSICS)
+
+# NumPy's spellings of the math intrinsics: NumPy's name -> the intrinsic.
+# Registered as "numpy.<intrinsic>" (lower_call.c types integer arguments as
+# NumPy does: np.sqrt of an int32 is f64, of an int8 f16; np.floor of an
+# integer is that integer), by identity of the object, so that any import
+# spelling works (import numpy as np, from numpy import sqrt).
+# np.minimum/np.maximum are not here: they propagate NaN where min/max follow
+# Python's comparisons, and np.power of integers is not the float pow.
+_NUMPY_MATH = {
+    "sqrt": "sqrt", "exp": "exp", "log": "log", "log2": "log2", "log10": "log10",
+    "sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
+    "arctan": "atan", "arctan2": "atan2", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+    "floor": "floor", "ceil": "ceil", "trunc": "trunc", "hypot": "hypot",
+    "copysign": "copysign", "fmod": "fmod", "fabs": "fabs", "absolute": "abs",
+    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+}
+_numpy_registered = False
+
+
+def _register_numpy():
+    """Add NumPy's math functions to the registry; the front end calls this
+    before each kernel it builds once the program has imported NumPy."""
+    global _numpy_registered
+    if _numpy_registered:
+        return
+    import sys
+
+    np = sys.modules.get("numpy")
+    if np is None:
+        return
+    names = dict(_NUMPY_MATH)
+    if np.floor(np.int8(1)).dtype.kind == "f":  # NumPy before 2.3 made integers float here
+        for name in ("floor", "ceil", "trunc"):
+            del names[name]
+    for npname, name in names.items():
+        _INTRINSICS[getattr(np, npname)] = "numpy." + name
+    _numpy_registered = True

@@ -151,6 +151,11 @@ static tack_node *fe_constant(fe_func *f, PyObject *e, int flags) {
     return n;
 }
 
+/* What a slice in a kernel is told. */
+#define SLICE_REFUSED                                                                              \
+    "slices are not supported in kernels: a kernel reads and writes one element at a time; "      \
+    "write the loop instead, e.g. 'for i in range(lo, hi): a[i] = b[i]' for 'a[lo:hi] = b[lo:hi]'"
+
 /* Subscript: [value, index...]; a[i, j] has two indices. */
 tack_node *fe_subscript(fe_func *f, PyObject *e) {
     PyObject *slice = NULL;
@@ -170,12 +175,17 @@ tack_node *fe_subscript(fe_func *f, PyObject *e) {
         PyObject *elts = fe_get_list(slice, "elts");
         if (!elts)
             goto fail;
+        if (PyList_GET_SIZE(elts) == 0) {
+            Py_DECREF(elts);
+            fe_error(f, e, "an empty index, x[()], is not supported in kernels: pass the value of a 0-D "
+                           "array as a scalar argument, or make it a 1-element array and write x[0]");
+            goto fail;
+        }
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elts); i++) {
             PyObject *item = PyList_GET_ITEM(elts, i);
             if (fe_is_kind(item, "Slice")) {
                 Py_DECREF(elts);
-                fe_error(f, item, "slices are not supported in kernels; index one element at a "
-                                  "time");
+                fe_error(f, item, SLICE_REFUSED);
                 goto fail;
             }
             if (fe_add(n, fe_expr(f, item, 0), f) < 0) {
@@ -185,7 +195,7 @@ tack_node *fe_subscript(fe_func *f, PyObject *e) {
         }
         Py_DECREF(elts);
     } else if (fe_is_kind(slice, "Slice")) {
-        fe_error(f, slice, "slices are not supported in kernels; index one element at a time");
+        fe_error(f, slice, SLICE_REFUSED);
         goto fail;
     } else if (fe_add(n, fe_expr(f, slice, 0), f) < 0) {
         goto fail;
@@ -275,12 +285,78 @@ static void refuse_local_callee(fe_func *f, PyObject *func) {
     }
 }
 
+/* "numpy" or "tack" when `obj` is one of theirs (by its __module__), else NULL. */
+static const char *fe_origin(fe_func *f, PyObject *obj) {
+    PyObject *m = PyObject_GetAttrString(obj, "__module__");
+    const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL, *r = NULL;
+    (void)f;
+    if (s && (strcmp(s, "numpy") == 0 || strncmp(s, "numpy.", 6) == 0))
+        r = "numpy";
+    else if (s && (strcmp(s, "tack") == 0 || strncmp(s, "tack.", 5) == 0))
+        r = "tack";
+    Py_XDECREF(m);
+    PyErr_Clear();
+    return r;
+}
+
+/* Whether `obj` is a function that makes a new array (np.zeros, tack.empty, ...). */
+static int is_array_maker(PyObject *obj) {
+    static const char *makers[] = {"zeros", "ones", "empty", "full", "array", "asarray", "zeros_like",
+                                   "ones_like", "empty_like", "full_like", "arange", "linspace"};
+    PyObject *name = PyObject_GetAttrString(obj, "__name__");
+    const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    int r = 0;
+    for (size_t i = 0; s && i < sizeof makers / sizeof makers[0]; i++)
+        r |= strcmp(s, makers[i]) == 0;
+    Py_XDECREF(name);
+    PyErr_Clear();
+    return r;
+}
+
+/* Refuse a NumPy function that is no intrinsic, naming the ones that are:
+ * those the registry holds as "numpy.<intrinsic>", by NumPy's names. */
+static void refuse_numpy(fe_func *f, PyObject *func, PyObject *src) {
+    PyObject *names = PyList_New(0), *key, *value, *sep = NULL, *text = NULL;
+    Py_ssize_t pos = 0;
+    while (names && PyDict_Next(f->mc->intrinsics, &pos, &key, &value)) {
+        const char *v = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : NULL;
+        PyObject *n;
+        if (!v || strncmp(v, "numpy.", 6) != 0)
+            continue;
+        n = PyObject_GetAttrString(key, "__name__");
+        if (!n || PySequence_Contains(names, n) == 1 || PyList_Append(names, n) < 0)
+            PyErr_Clear();
+        Py_XDECREF(n);
+    }
+    if (names && PyList_Sort(names) == 0 && (sep = PyUnicode_FromString(", ")) != NULL)
+        text = PyUnicode_Join(sep, names);
+    PyErr_Clear();
+    fe_error(f, func, "%U is not supported in kernels; the NumPy functions kernels accept are: %U "
+                      "(and the casts np.float32(x), np.int64(x), ..., and the constants np.pi, "
+                      "np.e, ...)", src, text ? text : src);
+    Py_XDECREF(names);
+    Py_XDECREF(sep);
+    Py_XDECREF(text);
+}
+
 /* Refuse a callee `obj` that is neither a @tack.func, a dtype nor an intrinsic. */
 static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj) {
     PyObject *src = fe_unparse(f, func);
+    const char *origin;
     if (!src)
         return;
-    if (PyFunction_Check(obj))
+    origin = fe_origin(f, obj);
+    if (origin && is_array_maker(obj))
+        fe_error(f, func, "'%U' creates an array; arrays cannot be created inside a kernel (local "
+                          "arrays are not supported yet): create it outside and pass it as an "
+                          "argument", src);
+    else if (origin && strcmp(origin, "numpy") == 0)
+        refuse_numpy(f, func, src);
+    else if (origin && strcmp(origin, "tack") == 0)
+        fe_error(f, func, "'%U' is Tack's host API and cannot be called in a kernel; kernels call "
+                          "the math, vector and atomic functions of tack, math.*, NumPy's math "
+                          "functions and @tack.func functions", src);
+    else if (PyFunction_Check(obj))
         fe_error(f, func, "function '%U' is not a @tack.func; decorate it with @tack.func "
                           "to call it from a kernel", src);
     else if (PyType_Check(obj))
