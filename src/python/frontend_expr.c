@@ -413,7 +413,14 @@ static int ndrange_args(fe_func *f, PyObject *e, tack_node *n) {
     int r;
     if (!args)
         return -1;
-    if (PyList_GET_SIZE(args) == 1 && fe_is_kind(PyList_GET_ITEM(args, 0), "Starred"))
+    r = 0;
+    for (Py_ssize_t i = 0; PyList_GET_SIZE(args) > 1 && i < PyList_GET_SIZE(args); i++)
+        if (fe_is_kind(PyList_GET_ITEM(args, i), "Starred"))
+            r = fe_error(f, PyList_GET_ITEM(args, i), "a starred shape must be ndrange()'s only "
+                         "argument: ndrange(*a.shape) (or ndrange(a.shape))");
+    if (r < 0)
+        ;
+    else if (PyList_GET_SIZE(args) == 1 && fe_is_kind(PyList_GET_ITEM(args, 0), "Starred"))
         r = fe_add(n, fe_field(f, PyList_GET_ITEM(args, 0), "value", 0), f);
     else
         r = fe_expr_list(f, e, "args", n, 0);

@@ -256,6 +256,12 @@ def shape_plus(out):
 
 
 @tack.kernel
+def star_plus(out):
+    for i, j in tack.ndrange(*out.shape, 2):
+        out[i] = 1
+
+
+@tack.kernel
 def float_bound(out):
     for i in tack.ndrange(range(0, 2.0)):
         out[i] = 1
@@ -268,6 +274,7 @@ def float_bound(out):
     (array_size, (np.zeros(4),), r"ndrange\(\) takes sizes, not an array: write ndrange\(out.shape\)"),
     (shape_plus, (np.zeros((2, 2, 2)),), r"a shape must be ndrange\(\)'s only argument"),
     (float_bound, (np.zeros(4),), r"range\(\) arguments must be integers"),
+    (star_plus, (np.zeros(4),), r"a starred shape must be ndrange\(\)'s only argument"),
 ])
 def test_unsupported_arguments_say_what_works(k, args, msg):
     with pytest.raises(tack.CompileError, match=msg):
