@@ -418,6 +418,12 @@ static void ndrange_pfor(lw_state *L, tack_node *n, rng *ax, int dims) {
             tk_ir *x = lw_bin(L, B_ADD, i64, ax[d].lo, lw_bin(L, B_MUL, i64, kv, ax[d].step, n->line), n->line);
             lw_assign_local(L, loc, lw_cast(L, x, ty_weak(TACK_I64)), v);
             L->blk = saved;
+            if (ax[d].step->op == IR_CONST && ax[d].step->c.i == 1) { /* v in [lo, hi): for checks.c */
+                if (!pf->bnd) pf->bnd = lw_mk(L, IR_BLOCK, ty_void(), n);
+                ir_push(L->C, pf->bnd, lw_local_ref(L, loc, n->line));
+                ir_push(L->C, pf->bnd, ax[d].lo);
+                ir_push(L->C, pf->bnd, ax[d].hi);
+            }
         }
     }
     pfor_body(L, pf, n, b, saved_pfor);

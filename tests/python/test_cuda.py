@@ -229,7 +229,8 @@ def language_cases():
     yield "tuples", tuples, lambda: (ti.copy(), np.zeros_like(ti), np.zeros_like(ti), np.zeros(2, np.int64)), (1, 2, 3)
     yield "early_return", early, lambda: (np.arange(6.0), np.zeros(6), np.array([1], np.int32)), (1,)
     yield "no_return", early, lambda: (np.arange(6.0), np.zeros(6), np.array([0], np.int32)), (1,)
-    yield "stencil_bounds", stencil_bounds, lambda: (rng.standard_normal((19, 23)), np.zeros((19, 23))), (1,)
+    grid = rng.standard_normal((19, 23))
+    yield "stencil_bounds", stencil_bounds, lambda: (grid.copy(), np.zeros((19, 23))), (1,)
     yield "strided_shape", strided_shape, lambda: (np.arange(40.0), 3, 7), (0,)
     yield "locals_private", maybe, lambda: (np.array([1.0, -1.0, 2.0, -3.0, -4.0, 5.0] * 50), np.full(300, 9.0)), (1,)
 

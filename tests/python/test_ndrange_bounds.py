@@ -287,3 +287,43 @@ def test_python_ndrange_spells_the_same_loops():
     assert list(tack.ndrange((0, 5, 2), 1)) == [(0, 0), (2, 0), (4, 0)]
     with pytest.raises(TypeError):
         list(tack.ndrange((1, 2, 3, 4), 2))
+
+
+@tack.kernel
+def reads_past_the_end(a, out):
+    n, m = a.shape
+    for i, j in tack.ndrange((1, n), (1, m)):
+        out[i, j] = a[i + 1, j]
+
+
+@tack.kernel
+def reads_before_the_start(a, out, lo):
+    n, m = a.shape
+    for i, j in tack.ndrange((lo, n), (1, m)):
+        out[i, j] = a[i - 1, j - 1]
+
+
+@tack.kernel
+def reassigns_the_variable(a, out):
+    n, m = a.shape
+    for i, j in tack.ndrange((1, n - 1), (1, m - 1)):
+        out[i, j] = a[i, j]
+        i = i + 5
+        out[i, j] = 1.0
+
+
+def test_bounds_checks_stay_where_an_index_can_leave_the_array():
+    """The checks of a stencil over bounded axes run once per loop (the
+    indices are lo .. hi - 1 of each axis), and still catch every index that
+    would leave the array, with the message the per-element check gives."""
+    a, out = np.ones((5, 4)), np.zeros((5, 4))
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"):
+        reads_past_the_end(a, out)
+    with pytest.raises(IndexError, match="index -6 is out of bounds for axis 0 with size 5"):
+        reads_before_the_start(a, out, -5)
+    reads_before_the_start(a, out, 0)  # a[-1, j - 1] wraps, as in Python
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 5"):
+        reassigns_the_variable(a, out)
+    src = stencil_tuples.generated_source(a, out)
+    body = src[src.index("a whole row"):]
+    assert "omp simd" in body[:200] and "abi->fail" not in body[:body.index("} else {")]
