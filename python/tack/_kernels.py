@@ -355,7 +355,7 @@ def _register_numpy():
     if np is None:
         return
     names = dict(_NUMPY_MATH)
-    if np.floor(np.int8(1)).dtype.kind == "f":  # NumPy before 2.3 made integers float here
+    if np.floor(np.int8(1)).dtype.kind == "f":  # an older NumPy made integers float here: leave these three out
         for name in ("floor", "ceil", "trunc"):
             del names[name]
     for npname, name in names.items():

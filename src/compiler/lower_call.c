@@ -281,10 +281,10 @@ static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tack_node *n) {
     tk_type t = a[0]->ty;
     for (int j = 1; j < na; j++) t = ty_promote(t, a[j]->ty);
     if (t.kind == TY_VALUE && ty_is_scalar(t) && !ty_is_float(t)) {
-        /* NumPy 2.3+ returns integers (and bools) from floor/ceil/trunc as they are */
+        /* recent NumPy returns integers (and bools) from floor/ceil/trunc as they are */
         if (in->kind == TK_IK_ABS && ty_is_bool(t)) return a[0];
         if (in->sub == M_FLOOR || in->sub == M_CEIL || in->sub == M_TRUNC) return a[0];
-        if (!t.weak && in->kind == TK_IK_MATH) {
+        if (!t.weak && in->kind == TK_IK_MATH && !tk_math_is_predicate(in->sub)) { /* isnan(int): False in any float */
             int bits = ty_is_bool(t) ? 8 : dt_bits((tack_dtype)t.dt);
             tk_type f = ty_value(bits <= 8 ? TACK_F16 : bits == 16 ? TACK_F32 : TACK_F64);
             for (int j = 0; j < na; j++) a[j] = lw_cast(L, a[j], f);

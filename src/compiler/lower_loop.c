@@ -21,9 +21,18 @@
  *                  else an index k with the variable assigned lo + k * step
  *                  at the top of the body;
  *   range_serial   a serial range loop, an IR_FOR over lo, hi, step;
- *   ndrange_sizes  the sizes of tack.ndrange(...), one per loop variable;
- *   ndrange_pfor   one parallel loop over all the axes;
- *   ndrange_serial nested serial loops, the first axis outermost.
+ *   ndrange_axes   the axes of tack.ndrange(...), one per loop variable, each
+ *                  read as range() reads its arguments: a size n, a tuple
+ *                  (start, stop[, step]) or a range(...); or one shape
+ *                  (a.shape, or a single tuple of sizes) for all of them;
+ *   ndrange_pfor   one parallel loop over all the axes, each run from 0
+ *                  over its trip count: an axis that starts elsewhere or
+ *                  steps by more than one sets its variable to lo + k * step
+ *                  at the top of the body (and, stepping by one, tells
+ *                  checks.c the variable's range through the loop's bnd), so
+ *                  the backends' grid layouts only ever see extents from 0;
+ *   ndrange_serial nested serial loops over the axes' bounds, the first axis
+ *                  outermost.
  *
  * The loop variable's type is inferred like any local's (assign_local), with
  * one rule of its own: a variable that is nothing but the index of a loop

@@ -13,7 +13,11 @@
  *   math.* / tack.* / builtins     -> intrinsic calls, recognized by identity
  *                                      through the registry that tack._kernels
  *                                      hands over with _core._set_intrinsics
- *   dtype objects (tack.f32)       -> a cast when called, TYPE otherwise
+ *   np.sqrt & co                   -> the same, named "numpy.sqrt" (NumPy's
+ *                                      types for integers); the registry gets
+ *                                      them once the program imports NumPy
+ *   dtype objects (tack.f32) and
+ *   NumPy scalar types (np.int64)  -> a cast when called, TYPE otherwise
  *   @tack.func objects             -> device functions (frontend_expr.c)
  *   modules                        -> followed through attribute chains
  *                                      (math.pi, tack.vec3, np.pi, ...)

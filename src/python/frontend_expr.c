@@ -20,7 +20,10 @@
  * the one expression with real logic here: the callee is resolved, then it
  * is either a @tack.func (walked into the same module as a device function,
  * once, with its default arguments filled in), a dtype (a cast), or an
- * intrinsic from the registry (math.sqrt, tack.dot, range, print, ...).
+ * intrinsic from the registry (math.sqrt, np.sqrt, tack.dot, range, print,
+ * ...).  What cannot be called is refused by what it is: a NumPy function
+ * with the list of those kernels accept, an array constructor (np.zeros) or
+ * Tack's host API with what to do instead.
  */
 #include "frontend.h"
 

@@ -327,3 +327,38 @@ def test_bounds_checks_stay_where_an_index_can_leave_the_array():
     src = stencil_tuples.generated_source(a, out)
     body = src[src.index("a whole row"):]
     assert "omp simd" in body[:200] and "abi->fail" not in body[:body.index("} else {")]
+
+
+@tack.kernel
+def count3(out, a0, a1, a2, b0, b1, b2, c0, c1, c2):
+    for i, j, k in tack.ndrange(range(a0, a1, a2), (b0, b1, b2), range(c0, c1, c2)):
+        out[i, j, k] += 1
+
+
+@tack.kernel
+def count3_serial(out, a0, a1, a2, b0, b1, b2, c0, c1, c2):
+    for t in range(1):
+        for i, j, k in tack.ndrange(range(a0, a1, a2), (b0, b1, b2), range(c0, c1, c2)):
+            out[i, j, k] += 1
+
+
+def test_random_bounds_match_python():
+    """Any start in -8 .. 7, stop in -9 .. 8 and nonzero step, three axes: the
+    kernels visit exactly the indices Python's loops visit (each index is in
+    -8 .. 7, and negative ones wrap)."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    axis = st.tuples(st.integers(-8, 7), st.integers(-9, 8), st.integers(-4, 4).filter(bool))
+
+    @hypothesis.settings(max_examples=60, deadline=None)
+    @hypothesis.given(axis, axis, axis)
+    def check(a, b, c):
+        want = np.zeros((8, 8, 8), np.int64)
+        for idx in tack.ndrange(range(*a), b, range(*c)):
+            want[idx] += 1
+        for k in (count3, count3_serial):
+            out = np.zeros((8, 8, 8), np.int64)
+            k(out, *a, *b, *c)
+            np.testing.assert_array_equal(out, want)
+
+    check()
