@@ -288,16 +288,36 @@ def func(fn=None):
 
 
 # --------------------------------------------------------------- iteration
-def ndrange(*shape):
+def ndrange(*axes):
     """Iterate over every index of an N-dimensional range.
 
     ``for i, j in tack.ndrange(n, m)`` visits ``(i, j)`` for ``0 <= i < n`` and
-    ``0 <= j < m``; at the top level of a kernel it is one parallel loop over
-    all ``n * m`` points.  ``ndrange(a.shape)`` (one tuple) works too.
+    ``0 <= j < m``, the last axis fastest; at the top level of a kernel it is
+    one parallel loop over all ``n * m`` points.  Each axis is a size ``n``, a
+    tuple ``(start, stop)`` or ``(start, stop, step)``, or a ``range(...)``,
+    read as ``range()`` reads them: ``tack.ndrange((1, n - 1), (1, m - 1))``
+    visits a grid's interior.  A single shape stands for all the axes:
+    ``ndrange(a.shape)``, ``ndrange(*a.shape)``, or one tuple of sizes (so a
+    single axis with bounds is written ``ndrange(range(start, stop))``).
     """
-    if len(shape) == 1 and isinstance(shape[0], tuple):
-        shape = shape[0]
-    return _itertools.product(*(range(int(n)) for n in shape))
+    if len(axes) == 1 and isinstance(axes[0], tuple):
+        axes = axes[0]
+        for n in axes:
+            if isinstance(n, (tuple, range)):
+                raise TypeError("tack.ndrange(): a shape given as one tuple holds sizes, not tuples; "
+                                "write each axis as its own argument: ndrange((start, stop), (start, stop))")
+    ranges = []
+    for a in axes:
+        if isinstance(a, range):
+            ranges.append(a)
+        elif isinstance(a, tuple):
+            if len(a) not in (2, 3):
+                raise TypeError(f"tack.ndrange(): an axis given as a tuple is (start, stop) or "
+                                f"(start, stop, step), not {len(a)} values")
+            ranges.append(range(*a))
+        else:
+            ranges.append(range(a))
+    return _itertools.product(*ranges)
 
 
 # ---------------------------------------------------------------- helpers
@@ -439,3 +459,40 @@ def _build_registry():
 
 _INTRINSICS = _build_registry()
 _core._set_intrinsics(_INTRINSICS)
+
+# NumPy's spellings of the math intrinsics: NumPy's name -> the intrinsic.
+# Registered as "numpy.<intrinsic>" (lower_call.c types integer arguments as
+# NumPy does: np.sqrt of an int32 is f64, of an int8 f16; np.floor of an
+# integer is that integer), by identity of the object, so that any import
+# spelling works (import numpy as np, from numpy import sqrt).
+# np.minimum/np.maximum are not here: they propagate NaN where min/max follow
+# Python's comparisons, and np.power of integers is not the float pow.
+_NUMPY_MATH = {
+    "sqrt": "sqrt", "exp": "exp", "log": "log", "log2": "log2", "log10": "log10",
+    "sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
+    "arctan": "atan", "arctan2": "atan2", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+    "floor": "floor", "ceil": "ceil", "trunc": "trunc", "hypot": "hypot",
+    "copysign": "copysign", "fmod": "fmod", "fabs": "fabs", "absolute": "abs",
+    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+}
+_numpy_registered = False
+
+
+def _register_numpy():
+    """Add NumPy's math functions to the registry; the front end calls this
+    before each kernel it builds once the program has imported NumPy."""
+    global _numpy_registered
+    if _numpy_registered:
+        return
+    import sys
+
+    np = sys.modules.get("numpy")
+    if np is None:
+        return
+    names = dict(_NUMPY_MATH)
+    if np.floor(np.int8(1)).dtype.kind == "f":  # an older NumPy made integers float here: leave these three out
+        for name in ("floor", "ceil", "trunc"):
+            del names[name]
+    for npname, name in names.items():
+        _INTRINSICS[getattr(np, npname)] = "numpy." + name
+    _numpy_registered = True

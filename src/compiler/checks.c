@@ -24,7 +24,9 @@
  *
  * A local counts as an induction variable only when nothing but its loop
  * header defines it (lowering copies the counter into a fresh local when the
- * body assigns the loop variable).
+ * body assigns the loop variable) -- or, for an ndrange axis with bounds
+ * (ndrange((1, n - 1), ...)), when its only definition is the statement at
+ * the top of the body that sets it to lo + index (the loop's `bnd`).
  */
 #include <string.h>
 
@@ -165,6 +167,10 @@ static void ks(check_elider *k, tk_ir *s) {
                 k->stack[k->n++] = lv;
             }
         }
+        for (int j = 0; s->bnd && j + 2 < s->bnd->n && k->n < 64; j += 3) { /* ndrange((lo, hi), ...) */
+            loopv lv = {s->bnd->k[j]->local, s->bnd->k[j + 1], s->bnd->k[j + 2], 1};
+            k->stack[k->n++] = lv;
+        }
         kblock(k, s->k[s->aux]);
         k->n = saved;
         return;
@@ -264,6 +270,13 @@ static tk_ir *plus(tk_cc *C, tk_ir *e, int64_t c) {
     return b;
 }
 
+/* How many statements under s assign local v. */
+static int assignments(const tk_ir *s, int v) {
+    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == v;
+    for (int i = 0; i < s->n; i++) n += assignments(s->k[i], v);
+    return n;
+}
+
 /* Checks to move out of `loop`, appended to `out`; they are replaced by empty blocks. */
 static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
     tk_ir *body = body_of(loop);
@@ -290,6 +303,7 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
         }
         if (idx->op != IR_LOCAL) continue;
         tk_ir *lo = NULL, *hi = NULL;
+        int bounded = 0;
         if (loop->op == IR_FOR && loop->local == idx->local && loop->k[2]->op == IR_CONST && loop->k[2]->c.i == 1 &&
             ir_invariant(loop->k[0], loop) && ir_invariant(loop->k[1], loop)) {
             lo = loop->k[0];
@@ -301,10 +315,17 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
                     hi = d == 0 && loop->off ? loop->hi : loop->k[d];
                     if (!ir_invariant(lo, loop) || !ir_invariant(hi, loop)) lo = NULL;
                 }
+            for (int j = 0; loop->bnd && j + 2 < loop->bnd->n; j += 3)
+                if (loop->bnd->k[j]->local == idx->local && assignments(body, idx->local) == 1) {
+                    lo = loop->bnd->k[j + 1]; /* set once, by the body's first statements */
+                    hi = loop->bnd->k[j + 2];
+                    if (!ir_invariant(lo, loop) || !ir_invariant(hi, loop)) lo = NULL;
+                    bounded = 1;
+                }
         }
         if (!lo || !lo_plus_nonneg(lo, off)) continue;
         /* the variable must not be redefined in the body */
-        if (ir_assigns_local(body, idx->local)) continue;
+        if (!bounded && ir_assigns_local(body, idx->local)) continue;
         lo = plus(C, lo, off);
         hi = plus(C, hi, off);
         tk_ir *r = ir_new(C, IR_CHECK, ty_void(), c->line);

@@ -263,6 +263,9 @@ struct tk_ir {
     int hist;              /* PFOR: 1 + the array whose varying-index adds may go to a per-chunk
                             * private copy (privatize.c; C dialect), else 0 */
     tk_ir *off, *hi;       /* PFOR over range(lo, hi): var = index + off (NULL: 0); hi as written */
+    tk_ir *bnd;            /* PFOR: [var LOCAL, lo, hi] per axis from lo by 1 whose variable the
+                            * body's first statements set to lo + index (ndrange bounds,
+                            * lower_loop.c), for checks.c; NULL when none */
     int n, cap;
     tk_ir **k;
 };

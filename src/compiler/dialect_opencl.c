@@ -226,6 +226,7 @@ static const char PRELUDE_HEAD[] =
     "    return 0;\n"
     "}\n";
 
+/* (no variable may be called "half" here: it is a type in OpenCL C) */
 static const char PRELUDE_F16[] =
     "static float tk_h2f(uint16_t h) {\n"
     "    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;\n"
@@ -244,8 +245,8 @@ static const char PRELUDE_F16[] =
     "    if (a < 0x38800000u) {\n"
     "        if (a < 0x33000000u) return (uint16_t)s;\n"
     "        uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e;\n"
-    "        uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);\n"
-    "        if (rem > half || (rem == half && (r & 1))) r++;\n"
+    "        uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), hw = 1u << (sh - 1);\n"
+    "        if (rem > hw || (rem == hw && (r & 1))) r++;\n"
     "        return (uint16_t)(s | r);\n"
     "    }\n"
     "    uint32_t r = ((a - 0x38000000u) >> 13), rem = a & 0x1fffu;\n"

@@ -72,6 +72,8 @@ void lw_stmt(lw_state *L, tack_node *n);
 void lw_block_into(lw_state *L, tack_node *n, tk_ir *blk);
 /* lower_loop.c */
 int lw_is_range_call(tack_node *it, const char *name);
+int lw_shape_param(lw_state *L, tack_node *x);  /* a.shape: the array parameter a, else -1 */
+tk_ir *lw_shape_of(lw_state *L, int p, int d, tack_node *n);  /* extent d of array parameter p */
 void lw_for(lw_state *L, tack_node *n);
 void lw_while(lw_state *L, tack_node *n);
 /* lower_call.c */

@@ -270,8 +270,7 @@ static tk_ir *atomic_call(lw_state *L, int which, tack_node *n, int discard) {
     return r ? r : lw_mk(L, IR_CONST, ty_void(), n);
 }
 
-static tk_ir *abs_call(lw_state *L, tack_node *n) {
-    tk_ir *e = lw_expr(L, n->kids[0]);
+static tk_ir *abs_of(lw_state *L, tk_ir *e, tack_node *n) {
     if (!lw_known(e)) return lw_unknown(L, n);
     if (ty_is_float(e->ty)) return math_call(L, M_FABS, &e, 1, n);
     if (ty_is_bool(e->ty)) e = lw_cast(L, e, e->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
@@ -281,6 +280,8 @@ static tk_ir *abs_call(lw_state *L, tack_node *n) {
     u->sub = U_ABS;
     return lw_kid(L, u, e);
 }
+
+static tk_ir *abs_call(lw_state *L, tack_node *n) { return abs_of(L, lw_expr(L, n->kids[0]), n); }
 
 static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
     tk_ir *acc = lw_expr(L, n->kids[0]);
@@ -329,11 +330,44 @@ static tk_ir *dtype_call(lw_state *L, const char *name, tack_node *n) {
     return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(dt), n);
 }
 
+/* A NumPy spelling (np.sqrt, named "numpy.sqrt" by the front end) of a math
+ * intrinsic types integers as NumPy does rather than as math.sqrt does:
+ * floor, ceil and trunc keep an integer or bool as it is, abs keeps a bool,
+ * and the others compute in NumPy's float for the promoted integer type --
+ * f16 for 8-bit ints and bool, f32 for 16-bit, f64 for wider -- where the
+ * math spelling takes the default float.  Weak scalars keep Tack's rule. */
+static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tack_node *n) {
+    tk_ir *a[2] = {NULL, NULL};
+    int na = in->max_args < 2 ? in->max_args : 2;
+    for (int j = 0; j < na; j++) a[j] = lw_expr(L, n->kids[j]);
+    tk_type t = a[0]->ty;
+    for (int j = 1; j < na; j++) t = ty_promote(t, a[j]->ty);
+    if (t.kind == TY_VALUE && ty_is_scalar(t) && !ty_is_float(t)) {
+        /* recent NumPy returns integers (and bools) from floor/ceil/trunc as they are */
+        if (in->kind == TK_IK_ABS && ty_is_bool(t)) return a[0];
+        if (in->sub == M_FLOOR || in->sub == M_CEIL || in->sub == M_TRUNC) return a[0];
+        if (!t.weak && in->kind == TK_IK_MATH && !tk_math_is_predicate(in->sub)) { /* isnan(int): False in any float */
+            int bits = ty_is_bool(t) ? 8 : dt_bits((tack_dtype)t.dt);
+            tk_type f = ty_value(bits <= 8 ? TACK_F16 : bits == 16 ? TACK_F32 : TACK_F64);
+            for (int j = 0; j < na; j++) a[j] = lw_cast(L, a[j], f);
+        }
+    }
+    if (in->kind == TK_IK_ABS) return abs_of(L, a[0], n);
+    if (in->sub == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
+    return math_call(L, in->sub, a, na, n);
+}
+
 tk_ir *lw_call(lw_state *L, tack_node *n) {
     int discard = L->discard; /* the value is not used (an expression statement) */
     L->discard = 0;
     if (n->ival >= 0) return func_call(L, n);
     const char *name = n->name ? n->name : "";
+    if (!strncmp(name, "numpy.", 6)) { /* np.sqrt & co: NumPy's types for integers */
+        const tk_intrinsic *in = tk_intrinsic_find(name + 6);
+        if (!in || (in->kind != TK_IK_MATH && in->kind != TK_IK_ABS)) ERR(n, "unsupported function '%s'", name);
+        nargs_check(L, n, in->min_args, in->max_args);
+        return numpy_math(L, in, n);
+    }
     const tk_intrinsic *in = tk_intrinsic_find(name);
     if (!in) {
         tk_ir *e = dtype_call(L, name, n);

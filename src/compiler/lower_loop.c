@@ -21,9 +21,18 @@
  *                  else an index k with the variable assigned lo + k * step
  *                  at the top of the body;
  *   range_serial   a serial range loop, an IR_FOR over lo, hi, step;
- *   ndrange_sizes  the sizes of tack.ndrange(...), one per loop variable;
- *   ndrange_pfor   one parallel loop over all the axes;
- *   ndrange_serial nested serial loops, the first axis outermost.
+ *   ndrange_axes   the axes of tack.ndrange(...), one per loop variable, each
+ *                  read as range() reads its arguments: a size n, a tuple
+ *                  (start, stop[, step]) or a range(...); or one shape
+ *                  (a.shape, or a single tuple of sizes) for all of them;
+ *   ndrange_pfor   one parallel loop over all the axes, each run from 0
+ *                  over its trip count: an axis that starts elsewhere or
+ *                  steps by more than one sets its variable to lo + k * step
+ *                  at the top of the body (and, stepping by one, tells
+ *                  checks.c the variable's range through the loop's bnd), so
+ *                  the backends' grid layouts only ever see extents from 0;
+ *   ndrange_serial nested serial loops over the axes' bounds, the first axis
+ *                  outermost.
  *
  * The loop variable's type is inferred like any local's (assign_local), with
  * one rule of its own: a variable that is nothing but the index of a loop
@@ -42,35 +51,35 @@
 
 typedef struct rng { tk_ir *lo, *hi, *step; tk_type ty; } rng;
 
-/* lo, hi, step of range(...) as i64 values, and in ty the type the loop
- * variable takes: the promotion of the arguments (unknown while one is). */
-static rng lower_range(lw_state *L, tack_node *it) {
+/* lo, hi, step of the arguments args[0..na) as range() reads them, as i64
+ * values, and in ty the type the loop variable takes: the promotion of the
+ * arguments (unknown while one is).  `what` names the call in messages. */
+static rng lower_bounds(lw_state *L, tack_node *at, tack_node **args, int na, const char *what) {
     rng r;
     tk_ir *a[3];
-    int na = it->nkids;
-    if (na < 1 || na > 3) ERR(it, "range expected 1 to 3 arguments, got %d", na);
+    if (na < 1 || na > 3) ERR(at, "%s expected 1 to 3 arguments, got %d", what, na);
     tk_type t = ty_weak(TACK_I64);
     int unk = 0;
     for (int i = 0; i < na; i++) {
-        a[i] = lw_expr(L, it->kids[i]);
+        a[i] = lw_expr(L, args[i]);
         if (!lw_known(a[i])) { unk = 1; continue; }
         if (!ty_is_int(a[i]->ty) && !ty_is_bool(a[i]->ty))
-            ERR(it->kids[i], "range() arguments must be integers, not %s", TN(a[i]->ty));
+            ERR(args[i], "%s arguments must be integers, not %s", what, TN(a[i]->ty));
         t = ty_promote(t, a[i]->ty);
     }
     if (ty_is_bool(t)) t = ty_weak(TACK_I64);
     r.ty = unk ? ty_unknown() : t;
     tk_type i64 = ty_value(TACK_I64);
     if (na == 1) {
-        r.lo = ir_const_i(L->C, i64, 0, it->line);
+        r.lo = ir_const_i(L->C, i64, 0, at->line);
         r.hi = lw_cast(L, a[0], i64);
-        r.step = ir_const_i(L->C, i64, 1, it->line);
+        r.step = ir_const_i(L->C, i64, 1, at->line);
     } else {
         r.lo = lw_cast(L, a[0], i64);
         r.hi = lw_cast(L, a[1], i64);
-        r.step = na == 3 ? lw_cast(L, a[2], i64) : ir_const_i(L->C, i64, 1, it->line);
+        r.step = na == 3 ? lw_cast(L, a[2], i64) : ir_const_i(L->C, i64, 1, at->line);
     }
-    if (r.step->op == IR_CONST && r.step->c.i == 0) ERR(it, "range() arg 3 must not be zero");
+    if (r.step->op == IR_CONST && r.step->c.i == 0) ERR(at, "range() arg 3 must not be zero");
     return r;
 }
 
@@ -90,18 +99,26 @@ int lw_is_range_call(tack_node *it, const char *name) {
     return it && it->kind == TACK_N_CALL && it->ival < 0 && it->name && !strcmp(it->name, name);
 }
 
-/* The bounds of range(...), each kept in a temporary unless it cannot change. */
-static rng range_bounds(lw_state *L, tack_node *it) {
-    rng r = lower_range(L, it);
+/* The bounds of args[0..na) read as range() reads them, each kept in a
+ * temporary unless it cannot change; a step that may be zero is checked
+ * when the loop is reached (Python's ValueError, checks or not: a zero step
+ * never ends). */
+static rng axis_bounds(lw_state *L, tack_node *at, tack_node **args, int na, const char *what) {
+    rng r = lower_bounds(L, at, args, na, what);
     r.lo = bound(L, r.lo);
     r.hi = bound(L, r.hi);
     r.step = bound(L, r.step);
-    if (r.step->op == IR_CONST && r.step->c.i == 0) ERR(it, "range() arg 3 must not be zero");
-    if (lw_known(r.step) && r.step->op != IR_CONST) { /* Python's ValueError, checks or not: a zero step never ends */
-        int site = lw_site(L, CK_STEP, it->line, 0, NULL, "range() arg 3 must not be zero");
-        lw_check(L, CK_STEP, site, r.step, NULL, it->line);
+    if (r.step->op == IR_CONST && r.step->c.i == 0) ERR(at, "range() arg 3 must not be zero");
+    if (lw_known(r.step) && r.step->op != IR_CONST) {
+        int site = lw_site(L, CK_STEP, at->line, 0, NULL, "range() arg 3 must not be zero");
+        lw_check(L, CK_STEP, site, r.step, NULL, at->line);
     }
     return r;
+}
+
+/* The bounds of range(...). */
+static rng range_bounds(lw_state *L, tack_node *it) {
+    return axis_bounds(L, it, it->kids, it->nkids, "range()");
 }
 
 /* A serial loop's body, lowered one loop and one statement deeper into b. */
@@ -261,16 +278,93 @@ static void range_serial(lw_state *L, tack_node *n, rng r) {
 }
 
 /* ---------------------------------------------------------- ndrange */
-/* The sizes of tack.ndrange(...) into sz as i64 bounds; returns how many. */
-static int ndrange_sizes(lw_state *L, tack_node *t, tack_node *it, tk_ir **sz) {
-    int dims = it->nkids;
-    if (dims < 1 || dims > TACK_MAX_NDIM) ERR(it, "ndrange() takes 1 to %d sizes", TACK_MAX_NDIM);
+/* The array parameter whose shape node `x` is (a.shape), or -1. */
+int lw_shape_param(lw_state *L, tack_node *x) {
+    if (!x || x->kind != TACK_N_ATTRIBUTE || !x->name || strcmp(x->name, "shape") != 0 || x->nkids != 1 ||
+        x->kids[0]->kind != TACK_N_NAME)
+        return -1;
+    return lw_array_param(L, x->kids[0]->name);
+}
+
+/* Extent d of array parameter p, a weak i64. */
+tk_ir *lw_shape_of(lw_state *L, int p, int d, tack_node *n) {
+    tk_ir *s = lw_mk(L, IR_SHAPE, ty_weak(TACK_I64), n);
+    s->param = p;
+    s->aux = d;
+    return s;
+}
+
+/* An axis of size e: 0, e, 1. */
+static rng size_axis(lw_state *L, tack_node *at, tk_ir *e) {
+    rng r;
+    tk_type i64 = ty_value(TACK_I64);
+    r.lo = ir_const_i(L->C, i64, 0, at->line);
+    r.hi = bound(L, lw_cast(L, e, i64));
+    r.step = ir_const_i(L->C, i64, 1, at->line);
+    r.ty = ty_weak(TACK_I64);
+    return r;
+}
+
+/* The axes of tack.ndrange(...) into ax, as range() bounds; returns how
+ * many.  Each argument is a size n, a tuple (start, stop[, step]) or a
+ * range(start, stop[, step]); a single argument may instead be a whole
+ * shape: a.shape, or one tuple of sizes (ndrange((n, m)) is ndrange(n, m),
+ * as it is in Python). */
+static int ndrange_axes(lw_state *L, tack_node *t, tack_node *it, rng *ax) {
+    tack_node **args = it->kids;
+    int dims = it->nkids, shape = 0;
+    if (dims == 1) {
+        int p = lw_shape_param(L, args[0]);
+        if (p >= 0) {
+            dims = L->S->ptypes[p].ndim;
+            if (dims < 1) ERR(args[0], "ndrange() of the shape of a 0-D array has no axes");
+            shape = 2;
+        } else if (args[0]->kind == TACK_N_TUPLE) {
+            args = args[0]->kids;
+            dims = it->kids[0]->nkids;
+            shape = 1;
+        }
+    }
+    for (int d = 0; !shape && d < dims; d++)
+        if (lw_shape_param(L, args[d]) >= 0)
+            ERR(args[d], "a shape must be ndrange()'s only argument: ndrange(a.shape) or ndrange(*a.shape)");
+    if (dims < 1 || dims > TACK_MAX_NDIM) ERR(it, "ndrange() takes 1 to %d axes, got %d", TACK_MAX_NDIM, dims);
     int nt = t->kind == TACK_N_TUPLE ? t->nkids : 1;
-    if (nt != dims) ERR(t, "ndrange() with %d sizes needs %d loop variables", dims, dims);
+    if (nt != dims) {
+        if (shape == 1)
+            ERR(t, "ndrange() of one tuple of %d sizes needs %d loop variables (one tuple is a shape, as in "
+                   "ndrange(a.shape); for one axis from start to stop write range(start, stop))", dims, dims);
+        ERR(t, "ndrange() with %d axes needs %d loop variables, got %d", dims, dims, nt);
+    }
     for (int d = 0; d < dims; d++) {
-        tk_ir *e = lw_expr(L, it->kids[d]);
-        if (lw_known(e) && !ty_is_int(e->ty) && !ty_is_bool(e->ty)) ERR(it->kids[d], "ndrange() sizes must be integers, not %s", TN(e->ty));
-        sz[d] = bound(L, lw_cast(L, e, ty_value(TACK_I64)));
+        if (shape == 2) {
+            ax[d] = size_axis(L, it, lw_shape_of(L, lw_shape_param(L, it->kids[0]), d, it));
+            continue;
+        }
+        tack_node *a = args[d];
+        if (!shape && a->kind == TACK_N_TUPLE) {
+            if (a->nkids < 2 || a->nkids > 3)
+                ERR(a, "an ndrange() axis given as a tuple is (start, stop) or (start, stop, step), not %d "
+                       "values", a->nkids);
+            ax[d] = axis_bounds(L, a, a->kids, a->nkids, "ndrange() bounds");
+            ax[d].ty = ty_weak(TACK_I64);
+            continue;
+        }
+        if (lw_is_range_call(a, "range")) {
+            ax[d] = axis_bounds(L, a, a->kids, a->nkids, "range()");
+            ax[d].ty = ty_weak(TACK_I64);
+            continue;
+        }
+        if (a->kind == TACK_N_TUPLE)
+            ERR(a, "a shape given as one tuple holds sizes, not tuples; write each axis as its own "
+                   "argument: ndrange((start, stop), (start, stop))");
+        if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0)
+            ERR(a, "ndrange() takes sizes, not an array: write ndrange(%s.shape)", a->name);
+        tk_ir *e = lw_expr(L, a);
+        if (lw_known(e) && !ty_is_int(e->ty) && !ty_is_bool(e->ty))
+            ERR(a, "ndrange() arguments are sizes (n), bounds ((start, stop[, step]) or range(...)) or one "
+                   "shape (a.shape); a size must be an integer, not %s", TN(e->ty));
+        ax[d] = size_axis(L, a, e);
     }
     return dims;
 }
@@ -282,33 +376,71 @@ static tack_node *ndrange_var(lw_state *L, tack_node *t, int dims, int d) {
     return v;
 }
 
+static int axis_is_plain(rng r) {
+    return r.lo->op == IR_CONST && r.lo->c.i == 0 && r.step->op == IR_CONST && r.step->c.i == 1;
+}
+
+/* The local of loop variable v, made a weak i64 (every ndrange variable is). */
+static int ndrange_local(lw_state *L, tack_node *v) {
+    int loc = lw_target_local(L, v);
+    tk_local *l = &L->S->locals[loc];
+    if (!ty_eq(l->ty, ty_weak(TACK_I64))) {
+        if (l->ty.kind != TY_UNKNOWN) ERR(v, "loop variable '%s' is also assigned a %s", l->name, TN(l->ty));
+        l->ty = ty_weak(TACK_I64);
+        L->changed = 1;
+    }
+    return loc;
+}
+
 /* for i, j in ndrange(...) at the top of a kernel: one parallel loop over
- * all the axes, each variable a weak i64 of the loop's scope. */
-static void ndrange_pfor(lw_state *L, tack_node *n, tk_ir **sz, int dims) {
+ * all the axes, each variable a weak i64 of the loop's scope.  An axis from
+ * 0 by 1 is the loop's own index; a 1-D axis by 1 from elsewhere is the
+ * index offset by its start (pf->off, as range(lo, hi) does); any other
+ * axis runs an index k over its trip count and the body starts by
+ * assigning lo + k * step to the variable, so the grid layouts see only
+ * extents from 0. */
+static void ndrange_pfor(lw_state *L, tack_node *n, rng *ax, int dims) {
     tack_node *t = n->kids[0], *body = n->kids[2];
     int id = L->npfor++;
     tk_ir *pf = pfor_new(L, n, dims);
-    for (int d = 0; d < dims; d++) ir_push(L->C, pf, sz[d]);
+    int offset = dims == 1 && !axis_is_plain(ax[0]) && ax[0].step->op == IR_CONST && ax[0].step->c.i == 1;
+    for (int d = 0; d < dims; d++) ir_push(L->C, pf, trip_count(L, n, ax[d], axis_is_plain(ax[d])));
     int saved_pfor = L->pfor;
     L->pfor = id;
+    tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
     for (int d = 0; d < dims; d++) {
         tack_node *v = ndrange_var(L, t, dims, d);
-        int loc = lw_target_local(L, v);
-        tk_local *l = &L->S->locals[loc];
-        if (!ty_eq(l->ty, ty_weak(TACK_I64))) {
-            if (l->ty.kind != TY_UNKNOWN) ERR(v, "loop variable '%s' is also assigned a %s", l->name, TN(l->ty));
-            l->ty = ty_weak(TACK_I64);
-            L->changed = 1;
+        int loc = ndrange_local(L, v);
+        if (axis_is_plain(ax[d])) {
+            pf->vars[d] = loc;
+        } else if (offset) {
+            pf->vars[d] = loc;
+            pf->off = ax[d].lo;
+            pf->hi = ax[d].hi;
+        } else {
+            int k = lw_temp(L, ty_value(TACK_I64));
+            pf->vars[d] = k;
+            tk_ir *saved = L->blk;
+            L->blk = b;
+            tk_type i64 = ty_value(TACK_I64);
+            tk_ir *kv = lw_local_ref(L, k, n->line);
+            tk_ir *x = lw_bin(L, B_ADD, i64, ax[d].lo, lw_bin(L, B_MUL, i64, kv, ax[d].step, n->line), n->line);
+            lw_assign_local(L, loc, lw_cast(L, x, ty_weak(TACK_I64)), v);
+            L->blk = saved;
+            if (ax[d].step->op == IR_CONST && ax[d].step->c.i == 1) { /* v in [lo, hi): for checks.c */
+                if (!pf->bnd) pf->bnd = lw_mk(L, IR_BLOCK, ty_void(), n);
+                ir_push(L->C, pf->bnd, lw_local_ref(L, loc, n->line));
+                ir_push(L->C, pf->bnd, ax[d].lo);
+                ir_push(L->C, pf->bnd, ax[d].hi);
+            }
         }
-        pf->vars[d] = loc;
     }
-    tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
     pfor_body(L, pf, n, b, saved_pfor);
 }
 
-/* for i, j in ndrange(...) anywhere else: nested serial loops from 0 by 1,
- * the first axis outermost, the body in the innermost. */
-static void ndrange_serial(lw_state *L, tack_node *n, tk_ir **sz, int dims) {
+/* for i, j in ndrange(...) anywhere else: nested serial loops over each
+ * axis's bounds, the first axis outermost, the body in the innermost. */
+static void ndrange_serial(lw_state *L, tack_node *n, rng *ax, int dims) {
     tack_node *t = n->kids[0], *body = n->kids[2];
     tk_ir *outer = NULL, *inner_blk = NULL;
     for (int d = 0; d < dims; d++) {
@@ -318,9 +450,9 @@ static void ndrange_serial(lw_state *L, tack_node *n, tk_ir **sz, int dims) {
         if (l->ty.kind == TY_UNKNOWN) { l->ty = ty_weak(TACK_I64); L->changed = 1; }
         tk_ir *f = lw_mk(L, IR_FOR, ty_void(), n);
         f->local = loc;
-        ir_push(L->C, f, ir_const_i(L->C, ty_value(TACK_I64), 0, n->line));
-        ir_push(L->C, f, sz[d]);
-        ir_push(L->C, f, ir_const_i(L->C, ty_value(TACK_I64), 1, n->line));
+        ir_push(L->C, f, ax[d].lo);
+        ir_push(L->C, f, ax[d].hi);
+        ir_push(L->C, f, ax[d].step);
         tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
         ir_push(L->C, f, b);
         if (!outer) lw_emit(L, f);
@@ -340,10 +472,10 @@ void lw_for(lw_state *L, tack_node *n) {
         ERR(it, "for loops must iterate over range(...) or tack.ndrange(...)");
     int parallel = L->is_kernel && L->depth == 0 && L->pfor < 0;
     if (nd) {
-        tk_ir *sz[TACK_MAX_NDIM];
-        int dims = ndrange_sizes(L, t, it, sz);
-        if (parallel) ndrange_pfor(L, n, sz, dims);
-        else ndrange_serial(L, n, sz, dims);
+        rng ax[TACK_MAX_NDIM];
+        int dims = ndrange_axes(L, t, it, ax);
+        if (parallel) ndrange_pfor(L, n, ax, dims);
+        else ndrange_serial(L, n, ax, dims);
         return;
     }
     if (t->kind != TACK_N_NAME) ERR(t, "the target of a range() loop must be a name");

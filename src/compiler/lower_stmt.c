@@ -234,6 +234,13 @@ static void assign_target(lw_state *L, tack_node *t, tk_ir *v) {
 static void lower_assign(lw_state *L, tack_node *n) {
     if (n->nkids != 2) ERR(n, "malformed assignment");
     tack_node *t = n->kids[0], *vn = n->kids[1];
+    int sp = t->kind == TACK_N_TUPLE ? lw_shape_param(L, vn) : -1;
+    if (sp >= 0) { /* n, m = a.shape: one extent per name, as many as the array has */
+        int nd = L->S->ptypes[sp].ndim;
+        if (nd != t->nkids) ERR(n, "cannot unpack the shape of the %d-D array '%s' into %d names", nd, vn->kids[0]->name, t->nkids);
+        for (int i = 0; i < nd; i++) assign_target(L, t->kids[i], lw_shape_of(L, sp, i, vn));
+        return;
+    }
     if (t->kind == TACK_N_TUPLE && vn->kind == TACK_N_TUPLE) {
         if (t->nkids != vn->nkids) ERR(n, "cannot unpack %d values into %d names", vn->nkids, t->nkids);
         tk_ir **vals = tk_alloc(&L->C->arena, sizeof(tk_ir *) * (size_t)(vn->nkids + 1));

@@ -620,6 +620,16 @@ int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, in
         return -1;
     }
     mc.intrinsics = Py_NewRef(st->kernel_extra);
+    if (PyDict_GetItemString(PyImport_GetModuleDict(), "numpy")) {
+        /* NumPy's math functions join the registry once the program has
+         * imported NumPy (Tack itself does not import it). */
+        PyObject *kernels = PyImport_ImportModule("tack._kernels");
+        PyObject *r = kernels ? PyObject_CallMethod(kernels, "_register_numpy", NULL) : NULL;
+        Py_XDECREF(kernels);
+        if (!r)
+            goto done;
+        Py_DECREF(r);
+    }
     mc.ast = PyImport_ImportModule("ast");
     mc.memo = PyDict_New();
     mc.in_progress = PyList_New(0);

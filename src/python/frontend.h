@@ -122,7 +122,9 @@ int fe_env_init(fe_func *f, PyObject *fn, PyObject *body);
 /* The object a free name or module attribute chain denotes: 1 (*out new
  * ref), 0 for a local or another expression, -1 with CompileError. */
 int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out);
-/* The DType id of `obj`, or -1. */
+/* NumPy if the program imported it (borrowed), else NULL. */
+PyObject *fe_numpy(fe_func *f);
+/* The DType id of `obj` (a tack dtype or a NumPy scalar type), or -1. */
 int fe_dtype_of(fe_func *f, PyObject *obj);
 /* The registry's intrinsic name of `obj` (borrowed), or NULL. */
 const char *fe_intrinsic_name(fe_func *f, PyObject *obj);

@@ -13,7 +13,11 @@
  *   math.* / tack.* / builtins     -> intrinsic calls, recognized by identity
  *                                      through the registry that tack._kernels
  *                                      hands over with _core._set_intrinsics
- *   dtype objects (tack.f32)       -> a cast when called, TYPE otherwise
+ *   np.sqrt & co                   -> the same, named "numpy.sqrt" (NumPy's
+ *                                      types for integers); the registry gets
+ *                                      them once the program imports NumPy
+ *   dtype objects (tack.f32) and
+ *   NumPy scalar types (np.int64)  -> a cast when called, TYPE otherwise
  *   @tack.func objects             -> device functions (frontend_expr.c)
  *   modules                        -> followed through attribute chains
  *                                      (math.pi, tack.vec3, np.pi, ...)
@@ -146,11 +150,40 @@ int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out) {
 
 /* ----------------------------------------------------------------- values */
 
-/* The DType id of `obj`, or -1 if it is not a tack dtype object. */
+/* NumPy, when the program has imported it (borrowed), else NULL: a kernel
+ * can only name NumPy's objects once its module has imported NumPy. */
+PyObject *fe_numpy(fe_func *f) {
+    PyObject *np = f->mc->st->numpy;
+    return np ? np : PyDict_GetItemString(PyImport_GetModuleDict(), "numpy");
+}
+
+/* 1 when `obj` is a NumPy scalar type (np.float32, np.int64, ...); 0 else. */
+static int is_numpy_type(fe_func *f, PyObject *obj) {
+    PyObject *np, *generic;
+    int r;
+    if (!PyType_Check(obj) || !(np = fe_numpy(f)))
+        return 0;
+    generic = PyObject_GetAttrString(np, "generic");
+    r = generic && PyType_Check(generic) ? PyObject_IsSubclass(obj, generic) : 0;
+    Py_XDECREF(generic);
+    if (r < 0)
+        PyErr_Clear();
+    return r == 1;
+}
+
+/* The DType id of `obj` -- a tack dtype object, or a NumPy scalar type of a
+ * dtype Tack has (np.float32 is tack.f32: a cast when called, a type in an
+ * annotation) -- or -1. */
 int fe_dtype_of(fe_func *f, PyObject *obj) {
     tpy_state *st = f->mc->st;
+    tack_dtype dt;
     if (st->DTypeType && PyObject_TypeCheck(obj, st->DTypeType))
         return (int)((TackDTypeObject *)obj)->id;
+    if (is_numpy_type(f, obj)) {
+        if (tpy_dtype_from_object(st, obj, &dt) == 0)
+            return (int)dt;
+        PyErr_Clear();
+    }
     return -1;
 }
 

@@ -20,7 +20,10 @@
  * the one expression with real logic here: the callee is resolved, then it
  * is either a @tack.func (walked into the same module as a device function,
  * once, with its default arguments filled in), a dtype (a cast), or an
- * intrinsic from the registry (math.sqrt, tack.dot, range, print, ...).
+ * intrinsic from the registry (math.sqrt, np.sqrt, tack.dot, range, print,
+ * ...).  What cannot be called is refused by what it is: a NumPy function
+ * with the list of those kernels accept, an array constructor (np.zeros) or
+ * Tack's host API with what to do instead.
  */
 #include "frontend.h"
 
@@ -151,6 +154,11 @@ static tack_node *fe_constant(fe_func *f, PyObject *e, int flags) {
     return n;
 }
 
+/* What a slice in a kernel is told. */
+#define SLICE_REFUSED                                                                              \
+    "slices are not supported in kernels: a kernel reads and writes one element at a time; "      \
+    "write the loop instead, e.g. 'for i in range(lo, hi): a[i] = b[i]' for 'a[lo:hi] = b[lo:hi]'"
+
 /* Subscript: [value, index...]; a[i, j] has two indices. */
 tack_node *fe_subscript(fe_func *f, PyObject *e) {
     PyObject *slice = NULL;
@@ -170,12 +178,17 @@ tack_node *fe_subscript(fe_func *f, PyObject *e) {
         PyObject *elts = fe_get_list(slice, "elts");
         if (!elts)
             goto fail;
+        if (PyList_GET_SIZE(elts) == 0) {
+            Py_DECREF(elts);
+            fe_error(f, e, "an empty index, x[()], is not supported in kernels: pass the value of a 0-D "
+                           "array as a scalar argument, or make it a 1-element array and write x[0]");
+            goto fail;
+        }
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elts); i++) {
             PyObject *item = PyList_GET_ITEM(elts, i);
             if (fe_is_kind(item, "Slice")) {
                 Py_DECREF(elts);
-                fe_error(f, item, "slices are not supported in kernels; index one element at a "
-                                  "time");
+                fe_error(f, item, SLICE_REFUSED);
                 goto fail;
             }
             if (fe_add(n, fe_expr(f, item, 0), f) < 0) {
@@ -185,7 +198,7 @@ tack_node *fe_subscript(fe_func *f, PyObject *e) {
         }
         Py_DECREF(elts);
     } else if (fe_is_kind(slice, "Slice")) {
-        fe_error(f, slice, "slices are not supported in kernels; index one element at a time");
+        fe_error(f, slice, SLICE_REFUSED);
         goto fail;
     } else if (fe_add(n, fe_expr(f, slice, 0), f) < 0) {
         goto fail;
@@ -275,12 +288,78 @@ static void refuse_local_callee(fe_func *f, PyObject *func) {
     }
 }
 
+/* "numpy" or "tack" when `obj` is one of theirs (by its __module__), else NULL. */
+static const char *fe_origin(fe_func *f, PyObject *obj) {
+    PyObject *m = PyObject_GetAttrString(obj, "__module__");
+    const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL, *r = NULL;
+    (void)f;
+    if (s && (strcmp(s, "numpy") == 0 || strncmp(s, "numpy.", 6) == 0))
+        r = "numpy";
+    else if (s && (strcmp(s, "tack") == 0 || strncmp(s, "tack.", 5) == 0))
+        r = "tack";
+    Py_XDECREF(m);
+    PyErr_Clear();
+    return r;
+}
+
+/* Whether `obj` is a function that makes a new array (np.zeros, tack.empty, ...). */
+static int is_array_maker(PyObject *obj) {
+    static const char *makers[] = {"zeros", "ones", "empty", "full", "array", "asarray", "zeros_like",
+                                   "ones_like", "empty_like", "full_like", "arange", "linspace"};
+    PyObject *name = PyObject_GetAttrString(obj, "__name__");
+    const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    int r = 0;
+    for (size_t i = 0; s && i < sizeof makers / sizeof makers[0]; i++)
+        r |= strcmp(s, makers[i]) == 0;
+    Py_XDECREF(name);
+    PyErr_Clear();
+    return r;
+}
+
+/* Refuse a NumPy function that is no intrinsic, naming the ones that are:
+ * those the registry holds as "numpy.<intrinsic>", by NumPy's names. */
+static void refuse_numpy(fe_func *f, PyObject *func, PyObject *src) {
+    PyObject *names = PyList_New(0), *key, *value, *sep = NULL, *text = NULL;
+    Py_ssize_t pos = 0;
+    while (names && PyDict_Next(f->mc->intrinsics, &pos, &key, &value)) {
+        const char *v = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : NULL;
+        PyObject *n;
+        if (!v || strncmp(v, "numpy.", 6) != 0)
+            continue;
+        n = PyObject_GetAttrString(key, "__name__");
+        if (!n || PySequence_Contains(names, n) == 1 || PyList_Append(names, n) < 0)
+            PyErr_Clear();
+        Py_XDECREF(n);
+    }
+    if (names && PyList_Sort(names) == 0 && (sep = PyUnicode_FromString(", ")) != NULL)
+        text = PyUnicode_Join(sep, names);
+    PyErr_Clear();
+    fe_error(f, func, "%U is not supported in kernels; the NumPy functions kernels accept are: %U "
+                      "(and the casts np.float32(x), np.int64(x), ..., and the constants np.pi, "
+                      "np.e, ...)", src, text ? text : src);
+    Py_XDECREF(names);
+    Py_XDECREF(sep);
+    Py_XDECREF(text);
+}
+
 /* Refuse a callee `obj` that is neither a @tack.func, a dtype nor an intrinsic. */
 static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj) {
     PyObject *src = fe_unparse(f, func);
+    const char *origin;
     if (!src)
         return;
-    if (PyFunction_Check(obj))
+    origin = fe_origin(f, obj);
+    if (origin && is_array_maker(obj))
+        fe_error(f, func, "'%U' creates an array; arrays cannot be created inside a kernel (local "
+                          "arrays are not supported yet): create it outside and pass it as an "
+                          "argument", src);
+    else if (origin && strcmp(origin, "numpy") == 0)
+        refuse_numpy(f, func, src);
+    else if (origin && strcmp(origin, "tack") == 0)
+        fe_error(f, func, "'%U' is Tack's host API and cannot be called in a kernel; kernels call "
+                          "the math, vector and atomic functions of tack, math.*, NumPy's math "
+                          "functions and @tack.func functions", src);
+    else if (PyFunction_Check(obj))
         fe_error(f, func, "function '%U' is not a @tack.func; decorate it with @tack.func "
                           "to call it from a kernel", src);
     else if (PyType_Check(obj))
@@ -329,6 +408,29 @@ done:
     return r;
 }
 
+/* The arguments of tack.ndrange(...): as any call's, except that a single
+ * starred argument, ndrange(*a.shape), is the shape itself: ndrange(a.shape)
+ * means the same (the compiler expands a shape into its axes). */
+static int ndrange_args(fe_func *f, PyObject *e, tack_node *n) {
+    PyObject *args = fe_get_list(e, "args");
+    int r;
+    if (!args)
+        return -1;
+    r = 0;
+    for (Py_ssize_t i = 0; PyList_GET_SIZE(args) > 1 && i < PyList_GET_SIZE(args); i++)
+        if (fe_is_kind(PyList_GET_ITEM(args, i), "Starred"))
+            r = fe_error(f, PyList_GET_ITEM(args, i), "a starred shape must be ndrange()'s only "
+                         "argument: ndrange(*a.shape) (or ndrange(a.shape))");
+    if (r < 0)
+        ;
+    else if (PyList_GET_SIZE(args) == 1 && fe_is_kind(PyList_GET_ITEM(args, 0), "Starred"))
+        r = fe_add(n, fe_field(f, PyList_GET_ITEM(args, 0), "value", 0), f);
+    else
+        r = fe_expr_list(f, e, "args", n, 0);
+    Py_DECREF(args);
+    return r;
+}
+
 /* Call: a @tack.func, a dtype (a cast: f32(x)) or an intrinsic, by what the
  * callee resolves to; the CALL node names it (index -1 for all but a
  * device function). */
@@ -370,8 +472,12 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
         goto done;
     }
     tack_node_set_int(n, -1);
-    if (fe_expr_list(f, e, "args", n, strcmp(iname, "print") == 0 ? FE_ALLOW_STR : 0) < 0)
+    if (strcmp(iname, "ndrange") == 0) {
+        if (ndrange_args(f, e, n) < 0)
+            goto done;
+    } else if (fe_expr_list(f, e, "args", n, strcmp(iname, "print") == 0 ? FE_ALLOW_STR : 0) < 0) {
         goto done;
+    }
     f->last_intrinsic = iname;
     result = n;
 done:

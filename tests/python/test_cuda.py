@@ -188,6 +188,21 @@ def tuples(a, q, r, lo_hi):
         q[i], r[i] = divmod_f(a[i], 3)
 
 
+@tack.kernel
+def stencil_bounds(a, out):
+    n, m = a.shape
+    for i, j in tack.ndrange((1, n - 1), range(m - 2, 0, -1)):
+        out[i, j] = a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1] - 4 * a[i, j]
+
+
+@tack.kernel
+def strided_shape(a, lo, step):
+    for i in tack.ndrange(range(lo, a.shape[0], step)):
+        a[i] = a[i] + 1.0
+    for i in tack.ndrange(*a.shape):
+        a[i] = a[i] * 2.0
+
+
 def language_cases():
     rng = np.random.default_rng(7)
     f32 = rng.standard_normal(1000).astype(np.float32)
@@ -214,6 +229,9 @@ def language_cases():
     yield "tuples", tuples, lambda: (ti.copy(), np.zeros_like(ti), np.zeros_like(ti), np.zeros(2, np.int64)), (1, 2, 3)
     yield "early_return", early, lambda: (np.arange(6.0), np.zeros(6), np.array([1], np.int32)), (1,)
     yield "no_return", early, lambda: (np.arange(6.0), np.zeros(6), np.array([0], np.int32)), (1,)
+    grid = rng.standard_normal((19, 23))
+    yield "stencil_bounds", stencil_bounds, lambda: (grid.copy(), np.zeros((19, 23))), (1,)
+    yield "strided_shape", strided_shape, lambda: (np.arange(40.0), 3, 7), (0,)
     yield "locals_private", maybe, lambda: (np.array([1.0, -1.0, 2.0, -3.0, -4.0, 5.0] * 50), np.full(300, 9.0)), (1,)
 
 
@@ -288,7 +306,8 @@ def test_language_suite_compiles_for_cuda(tmp_path):
     env = dict(os.environ)
     env["TACK_CUDA_CAPTURE"] = str(out)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
-    files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py")]
+    files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
+                                     "test_ndrange_bounds.py", "test_numpy_spellings.py")]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files],
                           env=env, capture_output=True, text=True, timeout=600)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]

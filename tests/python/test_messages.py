@@ -1,0 +1,82 @@
+"""What the kernel language refuses, it refuses with a message that says what
+to write instead: empty indices, slices, creating arrays, Tack's host API
+and NumPy functions that are no intrinsics (ndrange's arguments are in
+test_ndrange_bounds.py)."""
+
+import numpy as np
+import pytest
+
+import tack
+
+
+@tack.kernel
+def empty_index(x, out):
+    for i in range(out.shape[0]):
+        out[i] = x[()]
+
+
+@tack.kernel
+def slice_read(x, out):
+    for i in range(1):
+        out[0] = x[1:3]
+
+
+@tack.kernel
+def slice_write(x):
+    for i in range(1):
+        x[:, 0] = 1.0
+
+
+@tack.kernel
+def tack_zeros(out):
+    for i in range(out.shape[0]):
+        tmp = tack.zeros(8, tack.f32)
+        out[i] = tmp[0]
+
+
+@tack.kernel
+def np_empty(out):
+    for i in range(out.shape[0]):
+        tmp = np.empty(8)
+        out[i] = tmp[0]
+
+
+@tack.kernel
+def host_api(out):
+    for i in range(out.shape[0]):
+        tack.synchronize()
+
+
+@tack.kernel
+def np_sum(out):
+    for i in range(out.shape[0]):
+        out[i] = np.sum(out[i])
+
+
+@pytest.mark.parametrize("k, args, msg, at", [
+    (empty_index, (np.zeros(()), np.zeros(2)), r"an empty index, x\[\(\)\], is not supported in kernels: pass "
+                                                r"the value of a 0-D array as a scalar argument", "x[()]"),
+    (slice_read, (np.zeros(4), np.zeros(2)), r"slices are not supported in kernels: .*write the loop instead, "
+                                             r"e.g. 'for i in range\(lo, hi\): a\[i\] = b\[i\]'", "1:3"),
+    (slice_write, (np.zeros((2, 2)),), r"slices are not supported in kernels", ":"),
+    (tack_zeros, (np.zeros(2),), r"'tack.zeros' creates an array; arrays cannot be created inside a kernel "
+                                 r"\(local arrays are not supported yet\)", "tack.zeros"),
+    (np_empty, (np.zeros(2),), r"'np.empty' creates an array; arrays cannot be created inside a kernel", "np.empty"),
+    (host_api, (np.zeros(2),), r"'tack.synchronize' is Tack's host API and cannot be called in a kernel",
+     "tack.synchronize"),
+    (np_sum, (np.zeros(2),), r"np.sum is not supported in kernels; the NumPy functions kernels accept are: "
+                             r"absolute, arccos, .*sqrt.*\(and the casts np.float32\(x\)", "np.sum"),
+])
+def test_refusals_say_what_to_write(k, args, msg, at):
+    with pytest.raises(tack.CompileError, match=msg) as e:
+        k(*args)
+    assert e.value.offset == e.value.text.index(at) + 1, (e.value.text, e.value.offset)
+
+
+def test_the_old_messages_are_gone():
+    with pytest.raises(tack.CompileError) as e:
+        tack_zeros(np.zeros(2))
+    assert "@tack.func" not in e.value.msg
+    with pytest.raises(tack.CompileError) as e:
+        empty_index(np.zeros(()), np.zeros(2))
+    assert "malformed" not in e.value.msg

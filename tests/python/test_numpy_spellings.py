@@ -1,0 +1,188 @@
+"""NumPy's spellings in kernels: np.sqrt & co are the math intrinsics, with
+NumPy's result types for integer arguments; np.float32(x), np.int64(x), ...
+are casts; np.pi and np.e are constants.  Resolved by identity of the
+object, so any import spelling works.  Each result is compared with what
+NumPy itself computes, element by element."""
+
+import math
+
+import numpy
+import numpy as np
+import pytest
+from numpy import arctan2 as my_atan2
+from numpy import sqrt
+
+import tack
+
+UNARY = ["sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
+         "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "fabs", "absolute", "isnan", "isinf", "isfinite"]
+BINARY = ["arctan2", "hypot", "copysign", "fmod"]
+
+
+def make_unary(name):
+    fn = getattr(np, name)
+
+    @tack.kernel
+    def k(x, out):
+        for i in range(x.shape[0]):
+            out[i] = fn(x[i])
+    return k
+
+
+def make_binary(name):
+    fn = getattr(np, name)
+
+    @tack.kernel
+    def k(x, y, out):
+        for i in range(x.shape[0]):
+            out[i] = fn(x[i], y[i])
+    return k
+
+
+def close(got, want, dt):
+    want = np.asarray(want)
+    if want.dtype.kind in "fc":
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-6 if dt == np.float32 else 1e-12,
+                                   atol=1e-30, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+FLOATS = np.array([0.25, 0.5, 0.9, -0.3, 2.0, -7.5, 0.0, np.inf, -np.inf, np.nan])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_on_floats_matches_numpy(name, dt):
+    x = FLOATS.astype(dt)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    out = np.zeros(len(x), want.dtype)
+    make_unary(name)(x, out)
+    close(out, want, dt)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32])
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_on_integers_has_numpys_result_type(name, dt):
+    """np.sqrt of an int32 is f64 and of an int8 f16 (math.sqrt of either is
+    the default float, f32); np.floor of an integer is the integer."""
+    x = np.array([0, 1, 2, 3, 7, 100], dt)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    k = make_unary(name)
+    out = np.zeros(len(x), want.dtype)
+    k(x, out)
+    close(out, want, want.dtype.type)
+    ir = k.ir(x, out)
+    if want.dtype.kind == "f":
+        assert {np.float16: "f16", np.float32: "f32", np.float64: "f64"}[want.dtype.type] in ir
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int16, np.int64])
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_matches_numpy(name, dt):
+    x = np.array([1, -2, 3, 5, -7, 0], dt)
+    y = np.array([2, 3, -1, 0.5 if dt in (np.float32, np.float64) else 4, 2, 1], dt)
+    want = getattr(np, name)(x, y)
+    out = np.zeros(len(x), want.dtype)
+    make_binary(name)(x, y, out)
+    close(out, want, want.dtype.type)
+
+
+@tack.kernel
+def spellings(x, out):
+    for i in range(x.shape[0]):
+        out[0, i] = numpy.sqrt(x[i])          # import numpy
+        out[1, i] = sqrt(x[i])                # from numpy import sqrt
+        out[2, i] = my_atan2(x[i], 1.0)       # from numpy import arctan2 as my_atan2
+        out[3, i] = np.pi * x[i] + np.e
+        out[4, i] = np.float32(x[i] / 3)      # a cast, like tack.f32
+        out[5, i] = np.int64(x[i] * 2.7)      # truncates toward zero, as int() does
+        out[6, i] = np.abs(-x[i]) + math.sqrt(x[i]) * 0
+
+
+def test_any_import_spelling_works():
+    x = np.array([0.5, 2.0, 9.0])
+    out = np.zeros((7, 3))
+    spellings(x, out)
+    np.testing.assert_allclose(out[0], np.sqrt(x))
+    np.testing.assert_allclose(out[1], np.sqrt(x))
+    np.testing.assert_allclose(out[2], np.arctan2(x, 1.0))
+    np.testing.assert_allclose(out[3], np.pi * x + np.e)
+    np.testing.assert_array_equal(out[4], np.float32(x / 3).astype(np.float64))
+    np.testing.assert_array_equal(out[5], (x * 2.7).astype(np.int64))
+    np.testing.assert_array_equal(out[6], x)
+
+
+@tack.kernel
+def casts(x, out):
+    for i in range(x.shape[0]):
+        a: np.float64 = x[i]
+        out[0, i] = np.int8(x[i])
+        out[1, i] = np.uint8(np.int64(x[i]))
+        out[2, i] = np.float32(a)
+        out[3, i] = np.bool_(x[i])
+        out[4, i] = tack.i8(x[i])
+
+
+def test_casts_are_tacks_casts():
+    x = np.array([1.7, -2.5, 0.0, 130.0])
+    out = np.zeros((5, 4))
+    casts(x, out)
+    np.testing.assert_array_equal(out[0], out[4])
+    np.testing.assert_array_equal(out[1], np.array([1, -2, 0, 130], np.int64).astype(np.uint8))
+    np.testing.assert_array_equal(out[2], x.astype(np.float32))
+    np.testing.assert_array_equal(out[3], x != 0)
+    src = casts.generated_source(x, out)
+    assert "int8_t" in src
+
+
+@tack.kernel
+def minmax_abs(a, b, out_min, out_max, out_abs):
+    for i in range(a.shape[0]):
+        out_min[i] = min(a[i], b[i])
+        out_max[i] = max(a[i], b[i], 3)
+        out_abs[i] = abs(a[i])
+
+
+def test_min_max_abs_promote_as_numpy():
+    """min/max promote their arguments as NumPy's binary operators do (NEP 50:
+    a Python int is weak), and abs keeps the type: int8 wraps at -128."""
+    a = np.array([-128, 5, -3], np.int8)
+    b = np.array([1000, -7, 2], np.int16)
+    out_min, out_max, out_abs = np.zeros(3, np.int16), np.zeros(3, np.int16), np.zeros(3, np.int8)
+    minmax_abs(a, b, out_min, out_max, out_abs)
+    assert out_min.tolist() == np.minimum(a, b).tolist()
+    assert out_max.tolist() == np.maximum(np.maximum(a, b), 3).tolist()
+    assert out_abs.tolist() == np.abs(a).tolist() == [-128, 5, 3]
+    ir = minmax_abs.ir(a, b, out_min, out_max, out_abs)
+    assert "i16" in ir
+
+
+@tack.kernel
+def uses_norm(x, out):
+    for i in range(x.shape[0]):
+        out[i] = np.linalg.norm(x[i])
+
+
+@tack.kernel
+def uses_minimum(x, out):
+    for i in range(x.shape[0]):
+        out[i] = np.minimum(x[i], 0.0)
+
+
+@tack.kernel
+def uses_complex(x, out):
+    for i in range(x.shape[0]):
+        out[i] = np.complex64(x[i])
+
+
+def test_unsupported_numpy_functions_name_the_supported_ones():
+    for k in (uses_norm, uses_minimum):
+        with pytest.raises(tack.CompileError) as e:
+            k(np.zeros(2), np.zeros(2))
+        assert "is not supported in kernels; the NumPy functions kernels accept are: " in e.value.msg
+        assert "arcsin" in e.value.msg and "sqrt" in e.value.msg and "np.float32(x)" in e.value.msg
+    with pytest.raises(tack.CompileError, match="np.complex64"):
+        uses_complex(np.zeros(2), np.zeros(2))
