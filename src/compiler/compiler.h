@@ -14,6 +14,7 @@
  *   checks.c      bounds-check elision and hoisting
  *   strength.c    invariant code motion, fast division by invariant divisors
  *   privatize.c   a[k] += v on a fixed cell becomes a per-chunk sum
+ *   depend.c      the race check of parallel loops (before the optimizing passes)
  *   emit.c        IR -> C-family source through a dialect of hooks (dialect_c.c,
  *                 dialect_cuda.c); emit_cpu.c is the C dialect's kernel layout
  *   ir_dump.c     the textual IR (tack_program_ir, TACK_DUMP=ir)
@@ -307,6 +308,13 @@ typedef struct tk_spec {
 
 typedef struct tk_dialect tk_dialect;
 
+/* A warning of the compile (depend.c's possible races), handed to the program. */
+typedef struct tk_warning {
+    int line;
+    const char *file;
+    const char *message;
+} tk_warning;
+
 /* The compile context, one per tack_compile. */
 typedef struct tk_cc {
     tk_arena arena;
@@ -324,12 +332,16 @@ typedef struct tk_cc {
     const char *err_file;
     int err_line, err_col;
     int uses_vec, uses_f16, uses_print, uses_atomic;
+    tk_warning *warns;        /* what the compile warns of (tk_warn) */
+    int nwarns, capwarns;
 } tk_cc;
 
 /* Raise a compile error at line/col (longjmp to the driver). */
 _Noreturn void tk_error(tk_cc *C, int func, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 _Noreturn void tk_oom(tk_cc *C);
+/* Record a warning at line of function func (the same text at the same place once). */
+void tk_warn(tk_cc *C, int func, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* IR construction (arena) */
 tk_ir *ir_new(tk_cc *C, int op, tk_type ty, int line);
@@ -348,6 +360,7 @@ void tk_fold(tk_cc *C);
 void tk_checks(tk_cc *C);
 void tk_strength(tk_cc *C);
 void tk_privatize(tk_cc *C);
+void tk_depend(tk_cc *C, tk_spec *K);      /* the race check (depend.c) */
 /* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
 void tk_hoist_invariant_checks(tk_cc *C, int kind);
 int ir_invariant(const tk_ir *e, const tk_ir *loop);

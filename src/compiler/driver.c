@@ -49,6 +49,27 @@ _Noreturn void tk_error(tk_cc *C, int func, int line, int col, const char *fmt, 
 
 _Noreturn void tk_oom(tk_cc *C) { longjmp(C->jmp, 1); }
 
+void tk_warn(tk_cc *C, int func, int line, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *file = (func >= 0 && func < C->m->nfuncs) ? C->m->funcs[func].filename : NULL;
+    for (int i = 0; i < C->nwarns; i++)
+        if (C->warns[i].line == line && !strcmp(C->warns[i].message, msg)) return;
+    if (C->nwarns == C->capwarns) {
+        int cap = C->capwarns ? 2 * C->capwarns : 4;
+        tk_warning *g = tk_alloc(&C->arena, sizeof *g * (size_t)cap);
+        if (C->nwarns) memcpy(g, C->warns, sizeof *g * (size_t)C->nwarns);
+        C->warns = g;
+        C->capwarns = cap;
+    }
+    C->warns[C->nwarns].line = line;
+    C->warns[C->nwarns].file = file ? file : "<kernel>";
+    C->warns[C->nwarns++].message = tk_strdup(&C->arena, msg);
+}
+
 TACK_API void tack_compile_options_init(tack_compile_options *o) {
     if (!o) return;
     o->checks = 1;
@@ -107,6 +128,16 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
             d->file = tk_program_strdup(s->file, &fail);
         }
     }
+    if (C->nwarns && !fail) {
+        p->warnings = tack_calloc((size_t)C->nwarns, sizeof(tk_pwarn));
+        if (!p->warnings) fail = 1;
+        else p->nwarnings = C->nwarns;
+        for (int i = 0; i < C->nwarns && !fail; i++) {
+            p->warnings[i].line = C->warns[i].line;
+            p->warnings[i].file = tk_program_strdup(C->warns[i].file, &fail);
+            p->warnings[i].message = tk_program_strdup(C->warns[i].message, &fail);
+        }
+    }
     if (fail) {
         tack_program_free(p);
         return NULL;
@@ -159,6 +190,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     /* The pipeline. */
     tk_spec *K = tk_lower_kernel(C, kernel, args, nargs); /* types + AST -> typed IR */
     tk_verify(C, "lowering");
+    if (!env_is("TACK_RACE_CHECK", "0")) tk_depend(C, K); /* races in parallel loops; the switch is for measuring */
     if (env_is("TACK_OPT", "0")) C->opts.optimize = o.optimize = 0; /* a debugging switch; tests compare both */
     if (o.optimize) {
         tk_fold(C);                                        /* constant folding */

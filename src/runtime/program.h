@@ -44,6 +44,12 @@ typedef struct tk_pinfo {  /* one parameter of the compiled signature */
     tack_dtype narrow;     /* ... the type that sets it; TACK_DTYPE_COUNT: no limit */
 } tk_pinfo;
 
+typedef struct tk_pwarn {  /* a warning of the compile (a possible race, compiler/depend.c) */
+    int line;
+    char *file;
+    char *message;
+} tk_pwarn;
+
 struct tack_program {
     char *kernel_name;
     char *filename;
@@ -55,6 +61,8 @@ struct tack_program {
     tk_pinfo *params;
     int nsites;
     tk_site *sites;          /* strings owned by the program */
+    int nwarnings;
+    tk_pwarn *warnings;      /* what the compile warned of; strings owned by the program */
     tack_device *device;     /* set by tack_program_build */
     void *handle;            /* backend: loaded code */
     void *entry;
