@@ -661,8 +661,13 @@ static int injective(const dpass *P, const dacc *a, unsigned pinned) {
     return rank == nc;
 }
 
-/* Whether no index of the access depends on a loop variable that is not pinned. */
-static int same_every_iteration(const dpass *P, const dacc *a, unsigned pinned) {
+/* The loop variables (not pinned, with more than one value) that no index of
+ * the access depends on, when that is sure: iterations that differ only in
+ * them touch the same elements.  0 when an index may depend on anything. */
+static unsigned missing_vars(const dpass *P, const dacc *a, unsigned pinned) {
+    unsigned miss = 0;
+    for (int d = 0; d < P->nv; d++)
+        if (!(pinned >> d & 1) && P->ext[d] != 0 && P->ext[d] != 1) miss |= 1u << d;
     for (int i = 0; i < a->nidx; i++) {
         const dform *f = &a->idx[i];
         if (!f->aff) {
@@ -670,9 +675,9 @@ static int same_every_iteration(const dpass *P, const dacc *a, unsigned pinned) 
             continue;
         }
         for (int d = 0; d < P->nv; d++)
-            if (f->c[d] && !(pinned >> d & 1)) return 0;
+            if (f->c[d]) miss &= ~(1u << d);
     }
-    return 1;
+    return miss;
 }
 
 static int same_index(const dacc *a, const dacc *b) {
@@ -785,8 +790,21 @@ static void judge(dpass *P) {
         dacc *w = &P->acc[i];
         if (w->kind != ACC_STORE) continue;
         if (injective(P, w, w->pinned)) continue;
-        if (same_every_iteration(P, w, w->pinned)) {
+        unsigned miss = missing_vars(P, w, w->pinned);
+        if (miss) {
             if (w->valinv) continue; /* the same value from every iteration */
+            if (!w->guard && miss != ((1u << P->nv) - 1)) {
+                tk_buf b;
+                tk_buf_init(&b, &C->arena);
+                for (int d = 0; d < P->nv; d++)
+                    if (miss >> d & 1) tk_printf(&b, "%s'%s'", b.len ? ", " : "", var_name(P, d));
+                tk_error(C, w->func, w->line, 0,
+                         "race: iterations of the parallel loop over %s (line %d) that differ only in %s all write "
+                         "%s (line %d): the index does not depend on %s, so they overwrite each other in an order "
+                         "that changes from run to run. Sum with += / -= (atomic), or loop over %s serially inside "
+                         "the body and store once; %s",
+                         vars, pl, b.s, w->text, w->line, b.s, b.s, OPTOUT);
+            }
             if (!w->guard) {
                 if (P->nv == 1 && !var_used(P) && has_serial_loop(pf->k[pf->aux]))
                     tk_error(C, w->func, w->line, 0,

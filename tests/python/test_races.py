@@ -121,6 +121,18 @@ def test_a_shift_in_an_ndrange_is_an_error():
         tack.kernel(shifted_grid)(np.ones((4, 4)))
 
 
+def row_sums_by_assignment(x, out):
+    for i, j in tack.ndrange(x.shape[0], x.shape[1]):
+        out[i] = out[i] + x[i, j]
+
+
+def test_an_index_missing_one_ndrange_variable_is_an_error():
+    with pytest.raises(tack.CompileError) as e:
+        tack.kernel(row_sums_by_assignment)(np.ones((3, 4)), np.zeros(3))
+    msg = str(e.value)
+    assert "differ only in 'j' all write out[i]" in msg and "+= / -=" in msg
+
+
 @tack.func
 def put_first(a, v):
     a[0] = v
