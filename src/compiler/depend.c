@@ -119,6 +119,8 @@ struct dpass {
     int nv;
     int pvar[NV];        /* the loop's variables (locals of K) */
     int64_t ext[NV];     /* constant extents, else -1 */
+    const char *vname[NV]; /* the name the kernel gave a variable that is a temporary's value */
+    int stride;          /* the variable is lo + k * step with a step not known: distances are not exact */
     uint64_t written;    /* arrays the loop writes (stores or atomics) */
     dacc *acc;
     int nacc, capacc;
@@ -741,6 +743,7 @@ static int distance(const dpass *P, const dacc *w, const dacc *r, int64_t *dist)
 }
 
 static const char *var_name(const dpass *P, int d) {
+    if (P->vname[d]) return P->vname[d];
     const tk_local *l = &P->K->locals[P->pvar[d]];
     return l->name ? l->name : "?";
 }
@@ -752,8 +755,8 @@ static const char *loop_vars(const dpass *P) {
     return b.s;
 }
 
-/* Whether the loop's body holds a serial loop around the store at `line`:
- * the shape of a time loop written at the top of the kernel. */
+/* Whether the loop's body holds a serial loop: with a loop variable that no
+ * index uses, the shape of a time loop written at the top of the kernel. */
 static int has_serial_loop(const tk_ir *s) {
     if (!s) return 0;
     if (s->op == IR_FOR || s->op == IR_WHILE) return 1;
@@ -840,13 +843,12 @@ static void judge(dpass *P) {
             if (r->param != w->param || i == j) continue;
             if (r->kind == ACC_STORE || (r->kind == ACC_ATOMIC && w->kind == ACC_ATOMIC)) continue;
             if (warned >> (w->param & 63) & 1) break;
-            int pinned = w->pinned | r->pinned;
             if (same_index(w, r) && (w->kind == ACC_STORE ? injective(P, w, w->pinned) : injective(P, w, 0)))
                 continue; /* the iteration's own element */
             int64_t dist[NV];
             int k = !w->pinned && !r->pinned ? distance(P, w, r, dist) : 0;
             if (k < 0) continue;
-            if (k > 0 && !w->guard && !r->guard) {
+            if (k > 0 && !w->guard && !r->guard && !P->stride) {
                 tk_buf b;
                 tk_buf_init(&b, &C->arena);
                 tk_buf v;
@@ -865,7 +867,6 @@ static void judge(dpass *P) {
                          vars, pl, w->text, w->line, r->text, r->line, P->nv > 1 ? "(" : "", v.s, P->nv > 1 ? ")" : "",
                          P->nv > 1 ? "(" : "", b.s, P->nv > 1 ? ")" : "", r->text, OPTOUT);
             }
-            (void)pinned;
             warned |= (uint64_t)1 << (w->param & 63);
             tk_warn(C, r->func, r->line,
                     "possible race: the parallel loop over %s (line %d) writes %s (line %d) and reads %s (line %d); "
@@ -898,6 +899,39 @@ static void written(dpass *P, const tk_ir *s, const int *amap, int depth) {
     for (int i = 0; i < s->n; i++) written(P, s->k[i], amap, depth);
 }
 
+static int uses_local(const tk_ir *e, int l) {
+    if (!e) return 0;
+    if (e->op == IR_LOCAL && e->local == l) return 1;
+    for (int i = 0; i < e->n; i++)
+        if (uses_local(e->k[i], l)) return 1;
+    return 0;
+}
+
+/* range(lo, hi, step) other than by one runs an index k and starts the body
+ * with `i = lo + k * step` (lower_loop.c).  Messages name i.  With a step
+ * that is not a constant the value is not affine in k, but it is distinct
+ * for each k (a zero step raises before the loop), so i itself serves as
+ * the loop's variable -- with distances in units of i that the step may
+ * skip, so a read at a distance is only a warning. */
+static void stepped_var(dpass *P, const tk_ir *body) {
+    if (P->nv != 1 || !body->n || body->k[0]->op != IR_ASSIGN) return;
+    const tk_ir *a = body->k[0];
+    int k = P->pvar[0];
+    const tk_local *tl = &P->K->locals[k], *ul = &P->K->locals[a->local];
+    if (!tl->name || tl->name[0] != '_' || !uses_local(a->k[0], k) || !ty_is_int(a->k[0]->ty)) return;
+    P->vname[0] = ul->name;
+    const tk_ir *v = a->k[0];
+    while (v->op == IR_CAST) v = v->k[0];
+    if (v->op != IR_BIN || v->sub != B_ADD || v->k[1]->op != IR_BIN || v->k[1]->sub != B_MUL) return;
+    const tk_ir *step = v->k[1]->k[1];
+    if (step->op == IR_CONST || uses_local(v->k[0], k) || uses_local(step, k)) return; /* affine already */
+    for (int i = 1; i < body->n; i++)
+        if (ir_assigns_local(body->k[i], a->local)) return;
+    P->pvar[0] = a->local;
+    P->ext[0] = -1;
+    P->stride = 1;
+}
+
 static void check_pfor(tk_cc *C, tk_spec *K, const tk_ir *pf) {
     dpass P;
     memset(&P, 0, sizeof P);
@@ -910,6 +944,7 @@ static void check_pfor(tk_cc *C, tk_spec *K, const tk_ir *pf) {
         P.ext[d] = pf->k[d]->op == IR_CONST ? pf->k[d]->c.i : -1;
     }
     const tk_ir *body = pf->k[pf->aux];
+    stepped_var(&P, body);
     written(&P, body, NULL, 0);
     if (!P.written) return; /* a loop that only reads cannot race */
     dx X;

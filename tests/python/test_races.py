@@ -257,6 +257,27 @@ def test_possible_races_are_warnings_naming_array_index_and_line():
     assert len(got) == 1 and "reads a[a.shape[0] - 1 - i]" in str(got[0].message)
 
 
+@tack.kernel
+def by_step(out, s):
+    for i in range(0, out.shape[0], s):
+        out[i] = 1.0
+
+
+def shift_by_step(a, s):
+    for i in range(1, a.shape[0], s):
+        a[i] = a[i - 1]                 # with s == 2 no iteration reads what another writes
+
+
+def test_a_range_with_a_variable_step_names_its_variable():
+    out = np.zeros(7)
+    assert compile_quietly(by_step, out, 3) == []
+    assert out.tolist() == [1, 0, 0, 1, 0, 0, 1]
+    got = compile_quietly(tack.kernel(shift_by_step), np.arange(6.0), 2)
+    assert len(got) == 1 and "over 'i'" in str(got[0].message) and "reads a[i - 1]" in str(got[0].message)
+    with pytest.raises(tack.CompileError, match="over 'i'.*iteration i reads the element that iteration i - 1"):
+        tack.kernel(inplace_neighbours)(np.ones(5))
+
+
 def test_race_warning_is_a_user_warning_and_can_be_an_error():
     assert issubclass(tack.RaceWarning, UserWarning)
     k = tack.kernel(scatter)
