@@ -315,6 +315,8 @@ def test_independent_silences_one_loop():
     assert compile_quietly(grid_known, m, idx) == []
     assert m[:, 0].tolist() == [1.0, 2.0, 0.0]
     assert list(tack.independent(range(3))) == [0, 1, 2]
+    assert "independent:" in scatter_known.ir(np.arange(3.0), idx, out)
+    assert "independent" not in histogram.ir(np.arange(3), np.zeros(3, np.int64))
 
 
 def test_independent_also_silences_a_certain_race():
