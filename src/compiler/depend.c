@@ -18,7 +18,10 @@
  * by a form: affine in the loop's variables (integer coefficients, a
  * constant, and up to a few "atoms", subexpressions that are the same in
  * every iteration such as n, a.shape[0] or a serial loop's variable), or
- * unknown, with a bit saying whether it may differ between iterations.
+ * unknown, with a bit saying whether it may differ between iterations.  A
+ * variable times a symbol (i * m) is kept too, and a flattened index
+ * i * m + j whose j runs over range(m) -- a serial loop's, or the ndrange
+ * axis of extent m -- counts as the two indices [i, j] (delinearize).
  * Locals assigned once in the body stand for their value (the temporaries
  * lowering makes, `i = lo + k * step` of a stepped range); a local assigned
  * more often is an atom when every value it takes is the same in every
@@ -72,6 +75,7 @@ typedef struct dform {
     int dep;             /* may differ between iterations */
     int vary;            /* an atom may change within an iteration (a serial loop's variable) */
     int64_t c[NV], k;
+    const tk_ir *sc[NV]; /* c[d] is c[d] * sc[d]: a symbolic factor (i * m), the same in every iteration */
     int na;
     dterm at[NATOM];
 } dform;
@@ -85,6 +89,8 @@ typedef struct dacc {
     const tk_ir *raw[NV];
     int guard;           /* under a condition that differs between iterations */
     unsigned pinned;     /* loop variables pinned by `v == e` conditions */
+    signed char dl[NV], da[NV], db[NV]; /* a flattened dimension (record): 1 a block of var da,
+                                         * 2 var da times the extent of var db, plus db */
     int valinv;          /* a store of a value that is the same in every iteration */
     const char *text;    /* "a[i - 1]" */
 } dacc;
@@ -105,6 +111,8 @@ struct dx {
     int *dep;            /* per local: may differ between iterations */
     int *vary;           /* per local: assigned in the body */
     dform **env;         /* per local assigned once: its value, after the walk passed it */
+    const tk_ir **fhi;   /* per local: in the body of a range(0, hi) loop over it, hi (canon) */
+    char *byassign;      /* per local: an assignment (not a for loop) sets it */
     const tk_ir **def;
     int *log, nlog;      /* locals given an env entry, to forget when a block ends */
     int guard;
@@ -124,6 +132,7 @@ struct dpass {
     uint64_t written;    /* arrays the loop writes (stores or atomics) */
     dacc *acc;
     int nacc, capacc;
+    const tk_ir **fdef;  /* per kernel local assigned once, at the top: its value */
     int deep;            /* a call nested too deep to follow */
     int deep_line;
 };
@@ -160,7 +169,7 @@ static int f_has_var(const dform *f, int nv) {
 
 /* Structural equality of two expressions (atoms). */
 static int ir_same(const tk_ir *a, const tk_ir *b) {
-    if (a == b) return 1;
+    if (a == b) return 1; /* two NULLs too */
     if (!a || !b || a->op != b->op || a->sub != b->sub || a->n != b->n || !ty_eq(a->ty, b->ty)) return 0;
     switch (a->op) {
     case IR_CONST: if (a->c.u != b->c.u) return 0; break;
@@ -182,7 +191,12 @@ static dform f_add(const dform *a, const dform *b, int64_t s) {
     r.vary |= b->vary;
     r.dep |= b->dep;
     r.k += s * b->k;
-    for (int d = 0; d < NV; d++) r.c[d] += s * b->c[d];
+    for (int d = 0; d < NV; d++) {
+        if (b->c[d] && r.c[d] && !ir_same(r.sc[d], b->sc[d])) return f_unk(1);
+        if (b->c[d] && !r.c[d]) r.sc[d] = b->sc[d];
+        r.c[d] += s * b->c[d];
+        if (!r.c[d]) r.sc[d] = NULL;
+    }
     for (int i = 0; i < b->na; i++) {
         int j = 0;
         while (j < r.na && !ir_same(r.at[j].e, b->at[i].e)) j++;
@@ -210,7 +224,7 @@ static dform f_scale(const dform *a, int64_t s) {
 static int f_same_shape(const dform *a, const dform *b) {
     if (!a->aff || !b->aff || a->vary || b->vary || a->na != b->na) return 0;
     for (int d = 0; d < NV; d++)
-        if (a->c[d] != b->c[d]) return 0;
+        if (a->c[d] != b->c[d] || !ir_same(a->sc[d], b->sc[d])) return 0;
     for (int i = 0; i < a->na; i++) {
         int found = 0;
         for (int j = 0; j < b->na; j++)
@@ -322,6 +336,18 @@ static dform fm(dx *X, const tk_ir *e) {
             dform a = fm(X, e->k[0]), b = fm(X, e->k[1]);
             if (a.aff && b.aff && !b.na && !f_has_var(&b, NV)) return f_scale(&a, b.k);
             if (a.aff && b.aff && !a.na && !f_has_var(&a, NV)) return f_scale(&b, a.k);
+            for (int s = 0; s < 2; s++) { /* i * m: one variable times a symbol (a flattened index) */
+                const dform *v = s ? &b : &a, *m = s ? &a : &b;
+                int d = -1, nz = 0;
+                for (int q = 0; q < NV; q++)
+                    if (v->c[q]) { nz++; d = q; }
+                if (!v->aff || !m->aff || v->na || v->k || v->vary || nz != 1 || v->c[d] != 1 || v->sc[d] ||
+                    m->na != 1 || m->at[0].coef != 1 || m->k || m->vary || f_has_var(m, NV))
+                    continue;
+                dform f = *v;
+                f.sc[d] = m->at[0].e;
+                return f;
+            }
         }
         break;
     }
@@ -416,6 +442,49 @@ static const char *access_text(dx *X, int p, const tk_ir *const *idx, int n) {
 }
 
 /* ------------------------------------------------------- collection */
+/* e without casts, a once-assigned temporary or kernel local replaced by its value. */
+static const tk_ir *canon(const dx *X, const tk_ir *e) {
+    for (int n = 0; e && n < 16; n++) {
+        while (e->op == IR_CAST) e = e->k[0];
+        if (e->op != IR_LOCAL || X->up || pvar_index(X, e->local) >= 0) break;
+        const tk_ir *v = X->def[e->local] ? X->def[e->local] : !X->vary[e->local] ? X->P->fdef[e->local] : NULL;
+        if (!v) break;
+        e = v;
+    }
+    return e;
+}
+
+/* A flattened dimension i * m + j (m the number of j's values: j a variable
+ * of an ndrange whose extent is m, or of a serial range(0, m)) names
+ * distinct elements for distinct (i, j): record which variables it stands for. */
+static void delinearize(dx *X, dacc *a, int i) {
+    const dform *f = &a->idx[i];
+    int va = -1, vb = -1, n = 0;
+    if (X->up || !f->aff || f->k) return;
+    for (int d = 0; d < X->P->nv; d++) {
+        if (!f->c[d]) continue;
+        n++;
+        if (f->sc[d] && f->c[d] == 1 && va < 0) va = d;
+        else if (!f->sc[d] && f->c[d] == 1) vb = d;
+        else return;
+    }
+    if (va < 0) return;
+    const tk_ir *m = canon(X, f->sc[va]);
+    if (n == 2 && vb >= 0 && !f->na && ir_same(canon(X, X->P->pf->k[vb]), m)) {
+        a->dl[i] = 2;
+        a->da[i] = (signed char)va;
+        a->db[i] = (signed char)vb;
+        return;
+    }
+    if (n == 1 && f->na == 1 && f->at[0].coef == 1 && f->at[0].e->op == IR_LOCAL) {
+        const tk_ir *hi = X->fhi[f->at[0].e->local];
+        if (hi && !X->dep[f->at[0].e->local] && ir_same(hi, m)) {
+            a->dl[i] = 1;
+            a->da[i] = (signed char)va;
+        }
+    }
+}
+
 static void record(dx *X, int kind, int p, const tk_ir *const *idx, int n, int line, int valinv) {
     dpass *P = X->P;
     if (P->nacc == P->capacc) {
@@ -435,6 +504,11 @@ static void record(dx *X, int kind, int p, const tk_ir *const *idx, int n, int l
     for (int i = 0; i < a->nidx; i++) {
         a->idx[i] = fm(X, idx[i]);
         a->raw[i] = idx[i];
+        for (int d = 0; d < NV; d++)
+            if (a->idx[i].sc[d]) {
+                delinearize(X, a, i);
+                break;
+            }
     }
     a->guard = X->guard;
     a->pinned = X->pinned;
@@ -458,6 +532,7 @@ static void count_assigns(dx *X, const tk_ir *s) {
     if (s->op == IR_ASSIGN || s->op == IR_SETCOMP) {
         X->nas[s->local] += s->op == IR_SETCOMP ? 2 : 1;
         X->vary[s->local] = 1;
+        X->byassign[s->local] = 1;
     } else if (s->op == IR_FOR) {
         X->nas[s->local] += 2;
         X->vary[s->local] = 1;
@@ -503,6 +578,8 @@ static void dx_init(dx *X, dpass *P, tk_spec *S, const tk_ir *body, int cdep) {
     X->vary = tk_alloc(A, sizeof(int) * (size_t)n);
     X->env = tk_alloc(A, sizeof(dform *) * (size_t)n);
     X->def = tk_alloc(A, sizeof(tk_ir *) * (size_t)n);
+    X->fhi = tk_alloc(A, sizeof(tk_ir *) * (size_t)n);
+    X->byassign = tk_alloc(A, (size_t)n);
     X->log = tk_alloc(A, sizeof(int) * (size_t)n);
     count_assigns(X, body);
     for (int r = 0; r < 64 && dep_round(X, body, cdep); r++) {}
@@ -528,7 +605,7 @@ static unsigned pins(dx *X, const tk_ir *c) {
         int nz = 0, v = -1;
         for (int d = 0; d < X->P->nv; d++)
             if (a.c[d]) { nz++; v = d; }
-        if (nz == 1) return 1u << v;
+        if (nz == 1 && !a.sc[v]) return 1u << v;
     }
     return 0;
 }
@@ -583,7 +660,11 @@ static void stmt(dx *X, const tk_ir *s) {
     case IR_FOR: {
         for (int i = 0; i < 3; i++) scan(X, s->k[i]);
         int d = edep(X, s->k[0]) || edep(X, s->k[1]) || edep(X, s->k[2]);
+        const tk_ir *saved = X->fhi[s->local];
+        int plain = s->k[0]->op == IR_CONST && s->k[0]->c.i == 0 && s->k[2]->op == IR_CONST && s->k[2]->c.i == 1;
+        X->fhi[s->local] = plain && !X->byassign[s->local] ? canon(X, s->k[1]) : NULL;
         block(X, s->k[3], d, 0);
+        X->fhi[s->local] = saved;
         return;
     }
     default:
@@ -636,13 +717,25 @@ static void walk_call(dx *X, const tk_ir *e) {
  * loop variables not pinned; 1 when it is full (distinct iterations touch
  * distinct elements). */
 static int injective(const dpass *P, const dacc *a, unsigned pinned) {
-    int64_t m[NV][NV];
+    int64_t m[2 * NV][NV];
     int rows = 0, cols[NV], nc = 0;
     for (int d = 0; d < P->nv; d++)
         if (!(pinned >> d & 1)) cols[nc++] = d;
     if (nc == 0) return 1;
     for (int i = 0; i < a->nidx; i++) {
-        if (!a->idx[i].aff || a->idx[i].vary) continue;
+        int sym = 0;
+        for (int d = 0; d < NV; d++)
+            if (a->idx[i].sc[d]) sym = 1;
+        if (a->dl[i]) { /* a flattened dimension: the block's variable, and the one within it */
+            for (int j = 0; j < nc; j++) m[rows][j] = cols[j] == a->da[i];
+            rows++;
+            if (a->dl[i] == 2) {
+                for (int j = 0; j < nc; j++) m[rows][j] = cols[j] == a->db[i];
+                rows++;
+            }
+            continue;
+        }
+        if (!a->idx[i].aff || a->idx[i].vary || sym) continue;
         for (int j = 0; j < nc; j++) m[rows][j] = a->idx[i].c[cols[j]];
         rows++;
     }
@@ -703,15 +796,26 @@ static int distance(const dpass *P, const dacc *w, const dacc *r, int64_t *dist)
     int use[NV], skipped = 0; /* the dimensions compared: affine, with the same coefficients */
     for (int i = 0; i < w->nidx; i++) {
         use[i] = f_same_shape(&w->idx[i], &r->idx[i]);
-        skipped |= !use[i];
+        for (int d = 0; d < NV; d++)
+            if (w->idx[i].sc[d]) use[i] = 0; /* a symbolic coefficient: no exact distance */
     }
     int known[NV] = {0};
     int64_t t[NV] = {0};
+    for (int i = 0; i < w->nidx; i++) { /* flattened the same way: the blocks keep iterations apart */
+        int a = w->da[i];
+        if (!w->dl[i] || w->dl[i] != r->dl[i] || a != r->da[i] || !ir_same(w->idx[i].sc[a], r->idx[i].sc[a]))
+            continue;
+        if (w->dl[i] == 2 && (w->db[i] != r->db[i] || !f_same_shape(&w->idx[i], &r->idx[i]))) continue;
+        known[a] = 1;
+        if (w->dl[i] == 2) known[(int)w->db[i]] = 1;
+        use[i] = 2; /* accounted for */
+    }
+    for (int i = 0; i < w->nidx; i++) skipped |= !use[i];
     int progress = 1;
     while (progress) {
         progress = 0;
         for (int i = 0; i < w->nidx; i++) {
-            if (!use[i]) continue;
+            if (use[i] != 1) continue;
             const dform *f = &w->idx[i];
             int64_t rem = r->idx[i].k - f->k;
             int unk = -1, nunk = 0;
@@ -944,6 +1048,15 @@ static void check_pfor(tk_cc *C, tk_spec *K, const tk_ir *pf) {
         P.ext[d] = pf->k[d]->op == IR_CONST ? pf->k[d]->c.i : -1;
     }
     const tk_ir *body = pf->k[pf->aux];
+    P.fdef = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(K->nlocals > 0 ? K->nlocals : 1));
+    for (int i = 0; i < K->body->n && K->body->k[i] != pf; i++) { /* kernel locals assigned once, at the top, before the loop */
+        const tk_ir *a = K->body->k[i];
+        if (a->op != IR_ASSIGN || P.fdef[a->local]) continue;
+        int once = 1;
+        for (int j = 0; j < K->body->n && once; j++)
+            if (j != i && ir_assigns_local(K->body->k[j], a->local)) once = 0;
+        if (once) P.fdef[a->local] = a->k[0];
+    }
     stepped_var(&P, body);
     written(&P, body, NULL, 0);
     if (!P.written) return; /* a loop that only reads cannot race */

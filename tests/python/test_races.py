@@ -205,6 +205,32 @@ def through_a_function(x, a):
         put(a, i, x[i] + 1.0)
 
 
+@tack.kernel
+def flattened(x, out, m):
+    n = x.shape[0] // m
+    for i, j in tack.ndrange(n, m):
+        out[i * m + j] = x[i * m + j] * 2.0
+    for i in range(n):
+        for j in range(m):
+            out[i * m + j] += 1.0
+        for j in range(m):
+            x[m * i + j] = out[i * m + j] + x[m * i + j]
+
+
+def flattened_wrong(x, out, m):
+    for i, j in tack.ndrange(x.shape[0] // m, m + 1):   # j runs past the row
+        out[i * m + j] = x[i]
+
+
+def test_a_flattened_index_over_its_row_length_is_silent():
+    x, out = np.arange(12.0), np.zeros(12)
+    assert compile_quietly(flattened, x, out, 4) == []
+    np.testing.assert_array_equal(out, 2 * np.arange(12.0) + 1)
+    np.testing.assert_array_equal(x, 3 * np.arange(12.0) + 1)
+    got = compile_quietly(tack.kernel(flattened_wrong), np.arange(12.0), np.zeros(20), 4)
+    assert len(got) == 1 and "out[i * m + j]" in str(got[0].message)
+
+
 def test_independent_iterations_are_silent():
     x = np.arange(10.0)
     out, m = np.zeros(10), np.ones((3, 3))
