@@ -14,7 +14,8 @@
  *   checks.c      bounds-check elision and hoisting
  *   strength.c    invariant code motion, fast division by invariant divisors
  *   privatize.c   a[k] += v on a fixed cell becomes a per-chunk sum
- *   depend.c      the race check of parallel loops (before the optimizing passes)
+ *   depend.c      the race check of parallel loops (before the optimizing passes);
+ *                 depend_judge.c decides and words what it finds
  *   emit.c        IR -> C-family source through a dialect of hooks (dialect_c.c,
  *                 dialect_cuda.c); emit_cpu.c is the C dialect's kernel layout
  *   ir_dump.c     the textual IR (tack_program_ir, TACK_DUMP=ir)

@@ -29,7 +29,8 @@
  * a value assigned under a condition that differs between iterations
  * differs too), else unknown.
  *
- * Then, for each plain store (atomics never conflict with each other):
+ * Then (depend_judge.c), for each plain store (atomics never conflict with
+ * each other):
  *   - the columns of its index's affine coefficients have full rank over the
  *     loop's variables: iterations write distinct elements (a[i], m[i, j],
  *     a[2 * i + 1], m[j, i]) -- silent;
@@ -62,40 +63,8 @@
  */
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/depend.h"
 
-#define NV TACK_MAX_NDIM /* a parallel loop's variables */
-#define NATOM 4
-#define MAXCALL 8        /* @tack.func calls followed inside one another */
-
-typedef struct dterm { const tk_ir *e; int64_t coef; } dterm;
-
-typedef struct dform {
-    int aff;             /* sum c[d] * var_d + k + sum atoms */
-    int dep;             /* may differ between iterations */
-    int vary;            /* an atom may change within an iteration (a serial loop's variable) */
-    int64_t c[NV], k;
-    const tk_ir *sc[NV]; /* c[d] is c[d] * sc[d]: a symbolic factor (i * m), the same in every iteration */
-    int na;
-    dterm at[NATOM];
-} dform;
-
-enum { ACC_LOAD, ACC_STORE, ACC_ATOMIC };
-
-typedef struct dacc {
-    int kind, param, line, func;
-    int nidx;
-    dform idx[NV];
-    const tk_ir *raw[NV];
-    int guard;           /* under a condition that differs between iterations */
-    unsigned pinned;     /* loop variables pinned by `v == e` conditions */
-    signed char dl[NV], da[NV], db[NV]; /* a flattened dimension (record): 1 a block of var da,
-                                         * 2 var da times the extent of var db, plus db */
-    int valinv;          /* a store of a value that is the same in every iteration */
-    const char *text;    /* "a[i - 1]" */
-} dacc;
-
-typedef struct dpass dpass;
 typedef struct dx dx;
 
 /* The walk of one body: the parallel loop's (the kernel) or a callee's. */
@@ -118,23 +87,6 @@ struct dx {
     int guard;
     unsigned pinned;
     int depth;
-};
-
-struct dpass {
-    tk_cc *C;
-    tk_spec *K;
-    const tk_ir *pf;
-    int nv;
-    int pvar[NV];        /* the loop's variables (locals of K) */
-    int64_t ext[NV];     /* constant extents, else -1 */
-    const char *vname[NV]; /* the name the kernel gave a variable that is a temporary's value */
-    int stride;          /* the variable is lo + k * step with a step not known: distances are not exact */
-    uint64_t written;    /* arrays the loop writes (stores or atomics) */
-    dacc *acc;
-    int nacc, capacc;
-    const tk_ir **fdef;  /* per kernel local assigned once, at the top: its value */
-    int deep;            /* a call nested too deep to follow */
-    int deep_line;
 };
 
 /* ------------------------------------------------------------ forms */
@@ -161,14 +113,14 @@ static dform f_atom(const tk_ir *e, int vary) {
     return f;
 }
 
-static int f_has_var(const dform *f, int nv) {
+int dp_has_var(const dform *f, int nv) {
     for (int d = 0; d < nv; d++)
         if (f->c[d]) return 1;
     return 0;
 }
 
 /* Structural equality of two expressions (atoms). */
-static int ir_same(const tk_ir *a, const tk_ir *b) {
+int dp_ir_same(const tk_ir *a, const tk_ir *b) {
     if (a == b) return 1; /* two NULLs too */
     if (!a || !b || a->op != b->op || a->sub != b->sub || a->n != b->n || !ty_eq(a->ty, b->ty)) return 0;
     switch (a->op) {
@@ -181,7 +133,7 @@ static int ir_same(const tk_ir *a, const tk_ir *b) {
     default: break;
     }
     for (int i = 0; i < a->n; i++)
-        if (!ir_same(a->k[i], b->k[i])) return 0;
+        if (!dp_ir_same(a->k[i], b->k[i])) return 0;
     return 1;
 }
 
@@ -192,14 +144,14 @@ static dform f_add(const dform *a, const dform *b, int64_t s) {
     r.dep |= b->dep;
     r.k += s * b->k;
     for (int d = 0; d < NV; d++) {
-        if (b->c[d] && r.c[d] && !ir_same(r.sc[d], b->sc[d])) return f_unk(1);
+        if (b->c[d] && r.c[d] && !dp_ir_same(r.sc[d], b->sc[d])) return f_unk(1);
         if (b->c[d] && !r.c[d]) r.sc[d] = b->sc[d];
         r.c[d] += s * b->c[d];
         if (!r.c[d]) r.sc[d] = NULL;
     }
     for (int i = 0; i < b->na; i++) {
         int j = 0;
-        while (j < r.na && !ir_same(r.at[j].e, b->at[i].e)) j++;
+        while (j < r.na && !dp_ir_same(r.at[j].e, b->at[i].e)) j++;
         if (j == r.na) {
             if (r.na == NATOM) return f_unk(a->dep | b->dep | 1);
             r.at[r.na].e = b->at[i].e;
@@ -221,14 +173,14 @@ static dform f_scale(const dform *a, int64_t s) {
 }
 
 /* Same coefficients and atoms (the constants may differ). */
-static int f_same_shape(const dform *a, const dform *b) {
+int dp_same_shape(const dform *a, const dform *b) {
     if (!a->aff || !b->aff || a->vary || b->vary || a->na != b->na) return 0;
     for (int d = 0; d < NV; d++)
-        if (a->c[d] != b->c[d] || !ir_same(a->sc[d], b->sc[d])) return 0;
+        if (a->c[d] != b->c[d] || !dp_ir_same(a->sc[d], b->sc[d])) return 0;
     for (int i = 0; i < a->na; i++) {
         int found = 0;
         for (int j = 0; j < b->na; j++)
-            if (ir_same(a->at[i].e, b->at[j].e) && a->at[i].coef == b->at[j].coef) found = 1;
+            if (dp_ir_same(a->at[i].e, b->at[j].e) && a->at[i].coef == b->at[j].coef) found = 1;
         if (!found) return 0;
     }
     return 1;
@@ -334,15 +286,15 @@ static dform fm(dx *X, const tk_ir *e) {
         }
         if (e->sub == B_MUL) {
             dform a = fm(X, e->k[0]), b = fm(X, e->k[1]);
-            if (a.aff && b.aff && !b.na && !f_has_var(&b, NV)) return f_scale(&a, b.k);
-            if (a.aff && b.aff && !a.na && !f_has_var(&a, NV)) return f_scale(&b, a.k);
+            if (a.aff && b.aff && !b.na && !dp_has_var(&b, NV)) return f_scale(&a, b.k);
+            if (a.aff && b.aff && !a.na && !dp_has_var(&a, NV)) return f_scale(&b, a.k);
             for (int s = 0; s < 2; s++) { /* i * m: one variable times a symbol (a flattened index) */
                 const dform *v = s ? &b : &a, *m = s ? &a : &b;
                 int d = -1, nz = 0;
                 for (int q = 0; q < NV; q++)
                     if (v->c[q]) { nz++; d = q; }
                 if (!v->aff || !m->aff || v->na || v->k || v->vary || nz != 1 || v->c[d] != 1 || v->sc[d] ||
-                    m->na != 1 || m->at[0].coef != 1 || m->k || m->vary || f_has_var(m, NV))
+                    m->na != 1 || m->at[0].coef != 1 || m->k || m->vary || dp_has_var(m, NV))
                     continue;
                 dform f = *v;
                 f.sc[d] = m->at[0].e;
@@ -470,7 +422,7 @@ static void delinearize(dx *X, dacc *a, int i) {
     }
     if (va < 0) return;
     const tk_ir *m = canon(X, f->sc[va]);
-    if (n == 2 && vb >= 0 && !f->na && ir_same(canon(X, X->P->pf->k[vb]), m)) {
+    if (n == 2 && vb >= 0 && !f->na && dp_ir_same(canon(X, X->P->pf->k[vb]), m)) {
         a->dl[i] = 2;
         a->da[i] = (signed char)va;
         a->db[i] = (signed char)vb;
@@ -478,7 +430,7 @@ static void delinearize(dx *X, dacc *a, int i) {
     }
     if (n == 1 && f->na == 1 && f->at[0].coef == 1 && f->at[0].e->op == IR_LOCAL) {
         const tk_ir *hi = X->fhi[f->at[0].e->local];
-        if (hi && !X->dep[f->at[0].e->local] && ir_same(hi, m)) {
+        if (hi && !X->dep[f->at[0].e->local] && dp_ir_same(hi, m)) {
             a->dl[i] = 1;
             a->da[i] = (signed char)va;
         }
@@ -601,7 +553,7 @@ static unsigned pins(dx *X, const tk_ir *c) {
     for (int s = 0; s < 2; s++) {
         if (!ty_is_int(c->k[s]->ty) && !ty_is_bool(c->k[s]->ty)) return 0;
         dform a = fm(X, c->k[s]), b = fm(X, c->k[1 - s]);
-        if (!a.aff || a.vary || !(b.aff ? !f_has_var(&b, NV) : !b.dep)) continue;
+        if (!a.aff || a.vary || !(b.aff ? !dp_has_var(&b, NV) : !b.dep)) continue;
         int nz = 0, v = -1;
         for (int d = 0; d < X->P->nv; d++)
             if (a.c[d]) { nz++; v = d; }
@@ -711,281 +663,6 @@ static void walk_call(dx *X, const tk_ir *e) {
     dx_init(&Y, P, S, S->body, X->guard > 0);
     stmt(&Y, S->body);
 }
-
-/* ------------------------------------------------------- judgement */
-/* The rank of the coefficient columns of the access's affine rows, over the
- * loop variables not pinned; 1 when it is full (distinct iterations touch
- * distinct elements). */
-static int injective(const dpass *P, const dacc *a, unsigned pinned) {
-    int64_t m[2 * NV][NV];
-    int rows = 0, cols[NV], nc = 0;
-    for (int d = 0; d < P->nv; d++)
-        if (!(pinned >> d & 1)) cols[nc++] = d;
-    if (nc == 0) return 1;
-    for (int i = 0; i < a->nidx; i++) {
-        int sym = 0;
-        for (int d = 0; d < NV; d++)
-            if (a->idx[i].sc[d]) sym = 1;
-        if (a->dl[i]) { /* a flattened dimension: the block's variable, and the one within it */
-            for (int j = 0; j < nc; j++) m[rows][j] = cols[j] == a->da[i];
-            rows++;
-            if (a->dl[i] == 2) {
-                for (int j = 0; j < nc; j++) m[rows][j] = cols[j] == a->db[i];
-                rows++;
-            }
-            continue;
-        }
-        if (!a->idx[i].aff || a->idx[i].vary || sym) continue;
-        for (int j = 0; j < nc; j++) m[rows][j] = a->idx[i].c[cols[j]];
-        rows++;
-    }
-    int rank = 0;
-    for (int j = 0; j < nc && rank < rows; j++) {
-        int p = -1;
-        for (int i = rank; i < rows; i++)
-            if (m[i][j]) { p = i; break; }
-        if (p < 0) continue;
-        for (int q = 0; q < nc; q++) { int64_t t = m[p][q]; m[p][q] = m[rank][q]; m[rank][q] = t; }
-        for (int i = rank + 1; i < rows; i++) {
-            if (!m[i][j]) continue;
-            int64_t f = m[i][j], g = m[rank][j];
-            for (int q = 0; q < nc; q++) m[i][q] = m[i][q] * g - m[rank][q] * f; /* small integers */
-        }
-        rank++;
-    }
-    return rank == nc;
-}
-
-/* The loop variables (not pinned, with more than one value) that no index of
- * the access depends on, when that is sure: iterations that differ only in
- * them touch the same elements.  0 when an index may depend on anything. */
-static unsigned missing_vars(const dpass *P, const dacc *a, unsigned pinned) {
-    unsigned miss = 0;
-    for (int d = 0; d < P->nv; d++)
-        if (!(pinned >> d & 1) && P->ext[d] != 0 && P->ext[d] != 1) miss |= 1u << d;
-    for (int i = 0; i < a->nidx; i++) {
-        const dform *f = &a->idx[i];
-        if (!f->aff) {
-            if (f->dep) return 0;
-            continue;
-        }
-        for (int d = 0; d < P->nv; d++)
-            if (f->c[d]) miss &= ~(1u << d);
-    }
-    return miss;
-}
-
-static int same_index(const dacc *a, const dacc *b) {
-    if (a->nidx != b->nidx) return 0;
-    for (int i = 0; i < a->nidx; i++) {
-        const dform *x = &a->idx[i], *y = &b->idx[i];
-        if (x->aff && y->aff && f_same_shape(x, y) && x->k == y->k) continue;
-        if (!ir_same(a->raw[i], b->raw[i]) || a->func != b->func) return 0;
-    }
-    return 1;
-}
-
-/* Read r of the element write w writes: -1 no iteration reads another's
- * element, 1 some iteration surely does (the distance in *dist), 0 unknown.
- * The dimensions where both indices are affine with the same coefficients
- * are solved for the distance between the iterations; the others (a serial
- * loop's variable, a[idx[j]]) cannot make two iterations meet where these
- * already keep them apart, but cannot make a meeting certain either. */
-static int distance(const dpass *P, const dacc *w, const dacc *r, int64_t *dist) {
-    if (w->nidx != r->nidx) return 0;
-    int use[NV], skipped = 0; /* the dimensions compared: affine, with the same coefficients */
-    for (int i = 0; i < w->nidx; i++) {
-        use[i] = f_same_shape(&w->idx[i], &r->idx[i]);
-        for (int d = 0; d < NV; d++)
-            if (w->idx[i].sc[d]) use[i] = 0; /* a symbolic coefficient: no exact distance */
-    }
-    int known[NV] = {0};
-    int64_t t[NV] = {0};
-    for (int i = 0; i < w->nidx; i++) { /* flattened the same way: the blocks keep iterations apart */
-        int a = w->da[i];
-        if (!w->dl[i] || w->dl[i] != r->dl[i] || a != r->da[i] || !ir_same(w->idx[i].sc[a], r->idx[i].sc[a]))
-            continue;
-        if (w->dl[i] == 2 && (w->db[i] != r->db[i] || !f_same_shape(&w->idx[i], &r->idx[i]))) continue;
-        known[a] = 1;
-        if (w->dl[i] == 2) known[(int)w->db[i]] = 1;
-        use[i] = 2; /* accounted for */
-    }
-    for (int i = 0; i < w->nidx; i++) skipped |= !use[i];
-    int progress = 1;
-    while (progress) {
-        progress = 0;
-        for (int i = 0; i < w->nidx; i++) {
-            if (use[i] != 1) continue;
-            const dform *f = &w->idx[i];
-            int64_t rem = r->idx[i].k - f->k;
-            int unk = -1, nunk = 0;
-            for (int d = 0; d < P->nv; d++) {
-                if (!f->c[d]) continue;
-                if (known[d]) rem -= f->c[d] * t[d];
-                else { unk = d; nunk++; }
-            }
-            if (nunk == 0) {
-                if (rem != 0) return -1; /* inconsistent: no iteration meets another */
-                continue;
-            }
-            if (nunk > 1) continue;
-            if (rem % f->c[unk]) return -1;
-            t[unk] = rem / f->c[unk];
-            known[unk] = 1;
-            progress = 1;
-        }
-    }
-    int any = 0;
-    for (int d = 0; d < P->nv; d++) {
-        if (!known[d]) return 0;
-        if (t[d]) any = 1;
-        if (P->ext[d] >= 0 && (t[d] >= P->ext[d] || -t[d] >= P->ext[d])) return -1;
-        dist[d] = t[d];
-    }
-    if (!any) return -1; /* only the same iteration meets it */
-    return skipped ? 0 : 1;
-}
-
-static const char *var_name(const dpass *P, int d) {
-    if (P->vname[d]) return P->vname[d];
-    const tk_local *l = &P->K->locals[P->pvar[d]];
-    return l->name ? l->name : "?";
-}
-
-static const char *loop_vars(const dpass *P) {
-    tk_buf b;
-    tk_buf_init(&b, &P->C->arena);
-    for (int d = 0; d < P->nv; d++) tk_printf(&b, "%s'%s'", d ? ", " : "", var_name(P, d));
-    return b.s;
-}
-
-/* Whether the loop's body holds a serial loop: with a loop variable that no
- * index uses, the shape of a time loop written at the top of the kernel. */
-static int has_serial_loop(const tk_ir *s) {
-    if (!s) return 0;
-    if (s->op == IR_FOR || s->op == IR_WHILE) return 1;
-    if (s->op >= IR_BLOCK)
-        for (int i = 0; i < s->n; i++)
-            if (has_serial_loop(s->k[i])) return 1;
-    return 0;
-}
-
-static int var_used(const dpass *P) {
-    for (int i = 0; i < P->nacc; i++)
-        for (int j = 0; j < P->acc[i].nidx; j++) {
-            const dform *f = &P->acc[i].idx[j];
-            if (!f->aff && f->dep) return 1;
-            if (f->aff && f_has_var(f, P->nv)) return 1;
-        }
-    return 0;
-}
-
-static const char *OPTOUT = "if the iterations really never touch one element, say so with "
-                            "tack.independent(range(...)) around this loop's range";
-
-static void judge(dpass *P) {
-    tk_cc *C = P->C;
-    const tk_ir *pf = P->pf;
-    int kf = P->K->func, pl = pf->line;
-    const char *vars = loop_vars(P);
-    int64_t total = 1;
-    for (int d = 0; d < P->nv; d++) total = P->ext[d] < 0 || total < 0 ? -1 : total * P->ext[d];
-    if (total >= 0 && total <= 1) return; /* for t in range(1): one iteration, nothing runs at once */
-    uint64_t warned = 0;
-    /* writes against writes */
-    for (int i = 0; i < P->nacc; i++) {
-        dacc *w = &P->acc[i];
-        if (w->kind != ACC_STORE) continue;
-        if (injective(P, w, w->pinned)) continue;
-        unsigned miss = missing_vars(P, w, w->pinned);
-        if (miss) {
-            if (w->valinv) continue; /* the same value from every iteration */
-            if (!w->guard && miss != ((1u << P->nv) - 1)) {
-                tk_buf b;
-                tk_buf_init(&b, &C->arena);
-                for (int d = 0; d < P->nv; d++)
-                    if (miss >> d & 1) tk_printf(&b, "%s'%s'", b.len ? ", " : "", var_name(P, d));
-                tk_error(C, w->func, w->line, 0,
-                         "race: iterations of the parallel loop over %s (line %d) that differ only in %s all write "
-                         "%s (line %d): the index does not depend on %s, so they overwrite each other in an order "
-                         "that changes from run to run. Sum with += / -= (atomic), or loop over %s serially inside "
-                         "the body and store once; %s",
-                         vars, pl, b.s, w->text, w->line, b.s, b.s, OPTOUT);
-            }
-            if (!w->guard) {
-                if (P->nv == 1 && !var_used(P) && has_serial_loop(pf->k[pf->aux]))
-                    tk_error(C, w->func, w->line, 0,
-                             "race: the parallel loop over %s (line %d) has iterations that all write %s at once "
-                             "(line %d): its loop variable is used in no index, so it looks like a time loop, and "
-                             "a kernel's top-level loops run their iterations in parallel, not one after another. "
-                             "Call the kernel once per step from Python (for t in range(steps): kernel(...)), "
-                             "with the loops over the elements at the top of the kernel; %s",
-                             vars, pl, w->text, w->line, OPTOUT);
-                tk_error(C, w->func, w->line, 0,
-                         "race: every iteration of the parallel loop over %s (line %d) writes %s (line %d): the index "
-                         "does not depend on the loop variable, so iterations overwrite each other in an order that "
-                         "changes from run to run. For a reduction use += / -= (atomic) or tack.atomic_min / "
-                         "tack.atomic_max; for serial work put it in a loop of one iteration (for t in range(1): ...); %s",
-                         vars, pl, w->text, w->line, OPTOUT);
-            }
-        }
-        if (!(warned >> (w->param & 63) & 1)) {
-            warned |= (uint64_t)1 << (w->param & 63);
-            tk_warn(C, w->func, w->line,
-                    "possible race: %s (line %d) may be written by several iterations of the parallel loop over %s "
-                    "(line %d) -- Tack cannot prove the index differs between iterations. Use += / -= or "
-                    "tack.atomic_* to combine, or write to distinct elements; %s",
-                    w->text, w->line, vars, pl, OPTOUT);
-        }
-    }
-    /* reads against writes */
-    for (int i = 0; i < P->nacc; i++) {
-        dacc *w = &P->acc[i];
-        if (w->kind == ACC_LOAD) continue;
-        for (int j = 0; j < P->nacc; j++) {
-            dacc *r = &P->acc[j];
-            if (r->param != w->param || i == j) continue;
-            if (r->kind == ACC_STORE || (r->kind == ACC_ATOMIC && w->kind == ACC_ATOMIC)) continue;
-            if (warned >> (w->param & 63) & 1) break;
-            if (same_index(w, r) && (w->kind == ACC_STORE ? injective(P, w, w->pinned) : injective(P, w, 0)))
-                continue; /* the iteration's own element */
-            int64_t dist[NV];
-            int k = !w->pinned && !r->pinned ? distance(P, w, r, dist) : 0;
-            if (k < 0) continue;
-            if (k > 0 && !w->guard && !r->guard && !P->stride) {
-                tk_buf b;
-                tk_buf_init(&b, &C->arena);
-                tk_buf v;
-                tk_buf_init(&v, &C->arena);
-                for (int d = 0; d < P->nv; d++) { /* iteration x reads what iteration x + dist writes */
-                    tk_printf(&v, "%s%s", d ? ", " : "", var_name(P, d));
-                    if (dist[d]) tk_printf(&b, "%s%s %s %lld", b.len ? ", " : "", var_name(P, d), dist[d] > 0 ? "+" : "-",
-                                           (long long)(dist[d] > 0 ? dist[d] : -dist[d]));
-                    else tk_printf(&b, "%s%s", b.len ? ", " : "", var_name(P, d));
-                }
-                tk_error(C, r->func, r->line, 0,
-                         "race: the parallel loop over %s (line %d) writes %s (line %d) and reads %s (line %d): "
-                         "iteration %s%s%s reads the element that iteration %s%s%s writes, at the same time, so the value "
-                         "it sees changes from run to run. Write the results to another array (out[...] = ... "
-                         "%s ...) and use it after the loop, or swap the two arrays between calls; %s",
-                         vars, pl, w->text, w->line, r->text, r->line, P->nv > 1 ? "(" : "", v.s, P->nv > 1 ? ")" : "",
-                         P->nv > 1 ? "(" : "", b.s, P->nv > 1 ? ")" : "", r->text, OPTOUT);
-            }
-            warned |= (uint64_t)1 << (w->param & 63);
-            tk_warn(C, r->func, r->line,
-                    "possible race: the parallel loop over %s (line %d) writes %s (line %d) and reads %s (line %d); "
-                    "Tack cannot prove that no iteration reads an element another one writes. Read from one array "
-                    "and write another; %s",
-                    vars, pl, w->text, w->line, r->text, r->line, OPTOUT);
-            break;
-        }
-    }
-    if (P->deep)
-        tk_warn(C, kf, P->deep_line,
-                "possible race: the race check does not follow @tack.func calls nested more than %d deep (line %d)",
-                MAXCALL, P->deep_line);
-}
-
 /* Which arrays the body writes (stores and atomics, callees included). */
 static void written(dpass *P, const tk_ir *s, const int *amap, int depth) {
     if (!s || depth > MAXCALL) return;
@@ -1064,7 +741,7 @@ static void check_pfor(tk_cc *C, tk_spec *K, const tk_ir *pf) {
     memset(&X, 0, sizeof X);
     dx_init(&X, &P, K, body, 0);
     stmt(&X, body);
-    judge(&P);
+    dp_judge(&P);
 }
 
 void tk_depend(tk_cc *C, tk_spec *K) {
