@@ -473,7 +473,10 @@ static void walk_call(dx *X, const tk_ir *e);
 static void scan(dx *X, const tk_ir *e) {
     if (!e) return;
     for (int i = 0; i < e->n; i++) scan(X, e->k[i]);
-    if (e->op == IR_LOAD) record(X, ACC_LOAD, e->param, (const tk_ir *const *)e->k, e->n, e->line, 0);
+    if (e->op == IR_LOAD) { /* a load of an array the loop does not write meets nothing */
+        int p = root_array(X, e->param);
+        if (p >= 0 && (X->P->written >> (p & 63) & 1)) record(X, ACC_LOAD, e->param, (const tk_ir *const *)e->k, e->n, e->line, 0);
+    }
     else if (e->op == IR_ATOMIC) record(X, ACC_ATOMIC, e->param, (const tk_ir *const *)e->k + 1, e->n - 1, e->line, 0);
     else if (e->op == IR_CALL) walk_call(X, e);
 }
