@@ -1,29 +1,63 @@
-# Tack's entry points. Each target sets up what it needs: uv (installed with
-# pip when missing), the environment (uv sync builds the C core and the
+# Tack's entry points. Each target sets up what it needs: uv (installed into
+# build/uv when missing), the environment (uv sync builds the C core and the
 # extension), and the C test builds.
 SHELL := /bin/bash
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON ?= python3
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-UV = $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 
-.PHONY: demo test test-c test-python test-asan env uv sysdeps clean bench test-gpu
+# uv is used by its path, so nothing here needs PATH changed: the uv on PATH, else
+# one installed earlier in ~/.local/bin, else Tack's own copy in build/uv (the
+# `uv` target installs it there).
+UV_HOME := $(CURDIR)/build/uv
+UV = $(or $(shell command -v uv 2>/dev/null),$(wildcard $(HOME)/.local/bin/uv),$(UV_HOME)/bin/uv)
 
+.PHONY: demo demo-env test test-c test-python test-asan test-zig env uv sysdeps sysdeps-test clean bench test-gpu
+
+# Install uv into build/uv where PEP 668 allows it (a Debian or Ubuntu system
+# Python refuses `pip install --user`: "externally-managed-environment"):
+# with pip's --target, which PEP 668 leaves alone; without pip, into a virtual
+# environment made there (Debian's python3-venv); without either, with uv's own
+# installer (curl or wget), told to install there and to leave shell profiles alone.
 uv:
-	@command -v uv >/dev/null 2>&1 || test -x $(HOME)/.local/bin/uv || \
-	  { echo "installing uv with pip"; python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv; }
+	@test -x "$(UV)" || { \
+	  echo "installing uv into build/uv"; rm -rf "$(UV_HOME)"; \
+	  if python3 -m pip --version >/dev/null 2>&1; then \
+	    PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+	      --no-warn-script-location --target "$(UV_HOME)" uv; \
+	  elif python3 -m venv "$(UV_HOME)" >/dev/null 2>&1; then \
+	    "$(UV_HOME)/bin/python" -m pip install --quiet --disable-pip-version-check uv; \
+	  elif command -v curl >/dev/null 2>&1; then \
+	    curl -LsSf https://astral.sh/uv/install.sh | env UV_UNMANAGED_INSTALL="$(UV_HOME)/bin" sh -s -- --quiet; \
+	  elif command -v wget >/dev/null 2>&1; then \
+	    wget -qO- https://astral.sh/uv/install.sh | env UV_UNMANAGED_INSTALL="$(UV_HOME)/bin" sh -s -- --quiet; \
+	  fi; \
+	  test -x "$(UV_HOME)/bin/uv" || { echo "error: could not install uv: install python3-pip," \
+	    "python3-venv or curl, or uv itself (https://docs.astral.sh/uv/)"; exit 1; }; }
+	@echo "using $(UV)"
 
-# System libraries that VTK's offscreen rendering (tack.vis) loads: Mesa's EGL; and the
-# OpenCL loader with PoCL, OpenCL on the CPU, and Intel's OpenCL compiler (libocloc, in
-# intel-opencl-icd) for the OpenCL backend's tests (they skip without them); and the Level
-# Zero loader (libze1), which the Level Zero backend opens (its tests use a fake driver and
-# libocloc, so they need no GPU). Installed with apt-get when missing and we are root;
-# otherwise say what to install.
+# The build's own needs (a C compiler, CMake for the C tests, Python's headers
+# for the extension) and the system libraries that VTK's offscreen rendering
+# (tack.vis) loads: Mesa's EGL. Installed with apt-get when missing and we are
+# root; otherwise say what to install.
 sysdeps:
+	@{ command -v cc >/dev/null 2>&1 && command -v cmake >/dev/null 2>&1 && \
+	   test -e "$$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h"; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq gcc libc6-dev cmake python3-dev >/dev/null; \
+	  else echo "note: building Tack needs a C compiler, CMake and Python's headers (Debian: gcc cmake python3-dev)"; fi; }
 	@ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1' || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && apt-get install -y -qq libegl1 libgl1-mesa-dri >/dev/null; \
 	  else echo "note: install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) for tack.vis figures"; fi; }
+
+# What the GPU backends' tests use without a GPU, the same way: the OpenCL loader
+# with PoCL, OpenCL on the CPU, and Intel's OpenCL compiler (libocloc, in
+# intel-opencl-icd) for the OpenCL backend's tests (they skip without them); the
+# Level Zero loader (libze1), which the Level Zero backend opens (its tests use a
+# fake driver and libocloc, so they need no GPU); and ROCm's HIP (libamdhip64 with
+# hiprtc, and hipcc), which compiles the HIP dialect for AMD GPUs without one.
+sysdeps-test:
 	@{ ldconfig -p 2>/dev/null | grep -q 'libOpenCL.so.1' && test -e /etc/OpenCL/vendors/pocl.icd && \
 	   ldconfig -p 2>/dev/null | grep -q 'libocloc.so'; } || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -35,20 +69,34 @@ sysdeps:
 	    apt-get update -qq && apt-get install -y -qq libze1 >/dev/null || \
 	      echo "note: could not install libze1; Tack reports no Level Zero loader (its fake-driver test still runs)"; \
 	  else echo "note: install libze1 (the Level Zero loader) for the Level Zero backend"; fi; }
+	@ldconfig -p 2>/dev/null | grep -q 'libamdhip64.so' && command -v hipcc >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq hipcc libamdhip64-dev >/dev/null || \
+	      echo "note: could not install hipcc libamdhip64-dev; the HIP compile tests will skip"; \
+	  else echo "note: install hipcc and libamdhip64-dev (ROCm's HIP, about 600 MB) to compile kernels for AMD GPUs"; fi; }
 
-env: uv sysdeps
-	$(UV) sync --extra test --extra peers --extra interop
+# The development environment: the `dev` dependency group (pytest, hypothesis;
+# uv syncs it by default), the VTK extra, the DLPack peers the interop tests
+# compare against (torch, jax: about 3 GB), and the `compiler` extra (the
+# ziglang wheel, whose `zig cc` test_compiler_discovery.py and test-zig use).
+env: uv sysdeps sysdeps-test
+	$(UV) sync --extra peers --extra interop --extra compiler
+
+# What the demo uses and nothing more: Tack and the VTK extra. --inexact: what
+# `make env` installed stays.
+demo-env: uv sysdeps
+	$(UV) sync --inexact --no-dev --extra interop
 
 # The quick start, the VTK exchange (writes build/demo/radius.vti), the CPU
 # validator with its VTK checks, and a picture of radius.vti (build/demo/radius.png).
-demo: env
-	$(UV) run python docs/examples/quickstart.py
+demo: demo-env
+	$(UV) run --no-sync python docs/examples/quickstart.py
 	mkdir -p build/demo
-	cd build/demo && $(UV) run python ../../docs/examples/vtk_interop.py --output radius.vti
-	$(UV) run python docs/examples/validate.py --arch cpu --vtk
-	$(UV) run python -m tack.vis build/demo/radius.vti build/demo/radius.png
+	cd build/demo && $(UV) run --no-sync python ../../docs/examples/vtk_interop.py --output radius.vti
+	$(UV) run --no-sync python docs/examples/validate.py --arch cpu --vtk
+	$(UV) run --no-sync python -m tack.vis build/demo/radius.vti build/demo/radius.png
 
-test: env test-c test-python test-asan
+test: env test-c test-python test-asan test-zig
 
 test-c:
 	cmake -S . -B build/c -DTACK_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
@@ -58,6 +106,15 @@ test-c:
 test-python: env
 	$(UV) run pytest -q tests/python
 
+# The language suite again with the ziglang wheel's clang (the `compiler` extra)
+# as the only C compiler: no TACK_CC or CC, and nothing on PATH but the
+# environment's own programs; an empty kernel cache, so every kernel is compiled.
+test-zig: env
+	rm -rf build/zig-cache
+	env -u TACK_CC -u CC -u TACK_ZIG PATH="$(CURDIR)/.venv/bin" TACK_CACHE_DIR="$(CURDIR)/build/zig-cache" \
+	  "$(UV)" run --no-sync pytest -q -p no:cacheprovider tests/python/test_language.py
+	@grep -qa "clang version" build/zig-cache/*.ccid && echo "the language suite passed with zig cc"
+
 # The C unit tests again under AddressSanitizer (with LeakSanitizer) and UBSan.
 test-asan:
 	cmake -S . -B build/asan -DTACK_BUILD_TESTS=ON -DTACK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
@@ -65,14 +122,16 @@ test-asan:
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/asan --output-on-failure
 
-# On a machine with an NVIDIA GPU: build, the CUDA tests on the GPU, the
-# PyTorch/CuPy exchange and the bandwidth / launch-overhead benchmarks (< 10 min).
+# On a machine with an NVIDIA GPU, unattended and offline: its own venv and build
+# (build/gpu), the C tests, the CUDA tests on the GPU, the PyTorch/CuPy exchange and
+# the bandwidth / launch-overhead benchmarks beside PyTorch and CuPy; bounded by 9
+# minutes, non-zero on any failed step, and a clear error at once without a GPU.
 test-gpu:
 	bash tests/gpu/run.sh
 
 # Tack beside Numba, Warp, Taichi, NumPy and C+OpenMP: writes docs/benchmarks.md and .png.
 bench: uv
-	$(UV) sync --extra test --extra bench
+	$(UV) sync --extra bench
 	$(UV) run python benchmarks/run.py --json build/bench.json
 
 clean:

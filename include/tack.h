@@ -214,6 +214,13 @@ TACK_API tack_status tack_array_view(tack_array *a, int writable, tack_array **o
 /* Reinterpret the storage with another dtype and shape of the same byte size. */
 TACK_API tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim,
                                         const int64_t *shape, tack_array **out);
+/* A view of the `count` elements of `a` from element `start` on (C order),
+ * with shape (ndim, shape) of that many elements: it shares the storage (and
+ * so the storage's flags) and keeps `a`'s writable flag.  Devices whose array
+ * data is a handle rather than an address (OpenCL buffers) refuse a view that
+ * does not start at the first element. */
+TACK_API tack_status tack_array_subview(tack_array *a, int64_t start, int ndim,
+                                        const int64_t *shape, tack_array **out);
 
 TACK_API void tack_array_retain(tack_array *a);
 TACK_API void tack_array_release(tack_array *a);
@@ -224,6 +231,8 @@ TACK_API int tack_array_ndim(const tack_array *a);
 TACK_API const int64_t *tack_array_shape(const tack_array *a);
 TACK_API int64_t tack_array_size(const tack_array *a);   /* elements */
 TACK_API size_t tack_array_nbytes(const tack_array *a);
+/* Whether the memory of a and b overlaps (views of one buffer that share bytes; an empty array overlaps nothing). */
+TACK_API int tack_arrays_overlap(const tack_array *a, const tack_array *b);
 TACK_API int tack_array_writable(const tack_array *a);
 TACK_API tack_device *tack_array_device(const tack_array *a);
 /* Flags of arrays shared with another library (see "When a call returns"). */

@@ -214,6 +214,20 @@ TACK_API tack_status tack_array_from_dlpack(void *managed, int versioned, const 
  * array TACK_ARRAY_SHARED and waits for work queued on its device. */
 TACK_API tack_status tack_array_to_dlpack(tack_array *a, int versioned, tack_dlpack_copy copy, void **out);
 
+/* tack_array_to_dlpack for a consumer that works on a stream: `stream` is
+ * the stream argument of DLPack's __dlpack__.  TACK_DLPACK_STREAM_NO_SYNC
+ * (-1): no synchronization at all.  TACK_DLPACK_STREAM_HOST (0): wait on the
+ * host for the work queued on the array's device (tack_array_to_dlpack).
+ * Any other value is the consumer's stream, a handle of the device's API
+ * (CUDA: a CUstream; 1 and 2 are the legacy and the per-thread default
+ * stream): Tack records an event after its queued work (with COPY_ALWAYS,
+ * after the copy) and makes that stream wait for it, so the host does not
+ * wait.  A device without streams (the CPU) waits on the host. */
+#define TACK_DLPACK_STREAM_NO_SYNC ((intptr_t)-1)
+#define TACK_DLPACK_STREAM_HOST ((intptr_t)0)
+TACK_API tack_status tack_array_to_dlpack_stream(tack_array *a, int versioned, tack_dlpack_copy copy, intptr_t stream,
+                                                 void **out);
+
 /* Call a managed tensor's deleter (if any): for a consumer giving one back. */
 TACK_API void tack_dlpack_delete(void *managed, int versioned);
 

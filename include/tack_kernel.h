@@ -129,6 +129,9 @@ typedef struct tack_argtype {
     int writable;
     int weak;         /* scalar from a Python int/float/bool: takes the other operand's type
                          (dtype is then TACK_I64, TACK_F64 or TACK_BOOL) */
+    int distinct;     /* array: its memory overlaps no other array argument's, so the GPU
+                         dialects declare it restrict; 0 (unknown) is always safe.  A program
+                         compiled with it refuses a launch whose arrays overlap. */
 } tack_argtype;
 
 /* The value of one argument at launch. */
@@ -194,6 +197,19 @@ TACK_API tack_status tack_nvrtc_compile(const char *source, const char *name, in
                                         unsigned flags, char **ptx);
 /* NVRTC's version as major*1000 + minor*10, or 0 when it cannot be loaded. */
 TACK_API int tack_nvrtc_version(void);
+
+/* ------------------------------------------------------------------- HIP */
+/* Compile HIP C++ source to a code object with hiprtc (loaded at run time;
+ * no GPU is needed) for the AMD architecture `arch` as gcnArchName names it
+ * ("gfx90a", "gfx1030:xnack-").  flags: 0 for IEEE arithmetic (no fused
+ * multiply-add), or TACK_HIPRTC_FAST_MATH.  On success *code (release with
+ * tack_free) holds *size bytes.  TACK_ERR_COMPILE carries hiprtc's log;
+ * TACK_ERR_DEVICE says that hiprtc is missing. */
+#define TACK_HIPRTC_FAST_MATH 1u
+TACK_API tack_status tack_hiprtc_compile(const char *source, const char *name, const char *arch, unsigned flags,
+                                         void **code, size_t *size);
+/* hiprtc's version as major*1000 + minor*10, or 0 when it cannot be loaded. */
+TACK_API int tack_hiprtc_version(void);
 
 #ifdef __cplusplus
 }

@@ -77,6 +77,33 @@ def _getline(filename, lineno):
 
 _core._set_hooks(getsourcelines=_getsourcelines, getline=_getline)
 
+
+# The last C compiler the CPU backend tries (after TACK_CC, CC and cc, gcc or
+# clang on PATH; docs/backends.md) is the clang of the ziglang wheel -- the
+# `compiler` extra -- run as `zig cc`.  The package's directory is only known
+# here, so it is handed to libtack as TACK_ZIG, unless that is set already
+# (set and empty: do not use zig).
+def _offer_ziglang():
+    import os
+
+    if "TACK_ZIG" in os.environ:
+        return
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec("ziglang")
+    except (ImportError, ValueError):
+        return
+    for where in (spec.submodule_search_locations or []) if spec else []:
+        zig = os.path.join(where, "zig")
+        if os.path.isfile(zig) and os.access(zig, os.X_OK):
+            os.environ["TACK_ZIG"] = zig
+            return
+
+
+_offer_ziglang()
+del _offer_ziglang
+
 __all__ = [
     "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
     "array_from_ptr", "from_dlpack",
@@ -91,3 +118,8 @@ from ._kernels import *  # noqa: F401,F403,E402
 from ._kernels import __all__ as _kernel_all  # noqa: E402
 
 __all__ += list(_kernel_all)
+
+# counter-based random numbers for kernels (tack.random.uniform, ...): a
+# submodule, kept out of __all__ so that `from tack import *` does not shadow
+# the standard library's random
+from . import random  # noqa: E402

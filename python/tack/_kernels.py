@@ -26,6 +26,7 @@ __all__ = [
     "func",
     "compile_kernels",
     "Kernel",
+    "PythonKernel",
     "CompileError",
     "RaceWarning",
     "ndrange",
@@ -108,7 +109,7 @@ def compile_kernels(calls, *, threads=None):
                             f"not {item!r:.80}")
         k, args = item[0], item[1]
         kwargs = item[2] if len(item) == 3 else {}
-        if not isinstance(k, Kernel) or k.is_func:
+        if not isinstance(k, (Kernel, PythonKernel)) or k.is_func:
             raise TypeError(f"compile_kernels: item {n}: {k!r:.80} is not a @tack.kernel")
         if not isinstance(args, (tuple, list)) or not isinstance(kwargs, dict):
             raise TypeError(f"compile_kernels: item {n}: the arguments must be a tuple (and the keywords a dict)")
@@ -120,6 +121,8 @@ def compile_kernels(calls, *, threads=None):
 
     def one(job):
         k, args, kwargs = job
+        if isinstance(k, PythonKernel):
+            return 0.0  # runs as Python: nothing to compile
         t = time.perf_counter()
         k.compile(*args, **kwargs)  # releases the GIL while the C compiler runs
         return time.perf_counter() - t
@@ -131,7 +134,7 @@ def compile_kernels(calls, *, threads=None):
     return [f.result() for f in futures]  # the first failure, in order, raises
 
 
-def kernel(fn=None, *, checks=True, fast_math=False):
+def kernel(fn=None, *, checks=True, fast_math=False, jit=None):
     """Compile a Python function as a data-parallel kernel.
 
     Use bare (``@tack.kernel``) or with options
@@ -139,9 +142,21 @@ def kernel(fn=None, *, checks=True, fast_math=False):
     ``range(...)`` or ``tack.ndrange(...)`` at the top level of the body runs
     in parallel.  ``checks=False`` removes bounds, division-by-zero and assert
     checks; ``fast_math=True`` lets the C compiler reassociate floating point.
+
+    ``jit=False`` runs the function as plain Python instead (a
+    ``tack.PythonKernel``: serially, on NumPy views of the arrays, so ``print``
+    and ``pdb`` work); ``jit=None``, the default, compiles unless the
+    environment variable ``TACK_DISABLE_JIT`` was set to a non-empty value
+    other than ``0`` when ``tack`` was imported.
     """
+    if jit is not None and not isinstance(jit, _builtins.bool):
+        raise TypeError(f"tack.kernel: jit must be True, False or None, not {jit!r:.60}")
 
     def wrap(f):
+        if not (jit if jit is not None else not DISABLE_JIT):
+            if not callable(f):
+                raise TypeError(f"tack.kernel expects a function, not {type(f).__name__}")
+            return PythonKernel(f)
         return _core.Kernel(f, checks=checks, fast_math=fast_math)
 
     if fn is None:
@@ -151,6 +166,126 @@ def kernel(fn=None, *, checks=True, fast_math=False):
             f"tack.kernel expects a function (or keyword options), not {type(fn).__name__}"
         )
     return wrap(fn)
+
+
+# ------------------------------------------------------------- debug mode
+def _env_disables_jit():
+    import os
+
+    return os.environ.get("TACK_DISABLE_JIT", "").strip() not in ("", "0")
+
+
+DISABLE_JIT = _env_disables_jit()  # read once, when tack is imported
+
+
+_VectorView = None
+
+
+def _vector_view_type():
+    """An ndarray subclass whose elements (rows) read components by name."""
+    global _VectorView
+    if _VectorView is None:
+        np = _np()
+
+        def component(k):
+            return property(lambda self: self[..., k] if self.ndim > 1 else self[k])
+
+        _VectorView = type("VectorView", (np.ndarray,), {n: component(k) for k, n in enumerate("xyzw")})
+    return _VectorView
+
+
+def _debug_view(kernel_name, param, obj):
+    """``obj`` as the function sees it in debug mode: arrays as NumPy views
+    sharing their storage (C-contiguous, of a Tack dtype, read-only where the
+    array is), scalars unchanged.  Refuses what a compiled call refuses, and
+    arrays on other devices than the CPU."""
+    np = _np()
+
+    def refuse(exc, what):
+        raise exc(f"argument '{param}' of {kernel_name}() (jit=False): {what}")
+
+    if isinstance(obj, (_builtins.bool, int, float, np.generic)):
+        return obj
+    if isinstance(obj, _core.Array):
+        if obj.device != "cpu":
+            refuse(ValueError, f"the array is on {obj.device}, and a kernel run as Python (jit=False or "
+                               f"TACK_DISABLE_JIT) runs on the CPU: pass array.to('cpu') and copy the "
+                               f"results back, or compile the kernel")
+        view = np.from_dlpack(obj)  # a view; read-only where the array is
+        if len(obj.dtype.shape) == 1:  # vectors: v.x, v.y ... read components, as in a kernel
+            view = view.view(_vector_view_type())
+        return view
+    if isinstance(obj, np.ndarray):
+        view = obj
+    elif hasattr(type(obj), "__dlpack__"):
+        kind = obj.__dlpack_device__()[0]
+        if int(kind) not in (1, 3, 11):  # kDLCPU, kDLCUDAHost, kDLROCMHost
+            refuse(ValueError, f"the {type(obj).__name__} is on DLPack device {tuple(obj.__dlpack_device__())}, "
+                               f"and a kernel run as Python runs on the CPU: move it to the CPU first")
+        view = np.from_dlpack(obj)
+        if view.flags.writeable and type(obj).__module__.split(".")[0] in ("jax", "jaxlib"):
+            view.flags.writeable = False  # JAX arrays are immutable, as in a compiled call
+    else:
+        try:
+            view = np.asarray(memoryview(obj))
+        except TypeError:
+            refuse(TypeError, "expected a tack.Array, a NumPy array (or another buffer object), a DLPack "
+                              f"producer or a bool/int/float or NumPy scalar (got {type(obj).__name__})")
+    if not view.flags.c_contiguous:
+        refuse(ValueError, f"a {type(obj).__name__} with non-contiguous storage cannot be shared: Tack "
+                           f"arrays are C-contiguous; pass numpy.ascontiguousarray(x) (a copy) instead")
+    try:
+        _core._dtype(view.dtype)
+    except (TypeError, ValueError):
+        refuse(TypeError, f"an array of NumPy dtype {view.dtype} has no Tack dtype")
+    return view
+
+
+class PythonKernel:
+    """A kernel run as plain Python: ``@tack.kernel(jit=False)``, or any
+    ``@tack.kernel`` while ``TACK_DISABLE_JIT=1`` was set at import.
+
+    A call binds the arguments as Python does and runs the function once,
+    serially: parallel loops run in order, so ``print()`` output appears in
+    loop order and ``breakpoint()``/pdb stop where they are written.  Arrays
+    arrive as NumPy views sharing their storage (a ``tack.Array`` on the CPU,
+    a NumPy array, a CPU DLPack producer), read-only where the array is;
+    reading an element gives a NumPy scalar of the array's dtype.  Indexing
+    out of bounds raises IndexError, and a negative index counts from the
+    end, as in a compiled kernel.  Arrays on a GPU are refused (no hidden
+    copies).  The intrinsics (``tack.sqrt``, ``tack.atomic_add``,
+    ``tack.ndrange`` ...) run their NumPy versions.  Python scalars stay
+    Python's (a float is f64, an int unbounded), so float results may differ
+    from a compiled kernel's in the last bits.
+    """
+
+    jit = False
+    is_func = False
+
+    def __init__(self, fn):
+        import functools
+        import inspect
+
+        functools.update_wrapper(self, fn)
+        self.py_func = fn
+        self._signature = inspect.signature(fn)
+
+    def __call__(self, *args, **kwargs):
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        name = self.__qualname__
+        views = {p: _debug_view(name, p, v) for p, v in bound.arguments.items()}
+        self.py_func(**views)
+
+    def compile(self, *args, **kwargs):
+        """Nothing to compile: the kernel runs as Python (jit=False)."""
+
+    @property
+    def specializations(self):
+        return 0
+
+    def __repr__(self):
+        return f"<tack.PythonKernel {self.__qualname__} (jit=False: runs as Python)>"
 
 
 def func(fn=None):

@@ -1,14 +1,15 @@
 /*
  * cpu_jit.c -- building and running kernels on the CPU.
  *
- * Build: the emitted C goes through the platform C compiler (TACK_CC,
- * default `cc`) into a shared library, which is loaded with dlopen.  Flags:
+ * Build: the emitted C goes through a C compiler (the first of TACK_CC, CC,
+ * cc/gcc/clang on PATH, the ziglang wheel's `zig cc`: see "compiler choice"
+ * below) into a shared library, which is loaded with dlopen.  Flags:
  * -O3 -march=native -fPIC -shared -fno-math-errno, fast-math flags only for
  * fast_math kernels, then TACK_CFLAGS.
  *
  * Disk cache: the library is kept under a key that hashes everything that
  * determines its contents -- the source, the dialect, the compiler's
- * identity (`cc --version`, asked once per process), the flags, the CPU
+ * identity (`cc --version`, remembered per compiler binary), the flags, the CPU
  * (because of -march=native), the ABI and Tack's version -- with two
  * independent 64-bit FNV-1a hashes.  The directory is TACK_CACHE_DIR, else
  * $XDG_CACHE_HOME/tack, else ~/.cache/tack.  Loading a library runs its
@@ -17,7 +18,9 @@
  * temporary name and renamed into place, so concurrent builders (threads or
  * processes) never see half a file; each library carries its own key as a
  * symbol, and an entry that does not load or whose key does not match
- * (truncated, corrupt, foreign) is rebuilt.
+ * (truncated, corrupt, foreign) is rebuilt.  Beside the entries, a record
+ * per kernel says which compiler's identity built it, so that a process
+ * with no compiler at all still loads the kernels already built.
  *
  * Launch: the arguments are checked against the signature (dtype, ndim,
  * device, writability of the parameters the kernel writes) and packed as
@@ -62,57 +65,140 @@
 
 extern char **environ;
 
-/* ------------------------------------------------- compiler identity */
-static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
-static char ident_cc[512];        /* the TACK_CC the identity was computed for */
-static char ident_text[1024];     /* first line of `cc --version` */
-static hash2 ident_hash;
-static int ident_ok;
+/* ------------------------------------------------- compiler choice */
+/* Which C compiler builds kernels is decided at every build, from the
+ * environment as it is then, in this order:
+ *
+ *   1. TACK_CC, a command line split at blanks ("ccache gcc", "clang -g");
+ *   2. CC, the same, as build tools read it;
+ *   3. cc, gcc, clang: the first of them found on PATH;
+ *   4. TACK_ZIG, a zig binary (its path taken whole), run as `zig cc`: clang
+ *      with the C library headers it needs, which pip installs (the ziglang
+ *      wheel, Tack's `compiler` extra).  The Python package sets TACK_ZIG at
+ *      import when that wheel is installed and the variable is unset.
+ *
+ * A TACK_CC or CC whose program is not there is an error that names it, not
+ * a reason to try the next: somebody asked for that compiler.  The program
+ * is looked up here and run by the path found, so what runs is what was
+ * looked up (posix_spawnp would search again, from inside the cache
+ * directory).  When no compiler is found at all, a kernel already in the
+ * cache still loads -- which compiler built each entry is recorded beside
+ * it (build_in) -- and a new one fails with an error that names the
+ * choices. */
+typedef struct cc_pick {
+    const char *line;    /* TACK_CC, CC or the name found on PATH; NULL for zig */
+    const char *rest;    /* what follows the program in `line`: its arguments */
+    const char *from;    /* "TACK_CC", "CC", "PATH" or "TACK_ZIG", for messages */
+    int zig;             /* run as `path cc ...` */
+    char path[PATH_MAX]; /* the program, as found */
+} cc_pick;
 
-static const char *cc_command(void) {
-    const char *cc = getenv("TACK_CC");
-    return cc && *cc ? cc : "cc";
-}
-
-/* Asking `cc --version` costs a process start (several milliseconds), which
- * would dominate the first call of a cached kernel in a new process.  So the
- * answer is remembered in the cache directory, keyed by the compiler
- * binary's resolved path, size, inode and modification time: a new or
- * upgraded compiler has a new key and is asked again. */
-static int compiler_stamp(const char *cc, hash2 *k) {
-    char found[1024];
-    if (strpbrk(cc, " \t")) return 0; /* a command line ("ccache gcc"): always ask */
-    if (strchr(cc, '/')) snprintf(found, sizeof found, "%s", cc);
-    else {
-        const char *path = getenv("PATH");
-        int ok = 0;
-        while (path && *path && !ok) {
-            const char *end = strchr(path, ':');
-            size_t len = end ? (size_t)(end - path) : strlen(path);
-            snprintf(found, sizeof found, "%.*s/%s", (int)len, path, cc);
-            ok = access(found, X_OK) == 0;
-            path = end ? end + 1 : NULL;
-        }
-        if (!ok) return 0;
-    }
-    char real[PATH_MAX];
+/* `path` names an executable regular file; a relative path is made absolute
+ * (the compiler runs inside the cache directory, where it would name
+ * something else).  Not resolved further: a compiler may be a symbolic link
+ * whose name matters (ccache's "gcc"). */
+static int is_program(char *path, size_t cap) {
     struct stat sb;
-    if (!realpath(found, real) || stat(real, &sb) != 0) return 0;
-    long long fields[4] = {(long long)sb.st_size, (long long)sb.st_ino, (long long)sb.st_mtim.tv_sec,
-                           (long long)sb.st_mtim.tv_nsec};
-    kc_hash_str(k, real);
-    kc_hash_add(k, fields, sizeof fields);
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || access(path, X_OK) != 0) return 0;
+    if (path[0] == '/') return 1;
+    char cwd[PATH_MAX];
+    size_t n = strlen(path);
+    if (!getcwd(cwd, sizeof cwd)) return 0;
+    size_t c = strlen(cwd);
+    if (c + 1 + n + 1 > cap) return 0;
+    memmove(path + c + 1, path, n + 1);
+    memcpy(path, cwd, c);
+    path[c] = '/';
     return 1;
 }
 
-/* TACK_CC and TACK_CFLAGS as an argument vector: split at blanks, never
- * given to a shell.  The strings live in `buf` (tack_malloc'd, freed by the
- * caller with the vector). */
-static char **split_command(const char *cc, const char *flags, int extra, char **buf_out) {
-    size_t len = strlen(cc) + 1 + (flags ? strlen(flags) : 0) + 1;
+/* Find the program named by the first `len` bytes of `name` as execvp
+ * would: a name with a slash as it is, else in each directory of PATH (when
+ * PATH is unset, /bin:/usr/bin, as glibc's execvp does).  Empty entries of
+ * PATH, which mean the working directory, are skipped. */
+static int find_program(const char *name, size_t len, char *out, size_t cap) {
+    if (len == 0 || len >= cap) return 0;
+    if (memchr(name, '/', len)) {
+        snprintf(out, cap, "%.*s", (int)len, name);
+        return is_program(out, cap);
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/bin:/usr/bin";
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t dl = end ? (size_t)(end - path) : strlen(path);
+        if (dl > 0 && dl + 1 + len < cap) {
+            snprintf(out, cap, "%.*s/%.*s", (int)dl, path, (int)len, name);
+            if (is_program(out, cap)) return 1;
+        }
+        if (!end) break;
+        path = end + 1;
+    }
+    return 0;
+}
+
+/* The compiler to use: 1 found, 0 none found (no error set), or -1 with the
+ * error set when TACK_CC or CC names a program that is not there. */
+static int pick_compiler(cc_pick *c) {
+    static const char *const vars[2] = {"TACK_CC", "CC"};
+    static const char *const names[3] = {"cc", "gcc", "clang"};
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < 2; i++) {
+        const char *line = getenv(vars[i]), *w = line;
+        if (!line) continue;
+        w += strspn(w, " \t");
+        size_t n = strcspn(w, " \t");
+        if (n == 0) continue; /* set, but blank: as if unset */
+        c->line = line;
+        c->rest = w + n;
+        c->from = vars[i];
+        if (find_program(w, n, c->path, sizeof c->path)) return 1;
+        tack_set_error(TACK_ERR_RUNTIME,
+                       "the C compiler '%s' (%s) does not run: %s '%.*s'; set %s to a C compiler (a command and its "
+                       "arguments, run without a shell), or unset it to let Tack look for one",
+                       line, vars[i], memchr(w, '/', n) ? "there is no program" : "no program on PATH is named", (int)n, w,
+                       vars[i]);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (find_program(names[i], strlen(names[i]), c->path, sizeof c->path)) {
+            c->line = names[i];
+            c->rest = "";
+            c->from = "PATH";
+            return 1;
+        }
+    }
+    const char *zig = getenv("TACK_ZIG");
+    if (zig && *zig && find_program(zig, strlen(zig), c->path, sizeof c->path)) {
+        c->rest = "";
+        c->from = "TACK_ZIG";
+        c->zig = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static tack_status no_compiler(const char *kernel) {
+    const char *zig = getenv("TACK_ZIG");
+    int bad_zig = zig && *zig;
+    return tack_set_error(TACK_ERR_RUNTIME,
+                          "no C compiler to build kernel '%s' for the CPU%s%s%s: Tack looks at TACK_CC, then CC, then "
+                          "for cc, gcc and clang on PATH, then at TACK_ZIG (the ziglang wheel's zig). Set TACK_CC to "
+                          "a C compiler, install cc (gcc or clang), or `pip install ziglang` (the `compiler` extra), "
+                          "whose clang Tack then finds by itself",
+                          kernel, bad_zig ? " (TACK_ZIG names '" : "", bad_zig ? zig : "",
+                          bad_zig ? "', which is not a program)" : "");
+}
+
+/* The compiler's argument vector: its program, `cc` for zig, the arguments
+ * that came with it, then `flags`, split at blanks and never given to a
+ * shell, with room for `extra` more and the NULL.  The words live in
+ * *buf_out (tack_malloc'd, freed by the caller with the vector). */
+static char **cc_argv(const cc_pick *c, const char *flags, int extra, char **buf_out) {
+    size_t len = strlen(c->rest) + 1 + (flags ? strlen(flags) : 0) + 1;
     char *buf = tack_malloc(len);
     if (!buf) return NULL;
-    snprintf(buf, len, "%s %s", cc, flags ? flags : "");
+    snprintf(buf, len, "%s %s", c->rest, flags ? flags : "");
     int words = 0;
     for (char *p = buf; *p;) {
         while (*p == ' ' || *p == '\t') p++;
@@ -120,12 +206,14 @@ static char **split_command(const char *cc, const char *flags, int extra, char *
         words++;
         while (*p && *p != ' ' && *p != '\t') p++;
     }
-    char **argv = tack_calloc((size_t)words + (size_t)extra + 1, sizeof(char *));
+    char **argv = tack_calloc((size_t)words + 2 + (size_t)extra + 1, sizeof(char *));
     if (!argv) {
         tack_free(buf);
         return NULL;
     }
     int n = 0;
+    argv[n++] = (char *)c->path;
+    if (c->zig) argv[n++] = "cc";
     for (char *p = buf; *p;) {
         while (*p == ' ' || *p == '\t') *p++ = 0;
         if (!*p) break;
@@ -134,6 +222,42 @@ static char **split_command(const char *cc, const char *flags, int extra, char *
     }
     *buf_out = buf;
     return argv;
+}
+
+/* The compiler as the user would write it, for messages. */
+#define CC_SHOWN(c) ((c)->zig ? (c)->path : (c)->line), ((c)->zig ? " cc" : "")
+
+/* ------------------------------------------------- compiler identity */
+static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
+static hash2 ident_of;            /* which command the identity was computed for */
+static char ident_text[1024];     /* first line of `cc --version` */
+static hash2 ident_hash;
+static int ident_ok;
+
+static hash2 pick_hash(const cc_pick *c) {
+    hash2 h = TACK_HASH2_INIT;
+    kc_hash_str(&h, c->zig ? "zig cc" : "command");
+    kc_hash_str(&h, c->path);
+    kc_hash_str(&h, c->rest);
+    return h;
+}
+
+/* Asking `cc --version` costs a process start (several milliseconds), which
+ * would dominate the first call of a cached kernel in a new process.  So the
+ * answer is remembered in the cache directory, keyed by the compiler
+ * binary's resolved path, size, inode and modification time: a new or
+ * upgraded compiler has a new key and is asked again. */
+static int compiler_stamp(const cc_pick *c, hash2 *k) {
+    if (c->rest[strspn(c->rest, " \t")]) return 0; /* a command line ("ccache gcc"): always ask */
+    char real[PATH_MAX];
+    struct stat sb;
+    if (!realpath(c->path, real) || stat(real, &sb) != 0) return 0;
+    long long fields[4] = {(long long)sb.st_size, (long long)sb.st_ino, (long long)sb.st_mtim.tv_sec,
+                           (long long)sb.st_mtim.tv_nsec};
+    kc_hash_str(k, real);
+    kc_hash_add(k, fields, sizeof fields);
+    if (c->zig) kc_hash_str(k, "zig cc");
+    return 1;
 }
 
 /* Run argv without a shell (inside directory `dirfd`, or here when it is
@@ -194,27 +318,28 @@ static int identity_load(const kc_dir *d, const char *memo, hash2 *h, char *text
     return ok;
 }
 
-static tack_status compiler_identity(const kc_dir *d, hash2 *out, char *first_line, size_t fl_len) {
-    const char *cc = cc_command();
+static tack_status compiler_identity(const kc_dir *d, const cc_pick *c, hash2 *out, char *first_line, size_t fl_len) {
+    hash2 of = pick_hash(c);
     char memo[64] = "";
     hash2 stamp = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
     pthread_mutex_lock(&ident_lock);
-    if ((!ident_ok || strcmp(ident_cc, cc) != 0) && compiler_stamp(cc, &stamp)) {
+    int known = ident_ok && ident_of.a == of.a && ident_of.b == of.b;
+    if (!known && compiler_stamp(c, &stamp)) {
         snprintf(memo, sizeof memo, "cc-%016llx.id", (unsigned long long)stamp.a);
         if (identity_load(d, memo, &ident_hash, ident_text, sizeof ident_text)) {
-            snprintf(ident_cc, sizeof ident_cc, "%s", cc);
-            ident_ok = 1;
+            ident_of = of;
+            ident_ok = known = 1;
             memo[0] = 0; /* nothing to write */
         }
     }
-    if (!ident_ok || strcmp(ident_cc, cc) != 0) {
+    if (!known) {
         hash2 h = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
         char *buf = NULL, text[4096] = "";
         size_t total = 0;
         int status = 0;
-        char **argv = split_command(cc, "--version", 0, &buf);
-        if (!argv || !argv[0] || spawn_output(argv, -1, text, sizeof text, &total, &status) != 0 ||
-            !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        char **argv = cc_argv(c, "--version", 0, &buf);
+        if (!argv || spawn_output(argv, -1, text, sizeof text, &total, &status) != 0 || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0)
             total = 0;
         tack_free(argv);
         tack_free(buf);
@@ -222,13 +347,14 @@ static tack_status compiler_identity(const kc_dir *d, hash2 *out, char *first_li
         size_t k = strcspn(text, "\n");
         snprintf(ident_text, sizeof ident_text, "%.*s", (int)k, text);
         if (total == 0) {
+            ident_ok = 0;
             pthread_mutex_unlock(&ident_lock);
             return tack_set_error(TACK_ERR_RUNTIME,
-                                  "the C compiler '%s' does not run (`%s --version` failed); install one or set TACK_CC "
-                                  "(a command and its arguments, run without a shell)",
-                                  cc, cc);
+                                  "the C compiler '%s%s' (%s) does not run (`%s%s --version` failed); install one or set "
+                                  "TACK_CC (a command and its arguments, run without a shell)",
+                                  CC_SHOWN(c), c->from, CC_SHOWN(c));
         }
-        snprintf(ident_cc, sizeof ident_cc, "%s", cc);
+        ident_of = of;
         ident_hash = h;
         ident_ok = 1;
         if (memo[0]) { /* remember it; a failure to write only costs the next process a run */
@@ -247,21 +373,32 @@ static tack_status compiler_identity(const kc_dir *d, hash2 *out, char *first_li
     return TACK_OK;
 }
 
-/* The CPU model matters because of -march=native. */
-static void cpu_identity(hash2 *h) {
+/* The CPU model matters because of -march=native.  Read once per process
+ * (a key is computed twice for a kernel whose compiler is recorded). */
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+static char cpu_machine[65];
+static char cpu_lines[2][4096];
+static int cpu_uname_ok, cpu_nlines;
+
+static void cpu_read(void) {
     struct utsname u;
-    if (uname(&u) == 0) kc_hash_str(h, u.machine);
+    if (uname(&u) == 0) {
+        snprintf(cpu_machine, sizeof cpu_machine, "%s", u.machine);
+        cpu_uname_ok = 1;
+    }
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
-    char line[4096];
-    int got = 0;
-    while (got < 2 && fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) {
-            kc_hash_str(h, line);
-            got++;
-        }
+    while (cpu_nlines < 2 && fgets(cpu_lines[cpu_nlines], sizeof cpu_lines[0], f)) {
+        const char *line = cpu_lines[cpu_nlines];
+        if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) cpu_nlines++;
     }
     fclose(f);
+}
+
+static void cpu_identity(hash2 *h) {
+    pthread_once(&cpu_once, cpu_read);
+    if (cpu_uname_ok) kc_hash_str(h, cpu_machine);
+    for (int i = 0; i < cpu_nlines; i++) kc_hash_str(h, cpu_lines[i]);
 }
 
 /* ------------------------------------------------------------- cache */
@@ -324,10 +461,10 @@ static int try_load(const kc_dir *d, const kc_entry *e, const char *name, const 
  * cannot swallow the reason ("No space left on device").  A compiler killed
  * by SIGINT (Ctrl-C reaches the whole process group) is an interruption,
  * not a compile failure. */
-static tack_status run_compiler(const kc_dir *d, const char *kernel, const char *flags, const char *src,
-                                const char *out) {
+static tack_status run_compiler(const kc_dir *d, const cc_pick *c, const char *kernel, const char *flags,
+                                const char *src, const char *out) {
     char *buf = NULL;
-    char **argv = split_command(cc_command(), flags, 5, &buf);
+    char **argv = cc_argv(c, flags, 5, &buf);
     if (!argv) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", kernel);
     int argc = 0;
     while (argv[argc]) argc++;
@@ -342,7 +479,8 @@ static tack_status run_compiler(const kc_dir *d, const char *kernel, const char 
     int status = 0;
     int rc = spawn_output(argv, d->fd, log, sizeof log, &len, &status);
     if (rc != 0) {
-        st = tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler '%s': %s (set TACK_CC)", argv[0], strerror(rc));
+        st = tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler '%s%s' (%s): %s (set TACK_CC)", CC_SHOWN(c),
+                            c->from, strerror(rc));
         goto done;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) goto done;
@@ -385,10 +523,47 @@ static int load_entry(const kc_dir *d, const char *name, const char *key, const 
     return ok;
 }
 
+/* The cache key of kernel p built with `flags` by the compiler whose
+ * identity is `ident`; with ident NULL, the key of the record of which
+ * compiler built it (any compiler: ident is the only difference). */
+static void entry_key(const tack_program *p, const char *flags, const hash2 *ident, char key[40]) {
+    hash2 h = TACK_HASH2_INIT;
+    kc_hash_str(&h, p->source);
+    kc_hash_str(&h, p->dialect);
+    if (ident)
+        kc_hash_add(&h, ident, sizeof *ident);
+    else
+        kc_hash_str(&h, "the record of which C compiler built it");
+    kc_hash_str(&h, flags);
+    kc_hash_str(&h, TACK_VERSION_STRING);
+    char abi[16];
+    snprintf(abi, sizeof abi, "abi%d", TK_CPU_ABI_VERSION);
+    kc_hash_str(&h, abi);
+    cpu_identity(&h);
+    snprintf(key, 40, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+}
+
+/* Remember beside the entries which compiler built the kernel (`rec`, the
+ * entry_key without a compiler, ".ccid"): its identity hash and the first
+ * line of its --version, as the identity memo holds them.  A process that
+ * finds no compiler reads it back, computes the entry's key from it and
+ * loads that entry, checked as every entry is (its seal, its embedded key):
+ * the record only says which name to try.  A failure to write costs only
+ * that a process without a compiler cannot load the kernel. */
+static void record_builder(const kc_dir *d, const char *rec, const hash2 *ident, const char *first_line) {
+    char line[64];
+    snprintf(line, sizeof line, "%016llx %016llx\n", (unsigned long long)ident->a, (unsigned long long)ident->b);
+    const char *parts[2] = {line, first_line};
+    if (kc_store(d, rec, parts, 2) != TACK_OK) tack_clear_error();
+}
+
 static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
-    hash2 ident;
-    char first_line[256];
-    tack_status st = compiler_identity(d, &ident, first_line, sizeof first_line);
+    cc_pick cc;
+    int found = pick_compiler(&cc);
+    if (found < 0) return TACK_ERR_RUNTIME; /* the error names the compiler asked for */
+    hash2 ident = {0, 0};
+    char first_line[256] = "";
+    tack_status st = found ? compiler_identity(d, &cc, &ident, first_line, sizeof first_line) : TACK_OK;
     if (st != TACK_OK) return st;
 
     const char *extra = getenv("TACK_CFLAGS");
@@ -398,21 +573,29 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     snprintf(flags, flen, "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno -fopenmp-simd%s %s",
              p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", extra ? extra : "");
 
-    hash2 h = TACK_HASH2_INIT;
-    kc_hash_str(&h, p->source);
-    kc_hash_str(&h, p->dialect);
-    kc_hash_add(&h, &ident, sizeof ident);
-    kc_hash_str(&h, flags);
-    kc_hash_str(&h, TACK_VERSION_STRING);
-    char abi[16];
-    snprintf(abi, sizeof abi, "abi%d", TK_CPU_ABI_VERSION);
-    kc_hash_str(&h, abi);
-    cpu_identity(&h);
-    char key[40], name[64];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
-    snprintf(name, sizeof name, "%s.so", key);
+    char key[40], name[64], rec[64];
+    entry_key(p, flags, NULL, key);
+    snprintf(rec, sizeof rec, "%s.ccid", key);
     void *handle = NULL, *entry = NULL;
+    if (!found) { /* no compiler: the entry the record names, or an error that says what to install */
+        if (identity_load(d, rec, &ident, first_line, sizeof first_line)) {
+            entry_key(p, flags, &ident, key);
+            snprintf(name, sizeof name, "%s.so", key);
+            if (load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
+                if (kc_log_info())
+                    fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (built by %s; no C compiler found) (%s/%s)\n",
+                            p->kernel_name, kc_now_ms() - t0, first_line, d->path, name);
+                goto loaded;
+            }
+        }
+        st = no_compiler(p->kernel_name);
+        goto out;
+    }
+    entry_key(p, flags, &ident, key);
+    snprintf(name, sizeof name, "%s.so", key);
     if (load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
+        struct stat sb; /* an entry from before records existed, or whose record was lost */
+        if (fstatat(d->fd, rec, &sb, AT_SYMLINK_NOFOLLOW) != 0) record_builder(d, rec, &ident, first_line);
         if (kc_log_info())
             fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
                     kc_now_ms() - t0, d->path, name);
@@ -427,7 +610,7 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     abi_trailer(trailer, sizeof trailer, key);
     const char *parts[2] = {p->source, trailer};
     st = kc_write_new(d, src, parts, 2);
-    if (st == TACK_OK) st = run_compiler(d, p->kernel_name, flags, src, tmp);
+    if (st == TACK_OK) st = run_compiler(d, &cc, p->kernel_name, flags, src, tmp);
     if (st != TACK_OK) {
         unlinkat(d->fd, tmp, 0);
         if (st != TACK_ERR_RUNTIME) unlinkat(d->fd, src, 0); /* kept only for a compile failure to read */
@@ -443,9 +626,10 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
                             d->path, name, why ? why : "tack_entry or tack_cache_key missing");
         goto out;
     }
+    record_builder(d, rec, &ident, first_line);
     if (kc_log_info())
-        fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s/%s)\n", p->kernel_name, kc_now_ms() - t0,
-                first_line, d->path, name);
+        fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s%s, from %s) (%s/%s)\n", p->kernel_name,
+                kc_now_ms() - t0, first_line, CC_SHOWN(&cc), cc.from, d->path, name);
 loaded:
     p->handle = handle;
     p->entry = entry;

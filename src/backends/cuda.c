@@ -8,13 +8,18 @@
  * Contexts: each Tack device uses its GPU's *primary* context, the one the
  * CUDA runtime -- and so PyTorch, CuPy and Warp -- use.  An allocation made
  * by any of them is therefore valid in Tack's calls on the same thread, and
- * vice versa.  Every entry point pushes the primary context and pops it
- * again, leaving the caller's current context as it found it.
+ * vice versa.  Every entry point makes the primary context current for its
+ * duration -- with no driver call beyond cuCtxGetCurrent when it already is,
+ * else pushing it and popping it again -- leaving the caller's current
+ * context as it found it.
  *
- * Streams: one stream per device; all of Tack's copies and
- * launches on that device are ordered on it.  It is a blocking stream, so it
- * is also ordered with the legacy default stream that PyTorch and CuPy use
- * unless told otherwise: their queued work and Tack's follow each other.  Memory uses the stream-ordered
+ * Streams: one stream per device, created by Tack (cuStreamCreate with
+ * flags 0: a blocking stream); all of Tack's copies and launches on that
+ * device are ordered on it.  Being blocking, it is also ordered with the
+ * legacy default stream that PyTorch and CuPy use unless told otherwise:
+ * their queued work and Tack's follow each other.  A DLPack export to a
+ * consumer's stream makes that stream wait for Tack's with an event
+ * (cuda_stream_wait), with no wait on the host.  Memory uses the stream-ordered
  * allocator (cuMemAllocAsync) when the device supports memory pools.  If it
  * fails for a reason other than out-of-memory, that allocation and every
  * later one on the device come from cuMemAlloc instead (logged once under
@@ -39,6 +44,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,8 +82,13 @@ static void load(void) {
     REQ(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
     REQ(cuCtxPushCurrent, "cuCtxPushCurrent_v2");
     REQ(cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+    REQ(cuCtxGetCurrent, "cuCtxGetCurrent");
     REQ(cuStreamCreate, "cuStreamCreate");
     REQ(cuStreamSynchronize, "cuStreamSynchronize");
+    REQ(cuStreamWaitEvent, "cuStreamWaitEvent");
+    REQ(cuEventCreate, "cuEventCreate");
+    REQ(cuEventRecord, "cuEventRecord");
+    REQ(cuEventDestroy, "cuEventDestroy_v2");
     REQ(cuMemAlloc, "cuMemAlloc_v2");
     REQ(cuMemFree, "cuMemFree_v2");
     REQ(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
@@ -95,6 +106,8 @@ static void load(void) {
 #undef REQ
     *(void **)&api.cuMemAllocAsync = dlsym(api.lib, "cuMemAllocAsync");
     *(void **)&api.cuMemFreeAsync = dlsym(api.lib, "cuMemFreeAsync");
+    *(void **)&api.cuOccupancyMaxActiveBlocksPerMultiprocessor =
+        dlsym(api.lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     CUresult r = api.cuInit(0);
     if (r != TACK_CUDA_SUCCESS) {
         const char *s = NULL;
@@ -233,12 +246,31 @@ static int cuda_device_count(char *why, size_t why_len) {
     return n;
 }
 
+/* Each thread keeps, per cuda_push not yet popped, whether it pushed, so
+ * that cuda_pop pops only then: a call from a thread whose current context
+ * is already the device's (PyTorch and CuPy make the primary context current
+ * and leave it so) makes no push and no pop.  Where another context, or
+ * none, is current, the device's is pushed and popped again, leaving the
+ * thread as it was (making it current for good would change the CUDA
+ * runtime's current device under PyTorch's feet).  A bit per nesting level. */
+static _Thread_local uint64_t push_bits;
+static _Thread_local unsigned push_depth;
+
 tack_status cuda_push(tack_device *d) {
     cuda_dev *c = d->state;
     tack_status st = cuda_lost_error(d);
     if (st != TACK_OK) return st;
-    CUresult r = api.cuCtxPushCurrent(c->ctx);
-    return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_fail(d, r, "cuCtxPushCurrent");
+    CUcontext cur = NULL;
+    CUresult r = TACK_CUDA_SUCCESS;
+    int pushed = 0;
+    if (push_depth >= 64 || api.cuCtxGetCurrent(&cur) != TACK_CUDA_SUCCESS || cur != c->ctx) {
+        r = api.cuCtxPushCurrent(c->ctx);
+        if (r != TACK_CUDA_SUCCESS) return cuda_fail(d, r, "cuCtxPushCurrent");
+        pushed = 1;
+    }
+    if (push_depth < 64) push_bits = (push_bits & ~((uint64_t)1 << push_depth)) | (uint64_t)pushed << push_depth;
+    push_depth++;
+    return TACK_OK;
 }
 
 #define push cuda_push
@@ -246,7 +278,9 @@ tack_status cuda_push(tack_device *d) {
 
 void cuda_pop(void) {
     CUcontext ignored;
-    api.cuCtxPopCurrent(&ignored);
+    if (!push_depth) return;
+    push_depth--;
+    if (push_depth >= 64 || (push_bits >> push_depth & 1)) api.cuCtxPopCurrent(&ignored);
 }
 
 static tack_status cuda_init_device(tack_device *d) {
@@ -265,6 +299,10 @@ static tack_status cuda_init_device(tack_device *d) {
        "cuDeviceGetAttribute");
     CU(api.cuDeviceGetAttribute(&d->threads, TACK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev),
        "cuDeviceGetAttribute");
+    if (api.cuDeviceGetAttribute(&c->sm_threads, TACK_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, c->dev) !=
+            TACK_CUDA_SUCCESS || c->sm_threads <= 0)
+        c->sm_threads = 2048;
+    CU(api.cuDriverGetVersion(&c->driver), "cuDriverGetVersion");
     CU(api.cuDevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain");
     CU(api.cuCtxPushCurrent(c->ctx), "cuCtxPushCurrent");
     pushed = 1;
@@ -278,7 +316,7 @@ static tack_status cuda_init_device(tack_device *d) {
     c = NULL;
 done:
     if (pushed)
-        pop();
+        api.cuCtxPopCurrent(&(CUcontext){NULL});
     tack_free(c);
     return st;
 }
@@ -516,6 +554,27 @@ done:
     return st;
 }
 
+/* A consumer's stream (DLPack export) waits on the device for everything
+ * queued on Tack's stream so far: an event recorded on ours, waited for on
+ * theirs, and destroyed at once (the driver keeps it until it completes).
+ * The handles 1 and 2 are the driver's CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD; any other is a stream of the primary context. */
+static tack_status cuda_stream_wait(tack_device *d, void *stream) {
+    tack_status st;
+    cuda_dev *c = d->state;
+    CUevent e = NULL;
+    if ((st = push(d)) != TACK_OK)
+        return st;
+    CU(api.cuEventCreate(&e, TACK_CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    CU(api.cuEventRecord(e, c->stream), "cuEventRecord");
+    CU(api.cuStreamWaitEvent((CUstream)stream, e, 0), "cuStreamWaitEvent");
+done:
+    if (e && !cuda_is_lost(d))
+        cuda_note(d, api.cuEventDestroy(e));
+    pop();
+    return st;
+}
+
 static const rt_backend cuda_backend = {
     .name = "cuda",
     .type = TACK_DEVICE_CUDA,
@@ -531,6 +590,7 @@ static const rt_backend cuda_backend = {
     .launch = cuda_launch,
     .unload = cuda_unload,
     .check_ptr = cuda_check_ptr,
+    .stream_wait = cuda_stream_wait,
 };
 
 const rt_backend *rt_backend_cuda(void) { return &cuda_backend; }

@@ -20,15 +20,19 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
+typedef struct CUevent_st *CUevent;
 typedef uint64_t CUdeviceptr;
 
 #define TACK_CUDA_SUCCESS 0
 #define TACK_CUDA_ERROR_OUT_OF_MEMORY 2
 #define TACK_CUDA_ERROR_NO_DEVICE 100
+#define TACK_CUDA_ERROR_UNSUPPORTED_PTX_VERSION 222
+#define TACK_CU_EVENT_DISABLE_TIMING 2
 #define TACK_CU_STREAM_NON_BLOCKING 1
 #define TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define TACK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define TACK_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR 39
 #define TACK_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED 115
 #define TACK_CU_JIT_ERROR_LOG_BUFFER 5
 #define TACK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
@@ -49,8 +53,13 @@ typedef struct tack_cuda_api {
     CUresult (*cuDevicePrimaryCtxRelease)(CUdevice d);
     CUresult (*cuCtxPushCurrent)(CUcontext ctx);
     CUresult (*cuCtxPopCurrent)(CUcontext *ctx);
+    CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
     CUresult (*cuStreamCreate)(CUstream *s, unsigned flags);
     CUresult (*cuStreamSynchronize)(CUstream s);
+    CUresult (*cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags);
+    CUresult (*cuEventCreate)(CUevent *e, unsigned flags);
+    CUresult (*cuEventRecord)(CUevent e, CUstream s);
+    CUresult (*cuEventDestroy)(CUevent e);
     CUresult (*cuMemAlloc)(CUdeviceptr *p, size_t n);
     CUresult (*cuMemFree)(CUdeviceptr p);
     CUresult (*cuMemAllocAsync)(CUdeviceptr *p, size_t n, CUstream s); /* may be NULL */
@@ -67,6 +76,8 @@ typedef struct tack_cuda_api {
     CUresult (*cuLaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                unsigned by, unsigned bz, unsigned shared, CUstream s, void **params,
                                void **extra);
+    /* may be NULL: then blocks per SM come from the thread limit */
+    CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *n, CUfunction f, int block, size_t shared);
     CUresult (*cuPointerGetAttribute)(void *data, int attr, CUdeviceptr p);
     CUresult (*cuGetErrorString)(CUresult r, const char **s);
 } tack_cuda_api;
@@ -78,8 +89,31 @@ const tack_cuda_api *cuda_load(char *why, size_t why_len);
 /* NVRTC (nvrtc.c): tack_nvrtc_compile and tack_nvrtc_version are public,
  * declared in tack_kernel.h. */
 #include "tack_kernel.h"
+#include "tack.h"
 /* The options tack_nvrtc_compile passes after the architecture, as one
  * string (for cache keys). */
 const char *nvrtc_options(unsigned flags);
+/* Compile to PTX for compute_<arch> (cubin 0) or to a cubin for sm_<arch>
+ * (cubin 1; arch is major*10 + minor).  *image is NUL-terminated, *len its
+ * size without that NUL; release with tack_free. */
+tack_status nvrtc_build(const char *source, const char *name, int arch, int cubin, unsigned flags, char **image,
+                        size_t *len);
+/* The newest architecture NVRTC can compile for that is not newer than cc
+ * (major*10 + minor): cc itself when NVRTC cannot list them; 0 when none or
+ * when NVRTC is missing. */
+int nvrtc_arch_for(int cc);
+/* The path (or soname) libnvrtc was loaded from; NULL when it was not. */
+const char *nvrtc_loaded_from(void);
+/* Where to look for libnvrtc (nvrtc.c's comment gives the order). */
+typedef struct nvrtc_where {
+    const char *explicit_path; /* TACK_NVRTC_PATH: a file or a directory; the only place when set */
+    const char *cuda_home;     /* CUDA_HOME */
+    const char *cuda_path;     /* CUDA_PATH */
+    const char *beside;        /* the directory of the library holding Tack (site-packages/tack) */
+    int system;                /* also the loader's search path, /usr/local/cuda and /opt/cuda */
+} nvrtc_where;
+/* Load libnvrtc from the first place that has it: the handle, with the
+ * path in found; NULL with every place looked in written to why. */
+void *nvrtc_open(const nvrtc_where *w, char *found, size_t found_len, char *why, size_t why_len);
 
 #endif

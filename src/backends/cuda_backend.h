@@ -38,6 +38,8 @@ typedef struct cuda_dev {
     CUcontext ctx;
     CUstream stream;
     int major, minor;
+    int driver;                /* cuDriverGetVersion: CUDA version major*1000 + minor*10 */
+    int sm_threads;            /* resident threads per multiprocessor (2048 when not said) */
     /* memory: under mem_lock */
     pthread_mutex_t mem_lock;
     int pools;                 /* allocate with cuMemAllocAsync; off for good after a failure other than OOM */
@@ -73,6 +75,30 @@ int cuda_is_lost(tack_device *d);
 tack_status cuda_lost_error(tack_device *d);
 /* A kernel's launches were queued: the name a loss is reported after. */
 void cuda_note_launch(tack_device *d, const char *kernel);
+
+/* cuda_image.c: what the device is given to load (PTX or a cubin) */
+#define CUDA_LAUNCH_ABI 1
+enum { CUDA_IMAGE_PTX, CUDA_IMAGE_CUBIN, CUDA_IMAGE_NONE };
+typedef struct cuda_image {
+    char *buf;          /* to free (cuda_image_free) */
+    const void *image;  /* what cuModuleLoadDataEx is given: in buf */
+    size_t len;
+    int cubin;          /* a cubin for sm_XY; else PTX for compute_XY */
+    char arch[32];      /* "compute_90", "sm_90" */
+    char path[200];     /* the cache entry's name */
+} cuda_image;
+/* What a driver of CUDA version `driver` can load from an NVRTC of version
+ * `nvrtc` (both major*1000 + minor*10): CUDA_IMAGE_PTX, _CUBIN or _NONE. */
+int cuda_image_kind(int driver, int nvrtc);
+/* The PTX ISA version (major*10 + minor) of CUDA version v; 0 if unknown. */
+int cuda_ptx_isa(int v);
+/* The `.version` of PTX text as major*10 + minor; 0 when it has none. */
+int cuda_ptx_version(const char *ptx);
+/* "the NVIDIA driver supports CUDA 12.4 (...) and NVRTC is CUDA 13.0 (...), from ..." */
+void cuda_versions_sentence(char *out, size_t n, int driver, int nvrtc);
+/* The image for p on d, from the cache unless refresh, else from NVRTC. */
+tack_status cuda_image_get(tack_device *d, tack_program *p, int refresh, cuda_image *im);
+void cuda_image_free(cuda_image *im);
 
 /* cuda_launch.c: the vtable's build / launch / unload */
 tack_status cuda_build(tack_device *d, tack_program *p);

@@ -2,32 +2,21 @@
  * cuda_launch.c -- building and running kernels on CUDA devices.
  *
  * Build: the CUDA dialect's source (dialect_cuda.c) goes through NVRTC to
- * PTX for the device's compute capability (the virtual architecture
- * compute_XY, which the driver compiles for the exact GPU at load), and the
- * PTX is loaded with cuModuleLoadDataEx into the device's primary context;
- * when the driver's JIT refuses it, its error log is part of the error.
+ * PTX or a cubin, whichever the driver can load (cuda_image.c, which also
+ * keeps them in the disk cache), and that is loaded with cuModuleLoadDataEx
+ * into the device's primary context; when the driver refuses it, its JIT
+ * log is part of the error, and a cache entry it refuses is rebuilt once.
  * The source's last comment says how many phases the kernel has, which of
  * them run as a single thread, and how large the frame buffer between
  * phases must be.
  *
- * Disk cache: PTX is kept per architecture under a key that hashes what
- * determines it -- the source, the dialect, NVRTC's version, the
- * architecture, NVRTC's options, Tack's version and this launcher's ABI --
- * exactly like the CPU cache (cpu_jit.c) and in the same directory, under
- * the same rules: TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack, else
- * ~/.cache/tack; a directory that is not ours or that others may write is
- * refused, because loaded code runs.  An entry is `KEY.sm_XY.ptx`; it
- * starts with a line naming its key and ends with a trailer line, and one
- * that lacks either (truncated, foreign) or that the driver refuses is
- * rebuilt.  Entries are written to a unique temporary name and renamed into
- * place.  (The driver keeps its own cache of the machine code it JITs.)
- *
  * Launch: the arguments are checked against the signature (dtype, ndim,
  * device, writability), packed as 8-byte slots (error record, frame buffer,
  * program id, then per parameter its pointer and shape or its scalar) and
- * passed by value to every phase.  Parallel phases run a grid sized from the
- * SM count (enough 256-thread blocks to fill every SM); serial phases run
- * one thread.  The phases of one call are queued back to back under the
+ * passed by value to every phase.  Parallel phases run a grid sized from
+ * the loop's extent where the source says how to compute it from the
+ * arguments, capped at what fills the device ("grid" below); serial phases
+ * run one thread.  The phases of one call are queued back to back under the
  * program's lock (they share its frame buffer), and the call returns once
  * they are queued -- except when an array argument is shared with another
  * library (TACK_ARRAY_SHARED: exported or imported through DLPack, or
@@ -61,7 +50,6 @@
 #include "backends/kcache.h"
 #include "runtime/program.h"
 
-#define CUDA_LAUNCH_ABI 1
 #define MAX_SLOTS 512 /* 4 KiB of kernel parameters */
 
 typedef struct cuda_prog {
@@ -70,32 +58,9 @@ typedef struct cuda_prog {
     CUfunction *fn;
     CUdeviceptr frame;
     unsigned block;
+    char **work;   /* per phase: its loop's extent (layout_grid.c's postfix), NULL when not written */
+    unsigned *fill; /* per phase: the blocks that fill the device (SMs x resident blocks per SM) */
 } cuda_prog;
-
-#define PTX_TRAILER "\n// tack-end\n"
-
-/* Read a cache entry (checked and unsealed by kcache.c); NULL when it is
- * missing, unusable (then removed) or not the entry for `key`. */
-static char *read_entry(const kc_dir *d, const char *name, const char *key) {
-    size_t n = 0;
-    char *buf = gpu_entry_read(d, name, &n);
-    if (!buf) return NULL;
-    char head[80];
-    snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
-    size_t tl = strlen(PTX_TRAILER);
-    if (strncmp(buf, head, strlen(head)) != 0 || strlen(buf) != n || n < tl || strcmp(buf + n - tl, PTX_TRAILER) != 0) {
-        tack_free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-static tack_status write_entry(const kc_dir *d, const char *name, const char *key, const char *ptx) {
-    char head[80];
-    snprintf(head, sizeof head, "// tack-cache-key %s\n", key);
-    const char *parts[3] = {head, ptx, PTX_TRAILER};
-    return kc_store(d, name, parts, 3);
-}
 
 /* ----------------------------------------------------------- reporting */
 /* Read the record (stream synchronized, context pushed, c->rec.lock held):
@@ -136,59 +101,90 @@ static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
     if (!cp->fn) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     cp->g.frame_bytes = (size_t)frame;
     cp->block = block;
-    return TACK_OK;
-}
-
-/* PTX for the device: from the cache or from NVRTC (then stored). */
-static tack_status get_ptx_in(const kc_dir *dir, tack_device *d, tack_program *p, int refresh, char **out, char *path,
-                              size_t pathlen) {
-    cuda_dev *c = d->state;
-    tack_status st;
-    int ver = tack_nvrtc_version();
-    if (!ver) /* without NVRTC this fails, saying why */
-        return tack_nvrtc_compile("", "probe.cu", c->major, c->minor, 0, out);
-    char misc[200];
-    unsigned flags = p->fast_math ? TACK_NVRTC_FAST_MATH : 0;
-    snprintf(misc, sizeof misc, "nvrtc%d sm_%d%d %s tack%s launch%d", ver, c->major, c->minor,
-             nvrtc_options(flags), TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
-    char key[40];
-    gpu_cache_key(p, misc, key);
-    snprintf(path, pathlen, "%s.sm_%d%d.ptx", key, c->major, c->minor);
-    double t0 = kc_now_ms();
-    if (!refresh) {
-        char *buf = read_entry(dir, path, key);
-        if (buf) {
-            if (kc_log_info())
-                fprintf(stderr, "tack: loaded kernel '%s' for sm_%d%d from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
-                        c->major, c->minor, kc_now_ms() - t0, dir->path, path);
-            *out = buf;
-            return TACK_OK;
+    cp->work = tack_calloc((size_t)cp->g.nph + 1, sizeof(char *));
+    cp->fill = tack_calloc((size_t)cp->g.nph + 1, sizeof(unsigned));
+    if (!cp->work || !cp->fill) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    /* the loops' extents, where the source says them: " K:EXPR" each */
+    const char *w = NULL, *mark = "/* tack-grid-work:";
+    for (const char *s = strstr(p->source, mark); s; s = strstr(s + 1, mark)) w = s;
+    if (!w) return TACK_OK;
+    const char *end = strstr(w, "*/");
+    for (w += strlen(mark); end && w < end;) {
+        int k = -1, used = 0;
+        if (sscanf(w, " %d:%n", &k, &used) != 1 || used == 0) break;
+        w += used;
+        size_t n = strcspn(w, " *");
+        if (k >= 0 && k < cp->g.nph && !cp->work[k]) {
+            if (!(cp->work[k] = tack_malloc(n + 1)))
+                return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+            memcpy(cp->work[k], w, n);
+            cp->work[k][n] = 0;
         }
+        w += n;
     }
-    char name[300];
-    snprintf(name, sizeof name, "%s.cu", p->kernel_name);
-    char *ptx = NULL;
-    st = tack_nvrtc_compile(p->source, name, c->major, c->minor, flags, &ptx);
-    if (st != TACK_OK) return st;
-    st = write_entry(dir, path, key, ptx);
-    if (st != TACK_OK) {
-        tack_free(ptx);
-        return st;
-    }
-    if (kc_log_info())
-        fprintf(stderr, "tack: compiled kernel '%s' for sm_%d%d in %.1f ms with NVRTC %d.%d (%s/%s)\n", p->kernel_name,
-                c->major, c->minor, kc_now_ms() - t0, ver / 1000, ver % 1000 / 10, dir->path, path);
-    *out = ptx;
     return TACK_OK;
 }
 
-static tack_status get_ptx(tack_device *d, tack_program *p, int refresh, char **out, char *path, size_t pathlen) {
-    kc_dir dir;
-    tack_status st = kc_open(&dir);
-    if (st != TACK_OK) return st;
-    st = get_ptx_in(&dir, d, p, refresh, out, path, pathlen);
-    kc_close(&dir);
-    return st;
+/* ---------------------------------------------------------------- grid
+ * A parallel phase's grid: ceil(work / block) blocks, at least one, at most
+ * what fills the device (every SM holding as many blocks as it can keep
+ * resident: cuOccupancyMaxActiveBlocksPerMultiprocessor where the driver has
+ * it, else its threads per SM / block); the whole device when the work is
+ * not known on the host.  The phases are grid-stride loops, so any grid is
+ * correct; this only spares launching blocks with nothing to do. */
+static int64_t sat(__int128 v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v; }
+
+/* The extent of a loop from its postfix (layout_grid.c) and the call's
+ * arguments; -1 when it cannot be told. */
+static int64_t eval_work(const char *w, const tack_program *p, const tack_arg *args, int nargs) {
+    int64_t total = 1, st[16];
+    int sp = 0;
+    for (const char *t = w;; t++) {
+        char c = *t;
+        if (c == 0 || c == ';') {
+            if (sp != 1) return -1;
+            total = st[0] <= 0 ? 0 : sat((__int128)total * st[0]);
+            sp = 0;
+            if (c == 0) return total;
+            continue;
+        }
+        if (c == ',') continue;
+        if (c == '#' || c == 's' || c == 'i' || c == 'u') {
+            char *e = NULL;
+            long long a = strtoll(t + 1, &e, 10), b = 0;
+            if (e == t + 1 || sp == 16) return -1;
+            if (c == 's' && *e == '.') b = strtoll(e + 1, &e, 10);
+            t = e - 1;
+            if (c != '#' && (a < 0 || a >= nargs || !!p->params[a].is_array != (c == 's'))) return -1;
+            if (c == '#') st[sp++] = a;
+            else if (c == 's') {
+                if (b < 0 || b >= tack_array_ndim(args[a].array)) return -1;
+                st[sp++] = tack_array_shape(args[a].array)[b];
+            } else if (c == 'u') st[sp++] = args[a].scalar.u > INT64_MAX ? INT64_MAX : (int64_t)args[a].scalar.u;
+            else st[sp++] = args[a].scalar.i;
+            continue;
+        }
+        if (sp < 2) return -1;
+        int64_t y = st[--sp], x = st[sp - 1], r;
+        switch (c) {
+        case '+': r = sat((__int128)x + y); break;
+        case '-': r = sat((__int128)x - y); break;
+        case '*': r = sat((__int128)x * y); break;
+        case '/': if (y <= 0) return -1; r = x / y - (x % y != 0 && x < 0); break;
+        case 'm': r = x < y ? x : y; break;
+        case 'M': r = x > y ? x : y; break;
+        default: return -1;
+        }
+        st[sp - 1] = r;
+    }
+}
+
+static unsigned phase_grid(const cuda_prog *cp, int k, const tack_program *p, const tack_arg *args, int nargs) {
+    int64_t work = cp->work[k] ? eval_work(cp->work[k], p, args, nargs) : -1;
+    if (work < 0) return cp->fill[k];
+    uint64_t blocks = ((uint64_t)work + cp->block - 1) / cp->block;
+    if (blocks == 0) blocks = 1;
+    return blocks < cp->fill[k] ? (unsigned)blocks : cp->fill[k];
 }
 
 /* Device memory and module are left alone when the device is lost. */
@@ -198,6 +194,9 @@ static void prog_free(const tack_cuda_api *api, tack_device *d, cuda_prog *cp) {
         if (cp->frame) cuda_note(d, api->cuMemFree(cp->frame));
         if (cp->mod && !cuda_is_lost(d)) cuda_note(d, api->cuModuleUnload(cp->mod));
     }
+    for (int k = 0; cp->work && k < cp->g.nph; k++) tack_free(cp->work[k]);
+    tack_free(cp->work);
+    tack_free(cp->fill);
     gpu_prog_fini(&cp->g);
     tack_free(cp->fn);
     tack_free(cp);
@@ -206,8 +205,7 @@ static void prog_free(const tack_cuda_api *api, tack_device *d, cuda_prog *cp) {
 tack_status cuda_build(tack_device *d, tack_program *p) {
     const tack_cuda_api *api = cuda_api_get();
     cuda_dev *c = d->state;
-    char *ptx = NULL;
-    char path[1200] = "";
+    char path[200] = "";
     tack_status st = cuda_lost_error(d);
     if (st != TACK_OK) return st;
     cuda_prog *cp = tack_calloc(1, sizeof *cp);
@@ -222,23 +220,30 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         return st;
     }
     for (int attempt = 0; attempt < 2; attempt++) {
-        st = get_ptx(d, p, attempt, &ptx, path, sizeof path);
+        cuda_image im;
+        st = cuda_image_get(d, p, attempt, &im);
         if (st != TACK_OK) goto fail;
         char log[4096] = "";
         int opts[2] = {TACK_CU_JIT_ERROR_LOG_BUFFER, TACK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
         void *values[2] = {log, (void *)(uintptr_t)sizeof log};
-        CUresult r = api->cuModuleLoadDataEx(&cp->mod, ptx, 2, opts, values);
-        tack_free(ptx);
-        ptx = NULL;
+        CUresult r = api->cuModuleLoadDataEx(&cp->mod, im.image, 2, opts, values);
+        snprintf(path, sizeof path, "%s", im.path);
+        cuda_image_free(&im);
         if (r == TACK_CUDA_SUCCESS) break;
         cp->mod = NULL;
         if (attempt == 1 || cuda_sticky(r)) {
             st = cuda_fail(d, r, "cuModuleLoadDataEx");
+            char msg[512];
+            if (r == TACK_CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+                char vs[400];
+                cuda_versions_sentence(vs, sizeof vs, c->driver, tack_nvrtc_version());
+                snprintf(msg, sizeof msg, "%s", tack_last_error());
+                st = tack_set_error(st, "%s: %s", msg, vs);
+            }
             log[sizeof log - 1] = 0;
             size_t n = strlen(log);
             while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = 0;
             if (n) {
-                char msg[512];
                 snprintf(msg, sizeof msg, "%s", tack_last_error());
                 st = tack_set_error(st, "%s loading kernel '%s'; the JIT's log:\n%s", msg, p->kernel_name, log);
             }
@@ -254,6 +259,12 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
             st = cuda_fail(d, r, "cuModuleGetFunction");
             goto fail;
         }
+        int per_sm = 0;
+        if (!api->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
+            api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cp->fn[k], (int)cp->block, 0) != TACK_CUDA_SUCCESS ||
+            per_sm <= 0)
+            per_sm = c->sm_threads / (int)cp->block;
+        cp->fill[k] = (unsigned)(d->threads > 0 ? d->threads : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
     }
     if (cp->g.frame_bytes) {
         CUresult r = api->cuMemAlloc(&cp->frame, cp->g.frame_bytes);
@@ -342,12 +353,11 @@ tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, i
     }
     if (st == TACK_OK && (st = cuda_push(d)) == TACK_OK) {
         void *params[1] = {slots};
-        unsigned per_sm = 2048u / cp->block;
-        unsigned grid = (unsigned)(d->threads > 0 ? d->threads : 1) * (per_sm ? per_sm : 1);
         pthread_mutex_lock(&cp->g.lock);
         for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
             int par = cp->g.kinds[k] == 'p';
-            CUresult r = api->cuLaunchKernel(cp->fn[k], par ? grid : 1, 1, 1, par ? cp->block : 1, 1, 1, 0, c->stream,
+            unsigned grid = par ? phase_grid(cp, k, p, args, nargs) : 1;
+            CUresult r = api->cuLaunchKernel(cp->fn[k], grid, 1, 1, par ? cp->block : 1, 1, 1, 0, c->stream,
                                              params, NULL);
             if (r != TACK_CUDA_SUCCESS) st = cuda_fail(d, r, "cuLaunchKernel");
         }

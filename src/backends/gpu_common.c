@@ -144,7 +144,13 @@ int gpu_arg_count(const tack_program *p) {
 
 uint64_t gpu_scalar_bits(const tk_pinfo *pi, const tack_arg *a) {
     uint64_t bits;
-    if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_FLOAT) memcpy(&bits, &a->scalar.f, 8);
+    if (pi->carry_f32) { /* the kernel reads an f32 from the slot's low half (little-endian devices) */
+        float f = (float)a->scalar.f;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        bits = u;
+    } else if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_FLOAT)
+        memcpy(&bits, &a->scalar.f, 8);
     else bits = a->scalar.u;
     return bits;
 }

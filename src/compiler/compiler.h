@@ -174,7 +174,7 @@ typedef enum tk_irop {
     IR_BLOCK,    /* [stmts] */
     IR_ASSIGN,   /* local = [value] */
     IR_SETCOMP,  /* local's component: [k, value] (matrix [i, j, value]) */
-    IR_STORE,    /* param = array; [value, idx...] */
+    IR_STORE,    /* param = array; [value, idx...]; sub ST_RMW: the write of a compound a[i] op= v */
     IR_IF,       /* [cond, then BLOCK, else BLOCK] */
     IR_WHILE,    /* [cond, body BLOCK] */
     IR_FOR,      /* serial: local = var; [lo, hi, step, body BLOCK] */
@@ -246,6 +246,10 @@ int tk_math_is_predicate(int m);
 
 typedef enum tk_atom { A_ADD, A_SUB, A_MIN, A_MAX } tk_atom;
 
+/* IR_STORE's sub: a plain store, or the write half of a read-modify-write
+ * (verify.c: inside a parallel region only on the iteration's own element). */
+typedef enum tk_store_kind { ST_PLAIN, ST_RMW } tk_store_kind;
+
 
 typedef struct tk_ir tk_ir;
 struct tk_ir {
@@ -305,6 +309,13 @@ typedef struct tk_spec {
     int state;             /* 0 new, 1 lowering, 2 done */
     int npfor;
     int emitted;
+    /* A @tack.func lowered for a call inside a parallel loop (directly or
+     * through other functions): its compound assignments to elements follow
+     * the parallel loop's rule (lower_stmt.c).  par_own[d] is the parameter
+     * that receives the loop's variable d unchanged (-1: none), so an element
+     * it indexes is the iteration's own; part of the specialization's key. */
+    int par, npar_own;
+    int par_own[TACK_MAX_NDIM];
 } tk_spec;
 
 typedef struct tk_dialect tk_dialect;
@@ -333,6 +344,9 @@ typedef struct tk_cc {
     const char *err_file;
     int err_line, err_col;
     int uses_vec, uses_f16, uses_print, uses_atomic;
+    uint64_t weak_f32;     /* bit p: weak float param p is carried as f32 (weak_float.c) */
+    int racy_rmw;          /* TACK_DEBUG_RACY_RMW=1: lower a[i] op= v in parallel code as a plain
+                            * read and write (to show that verify.c catches the race) */
     tk_warning *warns;        /* what the compile warns of (tk_warn) */
     int nwarns, capwarns;
 } tk_cc;
@@ -361,6 +375,10 @@ void tk_fold(tk_cc *C);
 void tk_checks(tk_cc *C);
 void tk_strength(tk_cc *C);
 void tk_privatize(tk_cc *C);
+void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f32 is an f32 */
+/* A float scalar parameter that a grid dialect receives as f32 bits (an f16 or f32
+ * argument, or a weak float narrowed by weak_float.c); others as a double's. */
+int tk_param_f32(const tk_cc *C, int p);
 void tk_depend(tk_cc *C, tk_spec *K);      /* the race check (depend.c) */
 /* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
 void tk_hoist_invariant_checks(tk_cc *C, int kind);
@@ -423,6 +441,7 @@ struct tk_dialect {
 };
 extern const tk_dialect tk_dialect_cuda;
 extern const tk_dialect tk_dialect_opencl;
+extern const tk_dialect tk_dialect_hip;
 
 /* What the code being written is, which decides how a failed check or a
  * `return` leaves it. */
@@ -435,6 +454,10 @@ typedef enum tk_emit_fn {
 /* emit.c's services for a dialect's kernel hook.  The emitter writes into the
  * buffer set by tk_emitter_target; `fn` is what is being written there. */
 tk_cc *tk_emitter_cc(tk_emitter *e);
+/* The qualifier a kernel's array parameter p may carry ("" or `restrict`,
+ * spelled by the dialect): restrict only when the call proved its memory
+ * overlaps no other array argument's (tack_argtype.distinct). */
+const char *tk_emitter_restrict(tk_emitter *e, int p, const char *restrict_kw);
 tk_spec *tk_emitter_kernel(tk_emitter *e);
 tk_buf *tk_emitter_target(tk_emitter *e, tk_buf *b, tk_emit_fn fn);
 void tk_emitter_printf(tk_emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -295,5 +295,6 @@ const tk_dialect *tk_dialect_find(const char *name) {
     if (!name || !strcmp(name, "c")) return &tk_dialect_c;
     if (!strcmp(name, "cuda")) return &tk_dialect_cuda;
     if (!strcmp(name, "opencl")) return &tk_dialect_opencl;
+    if (!strcmp(name, "hip")) return &tk_dialect_hip;
     return NULL;
 }

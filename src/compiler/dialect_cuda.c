@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "compiler/grid.h"
+#include "compiler/dialect_cuda.h"
 
 static const char *cu_ctype(tack_dtype dt) { return tk_dialect_c.ctype(dt); }
 static const char *cu_storage(tack_dtype dt) { return tk_dialect_c.storage_type(dt); }
@@ -56,17 +57,20 @@ static const char *cu_math(int m, tack_dtype dt) {
 }
 
 static const char PRELUDE_CORE[] =
-    "#ifdef __CUDACC_RTC__\n"
+    "#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)\n"
     "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
     "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
     "typedef unsigned long long uint64_t;\n"
     "#else\n"
+    "#ifdef __HIPCC__\n"
+    "#include <hip/hip_runtime.h>\n"
+    "#endif\n"
     "#include <cstdint>\n"
     "#include <cstdio>\n"
     "#endif\n"
     "#define TK_D static __device__ __forceinline__\n"
     "typedef bool tk_bool;\n"
-    "typedef union tk_scalar { int64_t i; uint64_t u; double f; } tk_scalar;\n"
+    "typedef union tk_scalar { int64_t i; uint64_t u; double f; float f32; } tk_scalar;\n"
     "/* The device's error record; mirrored by cuda_launch.c. */\n"
     "typedef struct tk_ctx { int failed; int site; unsigned long long prog; long long a, b; } tk_ctx;\n"
     "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; } tk_pv;\n"
@@ -164,10 +168,12 @@ static const char PRELUDE_CORE[] =
     "1);\n"
     "    return 0;\n"
     "}\n"
-    "/* Warp sums for privatized reductions (integers wrap). */\n"
+    "/* Warp sums for privatized reductions (integers wrap); tk_wsum is the dialect's. */\n"
     "TK_D float tk_wadd(float a, float b) { return a + b; }\n"
     "TK_D double tk_wadd(double a, double b) { return a + b; }\n"
-    "template <typename T> TK_D T tk_wadd(T a, T b) { return (T)((unsigned long long)a + (unsigned long long)b); }\n"
+    "template <typename T> TK_D T tk_wadd(T a, T b) { return (T)((unsigned long long)a + (unsigned long long)b); }\n";
+
+static const char PRELUDE_WARP[] =
     "template <typename T> TK_D T tk_wsum(T v) {\n"
     "    for (int o = 16; o > 0; o >>= 1) v = tk_wadd(v, (T)__shfl_down_sync(0xffffffffu, v, o));\n"
     "    return v;\n"
@@ -211,7 +217,6 @@ static const char PRELUDE_ATOMIC[] =
     "TK_D T tk_atomic_min_##T(T *p, T v) { return (T)atomicMin((M *)p, (M)v); } \\\n"
     "TK_D T tk_atomic_max_##T(T *p, T v) { return (T)atomicMax((M *)p, (M)v); }\n"
     "TK_ATOMIC_NATIVE(int32_t, unsigned int, int) TK_ATOMIC_NATIVE(uint32_t, unsigned int, unsigned int)\n"
-    "TK_ATOMIC_NATIVE(int64_t, unsigned long long, long long)\n"
     "TK_ATOMIC_NATIVE(uint64_t, unsigned long long, unsigned long long)\n"
     "/* Floats: the hardware's add; min and max as compare-and-swap loops (NaN leaves the cell). */\n"
     "#define TK_ATOMIC_FLT(T, U, TO, FROM) \\\n"
@@ -224,6 +229,9 @@ static const char PRELUDE_ATOMIC[] =
     "TK_D T tk_atomic_max_##T(T *p, T v) { return tk_atomic_mm_##T(p, v, 1); }\n"
     "TK_ATOMIC_FLT(float, unsigned int, __float_as_uint, __uint_as_float)\n"
     "TK_ATOMIC_FLT(double, unsigned long long, __double_as_longlong, __longlong_as_double)\n";
+
+/* int64_t: CUDA has signed 64-bit min and max (HIP's are in dialect_hip.c). */
+static const char PRELUDE_ATOMIC_I64[] = "TK_ATOMIC_NATIVE(int64_t, unsigned long long, long long)\n";
 
 static const char PRELUDE_VEC[] =
     "#define TK_VEC(N, T, LEN) \\\n"
@@ -283,8 +291,12 @@ static const char PRELUDE_VEC[] =
 
 static void cu_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_CORE);
+    tk_puts(b, PRELUDE_WARP);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
-    if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
+    if (C->uses_atomic) {
+        tk_puts(b, PRELUDE_ATOMIC);
+        tk_puts(b, PRELUDE_ATOMIC_I64);
+    }
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
 }
 
@@ -298,7 +310,7 @@ static void cu_decls(tk_emitter *e, const tk_spec *K) {
     for (int p = 0; p < K->nparams; p++) {
         tk_type t = K->ptypes[p];
         if (t.kind == TY_ARRAY) {
-            tk_emitter_printf(e, "    %s *a%d;\n", cu_storage((tack_dtype)t.dt), p);
+            tk_emitter_printf(e, "    %s *%sa%d;\n", cu_storage((tack_dtype)t.dt), tk_emitter_restrict(e, p, "__restrict__ "), p);
             for (int k = 0; k < t.ndim; k++) tk_emitter_printf(e, "    int64_t a%d_s%d;\n", p, k);
         } else {
             tk_emitter_printf(e, "    tk_scalar s%d;\n", p);
@@ -322,7 +334,8 @@ static void cu_phase_args(tk_emitter *e, const tk_spec *K) {
         tk_type t = K->ptypes[p];
         if (t.kind != TY_ARRAY) continue;
         tk_emitter_indent(e);
-        tk_emitter_printf(e, "%s *a%d = P.a%d; (void)a%d;\n", cu_storage((tack_dtype)t.dt), p, p, p);
+        tk_emitter_printf(e, "%s *%sa%d = P.a%d; (void)a%d;\n", cu_storage((tack_dtype)t.dt),
+                          tk_emitter_restrict(e, p, "__restrict__ "), p, p, p);
         for (int d = 0; d < t.ndim; d++) {
             tk_emitter_indent(e);
             tk_emitter_printf(e, "const int64_t a%d_s%d = P.a%d_s%d; (void)a%d_s%d;\n", p, d, p, d, p, d);
@@ -333,15 +346,16 @@ static void cu_phase_args(tk_emitter *e, const tk_spec *K) {
 static void cu_scalar(tk_emitter *e, int p, const char *mem) { tk_emitter_printf(e, "P.s%d.%s", p, mem); }
 
 /* A privatized sum: summed across a full warp with shuffles and added by its
- * first lane; a partial warp adds per thread. */
-static void cu_flush(tk_emitter *e, tk_ir *a) {
+ * first lane; a partial warp adds per thread.  `full` is true when the whole
+ * warp is active, `lane0` in its first lane (HIP passes its own). */
+void tk_cuda_flush(tk_emitter *e, tk_ir *a, const char *full, const char *lane0) {
     tk_ir *v = a->k[0];
     tk_emitter_indent(e);
-    tk_emitter_printf(e, "if (__activemask() == 0xffffffffu) { ");
+    tk_emitter_printf(e, "if (%s) { ", full);
     tk_emitter_local(e, v->local);
     tk_emitter_printf(e, " = tk_wsum(");
     tk_emitter_local(e, v->local);
-    tk_emitter_printf(e, "); if ((threadIdx.x & 31u) == 0 && ");
+    tk_emitter_printf(e, "); if (%s && ", lane0);
     tk_emitter_local(e, v->local);
     tk_emitter_printf(e, " != 0) (void)");
     tk_emitter_expr(e, a);
@@ -350,6 +364,10 @@ static void cu_flush(tk_emitter *e, tk_ir *a) {
     tk_emitter_printf(e, " != 0) (void)");
     tk_emitter_expr(e, a);
     tk_emitter_printf(e, ";\n");
+}
+
+static void cu_flush(tk_emitter *e, tk_ir *a) {
+    tk_cuda_flush(e, a, "__activemask() == 0xffffffffu", "(threadIdx.x & 31u) == 0");
 }
 
 static void cu_trailer(tk_emitter *e) { tk_emitter_printf(e, " block=%d", CU_BLOCK); }
@@ -370,7 +388,7 @@ static const tk_grid cu_grid = {
 
 static void cu_kernel(tk_emitter *e, tk_buf *out) { tk_grid_kernel(e, out, &cu_grid); }
 
-static const char *const cu_specials[4] = { "__int_as_float(0x7fc00000)", "__longlong_as_double(0x7ff8000000000000LL)",
+const char *const tk_cuda_specials[4] = { "__int_as_float(0x7fc00000)", "__longlong_as_double(0x7ff8000000000000LL)",
                                             "__int_as_float(0x7f800000)",
                                             "__longlong_as_double(0x7ff0000000000000LL)" };
 
@@ -384,6 +402,22 @@ const tk_dialect tk_dialect_cuda = {
     .pfor_as_function = 0,
     .func_qual = "static __device__",
     .cxx_literals = 1,
-    .float_specials = cu_specials,
+    .float_specials = tk_cuda_specials,
     .kernel = cu_kernel,
+};
+
+/* What the HIP dialect (dialect_hip.c) takes from this one: everything but
+ * the warp sums, f16 conversions, the flush and the tag. */
+const tk_cuda_family tk_cuda_family_parts = {
+    .prelude_core = PRELUDE_CORE,
+    .prelude_atomic = PRELUDE_ATOMIC,
+    .prelude_vec = PRELUDE_VEC,
+    .ctype = cu_ctype,
+    .storage = cu_storage,
+    .math = cu_math,
+    .decls = cu_decls,
+    .phase_open = cu_phase_open,
+    .phase_args = cu_phase_args,
+    .scalar = cu_scalar,
+    .trailer = cu_trailer,
 };

@@ -101,7 +101,7 @@ static int ir_f64(const tk_ir *x) {
  * scalar argument carried as a double, or an operation typed f64. */
 static int uses_f64(const tk_cc *C) {
     for (int p = 0; p < C->nargs; p++)
-        if (dt_scalar(C->args[p].dtype) == TACK_F64) return 1;
+        if (dt_scalar(C->args[p].dtype) == TACK_F64 && (C->args[p].is_array || !tk_param_f32(C, p))) return 1;
     for (int s = 0; s < C->nspecs; s++) {
         const tk_spec *S = C->specs[s];
         for (int i = 0; i < S->nlocals; i++)
@@ -427,7 +427,7 @@ static void cl_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) 
     for (int p = 0; p < K->nparams; p++) {
         tk_type t = K->ptypes[p];
         if (t.kind == TY_ARRAY) {
-            tk_emitter_printf(e, ", %s *a%d", cl_storage((tack_dtype)t.dt), p);
+            tk_emitter_printf(e, ", %s *%sa%d", cl_storage((tack_dtype)t.dt), tk_emitter_restrict(e, p, "restrict "), p);
             for (int d = 0; d < t.ndim; d++) tk_emitter_printf(e, ", long a%d_s%d", p, d);
         } else {
             tk_emitter_printf(e, ", ulong s%d", p);
@@ -437,7 +437,8 @@ static void cl_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) 
 }
 
 static void cl_scalar(tk_emitter *e, int p, const char *mem) {
-    if (mem[0] == 'f') tk_emitter_printf(e, "as_double(s%d)", p);
+    if (!strcmp(mem, "f32")) tk_emitter_printf(e, "as_float((uint)s%d)", p);
+    else if (mem[0] == 'f') tk_emitter_printf(e, "as_double(s%d)", p);
     else if (mem[0] == 'i') tk_emitter_printf(e, "((long)s%d)", p);
     else tk_emitter_printf(e, "s%d", p);
 }

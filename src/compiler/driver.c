@@ -102,7 +102,9 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
             pi->dtype = C->args[i].dtype;
             pi->ndim = C->args[i].ndim;
             pi->weak = C->args[i].weak;
+            pi->carry_f32 = tk_param_f32(C, i);
             pi->written = pi->is_array && (K->written >> i & 1);
+            pi->distinct = pi->is_array && C->args[i].distinct;
             pi->lo = INT64_MIN;
             pi->hi = INT64_MAX;
             pi->narrow = TACK_DTYPE_COUNT;
@@ -172,7 +174,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     if (opts) o = *opts;
     const tk_dialect *dialect = tk_dialect_find(o.target);
     if (!dialect)
-        return tack_set_error(TACK_ERR_UNSUPPORTED, "compile target '%s' is not supported (\"c\" and \"cuda\")", o.target);
+        return tack_set_error(TACK_ERR_UNSUPPORTED, "compile target '%s' is not supported (\"c\", \"cuda\", \"hip\" and \"opencl\")", o.target);
 
     tk_cc *C = tack_calloc(1, sizeof *C);
     if (!C) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", m->funcs[kernel].name);
@@ -183,6 +185,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     C->args = args;
     C->nargs = nargs;
     C->dialect = dialect;
+    C->racy_rmw = env_is("TACK_DEBUG_RACY_RMW", "1"); /* a debugging switch: verify.c must catch it */
     tack_status st = TACK_OK;
     tack_program *volatile prog = NULL;
     int jumped = setjmp(C->jmp);
@@ -212,6 +215,10 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
         tk_privatize(C);                                   /* a[k] += v on a fixed cell */
         tk_verify(C, "reduction privatization");
         tk_fold(C);
+    }
+    if (!dialect->pfor_as_function) {
+        tk_weak_float(C, K);                               /* a Python float that only meets f32 */
+        tk_verify(C, "weak float narrowing");
     }
     const char *ir = tk_dump(C);                           /* textual IR */
     const char *src = tk_emit(C);                          /* C-family source for the dialect */

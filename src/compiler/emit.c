@@ -849,6 +849,10 @@ const char *tk_emit(tk_cc *C) {
 
 /* ------------------------------------------- services for dialect layouts */
 tk_cc *tk_emitter_cc(tk_emitter *e) { return e->C; }
+const char *tk_emitter_restrict(tk_emitter *e, int p, const char *restrict_kw) {
+    const tk_cc *C = e->C;
+    return C->args && p < C->nargs && C->args[p].is_array && C->args[p].distinct ? restrict_kw : "";
+}
 tk_spec *tk_emitter_kernel(tk_emitter *e) { return e->K; }
 tk_buf *tk_emitter_target(tk_emitter *e, tk_buf *b, tk_emit_fn fn) {
     tk_buf *old = e->b;

@@ -91,7 +91,7 @@ static void ds(ir_dumper *d, tk_ir *s, int n) {
         dx(d, s->k[s->n - 1]);
         break;
     case IR_STORE:
-        tk_printf(b, "store %s[", d->S->pnames[s->param]);
+        tk_printf(b, "%s %s[", s->sub == ST_RMW ? "store.rmw" : "store", d->S->pnames[s->param]);
         for (int i = 1; i < s->n; i++) { if (i > 1) tk_puts(b, ", "); dx(d, s->k[i]); }
         tk_puts(b, "] = ");
         dx(d, s->k[0]);
@@ -160,6 +160,11 @@ static void dump_spec(ir_dumper *d, tk_spec *S, int si) {
     for (int i = 0; i < S->nparams; i++) tk_printf(d->b, "%s%s: %s", i ? ", " : "", S->pnames[i], tyn(d, S->ptypes[i]));
     tk_puts(d->b, ")");
     if (si > 0) tk_printf(d->b, " -> %s", tyn(d, S->ret));
+    if (si > 0 && S->par) { /* lowered for a call inside a parallel loop */
+        tk_puts(d->b, "  parallel");
+        for (int k = 0; k < S->npar_own; k++)
+            if (S->par_own[k] >= 0) tk_printf(d->b, " own:%s", S->pnames[S->par_own[k]]);
+    }
     if (S->written) {
         tk_puts(d->b, "  writes:");
         for (int i = 0; i < S->nparams; i++)

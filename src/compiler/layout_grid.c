@@ -195,7 +195,7 @@ static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K, const tk_grid 
         tk_type t = K->ptypes[p];
         if (t.kind == TY_ARRAY) continue;
         tack_scalar_kind k = dt_kind(C->args[p].dtype);
-        const char *mem = k == TACK_KIND_FLOAT ? "f" : k == TACK_KIND_UINT ? "u" : "i";
+        const char *mem = k == TACK_KIND_FLOAT ? (tk_param_f32(C, p) ? "f32" : "f") : k == TACK_KIND_UINT ? "u" : "i";
         const char *T = tk_dialect_c.ctype((tack_dtype)t.dt);
         int to_float = dt_kind((tack_dtype)t.dt) == TACK_KIND_FLOAT;
         tk_emitter_indent(e);
@@ -203,7 +203,7 @@ static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K, const tk_grid 
         tk_emitter_local(e, K->plocal[p]);
         if (k == TACK_KIND_FLOAT && !to_float && t.dt != TACK_BOOL) {
             tk_emitter_printf(e, " = (%s)tk_f2%s(", T, dt_kind((tack_dtype)t.dt) == TACK_KIND_INT ? "i64" : "u64");
-            G->scalar(e, p, "f");
+            G->scalar(e, p, mem);
             tk_emitter_printf(e, ");\n");
         } else if (t.dt == TACK_BOOL) {
             tk_emitter_printf(e, " = ");
@@ -317,6 +317,82 @@ static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_g
     }
 }
 
+/* ------------------------------------------------------------- the work
+ * How many iterations a parallel loop has, written for the launcher so that
+ * it can size the grid from the work instead of filling the device (a
+ * grid-stride loop is correct for any grid, so this only saves launching
+ * idle blocks).  The extent is written when the launcher can evaluate it
+ * from the arguments alone: integer constants, array extents, integer
+ * scalar parameters never assigned, locals assigned once at the top level
+ * before the loop from such values, and + - * // min max of those.  Postfix,
+ * comma-separated: `#N` a constant, `sP.D` extent D of array parameter P,
+ * `iP` / `uP` signed / unsigned scalar parameter P, `+ - * / m M`; the
+ * dimensions of an ndrange are separated by `;`.  A loop whose extent
+ * cannot be written is left out, and gets the full grid. */
+static int count_assigns(const tk_ir *s, int l) {
+    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == l;
+    if (s->op == IR_PFOR)
+        for (int d = 0; d < s->aux; d++) n += s->vars[d] == l;
+    for (int i = 0; i < s->n; i++) n += count_assigns(s->k[i], l);
+    return n;
+}
+
+static int work_expr(layout *L, tk_buf *b, const tk_ir *x, int before, int depth) {
+    const tk_spec *K = L->K;
+    if (depth > 16 || !(ty_is_int(x->ty) || ty_is_bool(x->ty))) return 0;
+    switch (x->op) {
+    case IR_CONST: tk_printf(b, "#%lld,", (long long)x->c.i); return 1;
+    case IR_SHAPE: tk_printf(b, "s%d.%d,", x->param, x->aux); return 1;
+    case IR_CAST: return work_expr(L, b, x->k[0], before, depth + 1);
+    case IR_BIN: {
+        static const char ops[B_COUNT] = {[B_ADD] = '+', [B_SUB] = '-', [B_MUL] = '*', [B_FLOORDIV] = '/',
+                                          [B_MIN] = 'm', [B_MAX] = 'M'};
+        if (!ops[x->sub] || !work_expr(L, b, x->k[0], before, depth + 1) || !work_expr(L, b, x->k[1], before, depth + 1))
+            return 0;
+        tk_printf(b, "%c,", ops[x->sub]);
+        return 1;
+    }
+    case IR_LOCAL: {
+        int l = x->local, n = count_assigns(K->body, l);
+        if (K->locals[l].is_param) {
+            for (int p = 0; p < K->nparams; p++) {
+                if (K->plocal[p] != l || n) continue;
+                tack_scalar_kind k = dt_kind(L->C->args[p].dtype);
+                if (k != TACK_KIND_INT && k != TACK_KIND_UINT && k != TACK_KIND_BOOL) return 0;
+                tk_printf(b, "%c%d,", k == TACK_KIND_UINT ? 'u' : 'i', p);
+                return 1;
+            }
+            return 0;
+        }
+        if (n != 1 || K->locals[l].scope != -1) return 0;
+        for (int i = 0; i < before; i++) {
+            const tk_ir *s = L->stmts[i];
+            if (s->op == IR_ASSIGN && s->local == l) return work_expr(L, b, s->k[0], i, depth + 1);
+        }
+        return 0;
+    }
+    default: return 0;
+    }
+}
+
+static void emit_work(layout *L, tk_emitter *e) {
+    tk_buf all, one;
+    tk_buf_init(&all, &L->C->arena);
+    for (int k = 0; k < L->nph; k++) {
+        const phase *ph = &L->ph[k];
+        if (ph->kind != PH_PFOR) continue;
+        int at = ph->last; /* the loop's statement index */
+        tk_buf_init(&one, &L->C->arena);
+        int ok = 1;
+        for (int d = 0; ok && d < ph->pfor->aux; d++) {
+            if (d) tk_puts(&one, ";");
+            ok = work_expr(L, &one, ph->pfor->k[d], at, 0);
+        }
+        if (ok) tk_printf(&all, " %d:%s", k, one.len ? one.s : "");
+    }
+    if (all.len) tk_emitter_printf(e, "/* tack-grid-work:%s */\n", all.s);
+}
+
 void tk_grid_kernel(tk_emitter *e, tk_buf *out, const tk_grid *G) {
     tk_cc *C = tk_emitter_cc(e);
     tk_spec *K = tk_emitter_kernel(e);
@@ -399,6 +475,7 @@ void tk_grid_kernel(tk_emitter *e, tk_buf *out, const tk_grid *G) {
         tk_emitter_printf(e, "}\n\n");
     }
     /* what the launcher needs to know */
+    emit_work(&L, e);
     tk_emitter_printf(e, "/* %s: phases=", G->tag);
     for (int k = 0; k < L.nph; k++) tk_emitter_printf(e, "%c", L.ph[k].kind == PH_PFOR ? 'p' : 's');
     tk_emitter_printf(e, " frame=%zu", fbytes);

@@ -321,6 +321,7 @@ static void lower_spec(tk_cc *C, tk_spec *S, int is_kernel) {
     }
     prescan(L, F->body, -1);
     S->nbase = S->nlocals;
+    if (!is_kernel && S->par) lw_par_own_vars(L);
     if (!is_kernel) {
         S->ret = F->returns ? annotation_type(L, F->returns) : ty_unknown();
     }
@@ -371,10 +372,17 @@ static void add_spec(tk_cc *C, tk_spec *S) {
     C->specs[C->nspecs++] = S;
 }
 
-tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, tack_node *at) {
+static int par_match(const tk_spec *S, const tk_spec *par) {
+    if (S->par != par->par || S->npar_own != par->npar_own) return 0;
+    for (int d = 0; d < S->npar_own; d++)
+        if (S->par_own[d] != par->par_own[d]) return 0;
+    return 1;
+}
+
+tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, const tk_spec *par, tack_node *at) {
     for (int i = 1; i < C->nspecs; i++) {
         tk_spec *S = C->specs[i];
-        if (S->func == func && S->nparams == nparams && types_match(S->ptypes, ptypes, nparams)) {
+        if (S->func == func && S->nparams == nparams && types_match(S->ptypes, ptypes, nparams) && par_match(S, par)) {
             if (S->state == 1) tk_error(C, func, at->line, at->col + 1, "recursive call of '%s' is not supported", C->m->funcs[func].name);
             return S;
         }
@@ -397,6 +405,9 @@ tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, tack_no
             S->ptypes[i] = a->ival == TACK_F16 ? ty_value(TACK_F32) : ty_value((tack_dtype)a->ival);
         }
     }
+    S->par = par->par;
+    S->npar_own = par->npar_own;
+    memcpy(S->par_own, par->par_own, sizeof S->par_own);
     S->state = 1;
     add_spec(C, S);
     lower_spec(C, S, 0);

@@ -56,7 +56,8 @@ void lw_mark_written(lw_state *L, int p);
 tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n);
 tk_ir *lw_bin(lw_state *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line);
 tk_ir *lw_expr(lw_state *L, tack_node *n);
-tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, tack_node *at);
+/* par: the parallel context of the call (tk_spec's par, npar_own, par_own) */
+tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, const tk_spec *par, tack_node *at);
 /* lower.c: locals by name (-1 when none) */
 int lw_find_local_in(tk_spec *S, const char *name, int scope);
 int lw_lookup(lw_state *L, const char *name);
@@ -76,6 +77,10 @@ void lw_for(lw_state *L, tack_node *n);
 void lw_while(lw_state *L, tack_node *n);
 /* lower_call.c */
 tk_ir *lw_call(lw_state *L, tack_node *n);
+/* a function lowered for a parallel loop: its own-index parameters as L->pfor_vars */
+void lw_par_own_vars(lw_state *L);
+/* inside a parallel loop, or a function called from one */
+int lw_in_parallel(lw_state *L);
 /* want_value 0: a statement, returns NULL */
 tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value);
 

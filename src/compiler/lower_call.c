@@ -135,6 +135,66 @@ static tk_ir *print_call(lw_state *L, tack_node *n) {
 }
 
 
+/* ------------------------------------------------- parallel context */
+int lw_in_parallel(lw_state *L) { return L->pfor >= 0 || L->S->par; }
+
+static int names_target(const tack_node *t, const char *name) {
+    if (!t) return 0;
+    if (t->kind == TACK_N_NAME) return t->name && strcmp(t->name, name) == 0;
+    if (t->kind == TACK_N_TUPLE)
+        for (int i = 0; i < t->nkids; i++)
+            if (names_target(t->kids[i], name)) return 1;
+    return 0;
+}
+
+/* Whether statement tree x assigns `name` (=, :=, op=, or as a for target). */
+static int assigns(const tack_node *x, const char *name) {
+    if (!x) return 0;
+    if ((x->kind == TACK_N_ASSIGN || x->kind == TACK_N_ANNASSIGN || x->kind == TACK_N_AUGASSIGN ||
+         x->kind == TACK_N_FOR) && x->nkids > 0 && names_target(x->kids[0], name))
+        return 1;
+    for (int i = 0; i < x->nkids; i++)
+        if (assigns(x->kids[i], name)) return 1;
+    return 0;
+}
+
+/* The parallel context a call passes on to the function it specializes:
+ * whether it runs inside a parallel loop, and which parameter receives each
+ * of the loop's own variables (a name that is one, passed to a 64-bit
+ * integer parameter), so that `a[k] *= 2` on the callee's k = i is still the
+ * iteration's own element. */
+static void par_context(lw_state *L, tack_node *n, const tk_type *pt, tk_spec *par) {
+    memset(par, 0, sizeof *par);
+    par->par = lw_in_parallel(L);
+    if (!par->par) return;
+    tk_func *f = &L->C->m->funcs[n->ival];
+    par->npar_own = L->npfor_vars;
+    for (int d = 0; d < L->npfor_vars; d++) {
+        par->par_own[d] = -1;
+        if (L->pfor_vars[d] < 0) continue;
+        for (int i = 0; i < n->nkids; i++) {
+            tack_node *an = f->params[i].annotation;
+            tk_type t = an && an->kind == TACK_N_TYPE ? ty_value((tack_dtype)an->ival) : pt[i];
+            if (n->kids[i]->kind == TACK_N_NAME && lw_lookup(L, n->kids[i]->name) == L->pfor_vars[d] &&
+                ty_is_int(t) && dt_bits((tack_dtype)t.dt) == 64) {
+                par->par_own[d] = i;
+                break;
+            }
+        }
+    }
+}
+
+/* A function lowered for a parallel loop: the parameters that receive the
+ * loop's own variables, unassigned in its body, are its own indices. */
+void lw_par_own_vars(lw_state *L) {
+    tk_spec *S = L->S;
+    L->npfor_vars = S->npar_own;
+    for (int d = 0; d < S->npar_own; d++) {
+        int p = S->par_own[d];
+        L->pfor_vars[d] = p >= 0 && S->plocal[p] >= 0 && !assigns(L->F->body, S->pnames[p]) ? S->plocal[p] : -1;
+    }
+}
+
 static tk_ir *func_call(lw_state *L, tack_node *n) {
     tack_module *m = L->C->m;
     int fi = (int)n->ival;
@@ -162,7 +222,9 @@ static tk_ir *func_call(lw_state *L, tack_node *n) {
         pt[i] = args[i]->ty;
     }
     if (unknown_arg) return lw_unknown(L, n);
-    tk_spec *S = lw_specialize(L->C, fi, pt, n->nkids, n);
+    tk_spec par;
+    par_context(L, n, pt, &par);
+    tk_spec *S = lw_specialize(L->C, fi, pt, n->nkids, &par, n);
     for (int i = 0; i < n->nkids; i++)
         if (pt[i].kind == TY_ARRAY && (S->written >> i & 1)) lw_mark_written(L, args[i]->param);
     int si = 0;

@@ -28,7 +28,11 @@
  * variable, unassigned in the body, is one of its indices): two iterations
  * updating one cell at once would lose updates silently (s[0] *= x[i] over
  * 200,000 factors gave 452.7 for 22,021), so any other is a CompileError
- * that says what to write instead.
+ * that says what to write instead.  A @tack.func called inside a parallel
+ * loop is specialized for it (tk_spec.par, lower_call.c) and keeps the same
+ * rule; its own elements are those indexed by the parameters that received
+ * the loop's variables.  The store of a compound assignment is marked
+ * ST_RMW, and verify.c checks the rule again on the IR after every pass.
  *
  * A @tack.func's return type is inferred like a local's: each return widens
  * it (widen_return); `return a, b` makes it a tuple, typed per position.
@@ -275,7 +279,8 @@ static int own_element(lw_state *L, tack_node **idx, int nidx) {
 static void augassign_element(lw_state *L, tack_node *n, int p) {
     tack_node *t = n->kids[0];
     tk_type et = lw_dtype_type((tack_dtype)L->S->ptypes[p].dt);
-    if (L->pfor >= 0 && (n->op == TACK_OP_ADD || n->op == TACK_OP_SUB) && ty_is_scalar(et) &&
+    int par = lw_in_parallel(L) && !L->C->racy_rmw;
+    if (par && (n->op == TACK_OP_ADD || n->op == TACK_OP_SUB) && ty_is_scalar(et) &&
         !ty_is_bool(et) && L->S->ptypes[p].dt != TACK_F16) {
         tk_ir *v = lw_expr(L, n->kids[1]);
         if (lw_known(v) && ty_is_scalar(v->ty)) {
@@ -285,16 +290,17 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
         if (lw_known(v)) ERR(n, "cannot add %s to an element of '%s' (%s)", TN(v->ty), L->S->pnames[p], TN(et));
         return;
     }
-    if (L->pfor >= 0 && !own_element(L, t->kids + 1, t->nkids - 1)) {
+    if (par && !own_element(L, t->kids + 1, t->nkids - 1)) {
         const char *why = n->op == TACK_OP_ADD || n->op == TACK_OP_SUB
                               ? (L->S->ptypes[p].dt == TACK_F16 ? "+= and -= are not atomic on float16 elements"
                                  : ty_is_bool(et)               ? "+= and -= are not atomic on bool elements"
                                                                 : "+= and -= are not atomic on vector and matrix elements")
                               : "only += and -= are atomic";
-        ERR(n, "'%s[...] %s= ...' in a parallel loop: iterations may update the same element at once and lose "
-               "updates, and %s; index the element by the loop variable, or combine into a local in a serial "
-               "loop (or with += / -= on a numeric array) and store it once",
-            L->S->pnames[p], lw_op_symbol(n->op), why);
+        ERR(n, "'%s[...] %s= ...' in a parallel loop%s%s%s: iterations may update the same element at once and "
+               "lose updates, and %s; index the element by the loop variable, or combine into a local in a "
+               "serial loop (or with += / -= on a numeric array) and store it once",
+            L->S->pnames[p], lw_op_symbol(n->op), L->pfor >= 0 ? "" : " (in '", L->pfor >= 0 ? "" : L->F->name,
+            L->pfor >= 0 ? "" : "', called from one)", why);
     }
     /* plain read-modify-write with the indices evaluated once */
     tk_ir *ld = lw_mk(L, IR_LOAD, et, t);
@@ -308,6 +314,7 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
     }
     tk_ir *st = lw_mk(L, IR_STORE, ty_void(), t);
     st->param = p;
+    st->sub = ST_RMW;
     ir_push(L->C, st, r);
     for (int i = 0; i < ld->n; i++) ir_push(L->C, st, ld->k[i]);
     if (L->S->ptypes[p].dt == TACK_F16) L->C->uses_f16 = 1;

@@ -13,7 +13,22 @@
  *   - loads and stores index every axis of their array with i64 values,
  *     and stores hold a value of the element type;
  *   - statements appear only in blocks and expressions only as operands;
- *   - break/continue sit inside a loop.
+ *   - break/continue sit inside a loop;
+ *   - no race in a compound assignment: the write of a[i] op= v (an IR_STORE
+ *     marked ST_RMW) inside a parallel region -- a parallel loop's body, or a
+ *     function specialized for a call inside one (tk_spec.par) -- indexes the
+ *     iteration's own element, so no other iteration reads or writes it in
+ *     between.  Lowering makes += and -= atomics there and refuses the rest
+ *     (lower_stmt.c); this is the check that would see a lowering that
+ *     forgot, on every dialect at once, since they all emit this IR.  Own:
+ *     for each of the loop's variables, one index is a local that is that
+ *     variable, unassigned in the region (or, in a function, the parameter
+ *     that received it), or a local assigned once in the region, at the top
+ *     of the loop's body, from an own local plus, minus or times a value the
+ *     loop does not change (range's lo + k * step), through 64-bit integer
+ *     casts and negative-index wraps.  TACK_DEBUG_RACY_RMW=1 makes lowering
+ *     emit plain read-modify-writes, which this check must refuse
+ *     (tests/python/test_shared_cells.py).
  */
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +40,11 @@ typedef struct verifier {
     tk_spec *S;
     const char *after;
     int loops;
+    /* the parallel region being checked (NULL outside one), its number of
+     * loop variables, and per local the mask of those it is own for */
+    tk_ir *region;
+    int ndims;
+    uint32_t *own;
 } verifier;
 
 #define BAD(x, ...) bad(v, (x), __VA_ARGS__)
@@ -36,6 +56,73 @@ static _Noreturn void bad(verifier *v, tk_ir *x, const char *fmt, const char *wh
 }
 
 static int is_stmt(int op) { return op >= IR_BLOCK; }
+
+/* ------------------------------------------------- races in parallel code */
+static int assign_count(const tk_ir *s, int local) {
+    if (!s) return 0;
+    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == local;
+    if (s->op == IR_PFOR)
+        for (int d = 0; d < s->aux; d++) n += s->vars[d] == local;
+    for (int i = 0; i < s->n; i++) n += assign_count(s->k[i], local);
+    return n;
+}
+
+static int int64_cast(const tk_ir *x) {
+    return x->op == IR_CAST && ty_is_int(x->ty) && dt_bits((tack_dtype)x->ty.dt) == 64 && ty_is_int(x->k[0]->ty) &&
+           dt_bits((tack_dtype)x->k[0]->ty.dt) == 64;
+}
+
+/* The loop variables an index expression is injective in (a mask), 0 when none. */
+static uint32_t own_of(verifier *v, const tk_ir *x, const tk_ir *loop) {
+    while (int64_cast(x) || x->op == IR_WRAP) x = x->k[0];
+    if (x->op == IR_LOCAL) return v->own[x->local];
+    if (!loop || x->op != IR_BIN || x->n != 2) return 0;
+    if (x->sub == B_ADD || x->sub == B_MUL) {
+        if (ir_invariant(x->k[1], loop)) return own_of(v, x->k[0], loop);
+        if (ir_invariant(x->k[0], loop)) return own_of(v, x->k[1], loop);
+    }
+    if (x->sub == B_SUB && ir_invariant(x->k[1], loop)) return own_of(v, x->k[0], loop);
+    return 0;
+}
+
+/* Enter a parallel region: the own locals of a PFOR's body, or of a function
+ * lowered for a parallel loop. */
+static void enter_region(verifier *v, tk_ir *region, tk_ir *loop) {
+    tk_spec *S = v->S;
+    v->region = region;
+    v->own = tk_alloc(&v->C->arena, sizeof(uint32_t) * (size_t)(S->nlocals + 1));
+    memset(v->own, 0, sizeof(uint32_t) * (size_t)(S->nlocals + 1));
+    if (loop) {
+        v->ndims = loop->aux;
+        for (int d = 0; d < loop->aux; d++)
+            if (loop->vars[d] >= 0 && loop->vars[d] < S->nlocals && !assign_count(region, loop->vars[d]))
+                v->own[loop->vars[d]] |= 1u << d;
+        for (int i = 0; i < region->n; i++) { /* the body's leading assignments: i = lo + k * step */
+            tk_ir *a = region->k[i];
+            if (a->op != IR_ASSIGN) break;
+            if (assign_count(region, a->local) == 1 && ty_is_int(a->k[0]->ty)) v->own[a->local] |= own_of(v, a->k[0], loop);
+        }
+    } else {
+        v->ndims = S->npar_own;
+        for (int d = 0; d < S->npar_own; d++) {
+            int p = S->par_own[d], l = p >= 0 ? S->plocal[p] : -1;
+            if (l >= 0 && !assign_count(region, l)) v->own[l] |= 1u << d;
+        }
+    }
+}
+
+static void check_rmw(verifier *v, tk_ir *s) {
+    if (!v->region || s->sub != ST_RMW) return;
+    uint32_t all = 0;
+    for (int i = 1; i < s->n; i++) all |= own_of(v, s->k[i], NULL);
+    uint32_t need = v->ndims >= 32 ? ~0u : (1u << v->ndims) - 1;
+    if (v->ndims == 0 || (all & need) != need) {
+        char what[160];
+        snprintf(what, sizeof what, "'%s'", v->S->pnames[s->param]);
+        BAD(s, "a non-atomic read-modify-write of %s in parallel code, on an element that is not the iteration's own "
+               "(a data race)", what);
+    }
+}
 
 static tk_type elem_type(verifier *v, int p) {
     tk_type t = v->S->ptypes[p];
@@ -121,6 +208,7 @@ static void vs(verifier *v, tk_ir *s) {
     case IR_STORE: {
         vx(v, s->k[0]);
         idx(v, s, 1);
+        check_rmw(v, s);
         tk_type et = elem_type(v, s->param);
         if (!ty_eq(s->k[0]->ty, et)) BAD(s, "%s value differs from the element type", "store");
         return;
@@ -148,12 +236,20 @@ static void vs(verifier *v, tk_ir *s) {
         vs(v, s->k[3]);
         v->loops--;
         return;
-    case IR_PFOR:
+    case IR_PFOR: {
         for (int i = 0; i < s->aux; i++) vx(v, s->k[i]);
+        tk_ir *saved = v->region;
+        uint32_t *saved_own = v->own;
+        int saved_nd = v->ndims;
+        enter_region(v, s->k[s->aux], s);
         v->loops++;
         vs(v, s->k[s->aux]);
         v->loops--;
+        v->region = saved;
+        v->own = saved_own;
+        v->ndims = saved_nd;
         return;
+    }
     case IR_BREAK:
     case IR_CONTINUE:
         if (!v->loops) BAD(s, "%s outside a loop", "break/continue");
@@ -181,10 +277,12 @@ static void vs(verifier *v, tk_ir *s) {
 }
 
 void tk_verify(tk_cc *C, const char *after) {
-    verifier v = {C, NULL, after, 0};
+    verifier v = {C, NULL, after, 0, NULL, 0, NULL};
     for (int i = 0; i < C->nspecs; i++) {
         v.S = C->specs[i];
+        v.region = NULL;
         if (!v.S->body) continue;
+        if (i > 0 && v.S->par) enter_region(&v, v.S->body, NULL);
         vs(&v, v.S->body);
     }
 }

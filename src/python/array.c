@@ -499,6 +499,251 @@ static Py_ssize_t array_len(PyObject *self) {
     return (Py_ssize_t)tack_array_shape(a)[0];
 }
 
+/* ------------------------------------------------------ indexing, views
+ *
+ * a[i, j] (one int per axis) reads one element: a NumPy scalar (a NumPy
+ * array of the components for vector and matrix dtypes), copied out of the
+ * storage -- on a GPU a one-element copy.  Any other index the storage can
+ * serve without a copy gives a view sharing it, as in NumPy: leading ints
+ * (a[i] of a 2-d array is row i), then at most one slice with step 1, then
+ * only full slices (a[2:5], a[1, 2:4], a[2:5, :]) or a final Ellipsis.
+ * Steps, newaxis, index arrays and slices after a partial slice would need
+ * strides, which Tack arrays do not have: those raise IndexError pointing at
+ * .numpy() (a copy) or a kernel.  Views, reshape and ravel all come from
+ * tack_array_subview/tack_array_reshape: they hold the storage, so the
+ * storage's flags (shared, read-only owner) apply to every view. */
+
+static PyObject *shape_repr(tack_array *a) {
+    PyObject *t = PyTuple_New(tack_array_ndim(a));
+    for (int i = 0; t && i < tack_array_ndim(a); i++) {
+        PyObject *o = PyLong_FromLongLong(tack_array_shape(a)[i]);
+        if (!o) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
+static PyObject *unsupported_index(PyObject *key, const char *why) {
+    PyErr_Format(PyExc_IndexError,
+                 "tack.Array index %R: %s; tack.Array takes ints (negative ones count from the end) and "
+                 "slices with step 1 of the leading axes, which share storage -- for other indexing copy "
+                 "with .numpy() or use a kernel", key, why);
+    return NULL;
+}
+
+/* The element `start` (flat, C order) of `a`, copied to the host. */
+static PyObject *read_element(PyObject *self, tack_array *a, int64_t start, PyObject *key) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    tack_array *v = NULL;
+    PyObject *tmp, *host, *out;
+    if (!st)
+        return NULL;
+    if (start > 0 && tack_device_kind(tack_array_device(a)) == TACK_DEVICE_OPENCL) {
+        /* OpenCL buffers have no addresses to offset: copy all, then pick. */
+        host = array_numpy(self, NULL);
+        out = host ? PyObject_GetItem(host, key) : NULL;
+        Py_XDECREF(host);
+        return out;
+    }
+    if (tack_array_subview(a, start, 0, NULL, &v) != TACK_OK)
+        return tpy_raise();
+    if (!(tmp = tpy_array_new(st, v)))
+        return NULL;
+    host = array_numpy(tmp, NULL);
+    Py_DECREF(tmp);
+    if (!host || tack_dtype_get(tack_array_dtype(a))->rows > 1)
+        return host; /* a vector or matrix element: its components */
+    PyObject *empty = PyTuple_New(0);
+    out = empty ? PyObject_GetItem(host, empty) : NULL; /* the NumPy scalar */
+    Py_XDECREF(empty);
+    Py_DECREF(host);
+    return out;
+}
+
+static PyObject *array_subscript(PyObject *self, PyObject *key) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    tack_array *a = ARR(self), *v = NULL;
+    int nd = tack_array_ndim(a), axis = 0, nout = 0, sliced = 0, ellipsis = 0;
+    const int64_t *shape = tack_array_shape(a);
+    int64_t start = 0, stride[TACK_MAX_NDIM], out_shape[TACK_MAX_NDIM];
+    PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
+    if (!st || !items)
+        goto fail;
+    {
+        int64_t s = 1;
+        for (int k = nd - 1; k >= 0; k--) {
+            stride[k] = s;
+            s *= shape[k];
+        }
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *it = PyTuple_GET_ITEM(items, j);
+        if (it == Py_Ellipsis) {
+            ellipsis = 1;
+            if (j != n - 1) {
+                unsupported_index(key, "an Ellipsis must be the last index");
+                goto fail;
+            }
+            break;
+        }
+        if (axis >= nd) {
+            PyErr_Format(PyExc_IndexError,
+                         "too many indices for array: array is %d-dimensional, but %zd were indexed", nd,
+                         n - (PyTuple_GET_ITEM(items, n - 1) == Py_Ellipsis));
+            goto fail;
+        }
+        if (PySlice_Check(it)) {
+            Py_ssize_t lo, hi, step, len;
+            if (PySlice_Unpack(it, &lo, &hi, &step) < 0)
+                goto fail;
+            len = PySlice_AdjustIndices((Py_ssize_t)shape[axis], &lo, &hi, step);
+            if (sliced) {
+                if (lo != 0 || len != shape[axis] || step != 1) {
+                    unsupported_index(key, "only full slices may follow a slice (the view would not be "
+                                           "contiguous)");
+                    goto fail;
+                }
+            } else if (step != 1) {
+                unsupported_index(key, "a slice with a step other than 1 is not contiguous");
+                goto fail;
+            } else {
+                start += (int64_t)lo * stride[axis];
+                sliced = 1;
+            }
+            out_shape[nout++] = len;
+            axis++;
+            continue;
+        }
+        if (PyBool_Check(it) || !PyIndex_Check(it)) {
+            unsupported_index(key, PyBool_Check(it) ? "a bool is not an index"
+                                                    : "only ints, slices and a final Ellipsis are indices");
+            goto fail;
+        }
+        if (sliced) {
+            unsupported_index(key, "an int after a slice selects a strided view");
+            goto fail;
+        }
+        Py_ssize_t i = PyNumber_AsSsize_t(it, PyExc_IndexError);
+        if (i == -1 && PyErr_Occurred())
+            goto fail;
+        int64_t idx = i < 0 ? (int64_t)i + shape[axis] : (int64_t)i;
+        if (idx < 0 || idx >= shape[axis]) {
+            PyObject *sh = shape_repr(a);
+            if (sh)
+                PyErr_Format(PyExc_IndexError,
+                             "index %zd is out of bounds for axis %d with size %lld (array shape %R)", i,
+                             axis, (long long)shape[axis], sh);
+            Py_XDECREF(sh);
+            goto fail;
+        }
+        start += idx * stride[axis];
+        axis++;
+    }
+    for (int k = axis; k < nd; k++)
+        out_shape[nout++] = shape[k];
+    Py_DECREF(items);
+    if (axis == nd && !sliced && !ellipsis)
+        return read_element(self, a, start, key);
+    if (tack_array_subview(a, start, nout, out_shape, &v) != TACK_OK)
+        return tpy_raise();
+    return tpy_array_new(st, v);
+fail:
+    Py_XDECREF(items);
+    return NULL;
+}
+
+/* reshape(*shape) or reshape(shape): a view with the new shape; one -1
+ * takes the size the others leave. */
+static PyObject *array_reshape(PyObject *self, PyObject *args) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    tack_array *a = ARR(self), *v = NULL;
+    PyObject *spec = args;
+    int64_t shape[TACK_MAX_NDIM], known = 1;
+    int unknown = -1;
+    if (!st)
+        return NULL;
+    if (PyTuple_GET_SIZE(args) == 1 && !PyIndex_Check(PyTuple_GET_ITEM(args, 0)))
+        spec = PyTuple_GET_ITEM(args, 0);
+    PyObject *seq = PySequence_Fast(spec, "reshape() takes ints or one sequence of ints");
+    if (!seq)
+        return NULL;
+    Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
+    if (nd > TACK_MAX_NDIM) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "shape %R has %zd dimensions; Tack arrays have at most %d", spec,
+                            nd, TACK_MAX_NDIM);
+    }
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        if (PyBool_Check(it) || !PyIndex_Check(it)) {
+            PyErr_Format(PyExc_TypeError, "reshape(): shape entries must be ints, got %.100s in %R",
+                         Py_TYPE(it)->tp_name, spec);
+            goto fail;
+        }
+        long long d = PyLong_AsLongLong(it);
+        if (d == -1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                goto fail;
+            PyErr_Clear();
+            d = -2;
+        }
+        if (d == -1) {
+            if (unknown >= 0) {
+                PyErr_Format(PyExc_ValueError, "reshape(): can only specify one unknown dimension (-1), got %R",
+                             spec);
+                goto fail;
+            }
+            unknown = (int)i;
+        } else if (d < 0) {
+            PyErr_Format(PyExc_ValueError, "reshape(): invalid dimension in shape %R", spec);
+            goto fail;
+        } else if (__builtin_mul_overflow(known, (int64_t)d, &known)) {
+            known = -1;
+        }
+        shape[i] = d;
+    }
+    Py_DECREF(seq);
+    int64_t size = tack_array_size(a);
+    if (unknown >= 0) {
+        if (known <= 0 || size % known != 0)
+            known = -1;
+        else
+            shape[unknown] = size / known;
+    }
+    if (known < 0 || (unknown < 0 && known != size) || (unknown >= 0 && known == 0)) {
+        PyObject *sh = shape_repr(a);
+        if (sh)
+            PyErr_Format(PyExc_ValueError, "cannot reshape an array of size %lld (shape %R) into shape %R",
+                         (long long)size, sh, spec);
+        Py_XDECREF(sh);
+        return NULL;
+    }
+    if (tack_array_reshape(a, tack_array_dtype(a), (int)nd, shape, &v) != TACK_OK)
+        return tpy_raise();
+    return tpy_array_new(st, v);
+fail:
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* ravel(): the elements as one axis -- always a view, the storage being
+ * C-contiguous. */
+static PyObject *array_ravel(PyObject *self, PyObject *unused) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    tack_array *v = NULL;
+    int64_t n;
+    if (!st)
+        return NULL;
+    n = tack_array_size(ARR(self));
+    if (tack_array_reshape(ARR(self), tack_array_dtype(ARR(self)), 1, &n, &v) != TACK_OK)
+        return tpy_raise();
+    return tpy_array_new(st, v);
+}
+
 static PyObject *array_repr(PyObject *self) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     if (!st)
@@ -585,6 +830,9 @@ static PyMethodDef array_methods[] = {
     {"_copy_into", array_copy_into, METH_O, NULL},
     {"_copy_array", array_copy_array, METH_O, NULL},
     {"_readonly_view", array_readonly_view, METH_NOARGS, NULL},
+    {"reshape", array_reshape, METH_VARARGS,
+     "reshape(*shape) -> a view of the same storage with another shape (one -1 is inferred)"},
+    {"ravel", array_ravel, METH_NOARGS, "ravel() -> a 1-d view of the same storage"},
     {"__dlpack__", (PyCFunction)(void (*)(void))tpy_array_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> DLPack capsule"},
     {"__dlpack_device__", tpy_array_dlpack_device, METH_NOARGS, "__dlpack_device__() -> (device_type, device_id)"},
@@ -605,6 +853,7 @@ static PyType_Slot array_slots[] = {
     {Py_tp_dealloc, array_dealloc},
     {Py_sq_length, array_len},
     {Py_mp_length, array_len},
+    {Py_mp_subscript, array_subscript},
     {Py_tp_doc, "A Tack array: dtype, shape, device and C-contiguous storage.\n\n"
                 "Create one with tack.array, tack.empty, tack.zeros, tack.ones or tack.full."},
     {0, NULL},

@@ -43,7 +43,7 @@
 #define CAPSULE_EXCHANGE_API "dlpack_exchange_api"
 
 /* Interned names kept in module state (st->dlpack_strs), by index. */
-enum { S_EXCHANGE_API, S_DLPACK, S_MAX_VERSION, S_COPY, S_KW_MAX_VERSION, S_KW_MAX_VERSION_COPY, S_COUNT };
+enum { S_EXCHANGE_API, S_DLPACK, S_MAX_VERSION, S_COPY, S_MODULE, S_KW_MAX_VERSION, S_KW_MAX_VERSION_COPY, S_COUNT };
 
 static int interpreter_alive(void) {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -85,8 +85,13 @@ static int parse_dl_device(PyObject *obj, DLDevice *out) {
     return 0;
 }
 
-/* The stream argument of __dlpack__, per the DLPack Python specification. */
-static int check_stream(PyObject *stream, DLDevice dev) {
+/* The stream argument of __dlpack__, per the DLPack Python specification,
+ * as tack_array_to_dlpack_stream takes it (*out): on CUDA, None is the
+ * legacy default stream (1), -1 no synchronization, 1 and 2 the legacy and
+ * per-thread default streams, anything else a CUstream; elsewhere None
+ * waits on the host. */
+static int check_stream(PyObject *stream, DLDevice dev, intptr_t *out) {
+    *out = dev.device_type == kDLCUDA ? 1 : TACK_DLPACK_STREAM_HOST;
     if (stream == Py_None)
         return 0;
     if (!PyLong_Check(stream)) {
@@ -106,6 +111,10 @@ static int check_stream(PyObject *stream, DLDevice dev) {
                          s);
             return -1;
         }
+        if (s == -1 || s == 1 || s == 2)
+            *out = (intptr_t)s;
+        else if (!(*out = (intptr_t)PyLong_AsVoidPtr(stream)) && PyErr_Occurred())
+            return -1;
         return 0;
     case kDLROCM:
         if (s == 1 || s == 2 || s < -1) {
@@ -171,7 +180,8 @@ PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (parse_copy(copy_obj, &copy) < 0)
         return NULL;
     DLDevice dev = tack_device_to_dlpack(tack_array_device(a));
-    if (check_stream(stream, dev) < 0)
+    intptr_t on = TACK_DLPACK_STREAM_HOST;
+    if (check_stream(stream, dev, &on) < 0)
         return NULL;
     if (dl_device != Py_None) {
         DLDevice want;
@@ -196,13 +206,14 @@ PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 return tpy_raise();
             a = host;
             copy = TACK_DLPACK_COPY_NEVER; /* already a copy; flagged below */
+            on = TACK_DLPACK_STREAM_HOST;  /* host memory: the copy has waited */
         }
     }
     if (dev.device_type == kDLCPU && !host)
         s = tack_array_to_dlpack(a, versioned, copy, &managed);
     else {
-        Py_BEGIN_ALLOW_THREADS /* the export waits for queued work */
-        s = tack_array_to_dlpack(a, versioned, copy, &managed);
+        Py_BEGIN_ALLOW_THREADS /* the export may wait for queued work */
+        s = tack_array_to_dlpack_stream(a, versioned, copy, on, &managed);
         Py_END_ALLOW_THREADS
     }
     if (host) {
@@ -345,12 +356,28 @@ static PyObject *call_dlpack(tpy_state *st, PyObject *obj, tack_dlpack_copy copy
 }
 
 static DLPackExchangeAPI exchange_api; /* Tack's own, defined below */
+static int immutable_producer(tpy_state *st, PyObject *obj);
+static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev, tack_dlpack_copy copy,
+                                 int use_c_api, int check_dev, tack_device *want);
+
+/* `out` imported from `obj`: a read-only view of it when it shares the storage
+ * of an immutable producer (steals `out`). */
+static PyObject *readonly_if_immutable(tpy_state *st, PyObject *obj, PyObject *out) {
+    tack_array *a = ARR(out), *v = NULL;
+    if (!tack_array_writable(a) || !(tack_array_flags(a) & TACK_ARRAY_SHARED) || !immutable_producer(st, obj))
+        return out;
+    tack_status s = tack_array_view(a, 0, &v);
+    Py_DECREF(out);
+    if (s != TACK_OK)
+        return tpy_raise();
+    return tpy_array_new(st, v);
+}
 
 /* tack.from_dlpack(obj, /, *, device=None, copy=None, c_api=True).  The
  * arguments are parsed by hand (vectorcall): this is the hot path of an
  * exchange, and the generic parser would cost as much as the exchange. */
 static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *obj, *device_obj = Py_None, *copy_obj = Py_None, *cap = NULL, *out = NULL;
+    PyObject *obj, *device_obj = Py_None, *copy_obj = Py_None;
     int use_c_api = 1;
     tack_dlpack_copy copy;
     tack_device *dev = NULL;
@@ -376,6 +403,63 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
         return NULL;
     if (PyCapsule_CheckExact(obj))
         return import_capsule(st, obj, dev, copy);
+    return import_producer(st, obj, dev, copy, use_c_api, 0, NULL);
+}
+
+/* A producer whose arrays are immutable but whose capsules cannot say so:
+ * JAX exports legacy capsules (no READ_ONLY flag) of arrays nobody may write. */
+static int immutable_producer(tpy_state *st, PyObject *obj) {
+    /* A heap type keeps its module name in its dict (a method-cache lookup);
+     * a static type's tp_name starts with it. */
+    PyObject *mod = _PyType_Lookup(Py_TYPE(obj), PyTuple_GET_ITEM(st->dlpack_strs, S_MODULE));
+    const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : Py_TYPE(obj)->tp_name;
+    if (!m) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !strncmp(m, "jax", 3) && (m[3] == '\0' || m[3] == '.' || !strncmp(m + 3, "lib", 3));
+}
+
+/* A kernel argument's device `dl` (tpy_dlpack_arg): one Tack has, and the
+ * call's other arrays' device `want` when there are such (NULL: none yet). */
+static int check_arg_device(PyObject *obj, DLDevice dl, tack_device *want) {
+    tack_device *dev = NULL;
+    if (tack_device_from_dlpack(dl, &dev) != TACK_OK) {
+        PyErr_Format(PyExc_ValueError, "the %.100s is on DLPack device (%d, %d), which Tack cannot use: %s",
+                     Py_TYPE(obj)->tp_name, (int)dl.device_type, (int)dl.device_id, tack_last_error());
+        return -1;
+    }
+    if (want && dev != want) {
+        PyErr_Format(PyExc_ValueError,
+                     "the %.100s is on %s, but the call's other arrays are on %s: all array arguments must be "
+                     "on one device; move it there first (a copy, e.g. tensor.cpu() or tensor.to(...))",
+                     Py_TYPE(obj)->tp_name, tack_device_name(dev), tack_device_name(want));
+        return -1;
+    }
+    return 0;
+}
+
+/* The same for a producer without an exchange API: its __dlpack_device__,
+ * asked before __dlpack__, so that a tensor on another device is refused
+ * without an export (and its stream handshake). */
+static int check_arg_device_of(PyObject *obj, tack_device *want) {
+    PyObject *d = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    DLDevice dl;
+    int r;
+    if (!d)
+        return -1;
+    r = parse_dl_device(d, &dl);
+    Py_DECREF(d);
+    return r < 0 ? -1 : check_arg_device(obj, dl, want);
+}
+
+/* Import from a producer object (not a capsule): its exchange API for a host
+ * tensor when it has one, else __dlpack__.  A shared import of an immutable
+ * producer's array is read-only.  With check_dev (a kernel argument), the
+ * tensor's device is checked against `want` before it is imported. */
+static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev, tack_dlpack_copy copy,
+                                 int use_c_api, int check_dev, tack_device *want) {
+    PyObject *cap = NULL, *out = NULL;
     const DLPackExchangeAPI *api = use_c_api ? producer_api(st, obj) : NULL;
     if (api && api != &exchange_api) {
         /* The exchange API skips the checks a producer makes in __dlpack__
@@ -398,11 +482,19 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
                 PyErr_SetString(PyExc_BufferError, "the producer's DLPack exchange API failed");
             return NULL;
         }
-        if (host_device_type((int)mt->dl_tensor.device.device_type))
-            return import_managed(st, mt, 1, dev, copy);
+        if (host_device_type((int)mt->dl_tensor.device.device_type)) {
+            if (check_dev && check_arg_device(obj, mt->dl_tensor.device, want) < 0) {
+                tack_dlpack_delete(mt, 1);
+                return NULL;
+            }
+            out = import_managed(st, mt, 1, dev, copy);
+            return out ? readonly_if_immutable(st, obj, out) : NULL;
+        }
         /* A device tensor needs the stream handshake of the Python protocol. */
         tack_dlpack_delete(mt, 1);
     }
+    if (check_dev && check_arg_device_of(obj, want) < 0)
+        return NULL;
     if (!(cap = call_dlpack(st, obj, copy)))
         return NULL;
     if (!PyCapsule_CheckExact(cap))
@@ -411,7 +503,29 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
     else
         out = import_capsule(st, cap, dev, copy);
     Py_DECREF(cap);
-    return out;
+    return out ? readonly_if_immutable(st, obj, out) : NULL;
+}
+
+int tpy_is_dlpack_producer(tpy_state *st, PyObject *obj) {
+    return _PyType_Lookup(Py_TYPE(obj), PyTuple_GET_ITEM(st->dlpack_strs, S_DLPACK)) != NULL;
+}
+
+/* A kernel argument from a DLPack producer (kernel_call.c): its storage,
+ * shared, never copied.  The tensor's device is checked against `want` (the
+ * device of the call's earlier arrays, or NULL) before it is imported: from
+ * the managed tensor the exchange API hands over for a host tensor, else from
+ * __dlpack_device__ before __dlpack__ runs (PyTorch's Python-level
+ * __dlpack_device__ costs more than the whole exchange, so it is asked only
+ * where needed).  A new reference, or NULL with an exception. */
+tack_array *tpy_dlpack_arg(tpy_state *st, PyObject *obj, tack_device *want) {
+    PyObject *out = import_producer(st, obj, NULL, TACK_DLPACK_COPY_NEVER, 1, 1, want);
+    tack_array *arr;
+    if (!out)
+        return NULL;
+    arr = ARR(out);
+    tack_array_retain(arr);
+    Py_DECREF(out);
+    return arr;
 }
 
 /* _core._c_exchange_cost(obj, n) -> seconds per exchange through obj's C
@@ -508,7 +622,9 @@ static int exchange_allocator(DLTensor *prototype, DLManagedTensorVersioned **ou
 
 static int exchange_current_work_stream(DLDeviceType device_type, int32_t device_id, void **out_current_stream) {
     /* Tack's CPU work is synchronous; on a GPU, Tack's stream is a blocking one of
-     * its own (ordered with the legacy default stream), and exports wait for it. */
+     * its own (ordered with the legacy default stream), and exports through this
+     * table wait on the host for it (__dlpack__(stream=...) makes the consumer's
+     * stream wait instead). */
     *out_current_stream = NULL;
     return 0;
 }
@@ -673,8 +789,8 @@ int tpy_dlpack_exec(PyObject *m, tpy_state *st) {
     st->dlpack_strs = PyTuple_New(S_COUNT);
     if (!st->dlpack_strs)
         goto done;
-    static const char *strs[] = {"__dlpack_c_exchange_api__", "__dlpack__", "max_version", "copy"};
-    for (int i = 0; i < 4; i++) {
+    static const char *strs[] = {"__dlpack_c_exchange_api__", "__dlpack__", "max_version", "copy", "__module__"};
+    for (int i = 0; i < 5; i++) {
         PyObject *s = PyUnicode_InternFromString(strs[i]);
         if (!s)
             goto done;

@@ -53,8 +53,9 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
         if (!c.writable[i]) {
             PyObject *q = kernel_qualname(k);
             PyErr_Format(PyExc_ValueError,
-                         "%U() writes to parameter '%U', but the array passed for it is "
-                         "read-only", q, PyTuple_GET_ITEM(k->params, i));
+                         "%U() writes to parameter '%U', but the array passed for it (a %.100s) "
+                         "is read-only", q, PyTuple_GET_ITEM(k->params, i),
+                         Py_TYPE(c.objs[i])->tp_name);
             Py_XDECREF(q);
             goto done;
         }
@@ -122,6 +123,8 @@ static PyObject *kernel_text(PyObject *self, PyObject *const *args, Py_ssize_t n
         ctarget = PyUnicode_AsUTF8(target);
         if (!ctarget)
             goto done;
+        if (strcmp(ctarget, "c") != 0)
+            kcall_mark_distinct(&c); /* the source for a GPU dialect: restrict where proved */
     }
     prog = kernel_program_for(k, &c, ctarget, &owned);
     if (!prog)

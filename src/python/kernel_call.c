@@ -8,7 +8,9 @@
  *   2. compute the argument signature: for each argument, array (dtype, ndim)
  *      or scalar (weak Python bool/int/float, or a NumPy scalar's dtype);
  *      NumPy arrays and other buffer objects on the CPU are borrowed, their
- *      writeable flag kept;
+ *      writeable flag kept; other DLPack producers (PyTorch, JAX) are
+ *      imported as tack.from_dlpack does, without a copy, after the NumPy
+ *      and Tack checks so those fast paths pay nothing for it;
  *   3. find the compiled specialization for that signature in a small C
  *      table (the last hit first, then a scan comparing hashes) -- no Python
  *      object is created on a hit;
@@ -224,6 +226,13 @@ static int reraise_for_param(KernelObject *k, Py_ssize_t i) {
     return -1;
 }
 
+/* What a kernel argument may be, for the TypeError naming what was passed. */
+#define ACCEPTED_KINDS                                                                             \
+    "expected a tack.Array, a NumPy array (or another buffer object), a DLPack producer (an "    \
+    "object with __dlpack__ and __dlpack_device__, such as a PyTorch tensor or a JAX array; "     \
+    "tack.from_dlpack(x) makes one a tack.Array), a bool/int/float or a NumPy scalar of a Tack "  \
+    "dtype"
+
 /* A NumPy scalar (np.float32(1), np.int8(3), ...): a strong scalar. */
 static int numpy_scalar(KernelObject *k, kcall *c, Py_ssize_t i, PyObject *obj) {
     tack_argtype *t = &c->types[i];
@@ -235,9 +244,7 @@ static int numpy_scalar(KernelObject *k, kcall *c, Py_ssize_t i, PyObject *obj) 
     Py_XDECREF(dtype);
     if (r < 0) {
         PyErr_Clear();
-        return arg_error(k, i, PyExc_TypeError,
-                         "expected a tack.Array, a NumPy array (or another buffer object) or "
-                         "a bool/int/float scalar (or a NumPy scalar of a Tack dtype)", obj);
+        return arg_error(k, i, PyExc_TypeError, ACCEPTED_KINDS, obj);
     }
     info = tack_dtype_get(dt);
     if (info->rows != 1 || info->cols != 1)
@@ -321,10 +328,13 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         if (!arr)
             return reraise_for_param(k, i);
         c->temps[i] = arr;
+    } else if (tpy_is_dlpack_producer(k->st, obj)) {
+        arr = tpy_dlpack_arg(k->st, obj, c->device);
+        if (!arr)
+            return reraise_for_param(k, i);
+        c->temps[i] = arr;
     } else {
-        return arg_error(k, i, PyExc_TypeError,
-                         "expected a tack.Array, a NumPy array (or another buffer object) or "
-                         "a bool/int/float scalar", obj);
+        return arg_error(k, i, PyExc_TypeError, ACCEPTED_KINDS, obj);
     }
     t->is_array = 1;
     t->dtype = tack_array_dtype(arr);
@@ -360,6 +370,23 @@ static Py_hash_t signature_hash(const kcall *c) {
     return (Py_hash_t)(h >> 1);
 }
 
+/* An array whose memory no other array argument shares is `distinct`: part
+ * of the signature, so the same array passed twice (or overlapping views)
+ * gets a build without restrict.  Only for the dialects that declare arrays
+ * restrict (not the CPU's C): there it would only split specializations. */
+void kcall_mark_distinct(kcall *c) {
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        if (!c->types[i].is_array)
+            continue;
+        int d = 1;
+        for (Py_ssize_t j = 0; j < c->n && d; j++)
+            if (j != i && c->types[j].is_array && tack_arrays_overlap(c->vals[i].array, c->vals[j].array))
+                d = 0;
+        c->types[i].distinct = d;
+    }
+    c->hash = -1;
+}
+
 /* Compute the whole signature of a bound call. */
 int kcall_signature(KernelObject *k, kcall *c) {
     for (Py_ssize_t i = 0; i < c->n; i++)
@@ -370,6 +397,8 @@ int kcall_signature(KernelObject *k, kcall *c) {
         if (!c->device)
             return -1;
     }
+    if (strcmp(tack_device_dialect(c->device), "c") != 0)
+        kcall_mark_distinct(c);
     c->hash = -1; /* computed on demand */
     return 0;
 }

@@ -252,7 +252,8 @@ static int module_exec(PyObject *m) {
         PyModule_AddIntConstant(m, "MAX_NDIM", TACK_MAX_NDIM) < 0)
         return -1;
     if (tpy_dtype_exec(m, st) < 0 || tpy_array_exec(m, st) < 0 || tpy_kernel_exec(m, st) < 0 ||
-        tpy_dlpack_exec(m, st) < 0 || tpy_cuda_exec(m, st) < 0 || tpy_interrupt_exec(m) < 0)
+        tpy_dlpack_exec(m, st) < 0 || tpy_cuda_exec(m, st) < 0 || tpy_hip_exec(m) < 0 ||
+        tpy_interrupt_exec(m) < 0)
         return -1;
     return 0;
 }

@@ -82,6 +82,11 @@ tack_device *tpy_device_from_object(tpy_state *st, PyObject *obj);
  * retaining `obj` until the storage is released.  `dtype_hint` < 0: take the
  * dtype from the buffer's format. */
 tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable);
+/* dlpack.c: a kernel argument from a DLPack producer, shared (never copied);
+ * refused when it is on another device than `want` (NULL: any). */
+tack_array *tpy_dlpack_arg(tpy_state *st, PyObject *obj, tack_device *want);
+/* Whether obj's type has __dlpack__ (a method-cache lookup; never raises). */
+int tpy_is_dlpack_producer(tpy_state *st, PyObject *obj);
 
 /* Release callback for storage owned by a Python object: takes the GIL,
  * drops the reference; does nothing after interpreter finalization. */
@@ -102,6 +107,7 @@ int tpy_dtype_exec(PyObject *m, tpy_state *st);
 int tpy_array_exec(PyObject *m, tpy_state *st);
 int tpy_kernel_exec(PyObject *m, tpy_state *st);
 int tpy_cuda_exec(PyObject *m, tpy_state *st);
+int tpy_hip_exec(PyObject *m);
 int tpy_interrupt_exec(PyObject *m);
 /* The first launch on a thread: make it interruptible if it is the main thread (interrupt.c). */
 void tpy_mark_interruptible(void);

@@ -215,6 +215,35 @@ tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim, const int
     return TACK_OK;
 }
 
+tack_status tack_array_subview(tack_array *a, int64_t start, int ndim, const int64_t *shape,
+                               tack_array **out) {
+    int64_t size;
+    size_t nbytes;
+    tack_status st;
+    if ((st = check_shape(a->dtype, ndim, shape, &size, &nbytes)) != TACK_OK)
+        return st;
+    if (start < 0 || start > a->size || size > a->size - start)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "a view of %lld elements from element %lld does not fit in an array of %lld",
+                              (long long)size, (long long)start, (long long)a->size);
+    tack_device *dev = a->storage->device;
+    if (start > 0 && size > 0 && dev->backend->type == TACK_DEVICE_OPENCL)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "an array on %s cannot have a view starting inside it (OpenCL buffers have no "
+                              "addresses to offset); copy it with .numpy() or use a kernel",
+                              tack_device_name(dev));
+    atomic_fetch_add(&a->storage->refs, 1);
+    tack_array *v = new_handle(a->storage, a->dtype, ndim, shape, size, nbytes, a->writable);
+    if (!v) {
+        storage_release(a->storage);
+        return TACK_ERR_NOMEM;
+    }
+    /* An empty view keeps the base address: nothing is read through it. */
+    v->data = size > 0 ? (char *)a->data + (size_t)start * tack_dtype_get(a->dtype)->itemsize : a->data;
+    *out = v;
+    return TACK_OK;
+}
+
 void tack_array_retain(tack_array *a) {
     if (a)
         atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
@@ -233,6 +262,11 @@ int tack_array_ndim(const tack_array *a) { return a->ndim; }
 const int64_t *tack_array_shape(const tack_array *a) { return a->shape; }
 int64_t tack_array_size(const tack_array *a) { return a->size; }
 size_t tack_array_nbytes(const tack_array *a) { return a->nbytes; }
+int tack_arrays_overlap(const tack_array *a, const tack_array *b) {
+    if (!a || !b || !a->nbytes || !b->nbytes || a->storage->device != b->storage->device) return 0;
+    uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+    return a0 < b0 + b->nbytes && b0 < a0 + a->nbytes;
+}
 int tack_array_writable(const tack_array *a) { return a->writable; }
 tack_device *tack_array_device(const tack_array *a) { return a->storage->device; }
 /* The flags live on the storage: every view of an exported array is shared too. */

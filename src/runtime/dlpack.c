@@ -27,7 +27,11 @@
  * supported), so they travel as their scalar type with trailing dimensions,
  * the same shape .numpy() gives.  The legacy format has no read-only flag;
  * exporting a read-only array through it would hand out a writable view, so
- * it is refused unless the caller asks for a copy.
+ * it is refused unless the caller asks for a copy.  Work queued on the
+ * array's device (and the copy, with COPY_ALWAYS) is ordered before the
+ * consumer's use: by the backend's stream_wait on the consumer's stream when
+ * the caller names one (tack_array_to_dlpack_stream; CUDA records an event
+ * and makes that stream wait for it), else by synchronizing the device.
  */
 #include <stdio.h>
 #include <string.h>
@@ -336,6 +340,21 @@ static void export_delete_versioned(DLManagedTensorVersioned *self) {
 }
 
 tack_status tack_array_to_dlpack(tack_array *a, int versioned, tack_dlpack_copy copy, void **out) {
+    return tack_array_to_dlpack_stream(a, versioned, copy, TACK_DLPACK_STREAM_HOST, out);
+}
+
+/* Work queued on dev before the export completes before the consumer reads
+ * it: on the consumer's stream when it names one and the device has
+ * streams, else by waiting here. */
+static tack_status export_sync(tack_device *dev, intptr_t stream) {
+    if (stream == TACK_DLPACK_STREAM_NO_SYNC) return TACK_OK;
+    if (stream != TACK_DLPACK_STREAM_HOST && dev->backend->stream_wait)
+        return dev->backend->stream_wait(dev, (void *)stream);
+    return tack_device_synchronize(dev);
+}
+
+tack_status tack_array_to_dlpack_stream(tack_array *a, int versioned, tack_dlpack_copy copy, intptr_t stream,
+                                        void **out) {
     tack_status st;
     tack_array *src = a;
     if (!a || !out)
@@ -347,14 +366,16 @@ tack_status tack_array_to_dlpack(tack_array *a, int versioned, tack_dlpack_copy 
                               "cannot mark it read-only; ask for DLPack 1.x (max_version=(1, 0)) or a copy "
                               "(copy=True)");
     tack_device *dev = tack_array_device(a);
-    /* Work queued before the export completes before anyone reads it. */
-    if ((st = tack_device_synchronize(dev)) != TACK_OK)
-        return st;
     if (copied) {
         if ((st = tack_array_clone(a, NULL, &src)) != TACK_OK)
             return st;
     } else
         tack_array_retain(src);
+    /* Work queued before the export (and the copy) completes before anyone reads it. */
+    if ((st = export_sync(dev, stream)) != TACK_OK) {
+        tack_array_release(src);
+        return st;
+    }
     export_block *b = tack_malloc(sizeof *b);
     if (!b) {
         tack_array_release(src);

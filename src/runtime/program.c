@@ -120,6 +120,16 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
             return tack_set_error(TACK_ERR_READONLY, "kernel '%s' writes to parameter '%s' but the array passed for it is read-only",
                                   p->kernel_name, pi->name);
     }
+    /* A build that declared an array restrict (tack_argtype.distinct) runs
+     * only on arrays that share no memory with the others. */
+    for (int i = 0; i < nargs; i++) {
+        if (!p->params[i].distinct) continue;
+        for (int j = 0; j < nargs; j++)
+            if (j != i && p->params[j].is_array && tack_arrays_overlap(args[i].array, args[j].array))
+                return tack_set_error(TACK_ERR_VALUE, "argument '%s' of kernel '%s' shares memory with '%s', but this "
+                                      "build was compiled for arrays that do not overlap (restrict); compile it for "
+                                      "overlapping arrays", p->params[i].name, p->kernel_name, p->params[j].name);
+    }
     return p->device->backend->launch(p->device, p, args, nargs);
 }
 

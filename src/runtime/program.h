@@ -42,6 +42,8 @@ typedef struct tk_pinfo {  /* one parameter of the compiled signature */
     int written;           /* an array the kernel writes */
     int64_t lo, hi;        /* a Python int: the range it must fit (the types it meets) */
     tack_dtype narrow;     /* ... the type that sets it; TACK_DTYPE_COUNT: no limit */
+    int carry_f32;         /* a float scalar a GPU receives as f32 bits (else a double's) */
+    int distinct;          /* an array compiled as overlapping no other (restrict) */
 } tk_pinfo;
 
 typedef struct tk_pwarn {  /* a warning of the compile (a possible race, compiler/depend.c) */

@@ -45,6 +45,11 @@ typedef struct rt_backend {
     /* Optional: TACK_OK when [ptr, ptr+nbytes) is memory this device can use
      * (a wrapped device address); an error naming the address otherwise. */
     tack_status (*check_ptr)(tack_device *dev, const void *ptr, size_t nbytes);
+    /* Optional: make work queued from now on on `stream`, a stream of the
+     * backend's API that another library uses (CUDA: a CUstream), wait for
+     * every copy and launch queued on dev so far -- on the device, with no
+     * wait on the host.  NULL: the backend has no streams to hand off to. */
+    tack_status (*stream_wait)(tack_device *dev, void *stream);
 } rt_backend;
 
 struct tack_device {

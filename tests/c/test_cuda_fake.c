@@ -19,18 +19,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends/cuda_api.h"
+#include "backends/cuda_backend.h"
 #include "check.h"
+#include "runtime/program.h"
 #include "tack.h"
+#include "tack_dlpack.h"
 #include "tack_kernel.h"
 #include "tk_ast.h"
 
 static const char FAKE[] =
+    "#define _GNU_SOURCE\n"
     "#include <stdio.h>\n"
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
     "#include <stdint.h>\n"
-    "typedef int CUresult; typedef int CUdevice; typedef void *CUcontext, *CUstream, *CUmodule, *CUfunction; typedef uint64_t CUdeviceptr;\n"
+    "typedef int CUresult; typedef int CUdevice; typedef void *CUcontext, *CUstream, *CUmodule, *CUfunction, *CUevent; typedef uint64_t CUdeviceptr;\n"
     "int launches, fail_next; unsigned last_grid, last_block; uint64_t last_frame;\n"
     /* sticky errors: sticky_next_sync makes the next cuStreamSynchronize and
      * every later call return 700 (CUDA_ERROR_ILLEGAL_ADDRESS), as a real
@@ -54,20 +57,35 @@ static const char FAKE[] =
     "static uint64_t pooled[4096]; static int npooled;\n"
     "static int take_pooled(uint64_t p) { for (int i = 0; i < npooled; i++) if (pooled[i] == p) { pooled[i] = pooled[--npooled]; return 1; } return 0; }\n"
     "CUresult cuInit(unsigned f) { ST return 0; }\n"
-    "CUresult cuDriverGetVersion(int *v) { ST *v = 13000; return 0; }\n"
+    /* versions: FAKE_CUDA_VERSION is the driver's CUDA version (13000 unless
+     * set), FAKE_CUDA_CC the GPU's compute capability as major*10 + minor (90) */
+    "static int env_int(const char *n, int dflt) { const char *e = getenv(n); return e && *e ? atoi(e) : dflt; }\n"
+    "CUresult cuDriverGetVersion(int *v) { ST *v = env_int(\"FAKE_CUDA_VERSION\", 13000); return 0; }\n"
     "CUresult cuDeviceGetCount(int *n) { ST *n = 1; return 0; }\n"
     "CUresult cuDeviceGet(CUdevice *d, int o) { ST *d = o; return 0; }\n"
     "CUresult cuDeviceGetName(char *n, int l, CUdevice d) { ST snprintf(n, l, \"Fake GPU\"); return 0; }\n"
-    "CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) { ST *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 4 : a == 115 ? pools_on() : 0; return 0; }\n"
+    "CUresult cuDeviceGetAttribute(int *v, int a, CUdevice d) { ST int cc = env_int(\"FAKE_CUDA_CC\", 90);\n"
+    "  *v = a == 75 ? cc / 10 : a == 76 ? cc % 10 : a == 16 ? 4 : a == 39 ? 2048 : a == 115 ? pools_on() : 0; return 0; }\n"
     "static int ctxobj;\n"
     "CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { ST *c = &ctxobj; return 0; }\n"
     "CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { ST return 0; }\n"
-    "static int depth;\n"
-    "CUresult cuCtxPushCurrent_v2(CUcontext c) { depth++; ST return 0; }\n"
+    /* contexts: a stack per process (the tests are single-threaded); pushes
+     * counts cuCtxPushCurrent calls */
+    "int pushes; static int depth; static CUcontext stack[64];\n"
+    "CUresult cuCtxPushCurrent_v2(CUcontext c) { depth++; pushes++; ST stack[depth & 63] = c; return 0; }\n"
     "CUresult cuCtxPopCurrent_v2(CUcontext *c) { depth--; if (c) *c = &ctxobj; ST return 0; }\n"
+    "CUresult cuCtxGetCurrent(CUcontext *c) { ST *c = depth > 0 ? stack[depth & 63] : NULL; return 0; }\n"
     "int fake_depth(void) { return depth; }\n"
+    /* the order of synchronizing calls, as text: \"sync ctxsync record(S) wait(S,E)...\" */
+    "char order[8192]; static int nev;\n"
+    "static void note(const char *w) { size_t n = strlen(order); if (n + strlen(w) + 2 < sizeof order) snprintf(order + n, sizeof order - n, \"%s \", w); }\n"
+    "CUresult cuCtxSynchronize(void) { ST note(\"ctxsync\"); return 0; }\n"
+    "CUresult cuEventCreate(CUevent *e, unsigned f) { ST *e = (CUevent)(uintptr_t)(0x1000 + ++nev); char w[40]; snprintf(w, sizeof w, \"create(%u)\", f); note(w); return 0; }\n"
+    "CUresult cuEventRecord(CUevent e, CUstream s) { ST char w[64]; snprintf(w, sizeof w, \"record(%lx,%lx)\", (unsigned long)(uintptr_t)e, (unsigned long)(uintptr_t)s); note(w); return 0; }\n"
+    "CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) { ST char w[64]; snprintf(w, sizeof w, \"wait(%lx,%lx)\", (unsigned long)(uintptr_t)s, (unsigned long)(uintptr_t)e); note(w); return 0; }\n"
+    "CUresult cuEventDestroy_v2(CUevent e) { ST char w[40]; snprintf(w, sizeof w, \"destroy(%lx)\", (unsigned long)(uintptr_t)e); note(w); return 0; }\n"
     "CUresult cuStreamCreate(CUstream *s, unsigned f) { ST *s = (void *)1; return 0; }\n"
-    "CUresult cuStreamSynchronize(CUstream s) { ST if (sticky_next_sync) { sticky_next_sync = 0; sticky = 1; return 700; } return 0; }\n"
+    "CUresult cuStreamSynchronize(CUstream s) { ST note(\"sync\"); if (sticky_next_sync) { sticky_next_sync = 0; sticky = 1; return 700; } return 0; }\n"
     "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { ST plain_allocs++; *p = (CUdeviceptr)(uintptr_t)live_add(calloc(1, n)); return 0; }\n"
     "CUresult cuMemFree_v2(CUdeviceptr p) { STF if (take_pooled(p)) mismatched_frees++; else plain_frees++; live_del((void *)(uintptr_t)p); free((void *)(uintptr_t)p); return 0; }\n"
     "CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { ST memcpy((void *)(uintptr_t)d, s, n); return 0; }\n"
@@ -76,9 +94,25 @@ static const char FAKE[] =
     "CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { ST memset((void *)(uintptr_t)d, v, n); return 0; }\n"
     "CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { ST for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v; return 0; }\n"
     "CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) { ST for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v; return 0; }\n"
-    "typedef struct { char *ptx; } mod;\n"
+    /* modules: PTX whose .version is newer than the driver's CUDA version
+     * loads is refused with CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222), as a
+     * real driver does (CUDA 11.x: ISA 7.x; 12.0-12.5: 8.0-8.5, 12.6+: one
+     * less; 13.x: 9.x); a cubin (ELF) is taken whole.  Counted per kind. */
+    "int ptx_loads, ptx_refused, cubin_loads; char loaded_target[32];\n"
+    "static int max_isa(void) { int v = env_int(\"FAKE_CUDA_VERSION\", 13000), M = v / 1000, m = v % 1000 / 10;\n"
+    "  return M == 11 ? 70 + m : M == 12 ? (m <= 5 ? 80 + m : 79 + m) : M == 13 ? 90 + m : 0; }\n"
+    "typedef struct { char *ptx; size_t len; int cubin; } mod;\n"
     "CUresult cuModuleLoadData(CUmodule *m, const void *image) {\n"
-    "  if (!strstr(image, \".version\")) return 218; mod *x = live_add(malloc(sizeof *x)); x->ptx = live_add(strdup(image)); *m = x; return 0; }\n"
+    "  const unsigned char *b = image; mod *x;\n"
+    "  if (!memcmp(b, \"\\177ELF\", 4)) {\n"
+    "    uint64_t shoff; uint16_t shentsize, shnum; memcpy(&shoff, b + 0x28, 8); memcpy(&shentsize, b + 0x3A, 2); memcpy(&shnum, b + 0x3C, 2);\n"
+    "    x = live_add(malloc(sizeof *x)); x->len = shoff + (size_t)shentsize * shnum; x->ptx = live_add(malloc(x->len)); memcpy(x->ptx, b, x->len); x->cubin = 1;\n"
+    "    cubin_loads++; *m = x; return 0; }\n"
+    "  const char *ver = strstr(image, \".version \"); int M = 0, mi = 0;\n"
+    "  if (!ver || sscanf(ver + 9, \"%d.%d\", &M, &mi) != 2) return 218;\n"
+    "  if (M * 10 + mi > max_isa()) { ptx_refused++; return 222; }\n"
+    "  const char *t = strstr(image, \".target \"); if (t) sscanf(t + 8, \"%31s\", loaded_target);\n"
+    "  x = live_add(malloc(sizeof *x)); x->ptx = live_add(strdup(image)); x->len = strlen(x->ptx); x->cubin = 0; ptx_loads++; *m = x; return 0; }\n"
     /* refuse_module: refuse every module, writing a line into the JIT's error log */
     "int refuse_module;\n"
     "CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, int *o, void **v) { ST\n"
@@ -90,7 +124,8 @@ static const char FAKE[] =
     "CUresult cuModuleUnload(CUmodule m) { STF live_del(((mod *)m)->ptx); live_del(m); free(((mod *)m)->ptx); free(m); return 0; }\n"
     "CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) { ST\n"
     "  static char names[256][32]; static int next;\n"
-    "  char e[64]; snprintf(e, sizeof e, \".entry %s(\", name); if (!strstr(((mod *)m)->ptx, e)) return 500;\n"
+    "  char e[64]; snprintf(e, sizeof e, ((mod *)m)->cubin ? \"%s\" : \".entry %s(\", name);\n"
+    "  if (!memmem(((mod *)m)->ptx, ((mod *)m)->len, e, strlen(e))) return 500;\n"
     "  char *slot = names[next++ % 256]; snprintf(slot, 32, \"%s\", name); *f = slot; return 0; }\n"
     "CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream s, void **params, void **extra) { ST\n"
     "  launches++;\n"
@@ -98,6 +133,8 @@ static const char FAKE[] =
     "  last_grid = gx; last_block = bx; last_frame = slots[1];\n"
     "  if (fail_next) { int32_t *r = (int32_t *)(uintptr_t)slots[0]; r[0] = 1; r[1] = 0; ((uint64_t *)r)[1] = slots[2]; ((int64_t *)r)[2] = 10; ((int64_t *)r)[3] = 10; fail_next = 0; }\n"
     "  return 0; }\n"
+    /* six resident 256-thread blocks per SM (less than 2048 / 256: registers, say) */
+    "CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t sh) { ST *n = 1536 / block; return 0; }\n"
     "CUresult cuPointerGetAttribute(void *d, int a, CUdeviceptr p) { ST return 1; }\n"
     "CUresult cuGetErrorString(CUresult r, const char **s) { *s = \"fake error\"; return 0; }\n"
     "CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { ST\n"
@@ -108,16 +145,44 @@ static const char FAKE[] =
     "CUresult cuGetExportTable(const void **t, const void *id) { *t = NULL; return 500; }\n"
     "\n";
 
-static int make_fake(const char *dir) {
+/* NVRTC as it is, but two minor versions newer: the real library's calls
+ * forwarded, its version raised (an NVRTC newer than the driver within one
+ * major version, for the cubin path, wherever only one NVRTC is installed).
+ * FAKE_NVRTC_REAL names the real library. */
+static const char NEWER_NVRTC[] =
+    "#include <dlfcn.h>\n"
+    "#include <stdlib.h>\n"
+    "static void *sym(const char *n) { static void *real; if (!real) real = dlopen(getenv(\"FAKE_NVRTC_REAL\"), RTLD_NOW | RTLD_LOCAL); return real ? dlsym(real, n) : NULL; }\n"
+    "typedef void *P;\n"
+    "#define FWD(name, params, args) int name params { int (*fn_) params = (int (*) params)sym(#name); return fn_ ? fn_ args : 7; }\n"
+    "FWD(nvrtcCreateProgram, (P a, P b, P c, int d, P e, P f), (a, b, c, d, e, f))\n"
+    "FWD(nvrtcCompileProgram, (P a, int b, P c), (a, b, c))\n"
+    "FWD(nvrtcGetPTXSize, (P a, P b), (a, b))\n"
+    "FWD(nvrtcGetPTX, (P a, P b), (a, b))\n"
+    "FWD(nvrtcGetCUBINSize, (P a, P b), (a, b))\n"
+    "FWD(nvrtcGetCUBIN, (P a, P b), (a, b))\n"
+    "FWD(nvrtcGetProgramLogSize, (P a, P b), (a, b))\n"
+    "FWD(nvrtcGetProgramLog, (P a, P b), (a, b))\n"
+    "FWD(nvrtcDestroyProgram, (P a), (a))\n"
+    "FWD(nvrtcGetNumSupportedArchs, (P a), (a))\n"
+    "FWD(nvrtcGetSupportedArchs, (P a), (a))\n"
+    "int nvrtcVersion(int *a, int *b) { int (*f)(int *, int *) = (int (*)(int *, int *))sym(\"nvrtcVersion\"); int r = f ? f(a, b) : 7; *b += 2; return r; }\n"
+    "const char *nvrtcGetErrorString(int r) { const char *(*f)(int) = (const char *(*)(int))sym(\"nvrtcGetErrorString\"); return f ? f(r) : \"?\"; }\n";
+
+static int build_lib(const char *dir, const char *src, const char *cname, const char *lib) {
     char path[600], cmd[1400];
-    snprintf(path, sizeof path, "%s/fake.c", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, cname);
     FILE *f = fopen(path, "w");
     if (!f) return 0;
-    fputs(FAKE, f);
+    fputs(src, f);
     fclose(f);
     const char *cc = getenv("TACK_CC");
-    snprintf(cmd, sizeof cmd, "%s -shared -fPIC -o %s/libcuda.so.1 %s", cc && *cc ? cc : "cc", dir, path);
+    snprintf(cmd, sizeof cmd, "%s -shared -fPIC -o %s/%s %s -ldl", cc && *cc ? cc : "cc", dir, lib, path);
     return system(cmd) == 0;
+}
+
+static int make_fake(const char *dir) {
+    return build_lib(dir, FAKE, "fake.c", "libcuda.so.1") && build_lib(dir, NEWER_NVRTC, "nvrtc.c", "libnvrtc-newer.so");
 }
 
 #define FAKE_INT(name) (*(int *)dlsym(lib, #name))
@@ -172,6 +237,132 @@ static void memory(tack_device *g, void *lib) {
     CHECK(FAKE_INT(mismatched_frees) == 0);
 }
 
+/* DLPack export to a consumer's stream: an event recorded on Tack's stream
+ * and waited for on the consumer's, in that order, with no wait on the host
+ * (no cuStreamSynchronize, no cuCtxSynchronize); -1 makes no call at all;
+ * the plain export (no stream) waits on the host. */
+static void export_streams(tack_device *g, void *lib) {
+    char *order = dlsym(lib, "order");
+    int64_t n = 16;
+    tack_array *x = NULL;
+    void *m = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &x) == TACK_OK);
+    if (!x) return;
+    order[0] = 0;
+    CHECK(tack_array_to_dlpack_stream(x, 1, TACK_DLPACK_COPY_IF_NEEDED, (intptr_t)0x5000, &m) == TACK_OK);
+    /* CU_EVENT_DISABLE_TIMING; Tack's stream is the fake's stream 1 */
+    CHECK(strcmp(order, "create(2) record(1001,1) wait(5000,1001) destroy(1001) ") == 0);
+    tack_dlpack_delete(m, 1);
+    order[0] = 0;
+    CHECK(tack_array_to_dlpack_stream(x, 0, TACK_DLPACK_COPY_IF_NEEDED, (intptr_t)2, &m) == TACK_OK);
+    CHECK(strstr(order, "wait(2,") != NULL && !strstr(order, "sync"));
+    tack_dlpack_delete(m, 0);
+    order[0] = 0;
+    CHECK(tack_array_to_dlpack_stream(x, 1, TACK_DLPACK_COPY_IF_NEEDED, TACK_DLPACK_STREAM_NO_SYNC, &m) == TACK_OK);
+    CHECK(order[0] == 0);
+    tack_dlpack_delete(m, 1);
+    /* a copy is queued before the event */
+    int launches0 = FAKE_INT(launches);
+    order[0] = 0;
+    CHECK(tack_array_to_dlpack_stream(x, 1, TACK_DLPACK_COPY_ALWAYS, (intptr_t)0x5000, &m) == TACK_OK);
+    CHECK(strncmp(order, "create(2) record(", 17) == 0 && !strstr(order, "sync") && FAKE_INT(launches) == launches0);
+    tack_dlpack_delete(m, 1);
+    order[0] = 0;
+    CHECK(tack_array_to_dlpack(x, 1, TACK_DLPACK_COPY_IF_NEEDED, &m) == TACK_OK);
+    CHECK(strncmp(order, "sync", 4) == 0 && !strstr(order, "record"));
+    tack_dlpack_delete(m, 1);
+    tack_array_release(x);
+}
+
+/* The primary context already current (as PyTorch leaves it): no push, no pop. */
+static void current_context(tack_device *g, void *lib, tack_program *p, tack_arg *args) {
+    CUresult (*retain)(void **, int) = (CUresult (*)(void **, int))dlsym(lib, "cuDevicePrimaryCtxRetain");
+    CUresult (*pushc)(void *) = (CUresult (*)(void *))dlsym(lib, "cuCtxPushCurrent_v2");
+    CUresult (*popc)(void **) = (CUresult (*)(void **))dlsym(lib, "cuCtxPopCurrent_v2");
+    int (*depth)(void) = (int (*)(void))dlsym(lib, "fake_depth");
+    void *ctx = NULL, *other = &ctx;
+    float host[100];
+    retain(&ctx, 0);
+    /* none current: each call pushes and pops */
+    int pushes0 = FAKE_INT(pushes);
+    CHECK(tack_launch(p, args, 3) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
+    CHECK(FAKE_INT(pushes) == pushes0 + 2 && depth() == 0);
+    /* current: none */
+    pushc(ctx);
+    pushes0 = FAKE_INT(pushes);
+    CHECK(tack_launch(p, args, 3) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
+    CHECK(tack_array_copy_to_host(args[1].array, host, sizeof host) == TACK_OK);
+    CHECK(FAKE_INT(pushes) == pushes0 && depth() == 1);
+    /* another context current: pushed, and that one is current again after */
+    pushc(other);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    CHECK(FAKE_INT(pushes) == pushes0 + 2 && depth() == 2);
+    void *was = NULL;
+    popc(&was);
+    popc(&was);
+    CHECK(depth() == 0);
+}
+
+/* Grids sized from the work: ceil(n / 256) blocks, capped at what fills
+ * the fake (4 SMs x 6 resident blocks); the whole device when the extent
+ * is not known on the host (it is read from an array on the device). */
+static void grids(tack_device *g, void *lib) {
+    unsigned *grid = dlsym(lib, "last_grid");
+    tack_compile_options o;
+    tack_compile_options_init(&o);
+    o.target = "cuda";
+    /* out[i] = s for i in range(out.shape[0]); out[0] = s for i in range(n); ... range(m[0]) */
+    AT(20, 4);
+    int k1 = FUNC(TACK_FUNC_KERNEL, "over_out", "out s",
+                  BLOCK(1, RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), NAME("s"))))));
+    AT(30, 4);
+    int k2 = FUNC(TACK_FUNC_KERNEL, "over_n", "out n",
+                  BLOCK(2, ASSIGN(NAME("h"), BIN(TACK_OP_FLOORDIV, NAME("n"), INT(2))),
+                        RANGE1("i", BIN(TACK_OP_ADD, NAME("h"), NAME("h")), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, INT(0)), FLT(1.0))))));
+    AT(40, 4);
+    int k3 = FUNC(TACK_FUNC_KERNEL, "over_m", "m out",
+                  BLOCK(1, RANGE1("i", SUB(NAME("m"), 1, INT(0)), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, INT(0)), FLT(1.0))))));
+    tack_argtype sig1[2] = {ARR(TACK_F32, 1), WEAK(TACK_F64)};
+    tack_argtype sig2[2] = {ARR(TACK_F32, 1), WEAK(TACK_I64)};
+    tack_argtype sig3[2] = {ARR(TACK_I64, 1), ARR(TACK_F32, 1)};
+    tack_program *p1 = NULL, *p2 = NULL, *p3 = NULL;
+    CHECK(tack_compile(tb_m, k1, sig1, 2, &o, &p1) == TACK_OK && tack_program_build(p1, g) == TACK_OK);
+    CHECK(tack_compile(tb_m, k2, sig2, 2, &o, &p2) == TACK_OK && tack_program_build(p2, g) == TACK_OK);
+    CHECK(tack_compile(tb_m, k3, sig3, 2, &o, &p3) == TACK_OK && tack_program_build(p3, g) == TACK_OK);
+    if (!p1 || !p2 || !p3) return;
+    int64_t n = 1000, big = 100000, one = 1;
+    tack_array *out = NULL, *large = NULL, *m = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &out) == TACK_OK);
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &big, &large) == TACK_OK);
+    CHECK(tack_array_zeros(g, TACK_I64, 1, &one, &m) == TACK_OK);
+    tack_arg a[2];
+    memset(a, 0, sizeof a);
+    a[0].array = out;
+    a[1].scalar.f = 1.0;
+    CHECK(tack_launch(p1, a, 2) == TACK_OK && *grid == 4); /* ceil(1000 / 256) */
+    a[0].array = large;
+    CHECK(tack_launch(p1, a, 2) == TACK_OK && *grid == 24); /* 391 blocks of work, capped at 4 x 6 */
+    a[0].array = out;
+    a[1].scalar.i = 1001; /* (1001 // 2) * 2 = 1000 iterations */
+    CHECK(tack_launch(p2, a, 2) == TACK_OK && *grid == 4);
+    a[1].scalar.i = 0;
+    CHECK(tack_launch(p2, a, 2) == TACK_OK && *grid == 1); /* nothing to do: still one block (checks, the frame) */
+    a[1].scalar.i = (int64_t)1 << 40;
+    CHECK(tack_launch(p2, a, 2) == TACK_OK && *grid == 24);
+    a[0].array = m;
+    a[1].array = out;
+    CHECK(tack_launch(p3, a, 2) == TACK_OK && *grid == 24); /* m[0] is on the device: the full grid */
+    CHECK(strstr(p1->source, "/* tack-grid-work: 0:s0.0, */") != NULL);
+    CHECK(strstr(p3->source, "tack-grid-work") == NULL);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_program_free(p1);
+    tack_program_free(p2);
+    tack_program_free(p3);
+    tack_array_release(out);
+    tack_array_release(large);
+    tack_array_release(m);
+}
+
 static void run(void) {
     tack_device *g = NULL, *cpu = NULL;
     CHECK(tack_device_get("cuda:0", &g) == TACK_OK);
@@ -221,7 +412,7 @@ static void run(void) {
     int before = *launches;
     CHECK(tack_launch(p, args, 3) == TACK_OK);
     CHECK(*launches - before == 3);                /* loop, one thread, loop */
-    CHECK(*grid == 4 * 8 && *block == 256 && *frame != 0);
+    CHECK(*grid == 1 && *block == 256 && *frame != 0); /* the last loop's 3 iterations: one block */
     CHECK(tack_device_synchronize(g) == TACK_OK);
     /* arguments are checked before anything is queued */
     before = *launches;
@@ -318,6 +509,9 @@ static void run(void) {
     FAKE_INT(refuse_module) = 0;
     memory(g, lib);
     CHECK(FAKE_INT(mismatched_frees) == 0);
+    export_streams(g, lib);
+    grids(g, lib);
+    current_context(g, lib, p, args);
     /* last: a sticky error (an illegal address) loses the device, which is said
      * once, naming the kernel launched last; then every operation fails at once
      * without calling the driver, and frees do nothing */
@@ -349,6 +543,105 @@ static void run(void) {
     CHECK(depth() == 0); /* every push popped */
 }
 
+/* ------------------------------------------------------------ versions */
+/* A one-loop kernel for the scenarios: out[i] = s. */
+static tack_program *fill_program(tack_device *g, tack_status *st) {
+    tack_module_new(&tb_m);
+    AT(3, 4);
+    tack_node *b = BLOCK(1, RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), NAME("s")))));
+    int k = FUNC(TACK_FUNC_KERNEL, "fill", "a out s", b);
+    tack_argtype sig[3] = {ARR(TACK_F32, 1), ARR(TACK_F32, 1), WEAK(TACK_F64)};
+    tack_compile_options o;
+    tack_compile_options_init(&o);
+    o.target = "cuda";
+    tack_program *p = NULL;
+    CHECK(tack_compile(tb_m, k, sig, 3, &o, &p) == TACK_OK);
+    *st = p ? tack_program_build(p, g) : TACK_ERR_VALUE;
+    return p;
+}
+
+/* What the driver is given follows from its version and NVRTC's (cuda_image.c). */
+static void version_rules(void) {
+    CHECK(cuda_image_kind(13000, 13000) == CUDA_IMAGE_PTX);
+    CHECK(cuda_image_kind(12080, 12040) == CUDA_IMAGE_PTX);   /* an older NVRTC: its PTX loads */
+    CHECK(cuda_image_kind(12040, 12080) == CUDA_IMAGE_CUBIN); /* newer, same major: a cubin */
+    CHECK(cuda_image_kind(12090, 13000) == CUDA_IMAGE_NONE);  /* newer major: nothing fits */
+    CHECK(cuda_ptx_isa(11080) == 78 && cuda_ptx_isa(12040) == 84 && cuda_ptx_isa(12080) == 87 &&
+          cuda_ptx_isa(13000) == 90 && cuda_ptx_isa(10020) == 0);
+    CHECK(cuda_ptx_version("//\n// Generated\n//\n\n.version 8.7\n.target sm_90\n") == 87);
+    CHECK(cuda_ptx_version(".version 9.0\n") == 90 && cuda_ptx_version(".target sm_90\n") == 0);
+}
+
+/* TACK_FAKE_SCENARIO=old-driver: the driver is of the major version before
+ * NVRTC's.  Its PTX is never handed over (the fake would refuse it with 222),
+ * and the error says which versions meet. */
+static void old_driver(tack_device *g, void *lib) {
+    int nv = tack_nvrtc_version(), drv = atoi(getenv("FAKE_CUDA_VERSION"));
+    tack_status st;
+    tack_program *p = fill_program(g, &st);
+    char want_drv[80], want_nv[80];
+    snprintf(want_drv, sizeof want_drv, "the NVIDIA driver supports CUDA %d.%d", drv / 1000, drv % 1000 / 10);
+    snprintf(want_nv, sizeof want_nv, "NVRTC is CUDA %d.%d", nv / 1000, nv % 1000 / 10);
+    CHECK(st == TACK_ERR_DEVICE);
+    CHECK(strstr(tack_last_error(), "kernel 'fill' cannot be built for cuda:0") != NULL);
+    CHECK(strstr(tack_last_error(), want_drv) != NULL && strstr(tack_last_error(), want_nv) != NULL);
+    CHECK(strstr(tack_last_error(), "(loads PTX ISA up to ") != NULL && strstr(tack_last_error(), "(writes PTX ISA ") != NULL);
+    CHECK(strstr(tack_last_error(), "nvidia-cuda-nvrtc-cu") != NULL);
+    CHECK(FAKE_INT(ptx_loads) == 0 && FAKE_INT(ptx_refused) == 0 && FAKE_INT(cubin_loads) == 0);
+    tack_program_free(p);
+}
+
+/* FAKE_CUDA_CC=150: a GPU newer than NVRTC knows gets PTX for the newest
+ * architecture NVRTC has, which the driver compiles for it; FAKE_CUDA_CC=30:
+ * older than NVRTC can build for, an error naming it. */
+static void gpu_arch(tack_device *g, void *lib) {
+    int cc = atoi(getenv("FAKE_CUDA_CC"));
+    tack_status st;
+    tack_program *p = fill_program(g, &st);
+    int arch = nvrtc_arch_for(cc);
+    if (arch) {
+        char target[32];
+        snprintf(target, sizeof target, "sm_%d", arch);
+        CHECK(st == TACK_OK && arch < cc);
+        CHECK(FAKE_INT(ptx_loads) == 1 && strcmp((char *)dlsym(lib, "loaded_target"), target) == 0);
+    } else {
+        char want[80];
+        snprintf(want, sizeof want, "cannot compile for cuda:0 (sm_%d) or any older architecture", cc);
+        CHECK(st == TACK_ERR_DEVICE && strstr(tack_last_error(), want) != NULL);
+        CHECK(FAKE_INT(ptx_loads) == 0);
+    }
+    tack_program_free(p);
+}
+
+/* The driver of NVRTC's major version, older than NVRTC (the real NVRTC,
+ * reporting two minor versions more): a cubin for the GPU's own
+ * architecture, cached and loaded again from the cache. */
+static void older_minor(tack_device *g, void *lib) {
+    for (int i = 0; i < 2; i++) {
+        tack_status st;
+        tack_program *p = fill_program(g, &st);
+        CHECK(st == TACK_OK);
+        CHECK(FAKE_INT(cubin_loads) == i + 1 && FAKE_INT(ptx_loads) == 0 && FAKE_INT(ptx_refused) == 0);
+        tack_program_free(p);
+        tack_module_free(tb_m);
+        tb_m = NULL;
+    }
+    CHECK(system("ls \"$TACK_CACHE_DIR\"/*.sm_90.cubin > /dev/null") == 0);
+}
+
+static void scenario(const char *name) {
+    tack_device *g = NULL;
+    CHECK(tack_device_get("cuda:0", &g) == TACK_OK);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    CHECK(lib != NULL);
+    if (!g || !lib) return;
+    if (!strcmp(name, "old-driver")) old_driver(g, lib);
+    else if (!strcmp(name, "gpu-arch")) gpu_arch(g, lib);
+    else if (!strcmp(name, "older-minor")) older_minor(g, lib);
+    if (tb_m) tack_module_free(tb_m);
+    CHECK(((int (*)(void))dlsym(lib, "fake_depth"))() == 0);
+}
+
 int main(int argc, char **argv) {
     if (!getenv("TACK_FAKE_CUDA_DIR")) {
         if (tack_nvrtc_version() == 0) {
@@ -365,15 +658,48 @@ int main(int argc, char **argv) {
         snprintf(ld, sizeof ld, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
         setenv("LD_LIBRARY_PATH", ld, 1);
         setenv("TACK_FAKE_CUDA_DIR", dir, 1);
-        /* twice: a driver without memory pools, and one with them (an H200) */
+        /* a driver without memory pools, one with them (an H200); then the
+         * versions: an older driver, GPUs newer and older than NVRTC knows,
+         * and a driver of NVRTC's major version but older */
+        int nv = tack_nvrtc_version();
+        char same[16], olddrv[16], minor0[16];
+        snprintf(same, sizeof same, "%d", nv);
+        snprintf(olddrv, sizeof olddrv, "%d", (nv / 1000 - 1) * 1000 + 40);
+        snprintf(minor0, sizeof minor0, "%d", nv);
+        /* the real NVRTC's file, for the newer one to forward to */
+        char real_nvrtc[1024] = "";
+        void *nvh = dlopen(nvrtc_loaded_from(), RTLD_NOW | RTLD_NOLOAD);
+        Dl_info info;
+        if (nvh && dladdr(dlsym(nvh, "nvrtcVersion"), &info) && info.dli_fname)
+            snprintf(real_nvrtc, sizeof real_nvrtc, "%s", info.dli_fname);
+        struct { const char *name, *pools, *version, *cc; } runs[] = {
+            {"", "0", same, NULL},           {"", "1", same, NULL},
+            {"old-driver", "0", olddrv, NULL},  {"gpu-arch", "0", same, "150"},
+            {"gpu-arch", "0", same, "30"},   {"older-minor", "0", minor0, NULL},
+        };
         int failed = 0;
-        for (int pools = 0; pools < 2; pools++) {
+        version_rules();
+        failed |= CHECK_SUMMARY() != 0;
+        for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+            if (!strcmp(runs[r].name, "older-minor")) {
+                /* NVRTC two minor versions newer than the driver (the same as the real one) */
+                char shim[700];
+                snprintf(shim, sizeof shim, "%s/libnvrtc-newer.so", dir);
+                setenv("TACK_NVRTC_PATH", shim, 1);
+                setenv("FAKE_NVRTC_REAL", real_nvrtc, 1);
+            }
             char cache[600];
-            snprintf(cache, sizeof cache, "%s/cache%d", dir, pools);
+            snprintf(cache, sizeof cache, "%s/cache%zu", dir, r);
             mkdir(cache, 0700);
             setenv("TACK_CACHE_DIR", cache, 1);
-            setenv("FAKE_CUDA_POOLS", pools ? "1" : "0", 1);
-            printf("fake driver %s memory pools:\n", pools ? "with" : "without");
+            setenv("FAKE_CUDA_POOLS", runs[r].pools, 1);
+            setenv("TACK_FAKE_SCENARIO", runs[r].name, 1);
+            setenv("FAKE_CUDA_VERSION", runs[r].version, 1);
+            if (runs[r].cc) setenv("FAKE_CUDA_CC", runs[r].cc, 1);
+            else unsetenv("FAKE_CUDA_CC");
+            printf("fake driver: %s%s memory pools, CUDA %s, compute capability %s:\n", runs[r].name,
+                   runs[r].pools[0] == '1' ? " with" : " without", runs[r].version,
+                   runs[r].cc ? runs[r].cc : "90");
             fflush(stdout);
             pid_t pid = fork();
             if (pid == 0) {
@@ -387,9 +713,12 @@ int main(int argc, char **argv) {
         }
         char cmd[700];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove the fake driver's directory\n");
+        if (getenv("TACK_FAKE_KEEP")) printf("kept %s\n", dir);
+        else if (system(cmd) != 0) fprintf(stderr, "could not remove the fake driver's directory\n");
         return failed;
     }
-    run();
+    const char *sc = getenv("TACK_FAKE_SCENARIO");
+    if (sc && *sc) scenario(sc);
+    else run();
     return CHECK_SUMMARY();
 }

@@ -1,6 +1,11 @@
 /* test_nvrtc.c -- the CUDA backend without a GPU: NVRTC compiles to PTX,
  * and a machine without a driver reports no CUDA device, clearly. */
+#include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backends/cuda_api.h"
 #include "check.h"
@@ -13,8 +18,79 @@ static const char *saxpy =
     "    y[i] = a * x[i] + y[i];\n"
     "}\n";
 
+/* Where libnvrtc is looked for (nvrtc.c), in a temporary layout: a toolkit
+ * under CUDA_HOME, the pip wheel beside Tack in site-packages, an explicit
+ * TACK_NVRTC_PATH; and, when none has it, an error listing every place.
+ * Runs before Tack loads NVRTC itself, so that a child can load it through
+ * the environment.  The handles are kept: they are all one library, and
+ * unloading NVRTC would lose what it allocated for good (LeakSanitizer). */
+static void search(void) {
+    char tmp[] = "/tmp/tack-nvrtc-XXXXXX", homedir[1200], p[1200], q[1200], found[1200], why[2048];
+    if (!mkdtemp(tmp)) return;
+    /* nothing anywhere: every place is named */
+    snprintf(homedir, sizeof homedir, "%s/home", tmp);
+    snprintf(q, sizeof q, "%s/site/tack", tmp);
+    nvrtc_where none = {NULL, homedir, "/nonexistent-cuda-path", q, 0};
+    CHECK(nvrtc_open(&none, found, sizeof found, why, sizeof why) == NULL);
+    char want[1300];
+    snprintf(want, sizeof want, "looked in: %s/home/lib64; %s/home/lib; /nonexistent-cuda-path/lib64; "
+             "/nonexistent-cuda-path/lib; %s/site/nvidia/cuda_nvrtc/lib; %s/site/nvidia/cu13/lib.", tmp, tmp, tmp, tmp);
+    CHECK(strstr(why, want) != NULL);
+    CHECK(strstr(why, "pip install nvidia-cuda-nvrtc-cu12") && strstr(why, "TACK_NVRTC_PATH"));
+    /* an explicit path that does not load is an error, not a search elsewhere */
+    nvrtc_where bad = {"/nonexistent/libnvrtc.so", NULL, NULL, NULL, 1};
+    CHECK(nvrtc_open(&bad, found, sizeof found, why, sizeof why) == NULL);
+    CHECK(strstr(why, "TACK_NVRTC_PATH=/nonexistent/libnvrtc.so") != NULL);
+    /* the real library, found as the loader finds it */
+    nvrtc_where sys = {NULL, NULL, NULL, NULL, 1};
+    void *h = nvrtc_open(&sys, found, sizeof found, why, sizeof why);
+    Dl_info info;
+    if (!h || !dladdr(dlsym(h, "nvrtcVersion"), &info) || !info.dli_fname) {
+        printf("SKIP: the NVRTC search layouts (no libnvrtc here)\n");
+        snprintf(p, sizeof p, "rm -rf '%s'", tmp);
+        CHECK(system(p) == 0);
+        return;
+    }
+    char real[1024];
+    CHECK(realpath(info.dli_fname, real) != NULL);
+    /* the pip wheel's layout beside Tack: site-packages/nvidia/cuda_nvrtc/lib */
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/site/tack' '%s/site/nvidia/cuda_nvrtc/lib' '%s/home/lib64' && "
+             "ln -s '%s' '%s/site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12' && ln -s '%s' '%s/home/lib64/libnvrtc.so'",
+             tmp, tmp, tmp, real, tmp, real, tmp);
+    CHECK(system(cmd) == 0);
+    nvrtc_where wheel = {NULL, NULL, NULL, q, 0};
+    CHECK((h = nvrtc_open(&wheel, found, sizeof found, why, sizeof why)) != NULL);
+    snprintf(want, sizeof want, "%s/site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12", tmp);
+    CHECK(strcmp(found, want) == 0);
+    /* CUDA_HOME comes first */
+    nvrtc_where home = {NULL, none.cuda_home, NULL, q, 0};
+    CHECK((h = nvrtc_open(&home, found, sizeof found, why, sizeof why)) != NULL);
+    snprintf(want, sizeof want, "%s/home/lib64/libnvrtc.so", tmp);
+    CHECK(strcmp(found, want) == 0);
+    /* TACK_NVRTC_PATH may name a directory */
+    snprintf(p, sizeof p, "%s/site/nvidia/cuda_nvrtc/lib", tmp);
+    nvrtc_where dir = {p, none.cuda_home, NULL, NULL, 1};
+    CHECK((h = nvrtc_open(&dir, found, sizeof found, why, sizeof why)) != NULL);
+    CHECK(strncmp(found, p, strlen(p)) == 0);
+    /* and through the environment: CUDA_HOME is where Tack loads it from */
+    pid_t pid = fork();
+    if (pid == 0) {
+        unsetenv("TACK_NVRTC_PATH");
+        setenv("CUDA_HOME", none.cuda_home, 1);
+        const char *from = tack_nvrtc_version() ? nvrtc_loaded_from() : NULL;
+        snprintf(want, sizeof want, "%s/home/lib64/", tmp);
+        _exit(from && strncmp(from, want, strlen(want)) == 0 ? 0 : 1);
+    }
+    int status = 1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    snprintf(p, sizeof p, "rm -rf '%s'", tmp);
+    CHECK(system(p) == 0);
+}
+
 int main(void)
 {
+    search();
     if (tack_nvrtc_version() == 0) {
         printf("SKIP: test_nvrtc, the PTX checks (NVRTC not found: no libnvrtc could be loaded)\n");
     } else {

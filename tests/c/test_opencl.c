@@ -37,12 +37,22 @@
 
 #define CTX "typedef struct { int failed; int site; ulong prog; long a; long b; } tk_ctx;\n"
 
-/* y = a * x + y; the f32 scalar arrives as a double's bits */
+/* y = a * x + y; the f32 scalar arrives as its own bits in the slot's low half */
 static const char SAXPY[] =
-    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" CTX
+    CTX
     "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
     "                        __global float *y, long n, __global const float *x, long xn, ulong a_bits) {\n"
-    "    float a = (float)as_double(a_bits);\n"
+    "    float a = as_float((uint)a_bits);\n"
+    "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
+
+/* y = a * x + y in float64: what a device without fp64 refuses */
+static const char DAXPY[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" CTX
+    "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
+    "                        __global double *y, long n, __global const double *x, long xn, ulong a_bits) {\n"
+    "    double a = as_double(a_bits);\n"
     "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) y[i] = a * x[i] + y[i];\n"
     "}\n"
     "/* tack-opencl: phases=p frame=0 fp64=1 */\n";
@@ -108,6 +118,7 @@ static tk_pinfo scalar(const char *name, tack_dtype dt) {
     tk_pinfo p = arr(name, dt, 0);
     p.is_array = 0;
     p.ndim = 0;
+    p.carry_f32 = dt == TACK_F32 || dt == TACK_F16; /* as the compiler sets it */
     return p;
 }
 
@@ -218,9 +229,9 @@ static void test_memory(tack_device *g, tack_device *cpu) {
 
 /* ----------------------------------------------------------------- kernels */
 static const tk_pinfo saxpy_params[3] = {
-    {"y", 1, TACK_F32, 1, 0, 1, 0, 0, TACK_DTYPE_COUNT},
-    {"x", 1, TACK_F32, 1, 0, 0, 0, 0, TACK_DTYPE_COUNT},
-    {"a", 0, TACK_F32, 0, 0, 0, 0, 0, TACK_DTYPE_COUNT},
+    {"y", 1, TACK_F32, 1, 0, 1, 0, 0, TACK_DTYPE_COUNT, 0, 0},
+    {"x", 1, TACK_F32, 1, 0, 0, 0, 0, TACK_DTYPE_COUNT, 0, 0},
+    {"a", 0, TACK_F32, 0, 0, 0, 0, 0, TACK_DTYPE_COUNT, 1, 0},
 };
 
 /* Run saxpy with p on n elements; 1 when every result is right. */
@@ -370,7 +381,8 @@ static void test_errors(tack_device *g) {
     ocl_dev *c = g->state;
     int had = c->fp64;
     c->fp64 = 0;
-    p = program("saxpy", SAXPY, 3, saxpy_params);
+    tk_pinfo dparams[3] = {arr("y", TACK_F64, 1), arr("x", TACK_F64, 0), scalar("a", TACK_F64)};
+    p = program("saxpy", DAXPY, 3, dparams);
     CHECK(tack_program_build(p, g) == TACK_ERR_COMPILE);
     char want[400];
     snprintf(want, sizeof want,

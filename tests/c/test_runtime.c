@@ -140,6 +140,46 @@ static void test_shared_flag_is_the_storages(void) {
     tack_array_release(shaped);
 }
 
+/* A subview shares the storage at an element offset: it keeps the storage
+ * (and its owner) alive, sees the storage's flags and keeps the writable flag
+ * of the array it was made from. */
+static void test_subviews(void) {
+    tack_device *cpu = NULL;
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK);
+    float buf[12];
+    for (int i = 0; i < 12; i++)
+        buf[i] = (float)i;
+    int one = 1;
+    int64_t shape[2] = {3, 4}, row[1] = {4}, two_rows[2] = {2, 4}, five[1] = {5};
+    tack_array *a = NULL, *r = NULL, *rows = NULL, *elem = NULL, *ro = NULL, *rov = NULL, *bad = NULL;
+    released = 0;
+    CHECK(tack_array_wrap(cpu, TACK_F32, 2, shape, buf, 1, count_release, &one, &a) == TACK_OK);
+    CHECK(tack_array_subview(a, 4, 1, row, &r) == TACK_OK);
+    CHECK(tack_array_data(r) == (void *)&buf[4] && tack_array_size(r) == 4 && tack_array_writable(r));
+    CHECK(tack_array_subview(a, 8, 0, NULL, &elem) == TACK_OK && *(float *)tack_array_data(elem) == 8.0f);
+    CHECK(tack_array_subview(a, 4, 2, two_rows, &rows) == TACK_OK && tack_array_nbytes(rows) == 32);
+    CHECK((tack_array_flags(rows) & TACK_ARRAY_SHARED) != 0); /* the storage's flag */
+    /* out of range, including an offset that would overflow */
+    CHECK(tack_array_subview(a, 8, 1, five, &bad) == TACK_ERR_VALUE && bad == NULL);
+    CHECK(tack_array_subview(a, -1, 1, row, &bad) == TACK_ERR_VALUE && bad == NULL);
+    CHECK(tack_array_subview(a, INT64_MAX, 1, row, &bad) == TACK_ERR_VALUE && bad == NULL);
+    CHECK(strstr(tack_last_error(), "does not fit") != NULL);
+    /* a subview of a read-only view is read-only */
+    CHECK(tack_array_view(a, 0, &ro) == TACK_OK);
+    CHECK(tack_array_subview(ro, 4, 1, row, &rov) == TACK_OK && !tack_array_writable(rov));
+    float v = 1.0f;
+    CHECK(tack_array_fill(rov, &v) == TACK_ERR_READONLY);
+    tack_array_release(a);
+    tack_array_release(ro);
+    tack_array_release(r);
+    tack_array_release(elem);
+    tack_array_release(rov);
+    CHECK(released == 0); /* rows still holds the storage */
+    CHECK(((float *)tack_array_data(rows))[7] == 11.0f);
+    tack_array_release(rows);
+    CHECK(released == 1);
+}
+
 static void test_owner_release(void)
 {
     tack_device *cpu;
@@ -225,6 +265,7 @@ int main(void)
     test_arrays();
     test_owner_release();
     test_shared_flag_is_the_storages();
+    test_subviews();
     test_fail_nth_allocation();
     return CHECK_SUMMARY();
 }

@@ -1,14 +1,16 @@
-"""A pytest plugin: compile every kernel the language tests call for CUDA too.
+"""A pytest plugin: compile every kernel the language tests call for a GPU too.
 
-Loaded with ``-p _cuda_capture`` (tests/python on sys.path) by
-test_cuda.py, which runs the language test files in a subprocess with it.
+Loaded with ``-p _cuda_capture`` (tests/python on sys.path) by test_cuda.py
+and test_hip.py, which run the language test files in a subprocess with it.
 It wraps ``tack.kernel`` so that each call of a kernel -- on the CPU, as the
-tests make it -- also asks for ``generated_source(*args, target="cuda")``
-and compiles that source to PTX for sm_80 and sm_90 through libtack's own
-NVRTC path.  The outcome of the language tests themselves does not matter
-here (the wrapper changes what some of them inspect); what is recorded is
-whether each distinct CUDA source compiled.  The summary goes to the JSON
-file named by TACK_CUDA_CAPTURE.
+tests make it -- also asks for ``generated_source(*args, target=T)`` and
+compiles that source through libtack's own compiler path for T: CUDA to PTX
+for sm_80 and sm_90 with NVRTC, or HIP to code objects for gfx90a (CDNA 2)
+and gfx1030 (RDNA 2) with hiprtc.  T is TACK_CAPTURE_TARGET ("cuda" when
+unset).  The outcome of the language tests themselves does not matter here
+(the wrapper changes what some of them inspect); what is recorded is whether
+each distinct source compiled.  The summary goes to the JSON file named by
+TACK_CUDA_CAPTURE.
 """
 
 import atexit
@@ -20,9 +22,10 @@ import tack
 from tack import _core
 
 _OUT = os.environ.get("TACK_CUDA_CAPTURE")
-_ARCHS = ("sm_80", "sm_90")
+_TARGET = os.environ.get("TACK_CAPTURE_TARGET", "cuda")
+_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}[_TARGET]
 _seen = set()
-_summary = {"kernels": [], "compiled": 0, "failures": [], "no_source": 0}
+_summary = {"target": _TARGET, "kernels": [], "compiled": 0, "failures": [], "no_source": 0}
 
 
 def nvrtc_compile(src, arch):
@@ -35,9 +38,21 @@ def nvrtc_compile(src, arch):
     return compile_ptx(src, arch)
 
 
+def _compile_checked(src, arch):
+    """Compile for the target; raise when the output holds no kernel."""
+    if _TARGET == "hip":
+        code = _core._hiprtc_compile(src, arch)
+        if not code.startswith(b"\x7fELF") or (b"tk_phase0" not in code and "tack-hip: phases= " not in src):
+            raise RuntimeError("hiprtc returned no code object with the kernel's phases")
+        return
+    ptx = nvrtc_compile(src, arch)
+    if ".entry" not in ptx and "tack-cuda: phases= " not in src:
+        raise RuntimeError("no kernel entry in the PTX")
+
+
 def _capture(k, args, kwargs):
     try:
-        src = k.generated_source(*args, target="cuda", **kwargs)
+        src = k.generated_source(*args, target=_TARGET, **kwargs)
     except Exception as e:  # a call the test expects to fail: nothing to compile
         _summary["no_source"] += 1
         _summary.setdefault("no_source_why", []).append(f"{getattr(k, '__name__', '?')}: {e}"[:300])
@@ -50,16 +65,14 @@ def _capture(k, args, kwargs):
     _summary["kernels"].append(name)
     for arch in _ARCHS:
         try:
-            ptx = nvrtc_compile(src, arch)
-            if ".entry" not in ptx and "tack-cuda: phases= " not in src:
-                raise RuntimeError("no kernel entry in the PTX")
+            _compile_checked(src, arch)
             _summary["compiled"] += 1
         except Exception as e:  # noqa: BLE001 -- every failure is reported
             _summary["failures"].append({"kernel": name, "arch": arch, "error": str(e)[:3000], "source": src})
 
 
 class _Recorded:
-    """A kernel that also compiles its CUDA source on each call."""
+    """A kernel that also compiles its GPU source on each call."""
 
     def __init__(self, k):
         object.__setattr__(self, "_k", k)

@@ -97,7 +97,7 @@ def run(src, args, grid=3, block=32):
     err = np.zeros(4, np.int64)
     fb = np.zeros(max(frame, 16), np.uint8)
     slots = [err.ctypes.data, fb.ctypes.data if frame else 0, 7]
-    for a in args:
+    for p, a in enumerate(args):
         if isinstance(a, tuple):
             arr, shape = a
             slots.append(arr.ctypes.data)
@@ -109,6 +109,11 @@ def run(src, args, grid=3, block=32):
             slots.append(int(a))
         elif isinstance(a, (int, np.integer)):
             slots.append(int(a) & 0xFFFFFFFFFFFFFFFF)
+        elif f"P.s{p}.f32" in src:
+            # a float the kernel reads as an f32 (an f32/f16 argument, or a
+            # Python float that only meets f32): its bits in the low half, as
+            # the launcher packs it (gpu_scalar_bits)
+            slots.append(int(np.array(float(a), np.float32).view(np.uint32)))
         else:
             slots.append(int(np.array(float(a), np.float64).view(np.uint64)))
     blob = np.array(slots, dtype=np.uint64)

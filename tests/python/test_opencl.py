@@ -39,6 +39,19 @@ def saxpy(a, x, y):
 
 
 @tack.kernel
+def doubled_scale(a, x, y):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * (a * 2.0)  # a * 2.0: two Python floats, computed in f64
+
+
+@tack.kernel
+def shows_scale(a, x):
+    print(a)
+    for i in range(x.shape[0]):
+        x[i] = a * x[i]
+
+
+@tack.kernel
 def shifted(x, k):
     for i in range(x.shape[0]):
         x[i + k] = 1.0
@@ -74,6 +87,39 @@ def test_a_kernel_runs_there():
     y = tack.ones(100_000, tack.f32, device=DEV)
     saxpy(2.0, x, y)
     np.testing.assert_array_equal(y.numpy(), 2.0 * np.arange(100_000, dtype=np.float32) + 1)
+
+
+def test_a_python_float_that_meets_only_f32_needs_no_fp64():
+    """saxpy with a Python float `a` and f32 arrays computes nothing in f64
+    (NEP 50: `a` becomes an f32 where it meets x): the OpenCL source needs no
+    fp64, so DG2 (which has none) takes it, and the results are the CPU's to
+    the bit, also for values an f32 rounds, flushes or overflows."""
+    x = np.linspace(-3, 3, 1001, dtype=np.float32)
+    y0 = np.linspace(1, 2, 1001, dtype=np.float32)
+    f32 = np.ones(4, np.float32)
+    src = saxpy.generated_source(2.5, f32, f32, target="opencl")
+    assert "fp64=0 */" in src and "as_double" not in src
+    assert "fp64=0 */" in saxpy.generated_source(np.float32(2.5), f32, f32, target="opencl")
+    # a Python float used in f64 arithmetic, or printed, keeps its double
+    assert "fp64=1 */" in doubled_scale.generated_source(2.5, f32, f32, target="opencl")
+    assert "fp64=1 */" in shows_scale.generated_source(2.5, f32, target="opencl")
+    for a in (0.1, 1e-40, 3.5e38, 1e300, -0.0, float("nan")):
+        cpu = y0.copy()
+        saxpy(a, x, cpu)
+        with np.errstate(all="ignore"):
+            want = np.float32(a) * x + y0  # NumPy 2: the Python float becomes an f32 first
+        np.testing.assert_array_equal(cpu, want)
+        yd = tack.array(y0, device=DEV)
+        saxpy(a, tack.array(x, device=DEV), yd)
+        np.testing.assert_array_equal(yd.numpy(), cpu)
+    out = tack.zeros(1001, tack.f32, device=DEV)
+    doubled_scale(0.1, tack.array(x, device=DEV), out)
+    cpu = np.zeros(1001, np.float32)
+    doubled_scale(0.1, x, cpu)
+    np.testing.assert_array_equal(out.numpy(), cpu)
+    if _ocloc.library() is not None:
+        rc, outputs = _ocloc.compile(src, "dg2")
+        assert rc == 0 and any(name.endswith(".bin") for name in outputs), outputs.get("stdout.log", b"")[:2000]
 
 
 def test_phases_share_the_frame():
@@ -129,14 +175,15 @@ def test_language_suite_gives_the_cpu_results(differential):
 @pytest.mark.skipif(_ocloc.library() is None, reason="libocloc not installed (Debian: intel-opencl-icd)")
 def test_intel_compiler_accepts_every_kernel(differential):
     """Each distinct OpenCL source of the differential run compiles with
-    libocloc to SPIR-V and native code for Ponte Vecchio (pvc, with f64) and,
-    when it needs no f64, for DG2 (which has none)."""
+    libocloc to SPIR-V and native code for two generations with f64, Ponte
+    Vecchio (pvc, Xe-HPC) and Arctic Sound (xe_hp_sdv, Xe-HP), and, when it
+    needs no f64, for DG2 (Arc, Xe-HPG: it has none)."""
     _, sources = differential
     paths = sorted(sources.iterdir())
     failures, compiled, dg2 = [], 0, 0
     for path in paths:
         src = path.read_text()
-        targets = ["pvc"] + ([] if "fp64=1 */" in src else ["dg2"])
+        targets = ["pvc", "xe_hp_sdv"] + ([] if "fp64=1 */" in src else ["dg2"])
         for device in targets:
             rc, out = _ocloc.compile(src, device)
             kinds = {name.rsplit(".", 1)[-1] for name in out}
@@ -147,7 +194,7 @@ def test_intel_compiler_accepts_every_kernel(differential):
                 dg2 += device == "dg2"
     print(f"libocloc: {compiled} compiles ({dg2} for dg2) of {len(paths)} sources")
     assert not failures, "\n\n".join(failures[:3])
-    assert len(paths) > 100 and dg2 > 50
+    assert len(paths) > 100 and dg2 > 50 and compiled >= 2 * len(paths) + dg2
 
 
 SPEC_ON_OPENCL = '''

@@ -1,0 +1,71 @@
+"""libtack as a C library users link: `cmake --install` into a fresh prefix puts
+the shared and static library, the public headers, a CMake package and a
+pkg-config file there, and docs/examples/c builds a kernel against them and
+runs it (README, docs/getting-started.md)."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CMAKE = shutil.which("cmake")
+pytestmark = pytest.mark.skipif(not CMAKE, reason="needs CMake")
+
+
+def sh(*cmd, **kw):
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=1200, **kw)
+    assert proc.returncode == 0, f"{' '.join(map(str, cmd))}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def prefix(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("libtack")
+    sh(CMAKE, "-S", ROOT, "-B", tmp / "build", "-DTACK_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release")
+    sh(CMAKE, "--build", tmp / "build", "-j", str(min(os.cpu_count() or 2, 4)))
+    sh(CMAKE, "--install", tmp / "build", "--prefix", tmp / "prefix")
+    return tmp / "prefix"
+
+
+def test_the_install_holds_the_library_headers_and_package_files(prefix):
+    lib = prefix / "lib"
+    for path in ("include/tack.h", "include/tack_kernel.h", "include/tack_dlpack.h", "lib/libtack.a",
+                 "lib/libtack.so", "lib/libtack.so.1", "lib/cmake/Tack/TackConfig.cmake",
+                 "lib/cmake/Tack/TackConfigVersion.cmake", "lib/pkgconfig/tack.pc", "share/doc/tack/LICENSE"):
+        assert (prefix / path).exists(), path
+    assert (lib / "libtack.so").resolve() == (lib / "libtack.so.1").resolve()
+    # the shared library exports the public API (the tack_ prefix) and nothing else
+    if shutil.which("nm"):
+        lines = sh("nm", "-D", "--defined-only", lib / "libtack.so.1").stdout.splitlines()
+        names = [line.split()[-1] for line in lines if line.strip()]
+        assert "tack_launch" in names and "tack_compile" in names
+        assert [n for n in names if not n.startswith("tack_")] == [], names
+
+
+def test_the_c_example_builds_against_the_cmake_package_and_runs(prefix, tmp_path):
+    build = tmp_path / "example"
+    sh(CMAKE, "-S", ROOT / "docs/examples/c", "-B", build, f"-DCMAKE_PREFIX_PATH={prefix}")
+    sh(CMAKE, "--build", build)
+    env = dict(os.environ, TACK_CACHE_DIR=str(tmp_path / "cache"))
+    for exe in ("saxpy", "saxpy_static"):  # Tack::tack (libtack.so) and Tack::tack_static (libtack.a)
+        out = sh(build / exe, env=env).stdout
+        assert out.splitlines() == ["y = 1 3 5 7 9 11 13 15", "saxpy: ok"], out
+    deps = sh("ldd", build / "saxpy").stdout if shutil.which("ldd") else ""
+    assert "libtack.so.1" in deps or not deps
+    assert "libtack" not in (sh("ldd", build / "saxpy_static").stdout if deps else "")
+
+
+@pytest.mark.skipif(not shutil.which("pkg-config"), reason="needs pkg-config")
+def test_pkg_config_finds_the_moved_install(prefix, tmp_path):
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(prefix, moved, symlinks=True)  # tack.pc finds the prefix from where it lies
+    env = dict(os.environ, PKG_CONFIG_PATH=str(moved / "lib/pkgconfig"))
+    flags = sh("pkg-config", "--cflags", "--libs", "tack", env=env).stdout.split()
+    assert f"-I{moved}/lib/pkgconfig/../../include" in flags, flags
+    exe = tmp_path / "saxpy"
+    sh(shutil.which("cc") or "gcc", "-o", exe, ROOT / "docs/examples/c/saxpy.c", *flags)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(moved / "lib"), TACK_CACHE_DIR=str(tmp_path / "cache"))
+    assert sh(exe, env=env).stdout.splitlines()[-1] == "saxpy: ok"
