@@ -169,6 +169,9 @@ TACK_API void tack_compile_error_location(const char **filename, int *line, int 
 
 TACK_API const char *tack_program_source(const tack_program *p); /* emitted source */
 TACK_API const char *tack_program_ir(const tack_program *p);     /* textual IR dump */
+/* Warning i of the compile (a possible race in a parallel loop), with its
+ * file and line; NULL past the last. */
+TACK_API const char *tack_program_warning(const tack_program *p, int i, const char **file, int *line);
 /* Parameter i of the kernel is written by it (so must be a writable array). */
 TACK_API int tack_program_param_written(const tack_program *p, int i);
 

@@ -28,7 +28,9 @@ __all__ = [
     "Kernel",
     "PythonKernel",
     "CompileError",
+    "RaceWarning",
     "ndrange",
+    "independent",
     # math
     "sqrt", "exp", "log", "log2", "log10",
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
@@ -57,7 +59,21 @@ class CompileError(SyntaxError):
 
 
 CompileError.__module__ = "tack"
-_core._set_hooks(compile_error=CompileError)
+
+
+class RaceWarning(UserWarning):
+    """Two iterations of a parallel loop may touch one array element, one of
+    them writing it (docs/language.md, "Races").
+
+    Issued when a kernel is compiled, at the line of the access, when Tack
+    cannot prove the iterations independent; a certain conflict is a
+    CompileError instead.  ``tack.independent(range(...))`` around a loop's
+    range says the iterations are independent and silences both.
+    """
+
+
+RaceWarning.__module__ = "tack"
+_core._set_hooks(compile_error=CompileError, race_warning=RaceWarning)
 
 
 def compile_kernels(calls, *, threads=None):
@@ -318,6 +334,17 @@ def ndrange(*axes):
         else:
             ranges.append(range(a))
     return _itertools.product(*ranges)
+
+
+def independent(loop):
+    """Mark a parallel loop's iterations as independent: ``for i in
+    tack.independent(range(n)):`` (or around ``tack.ndrange(...)``).
+
+    The race check (docs/language.md, "Races") then says nothing about this
+    loop: the caller promises that no iteration writes an element another
+    iteration reads or writes.  Outside a kernel it returns ``loop`` itself.
+    """
+    return loop
 
 
 # ---------------------------------------------------------------- helpers

@@ -14,6 +14,8 @@
  *   checks.c      bounds-check elision and hoisting
  *   strength.c    invariant code motion, fast division by invariant divisors
  *   privatize.c   a[k] += v on a fixed cell becomes a per-chunk sum
+ *   depend.c      the race check of parallel loops (before the optimizing passes);
+ *                 depend_judge.c decides and words what it finds
  *   emit.c        IR -> C-family source through a dialect of hooks (dialect_c.c,
  *                 dialect_cuda.c); emit_cpu.c is the C dialect's kernel layout
  *   ir_dump.c     the textual IR (tack_program_ir, TACK_DUMP=ir)
@@ -321,6 +323,13 @@ typedef struct tk_spec {
 
 typedef struct tk_dialect tk_dialect;
 
+/* A warning of the compile (depend.c's possible races), handed to the program. */
+typedef struct tk_warning {
+    int line;
+    const char *file;
+    const char *message;
+} tk_warning;
+
 /* The compile context, one per tack_compile. */
 typedef struct tk_cc {
     tk_arena arena;
@@ -341,12 +350,16 @@ typedef struct tk_cc {
     uint64_t weak_f32;     /* bit p: weak float param p is carried as f32 (weak_float.c) */
     int racy_rmw;          /* TACK_DEBUG_RACY_RMW=1: lower a[i] op= v in parallel code as a plain
                             * read and write (to show that verify.c catches the race) */
+    tk_warning *warns;        /* what the compile warns of (tk_warn) */
+    int nwarns, capwarns;
 } tk_cc;
 
 /* Raise a compile error at line/col (longjmp to the driver). */
 _Noreturn void tk_error(tk_cc *C, int func, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 _Noreturn void tk_oom(tk_cc *C);
+/* Record a warning at line of function func (the same text at the same place once). */
+void tk_warn(tk_cc *C, int func, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* IR construction (arena) */
 tk_ir *ir_new(tk_cc *C, int op, tk_type ty, int line);
@@ -369,6 +382,7 @@ void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f3
 /* A float scalar parameter that a grid dialect receives as f32 bits (an f16 or f32
  * argument, or a weak float narrowed by weak_float.c); others as a double's. */
 int tk_param_f32(const tk_cc *C, int p);
+void tk_depend(tk_cc *C, tk_spec *K);      /* the race check (depend.c) */
 /* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
 void tk_hoist_invariant_checks(tk_cc *C, int kind);
 int ir_invariant(const tk_ir *e, const tk_ir *loop);

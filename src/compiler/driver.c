@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compiler/compiler.h"
 #include "runtime/runtime.h"
@@ -48,6 +49,27 @@ _Noreturn void tk_error(tk_cc *C, int func, int line, int col, const char *fmt, 
 }
 
 _Noreturn void tk_oom(tk_cc *C) { longjmp(C->jmp, 1); }
+
+void tk_warn(tk_cc *C, int func, int line, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *file = (func >= 0 && func < C->m->nfuncs) ? C->m->funcs[func].filename : NULL;
+    for (int i = 0; i < C->nwarns; i++)
+        if (C->warns[i].line == line && !strcmp(C->warns[i].message, msg)) return;
+    if (C->nwarns == C->capwarns) {
+        int cap = C->capwarns ? 2 * C->capwarns : 4;
+        tk_warning *g = tk_alloc(&C->arena, sizeof *g * (size_t)cap);
+        if (C->nwarns) memcpy(g, C->warns, sizeof *g * (size_t)C->nwarns);
+        C->warns = g;
+        C->capwarns = cap;
+    }
+    C->warns[C->nwarns].line = line;
+    C->warns[C->nwarns].file = file ? file : "<kernel>";
+    C->warns[C->nwarns++].message = tk_strdup(&C->arena, msg);
+}
 
 TACK_API void tack_compile_options_init(tack_compile_options *o) {
     if (!o) return;
@@ -109,6 +131,16 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
             d->file = tk_program_strdup(s->file, &fail);
         }
     }
+    if (C->nwarns && !fail) {
+        p->warnings = tack_calloc((size_t)C->nwarns, sizeof(tk_pwarn));
+        if (!p->warnings) fail = 1;
+        else p->nwarnings = C->nwarns;
+        for (int i = 0; i < C->nwarns && !fail; i++) {
+            p->warnings[i].line = C->warns[i].line;
+            p->warnings[i].file = tk_program_strdup(C->warns[i].file, &fail);
+            p->warnings[i].message = tk_program_strdup(C->warns[i].message, &fail);
+        }
+    }
     if (fail) {
         tack_program_free(p);
         return NULL;
@@ -120,6 +152,12 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
 static int env_is(const char *name, const char *value) {
     const char *v = getenv(name);
     return v && !strcmp(v, value);
+}
+
+static double cpu_us(void) { /* this thread's CPU time: TACK_RACE_CHECK=time measures the check */
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype *args, int nargs,
@@ -160,8 +198,12 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
         if (args[i].dtype >= TACK_VEC2 && args[i].dtype < TACK_DTYPE_COUNT) C->uses_vec = 1;
 
     /* The pipeline. */
+    double tstart = cpu_us();
     tk_spec *K = tk_lower_kernel(C, kernel, args, nargs); /* types + AST -> typed IR */
     tk_verify(C, "lowering");
+    double t0 = cpu_us();
+    if (!env_is("TACK_RACE_CHECK", "0")) tk_depend(C, K); /* races in parallel loops; the switch is for measuring */
+    double t1 = cpu_us();
     if (env_is("TACK_OPT", "0")) C->opts.optimize = o.optimize = 0; /* a debugging switch; tests compare both */
     if (o.optimize) {
         tk_fold(C);                                        /* constant folding */
@@ -180,6 +222,9 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     }
     const char *ir = tk_dump(C);                           /* textual IR */
     const char *src = tk_emit(C);                          /* C-family source for the dialect */
+    if (env_is("TACK_RACE_CHECK", "time"))
+        fprintf(stderr, "tack: race check %.1f us of a %.1f us compile (kernel %s)\n", t1 - t0,
+                cpu_us() - tstart, m->funcs[kernel].name);
     if (env_is("TACK_DUMP", "ir")) fprintf(stderr, "%s\n", ir);
     if (env_is("TACK_DUMP", "source")) fprintf(stderr, "%s\n", src);
     prog = make_program(C, K, ir, src);

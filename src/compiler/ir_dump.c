@@ -118,6 +118,7 @@ static void ds(ir_dumper *d, tk_ir *s, int n) {
         for (int i = 0; i < s->aux; i++) { if (i) tk_puts(b, ", "); dx(d, s->k[i]); }
         tk_puts(b, "]");
         if (s->off) { tk_puts(b, " from "); dx(d, s->off); }
+        if (s->sub) tk_puts(b, " independent"); /* tack.independent(...): no race check */
         tk_puts(b, ":\n");
         ds(d, s->k[s->aux], n + 1);
         for (int i = 0; s->red && i < s->red->n; i++) {

@@ -256,7 +256,8 @@ static void prescan(lw_state *L, tack_node *n, int scope) {
         for (int i = 0; i < n->nkids; i++) {
             tack_node *s = n->kids[i];
             if (L->is_kernel && scope == -1 && s && s->kind == TACK_N_FOR && s->nkids == 3 && n == L->F->body &&
-                (lw_is_range_call(s->kids[1], "range") || lw_is_range_call(s->kids[1], "ndrange"))) {
+                (lw_is_range_call(s->kids[1], "range") || lw_is_range_call(s->kids[1], "ndrange") ||
+                 lw_is_range_call(s->kids[1], "independent"))) {
                 int id = L->npfor++;
                 declare(L, s->kids[0], id, ty_unknown(), 0);
                 prescan(L, s->kids[2], id);

@@ -24,6 +24,7 @@ typedef struct lw_state {
      * assigns one), whose values no two iterations share */
     int pfor_vars[TACK_MAX_NDIM];
     int npfor_vars;
+    int independent;       /* the loop being lowered is tack.independent(...) (lower_loop.c) */
     int infer;
     int changed;
     int ntemps;

@@ -134,6 +134,7 @@ static void loop_body(lw_state *L, tack_node *body, tk_ir *b) {
 static tk_ir *pfor_new(lw_state *L, tack_node *n, int dims) {
     tk_ir *pf = lw_mk(L, IR_PFOR, ty_void(), n);
     pf->aux = dims;
+    pf->sub = (uint8_t)L->independent; /* 1: tack.independent(...), no race check */
     pf->vars = tk_alloc(&L->C->arena, sizeof(int) * TACK_MAX_NDIM); /* one per axis */
     return pf;
 }
@@ -467,10 +468,20 @@ static void ndrange_serial(lw_state *L, tack_node *n, rng *ax, int dims) {
 void lw_for(lw_state *L, tack_node *n) {
     if (n->nkids != 3) ERR(n, "malformed for loop");
     tack_node *t = n->kids[0], *it = n->kids[1];
+    int parallel = L->is_kernel && L->depth == 0 && L->pfor < 0;
+    int indep = lw_is_range_call(it, "independent"); /* the race check's opt-out (depend.c) */
+    if (indep) {
+        if (it->nkids != 1 || !(lw_is_range_call(it->kids[0], "range") || lw_is_range_call(it->kids[0], "ndrange")))
+            ERR(it, "tack.independent() takes one range(...) or tack.ndrange(...)");
+        if (!parallel)
+            ERR(it, "tack.independent() marks a parallel loop (a for loop at the top level of a kernel); "
+                    "this loop is serial, so it has no iterations running at once to mark");
+        it = it->kids[0];
+    }
     int nd = lw_is_range_call(it, "ndrange");
     if (!nd && !lw_is_range_call(it, "range"))
         ERR(it, "for loops must iterate over range(...) or tack.ndrange(...)");
-    int parallel = L->is_kernel && L->depth == 0 && L->pfor < 0;
+    L->independent = indep;
     if (nd) {
         rng ax[TACK_MAX_NDIM];
         int dims = ndrange_axes(L, t, it, ax);

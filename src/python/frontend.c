@@ -280,7 +280,8 @@ static int st_for(fe_func *f, PyObject *s, tack_node *block) {
     iter = fe_expr(f, it, 0);
     if (iter && !(fe_is_kind(it, "Call") && f->last_intrinsic &&
                   (strcmp(f->last_intrinsic, "range") == 0 ||
-                   strcmp(f->last_intrinsic, "ndrange") == 0))) {
+                   strcmp(f->last_intrinsic, "ndrange") == 0 ||
+                   strcmp(f->last_intrinsic, "independent") == 0))) {
         fe_error(f, it, "a for loop in a kernel must iterate over range(...) or "
                         "tack.ndrange(...)");
         iter = NULL;

@@ -530,6 +530,23 @@ done:
     Py_XDECREF(text);
 }
 
+/* The compile's warnings (possible races) as tack.RaceWarning at the
+ * kernel's file and line; -1 when a warnings filter made one an error. */
+static int warn_compile(KernelObject *k, const tack_program *prog) {
+    const char *file = NULL, *msg;
+    int line = 0;
+    PyObject *cat = k->st->RaceWarning ? k->st->RaceWarning : PyExc_UserWarning;
+    for (int i = 0; (msg = tack_program_warning(prog, i, &file, &line)) != NULL; i++) {
+        PyObject *text = PyUnicode_FromString(msg), *fname = PyUnicode_DecodeFSDefault(file ? file : "<kernel>");
+        int r = text && fname ? PyErr_WarnExplicitObject(cat, text, fname, line, NULL, NULL) : -1;
+        Py_XDECREF(text);
+        Py_XDECREF(fname);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static void compile_options(KernelObject *k, tack_compile_options *o, const char *target) {
     tack_compile_options_init(o);
     o->checks = k->checks;
@@ -616,6 +633,8 @@ static int compile_locked(KernelObject *k, const kcall *c, const char *target, t
         raise_compile_status(k, st);
         goto done;
     }
+    if (warn_compile(k, prog) < 0)
+        goto done;
     *out = prog;
     prog = NULL;
     r = 0;

@@ -194,9 +194,9 @@ error:
 }
 
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
-    static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", NULL};
-    PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOO:_set_hooks", names, &repr, &ce, &gsl, &gl))
+    static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", "race_warning", NULL};
+    PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw))
         return NULL;
     if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl))) {
         PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines and getline must be callable");
@@ -207,6 +207,8 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
         Py_XSETREF(st->repr_hook, Py_NewRef(repr));
     if (ce)
         Py_XSETREF(st->CompileError, Py_NewRef(ce));
+    if (rw)
+        Py_XSETREF(st->RaceWarning, Py_NewRef(rw));
     if (gsl)
         Py_XSETREF(st->getsourcelines, Py_NewRef(gsl));
     if (gl)
@@ -230,7 +232,7 @@ static PyMethodDef module_methods[] = {
     {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
      "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
-     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=): what the package hands the "
+     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=): what the package hands the "
      "extension at import (the extension imports none of tack's modules itself)"},
     {NULL, NULL, 0, NULL},
 };
@@ -263,6 +265,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     for (int i = 0; i < TACK_DTYPE_COUNT; i++)
         Py_VISIT(st->dtypes[i]);
     Py_VISIT(st->CompileError);
+    Py_VISIT(st->RaceWarning);
     Py_VISIT(st->default_device);
     Py_VISIT(st->repr_hook);
     Py_VISIT(st->getsourcelines);
@@ -279,6 +282,7 @@ static int module_clear(PyObject *m) {
     for (int i = 0; i < TACK_DTYPE_COUNT; i++)
         Py_CLEAR(st->dtypes[i]);
     Py_CLEAR(st->CompileError);
+    Py_CLEAR(st->RaceWarning);
     Py_CLEAR(st->default_device);
     Py_CLEAR(st->repr_hook);
     Py_CLEAR(st->getsourcelines);

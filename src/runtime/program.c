@@ -49,11 +49,24 @@ TACK_API void tack_program_free(tack_program *p) {
             tack_free((char *)p->sites[i].file);
         }
     tack_free(p->sites);
+    if (p->warnings)
+        for (int i = 0; i < p->nwarnings; i++) {
+            tack_free(p->warnings[i].file);
+            tack_free(p->warnings[i].message);
+        }
+    tack_free(p->warnings);
     tack_free(p);
 }
 
 TACK_API const char *tack_program_source(const tack_program *p) { return p ? p->source : NULL; }
 TACK_API const char *tack_program_ir(const tack_program *p) { return p ? p->ir : NULL; }
+
+TACK_API const char *tack_program_warning(const tack_program *p, int i, const char **file, int *line) {
+    if (!p || i < 0 || i >= p->nwarnings) return NULL;
+    if (file) *file = p->warnings[i].file;
+    if (line) *line = p->warnings[i].line;
+    return p->warnings[i].message;
+}
 
 TACK_API int tack_program_param_written(const tack_program *p, int i) {
     if (!p || i < 0 || i >= p->nparams) return 0;

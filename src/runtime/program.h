@@ -46,6 +46,12 @@ typedef struct tk_pinfo {  /* one parameter of the compiled signature */
     int distinct;          /* an array compiled as overlapping no other (restrict) */
 } tk_pinfo;
 
+typedef struct tk_pwarn {  /* a warning of the compile (a possible race, compiler/depend.c) */
+    int line;
+    char *file;
+    char *message;
+} tk_pwarn;
+
 struct tack_program {
     char *kernel_name;
     char *filename;
@@ -57,6 +63,8 @@ struct tack_program {
     tk_pinfo *params;
     int nsites;
     tk_site *sites;          /* strings owned by the program */
+    int nwarnings;
+    tk_pwarn *warnings;      /* what the compile warned of; strings owned by the program */
     tack_device *device;     /* set by tack_program_build */
     void *handle;            /* backend: loaded code */
     void *entry;

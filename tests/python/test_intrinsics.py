@@ -11,7 +11,7 @@ import tack
 from tack import _core, _kernels
 
 C_NAMES = set(_core._intrinsic_names())
-API = {"kernel", "func", "compile_kernels", "Kernel", "CompileError", "PythonKernel"}
+API = {"kernel", "func", "compile_kernels", "Kernel", "CompileError", "PythonKernel", "RaceWarning"}
 
 
 def test_table_is_not_empty_and_unique():
