@@ -692,28 +692,37 @@ static int uses_local(const tk_ir *e, int l) {
 }
 
 /* range(lo, hi, step) other than by one runs an index k and starts the body
- * with `i = lo + k * step` (lower_loop.c).  Messages name i.  With a step
- * that is not a constant the value is not affine in k, but it is distinct
- * for each k (a zero step raises before the loop), so i itself serves as
- * the loop's variable -- with distances in units of i that the step may
- * skip, so a read at a distance is only a warning. */
+ * with `i = lo + k * step` (lower_loop.c); an ndrange axis with bounds does
+ * the same, one such statement per axis at the top of the body.  Messages
+ * name i.  With a step that is not a constant the value is not affine in k,
+ * but it is distinct for each k (a zero step raises before the loop), so i
+ * itself serves as the axis's variable -- with distances in units of i that
+ * the step may skip, so a read at a distance is only a warning. */
 static void stepped_var(dpass *P, const tk_ir *body) {
-    if (P->nv != 1 || !body->n || body->k[0]->op != IR_ASSIGN) return;
-    const tk_ir *a = body->k[0];
-    int k = P->pvar[0];
-    const tk_local *tl = &P->K->locals[k], *ul = &P->K->locals[a->local];
-    if (!tl->name || tl->name[0] != '_' || !uses_local(a->k[0], k) || !ty_is_int(a->k[0]->ty)) return;
-    P->vname[0] = ul->name;
-    const tk_ir *v = a->k[0];
-    while (v->op == IR_CAST) v = v->k[0];
-    if (v->op != IR_BIN || v->sub != B_ADD || v->k[1]->op != IR_BIN || v->k[1]->sub != B_MUL) return;
-    const tk_ir *step = v->k[1]->k[1];
-    if (step->op == IR_CONST || uses_local(v->k[0], k) || uses_local(step, k)) return; /* affine already */
-    for (int i = 1; i < body->n; i++)
-        if (ir_assigns_local(body->k[i], a->local)) return;
-    P->pvar[0] = a->local;
-    P->ext[0] = -1;
-    P->stride = 1;
+    for (int s = 0; s < body->n && s < P->nv && body->k[s]->op == IR_ASSIGN; s++) {
+        const tk_ir *a = body->k[s];
+        int d = -1;
+        for (int e = 0; e < P->nv; e++)
+            if (uses_local(a->k[0], P->pvar[e])) d = d < 0 ? e : -2; /* exactly one axis's index */
+        if (d < 0) return;
+        int k = P->pvar[d];
+        const tk_local *tl = &P->K->locals[k], *ul = &P->K->locals[a->local];
+        if (!tl->name || tl->name[0] != '_' || !ty_is_int(a->k[0]->ty)) return;
+        const tk_ir *v = a->k[0];
+        while (v->op == IR_CAST) v = v->k[0];
+        if (v->op != IR_BIN || v->sub != B_ADD || v->k[1]->op != IR_BIN || v->k[1]->sub != B_MUL) return;
+        const tk_ir *step = v->k[1]->k[1];
+        if (v->k[1]->k[0]->op != IR_LOCAL || v->k[1]->k[0]->local != k) return;
+        P->vname[d] = ul->name;
+        if (step->op == IR_CONST || uses_local(v->k[0], k) || uses_local(step, k)) continue; /* affine already */
+        int again = 0;
+        for (int i = 0; i < body->n && !again; i++)
+            if (i != s && ir_assigns_local(body->k[i], a->local)) again = 1;
+        if (again) return;
+        P->pvar[d] = a->local;
+        P->ext[d] = -1;
+        P->stride = 1;
+    }
 }
 
 static void check_pfor(tk_cc *C, tk_spec *K, const tk_ir *pf) {

@@ -304,6 +304,27 @@ def test_a_range_with_a_variable_step_names_its_variable():
         tack.kernel(inplace_neighbours)(np.ones(5))
 
 
+@tack.kernel
+def by_steps_2d(out, s, t):
+    for i, j in tack.ndrange((0, out.shape[0], s), (1, out.shape[1], t)):
+        out[i, j] = 1.0
+
+
+def shift_by_steps_2d(a, s):
+    for i, j in tack.ndrange((1, a.shape[0], s), a.shape[1]):
+        a[i, j] = a[i - 1, j]
+
+
+def test_ndrange_axes_with_variable_steps_name_their_variables():
+    out = np.zeros((5, 4))
+    assert compile_quietly(by_steps_2d, out, 2, 2) == []
+    want = np.zeros((5, 4))
+    want[0::2, 1::2] = 1.0
+    np.testing.assert_array_equal(out, want)
+    got = compile_quietly(tack.kernel(shift_by_steps_2d), np.ones((6, 3)), 2)
+    assert len(got) == 1 and "over 'i', 'j'" in str(got[0].message) and "reads a[i - 1, j]" in str(got[0].message)
+
+
 def test_race_warning_is_a_user_warning_and_can_be_an_error():
     assert issubclass(tack.RaceWarning, UserWarning)
     k = tack.kernel(scatter)
