@@ -284,7 +284,7 @@ static tack_status ocl_init_device(tack_device *d) {
     CL(c->ctx ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateContext");
     c->queue = api.clCreateCommandQueue(c->ctx, c->dev, 0, &r); /* in order, no profiling */
     CL(c->queue ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateCommandQueue");
-    if ((st = ocl_svm_choose(d, c, dver)) != TACK_OK) goto done;
+    if ((st = ocl_svm_choose(c, dver)) != TACK_OK) goto done;
     d->host_memory = c->svm; /* fine-grained SVM is host memory: DLPack says kDLCPU */
     gpu_records_init(&c->rec, "the OpenCL device");
     d->state = c;

@@ -61,7 +61,7 @@ const char *ocl_code_name(cl_int r);
 /* opencl_svm.c: the memory mode, chosen once per device at init (svm,
  * svm_caps, no_svm; TACK_OPENCL_SVM=0 forces buffers); TACK_ERR_VALUE for a
  * bad TACK_OPENCL_SVM.  Then the SVM half of the vtable's memory entries. */
-tack_status ocl_svm_choose(tack_device *d, ocl_dev *c, const char *device_version);
+tack_status ocl_svm_choose(ocl_dev *c, const char *device_version);
 tack_status ocl_svm_alloc(tack_device *d, size_t nbytes, void **out);
 void ocl_svm_free(tack_device *d, void *ptr);
 tack_status ocl_svm_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind);

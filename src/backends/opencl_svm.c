@@ -76,7 +76,7 @@ static int cl_version(const char *s) {
     return major * 10 + minor;
 }
 
-tack_status ocl_svm_choose(tack_device *d, ocl_dev *c, const char *device_version) {
+tack_status ocl_svm_choose(ocl_dev *c, const char *device_version) {
     const tack_opencl_api *api = ocl_api_get();
     const char *env = getenv("TACK_OPENCL_SVM");
     int want = 1;
@@ -110,7 +110,6 @@ tack_status ocl_svm_choose(tack_device *d, ocl_dev *c, const char *device_versio
                      : "CL_DEVICE_SVM_CAPABILITIES reports none");
     else
         c->svm = 1;
-    (void)d;
     return TACK_OK;
 }
 
