@@ -51,10 +51,13 @@
  * memory, so the free is queued (clEnqueueSVMFree) behind them; the address
  * leaves the table at once.
  *
- * "When a call returns" needs nothing new here: the host reads shared
- * storage only after an export (which waits for the queue) or through an
- * address it was given (`.ptr`, which marks the storage shared), and from
- * then on every launch using the storage completes before it returns.
+ * "When a call returns": the host reads shared storage only after an
+ * export (which waits for the queue) or through an address it was given
+ * (`.ptr`, which marks the storage shared); from then on every launch using
+ * the storage completes before it returns, and so, because the host reads
+ * SVM directly rather than through a copy that would wait, does every fill
+ * and copy on the device that touches it (array.c's settle_shared, for a
+ * device whose tack_device.host_memory this backend sets).
  */
 #include <stdio.h>
 #include <stdlib.h>

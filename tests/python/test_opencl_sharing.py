@@ -40,6 +40,31 @@ def poke(x, k):
         x[i + k] = 1.0
 
 
+@tack.kernel
+def busy(x, n):
+    for i in range(x.shape[0]):
+        s = 0.0
+        for k in range(n):
+            s += 1.0
+        x[i] = s
+
+
+@needs_svm
+def test_fills_and_copies_of_shared_svm_storage_finish_before_returning():
+    """The host reads shared SVM with plain loads, so a fill or a copy into
+    it is done when the call returns, even queued behind a long kernel."""
+    slow = tack.zeros(2, tack.f64, device=DEV)
+    a = tack.zeros(4, tack.f32, device=DEV)
+    alias = np.from_dlpack(a)
+    busy(slow, 100_000_000)  # not shared: queued, still running
+    a.fill(5.0)
+    assert alias.tolist() == [5.0] * 4
+    src = tack.full(4, 6.0, tack.f32, device=DEV)
+    busy(slow, 100_000_000)
+    tack.copyto(a, src)
+    assert alias.tolist() == [6.0] * 4
+
+
 @needs_svm
 def test_numpy_shares_an_svm_array():
     a = tack.zeros(6, tack.f32, device=DEV)
