@@ -5,6 +5,11 @@ with the CPU's results -- and Intel's compiler (libocloc) accepting every
 OpenCL source that run emits, as SPIR-V and native code for two GPU
 generations.
 
+The tests run in the device's memory mode (fine-grained shared virtual
+memory where it has it, as PoCL does), and all but the differential run again
+with TACK_OPENCL_SVM=0 on cl_mem buffers; `TACK_OPENCL_SVM=0 pytest` runs the
+differential on buffers too.  test_opencl_sharing.py covers what each mode shares.
+
 Without an OpenCL driver these tests skip with a line saying what to install
 (`make test` installs PoCL and Intel's compiler when it runs as root)."""
 
