@@ -231,7 +231,10 @@ def _format(a: _core.Array) -> str:
             except (BufferError, TypeError):
                 values = None
         if values is None:
-            values = _edge_values(a)
+            try:
+                values = _edge_values(a)
+            except NotImplementedError:  # an OpenCL cl_mem buffer: no address to offset; copy it all
+                values = None
     if values is None:
         values = a.numpy()
     body = np.array2string(values, separator=", ", prefix="tack.array(", threshold=_REPR_THRESHOLD)

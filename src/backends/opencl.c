@@ -15,14 +15,18 @@
  * kernels for it are ordered; OpenCL's entry points are thread safe, so
  * the queue needs no lock of ours.
  *
- * Memory: an array's data pointer is its cl_mem handle.  It is opaque --
- * OpenCL has no device addresses a host could offset -- so every copy and
- * fill covers a whole buffer from offset 0.  A 0-byte array still gets a
- * 1-byte buffer, so that its handle is valid.  Copies to and from the host
- * are blocking (the caller may free its buffer right after); copies between
- * buffers and fills are queued.  A copy to the host is a synchronization
- * point for the user, so, as on CUDA, it also reports a failed check of a
- * kernel queued before it (opencl_launch.c).
+ * Memory comes in two modes, chosen per device when it is first used
+ * (opencl_svm.c says which and why): shared virtual memory where the
+ * device has fine-grained buffer SVM, cl_mem buffers otherwise.  The entry
+ * points below hand the SVM mode to opencl_svm.c and implement the buffer
+ * mode, in which an array's data pointer is its cl_mem handle.  It is
+ * opaque -- OpenCL 1.2 has no device addresses a host could offset -- so
+ * every copy and fill covers a whole buffer from offset 0.  A 0-byte array
+ * still gets a 1-byte buffer, so that its handle is valid.  In both modes
+ * copies to and from the host are blocking (the caller may free its buffer
+ * right after); copies on the device and fills are queued.  A copy to the
+ * host is a synchronization point for the user, so, as on CUDA, it also
+ * reports a failed check of a kernel queued before it (opencl_launch.c).
  *
  * Kernels (opencl_launch.c) are queued on the same queue; a failed check in
  * one is recorded on the device and reported at the next synchronization
@@ -129,6 +133,14 @@ static void load(void) {
     REQ(clGetKernelWorkGroupInfo);
     REQ(clEnqueueNDRangeKernel);
 #undef REQ
+#define OPT(field) (*(void **)&api.field = dlsym(api.lib, #field))
+    OPT(clSVMAlloc);
+    OPT(clSVMFree);
+    OPT(clEnqueueSVMFree);
+    OPT(clEnqueueSVMMemcpy);
+    OPT(clEnqueueSVMMemFill);
+    OPT(clSetKernelArgSVMPointer);
+#undef OPT
     load_ok = 1;
     enumerate();
 }
@@ -272,6 +284,8 @@ static tack_status ocl_init_device(tack_device *d) {
     CL(c->ctx ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateContext");
     c->queue = api.clCreateCommandQueue(c->ctx, c->dev, 0, &r); /* in order, no profiling */
     CL(c->queue ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateCommandQueue");
+    if ((st = ocl_svm_choose(c, dver)) != TACK_OK) goto done;
+    d->host_memory = c->svm; /* fine-grained SVM is host memory: DLPack says kDLCPU */
     gpu_records_init(&c->rec, "the OpenCL device");
     d->state = c;
     c = NULL;
@@ -287,6 +301,7 @@ done:
 static tack_status ocl_alloc(tack_device *d, size_t nbytes, void **out) {
     ocl_dev *c = d->state;
     cl_int r = TACK_CL_SUCCESS;
+    if (c->svm) return ocl_svm_alloc(d, nbytes, out);
     cl_mem m = api.clCreateBuffer(c->ctx, TACK_CL_MEM_READ_WRITE, nbytes ? nbytes : 1, NULL, &r);
     if (!m || r != TACK_CL_SUCCESS) {
         char what[80];
@@ -298,12 +313,16 @@ static tack_status ocl_alloc(tack_device *d, size_t nbytes, void **out) {
 }
 
 static void ocl_free(tack_device *d, void *ptr) {
-    if (ptr) api.clReleaseMemObject((cl_mem)ptr);
+    if (((ocl_dev *)d->state)->svm)
+        ocl_svm_free(d, ptr);
+    else if (ptr)
+        api.clReleaseMemObject((cl_mem)ptr);
 }
 
 static tack_status ocl_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind) {
     ocl_dev *c = d->state;
     tack_status st = TACK_OK;
+    if (c->svm) return ocl_svm_copy(d, dst, src, n, kind);
     if (n == 0) return TACK_OK;
     switch (kind) {
     case RT_COPY_H2D:
@@ -330,6 +349,7 @@ static tack_status ocl_fill(tack_device *d, void *dst, const void *value, size_t
     tack_status st = TACK_OK;
     unsigned char *staging = NULL;
     size_t total;
+    if (c->svm) return ocl_svm_fill(d, dst, value, itemsize, count);
     if (count == 0) return TACK_OK;
     if (!rt_mul_overflow_size(itemsize, count, &total))
         return tack_set_error(TACK_ERR_VALUE, "fill of %zu elements of %zu bytes overflows", count, itemsize);
@@ -361,15 +381,18 @@ done:
     return st;
 }
 
-/* An OpenCL buffer is a cl_mem handle, not an address, and a handle from
- * elsewhere cannot be checked without the loader dereferencing it: wrapping
- * one is refused rather than trusted. */
+/* In the SVM mode: an address inside one of Tack's SVM allocations on the
+ * device.  In the buffer mode an array is a cl_mem handle, not an address,
+ * and a handle from elsewhere cannot be checked without the loader
+ * dereferencing it: wrapping anything is refused rather than trusted. */
 static tack_status ocl_check_ptr(tack_device *d, const void *ptr, size_t nbytes) {
-    (void)nbytes;
+    ocl_dev *c = d->state;
+    if (c->svm) return ocl_svm_check_ptr(d, ptr, nbytes);
     return tack_set_error(TACK_ERR_UNSUPPORTED,
-                          "cannot wrap %p on %s: an OpenCL array is a cl_mem buffer, which has no address to "
-                          "share; copy the data in with tack.array(..., device='%s')",
-                          ptr, d->name, d->name);
+                          "cannot share %p with %s (%s): it has no shared virtual memory Tack can use (%s), so its "
+                          "arrays are cl_mem buffers, which have no address to share; copy the data in with "
+                          "tack.array(..., device='%s')",
+                          ptr, d->name, c->name, c->no_svm, d->name);
 }
 
 static const rt_backend ocl_backend = {

@@ -11,6 +11,10 @@
  * bitfields 64-bit unsigned, handles opaque pointers), and each constant has
  * the numeric value the specification gives it.  The entry points live in
  * one table, filled once by ocl_load() (opencl.c).
+ *
+ * Shared virtual memory (SVM) is OpenCL 2.0's: its entry points are looked
+ * up but not required, so a 1.2 loader still loads, and they are used only
+ * on a device that reports fine-grained buffer SVM (opencl.c says why).
  */
 #ifndef TACK_OPENCL_API_H
 #define TACK_OPENCL_API_H
@@ -27,6 +31,8 @@ typedef cl_bitfield cl_device_type;
 typedef cl_bitfield cl_mem_flags;
 typedef cl_bitfield cl_command_queue_properties;
 typedef cl_bitfield cl_device_fp_config;
+typedef cl_bitfield cl_svm_mem_flags;
+typedef cl_bitfield cl_device_svm_capabilities;
 typedef cl_uint cl_platform_info;
 typedef cl_uint cl_device_info;
 typedef cl_uint cl_program_info;
@@ -69,10 +75,16 @@ typedef struct _cl_event *cl_event;
 #define TACK_CL_DEVICE_VERSION 0x102F
 #define TACK_CL_DEVICE_EXTENSIONS 0x1030
 #define TACK_CL_DEVICE_DOUBLE_FP_CONFIG 0x1032
+#define TACK_CL_DEVICE_SVM_CAPABILITIES 0x1053 /* OpenCL 2.0 */
+#define TACK_CL_DEVICE_SVM_COARSE_GRAIN_BUFFER (1ull << 0)
+#define TACK_CL_DEVICE_SVM_FINE_GRAIN_BUFFER (1ull << 1)
+#define TACK_CL_DEVICE_SVM_FINE_GRAIN_SYSTEM (1ull << 2)
 /* clCreateContext */
 #define TACK_CL_CONTEXT_PLATFORM 0x1084
 /* clCreateBuffer */
 #define TACK_CL_MEM_READ_WRITE (1ull << 0)
+/* clSVMAlloc */
+#define TACK_CL_MEM_SVM_FINE_GRAIN_BUFFER (1ull << 10)
 /* clGetProgramInfo, clGetProgramBuildInfo */
 #define TACK_CL_PROGRAM_BINARY_SIZES 0x1165
 #define TACK_CL_PROGRAM_BINARIES 0x1166
@@ -125,6 +137,17 @@ typedef struct tack_opencl_api {
     cl_int (*clEnqueueNDRangeKernel)(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *offset,
                                      const size_t *global, const size_t *local, cl_uint nwait,
                                      const cl_event *wait, cl_event *ev);
+    /* OpenCL 2.0, optional: NULL when the loader lacks them */
+    void *(*clSVMAlloc)(cl_context c, cl_svm_mem_flags flags, size_t size, cl_uint alignment);
+    void (*clSVMFree)(cl_context c, void *ptr);
+    cl_int (*clEnqueueSVMFree)(cl_command_queue q, cl_uint n, void *ptrs[],
+                               void (*free_fn)(cl_command_queue, cl_uint, void *[], void *), void *user,
+                               cl_uint nwait, const cl_event *wait, cl_event *ev);
+    cl_int (*clEnqueueSVMMemcpy)(cl_command_queue q, cl_bool blocking, void *dst, const void *src, size_t size,
+                                 cl_uint nwait, const cl_event *wait, cl_event *ev);
+    cl_int (*clEnqueueSVMMemFill)(cl_command_queue q, void *ptr, const void *pattern, size_t pattern_size,
+                                  size_t size, cl_uint nwait, const cl_event *wait, cl_event *ev);
+    cl_int (*clSetKernelArgSVMPointer)(cl_kernel k, cl_uint index, const void *ptr);
 } tack_opencl_api;
 
 #endif

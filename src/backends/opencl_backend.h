@@ -13,8 +13,11 @@
  * error kept for the next synchronization point when a program is freed
  * with a failure still unreported.
  *
- * An array's data pointer on an OpenCL device is its cl_mem handle: opaque,
- * never offset or dereferenced.
+ * An array's data pointer on an OpenCL device is, by the device's memory
+ * mode (opencl_svm.c), either its cl_mem handle -- opaque, never offset or
+ * dereferenced -- or, where the device has fine-grained buffer shared
+ * virtual memory, the address of a clSVMAlloc allocation, which the host
+ * reads and writes as it is.
  */
 #ifndef TACK_OPENCL_BACKEND_H
 #define TACK_OPENCL_BACKEND_H
@@ -36,6 +39,13 @@ typedef struct ocl_dev {
     cl_uint units;             /* compute units */
     size_t max_group;          /* max work-group size */
     int fp64;
+    /* memory: opencl_svm.c */
+    cl_device_svm_capabilities svm_caps; /* what the device reports (0 before OpenCL 2.0) */
+    int svm;                   /* arrays are fine-grained SVM allocations, not cl_mem buffers */
+    char no_svm[160];          /* when !svm: why, for errors ("has no shared virtual memory") */
+    pthread_mutex_t svm_lock;  /* guards the table of live SVM allocations */
+    struct ocl_svm_block *blocks;
+    size_t nblocks, cap_blocks;
     /* kernels: opencl_launch.c, under `rec.lock` */
     gpu_records rec;           /* programs built for this device, an error kept (gpu_common.h) */
     cl_mem err;                /* the error record, a gpu_err_record (NULL until the first build) */
@@ -47,6 +57,17 @@ const tack_opencl_api *ocl_api_get(void);
  * codes, TACK_ERR_DEVICE naming the call, the code and the device otherwise. */
 tack_status ocl_error(cl_int r, const char *what, const tack_device *d);
 const char *ocl_code_name(cl_int r);
+
+/* opencl_svm.c: the memory mode, chosen once per device at init (svm,
+ * svm_caps, no_svm; TACK_OPENCL_SVM=0 forces buffers); TACK_ERR_VALUE for a
+ * bad TACK_OPENCL_SVM.  Then the SVM half of the vtable's memory entries. */
+tack_status ocl_svm_choose(ocl_dev *c, const char *device_version);
+tack_status ocl_svm_alloc(tack_device *d, size_t nbytes, void **out);
+void ocl_svm_free(tack_device *d, void *ptr);
+tack_status ocl_svm_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind);
+tack_status ocl_svm_fill(tack_device *d, void *dst, const void *value, size_t itemsize, size_t count);
+/* TACK_OK when [ptr, ptr+nbytes) lies in one live SVM allocation Tack made on d. */
+tack_status ocl_svm_check_ptr(tack_device *d, const void *ptr, size_t nbytes);
 
 /* opencl_launch.c: the vtable's build / launch / unload */
 tack_status ocl_build(tack_device *d, tack_program *p);

@@ -33,8 +33,9 @@
  *     0  __global tk_ctx *ctx   the device's error record (32 bytes)
  *     1  __global frame         the program's frame buffer, or NULL
  *     2  ulong prog             the program's id
- *     then per parameter: an array's cl_mem followed by one long per
- *     dimension (its extent); a scalar as one ulong holding its bits (a
+ *     then per parameter: an array's cl_mem (its SVM address, set with
+ *     clSetKernelArgSVMPointer, on a device in the SVM mode) followed by
+ *     one long per dimension (its extent); a scalar as one ulong holding its bits (a
  *     float's as a double, an integer's or a bool's as a 64-bit integer).
  *
  * A parallel phase runs work-groups of L = min(256, the device's and the
@@ -381,8 +382,13 @@ static tack_status set_args(tack_device *d, ocl_prog *cp, int k, const tack_prog
             continue;
         }
         const tack_array *a = args[i].array; /* checked by tack_launch (program.c) */
-        cl_mem m = (cl_mem)tack_array_data(a);
-        ARG(sizeof m, &m);
+        if (c->svm && tack_array_data(a)) {
+            if ((r = api->clSetKernelArgSVMPointer(kern, idx, tack_array_data(a))) != TACK_CL_SUCCESS) goto bad;
+            idx++;
+        } else { /* a cl_mem, or an empty wrapped array's NULL */
+            cl_mem m = (cl_mem)tack_array_data(a);
+            ARG(sizeof m, &m);
+        }
         const int64_t *shape = tack_array_shape(a);
         for (int j = 0; j < pi->ndim; j++) {
             int64_t extent = shape[j];

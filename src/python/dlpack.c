@@ -209,7 +209,7 @@ PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nar
             on = TACK_DLPACK_STREAM_HOST;  /* host memory: the copy has waited */
         }
     }
-    if (dev.device_type == kDLCPU && !host)
+    if (tack_device_kind(tack_array_device(a)) == TACK_DEVICE_CPU) /* nothing queued to wait for */
         s = tack_array_to_dlpack(a, versioned, copy, &managed);
     else {
         Py_BEGIN_ALLOW_THREADS /* the export may wait for queued work */

@@ -302,6 +302,16 @@ tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nby
     return d->backend->copy(d, dst, src->data, nbytes, RT_COPY_D2H);
 }
 
+/* On a device whose memory is the host's (OpenCL's fine-grained SVM), the
+ * host reads and writes shared storage directly, with no copy to wait on:
+ * a queued fill or copy touching it is finished before the call returns,
+ * as a launch using it is ("When a call returns"). */
+static tack_status settle_shared(tack_device *d, const tack_array *a, const tack_array *b) {
+    if (!d->host_memory || !((tack_array_flags(a) | (b ? tack_array_flags(b) : 0)) & TACK_ARRAY_SHARED))
+        return TACK_OK;
+    return tack_device_synchronize(d);
+}
+
 tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
     tack_status st;
     if ((st = check_writable(dst)) != TACK_OK)
@@ -312,8 +322,10 @@ tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
                               (long long)src->size, tack_dtype_get(src->dtype)->name, (long long)dst->size,
                               tack_dtype_get(dst->dtype)->name);
     tack_device *dd = dst->storage->device, *sd = src->storage->device;
-    if (dd == sd)
-        return dd->backend->copy(dd, dst->data, src->data, src->nbytes, RT_COPY_D2D);
+    if (dd == sd) {
+        st = dd->backend->copy(dd, dst->data, src->data, src->nbytes, RT_COPY_D2D);
+        return st == TACK_OK ? settle_shared(dd, dst, src) : st;
+    }
     if (sd->backend->type == TACK_DEVICE_CPU)
         return dd->backend->copy(dd, dst->data, src->data, src->nbytes, RT_COPY_H2D);
     if (dd->backend->type == TACK_DEVICE_CPU)
@@ -334,7 +346,8 @@ tack_status tack_array_fill(tack_array *a, const void *value) {
     if ((st = check_writable(a)) != TACK_OK)
         return st;
     tack_device *d = a->storage->device;
-    return d->backend->fill(d, a->data, value, tack_dtype_get(a->dtype)->itemsize, (size_t)a->size);
+    st = d->backend->fill(d, a->data, value, tack_dtype_get(a->dtype)->itemsize, (size_t)a->size);
+    return st == TACK_OK ? settle_shared(d, a, NULL) : st;
 }
 
 tack_status tack_array_clone(const tack_array *a, tack_device *dev, tack_array **out) {

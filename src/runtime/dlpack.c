@@ -126,8 +126,10 @@ static const char *device_type_name(int type) {
 DLDevice tack_device_to_dlpack(const tack_device *d) {
     DLDevice out;
     tack_device_type kind = tack_device_kind(d);
-    /* Metal arrays live in shared host storage: DLPack sees host memory. */
-    if (kind == TACK_DEVICE_METAL) {
+    /* Metal arrays, and those of a device whose backend says its memory is
+     * the host's (OpenCL's fine-grained SVM), live in storage the host reads
+     * as it is: DLPack sees host memory. */
+    if (kind == TACK_DEVICE_METAL || d->host_memory) {
         out.device_type = kDLCPU;
         out.device_id = 0;
     } else {
@@ -281,10 +283,29 @@ tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpa
     dst_dev = opt->device ? opt->device : src_dev;
     int writable = !(flags & DLPACK_FLAG_BITMASK_READ_ONLY);
     int need_copy = dst_dev != src_dev;
+    /* Host memory asked for on a device whose memory is the host's: shared
+     * there when the device's backend says it can use that address (on
+     * OpenCL, shared virtual memory Tack allocated on the device); else the
+     * backend's reason goes into a copy=False refusal. */
+    int host_src = need_copy && data && tack_device_kind(src_dev) == TACK_DEVICE_CPU && dst_dev->backend->check_ptr;
+    char why[600] = "";
+    if (host_src) {
+        size_t nbytes = 0;
+        tack_status ok = TACK_ERR_VALUE;
+        if (!__builtin_mul_overflow((size_t)size, tack_dtype_get(dt)->itemsize, &nbytes) &&
+            (dst_dev->host_memory || opt->copy == TACK_DLPACK_COPY_NEVER))
+            ok = dst_dev->backend->check_ptr(dst_dev, data, nbytes);
+        if (ok == TACK_OK && dst_dev->host_memory) {
+            src_dev = dst_dev;
+            need_copy = 0;
+        } else if (ok != TACK_OK && opt->copy == TACK_DLPACK_COPY_NEVER)
+            snprintf(why, sizeof why, ": %s", tack_last_error());
+        tack_clear_error();
+    }
     if (need_copy && opt->copy == TACK_DLPACK_COPY_NEVER) {
         st = tack_set_error(TACK_ERR_BUFFER,
-                            "the DLPack tensor is on %s and was asked for on %s without a copy (copy=False)",
-                            tack_device_name(src_dev), tack_device_name(dst_dev));
+                            "the DLPack tensor is on %s and was asked for on %s without a copy (copy=False)%s",
+                            tack_device_name(src_dev), tack_device_name(dst_dev), why);
         goto fail;
     }
     /* A producer's copy (IS_COPIED) is already ours alone, unless read-only. */

@@ -57,6 +57,7 @@ struct tack_device {
     int index;
     char name[32];
     int threads;   /* CPU: pool size */
+    int host_memory; /* set by init_device: its arrays are host-accessible memory (DLPack: kDLCPU) */
     void *state;   /* backend-owned */
 };
 

@@ -18,7 +18,9 @@
  * build loads, a damaged, foreign or refused entry is rebuilt), failed host
  * allocations while building, and Tack without OpenCL (the test runs
  * itself again with a libOpenCL.so.1 that cannot load, and with a loader
- * that finds no driver).
+ * that finds no driver).  Both memory modes: where the device has
+ * fine-grained SVM the memory, launch and sharing tests run on SVM arrays,
+ * then again in a child with TACK_OPENCL_SVM=0 on cl_mem buffers.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -33,6 +35,7 @@
 #include "check.h"
 #include "runtime/program.h"
 #include "tack.h"
+#include "tack_dlpack.h"
 #include "tack_kernel.h"
 
 #define CTX "typedef struct { int failed; int site; ulong prog; long a; long b; } tk_ctx;\n"
@@ -178,8 +181,10 @@ static void test_devices(tack_device *g) {
     CHECK(tack_device_get("opencl:x", &x) == TACK_ERR_VALUE);
     CHECK(tack_device_get("openc1", &x) == TACK_ERR_VALUE && strstr(tack_last_error(), "'opencl:N'"));
     const ocl_dev *c = g->state;
-    printf("opencl:0 is %s: %u compute units, work-groups up to %zu, fp64 %s\n", c->name, (unsigned)c->units,
-           c->max_group, c->fp64 ? "yes" : "no");
+    printf("opencl:0 is %s: %u compute units, work-groups up to %zu, fp64 %s; arrays in %s%s%s\n", c->name,
+           (unsigned)c->units, c->max_group, c->fp64 ? "yes" : "no",
+           c->svm ? "fine-grained shared virtual memory" : "cl_mem buffers (", c->svm ? "" : c->no_svm,
+           c->svm ? "" : ")");
 }
 
 static void test_memory(tack_device *g, tack_device *cpu) {
@@ -227,6 +232,67 @@ static void test_memory(tack_device *g, tack_device *cpu) {
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) tack_array_release(arrays[i]);
 }
 
+/* ----------------------------------------------------------------- sharing */
+/* What each memory mode shares: in the SVM mode an array's data pointer is
+ * a host address inside Tack's allocation, which wraps (any part of it) and
+ * exports as host memory; in the buffer mode nothing wraps, and the refusal
+ * says the device has no shared virtual memory and why. */
+static void test_sharing(tack_device *g, const tack_program *saxpy) {
+    const ocl_dev *c = g->state;
+    enum { N = 64 };
+    int64_t n = N, four = 4, eight = 8, one = 1;
+    float host[N], back[N];
+    for (int i = 0; i < N; i++) host[i] = (float)i;
+    tack_array *a = NULL, *w = NULL;
+    CHECK(tack_array_empty(g, TACK_F32, 1, &n, &a) == TACK_OK && tack_array_copy_from_host(a, host, sizeof host) == TACK_OK);
+    float *p = tack_array_data(a);
+    DLDevice dl = tack_device_to_dlpack(g);
+    if (!c->svm) {
+        CHECK(dl.device_type == kDLOpenCL && dl.device_id == 0); /* the cl_mem, as DLPack says for OpenCL */
+        CHECK(tack_array_wrap(g, TACK_F32, 1, &four, p, 1, NULL, NULL, &w) == TACK_ERR_UNSUPPORTED);
+        CHECK(strstr(tack_last_error(), "opencl:0") && strstr(tack_last_error(), "has no shared virtual memory") &&
+              strstr(tack_last_error(), c->no_svm));
+        tack_array_release(a);
+        return;
+    }
+    CHECK(c->svm_caps & TACK_CL_DEVICE_SVM_FINE_GRAIN_BUFFER);
+    CHECK(dl.device_type == kDLCPU && dl.device_id == 0); /* host memory, which the host reads as it is */
+    CHECK(tack_device_synchronize(g) == TACK_OK && p[5] == 5.0f && p[N - 1] == (float)(N - 1));
+    p[7] = -7.0f; /* and writes: the device sees it */
+    CHECK(tack_array_copy_to_host(a, back, sizeof back) == TACK_OK && back[7] == -7.0f);
+    /* a wrap of part of it: copies, fills and launches go through the address */
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &eight, p + 8, 1, NULL, NULL, &w) == TACK_OK);
+    float v = 2.0f;
+    CHECK(tack_array_fill(w, &v) == TACK_OK);
+    tack_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].array = w; /* y = 3 * x + y, with x the first 8 elements */
+    int64_t eight_again = 8;
+    tack_array *x = NULL;
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &eight_again, p, 0, NULL, NULL, &x) == TACK_OK);
+    args[1].array = x;
+    args[2].scalar.f = 3.0;
+    CHECK(tack_launch((tack_program *)saxpy, args, 3) == TACK_OK);
+    CHECK(tack_array_copy_to_host(a, back, sizeof back) == TACK_OK);
+    CHECK(back[8] == 2.0f && back[9] == 5.0f && back[15] == 2.0f + 3.0f * -7.0f && back[16] == 16.0f);
+    tack_array_release(x);
+    tack_array_release(w);
+    /* a vec4 fill at an address that is not a multiple of 16: staged, not an OpenCL pattern fill */
+    float q[4] = {1, 2, 3, 4};
+    CHECK(tack_array_wrap(g, TACK_VEC4, 1, &one, p + 33, 1, NULL, NULL, &w) == TACK_OK);
+    CHECK(tack_array_fill(w, q) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
+    CHECK(p[32] == 32.0f && p[33] == 1.0f && p[36] == 4.0f && p[37] == 37.0f);
+    tack_array_release(w);
+    /* what is refused: past the end, host memory, an address once Tack's but freed */
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &n, p + 1, 0, NULL, NULL, &w) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "run past the end of the 256-byte shared virtual memory allocation"));
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &four, host, 0, NULL, NULL, &w) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "not in shared virtual memory Tack allocated there"));
+    tack_array_release(a);
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &four, p, 0, NULL, NULL, &w) == TACK_ERR_VALUE);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+}
+
 /* ----------------------------------------------------------------- kernels */
 static const tk_pinfo saxpy_params[3] = {
     {"y", 1, TACK_F32, 1, 0, 1, 0, 0, TACK_DTYPE_COUNT, 0, 0},
@@ -268,6 +334,7 @@ static void test_launch(tack_device *g, tack_device *cpu) {
     CHECK(run_saxpy(p, g, 100003));
     CHECK(run_saxpy(p, g, 1));
     CHECK(run_saxpy(p, g, 0));
+    test_sharing(g, p);
     /* tack_launch's checks apply: a CPU array is refused */
     int64_t n = 4;
     tack_array *ca = NULL, *ga = NULL;
@@ -502,10 +569,33 @@ static void test_without_opencl(void) {
     CHECK(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "OCL_ICD_VENDORS='%s' '%s' --child 'finds no OpenCL driver (install' >/dev/null", dir, exe);
     CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "TACK_OPENCL_SVM=yes '%s' --child 'TACK_OPENCL_SVM must be 0' >/dev/null", exe);
+    CHECK(system(cmd) == 0);
+}
+
+/* The memory and launch tests again with TACK_OPENCL_SVM=0: cl_mem buffers
+ * on a device that has SVM (where it has none, the first run was that). */
+static void test_buffer_mode(const ocl_dev *c) {
+    if (!c->svm) return;
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "TACK_OPENCL_SVM=0 TACK_CACHE_DIR='%s/cache' '%s' --buffers", base, exe);
+    CHECK(system(cmd) == 0);
+}
+
+static int buffers_child(void) {
+    tack_device *g = NULL, *cpu = NULL;
+    CHECK(tack_device_get("opencl", &g) == TACK_OK && tack_device_get("cpu", &cpu) == TACK_OK);
+    if (!g) return CHECK_SUMMARY();
+    const ocl_dev *c = g->state;
+    CHECK(!c->svm && strstr(c->no_svm, "TACK_OPENCL_SVM=0"));
+    test_memory(g, cpu);
+    test_launch(g, cpu);
+    return CHECK_SUMMARY();
 }
 
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--child") == 0) return child(argv[2]);
+    if (argc == 2 && strcmp(argv[1], "--buffers") == 0) return buffers_child();
     tack_device *g = NULL, *cpu = NULL;
     if (tack_device_get("opencl", &g) != TACK_OK) {
         printf("skip: no OpenCL device: %s\n", tack_last_error());
@@ -527,6 +617,7 @@ int main(int argc, char **argv) {
     test_errors(g);
     test_cache(g);
     test_without_opencl();
+    test_buffer_mode(g->state);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);

@@ -5,6 +5,11 @@ with the CPU's results -- and Intel's compiler (libocloc) accepting every
 OpenCL source that run emits, as SPIR-V and native code for two GPU
 generations.
 
+The tests run in the device's memory mode (fine-grained shared virtual
+memory where it has it, as PoCL does), and all but the differential run again
+with TACK_OPENCL_SVM=0 on cl_mem buffers; `TACK_OPENCL_SVM=0 pytest` runs the
+differential on buffers too.  test_opencl_sharing.py covers what each mode shares.
+
 Without an OpenCL driver these tests skip with a line saying what to install
 (`make test` installs PoCL and Intel's compiler when it runs as root)."""
 
@@ -199,6 +204,7 @@ def test_intel_compiler_accepts_every_kernel(differential):
 
 
 SPEC_ON_OPENCL = '''
+import os
 import numpy as np
 import tack
 
@@ -220,12 +226,20 @@ out = tack.zeros(8, tack.f32)             # on the default device: OpenCL
 fill_indices(out)
 np.testing.assert_array_equal(out.numpy(), np.arange(8, dtype=np.float32))
 
-# a host buffer, or any address, cannot be wrapped: an OpenCL array is a cl_mem
+# which mode: fine-grained shared virtual memory (host memory to DLPack), or cl_mem buffers
+svm = data.__dlpack_device__() == (1, 0)
+assert svm or data.__dlpack_device__() == (4, 0)
+if os.environ.get("TACK_OPENCL_SVM") == "0":
+    assert not svm
+
+# a host buffer, or an address Tack did not allocate there, cannot be wrapped
 for what in (np.zeros(8, dtype=np.float32), 0x1000):
     try:
         tack.array_from_ptr(what, (8,), tack.f32, writable=True)
     except (ValueError, NotImplementedError) as e:
         assert "opencl" in str(e), e
+        if isinstance(what, int):
+            assert ("not in shared virtual memory" if svm else "has no shared virtual memory") in str(e), e
     else:
         raise AssertionError("array_from_ptr wrapped something on OpenCL")
 
@@ -240,21 +254,42 @@ except BufferError as e:
     assert "without a copy" in str(e), e
 else:
     raise AssertionError("host memory was shared with an OpenCL device")
-# NumPy cannot read an OpenCL buffer; it says so
-try:
-    np.from_dlpack(tack.array(np.arange(8, dtype=np.float32)))
-except (RuntimeError, BufferError, TypeError) as e:
-    pass
+# NumPy shares an array in shared virtual memory, and cannot read a cl_mem buffer
+out = tack.array(np.arange(8, dtype=np.float32))
+if svm:
+    alias = np.from_dlpack(out)
+    fill_indices(out)                 # shared now: complete before the call returns
+    np.testing.assert_array_equal(alias, np.arange(8, dtype=np.float32))
 else:
-    raise AssertionError("NumPy read an OpenCL array as host memory")
+    try:
+        np.from_dlpack(out)
+    except (RuntimeError, BufferError, TypeError) as e:
+        pass
+    else:
+        raise AssertionError("NumPy read an OpenCL buffer as host memory")
 print("ok")
 '''
 
 
-def test_spec_interop_snippets_on_opencl(tmp_path):
-    """The interop chapter's examples with device="opencl": copies in and out
-    work as written; what OpenCL cannot share is refused, not mis-shared."""
+@pytest.mark.parametrize("svm", ["1", "0"])
+def test_spec_interop_snippets_on_opencl(tmp_path, svm):
+    """The interop chapter's examples with device="opencl", in both memory
+    modes: copies in and out work as written; fine-grained SVM is shared with
+    NumPy; what OpenCL cannot share is refused, not mis-shared."""
     script = tmp_path / "spec_opencl.py"
     script.write_text(SPEC_ON_OPENCL)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TACK_OPENCL_SVM=svm))
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(os.environ.get("TACK_OPENCL_SVM") == "0", reason="this run is the buffer mode already")
+def test_the_quick_tests_pass_on_cl_mem_buffers_too():
+    """The tests above (all but the long differential run) again with
+    TACK_OPENCL_SVM=0: arrays as cl_mem buffers on a device that may have SVM."""
+    env = dict(os.environ, TACK_OPENCL_SVM="0")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                           "not language_suite and not intel_compiler and not spec_interop"],
+                          cwd=HERE, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout and "failed" not in proc.stdout, proc.stdout[-3000:]
