@@ -38,11 +38,11 @@
 #include "compiler/grid.h"
 #include "compiler/dialect_cuda.h"
 
-static const char *cu_ctype(tack_dtype dt) { return tk_dialect_c.ctype(dt); }
-static const char *cu_storage(tack_dtype dt) { return tk_dialect_c.storage_type(dt); }
+const char *tk_cu_ctype(tack_dtype dt) { return tk_dialect_c.ctype(dt); }
+const char *tk_cu_storage(tack_dtype dt) { return tk_dialect_c.storage_type(dt); }
 
 /* Math functions by their C library names (intrinsics.def), as CUDA's device library spells them. */
-static const char *cu_math(int m, tack_dtype dt) {
+const char *tk_cu_math(int m, tack_dtype dt) {
     static const char *f64[M_COUNT] = {
 #define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = libm_f64,
 #include "compiler/intrinsics.def"
@@ -56,7 +56,7 @@ static const char *cu_math(int m, tack_dtype dt) {
     return s ? s : "?";
 }
 
-static const char PRELUDE_CORE[] =
+const char tk_cu_prelude_core[] =
     "#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)\n"
     "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
     "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
@@ -183,7 +183,7 @@ static const char PRELUDE_F16[] =
     "TK_D float tk_h2f(uint16_t h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
     "TK_D uint16_t tk_f2h(float f) { uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
 
-static const char PRELUDE_ATOMIC[] =
+const char tk_cu_prelude_atomic[] =
     "/* 8 and 16-bit integers: compare-and-swap on the enclosing aligned word. */\n"
     "template <typename T, typename U> TK_D T tk_atomic_small(T *p, T v, int op) {\n"
     "    unsigned int *w = (unsigned int *)((unsigned long long)p & ~3ull);\n"
@@ -233,7 +233,7 @@ static const char PRELUDE_ATOMIC[] =
 /* int64_t: CUDA has signed 64-bit min and max (HIP's are in dialect_hip.c). */
 static const char PRELUDE_ATOMIC_I64[] = "TK_ATOMIC_NATIVE(int64_t, unsigned long long, long long)\n";
 
-static const char PRELUDE_VEC[] =
+const char tk_cu_prelude_vec[] =
     "#define TK_VEC(N, T, LEN) \\\n"
     "typedef struct N { T v[LEN]; } N; \\\n"
     "TK_D N tk_add_##N(N a, N b) { N r; for (int i = 0; i < LEN; i++) r.v[i] = a.v[i] + b.v[i]; return r; } \\\n"
@@ -290,27 +290,27 @@ static const char PRELUDE_VEC[] =
     "4)\n";
 
 static void cu_prelude(tk_cc *C, tk_buf *b) {
-    tk_puts(b, PRELUDE_CORE);
+    tk_puts(b, tk_cu_prelude_core);
     tk_puts(b, PRELUDE_WARP);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) {
-        tk_puts(b, PRELUDE_ATOMIC);
+        tk_puts(b, tk_cu_prelude_atomic);
         tk_puts(b, PRELUDE_ATOMIC_I64);
     }
-    if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    if (C->uses_vec) tk_puts(b, tk_cu_prelude_vec);
 }
 
 /* ------------------------------------------------------------ the layout */
 #define CU_BLOCK 256
 
 /* The argument slots, passed by value to every phase. */
-static void cu_decls(tk_emitter *e, const tk_spec *K) {
+void tk_cu_decls(tk_emitter *e, const tk_spec *K) {
     tk_emitter_printf(
         e, "typedef struct tk_params {\n    tk_ctx *ctx;\n    struct tk_fbuf *fb;\n    unsigned long long prog;\n");
     for (int p = 0; p < K->nparams; p++) {
         tk_type t = K->ptypes[p];
         if (t.kind == TY_ARRAY) {
-            tk_emitter_printf(e, "    %s *%sa%d;\n", cu_storage((tack_dtype)t.dt), tk_emitter_restrict(e, p, "__restrict__ "), p);
+            tk_emitter_printf(e, "    %s *%sa%d;\n", tk_cu_storage((tack_dtype)t.dt), tk_emitter_restrict(e, p, "__restrict__ "), p);
             for (int k = 0; k < t.ndim; k++) tk_emitter_printf(e, "    int64_t a%d_s%d;\n", p, k);
         } else {
             tk_emitter_printf(e, "    tk_scalar s%d;\n", p);
@@ -319,13 +319,13 @@ static void cu_decls(tk_emitter *e, const tk_spec *K) {
     tk_emitter_printf(e, "} tk_params;\n\n");
 }
 
-static void cu_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) {
+void tk_cu_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) {
     (void)K;
     tk_emitter_printf(e, "extern \"C\" __global__ void %stk_phase%d(const tk_params P) {\n",
                       parallel ? "__launch_bounds__(256) " : "", k);
 }
 
-static void cu_phase_args(tk_emitter *e, const tk_spec *K) {
+void tk_cu_phase_args(tk_emitter *e, const tk_spec *K) {
     tk_emitter_indent(e);
     tk_emitter_printf(e, "tk_ctx *ctx = P.ctx;\n");
     tk_emitter_indent(e);
@@ -334,7 +334,7 @@ static void cu_phase_args(tk_emitter *e, const tk_spec *K) {
         tk_type t = K->ptypes[p];
         if (t.kind != TY_ARRAY) continue;
         tk_emitter_indent(e);
-        tk_emitter_printf(e, "%s *%sa%d = P.a%d; (void)a%d;\n", cu_storage((tack_dtype)t.dt),
+        tk_emitter_printf(e, "%s *%sa%d = P.a%d; (void)a%d;\n", tk_cu_storage((tack_dtype)t.dt),
                           tk_emitter_restrict(e, p, "__restrict__ "), p, p, p);
         for (int d = 0; d < t.ndim; d++) {
             tk_emitter_indent(e);
@@ -343,7 +343,7 @@ static void cu_phase_args(tk_emitter *e, const tk_spec *K) {
     }
 }
 
-static void cu_scalar(tk_emitter *e, int p, const char *mem) { tk_emitter_printf(e, "P.s%d.%s", p, mem); }
+void tk_cu_scalar(tk_emitter *e, int p, const char *mem) { tk_emitter_printf(e, "P.s%d.%s", p, mem); }
 
 /* A privatized sum: summed across a full warp with shuffles and added by its
  * first lane; a partial warp adds per thread.  `full` is true when the whole
@@ -370,20 +370,20 @@ static void cu_flush(tk_emitter *e, tk_ir *a) {
     tk_cuda_flush(e, a, "__activemask() == 0xffffffffu", "(threadIdx.x & 31u) == 0");
 }
 
-static void cu_trailer(tk_emitter *e) { tk_emitter_printf(e, " block=%d", CU_BLOCK); }
+void tk_cu_trailer(tk_emitter *e) { tk_emitter_printf(e, " block=%d", CU_BLOCK); }
 
 static const tk_grid cu_grid = {
     .tag = "tack-cuda",
-    .decls = cu_decls,
-    .phase_open = cu_phase_open,
-    .phase_args = cu_phase_args,
+    .decls = tk_cu_decls,
+    .phase_open = tk_cu_phase_open,
+    .phase_args = tk_cu_phase_args,
     .prog = "P.prog",
-    .scalar = cu_scalar,
+    .scalar = tk_cu_scalar,
     .first_thread = "blockIdx.x == 0 && threadIdx.x == 0",
     .thread_index = "(uint64_t)blockIdx.x * blockDim.x + threadIdx.x",
     .thread_stride = "(uint64_t)gridDim.x * blockDim.x",
     .flush = cu_flush,
-    .trailer = cu_trailer,
+    .trailer = tk_cu_trailer,
 };
 
 static void cu_kernel(tk_emitter *e, tk_buf *out) { tk_grid_kernel(e, out, &cu_grid); }
@@ -395,29 +395,13 @@ const char *const tk_cuda_specials[4] = { "__int_as_float(0x7fc00000)", "__longl
 const tk_dialect tk_dialect_cuda = {
     .name = "cuda",
     .prelude = cu_prelude,
-    .ctype = cu_ctype,
-    .storage_type = cu_storage,
-    .math = cu_math,
+    .ctype = tk_cu_ctype,
+    .storage_type = tk_cu_storage,
+    .math = tk_cu_math,
     .export_attr = "extern \"C\" __global__",
     .pfor_as_function = 0,
     .func_qual = "static __device__",
     .cxx_literals = 1,
     .float_specials = tk_cuda_specials,
     .kernel = cu_kernel,
-};
-
-/* What the HIP dialect (dialect_hip.c) takes from this one: everything but
- * the warp sums, f16 conversions, the flush and the tag. */
-const tk_cuda_family tk_cuda_family_parts = {
-    .prelude_core = PRELUDE_CORE,
-    .prelude_atomic = PRELUDE_ATOMIC,
-    .prelude_vec = PRELUDE_VEC,
-    .ctype = cu_ctype,
-    .storage = cu_storage,
-    .math = cu_math,
-    .decls = cu_decls,
-    .phase_open = cu_phase_open,
-    .phase_args = cu_phase_args,
-    .scalar = cu_scalar,
-    .trailer = cu_trailer,
 };

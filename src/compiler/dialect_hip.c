@@ -3,7 +3,7 @@
  *
  * HIP is CUDA's kernel language under another name: `__global__`,
  * `blockIdx`, `atomicAdd`, `sqrtf` and the by-value argument struct are
- * the same, so this dialect is the CUDA dialect's table (dialect_cuda.h)
+ * the same, so this dialect is the CUDA dialect's hooks (dialect_cuda.h)
  * with four differences, kept here:
  *
  *   - Warp sums.  An AMD wavefront has 64 lanes (CDNA, GCN) or 32 (RDNA in
@@ -22,8 +22,6 @@
  */
 #include "compiler/dialect_cuda.h"
 #include "compiler/grid.h"
-
-#define F tk_cuda_family_parts
 
 static const char PRELUDE_WARP[] =
     "TK_D int tk_shfl(int v, int o) { return __shfl_down(v, o); }\n"
@@ -67,14 +65,14 @@ static const char PRELUDE_ATOMIC_I64[] =
     "TK_D int64_t tk_atomic_max_int64_t(int64_t *p, int64_t v) { return tk_atomic_mm_int64_t(p, v, 1); }\n";
 
 static void hip_prelude(tk_cc *C, tk_buf *b) {
-    tk_puts(b, F.prelude_core);
+    tk_puts(b, tk_cu_prelude_core);
     tk_puts(b, PRELUDE_WARP);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) {
-        tk_puts(b, F.prelude_atomic);
+        tk_puts(b, tk_cu_prelude_atomic);
         tk_puts(b, PRELUDE_ATOMIC_I64);
     }
-    if (C->uses_vec) tk_puts(b, F.prelude_vec);
+    if (C->uses_vec) tk_puts(b, tk_cu_prelude_vec);
 }
 
 /* A privatized sum: summed across a full wavefront and added by its first
@@ -85,34 +83,26 @@ static void hip_flush(tk_emitter *e, tk_ir *a) {
 
 static const tk_grid hip_grid = {
     .tag = "tack-hip",
-    .decls = NULL, /* set from the CUDA table below: a static initializer cannot read it */
+    .decls = tk_cu_decls,
+    .phase_open = tk_cu_phase_open,
+    .phase_args = tk_cu_phase_args,
     .prog = "P.prog",
+    .scalar = tk_cu_scalar,
     .first_thread = "blockIdx.x == 0 && threadIdx.x == 0",
     .thread_index = "(uint64_t)blockIdx.x * blockDim.x + threadIdx.x",
     .thread_stride = "(uint64_t)gridDim.x * blockDim.x",
     .flush = hip_flush,
+    .trailer = tk_cu_trailer,
 };
 
-static void hip_kernel(tk_emitter *e, tk_buf *out) {
-    tk_grid G = hip_grid;
-    G.decls = F.decls;
-    G.phase_open = F.phase_open;
-    G.phase_args = F.phase_args;
-    G.scalar = F.scalar;
-    G.trailer = F.trailer;
-    tk_grid_kernel(e, out, &G);
-}
-
-static const char *hip_ctype(tack_dtype dt) { return F.ctype(dt); }
-static const char *hip_storage(tack_dtype dt) { return F.storage(dt); }
-static const char *hip_math(int m, tack_dtype dt) { return F.math(m, dt); }
+static void hip_kernel(tk_emitter *e, tk_buf *out) { tk_grid_kernel(e, out, &hip_grid); }
 
 const tk_dialect tk_dialect_hip = {
     .name = "hip",
     .prelude = hip_prelude,
-    .ctype = hip_ctype,
-    .storage_type = hip_storage,
-    .math = hip_math,
+    .ctype = tk_cu_ctype,
+    .storage_type = tk_cu_storage,
+    .math = tk_cu_math,
     .export_attr = "extern \"C\" __global__",
     .pfor_as_function = 0,
     .func_qual = "static __device__",
