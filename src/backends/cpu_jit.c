@@ -431,12 +431,13 @@ static void abi_trailer(char *out, size_t cap, const char *key) {
  * matches an already-loaded library by that name before anything else, so
  * /proc/self/fd/N (whose N is reused) cannot be the name.  The path is
  * opened only if it still names the very file whose seal was read; that
- * nobody else can swap it in between is the directory rules' guarantee. */
+ * nobody else can swap it in between is the directory rules' guarantee.
+ * Another process building the same kernel may rename its copy into place
+ * after the seal was read: -1 says so, and the caller reads the entry again. */
 static int try_load(const kc_dir *d, const kc_entry *e, const char *name, const char *key, void **handle, void **entry) {
     struct stat a, b;
-    if (fstat(e->fd, &a) != 0 || fstatat(d->fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_dev != b.st_dev ||
-        a.st_ino != b.st_ino)
-        return 0;
+    if (fstat(e->fd, &a) != 0) return 0;
+    if (fstatat(d->fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) return -1;
     size_t n = strlen(d->path) + strlen(name) + 2;
     char *path = tack_malloc(n);
     if (!path) return 0;
@@ -508,14 +509,18 @@ done:
  * unusable: removed, so the caller rebuilds it). */
 static int load_entry(const kc_dir *d, const char *name, const char *key, const char *kernel, void **handle,
                       void **entry) {
-    kc_entry e;
-    const char *why = NULL;
-    int r = kc_read(d, name, &e, &why);
-    if (r < 0 && kc_log_info())
-        fprintf(stderr, "tack: cache entry %s/%s for kernel '%s' is %s; rebuilding it\n", d->path, name, kernel, why);
-    if (r != 1) return 0;
-    int ok = try_load(d, &e, name, key, handle, entry);
-    kc_entry_free(&e);
+    int ok = -1;
+    for (int tries = 0; ok < 0 && tries < 8; tries++) { /* -1: replaced by an equal build meanwhile */
+        kc_entry e;
+        const char *why = NULL;
+        int r = kc_read(d, name, &e, &why);
+        if (r < 0 && kc_log_info())
+            fprintf(stderr, "tack: cache entry %s/%s for kernel '%s' is %s; rebuilding it\n", d->path, name, kernel, why);
+        if (r != 1) return 0;
+        ok = try_load(d, &e, name, key, handle, entry);
+        kc_entry_free(&e);
+    }
+    if (ok < 0) return 0;
     if (!ok) {
         if (kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s does not load; rebuilding it\n", d->path, name);
         unlinkat(d->fd, name, 0);
