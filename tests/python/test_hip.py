@@ -131,8 +131,13 @@ def test_language_suite_compiles_for_hip(tmp_path):
     env = dict(os.environ, TACK_CUDA_CAPTURE=str(out), TACK_CAPTURE_TARGET="hip")
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
     files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py")]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files],
-                          env=env, capture_output=True, text=True, timeout=1200)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    if not out.exists() and proc.returncode < 0:
+        # hiprtc's compiler library crashed the process once in four CI runs (not reproduced
+        # yet); one more run tells a crash from a failure to compile, which is what this checks
+        print(f"the capture process died (signal {-proc.returncode}); running it once more")
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads(out.read_text())
     failures = summary["failures"]
