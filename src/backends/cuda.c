@@ -140,7 +140,7 @@ tack_status cuda_error(CUresult r, const char *what) {
 }
 
 /* ------------------------------------------------------ sticky errors */
-static const char *sticky_name(CUresult r, const char **what) {
+static const char *sticky_name(int r, const char **what) {
     switch (r) {
     case 700: *what = "an illegal memory access"; return "CUDA_ERROR_ILLEGAL_ADDRESS";
     case 702: *what = "a kernel ran too long and was stopped"; return "CUDA_ERROR_LAUNCH_TIMEOUT";
@@ -159,57 +159,22 @@ int cuda_sticky(CUresult r) {
     return sticky_name(r, &what) != NULL;
 }
 
-/* With c->sticky_lock held: mark the device lost (the first error wins). */
-static void mark_lost(cuda_dev *c, CUresult r) {
-    if (c->lost) return;
-    c->lost = 1;
-    c->lost_code = r;
-    snprintf(c->lost_after, sizeof c->lost_after, "%s", c->last_kernel);
-}
-
 void cuda_note(tack_device *d, CUresult r) {
     cuda_dev *c = d->state;
-    if (!c || !cuda_sticky(r)) return;
-    pthread_mutex_lock(&c->sticky_lock);
-    mark_lost(c, r);
-    pthread_mutex_unlock(&c->sticky_lock);
+    if (c && cuda_sticky(r)) gpu_lost_mark(&c->lost, r);
 }
 
 int cuda_is_lost(tack_device *d) {
     cuda_dev *c = d->state;
-    if (!c) return 0;
-    pthread_mutex_lock(&c->sticky_lock);
-    int lost = c->lost;
-    pthread_mutex_unlock(&c->sticky_lock);
-    return lost;
+    return c && gpu_lost_is(&c->lost);
 }
 
 tack_status cuda_lost_error(tack_device *d) {
     cuda_dev *c = d->state;
     if (!c) return TACK_OK;
-    pthread_mutex_lock(&c->sticky_lock);
-    if (!c->lost) {
-        pthread_mutex_unlock(&c->sticky_lock);
-        return TACK_OK;
-    }
-    const char *what, *name = sticky_name(c->lost_code, &what);
-    char after[200] = "";
-    tack_status st;
-    if (!c->lost_told) {
-        c->lost_told = 1;
-        if (c->lost_after[0]) snprintf(after, sizeof after, " after kernel '%s' was launched", c->lost_after);
-        st = tack_set_error(TACK_ERR_DEVICE,
-                            "%s: the GPU context is lost (%s, %s)%s; every later CUDA call in this process fails, "
-                            "in Tack and in any library sharing the GPU's primary context (PyTorch, CuPy); "
-                            "restart the process",
-                            d->name, name, what, after);
-    } else {
-        if (c->lost_after[0]) snprintf(after, sizeof after, " after kernel '%s'", c->lost_after);
-        st = tack_set_error(TACK_ERR_DEVICE, "%s is unusable since an earlier error (%s%s); restart the process",
-                            d->name, name, after);
-    }
-    pthread_mutex_unlock(&c->sticky_lock);
-    return st;
+    return gpu_lost_error(&c->lost, d->name, sticky_name, "the GPU context is lost",
+                          "every later CUDA call in this process fails, in Tack and in any library sharing the GPU's "
+                          "primary context (PyTorch, CuPy)");
 }
 
 tack_status cuda_fail(tack_device *d, CUresult r, const char *what) {
@@ -218,12 +183,7 @@ tack_status cuda_fail(tack_device *d, CUresult r, const char *what) {
     return cuda_lost_error(d);
 }
 
-void cuda_note_launch(tack_device *d, const char *kernel) {
-    cuda_dev *c = d->state;
-    pthread_mutex_lock(&c->sticky_lock);
-    snprintf(c->last_kernel, sizeof c->last_kernel, "%s", kernel);
-    pthread_mutex_unlock(&c->sticky_lock);
-}
+void cuda_note_launch(tack_device *d, const char *kernel) { gpu_lost_launched(&((cuda_dev *)d->state)->lost, kernel); }
 
 #define CU(call, what)                            \
     do {                                          \
@@ -310,7 +270,7 @@ static tack_status cuda_init_device(tack_device *d) {
     CU(api.cuStreamCreate(&c->stream, 0), "cuStreamCreate");
     c->pools = c->pools && api.cuMemAllocAsync && api.cuMemFreeAsync;
     pthread_mutex_init(&c->mem_lock, NULL);
-    pthread_mutex_init(&c->sticky_lock, NULL);
+    gpu_lost_init(&c->lost);
     gpu_records_init(&c->rec, "the GPU");
     d->state = c;
     c = NULL;

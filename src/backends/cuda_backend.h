@@ -48,13 +48,7 @@ typedef struct cuda_dev {
     /* kernels: cuda_launch.c, under `rec.lock` */
     gpu_records rec;           /* programs built for this device, an error kept (gpu_common.h) */
     CUdeviceptr err;           /* the error record, a gpu_err_record (0 until the first build) */
-    /* a sticky error (cuda.c): under sticky_lock */
-    pthread_mutex_t sticky_lock;
-    int lost;                  /* the context is lost: no driver call is made any more */
-    int lost_told;             /* the loss has been reported (once) */
-    CUresult lost_code;
-    char lost_after[128];      /* the kernel launched last when it was lost; "" when none */
-    char last_kernel[128];     /* the kernel launched last on the device */
+    gpu_lost lost;             /* a sticky error (gpu_common.h) */
 } cuda_dev;
 
 /* cuda.c */

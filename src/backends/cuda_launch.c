@@ -15,7 +15,7 @@
  * program id, then per parameter its pointer and shape or its scalar) and
  * passed by value to every phase.  Parallel phases run a grid sized from
  * the loop's extent where the source says how to compute it from the
- * arguments, capped at what fills the device ("grid" below); serial phases
+ * arguments, capped at what fills the device (gpu_launch.c, shared with HIP); serial phases
  * run one thread.  The phases of one call are queued back to back under the
  * program's lock (they share its frame buffer), and the call returns once
  * they are queued -- except when an array argument is shared with another
@@ -50,16 +50,12 @@
 #include "backends/kcache.h"
 #include "runtime/program.h"
 
-#define MAX_SLOTS 512 /* 4 KiB of kernel parameters */
-
 typedef struct cuda_prog {
     gpu_prog g; /* first: the device's program list holds it */
     CUmodule mod;
     CUfunction *fn;
     CUdeviceptr frame;
-    unsigned block;
-    char **work;   /* per phase: its loop's extent (layout_grid.c's postfix), NULL when not written */
-    unsigned *fill; /* per phase: the blocks that fill the device (SMs x resident blocks per SM) */
+    gpu_grid grid;  /* block size, loops' extents; fill: SMs x resident blocks per SM */
 } cuda_prog;
 
 /* ----------------------------------------------------------- reporting */
@@ -90,101 +86,11 @@ tack_status cuda_check_record(tack_device *d) {
 
 /* --------------------------------------------------------------- build */
 static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
-    const char *rest = NULL;
-    tack_status st = gpu_layout(p, &cp->g, "cuda", "/* tack-cuda: phases=", "a CUDA device", NULL, &rest);
+    tack_status st = gpu_cu_layout(p, &cp->g, &cp->grid, "cuda", "/* tack-cuda: phases=", "a CUDA device", "CUDA");
     if (st != TACK_OK) return st;
-    unsigned long long frame = 0;
-    unsigned block = 0;
-    if (sscanf(rest, " frame=%llu block=%u", &frame, &block) != 2 || block == 0 || block > 1024)
-        return tack_set_error(TACK_ERR_VALUE, "kernel '%s': malformed CUDA layout comment", p->kernel_name);
-    cp->fn = tack_calloc((size_t)cp->g.nph + 1, sizeof(CUfunction));
-    if (!cp->fn) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    cp->g.frame_bytes = (size_t)frame;
-    cp->block = block;
-    cp->work = tack_calloc((size_t)cp->g.nph + 1, sizeof(char *));
-    cp->fill = tack_calloc((size_t)cp->g.nph + 1, sizeof(unsigned));
-    if (!cp->work || !cp->fill) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    /* the loops' extents, where the source says them: " K:EXPR" each */
-    const char *w = NULL, *mark = "/* tack-grid-work:";
-    for (const char *s = strstr(p->source, mark); s; s = strstr(s + 1, mark)) w = s;
-    if (!w) return TACK_OK;
-    const char *end = strstr(w, "*/");
-    for (w += strlen(mark); end && w < end;) {
-        int k = -1, used = 0;
-        if (sscanf(w, " %d:%n", &k, &used) != 1 || used == 0) break;
-        w += used;
-        size_t n = strcspn(w, " *");
-        if (k >= 0 && k < cp->g.nph && !cp->work[k]) {
-            if (!(cp->work[k] = tack_malloc(n + 1)))
-                return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-            memcpy(cp->work[k], w, n);
-            cp->work[k][n] = 0;
-        }
-        w += n;
-    }
+    if (!(cp->fn = tack_calloc((size_t)cp->g.nph + 1, sizeof(CUfunction))))
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     return TACK_OK;
-}
-
-/* ---------------------------------------------------------------- grid
- * A parallel phase's grid: ceil(work / block) blocks, at least one, at most
- * what fills the device (every SM holding as many blocks as it can keep
- * resident: cuOccupancyMaxActiveBlocksPerMultiprocessor where the driver has
- * it, else its threads per SM / block); the whole device when the work is
- * not known on the host.  The phases are grid-stride loops, so any grid is
- * correct; this only spares launching blocks with nothing to do. */
-static int64_t sat(__int128 v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v; }
-
-/* The extent of a loop from its postfix (layout_grid.c) and the call's
- * arguments; -1 when it cannot be told. */
-static int64_t eval_work(const char *w, const tack_program *p, const tack_arg *args, int nargs) {
-    int64_t total = 1, st[16];
-    int sp = 0;
-    for (const char *t = w;; t++) {
-        char c = *t;
-        if (c == 0 || c == ';') {
-            if (sp != 1) return -1;
-            total = st[0] <= 0 ? 0 : sat((__int128)total * st[0]);
-            sp = 0;
-            if (c == 0) return total;
-            continue;
-        }
-        if (c == ',') continue;
-        if (c == '#' || c == 's' || c == 'i' || c == 'u') {
-            char *e = NULL;
-            long long a = strtoll(t + 1, &e, 10), b = 0;
-            if (e == t + 1 || sp == 16) return -1;
-            if (c == 's' && *e == '.') b = strtoll(e + 1, &e, 10);
-            t = e - 1;
-            if (c != '#' && (a < 0 || a >= nargs || !!p->params[a].is_array != (c == 's'))) return -1;
-            if (c == '#') st[sp++] = a;
-            else if (c == 's') {
-                if (b < 0 || b >= tack_array_ndim(args[a].array)) return -1;
-                st[sp++] = tack_array_shape(args[a].array)[b];
-            } else if (c == 'u') st[sp++] = args[a].scalar.u > INT64_MAX ? INT64_MAX : (int64_t)args[a].scalar.u;
-            else st[sp++] = args[a].scalar.i;
-            continue;
-        }
-        if (sp < 2) return -1;
-        int64_t y = st[--sp], x = st[sp - 1], r;
-        switch (c) {
-        case '+': r = sat((__int128)x + y); break;
-        case '-': r = sat((__int128)x - y); break;
-        case '*': r = sat((__int128)x * y); break;
-        case '/': if (y <= 0) return -1; r = x / y - (x % y != 0 && x < 0); break;
-        case 'm': r = x < y ? x : y; break;
-        case 'M': r = x > y ? x : y; break;
-        default: return -1;
-        }
-        st[sp - 1] = r;
-    }
-}
-
-static unsigned phase_grid(const cuda_prog *cp, int k, const tack_program *p, const tack_arg *args, int nargs) {
-    int64_t work = cp->work[k] ? eval_work(cp->work[k], p, args, nargs) : -1;
-    if (work < 0) return cp->fill[k];
-    uint64_t blocks = ((uint64_t)work + cp->block - 1) / cp->block;
-    if (blocks == 0) blocks = 1;
-    return blocks < cp->fill[k] ? (unsigned)blocks : cp->fill[k];
 }
 
 /* Device memory and module are left alone when the device is lost. */
@@ -194,9 +100,7 @@ static void prog_free(const tack_cuda_api *api, tack_device *d, cuda_prog *cp) {
         if (cp->frame) cuda_note(d, api->cuMemFree(cp->frame));
         if (cp->mod && !cuda_is_lost(d)) cuda_note(d, api->cuModuleUnload(cp->mod));
     }
-    for (int k = 0; cp->work && k < cp->g.nph; k++) tack_free(cp->work[k]);
-    tack_free(cp->work);
-    tack_free(cp->fill);
+    gpu_grid_free(&cp->grid);
     gpu_prog_fini(&cp->g);
     tack_free(cp->fn);
     tack_free(cp);
@@ -261,10 +165,10 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         }
         int per_sm = 0;
         if (!api->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
-            api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cp->fn[k], (int)cp->block, 0) != TACK_CUDA_SUCCESS ||
+            api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cp->fn[k], (int)cp->grid.block, 0) != TACK_CUDA_SUCCESS ||
             per_sm <= 0)
-            per_sm = c->sm_threads / (int)cp->block;
-        cp->fill[k] = (unsigned)(d->threads > 0 ? d->threads : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
+            per_sm = c->sm_threads / (int)cp->grid.block;
+        cp->grid.fill[k] = (unsigned)(d->threads > 0 ? d->threads : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
     }
     if (cp->g.frame_bytes) {
         CUresult r = api->cuMemAlloc(&cp->frame, cp->g.frame_bytes);
@@ -320,56 +224,30 @@ void cuda_unload(tack_device *d, tack_program *p) {
 }
 
 /* -------------------------------------------------------------- launch */
+static tack_status queue_phase(tack_device *d, gpu_prog *g, int k, unsigned blocks, unsigned threads, uint64_t *slots,
+                               size_t bytes) {
+    cuda_dev *c = d->state;
+    void *params[1] = {slots};
+    (void)bytes;
+    CUresult r = cuda_api_get()->cuLaunchKernel(((cuda_prog *)g)->fn[k], blocks, 1, 1, threads, 1, 1, 0, c->stream,
+                                                params, NULL);
+    return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_fail(d, r, "cuLaunchKernel");
+}
+
+static tack_status finish(tack_device *d) {
+    CUresult r = cuda_api_get()->cuStreamSynchronize(((cuda_dev *)d->state)->stream);
+    return r == TACK_CUDA_SUCCESS ? cuda_check_record(d) : cuda_fail(d, r, "cuStreamSynchronize");
+}
+
+static const gpu_launch_hooks hooks = {queue_phase, cuda_note_launch, finish};
+
 tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
-    const tack_cuda_api *api = cuda_api_get();
     cuda_dev *c = d->state;
     cuda_prog *cp = p->handle;
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
-    tack_status st = cuda_lost_error(d);
+    tack_status st = cuda_push(d);
     if (st != TACK_OK) return st;
-    uint64_t stackslots[64];
-    uint64_t *slots = stackslots;
-    int nslots = gpu_arg_count(p);
-    if (nslots > MAX_SLOTS)
-        return tack_set_error(TACK_ERR_UNSUPPORTED, "kernel '%s' has too many arguments for one CUDA launch (%d slots of 8 bytes; at most %d)",
-                              p->kernel_name, nslots, MAX_SLOTS);
-    if (nslots > 64 && !(slots = tack_calloc((size_t)nslots, sizeof *slots)))
-        return tack_set_error(TACK_ERR_NOMEM, "out of memory launching kernel '%s'", p->kernel_name);
-    int shared = 0, n = 3;
-    slots[0] = (uint64_t)c->err;
-    slots[1] = (uint64_t)cp->frame;
-    slots[2] = cp->g.id;
-    for (int i = 0; i < nargs && st == TACK_OK; i++) {
-        const tk_pinfo *pi = &p->params[i];
-        if (!pi->is_array) {
-            slots[n++] = gpu_scalar_bits(pi, &args[i]);
-            continue;
-        }
-        tack_array *a = args[i].array; /* checked by tack_launch (driver.c) */
-        shared |= (tack_array_flags(a) & TACK_ARRAY_SHARED) != 0;
-        slots[n++] = (uint64_t)(uintptr_t)tack_array_data(a);
-        const int64_t *shape = tack_array_shape(a);
-        for (int k = 0; k < pi->ndim; k++) slots[n++] = (uint64_t)shape[k];
-    }
-    if (st == TACK_OK && (st = cuda_push(d)) == TACK_OK) {
-        void *params[1] = {slots};
-        pthread_mutex_lock(&cp->g.lock);
-        for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
-            int par = cp->g.kinds[k] == 'p';
-            unsigned grid = par ? phase_grid(cp, k, p, args, nargs) : 1;
-            CUresult r = api->cuLaunchKernel(cp->fn[k], grid, 1, 1, par ? cp->block : 1, 1, 1, 0, c->stream,
-                                             params, NULL);
-            if (r != TACK_CUDA_SUCCESS) st = cuda_fail(d, r, "cuLaunchKernel");
-        }
-        pthread_mutex_unlock(&cp->g.lock);
-        if (st == TACK_OK) cuda_note_launch(d, p->kernel_name);
-        if (st == TACK_OK && shared) {
-            /* shared with another library: finished before the call returns */
-            CUresult r = api->cuStreamSynchronize(c->stream);
-            st = r == TACK_CUDA_SUCCESS ? cuda_check_record(d) : cuda_fail(d, r, "cuStreamSynchronize");
-        }
-        cuda_pop();
-    }
-    if (slots != stackslots) tack_free(slots);
+    st = gpu_launch_phases(d, &cp->g, &cp->grid, (uint64_t)c->err, (uint64_t)cp->frame, args, nargs, "CUDA", &hooks);
+    cuda_pop();
     return st;
 }

@@ -147,4 +147,68 @@ char *gpu_bin_entry_read(const kc_dir *d, const char *name, const char *head, co
 tack_status gpu_bin_entry_write(const kc_dir *d, const char *name, const char *head, const char *key,
                                 const unsigned char *bin, size_t len);
 
+/* ------------------------------------------------------- gpu_launch.c
+ * What the CUDA and HIP launchers share (gpu_launch.c's comment). */
+
+/* A lost device: the first sticky error wins; under its own lock. */
+typedef struct gpu_lost {
+    pthread_mutex_t lock;
+    int lost;              /* no driver call is made any more */
+    int told;              /* the loss has been reported (once) */
+    int code;              /* the driver's error code */
+    char after[128];       /* the kernel launched last when it was lost; "" when none */
+    char last_kernel[128]; /* the kernel launched last on the device */
+} gpu_lost;
+
+/* A backend's sticky codes: the code's name with *what saying it in words;
+ * NULL when `code` is not sticky. */
+typedef const char *(*gpu_sticky_fn)(int code, const char **what);
+
+void gpu_lost_init(gpu_lost *l);
+void gpu_lost_mark(gpu_lost *l, int code);
+int gpu_lost_is(gpu_lost *l);
+void gpu_lost_launched(gpu_lost *l, const char *kernel);
+/* TACK_OK when not lost; else "DEVICE: LOST_WORDS (NAME, WHAT) after kernel
+ * 'K' was launched; CONSEQUENCE; restart the process" the first time, and
+ * "DEVICE is unusable since an earlier error (...)" after that. */
+tack_status gpu_lost_error(gpu_lost *l, const char *device, gpu_sticky_fn name_of, const char *lost_words,
+                           const char *consequence);
+
+/* A program's grid: the block size, per phase its loop's extent
+ * (layout_grid.c's postfix; NULL when not written) and the blocks that fill
+ * the device (set by the backend once the kernel is loaded). */
+typedef struct gpu_grid {
+    unsigned block;
+    int nph;
+    char **work;
+    unsigned *fill;
+} gpu_grid;
+
+/* The CUDA-family layout comment (`MARK` phases, ` frame=N block=B`) and the
+ * loops' extents into g and grid; `family` ("CUDA", "HIP") names it in errors. */
+tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const char *dialect, const char *mark,
+                          const char *device, const char *family);
+void gpu_grid_free(gpu_grid *g);
+/* Phase k's blocks for this call's arguments. */
+unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const tack_arg *args, int nargs);
+
+#define GPU_MAX_SLOTS 512 /* 4 KiB of kernel parameters */
+
+/* A backend's driver calls for one launch. */
+typedef struct gpu_launch_hooks {
+    /* queue phase k: `blocks` blocks of `threads`, the slots (`bytes` long) as its one argument */
+    tack_status (*queue)(tack_device *d, gpu_prog *g, int k, unsigned blocks, unsigned threads, uint64_t *slots,
+                         size_t bytes);
+    /* the phases were queued: the name a loss is reported after */
+    void (*launched)(tack_device *d, const char *kernel);
+    /* wait for the device's stream and report a failed check (a shared argument) */
+    tack_status (*finish)(tack_device *d);
+} gpu_launch_hooks;
+
+/* Pack the slots (ctx = err, frame, id, the arguments), queue every phase
+ * under g's lock, and when an array argument is shared with another library
+ * finish before returning ("When a call returns"). */
+tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid, uint64_t err, uint64_t frame,
+                              const tack_arg *args, int nargs, const char *family, const gpu_launch_hooks *h);
+
 #endif /* TACK_GPU_COMMON_H */
