@@ -222,9 +222,13 @@ TACK_API tack_status tack_array_to_dlpack(tack_array *a, int versioned, tack_dlp
  * (CUDA: a CUstream; 1 and 2 are the legacy and the per-thread default
  * stream): Tack records an event after its queued work (with COPY_ALWAYS,
  * after the copy) and makes that stream wait for it, so the host does not
- * wait.  A device without streams (the CPU) waits on the host. */
+ * wait.  A device without streams (the CPU) waits on the host.
+ * TACK_DLPACK_STREAM_DEFAULT (-2): the device API's default stream, whose
+ * handle is 0 and so cannot be passed as itself (ROCm: DLPack's None or 0,
+ * HIP's null stream). */
 #define TACK_DLPACK_STREAM_NO_SYNC ((intptr_t)-1)
 #define TACK_DLPACK_STREAM_HOST ((intptr_t)0)
+#define TACK_DLPACK_STREAM_DEFAULT ((intptr_t)-2)
 TACK_API tack_status tack_array_to_dlpack_stream(tack_array *a, int versioned, tack_dlpack_copy copy, intptr_t stream,
                                                  void **out);
 

@@ -202,10 +202,15 @@ TACK_API int tack_nvrtc_version(void);
 /* Compile HIP C++ source to a code object with hiprtc (loaded at run time;
  * no GPU is needed) for the AMD architecture `arch` as gcnArchName names it
  * ("gfx90a", "gfx1030:xnack-").  flags: 0 for IEEE arithmetic (no fused
- * multiply-add), or TACK_HIPRTC_FAST_MATH.  On success *code (release with
- * tack_free) holds *size bytes.  TACK_ERR_COMPILE carries hiprtc's log;
- * TACK_ERR_DEVICE says that hiprtc is missing. */
+ * multiply-add), or TACK_HIPRTC_FAST_MATH; with TACK_HIPRTC_WAVE64 or
+ * TACK_HIPRTC_WAVE32 for an architecture that runs either wavefront size
+ * (RDNA: gfx10 and later), the size to build for (`warpSize` in the code).
+ * On success *code (release with tack_free) holds *size bytes.
+ * TACK_ERR_COMPILE carries hiprtc's log; TACK_ERR_DEVICE says that hiprtc
+ * is missing.  Compiles are serialized in the process (hiprtc.c says why). */
 #define TACK_HIPRTC_FAST_MATH 1u
+#define TACK_HIPRTC_WAVE64 2u
+#define TACK_HIPRTC_WAVE32 4u
 TACK_API tack_status tack_hiprtc_compile(const char *source, const char *name, const char *arch, unsigned flags,
                                          void **code, size_t *size);
 /* hiprtc's version as major*1000 + minor*10, or 0 when it cannot be loaded. */

@@ -50,6 +50,7 @@
 
 #include "backends/cuda_backend.h"
 #include "backends/kcache.h"
+#include "tack_dlpack.h"
 
 static tack_cuda_api api;
 static char load_why[256];
@@ -527,7 +528,9 @@ static tack_status cuda_stream_wait(tack_device *d, void *stream) {
         return st;
     CU(api.cuEventCreate(&e, TACK_CU_EVENT_DISABLE_TIMING), "cuEventCreate");
     CU(api.cuEventRecord(e, c->stream), "cuEventRecord");
-    CU(api.cuStreamWaitEvent((CUstream)stream, e, 0), "cuStreamWaitEvent");
+    /* TACK_DLPACK_STREAM_DEFAULT: the default stream, handle 0 (the legacy one) */
+    CU(api.cuStreamWaitEvent((intptr_t)stream == TACK_DLPACK_STREAM_DEFAULT ? NULL : (CUstream)stream, e, 0),
+       "cuStreamWaitEvent");
 done:
     if (e && !cuda_is_lost(d))
         cuda_note(d, api.cuEventDestroy(e));

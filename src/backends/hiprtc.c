@@ -16,7 +16,16 @@
  *
  * Arithmetic follows the CPU's unless fast math is asked for: no contraction
  * of a * b + c into a fused multiply-add (-ffp-contract=off), and HIP's
- * defaults for f32 division and square root, which round correctly.
+ * defaults for f32 division and square root, which round correctly.  An
+ * RDNA target is built for the wavefront size asked for (-mwavefrontsize64
+ * or -mno-wavefrontsize64): the HIP backend asks for the device's.
+ *
+ * One compile at a time in the process: hiprtc hands the options to comgr,
+ * which parses them into LLVM's command-line registry -- global state that
+ * LLVM does not guard -- and ROCm releases before 6 do not serialize it
+ * themselves.  Tack compiles from whatever thread calls a kernel first
+ * (tests/python/test_kernels.py calls from twelve at once), so the calls
+ * from create to destroy hold one mutex.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -44,6 +53,7 @@ static struct {
     char why[300];
 } hr;
 static pthread_once_t hr_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t hr_compile_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int hr_bind(void *lib) {
 #define SYM(field, name)                                          \
@@ -135,13 +145,20 @@ tack_status tack_hiprtc_compile(const char *source, const char *name, const char
     if (!hr.lib) return tack_set_error(TACK_ERR_DEVICE, "%s", hr.why);
     char opt_arch[96];
     snprintf(opt_arch, sizeof opt_arch, "--offload-arch=%s", arch);
-    const char *opts[] = {opt_arch, "-O3", hiprtc_options(flags)};
+    const char *opts[4] = {opt_arch, "-O3", hiprtc_options(flags), NULL};
+    int nopts = 3;
+    if (flags & TACK_HIPRTC_WAVE64) opts[nopts++] = "-mwavefrontsize64";
+    else if (flags & TACK_HIPRTC_WAVE32) opts[nopts++] = "-mno-wavefrontsize64";
     hiprtcProgram prog = NULL;
     char *log = NULL, *out = NULL;
     tack_status st = TACK_OK;
+    pthread_mutex_lock(&hr_compile_lock);
     int r = hr.create(&prog, source, name, 0, NULL, NULL);
-    if (r != 0) return tack_set_error(TACK_ERR_DEVICE, "hiprtcCreateProgram failed: %s", hr.error_string(r));
-    r = hr.compile(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    if (r != 0) {
+        pthread_mutex_unlock(&hr_compile_lock);
+        return tack_set_error(TACK_ERR_DEVICE, "hiprtcCreateProgram failed: %s", hr.error_string(r));
+    }
+    r = hr.compile(prog, nopts, opts);
     size_t log_len = 0;
     if (hr.log_size(prog, &log_len) == 0 && log_len > 1 && (log = tack_malloc(log_len + 1))) {
         hr.log(prog, log);
@@ -169,5 +186,6 @@ done:
     tack_free(out);
     tack_free(log);
     hr.destroy(&prog);
+    pthread_mutex_unlock(&hr_compile_lock);
     return st;
 }

@@ -88,10 +88,13 @@ static int parse_dl_device(PyObject *obj, DLDevice *out) {
 /* The stream argument of __dlpack__, per the DLPack Python specification,
  * as tack_array_to_dlpack_stream takes it (*out): on CUDA, None is the
  * legacy default stream (1), -1 no synchronization, 1 and 2 the legacy and
- * per-thread default streams, anything else a CUstream; elsewhere None
+ * per-thread default streams, anything else a CUstream; on ROCm, None and 0
+ * are the default stream (HIP's null stream: TACK_DLPACK_STREAM_DEFAULT),
+ * -1 no synchronization, anything above 2 a hipStream_t; elsewhere None
  * waits on the host. */
 static int check_stream(PyObject *stream, DLDevice dev, intptr_t *out) {
-    *out = dev.device_type == kDLCUDA ? 1 : TACK_DLPACK_STREAM_HOST;
+    *out = dev.device_type == kDLCUDA ? 1 : dev.device_type == kDLROCM ? TACK_DLPACK_STREAM_DEFAULT
+                                                                       : TACK_DLPACK_STREAM_HOST;
     if (stream == Py_None)
         return 0;
     if (!PyLong_Check(stream)) {
@@ -123,6 +126,10 @@ static int check_stream(PyObject *stream, DLDevice dev, intptr_t *out) {
                          s);
             return -1;
         }
+        if (s == -1)
+            *out = TACK_DLPACK_STREAM_NO_SYNC;
+        else if (s != 0 && !(*out = (intptr_t)PyLong_AsVoidPtr(stream)) && PyErr_Occurred())
+            return -1;
         return 0;
     default:
         PyErr_Format(PyExc_ValueError, "stream must be None for an array on a %s device, not %lld",

@@ -39,7 +39,7 @@ static const struct family {
 } families[] = {
     { "cpu", TACK_DEVICE_CPU, rt_backend_cpu, NULL },
     { "cuda", TACK_DEVICE_CUDA, rt_backend_cuda, NULL },
-    { "hip", TACK_DEVICE_ROCM, NULL, "this build of Tack has no HIP backend yet" },
+    { "hip", TACK_DEVICE_ROCM, rt_backend_hip, NULL },
     { "metal", TACK_DEVICE_METAL, NULL, "this build of Tack has no Metal backend" },
     { "level_zero", TACK_DEVICE_ONEAPI, rt_backend_level_zero, NULL },
     { "opencl", TACK_DEVICE_OPENCL, rt_backend_opencl, NULL },

@@ -91,6 +91,7 @@ struct tack_array {
 /* device.c */
 const rt_backend *rt_backend_cpu(void);
 const rt_backend *rt_backend_cuda(void);
+const rt_backend *rt_backend_hip(void);
 const rt_backend *rt_backend_opencl(void);
 const rt_backend *rt_backend_level_zero(void);
 tack_device *rt_default_cpu(void);
