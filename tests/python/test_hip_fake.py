@@ -1,0 +1,247 @@
+"""The HIP backend from Python, against Tack's fake HIP runtime.
+
+tests/c/fake_hip.c is a fake libamdhip64 (and hiprtc) that does the host-side
+work for real -- device memory is host memory, copies happen when their
+stream is drained, events order streams -- and records what kernels were
+launched with (they do not run).  It is built here with the C compiler and
+loaded through TACK_HIP_PATH and TACK_HIPRTC_PATH, in a process of its own
+per test (the fake is read when Tack first asks for HIP, and the FAKE_HIP_*
+settings at device init).  Those processes load no OpenCL driver
+(OCL_ICD_VENDORS points nowhere), which would bring a second LLVM.
+
+What is checked: device="hip" without a runtime or a GPU is a clear error
+and tack.devices() omits HIP; the device's gcnArchName and wavefront reach
+hiprtc; a call returns once queued and a synchronization runs it; a shared
+argument finishes first; kDLROCM export and import with DLPack's ROCm
+stream rules; array_from_ptr checked with hipPointerGetAttributes.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_SRC = ROOT / "tests" / "c" / "fake_hip.c"
+CC = os.environ.get("TACK_CC") or shutil.which("cc") or shutil.which("gcc")
+
+pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler to build the fake HIP runtime")
+
+PRELUDE = textwrap.dedent("""
+    import ctypes, os, sys
+    import numpy as np
+    import tack
+    FAKE = ctypes.CDLL(os.environ["TACK_HIPRTC_PATH"])
+    def fake_int(name):
+        return ctypes.c_int.in_dll(FAKE, name).value
+    def fake_text(name):
+        return ctypes.cast(ctypes.addressof(ctypes.c_char.in_dll(FAKE, name)), ctypes.c_char_p).value.decode()
+    def fake_clear(name):
+        ctypes.c_char.in_dll(FAKE, name).value = b"\\0"
+    def fake_set(name, v):
+        ctypes.c_int.in_dll(FAKE, name).value = v
+""")
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fakehip")
+    lib = d / "libfake-amdhip64.so"
+    proc = subprocess.run([CC, "-shared", "-fPIC", "-O1", "-o", str(lib), str(FAKE_SRC), "-lpthread"],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot build the fake HIP runtime: {proc.stderr[-500:]}")
+    return lib
+
+
+def run(tmp_path, fake, body, **env_extra):
+    script = tmp_path / "script.py"
+    script.write_text(PRELUDE + textwrap.dedent(body))
+    env = dict(os.environ, TACK_HIP_PATH=str(fake), TACK_HIPRTC_PATH=str(fake), OCL_ICD_VENDORS=str(tmp_path / "none"),
+               TACK_CACHE_DIR=str(tmp_path / "cache"))
+    for k in ("FAKE_HIP_COUNT", "FAKE_HIP_ARCH", "FAKE_HIP_WARP", "FAKE_HIP_RUNTIME"):
+        env.pop(k, None)
+    env.update({k: str(v) for k, v in env_extra.items()})
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_without_a_runtime_hip_is_a_clear_error(tmp_path, fake):
+    out = run(tmp_path, fake, """
+        assert not any(str(d).startswith("hip") for d in tack.devices()), tack.devices()
+        try:
+            tack.zeros(4, device="hip")
+        except Exception as e:
+            print(type(e).__name__, e)
+        else:
+            raise SystemExit("device='hip' worked without a HIP runtime")
+    """, TACK_HIP_PATH=str(tmp_path / "missing.so"))
+    assert "TACK_HIP_PATH names" in out and "cannot be loaded" in out
+
+
+def test_without_an_amd_gpu_hip_is_a_clear_error(tmp_path, fake):
+    out = run(tmp_path, fake, """
+        assert not any(str(d).startswith("hip") for d in tack.devices()), tack.devices()
+        try:
+            tack.zeros(4, device="hip:0")
+        except Exception as e:
+            print(type(e).__name__, e)
+    """, FAKE_HIP_COUNT=0)
+    assert "no AMD GPU" in out
+
+
+def test_devices_memory_and_the_launch_path(tmp_path, fake):
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import tack
+
+        @tack.kernel
+        def axpy(a, x, y):
+            for i in range(x.shape[0]):
+                y[i] = a * x[i] + y[i]
+    """))
+    run(tmp_path, fake, """
+        sys.path.insert(0, os.getcwd())
+        from kern import axpy
+        assert "hip:0" in [str(d) for d in tack.devices()]
+        host = np.arange(1000, dtype=np.float32)
+        x = tack.array(host, device="hip")
+        y = tack.zeros(1000, np.float32, device="hip")
+        assert str(x.device) == "hip:0"
+        np.testing.assert_array_equal(x.numpy(), host)
+        before = fake_int("launches")
+        axpy(2.0, x, y)
+        # built for the device's own architecture; the call returned once queued
+        assert "--offload-arch=gfx90a:sramecc+:xnack- " in fake_text("last_options"), fake_text("last_options")
+        assert fake_int("launches") == before
+        tack.synchronize()
+        assert fake_int("launches") == before + 1
+        assert "launch(tk_phase0)" in fake_text("completed")
+        # a shared argument (wrapped from a pointer): finished when the call returns
+        w = tack.array_from_ptr(y.ptr, (1000,), np.float32, writable=True, device="hip")
+        before = fake_int("launches")
+        axpy(2.0, x, w)
+        assert fake_int("launches") == before + 1
+        # a failed check is reported at the next synchronization point (z: never shared;
+        # reading y.ptr above shared y's storage)
+        z = tack.zeros(1000, np.float32, device="hip")
+        fake_set("fail_next", 1)
+        axpy(2.0, x, z)
+        try:
+            tack.synchronize()
+        except IndexError as e:
+            assert "out of bounds" in str(e), e
+        else:
+            raise SystemExit("the failed check was not reported")
+        tack.synchronize()
+        print("ok")
+    """)
+
+
+@pytest.mark.parametrize("arch,warp,flag", [("gfx90a", 64, None), ("gfx1030", 32, "-mno-wavefrontsize64"),
+                                            ("gfx1030", 64, "-mwavefrontsize64")])
+def test_the_wavefront_comes_from_the_device(tmp_path, fake, arch, warp, flag):
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import tack
+
+        @tack.kernel
+        def total(x, out):
+            for i in range(x.shape[0]):
+                out[0] += x[i]
+    """))
+    out = run(tmp_path, fake, """
+        sys.path.insert(0, os.getcwd())
+        from kern import total
+        x = tack.array(np.ones(64, np.float32), device="hip")
+        out = tack.zeros(1, np.float32, device="hip")
+        total(x, out)
+        tack.synchronize()
+        print(fake_text("last_options"))
+    """, FAKE_HIP_ARCH=arch, FAKE_HIP_WARP=warp)
+    assert f"--offload-arch={arch} " in out
+    if flag:
+        assert flag in out.split()
+    else:
+        assert "wavefrontsize" not in out
+
+
+def test_kdlrocm_export_and_import(tmp_path, fake):
+    run(tmp_path, fake, """
+        x = tack.array(np.arange(8, dtype=np.float32), device="hip")
+        assert tuple(x.__dlpack_device__()) == (10, 0)  # kDLROCM
+        # None and 0: the ROCm default stream (HIP's null stream) waits for Tack's, on the device
+        for stream in (None, 0):
+            fake_clear("order")
+            cap = x.__dlpack__(stream=stream)
+            order = fake_text("order")
+            assert "wait(0," in order and "sync" not in order, order
+            y = tack.from_dlpack(cap)
+            assert str(y.device) == "hip:0" and y.ptr == x.ptr
+        # a consumer's own stream: waited on through an event
+        s = ctypes.c_void_p()
+        assert FAKE.hipStreamCreate(ctypes.byref(s)) == 0
+        fake_clear("order")
+        x.__dlpack__(stream=s.value)
+        assert "record(" in fake_text("order") and "wait(" in fake_text("order")
+        # -1: no synchronization; 1 and 2 are CUDA's, not ROCm's
+        fake_clear("order")
+        x.__dlpack__(stream=-1)
+        assert fake_text("order") == "", fake_text("order")
+        for bad in (1, 2):
+            try:
+                x.__dlpack__(stream=bad)
+            except ValueError as e:
+                assert "not valid for a ROCm array" in str(e)
+            else:
+                raise SystemExit(f"stream={bad} was taken")
+        print("ok")
+    """)
+
+
+def test_array_from_ptr_checks_the_address(tmp_path, fake):
+    run(tmp_path, fake, """
+        x = tack.zeros(16, np.float32, device="hip")
+        v = tack.array_from_ptr(x.ptr, (16,), np.float32, device="hip")
+        assert v.ptr == x.ptr and str(v.device) == "hip:0"
+        host = np.zeros(16, np.float32)
+        try:
+            tack.array_from_ptr(host.ctypes.data, (16,), np.float32, device="hip")
+        except ValueError as e:
+            assert "not memory the HIP runtime knows" in str(e), e
+        else:
+            raise SystemExit("a host address was taken for device memory")
+        print("ok")
+    """)
+
+
+def test_array_from_ptr_checks_the_device(tmp_path, fake):
+    run(tmp_path, fake, """
+        x = tack.zeros(16, np.float32, device="hip:1")
+        try:
+            tack.array_from_ptr(x.ptr, (16,), np.float32, device="hip:0")
+        except ValueError as e:
+            assert "belongs to hip:1, not hip:0" in str(e), e
+        else:
+            raise SystemExit("another GPU's address was taken")
+        print("ok")
+    """, FAKE_HIP_COUNT=2)
+
+
+def test_rocm6_pointer_attributes(tmp_path, fake):
+    """ROCm 6 renumbered the memory types and answers for unknown memory."""
+    run(tmp_path, fake, """
+        x = tack.zeros(16, np.float32, device="hip")
+        tack.array_from_ptr(x.ptr, (16,), np.float32, device="hip")
+        host = np.zeros(16, np.float32)
+        try:
+            tack.array_from_ptr(host.ctypes.data, (16,), np.float32, device="hip")
+        except ValueError as e:
+            assert "not memory the HIP runtime knows" in str(e), e
+        else:
+            raise SystemExit("a host address was taken for device memory")
+    """, FAKE_HIP_RUNTIME=60200000)
