@@ -3,6 +3,7 @@
     uv run python docs/examples/validate.py --arch cpu
     uv run python docs/examples/validate.py --arch cuda --vtk
     uv run python docs/examples/validate.py --arch opencl
+    uv run python docs/examples/validate.py --arch hip
 
 Each check runs a small kernel (or an exchange with another library) on the
 chosen backend and compares the result with NumPy or Python computing the

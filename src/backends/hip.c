@@ -111,8 +111,9 @@ static void load(void) {
     }
     if (!bind(api.lib)) return;
     hipError_t r = api.hipInit(0);
-    if (r == TACK_HIP_ERROR_NO_DEVICE) {
-        snprintf(load_why, sizeof load_why, "the HIP runtime finds no AMD GPU");
+    if (r == TACK_HIP_ERROR_NO_DEVICE || r == TACK_HIP_ERROR_INVALID_DEVICE) {
+        /* ROCm without a GPU (or without access to /dev/kfd) says hipErrorInvalidDevice */
+        snprintf(load_why, sizeof load_why, "the HIP runtime finds no AMD GPU (hipInit: %s)", api.hipGetErrorName(r));
         return;
     }
     if (r != TACK_HIP_SUCCESS) {

@@ -101,7 +101,7 @@ hipError_t hipGetDeviceProperties(void *prop, int d) {
     snprintf((char *)prop + 396, 256, "%s", arch && *arch ? arch : "gfx90a:sramecc+:xnack-");
     return 0;
 }
-const char *hipGetErrorName(hipError_t r) { return r == 700 ? "hipErrorIllegalAddress" : "hipErrorFake"; }
+const char *hipGetErrorName(hipError_t r) { return r == 700 ? "hipErrorIllegalAddress" : r == 100 ? "hipErrorNoDevice" : "hipErrorFake"; }
 const char *hipGetErrorString(hipError_t r) { return r == 700 ? "an illegal memory access (fake)" : "fake error"; }
 
 /* ------------------------------------------------------------ the memory */
