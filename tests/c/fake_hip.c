@@ -18,7 +18,9 @@
  * does) and, when fail_next is set, writes a failed check into the error
  * record its first slot points at, naming the program id of its third slot.
  * hiprtc "compiles" to "\177ELF" + "fake-hsaco\n" + the source, recording
- * its options, and hipModuleGetFunction finds a name in that text.
+ * its options, and hipModuleGetFunction finds a name in that text; a real
+ * code object (the real hiprtc's) is loaded when it was built for the
+ * device's architecture, and its symbols are searched the same way.
  *
  * Environment: FAKE_HIP_COUNT (devices, 1; 0 makes hipInit fail with
  * hipErrorNoDevice), FAKE_HIP_ARCH (gcnArchName, "gfx90a:sramecc+:xnack-"),
@@ -42,7 +44,7 @@ static int env_int(const char *n, int dflt) {
 
 /* ---------------------------------------------------------- what tests read */
 int launches, fail_next, sticky_next_sync, sticky, calls_after;
-unsigned last_grid, last_block;
+unsigned last_grid, last_block, phase0_grid; /* phase0_grid: the last tk_phase0's */
 uint64_t last_args[64];
 size_t last_args_bytes;
 int set_device_calls, module_loads, module_unloads, allocs, frees, live_allocs;
@@ -161,6 +163,7 @@ static void run(op *o) {
         last_args_bytes = o->args_bytes;
         memcpy(last_args, o->args, o->args_bytes < sizeof last_args ? o->args_bytes : sizeof last_args);
         snprintf(last_kernel, sizeof last_kernel, "%s", o->name);
+        if (!strcmp(o->name, "tk_phase0")) phase0_grid = o->grid;
         if (fail_next && o->args_bytes >= 24) {
             alloc *rec = find((void *)(uintptr_t)o->args[0]);
             if (rec && rec->n >= 32) { /* {i32 failed, i32 site, u64 prog, i64 a, i64 b}: the first failure wins */
@@ -350,11 +353,50 @@ hipError_t hipPointerGetAttributes(void *attr, const void *p) {
 
 /* --------------------------------------------------------------- modules */
 #define MAGIC "\177ELFfake-hsaco\n"
-typedef struct module { char *text; } module;
+typedef struct module { char *text; size_t len; } module;
+/* A real code object (from the real hiprtc) is an AMDGPU ELF: its size is
+ * where the section headers end, and its e_flags name the architecture it
+ * was built for (EF_AMDGPU_MACH, the low byte), which must be the device's,
+ * as the runtime requires (else hipErrorNoBinaryForGpu). */
+int real_loads;
+static int mach_of(const char *arch) {
+    static const struct { const char *name; int mach; } t[] = {
+        {"gfx908", 0x30}, {"gfx90a", 0x3f}, {"gfx1030", 0x36}, {"gfx1100", 0x41}};
+    size_t n = strcspn(arch, ":");
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strlen(t[i].name) == n && !strncmp(t[i].name, arch, n)) return t[i].mach;
+    return -1;
+}
 hipError_t hipModuleLoadData(void **m, const void *image) {
-    ST if (memcmp(image, MAGIC, strlen(MAGIC)) != 0) return 200; /* hipErrorInvalidImage */
+    ST const unsigned char *b = image;
     module *x = malloc(sizeof *x);
-    x->text = strdup((const char *)image + strlen(MAGIC));
+    if (!memcmp(image, MAGIC, strlen(MAGIC))) {
+        x->text = strdup((const char *)image + strlen(MAGIC));
+        x->len = strlen(x->text);
+    } else if (!memcmp(image, "\177ELF", 4)) {
+        uint16_t machine, shentsize, shnum;
+        uint32_t flags;
+        uint64_t shoff;
+        const char *arch = getenv("FAKE_HIP_ARCH");
+        memcpy(&machine, b + 18, 2);
+        memcpy(&flags, b + 48, 4);
+        memcpy(&shoff, b + 0x28, 8);
+        memcpy(&shentsize, b + 0x3A, 2);
+        memcpy(&shnum, b + 0x3C, 2);
+        int want = mach_of(arch && *arch ? arch : "gfx90a");
+        if (machine != 224 || (want >= 0 && (int)(flags & 0xff) != want)) {
+            free(x);
+            return 209; /* hipErrorNoBinaryForGpu */
+        }
+        x->len = shoff + (size_t)shentsize * shnum;
+        x->text = malloc(x->len + 1);
+        memcpy(x->text, image, x->len);
+        x->text[x->len] = 0;
+        real_loads++;
+    } else {
+        free(x);
+        return 200; /* hipErrorInvalidImage */
+    }
     module_loads++;
     *m = x;
     return 0;
@@ -369,12 +411,11 @@ typedef struct function { char name[64]; } function;
 static function functions[256];
 static int nfunctions;
 hipError_t hipModuleGetFunction(void **f, void *m, const char *name) {
-    ST char want[80];
-    snprintf(want, sizeof want, "__global__ void %s(", name);
-    if (!strstr(((module *)m)->text, want) && !strstr(((module *)m)->text, name)) return 500; /* hipErrorNotFound */
-    function *x = &functions[nfunctions++ % 256];
-    snprintf(x->name, sizeof x->name, "%s", name);
-    *f = x;
+    ST module *mod = m;
+    if (!memmem(mod->text, mod->len, name, strlen(name) + 1) && !strstr(mod->text, name)) return 500; /* hipErrorNotFound */
+    function *fn = &functions[nfunctions++ % 256];
+    snprintf(fn->name, sizeof fn->name, "%s", name);
+    *f = fn;
     return 0;
 }
 hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int block, size_t sh) {

@@ -129,6 +129,7 @@ static void launches(tack_device *g) {
     /* the last phase: 3 iterations, one block of 256; its arguments, as the kernel's one struct */
     uint64_t *slots = dlsym(lib, "last_args");
     CHECK(*(unsigned *)dlsym(lib, "last_grid") == 1 && *(unsigned *)dlsym(lib, "last_block") == 256);
+    CHECK(*(unsigned *)dlsym(lib, "phase0_grid") == 1); /* 100 elements: one block */
     CHECK(*(size_t *)dlsym(lib, "last_args_bytes") == 8 * 8); /* err, frame, prog, a+shape, out+shape, s */
     CHECK(slots[0] != 0 && slots[1] != 0);
     CHECK(slots[3] == (uint64_t)(uintptr_t)tack_array_data(a) && slots[4] == 100);
@@ -145,6 +146,7 @@ static void launches(tack_device *g) {
     FAKE_STR(completed)[0] = 0;
     CHECK(tack_launch(p, args, 3) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
     CHECK(strstr(FAKE_STR(completed), "launch(tk_phase0)") != NULL && *(unsigned *)dlsym(lib, "last_grid") == 1);
+    CHECK(*(unsigned *)dlsym(lib, "phase0_grid") == 24);
     args[0].array = a;
     args[1].array = out;
     tack_array_release(ba);

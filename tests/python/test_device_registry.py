@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent("""
 
     def loaded():
         maps = open("/proc/self/maps").read()
-        return sorted({name for name in ("libcuda.so", "libOpenCL.so", "libze_loader.so", "libLLVM")
+        return sorted({name for name in ("libcuda.so", "libamdhip64", "libOpenCL.so", "libze_loader.so", "libLLVM")
                        if name in maps})
 
     x = np.arange(4.0)

@@ -35,7 +35,7 @@ PRELUDE = textwrap.dedent("""
     import ctypes, os, sys
     import numpy as np
     import tack
-    FAKE = ctypes.CDLL(os.environ["TACK_HIPRTC_PATH"])
+    FAKE = ctypes.CDLL(os.environ["FAKE_HIP_LIB"])
     def fake_int(name):
         return ctypes.c_int.in_dll(FAKE, name).value
     def fake_text(name):
@@ -61,7 +61,8 @@ def fake(tmp_path_factory):
 def run(tmp_path, fake, body, **env_extra):
     script = tmp_path / "script.py"
     script.write_text(PRELUDE + textwrap.dedent(body))
-    env = dict(os.environ, TACK_HIP_PATH=str(fake), TACK_HIPRTC_PATH=str(fake), OCL_ICD_VENDORS=str(tmp_path / "none"),
+    env = dict(os.environ, FAKE_HIP_LIB=str(fake), TACK_HIP_PATH=str(fake), TACK_HIPRTC_PATH=str(fake),
+               OCL_ICD_VENDORS=str(tmp_path / "none"),
                TACK_CACHE_DIR=str(tmp_path / "cache"))
     for k in ("FAKE_HIP_COUNT", "FAKE_HIP_ARCH", "FAKE_HIP_WARP", "FAKE_HIP_RUNTIME"):
         env.pop(k, None)
@@ -245,3 +246,80 @@ def test_rocm6_pointer_attributes(tmp_path, fake):
         else:
             raise SystemExit("a host address was taken for device memory")
     """, FAKE_HIP_RUNTIME=60200000)
+
+
+def _real_hiprtc():
+    proc = subprocess.run([sys.executable, "-c", "from tack import _core; print(_core._hiprtc_version())"],
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode == 0 and proc.stdout.strip() not in ("", "0")
+
+
+@pytest.mark.parametrize("arch,warp", [("gfx90a:sramecc+:xnack-", 64), ("gfx1030", 32)])
+def test_real_code_objects_per_architecture(tmp_path, fake, arch, warp):
+    """With the real hiprtc (TACK_HIPRTC_PATH unset) and the fake runtime: the
+    backend builds a real code object for the device's gcnArchName, which the
+    fake loads only when its ELF names that architecture (as the runtime
+    requires) and whose symbols hold the kernel's phases; it is cached per
+    architecture, and a second process loads it from the cache."""
+    if not _real_hiprtc():
+        pytest.skip("hiprtc is not installed (Debian: libamdhip64-dev)")
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import tack
+
+        @tack.kernel
+        def total(x, out):
+            for i in range(x.shape[0]):
+                out[0] += x[i]
+    """))
+    body = """
+        sys.path.insert(0, os.getcwd())
+        from kern import total
+        x = tack.array(np.ones(64, np.float32), device="hip")
+        out = tack.zeros(1, np.float32, device="hip")
+        total(x, out)
+        tack.synchronize()
+        assert fake_int("real_loads") == 1 and "launch(tk_phase0)" in fake_text("completed")
+    """
+    env = dict(FAKE_HIP_ARCH=arch, FAKE_HIP_WARP=warp, TACK_LOG="info", TACK_HIPRTC_PATH="")
+    run(tmp_path, fake, body, **env)
+    entries = list((tmp_path / "cache").rglob("*.hsaco"))
+    assert [e.name.split(".", 1)[1] for e in entries] == [arch.replace(":", "_") + ".hsaco"], entries
+    script = tmp_path / "script.py"
+    env2 = dict(os.environ, FAKE_HIP_LIB=str(fake), TACK_HIP_PATH=str(fake), OCL_ICD_VENDORS=str(tmp_path / "none"),
+                TACK_CACHE_DIR=str(tmp_path / "cache"), FAKE_HIP_ARCH=arch, FAKE_HIP_WARP=str(warp), TACK_LOG="info")
+    env2.pop("TACK_HIPRTC_PATH", None)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env2,
+                          cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "from the cache" in proc.stderr and "compiled kernel" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_code_object_for_another_architecture_is_refused(tmp_path, fake):
+    """The fake runtime refuses a real code object built for another GPU
+    (hipErrorNoBinaryForGpu), as the real one does; the error names the
+    architecture Tack built for.  (A cache entry is per architecture, so
+    this takes a device whose gcnArchName the fake reports inconsistently:
+    gfx908 to Tack, gfx90a to the loader.)"""
+    if not _real_hiprtc():
+        pytest.skip("hiprtc is not installed (Debian: libamdhip64-dev)")
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import tack
+
+        @tack.kernel
+        def fill(x):
+            for i in range(x.shape[0]):
+                x[i] = 1.0
+    """))
+    out = run(tmp_path, fake, """
+        sys.path.insert(0, os.getcwd())
+        from kern import fill
+        x = tack.zeros(8, np.float32, device="hip")
+        os.environ["FAKE_HIP_ARCH"] = "gfx90a"  # what the loader checks from now on
+        try:
+            fill(x)
+        except RuntimeError as e:
+            print(e)
+        else:
+            raise SystemExit("a code object for another GPU was loaded")
+    """, FAKE_HIP_ARCH="gfx908", TACK_HIPRTC_PATH="")
+    assert "hipModuleLoadData failed" in out and "compiled for gfx908" in out, out
