@@ -353,7 +353,9 @@ hipError_t hipPointerGetAttributes(void *attr, const void *p) {
 
 /* --------------------------------------------------------------- modules */
 #define MAGIC "\177ELFfake-hsaco\n"
-typedef struct module { char *text; size_t len; } module;
+/* live modules stay listed (a lost device's are never unloaded: the process frees them) */
+typedef struct module { char *text; size_t len; struct module *next; } module;
+static module *modules_live;
 /* A real code object (from the real hiprtc) is an AMDGPU ELF: its size is
  * where the section headers end, and its e_flags name the architecture it
  * was built for (EF_AMDGPU_MACH, the low byte), which must be the device's,
@@ -398,11 +400,22 @@ hipError_t hipModuleLoadData(void **m, const void *image) {
         return 200; /* hipErrorInvalidImage */
     }
     module_loads++;
+    pthread_mutex_lock(&lock);
+    x->next = modules_live;
+    modules_live = x;
+    pthread_mutex_unlock(&lock);
     *m = x;
     return 0;
 }
 hipError_t hipModuleUnload(void *m) {
-    ST free(((module *)m)->text);
+    ST pthread_mutex_lock(&lock);
+    for (module **q = &modules_live; *q; q = &(*q)->next)
+        if (*q == m) {
+            *q = ((module *)m)->next;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    free(((module *)m)->text);
     free(m);
     module_unloads++;
     return 0;
