@@ -50,7 +50,7 @@ static char load_why[300];
 static int load_ok;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-static int bind(void *lib) {
+static int bind_api(void *lib) {
 #define REQ(field)                                                                        \
     do {                                                                                  \
         *(void **)&api.field = dlsym(lib, #field);                                        \
@@ -109,7 +109,7 @@ static void load(void) {
             return;
         }
     }
-    if (!bind(api.lib)) return;
+    if (!bind_api(api.lib)) return;
     hipError_t r = api.hipInit(0);
     if (r == TACK_HIP_ERROR_NO_DEVICE || r == TACK_HIP_ERROR_INVALID_DEVICE) {
         /* ROCm without a GPU (or without access to /dev/kfd) says hipErrorInvalidDevice */
