@@ -241,29 +241,4 @@ def _format(a: _core.Array) -> str:
     return f"tack.array({body}, dtype={a.dtype.name}, device='{a.device}')"
 
 
-# Pickling (Dask, multiprocessing, concurrent.futures send arguments and
-# results this way).  A CPU array pickles as NumPy would pickle its values:
-# the NumPy array handed to pickle shares Tack's storage (np.from_dlpack), so
-# pickle protocol 5 with out-of-band buffers (what dask.distributed uses) sends
-# the bytes without a copy on this side.  It unpickles as a new, writable CPU
-# array that owns a copy -- on the CPU whatever the default device of the
-# receiving process is.  An array on any other device is refused: pickling it
-# would copy it to the host behind the caller's back (and unpickling would
-# have to guess a device), so the caller says which copy they mean.
-
-
-def _reduce(a):
-    if a.device != "cpu":
-        raise TypeError(
-            f"cannot pickle a tack.Array on device '{a.device}': that would copy it to the host "
-            f"without being asked. Send a host copy (a.numpy(), or a.to('cpu')) and make the array "
-            f"on the other side with tack.array(values, device=...)"
-        )
-    return (_unpickle, (_numpy().from_dlpack(a), a.dtype.name))
-
-
-def _unpickle(values, dtype_name):
-    return array(values, dtype_name, device="cpu")
-
-
-_core._set_hooks(repr=_format, reduce=_reduce)
+_core._set_hooks(repr=_format)

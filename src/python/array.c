@@ -755,7 +755,7 @@ static PyObject *array_repr(PyObject *self) {
 }
 
 /* pickle (and copy.copy / copy.deepcopy) ask __reduce_ex__, which finds this:
- * the package's hook decides what an array pickles as (tack._array._reduce). */
+ * the package's hook decides what an array pickles as (tack._pickle). */
 static PyObject *array_reduce(PyObject *self, PyObject *unused) {
     (void)unused;
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));

@@ -110,3 +110,75 @@ def test_reduce_hook_must_be_callable():
     with pytest.raises(TypeError, match="reduce must be callable"):
         core._set_hooks(reduce=42)
     assert pickle.loads(pickle.dumps(tack.zeros(2))).shape == (2,)  # the package's hook stays
+
+
+# ------------------------------------------------------------------ kernels
+
+
+@tack.kernel
+def add_one(a):
+    for i in range(a.shape[0]):
+        a[i] += 1.0
+
+
+def test_importable_kernel_pickles_by_name():
+    data = pickle.dumps(add_one)
+    assert b"add_one" in data and len(data) < 120  # a name, not the function
+    assert pickle.loads(data) is add_one
+    assert copy.deepcopy(add_one) is add_one  # as for a function
+
+
+def test_kernel_defined_in_a_function_needs_a_pickler_that_sends_functions():
+    @tack.kernel
+    def local(a):
+        for i in range(a.shape[0]):
+            a[i] = 2.0
+
+    with pytest.raises((pickle.PicklingError, AttributeError), match="local"):
+        pickle.dumps(local)  # plain pickle sends functions only by name, and this one has none
+
+
+SENDER = '''
+import sys
+import cloudpickle
+import tack
+
+@tack.func
+def twice(x):
+    return 2.0 * x
+
+@tack.kernel(checks=False)
+def scale(a):
+    for i in range(a.shape[0]):
+        a[i] = twice(a[i]) + 1.0
+
+sys.stdout.buffer.write(cloudpickle.dumps(scale))
+'''
+
+RECEIVER = '''
+import pickle, sys
+import numpy as np
+import tack
+
+k = pickle.loads(sys.stdin.buffer.read())
+a = np.arange(3.0)
+k(a)
+print(a.tolist(), k.checks, k.__wrapped__.__code__.co_filename)
+'''
+
+
+def test_script_kernel_travels_by_value_with_its_source(tmp_path):
+    # What Dask does with a kernel defined in a script: cloudpickle sends the
+    # function by value; the source travels with it, so the receiving process
+    # compiles it even where the script is gone.
+    pytest.importorskip("cloudpickle", reason="cloudpickle comes with the dask extra")
+    sender = tmp_path / "sender.py"
+    sender.write_text(SENDER)
+    sent = subprocess.run([sys.executable, str(sender)], capture_output=True, timeout=120)
+    assert sent.returncode == 0, sent.stderr.decode()
+    sender.unlink()
+    receiver = tmp_path / "receiver.py"
+    receiver.write_text(RECEIVER)
+    got = subprocess.run([sys.executable, str(receiver)], input=sent.stdout, capture_output=True, timeout=120)
+    assert got.returncode == 0, got.stderr.decode()
+    assert got.stdout.decode().split() == ["[1.0,", "3.0,", "5.0]", "False", str(sender)]
