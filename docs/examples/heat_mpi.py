@@ -126,6 +126,9 @@ def main(argv=None):
     p.add_argument("--output", default="heat.pvti",
                    help="the .pvti to write (the pieces go beside it); '' writes nothing")
     p.add_argument("--report", type=int, default=0, help="print the total heat every N steps")
+    p.add_argument("--profile", action="store_true",
+                   help="a barrier before each exchange, so that the exchange's time is the transfer's "
+                        "alone and the barrier's is the ranks' imbalance")
     args = p.parse_args(argv)
 
     comm = MPI.COMM_WORLD
@@ -133,8 +136,8 @@ def main(argv=None):
     nz, ny, nx = args.shape
     if min(args.shape) < 1 or nz < size:
         if rank == 0:
-            print(f"error: --shape {nz} {ny} {nx} gives fewer z-planes than the {size} ranks",
-                  file=sys.stderr)
+            why = "has an empty axis" if min(args.shape) < 1 else f"gives fewer z-planes than the {size} ranks"
+            print(f"error: --shape {nz} {ny} {nx} {why}", file=sys.stderr)
         return 2
     if not 0.0 < args.c <= 1.0 / 6.0:
         if rank == 0:
@@ -164,20 +167,22 @@ def main(argv=None):
         return float(total[0])
 
     start_heat = total_heat(u)
-    halo = compute = 0.0
+    halo = wait = 0.0
     t_start = MPI.Wtime()
     for step in range(args.steps):
         if step == 1:  # the first step compiled the kernel (or loaded it): time the rest
             comm.Barrier()
-            halo = compute = 0.0
+            halo = wait = 0.0
             t_start = MPI.Wtime()
         t0 = MPI.Wtime()
-        exchange(u)
+        if args.profile:
+            comm.Barrier()
         t1 = MPI.Wtime()
-        heat_step(u, v, args.c, bottom, top)
+        exchange(u)
         t2 = MPI.Wtime()
-        halo += t1 - t0
-        compute += t2 - t1
+        heat_step(u, v, args.c, bottom, top)
+        wait += t1 - t0
+        halo += t2 - t1
         u, v = v, u
         if args.report and (step + 1) % args.report == 0:
             heat = total_heat(u)
@@ -189,11 +194,13 @@ def main(argv=None):
 
     timed = max(args.steps - 1, 1)
     halo_max = comm.reduce(halo, op=MPI.MAX, root=0)
+    wait_max = comm.reduce(wait, op=MPI.MAX, root=0)
     if rank == 0:
         print(f"{size} rank(s), grid {nz} x {ny} x {nx}, {args.steps} steps: "
               f"{elapsed / timed * 1e3:.3f} ms per step (after the first), halo exchange "
               f"{halo_max / timed * 1e3:.3f} ms per step on the slowest rank "
-              f"({100.0 * halo_max / elapsed if elapsed > 0 else 0.0:.0f}%)")
+              f"({100.0 * halo_max / elapsed if elapsed > 0 else 0.0:.0f}%)"
+              + (f", barrier {wait_max / timed * 1e3:.3f} ms" if args.profile else ""))
         print(f"total heat {end_heat:.12g} (at the start {start_heat:.12g})")
 
     if args.output:
