@@ -29,13 +29,13 @@
  *   - writes: to a unique temporary name, fsync'd, then renamed into place,
  *     so readers never see half a file;
  *   - builds: one at a time per entry where the file system allows it.  The
- *     first process to miss an entry holds an advisory lock (flock on
- *     "KEY.lock") while it builds; the others wait for it and then find the
- *     entry built, so 64 ranks starting together run the compiler once, not
- *     64 times.  The lock only saves work: a holder that dies releases it
- *     with its descriptors, and where there is no flock (some network file
- *     systems), after a signal, or after a long wait, a process builds
- *     unlocked, which the renames keep safe;
+ *     first process to miss an entry holds an advisory lock (a POSIX record
+ *     lock on "KEY.lock") while it builds; the others wait for it and then
+ *     find the entry built, so 64 ranks starting together run the compiler
+ *     once, not 64 times.  The lock only saves work: a holder that dies
+ *     releases it, and where there are no locks (some network file systems),
+ *     after a signal, or after a long wait, a process builds unlocked, which
+ *     the renames keep safe;
  *   - keys: a 128-bit hash of everything that decides the compiled bytes
  *     (source, dialect, toolchain identity, flags, Tack's version), with a
  *     separator after each field so that ("ab", "c") and ("a", "bc") differ.
@@ -45,7 +45,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -425,11 +424,16 @@ int kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_m
         close(fd);
         return -1;
     }
+    /* A POSIX record lock, not flock(): a process forked while one of its
+     * threads builds does not inherit it (flock's lock belongs to the open
+     * file, which the child's copy of the descriptor would keep locked). */
+    struct flock whole = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
     for (;;) {
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) break;
+        if (fcntl(fd, F_SETLK, &whole) == 0) break;
         *waited_ms = kc_now_ms() - t0;
         struct timespec nap = {0, 2000000}; /* 2 ms: a compile takes hundreds */
-        if ((errno != EWOULDBLOCK && errno != EINTR) || *waited_ms > limit_ms || nanosleep(&nap, NULL) != 0) {
+        if ((errno != EACCES && errno != EAGAIN && errno != EINTR) || *waited_ms > limit_ms ||
+            nanosleep(&nap, NULL) != 0) {
             close(fd);
             return -1;
         }
@@ -446,5 +450,5 @@ void kc_unlock(const kc_dir *d, const char *name, int fd) {
     if (fstat(fd, &a) == 0 && fstatat(d->fd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
         a.st_ino == b.st_ino)
         unlinkat(d->fd, name, 0);
-    close(fd); /* releases the flock */
+    close(fd); /* releases the lock */
 }

@@ -71,7 +71,7 @@ tack_status kc_store_bytes(const kc_dir *d, const char *name, const void *const 
  * that miss the same entry at once -- MPI ranks or Dask workers starting
  * together -- wait for the first one's build instead of each running the
  * compiler.  Returns a descriptor to pass to kc_unlock, or -1 when the lock
- * could not be had (the file system has no flock, a signal arrived, or
+ * could not be had (the file system has no locks, a signal arrived, or
  * limit_ms passed): the caller then builds unlocked, which is safe, since
  * every entry is renamed into place whole.  *waited_ms: how long it waited. */
 int kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_ms);
