@@ -126,6 +126,9 @@ def main(argv=None):
     p.add_argument("--output", default="heat.pvti",
                    help="the .pvti to write (the pieces go beside it); '' writes nothing")
     p.add_argument("--report", type=int, default=0, help="print the total heat every N steps")
+    p.add_argument("--device", default="cpu",
+                   help="where the slabs live and the kernels run ('cpu', 'cuda:0', ...); a GPU needs "
+                        "an MPI that reads GPU memory (docs/beyond-one-machine.md)")
     p.add_argument("--profile", action="store_true",
                    help="a barrier before each exchange, so that the exchange's time is the transfer's "
                         "alone and the barrier's is the ranks' imbalance")
@@ -144,7 +147,8 @@ def main(argv=None):
             print(f"error: --c {args.c} is unstable: use a value in (0, 1/6]", file=sys.stderr)
         return 2
 
-    tack.set_default_device("cpu")
+    tack.set_default_device(args.device)
+    device = tack.get_default_device()
     z0, planes = slab(nz, size, rank)
     u = tack.zeros((planes + 2, ny + 2, nx + 2), tack.f64)  # with ghost planes and faces
     v = tack.zeros((planes + 2, ny + 2, nx + 2), tack.f64)
@@ -154,6 +158,10 @@ def main(argv=None):
     bottom, top = int(rank == 0), int(rank == size - 1)
 
     def exchange(a):
+        # mpi4py asks a GPU array for its memory without synchronizing (DLPack's stream=-1):
+        # the kernel that wrote it must be done first.  On the CPU a call has returned by now.
+        if device != "cpu":
+            tack.synchronize(device)
         # My lowest plane goes down while the plane above mine comes in, then the other way.
         comm.Sendrecv(a[1], dest=below, recvbuf=a[planes + 1], source=above)
         comm.Sendrecv(a[planes], dest=above, recvbuf=a[0], source=below)
@@ -163,6 +171,8 @@ def main(argv=None):
 
     def total_heat(a):
         interior_sum(a, local)
+        if device != "cpu":
+            tack.synchronize(device)
         comm.Allreduce(local, total, op=MPI.SUM)
         return float(total[0])
 
@@ -234,7 +244,8 @@ def write_pieces(comm, u, exchange, output, shape, z0, planes):
     image = vtkImageData()
     image.SetExtent(0, nx - 1, 0, ny - 1, z0, z0 + rows - 1)
     image.SetSpacing(1.0 / max(shape), 1.0 / max(shape), 1.0 / max(shape))
-    values = array_to_vtk(out.ravel(), name="temperature")  # VTK's view of Tack's storage
+    host = out.to("cpu")  # out itself on the CPU; a copy from a GPU
+    values = array_to_vtk(host.ravel(), name="temperature")  # VTK's view of Tack's storage
     image.GetPointData().SetScalars(values)
     writer = vtkXMLImageDataWriter()
     writer.SetFileName(os.path.join(directory, piece))

@@ -153,3 +153,23 @@ def test_heat_example_refuses_more_ranks_than_planes(tmp_path):
     cmd = [str(MPIEXEC), "-n", "2", sys.executable, str(EXAMPLE), "--shape", "1", "4", "4", "--output", ""]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "fewer z-planes than the 2 ranks" in out.stderr, out.stderr
+
+
+def test_heat_example_on_another_device_is_right_or_refused(tmp_path, expected):
+    # --device puts the slabs on a GPU, for an MPI that reads GPU memory (none here).
+    # Here: PoCL's OpenCL device, whose buffers cannot be viewed at an offset, so the
+    # ghost planes cannot be MPI buffers; that must be said, never a wrong field.
+    pytest.importorskip("vtkmodules", reason="the interop extra (VTK) is not installed")
+    import tack
+
+    others = [d for d in tack.devices() if d != "cpu"]
+    if not others or not MPIEXEC.exists():
+        pytest.skip("no device besides the CPU, or no mpiexec")
+    output = tmp_path / "heat.pvti"
+    cmd = [str(MPIEXEC), "-n", "2", sys.executable, str(EXAMPLE), "--shape", *map(str, SHAPE), "--steps",
+           str(STEPS), "--c", str(C), "--output", str(output), "--device", others[0]]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    if out.returncode == 0:
+        assert np.array_equal(read_pvti(output)[2], expected)
+    else:
+        assert others[0] in out.stderr and "view" in out.stderr, out.stderr[-2000:]
