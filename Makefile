@@ -78,9 +78,11 @@ sysdeps-test:
 # The development environment: the `dev` dependency group (pytest, hypothesis;
 # uv syncs it by default), the VTK extra, the DLPack peers the interop tests
 # compare against (torch, jax: about 3 GB), and the `compiler` extra (the
-# ziglang wheel, whose `zig cc` test_compiler_discovery.py and test-zig use).
+# ziglang wheel, whose `zig cc` test_compiler_discovery.py and test-zig use);
+# the `mpi` and `dask` extras (mpi4py with MPICH's wheel, dask[distributed]) for
+# test_mpi.py and test_dask.py.
 env: uv sysdeps sysdeps-test
-	$(UV) sync --extra peers --extra interop --extra compiler
+	$(UV) sync --extra peers --extra interop --extra compiler --extra mpi --extra dask
 
 # What the demo uses and nothing more: Tack and the VTK extra. --inexact: what
 # `make env` installed stays.

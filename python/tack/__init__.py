@@ -123,3 +123,4 @@ __all__ += list(_kernel_all)
 # submodule, kept out of __all__ so that `from tack import *` does not shadow
 # the standard library's random
 from . import random  # noqa: E402
+from . import _pickle  # noqa: E402,F401  (hands the extension how arrays and kernels pickle)

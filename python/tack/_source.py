@@ -155,7 +155,11 @@ def _walk_codes(code):
 
 def getsourcelines(fn):
     """(lines, first line number) of ``fn``'s definition, as inspect gives them,
-    refused with a CompileError when the file no longer holds that function."""
+    refused with a CompileError when the file no longer holds that function.
+    A kernel that came through pickle carries its source (tack/_pickle.py)."""
+    carried = getattr(fn, "__tack_source__", None)
+    if carried is not None:
+        return carried
     got = _fast(fn)
     got = got if got is not None else inspect.getsourcelines(fn)
     _check_unchanged(fn, got[0])

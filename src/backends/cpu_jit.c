@@ -562,7 +562,13 @@ static void record_builder(const kc_dir *d, const char *rec, const hash2 *ident,
     if (kc_store(d, rec, parts, 2) != TACK_OK) tack_clear_error();
 }
 
+/* How long a process waits for another's build of the same entry before it
+ * builds the entry itself (kc_lock). */
+#define BUILD_WAIT_MS 120000.0
+
 static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
+    int lock_fd = -1;
+    char lock[64] = "";
     cc_pick cc;
     int found = pick_compiler(&cc);
     if (found < 0) return TACK_ERR_RUNTIME; /* the error names the compiler asked for */
@@ -607,6 +613,18 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
         goto loaded;
     }
 
+    /* Another process may be building this very entry (ranks that start
+     * together): wait for its build, then look again. */
+    snprintf(lock, sizeof lock, "%s.lock", key);
+    double waited = 0;
+    lock_fd = kc_lock(d, lock, BUILD_WAIT_MS, &waited);
+    if (lock_fd >= 0 && load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
+        if (kc_log_info())
+            fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms, built by another process (waited "
+                            "%.1f ms) (%s/%s)\n", p->kernel_name, kc_now_ms() - t0, waited, d->path, name);
+        goto loaded;
+    }
+
     /* Compile into unique temporaries, then seal and rename into place. */
     char src[96], tmp[96], keep[64];
     kc_tmp_name(src, sizeof src, key, ".c");
@@ -639,6 +657,7 @@ loaded:
     p->handle = handle;
     p->entry = entry;
 out:
+    kc_unlock(d, lock, lock_fd);
     tack_free(flags);
     return st;
 }

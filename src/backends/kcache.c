@@ -28,6 +28,14 @@
  *     seal too;
  *   - writes: to a unique temporary name, fsync'd, then renamed into place,
  *     so readers never see half a file;
+ *   - builds: one at a time per entry where the file system allows it.  The
+ *     first process to miss an entry holds an advisory lock (a POSIX record
+ *     lock on "KEY.lock") while it builds; the others wait for it and then
+ *     find the entry built, so 64 ranks starting together run the compiler
+ *     once, not 64 times.  The lock only saves work: a holder that dies
+ *     releases it, and where there are no locks (some network file systems),
+ *     after a signal, or after a long wait, a process builds unlocked, which
+ *     the renames keep safe;
  *   - keys: a 128-bit hash of everything that decides the compiled bytes
  *     (source, dialect, toolchain identity, flags, Tack's version), with a
  *     separator after each field so that ("ab", "c") and ("a", "bc") differ.
@@ -403,4 +411,44 @@ tack_status kc_store_bytes(const kc_dir *d, const char *name, const void *const 
     tack_status st = write_parts(d, tmp, parts, lens, n);
     if (st != TACK_OK) return st;
     return kc_seal(d, tmp, name);
+}
+
+/* -------------------------------------------------------------- build lock */
+int kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_ms) {
+    double t0 = kc_now_ms();
+    *waited_ms = 0;
+    int fd = openat(d->fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) { /* not a lock of ours */
+        close(fd);
+        return -1;
+    }
+    /* A POSIX record lock, not flock(): a process forked while one of its
+     * threads builds does not inherit it (flock's lock belongs to the open
+     * file, which the child's copy of the descriptor would keep locked). */
+    struct flock whole = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    for (;;) {
+        if (fcntl(fd, F_SETLK, &whole) == 0) break;
+        *waited_ms = kc_now_ms() - t0;
+        struct timespec nap = {0, 2000000}; /* 2 ms: a compile takes hundreds */
+        if ((errno != EACCES && errno != EAGAIN && errno != EINTR) || *waited_ms > limit_ms ||
+            nanosleep(&nap, NULL) != 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+void kc_unlock(const kc_dir *d, const char *name, int fd) {
+    if (fd < 0) return;
+    /* Remove the name only while it is still this lock: a process waiting on
+     * the file removed here locks it and finds the entry built; one arriving
+     * after finds the entry, or at worst builds beside another -- safe. */
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && fstatat(d->fd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        unlinkat(d->fd, name, 0);
+    close(fd); /* releases the lock */
 }

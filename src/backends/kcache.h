@@ -67,6 +67,17 @@ tack_status kc_store(const kc_dir *d, const char *name, const char *const *parts
  * may hold NUL bytes). */
 tack_status kc_store_bytes(const kc_dir *d, const char *name, const void *const *parts, const size_t *lens, int n);
 
+/* The build lock of one entry, `name` (the key and ".lock"): many processes
+ * that miss the same entry at once -- MPI ranks or Dask workers starting
+ * together -- wait for the first one's build instead of each running the
+ * compiler.  Returns a descriptor to pass to kc_unlock, or -1 when the lock
+ * could not be had (the file system has no locks, a signal arrived, or
+ * limit_ms passed): the caller then builds unlocked, which is safe, since
+ * every entry is renamed into place whole.  *waited_ms: how long it waited. */
+int kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_ms);
+/* Release and remove the lock (fd -1: nothing to do). */
+void kc_unlock(const kc_dir *d, const char *name, int fd);
+
 /* A unique temporary name for `base` in this process: "base-PID-N.suffix". */
 void kc_tmp_name(char *out, size_t n, const char *base, const char *suffix);
 

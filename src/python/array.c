@@ -754,6 +754,18 @@ static PyObject *array_repr(PyObject *self) {
                                 tack_device_name(tack_array_device(ARR(self))));
 }
 
+/* pickle (and copy.copy / copy.deepcopy) ask __reduce_ex__, which finds this:
+ * the package's hook decides what an array pickles as (tack._pickle). */
+static PyObject *array_reduce(PyObject *self, PyObject *unused) {
+    (void)unused;
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    if (!st)
+        return NULL;
+    if (!st->reduce_hook)
+        return PyErr_Format(PyExc_TypeError, "cannot pickle 'tack.Array' object (import tack first)");
+    return PyObject_CallOneArg(st->reduce_hook, self);
+}
+
 static PyObject *array_get_shape(PyObject *self, void *c) {
     tack_array *a = ARR(self);
     PyObject *t = PyTuple_New(tack_array_ndim(a));
@@ -818,6 +830,8 @@ static PyGetSetDef array_getset[] = {
 
 static PyMethodDef array_methods[] = {
     {"numpy", array_numpy, METH_NOARGS, "numpy() -> a NumPy copy (vecN arrays get a trailing axis of N)"},
+    {"__reduce__", array_reduce, METH_NOARGS,
+     "__reduce__() -> how pickle sends the array: a CPU array's values, as NumPy would; refused on other devices"},
     {"__array__", (PyCFunction)(void (*)(void))array_array, METH_VARARGS | METH_KEYWORDS,
      "__array__(dtype=None, copy=None) -> a NumPy copy"},
     {"fill", array_fill, METH_O, "fill(value): set every element to value"},

@@ -138,6 +138,16 @@ done:
     return result;
 }
 
+/* pickle (and copy) ask __reduce_ex__, which finds this: the package's hook
+ * (tack._pickle) says what a kernel pickles as, as it does for arrays. */
+static PyObject *kernel_reduce(PyObject *self, PyObject *unused) {
+    (void)unused;
+    tpy_state *st = ((KernelObject *)self)->st;
+    if (!st || !st->reduce_hook)
+        return PyErr_Format(PyExc_TypeError, "cannot pickle 'tack.Kernel' object (import tack first)");
+    return PyObject_CallOneArg(st->reduce_hook, self);
+}
+
 static PyObject *kernel_generated_source(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                          PyObject *kwnames) {
     return kernel_text(self, args, nargs, kwnames, 0);
@@ -295,6 +305,8 @@ static PyMethodDef kernel_methods[] = {
      "device's."},
     {"ir", (PyCFunction)(void (*)(void))kernel_ir, METH_FASTCALL | METH_KEYWORDS,
      "ir(*args, target=None) -> str: the typed IR for these arguments, as TACK_DUMP=ir shows it."},
+    {"__reduce__", kernel_reduce, METH_NOARGS,
+     "__reduce__() -> how pickle sends the kernel: by name when importable, else its function and options"},
     {NULL, NULL, 0, NULL},
 };
 

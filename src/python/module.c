@@ -194,12 +194,12 @@ error:
 }
 
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
-    static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", "race_warning", NULL};
-    PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw))
+    static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", "race_warning", "reduce", NULL};
+    PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL, *red = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red))
         return NULL;
-    if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl))) {
-        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines and getline must be callable");
+    if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl)) || (red && !PyCallable_Check(red))) {
+        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline and reduce must be callable");
         return NULL;
     }
     tpy_state *st = tpy_get_state(m);
@@ -213,6 +213,8 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
         Py_XSETREF(st->getsourcelines, Py_NewRef(gsl));
     if (gl)
         Py_XSETREF(st->getline, Py_NewRef(gl));
+    if (red)
+        Py_XSETREF(st->reduce_hook, Py_NewRef(red));
     Py_RETURN_NONE;
 }
 
@@ -232,7 +234,7 @@ static PyMethodDef module_methods[] = {
     {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
      "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
-     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=): what the package hands the "
+     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=): what the package hands the "
      "extension at import (the extension imports none of tack's modules itself)"},
     {NULL, NULL, 0, NULL},
 };
@@ -268,6 +270,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->RaceWarning);
     Py_VISIT(st->default_device);
     Py_VISIT(st->repr_hook);
+    Py_VISIT(st->reduce_hook);
     Py_VISIT(st->getsourcelines);
     Py_VISIT(st->getline);
     Py_VISIT(st->numpy);
@@ -285,6 +288,7 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->RaceWarning);
     Py_CLEAR(st->default_device);
     Py_CLEAR(st->repr_hook);
+    Py_CLEAR(st->reduce_hook);
     Py_CLEAR(st->getsourcelines);
     Py_CLEAR(st->getline);
     Py_CLEAR(st->numpy);

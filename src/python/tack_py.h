@@ -33,6 +33,9 @@ typedef struct {
                                            set by _core._set_intrinsics (tack._kernels, at import;
                                            kernel.c), read by the front end (frontend_env.c) */
     PyObject *repr_hook;                /* Python function formatting an Array, set by the package */
+    PyObject *reduce_hook;              /* Python function pickling an Array or a Kernel (their
+                                           __reduce__), set by the package: the policy (which
+                                           devices, what is sent) lives in tack._pickle */
     PyObject *getsourcelines;           /* hook fn -> (lines, first line) for the front end, set
                                            by the package (_set_hooks) */
     PyObject *getline;                  /* hook (filename, lineno) -> str, the source line of a

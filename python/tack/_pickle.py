@@ -1,0 +1,82 @@
+"""How Tack's objects pickle: what Dask, multiprocessing and concurrent.futures
+use to send arguments, results and task functions to other processes.
+
+Arrays.  A CPU array pickles as NumPy would pickle its values.  The NumPy
+array handed to pickle shares Tack's storage (``np.from_dlpack``), so
+protocol 5 with out-of-band buffers -- what ``dask.distributed`` uses --
+sends the bytes without copying them on this side.  It unpickles as a new,
+writable CPU array owning a copy, on the CPU whatever the receiving
+process's default device.  An array on any other device is refused: pickling
+it would copy it to the host behind the caller's back (and unpickling would
+have to guess a device), so the caller says which copy they mean.
+
+Kernels.  A kernel pickles as a function does.  One that its module's
+namespace holds under its name pickles by that name and is imported again on
+the other side.  Any other kernel -- one defined in a script (``__main__``),
+in a notebook, or inside a function -- pickles as its Python function, its
+options (``checks``, ``fast_math``) and its source text, which Tack compiles
+from: a pickler that sends functions by value (cloudpickle, which Dask uses)
+does not keep the source file's name, and the receiving machine need not have
+the file.  (Plain pickle sends functions only by name, so it refuses such a
+kernel as it refuses such a function.)  Either way the receiving process
+compiles the kernel on its first call, or loads it from the kernel cache.
+
+The extension's ``Array.__reduce__`` and ``Kernel.__reduce__`` call
+``reduce`` below (handed over at import through ``_core._set_hooks``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import _core
+from ._array import _numpy, array
+
+
+def reduce(obj):
+    if isinstance(obj, _core.Array):
+        return _reduce_array(obj)
+    if isinstance(obj, _core.Kernel):
+        return _reduce_kernel(obj)
+    raise TypeError(f"cannot pickle {type(obj).__name__!r} object")
+
+
+def _reduce_array(a):
+    if a.device != "cpu":
+        raise TypeError(
+            f"cannot pickle a tack.Array on device '{a.device}': that would copy it to the host "
+            f"without being asked. Send a host copy (a.numpy(), or a.to('cpu')) and make the array "
+            f"on the other side with tack.array(values, device=...)"
+        )
+    return (_array, (_numpy().from_dlpack(a), a.dtype.name))
+
+
+def _array(values, dtype_name):
+    return array(values, dtype_name, device="cpu")
+
+
+def _reduce_kernel(k):
+    fn = k.__wrapped__
+    module = sys.modules.get(fn.__module__)
+    if fn.__module__ != "__main__" and module is not None:
+        found = module
+        for part in fn.__qualname__.split("."):
+            found = getattr(found, part, None)
+        if found is k:
+            return fn.__qualname__  # by name, as pickle sends a function
+    from ._source import getsourcelines
+
+    lines, first = getsourcelines(fn)  # the source's errors (none available, edited) are raised here
+    source = ("".join(lines), first, fn.__code__.co_filename)
+    return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func))
+
+
+def _kernel(fn, source, checks, fast_math, is_func):
+    text, first, filename = source
+    if fn.__code__.co_filename != filename:  # cloudpickle renames it: error messages name the real file
+        fn.__code__ = fn.__code__.replace(co_filename=filename)
+    fn.__tack_source__ = (text.splitlines(True), first)
+    return _core.Kernel(fn, checks=checks, fast_math=fast_math, is_func=is_func)
+
+
+_core._set_hooks(reduce=reduce)

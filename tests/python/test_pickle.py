@@ -1,0 +1,184 @@
+"""Pickling tack.Array (what Dask, multiprocessing and concurrent.futures use to
+send arguments and results between processes): a CPU array pickles as NumPy
+would pickle its values and unpickles as a new, writable CPU array; an array
+on any other device is refused, so nothing is copied to the host unasked
+(docs/beyond-one-machine.md, "How arrays cross")."""
+
+import copy
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tack
+
+CASES = [
+    ("f64 2-d", lambda: tack.array(np.arange(6.0).reshape(2, 3))),
+    ("f32 0-d", lambda: tack.array(np.float32(3.5))),
+    ("empty", lambda: tack.zeros((3, 0))),
+    ("vec3", lambda: tack.array(np.arange(15.0).reshape(5, 3), dtype=tack.vec3)),
+    ("mat22d", lambda: tack.array(np.arange(16.0).reshape(4, 2, 2), dtype=tack.mat22d)),
+    ("bool", lambda: tack.array([True, False, True])),
+    ("f16", lambda: tack.array(np.arange(4, dtype=np.float16))),
+    ("u64", lambda: tack.array(np.array([0, 2**64 - 1], dtype=np.uint64))),
+    ("a view", lambda: tack.array(np.arange(12.0))[2:5]),
+]
+
+
+@pytest.mark.parametrize("make", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_cpu_array_round_trips(make, protocol):
+    a = make()
+    b = pickle.loads(pickle.dumps(a, protocol=protocol))
+    assert type(b) is tack.Array
+    assert (b.shape, b.dtype, b.device) == (a.shape, a.dtype, "cpu")
+    assert np.array_equal(b.numpy(), a.numpy())
+    assert b.writable and not b.shared
+
+
+def test_unpickled_array_owns_a_copy():
+    a = tack.array(np.arange(4.0))
+    b = pickle.loads(pickle.dumps(a))
+    b.fill(7.0)
+    assert a.numpy().tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_protocol_5_sends_the_values_out_of_band_without_a_copy():
+    # dask.distributed pickles with protocol 5 and a buffer callback: the values
+    # travel as one buffer that is Tack's own storage, not a copy of it.
+    a = tack.array(np.arange(1000.0))
+    buffers = []
+    data = pickle.dumps(a, protocol=5, buffer_callback=buffers.append)
+    assert len(buffers) == 1 and len(data) < 400
+    raw = buffers[0].raw()
+    assert raw.nbytes == a.nbytes
+    assert np.frombuffer(raw, dtype=np.float64).ctypes.data == a.ptr
+    b = pickle.loads(data, buffers=buffers)
+    assert np.array_equal(b.numpy(), a.numpy()) and b.ptr != a.ptr
+
+
+def test_read_only_array_pickles_and_unpickles_writable():
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    a = tack.from_dlpack(frozen)
+    assert not a.writable
+    b = pickle.loads(pickle.dumps(a))
+    assert b.writable and b.numpy().tolist() == [0.0, 1.0, 2.0]
+
+
+def test_copy_and_deepcopy_give_new_storage():
+    a = tack.array(np.arange(3.0))
+    for c in (copy.copy(a), copy.deepcopy(a)):
+        assert c.ptr != a.ptr and c.numpy().tolist() == [0.0, 1.0, 2.0]
+
+
+def test_unpickles_on_the_cpu_whatever_the_default_device(tmp_path):
+    # The receiving process's default device does not move the values anywhere.
+    data = pickle.dumps(tack.array(np.arange(3.0)))
+    script = tmp_path / "receiver.py"
+    script.write_text(
+        "import pickle, sys, tack\n"
+        "devices = tack.devices()\n"
+        "tack.set_default_device(devices[-1])\n"
+        "a = pickle.loads(sys.stdin.buffer.read())\n"
+        "print(a.device, a.numpy().tolist())\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], input=data, capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode().split(None, 1) == ["cpu", "[0.0, 1.0, 2.0]\n"]
+
+
+OTHER = [d for d in tack.devices() if d != "cpu"]
+
+
+@pytest.mark.skipif(not OTHER, reason="no device besides the CPU (make test installs PoCL's OpenCL)")
+@pytest.mark.parametrize("device", OTHER)
+def test_device_array_is_refused_with_what_to_do(device):
+    a = tack.array(np.arange(3.0, dtype=np.float32), device=device)
+    for dump in (pickle.dumps, copy.deepcopy):
+        with pytest.raises(TypeError) as e:
+            dump(a)
+        msg = str(e.value)
+        assert f"device '{device}'" in msg and "a.numpy()" in msg and "tack.array(values, device=" in msg
+
+
+def test_reduce_hook_must_be_callable():
+    import tack._core as core
+
+    with pytest.raises(TypeError, match="reduce must be callable"):
+        core._set_hooks(reduce=42)
+    assert pickle.loads(pickle.dumps(tack.zeros(2))).shape == (2,)  # the package's hook stays
+
+
+# ------------------------------------------------------------------ kernels
+
+
+@tack.kernel
+def add_one(a):
+    for i in range(a.shape[0]):
+        a[i] += 1.0
+
+
+def test_importable_kernel_pickles_by_name():
+    data = pickle.dumps(add_one)
+    assert b"add_one" in data and len(data) < 120  # a name, not the function
+    assert pickle.loads(data) is add_one
+    assert copy.deepcopy(add_one) is add_one  # as for a function
+
+
+def test_kernel_defined_in_a_function_needs_a_pickler_that_sends_functions():
+    @tack.kernel
+    def local(a):
+        for i in range(a.shape[0]):
+            a[i] = 2.0
+
+    with pytest.raises((pickle.PicklingError, AttributeError), match="local"):
+        pickle.dumps(local)  # plain pickle sends functions only by name, and this one has none
+
+
+SENDER = '''
+import sys
+import cloudpickle
+import tack
+
+@tack.func
+def twice(x):
+    return 2.0 * x
+
+@tack.kernel(checks=False)
+def scale(a):
+    for i in range(a.shape[0]):
+        a[i] = twice(a[i]) + 1.0
+
+sys.stdout.buffer.write(cloudpickle.dumps(scale))
+'''
+
+RECEIVER = '''
+import pickle, sys
+import numpy as np
+import tack
+
+k = pickle.loads(sys.stdin.buffer.read())
+a = np.arange(3.0)
+k(a)
+print(a.tolist(), k.checks, k.__wrapped__.__code__.co_filename)
+'''
+
+
+def test_script_kernel_travels_by_value_with_its_source(tmp_path):
+    # What Dask does with a kernel defined in a script: cloudpickle sends the
+    # function by value; the source travels with it, so the receiving process
+    # compiles it even where the script is gone.
+    pytest.importorskip("cloudpickle", reason="cloudpickle comes with the dask extra")
+    sender = tmp_path / "sender.py"
+    sender.write_text(SENDER)
+    sent = subprocess.run([sys.executable, str(sender)], capture_output=True, timeout=120)
+    assert sent.returncode == 0, sent.stderr.decode()
+    sender.unlink()
+    receiver = tmp_path / "receiver.py"
+    receiver.write_text(RECEIVER)
+    got = subprocess.run([sys.executable, str(receiver)], input=sent.stdout, capture_output=True, timeout=120)
+    assert got.returncode == 0, got.stderr.decode()
+    assert got.stdout.decode().split() == ["[1.0,", "3.0,", "5.0]", "False", str(sender)]
