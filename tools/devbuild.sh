@@ -31,6 +31,7 @@ test -f "$out"/cmake/_core*.so || { echo "build failed" >&2; exit 1; }
 rm -rf "$out/pkg" && mkdir -p "$out/pkg"
 cp -rs "$root/python/tack" "$out/pkg/tack"
 cp "$out"/cmake/_core*.so "$out/pkg/tack/"
+mkdir -p "$out/pkg/tack/lib" && cp -P "$out"/cmake/libtack.so* "$out/pkg/tack/lib/"  # what _core links
 cat > "$out/run" <<RUN
 #!/usr/bin/env bash
 # Run a command with this private build of tack first on the path.

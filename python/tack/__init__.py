@@ -61,6 +61,37 @@ from ._interop import array_from_ptr, from_dlpack
 __version__ = _core.__version__
 
 
+# For C extensions built against Tack, in NumPy's manner (numpy.get_include()):
+# the wheel carries the public headers and the shared libtack that tack._core
+# itself links, beside the extension, so an extension that links it shares the
+# one runtime of the process (docs/getting-started.md, "With pip").
+def get_include():
+    """The directory of Tack's public C headers (``tack.h``, ``tack_kernel.h``,
+    ``tack_dlpack.h``), for a compiler's ``-I``."""
+    return _installed("include", "tack.h")
+
+
+def get_library():
+    """The directory of ``libtack.so``, the shared library ``tack._core`` links,
+    for a linker's ``-L`` (with ``-ltack``) and a run-time search path."""
+    return _installed("lib", "libtack.so")
+
+
+def _installed(folder, name):
+    import os
+
+    # beside the extension: the package's own directory in a wheel, and the
+    # installed part of an editable install
+    where = os.path.join(os.path.dirname(os.path.abspath(_core.__file__)), folder)
+    if not os.path.isfile(os.path.join(where, name)):
+        raise RuntimeError(
+            f"Tack's {name} is not installed beside {_core.__file__}: this build of tack has no "
+            f"C {'headers' if folder == 'include' else 'library'} (install the tack-kernels wheel, "
+            "or build with scikit-build-core: pip install . or uv sync)"
+        )
+    return where
+
+
 # What the kernel front end (src/python/frontend*.c) needs from Python, handed
 # to the extension once here; the modules behind them are imported on first use.
 def _getsourcelines(fn):
@@ -108,6 +139,7 @@ __all__ = [
     "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
     "array_from_ptr", "from_dlpack",
     "devices", "get_default_device", "set_default_device", "synchronize", "__version__",
+    "get_include", "get_library",
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
     "vec2", "vec3", "vec4", "vec2d", "vec3d", "vec4d", "vec2i", "vec3i", "vec4i",
     "mat22", "mat33", "mat44", "mat22d", "mat33d", "mat44d",

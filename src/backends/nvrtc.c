@@ -17,7 +17,8 @@
  *   2. $CUDA_HOME and $CUDA_PATH: their lib64 and lib;
  *   3. the site-packages Tack is installed in: nvidia/cuda_nvrtc/lib and
  *      nvidia/cu13/lib, found from the path of the library holding this code
- *      (the extension module), so that a wheel installed beside Tack is used;
+ *      (libtack in the wheel's tack/lib), so that a wheel installed beside Tack
+ *      is used;
  *   4. the dynamic loader's own search (LD_LIBRARY_PATH, the ld.so cache, a
  *      library already loaded by PyTorch or CuPy), by soname;
  *   5. /usr/local/cuda and /opt/cuda.
@@ -156,6 +157,10 @@ static void nv_load(void) {
     if (dladdr((void *)(uintptr_t)nvrtc_open, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
         snprintf(beside, sizeof beside, "%s", info.dli_fname);
         *strrchr(beside, '/') = 0;
+        /* the wheel's libtack lies in site-packages/tack/lib, one level below the
+           extension's place that nvrtc_open expects */
+        size_t n = strlen(beside);
+        if (n > 9 && strcmp(beside + n - 9, "/tack/lib") == 0) beside[n - 4] = 0;
         w.beside = beside;
     }
     nv.lib = nvrtc_open(&w, nv.from, sizeof nv.from, nv.why, sizeof nv.why);

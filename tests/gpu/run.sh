@@ -116,6 +116,7 @@ mkdir -p "$site/tack"
 cp -rs "$root/python/tack/." "$site/tack/"
 rm -f "$site/tack"/_core*.so  # links to a build in the checkout, if any: never copied over
 cp "$build"/_core*.so "$site/tack/"
+mkdir -p "$site/tack/lib" && cp -P "$build"/libtack.so* "$site/tack/lib/"  # what _core links, as in the wheel
 export TACK_CACHE_DIR="$build/kernel-cache"
 
 # 4. NVRTC: the soname, else a pip wheel's copy (nvidia-cuda-nvrtc) on the path

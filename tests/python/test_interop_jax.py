@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 
 import tack  # noqa: E402
 
-jax = pytest.importorskip("jax", reason="JAX is not installed (uv sync --extra peers installs jax[cpu])")
+jax = pytest.importorskip("jax", reason="JAX is not installed (uv sync --group peers installs jax[cpu])")
 jnp = pytest.importorskip("jax.numpy")
 
 

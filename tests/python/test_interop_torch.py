@@ -14,7 +14,7 @@ import pytest
 
 import tack
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (uv sync --extra peers installs it)")
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (uv sync --group peers installs it)")
 
 HAS_C_API = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
 
