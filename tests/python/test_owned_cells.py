@@ -43,6 +43,13 @@ def offset(a, out):
 
 
 @tack.kernel
+def stepped(a, out):
+    for i in range(1, a.shape[0], 2):
+        out[i] += a[i]
+        out[i] += 1
+
+
+@tack.kernel
 def hist(keys, h):
     for i in range(keys.shape[0]):
         h[keys[i]] += 1
@@ -89,6 +96,7 @@ def maybe_view(C, D, keys):
         D[keys[i]] += 1.0
 
 
+@pytest.mark.optimized_source
 def test_matmul_row_has_no_atomic_and_matches_numpy():
     rng = np.random.default_rng(0)
     A, B = rng.random((37, 23)), rng.random((23, 41))
@@ -99,6 +107,7 @@ def test_matmul_row_has_no_atomic_and_matches_numpy():
     np.testing.assert_allclose(C, ref, rtol=1e-12)
 
 
+@pytest.mark.optimized_source
 @pytest.mark.parametrize("dt", [np.float32, np.int64, np.uint8])
 def test_ndrange_subtract_owned(dt):
     A = (np.arange(5 * 6 * 7) % 5).astype(dt).reshape(5, 6, 7)
@@ -108,6 +117,7 @@ def test_ndrange_subtract_owned(dt):
     np.testing.assert_array_equal(C, (np.full((5, 6), 100, dt) - A.sum(axis=2, dtype=dt)).astype(dt))
 
 
+@pytest.mark.optimized_source
 def test_offset_range_is_owned():
     a = np.arange(11, dtype=np.int32)
     out = np.zeros(11, np.int32)
@@ -115,6 +125,18 @@ def test_offset_range_is_owned():
     offset(a, out)
     ref = np.zeros(11, np.int32)
     ref[1:] = a[1:] + 1
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.optimized_source
+def test_stepped_range_is_owned():
+    """i = 1 + 2 * k: no wrap once checks.c knows i >= 0, so the element is the iteration's own."""
+    a = np.arange(11, dtype=np.int32)
+    out = np.zeros(11, np.int32)
+    assert not calls_atomic(stepped.generated_source(a, out))
+    stepped(a, out)
+    ref = np.zeros(11, np.int32)
+    ref[1::2] = a[1::2] + 1
     np.testing.assert_array_equal(out, ref)
 
 
@@ -169,6 +191,7 @@ def test_another_array_of_the_dtype_with_atomics_blocks():
     np.testing.assert_array_equal(buf, ref)
 
 
+@pytest.mark.optimized_source
 @pytest.mark.parametrize("target", ["cuda", "opencl"])
 def test_gpu_dialects_own_the_row(target):
     """A GPU thread runs whole iterations: the same rule, the same plain add."""
