@@ -14,7 +14,10 @@
  *      of `i` against an extent that the loop does not change, executed on
  *      every iteration (a direct child of a body without break, continue or
  *      return), becomes one check before the loop: "lo < hi implies hi <=
- *      extent".  It reports the first index that would have failed, so the
+ *      extent".  So does `v + e` with e the same in every iteration (a
+ *      filter tap's `j + dj` over dj) when the check was proven
+ *      non-negative (1.), which gives lo + e >= 0; the check then is
+ *      "hi + e <= extent".  It reports the first index that would have failed, so the
  *      message is the one the per-iteration check would have given; writes
  *      the loop would have made before failing are not made.
  *
@@ -444,6 +447,23 @@ static tk_ir *plus(tk_cc *C, tk_ir *e, int64_t c) {
     return b;
 }
 
+/* a + b as i64 values. */
+static tk_ir *add_i64(tk_cc *C, tk_ir *a, tk_ir *b) {
+    tk_ir *x[2] = {a, b};
+    for (int i = 0; i < 2; i++)
+        if (!ty_eq(x[i]->ty, ty_value(TACK_I64))) {
+            tk_ir *cv = ir_new(C, IR_CAST, ty_value(TACK_I64), x[i]->line);
+            ir_push(C, cv, x[i]);
+            x[i] = cv;
+        }
+    tk_ir *r = ir_new(C, IR_BIN, ty_value(TACK_I64), a->line);
+    r->sub = B_ADD;
+    r->aux_ty = ty_value(TACK_I64);
+    ir_push(C, r, x[0]);
+    ir_push(C, r, x[1]);
+    return r;
+}
+
 /* How many statements under s assign local v. */
 static int assignments(const tk_ir *s, int v) {
     int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == v;
@@ -470,10 +490,21 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
         if (kind != CK_INDEX || c->local == 2 || !ir_invariant(c->k[1], loop)) continue;
         const tk_ir *idx = strip(c->k[0]);
         int64_t off = 0;
+        tk_ir *shift = NULL; /* v + e, e the same in every iteration (a filter tap's j + dj over dj) */
         if (idx->op == IR_BIN && (idx->sub == B_ADD || idx->sub == B_SUB) && idx->k[1]->op == IR_CONST &&
             ty_is_int(idx->k[1]->ty) && idx->k[1]->c.i > -((int64_t)1 << 40) && idx->k[1]->c.i < ((int64_t)1 << 40)) {
             off = idx->sub == B_ADD ? idx->k[1]->c.i : -idx->k[1]->c.i;
             idx = strip(idx->k[0]);
+        } else if (idx->op == IR_BIN && idx->sub == B_ADD && c->local == 1 && ty_is_int(idx->ty)) {
+            /* a check proven non-negative at every iteration: lo + e >= 0 holds where the loop runs */
+            for (int side = 0; side < 2 && !shift; side++) {
+                const tk_ir *v = strip(idx->k[side]);
+                if (v->op == IR_LOCAL && !ir_invariant(v, loop) && ir_invariant(idx->k[1 - side], loop)) {
+                    shift = idx->k[1 - side];
+                    idx = v;
+                }
+            }
+            if (!shift) continue;
         }
         if (idx->op != IR_LOCAL) continue;
         tk_ir *lo = NULL, *hi = NULL;
@@ -497,11 +528,11 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
                     bounded = 1;
                 }
         }
-        if (!lo || !lo_plus_nonneg(lo, off)) continue;
+        if (!lo || (!shift && !lo_plus_nonneg(lo, off))) continue;
         /* the variable must not be redefined in the body */
         if (!bounded && ir_assigns_local(body, idx->local)) continue;
-        lo = plus(C, lo, off);
-        hi = plus(C, hi, off);
+        lo = shift ? add_i64(C, lo, shift) : plus(C, lo, off);
+        hi = shift ? add_i64(C, hi, shift) : plus(C, hi, off);
         tk_ir *r = ir_new(C, IR_CHECK, ty_void(), c->line);
         r->sub = CK_INDEX;
         r->aux = c->aux;

@@ -113,3 +113,40 @@ def test_a_use_before_the_definition_is_not_the_definition():
     ref = np.zeros((3, 12))
     ref[:, 1:] = a[np.arange(1, 12) + 4]
     np.testing.assert_array_equal(out, ref)
+
+
+# ------------------------------------------- filter taps: j + dj over dj
+@tack.kernel
+def convolve(img, w, out):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            acc = 0.0
+            for di in range(w.shape[0]):
+                for dj in range(w.shape[1]):
+                    acc += img[i + di, j + dj] * w[di, dj]
+            out[i, j] = acc
+
+
+def _convolve_ref(img, w, m0, m1):
+    out = np.zeros((m0, m1))
+    for di in range(w.shape[0]):
+        for dj in range(w.shape[1]):
+            out += w[di, dj] * img[di:di + m0, dj:dj + m1]
+    return out
+
+
+@pytest.mark.optimized_source
+def test_tap_loop_checks_leave_the_tap_loop():
+    img, w, out = np.ones((12, 12)), np.ones((3, 3)), np.zeros((10, 10))
+    body = _loop_body(convolve.ir(img, w, out), "for dj")
+    assert body and not [line for line in body if "check." in line], "\n".join(body)
+
+
+def test_tap_loop_matches_numpy_and_raises_past_the_edge():
+    rng = np.random.default_rng(4)
+    img, w = rng.random((20, 17)), rng.random((5, 3))
+    out = np.zeros((16, 15))
+    convolve(img, w, out)
+    np.testing.assert_allclose(out, _convolve_ref(img, w, 16, 15), rtol=1e-12)
+    with pytest.raises(IndexError, match="index 17 is out of bounds for axis 1 with size 17"):
+        convolve(img, w, np.zeros((16, 16)))  # j + dj reaches 17 in the last column
