@@ -41,6 +41,7 @@ class Spec:
     label: Callable  # size -> short label
     footprint: Callable  # size -> bytes of data
     fresh: dict = field(default_factory=dict)  # output name -> (inputs -> initial value)
+    peers: tuple = ()  # the peers that have it written (empty: every peer)
 
 
 def _rng(seed):
@@ -226,6 +227,67 @@ def _norm_ref(inp):
     return {"out": (v / np.sqrt((v * v).sum(1, keepdims=True))).astype(np.float32)}
 
 
+# ------------------------------------------------------------------ round two (issue 21)
+# Kernels written the way user programs are: each was slower than Numba for a
+# cause the compiler has since removed (indices through locals, filter-tap
+# loops, an owned cell's +=, two histograms in one loop).
+def _stencil_local_make(n):
+    return {"a": _rng(7).random((n, n, n)), "out": np.zeros((n, n, n))}
+
+
+def _stencil_local_ref(inp):
+    a = inp["a"]
+    out = np.zeros_like(a)
+    c = a[1:-1, 1:-1, 1:-1]
+    out[1:-1, 1:-1, 1:-1] = (a[2:, 1:-1, 1:-1] + a[:-2, 1:-1, 1:-1] + a[1:-1, 2:, 1:-1] + a[1:-1, :-2, 1:-1]
+                             + a[1:-1, 1:-1, 2:] + a[1:-1, 1:-1, :-2] - 6.0 * c)
+    return {"out": out}
+
+
+CONV_TAPS = 5
+
+
+def _conv_make(n):
+    r = _rng(8)
+    return {"img": r.random((n, n), dtype=np.float32),
+            "w": r.random((CONV_TAPS, CONV_TAPS), dtype=np.float32),
+            "out": np.zeros((n - CONV_TAPS + 1, n - CONV_TAPS + 1), np.float32)}
+
+
+def _conv_ref(inp):
+    img, w = inp["img"].astype(np.float64), inp["w"].astype(np.float64)
+    m = inp["out"].shape[0]
+    out = np.zeros((m, m))
+    for di in range(CONV_TAPS):
+        for dj in range(CONV_TAPS):
+            out += w[di, dj] * img[di:di + m, dj:dj + m]
+    return {"out": out.astype(np.float32)}
+
+
+def _matmul_make(n):
+    r = _rng(9)
+    return {"A": r.random((n, n)), "B": r.random((n, n)), "C": np.zeros((n, n))}
+
+
+def _matmul_ref(inp):
+    return {"C": inp["A"] @ inp["B"]}
+
+
+HIST2_BINS = 256
+
+
+def _hist2_make(n):
+    r = _rng(10)
+    return {"keys": r.integers(0, HIST2_BINS, n, dtype=np.int32), "w": r.random(n),
+            "counts": np.zeros(HIST2_BINS, np.int32), "sums": np.zeros(HIST2_BINS)}
+
+
+def _hist2_ref(inp):
+    keys = inp["keys"]
+    return {"counts": np.bincount(keys, minlength=HIST2_BINS).astype(np.int32),
+            "sums": np.bincount(keys, weights=inp["w"], minlength=HIST2_BINS)}
+
+
 def _zeros_like(name):
     return lambda inp: np.zeros_like(inp[name])
 
@@ -235,6 +297,7 @@ def _elems(nbytes, itemsize):
 
 
 _MEM = [4 * KiB, 256 * KiB, 4 * MiB, 64 * MiB]  # bytes of the main array
+ROUND_TWO = ("tack", "c", "numba", "numpy")  # the peers the round-two kernels are written for
 _MEM_QUICK = [4 * KiB, 64 * KiB]
 
 SPECS = {
@@ -287,6 +350,30 @@ SPECS = {
         _norm_make, ("out",), _norm_ref, _close(2e-6, 1e-7),
         nbytes=lambda n: 24 * n, work=float, label=_count, footprint=lambda n: 24 * n,
         fresh={"out": _zeros_like("out")}),
+    "stencil_local": Spec(
+        "stencil_local", "memory", "3-D 7-point stencil, indices through locals (i = i0 + 1; a[i + 1, j, k]) (f64)",
+        [16, 40, 100, 200], [8, 16],
+        _stencil_local_make, ("out",), _stencil_local_ref, _close(1e-12, 1e-12),
+        nbytes=lambda n: 16 * n ** 3, work=lambda n: float(n ** 3), label=lambda n: f"{n}^3",
+        footprint=lambda n: 16 * n ** 3, fresh={"out": _zeros_like("out")}, peers=ROUND_TWO),
+    "conv2d": Spec(
+        "conv2d", "compute", f"2-D convolution, loops over the {CONV_TAPS}x{CONV_TAPS} filter taps (f32)",
+        [64, 256, 1024, 2048], [16, 24],
+        _conv_make, ("out",), _conv_ref, _close(1e-5, 1e-6),
+        nbytes=lambda n: 0, work=lambda n: float(n * n * CONV_TAPS * CONV_TAPS), label=lambda n: f"{n}^2",
+        footprint=lambda n: 8 * n * n, fresh={"out": _zeros_like("out")}, peers=ROUND_TWO),
+    "matmul_acc": Spec(
+        "matmul_acc", "compute", "C[i, j] += A[i, k] * B[k, j], rows in parallel (f64)",
+        [64, 256, 512, 1024], [8, 16],
+        _matmul_make, ("C",), _matmul_ref, _close(1e-12, 1e-12),
+        nbytes=lambda n: 0, work=lambda n: float(n) ** 3, label=lambda n: f"{n}^2",
+        footprint=lambda n: 24 * n * n, fresh={"C": _zeros_like("C")}, peers=ROUND_TWO),
+    "hist2": Spec(
+        "hist2", "memory", f"counts[keys[i]] += 1 and sums[keys[i]] += w[i] in one loop, {HIST2_BINS} bins (i32, f64)",
+        [_elems(b, 12) for b in _MEM], [_elems(b, 12) for b in _MEM_QUICK],
+        _hist2_make, ("counts", "sums"), _hist2_ref, _close(1e-9),
+        nbytes=lambda n: 12 * n, work=float, label=_count, footprint=lambda n: 12 * n,
+        fresh={"counts": _zeros_like("counts"), "sums": _zeros_like("sums")}, peers=ROUND_TWO),
 }
 
 ORDER = list(SPECS)

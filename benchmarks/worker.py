@@ -57,6 +57,9 @@ def prepare_case(peer, spec, size, *, against=None, save=None):
     Returns (record, run): ``run`` is None unless the record's status is "ok"
     (checked, not yet timed)."""
     rec = {"peer": peer.NAME, "kernel": spec.name, "size": size, "label": spec.label(size)}
+    if spec.peers and peer.NAME not in spec.peers:
+        rec.update(status="skipped", reason=f"not written for {peer.NAME}")
+        return rec, None
     inp = spec.make(size)
     t0 = time.perf_counter()
     try:

@@ -136,6 +136,53 @@ void ref_normalize(int64_t n, const float *restrict v, float *restrict out) {
     }
 }
 
+/* ------------------------------------------------ round two (issue 21) */
+/* The stencil as Tack's and Numba's kernels write it: indices through locals. */
+void ref_stencil_local(int64_t n0, int64_t n1, int64_t n2, const double *restrict a, double *restrict out) {
+    const int64_t s0 = n1 * n2, s1 = n2;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 1; i < n0 - 1; i++)
+        for (int64_t j = 1; j < n1 - 1; j++) {
+            const double *c = a + i * s0 + j * s1;
+            double *o = out + i * s0 + j * s1;
+            for (int64_t k = 1; k < n2 - 1; k++)
+                o[k] = c[k + s0] + c[k - s0] + c[k + s1] + c[k - s1] + c[k + 1] + c[k - 1] - 6.0 * c[k];
+        }
+}
+
+/* out[i, j] = sum over the taps of img[i + di, j + dj] * w[di, dj], in that order. */
+void ref_conv2d(int64_t n, int64_t t, int64_t m, const float *restrict img, const float *restrict w,
+                float *restrict out) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < m; j++) {
+            float acc = 0.0f;
+            for (int64_t di = 0; di < t; di++)
+                for (int64_t dj = 0; dj < t; dj++) acc += img[(i + di) * n + j + dj] * w[di * t + dj];
+            out[i * m + j] = acc;
+        }
+}
+
+/* C += A B, a row of C per iteration (i, k, j order: the j loop vectorizes). */
+void ref_matmul_acc(int64_t n, int64_t kk, int64_t m, const double *restrict A, const double *restrict B,
+                    double *restrict C) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < kk; k++) {
+            const double a = A[i * kk + k];
+            for (int64_t j = 0; j < m; j++) C[i * m + j] += a * B[k * m + j];
+        }
+}
+
+void ref_hist2(int64_t n, const int32_t *restrict keys, const double *restrict w, int32_t nbins,
+               int32_t *restrict counts, double *restrict sums) {
+#pragma omp parallel for schedule(static) reduction(+ : counts[:nbins], sums[:nbins])
+    for (int64_t i = 0; i < n; i++) {
+        counts[keys[i]]++;
+        sums[keys[i]] += w[i];
+    }
+}
+
 /* ---------------------------------------------------------------- bandwidth */
 KEEP_LOOP void bw_write(int64_t n, float *restrict dst, float value) {
 #pragma omp parallel for schedule(static)

@@ -50,6 +50,8 @@ def library():
         "ref_nbody": [i64, f32, p, p, p, p, p, p, p],
         "ref_mandelbrot": [i64, i64, f32, f32, f32, f32, i32, p],
         "ref_sum": [i64, p, p], "ref_histogram": [i64, p, i32, p], "ref_normalize": [i64, p, p],
+        "ref_stencil_local": [i64, i64, i64, p, p], "ref_conv2d": [i64, i64, i64, p, p, p],
+        "ref_matmul_acc": [i64, i64, i64, p, p, p], "ref_hist2": [i64, p, p, i32, p, p],
         "bw_write": [i64, p, f32], "bw_copy": [i64, p, p], "bw_memset": [i64, p],
     }
     for name, args in sig.items():
@@ -105,6 +107,21 @@ def prepare(kernel, inp):
     elif kernel == "normalize":
         n, v, o = inp["v"].shape[0], _p(inp["v"]), _p(inp["out"])
         run = lambda inp=inp: lib.ref_normalize(n, v, o)  # noqa: E731
+    elif kernel == "stencil_local":
+        (n0, n1, n2), a, o = inp["a"].shape, _p(inp["a"]), _p(inp["out"])
+        run = lambda inp=inp: lib.ref_stencil_local(n0, n1, n2, a, o)  # noqa: E731
+    elif kernel == "conv2d":
+        n, t, m = inp["img"].shape[0], inp["w"].shape[0], inp["out"].shape[0]
+        img, w, o = _p(inp["img"]), _p(inp["w"]), _p(inp["out"])
+        run = lambda inp=inp: lib.ref_conv2d(n, t, m, img, w, o)  # noqa: E731
+    elif kernel == "matmul_acc":
+        (n, kk), m = inp["A"].shape, inp["B"].shape[1]
+        A, B, C = _p(inp["A"]), _p(inp["B"]), _p(inp["C"])
+        run = lambda inp=inp: lib.ref_matmul_acc(n, kk, m, A, B, C)  # noqa: E731
+    elif kernel == "hist2":
+        n, nb = inp["keys"].shape[0], inp["counts"].shape[0]
+        k, w, c, s = _p(inp["keys"]), _p(inp["w"]), _p(inp["counts"]), _p(inp["sums"])
+        run = lambda inp=inp: lib.ref_hist2(n, k, w, nb, c, s)  # noqa: E731
     else:
         raise KeyError(kernel)
     return run, None  # run keeps inp (the arrays behind the addresses) alive

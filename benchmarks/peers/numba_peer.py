@@ -128,6 +128,52 @@ def kernels():
             out[i, 1] = y / length
             out[i, 2] = z / length
 
+    @par
+    def stencil_local(a, out):
+        for i0 in prange(a.shape[0] - 2):
+            for j0 in range(a.shape[1] - 2):
+                for k0 in range(a.shape[2] - 2):
+                    i = i0 + 1
+                    j = j0 + 1
+                    k = k0 + 1
+                    out[i, j, k] = (a[i + 1, j, k] + a[i - 1, j, k] + a[i, j + 1, k] + a[i, j - 1, k]
+                                    + a[i, j, k + 1] + a[i, j, k - 1] - 6.0 * a[i, j, k])
+
+    @par
+    def conv2d(img, w, out):
+        for i in prange(out.shape[0]):
+            for j in range(out.shape[1]):
+                acc = f32(0.0)
+                for di in range(w.shape[0]):
+                    for dj in range(w.shape[1]):
+                        acc += img[i + di, j + dj] * w[di, dj]
+                out[i, j] = acc
+
+    @par
+    def matmul_acc(A, B, C):
+        for i in prange(A.shape[0]):
+            for k in range(A.shape[1]):
+                a = A[i, k]
+                for j in range(B.shape[1]):
+                    C[i, j] += a * B[k, j]
+
+    @par
+    def hist2(keys, w, counts, sums, nthreads):
+        n = keys.shape[0]
+        nb = counts.shape[0]
+        lc = np.zeros((nthreads, nb), np.int32)
+        ls = np.zeros((nthreads, nb), np.float64)
+        for t in prange(nthreads):
+            lo = n * t // nthreads
+            hi = n * (t + 1) // nthreads
+            for i in range(lo, hi):
+                lc[t, keys[i]] += 1
+                ls[t, keys[i]] += w[i]
+        for t in range(nthreads):
+            for b in range(nb):
+                counts[b] += lc[t, b]
+                sums[b] += ls[t, b]
+
     @njit(cache=False)
     def saxpy_serial(a, x, y):
         for i in range(y.shape[0]):
@@ -135,6 +181,7 @@ def kernels():
 
     _k = dict(saxpy=saxpy, radius_squared=radius_squared, stencil=stencil, nbody=nbody,
               mandelbrot=mandelbrot, sum=sum_, histogram=histogram, normalize=normalize,
+              stencil_local=stencil_local, conv2d=conv2d, matmul_acc=matmul_acc, hist2=hist2,
               saxpy_serial=saxpy_serial, numba=numba)
     return _k
 
@@ -164,6 +211,14 @@ def prepare(kernel, inp):
         args = (inp["keys"], inp["hist"], k["numba"].get_num_threads())
     elif kernel == "normalize":
         args = (inp["v"], inp["out"])
+    elif kernel == "stencil_local":
+        args = (inp["a"], inp["out"])
+    elif kernel == "conv2d":
+        args = (inp["img"], inp["w"], inp["out"])
+    elif kernel == "matmul_acc":
+        args = (inp["A"], inp["B"], inp["C"])
+    elif kernel == "hist2":
+        args = (inp["keys"], inp["w"], inp["counts"], inp["sums"], k["numba"].get_num_threads())
     else:
         raise KeyError(kernel)
     return (lambda: fn(*args)), None

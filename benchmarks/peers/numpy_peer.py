@@ -102,6 +102,36 @@ def prepare(kernel, inp):
         def run():
             length = np.sqrt(np.einsum("ij,ij->i", v, v))
             np.divide(v, length[:, None], out=out)
+    elif kernel == "stencil_local":
+        a, out = inp["a"], inp["out"]
+        o = out[1:-1, 1:-1, 1:-1]
+
+        def run():
+            np.add(a[2:, 1:-1, 1:-1], a[:-2, 1:-1, 1:-1], out=o)
+            for nb in (a[1:-1, 2:, 1:-1], a[1:-1, :-2, 1:-1], a[1:-1, 1:-1, 2:], a[1:-1, 1:-1, :-2]):
+                np.add(o, nb, out=o)
+            np.subtract(o, 6.0 * a[1:-1, 1:-1, 1:-1], out=o)
+    elif kernel == "conv2d":
+        img, w, out = inp["img"], inp["w"], inp["out"]
+        m = out.shape[0]
+
+        def run():
+            out[...] = 0
+            for di in range(w.shape[0]):
+                for dj in range(w.shape[1]):
+                    np.add(out, img[di:di + m, dj:dj + m] * w[di, dj], out=out)
+    elif kernel == "matmul_acc":
+        A, B, C = inp["A"], inp["B"], inp["C"]
+
+        def run():
+            np.add(C, A @ B, out=C)
+    elif kernel == "hist2":
+        keys, w, counts, sums = inp["keys"], inp["w"], inp["counts"], inp["sums"]
+        nb = counts.shape[0]
+
+        def run():
+            np.add(counts, np.bincount(keys, minlength=nb).astype(np.int32), out=counts)
+            np.add(sums, np.bincount(keys, weights=w, minlength=nb), out=sums)
     else:
         raise KeyError(kernel)
     return run, None

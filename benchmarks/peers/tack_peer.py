@@ -106,8 +106,44 @@ def kernels():
         for i in range(v.shape[0]):
             out[i] = tack.normalize(v[i])
 
+    @tack.kernel
+    def stencil_local(a, out):
+        for i0 in range(a.shape[0] - 2):
+            for j0 in range(a.shape[1] - 2):
+                for k0 in range(a.shape[2] - 2):
+                    i = i0 + 1
+                    j = j0 + 1
+                    k = k0 + 1
+                    out[i, j, k] = (a[i + 1, j, k] + a[i - 1, j, k] + a[i, j + 1, k] + a[i, j - 1, k]
+                                    + a[i, j, k + 1] + a[i, j, k - 1] - 6.0 * a[i, j, k])
+
+    @tack.kernel
+    def conv2d(img, w, out):
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                acc = 0.0
+                for di in range(w.shape[0]):
+                    for dj in range(w.shape[1]):
+                        acc += img[i + di, j + dj] * w[di, dj]
+                out[i, j] = acc
+
+    @tack.kernel
+    def matmul_acc(A, B, C):
+        for i in range(A.shape[0]):
+            for k in range(A.shape[1]):
+                a = A[i, k]
+                for j in range(B.shape[1]):
+                    C[i, j] += a * B[k, j]
+
+    @tack.kernel
+    def hist2(keys, w, counts, sums):
+        for i in range(keys.shape[0]):
+            counts[keys[i]] += 1
+            sums[keys[i]] += w[i]
+
     _k = dict(saxpy=saxpy, radius_squared=radius_squared, stencil=stencil, nbody=nbody,
-              mandelbrot=mandelbrot, sum=sum_, histogram=histogram, normalize=normalize)
+              mandelbrot=mandelbrot, sum=sum_, histogram=histogram, normalize=normalize,
+              stencil_local=stencil_local, conv2d=conv2d, matmul_acc=matmul_acc, hist2=hist2)
     return _k
 
 
@@ -142,6 +178,14 @@ def arguments(kernel, inp):
         args = (inp["x"], inp["out"])
     elif kernel == "histogram":
         args = (inp["keys"], inp["hist"])
+    elif kernel == "stencil_local":
+        args = (inp["a"], inp["out"])
+    elif kernel == "conv2d":
+        args = (inp["img"], inp["w"], inp["out"])
+    elif kernel == "matmul_acc":
+        args = (inp["A"], inp["B"], inp["C"])
+    elif kernel == "hist2":
+        args = (inp["keys"], inp["w"], inp["counts"], inp["sums"])
     elif kernel == "normalize":
         v, _ = vec3_view(inp["v"], False)
         out, shared = vec3_view(inp["out"], True)

@@ -14,13 +14,26 @@
  *      of `i` against an extent that the loop does not change, executed on
  *      every iteration (a direct child of a body without break, continue or
  *      return), becomes one check before the loop: "lo < hi implies hi <=
- *      extent".  It reports the first index that would have failed, so the
+ *      extent".  So does `v + e` with e the same in every iteration (a
+ *      filter tap's `j + dj` over dj) when the check was proven
+ *      non-negative (1.), which gives lo + e >= 0; the check then is
+ *      "hi + e <= extent".  It reports the first index that would have failed, so the
  *      message is the one the per-iteration check would have given; writes
  *      the loop would have made before failing are not made.
  *
  *   3. Invariant hoisting.  A check whose operands the loop does not change
  *      (a[k] with k fixed) moves before the loop, guarded by "the loop runs
  *      at least once".  strength.c uses the same machinery for zero checks.
+ *
+ *   4. Indices through locals.  `i = i0 + 1; a[i + 1, j, k]` (a stencil
+ *      written by hand) is read as `a[i0 + 2, ...]`: a local defined once by
+ *      integer arithmetic on stable values is replaced by its value in the
+ *      checks (which are then elided or hoisted as above), in the indices of
+ *      loads and plain stores (so the C compiler sees an offset from the
+ *      loop's counter, not a wrapping add it cannot vectorize through: the
+ *      stencil ran 6-8x slower than with the index inline), and when
+ *      deciding whether a wrap can go.  A sum or product of non-negative
+ *      terms (i = 1 + 2 * k of a stepped range) loses its wrap too.
  *
  * A local counts as an induction variable only when nothing but its loop
  * header defines it (lowering copies the counter into a fresh local when the
@@ -44,6 +57,9 @@ typedef struct check_elider {
     int *defs;
     loopv stack[64];
     int n;
+    tk_ir **env;   /* per local defined once by an index-like value the walk has passed: the value,
+                    * its own locals replaced (NULL: none, or its block has ended) */
+    int *log, nlog; /* the locals given an env entry, in order, to forget when a block ends */
 } check_elider;
 
 static void count_defs(check_elider *k, tk_ir *s) {
@@ -70,6 +86,9 @@ static const tk_ir *strip(const tk_ir *e) {
     return e;
 }
 
+static int lo_plus_nonneg(const tk_ir *lo, int64_t c);
+#define lo_plus_nonneg_fwd(lo) lo_plus_nonneg((lo), 0)
+
 static loopv *induction(check_elider *k, const tk_ir *e) {
     e = strip(e);
     if (e->op != IR_LOCAL || k->defs[e->local] != 1) return NULL;
@@ -78,18 +97,127 @@ static loopv *induction(check_elider *k, const tk_ir *e) {
     return NULL;
 }
 
-/* idx = v + c for an induction variable v and a constant c (also v - c, c + v). */
+/* idx = v + c for an induction variable v and a constant c (also v - c,
+ * c + v, and sums of those: (v + 1) + 1 after a local is replaced). */
 static loopv *affine(check_elider *k, const tk_ir *e, int64_t *c) {
     e = strip(e);
     *c = 0;
     if (e->op == IR_LOCAL) return induction(k, e);
-    if (e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && e->k[1]->op == IR_CONST && ty_is_int(e->k[1]->ty)) {
-        int64_t v = e->k[1]->c.i;
-        if (v == INT64_MIN || v > ((int64_t)1 << 40) || v < -((int64_t)1 << 40)) return NULL;
-        *c = e->sub == B_ADD ? v : -v;
-        return induction(k, e->k[0]);
+    if (e->op != IR_BIN || (e->sub != B_ADD && e->sub != B_SUB) || !ty_is_int(e->ty)) return NULL;
+    int ci = e->k[1]->op == IR_CONST ? 1 : e->sub == B_ADD && e->k[0]->op == IR_CONST ? 0 : -1;
+    if (ci < 0 || !ty_is_int(e->k[ci]->ty)) return NULL;
+    int64_t v = e->k[ci]->c.i, inner;
+    if (v == INT64_MIN || v > ((int64_t)1 << 40) || v < -((int64_t)1 << 40)) return NULL;
+    loopv *lv = affine(k, e->k[1 - ci], &inner);
+    if (!lv) return NULL;
+    *c = inner + (e->sub == B_ADD ? v : -v);
+    if (*c > ((int64_t)1 << 40) || *c < -((int64_t)1 << 40)) return NULL;
+    return lv;
+}
+
+/* ------------------------------------------------- locals that name a value */
+/* An index written through a local (`i = i0 + 1; a[i + 1]`) is analysed as
+ * the value the local was given: a local defined once, by an integer sum,
+ * difference or product of constants, extents and locals that are stable
+ * where it is read -- parameters (never assigned), the variables of the
+ * loops around the reader, and other such locals.  The walk goes in program
+ * order and keeps an entry only from the local's definition to the end of
+ * its block, so every reader it serves runs after the definition in the
+ * same iteration of every loop around it; a loop that defines a local the
+ * value names drops the entry (`v = k + 1` read inside a later `for k`).
+ * Checks read the value in place of the local, so they are hoisted as if the
+ * index were written inline; loads keep the local and only lose the wrap. */
+static int index_like(check_elider *k, const tk_ir *e) {
+    switch (e->op) {
+    case IR_CONST: return ty_is_int(e->ty);
+    case IR_SHAPE: return 1;
+    case IR_CAST: return ty_is_int(e->ty) && index_like(k, e->k[0]);
+    case IR_BIN:
+        return ty_is_int(e->ty) && (e->sub == B_ADD || e->sub == B_SUB || e->sub == B_MUL) && index_like(k, e->k[0]) &&
+               index_like(k, e->k[1]);
+    case IR_LOCAL:
+        if (e->local < 0 || e->local >= k->S->nlocals) return 0;
+        if (k->env[e->local] || k->defs[e->local] == 0) return 1;
+        for (int i = k->n - 1; i >= 0; i--)
+            if (k->stack[i].var == e->local) return k->defs[e->local] == 1;
+        return 0;
+    default: return 0;
     }
-    return NULL;
+}
+
+static tk_ir *clone(tk_cc *C, const tk_ir *e) {
+    tk_ir *r = ir_new(C, e->op, e->ty, e->line);
+    *r = *e;
+    r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
+    r->cap = e->n;
+    for (int j = 0; j < e->n; j++) r->k[j] = clone(C, e->k[j]);
+    return r;
+}
+
+/* A loop's variable (an ndrange axis's bounded variable is set at the top of
+ * the body, and is better known as that). */
+static int on_stack(check_elider *k, int local) {
+    for (int i = k->n - 1; i >= 0; i--)
+        if (k->stack[i].var == local) return 1;
+    return 0;
+}
+
+/* e with the locals that have an entry replaced by (copies of) their values
+ * (new nodes only where one is). */
+static tk_ir *subst(check_elider *k, tk_ir *e) {
+    if (e->op == IR_LOCAL)
+        return e->local >= 0 && e->local < k->S->nlocals && k->env[e->local] ? clone(k->C, k->env[e->local]) : e;
+    if (e->op != IR_CAST && e->op != IR_BIN && e->op != IR_WRAP) return e;
+    tk_ir *r = e;
+    for (int i = 0; i < e->n; i++) {
+        tk_ir *x = subst(k, e->k[i]);
+        if (x == e->k[i]) continue;
+        if (r == e) {
+            r = ir_new(k->C, e->op, e->ty, e->line);
+            *r = *e;
+            r->k = tk_alloc(&k->C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
+            r->cap = e->n;
+            for (int j = 0; j < e->n; j++) r->k[j] = e->k[j];
+        }
+        r->k[i] = x;
+    }
+    return r;
+}
+
+static int mentions(const tk_ir *e, int local) {
+    if (e->op == IR_LOCAL) return e->local == local;
+    for (int i = 0; i < e->n; i++)
+        if (mentions(e->k[i], local)) return 1;
+    return 0;
+}
+
+/* A definition of `local` met by the walk: entries whose values name it go. */
+static void redefined(check_elider *k, int local) {
+    for (int i = 0; i < k->nlog; i++) {
+        int v = k->log[i];
+        if (k->env[v] && mentions(k->env[v], local)) k->env[v] = NULL;
+    }
+}
+
+/* Provably >= 0: constants, extents, variables of loops from a non-negative
+ * start upward, and sums and products of those. */
+static int nonneg_value(check_elider *k, const tk_ir *e) {
+    e = strip(e);
+    switch (e->op) {
+    case IR_CONST: return ty_is_int(e->ty) && e->c.i >= 0;
+    case IR_SHAPE: return 1;
+    case IR_CAST:
+        return e->k[0]->op == IR_SHAPE || (ty_is_int(e->ty) && ty_is_int(e->k[0]->ty) && dt_bits((tack_dtype)e->ty.dt) == 64 &&
+                                           dt_bits((tack_dtype)e->k[0]->ty.dt) == 64 && nonneg_value(k, e->k[0]));
+    case IR_BIN:
+        return ty_is_int(e->ty) && (e->sub == B_ADD || e->sub == B_MUL) && nonneg_value(k, e->k[0]) &&
+               nonneg_value(k, e->k[1]);
+    case IR_LOCAL: {
+        loopv *lv = induction(k, e);
+        return lv && lv->step > 0 && lo_plus_nonneg_fwd(lv->lo);
+    }
+    default: return 0;
+    }
 }
 
 /* lo + c >= 0, provably */
@@ -105,26 +233,59 @@ static int same_shape(const tk_ir *a, const tk_ir *b) {
     return a->op == IR_SHAPE && b->op == IR_SHAPE && a->param == b->param && a->aux == b->aux;
 }
 
+static tk_ir *plus(tk_cc *C, tk_ir *e, int64_t c);
+
+/* The i64 value v + c of an induction variable. */
+static tk_ir *var_plus(check_elider *k, const loopv *lv, int64_t c, int line) {
+    tk_ir *l = ir_new(k->C, IR_LOCAL, k->S->locals[lv->var].ty, line);
+    l->local = lv->var;
+    if (!ty_eq(l->ty, ty_value(TACK_I64))) {
+        tk_ir *x = ir_new(k->C, IR_CAST, ty_value(TACK_I64), line);
+        ir_push(k->C, x, l);
+        l = x;
+    }
+    return plus(k->C, l, c);
+}
+
+/* An i64 index through locals, as the value they name; v + c for an
+ * induction variable v (the form the emitter folds into an offset). */
+static tk_ir *inline_index(check_elider *k, tk_ir *x) {
+    tk_ir *v = subst(k, x);
+    if (v == x || !ty_eq(x->ty, ty_value(TACK_I64))) return v == x || ty_eq(v->ty, x->ty) ? v : x;
+    int64_t c;
+    loopv *lv = affine(k, v, &c);
+    if (!lv || strip(v)->op == IR_LOCAL) return v;
+    return var_plus(k, lv, c, x->line);
+}
+
 static tk_ir *kx(check_elider *k, tk_ir *x) {
     for (int i = 0; i < x->n; i++) x->k[i] = kx(k, x->k[i]);
     if (x->op == IR_WRAP) {
         int64_t c;
-        loopv *lv = affine(k, x->k[0], &c);
+        tk_ir *v = subst(k, x->k[0]);
+        loopv *lv = affine(k, v, &c);
         if (lv && lv->step > 0 && lo_plus_nonneg(lv->lo, c)) return x->k[0];
+        if (nonneg_value(k, v)) return x->k[0];
     }
+    if (x->op == IR_LOAD) /* the index as if written inline: i0 + 1 + 1 is an offset, not a wrapping add */
+        for (int i = 0; i < x->n; i++) x->k[i] = inline_index(k, x->k[i]);
     return x;
 }
 
 static void ks(check_elider *k, tk_ir *s);
 
 static void kblock(check_elider *k, tk_ir *b) {
+    int mark = k->nlog;
     for (int i = 0; i < b->n; i++) {
         tk_ir *s = b->k[i];
         if (s->op == IR_CHECK && s->sub == CK_INDEX && s->local != 2) {
-            for (int j = 0; j < s->n; j++) s->k[j] = kx(k, s->k[j]);
+            for (int j = 0; j < s->n; j++) s->k[j] = subst(k, kx(k, s->k[j]));
             tk_ir *idx = s->k[0], *ext = s->k[1];
             int64_t c;
             loopv *lv = affine(k, idx, &c);
+            if (lv && strip(idx)->op != IR_LOCAL) { /* (v + 1) + 1 as v + 2, the form hoisting reads */
+                s->k[0] = idx = var_plus(k, lv, c, s->line);
+            }
             idx = (tk_ir *)strip(idx);
             if (lv && lv->step > 0 && lo_plus_nonneg(lv->lo, c)) {
                 if (c == 0 && same_shape(lv->hi, ext)) {
@@ -132,13 +293,23 @@ static void kblock(check_elider *k, tk_ir *b) {
                     continue;
                 }
                 s->local = 1;
-            } else if (idx->op == IR_CONST && idx->c.i >= 0) {
+            } else if ((idx->op == IR_CONST && idx->c.i >= 0) || nonneg_value(k, idx)) {
                 s->local = 1;
             }
             continue;
         }
         ks(k, s);
+        if (s->op == IR_ASSIGN || s->op == IR_SETCOMP) {
+            if (s->local >= 0 && s->local < k->S->nlocals) redefined(k, s->local);
+            if (s->op == IR_ASSIGN && s->local >= 0 && s->local < k->S->nlocals && k->defs[s->local] == 1 &&
+                ty_is_int(k->S->locals[s->local].ty) && !on_stack(k, s->local) && index_like(k, s->k[0])) {
+                k->env[s->local] = subst(k, s->k[0]);
+                k->log[k->nlog++] = s->local;
+            }
+        }
     }
+    for (int i = mark; i < k->nlog; i++) k->env[k->log[i]] = NULL;
+    k->nlog = mark;
 }
 
 static void ks(check_elider *k, tk_ir *s) {
@@ -146,6 +317,7 @@ static void ks(check_elider *k, tk_ir *s) {
     case IR_BLOCK: kblock(k, s); return;
     case IR_FOR: {
         for (int i = 0; i < 3; i++) s->k[i] = kx(k, s->k[i]);
+        redefined(k, s->local);
         if (k->n < 64) {
             loopv lv = {s->local, s->k[0], s->k[1], s->k[2]->op == IR_CONST ? s->k[2]->c.i : 0};
             k->stack[k->n++] = lv;
@@ -156,6 +328,7 @@ static void ks(check_elider *k, tk_ir *s) {
     }
     case IR_PFOR: {
         int saved = k->n;
+        for (int d = 0; d < s->aux; d++) redefined(k, s->vars[d]);
         for (int d = 0; d < s->aux; d++) {
             s->k[d] = kx(k, s->k[d]);
             if (k->n < 64) {
@@ -187,6 +360,10 @@ static void ks(check_elider *k, tk_ir *s) {
     case IR_PRINT:
         for (int i = 0; i < s->n; i++)
             if (!s->k[i]->str) s->k[i] = kx(k, s->k[i]);
+        return;
+    case IR_STORE: /* a plain store's index too; a read-modify-write keeps the own local verify.c looks for */
+        for (int i = 0; i < s->n; i++) s->k[i] = kx(k, s->k[i]);
+        for (int i = 1; s->sub == ST_PLAIN && i < s->n; i++) s->k[i] = inline_index(k, s->k[i]);
         return;
     default:
         for (int i = 0; i < s->n; i++) s->k[i] = kx(k, s->k[i]);
@@ -270,6 +447,23 @@ static tk_ir *plus(tk_cc *C, tk_ir *e, int64_t c) {
     return b;
 }
 
+/* a + b as i64 values. */
+static tk_ir *add_i64(tk_cc *C, tk_ir *a, tk_ir *b) {
+    tk_ir *x[2] = {a, b};
+    for (int i = 0; i < 2; i++)
+        if (!ty_eq(x[i]->ty, ty_value(TACK_I64))) {
+            tk_ir *cv = ir_new(C, IR_CAST, ty_value(TACK_I64), x[i]->line);
+            ir_push(C, cv, x[i]);
+            x[i] = cv;
+        }
+    tk_ir *r = ir_new(C, IR_BIN, ty_value(TACK_I64), a->line);
+    r->sub = B_ADD;
+    r->aux_ty = ty_value(TACK_I64);
+    ir_push(C, r, x[0]);
+    ir_push(C, r, x[1]);
+    return r;
+}
+
 /* How many statements under s assign local v. */
 static int assignments(const tk_ir *s, int v) {
     int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == v;
@@ -296,10 +490,21 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
         if (kind != CK_INDEX || c->local == 2 || !ir_invariant(c->k[1], loop)) continue;
         const tk_ir *idx = strip(c->k[0]);
         int64_t off = 0;
+        tk_ir *shift = NULL; /* v + e, e the same in every iteration (a filter tap's j + dj over dj) */
         if (idx->op == IR_BIN && (idx->sub == B_ADD || idx->sub == B_SUB) && idx->k[1]->op == IR_CONST &&
             ty_is_int(idx->k[1]->ty) && idx->k[1]->c.i > -((int64_t)1 << 40) && idx->k[1]->c.i < ((int64_t)1 << 40)) {
             off = idx->sub == B_ADD ? idx->k[1]->c.i : -idx->k[1]->c.i;
             idx = strip(idx->k[0]);
+        } else if (idx->op == IR_BIN && idx->sub == B_ADD && c->local == 1 && ty_is_int(idx->ty)) {
+            /* a check proven non-negative at every iteration: lo + e >= 0 holds where the loop runs */
+            for (int side = 0; side < 2 && !shift; side++) {
+                const tk_ir *v = strip(idx->k[side]);
+                if (v->op == IR_LOCAL && !ir_invariant(v, loop) && ir_invariant(idx->k[1 - side], loop)) {
+                    shift = idx->k[1 - side];
+                    idx = v;
+                }
+            }
+            if (!shift) continue;
         }
         if (idx->op != IR_LOCAL) continue;
         tk_ir *lo = NULL, *hi = NULL;
@@ -323,11 +528,11 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
                     bounded = 1;
                 }
         }
-        if (!lo || !lo_plus_nonneg(lo, off)) continue;
+        if (!lo || (!shift && !lo_plus_nonneg(lo, off))) continue;
         /* the variable must not be redefined in the body */
         if (!bounded && ir_assigns_local(body, idx->local)) continue;
-        lo = plus(C, lo, off);
-        hi = plus(C, hi, off);
+        lo = shift ? add_i64(C, lo, shift) : plus(C, lo, off);
+        hi = shift ? add_i64(C, hi, shift) : plus(C, hi, off);
         tk_ir *r = ir_new(C, IR_CHECK, ty_void(), c->line);
         r->sub = CK_INDEX;
         r->aux = c->aux;
@@ -388,6 +593,10 @@ void tk_checks(tk_cc *C) {
         k.C = C;
         k.S = S;
         k.defs = tk_alloc(&C->arena, sizeof(int) * (size_t)(S->nlocals + 1));
+        memset(k.defs, 0, sizeof(int) * (size_t)(S->nlocals + 1));
+        k.env = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
+        memset(k.env, 0, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
+        k.log = tk_alloc(&C->arena, sizeof(int) * (size_t)(S->nlocals + 1));
         count_defs(&k, S->body);
         ks(&k, S->body);
     }

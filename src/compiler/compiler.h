@@ -251,6 +251,10 @@ typedef enum tk_atom { A_ADD, A_SUB, A_MIN, A_MAX } tk_atom;
 typedef enum tk_store_kind { ST_PLAIN, ST_RMW } tk_store_kind;
 
 
+/* Private histograms per parallel loop (privatize.c), and the chunk's stack they share. */
+#define TK_MAX_HIST 4
+#define TK_HIST_STACK (256 * 1024)
+
 typedef struct tk_ir tk_ir;
 struct tk_ir {
     uint8_t op, sub;
@@ -262,8 +266,8 @@ struct tk_ir {
     union { int64_t i; uint64_t u; double f; } c;
     const char *str;       /* CONST string (print) */
     tk_ir *red;            /* PFOR: per-chunk sums flushed after the chunk (privatize.c) */
-    int hist;              /* PFOR: 1 + the array whose varying-index adds may go to a per-chunk
-                            * private copy (privatize.c; C dialect), else 0 */
+    uint64_t hist;         /* PFOR: bit q: array q's varying-index adds may go to a per-chunk
+                            * private copy (privatize.c; C dialect; at most TK_MAX_HIST arrays) */
     tk_ir *off, *hi;       /* PFOR over range(lo, hi): var = index + off (NULL: 0); hi as written */
     tk_ir *bnd;            /* PFOR: [var LOCAL, lo, hi] per axis from lo by 1 whose variable the
                             * body's first statements set to lo + index (ndrange bounds,

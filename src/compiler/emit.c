@@ -608,19 +608,22 @@ static void emit_print(tk_emitter *e, tk_ir *s) {
 }
 
 /* In the private-histogram version of a parallel loop (e->hist): an add or
- * sub into the chunk's private copy, wrapping like the atomic it replaces. */
+ * sub into the chunk's private copy of the array, wrapping like the atomic it
+ * replaces -- in the version that chooses per array (bit 63 of e->hist),
+ * when this chunk keeps a copy of it (huN_), else the atomic. */
 static void hist_add(tk_emitter *e, tk_ir *a) {
-    int dt = a->ty.dt;
+    int dt = a->ty.dt, h = a->param;
     const char *op = a->sub == A_SUB ? "-" : "+";
-    I(e); P(e, "{ const int64_t h_ = (int64_t)(");
+    if (e->hist >> 63 & 1) { I(e); P(e, "if (!hu%d_) (void)(", h); ex(e, a); P(e, ");\n"); }
+    I(e); P(e, "%s{ const int64_t h_ = (int64_t)(", e->hist >> 63 & 1 ? "else " : "");
     if (a->n == 2 && a->k[1]->op == IR_WRAP && a->k[1]->param == a->param && e->C->opts.checks)
-        ex(e, a->k[1]->k[0]); /* checked to lie in [-n, n): hp_ has a cell for each */
+        ex(e, a->k[1]->k[0]); /* checked to lie in [-n, n): hpN_ has a cell for each */
     else
         flat_index(e, a, 1);
-    P(e, "); hp_[h_] = ");
-    if (is_float_dt(dt)) { P(e, "hp_[h_] %s (", op); ex(e, a->k[0]); P(e, "); }\n"); }
+    P(e, "); hp%d_[h_] = ", h);
+    if (is_float_dt(dt)) { P(e, "hp%d_[h_] %s (", h, op); ex(e, a->k[0]); P(e, "); }\n"); }
     else {
-        P(e, "(%s)((%s)hp_[h_] %s (%s)(", ctype(e, dt), ut(dt), op, ut(dt));
+        P(e, "(%s)((%s)hp%d_[h_] %s (%s)(", ctype(e, dt), ut(dt), h, op, ut(dt));
         ex(e, a->k[0]);
         P(e, ")); }\n");
     }
@@ -638,7 +641,7 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         after_call(e, s->k[0]);
         return;
     case IR_EVAL:
-        if (e->hist && s->k[0]->op == IR_ATOMIC && s->k[0]->param == e->hist - 1) {
+        if (s->k[0]->op == IR_ATOMIC && s->k[0]->param < 63 && (e->hist >> s->k[0]->param & 1)) {
             hist_add(e, s->k[0]);
             return;
         }

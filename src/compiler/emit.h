@@ -66,7 +66,7 @@ struct tk_emitter {
     tk_chunkfn exact;      /* the chunk function of a loop with fast divisions */
     int nopoll;            /* in SIMD lanes, where no loop may leave early: serial loops do not poll */
     int brk;               /* the label a `break` jumps to (a strip-mined loop's), or -1: `break;` */
-    int hist;              /* in the private-histogram version of a parallel loop: 1 + its array (privatize.c); else 0 */
+    uint64_t hist;         /* in the private-histogram version of a parallel loop: bit q, array q (privatize.c) */
 };
 
 static inline const char *ctype(tk_emitter *e, int dt) { return e->D->ctype((tack_dtype)dt); }

@@ -657,36 +657,80 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
     tk_spec *S = e->S;
     /* private locals: those of this loop's scope (the pfor id is the scope) */
     declare_locals(e, S->locals[s->vars[0]].scope, 0, carried_locals(e, s), 1);
-    /* a histogram array (privatize.c) is counted into a zeroed private copy on
-     * the stack when it is small and the chunk long enough to repay the flush:
-     * then the chunk runs a version of the loop that adds into it, and adds
-     * each non-zero cell into the array, atomically, at its end */
-    int h = s->hist - 1;
-    if (h >= 0) {
-        int hdt = S->ptypes[h].dt, cap = 65536 / (dt_bits((tack_dtype)hdt) / 8);
-        if (cap > 16384) cap = 16384;
-        I(e); P(e, "/* tk: per-chunk private histogram of a%d */\n", h);
-        I(e); P(e, "const int64_t hn_ = 1");
-        for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
-        P(e, ";\n");
-        I(e); P(e, "if (hn_ <= %d && hi_ - lo_ >= 4 * hn_) {\n", cap);
+    /* histogram arrays (privatize.c) are counted into zeroed private copies on
+     * the stack, each when it is small and the chunk long enough to repay its
+     * flush: then the chunk runs a version of the loop that adds into the
+     * copies (one that chooses per add, huN_, for a chunk that keeps only
+     * some), and adds each non-zero cell into the array, atomically, at its
+     * end.  The copies share
+     * TK_HIST_STACK bytes of the chunk's stack (one alone gets half, as much
+     * as when a loop had only one) */
+    if (s->hist) {
+        int nh = 0;
+        for (int h = 0; h < 63; h++) nh += (int)(s->hist >> h & 1);
+        int64_t bytes = TK_HIST_STACK / (nh < 2 ? 2 : nh);
+        for (int h = 0; h < 63; h++) {
+            if (!(s->hist >> h & 1)) continue;
+            int hdt = S->ptypes[h].dt;
+            int64_t cap = bytes / (2 * (dt_bits((tack_dtype)hdt) / 8));
+            if (cap > 16384) cap = 16384;
+            I(e); P(e, "/* tk: per-chunk private histogram of a%d */\n", h);
+            I(e); P(e, "const int64_t hn%d_ = 1", h);
+            for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
+            P(e, ";\n");
+            I(e); P(e, "const tk_bool hu%d_ = hn%d_ <= %lld && hi_ - lo_ >= 4 * hn%d_;\n", h, h, (long long)cap, h);
+        }
+        I(e); P(e, "if (0");
+        for (int h = 0; h < 63; h++)
+            if (s->hist >> h & 1) P(e, " || hu%d_", h);
+        P(e, ") {\n");
         e->ind++;
-        I(e); P(e, "%s hb_[%d], *const hp_ = hb_ + hn_;\n", ctype(e, hdt), 2 * cap);
-        I(e); P(e, "for (int64_t h_ = 0; h_ < 2 * hn_; h_++) hb_[h_] = 0;\n");
-        e->hist = h + 1;
-        pfor_versions(e, s);
+        if (nh > 1) { /* every copy kept: the loop without a choice per add */
+            I(e); P(e, "const tk_bool hall_ = 1");
+            for (int h = 0; h < 63; h++)
+                if (s->hist >> h & 1) P(e, " && hu%d_", h);
+            P(e, ";\n");
+        }
+        for (int h = 0; h < 63; h++) {
+            if (!(s->hist >> h & 1)) continue;
+            int hdt = S->ptypes[h].dt;
+            int64_t cap = bytes / (2 * (dt_bits((tack_dtype)hdt) / 8));
+            if (cap > 16384) cap = 16384;
+            I(e); P(e, "%s hb%d_[%lld], *const hp%d_ = hu%d_ ? hb%d_ + hn%d_ : hb%d_;\n", ctype(e, hdt), h, (long long)(2 * cap), h, h, h, h, h);
+            I(e); P(e, "if (hu%d_) for (int64_t h_ = 0; h_ < 2 * hn%d_; h_++) hb%d_[h_] = 0;\n", h, h, h);
+        }
+        if (nh > 1) {
+            I(e); P(e, "if (hall_) {\n");
+            e->ind++;
+            e->hist = s->hist;
+            pfor_versions(e, s);
+            e->ind--;
+            I(e); P(e, "} else {\n");
+            e->ind++;
+            e->hist = s->hist | (uint64_t)1 << 63;
+            pfor_versions(e, s);
+            e->ind--;
+            I(e); P(e, "}\n");
+        } else {
+            e->hist = s->hist;
+            pfor_versions(e, s);
+        }
         e->hist = 0;
-        I(e); P(e, "for (int64_t h_ = 0; h_ < hn_; h_++) {\n");
-        I(e); P(e, "    const %s c_ = ", ctype(e, hdt));
-        if (is_float_dt(hdt)) P(e, "hb_[h_] + hp_[h_];\n");
-        else P(e, "(%s)((%s)hb_[h_] + (%s)hp_[h_]);\n", ctype(e, hdt), ut(hdt), ut(hdt));
-        /* the whole range in one chunk (a small launch runs so): no other chunk to race */
-        I(e); P(e, "    if (c_ == 0) continue;\n");
-        I(e); P(e, "    if (lo_ == 0 && hi_ == F->total) a%d[h_] = ", h);
-        if (is_float_dt(hdt)) P(e, "a%d[h_] + c_;\n", h);
-        else P(e, "(%s)((%s)a%d[h_] + (%s)c_);\n", ctype(e, hdt), ut(hdt), h, ut(hdt));
-        I(e); P(e, "    else (void)tk_atomic_add_%s(&a%d[h_], c_);\n", ctype(e, hdt), h);
-        I(e); P(e, "}\n");
+        for (int h = 0; h < 63; h++) {
+            if (!(s->hist >> h & 1)) continue;
+            int hdt = S->ptypes[h].dt;
+            I(e); P(e, "if (hu%d_) for (int64_t h_ = 0; h_ < hn%d_; h_++) {\n", h, h);
+            I(e); P(e, "    const %s c_ = ", ctype(e, hdt));
+            if (is_float_dt(hdt)) P(e, "hb%d_[h_] + hp%d_[h_];\n", h, h);
+            else P(e, "(%s)((%s)hb%d_[h_] + (%s)hp%d_[h_]);\n", ctype(e, hdt), ut(hdt), h, ut(hdt), h);
+            /* the whole range in one chunk (a small launch runs so): no other chunk to race */
+            I(e); P(e, "    if (c_ == 0) continue;\n");
+            I(e); P(e, "    if (lo_ == 0 && hi_ == F->total) a%d[h_] = ", h);
+            if (is_float_dt(hdt)) P(e, "a%d[h_] + c_;\n", h);
+            else P(e, "(%s)((%s)a%d[h_] + (%s)c_);\n", ctype(e, hdt), ut(hdt), h, ut(hdt));
+            I(e); P(e, "    else (void)tk_atomic_add_%s(&a%d[h_], c_);\n", ctype(e, hdt), h);
+            I(e); P(e, "}\n");
+        }
         e->ind--;
         I(e); P(e, "} else {\n");
         e->ind++;

@@ -95,5 +95,7 @@ def test_bit_for_bit(both):
         assert on.dtype == off.dtype and on.shape == off.shape, key
         if key.startswith("sum/"):
             np.testing.assert_allclose(on, off, rtol=1e-5, err_msg=key)
+        elif key.startswith("hist2/") and key.endswith("/sums"):  # float adds in any order (atomics or private copies)
+            np.testing.assert_allclose(on, off, rtol=1e-12, err_msg=key)
         else:
             assert np.array_equal(on, off, equal_nan=True), (key, np.flatnonzero(on != off)[:5])

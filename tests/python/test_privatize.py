@@ -206,3 +206,60 @@ def test_private_copy_has_a_cell_for_each_negative_index(kernel, bins):
     kernel(keys, hist[1:-1])
     np.testing.assert_array_equal(hist[1:-1], np.bincount(keys % bins, minlength=bins))
     assert hist[0] == 0 and hist[-1] == 0
+
+
+# ------------------------------------------- several histograms in one loop
+@tack.kernel
+def count_and_weigh(keys, w, counts, sums):
+    for i in range(keys.shape[0]):
+        counts[keys[i]] += 1
+        sums[keys[i]] += w[i]
+
+
+@tack.kernel
+def five_hists(keys, h0, h1, h2, h3, h4):
+    for i in range(keys.shape[0]):
+        h0[keys[i]] += 1
+        h1[keys[i]] += 2
+        h2[keys[i]] += 3
+        h3[keys[i]] += 4
+        h4[keys[i]] -= 5
+
+
+@pytest.mark.optimized_source
+def test_count_and_weights_both_privatized():
+    keys = _keys(4, 16)
+    src = count_and_weigh.generated_source(keys, np.zeros(4), np.zeros(16, np.int32), np.zeros(16))
+    assert src.count(MARKER) == 2
+    assert "per-chunk private histogram of a2 " in src and "per-chunk private histogram of a3 " in src
+
+
+@pytest.mark.parametrize("n,bins,sbins", [(200_000, 256, 256), (300_000, 16384, 8000), (300_000, 40, 20_000),
+                                          (1000, 16, 16), (10, 3, 3)])
+def test_count_and_weights_match_numpy(n, bins, sbins):
+    """Both arrays privatized, one only (the other past its cap), or neither (a short chunk)."""
+    keys = _keys(n, min(bins, sbins), seed=n)
+    w = np.random.default_rng(n).random(n)
+    counts, sums = np.zeros(bins, np.int32), np.zeros(sbins)
+    count_and_weigh(keys, w, counts, sums)
+    np.testing.assert_array_equal(counts, np.bincount(keys, minlength=bins))
+    ref = np.zeros(sbins)
+    np.add.at(ref, keys, w)
+    np.testing.assert_allclose(sums, ref, rtol=1e-9)
+
+
+@pytest.mark.optimized_source
+def test_at_most_four_private_histograms():
+    hs = [np.zeros(64, np.int64) for _ in range(5)]
+    src = five_hists.generated_source(np.zeros(4, np.int64), *hs)
+    assert src.count(MARKER) == 4 and "per-chunk private histogram of a5 " not in src
+
+
+def test_histograms_past_the_limit_match():
+    keys = _keys(100_000, 64, dtype=np.int64, seed=5)
+    hs = [np.zeros(64, np.int64) for _ in range(5)]
+    five_hists(keys, *hs)
+    c = np.bincount(keys, minlength=64)
+    for k, h in enumerate(hs[:4]):
+        np.testing.assert_array_equal(h, c * (k + 1))
+    np.testing.assert_array_equal(hs[4], -5 * c)
