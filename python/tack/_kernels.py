@@ -38,6 +38,8 @@ __all__ = [
     "sinh", "cosh", "tanh",
     "floor", "ceil", "trunc", "hypot", "copysign", "fmod",
     "isnan", "isinf", "isfinite",
+    # complex numbers
+    "conjugate",
     # vectors
     "dot", "cross", "length", "normalize",
     # atomics
@@ -403,6 +405,7 @@ atan2 = _binary("atan2", "arctan2", "Arc tangent of y/x using the signs of both,
 hypot = _binary("hypot", "hypot", "sqrt(x*x + y*y) without undue overflow.")
 copysign = _binary("copysign", "copysign", "The magnitude of x with the sign of y.")
 fmod = _binary("fmod", "fmod", "C's fmod: remainder with the sign of x (unlike %).")
+conjugate = _unary("conjugate", "conjugate", "The complex conjugate (z.conjugate(), np.conj); a real x is its own.")
 
 
 # ---------------------------------------------------------------- vectors

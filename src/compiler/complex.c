@@ -21,10 +21,14 @@
  *              spelled for each dialect with its qualifier and math names.
  *              The helpers use explicit formulas, not C's _Complex (Annex
  *              G's multiplication and division differ from NumPy's), so every
- *              backend gives the same bits: NumPy's products are the plain
- *              formula, its quotients Smith's method (numpy's loops), abs is
- *              hypot.  exp, sqrt and log are the textbook formulas with the
- *              C99 results at zeros and infinities that NumPy documents.
+ *              backend gives the same bits, and they are NumPy's: a product
+ *              rounds as NumPy's vector loops on FMA hardware do (one of the
+ *              two products fused, with the dialect's correctly rounded fma),
+ *              a quotient is Smith's method, abs is the vector loop's larger
+ *              part times sqrt(fma(r, r, 1)).  exp, sqrt and log are the
+ *              textbook formulas with C99's results at zeros and infinities;
+ *              NumPy calls the C library there, so they agree within ulps.
+ *              OpenCL writes complex128 only when the kernel enables fp64.
  *
  *   atomics    `a[i] += z` in a parallel loop adds the two parts with two
  *              float atomics: each part is exact, but another thread may see

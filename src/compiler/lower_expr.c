@@ -328,6 +328,8 @@ static tk_ir *compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n)
 static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *scratch, tack_node *n) {
     if (!lw_known(a) || !lw_known(b)) return lw_unknown(L, n);
     if (!ty_is_scalar(a->ty) || !ty_is_scalar(b->ty)) ERR(n, "and/or need scalar operands, not %s and %s", TN(a->ty), TN(b->ty));
+    if (ty_is_complex(a->ty) || ty_is_complex(b->ty))
+        ERR(n, "and/or of complex numbers is not supported in kernels; test bool(z) or z != 0");
     tk_type t = ty_is_bool(a->ty) && ty_is_bool(b->ty) ? ty_value(TACK_BOOL) : ty_promote(a->ty, b->ty);
     if (scratch->n == 0) {
         a = lw_cast(L, a, t);
