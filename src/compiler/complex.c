@@ -49,7 +49,7 @@ tk_ir *lw_complex_make(lw_state *L, tk_type t, tk_ir *re, tk_ir *im, int line) {
     tk_type p = part_type(t);
     ir_push(L->C, v, lw_cast(L, re, p));
     ir_push(L->C, v, lw_cast(L, im, p));
-    L->C->uses_vec = 1;
+    L->C->uses_complex = 1;
     return v;
 }
 
@@ -113,7 +113,7 @@ tk_ir *lw_complex_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *
         ERR(n, "unsupported operand types for %s: %s and %s (Python and NumPy define no %s on complex numbers)",
             lw_op_symbol(op), TN(x->ty), TN(y->ty), lw_op_symbol(op));
     }
-    L->C->uses_vec = 1;
+    L->C->uses_complex = 1;
     return lw_bin(L, b, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);
 }
 
@@ -331,7 +331,7 @@ static const char *fma_name(tk_cc *C, const char *hypot) {
     return tk_fmt(&C->arena, "%.*sfma%s", (int)(h - hypot), hypot, h + 5);
 }
 
-/* The complex helpers, after the dialect's vector prelude (uses_vec).  with_f64:
+/* The complex helpers (uses_complex), after the dialect's atomics.  with_f64:
  * whether complex128 may be written (OpenCL without fp64 must not name double). */
 void tk_complex_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *global, int with_f64) {
     tk_puts(b, CPLX);

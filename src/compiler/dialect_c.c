@@ -277,10 +277,8 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_CORE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
-    if (C->uses_vec) {
-        tk_puts(b, PRELUDE_VEC);
-        tk_complex_prelude(C, b, "static inline", "", 1);
-    }
+    if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    if (C->uses_complex) tk_complex_prelude(C, b, "static inline", "", 1);
 }
 
 const tk_dialect tk_dialect_c = {

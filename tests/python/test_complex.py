@@ -441,3 +441,24 @@ def scalar_arg(z, out):
 def test_complex_scalar_argument_refused(z):
     with pytest.raises(TypeError, match="'z'.*complex scalar arguments are not supported yet"):
         scalar_arg(z, np.zeros(1, np.complex64))
+
+
+@tack.kernel
+def exp_log(a, e, lg):
+    for i in range(a.shape[0]):
+        e[i] = np.exp(a[i])
+        lg[i] = np.log(a[i])
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_exp_log_special_values(dt):
+    inf, nan = np.inf, np.nan
+    a = np.array([0, -0.0 + 0j, complex(inf, 0), complex(-inf, 1), complex(inf, 1), complex(nan, 0),
+                  complex(-inf, 0), complex(1, -0.0), complex(inf, nan), complex(nan, inf), complex(-0.0, -0.0)], dt)
+    e, lg = np.zeros_like(a), np.zeros_like(a)
+    exp_log(a, e, lg)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(e, np.exp(a), rtol=4 * np.finfo(PART[dt]).eps, equal_nan=True)
+        np.testing.assert_allclose(lg, np.log(a), rtol=4 * np.finfo(PART[dt]).eps, equal_nan=True)
+        assert np.array_equal(np.signbit(e.imag), np.signbit(np.exp(a).imag))
+        assert np.array_equal(np.signbit(lg.imag), np.signbit(np.log(a).imag))
