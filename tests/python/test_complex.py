@@ -462,3 +462,37 @@ def test_exp_log_special_values(dt):
         np.testing.assert_allclose(lg, np.log(a), rtol=4 * np.finfo(PART[dt]).eps, equal_nan=True)
         assert np.array_equal(np.signbit(e.imag), np.signbit(np.exp(a).imag))
         assert np.array_equal(np.signbit(lg.imag), np.signbit(np.log(a).imag))
+
+
+@tack.func
+def square_and_abs(z: tack.complex128):
+    return z * z, abs(z)
+
+
+@tack.kernel
+def control_flow(a, out, m, flags):
+    for i in tack.ndrange(a.shape[0]):
+        acc: tack.complex128 = 0
+        z = a[i]
+        w = z if z.real > 0 else -z
+        n = 0
+        while n < 3:
+            acc += w
+            n += 1
+        s, r = square_and_abs(acc)
+        out[i] = s
+        m[i] = r
+        if z:
+            flags[i] = 1
+        else:
+            flags[i] = 0
+
+
+def test_locals_branches_loops_and_functions():
+    a = np.array([1 + 1j, -2 + 0.5j, 0j], np.complex128)
+    out, m, flags = np.zeros(3, np.complex128), np.zeros(3), np.zeros(3, np.int32)
+    control_flow(a, out, m, flags)
+    w = np.where(a.real > 0, a, -a) * 3
+    np.testing.assert_array_equal(out, w * w)
+    np.testing.assert_allclose(m, np.abs(w), rtol=1e-15)
+    assert flags.tolist() == [1, 1, 0]
