@@ -31,8 +31,8 @@
  *              OpenCL writes complex128 only when the kernel enables fp64.
  *
  *   atomics    `a[i] += z` in a parallel loop adds the two parts with two
- *              float atomics: each part is exact, but another thread may see
- *              one part added before the other (documented).
+ *              float atomics: no update of either part is lost, but another
+ *              thread may see one part added before the other (documented).
  */
 #include <string.h>
 
