@@ -101,11 +101,13 @@ typedef enum tack_dtype {
     TACK_VEC2I, TACK_VEC3I, TACK_VEC4I,       /* i32 components */
     TACK_MAT22, TACK_MAT33, TACK_MAT44,       /* f32, row major */
     TACK_MAT22D, TACK_MAT33D, TACK_MAT44D,    /* f64, row major */
+    TACK_C64, TACK_C128,                      /* complex: (re, im) pairs of f32 / f64, NumPy's layout */
     TACK_DTYPE_COUNT
 } tack_dtype;
 
 typedef enum tack_scalar_kind {
-    TACK_KIND_BOOL = 0, TACK_KIND_INT, TACK_KIND_UINT, TACK_KIND_FLOAT
+    TACK_KIND_BOOL = 0, TACK_KIND_INT, TACK_KIND_UINT, TACK_KIND_FLOAT,
+    TACK_KIND_COMPLEX      /* a scalar of its own: bits are the pair's (64, 128), as DLPack counts */
 } tack_scalar_kind;
 
 typedef struct tack_dtype_info {

@@ -95,6 +95,8 @@ mat44: DType
 mat22d: DType
 mat33d: DType
 mat44d: DType
+complex64: DType
+complex128: DType
 
 @final
 class Kernel:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import itertools as _itertools
+import cmath as _cmath
 import math as _math
 
 from . import _core
@@ -37,6 +38,8 @@ __all__ = [
     "sinh", "cosh", "tanh",
     "floor", "ceil", "trunc", "hypot", "copysign", "fmod",
     "isnan", "isinf", "isfinite",
+    # complex numbers
+    "conjugate",
     # vectors
     "dot", "cross", "length", "normalize",
     # atomics
@@ -402,6 +405,7 @@ atan2 = _binary("atan2", "arctan2", "Arc tangent of y/x using the signs of both,
 hypot = _binary("hypot", "hypot", "sqrt(x*x + y*y) without undue overflow.")
 copysign = _binary("copysign", "copysign", "The magnitude of x with the sign of y.")
 fmod = _binary("fmod", "fmod", "C's fmod: remainder with the sign of x (unlike %).")
+conjugate = _unary("conjugate", "conjugate", "The complex conjugate (z.conjugate(), np.conj); a real x is its own.")
 
 
 # ---------------------------------------------------------------- vectors
@@ -477,6 +481,13 @@ def _build_registry():
         obj = getattr(_math, name)
         if not name.startswith("_") and callable(obj):
             reg[obj] = name
+    # cmath's functions as "cmath.<name>": lower_call.c / complex.c take exp,
+    # sqrt, log and phase (a real argument becomes complex, as in Python) and
+    # name the others as unsupported
+    for name in dir(_cmath):
+        obj = getattr(_cmath, name)
+        if not name.startswith("_") and callable(obj):
+            reg[obj] = "cmath." + name
     g = globals()
     for name in __all__:
         if name in names:
@@ -501,6 +512,7 @@ _NUMPY_MATH = {
     "floor": "floor", "ceil": "ceil", "trunc": "trunc", "hypot": "hypot",
     "copysign": "copysign", "fmod": "fmod", "fabs": "fabs", "absolute": "abs",
     "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+    "conj": "conjugate", "conjugate": "conjugate", "real": "real", "imag": "imag",
 }
 _numpy_registered = False
 

@@ -130,6 +130,9 @@ int ty_is_int(tk_type t);      /* signed or unsigned integer (not bool) */
 int ty_is_float(tk_type t);
 int ty_is_bool(tk_type t);
 int ty_is_vector(tk_type t);   /* vec* */
+int ty_is_complex(tk_type t);  /* complex64 / complex128 (scalars: ty_is_scalar holds) */
+tack_dtype dt_complex_part(tack_dtype dt);  /* complex64 -> f32, complex128 -> f64 */
+tack_dtype dt_complex_of(tack_dtype part);  /* f32 (f16) -> complex64, f64 -> complex128 */
 int ty_is_matrix(tk_type t);
 const tack_dtype_info *ty_info(tack_dtype dt);
 int dt_bits(tack_dtype dt);
@@ -224,7 +227,8 @@ typedef enum tk_intrinsic_kind {
     TK_IK_MINMAX,  /* a select per pair: sub is B_MIN / B_MAX */
     TK_IK_VECBIN,  /* dot / cross: sub is B_DOT / B_CROSS */
     TK_IK_VECMATH, /* length / normalize: sub is M_LENGTH / M_NORMALIZE */
-    TK_IK_ATOMIC   /* IR_ATOMIC: sub is an A_* */
+    TK_IK_ATOMIC,  /* IR_ATOMIC: sub is an A_* */
+    TK_IK_COMPLEX  /* complex(), conjugate(): complex.c (lw_complex_call) */
 } tk_intrinsic_kind;
 
 /* One intrinsic a kernel may call by name (a TK_MATH or TK_CALL row). */
@@ -351,6 +355,7 @@ typedef struct tk_cc {
     const char *err_file;
     int err_line, err_col;
     int uses_vec, uses_f16, uses_print, uses_atomic;
+    int uses_complex;      /* complex.c's helpers go into the prelude */
     uint64_t weak_f32;     /* bit p: weak float param p is carried as f32 (weak_float.c) */
     int racy_rmw;          /* TACK_DEBUG_RACY_RMW=1: lower a[i] op= v in parallel code as a plain
                             * read and write (to show that verify.c catches the race) */
@@ -483,5 +488,8 @@ extern const tk_dialect tk_dialect_c;
 TK_HIDDEN void tk_cpu_frame(tk_emitter *e, tk_buf *out);
 TK_HIDDEN void tk_cpu_kernel(tk_emitter *e, tk_buf *out);
 const tk_dialect *tk_dialect_find(const char *name);
+/* complex.c: the complex helpers of a prelude (qual: the dialect's function qualifier,
+ * global: an atomic pointer's address space, with_f64: complex128 too). */
+void tk_complex_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *global, int with_f64);
 
 #endif /* TACK_COMPILER_H */

@@ -51,6 +51,8 @@ static const char *c_ctype(tack_dtype dt) {
     case TACK_MAT22D: return "tk_mat22d";
     case TACK_MAT33D: return "tk_mat33d";
     case TACK_MAT44D: return "tk_mat44d";
+    case TACK_C64: return "tk_c64";
+    case TACK_C128: return "tk_c128";
     default: return "void";
     }
 }
@@ -276,6 +278,7 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    if (C->uses_complex) tk_complex_prelude(C, b, "static inline", "", 1);
 }
 
 const tk_dialect tk_dialect_c = {

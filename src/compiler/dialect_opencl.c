@@ -68,6 +68,8 @@ static const char *cl_storage(tack_dtype dt) {
     case TACK_MAT22D: return "__global tk_mat22d";
     case TACK_MAT33D: return "__global tk_mat33d";
     case TACK_MAT44D: return "__global tk_mat44d";
+    case TACK_C64: return "__global tk_c64";
+    case TACK_C128: return "__global tk_c128";
     default: return "__global void";
     }
 }
@@ -86,7 +88,7 @@ static const char *cl_math(int m, tack_dtype dt) {
 /* ------------------------------------------------------------ double precision */
 static int ty_f64(tk_type t) {
     if (t.kind != TY_VALUE && t.kind != TY_ARRAY) return 0;
-    return dt_scalar((tack_dtype)t.dt) == TACK_F64;
+    return dt_scalar((tack_dtype)t.dt) == TACK_F64 || t.dt == TACK_C128;
 }
 
 static int ir_f64(const tk_ir *x) {
@@ -101,7 +103,8 @@ static int ir_f64(const tk_ir *x) {
  * scalar argument carried as a double, or an operation typed f64. */
 static int uses_f64(const tk_cc *C) {
     for (int p = 0; p < C->nargs; p++)
-        if (dt_scalar(C->args[p].dtype) == TACK_F64 && (C->args[p].is_array || !tk_param_f32(C, p))) return 1;
+        if ((dt_scalar(C->args[p].dtype) == TACK_F64 && (C->args[p].is_array || !tk_param_f32(C, p))) ||
+            C->args[p].dtype == TACK_C128) return 1;
     for (int s = 0; s < C->nspecs; s++) {
         const tk_spec *S = C->specs[s];
         for (int i = 0; i < S->nlocals; i++)
@@ -371,6 +374,7 @@ static void cl_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    if (C->uses_complex) tk_complex_prelude(C, b, "static", "__global", kernel_fp64(C));
 }
 
 /* ------------------------------------------------------------ print */

@@ -194,8 +194,11 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
                          : TACK_ERR_COMPILE;
         goto done;
     }
-    for (int i = 0; i < nargs; i++)
-        if (args[i].dtype >= TACK_VEC2 && args[i].dtype < TACK_DTYPE_COUNT) C->uses_vec = 1;
+    for (int i = 0; i < nargs; i++) {
+        if ((unsigned)args[i].dtype >= TACK_DTYPE_COUNT) continue;
+        if (dt_kind(args[i].dtype) == TACK_KIND_COMPLEX) C->uses_complex = 1;
+        else if (args[i].dtype >= TACK_VEC2) C->uses_vec = 1;
+    }
 
     /* The pipeline. */
     double tstart = cpu_us();

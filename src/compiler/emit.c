@@ -202,6 +202,7 @@ static void emit_bin(tk_emitter *e, tk_ir *x) {
     tk_type t = (b >= B_EQ && b <= B_GE) ? x->aux_ty : x->ty;
     tk_ir *a = x->k[0], *c = x->k[1];
     int dt = t.dt;
+    if (ty_is_complex(t)) { em_complex_bin(e, x); return; }
     if (b == B_MATMUL) {
         P(e, "tk_mm_%s_%s(", vname(a->ty.dt), vname(c->ty.dt));
         ex(e, a); P(e, ", "); ex(e, c); P(e, ")");
@@ -280,6 +281,7 @@ static void emit_cast(tk_emitter *e, tk_ir *x) {
     tk_ir *s = x->k[0];
     int to = x->ty.dt, from = s->ty.dt;
     if (to == from) { ex(e, s); return; }
+    if (ty_is_complex(x->ty) || ty_is_complex(s->ty)) { em_complex_cast(e, x); return; }
     if (to == TACK_BOOL) { P(e, "(("); ex(e, s); P(e, ") != 0)"); return; }
     if (is_float_dt(from) && !is_float_dt(to)) {
         P(e, "((%s)tk_f2%s((%s)(", ctype(e, to), is_signed(to) ? "i64" : "u64", e->D->wide_float ? e->D->wide_float : "double");
@@ -294,6 +296,7 @@ static void emit_cast(tk_emitter *e, tk_ir *x) {
 static void emit_un(tk_emitter *e, tk_ir *x) {
     tk_ir *a = x->k[0];
     int dt = x->ty.dt;
+    if (ty_is_complex(a->ty)) { em_complex_un(e, x); return; }
     switch (x->sub) {
     case U_NEG:
         if (!ty_is_scalar(x->ty)) { P(e, "tk_neg_%s(", vname(dt)); ex(e, a); P(e, ")"); }
@@ -315,6 +318,7 @@ static void emit_un(tk_emitter *e, tk_ir *x) {
  * version of its loop being written (e->fastv). */
 static void emit_math(tk_emitter *e, tk_ir *x) {
     int m = x->sub;
+    if (ty_is_complex(x->aux_ty)) { em_complex_math(e, x); return; }
     if (m == M_FDIVQ || m == M_MODQ) { /* the flag is known inside the loop's two versions */
         if (e->fastv == DIV_SEGMENTED && x->n == 6) { /* in a segment: i // d is q, i % d is o + k_ */
             if (m == M_FDIVQ) { ex(e, x->k[4]); return; }
@@ -340,6 +344,7 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
 
 /* A vector or matrix value, row major. */
 static void emit_vec(tk_emitter *e, tk_ir *x) {
+    if (ty_is_complex(x->ty)) { em_complex_make(e, x); return; }
     int dt = x->ty.dt, r = dt_rows((tack_dtype)dt), c = dt_cols((tack_dtype)dt);
     P(e, e->D->cxx_literals ? "(%s{{" : "((%s){{", ctype(e, dt));
     for (int i = 0; i < r; i++) {

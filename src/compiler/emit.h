@@ -92,6 +92,13 @@ TK_HIDDEN void em_check_fails(tk_emitter *e, tk_ir *s);
 TK_HIDDEN void em_poll_budget(tk_emitter *e);
 TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
 
+/* complex.c: the expressions of complex type or operands */
+void em_complex_make(tk_emitter *e, tk_ir *x);
+void em_complex_cast(tk_emitter *e, tk_ir *x);
+void em_complex_bin(tk_emitter *e, tk_ir *x);
+void em_complex_un(tk_emitter *e, tk_ir *x);
+void em_complex_math(tk_emitter *e, tk_ir *x);
+
 #define P(...) em_printf(__VA_ARGS__)
 #define I(e) em_indent(e)
 #define ex(e, x) em_expr(e, x)

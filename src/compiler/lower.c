@@ -136,6 +136,7 @@ tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to) {
         return lw_kid(L, c, e);
     }
     if (ty_eq(e->ty, to)) return e;
+    if (ty_is_complex(to) || ty_is_complex(e->ty)) return lw_complex_cast(L, e, to);
     if (!ty_is_scalar(to)) {
         int n = dt_rows((tack_dtype)to.dt) * dt_cols((tack_dtype)to.dt);
         tk_type comp = ty_value(dt_scalar((tack_dtype)to.dt));
@@ -443,6 +444,9 @@ tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nar
                          S->pnames[i], dt_name((tack_dtype)an->ival), dt_name(a->dtype));
             S->ptypes[i] = (tk_type){TY_ARRAY, (uint8_t)a->dtype, (uint8_t)a->ndim, 0};
         } else {
+            if (dt_kind(a->dtype) == TACK_KIND_COMPLEX)
+                tk_error(C, kernel, F->first_line, 0, "complex scalar arguments are not supported yet ('%s'); pass a "
+                         "one-element complex array", S->pnames[i]);
             if (a->dtype >= TACK_VEC2) tk_error(C, kernel, F->first_line, 0, "vector and matrix scalar arguments are not supported ('%s')", S->pnames[i]);
             tk_type t;
             if (a->weak) {

@@ -86,4 +86,14 @@ int lw_in_parallel(lw_state *L);
 /* want_value 0: a statement, returns NULL */
 tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value);
 
+/* complex.c: complex numbers */
+tk_ir *lw_complex_make(lw_state *L, tk_type t, tk_ir *re, tk_ir *im, int line);
+tk_ir *lw_complex_part(lw_state *L, tk_ir *z, int k, int line);  /* k 0: .real, 1: .imag */
+tk_ir *lw_complex_cast(lw_state *L, tk_ir *e, tk_type to);        /* lw_cast with a complex side */
+tk_ir *lw_complex_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
+tk_ir *lw_complex_compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
+tk_ir *lw_complex_abs(lw_state *L, tk_ir *z, tack_node *n);
+tk_ir *lw_complex_math(lw_state *L, int m, tk_ir *z, tack_node *n);
+tk_ir *lw_complex_call(lw_state *L, const char *name, tack_node *n); /* NULL: not a complex call */
+
 #endif /* TACK_LOWER_H */

@@ -42,6 +42,9 @@ static tk_ir *to_scalar_cast(lw_state *L, tk_ir *e, tk_type t, tack_node *n) {
     if (!lw_known(e)) return lw_cast(L, e, t);
     if (!ty_is_scalar(e->ty)) ERR(n, "cannot convert %s to %s", TN(e->ty), TN(t));
     if (ty_is_bool(t)) return lw_truth(L, e, n);
+    if (ty_is_complex(e->ty) && !ty_is_complex(t))
+        ERR(n, "%s() of %s: a complex number cannot become a real one (Python raises TypeError); use z.real, "
+               "z.imag or abs(z)", n->name, TN(e->ty));
     return lw_cast(L, e, t);
 }
 
@@ -50,6 +53,13 @@ static tk_ir *math_call(lw_state *L, int m, tk_ir **a, int na, tack_node *n) {
         if (!lw_known(a[i])) return lw_unknown(L, n);
     tk_type t = a[0]->ty;
     for (int i = 1; i < na; i++) t = ty_promote(t, a[i]->ty);
+    if (ty_is_complex(t)) {
+        if (strncmp(n->name, "numpy.", 6))
+            ERR(n, "%s() takes real numbers, not %s, as math.%s does; use cmath.%s or np.%s for complex numbers",
+                n->name, TN(t), n->name, n->name, n->name);
+        if (na != 1) ERR(n, "%s() of a complex number is not supported in kernels", n->name);
+        return lw_complex_math(L, m, a[0], n);
+    }
     if (!ty_is_scalar(t)) ERR(n, "%s() needs scalar arguments, not %s", n->name, TN(t));
     t = ty_floatify(t);
     tk_type rt = tk_math_is_predicate(m) ? ty_value(TACK_BOOL) : t;
@@ -127,6 +137,8 @@ static tk_ir *print_call(lw_state *L, tack_node *n) {
         }
         tk_ir *e = lw_expr(L, a);
         if (lw_known(e) && !ty_is_scalar(e->ty)) ERR(a, "print() takes numbers, bools and strings, not %s", TN(e->ty));
+        if (lw_known(e) && ty_is_complex(e->ty))
+            ERR(a, "print() of a complex number is not supported yet; print z.real and z.imag");
         ir_push(L->C, pr, e);
     }
     L->C->uses_print = 1;
@@ -272,6 +284,7 @@ static tk_ir *atomic_call(lw_state *L, int which, tack_node *n, int discard) {
 
 static tk_ir *abs_of(lw_state *L, tk_ir *e, tack_node *n) {
     if (!lw_known(e)) return lw_unknown(L, n);
+    if (ty_is_complex(e->ty)) return lw_complex_abs(L, e, n);
     if (ty_is_float(e->ty)) return math_call(L, M_FABS, &e, 1, n);
     if (ty_is_bool(e->ty)) e = lw_cast(L, e, e->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
     if (!ty_is_int(e->ty)) ERR(n, "abs() of %s is not supported", TN(e->ty));
@@ -289,6 +302,8 @@ static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
         tk_ir *y = lw_expr(L, n->kids[i]);
         if (!lw_known(acc) || !lw_known(y)) return lw_unknown(L, n);
         if (!ty_is_scalar(acc->ty) || !ty_is_scalar(y->ty)) ERR(n, "%s() takes scalars, not %s and %s", n->name, TN(acc->ty), TN(y->ty));
+        if (ty_is_complex(acc->ty) || ty_is_complex(y->ty))
+            ERR(n, "%s() of complex numbers: they have no order (Python raises TypeError)", n->name);
         tk_type t = ty_promote(acc->ty, y->ty);
         acc = lw_bin(L, b, t, lw_hoist(L, lw_cast(L, acc, t)), lw_hoist(L, lw_cast(L, y, t)), n->line);
     }
@@ -325,7 +340,7 @@ static tk_ir *dtype_call(lw_state *L, const char *name, tack_node *n) {
         tack_clear_error();
         return NULL;
     }
-    if (dt >= TACK_VEC2) return vec_ctor(L, dt, n);
+    if (dt >= TACK_VEC2 && dt_kind(dt) != TACK_KIND_COMPLEX) return vec_ctor(L, dt, n);
     nargs_check(L, n, 1, 1);
     return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(dt), n);
 }
@@ -342,7 +357,7 @@ static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tack_node *n) {
     for (int j = 0; j < na; j++) a[j] = lw_expr(L, n->kids[j]);
     tk_type t = a[0]->ty;
     for (int j = 1; j < na; j++) t = ty_promote(t, a[j]->ty);
-    if (t.kind == TY_VALUE && ty_is_scalar(t) && !ty_is_float(t)) {
+    if (t.kind == TY_VALUE && ty_is_scalar(t) && !ty_is_float(t) && !ty_is_complex(t)) {
         /* recent NumPy returns integers (and bools) from floor/ceil/trunc as they are */
         if (in->kind == TK_IK_ABS && ty_is_bool(t)) return a[0];
         if (in->sub == M_FLOOR || in->sub == M_CEIL || in->sub == M_TRUNC) return a[0];
@@ -362,6 +377,8 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
     L->discard = 0;
     if (n->ival >= 0) return func_call(L, n);
     const char *name = n->name ? n->name : "";
+    tk_ir *z = lw_complex_call(L, name, n);
+    if (z) return z;
     if (!strncmp(name, "numpy.", 6)) { /* np.sqrt & co: NumPy's types for integers */
         const tk_intrinsic *in = tk_intrinsic_find(name + 6);
         if (!in || (in->kind != TK_IK_MATH && in->kind != TK_IK_ABS)) ERR(n, "unsupported function '%s'", name);
@@ -391,15 +408,18 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
         if (in->sub == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
         return math_call(L, in->sub, a, in->max_args, n);
     }
-    case TK_IK_LOOP: break;
+    case TK_IK_LOOP: case TK_IK_COMPLEX: break;
     }
     ERR(n, "unsupported function '%s'", name);
 }
 
 tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value) {
     tk_type et = L->S->ptypes[p];
-    if (et.dt == TACK_BOOL || et.dt == TACK_F16 || et.dt >= TACK_VEC2)
+    int cplx = dt_kind((tack_dtype)et.dt) == TACK_KIND_COMPLEX;
+    if (et.dt == TACK_BOOL || et.dt == TACK_F16 || (et.dt >= TACK_VEC2 && !cplx))
         ERR(n, "atomic operations on %s elements are not supported", dt_name((tack_dtype)et.dt));
+    if (cplx && which != A_ADD && which != A_SUB)
+        ERR(n, "atomic min and max of %s elements: complex numbers have no order", dt_name((tack_dtype)et.dt));
     tk_type vt = ty_value((tack_dtype)et.dt);
     if (lw_known(val) && !ty_is_scalar(val->ty)) ERR(n, "cannot add %s to a %s element", TN(val->ty), TN(vt));
     val = lw_hoist(L, lw_cast(L, val, vt));

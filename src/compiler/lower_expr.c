@@ -232,6 +232,7 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
     if (x->ty.kind != TY_VALUE || y->ty.kind != TY_VALUE)
         ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
+    if (ty_is_complex(x->ty) || ty_is_complex(y->ty)) return lw_complex_binop(L, op, x, y, n);
     if (op == TACK_OP_MATMUL || !ty_is_scalar(x->ty) || !ty_is_scalar(y->ty)) return vector_binop(L, op, x, y, n);
     /* arithmetic on two bools is arithmetic on ints, as in Python */
     int arith = op == TACK_OP_ADD || op == TACK_OP_SUB || op == TACK_OP_MUL || op == TACK_OP_DIV ||
@@ -303,6 +304,7 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
 
 static tk_ir *compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
+    if (ty_is_complex(x->ty) || ty_is_complex(y->ty)) return lw_complex_compare(L, op, x, y, n);
     if (!ty_is_scalar(x->ty) || !ty_is_scalar(y->ty))
         ERR(n, "comparison %s is not supported between %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     tk_type t = ty_promote(x->ty, y->ty);
@@ -326,6 +328,8 @@ static tk_ir *compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n)
 static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *scratch, tack_node *n) {
     if (!lw_known(a) || !lw_known(b)) return lw_unknown(L, n);
     if (!ty_is_scalar(a->ty) || !ty_is_scalar(b->ty)) ERR(n, "and/or need scalar operands, not %s and %s", TN(a->ty), TN(b->ty));
+    if (ty_is_complex(a->ty) || ty_is_complex(b->ty))
+        ERR(n, "and/or of complex numbers is not supported in kernels; test bool(z) or z != 0");
     tk_type t = ty_is_bool(a->ty) && ty_is_bool(b->ty) ? ty_value(TACK_BOOL) : ty_promote(a->ty, b->ty);
     if (scratch->n == 0) {
         a = lw_cast(L, a, t);
@@ -503,6 +507,8 @@ static tk_ir *lower_attribute(lw_state *L, tack_node *n) {
     }
     tk_ir *v = lw_expr(L, b);
     if (!lw_known(v)) return lw_unknown(L, n);
+    if (ty_is_complex(v->ty) && (!strcmp(n->name, "real") || !strcmp(n->name, "imag")))
+        return lw_complex_part(L, lw_hoist(L, v), n->name[0] == 'i', n->line);
     int c = lw_comp_of_attr(n->name);
     if (ty_is_vector(v->ty) && c >= 0) {
         if (c >= dt_rows((tack_dtype)v->ty.dt)) ERR(n, "%s has no component '%s'", TN(v->ty), n->name);

@@ -62,8 +62,8 @@ void lw_assign_local(lw_state *L, int loc, tk_ir *v, tack_node *n) {
         int bad = vs != ts || (!vs && v->ty.dt != t.dt);
         if (vs && ts && !v->ty.weak) {
             tack_scalar_kind vk = dt_kind((tack_dtype)v->ty.dt), tk = dt_kind((tack_dtype)t.dt);
-            int vr = vk == TACK_KIND_BOOL ? 0 : vk == TACK_KIND_FLOAT ? 2 : 1;
-            int tr = tk == TACK_KIND_BOOL ? 0 : tk == TACK_KIND_FLOAT ? 2 : 1;
+            int vr = vk == TACK_KIND_BOOL ? 0 : vk == TACK_KIND_FLOAT ? 2 : vk == TACK_KIND_COMPLEX ? 3 : 1;
+            int tr = tk == TACK_KIND_BOOL ? 0 : tk == TACK_KIND_FLOAT ? 2 : tk == TACK_KIND_COMPLEX ? 3 : 1;
             if (vr > tr) bad = 1;
         }
         if (bad) ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), l->name, TN(t));

@@ -111,7 +111,8 @@ static void scan(privatizer *p, tk_ir **slot) {
     tk_ir *s = *slot;
     switch (s->op) {
     case IR_EVAL:
-        if (s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB)) {
+        if (s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB) &&
+            !ty_is_complex(s->k[0]->ty)) { /* a complex cell keeps its atomics (complex.c) */
             tk_ir *a = s->k[0];
             int inv = 1;
             for (int i = 1; i < a->n; i++)
@@ -350,7 +351,7 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
     for (int q = 0; q < 63 && q < S->nparams && C->dialect->pfor_as_function && nh < TK_MAX_HIST; q++) {
         if (!(p.vary >> q & 1) || (p.bad >> q & 1) || S->ptypes[q].kind != TY_ARRAY) continue;
         int dt = S->ptypes[q].dt, kind = dt_kind((tack_dtype)dt);
-        if (!ty_is_scalar(ty_value(dt)) || dt == TACK_F16 || kind == TACK_KIND_BOOL) continue;
+        if (!ty_is_scalar(ty_value(dt)) || dt == TACK_F16 || kind == TACK_KIND_BOOL || kind == TACK_KIND_COMPLEX) continue;
         loop->hist |= (uint64_t)1 << q;
         nh++;
     }

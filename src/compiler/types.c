@@ -21,6 +21,15 @@
  * Locals are unified by the same promotion: the type of a local is the
  * promotion of everything assigned to it (lower.c iterates to a fixed point).
  * f16 is a storage type only: loads give f32, stores convert back.
+ *
+ * complex64 / complex128 rank above the floats (NumPy's kinds b < i < f < c).
+ * A concrete pair with a complex side is the complex of NumPy's promotion of
+ * the parts: complex64 + f64 -> complex128, complex64 + i32 -> complex128
+ * (i32 + f32 is f64), complex64 + i16 -> complex64.  A Python complex is weak,
+ * carried in complex128: with f16/f32/complex64 it is complex64, with an
+ * integer or bool the default complex, complex128 -- which is also its
+ * concrete form (NumPy's default complex; docs/design/decisions.md).  A
+ * complex never meets a vector or matrix: that is no type (a CompileError).
  */
 #include <string.h>
 
@@ -63,6 +72,9 @@ int ty_is_int(tk_type t) {
 }
 int ty_is_float(tk_type t) { return ty_is_scalar(t) && dt_info(t.dt)->kind == TACK_KIND_FLOAT; }
 int ty_is_bool(tk_type t) { return ty_is_scalar(t) && t.dt == TACK_BOOL; }
+int ty_is_complex(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->kind == TACK_KIND_COMPLEX; }
+tack_dtype dt_complex_part(tack_dtype dt) { return dt == TACK_C64 ? TACK_F32 : TACK_F64; }
+tack_dtype dt_complex_of(tack_dtype part) { return part == TACK_F64 ? TACK_C128 : TACK_C64; }
 int ty_is_vector(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->rows > 1 && dt_info(t.dt)->cols == 1; }
 int ty_is_matrix(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->cols > 1; }
 
@@ -71,7 +83,8 @@ const char *ty_name(tk_arena *a, tk_type t) {
     case TY_UNKNOWN: return "unknown";
     case TY_VOID: return "None";
     case TY_VALUE:
-        if (t.weak) return t.dt == TACK_BOOL ? "bool (Python)" : t.dt == TACK_I64 ? "int (Python)" : "float (Python)";
+        if (t.weak) return t.dt == TACK_BOOL ? "bool (Python)" : t.dt == TACK_I64 ? "int (Python)"
+                         : t.dt == TACK_C128 ? "complex (Python)" : "float (Python)";
         return dt_info(t.dt)->name;
     case TY_ARRAY: return tk_fmt(a, "array[%s, %d-D]", dt_info(t.dt)->name, t.ndim);
     case TY_SHAPE: return "shape";
@@ -87,6 +100,7 @@ static int kind_rank(tack_dtype dt) {
     case TACK_KIND_BOOL: return 0;
     case TACK_KIND_INT:
     case TACK_KIND_UINT: return 1;
+    case TACK_KIND_COMPLEX: return 3;
     default: return 2;
     }
 }
@@ -98,6 +112,13 @@ static tack_dtype sint_of_bits(int bits) {
 static tack_dtype numpy_promote(tack_dtype a, tack_dtype b) {
     if (a == b) return a;
     const tack_dtype_info *x = dt_info(a), *y = dt_info(b);
+    if (x->kind == TACK_KIND_COMPLEX || y->kind == TACK_KIND_COMPLEX) {
+        tack_dtype pa = x->kind == TACK_KIND_COMPLEX ? dt_complex_part(a) : a;
+        tack_dtype pb = y->kind == TACK_KIND_COMPLEX ? dt_complex_part(b) : b;
+        if (x->kind == TACK_KIND_BOOL) pa = pb;
+        if (y->kind == TACK_KIND_BOOL) pb = pa;
+        return dt_complex_of(numpy_promote(pa, pb));
+    }
     if (x->kind == TACK_KIND_BOOL) return b;
     if (y->kind == TACK_KIND_BOOL) return a;
     if (x->kind == TACK_KIND_FLOAT && y->kind == TACK_KIND_FLOAT) return x->bits >= y->bits ? a : b;
@@ -119,12 +140,12 @@ static tack_dtype numpy_promote(tack_dtype a, tack_dtype b) {
 tk_type ty_concrete(tk_type t) {
     if (t.kind != TY_VALUE || !t.weak) return t;
     if (t.dt == TACK_F64) return ty_value(TACK_F32);
-    return ty_value((tack_dtype)t.dt);
+    return ty_value((tack_dtype)t.dt); /* complex128 stays complex128 */
 }
 
 tk_type ty_floatify(tk_type t) {
     if (t.kind != TY_VALUE) return t;
-    if (ty_is_float(t)) return t;
+    if (ty_is_float(t) || ty_is_complex(t)) return t;
     if (t.weak) return ty_weak(TACK_F64);
     if (ty_is_scalar(t)) return ty_value(TACK_F32);
     return t;
@@ -134,6 +155,7 @@ tk_type ty_promote(tk_type a, tk_type b) {
     if (a.kind == TY_UNKNOWN || b.kind == TY_UNKNOWN) return ty_unknown();
     if (a.kind != TY_VALUE || b.kind != TY_VALUE) return ty_unknown();
     int av = !ty_is_scalar(a), bv = !ty_is_scalar(b);
+    if ((av && ty_is_complex(b)) || (bv && ty_is_complex(a))) return ty_unknown();
     if (av || bv) {
         if (av && bv) return a.dt == b.dt ? a : ty_unknown();
         return av ? a : b; /* scalar meets vector/matrix: the scalar converts */
@@ -145,6 +167,8 @@ tk_type ty_promote(tk_type a, tk_type b) {
         tk_type w = a.weak ? a : b, c = a.weak ? b : a;
         int wr = kind_rank(w.dt), cr = kind_rank(c.dt);
         if (wr <= cr) return c;
+        if (wr == 3) /* a Python complex: complex64 with f16/f32, else complex128 */
+            return ty_value(cr == 2 && dt_bits((tack_dtype)c.dt) <= 32 ? TACK_C64 : TACK_C128);
         if (wr == 1) return ty_value(TACK_I64);  /* weak int meets bool */
         return ty_value(TACK_F32);               /* weak float meets int/bool: default float */
     }

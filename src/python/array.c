@@ -49,6 +49,10 @@ static int format_dtype(const char *fmt, tack_dtype *out) {
         fmt = "B";
     if (*fmt == '@' || *fmt == '=' || *fmt == '<')
         fmt++;
+    if (fmt[0] == 'Z' && (fmt[1] == 'f' || fmt[1] == 'd') && fmt[2] == '\0') { /* NumPy's complex64 / complex128 */
+        *out = fmt[1] == 'f' ? TACK_C64 : TACK_C128;
+        return 0;
+    }
     if (fmt[0] == '\0' || fmt[1] != '\0')
         return -1;
     switch (fmt[0]) {

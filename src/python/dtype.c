@@ -20,7 +20,7 @@ static PyObject *dtype_get_name(PyObject *self, void *c) { return PyUnicode_From
 static PyObject *dtype_get_itemsize(PyObject *self, void *c) { return PyLong_FromSize_t(info_of(self)->itemsize); }
 static PyObject *dtype_get_alignment(PyObject *self, void *c) { return PyLong_FromSize_t(info_of(self)->alignment); }
 static PyObject *dtype_get_kind(PyObject *self, void *c) {
-    static const char kinds[] = "biuf";
+    static const char kinds[] = "biufc";
     return PyUnicode_FromStringAndSize(&kinds[info_of(self)->kind], 1);
 }
 static PyObject *dtype_get_shape(PyObject *self, void *c) {
@@ -170,7 +170,7 @@ static PyGetSetDef dtype_getset[] = {
     {"name", dtype_get_name, NULL, "the dtype's name: 'f32', 'vec3', ...", NULL},
     {"itemsize", dtype_get_itemsize, NULL, "bytes of one element", NULL},
     {"alignment", dtype_get_alignment, NULL, "required alignment in bytes", NULL},
-    {"kind", dtype_get_kind, NULL, "scalar kind: 'b', 'i', 'u' or 'f' (NumPy's codes)", NULL},
+    {"kind", dtype_get_kind, NULL, "scalar kind: 'b', 'i', 'u', 'f' or 'c' (NumPy's codes)", NULL},
     {"shape", dtype_get_shape, NULL, "() for scalars, (N,) for vectors, (R, C) for matrices", NULL},
     {"scalar", dtype_get_scalar, NULL, "the scalar dtype of the components", NULL},
     {"numpy", dtype_get_numpy, NULL, "the equivalent numpy.dtype (a subarray dtype for vectors and matrices)", NULL},
@@ -212,6 +212,7 @@ static PyType_Spec dtype_spec = {
 static const char *numpy_names[TACK_DTYPE_COUNT] = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",
+    [TACK_C64] = "complex64", [TACK_C128] = "complex128",
 };
 
 int tpy_dtype_exec(PyObject *m, tpy_state *st) {

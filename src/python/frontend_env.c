@@ -293,6 +293,25 @@ static tack_node *int_node(fe_func *f, PyObject *e, PyObject *v) {
     return n;
 }
 
+/* A complex number (re, im) as the call complex(re, im) -- a Python complex
+ * literal, weak like a Python float (complex.c). */
+static tack_node *complex_node(fe_func *f, PyObject *e, double re, double im) {
+    tack_node *n = fe_node(f, e, TACK_N_CALL), *a, *b;
+    if (!n || tack_node_set_name(f->mc->mod, n, "complex") != TACK_OK) {
+        if (!PyErr_Occurred())
+            tpy_raise();
+        return NULL;
+    }
+    tack_node_set_int(n, -1);
+    if (!(a = fe_node(f, e, TACK_N_CONST_FLOAT)) || !(b = fe_node(f, e, TACK_N_CONST_FLOAT)))
+        return NULL;
+    tack_node_set_float(a, re);
+    tack_node_set_float(b, im);
+    if (fe_add(n, a, f) < 0 || fe_add(n, b, f) < 0)
+        return NULL;
+    return n;
+}
+
 /* The node for a Python object named by expression `e` (a free name or a
  * module attribute) used as a value. */
 tack_node *fe_value_node(fe_func *f, PyObject *e, PyObject *obj) {
@@ -313,6 +332,8 @@ tack_node *fe_value_node(fe_func *f, PyObject *e, PyObject *obj) {
             tack_node_set_float(n, PyFloat_AS_DOUBLE(obj));
         return n;
     }
+    if (PyComplex_CheckExact(obj))
+        return complex_node(f, e, PyComplex_RealAsDouble(obj), PyComplex_ImagAsDouble(obj));
     id = fe_dtype_of(f, obj);
     if (id >= 0) {
         n = fe_node(f, e, TACK_N_TYPE);
@@ -342,6 +363,11 @@ tack_node *fe_value_node(fe_func *f, PyObject *e, PyObject *obj) {
             c = fe_node(f, e, TACK_N_CONST_BOOL);
             if (c)
                 tack_node_set_int(c, b);
+        } else if (info->kind == TACK_KIND_COMPLEX) {
+            Py_complex z = PyComplex_AsCComplex(obj);
+            if (PyErr_Occurred())
+                return NULL;
+            c = complex_node(f, e, z.real, z.imag);
         } else if (info->rows == 1 && info->cols == 1) {
             PyObject *iv = PyNumber_Index(obj);
             if (!iv)

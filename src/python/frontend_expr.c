@@ -129,7 +129,7 @@ static tack_node *fe_constant(fe_func *f, PyObject *e, int flags) {
     tack_node *n = NULL;
     if (!v)
         return NULL;
-    if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v)) {
+    if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v) || PyComplex_CheckExact(v)) {
         n = fe_value_node(f, e, v);
     } else if (PyUnicode_Check(v)) {
         Py_ssize_t len = 0;
@@ -445,6 +445,25 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
     if (!func || no_keywords(f, e) < 0)
         goto done;
     r = fe_resolve_chain(f, func, &obj);
+    if (r == 0 && fe_is_kind(func, "Attribute")) { /* z.conjugate(): the intrinsic conjugate(z) */
+        PyObject *attr = PyObject_GetAttrString(func, "attr"), *args = fe_get_list(e, "args");
+        int conj = attr && PyUnicode_Check(attr) && PyUnicode_CompareWithASCIIString(attr, "conjugate") == 0 &&
+                   args && PyList_GET_SIZE(args) == 0;
+        Py_XDECREF(attr);
+        Py_XDECREF(args);
+        PyErr_Clear();
+        if (conj) {
+            n = fe_node(f, e, TACK_N_CALL);
+            if (n && tack_node_set_name(f->mc->mod, n, "conjugate") == TACK_OK) {
+                tack_node_set_int(n, -1);
+                if (fe_add(n, fe_field(f, func, "value", 0), f) == 0)
+                    result = n;
+            } else if (n) {
+                tpy_raise();
+            }
+            goto done;
+        }
+    }
     if (r <= 0) {
         if (r == 0)
             refuse_local_callee(f, func);

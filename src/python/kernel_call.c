@@ -249,6 +249,9 @@ static int numpy_scalar(KernelObject *k, kcall *c, Py_ssize_t i, PyObject *obj) 
     info = tack_dtype_get(dt);
     if (info->rows != 1 || info->cols != 1)
         return arg_error(k, i, PyExc_TypeError, "only scalar NumPy values can be passed", obj);
+    if (info->kind == TACK_KIND_COMPLEX)
+        return arg_error(k, i, PyExc_TypeError, "complex scalar arguments are not supported yet; pass a "
+                         "one-element complex array", obj);
     t->dtype = dt;
     if (info->kind == TACK_KIND_FLOAT) {
         v->scalar.f = PyFloat_AsDouble(obj);
@@ -314,6 +317,9 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
             return -1;
         return 0;
     }
+    if (PyComplex_Check(obj))
+        return arg_error(k, i, PyExc_TypeError, "complex scalar arguments are not supported yet; pass a "
+                         "one-element complex array", obj);
     if (tpy_array_check(k->st, obj)) {
         arr = ((TackArrayObject *)obj)->arr;
     } else if (PyFloat_Check(obj)) {

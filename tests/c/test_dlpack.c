@@ -74,11 +74,15 @@ static void test_dtypes(void)
         CHECK(tack_dtype_from_dlpack(t, &back) == TACK_OK && back == info->scalar);
     }
     DLDataType b = {kDLBool, 8, 1}, bf = {kDLBfloat, 16, 1}, c = {kDLComplex, 64, 1}, v = {kDLFloat, 32, 4},
-               i4 = {kDLInt, 4, 1};
+               i4 = {kDLInt, 4, 1}, c128 = {kDLComplex, 128, 1}, c32 = {kDLComplex, 32, 1};
     tack_dtype d;
     CHECK(tack_dtype_from_dlpack(b, &d) == TACK_OK && d == TACK_BOOL);
     CHECK(tack_dtype_from_dlpack(bf, &d) == TACK_ERR_BUFFER && strstr(tack_last_error(), "bfloat16"));
-    CHECK(tack_dtype_from_dlpack(c, &d) == TACK_ERR_BUFFER && strstr(tack_last_error(), "complex64"));
+    CHECK(tack_dtype_from_dlpack(c, &d) == TACK_OK && d == TACK_C64);
+    CHECK(tack_dtype_from_dlpack(c128, &d) == TACK_OK && d == TACK_C128);
+    CHECK(tack_dtype_from_dlpack(c32, &d) == TACK_ERR_BUFFER && strstr(tack_last_error(), "complex32"));
+    DLDataType t;
+    CHECK(tack_dtype_to_dlpack(TACK_C128, &t) == TACK_OK && t.code == kDLComplex && t.bits == 128);
     CHECK(tack_dtype_from_dlpack(v, &d) == TACK_ERR_BUFFER && strstr(tack_last_error(), "4 lanes"));
     CHECK(tack_dtype_from_dlpack(i4, &d) == TACK_ERR_BUFFER);
 }
@@ -170,7 +174,7 @@ static void test_import_refusals(void)
     CHECK(tack_array_from_dlpack(&p.m, 1, NULL, &a) == TACK_ERR_BUFFER && strstr(tack_last_error(), "kDLVulkan"));
     CHECK(deleted_versioned == 3);
 
-    DLDataType c = {kDLComplex, 64, 1};
+    DLDataType c = {kDLComplex, 32, 1}; /* complex32: no Tack dtype */
     make_v(&p, 2, shape, NULL, c);
     CHECK(tack_array_from_dlpack(&p.m, 1, NULL, &a) == TACK_ERR_BUFFER);
     CHECK(deleted_versioned == 4);

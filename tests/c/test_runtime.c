@@ -23,6 +23,12 @@ static void test_dtypes(void)
     CHECK(tack_dtype_get(TACK_VEC3)->itemsize == 12);
     CHECK(tack_dtype_get(TACK_VEC3)->alignment == 4);
     CHECK(tack_dtype_get(TACK_MAT44D)->itemsize == 128);
+    /* complex: NumPy's layout (re, im), aligned like one part; a scalar kind of its own */
+    CHECK(tack_dtype_from_name("complex64", &d) == TACK_OK && d == TACK_C64);
+    CHECK(tack_dtype_from_name("c128", &d) == TACK_OK && d == TACK_C128);
+    CHECK(tack_dtype_get(TACK_C64)->itemsize == 8 && tack_dtype_get(TACK_C64)->alignment == 4);
+    CHECK(tack_dtype_get(TACK_C128)->itemsize == 16 && tack_dtype_get(TACK_C128)->alignment == 8);
+    CHECK(tack_dtype_get(TACK_C128)->kind == TACK_KIND_COMPLEX && tack_dtype_get(TACK_C128)->bits == 128);
     CHECK(tack_dtype_get(TACK_BOOL)->itemsize == 1);
     CHECK(tack_dtype_get(TACK_F16)->itemsize == 2);
     CHECK(tack_dtype_get(TACK_DTYPE_COUNT) == NULL);

@@ -59,7 +59,7 @@ def _magnitude(arrays):
     m = 0.0
     for a in arrays:
         a = np.asarray(a)
-        if a.dtype.kind == "f" and a.size:
+        if a.dtype.kind in "fc" and a.size:
             fin = np.abs(a[np.isfinite(a)])
             if fin.size:
                 m = max(m, float(fin.max()))

@@ -62,10 +62,10 @@ def test_dtype_passthrough(dt):
     np.testing.assert_array_equal(z.numpy(), y)
 
 
-@pytest.mark.parametrize("npdt", [np.complex64, np.complex128, "datetime64[s]", "timedelta64[s]"])
+@pytest.mark.parametrize("npdt", ["datetime64[s]", "timedelta64[s]"])
 def test_invalid_dtype(npdt):
     x = np.zeros(4, dtype=npdt)
-    with pytest.raises(BufferError):  # NumPy refuses the dates, Tack the complex numbers
+    with pytest.raises(BufferError):  # NumPy refuses the dates (complex64/128 are shared: test_complex.py)
         tack.from_dlpack(x)
 
 

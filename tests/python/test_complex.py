@@ -1,0 +1,498 @@
+"""Complex numbers: the complex64 / complex128 dtypes, sharing them with NumPy,
+DLPack and torch, NumPy 2's promotion, and the kernel language's complex
+arithmetic and functions, each against NumPy's own results."""
+
+import cmath
+import re
+
+import numpy as np
+import pytest
+
+import tack
+
+CTYPES = [np.complex64, np.complex128]
+PART = {np.complex64: np.float32, np.complex128: np.float64}
+
+
+def cdata(dt, n=64, seed=0, special=True):
+    """Random complex values of dtype dt, with zeros, infinities and NaNs mixed in."""
+    rng = np.random.default_rng(seed)
+    z = (rng.normal(size=n) * 3 + 1j * rng.normal(size=n) * 3).astype(dt)
+    if special:
+        sp = [0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e-30]
+        for k in range(n // 4):
+            z[k] = complex(sp[k % len(sp)], sp[(k * 3 + 1) % len(sp)])
+    return z
+
+
+def fma_numpy():
+    """Whether NumPy's complex64 product fuses one multiply (its SIMD loops on
+    FMA hardware), the rounding Tack always gives."""
+    a = cdata(np.complex64, 4096, seed=7, special=False)
+    b = cdata(np.complex64, 4096, seed=8, special=False)
+    ar, ai = a.real.astype(np.float64), a.imag.astype(np.float64)
+    fused = (ar * b.real.astype(np.float64) - (a.imag * b.imag).astype(np.float64)).astype(np.float32)
+    return bool(np.array_equal((a * b).real, fused))
+
+
+# ------------------------------------------------------------------ dtypes
+def test_dtype_objects():
+    assert tack.complex64.itemsize == 8 and tack.complex128.itemsize == 16
+    assert tack.complex64.kind == "c" and tack.complex64.shape == ()
+    assert tack.complex64.numpy == np.dtype(np.complex64)
+    assert tack.complex128.numpy == np.dtype(np.complex128)
+    assert tack.dtype(np.complex64) is tack.complex64
+    assert tack.dtype("complex128") is tack.complex128
+    assert tack.dtype(np.dtype("c16")) is tack.complex128
+    assert tack.complex64(1 + 2j) == np.complex64(1 + 2j)
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_numpy_round_trip(dt):
+    z = cdata(dt)
+    t = tack.asarray(z)
+    assert t.dtype is tack.dtype(dt)
+    back = np.asarray(t)
+    assert back.dtype == dt and np.array_equal(back, z, equal_nan=True)
+    assert memoryview(back).format in ("Zf", "Zd")
+    # a tack array built from the buffer protocol ('Zf' / 'Zd') shares the memory
+    m = memoryview(z)
+    assert m.format == ("Zf" if dt == np.complex64 else "Zd")
+    t2 = tack.asarray(m)
+    assert t2.dtype is tack.dtype(dt)
+    assert np.array_equal(np.asarray(t2), z, equal_nan=True)
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_dlpack_round_trip(dt):
+    z = cdata(dt)
+    t = tack.from_dlpack(z)
+    assert t.dtype is tack.dtype(dt)
+    back = np.from_dlpack(t)
+    assert back.dtype == dt and np.array_equal(back, z, equal_nan=True)
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_torch_complex(dt):
+    torch = pytest.importorskip("torch")
+    tt = {np.complex64: torch.complex64, np.complex128: torch.complex128}[dt]
+    x = torch.arange(6, dtype=torch.float64).to(tt) * (1 + 2j)
+    t = tack.from_dlpack(x)
+    assert t.dtype is tack.dtype(dt)
+    assert np.array_equal(np.asarray(t), x.numpy())
+    y = torch.from_dlpack(t)
+    assert y.dtype == tt and torch.equal(y, x)
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+def test_dlpack_bad_complex_width():
+    # complex32 has no Tack dtype: torch's chalf, when torch has it
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "complex32"):
+        pytest.skip("no complex32 in this torch")
+    x = torch.zeros(2, dtype=torch.complex32)
+    with pytest.raises((TypeError, BufferError), match="complex"):
+        tack.from_dlpack(x)
+
+
+# --------------------------------------------------------------- promotion
+@tack.kernel
+def add_arrays(a, b, out):
+    out[0] = a[0] + b[0]
+
+
+@tack.kernel
+def add_literal(a, out):
+    out[0] = a[0] + 1j
+
+
+@tack.kernel
+def add_float_literal(a, out):
+    out[0] = a[0] + 1.5
+
+
+def result_type(ir):
+    m = re.search(r"\(add:(\w+)", ir)
+    assert m, ir
+    return m.group(1)
+
+
+NAMES = {np.dtype(t): tack.dtype(t).name for t in
+         [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+          np.float16, np.float32, np.float64, np.complex64, np.complex128]}
+
+
+@pytest.mark.parametrize("other", [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                   np.uint32, np.uint64, np.float16, np.float32, np.float64, np.complex64,
+                                   np.complex128])
+@pytest.mark.parametrize("dt", CTYPES)
+def test_promotion_matches_numpy(dt, other):
+    want = np.result_type(dt, other)
+    ir = add_arrays.ir(np.zeros(1, dt), np.zeros(1, other), np.zeros(1, want))
+    assert result_type(ir) == NAMES[want]
+    ir = add_arrays.ir(np.zeros(1, other), np.zeros(1, dt), np.zeros(1, want))
+    assert result_type(ir) == NAMES[want]
+
+
+@pytest.mark.parametrize("other", [np.bool_, np.int8, np.int32, np.int64, np.uint16, np.float16, np.float32,
+                                   np.float64, np.complex64, np.complex128])
+def test_python_complex_is_weak(other):
+    want = np.result_type(other, 1j)  # NEP 50: the Python complex takes the array's precision
+    ir = add_literal.ir(np.zeros(1, other), np.zeros(1, np.complex128))
+    assert result_type(ir) == NAMES[want]
+
+
+def test_python_float_meets_complex64():
+    ir = add_float_literal.ir(np.zeros(1, np.complex64), np.zeros(1, np.complex64))
+    assert result_type(ir) == "complex64" == NAMES[np.result_type(np.complex64, 1.5)]
+
+
+# ------------------------------------------------------------- arithmetic
+@tack.kernel
+def arith(a, b, out):
+    for i in range(a.shape[0]):
+        z = a[i]
+        w = b[i]
+        out[i, 0] = z + w
+        out[i, 1] = z - w
+        out[i, 2] = z * w
+        out[i, 3] = z / w
+        out[i, 4] = -z
+        out[i, 5] = z.conjugate()
+        out[i, 6] = np.conj(w)
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_arithmetic_matches_numpy(dt):
+    a, b = cdata(dt, seed=1), cdata(dt, seed=2)
+    b[-1] = 0  # division by zero: NumPy's complex inf / nan
+    out = np.zeros((a.size, 7), dt)
+    with np.errstate(all="ignore"):
+        arith(a, b, out)
+        want = [a + b, a - b, a * b, a / b, -a, np.conj(a), np.conjugate(b)]
+    for k, w in enumerate(want):
+        if k == 2 and not fma_numpy():  # this NumPy multiplies without a fused multiply-add
+            np.testing.assert_allclose(out[:, k], w, rtol=4 * np.finfo(PART[dt]).eps)
+            continue
+        np.testing.assert_array_equal(out[:, k], w, err_msg=f"column {k}")
+
+
+@tack.kernel
+def parts(a, re, im, ab, npre, npim, npab):
+    for i in range(a.shape[0]):
+        re[i] = a[i].real
+        im[i] = a[i].imag
+        ab[i] = abs(a[i])
+        npre[i] = np.real(a[i])
+        npim[i] = np.imag(a[i])
+        npab[i] = np.abs(a[i])
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_parts_and_abs(dt):
+    a = cdata(dt, seed=3)
+    p = PART[dt]
+    outs = [np.zeros(a.size, p) for _ in range(6)]
+    parts(a, *outs)
+    np.testing.assert_array_equal(outs[0], a.real)
+    np.testing.assert_array_equal(outs[1], a.imag)
+    np.testing.assert_array_equal(outs[3], a.real)
+    np.testing.assert_array_equal(outs[4], a.imag)
+    # NumPy's abs: the larger part times sqrt(1 + ratio**2) with a fused multiply-add
+    np.testing.assert_allclose(outs[2], np.abs(a), rtol=2 * np.finfo(p).eps)
+    np.testing.assert_array_equal(outs[2], outs[5])
+    if dt == np.complex64 and fma_numpy():
+        np.testing.assert_array_equal(outs[2], np.abs(a))
+
+
+@tack.kernel
+def compare(a, b, eq, ne):
+    for i in range(a.shape[0]):
+        eq[i] = a[i] == b[i]
+        ne[i] = a[i] != b[i]
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_equality(dt):
+    a, b = cdata(dt, seed=4), cdata(dt, seed=4)
+    b[::3] += 1j
+    eq, ne = np.zeros(a.size, bool), np.zeros(a.size, bool)
+    compare(a, b, eq, ne)
+    np.testing.assert_array_equal(eq, a == b)
+    np.testing.assert_array_equal(ne, a != b)
+
+
+@tack.kernel
+def functions(a, e, s, lg, ce, cs, cl):
+    for i in range(a.shape[0]):
+        e[i] = np.exp(a[i])
+        s[i] = np.sqrt(a[i])
+        lg[i] = np.log(a[i])
+        ce[i] = cmath.exp(a[i])
+        cs[i] = cmath.sqrt(a[i])
+        cl[i] = cmath.log(a[i])
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_exp_sqrt_log(dt):
+    a = cdata(dt, seed=5, special=False)
+    a[0] = 0
+    a[1] = -4
+    a[2] = 1j
+    outs = [np.zeros_like(a) for _ in range(6)]
+    functions(a, *outs)
+    eps = np.finfo(PART[dt]).eps
+    with np.errstate(all="ignore"):
+        for got, want in zip(outs, [np.exp(a), np.sqrt(a), np.log(a)] * 2):
+            np.testing.assert_allclose(got[1:], want[1:], rtol=8 * eps, atol=8 * eps)
+    np.testing.assert_array_equal(outs[1][:3], np.sqrt(a[:3]))  # zeros, negative reals, the axis
+    assert outs[0][0] == 1 and outs[2][0].real == -np.inf
+
+
+@tack.kernel
+def sqrt_special(a, out):
+    for i in range(a.shape[0]):
+        out[i] = np.sqrt(a[i])
+
+
+def test_sqrt_special_values():
+    a = np.array([complex(np.inf, 1), complex(-np.inf, 1), complex(1, np.inf), complex(np.nan, np.inf),
+                  complex(-0.0, 0.0), complex(0.0, -0.0)], np.complex128)
+    out = np.zeros_like(a)
+    sqrt_special(a, out)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(out, np.sqrt(a))
+    assert np.signbit(out[5].imag) == np.signbit(np.sqrt(a[5]).imag)
+
+
+# --------------------------------------------------- literals and constructors
+J = 0.5 - 2j
+
+
+@tack.kernel
+def literals(x, out):
+    out[0] = 2 + 3j
+    out[1] = complex(x[0], 2.0)
+    out[2] = (0 + 1j) * (0 + 1j)
+    out[3] = J * x[0]
+    out[4] = complex(x[0])
+    out[5] = np.complex64(1.5 - 1j) + x[0]
+    z = 1j
+    z += x[0]
+    out[6] = z
+    out[7] = complex(1.0, 2.0).conjugate()
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_literals(dt):
+    out = np.zeros(8, dt)
+    x = np.array([3.0], PART[dt])
+    literals(x, out)
+    xv = x[0]
+    want = np.array([2 + 3j, complex(xv, 2), -1, J * xv, xv, np.complex64(1.5 - 1j) + xv, 1j + xv, 1 - 2j], dt)
+    np.testing.assert_array_equal(out, want)
+    assert out[2] == -1 + 0j  # not vec2d's componentwise [0, 1]
+
+
+@tack.kernel
+def casts(a, b64, b128, t):
+    for i in range(a.shape[0]):
+        b64[i] = np.complex64(a[i])
+        b128[i] = tack.complex128(a[i])
+        t[i] = bool(a[i])
+
+
+def test_casts_and_truth():
+    a = cdata(np.complex128, seed=6)
+    b64, b128, t = np.zeros(a.size, np.complex64), np.zeros(a.size, np.complex128), np.zeros(a.size, bool)
+    casts(a, b64, b128, t)
+    np.testing.assert_array_equal(b64, a.astype(np.complex64))
+    np.testing.assert_array_equal(b128, a)
+    np.testing.assert_array_equal(t, a.astype(bool))
+
+
+@tack.func
+def rotate(z, k):
+    return z * cmath.exp(complex(0.0, k))
+
+
+@tack.kernel
+def via_func(a, out):
+    for i in range(a.shape[0]):
+        out[i] = rotate(a[i], 0.5)
+
+
+def test_complex_through_func():
+    a = cdata(np.complex128, seed=9, special=False)
+    out = np.zeros_like(a)
+    via_func(a, out)
+    np.testing.assert_allclose(out, a * np.exp(0.5j), rtol=1e-14)
+
+
+# ---------------------------------------------------------------- atomics
+@tack.kernel
+def accumulate(a, acc):
+    for i in range(a.shape[0]):
+        acc[i % 3] += a[i]
+
+
+@tack.kernel
+def accumulate_serial(a, acc):
+    for i in range(a.shape[0]):
+        acc[i % 3] += a[i]
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_parallel_add_into_cells(dt):
+    a = (np.arange(3000) % 7 + 1j * (np.arange(3000) % 5)).astype(dt)  # small integers: sums are exact
+    acc = np.zeros(3, dt)
+    accumulate(a, acc)
+    want = np.array([a[k::3].sum() for k in range(3)], dt)
+    np.testing.assert_array_equal(acc, want)
+
+
+@tack.kernel
+def parallel_add(a, acc):
+    for i in tack.ndrange(a.shape[0]):
+        acc[i % 3] += a[i]
+        acc[3] -= a[i]
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_parallel_loop_atomic_add(dt):
+    a = (np.arange(5000) % 7 + 1j * (np.arange(5000) % 5)).astype(dt)
+    acc = np.zeros(4, dt)
+    parallel_add(a, acc)
+    want = np.array([a[k::3].sum() for k in range(3)] + [-a.sum()], dt)
+    np.testing.assert_array_equal(acc, want)
+
+
+# ------------------------------------------------------------- bad inputs
+def compile_error(fn, *args, match):
+    with pytest.raises(tack.CompileError, match=match):
+        fn(*args)
+
+
+@tack.kernel
+def order(a, out):
+    out[0] = a[0] < a[1]
+
+
+@tack.kernel
+def to_float(a, out):
+    out[0] = float(a[0])
+
+
+@tack.kernel
+def implicit_real(a, out):
+    out[0] = a[0]
+
+
+@tack.kernel
+def with_vec(a, out):
+    v = tack.vec2(1.0, 2.0)
+    out[0] = (a[0] * v).x
+
+
+@tack.kernel
+def floor_div(a, out):
+    out[0] = a[0] // a[1]
+
+
+@tack.kernel
+def math_sqrt(a, out):
+    out[0] = tack.sqrt(a[0])
+
+
+@tack.kernel
+def cmath_other(a, out):
+    out[0] = cmath.sin(a[0])
+
+
+@tack.kernel
+def complex_min(a, out):
+    out[0] = min(a[0], a[1])
+
+
+@tack.kernel
+def complex_or(a, out):
+    out[0] = a[0] or a[1]
+
+
+def test_bad_inputs():
+    z = np.ones(2, np.complex64)
+    compile_error(order, z, np.zeros(1, bool), match="'<' is not supported .*no order")
+    compile_error(to_float, z, np.zeros(1, np.float32), match="float.*complex")
+    compile_error(implicit_real, z, np.zeros(1, np.float32), match="cannot convert complex64 to f32")
+    compile_error(with_vec, z, np.zeros(1, np.float32), match=r"\*: complex64 and vec2")
+    compile_error(floor_div, z, z, match="//")
+    compile_error(math_sqrt, z, z, match="cmath.sqrt or np.sqrt")
+    compile_error(cmath_other, z, z, match="cmath.sin is not supported")
+    compile_error(complex_min, z, z, match="no order")
+    compile_error(complex_or, z, z, match="and/or of complex")
+
+
+@tack.kernel
+def scalar_arg(z, out):
+    out[0] = z
+
+
+@pytest.mark.parametrize("z", [np.complex64(1 + 2j), 1 + 2j, np.complex128(1j)])
+def test_complex_scalar_argument_refused(z):
+    with pytest.raises(TypeError, match="'z'.*complex scalar arguments are not supported yet"):
+        scalar_arg(z, np.zeros(1, np.complex64))
+
+
+@tack.kernel
+def exp_log(a, e, lg):
+    for i in range(a.shape[0]):
+        e[i] = np.exp(a[i])
+        lg[i] = np.log(a[i])
+
+
+@pytest.mark.parametrize("dt", CTYPES)
+def test_exp_log_special_values(dt):
+    inf, nan = np.inf, np.nan
+    a = np.array([0, -0.0 + 0j, complex(inf, 0), complex(-inf, 1), complex(inf, 1), complex(nan, 0),
+                  complex(-inf, 0), complex(1, -0.0), complex(inf, nan), complex(nan, inf), complex(-0.0, -0.0)], dt)
+    e, lg = np.zeros_like(a), np.zeros_like(a)
+    exp_log(a, e, lg)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(e, np.exp(a), rtol=4 * np.finfo(PART[dt]).eps, equal_nan=True)
+        np.testing.assert_allclose(lg, np.log(a), rtol=4 * np.finfo(PART[dt]).eps, equal_nan=True)
+        assert np.array_equal(np.signbit(e.imag), np.signbit(np.exp(a).imag))
+        assert np.array_equal(np.signbit(lg.imag), np.signbit(np.log(a).imag))
+
+
+@tack.func
+def square_and_abs(z: tack.complex128):
+    return z * z, abs(z)
+
+
+@tack.kernel
+def control_flow(a, out, m, flags):
+    for i in tack.ndrange(a.shape[0]):
+        acc: tack.complex128 = 0
+        z = a[i]
+        w = z if z.real > 0 else -z
+        n = 0
+        while n < 3:
+            acc += w
+            n += 1
+        s, r = square_and_abs(acc)
+        out[i] = s
+        m[i] = r
+        if z:
+            flags[i] = 1
+        else:
+            flags[i] = 0
+
+
+def test_locals_branches_loops_and_functions():
+    a = np.array([1 + 1j, -2 + 0.5j, 0j], np.complex128)
+    out, m, flags = np.zeros(3, np.complex128), np.zeros(3), np.zeros(3, np.int32)
+    control_flow(a, out, m, flags)
+    w = np.where(a.real > 0, a, -a) * 3
+    np.testing.assert_array_equal(out, w * w)
+    np.testing.assert_allclose(m, np.abs(w), rtol=1e-15)
+    assert flags.tolist() == [1, 1, 0]
