@@ -164,12 +164,14 @@ typedef enum tk_irop {
     IR_MATH,     /* sub = tk_math; [args] */
     IR_LOAD,     /* param = array; [idx0, ...] each already wrapped/checked */
     IR_SHAPE,    /* param = array, aux = axis */
-    IR_WRAP,     /* param = array, aux = axis; [i] -> i < 0 ? i + shape : i */
+    IR_WRAP,     /* param = array, aux = axis; [i] -> i < 0 ? i + shape : i
+                  * (param -1: a local array's axis, whose constant extent is c.i) */
     IR_VEC,      /* [components...] -> ty vector/matrix (row major) */
     IR_COMP,     /* [v, k] component k (matrix: [m, i, j]; a tuple: [t, k], k constant) */
     IR_CALL,     /* aux = spec; [args]; array args are IR_ARRAY */
     IR_ARRAY,    /* param: an array passed to a function */
     IR_ATOMIC,   /* sub = tk_atom; param = array; [value, idx...] -> old value */
+    IR_LLOAD,    /* local = a local array (lower_local.c); [idx0, ...] each already wrapped/checked */
     /* statements */
     IR_BLOCK,    /* [stmts] */
     IR_ASSIGN,   /* local = [value] */
@@ -188,6 +190,8 @@ typedef enum tk_irop {
                   * [d]: d != 0; CK_NEGPOW [e]: e >= 0; CK_ASSERT [c]: c */
     IR_PRINT,    /* [values...]; strings are IR_CONST with str */
     IR_EVAL,     /* [expr] evaluated and dropped */
+    IR_LSTORE,   /* local = a local array; [value, idx...] */
+    IR_LFILL,    /* local = a local array; [value]: every element (its creation) */
     IR_OP_COUNT
 } tk_irop;
 
@@ -291,7 +295,11 @@ typedef struct tk_local {
     int assigns;           /* assignments in the final IR */
     int read;
     int line;
+    int64_t ashape[TACK_MAX_NDIM]; /* a local array (ty.kind TY_ARRAY): its constant extents */
 } tk_local;
+
+/* The number of elements of local array l (its extents' product). */
+int64_t tk_local_elems(const tk_local *l);
 
 typedef struct tk_spec {
     int func;

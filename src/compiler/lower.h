@@ -86,4 +86,14 @@ int lw_in_parallel(lw_state *L);
 /* want_value 0: a statement, returns NULL */
 tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value);
 
+/* lower_local.c: local arrays (x = np.zeros(8) inside a kernel or function) */
+int lw_local_array(lw_state *L, const char *name);      /* its local, else -1 */
+int lw_is_array_maker(const tack_node *n);              /* a CALL of np.zeros & co */
+void lw_create_array(lw_state *L, tack_node *t, tack_node *call);
+tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node *n);
+void lw_local_store(lw_state *L, tack_node *t, int loc, tk_ir *v);
+void lw_local_augassign(lw_state *L, tack_node *n, int loc);
+tk_ir *lw_local_attr(lw_state *L, int loc, tack_node *n);           /* x.ndim, x.size */
+tk_ir *lw_local_extent(lw_state *L, int loc, tack_node *ix, tack_node *n); /* x.shape[k] */
+
 #endif /* TACK_LOWER_H */
