@@ -7,8 +7,9 @@
  *   types.c       the type lattice: NumPy 2 promotion, NEP 50 weak scalars, unification
  *   intrinsics.c  the intrinsic table (intrinsics.def): names, arity, typing, spellings
  *   lower.c       AST -> typed IR (a structured tree), with type inference by fixed
- *                 point; lower_expr.c, lower_stmt.c, lower_loop.c and lower_call.c
- *                 lower expressions, statements, loops and calls
+ *                 point; lower_expr.c, lower_stmt.c, lower_loop.c, lower_call.c and
+ *                 lower_local.c lower expressions, statements, loops, calls and
+ *                 local arrays
  *   verify.c      IR invariants, checked between passes
  *   fold.c        constant folding
  *   checks.c      bounds-check elision and hoisting
