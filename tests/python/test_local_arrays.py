@@ -116,6 +116,16 @@ def kinds(out):
 def test_filter_taps_made_before_the_loop():
     x = np.arange(20, dtype=np.float32) ** 1.5
     _compare(fir, lambda: (x.copy(), np.zeros(16, np.float32)), (1,))
+    ir = tack.kernel(fir).ir(x, x[:16])
+    assert "local w: f32[5] = 0" in ir and "lstore w[" in ir and "(lload w " in ir
+
+
+@pytest.mark.optimized_source
+def test_constant_indices_need_no_checks():
+    x = np.arange(20, dtype=np.float32)
+    ir = tack.kernel(fir).ir(x, x[:16])
+    assert "lstore w[4] = 0.0625" in ir          # w[-1]: wrapped when compiled
+    assert ir.count("check.index") == 2, ir       # x[i + k] in the loop, w[k] hoisted before it
 
 
 def test_per_iteration_scratch_sorts_a_window():
