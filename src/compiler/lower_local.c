@@ -29,6 +29,9 @@
  * another name, returned, or passed to a function (all compile errors),
  * which is also what keeps the frontier of the race check simple.
  *
+ * Lowering an index or a value may add temporaries to the locals, which
+ * moves them: a pointer to a tk_local is taken again after it.
+ *
  * Sizes are bounded, since the array is on a thread's stack: 16 KiB per
  * array on the CPU and 4 KiB on GPUs, where a larger one spills from
  * registers into slow local memory.
@@ -173,6 +176,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     /* the value every element starts with */
     int full = !strcmp(fn, "full");
     tk_ir *fill = full ? lw_expr(L, call->kids[1]) : NULL;
+    l = &L->S->locals[loc]; /* lowering the value may have added locals (and moved them) */
     int dt = maker_dtype(L, call, numpy, fill, what);
     if (dt < 0) return; /* the fill value's type is not known yet */
     tk_type et = ty_value((tack_dtype)dt);
@@ -224,7 +228,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
 /* The indices of x[i, j] into `out`: i64, checked against the constant
  * extents and wrapped like an array parameter's (lw_indices). */
 static void indices(lw_state *L, int loc, tack_node **idx, int nidx, tk_ir *out, tack_node *n) {
-    tk_local *l = &L->S->locals[loc];
+    const tk_local l_ = L->S->locals[loc], *l = &l_; /* a copy: the indices may add locals (and move them) */
     if (nidx == 1 && idx[0]->kind == TACK_N_TUPLE) {
         tack_node *tup = idx[0];
         idx = tup->kids;

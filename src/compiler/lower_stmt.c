@@ -246,6 +246,15 @@ static void lower_assign(lw_state *L, tack_node *n) {
         lw_create_array(L, t, vn);
         return;
     }
+    if (t->kind == TACK_N_TUPLE && vn->kind == TACK_N_ATTRIBUTE && vn->name && !strcmp(vn->name, "shape") &&
+        vn->nkids == 1 && vn->kids[0]->kind == TACK_N_NAME && lw_local_array(L, vn->kids[0]->name) >= 0) {
+        tk_local l = L->S->locals[lw_local_array(L, vn->kids[0]->name)]; /* n, m = x.shape: constants (a copy:
+                                                                          * assignments may add locals) */
+        if (l.ty.ndim != t->nkids)
+            ERR(n, "cannot unpack the shape of the %d-D local array '%s' into %d names", l.ty.ndim, l.name, t->nkids);
+        for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], ir_const_i(L->C, ty_weak(TACK_I64), l.ashape[i], n->line));
+        return;
+    }
     int sp = t->kind == TACK_N_TUPLE ? lw_shape_param(L, vn) : -1;
     if (sp >= 0) { /* n, m = a.shape: one extent per name, as many as the array has */
         int nd = L->S->ptypes[sp].ndim;

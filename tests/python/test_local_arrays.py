@@ -73,8 +73,9 @@ def matmul3(a, b, c):
             for s in range(N):
                 for t in range(N):
                     p[r, s] += m[r, t] * n[t, s]
-        for r in range(p.shape[0]):
-            for s in range(p.shape[1]):
+        rows, cols = p.shape
+        for r in range(rows):
+            for s in range(cols):
                 c[i, r * N + s] = p[r, s]
 
 
@@ -111,6 +112,31 @@ def kinds(out):
         f = np.zeros(3, float)
         d[1] = a[0] > 0
         out[i] = a[1] + b[1, 2] + c[2] + d[1] + d[0] + e[4] + f[0] + len(e) + b.shape[-1]
+
+
+def many_locals(x, d, out):
+    for i in range(out.shape[0]):
+        a0 = x[i]
+        a1 = a0 + 1
+        a2 = a1 + 1
+        a3 = a2 + 1
+        a4 = a3 + 1
+        a5 = a4 + 1
+        a6 = a5 + 1
+        a7 = a6 + 1
+        a8 = a7 + 1
+        a9 = a8 + 1
+        a10 = a9 + 1
+        a11 = a10 + 1
+        t = np.full((2, 2), x[i] // d[i] + x[i] % d[i])   # temporaries: the locals grow (and move) here
+        t[a0 % 2, (a11 // d[i]) % 2] += a11
+        out[i] = t[0, 0] * 1000 + t[0, 1] * 100 + t[1, 0] * 10 + t[1, 1]
+
+
+def test_a_fill_value_with_temporaries():
+    x = np.arange(30, dtype=np.int64)
+    d = np.arange(1, 31, dtype=np.int64) % 7 + 1
+    _compare(many_locals, lambda: (x.copy(), d.copy(), np.zeros(30, np.int64)), (2,))
 
 
 def test_filter_taps_made_before_the_loop():
