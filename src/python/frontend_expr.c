@@ -19,10 +19,13 @@
  * dtype or is refused; only locals reach the tree as NAME nodes.  Calls are
  * the one expression with real logic here: the callee is resolved, then it
  * is either a @tack.func (walked into the same module as a device function,
- * once, with its default arguments filled in), a dtype (a cast), or an
- * intrinsic from the registry (math.sqrt, np.sqrt, tack.dot, range, print,
- * ...).  What cannot be called is refused by what it is: a NumPy function
- * with the list of those kernels accept, an array constructor (np.zeros) or
+ * once, with its default arguments filled in), a dtype (a cast), a local
+ * array's constructor (np.zeros, tack.full, ...: a CALL named "numpy.zeros"
+ * or "tack.full" whose shape must be constant and whose dtype becomes a
+ * TYPE node; the compiler's lower_local.c does the rest), or an intrinsic
+ * from the registry (math.sqrt, np.sqrt, tack.dot, range, print, ...).
+ * What cannot be called is refused by what it is: a NumPy function with the
+ * list of those kernels accept, another array constructor (np.arange) or
  * Tack's host API with what to do instead.
  */
 #include "frontend.h"
@@ -388,6 +391,56 @@ static tack_node *local_array_dtype(fe_func *f, PyObject *d, int numpy) {
     return n;
 }
 
+/* Whether the shape `e` of a local array is a compile-time constant: int
+ * literals and module-level ints, arithmetic on them, a tuple of those at
+ * the top.  0 with CompileError naming the expression that is not; -1 on
+ * another error. */
+static int constant_shape(fe_func *f, PyObject *e, int top) {
+    PyObject *obj = NULL, *src;
+    int r = 0;
+    if (top && fe_is_kind(e, "Tuple")) {
+        PyObject *elts = fe_get_list(e, "elts");
+        if (!elts)
+            return -1;
+        r = 1;
+        for (Py_ssize_t i = 0; r == 1 && i < PyList_GET_SIZE(elts); i++)
+            r = constant_shape(f, PyList_GET_ITEM(elts, i), 0);
+        Py_DECREF(elts);
+        return r;
+    }
+    if (fe_is_kind(e, "Constant")) {
+        obj = PyObject_GetAttrString(e, "value");
+        r = obj && PyLong_CheckExact(obj) ? 1 : 0;
+    } else if (fe_is_kind(e, "Name") || fe_is_kind(e, "Attribute")) {
+        int k = fe_resolve_chain(f, e, &obj);
+        if (k < 0)
+            return -1;
+        r = k == 1 && PyLong_CheckExact(obj);
+    } else if (fe_is_kind(e, "UnaryOp") || fe_is_kind(e, "BinOp")) {
+        const char *fields[2] = {"operand", NULL};
+        if (fe_is_kind(e, "BinOp"))
+            fields[0] = "left", fields[1] = "right";
+        r = 1;
+        for (int i = 0; r == 1 && i < 2 && fields[i]; i++) {
+            PyObject *x = PyObject_GetAttrString(e, fields[i]);
+            r = x ? constant_shape(f, x, 0) : -1;
+            Py_XDECREF(x);
+        }
+        return r;
+    }
+    Py_XDECREF(obj);
+    if (r == 1)
+        return 1;
+    if (PyErr_Occurred())
+        return -1;
+    if ((src = fe_unparse(f, e)) != NULL) {
+        fe_error(f, e, "the shape of a local array must be a compile-time constant (int literals, "
+                       "module-level int constants and arithmetic on them), and '%U' is not one", src);
+        Py_DECREF(src);
+    }
+    return 0;
+}
+
 /* A local array's constructor call: CALL node `n` named `maker` with
  * [shape, fill value (full only), dtype TYPE (when given)]; the dtype may
  * also come as the keyword dtype= (and full's value as fill_value=). */
@@ -432,6 +485,8 @@ static int local_array_call(fe_func *f, PyObject *e, tack_node *n, const char *m
         fe_error(f, e, "%s() in a kernel needs the shape%s", maker, full ? " and the fill value" : "");
         goto done;
     }
+    if (constant_shape(f, slot[0], 1) != 1)
+        goto done;
     for (int i = 0; i < dts; i++)
         if (fe_add(n, fe_expr(f, slot[i], 0), f) < 0)
             goto done;

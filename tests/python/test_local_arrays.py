@@ -290,6 +290,16 @@ def shape_from_array(out):
         out[i] = t[0, 0]
 
 
+HALF = 0.5
+
+
+@tack.kernel
+def shape_from_float(out):
+    for i in range(out.shape[0]):
+        t = np.zeros((HALF * 4, 2))
+        out[i] = t[0, 0]
+
+
 @tack.kernel
 def too_large(out):
     for i in range(out.shape[0]):
@@ -407,8 +417,10 @@ def like(out):
 
 
 @pytest.mark.parametrize("k, msg", [
-    (shape_from_parameter, r"the shape of local array 't' must be a compile-time constant, and 'n' is a variable"),
-    (shape_from_array, r"the shape of local array 't' must be a compile-time constant .*this expression is not one"),
+    (shape_from_parameter, r"the shape of a local array must be a compile-time constant \(int literals, module-level "
+                           r"int constants and arithmetic on them\), and 'n' is not one"),
+    (shape_from_array, r"the shape of a local array must be a compile-time constant .*, and 'out.shape\[0\]' is not one"),
+    (shape_from_float, r"and 'HALF' is not one"),
     (too_large, r"local array 't' of shape \(64, 64\) and dtype f64 is too large: 32768 bytes, and a local array "
                 r"may take at most 16384 bytes on the CPU"),
     (half_floats, r"float16 local arrays are not supported"),

@@ -69,8 +69,9 @@ def np_sum(out):
     (np_arange, (np.zeros(2),), r"'np.arange' creates an array; inside a kernel only np.zeros, np.ones, np.empty "
                                 r"and np.full \(and tack's\) create one, a small local array of constant shape: "
                                 r"create this one outside and pass it as an argument", "np.arange"),
-    (tack_zeros_of, (np.zeros(2), 8), r"the shape of local array 'tmp' must be a compile-time constant, and 'n' is "
-                                      r"a variable", "n, tack.f32"),
+    (tack_zeros_of, (np.zeros(2), 8), r"the shape of a local array must be a compile-time constant \(int literals, "
+                                      r"module-level int constants and arithmetic on them\), and 'n' is not one",
+     "n, tack.f32"),
     (host_api, (np.zeros(2),), r"'tack.synchronize' is Tack's host API and cannot be called in a kernel",
      "tack.synchronize"),
     (np_sum, (np.zeros(2),), r"np.sum is not supported in kernels; the NumPy functions kernels accept are: "
