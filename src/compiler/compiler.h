@@ -7,8 +7,9 @@
  *   types.c       the type lattice: NumPy 2 promotion, NEP 50 weak scalars, unification
  *   intrinsics.c  the intrinsic table (intrinsics.def): names, arity, typing, spellings
  *   lower.c       AST -> typed IR (a structured tree), with type inference by fixed
- *                 point; lower_expr.c, lower_stmt.c, lower_loop.c and lower_call.c
- *                 lower expressions, statements, loops and calls
+ *                 point; lower_expr.c, lower_stmt.c, lower_loop.c, lower_call.c and
+ *                 lower_local.c lower expressions, statements, loops, calls and
+ *                 local arrays
  *   verify.c      IR invariants, checked between passes
  *   fold.c        constant folding
  *   checks.c      bounds-check elision and hoisting
@@ -167,12 +168,14 @@ typedef enum tk_irop {
     IR_MATH,     /* sub = tk_math; [args] */
     IR_LOAD,     /* param = array; [idx0, ...] each already wrapped/checked */
     IR_SHAPE,    /* param = array, aux = axis */
-    IR_WRAP,     /* param = array, aux = axis; [i] -> i < 0 ? i + shape : i */
+    IR_WRAP,     /* param = array, aux = axis; [i] -> i < 0 ? i + shape : i
+                  * (param -1: a local array's axis, whose constant extent is c.i) */
     IR_VEC,      /* [components...] -> ty vector/matrix (row major) */
     IR_COMP,     /* [v, k] component k (matrix: [m, i, j]; a tuple: [t, k], k constant) */
     IR_CALL,     /* aux = spec; [args]; array args are IR_ARRAY */
     IR_ARRAY,    /* param: an array passed to a function */
     IR_ATOMIC,   /* sub = tk_atom; param = array; [value, idx...] -> old value */
+    IR_LLOAD,    /* local = a local array (lower_local.c); [idx0, ...] each already wrapped/checked */
     /* statements */
     IR_BLOCK,    /* [stmts] */
     IR_ASSIGN,   /* local = [value] */
@@ -191,6 +194,8 @@ typedef enum tk_irop {
                   * [d]: d != 0; CK_NEGPOW [e]: e >= 0; CK_ASSERT [c]: c */
     IR_PRINT,    /* [values...]; strings are IR_CONST with str */
     IR_EVAL,     /* [expr] evaluated and dropped */
+    IR_LSTORE,   /* local = a local array; [value, idx...] */
+    IR_LFILL,    /* local = a local array; [value]: every element (its creation) */
     IR_OP_COUNT
 } tk_irop;
 
@@ -299,7 +304,11 @@ typedef struct tk_local {
     int assigns;           /* assignments in the final IR */
     int read;
     int line;
+    int64_t ashape[TACK_MAX_NDIM]; /* a local array (ty.kind TY_ARRAY): its constant extents */
 } tk_local;
+
+/* The number of elements of local array l (its extents' product). */
+int64_t tk_local_elems(const tk_local *l);
 
 typedef struct tk_spec {
     int func;

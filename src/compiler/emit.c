@@ -195,6 +195,20 @@ static void flat_index(tk_emitter *e, tk_ir *x, int first) {
     if (nd == 0) P(e, "0");
 }
 
+/* The row-major index of x's indices from k[first] into local array x->local. */
+static void local_index(tk_emitter *e, tk_ir *x, int first) {
+    const tk_local *l = &e->S->locals[x->local];
+    int nd = x->n - first;
+    for (int k = 0; k < nd - 1; k++) P(e, "(");
+    for (int k = 0; k < nd; k++) {
+        if (k > 0) P(e, " * %lld + ", (long long)l->ashape[k]);
+        P(e, "(");
+        ex(e, x->k[first + k]);
+        P(e, ")");
+        if (k > 0) P(e, ")");
+    }
+}
+
 #define vname(dt) ctype(e, (dt))
 
 static void emit_bin(tk_emitter *e, tk_ir *x) {
@@ -408,7 +422,15 @@ void em_expr(tk_emitter *e, tk_ir *x) {
     }
     case IR_SHAPE: P(e, "a%d_s%d", x->param, x->aux); return;
     case IR_WRAP:
-        P(e, "tk_wrap("); ex(e, x->k[0]); P(e, ", a%d_s%d)", x->param, x->aux);
+        P(e, "tk_wrap("); ex(e, x->k[0]);
+        if (x->param < 0) P(e, ", (int64_t)%lld)", (long long)x->c.i); /* a local array's extent */
+        else P(e, ", a%d_s%d)", x->param, x->aux);
+        return;
+    case IR_LLOAD:
+        local_name(e, x->local);
+        P(e, "[");
+        local_index(e, x, 0);
+        P(e, "]");
         return;
     case IR_VEC: emit_vec(e, x); return;
     case IR_COMP:
@@ -675,6 +697,13 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         P(e, ";\n");
         return;
     }
+    case IR_LSTORE:
+        I(e); local_name(e, s->local); P(e, "["); local_index(e, s, 1); P(e, "] = "); ex(e, s->k[0]); P(e, ";\n");
+        return;
+    case IR_LFILL: /* a local array's creation: every element */
+        I(e); P(e, "for (int64_t l_ = 0; l_ < %lld; l_++) ", (long long)tk_local_elems(&e->S->locals[s->local]));
+        local_name(e, s->local); P(e, "[l_] = "); ex(e, s->k[0]); P(e, ";\n");
+        return;
     case IR_IF:
         I(e); P(e, "if ("); ex(e, s->k[0]); P(e, ") {\n");
         e->ind++; block(e, s->k[1]); e->ind--;
@@ -736,8 +765,17 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
 void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in) {
     for (int i = 0; i < e->S->nlocals; i++) {
         tk_local *l = &e->S->locals[i];
-        if (l->scope != scope || (skip_params && l->is_param) || l->ty.kind != TY_VALUE) continue;
+        if (l->scope != scope || (skip_params && l->is_param)) continue;
         if (carried && !carried[i] != !in) continue;
+        if (l->ty.kind == TY_ARRAY) { /* a local array: all its elements, row-major */
+            int64_t n = tk_local_elems(l);
+            I(e);
+            P(e, "%s ", ctype(e, l->ty.dt));
+            local_name(e, i);
+            P(e, "[%lld] = {0};\n", (long long)(n > 0 ? n : 1));
+            continue;
+        }
+        if (l->ty.kind != TY_VALUE) continue;
         I(e);
         P(e, "%s ", ctype(e, l->ty.dt));
         local_name(e, i);

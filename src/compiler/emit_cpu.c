@@ -383,7 +383,7 @@ static void arrays_written(const tk_ir *x, uint64_t *w) {
 
 /* No calls or atomics, and loads only from arrays not written (`loads`) or none. */
 static int computes_only(const tk_ir *x, uint64_t written, int loads) {
-    if (x->op == IR_CALL || x->op == IR_ATOMIC || x->op == IR_ARRAY) return 0;
+    if (x->op == IR_CALL || x->op == IR_ATOMIC || x->op == IR_ARRAY || x->op == IR_LLOAD) return 0;
     if (x->op == IR_LOAD && (!loads || x->param >= 64 || (written >> x->param & 1))) return 0;
     for (int i = 0; i < x->n; i++)
         if (!computes_only(x->k[i], written, loads)) return 0;
@@ -599,8 +599,10 @@ static void pfor_function(tk_emitter *e, tk_ir *s, int id, tk_chunkfn which) {
     poll_budget(e);
     array_decls(e, S, "F");
     for (int i = 0; i < S->nlocals; i++) {
-        if (S->locals[i].scope != -1 || S->locals[i].ty.kind != TY_VALUE) continue;
-        I(e); P(e, "const %s ", ctype(e, S->locals[i].ty.dt)); local_name(e, i); P(e, " = F->"); local_name(e, i);
+        if (S->locals[i].scope != -1 || (S->locals[i].ty.kind != TY_VALUE && S->locals[i].ty.kind != TY_ARRAY)) continue;
+        I(e); P(e, "const %s ", ctype(e, S->locals[i].ty.dt));
+        if (S->locals[i].ty.kind == TY_ARRAY) P(e, "*const "); /* a local array, read only here (lower_local.c) */
+        local_name(e, i); P(e, " = F->"); local_name(e, i);
         P(e, "; (void)"); local_name(e, i); P(e, ";\n");
     }
     if (fast && !exact) { I(e); P(e, "if (!("); ex(e, fast); P(e, ")) { tk_pfor%d_x(fp_, lo_, hi_); return; }\n", id); }
@@ -622,7 +624,7 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
         P(e, "\n");
     }
     for (int i = 0; i < S->nlocals; i++) {
-        if (S->locals[i].scope != -1 || S->locals[i].ty.kind != TY_VALUE) continue;
+        if (S->locals[i].scope != -1 || (S->locals[i].ty.kind != TY_VALUE && S->locals[i].ty.kind != TY_ARRAY)) continue;
         I(e); P(e, "F_."); local_name(e, i); P(e, " = "); local_name(e, i); P(e, ";\n");
     }
     I(e); P(e, "int64_t total_ = 1;\n");
@@ -764,8 +766,9 @@ void tk_cpu_frame(tk_emitter *e, tk_buf *out) {
         for (int k = 0; k < t.ndim; k++) P(e, "    int64_t a%d_s%d;\n", p, k);
     }
     for (int i = 0; i < K->nlocals; i++) {
-        if (K->locals[i].scope != -1 || K->locals[i].ty.kind != TY_VALUE) continue;
+        if (K->locals[i].scope != -1 || (K->locals[i].ty.kind != TY_VALUE && K->locals[i].ty.kind != TY_ARRAY)) continue;
         P(e, "    %s ", ctype(e, K->locals[i].ty.dt));
+        if (K->locals[i].ty.kind == TY_ARRAY) P(e, "const *"); /* the entry's local array, which outlives the loop */
         local_name(e, i);
         P(e, ";\n");
     }

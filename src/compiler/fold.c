@@ -217,12 +217,28 @@ static tk_ir *fx(tk_cc *C, tk_ir *x) {
         return x;
     case IR_WRAP:
         if (ir_is_const(x->k[0]) && x->k[0]->c.i >= 0) return x->k[0];
+        if (x->param < 0 && ir_is_const(x->k[0]) && x->k[0]->c.i >= -x->c.i) /* a local array's constant extent */
+            return ir_const_i(C, x->ty, x->k[0]->c.i + x->c.i, x->line);
         return x;
     default: return x;
     }
 }
 
 static tk_ir *empty(tk_cc *C, tk_ir *s) { return ir_new(C, IR_BLOCK, ty_void(), s->line); }
+
+/* An index check whose operands are all constants (a local array's, whose
+ * extents are) and that holds, in its form (tk_index_form). */
+static int index_holds(const tk_ir *s) {
+    for (int i = 0; i < s->n; i++)
+        if (!ir_is_const(s->k[i]) || !ty_is_int(s->k[i]->ty)) return 0;
+    int64_t i = s->k[0]->c.i, n = s->k[s->n - 1]->c.i;
+    switch (s->local) {
+    case CKI_WRAP: return s->n == 2 && i >= -n && i < n;
+    case CKI_NONNEG: return s->n == 2 && i >= 0 && i < n;
+    case CKI_RANGE: return s->n == 3 && (i >= s->k[1]->c.i || s->k[1]->c.i <= n);
+    default: return 0;
+    }
+}
 
 static tk_ir *fs(tk_cc *C, tk_ir *s) {
     switch (s->op) {
@@ -255,6 +271,7 @@ static tk_ir *fs(tk_cc *C, tk_ir *s) {
         if (s->sub == CK_STEP && ir_is_const(s->k[0]) && s->k[0]->c.i != 0) return empty(C, s);
         if (s->sub == CK_ASSERT && ir_is_const(s->k[0]) && s->k[0]->c.i) return empty(C, s);
         if (s->sub == CK_COMP && ir_is_const(s->k[0]) && (uint64_t)s->k[0]->c.i < (uint64_t)s->k[1]->c.i) return empty(C, s);
+        if (s->sub == CK_INDEX && index_holds(s)) return empty(C, s); /* a local array's constant index */
         return s;
     case IR_PRINT:
         for (int i = 0; i < s->n; i++)

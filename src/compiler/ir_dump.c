@@ -57,7 +57,11 @@ static void dx(ir_dumper *d, tk_ir *x) {
     case IR_SELECT: tk_printf(b, "select:%s ", tyn(d, x->ty)); break;
     case IR_MATH: tk_printf(b, "%s:%s ", tk_math_name(x->sub), tyn(d, x->ty)); break;
     case IR_LOAD: tk_printf(b, "load %s ", d->S->pnames[x->param]); break;
-    case IR_WRAP: tk_printf(b, "wrap %s %d ", d->S->pnames[x->param], x->aux); break;
+    case IR_WRAP:
+        if (x->param < 0) tk_printf(b, "wrap %lld ", (long long)x->c.i); /* a local array's extent */
+        else tk_printf(b, "wrap %s %d ", d->S->pnames[x->param], x->aux);
+        break;
+    case IR_LLOAD: tk_puts(b, "lload "); lname(d, x->local); tk_puts(b, " "); break;
     case IR_VEC: tk_printf(b, "%s ", tyn(d, x->ty)); break;
     case IR_COMP: tk_printf(b, "comp:%s ", tyn(d, x->ty)); break;
     case IR_CALL: tk_printf(b, "call %s#%d ", d->C->m->funcs[d->C->specs[x->aux]->func].name, x->aux); break;
@@ -97,6 +101,22 @@ static void ds(ir_dumper *d, tk_ir *s, int n) {
         dx(d, s->k[0]);
         break;
     case IR_EVAL: tk_puts(b, "eval "); dx(d, s->k[0]); break;
+    case IR_LSTORE:
+        tk_puts(b, "lstore "); lname(d, s->local); tk_puts(b, "[");
+        for (int i = 1; i < s->n; i++) { if (i > 1) tk_puts(b, ", "); dx(d, s->k[i]); }
+        tk_puts(b, "] = ");
+        dx(d, s->k[0]);
+        break;
+    case IR_LFILL: {
+        const tk_local *l = &d->S->locals[s->local];
+        tk_puts(b, "local ");
+        lname(d, s->local);
+        tk_printf(b, ": %s[", dt_name((tack_dtype)l->ty.dt));
+        for (int k = 0; k < l->ty.ndim; k++) tk_printf(b, "%s%lld", k ? ", " : "", (long long)l->ashape[k]);
+        tk_puts(b, "] = ");
+        dx(d, s->k[0]);
+        break;
+    }
     case IR_IF:
         tk_puts(b, "if "); dx(d, s->k[0]); tk_puts(b, ":\n");
         ds(d, s->k[1], n + 1);

@@ -154,13 +154,31 @@ static void plan(layout *L) {
     }
 }
 
+/* Frame locals: values, and local arrays (lower_local.c) created outside the
+ * parallel loops, which travel whole, element by element. */
 static int is_frame_local(const tk_spec *K, int i) {
-    return K->locals[i].scope == -1 && K->locals[i].ty.kind == TY_VALUE;
+    return K->locals[i].scope == -1 && (K->locals[i].ty.kind == TY_VALUE || K->locals[i].ty.kind == TY_ARRAY);
+}
+
+/* How many elements local i has (1 but for a local array). */
+static int64_t local_elems(const tk_spec *K, int i) {
+    if (K->locals[i].ty.kind != TY_ARRAY) return 1;
+    int64_t n = tk_local_elems(&K->locals[i]);
+    return n > 0 ? n : 1;
 }
 
 static size_t local_bytes(const tk_spec *K, int i) {
-    size_t n = tack_dtype_get((tack_dtype)K->locals[i].ty.dt)->itemsize;
+    size_t n = tack_dtype_get((tack_dtype)K->locals[i].ty.dt)->itemsize * (size_t)local_elems(K, i);
     return (n + 7) & ~(size_t)7;
+}
+
+/* Declare frame local i (zeroed) in a phase. */
+static void declare_frame_local(tk_emitter *e, const tk_spec *K, int i) {
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "%s ", tk_dialect_c.ctype((tack_dtype)K->locals[i].ty.dt));
+    tk_emitter_local(e, i);
+    if (K->locals[i].ty.kind == TY_ARRAY) tk_emitter_printf(e, "[%lld]", (long long)local_elems(K, i));
+    tk_emitter_printf(e, " = {0};\n");
 }
 
 static int has_return(const tk_ir *s) {
@@ -173,6 +191,23 @@ static int has_return(const tk_ir *s) {
 static void frame_io(tk_emitter *e, const tk_spec *K, int load, int copy) {
     for (int i = 0; i < K->nlocals; i++) {
         if (!is_frame_local(K, i)) continue;
+        if (K->locals[i].ty.kind == TY_ARRAY) { /* a local array: element by element */
+            if (load) declare_frame_local(e, K, i);
+            tk_emitter_indent(e);
+            tk_emitter_printf(e, "for (int64_t l_ = 0; l_ < %lld; l_++) ", (long long)local_elems(K, i));
+            if (load) {
+                tk_emitter_local(e, i);
+                tk_emitter_printf(e, "[l_] = FB->f[%d].", copy);
+                tk_emitter_local(e, i);
+            } else {
+                tk_emitter_printf(e, "FB->f[%d].", copy);
+                tk_emitter_local(e, i);
+                tk_emitter_printf(e, "[l_] = ");
+                tk_emitter_local(e, i);
+            }
+            tk_emitter_printf(e, "[l_];\n");
+            continue;
+        }
         tk_emitter_indent(e);
         if (load) {
             tk_emitter_printf(e, "%s ", tk_dialect_c.ctype((tack_dtype)K->locals[i].ty.dt));
@@ -217,10 +252,7 @@ static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K, const tk_grid 
     }
     for (int i = 0; i < K->nlocals; i++) {
         if (!is_frame_local(K, i) || K->locals[i].is_param) continue;
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "%s ", tk_dialect_c.ctype((tack_dtype)K->locals[i].ty.dt));
-        tk_emitter_local(e, i);
-        tk_emitter_printf(e, " = {0};\n");
+        declare_frame_local(e, K, i);
     }
 }
 
@@ -412,6 +444,7 @@ void tk_grid_kernel(tk_emitter *e, tk_buf *out, const tk_grid *G) {
         if (!is_frame_local(K, i)) continue;
         tk_emitter_printf(e, "    %s ", tk_dialect_c.ctype((tack_dtype)K->locals[i].ty.dt));
         tk_emitter_local(e, i);
+        if (K->locals[i].ty.kind == TY_ARRAY) tk_emitter_printf(e, "[%lld]", (long long)local_elems(K, i));
         tk_emitter_printf(e, ";\n");
         frame += local_bytes(K, i);
     }

@@ -47,6 +47,7 @@
  *   lower_stmt.c  statements: assignments and type widening, if, return,
  *                 assert, break/continue; blocks
  *   lower_loop.c  loops: parallel and serial for over range and ndrange; while
+ *   lower_local.c local arrays (x = np.zeros(8)): creation, indexing, stores
  */
 #include <string.h>
 

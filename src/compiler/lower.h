@@ -95,5 +95,14 @@ tk_ir *lw_complex_compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node
 tk_ir *lw_complex_abs(lw_state *L, tk_ir *z, tack_node *n);
 tk_ir *lw_complex_math(lw_state *L, int m, tk_ir *z, tack_node *n);
 tk_ir *lw_complex_call(lw_state *L, const char *name, tack_node *n); /* NULL: not a complex call */
+/* lower_local.c: local arrays (x = np.zeros(8) inside a kernel or function) */
+int lw_local_array(lw_state *L, const char *name);      /* its local, else -1 */
+int lw_is_array_maker(const tack_node *n);              /* a CALL of np.zeros & co */
+void lw_create_array(lw_state *L, tack_node *t, tack_node *call);
+tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node *n);
+void lw_local_store(lw_state *L, tack_node *t, int loc, tk_ir *v);
+void lw_local_augassign(lw_state *L, tack_node *n, int loc);
+tk_ir *lw_local_attr(lw_state *L, int loc, tack_node *n);           /* x.ndim, x.size */
+tk_ir *lw_local_extent(lw_state *L, int loc, tack_node *ix, tack_node *n); /* x.shape[k] */
 
 #endif /* TACK_LOWER_H */

@@ -256,6 +256,8 @@ static tk_ir *func_call(lw_state *L, tack_node *n) {
 
 static tk_ir *len_call(lw_state *L, tack_node *n) {
     tack_node *a = n->kids[0];
+    if (a->kind == TACK_N_NAME && lw_local_array(L, a->name) >= 0)
+        return ir_const_i(L->C, ty_weak(TACK_I64), L->S->locals[lw_local_array(L, a->name)].ashape[0], n->line);
     if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0) {
         int p = lw_array_param(L, a->name);
         if (L->S->ptypes[p].ndim < 1) ERR(n, "len() of a 0-D array");
@@ -379,6 +381,8 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
     const char *name = n->name ? n->name : "";
     tk_ir *z = lw_complex_call(L, name, n);
     if (z) return z;
+    if (lw_is_array_maker(n))
+        ERR(n, "%s() makes a local array only as the whole value of an assignment to a name: x = %s(...)", name, name);
     if (!strncmp(name, "numpy.", 6)) { /* np.sqrt & co: NumPy's types for integers */
         const tk_intrinsic *in = tk_intrinsic_find(name + 6);
         if (!in || (in->kind != TK_IK_MATH && in->kind != TK_IK_ABS)) ERR(n, "unsupported function '%s'", name);

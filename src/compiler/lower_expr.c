@@ -121,6 +121,11 @@ tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n) {
 static tk_ir *lower_subscript(lw_state *L, tack_node *n) {
     if (n->nkids < 2) ERR(n, "malformed subscript");
     tack_node *base = n->kids[0];
+    if (base->kind == TACK_N_NAME && lw_local_array(L, base->name) >= 0) /* x[i] of a local array */
+        return lw_local_load(L, lw_local_array(L, base->name), n->kids + 1, n->nkids - 1, n);
+    if (base->kind == TACK_N_ATTRIBUTE && base->name && strcmp(base->name, "shape") == 0 && base->nkids == 1 &&
+        base->kids[0]->kind == TACK_N_NAME && lw_local_array(L, base->kids[0]->name) >= 0)
+        return lw_local_extent(L, lw_local_array(L, base->kids[0]->name), n->kids[1], n);
     /* a.shape[k] */
     if (base->kind == TACK_N_ATTRIBUTE && base->name && strcmp(base->name, "shape") == 0 && base->nkids == 1 &&
         base->kids[0]->kind == TACK_N_NAME) {
@@ -393,6 +398,9 @@ static tk_ir *lower_name(lw_state *L, tack_node *n) {
     if (loc >= 0) {
         tk_local *l = &L->S->locals[loc];
         if (l->ty.kind == TY_UNKNOWN && !L->infer) ERR(n, "local variable '%s' is used before it is assigned", name);
+        if (l->ty.kind == TY_ARRAY)
+            ERR(n, "local array '%s' cannot be used as a value (assigned to another name, returned or passed to "
+                   "a function); index it (%s[i]), or use len(%s), %s.shape[k]", name, name, name, name);
         l->read = 1;
         tk_ir *e = lw_mk(L, IR_LOCAL, l->ty, n);
         e->local = loc;
@@ -489,6 +497,7 @@ static tk_ir *lower_ifexp(lw_state *L, tack_node *n) {
 static tk_ir *lower_attribute(lw_state *L, tack_node *n) {
     if (n->nkids != 1 || !n->name) ERR(n, "malformed attribute");
     tack_node *b = n->kids[0];
+    if (b->kind == TACK_N_NAME && lw_local_array(L, b->name) >= 0) return lw_local_attr(L, lw_local_array(L, b->name), n);
     if (b->kind == TACK_N_NAME && lw_array_param(L, b->name) >= 0) {
         int p = lw_array_param(L, b->name);
         if (!strcmp(n->name, "ndim")) return ir_const_i(L->C, ty_weak(TACK_I64), L->S->ptypes[p].ndim, n->line);

@@ -46,6 +46,9 @@
  * L->changed when it moves); a declared local or a parameter keeps its type. */
 void lw_assign_local(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
+    if (l->ty.kind == TY_ARRAY)
+        ERR(n, "cannot assign to local array '%s'; assign its elements (%s[i] = ...), or create it again "
+               "with the same shape", l->name, l->name);
     if (l->is_param && L->S->ptypes && 0) return;
     if (!lw_known(v)) {
         if (!L->infer) ERR(n, "cannot infer the type of '%s'", l->name);
@@ -183,6 +186,11 @@ static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v
 static void store_to(lw_state *L, tack_node *t, tk_ir *v) {
     /* a[i, j] = v ; v.x = s ; v[k] = s */
     if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME &&
+        lw_local_array(L, t->kids[0]->name) >= 0) {
+        lw_local_store(L, t, lw_local_array(L, t->kids[0]->name), v);
+        return;
+    }
+    if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME &&
         lw_array_param(L, t->kids[0]->name) >= 0) {
         store_element(L, t, lw_array_param(L, t->kids[0]->name), v);
         return;
@@ -234,6 +242,19 @@ static void assign_target(lw_state *L, tack_node *t, tk_ir *v) {
 static void lower_assign(lw_state *L, tack_node *n) {
     if (n->nkids != 2) ERR(n, "malformed assignment");
     tack_node *t = n->kids[0], *vn = n->kids[1];
+    if (lw_is_array_maker(vn)) { /* x = np.zeros(...): lower_local.c */
+        lw_create_array(L, t, vn);
+        return;
+    }
+    if (t->kind == TACK_N_TUPLE && vn->kind == TACK_N_ATTRIBUTE && vn->name && !strcmp(vn->name, "shape") &&
+        vn->nkids == 1 && vn->kids[0]->kind == TACK_N_NAME && lw_local_array(L, vn->kids[0]->name) >= 0) {
+        tk_local l = L->S->locals[lw_local_array(L, vn->kids[0]->name)]; /* n, m = x.shape: constants (a copy:
+                                                                          * assignments may add locals) */
+        if (l.ty.ndim != t->nkids)
+            ERR(n, "cannot unpack the shape of the %d-D local array '%s' into %d names", l.ty.ndim, l.name, t->nkids);
+        for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], ir_const_i(L->C, ty_weak(TACK_I64), l.ashape[i], n->line));
+        return;
+    }
     int sp = t->kind == TACK_N_TUPLE ? lw_shape_param(L, vn) : -1;
     if (sp >= 0) { /* n, m = a.shape: one extent per name, as many as the array has */
         int nd = L->S->ptypes[sp].ndim;
@@ -339,6 +360,10 @@ static void lower_augassign(lw_state *L, tack_node *n) {
         tk_ir *cur = lw_expr(L, t);
         tk_ir *v = lw_expr(L, n->kids[1]);
         lw_assign_local(L, lw_target_local(L, t), lw_binop(L, n->op, cur, v, n), n);
+        return;
+    }
+    if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME && lw_local_array(L, t->kids[0]->name) >= 0) {
+        lw_local_augassign(L, n, lw_local_array(L, t->kids[0]->name));
         return;
     }
     if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME && lw_array_param(L, t->kids[0]->name) >= 0) {

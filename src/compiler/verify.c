@@ -141,12 +141,23 @@ static void idx(verifier *v, tk_ir *x, int first) {
     }
 }
 
+/* A local array's access (IR_LLOAD, IR_LSTORE): one i64 index per axis. */
+static void lidx(verifier *v, tk_ir *x, int first) {
+    if (x->local < 0 || x->local >= v->S->nlocals || v->S->locals[x->local].ty.kind != TY_ARRAY)
+        BAD(x, "%s of something not a local array", "access");
+    if (x->n - first != v->S->locals[x->local].ty.ndim) BAD(x, "%s with the wrong number of indices", "local array access");
+    for (int i = first; i < x->n; i++) {
+        vx(v, x->k[i]);
+        if (!ty_is_int(x->k[i]->ty) || dt_bits((tack_dtype)x->k[i]->ty.dt) != 64) BAD(x, "%s index is not i64", "local array");
+    }
+}
+
 static void vx(verifier *v, tk_ir *x) {
     if (!x) BAD(x, "%s", "missing expression");
     if (is_stmt(x->op)) BAD(x, "statement %s used as an expression", "node");
     if (x->ty.kind == TY_UNKNOWN) BAD(x, "%s of unknown type", "expression");
     for (int i = 0; i < x->n; i++)
-        if (x->op != IR_LOAD && x->op != IR_ATOMIC) vx(v, x->k[i]);
+        if (x->op != IR_LOAD && x->op != IR_ATOMIC && x->op != IR_LLOAD) vx(v, x->k[i]);
     switch (x->op) {
     case IR_LOCAL:
         if (x->local < 0 || x->local >= v->S->nlocals) BAD(x, "%s out of range", "local");
@@ -176,6 +187,7 @@ static void vx(verifier *v, tk_ir *x) {
         if (!ty_is_bool(x->k[0]->ty) || !ty_eq(x->k[1]->ty, x->ty) || !ty_eq(x->k[2]->ty, x->ty)) BAD(x, "%s mistyped", "select");
         break;
     case IR_LOAD: idx(v, x, 0); break;
+    case IR_LLOAD: lidx(v, x, 0); break;
     case IR_ATOMIC:
         vx(v, x->k[0]);
         idx(v, x, 1);
@@ -214,6 +226,14 @@ static void vs(verifier *v, tk_ir *s) {
         return;
     }
     case IR_EVAL: vx(v, s->k[0]); return;
+    case IR_LSTORE:
+    case IR_LFILL:
+        vx(v, s->k[0]);
+        if (s->op == IR_LSTORE) lidx(v, s, 1);
+        else if (s->n != 1 || s->local < 0 || s->local >= v->S->nlocals || v->S->locals[s->local].ty.kind != TY_ARRAY)
+            BAD(s, "%s of something not a local array", "fill");
+        if (!ty_eq(s->k[0]->ty, ty_value((tack_dtype)v->S->locals[s->local].ty.dt))) BAD(s, "%s value differs from the element type", "local array store");
+        return;
     case IR_IF:
         vx(v, s->k[0]);
         if (!ty_is_bool(s->k[0]->ty)) BAD(s, "%s condition is not bool", "if");

@@ -19,10 +19,13 @@
  * dtype or is refused; only locals reach the tree as NAME nodes.  Calls are
  * the one expression with real logic here: the callee is resolved, then it
  * is either a @tack.func (walked into the same module as a device function,
- * once, with its default arguments filled in), a dtype (a cast), or an
- * intrinsic from the registry (math.sqrt, np.sqrt, tack.dot, range, print,
- * ...).  What cannot be called is refused by what it is: a NumPy function
- * with the list of those kernels accept, an array constructor (np.zeros) or
+ * once, with its default arguments filled in), a dtype (a cast), a local
+ * array's constructor (np.zeros, tack.full, ...: a CALL named "numpy.zeros"
+ * or "tack.full" whose shape must be constant and whose dtype becomes a
+ * TYPE node; the compiler's lower_local.c does the rest), or an intrinsic
+ * from the registry (math.sqrt, np.sqrt, tack.dot, range, print, ...).
+ * What cannot be called is refused by what it is: a NumPy function with the
+ * list of those kernels accept, another array constructor (np.arange) or
  * Tack's host API with what to do instead.
  */
 #include "frontend.h"
@@ -316,6 +319,188 @@ static int is_array_maker(PyObject *obj) {
     return r;
 }
 
+/* The local-array constructor `obj` is (np.zeros / np.ones / np.empty /
+ * np.full and tack's), as "numpy.zeros" / "tack.full" ...; NULL otherwise. */
+static const char *local_array_maker(fe_func *f, PyObject *obj) {
+    static const char *names[] = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full",
+                                  "tack.zeros",  "tack.ones",  "tack.empty",  "tack.full"};
+    const char *origin = fe_origin(f, obj), *r = NULL;
+    PyObject *name;
+    if (!origin || !is_array_maker(obj))
+        return NULL;
+    name = PyObject_GetAttrString(obj, "__name__");
+    if (name && PyUnicode_Check(name)) {
+        const char *s = PyUnicode_AsUTF8(name);
+        for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++)
+            if (strncmp(names[i], origin, strlen(origin)) == 0 && strcmp(strchr(names[i], '.') + 1, s) == 0)
+                r = names[i];
+    }
+    Py_XDECREF(name);
+    PyErr_Clear();
+    return r;
+}
+
+/* The dtype argument `d` of a local-array constructor as a TYPE node: a tack
+ * dtype, a NumPy type or dtype, a name ('float32'), or float / int / bool
+ * (NumPy's float64 and int64 for np.*, Tack's f32 and i64 for tack.*); or
+ * x.dtype of an array, as an ATTRIBUTE node the compiler resolves. */
+static tack_node *local_array_dtype(fe_func *f, PyObject *d, int numpy) {
+    PyObject *obj = NULL, *src;
+    tack_node *n = NULL;
+    tack_dtype dt;
+    int r;
+    if (fe_is_kind(d, "Constant")) {
+        obj = PyObject_GetAttrString(d, "value");
+        r = obj ? 1 : -1;
+    } else {
+        r = fe_resolve_chain(f, d, &obj);
+    }
+    if (r < 0)
+        return NULL;
+    if (r == 0 && fe_is_kind(d, "Attribute")) { /* x.dtype of an array: the compiler knows it */
+        PyObject *attr = PyObject_GetAttrString(d, "attr");
+        int is_dtype = attr && PyUnicode_Check(attr) && PyUnicode_CompareWithASCIIString(attr, "dtype") == 0;
+        Py_XDECREF(attr);
+        PyErr_Clear();
+        if (is_dtype)
+            return fe_expr(f, d, 0);
+    }
+    if (r == 0) {
+        src = fe_unparse(f, d);
+        if (src)
+            fe_error(f, d, "the dtype of a local array must be a constant such as np.float32, tack.f32 "
+                           "or 'float32', not '%U'", src);
+        Py_XDECREF(src);
+        return NULL;
+    }
+    if (numpy && obj == (PyObject *)&PyFloat_Type)
+        dt = TACK_F64, r = 0;
+    else
+        r = tpy_dtype_from_object(f->mc->st, obj, &dt);
+    if (r < 0) {
+        PyErr_Clear();
+        src = fe_unparse(f, d);
+        if (src)
+            fe_error(f, d, "%U is not a dtype a local array can have (use np.float32, tack.f32, "
+                           "'float32', ...)", src);
+        Py_XDECREF(src);
+    } else if ((n = fe_node(f, d, TACK_N_TYPE)) != NULL) {
+        tack_node_set_int(n, (int64_t)dt);
+    }
+    Py_DECREF(obj);
+    return n;
+}
+
+/* Whether the shape `e` of a local array is a compile-time constant: int
+ * literals and module-level ints, arithmetic on them, a tuple of those at
+ * the top.  0 with CompileError naming the expression that is not; -1 on
+ * another error. */
+static int constant_shape(fe_func *f, PyObject *e, int top) {
+    PyObject *obj = NULL, *src;
+    int r = 0;
+    if (top && fe_is_kind(e, "Tuple")) {
+        PyObject *elts = fe_get_list(e, "elts");
+        if (!elts)
+            return -1;
+        r = 1;
+        for (Py_ssize_t i = 0; r == 1 && i < PyList_GET_SIZE(elts); i++)
+            r = constant_shape(f, PyList_GET_ITEM(elts, i), 0);
+        Py_DECREF(elts);
+        return r;
+    }
+    if (fe_is_kind(e, "Constant")) {
+        obj = PyObject_GetAttrString(e, "value");
+        r = obj && PyLong_CheckExact(obj) ? 1 : 0;
+    } else if (fe_is_kind(e, "Name") || fe_is_kind(e, "Attribute")) {
+        int k = fe_resolve_chain(f, e, &obj);
+        if (k < 0)
+            return -1;
+        r = k == 1 && PyLong_CheckExact(obj);
+    } else if (fe_is_kind(e, "UnaryOp") || fe_is_kind(e, "BinOp")) {
+        const char *fields[2] = {"operand", NULL};
+        if (fe_is_kind(e, "BinOp"))
+            fields[0] = "left", fields[1] = "right";
+        r = 1;
+        for (int i = 0; r == 1 && i < 2 && fields[i]; i++) {
+            PyObject *x = PyObject_GetAttrString(e, fields[i]);
+            r = x ? constant_shape(f, x, 0) : -1;
+            Py_XDECREF(x);
+        }
+        return r;
+    }
+    Py_XDECREF(obj);
+    if (r == 1)
+        return 1;
+    if (PyErr_Occurred())
+        return -1;
+    if ((src = fe_unparse(f, e)) != NULL) {
+        fe_error(f, e, "the shape of a local array must be a compile-time constant (int literals, "
+                       "module-level int constants and arithmetic on them), and '%U' is not one", src);
+        Py_DECREF(src);
+    }
+    return 0;
+}
+
+/* A local array's constructor call: CALL node `n` named `maker` with
+ * [shape, fill value (full only), dtype TYPE (when given)]; the dtype may
+ * also come as the keyword dtype= (and full's value as fill_value=). */
+static int local_array_call(fe_func *f, PyObject *e, tack_node *n, const char *maker) {
+    PyObject *args = fe_get_list(e, "args"), *kw = fe_get_list(e, "keywords");
+    PyObject *slot[3] = {NULL, NULL, NULL}; /* shape, fill value (full only), dtype */
+    int full = strcmp(strchr(maker, '.') + 1, "full") == 0, numpy = maker[0] == 'n', r = -1;
+    int nslots = full ? 3 : 2, dts = nslots - 1;
+    if (!args || !kw)
+        goto done;
+    if (PyList_GET_SIZE(args) > nslots) {
+        fe_error(f, e, "%s() in a kernel takes the shape%s and an optional dtype", maker,
+                 full ? ", the fill value" : "");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args); i++) {
+        PyObject *a = PyList_GET_ITEM(args, i);
+        if (fe_is_kind(a, "Starred")) {
+            fe_error(f, a, "starred expressions (*args) are not supported in kernels");
+            goto done;
+        }
+        slot[i] = Py_NewRef(a);
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(kw); i++) {
+        PyObject *k = PyList_GET_ITEM(kw, i), *arg = PyObject_GetAttrString(k, "arg");
+        const char *a = arg && arg != Py_None ? PyUnicode_AsUTF8(arg) : NULL;
+        int at = a && strcmp(a, "dtype") == 0 ? dts : a && full && strcmp(a, "fill_value") == 0 ? 1 : -1;
+        if (at < 0 || slot[at]) {
+            if (arg && at < 0)
+                fe_error(f, k, "%s() in a kernel takes only the shape%s and dtype=, not '%s='", maker,
+                         full ? ", fill_value=" : "", a ? a : "**");
+            else if (arg)
+                fe_error(f, k, "%s() got '%s' twice", maker, a);
+            Py_XDECREF(arg);
+            goto done;
+        }
+        Py_DECREF(arg);
+        if (!(slot[at] = PyObject_GetAttrString(k, "value")))
+            goto done;
+    }
+    if (!slot[0] || (full && !slot[1])) {
+        fe_error(f, e, "%s() in a kernel needs the shape%s", maker, full ? " and the fill value" : "");
+        goto done;
+    }
+    if (constant_shape(f, slot[0], 1) != 1)
+        goto done;
+    for (int i = 0; i < dts; i++)
+        if (fe_add(n, fe_expr(f, slot[i], 0), f) < 0)
+            goto done;
+    if (slot[dts] && fe_add(n, local_array_dtype(f, slot[dts], numpy), f) < 0)
+        goto done;
+    r = 0;
+done:
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    for (int i = 0; i < 3; i++)
+        Py_XDECREF(slot[i]);
+    return r;
+}
+
 /* Refuse a NumPy function that is no intrinsic, naming the ones that are:
  * those the registry holds as "numpy.<intrinsic>", by NumPy's names. */
 static void refuse_numpy(fe_func *f, PyObject *func, PyObject *src) {
@@ -350,9 +535,9 @@ static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj) {
         return;
     origin = fe_origin(f, obj);
     if (origin && is_array_maker(obj))
-        fe_error(f, func, "'%U' creates an array; arrays cannot be created inside a kernel (local "
-                          "arrays are not supported yet): create it outside and pass it as an "
-                          "argument", src);
+        fe_error(f, func, "'%U' creates an array; inside a kernel only np.zeros, np.ones, np.empty "
+                          "and np.full (and tack's) create one, a small local array of constant "
+                          "shape: create this one outside and pass it as an argument", src);
     else if (origin && strcmp(origin, "numpy") == 0)
         refuse_numpy(f, func, src);
     else if (origin && strcmp(origin, "tack") == 0)
@@ -442,7 +627,7 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
 
     (void)flags;
     func = PyObject_GetAttrString(e, "func");
-    if (!func || no_keywords(f, e) < 0)
+    if (!func)
         goto done;
     r = fe_resolve_chain(f, func, &obj);
     if (r == 0 && fe_is_kind(func, "Attribute")) { /* z.conjugate(): the intrinsic conjugate(z) */
@@ -465,12 +650,24 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
         }
     }
     if (r <= 0) {
-        if (r == 0)
+        if (r == 0 && no_keywords(f, e) == 0)
             refuse_local_callee(f, func);
         goto done;
     }
     n = fe_node(f, e, TACK_N_CALL);
     if (!n)
+        goto done;
+    if ((iname = local_array_maker(f, obj)) != NULL) { /* a local array: lower_local.c */
+        if (tack_node_set_name(f->mc->mod, n, iname) != TACK_OK) {
+            tpy_raise();
+            goto done;
+        }
+        tack_node_set_int(n, -1);
+        if (local_array_call(f, e, n, iname) == 0)
+            result = n;
+        goto done;
+    }
+    if (no_keywords(f, e) < 0)
         goto done;
     r = tpy_kernel_unwrap(f->mc->st, obj, &fn, &is_func);
     if (r < 0)

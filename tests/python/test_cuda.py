@@ -203,6 +203,19 @@ def strided_shape(a, lo, step):
         a[i] = a[i] * 2.0
 
 
+@tack.kernel
+def local_taps(x, out, s):
+    # a local array made in serial code travels to the loop's phase in the frame;
+    # one made in the loop is the iteration's own (lower_local.c)
+    w = np.full(3, s)
+    w[1] = 2 * s
+    for i in range(out.shape[0]):
+        t = np.zeros(3)
+        for k in range(3):
+            t[k] = w[k] * x[i + k]
+        out[i] = t[0] + t[1] + t[-1]
+
+
 def language_cases():
     rng = np.random.default_rng(7)
     f32 = rng.standard_normal(1000).astype(np.float32)
@@ -232,6 +245,7 @@ def language_cases():
     grid = rng.standard_normal((19, 23))
     yield "stencil_bounds", stencil_bounds, lambda: (grid.copy(), np.zeros((19, 23))), (1,)
     yield "strided_shape", strided_shape, lambda: (np.arange(40.0), 3, 7), (0,)
+    yield "local_arrays", local_taps, lambda: (np.arange(40.0), np.zeros(38), 0.5), (1,)
     yield "locals_private", maybe, lambda: (np.array([1.0, -1.0, 2.0, -3.0, -4.0, 5.0] * 50), np.full(300, 9.0)), (1,)
 
 
@@ -307,7 +321,8 @@ def test_language_suite_compiles_for_cuda(tmp_path):
     env["TACK_CUDA_CAPTURE"] = str(out)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
     files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
-                                     "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py")]
+                                     "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py",
+                                     "test_local_arrays.py")]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files],
                           env=env, capture_output=True, text=True, timeout=600)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -131,7 +131,8 @@ def test_language_suite_compiles_for_hip(tmp_path):
     env = dict(os.environ, TACK_CUDA_CAPTURE=str(out), TACK_CAPTURE_TARGET="hip")
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
     files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
-                                     "test_complex.py")]
+                                     "test_complex.py",
+                                     "test_local_arrays.py")]
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     # (this process once died of a signal in CI: test_kernels.py's threads compiled with hiprtc at

@@ -1,7 +1,7 @@
 """What the kernel language refuses, it refuses with a message that says what
 to write instead: empty indices, slices, creating arrays, Tack's host API
 and NumPy functions that are no intrinsics (ndrange's arguments are in
-test_ndrange_bounds.py)."""
+test_ndrange_bounds.py; local arrays' in test_local_arrays.py)."""
 
 import numpy as np
 import pytest
@@ -30,14 +30,21 @@ def slice_write(x):
 @tack.kernel
 def tack_zeros(out):
     for i in range(out.shape[0]):
-        tmp = tack.zeros(8, tack.f32)
+        tmp = tack.zeros(8, tack.f32)   # a local array (test_local_arrays.py)
         out[i] = tmp[0]
 
 
 @tack.kernel
-def np_empty(out):
+def np_arange(out):
     for i in range(out.shape[0]):
-        tmp = np.empty(8)
+        tmp = np.arange(8)
+        out[i] = tmp[0]
+
+
+@tack.kernel
+def tack_zeros_of(out, n):
+    for i in range(out.shape[0]):
+        tmp = tack.zeros(n, tack.f32)
         out[i] = tmp[0]
 
 
@@ -59,9 +66,12 @@ def np_sum(out):
     (slice_read, (np.zeros(4), np.zeros(2)), r"slices are not supported in kernels: .*write the loop instead, "
                                              r"e.g. 'for i in range\(lo, hi\): a\[i\] = b\[i\]'", "1:3"),
     (slice_write, (np.zeros((2, 2)),), r"slices are not supported in kernels", ":"),
-    (tack_zeros, (np.zeros(2),), r"'tack.zeros' creates an array; arrays cannot be created inside a kernel "
-                                 r"\(local arrays are not supported yet\)", "tack.zeros"),
-    (np_empty, (np.zeros(2),), r"'np.empty' creates an array; arrays cannot be created inside a kernel", "np.empty"),
+    (np_arange, (np.zeros(2),), r"'np.arange' creates an array; inside a kernel only np.zeros, np.ones, np.empty "
+                                r"and np.full \(and tack's\) create one, a small local array of constant shape: "
+                                r"create this one outside and pass it as an argument", "np.arange"),
+    (tack_zeros_of, (np.zeros(2), 8), r"the shape of a local array must be a compile-time constant \(int literals, "
+                                      r"module-level int constants and arithmetic on them\), and 'n' is not one",
+     "n, tack.f32"),
     (host_api, (np.zeros(2),), r"'tack.synchronize' is Tack's host API and cannot be called in a kernel",
      "tack.synchronize"),
     (np_sum, (np.zeros(2),), r"np.sum is not supported in kernels; the NumPy functions kernels accept are: "
@@ -74,9 +84,12 @@ def test_refusals_say_what_to_write(k, args, msg, at):
 
 
 def test_the_old_messages_are_gone():
+    out = np.ones(2)
+    tack_zeros(out)  # once "not a @tack.func", then "not supported yet": now a local array
+    assert out.tolist() == [0.0, 0.0]
     with pytest.raises(tack.CompileError) as e:
-        tack_zeros(np.zeros(2))
-    assert "@tack.func" not in e.value.msg
+        tack_zeros_of(out, 8)
+    assert "@tack.func" not in e.value.msg and "not supported" not in e.value.msg
     with pytest.raises(tack.CompileError) as e:
         empty_index(np.zeros(()), np.zeros(2))
     assert "malformed" not in e.value.msg

@@ -35,7 +35,8 @@ DEV = OPENCL[0] if OPENCL else None
 LANGUAGE_FILES = ["test_language.py", "test_kernels.py", "test_language_hypothesis.py", "test_shifts.py",
                   "test_int_literals.py", "test_range_step.py", "test_intrinsics.py", "test_privatize.py",
                   "test_simd.py", "test_strength.py", "test_verified_blocks.py",
-                  "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py"]
+                  "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py",
+                  "test_local_arrays.py"]
 
 
 @tack.kernel

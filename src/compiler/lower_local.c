@@ -1,0 +1,328 @@
+/*
+ * lower_local.c -- local arrays: `x = np.zeros(8)` inside a kernel or a
+ * @tack.func, for filter taps, small matrices and per-iteration scratch.
+ *
+ * Part of lowering (lower.c has the essay).  A local array is a local of
+ * type TY_ARRAY whose extents are constants known here (tk_local.ashape):
+ * the shape must be an int literal, a module-level int constant (the front
+ * end hands those over as constants) or arithmetic on them, so the array
+ * has a fixed size and lives on the stack (C) or in registers / private
+ * memory (CUDA, HIP, OpenCL) with no allocation at run time.  Each dialect
+ * declares it as a one-dimensional array of all its elements, zeroed, at
+ * the top of its scope (emit.c), and indexes it row-major.
+ *
+ * The creation `x = np.zeros(...)` is an IR_LFILL statement that sets every
+ * element where it stands, so an array created in a loop's body starts
+ * afresh in each iteration, as NumPy's would.  np.empty fills with zeros
+ * too: no stack garbage is ever read.  Elements are read with IR_LLOAD and
+ * written with IR_LSTORE; indices are checked against the constant extents
+ * (negative ones count from the end, through IR_WRAP with param -1 and the
+ * extent in c.i) exactly as an array parameter's are, and a failed check
+ * raises the same IndexError.
+ *
+ * Privacy follows the locals' scopes: an array created inside a parallel
+ * loop belongs to one iteration.  One created before the loop may be read
+ * inside it (every thread reads the one copy, or its own copy on a GPU, see
+ * layout_grid.c), but writing it there would be a race between iterations,
+ * which is certain, so it is a compile error here rather than a question
+ * for depend.c.  A local array is not a value: it cannot be assigned to
+ * another name, returned, or passed to a function (all compile errors),
+ * which is also what keeps the frontier of the race check simple.
+ *
+ * Lowering an index or a value may add temporaries to the locals, which
+ * moves them: a pointer to a tk_local is taken again after it.
+ *
+ * Sizes are bounded, since the array is on a thread's stack: 16 KiB per
+ * array on the CPU and 4 KiB on GPUs, where a larger one spills from
+ * registers into slow local memory.
+ */
+#include <string.h>
+
+#include "compiler/lower.h"
+
+enum { CPU_BYTES = 16384, GPU_BYTES = 4096 };
+
+int64_t tk_local_elems(const tk_local *l) {
+    int64_t n = 1;
+    for (int k = 0; k < l->ty.ndim; k++) n *= l->ashape[k];
+    return n;
+}
+
+int lw_local_array(lw_state *L, const char *name) {
+    int loc = name ? lw_lookup(L, name) : -1;
+    return loc >= 0 && L->S->locals[loc].ty.kind == TY_ARRAY ? loc : -1;
+}
+
+static const char *const makers[] = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full",
+                                     "tack.zeros",  "tack.ones",  "tack.empty",  "tack.full"};
+
+int lw_is_array_maker(const tack_node *n) {
+    if (!n || n->kind != TACK_N_CALL || n->ival != -1 || !n->name) return 0;
+    for (size_t i = 0; i < sizeof makers / sizeof makers[0]; i++)
+        if (!strcmp(n->name, makers[i])) return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------- creation */
+/* The value of a constant integer expression, or 0 when `n` is not one. */
+static int const_int(const tack_node *n, int64_t *out) {
+    int64_t a, b;
+    switch (n->kind) {
+    case TACK_N_CONST_INT:
+        if (n->is_uint) return 0;
+        *out = n->ival;
+        return 1;
+    case TACK_N_UNARYOP:
+        if (n->nkids != 1 || !const_int(n->kids[0], &a)) return 0;
+        if (n->op == TACK_OP_POS) { *out = a; return 1; }
+        if (n->op == TACK_OP_NEG && a != INT64_MIN) { *out = -a; return 1; }
+        return 0;
+    case TACK_N_BINOP:
+        if (n->nkids != 2 || !const_int(n->kids[0], &a) || !const_int(n->kids[1], &b)) return 0;
+        switch (n->op) {
+        case TACK_OP_ADD: return !__builtin_add_overflow(a, b, out);
+        case TACK_OP_SUB: return !__builtin_sub_overflow(a, b, out);
+        case TACK_OP_MUL: return !__builtin_mul_overflow(a, b, out);
+        case TACK_OP_FLOORDIV:
+        case TACK_OP_MOD: {
+            if (b == 0 || (a == INT64_MIN && b == -1)) return 0;
+            int64_t q = a / b, r = a % b;
+            if (r != 0 && ((r < 0) != (b < 0))) { q -= 1; r += b; }
+            *out = n->op == TACK_OP_FLOORDIV ? q : r;
+            return 1;
+        }
+        case TACK_OP_POW: {
+            if (b < 0 || b > 62) return 0;
+            int64_t r = 1;
+            for (int64_t i = 0; i < b; i++)
+                if (__builtin_mul_overflow(r, a, &r)) return 0;
+            *out = r;
+            return 1;
+        }
+        default: return 0;
+        }
+    default: return 0;
+    }
+}
+
+/* The constant extent `n` of the shape of `what`. */
+static int64_t extent(lw_state *L, const tack_node *n, const char *what) {
+    int64_t v;
+    if (!const_int(n, &v)) {
+        if (n->kind == TACK_N_NAME)
+            ERR(n, "the shape of local array '%s' must be a compile-time constant, and '%s' is a variable: "
+                   "use an int literal or a module-level int constant", what, n->name);
+        ERR(n, "the shape of local array '%s' must be a compile-time constant (int literals, module-level "
+               "int constants and arithmetic on them), and this expression is not one", what);
+    }
+    if (v < 0) ERR(n, "negative dimensions are not allowed (local array '%s' has an extent %lld)", what, (long long)v);
+    return v;
+}
+
+/* The dtype of a maker call's array: the TYPE argument when given, else
+ * NumPy's default (float64; np.full: the fill value's type) or Tack's
+ * (f32; tack.full: bool, i64 or f32 by the value's kind), as outside. */
+static int maker_dtype(lw_state *L, const tack_node *call, int numpy, tk_ir *fill, const char *what) {
+    int full = strstr(call->name, ".full") != NULL;
+    int nargs = full ? 2 : 1;
+    int dt;
+    if (call->nkids > nargs) {
+        const tack_node *d = call->kids[nargs];
+        if (d->kind == TACK_N_ATTRIBUTE && d->nkids == 1 && d->kids[0]->kind == TACK_N_NAME) { /* x.dtype */
+            const char *x = d->kids[0]->name;
+            int p = lw_array_param(L, x), la = lw_local_array(L, x);
+            if (p < 0 && la < 0) ERR(d, "'%s' is not an array: the dtype of a local array must be a constant or an array's dtype", x);
+            dt = p >= 0 ? L->S->ptypes[p].dt : L->S->locals[la].ty.dt;
+        } else if (d->kind != TACK_N_TYPE || d->ival < 0 || d->ival >= TACK_DTYPE_COUNT) ERR(d, "bad dtype of local array '%s'", what);
+        else dt = (int)d->ival;
+    } else if (!full) {
+        dt = numpy ? TACK_F64 : TACK_F32;
+    } else {
+        if (!lw_known(fill)) return -1;
+        if (fill->ty.kind != TY_VALUE || !ty_is_scalar(fill->ty)) ERR(call, "local array '%s' cannot be filled with %s", what, TN(fill->ty));
+        tack_scalar_kind k = dt_kind((tack_dtype)fill->ty.dt);
+        if (k == TACK_KIND_BOOL) dt = TACK_BOOL;
+        else if (numpy && !fill->ty.weak) dt = fill->ty.dt;
+        else if (k == TACK_KIND_FLOAT) dt = numpy ? TACK_F64 : TACK_F32;
+        else dt = TACK_I64;
+    }
+    if (dt == TACK_F16) ERR(call, "local array '%s': float16 local arrays are not supported; use float32", what);
+    if (dt >= TACK_VEC2 || !ty_is_scalar(ty_value((tack_dtype)dt)))
+        ERR(call, "local array '%s': a local array's elements must be numbers or bools, not %s", what, dt_name((tack_dtype)dt));
+    return dt;
+}
+
+void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
+    int numpy = !strncmp(call->name, "numpy.", 6);
+    const char *fn = strchr(call->name, '.') + 1;
+    if (t->kind != TACK_N_NAME || !t->name)
+        ERR(t, "a local array must be assigned to a name of its own: x = %s.%s(...)", numpy ? "np" : "tack", fn);
+    const char *what = t->name;
+    int loc = lw_target_local(L, t);
+    tk_local *l = &L->S->locals[loc];
+    if (l->ty.kind == TY_VALUE || l->declared)
+        ERR(t, "'%s' is a local array here and a %s elsewhere; give the array a name of its own", what, TN(l->ty));
+    if (call->nkids < 1) ERR(call, "%s() needs a shape", call->name);
+    /* the shape */
+    const tack_node *sh = call->kids[0];
+    int nd = sh->kind == TACK_N_TUPLE ? sh->nkids : 1;
+    if (nd < 1) ERR(sh, "local array '%s' needs at least one dimension", what);
+    if (nd > TACK_MAX_NDIM) ERR(sh, "local array '%s' has %d dimensions (at most %d)", what, nd, TACK_MAX_NDIM);
+    int64_t shape[TACK_MAX_NDIM], elems = 1;
+    for (int k = 0; k < nd; k++) {
+        shape[k] = extent(L, sh->kind == TACK_N_TUPLE ? sh->kids[k] : sh, what);
+        if (__builtin_mul_overflow(elems, shape[k], &elems)) elems = INT64_MAX;
+    }
+    /* the value every element starts with */
+    int full = !strcmp(fn, "full");
+    tk_ir *fill = full ? lw_expr(L, call->kids[1]) : NULL;
+    l = &L->S->locals[loc]; /* lowering the value may have added locals (and moved them) */
+    int dt = maker_dtype(L, call, numpy, fill, what);
+    if (dt < 0) return; /* the fill value's type is not known yet */
+    tk_type et = ty_value((tack_dtype)dt);
+    /* the size */
+    int gpu = L->C->dialect && L->C->dialect->pfor_as_function == 0;
+    int64_t cap = gpu ? GPU_BYTES : CPU_BYTES, item = dt_bits((tack_dtype)dt) / 8;
+    if (elems > cap / (item ? item : 1)) {
+        tk_buf b;
+        tk_buf_init(&b, &L->C->arena);
+        for (int k = 0; k < nd; k++) tk_printf(&b, "%s%lld", k ? ", " : "", (long long)shape[k]);
+        ERR(call, "local array '%s' of shape (%s%s) and dtype %s is too large: %s%lld bytes, and a local array may "
+                  "take at most %lld bytes %s; pass a larger array in as an argument",
+            what, b.s, nd == 1 ? "," : "", dt_name((tack_dtype)dt), elems == INT64_MAX ? "over " : "",
+            (long long)(elems == INT64_MAX ? INT64_MAX : elems * item), (long long)cap,
+            gpu ? "on a GPU (16384 on the CPU)" : "on the CPU (4096 on a GPU)");
+    }
+    /* one array per name: created again, it must be the same array */
+    tk_type at = {TY_ARRAY, (uint8_t)dt, (uint8_t)nd, 0};
+    if (l->ty.kind == TY_ARRAY) {
+        int same = ty_eq(l->ty, at);
+        for (int k = 0; same && k < nd; k++) same = l->ashape[k] == shape[k];
+        if (!same) ERR(t, "local array '%s' is created again with another shape or dtype; give it a name of its own", what);
+    } else {
+        l->ty = at;
+        memcpy(l->ashape, shape, sizeof(int64_t) * (size_t)nd);
+        L->changed = 1;
+    }
+    tk_ir *v;
+    if (full) {
+        if (!lw_known(fill)) return;
+        if (fill->ty.kind != TY_VALUE || !ty_is_scalar(fill->ty)) ERR(call, "local array '%s' cannot be filled with %s", what, TN(fill->ty));
+        v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : lw_cast(L, fill, et));
+    } else {
+        v = ir_const_i(L->C, et, 0, call->line);
+        if (!strcmp(fn, "ones")) {
+            if (ty_is_float(et)) v = ir_const_f(L->C, et, 1.0, call->line);
+            else v->c.i = 1;
+        } else if (ty_is_float(et)) {
+            v = ir_const_f(L->C, et, 0.0, call->line);
+        }
+    }
+    tk_ir *s = lw_mk(L, IR_LFILL, ty_void(), call);
+    s->local = loc;
+    ir_push(L->C, s, v);
+    lw_emit(L, s);
+}
+
+/* --------------------------------------------------------------- access */
+/* The indices of x[i, j] into `out`: i64, checked against the constant
+ * extents and wrapped like an array parameter's (lw_indices). */
+static void indices(lw_state *L, int loc, tack_node **idx, int nidx, tk_ir *out, tack_node *n) {
+    const tk_local l_ = L->S->locals[loc], *l = &l_; /* a copy: the indices may add locals (and move them) */
+    if (nidx == 1 && idx[0]->kind == TACK_N_TUPLE) {
+        tack_node *tup = idx[0];
+        idx = tup->kids;
+        nidx = tup->nkids;
+    }
+    if (nidx != l->ty.ndim)
+        ERR(n, "local array '%s' has %d dimension%s but is indexed with %d ind%s", l->name, l->ty.ndim,
+            l->ty.ndim == 1 ? "" : "s", nidx, nidx == 1 ? "ex" : "ices");
+    for (int k = 0; k < nidx; k++) {
+        if (idx[k]->kind == TACK_N_TUPLE || (idx[k]->kind == TACK_N_CALL && idx[k]->name && strcmp(idx[k]->name, "slice") == 0))
+            ERR(idx[k], "slices and tuple indices are not supported; index each axis with an integer");
+        tk_ir *e = lw_index_value(L, idx[k]);
+        int64_t ext = l->ashape[k];
+        if (L->C->opts.checks && lw_known(e)) {
+            int site = lw_site(L, CK_INDEX, idx[k]->line, k, l->name, NULL);
+            lw_check(L, CK_INDEX, site, e, ir_const_i(L->C, ty_value(TACK_I64), ext, idx[k]->line), idx[k]->line);
+        }
+        if (e->op == IR_CONST && lw_known(e)) {
+            ir_push(L->C, out, ir_const_i(L->C, ty_value(TACK_I64), e->c.i < 0 ? e->c.i + ext : e->c.i, idx[k]->line));
+            continue;
+        }
+        tk_ir *w = lw_mk(L, IR_WRAP, ty_value(TACK_I64), idx[k]);
+        w->param = -1;
+        w->aux = k;
+        w->c.i = ext;
+        ir_push(L->C, w, e);
+        ir_push(L->C, out, w);
+    }
+}
+
+/* Writing local array `loc` here: refused inside a parallel loop that does
+ * not own it (created before the loop, so shared by its iterations). */
+static void check_private(lw_state *L, int loc, tack_node *n) {
+    tk_local *l = &L->S->locals[loc];
+    if (L->pfor >= 0 && l->scope != L->pfor)
+        ERR(n, "local array '%s' is created before the parallel loop (line %d) and written inside it: its "
+               "iterations would race on the one array; create it inside the loop, where each iteration "
+               "has its own", l->name, l->line);
+}
+
+tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node *n) {
+    tk_local *l = &L->S->locals[loc];
+    l->read = 1;
+    tk_ir *ld = lw_mk(L, IR_LLOAD, ty_value((tack_dtype)l->ty.dt), n);
+    ld->local = loc;
+    indices(L, loc, idx, nidx, ld, n);
+    return ld;
+}
+
+static tk_ir *to_element(lw_state *L, int loc, tk_ir *v, tack_node *n) {
+    tk_local *l = &L->S->locals[loc];
+    tk_type et = ty_value((tack_dtype)l->ty.dt);
+    if (!lw_known(v)) return v;
+    if (v->ty.kind != TY_VALUE || !ty_is_scalar(v->ty))
+        ERR(n, "cannot store %s into an element of local array '%s' (%s)", TN(v->ty), l->name, TN(et));
+    return lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, n) : lw_cast(L, v, et));
+}
+
+void lw_local_store(lw_state *L, tack_node *t, int loc, tk_ir *v) {
+    check_private(L, loc, t);
+    v = to_element(L, loc, v, t);
+    tk_ir *st = lw_mk(L, IR_LSTORE, ty_void(), t);
+    st->local = loc;
+    ir_push(L->C, st, v);
+    indices(L, loc, t->kids + 1, t->nkids - 1, st, t);
+    lw_emit(L, st);
+}
+
+void lw_local_augassign(lw_state *L, tack_node *n, int loc) {
+    tack_node *t = n->kids[0];
+    check_private(L, loc, t);
+    tk_ir *ld = lw_local_load(L, loc, t->kids + 1, t->nkids - 1, t);
+    tk_ir *v = lw_expr(L, n->kids[1]);
+    tk_ir *r = to_element(L, loc, lw_binop(L, n->op, ld, v, n), n);
+    tk_ir *st = lw_mk(L, IR_LSTORE, ty_void(), t);
+    st->local = loc;
+    ir_push(L->C, st, r);
+    for (int i = 0; i < ld->n; i++) ir_push(L->C, st, ld->k[i]);
+    lw_emit(L, st);
+}
+
+tk_ir *lw_local_attr(lw_state *L, int loc, tack_node *n) {
+    tk_local *l = &L->S->locals[loc];
+    if (!strcmp(n->name, "ndim")) return ir_const_i(L->C, ty_weak(TACK_I64), l->ty.ndim, n->line);
+    if (!strcmp(n->name, "size")) return ir_const_i(L->C, ty_weak(TACK_I64), tk_local_elems(l), n->line);
+    if (!strcmp(n->name, "shape")) ERR(n, "x.shape must be indexed with a constant: x.shape[0]");
+    ERR(n, "arrays have no attribute '%s' in kernels (shape, ndim, size are supported)", n->name);
+}
+
+tk_ir *lw_local_extent(lw_state *L, int loc, tack_node *ix, tack_node *n) {
+    tk_local *l = &L->S->locals[loc];
+    int64_t k;
+    if (!const_int(ix, &k)) ERR(ix, "x.shape must be indexed with a constant integer");
+    int64_t a = k < 0 ? k + l->ty.ndim : k;
+    if (a < 0 || a >= l->ty.ndim) ERR(ix, "axis %lld is out of range for the %d-D local array '%s'", (long long)k, l->ty.ndim, l->name);
+    return ir_const_i(L->C, ty_weak(TACK_I64), l->ashape[a], n->line);
+}
