@@ -174,6 +174,7 @@ typedef enum tk_irop {
     IR_COMP,     /* [v, k] component k (matrix: [m, i, j]; a tuple: [t, k], k constant) */
     IR_CALL,     /* aux = spec; [args]; array args are IR_ARRAY */
     IR_ARRAY,    /* param: an array passed to a function */
+    IR_LARRAY,   /* local: a local array passed to a function (its extents are constants) */
     IR_ATOMIC,   /* sub = tk_atom; param = array; [value, idx...] -> old value */
     IR_LLOAD,    /* local = a local array (lower_local.c); [idx0, ...] each already wrapped/checked */
     /* statements */
@@ -325,6 +326,8 @@ typedef struct tk_spec {
     tk_local *locals;
     int nlocals, caplocals;
     uint64_t written;      /* bit i: param i (an array) is written */
+    uint64_t plarr;        /* bit i: array param i receives a caller's local array (private
+                            * storage, no race with other iterations); part of the key */
     int nbase;             /* locals before temps (params + named locals) */
     int state;             /* 0 new, 1 lowering, 2 done */
     int npfor;

@@ -221,7 +221,8 @@ static int edep(const dx *X, const tk_ir *e) {
     case IR_LLOAD: return 1; /* a local array's element: not modelled */
     case IR_CALL:
         for (int i = 0; i < e->n; i++)
-            if (e->k[i]->op == IR_ARRAY && (X->P->written >> (root_array(X, e->k[i]->param) & 63) & 1)) return 1;
+            if (e->k[i]->op == IR_ARRAY && root_array(X, e->k[i]->param) >= 0 &&
+                (X->P->written >> (root_array(X, e->k[i]->param) & 63) & 1)) return 1;
         break;
     default: break;
     }
@@ -440,6 +441,7 @@ static void delinearize(dx *X, dacc *a, int i) {
 
 static void record(dx *X, int kind, int p, const tk_ir *const *idx, int n, int line, int valinv) {
     dpass *P = X->P;
+    if (root_array(X, p) < 0) return; /* a caller's local array (IR_LARRAY): the iteration's own */
     if (P->nacc == P->capacc) {
         int cap = P->capacc ? 2 * P->capacc : 16;
         dacc *g = tk_alloc(&P->C->arena, sizeof(dacc) * (size_t)cap);
@@ -649,7 +651,7 @@ static void walk_call(dx *X, const tk_ir *e) {
     for (int i = 0; i < S->nparams && i < e->n; i++) {
         const tk_ir *a = e->k[i];
         amap[i] = a->op == IR_ARRAY ? root_array(X, a->param) : -1;
-        if (a->op != IR_ARRAY) {
+        if (a->op != IR_ARRAY && a->op != IR_LARRAY) {
             argf[i] = ty_is_int(a->ty) || ty_is_bool(a->ty) ? fm(X, a) : f_generic(X, a);
             argdep[i] = edep(X, a);
         }

@@ -381,6 +381,11 @@ static void emit_call(tk_emitter *e, tk_ir *x) {
         if (a->op == IR_ARRAY) {
             P(e, ", a%d", a->param);
             for (int k = 0; k < a->ty.ndim; k++) P(e, ", a%d_s%d", a->param, k);
+        } else if (a->op == IR_LARRAY) { /* a local array: its storage and constant extents */
+            const tk_local *l = &e->S->locals[a->local];
+            P(e, ", ");
+            local_name(e, a->local);
+            for (int k = 0; k < l->ty.ndim; k++) P(e, ", (int64_t)%lld", (long long)l->ashape[k]);
         } else {
             P(e, ", ");
             ex(e, a);
@@ -805,7 +810,8 @@ static void func_signature(tk_emitter *e, tk_spec *S, int si) {
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
         if (t.kind == TY_ARRAY) {
-            P(e, ", %s *a%d", e->D->storage_type((tack_dtype)t.dt), p);
+            if (p < 64 && (S->plarr >> p & 1)) P(e, ", %s *a%d", ctype(e, t.dt), p); /* a local array: private */
+            else P(e, ", %s *a%d", e->D->storage_type((tack_dtype)t.dt), p);
             for (int k = 0; k < t.ndim; k++) P(e, ", int64_t a%d_s%d", p, k);
         } else {
             P(e, ", %s ", ctype(e, t.dt));

@@ -45,6 +45,7 @@ static void dx(ir_dumper *d, tk_ir *x) {
     case IR_LOCAL: lname(d, x->local); return;
     case IR_SHAPE: tk_printf(b, "(shape %s %d)", d->S->pnames[x->param], x->aux); return;
     case IR_ARRAY: tk_printf(b, "%s", d->S->pnames[x->param]); return;
+    case IR_LARRAY: lname(d, x->local); return;
     default: break;
     }
     tk_puts(b, "(");

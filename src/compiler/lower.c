@@ -375,7 +375,7 @@ static void add_spec(tk_cc *C, tk_spec *S) {
 }
 
 static int par_match(const tk_spec *S, const tk_spec *par) {
-    if (S->par != par->par || S->npar_own != par->npar_own) return 0;
+    if (S->par != par->par || S->npar_own != par->npar_own || S->plarr != par->plarr) return 0;
     for (int d = 0; d < S->npar_own; d++)
         if (S->par_own[d] != par->par_own[d]) return 0;
     return 1;
@@ -409,6 +409,7 @@ tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, const t
     }
     S->par = par->par;
     S->npar_own = par->npar_own;
+    S->plarr = par->plarr;
     memcpy(S->par_own, par->par_own, sizeof S->par_own);
     S->state = 1;
     add_spec(C, S);

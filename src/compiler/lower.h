@@ -100,6 +100,8 @@ int lw_local_array(lw_state *L, const char *name);      /* its local, else -1 */
 int lw_is_array_maker(const tack_node *n);              /* a CALL of np.zeros & co */
 void lw_create_array(lw_state *L, tack_node *t, tack_node *call);
 tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node *n);
+tk_ir *lw_local_arg(lw_state *L, int loc, tack_node *n);   /* passed to a @tack.func: IR_LARRAY */
+void lw_local_written_by(lw_state *L, int loc, const char *fn, tack_node *n);
 void lw_local_store(lw_state *L, tack_node *t, int loc, tk_ir *v);
 void lw_local_augassign(lw_state *L, tack_node *n, int loc);
 tk_ir *lw_local_attr(lw_state *L, int loc, tack_node *n);           /* x.ndim, x.size */

@@ -19,8 +19,10 @@
  *   print(...)    -> IR_PRINT
  *
  * A @tack.func call specializes the function for the argument types (weak
- * scalars stay weak, arrays by dtype and rank), marks the caller's arrays
- * written when the callee writes them, and evaluates the call into a
+ * scalars stay weak, arrays by dtype and rank, and whether each array is a
+ * caller's local array, tk_spec.plarr: see lower_local.c), marks the
+ * caller's arrays written when the callee writes them (a local array
+ * written so must be the iteration's own), and evaluates the call into a
  * temporary so the emitter can test for a failed check right after it.
  */
 #include <string.h>
@@ -217,6 +219,7 @@ static tk_ir *func_call(lw_state *L, tack_node *n) {
     tk_type *pt = tk_alloc(&L->C->arena, sizeof(tk_type) * (size_t)(n->nkids + 1));
     tk_ir **args = tk_alloc(&L->C->arena, sizeof(tk_ir *) * (size_t)(n->nkids + 1));
     int unknown_arg = 0;
+    uint64_t plarr = 0;
     for (int i = 0; i < n->nkids; i++) {
         tack_node *a = n->kids[i];
         if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0) {
@@ -225,6 +228,17 @@ static tk_ir *func_call(lw_state *L, tack_node *n) {
             e->param = p;
             args[i] = e;
             pt[i] = L->S->ptypes[p];
+            if (p < 64 && (L->S->plarr >> p & 1)) { /* our own parameter, a caller's local array */
+                if (i >= 64) ERR(a, "a local array can be passed only as one of a function's first 64 arguments");
+                plarr |= 1ull << i;
+            }
+            continue;
+        }
+        if (a->kind == TACK_N_NAME && lw_local_array(L, a->name) >= 0) {
+            if (i >= 64) ERR(a, "a local array can be passed only as one of a function's first 64 arguments");
+            args[i] = lw_local_arg(L, lw_local_array(L, a->name), a);
+            pt[i] = args[i]->ty;
+            plarr |= 1ull << i;
             continue;
         }
         args[i] = lw_expr(L, a);
@@ -236,9 +250,13 @@ static tk_ir *func_call(lw_state *L, tack_node *n) {
     if (unknown_arg) return lw_unknown(L, n);
     tk_spec par;
     par_context(L, n, pt, &par);
+    par.plarr = plarr;
     tk_spec *S = lw_specialize(L->C, fi, pt, n->nkids, &par, n);
-    for (int i = 0; i < n->nkids; i++)
-        if (pt[i].kind == TY_ARRAY && (S->written >> i & 1)) lw_mark_written(L, args[i]->param);
+    for (int i = 0; i < n->nkids; i++) {
+        if (pt[i].kind != TY_ARRAY || !(S->written >> i & 1)) continue;
+        if (args[i]->op == IR_LARRAY) lw_local_written_by(L, args[i]->local, f->name, n->kids[i]);
+        else lw_mark_written(L, args[i]->param);
+    }
     int si = 0;
     while (L->C->specs[si] != S) si++;
     tk_ir *call = lw_mk(L, IR_CALL, S->ret.kind == TY_UNKNOWN ? ty_void() : S->ret, n);
@@ -277,6 +295,9 @@ static tk_ir *atomic_call(lw_state *L, int which, tack_node *n, int discard) {
     tack_node *a = n->kids[0];
     if (a->kind != TACK_N_NAME || lw_array_param(L, a->name) < 0) ERR(a, "%s() needs an array as its first argument", n->name);
     int p = lw_array_param(L, a->name);
+    if (p < 64 && (L->S->plarr >> p & 1))
+        ERR(a, "%s() on '%s', which receives a local array: a local array belongs to one thread, so there is "
+               "nothing to be atomic against; write %s[i] += v instead", n->name, a->name, a->name);
     tack_node *ix = n->kids[1];
     tk_ir *val = lw_expr(L, n->kids[2]);
     tk_ir *r = ix->kind == TACK_N_TUPLE ? lw_atomic(L, which, p, ix->kids, ix->nkids, val, n, !discard)

@@ -26,8 +26,19 @@
  * layout_grid.c), but writing it there would be a race between iterations,
  * which is certain, so it is a compile error here rather than a question
  * for depend.c.  A local array is not a value: it cannot be assigned to
- * another name, returned, or passed to a function (all compile errors),
- * which is also what keeps the frontier of the race check simple.
+ * another name or returned (compile errors).
+ *
+ * It can be passed to a @tack.func, by reference as NumPy passes arrays:
+ * the call's argument is an IR_LARRAY, emitted as the array's storage and
+ * its constant extents, so the callee sees an ordinary array parameter
+ * (indexing with the same checks, len, .shape, writes the caller sees).
+ * The specialization records which parameters receive local arrays
+ * (tk_spec.plarr): their storage is private, so on OpenCL the parameter
+ * is a private pointer, a += there is no atomic, atomics on it are
+ * refused, and depend.c maps the parameter to no kernel array -- writes
+ * through it are not races, which is sound because a call that writes a
+ * local array created before the parallel loop is refused here, as a
+ * direct write is.
  *
  * Lowering an index or a value may add temporaries to the locals, which
  * moves them: a pointer to a tk_local is taken again after it.
@@ -267,6 +278,24 @@ static void check_private(lw_state *L, int loc, tack_node *n) {
         ERR(n, "local array '%s' is created before the parallel loop (line %d) and written inside it: its "
                "iterations would race on the one array; create it inside the loop, where each iteration "
                "has its own", l->name, l->line);
+}
+
+/* Local array `loc` passed to a @tack.func (lower_call.c). */
+tk_ir *lw_local_arg(lw_state *L, int loc, tack_node *n) {
+    tk_local *l = &L->S->locals[loc];
+    l->read = 1;
+    tk_ir *a = lw_mk(L, IR_LARRAY, l->ty, n);
+    a->local = loc;
+    return a;
+}
+
+/* Local array `loc` is written by function `fn` it was passed to here. */
+void lw_local_written_by(lw_state *L, int loc, const char *fn, tack_node *n) {
+    tk_local *l = &L->S->locals[loc];
+    if (L->pfor >= 0 && l->scope != L->pfor)
+        ERR(n, "local array '%s' is created before the parallel loop (line %d) and written inside it by %s(): "
+               "its iterations would race on the one array; create it inside the loop, where each iteration "
+               "has its own", l->name, l->line, fn);
 }
 
 tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node *n) {

@@ -307,7 +307,8 @@ static int own_element(lw_state *L, tack_node **idx, int nidx) {
 static void augassign_element(lw_state *L, tack_node *n, int p) {
     tack_node *t = n->kids[0];
     tk_type et = lw_dtype_type((tack_dtype)L->S->ptypes[p].dt);
-    int par = lw_in_parallel(L) && !L->C->racy_rmw;
+    /* a caller's local array (tk_spec.plarr) is the thread's own: no atomic, no rule */
+    int par = lw_in_parallel(L) && !L->C->racy_rmw && !(p < 64 && (L->S->plarr >> p & 1));
     if (par && (n->op == TACK_OP_ADD || n->op == TACK_OP_SUB) && ty_is_scalar(et) &&
         !ty_is_bool(et) && L->S->ptypes[p].dt != TACK_F16) {
         tk_ir *v = lw_expr(L, n->kids[1]);

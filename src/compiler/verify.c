@@ -113,6 +113,7 @@ static void enter_region(verifier *v, tk_ir *region, tk_ir *loop) {
 
 static void check_rmw(verifier *v, tk_ir *s) {
     if (!v->region || s->sub != ST_RMW) return;
+    if (s->param < 64 && (v->S->plarr >> s->param & 1)) return; /* a caller's local array: private */
     uint32_t all = 0;
     for (int i = 1; i < s->n; i++) all |= own_of(v, s->k[i], NULL);
     uint32_t need = v->ndims >= 32 ? ~0u : (1u << v->ndims) - 1;
