@@ -399,8 +399,9 @@ static tk_ir *lower_name(lw_state *L, tack_node *n) {
         tk_local *l = &L->S->locals[loc];
         if (l->ty.kind == TY_UNKNOWN && !L->infer) ERR(n, "local variable '%s' is used before it is assigned", name);
         if (l->ty.kind == TY_ARRAY)
-            ERR(n, "local array '%s' cannot be used as a value (assigned to another name, returned or passed to "
-                   "a function); index it (%s[i]), or use len(%s), %s.shape[k]", name, name, name, name);
+            ERR(n, "local array '%s' cannot be used as a value (assigned to another name, returned, or in an "
+                   "expression); index it (%s[i]), use len(%s), %s.shape[k], or pass it whole to a @tack.func: "
+                   "f(%s)", name, name, name, name, name);
         l->read = 1;
         tk_ir *e = lw_mk(L, IR_LOCAL, l->ty, n);
         e->local = loc;

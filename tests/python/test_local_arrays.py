@@ -242,6 +242,92 @@ def test_an_array_made_from_a_parameter_read_in_the_loop():
     np.testing.assert_array_equal(out, np.arange(5.0) * [3, 6, 3, 6, 3])
 
 
+# ------------------------------------------------- passed to a @tack.func
+@tack.func
+def dot(a, b):
+    s = 0.0
+    for k in range(len(a)):
+        s += a[k] * b[k]
+    return s
+
+
+@tack.func
+def fill_row(buf, i):
+    for k in range(buf.shape[0]):
+        buf[k] = (i + 1) * (k + 1)
+    buf[0] += 0.5                           # no atomic: the array is the iteration's own
+
+
+@tack.func
+def transpose_into(m, t):
+    rows, cols = m.shape
+    for r in range(rows):
+        for c in range(cols):
+            t[c, r] = m[r, c]
+
+
+def through_funcs(x, w, out):
+    for i in range(x.shape[0]):
+        a = np.zeros(3)
+        fill_row(a, i)                      # writes the caller sees, as NumPy's
+        b = np.ones(3)
+        for k in range(3):
+            b[k] = x[i, k]
+        m = np.zeros((2, 3))
+        for r in range(2):
+            for c in range(3):
+                m[r, c] = a[c] * (r + 1)
+        t = np.zeros((3, 2))
+        transpose_into(m, t)
+        out[i] = dot(a, b) + dot(w, w) + t[2, 1] + takes(a)   # dot(): a local and a parameter
+
+
+def test_passed_to_tack_funcs_by_reference():
+    x = np.random.default_rng(5).standard_normal((7, 3)).round(3)
+    got = _compare(through_funcs, lambda: (x.copy(), np.arange(3.0), np.zeros(7)),
+                   (2,), rtol=1e-13)
+    src = tack.kernel(through_funcs).generated_source(*got)
+    assert "tk_atomic_" not in src
+    assert src.count("double tk_f") == 2 * 3                # dot(local, local) and dot(param, param): two
+
+
+def shared_taps(x, out):
+    w = np.zeros(3)                         # made before the loop, only read by dot() inside it
+    w[0] = 0.25
+    w[1] = 0.5
+    w[2] = 0.25
+    for i in range(out.shape[0]):
+        win = np.zeros(3)
+        for k in range(3):
+            win[k] = x[i + k]
+        out[i] = dot(w, win)
+
+
+def test_read_by_a_func_inside_the_loop():
+    _compare(shared_taps, lambda: (np.arange(10.0) ** 2, np.zeros(8)), (1,), rtol=1e-15)
+
+
+@tack.func
+def get(a, k):
+    return a[k]
+
+
+@tack.kernel
+def reads_past_in_a_func(out, k):
+    for i in range(out.shape[0]):
+        w = np.zeros(4)
+        out[i] = get(w, k)
+
+
+def test_a_func_checks_indices_against_the_constant_extents():
+    out = np.zeros(2)
+    reads_past_in_a_func(out, -4)
+    with pytest.raises(IndexError, match=r"index 4 is out of bounds for axis 0 with size 4 \(array 'a'"):
+        reads_past_in_a_func(out, 4)
+    with pytest.raises(IndexError, match=r"index -5 is out of bounds for axis 0 with size 4 \(array 'a'"):
+        reads_past_in_a_func(out, -5)
+
+
 # ----------------------------------------------------------- bounds checks
 @tack.kernel
 def reads_past(out, k):
@@ -367,10 +453,44 @@ def takes(t):
 
 
 @tack.kernel
-def passed(out):
+def written_by_a_func(out):
+    buf = np.zeros(3)
+    for i in range(out.shape[0]):
+        fill_row(buf, i)                    # a write through a function: the same race
+        out[i] = buf[0]
+
+
+@tack.func
+def passes_on(b, i):
+    fill_row(b, i)
+
+
+@tack.kernel
+def written_further_down(out):
+    buf = np.zeros(3)
+    for i in range(out.shape[0]):
+        passes_on(buf, i)
+        out[i] = buf[1]
+
+
+@tack.func
+def bumps(buf):
+    tack.atomic_add(buf, 0, 1.0)
+
+
+@tack.kernel
+def atomic_on_a_local(out):
+    for i in range(out.shape[0]):
+        buf = np.zeros(2)
+        bumps(buf)
+        out[i] = buf[0]
+
+
+@tack.kernel
+def in_an_expression(out):
     for i in range(out.shape[0]):
         t = np.zeros(4)
-        out[i] = takes(t)
+        out[i] = takes(t + 1)
 
 
 @tack.kernel
@@ -431,7 +551,14 @@ def like(out):
     (written_by_iterations, r"local array 'acc' is created before the parallel loop \(line \d+\) and written inside "
                             r"it: its iterations would race on the one array; create it inside the loop"),
     (returned, r"local array 't' cannot be used as a value"),
-    (passed, r"local array 't' cannot be used as a value"),
+    (written_by_a_func, r"local array 'buf' is created before the parallel loop \(line \d+\) and written inside "
+                        r"it by fill_row\(\): its iterations would race on the one array; create it inside the loop"),
+    (written_further_down, r"local array 'buf' is created before the parallel loop \(line \d+\) and written "
+                           r"inside it by passes_on\(\)"),
+    (atomic_on_a_local, r"atomic_add\(\) on 'buf', which receives a local array: a local array belongs to one "
+                        r"thread, so there is nothing to be atomic against; write buf\[i\] \+= v instead"),
+    (in_an_expression, r"local array 't' cannot be used as a value \(assigned to another name, returned, or in an "
+                       r"expression\); .* or pass it whole to a @tack.func: f\(t\)"),
     (aliased, r"local array 't' cannot be used as a value"),
     (reshaped, r"local array 't' is created again with another shape or dtype"),
     (not_assigned, r"numpy.zeros\(\) makes a local array only as the whole value of an assignment to a name"),
@@ -479,3 +606,12 @@ def test_dialects_declare_zeroed_private_arrays():
         assert "double v" in src and "[9] = {0};" in src, target
         src = tack.kernel(fir).generated_source(x, x[:16], target=target)
         assert "[5] = {0};" in src, target        # the taps travel to the loop's phase in the frame
+
+
+def test_dialects_pass_a_local_array_as_a_private_pointer():
+    x = np.zeros((7, 3))
+    for target in ("cuda", "opencl", "hip"):
+        src = tack.kernel(through_funcs).generated_source(x, np.arange(3.0), np.zeros(7), target=target)
+        assert "double *a0, int64_t a0_s0, double *a1, int64_t a1_s0)" in src, target
+        if target == "opencl":                  # the parameters' dot(): global memory
+            assert "__global double *a0, int64_t a0_s0, __global double *a1, int64_t a1_s0)" in src
