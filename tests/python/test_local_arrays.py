@@ -259,6 +259,12 @@ def fill_row(buf, i):
 
 
 @tack.func
+def load_row(buf, x, i):
+    for k in range(len(buf)):
+        buf[k] = x[i, k]
+
+
+@tack.func
 def transpose_into(m, t):
     rows, cols = m.shape
     for r in range(rows):
@@ -271,8 +277,7 @@ def through_funcs(x, w, out):
         a = np.zeros(3)
         fill_row(a, i)                      # writes the caller sees, as NumPy's
         b = np.ones(3)
-        for k in range(3):
-            b[k] = x[i, k]
+        load_row(b, x, i)                   # a local and a parameter in one call
         m = np.zeros((2, 3))
         for r in range(2):
             for c in range(3):
