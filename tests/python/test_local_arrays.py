@@ -313,6 +313,29 @@ def test_read_by_a_func_inside_the_loop():
 
 
 @tack.func
+def mark(flags, counts, v):
+    for k in range(len(flags)):
+        flags[k] = v > k
+        counts[k] += 2 * k
+
+
+def other_dtypes(x, out):
+    for i in range(x.shape[0]):
+        flags = np.zeros(4, np.bool_)
+        counts = np.full(4, 3, np.int32)
+        mark(flags, counts, x[i])
+        n = 0
+        for k in range(4):
+            if flags[k]:
+                n += counts[k]
+        out[i] = n
+
+
+def test_bools_and_ints_by_reference():
+    _compare(other_dtypes, lambda: (np.array([-1.0, 0.5, 2.5, 9.0]), np.zeros(4, np.int64)), (1,))
+
+
+@tack.func
 def get(a, k):
     return a[k]
 
