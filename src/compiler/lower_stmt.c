@@ -33,6 +33,8 @@
  * rule; its own elements are those indexed by the parameters that received
  * the loop's variables.  The store of a compound assignment is marked
  * ST_RMW, and verify.c checks the rule again on the IR after every pass.
+ * A parameter that receives a caller's local array (tk_spec.plarr) is
+ * exempt from both: that array belongs to one iteration.
  *
  * A @tack.func's return type is inferred like a local's: each return widens
  * it (widen_return); `return a, b` makes it a tuple, typed per position.

@@ -28,7 +28,10 @@
  *     loop does not change (range's lo + k * step), through 64-bit integer
  *     casts and negative-index wraps.  TACK_DEBUG_RACY_RMW=1 makes lowering
  *     emit plain read-modify-writes, which this check must refuse
- *     (tests/python/test_shared_cells.py).
+ *     (tests/python/test_shared_cells.py).  A function's parameter that
+ *     receives a caller's local array (tk_spec.plarr) is exempt: that array
+ *     is the iteration's own;
+ *   - a local array passed to a function (IR_LARRAY) is a local array.
  */
 #include <stdio.h>
 #include <string.h>
@@ -196,6 +199,10 @@ static void vx(verifier *v, tk_ir *x) {
         break;
     case IR_CALL:
         if (x->aux <= 0 || x->aux >= v->C->nspecs) BAD(x, "%s of an unknown specialization", "call");
+        break;
+    case IR_LARRAY:
+        if (x->local < 0 || x->local >= v->S->nlocals || v->S->locals[x->local].ty.kind != TY_ARRAY)
+            BAD(x, "%s that is no local array", "an array argument");
         break;
     default: break;
     }
