@@ -383,7 +383,9 @@ static void emit_call(tk_emitter *e, tk_ir *x) {
             for (int k = 0; k < a->ty.ndim; k++) P(e, ", a%d_s%d", a->param, k);
         } else if (a->op == IR_LARRAY) { /* a local array: its storage and constant extents */
             const tk_local *l = &e->S->locals[a->local];
-            P(e, ", ");
+            /* the cast drops the const of a pre-loop array read in the loop's CPU chunk
+             * (emit_cpu.c); lowering refuses a callee that writes one there */
+            P(e, ", (%s *)", ctype(e, l->ty.dt));
             local_name(e, a->local);
             for (int k = 0; k < l->ty.ndim; k++) P(e, ", (int64_t)%lld", (long long)l->ashape[k]);
         } else {
