@@ -775,6 +775,10 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
             v[i].s.i = args[i].scalar.i;
             v[i].s.u = args[i].scalar.u;
             if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_FLOAT) v[i].s.f = args[i].scalar.f;
+            if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_COMPLEX) {
+                v[i].s.z[0] = args[i].scalar.z[0];
+                v[i].s.z[1] = args[i].scalar.z[1];
+            }
             continue;
         }
         tack_array *a = args[i].array; /* checked by tack_launch (driver.c) */

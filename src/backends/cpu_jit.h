@@ -16,13 +16,13 @@
 
 #include "runtime/runtime.h"
 
-#define TK_CPU_ABI_VERSION 2
+#define TK_CPU_ABI_VERSION 3
 
 /* One argument as the generated entry reads it. */
 typedef struct tk_argv {
     void *data;
     int64_t shape[TACK_MAX_NDIM];
-    union { int64_t i; uint64_t u; double f; } s;
+    union { int64_t i; uint64_t u; double f; double z[2]; } s; /* z: a complex's (re, im) */
 } tk_argv;
 
 /* The head of the per-launch context; the generated code reads `failed`. */

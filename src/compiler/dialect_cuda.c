@@ -315,6 +315,8 @@ void tk_cu_decls(tk_emitter *e, const tk_spec *K) {
             for (int k = 0; k < t.ndim; k++) tk_emitter_printf(e, "    int64_t a%d_s%d;\n", p, k);
         } else {
             tk_emitter_printf(e, "    tk_scalar s%d;\n", p);
+            if (dt_kind(tk_emitter_cc(e)->args[p].dtype) == TACK_KIND_COMPLEX) /* (re, im): two slots */
+                tk_emitter_printf(e, "    tk_scalar s%di;\n", p);
         }
     }
     tk_emitter_printf(e, "} tk_params;\n\n");
@@ -344,7 +346,7 @@ void tk_cu_phase_args(tk_emitter *e, const tk_spec *K) {
     }
 }
 
-void tk_cu_scalar(tk_emitter *e, int p, const char *mem) { tk_emitter_printf(e, "P.s%d.%s", p, mem); }
+void tk_cu_scalar(tk_emitter *e, int p, int im, const char *mem) { tk_emitter_printf(e, "P.s%d%s.%s", p, im ? "i" : "", mem); }
 
 /* A privatized sum: summed across a full warp with shuffles and added by its
  * first lane; a partial warp adds per thread.  `full` is true when the whole
