@@ -35,6 +35,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -733,6 +734,20 @@ static void fmt_float(char *out, size_t n, double v, int f32) {
     if (!strpbrk(out, ".en")) strncat(out, ".0", n - strlen(out) - 1);
 }
 
+/* A complex as Python's repr writes it: each part as a float's repr without
+ * a trailing ".0", the imaginary part signed, "(re+imj)" -- or "imj" alone
+ * when the real part is +0, as Python does (complex_repr). */
+static void fmt_complex(char *out, size_t n, double re, double im, int f32) {
+    char r[40], i[40];
+    fmt_float(r, sizeof r, re, f32);
+    fmt_float(i, sizeof i, im, f32);
+    size_t lr = strlen(r), li = strlen(i);
+    if (lr > 2 && !strcmp(r + lr - 2, ".0")) r[lr - 2] = '\0';
+    if (li > 2 && !strcmp(i + li - 2, ".0")) i[li - 2] = '\0';
+    if (re == 0 && !signbit(re)) snprintf(out, n, "%sj", i);
+    else snprintf(out, n, "(%s%s%sj)", r, i[0] == '-' ? "" : "+", i);
+}
+
 /* print(...) from a kernel: one line, written whole (no length limit) under
  * a lock, so lines from parallel iterations never interleave. */
 static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
@@ -746,6 +761,8 @@ static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
         case 1: s = v[i].i ? "True" : "False"; break;
         case 2: snprintf(item, sizeof item, "%lld", (long long)v[i].i); break;
         case 3: snprintf(item, sizeof item, "%llu", (unsigned long long)v[i].u); break;
+        case 6:
+        case 7: fmt_complex(item, sizeof item, v[i].f, v[i].im, v[i].kind == 6); break;
         default: fmt_float(item, sizeof item, v[i].f, v[i].kind == 4); break;
         }
         if (i) fputc(' ', stdout);

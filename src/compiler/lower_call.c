@@ -137,8 +137,6 @@ static tk_ir *print_call(lw_state *L, tack_node *n) {
         }
         tk_ir *e = lw_expr(L, a);
         if (lw_known(e) && !ty_is_scalar(e->ty)) ERR(a, "print() takes numbers, bools and strings, not %s", TN(e->ty));
-        if (lw_known(e) && ty_is_complex(e->ty))
-            ERR(a, "print() of a complex number is not supported yet; print z.real and z.imag");
         ir_push(L->C, pr, e);
     }
     L->C->uses_print = 1;

@@ -572,3 +572,39 @@ def test_narrow_then_widen_rounds():
     out = np.zeros_like(a)
     narrow_then_widen(a, out)
     np.testing.assert_array_equal(out, a.astype(np.complex64).astype(np.complex128))
+
+
+@tack.kernel
+def print_each(a):
+    for i in range(a.shape[0]):
+        print(a[i])
+
+
+@tack.kernel
+def print_with_text(z, a):
+    print("z =", z, "and", a[0] * 2, a[0].real)
+
+
+PRINTED = [1 + 2j, 1j, -1j, complex(-0.0, -1.0), complex(0.0, -0.0), 0j, complex(-0.0, 0.0), 1.5 - 2.25j,
+           1e20 + 1e-5j, complex(np.inf, np.nan), complex(-np.inf, -np.inf), complex(np.nan, 1),
+           complex(0.1, 1 / 3), complex(0, np.inf), 123456789 - 1j, -2.5e-300 + 7j]
+
+
+def test_print_complex128_as_python(capfd):
+    print_each(np.array(PRINTED, np.complex128))
+    out, _ = capfd.readouterr()
+    assert out.splitlines() == [str(z) for z in PRINTED]
+
+
+def test_print_complex64_as_numpy(capfd):
+    vals = [z for z in PRINTED if abs(z.real) < 1e30 and abs(z.imag) < 1e30 or z != z or abs(z) == np.inf]
+    a = np.array(vals, np.complex64)
+    print_each(a)
+    out, _ = capfd.readouterr()
+    assert out.splitlines() == [str(z) for z in a]  # NumPy 2 writes each f32 part shortest, as Python a float
+
+
+def test_print_complex_scalar_argument(capfd):
+    print_with_text(0.5 - 1j, np.array([1 + 1j], np.complex64))
+    out, _ = capfd.readouterr()
+    assert out == "z = (0.5-1j) and (2+2j) 1.0\n"
