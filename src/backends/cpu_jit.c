@@ -417,12 +417,13 @@ static void abi_trailer(char *out, size_t cap, const char *key) {
              "__builtin_offsetof(tk_argv, s) == %zu, TK_ABI_MSG(\"tk_argv\"));\n"
              "_Static_assert(sizeof(tk_ctx) == %zu, TK_ABI_MSG(\"tk_ctx\"));\n"
              "_Static_assert(sizeof(tk_pv) == %zu && __builtin_offsetof(tk_pv, i) == %zu && __builtin_offsetof(tk_pv, u) == %zu && "
-             "__builtin_offsetof(tk_pv, f) == %zu && __builtin_offsetof(tk_pv, s) == %zu, TK_ABI_MSG(\"tk_pv\"));\n"
+             "__builtin_offsetof(tk_pv, f) == %zu && __builtin_offsetof(tk_pv, s) == %zu && __builtin_offsetof(tk_pv, im) == %zu, "
+             "TK_ABI_MSG(\"tk_pv\"));\n"
              "_Static_assert(sizeof(tk_abi) == %zu && __builtin_offsetof(tk_abi, parallel_for) == %zu && "
              "__builtin_offsetof(tk_abi, fail) == %zu && __builtin_offsetof(tk_abi, print) == %zu && "
              "__builtin_offsetof(tk_abi, poll) == %zu, TK_ABI_MSG(\"tk_abi\"));\n",
              key, sizeof(tk_argv), TK_OFF(tk_argv, shape), TK_OFF(tk_argv, s), sizeof(tk_ctx), sizeof(tk_pv),
-             TK_OFF(tk_pv, i), TK_OFF(tk_pv, u), TK_OFF(tk_pv, f), TK_OFF(tk_pv, s), sizeof(tk_abi),
+             TK_OFF(tk_pv, i), TK_OFF(tk_pv, u), TK_OFF(tk_pv, f), TK_OFF(tk_pv, s), TK_OFF(tk_pv, im), sizeof(tk_abi),
              TK_OFF(tk_abi, parallel_for), TK_OFF(tk_abi, fail), TK_OFF(tk_abi, print), TK_OFF(tk_abi, poll));
 #undef TK_OFF
 }
