@@ -146,19 +146,6 @@ static const char PRELUDE_HEAD[] =
     "    else if (f32) printf(\"%.9g\", v);\n"
     "    else printf(\"%.17g\", v);\n"
     "}\n"
-    "static void tk_print_part(tk_wide v, int f32, int plus) {\n"
-    "    if (plus && !signbit(v) && v == v) printf(\"+\");\n"
-    "    if (v != v) { if (plus) printf(\"+\"); printf(\"nan\"); }\n"
-    "    else if (v - v != 0) { if (v < 0) printf(\"-inf\"); else printf(\"inf\"); }\n"
-    "    else if (v == 0 && signbit(v)) printf(\"-0\");\n"
-    "    else if (v == (tk_wide)(long)v && v < 1e15f && v > -1e15f) printf(\"%ld\", (long)v);\n"
-    "    else if (f32) printf(\"%.9g\", v);\n"
-    "    else printf(\"%.17g\", v);\n"
-    "}\n"
-    "static void tk_print_complex(tk_wide re, tk_wide im, int f32) {\n"
-    "    if (re == 0 && !signbit(re)) { tk_print_part(im, f32, 0); printf(\"j\"); return; }\n"
-    "    printf(\"(\"); tk_print_part(re, f32, 0); tk_print_part(im, f32, 1); printf(\"j)\");\n"
-    "}\n"
     "static int64_t tk_f2i64(tk_wide x) {\n"
     "    if (!(x == x)) return 0;\n"
     "    if (x >= (tk_wide)9223372036854775807.0) return (int64_t)0x7fffffffffffffffL;\n"
@@ -417,10 +404,6 @@ static void cl_print(tk_emitter *e, tk_ir *s) {
             tk_emitter_printf(e, "if (");
             tk_emitter_expr(e, v);
             tk_emitter_printf(e, ") printf(\"True\"); else printf(\"False\");\n");
-        } else if (dt_kind((tack_dtype)dt) == TACK_KIND_COMPLEX) {
-            tk_emitter_printf(e, "{ const %s pz_ = ", cl_ctype((tack_dtype)dt));
-            tk_emitter_expr(e, v);
-            tk_emitter_printf(e, "; tk_print_complex((tk_wide)pz_.v[0], (tk_wide)pz_.v[1], %d); }\n", dt == TACK_C64);
         } else if (dt_kind((tack_dtype)dt) == TACK_KIND_FLOAT) {
             tk_emitter_printf(e, "tk_print_float((tk_wide)(");
             tk_emitter_expr(e, v);

@@ -608,3 +608,10 @@ def test_print_complex_scalar_argument(capfd):
     print_with_text(0.5 - 1j, np.array([1 + 1j], np.complex64))
     out, _ = capfd.readouterr()
     assert out == "z = (0.5-1j) and (2+2j) 1.0\n"
+
+
+@pytest.mark.skipif(not any(d.startswith("opencl") for d in tack.devices()), reason="no OpenCL device")
+def test_print_complex_refused_on_opencl():
+    dev = next(d for d in tack.devices() if d.startswith("opencl"))
+    with pytest.raises(NotImplementedError, match="print\\(\\) of a complex number is not supported on OpenCL"):
+        print_each(tack.array(np.array([1j], np.complex64), device=dev))
