@@ -141,6 +141,7 @@ typedef struct tack_arg {
         int64_t i;         /* integer and bool scalars (bool: 0/1) */
         uint64_t u;
         double f;          /* float scalars (also f32, stored as double) */
+        double z[2];       /* complex scalars: (re, im), complex64's parts stored as doubles too */
     } scalar;
 } tack_arg;
 

@@ -35,6 +35,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -416,12 +417,13 @@ static void abi_trailer(char *out, size_t cap, const char *key) {
              "__builtin_offsetof(tk_argv, s) == %zu, TK_ABI_MSG(\"tk_argv\"));\n"
              "_Static_assert(sizeof(tk_ctx) == %zu, TK_ABI_MSG(\"tk_ctx\"));\n"
              "_Static_assert(sizeof(tk_pv) == %zu && __builtin_offsetof(tk_pv, i) == %zu && __builtin_offsetof(tk_pv, u) == %zu && "
-             "__builtin_offsetof(tk_pv, f) == %zu && __builtin_offsetof(tk_pv, s) == %zu, TK_ABI_MSG(\"tk_pv\"));\n"
+             "__builtin_offsetof(tk_pv, f) == %zu && __builtin_offsetof(tk_pv, s) == %zu && __builtin_offsetof(tk_pv, im) == %zu, "
+             "TK_ABI_MSG(\"tk_pv\"));\n"
              "_Static_assert(sizeof(tk_abi) == %zu && __builtin_offsetof(tk_abi, parallel_for) == %zu && "
              "__builtin_offsetof(tk_abi, fail) == %zu && __builtin_offsetof(tk_abi, print) == %zu && "
              "__builtin_offsetof(tk_abi, poll) == %zu, TK_ABI_MSG(\"tk_abi\"));\n",
              key, sizeof(tk_argv), TK_OFF(tk_argv, shape), TK_OFF(tk_argv, s), sizeof(tk_ctx), sizeof(tk_pv),
-             TK_OFF(tk_pv, i), TK_OFF(tk_pv, u), TK_OFF(tk_pv, f), TK_OFF(tk_pv, s), sizeof(tk_abi),
+             TK_OFF(tk_pv, i), TK_OFF(tk_pv, u), TK_OFF(tk_pv, f), TK_OFF(tk_pv, s), TK_OFF(tk_pv, im), sizeof(tk_abi),
              TK_OFF(tk_abi, parallel_for), TK_OFF(tk_abi, fail), TK_OFF(tk_abi, print), TK_OFF(tk_abi, poll));
 #undef TK_OFF
 }
@@ -733,6 +735,20 @@ static void fmt_float(char *out, size_t n, double v, int f32) {
     if (!strpbrk(out, ".en")) strncat(out, ".0", n - strlen(out) - 1);
 }
 
+/* A complex as Python's repr writes it: each part as a float's repr without
+ * a trailing ".0", the imaginary part signed, "(re+imj)" -- or "imj" alone
+ * when the real part is +0, as Python does (complex_repr). */
+static void fmt_complex(char *out, size_t n, double re, double im, int f32) {
+    char r[40], i[40];
+    fmt_float(r, sizeof r, re, f32);
+    fmt_float(i, sizeof i, im, f32);
+    size_t lr = strlen(r), li = strlen(i);
+    if (lr > 2 && !strcmp(r + lr - 2, ".0")) r[lr - 2] = '\0';
+    if (li > 2 && !strcmp(i + li - 2, ".0")) i[li - 2] = '\0';
+    if (re == 0 && !signbit(re)) snprintf(out, n, "%sj", i);
+    else snprintf(out, n, "(%s%s%sj)", r, i[0] == '-' ? "" : "+", i);
+}
+
 /* print(...) from a kernel: one line, written whole (no length limit) under
  * a lock, so lines from parallel iterations never interleave. */
 static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
@@ -746,6 +762,8 @@ static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
         case 1: s = v[i].i ? "True" : "False"; break;
         case 2: snprintf(item, sizeof item, "%lld", (long long)v[i].i); break;
         case 3: snprintf(item, sizeof item, "%llu", (unsigned long long)v[i].u); break;
+        case 6:
+        case 7: fmt_complex(item, sizeof item, v[i].f, v[i].im, v[i].kind == 6); break;
         default: fmt_float(item, sizeof item, v[i].f, v[i].kind == 4); break;
         }
         if (i) fputc(' ', stdout);
@@ -775,6 +793,10 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
             v[i].s.i = args[i].scalar.i;
             v[i].s.u = args[i].scalar.u;
             if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_FLOAT) v[i].s.f = args[i].scalar.f;
+            if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_COMPLEX) {
+                v[i].s.z[0] = args[i].scalar.z[0];
+                v[i].s.z[1] = args[i].scalar.z[1];
+            }
             continue;
         }
         tack_array *a = args[i].array; /* checked by tack_launch (driver.c) */

@@ -16,13 +16,13 @@
 
 #include "runtime/runtime.h"
 
-#define TK_CPU_ABI_VERSION 2
+#define TK_CPU_ABI_VERSION 3
 
 /* One argument as the generated entry reads it. */
 typedef struct tk_argv {
     void *data;
     int64_t shape[TACK_MAX_NDIM];
-    union { int64_t i; uint64_t u; double f; } s;
+    union { int64_t i; uint64_t u; double f; double z[2]; } s; /* z: a complex's (re, im) */
 } tk_argv;
 
 /* The head of the per-launch context; the generated code reads `failed`. */
@@ -30,13 +30,15 @@ typedef struct tk_ctx {
     int failed;
 } tk_ctx;
 
-/* One value of print(): kind 0 string, 1 bool, 2 int, 3 uint, 4 f32, 5 f64. */
+/* One value of print(): kind 0 string, 1 bool, 2 int, 3 uint, 4 f32, 5 f64,
+ * 6 complex64, 7 complex128 (f the real part, im the imaginary). */
 typedef struct tk_pv {
     int kind;
     int64_t i;
     uint64_t u;
     double f;
     const char *s;
+    double im;
 } tk_pv;
 
 typedef void (*tk_body)(void *frame, int64_t lo, int64_t hi);

@@ -138,13 +138,23 @@ tack_status gpu_opencl_layout(tack_program *p, gpu_prog *g, const char *device, 
 /* ------------------------------------------------------------ arguments */
 int gpu_arg_count(const tack_program *p) {
     int n = 3;
-    for (int i = 0; i < p->nparams; i++) n += p->params[i].is_array ? 1 + p->params[i].ndim : 1;
+    for (int i = 0; i < p->nparams; i++) n += p->params[i].is_array ? 1 + p->params[i].ndim : gpu_scalar_slots(&p->params[i]);
     return n;
 }
 
-uint64_t gpu_scalar_bits(const tk_pinfo *pi, const tack_arg *a) {
+int gpu_scalar_slots(const tk_pinfo *pi) { return tack_dtype_get(pi->dtype)->kind == TACK_KIND_COMPLEX ? 2 : 1; }
+
+uint64_t gpu_scalar_bits(const tk_pinfo *pi, const tack_arg *a, int im) {
     uint64_t bits;
-    if (pi->carry_f32) { /* the kernel reads an f32 from the slot's low half (little-endian devices) */
+    if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_COMPLEX) { /* one slot a part: f32 bits for complex64 */
+        double d = a->scalar.z[im];
+        if (pi->dtype == TACK_C64) {
+            float f = (float)d;
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            bits = u;
+        } else memcpy(&bits, &d, 8);
+    } else if (pi->carry_f32) { /* the kernel reads an f32 from the slot's low half (little-endian devices) */
         float f = (float)a->scalar.f;
         uint32_t u;
         memcpy(&u, &f, 4);

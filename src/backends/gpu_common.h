@@ -127,7 +127,9 @@ tack_status gpu_opencl_layout(tack_program *p, gpu_prog *g, const char *device, 
 /* The argument slots of one launch: ctx, frame, prog, then per parameter. */
 int gpu_arg_count(const tack_program *p);
 /* A scalar argument's 64 bits. */
-uint64_t gpu_scalar_bits(const tk_pinfo *pi, const tack_arg *a);
+uint64_t gpu_scalar_bits(const tk_pinfo *pi, const tack_arg *a, int im);
+/* How many slots a scalar parameter takes: 2 for a complex (re, im), else 1. */
+int gpu_scalar_slots(const tk_pinfo *pi);
 /* Whether an array argument is shared with another library (TACK_ARRAY_SHARED). */
 int gpu_any_shared(const tack_program *p, const tack_arg *args, int nargs);
 

@@ -216,7 +216,7 @@ tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid,
     for (int i = 0; i < nargs; i++) {
         const tk_pinfo *pi = &p->params[i];
         if (!pi->is_array) {
-            slots[n++] = gpu_scalar_bits(pi, &args[i]);
+            for (int s = 0; s < gpu_scalar_slots(pi); s++) slots[n++] = gpu_scalar_bits(pi, &args[i], s);
             continue;
         }
         tack_array *a = args[i].array; /* checked by tack_launch (driver.c) */

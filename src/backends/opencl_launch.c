@@ -377,8 +377,10 @@ static tack_status set_args(tack_device *d, ocl_prog *cp, int k, const tack_prog
     for (int i = 0; i < nargs; i++) {
         const tk_pinfo *pi = &p->params[i];
         if (!pi->is_array) {
-            uint64_t bits = gpu_scalar_bits(pi, &args[i]);
-            ARG(sizeof bits, &bits);
+            for (int s = 0; s < gpu_scalar_slots(pi); s++) {
+                uint64_t bits = gpu_scalar_bits(pi, &args[i], s);
+                ARG(sizeof bits, &bits);
+            }
             continue;
         }
         const tack_array *a = args[i].array; /* checked by tack_launch (program.c) */

@@ -379,6 +379,8 @@ typedef struct tk_cc {
 _Noreturn void tk_error(tk_cc *C, int func, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 _Noreturn void tk_oom(tk_cc *C);
+/* Raise TACK_ERR_UNSUPPORTED (NotImplementedError): what this dialect cannot do, at line. */
+_Noreturn void tk_unsupported(tk_cc *C, int func, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Record a warning at line of function func (the same text at the same place once). */
 void tk_warn(tk_cc *C, int func, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

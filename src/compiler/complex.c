@@ -353,7 +353,15 @@ void tk_complex_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *globa
         const char *c64 = D->ctype(TACK_C64), *c128 = D->ctype(TACK_C128);
         tk_printf(b, "%s %s tk_%s_of_%s(%s a) { return tk_mk_%s((float)a.v[0], (float)a.v[1]); }\n", qual, c64, c64,
                   c128, c128, c64);
-        tk_printf(b, "%s %s tk_%s_of_%s(%s a) { return tk_mk_%s((double)a.v[0], (double)a.v[1]); }\n", qual, c128,
-                  c128, c64, c64, c128);
+        /* GCC 12's SLP vectorizer folds the pair (double)(float)x back to x
+         * when a narrowing meets this widening (a miscompile; clang is
+         * right): an empty asm makes the parts opaque to it, one move. */
+        tk_puts(b, "#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__OPENCL_VERSION__)\n"
+                   "#define TK_OPAQUE2(x, y) __asm__(\"\" : \"+g\"(x), \"+g\"(y))\n"
+                   "#else\n"
+                   "#define TK_OPAQUE2(x, y) (void)0\n"
+                   "#endif\n");
+        tk_printf(b, "%s %s tk_%s_of_%s(%s a) { %s re = a.v[0], im = a.v[1]; TK_OPAQUE2(re, im); "
+                  "return tk_mk_%s((double)re, (double)im); }\n", qual, c128, c128, c64, c64, D->ctype(TACK_F32), c128);
     }
 }

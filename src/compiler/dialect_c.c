@@ -84,9 +84,9 @@ static const char *c_math(int m, tack_dtype dt) {
 static const char PRELUDE_CORE[] =
     "#include <stdint.h>\n"
     "typedef _Bool tk_bool;\n"
-    "typedef struct tk_argv { void *data; int64_t shape[" TK_STRINGIFY(TACK_MAX_NDIM) "]; union { int64_t i; uint64_t u; double f; } s; } tk_argv;\n"
+    "typedef struct tk_argv { void *data; int64_t shape[" TK_STRINGIFY(TACK_MAX_NDIM) "]; union { int64_t i; uint64_t u; double f; double z[2]; } s; } tk_argv;\n"
     "typedef struct tk_ctx { int failed; } tk_ctx;\n"
-    "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; } tk_pv;\n"
+    "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; double im; } tk_pv;\n"
     "typedef void (*tk_body)(void *frame, int64_t lo, int64_t hi);\n"
     "typedef struct tk_abi {\n"
     "    int version;\n"

@@ -73,7 +73,7 @@ const char tk_cu_prelude_core[] =
     "typedef union tk_scalar { int64_t i; uint64_t u; double f; float f32; } tk_scalar;\n"
     "/* The device's error record; mirrored by cuda_launch.c. */\n"
     "typedef struct tk_ctx { int failed; int site; unsigned long long prog; long long a, b; } tk_ctx;\n"
-    "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; } tk_pv;\n"
+    "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; double im; } tk_pv;\n"
     "#define TK_FAILED(c) (*(volatile int *)&(c)->failed)\n"
     "#define tk_wrap(i, s) ((i) < 0 ? (i) + (s) : (i))\n"
     "TK_D void tk_print_float(const char *sep, double v, int f32) {\n"
@@ -82,6 +82,18 @@ const char tk_cu_prelude_core[] =
     "    else if (v - v != 0) printf(\"%s%sinf\", sep, v < 0 ? \"-\" : \"\");\n"
     "    else if (f32) printf(\"%s%.9g\", sep, v);\n"
     "    else printf(\"%s%.17g\", sep, v);\n"
+    "}\n"
+    "TK_D void tk_print_part(const char *pre, double v, int f32, int plus) {\n"
+    "    const char *s = plus && !signbit(v) ? \"+\" : \"\";\n"
+    "    if (v != v) printf(\"%s%snan\", pre, plus ? \"+\" : \"\");\n"
+    "    else if (v - v != 0) printf(\"%s%s%sinf\", pre, s, v < 0 ? \"-\" : \"\");\n"
+    "    else if (v == (double)(long long)v && v < 1e16 && v > -1e16) printf(\"%s%s%.0f\", pre, s, v);\n"
+    "    else if (f32) printf(\"%s%s%.9g\", pre, s, v);\n"
+    "    else printf(\"%s%s%.17g\", pre, s, v);\n"
+    "}\n"
+    "TK_D void tk_print_complex(const char *sep, double re, double im, int f32) {\n"
+    "    if (re == 0 && !signbit(re)) { tk_print_part(sep, im, f32, 0); printf(\"j\"); return; }\n"
+    "    printf(\"%s(\", sep); tk_print_part(\"\", re, f32, 0); tk_print_part(\"\", im, f32, 1); printf(\"j)\");\n"
     "}\n"
     "struct tk_abi {\n"
     "    unsigned long long prog;\n"
@@ -97,6 +109,7 @@ const char tk_cu_prelude_core[] =
     "            case 1: printf(\"%s%s\", sep, v[i].i ? \"True\" : \"False\"); break;\n"
     "            case 2: printf(\"%s%lld\", sep, (long long)v[i].i); break;\n"
     "            case 3: printf(\"%s%llu\", sep, (unsigned long long)v[i].u); break;\n"
+    "            case 6: case 7: tk_print_complex(sep, v[i].f, v[i].im, v[i].kind == 6); break;\n"
     "            default: tk_print_float(sep, v[i].f, v[i].kind == 4); break;\n"
     "            }\n"
     "        }\n"
@@ -315,6 +328,8 @@ void tk_cu_decls(tk_emitter *e, const tk_spec *K) {
             for (int k = 0; k < t.ndim; k++) tk_emitter_printf(e, "    int64_t a%d_s%d;\n", p, k);
         } else {
             tk_emitter_printf(e, "    tk_scalar s%d;\n", p);
+            if (dt_kind(tk_emitter_cc(e)->args[p].dtype) == TACK_KIND_COMPLEX) /* (re, im): two slots */
+                tk_emitter_printf(e, "    tk_scalar s%di;\n", p);
         }
     }
     tk_emitter_printf(e, "} tk_params;\n\n");
@@ -344,7 +359,7 @@ void tk_cu_phase_args(tk_emitter *e, const tk_spec *K) {
     }
 }
 
-void tk_cu_scalar(tk_emitter *e, int p, const char *mem) { tk_emitter_printf(e, "P.s%d.%s", p, mem); }
+void tk_cu_scalar(tk_emitter *e, int p, int im, const char *mem) { tk_emitter_printf(e, "P.s%d%s.%s", p, im ? "i" : "", mem); }
 
 /* A privatized sum: summed across a full warp with shuffles and added by its
  * first lane; a partial warp adds per thread.  `full` is true when the whole

@@ -23,7 +23,7 @@ TK_HIDDEN const char *tk_cu_math(int m, tack_dtype dt);
 TK_HIDDEN void tk_cu_decls(tk_emitter *e, const tk_spec *K);
 TK_HIDDEN void tk_cu_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel);
 TK_HIDDEN void tk_cu_phase_args(tk_emitter *e, const tk_spec *K);
-TK_HIDDEN void tk_cu_scalar(tk_emitter *e, int p, const char *mem);
+TK_HIDDEN void tk_cu_scalar(tk_emitter *e, int p, int im, const char *mem);
 TK_HIDDEN void tk_cu_trailer(tk_emitter *e);
 /* Write the flush of privatized sum `a`: warp-summed when `full` (the whole
  * warp is active), added by the lane where `lane0` holds; else per thread. */

@@ -436,16 +436,19 @@ static void cl_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) 
             for (int d = 0; d < t.ndim; d++) tk_emitter_printf(e, ", long a%d_s%d", p, d);
         } else {
             tk_emitter_printf(e, ", ulong s%d", p);
+            if (dt_kind(tk_emitter_cc(e)->args[p].dtype) == TACK_KIND_COMPLEX) /* (re, im): two slots */
+                tk_emitter_printf(e, ", ulong s%di", p);
         }
     }
     tk_emitter_printf(e, ") {\n");
 }
 
-static void cl_scalar(tk_emitter *e, int p, const char *mem) {
-    if (!strcmp(mem, "f32")) tk_emitter_printf(e, "as_float((uint)s%d)", p);
-    else if (mem[0] == 'f') tk_emitter_printf(e, "as_double(s%d)", p);
-    else if (mem[0] == 'i') tk_emitter_printf(e, "((long)s%d)", p);
-    else tk_emitter_printf(e, "s%d", p);
+static void cl_scalar(tk_emitter *e, int p, int im, const char *mem) {
+    const char *s = im ? "i" : "";
+    if (!strcmp(mem, "f32")) tk_emitter_printf(e, "as_float((uint)s%d%s)", p, s);
+    else if (mem[0] == 'f') tk_emitter_printf(e, "as_double(s%d%s)", p, s);
+    else if (mem[0] == 'i') tk_emitter_printf(e, "((long)s%d%s)", p, s);
+    else tk_emitter_printf(e, "s%d%s", p, s);
 }
 
 static void cl_trailer(tk_emitter *e) { tk_emitter_printf(e, " fp64=%d", kernel_fp64(tk_emitter_cc(e))); }

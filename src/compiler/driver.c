@@ -50,6 +50,17 @@ _Noreturn void tk_error(tk_cc *C, int func, int line, int col, const char *fmt, 
 
 _Noreturn void tk_oom(tk_cc *C) { longjmp(C->jmp, 1); }
 
+_Noreturn void tk_unsupported(tk_cc *C, int func, int line, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *file = (func >= 0 && func < C->m->nfuncs) ? C->m->funcs[func].filename : NULL;
+    tack_set_error(TACK_ERR_UNSUPPORTED, "%s (%s:%d)", msg, file ? file : "<kernel>", line);
+    longjmp(C->jmp, 3);
+}
+
 void tk_warn(tk_cc *C, int func, int line, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
@@ -190,8 +201,9 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     tack_program *volatile prog = NULL;
     int jumped = setjmp(C->jmp);
     if (jumped) {
-        st = jumped == 1 ? tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", m->funcs[kernel].name)
-                         : TACK_ERR_COMPILE;
+        st = jumped == 1   ? tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", m->funcs[kernel].name)
+             : jumped == 3 ? TACK_ERR_UNSUPPORTED
+                           : TACK_ERR_COMPILE;
         goto done;
     }
     for (int i = 0; i < nargs; i++) {

@@ -617,7 +617,12 @@ static void emit_print(tk_emitter *e, tk_ir *s) {
         e->D->print(e, s);
         return;
     }
-    I(e); P(e, "{ tk_pv pv_[%d] = {", s->n ? s->n : 1);
+    I(e); P(e, "{ ");
+    for (int i = 0; i < s->n; i++) /* a complex is read twice: once into a temporary */
+        if (!s->k[i]->str && ty_is_complex(s->k[i]->ty)) {
+            P(e, "const %s pz%d_ = ", e->D->ctype((tack_dtype)s->k[i]->ty.dt), i); ex(e, s->k[i]); P(e, "; ");
+        }
+    P(e, "tk_pv pv_[%d] = {", s->n ? s->n : 1);
     for (int i = 0; i < s->n; i++) {
         tk_ir *v = s->k[i];
         if (i) P(e, ", ");
@@ -632,7 +637,8 @@ static void emit_print(tk_emitter *e, tk_ir *s) {
             continue;
         }
         int dt = v->ty.dt;
-        if (dt == TACK_BOOL) { P(e, "{1, ("); ex(e, v); P(e, "), 0, 0, 0}"); }
+        if (ty_is_complex(v->ty)) P(e, "{%d, 0, 0, (double)pz%d_.v[0], 0, (double)pz%d_.v[1]}", dt == TACK_C64 ? 6 : 7, i, i);
+        else if (dt == TACK_BOOL) { P(e, "{1, ("); ex(e, v); P(e, "), 0, 0, 0}"); }
         else if (is_float_dt(dt)) { P(e, "{%d, 0, 0, (double)(", dt == TACK_F32 ? 4 : 5); ex(e, v); P(e, "), 0}"); }
         else if (is_signed(dt)) { P(e, "{2, (int64_t)("); ex(e, v); P(e, "), 0, 0, 0}"); }
         else { P(e, "{3, 0, (uint64_t)("); ex(e, v); P(e, "), 0, 0}"); }

@@ -809,7 +809,12 @@ void tk_cpu_kernel(tk_emitter *e, tk_buf *out) {
         tack_scalar_kind k = dt_kind(a->dtype);
         const char *mem = k == TACK_KIND_FLOAT ? "f" : k == TACK_KIND_UINT ? "u" : "i";
         I(e); P(e, "%s ", ctype(e, t.dt)); local_name(e, K->plocal[p]);
-        if (k == TACK_KIND_FLOAT && !is_float_dt(t.dt) && t.dt != TACK_BOOL)
+        if (k == TACK_KIND_COMPLEX) /* (re, im) as doubles; complex64 rounds each part once */
+            P(e, " = tk_mk_%s((%s)args[%d].s.z[0], (%s)args[%d].s.z[1]);\n", ctype(e, t.dt),
+              ctype(e, dt_complex_part((tack_dtype)t.dt)), p, ctype(e, dt_complex_part((tack_dtype)t.dt)), p);
+        else if (ty_is_complex(t)) /* a real argument to a parameter annotated complex */
+            P(e, " = tk_mk_%s((%s)args[%d].s.%s, 0);\n", ctype(e, t.dt), ctype(e, dt_complex_part((tack_dtype)t.dt)), p, mem);
+        else if (k == TACK_KIND_FLOAT && !is_float_dt(t.dt) && t.dt != TACK_BOOL)
             P(e, " = (%s)tk_f2%s(args[%d].s.f);\n", ctype(e, t.dt), is_signed(t.dt) ? "i64" : "u64", p);
         else if (t.dt == TACK_BOOL)
             P(e, " = args[%d].s.%s != 0;\n", p, mem);

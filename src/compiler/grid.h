@@ -27,8 +27,9 @@ typedef struct tk_grid {
     void (*phase_args)(tk_emitter *e, const tk_spec *K);
     const char *prog; /* the program id, in a phase's body */
     /* The expression of scalar parameter p's slot read as member `mem`
-     * ("i", "u" or "f": int64, uint64 or double bits). */
-    void (*scalar)(tk_emitter *e, int p, const char *mem);
+     * ("i", "u", "f" or "f32": int64, uint64, double or low-half float bits);
+     * im = 1 reads a complex's second slot, its imaginary part. */
+    void (*scalar)(tk_emitter *e, int p, int im, const char *mem);
     const char *first_thread;  /* the condition true in exactly one thread of a phase */
     const char *thread_index;  /* a thread's index in the grid, as uint64_t */
     const char *thread_stride; /* the number of threads in the grid, as uint64_t */

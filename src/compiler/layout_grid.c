@@ -236,17 +236,26 @@ static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K, const tk_grid 
         tk_emitter_indent(e);
         tk_emitter_printf(e, "%s ", T);
         tk_emitter_local(e, K->plocal[p]);
-        if (k == TACK_KIND_FLOAT && !to_float && t.dt != TACK_BOOL) {
+        if (ty_is_complex(t)) { /* two slots (re, im), as gpu_common.c packs them; a real argument fills re */
+            const char *P = tk_dialect_c.ctype(dt_complex_part((tack_dtype)t.dt));
+            const char *pm = k != TACK_KIND_COMPLEX ? mem : C->args[p].dtype == TACK_C64 ? "f32" : "f";
+            tk_emitter_printf(e, " = tk_mk_%s((%s)", T, P);
+            G->scalar(e, p, 0, pm);
+            tk_emitter_printf(e, ", (%s)", P);
+            if (k == TACK_KIND_COMPLEX) G->scalar(e, p, 1, pm);
+            else tk_emitter_printf(e, "0");
+            tk_emitter_printf(e, ");\n");
+        } else if (k == TACK_KIND_FLOAT && !to_float && t.dt != TACK_BOOL) {
             tk_emitter_printf(e, " = (%s)tk_f2%s(", T, dt_kind((tack_dtype)t.dt) == TACK_KIND_INT ? "i64" : "u64");
-            G->scalar(e, p, mem);
+            G->scalar(e, p, 0, mem);
             tk_emitter_printf(e, ");\n");
         } else if (t.dt == TACK_BOOL) {
             tk_emitter_printf(e, " = ");
-            G->scalar(e, p, mem);
+            G->scalar(e, p, 0, mem);
             tk_emitter_printf(e, " != 0;\n");
         } else {
             tk_emitter_printf(e, " = (%s)", T);
-            G->scalar(e, p, mem);
+            G->scalar(e, p, 0, mem);
             tk_emitter_printf(e, ";\n");
         }
     }

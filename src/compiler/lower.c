@@ -446,19 +446,23 @@ tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nar
                          S->pnames[i], dt_name((tack_dtype)an->ival), dt_name(a->dtype));
             S->ptypes[i] = (tk_type){TY_ARRAY, (uint8_t)a->dtype, (uint8_t)a->ndim, 0};
         } else {
-            if (dt_kind(a->dtype) == TACK_KIND_COMPLEX)
-                tk_error(C, kernel, F->first_line, 0, "complex scalar arguments are not supported yet ('%s'); pass a "
-                         "one-element complex array", S->pnames[i]);
-            if (a->dtype >= TACK_VEC2) tk_error(C, kernel, F->first_line, 0, "vector and matrix scalar arguments are not supported ('%s')", S->pnames[i]);
+            if (a->dtype >= TACK_VEC2 && dt_kind(a->dtype) != TACK_KIND_COMPLEX) tk_error(C, kernel, F->first_line, 0, "vector and matrix scalar arguments are not supported ('%s')", S->pnames[i]);
             tk_type t;
             if (a->weak) {
                 tack_scalar_kind k = dt_kind(a->dtype);
-                t = ty_weak(k == TACK_KIND_BOOL ? TACK_BOOL : k == TACK_KIND_FLOAT ? TACK_F64 : TACK_I64);
+                t = ty_weak(k == TACK_KIND_BOOL    ? TACK_BOOL
+                             : k == TACK_KIND_FLOAT   ? TACK_F64
+                             : k == TACK_KIND_COMPLEX ? TACK_C128
+                                                      : TACK_I64);
             } else {
                 t = lw_dtype_type(a->dtype);
             }
             if (an) {
                 tk_type at = lw_dtype_type((tack_dtype)an->ival);
+                if (t.weak && dt_kind(a->dtype) == TACK_KIND_COMPLEX && !ty_is_complex(at))
+                    tk_error(C, kernel, an->line, an->col + 1, "parameter '%s' is annotated %s but the argument is a "
+                             "complex (Python): a complex never becomes a real number implicitly",
+                             S->pnames[i], dt_name((tack_dtype)an->ival));
                 if (!t.weak && !ty_eq(at, t))
                     tk_error(C, kernel, an->line, an->col + 1, "parameter '%s' is annotated %s but the argument is %s",
                              S->pnames[i], dt_name((tack_dtype)an->ival), dt_name(a->dtype));

@@ -249,11 +249,14 @@ static int numpy_scalar(KernelObject *k, kcall *c, Py_ssize_t i, PyObject *obj) 
     info = tack_dtype_get(dt);
     if (info->rows != 1 || info->cols != 1)
         return arg_error(k, i, PyExc_TypeError, "only scalar NumPy values can be passed", obj);
-    if (info->kind == TACK_KIND_COMPLEX)
-        return arg_error(k, i, PyExc_TypeError, "complex scalar arguments are not supported yet; pass a "
-                         "one-element complex array", obj);
     t->dtype = dt;
-    if (info->kind == TACK_KIND_FLOAT) {
+    if (info->kind == TACK_KIND_COMPLEX) { /* np.complex64 / np.complex128: (re, im) as doubles, exactly */
+        Py_complex z = PyComplex_AsCComplex(obj);
+        if (z.real == -1.0 && PyErr_Occurred())
+            return -1;
+        v->scalar.z[0] = z.real;
+        v->scalar.z[1] = z.imag;
+    } else if (info->kind == TACK_KIND_FLOAT) {
         v->scalar.f = PyFloat_AsDouble(obj);
         if (v->scalar.f == -1.0 && PyErr_Occurred())
             return -1;
@@ -317,9 +320,13 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
             return -1;
         return 0;
     }
-    if (PyComplex_Check(obj))
-        return arg_error(k, i, PyExc_TypeError, "complex scalar arguments are not supported yet; pass a "
-                         "one-element complex array", obj);
+    if (PyComplex_CheckExact(obj)) { /* a Python complex: weak, carried as complex128 (types.c) */
+        t->dtype = TACK_C128;
+        t->weak = 1;
+        v->scalar.z[0] = PyComplex_RealAsDouble(obj);
+        v->scalar.z[1] = PyComplex_ImagAsDouble(obj);
+        return 0;
+    }
     if (tpy_array_check(k->st, obj)) {
         arr = ((TackArrayObject *)obj)->arr;
     } else if (PyFloat_Check(obj)) {
@@ -328,7 +335,16 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         v->scalar.f = PyFloat_AsDouble(obj);
         return v->scalar.f == -1.0 && PyErr_Occurred() ? -1 : 0;
     } else if (is_numpy_scalar_type(Py_TYPE(obj))) {
-        return numpy_scalar(k, c, i, obj);
+        return numpy_scalar(k, c, i, obj); /* np.complex128 too (a complex subclass), concrete */
+    } else if (PyComplex_Check(obj)) { /* another subclass of complex: weak, as a Python complex */
+        Py_complex z = PyComplex_AsCComplex(obj);
+        if (z.real == -1.0 && PyErr_Occurred())
+            return -1;
+        t->dtype = TACK_C128;
+        t->weak = 1;
+        v->scalar.z[0] = z.real;
+        v->scalar.z[1] = z.imag;
+        return 0;
     } else if (PyObject_CheckBuffer(obj)) {
         arr = tpy_wrap_buffer(k->st, obj, -1, 0);
         if (!arr)

@@ -34,7 +34,7 @@ static const char FAKE[] =
     "#include <string.h>\n"
     "#include <stdint.h>\n"
     "typedef int CUresult; typedef int CUdevice; typedef void *CUcontext, *CUstream, *CUmodule, *CUfunction, *CUevent; typedef uint64_t CUdeviceptr;\n"
-    "int launches, fail_next; unsigned last_grid, last_block; uint64_t last_frame;\n"
+    "int launches, fail_next; unsigned last_grid, last_block; uint64_t last_frame, last_slots[8];\n"
     /* sticky errors: sticky_next_sync makes the next cuStreamSynchronize and
      * every later call return 700 (CUDA_ERROR_ILLEGAL_ADDRESS), as a real
      * lost context does; calls made after that are counted, frees apart */
@@ -130,7 +130,7 @@ static const char FAKE[] =
     "CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream s, void **params, void **extra) { ST\n"
     "  launches++;\n"
     "  uint64_t *slots = params[0];\n"
-    "  last_grid = gx; last_block = bx; last_frame = slots[1];\n"
+    "  last_grid = gx; last_block = bx; last_frame = slots[1]; memcpy(last_slots, slots, sizeof last_slots);\n"
     "  if (fail_next) { int32_t *r = (int32_t *)(uintptr_t)slots[0]; r[0] = 1; r[1] = 0; ((uint64_t *)r)[1] = slots[2]; ((int64_t *)r)[2] = 10; ((int64_t *)r)[3] = 10; fail_next = 0; }\n"
     "  return 0; }\n"
     /* six resident 256-thread blocks per SM (less than 2048 / 256: registers, say) */
@@ -301,6 +301,50 @@ static void current_context(tack_device *g, void *lib, tack_program *p, tack_arg
     popc(&was);
     popc(&was);
     CHECK(depth() == 0);
+}
+
+/* A complex scalar argument takes two slots, (re, im): doubles for a
+ * complex128 (a weak Python complex too), f32 bits in the low half for a
+ * complex64; the kernel declares the second slot s<p>i. */
+static void complex_slots(tack_device *g, void *lib) {
+    uint64_t *slots = dlsym(lib, "last_slots");
+    tack_compile_options o;
+    tack_compile_options_init(&o);
+    o.target = "cuda";
+    AT(50, 4);
+    int k = FUNC(TACK_FUNC_KERNEL, "put_z", "out z", BLOCK(1, ASSIGN(SUB(NAME("out"), 1, INT(0)), NAME("z"))));
+    tack_argtype sw[2] = {ARR(TACK_C128, 1), WEAK(TACK_C128)}, sc[2] = {ARR(TACK_C64, 1), SCALAR(TACK_C64)};
+    tack_program *pw = NULL, *pc = NULL;
+    CHECK(tack_compile(tb_m, k, sw, 2, &o, &pw) == TACK_OK && tack_program_build(pw, g) == TACK_OK);
+    CHECK(tack_compile(tb_m, k, sc, 2, &o, &pc) == TACK_OK && tack_program_build(pc, g) == TACK_OK);
+    if (!pw || !pc) return;
+    CHECK(strstr(pw->source, "tk_scalar s1;\n    tk_scalar s1i;") != NULL);
+    int64_t one = 1;
+    tack_array *o128 = NULL, *o64 = NULL;
+    CHECK(tack_array_zeros(g, TACK_C128, 1, &one, &o128) == TACK_OK);
+    CHECK(tack_array_zeros(g, TACK_C64, 1, &one, &o64) == TACK_OK);
+    tack_arg a[2];
+    memset(a, 0, sizeof a);
+    a[0].array = o128;
+    a[1].scalar.z[0] = 0.1;
+    a[1].scalar.z[1] = -2.5;
+    CHECK(tack_launch(pw, a, 2) == TACK_OK);
+    double re, im;
+    memcpy(&re, &slots[5], 8); /* ctx, frame, prog, out, out's extent, then (re, im) */
+    memcpy(&im, &slots[6], 8);
+    CHECK(re == 0.1 && im == -2.5);
+    a[0].array = o64;
+    CHECK(tack_launch(pc, a, 2) == TACK_OK);
+    float re32, im32;
+    uint32_t lo = (uint32_t)slots[5], hi = (uint32_t)slots[6];
+    memcpy(&re32, &lo, 4);
+    memcpy(&im32, &hi, 4);
+    CHECK(re32 == 0.1f && im32 == -2.5f && slots[5] >> 32 == 0);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_array_release(o128);
+    tack_array_release(o64);
+    tack_program_free(pw);
+    tack_program_free(pc);
 }
 
 /* Grids sized from the work: ceil(n / 256) blocks, capped at what fills
@@ -511,6 +555,7 @@ static void run(void) {
     CHECK(FAKE_INT(mismatched_frees) == 0);
     export_streams(g, lib);
     grids(g, lib);
+    complex_slots(g, lib);
     current_context(g, lib, p, args);
     /* last: a sticky error (an illegal address) loses the device, which is said
      * once, naming the kernel launched last; then every operation fails at once

@@ -426,6 +426,32 @@ static void test_launch(tack_device *g) {
     CHECK(tack_launch(pi, args, 3) == TACK_OK && fake_launch_arg(fake_launches() - 1, 7) == (uint64_t)-7);
     CHECK(fake_launch_arg(fake_launches() - 1, 2) != saxpy_id && fake_launch_arg(fake_launches() - 1, 0) == err_record);
     tack_program_free(pi);
+    /* a complex scalar takes two slots, (re, im): doubles for complex128, f32 bits for complex64 */
+    for (int c = 0; c < 2; c++) {
+        tk_pinfo cplx_params[3] = {arr("y", TACK_F32, 1), arr("x", TACK_F32, 0), scalar("a", c ? TACK_C64 : TACK_C128)};
+        tack_program *pc = program("saxpy", SAXPY, 3, cplx_params);
+        CHECK(tack_program_build(pc, g) == TACK_OK);
+        args[2].scalar.z[0] = 0.1;
+        args[2].scalar.z[1] = -2.5;
+        CHECK(tack_launch(pc, args, 3) == TACK_OK);
+        int Lc = fake_launches() - 1;
+        uint64_t re = fake_launch_arg(Lc, 7), im = fake_launch_arg(Lc, 8);
+        CHECK(fake_launch_nargs(Lc) == 9);
+        if (c) {
+            float r32, i32;
+            uint32_t lo = (uint32_t)re, hi = (uint32_t)im;
+            memcpy(&r32, &lo, 4);
+            memcpy(&i32, &hi, 4);
+            CHECK(r32 == 0.1f && i32 == -2.5f && re >> 32 == 0 && im >> 32 == 0);
+        } else {
+            double r64, i64;
+            memcpy(&r64, &re, 8);
+            memcpy(&i64, &im, 8);
+            CHECK(r64 == 0.1 && i64 == -2.5);
+        }
+        CHECK(tack_device_synchronize(g) == TACK_OK);
+        tack_program_free(pc);
+    }
     /* three phases: parallel, serial (one group of one), parallel, sharing one frame */
     tack_program *ph = program("phases", PHASES, 2, phase_params);
     CHECK(tack_program_build(ph, g) == TACK_OK);
