@@ -9,14 +9,18 @@ for sm_80 and sm_90 with NVRTC, or HIP to code objects for gfx90a (CDNA 2)
 and gfx1030 (RDNA 2) with hiprtc.  T is TACK_CAPTURE_TARGET ("cuda" when
 unset).  The outcome of the language tests themselves does not matter here
 (the wrapper changes what some of them inspect); what is recorded is whether
-each distinct source compiled.  The summary goes to the JSON file named by
-TACK_CUDA_CAPTURE.
+each distinct source compiled.  The compiles wait for the end of the session
+and then run in worker processes, one a core (a process each: hiprtc's
+compiler library is not thread-safe); the summary goes to the JSON file
+named by TACK_CUDA_CAPTURE.
 """
 
 import atexit
 import hashlib
 import json
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 
 import tack
 from tack import _core
@@ -25,6 +29,7 @@ _OUT = os.environ.get("TACK_CUDA_CAPTURE")
 _TARGET = os.environ.get("TACK_CAPTURE_TARGET", "cuda")
 _ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}[_TARGET]
 _seen = set()
+_pending = []  # (kernel name, source), compiled at the end of the session
 _summary = {"target": _TARGET, "kernels": [], "compiled": 0, "failures": [], "no_source": 0}
 
 
@@ -63,12 +68,32 @@ def _capture(k, args, kwargs):
     _seen.add(key)
     name = getattr(k, "__name__", "?")
     _summary["kernels"].append(name)
-    for arch in _ARCHS:
-        try:
-            _compile_checked(src, arch)
+    _pending.append((name, src))
+
+
+def _compile_job(job):
+    name, arch, src = job
+    try:
+        _compile_checked(src, arch)
+        return None
+    except Exception as e:  # noqa: BLE001 -- every failure is reported
+        return {"kernel": name, "arch": arch, "error": str(e)[:3000], "source": src}
+
+
+def _compile_pending():
+    jobs = [(name, arch, src) for name, src in _pending for arch in _ARCHS]
+    _pending.clear()
+    workers = min(len(jobs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if workers <= 1:
+        results = [_compile_job(job) for job in jobs]
+    else:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(_compile_job, jobs, chunksize=4))
+    for failure in results:
+        if failure is None:
             _summary["compiled"] += 1
-        except Exception as e:  # noqa: BLE001 -- every failure is reported
-            _summary["failures"].append({"kernel": name, "arch": arch, "error": str(e)[:3000], "source": src})
+        else:
+            _summary["failures"].append(failure)
 
 
 class _Recorded:
@@ -99,8 +124,14 @@ def _kernel(fn=None, **options):
 tack.kernel = _kernel
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """Compile what the session captured, then write the summary."""
+    _compile_pending()
+    _write()
+
+
 @atexit.register
 def _write():
-    if _OUT:
+    if _OUT and not _pending:
         with open(_OUT, "w") as f:
             json.dump(_summary, f)

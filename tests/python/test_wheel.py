@@ -141,7 +141,7 @@ def test_the_metadata_names_the_distribution_and_no_development_extras(dist):
     fields = [line.split(": ", 1) for line in meta.split("\n\n")[0].splitlines() if ": " in line]
     assert ["Name", "tack-kernels"] in fields
     assert ["License-Expression", "BSD-3-Clause"] in fields
-    assert sorted(v for k, v in fields if k == "Provides-Extra") == ["compiler", "interop"]
+    assert sorted(v for k, v in fields if k == "Provides-Extra") == ["compiler", "dask", "interop", "mpi"]
     requires = [v for k, v in fields if k == "Requires-Dist"]
     assert requires[0].startswith("numpy>=2"), requires
     for dev in ("pytest", "hypothesis", "torch", "jax", "numba", "auditwheel"):
