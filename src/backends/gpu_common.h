@@ -29,7 +29,8 @@
  *
  *   - The layout comment the dialects end their source with
  *     (`/ * tack-cuda: phases=psp frame=N block=B * /`,
- *     `/ * tack-opencl: phases=psp frame=N fp64=0|1 * /`): the dialect check
+ *     `/ * tack-opencl: phases=psp frame=N fp64=0|1 * /`,
+ *     `/ * tack-metal: phases=psp frame=N * /`): the dialect check
  *     and its message, the last occurrence of the mark, the phase letters;
  *     and the whole of the OpenCL form, which OpenCL and Level Zero share.
  *
@@ -190,6 +191,9 @@ typedef struct gpu_grid {
  * loops' extents into g and grid; `family` ("CUDA", "HIP") names it in errors. */
 tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const char *dialect, const char *mark,
                           const char *device, const char *family);
+/* The Metal layout comment (`/ * tack-metal: phases=psp frame=N * /`) and the
+ * loops' extents into g and grid (grid->block is left to the backend). */
+tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid);
 void gpu_grid_free(gpu_grid *g);
 /* Phase k's blocks for this call's arguments. */
 unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const tack_arg *args, int nargs);

@@ -102,6 +102,8 @@ void gpu_grid_free(gpu_grid *g) {
     g->fill = NULL;
 }
 
+static tack_status grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid);
+
 tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const char *dialect, const char *mark,
                           const char *device, const char *family) {
     const char *rest = NULL;
@@ -113,6 +115,12 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
         return tack_set_error(TACK_ERR_VALUE, "kernel '%s': malformed %s layout comment", p->kernel_name, family);
     g->frame_bytes = (size_t)frame;
     grid->block = block;
+    return grid_work(p, g, grid);
+}
+
+/* The grid's per-phase tables and the loops' extents, where the source says
+ * them: `/ * tack-grid-work: K:EXPR ... * /`. */
+static tack_status grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid) {
     grid->nph = g->nph;
     grid->work = tack_calloc((size_t)g->nph + 1, sizeof(char *));
     grid->fill = tack_calloc((size_t)g->nph + 1, sizeof(unsigned));
@@ -137,6 +145,25 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
         w += n;
     }
     return TACK_OK;
+}
+
+tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid) {
+    const char *rest = NULL;
+    tack_status st = gpu_layout(p, g, "metal", "/* tack-metal: phases=", "a Metal device",
+                                "kernel '%s': its Metal source has no layout comment ('/* tack-metal: phases=... "
+                                "frame=N */' last)",
+                                &rest);
+    if (st != TACK_OK) return st;
+    unsigned long long frame = 0;
+    int used = 0;
+    if (sscanf(rest, " frame=%llu */%n", &frame, &used) != 1 || used == 0 || frame > ((unsigned long long)1 << 40))
+        return tack_set_error(TACK_ERR_VALUE,
+                              "kernel '%s': malformed Metal layout comment (expected '/* tack-metal: phases=[ps]* "
+                              "frame=N */')",
+                              p->kernel_name);
+    g->frame_bytes = (size_t)frame;
+    grid->block = 1; /* the backend's, once the pipelines say their limit */
+    return grid_work(p, g, grid);
 }
 
 /* ----------------------------------------------------------------- grid */

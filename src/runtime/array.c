@@ -127,6 +127,20 @@ tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim, const in
     return alloc_array(dev, dt, ndim, shape, 1, out);
 }
 
+/* A wrapped backend object's release, then its owner's (wrap_handle). */
+typedef struct wrap_chain {
+    tack_release_fn be, user;
+    void *be_ctx, *user_ctx;
+} wrap_chain;
+
+static void chain_release(void *p) {
+    wrap_chain *c = p;
+    c->be(c->be_ctx);
+    if (c->user)
+        c->user(c->user_ctx);
+    tack_free(c);
+}
+
 tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data,
                             int writable, tack_release_fn release, void *ctx, tack_array **out) {
     int64_t size;
@@ -142,13 +156,30 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
                             (long long)size);
         goto fail;
     }
+    if (data && dev->backend->wrap_handle) {
+        /* `data` is an object of the backend's API (an MTLBuffer): its address, and a reference to it */
+        wrap_chain *c = tack_calloc(1, sizeof *c);
+        if (!c) {
+            st = tack_set_error(TACK_ERR_NOMEM, "out of memory wrapping storage");
+            goto fail;
+        }
+        if ((st = dev->backend->wrap_handle(dev, data, nbytes, &data, &c->be, &c->be_ctx)) != TACK_OK) {
+            tack_free(c);
+            goto fail;
+        }
+        c->user = release;
+        c->user_ctx = ctx;
+        release = chain_release;
+        ctx = c;
+    }
     if ((uintptr_t)data % info->alignment != 0) {
         st = tack_set_error(TACK_ERR_VALUE,
                             "address 0x%llx is not aligned for dtype %s: it needs %zu-byte alignment",
                             (unsigned long long)(uintptr_t)data, info->name, info->alignment);
         goto fail;
     }
-    if (data && dev->backend->check_ptr && (st = dev->backend->check_ptr(dev, data, nbytes)) != TACK_OK)
+    if (data && dev->backend->check_ptr && !dev->backend->wrap_handle &&
+        (st = dev->backend->check_ptr(dev, data, nbytes)) != TACK_OK)
         goto fail;
     rt_storage *s = tack_malloc(sizeof *s);
     if (!s) {

@@ -40,7 +40,7 @@ static const struct family {
     { "cpu", TACK_DEVICE_CPU, rt_backend_cpu, NULL },
     { "cuda", TACK_DEVICE_CUDA, rt_backend_cuda, NULL },
     { "hip", TACK_DEVICE_ROCM, rt_backend_hip, NULL },
-    { "metal", TACK_DEVICE_METAL, NULL, "this build of Tack has no Metal backend" },
+    { "metal", TACK_DEVICE_METAL, rt_backend_metal, NULL },
     { "level_zero", TACK_DEVICE_ONEAPI, rt_backend_level_zero, NULL },
     { "opencl", TACK_DEVICE_OPENCL, rt_backend_opencl, NULL },
 };
@@ -55,6 +55,8 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void probe(int f) {
     if (atomic_load_explicit(&probed[f], memory_order_acquire)) return;
+    /* the CPU first, whichever family is asked for first: it is devices[0] (rt_default_cpu) */
+    if (f != 0) probe(0);
     pthread_mutex_lock(&probe_lock);
     if (!atomic_load_explicit(&probed[f], memory_order_relaxed)) {
         if (!families[f].backend) {

@@ -50,6 +50,13 @@ typedef struct rt_backend {
      * every copy and launch queued on dev so far -- on the device, with no
      * wait on the host.  NULL: the backend has no streams to hand off to. */
     tack_status (*stream_wait)(tack_device *dev, void *stream);
+    /* Optional: the backend wraps an object of its API that owns memory,
+     * not an address (Metal: an MTLBuffer) -- array_from_ptr's `ptr` is that
+     * object.  Checks it holds nbytes, and gives the address its arrays use
+     * and a reference held until release(ctx) runs.  When set, check_ptr is
+     * not asked about wrapped pointers. */
+    tack_status (*wrap_handle)(tack_device *dev, void *handle, size_t nbytes, void **data, tack_release_fn *release,
+                               void **ctx);
 } rt_backend;
 
 struct tack_device {
@@ -92,6 +99,7 @@ struct tack_array {
 const rt_backend *rt_backend_cpu(void);
 const rt_backend *rt_backend_cuda(void);
 const rt_backend *rt_backend_hip(void);
+const rt_backend *rt_backend_metal(void);
 const rt_backend *rt_backend_opencl(void);
 const rt_backend *rt_backend_level_zero(void);
 tack_device *rt_default_cpu(void);

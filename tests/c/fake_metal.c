@@ -1,0 +1,432 @@
+/*
+ * fake_metal.c -- a fake Objective-C runtime and Metal framework, for the
+ * Metal backend's tests on machines without either (Linux, CI).
+ *
+ * Built as one shared library (libtack-fake-metal.so) that Tack loads as
+ * both TACK_METAL_OBJC_PATH and TACK_METAL_PATH.  It exports the runtime's
+ * objc_getClass, sel_registerName, objc_msgSend and autorelease pool, and
+ * Metal's MTLCreateSystemDefaultDevice and MTLCopyAllDevices, and does the
+ * host side of what Tack asks for real: objects are reference counted (and
+ * counted live, so a test can see that retains and releases balance);
+ * buffers are host memory; a library records its source and checks that
+ * it carries the tack-metal layout comment and a `kernel void tk_phaseN`
+ * for each function asked for (it does not compile MSL); encoders record
+ * setBuffer/setBytes/dispatch calls, so a test can check the argument
+ * convention; a command buffer "runs" when it is waited for.
+ *
+ * The trick that makes objc_msgSend a C function: the backend calls it
+ * only through casts to exact, non-variadic function types, passing
+ * integers, pointers and MTLSize structs.  On x86-64 System V those are
+ * passed exactly as the same values passed to a variadic function (no
+ * floating-point arguments, so the vector-register count in %al does not
+ * matter), so here objc_msgSend is `void *objc_msgSend(id, SEL, ...)` that
+ * dispatches on the selector and reads each argument with va_arg at its
+ * documented type.  That holds for this ABI only; it stands in for the real
+ * runtime in tests and nowhere else.
+ *
+ * Failure injection (globals a test sets): fake_metal_compile_error (the
+ * next library fails to compile with that message), fake_metal_cb_error
+ * (the next command buffer ends in MTLCommandBufferStatusError with that
+ * description), fake_metal_fail_site (the next command buffer that
+ * dispatches writes a failed check with that site into buffer(0), the
+ * device error record, as the generated code would).  FAKE_METAL_COUNT
+ * (environment, default 1) is the number of GPUs.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fobj *id;
+typedef const char *SEL;
+typedef unsigned long NSUInteger;
+typedef struct MTLSize {
+    NSUInteger width, height, depth;
+} MTLSize;
+
+enum { K_CLASS_STRING = 1, K_CLASS_OPTIONS, K_STRING, K_ARRAY, K_ERROR, K_DEVICE, K_QUEUE, K_BUFFER, K_LIBRARY,
+       K_FUNCTION, K_PSO, K_CB, K_ENCODER, K_OPTIONS };
+
+#define MAGIC 0x6d74616cu
+
+struct fobj {
+    unsigned magic;
+    int kind;
+    long refs;
+    char *text;        /* string, error, library source, function name */
+    void *mem;         /* buffer contents */
+    NSUInteger len;    /* buffer length */
+    NSUInteger mode;   /* buffer storage mode */
+    id *items;         /* array items, command buffer's retained resources */
+    int nitems;
+    int phase;         /* function, pipeline: its tk_phaseN */
+    int status;        /* command buffer */
+    id err;            /* command buffer error, retained */
+    id buf0;           /* command buffer's buffer(0), not retained beyond items */
+    uint64_t word0;    /* command buffer's program id */
+    int dispatched;
+    int fast_math, lang;
+};
+
+/* ------------------------------------------------- what tests read */
+int fake_metal_live;             /* objects alive (classes not counted) */
+int fake_metal_sends;            /* messages sent */
+int fake_metal_compiles;         /* newLibraryWithSource calls */
+int fake_metal_last_fast_math = -1;
+unsigned long fake_metal_last_lang;
+int fake_metal_commits, fake_metal_completed;
+char fake_metal_compile_error[512];
+char fake_metal_cb_error[512];
+int fake_metal_fail_site = -1;
+long long fake_metal_fail_a, fake_metal_fail_b;
+int fake_metal_max_threads = 1024;
+/* the last encoder's calls */
+void *fake_metal_bound[32];      /* setBuffer: per index (the MTLBuffer) */
+unsigned long fake_metal_bound_offset[32];
+int fake_metal_bytes_index = -1; /* setBytes: index */
+unsigned long long fake_metal_words[512];
+int fake_metal_nwords;
+int fake_metal_ndispatch;
+unsigned long fake_metal_groups[16], fake_metal_threads[16];
+int fake_metal_dispatch_phase[16];
+char fake_metal_last_source[65536];
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fobj cls_string = {MAGIC, K_CLASS_STRING, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static struct fobj cls_options = {MAGIC, K_CLASS_OPTIONS, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static id devices[8];
+static int ndevices = -1;
+
+static id make(int kind) {
+    id o = calloc(1, sizeof *o);
+    if (!o) abort();
+    o->magic = MAGIC;
+    o->kind = kind;
+    o->refs = 1;
+    o->phase = -1;
+    pthread_mutex_lock(&lock);
+    fake_metal_live++;
+    pthread_mutex_unlock(&lock);
+    return o;
+}
+
+static void release(id o);
+
+static void dealloc(id o) {
+    for (int i = 0; i < o->nitems; i++) release(o->items[i]);
+    if (o->err) release(o->err);
+    free(o->items);
+    free(o->text);
+    free(o->mem);
+    o->magic = 0;
+    free(o);
+    pthread_mutex_lock(&lock);
+    fake_metal_live--;
+    pthread_mutex_unlock(&lock);
+}
+
+static void check(id o, const char *sel) {
+    if (!o || o->magic != MAGIC) {
+        fprintf(stderr, "fake metal: [%p %s]: not a live object\n", (void *)o, sel);
+        abort();
+    }
+}
+
+static id retain(id o) {
+    if (o->kind == K_CLASS_STRING || o->kind == K_CLASS_OPTIONS) return o;
+    pthread_mutex_lock(&lock);
+    o->refs++;
+    pthread_mutex_unlock(&lock);
+    return o;
+}
+
+static void release(id o) {
+    if (o->kind == K_CLASS_STRING || o->kind == K_CLASS_OPTIONS) return;
+    pthread_mutex_lock(&lock);
+    long r = --o->refs;
+    pthread_mutex_unlock(&lock);
+    if (r < 0) {
+        fprintf(stderr, "fake metal: object %p (kind %d) released once too often\n", (void *)o, o->kind);
+        abort();
+    }
+    if (r == 0) dealloc(o);
+}
+
+static void hold(id owner, id o) {
+    owner->items = realloc(owner->items, (size_t)(owner->nitems + 1) * sizeof(id));
+    if (!owner->items) abort();
+    owner->items[owner->nitems++] = retain(o);
+}
+
+/* ------------------------------------------------------ autorelease */
+static _Thread_local id *pool;
+static _Thread_local size_t npool, cappool;
+
+void *objc_autoreleasePoolPush(void) { return (void *)(uintptr_t)(npool + 1); }
+
+void objc_autoreleasePoolPop(void *mark) {
+    size_t to = (size_t)(uintptr_t)mark - 1;
+    while (npool > to) release(pool[--npool]);
+}
+
+static id autorelease(id o) {
+    if (npool == cappool) {
+        cappool = cappool ? 2 * cappool : 64;
+        pool = realloc(pool, cappool * sizeof *pool);
+        if (!pool) abort();
+    }
+    pool[npool++] = o; /* without a pool pushed, it stays here: counted live, a leak a test sees */
+    return o;
+}
+
+static id string(const char *s) {
+    id o = make(K_STRING);
+    o->text = strdup(s ? s : "");
+    return o;
+}
+
+static id error(const char *s) {
+    id o = make(K_ERROR);
+    o->text = strdup(s);
+    return o;
+}
+
+/* ------------------------------------------------------------- runtime */
+#define NSELS 128
+static char *sels[NSELS];
+static int nsels;
+
+SEL sel_registerName(const char *name) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nsels; i++)
+        if (!strcmp(sels[i], name)) {
+            pthread_mutex_unlock(&lock);
+            return sels[i];
+        }
+    SEL s = nsels < NSELS ? (sels[nsels++] = strdup(name)) : NULL;
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+id objc_getClass(const char *name) {
+    if (!strcmp(name, "NSString")) return &cls_string;
+    if (!strcmp(name, "MTLCompileOptions")) return &cls_options;
+    return NULL;
+}
+
+static void find_devices(void) {
+    if (ndevices >= 0) return;
+    const char *e = getenv("FAKE_METAL_COUNT");
+    ndevices = e ? atoi(e) : 1;
+    if (ndevices > 8) ndevices = 8;
+    for (int i = 0; i < ndevices; i++) {
+        devices[i] = make(K_DEVICE);
+        char name[64];
+        snprintf(name, sizeof name, "Fake Apple M%d", i + 1);
+        devices[i]->text = strdup(name);
+    }
+    const char *t = getenv("FAKE_METAL_MAX_THREADS");
+    if (t) fake_metal_max_threads = atoi(t);
+}
+
+id MTLCreateSystemDefaultDevice(void) {
+    find_devices();
+    return ndevices > 0 ? retain(devices[0]) : NULL;
+}
+
+id MTLCopyAllDevices(void) {
+    find_devices();
+    id a = make(K_ARRAY);
+    for (int i = 0; i < ndevices; i++) hold(a, devices[i]);
+    return a;
+}
+
+/* ----------------------------------------------------------- test API */
+void *fake_metal_new_buffer(unsigned long len, unsigned long mode) {
+    id b = make(K_BUFFER);
+    b->len = len;
+    b->mode = mode;
+    if (mode != 2) b->mem = calloc(1, len ? len : 1);
+    return b;
+}
+
+void fake_metal_release(void *o) { release(o); }
+long fake_metal_refs(void *o) { return ((id)o)->refs; }
+void *fake_metal_contents(void *o) { return ((id)o)->mem; }
+void *fake_metal_device(int i) { find_devices(); return i < ndevices ? devices[i] : NULL; }
+/* Objects still in this thread's pool outside any pushed pool (leaked autoreleases). */
+int fake_metal_pooled(void) { return (int)npool; }
+
+/* -------------------------------------------------------- objc_msgSend */
+static int has_kernel(const char *src, const char *fn) {
+    char pat[96];
+    snprintf(pat, sizeof pat, "kernel void %s(", fn);
+    return strstr(src, pat) != NULL;
+}
+
+static void run(id cb) {
+    if (cb->status != 2) return; /* committed, not yet run */
+    if (cb->dispatched && fake_metal_fail_site >= 0 && cb->buf0) {
+        int32_t *rec = cb->buf0->mem;
+        if (!rec[0]) {
+            int64_t ab[2] = {fake_metal_fail_a, fake_metal_fail_b};
+            rec[0] = 1;
+            rec[1] = fake_metal_fail_site;
+            memcpy(rec + 2, &cb->word0, 8);
+            memcpy(rec + 4, ab, 16);
+        }
+        fake_metal_fail_site = -1;
+    }
+    if (fake_metal_cb_error[0]) {
+        cb->status = 5;
+        cb->err = error(fake_metal_cb_error);
+        fake_metal_cb_error[0] = 0;
+    } else {
+        cb->status = 4;
+    }
+    fake_metal_completed++;
+}
+
+#define IS(name) (!strcmp(op, name))
+
+void *objc_msgSend(id self, SEL op, ...) {
+    va_list ap;
+    void *r = NULL;
+    check(self, op);
+    fake_metal_sends++;
+    va_start(ap, op);
+    if (IS("retain")) r = retain(self);
+    else if (IS("release")) release(self);
+    else if (IS("alloc") && self->kind == K_CLASS_STRING) r = make(K_STRING);
+    else if (IS("new") && self->kind == K_CLASS_OPTIONS) r = make(K_OPTIONS);
+    else if (IS("respondsToSelector:")) {
+        SEL s = va_arg(ap, SEL);
+        int buffer_only = !strcmp(s, "contents") || !strcmp(s, "storageMode") || !strcmp(s, "length");
+        r = (void *)(uintptr_t)(!buffer_only || self->kind == K_BUFFER);
+    } else if (IS("initWithUTF8String:") && self->kind == K_STRING) {
+        const char *s = va_arg(ap, const char *);
+        if (!s) {
+            release(self);
+        } else {
+            self->text = strdup(s);
+            r = self;
+        }
+    } else if (IS("UTF8String") && self->kind == K_STRING) r = self->text;
+    else if (IS("count") && self->kind == K_ARRAY) r = (void *)(uintptr_t)self->nitems;
+    else if (IS("objectAtIndex:") && self->kind == K_ARRAY) {
+        NSUInteger i = va_arg(ap, NSUInteger);
+        if (i >= (NSUInteger)self->nitems) abort();
+        r = self->items[i];
+    } else if (IS("localizedDescription") && self->kind == K_ERROR) r = autorelease(string(self->text));
+    else if (IS("name") && self->kind == K_DEVICE) r = autorelease(string(self->text));
+    else if (IS("newCommandQueue") && self->kind == K_DEVICE) r = make(K_QUEUE);
+    else if (IS("maxBufferLength") && self->kind == K_DEVICE) r = (void *)(uintptr_t)(1ul << 32);
+    else if (IS("newBufferWithLength:options:") && self->kind == K_DEVICE) {
+        NSUInteger len = va_arg(ap, NSUInteger), opts = va_arg(ap, NSUInteger);
+        id b = fake_metal_new_buffer(len, (opts >> 4) & 0xf);
+        if (b->mem) memset(b->mem, 0xcd, len); /* new buffers hold no promised value */
+        r = b;
+    } else if (IS("contents") && self->kind == K_BUFFER) r = self->mem;
+    else if (IS("length") && self->kind == K_BUFFER) r = (void *)(uintptr_t)self->len;
+    else if (IS("storageMode") && self->kind == K_BUFFER) r = (void *)(uintptr_t)self->mode;
+    else if (IS("setFastMathEnabled:") && self->kind == K_OPTIONS) self->fast_math = (signed char)va_arg(ap, int);
+    else if (IS("setLanguageVersion:") && self->kind == K_OPTIONS) self->lang = (int)va_arg(ap, NSUInteger);
+    else if (IS("newLibraryWithSource:options:error:") && self->kind == K_DEVICE) {
+        id src = va_arg(ap, id), opts = va_arg(ap, id);
+        id *err = va_arg(ap, id *);
+        check(src, op);
+        check(opts, op);
+        fake_metal_compiles++;
+        fake_metal_last_fast_math = opts->fast_math;
+        fake_metal_last_lang = (unsigned long)opts->lang;
+        snprintf(fake_metal_last_source, sizeof fake_metal_last_source, "%s", src->text);
+        if (fake_metal_compile_error[0]) {
+            if (err) *err = autorelease(error(fake_metal_compile_error));
+            fake_metal_compile_error[0] = 0;
+        } else if (!strstr(src->text, "/* tack-metal: phases=")) {
+            if (err) *err = autorelease(error("fake metal: the source has no tack-metal layout comment"));
+        } else {
+            id lib = make(K_LIBRARY);
+            lib->text = strdup(src->text);
+            r = lib;
+        }
+    } else if (IS("newFunctionWithName:") && self->kind == K_LIBRARY) {
+        id name = va_arg(ap, id);
+        check(name, op);
+        if (has_kernel(self->text, name->text)) {
+            id f = make(K_FUNCTION);
+            f->text = strdup(name->text);
+            sscanf(name->text, "tk_phase%d", &f->phase);
+            r = f;
+        }
+    } else if (IS("newComputePipelineStateWithFunction:error:") && self->kind == K_DEVICE) {
+        id fn = va_arg(ap, id);
+        check(fn, op);
+        id p = make(K_PSO);
+        p->phase = fn->phase;
+        r = p;
+    } else if (IS("maxTotalThreadsPerThreadgroup") && self->kind == K_PSO) r = (void *)(uintptr_t)fake_metal_max_threads;
+    else if (IS("threadExecutionWidth") && self->kind == K_PSO) r = (void *)(uintptr_t)32;
+    else if (IS("commandBuffer") && self->kind == K_QUEUE) r = autorelease(make(K_CB));
+    else if (IS("computeCommandEncoder") && self->kind == K_CB) {
+        id e = make(K_ENCODER);
+        hold(e, self); /* the encoder knows its command buffer */
+        memset(fake_metal_bound, 0, sizeof fake_metal_bound);
+        memset(fake_metal_bound_offset, 0, sizeof fake_metal_bound_offset);
+        fake_metal_bytes_index = -1;
+        fake_metal_nwords = fake_metal_ndispatch = 0;
+        r = autorelease(e);
+    } else if (IS("setBuffer:offset:atIndex:") && self->kind == K_ENCODER) {
+        id b = va_arg(ap, id);
+        NSUInteger off = va_arg(ap, NSUInteger), i = va_arg(ap, NSUInteger);
+        check(b, op);
+        if (b->kind != K_BUFFER || i >= 31 || off > b->len) abort();
+        hold(self->items[0], b); /* the command buffer keeps what it uses */
+        fake_metal_bound[i] = b;
+        fake_metal_bound_offset[i] = off;
+        if (i == 0) self->items[0]->buf0 = b;
+        if (i == 2) {
+            fake_metal_nwords = (int)((b->len - off) / 8 > 512 ? 512 : (b->len - off) / 8);
+            memcpy(fake_metal_words, (char *)b->mem + off, (size_t)fake_metal_nwords * 8);
+            memcpy(&self->items[0]->word0, b->mem, 8);
+        }
+    } else if (IS("setBytes:length:atIndex:") && self->kind == K_ENCODER) {
+        const void *p = va_arg(ap, const void *);
+        NSUInteger len = va_arg(ap, NSUInteger), i = va_arg(ap, NSUInteger);
+        if (len > 4096 || i >= 31) abort(); /* Metal's limit for setBytes */
+        fake_metal_bytes_index = (int)i;
+        if (i == 2) {
+            fake_metal_nwords = (int)(len / 8);
+            memcpy(fake_metal_words, p, len);
+            memcpy(&self->items[0]->word0, p, 8);
+        }
+    } else if (IS("setComputePipelineState:") && self->kind == K_ENCODER) {
+        id p = va_arg(ap, id);
+        check(p, op);
+        if (fake_metal_ndispatch < 16) fake_metal_dispatch_phase[fake_metal_ndispatch] = p->phase;
+    } else if (IS("dispatchThreadgroups:threadsPerThreadgroup:") && self->kind == K_ENCODER) {
+        MTLSize g = va_arg(ap, MTLSize), t = va_arg(ap, MTLSize);
+        if (g.height != 1 || g.depth != 1 || t.height != 1 || t.depth != 1 || !g.width || !t.width) abort();
+        if (fake_metal_ndispatch < 16) {
+            fake_metal_groups[fake_metal_ndispatch] = g.width;
+            fake_metal_threads[fake_metal_ndispatch] = t.width;
+        }
+        fake_metal_ndispatch++;
+        self->items[0]->dispatched = 1;
+    } else if (IS("endEncoding") && self->kind == K_ENCODER) {
+    } else if (IS("commit") && self->kind == K_CB) {
+        self->status = 2;
+        fake_metal_commits++;
+    } else if (IS("waitUntilCompleted") && self->kind == K_CB) run(self);
+    else if (IS("status") && self->kind == K_CB) r = (void *)(uintptr_t)self->status;
+    else if (IS("error") && self->kind == K_CB) r = self->err;
+    else {
+        fprintf(stderr, "fake metal: object of kind %d does not answer %s\n", self->kind, op);
+        abort();
+    }
+    va_end(ap);
+    return r;
+}

@@ -1,0 +1,349 @@
+/*
+ * test_metal_fake.c -- the Metal backend's host side against a fake
+ * Objective-C runtime and Metal framework.
+ *
+ * No Mac runs here, yet everything but the GPU's own work is host code:
+ * loading the runtime, finding devices, shared buffers and host copies,
+ * wrapping an MTLBuffer, compiling a library and making pipelines, the
+ * argument convention of a launch (buffer indices, the argument words, the
+ * grid), command buffers committed and waited for, a compile error and a
+ * failed command buffer reported with Metal's text, the device-side error
+ * record read at a synchronization point, and retains balanced with
+ * releases.  tests/c/fake_metal.c is the fake (its comment says how its
+ * objc_msgSend stands in for the real one); CMake builds it beside this
+ * test, which points TACK_METAL_OBJC_PATH and TACK_METAL_PATH at it before
+ * Tack loads either.  The MSL sources are hand-written: the fake checks
+ * their layout comment and kernel names, it does not compile them.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "runtime/program.h"
+#include "tack.h"
+#include "tack_dlpack.h"
+#include "tack_kernel.h"
+
+#define FAKE_INT(name) (*(int *)dlsym(lib, #name))
+#define FAKE_ARR(type, name) ((type *)dlsym(lib, #name))
+
+static void *lib;
+
+static const char *SRC =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "kernel void tk_phase0(device int *ctx [[buffer(0)]], device char *frame [[buffer(1)]],\n"
+    "                      constant ulong *w [[buffer(2)]], device float *a [[buffer(3)]],\n"
+    "                      device float *out [[buffer(4)]], uint t [[thread_position_in_grid]]) {}\n"
+    "kernel void tk_phase1(device int *ctx [[buffer(0)]], device char *frame [[buffer(1)]],\n"
+    "                      constant ulong *w [[buffer(2)]]) {}\n"
+    "/* tack-metal: phases=ps frame=64 */\n"
+    "/* tack-grid-work: 0:s0.0 */\n";
+
+static tk_pinfo param(const char *name, int is_array, tack_dtype dt, int ndim) {
+    tk_pinfo p;
+    memset(&p, 0, sizeof p);
+    p.name = (char *)name;
+    p.is_array = is_array;
+    p.dtype = dt;
+    p.ndim = ndim;
+    p.narrow = TACK_DTYPE_COUNT;
+    return p;
+}
+
+static tack_program *program(const char *name, const char *src, tack_device *g, tack_status want) {
+    static const tk_site site = {CK_INDEX, 7, 0, "a", NULL, "k", "k.py"};
+    tk_pinfo params[4] = {param("a", 1, TACK_F32, 1), param("out", 1, TACK_F32, 2), param("s", 0, TACK_F64, 0),
+                          param("n", 0, TACK_I64, 0)};
+    params[1].written = 1;
+    tack_program *p = NULL;
+    CHECK(tk_program_from_source(name, "metal", src, 4, params, 1, &site, &p) == TACK_OK);
+    if (p) CHECK(tack_program_build(p, g) == want);
+    return p;
+}
+
+static void devices_and_memory(tack_device *g) {
+    tack_device *list[32];
+    int n = tack_devices(list, 32), seen = 0;
+    for (int i = 0; i < n && i < 32; i++) seen += tack_device_kind(list[i]) == TACK_DEVICE_METAL;
+    CHECK(seen == 1);
+    CHECK(strcmp(tack_device_name(g), "metal:0") == 0);
+    CHECK(strcmp(tack_device_dialect(g), "metal") == 0);
+    tack_device *g1 = NULL;
+    CHECK(tack_device_get("metal:1", &g1) == TACK_ERR_DEVICE);
+    DLDevice dl = tack_device_to_dlpack(g);
+    CHECK(dl.device_type == kDLCPU && dl.device_id == 0);
+    int64_t len = 1000;
+    float host[1000], back[1000];
+    for (int i = 0; i < 1000; i++) host[i] = (float)i * 0.5f;
+    tack_array *x = NULL, *y = NULL;
+    CHECK(tack_array_empty(g, TACK_F32, 1, &len, &x) == TACK_OK);
+    if (!x) return;
+    CHECK(tack_array_copy_from_host(x, host, sizeof host) == TACK_OK);
+    /* shared storage: the array's address is the buffer's host contents */
+    CHECK(memcmp(tack_array_data(x), host, sizeof host) == 0);
+    CHECK(tack_array_copy_to_host(x, back, sizeof back) == TACK_OK && memcmp(host, back, sizeof host) == 0);
+    float v = 2.5f;
+    CHECK(tack_array_fill(x, &v) == TACK_OK);
+    CHECK(tack_array_copy_to_host(x, back, sizeof back) == TACK_OK && back[0] == 2.5f && back[999] == 2.5f);
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &len, &y) == TACK_OK);
+    CHECK(y && tack_array_copy(y, x) == TACK_OK);
+    CHECK(y && tack_array_copy_to_host(y, back, sizeof back) == TACK_OK && back[500] == 2.5f);
+    tack_array_release(x);
+    tack_array_release(y);
+}
+
+static void wrap_buffer(tack_device *g) {
+    void *(*new_buffer)(unsigned long, unsigned long) = (void *(*)(unsigned long, unsigned long))dlsym(lib, "fake_metal_new_buffer");
+    void (*rel)(void *) = (void (*)(void *))dlsym(lib, "fake_metal_release");
+    long (*refs)(void *) = (long (*)(void *))dlsym(lib, "fake_metal_refs");
+    void *(*contents)(void *) = (void *(*)(void *))dlsym(lib, "fake_metal_contents");
+    void *(*device)(int) = (void *(*)(int))dlsym(lib, "fake_metal_device");
+    void *buf = new_buffer(64, 0);
+    float *mem = contents(buf);
+    mem[3] = 7.0f;
+    int64_t n = 16;
+    tack_array *a = NULL, *b = NULL;
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &n, buf, 1, NULL, NULL, &a) == TACK_OK);
+    CHECK(a && tack_array_data(a) == mem && refs(buf) == 2);
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &n, buf, 1, NULL, NULL, &b) == TACK_OK && refs(buf) == 2);
+    float back[16];
+    CHECK(a && tack_array_copy_to_host(a, back, sizeof back) == TACK_OK && back[3] == 7.0f);
+    tack_array_release(a);
+    CHECK(refs(buf) == 2);
+    tack_array_release(b);
+    CHECK(refs(buf) == 1);
+    /* too short, private storage, not a buffer */
+    n = 17;
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &n, buf, 1, NULL, NULL, &a) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "holds 64 bytes") != NULL);
+    void *priv = new_buffer(64, 2);
+    n = 4;
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &n, priv, 1, NULL, NULL, &a) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "private storage") != NULL);
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &n, device(0), 1, NULL, NULL, &a) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "is not one") != NULL);
+    CHECK(refs(buf) == 1 && refs(priv) == 1);
+    rel(buf);
+    rel(priv);
+}
+
+static void launch(tack_device *g) {
+    unsigned long long *words = FAKE_ARR(unsigned long long, fake_metal_words);
+    void **bound = FAKE_ARR(void *, fake_metal_bound);
+    unsigned long *offs = FAKE_ARR(unsigned long, fake_metal_bound_offset);
+    unsigned long *groups = FAKE_ARR(unsigned long, fake_metal_groups), *threads = FAKE_ARR(unsigned long, fake_metal_threads);
+    tack_program *p = program("k", SRC, g, TACK_OK);
+    if (!p) return;
+    CHECK(FAKE_INT(fake_metal_last_fast_math) == 0 && *(unsigned long *)dlsym(lib, "fake_metal_last_lang") == 0x30000);
+    int64_t n = 1000, shape2[2] = {3, 5};
+    tack_array *a = NULL, *out = NULL, *view = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a) == TACK_OK && tack_array_zeros(g, TACK_F32, 2, shape2, &out) == TACK_OK);
+    if (!a || !out) return;
+    tack_arg args[4];
+    memset(args, 0, sizeof args);
+    args[0].array = a;
+    args[1].array = out;
+    args[2].scalar.f = 1.5;
+    args[3].scalar.i = -3;
+    int commits = FAKE_INT(fake_metal_commits), completed = FAKE_INT(fake_metal_completed);
+    CHECK(tack_launch(p, args, 4) == TACK_OK);
+    /* queued, not waited for */
+    CHECK(FAKE_INT(fake_metal_commits) == commits + 1 && FAKE_INT(fake_metal_completed) == completed);
+    CHECK(FAKE_INT(fake_metal_nwords) == 1 + 1 + 2 + 1 + 1 && FAKE_INT(fake_metal_bytes_index) == 2);
+    CHECK(words[1] == 1000 && words[2] == 3 && words[3] == 5);
+    float f;
+    uint32_t lo = (uint32_t)words[4];
+    memcpy(&f, &lo, 4);
+    CHECK(f == 1.5f && (words[4] >> 32) == 0);
+    CHECK((long long)words[5] == -3);
+    CHECK(bound[0] && bound[1] && bound[0] != bound[1] && bound[3] && bound[4] && bound[3] != bound[4]);
+    CHECK(offs[3] == 0 && offs[4] == 0 && bound[5] == NULL);
+    /* phase 0 parallel over 1000 items in groups of 256; phase 1 serial */
+    CHECK(FAKE_INT(fake_metal_ndispatch) == 2);
+    CHECK(groups[0] == 4 && threads[0] == 256 && groups[1] == 1 && threads[1] == 1);
+    CHECK(FAKE_ARR(int, fake_metal_dispatch_phase)[0] == 0 && FAKE_ARR(int, fake_metal_dispatch_phase)[1] == 1);
+    CHECK(tack_device_synchronize(g) == TACK_OK && FAKE_INT(fake_metal_completed) == completed + 1);
+    /* a wrapped (shared) array: the launch completes before the call returns */
+    void *(*new_buffer)(unsigned long, unsigned long) = (void *(*)(unsigned long, unsigned long))dlsym(lib, "fake_metal_new_buffer");
+    void (*rel)(void *) = (void (*)(void *))dlsym(lib, "fake_metal_release");
+    void *buf = new_buffer(4096, 0);
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &n, buf, 1, NULL, NULL, &view) == TACK_OK);
+    args[0].array = view;
+    completed = FAKE_INT(fake_metal_completed);
+    CHECK(tack_launch(p, args, 4) == TACK_OK && FAKE_INT(fake_metal_completed) == completed + 1);
+    CHECK(bound[3] == buf);
+    /* a failed check: recorded by the "kernel", read at the synchronization */
+    args[0].array = a;
+    FAKE_INT(fake_metal_fail_site) = 0;
+    *(long long *)dlsym(lib, "fake_metal_fail_a") = 1234;
+    *(long long *)dlsym(lib, "fake_metal_fail_b") = 1000;
+    CHECK(tack_launch(p, args, 4) == TACK_OK);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_INDEX);
+    CHECK(strstr(tack_last_error(), "1234") != NULL);
+    CHECK(tack_device_synchronize(g) == TACK_OK); /* cleared */
+    /* a command buffer that fails */
+    strcpy(FAKE_ARR(char, fake_metal_cb_error), "Caused GPU Timeout Error (00000002:kIOGPUCommandBufferCallbackErrorTimeout)");
+    CHECK(tack_launch(p, args, 4) == TACK_OK);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_DEVICE);
+    CHECK(strstr(tack_last_error(), "kIOGPUCommandBufferCallbackErrorTimeout") != NULL);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* a pipeline that takes fewer threads: groups of its limit in whole SIMD groups (200 -> 192) */
+    FAKE_INT(fake_metal_max_threads) = 200;
+    tack_program *p2 = program("k2", SRC, g, TACK_OK);
+    FAKE_INT(fake_metal_max_threads) = 1024;
+    CHECK(p2 && tack_launch(p2, args, 4) == TACK_OK);
+    CHECK(threads[0] == 192 && groups[0] == 6);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_program_free(p2);
+    tack_array_release(view);
+    rel(buf);
+    tack_array_release(a);
+    tack_array_release(out);
+    tack_program_free(p);
+}
+
+static void big_arguments(tack_device *g) {
+    /* 600 words: more than setBytes takes, so a buffer of their own */
+    static char src[4096];
+    snprintf(src, sizeof src, "kernel void tk_phase0(device int *ctx [[buffer(0)]]) {}\n/* tack-metal: phases=p frame=0 */\n");
+    enum { NP = 300 };
+    tk_pinfo params[NP];
+    tack_arg args[NP];
+    memset(args, 0, sizeof args);
+    for (int i = 0; i < NP; i++) {
+        params[i] = param("z", 0, TACK_C64, 0);
+        args[i].scalar.z[0] = i;
+        args[i].scalar.z[1] = -i;
+    }
+    tack_program *p = NULL;
+    CHECK(tk_program_from_source("big", "metal", src, NP, params, 0, NULL, &p) == TACK_OK);
+    if (!p) return;
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    CHECK(tack_launch(p, args, NP) == TACK_OK);
+    unsigned long long *words = FAKE_ARR(unsigned long long, fake_metal_words);
+    CHECK(FAKE_INT(fake_metal_bytes_index) == -1 && FAKE_INT(fake_metal_nwords) == 512); /* the fake keeps 512 */
+    float re, im;
+    uint32_t r = (uint32_t)words[1 + 2 * 7], i = (uint32_t)words[2 + 2 * 7];
+    memcpy(&re, &r, 4);
+    memcpy(&im, &i, 4);
+    CHECK(re == 7.0f && im == -7.0f);
+    /* no work sized on the host: the grid that fills the device */
+    CHECK(FAKE_ARR(unsigned long, fake_metal_groups)[0] == 262144 / 256);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_program_free(p);
+}
+
+static void compile_errors(tack_device *g) {
+    strcpy(FAKE_ARR(char, fake_metal_compile_error), "program_source:3:5: error: use of undeclared identifier 'q'");
+    tack_program *p = program("bad", SRC, g, TACK_ERR_COMPILE);
+    CHECK(strstr(tack_last_error(), "undeclared identifier 'q'") != NULL);
+    CHECK(strstr(tack_last_error(), "kernel 'bad'") != NULL);
+    tack_program_free(p);
+    /* a phase the source does not define */
+    p = program("missing", "kernel void tk_phase0() {}\n/* tack-metal: phases=pp frame=0 */\n", g, TACK_ERR_COMPILE);
+    CHECK(strstr(tack_last_error(), "no kernel function tk_phase1") != NULL);
+    tack_program_free(p);
+    /* another target's source, and a malformed layout comment */
+    tk_pinfo prm = param("n", 0, TACK_I64, 0);
+    CHECK(tk_program_from_source("cu", "cuda", SRC, 1, &prm, 0, NULL, &p) == TACK_OK);
+    CHECK(p && tack_program_build(p, g) == TACK_ERR_VALUE && strstr(tack_last_error(), "target \"metal\"") != NULL);
+    tack_program_free(p);
+    p = program("mal", "kernel void tk_phase0() {}\n/* tack-metal: phases=p frame=x */\n", g, TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "malformed Metal layout comment") != NULL);
+    tack_program_free(p);
+}
+
+/* Out of host memory at every allocation of a build, a launch and a wrap:
+ * an error, and nothing left behind (the fake's live objects are checked
+ * at the end). */
+static void out_of_memory(tack_device *g) {
+    void *(*new_buffer)(unsigned long, unsigned long) = (void *(*)(unsigned long, unsigned long))dlsym(lib, "fake_metal_new_buffer");
+    void (*rel)(void *) = (void (*)(void *))dlsym(lib, "fake_metal_release");
+    void *buf = new_buffer(4096, 0);
+    for (int fail = 1; fail < 40; fail++) {
+        tk_pinfo params[4] = {param("a", 1, TACK_F32, 1), param("out", 1, TACK_F32, 2), param("s", 0, TACK_F64, 0),
+                              param("n", 0, TACK_I64, 0)};
+        tack_program *p = NULL;
+        tack_array *a = NULL, *out = NULL;
+        int64_t n = 100, shape2[2] = {2, 2};
+        if (tk_program_from_source("oom", "metal", SRC, 4, params, 0, NULL, &p) != TACK_OK) continue;
+        failing_allocator_install(fail);
+        tack_status st = tack_program_build(p, g);
+        if (st == TACK_OK) st = tack_array_wrap(g, TACK_F32, 1, &n, buf, 1, NULL, NULL, &a);
+        if (st == TACK_OK) st = tack_array_zeros(g, TACK_F32, 2, shape2, &out);
+        if (st == TACK_OK) {
+            tack_arg args[4];
+            memset(args, 0, sizeof args);
+            args[0].array = a;
+            args[1].array = out;
+            st = tack_launch(p, args, 4);
+        }
+        tack_set_allocator(NULL);
+        CHECK(st == TACK_OK || st == TACK_ERR_NOMEM);
+        CHECK(tack_device_synchronize(g) == TACK_OK);
+        tack_array_release(a);
+        tack_array_release(out);
+        tack_program_free(p);
+    }
+    rel(buf);
+}
+
+/* DLPack: a Metal array exports its shared storage as kDLCPU; a host
+ * tensor comes in only as a copy, and copy=False says why not. */
+static void dlpack(tack_device *g) {
+    int64_t n = 8;
+    tack_array *a = NULL, *b = NULL;
+    float v = 3.0f, host[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    CHECK(tack_array_empty(g, TACK_F32, 1, &n, &a) == TACK_OK && tack_array_fill(a, &v) == TACK_OK);
+    void *m = NULL;
+    CHECK(a && tack_array_to_dlpack(a, 1, TACK_DLPACK_COPY_IF_NEEDED, &m) == TACK_OK);
+    if (m) {
+        DLManagedTensorVersioned *t = m;
+        CHECK(t->dl_tensor.device.device_type == kDLCPU && t->dl_tensor.data == tack_array_data(a));
+        CHECK(((float *)t->dl_tensor.data)[7] == 3.0f);
+        tack_dlpack_delete(m, 1);
+    }
+    tack_array *h = NULL;
+    CHECK(tack_array_wrap(NULL, TACK_F32, 1, &n, host, 1, NULL, NULL, &h) == TACK_OK);
+    tack_dlpack_import_options o = {TACK_DLPACK_COPY_NEVER, g, NULL};
+    CHECK(h && tack_array_to_dlpack(h, 1, TACK_DLPACK_COPY_IF_NEEDED, &m) == TACK_OK);
+    CHECK(tack_array_from_dlpack(m, 1, &o, &b) == TACK_ERR_BUFFER);
+    CHECK(strstr(tack_last_error(), "Metal has no zero-copy import") != NULL);
+    o.copy = TACK_DLPACK_COPY_ALWAYS;
+    CHECK(h && tack_array_to_dlpack(h, 1, TACK_DLPACK_COPY_IF_NEEDED, &m) == TACK_OK);
+    CHECK(tack_array_from_dlpack(m, 1, &o, &b) == TACK_OK);
+    CHECK(b && tack_array_device(b) == g && tack_array_data(b) != host && ((float *)tack_array_data(b))[4] == 5.0f);
+    tack_array_release(a);
+    tack_array_release(b);
+    tack_array_release(h);
+}
+
+int main(void) {
+    setenv("TACK_METAL_OBJC_PATH", TACK_FAKE_METAL, 1);
+    setenv("TACK_METAL_PATH", TACK_FAKE_METAL, 1);
+    lib = dlopen(TACK_FAKE_METAL, RTLD_NOW | RTLD_GLOBAL);
+    CHECK(lib != NULL);
+    if (!lib) return CHECK_SUMMARY();
+    tack_device *g = NULL;
+    CHECK(tack_device_get("metal", &g) == TACK_OK);
+    if (!g) {
+        fprintf(stderr, "%s\n", tack_last_error());
+        return CHECK_SUMMARY();
+    }
+    int live = FAKE_INT(fake_metal_live);
+    devices_and_memory(g);
+    wrap_buffer(g);
+    launch(g);
+    big_arguments(g);
+    compile_errors(g);
+    out_of_memory(g);
+    dlpack(g);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* every object Tack made since the device was set up is released */
+    CHECK(FAKE_INT(fake_metal_live) == live);
+    CHECK(((int (*)(void))dlsym(lib, "fake_metal_pooled"))() == 0);
+    return CHECK_SUMMARY();
+}
