@@ -36,7 +36,10 @@ def array_from_ptr(ptr, shape, dtype, writable=False, device=None) -> _core.Arra
       for the dtype's alignment (``ValueError`` naming the address and the
       alignment).  Tack never takes ownership of a raw address: the memory
       must outlive every array that uses it.  On a GPU device the address is
-      a device address of that device.
+      a device address of that device.  On Metal it is an ``MTLBuffer``
+      instead (its ``id`` as an int, or a PyObjC object, whose
+      ``__c_void_p__()`` gives it) in shared storage: Tack retains the buffer
+      for as long as an array uses it and checks that it holds the shape.
     * an object with the buffer protocol (a NumPy array, a ``bytearray``, a
       ``memoryview``, ...): Tack keeps the object alive as the owner for as
       long as any array uses its memory, and checks that ``shape`` x the
@@ -57,6 +60,8 @@ def array_from_ptr(ptr, shape, dtype, writable=False, device=None) -> _core.Arra
     """
     if isinstance(ptr, bool):
         raise TypeError("array_from_ptr() needs an int address or a buffer, not a bool")
+    if hasattr(ptr, "__c_void_p__"):
+        ptr = ptr.__c_void_p__().value or 0  # a PyObjC object, such as an MTLBuffer
     if isinstance(ptr, numbers.Integral) and not isinstance(ptr, int):
         ptr = int(ptr)  # a NumPy integer holding an address, e.g. from ctypes or .ctypes.data
     return _core.wrap_pointer(ptr, shape, dtype, writable, device)

@@ -709,9 +709,9 @@ static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw) {
                             Py_TYPE(ptr)->tp_name);
     if (tack_device_kind(dev) != TACK_DEVICE_CPU)
         return PyErr_Format(PyExc_ValueError,
-                            "a %.100s's buffer is host memory and cannot be wrapped on %s; pass a device address "
-                            "as an int",
-                            Py_TYPE(ptr)->tp_name, tack_device_name(dev));
+                            "a %.100s's buffer is host memory and cannot be wrapped on %s; pass %s as an int",
+                            Py_TYPE(ptr)->tp_name, tack_device_name(dev),
+                            tack_device_kind(dev) == TACK_DEVICE_METAL ? "an MTLBuffer (its id)" : "a device address");
     held_view *h = tack_malloc(sizeof *h);
     if (!h)
         return PyErr_NoMemory();
