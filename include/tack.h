@@ -206,7 +206,10 @@ TACK_API tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim,
                                       const int64_t *shape, tack_array **out);
 /* Borrow `data` (C-contiguous, on `dev`).  `release(ctx)` runs once when the
  * storage is no longer used; it also runs if this call fails, so ownership
- * of ctx always passes to libtack.  release may be NULL (raw pointer). */
+ * of ctx always passes to libtack.  release may be NULL (raw pointer).
+ * On a Metal device `data` is an MTLBuffer (an id) in shared storage, not an
+ * address: Tack retains it while the storage is used, and the array's data
+ * is its contents. */
 TACK_API tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim,
                                      const int64_t *shape, void *data, int writable,
                                      tack_release_fn release, void *ctx, tack_array **out);

@@ -195,10 +195,15 @@ void metal_unload(tack_device *d, tack_program *p) {
     metal_dev *h = d->state;
     metal_prog *mp = p->handle;
     if (!mp) return;
-    /* its queued work done, and a failure of it still unread kept for the next synchronization */
+    /* its queued work done, and a failure still unread -- a command buffer's
+     * or a check's -- kept for the next synchronization */
     tack_status st = metal_wait_pending(d);
-    if (st != TACK_OK) tack_clear_error();
     pthread_mutex_lock(&h->rec.lock);
+    if (st != TACK_OK && h->rec.pending == TACK_OK) {
+        h->rec.pending = st;
+        snprintf(h->rec.pending_msg, sizeof h->rec.pending_msg, "%s", tack_last_error());
+    }
+    if (st != TACK_OK) tack_clear_error();
     gpu_keep_pending(&h->rec, d, take_record);
     gpu_unlink(&h->rec, &mp->g);
     pthread_mutex_unlock(&h->rec.lock);

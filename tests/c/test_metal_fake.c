@@ -198,7 +198,21 @@ static void launch(tack_device *g) {
     CHECK(p2 && tack_launch(p2, args, 4) == TACK_OK);
     CHECK(threads[0] == 192 && groups[0] == 6);
     CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* a command buffer that fails, its program freed before the synchronization: still reported */
+    strcpy(FAKE_ARR(char, fake_metal_cb_error), "Internal Error (0000000e:Internal Error)");
+    CHECK(tack_launch(p2, args, 4) == TACK_OK);
     tack_program_free(p2);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_DEVICE && strstr(tack_last_error(), "0000000e") != NULL);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* fast math reaches the compile options */
+    tk_pinfo fp = param("n", 0, TACK_I64, 0);
+    tack_program *pf = NULL;
+    CHECK(tk_program_from_source("fast", "metal", SRC, 1, &fp, 0, NULL, &pf) == TACK_OK);
+    if (pf) {
+        pf->fast_math = 1;
+        CHECK(tack_program_build(pf, g) == TACK_OK && FAKE_INT(fake_metal_last_fast_math) == 1);
+        tack_program_free(pf);
+    }
     tack_array_release(view);
     rel(buf);
     tack_array_release(a);
