@@ -210,9 +210,10 @@ static tack_status metal_init_device(tack_device *d) {
     if (!h->queue || !rec) {
         if (h->queue) mtl_void(h->queue, TK_S(release));
         if (h->err) mtl_void(h->err, TK_S(release));
+        tack_status st = tack_set_error(TACK_ERR_DEVICE, "metal:%d (%s): Metal gives no command queue or error record",
+                                        d->index, h->name);
         tack_free(h);
-        return tack_set_error(TACK_ERR_DEVICE, "metal:%d (%s): Metal gives no command queue or error record",
-                              d->index, s ? s : "?");
+        return st;
     }
     memset(rec, 0, sizeof(gpu_err_record));
     pthread_mutex_init(&h->lock, NULL);
