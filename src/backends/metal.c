@@ -17,7 +17,9 @@
  * gets one command queue; a launch is one command buffer on it, committed
  * at once and kept (retained) until a synchronization point waits for it:
  * synchronize, a copy, a fill, or a launch with an argument shared with
- * another library ("When a call returns").  A command buffer that ends in
+ * another library ("When a call returns").  Past 32 kept, those that have
+ * completed without error are let go at the next launch, so a program that
+ * never synchronizes holds a bounded list.  A command buffer that ends in
  * MTLCommandBufferStatusError is reported with its NSError's text; Metal
  * devices recover from such errors, so nothing is sticky here.
  *
@@ -48,6 +50,8 @@
 #include <string.h>
 
 #include "backends/metal_backend.h"
+
+#define METAL_PRUNE_AT 32 /* committed command buffers kept before completed ones are let go */
 
 static tack_metal_api api;
 static char load_why[300];
@@ -325,9 +329,22 @@ static void metal_free(tack_device *d, void *ptr) {
 }
 
 /* ------------------------------------------------------ synchronization */
+/* Release the oldest command buffers that have completed without error
+ * (h->lock held), so that a program that launches without ever
+ * synchronizing keeps a bounded list.  A failed one stops the pruning: it
+ * stays to be reported. */
+static void prune_pending(metal_dev *h) {
+    int done = 0;
+    while (done < h->npending && mtl_cb_status(h->pending[done], TK_S(status)) == TK_MTL_CB_COMPLETED) done++;
+    for (int i = 0; i < done; i++) mtl_void(h->pending[i], TK_S(release));
+    memmove(h->pending, h->pending + done, (size_t)(h->npending - done) * sizeof *h->pending);
+    h->npending -= done;
+}
+
 tack_status metal_add_pending(tack_device *d, id cb) {
     metal_dev *h = d->state;
     pthread_mutex_lock(&h->lock);
+    if (h->npending >= METAL_PRUNE_AT) prune_pending(h);
     if (h->npending == h->cappending) {
         int cap = h->cappending ? 2 * h->cappending : 16;
         id *np = tack_realloc(h->pending, (size_t)cap * sizeof *np);

@@ -83,6 +83,7 @@ char fake_metal_cb_error[512];
 int fake_metal_fail_site = -1;
 long long fake_metal_fail_a, fake_metal_fail_b;
 int fake_metal_max_threads = 1024;
+int fake_metal_complete_on_commit; /* command buffers complete when committed, as if the GPU were quick */
 /* the last encoder's calls */
 void *fake_metal_bound[32];      /* setBuffer: per index (the MTLBuffer) */
 unsigned long fake_metal_bound_offset[32];
@@ -420,6 +421,7 @@ void *objc_msgSend(id self, SEL op, ...) {
     } else if (IS("commit") && self->kind == K_CB) {
         self->status = 2;
         fake_metal_commits++;
+        if (fake_metal_complete_on_commit) run(self);
     } else if (IS("waitUntilCompleted") && self->kind == K_CB) run(self);
     else if (IS("status") && self->kind == K_CB) r = (void *)(uintptr_t)self->status;
     else if (IS("error") && self->kind == K_CB) r = self->err;

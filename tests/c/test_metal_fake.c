@@ -204,6 +204,16 @@ static void launch(tack_device *g) {
     tack_program_free(p2);
     CHECK(tack_device_synchronize(g) == TACK_ERR_DEVICE && strstr(tack_last_error(), "0000000e") != NULL);
     CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* launches never waited for: completed command buffers are let go, failed ones kept */
+    int live = FAKE_INT(fake_metal_live);
+    FAKE_INT(fake_metal_complete_on_commit) = 1;
+    for (int i = 0; i < 200; i++) CHECK(tack_launch(p, args, 4) == TACK_OK);
+    CHECK(FAKE_INT(fake_metal_live) - live <= 2 * 33); /* at most 32 kept, each with its encoder */
+    strcpy(FAKE_ARR(char, fake_metal_cb_error), "Ignored (for causing prior/excessive GPU errors)");
+    for (int i = 0; i < 200; i++) CHECK(tack_launch(p, args, 4) == TACK_OK);
+    FAKE_INT(fake_metal_complete_on_commit) = 0;
+    CHECK(tack_device_synchronize(g) == TACK_ERR_DEVICE && strstr(tack_last_error(), "prior/excessive") != NULL);
+    CHECK(FAKE_INT(fake_metal_live) == live);
     /* fast math reaches the compile options */
     tk_pinfo fp = param("n", 0, TACK_I64, 0);
     tack_program *pf = NULL;
