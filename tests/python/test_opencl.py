@@ -129,6 +129,39 @@ def test_a_python_float_that_meets_only_f32_needs_no_fp64():
         assert rc == 0 and any(name.endswith(".bin") for name in outputs), outputs.get("stdout.log", b"")[:2000]
 
 
+@tack.kernel
+def prints_two(a):
+    print(a[0], a[1])
+    print(a[1])
+
+
+@tack.kernel
+def prints_complex(z, w):
+    print(z[0], w[0], "and", z[0] * 2)
+
+
+def test_print_of_several_floats(capfd):
+    """Two float items once raised a bogus IndexError on PoCL: a print helper
+    that was a called function (not inlined) holding printf calls, called
+    from two places, left the kernel reading its array extents wrong.  The
+    helpers are always inlined now."""
+    for dt in (np.float64, np.float32):
+        a = tack.array(np.array([1.5, -2.0], dt), device=DEV)
+        prints_two(a)
+        tack.synchronize(DEV)
+        out, _ = capfd.readouterr()
+        assert out == "1.5 -2.0\n-2.0\n", dt
+
+
+def test_print_of_a_complex_as_python(capfd):
+    z = tack.array(np.array([1 + 2j], np.complex128), device=DEV)
+    w = tack.array(np.array([complex(-0.0, -1.5)], np.complex64), device=DEV)
+    prints_complex(z, w)
+    tack.synchronize(DEV)
+    out, _ = capfd.readouterr()
+    assert out == "(1+2j) (-0-1.5j) and (2+4j)\n"
+
+
 def test_phases_share_the_frame():
     x = tack.array(np.ones(1000), device=DEV)
     out = tack.zeros(1, tack.f64, device=DEV)
