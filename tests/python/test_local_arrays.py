@@ -670,6 +670,23 @@ def test_dialects_declare_complex_arrays():
         assert "tk_c64 v" in src and "tk_c128 v" in src and "[3] = {0};" in src, target
 
 
+def test_complex_arrays_in_the_cuda_source_run_as_on_the_cpu():
+    """The generated CUDA source, run by the CPU emulator (test_cuda.py's),
+    gives the CPU's bits."""
+    import _cuda_emulate
+
+    if not _cuda_emulate.available():
+        pytest.skip("no C++ compiler to emulate CUDA with")
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(40) + 1j * rng.standard_normal(40)).astype(np.complex64)
+    k = tack.kernel(complex_scratch)
+    want = np.zeros(38, np.complex128)
+    k(x, want)
+    args = [x.copy(), np.zeros(38, np.complex128)]
+    assert _cuda_emulate.run(k.generated_source(*args, target="cuda"), args, 3, 8)[0] == 0
+    np.testing.assert_array_equal(args[1], want)
+
+
 def test_dialects_pass_a_local_array_as_a_private_pointer():
     x = np.zeros((7, 3))
     for target in ("cuda", "opencl", "hip"):
