@@ -20,7 +20,10 @@
  *     32-bit word);
  *   - math by OpenCL's overloaded built-ins (sqrt serves float and double);
  *   - print as printf, one call per item, string items in the format itself
- *     (OpenCL's printf takes %s only for literal strings);
+ *     (OpenCL's printf takes %s only for literal strings), complex numbers
+ *     as Python's repr; the print helpers are always inlined (PoCL 3.1 read
+ *     a kernel's arguments wrong when a called function holding printf
+ *     calls was called twice: a bogus IndexError);
  *   - no contraction of a * b + c into a fused multiply-add (OpenCL's
  *     default allows it), so results round as on the CPU and in NumPy;
  *   - double precision only where the kernel uses it: a kernel that needs
