@@ -162,6 +162,26 @@ def test_print_of_a_complex_as_python(capfd):
     assert out == "(1+2j) (-0-1.5j) and (2+4j)\n"
 
 
+@tack.kernel
+def divide_and_root(x, y, q, r):
+    for i in range(x.shape[0]):
+        q[i] = x[i] / y[i]
+        r[i] = tack.sqrt(x[i])
+
+
+def test_f32_division_and_sqrt_round_as_numpy():
+    """Correctly rounded where the device offers it (the build asks with
+    -cl-fp32-correctly-rounded-divide-sqrt; OpenCL's default allows 2.5 and
+    3 ulps): tack.random's normal_f32 counts on it."""
+    rng = np.random.default_rng(3)
+    x = (rng.random(100_000) * 10).astype(np.float32)
+    y = (rng.random(100_000) * 3 + 0.01).astype(np.float32)
+    q, r = tack.zeros(len(x), tack.f32, device=DEV), tack.zeros(len(x), tack.f32, device=DEV)
+    divide_and_root(tack.array(x, device=DEV), tack.array(y, device=DEV), q, r)
+    np.testing.assert_array_equal(q.numpy(), x / y)
+    np.testing.assert_array_equal(r.numpy(), np.sqrt(x))
+
+
 def test_phases_share_the_frame():
     x = tack.array(np.ones(1000), device=DEV)
     out = tack.zeros(1, tack.f64, device=DEV)
