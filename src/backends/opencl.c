@@ -245,6 +245,19 @@ static int has_fp64(cl_device_id dev) {
            cfg != 0;
 }
 
+/* The build options: OpenCL C 1.2, and f32 division and sqrt correctly
+ * rounded where the device can (OpenCL's default allows 2.5 and 3 ulps), so
+ * f32 results round as on the CPU and in NumPy -- tack.random's normals
+ * count on it for the same bits everywhere.  f64's are always correctly
+ * rounded. */
+static const char *build_options(cl_device_id dev) {
+    cl_device_fp_config cfg = 0;
+    if (api.clGetDeviceInfo(dev, TACK_CL_DEVICE_SINGLE_FP_CONFIG, sizeof cfg, &cfg, NULL) == TACK_CL_SUCCESS &&
+        (cfg & TACK_CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT))
+        return "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt";
+    return "-cl-std=CL1.2";
+}
+
 #define CL(call, what)                                                                                                 \
     do {                                                                                                               \
         cl_int r_ = (call);                                                                                            \
@@ -278,6 +291,7 @@ static tack_status ocl_init_device(tack_device *d) {
     if (c->units == 0) c->units = 1;
     if (c->max_group == 0) c->max_group = 1;
     c->fp64 = has_fp64(c->dev);
+    c->build_options = build_options(c->dev);
     d->threads = (int)c->units;
     cl_context_properties props[3] = { TACK_CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0 };
     c->ctx = api.clCreateContext(props, 1, &c->dev, NULL, NULL, &r);

@@ -39,6 +39,7 @@ typedef struct ocl_dev {
     cl_uint units;             /* compute units */
     size_t max_group;          /* max work-group size */
     int fp64;
+    const char *build_options; /* clBuildProgram options: opencl.c chooses them per device */
     /* memory: opencl_svm.c */
     cl_device_svm_capabilities svm_caps; /* what the device reports (0 before OpenCL 2.0) */
     int svm;                   /* arrays are fine-grained SVM allocations, not cl_mem buffers */

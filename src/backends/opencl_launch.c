@@ -12,7 +12,9 @@
  * phases are the kernels tk_phase0, tk_phase1, ... of the program.  A
  * kernel that needs fp64 is refused before anything is compiled when the
  * device lacks it, with an error that names the device; otherwise the
- * source is built with clBuildProgram("-cl-std=CL1.2"), and a failed build
+ * source is built with clBuildProgram("-cl-std=CL1.2", with
+ * -cl-fp32-correctly-rounded-divide-sqrt where the device offers it:
+ * opencl.c), and a failed build
  * is a compile error that carries the start of the driver's build log.
  *
  * Disk cache: after a build from source the program binary the driver
@@ -69,7 +71,6 @@
 #include "runtime/program.h"
 
 #define OPENCL_LAUNCH_ABI 1
-#define OCL_BUILD_OPTIONS "-cl-std=CL1.2"
 #define OCL_LOG_IN_ERROR 560 /* bytes of a build log quoted in the error (messages are 1 KiB) */
 
 typedef struct ocl_prog {
@@ -154,7 +155,7 @@ static tack_status build_source(tack_device *d, tack_program *p, cl_program *out
     const char *src = p->source;
     cl_program prog = api->clCreateProgramWithSource(c->ctx, 1, &src, NULL, &r);
     if (!prog || r != TACK_CL_SUCCESS) return ocl_error(r ? r : TACK_CL_OUT_OF_HOST_MEMORY, "clCreateProgramWithSource", d);
-    r = api->clBuildProgram(prog, 1, &c->dev, OCL_BUILD_OPTIONS, NULL, NULL);
+    r = api->clBuildProgram(prog, 1, &c->dev, c->build_options, NULL, NULL);
     if (r != TACK_CL_SUCCESS) {
         tack_status st = build_failed(d, p, prog, r);
         api->clReleaseProgram(prog);
@@ -186,7 +187,7 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
     ocl_dev *c = d->state;
     char misc[1600];
     snprintf(misc, sizeof misc, "platform %s; device %s; %s; options %s; tack%s; launch%d", c->platform_id, c->name,
-             c->driver, OCL_BUILD_OPTIONS, TACK_VERSION_STRING, OPENCL_LAUNCH_ABI);
+             c->driver, c->build_options, TACK_VERSION_STRING, OPENCL_LAUNCH_ABI);
     char key[40], name[64];
     gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.clbin", key);
@@ -198,7 +199,7 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
         cl_int r = TACK_CL_SUCCESS, bs = TACK_CL_SUCCESS;
         cl_program prog = api->clCreateProgramWithBinary(c->ctx, 1, &c->dev, &len, &bin, &bs, &r);
         if (prog && r == TACK_CL_SUCCESS && bs == TACK_CL_SUCCESS)
-            r = api->clBuildProgram(prog, 1, &c->dev, OCL_BUILD_OPTIONS, NULL, NULL);
+            r = api->clBuildProgram(prog, 1, &c->dev, c->build_options, NULL, NULL);
         else if (r == TACK_CL_SUCCESS)
             r = bs != TACK_CL_SUCCESS ? bs : TACK_CL_OUT_OF_HOST_MEMORY;
         tack_free(buf);

@@ -20,7 +20,10 @@
  *     32-bit word);
  *   - math by OpenCL's overloaded built-ins (sqrt serves float and double);
  *   - print as printf, one call per item, string items in the format itself
- *     (OpenCL's printf takes %s only for literal strings);
+ *     (OpenCL's printf takes %s only for literal strings), complex numbers
+ *     as Python's repr; the print helpers are always inlined (PoCL 3.1 read
+ *     a kernel's arguments wrong when a called function holding printf
+ *     calls was called twice: a bogus IndexError);
  *   - no contraction of a * b + c into a fused multiply-add (OpenCL's
  *     default allows it), so results round as on the CPU and in NumPy;
  *   - double precision only where the kernel uses it: a kernel that needs
@@ -139,12 +142,28 @@ static const char PRELUDE_HEAD[] =
     "    }\n"
     "}\n"
     "#define TK_FAIL(c, s, a, b) tk_fail(c, abi->prog, s, a, b)\n"
-    "static void tk_print_float(tk_wide v, int f32) {\n"
+    "static inline __attribute__((always_inline)) void tk_print_float(tk_wide v, int f32) {\n"
     "    if (v != v) printf(\"nan\");\n"
     "    else if (v - v != 0) { if (v < 0) printf(\"-inf\"); else printf(\"inf\"); }\n"
     "    else if (v == (tk_wide)(long)v && v < 1e15f && v > -1e15f) printf(\"%ld.0\", (long)v);\n"
     "    else if (f32) printf(\"%.9g\", v);\n"
     "    else printf(\"%.17g\", v);\n"
+    "}\n"
+    "/* A complex as Python's repr writes it: (re+imj), or imj when re is +0. */\n"
+    "static inline __attribute__((always_inline)) void tk_print_part(tk_wide v, int f32, int plus) {\n"
+    "    if (v != v) { if (plus) printf(\"+nan\"); else printf(\"nan\"); }\n"
+    "    else if (v - v != 0) { if (v < 0) printf(\"-inf\"); else if (plus) printf(\"+inf\"); else printf(\"inf\"); }\n"
+    "    else {\n"
+    "        if (plus && !signbit(v)) printf(\"+\");\n"
+    "        if (v == 0 && signbit(v)) printf(\"-0\");\n"
+    "        else if (v == (tk_wide)(long)v && v < 1e16f && v > -1e16f) printf(\"%ld\", (long)v);\n"
+    "        else if (f32) printf(\"%.9g\", v);\n"
+    "        else printf(\"%.17g\", v);\n"
+    "    }\n"
+    "}\n"
+    "static inline __attribute__((always_inline)) void tk_print_complex(tk_wide re, tk_wide im, int f32) {\n"
+    "    if (re == 0 && !signbit(re)) { tk_print_part(im, f32, 0); printf(\"j\"); return; }\n"
+    "    printf(\"(\"); tk_print_part(re, f32, 0); tk_print_part(im, f32, 1); printf(\"j)\");\n"
     "}\n"
     "static int64_t tk_f2i64(tk_wide x) {\n"
     "    if (!(x == x)) return 0;\n"
@@ -379,7 +398,8 @@ static void cl_prelude(tk_cc *C, tk_buf *b) {
 
 /* ------------------------------------------------------------ print */
 /* One printf per item: strings as literal text of the format, bools as the
- * words, integers as 64-bit, floats through tk_print_float. */
+ * words, integers as 64-bit, floats through tk_print_float, complex numbers
+ * through tk_print_complex (Python's repr: "(1+2j)", "-1j"). */
 static void cl_print(tk_emitter *e, tk_ir *s) {
     tk_emitter_indent(e);
     tk_emitter_printf(e, "{\n");
@@ -400,7 +420,12 @@ static void cl_print(tk_emitter *e, tk_ir *s) {
             continue;
         }
         int dt = v->ty.dt;
-        if (dt == TACK_BOOL) {
+        if (ty_is_complex(v->ty)) {
+            tk_emitter_printf(e, "{ %s tk_pz = ", cl_ctype((tack_dtype)dt));
+            tk_emitter_expr(e, v);
+            tk_emitter_printf(e, "; tk_print_complex((tk_wide)tk_pz.v[0], (tk_wide)tk_pz.v[1], %d); }\n",
+                              dt == TACK_C64);
+        } else if (dt == TACK_BOOL) {
             tk_emitter_printf(e, "if (");
             tk_emitter_expr(e, v);
             tk_emitter_printf(e, ") printf(\"True\"); else printf(\"False\");\n");

@@ -139,12 +139,6 @@ static tk_ir *print_call(lw_state *L, tack_node *n) {
         }
         tk_ir *e = lw_expr(L, a);
         if (lw_known(e) && !ty_is_scalar(e->ty)) ERR(a, "print() takes numbers, bools and strings, not %s", TN(e->ty));
-        /* OpenCL's printf takes literal formats only: a complex would be a
-         * dozen printf calls, and PoCL mangles a kernel's arguments when it
-         * has several (two floats in one print already read a wrong extent) */
-        if (lw_known(e) && ty_is_complex(e->ty) && L->C->dialect && !strcmp(L->C->dialect->name, "opencl"))
-            tk_unsupported(L->C, L->fidx, a->line, "print() of a complex number is not supported on OpenCL devices; "
-                           "print z.real and z.imag, or print on the CPU");
         ir_push(L->C, pr, e);
     }
     L->C->uses_print = 1;

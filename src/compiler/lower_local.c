@@ -154,11 +154,18 @@ static int maker_dtype(lw_state *L, const tack_node *call, int numpy, tk_ir *fil
         tack_scalar_kind k = dt_kind((tack_dtype)fill->ty.dt);
         if (k == TACK_KIND_BOOL) dt = TACK_BOOL;
         else if (numpy && !fill->ty.weak) dt = fill->ty.dt;
+        else if (k == TACK_KIND_COMPLEX && numpy) dt = TACK_C128;
+        else if (k == TACK_KIND_COMPLEX)
+            ERR(call, "local array '%s': tack.full() of a complex value needs a dtype (tack.complex64 or tack.complex128), "
+                      "as outside a kernel", what);
         else if (k == TACK_KIND_FLOAT) dt = numpy ? TACK_F64 : TACK_F32;
         else dt = TACK_I64;
     }
-    if (dt == TACK_F16) ERR(call, "local array '%s': float16 local arrays are not supported; use float32", what);
-    if (dt >= TACK_VEC2 || !ty_is_scalar(ty_value((tack_dtype)dt)))
+    if (dt == TACK_F16) ERR(call, "local array '%s': float16 local arrays are not supported; use a float32 one (a float16 array parameter takes its values, rounded)", what);
+    if (dt >= TACK_VEC2 && dt <= TACK_MAT44D)
+        ERR(call, "local array '%s': a local array's elements must be numbers (complex included) or bools, not %s; "
+                  "use one array per component, or one with a last axis for them", what, dt_name((tack_dtype)dt));
+    if (!ty_is_scalar(ty_value((tack_dtype)dt)))
         ERR(call, "local array '%s': a local array's elements must be numbers or bools, not %s", what, dt_name((tack_dtype)dt));
     return dt;
 }
@@ -220,6 +227,9 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
         if (!lw_known(fill)) return;
         if (fill->ty.kind != TY_VALUE || !ty_is_scalar(fill->ty)) ERR(call, "local array '%s' cannot be filled with %s", what, TN(fill->ty));
         v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : lw_cast(L, fill, et));
+    } else if (ty_is_complex(et)) { /* a complex zero or one: the real constant, converted */
+        tk_type re = ty_value(et.dt == TACK_C64 ? TACK_F32 : TACK_F64);
+        v = lw_hoist(L, lw_cast(L, ir_const_f(L->C, re, strcmp(fn, "ones") ? 0.0 : 1.0, call->line), et));
     } else {
         v = ir_const_i(L->C, et, 0, call->line);
         if (!strcmp(fn, "ones")) {

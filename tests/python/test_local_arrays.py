@@ -186,6 +186,24 @@ def test_dtypes_fill_values_and_attributes():
     assert got[0][0] == 1 + 2.5 + 7 + 1 + 0 + 1 + 0 + 5 + 3
 
 
+def complex_scratch(x, out):
+    for i in range(x.shape[0] - 2):
+        w = np.zeros(3, np.complex64)
+        w[0] = x[i]
+        w[1] = x[i + 1] * 1j
+        w[2] = x[i + 2].conjugate()
+        v = np.ones(2, np.complex128)
+        v[1] = w[0] * 2
+        f = np.full(2, 0.5 - 1j)            # a complex fill value: complex128, as in NumPy
+        out[i] = w[0] + w[1] * w[2] + v[0] + v[1] + f[1] * len(w)
+
+
+def test_complex_elements():
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal(40) + 1j * rng.standard_normal(40)).astype(np.complex64)
+    _compare(complex_scratch, lambda: (x.copy(), np.zeros(38, np.complex128)), (1,), rtol=1e-6)
+
+
 @tack.func
 def norm3(x, i):
     v = np.zeros(3)
@@ -443,6 +461,13 @@ def vector_elements(out):
 
 
 @tack.kernel
+def complex_tack_full(out):
+    for i in range(out.shape[0]):
+        t = tack.full(2, 1j)
+        out[i] = t[0].real
+
+
+@tack.kernel
 def not_a_dtype(out):
     for i in range(out.shape[0]):
         t = np.zeros(4, "no such type")
@@ -572,7 +597,9 @@ def like(out):
     (too_large, r"local array 't' of shape \(64, 64\) and dtype f64 is too large: 32768 bytes, and a local array "
                 r"may take at most 16384 bytes on the CPU"),
     (half_floats, r"float16 local arrays are not supported"),
-    (vector_elements, r"a local array's elements must be numbers or bools, not vec3"),
+    (vector_elements, r"a local array's elements must be numbers \(complex included\) or bools, not vec3; use one "
+                      r"array per component, or one with a last axis for them"),
+    (complex_tack_full, r"tack.full\(\) of a complex value needs a dtype \(tack.complex64 or tack.complex128\)"),
     (not_a_dtype, r"'no such type' is not a dtype a local array can have"),
     (dtype_from_a_variable, r"the dtype of a local array must be a constant such as np.float32, tack.f32 or "
                             r"'float32', not 'x'"),
@@ -634,6 +661,30 @@ def test_dialects_declare_zeroed_private_arrays():
         assert "double v" in src and "[9] = {0};" in src, target
         src = tack.kernel(fir).generated_source(x, x[:16], target=target)
         assert "[5] = {0};" in src, target        # the taps travel to the loop's phase in the frame
+
+
+def test_dialects_declare_complex_arrays():
+    x = np.zeros(8, np.complex64)
+    for target in ("cuda", "opencl", "hip"):
+        src = tack.kernel(complex_scratch).generated_source(x, np.zeros(6, np.complex128), target=target)
+        assert "tk_c64 v" in src and "tk_c128 v" in src and "[3] = {0};" in src, target
+
+
+def test_complex_arrays_in_the_cuda_source_run_as_on_the_cpu():
+    """The generated CUDA source, run by the CPU emulator (test_cuda.py's),
+    gives the CPU's bits."""
+    import _cuda_emulate
+
+    if not _cuda_emulate.available():
+        pytest.skip("no C++ compiler to emulate CUDA with")
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(40) + 1j * rng.standard_normal(40)).astype(np.complex64)
+    k = tack.kernel(complex_scratch)
+    want = np.zeros(38, np.complex128)
+    k(x, want)
+    args = [x.copy(), np.zeros(38, np.complex128)]
+    assert _cuda_emulate.run(k.generated_source(*args, target="cuda"), args, 3, 8)[0] == 0
+    np.testing.assert_array_equal(args[1], want)
 
 
 def test_dialects_pass_a_local_array_as_a_private_pointer():

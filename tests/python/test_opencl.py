@@ -129,6 +129,59 @@ def test_a_python_float_that_meets_only_f32_needs_no_fp64():
         assert rc == 0 and any(name.endswith(".bin") for name in outputs), outputs.get("stdout.log", b"")[:2000]
 
 
+@tack.kernel
+def prints_two(a):
+    print(a[0], a[1])
+    print(a[1])
+
+
+@tack.kernel
+def prints_complex(z, w):
+    print(z[0], w[0], "and", z[0] * 2)
+
+
+def test_print_of_several_floats(capfd):
+    """Two float items once raised a bogus IndexError on PoCL: a print helper
+    that was a called function (not inlined) holding printf calls, called
+    from two places, left the kernel reading its array extents wrong.  The
+    helpers are always inlined now."""
+    for dt in (np.float64, np.float32):
+        a = tack.array(np.array([1.5, -2.0], dt), device=DEV)
+        prints_two(a)
+        tack.synchronize(DEV)
+        out, _ = capfd.readouterr()
+        assert out == "1.5 -2.0\n-2.0\n", dt
+
+
+def test_print_of_a_complex_as_python(capfd):
+    z = tack.array(np.array([1 + 2j], np.complex128), device=DEV)
+    w = tack.array(np.array([complex(-0.0, -1.5)], np.complex64), device=DEV)
+    prints_complex(z, w)
+    tack.synchronize(DEV)
+    out, _ = capfd.readouterr()
+    assert out == "(1+2j) (-0-1.5j) and (2+4j)\n"
+
+
+@tack.kernel
+def divide_and_root(x, y, q, r):
+    for i in range(x.shape[0]):
+        q[i] = x[i] / y[i]
+        r[i] = tack.sqrt(x[i])
+
+
+def test_f32_division_and_sqrt_round_as_numpy():
+    """Correctly rounded where the device offers it (the build asks with
+    -cl-fp32-correctly-rounded-divide-sqrt; OpenCL's default allows 2.5 and
+    3 ulps): tack.random's normal_f32 counts on it."""
+    rng = np.random.default_rng(3)
+    x = (rng.random(100_000) * 10).astype(np.float32)
+    y = (rng.random(100_000) * 3 + 0.01).astype(np.float32)
+    q, r = tack.zeros(len(x), tack.f32, device=DEV), tack.zeros(len(x), tack.f32, device=DEV)
+    divide_and_root(tack.array(x, device=DEV), tack.array(y, device=DEV), q, r)
+    np.testing.assert_array_equal(q.numpy(), x / y)
+    np.testing.assert_array_equal(r.numpy(), np.sqrt(x))
+
+
 def test_phases_share_the_frame():
     x = tack.array(np.ones(1000), device=DEV)
     out = tack.zeros(1, tack.f64, device=DEV)
