@@ -399,6 +399,7 @@ tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nar
 void tk_verify(tk_cc *C, const char *after);
 void tk_fold(tk_cc *C);
 void tk_checks(tk_cc *C);
+void tk_nests(tk_cc *C);     /* per-row versioning of checks, loop interchange (C dialect) */
 void tk_strength(tk_cc *C);
 void tk_privatize(tk_cc *C);
 void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f32 is an f32 */

@@ -345,6 +345,18 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
         else { ex(e, x->k[3]); P(e, ")"); }
         return;
     }
+    if (m == M_DISJOINT) { /* two arrays' elements, [base, base + count) each, do not overlap */
+        int ab[2] = {x->param, x->aux};
+        P(e, "(");
+        for (int s = 0; s < 2; s++) {
+            int p = ab[s], q = ab[1 - s];
+            P(e, "%s(uintptr_t)(a%d + (", s ? " || " : "", p);
+            for (int d = 0; d < e->S->ptypes[p].ndim; d++) P(e, "%sa%d_s%d", d ? " * " : "", p, d);
+            P(e, ")) <= (uintptr_t)a%d", q);
+        }
+        P(e, ")");
+        return;
+    }
     if (m == M_TRIP) P(e, "tk_trip(");
     else if (m == M_LENGTH || m == M_NORMALIZE) P(e, "tk_%s_%s(", m == M_LENGTH ? "length" : "normalize", vname(x->aux_ty.dt));
     else if (tk_math_is_predicate(m)) P(e, "(0 != %s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
@@ -480,6 +492,7 @@ static void ret_fail(tk_emitter *e) {
 }
 
 void em_block(tk_emitter *e, tk_ir *b) {
+    if (b->str) { I(e); P(e, "/* %s */\n", b->str); } /* a pass's note (nests.c): the compiler's own text */
     for (int i = 0; i < b->n; i++) st(e, b->k[i]);
 }
 
