@@ -555,7 +555,7 @@ static int breaks_out(const tk_ir *x) {
 static void emit_for(tk_emitter *e, tk_ir *s) {
     int c = e->counter++;
     tk_ir *lo = s->k[0], *hi = s->k[1], *step = s->k[2];
-    int unit = step->op == IR_CONST && step->c.i == 1, poll = polling(e);
+    int unit = step->op == IR_CONST && step->c.i == 1, poll = polling(e) && s->sub != TK_FOR_QUIET;
     int saved_brk = e->brk, brk = poll && breaks_out(s->k[3]);
     I(e); P(e, "{\n");
     e->ind++;
@@ -566,12 +566,21 @@ static void emit_for(tk_emitter *e, tk_ir *s) {
         from = NULL;
         to = "n";
     }
+    if (poll && s->aux > 0) { /* each iteration is this many units of work (nests.c): strips of TK_STRIP units */
+        I(e); P(e, "const int64_t w%d = ", c); local_name(e, s->aux - 1); P(e, " > 0 ? "); local_name(e, s->aux - 1);
+        P(e, " : 1, ws%d = TK_STRIP / w%d > 0 ? TK_STRIP / w%d : 1;\n", c, c, c);
+    }
     if (poll) {
         if (from) { I(e); P(e, "for (int64_t s%d = %s%d, e%d; s%d < %s%d; s%d = e%d) {\n", c, from, c, c, c, to, c, c, c); }
         else { I(e); P(e, "for (int64_t s%d = 0, e%d; s%d < %s%d; s%d = e%d) {\n", c, c, c, to, c, c, c); }
         e->ind++;
-        I(e); P(e, "e%d = %s%d - s%d > TK_STRIP ? s%d + TK_STRIP : %s%d;\n", c, to, c, c, c, to, c);
-        I(e); P(e, "if (TK_POLL(e%d - s%d)) ", c, c); ret_fail(e); P(e, "\n");
+        if (s->aux > 0) {
+            I(e); P(e, "e%d = %s%d - s%d > ws%d ? s%d + ws%d : %s%d;\n", c, to, c, c, c, c, c, to, c);
+            I(e); P(e, "if (TK_POLL((e%d - s%d) * w%d)) ", c, c, c); ret_fail(e); P(e, "\n");
+        } else {
+            I(e); P(e, "e%d = %s%d - s%d > TK_STRIP ? s%d + TK_STRIP : %s%d;\n", c, to, c, c, c, to, c);
+            I(e); P(e, "if (TK_POLL(e%d - s%d)) ", c, c); ret_fail(e); P(e, "\n");
+        }
         I(e); P(e, "for (int64_t k%d = s%d; k%d < e%d; k%d++) {\n", c, c, c, c, c);
     } else if (from) {
         I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);

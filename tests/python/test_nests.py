@@ -163,8 +163,24 @@ def test_conv2d_out_of_bounds_same_error(extra, monkeypatch):
         msg_off = _message(tack.kernel(conv2d), a_off)
     assert msg_on == msg_off
     assert "index 12" in msg_on and "size 12" in msg_on
-    # rows run in parallel: the same rows may have finished, so compare row 0 only
-    assert np.array_equal(a_on[2][0, :8], a_off[2][0, :8])
+
+
+def test_one_row_out_of_bounds_same_writes(monkeypatch):
+    """One row (no other thread to stop it early): the pixels written before the
+    failing one are written, as without the pass."""
+    rng = np.random.default_rng(11)
+    img, w, _ = _conv_args(rng, 12, 12)
+    out = np.zeros((1, 10), np.float32)  # columns 8 and 9 read past the image
+    a_on = [img, w, out.copy()]
+    msg_on = _message(tack.kernel(conv2d), a_on)
+    a_off = [img, w, out.copy()]
+    with monkeypatch.context() as m:
+        m.setenv("TACK_NESTS", "0")
+        msg_off = _message(tack.kernel(conv2d), a_off)
+    assert msg_on == msg_off
+    assert np.array_equal(a_on[2], a_off[2])
+    assert np.array_equal(a_on[2][:, :8], _conv_ref(img, w, np.zeros((1, 8), np.float32)))
+    assert not a_on[2][:, 8:].any()
 
 
 def test_conv2d_taps_too_many_rows(monkeypatch):
@@ -277,3 +293,23 @@ def test_loaded_index_keeps_its_checks(monkeypatch):
                 m.setenv("TACK_NESTS", env)
             msgs.append(_message(tack.kernel(indirect), [img, np.array([0, 9, 1, 2]), np.zeros((4, 4))]))
     assert msgs[0] == msgs[1] and "index 9" in msgs[0]
+
+
+@needs_pass
+def test_short_inner_loops_poll_from_the_row():
+    """The taps' loops do not poll; the row's loop polls for their work."""
+    img, w, out = _conv_args(np.random.default_rng(9), 20, 24)
+    src = tack.kernel(conv2d).generated_source(img, w, out)
+    assert "inner loops short (nests.c)" in src
+    assert "TK_POLL((e" in src  # the row's strips are charged their work
+
+
+def test_long_inner_loops_same_bits(monkeypatch):
+    """257 x 256 taps: more than 2^16 units of work a pixel, so the taps keep their polls."""
+    rng = np.random.default_rng(10)
+    img = rng.random((260, 259), dtype=np.float32)
+    w = rng.random((257, 256), dtype=np.float32)
+    out = np.zeros((4, 4), np.float32)
+    on, off = _both(conv2d, img, w, out, monkeypatch=monkeypatch)
+    assert np.array_equal(on[2], off[2])
+    assert np.array_equal(on[2], _conv_ref(img, w, out))
