@@ -48,11 +48,27 @@
  * its own chain).  Arrays it reads besides the stored one must not share
  * its memory, which the interchanged copy tests at run time (M_DISJOINT),
  * as it tests that the k loop runs (after an empty k loop j has its last
- * value in one order and not in the other); otherwise the check-free copy
- * in the original order runs.  A nest with anything else in it -- a second
+ * value in one order and not in the other); otherwise the loop runs as
+ * written.  A nest with anything else in it -- a second
  * store, a call, an atomic, a check that remains, a triangular bound, a
  * local carried from one iteration to the next (`s += ...` with `s = 0`
  * outside the k loop) -- is left as it is.
+ *
+ * Where loops poll for Ctrl-C (the CPU), each serial loop runs in strips
+ * with a poll between them.  For a filter's taps, loops of five iterations,
+ * the strips cost more than the taps (a 5x5 convolution took 1.5x the time
+ * of the same loops written plainly in C), so when one iteration of the
+ * versioned loop does at most 2^16 units of work (1 + the inner loops'
+ * iterations, from their trip counts: range loops with fixed bounds, at
+ * most three deep and eight in all), its inner loops do not poll
+ * (TK_FOR_QUIET) and it polls for their work (IR_FOR's aux names the local
+ * that holds it): no more work between polls than before.
+ *
+ * Each new form is `if (test) { new } else { the loop as written }`: the
+ * checks' test joined with the interchange's (disjoint memory, k runs) or
+ * the work's, so a loop exists in two copies, not three -- a row that fails
+ * the test runs with its checks, and the C compiler's time on such a kernel
+ * grows by about half rather than doubling.
  *
  * The copies carry a comment that names the transformation (emit.c prints
  * a block's `str`).  TACK_NESTS=0 in the environment turns the pass off, for
@@ -513,18 +529,25 @@ static tk_ir *version(tk_cc *C, tk_spec *S, tk_ir *f) {
     x.C = C;
     x.f = f;
     collect(&x, f);
-    tk_ir *fast = x.nmarked ? copy_unchecked(&x, f) : f;
-    tk_ir *ich = interchange(C, fast);
-    if (!ich && C->dialect->polls) ich = quiet(C, S, fast == f ? copy_unchecked(&x, f) : fast);
-    if (ich && ich->op == IR_FOR) ich = NULL; /* nothing changed */
-    if (!x.nmarked) return ich ? ich : f;
-    tk_ir *then = ir_new(C, IR_BLOCK, ty_void(), f->line);
-    then->str = "tack: this loop's index checks tested once (nests.c); the checked loop below runs if any could fail";
-    ir_push(C, then, ich ? ich : fast);
+    tk_ir *fast = copy_unchecked(&x, f); /* a copy without the checks the test covers */
+    /* interchanged or quiet: `if (test) { new } else { fast }`, whose test joins the checks' and
+     * whose else is dropped -- where it fails the loop runs as written: two copies, not three */
+    tk_ir *r = interchange(C, fast);
+    if (!r && C->dialect->polls) r = quiet(C, S, fast);
+    if (r && r->op != IR_IF) r = NULL;
+    if (!r && !x.nmarked) return f;
+    tk_ir *cond = x.cond, *then = ir_new(C, IR_BLOCK, ty_void(), f->line);
+    if (x.nmarked) then->str = "tack: this loop's index checks tested once (nests.c); the loop as written runs if any could fail";
+    if (r) {
+        cond = and_(C, cond, r->k[0]);
+        ir_push(C, then, r->k[1]);
+    } else {
+        ir_push(C, then, fast);
+    }
     tk_ir *els = ir_new(C, IR_BLOCK, ty_void(), f->line);
     ir_push(C, els, f);
     tk_ir *iff = ir_new(C, IR_IF, ty_void(), f->line);
-    ir_push(C, iff, x.cond);
+    ir_push(C, iff, cond);
     ir_push(C, iff, then);
     ir_push(C, iff, els);
     return iff;
