@@ -261,6 +261,10 @@ typedef enum tk_atom { A_ADD, A_SUB, A_MIN, A_MAX } tk_atom;
  * (verify.c: inside a parallel region only on the iteration's own element). */
 typedef enum tk_store_kind { ST_PLAIN, ST_RMW } tk_store_kind;
 
+/* IR_BIN's aux for an i64 + or -: no partial sum can wrap (nests.c proved its terms small), so
+ * C's signed arithmetic writes it. */
+enum { TK_BIN_NOWRAP = 1 };
+
 /* IR_FOR's sub: a loop that polls (where loops poll), or one inside a loop that polls for it. */
 enum { TK_FOR_POLLS = 0, TK_FOR_QUIET = 1 };
 

@@ -263,6 +263,10 @@ static void emit_bin(tk_emitter *e, tk_ir *x) {
     int bits = dt_bits((tack_dtype)dt);
     switch (b) {
     case B_ADD: case B_SUB: case B_MUL:
+        if (x->aux == TK_BIN_NOWRAP && b != B_MUL && dt == TACK_I64) { /* nests.c: cannot wrap */
+            P(e, "(("); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, "))");
+            return;
+        }
         if (dt == TACK_BOOL) { P(e, "(("); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, "))"); return; }
         P(e, "((%s)((%s)(", T, U); ex(e, a); P(e, ") %s (%s)(", sym[b], U); ex(e, c); P(e, ")))");
         return;

@@ -91,9 +91,9 @@ def indirect(img, idx, out):  # a loaded index: no range; the loop keeps its che
 
 def _both(fn, *args, monkeypatch):
     """fn compiled with the pass and without (TACK_NESTS=0), each run on copies of args."""
-    on = [np.copy(a) for a in args]
+    on = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
     tack.kernel(fn)(*on)
-    off = [np.copy(a) for a in args]
+    off = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
     with monkeypatch.context() as m:
         m.setenv("TACK_NESTS", "0")
         tack.kernel(fn)(*off)
@@ -313,3 +313,32 @@ def test_long_inner_loops_same_bits(monkeypatch):
     on, off = _both(conv2d, img, w, out, monkeypatch=monkeypatch)
     assert np.array_equal(on[2], off[2])
     assert np.array_equal(on[2], _conv_ref(img, w, out))
+
+
+def shifted(a, out, big):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            for d in range(2):
+                out[i, j] += a[i, j + d + big - big]
+
+
+@needs_pass
+def test_index_sums_signed_in_the_copy():
+    """In the copy, an index's terms are tested small, so its sums are C's signed ones."""
+    import re
+    img, w, out = _conv_args(np.random.default_rng(12), 20, 24)
+    src = tack.kernel(conv2d).generated_source(img, w, out)
+    assert re.search(r"\(\(v\d+_j\) \+ \(v\d+_dj\)\)", src)
+    assert re.search(r"\(int64_t\)\(\(uint64_t\)\(v\d+_j\) \+ \(uint64_t\)\(v\d+_dj\)\)", src)  # the loop as written
+
+
+@pytest.mark.parametrize("big", [5, 2 ** 62])
+def test_huge_index_terms_keep_wrapping(big, monkeypatch):
+    """j + d + 2**62 - 2**62: a term beyond 2^50 fails the test, and the loop as
+    written (64-bit wrapping sums) runs: the same result as without the pass."""
+    rng = np.random.default_rng(13)
+    a = rng.random((6, 9))
+    out = np.zeros((6, 8))
+    on, off = _both(shifted, a, out, big, monkeypatch=monkeypatch)
+    assert np.array_equal(on[1], off[1])
+    assert np.array_equal(on[1], a[:, :8] + a[:, 1:9])
