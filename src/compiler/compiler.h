@@ -184,7 +184,8 @@ typedef enum tk_irop {
     IR_STORE,    /* param = array; [value, idx...]; sub ST_RMW: the write of a compound a[i] op= v */
     IR_IF,       /* [cond, then BLOCK, else BLOCK] */
     IR_WHILE,    /* [cond, body BLOCK] */
-    IR_FOR,      /* serial: local = var; [lo, hi, step, body BLOCK] */
+    IR_FOR,      /* serial: local = var; [lo, hi, step, body BLOCK]; sub TK_FOR_QUIET: does not
+                  * poll; aux > 0: polls for local aux - 1's units of work an iteration (nests.c) */
     IR_PFOR,     /* parallel: aux = ndims; locals in vars[]; [n0.., body BLOCK]; step 1, from 0 or `off` */
     IR_BREAK, IR_CONTINUE,
     IR_RETURN,   /* [value] or [] */
@@ -259,6 +260,13 @@ typedef enum tk_atom { A_ADD, A_SUB, A_MIN, A_MAX } tk_atom;
 /* IR_STORE's sub: a plain store, or the write half of a read-modify-write
  * (verify.c: inside a parallel region only on the iteration's own element). */
 typedef enum tk_store_kind { ST_PLAIN, ST_RMW } tk_store_kind;
+
+/* IR_BIN's aux for an i64 + or -: no partial sum can wrap (nests.c proved its terms small), so
+ * C's signed arithmetic writes it. */
+enum { TK_BIN_NOWRAP = 1 };
+
+/* IR_FOR's sub: a loop that polls (where loops poll), or one inside a loop that polls for it. */
+enum { TK_FOR_POLLS = 0, TK_FOR_QUIET = 1 };
 
 
 /* Private histograms per parallel loop (privatize.c), and the chunk's stack they share. */
@@ -399,6 +407,7 @@ tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nar
 void tk_verify(tk_cc *C, const char *after);
 void tk_fold(tk_cc *C);
 void tk_checks(tk_cc *C);
+void tk_nests(tk_cc *C);     /* per-row versioning of checks, loop interchange (C dialect) */
 void tk_strength(tk_cc *C);
 void tk_privatize(tk_cc *C);
 void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f32 is an f32 */

@@ -263,6 +263,10 @@ static void emit_bin(tk_emitter *e, tk_ir *x) {
     int bits = dt_bits((tack_dtype)dt);
     switch (b) {
     case B_ADD: case B_SUB: case B_MUL:
+        if (x->aux == TK_BIN_NOWRAP && b != B_MUL && dt == TACK_I64) { /* nests.c: cannot wrap */
+            P(e, "(("); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, "))");
+            return;
+        }
         if (dt == TACK_BOOL) { P(e, "(("); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, "))"); return; }
         P(e, "((%s)((%s)(", T, U); ex(e, a); P(e, ") %s (%s)(", sym[b], U); ex(e, c); P(e, ")))");
         return;
@@ -343,6 +347,18 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
         for (int i = 0; i < 3; i++) { ex(e, x->k[i]); P(e, ", "); }
         if (e->fastv != DIV_NONE) P(e, "%d)", e->fastv != DIV_EXACT);
         else { ex(e, x->k[3]); P(e, ")"); }
+        return;
+    }
+    if (m == M_DISJOINT) { /* two arrays' elements, [base, base + count) each, do not overlap */
+        int ab[2] = {x->param, x->aux};
+        P(e, "(");
+        for (int s = 0; s < 2; s++) {
+            int p = ab[s], q = ab[1 - s];
+            P(e, "%s(uintptr_t)(a%d + (", s ? " || " : "", p);
+            for (int d = 0; d < e->S->ptypes[p].ndim; d++) P(e, "%sa%d_s%d", d ? " * " : "", p, d);
+            P(e, ")) <= (uintptr_t)a%d", q);
+        }
+        P(e, ")");
         return;
     }
     if (m == M_TRIP) P(e, "tk_trip(");
@@ -480,6 +496,7 @@ static void ret_fail(tk_emitter *e) {
 }
 
 void em_block(tk_emitter *e, tk_ir *b) {
+    if (b->str) { I(e); P(e, "/* %s */\n", b->str); } /* a pass's note (nests.c): the compiler's own text */
     for (int i = 0; i < b->n; i++) st(e, b->k[i]);
 }
 
@@ -542,7 +559,7 @@ static int breaks_out(const tk_ir *x) {
 static void emit_for(tk_emitter *e, tk_ir *s) {
     int c = e->counter++;
     tk_ir *lo = s->k[0], *hi = s->k[1], *step = s->k[2];
-    int unit = step->op == IR_CONST && step->c.i == 1, poll = polling(e);
+    int unit = step->op == IR_CONST && step->c.i == 1, poll = polling(e) && s->sub != TK_FOR_QUIET;
     int saved_brk = e->brk, brk = poll && breaks_out(s->k[3]);
     I(e); P(e, "{\n");
     e->ind++;
@@ -553,12 +570,21 @@ static void emit_for(tk_emitter *e, tk_ir *s) {
         from = NULL;
         to = "n";
     }
+    if (poll && s->aux > 0) { /* each iteration is this many units of work (nests.c): strips of TK_STRIP units */
+        I(e); P(e, "const int64_t w%d = ", c); local_name(e, s->aux - 1); P(e, " > 0 ? "); local_name(e, s->aux - 1);
+        P(e, " : 1, ws%d = TK_STRIP / w%d > 0 ? TK_STRIP / w%d : 1;\n", c, c, c);
+    }
     if (poll) {
         if (from) { I(e); P(e, "for (int64_t s%d = %s%d, e%d; s%d < %s%d; s%d = e%d) {\n", c, from, c, c, c, to, c, c, c); }
         else { I(e); P(e, "for (int64_t s%d = 0, e%d; s%d < %s%d; s%d = e%d) {\n", c, c, c, to, c, c, c); }
         e->ind++;
-        I(e); P(e, "e%d = %s%d - s%d > TK_STRIP ? s%d + TK_STRIP : %s%d;\n", c, to, c, c, c, to, c);
-        I(e); P(e, "if (TK_POLL(e%d - s%d)) ", c, c); ret_fail(e); P(e, "\n");
+        if (s->aux > 0) {
+            I(e); P(e, "e%d = %s%d - s%d > ws%d ? s%d + ws%d : %s%d;\n", c, to, c, c, c, c, c, to, c);
+            I(e); P(e, "if (TK_POLL((e%d - s%d) * w%d)) ", c, c, c); ret_fail(e); P(e, "\n");
+        } else {
+            I(e); P(e, "e%d = %s%d - s%d > TK_STRIP ? s%d + TK_STRIP : %s%d;\n", c, to, c, c, c, to, c);
+            I(e); P(e, "if (TK_POLL(e%d - s%d)) ", c, c); ret_fail(e); P(e, "\n");
+        }
         I(e); P(e, "for (int64_t k%d = s%d; k%d < e%d; k%d++) {\n", c, c, c, c, c);
     } else if (from) {
         I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);

@@ -1,0 +1,626 @@
+/*
+ * nests.c -- loop nests inside a parallel loop: per-row versioning of the
+ * bounds checks, and interchange of a perfect two-deep nest.
+ *
+ * checks.c moves a check out of the loop that varies its index when the
+ * index is that loop's variable plus something fixed: a 2-D convolution's
+ * `img[i + di, j + dj]` loses its check on `j + dj` from the dj loop, but
+ * the check on `i + di` stays in the di loop and the range check of the
+ * column stays in the j loop, so each output pixel still runs them (and
+ * a serial loop with a check in it can leave early, which the C compiler
+ * will not vectorize).  This pass takes the serial loops at the top of a
+ * parallel loop's body -- once per row of a 2-D kernel -- and works out,
+ * for every index check inside, the least and greatest value the index
+ * can take: a sum of terms that are either fixed during the loop (locals
+ * it does not assign, extents, constants) or variables of loops inside it
+ * whose bounds are fixed (range analysis through inner loops with
+ * invariant bounds: i + di over di in range(K) lies in [i, i + K - 1]).
+ * When every such bound holds, no check inside can fail, and the loop runs
+ * as a copy without them:
+ *
+ *     if (all indices of the row in bounds) { the loop, no checks }
+ *     else                                  { the loop as it was }
+ *
+ * The test is conservative (a check under an `if` that is never taken
+ * still counts), so when it fails the original loop runs, with every check
+ * in its place: an out-of-bounds index raises the same IndexError, from
+ * the same site with the same operands, after the same writes, as without
+ * this pass.  Each bound is also tested to lie within +-2^50 so that the
+ * sums in the test cannot wrap.
+ *
+ * In the check-free copy, a perfect nest
+ *
+ *     for j in range(a, b):          for k in range(c, d):
+ *         for k in range(c, d):  ->      for j in range(a, b):
+ *             C[.., j, ..] = f(C[.., j, ..], loads, locals)
+ *
+ * (a matmul written `C[i, j] += A[i, k] * B[k, j]`) is interchanged, so
+ * that the inner loop walks B and C along rows, a unit stride the C
+ * compiler vectorizes, instead of down a column of B.  It is legal when
+ * the loop bounds do not change inside the nest, the body is assignments
+ * of locals (each assigned before it is read) and one store whose index
+ * names j once, as `j` or `j + c` on one axis, and neither k nor a local of
+ * the body elsewhere, and whose value reads the stored array only at that
+ * same element: then the cells the j's write are distinct, each cell sees
+ * the updates of its k's in ascending k order as before, computed by the
+ * same operations in the same order -- so float results are bit for bit
+ * those of the original order (nothing is reassociated; each cell keeps
+ * its own chain).  Arrays it reads besides the stored one must not share
+ * its memory, which the interchanged copy tests at run time (M_DISJOINT),
+ * as it tests that the k loop runs (after an empty k loop j has its last
+ * value in one order and not in the other); otherwise the loop runs as
+ * written.  A nest with anything else in it -- a second
+ * store, a call, an atomic, a check that remains, a triangular bound, a
+ * local carried from one iteration to the next (`s += ...` with `s = 0`
+ * outside the k loop) -- is left as it is.
+ *
+ * Where loops poll for Ctrl-C (the CPU), each serial loop runs in strips
+ * with a poll between them.  For a filter's taps, loops of five iterations,
+ * the strips cost more than the taps (a 5x5 convolution took 1.5x the time
+ * of the same loops written plainly in C), so when one iteration of the
+ * versioned loop does at most 2^16 units of work (1 + the inner loops'
+ * iterations, from their trip counts: range loops with fixed bounds, at
+ * most three deep and eight in all), its inner loops do not poll
+ * (TK_FOR_QUIET) and it polls for their work (IR_FOR's aux names the local
+ * that holds it): no more work between polls than before.
+ *
+ * Index arithmetic is 64-bit and wraps (unsigned sums), which the C
+ * compiler cannot follow as an offset: the tap loop's `j + dj` became a
+ * gather attempt.  In the copy, an index of a load or store whose terms
+ * range analysis bounds is tested, each term within +-2^50, so no sum of
+ * its at most MAX_LEAVES terms can wrap, and is written with C's signed
+ * sums (TK_BIN_NOWRAP): the convolution's last 1.2x against Numba.
+ *
+ * Each new form is `if (test) { new } else { the loop as written }`: the
+ * checks' test joined with the interchange's (disjoint memory, k runs) or
+ * the work's, so a loop exists in two copies, not three -- a row that fails
+ * the test runs with its checks, and the C compiler's time on such a kernel
+ * grows by about half rather than doubling.
+ *
+ * The copies carry a comment that names the transformation (emit.c prints
+ * a block's `str`).  TACK_NESTS=0 in the environment turns the pass off, for
+ * tests that compare with the untransformed code; TACK_OPT=0 does too.  The
+ * pass runs for the C dialect only: a GPU runs a parallel loop's iterations
+ * as threads and has its own view of what is cheap.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/compiler.h"
+
+#define MAX_LOOPS 32
+#define MAX_MARKED 256
+#define MAG ((int64_t)1 << 50) /* each term of a bound lies within +-MAG: no sum of a few wraps */
+#define MAX_LEAVES 16
+
+typedef struct nest {
+    tk_cc *C;
+    tk_ir *f;                            /* the loop being versioned */
+    int var[MAX_LOOPS];                  /* the loops around a check, inside f, with fixed bounds */
+    tk_ir *lo[MAX_LOOPS], *hi[MAX_LOOPS];
+    int n;
+    const tk_ir *marked[MAX_MARKED];     /* the checks the test covers */
+    int nmarked;
+    tk_ir *cond;                         /* their test */
+    tk_ir *leaves[MAX_LEAVES];           /* the terms of one bound */
+    int nleaves;
+    const tk_ir *nowrap[MAX_MARKED];     /* indices whose sums cannot wrap where the test holds */
+    int nnowrap;
+} nest;
+
+static const tk_ir *strip(const tk_ir *e) {
+    while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
+    return e;
+}
+
+static tk_ir *clone(tk_cc *C, const tk_ir *e) {
+    tk_ir *r = ir_new(C, e->op, e->ty, e->line);
+    *r = *e;
+    r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
+    r->cap = e->n;
+    for (int j = 0; j < e->n; j++) r->k[j] = clone(C, e->k[j]);
+    return r;
+}
+
+static tk_ir *as_i64(tk_cc *C, tk_ir *x) {
+    if (ty_eq(x->ty, ty_value(TACK_I64))) return x;
+    tk_ir *c = ir_new(C, IR_CAST, ty_value(TACK_I64), x->line);
+    ir_push(C, c, x);
+    return c;
+}
+
+static tk_ir *bin(tk_cc *C, int sub, tk_ir *a, tk_ir *b) {
+    int cmp = sub == B_LT || sub == B_LE || sub == B_GE || sub == B_GT;
+    tk_ir *r = ir_new(C, IR_BIN, ty_value(cmp ? TACK_BOOL : TACK_I64), a->line);
+    r->sub = (uint8_t)sub;
+    r->aux_ty = ty_value(TACK_I64);
+    ir_push(C, r, as_i64(C, a));
+    ir_push(C, r, as_i64(C, b));
+    return r;
+}
+
+static tk_ir *and_(tk_cc *C, tk_ir *a, tk_ir *b) {
+    if (!a) return b;
+    tk_ir *r = ir_new(C, IR_AND, ty_value(TACK_BOOL), a->line);
+    ir_push(C, r, a);
+    ir_push(C, r, b);
+    return r;
+}
+
+static tk_ir *cst(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
+
+/* Whether e is free of calls and atomics (so evaluating it more or fewer times changes nothing). */
+static int pure(const tk_ir *e) {
+    if (e->op == IR_CALL || e->op == IR_ATOMIC) return 0;
+    for (int i = 0; i < e->n; i++)
+        if (!pure(e->k[i])) return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------- range analysis */
+static int leaf(nest *x, tk_ir *t) {
+    if (x->nleaves >= MAX_LEAVES) return 0;
+    x->leaves[x->nleaves++] = t;
+    return 1;
+}
+
+/* The least and greatest value of integer e over every execution of the
+ * check it belongs to, inside x->f: fixed terms and loop variables. */
+static int range_of(nest *x, const tk_ir *e0, tk_ir **mn, tk_ir **mx) {
+    const tk_ir *e = strip(e0);
+    if (e->ty.kind != TY_VALUE || !ty_is_int(e->ty) || dt_bits((tack_dtype)e->ty.dt) != 64) return 0;
+    if (ir_invariant(e, x->f) && pure(e)) {
+        tk_ir *t = clone(x->C, e);
+        *mn = *mx = t;
+        return leaf(x, t);
+    }
+    if (e->op == IR_LOCAL) {
+        for (int i = x->n - 1; i >= 0; i--)
+            if (x->var[i] == e->local) {
+                *mn = clone(x->C, x->lo[i]);
+                *mx = bin(x->C, B_SUB, clone(x->C, x->hi[i]), cst(x->C, 1, e->line));
+                return leaf(x, *mn) && leaf(x, clone(x->C, x->hi[i]));
+            }
+        return 0;
+    }
+    if (e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB)) {
+        tk_ir *an, *ax, *bn, *bx;
+        if (!range_of(x, e->k[0], &an, &ax) || !range_of(x, e->k[1], &bn, &bx)) return 0;
+        *mn = e->sub == B_ADD ? bin(x->C, B_ADD, an, bn) : bin(x->C, B_SUB, an, bx);
+        *mx = e->sub == B_ADD ? bin(x->C, B_ADD, ax, bx) : bin(x->C, B_SUB, ax, bn);
+        return 1;
+    }
+    return 0;
+}
+
+/* The test that index check s passes wherever it runs in x->f, added to x->cond. */
+static int bound_check(nest *x, const tk_ir *s) {
+    if (s->sub != CK_INDEX || x->nmarked >= MAX_MARKED) return 0;
+    int range = s->local == CKI_RANGE;
+    const tk_ir *n = s->k[range ? 2 : 1];
+    if (!ir_invariant(n, x->f) || !pure(n)) return 0;
+    x->nleaves = 0;
+    tk_ir *mn, *mx, *t = NULL;
+    if (!range_of(x, s->k[range ? 1 : 0], &mn, &mx)) return 0;
+    int line = s->line;
+    for (int i = 0; i < x->nleaves; i++) {
+        t = and_(x->C, t, bin(x->C, B_GE, x->leaves[i], cst(x->C, -MAG, line)));
+        t = and_(x->C, t, bin(x->C, B_LE, x->leaves[i], cst(x->C, MAG, line)));
+    }
+    tk_ir *ext = clone(x->C, n);
+    if (range) { /* lo >= hi or hi <= n: every hi <= n */
+        t = and_(x->C, t, bin(x->C, B_LE, mx, ext));
+    } else { /* 0 <= i < n, or -n <= i < n */
+        tk_ir *low = s->local == CKI_NONNEG ? cst(x->C, 0, line) : bin(x->C, B_SUB, cst(x->C, 0, line), clone(x->C, n));
+        t = and_(x->C, t, bin(x->C, B_GE, mn, low));
+        t = and_(x->C, t, bin(x->C, B_LT, mx, ext));
+    }
+    x->cond = and_(x->C, x->cond, t);
+    x->marked[x->nmarked++] = s;
+    return 1;
+}
+
+/* How many statements under s assign local v. */
+static int assignments(const tk_ir *s, int v) {
+    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == v;
+    for (int i = 0; i < s->n; i++) n += assignments(s->k[i], v);
+    return n;
+}
+
+/* An index of a load or store in f whose terms are all bounded: under the
+ * test that each term lies within +-2^50 (added to x->cond), no partial
+ * sum of at most MAX_LEAVES terms wraps, so the copy writes it with C's
+ * signed arithmetic, whose offsets the C compiler can follow (TK_BIN_NOWRAP). */
+static void nowrap_index(nest *x, const tk_ir *ix) {
+    const tk_ir *e = strip(ix);
+    if (e->op != IR_BIN || x->nnowrap >= MAX_MARKED) return;
+    x->nleaves = 0;
+    tk_ir *mn, *mx, *t = NULL;
+    if (!range_of(x, e, &mn, &mx)) return;
+    for (int i = 0; i < x->nleaves; i++) {
+        if (x->leaves[i]->op == IR_CONST) continue;
+        t = and_(x->C, t, bin(x->C, B_GE, x->leaves[i], cst(x->C, -MAG, ix->line)));
+        t = and_(x->C, t, bin(x->C, B_LE, x->leaves[i], cst(x->C, MAG, ix->line)));
+    }
+    if (t) x->cond = and_(x->C, x->cond, t);
+    x->nowrap[x->nnowrap++] = e;
+}
+
+static void scan_indices(nest *x, const tk_ir *e) {
+    if (e->op == IR_LOAD || e->op == IR_STORE || e->op == IR_ATOMIC)
+        for (int i = e->op == IR_LOAD ? 0 : 1; i < e->n; i++) nowrap_index(x, e->k[i]);
+    for (int i = 0; i < e->n; i++) scan_indices(x, e->k[i]);
+}
+
+static void collect(nest *x, const tk_ir *s) {
+    switch (s->op) {
+    case IR_CHECK: bound_check(x, s); return;
+    case IR_ASSIGN: case IR_STORE: case IR_EVAL: scan_indices(x, s); return;
+    case IR_BLOCK:
+        for (int i = 0; i < s->n; i++) collect(x, s->k[i]);
+        return;
+    case IR_IF: collect(x, s->k[1]); collect(x, s->k[2]); return;
+    case IR_WHILE: collect(x, s->k[1]); return;
+    case IR_FOR: {
+        int fixed = x->n < MAX_LOOPS && s->k[2]->op == IR_CONST && s->k[2]->c.i > 0 && ir_invariant(s->k[0], x->f) &&
+                    ir_invariant(s->k[1], x->f) && pure(s->k[0]) && pure(s->k[1]) && assignments(x->f, s->local) == 1;
+        if (fixed) {
+            x->var[x->n] = s->local;
+            x->lo[x->n] = s->k[0];
+            x->hi[x->n] = s->k[1];
+            x->n++;
+        }
+        collect(x, s->k[3]);
+        if (fixed) x->n--;
+        return;
+    }
+    default: return;
+    }
+}
+
+static int is_marked(const nest *x, const tk_ir *s) {
+    for (int i = 0; i < x->nmarked; i++)
+        if (x->marked[i] == s) return 1;
+    return 0;
+}
+
+/* A copy of statement s without the marked checks. */
+static void mark_nowrap(tk_ir *e) {
+    if (e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && ty_is_int(e->ty) && dt_bits((tack_dtype)e->ty.dt) == 64)
+        e->aux = TK_BIN_NOWRAP;
+    if (e->op == IR_LOAD) return;
+    for (int i = 0; i < e->n; i++) mark_nowrap(e->k[i]);
+}
+
+static tk_ir *copy_unchecked(nest *x, const tk_ir *s) {
+    if (s->op == IR_CHECK && is_marked(x, s)) return ir_new(x->C, IR_BLOCK, ty_void(), s->line);
+    for (int i = 0; i < x->nnowrap; i++)
+        if (x->nowrap[i] == s) {
+            tk_ir *r = clone(x->C, s);
+            mark_nowrap(r);
+            return r;
+        }
+    if (s->op < IR_BLOCK && s->op != IR_LOAD && s->op != IR_ATOMIC && s->op != IR_CAST && s->op != IR_BIN) return clone(x->C, s);
+    tk_ir *r = ir_new(x->C, s->op, s->ty, s->line);
+    *r = *s;
+    r->k = tk_alloc(&x->C->arena, sizeof(tk_ir *) * (size_t)(s->n ? s->n : 1));
+    r->cap = s->n;
+    for (int j = 0; j < s->n; j++) r->k[j] = copy_unchecked(x, s->k[j]);
+    return r;
+}
+
+/* A statement that does nothing: an empty block, or an `if` with a pure test and empty branches. */
+static int empty(const tk_ir *s) {
+    if (s->op == IR_BLOCK) {
+        for (int i = 0; i < s->n; i++)
+            if (!empty(s->k[i])) return 0;
+        return 1;
+    }
+    return s->op == IR_IF && pure(s->k[0]) && empty(s->k[1]) && empty(s->k[2]);
+}
+
+/* The statements of block b that do something, flattened; at most max. */
+static int stmts(const tk_ir *b, tk_ir **out, int n, int max) {
+    for (int i = 0; i < b->n && n <= max; i++) {
+        tk_ir *s = b->k[i];
+        if (empty(s)) continue;
+        if (s->op == IR_BLOCK) n = stmts(s, out, n, max);
+        else if (n < max) out[n++] = s;
+        else return max + 1;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------- interchange */
+static int mentions(const tk_ir *e, int local) {
+    if (e->op == IR_LOCAL) return e->local == local;
+    for (int i = 0; i < e->n; i++)
+        if (mentions(e->k[i], local)) return 1;
+    return 0;
+}
+
+static int same(const tk_ir *a, const tk_ir *b) {
+    if (a->op != b->op || a->sub != b->sub || a->n != b->n || !ty_eq(a->ty, b->ty)) return 0;
+    switch (a->op) {
+    case IR_CONST: if (a->c.i != b->c.i || a->str || b->str) return 0; break;
+    case IR_LOCAL: if (a->local != b->local) return 0; break;
+    case IR_SHAPE: case IR_WRAP: if (a->param != b->param || a->aux != b->aux) return 0; break;
+    case IR_LOAD: if (a->param != b->param) return 0; break;
+    case IR_CAST: case IR_BIN: case IR_UN: if (a->op == IR_BIN && !ty_eq(a->aux_ty, b->aux_ty)) return 0; break;
+    default: return 0;
+    }
+    for (int i = 0; i < a->n; i++)
+        if (!same(a->k[i], b->k[i])) return 0;
+    return 1;
+}
+
+typedef struct ichg {
+    const tk_ir *store;
+    int temps[16], ntemps;
+    int reads[64], nreads; /* the other arrays read */
+    int ok;
+} ichg;
+
+/* The loads in e: the stored array only at the stored element; no calls,
+ * atomics or local arrays; the other arrays read, noted. */
+static void loads_ok(ichg *g, const tk_ir *e) {
+    if (!g->ok) return;
+    switch (e->op) {
+    case IR_CALL: case IR_ATOMIC: case IR_LLOAD: case IR_ARRAY: case IR_LARRAY: g->ok = 0; return;
+    case IR_LOAD:
+        if (e->param == g->store->param) {
+            if (e->n != g->store->n - 1) { g->ok = 0; return; }
+            for (int i = 0; i < e->n; i++)
+                if (!same(e->k[i], g->store->k[i + 1])) { g->ok = 0; return; }
+            return;
+        } else {
+            int seen = 0;
+            for (int i = 0; i < g->nreads; i++) seen |= g->reads[i] == e->param;
+            if (!seen) {
+                if (g->nreads >= 64) { g->ok = 0; return; }
+                g->reads[g->nreads++] = e->param;
+            }
+        }
+        break;
+    default: break;
+    }
+    for (int i = 0; i < e->n; i++) loads_ok(g, e->k[i]);
+}
+
+/* j or j + c (c a constant), no wrap */
+static int is_j(const tk_ir *e, int j) {
+    e = strip(e);
+    if (e->op == IR_LOCAL) return e->local == j;
+    return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && e->k[1]->op == IR_CONST && strip(e->k[0])->op == IR_LOCAL &&
+           strip(e->k[0])->local == j;
+}
+
+static int unit_for(const tk_ir *s) { return s->op == IR_FOR && s->k[2]->op == IR_CONST && s->k[2]->c.i == 1; }
+
+/* Loop fj (check-free) as `if (k loop runs and arrays disjoint) { interchanged } else { fj }`, or NULL. */
+static tk_ir *interchange(tk_cc *C, tk_ir *fj) {
+    if (!unit_for(fj)) return NULL;
+    tk_ir *one[2];
+    if (stmts(fj->k[3], one, 0, 1) != 1 || !unit_for(one[0])) return NULL;
+    tk_ir *fk = one[0];
+    int j = fj->local, k = fk->local;
+    for (int i = 0; i < 2; i++) {
+        if (!ir_invariant(fj->k[i], fj) || !pure(fj->k[i]) || !ir_invariant(fk->k[i], fj) || !pure(fk->k[i])) return NULL;
+    }
+    if (assignments(fj, j) != 1 || assignments(fj, k) != 1) return NULL;
+    tk_ir *body[17];
+    int nb = stmts(fk->k[3], body, 0, 16);
+    if (nb < 1 || nb > 16) return NULL;
+    ichg g;
+    memset(&g, 0, sizeof g);
+    const tk_ir *w = body[nb - 1];
+    if (w->op == IR_EVAL && w->k[0]->op == IR_ATOMIC) w = w->k[0]; /* a[..] += v before privatize.c */
+    else if (w->op != IR_STORE) return NULL;
+    g.store = w;
+    g.ok = 1;
+    for (int i = 0; i < nb - 1; i++) { /* locals, each assigned once before it is read */
+        tk_ir *a = body[i];
+        if (a->op != IR_ASSIGN || a->local == j || a->local == k || assignments(fj, a->local) != 1) return NULL;
+        for (int t = i; t < nb - 1; t++)
+            if (mentions(a->k[0], body[t]->local)) return NULL;
+        g.temps[g.ntemps++] = a->local;
+        loads_ok(&g, a->k[0]);
+    }
+    const tk_ir *st = g.store;
+    if (st->param < 0 || st->n < 2) return NULL;
+    int jaxes = 0;
+    for (int i = 1; i < st->n; i++) {
+        const tk_ir *ix = st->k[i];
+        if (mentions(ix, k)) return NULL;
+        for (int t = 0; t < g.ntemps; t++)
+            if (mentions(ix, g.temps[t])) return NULL;
+        if (mentions(ix, j)) {
+            if (!is_j(ix, j)) return NULL;
+            jaxes++;
+        } else if (!ir_invariant(ix, fj) || !pure(ix)) {
+            return NULL;
+        }
+        loads_ok(&g, ix);
+    }
+    if (jaxes != 1) return NULL;
+    loads_ok(&g, st->k[0]);
+    if (!g.ok) return NULL;
+
+    /* if (lo_k < hi_k && disjoint(C, each array read)) { for k: for j: body } else { fj } */
+    tk_ir *cond = bin(C, B_LT, clone(C, fk->k[0]), clone(C, fk->k[1]));
+    for (int r = 0; r < g.nreads; r++) {
+        tk_ir *d = ir_new(C, IR_MATH, ty_value(TACK_BOOL), fj->line);
+        d->sub = M_DISJOINT;
+        d->aux_ty = ty_value(TACK_I64);
+        d->param = st->param;
+        d->aux = g.reads[r];
+        cond = and_(C, cond, d);
+    }
+    tk_ir *inner = ir_new(C, IR_FOR, ty_void(), fj->line);
+    *inner = *fj;
+    inner->k = NULL;
+    inner->n = inner->cap = 0;
+    for (int i = 0; i < 3; i++) ir_push(C, inner, clone(C, fj->k[i]));
+    ir_push(C, inner, clone(C, fk->k[3]));
+    tk_ir *outer = ir_new(C, IR_FOR, ty_void(), fk->line);
+    *outer = *fk;
+    outer->k = NULL;
+    outer->n = outer->cap = 0;
+    for (int i = 0; i < 3; i++) ir_push(C, outer, clone(C, fk->k[i]));
+    tk_ir *ob = ir_new(C, IR_BLOCK, ty_void(), fk->line);
+    ir_push(C, ob, inner);
+    ir_push(C, outer, ob);
+    tk_ir *then = ir_new(C, IR_BLOCK, ty_void(), fj->line);
+    then->str = "tack: loops interchanged (nests.c): the inner loop runs along rows, each cell's updates in the same order";
+    ir_push(C, then, outer);
+    tk_ir *els = ir_new(C, IR_BLOCK, ty_void(), fj->line);
+    ir_push(C, els, fj);
+    tk_ir *iff = ir_new(C, IR_IF, ty_void(), fj->line);
+    ir_push(C, iff, cond);
+    ir_push(C, iff, then);
+    ir_push(C, iff, els);
+    return iff;
+}
+
+/* ----------------------------------------------------------- versioning */
+static int has_pfor(const tk_ir *s) {
+    if (s->op == IR_PFOR) return 1;
+    for (int i = 0; i < s->n; i++)
+        if (has_pfor(s->k[i])) return 1;
+    return 0;
+}
+
+/* ------------------------------------------------- short inner loops */
+/* The inner loops of f, when all are range loops with fixed bounds, at most
+ * three deep and eight in all (no while loops): the work of one iteration of
+ * f, 1 + the iterations of the inner loops, as an i64 expression, with
+ * `small` the test that every trip count is at most 2^16 (so the products
+ * cannot wrap); NULL otherwise. */
+static tk_ir *work_of(tk_cc *C, const tk_ir *f, const tk_ir *b, int depth, int *count, tk_ir **small) {
+    tk_ir *w = cst(C, 1, b->line);
+    for (int i = 0; i < b->n; i++) {
+        const tk_ir *s = b->k[i];
+        if (s->op == IR_WHILE || s->op == IR_PFOR) return NULL;
+        if (s->op == IR_BLOCK) {
+            tk_ir *inner = work_of(C, f, s, depth, count, small);
+            if (!inner) return NULL;
+            w = bin(C, B_ADD, w, inner);
+            continue;
+        }
+        if (s->op == IR_IF) {
+            for (int t = 1; t < 3; t++) {
+                tk_ir *inner = work_of(C, f, s->k[t], depth, count, small);
+                if (!inner) return NULL;
+                w = bin(C, B_ADD, w, inner);
+            }
+            continue;
+        }
+        if (s->op != IR_FOR) continue;
+        if (depth >= 3 || ++*count > 8 || s->k[2]->op != IR_CONST || s->k[2]->c.i <= 0) return NULL;
+        for (int t = 0; t < 2; t++)
+            if (!ir_invariant(s->k[t], f) || !pure(s->k[t])) return NULL;
+        tk_ir *trip = ir_new(C, IR_MATH, ty_value(TACK_I64), s->line);
+        trip->sub = M_TRIP;
+        trip->aux_ty = ty_value(TACK_I64);
+        for (int t = 0; t < 3; t++) ir_push(C, trip, as_i64(C, clone(C, s->k[t])));
+        *small = and_(C, *small, bin(C, B_LE, clone(C, trip), cst(C, (int64_t)1 << 16, s->line)));
+        tk_ir *body = work_of(C, f, s->k[3], depth + 1, count, small);
+        if (!body) return NULL;
+        w = bin(C, B_ADD, w, bin(C, B_MUL, trip, body));
+    }
+    return w;
+}
+
+static void mark_quiet(tk_ir *s) {
+    if (s->op == IR_FOR) s->sub = TK_FOR_QUIET;
+    if (s->op < IR_BLOCK) return;
+    for (int i = 0; i < s->n; i++) mark_quiet(s->k[i]);
+}
+
+/* Where loops poll (the CPU), a loop of short loops -- a filter's taps --
+ * spends more on their strips and polls than on the taps (a 5x5
+ * convolution: 1.5x the time of the same loops written plainly in C).  So
+ * when an iteration of f does at most 2^16 units of work, f's copy polls
+ * for the whole of it (IR_FOR's aux: the local that holds the work) and its
+ * inner loops do not poll: between polls there is no more work than before.
+ * `if (work <= 2^16) { tk_work = work; quiet copy } else { fast }`, or fast. */
+static tk_ir *quiet(tk_cc *C, tk_spec *S, tk_ir *fast) {
+    int count = 0;
+    tk_ir *small = NULL;
+    tk_ir *w = work_of(C, fast, fast->k[3], 0, &count, &small);
+    if (!w || !count) return fast;
+    int wl = tk_new_local(C, S, "tk_work", ty_value(TACK_I64), S->locals[fast->local].scope);
+    tk_ir *q = clone(C, fast);
+    mark_quiet(q->k[3]);
+    q->aux = wl + 1;
+    tk_ir *set = ir_new(C, IR_ASSIGN, ty_void(), fast->line);
+    set->local = wl;
+    ir_push(C, set, w);
+    tk_ir *then = ir_new(C, IR_BLOCK, ty_void(), fast->line);
+    then->str = "tack: inner loops short (nests.c): they do not poll; this loop polls for their work";
+    ir_push(C, then, set);
+    ir_push(C, then, q);
+    tk_ir *els = ir_new(C, IR_BLOCK, ty_void(), fast->line);
+    ir_push(C, els, fast);
+    tk_ir *iff = ir_new(C, IR_IF, ty_void(), fast->line);
+    ir_push(C, iff, and_(C, small, bin(C, B_LE, clone(C, w), cst(C, (int64_t)1 << 16, fast->line))));
+    ir_push(C, iff, then);
+    ir_push(C, iff, els);
+    return iff;
+}
+
+/* Serial loop f at the top of a parallel loop's body: its replacement, or f. */
+static tk_ir *version(tk_cc *C, tk_spec *S, tk_ir *f) {
+    if (has_pfor(f)) return f;
+    nest x;
+    memset(&x, 0, sizeof x);
+    x.C = C;
+    x.f = f;
+    collect(&x, f);
+    tk_ir *fast = copy_unchecked(&x, f); /* a copy without the checks the test covers */
+    /* interchanged or quiet: `if (test) { new } else { fast }`, whose test joins the checks' and
+     * whose else is dropped -- where it fails the loop runs as written: two copies, not three */
+    tk_ir *r = interchange(C, fast);
+    if (!r && C->dialect->polls) r = quiet(C, S, fast);
+    if (r && r->op != IR_IF) r = NULL;
+    if (!r && !x.nmarked) return f;
+    tk_ir *cond = x.cond, *then = ir_new(C, IR_BLOCK, ty_void(), f->line);
+    if (x.nmarked) then->str = "tack: this loop's index checks tested once (nests.c); the loop as written runs if any could fail";
+    if (r) {
+        cond = and_(C, cond, r->k[0]);
+        ir_push(C, then, r->k[1]);
+    } else {
+        ir_push(C, then, fast);
+    }
+    tk_ir *els = ir_new(C, IR_BLOCK, ty_void(), f->line);
+    ir_push(C, els, f);
+    tk_ir *iff = ir_new(C, IR_IF, ty_void(), f->line);
+    ir_push(C, iff, cond);
+    ir_push(C, iff, then);
+    ir_push(C, iff, els);
+    return iff;
+}
+
+static void top_loops(tk_cc *C, tk_spec *S, tk_ir *b) {
+    for (int i = 0; i < b->n; i++) {
+        tk_ir *s = b->k[i];
+        if (s->op == IR_BLOCK) top_loops(C, S, s);
+        else if (s->op == IR_FOR) b->k[i] = version(C, S, s);
+    }
+}
+
+static void find_pfors(tk_cc *C, tk_spec *S, tk_ir *s) {
+    if (s->op == IR_PFOR) {
+        top_loops(C, S, s->k[s->aux]);
+        return;
+    }
+    if (s->op < IR_BLOCK) return;
+    for (int i = 0; i < s->n; i++) find_pfors(C, S, s->k[i]);
+}
+
+void tk_nests(tk_cc *C) {
+    const char *env = getenv("TACK_NESTS");
+    if (env && !strcmp(env, "0")) return;
+    if (!C->dialect || strcmp(C->dialect->name, "c") || !C->nspecs || !C->specs[0]->body) return;
+    find_pfors(C, C->specs[0], C->specs[0]->body);
+}

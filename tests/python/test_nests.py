@@ -1,0 +1,344 @@
+"""Loop nests in a parallel loop (src/compiler/nests.c).
+
+Per-row versioning: the index checks of a serial loop at the top of a
+parallel loop's body are tested once per row, from the least and greatest
+value of each index (a convolution's `img[i + di, j + dj]` over the taps),
+and the row runs without them when they all hold; otherwise the loop runs as
+written, so an out-of-bounds index raises the same IndexError after the same
+writes.  Interchange: a perfect nest `for j: for k: C[i, j] += A[i, k] * B[k, j]`
+runs k outside and j inside, each cell's sum in the same k order: the same
+bits.  TACK_NESTS=0 turns the pass off; these tests compare with it.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import tack
+
+OPTIMIZED = os.environ.get("TACK_OPT") != "0" and os.environ.get("TACK_NESTS") != "0"
+needs_pass = pytest.mark.skipif(not OPTIMIZED, reason="the pass is off (TACK_OPT=0 or TACK_NESTS=0)")
+
+
+def conv2d(img, w, out):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            acc = 0.0
+            for di in range(w.shape[0]):
+                for dj in range(w.shape[1]):
+                    acc += img[i + di, j + dj] * w[di, dj]
+            out[i, j] = acc
+
+
+def matmul_ijk(A, B, C):
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            for k in range(A.shape[1]):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+def matmul_plain(A, B, C):  # C[i, j] = C[i, j] + ...: a plain store, not a compound one
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            for k in range(A.shape[1]):
+                C[i, j] = C[i, j] + A[i, k] * B[k, j]
+
+
+def matmul_local(A, B, C):  # a local accumulator: k's order per cell needs it; not interchanged
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            C[i, j] = s
+
+
+def imperfect(A, B, C):  # a statement between the loops: not interchanged
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            C[i, j] = 0.5
+            for k in range(A.shape[1]):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+def two_stores(A, B, C, D):  # a second store in the body: not interchanged
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            for k in range(A.shape[1]):
+                C[i, j] += A[i, k] * B[k, j]
+                D[i, k] = B[k, j]
+
+
+def neighbour(A, C):  # reads the stored array at another element: not interchanged
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1] - 1):
+            for k in range(A.shape[1]):
+                C[i, j] += A[i, k] * C[i, j + 1]
+
+
+def triangular(A, C):  # a bound that names j: not interchanged
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            for k in range(j):
+                C[i, j] += A[i, k]
+
+
+def indirect(img, idx, out):  # a loaded index: no range; the loop keeps its checks
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = img[i, idx[j]]
+
+
+def _both(fn, *args, monkeypatch):
+    """fn compiled with the pass and without (TACK_NESTS=0), each run on copies of args."""
+    on = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+    tack.kernel(fn)(*on)
+    off = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+    with monkeypatch.context() as m:
+        m.setenv("TACK_NESTS", "0")
+        tack.kernel(fn)(*off)
+    return on, off
+
+
+def _conv_args(rng, n, m, taps=5):
+    img = rng.random((n, m), dtype=np.float32)
+    w = rng.random((taps, taps), dtype=np.float32)
+    out = np.zeros((n - taps + 1, m - taps + 1), np.float32)
+    return img, w, out
+
+
+def _conv_ref(img, w, out):
+    """The kernel's f32 sums in its own order, a tap at a time over the whole image."""
+    r = np.zeros(out.shape, np.float32)
+    a, b = out.shape
+    for di in range(w.shape[0]):
+        for dj in range(w.shape[1]):
+            r = r + img[di:di + a, dj:dj + b] * w[di, dj]
+    return r
+
+
+def _mm_ref(A, B, C):
+    """C + A @ B with each cell's terms added in ascending k, as the loops do."""
+    r = C.copy()
+    for k in range(A.shape[1]):
+        r = r + A[:, k:k + 1] * B[k:k + 1, :]
+    return r
+
+
+@needs_pass
+def test_conv2d_checks_tested_once_per_row():
+    img, w, out = _conv_args(np.random.default_rng(0), 20, 24)
+    src = tack.kernel(conv2d).generated_source(img, w, out)
+    assert "index checks tested once (nests.c)" in src
+    # the checked loop is still there for rows where a check could fail
+    assert src.count("abi->fail(ctx") >= 2
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (6, 9), (37, 21), (130, 67)])
+def test_conv2d_same_bits(shape, monkeypatch):
+    img, w, out = _conv_args(np.random.default_rng(1), *shape)
+    on, off = _both(conv2d, img, w, out, monkeypatch=monkeypatch)
+    assert np.array_equal(on[2], off[2])
+    assert np.array_equal(on[2], _conv_ref(img, w, out))
+
+
+def _message(fn, args):
+    with pytest.raises(IndexError) as e:
+        fn(*args)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("extra", [1, 3])
+def test_conv2d_out_of_bounds_same_error(extra, monkeypatch):
+    """out is `extra` columns too wide: the last columns read past the image.  The
+    message and the writes made before the failure are those without the pass."""
+    rng = np.random.default_rng(2)
+    img, w, _ = _conv_args(rng, 12, 12)
+    out = np.zeros((8, 8 + extra), np.float32)
+    a_on = [img, w, out.copy()]
+    msg_on = _message(tack.kernel(conv2d), a_on)
+    a_off = [img, w, out.copy()]
+    with monkeypatch.context() as m:
+        m.setenv("TACK_NESTS", "0")
+        msg_off = _message(tack.kernel(conv2d), a_off)
+    assert msg_on == msg_off
+    assert "index 12" in msg_on and "size 12" in msg_on
+
+
+def test_one_row_out_of_bounds_same_writes(monkeypatch):
+    """One row (no other thread to stop it early): the pixels written before the
+    failing one are written, as without the pass."""
+    rng = np.random.default_rng(11)
+    img, w, _ = _conv_args(rng, 12, 12)
+    out = np.zeros((1, 10), np.float32)  # columns 8 and 9 read past the image
+    a_on = [img, w, out.copy()]
+    msg_on = _message(tack.kernel(conv2d), a_on)
+    a_off = [img, w, out.copy()]
+    with monkeypatch.context() as m:
+        m.setenv("TACK_NESTS", "0")
+        msg_off = _message(tack.kernel(conv2d), a_off)
+    assert msg_on == msg_off
+    assert np.array_equal(a_on[2], a_off[2])
+    assert np.array_equal(a_on[2][:, :8], _conv_ref(img, w, np.zeros((1, 8), np.float32)))
+    assert not a_on[2][:, 8:].any()
+
+
+def test_conv2d_taps_too_many_rows(monkeypatch):
+    """The taps reach below the image (axis 0): the error is the unversioned one."""
+    rng = np.random.default_rng(3)
+    img = rng.random((10, 10), dtype=np.float32)
+    w = rng.random((3, 3), dtype=np.float32)
+    out = np.zeros((9, 8), np.float32)  # rows 8 + 2 = 10 is past the end
+    msg_on = _message(tack.kernel(conv2d), [img, w, out.copy()])
+    with monkeypatch.context() as m:
+        m.setenv("TACK_NESTS", "0")
+        msg_off = _message(tack.kernel(conv2d), [img, w, out.copy()])
+    assert msg_on == msg_off and "index 10" in msg_on
+
+
+@needs_pass
+def test_matmul_interchanged_in_source():
+    A = np.zeros((8, 8))
+    src = tack.kernel(matmul_ijk).generated_source(A, A.copy(), A.copy())
+    assert "loops interchanged (nests.c)" in src
+    src = tack.kernel(matmul_plain).generated_source(A, A.copy(), A.copy())
+    assert "loops interchanged (nests.c)" in src
+
+
+@pytest.mark.parametrize("fn", [matmul_ijk, matmul_plain])
+@pytest.mark.parametrize("n,k,m", [(1, 1, 1), (3, 7, 5), (64, 64, 64), (33, 129, 70)])
+def test_matmul_same_bits(fn, n, k, m, monkeypatch):
+    rng = np.random.default_rng(4)
+    A, B, C = rng.random((n, k)), rng.random((k, m)), rng.random((n, m))
+    on, off = _both(fn, A, B, C, monkeypatch=monkeypatch)
+    assert np.array_equal(on[2], off[2])
+    assert np.array_equal(on[2], _mm_ref(A, B, C))
+
+
+def test_matmul_f32_and_int_same_bits(monkeypatch):
+    rng = np.random.default_rng(5)
+    A, B = rng.random((17, 31), dtype=np.float32), rng.random((31, 23), dtype=np.float32)
+    on, off = _both(matmul_ijk, A, B, np.zeros((17, 23), np.float32), monkeypatch=monkeypatch)
+    assert np.array_equal(on[2], off[2])
+    assert np.array_equal(on[2], _mm_ref(A, B, np.zeros((17, 23), np.float32)))
+    Ai, Bi = rng.integers(-9, 9, (5, 6)), rng.integers(-9, 9, (6, 7))
+    on, off = _both(matmul_ijk, Ai, Bi, np.zeros((5, 7), np.int64), monkeypatch=monkeypatch)
+    assert np.array_equal(on[2], Ai @ Bi) and np.array_equal(off[2], Ai @ Bi)
+
+
+def test_matmul_empty_k():
+    A, B, C = np.zeros((4, 0)), np.zeros((0, 5)), np.full((4, 5), 2.0)
+    tack.kernel(matmul_ijk)(A, B, C)
+    assert np.array_equal(C, np.full((4, 5), 2.0))
+
+
+def test_matmul_aliased_arrays_keep_the_order(monkeypatch):
+    """A is C: in the interchanged order C[i, k] would be read before its own
+    updates were done; the run-time test of disjoint memory picks the original
+    order, so results are the unoptimized ones (and those of Python's loops)."""
+    rng = np.random.default_rng(6)
+    B = rng.random((6, 6))
+    C0 = rng.random((6, 6))
+    on = C0.copy()
+    tack.kernel(matmul_ijk)(on, B, on)
+    off = C0.copy()
+    with monkeypatch.context() as m:
+        m.setenv("TACK_NESTS", "0")
+        tack.kernel(matmul_ijk)(off, B, off)
+    ref, swapped = C0.copy(), C0.copy()
+    for i in range(6):
+        for j in range(6):
+            for k in range(6):
+                ref[i, j] += ref[i, k] * B[k, j]
+        for k in range(6):
+            for j in range(6):
+                swapped[i, j] += swapped[i, k] * B[k, j]
+    assert not np.array_equal(ref, swapped)  # the order matters here
+    assert np.array_equal(on, off)
+    assert np.array_equal(on, ref)
+
+
+def test_matmul_out_of_bounds_same_error(monkeypatch):
+    rng = np.random.default_rng(7)
+    A, B = rng.random((4, 6)), rng.random((5, 3))  # k runs to 5: B[5, j] is past the end
+    msgs = []
+    for env in (None, "0"):
+        with monkeypatch.context() as m:
+            if env:
+                m.setenv("TACK_NESTS", env)
+            msgs.append(_message(tack.kernel(matmul_ijk), [A, B, np.zeros((4, 3))]))
+    assert msgs[0] == msgs[1] and "index 5" in msgs[0]
+
+
+@needs_pass
+@pytest.mark.parametrize("fn,args", [
+    (matmul_local, 3), (imperfect, 3), (two_stores, 4), (neighbour, 2), (triangular, 2)])
+def test_not_interchanged(fn, args, monkeypatch):
+    rng = np.random.default_rng(8)
+    arrs = [rng.random((9, 9)) for _ in range(args)]
+    src = tack.kernel(fn).generated_source(*arrs)
+    assert "loops interchanged" not in src
+    on, off = _both(fn, *arrs, monkeypatch=monkeypatch)
+    for a, b in zip(on, off):
+        assert np.array_equal(a, b)
+
+
+def test_loaded_index_keeps_its_checks(monkeypatch):
+    """idx[j] has no range: the copy without the other checks keeps that one."""
+    img = np.zeros((4, 4))
+    msgs = []
+    for env in (None, "0"):
+        with monkeypatch.context() as m:
+            if env:
+                m.setenv("TACK_NESTS", env)
+            msgs.append(_message(tack.kernel(indirect), [img, np.array([0, 9, 1, 2]), np.zeros((4, 4))]))
+    assert msgs[0] == msgs[1] and "index 9" in msgs[0]
+
+
+@needs_pass
+def test_short_inner_loops_poll_from_the_row():
+    """The taps' loops do not poll; the row's loop polls for their work."""
+    img, w, out = _conv_args(np.random.default_rng(9), 20, 24)
+    src = tack.kernel(conv2d).generated_source(img, w, out)
+    assert "inner loops short (nests.c)" in src
+    assert "TK_POLL((e" in src  # the row's strips are charged their work
+
+
+def test_long_inner_loops_same_bits(monkeypatch):
+    """257 x 256 taps: more than 2^16 units of work a pixel, so the taps keep their polls."""
+    rng = np.random.default_rng(10)
+    img = rng.random((260, 259), dtype=np.float32)
+    w = rng.random((257, 256), dtype=np.float32)
+    out = np.zeros((4, 4), np.float32)
+    on, off = _both(conv2d, img, w, out, monkeypatch=monkeypatch)
+    assert np.array_equal(on[2], off[2])
+    assert np.array_equal(on[2], _conv_ref(img, w, out))
+
+
+def shifted(a, out, big):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            for d in range(2):
+                out[i, j] += a[i, j + d + big - big]
+
+
+@needs_pass
+def test_index_sums_signed_in_the_copy():
+    """In the copy, an index's terms are tested small, so its sums are C's signed ones."""
+    import re
+    img, w, out = _conv_args(np.random.default_rng(12), 20, 24)
+    src = tack.kernel(conv2d).generated_source(img, w, out)
+    assert re.search(r"\(\(v\d+_j\) \+ \(v\d+_dj\)\)", src)
+    assert re.search(r"\(int64_t\)\(\(uint64_t\)\(v\d+_j\) \+ \(uint64_t\)\(v\d+_dj\)\)", src)  # the loop as written
+
+
+@pytest.mark.parametrize("big", [5, 2 ** 62])
+def test_huge_index_terms_keep_wrapping(big, monkeypatch):
+    """j + d + 2**62 - 2**62: a term beyond 2^50 fails the test, and the loop as
+    written (64-bit wrapping sums) runs: the same result as without the pass."""
+    rng = np.random.default_rng(13)
+    a = rng.random((6, 9))
+    out = np.zeros((6, 8))
+    on, off = _both(shifted, a, out, big, monkeypatch=monkeypatch)
+    assert np.array_equal(on[1], off[1])
+    assert np.array_equal(on[1], a[:, :8] + a[:, 1:9])
