@@ -42,6 +42,17 @@ def clang():
     return None
 
 
+def has_float16():
+    """Whether clang() knows _Float16 here (clang 15 and later on x86-64):
+    the CPU emulation of MSL (_msl_emulate.py) makes half of it."""
+    cc = clang()
+    if cc is None:
+        return False
+    proc = subprocess.run([cc, "-x", "c++", "-std=c++17", "-fsyntax-only", "-"], input="_Float16 h;\n",
+                          capture_output=True, text=True, timeout=60)
+    return proc.returncode == 0
+
+
 _TYPES = (r"(?:u?int(?:8|16|32|64)_t|float|half|bool|char|u?short|uchar|uint|u?long|int|void|"
           r"tk_\w+|atomic_\w+)")
 # a pointer declared or cast to: `[const] [space] [const] TYPE *`
