@@ -458,6 +458,9 @@ struct tk_dialect {
     /* `long` is 64 bits and `long long` may not exist (MSL): 64-bit integer
      * constants take the L suffix, not LL. */
     int long_is_64;
+    /* Float constants in decimal (9 significant digits: exact for f32), not
+     * C99/C++17 hexadecimal (MSL is C++14). */
+    int decimal_floats;
     /* The address space of a pointer to a function's own memory -- the abi
      * record, a local array handed to a @tack.func -- with its trailing space
      * (MSL's "thread "; NULL: none, a plain pointer). */

@@ -58,7 +58,9 @@
  * as_type (conversions round to nearest even).  Vectors and matrices are
  * our own packed structs (a vec3 is 12 bytes, as on the host), complex64
  * complex.c's.  64-bit integer constants take the L suffix (`long` is
- * MSL's 64-bit type; `long long` is not one of its types).
+ * MSL's 64-bit type; `long long` is not one of its types), and float
+ * constants are decimal with 9 significant digits, which gives back every
+ * f32 exactly (hexadecimal floats are C++17; MSL is C++14).
  *
  * Nothing of this has run on Apple hardware: the tests type-check every
  * kernel of the language suite with clang++ against tests/msl/metal_stdlib,
@@ -579,6 +581,7 @@ const tk_dialect tk_dialect_msl = {
     .func_qual = "static inline",
     .cxx_literals = 1,
     .long_is_64 = 1,
+    .decimal_floats = 1,
     .thread_ptr = "thread ",
     .float_specials = msl_specials,
     .kernel = msl_kernel,

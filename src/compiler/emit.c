@@ -99,6 +99,7 @@ static void emit_const(tk_emitter *e, tk_ir *x) {
         const char *const *sp = e->D->float_specials;
         if (isnan(v)) P(e, "%s", sp ? sp[f32 ? 0 : 1] : f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")");
         else if (isinf(v)) P(e, "%s%s", v < 0 ? "-" : "", sp ? sp[f32 ? 2 : 3] : f32 ? "__builtin_inff()" : "__builtin_inf()");
+        else if (f32 && e->D->decimal_floats) P(e, "%.8ef", (double)(float)v);
         else if (f32) P(e, "%af", (double)(float)v);
         else P(e, "%a", v);
         return;

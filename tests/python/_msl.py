@@ -8,9 +8,10 @@ dialect emits is checked two ways:
     our own declarations of the part of Metal's standard library the dialect
     uses, with Metal's address spaces made real and `double` poisoned;
   - a lint for what that header cannot express: every pointer declared names
-    its address space (MSL requires it; `thread` is the generic address
-    space in the header, so clang cannot tell), and no `long long` or
-    LL-suffixed constant (MSL's 64-bit integer is `long`).
+    its address space (MSL requires it; a plain pointer is a private one in
+    the check, so clang cannot tell), no `long long` or LL-suffixed constant
+    (MSL's 64-bit integer is `long`) and no hexadecimal float (C++17; MSL is
+    C++14, and the check compiles as C++17).
 
 ``check(source)`` returns None when the source passes, else the errors.
 """
@@ -58,6 +59,7 @@ _TYPES = (r"(?:u?int(?:8|16|32|64)_t|float|half|bool|char|u?short|uchar|uint|u?l
 # a pointer declared or cast to: `[const] [space] [const] TYPE *`
 _POINTER = re.compile(r"(\b\w+\s+)?(?:const\s+)?\b(" + _TYPES + r")\s*\*(?=\s*[\w)(])")
 _SPACES = {"device", "constant", "thread", "threadgroup"}
+_HEX_FLOAT = re.compile(r"\b0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*[pP][+-]?\d+")
 _LONG_LONG = re.compile(r"\blong\s+long\b|\b(?:0x[0-9a-fA-F]+|\d+)[uU]?(?:LL|ll)\b|\b\d+[uU]?ll\b")
 
 
@@ -75,6 +77,8 @@ def lint(source):
                 before = head[-1] if head else ""
             if before not in _SPACES and not (before == "" and _space_before(line, m.start())):
                 errors.append(f"line {n}: pointer without an address space: {line.strip()[:160]}")
+        if _HEX_FLOAT.search(line):
+            errors.append(f"line {n}: a hexadecimal float (C++17; MSL is C++14): {line.strip()[:160]}")
         if _LONG_LONG.search(line):
             errors.append(f"line {n}: long long (MSL's 64-bit integer is long): {line.strip()[:160]}")
     return errors

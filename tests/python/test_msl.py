@@ -338,6 +338,7 @@ def _doctor(old, new, src=None):
     ("a wrong type", "as_type<float>((uint)A[1])", "as_type<float>(A[1])", r"different sizes"),
     ("a misspelled attribute", "[[buffer(3)]]", "[[bufer(3)]]", r"unknown attribute"),
     ("a long long constant", "total_ = 1;", "total_ = 1LL;", r"long long"),
+    ("a hexadecimal float", "total_ = 1;", "total_ = (uint64_t)0x1p+0f;", r"hexadecimal float"),
     ("a pointer without its address space", "const thread tk_abi *abi", "const tk_abi *abi",
      r"without an address space"),
 ])
