@@ -14,6 +14,12 @@ dialect emits is checked two ways:
     C++14, and the check compiles as C++17).
 
 ``check(source)`` returns None when the source passes, else the errors.
+
+On a Mac, TACK_MSL_XCRUN=1 makes ``check`` compile with Apple's own compiler
+instead (``xcrun -sdk macosx metal -std=metal3.0 -fno-fast-math``; the lint
+still runs), so that one command checks the dialect against the real thing:
+
+    TACK_MSL_XCRUN=1 uv run pytest tests/python/test_msl.py
 """
 
 import os
@@ -29,6 +35,11 @@ _CANDIDATES = ("clang++-19", "clang++-18", "clang++-17", "clang++-16", "clang++-
 
 FLAGS = ("-x", "clcpp", "-cl-std=clc++2021", "-cl-no-stdinc", "-fsyntax-only", "-ferror-limit=20", "-Werror=unknown-attributes",
          "-Werror=double-promotion", "-Werror=implicit-function-declaration", "-Wno-unused-value")
+
+
+def xcrun():
+    """Whether to check with Apple's Metal compiler (TACK_MSL_XCRUN=1, on a Mac)."""
+    return os.environ.get("TACK_MSL_XCRUN") == "1"
 
 
 def clang():
@@ -94,15 +105,19 @@ def _space_before(line, at):
 def check(source, timeout=120):
     """None when `source` type-checks as MSL here and passes the lint, else the errors (str)."""
     cc = clang()
-    if cc is None:
+    if cc is None and not xcrun():
         raise RuntimeError("no clang++ to check MSL with")
     problems = lint(source)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.metal")
         with open(path, "w") as f:
             f.write(source)
-        proc = subprocess.run([cc, *FLAGS, "-I", str(INCLUDE), path], capture_output=True, text=True,
-                              timeout=timeout)
+        if xcrun():  # Apple's compiler and its own metal_stdlib
+            cmd = ["xcrun", "-sdk", "macosx", "metal", "-std=metal3.0", "-fno-fast-math", "-c", "-x", "metal", path,
+                   "-o", os.path.join(tmp, "kernel.air")]
+        else:
+            cmd = [cc, *FLAGS, "-I", str(INCLUDE), path]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         problems.append(proc.stderr.strip() or f"clang++ exited {proc.returncode}")
     return "\n".join(problems) if problems else None
