@@ -55,8 +55,9 @@ sysdeps:
 # with PoCL, OpenCL on the CPU, and Intel's OpenCL compiler (libocloc, in
 # intel-opencl-icd) for the OpenCL backend's tests (they skip without them); the
 # Level Zero loader (libze1), which the Level Zero backend opens (its tests use a
-# fake driver and libocloc, so they need no GPU); and ROCm's HIP (libamdhip64 with
-# hiprtc, and hipcc), which compiles the HIP dialect for AMD GPUs without one.
+# fake driver and libocloc, so they need no GPU); ROCm's HIP (libamdhip64 with
+# hiprtc, and hipcc), which compiles the HIP dialect for AMD GPUs without one;
+# and clang++, which type-checks the Metal dialect's MSL against tests/msl.
 sysdeps-test:
 	@{ ldconfig -p 2>/dev/null | grep -q 'libOpenCL.so.1' && test -e /etc/OpenCL/vendors/pocl.icd && \
 	   ldconfig -p 2>/dev/null | grep -q 'libocloc.so'; } || { \
@@ -74,6 +75,11 @@ sysdeps-test:
 	    apt-get update -qq && apt-get install -y -qq hipcc libamdhip64-dev >/dev/null || \
 	      echo "note: could not install hipcc libamdhip64-dev; the HIP compile tests will skip"; \
 	  else echo "note: install hipcc and libamdhip64-dev (ROCm's HIP, about 600 MB) to compile kernels for AMD GPUs"; fi; }
+	@{ command -v clang++-15 || command -v clang++; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq clang >/dev/null || \
+	      echo "note: could not install clang; the Metal dialect's type checks will skip"; \
+	  else echo "note: install clang (15 or later) to type-check the Metal dialect's output"; fi; }
 
 # The development environment: the `dev` dependency group (pytest, hypothesis;
 # uv syncs it by default), the VTK extra, the `peers` group, the DLPack peers the

@@ -4,6 +4,7 @@
     uv run python docs/examples/validate.py --arch cuda --vtk
     uv run python docs/examples/validate.py --arch opencl
     uv run python docs/examples/validate.py --arch hip
+    uv run python docs/examples/validate.py --arch metal
 
 Each check runs a small kernel (or an exchange with another library) on the
 chosen backend and compares the result with NumPy or Python computing the
@@ -11,6 +12,13 @@ same thing.  Every check prints one line -- PASS, FAIL with what differed, or
 SKIP with why it does not apply -- and the script exits with status 1 if any
 check failed (or one hung for --timeout seconds), 2 if the backend is not
 available on this machine, 0 otherwise.
+
+--arch metal on a machine without Metal (anything but a Mac) checks the
+compile side only: each check runs on the CPU, every kernel it calls is
+emitted as Metal Shading Language and, in a source checkout with clang++,
+type-checked against tests/msl (tests/python/_msl.py); a kernel Metal refuses
+(float64, 64-bit atomics, print) is reported as refused.  It exits 1 if any
+emitted source fails the check, else 2: running on Metal needs a Mac.
 
 --vtk adds the VTK exchange checks (it needs `uv sync --extra interop`).  On
 CPU they share memory with VTK; on a GPU they exchange copies.
@@ -538,6 +546,78 @@ def available(arch):
     return any(n == arch or n.startswith(arch + ":") for n in names), names
 
 
+def metal_compile_side(args, names):
+    """--arch metal without a Metal device: every check on the CPU, each
+    kernel it calls emitted as MSL and type-checked where the checker is."""
+    import pathlib
+
+    global DEVICE
+    root = pathlib.Path(__file__).resolve().parents[2]
+    checker = None
+    if (root / "tests/msl/metal_stdlib").exists() and (root / "tests/python/_msl.py").exists():
+        sys.path.insert(0, str(root / "tests/python"))
+        import _msl
+
+        checker = _msl if _msl.clang() else None
+    print(f"Tack {tack.__version__}: no Metal device here (tack.devices() lists {', '.join(names) or 'nothing'}); "
+          f"checking the compile side: kernels run on the CPU and are emitted as MSL"
+          + (", type-checked with clang++ against tests/msl" if checker else
+             " (no clang++ or tests/msl here: emitted, not type-checked)"))
+    DEVICE = "cpu"
+    tack.set_default_device("cpu")
+    original = tack.kernel
+    seen = {}
+
+    def capturing(fn=None, **options):
+        if fn is None:
+            return lambda f: capturing(f, **options)
+        k = original(fn, **options)
+
+        def call(*a, **kw):
+            try:
+                return k(*a, **kw)
+            finally:
+                try:
+                    seen[fn.__name__] = ("emitted", k.generated_source(*a, target="metal", **kw))
+                except (tack.CompileError, NotImplementedError) as e:
+                    if "Metal" not in str(e):
+                        raise
+                    seen[fn.__name__] = ("refused", str(e).splitlines()[0])
+
+        return call
+
+    emitted = refused = bad = 0
+    tack.kernel = capturing
+    try:
+        for group, name, fn, needs_kernels in check.items:
+            if group == "vtk" or (args.k and args.k not in name) or not needs_kernels:
+                continue
+            seen.clear()
+            print(f"{group + '/' + name:<52}", end="", flush=True)
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 -- the CPU result is not what is checked here
+                pass
+            notes, bad_before = [], bad
+            for kname, (how, what) in seen.items():
+                if how == "refused":
+                    refused += 1
+                    notes.append(f"{kname} refused: {what}")
+                    continue
+                emitted += 1
+                problems = checker.check(what) if checker else None
+                if problems:
+                    bad += 1
+                    notes.append(f"{kname}: {problems.splitlines()[0]}")
+            status = "FAIL" if bad > bad_before else "MSL " if seen else "SKIP"
+            print(f"{status}  {len(seen)} kernel(s)" + (f"; {'; '.join(notes)}"[:300] if notes else ""))
+    finally:
+        tack.kernel = original
+    print(f"MSL: {emitted} kernel(s) emitted{' and type-checked' if checker else ''}, {bad} failed the check, "
+          f"{refused} refused by the dialect.  Nothing ran on Metal: that needs a Mac.")
+    return 1 if bad else 2
+
+
 def main(argv=None):
     global DEVICE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -550,6 +630,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     ok, names = available(args.arch)
+    if not ok and args.arch == "metal":
+        return metal_compile_side(args, names)
     if not ok:
         print(f"validate: the {args.arch} backend is not available on this machine "
               f"(tack.devices() lists {', '.join(names) or 'nothing'}); nothing was checked.")

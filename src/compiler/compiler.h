@@ -464,6 +464,16 @@ struct tk_dialect {
     const char *func_qual;
     /* Vector and matrix values as C++ `T{{...}}` rather than C compound literals. */
     int cxx_literals;
+    /* `long` is 64 bits and `long long` may not exist (MSL): 64-bit integer
+     * constants take the L suffix, not LL. */
+    int long_is_64;
+    /* Float constants in decimal (9 significant digits: exact for f32), not
+     * C99/C++17 hexadecimal (MSL is C++14). */
+    int decimal_floats;
+    /* The address space of a pointer to a function's own memory -- the abi
+     * record, a local array handed to a @tack.func -- with its trailing space
+     * (MSL's "thread "; NULL: none, a plain pointer). */
+    const char *thread_ptr;
     /* Spellings of NaN and infinity: f32 NaN, f64 NaN, f32 inf, f64 inf (NULL: GCC builtins). */
     const char *const *float_specials;
     /* Declarations the kernel's layout needs ahead of the functions, written
@@ -477,6 +487,7 @@ struct tk_dialect {
 extern const tk_dialect tk_dialect_cuda;
 extern const tk_dialect tk_dialect_opencl;
 extern const tk_dialect tk_dialect_hip;
+extern const tk_dialect tk_dialect_msl;
 
 /* What the code being written is, which decides how a failed check or a
  * `return` leaves it. */

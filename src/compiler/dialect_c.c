@@ -299,5 +299,6 @@ const tk_dialect *tk_dialect_find(const char *name) {
     if (!strcmp(name, "cuda")) return &tk_dialect_cuda;
     if (!strcmp(name, "opencl")) return &tk_dialect_opencl;
     if (!strcmp(name, "hip")) return &tk_dialect_hip;
+    if (!strcmp(name, "metal")) return &tk_dialect_msl;
     return NULL;
 }

@@ -185,7 +185,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     if (opts) o = *opts;
     const tk_dialect *dialect = tk_dialect_find(o.target);
     if (!dialect)
-        return tack_set_error(TACK_ERR_UNSUPPORTED, "compile target '%s' is not supported (\"c\", \"cuda\", \"hip\" and \"opencl\")", o.target);
+        return tack_set_error(TACK_ERR_UNSUPPORTED, "compile target '%s' is not supported (\"c\", \"cuda\", \"hip\", \"metal\" and \"opencl\")", o.target);
 
     tk_cc *C = tack_calloc(1, sizeof *C);
     if (!C) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", m->funcs[kernel].name);

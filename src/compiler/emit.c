@@ -99,6 +99,7 @@ static void emit_const(tk_emitter *e, tk_ir *x) {
         const char *const *sp = e->D->float_specials;
         if (isnan(v)) P(e, "%s", sp ? sp[f32 ? 0 : 1] : f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")");
         else if (isinf(v)) P(e, "%s%s", v < 0 ? "-" : "", sp ? sp[f32 ? 2 : 3] : f32 ? "__builtin_inff()" : "__builtin_inf()");
+        else if (f32 && e->D->decimal_floats) P(e, "%.8ef", (double)(float)v);
         else if (f32) P(e, "%af", (double)(float)v);
         else P(e, "%a", v);
         return;
@@ -107,13 +108,14 @@ static void emit_const(tk_emitter *e, tk_ir *x) {
         P(e, "%d", x->c.i != 0);
         return;
     }
+    const char *ll = e->D->long_is_64 ? "L" : "LL";
     if (dt == TACK_U64) {
-        P(e, "((uint64_t)%lluULL)", (unsigned long long)x->c.u);
+        P(e, "((uint64_t)%lluU%s)", (unsigned long long)x->c.u, ll);
         return;
     }
-    if (x->c.i == INT64_MIN) P(e, "((%s)(-9223372036854775807LL-1))", ctype(e, dt));
-    else if (dt == TACK_I64) P(e, "((int64_t)%lldLL)", (long long)x->c.i);
-    else P(e, "((%s)%lldLL)", ctype(e, dt), (long long)x->c.i);
+    if (x->c.i == INT64_MIN) P(e, "((%s)(-9223372036854775807%s-1))", ctype(e, dt), ll);
+    else if (dt == TACK_I64) P(e, "((int64_t)%lld%s)", (long long)x->c.i, ll);
+    else P(e, "((%s)%lld%s)", ctype(e, dt), (long long)x->c.i, ll);
 }
 
 /* An index `b + c` or `b - c` with a small constant c: b and c; else the index and 0. */
@@ -401,7 +403,7 @@ static void emit_call(tk_emitter *e, tk_ir *x) {
             const tk_local *l = &e->S->locals[a->local];
             /* the cast drops the const of a pre-loop array read in the loop's CPU chunk
              * (emit_cpu.c); lowering refuses a callee that writes one there */
-            P(e, ", (%s *)", ctype(e, l->ty.dt));
+            P(e, ", (%s%s *)", e->D->thread_ptr ? e->D->thread_ptr : "", ctype(e, l->ty.dt));
             local_name(e, a->local);
             for (int k = 0; k < l->ty.ndim; k++) P(e, ", (int64_t)%lld", (long long)l->ashape[k]);
         } else {
@@ -839,12 +841,13 @@ static const char *ret_type(tk_emitter *e, const tk_spec *S) {
 }
 
 static void func_signature(tk_emitter *e, tk_spec *S, int si) {
-    P(e, "%s %s tk_f%d(%s, const tk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", ret_type(e, S), si,
-      e->D->ctx_param ? e->D->ctx_param : "tk_ctx *ctx");
+    const char *th = e->D->thread_ptr ? e->D->thread_ptr : "";
+    P(e, "%s %s tk_f%d(%s, const %stk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", ret_type(e, S), si,
+      e->D->ctx_param ? e->D->ctx_param : "tk_ctx *ctx", th);
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
         if (t.kind == TY_ARRAY) {
-            if (p < 64 && (S->plarr >> p & 1)) P(e, ", %s *a%d", ctype(e, t.dt), p); /* a local array: private */
+            if (p < 64 && (S->plarr >> p & 1)) P(e, ", %s%s *a%d", th, ctype(e, t.dt), p); /* a local array: private */
             else P(e, ", %s *a%d", e->D->storage_type((tack_dtype)t.dt), p);
             for (int k = 0; k < t.ndim; k++) P(e, ", int64_t a%d_s%d", p, k);
         } else {

@@ -291,7 +291,7 @@ static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_g
     }
     if (nd > 1) {
         tk_emitter_indent(e);
-        tk_emitter_printf(e, "const bool narrow_ = total_ <= 0xffffffffull;\n");
+        tk_emitter_printf(e, "const bool narrow_ = total_ <= (uint64_t)0xffffffffu;\n");
     }
     /* a privatized sum lives across the thread's iterations; every other local
      * of the loop is its iteration's own, zero where not assigned (as on the CPU) */
@@ -480,7 +480,7 @@ void tk_grid_kernel(tk_emitter *e, tk_buf *out, const tk_grid *G) {
         tk_emitter_indent(e);
         tk_emitter_printf(e, "const tk_abi abi_ = {%s};\n", G->prog);
         tk_emitter_indent(e);
-        tk_emitter_printf(e, "const tk_abi *abi = &abi_; (void)abi;\n");
+        tk_emitter_printf(e, "const %stk_abi *abi = &abi_; (void)abi;\n", C->dialect->thread_ptr ? C->dialect->thread_ptr : "");
         if (k == 0) init_frame(e, C, K, G);
         else frame_io(e, K, 1, k % 2);
         if (ph->kind == PH_SERIAL) {

@@ -413,9 +413,17 @@ static void t_cpu_untouched(void) {
     tack_program_free(p);
     tack_compile_options o;
     tack_compile_options_init(&o);
-    o.target = "metal";
+    o.target = "vulkan";
     p = NULL;
     CHECK(tack_compile(tb_m, k, sig, 1, &o, &p) == TACK_ERR_UNSUPPORTED && p == NULL);
+    /* metal is a target (dialect_msl.c): MSL, its own layout comment, f32 NaN spelled NAN */
+    o.target = "metal";
+    CHECK(tack_compile(tb_m, k, sig, 1, &o, &p) == TACK_OK);
+    s = p ? tack_program_source(p) : "";
+    CHECK(strstr(s, "#include <metal_stdlib>") && strstr(s, "/* tack-metal: phases=p frame=0 */") &&
+          strstr(s, "tk_vec3{{") && strstr(s, "NAN") && !strstr(s, "__builtin_nanf"));
+    tack_program_free(p);
+    p = NULL;
     /* a CUDA program cannot be built for the CPU */
     o.target = "cuda";
     CHECK(tack_compile(tb_m, k, sig, 1, &o, &p) == TACK_OK);

@@ -6,8 +6,12 @@ It wraps ``tack.kernel`` so that each call of a kernel -- on the CPU, as the
 tests make it -- also asks for ``generated_source(*args, target=T)`` and
 compiles that source through libtack's own compiler path for T: CUDA to PTX
 for sm_80 and sm_90 with NVRTC, or HIP to code objects for gfx90a (CDNA 2)
-and gfx1030 (RDNA 2) with hiprtc.  T is TACK_CAPTURE_TARGET ("cuda" when
-unset).  The outcome of the language tests themselves does not matter here
+and gfx1030 (RDNA 2) with hiprtc; or, for "metal", the Metal Shading
+Language type-checked by clang++ against tests/msl (_msl.py: no machine here
+has Apple's compiler).  T is TACK_CAPTURE_TARGET ("cuda" when unset).  For
+Metal a kernel that the CPU ran but the dialect refuses (f64, 64-bit
+atomics, print: a CompileError or NotImplementedError naming Metal) is
+recorded as refused, with its message, not as a failure.  The outcome of the language tests themselves does not matter here
 (the wrapper changes what some of them inspect); what is recorded is whether
 each distinct source compiled.  The compiles wait for the end of the session
 and then run in worker processes, one a core (a process each: hiprtc's
@@ -27,7 +31,7 @@ from tack import _core
 
 _OUT = os.environ.get("TACK_CUDA_CAPTURE")
 _TARGET = os.environ.get("TACK_CAPTURE_TARGET", "cuda")
-_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}[_TARGET]
+_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030"), "metal": ("msl3",)}[_TARGET]
 _seen = set()
 _pending = []  # (kernel name, source), compiled at the end of the session
 _summary = {"target": _TARGET, "kernels": [], "compiled": 0, "failures": [], "no_source": 0}
@@ -45,6 +49,15 @@ def nvrtc_compile(src, arch):
 
 def _compile_checked(src, arch):
     """Compile for the target; raise when the output holds no kernel."""
+    if _TARGET == "metal":
+        import _msl
+
+        problems = _msl.check(src)
+        if problems:
+            raise RuntimeError(problems)
+        if "tack-metal: phases=" not in src:
+            raise RuntimeError("no layout comment in the MSL")
+        return
     if _TARGET == "hip":
         code = _core._hiprtc_compile(src, arch)
         if not code.startswith(b"\x7fELF") or (b"tk_phase0" not in code and "tack-hip: phases= " not in src):
@@ -55,18 +68,59 @@ def _compile_checked(src, arch):
         raise RuntimeError("no kernel entry in the PTX")
 
 
+def _refused_by_metal(e):
+    return _TARGET == "metal" and "Metal" in str(e) and isinstance(e, (tack.CompileError, NotImplementedError))
+
+
+def _demoted(args):
+    """The arguments with float64 made float32 and complex128 complex64, or
+    None when there is nothing to demote (Metal has no double: the language
+    tests' float64 kernels are checked again in single precision)."""
+    import numpy as np
+
+    wide = {np.dtype(np.float64): np.float32, np.dtype(np.complex128): np.complex64}
+    out, changed = [], False
+    for a in args:
+        dt = getattr(a, "dtype", None)
+        if isinstance(a, np.ndarray) and a.dtype in wide:
+            out.append(a.astype(wide[a.dtype]))
+            changed = True
+        elif isinstance(a, np.generic) and dt in wide:
+            out.append(wide[dt](a))
+            changed = True
+        else:
+            out.append(a)
+    return out if changed else None
+
+
 def _capture(k, args, kwargs):
     try:
         src = k.generated_source(*args, target=_TARGET, **kwargs)
     except Exception as e:  # a call the test expects to fail: nothing to compile
+        if _refused_by_metal(e):
+            name = getattr(k, "__name__", "?")
+            _summary.setdefault("refused", []).append(f"{name}: {e}"[:400])
+            low = _demoted(args)
+            if low is not None:
+                try:
+                    src = k.generated_source(*low, target=_TARGET, **kwargs)
+                except Exception as e2:  # noqa: BLE001
+                    if _refused_by_metal(e2):
+                        _summary.setdefault("refused_in_f32", []).append(f"{name}: {e2}"[:400])
+                    return
+                _add(name + "[f32]", src)
+            return
         _summary["no_source"] += 1
         _summary.setdefault("no_source_why", []).append(f"{getattr(k, '__name__', '?')}: {e}"[:300])
         return
+    _add(getattr(k, "__name__", "?"), src)
+
+
+def _add(name, src):
     key = hashlib.sha256(src.encode()).hexdigest()
     if key in _seen:
         return
     _seen.add(key)
-    name = getattr(k, "__name__", "?")
     _summary["kernels"].append(name)
     _pending.append((name, src))
 

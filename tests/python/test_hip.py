@@ -97,7 +97,7 @@ def test_hip_source_is_the_cuda_source_with_amd_parts():
 
 def test_unknown_targets_and_architectures_are_named():
     f32 = np.ones(4, np.float32)
-    with pytest.raises(Exception, match=r"compile target 'rocm' is not supported \(\"c\", \"cuda\", \"hip\" and"):
+    with pytest.raises(Exception, match=r"compile target 'rocm' is not supported \(\"c\", \"cuda\", \"hip\", \"metal\" and"):
         saxpy.generated_source(2.0, f32, f32, target="rocm")
     # refused before hiprtc is loaded, so safe in this process
     with pytest.raises(ValueError, match="'sm_80' is not an AMD GPU architecture"):
