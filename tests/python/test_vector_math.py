@@ -133,11 +133,13 @@ print("ok")
 """
 
 
-def _build(tmp_path, **env):
+def _build(tmp_path, script=SCRIPT, **env):
     """Build and run the kernel in a new process with a new cache; the names
     of the vector variants the built library calls."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    text = script
     script = tmp_path / "transc.py"
-    script.write_text(SCRIPT)
+    script.write_text(text)
     cache = tmp_path / "cache"
     e = {k: v for k, v in os.environ.items() if k not in ("TACK_CC", "CC", "TACK_VECTOR_MATH")}
     e.update(TACK_CACHE_DIR=str(cache), **env)
@@ -163,6 +165,20 @@ def test_gcc_calls_the_vector_variants(tmp_path):
 def test_clang_calls_the_vector_variants_it_knows(tmp_path):
     # clang's table of libmvec names has exp and log; tanh only from a later clang on
     assert {"expf", "logf"} <= _build(tmp_path, TACK_CC="clang")
+
+
+@pytest.mark.skipif(not (LIBMVEC and shutil.which("gcc")), reason="needs gcc and x86-64 glibc's libmvec")
+def test_only_a_kernel_with_vector_calls_links_libmvec(tmp_path):
+    # -lmvec is linked as needed: a kernel of plain arithmetic does not load it
+    assert _build(tmp_path / "a", TACK_CC="gcc") and _needs_libmvec(tmp_path / "a")
+    plain = SCRIPT.replace("math.tanh(math.log(x[i] + 1.0) * 0.5) + math.sqrt(math.exp(-x[i]))", "x[i] * 2.0 + 1.0")
+    plain = plain.split("want =")[0] + "print('ok')\n"
+    assert _build(tmp_path / "b", script=plain, TACK_CC="gcc") == set()
+    assert not _needs_libmvec(tmp_path / "b")
+
+
+def _needs_libmvec(d):
+    return any(b"libmvec.so.1\0" in so.read_bytes() for so in (d / "cache").glob("*.so"))
 
 
 @pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc")
