@@ -288,6 +288,18 @@ def _hist2_ref(inp):
             "sums": np.bincount(keys, weights=inp["w"], minlength=HIST2_BINS)}
 
 
+# out[i] = tanh(log(x[i] + 1) * 0.5) + sqrt(exp(-x[i])): f32, four calls of the
+# C library's math functions an element, nothing else (issue 21's "transcendental
+# math in SIMD lanes").  x in [0, 4): log's argument in [1, 5), exp's in (-4, 0].
+def _transc_make(n):
+    return {"x": (_rng(11).random(n, dtype=np.float32) * np.float32(4.0)), "out": np.zeros(n, np.float32)}
+
+
+def _transc_ref(inp):
+    x = inp["x"].astype(np.float64)
+    return {"out": (np.tanh(np.log(x + 1.0) * 0.5) + np.sqrt(np.exp(-x))).astype(np.float32)}
+
+
 def _zeros_like(name):
     return lambda inp: np.zeros_like(inp[name])
 
@@ -374,6 +386,12 @@ SPECS = {
         _hist2_make, ("counts", "sums"), _hist2_ref, _close(1e-9),
         nbytes=lambda n: 12 * n, work=float, label=_count, footprint=lambda n: 12 * n,
         fresh={"counts": _zeros_like("counts"), "sums": _zeros_like("sums")}, peers=ROUND_TWO),
+    "transcendental": Spec(
+        "transcendental", "compute", "out[i] = tanh(log(x[i] + 1) * 0.5) + sqrt(exp(-x[i])) (f32)",
+        [_elems(b, 4) for b in _MEM], [_elems(b, 4) for b in _MEM_QUICK],
+        _transc_make, ("out",), _transc_ref, _close(1e-5, 1e-6),
+        nbytes=lambda n: 0, work=float, label=_count, footprint=lambda n: 8 * n,
+        fresh={"out": _zeros_like("out")}, peers=ROUND_TWO),
 }
 
 ORDER = list(SPECS)

@@ -183,6 +183,14 @@ void ref_hist2(int64_t n, const int32_t *restrict keys, const double *restrict w
     }
 }
 
+/* Without -ffast-math <math.h> announces no vector variants of the C
+ * library's functions, so GCC keeps one call per element here: the plain C a
+ * careful programmer writes (no SVML, no hand-written vector math). */
+void ref_transcendental(int64_t n, const float *restrict x, float *restrict out) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) out[i] = tanhf(logf(x[i] + 1.0f) * 0.5f) + sqrtf(expf(-x[i]));
+}
+
 /* ---------------------------------------------------------------- bandwidth */
 KEEP_LOOP void bw_write(int64_t n, float *restrict dst, float value) {
 #pragma omp parallel for schedule(static)

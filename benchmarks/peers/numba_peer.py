@@ -179,10 +179,15 @@ def kernels():
         for i in range(y.shape[0]):
             y[i] = a * x[i] + y[i]
 
+    @par
+    def transcendental(x, out):
+        for i in prange(x.shape[0]):
+            out[i] = math.tanh(math.log(x[i] + np.float32(1.0)) * np.float32(0.5)) + math.sqrt(math.exp(-x[i]))
+
     _k = dict(saxpy=saxpy, radius_squared=radius_squared, stencil=stencil, nbody=nbody,
               mandelbrot=mandelbrot, sum=sum_, histogram=histogram, normalize=normalize,
               stencil_local=stencil_local, conv2d=conv2d, matmul_acc=matmul_acc, hist2=hist2,
-              saxpy_serial=saxpy_serial, numba=numba)
+              saxpy_serial=saxpy_serial, numba=numba, transcendental=transcendental)
     return _k
 
 
@@ -219,6 +224,8 @@ def prepare(kernel, inp):
         args = (inp["A"], inp["B"], inp["C"])
     elif kernel == "hist2":
         args = (inp["keys"], inp["w"], inp["counts"], inp["sums"], k["numba"].get_num_threads())
+    elif kernel == "transcendental":
+        args = (inp["x"], inp["out"])
     else:
         raise KeyError(kernel)
     return (lambda: fn(*args)), None

@@ -132,6 +132,19 @@ def prepare(kernel, inp):
         def run():
             np.add(counts, np.bincount(keys, minlength=nb).astype(np.int32), out=counts)
             np.add(sums, np.bincount(keys, weights=w, minlength=nb), out=sums)
+    elif kernel == "transcendental":
+        x, out = inp["x"], inp["out"]
+        t = np.empty_like(out)
+
+        def run():  # f32 throughout, whole-array steps (NumPy's own SIMD exp, log, tanh)
+            np.add(x, np.float32(1.0), out=t)
+            np.log(t, out=t)
+            np.multiply(t, np.float32(0.5), out=t)
+            np.tanh(t, out=t)
+            np.negative(x, out=out)
+            np.exp(out, out=out)
+            np.sqrt(out, out=out)
+            np.add(t, out, out=out)
     else:
         raise KeyError(kernel)
     return run, None

@@ -141,9 +141,15 @@ def kernels():
             counts[keys[i]] += 1
             sums[keys[i]] += w[i]
 
+    @tack.kernel
+    def transcendental(x, out):
+        for i in range(x.shape[0]):
+            out[i] = math.tanh(math.log(x[i] + 1.0) * 0.5) + math.sqrt(math.exp(-x[i]))
+
     _k = dict(saxpy=saxpy, radius_squared=radius_squared, stencil=stencil, nbody=nbody,
               mandelbrot=mandelbrot, sum=sum_, histogram=histogram, normalize=normalize,
-              stencil_local=stencil_local, conv2d=conv2d, matmul_acc=matmul_acc, hist2=hist2)
+              stencil_local=stencil_local, conv2d=conv2d, matmul_acc=matmul_acc, hist2=hist2,
+              transcendental=transcendental)
     return _k
 
 
@@ -186,6 +192,8 @@ def arguments(kernel, inp):
         args = (inp["A"], inp["B"], inp["C"])
     elif kernel == "hist2":
         args = (inp["keys"], inp["w"], inp["counts"], inp["sums"])
+    elif kernel == "transcendental":
+        args = (inp["x"], inp["out"])
     elif kernel == "normalize":
         v, _ = vec3_view(inp["v"], False)
         out, shared = vec3_view(inp["out"], True)

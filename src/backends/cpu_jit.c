@@ -5,7 +5,8 @@
  * cc/gcc/clang on PATH, the ziglang wheel's `zig cc`: see "compiler choice"
  * below) into a shared library, which is loaded with dlopen.  Flags:
  * -O3 -march=native -fPIC -shared -fno-math-errno, fast-math flags only for
- * fast_math kernels, then TACK_CFLAGS.
+ * fast_math kernels, -DTK_VMATH=1 where glibc's vector math is used (below,
+ * "vector math"), then TACK_CFLAGS.
  *
  * Disk cache: the library is kept under a key that hashes everything that
  * determines its contents -- the source, the dialect, the compiler's
@@ -402,6 +403,54 @@ static void cpu_identity(hash2 *h) {
     for (int i = 0; i < cpu_nlines; i++) kc_hash_str(h, cpu_lines[i]);
 }
 
+/* ------------------------------------------------- vector math */
+/* Calls of exp, log, tanh, ... run in SIMD lanes through glibc's libmvec
+ * (docs/design/decisions.md, "Vector math"): on by default where the library
+ * is there -- x86-64 glibc whose libmvec.so.1 this process can load -- and
+ * off with TACK_VECTOR_MATH=0.  The choice reaches the build as -DTK_VMATH=0
+ * or 1 among the flags, so it is part of the cache key; what GCC needs is in
+ * the prelude (dialect_c.c), clang needs -fveclib=libmvec on its command line
+ * (clang 12 and later know it; zig cc is a recent clang).  The link names
+ * -lmvec after -lm (as needed: a kernel without vector calls does not load
+ * it): glibc's libm.so is a linker script that brings libmvec in, but zig
+ * cc's own glibc stubs (its choice when it cannot see the system's) have no
+ * such script, and the library would load with an undefined _ZGV symbol.
+ * The loader probe is done once per process. */
+static pthread_once_t mvec_once = PTHREAD_ONCE_INIT;
+static int mvec_there;
+
+static void mvec_probe(void) {
+#if defined(__x86_64__) && defined(__GLIBC__)
+    void *h = dlopen("libmvec.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (h) {
+        mvec_there = 1;
+        dlclose(h);
+    } else
+        (void)dlerror(); /* not a failure: no vector math */
+#endif
+}
+
+/* 1 on, 0 off, -1 a bad TACK_VECTOR_MATH (the error says so). */
+static int vector_math(const char *kernel) {
+    const char *v = getenv("TACK_VECTOR_MATH");
+    if (v && !strcmp(v, "0")) return 0;
+    if (v && *v && strcmp(v, "1") != 0) {
+        tack_set_error(TACK_ERR_VALUE, "TACK_VECTOR_MATH is '%.40s' compiling kernel '%s'; it must be 0 (scalar C "
+                                       "library math) or 1 (vector math where glibc's libmvec is there, the default)",
+                       v, kernel);
+        return -1;
+    }
+    pthread_once(&mvec_once, mvec_probe);
+    return mvec_there;
+}
+
+/* The compiler's flag for vector math, by the first line of its --version:
+ * clang's, or NULL (GCC reads the prelude's declarations). */
+static const char *veclib_flag(const char *first_line) {
+    const char *c = strstr(first_line, "clang version ");
+    return c && atoi(c + 14) >= 12 ? "-fveclib=libmvec" : NULL;
+}
+
 /* ------------------------------------------------------------- cache */
 /* The end of every generated file: the cache key, then compile-time checks
  * that the prelude's copy of the launch ABI (dialect_c.c) has the layout of
@@ -465,16 +514,22 @@ static int try_load(const kc_dir *d, const kc_entry *e, const char *name, const 
  * by SIGINT (Ctrl-C reaches the whole process group) is an interruption,
  * not a compile failure. */
 static tack_status run_compiler(const kc_dir *d, const cc_pick *c, const char *kernel, const char *flags,
-                                const char *src, const char *out) {
+                                int vmath, const char *src, const char *out, const char *first_line) {
     char *buf = NULL;
-    char **argv = cc_argv(c, flags, 5, &buf);
+    char **argv = cc_argv(c, flags, 8, &buf);
     if (!argv) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", kernel);
     int argc = 0;
     while (argv[argc]) argc++;
+    const char *veclib = vmath ? veclib_flag(first_line) : NULL;
+    if (veclib) argv[argc++] = (char *)veclib;
     argv[argc++] = "-o";
     argv[argc++] = (char *)out;
     argv[argc++] = (char *)src;
     argv[argc++] = "-lm";
+    if (vmath) { /* named, not left to libm.so's linker script: zig cc's own glibc has none */
+        argv[argc++] = "-Wl,--as-needed";
+        argv[argc++] = "-lmvec";
+    }
     argv[argc] = NULL;
     tack_status st = TACK_OK;
     char log[2000];
@@ -579,12 +634,15 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     tack_status st = found ? compiler_identity(d, &cc, &ident, first_line, sizeof first_line) : TACK_OK;
     if (st != TACK_OK) return st;
 
+    int vmath = vector_math(p->kernel_name);
+    if (vmath < 0) return TACK_ERR_VALUE;
     const char *extra = getenv("TACK_CFLAGS");
     size_t flen = 300 + (extra ? strlen(extra) : 0);
     char *flags = tack_malloc(flen);
     if (!flags) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", p->kernel_name);
-    snprintf(flags, flen, "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno -fopenmp-simd%s %s",
-             p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", extra ? extra : "");
+    snprintf(flags, flen,
+             "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno -fopenmp-simd%s -DTK_VMATH=%d %s",
+             p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", vmath, extra ? extra : "");
 
     char key[40], name[64], rec[64];
     entry_key(p, flags, NULL, key);
@@ -635,7 +693,7 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     abi_trailer(trailer, sizeof trailer, key);
     const char *parts[2] = {p->source, trailer};
     st = kc_write_new(d, src, parts, 2);
-    if (st == TACK_OK) st = run_compiler(d, &cc, p->kernel_name, flags, src, tmp);
+    if (st == TACK_OK) st = run_compiler(d, &cc, p->kernel_name, flags, vmath, src, tmp, first_line);
     if (st != TACK_OK) {
         unlinkat(d->fd, tmp, 0);
         if (st != TACK_ERR_RUNTIME) unlinkat(d->fd, src, 0); /* kept only for a compile failure to read */

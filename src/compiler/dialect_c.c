@@ -11,6 +11,18 @@
  * them.  The prelude includes nothing but <stdint.h>; math comes from the
  * compiler's builtins, which keeps a cold compile short.
  *
+ * Vector math: the C library's exp, log, tanh, ... are calls GCC cannot put
+ * in SIMD lanes unless it is told a vector variant exists.  glibc's libmvec
+ * has them (on x86-64: _ZGVdN8v_expf and its kin, within 4 ulps), and
+ * <math.h> says so only under -ffast-math.  So the prelude says it itself,
+ * with GCC's simd("notinbranch") attribute on the scalar declarations, when
+ * the build asks for it (TK_VMATH=1, set by cpu_jit.c where libmvec is
+ * there) and the compiler is GCC on x86-64 glibc; clang gets -fveclib=libmvec
+ * on its command line instead.  The functions are declared by the glibc
+ * release that added their vector variants (2.22: exp, log, sin, cos, pow;
+ * 2.35: the rest).  docs/design/decisions.md, "Vector math", has the why and
+ * the accuracy.
+ *
  * The tk_argv / tk_ctx / tk_pv / tk_abi structs mirror
  * src/backends/cpu_jit.h field for field.
  *
@@ -273,8 +285,25 @@ static const char PRELUDE_VEC[] =
     "TK_MAT(tk_mat22, tk_vec2, float, 2) TK_MAT(tk_mat33, tk_vec3, float, 3) TK_MAT(tk_mat44, tk_vec4, float, 4)\n"
     "TK_MAT(tk_mat22d, tk_vec2d, double, 2) TK_MAT(tk_mat33d, tk_vec3d, double, 3) TK_MAT(tk_mat44d, tk_vec4d, double, 4)\n";
 
+/* `TK_VMATH_F(n)` declares the f64 and f32 functions with their vector
+ * variants.  <stdint.h> (above) includes <features.h>, which defines
+ * __GLIBC__ on glibc and nothing on musl. */
+static const char PRELUDE_VMATH[] =
+    "#if TK_VMATH && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 6 && defined(__x86_64__) && defined(__GLIBC__)\n"
+    "#define TK_VMATH_F(n) double n(double) __attribute__((simd(\"notinbranch\"))); float n##f(float) __attribute__((simd(\"notinbranch\")));\n"
+    "#define TK_VMATH_F2(n) double n(double, double) __attribute__((simd(\"notinbranch\"))); float n##f(float, float) __attribute__((simd(\"notinbranch\")));\n"
+    "#if __GLIBC__ > 2 || __GLIBC_MINOR__ >= 22\n"
+    "TK_VMATH_F(exp) TK_VMATH_F(log) TK_VMATH_F(sin) TK_VMATH_F(cos) TK_VMATH_F2(pow)\n"
+    "#endif\n"
+    "#if __GLIBC__ > 2 || __GLIBC_MINOR__ >= 35\n"
+    "TK_VMATH_F(log2) TK_VMATH_F(log10) TK_VMATH_F(tan) TK_VMATH_F(asin) TK_VMATH_F(acos) TK_VMATH_F(atan)\n"
+    "TK_VMATH_F(sinh) TK_VMATH_F(cosh) TK_VMATH_F(tanh) TK_VMATH_F2(atan2) TK_VMATH_F2(hypot)\n"
+    "#endif\n"
+    "#endif\n";
+
 static void c_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_CORE);
+    tk_puts(b, PRELUDE_VMATH);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);

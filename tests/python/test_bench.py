@@ -90,7 +90,7 @@ def test_driver_quick(tmp_path):
 
 def test_round_two_kernels_have_their_peers():
     """The kernels of issue 21 run beside Numba's parallel=True and C+OpenMP."""
-    for name in ("stencil_local", "conv2d", "matmul_acc", "hist2"):
+    for name in ("stencil_local", "conv2d", "matmul_acc", "hist2", "transcendental"):
         assert {"tack", "c", "numba"} <= set(K.SPECS[name].peers), name
         assert len(K.SPECS[name].sizes) >= 3
 
