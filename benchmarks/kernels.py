@@ -300,6 +300,17 @@ def _transc_ref(inp):
     return {"out": (np.tanh(np.log(x + 1.0) * 0.5) + np.sqrt(np.exp(-x))).astype(np.float32)}
 
 
+# ------------------------------------------------------------------ load balance
+def _triangle_make(n):
+    r = _rng(11)
+    return {"x": r.random(n), "y": r.random(n), "out": np.zeros(n)}
+
+
+def _triangle_ref(inp):
+    n = inp["out"].shape[0]
+    return {"out": np.convolve(inp["x"], inp["y"])[:n]}
+
+
 def _zeros_like(name):
     return lambda inp: np.zeros_like(inp[name])
 
@@ -392,6 +403,12 @@ SPECS = {
         _transc_make, ("out",), _transc_ref, _close(1e-5, 1e-6),
         nbytes=lambda n: 0, work=float, label=_count, footprint=lambda n: 8 * n,
         fresh={"out": _zeros_like("out")}, peers=ROUND_TWO),
+    "triangle": Spec(
+        "triangle", "compute", "out[i] = sum of x[j] * y[i - j] for j <= i: iteration i costs i (load balance) (f64)",
+        [1000, 4000, 16000], [64, 256],
+        _triangle_make, ("out",), _triangle_ref, _close(1e-9, 1e-12),
+        nbytes=lambda n: 0, work=lambda n: float(n) * n / 2, label=lambda n: f"n={n}",
+        footprint=lambda n: 24 * n, fresh={"out": _zeros_like("out")}, peers=ROUND_TWO),
 }
 
 ORDER = list(SPECS)

@@ -191,6 +191,17 @@ void ref_transcendental(int64_t n, const float *restrict x, float *restrict out)
     for (int64_t i = 0; i < n; i++) out[i] = tanhf(logf(x[i] + 1.0f) * 0.5f) + sqrtf(expf(-x[i]));
 }
 
+/* out[i] = sum of x[j] y[i - j], j <= i: iteration i costs i, so the loop
+ * is split as an OpenMP programmer would split it, guided. */
+void ref_triangle(int64_t n, const double *restrict x, const double *restrict y, double *restrict out) {
+#pragma omp parallel for schedule(guided)
+    for (int64_t i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int64_t j = 0; j <= i; j++) s += x[j] * y[i - j];
+        out[i] = s;
+    }
+}
+
 /* ---------------------------------------------------------------- bandwidth */
 KEEP_LOOP void bw_write(int64_t n, float *restrict dst, float value) {
 #pragma omp parallel for schedule(static)

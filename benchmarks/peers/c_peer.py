@@ -53,6 +53,7 @@ def library():
         "ref_stencil_local": [i64, i64, i64, p, p], "ref_conv2d": [i64, i64, i64, p, p, p],
         "ref_matmul_acc": [i64, i64, i64, p, p, p], "ref_hist2": [i64, p, p, i32, p, p],
         "ref_transcendental": [i64, p, p],
+        "ref_triangle": [i64, p, p, p],
         "bw_write": [i64, p, f32], "bw_copy": [i64, p, p], "bw_memset": [i64, p],
     }
     for name, args in sig.items():
@@ -126,6 +127,9 @@ def prepare(kernel, inp):
     elif kernel == "transcendental":
         n, x, out = inp["x"].shape[0], _p(inp["x"]), _p(inp["out"])
         run = lambda inp=inp: lib.ref_transcendental(n, x, out)  # noqa: E731
+    elif kernel == "triangle":
+        n, x, y, o = inp["out"].shape[0], _p(inp["x"]), _p(inp["y"]), _p(inp["out"])
+        run = lambda inp=inp: lib.ref_triangle(n, x, y, o)  # noqa: E731
     else:
         raise KeyError(kernel)
     return run, None  # run keeps inp (the arrays behind the addresses) alive

@@ -174,6 +174,14 @@ def kernels():
                 counts[b] += lc[t, b]
                 sums[b] += ls[t, b]
 
+    @par
+    def triangle(x, y, out):
+        for i in prange(out.shape[0]):
+            s = 0.0
+            for j in range(i + 1):
+                s += x[j] * y[i - j]
+            out[i] = s
+
     @njit(cache=False)
     def saxpy_serial(a, x, y):
         for i in range(y.shape[0]):
@@ -187,7 +195,7 @@ def kernels():
     _k = dict(saxpy=saxpy, radius_squared=radius_squared, stencil=stencil, nbody=nbody,
               mandelbrot=mandelbrot, sum=sum_, histogram=histogram, normalize=normalize,
               stencil_local=stencil_local, conv2d=conv2d, matmul_acc=matmul_acc, hist2=hist2,
-              saxpy_serial=saxpy_serial, numba=numba, transcendental=transcendental)
+              triangle=triangle, saxpy_serial=saxpy_serial, numba=numba, transcendental=transcendental)
     return _k
 
 
@@ -226,6 +234,8 @@ def prepare(kernel, inp):
         args = (inp["keys"], inp["w"], inp["counts"], inp["sums"], k["numba"].get_num_threads())
     elif kernel == "transcendental":
         args = (inp["x"], inp["out"])
+    elif kernel == "triangle":
+        args = (inp["x"], inp["y"], inp["out"])
     else:
         raise KeyError(kernel)
     return (lambda: fn(*args)), None

@@ -146,10 +146,18 @@ def kernels():
         for i in range(x.shape[0]):
             out[i] = math.tanh(math.log(x[i] + 1.0) * 0.5) + math.sqrt(math.exp(-x[i]))
 
+    @tack.kernel
+    def triangle(x, y, out):
+        for i in range(out.shape[0]):
+            s = 0.0
+            for j in range(i + 1):
+                s += x[j] * y[i - j]
+            out[i] = s
+
     _k = dict(saxpy=saxpy, radius_squared=radius_squared, stencil=stencil, nbody=nbody,
               mandelbrot=mandelbrot, sum=sum_, histogram=histogram, normalize=normalize,
               stencil_local=stencil_local, conv2d=conv2d, matmul_acc=matmul_acc, hist2=hist2,
-              transcendental=transcendental)
+              transcendental=transcendental, triangle=triangle)
     return _k
 
 
@@ -194,6 +202,8 @@ def arguments(kernel, inp):
         args = (inp["keys"], inp["w"], inp["counts"], inp["sums"])
     elif kernel == "transcendental":
         args = (inp["x"], inp["out"])
+    elif kernel == "triangle":
+        args = (inp["x"], inp["y"], inp["out"])
     elif kernel == "normalize":
         v, _ = vec3_view(inp["v"], False)
         out, shared = vec3_view(inp["out"], True)

@@ -759,9 +759,10 @@ static int launch_stop(void *arg) {
 
 static int abi_poll(tk_ctx *ctx) { return launch_stop(ctx); }
 
-static void abi_parallel_for(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel) {
+static void abi_parallel_for(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel,
+                             int64_t grain) {
     launch_ctx *l = (launch_ctx *)ctx;
-    pool_run(fn, frame, n, min_parallel, l->watch.on ? launch_stop : NULL, l);
+    pool_run(fn, frame, n, min_parallel, grain, l->watch.on ? launch_stop : NULL, l);
 }
 
 static void abi_fail(tk_ctx *ctx, int site, int64_t a, int64_t b) {

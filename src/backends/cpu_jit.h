@@ -16,7 +16,7 @@
 
 #include "runtime/runtime.h"
 
-#define TK_CPU_ABI_VERSION 3
+#define TK_CPU_ABI_VERSION 4
 
 /* One argument as the generated entry reads it. */
 typedef struct tk_argv {
@@ -45,8 +45,9 @@ typedef void (*tk_body)(void *frame, int64_t lo, int64_t hi);
 
 typedef struct tk_abi {
     int version;
-    /* Run fn over [0, n); ranges under min_parallel stay on the calling thread. */
-    void (*parallel_for)(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel);
+    /* Run fn over [0, n); ranges under min_parallel stay on the calling thread;
+     * pieces are at least grain iterations where the shares allow (pool.h). */
+    void (*parallel_for)(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel, int64_t grain);
     void (*fail)(tk_ctx *ctx, int site, int64_t a, int64_t b);
     void (*print)(tk_ctx *ctx, const tk_pv *v, int n);
     /* Asked by serial loops now and then: non-zero when the launch must stop

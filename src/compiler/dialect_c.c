@@ -102,7 +102,7 @@ static const char PRELUDE_CORE[] =
     "typedef void (*tk_body)(void *frame, int64_t lo, int64_t hi);\n"
     "typedef struct tk_abi {\n"
     "    int version;\n"
-    "    void (*parallel_for)(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel);\n"
+    "    void (*parallel_for)(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel, int64_t grain);\n"
     "    void (*fail)(tk_ctx *ctx, int site, int64_t a, int64_t b);\n"
     "    void (*print)(tk_ctx *ctx, const tk_pv *v, int n);\n"
     "    int (*poll)(tk_ctx *ctx);\n"

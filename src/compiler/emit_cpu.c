@@ -610,6 +610,17 @@ static void pfor_function(tk_emitter *e, tk_ir *s, int id, tk_chunkfn which) {
     e->exact = CHUNK_ALL;
 }
 
+/* The most cells histogram array h of loop s may have to be counted into a
+ * private copy: its share of TK_HIST_STACK bytes (one alone gets half), two
+ * cells an element, at most 16384 elements. */
+static int64_t hist_cap(const tk_emitter *e, const tk_ir *s, int h) {
+    int nh = 0;
+    for (int k = 0; k < 63; k++) nh += (int)(s->hist >> k & 1);
+    int64_t bytes = TK_HIST_STACK / (nh < 2 ? 2 : nh);
+    int64_t cap = bytes / (2 * (dt_bits((tack_dtype)e->S->ptypes[h].dt) / 8));
+    return cap > 16384 ? 16384 : cap;
+}
+
 static void emit_pfor(tk_emitter *e, tk_ir *s) {
     int id = e->counter++;
     int nd = s->aux;
@@ -634,7 +645,16 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
         I(e); P(e, "total_ = (int64_t)((uint64_t)total_ * (uint64_t)(F_.pn[%d] > 0 ? F_.pn[%d] : 0));\n", d, d);
     }
     I(e); P(e, "F_.total = total_;\n");
-    I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, tk_pfor%d, &F_, total_, %lld);\n", id,
+    /* the pool's pieces: at least four times the cells of each histogram
+     * that gets a private copy, which a shorter chunk would not (pfor_chunk) */
+    I(e); P(e, "int64_t grain_ = 0;\n");
+    for (int h = 0; h < 63; h++) {
+        if (!(s->hist >> h & 1)) continue;
+        I(e); P(e, "{ const int64_t hn_ = 1");
+        for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
+        P(e, "; if (hn_ <= %lld && 4 * hn_ > grain_) grain_ = 4 * hn_; }\n", (long long)hist_cap(e, s, h));
+    }
+    I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, tk_pfor%d, &F_, total_, %lld, grain_);\n", id,
             (long long)min_parallel(s->k[nd]));
     I(e); P(e, "if (TK_FAILED(ctx)) return;\n");
     e->ind--;
@@ -670,12 +690,9 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
     if (s->hist) {
         int nh = 0;
         for (int h = 0; h < 63; h++) nh += (int)(s->hist >> h & 1);
-        int64_t bytes = TK_HIST_STACK / (nh < 2 ? 2 : nh);
         for (int h = 0; h < 63; h++) {
             if (!(s->hist >> h & 1)) continue;
-            int hdt = S->ptypes[h].dt;
-            int64_t cap = bytes / (2 * (dt_bits((tack_dtype)hdt) / 8));
-            if (cap > 16384) cap = 16384;
+            int64_t cap = hist_cap(e, s, h);
             I(e); P(e, "/* tk: per-chunk private histogram of a%d */\n", h);
             I(e); P(e, "const int64_t hn%d_ = 1", h);
             for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
@@ -696,8 +713,7 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
         for (int h = 0; h < 63; h++) {
             if (!(s->hist >> h & 1)) continue;
             int hdt = S->ptypes[h].dt;
-            int64_t cap = bytes / (2 * (dt_bits((tack_dtype)hdt) / 8));
-            if (cap > 16384) cap = 16384;
+            int64_t cap = hist_cap(e, s, h);
             I(e); P(e, "%s hb%d_[%lld], *const hp%d_ = hu%d_ ? hb%d_ + hn%d_ : hb%d_;\n", ctype(e, hdt), h, (long long)(2 * cap), h, h, h, h, h);
             I(e); P(e, "if (hu%d_) for (int64_t h_ = 0; h_ < 2 * hn%d_; h_++) hb%d_[h_] = 0;\n", h, h, h);
         }

@@ -4,16 +4,51 @@
  * One pool per process, started on the first launch big enough to need it,
  * with one worker per usable core (sched_getaffinity, so taskset and
  * container CPU sets are honoured; TACK_NUM_THREADS overrides) minus one:
- * the calling thread takes the first chunk itself.  Work is split
- * statically: thread t runs [n*t/T, n*(t+1)/T).  Kernels are regular loops,
- * so static chunks balance well and cost nothing to hand out.
+ * the calling thread takes part itself, as thread 0.
+ *
+ * Sharing the work.  Each thread t owns the static share [n*t/T, n*(t+1)/T)
+ * of the index space, as a range with an atomic "next unclaimed index" of
+ * its own (on a cache line of its own).  A thread claims pieces of its own
+ * range from the front: first half of it, then half of what is left, and so
+ * on down to the grain; when its range is empty it steals from the others'
+ * the same way (half of what is left), until every range is empty.  So the
+ * balanced case costs a handful of uncontended compare-and-swaps per thread
+ * and runs contiguous ranges, each thread the same share as in every other
+ * launch (its cache stays warm for a stencil run again and again), while a
+ * thread that is late -- its core busy with another process, or its
+ * iterations dearer -- has its unclaimed part taken by the others.  Until
+ * 2026-12 the split was static only: a 256^2 stencil launch with one of two
+ * cores busy waited for the busy core's time slice (docs/benchmarks.md has
+ * the figures before and after).
+ *
+ * The grain is the smallest piece worth a call: an eighth of the fewest
+ * iterations worth a fork-join (emit_cpu.c's estimate of a body's cost, a
+ * fraction of a microsecond of work) for a plain body, one iteration for a
+ * body with loops or calls; the generated code may ask for more (a loop with
+ * private histograms passes four times the histogram's cells, so every piece
+ * still repays its private copy).  A piece's ends are multiples of 64 where
+ * they can be, and a range never leaves a remainder under the grain.
+ *
+ * Finishing.  The caller does not wait for the workers to arrive: it waits
+ * for the count of iterations done to reach n.  A worker that wakes late
+ * finds every range empty and goes back to waiting, so a launch never waits
+ * for a core that is running something else.  That means a worker may still
+ * be looking at a launch after it has ended and the next has begun; two
+ * rules make that safe.  The job is published under a sequence lock (the
+ * generation is odd while the caller writes it, and a worker reading the
+ * fields retries unless it saw one even generation before and after), and
+ * a claim is a compare-and-swap on a range's counter followed by a second
+ * look at the generation: unchanged, the piece is the job's the worker read;
+ * changed, the counter belonged to a newer job (whose fields were stored
+ * before its counters, so are visible now, and stay put until the piece is
+ * done), and the worker reloads the job and runs the piece as part of it.
  *
  * Waking a sleeping thread costs microseconds (a futex wake and a trip
  * through the scheduler), which is more than a medium-sized loop takes to
  * run.  So both sides spin briefly before they sleep, as OpenMP runtimes
- * do: a worker that has finished a chunk watches the job generation for
+ * do: a worker that has run out of work watches the job generation for
  * SPIN_NS before it blocks on the condition variable, and the caller
- * watches the count of unfinished chunks the same way.  Back-to-back
+ * watches the count of iterations done the same way.  Back-to-back
  * launches then hand work over through one cache line.  Sleeping is safe
  * against lost wake-ups by the usual pairing of sequentially consistent
  * atomics: a sleeper announces itself (sleepers++, caller_sleeping = 1)
@@ -28,13 +63,14 @@
  * caller, with no hand-over at all.
  *
  * A launch that can be interrupted (interrupt.c) passes a `stop` test, and
- * then each thread runs its share in pieces instead of in one call: the
- * first piece a fraction of a millisecond by the body's estimated cost (64
- * iterations of a body with loops), each next one twice as long while pieces
- * take under 2.5 ms and half as long over 10 ms, so a piece lasts about
- * 5 ms whatever an iteration costs, and stop() is asked between pieces.
- * The dozen extra calls and clock reads a share makes this way cost
- * nothing against the milliseconds it runs.
+ * then a thread's pieces are also bounded in time: the first a fraction of a
+ * millisecond by the body's estimated cost (64 iterations of a body with
+ * loops), each next one twice as long while pieces take under 2.5 ms and
+ * half as long over 10 ms, so a piece lasts about 5 ms whatever an
+ * iteration costs, and stop() is asked after each.  The thread that sees it
+ * true empties every range, counting the iterations as done without running
+ * them; the others stop after their piece.  The dozen extra calls and clock
+ * reads this costs are nothing against the milliseconds it runs.
  *
  * After fork() the child has no workers; an atfork handler resets the pool
  * so the child starts its own on demand.
@@ -53,6 +89,16 @@
 typedef void (*pool_fn)(void *frame, int64_t lo, int64_t hi);
 
 #define SPIN_NS 50000 /* 50 microseconds */
+#define MAX_THREADS 256
+#define ALIGN 64 /* a piece's ends, where they can be */
+
+/* One thread's share: what is left of it is [next, end). */
+typedef struct {
+    _Alignas(64) _Atomic int64_t next;
+    _Atomic int64_t end;
+} range;
+
+static range R[MAX_THREADS];
 
 static struct {
     pthread_mutex_t lock;
@@ -60,20 +106,30 @@ static struct {
     pthread_mutex_t busy;
     int workers; /* started worker threads */
     int started;
-    /* the job; written by the caller before gen is bumped */
-    pool_fn fn;
-    void *frame;
-    int64_t n;
-    int parts;
-    int64_t first;
-    int (*stop)(void *);
-    void *stop_arg;
-    _Atomic uint64_t gen;
-    _Atomic int remaining;
+    /* the job: written by the caller while gen is odd (see the top) */
+    _Atomic(pool_fn) fn;
+    _Atomic(void *) frame;
+    _Atomic int64_t n, first, grain;
+    _Atomic int parts;
+    _Atomic(int (*)(void *)) stop;
+    _Atomic(void *) stop_arg;
+    _Alignas(64) _Atomic uint64_t gen; /* even: a job is published */
     _Atomic int sleepers;        /* workers blocked (or about to block) on `wake` */
     _Atomic int caller_sleeping; /* the caller blocked (or about to block) on `done` */
+    _Alignas(64) _Atomic int64_t finished; /* iterations done (or dropped after stop) */
 } P = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
        .busy = PTHREAD_MUTEX_INITIALIZER};
+
+/* A thread's copy of the job. */
+typedef struct {
+    uint64_t gen;
+    pool_fn fn;
+    void *frame;
+    int64_t n, first, grain;
+    int parts;
+    int (*stop)(void *);
+    void *stop_arg;
+} job;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int nthreads = 1;
@@ -85,7 +141,8 @@ static void after_fork_child(void) {
     pthread_mutex_init(&P.busy, NULL);
     P.workers = 0;
     P.started = 0;
-    atomic_store(&P.remaining, 0);
+    uint64_t g = atomic_load(&P.gen);
+    atomic_store(&P.gen, g + (g & 1));
     atomic_store(&P.sleepers, 0);
     atomic_store(&P.caller_sleeping, 0);
 }
@@ -101,7 +158,7 @@ static void init_once(void) {
     const char *env = getenv("TACK_NUM_THREADS");
     if (env && atoi(env) > 0) n = atoi(env);
     if (n < 1) n = 1;
-    if (n > 256) n = 256;
+    if (n > MAX_THREADS) n = MAX_THREADS;
     nthreads = n;
     pthread_atfork(NULL, NULL, after_fork_child);
 }
@@ -125,12 +182,12 @@ static inline void relax(void) {
 #endif
 }
 
-/* Spin until gen differs from `seen` or SPIN_NS pass; the new gen or `seen`. */
+/* Spin until a job newer than `seen` is published or SPIN_NS pass; its gen or `seen`. */
 static uint64_t spin_for_job(uint64_t seen) {
     int64_t t0 = now_ns();
     for (unsigned i = 1;; i++) {
         uint64_t g = atomic_load_explicit(&P.gen, memory_order_acquire);
-        if (g != seen) return g;
+        if (g != seen && !(g & 1)) return g;
         relax();
         if ((i & 63) == 0 && now_ns() - t0 > SPIN_NS) return seen;
     }
@@ -139,41 +196,150 @@ static uint64_t spin_for_job(uint64_t seen) {
 #define PIECE_HEAVY 64
 #define PIECE_NS 5000000 /* 5 ms */
 
-/* [lo, hi) in pieces of about PIECE_NS, asking stop() after each. */
-static void run_pieces(pool_fn fn, void *frame, int64_t lo, int64_t hi, int64_t first, int (*stop)(void *),
+/* The first piece of an interruptible launch, from the fewest iterations
+ * worth a fork-join (emit_cpu.c's estimate of a body's cost: 8192-32768
+ * iterations take a few microseconds): eight times that for a plain body, a
+ * fraction of a millisecond; PIECE_HEAVY iterations of a body with loops or
+ * calls (min_parallel 2), whose iterations may each take long -- enough to
+ * fill the SIMD lanes of an n-body's outer loop. */
+static int64_t first_piece(int64_t min_parallel) {
+    return min_parallel >= 8192 ? 8 * min_parallel : PIECE_HEAVY;
+}
+
+/* The next piece's length after one of `step` iterations took dt. */
+static int64_t next_step(int64_t step, int64_t dt) {
+    if (dt < PIECE_NS / 2 && step < ((int64_t)1 << 60)) return step * 2;
+    if (dt > 2 * PIECE_NS && step > 1) return step / 2;
+    return step;
+}
+
+/* [lo, hi) on the calling thread alone, in pieces of about PIECE_NS when
+ * the launch can be stopped, asking stop() after each. */
+static void run_serial(pool_fn fn, void *frame, int64_t lo, int64_t hi, int64_t first, int (*stop)(void *),
                        void *stop_arg) {
+    if (!stop) {
+        fn(frame, lo, hi);
+        return;
+    }
     int64_t step = first;
     while (lo < hi) {
         int64_t e = hi - lo > step ? lo + step : hi;
         int64_t t0 = now_ns();
         fn(frame, lo, e);
-        int64_t dt = now_ns() - t0;
+        step = next_step(step, now_ns() - t0);
         lo = e;
         if (stop(stop_arg)) return;
-        if (dt < PIECE_NS / 2 && step < ((int64_t)1 << 60)) step *= 2;
-        else if (dt > 2 * PIECE_NS && step > 1) step /= 2;
     }
 }
 
-/* The first piece, from the fewest iterations worth a fork-join (emit_cpu.c's
- * estimate of a body's cost: 8192-32768 iterations take a few
- * microseconds): eight times that for a plain body, a fraction of a
- * millisecond; PIECE_HEAVY iterations of a body with loops or calls
- * (min_parallel 2), whose iterations may each take long -- enough to fill
- * the SIMD lanes of an n-body's outer loop. */
-static int64_t first_piece(int64_t min_parallel) {
-    return min_parallel >= 8192 ? 8 * min_parallel : PIECE_HEAVY;
+/* Read the published job `g` into j; 0 when a newer one is being written
+ * (the fields are torn: the caller looks again). */
+static int read_job(uint64_t g, job *j) {
+    j->fn = atomic_load_explicit(&P.fn, memory_order_relaxed);
+    j->frame = atomic_load_explicit(&P.frame, memory_order_relaxed);
+    j->n = atomic_load_explicit(&P.n, memory_order_relaxed);
+    j->first = atomic_load_explicit(&P.first, memory_order_relaxed);
+    j->grain = atomic_load_explicit(&P.grain, memory_order_relaxed);
+    j->parts = atomic_load_explicit(&P.parts, memory_order_relaxed);
+    j->stop = atomic_load_explicit(&P.stop, memory_order_relaxed);
+    j->stop_arg = atomic_load_explicit(&P.stop_arg, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    j->gen = g;
+    return atomic_load_explicit(&P.gen, memory_order_relaxed) == g;
 }
 
-static void run_range(pool_fn fn, void *frame, int64_t lo, int64_t hi, int64_t first, int (*stop)(void *),
-                      void *stop_arg) {
-    if (stop) run_pieces(fn, frame, lo, hi, first, stop, stop_arg);
-    else fn(frame, lo, hi);
+/* How much of a range with `rem` left to take: half of it (all of it for
+ * `drain`), at least the grain and at most `cap`, ending on a multiple of
+ * ALIGN where that leaves a piece, and never leaving less than the grain. */
+static int64_t piece_len(int64_t cur, int64_t rem, int64_t grain, int64_t cap, int drain) {
+    if (drain) return rem;
+    int64_t c = rem / 2;
+    if (c < grain) c = grain;
+    if (c > cap) c = cap;
+    if (c > ALIGN) {
+        int64_t e = (cur + c) & ~(int64_t)(ALIGN - 1);
+        if (e - cur >= grain && e > cur) c = e - cur;
+    }
+    if (rem - c < grain) c = rem;
+    return c;
 }
 
-static void run_part(int t) {
-    int64_t lo = (int64_t)((__int128)P.n * t / P.parts), hi = (int64_t)((__int128)P.n * (t + 1) / P.parts);
-    if (lo < hi) run_range(P.fn, P.frame, lo, hi, P.first, P.stop, P.stop_arg);
+/* Claim a piece [*lo, *hi) of range r of job *j; 0 when the range is empty
+ * or the job over.  The range's end and counter are read like the job's
+ * fields, under the sequence lock; a compare-and-swap that then succeeds
+ * either took part of job *j or -- the counter reset by a newer job to the
+ * value seen -- part of a newer one: *j moves on to it (see the top). */
+static int claim(job *j, int r, int64_t cap, int drain, int64_t *lo, int64_t *hi) {
+    int64_t end = atomic_load_explicit(&R[r].end, memory_order_relaxed);
+    int64_t cur = atomic_load_explicit(&R[r].next, memory_order_acquire);
+    int64_t c;
+    for (;;) {
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&P.gen, memory_order_relaxed) != j->gen || cur >= end) return 0;
+        c = piece_len(cur, end - cur, j->grain, cap, drain);
+        if (atomic_compare_exchange_weak_explicit(&R[r].next, &cur, cur + c, memory_order_seq_cst,
+                                                  memory_order_acquire))
+            break;
+    }
+    uint64_t g = atomic_load(&P.gen);
+    if (g != j->gen) {
+        /* the counter was a newer job's: its fields were stored before its
+         * counters, and stay put until this piece is counted done */
+        read_job(g, j);
+        j->gen = g + (g & 1);
+        end = atomic_load_explicit(&R[r].end, memory_order_relaxed);
+        if (cur >= end) return 0;
+    }
+    *lo = cur;
+    *hi = end - cur > c ? cur + c : end;
+    return 1;
+}
+
+/* Count k iterations of job j done; wake the caller if they were the last. */
+static void count_done(const job *j, int64_t k) {
+    if (atomic_fetch_add(&P.finished, k) + k == j->n && atomic_load(&P.caller_sleeping)) {
+        pthread_mutex_lock(&P.lock);
+        pthread_cond_signal(&P.done);
+        pthread_mutex_unlock(&P.lock);
+    }
+}
+
+/* Thread t's part in job *j: its own range, then everyone else's (the
+ * caller's visit to every range is what guarantees each is emptied; a
+ * worker moved on to a newer job may skip some).  Returns the generation of
+ * the job it last worked on. */
+static uint64_t take_part(int t, job *j) {
+    int64_t step = j->first, lo, hi;
+    int stopped = 0;
+    for (int k = 0; k < j->parts; k++) {
+        int r = (t + k) % j->parts;
+        for (;;) {
+            uint64_t g = j->gen;
+            if (!claim(j, r, j->stop && !stopped ? step : INT64_MAX, stopped, &lo, &hi)) break;
+            if (j->gen != g) { /* a newer job's piece: run it as part of that job */
+                step = j->first;
+                stopped = 0;
+            }
+            if (stopped) { /* stop() said so: count what is left done, unrun */
+                count_done(j, hi - lo);
+                continue;
+            }
+            if (j->stop) {
+                int64_t t0 = now_ns();
+                j->fn(j->frame, lo, hi);
+                step = next_step(step, now_ns() - t0);
+                stopped = j->stop(j->stop_arg); /* before the piece counts: stop_arg lives until then */
+            } else {
+                j->fn(j->frame, lo, hi);
+            }
+            count_done(j, hi - lo);
+            if (stopped) { /* empty every range, from the first */
+                k = -1;
+                break;
+            }
+        }
+    }
+    return j->gen;
 }
 
 typedef struct { int t; uint64_t seen; } worker_arg;
@@ -188,17 +354,13 @@ static void *worker(void *arg) {
         if (g == seen) {
             pthread_mutex_lock(&P.lock);
             atomic_fetch_add(&P.sleepers, 1);
-            while ((g = atomic_load(&P.gen)) == seen) pthread_cond_wait(&P.wake, &P.lock);
+            while ((g = atomic_load(&P.gen)) == seen || (g & 1)) pthread_cond_wait(&P.wake, &P.lock);
             atomic_fetch_sub(&P.sleepers, 1);
             pthread_mutex_unlock(&P.lock);
         }
-        seen = g;
-        if (t < P.parts) run_part(t);
-        if (atomic_fetch_sub(&P.remaining, 1) == 1 && atomic_load(&P.caller_sleeping)) {
-            pthread_mutex_lock(&P.lock);
-            pthread_cond_signal(&P.done);
-            pthread_mutex_unlock(&P.lock);
-        }
+        job j;
+        if (!read_job(g, &j)) continue; /* a newer job is being written: look again */
+        seen = take_part(t, &j);
     }
     return NULL;
 }
@@ -227,7 +389,8 @@ static int start(void) {
     return P.workers;
 }
 
-void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int (*stop)(void *), void *stop_arg) {
+void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t grain, int (*stop)(void *),
+              void *stop_arg) {
     if (n <= 0) return;
     pthread_once(&once, init_once);
     if (n < min_parallel || n < 2) {
@@ -235,41 +398,52 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int (*st
         return;
     }
     if (nthreads <= 1 || pthread_mutex_trylock(&P.busy) != 0) {
-        run_range(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg);
+        run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg);
         return;
     }
     int workers = start();
     if (workers == 0) {
         pthread_mutex_unlock(&P.busy);
-        run_range(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg);
+        run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg);
         return;
     }
     int parts = workers + 1;
     if (n < parts) parts = (int)n;
-    /* Publish: the job, then the count, then the generation (release). */
-    P.fn = fn;
-    P.frame = frame;
-    P.n = n;
-    P.parts = parts;
-    P.first = first_piece(min_parallel);
-    P.stop = stop;
-    P.stop_arg = stop_arg;
-    atomic_store(&P.remaining, workers);
+    int64_t own = min_parallel >= 8192 ? min_parallel / 8 : 1;
+    if (grain < own) grain = own;
+    /* Publish under the sequence lock: gen odd, the fields, the ranges (each
+     * counter last, released), gen even. */
+    uint64_t g = atomic_fetch_add(&P.gen, 1) + 2;
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&P.fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&P.frame, frame, memory_order_relaxed);
+    atomic_store_explicit(&P.n, n, memory_order_relaxed);
+    atomic_store_explicit(&P.first, first_piece(min_parallel), memory_order_relaxed);
+    atomic_store_explicit(&P.grain, grain, memory_order_relaxed);
+    atomic_store_explicit(&P.parts, parts, memory_order_relaxed);
+    atomic_store_explicit(&P.stop, stop, memory_order_relaxed);
+    atomic_store_explicit(&P.stop_arg, stop_arg, memory_order_relaxed);
+    atomic_store_explicit(&P.finished, 0, memory_order_relaxed);
+    for (int t = 0; t < parts; t++) {
+        atomic_store_explicit(&R[t].end, (int64_t)((__int128)n * (t + 1) / parts), memory_order_relaxed);
+        atomic_store_explicit(&R[t].next, (int64_t)((__int128)n * t / parts), memory_order_release);
+    }
     atomic_fetch_add(&P.gen, 1);
     if (atomic_load(&P.sleepers) > 0) {
         pthread_mutex_lock(&P.lock);
         pthread_cond_broadcast(&P.wake);
         pthread_mutex_unlock(&P.lock);
     }
-    run_part(0);
-    /* Wait for the workers: spin, then sleep. */
+    job j = {g, fn, frame, n, first_piece(min_parallel), grain, parts, stop, stop_arg};
+    take_part(0, &j);
+    /* Wait for the pieces others are running: spin, then sleep. */
     int64_t t0 = now_ns();
-    for (unsigned i = 1; atomic_load_explicit(&P.remaining, memory_order_acquire) > 0; i++) {
+    for (unsigned i = 1; atomic_load_explicit(&P.finished, memory_order_acquire) < n; i++) {
         relax();
         if ((i & 63) == 0 && now_ns() - t0 > SPIN_NS) {
             pthread_mutex_lock(&P.lock);
             atomic_store(&P.caller_sleeping, 1);
-            while (atomic_load(&P.remaining) > 0) pthread_cond_wait(&P.done, &P.lock);
+            while (atomic_load(&P.finished) < n) pthread_cond_wait(&P.done, &P.lock);
             atomic_store(&P.caller_sleeping, 0);
             pthread_mutex_unlock(&P.lock);
             break;

@@ -10,13 +10,16 @@
  * threads counting the caller. */
 int pool_threads(void);
 
-/* Run fn(frame, lo, hi) over [0, n) split statically into one share per
- * thread.  Ranges below `min_parallel` run on the calling thread, with no
- * wake-up; so does everything while another thread is using the pool.
- * With `stop` (may be NULL), each share runs in pieces of about 5 ms, and a
- * thread leaves its share when stop(stop_arg) returns non-zero after a
- * piece; a range below min_parallel runs whole. */
+/* Run fn(frame, lo, hi) over [0, n), every index exactly once, in pieces
+ * that the threads claim as they go: each starts on its static share and
+ * then takes from the others' (pool.c).  A piece is at least `grain`
+ * iterations (or the pool's own grain from min_parallel, if larger) unless
+ * a thread's whole share is smaller.  Ranges below `min_parallel` run on the
+ * calling thread in one call, with no wake-up; so does everything while
+ * another thread is using the pool.  With `stop` (may be NULL), pieces last
+ * about 5 ms at most, and after stop(stop_arg) returns non-zero following a
+ * piece, no new piece starts; a range below min_parallel runs whole. */
 void pool_run(void (*fn)(void *frame, int64_t lo, int64_t hi), void *frame, int64_t n, int64_t min_parallel,
-              int (*stop)(void *arg), void *stop_arg);
+              int64_t grain, int (*stop)(void *arg), void *stop_arg);
 
 #endif /* TACK_POOL_H */

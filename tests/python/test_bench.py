@@ -95,6 +95,13 @@ def test_round_two_kernels_have_their_peers():
         assert len(K.SPECS[name].sizes) >= 3
 
 
+def test_load_balance_kernel_has_its_peers():
+    """The imbalanced kernel (iteration i costs i) runs beside Numba and C+OpenMP (guided)."""
+    spec = K.SPECS["triangle"]
+    assert {"tack", "c", "numba", "numpy"} <= set(spec.peers) and len(spec.sizes) >= 3
+    assert "triangle" in K.ORDER
+
+
 def test_report_handles_missing_peers():
     data = {"quick": True, "versions": {"cpu": "x", "cores": 2}, "records": [
         {"peer": "tack", "kernel": "saxpy", "size": 1024, "label": "1K", "status": "ok", "time_s": 1e-6},

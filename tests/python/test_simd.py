@@ -251,7 +251,7 @@ def test_ndrange_outer_indices_counted_per_row(shape):
 def _min_parallel(src):
     import re
 
-    return int(re.search(r"parallel_for\(ctx, tk_pfor0, &F_, total_, (\d+)\)", src).group(1))
+    return int(re.search(r"parallel_for\(ctx, tk_pfor0, &F_, total_, (\d+), grain_\)", src).group(1))
 
 
 def test_fork_join_threshold_follows_the_body_cost():

@@ -1,0 +1,201 @@
+/* test_pool.c -- the CPU thread pool (src/runtime/pool.c): every index of a
+ * launch runs exactly once whatever the thread count, grain and sizes, late
+ * threads' shares are taken by the others, and stop() ends a launch early.
+ * Each thread count runs in a child process of its own, since the pool reads
+ * TACK_NUM_THREADS once. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "runtime/pool.h"
+
+#define MAXN 5000
+
+typedef struct {
+    _Atomic int visits[MAXN];
+    _Atomic int calls;
+    int64_t sleep_below;      /* pieces starting below this index sleep (a slow thread) */
+    int64_t sleep_ns;
+} frame_t;
+
+static void sleep_ns(int64_t ns) {
+    struct timespec ts = {ns / 1000000000, ns % 1000000000};
+    nanosleep(&ts, NULL);
+}
+
+static void body(void *fp, int64_t lo, int64_t hi) {
+    frame_t *f = fp;
+    atomic_fetch_add(&f->calls, 1);
+    if (lo < f->sleep_below) sleep_ns(f->sleep_ns);
+    for (int64_t i = lo; i < hi; i++) atomic_fetch_add(&f->visits[i], 1);
+}
+
+static frame_t F;
+
+static void reset(void) {
+    for (int i = 0; i < MAXN; i++) atomic_store(&F.visits[i], 0);
+    atomic_store(&F.calls, 0);
+    F.sleep_below = 0;
+    F.sleep_ns = 0;
+}
+
+static int exactly_once(int64_t n) {
+    for (int64_t i = 0; i < MAXN; i++)
+        if (atomic_load(&F.visits[i]) != (i < n ? 1 : 0)) {
+            fprintf(stderr, "n=%lld: index %lld visited %d times\n", (long long)n, (long long)i,
+                    atomic_load(&F.visits[i]));
+            return 0;
+        }
+    return 1;
+}
+
+/* Every n from 0 to MAXN's neighbourhood, several grains and min_parallel values,
+ * back to back (late workers meet newer launches). */
+static void test_every_index_once(void) {
+    static const int64_t grains[] = {0, 1, 3, 64, 100, 1000, 100000};
+    static const int64_t mins[] = {2, 8192};
+    for (int64_t n = 0; n <= MAXN; n += (n < 300 ? 1 : 97)) {
+        for (size_t g = 0; g < sizeof grains / sizeof *grains; g++) {
+            for (size_t m = 0; m < 2; m++) {
+                reset();
+                pool_run(body, &F, n, mins[m], grains[g], NULL, NULL);
+                CHECK(exactly_once(n));
+            }
+        }
+    }
+}
+
+/* The grain is honoured: no piece shorter than it except a share's end. */
+static _Atomic int64_t min_piece;
+static void body_len(void *fp, int64_t lo, int64_t hi) {
+    body(fp, lo, hi);
+    int64_t len = hi - lo, cur = atomic_load(&min_piece);
+    while (len < cur && !atomic_compare_exchange_weak(&min_piece, &cur, len)) {
+    }
+}
+
+static void test_grain(void) {
+    int T = pool_threads();
+    int64_t n = 4000, grain = 300;
+    reset();
+    atomic_store(&min_piece, INT64_MAX);
+    pool_run(body_len, &F, n, 2, grain, NULL, NULL);
+    CHECK(exactly_once(n));
+    /* a share is n / T >= 4000 / 7 >= grain here, so every piece is a whole grain */
+    if (T <= 8) CHECK(atomic_load(&min_piece) >= grain);
+}
+
+/* A late thread: the piece that starts thread 1's share blocks until every
+ * index outside it has run (or 5 s pass).  With a static split that piece is
+ * the whole share and the rest of it never runs meanwhile; with pieces
+ * claimed as threads go, the others take what is left of the share. */
+static _Atomic int64_t total;
+static _Atomic int waited_ok;
+static int64_t block_at;
+static void body_block(void *fp, int64_t lo, int64_t hi) {
+    body(fp, lo, hi);
+    atomic_fetch_add(&total, hi - lo);
+    if (lo != block_at) return;
+    int64_t n = 2 * block_at; /* block_at = n / 2 with T = 2 */
+    for (int i = 0; i < 5000 && atomic_load(&total) < n; i++) sleep_ns(1000000);
+    atomic_store(&waited_ok, atomic_load(&total) == n);
+}
+
+static void test_late_share_is_taken(void) {
+    if (pool_threads() != 2) return;
+    int64_t n = 4096;
+    reset();
+    atomic_store(&total, 0);
+    atomic_store(&waited_ok, 0);
+    block_at = n / 2;
+    pool_run(body_block, &F, n, 2, 1, NULL, NULL);
+    CHECK(exactly_once(n));
+    CHECK(atomic_load(&waited_ok));
+    CHECK(atomic_load(&F.calls) > 2);
+}
+
+/* stop(): after it says so, no new piece starts, and the launch returns. */
+static _Atomic int stop_after;
+static int stop_fn(void *arg) {
+    (void)arg;
+    return atomic_fetch_sub(&stop_after, 1) <= 1;
+}
+
+static void test_stop(void) {
+    int64_t n = MAXN;
+    reset();
+    atomic_store(&stop_after, 1); /* the first piece to end stops the launch */
+    pool_run(body, &F, n, 2, 1, stop_fn, NULL);
+    int ran = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int v = atomic_load(&F.visits[i]);
+        CHECK(v == 0 || v == 1);
+        ran += v;
+    }
+    CHECK(ran > 0 && ran < n); /* first pieces are 64 iterations: most never ran */
+    /* the pool is usable afterwards, and a stop that never fires runs everything */
+    reset();
+    atomic_store(&stop_after, 1 << 30);
+    pool_run(body, &F, n, 2, 1, stop_fn, NULL);
+    CHECK(exactly_once(n));
+}
+
+/* Two threads launching at once: one gets the pool, the other runs alone. */
+static frame_t G;
+static void *other(void *arg) {
+    (void)arg;
+    for (int r = 0; r < 200; r++) {
+        for (int i = 0; i < MAXN; i++) atomic_store(&G.visits[i], 0);
+        pool_run(body, &G, MAXN, 2, 0, NULL, NULL);
+        for (int i = 0; i < MAXN; i++)
+            if (atomic_load(&G.visits[i]) != 1) return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_concurrent_launches(void) {
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, other, NULL) == 0);
+    for (int r = 0; r < 200; r++) {
+        reset();
+        pool_run(body, &F, MAXN - r, 2, 0, NULL, NULL);
+        CHECK(exactly_once(MAXN - r));
+    }
+    void *res;
+    pthread_join(th, &res);
+    CHECK(res == NULL);
+}
+
+static int run_with_threads(const char *threads) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("TACK_NUM_THREADS", threads, 1);
+        test_every_index_once();
+        test_grain();
+        test_late_share_is_taken();
+        test_stop();
+        test_concurrent_launches();
+        _exit(check_failed ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status)) fprintf(stderr, "child ended by signal %d\n", WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(void) {
+    (void)failing_allocator_install;
+    static const char *counts[] = {"1", "2", "3", "4", "7", "16"};
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+        int ok = run_with_threads(counts[i]);
+        if (!ok) fprintf(stderr, "failed with TACK_NUM_THREADS=%s\n", counts[i]);
+        CHECK(ok);
+    }
+    return CHECK_SUMMARY();
+}
