@@ -23,6 +23,7 @@ values and errors on metal against cpu.  Each test runs in a process of its
 own (the fake is loaded as the Objective-C runtime).
 """
 
+import json
 import os
 import platform
 import shutil
@@ -322,3 +323,24 @@ def test_language_suite_kernels_metal_against_cpu(tmp_path, fake):
         print("errors", errors)
     """)
     assert "errors 3" in out, out
+
+
+def test_local_arrays_suite_metal_against_cpu(tmp_path, fake):
+    """Every call that tests/python/test_local_arrays.py makes (local arrays,
+    @tack.func, frames), run on Metal and on the CPU by the _metal_differential
+    plugin: the same arrays after, or the same error."""
+    out = tmp_path / "diff.json"
+    env = dict(os.environ, OCL_ICD_VENDORS=str(tmp_path / "none"), TACK_CACHE_DIR=str(tmp_path / "cache"),
+               TACK_METAL_OBJC_PATH=str(fake), TACK_METAL_PATH=str(fake), FAKE_METAL_EMULATE=str(ROOT / "tests" / "msl"),
+               FAKE_METAL_CXX=_msl.clang(), TMPDIR=str(tmp_path), TACK_METAL_DIFF=str(out))
+    env.pop("FAKE_METAL_COUNT", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_metal_differential",
+           str(HERE / "test_local_arrays.py")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert not res["differ"], "\n\n".join(res["differ"][:5])
+    print(f"\nmetal against cpu: {res['agree']} calls agree ({res['demoted']} of them in single precision), "
+          f"{res['refused']} refused naming Metal, {res['skipped']} skipped")
+    assert res["agree"] >= 25 and res["demoted"] >= 10, res  # 29 and 19 when written
