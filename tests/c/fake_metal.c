@@ -10,9 +10,9 @@
  * counted live, so a test can see that retains and releases balance);
  * buffers are host memory; a library records its source and checks that
  * it carries the tack-metal layout comment and a `kernel void tk_phaseN`
- * for each function asked for (it does not compile MSL); encoders record
- * setBuffer/setBytes/dispatch calls, so a test can check the argument
- * convention; a command buffer "runs" when it is waited for.
+ * for each function asked for (it compiles MSL only when emulating, below);
+ * encoders record setBuffer/setBytes/dispatch calls, so a test can check the
+ * argument convention; a command buffer "runs" when it is waited for.
  *
  * The trick that makes objc_msgSend a C function: the backend calls it
  * only through casts to exact, non-variadic function types, passing
