@@ -148,7 +148,7 @@ uint64_t gpu_scalar_bits(const tk_pinfo *pi, const tack_arg *a, int im) {
     uint64_t bits;
     if (tack_dtype_get(pi->dtype)->kind == TACK_KIND_COMPLEX) { /* one slot a part: f32 bits for complex64 */
         double d = a->scalar.z[im];
-        if (pi->dtype == TACK_C64) {
+        if (pi->dtype == TACK_C64 || pi->carry_f32) { /* complex64, or a Python complex carried as one */
             float f = (float)d;
             uint32_t u;
             memcpy(&u, &f, 4);

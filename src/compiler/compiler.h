@@ -376,7 +376,7 @@ typedef struct tk_cc {
     int err_line, err_col;
     int uses_vec, uses_f16, uses_print, uses_atomic;
     int uses_complex;      /* complex.c's helpers go into the prelude */
-    uint64_t weak_f32;     /* bit p: weak float param p is carried as f32 (weak_float.c) */
+    uint64_t weak_f32;     /* bit p: weak param p is carried as f32 (complex64 for a complex; weak_float.c) */
     int racy_rmw;          /* TACK_DEBUG_RACY_RMW=1: lower a[i] op= v in parallel code as a plain
                             * read and write (to show that verify.c catches the race) */
     tk_warning *warns;        /* what the compile warns of (tk_warn) */

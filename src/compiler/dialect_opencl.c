@@ -107,7 +107,8 @@ static int ir_f64(const tk_ir *x) {
 static int uses_f64(const tk_cc *C) {
     for (int p = 0; p < C->nargs; p++)
         if ((dt_scalar(C->args[p].dtype) == TACK_F64 && (C->args[p].is_array || !tk_param_f32(C, p))) ||
-            C->args[p].dtype == TACK_C128) return 1;
+            (C->args[p].dtype == TACK_C128 && (C->args[p].is_array || !tk_param_f32(C, p))))
+            return 1;
     for (int s = 0; s < C->nspecs; s++) {
         const tk_spec *S = C->specs[s];
         for (int i = 0; i < S->nlocals; i++)

@@ -238,7 +238,9 @@ static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K, const tk_grid 
         tk_emitter_local(e, K->plocal[p]);
         if (ty_is_complex(t)) { /* two slots (re, im), as gpu_common.c packs them; a real argument fills re */
             const char *P = tk_dialect_c.ctype(dt_complex_part((tack_dtype)t.dt));
-            const char *pm = k != TACK_KIND_COMPLEX ? mem : C->args[p].dtype == TACK_C64 ? "f32" : "f";
+            const char *pm = k != TACK_KIND_COMPLEX                                ? mem
+                             : C->args[p].dtype == TACK_C64 || tk_param_f32(C, p) ? "f32"
+                                                                                   : "f";
             tk_emitter_printf(e, " = tk_mk_%s((%s)", T, P);
             G->scalar(e, p, 0, pm);
             tk_emitter_printf(e, ", (%s)", P);

@@ -12,6 +12,10 @@
  * it: the canonical `saxpy(a, x, y)` with a Python float `a` would not run
  * there, although it computes nothing in double precision.
  *
+ * A Python complex is weak the same way: one that only ever meets complex64
+ * is carried as a complex64, each part as f32 bits (Metal, which has no
+ * double, could not take it otherwise).
+ *
  * This pass finds the scalar parameters of the kernel that are weak floats,
  * are never assigned, and whose every use is a conversion to f32 (or which
  * are not used at all).  Each such parameter becomes an f32 local, the
@@ -30,11 +34,12 @@
 
 typedef struct uses {
     int local;
-    int narrow, other;  /* uses under an f32 cast, and any other uses */
+    int narrow, other;  /* uses under a cast to the narrow type, and any other uses */
+    int to;             /* the narrow type: f32 (a Python float) or complex64 (a Python complex) */
 } uses;
 
-static int is_f32_cast(const tk_ir *x) {
-    return x->op == IR_CAST && x->ty.kind == TY_VALUE && x->ty.dt == TACK_F32 && x->n == 1;
+static int is_narrow_cast(const tk_ir *x, int to) {
+    return x->op == IR_CAST && x->ty.kind == TY_VALUE && x->ty.dt == to && x->n == 1;
 }
 
 static void count(const tk_ir *x, uses *u);
@@ -43,7 +48,7 @@ static void count(const tk_ir *x, uses *u);
 static void count_kid(const tk_ir *parent, const tk_ir *kid, uses *u) {
     if (!kid) return;
     if (kid->op == IR_LOCAL && kid->local == u->local) {
-        if (parent && is_f32_cast(parent)) u->narrow++;
+        if (parent && is_narrow_cast(parent, u->to)) u->narrow++;
         else u->other++;
         return;
     }
@@ -60,40 +65,40 @@ static void count(const tk_ir *x, uses *u) {
     }
 }
 
-/* Replace each f32 cast of the local by the local itself, now an f32. */
-static void rewrite(tk_ir *x, int local, tk_type f32) {
+/* Replace each narrowing cast of the local by the local itself, now of the narrow type. */
+static void rewrite(tk_ir *x, int local, tk_type to) {
     if (!x) return;
     for (int i = 0; i < x->n; i++) {
         tk_ir *k = x->k[i];
-        if (k && is_f32_cast(k) && k->k[0]->op == IR_LOCAL && k->k[0]->local == local) {
+        if (k && is_narrow_cast(k, to.dt) && k->k[0]->op == IR_LOCAL && k->k[0]->local == local) {
             tk_ir *l = k->k[0];
-            l->ty = f32;
+            l->ty = to;
             x->k[i] = l;
         } else {
-            rewrite(k, local, f32);
+            rewrite(k, local, to);
         }
     }
     if (x->op == IR_PFOR) {
-        rewrite(x->off, local, f32);
-        rewrite(x->hi, local, f32);
-        rewrite(x->red, local, f32);
+        rewrite(x->off, local, to);
+        rewrite(x->hi, local, to);
+        rewrite(x->red, local, to);
     }
 }
 
 void tk_weak_float(tk_cc *C, tk_spec *K) {
-    tk_type f32 = ty_value(TACK_F32);
     for (int p = 0; p < K->nparams && p < 64; p++) {
         const tack_argtype *a = &C->args[p];
-        if (a->is_array || !a->weak || a->dtype != TACK_F64) continue;
+        if (a->is_array || !a->weak || (a->dtype != TACK_F64 && a->dtype != TACK_C128)) continue;
+        tk_type to = ty_value(a->dtype == TACK_F64 ? TACK_F32 : TACK_C64);
         int l = K->plocal ? K->plocal[p] : -1;
-        if (l < 0 || K->ptypes[p].kind != TY_VALUE || K->ptypes[p].dt != TACK_F64) continue;
+        if (l < 0 || K->ptypes[p].kind != TY_VALUE || K->ptypes[p].dt != (int)a->dtype) continue;
         if (ir_assigns_local(K->body, l)) continue;
-        uses u = {l, 0, 0};
+        uses u = {l, 0, 0, to.dt};
         count(K->body, &u);
         if (u.other) continue;
-        rewrite(K->body, l, f32);
-        K->locals[l].ty = f32;
-        K->ptypes[p] = f32;
+        rewrite(K->body, l, to);
+        K->locals[l].ty = to;
+        K->ptypes[p] = to;
         C->weak_f32 |= 1ull << p;
     }
 }

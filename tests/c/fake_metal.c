@@ -10,9 +10,9 @@
  * counted live, so a test can see that retains and releases balance);
  * buffers are host memory; a library records its source and checks that
  * it carries the tack-metal layout comment and a `kernel void tk_phaseN`
- * for each function asked for (it does not compile MSL); encoders record
- * setBuffer/setBytes/dispatch calls, so a test can check the argument
- * convention; a command buffer "runs" when it is waited for.
+ * for each function asked for (it compiles MSL only when emulating, below);
+ * encoders record setBuffer/setBytes/dispatch calls, so a test can check the
+ * argument convention; a command buffer "runs" when it is waited for.
  *
  * The trick that makes objc_msgSend a C function: the backend calls it
  * only through casts to exact, non-variadic function types, passing
@@ -31,14 +31,29 @@
  * dispatches writes a failed check with that site into buffer(0), the
  * device error record, as the generated code would).  FAKE_METAL_COUNT
  * (environment, default 1) is the number of GPUs.
+ *
+ * Running kernels: with FAKE_METAL_EMULATE set to the directory of Tack's
+ * MSL headers (tests/msl), a library is compiled for real -- its MSL as C++
+ * by clang++ (FAKE_METAL_CXX, default clang++) against the CPU emulation of
+ * Metal's standard library in tests/msl/emulate, plus one wrapper per phase
+ * as tests/msl/emulate/tack_emulate.h describes, into a shared object that
+ * is loaded; a source that does not compile fails with clang's messages as
+ * the NSError's description.  Each dispatch is then recorded with the
+ * buffers bound at that moment (setBytes copied, as Metal does) and, when
+ * the command buffer runs, every thread of its grid (threadgroups times
+ * threads per group) runs in turn, in order, dispatch after dispatch.
+ * What that shows is what the code computes under the backend's argument
+ * convention, not how a GPU schedules it.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct fobj *id;
 typedef const char *SEL;
@@ -69,6 +84,17 @@ struct fobj {
     uint64_t word0;    /* command buffer's program id */
     int dispatched;
     int fast_math, lang;
+    void *dl;          /* library: the emulation's shared object */
+    void (*entry)(void **, unsigned, unsigned); /* function, pipeline, encoder: the phase's wrapper */
+    void *table[32];   /* encoder: what each buffer index is bound to */
+    struct dispatch *disp; /* command buffer: the dispatches to run */
+    int ndisp;
+};
+
+struct dispatch {
+    void (*entry)(void **, unsigned, unsigned);
+    void *table[32];
+    unsigned long nthreads;
 };
 
 /* ------------------------------------------------- what tests read */
@@ -96,8 +122,8 @@ int fake_metal_dispatch_phase[16];
 char fake_metal_last_source[65536];
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fobj cls_string = {MAGIC, K_CLASS_STRING, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-static struct fobj cls_options = {MAGIC, K_CLASS_OPTIONS, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static struct fobj cls_string = {.magic = MAGIC, .kind = K_CLASS_STRING, .refs = 1};
+static struct fobj cls_options = {.magic = MAGIC, .kind = K_CLASS_OPTIONS, .refs = 1};
 static id devices[8];
 static int ndevices = -1;
 
@@ -120,6 +146,8 @@ static void dealloc(id o) {
     for (int i = 0; i < o->nitems; i++) release(o->items[i]);
     if (o->err) release(o->err);
     free(o->items);
+    free(o->disp);
+    if (o->dl) dlclose(o->dl);
     free(o->text);
     free(o->mem);
     o->magic = 0;
@@ -261,6 +289,116 @@ void *fake_metal_device(int i) { find_devices(); return i < ndevices ? devices[i
 /* Objects still in this thread's pool outside any pushed pool (leaked autoreleases). */
 int fake_metal_pooled(void) { return (int)npool; }
 
+/* ---------------------------------------------------------- emulation */
+/* Append to a growing string. */
+static void put(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+    if (*len + n + 1 > *cap) {
+        *cap = (*len + n + 1) * 2;
+        *buf = realloc(*buf, *cap);
+        if (!*buf) abort();
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
+}
+
+/* The wrappers of tack_emulate.h for src's phases, or NULL with why in msg. */
+static char *wrappers(const char *src, char *msg, size_t nmsg) {
+    char *out = NULL;
+    size_t len = 0, cap = 0;
+    const char *inc = "\n#include <tack_emulate.h>\n";
+    put(&out, &len, &cap, inc, strlen(inc));
+    for (const char *s = strstr(src, "kernel void tk_phase"); s; s = strstr(s + 1, "kernel void tk_phase")) {
+        int k;
+        if (sscanf(s, "kernel void tk_phase%d(", &k) != 1) continue;
+        const char *p = strchr(s, '(') + 1;
+        char head[128];
+        snprintf(head, sizeof head, "extern \"C\" void run_tk_phase%d(void **b, unsigned tid, unsigned nth) { tk_phase%d(",
+                 k, k);
+        put(&out, &len, &cap, head, strlen(head));
+        for (int first = 1;; first = 0) { /* one parameter: up to the next ',' or ')' outside parentheses */
+            const char *q = p;
+            int depth = 0;
+            while (*q && !(depth == 0 && (*q == ',' || *q == ')'))) {
+                if (*q == '(') depth++;
+                if (*q == ')') depth--;
+                q++;
+            }
+            if (!*q) {
+                snprintf(msg, nmsg, "fake metal: tk_phase%d's parameter list does not end", k);
+                free(out);
+                return NULL;
+            }
+            char param[256], arg[64];
+            snprintf(param, sizeof param, "%.*s", (int)(q - p), p);
+            const char *at = strstr(param, "[[buffer(");
+            int n;
+            if (at && sscanf(at, "[[buffer(%d)]]", &n) == 1 && n >= 0 && n < 31)
+                snprintf(arg, sizeof arg, "tk_emu_ptr{b[%d]}", n);
+            else if (strstr(param, "[[thread_position_in_grid]]")) snprintf(arg, sizeof arg, "tid");
+            else if (strstr(param, "[[threads_per_grid]]")) snprintf(arg, sizeof arg, "nth");
+            else {
+                snprintf(msg, nmsg, "fake metal: tk_phase%d has a parameter it cannot bind: %s", k, param);
+                free(out);
+                return NULL;
+            }
+            if (!first) put(&out, &len, &cap, ", ", 2);
+            put(&out, &len, &cap, arg, strlen(arg));
+            if (*q == ')') break;
+            p = q + 1;
+        }
+        put(&out, &len, &cap, "); }\n", 5);
+    }
+    return out;
+}
+
+/* Compile src with the emulation into a loaded shared object, or NULL with clang's messages in msg. */
+static void *emulate_build(const char *src, const char *inc, char *msg, size_t nmsg) {
+    const char *cxx = getenv("FAKE_METAL_CXX");
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], path[600], so[600], log[600], cmd[4096];
+    void *dl = NULL;
+    char *wrap = wrappers(src, msg, nmsg);
+    if (!wrap) return NULL;
+    snprintf(dir, sizeof dir, "%s/fake-metal-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        snprintf(msg, nmsg, "fake metal: no temporary directory");
+        free(wrap);
+        return NULL;
+    }
+    snprintf(path, sizeof path, "%s/kernel.cpp", dir);
+    snprintf(so, sizeof so, "%s/kernel.so", dir);
+    snprintf(log, sizeof log, "%s/clang.log", dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(src, f);
+        fputs(wrap, f);
+        fclose(f);
+    }
+    free(wrap);
+    snprintf(cmd, sizeof cmd, "'%s' -std=c++17 -O1 -shared -fPIC -w -I '%s/emulate' '%s' -o '%s' 2>'%s'",
+             cxx && *cxx ? cxx : "clang++", inc, path, so, log);
+    int rc = f ? system(cmd) : -1;
+    if (rc == 0) {
+        dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+        if (!dl) snprintf(msg, nmsg, "fake metal: %s", dlerror());
+    } else {
+        size_t n = 0;
+        FILE *l = fopen(log, "r");
+        if (l) {
+            n = fread(msg, 1, nmsg - 1, l);
+            fclose(l);
+        }
+        msg[n] = 0;
+        if (!n) snprintf(msg, nmsg, "fake metal: the MSL compiler failed (%d)", rc);
+    }
+    unlink(path);
+    unlink(so);
+    unlink(log);
+    rmdir(dir);
+    return dl;
+}
+
 /* -------------------------------------------------------- objc_msgSend */
 static int has_kernel(const char *src, const char *fn) {
     char pat[96];
@@ -270,6 +408,10 @@ static int has_kernel(const char *src, const char *fn) {
 
 static void run(id cb) {
     if (cb->status != 2) return; /* committed, not yet run */
+    for (int i = 0; i < cb->ndisp; i++) {
+        struct dispatch *d = &cb->disp[i];
+        for (unsigned long t = 0; t < d->nthreads; t++) d->entry(d->table, (unsigned)t, (unsigned)d->nthreads);
+    }
     if (cb->dispatched && fake_metal_fail_site >= 0 && cb->buf0) {
         int32_t *rec = cb->buf0->mem;
         if (!rec[0]) {
@@ -349,6 +491,17 @@ void *objc_msgSend(id self, SEL op, ...) {
             fake_metal_compile_error[0] = 0;
         } else if (!strstr(src->text, "/* tack-metal: phases=")) {
             if (err) *err = autorelease(error("fake metal: the source has no tack-metal layout comment"));
+        } else if (getenv("FAKE_METAL_EMULATE")) {
+            char msg[4000];
+            void *dl = emulate_build(src->text, getenv("FAKE_METAL_EMULATE"), msg, sizeof msg);
+            if (dl) {
+                id lib = make(K_LIBRARY);
+                lib->text = strdup(src->text);
+                lib->dl = dl;
+                r = lib;
+            } else if (err) {
+                *err = autorelease(error(msg));
+            }
         } else {
             id lib = make(K_LIBRARY);
             lib->text = strdup(src->text);
@@ -361,6 +514,17 @@ void *objc_msgSend(id self, SEL op, ...) {
             id f = make(K_FUNCTION);
             f->text = strdup(name->text);
             sscanf(name->text, "tk_phase%d", &f->phase);
+            if (self->dl) {
+                char sym[96];
+                snprintf(sym, sizeof sym, "run_%s", name->text);
+                *(void **)&f->entry = dlsym(self->dl, sym);
+                if (!f->entry) {
+                    release(f);
+                    f = NULL;
+                } else {
+                    hold(f, self); /* the code lives as long as what runs it */
+                }
+            }
             r = f;
         }
     } else if (IS("newComputePipelineStateWithFunction:error:") && self->kind == K_DEVICE) {
@@ -368,6 +532,8 @@ void *objc_msgSend(id self, SEL op, ...) {
         check(fn, op);
         id p = make(K_PSO);
         p->phase = fn->phase;
+        p->entry = fn->entry;
+        if (fn->entry) hold(p, fn);
         r = p;
     } else if (IS("maxTotalThreadsPerThreadgroup") && self->kind == K_PSO) r = (void *)(uintptr_t)fake_metal_max_threads;
     else if (IS("threadExecutionWidth") && self->kind == K_PSO) r = (void *)(uintptr_t)32;
@@ -388,6 +554,7 @@ void *objc_msgSend(id self, SEL op, ...) {
         hold(self->items[0], b); /* the command buffer keeps what it uses */
         fake_metal_bound[i] = b;
         fake_metal_bound_offset[i] = off;
+        self->table[i] = b->mem ? (char *)b->mem + off : NULL;
         if (i == 0) self->items[0]->buf0 = b;
         if (i == 2) {
             fake_metal_nwords = (int)((b->len - off) / 8 > 512 ? 512 : (b->len - off) / 8);
@@ -399,6 +566,11 @@ void *objc_msgSend(id self, SEL op, ...) {
         NSUInteger len = va_arg(ap, NSUInteger), i = va_arg(ap, NSUInteger);
         if (len > 4096 || i >= 31) abort(); /* Metal's limit for setBytes */
         fake_metal_bytes_index = (int)i;
+        id copy = fake_metal_new_buffer(len, 0); /* Metal copies the bytes when they are set */
+        memcpy(copy->mem, p, len);
+        hold(self->items[0], copy);
+        release(copy);
+        self->table[i] = copy->mem;
         if (i == 2) {
             fake_metal_nwords = (int)(len / 8);
             memcpy(fake_metal_words, p, len);
@@ -408,6 +580,7 @@ void *objc_msgSend(id self, SEL op, ...) {
         id p = va_arg(ap, id);
         check(p, op);
         if (fake_metal_ndispatch < 16) fake_metal_dispatch_phase[fake_metal_ndispatch] = p->phase;
+        self->entry = p->entry;
     } else if (IS("dispatchThreadgroups:threadsPerThreadgroup:") && self->kind == K_ENCODER) {
         MTLSize g = va_arg(ap, MTLSize), t = va_arg(ap, MTLSize);
         if (g.height != 1 || g.depth != 1 || t.height != 1 || t.depth != 1 || !g.width || !t.width) abort();
@@ -416,7 +589,16 @@ void *objc_msgSend(id self, SEL op, ...) {
             fake_metal_threads[fake_metal_ndispatch] = t.width;
         }
         fake_metal_ndispatch++;
-        self->items[0]->dispatched = 1;
+        id cb = self->items[0];
+        cb->dispatched = 1;
+        if (self->entry) {
+            cb->disp = realloc(cb->disp, (size_t)(cb->ndisp + 1) * sizeof *cb->disp);
+            if (!cb->disp) abort();
+            struct dispatch *d = &cb->disp[cb->ndisp++];
+            d->entry = self->entry;
+            memcpy(d->table, self->table, sizeof d->table);
+            d->nthreads = g.width * t.width;
+        }
     } else if (IS("endEncoding") && self->kind == K_ENCODER) {
     } else if (IS("commit") && self->kind == K_CB) {
         self->status = 2;

@@ -3,7 +3,9 @@
 The emitted source is compiled as ordinary C++ against
 tests/msl/emulate/metal_stdlib (address spaces erased, atomics as plain
 read-modify-writes, half as _Float16, the C library's math) with a small
-wrapper per phase, then each phase is called for every thread of a small
+wrapper per phase (tests/msl/emulate/tack_emulate.h; the fake Metal,
+tests/c/fake_metal.c, writes the same ones to run kernels launched through
+the Metal backend), then each phase is called for every thread of a small
 grid in turn -- a one-thread phase with one thread -- with the buffers the
 Metal backend binds: the error record, the frame buffer, the argument words
 and the arrays.  What it shows is what the code computes under the argument
@@ -34,7 +36,7 @@ def _wrappers(source):
         for p in (x.strip() for x in params.split(",")):
             pm = _PARAM.match(p)
             if pm:
-                args.append(f"({pm.group(1)} *)b[{int(pm.group(3))}]")
+                args.append(f"tk_emu_ptr{{b[{int(pm.group(3))}]}}")
             elif p.endswith("[[thread_position_in_grid]]"):
                 args.append("tid")
             elif p.endswith("[[threads_per_grid]]"):
@@ -51,7 +53,7 @@ def build(source, workdir):
     wrap, phases = _wrappers(source)
     path = os.path.join(workdir, "kernel.cpp")
     with open(path, "w") as f:
-        f.write(source + "\n" + wrap + "\n")
+        f.write(source + "\n#include <tack_emulate.h>\n" + wrap + "\n")
     lib = os.path.join(workdir, "kernel.so")
     proc = subprocess.run([_msl.clang(), "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-I", str(EMULATE), path, "-o",
                            lib], capture_output=True, text=True, timeout=300)

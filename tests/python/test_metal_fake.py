@@ -7,7 +7,8 @@ are waited for (its comment says how its objc_msgSend stands in for the real
 one, on x86-64 only).  It is built here with the C compiler and loaded
 through TACK_METAL_OBJC_PATH and TACK_METAL_PATH, in a process of its own per
 test.  Kernel launches through the fake are tested in C
-(tests/c/test_metal_fake.c, hand-written MSL): this file checks what Python
+(tests/c/test_metal_fake.c, hand-written MSL) and, run for real by the
+fake's CPU emulation, in test_metal_run.py: this file checks what Python
 users do with Metal arrays.
 
 What is checked: device="metal" without Metal is a clear error and

@@ -130,6 +130,30 @@ def test_a_python_float_that_meets_only_f32_needs_no_fp64():
 
 
 @tack.kernel
+def cshift(a, c, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * c + c
+
+
+def test_a_python_complex_that_meets_only_complex64_needs_no_fp64():
+    """A Python complex is weak: with complex64 arrays it travels as a complex64
+    (each part as f32 bits), so the source needs no fp64, and the results are
+    the CPU's to the bit; a NumPy complex128 keeps its double."""
+    z = (np.linspace(-3, 3, 257) + 1j * np.linspace(2, -1, 257)).astype(np.complex64)
+    src = cshift.generated_source(z, 0.1 - 2.7j, z, target="opencl")
+    assert "fp64=0 */" in src and "as_double" not in src
+    assert "fp64=1 */" in cshift.generated_source(z, np.complex128(0.1 - 2.7j), z.astype(np.complex128),
+                                                  target="opencl")
+    for c in (0.1 - 2.7j, 1e-40 + 3.5e38j):
+        cpu = np.zeros_like(z)
+        with np.errstate(all="ignore"):
+            cshift(z, c, cpu)
+        dev = tack.zeros(257, tack.complex64, device=DEV)
+        cshift(tack.array(z, device=DEV), c, dev)
+        np.testing.assert_array_equal(dev.numpy(), cpu)
+
+
+@tack.kernel
 def prints_two(a):
     print(a[0], a[1])
     print(a[1])
