@@ -74,6 +74,20 @@ def test_float_floordiv_mod(dtype, data):
         np.testing.assert_array_equal(r, np.remainder(a, b))
 
 
+@pytest.mark.parametrize("a, b", [(264788.0, 0.01953125), (-264788.0, 0.01953125), (1e-30, 1e30), (-1e-30, 1e30),
+                                  (16777215.0, 0.1), (3.0, 0.0), (-3.0, 0.0)])
+def test_float32_floordiv_mod_round_in_float32_as_numpy(a, b):
+    """f32 // and % are computed in f32, as NumPy does: 264788 / 0.01953125 is
+    13557145.6, which f32 division rounds to 13557146 before the floor (NumPy's
+    answer); a quotient computed in f64 gives 13557145 (found by hypothesis)."""
+    x, y = np.full(3, a, np.float32), np.full(3, b, np.float32)
+    q, r = np.zeros_like(x), np.zeros_like(x)
+    floordiv_mod(x, y, q, r)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(q, np.floor_divide(x, y))
+        np.testing.assert_array_equal(r, np.remainder(x, y))
+
+
 @pytest.mark.parametrize("a, b", [(7, -2), (-7, 2), (-7, -2), (7, 2), (0, -3)])
 def test_python_examples_of_floordiv_mod(a, b):
     for dtype in (np.int32, np.int64, np.float64):
