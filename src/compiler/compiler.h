@@ -266,7 +266,7 @@ typedef enum tk_store_kind { ST_PLAIN, ST_RMW } tk_store_kind;
 enum { TK_BIN_NOWRAP = 1 };
 
 /* IR_FOR's sub: a loop that polls (where loops poll), or one inside a loop that polls for it. */
-enum { TK_FOR_POLLS = 0, TK_FOR_QUIET = 1 };
+enum { TK_FOR_POLLS = 0, TK_FOR_QUIET = 1, TK_FOR_IVDEP = 2 /* quiet, and no iteration depends on another (tile.c) */ };
 
 
 /* Private histograms per parallel loop (privatize.c), and the chunk's stack they share. */
@@ -408,6 +408,12 @@ void tk_verify(tk_cc *C, const char *after);
 void tk_fold(tk_cc *C);
 void tk_checks(tk_cc *C);
 void tk_nests(tk_cc *C);     /* per-row versioning of checks, loop interchange (C dialect) */
+/* nests.c for tile.c: loop f's copy without the index checks that `*cond` (NULL: none) shows
+ * cannot fail; the per-row versions of the serial loops at the top of parallel body b. */
+tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond);
+void tk_nests_top(tk_cc *C, tk_spec *S, tk_ir *b);
+/* tile.c: a parallel loop whose rows are a matrix product's, in tiled panels (1), or left (0) */
+int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf);
 void tk_strength(tk_cc *C);
 void tk_privatize(tk_cc *C);
 void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f32 is an f32 */

@@ -561,7 +561,7 @@ static int breaks_out(const tk_ir *x) {
 static void emit_for(tk_emitter *e, tk_ir *s) {
     int c = e->counter++;
     tk_ir *lo = s->k[0], *hi = s->k[1], *step = s->k[2];
-    int unit = step->op == IR_CONST && step->c.i == 1, poll = polling(e) && s->sub != TK_FOR_QUIET;
+    int unit = step->op == IR_CONST && step->c.i == 1, poll = polling(e) && s->sub == TK_FOR_POLLS;
     int saved_brk = e->brk, brk = poll && breaks_out(s->k[3]);
     I(e); P(e, "{\n");
     e->ind++;
@@ -589,6 +589,9 @@ static void emit_for(tk_emitter *e, tk_ir *s) {
         }
         I(e); P(e, "for (int64_t k%d = s%d; k%d < e%d; k%d++) {\n", c, c, c, c, c);
     } else if (from) {
+        if (s->sub == TK_FOR_IVDEP) { /* tile.c: the iterations are independent (the arrays tested disjoint) */
+            P(e, "#if defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#elif defined(__GNUC__)\n#pragma GCC ivdep\n#endif\n");
+        }
         I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);
     } else {
         I(e); P(e, "for (int64_t k%d = 0; k%d < n%d; k%d++) {\n", c, c, c, c);

@@ -53,6 +53,9 @@
  * store, a call, an atomic, a check that remains, a triangular bound, a
  * local carried from one iteration to the next (`s += ...` with `s = 0`
  * outside the k loop) -- is left as it is.
+ * A parallel loop whose body is such a nest (or its k-outside form) goes to
+ * tile.c first, which runs it in tiled panels of rows and keeps this pass's
+ * per-row copies as its fallback.
  *
  * Where loops poll for Ctrl-C (the CPU), each serial loop runs in strips
  * with a poll between them.  For a filter's taps, loops of five iterations,
@@ -611,12 +614,25 @@ static void top_loops(tk_cc *C, tk_spec *S, tk_ir *b) {
 
 static void find_pfors(tk_cc *C, tk_spec *S, tk_ir *s) {
     if (s->op == IR_PFOR) {
+        if (tk_tile(C, S, s)) return; /* tile.c: panels of rows; each row as below where the tiles cannot run */
         top_loops(C, S, s->k[s->aux]);
         return;
     }
     if (s->op < IR_BLOCK) return;
     for (int i = 0; i < s->n; i++) find_pfors(C, S, s->k[i]);
 }
+
+tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond) {
+    nest x;
+    memset(&x, 0, sizeof x);
+    x.C = C;
+    x.f = f;
+    collect(&x, f);
+    *cond = x.cond;
+    return copy_unchecked(&x, f);
+}
+
+void tk_nests_top(tk_cc *C, tk_spec *S, tk_ir *b) { top_loops(C, S, b); }
 
 void tk_nests(tk_cc *C) {
     const char *env = getenv("TACK_NESTS");

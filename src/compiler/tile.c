@@ -1,0 +1,649 @@
+/*
+ * tile.c -- register blocking and cache tiling of a matrix product's rows.
+ *
+ * nests.c interchanges `for j: for k: C[i, j] += A[i, k] * B[k, j]` so that
+ * the inner loop runs along a row of B and C.  That is still one row of C
+ * per iteration of the parallel loop, and each row reads the whole of B: at
+ * 1000 x 1000 (f64, 8 MB) B comes from the last-level cache or memory for
+ * every row, and each element of C is loaded and stored once per k -- two
+ * memory operations for two flops.  The loop ran 6.5x behind BLAS.
+ *
+ * This pass takes a parallel loop (one axis) whose body is such a nest --
+ *
+ *     for i in range(n):                      for i in range(n):
+ *         for j in range(a, b):                   for k in range(c, d):
+ *             for k in range(c, d):                   t = g(i, k)     (locals, any number)
+ *                 C[.., i, .., j, ..] = f(..)         for j in range(a, b):
+ *                                                         C[.., i, .., j, ..] = f(..)
+ *
+ * where the store names i once (`i` or `i + c`) and j once on other axes,
+ * f reads C only at the stored element, the locals of the body are assigned
+ * once before they are read, and nothing else is in the nest -- and runs its
+ * rows in panels of P.  A panel's iteration is
+ *
+ *     for each tile of JT columns:                       (cache tiling of j)
+ *       for each tile of KT values of k:                 (cache tiling of k)
+ *         for each block of R = 4 rows i..i+3:            (register blocking)
+ *           for k in steps of 4:                         (unroll-and-jam of k)
+ *             the locals t for the 16 pairs (i + r, k + q)
+ *             for j in the tile:
+ *               c_r = C[i + r, j]  (r < 4)
+ *               c_r = f(c_r) for k, k+1, k+2, k+3 in turn, each row r
+ *               C[i + r, j] = c_r
+ *           the last k's (fewer than 4), a row at a time
+ *         the last rows (fewer than 4), a row at a time
+ *
+ * so a value of B loaded once serves four rows, an element of C is loaded
+ * and stored once per four k's, and the tile of B (KT x JT elements, 256 KB)
+ * stays in the second-level cache while the panel's rows pass over it.
+ *
+ * The result is the same bits.  Each cell C[i, j] still sees its updates in
+ * ascending k, each computed by the same operations in the same order on
+ * the same operands: tiling j and blocking rows only changes which cells
+ * are worked on between two updates of a cell; tiling k visits the tiles in
+ * ascending order and each tile's k's in ascending order, so the k order of
+ * every cell is the original one; jamming keeps the four updates of a cell
+ * in a chain through a local of the element's type (no reassociation, and
+ * no fused multiply-add: the C compiler runs with -ffp-contract=off).  The
+ * element type must be the local's exactly (not float16, whose stores round
+ * each partial result).  It holds because no cell is read except by its own
+ * updates (f reads C only at the stored element) and the other arrays read
+ * share no memory with C, which the copy tests at run time (M_DISJOINT),
+ * with the rest of its conditions:
+ *
+ *     if (the index checks of the panel's rows hold (nests.c's test) and
+ *         the k and j loops run and C shares no byte with what is read)
+ *         { the tiled panel }
+ *     else
+ *         { for i in the panel's rows: the row as before (nests.c's copies) }
+ *
+ * so an index out of bounds raises the same error, after the same writes,
+ * from the loop as written.  Loads of the tiled copy that do not depend on
+ * j are made once per (i + r, k + q) before the j loop: the checks' test
+ * shows them in bounds, and the j loop runs.
+ *
+ * Rows of one panel are one iteration of the parallel loop, which is now
+ * over panels (ceil(n / P) of them): the stores of the tiled copy are plain
+ * stores (not the read-modify-writes verify.c checks against the
+ * iteration's own element: the panel owns its rows, and the race check ran
+ * on the loop as written).  The inner j loops carry TK_FOR_IVDEP: no
+ * iteration depends on another (C is disjoint from what is read, and the
+ * cells are distinct), which the C compiler is told (`#pragma GCC ivdep`),
+ * as it cannot see it through sixteen pointers' worth of alias checks.
+ *
+ * TACK_TILE=0 in the environment turns the pass off (TACK_NESTS=0 and
+ * TACK_OPT=0 do too); the tests compare with it.  C dialect only, like nests.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/compiler.h"
+
+#define P_ROWS 32      /* rows in a panel: an iteration of the parallel loop */
+#define R_ROWS 4       /* rows in a register block (a power of two) */
+#define Q_KS 4         /* k's jammed (a power of two) */
+#define KT 64          /* k's in a cache tile */
+#define JT_BYTES 4096  /* a tile row's bytes: 512 f64, 1024 f32 */
+#define MAX_STMTS 16
+
+typedef struct tiler {
+    tk_cc *C;
+    tk_spec *S;
+    tk_ir *rows;               /* for i in range(i0, i1): the body (check-free copy) */
+    int iv, kv, jv;            /* the loops' locals */
+    tk_ir *klo, *khi, *jlo, *jhi;
+    tk_ir *pre[MAX_STMTS];     /* assignments in the k loop, before the j loop */
+    int npre;
+    tk_ir *tmp[MAX_STMTS];     /* assignments in the j loop, before the store */
+    int ntmp;
+    tk_ir *store;
+    int reads[64], nreads;
+    int ok;
+    /* substitution */
+    tk_ir *i_to, *k_to;        /* what i and k become (NULL: themselves) */
+    int from[2 * MAX_STMTS + 8], to[2 * MAX_STMTS + 8], nmap; /* locals renamed */
+    int acc;                   /* the load of C at the stored element becomes this local (-1: not) */
+    tk_ir **hoist;             /* loads that do not depend on j: to locals (NULL: left) */
+    int nhoist;
+    int hoisted[64];
+    tk_ir *hoist_at[64];
+} tiler;
+
+/* ------------------------------------------------------------- helpers */
+static const tk_ir *strip(const tk_ir *e) {
+    while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
+    return e;
+}
+
+static tk_ir *clone(tk_cc *C, const tk_ir *e) {
+    tk_ir *r = ir_new(C, e->op, e->ty, e->line);
+    *r = *e;
+    r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
+    r->cap = e->n;
+    for (int j = 0; j < e->n; j++) r->k[j] = clone(C, e->k[j]);
+    return r;
+}
+
+static tk_ir *cst(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
+
+static tk_ir *as_i64(tk_cc *C, tk_ir *x) {
+    if (ty_eq(x->ty, ty_value(TACK_I64))) return x;
+    tk_ir *c = ir_new(C, IR_CAST, ty_value(TACK_I64), x->line);
+    ir_push(C, c, x);
+    return c;
+}
+
+static tk_ir *bin(tk_cc *C, int sub, tk_ir *a, tk_ir *b) {
+    int cmp = sub == B_LT || sub == B_LE || sub == B_GE || sub == B_GT || sub == B_NE || sub == B_EQ;
+    tk_ir *r = ir_new(C, IR_BIN, ty_value(cmp ? TACK_BOOL : TACK_I64), a->line);
+    r->sub = (uint8_t)sub;
+    r->aux_ty = ty_value(TACK_I64);
+    ir_push(C, r, as_i64(C, a));
+    ir_push(C, r, as_i64(C, b));
+    return r;
+}
+
+static tk_ir *and_(tk_cc *C, tk_ir *a, tk_ir *b) {
+    if (!a) return b;
+    tk_ir *r = ir_new(C, IR_AND, ty_value(TACK_BOOL), a->line);
+    ir_push(C, r, a);
+    ir_push(C, r, b);
+    return r;
+}
+
+static tk_ir *local(tk_cc *C, tk_spec *S, int l, int line) {
+    tk_ir *r = ir_new(C, IR_LOCAL, S->locals[l].ty, line);
+    r->local = l;
+    return r;
+}
+
+static tk_ir *assign(tk_cc *C, int l, tk_ir *v) {
+    tk_ir *a = ir_new(C, IR_ASSIGN, ty_void(), v->line);
+    a->local = l;
+    ir_push(C, a, v);
+    return a;
+}
+
+static tk_ir *block(tk_cc *C, int line) { return ir_new(C, IR_BLOCK, ty_void(), line); }
+
+/* for v in range(lo, hi, step): body */
+static tk_ir *for_(tk_cc *C, int v, tk_ir *lo, tk_ir *hi, int64_t step, tk_ir *body, int sub) {
+    tk_ir *f = ir_new(C, IR_FOR, ty_void(), body->line);
+    f->local = v;
+    f->sub = (uint8_t)sub;
+    ir_push(C, f, as_i64(C, lo));
+    ir_push(C, f, as_i64(C, hi));
+    ir_push(C, f, cst(C, step, body->line));
+    ir_push(C, f, body);
+    return f;
+}
+
+static int pure(const tk_ir *e) {
+    if (e->op == IR_CALL || e->op == IR_ATOMIC || e->op == IR_LLOAD || e->op == IR_ARRAY || e->op == IR_LARRAY) return 0;
+    for (int i = 0; i < e->n; i++)
+        if (!pure(e->k[i])) return 0;
+    return 1;
+}
+
+static int mentions(const tk_ir *e, int l) {
+    if (e->op == IR_LOCAL) return e->local == l;
+    for (int i = 0; i < e->n; i++)
+        if (mentions(e->k[i], l)) return 1;
+    return 0;
+}
+
+static int assignments(const tk_ir *s, int v) {
+    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == v;
+    for (int i = 0; i < s->n; i++) n += assignments(s->k[i], v);
+    return n;
+}
+
+static int same(const tk_ir *a, const tk_ir *b) {
+    if (a->op != b->op || a->sub != b->sub || a->n != b->n || !ty_eq(a->ty, b->ty)) return 0;
+    switch (a->op) {
+    case IR_CONST: if (a->c.i != b->c.i || a->str || b->str) return 0; break;
+    case IR_LOCAL: if (a->local != b->local) return 0; break;
+    case IR_SHAPE: case IR_WRAP: if (a->param != b->param || a->aux != b->aux) return 0; break;
+    case IR_LOAD: if (a->param != b->param) return 0; break;
+    case IR_CAST: case IR_BIN: case IR_UN: if (a->op == IR_BIN && !ty_eq(a->aux_ty, b->aux_ty)) return 0; break;
+    default: return 0;
+    }
+    for (int i = 0; i < a->n; i++)
+        if (!same(a->k[i], b->k[i])) return 0;
+    return 1;
+}
+
+static int empty(const tk_ir *s) {
+    if (s->op == IR_BLOCK) {
+        for (int i = 0; i < s->n; i++)
+            if (!empty(s->k[i])) return 0;
+        return 1;
+    }
+    return s->op == IR_IF && pure(s->k[0]) && empty(s->k[1]) && empty(s->k[2]);
+}
+
+/* Only checks (and tests around them): what nests.c's copy leaves empty. */
+static int checks_only(const tk_ir *s) {
+    if (s->op == IR_CHECK) return 1;
+    if (s->op == IR_BLOCK) {
+        for (int i = 0; i < s->n; i++)
+            if (!checks_only(s->k[i])) return 0;
+        return 1;
+    }
+    return s->op == IR_IF && pure(s->k[0]) && checks_only(s->k[1]) && checks_only(s->k[2]);
+}
+
+static int stmts(const tk_ir *b, tk_ir **out, int n, int max, int skip_checks) {
+    for (int i = 0; i < b->n && n <= max; i++) {
+        tk_ir *s = b->k[i];
+        if (skip_checks ? checks_only(s) : empty(s)) continue;
+        if (s->op == IR_BLOCK) n = stmts(s, out, n, max, skip_checks);
+        else if (n < max) out[n++] = s;
+        else return max + 1;
+    }
+    return n;
+}
+
+/* `a[idx] += v` (or -=) as lowering leaves it for privatize.c: an atomic. */
+static int add_atomic(const tk_ir *s) {
+    return s->op == IR_EVAL && s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB);
+}
+
+/* The store privatize.c makes of `a[idx] += v` on the iteration's own element:
+ * a[idx] = a[idx] + v, here a plain store (the panel owns its rows). */
+static tk_ir *as_store(tk_cc *C, const tk_ir *s) {
+    if (s->op == IR_STORE) return (tk_ir *)s;
+    const tk_ir *a = s->k[0];
+    tk_ir *ld = ir_new(C, IR_LOAD, a->ty, a->line);
+    ld->param = a->param;
+    for (int k = 1; k < a->n; k++) ir_push(C, ld, clone(C, a->k[k]));
+    tk_ir *op = ir_new(C, IR_BIN, a->ty, a->line);
+    op->sub = a->sub == A_ADD ? B_ADD : B_SUB;
+    op->aux_ty = a->ty;
+    ir_push(C, op, ld);
+    ir_push(C, op, clone(C, a->k[0]));
+    tk_ir *st = ir_new(C, IR_STORE, ty_void(), a->line);
+    st->param = a->param;
+    st->sub = ST_PLAIN;
+    ir_push(C, st, op);
+    for (int k = 1; k < a->n; k++) ir_push(C, st, clone(C, a->k[k]));
+    return st;
+}
+
+static int unit_for(const tk_ir *s) { return s->op == IR_FOR && s->k[2]->op == IR_CONST && s->k[2]->c.i == 1; }
+
+/* v or v + c (c a constant) */
+static int is_var(const tk_ir *e, int v) {
+    e = strip(e);
+    if (e->op == IR_LOCAL) return e->local == v;
+    return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && e->k[1]->op == IR_CONST && strip(e->k[0])->op == IR_LOCAL &&
+           strip(e->k[0])->local == v;
+}
+
+/* --------------------------------------------------------------- match */
+/* Loads in e: C only at the stored element (allow_c), else not at all; the other arrays noted. */
+static void loads_ok(tiler *t, const tk_ir *e, int allow_c) {
+    if (!t->ok) return;
+    if (!pure(e)) { t->ok = 0; return; }
+    if (e->op == IR_LOAD) {
+        if (e->param == t->store->param) {
+            if (!allow_c || e->n != t->store->n - 1) { t->ok = 0; return; }
+            for (int i = 0; i < e->n; i++)
+                if (!same(e->k[i], t->store->k[i + 1])) { t->ok = 0; return; }
+            return;
+        }
+        int seen = 0;
+        for (int i = 0; i < t->nreads; i++) seen |= t->reads[i] == e->param;
+        if (!seen) {
+            if (t->nreads >= 64) { t->ok = 0; return; }
+            t->reads[t->nreads++] = e->param;
+        }
+    }
+    for (int i = 0; i < e->n; i++) loads_ok(t, e->k[i], allow_c);
+}
+
+static int elem_ok(tk_spec *S, const tk_ir *st) {
+    tk_type at = S->ptypes[st->param];
+    tack_dtype dt = (tack_dtype)at.dt;
+    if (at.kind != TY_ARRAY || st->k[0]->ty.kind != TY_VALUE || st->k[0]->ty.dt != at.dt) return 0;
+    return dt == TACK_F32 || dt == TACK_F64 || dt == TACK_I8 || dt == TACK_I16 || dt == TACK_I32 || dt == TACK_I64 ||
+           dt == TACK_U8 || dt == TACK_U16 || dt == TACK_U32 || dt == TACK_U64;
+}
+
+/* A local the nest assigns: once, private to the iteration, a plain value. */
+static int own_local(tiler *t, int l, int scope) {
+    return l != t->iv && l != t->kv && l != t->jv && assignments(t->rows, l) == 1 && t->S->locals[l].scope == scope &&
+           t->S->locals[l].ty.kind == TY_VALUE;
+}
+
+/* Whether the (check-free) rows loop is the nest; fills t. */
+static int match(tiler *t, int scope) {
+    tk_ir *top[2], *l1b[MAX_STMTS + 2], *l2b[MAX_STMTS + 2];
+    if (stmts(t->rows->k[3], top, 0, 1, 0) != 1 || !unit_for(top[0])) return 0;
+    tk_ir *l1 = top[0];
+    int n1 = stmts(l1->k[3], l1b, 0, MAX_STMTS + 1, 0);
+    if (n1 < 1 || n1 > MAX_STMTS + 1 || !unit_for(l1b[n1 - 1])) return 0;
+    tk_ir *l2 = l1b[n1 - 1];
+    int n2 = stmts(l2->k[3], l2b, 0, MAX_STMTS + 1, 0);
+    if (n2 < 1 || n2 > MAX_STMTS + 1 || (l2b[n2 - 1]->op != IR_STORE && !add_atomic(l2b[n2 - 1]))) return 0;
+    for (int i = 0; i < 2; i++)
+        if (!ir_invariant(l1->k[i], t->rows) || !pure(l1->k[i]) || !ir_invariant(l2->k[i], t->rows) || !pure(l2->k[i])) return 0;
+    if (assignments(t->rows, l1->local) != 1 || assignments(t->rows, l2->local) != 1) return 0;
+    tk_ir *st = as_store(t->C, l2b[n2 - 1]);
+    if (st->param < 0 || st->n < 3 || !elem_ok(t->S, st)) return 0;
+    t->store = st;
+    /* which loop is j: the one the store names */
+    int v1 = l1->local, v2 = l2->local, iaxes = 0, jaxes = 0, jvar = -1;
+    for (int a = 1; a < st->n; a++) {
+        const tk_ir *ix = st->k[a];
+        if (mentions(ix, t->iv)) {
+            if (!is_var(ix, t->iv)) return 0;
+            iaxes++;
+        } else if (mentions(ix, v1) || mentions(ix, v2)) {
+            int v = mentions(ix, v1) ? v1 : v2;
+            if (!is_var(ix, v) || jvar >= 0) return 0;
+            jvar = v;
+            jaxes++;
+        } else if (!ir_invariant(ix, t->rows) || !pure(ix)) {
+            return 0;
+        }
+    }
+    if (iaxes != 1 || jaxes != 1) return 0;
+    tk_ir *kloop = jvar == v2 ? l1 : l2, *jloop = jvar == v2 ? l2 : l1;
+    if (jvar == v1 && n1 != 1) return 0; /* j outside: nothing between the loops */
+    t->kv = kloop->local;
+    t->jv = jloop->local;
+    t->klo = kloop->k[0], t->khi = kloop->k[1], t->jlo = jloop->k[0], t->jhi = jloop->k[1];
+    t->ok = 1;
+    t->npre = n1 - 1;
+    t->ntmp = n2 - 1;
+    for (int i = 0; i < t->npre; i++) t->pre[i] = l1b[i];
+    for (int i = 0; i < t->ntmp; i++) t->tmp[i] = l2b[i];
+    /* the locals: assigned once, before they are read */
+    tk_ir *all[2 * MAX_STMTS];
+    int na = 0;
+    for (int i = 0; i < t->npre; i++) all[na++] = t->pre[i];
+    for (int i = 0; i < t->ntmp; i++) all[na++] = t->tmp[i];
+    for (int i = 0; i < na; i++) {
+        tk_ir *a = all[i];
+        if (a->op != IR_ASSIGN || !own_local(t, a->local, scope) || a->k[0]->ty.kind != TY_VALUE) return 0;
+        for (int u = i; u < na; u++)
+            if (mentions(a->k[0], all[u]->local)) return 0;
+        if (i < t->npre && mentions(a->k[0], t->jv)) return 0;
+        loads_ok(t, a->k[0], i >= t->npre);
+    }
+    for (int a = 1; a < st->n; a++) {
+        for (int u = 0; u < na; u++)
+            if (mentions(st->k[a], all[u]->local)) return 0;
+        if (mentions(st->k[a], t->kv)) return 0;
+        loads_ok(t, st->k[a], 0);
+    }
+    loads_ok(t, st->k[0], 1);
+    return t->ok;
+}
+
+/* ---------------------------------------------------------- substitute */
+static int renamed(tiler *t, int l) {
+    for (int i = 0; i < t->nmap; i++)
+        if (t->from[i] == l) return t->to[i];
+    return -1;
+}
+
+static tk_ir *subst(tiler *t, const tk_ir *e);
+
+/* A load that does not depend on j (nor on a local of the j loop), hoisted to a local. */
+static int hoistable(tiler *t, const tk_ir *e) {
+    if (e->op != IR_LOAD || e->param == t->store->param || mentions(e, t->jv)) return 0;
+    for (int i = 0; i < t->ntmp; i++)
+        if (mentions(e, t->tmp[i]->local)) return 0;
+    return 1;
+}
+
+static tk_ir *subst(tiler *t, const tk_ir *e) {
+    tk_cc *C = t->C;
+    if (e->op == IR_LOCAL) {
+        if (e->local == t->iv && t->i_to) return clone(C, t->i_to);
+        if (e->local == t->kv && t->k_to) return clone(C, t->k_to);
+        int r = renamed(t, e->local);
+        if (r >= 0) return local(C, t->S, r, e->line);
+        return clone(C, e);
+    }
+    if (t->acc >= 0 && e->op == IR_LOAD && e->param == t->store->param) return local(C, t->S, t->acc, e->line);
+    if (t->hoist && hoistable(t, e) && t->nhoist < 64) {
+        int h = tk_new_local(C, t->S, "tk_h", e->ty, t->S->locals[t->iv].scope);
+        tk_ir *r = ir_new(C, e->op, e->ty, e->line);
+        *r = *e;
+        r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
+        r->cap = e->n;
+        for (int j = 0; j < e->n; j++) r->k[j] = subst(t, e->k[j]);
+        t->hoist_at[t->nhoist] = assign(C, h, r);
+        t->hoisted[t->nhoist++] = h;
+        return local(C, t->S, h, e->line);
+    }
+    tk_ir *r = ir_new(C, e->op, e->ty, e->line);
+    *r = *e;
+    r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
+    r->cap = e->n;
+    for (int j = 0; j < e->n; j++) r->k[j] = subst(t, e->k[j]);
+    if (r->op == IR_STORE) r->sub = ST_PLAIN;
+    return r;
+}
+
+static tk_ir *plus(tiler *t, int v, int64_t c, int line) {
+    tk_ir *x = local(t->C, t->S, v, line);
+    if (!c) return x;
+    tk_ir *r = bin(t->C, B_ADD, x, cst(t->C, c, line));
+    r->aux = TK_BIN_NOWRAP;
+    if (ty_eq(t->S->locals[v].ty, r->ty)) return r;
+    tk_ir *cv = ir_new(t->C, IR_CAST, t->S->locals[v].ty, line);
+    ir_push(t->C, cv, r);
+    return cv;
+}
+
+/* `pre; for j in range(jt, je): tmp; store` for row i + r (k as it is), original locals. */
+static tk_ir *row_update(tiler *t, int r, int jt, int je, int line) {
+    t->nmap = 0;
+    t->acc = -1;
+    t->hoist = NULL;
+    t->k_to = NULL;
+    t->i_to = r ? plus(t, t->iv, r, line) : NULL;
+    tk_ir *b = block(t->C, line);
+    for (int i = 0; i < t->npre; i++) ir_push(t->C, b, subst(t, t->pre[i]));
+    tk_ir *jb = block(t->C, line);
+    for (int i = 0; i < t->ntmp; i++) ir_push(t->C, jb, subst(t, t->tmp[i]));
+    ir_push(t->C, jb, subst(t, t->store));
+    ir_push(t->C, b, for_(t->C, t->jv, local(t->C, t->S, jt, line), local(t->C, t->S, je, line), 1, jb, TK_FOR_IVDEP));
+    t->i_to = NULL;
+    return b;
+}
+
+/* The jammed block: rows i..i+R-1, k..k+Q-1, j over the tile. */
+static tk_ir *jammed(tiler *t, int jt, int je, int line) {
+    tk_cc *C = t->C;
+    tk_spec *S = t->S;
+    int scope = S->locals[t->iv].scope;
+    tk_ir *head = block(C, line), *jb = block(C, line);
+    tk_ir *hoists[64];
+    int nh = 0;
+    t->hoist = hoists;
+    int accs[R_ROWS];
+    for (int r = 0; r < R_ROWS; r++) {
+        accs[r] = tk_new_local(C, S, "tk_c", t->store->k[0]->ty, scope);
+        t->nmap = 0;
+        t->acc = -1;
+        t->i_to = plus(t, t->iv, r, line);
+        t->k_to = NULL;
+        tk_ir *ld = ir_new(C, IR_LOAD, t->store->k[0]->ty, line);
+        ld->param = t->store->param;
+        for (int a = 1; a < t->store->n; a++) ir_push(C, ld, subst(t, t->store->k[a]));
+        ir_push(C, jb, assign(C, accs[r], ld));
+    }
+    for (int q = 0; q < Q_KS; q++)
+        for (int r = 0; r < R_ROWS; r++) {
+            t->i_to = plus(t, t->iv, r, line);
+            t->k_to = plus(t, t->kv, q, line);
+            t->nmap = 0;
+            for (int i = 0; i < t->npre; i++) {
+                int nl = tk_new_local(C, S, "tk_p", S->locals[t->pre[i]->local].ty, scope);
+                t->acc = -1;
+                t->hoist = NULL; /* the pre statements run before the j loop already */
+                tk_ir *v = subst(t, t->pre[i]->k[0]);
+                t->hoist = hoists;
+                ir_push(C, head, assign(C, nl, v));
+                t->from[t->nmap] = t->pre[i]->local, t->to[t->nmap++] = nl;
+            }
+            for (int i = 0; i < t->ntmp; i++) {
+                int nl = tk_new_local(C, S, "tk_t", S->locals[t->tmp[i]->local].ty, scope);
+                t->acc = accs[r];
+                t->nhoist = 0;
+                tk_ir *v = subst(t, t->tmp[i]->k[0]);
+                for (int h = 0; h < t->nhoist && nh < 64; h++) hoists[nh++] = t->hoist_at[h];
+                ir_push(C, jb, assign(C, nl, v));
+                t->from[t->nmap] = t->tmp[i]->local, t->to[t->nmap++] = nl;
+            }
+            t->acc = accs[r];
+            t->nhoist = 0;
+            tk_ir *v = subst(t, t->store->k[0]);
+            for (int h = 0; h < t->nhoist && nh < 64; h++) hoists[nh++] = t->hoist_at[h];
+            ir_push(C, jb, assign(C, accs[r], v));
+        }
+    for (int r = 0; r < R_ROWS; r++) {
+        t->nmap = 0;
+        t->acc = -1;
+        t->hoist = NULL;
+        t->i_to = plus(t, t->iv, r, line);
+        t->k_to = NULL;
+        tk_ir *stc = ir_new(C, IR_STORE, ty_void(), line);
+        stc->param = t->store->param;
+        stc->sub = ST_PLAIN;
+        ir_push(C, stc, local(C, S, accs[r], line));
+        for (int a = 1; a < t->store->n; a++) ir_push(C, stc, subst(t, t->store->k[a]));
+        ir_push(C, jb, stc);
+    }
+    for (int h = 0; h < nh; h++) ir_push(C, head, hoists[h]);
+    t->hoist = NULL;
+    t->i_to = t->k_to = NULL;
+    ir_push(C, head, for_(C, t->jv, local(C, S, jt, line), local(C, S, je, line), 1, jb, TK_FOR_IVDEP));
+    return head;
+}
+
+static tk_ir *bmin(tk_cc *C, tk_ir *a, tk_ir *b) { return bin(C, B_MIN, a, b); }
+
+/* ---------------------------------------------------------------- pass */
+/* In the loop as written, `a[.., i, ..] += v` on row i's own element: the store privatize.c
+ * would make of it (it makes it only where the parallel loop's variable names the element,
+ * which after this pass is the panel's). */
+static void own_rows(tk_cc *C, int iv, tk_ir *s) {
+    for (int i = 0; i < s->n; i++) {
+        tk_ir *x = s->k[i];
+        if (add_atomic(x)) {
+            int own = 0;
+            for (int a = 1; a < x->k[0]->n; a++) own |= is_var(x->k[0]->k[a], iv);
+            if (own) s->k[i] = as_store(C, x);
+        } else if (x->op >= IR_BLOCK) {
+            own_rows(C, iv, x);
+        }
+    }
+}
+
+/* Parallel loop pf (one axis): its body tiled, with nests.c's per-row copies as the fallback. 1: done. */
+int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
+    const char *env = getenv("TACK_TILE");
+    if (env && !strcmp(env, "0")) return 0;
+    if (pf->aux != 1 || pf->red || pf->hist || pf->vars[0] < 0) return 0;
+    tk_ir *body = pf->k[1];
+    int iv = pf->vars[0], scope = S->locals[iv].scope;
+    /* a quick look at the loop as written before anything is made */
+    tk_ir *top[2], *in[MAX_STMTS + 2];
+    if (stmts(body, top, 0, 1, 1) != 1 || !unit_for(top[0])) return 0;
+    int n1 = stmts(top[0]->k[3], in, 0, MAX_STMTS + 1, 1);
+    if (n1 < 1 || n1 > MAX_STMTS + 1 || !unit_for(in[n1 - 1])) return 0;
+    int n2 = stmts(in[n1 - 1]->k[3], in, 0, MAX_STMTS + 1, 1);
+    if (n2 < 1 || n2 > MAX_STMTS + 1 || (in[n2 - 1]->op != IR_STORE && !add_atomic(in[n2 - 1]))) return 0;
+
+    int line = pf->line;
+    tk_type i64 = ty_value(TACK_I64);
+    int ib = tk_new_local(C, S, "tk_panel", i64, scope);
+    int i0 = tk_new_local(C, S, "tk_i0", i64, scope), i1 = tk_new_local(C, S, "tk_i1", i64, scope);
+    tiler t;
+    memset(&t, 0, sizeof t);
+    t.C = C, t.S = S, t.iv = iv, t.acc = -1;
+    tk_ir *rows = for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, clone(C, body), TK_FOR_QUIET);
+    tk_ir *cond = NULL;
+    t.rows = tk_nests_fast(C, rows, &cond);
+    if (!match(&t, scope)) return 0;
+
+    /* the tiled panel */
+    int esz = dt_bits((tack_dtype)S->ptypes[t.store->param].dt) / 8;
+    int64_t jt_n = JT_BYTES / (esz > 0 ? esz : 8);
+    int jt = tk_new_local(C, S, "tk_jt", i64, scope), je = tk_new_local(C, S, "tk_je", i64, scope);
+    int kt = tk_new_local(C, S, "tk_kt", i64, scope), ke = tk_new_local(C, S, "tk_ke", i64, scope);
+    int kq = tk_new_local(C, S, "tk_kq", i64, scope), ir = tk_new_local(C, S, "tk_ir", i64, scope);
+    /* k quads, then the last k's a row at a time */
+    tk_ir *quad = jammed(&t, jt, je, line);
+    tk_ir *lastk = block(C, line);
+    for (int r = 0; r < R_ROWS; r++) ir_push(C, lastk, row_update(&t, r, jt, je, line));
+    tk_ir *rb = block(C, line);
+    ir_push(C, rb, for_(C, t.kv, local(C, S, kt, line), local(C, S, kq, line), Q_KS, quad, TK_FOR_POLLS));
+    ir_push(C, rb, for_(C, t.kv, local(C, S, kq, line), local(C, S, ke, line), 1, lastk, TK_FOR_QUIET));
+    tk_ir *onerow = block(C, line);
+    ir_push(C, onerow, for_(C, t.kv, local(C, S, kt, line), local(C, S, ke, line), 1, row_update(&t, 0, jt, je, line), TK_FOR_POLLS));
+    tk_ir *ktile = block(C, line);
+    ir_push(C, ktile, assign(C, ke, bmin(C, bin(C, B_ADD, local(C, S, kt, line), cst(C, KT, line)), clone(C, t.khi))));
+    ir_push(C, ktile, assign(C, kq, bin(C, B_ADD, local(C, S, kt, line),
+                                        bin(C, B_AND, bin(C, B_SUB, local(C, S, ke, line), local(C, S, kt, line)), cst(C, -Q_KS, line)))));
+    ir_push(C, ktile, for_(C, iv, local(C, S, i0, line), local(C, S, ir, line), R_ROWS, rb, TK_FOR_QUIET));
+    ir_push(C, ktile, for_(C, iv, local(C, S, ir, line), local(C, S, i1, line), 1, onerow, TK_FOR_QUIET));
+    tk_ir *jtile = block(C, line);
+    ir_push(C, jtile, assign(C, je, bmin(C, bin(C, B_ADD, local(C, S, jt, line), cst(C, jt_n, line)), clone(C, t.jhi))));
+    ir_push(C, jtile, for_(C, kt, clone(C, t.klo), clone(C, t.khi), KT, ktile, TK_FOR_QUIET));
+    tk_ir *then = block(C, line);
+    then->str = "tack: rows tiled (tile.c): panels of rows, blocks of 4 rows by 4 k's, each cell's updates in the same order";
+    ir_push(C, then, for_(C, jt, clone(C, t.jlo), clone(C, t.jhi), jt_n, jtile, TK_FOR_QUIET));
+
+    /* the test: nests.c's (the checks), the loops run, C disjoint from what is read */
+    cond = and_(C, cond, bin(C, B_LT, clone(C, t.klo), clone(C, t.khi)));
+    cond = and_(C, cond, bin(C, B_LT, clone(C, t.jlo), clone(C, t.jhi)));
+    for (int r = 0; r < t.nreads; r++) {
+        tk_ir *d = ir_new(C, IR_MATH, ty_value(TACK_BOOL), line);
+        d->sub = M_DISJOINT;
+        d->aux_ty = i64;
+        d->param = t.store->param;
+        d->aux = t.reads[r];
+        cond = and_(C, cond, d);
+    }
+    /* the fallback: each row as nests.c makes it */
+    tk_ir *els = block(C, line);
+    tk_ir *orig = body;
+    own_rows(C, iv, orig);
+    tk_nests_top(C, S, orig);
+    ir_push(C, els, for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, orig, TK_FOR_QUIET));
+    tk_ir *iff = ir_new(C, IR_IF, ty_void(), line);
+    ir_push(C, iff, cond);
+    ir_push(C, iff, then);
+    ir_push(C, iff, els);
+
+    /* the parallel loop over panels: i0 = off + panel * P, i1 = min(i0 + P, off + n), ir: i0 + whole blocks */
+    tk_ir *n = as_i64(C, pf->k[0]);
+    tk_ir *off = pf->off ? as_i64(C, pf->off) : cst(C, 0, line);
+    tk_ir *nb = block(C, line);
+    ir_push(C, nb, assign(C, i0, bin(C, B_ADD, clone(C, off), bin(C, B_MUL, local(C, S, ib, line), cst(C, P_ROWS, line)))));
+    ir_push(C, nb, assign(C, i1, bmin(C, bin(C, B_ADD, local(C, S, i0, line), cst(C, P_ROWS, line)), bin(C, B_ADD, clone(C, off), clone(C, n)))));
+    ir_push(C, nb, assign(C, ir, bin(C, B_ADD, local(C, S, i0, line),
+                                     bin(C, B_AND, bin(C, B_SUB, local(C, S, i1, line), local(C, S, i0, line)), cst(C, -R_ROWS, line)))));
+    ir_push(C, nb, iff);
+    /* panels: n // P + (n % P > 0), which is <= 0 when n is */
+    tk_ir *q = bin(C, B_FLOORDIV, clone(C, n), cst(C, P_ROWS, line));
+    tk_ir *rem = bin(C, B_GT, bin(C, B_MOD, clone(C, n), cst(C, P_ROWS, line)), cst(C, 0, line));
+    tk_ir *sel = ir_new(C, IR_SELECT, i64, line);
+    ir_push(C, sel, rem);
+    ir_push(C, sel, cst(C, 1, line));
+    ir_push(C, sel, cst(C, 0, line));
+    pf->k[0] = bin(C, B_ADD, q, sel);
+    pf->k[1] = nb;
+    pf->vars[0] = ib;
+    pf->off = NULL;
+    pf->hi = NULL;
+    pf->bnd = NULL;
+    return 1;
+}
