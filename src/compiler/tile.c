@@ -71,6 +71,9 @@
  * cells are distinct), which the C compiler is told (`#pragma GCC ivdep`),
  * as it cannot see it through sixteen pointers' worth of alias checks.
  *
+ * The k loops poll for the work of their iterations (IR_FOR's aux, as in
+ * nests.c): between polls there is no more work than in the loop as written.
+ *
  * TACK_TILE=0 in the environment turns the pass off (TACK_NESTS=0 and
  * TACK_OPT=0 do too); the tests compare with it.  C dialect only, like nests.c.
  */
@@ -583,11 +586,17 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     tk_ir *quad = jammed(&t, jt, je, line);
     tk_ir *lastk = block(C, line);
     for (int r = 0; r < R_ROWS; r++) ir_push(C, lastk, row_update(&t, r, jt, je, line));
+    /* the k loops poll for their work: an iteration of the jammed one is R * Q * (je - jt) updates */
+    int wq = tk_new_local(C, S, "tk_work", i64, scope), w1 = tk_new_local(C, S, "tk_work", i64, scope);
     tk_ir *rb = block(C, line);
-    ir_push(C, rb, for_(C, t.kv, local(C, S, kt, line), local(C, S, kq, line), Q_KS, quad, TK_FOR_POLLS));
+    tk_ir *kquad = for_(C, t.kv, local(C, S, kt, line), local(C, S, kq, line), Q_KS, quad, TK_FOR_POLLS);
+    kquad->aux = wq + 1;
+    ir_push(C, rb, kquad);
     ir_push(C, rb, for_(C, t.kv, local(C, S, kq, line), local(C, S, ke, line), 1, lastk, TK_FOR_QUIET));
     tk_ir *onerow = block(C, line);
-    ir_push(C, onerow, for_(C, t.kv, local(C, S, kt, line), local(C, S, ke, line), 1, row_update(&t, 0, jt, je, line), TK_FOR_POLLS));
+    tk_ir *krow = for_(C, t.kv, local(C, S, kt, line), local(C, S, ke, line), 1, row_update(&t, 0, jt, je, line), TK_FOR_POLLS);
+    krow->aux = w1 + 1;
+    ir_push(C, onerow, krow);
     tk_ir *ktile = block(C, line);
     ir_push(C, ktile, assign(C, ke, bmin(C, bin(C, B_ADD, local(C, S, kt, line), cst(C, KT, line)), clone(C, t.khi))));
     ir_push(C, ktile, assign(C, kq, bin(C, B_ADD, local(C, S, kt, line),
@@ -596,6 +605,8 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     ir_push(C, ktile, for_(C, iv, local(C, S, ir, line), local(C, S, i1, line), 1, onerow, TK_FOR_QUIET));
     tk_ir *jtile = block(C, line);
     ir_push(C, jtile, assign(C, je, bmin(C, bin(C, B_ADD, local(C, S, jt, line), cst(C, jt_n, line)), clone(C, t.jhi))));
+    ir_push(C, jtile, assign(C, w1, bin(C, B_SUB, local(C, S, je, line), local(C, S, jt, line))));
+    ir_push(C, jtile, assign(C, wq, bin(C, B_MUL, local(C, S, w1, line), cst(C, R_ROWS * Q_KS, line))));
     ir_push(C, jtile, for_(C, kt, clone(C, t.klo), clone(C, t.khi), KT, ktile, TK_FOR_QUIET));
     tk_ir *then = block(C, line);
     then->str = "tack: rows tiled (tile.c): panels of rows, blocks of 4 rows by 4 k's, each cell's updates in the same order";
