@@ -409,9 +409,8 @@ void tk_fold(tk_cc *C);
 void tk_checks(tk_cc *C);
 void tk_nests(tk_cc *C);     /* per-row versioning of checks, loop interchange (C dialect) */
 /* nests.c for tile.c: loop f's copy without the index checks that `*cond` (NULL: none) shows
- * cannot fail; the per-row versions of the serial loops at the top of parallel body b. */
+ * cannot fail. */
 tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond);
-void tk_nests_top(tk_cc *C, tk_spec *S, tk_ir *b);
 /* tile.c: a parallel loop whose rows are a matrix product's, in tiled panels (1), or left (0) */
 int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf);
 void tk_strength(tk_cc *C);

@@ -54,8 +54,7 @@
  * local carried from one iteration to the next (`s += ...` with `s = 0`
  * outside the k loop) -- is left as it is.
  * A parallel loop whose body is such a nest (or its k-outside form) goes to
- * tile.c first, which runs it in tiled panels of rows and keeps this pass's
- * per-row copies as its fallback.
+ * tile.c first, which runs it in tiled panels of rows.
  *
  * Where loops poll for Ctrl-C (the CPU), each serial loop runs in strips
  * with a poll between them.  For a filter's taps, loops of five iterations,
@@ -614,7 +613,7 @@ static void top_loops(tk_cc *C, tk_spec *S, tk_ir *b) {
 
 static void find_pfors(tk_cc *C, tk_spec *S, tk_ir *s) {
     if (s->op == IR_PFOR) {
-        if (tk_tile(C, S, s)) return; /* tile.c: panels of rows; each row as below where the tiles cannot run */
+        if (tk_tile(C, S, s)) return; /* tile.c: panels of rows */
         top_loops(C, S, s->k[s->aux]);
         return;
     }
@@ -631,8 +630,6 @@ tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond) {
     *cond = x.cond;
     return copy_unchecked(&x, f);
 }
-
-void tk_nests_top(tk_cc *C, tk_spec *S, tk_ir *b) { top_loops(C, S, b); }
 
 void tk_nests(tk_cc *C) {
     const char *env = getenv("TACK_NESTS");

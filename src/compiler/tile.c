@@ -30,7 +30,7 @@
  *               c_r = C[i + r, j]  (r < 4)
  *               c_r = f(c_r) for k, k+1, k+2, k+3 in turn, each row r
  *               C[i + r, j] = c_r
- *           the last k's (fewer than 4), a row at a time
+ *           the last k's (fewer than 4): the four rows, a k at a time
  *         the last rows (fewer than 4), a row at a time
  *
  * so a value of B loaded once serves four rows, an element of C is loaded
@@ -55,10 +55,13 @@
  *         the k and j loops run and C shares no byte with what is read)
  *         { the tiled panel }
  *     else
- *         { for i in the panel's rows: the row as before (nests.c's copies) }
+ *         { for i in the panel's rows: the row as written }
  *
  * so an index out of bounds raises the same error, after the same writes,
- * from the loop as written.  Loads of the tiled copy that do not depend on
+ * from the loop as written.  The fallback is not given nests.c's per-row
+ * copies: it runs only where an index could fail, C overlaps what is read or
+ * a loop is empty, and each copy is C compiler time (the tiled kernel's
+ * source is already about three times the loop's).  Loads of the tiled copy that do not depend on
  * j are made once per (i + r, k + q) before the j loop: the checks' test
  * shows them in bounds, and the j loop runs.
  *
@@ -460,8 +463,8 @@ static tk_ir *row_update(tiler *t, int r, int jt, int je, int line) {
     return b;
 }
 
-/* The jammed block: rows i..i+R-1, k..k+Q-1, j over the tile. */
-static tk_ir *jammed(tiler *t, int jt, int je, int line) {
+/* The jammed block: rows i..i+R-1, k..k+nq-1, j over the tile. */
+static tk_ir *jammed(tiler *t, int jt, int je, int nq, int line) {
     tk_cc *C = t->C;
     tk_spec *S = t->S;
     int scope = S->locals[t->iv].scope;
@@ -481,10 +484,10 @@ static tk_ir *jammed(tiler *t, int jt, int je, int line) {
         for (int a = 1; a < t->store->n; a++) ir_push(C, ld, subst(t, t->store->k[a]));
         ir_push(C, jb, assign(C, accs[r], ld));
     }
-    for (int q = 0; q < Q_KS; q++)
+    for (int q = 0; q < nq; q++)
         for (int r = 0; r < R_ROWS; r++) {
             t->i_to = plus(t, t->iv, r, line);
-            t->k_to = plus(t, t->kv, q, line);
+            t->k_to = q ? plus(t, t->kv, q, line) : NULL;
             t->nmap = 0;
             for (int i = 0; i < t->npre; i++) {
                 int nl = tk_new_local(C, S, "tk_p", S->locals[t->pre[i]->local].ty, scope);
@@ -582,17 +585,16 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     int jt = tk_new_local(C, S, "tk_jt", i64, scope), je = tk_new_local(C, S, "tk_je", i64, scope);
     int kt = tk_new_local(C, S, "tk_kt", i64, scope), ke = tk_new_local(C, S, "tk_ke", i64, scope);
     int kq = tk_new_local(C, S, "tk_kq", i64, scope), ir = tk_new_local(C, S, "tk_ir", i64, scope);
-    /* k quads, then the last k's a row at a time */
-    tk_ir *quad = jammed(&t, jt, je, line);
-    tk_ir *lastk = block(C, line);
-    for (int r = 0; r < R_ROWS; r++) ir_push(C, lastk, row_update(&t, r, jt, je, line));
+    /* k quads, then the last k's (four rows, one k at a time) */
+    tk_ir *quad = jammed(&t, jt, je, Q_KS, line);
+    tk_ir *lastk = jammed(&t, jt, je, 1, line);
     /* the k loops poll for their work: an iteration of the jammed one is R * Q * (je - jt) updates */
     int wq = tk_new_local(C, S, "tk_work", i64, scope), w1 = tk_new_local(C, S, "tk_work", i64, scope);
     tk_ir *rb = block(C, line);
     tk_ir *kquad = for_(C, t.kv, local(C, S, kt, line), local(C, S, kq, line), Q_KS, quad, TK_FOR_POLLS);
     kquad->aux = wq + 1;
     ir_push(C, rb, kquad);
-    ir_push(C, rb, for_(C, t.kv, local(C, S, kq, line), local(C, S, ke, line), 1, lastk, TK_FOR_QUIET));
+    ir_push(C, rb, for_(C, t.kv, local(C, S, kq, line), local(C, S, ke, line), 1, lastk, TK_FOR_QUIET)); /* < Q k's */
     tk_ir *onerow = block(C, line);
     tk_ir *krow = for_(C, t.kv, local(C, S, kt, line), local(C, S, ke, line), 1, row_update(&t, 0, jt, je, line), TK_FOR_POLLS);
     krow->aux = w1 + 1;
@@ -623,11 +625,12 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
         d->aux = t.reads[r];
         cond = and_(C, cond, d);
     }
-    /* the fallback: each row as nests.c makes it */
+    /* the fallback: each row as written (with its checks); it runs where an index
+     * could fail, C overlaps what is read, or a loop is empty -- not worth a copy of
+     * its own for the C compiler to optimize (nests.c's per-row versions) */
     tk_ir *els = block(C, line);
     tk_ir *orig = body;
     own_rows(C, iv, orig);
-    tk_nests_top(C, S, orig);
     ir_push(C, els, for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, orig, TK_FOR_QUIET));
     tk_ir *iff = ir_new(C, IR_IF, ty_void(), line);
     ir_push(C, iff, cond);

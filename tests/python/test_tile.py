@@ -312,3 +312,15 @@ def test_not_tiled(fn, nargs):
     arrs = [rng.random((9, 9)) for _ in range(nargs)]
     assert MARK not in tack.kernel(fn).generated_source(*arrs)
     _all_same(fn, arrs)
+
+
+@needs_pass
+def test_tiled_k_loops_poll_for_their_work():
+    """The jammed k loop charges each iteration's 16 * (tile width) updates to
+    its polls (IR_FOR aux), as the row loops it replaces polled per update."""
+    import re
+    A = np.zeros((8, 8))
+    src = tack.kernel(matmul_acc).generated_source(A, A.copy(), A.copy())
+    tiled = src[src.index(MARK):]
+    assert re.search(r"TK_POLL\(\(e\d+ - s\d+\) \* w\d+\)", tiled)
+    assert re.search(r"v\d+_tk_work = \(\(int64_t\)\(\(uint64_t\)\(v\d+_tk_work\) \* \(uint64_t\)\(\(\(int64_t\)16LL\)\)\)\)", tiled)
