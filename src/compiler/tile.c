@@ -61,9 +61,15 @@
  * from the loop as written.  The fallback is not given nests.c's per-row
  * copies: it runs only where an index could fail, C overlaps what is read or
  * a loop is empty, and each copy is C compiler time (the tiled kernel's
- * source is already about three times the loop's).  Loads of the tiled copy that do not depend on
- * j are made once per (i + r, k + q) before the j loop: the checks' test
- * shows them in bounds, and the j loop runs.
+ * source is already nearly twice the loop's).  Loads of the tiled copy
+ * that do not depend on j are made once per (i + r, k + q) before the j
+ * loop: the checks' test shows them in bounds, and the j loop runs.
+ *
+ * `C[i, j] += v` reaches this pass as an atomic add, which privatize.c
+ * turns into a read-modify-write of the iteration's own element when the
+ * parallel loop's variable names it.  After this pass that variable is the
+ * panel's, so the pass writes those stores itself, in the tiled copy and in
+ * the fallback: `C[i, j] = C[i, j] + v`, privatize.c's form (the same bits).
  *
  * Rows of one panel are one iteration of the parallel loop, which is now
  * over panels (ceil(n / P) of them): the stores of the tiled copy are plain
@@ -91,6 +97,7 @@
 #define KT 64          /* k's in a cache tile */
 #define JT_BYTES 4096  /* a tile row's bytes: 512 f64, 1024 f32 */
 #define MAX_STMTS 16
+#define MAX_HOIST 256  /* loads moved out of a jammed j loop; past that they stay in it */
 
 typedef struct tiler {
     tk_cc *C;
@@ -109,10 +116,9 @@ typedef struct tiler {
     tk_ir *i_to, *k_to;        /* what i and k become (NULL: themselves) */
     int from[2 * MAX_STMTS + 8], to[2 * MAX_STMTS + 8], nmap; /* locals renamed */
     int acc;                   /* the load of C at the stored element becomes this local (-1: not) */
-    tk_ir **hoist;             /* loads that do not depend on j: to locals (NULL: left) */
+    tk_ir **hoist;             /* loads that do not depend on j: their assignments to locals
+                                * (NULL: loads stay where they are) */
     int nhoist;
-    int hoisted[64];
-    tk_ir *hoist_at[64];
 } tiler;
 
 /* ------------------------------------------------------------- helpers */
@@ -415,15 +421,14 @@ static tk_ir *subst(tiler *t, const tk_ir *e) {
         return clone(C, e);
     }
     if (t->acc >= 0 && e->op == IR_LOAD && e->param == t->store->param) return local(C, t->S, t->acc, e->line);
-    if (t->hoist && hoistable(t, e) && t->nhoist < 64) {
+    if (t->hoist && hoistable(t, e) && t->nhoist < MAX_HOIST) {
         int h = tk_new_local(C, t->S, "tk_h", e->ty, t->S->locals[t->iv].scope);
         tk_ir *r = ir_new(C, e->op, e->ty, e->line);
         *r = *e;
         r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
         r->cap = e->n;
         for (int j = 0; j < e->n; j++) r->k[j] = subst(t, e->k[j]);
-        t->hoist_at[t->nhoist] = assign(C, h, r);
-        t->hoisted[t->nhoist++] = h;
+        t->hoist[t->nhoist++] = assign(C, h, r);
         return local(C, t->S, h, e->line);
     }
     tk_ir *r = ir_new(C, e->op, e->ty, e->line);
@@ -469,8 +474,8 @@ static tk_ir *jammed(tiler *t, int jt, int je, int nq, int line) {
     tk_spec *S = t->S;
     int scope = S->locals[t->iv].scope;
     tk_ir *head = block(C, line), *jb = block(C, line);
-    tk_ir *hoists[64];
-    int nh = 0;
+    tk_ir *hoists[MAX_HOIST];
+    t->nhoist = 0;
     t->hoist = hoists;
     int accs[R_ROWS];
     for (int r = 0; r < R_ROWS; r++) {
@@ -501,16 +506,12 @@ static tk_ir *jammed(tiler *t, int jt, int je, int nq, int line) {
             for (int i = 0; i < t->ntmp; i++) {
                 int nl = tk_new_local(C, S, "tk_t", S->locals[t->tmp[i]->local].ty, scope);
                 t->acc = accs[r];
-                t->nhoist = 0;
                 tk_ir *v = subst(t, t->tmp[i]->k[0]);
-                for (int h = 0; h < t->nhoist && nh < 64; h++) hoists[nh++] = t->hoist_at[h];
                 ir_push(C, jb, assign(C, nl, v));
                 t->from[t->nmap] = t->tmp[i]->local, t->to[t->nmap++] = nl;
             }
             t->acc = accs[r];
-            t->nhoist = 0;
             tk_ir *v = subst(t, t->store->k[0]);
-            for (int h = 0; h < t->nhoist && nh < 64; h++) hoists[nh++] = t->hoist_at[h];
             ir_push(C, jb, assign(C, accs[r], v));
         }
     for (int r = 0; r < R_ROWS; r++) {
@@ -526,7 +527,7 @@ static tk_ir *jammed(tiler *t, int jt, int je, int nq, int line) {
         for (int a = 1; a < t->store->n; a++) ir_push(C, stc, subst(t, t->store->k[a]));
         ir_push(C, jb, stc);
     }
-    for (int h = 0; h < nh; h++) ir_push(C, head, hoists[h]);
+    for (int h = 0; h < t->nhoist; h++) ir_push(C, head, hoists[h]);
     t->hoist = NULL;
     t->i_to = t->k_to = NULL;
     ir_push(C, head, for_(C, t->jv, local(C, S, jt, line), local(C, S, je, line), 1, jb, TK_FOR_IVDEP));
