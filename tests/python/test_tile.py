@@ -184,7 +184,7 @@ def test_plain_scaled_and_shifted_same_bits(n, k, m):
 
 def test_integers_same_bits():
     rng = np.random.default_rng(2)
-    for dt in (np.int64, np.int32):
+    for dt in (np.int64, np.int32, np.int8, np.uint16):  # wrapping sums: the same modulo 2^bits
         A, B = rng.integers(-9, 9, (35, 70)).astype(dt), rng.integers(-9, 9, (70, 13)).astype(dt)
         on = _all_same(matmul_acc, [A, B, np.zeros((35, 13), dt)])
         assert np.array_equal(on[2], A @ B)
