@@ -40,12 +40,20 @@
  * local array created before the parallel loop is refused here, as a
  * direct write is.
  *
+ * Elements may be vectors and matrices (tack.zeros(4, tack.vec3)): the
+ * array is then one of the dialect's vector structs, the type an array
+ * parameter's elements have, so loads, stores, calls and the GPU frame
+ * copy are unchanged.  The fill follows NumPy's (n, 3) array: ones and a
+ * number give every component that value; a value of the element's shape
+ * fills each element (vector_fill); anything else is refused by name.
+ *
  * Lowering an index or a value may add temporaries to the locals, which
  * moves them: a pointer to a tk_local is taken again after it.
  *
  * Sizes are bounded, since the array is on a thread's stack: 16 KiB per
  * array on the CPU and 4 KiB on GPUs, where a larger one spills from
- * registers into slow local memory.
+ * registers into slow local memory; an element counts its whole itemsize
+ * (12 bytes for a vec3).
  */
 #include <string.h>
 

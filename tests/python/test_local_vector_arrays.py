@@ -26,7 +26,7 @@ def vecs(a, dt):
 @tack.kernel
 def windows(p, mid, spread):
     for i in range(mid.shape[0]):
-        w = tack.empty(3, tack.vec3)            # zero-filled, as every local array
+        w = tack.empty(3, p.dtype)              # vec3, zero-filled, as every local array
         for k in range(len(w)):
             w[k] = p[i + k]
         c = tack.zeros(1, tack.vec3)
