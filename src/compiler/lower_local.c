@@ -258,7 +258,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
         tk_type ct = ty_value(dt_scalar((tack_dtype)dt));
         double one = strcmp(fn, "ones") ? 0.0 : 1.0;
         tk_ir *c = ty_is_float(ct) ? ir_const_f(L->C, ct, one, call->line) : ir_const_i(L->C, ct, (int64_t)one, call->line);
-        v = lw_hoist(L, lw_cast(L, c, et));
+        v = lw_cast(L, c, et); /* constants: nothing to evaluate once */
     } else if (ty_is_complex(et)) { /* a complex zero or one: the real constant, converted */
         tk_type re = ty_value(et.dt == TACK_C64 ? TACK_F32 : TACK_F64);
         v = lw_hoist(L, lw_cast(L, ir_const_f(L->C, re, strcmp(fn, "ones") ? 0.0 : 1.0, call->line), et));

@@ -489,3 +489,19 @@ def test_dialects_pass_a_vector_array_as_a_private_pointer():
         src = recentred.generated_source(pn, tack.zeros(6, tack.vec3), tack.zeros(6, tack.vec3), np.zeros(6, np.float32),
                                          target=target)
         assert re.search(r"tk_vec3 \*a0, int64_t a0_s0\)", src), target
+
+
+@tack.kernel
+def f64_matrices(out):
+    for i in range(out.shape[0]):
+        t = tack.ones(2, tack.mat22d)
+        out[i] = tack.f32(t[0][1, 1])
+
+
+def test_metal_refuses_a_float64_vector_array_by_name():
+    out = np.zeros(2, np.float32)
+    f64_matrices(out)
+    assert out.tolist() == [1.0, 1.0]
+    with pytest.raises(tack.CompileError, match=r"Metal has no double precision .*: the value 't' is mat22d"):
+        f64_matrices.generated_source(out, target="metal")
+    assert "[2] = {0};" in f64_matrices.generated_source(out, target="cuda")
