@@ -181,7 +181,7 @@ static int maker_dtype(lw_state *L, const tack_node *call, int numpy, tk_ir *fil
  * a number, given to every component (NumPy broadcasts it over the (n, 3)
  * array), or a vector or matrix of the element's shape, its components
  * converted (as tack.full outside converts a sequence).  Anything else --
- * a vec2 for a vec3, a vector for a matrix, a complex or a bool -- is an
+ * a vec2 for a vec3, a vector for a matrix, a complex number -- is an
  * error naming the value's type. */
 static tk_ir *vector_fill(lw_state *L, tk_ir *fill, tk_type et, tack_node *call, const char *what) {
     tack_dtype ed = (tack_dtype)et.dt, fd = (tack_dtype)fill->ty.dt;

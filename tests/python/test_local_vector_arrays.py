@@ -505,3 +505,38 @@ def test_metal_refuses_a_float64_vector_array_by_name():
     with pytest.raises(tack.CompileError, match=r"Metal has no double precision .*: the value 't' is mat22d"):
         f64_matrices.generated_source(out, target="metal")
     assert "[2] = {0};" in f64_matrices.generated_source(out, target="cuda")
+
+
+def test_the_cuda_source_runs_as_on_the_cpu():
+    """The generated CUDA source of the vector kernels, run by the CPU
+    emulator (test_cuda.py's), gives the CPU's bits: per-thread arrays, one
+    made before the loop (copied through the frame), and one passed to
+    @tack.func helpers."""
+    import _cuda_emulate
+
+    if not _cuda_emulate.available():
+        pytest.skip("no C++ compiler to emulate CUDA with")
+    rng = np.random.default_rng(14)
+    pn = rng.standard_normal((24, 3)).astype(np.float32)
+    rn = rng.standard_normal((10, 3, 3)).astype(np.float32)
+    cases = [
+        (windows, lambda: (vecs(pn, tack.vec3), tack.zeros(22, tack.vec3), np.zeros(22, np.float32))),
+        (transforms, lambda: (vecs(rn, tack.mat33), vecs(pn[:10], tack.vec3), tack.zeros(10, tack.vec3),
+                              np.zeros(10, np.float32))),
+        (taps_before_the_loop, lambda: (vecs(pn, tack.vec3), tack.zeros(22, tack.vec3))),
+        (recentred, lambda: (vecs(pn, tack.vec3), tack.zeros(6, tack.vec3), tack.zeros(6, tack.vec3),
+                             np.zeros(6, np.float32))),
+        (plain_arrays, lambda: (pn.copy(), np.zeros((24, 3), np.float32))),
+    ]
+    for k, make in cases:
+        want = make()
+        k(*want)
+        want = [a.numpy() if isinstance(a, tack.Array) else a for a in want]
+        for grid, block in ((3, 32), (1, 1), (5, 7)):
+            args = make()
+            src = k.generated_source(*args, target="cuda")
+            em = [(a.numpy().copy(), a.shape) if isinstance(a, tack.Array) else a for a in args]
+            assert _cuda_emulate.run(src, em, grid, block)[0] == 0, k.__name__
+            got = [a[0] if isinstance(a, tuple) else a for a in em]
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w, err_msg=f"{k.__name__} {grid}x{block}")
