@@ -167,9 +167,9 @@ static const char *dtype_name(int dt) {
 static const tk_ir *first_bad(const tk_spec *S, const tk_ir *x) {
     if (!x) return NULL;
     if (ty_f64(x->ty) || ty_f64(x->aux_ty) || x->op == IR_PRINT) return x;
-    if ((x->op == IR_ASSIGN || x->op == IR_FOR) && x->local >= 0 && x->local < S->nlocals &&
+    if ((x->op == IR_ASSIGN || x->op == IR_FOR || x->op == IR_LFILL) && x->local >= 0 && x->local < S->nlocals &&
         ty_f64(S->locals[x->local].ty))
-        return x; /* an f64 local, named */
+        return x; /* an f64 local or local array, named */
     if (x->op == IR_ATOMIC && x->ty.kind == TY_VALUE && dt_bits((tack_dtype)x->ty.dt) == 64 &&
         (dt_kind((tack_dtype)x->ty.dt) == TACK_KIND_INT || dt_kind((tack_dtype)x->ty.dt) == TACK_KIND_UINT))
         return x;
@@ -196,7 +196,8 @@ static _Noreturn void refuse_node(tk_cc *C, const tk_spec *S, const tk_ir *x) {
                  "accumulate into an int32 array, or sum into a local (a reduction) and store it once",
                  dtype_name(x->ty.dt), param_name(S, x->param));
     const char *what = ty_f64(x->ty) ? dtype_name(x->ty.dt) : dtype_name(x->aux_ty.dt);
-    if ((x->op == IR_ASSIGN || x->op == IR_FOR || x->op == IR_LOCAL) && x->local >= 0 && x->local < S->nlocals &&
+    if ((x->op == IR_ASSIGN || x->op == IR_FOR || x->op == IR_LOCAL || x->op == IR_LFILL) && x->local >= 0 &&
+        x->local < S->nlocals &&
         ty_f64(S->locals[x->local].ty))
         tk_error(C, S->func, x->line, 0,
                  "Metal has no double precision (Apple GPUs have no float64): the value '%s' is %s; "

@@ -51,6 +51,7 @@ int lw_site(lw_state *L, int kind, int line, int axis, const char *array, const 
 void lw_check(lw_state *L, int kind, int site, tk_ir *a, tk_ir *b, int line);
 tk_type lw_dtype_type(tack_dtype dt);
 tk_ir *lw_index_value(lw_state *L, tack_node *n);
+tk_ir *lw_matrix_index(lw_state *L, tack_node *n, int len); /* m[i, j]: a constant index, folded (lower_expr.c) */
 void lw_indices(lw_state *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n);
 void lw_mark_written(lw_state *L, int p);
 tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n);

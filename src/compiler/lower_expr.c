@@ -48,6 +48,19 @@ tk_ir *lw_index_value(lw_state *L, tack_node *n) {
     return lw_hoist(L, e);
 }
 
+/* A matrix index m[i, j]: a constant, folded here (lw_index_value leaves a
+ * Python int literal as a cast of it to i64), a negative one counting from
+ * the end of the axis of `len`; anything else is returned as it is, and the
+ * caller refuses it. */
+tk_ir *lw_matrix_index(lw_state *L, tack_node *n, int len) {
+    tk_ir *e = lw_index_value(L, n);
+    const tk_ir *x = e;
+    while (x->op == IR_CAST && x->n == 1) x = x->k[0];
+    if (x->op != IR_CONST || !ty_is_int(x->ty) || x->str) return e;
+    int64_t v = x->c.i < 0 ? x->c.i + len : x->c.i;
+    return ir_const_i(L->C, ty_value(TACK_I64), v, n->line);
+}
+
 /* Lower the indices of a[i, j, ...] into k (wrapped, checked); returns their count. */
 void lw_indices(lw_state *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n) {
     tk_type at = L->S->ptypes[p];
@@ -162,8 +175,8 @@ static tk_ir *lower_subscript(lw_state *L, tack_node *n) {
         }
         if (ni != 2) ERR(n, "a matrix is indexed as m[i, j]");
         v = lw_hoist(L, v);
-        tk_ir *i = lw_index_value(L, ix[0]), *j = lw_index_value(L, ix[1]);
         int r = dt_rows((tack_dtype)v->ty.dt), c = dt_cols((tack_dtype)v->ty.dt);
+        tk_ir *i = lw_matrix_index(L, ix[0], r), *j = lw_matrix_index(L, ix[1], c);
         if (i->op != IR_CONST || j->op != IR_CONST || i->c.i < 0 || i->c.i >= r || j->c.i < 0 || j->c.i >= c)
             ERR(n, "matrix indices must be constants in range");
         tk_ir *e = lw_mk(L, IR_COMP, ty_value(dt_scalar((tack_dtype)v->ty.dt)), n);

@@ -40,12 +40,20 @@
  * local array created before the parallel loop is refused here, as a
  * direct write is.
  *
+ * Elements may be vectors and matrices (tack.zeros(4, tack.vec3)): the
+ * array is then one of the dialect's vector structs, the type an array
+ * parameter's elements have, so loads, stores, calls and the GPU frame
+ * copy are unchanged.  The fill follows NumPy's (n, 3) array: ones and a
+ * number give every component that value; a value of the element's shape
+ * fills each element (vector_fill); anything else is refused by name.
+ *
  * Lowering an index or a value may add temporaries to the locals, which
  * moves them: a pointer to a tk_local is taken again after it.
  *
  * Sizes are bounded, since the array is on a thread's stack: 16 KiB per
  * array on the CPU and 4 KiB on GPUs, where a larger one spills from
- * registers into slow local memory.
+ * registers into slow local memory; an element counts its whole itemsize
+ * (12 bytes for a vec3).
  */
 #include <string.h>
 
@@ -150,6 +158,9 @@ static int maker_dtype(lw_state *L, const tack_node *call, int numpy, tk_ir *fil
         dt = numpy ? TACK_F64 : TACK_F32;
     } else {
         if (!lw_known(fill)) return -1;
+        if (ty_is_vector(fill->ty) || ty_is_matrix(fill->ty)) /* as outside, where NumPy broadcasts it over the shape */
+            ERR(call, "local array '%s': %s.full() of a %s value needs a dtype (tack.%s), as outside a kernel",
+                what, numpy ? "np" : "tack", TN(fill->ty), TN(fill->ty));
         if (fill->ty.kind != TY_VALUE || !ty_is_scalar(fill->ty)) ERR(call, "local array '%s' cannot be filled with %s", what, TN(fill->ty));
         tack_scalar_kind k = dt_kind((tack_dtype)fill->ty.dt);
         if (k == TACK_KIND_BOOL) dt = TACK_BOOL;
@@ -162,12 +173,25 @@ static int maker_dtype(lw_state *L, const tack_node *call, int numpy, tk_ir *fil
         else dt = TACK_I64;
     }
     if (dt == TACK_F16) ERR(call, "local array '%s': float16 local arrays are not supported; use a float32 one (a float16 array parameter takes its values, rounded)", what);
-    if (dt >= TACK_VEC2 && dt <= TACK_MAT44D)
-        ERR(call, "local array '%s': a local array's elements must be numbers (complex included) or bools, not %s; "
-                  "use one array per component, or one with a last axis for them", what, dt_name((tack_dtype)dt));
-    if (!ty_is_scalar(ty_value((tack_dtype)dt)))
-        ERR(call, "local array '%s': a local array's elements must be numbers or bools, not %s", what, dt_name((tack_dtype)dt));
+    if (dt >= TACK_VEC2 && dt <= TACK_MAT44D) L->C->uses_vec = 1; /* vector and matrix elements (below) */
     return dt;
+}
+
+/* The fill value of a vector or matrix local array of element type et:
+ * a number, given to every component (NumPy broadcasts it over the (n, 3)
+ * array), or a vector or matrix of the element's shape, its components
+ * converted (as tack.full outside converts a sequence).  Anything else --
+ * a vec2 for a vec3, a vector for a matrix, a complex number -- is an
+ * error naming the value's type. */
+static tk_ir *vector_fill(lw_state *L, tk_ir *fill, tk_type et, tack_node *call, const char *what) {
+    tack_dtype ed = (tack_dtype)et.dt, fd = (tack_dtype)fill->ty.dt;
+    if (fill->ty.kind == TY_VALUE && ty_is_scalar(fill->ty) && !ty_is_complex(fill->ty)) return lw_cast(L, fill, et);
+    if (fill->ty.kind == TY_VALUE && !ty_is_scalar(fill->ty) && dt_rows(fd) == dt_rows(ed) && dt_cols(fd) == dt_cols(ed))
+        return lw_cast(L, fill, et);
+    ERR(call, "local array '%s' of %s cannot be filled with %s: its fill value is a real number, given to every "
+              "component, or %s", what, dt_name(ed), TN(fill->ty),
+        ty_is_matrix(et) ? tk_fmt(&L->C->arena, "a %d x %d matrix", dt_rows(ed), dt_cols(ed))
+                         : tk_fmt(&L->C->arena, "a vector of %d components", dt_rows(ed)));
 }
 
 void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
@@ -200,7 +224,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     tk_type et = ty_value((tack_dtype)dt);
     /* the size */
     int gpu = L->C->dialect && L->C->dialect->pfor_as_function == 0;
-    int64_t cap = gpu ? GPU_BYTES : CPU_BYTES, item = dt_bits((tack_dtype)dt) / 8;
+    int64_t cap = gpu ? GPU_BYTES : CPU_BYTES, item = (int64_t)tack_dtype_get((tack_dtype)dt)->itemsize; /* a vec3's 12 */
     if (elems > cap / (item ? item : 1)) {
         tk_buf b;
         tk_buf_init(&b, &L->C->arena);
@@ -223,10 +247,18 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
         L->changed = 1;
     }
     tk_ir *v;
-    if (full) {
+    if (full && !ty_is_scalar(et)) {
+        if (!lw_known(fill)) return;
+        v = lw_hoist(L, vector_fill(L, fill, et, call, what));
+    } else if (full) {
         if (!lw_known(fill)) return;
         if (fill->ty.kind != TY_VALUE || !ty_is_scalar(fill->ty)) ERR(call, "local array '%s' cannot be filled with %s", what, TN(fill->ty));
         v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : lw_cast(L, fill, et));
+    } else if (!ty_is_scalar(et)) { /* a vector or matrix: every component zero or one, as NumPy fills an (n, 3) array */
+        tk_type ct = ty_value(dt_scalar((tack_dtype)dt));
+        double one = strcmp(fn, "ones") ? 0.0 : 1.0;
+        tk_ir *c = ty_is_float(ct) ? ir_const_f(L->C, ct, one, call->line) : ir_const_i(L->C, ct, (int64_t)one, call->line);
+        v = lw_cast(L, c, et); /* constants: nothing to evaluate once */
     } else if (ty_is_complex(et)) { /* a complex zero or one: the real constant, converted */
         tk_type re = ty_value(et.dt == TACK_C64 ? TACK_F32 : TACK_F64);
         v = lw_hoist(L, lw_cast(L, ir_const_f(L->C, re, strcmp(fn, "ones") ? 0.0 : 1.0, call->line), et));
@@ -317,11 +349,15 @@ tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node 
     return ld;
 }
 
+/* A value stored into an element, converted to the element's type; as into
+ * an array parameter's element (lower_stmt.c), a vector or matrix element
+ * takes a value of its own type or a number, given to every component. */
 static tk_ir *to_element(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
     tk_type et = ty_value((tack_dtype)l->ty.dt);
     if (!lw_known(v)) return v;
-    if (v->ty.kind != TY_VALUE || !ty_is_scalar(v->ty))
+    if (v->ty.kind != TY_VALUE || (ty_is_scalar(et) && !ty_is_scalar(v->ty)) ||
+        (!ty_is_scalar(et) && (ty_is_scalar(v->ty) ? ty_is_complex(v->ty) : v->ty.dt != et.dt)))
         ERR(n, "cannot store %s into an element of local array '%s' (%s)", TN(v->ty), l->name, TN(et));
     return lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, n) : lw_cast(L, v, et));
 }

@@ -152,8 +152,8 @@ static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j)
             ix = ix[0]->kids;
         }
         if (ni != 2) ERR(t, "a matrix is indexed as m[i, j]");
-        k = lw_index_value(L, ix[0]);
-        tk_ir *jj = lw_index_value(L, ix[1]);
+        k = lw_matrix_index(L, ix[0], dt_rows((tack_dtype)lt.dt));
+        tk_ir *jj = lw_matrix_index(L, ix[1], dt_cols((tack_dtype)lt.dt));
         if (k->op != IR_CONST || jj->op != IR_CONST || k->c.i < 0 || k->c.i >= dt_rows((tack_dtype)lt.dt) || jj->c.i < 0 || jj->c.i >= dt_cols((tack_dtype)lt.dt))
             ERR(t, "matrix indices must be constants in range");
         *j = jj;

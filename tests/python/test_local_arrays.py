@@ -454,13 +454,6 @@ def half_floats(out):
 
 
 @tack.kernel
-def vector_elements(out):
-    for i in range(out.shape[0]):
-        t = np.zeros(4, tack.vec3)
-        out[i] = t[0].x
-
-
-@tack.kernel
 def complex_tack_full(out):
     for i in range(out.shape[0]):
         t = tack.full(2, 1j)
@@ -597,8 +590,6 @@ def like(out):
     (too_large, r"local array 't' of shape \(64, 64\) and dtype f64 is too large: 32768 bytes, and a local array "
                 r"may take at most 16384 bytes on the CPU"),
     (half_floats, r"float16 local arrays are not supported"),
-    (vector_elements, r"a local array's elements must be numbers \(complex included\) or bools, not vec3; use one "
-                      r"array per component, or one with a last axis for them"),
     (complex_tack_full, r"tack.full\(\) of a complex value needs a dtype \(tack.complex64 or tack.complex128\)"),
     (not_a_dtype, r"'no such type' is not a dtype a local array can have"),
     (dtype_from_a_variable, r"the dtype of a local array must be a constant such as np.float32, tack.f32 or "
