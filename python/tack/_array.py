@@ -13,8 +13,36 @@ from __future__ import annotations
 
 import builtins
 import numbers
+import threading
 
 from . import _core
+
+# Set while a kernel runs as plain Python (jit=False or TACK_DISABLE_JIT):
+# a local array made there (tack.zeros(8) in the kernel's body) is a NumPy
+# array, as np.zeros(8) is, so that it can be written element by element,
+# as the compiled kernel writes its local array.
+_as_python = threading.local()
+
+
+def _in_python_kernel():
+    return getattr(_as_python, "depth", 0) > 0
+
+
+def _local_array(shape, dtype, fill):
+    """A kernel's local array when the kernel runs as Python: a NumPy array
+    of the Tack dtype's NumPy layout (vectors and matrices as trailing axes,
+    with v.x ... on a vector array's rows, as the kernel's parameters get)."""
+    import numpy as np
+
+    from . import _kernels
+
+    dt = globals()["dtype"](dtype) if dtype is not None else _core.f32
+    out = np.zeros(_shape_tuple(shape), dt.numpy)
+    if fill is not None:
+        out[...] = fill
+    if len(dt.shape) == 1:
+        out = out.view(_kernels._vector_view_type())
+    return out
 
 _np = None
 
@@ -55,11 +83,15 @@ def _shape_tuple(shape):
 
 def empty(shape, dtype=None, *, device=None) -> _core.Array:
     """A new array with uninitialized values.  ``dtype`` defaults to f32."""
+    if _in_python_kernel():
+        return _local_array(shape, dtype, None)  # zeros, as a compiled kernel's
     return _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device)
 
 
 def zeros(shape, dtype=None, *, device=None) -> _core.Array:
     """A new array of zeros.  ``dtype`` defaults to f32."""
+    if _in_python_kernel():
+        return _local_array(shape, dtype, None)
     return _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device, True)
 
 
@@ -78,6 +110,8 @@ def full(shape, fill_value, dtype=None, *, device=None) -> _core.Array:
             dtype = _core.f32
         else:
             raise TypeError(f"fill_value must be a number, not {type(fill_value).__name__}")
+    if _in_python_kernel():
+        return _local_array(shape, dtype, fill_value)
     out = empty(shape, dtype, device=device)
     out.fill(fill_value)
     return out

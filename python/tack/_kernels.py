@@ -278,7 +278,14 @@ class PythonKernel:
         bound.apply_defaults()
         name = self.__qualname__
         views = {p: _debug_view(name, p, v) for p, v in bound.arguments.items()}
-        self.py_func(**views)
+        from . import _array
+
+        flag = _array._as_python
+        flag.depth = getattr(flag, "depth", 0) + 1  # tack.zeros(...) in the body: a NumPy local array
+        try:
+            self.py_func(**views)
+        finally:
+            flag.depth -= 1
 
     def compile(self, *args, **kwargs):
         """Nothing to compile: the kernel runs as Python (jit=False)."""

@@ -174,6 +174,8 @@ static PyGetSetDef dtype_getset[] = {
     {"shape", dtype_get_shape, NULL, "() for scalars, (N,) for vectors, (R, C) for matrices", NULL},
     {"scalar", dtype_get_scalar, NULL, "the scalar dtype of the components", NULL},
     {"numpy", dtype_get_numpy, NULL, "the equivalent numpy.dtype (a subarray dtype for vectors and matrices)", NULL},
+    /* NumPy takes any object with a .dtype as a dtype: np.zeros(4, tack.vec3) */
+    {"dtype", dtype_get_numpy, NULL, "the equivalent numpy.dtype, so NumPy takes a Tack dtype wherever it takes a dtype", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

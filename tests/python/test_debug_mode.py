@@ -292,6 +292,48 @@ def views_of_tack_arrays(m):
         m[i, j] = m[i, j] * 2.0 + float(i == j)
 
 
+@case(f64(6))
+def local_arrays_of_numbers(out):
+    taps = tack.zeros(3, tack.f64)
+    taps[0] = 0.25
+    taps[1] = 0.5
+    taps[-1] = 0.25
+    for i in range(out.shape[0]):
+        win = np.empty((2, 3))
+        ones = tack.ones(2, np.int32)
+        same = tack.full((2, 2), 1.5, tack.f32)
+        for k in range(len(taps)):
+            win[0, k] = i + k
+            win[1, k] = taps[k] * win[0, k]
+        acc = 0.0
+        for k in range(win.shape[1]):
+            acc += win[1, k]
+        out[i] = acc + ones[0] + ones[1] + same[1, 1] + win.ndim + same.size
+
+
+@case(lambda: [np.zeros(4, np.float32), np.zeros(4, np.float16)])
+def local_arrays_of_tack_and_half_dtypes(out, half):
+    for i in range(out.shape[0]):
+        a = np.zeros(3, tack.f32)
+        h = tack.zeros(2, tack.f16)
+        a[1] = i * 0.5
+        h[0] = a[1] + 1.0
+        out[i] = a[1] * 2.0
+        half[i] = h[0]
+
+
+@case(lambda: [np.zeros((4, 3), np.float32)])
+def local_arrays_of_vectors(out):
+    for i in range(out.shape[0]):
+        v = tack.zeros(2, tack.vec3)
+        w = tack.full(2, 2.0, tack.vec3)
+        v[0] = tack.vec3(1.0, 2.0, 3.0) * float(i)
+        v[1] += w[1]
+        out[i, 0] = v[0].x + v[1].y
+        out[i, 1] = v[0].y
+        out[i, 2] = v[0].z + v[1].z
+
+
 def host(x):
     return x.numpy() if isinstance(x, tack.Array) else np.asarray(x)
 
@@ -310,6 +352,30 @@ def test_same_results_compiled_and_as_python(fn, make):
     for c, p in zip(compiled, python):
         if isinstance(c, (np.ndarray, tack.Array)):
             np.testing.assert_allclose(host(p), host(c), rtol=1e-5, atol=1e-6)
+
+
+def test_local_arrays_are_numpy_arrays_only_while_a_kernel_runs_as_python():
+    """tack.zeros(...) in a kernel run as Python is a NumPy array the body can
+    write; outside, and after a kernel that raised, it is a tack.Array again."""
+    seen = []
+
+    def make_local(out):
+        seen.append(tack.zeros((2, 2), tack.i16))
+        raise RuntimeError("stop")
+
+    k = tack.kernel(make_local, jit=False)
+    with pytest.raises(RuntimeError, match="stop"):
+        k(np.zeros(1))
+    assert isinstance(seen[0], np.ndarray) and seen[0].dtype == np.int16 and seen[0].shape == (2, 2)
+    assert isinstance(tack.zeros(3), tack.Array) and isinstance(tack.full(2, 1.0), tack.Array)
+
+
+def test_numpy_takes_tack_dtypes():
+    """A Tack dtype is a NumPy dtype-like (its .dtype), as inside a kernel."""
+    assert np.zeros(2, tack.i16).dtype == np.int16
+    assert np.zeros(2, tack.vec3).shape == (2, 3) and np.zeros(2, tack.vec3).dtype == np.float32
+    assert np.zeros(1, tack.mat33d).shape == (1, 3, 3)
+    assert np.dtype(tack.f16) == np.float16 and tack.vec3.dtype == tack.vec3.numpy
 
 
 # ------------------------------------------------------------ the debug part
