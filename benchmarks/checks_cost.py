@@ -13,9 +13,14 @@ one of the unchecked (the order flips each round), a sample being the mean of
 enough back-to-back calls to last ``--sample`` seconds.  The ratio printed is
 best checked sample / best unchecked sample over the rounds, with the median
 of the rounds' own ratios beside it; a kernel is marked over the bar only when
-both are.  Pairing and best-of are for a shared machine: a slow spell hits both versions of a pair, and the best of several
-rounds is the one least disturbed.  Both still move with the load, so a
-ratio a few percent from 1 is noise; rerun a kernel alone to confirm one.
+both are.  Pairing and best-of are for a shared machine: a slow spell hits
+both versions of a pair, and the best of several rounds is the one least
+disturbed.  Both still move with the load, so a ratio a few percent from 1 is
+noise; rerun a kernel alone to confirm one.  ``--clock cpu`` times the
+process's CPU time (all its threads) instead of the wall clock: on a loaded
+machine it does not count the time the process waited for a core, so one
+thread's ratios hold steadier (with all threads it also counts the pool's
+waiting).
 
 Each thread count (``--threads``: 1, and 0 for Tack's default, all cores) runs
 in its own process, since TACK_NUM_THREADS is read once, when the pool starts.
@@ -37,14 +42,17 @@ ROOT = os.path.dirname(HERE)
 BAR = 1.10
 
 
-def _sample(fn, number):
-    t0 = time.perf_counter()
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _sample(fn, number, clock):
+    t0 = clock()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - t0) / number
+    return (clock() - t0) / number
 
 
-def measure(name, size, rounds, sample):
+def measure(name, size, rounds, sample, clock=time.perf_counter):
     """(best checked, best unchecked, median paired ratio) in seconds."""
     import tack
 
@@ -73,7 +81,7 @@ def measure(name, size, rounds, sample):
     for r in range(rounds):
         t = {}
         for checks in ((True, False) if r % 2 == 0 else (False, True)):
-            t[checks] = _sample(runs[checks], number)
+            t[checks] = _sample(runs[checks], number, clock)
             best[checks] = min(best[checks], t[checks])
         ratios.append(t[True] / t[False])
     return best[True], best[False], statistics.median(ratios)
@@ -86,7 +94,7 @@ def child(a):
         spec = K.SPECS[name]
         for s in a.sizes:
             size = spec.sizes[min(s, len(spec.sizes) - 1)]
-            on, off, med = measure(name, size, a.rounds, a.sample)
+            on, off, med = measure(name, size, a.rounds, a.sample, CLOCKS[a.clock])
             print(json.dumps({"kernel": name, "size": spec.label(size), "on": on, "off": off,
                               "ratio": on / off, "median": med}), flush=True)
 
@@ -102,11 +110,13 @@ def main(argv=None):
                     help="TACK_NUM_THREADS values, 0 for the default (all cores)")
     ap.add_argument("--rounds", type=int, default=15, help="paired rounds (default 15)")
     ap.add_argument("--sample", type=float, default=0.01, help="seconds a sample lasts at least")
+    ap.add_argument("--clock", choices=list(CLOCKS), default="wall",
+                    help="wall time, or the process's CPU time (all its threads; steadier on a loaded machine)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         return child(a)
-    print(f"checks=True time / checks=False time; best of {a.rounds} paired rounds "
+    print(f"checks=True time / checks=False time ({a.clock} clock); best of {a.rounds} paired rounds "
           f"(median of the rounds' ratios in brackets); bar {BAR:.2f}")
     over = []
     for th in a.threads:
@@ -116,7 +126,7 @@ def main(argv=None):
             env["TACK_NUM_THREADS"] = str(th)
         env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--kernels", *a.kernels,
-               "--sizes", *map(str, a.sizes), "--rounds", str(a.rounds), "--sample", str(a.sample)]
+               "--sizes", *map(str, a.sizes), "--rounds", str(a.rounds), "--sample", str(a.sample), "--clock", a.clock]
         print(f"\nthreads: {th or 'all (default)'}")
         print(f"  {'kernel':<16}{'size':>12}{'checks on':>12}{'off':>12}{'ratio':>8}{'(median)':>10}")
         p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
