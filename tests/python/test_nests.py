@@ -399,11 +399,11 @@ def tri_scaled(y, out):  # coefficients: 2 * j - k over k in range(2 * j + 1) li
             out[i, j] = s
 
 
-def tri_huge(y, out, big):  # a bound with a term beyond 2^50: the loop as written
+def tri_huge(y, out, big, back):  # big + back is 0, each beyond 2^50: the loop as written
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
             s = 0.0
-            for k in range(j + big - big + 1):
+            for k in range(j + big + back + 1):
                 s += y[i, j - k]
             out[i, j] = s
 
@@ -484,12 +484,17 @@ def test_triangular_one_row_same_writes(monkeypatch):
     assert np.array_equal(a_on[1][0, :5], np.cumsum(y[0])) and not a_on[1][0, 5:].any()
 
 
-@pytest.mark.parametrize("big", [3, 2 ** 52, 2 ** 62])
+@pytest.mark.parametrize("big", [3, 2 ** 52, 2 ** 62, -(2 ** 63)])
 def test_triangular_huge_bound_terms(big, monkeypatch):
-    """j + big - big + 1 with big beyond 2^50: the test's sums could wrap, so it fails and
-    the loop runs as written (its 64-bit wrapping sums give j + 1): the same result."""
+    """j + big + back + 1 with big = -back beyond 2^50: the test's sums could wrap, so it
+    fails and the loop runs as written (its 64-bit wrapping sums give j + 1): the same
+    result, and Python's."""
     y = np.random.default_rng(22).random((3, 7))
-    on, off = _both(tri_huge, y, np.zeros((3, 7)), big, monkeypatch=monkeypatch)
+    back = -big if big != -(2 ** 63) else big  # -2^63 + -2^63 wraps to 0
+    if big == 3 and OPTIMIZED:  # versioned, behind the terms' +-2^50 test
+        src = tack.kernel(tri_huge).generated_source(y, np.zeros((3, 7)), big, back)
+        assert "index checks tested once (nests.c)" in src and "1125899906842624" in src
+    on, off = _both(tri_huge, y, np.zeros((3, 7)), big, back, monkeypatch=monkeypatch)
     assert np.array_equal(on[1], off[1])
     assert np.array_equal(on[1], _py(tri_nested, y, np.zeros((3, 7)))[1])
 
@@ -502,5 +507,5 @@ def test_triangular_huge_bound_raises_the_same(n, monkeypatch):
         with monkeypatch.context() as m:
             if env:
                 m.setenv("TACK_NESTS", env)
-            msgs.append(_message(tack.kernel(tri_huge), [np.ones((1, n - 1)), np.zeros((1, n)), 2 ** 62]))
+            msgs.append(_message(tack.kernel(tri_huge), [np.ones((1, n - 1)), np.zeros((1, n)), 2 ** 62, -(2 ** 62)]))
     assert msgs[0] == msgs[1] and f"index {n - 1}" in msgs[0]
