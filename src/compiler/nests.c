@@ -261,7 +261,7 @@ static int lin_term(lin *r, const tk_ir *t, int64_t m) {
 /* r += m * e */
 static int lin_of(nest *x, const tk_ir *e0, int64_t m, lin *r, int depth) {
     const tk_ir *e = strip(e0);
-    if (depth > 8 || !coef_ok(m) || e->ty.kind != TY_VALUE || !ty_is_int(e->ty) || dt_bits((tack_dtype)e->ty.dt) != 64)
+    if (depth > 64 || !coef_ok(m) || e->ty.kind != TY_VALUE || !ty_is_int(e->ty) || dt_bits((tack_dtype)e->ty.dt) != 64)
         return 0;
     if (e->op == IR_CONST) {
         if (e->c.i > MAX_CONST || e->c.i < -MAX_CONST) return 0;
