@@ -35,6 +35,12 @@
  *      deciding whether a wrap can go.  A sum or product of non-negative
  *      terms (i = 1 + 2 * k of a stepped range) loses its wrap too.
  *
+ * The wraps go with checks=False too (where there are no checks to move):
+ * dropping the wrap of an index proven non-negative changes no result, and
+ * a kernel compiled without checks kept every one of them, which stopped the
+ * C compiler vectorizing loops the checked kernel vectorized (a sum ran 15x,
+ * an ikj matmul 40x slower without checks than with them).
+ *
  * A local counts as an induction variable only when nothing but its loop
  * header defines it (lowering copies the counter into a fresh local when the
  * body assigns the loop variable) -- or, for an ndrange axis with bounds
@@ -584,7 +590,6 @@ void tk_hoist_invariant_checks(tk_cc *C, int kind) {
 }
 
 void tk_checks(tk_cc *C) {
-    if (!C->opts.checks) return;
     for (int i = 0; i < C->nspecs; i++) {
         tk_spec *S = C->specs[i];
         if (!S->body) continue;
@@ -600,5 +605,5 @@ void tk_checks(tk_cc *C) {
         count_defs(&k, S->body);
         ks(&k, S->body);
     }
-    tk_hoist_invariant_checks(C, CK_INDEX);
+    if (C->opts.checks) tk_hoist_invariant_checks(C, CK_INDEX);
 }

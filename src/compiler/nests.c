@@ -21,6 +21,19 @@
  *     if (all indices of the row in bounds) { the loop, no checks }
  *     else                                  { the loop as it was }
  *
+ * An inner loop's bounds may also name the loops around it (a triangular
+ * nest: `for k in range(j + 1)`, which lowering writes `t = j + 1` before
+ * the loop -- a local assigned once, from such values, stands for them).
+ * Intervals would lose what ties k to j (j - k over k in [0, j] would be
+ * [-(m - 1), m - 1]), so an index is a linear form -- a sum of fixed terms,
+ * of the loops' variables times small constants, and a constant -- and its
+ * least and greatest values come from replacing the innermost variable by
+ * the bound its coefficient favours, then the next one out, and so on:
+ * j - k is j - j = 0 at least and j - 0 <= m - 1 at most.  Each loop's
+ * variable is also tested to lie within +-2^50, as each fixed term is, so
+ * the forms with their coefficients of at most 16 describe the values the
+ * generated code computes, wrapping included.
+ *
  * The test is conservative (a check under an `if` that is never taken
  * still counts), so when it fails the original loop runs, with every check
  * in its place: an out-of-bounds index raises the same IndexError, from
@@ -94,6 +107,7 @@
 #define MAX_MARKED 256
 #define MAG ((int64_t)1 << 50) /* each term of a bound lies within +-MAG: no sum of a few wraps */
 #define MAX_LEAVES 16
+#define MAX_DEFS 32
 
 typedef struct nest {
     tk_cc *C;
@@ -108,7 +122,27 @@ typedef struct nest {
     int nleaves;
     const tk_ir *nowrap[MAX_MARKED];     /* indices whose sums cannot wrap where the test holds */
     int nnowrap;
+    int dlocal[MAX_DEFS];                /* locals f assigns once, from loop variables and fixed */
+    const tk_ir *dval[MAX_DEFS];         /* terms (a triangular bound's `t = i + 1`), until their block ends */
+    int ndefs;
+    int depth;                           /* how deep range_of has gone through loop bounds and defs */
+    struct lin *llo[MAX_LOOPS], *lhi[MAX_LOOPS]; /* the loops' bounds as linear forms (NULL: none) */
+    tk_ir *guard[MAX_LOOPS];             /* that each loop's variable lies within +-MAG; NULL once in cond */
 } nest;
+
+/* An integer value as sum of c * t over terms t fixed during f, plus a
+ * constant, plus a * v over the variables v of the loops around (by their
+ * place in nest.var), each coefficient within +-MAX_COEF. */
+#define MAX_TERMS 16
+#define MAX_COEF 16
+#define MAX_CONST ((int64_t)1 << 44)
+typedef struct lin {
+    int nt;
+    const tk_ir *t[MAX_TERMS];
+    int64_t tc[MAX_TERMS];
+    int64_t vc[MAX_LOOPS];
+    int64_t c;
+} lin;
 
 static const tk_ir *strip(const tk_ir *e) {
     while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
@@ -177,13 +211,27 @@ static int range_of(nest *x, const tk_ir *e0, tk_ir **mn, tk_ir **mx) {
         return leaf(x, t);
     }
     if (e->op == IR_LOCAL) {
+        if (x->depth >= 8) return 0;
+        int ok = 0;
+        x->depth++;
         for (int i = x->n - 1; i >= 0; i--)
-            if (x->var[i] == e->local) {
-                *mn = clone(x->C, x->lo[i]);
-                *mx = bin(x->C, B_SUB, clone(x->C, x->hi[i]), cst(x->C, 1, e->line));
-                return leaf(x, *mn) && leaf(x, clone(x->C, x->hi[i]));
+            if (x->var[i] == e->local) { /* lo <= v <= hi - 1, with lo and hi ranges in turn */
+                tk_ir *ln, *lx, *hn, *hx;
+                ok = range_of(x, x->lo[i], &ln, &lx) && range_of(x, x->hi[i], &hn, &hx);
+                if (ok) {
+                    *mn = ln;
+                    *mx = bin(x->C, B_SUB, hx, cst(x->C, 1, e->line));
+                }
+                x->depth--;
+                return ok;
             }
-        return 0;
+        for (int i = x->ndefs - 1; i >= 0; i--)
+            if (x->dlocal[i] == e->local) {
+                ok = range_of(x, x->dval[i], mn, mx);
+                break;
+            }
+        x->depth--;
+        return ok;
     }
     if (e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB)) {
         tk_ir *an, *ax, *bn, *bx;
@@ -195,20 +243,151 @@ static int range_of(nest *x, const tk_ir *e0, tk_ir **mn, tk_ir **mx) {
     return 0;
 }
 
+/* ------------------------------------------- linear forms (triangular bounds) */
+static int same(const tk_ir *a, const tk_ir *b);
+
+static int coef_ok(int64_t a) { return a >= -MAX_COEF && a <= MAX_COEF; }
+
+static int lin_term(lin *r, const tk_ir *t, int64_t m) {
+    for (int i = 0; i < r->nt; i++)
+        if (r->t[i] == t || same(r->t[i], t)) {
+            r->tc[i] += m;
+            return coef_ok(r->tc[i]);
+        }
+    if (r->nt >= MAX_TERMS) return 0;
+    r->t[r->nt] = t;
+    r->tc[r->nt++] = m;
+    return 1;
+}
+
+/* r += m * e */
+static int lin_of(nest *x, const tk_ir *e0, int64_t m, lin *r, int depth) {
+    const tk_ir *e = strip(e0);
+    if (depth > 64 || !coef_ok(m) || e->ty.kind != TY_VALUE || !ty_is_int(e->ty) || dt_bits((tack_dtype)e->ty.dt) != 64)
+        return 0;
+    if (e->op == IR_CONST) {
+        if (e->c.i > MAX_CONST || e->c.i < -MAX_CONST) return 0;
+        r->c += m * e->c.i;
+        return r->c <= MAX_CONST * MAX_COEF && r->c >= -MAX_CONST * MAX_COEF;
+    }
+    if (ir_invariant(e, x->f) && pure(e)) return lin_term(r, e, m);
+    if (e->op == IR_LOCAL) {
+        for (int i = x->n - 1; i >= 0; i--)
+            if (x->var[i] == e->local) {
+                r->vc[i] += m;
+                return coef_ok(r->vc[i]);
+            }
+        for (int i = x->ndefs - 1; i >= 0; i--)
+            if (x->dlocal[i] == e->local) return lin_of(x, x->dval[i], m, r, depth + 1);
+        return 0;
+    }
+    if (e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB))
+        return lin_of(x, e->k[0], m, r, depth + 1) && lin_of(x, e->k[1], e->sub == B_ADD ? m : -m, r, depth + 1);
+    if (e->op == IR_BIN && e->sub == B_MUL)
+        for (int side = 0; side < 2; side++) {
+            const tk_ir *c = strip(e->k[side]);
+            if (c->op == IR_CONST && ty_is_int(c->ty) && coef_ok(c->c.i) && coef_ok(m * c->c.i))
+                return lin_of(x, e->k[1 - side], m * c->c.i, r, depth + 1);
+        }
+    return 0;
+}
+
+/* r += a * b */
+static int lin_add(lin *r, const lin *b, int64_t a) {
+    for (int i = 0; i < MAX_LOOPS; i++) {
+        if (!b->vc[i]) continue;
+        r->vc[i] += a * b->vc[i];
+        if (!coef_ok(r->vc[i])) return 0;
+    }
+    for (int i = 0; i < b->nt; i++)
+        if (!lin_term(r, b->t[i], a * b->tc[i])) return 0;
+    r->c += a * b->c;
+    return r->c <= MAX_CONST * MAX_COEF && r->c >= -MAX_CONST * MAX_COEF;
+}
+
+/* The least (upper = 0) or greatest value of e over the loops around it: the
+ * innermost variable first, each replaced by its lower bound or its upper
+ * bound less one (whichever its coefficient favours), which are linear in
+ * the loops outside it.  `j - k` over k in range(j + 1), j in range(m):
+ * j - j = 0 at least, j - 0 <= m - 1 at most (intervals would say -(m - 1)).
+ * Where an inner loop is empty for some j the bound covers values that never
+ * occur: a stricter test, never a looser one. */
+static int lin_bound(const nest *x, const lin *e, int upper, lin *out) {
+    *out = *e;
+    for (int i = x->n - 1; i >= 0; i--) {
+        int64_t a = out->vc[i];
+        if (!a) continue;
+        out->vc[i] = 0;
+        if (!x->llo[i] || !x->lhi[i]) return 0;
+        if ((a > 0) == (upper != 0)) {
+            if (!lin_add(out, x->lhi[i], a)) return 0;
+            out->c -= a;
+        } else if (!lin_add(out, x->llo[i], a)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The i64 value of l (all its loop coefficients zero), and in *t the test that its terms lie
+ * within +-MAG (so the sum, of at most MAX_TERMS terms times MAX_COEF, cannot wrap). */
+static tk_ir *lin_ir(nest *x, const lin *l, tk_ir **t, int line) {
+    tk_ir *v = cst(x->C, l->c, line);
+    for (int i = 0; i < l->nt; i++) {
+        if (!l->tc[i]) continue;
+        tk_ir *term = clone(x->C, l->t[i]);
+        *t = and_(x->C, *t, bin(x->C, B_GE, clone(x->C, term), cst(x->C, -MAG, line)));
+        *t = and_(x->C, *t, bin(x->C, B_LE, clone(x->C, term), cst(x->C, MAG, line)));
+        v = bin(x->C, B_ADD, v, l->tc[i] == 1 ? term : bin(x->C, B_MUL, cst(x->C, l->tc[i], line), term));
+    }
+    return v;
+}
+
+/* The least and greatest value of e (and the tests of their terms) over every execution of the
+ * check it belongs to, inside x->f; then the loops' own guards join x->cond: every variable of the
+ * loops around lies within +-MAG, so no linear form of them with coefficients within MAX_COEF
+ * wraps, and the values the generated code computes are the ones the forms describe. */
+static int lin_range(nest *x, const tk_ir *e, tk_ir **mn, tk_ir **mx, tk_ir **t, int line) {
+    lin l, lo, hi;
+    memset(&l, 0, sizeof l);
+    if (!lin_of(x, e, 1, &l, 0) || !lin_bound(x, &l, 0, &lo) || !lin_bound(x, &l, 1, &hi)) return 0;
+    *mn = lin_ir(x, &lo, t, line);
+    *mx = lin_ir(x, &hi, t, line);
+    for (int i = 0; i < x->n; i++)
+        if (x->guard[i] && x->llo[i]) {
+            x->cond = and_(x->C, x->cond, x->guard[i]);
+            x->guard[i] = NULL;
+        }
+    return 1;
+}
+
+/* Loop slot i's guard: its variable's least and greatest values lie within +-MAG. */
+static void loop_guard(nest *x, int i, int line) {
+    x->guard[i] = NULL;
+    if (!x->llo[i] || !x->lhi[i]) return;
+    lin v, lo, hi;
+    memset(&v, 0, sizeof v);
+    v.vc[i] = 1;
+    tk_ir *t = NULL;
+    if (!lin_bound(x, &v, 0, &lo) || !lin_bound(x, &v, 1, &hi)) {
+        x->llo[i] = x->lhi[i] = NULL;
+        return;
+    }
+    tk_ir *mn = lin_ir(x, &lo, &t, line), *mx = lin_ir(x, &hi, &t, line);
+    t = and_(x->C, t, bin(x->C, B_GE, mn, cst(x->C, -MAG, line)));
+    t = and_(x->C, t, bin(x->C, B_LE, mx, cst(x->C, MAG, line)));
+    x->guard[i] = t;
+}
+
 /* The test that index check s passes wherever it runs in x->f, added to x->cond. */
 static int bound_check(nest *x, const tk_ir *s) {
     if (s->sub != CK_INDEX || x->nmarked >= MAX_MARKED) return 0;
     int range = s->local == CKI_RANGE;
     const tk_ir *n = s->k[range ? 2 : 1];
     if (!ir_invariant(n, x->f) || !pure(n)) return 0;
-    x->nleaves = 0;
     tk_ir *mn, *mx, *t = NULL;
-    if (!range_of(x, s->k[range ? 1 : 0], &mn, &mx)) return 0;
     int line = s->line;
-    for (int i = 0; i < x->nleaves; i++) {
-        t = and_(x->C, t, bin(x->C, B_GE, x->leaves[i], cst(x->C, -MAG, line)));
-        t = and_(x->C, t, bin(x->C, B_LE, x->leaves[i], cst(x->C, MAG, line)));
-    }
+    if (!lin_range(x, s->k[range ? 1 : 0], &mn, &mx, &t, line)) return 0;
     tk_ir *ext = clone(x->C, n);
     if (range) { /* lo >= hi or hi <= n: every hi <= n */
         t = and_(x->C, t, bin(x->C, B_LE, mx, ext));
@@ -254,23 +433,71 @@ static void scan_indices(nest *x, const tk_ir *e) {
     for (int i = 0; i < e->n; i++) scan_indices(x, e->k[i]);
 }
 
+/* Whether range_of can bound e: fixed terms, variables of the loops around
+ * (with fixed bounds, or bounds that are such values themselves), locals
+ * that name such values, their sums and differences, and their products
+ * with constants. */
+static int stable(const nest *x, const tk_ir *e0) {
+    const tk_ir *e = strip(e0);
+    if (e->ty.kind != TY_VALUE || !ty_is_int(e->ty) || dt_bits((tack_dtype)e->ty.dt) != 64) return 0;
+    if (ir_invariant(e, x->f) && pure(e)) return 1;
+    if (e->op == IR_LOCAL) {
+        for (int i = x->n - 1; i >= 0; i--)
+            if (x->var[i] == e->local) return 1;
+        for (int i = x->ndefs - 1; i >= 0; i--)
+            if (x->dlocal[i] == e->local) return 1;
+        return 0;
+    }
+    if (e->op == IR_BIN && e->sub == B_MUL)
+        return (strip(e->k[0])->op == IR_CONST && stable(x, e->k[1])) || (strip(e->k[1])->op == IR_CONST && stable(x, e->k[0]));
+    return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && stable(x, e->k[0]) && stable(x, e->k[1]);
+}
+
+static int on_stack(const nest *x, int local) {
+    for (int i = 0; i < x->n; i++)
+        if (x->var[i] == local) return 1;
+    return 0;
+}
+
 static void collect(nest *x, const tk_ir *s) {
     switch (s->op) {
     case IR_CHECK: bound_check(x, s); return;
     case IR_ASSIGN: case IR_STORE: case IR_EVAL: scan_indices(x, s); return;
-    case IR_BLOCK:
-        for (int i = 0; i < s->n; i++) collect(x, s->k[i]);
+    case IR_BLOCK: {
+        /* a local assigned once in f, here, from stable values (lowering's `t = i + 1` for
+         * `range(i + 1)`) is that value from here to the end of the block: the statements
+         * after it run after it in the same iteration of every loop around them, and what it
+         * names does not change within that iteration */
+        int mark = x->ndefs;
+        for (int i = 0; i < s->n; i++) {
+            const tk_ir *a = s->k[i];
+            collect(x, a);
+            if (a->op == IR_ASSIGN && a->local >= 0 && x->ndefs < MAX_DEFS && !on_stack(x, a->local) &&
+                assignments(x->f, a->local) == 1 && stable(x, a->k[0])) {
+                x->dlocal[x->ndefs] = a->local;
+                x->dval[x->ndefs++] = a->k[0];
+            }
+        }
+        x->ndefs = mark;
         return;
+    }
     case IR_IF: collect(x, s->k[1]); collect(x, s->k[2]); return;
     case IR_WHILE: collect(x, s->k[1]); return;
     case IR_FOR: {
-        int fixed = x->n < MAX_LOOPS && s->k[2]->op == IR_CONST && s->k[2]->c.i > 0 && ir_invariant(s->k[0], x->f) &&
-                    ir_invariant(s->k[1], x->f) && pure(s->k[0]) && pure(s->k[1]) && assignments(x->f, s->local) == 1;
+        int fixed = x->n < MAX_LOOPS && s->k[2]->op == IR_CONST && s->k[2]->c.i > 0 && stable(x, s->k[0]) &&
+                    stable(x, s->k[1]) && assignments(x->f, s->local) == 1;
         if (fixed) {
-            x->var[x->n] = s->local;
-            x->lo[x->n] = s->k[0];
-            x->hi[x->n] = s->k[1];
+            int i = x->n;
+            x->var[i] = s->local;
+            x->lo[i] = s->k[0];
+            x->hi[i] = s->k[1];
+            x->llo[i] = tk_alloc(&x->C->arena, sizeof(lin));
+            x->lhi[i] = tk_alloc(&x->C->arena, sizeof(lin));
+            memset(x->llo[i], 0, sizeof(lin));
+            memset(x->lhi[i], 0, sizeof(lin));
+            if (!lin_of(x, s->k[0], 1, x->llo[i], 0) || !lin_of(x, s->k[1], 1, x->lhi[i], 0)) x->llo[i] = x->lhi[i] = NULL;
             x->n++;
+            loop_guard(x, i, s->line);
         }
         collect(x, s->k[3]);
         if (fixed) x->n--;

@@ -343,3 +343,170 @@ def test_huge_index_terms_keep_wrapping(big, monkeypatch):
     on, off = _both(shifted, a, out, big, monkeypatch=monkeypatch)
     assert np.array_equal(on[1], off[1])
     assert np.array_equal(on[1], a[:, :8] + a[:, 1:9])
+
+
+# ----------------------------------------------------------- triangular bounds
+def triangle(x, y, out):  # the benchmark's kernel: the inner bound names the parallel variable
+    for i in range(out.shape[0]):
+        s = 0.0
+        for j in range(i + 1):
+            s += x[j] * y[i - j]
+        out[i] = s
+
+
+def tri_nested(y, out):  # k's bound names j, the versioned loop's variable: k in [0, j]
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            s = 0.0
+            for k in range(j + 1):
+                s += y[i, j - k]
+            out[i, j] = s
+
+
+def tri_upper(y, out):  # k's lower bound names j: k in [j, m)
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            s = 0.0
+            for k in range(j, out.shape[1]):
+                s += y[i, k - j] * y[i, k]
+            out[i, j] = s
+
+
+def tri_negative(y, out):  # k - j lies in [-j, 0]: negative indices, Python's wrap
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            s = 0.0
+            for k in range(j + 1):
+                s += y[i, k - j]
+            out[i, j] = s
+
+
+def tri_deep(y, out):  # three deep, each bound naming the loop around it
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            s = 0.0
+            for k in range(j + 1):
+                for m in range(k, j + 1):
+                    s += y[i, j - m + k] * y[i, m - k]
+            out[i, j] = s
+
+
+def tri_scaled(y, out):  # coefficients: 2 * j - k over k in range(2 * j + 1) lies in [0, 2 * j]
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            s = 0.0
+            for k in range(2 * j + 1):
+                s += y[i, 2 * j - k] * (k + 1)
+            out[i, j] = s
+
+
+def tri_huge(y, out, big, back):  # big + back is 0, each beyond 2^50: the loop as written
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            s = 0.0
+            for k in range(j + big + back + 1):
+                s += y[i, j - k]
+            out[i, j] = s
+
+
+def _py(fn, *args):
+    """The kernel's loops run by Python on copies (NumPy indexing: negative indices wrap)."""
+    cp = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+    fn(*cp)
+    return cp
+
+
+@needs_pass
+@pytest.mark.parametrize("fn,width", [(tri_nested, 9), (tri_upper, 9), (tri_negative, 9), (tri_deep, 9),
+                                      (tri_scaled, 17)])
+def test_triangular_bounds_tested_once_per_row(fn, width):
+    """An inner loop whose bounds name the loop around it (k in range(j + 1)) has a
+    range too: its checks are tested once per row, not once per iteration."""
+    y, out = np.zeros((3, width)), np.zeros((3, 9))
+    src = tack.kernel(fn).generated_source(y, out)
+    assert "index checks tested once (nests.c)" in src
+    body = src[src.index("index checks tested once"):]
+    body = body[:body.index("} else {")]
+    assert "abi->fail(ctx" not in body  # the copy runs without them
+
+
+def test_triangle_same_bits(monkeypatch):
+    rng = np.random.default_rng(20)
+    for n in (1, 2, 7, 100):
+        x, y = rng.random(n), rng.random(n)
+        on, off = _both(triangle, x, y, np.zeros(n), monkeypatch=monkeypatch)
+        assert np.array_equal(on[2], off[2])
+        assert np.array_equal(on[2], _py(triangle, x, y, np.zeros(n))[2])
+
+
+@pytest.mark.parametrize("fn", [tri_nested, tri_upper, tri_negative, tri_deep, tri_scaled])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 5), (4, 9), (3, 40)])
+def test_triangular_same_bits(fn, shape, monkeypatch):
+    """Differential: with the pass, without it, and Python's loops, bit for bit."""
+    y = np.random.default_rng(21).random((shape[0], 2 * shape[1] - 1 if fn is tri_scaled else shape[1]))
+    on, off = _both(fn, y, np.zeros(shape), monkeypatch=monkeypatch)
+    assert np.array_equal(on[1], off[1])
+    assert np.array_equal(on[1], _py(fn, y, np.zeros(shape))[1])
+
+
+@pytest.mark.parametrize("fn,args,bad", [
+    (triangle, lambda: (np.ones(6), np.ones(4), np.zeros(6)), "index 4"),   # y too short: i - j reaches 5
+    (triangle, lambda: (np.ones(3), np.ones(6), np.zeros(6)), "index 3"),   # x too short: j reaches 5
+    (tri_nested, lambda: (np.ones((2, 5)), np.zeros((2, 7))), "index 5"),   # j - k reaches 6
+    (tri_upper, lambda: (np.ones((2, 4)), np.zeros((2, 6))), "index 4"),    # k reaches 5
+    (tri_negative, lambda: (np.ones((2, 3)), np.zeros((2, 5))), "index -4"),  # k - j reaches -4
+    (tri_deep, lambda: (np.ones((1, 3)), np.zeros((1, 4))), "index 3"),
+    (tri_scaled, lambda: (np.ones((2, 6)), np.zeros((2, 4))), "index 6"),    # 2 * j - k reaches 6
+])
+def test_triangular_out_of_bounds_same_error(fn, args, bad, monkeypatch):
+    """Where a row's test fails, the loop as written runs: the same IndexError (message,
+    site, operands) after the same writes as without the pass."""
+    a_on = list(args())
+    msg_on = _message(tack.kernel(fn), a_on)
+    a_off = list(args())
+    with monkeypatch.context() as m:
+        m.setenv("TACK_NESTS", "0")
+        msg_off = _message(tack.kernel(fn), a_off)
+    assert msg_on == msg_off and bad in msg_on
+    assert np.array_equal(a_on[-1], a_off[-1])
+
+
+def test_triangular_one_row_same_writes(monkeypatch):
+    """One row: the cells before the failing one are written, the rest are not."""
+    y = np.arange(1.0, 6.0).reshape(1, 5)
+    a_on = [y, np.zeros((1, 8))]
+    msg_on = _message(tack.kernel(tri_nested), a_on)
+    a_off = [y, np.zeros((1, 8))]
+    with monkeypatch.context() as m:
+        m.setenv("TACK_NESTS", "0")
+        msg_off = _message(tack.kernel(tri_nested), a_off)
+    assert msg_on == msg_off and "index 5" in msg_on
+    assert np.array_equal(a_on[1], a_off[1])
+    assert np.array_equal(a_on[1][0, :5], np.cumsum(y[0])) and not a_on[1][0, 5:].any()
+
+
+@pytest.mark.parametrize("big", [3, 2 ** 52, 2 ** 62, -(2 ** 63)])
+def test_triangular_huge_bound_terms(big, monkeypatch):
+    """j + big + back + 1 with big = -back beyond 2^50: the test's sums could wrap, so it
+    fails and the loop runs as written (its 64-bit wrapping sums give j + 1): the same
+    result, and Python's."""
+    y = np.random.default_rng(22).random((3, 7))
+    back = -big if big != -(2 ** 63) else big  # -2^63 + -2^63 wraps to 0
+    if big == 3 and OPTIMIZED:  # versioned, behind the terms' +-2^50 test
+        src = tack.kernel(tri_huge).generated_source(y, np.zeros((3, 7)), big, back)
+        assert "index checks tested once (nests.c)" in src and "1125899906842624" in src
+    on, off = _both(tri_huge, y, np.zeros((3, 7)), big, back, monkeypatch=monkeypatch)
+    assert np.array_equal(on[1], off[1])
+    assert np.array_equal(on[1], _py(tri_nested, y, np.zeros((3, 7)))[1])
+
+
+@pytest.mark.parametrize("n", [2, 8])
+def test_triangular_huge_bound_raises_the_same(n, monkeypatch):
+    """The same with an index past the end: the loop as written raises."""
+    msgs = []
+    for env in (None, "0"):
+        with monkeypatch.context() as m:
+            if env:
+                m.setenv("TACK_NESTS", env)
+            msgs.append(_message(tack.kernel(tri_huge), [np.ones((1, n - 1)), np.zeros((1, n)), 2 ** 62, -(2 ** 62)]))
+    assert msgs[0] == msgs[1] and f"index {n - 1}" in msgs[0]
