@@ -16,16 +16,15 @@ recorded as refused, with its message, not as a failure.  The outcome of the lan
 each distinct source compiled.  The compiles wait for the end of the session
 and then run in worker processes, one a core (a process each: hiprtc's
 compiler library is not thread-safe); the summary goes to the JSON file
-named by TACK_CUDA_CAPTURE.
+named by TACK_CUDA_CAPTURE.  (_kernel_wrap.py wraps the kernels.)
 """
 
-import atexit
 import hashlib
-import json
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 
+import _kernel_wrap
 import tack
 from tack import _core
 
@@ -72,27 +71,6 @@ def _refused_by_metal(e):
     return _TARGET == "metal" and "Metal" in str(e) and isinstance(e, (tack.CompileError, NotImplementedError))
 
 
-def _demoted(args):
-    """The arguments with float64 made float32 and complex128 complex64, or
-    None when there is nothing to demote (Metal has no double: the language
-    tests' float64 kernels are checked again in single precision)."""
-    import numpy as np
-
-    wide = {np.dtype(np.float64): np.float32, np.dtype(np.complex128): np.complex64}
-    out, changed = [], False
-    for a in args:
-        dt = getattr(a, "dtype", None)
-        if isinstance(a, np.ndarray) and a.dtype in wide:
-            out.append(a.astype(wide[a.dtype]))
-            changed = True
-        elif isinstance(a, np.generic) and dt in wide:
-            out.append(wide[dt](a))
-            changed = True
-        else:
-            out.append(a)
-    return out if changed else None
-
-
 def _capture(k, args, kwargs):
     try:
         src = k.generated_source(*args, target=_TARGET, **kwargs)
@@ -100,7 +78,7 @@ def _capture(k, args, kwargs):
         if _refused_by_metal(e):
             name = getattr(k, "__name__", "?")
             _summary.setdefault("refused", []).append(f"{name}: {e}"[:400])
-            low = _demoted(args)
+            low = _kernel_wrap.single_precision(args)  # Metal has no double: checked again in f32
             if low is not None:
                 try:
                     src = k.generated_source(*low, target=_TARGET, **kwargs)
@@ -150,32 +128,7 @@ def _compile_pending():
             _summary["failures"].append(failure)
 
 
-class _Recorded:
-    """A kernel that also compiles its GPU source on each call."""
-
-    def __init__(self, k):
-        object.__setattr__(self, "_k", k)
-
-    def __call__(self, *args, **kwargs):
-        try:
-            return self._k(*args, **kwargs)
-        finally:
-            _capture(self._k, args, kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._k, name)
-
-
-_original = tack.kernel
-
-
-def _kernel(fn=None, **options):
-    if fn is None:
-        return lambda f: _kernel(f, **options)
-    return _Recorded(_original(fn, **options))
-
-
-tack.kernel = _kernel
+_kernel_wrap.wrap_kernels(_kernel_wrap.after_each_call(_capture))
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -184,8 +137,4 @@ def pytest_sessionfinish(session, exitstatus):
     _write()
 
 
-@atexit.register
-def _write():
-    if _OUT and not _pending:
-        with open(_OUT, "w") as f:
-            json.dump(_summary, f)
+_write = _kernel_wrap.write_summary_at_exit(_OUT, _summary, ready=lambda: not _pending)

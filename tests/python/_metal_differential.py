@@ -13,19 +13,18 @@ and complex128 complex64.  The outcome of the file's own tests does not
 matter here (the wrapper changes what some of them inspect); the summary
 goes to the JSON file named by TACK_METAL_DIFF: calls agreeing, refused,
 demoted, skipped (arguments that are not plain NumPy), and differences.
+(_kernel_wrap.py wraps the kernels and copies the arguments.)
 """
 
-import atexit
-import json
 import os
 
 import numpy as np
 
+import _kernel_wrap
 import tack
 
 _OUT = os.environ.get("TACK_METAL_DIFF")
 _res = {"agree": 0, "refused": 0, "demoted": 0, "skipped": 0, "differ": []}
-_WIDE = {np.dtype(np.float64): np.float32, np.dtype(np.complex128): np.complex64}
 _SCALARS = (int, float, complex, bool, np.generic)
 
 
@@ -44,13 +43,13 @@ def _compare(k, args, demoted=False):
                for a in args):
         _res["skipped"] += 1
         return
-    cpu = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    met = [tack.array(a, device="metal") if isinstance(a, np.ndarray) else a for a in args]
+    cpu = [_kernel_wrap.copy_arg(a) for a in args]
+    met = [_kernel_wrap.to_device(a, "metal") for a in args]
     e_met, e_cpu = _call(k, met), _call(k, cpu)
     if e_met and e_met[0] in ("CompileError", "NotImplementedError") and "Metal" in e_met[1]:
         _res["refused"] += 1
-        low = [a.astype(_WIDE[a.dtype]) if isinstance(a, np.ndarray) and a.dtype in _WIDE else a for a in args]
-        if not demoted and any(x is not y for x, y in zip(low, args)):
+        low = _kernel_wrap.single_precision(args, scalars=False)
+        if not demoted and low is not None:
             _res["demoted"] += 1
             _compare(k, low, demoted=True)
         return
@@ -73,37 +72,14 @@ def _compare(k, args, demoted=False):
     _res["agree"] += 1
 
 
-class _Differential:
-    """A kernel that also runs each call on Metal and on the CPU, and compares."""
-
-    def __init__(self, k):
-        object.__setattr__(self, "_k", k)
-
-    def __call__(self, *args, **kwargs):
-        if kwargs:
-            _res["skipped"] += 1
-        else:
-            _compare(self._k, args)
-        return self._k(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._k, name)
+def _differential(k, args, kwargs):
+    """The call compared on Metal and on the CPU first, then made as the test makes it."""
+    if kwargs:
+        _res["skipped"] += 1
+    else:
+        _compare(k, args)
+    return k(*args, **kwargs)
 
 
-_original = tack.kernel
-
-
-def _kernel(fn=None, **options):
-    if fn is None:
-        return lambda f: _kernel(f, **options)
-    return _Differential(_original(fn, **options))
-
-
-tack.kernel = _kernel
-
-
-@atexit.register
-def _write():
-    if _OUT:
-        with open(_OUT, "w") as f:
-            json.dump(_res, f, indent=1)
+_kernel_wrap.wrap_kernels(_differential)
+_kernel_wrap.write_summary_at_exit(_OUT, _res, indent=1)

@@ -13,16 +13,16 @@ add in another order).  A call that fails on the CPU must fail on the device
 with the same exception type.  The summary goes to the JSON file named by
 TACK_OPENCL_DIFF, and each distinct source to the directory named by
 TACK_OPENCL_SOURCES; the language tests' own outcome does not matter here.
+(_kernel_wrap.py wraps the kernels and copies the arguments.)
 """
 
-import atexit
 import hashlib
-import json
 import os
 import re
 
 import numpy as np
 
+import _kernel_wrap
 import tack
 from tack import _core
 
@@ -37,14 +37,6 @@ _summary = {"calls": 0, "compared": 0, "exact": 0, "close": 0, "close_atomic": 0
 RACY = {
     ("count_and_read", 2): "reads hist[0] while other iterations add to it",
 }
-
-
-def _snapshot(a):
-    if isinstance(a, np.ndarray):
-        return a.copy()
-    if isinstance(a, _core.Array):
-        return tack.array(a, a.dtype, device="cpu")
-    return a
 
 
 def _host(a):
@@ -90,17 +82,9 @@ def _note(why):
     _summary["not_run"][why] = _summary["not_run"].get(why, 0) + 1
 
 
-def _move(a):
-    if isinstance(a, np.ndarray):
-        return tack.array(a, device=_DEV)
-    if isinstance(a, _core.Array):
-        return tack.array(a, a.dtype, device=_DEV)
-    return a
-
-
 def _on_device(k, before, kw_before):
-    moved = [_move(a) for a in before]
-    kw_moved = {n: _move(v) for n, v in kw_before.items()}
+    moved = [_kernel_wrap.to_device(a, _DEV) for a in before]
+    kw_moved = {n: _kernel_wrap.to_device(v, _DEV) for n, v in kw_before.items()}
     k(*moved, **kw_moved)
     tack.synchronize(_DEV)
     return moved + list(kw_moved.values())
@@ -160,42 +144,19 @@ def _record(k, args, before, kwargs, kw_before, cpu_error):
     _summary["compared"] += 1
 
 
-class _Diffed:
-    """A kernel whose calls also run on the OpenCL device."""
-
-    def __init__(self, k):
-        object.__setattr__(self, "_k", k)
-
-    def __call__(self, *args, **kwargs):
-        _summary["calls"] += 1
-        before = [_snapshot(a) for a in args]
-        kw_before = {n: _snapshot(v) for n, v in kwargs.items()}
-        try:
-            result = self._k(*args, **kwargs)
-        except Exception as e:
-            _record(self._k, args, before, kwargs, kw_before, e)
-            raise
-        _record(self._k, args, before, kwargs, kw_before, None)
-        return result
-
-    def __getattr__(self, name):
-        return getattr(self._k, name)
+def _diffed(k, args, kwargs):
+    """The call as the test makes it, after copying its arguments; then again on the device."""
+    _summary["calls"] += 1
+    before = [_kernel_wrap.copy_arg(a) for a in args]
+    kw_before = {n: _kernel_wrap.copy_arg(v) for n, v in kwargs.items()}
+    try:
+        result = k(*args, **kwargs)
+    except Exception as e:
+        _record(k, args, before, kwargs, kw_before, e)
+        raise
+    _record(k, args, before, kwargs, kw_before, None)
+    return result
 
 
-_original = tack.kernel
-
-
-def _kernel(fn=None, **options):
-    if fn is None:
-        return lambda f: _kernel(f, **options)
-    return _Diffed(_original(fn, **options))
-
-
-tack.kernel = _kernel
-
-
-@atexit.register
-def _write():
-    if _OUT:
-        with open(_OUT, "w") as f:
-            json.dump(_summary, f, indent=1)
+_kernel_wrap.wrap_kernels(_diffed)
+_kernel_wrap.write_summary_at_exit(_OUT, _summary, indent=1)

@@ -13,16 +13,14 @@ also counts what was checked: compound-assignment stores ("store.rmw") in
 parallel loops and in functions lowered for them, and atomics -- and checks
 that each dialect's source spells an atomic wherever the IR has one.  The
 summary goes to the JSON file named by TACK_RACE_CAPTURE; the language tests'
-own outcome does not matter here.
+own outcome does not matter here.  (_kernel_wrap.py wraps the kernels.)
 """
 
-import atexit
 import hashlib
-import json
 import os
 import re
 
-import tack
+import _kernel_wrap
 
 _OUT = os.environ.get("TACK_RACE_CAPTURE")
 _TARGETS = ("c", "cuda", "opencl")
@@ -84,36 +82,5 @@ def _capture(k, args, kwargs):
             _summary["missing_atomics"].append({"kernel": name, "target": target})
 
 
-class _Recorded:
-    """A kernel that also checks its IR and sources on each call."""
-
-    def __init__(self, k):
-        object.__setattr__(self, "_k", k)
-
-    def __call__(self, *args, **kwargs):
-        try:
-            return self._k(*args, **kwargs)
-        finally:
-            _capture(self._k, args, kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._k, name)
-
-
-_original = tack.kernel
-
-
-def _kernel(fn=None, **options):
-    if fn is None:
-        return lambda f: _kernel(f, **options)
-    return _Recorded(_original(fn, **options))
-
-
-tack.kernel = _kernel
-
-
-@atexit.register
-def _write():
-    if _OUT:
-        with open(_OUT, "w") as f:
-            json.dump(_summary, f)
+_kernel_wrap.wrap_kernels(_kernel_wrap.after_each_call(_capture))
+_kernel_wrap.write_summary_at_exit(_OUT, _summary)

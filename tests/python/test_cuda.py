@@ -10,12 +10,9 @@ line, and PyTorch / CuPy CUDA tensors are exchanged through DLPack without
 copies (each when installed).
 """
 
-import json
 import math
-import os
 import pathlib
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -27,6 +24,7 @@ from tack import _core
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _cuda_emulate  # noqa: E402
+import _kernel_wrap  # noqa: E402
 import _nvrtc_ctypes  # noqa: E402
 
 CUDA = [d for d in tack.devices() if d.startswith("cuda")]
@@ -316,17 +314,10 @@ def test_fast_math_kernels_compile_with_fast_math():
 def test_language_suite_compiles_for_cuda(tmp_path):
     """Every kernel the language tests call, with the arguments they call it
     with, generates CUDA source that NVRTC compiles for sm_80 and sm_90."""
-    out = tmp_path / "capture.json"
-    env = dict(os.environ)
-    env["TACK_CUDA_CAPTURE"] = str(out)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
-    files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
-                                     "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py",
-                                     "test_local_arrays.py", "test_local_vector_arrays.py")]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    summary = json.loads(out.read_text())
+    files = [HERE / f for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
+                                "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py",
+                                "test_local_arrays.py", "test_local_vector_arrays.py")]
+    summary = _kernel_wrap.run_plugin("_cuda_capture", files, "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 600)
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']} ({f['arch']}):\n{f['error']}" for f in failures[:3])
     assert len(summary["kernels"]) >= 50

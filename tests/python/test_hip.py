@@ -18,8 +18,6 @@ CommandLine options").  test_a_process_with_pocl_and_hiprtc_is_refused_cleanly
 would show it if that ever changed.
 """
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import _kernel_wrap
 import tack
 from tack import _core
 
@@ -127,19 +126,14 @@ def test_generated_hip_compiles(arch):
 def test_language_suite_compiles_for_hip(tmp_path):
     """Every kernel the language tests call, with the arguments they call it
     with, generates HIP source that hiprtc compiles for gfx90a and gfx1030."""
-    out = tmp_path / "capture.json"
-    env = dict(os.environ, TACK_CUDA_CAPTURE=str(out), TACK_CAPTURE_TARGET="hip")
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
-    files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
-                                     "test_complex.py",
-                                     "test_local_arrays.py", "test_local_vector_arrays.py")]
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    files = [HERE / f for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
+                                "test_complex.py",
+                                "test_local_arrays.py", "test_local_vector_arrays.py")]
     # (this process once died of a signal in CI: test_kernels.py's threads compiled with hiprtc at
     # once, which crashes comgr; tack_hiprtc_compile now compiles one at a time, and
     # test_hiprtc_compiles_from_many_threads_at_once checks it)
-    assert out.exists(), f"signal {-proc.returncode}: " * (proc.returncode < 0) + proc.stdout[-3000:] + proc.stderr[-3000:]
-    summary = json.loads(out.read_text())
+    summary = _kernel_wrap.run_plugin("_cuda_capture", files, "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 1200,
+                                      TACK_CAPTURE_TARGET="hip")
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']} ({f['arch']}):\n{f['error']}" for f in failures[:3])
     print(f"hiprtc: {summary['compiled']} code objects for {len(summary['kernels'])} kernels (gfx90a, gfx1030)")

@@ -16,20 +16,15 @@ argument finishes first; kDLROCM export and import with DLPack's ROCm
 stream rules; array_from_ptr checked with hipPointerGetAttributes.
 """
 
-import os
-import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-FAKE_SRC = ROOT / "tests" / "c" / "fake_hip.c"
-CC = os.environ.get("TACK_CC") or shutil.which("cc") or shutil.which("gcc")
+import _fake_runtime
 
-pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler to build the fake HIP runtime")
+pytestmark = _fake_runtime.needs_cc("the fake HIP runtime")
 
 PRELUDE = textwrap.dedent("""
     import ctypes, os, sys
@@ -49,28 +44,13 @@ PRELUDE = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fakehip")
-    lib = d / "libfake-amdhip64.so"
-    proc = subprocess.run([CC, "-shared", "-fPIC", "-O1", "-o", str(lib), str(FAKE_SRC), "-lpthread"],
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot build the fake HIP runtime: {proc.stderr[-500:]}")
-    return lib
+    return _fake_runtime.build(tmp_path_factory, "fake_hip.c", "libfake-amdhip64.so", "the fake HIP runtime")
 
 
 def run(tmp_path, fake, body, **env_extra):
-    script = tmp_path / "script.py"
-    script.write_text(PRELUDE + textwrap.dedent(body))
-    env = dict(os.environ, FAKE_HIP_LIB=str(fake), TACK_HIP_PATH=str(fake), TACK_HIPRTC_PATH=str(fake),
-               OCL_ICD_VENDORS=str(tmp_path / "none"),
-               TACK_CACHE_DIR=str(tmp_path / "cache"))
-    for k in ("FAKE_HIP_COUNT", "FAKE_HIP_ARCH", "FAKE_HIP_WARP", "FAKE_HIP_RUNTIME"):
-        env.pop(k, None)
-    env.update({k: str(v) for k, v in env_extra.items()})
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=str(tmp_path))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
+    env = _fake_runtime.environment(tmp_path, ("FAKE_HIP_COUNT", "FAKE_HIP_ARCH", "FAKE_HIP_WARP", "FAKE_HIP_RUNTIME"),
+                                    **{"FAKE_HIP_LIB": fake, "TACK_HIP_PATH": fake, "TACK_HIPRTC_PATH": fake, **env_extra})
+    return _fake_runtime.run_script(tmp_path, PRELUDE + textwrap.dedent(body), env).stdout
 
 
 def test_without_a_runtime_hip_is_a_clear_error(tmp_path, fake):
@@ -284,13 +264,9 @@ def test_real_code_objects_per_architecture(tmp_path, fake, arch, warp):
     run(tmp_path, fake, body, **env)
     entries = list((tmp_path / "cache").rglob("*.hsaco"))
     assert [e.name.split(".", 1)[1] for e in entries] == [arch.replace(":", "_") + ".hsaco"], entries
-    script = tmp_path / "script.py"
-    env2 = dict(os.environ, FAKE_HIP_LIB=str(fake), TACK_HIP_PATH=str(fake), OCL_ICD_VENDORS=str(tmp_path / "none"),
-                TACK_CACHE_DIR=str(tmp_path / "cache"), FAKE_HIP_ARCH=arch, FAKE_HIP_WARP=str(warp), TACK_LOG="info")
-    env2.pop("TACK_HIPRTC_PATH", None)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env2,
-                          cwd=str(tmp_path))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    env2 = _fake_runtime.environment(tmp_path, ("TACK_HIPRTC_PATH",), FAKE_HIP_LIB=fake, TACK_HIP_PATH=fake,
+                                     FAKE_HIP_ARCH=arch, FAKE_HIP_WARP=warp, TACK_LOG="info")
+    proc = _fake_runtime.run_script(tmp_path, PRELUDE + textwrap.dedent(body), env2)
     assert "from the cache" in proc.stderr and "compiled kernel" not in proc.stderr, proc.stderr[-2000:]
 
 

@@ -21,26 +21,13 @@ copy=False is refused with the reason; nothing leaks (retains and releases
 balance in the fake).
 """
 
-import os
-import platform
-import shutil
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-FAKE_SRC = ROOT / "tests" / "c" / "fake_metal.c"
-CC = os.environ.get("TACK_CC") or shutil.which("cc") or shutil.which("gcc")
+import _fake_runtime
 
-pytestmark = [
-    pytest.mark.skipif(CC is None, reason="no C compiler to build the fake Metal runtime"),
-    # the fake's objc_msgSend reads typed calls as variadic ones: true of x86-64 System V only
-    pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux",
-                       reason="the fake Objective-C runtime stands in for the real one on x86-64 Linux only"),
-]
+pytestmark = [_fake_runtime.needs_cc("the fake Metal runtime"), _fake_runtime.needs_fake_objc]
 
 PRELUDE = textwrap.dedent("""
     import ctypes, gc, os, sys
@@ -63,29 +50,14 @@ PRELUDE = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fakemetal")
-    lib = d / "libfake-metal.so"
-    proc = subprocess.run([CC, "-shared", "-fPIC", "-O1", "-o", str(lib), str(FAKE_SRC), "-lpthread"],
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot build the fake Metal runtime: {proc.stderr[-500:]}")
-    return lib
+    return _fake_runtime.build(tmp_path_factory, "fake_metal.c", "libfake-metal.so", "the fake Metal runtime")
 
 
 def run(tmp_path, fake, body, with_fake=True, **env_extra):
-    script = tmp_path / "script.py"
-    script.write_text(PRELUDE + textwrap.dedent(body))
-    env = dict(os.environ, FAKE_METAL_LIB=str(fake), OCL_ICD_VENDORS=str(tmp_path / "none"),
-               TACK_CACHE_DIR=str(tmp_path / "cache"))
-    for k in ("FAKE_METAL_COUNT", "TACK_METAL_OBJC_PATH", "TACK_METAL_PATH"):
-        env.pop(k, None)
-    if with_fake:
-        env.update(TACK_METAL_OBJC_PATH=str(fake), TACK_METAL_PATH=str(fake))
-    env.update({k: str(v) for k, v in env_extra.items()})
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=str(tmp_path))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
+    loaded = dict(TACK_METAL_OBJC_PATH=fake, TACK_METAL_PATH=fake) if with_fake else {}
+    env = _fake_runtime.environment(tmp_path, ("FAKE_METAL_COUNT", "TACK_METAL_OBJC_PATH", "TACK_METAL_PATH"),
+                                    **{"FAKE_METAL_LIB": fake, **loaded, **env_extra})
+    return _fake_runtime.run_script(tmp_path, PRELUDE + textwrap.dedent(body), env).stdout
 
 
 def test_without_metal_it_is_a_clear_error(tmp_path, fake):

@@ -23,11 +23,7 @@ values and errors on metal against cpu.  Each test runs in a process of its
 own (the fake is loaded as the Objective-C runtime).
 """
 
-import json
 import os
-import platform
-import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -37,18 +33,16 @@ import pytest
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+import _fake_runtime  # noqa: E402
+import _kernel_wrap  # noqa: E402
 import _msl  # noqa: E402
 
-FAKE_SRC = ROOT / "tests" / "c" / "fake_metal.c"
-CC = os.environ.get("TACK_CC") or shutil.which("cc") or shutil.which("gcc")
-
 pytestmark = [
-    pytest.mark.skipif(CC is None, reason="no C compiler to build the fake Metal runtime"),
+    _fake_runtime.needs_cc("the fake Metal runtime"),
     pytest.mark.skipif(_msl.clang() is None, reason="clang++ is not installed (Debian: clang)"),
     pytest.mark.skipif(_msl.clang() is not None and not _msl.has_float16(),
                        reason="the emulation needs a clang++ with _Float16 (clang 15 or later)"),
-    pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux",
-                       reason="the fake Objective-C runtime stands in for the real one on x86-64 Linux only"),
+    _fake_runtime.needs_fake_objc,
 ]
 
 PRELUDE = textwrap.dedent("""
@@ -73,27 +67,21 @@ PRELUDE = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fakemetal")
-    lib = d / "libfake-metal.so"
-    proc = subprocess.run([CC, "-shared", "-fPIC", "-O1", "-o", str(lib), str(FAKE_SRC), "-lpthread", "-ldl"],
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot build the fake Metal runtime: {proc.stderr[-500:]}")
-    return lib
+    return _fake_runtime.build(tmp_path_factory, "fake_metal.c", "libfake-metal.so", "the fake Metal runtime",
+                               libs=("-lpthread", "-ldl"))
+
+
+def _environment(tmp_path, fake):
+    """The fake as Metal, running kernels with clang++ (its temporary files in tmp_path); tests/python importable."""
+    return _fake_runtime.environment(tmp_path, ("FAKE_METAL_COUNT",), TACK_METAL_OBJC_PATH=fake, TACK_METAL_PATH=fake,
+                                     FAKE_METAL_EMULATE=ROOT / "tests" / "msl", FAKE_METAL_CXX=_msl.clang(),
+                                     TMPDIR=tmp_path,
+                                     PYTHONPATH=os.pathsep.join([str(HERE)] + [p for p in sys.path if p]))
 
 
 def run(tmp_path, fake, body, name="script.py"):
-    script = tmp_path / name
-    script.write_text(PRELUDE + textwrap.dedent(body))
-    env = dict(os.environ, OCL_ICD_VENDORS=str(tmp_path / "none"), TACK_CACHE_DIR=str(tmp_path / "cache"),
-               TACK_METAL_OBJC_PATH=str(fake), TACK_METAL_PATH=str(fake), FAKE_METAL_EMULATE=str(ROOT / "tests" / "msl"),
-               FAKE_METAL_CXX=_msl.clang(), TMPDIR=str(tmp_path))
-    env.pop("FAKE_METAL_COUNT", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, env=env,
-                          cwd=str(tmp_path))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
+    return _fake_runtime.run_script(tmp_path, PRELUDE + textwrap.dedent(body), _environment(tmp_path, fake), name=name,
+                                    timeout=600).stdout
 
 
 def test_saxpy_stencil_and_complex(tmp_path, fake):
@@ -337,17 +325,9 @@ def test_local_arrays_suite_metal_against_cpu(tmp_path, fake):
     """Every call that tests/python/test_local_arrays.py makes (local arrays,
     @tack.func, frames), run on Metal and on the CPU by the _metal_differential
     plugin: the same arrays after, or the same error."""
-    out = tmp_path / "diff.json"
-    env = dict(os.environ, OCL_ICD_VENDORS=str(tmp_path / "none"), TACK_CACHE_DIR=str(tmp_path / "cache"),
-               TACK_METAL_OBJC_PATH=str(fake), TACK_METAL_PATH=str(fake), FAKE_METAL_EMULATE=str(ROOT / "tests" / "msl"),
-               FAKE_METAL_CXX=_msl.clang(), TMPDIR=str(tmp_path), TACK_METAL_DIFF=str(out))
-    env.pop("FAKE_METAL_COUNT", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_metal_differential",
-           str(HERE / "test_local_arrays.py"), str(HERE / "test_local_vector_arrays.py")]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
-    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    res = json.loads(out.read_text())
+    files = [HERE / "test_local_arrays.py", HERE / "test_local_vector_arrays.py"]
+    res = _kernel_wrap.run_plugin("_metal_differential", files, "TACK_METAL_DIFF",
+                                  tmp_path / "diff.json", 900, cwd=tmp_path, env=_environment(tmp_path, fake))
     assert not res["differ"], "\n\n".join(res["differ"][:5])
     print(f"\nmetal against cpu: {res['agree']} calls agree ({res['demoted']} of them in single precision), "
           f"{res['refused']} refused naming Metal, {res['skipped']} skipped")

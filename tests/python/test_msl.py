@@ -25,10 +25,7 @@ Mac, `TACK_MSL_XCRUN=1 uv run pytest tests/python/test_msl.py` runs the same
 checks with Apple's Metal compiler instead of clang++ and our header.
 """
 
-import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -39,6 +36,7 @@ import tack
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import _kernel_wrap  # noqa: E402
 import _msl  # noqa: E402
 
 needs_clang = pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(),
@@ -364,16 +362,10 @@ def test_language_suite_type_checks_as_msl(tmp_path):
     with, type-checks as MSL; one that Metal refuses (f64, 64-bit atomics,
     print) raises an error naming Metal, and is checked again with its
     float64 and complex128 arguments made float32 and complex64."""
-    out = tmp_path / "capture.json"
-    env = dict(os.environ, TACK_CUDA_CAPTURE=str(out), TACK_CAPTURE_TARGET="metal")
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
-    files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
-                                     "test_complex.py", "test_local_arrays.py",
-                                     "test_local_vector_arrays.py")]
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
-    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    summary = json.loads(out.read_text())
+    files = [HERE / f for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
+                                "test_complex.py", "test_local_arrays.py", "test_local_vector_arrays.py")]
+    summary = _kernel_wrap.run_plugin("_cuda_capture", files, "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 1200,
+                                      TACK_CAPTURE_TARGET="metal")
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']}: {f['error'][:1500]}" for f in failures[:5])
     refused = sorted(set(summary.get("refused", []))) + sorted(set(summary.get("refused_in_f32", [])))

@@ -25,6 +25,7 @@ import tack
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import _kernel_wrap  # noqa: E402
 import _ocloc  # noqa: E402
 
 OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
@@ -237,12 +238,8 @@ def differential(tmp_path_factory):
     d = tmp_path_factory.mktemp("opencl-diff")
     summary, sources = d / "diff.json", d / "sources"
     sources.mkdir()
-    env = dict(os.environ, TACK_OPENCL_DIFF=str(summary), TACK_OPENCL_DEVICE=DEV, TACK_OPENCL_SOURCES=str(sources),
-               PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_opencl_diff",
-                           *LANGUAGE_FILES], cwd=HERE, env=env, capture_output=True, text=True, timeout=1500)
-    assert summary.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(summary.read_text()), sources
+    return _kernel_wrap.run_plugin("_opencl_diff", LANGUAGE_FILES, "TACK_OPENCL_DIFF", summary, 1500, cwd=HERE,
+                                   TACK_OPENCL_DEVICE=DEV, TACK_OPENCL_SOURCES=str(sources)), sources
 
 
 def test_language_suite_gives_the_cpu_results(differential):

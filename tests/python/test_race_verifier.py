@@ -12,24 +12,17 @@ made every such update an atomic or refused it.  The same run with
 TACK_DEBUG_RACY_RMW=1 (lowering leaves out the atomics and the refusal)
 must be caught."""
 
-import json
-import os
 import pathlib
-import subprocess
-import sys
+
+import _kernel_wrap
 
 HERE = pathlib.Path(__file__).parent
 SUITE = ("test_language.py", "test_kernels.py", "test_shared_cells.py", "test_privatize.py")
 
 
 def _run(tmp_path, files, **env_extra):
-    out = tmp_path / "race.json"
-    env = dict(os.environ, TACK_RACE_CAPTURE=str(out), **env_extra)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_race_capture",
-                           *[str(HERE / f) for f in files]], env=env, capture_output=True, text=True, timeout=900)
-    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(out.read_text())
+    return _kernel_wrap.run_plugin("_race_capture", [HERE / f for f in files], "TACK_RACE_CAPTURE",
+                                   tmp_path / "race.json", 900, **env_extra)
 
 
 def test_the_language_suite_has_no_racy_compound_assignment(tmp_path):

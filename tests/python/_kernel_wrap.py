@@ -1,0 +1,142 @@
+"""What the kernel-watching pytest plugins share, and how the tests run them.
+
+Four plugins check every kernel call that other test files make:
+_cuda_capture.py (compile its GPU source), _race_capture.py (its IR and
+sources, for races), _opencl_diff.py (run it on an OpenCL device too) and
+_metal_differential.py (run it on the fake Metal too).  Each is loaded with
+``-p NAME`` into a pytest of its own, in a subprocess, over test files that
+know nothing of it; what it finds goes to a JSON summary that the calling
+test reads.  This module holds the parts that are the same in all four, so
+that each plugin keeps only what it checks:
+
+  - ``wrap_kernels(on_call)`` replaces ``tack.kernel`` (bare and with
+    options) so that every kernel defined after it is a thin wrapper: a call
+    goes to ``on_call(kernel, args, kwargs)``, which makes the real call
+    itself; every other attribute (``ir``, ``generated_source``,
+    ``__name__``) is the kernel's.  It is never undone: the plugin's process
+    ends with the session.  ``after_each_call(check)`` is the on_call of the
+    plugins that look after the call, whatever it did.
+  - ``copy_arg`` / ``to_device`` copy an argument before the call changes it,
+    on the CPU or onto another device; ``single_precision`` gives the
+    arguments again with float64 made float32 and complex128 complex64 (for
+    Metal, which has no double).
+  - ``write_summary_at_exit`` writes the summary when the process ends.
+  - ``run_plugin`` is the calling test's side: pytest over the given files
+    in a subprocess with the plugin and this folder on its path, and the
+    summary it wrote read back (the test fails with the subprocess's output
+    when there is none).
+"""
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import tack
+from tack import _core
+
+HERE = Path(__file__).resolve().parent
+
+
+class _Wrapped:
+    """A kernel whose calls go through on_call; everything else is the kernel's."""
+
+    def __init__(self, k, on_call):
+        object.__setattr__(self, "_k", k)
+        object.__setattr__(self, "_on_call", on_call)
+
+    def __call__(self, *args, **kwargs):
+        return self._on_call(self._k, args, kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._k, name)
+
+
+def wrap_kernels(on_call):
+    """Make every kernel defined from now on call on_call(kernel, args, kwargs) when called."""
+    original = tack.kernel
+
+    def kernel(fn=None, **options):
+        if fn is None:
+            return lambda f: kernel(f, **options)
+        return _Wrapped(original(fn, **options), on_call)
+
+    tack.kernel = kernel
+
+
+def after_each_call(check):
+    """An on_call: the call as the test makes it, then check(kernel, args, kwargs) however it ended."""
+
+    def on_call(k, args, kwargs):
+        try:
+            return k(*args, **kwargs)
+        finally:
+            check(k, args, kwargs)
+
+    return on_call
+
+
+def to_device(a, device):
+    """A NumPy or Tack array argument copied onto device; anything else as it is."""
+    if isinstance(a, np.ndarray):
+        return tack.array(a, device=device)
+    if isinstance(a, _core.Array):
+        return tack.array(a, a.dtype, device=device)
+    return a
+
+
+def copy_arg(a):
+    """An argument as it is before the call: a NumPy copy of a NumPy array, a CPU copy of a Tack array."""
+    if isinstance(a, np.ndarray):
+        return a.copy()
+    return to_device(a, "cpu")
+
+
+WIDE = {np.dtype(np.float64): np.float32, np.dtype(np.complex128): np.complex64}
+
+
+def single_precision(args, scalars=True):
+    """The arguments with float64 made float32 and complex128 complex64 (NumPy
+    arrays, and NumPy scalars unless scalars=False), or None when there is
+    nothing to change."""
+    out, changed = [], False
+    for a in args:
+        if isinstance(a, np.ndarray) and a.dtype in WIDE:
+            out.append(a.astype(WIDE[a.dtype]))
+            changed = True
+        elif scalars and isinstance(a, np.generic) and a.dtype in WIDE:
+            out.append(WIDE[a.dtype](a))
+            changed = True
+        else:
+            out.append(a)
+    return out if changed else None
+
+
+def write_summary_at_exit(path, summary, ready=None, indent=None):
+    """Write summary as JSON to path (when there is one) at exit, or when the
+    returned function is called; not while ready() says no."""
+
+    def write():
+        if path and (ready is None or ready()):
+            with open(path, "w") as f:
+                json.dump(summary, f, indent=indent)
+
+    atexit.register(write)
+    return write
+
+
+def run_plugin(plugin, files, summary_var, summary, timeout, cwd=None, env=None, **values):
+    """Run pytest over files with -p plugin in a subprocess, with the summary
+    file named by environment variable summary_var, in env (this process's
+    when None) with values added; the summary it wrote, read back."""
+    env = dict(os.environ if env is None else env, **{summary_var: str(summary)}, **values)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", plugin, *map(str, files)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    assert Path(summary).exists(), \
+        f"signal {-proc.returncode}: " * (proc.returncode < 0) + proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(Path(summary).read_text())
