@@ -284,6 +284,7 @@ static tack_status lz_init_device(tack_device *d) {
     mp.stype = TACK_ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
     ZE(api.zeDeviceGetModuleProperties(c->dev, &mp), "zeDeviceGetModuleProperties");
     c->fp64 = (mp.flags & TACK_ZE_DEVICE_MODULE_FLAG_FP64) != 0;
+    c->fp32_cr = (mp.fp32flags & TACK_ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT) != 0;
     d->threads = (int)c->units;
     pthread_mutex_lock(&ctx_lock); /* a context adopted meanwhile is used, or switched to (tack_level_zero_adopt) */
     locked = 1;

@@ -90,6 +90,7 @@ typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
 #define TACK_ZE_MEMORY_TYPE_SHARED 3u
 /* ze_device_module_flags_t */
 #define TACK_ZE_DEVICE_MODULE_FLAG_FP64 (1u << 1)
+#define TACK_ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT (1u << 6) /* ze_device_fp_flag_t */
 /* ze_module_format_t */
 #define TACK_ZE_MODULE_FORMAT_IL_SPIRV 0u
 /* zeCommandQueueSynchronize / zeCommandListHostSynchronize: wait forever */

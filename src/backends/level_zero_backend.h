@@ -44,6 +44,7 @@ typedef struct lz_dev {
     uint32_t units;                  /* execution units: slices x subslices x EUs */
     uint32_t max_group;              /* max work-group size */
     int fp64;
+    int fp32_cr;                     /* fp32flags has ROUNDED_DIVIDE_SQRT: builds ask for it */
     pthread_mutex_t list_lock;
     int appended;                    /* regular list: commands not yet executed */
     atomic_long made;                /* allocations and program builds in ctx (tack_level_zero_adopt) */

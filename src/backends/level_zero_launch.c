@@ -21,11 +21,25 @@
  * build log becomes a readable compile error when it fails; zeKernelCreate
  * makes one kernel per phase.
  *
+ * Correctly rounded f32 division and sqrt, as on OpenCL (opencl.c's
+ * build_options; tack.random's f32 normals count on it): where the device's
+ * fp32flags has ROUNDED_DIVIDE_SQRT (Intel's driver sets it where the GPU has
+ * fp64 arithmetic), the module is built with the flag
+ * "-ze-fp32-correctly-rounded-divide-sqrt".  That flag is what counts: the
+ * SPIR-V carries no trace of the choice (OpFDiv and OpenCL.std sqrt are the
+ * same bytes with and without -cl-fp32-correctly-rounded-divide-sqrt given
+ * to ocloc), so it is the device compiler, IGC, that replaces f32 division
+ * and sqrt with correctly rounded sequences when its build options ask.
+ * ocloc is given -cl-fp32-correctly-rounded-divide-sqrt too on such
+ * devices, so the front end never marks a division as allowed 2.5 ulps,
+ * whatever a later translator might carry over of that.  A device without
+ * the flag gets neither, and its f32 division may be off by an ulp.
+ *
  * Disk cache: the SPIR-V is stored in the kernel cache under kcache.c's
  * rules (sealed, written to a temporary name, fsync'd, renamed; an entry
  * that fails its seal is removed and rebuilt) as `KEY.spv`.  The key hashes
- * the source, the dialect, libocloc's version, the ocloc options, Tack's
- * version and this launcher's ABI.  An entry starts with a line naming its
+ * the source, the dialect, libocloc's version, the ocloc options, the
+ * module's build flags, Tack's version and this launcher's ABI.  An entry starts with a line naming its
  * key and length and ends with a trailer; one that lacks either, is not
  * SPIR-V, or that the driver refuses, is rebuilt from source and stored
  * again.  SPIR-V, not device code, is cached: the driver has its own cache
@@ -74,6 +88,8 @@
 
 #define LEVEL_ZERO_LAUNCH_ABI 1
 #define LZ_CL_OPTIONS "-cl-std=CL1.2"
+#define LZ_CL_OPTIONS_CR "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
+#define LZ_BUILD_FLAGS_CR "-ze-fp32-correctly-rounded-divide-sqrt"
 #define LZ_OCLOC_DEVICE "pvc"
 #define LZ_LOG_IN_ERROR 560
 #define LZ_OCLOC_INSTALL "install intel-opencl-icd, which provides libocloc.so"
@@ -118,6 +134,15 @@ static const char *ocloc_device(void) {
     return e && *e ? e : LZ_OCLOC_DEVICE;
 }
 
+/* ocloc's options and the module's build flags for device d (see above). */
+static const char *cl_options(const tack_device *d) {
+    return ((const lz_dev *)d->state)->fp32_cr ? LZ_CL_OPTIONS_CR : LZ_CL_OPTIONS;
+}
+
+static const char *build_flags(const tack_device *d) {
+    return ((const lz_dev *)d->state)->fp32_cr ? LZ_BUILD_FLAGS_CR : "";
+}
+
 /* The error quoting a log (trimmed to fit a message). */
 static tack_status log_error(tack_program *p, const tack_device *d, const char *what, char *log) {
     size_t len = log ? strlen(log) : 0;
@@ -139,7 +164,7 @@ static tack_status compile_spirv(tack_device *d, tack_program *p, unsigned char 
         return tack_set_error(TACK_ERR_COMPILE, "kernel '%s' cannot be compiled for %s: %s", p->kernel_name, d->name,
                               ocloc_why);
     const char *argv[] = {"ocloc", "compile", "-file", "k.cl", "-spv_only", "-device", ocloc_device(), "-options",
-                          LZ_CL_OPTIONS};
+                          cl_options(d)};
     const uint8_t *src[1] = {(const uint8_t *)p->source};
     uint64_t src_len[1] = {strlen(p->source) + 1};
     const char *names[1] = {"k.cl"};
@@ -205,7 +230,7 @@ static tack_status make_module(tack_device *d, tack_program *p, const unsigned c
     md.format = TACK_ZE_MODULE_FORMAT_IL_SPIRV;
     md.inputSize = len;
     md.pInputModule = spv;
-    md.pBuildFlags = "";
+    md.pBuildFlags = build_flags(d);
     ze_module_build_log_handle_t blog = NULL;
     ze_module_handle_t m = NULL;
     ze_result_t r = api->zeModuleCreate(c->ctx, c->dev, &md, &m, &blog);
@@ -241,8 +266,9 @@ static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program
     char misc[400];
     pthread_once(&ocloc_once, ocloc_load);
     int ver = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
-    snprintf(misc, sizeof misc, "libocloc %d; ocloc compile -spv_only -device %s -options %s; tack%s; launch%d", ver,
-             ocloc_device(), LZ_CL_OPTIONS, TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
+    snprintf(misc, sizeof misc,
+             "libocloc %d; ocloc compile -spv_only -device %s -options %s; module flags %s; tack%s; launch%d", ver,
+             ocloc_device(), cl_options(d), build_flags(d), TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
     char key[40], name[64];
     gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.spv", key);

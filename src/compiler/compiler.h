@@ -530,5 +530,20 @@ const tk_dialect *tk_dialect_find(const char *name);
 /* complex.c: the complex helpers of a prelude (qual: the dialect's function qualifier,
  * global: an atomic pointer's address space, with_f64: complex128 too). */
 void tk_complex_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *global, int with_f64);
+/* prelude.c: the Python-semantics helpers of a prelude (tk_f2i64, tk_fdiv_i64,
+ * tk_shl32, tk_ipow_i64, tk_pyfdiv_f32, tk_trip, ...) as a dialect spells them. */
+enum { TK_PRELUDE_F64_NONE, TK_PRELUDE_F64_ALWAYS, TK_PRELUDE_F64_IFDEF };
+typedef struct tk_prelude_style {
+    const char *qual;                          /* each function's: "static inline", "TK_D", "static" */
+    const char *wide;                          /* the float tk_f2i64 and tk_f2u64 take */
+    const char *wide_cast, *wide_suffix;       /* around a literal of it: "(tk_wide)", "f" (NULL: none) */
+    const char *int_suffix;                    /* of the hex 64-bit limits; NULL: INT64_MAX, INT64_MIN, UINT64_MAX */
+    const char *(*math)(int m, tack_dtype dt); /* the dialect's names of fmod, floor, copysign */
+    int f64;                                   /* TK_PRELUDE_F64_*: float64 helpers never, always, under TK_FP64 */
+    const char *after_div;                     /* the dialect's own helpers after the integer division ones */
+    const char *shifts_note, *f32_note;        /* comments before the shifts (NULL: prelude.c's) and the
+                                                * float32 helpers (NULL: none) */
+} tk_prelude_style;
+void tk_prelude_helpers(tk_buf *b, const tk_prelude_style *s);
 
 #endif /* TACK_COMPILER_H */

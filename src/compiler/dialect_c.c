@@ -117,32 +117,11 @@ static const char PRELUDE_CORE[] =
     "#else\n"
     "#define TK_NARROW\n"
     "#endif\n"
-    "#define tk_wrap(i, s) ((i) < 0 ? (i) + (s) : (i))\n"
-    "static inline int64_t tk_f2i64(double x) {\n"
-    "    if (!(x == x)) return 0;\n"
-    "    if (x >= 9223372036854775807.0) return INT64_MAX;\n"
-    "    if (x <= -9223372036854775808.0) return INT64_MIN;\n"
-    "    return (int64_t)x;\n"
-    "}\n"
-    "static inline uint64_t tk_f2u64(double x) {\n"
-    "    if (!(x == x)) return 0;\n"
-    "    if (x < 0) return (uint64_t)tk_f2i64(x);\n"
-    "    if (x >= 18446744073709551615.0) return UINT64_MAX;\n"
-    "    return (uint64_t)x;\n"
-    "}\n"
-    "static inline int64_t tk_fdiv_i64(int64_t a, int64_t b) {\n"
-    "    if (b == 0) return 0;\n"
-    "    if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a);\n"
-    "    int64_t q = a / b, r = a % b;\n"
-    "    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n"
-    "}\n"
-    "static inline int64_t tk_mod_i64(int64_t a, int64_t b) {\n"
-    "    if (b == 0 || b == -1) return 0;\n"
-    "    int64_t r = a % b;\n"
-    "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
-    "}\n"
-    "static inline uint64_t tk_fdiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n"
-    "static inline uint64_t tk_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n"
+    "#define tk_wrap(i, s) ((i) < 0 ? (i) + (s) : (i))\n";
+
+/* C's own: floor division and modulo by a loop-invariant divisor through its
+ * reciprocal (strength.c), after the shared division helpers. */
+static const char PRELUDE_DIVQ[] =
     /* strength.c: exact for |a|, |d| < 2^52, d != 0 (its essay has the proof); vectorizes */
     "static inline int64_t tk_fdivq_i64(int64_t a, int64_t d, double inv, tk_bool fast) {\n"
     "    if (!fast) return tk_fdiv_i64(a, d);\n"
@@ -155,59 +134,16 @@ static const char PRELUDE_CORE[] =
     "    double t = (double)a * inv; int64_t q = (int64_t)t; q -= (double)q > t;\n"
     "    int64_t s = d >> 63, r = a - q * d, x = r ^ s;\n"
     "    return r + (x < s ? d : 0) - (x >= (d ^ s) ? d : 0);\n"
-    "}\n"
-    "/* Shifts as NumPy does them: a count at or past the width (a negative one,\n"
-    " * read unsigned, included) shifts every bit out: 0, or -1 for a negative\n"
-    " * value shifted right. */\n"
-    "static inline uint32_t tk_shl32(uint32_t a, uint32_t c) { return c < 32u ? a << c : 0; }\n"
-    "static inline uint64_t tk_shl64(uint64_t a, uint64_t c) { return c < 64u ? a << c : 0; }\n"
-    "static inline uint32_t tk_shr32(uint32_t a, uint32_t c) { return c < 32u ? a >> c : 0; }\n"
-    "static inline uint64_t tk_shr64(uint64_t a, uint64_t c) { return c < 64u ? a >> c : 0; }\n"
-    "static inline int32_t tk_sar32(int32_t a, uint32_t c) { return c < 32u ? a >> c : (a < 0 ? -1 : 0); }\n"
-    "static inline int64_t tk_sar64(int64_t a, uint64_t c) { return c < 64u ? a >> c : (a < 0 ? -1 : 0); }\n"
-    "static inline uint64_t tk_ipow_u64(uint64_t a, uint64_t e) {\n"
-    "    uint64_t r = 1;\n"
-    "    while (e) { if (e & 1) r *= a; a *= a; e >>= 1; }\n"
-    "    return r;\n"
-    "}\n"
-    "static inline int64_t tk_ipow_i64(int64_t a, int64_t e) {\n"
-    "    if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
-    "    return (int64_t)tk_ipow_u64((uint64_t)a, (uint64_t)e);\n"
-    "}\n"
-    "static inline double tk_pymod_f64(double a, double b) {\n"
-    "    double m = __builtin_fmod(a, b);\n"
-    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }\n"
-    "    else m = __builtin_copysign(0.0, b);\n"
-    "    return m;\n"
-    "}\n"
-    "static inline double tk_pyfdiv_f64(double a, double b) {\n"
-    "    if (b == 0) return a / b;\n"
-    "    double m = __builtin_fmod(a, b), d = (a - m) / b;\n"
-    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;\n"
-    "    if (d != 0) { double f = __builtin_floor(d); if (d - f > 0.5) f += 1.0; d = f; }\n"
-    "    else d = __builtin_copysign(0.0, a / b);\n"
-    "    return d;\n"
-    "}\n"
-    /* f32 in f32 arithmetic, as NumPy does: a quotient rounded to f32 before its floor */
-    "static inline float tk_pymod_f32(float a, float b) {\n"
-    "    float m = __builtin_fmodf(a, b);\n"
-    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }\n"
-    "    else m = __builtin_copysignf(0.0f, b);\n"
-    "    return m;\n"
-    "}\n"
-    "static inline float tk_pyfdiv_f32(float a, float b) {\n"
-    "    if (b == 0) return a / b;\n"
-    "    float m = __builtin_fmodf(a, b), d = (a - m) / b;\n"
-    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0f;\n"
-    "    if (d != 0) { float f = __builtin_floorf(d); if (d - f > 0.5f) f += 1.0f; d = f; }\n"
-    "    else d = __builtin_copysignf(0.0f, a / b);\n"
-    "    return d;\n"
-    "}\n"
-    "static inline int64_t tk_trip(int64_t lo, int64_t hi, int64_t st) {\n"
-    "    if (st > 0 && lo < hi) return (int64_t)(((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)st + 1);\n"
-    "    if (st < 0 && lo > hi) return (int64_t)(((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)st) + 1);\n"
-    "    return 0;\n"
     "}\n";
+
+/* The helpers every dialect shares (prelude.c), spelled for C. */
+static const tk_prelude_style C_STYLE = {
+    .qual = "static inline",
+    .wide = "double",
+    .math = c_math,
+    .f64 = TK_PRELUDE_F64_ALWAYS,
+    .after_div = PRELUDE_DIVQ,
+};
 
 static const char PRELUDE_F16[] =
     "static inline float tk_h2f(uint16_t h) {\n"
@@ -316,6 +252,7 @@ static const char PRELUDE_VMATH[] =
 
 static void c_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_CORE);
+    tk_prelude_helpers(b, &C_STYLE);
     tk_puts(b, PRELUDE_VMATH);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);

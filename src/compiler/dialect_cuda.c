@@ -56,7 +56,7 @@ const char *tk_cu_math(int m, tack_dtype dt) {
     return s ? s : "?";
 }
 
-const char tk_cu_prelude_core[] =
+static const char PRELUDE_CORE_HEAD[] =
     "#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)\n"
     "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
     "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
@@ -115,85 +115,18 @@ const char tk_cu_prelude_core[] =
     "        }\n"
     "        printf(\"\\n\");\n"
     "    }\n"
-    "};\n"
-    "TK_D int64_t tk_f2i64(double x) {\n"
-    "    if (!(x == x)) return 0;\n"
-    "    if (x >= 9223372036854775807.0) return (int64_t)0x7fffffffffffffffLL;\n"
-    "    if (x <= -9223372036854775808.0) return (int64_t)(-0x7fffffffffffffffLL - 1);\n"
-    "    return (int64_t)x;\n"
-    "}\n"
-    "TK_D uint64_t tk_f2u64(double x) {\n"
-    "    if (!(x == x)) return 0;\n"
-    "    if (x < 0) return (uint64_t)tk_f2i64(x);\n"
-    "    if (x >= 18446744073709551615.0) return (uint64_t)0xffffffffffffffffULL;\n"
-    "    return (uint64_t)x;\n"
-    "}\n"
-    "TK_D int64_t tk_fdiv_i64(int64_t a, int64_t b) {\n"
-    "    if (b == 0) return 0;\n"
-    "    if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a);\n"
-    "    int64_t q = a / b, r = a % b;\n"
-    "    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n"
-    "}\n"
-    "TK_D int64_t tk_mod_i64(int64_t a, int64_t b) {\n"
-    "    if (b == 0 || b == -1) return 0;\n"
-    "    int64_t r = a % b;\n"
-    "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
-    "}\n"
-    "TK_D uint64_t tk_fdiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n"
-    "TK_D uint64_t tk_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n"
-    "/* Shifts as NumPy does them: a count at or past the width (a negative one,\n"
-    " * read unsigned, included) shifts every bit out: 0, or -1 for a negative\n"
-    " * value shifted right. */\n"
-    "TK_D uint32_t tk_shl32(uint32_t a, uint32_t c) { return c < 32u ? a << c : 0; }\n"
-    "TK_D uint64_t tk_shl64(uint64_t a, uint64_t c) { return c < 64u ? a << c : 0; }\n"
-    "TK_D uint32_t tk_shr32(uint32_t a, uint32_t c) { return c < 32u ? a >> c : 0; }\n"
-    "TK_D uint64_t tk_shr64(uint64_t a, uint64_t c) { return c < 64u ? a >> c : 0; }\n"
-    "TK_D int32_t tk_sar32(int32_t a, uint32_t c) { return c < 32u ? a >> c : (a < 0 ? -1 : 0); }\n"
-    "TK_D int64_t tk_sar64(int64_t a, uint64_t c) { return c < 64u ? a >> c : (a < 0 ? -1 : 0); }\n"
-    "TK_D uint64_t tk_ipow_u64(uint64_t a, uint64_t e) {\n"
-    "    uint64_t r = 1;\n"
-    "    while (e) { if (e & 1) r *= a; a *= a; e >>= 1; }\n"
-    "    return r;\n"
-    "}\n"
-    "TK_D int64_t tk_ipow_i64(int64_t a, int64_t e) {\n"
-    "    if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
-    "    return (int64_t)tk_ipow_u64((uint64_t)a, (uint64_t)e);\n"
-    "}\n"
-    "TK_D double tk_pymod_f64(double a, double b) {\n"
-    "    double m = fmod(a, b);\n"
-    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }\n"
-    "    else m = copysign(0.0, b);\n"
-    "    return m;\n"
-    "}\n"
-    "TK_D double tk_pyfdiv_f64(double a, double b) {\n"
-    "    if (b == 0) return a / b;\n"
-    "    double m = fmod(a, b), d = (a - m) / b;\n"
-    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;\n"
-    "    if (d != 0) { double f = floor(d); if (d - f > 0.5) f += 1.0; d = f; }\n"
-    "    else d = copysign(0.0, a / b);\n"
-    "    return d;\n"
-    "}\n"
-    /* f32 in f32 arithmetic, as NumPy does: a quotient rounded to f32 before its floor */
-    "TK_D float tk_pymod_f32(float a, float b) {\n"
-    "    float m = fmodf(a, b);\n"
-    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }\n"
-    "    else m = copysignf(0.0f, b);\n"
-    "    return m;\n"
-    "}\n"
-    "TK_D float tk_pyfdiv_f32(float a, float b) {\n"
-    "    if (b == 0) return a / b;\n"
-    "    float m = fmodf(a, b), d = (a - m) / b;\n"
-    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0f;\n"
-    "    if (d != 0) { float f = floorf(d); if (d - f > 0.5f) f += 1.0f; d = f; }\n"
-    "    else d = copysignf(0.0f, a / b);\n"
-    "    return d;\n"
-    "}\n"
-    "TK_D int64_t tk_trip(int64_t lo, int64_t hi, int64_t st) {\n"
-    "    if (st > 0 && lo < hi) return (int64_t)(((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)st + 1);\n"
-    "    if (st < 0 && lo > hi) return (int64_t)(((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)st) + "
-    "1);\n"
-    "    return 0;\n"
-    "}\n"
+    "};\n";
+
+/* The helpers every dialect shares (prelude.c), spelled for CUDA (and HIP). */
+static const tk_prelude_style CU_STYLE = {
+    .qual = "TK_D",
+    .wide = "double",
+    .int_suffix = "LL",
+    .math = tk_cu_math,
+    .f64 = TK_PRELUDE_F64_ALWAYS,
+};
+
+static const char PRELUDE_CORE_TAIL[] =
     "/* Warp sums for privatized reductions (integers wrap); tk_wsum is the dialect's. */\n"
     "TK_D float tk_wadd(float a, float b) { return a + b; }\n"
     "TK_D double tk_wadd(double a, double b) { return a + b; }\n"
@@ -315,8 +248,14 @@ const char tk_cu_prelude_vec[] =
     "TK_MAT(tk_mat22d, tk_vec2d, double, 2) TK_MAT(tk_mat33d, tk_vec3d, double, 3) TK_MAT(tk_mat44d, tk_vec4d, double, "
     "4)\n";
 
+void tk_cu_prelude_core(tk_buf *b) {
+    tk_puts(b, PRELUDE_CORE_HEAD);
+    tk_prelude_helpers(b, &CU_STYLE);
+    tk_puts(b, PRELUDE_CORE_TAIL);
+}
+
 static void cu_prelude(tk_cc *C, tk_buf *b) {
-    tk_puts(b, tk_cu_prelude_core);
+    tk_cu_prelude_core(b);
     tk_puts(b, PRELUDE_WARP);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) {

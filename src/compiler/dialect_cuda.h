@@ -13,9 +13,11 @@
 #include "compiler/compiler.h"
 
 /* Prelude text valid for NVRTC, hiprtc, nvcc and hipcc: integer types, the
- * error record and helpers; tk_atomic_<op>_<T> for every dtype but int64_t
- * (each dialect writes its own); vectors and matrices. */
-extern TK_HIDDEN const char tk_cu_prelude_core[], tk_cu_prelude_atomic[], tk_cu_prelude_vec[];
+ * error record and helpers (tk_cu_prelude_core writes them, the shared ones
+ * through prelude.c); tk_atomic_<op>_<T> for every dtype but int64_t (each
+ * dialect writes its own); vectors and matrices. */
+TK_HIDDEN void tk_cu_prelude_core(tk_buf *b);
+extern TK_HIDDEN const char tk_cu_prelude_atomic[], tk_cu_prelude_vec[];
 /* The dialect hooks and grid spellings the two share (tk_dialect, tk_grid). */
 TK_HIDDEN const char *tk_cu_ctype(tack_dtype dt);
 TK_HIDDEN const char *tk_cu_storage(tack_dtype dt);

@@ -65,7 +65,7 @@ static const char PRELUDE_ATOMIC_I64[] =
     "TK_D int64_t tk_atomic_max_int64_t(int64_t *p, int64_t v) { return tk_atomic_mm_int64_t(p, v, 1); }\n";
 
 static void hip_prelude(tk_cc *C, tk_buf *b) {
-    tk_puts(b, tk_cu_prelude_core);
+    tk_cu_prelude_core(b);
     tk_puts(b, PRELUDE_WARP);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) {

@@ -293,67 +293,19 @@ static const char PRELUDE_HEAD[] =
     "    }\n"
     "    c->site = site; c->prog = prog; c->a = a; c->b = b;\n"
     "}\n"
-    "#define TK_FAIL(c, s, a, b) tk_fail(c, abi->prog, s, a, b)\n"
-    "static inline int64_t tk_f2i64(float x) {\n"
-    "    if (!(x == x)) return 0;\n"
-    "    if (x >= 9223372036854775807.0f) return (int64_t)0x7fffffffffffffffL;\n"
-    "    if (x <= -9223372036854775808.0f) return (int64_t)(-0x7fffffffffffffffL - 1);\n"
-    "    return (int64_t)x;\n"
-    "}\n"
-    "static inline uint64_t tk_f2u64(float x) {\n"
-    "    if (!(x == x)) return 0;\n"
-    "    if (x < 0) return (uint64_t)tk_f2i64(x);\n"
-    "    if (x >= 18446744073709551615.0f) return (uint64_t)0xffffffffffffffffUL;\n"
-    "    return (uint64_t)x;\n"
-    "}\n"
-    "static inline int64_t tk_fdiv_i64(int64_t a, int64_t b) {\n"
-    "    if (b == 0) return 0;\n"
-    "    if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a);\n"
-    "    int64_t q = a / b, r = a % b;\n"
-    "    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n"
-    "}\n"
-    "static inline int64_t tk_mod_i64(int64_t a, int64_t b) {\n"
-    "    if (b == 0 || b == -1) return 0;\n"
-    "    int64_t r = a % b;\n"
-    "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
-    "}\n"
-    "static inline uint64_t tk_fdiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n"
-    "static inline uint64_t tk_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n"
-    "/* Shifts as NumPy does them: a count at or past the width shifts every bit out. */\n"
-    "static inline uint32_t tk_shl32(uint32_t a, uint32_t c) { return c < 32u ? a << c : 0; }\n"
-    "static inline uint64_t tk_shl64(uint64_t a, uint64_t c) { return c < 64u ? a << c : 0; }\n"
-    "static inline uint32_t tk_shr32(uint32_t a, uint32_t c) { return c < 32u ? a >> c : 0; }\n"
-    "static inline uint64_t tk_shr64(uint64_t a, uint64_t c) { return c < 64u ? a >> c : 0; }\n"
-    "static inline int32_t tk_sar32(int32_t a, uint32_t c) { return c < 32u ? a >> c : (a < 0 ? -1 : 0); }\n"
-    "static inline int64_t tk_sar64(int64_t a, uint64_t c) { return c < 64u ? a >> c : (a < 0 ? -1 : 0); }\n"
-    "static inline uint64_t tk_ipow_u64(uint64_t a, uint64_t e) {\n"
-    "    uint64_t r = 1;\n"
-    "    while (e) { if (e & 1) r *= a; a *= a; e >>= 1; }\n"
-    "    return r;\n"
-    "}\n"
-    "static inline int64_t tk_ipow_i64(int64_t a, int64_t e) {\n"
-    "    if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
-    "    return (int64_t)tk_ipow_u64((uint64_t)a, (uint64_t)e);\n"
-    "}\n"
-    "static inline float tk_pymod_f32(float a, float b) {\n"
-    "    float m = metal::fmod(a, b);\n"
-    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }\n"
-    "    else m = metal::copysign(0.0f, b);\n"
-    "    return m;\n"
-    "}\n"
-    "static inline float tk_pyfdiv_f32(float a, float b) {\n"
-    "    if (b == 0) return a / b;\n"
-    "    float m = metal::fmod(a, b), d = (a - m) / b;\n"
-    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0f;\n"
-    "    if (d != 0) { float f = metal::floor(d); if (d - f > 0.5f) f += 1.0f; d = f; }\n"
-    "    else d = metal::copysign(0.0f, a / b);\n"
-    "    return d;\n"
-    "}\n"
-    "static inline int64_t tk_trip(int64_t lo, int64_t hi, int64_t st) {\n"
-    "    if (st > 0 && lo < hi) return (int64_t)(((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)st + 1);\n"
-    "    if (st < 0 && lo > hi) return (int64_t)(((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)st) + 1);\n"
-    "    return 0;\n"
-    "}\n";
+    "#define TK_FAIL(c, s, a, b) tk_fail(c, abi->prog, s, a, b)\n";
+
+/* The helpers every dialect shares (prelude.c), spelled for MSL: float is
+ * the widest float, so no float64 ones. */
+static const tk_prelude_style MSL_STYLE = {
+    .qual = "static inline",
+    .wide = "float",
+    .wide_suffix = "f",
+    .int_suffix = "L",
+    .math = msl_math,
+    .f64 = TK_PRELUDE_F64_NONE,
+    .shifts_note = "/* Shifts as NumPy does them: a count at or past the width shifts every bit out. */\n",
+};
 
 /* After the tk_m alias, which it names. */
 static const char PRELUDE_HYPOT[] =
@@ -487,6 +439,7 @@ static void msl_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, "/* Compile with MTLCompileOptions.mathMode = MTLMathModeSafe (fastMathEnabled = NO):\n"
                " * no contraction of a * b + c, IEEE results as on the CPU. */\n");
     tk_puts(b, PRELUDE_HEAD);
+    tk_prelude_helpers(b, &MSL_STYLE);
     tk_printf(b, "namespace tk_m = metal::%s;\n", C->opts.fast_math ? "fast" : "precise");
     tk_puts(b, PRELUDE_HYPOT);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);

@@ -165,87 +165,19 @@ static const char PRELUDE_HEAD[] =
     "static inline __attribute__((always_inline)) void tk_print_complex(tk_wide re, tk_wide im, int f32) {\n"
     "    if (re == 0 && !signbit(re)) { tk_print_part(im, f32, 0); printf(\"j\"); return; }\n"
     "    printf(\"(\"); tk_print_part(re, f32, 0); tk_print_part(im, f32, 1); printf(\"j)\");\n"
-    "}\n"
-    "static int64_t tk_f2i64(tk_wide x) {\n"
-    "    if (!(x == x)) return 0;\n"
-    "    if (x >= (tk_wide)9223372036854775807.0) return (int64_t)0x7fffffffffffffffL;\n"
-    "    if (x <= (tk_wide)-9223372036854775808.0) return (int64_t)(-0x7fffffffffffffffL - 1);\n"
-    "    return (int64_t)x;\n"
-    "}\n"
-    "static uint64_t tk_f2u64(tk_wide x) {\n"
-    "    if (!(x == x)) return 0;\n"
-    "    if (x < 0) return (uint64_t)tk_f2i64(x);\n"
-    "    if (x >= (tk_wide)18446744073709551615.0) return (uint64_t)0xffffffffffffffffUL;\n"
-    "    return (uint64_t)x;\n"
-    "}\n"
-    "static int64_t tk_fdiv_i64(int64_t a, int64_t b) {\n"
-    "    if (b == 0) return 0;\n"
-    "    if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a);\n"
-    "    int64_t q = a / b, r = a % b;\n"
-    "    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n"
-    "}\n"
-    "static int64_t tk_mod_i64(int64_t a, int64_t b) {\n"
-    "    if (b == 0 || b == -1) return 0;\n"
-    "    int64_t r = a % b;\n"
-    "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
-    "}\n"
-    "static uint64_t tk_fdiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n"
-    "static uint64_t tk_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n"
-    "/* Shifts as NumPy does them: a count at or past the width (a negative one,\n"
-    " * read unsigned, included) shifts every bit out: 0, or -1 for a negative\n"
-    " * value shifted right. */\n"
-    "static uint32_t tk_shl32(uint32_t a, uint32_t c) { return c < 32u ? a << c : 0; }\n"
-    "static uint64_t tk_shl64(uint64_t a, uint64_t c) { return c < 64u ? a << c : 0; }\n"
-    "static uint32_t tk_shr32(uint32_t a, uint32_t c) { return c < 32u ? a >> c : 0; }\n"
-    "static uint64_t tk_shr64(uint64_t a, uint64_t c) { return c < 64u ? a >> c : 0; }\n"
-    "static int32_t tk_sar32(int32_t a, uint32_t c) { return c < 32u ? a >> c : (a < 0 ? -1 : 0); }\n"
-    "static int64_t tk_sar64(int64_t a, uint64_t c) { return c < 64u ? a >> c : (a < 0 ? -1 : 0); }\n"
-    "static uint64_t tk_ipow_u64(uint64_t a, uint64_t e) {\n"
-    "    uint64_t r = 1;\n"
-    "    while (e) { if (e & 1) r *= a; a *= a; e >>= 1; }\n"
-    "    return r;\n"
-    "}\n"
-    "static int64_t tk_ipow_i64(int64_t a, int64_t e) {\n"
-    "    if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
-    "    return (int64_t)tk_ipow_u64((uint64_t)a, (uint64_t)e);\n"
-    "}\n"
-    "#ifdef TK_FP64\n"
-    "static double tk_pymod_f64(double a, double b) {\n"
-    "    double m = fmod(a, b);\n"
-    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }\n"
-    "    else m = copysign(0.0, b);\n"
-    "    return m;\n"
-    "}\n"
-    "static double tk_pyfdiv_f64(double a, double b) {\n"
-    "    if (b == 0) return a / b;\n"
-    "    double m = fmod(a, b), d = (a - m) / b;\n"
-    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;\n"
-    "    if (d != 0) { double f = floor(d); if (d - f > 0.5) f += 1.0; d = f; }\n"
-    "    else d = copysign(0.0, a / b);\n"
-    "    return d;\n"
-    "}\n"
-    "#endif\n"
-    "/* f32 in f32 arithmetic, as NumPy does: a quotient rounded to f32 before its floor */\n"
-    "static float tk_pymod_f32(float a, float b) {\n"
-    "    float m = fmod(a, b);\n"
-    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }\n"
-    "    else m = copysign(0.0f, b);\n"
-    "    return m;\n"
-    "}\n"
-    "static float tk_pyfdiv_f32(float a, float b) {\n"
-    "    if (b == 0) return a / b;\n"
-    "    float m = fmod(a, b), d = (a - m) / b;\n"
-    "    if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0f;\n"
-    "    if (d != 0) { float f = floor(d); if (d - f > 0.5f) f += 1.0f; d = f; }\n"
-    "    else d = copysign(0.0f, a / b);\n"
-    "    return d;\n"
-    "}\n"
-    "static int64_t tk_trip(int64_t lo, int64_t hi, int64_t st) {\n"
-    "    if (st > 0 && lo < hi) return (int64_t)(((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)st + 1);\n"
-    "    if (st < 0 && lo > hi) return (int64_t)(((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)st) + "
-    "1);\n"
-    "    return 0;\n"
     "}\n";
+
+/* The helpers every dialect shares (prelude.c), spelled for OpenCL C: the
+ * conversions take tk_wide, float64 ones only where the kernel enables fp64. */
+static const tk_prelude_style CL_STYLE = {
+    .qual = "static",
+    .wide = "tk_wide",
+    .wide_cast = "(tk_wide)",
+    .int_suffix = "L",
+    .math = cl_math,
+    .f64 = TK_PRELUDE_F64_IFDEF,
+    .f32_note = "/* f32 in f32 arithmetic, as NumPy does: a quotient rounded to f32 before its floor */\n",
+};
 
 /* (no variable may be called "half" here: it is a type in OpenCL C) */
 static const char PRELUDE_F16[] =
@@ -389,6 +321,7 @@ static void cl_prelude(tk_cc *C, tk_buf *b) {
      * a * b + c into one rounding unless told not to */
     if (!C->opts.fast_math) tk_puts(b, "#pragma OPENCL FP_CONTRACT OFF\n");
     tk_puts(b, PRELUDE_HEAD);
+    tk_prelude_helpers(b, &CL_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);

@@ -7,8 +7,12 @@
  * driver (each checked for its stype), memory and copies, compiling through
  * the real libocloc to SPIR-V, the SPIR-V disk cache and its damage
  * handling, argument packing, group sizes and counts, the device-side error
- * record read at synchronization points, check_ptr and DLPack, and a kernel
- * from the compiler's opencl dialect built to SPIR-V.  This test
+ * record read at synchronization points, check_ptr and DLPack, the options
+ * given to libocloc and the module's build flags (correctly rounded f32
+ * division and sqrt asked for where the device's fp32flags offers them: the
+ * fake records pBuildFlags, libocloc prints the command of a failed
+ * compile), and a kernel from the compiler's opencl dialect built to
+ * SPIR-V.  This test
  * writes a small fake libze_loader.so.1 (one driver, one device "Fake Level
  * Zero GPU"; device memory is host memory; appended commands run at once
  * except kernels, which only record their arguments and group counts and
@@ -18,7 +22,8 @@
  * before anything else, the context before memory, the module before its
  * kernels, every argument set before the launch is appended, the list
  * synchronized before the error record is read, nothing after
- * zeContextDestroy.  Variants run as children: a device without fp64, a
+ * zeContextDestroy.  Variants run as children: a device without fp64 (nor
+ * correctly rounded f32 division, as Intel's driver reports such a GPU), a
  * driver without immediate command lists (the queue path), a driver whose
  * command lists cannot be made (the context is destroyed, the device
  * dropped), Tack without Level Zero at all, and a context adopted from
@@ -26,6 +31,7 @@
  * initialized.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +82,8 @@ static const char FAKE[] =
     "  snprintf((char *)p + 112, 256, \"Fake Level Zero GPU\"); return OK; }\n"
     "R zeDeviceGetComputeProperties(void *h, uint32_t *p) { ENTER(p[0], 0x4u); *(uint32_t *)((char *)p + 16) = 512; return OK; }\n"
     "R zeDeviceGetModuleProperties(void *h, uint32_t *p) { ENTER(p[0], 0x5u); const char *e = getenv(\"FAKE_ZE_FP64\");\n"
-    "  *(uint32_t *)((char *)p + 20) = 1u | (e && *e == '0' ? 0u : 2u); return OK; }\n"
+    "  *(uint32_t *)((char *)p + 20) = 1u | (e && *e == '0' ? 0u : 2u);\n"
+    "  *(uint32_t *)((char *)p + 28) = 0x3fu | (e && *e == '0' ? 0u : 0x40u); return OK; } /* fp32flags: ROUNDED_DIVIDE_SQRT with fp64, as Intel's */\n"
     "R zeContextCreate(void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xdu); if (nctx == 16) return 0x70000002u; ctx_t *c = &ctxs[nctx++]; c->alive = 1; live_ctx++; *out = c; return OK; }\n"
     "R zeContextDestroy(ctx_t *c) { ENTER(0, 0); if (!c->alive) BAD(\"a context destroyed twice\"); c->alive = 0; if (--live_ctx == 0) ctx_dead = 1; return OK; }\n"
     "R zeContextGetStatus(ctx_t *c) { ENTER(0, 0); return c->alive ? OK : 0x70000001u; }\n"
@@ -109,10 +116,11 @@ static const char FAKE[] =
     "  for (int i = 0; i < nallocs; i++) if ((const char *)p >= allocs[i].p && (const char *)p < allocs[i].p + allocs[i].n) { if (base) *base = allocs[i].p; if (n) *n = allocs[i].n; return OK; }\n"
     "  return 0x78000004u; }\n"
     "static const char build_log[] = \"fake build log: error: the fake driver refuses this module\";\n"
+    "static char build_flags[256] = \"(none)\"; const char *fake_build_flags(void) { return build_flags; }\n"
     "R zeModuleCreate(ctx_t *c, void *d, const char *desc, mod_t **out, void **log) { ENTER(*(const uint32_t *)desc, 0x1bu);\n"
     "  if (!c->alive) BAD(\"a module in a destroyed context\"); fake_ctx_module = c;\n"
     "  uint32_t fmt = *(const uint32_t *)(desc + 16); size_t n = *(const size_t *)(desc + 24); const unsigned char *in = *(const unsigned char **)(desc + 32);\n"
-    "  if (log) *log = (void *)build_log;\n"
+    "  if (log) *log = (void *)build_log; const char *fl = *(const char **)(desc + 40); snprintf(build_flags, sizeof build_flags, \"%s\", fl ? fl : \"(null)\");\n"
     "  uint32_t magic = 0; if (n >= 4) memcpy(&magic, in, 4);\n"
     "  if (fmt != 0 || magic != 0x07230203u) return 0x7800000fu;\n"
     "  if (refuse_modules > 0) { refuse_modules--; return 0x70000004u; }\n"
@@ -194,6 +202,7 @@ FAKE_FN(unsigned, fake_launch_group_size, (int));
 FAKE_FN(int, fake_launch_nargs, (int));
 FAKE_FN(uint64_t, fake_launch_arg, (int, int));
 FAKE_FN(size_t, fake_launch_arg_size, (int, int));
+FAKE_FN(const char *, fake_build_flags, (void));
 static int *fail_next, *refuse_modules;
 static void **fake_ctx_alloc, **fake_ctx_module, **fake_ctx_list;
 
@@ -211,13 +220,14 @@ static int bind_fake(void) {
     BIND(fake_launch_nargs);
     BIND(fake_launch_arg);
     BIND(fake_launch_arg_size);
+    BIND(fake_build_flags);
     BIND(fail_next);
     BIND(refuse_modules);
     BIND(fake_ctx_alloc);
     BIND(fake_ctx_module);
     BIND(fake_ctx_list);
 #undef BIND
-    return fake_calls && fake_launch_arg_size && fail_next && refuse_modules && fake_ctx_alloc && fake_ctx_module &&
+    return fake_calls && fake_launch_arg_size && fake_build_flags && fail_next && refuse_modules && fake_ctx_alloc && fake_ctx_module &&
            fake_ctx_list;
 }
 
@@ -377,6 +387,28 @@ static void test_memory(tack_device *g, tack_device *cpu) {
     tack_array_release(v3);
 }
 
+/* tack_program_build, with what it prints on stdout (libocloc's chatter) in said. */
+static tack_status build_saying(tack_program *p, tack_device *g, char *said, size_t size) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/../stdout.log", getenv("TACK_CACHE_DIR"));
+    fflush(stdout);
+    int saved = dup(1), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) dup2(fd, 1);
+    tack_status st = tack_program_build(p, g);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    if (fd >= 0) close(fd);
+    said[0] = 0;
+    FILE *r = fopen(path, "r");
+    if (r) {
+        size_t got = fread(said, 1, size - 1, r);
+        said[got] = 0;
+        fclose(r);
+    }
+    return st;
+}
+
 /* ----------------------------------------------------------------- launch */
 static void test_launch(tack_device *g) {
     tk_pinfo saxpy_params[3] = {arr("y", TACK_F32, 1), arr("x", TACK_F32, 0), scalar("a", TACK_F32)};
@@ -390,6 +422,8 @@ static void test_launch(tack_device *g) {
     CHECK(tack_program_build(p, g) == TACK_OK);
     long mod = at("zeModuleCreate", 0), kern = at("zeKernelCreate", 0);
     CHECK(mod >= 0 && kern > mod && at("zeKernelSetGroupSize", kern) > kern);
+    /* the device offers correctly rounded f32 division and sqrt: the module is built asking for them */
+    CHECK(strcmp(fake_build_flags(), "-ze-fp32-correctly-rounded-divide-sqrt") == 0);
     tack_arg args[3];
     memset(args, 0, sizeof args);
     args[0].array = y;
@@ -476,9 +510,14 @@ static void test_launch(tack_device *g) {
     CHECK(tack_program_build(bad, g) == TACK_ERR_VALUE && strstr(tack_last_error(), "target \"opencl\""));
     tack_program_free(bad);
     bad = program("broken", BROKEN, 0, NULL);
-    CHECK(tack_program_build(bad, g) == TACK_ERR_COMPILE);
+    char said[4096];
+    CHECK(build_saying(bad, g, said, sizeof said) == TACK_ERR_COMPILE);
     CHECK(strstr(tack_last_error(), "kernel 'broken'") && strstr(tack_last_error(), "libocloc") &&
           strstr(tack_last_error(), "error"));
+    /* libocloc prints the command of a failed compile: it was given the option */
+    const char *cmd = strstr(said, "Command was: ocloc compile");
+    if (cmd) CHECK(strstr(cmd, "-options \"-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt\""));
+    else printf("this libocloc does not print the command of a failed compile\n");
     tack_program_free(bad);
     /* the driver refusing the SPIR-V: its build log in the error */
     *refuse_modules = 2; /* the cache entry, then the fresh compile */
@@ -778,8 +817,11 @@ static int child_absent(const char *why) {
     return CHECK_SUMMARY();
 }
 
-/* A device without fp64: a float64 kernel is refused naming the device. */
-static int child_nofp64(void) {
+/* A device without fp64: a float64 kernel is refused naming the device.
+ * Such a device (as Intel's driver reports it) lacks correctly rounded f32
+ * division and sqrt too: a float32 kernel is built without asking for them,
+ * under its own cache key. */
+static int child_nofp64(int ocloc) {
     tack_device *g = NULL;
     CHECK(tack_device_get("level_zero", &g) == TACK_OK && bind_fake());
     if (!g) return CHECK_SUMMARY();
@@ -791,6 +833,20 @@ static int child_nofp64(void) {
                  "kernel 'saxpy' uses float64, which device 'level_zero:0' (Fake Level Zero GPU) does not support"));
     CHECK(at("zeModuleCreate", 0) == -1); /* refused before anything is compiled */
     tack_program_free(p);
+    if (ocloc) {
+        tk_pinfo fparams[3] = {arr("y", TACK_F32, 1), arr("x", TACK_F32, 0), scalar("a", TACK_F32)};
+        int before = count_entries(); /* the parent built and stored this kernel, asking for them */
+        p = program("saxpy", SAXPY, 3, fparams);
+        CHECK(tack_program_build(p, g) == TACK_OK && strcmp(fake_build_flags(), "") == 0);
+        CHECK(count_entries() == before + 1);
+        tack_program_free(p);
+        p = program("broken", BROKEN, 0, NULL);
+        char said[4096];
+        CHECK(build_saying(p, g, said, sizeof said) == TACK_ERR_COMPILE);
+        const char *cmd = strstr(said, "Command was: ocloc compile");
+        if (cmd) CHECK(strstr(cmd, "-options \"-cl-std=CL1.2\"\n"));
+        tack_program_free(p);
+    }
     CHECK(fake_misuse()[0] == 0);
     return CHECK_SUMMARY();
 }
@@ -866,7 +922,7 @@ int main(int argc, char **argv) {
     if (len <= 0) return 1;
     exe[len] = 0;
     if (argc == 3 && strcmp(argv[1], "--absent") == 0) return child_absent(argv[2]);
-    if (argc == 3 && strcmp(argv[1], "--nofp64") == 0) return child_nofp64();
+    if (argc == 3 && strcmp(argv[1], "--nofp64") == 0) return child_nofp64(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "--queue") == 0) return child_queue(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "--nolists") == 0) return child_nolists();
     if (argc == 3 && strcmp(argv[1], "--adopt-before") == 0) return child_adopt_before(atoi(argv[2]));
@@ -924,7 +980,7 @@ int main(int argc, char **argv) {
         }
         CHECK(fake_misuse()[0] == 0);
         if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
-        CHECK(child_run("FAKE_ZE_FP64=0", "--nofp64", "-"));
+        CHECK(child_run("FAKE_ZE_FP64=0", "--nofp64", ocloc ? "1" : "0"));
         CHECK(child_run("FAKE_ZE_NO_IMMEDIATE=1", "--queue", ocloc ? "1" : "0"));
         CHECK(child_run("FAKE_ZE_NO_LISTS=1", "--nolists", "-"));
         CHECK(child_run("", "--adopt-before", ocloc ? "1" : "0"));
