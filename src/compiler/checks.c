@@ -76,7 +76,6 @@ static void count_defs(check_elider *k, tk_ir *s) {
     for (int i = 0; i < s->n; i++) count_defs(k, s->k[i]);
 }
 
-static const tk_ir *strip(const tk_ir *e);
 
 static int nonneg_expr(const tk_ir *e) {
     while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
@@ -86,17 +85,11 @@ static int nonneg_expr(const tk_ir *e) {
     return 0;
 }
 
-/* A cast that changes nothing (weak i64 -> i64) is looked through. */
-static const tk_ir *strip(const tk_ir *e) {
-    while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
-    return e;
-}
-
 static int lo_plus_nonneg(const tk_ir *lo, int64_t c);
 #define lo_plus_nonneg_fwd(lo) lo_plus_nonneg((lo), 0)
 
 static loopv *induction(check_elider *k, const tk_ir *e) {
-    e = strip(e);
+    e = ir_strip(e);
     if (e->op != IR_LOCAL || k->defs[e->local] != 1) return NULL;
     for (int i = k->n - 1; i >= 0; i--)
         if (k->stack[i].var == e->local) return &k->stack[i];
@@ -106,7 +99,7 @@ static loopv *induction(check_elider *k, const tk_ir *e) {
 /* idx = v + c for an induction variable v and a constant c (also v - c,
  * c + v, and sums of those: (v + 1) + 1 after a local is replaced). */
 static loopv *affine(check_elider *k, const tk_ir *e, int64_t *c) {
-    e = strip(e);
+    e = ir_strip(e);
     *c = 0;
     if (e->op == IR_LOCAL) return induction(k, e);
     if (e->op != IR_BIN || (e->sub != B_ADD && e->sub != B_SUB) || !ty_is_int(e->ty)) return NULL;
@@ -151,15 +144,6 @@ static int index_like(check_elider *k, const tk_ir *e) {
     }
 }
 
-static tk_ir *clone(tk_cc *C, const tk_ir *e) {
-    tk_ir *r = ir_new(C, e->op, e->ty, e->line);
-    *r = *e;
-    r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
-    r->cap = e->n;
-    for (int j = 0; j < e->n; j++) r->k[j] = clone(C, e->k[j]);
-    return r;
-}
-
 /* A loop's variable (an ndrange axis's bounded variable is set at the top of
  * the body, and is better known as that). */
 static int on_stack(check_elider *k, int local) {
@@ -172,7 +156,7 @@ static int on_stack(check_elider *k, int local) {
  * (new nodes only where one is). */
 static tk_ir *subst(check_elider *k, tk_ir *e) {
     if (e->op == IR_LOCAL)
-        return e->local >= 0 && e->local < k->S->nlocals && k->env[e->local] ? clone(k->C, k->env[e->local]) : e;
+        return e->local >= 0 && e->local < k->S->nlocals && k->env[e->local] ? ir_clone(k->C, k->env[e->local]) : e;
     if (e->op != IR_CAST && e->op != IR_BIN && e->op != IR_WRAP) return e;
     tk_ir *r = e;
     for (int i = 0; i < e->n; i++) {
@@ -208,7 +192,7 @@ static void redefined(check_elider *k, int local) {
 /* Provably >= 0: constants, extents, variables of loops from a non-negative
  * start upward, and sums and products of those. */
 static int nonneg_value(check_elider *k, const tk_ir *e) {
-    e = strip(e);
+    e = ir_strip(e);
     switch (e->op) {
     case IR_CONST: return ty_is_int(e->ty) && e->c.i >= 0;
     case IR_SHAPE: return 1;
@@ -228,7 +212,7 @@ static int nonneg_value(check_elider *k, const tk_ir *e) {
 
 /* lo + c >= 0, provably */
 static int lo_plus_nonneg(const tk_ir *lo, int64_t c) {
-    lo = strip(lo);
+    lo = ir_strip(lo);
     if (lo->op == IR_CONST) return lo->c.i >= 0 && lo->c.i + c >= 0;
     return nonneg_expr(lo) && c >= 0;
 }
@@ -260,7 +244,7 @@ static tk_ir *inline_index(check_elider *k, tk_ir *x) {
     if (v == x || !ty_eq(x->ty, ty_value(TACK_I64))) return v == x || ty_eq(v->ty, x->ty) ? v : x;
     int64_t c;
     loopv *lv = affine(k, v, &c);
-    if (!lv || strip(v)->op == IR_LOCAL) return v;
+    if (!lv || ir_strip(v)->op == IR_LOCAL) return v;
     return var_plus(k, lv, c, x->line);
 }
 
@@ -289,10 +273,10 @@ static void kblock(check_elider *k, tk_ir *b) {
             tk_ir *idx = s->k[0], *ext = s->k[1];
             int64_t c;
             loopv *lv = affine(k, idx, &c);
-            if (lv && strip(idx)->op != IR_LOCAL) { /* (v + 1) + 1 as v + 2, the form hoisting reads */
+            if (lv && ir_strip(idx)->op != IR_LOCAL) { /* (v + 1) + 1 as v + 2, the form hoisting reads */
                 s->k[0] = idx = var_plus(k, lv, c, s->line);
             }
-            idx = (tk_ir *)strip(idx);
+            idx = (tk_ir *)ir_strip(idx);
             if (lv && lv->step > 0 && lo_plus_nonneg(lv->lo, c)) {
                 if (c == 0 && same_shape(lv->hi, ext)) {
                     b->k[i] = ir_new(k->C, IR_BLOCK, ty_void(), s->line); /* provably in bounds */
@@ -494,17 +478,17 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
         }
         /* range form: v + c for the loop's own variable v, step 1, lo + c >= 0 */
         if (kind != CK_INDEX || c->local == 2 || !ir_invariant(c->k[1], loop)) continue;
-        const tk_ir *idx = strip(c->k[0]);
+        const tk_ir *idx = ir_strip(c->k[0]);
         int64_t off = 0;
         tk_ir *shift = NULL; /* v + e, e the same in every iteration (a filter tap's j + dj over dj) */
         if (idx->op == IR_BIN && (idx->sub == B_ADD || idx->sub == B_SUB) && idx->k[1]->op == IR_CONST &&
             ty_is_int(idx->k[1]->ty) && idx->k[1]->c.i > -((int64_t)1 << 40) && idx->k[1]->c.i < ((int64_t)1 << 40)) {
             off = idx->sub == B_ADD ? idx->k[1]->c.i : -idx->k[1]->c.i;
-            idx = strip(idx->k[0]);
+            idx = ir_strip(idx->k[0]);
         } else if (idx->op == IR_BIN && idx->sub == B_ADD && c->local == 1 && ty_is_int(idx->ty)) {
             /* a check proven non-negative at every iteration: lo + e >= 0 holds where the loop runs */
             for (int side = 0; side < 2 && !shift; side++) {
-                const tk_ir *v = strip(idx->k[side]);
+                const tk_ir *v = ir_strip(idx->k[side]);
                 if (v->op == IR_LOCAL && !ir_invariant(v, loop) && ir_invariant(idx->k[1 - side], loop)) {
                     shift = idx->k[1 - side];
                     idx = v;

@@ -401,6 +401,13 @@ tk_ir *ir_const_i(tk_cc *C, tk_type ty, int64_t v, int line);
 tk_ir *ir_const_f(tk_cc *C, tk_type ty, double v, int line);
 int ir_is_const(const tk_ir *e);
 int ir_is_simple(const tk_ir *e);   /* a local or a constant: cheap to repeat */
+/* Builders and helpers the loop passes (checks, nests, tile, strength) share. */
+const tk_ir *ir_strip(const tk_ir *e);          /* looks through casts that change nothing */
+tk_ir *ir_clone(tk_cc *C, const tk_ir *e);      /* a deep copy */
+tk_ir *ir_as_i64(tk_cc *C, tk_ir *x);           /* x cast to i64 unless it is one */
+tk_ir *ir_i64_bin(tk_cc *C, int sub, tk_ir *a, tk_ir *b); /* i64 arithmetic, or a comparison of i64s */
+tk_ir *ir_and(tk_cc *C, tk_ir *a, tk_ir *b);    /* a and b; b alone when a is NULL */
+tk_ir *ir_assign(tk_cc *C, int local, tk_ir *v);
 
 /* passes */
 tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nargs);

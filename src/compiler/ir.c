@@ -64,6 +64,53 @@ tk_ir *ir_const_f(tk_cc *C, tk_type ty, double v, int line) {
 
 int ir_is_const(const tk_ir *e) { return e->op == IR_CONST && !e->str; }
 
+/* A cast that changes nothing (weak i64 -> i64) is looked through. */
+const tk_ir *ir_strip(const tk_ir *e) {
+    while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
+    return e;
+}
+
+tk_ir *ir_clone(tk_cc *C, const tk_ir *e) {
+    tk_ir *r = ir_new(C, e->op, e->ty, e->line);
+    *r = *e;
+    r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
+    r->cap = e->n;
+    for (int j = 0; j < e->n; j++) r->k[j] = ir_clone(C, e->k[j]);
+    return r;
+}
+
+tk_ir *ir_as_i64(tk_cc *C, tk_ir *x) {
+    if (ty_eq(x->ty, ty_value(TACK_I64))) return x;
+    tk_ir *c = ir_new(C, IR_CAST, ty_value(TACK_I64), x->line);
+    ir_push(C, c, x);
+    return c;
+}
+
+tk_ir *ir_i64_bin(tk_cc *C, int sub, tk_ir *a, tk_ir *b) {
+    int cmp = sub == B_LT || sub == B_LE || sub == B_GE || sub == B_GT || sub == B_NE || sub == B_EQ;
+    tk_ir *r = ir_new(C, IR_BIN, ty_value(cmp ? TACK_BOOL : TACK_I64), a->line);
+    r->sub = (uint8_t)sub;
+    r->aux_ty = ty_value(TACK_I64);
+    ir_push(C, r, ir_as_i64(C, a));
+    ir_push(C, r, ir_as_i64(C, b));
+    return r;
+}
+
+tk_ir *ir_and(tk_cc *C, tk_ir *a, tk_ir *b) {
+    if (!a) return b;
+    tk_ir *r = ir_new(C, IR_AND, ty_value(TACK_BOOL), a->line);
+    ir_push(C, r, a);
+    ir_push(C, r, b);
+    return r;
+}
+
+tk_ir *ir_assign(tk_cc *C, int local, tk_ir *v) {
+    tk_ir *a = ir_new(C, IR_ASSIGN, ty_void(), v->line);
+    a->local = local;
+    ir_push(C, a, v);
+    return a;
+}
+
 int ir_is_simple(const tk_ir *e) {
     return e->op == IR_CONST || e->op == IR_LOCAL || e->op == IR_SHAPE ||
            (e->op == IR_CAST && (e->k[0]->op == IR_LOCAL || e->k[0]->op == IR_CONST || e->k[0]->op == IR_SHAPE));

@@ -144,45 +144,6 @@ typedef struct lin {
     int64_t c;
 } lin;
 
-static const tk_ir *strip(const tk_ir *e) {
-    while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
-    return e;
-}
-
-static tk_ir *clone(tk_cc *C, const tk_ir *e) {
-    tk_ir *r = ir_new(C, e->op, e->ty, e->line);
-    *r = *e;
-    r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
-    r->cap = e->n;
-    for (int j = 0; j < e->n; j++) r->k[j] = clone(C, e->k[j]);
-    return r;
-}
-
-static tk_ir *as_i64(tk_cc *C, tk_ir *x) {
-    if (ty_eq(x->ty, ty_value(TACK_I64))) return x;
-    tk_ir *c = ir_new(C, IR_CAST, ty_value(TACK_I64), x->line);
-    ir_push(C, c, x);
-    return c;
-}
-
-static tk_ir *bin(tk_cc *C, int sub, tk_ir *a, tk_ir *b) {
-    int cmp = sub == B_LT || sub == B_LE || sub == B_GE || sub == B_GT;
-    tk_ir *r = ir_new(C, IR_BIN, ty_value(cmp ? TACK_BOOL : TACK_I64), a->line);
-    r->sub = (uint8_t)sub;
-    r->aux_ty = ty_value(TACK_I64);
-    ir_push(C, r, as_i64(C, a));
-    ir_push(C, r, as_i64(C, b));
-    return r;
-}
-
-static tk_ir *and_(tk_cc *C, tk_ir *a, tk_ir *b) {
-    if (!a) return b;
-    tk_ir *r = ir_new(C, IR_AND, ty_value(TACK_BOOL), a->line);
-    ir_push(C, r, a);
-    ir_push(C, r, b);
-    return r;
-}
-
 static tk_ir *cst(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
 
 /* Whether e is free of calls and atomics (so evaluating it more or fewer times changes nothing). */
@@ -203,10 +164,10 @@ static int leaf(nest *x, tk_ir *t) {
 /* The least and greatest value of integer e over every execution of the
  * check it belongs to, inside x->f: fixed terms and loop variables. */
 static int range_of(nest *x, const tk_ir *e0, tk_ir **mn, tk_ir **mx) {
-    const tk_ir *e = strip(e0);
+    const tk_ir *e = ir_strip(e0);
     if (e->ty.kind != TY_VALUE || !ty_is_int(e->ty) || dt_bits((tack_dtype)e->ty.dt) != 64) return 0;
     if (ir_invariant(e, x->f) && pure(e)) {
-        tk_ir *t = clone(x->C, e);
+        tk_ir *t = ir_clone(x->C, e);
         *mn = *mx = t;
         return leaf(x, t);
     }
@@ -220,7 +181,7 @@ static int range_of(nest *x, const tk_ir *e0, tk_ir **mn, tk_ir **mx) {
                 ok = range_of(x, x->lo[i], &ln, &lx) && range_of(x, x->hi[i], &hn, &hx);
                 if (ok) {
                     *mn = ln;
-                    *mx = bin(x->C, B_SUB, hx, cst(x->C, 1, e->line));
+                    *mx = ir_i64_bin(x->C, B_SUB, hx, cst(x->C, 1, e->line));
                 }
                 x->depth--;
                 return ok;
@@ -236,8 +197,8 @@ static int range_of(nest *x, const tk_ir *e0, tk_ir **mn, tk_ir **mx) {
     if (e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB)) {
         tk_ir *an, *ax, *bn, *bx;
         if (!range_of(x, e->k[0], &an, &ax) || !range_of(x, e->k[1], &bn, &bx)) return 0;
-        *mn = e->sub == B_ADD ? bin(x->C, B_ADD, an, bn) : bin(x->C, B_SUB, an, bx);
-        *mx = e->sub == B_ADD ? bin(x->C, B_ADD, ax, bx) : bin(x->C, B_SUB, ax, bn);
+        *mn = e->sub == B_ADD ? ir_i64_bin(x->C, B_ADD, an, bn) : ir_i64_bin(x->C, B_SUB, an, bx);
+        *mx = e->sub == B_ADD ? ir_i64_bin(x->C, B_ADD, ax, bx) : ir_i64_bin(x->C, B_SUB, ax, bn);
         return 1;
     }
     return 0;
@@ -262,7 +223,7 @@ static int lin_term(lin *r, const tk_ir *t, int64_t m) {
 
 /* r += m * e */
 static int lin_of(nest *x, const tk_ir *e0, int64_t m, lin *r, int depth) {
-    const tk_ir *e = strip(e0);
+    const tk_ir *e = ir_strip(e0);
     if (depth > 64 || !coef_ok(m) || e->ty.kind != TY_VALUE || !ty_is_int(e->ty) || dt_bits((tack_dtype)e->ty.dt) != 64)
         return 0;
     if (e->op == IR_CONST) {
@@ -285,7 +246,7 @@ static int lin_of(nest *x, const tk_ir *e0, int64_t m, lin *r, int depth) {
         return lin_of(x, e->k[0], m, r, depth + 1) && lin_of(x, e->k[1], e->sub == B_ADD ? m : -m, r, depth + 1);
     if (e->op == IR_BIN && e->sub == B_MUL)
         for (int side = 0; side < 2; side++) {
-            const tk_ir *c = strip(e->k[side]);
+            const tk_ir *c = ir_strip(e->k[side]);
             if (c->op == IR_CONST && ty_is_int(c->ty) && coef_ok(c->c.i) && coef_ok(m * c->c.i))
                 return lin_of(x, e->k[1 - side], m * c->c.i, r, depth + 1);
         }
@@ -335,10 +296,10 @@ static tk_ir *lin_ir(nest *x, const lin *l, tk_ir **t, int line) {
     tk_ir *v = cst(x->C, l->c, line);
     for (int i = 0; i < l->nt; i++) {
         if (!l->tc[i]) continue;
-        tk_ir *term = clone(x->C, l->t[i]);
-        *t = and_(x->C, *t, bin(x->C, B_GE, clone(x->C, term), cst(x->C, -MAG, line)));
-        *t = and_(x->C, *t, bin(x->C, B_LE, clone(x->C, term), cst(x->C, MAG, line)));
-        v = bin(x->C, B_ADD, v, l->tc[i] == 1 ? term : bin(x->C, B_MUL, cst(x->C, l->tc[i], line), term));
+        tk_ir *term = ir_clone(x->C, l->t[i]);
+        *t = ir_and(x->C, *t, ir_i64_bin(x->C, B_GE, ir_clone(x->C, term), cst(x->C, -MAG, line)));
+        *t = ir_and(x->C, *t, ir_i64_bin(x->C, B_LE, ir_clone(x->C, term), cst(x->C, MAG, line)));
+        v = ir_i64_bin(x->C, B_ADD, v, l->tc[i] == 1 ? term : ir_i64_bin(x->C, B_MUL, cst(x->C, l->tc[i], line), term));
     }
     return v;
 }
@@ -355,7 +316,7 @@ static int lin_range(nest *x, const tk_ir *e, tk_ir **mn, tk_ir **mx, tk_ir **t,
     *mx = lin_ir(x, &hi, t, line);
     for (int i = 0; i < x->n; i++)
         if (x->guard[i] && x->llo[i]) {
-            x->cond = and_(x->C, x->cond, x->guard[i]);
+            x->cond = ir_and(x->C, x->cond, x->guard[i]);
             x->guard[i] = NULL;
         }
     return 1;
@@ -374,8 +335,8 @@ static void loop_guard(nest *x, int i, int line) {
         return;
     }
     tk_ir *mn = lin_ir(x, &lo, &t, line), *mx = lin_ir(x, &hi, &t, line);
-    t = and_(x->C, t, bin(x->C, B_GE, mn, cst(x->C, -MAG, line)));
-    t = and_(x->C, t, bin(x->C, B_LE, mx, cst(x->C, MAG, line)));
+    t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, mn, cst(x->C, -MAG, line)));
+    t = ir_and(x->C, t, ir_i64_bin(x->C, B_LE, mx, cst(x->C, MAG, line)));
     x->guard[i] = t;
 }
 
@@ -388,15 +349,15 @@ static int bound_check(nest *x, const tk_ir *s) {
     tk_ir *mn, *mx, *t = NULL;
     int line = s->line;
     if (!lin_range(x, s->k[range ? 1 : 0], &mn, &mx, &t, line)) return 0;
-    tk_ir *ext = clone(x->C, n);
+    tk_ir *ext = ir_clone(x->C, n);
     if (range) { /* lo >= hi or hi <= n: every hi <= n */
-        t = and_(x->C, t, bin(x->C, B_LE, mx, ext));
+        t = ir_and(x->C, t, ir_i64_bin(x->C, B_LE, mx, ext));
     } else { /* 0 <= i < n, or -n <= i < n */
-        tk_ir *low = s->local == CKI_NONNEG ? cst(x->C, 0, line) : bin(x->C, B_SUB, cst(x->C, 0, line), clone(x->C, n));
-        t = and_(x->C, t, bin(x->C, B_GE, mn, low));
-        t = and_(x->C, t, bin(x->C, B_LT, mx, ext));
+        tk_ir *low = s->local == CKI_NONNEG ? cst(x->C, 0, line) : ir_i64_bin(x->C, B_SUB, cst(x->C, 0, line), ir_clone(x->C, n));
+        t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, mn, low));
+        t = ir_and(x->C, t, ir_i64_bin(x->C, B_LT, mx, ext));
     }
-    x->cond = and_(x->C, x->cond, t);
+    x->cond = ir_and(x->C, x->cond, t);
     x->marked[x->nmarked++] = s;
     return 1;
 }
@@ -413,17 +374,17 @@ static int assignments(const tk_ir *s, int v) {
  * sum of at most MAX_LEAVES terms wraps, so the copy writes it with C's
  * signed arithmetic, whose offsets the C compiler can follow (TK_BIN_NOWRAP). */
 static void nowrap_index(nest *x, const tk_ir *ix) {
-    const tk_ir *e = strip(ix);
+    const tk_ir *e = ir_strip(ix);
     if (e->op != IR_BIN || x->nnowrap >= MAX_MARKED) return;
     x->nleaves = 0;
     tk_ir *mn, *mx, *t = NULL;
     if (!range_of(x, e, &mn, &mx)) return;
     for (int i = 0; i < x->nleaves; i++) {
         if (x->leaves[i]->op == IR_CONST) continue;
-        t = and_(x->C, t, bin(x->C, B_GE, x->leaves[i], cst(x->C, -MAG, ix->line)));
-        t = and_(x->C, t, bin(x->C, B_LE, x->leaves[i], cst(x->C, MAG, ix->line)));
+        t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, x->leaves[i], cst(x->C, -MAG, ix->line)));
+        t = ir_and(x->C, t, ir_i64_bin(x->C, B_LE, x->leaves[i], cst(x->C, MAG, ix->line)));
     }
-    if (t) x->cond = and_(x->C, x->cond, t);
+    if (t) x->cond = ir_and(x->C, x->cond, t);
     x->nowrap[x->nnowrap++] = e;
 }
 
@@ -438,7 +399,7 @@ static void scan_indices(nest *x, const tk_ir *e) {
  * that name such values, their sums and differences, and their products
  * with constants. */
 static int stable(const nest *x, const tk_ir *e0) {
-    const tk_ir *e = strip(e0);
+    const tk_ir *e = ir_strip(e0);
     if (e->ty.kind != TY_VALUE || !ty_is_int(e->ty) || dt_bits((tack_dtype)e->ty.dt) != 64) return 0;
     if (ir_invariant(e, x->f) && pure(e)) return 1;
     if (e->op == IR_LOCAL) {
@@ -449,7 +410,7 @@ static int stable(const nest *x, const tk_ir *e0) {
         return 0;
     }
     if (e->op == IR_BIN && e->sub == B_MUL)
-        return (strip(e->k[0])->op == IR_CONST && stable(x, e->k[1])) || (strip(e->k[1])->op == IR_CONST && stable(x, e->k[0]));
+        return (ir_strip(e->k[0])->op == IR_CONST && stable(x, e->k[1])) || (ir_strip(e->k[1])->op == IR_CONST && stable(x, e->k[0]));
     return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && stable(x, e->k[0]) && stable(x, e->k[1]);
 }
 
@@ -525,11 +486,11 @@ static tk_ir *copy_unchecked(nest *x, const tk_ir *s) {
     if (s->op == IR_CHECK && is_marked(x, s)) return ir_new(x->C, IR_BLOCK, ty_void(), s->line);
     for (int i = 0; i < x->nnowrap; i++)
         if (x->nowrap[i] == s) {
-            tk_ir *r = clone(x->C, s);
+            tk_ir *r = ir_clone(x->C, s);
             mark_nowrap(r);
             return r;
         }
-    if (s->op < IR_BLOCK && s->op != IR_LOAD && s->op != IR_ATOMIC && s->op != IR_CAST && s->op != IR_BIN) return clone(x->C, s);
+    if (s->op < IR_BLOCK && s->op != IR_LOAD && s->op != IR_ATOMIC && s->op != IR_CAST && s->op != IR_BIN) return ir_clone(x->C, s);
     tk_ir *r = ir_new(x->C, s->op, s->ty, s->line);
     *r = *s;
     r->k = tk_alloc(&x->C->arena, sizeof(tk_ir *) * (size_t)(s->n ? s->n : 1));
@@ -618,10 +579,10 @@ static void loads_ok(ichg *g, const tk_ir *e) {
 
 /* j or j + c (c a constant), no wrap */
 static int is_j(const tk_ir *e, int j) {
-    e = strip(e);
+    e = ir_strip(e);
     if (e->op == IR_LOCAL) return e->local == j;
-    return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && e->k[1]->op == IR_CONST && strip(e->k[0])->op == IR_LOCAL &&
-           strip(e->k[0])->local == j;
+    return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && e->k[1]->op == IR_CONST && ir_strip(e->k[0])->op == IR_LOCAL &&
+           ir_strip(e->k[0])->local == j;
 }
 
 static int unit_for(const tk_ir *s) { return s->op == IR_FOR && s->k[2]->op == IR_CONST && s->k[2]->c.i == 1; }
@@ -676,26 +637,26 @@ static tk_ir *interchange(tk_cc *C, tk_ir *fj) {
     if (!g.ok) return NULL;
 
     /* if (lo_k < hi_k && disjoint(C, each array read)) { for k: for j: body } else { fj } */
-    tk_ir *cond = bin(C, B_LT, clone(C, fk->k[0]), clone(C, fk->k[1]));
+    tk_ir *cond = ir_i64_bin(C, B_LT, ir_clone(C, fk->k[0]), ir_clone(C, fk->k[1]));
     for (int r = 0; r < g.nreads; r++) {
         tk_ir *d = ir_new(C, IR_MATH, ty_value(TACK_BOOL), fj->line);
         d->sub = M_DISJOINT;
         d->aux_ty = ty_value(TACK_I64);
         d->param = st->param;
         d->aux = g.reads[r];
-        cond = and_(C, cond, d);
+        cond = ir_and(C, cond, d);
     }
     tk_ir *inner = ir_new(C, IR_FOR, ty_void(), fj->line);
     *inner = *fj;
     inner->k = NULL;
     inner->n = inner->cap = 0;
-    for (int i = 0; i < 3; i++) ir_push(C, inner, clone(C, fj->k[i]));
-    ir_push(C, inner, clone(C, fk->k[3]));
+    for (int i = 0; i < 3; i++) ir_push(C, inner, ir_clone(C, fj->k[i]));
+    ir_push(C, inner, ir_clone(C, fk->k[3]));
     tk_ir *outer = ir_new(C, IR_FOR, ty_void(), fk->line);
     *outer = *fk;
     outer->k = NULL;
     outer->n = outer->cap = 0;
-    for (int i = 0; i < 3; i++) ir_push(C, outer, clone(C, fk->k[i]));
+    for (int i = 0; i < 3; i++) ir_push(C, outer, ir_clone(C, fk->k[i]));
     tk_ir *ob = ir_new(C, IR_BLOCK, ty_void(), fk->line);
     ir_push(C, ob, inner);
     ir_push(C, outer, ob);
@@ -733,14 +694,14 @@ static tk_ir *work_of(tk_cc *C, const tk_ir *f, const tk_ir *b, int depth, int *
         if (s->op == IR_BLOCK) {
             tk_ir *inner = work_of(C, f, s, depth, count, small);
             if (!inner) return NULL;
-            w = bin(C, B_ADD, w, inner);
+            w = ir_i64_bin(C, B_ADD, w, inner);
             continue;
         }
         if (s->op == IR_IF) {
             for (int t = 1; t < 3; t++) {
                 tk_ir *inner = work_of(C, f, s->k[t], depth, count, small);
                 if (!inner) return NULL;
-                w = bin(C, B_ADD, w, inner);
+                w = ir_i64_bin(C, B_ADD, w, inner);
             }
             continue;
         }
@@ -751,11 +712,11 @@ static tk_ir *work_of(tk_cc *C, const tk_ir *f, const tk_ir *b, int depth, int *
         tk_ir *trip = ir_new(C, IR_MATH, ty_value(TACK_I64), s->line);
         trip->sub = M_TRIP;
         trip->aux_ty = ty_value(TACK_I64);
-        for (int t = 0; t < 3; t++) ir_push(C, trip, as_i64(C, clone(C, s->k[t])));
-        *small = and_(C, *small, bin(C, B_LE, clone(C, trip), cst(C, (int64_t)1 << 16, s->line)));
+        for (int t = 0; t < 3; t++) ir_push(C, trip, ir_as_i64(C, ir_clone(C, s->k[t])));
+        *small = ir_and(C, *small, ir_i64_bin(C, B_LE, ir_clone(C, trip), cst(C, (int64_t)1 << 16, s->line)));
         tk_ir *body = work_of(C, f, s->k[3], depth + 1, count, small);
         if (!body) return NULL;
-        w = bin(C, B_ADD, w, bin(C, B_MUL, trip, body));
+        w = ir_i64_bin(C, B_ADD, w, ir_i64_bin(C, B_MUL, trip, body));
     }
     return w;
 }
@@ -779,7 +740,7 @@ static tk_ir *quiet(tk_cc *C, tk_spec *S, tk_ir *fast) {
     tk_ir *w = work_of(C, fast, fast->k[3], 0, &count, &small);
     if (!w || !count) return fast;
     int wl = tk_new_local(C, S, "tk_work", ty_value(TACK_I64), S->locals[fast->local].scope);
-    tk_ir *q = clone(C, fast);
+    tk_ir *q = ir_clone(C, fast);
     mark_quiet(q->k[3]);
     q->aux = wl + 1;
     tk_ir *set = ir_new(C, IR_ASSIGN, ty_void(), fast->line);
@@ -792,7 +753,7 @@ static tk_ir *quiet(tk_cc *C, tk_spec *S, tk_ir *fast) {
     tk_ir *els = ir_new(C, IR_BLOCK, ty_void(), fast->line);
     ir_push(C, els, fast);
     tk_ir *iff = ir_new(C, IR_IF, ty_void(), fast->line);
-    ir_push(C, iff, and_(C, small, bin(C, B_LE, clone(C, w), cst(C, (int64_t)1 << 16, fast->line))));
+    ir_push(C, iff, ir_and(C, small, ir_i64_bin(C, B_LE, ir_clone(C, w), cst(C, (int64_t)1 << 16, fast->line))));
     ir_push(C, iff, then);
     ir_push(C, iff, els);
     return iff;
@@ -816,7 +777,7 @@ static tk_ir *version(tk_cc *C, tk_spec *S, tk_ir *f) {
     tk_ir *cond = x.cond, *then = ir_new(C, IR_BLOCK, ty_void(), f->line);
     if (x.nmarked) then->str = "tack: this loop's index checks tested once (nests.c); the loop as written runs if any could fail";
     if (r) {
-        cond = and_(C, cond, r->k[0]);
+        cond = ir_and(C, cond, r->k[0]);
         ir_push(C, then, r->k[1]);
     } else {
         ir_push(C, then, fast);

@@ -173,27 +173,6 @@ static tk_ir *bin(tk_cc *C, int sub, tk_type ty, tk_ir *a, tk_ir *b) {
 
 static tk_ir *i64c(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
 
-static tk_ir *both(tk_cc *C, tk_ir *a, tk_ir *b) {
-    if (!a) return b;
-    tk_ir *x = ir_new(C, IR_AND, ty_value(TACK_BOOL), a->line);
-    ir_push(C, x, a);
-    ir_push(C, x, b);
-    return x;
-}
-
-static tk_ir *assign(tk_cc *C, int l, tk_ir *v) {
-    tk_ir *s = ir_new(C, IR_ASSIGN, ty_void(), v->line);
-    s->local = l;
-    ir_push(C, s, v);
-    return s;
-}
-
-/* A cast that changes nothing (weak i64 -> i64) is looked through. */
-static const tk_ir *strip(const tk_ir *e) {
-    while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
-    return e;
-}
-
 static int count_assigns(const tk_ir *s, int l) {
     int n = ((s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == l) ? 1 : 0;
     for (int i = 0; i < s->n; i++) n += count_assigns(s->k[i], l);
@@ -254,7 +233,7 @@ static int bits_const(int64_t c) {
     return b;
 }
 
-static void add_cond(strength_fn *f, tk_ir *c) { f->cond = both(f->C, f->cond, c); }
+static void add_cond(strength_fn *f, tk_ir *c) { f->cond = ir_and(f->C, f->cond, c); }
 
 /* The loop's index variables are below 2^51 in magnitude under the flag. */
 static int range_bounded(strength_fn *f) {
@@ -279,14 +258,14 @@ static int range_bounded(strength_fn *f) {
 
 /* A constant divisor the fast path takes: 0 < |c| < 2^52. */
 static int const_divisor(const tk_ir *d) {
-    const tk_ir *s = strip(d);
+    const tk_ir *s = ir_strip(d);
     return s->op == IR_CONST && s->c.i != 0 && s->c.i > -((int64_t)1 << FAST_BITS) && s->c.i < ((int64_t)1 << FAST_BITS);
 }
 
 /* 1.0 / d for invariant divisor d: a constant for a constant (0 < |d| < 2^52),
  * else a local computed before the loop, made on first use.  NULL: none. */
 static tk_ir *divider(strength_fn *f, tk_ir *d) {
-    const tk_ir *s = strip(d);
+    const tk_ir *s = ir_strip(d);
     if (s->op == IR_CONST) return const_divisor(d) ? ir_const_f(f->C, ty_value(TACK_F64), 1.0 / (double)s->c.i, d->line) : NULL;
     int key = s->op == IR_LOCAL ? s->local : -1;
     for (int i = 0; key >= 0 && i < f->ndiv; i++)
@@ -297,14 +276,14 @@ static tk_ir *divider(strength_fn *f, tk_ir *d) {
     tk_type i64 = ty_value(TACK_I64), f64 = ty_value(TACK_F64);
     tk_ir *d64 = cast(C, d, i64);
     tk_ir *fast = bin(C, B_NE, i64, d64, i64c(C, 0, line));
-    fast = both(C, fast, bin(C, B_GT, i64, d64, i64c(C, -((int64_t)1 << FAST_BITS), line)));
-    fast = both(C, fast, bin(C, B_LT, i64, d64, i64c(C, (int64_t)1 << FAST_BITS, line)));
+    fast = ir_and(C, fast, bin(C, B_GT, i64, d64, i64c(C, -((int64_t)1 << FAST_BITS), line)));
+    fast = ir_and(C, fast, bin(C, B_LT, i64, d64, i64c(C, (int64_t)1 << FAST_BITS, line)));
     int inv = new_local(C, f->K, "_inv", f64, -1);
     tk_ir *sel = ir_new(C, IR_SELECT, f64, line);
     ir_push(C, sel, fast);
     ir_push(C, sel, bin(C, B_DIV, f64, ir_const_f(C, f64, 1.0, line), cast(C, d64, f64)));
     ir_push(C, sel, ir_const_f(C, f64, 0.0, line));
-    ir_push(C, f->pre, assign(C, inv, sel));
+    ir_push(C, f->pre, ir_assign(C, inv, sel));
     add_cond(f, fast);
     f->div[f->ndiv].key = key;
     f->div[f->ndiv].inv = inv;
@@ -365,7 +344,7 @@ static int bits(strength_fn *f, const tk_ir *e, int depth) {
         case B_MIN: case B_MAX: r = max2(bits(f, a, depth + 1), bits(f, b, depth + 1)); break;
         case B_FLOORDIV: r = bits(f, a, depth + 1); break;
         case B_MOD:
-            if (strip(b)->op == IR_CONST) r = bits(f, b, depth + 1);
+            if (ir_strip(b)->op == IR_CONST) r = bits(f, b, depth + 1);
             else if (ir_invariant(b, f->loop) && !uses_private(f->K, b, f->scope) && divider(f, (tk_ir *)b))
                 r = FAST_BITS;
             break;
@@ -391,7 +370,7 @@ static void count_body(strength_fn *f, tk_ir *s) {
  * exactly at each segment's start; in the segment, i // d is q and i % d is
  * i - q * d (emit_cpu.c's third version of the loop).  Returns q's local or -1. */
 static int segment(strength_fn *f, tk_ir *a, tk_ir *d) {
-    const tk_ir *v = strip(a), *s = strip(d);
+    const tk_ir *v = ir_strip(a), *s = ir_strip(d);
     if (f->loop->aux != 1 || v->op != IR_LOCAL || v->local != f->loop->vars[0] || !range_bounded(f)) return -1;
     if (a->ty.dt != TACK_I64 || d->ty.dt != TACK_I64) return -1;
     if (s->op == IR_CONST && (s->c.i < SEG_MIN || s->c.i > SEG_MAX)) return -1; /* too short, or too long for int32 */
@@ -403,8 +382,8 @@ static int segment(strength_fn *f, tk_ir *a, tk_ir *d) {
     tk_cc *C = f->C;
     tk_type i64 = ty_value(TACK_I64);
     if (s->op != IR_CONST) {
-        f->segcond = both(C, f->segcond, bin(C, B_GE, i64, cast(C, d, i64), i64c(C, SEG_MIN, d->line)));
-        f->segcond = both(C, f->segcond, bin(C, B_LE, i64, cast(C, d, i64), i64c(C, SEG_MAX, d->line)));
+        f->segcond = ir_and(C, f->segcond, bin(C, B_GE, i64, cast(C, d, i64), i64c(C, SEG_MIN, d->line)));
+        f->segcond = ir_and(C, f->segcond, bin(C, B_LE, i64, cast(C, d, i64), i64c(C, SEG_MAX, d->line)));
     }
     if (f->segflag < 0) f->segflag = new_local(C, f->K, "_seg", ty_value(TACK_BOOL), -1);
     int q = new_local(C, f->K, "_q", i64, f->scope);
@@ -420,7 +399,7 @@ static tk_ir *fx(strength_fn *f, tk_ir *x) {
     if (x->op != IR_BIN || (x->sub != B_FLOORDIV && x->sub != B_MOD) || !signed_int(x->ty)) return x;
     tk_ir *a = x->k[0], *d = x->k[1];
     if (!ir_invariant(d, f->loop) || uses_private(f->K, d, f->scope)) return x;
-    if (strip(d)->op == IR_CONST && !const_divisor(d)) return x;
+    if (ir_strip(d)->op == IR_CONST && !const_divisor(d)) return x;
     if (bits(f, a, 0) > FAST_BITS) return x;
     tk_ir *inv = divider(f, d);
     if (!inv) return x;
@@ -461,10 +440,10 @@ static void fastdiv(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *pre) {
     for (int i = 0; i < body->n; i++) body->k[i] = fx(&f, body->k[i]);
     if (!f.sites) return; /* the dividers made for bits() alone are dropped */
     for (int i = 0; i < f.pre->n; i++) ir_push(C, pre, f.pre->k[i]);
-    ir_push(C, pre, assign(C, f.flag, f.cond ? f.cond : ir_const_i(C, ty_value(TACK_BOOL), 1, loop->line)));
+    ir_push(C, pre, ir_assign(C, f.flag, f.cond ? f.cond : ir_const_i(C, ty_value(TACK_BOOL), 1, loop->line)));
     if (f.segflag >= 0) {
         tk_ir *fast = loc(C, K, f.flag, loop->line);
-        ir_push(C, pre, assign(C, f.segflag, f.segcond ? both(C, fast, f.segcond) : fast));
+        ir_push(C, pre, ir_assign(C, f.segflag, f.segcond ? ir_and(C, fast, f.segcond) : fast));
     }
 }
 

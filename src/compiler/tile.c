@@ -122,58 +122,12 @@ typedef struct tiler {
 } tiler;
 
 /* ------------------------------------------------------------- helpers */
-static const tk_ir *strip(const tk_ir *e) {
-    while (e->op == IR_CAST && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.dt == e->ty.dt) e = e->k[0];
-    return e;
-}
-
-static tk_ir *clone(tk_cc *C, const tk_ir *e) {
-    tk_ir *r = ir_new(C, e->op, e->ty, e->line);
-    *r = *e;
-    r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
-    r->cap = e->n;
-    for (int j = 0; j < e->n; j++) r->k[j] = clone(C, e->k[j]);
-    return r;
-}
-
 static tk_ir *cst(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
-
-static tk_ir *as_i64(tk_cc *C, tk_ir *x) {
-    if (ty_eq(x->ty, ty_value(TACK_I64))) return x;
-    tk_ir *c = ir_new(C, IR_CAST, ty_value(TACK_I64), x->line);
-    ir_push(C, c, x);
-    return c;
-}
-
-static tk_ir *bin(tk_cc *C, int sub, tk_ir *a, tk_ir *b) {
-    int cmp = sub == B_LT || sub == B_LE || sub == B_GE || sub == B_GT || sub == B_NE || sub == B_EQ;
-    tk_ir *r = ir_new(C, IR_BIN, ty_value(cmp ? TACK_BOOL : TACK_I64), a->line);
-    r->sub = (uint8_t)sub;
-    r->aux_ty = ty_value(TACK_I64);
-    ir_push(C, r, as_i64(C, a));
-    ir_push(C, r, as_i64(C, b));
-    return r;
-}
-
-static tk_ir *and_(tk_cc *C, tk_ir *a, tk_ir *b) {
-    if (!a) return b;
-    tk_ir *r = ir_new(C, IR_AND, ty_value(TACK_BOOL), a->line);
-    ir_push(C, r, a);
-    ir_push(C, r, b);
-    return r;
-}
 
 static tk_ir *local(tk_cc *C, tk_spec *S, int l, int line) {
     tk_ir *r = ir_new(C, IR_LOCAL, S->locals[l].ty, line);
     r->local = l;
     return r;
-}
-
-static tk_ir *assign(tk_cc *C, int l, tk_ir *v) {
-    tk_ir *a = ir_new(C, IR_ASSIGN, ty_void(), v->line);
-    a->local = l;
-    ir_push(C, a, v);
-    return a;
 }
 
 static tk_ir *block(tk_cc *C, int line) { return ir_new(C, IR_BLOCK, ty_void(), line); }
@@ -183,8 +137,8 @@ static tk_ir *for_(tk_cc *C, int v, tk_ir *lo, tk_ir *hi, int64_t step, tk_ir *b
     tk_ir *f = ir_new(C, IR_FOR, ty_void(), body->line);
     f->local = v;
     f->sub = (uint8_t)sub;
-    ir_push(C, f, as_i64(C, lo));
-    ir_push(C, f, as_i64(C, hi));
+    ir_push(C, f, ir_as_i64(C, lo));
+    ir_push(C, f, ir_as_i64(C, hi));
     ir_push(C, f, cst(C, step, body->line));
     ir_push(C, f, body);
     return f;
@@ -268,17 +222,17 @@ static tk_ir *as_store(tk_cc *C, const tk_ir *s) {
     const tk_ir *a = s->k[0];
     tk_ir *ld = ir_new(C, IR_LOAD, a->ty, a->line);
     ld->param = a->param;
-    for (int k = 1; k < a->n; k++) ir_push(C, ld, clone(C, a->k[k]));
+    for (int k = 1; k < a->n; k++) ir_push(C, ld, ir_clone(C, a->k[k]));
     tk_ir *op = ir_new(C, IR_BIN, a->ty, a->line);
     op->sub = a->sub == A_ADD ? B_ADD : B_SUB;
     op->aux_ty = a->ty;
     ir_push(C, op, ld);
-    ir_push(C, op, clone(C, a->k[0]));
+    ir_push(C, op, ir_clone(C, a->k[0]));
     tk_ir *st = ir_new(C, IR_STORE, ty_void(), a->line);
     st->param = a->param;
     st->sub = ST_PLAIN;
     ir_push(C, st, op);
-    for (int k = 1; k < a->n; k++) ir_push(C, st, clone(C, a->k[k]));
+    for (int k = 1; k < a->n; k++) ir_push(C, st, ir_clone(C, a->k[k]));
     return st;
 }
 
@@ -286,10 +240,10 @@ static int unit_for(const tk_ir *s) { return s->op == IR_FOR && s->k[2]->op == I
 
 /* v or v + c (c a constant) */
 static int is_var(const tk_ir *e, int v) {
-    e = strip(e);
+    e = ir_strip(e);
     if (e->op == IR_LOCAL) return e->local == v;
-    return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && e->k[1]->op == IR_CONST && strip(e->k[0])->op == IR_LOCAL &&
-           strip(e->k[0])->local == v;
+    return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && e->k[1]->op == IR_CONST && ir_strip(e->k[0])->op == IR_LOCAL &&
+           ir_strip(e->k[0])->local == v;
 }
 
 /* --------------------------------------------------------------- match */
@@ -414,11 +368,11 @@ static int hoistable(tiler *t, const tk_ir *e) {
 static tk_ir *subst(tiler *t, const tk_ir *e) {
     tk_cc *C = t->C;
     if (e->op == IR_LOCAL) {
-        if (e->local == t->iv && t->i_to) return clone(C, t->i_to);
-        if (e->local == t->kv && t->k_to) return clone(C, t->k_to);
+        if (e->local == t->iv && t->i_to) return ir_clone(C, t->i_to);
+        if (e->local == t->kv && t->k_to) return ir_clone(C, t->k_to);
         int r = renamed(t, e->local);
         if (r >= 0) return local(C, t->S, r, e->line);
-        return clone(C, e);
+        return ir_clone(C, e);
     }
     if (t->acc >= 0 && e->op == IR_LOAD && e->param == t->store->param) return local(C, t->S, t->acc, e->line);
     if (t->hoist && hoistable(t, e) && t->nhoist < MAX_HOIST) {
@@ -428,7 +382,7 @@ static tk_ir *subst(tiler *t, const tk_ir *e) {
         r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(e->n ? e->n : 1));
         r->cap = e->n;
         for (int j = 0; j < e->n; j++) r->k[j] = subst(t, e->k[j]);
-        t->hoist[t->nhoist++] = assign(C, h, r);
+        t->hoist[t->nhoist++] = ir_assign(C, h, r);
         return local(C, t->S, h, e->line);
     }
     tk_ir *r = ir_new(C, e->op, e->ty, e->line);
@@ -443,7 +397,7 @@ static tk_ir *subst(tiler *t, const tk_ir *e) {
 static tk_ir *plus(tiler *t, int v, int64_t c, int line) {
     tk_ir *x = local(t->C, t->S, v, line);
     if (!c) return x;
-    tk_ir *r = bin(t->C, B_ADD, x, cst(t->C, c, line));
+    tk_ir *r = ir_i64_bin(t->C, B_ADD, x, cst(t->C, c, line));
     r->aux = TK_BIN_NOWRAP;
     if (ty_eq(t->S->locals[v].ty, r->ty)) return r;
     tk_ir *cv = ir_new(t->C, IR_CAST, t->S->locals[v].ty, line);
@@ -487,7 +441,7 @@ static tk_ir *jammed(tiler *t, int jt, int je, int nq, int line) {
         tk_ir *ld = ir_new(C, IR_LOAD, t->store->k[0]->ty, line);
         ld->param = t->store->param;
         for (int a = 1; a < t->store->n; a++) ir_push(C, ld, subst(t, t->store->k[a]));
-        ir_push(C, jb, assign(C, accs[r], ld));
+        ir_push(C, jb, ir_assign(C, accs[r], ld));
     }
     for (int q = 0; q < nq; q++)
         for (int r = 0; r < R_ROWS; r++) {
@@ -500,19 +454,19 @@ static tk_ir *jammed(tiler *t, int jt, int je, int nq, int line) {
                 t->hoist = NULL; /* the pre statements run before the j loop already */
                 tk_ir *v = subst(t, t->pre[i]->k[0]);
                 t->hoist = hoists;
-                ir_push(C, head, assign(C, nl, v));
+                ir_push(C, head, ir_assign(C, nl, v));
                 t->from[t->nmap] = t->pre[i]->local, t->to[t->nmap++] = nl;
             }
             for (int i = 0; i < t->ntmp; i++) {
                 int nl = tk_new_local(C, S, "tk_t", S->locals[t->tmp[i]->local].ty, scope);
                 t->acc = accs[r];
                 tk_ir *v = subst(t, t->tmp[i]->k[0]);
-                ir_push(C, jb, assign(C, nl, v));
+                ir_push(C, jb, ir_assign(C, nl, v));
                 t->from[t->nmap] = t->tmp[i]->local, t->to[t->nmap++] = nl;
             }
             t->acc = accs[r];
             tk_ir *v = subst(t, t->store->k[0]);
-            ir_push(C, jb, assign(C, accs[r], v));
+            ir_push(C, jb, ir_assign(C, accs[r], v));
         }
     for (int r = 0; r < R_ROWS; r++) {
         t->nmap = 0;
@@ -534,7 +488,7 @@ static tk_ir *jammed(tiler *t, int jt, int je, int nq, int line) {
     return head;
 }
 
-static tk_ir *bmin(tk_cc *C, tk_ir *a, tk_ir *b) { return bin(C, B_MIN, a, b); }
+static tk_ir *bmin(tk_cc *C, tk_ir *a, tk_ir *b) { return ir_i64_bin(C, B_MIN, a, b); }
 
 /* ---------------------------------------------------------------- pass */
 /* In the loop as written, `a[.., i, ..] += v` on row i's own element: the store privatize.c
@@ -575,7 +529,7 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     tiler t;
     memset(&t, 0, sizeof t);
     t.C = C, t.S = S, t.iv = iv, t.acc = -1;
-    tk_ir *rows = for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, clone(C, body), TK_FOR_QUIET);
+    tk_ir *rows = for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, ir_clone(C, body), TK_FOR_QUIET);
     tk_ir *cond = NULL;
     t.rows = tk_nests_fast(C, rows, &cond);
     if (!match(&t, scope)) return 0;
@@ -601,30 +555,30 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     krow->aux = w1 + 1;
     ir_push(C, onerow, krow);
     tk_ir *ktile = block(C, line);
-    ir_push(C, ktile, assign(C, ke, bmin(C, bin(C, B_ADD, local(C, S, kt, line), cst(C, KT, line)), clone(C, t.khi))));
-    ir_push(C, ktile, assign(C, kq, bin(C, B_ADD, local(C, S, kt, line),
-                                        bin(C, B_AND, bin(C, B_SUB, local(C, S, ke, line), local(C, S, kt, line)), cst(C, -Q_KS, line)))));
+    ir_push(C, ktile, ir_assign(C, ke, bmin(C, ir_i64_bin(C, B_ADD, local(C, S, kt, line), cst(C, KT, line)), ir_clone(C, t.khi))));
+    ir_push(C, ktile, ir_assign(C, kq, ir_i64_bin(C, B_ADD, local(C, S, kt, line),
+                                        ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, local(C, S, ke, line), local(C, S, kt, line)), cst(C, -Q_KS, line)))));
     ir_push(C, ktile, for_(C, iv, local(C, S, i0, line), local(C, S, ir, line), R_ROWS, rb, TK_FOR_QUIET));
     ir_push(C, ktile, for_(C, iv, local(C, S, ir, line), local(C, S, i1, line), 1, onerow, TK_FOR_QUIET));
     tk_ir *jtile = block(C, line);
-    ir_push(C, jtile, assign(C, je, bmin(C, bin(C, B_ADD, local(C, S, jt, line), cst(C, jt_n, line)), clone(C, t.jhi))));
-    ir_push(C, jtile, assign(C, w1, bin(C, B_SUB, local(C, S, je, line), local(C, S, jt, line))));
-    ir_push(C, jtile, assign(C, wq, bin(C, B_MUL, local(C, S, w1, line), cst(C, R_ROWS * Q_KS, line))));
-    ir_push(C, jtile, for_(C, kt, clone(C, t.klo), clone(C, t.khi), KT, ktile, TK_FOR_QUIET));
+    ir_push(C, jtile, ir_assign(C, je, bmin(C, ir_i64_bin(C, B_ADD, local(C, S, jt, line), cst(C, jt_n, line)), ir_clone(C, t.jhi))));
+    ir_push(C, jtile, ir_assign(C, w1, ir_i64_bin(C, B_SUB, local(C, S, je, line), local(C, S, jt, line))));
+    ir_push(C, jtile, ir_assign(C, wq, ir_i64_bin(C, B_MUL, local(C, S, w1, line), cst(C, R_ROWS * Q_KS, line))));
+    ir_push(C, jtile, for_(C, kt, ir_clone(C, t.klo), ir_clone(C, t.khi), KT, ktile, TK_FOR_QUIET));
     tk_ir *then = block(C, line);
     then->str = "tack: rows tiled (tile.c): panels of rows, blocks of 4 rows by 4 k's, each cell's updates in the same order";
-    ir_push(C, then, for_(C, jt, clone(C, t.jlo), clone(C, t.jhi), jt_n, jtile, TK_FOR_QUIET));
+    ir_push(C, then, for_(C, jt, ir_clone(C, t.jlo), ir_clone(C, t.jhi), jt_n, jtile, TK_FOR_QUIET));
 
     /* the test: nests.c's (the checks), the loops run, C disjoint from what is read */
-    cond = and_(C, cond, bin(C, B_LT, clone(C, t.klo), clone(C, t.khi)));
-    cond = and_(C, cond, bin(C, B_LT, clone(C, t.jlo), clone(C, t.jhi)));
+    cond = ir_and(C, cond, ir_i64_bin(C, B_LT, ir_clone(C, t.klo), ir_clone(C, t.khi)));
+    cond = ir_and(C, cond, ir_i64_bin(C, B_LT, ir_clone(C, t.jlo), ir_clone(C, t.jhi)));
     for (int r = 0; r < t.nreads; r++) {
         tk_ir *d = ir_new(C, IR_MATH, ty_value(TACK_BOOL), line);
         d->sub = M_DISJOINT;
         d->aux_ty = i64;
         d->param = t.store->param;
         d->aux = t.reads[r];
-        cond = and_(C, cond, d);
+        cond = ir_and(C, cond, d);
     }
     /* the fallback: each row as written (with its checks); it runs where an index
      * could fail, C overlaps what is read, or a loop is empty -- not worth a copy of
@@ -639,22 +593,22 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     ir_push(C, iff, els);
 
     /* the parallel loop over panels: i0 = off + panel * P, i1 = min(i0 + P, off + n), ir: i0 + whole blocks */
-    tk_ir *n = as_i64(C, pf->k[0]);
-    tk_ir *off = pf->off ? as_i64(C, pf->off) : cst(C, 0, line);
+    tk_ir *n = ir_as_i64(C, pf->k[0]);
+    tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : cst(C, 0, line);
     tk_ir *nb = block(C, line);
-    ir_push(C, nb, assign(C, i0, bin(C, B_ADD, clone(C, off), bin(C, B_MUL, local(C, S, ib, line), cst(C, P_ROWS, line)))));
-    ir_push(C, nb, assign(C, i1, bmin(C, bin(C, B_ADD, local(C, S, i0, line), cst(C, P_ROWS, line)), bin(C, B_ADD, clone(C, off), clone(C, n)))));
-    ir_push(C, nb, assign(C, ir, bin(C, B_ADD, local(C, S, i0, line),
-                                     bin(C, B_AND, bin(C, B_SUB, local(C, S, i1, line), local(C, S, i0, line)), cst(C, -R_ROWS, line)))));
+    ir_push(C, nb, ir_assign(C, i0, ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_i64_bin(C, B_MUL, local(C, S, ib, line), cst(C, P_ROWS, line)))));
+    ir_push(C, nb, ir_assign(C, i1, bmin(C, ir_i64_bin(C, B_ADD, local(C, S, i0, line), cst(C, P_ROWS, line)), ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_clone(C, n)))));
+    ir_push(C, nb, ir_assign(C, ir, ir_i64_bin(C, B_ADD, local(C, S, i0, line),
+                                     ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, local(C, S, i1, line), local(C, S, i0, line)), cst(C, -R_ROWS, line)))));
     ir_push(C, nb, iff);
     /* panels: n // P + (n % P > 0), which is <= 0 when n is */
-    tk_ir *q = bin(C, B_FLOORDIV, clone(C, n), cst(C, P_ROWS, line));
-    tk_ir *rem = bin(C, B_GT, bin(C, B_MOD, clone(C, n), cst(C, P_ROWS, line)), cst(C, 0, line));
+    tk_ir *q = ir_i64_bin(C, B_FLOORDIV, ir_clone(C, n), cst(C, P_ROWS, line));
+    tk_ir *rem = ir_i64_bin(C, B_GT, ir_i64_bin(C, B_MOD, ir_clone(C, n), cst(C, P_ROWS, line)), cst(C, 0, line));
     tk_ir *sel = ir_new(C, IR_SELECT, i64, line);
     ir_push(C, sel, rem);
     ir_push(C, sel, cst(C, 1, line));
     ir_push(C, sel, cst(C, 0, line));
-    pf->k[0] = bin(C, B_ADD, q, sel);
+    pf->k[0] = ir_i64_bin(C, B_ADD, q, sel);
     pf->k[1] = nb;
     pf->vars[0] = ib;
     pf->off = NULL;
