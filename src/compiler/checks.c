@@ -174,18 +174,11 @@ static tk_ir *subst(check_elider *k, tk_ir *e) {
     return r;
 }
 
-static int mentions(const tk_ir *e, int local) {
-    if (e->op == IR_LOCAL) return e->local == local;
-    for (int i = 0; i < e->n; i++)
-        if (mentions(e->k[i], local)) return 1;
-    return 0;
-}
-
 /* A definition of `local` met by the walk: entries whose values name it go. */
 static void redefined(check_elider *k, int local) {
     for (int i = 0; i < k->nlog; i++) {
         int v = k->log[i];
-        if (k->env[v] && mentions(k->env[v], local)) k->env[v] = NULL;
+        if (k->env[v] && ir_mentions(k->env[v], local)) k->env[v] = NULL;
     }
 }
 
@@ -455,12 +448,6 @@ static tk_ir *add_i64(tk_cc *C, tk_ir *a, tk_ir *b) {
 }
 
 /* How many statements under s assign local v. */
-static int assignments(const tk_ir *s, int v) {
-    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == v;
-    for (int i = 0; i < s->n; i++) n += assignments(s->k[i], v);
-    return n;
-}
-
 /* Checks to move out of `loop`, appended to `out`; they are replaced by empty blocks. */
 static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
     tk_ir *body = body_of(loop);
@@ -511,7 +498,7 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
                     if (!ir_invariant(lo, loop) || !ir_invariant(hi, loop)) lo = NULL;
                 }
             for (int j = 0; loop->bnd && j + 2 < loop->bnd->n; j += 3)
-                if (loop->bnd->k[j]->local == idx->local && assignments(body, idx->local) == 1) {
+                if (loop->bnd->k[j]->local == idx->local && ir_assignments(body, idx->local) == 1) {
                     lo = loop->bnd->k[j + 1]; /* set once, by the body's first statements */
                     hi = loop->bnd->k[j + 2];
                     if (!ir_invariant(lo, loop) || !ir_invariant(hi, loop)) lo = NULL;

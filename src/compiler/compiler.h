@@ -408,6 +408,9 @@ tk_ir *ir_as_i64(tk_cc *C, tk_ir *x);           /* x cast to i64 unless it is on
 tk_ir *ir_i64_bin(tk_cc *C, int sub, tk_ir *a, tk_ir *b); /* i64 arithmetic, or a comparison of i64s */
 tk_ir *ir_and(tk_cc *C, tk_ir *a, tk_ir *b);    /* a and b; b alone when a is NULL */
 tk_ir *ir_assign(tk_cc *C, int local, tk_ir *v);
+int ir_mentions(const tk_ir *e, int local);      /* e reads local somewhere */
+int ir_assignments(const tk_ir *s, int local);   /* assignments and loops of s that set local */
+int ir_same(const tk_ir *a, const tk_ir *b);     /* the same pure expression (loads, locals, arithmetic) */
 
 /* passes */
 tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nargs);

@@ -159,3 +159,35 @@ const char *tk_un_name(int u) {
     static const char *n[U_COUNT] = {"neg", "not", "invert", "abs", "truth"};
     return (unsigned)u < U_COUNT ? n[u] : "?";
 }
+
+int ir_mentions(const tk_ir *e, int local) {
+    if (e->op == IR_LOCAL) return e->local == local;
+    for (int i = 0; i < e->n; i++)
+        if (ir_mentions(e->k[i], local)) return 1;
+    return 0;
+}
+
+/* Counts IR_ASSIGN, IR_SETCOMP and IR_FOR (a serial loop sets its variable);
+ * a parallel loop's variables are not counted. */
+int ir_assignments(const tk_ir *s, int local) {
+    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == local;
+    for (int i = 0; i < s->n; i++) n += ir_assignments(s->k[i], local);
+    return n;
+}
+
+/* Structural equality of expressions made of constants, locals, extents,
+ * wraps, loads, casts and arithmetic; anything else is never "the same". */
+int ir_same(const tk_ir *a, const tk_ir *b) {
+    if (a->op != b->op || a->sub != b->sub || a->n != b->n || !ty_eq(a->ty, b->ty)) return 0;
+    switch (a->op) {
+    case IR_CONST: if (a->c.i != b->c.i || a->str || b->str) return 0; break;
+    case IR_LOCAL: if (a->local != b->local) return 0; break;
+    case IR_SHAPE: case IR_WRAP: if (a->param != b->param || a->aux != b->aux) return 0; break;
+    case IR_LOAD: if (a->param != b->param) return 0; break;
+    case IR_CAST: case IR_BIN: case IR_UN: if (a->op == IR_BIN && !ty_eq(a->aux_ty, b->aux_ty)) return 0; break;
+    default: return 0;
+    }
+    for (int i = 0; i < a->n; i++)
+        if (!ir_same(a->k[i], b->k[i])) return 0;
+    return 1;
+}

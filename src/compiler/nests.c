@@ -205,13 +205,12 @@ static int range_of(nest *x, const tk_ir *e0, tk_ir **mn, tk_ir **mx) {
 }
 
 /* ------------------------------------------- linear forms (triangular bounds) */
-static int same(const tk_ir *a, const tk_ir *b);
 
 static int coef_ok(int64_t a) { return a >= -MAX_COEF && a <= MAX_COEF; }
 
 static int lin_term(lin *r, const tk_ir *t, int64_t m) {
     for (int i = 0; i < r->nt; i++)
-        if (r->t[i] == t || same(r->t[i], t)) {
+        if (r->t[i] == t || ir_same(r->t[i], t)) {
             r->tc[i] += m;
             return coef_ok(r->tc[i]);
         }
@@ -363,12 +362,6 @@ static int bound_check(nest *x, const tk_ir *s) {
 }
 
 /* How many statements under s assign local v. */
-static int assignments(const tk_ir *s, int v) {
-    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == v;
-    for (int i = 0; i < s->n; i++) n += assignments(s->k[i], v);
-    return n;
-}
-
 /* An index of a load or store in f whose terms are all bounded: under the
  * test that each term lies within +-2^50 (added to x->cond), no partial
  * sum of at most MAX_LEAVES terms wraps, so the copy writes it with C's
@@ -434,7 +427,7 @@ static void collect(nest *x, const tk_ir *s) {
             const tk_ir *a = s->k[i];
             collect(x, a);
             if (a->op == IR_ASSIGN && a->local >= 0 && x->ndefs < MAX_DEFS && !on_stack(x, a->local) &&
-                assignments(x->f, a->local) == 1 && stable(x, a->k[0])) {
+                ir_assignments(x->f, a->local) == 1 && stable(x, a->k[0])) {
                 x->dlocal[x->ndefs] = a->local;
                 x->dval[x->ndefs++] = a->k[0];
             }
@@ -446,7 +439,7 @@ static void collect(nest *x, const tk_ir *s) {
     case IR_WHILE: collect(x, s->k[1]); return;
     case IR_FOR: {
         int fixed = x->n < MAX_LOOPS && s->k[2]->op == IR_CONST && s->k[2]->c.i > 0 && stable(x, s->k[0]) &&
-                    stable(x, s->k[1]) && assignments(x->f, s->local) == 1;
+                    stable(x, s->k[1]) && ir_assignments(x->f, s->local) == 1;
         if (fixed) {
             int i = x->n;
             x->var[i] = s->local;
@@ -522,28 +515,6 @@ static int stmts(const tk_ir *b, tk_ir **out, int n, int max) {
 }
 
 /* ---------------------------------------------------------- interchange */
-static int mentions(const tk_ir *e, int local) {
-    if (e->op == IR_LOCAL) return e->local == local;
-    for (int i = 0; i < e->n; i++)
-        if (mentions(e->k[i], local)) return 1;
-    return 0;
-}
-
-static int same(const tk_ir *a, const tk_ir *b) {
-    if (a->op != b->op || a->sub != b->sub || a->n != b->n || !ty_eq(a->ty, b->ty)) return 0;
-    switch (a->op) {
-    case IR_CONST: if (a->c.i != b->c.i || a->str || b->str) return 0; break;
-    case IR_LOCAL: if (a->local != b->local) return 0; break;
-    case IR_SHAPE: case IR_WRAP: if (a->param != b->param || a->aux != b->aux) return 0; break;
-    case IR_LOAD: if (a->param != b->param) return 0; break;
-    case IR_CAST: case IR_BIN: case IR_UN: if (a->op == IR_BIN && !ty_eq(a->aux_ty, b->aux_ty)) return 0; break;
-    default: return 0;
-    }
-    for (int i = 0; i < a->n; i++)
-        if (!same(a->k[i], b->k[i])) return 0;
-    return 1;
-}
-
 typedef struct ichg {
     const tk_ir *store;
     int temps[16], ntemps;
@@ -561,7 +532,7 @@ static void loads_ok(ichg *g, const tk_ir *e) {
         if (e->param == g->store->param) {
             if (e->n != g->store->n - 1) { g->ok = 0; return; }
             for (int i = 0; i < e->n; i++)
-                if (!same(e->k[i], g->store->k[i + 1])) { g->ok = 0; return; }
+                if (!ir_same(e->k[i], g->store->k[i + 1])) { g->ok = 0; return; }
             return;
         } else {
             int seen = 0;
@@ -597,7 +568,7 @@ static tk_ir *interchange(tk_cc *C, tk_ir *fj) {
     for (int i = 0; i < 2; i++) {
         if (!ir_invariant(fj->k[i], fj) || !pure(fj->k[i]) || !ir_invariant(fk->k[i], fj) || !pure(fk->k[i])) return NULL;
     }
-    if (assignments(fj, j) != 1 || assignments(fj, k) != 1) return NULL;
+    if (ir_assignments(fj, j) != 1 || ir_assignments(fj, k) != 1) return NULL;
     tk_ir *body[17];
     int nb = stmts(fk->k[3], body, 0, 16);
     if (nb < 1 || nb > 16) return NULL;
@@ -610,9 +581,9 @@ static tk_ir *interchange(tk_cc *C, tk_ir *fj) {
     g.ok = 1;
     for (int i = 0; i < nb - 1; i++) { /* locals, each assigned once before it is read */
         tk_ir *a = body[i];
-        if (a->op != IR_ASSIGN || a->local == j || a->local == k || assignments(fj, a->local) != 1) return NULL;
+        if (a->op != IR_ASSIGN || a->local == j || a->local == k || ir_assignments(fj, a->local) != 1) return NULL;
         for (int t = i; t < nb - 1; t++)
-            if (mentions(a->k[0], body[t]->local)) return NULL;
+            if (ir_mentions(a->k[0], body[t]->local)) return NULL;
         g.temps[g.ntemps++] = a->local;
         loads_ok(&g, a->k[0]);
     }
@@ -621,10 +592,10 @@ static tk_ir *interchange(tk_cc *C, tk_ir *fj) {
     int jaxes = 0;
     for (int i = 1; i < st->n; i++) {
         const tk_ir *ix = st->k[i];
-        if (mentions(ix, k)) return NULL;
+        if (ir_mentions(ix, k)) return NULL;
         for (int t = 0; t < g.ntemps; t++)
-            if (mentions(ix, g.temps[t])) return NULL;
-        if (mentions(ix, j)) {
+            if (ir_mentions(ix, g.temps[t])) return NULL;
+        if (ir_mentions(ix, j)) {
             if (!is_j(ix, j)) return NULL;
             jaxes++;
         } else if (!ir_invariant(ix, fj) || !pure(ix)) {

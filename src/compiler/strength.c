@@ -173,12 +173,6 @@ static tk_ir *bin(tk_cc *C, int sub, tk_type ty, tk_ir *a, tk_ir *b) {
 
 static tk_ir *i64c(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
 
-static int count_assigns(const tk_ir *s, int l) {
-    int n = ((s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == l) ? 1 : 0;
-    for (int i = 0; i < s->n; i++) n += count_assigns(s->k[i], l);
-    return n;
-}
-
 static void mark_reads(const tk_ir *s, char *read) {
     if (s->op == IR_LOCAL && s->local >= 0) read[s->local] = 1;
     for (int i = 0; i < s->n; i++) mark_reads(s->k[i], read);
@@ -204,7 +198,7 @@ static void licm_block(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *b, int scope, c
         }
         int l = s->op == IR_ASSIGN ? s->local : -1;
         if (l >= 0 && K->locals[l].scope == scope && K->locals[l].ty.kind == TY_VALUE && !read[l] &&
-            count_assigns(body_of(loop), l) == 1 && ir_invariant(s->k[0], loop) &&
+            ir_assignments(body_of(loop), l) == 1 && ir_invariant(s->k[0], loop) &&
             !uses_private(K, s->k[0], scope)) {
             ir_push(C, pre, s);
             b->k[i] = ir_new(C, IR_BLOCK, ty_void(), s->line);

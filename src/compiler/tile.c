@@ -151,34 +151,6 @@ static int pure(const tk_ir *e) {
     return 1;
 }
 
-static int mentions(const tk_ir *e, int l) {
-    if (e->op == IR_LOCAL) return e->local == l;
-    for (int i = 0; i < e->n; i++)
-        if (mentions(e->k[i], l)) return 1;
-    return 0;
-}
-
-static int assignments(const tk_ir *s, int v) {
-    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == v;
-    for (int i = 0; i < s->n; i++) n += assignments(s->k[i], v);
-    return n;
-}
-
-static int same(const tk_ir *a, const tk_ir *b) {
-    if (a->op != b->op || a->sub != b->sub || a->n != b->n || !ty_eq(a->ty, b->ty)) return 0;
-    switch (a->op) {
-    case IR_CONST: if (a->c.i != b->c.i || a->str || b->str) return 0; break;
-    case IR_LOCAL: if (a->local != b->local) return 0; break;
-    case IR_SHAPE: case IR_WRAP: if (a->param != b->param || a->aux != b->aux) return 0; break;
-    case IR_LOAD: if (a->param != b->param) return 0; break;
-    case IR_CAST: case IR_BIN: case IR_UN: if (a->op == IR_BIN && !ty_eq(a->aux_ty, b->aux_ty)) return 0; break;
-    default: return 0;
-    }
-    for (int i = 0; i < a->n; i++)
-        if (!same(a->k[i], b->k[i])) return 0;
-    return 1;
-}
-
 static int empty(const tk_ir *s) {
     if (s->op == IR_BLOCK) {
         for (int i = 0; i < s->n; i++)
@@ -255,7 +227,7 @@ static void loads_ok(tiler *t, const tk_ir *e, int allow_c) {
         if (e->param == t->store->param) {
             if (!allow_c || e->n != t->store->n - 1) { t->ok = 0; return; }
             for (int i = 0; i < e->n; i++)
-                if (!same(e->k[i], t->store->k[i + 1])) { t->ok = 0; return; }
+                if (!ir_same(e->k[i], t->store->k[i + 1])) { t->ok = 0; return; }
             return;
         }
         int seen = 0;
@@ -278,7 +250,7 @@ static int elem_ok(tk_spec *S, const tk_ir *st) {
 
 /* A local the nest assigns: once, private to the iteration, a plain value. */
 static int own_local(tiler *t, int l, int scope) {
-    return l != t->iv && l != t->kv && l != t->jv && assignments(t->rows, l) == 1 && t->S->locals[l].scope == scope &&
+    return l != t->iv && l != t->kv && l != t->jv && ir_assignments(t->rows, l) == 1 && t->S->locals[l].scope == scope &&
            t->S->locals[l].ty.kind == TY_VALUE;
 }
 
@@ -294,7 +266,7 @@ static int match(tiler *t, int scope) {
     if (n2 < 1 || n2 > MAX_STMTS + 1 || (l2b[n2 - 1]->op != IR_STORE && !add_atomic(l2b[n2 - 1]))) return 0;
     for (int i = 0; i < 2; i++)
         if (!ir_invariant(l1->k[i], t->rows) || !pure(l1->k[i]) || !ir_invariant(l2->k[i], t->rows) || !pure(l2->k[i])) return 0;
-    if (assignments(t->rows, l1->local) != 1 || assignments(t->rows, l2->local) != 1) return 0;
+    if (ir_assignments(t->rows, l1->local) != 1 || ir_assignments(t->rows, l2->local) != 1) return 0;
     tk_ir *st = as_store(t->C, l2b[n2 - 1]);
     if (st->param < 0 || st->n < 3 || !elem_ok(t->S, st)) return 0;
     t->store = st;
@@ -302,11 +274,11 @@ static int match(tiler *t, int scope) {
     int v1 = l1->local, v2 = l2->local, iaxes = 0, jaxes = 0, jvar = -1;
     for (int a = 1; a < st->n; a++) {
         const tk_ir *ix = st->k[a];
-        if (mentions(ix, t->iv)) {
+        if (ir_mentions(ix, t->iv)) {
             if (!is_var(ix, t->iv)) return 0;
             iaxes++;
-        } else if (mentions(ix, v1) || mentions(ix, v2)) {
-            int v = mentions(ix, v1) ? v1 : v2;
+        } else if (ir_mentions(ix, v1) || ir_mentions(ix, v2)) {
+            int v = ir_mentions(ix, v1) ? v1 : v2;
             if (!is_var(ix, v) || jvar >= 0) return 0;
             jvar = v;
             jaxes++;
@@ -334,14 +306,14 @@ static int match(tiler *t, int scope) {
         tk_ir *a = all[i];
         if (a->op != IR_ASSIGN || !own_local(t, a->local, scope) || a->k[0]->ty.kind != TY_VALUE) return 0;
         for (int u = i; u < na; u++)
-            if (mentions(a->k[0], all[u]->local)) return 0;
-        if (i < t->npre && mentions(a->k[0], t->jv)) return 0;
+            if (ir_mentions(a->k[0], all[u]->local)) return 0;
+        if (i < t->npre && ir_mentions(a->k[0], t->jv)) return 0;
         loads_ok(t, a->k[0], i >= t->npre);
     }
     for (int a = 1; a < st->n; a++) {
         for (int u = 0; u < na; u++)
-            if (mentions(st->k[a], all[u]->local)) return 0;
-        if (mentions(st->k[a], t->kv)) return 0;
+            if (ir_mentions(st->k[a], all[u]->local)) return 0;
+        if (ir_mentions(st->k[a], t->kv)) return 0;
         loads_ok(t, st->k[a], 0);
     }
     loads_ok(t, st->k[0], 1);
@@ -359,9 +331,9 @@ static tk_ir *subst(tiler *t, const tk_ir *e);
 
 /* A load that does not depend on j (nor on a local of the j loop), hoisted to a local. */
 static int hoistable(tiler *t, const tk_ir *e) {
-    if (e->op != IR_LOAD || e->param == t->store->param || mentions(e, t->jv)) return 0;
+    if (e->op != IR_LOAD || e->param == t->store->param || ir_mentions(e, t->jv)) return 0;
     for (int i = 0; i < t->ntmp; i++)
-        if (mentions(e, t->tmp[i]->local)) return 0;
+        if (ir_mentions(e, t->tmp[i]->local)) return 0;
     return 1;
 }
 

@@ -460,7 +460,9 @@ def test_triangular_same_bits(fn, shape, monkeypatch):
 ])
 def test_triangular_out_of_bounds_same_error(fn, args, bad, monkeypatch):
     """Where a row's test fails, the loop as written runs: the same IndexError (message,
-    site, operands) after the same writes as without the pass."""
+    site, operands) as without the pass, and every cell both runs wrote has the same
+    value.  Which other rows ran before the failure stopped the loop depends on the
+    threads' timing (test_triangular_one_row_same_writes compares the writes of one row)."""
     a_on = list(args())
     msg_on = _message(tack.kernel(fn), a_on)
     a_off = list(args())
@@ -468,7 +470,8 @@ def test_triangular_out_of_bounds_same_error(fn, args, bad, monkeypatch):
         m.setenv("TACK_NESTS", "0")
         msg_off = _message(tack.kernel(fn), a_off)
     assert msg_on == msg_off and bad in msg_on
-    assert np.array_equal(a_on[-1], a_off[-1])
+    both = (a_on[-1] != 0) & (a_off[-1] != 0)
+    assert np.array_equal(a_on[-1][both], a_off[-1][both])
 
 
 def test_triangular_one_row_same_writes(monkeypatch):
