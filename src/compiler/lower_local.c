@@ -43,9 +43,16 @@
  * Lowering an index or a value may add temporaries to the locals, which
  * moves them: a pointer to a tk_local is taken again after it.
  *
+ * A float16 array is what a float16 array parameter is: a storage type.
+ * Its elements are held as their bits (uint16_t in every dialect), a load
+ * widens one to f32 exactly (tk_h2f) and a store rounds the f32 value to
+ * the nearest f16, ties to even (tk_f2h): lowering types its loads and
+ * stores f32 (lw_dtype_type) and the emitter adds the conversions, so a
+ * function it is passed to sees the same bits an f16 parameter has.
+ *
  * Sizes are bounded, since the array is on a thread's stack: 16 KiB per
  * array on the CPU and 4 KiB on GPUs, where a larger one spills from
- * registers into slow local memory.
+ * registers into slow local memory (an f16 element counts 2 bytes).
  */
 #include <string.h>
 
@@ -57,6 +64,10 @@ int64_t tk_local_elems(const tk_local *l) {
     int64_t n = 1;
     for (int k = 0; k < l->ty.ndim; k++) n *= l->ashape[k];
     return n;
+}
+
+const char *tk_local_elem_type(const tk_local *l, const char *ctype) {
+    return l->ty.kind == TY_ARRAY && l->ty.dt == TACK_F16 ? "uint16_t" : ctype;
 }
 
 int lw_local_array(lw_state *L, const char *name) {
@@ -161,7 +172,7 @@ static int maker_dtype(lw_state *L, const tack_node *call, int numpy, tk_ir *fil
         else if (k == TACK_KIND_FLOAT) dt = numpy ? TACK_F64 : TACK_F32;
         else dt = TACK_I64;
     }
-    if (dt == TACK_F16) ERR(call, "local array '%s': float16 local arrays are not supported; use a float32 one (a float16 array parameter takes its values, rounded)", what);
+    if (dt == TACK_F16) L->C->uses_f16 = 1; /* stored as its bits, as a float16 array parameter is */
     if (dt >= TACK_VEC2 && dt <= TACK_MAT44D)
         ERR(call, "local array '%s': a local array's elements must be numbers (complex included) or bools, not %s; "
                   "use one array per component, or one with a last axis for them", what, dt_name((tack_dtype)dt));
@@ -197,7 +208,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     l = &L->S->locals[loc]; /* lowering the value may have added locals (and moved them) */
     int dt = maker_dtype(L, call, numpy, fill, what);
     if (dt < 0) return; /* the fill value's type is not known yet */
-    tk_type et = ty_value((tack_dtype)dt);
+    tk_type et = lw_dtype_type((tack_dtype)dt); /* f16: values are f32, rounded where stored */
     /* the size */
     int gpu = L->C->dialect && L->C->dialect->pfor_as_function == 0;
     int64_t cap = gpu ? GPU_BYTES : CPU_BYTES, item = dt_bits((tack_dtype)dt) / 8;
@@ -311,7 +322,7 @@ void lw_local_written_by(lw_state *L, int loc, const char *fn, tack_node *n) {
 tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
     l->read = 1;
-    tk_ir *ld = lw_mk(L, IR_LLOAD, ty_value((tack_dtype)l->ty.dt), n);
+    tk_ir *ld = lw_mk(L, IR_LLOAD, lw_dtype_type((tack_dtype)l->ty.dt), n);
     ld->local = loc;
     indices(L, loc, idx, nidx, ld, n);
     return ld;
@@ -319,10 +330,10 @@ tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node 
 
 static tk_ir *to_element(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
-    tk_type et = ty_value((tack_dtype)l->ty.dt);
+    tk_type et = lw_dtype_type((tack_dtype)l->ty.dt);
     if (!lw_known(v)) return v;
     if (v->ty.kind != TY_VALUE || !ty_is_scalar(v->ty))
-        ERR(n, "cannot store %s into an element of local array '%s' (%s)", TN(v->ty), l->name, TN(et));
+        ERR(n, "cannot store %s into an element of local array '%s' (%s)", TN(v->ty), l->name, TN(ty_value((tack_dtype)l->ty.dt)));
     return lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, n) : lw_cast(L, v, et));
 }
 

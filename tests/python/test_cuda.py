@@ -322,7 +322,7 @@ def test_language_suite_compiles_for_cuda(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
     files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
                                      "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py",
-                                     "test_local_arrays.py")]
+                                     "test_local_arrays.py", "test_local_arrays_f16.py")]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files],
                           env=env, capture_output=True, text=True, timeout=600)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -132,7 +132,7 @@ def test_language_suite_compiles_for_hip(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
     files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
                                      "test_complex.py",
-                                     "test_local_arrays.py")]
+                                     "test_local_arrays.py", "test_local_arrays_f16.py")]
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     # (this process once died of a signal in CI: test_kernels.py's threads compiled with hiprtc at

@@ -334,7 +334,7 @@ def test_language_suite_kernels_metal_against_cpu(tmp_path, fake):
 
 
 def test_local_arrays_suite_metal_against_cpu(tmp_path, fake):
-    """Every call that tests/python/test_local_arrays.py makes (local arrays,
+    """Every call that tests/python/test_local_arrays.py (and _f16.py) makes (local arrays,
     @tack.func, frames), run on Metal and on the CPU by the _metal_differential
     plugin: the same arrays after, or the same error."""
     out = tmp_path / "diff.json"
@@ -344,7 +344,7 @@ def test_local_arrays_suite_metal_against_cpu(tmp_path, fake):
     env.pop("FAKE_METAL_COUNT", None)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_metal_differential",
-           str(HERE / "test_local_arrays.py")]
+           str(HERE / "test_local_arrays.py"), str(HERE / "test_local_arrays_f16.py")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     res = json.loads(out.read_text())

@@ -368,7 +368,8 @@ def test_language_suite_type_checks_as_msl(tmp_path):
     env = dict(os.environ, TACK_CUDA_CAPTURE=str(out), TACK_CAPTURE_TARGET="metal")
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
     files = [str(HERE / f) for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
-                                     "test_complex.py", "test_local_arrays.py")]
+                                     "test_complex.py", "test_local_arrays.py",
+                                     "test_local_arrays_f16.py")]
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_cuda_capture", *files]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
