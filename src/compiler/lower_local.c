@@ -54,6 +54,7 @@
  * array on the CPU and 4 KiB on GPUs, where a larger one spills from
  * registers into slow local memory (an f16 element counts 2 bytes).
  */
+#include <math.h>
 #include <string.h>
 
 #include "compiler/lower.h"
@@ -237,6 +238,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     if (full) {
         if (!lw_known(fill)) return;
         if (fill->ty.kind != TY_VALUE || !ty_is_scalar(fill->ty)) ERR(call, "local array '%s' cannot be filled with %s", what, TN(fill->ty));
+        if (dt == TACK_F16) fill = lw_f16_const(L, fill);
         v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : lw_cast(L, fill, et));
     } else if (ty_is_complex(et)) { /* a complex zero or one: the real constant, converted */
         tk_type re = ty_value(et.dt == TACK_C64 ? TACK_F32 : TACK_F64);
@@ -254,6 +256,35 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     s->local = loc;
     ir_push(L->C, s, v);
     lw_emit(L, s);
+}
+
+/* ---------------------------------------------------------- float16 */
+/* The float16 nearest to d, ties to even, overflowing to infinity, as a
+ * double (every float16 is one, and an f32 too). */
+static double half_round(double d) {
+    if (d != d || d == 0 || isinf(d)) return d;
+    double a = fabs(d);
+    if (a >= 65520.0) return copysign(INFINITY, d); /* past halfway from 65504 to 65536 */
+    int e;
+    frexp(a, &e); /* a in [2^(e-1), 2^e): 11 significant bits, so steps of 2^(e-11) */
+    int q = e - 11 < -24 ? -24 : e - 11; /* subnormals: steps of 2^-24 */
+    double s = ldexp(a, -q), r = floor(s), rem = s - r; /* exact: a scaling, then s < 2^12 */
+    if (rem > 0.5 || (rem == 0.5 && fmod(r, 2.0) == 1.0)) r += 1.0;
+    return copysign(ldexp(r, q), d);
+}
+
+/* v, about to be stored into a float16 element (of a local array or an
+ * array parameter), which converts an f32 value: a float64 constant (a
+ * Python float, a fill value) becomes the f32 of its nearest float16, as
+ * NumPy rounds it in one step; rounding it to f32 first would round twice,
+ * and 1 + 2**-11 + 2**-30 would become 1.0, not 1.0009765625. */
+tk_ir *lw_f16_const(lw_state *L, tk_ir *v) {
+    if (!lw_known(v) || v->ty.kind != TY_VALUE || !ty_is_float(v->ty) || dt_bits((tack_dtype)v->ty.dt) != 64) return v;
+    const tk_ir *c = v;
+    int neg = 0;
+    for (; c->op == IR_UN && c->sub == U_NEG && c->n == 1; c = c->k[0]) neg = !neg; /* -1.5: not folded yet */
+    if (c->op != IR_CONST || !ty_eq(c->ty, v->ty)) return v;
+    return ir_const_f(L->C, ty_value(TACK_F32), half_round(neg ? -c->c.f : c->c.f), v->line);
 }
 
 /* --------------------------------------------------------------- access */
@@ -334,6 +365,7 @@ static tk_ir *to_element(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     if (!lw_known(v)) return v;
     if (v->ty.kind != TY_VALUE || !ty_is_scalar(v->ty))
         ERR(n, "cannot store %s into an element of local array '%s' (%s)", TN(v->ty), l->name, TN(ty_value((tack_dtype)l->ty.dt)));
+    if (l->ty.dt == TACK_F16) v = lw_f16_const(L, v);
     return lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, n) : lw_cast(L, v, et));
 }
 

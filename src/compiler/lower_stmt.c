@@ -114,6 +114,7 @@ static void store_element(lw_state *L, tack_node *t, int p, tk_ir *v) {
         if (v->ty.kind != TY_VALUE || (ty_is_scalar(et) && !ty_is_scalar(v->ty)) ||
             (!ty_is_scalar(et) && !ty_is_scalar(v->ty) && v->ty.dt != et.dt))
             ERR(t, "cannot store %s into an element of '%s' (%s)", TN(v->ty), L->S->pnames[p], TN(et));
+        if (L->S->ptypes[p].dt == TACK_F16) v = lw_f16_const(L, v); /* rounded once (lower_local.c) */
         v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, t) : lw_cast(L, v, et));
     }
     tk_ir *st = lw_mk(L, IR_STORE, ty_void(), t);

@@ -333,3 +333,30 @@ def test_bad_stores_name_the_element_type(k, msg):
     with pytest.raises(tack.CompileError, match=msg) as e:
         k(np.zeros(2, np.float32))
     assert e.value.lineno is not None
+
+
+# ------------------------------------------- Python floats rounded once
+# float64 values next to a float16 tie: rounded to f32 first, each would
+# round the other way (to 1.0, to 0.0, to inf); NumPy rounds them once.
+NEAR_TIE = 1 + 2**-11 + 2**-30
+NEAR_SUBNORMAL_TIE = 2**-25 + 2**-60
+NEAR_OVERFLOW = 65519.99999999
+
+
+def python_floats(p16, out):
+    for i in range(out.shape[0]):
+        h = np.full(6, NEAR_TIE, np.float16)
+        h[1] = NEAR_SUBNORMAL_TIE
+        h[2] = NEAR_OVERFLOW
+        h[3] = -1.0004882821813226             # a literal
+        h[4] = -NEAR_SUBNORMAL_TIE
+        p16[0] = NEAR_TIE                       # an array parameter's element: the same
+        p16[1] = NEAR_OVERFLOW
+        for k in range(6):
+            out[i, k] = h[k]
+
+
+def test_python_floats_round_once_as_numpy_rounds_them():
+    got = _compare(python_floats, lambda: (np.zeros(2, np.float16), np.zeros((2, 6), np.float32)), (0, 1))
+    assert got[1][0].tolist() == [1 + 2**-10, 2**-24, 65504, -(1 + 2**-10), -(2**-24), 1 + 2**-10]
+    assert got[0].tolist() == [1 + 2**-10, 65504]
