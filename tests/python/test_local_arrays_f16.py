@@ -360,3 +360,61 @@ def test_python_floats_round_once_as_numpy_rounds_them():
     got = _compare(python_floats, lambda: (np.zeros(2, np.float16), np.zeros((2, 6), np.float32)), (0, 1))
     assert got[1][0].tolist() == [1 + 2**-10, 2**-24, 65504, -(1 + 2**-10), -(2**-24), 1 + 2**-10]
     assert got[0].tolist() == [1 + 2**-10, 65504]
+
+
+# ------------------------------------------------ every bit pattern
+def round_trips(p16, out16, out32):
+    for i in range(p16.shape[0]):
+        h = np.empty(1, np.float16)
+        h[0] = p16[i]                   # widened from the parameter, rounded back: the same half
+        out16[i] = h[0]
+        out32[i] = h[0]                 # widened exactly
+
+
+def test_every_float16_widens_exactly_and_stores_back_unchanged():
+    p16 = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    got = _compare(round_trips, lambda: (p16.copy(), np.zeros(65536, np.float16), np.zeros(65536, np.float32)),
+                   (1, 2))
+    _same(got[1][~np.isnan(p16)], p16[~np.isnan(p16)])
+
+
+def test_random_float32_bit_patterns_round_as_numpy_rounds_them():
+    x = np.random.default_rng(16).integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x[:EDGES.size] = EDGES
+    _compare(rounds_on_store, lambda: (x.copy(), np.zeros(x.size, np.float16), np.zeros((x.size, 2), np.float32)),
+             (1, 2))
+
+
+@tack.func
+def smallest_half(x, i):
+    h = np.full(2, 65504.0, np.float16)     # a function's own float16 array
+    for k in range(x.shape[1]):
+        h[1] = x[i, k]
+        if h[1] < h[0]:
+            h[0] = h[1]
+    return h[0]
+
+
+def per_row_minimum(x, out):
+    for i in range(x.shape[0]):
+        out[i] = smallest_half(x, i)
+
+
+def test_a_function_makes_its_own():
+    x = np.random.default_rng(3).standard_normal((6, 9)).astype(np.float32) * 1000
+    _compare(per_row_minimum, lambda: (x.copy(), np.zeros(6, np.float32)), (1,))
+
+
+@tack.kernel
+def reads_past_the_end(out, k):
+    for i in range(out.shape[0]):
+        h = np.ones(3, np.float16)
+        out[i] = h[k]
+
+
+def test_indices_are_checked():
+    out = np.zeros(2, np.float32)
+    reads_past_the_end(out, -3)
+    assert out.tolist() == [1.0, 1.0]
+    with pytest.raises(IndexError):
+        reads_past_the_end(out, 3)
