@@ -735,7 +735,7 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         P(e, "a%d[", s->param);
         flat_index(e, s, 1);
         P(e, "] = ");
-        if (sdt == TACK_F16) P(e, "tk_f2h(");
+        if (sdt == TACK_F16) P(e, s->k[0]->ty.dt == TACK_F64 ? "tk_d2h(" : "tk_f2h("); /* a float64: rounded once */
         else if (sdt == TACK_BOOL) P(e, "(uint8_t)(");
         ex(e, s->k[0]);
         if (sdt == TACK_F16 || sdt == TACK_BOOL) P(e, ")");
@@ -750,7 +750,7 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         local_name(e, s->local);
         if (s->op == IR_LFILL) P(e, "[l_] = ");
         else { P(e, "["); local_index(e, s, 1); P(e, "] = "); }
-        if (h) P(e, "tk_f2h(");
+        if (h) P(e, s->k[0]->ty.dt == TACK_F64 ? "tk_d2h(" : "tk_f2h(");
         ex(e, s->k[0]);
         P(e, h ? ");\n" : ";\n");
         return;

@@ -48,7 +48,9 @@
  * widens one to f32 exactly (tk_h2f) and a store rounds the f32 value to
  * the nearest f16, ties to even (tk_f2h): lowering types its loads and
  * stores f32 (lw_dtype_type) and the emitter adds the conversions, so a
- * function it is passed to sees the same bits an f16 parameter has.
+ * function it is passed to sees the same bits an f16 parameter has.  A
+ * float64 is stored as it is and rounded once (tk_d2h), a float64 constant
+ * rounded here (lw_f16_value), for parameters' f16 elements too.
  *
  * Sizes are bounded, since the array is on a thread's stack: 16 KiB per
  * array on the CPU and 4 KiB on GPUs, where a larger one spills from
@@ -238,8 +240,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     if (full) {
         if (!lw_known(fill)) return;
         if (fill->ty.kind != TY_VALUE || !ty_is_scalar(fill->ty)) ERR(call, "local array '%s' cannot be filled with %s", what, TN(fill->ty));
-        if (dt == TACK_F16) fill = lw_f16_const(L, fill);
-        v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : lw_cast(L, fill, et));
+        v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : dt == TACK_F16 ? lw_f16_value(L, fill) : lw_cast(L, fill, et));
     } else if (ty_is_complex(et)) { /* a complex zero or one: the real constant, converted */
         tk_type re = ty_value(et.dt == TACK_C64 ? TACK_F32 : TACK_F64);
         v = lw_hoist(L, lw_cast(L, ir_const_f(L->C, re, strcmp(fn, "ones") ? 0.0 : 1.0, call->line), et));
@@ -273,18 +274,24 @@ static double half_round(double d) {
     return copysign(ldexp(r, q), d);
 }
 
-/* v, about to be stored into a float16 element (of a local array or an
- * array parameter), which converts an f32 value: a float64 constant (a
- * Python float, a fill value) becomes the f32 of its nearest float16, as
- * NumPy rounds it in one step; rounding it to f32 first would round twice,
- * and 1 + 2**-11 + 2**-30 would become 1.0, not 1.0009765625. */
-tk_ir *lw_f16_const(lw_state *L, tk_ir *v) {
-    if (!lw_known(v) || v->ty.kind != TY_VALUE || !ty_is_float(v->ty) || dt_bits((tack_dtype)v->ty.dt) != 64) return v;
+/* v, a scalar about to be stored into a float16 element (of a local array
+ * or an array parameter), as the value the store rounds once, as NumPy
+ * does; through f32 a float64 would round twice, and 1 + 2**-11 + 2**-30
+ * would become 1.0, not 1.0009765625.  A float64 constant (a Python float,
+ * a fill value) becomes the f32 of its nearest float16 here, so the store
+ * keeps it and the kernel needs no float64; a float64 computed at run time
+ * stays float64, and the store rounds it with tk_d2h (the emitter picks it
+ * by the value's type); anything else becomes f32, for tk_f2h. */
+tk_ir *lw_f16_value(lw_state *L, tk_ir *v) {
+    if (!lw_known(v) || v->ty.kind != TY_VALUE || !ty_is_float(v->ty) || dt_bits((tack_dtype)v->ty.dt) != 64)
+        return lw_cast(L, v, ty_value(TACK_F32));
     const tk_ir *c = v;
     int neg = 0;
     for (; c->op == IR_UN && c->sub == U_NEG && c->n == 1; c = c->k[0]) neg = !neg; /* -1.5: not folded yet */
-    if (c->op != IR_CONST || !ty_eq(c->ty, v->ty)) return v;
-    return ir_const_f(L->C, ty_value(TACK_F32), half_round(neg ? -c->c.f : c->c.f), v->line);
+    if (c->op == IR_CONST && ty_eq(c->ty, v->ty))
+        return ir_const_f(L->C, ty_value(TACK_F32), half_round(neg ? -c->c.f : c->c.f), v->line);
+    if (v->ty.weak) return lw_cast(L, v, ty_value(TACK_F32)); /* a Python float meets f32, as elsewhere */
+    return v;
 }
 
 /* --------------------------------------------------------------- access */
@@ -365,7 +372,7 @@ static tk_ir *to_element(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     if (!lw_known(v)) return v;
     if (v->ty.kind != TY_VALUE || !ty_is_scalar(v->ty))
         ERR(n, "cannot store %s into an element of local array '%s' (%s)", TN(v->ty), l->name, TN(ty_value((tack_dtype)l->ty.dt)));
-    if (l->ty.dt == TACK_F16) v = lw_f16_const(L, v);
+    if (l->ty.dt == TACK_F16) return lw_hoist(L, lw_f16_value(L, v));
     return lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, n) : lw_cast(L, v, et));
 }
 

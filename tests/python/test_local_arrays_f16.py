@@ -418,3 +418,46 @@ def test_indices_are_checked():
     assert out.tolist() == [1.0, 1.0]
     with pytest.raises(IndexError):
         reads_past_the_end(out, 3)
+
+
+# ------------------------------------------ float64 values rounded once
+def from_float64(x, p16, out16):
+    for i in range(x.shape[0]):
+        h = np.zeros(2, np.float16)
+        h[0] = x[i]                     # a float64 array's element: rounded once, with tk_d2h
+        h[1] = x[i] * 0.5               # float64 arithmetic: the same
+        h[1] += x[i]                    # f32 + f64 is f64: rounded once again
+        p16[i] = x[i]                   # an array parameter's element: the same
+        out16[i, 0] = h[0]
+        out16[i, 1] = h[1]
+
+
+def test_float64_values_round_once_as_numpy_rounds_them():
+    rng = np.random.default_rng(64)
+    x = np.concatenate([
+        [NEAR_TIE, -NEAR_TIE, NEAR_SUBNORMAL_TIE, -NEAR_SUBNORMAL_TIE, NEAR_OVERFLOW, 1e300, -1e300, 1e-300,
+         -1e-300, 0.0, -0.0, np.inf, -np.inf, np.nan, 65520.0, 2**-25, 3 * 2**-26, 2**-14 - 2**-25],
+        # next to every kind of tie: a float16 halfway point, nudged by a few float64 steps
+        np.ldexp(rng.integers(2**10, 2**11, 3000) * 2 + 1, rng.integers(-35, 6, 3000)).astype(np.float64)
+        * (1 + rng.integers(-3, 4, 3000) * 2.0**-52),
+        rng.standard_normal(2000) * 10.0 ** rng.integers(-9, 6, 2000),
+    ])
+    got = _compare(from_float64, lambda: (x.copy(), np.zeros(x.size, np.float16), np.zeros((x.size, 2), np.float16)),
+                   (1, 2))
+    with np.errstate(over="ignore"):
+        via_f32 = x.astype(np.float32).astype(np.float16)
+    assert (got[1].view(np.uint16) != via_f32.view(np.uint16)).sum() > 500    # double rounding would miss these
+
+
+def test_only_a_float64_value_takes_the_float64_conversion():
+    x16 = np.zeros(4, np.float16)
+    src = tack.kernel(from_float64).generated_source(np.zeros(4), x16, np.zeros((4, 2), np.float16))
+    assert "tk_d2h(" in src
+    src = tack.kernel(rounds_on_store).generated_source(*_edges_args())
+    assert "tk_d2h(v" not in src and "tk_f2h(" in src
+    for target in ("opencl", "cuda", "hip"):
+        src = tack.kernel(from_float64).generated_source(np.zeros(4), x16, np.zeros((4, 2), np.float16),
+                                                         target=target)
+        assert "tk_d2h(" in src, target
+    src = tack.kernel(python_floats).generated_source(x16, np.zeros((2, 6), np.float32), target="opencl")
+    assert "fp64=0 */" in src    # Python floats rounded while compiling: no float64 in the kernel
