@@ -427,7 +427,8 @@ def from_float64(x, p16, out16):
         h[0] = x[i]                     # a float64 array's element: rounded once, with tk_d2h
         h[1] = x[i] * 0.5               # float64 arithmetic: the same
         h[1] += x[i]                    # f32 + f64 is f64: rounded once again
-        p16[i] = x[i]                   # an array parameter's element: the same
+        p16[i] = x[i] * 0.25            # an array parameter's element: the same
+        p16[i] += x[i]                  # (a read-modify-write of one)
         out16[i, 0] = h[0]
         out16[i, 1] = h[1]
 
