@@ -462,3 +462,27 @@ def test_only_a_float64_value_takes_the_float64_conversion():
         assert "tk_d2h(" in src, target
     src = tack.kernel(python_floats).generated_source(x16, np.zeros((2, 6), np.float32), target="opencl")
     assert "fp64=0 */" in src    # Python floats rounded while compiling: no float64 in the kernel
+
+
+def store_argument(s, out):
+    for i in range(out.shape[0]):
+        h = np.zeros(1, np.float16)
+        h[0] = s
+        out[i] = h[0]
+
+
+def test_a_float_argument_stored_as_it_is_goes_through_f32():
+    """A float argument is a weak value: where it meets only f32 it is
+    passed as an f32 (the kernel needs no float64), so storing it into a
+    float16 element rounds twice, where NumPy rounds once -- the difference
+    the chapter lists; an f64 array of one element, or a constant, rounds
+    once."""
+    k = tack.kernel(store_argument)
+    out = np.zeros(1, np.float32)
+    for s in (NEAR_TIE, np.float64(NEAR_TIE)):
+        k(s, out)
+        assert out[0] == 1.0                        # through f32: the tie, to even (NumPy: 1 + 2**-10)
+    assert "fp64=0 */" in k.generated_source(NEAR_TIE, out, target="opencl")
+    got = _compare(from_float64, lambda: (np.array([NEAR_TIE]), np.zeros(1, np.float16), np.zeros((1, 2), np.float16)),
+                   (1, 2))
+    assert got[2][0, 0] == 1 + 2**-10
