@@ -318,6 +318,10 @@ typedef struct tk_local {
 
 /* The number of elements of local array l (its extents' product). */
 int64_t tk_local_elems(const tk_local *l);
+/* The C type of local array l's elements with value type `ctype`: a float16
+ * array holds its elements' bits ("uint16_t", as every dialect stores f16
+ * array parameters), read through tk_h2f and written through tk_f2h. */
+const char *tk_local_elem_type(const tk_local *l, const char *ctype);
 
 typedef struct tk_spec {
     int func;

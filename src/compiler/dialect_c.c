@@ -170,6 +170,13 @@ static const char PRELUDE_F16[] =
     "    uint32_t r = ((a - 0x38000000u) >> 13), rem = a & 0x1fffu;\n"
     "    if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) r++;\n"
     "    return (uint16_t)(s | r);\n"
+    "}\n"
+    /* f64 -> f16 rounded once: to f32 rounding to odd (an inexact result takes the
+     * neighbour with an odd last bit), which f32's 13 spare bits make exact for tk_f2h */
+    "static inline uint16_t tk_d2h(double d) {\n"
+    "    float f = (float)d; uint32_t u; __builtin_memcpy(&u, &f, 4);\n"
+    "    if (f == f && (double)f != d && !(u & 1)) u += (((double)f < d) == (d > 0)) ? 1u : 0xffffffffu;\n"
+    "    __builtin_memcpy(&f, &u, 4); return tk_f2h(f);\n"
     "}\n";
 
 static const char PRELUDE_ATOMIC[] =

@@ -140,7 +140,8 @@ static const char PRELUDE_WARP[] =
 
 static const char PRELUDE_F16[] =
     "TK_D float tk_h2f(uint16_t h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
-    "TK_D uint16_t tk_f2h(float f) { uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+    "TK_D uint16_t tk_f2h(float f) { uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+    TK_CU_D2H;
 
 const char tk_cu_prelude_atomic[] =
     "/* 8 and 16-bit integers: compare-and-swap on the enclosing aligned word. */\n"

@@ -30,6 +30,15 @@ TK_HIDDEN void tk_cu_trailer(tk_emitter *e);
 /* Write the flush of privatized sum `a`: warp-summed when `full` (the whole
  * warp is active), added by the lane where `lane0` holds; else per thread. */
 TK_HIDDEN void tk_cuda_flush(tk_emitter *e, tk_ir *a, const char *full, const char *lane0);
+/* f64 -> f16 rounded once, after each dialect's tk_f2h: to f32 rounding to
+ * odd (an inexact result takes the neighbour with an odd last bit), which
+ * f32's 13 spare bits make exact for tk_f2h's one rounding. */
+#define TK_CU_D2H                                                                                          \
+    "TK_D uint16_t tk_d2h(double d) {\n"                                                                   \
+    "    union { float f; uint32_t u; } c; c.f = (float)d;\n"                                             \
+    "    if (c.f == c.f && (double)c.f != d && !(c.u & 1)) c.u += (((double)c.f < d) == (d > 0)) ? 1u : 0xffffffffu;\n" \
+    "    return tk_f2h(c.f);\n"                                                                            \
+    "}\n"
 /* NaN and infinity, f32 and f64 (tk_dialect.float_specials) */
 extern TK_HIDDEN const char *const tk_cuda_specials[4];
 

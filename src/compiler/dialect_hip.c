@@ -40,7 +40,8 @@ static const char PRELUDE_WARP[] =
 
 static const char PRELUDE_F16[] =
     "TK_D float tk_h2f(uint16_t h) { union { uint16_t u; _Float16 f; } c; c.u = h; return (float)c.f; }\n"
-    "TK_D uint16_t tk_f2h(float f) { union { uint16_t u; _Float16 f; } c; c.f = (_Float16)f; return c.u; }\n";
+    "TK_D uint16_t tk_f2h(float f) { union { uint16_t u; _Float16 f; } c; c.f = (_Float16)f; return c.u; }\n"
+    TK_CU_D2H;
 
 /* int64_t atomics: HIP (ROCm 5.2) has no signed 64-bit atomicMin/Max, so
  * those are compare-and-swap loops; add and sub use the unsigned add. */

@@ -205,7 +205,14 @@ static const char PRELUDE_F16[] =
     "    uint32_t r = ((a - 0x38000000u) >> 13), rem = a & 0x1fffu;\n"
     "    if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) r++;\n"
     "    return (uint16_t)(s | r);\n"
-    "}\n";
+    "}\n"
+    "#ifdef TK_FP64\n" /* f64 -> f16 rounded once: through f32 rounding to odd (dialect_c.c) */
+    "static uint16_t tk_d2h(double d) {\n"
+    "    float f = (float)d; uint u = as_uint(f);\n"
+    "    if (f == f && (double)f != d && !(u & 1)) u += (((double)f < d) == (d > 0)) ? 1u : 0xffffffffu;\n"
+    "    return tk_f2h(as_float(u));\n"
+    "}\n"
+    "#endif\n";
 
 static const char PRELUDE_ATOMIC[] =
     "/* 8 and 16-bit integers: compare-and-swap on the enclosing aligned word. */\n"

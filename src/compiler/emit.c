@@ -403,7 +403,7 @@ static void emit_call(tk_emitter *e, tk_ir *x) {
             const tk_local *l = &e->S->locals[a->local];
             /* the cast drops the const of a pre-loop array read in the loop's CPU chunk
              * (emit_cpu.c); lowering refuses a callee that writes one there */
-            P(e, ", (%s%s *)", e->D->thread_ptr ? e->D->thread_ptr : "", ctype(e, l->ty.dt));
+            P(e, ", (%s%s *)", e->D->thread_ptr ? e->D->thread_ptr : "", tk_local_elem_type(l, ctype(e, l->ty.dt)));
             local_name(e, a->local);
             for (int k = 0; k < l->ty.ndim; k++) P(e, ", (int64_t)%lld", (long long)l->ashape[k]);
         } else {
@@ -451,12 +451,16 @@ void em_expr(tk_emitter *e, tk_ir *x) {
         if (x->param < 0) P(e, ", (int64_t)%lld)", (long long)x->c.i); /* a local array's extent */
         else P(e, ", a%d_s%d)", x->param, x->aux);
         return;
-    case IR_LLOAD:
+    case IR_LLOAD: {
+        int h = e->S->locals[x->local].ty.dt == TACK_F16; /* its bits, widened */
+        if (h) P(e, "tk_h2f(");
         local_name(e, x->local);
         P(e, "[");
         local_index(e, x, 0);
         P(e, "]");
+        if (h) P(e, ")");
         return;
+    }
     case IR_VEC: emit_vec(e, x); return;
     case IR_COMP:
         P(e, "(");
@@ -734,7 +738,7 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         P(e, "a%d[", s->param);
         flat_index(e, s, 1);
         P(e, "] = ");
-        if (sdt == TACK_F16) P(e, "tk_f2h(");
+        if (sdt == TACK_F16) P(e, s->k[0]->ty.dt == TACK_F64 ? "tk_d2h(" : "tk_f2h("); /* a float64: rounded once */
         else if (sdt == TACK_BOOL) P(e, "(uint8_t)(");
         ex(e, s->k[0]);
         if (sdt == TACK_F16 || sdt == TACK_BOOL) P(e, ")");
@@ -742,12 +746,18 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         return;
     }
     case IR_LSTORE:
-        I(e); local_name(e, s->local); P(e, "["); local_index(e, s, 1); P(e, "] = "); ex(e, s->k[0]); P(e, ";\n");
+    case IR_LFILL: { /* an element, or (a local array's creation) every element; f16 rounded to its bits */
+        int h = e->S->locals[s->local].ty.dt == TACK_F16;
+        I(e);
+        if (s->op == IR_LFILL) P(e, "for (int64_t l_ = 0; l_ < %lld; l_++) ", (long long)tk_local_elems(&e->S->locals[s->local]));
+        local_name(e, s->local);
+        if (s->op == IR_LFILL) P(e, "[l_] = ");
+        else { P(e, "["); local_index(e, s, 1); P(e, "] = "); }
+        if (h) P(e, s->k[0]->ty.dt == TACK_F64 ? "tk_d2h(" : "tk_f2h(");
+        ex(e, s->k[0]);
+        P(e, h ? ");\n" : ";\n");
         return;
-    case IR_LFILL: /* a local array's creation: every element */
-        I(e); P(e, "for (int64_t l_ = 0; l_ < %lld; l_++) ", (long long)tk_local_elems(&e->S->locals[s->local]));
-        local_name(e, s->local); P(e, "[l_] = "); ex(e, s->k[0]); P(e, ";\n");
-        return;
+    }
     case IR_IF:
         I(e); P(e, "if ("); ex(e, s->k[0]); P(e, ") {\n");
         e->ind++; block(e, s->k[1]); e->ind--;
@@ -814,7 +824,7 @@ void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *ca
         if (l->ty.kind == TY_ARRAY) { /* a local array: all its elements, row-major */
             int64_t n = tk_local_elems(l);
             I(e);
-            P(e, "%s ", ctype(e, l->ty.dt));
+            P(e, "%s ", tk_local_elem_type(l, ctype(e, l->ty.dt)));
             local_name(e, i);
             P(e, "[%lld] = {0};\n", (long long)(n > 0 ? n : 1));
             continue;
@@ -850,7 +860,8 @@ static void func_signature(tk_emitter *e, tk_spec *S, int si) {
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
         if (t.kind == TY_ARRAY) {
-            if (p < 64 && (S->plarr >> p & 1)) P(e, ", %s%s *a%d", th, ctype(e, t.dt), p); /* a local array: private */
+            if (p < 64 && (S->plarr >> p & 1)) /* a local array: private (f16: its bits, as a parameter's) */
+                P(e, ", %s%s *a%d", th, t.dt == TACK_F16 ? "uint16_t" : ctype(e, t.dt), p);
             else P(e, ", %s *a%d", e->D->storage_type((tack_dtype)t.dt), p);
             for (int k = 0; k < t.ndim; k++) P(e, ", int64_t a%d_s%d", p, k);
         } else {

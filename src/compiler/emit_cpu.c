@@ -600,7 +600,7 @@ static void pfor_function(tk_emitter *e, tk_ir *s, int id, tk_chunkfn which) {
     array_decls(e, S, "F");
     for (int i = 0; i < S->nlocals; i++) {
         if (S->locals[i].scope != -1 || (S->locals[i].ty.kind != TY_VALUE && S->locals[i].ty.kind != TY_ARRAY)) continue;
-        I(e); P(e, "const %s ", ctype(e, S->locals[i].ty.dt));
+        I(e); P(e, "const %s ", tk_local_elem_type(&S->locals[i], ctype(e, S->locals[i].ty.dt)));
         if (S->locals[i].ty.kind == TY_ARRAY) P(e, "*const "); /* a local array, read only here (lower_local.c) */
         local_name(e, i); P(e, " = F->"); local_name(e, i);
         P(e, "; (void)"); local_name(e, i); P(e, ";\n");
@@ -783,7 +783,7 @@ void tk_cpu_frame(tk_emitter *e, tk_buf *out) {
     }
     for (int i = 0; i < K->nlocals; i++) {
         if (K->locals[i].scope != -1 || (K->locals[i].ty.kind != TY_VALUE && K->locals[i].ty.kind != TY_ARRAY)) continue;
-        P(e, "    %s ", ctype(e, K->locals[i].ty.dt));
+        P(e, "    %s ", tk_local_elem_type(&K->locals[i], ctype(e, K->locals[i].ty.dt)));
         if (K->locals[i].ty.kind == TY_ARRAY) P(e, "const *"); /* the entry's local array, which outlives the loop */
         local_name(e, i);
         P(e, ";\n");

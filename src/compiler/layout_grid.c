@@ -175,7 +175,7 @@ static size_t local_bytes(const tk_spec *K, int i) {
 /* Declare frame local i (zeroed) in a phase. */
 static void declare_frame_local(tk_emitter *e, const tk_spec *K, int i) {
     tk_emitter_indent(e);
-    tk_emitter_printf(e, "%s ", tk_dialect_c.ctype((tack_dtype)K->locals[i].ty.dt));
+    tk_emitter_printf(e, "%s ", tk_local_elem_type(&K->locals[i], tk_dialect_c.ctype((tack_dtype)K->locals[i].ty.dt)));
     tk_emitter_local(e, i);
     if (K->locals[i].ty.kind == TY_ARRAY) tk_emitter_printf(e, "[%lld]", (long long)local_elems(K, i));
     tk_emitter_printf(e, " = {0};\n");
@@ -453,7 +453,7 @@ void tk_grid_kernel(tk_emitter *e, tk_buf *out, const tk_grid *G) {
     tk_emitter_printf(e, "typedef struct tk_frame {\n    int64_t unused_;\n");
     for (int i = 0; i < K->nlocals; i++) {
         if (!is_frame_local(K, i)) continue;
-        tk_emitter_printf(e, "    %s ", tk_dialect_c.ctype((tack_dtype)K->locals[i].ty.dt));
+        tk_emitter_printf(e, "    %s ", tk_local_elem_type(&K->locals[i], tk_dialect_c.ctype((tack_dtype)K->locals[i].ty.dt)));
         tk_emitter_local(e, i);
         if (K->locals[i].ty.kind == TY_ARRAY) tk_emitter_printf(e, "[%lld]", (long long)local_elems(K, i));
         tk_emitter_printf(e, ";\n");

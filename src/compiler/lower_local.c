@@ -50,11 +50,21 @@
  * Lowering an index or a value may add temporaries to the locals, which
  * moves them: a pointer to a tk_local is taken again after it.
  *
+ * A float16 array is what a float16 array parameter is: a storage type.
+ * Its elements are held as their bits (uint16_t in every dialect), a load
+ * widens one to f32 exactly (tk_h2f) and a store rounds the f32 value to
+ * the nearest f16, ties to even (tk_f2h): lowering types its loads and
+ * stores f32 (lw_dtype_type) and the emitter adds the conversions, so a
+ * function it is passed to sees the same bits an f16 parameter has.  A
+ * float64 is stored as it is and rounded once (tk_d2h), a float64 constant
+ * rounded here (lw_f16_value), for parameters' f16 elements too.
+ *
  * Sizes are bounded, since the array is on a thread's stack: 16 KiB per
  * array on the CPU and 4 KiB on GPUs, where a larger one spills from
  * registers into slow local memory; an element counts its whole itemsize
- * (12 bytes for a vec3).
+ * (12 bytes for a vec3, 2 for an f16).
  */
+#include <math.h>
 #include <string.h>
 
 #include "compiler/lower.h"
@@ -65,6 +75,10 @@ int64_t tk_local_elems(const tk_local *l) {
     int64_t n = 1;
     for (int k = 0; k < l->ty.ndim; k++) n *= l->ashape[k];
     return n;
+}
+
+const char *tk_local_elem_type(const tk_local *l, const char *ctype) {
+    return l->ty.kind == TY_ARRAY && l->ty.dt == TACK_F16 ? "uint16_t" : ctype;
 }
 
 int lw_local_array(lw_state *L, const char *name) {
@@ -172,7 +186,7 @@ static int maker_dtype(lw_state *L, const tack_node *call, int numpy, tk_ir *fil
         else if (k == TACK_KIND_FLOAT) dt = numpy ? TACK_F64 : TACK_F32;
         else dt = TACK_I64;
     }
-    if (dt == TACK_F16) ERR(call, "local array '%s': float16 local arrays are not supported; use a float32 one (a float16 array parameter takes its values, rounded)", what);
+    if (dt == TACK_F16) L->C->uses_f16 = 1; /* stored as its bits, as a float16 array parameter is */
     if (dt >= TACK_VEC2 && dt <= TACK_MAT44D) L->C->uses_vec = 1; /* vector and matrix elements (below) */
     return dt;
 }
@@ -221,7 +235,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     l = &L->S->locals[loc]; /* lowering the value may have added locals (and moved them) */
     int dt = maker_dtype(L, call, numpy, fill, what);
     if (dt < 0) return; /* the fill value's type is not known yet */
-    tk_type et = ty_value((tack_dtype)dt);
+    tk_type et = lw_dtype_type((tack_dtype)dt); /* f16: values are f32, rounded where stored */
     /* the size */
     int gpu = L->C->dialect && L->C->dialect->pfor_as_function == 0;
     int64_t cap = gpu ? GPU_BYTES : CPU_BYTES, item = (int64_t)tack_dtype_get((tack_dtype)dt)->itemsize; /* a vec3's 12 */
@@ -253,7 +267,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     } else if (full) {
         if (!lw_known(fill)) return;
         if (fill->ty.kind != TY_VALUE || !ty_is_scalar(fill->ty)) ERR(call, "local array '%s' cannot be filled with %s", what, TN(fill->ty));
-        v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : lw_cast(L, fill, et));
+        v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : dt == TACK_F16 ? lw_f16_value(L, fill) : lw_cast(L, fill, et));
     } else if (!ty_is_scalar(et)) { /* a vector or matrix: every component zero or one, as NumPy fills an (n, 3) array */
         tk_type ct = ty_value(dt_scalar((tack_dtype)dt));
         double one = strcmp(fn, "ones") ? 0.0 : 1.0;
@@ -275,6 +289,41 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     s->local = loc;
     ir_push(L->C, s, v);
     lw_emit(L, s);
+}
+
+/* ---------------------------------------------------------- float16 */
+/* The float16 nearest to d, ties to even, overflowing to infinity, as a
+ * double (every float16 is one, and an f32 too). */
+static double half_round(double d) {
+    if (d != d || d == 0 || isinf(d)) return d;
+    double a = fabs(d);
+    if (a >= 65520.0) return copysign(INFINITY, d); /* past halfway from 65504 to 65536 */
+    int e;
+    frexp(a, &e); /* a in [2^(e-1), 2^e): 11 significant bits, so steps of 2^(e-11) */
+    int q = e - 11 < -24 ? -24 : e - 11; /* subnormals: steps of 2^-24 */
+    double s = ldexp(a, -q), r = floor(s), rem = s - r; /* exact: a scaling, then s < 2^12 */
+    if (rem > 0.5 || (rem == 0.5 && fmod(r, 2.0) == 1.0)) r += 1.0;
+    return copysign(ldexp(r, q), d);
+}
+
+/* v, a scalar about to be stored into a float16 element (of a local array
+ * or an array parameter), as the value the store rounds once, as NumPy
+ * does; through f32 a float64 would round twice, and 1 + 2**-11 + 2**-30
+ * would become 1.0, not 1.0009765625.  A float64 constant (a Python float,
+ * a fill value) becomes the f32 of its nearest float16 here, so the store
+ * keeps it and the kernel needs no float64; a float64 computed at run time
+ * stays float64, and the store rounds it with tk_d2h (the emitter picks it
+ * by the value's type); anything else becomes f32, for tk_f2h. */
+tk_ir *lw_f16_value(lw_state *L, tk_ir *v) {
+    if (!lw_known(v) || v->ty.kind != TY_VALUE || !ty_is_float(v->ty) || dt_bits((tack_dtype)v->ty.dt) != 64)
+        return lw_cast(L, v, ty_value(TACK_F32));
+    const tk_ir *c = v;
+    int neg = 0;
+    for (; c->op == IR_UN && c->sub == U_NEG && c->n == 1; c = c->k[0]) neg = !neg; /* -1.5: not folded yet */
+    if (c->op == IR_CONST && ty_eq(c->ty, v->ty))
+        return ir_const_f(L->C, ty_value(TACK_F32), half_round(neg ? -c->c.f : c->c.f), v->line);
+    if (v->ty.weak) return lw_cast(L, v, ty_value(TACK_F32)); /* a Python float meets f32, as elsewhere */
+    return v;
 }
 
 /* --------------------------------------------------------------- access */
@@ -343,7 +392,7 @@ void lw_local_written_by(lw_state *L, int loc, const char *fn, tack_node *n) {
 tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
     l->read = 1;
-    tk_ir *ld = lw_mk(L, IR_LLOAD, ty_value((tack_dtype)l->ty.dt), n);
+    tk_ir *ld = lw_mk(L, IR_LLOAD, lw_dtype_type((tack_dtype)l->ty.dt), n);
     ld->local = loc;
     indices(L, loc, idx, nidx, ld, n);
     return ld;
@@ -354,11 +403,13 @@ tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node 
  * takes a value of its own type or a number, given to every component. */
 static tk_ir *to_element(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
-    tk_type et = ty_value((tack_dtype)l->ty.dt);
+    tk_type et = lw_dtype_type((tack_dtype)l->ty.dt);
     if (!lw_known(v)) return v;
     if (v->ty.kind != TY_VALUE || (ty_is_scalar(et) && !ty_is_scalar(v->ty)) ||
         (!ty_is_scalar(et) && (ty_is_scalar(v->ty) ? ty_is_complex(v->ty) : v->ty.dt != et.dt)))
-        ERR(n, "cannot store %s into an element of local array '%s' (%s)", TN(v->ty), l->name, TN(et));
+        ERR(n, "cannot store %s into an element of local array '%s' (%s)", TN(v->ty), l->name,
+            TN(l->ty.dt == TACK_F16 ? ty_value(TACK_F16) : et));
+    if (l->ty.dt == TACK_F16) return lw_hoist(L, lw_f16_value(L, v));
     return lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, n) : lw_cast(L, v, et));
 }
 

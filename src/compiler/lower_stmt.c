@@ -114,7 +114,8 @@ static void store_element(lw_state *L, tack_node *t, int p, tk_ir *v) {
         if (v->ty.kind != TY_VALUE || (ty_is_scalar(et) && !ty_is_scalar(v->ty)) ||
             (!ty_is_scalar(et) && !ty_is_scalar(v->ty) && v->ty.dt != et.dt))
             ERR(t, "cannot store %s into an element of '%s' (%s)", TN(v->ty), L->S->pnames[p], TN(et));
-        v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, t) : lw_cast(L, v, et));
+        if (L->S->ptypes[p].dt == TACK_F16) v = lw_hoist(L, lw_f16_value(L, v)); /* rounded once (lower_local.c) */
+        else v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, t) : lw_cast(L, v, et));
     }
     tk_ir *st = lw_mk(L, IR_STORE, ty_void(), t);
     st->param = p;
@@ -341,7 +342,7 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
     tk_ir *r = lw_binop(L, n->op, ld, v, n);
     if (lw_known(r)) {
         if (!ty_is_scalar(et) && (r->ty.dt != et.dt)) ERR(n, "cannot store %s into an element of '%s' (%s)", TN(r->ty), L->S->pnames[p], TN(et));
-        r = ty_is_bool(et) ? lw_truth(L, r, n) : lw_cast(L, r, et);
+        r = ty_is_bool(et) ? lw_truth(L, r, n) : L->S->ptypes[p].dt == TACK_F16 ? lw_f16_value(L, r) : lw_cast(L, r, et);
     }
     tk_ir *st = lw_mk(L, IR_STORE, ty_void(), t);
     st->param = p;

@@ -128,9 +128,14 @@ static void check_rmw(verifier *v, tk_ir *s) {
     }
 }
 
+/* The value type of an element of dtype dt: f16 is stored, f32 computed. */
+static tk_type value_type(int dt) { return ty_value(dt == TACK_F16 ? TACK_F32 : (tack_dtype)dt); }
+
+/* A float64 stored into a float16 element: rounded once by tk_d2h (lower_local.c). */
+static int f16_f64(int dt, tk_type t) { return dt == TACK_F16 && ty_eq(t, ty_value(TACK_F64)); }
+
 static tk_type elem_type(verifier *v, int p) {
-    tk_type t = v->S->ptypes[p];
-    return ty_value(t.dt == TACK_F16 ? TACK_F32 : (tack_dtype)t.dt);
+    return value_type(v->S->ptypes[p].dt);
 }
 
 static void vx(verifier *v, tk_ir *x);
@@ -230,7 +235,8 @@ static void vs(verifier *v, tk_ir *s) {
         idx(v, s, 1);
         check_rmw(v, s);
         tk_type et = elem_type(v, s->param);
-        if (!ty_eq(s->k[0]->ty, et)) BAD(s, "%s value differs from the element type", "store");
+        if (!ty_eq(s->k[0]->ty, et) && !f16_f64(v->S->ptypes[s->param].dt, s->k[0]->ty))
+            BAD(s, "%s value differs from the element type", "store");
         return;
     }
     case IR_EVAL: vx(v, s->k[0]); return;
@@ -240,7 +246,8 @@ static void vs(verifier *v, tk_ir *s) {
         if (s->op == IR_LSTORE) lidx(v, s, 1);
         else if (s->n != 1 || s->local < 0 || s->local >= v->S->nlocals || v->S->locals[s->local].ty.kind != TY_ARRAY)
             BAD(s, "%s of something not a local array", "fill");
-        if (!ty_eq(s->k[0]->ty, ty_value((tack_dtype)v->S->locals[s->local].ty.dt))) BAD(s, "%s value differs from the element type", "local array store");
+        if (!ty_eq(s->k[0]->ty, value_type(v->S->locals[s->local].ty.dt)) && !f16_f64(v->S->locals[s->local].ty.dt, s->k[0]->ty))
+            BAD(s, "%s value differs from the element type", "local array store");
         return;
     case IR_IF:
         vx(v, s->k[0]);

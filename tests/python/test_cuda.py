@@ -316,7 +316,8 @@ def test_language_suite_compiles_for_cuda(tmp_path):
     with, generates CUDA source that NVRTC compiles for sm_80 and sm_90."""
     files = [HERE / f for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
                                 "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py",
-                                "test_local_arrays.py", "test_local_vector_arrays.py")]
+                                "test_local_arrays.py", "test_local_vector_arrays.py",
+                                "test_local_arrays_f16.py")]
     summary = _kernel_wrap.run_plugin("_cuda_capture", files, "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 600)
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']} ({f['arch']}):\n{f['error']}" for f in failures[:3])

@@ -128,7 +128,8 @@ def test_language_suite_compiles_for_hip(tmp_path):
     with, generates HIP source that hiprtc compiles for gfx90a and gfx1030."""
     files = [HERE / f for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
                                 "test_complex.py",
-                                "test_local_arrays.py", "test_local_vector_arrays.py")]
+                                "test_local_arrays.py", "test_local_vector_arrays.py",
+                                "test_local_arrays_f16.py")]
     # (this process once died of a signal in CI: test_kernels.py's threads compiled with hiprtc at
     # once, which crashes comgr; tack_hiprtc_compile now compiles one at a time, and
     # test_hiprtc_compiles_from_many_threads_at_once checks it)

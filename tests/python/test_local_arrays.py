@@ -449,8 +449,10 @@ def gpu_sized(out):
 @tack.kernel
 def half_floats(out):
     for i in range(out.shape[0]):
-        t = np.zeros(4, np.float16)
-        out[i] = t[0]
+        t = np.zeros(4, np.float16)         # f16 elements: each store rounds (test_local_arrays_f16.py)
+        t[1] = 1 + 2**-11
+        t[2] = 70000
+        out[i] = t[0] + t[1] + t[2]
 
 
 @tack.kernel
@@ -589,7 +591,6 @@ def like(out):
     (shape_from_float, r"and 'HALF' is not one"),
     (too_large, r"local array 't' of shape \(64, 64\) and dtype f64 is too large: 32768 bytes, and a local array "
                 r"may take at most 16384 bytes on the CPU"),
-    (half_floats, r"float16 local arrays are not supported"),
     (complex_tack_full, r"tack.full\(\) of a complex value needs a dtype \(tack.complex64 or tack.complex128\)"),
     (not_a_dtype, r"'no such type' is not a dtype a local array can have"),
     (dtype_from_a_variable, r"the dtype of a local array must be a constant such as np.float32, tack.f32 or "
@@ -621,6 +622,15 @@ def test_bad_local_arrays_are_compile_errors(k, msg):
     err = compile_error(k, *args)
     assert err.lineno is not None
     assert pytest.importorskip("re").search(msg, err.msg), err.msg
+
+
+def test_float16_elements_are_no_longer_refused():
+    out = np.zeros(2)
+    half_floats(out)
+    assert out.tolist() == [np.inf, np.inf]
+    t = np.zeros(3, np.float16)
+    t[1] = 1 + 2**-11                       # a tie: to even, 1.0
+    assert t[1] == 1.0 and np.isinf(np.float16(70000))
 
 
 def test_gpu_dialects_take_smaller_arrays():

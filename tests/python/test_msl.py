@@ -363,7 +363,8 @@ def test_language_suite_type_checks_as_msl(tmp_path):
     print) raises an error naming Metal, and is checked again with its
     float64 and complex128 arguments made float32 and complex64."""
     files = [HERE / f for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
-                                "test_complex.py", "test_local_arrays.py", "test_local_vector_arrays.py")]
+                                "test_complex.py", "test_local_arrays.py", "test_local_vector_arrays.py",
+                                "test_local_arrays_f16.py")]
     summary = _kernel_wrap.run_plugin("_cuda_capture", files, "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 1200,
                                       TACK_CAPTURE_TARGET="metal")
     failures = summary["failures"]

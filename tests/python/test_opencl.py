@@ -37,7 +37,7 @@ LANGUAGE_FILES = ["test_language.py", "test_kernels.py", "test_language_hypothes
                   "test_int_literals.py", "test_range_step.py", "test_intrinsics.py", "test_privatize.py",
                   "test_simd.py", "test_strength.py", "test_verified_blocks.py",
                   "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py",
-                  "test_local_arrays.py", "test_local_vector_arrays.py"]
+                  "test_local_arrays.py", "test_local_vector_arrays.py", "test_local_arrays_f16.py"]
 
 
 @tack.kernel
