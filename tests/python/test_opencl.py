@@ -256,19 +256,29 @@ def test_language_suite_gives_the_cpu_results(differential):
 @pytest.mark.skipif(_ocloc.library() is None, reason="libocloc not installed (Debian: intel-opencl-icd)")
 def test_intel_compiler_accepts_every_kernel(differential):
     """Each distinct OpenCL source of the differential run compiles with
-    libocloc to SPIR-V and native code for two generations: Ponte Vecchio
-    (pvc, Xe-HPC) and, when it needs no f64, DG2 (Arc, Xe-HPG: it has none),
-    else Arctic Sound (xe_hp_sdv, Xe-HP, which has f64).  The compiles run in
-    one worker process a core (about 0.4 s each)."""
+    libocloc to SPIR-V and native code for the strictest generation it fits:
+    DG2 (Arc, Xe-HPG, which has no f64) when it needs no f64, else Ponte
+    Vecchio (pvc, Xe-HPC).  One source in four, chosen by its hash so the
+    same ones every run, also compiles for the other generation (pvc, or
+    Arctic Sound xe_hp_sdv, Xe-HP with f64): every source on both doubled
+    CI's longest test (205 s) for little (the dialect emits one source for
+    every Intel GPU).  The compiles run in one worker process a core (about
+    0.4 s each)."""
+    import hashlib
+
     _, sources = differential
     paths = sorted(sources.iterdir())
     jobs, names = [], []
     for path in paths:
         src = path.read_text()
-        for device in ("pvc", "xe_hp_sdv" if "fp64=1 */" in src else "dg2"):
+        fp64 = "fp64=1 */" in src
+        devices = ["pvc" if fp64 else "dg2"]
+        if hashlib.sha256(src.encode()).digest()[0] % 4 == 0:
+            devices.append("xe_hp_sdv" if fp64 else "pvc")
+        for device in devices:
             jobs.append((src, device))
             names.append((path.name, device))
-    failures, compiled, dg2 = [], 0, 0
+    failures, compiled, dg2, second = [], 0, 0, len(jobs) - len(paths)
     for (name, device), (rc, out) in zip(names, _ocloc.compile_many(jobs)):
         kinds = {key.rsplit(".", 1)[-1] for key in out}
         if rc != 0 or not {"spv", "bin"} <= kinds:
@@ -276,9 +286,9 @@ def test_intel_compiler_accepts_every_kernel(differential):
         else:
             compiled += 1
             dg2 += device == "dg2"
-    print(f"libocloc: {compiled} compiles ({dg2} for dg2) of {len(paths)} sources")
+    print(f"libocloc: {compiled} compiles ({dg2} for dg2, {second} for a second generation) of {len(paths)} sources")
     assert not failures, "\n\n".join(failures[:3])
-    assert len(paths) > 100 and dg2 > 50 and compiled == 2 * len(paths)
+    assert len(paths) > 100 and dg2 > 50 and second > 10 and compiled == len(jobs)
 
 
 SPEC_ON_OPENCL = '''
