@@ -84,7 +84,10 @@ def compile_kernels(calls, *, threads=None):
 
     ``calls`` is a sequence of ``(kernel, args)`` or ``(kernel, args, kwargs)``:
     each kernel with arguments like those it will be called with (only their
-    types, shapes' ranks and devices matter; nothing runs).  The compilations
+    types, shapes' ranks and devices matter; nothing runs; example arrays
+    that share memory, one placeholder passed for every array, build both
+    the code for calls with separate arrays and the code for arrays that
+    overlap).  The compilations
     run side by side, one C compiler process per kernel on up to ``threads``
     cores (default: every core), so a program that uses many kernels pays for
     them once, in about the time of the slowest.  Kernels found in the disk

@@ -470,10 +470,12 @@ static void abi_trailer(char *out, size_t cap, const char *key) {
              "TK_ABI_MSG(\"tk_pv\"));\n"
              "_Static_assert(sizeof(tk_abi) == %zu && __builtin_offsetof(tk_abi, parallel_for) == %zu && "
              "__builtin_offsetof(tk_abi, fail) == %zu && __builtin_offsetof(tk_abi, print) == %zu && "
-             "__builtin_offsetof(tk_abi, poll) == %zu, TK_ABI_MSG(\"tk_abi\"));\n",
+             "__builtin_offsetof(tk_abi, poll) == %zu && __builtin_offsetof(tk_abi, slots) == %zu && "
+             "__builtin_offsetof(tk_abi, slot) == %zu, TK_ABI_MSG(\"tk_abi\"));\n",
              key, sizeof(tk_argv), TK_OFF(tk_argv, shape), TK_OFF(tk_argv, s), sizeof(tk_ctx), sizeof(tk_pv),
              TK_OFF(tk_pv, i), TK_OFF(tk_pv, u), TK_OFF(tk_pv, f), TK_OFF(tk_pv, s), TK_OFF(tk_pv, im), sizeof(tk_abi),
-             TK_OFF(tk_abi, parallel_for), TK_OFF(tk_abi, fail), TK_OFF(tk_abi, print), TK_OFF(tk_abi, poll));
+             TK_OFF(tk_abi, parallel_for), TK_OFF(tk_abi, fail), TK_OFF(tk_abi, print), TK_OFF(tk_abi, poll),
+             TK_OFF(tk_abi, slots), TK_OFF(tk_abi, slot));
 #undef TK_OFF
 }
 
@@ -833,7 +835,7 @@ static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
     pthread_mutex_unlock(&print_lock);
 }
 
-static const tk_abi cpu_abi = {TK_CPU_ABI_VERSION, abi_parallel_for, abi_fail, abi_print, abi_poll};
+static const tk_abi cpu_abi = {TK_CPU_ABI_VERSION, abi_parallel_for, abi_fail, abi_print, abi_poll, pool_threads, pool_slot};
 
 
 tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, int nargs) {

@@ -16,7 +16,7 @@
 
 #include "runtime/runtime.h"
 
-#define TK_CPU_ABI_VERSION 4
+#define TK_CPU_ABI_VERSION 5
 
 /* One argument as the generated entry reads it. */
 typedef struct tk_argv {
@@ -53,6 +53,10 @@ typedef struct tk_abi {
     /* Asked by serial loops now and then: non-zero when the launch must stop
      * (interrupted, or failed elsewhere); an interrupt is recorded as the failure. */
     int (*poll)(tk_ctx *ctx);
+    /* The threads that may run pieces of a launch at once, and the calling
+     * thread's slot among them, 0 <= slot() < slots() (pool.h). */
+    int (*slots)(void);
+    int (*slot)(void);
 } tk_abi;
 
 typedef void (*tk_entry_fn)(const tk_argv *args, const tk_abi *abi, tk_ctx *ctx);

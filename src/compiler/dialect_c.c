@@ -106,6 +106,8 @@ static const char PRELUDE_CORE[] =
     "    void (*fail)(tk_ctx *ctx, int site, int64_t a, int64_t b);\n"
     "    void (*print)(tk_ctx *ctx, const tk_pv *v, int n);\n"
     "    int (*poll)(tk_ctx *ctx);\n"
+    "    int (*slots)(void);\n"
+    "    int (*slot)(void);\n"
     "} tk_abi;\n"
     "#define TK_FAILED(c) __atomic_load_n(&(c)->failed, __ATOMIC_RELAXED)\n"
     "/* serial loops spend tk_bud_, one unit an iteration, and poll when it runs out */\n"

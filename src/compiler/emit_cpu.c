@@ -58,7 +58,7 @@ static void array_decls(tk_emitter *e, tk_spec *S, const char *src) {
         tk_type t = S->ptypes[p];
         if (t.kind != TY_ARRAY) continue;
         I(e);
-        P(e, "%s *a%d = ", e->D->storage_type((tack_dtype)t.dt), p);
+        P(e, "%s *%sa%d = ", e->D->storage_type((tack_dtype)t.dt), tk_emitter_restrict(e, p, "restrict "), p);
         if (!strcmp(src, "args")) P(e, "(%s *)args[%d].data;\n", e->D->storage_type((tack_dtype)t.dt), p);
         else P(e, "%s->a%d;\n", src, p);
         for (int k = 0; k < t.ndim; k++) {
@@ -106,6 +106,17 @@ static int64_t min_parallel(const tk_ir *body) {
     if (heavy(body)) return 2;
     int64_t m = 524288 / (body_cost(body) + 1);
     return m < 8192 ? 8192 : m > 32768 ? 32768 : m;
+}
+
+/* The same for parallel loop s: a loop with private histograms runs its
+ * body in scalar code (an add per key into memory the next key may name
+ * again), about 2 ns an iteration, not the vector lanes the estimate above
+ * assumes: hist2 (a count and a weighted sum, 256 bins) at 21845 keys ran on
+ * one thread in 40 us, over the 32768 its estimate asked for, where
+ * OpenMP's two threads took 20 us.  So at most 8192. */
+static int64_t pfor_min_parallel(const tk_ir *s) {
+    int64_t m = min_parallel(s->k[s->aux]);
+    return s->hist && m > 8192 ? 8192 : m;
 }
 
 /* ---- vector width
@@ -621,6 +632,79 @@ static int64_t hist_cap(const tk_emitter *e, const tk_ir *s, int h) {
     return cap > 16384 ? 16384 : cap;
 }
 
+/* Histogram arrays' private copies, one per thread of the launch.
+ *
+ * A copy per chunk (pfor_chunk) is zeroed and flushed with atomics by every
+ * piece the pool hands out, and the pool hands out several per thread (half
+ * of what is left each time, for balance): a 256-bin count of 64K keys on
+ * two threads took 58 us, four pieces a thread each zeroing 512 cells and
+ * adding 256 atomically into lines the other thread was adding into, where
+ * OpenMP's reduction (one copy per thread) took 28 us.  So when the copies
+ * of every histogram array of the loop, one per thread (abi->slots(), one
+ * for a launch too small to be split), fit TK_HIST_STACK bytes and the loop
+ * has at least four iterations per cell, the entry keeps them on its stack,
+ * zeroed, and passes them in the frame; each piece adds into its thread's
+ * (abi->slot()), and after the loop the entry adds each cell's sum over the
+ * threads into the array, plainly: every piece is done.  A failing check
+ * stops the launch before that merge, so the counts are lost with the error
+ * (as a chunk's are).  The pieces are then the pool's usual ones (grain 0),
+ * since they no longer pay for a copy each.  Otherwise the chunks keep
+ * their own copies, at least four times the cells of each (the grain). */
+static void hist_slots(tk_emitter *e, tk_ir *s) {
+    tk_spec *S = e->S;
+    I(e); P(e, "/* tk: per-thread private histograms, merged after the loop */\n");
+    I(e); P(e, "const int ns_ = total_ >= %lld ? abi->slots() : 1;\n", (long long)pfor_min_parallel(s));
+    for (int h = 0; h < 63; h++) {
+        if (!(s->hist >> h & 1)) continue;
+        I(e); P(e, "const int64_t hn%d_ = 1", h);
+        for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
+        P(e, ", hw%d_ = (2 * hn%d_ + 15) & ~(int64_t)15;\n", h, h); /* a thread's cells, 64-byte multiples for 4-byte elements */
+    }
+    I(e); P(e, "const tk_bool ht_ = ns_ >= 1");
+    for (int h = 0; h < 63; h++)
+        if (s->hist >> h & 1) P(e, " && hn%d_ <= %lld", h, (long long)hist_cap(e, s, h));
+    P(e, " && total_ / 4 >= (0");
+    for (int h = 0; h < 63; h++)
+        if (s->hist >> h & 1) P(e, " + hn%d_", h);
+    P(e, ") * ns_ && (uint64_t)ns_ * (0");
+    for (int h = 0; h < 63; h++)
+        if (s->hist >> h & 1) P(e, " + (uint64_t)hw%d_ * sizeof(%s)", h, ctype(e, S->ptypes[h].dt));
+    P(e, ") <= %d;\n", TK_HIST_STACK);
+    for (int h = 0; h < 63; h++) {
+        if (!(s->hist >> h & 1)) continue;
+        I(e); P(e, "%s hs%d_[ht_ ? ns_ * hw%d_ : 1];\n", ctype(e, S->ptypes[h].dt), h, h);
+        I(e); P(e, "F_.hs%d = ht_ ? hs%d_ : 0; F_.hw%d = hw%d_;\n", h, h, h, h);
+        I(e); P(e, "if (ht_) for (int64_t h_ = 0; h_ < ns_ * hw%d_; h_++) hs%d_[h_] = 0;\n", h, h);
+        /* else the chunks' copies: pieces of at least four times the cells */
+        I(e); P(e, "if (!ht_ && hn%d_ <= %lld && 4 * hn%d_ > grain_) grain_ = 4 * hn%d_;\n", h,
+                (long long)hist_cap(e, s, h), h, h);
+    }
+}
+
+/* After the loop: each cell's sum over the threads' copies (two cells an
+ * element, see pfor_chunk) into the array. */
+static void hist_merge(tk_emitter *e, tk_ir *s) {
+    tk_spec *S = e->S;
+    for (int h = 0; h < 63; h++) {
+        if (!(s->hist >> h & 1)) continue;
+        int hdt = S->ptypes[h].dt;
+        I(e); P(e, "if (ht_) for (int64_t h_ = 0; h_ < hn%d_; h_++) {\n", h);
+        I(e); P(e, "    %s c_ = 0;\n", ctype(e, hdt));
+        I(e); P(e, "    for (int t_ = 0; t_ < ns_; t_++) {\n");
+        I(e); P(e, "        const %s *const q_ = hs%d_ + t_ * hw%d_;\n", ctype(e, hdt), h, h);
+        if (is_float_dt(hdt)) { I(e); P(e, "        c_ = c_ + q_[h_] + q_[hn%d_ + h_];\n", h); }
+        else {
+            I(e); P(e, "        c_ = (%s)((%s)c_ + (%s)q_[h_] + (%s)q_[hn%d_ + h_]);\n", ctype(e, hdt), ut(hdt),
+                    ut(hdt), ut(hdt), h);
+        }
+        I(e); P(e, "    }\n");
+        I(e); P(e, "    if (c_ != 0) a%d[h_] = ", h);
+        if (is_float_dt(hdt)) P(e, "a%d[h_] + c_;\n", h);
+        else P(e, "(%s)((%s)a%d[h_] + (%s)c_);\n", ctype(e, hdt), ut(hdt), h, ut(hdt));
+        I(e); P(e, "}\n");
+    }
+}
+
 static void emit_pfor(tk_emitter *e, tk_ir *s) {
     int id = e->counter++;
     int nd = s->aux;
@@ -645,18 +729,12 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
         I(e); P(e, "total_ = (int64_t)((uint64_t)total_ * (uint64_t)(F_.pn[%d] > 0 ? F_.pn[%d] : 0));\n", d, d);
     }
     I(e); P(e, "F_.total = total_;\n");
-    /* the pool's pieces: at least four times the cells of each histogram
-     * that gets a private copy, which a shorter chunk would not (pfor_chunk) */
     I(e); P(e, "int64_t grain_ = 0;\n");
-    for (int h = 0; h < 63; h++) {
-        if (!(s->hist >> h & 1)) continue;
-        I(e); P(e, "{ const int64_t hn_ = 1");
-        for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
-        P(e, "; if (hn_ <= %lld && 4 * hn_ > grain_) grain_ = 4 * hn_; }\n", (long long)hist_cap(e, s, h));
-    }
+    if (s->hist) hist_slots(e, s);
     I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, tk_pfor%d, &F_, total_, %lld, grain_);\n", id,
-            (long long)min_parallel(s->k[nd]));
+            (long long)pfor_min_parallel(s));
     I(e); P(e, "if (TK_FAILED(ctx)) return;\n");
+    if (s->hist) hist_merge(e, s);
     e->ind--;
     I(e); P(e, "}\n");
 
@@ -697,7 +775,8 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
             I(e); P(e, "const int64_t hn%d_ = 1", h);
             for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
             P(e, ";\n");
-            I(e); P(e, "const tk_bool hu%d_ = hn%d_ <= %lld && hi_ - lo_ >= 4 * hn%d_;\n", h, h, (long long)cap, h);
+            I(e); P(e, "%s *const hs%d_ = F->hs%d;\n", ctype(e, S->ptypes[h].dt), h, h);
+            I(e); P(e, "const tk_bool hu%d_ = hs%d_ || (hn%d_ <= %lld && hi_ - lo_ >= 4 * hn%d_);\n", h, h, h, (long long)cap, h);
         }
         I(e); P(e, "if (0");
         for (int h = 0; h < 63; h++)
@@ -714,8 +793,9 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
             if (!(s->hist >> h & 1)) continue;
             int hdt = S->ptypes[h].dt;
             int64_t cap = hist_cap(e, s, h);
-            I(e); P(e, "%s hb%d_[%lld], *const hp%d_ = hu%d_ ? hb%d_ + hn%d_ : hb%d_;\n", ctype(e, hdt), h, (long long)(2 * cap), h, h, h, h, h);
-            I(e); P(e, "if (hu%d_) for (int64_t h_ = 0; h_ < 2 * hn%d_; h_++) hb%d_[h_] = 0;\n", h, h, h);
+            I(e); P(e, "%s hb%d_[%lld], *const hp%d_ = hs%d_ ? hs%d_ + abi->slot() * F->hw%d + hn%d_ : hu%d_ ? hb%d_ + hn%d_ : hb%d_;\n",
+                    ctype(e, hdt), h, (long long)(2 * cap), h, h, h, h, h, h, h, h, h);
+            I(e); P(e, "if (hu%d_ && !hs%d_) for (int64_t h_ = 0; h_ < 2 * hn%d_; h_++) hb%d_[h_] = 0;\n", h, h, h, h);
         }
         if (nh > 1) {
             I(e); P(e, "if (hall_) {\n");
@@ -737,7 +817,7 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
         for (int h = 0; h < 63; h++) {
             if (!(s->hist >> h & 1)) continue;
             int hdt = S->ptypes[h].dt;
-            I(e); P(e, "if (hu%d_) for (int64_t h_ = 0; h_ < hn%d_; h_++) {\n", h, h);
+            I(e); P(e, "if (hu%d_ && !hs%d_) for (int64_t h_ = 0; h_ < hn%d_; h_++) {\n", h, h, h);
             I(e); P(e, "    const %s c_ = ", ctype(e, hdt));
             if (is_float_dt(hdt)) P(e, "hb%d_[h_] + hp%d_[h_];\n", h, h);
             else P(e, "(%s)((%s)hb%d_[h_] + (%s)hp%d_[h_]);\n", ctype(e, hdt), ut(hdt), h, ut(hdt), h);
@@ -767,6 +847,14 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
 
 /* ------------------------------------------------------ frame and entry */
 
+/* The histogram arrays of every parallel loop under s (privatize.c). */
+static uint64_t hist_mask(const tk_ir *s) {
+    if (!s) return 0;
+    uint64_t m = s->op == IR_PFOR ? s->hist & ~((uint64_t)1 << 63) : 0;
+    for (int i = 0; i < s->n; i++) m |= hist_mask(s->k[i]);
+    return m;
+}
+
 /* The dialect's kernel_decls hook: the frame struct, which carries the
  * kernel's arrays, the parallel loop's sizes and the frame locals to the
  * chunk functions. */
@@ -781,6 +869,9 @@ void tk_cpu_frame(tk_emitter *e, tk_buf *out) {
         P(e, "    %s *a%d;\n", e->D->storage_type((tack_dtype)t.dt), p);
         for (int k = 0; k < t.ndim; k++) P(e, "    int64_t a%d_s%d;\n", p, k);
     }
+    uint64_t hists = hist_mask(K->body);
+    for (int h = 0; h < 63; h++) /* the threads' private histograms (hist_slots) */
+        if (hists >> h & 1) P(e, "    %s *hs%d;\n    int64_t hw%d;\n", ctype(e, K->ptypes[h].dt), h, h);
     for (int i = 0; i < K->nlocals; i++) {
         if (K->locals[i].scope != -1 || (K->locals[i].ty.kind != TY_VALUE && K->locals[i].ty.kind != TY_ARRAY)) continue;
         P(e, "    %s ", tk_local_elem_type(&K->locals[i], ctype(e, K->locals[i].ty.dt)));

@@ -44,7 +44,11 @@
  * range check as one unsigned compare, 10% off a 256-bin count of 16M
  * keys).  Index checks stay per iteration, so a failing check returns
  * before the flush and the private counts of that chunk are lost with the
- * error.  A histogram array's fixed-cell adds go through its copy too (it
+ * error.  Where the copies of every histogram array of the loop, one per
+ * thread, fit TK_HIST_STACK bytes, the entry keeps them instead (emit_cpu.c,
+ * hist_slots): each piece adds into its thread's copy and the entry merges
+ * them after the loop, once, rather than every piece zeroing and flushing
+ * its own.  A histogram array's fixed-cell adds go through its copy too (it
  * is not given private sums); arrays past the first TK_MAX_HIST added into
  * at varying indices keep their atomics.
  *

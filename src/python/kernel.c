@@ -88,8 +88,20 @@ static PyObject *kernel_compile_method(PyObject *self, PyObject *const *args, Py
         return NULL;
     if (kcall_bind_method(k, &c, args, nargs, kwnames, &target, 0) < 0)
         goto done;
-    if (kernel_specialize(k, &c))
-        result = Py_NewRef(Py_None);
+    if (!kernel_specialize(k, &c))
+        goto done;
+    /* Example arrays that share memory (one placeholder passed for every
+     * array, or an in-place call) build both: without restrict, as passed,
+     * and the build calls with separate arrays will look for. */
+    for (Py_ssize_t i = 0; i < c.n; i++) {
+        if (c.types[i].is_array && !c.types[i].distinct) {
+            kcall_set_distinct(&c, 1);
+            if (!kernel_specialize(k, &c))
+                goto done;
+            break;
+        }
+    }
+    result = Py_NewRef(Py_None);
 done:
     kcall_fini(&c);
     return result;
@@ -123,8 +135,7 @@ static PyObject *kernel_text(PyObject *self, PyObject *const *args, Py_ssize_t n
         ctarget = PyUnicode_AsUTF8(target);
         if (!ctarget)
             goto done;
-        if (strcmp(ctarget, "c") != 0)
-            kcall_mark_distinct(&c); /* the source for a GPU dialect: restrict where proved */
+        kcall_mark_distinct(&c); /* the source for another dialect: restrict where proved */
     }
     prog = kernel_program_for(k, &c, ctarget, &owned);
     if (!prog)
@@ -297,7 +308,8 @@ static PyGetSetDef kernel_getset[] = {
 static PyMethodDef kernel_methods[] = {
     {"compile", (PyCFunction)(void (*)(void))kernel_compile_method, METH_FASTCALL | METH_KEYWORDS,
      "compile(*args, **kwargs): compile (and build) the kernel for these arguments' signature "
-     "ahead of the first call; nothing runs."},
+     "ahead of the first call; nothing runs. Example arrays that share memory build both the "
+     "code for separate arrays (restrict) and the code for overlapping ones."},
     {"generated_source", (PyCFunction)(void (*)(void))kernel_generated_source,
      METH_FASTCALL | METH_KEYWORDS,
      "generated_source(*args, target=None) -> str: the source Tack emits for these arguments; "

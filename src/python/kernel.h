@@ -77,8 +77,10 @@ int kcall_bind(KernelObject *k, kcall *c, PyObject *const *args, Py_ssize_t narg
                PyObject *kwnames);
 /* Compute the signature (types, values, device) of a bound call. */
 int kcall_signature(KernelObject *k, kcall *c);
-/* Mark the array arguments whose memory no other shares (tack_argtype.distinct). */
+/* Mark the array arguments distinct when no two share memory (tack_argtype.distinct). */
 void kcall_mark_distinct(kcall *c);
+/* Set that bit on every array argument to d (Kernel.compile builds both). */
+void kcall_set_distinct(kcall *c, int d);
 /* Bind and compute the signature for a method (compile, generated_source,
  * ir), taking the keyword `target` out first when allowed (*target borrowed
  * or NULL). */

@@ -392,20 +392,29 @@ static Py_hash_t signature_hash(const kcall *c) {
     return (Py_hash_t)(h >> 1);
 }
 
-/* An array whose memory no other array argument shares is `distinct`: part
- * of the signature, so the same array passed twice (or overlapping views)
- * gets a build without restrict.  Only for the dialects that declare arrays
- * restrict (not the CPU's C): there it would only split specializations. */
+/* The arrays of a call are `distinct` when no two of them share memory:
+ * then the dialects declare them restrict (the CPU's C too; not MSL).  One bit for
+ * the whole call, set on every array argument of the signature, so a call
+ * has two possible builds, not one per pattern of overlaps: the same array
+ * passed twice (or views of one buffer that share bytes) gets the build
+ * without restrict for all its arrays.  Each pair is compared once; no
+ * pair at all with fewer than two arrays. */
 void kcall_mark_distinct(kcall *c) {
-    for (Py_ssize_t i = 0; i < c->n; i++) {
+    int d = 1;
+    for (Py_ssize_t i = 0; i < c->n && d; i++) {
         if (!c->types[i].is_array)
             continue;
-        int d = 1;
-        for (Py_ssize_t j = 0; j < c->n && d; j++)
-            if (j != i && c->types[j].is_array && tack_arrays_overlap(c->vals[i].array, c->vals[j].array))
+        for (Py_ssize_t j = i + 1; j < c->n && d; j++)
+            if (c->types[j].is_array && tack_arrays_overlap(c->vals[i].array, c->vals[j].array))
                 d = 0;
-        c->types[i].distinct = d;
     }
+    kcall_set_distinct(c, d);
+}
+
+/* Set the distinct bit of every array argument to d. */
+void kcall_set_distinct(kcall *c, int d) {
+    for (Py_ssize_t i = 0; i < c->n; i++)
+        c->types[i].distinct = c->types[i].is_array && d;
     c->hash = -1;
 }
 
@@ -419,9 +428,7 @@ int kcall_signature(KernelObject *k, kcall *c) {
         if (!c->device)
             return -1;
     }
-    if (strcmp(tack_device_dialect(c->device), "c") != 0)
-        kcall_mark_distinct(c);
-    c->hash = -1; /* computed on demand */
+    kcall_mark_distinct(c); /* also sets hash = -1: computed on demand */
     return 0;
 }
 

@@ -344,9 +344,17 @@ static uint64_t take_part(int t, job *j) {
 
 typedef struct { int t; uint64_t seen; } worker_arg;
 
+/* The calling thread's slot: worker t's is t, every other thread's 0 (a
+ * launch's caller runs as thread 0; a launch run serially beside the pool's
+ * runs on its caller alone). */
+static _Thread_local int thread_slot;
+
+int pool_slot(void) { return thread_slot; }
+
 static void *worker(void *arg) {
     worker_arg *wa = arg;
     int t = wa->t;
+    thread_slot = t;
     uint64_t seen = wa->seen; /* a job published before this thread ran is still seen */
     free(wa);
     for (;;) {

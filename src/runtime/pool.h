@@ -10,6 +10,11 @@
  * threads counting the caller. */
 int pool_threads(void);
 
+/* The calling thread's slot, 0 <= slot < pool_threads(): no two threads
+ * running pieces of one launch have the same (generated code keeps
+ * per-thread private copies of a histogram in the launch's frame by it). */
+int pool_slot(void);
+
 /* Run fn(frame, lo, hi) over [0, n), every index exactly once, in pieces
  * that the threads claim as they go: each starts on its static share and
  * then takes from the others' (pool.c).  A piece is at least `grain`

@@ -36,15 +36,18 @@ def test_compiles_every_signature_then_calls_do_not_compile():
     secs = tack.compile_kernels([(add, (f, f, f)), (scale, (f, 2.0)), (scale, (i, 3)),
                                  (total, (f, np.zeros(1)), {}), (add, [i, i, i])], threads=2)
     assert len(secs) == 5 and all(s >= 0 for s in secs)
-    assert (add.specializations, scale.specializations, total.specializations) == (2, 2, 1)
+    # add's examples pass one array three times: each builds twice (arrays
+    # that share memory, and the restrict build for separate arrays)
+    assert (add.specializations, scale.specializations, total.specializations) == (4, 2, 1)
     x = np.arange(4.0)
     out = np.zeros(4)
     add(x, x, out)
+    add(x, np.arange(4.0), np.zeros(4))
     scale(out, 0.5)
     t = np.zeros(1)
     total(out, t)
     assert out.tolist() == [0.0, 1.0, 2.0, 3.0] and t[0] == 6.0
-    assert add.specializations == 2  # the calls found the compiled code
+    assert add.specializations == 4  # the calls found the compiled code
 
 
 def test_empty_and_repeated():
@@ -52,7 +55,10 @@ def test_empty_and_repeated():
     assert tack.compile_kernels([]) == []
     f = np.zeros(2)
     assert len(tack.compile_kernels([(add, (f, f, f))] * 3)) == 3
-    assert add.specializations == 1
+    assert add.specializations == 2  # shared and separate arrays
+    g = np.zeros(2)
+    assert len(tack.compile_kernels([(add, (f, g, np.zeros(2)))] * 2)) == 2
+    assert add.specializations == 2  # separate arrays: the restrict build, already there
 
 
 def test_one_failure_raises_after_the_others_compiled():
@@ -66,7 +72,7 @@ def test_one_failure_raises_after_the_others_compiled():
     f = np.zeros(3)
     with pytest.raises(tack.CompileError, match="undefined_name"):
         tack.compile_kernels([(add, (f, f, f)), (broken, (f,)), (scale, (f, 1.0))])
-    assert add.specializations == 1 and scale.specializations == 1
+    assert add.specializations == 2 and scale.specializations == 1
 
 
 @pytest.mark.parametrize("calls,exc,words", [

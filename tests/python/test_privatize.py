@@ -263,3 +263,82 @@ def test_histograms_past_the_limit_match():
     for k, h in enumerate(hs[:4]):
         np.testing.assert_array_equal(h, c * (k + 1))
     np.testing.assert_array_equal(hs[4], -5 * c)
+
+
+THREAD_MARKER = "per-thread private histograms"
+
+
+@tack.kernel
+def count_and_weigh(keys, w, counts, sums):
+    for i in range(keys.shape[0]):
+        counts[keys[i]] += 1
+        sums[keys[i]] += w[i]
+
+
+@pytest.mark.optimized_source
+def test_per_thread_copies_are_emitted():
+    """The entry keeps one copy per thread of the launch when they fit
+    (emit_cpu.c, hist_slots), and merges them after the loop."""
+    keys = np.zeros(4, np.int32)
+    src = count.generated_source(keys, np.zeros(8, np.int32))
+    assert THREAD_MARKER in src and "abi->slot()" in src and "abi->slots()" in src
+    src = count_and_weigh.generated_source(keys, np.zeros(4), np.zeros(8, np.int32), np.zeros(8))
+    assert src.count("F_.hs") == 2
+
+
+@pytest.mark.parametrize("n,bins", [(2048, 256), (4095, 1024), (4096, 1024), (100_000, 256),
+                                    (1_000_000, 4096), (300_000, 16384)])
+def test_count_and_weigh_together_match_numpy(n, bins):
+    """Around the per-thread threshold (four iterations a cell a thread) and
+    past the stack budget (16384 f64 bins: the chunks' copies again)."""
+    keys = _keys(n, bins, seed=n)
+    w = np.random.default_rng(n).random(n)
+    counts, sums = np.zeros(bins, np.int32), np.zeros(bins)
+    count_and_weigh(keys, w, counts, sums)
+    np.testing.assert_array_equal(counts, np.bincount(keys, minlength=bins))
+    np.testing.assert_allclose(sums, np.bincount(keys, weights=w, minlength=bins), rtol=1e-12, atol=1e-9)
+
+
+def test_per_thread_copies_with_every_thread_count(tmp_path):
+    """The slots are the pool's threads: 1, 2, 3 and 7 threads on this
+    machine, negative keys (two cells an element), a 2-D histogram, integer
+    wrap, two histograms in one loop; each against NumPy."""
+    code = textwrap.dedent("""
+        import numpy as np, tack
+        @tack.kernel
+        def count(keys, hist):
+            for i in range(keys.shape[0]):
+                hist[keys[i]] += 1
+        @tack.kernel
+        def count_2d(keys, hist):
+            for i in range(keys.shape[0]):
+                hist[keys[i] % 3, keys[i] // 3] += 1
+        @tack.kernel
+        def both(keys, w, counts, sums):
+            for i in range(keys.shape[0]):
+                counts[keys[i]] += 1
+                sums[keys[i]] -= w[i]
+        rng = np.random.default_rng(5)
+        for n, bins in [(400_000, 256), (1_500_000, 7), (70_000, 4096)]:
+            keys = rng.integers(-bins, bins, n).astype(np.int64)
+            hist = np.zeros(bins, np.int32)
+            count(keys, hist)
+            assert (hist == np.bincount(keys % bins, minlength=bins)).all(), (n, bins)
+            w = rng.random(n)
+            counts, sums = np.zeros(bins, np.uint8), np.zeros(bins, np.float32)
+            both(keys, w, counts, sums)
+            assert (counts == np.bincount(keys % bins, minlength=bins).astype(np.uint8)).all()
+            want = -np.bincount(keys % bins, weights=w, minlength=bins)
+            assert np.allclose(sums, want, rtol=1e-4, atol=1e-3), np.abs(sums - want).max()
+        keys = rng.integers(0, 12, 500_000).astype(np.int32)
+        h2 = np.zeros((3, 4), np.int64)
+        count_2d(keys, h2)
+        assert (h2 == np.bincount(keys, minlength=12).reshape(4, 3).T).all()
+        print("ok")
+    """)
+    script = tmp_path / "slots.py"
+    script.write_text(code)
+    for threads in ("1", "2", "3", "7"):
+        env = dict(os.environ, TACK_NUM_THREADS=threads)
+        r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and "ok" in r.stdout, (threads, r.stderr[-2000:])

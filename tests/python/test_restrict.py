@@ -1,11 +1,12 @@
 """Array parameters are declared restrict only where the call proved that
 they share no memory.
 
-A kernel's signature records, per array, whether its memory overlaps another
-array argument's (the same array twice, or two views of one buffer that share
-bytes).  The CUDA dialect declares the distinct ones `__restrict__` and the
-OpenCL dialect `restrict`; a call with overlapping arrays gets its own build
-without, and gives the right answer."""
+A kernel's signature records whether a call's arrays are distinct: no two of
+them share memory (the same array twice, or two views of one buffer that
+share bytes, are not).  One bit for the call, so a kernel has at most two
+builds per signature.  The CUDA dialect declares the distinct ones `__restrict__`, the
+OpenCL dialect and the CPU's C `restrict`; a call with overlapping arrays gets
+its own build without, and gives the right answer."""
 
 import numpy as np
 import pytest
@@ -39,7 +40,7 @@ def test_distinct_arrays_are_restrict_in_cuda_and_opencl():
 def test_the_same_array_twice_is_not_restrict_and_is_right():
     a, out = np.arange(8.0), np.zeros(8)
     src = add_into.generated_source(a, a, out, target="cuda")
-    assert _params(src) == {"a2"}  # out shares memory with no other argument
+    assert _params(src) == set()  # a call whose arrays overlap: none is restrict
     add_into(a, a, out)
     np.testing.assert_array_equal(out, 2 * np.arange(8.0))
     x = np.arange(8.0)
@@ -63,3 +64,77 @@ def test_adjacent_views_are_distinct():
     assert _params(plus_one.generated_source(x, y, target="cuda")) == {"a0", "a1"}
     plus_one(x, y)
     np.testing.assert_array_equal(buf[8:], np.arange(8.0) + 1.0)
+
+
+def _c_params(src):
+    return {name for name in ("a0", "a1", "a2") if f"double *restrict {name} = " in src}
+
+
+def test_distinct_arrays_are_restrict_in_the_cpu_c():
+    a, b, out = np.ones(8), np.ones(8), np.zeros(8)
+    src = add_into.generated_source(a, b, out, target="c")
+    assert _c_params(src) == {"a0", "a1", "a2"}
+    x = np.arange(8.0)
+    src = add_into.generated_source(x, x, out, target="c")
+    assert _c_params(src) == set()  # two arrays share memory: none is restrict
+    assert "*restrict" not in plus_one.generated_source(x, x, target="c")
+    buf = np.arange(16.0)
+    assert "*restrict" not in plus_one.generated_source(buf[0:8], buf[4:12], target="c")
+    assert _c_params(plus_one.generated_source(buf[0:8], buf[8:16], target="c")) == {"a0", "a1"}
+
+
+@tack.kernel
+def axpy_rows(x, y):
+    for i in range(y.shape[0]):
+        for j in range(y.shape[1]):
+            y[i, j] = 2.0 * x[i, j] + y[i, j]
+
+
+def test_the_cpu_builds_with_and_without_restrict_both_give_numpy_s_answer():
+    """The same kernel called on distinct arrays, then in place: two builds,
+    each vectorized by the C compiler under its own assumption."""
+    rng = np.random.default_rng(7)
+    x, y = rng.random((37, 301)), rng.random((37, 301))
+    want = 2.0 * x + y
+    axpy_rows(x, y)
+    np.testing.assert_array_equal(y, want)
+    z = rng.random((37, 301))
+    want = 3.0 * z
+    axpy_rows(z, z)  # in place: the build without restrict
+    np.testing.assert_array_equal(z, want)
+    buf = rng.random(2 * 37 * 301)
+    lo, hi = buf[: 37 * 301].reshape(37, 301), buf[37 * 301:].reshape(37, 301)
+    want = 2.0 * lo + hi
+    axpy_rows(lo, hi)  # one buffer, disjoint halves: distinct, restrict
+    np.testing.assert_array_equal(hi, want)
+
+
+def test_a_restrict_build_refuses_overlapping_arrays_through_the_c_api():
+    """tack_launch checks the promise a build made (runtime/program.c); on the
+    CPU the call path marks each call, so overlapping arrays get the other
+    build rather than the error."""
+    x = np.arange(8.0)
+    plus_one(x, np.zeros(8))
+    plus_one(x, x)
+    np.testing.assert_array_equal(x, np.arange(8.0) + 1.0)
+
+
+def test_compile_with_one_placeholder_builds_for_both_kinds_of_call():
+    """Kernel.compile (and tack.compile_kernels) with example arrays that
+    share memory builds both: as passed, and with restrict for the calls
+    with separate arrays that usually follow."""
+    @tack.kernel
+    def add3(a, b, out):
+        for i in range(out.shape[0]):
+            out[i] = a[i] + b[i]
+
+    f = np.zeros(4)
+    add3.compile(f, f, f)
+    assert add3.specializations == 2
+    x, y, out = np.arange(4.0), np.ones(4), np.zeros(4)
+    add3(x, y, out)
+    add3(x, x, out)
+    np.testing.assert_array_equal(out, 2 * np.arange(4.0))
+    assert add3.specializations == 2
+    add3.compile(np.zeros(3), np.zeros(3), np.zeros(3))  # separate: the one build it needs
+    assert add3.specializations == 2
