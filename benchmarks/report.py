@@ -34,9 +34,13 @@ prepares it, Tack first; before a peer's time counts, its result is checked agai
 (and Tack's against a NumPy/float64 reference): exact for integer results, a relative
 tolerance for floats, 1% of pixels for mandelbrot (boundary points are chaotic under another
 rounding). Then the timing goes round the peers three times (interleaved, so a slow spell of
-the machine hits every peer), each round taking up to 4 samples in about a third of a second
-per peer. A time is the best sample, a sample being the mean of enough back-to-back calls to
-last 2 ms, so tiny sizes measure the whole call from Python, launch included. A peer
+the machine hits every peer), each round taking up to 4 samples (at most a third of a second)
+per peer, after 20 ms of untimed calls: on this virtual machine a core left idle while the
+other peers ran took up to several milliseconds to wake, which OpenMP's first call waits for
+and Tack's pool starts without (the calling thread runs the launch alone until the worker
+arrives), so samples taken at once measured the wake-up, not the kernel. A time is the best
+sample, a sample being the mean of enough back-to-back calls to last 2 ms, so tiny sizes
+measure the whole call from Python, launch included. A peer
 projected to need more than 3 s for one call at the next size is skipped there. Ratios are
 *peer time / Tack time*: above 1 means Tack is faster.
 

@@ -126,6 +126,7 @@ class Worker:
 def measure(peers, kernels, *, quick, saved, threads=None, largest_only=False, log=print):
     """Every case on every peer, interleaved; the records."""
     rounds, repeat, budget, cap = (1, 3, 0.1, 0.5) if quick else (3, 4, 1.0, 3.0)
+    warm = 0.0 if quick else 0.02  # seconds of untimed calls before a peer's samples in a round
     workers, recs = {}, []
     for p in peers:
         w = Worker(p, threads)
@@ -166,7 +167,7 @@ def measure(peers, kernels, *, quick, saved, threads=None, largest_only=False, l
                         log(report.progress(rec))
                 for r in range(rounds):  # round the peers, each keeping its best
                     for p, rec in live.items():
-                        ans = workers[p].ask(op="time", repeat=repeat, budget=budget / rounds)
+                        ans = workers[p].ask(op="time", repeat=repeat, budget=budget / rounds, warm=warm)
                         if "time_s" in ans:
                             rec["time_s"] = min(rec.get("time_s", float("inf")), ans["time_s"])
                         else:
