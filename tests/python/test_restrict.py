@@ -138,3 +138,36 @@ def test_compile_with_one_placeholder_builds_for_both_kinds_of_call():
     assert add3.specializations == 2
     add3.compile(np.zeros(3), np.zeros(3), np.zeros(3))  # separate: the one build it needs
     assert add3.specializations == 2
+
+
+@tack.kernel
+def add_ten(a0, a1, a2, a3, a4, a5, a6, a7, a8, out):
+    for i in range(out.shape[0]):
+        out[i] = a0[i] + a1[i] + a2[i] + a3[i] + a4[i] + a5[i] + a6[i] + a7[i] + a8[i]
+
+
+def _ten_restrict(args):
+    return "double *restrict a9 = " in add_ten.generated_source(*args, target="c")
+
+
+def test_many_arrays_are_compared_by_sorted_spans():
+    """Over eight arrays the call sorts their byte spans instead of comparing
+    every pair (kernel_call.c): the same answers as the pairs give."""
+    buf = np.arange(200.0)
+    parts = [buf[10 * k:10 * k + 10] for k in range(9)]  # adjacent, disjoint views of one buffer
+    out = np.zeros(10)
+    assert _ten_restrict(parts + [out])
+    add_ten(*parts, out)
+    np.testing.assert_array_equal(out, sum(parts))
+    for k in range(9):  # any one overlap, wherever it sits, turns restrict off
+        over = list(parts)
+        over[k] = buf[10 * k + 5:10 * k + 15] if k < 8 else buf[75:85]
+        assert not _ten_restrict(over + [out]), k
+    assert not _ten_restrict(parts + [buf[85:95]])  # out overlaps the last part
+    assert _ten_restrict(parts + [buf[90:100]])      # out right after it
+    same = [parts[0]] * 9
+    assert not _ten_restrict(same + [out])
+    add_ten(*same, out)
+    np.testing.assert_array_equal(out, 9 * parts[0])
+    empty = [np.zeros(0)] * 9
+    assert _ten_restrict(empty + [np.zeros(0)])  # empty arrays share no bytes
