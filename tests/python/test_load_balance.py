@@ -101,11 +101,14 @@ def count_weigh(keys, w, counts, sums):
 
 
 def test_histogram_loop_asks_for_pieces_that_repay_its_copy():
-    """A loop with private histograms passes 4x the cells of the largest copy as the grain."""
+    """A loop with private histograms keeps one copy per thread when they fit
+    (the pool's usual pieces then); else each chunk keeps its own, and the
+    loop passes 4x the cells of the largest copy as the grain."""
     keys = np.zeros(8, np.int32)
     src = count_weigh.generated_source(keys, np.zeros(8), np.zeros(4, np.int32), np.zeros(4))
-    assert "grain_ = 4 * hn_" in src
-    assert src.count("const int64_t hn_ = ") == 2
+    assert src.count("if (!ht_ && hn") == 2
+    assert "grain_ = 4 * hn2_;" in src and "grain_ = 4 * hn3_;" in src
+    assert "abi->slots()" in src
 
 
 @tack.kernel
