@@ -660,7 +660,7 @@ static void hist_slots(tk_emitter *e, tk_ir *s) {
         for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
         P(e, ", hw%d_ = (2 * hn%d_ + 15) & ~(int64_t)15;\n", h, h); /* a thread's cells, 64-byte multiples for 4-byte elements */
     }
-    I(e); P(e, "const tk_bool ht_ = ns_ >= 1");
+    I(e); P(e, "const tk_bool ht_ = 1");
     for (int h = 0; h < 63; h++)
         if (s->hist >> h & 1) P(e, " && hn%d_ <= %lld", h, (long long)hist_cap(e, s, h));
     P(e, " && total_ / 4 >= (0");

@@ -135,7 +135,6 @@ static PyObject *kernel_text(PyObject *self, PyObject *const *args, Py_ssize_t n
         ctarget = PyUnicode_AsUTF8(target);
         if (!ctarget)
             goto done;
-        kcall_mark_distinct(&c); /* the source for another dialect: restrict where proved */
     }
     prog = kernel_program_for(k, &c, ctarget, &owned);
     if (!prog)

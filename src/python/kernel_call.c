@@ -37,7 +37,6 @@
  */
 #include "kernel.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -394,55 +393,20 @@ static Py_hash_t signature_hash(const kcall *c) {
 }
 
 /* The arrays of a call are `distinct` when no two of them share memory:
- * then the dialects declare them restrict (the CPU's C too; not MSL).  One bit for
- * the whole call, set on every array argument of the signature, so a call
- * has two possible builds, not one per pattern of overlaps: the same array
- * passed twice (or views of one buffer that share bytes) gets the build
- * without restrict for all its arrays.  Each pair is compared once; no
- * pair at all with fewer than two arrays. */
-typedef struct span {
-    uintptr_t dev, lo, hi;
-} span;
-
-static int span_cmp(const void *a, const void *b) {
-    const span *x = a, *y = b;
-    if (x->dev != y->dev)
-        return x->dev < y->dev ? -1 : 1;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
+ * then the dialects declare them restrict (the CPU's C too; not MSL).  One
+ * bit for the whole call, set on every array argument of the signature, so
+ * a call has two possible builds, not one per pattern of overlaps: the same
+ * array passed twice (or views of one buffer that share bytes) gets the
+ * build without restrict for all its arrays.  Each pair is compared once,
+ * until one overlaps. */
 void kcall_mark_distinct(kcall *c) {
-    int d = 1, narrays = 0;
-    for (Py_ssize_t i = 0; i < c->n; i++)
-        narrays += c->types[i].is_array;
-    if (narrays <= 8 || c->n > 128) { /* at most 28 pairs (or more arguments than the spans hold) */
-        for (Py_ssize_t i = 0; i < c->n && d; i++) {
-            if (!c->types[i].is_array)
-                continue;
-            for (Py_ssize_t j = i + 1; j < c->n && d; j++)
-                if (c->types[j].is_array && tack_arrays_overlap(c->vals[i].array, c->vals[j].array))
-                    d = 0;
-        }
-    } else { /* sorted by device and start: an overlap is a start before the end so far */
-        span sp[128];
-        int m = 0;
-        for (Py_ssize_t i = 0; i < c->n && m < 128; i++) {
-            const tack_array *a = c->vals[i].array;
-            if (!c->types[i].is_array || !a || !tack_array_nbytes(a))
-                continue; /* empty arrays share no bytes (tack_arrays_overlap) */
-            uintptr_t lo = (uintptr_t)tack_array_data(a);
-            sp[m++] = (span){(uintptr_t)tack_array_device(a), lo, lo + tack_array_nbytes(a)};
-        }
-        qsort(sp, (size_t)m, sizeof *sp, span_cmp);
-        uintptr_t end = m ? sp[0].hi : 0;
-        for (int i = 1; i < m && d; i++) {
-            if (sp[i].dev != sp[i - 1].dev)
-                end = 0;
-            else if (sp[i].lo < end)
+    int d = 1;
+    for (Py_ssize_t i = 0; i < c->n && d; i++) {
+        if (!c->types[i].is_array)
+            continue;
+        for (Py_ssize_t j = i + 1; j < c->n && d; j++)
+            if (c->types[j].is_array && tack_arrays_overlap(c->vals[i].array, c->vals[j].array))
                 d = 0;
-            if (sp[i].hi > end)
-                end = sp[i].hi;
-        }
     }
     kcall_set_distinct(c, d);
 }
