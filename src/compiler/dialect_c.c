@@ -119,6 +119,12 @@ static const char PRELUDE_CORE[] =
     "#else\n"
     "#define TK_NARROW\n"
     "#endif\n"
+    "/* a vector register's bytes, as GCC's loops in lanes use them (emit_cpu.c) */\n"
+    "#if defined(__AVX__)\n"
+    "#define TK_VEC_BYTES 32\n"
+    "#else\n"
+    "#define TK_VEC_BYTES 16\n"
+    "#endif\n"
     "#define tk_wrap(i, s) ((i) < 0 ? (i) + (s) : (i))\n";
 
 /* C's own: floor division and modulo by a loop-invariant divisor through its
