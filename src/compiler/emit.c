@@ -712,6 +712,17 @@ static int simd_inner_ok(tk_emitter *e, const tk_ir *s, unsigned char **assigned
     return simd_stmts_ok(&z, s->k[3], &stored) && stored;
 }
 
+/* The widest stored element's bytes (the body's stores are of scalars:
+ * simd_expr_ok). */
+static int simd_store_bytes(const tk_ir *x) {
+    int b = x->op == IR_STORE ? dt_bits((tack_dtype)x->k[0]->ty.dt) / 8 : 0;
+    for (int i = 0; i < x->n; i++) {
+        int k = simd_store_bytes(x->k[i]);
+        if (k > b) b = k;
+    }
+    return b;
+}
+
 /* The pragma, with every local the loop assigns lastprivate: after the loop
  * it holds the last iteration's value, as Python leaves it (the loop
  * variable too). */
@@ -723,6 +734,45 @@ static void simd_inner_pragma(tk_emitter *e, const tk_ir *s) {
     for (int i = 0; i < e->S->nlocals; i++)
         if (assigned[i] && i != s->local) { P(e, ", "); local_name(e, i); }
     P(e, ") /* tack: iterations independent (emit.c) */\n");
+}
+
+/* The plain copy of a step-1 loop in SIMD lanes, when simd_inner_ok proves
+ * its iterations independent: returns 0 (having written nothing) where it
+ * does not.  Those same conditions -- a straight-line body whose locals are
+ * assigned before they are read, written arrays never read, restrict arrays
+ * -- make an iteration safe to run twice, so a remainder of more than half
+ * a vector runs as one vector overlapping the last, as emit_cpu.c does for
+ * an ndrange's rows (its essay has the why and the figures). */
+static int plain_in_lanes(tk_emitter *e, tk_ir *s, int c) {
+    unsigned char *assigned = NULL;
+    if (!simd_inner_ok(e, s, &assigned)) return 0;
+    int w = simd_store_bytes(s->k[3]);
+    if (w != 1 && w != 2 && w != 4 && w != 8) {
+        simd_inner_pragma(e, s);
+        I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);
+        for_body(e, s, c, 1, 0);
+        return 1;
+    }
+    I(e); P(e, "const int64_t or%d = (hi%d - lo%d) %% (TK_VEC_BYTES / %d);\n", c, c, c, w);
+    I(e); P(e, "if (hi%d - lo%d >= TK_VEC_BYTES / %d && 2 * or%d > TK_VEC_BYTES / %d) {", c, c, w, c, w);
+    P(e, " /* tk: the remainder as a vector overlapping the last (emit_cpu.c) */\n");
+    e->ind++;
+    I(e); P(e, "const int64_t ot%d = hi%d - TK_VEC_BYTES / %d;\n", c, c, w);
+    simd_inner_pragma(e, s);
+    I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d - or%d; k%d++) {\n", c, c, c, c, c, c);
+    for_body(e, s, c, 1, 0);
+    simd_inner_pragma(e, s);
+    I(e); P(e, "for (int64_t k%d = ot%d; k%d < ot%d + TK_VEC_BYTES / %d; k%d++) {\n", c, c, c, c, w, c);
+    for_body(e, s, c, 1, 0);
+    e->ind--;
+    I(e); P(e, "} else {\n");
+    e->ind++;
+    simd_inner_pragma(e, s);
+    I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);
+    for_body(e, s, c, 1, 0);
+    e->ind--;
+    I(e); P(e, "}\n");
+    return 1;
 }
 
 /* A serial loop over range(lo, hi, step): a counter from 0 to the trip count,
@@ -756,17 +806,21 @@ static void emit_for(tk_emitter *e, tk_ir *s) {
             I(e); P(e, "if (hi%d > lo%d && (uint64_t)hi%d - (uint64_t)lo%d <= (uint64_t)TK_STRIP) {\n", c, c, c, c);
             e->ind++;
             I(e); P(e, "if (TK_POLL(hi%d - lo%d)) ", c, c); ret_fail(e); P(e, "\n");
-            simd_inner_pragma(e, s);
-            I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);
+            if (!plain_in_lanes(e, s, c)) {
+                I(e); P(e, "for (int64_t k%d = lo%d; k%d < hi%d; k%d++) {\n", c, c, c, c, c);
+                for_body(e, s, c, unit, 0);
+            }
+            e->ind--;
+            I(e); P(e, "} else\n");
         } else {
             I(e); P(e, "if (n%d <= TK_STRIP) {\n", c);
             e->ind++;
             I(e); P(e, "if (n%d > 0 && TK_POLL(n%d)) ", c, c); ret_fail(e); P(e, "\n");
             I(e); P(e, "for (int64_t k%d = 0; k%d < n%d; k%d++) {\n", c, c, c, c);
+            for_body(e, s, c, unit, 0);
+            e->ind--;
+            I(e); P(e, "} else\n");
         }
-        for_body(e, s, c, unit, 0);
-        e->ind--;
-        I(e); P(e, "} else\n");
     }
     if (poll && s->aux > 0) { /* each iteration is this many units of work (nests.c): strips of TK_STRIP units */
         I(e); P(e, "const int64_t w%d = ", c); local_name(e, s->aux - 1); P(e, " > 0 ? "); local_name(e, s->aux - 1);

@@ -150,3 +150,42 @@ def test_the_mixed_width_body_uses_the_widest_store():
     two_outputs(a, lo, hi)
     np.testing.assert_array_equal(lo, np.minimum(a[:, :-1], a[:, 1:]))
     np.testing.assert_array_equal(hi, np.maximum(a[:, :-1], a[:, 1:]))
+
+
+# ---- the same in a serial innermost loop (emit.c, the plain copy in lanes)
+
+def _rows_nested(a, out, last):
+    for i in range(out.shape[0]):
+        k = 0
+        x = a[0, 0]
+        for k0 in range(out.shape[1]):
+            k = k0 + 1
+            x = a[i, k] * 2 + a[i, k - 1]
+            out[i, k0] = x
+        last[i, 0] = k
+        last[i, 1] = x
+
+
+rows_nested = tack.kernel(_rows_nested)
+rows_nested_py = tack.kernel(_rows_nested, jit=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.uint8])
+def test_nested_rows_of_every_length_match_python(dtype):
+    for cols in range(1, 42):
+        a = _input(4, cols + 1, dtype, seed=cols)
+        out, last = np.zeros((4, cols), dtype), np.zeros((4, 2), dtype)
+        want, want_last = np.zeros((4, cols), dtype), np.zeros((4, 2), dtype)
+        rows_nested(a, out, last)
+        rows_nested_py(a, want, want_last)
+        np.testing.assert_array_equal(out, want, err_msg=f"{np.dtype(dtype).name}, rows of {cols}")
+        # the locals after the loop hold the last iteration's values (OpenMP lastprivate)
+        np.testing.assert_array_equal(last, want_last, err_msg=f"{np.dtype(dtype).name}, rows of {cols}")
+
+
+def test_nested_rows_generated_only_where_safe():
+    a, out, last = np.ones((4, 39), np.float32), np.zeros((4, 38), np.float32), np.zeros((4, 2), np.float32)
+    assert MARK in rows_nested.generated_source(a, out, last, target="c")
+    shared = np.zeros(4 * 38, np.float32)  # last inside out's buffer: not restrict, no lanes
+    out2, last2 = shared.reshape(4, 38), shared[:8].reshape(4, 2)
+    assert MARK not in rows_nested.generated_source(a, out2, last2, target="c")
