@@ -5,10 +5,14 @@ installed (Numba, Warp, Taichi are the ``bench`` extra) are skipped with the
 reason.  Then the driver runs end to end in --quick mode on the peers that are
 always there and writes its report."""
 
+import contextlib
+import ctypes
+import ctypes.util
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -21,6 +25,31 @@ from benchmarks.peers import ORDER, load  # noqa: E402
 
 def _tiny(spec):
     return spec.quick[0]
+
+
+def _denormals_kept():
+    return np.spacing(np.float32(0)) > 0 and (np.array([1e-39], np.float32) * np.float32(1.5))[0] != 0
+
+
+@contextlib.contextmanager
+def _kept_fp_environment():
+    """The calling thread's floating-point environment, put back afterwards.
+
+    A peer run in this process may change it and leave it so: Taichi turns on
+    flush-to-zero (and denormals-are-zero) in the thread that runs its
+    kernels, after which NumPy and every kernel that thread runs flush
+    denormals, and later tests that need them (test_vector_math's ulps sweep)
+    fail far from the cause.  The benchmark itself runs each peer in a
+    process of its own; here the C library's fegetenv/fesetenv keep the
+    environment around the peer's run."""
+    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    env = ctypes.create_string_buffer(256)  # larger than any fenv_t
+    if libm.fegetenv(env) != 0:
+        raise OSError("fegetenv failed")
+    try:
+        yield
+    finally:
+        libm.fesetenv(env)
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +73,19 @@ def test_peer_matches_tack(peer, tack_results):
     why = mod.available()
     if why:
         pytest.skip(why)
-    mod.setup(None)
-    for name in K.ORDER:
-        spec = K.SPECS[name]
-        rec = worker.run_case(mod, spec, _tiny(spec), against=tack_results, repeat=1, budget=0.0)
-        if spec.peers and peer not in spec.peers:  # a kernel not written for every peer
-            assert rec["status"] == "skipped" and "time_s" not in rec, rec
-            continue
-        assert rec["status"] == "ok", rec
-        assert rec["checked_against"] == "tack"
-        assert rec["time_s"] > 0
+    assert _denormals_kept()
+    with _kept_fp_environment():
+        mod.setup(None)
+        for name in K.ORDER:
+            spec = K.SPECS[name]
+            rec = worker.run_case(mod, spec, _tiny(spec), against=tack_results, repeat=1, budget=0.0)
+            if spec.peers and peer not in spec.peers:  # a kernel not written for every peer
+                assert rec["status"] == "skipped" and "time_s" not in rec, rec
+                continue
+            assert rec["status"] == "ok", rec
+            assert rec["checked_against"] == "tack"
+            assert rec["time_s"] > 0
+    assert _denormals_kept(), f"running the {peer} peer left flush-to-zero on in this process"
 
 
 def test_a_wrong_result_is_caught(tack_results):
