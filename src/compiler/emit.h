@@ -85,12 +85,16 @@ TK_HIDDEN void em_local_name(tk_emitter *e, int loc);
 TK_HIDDEN void em_comment_text(tk_emitter *e, const char *s);
 /* The condition under which check `s` fails. */
 TK_HIDDEN void em_check_fails(tk_emitter *e, tk_ir *s);
+/* In a dialect with polls: the function's loop budget (at its top). */
+TK_HIDDEN void em_poll_budget(tk_emitter *e);
 /* Declare (zero-initialized) the value locals of one scope (frame: -1, a
  * parallel loop: its id); with `carried`, only those it marks (in 1) or does
  * not mark (in 0). */
-/* In a dialect with polls: the function's loop budget (at its top). */
-TK_HIDDEN void em_poll_budget(tk_emitter *e);
 TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
+/* emit.c: a serial loop's body with its variable, closing the loop's brace */
+TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
+/* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
+TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
 
 /* complex.c: the expressions of complex type or operands */
 void em_complex_make(tk_emitter *e, tk_ir *x);
