@@ -150,6 +150,8 @@ typedef struct tack_compile_options {
     int fast_math;         /* default 0 */
     int optimize;          /* run the optimizing passes (default 1) */
     const char *target;    /* dialect: "c" (default), "cuda", "hip", "metal", "opencl" */
+    int default_float;     /* TACK_F32 (default) or TACK_F64: the type of a float that meets no
+                              float type (docs/language.md, "Types of operations") */
 } tack_compile_options;
 
 TACK_API void tack_compile_options_init(tack_compile_options *o);

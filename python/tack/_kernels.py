@@ -24,6 +24,8 @@ from . import _core
 
 __all__ = [
     "kernel",
+    "set_default_float",
+    "get_default_float",
     "func",
     "compile_kernels",
     "Kernel",
@@ -140,7 +142,64 @@ def compile_kernels(calls, *, threads=None):
     return [f.result() for f in futures]  # the first failure, in order, raises
 
 
-def kernel(fn=None, *, checks=True, fast_math=False, jit=None):
+def _float_choice(value, what):
+    """tack.f32 or tack.f64 from any dtype-like (tack.f64, np.float64, "float64")."""
+    np = _np()
+    try:
+        value_dt = np.dtype(value) if isinstance(value, type) else value
+    except TypeError:
+        value_dt = value
+    for d in (_core.f32, _core.f64):
+        try:
+            if d == value_dt:
+                return d
+        except Exception:
+            pass
+    raise ValueError(f"{what} must be tack.f32 or tack.f64, not {value!r:.60}")
+
+
+def _env_default_float():
+    import os
+
+    v = os.environ.get("TACK_DEFAULT_FLOAT", "").strip()
+    if v in ("", "f32", "float32"):
+        return _core.f32
+    if v in ("f64", "float64"):
+        return _core.f64
+    raise ValueError(f"TACK_DEFAULT_FLOAT must be f32 or f64, not {v!r:.60}")
+
+
+_default_float = _env_default_float()  # read once, when tack is imported
+
+
+def set_default_float(dtype):
+    """Set the default float of every kernel defined from now on: ``tack.f32``
+    (Tack's default, so kernels run on GPUs without double precision) or
+    ``tack.f64`` (NumPy's types everywhere).  A kernel given
+    ``default_float=`` keeps its own; kernels already defined keep theirs.
+    The environment variable ``TACK_DEFAULT_FLOAT`` (``f32`` or ``f64``) sets
+    it when Tack is imported.
+
+    >>> import tack
+    >>> tack.set_default_float(tack.f64)
+    >>> @tack.kernel
+    ... def scale(x, out):
+    ...     for i in range(x.shape[0]):
+    ...         out[i] = i * 0.1
+    >>> scale.default_float
+    tack.f64
+    >>> tack.set_default_float(tack.f32)
+    """
+    global _default_float
+    _default_float = _float_choice(dtype, "tack.set_default_float")
+
+
+def get_default_float():
+    """The default float of kernels defined now (``tack.f32`` unless set)."""
+    return _default_float
+
+
+def kernel(fn=None, *, checks=True, fast_math=False, jit=None, default_float=None):
     """Compile a Python function as a data-parallel kernel.
 
     Use bare (``@tack.kernel``) or with options
@@ -148,6 +207,10 @@ def kernel(fn=None, *, checks=True, fast_math=False, jit=None):
     ``range(...)`` or ``tack.ndrange(...)`` at the top level of the body runs
     in parallel.  ``checks=False`` removes bounds, division-by-zero and assert
     checks; ``fast_math=True`` lets the C compiler reassociate floating point.
+    ``default_float`` (``tack.f32`` or ``tack.f64``; by default the process's,
+    see ``tack.set_default_float``) is the type of a float that meets no float
+    type: an integer meeting a Python float, ``/`` between integers,
+    ``float()`` (docs/language.md, "The type of every operation").
 
     ``jit=False`` runs the function as plain Python instead (a
     ``tack.PythonKernel``: serially, on NumPy views of the arrays, so ``print``
@@ -157,13 +220,14 @@ def kernel(fn=None, *, checks=True, fast_math=False, jit=None):
     """
     if jit is not None and not isinstance(jit, _builtins.bool):
         raise TypeError(f"tack.kernel: jit must be True, False or None, not {jit!r:.60}")
+    dfloat = _default_float if default_float is None else _float_choice(default_float, "default_float")
 
     def wrap(f):
         if not (jit if jit is not None else not DISABLE_JIT):
             if not callable(f):
                 raise TypeError(f"tack.kernel expects a function, not {type(f).__name__}")
             return PythonKernel(f)
-        return _core.Kernel(f, checks=checks, fast_math=fast_math)
+        return _core.Kernel(f, checks=checks, fast_math=fast_math, default_float=dfloat)
 
     if fn is None:
         return wrap

@@ -68,15 +68,16 @@ def _reduce_kernel(k):
 
     lines, first = getsourcelines(fn)  # the source's errors (none available, edited) are raised here
     source = ("".join(lines), first, fn.__code__.co_filename)
-    return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func))
+    return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func, k.default_float.name))
 
 
-def _kernel(fn, source, checks, fast_math, is_func):
+def _kernel(fn, source, checks, fast_math, is_func, default_float=None):
     text, first, filename = source
     if fn.__code__.co_filename != filename:  # cloudpickle renames it: error messages name the real file
         fn.__code__ = fn.__code__.replace(co_filename=filename)
     fn.__tack_source__ = (text.splitlines(True), first)
-    return _core.Kernel(fn, checks=checks, fast_math=fast_math, is_func=is_func)
+    return _core.Kernel(fn, checks=checks, fast_math=fast_math, is_func=is_func,
+                        default_float=getattr(_core, default_float or "f32"))
 
 
 _core._set_hooks(reduce=reduce)

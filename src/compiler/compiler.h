@@ -147,6 +147,8 @@ tack_dtype dt_compose(tack_dtype s, int rows, int cols); /* TACK_DTYPE_COUNT if 
 const char *ty_name(tk_arena *a, tk_type t);
 /* NumPy 2 promotion with NEP 50 weak scalars; kind TY_UNKNOWN when impossible. */
 tk_type ty_promote(tk_type a, tk_type b);
+void ty_set_default_float(tack_dtype dt);   /* for the compile on this thread: f32 or f64 */
+tack_dtype ty_default_float(void);
 /* The concrete type a weak value takes standing alone (i64, f32, bool). */
 tk_type ty_concrete(tk_type t);
 /* The default float for a type (division of ints, math of ints). */
@@ -265,6 +267,10 @@ typedef enum tk_store_kind { ST_PLAIN, ST_RMW } tk_store_kind;
  * C's signed arithmetic writes it. */
 enum { TK_BIN_NOWRAP = 1 };
 
+/* IR_CONST's aux: a Python int literal (or expression of literals) from 2**63
+ * to 2**64 - 1, carried in a u64 constant (lower_pyint.c). */
+enum { TK_CONST_PYINT = 1 };
+
 /* IR_FOR's sub: a loop that polls (where loops poll), or one inside a loop that polls for it. */
 enum { TK_FOR_POLLS = 0, TK_FOR_QUIET = 1, TK_FOR_IVDEP = 2 /* quiet, and no iteration depends on another (tile.c) */ };
 
@@ -381,6 +387,10 @@ typedef struct tk_cc {
     int uses_vec, uses_f16, uses_print, uses_atomic;
     int uses_complex;      /* complex.c's helpers go into the prelude */
     uint64_t weak_f32;     /* bit p: weak param p is carried as f32 (complex64 for a complex; weak_float.c) */
+    uint64_t *alias_same;  /* per kernel array param p, bit q: the result is wrong if p and q are one
+                            * array (a parallel loop writes one and reads the other elsewhere than
+                            * the iteration's own element; depend_judge.c); NULL when none */
+    uint64_t *alias_part;  /* ... bit q: wrong if p and q share memory without being one array */
     int racy_rmw;          /* TACK_DEBUG_RACY_RMW=1: lower a[i] op= v in parallel code as a plain
                             * read and write (to show that verify.c catches the race) */
     tk_warning *warns;        /* what the compile warns of (tk_warn) */

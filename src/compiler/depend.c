@@ -476,9 +476,12 @@ static void walk_call(dx *X, const tk_ir *e);
 static void scan(dx *X, const tk_ir *e) {
     if (!e) return;
     for (int i = 0; i < e->n; i++) scan(X, e->k[i]);
-    if (e->op == IR_LOAD) { /* a load of an array the loop does not write meets nothing */
+    if (e->op == IR_LOAD) { /* a load of an array the loop does not write meets nothing -- unless it
+                             * is the same memory as one it writes (dp_alias) */
         int p = root_array(X, e->param);
-        if (p >= 0 && (X->P->written >> (p & 63) & 1)) record(X, ACC_LOAD, e->param, (const tk_ir *const *)e->k, e->n, e->line, 0);
+        if (p >= 0)
+            record(X, (X->P->written >> (p & 63) & 1) ? ACC_LOAD : ACC_READ, e->param, (const tk_ir *const *)e->k,
+                   e->n, e->line, 0);
     }
     else if (e->op == IR_ATOMIC) record(X, ACC_ATOMIC, e->param, (const tk_ir *const *)e->k + 1, e->n - 1, e->line, 0);
     else if (e->op == IR_CALL) walk_call(X, e);
@@ -757,6 +760,7 @@ static void check_pfor(tk_cc *C, tk_spec *K, const tk_ir *pf) {
     dx_init(&X, &P, K, body, 0);
     stmt(&X, body);
     dp_judge(&P);
+    dp_alias(&P);
 }
 
 void tk_depend(tk_cc *C, tk_spec *K) {

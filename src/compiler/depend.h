@@ -24,7 +24,8 @@ typedef struct dform {
     dterm at[NATOM];
 } dform;
 
-enum { ACC_LOAD, ACC_STORE, ACC_ATOMIC };
+enum { ACC_LOAD, ACC_STORE, ACC_ATOMIC,
+       ACC_READ /* a load of an array the loop does not write: only dp_alias looks at it */ };
 
 typedef struct dacc {
     int kind, param, line, func;
@@ -63,5 +64,6 @@ int dp_same_shape(const dform *a, const dform *b);        /* same coefficients a
 int dp_has_var(const dform *f, int nv);                   /* a loop variable has a coefficient */
 /* depend_judge.c */
 void dp_judge(dpass *P);                                  /* errors and warnings for one loop */
+void dp_alias(dpass *P);                                  /* which arguments may not share memory */
 
 #endif /* TACK_DEPEND_H */

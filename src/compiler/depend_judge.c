@@ -8,7 +8,9 @@
  * iterations.  One whose index misses a variable surely meets itself in
  * iterations that differ only in that variable: a CompileError, unless the
  * value stored is the same in every iteration or a condition that differs
- * between iterations guards it (then a warning).  A read (or an atomic) of a
+ * between iterations guards it (then a warning) -- except a guarded store to
+ * one cell for all iterations that the loop also reads there (`if x[i] >
+ * m[0]: m[0] = ...`, read by all, written by some): a CompileError.  A read (or an atomic) of a
  * written array is the iteration's own when its index is the write's; at a
  * constant distance the distance is solved exactly, row by row; a flattened
  * dimension split the same way keeps iterations apart by its block.  What
@@ -180,11 +182,22 @@ static int has_serial_loop(const tk_ir *s) {
 
 static int var_used(const dpass *P) {
     for (int i = 0; i < P->nacc; i++)
+        if (P->acc[i].kind != ACC_READ)
         for (int j = 0; j < P->acc[i].nidx; j++) {
             const dform *f = &P->acc[i].idx[j];
             if (!f->aff && f->dep) return 1;
             if (f->aff && dp_has_var(f, P->nv)) return 1;
         }
+    return 0;
+}
+
+/* Whether the loop also reads the element store w writes, at the same index
+ * (the test of `if v > a[0]: a[0] = w`). */
+static int reads_own_cell(const dpass *P, const dacc *w) {
+    for (int j = 0; j < P->nacc; j++) {
+        const dacc *r = &P->acc[j];
+        if (r != w && r->kind == ACC_LOAD && r->param == w->param && same_index(w, r)) return 1;
+    }
     return 0;
 }
 
@@ -220,6 +233,14 @@ void dp_judge(dpass *P) {
                          "the body and store once; %s",
                          vars, pl, b.s, w->text, w->line, b.s, b.s, OPTOUT);
             }
+            if (w->guard && miss == ((1u << P->nv) - 1) && reads_own_cell(P, w))
+                tk_error(C, w->func, w->line, 0,
+                         "race: every iteration of the parallel loop over %s (line %d) reads %s and those whose "
+                         "condition holds write it (line %d): an iteration can overwrite what another has just "
+                         "stored, so the result changes from run to run. A running maximum or minimum is "
+                         "tack.atomic_max / tack.atomic_min (Tack writes `if v > a[k]: a[k] = v` that way itself); "
+                         "a sum is +=; %s",
+                         vars, pl, w->text, w->line, OPTOUT);
             if (!w->guard) {
                 if (P->nv == 1 && !var_used(P) && has_serial_loop(pf->k[pf->aux]))
                     tk_error(C, w->func, w->line, 0,
@@ -249,7 +270,7 @@ void dp_judge(dpass *P) {
     /* reads against writes */
     for (int i = 0; i < P->nacc; i++) {
         dacc *w = &P->acc[i];
-        if (w->kind == ACC_LOAD) continue;
+        if (w->kind == ACC_LOAD || w->kind == ACC_READ) continue;
         for (int j = 0; j < P->nacc; j++) {
             dacc *r = &P->acc[j];
             if (r->param != w->param || i == j) continue;
@@ -292,4 +313,67 @@ void dp_judge(dpass *P) {
         tk_warn(C, kf, P->deep_line,
                 "possible race: the race check does not follow @tack.func calls nested more than %d deep (line %d)",
                 MAXCALL, P->deep_line);
+}
+
+/* ------------------------------------------------------------ aliasing */
+/* The race check knows arrays by parameter; at the call two parameters may
+ * be one array (step(u, v, u, v)) or views that share bytes.  For each pair
+ * of array parameters this loop touches, one of them written, record what
+ * such a call would break, for the launch to refuse it (runtime/program.c):
+ *
+ *   alias_part  the two share bytes without being one array: any access to
+ *               one may meet another iteration's write to the other (a
+ *               shifted view turns a[i] into a[i + 1]) -- always a hazard;
+ *   alias_same  the two are one array: safe only when every access to
+ *               either is the iteration's own element (one index form,
+ *               written by a plain store that distinct iterations give
+ *               distinct elements: u2[i] = f(u[i]) in place), or when both
+ *               are only updated by atomics (adds commute).
+ *
+ * A loop of one iteration has nothing running at once. */
+static int own_element_only(const dpass *P, int a, int b) {
+    const dacc *own = NULL;
+    int atomics_only = 1;
+    for (int i = 0; i < P->nacc; i++) {
+        const dacc *x = &P->acc[i];
+        if (x->param != a && x->param != b) continue;
+        if (x->kind != ACC_ATOMIC) atomics_only = 0;
+        if (x->kind == ACC_STORE && !own && !x->guard && injective(P, x, x->pinned)) own = x;
+    }
+    if (atomics_only) return 1;
+    if (!own) return 0;
+    for (int i = 0; i < P->nacc; i++) {
+        const dacc *x = &P->acc[i];
+        if ((x->param == a || x->param == b) && (x->kind == ACC_ATOMIC || !same_index(own, x))) return 0;
+    }
+    return 1;
+}
+
+void dp_alias(dpass *P) {
+    tk_cc *C = P->C;
+    int np = P->K->nparams;
+    int64_t total = 1;
+    for (int d = 0; d < P->nv; d++) total = P->ext[d] < 0 || total < 0 ? -1 : total * P->ext[d];
+    if ((total >= 0 && total <= 1) || np <= 1) return;
+    uint64_t touched = 0;
+    for (int i = 0; i < P->nacc; i++)
+        if (P->acc[i].param >= 0 && P->acc[i].param < 64) touched |= (uint64_t)1 << P->acc[i].param;
+    for (int a = 0; a < np && a < 64; a++) {
+        if (!(touched >> a & 1)) continue;
+        for (int b = a + 1; b < np && b < 64; b++) {
+            if (!(touched >> b & 1) || !((P->written >> a & 1) || (P->written >> b & 1))) continue;
+            if (!C->alias_same) {
+                C->alias_same = tk_alloc(&C->arena, sizeof(uint64_t) * (size_t)np);
+                C->alias_part = tk_alloc(&C->arena, sizeof(uint64_t) * (size_t)np);
+                memset(C->alias_same, 0, sizeof(uint64_t) * (size_t)np);
+                memset(C->alias_part, 0, sizeof(uint64_t) * (size_t)np);
+            }
+            C->alias_part[a] |= (uint64_t)1 << b;
+            C->alias_part[b] |= (uint64_t)1 << a;
+            if (!own_element_only(P, a, b)) {
+                C->alias_same[a] |= (uint64_t)1 << b;
+                C->alias_same[b] |= (uint64_t)1 << a;
+            }
+        }
+    }
 }

@@ -88,6 +88,7 @@ TACK_API void tack_compile_options_init(tack_compile_options *o) {
     o->fast_math = 0;
     o->optimize = 1;
     o->target = "c";
+    o->default_float = TACK_F32;
 }
 
 /* ------------------------------------------------------------- program */
@@ -116,6 +117,8 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
             pi->carry_f32 = tk_param_f32(C, i);
             pi->written = pi->is_array && (K->written >> i & 1);
             pi->distinct = pi->is_array && C->args[i].distinct;
+            pi->alias_same = C->alias_same && i < 64 ? C->alias_same[i] : 0;
+            pi->alias_part = C->alias_part && i < 64 ? C->alias_part[i] : 0;
             pi->lo = INT64_MIN;
             pi->hi = INT64_MAX;
             pi->narrow = TACK_DTYPE_COUNT;
@@ -193,6 +196,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     C->arena.oom = &C->jmp;
     C->m = m;
     C->opts = o;
+    ty_set_default_float(o.default_float == TACK_F64 ? TACK_F64 : TACK_F32); /* this thread's compile */
     C->args = args;
     C->nargs = nargs;
     C->dialect = dialect;

@@ -130,6 +130,44 @@ static void narrow_param(tk_spec *S, int loc, tack_dtype dt) {
     }
 }
 
+/* A weak float computed at run time (Python float arguments, arithmetic on
+ * them) meeting f32 is computed in f32: the conversion moves to its leaves,
+ * so `(x[i] - lo) / (hi - lo)` with f32 x and Python floats lo, hi
+ * subtracts in f32 and needs no double (a GPU without fp64 runs it).  It
+ * differs from NumPy, which computes `hi - lo` in f64 and rounds once, by
+ * the rounding of the operands (docs/language.md, "Differences from
+ * NumPy").  Meeting f64 it stays as it is: f64 arithmetic, NumPy's. */
+static tk_ir *weak_to_f32(lw_state *L, tk_ir *e, tk_type to) {
+    int weakf = e->ty.kind == TY_VALUE && e->ty.weak && e->ty.dt == TACK_F64;
+    if (weakf && e->op == IR_BIN && e->sub <= B_MAX && e->n == 2 && e->sub != B_MATMUL) {
+        tk_ir *b = lw_bin(L, e->sub, to, weak_to_f32(L, e->k[0], to), weak_to_f32(L, e->k[1], to), e->line);
+        b->aux = e->aux;
+        return b;
+    }
+    if (weakf && e->op == IR_UN && (e->sub == U_NEG || e->sub == U_ABS) && e->n == 1) {
+        tk_ir *u = ir_new(L->C, IR_UN, to, e->line);
+        u->sub = e->sub;
+        return lw_kid(L, u, weak_to_f32(L, e->k[0], to));
+    }
+    if (weakf && e->op == IR_SELECT && e->n == 3) {
+        tk_ir *c = ir_new(L->C, IR_SELECT, to, e->line);
+        lw_kid(L, c, e->k[0]);
+        lw_kid(L, c, weak_to_f32(L, e->k[1], to));
+        return lw_kid(L, c, weak_to_f32(L, e->k[2], to));
+    }
+    if (weakf && e->op == IR_MATH && !tk_math_is_predicate(e->sub) && ty_eq(e->aux_ty, e->ty)) {
+        tk_ir *m = ir_new(L->C, IR_MATH, to, e->line);
+        m->sub = e->sub;
+        m->aux_ty = to;
+        for (int i = 0; i < e->n; i++) lw_kid(L, m, weak_to_f32(L, e->k[i], to));
+        return m;
+    }
+    if (weakf && e->op == IR_CAST && e->n == 1 && e->k[0]->ty.kind == TY_VALUE && e->k[0]->ty.weak)
+        return lw_cast(L, e->k[0], to); /* a weak int made a weak float: straight to f32 */
+    tk_ir *c = ir_new(L->C, IR_CAST, to, e->line);
+    return lw_kid(L, c, e);
+}
+
 tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to) {
     if (e->ty.kind == TY_UNKNOWN || to.kind == TY_UNKNOWN) {
         if (to.kind == TY_UNKNOWN) return e;
@@ -172,6 +210,9 @@ tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to) {
             tk_error(L->C, L->fidx, e->line, 0, "Python integer %lld is out of bounds for %s (NumPy 2 raises "
                      "OverflowError); write a value in range", (long long)v, dt_name((tack_dtype)to.dt));
     }
+    lw_pyint_fits(L, e, to); /* 2**63 .. 2**64 - 1: u64 only */
+    if (to.kind == TY_VALUE && !to.weak && to.dt == TACK_F32 && e->op != IR_CONST && e->ty.weak && e->ty.dt == TACK_F64)
+        return weak_to_f32(L, e, to);
     if (e->op == IR_LOCAL && e->ty.weak && e->ty.dt == TACK_I64 && ty_is_int(to) && !to.weak && L->S->plo)
         narrow_param(L->S, e->local, (tack_dtype)to.dt);
     tk_ir *c = ir_new(L->C, IR_CAST, to, e->line);

@@ -65,6 +65,20 @@ int lw_lookup(lw_state *L, const char *name);
 /* lower_expr.c */
 tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
 const char *lw_op_symbol(tack_op op);                 /* "+", "//", ... */
+/* The one type rule's run-time integers (lower_expr.c): t, or the default
+ * float where an integer known only at run time meets a float (arith) or is
+ * made a float (/, math functions). */
+tk_type lw_rule_arith(tk_type t, const tk_ir *x, const tk_ir *y);
+tk_type lw_rule_floatify(tk_type t, const tk_ir *x, const tk_ir *y);
+/* Python ints at compile time (lower_pyint.c): exact results of literal
+ * expressions (NULL: lower as usual), and the check where one meets a type. */
+int lw_is_big_pyint(const tk_ir *e);
+tk_ir *lw_big_pyint(lw_state *L, uint64_t v, int line);
+tk_ir *lw_pyint_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
+tk_ir *lw_pyint_neg(lw_state *L, tk_ir *x, tack_node *n);
+void lw_pyint_fits(lw_state *L, const tk_ir *e, tk_type to);
+/* `if v > a[k]: a[k] = v` in a parallel loop, lowered as tack.atomic_max (lower_reduce.c); 0: not that form. */
+int lw_running_extreme(lw_state *L, tack_node *n);
 int lw_comp_of_attr(const char *a);                   /* x y z w -> 0..3, else -1 */
 tk_ir *lw_in(lw_state *L, tk_ir *blk, tack_node *n);  /* n's statements go into blk */
 /* lower_stmt.c */

@@ -63,7 +63,7 @@ static tk_ir *math_call(lw_state *L, int m, tk_ir **a, int na, tack_node *n) {
         return lw_complex_math(L, m, a[0], n);
     }
     if (!ty_is_scalar(t)) ERR(n, "%s() needs scalar arguments, not %s", n->name, TN(t));
-    t = ty_floatify(t);
+    t = lw_rule_arith(lw_rule_floatify(t, a[0], na > 1 ? a[1] : NULL), a[0], na > 1 ? a[1] : NULL);
     tk_type rt = tk_math_is_predicate(m) ? ty_value(TACK_BOOL) : t;
     tk_ir *e = lw_mk(L, IR_MATH, rt, n);
     e->sub = (uint8_t)m;
@@ -420,7 +420,10 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
     case TK_IK_PRINT: return print_call(L, n);
     case TK_IK_LEN: return len_call(L, n);
     case TK_IK_ATOMIC: return atomic_call(L, in->sub, n, discard);
-    case TK_IK_CAST: return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value((tack_dtype)in->sub), n);
+    case TK_IK_CAST: { /* float() is the default float (the table's F32 stands for it) */
+        tack_dtype to = (tack_dtype)in->sub == TACK_F32 ? ty_default_float() : (tack_dtype)in->sub;
+        return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(to), n);
+    }
     case TK_IK_ABS: return abs_call(L, n);
     case TK_IK_MINMAX: return minmax_call(L, in->sub, n);
     case TK_IK_VECBIN: return vecbin_call(L, in->sub, n);

@@ -208,6 +208,33 @@ tk_ir *lw_bin(lw_state *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line) {
     return e;
 }
 
+/* The one type rule (docs/language.md, "The type of every operation"): a
+ * value's type depends on its dtype, never on where it came from.  The loop
+ * variable, a shape, len() and a Python int argument are weak ints, but they
+ * are integers known only at run time: meeting a float, divided with /, or
+ * given to a math function, they give the default float, as an element of
+ * an integer array does -- not the f64 carrier in which literal arithmetic
+ * is exact.  Two weak values that are both constants are Python's own
+ * arithmetic, folded exactly; a weak float that is not a constant keeps
+ * adapting to what it meets (lw_cast computes it in that type). */
+static int runtime_weak(const tk_ir *e) { return e->ty.kind == TY_VALUE && e->ty.weak && e->op != IR_CONST; }
+static int runtime_weak_int(const tk_ir *e) {
+    return runtime_weak(e) && (e->ty.dt == TACK_I64 || e->ty.dt == TACK_BOOL || e->ty.dt == TACK_U64);
+}
+
+tk_type lw_rule_arith(tk_type t, const tk_ir *x, const tk_ir *y) {
+    if (t.kind == TY_VALUE && t.weak && ty_is_float(t) && (runtime_weak_int(x) || (y && runtime_weak_int(y))))
+        return ty_value(ty_default_float());
+    return t;
+}
+
+tk_type lw_rule_floatify(tk_type t, const tk_ir *x, const tk_ir *y) {
+    tk_type r = ty_floatify(t);
+    if (r.weak && !ty_is_float(t) && !ty_is_complex(t) && (runtime_weak(x) || (y && runtime_weak(y))))
+        return ty_value(ty_default_float());
+    return r;
+}
+
 /* An integer constant below zero, written as one (-1) or folded to one. */
 static int negative_literal(const tk_ir *y) {
     if (ir_is_const(y)) return ty_is_int(y->ty) && y->c.i < 0 && dt_kind((tack_dtype)y->ty.dt) == TACK_KIND_INT;
@@ -261,7 +288,11 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
         x = lw_cast(L, x, it);
         y = lw_cast(L, y, it);
     }
-    tk_type t = ty_promote(x->ty, y->ty);
+    tk_ir *exact = lw_pyint_binop(L, op, x, y, n); /* 2**64 is no int64; -2**63 is */
+    if (exact) return exact;
+    lw_pyint_fits(L, x, y->ty);
+    lw_pyint_fits(L, y, x->ty);
+    tk_type t = lw_rule_arith(ty_promote(x->ty, y->ty), x, y);
     if (t.kind == TY_UNKNOWN) ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     if (arith && ty_is_bool(t)) t = t.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64);
     switch (op) {
@@ -269,7 +300,7 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     case TACK_OP_SUB: return lw_bin(L, B_SUB, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);
     case TACK_OP_MUL: return lw_bin(L, B_MUL, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);
     case TACK_OP_DIV: {
-        tk_type r = ty_floatify(t);
+        tk_type r = lw_rule_floatify(t, x, y);
         return lw_bin(L, B_DIV, r, lw_cast(L, x, r), lw_cast(L, y, r), n->line);
     }
     case TACK_OP_FLOORDIV:
@@ -290,7 +321,7 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     }
     case TACK_OP_POW:
         if (ty_is_int(t) && negative_literal(y)) { /* 2 ** -1 is 0.5, as in Python */
-            tk_type r = ty_floatify(t);
+            tk_type r = lw_rule_floatify(t, x, y);
             return lw_bin(L, B_POW, r, lw_cast(L, x, r), lw_cast(L, y, r), n->line);
         }
         x = lw_cast(L, x, t);
@@ -325,7 +356,9 @@ static tk_ir *compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n)
     if (ty_is_complex(x->ty) || ty_is_complex(y->ty)) return lw_complex_compare(L, op, x, y, n);
     if (!ty_is_scalar(x->ty) || !ty_is_scalar(y->ty))
         ERR(n, "comparison %s is not supported between %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
-    tk_type t = ty_promote(x->ty, y->ty);
+    tk_type t = lw_rule_arith(ty_promote(x->ty, y->ty), x, y);
+    if (t.kind == TY_VALUE && t.weak && ty_is_float(t) && (runtime_weak(x) || runtime_weak(y)))
+        t = ty_concrete(t); /* two Python floats, one known only at run time: the default float */
     int b;
     switch (op) {
     case TACK_OP_EQ: b = B_EQ; break;
@@ -445,8 +478,8 @@ static tk_ir *lower_unary(lw_state *L, tack_node *n) {
     if (n->op == TACK_OP_NEG) {
         if (ty_is_bool(x->ty)) x = lw_cast(L, x, x->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
         if (!ty_is_scalar(x->ty)) L->C->uses_vec = 1;
-        if (x->op == IR_CONST && x->ty.weak && x->ty.dt == TACK_I64 && x->c.i != INT64_MIN)
-            return ir_const_i(L->C, x->ty, -x->c.i, x->line); /* -5 is the literal -5, as in Python */
+        tk_ir *lit = lw_pyint_neg(L, x, n); /* -5 is the literal -5, as in Python; -2**63 fits, -2**64 not */
+        if (lit) return lit;
         tk_ir *u = lw_mk(L, IR_UN, x->ty, n);
         u->sub = U_NEG;
         return lw_kid(L, u, x);
@@ -544,10 +577,7 @@ tk_ir *lw_expr(lw_state *L, tack_node *n) {
     if (!n) ERR(n, "missing expression");
     switch (n->kind) {
     case TACK_N_CONST_INT:
-        if (n->is_uint) {
-            tk_ir *e = ir_const_i(L->C, ty_value(TACK_U64), n->ival, n->line);
-            return e;
-        }
+        if (n->is_uint) return lw_big_pyint(L, (uint64_t)n->ival, n->line);
         return ir_const_i(L->C, ty_weak(TACK_I64), n->ival, n->line);
     case TACK_N_CONST_FLOAT: return ir_const_f(L->C, ty_weak(TACK_F64), n->fval, n->line);
     case TACK_N_CONST_BOOL: return ir_const_i(L->C, ty_weak(TACK_BOOL), n->ival != 0, n->line);

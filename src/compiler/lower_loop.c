@@ -36,9 +36,11 @@
  *
  * The loop variable's type is inferred like any local's (assign_local), with
  * one rule of its own: a variable that is nothing but the index of a loop
- * over weak integer bounds (stepping by one, for a parallel range loop) is
- * the loop's own counter, a weak i64; any other is assigned, at the top of
- * the body, from an i64 counter the loop runs.
+ * over weak integer bounds (stepping by one, for a parallel range loop) and
+ * that the body never assigns is the loop's own counter, a weak i64; any
+ * other is assigned, at the top of the body, from an i64 counter the loop
+ * runs.  A parallel loop's body may not assign its variables at all
+ * (refuse_assigned_pfor_vars: a CompileError).
  *
  * Bodies are lowered one statement deeper (L->depth: a loop inside is not
  * parallel); serial bodies one loop deeper too (L->loops: break and continue
@@ -160,6 +162,38 @@ static int assigns_name(const tack_node *x, const char *name) {
     return 0;
 }
 
+/* The target node in x that assigns the name (the name node itself, for the
+ * message's column), or NULL. */
+static const tack_node *assigning_target(const tack_node *x, const char *name) {
+    if (!x) return NULL;
+    if ((x->kind == TACK_N_ASSIGN || x->kind == TACK_N_ANNASSIGN || x->kind == TACK_N_AUGASSIGN ||
+         x->kind == TACK_N_FOR) && x->nkids > 0 && target_names(x->kids[0], name))
+        return x->kids[0];
+    for (int i = 0; i < x->nkids; i++) {
+        const tack_node *t = assigning_target(x->kids[i], name);
+        if (t) return t;
+    }
+    return NULL;
+}
+
+/* A parallel loop's variables belong to the loop: each iteration gets its own
+ * value from it.  Assigning one in the body would change which element the
+ * iteration touches without the race check knowing (`i = i % 3; a[i] += 1`
+ * loses updates), so it is refused; a local of another name says the same. */
+static void refuse_assigned_pfor_vars(lw_state *L, tack_node *t, tack_node *body) {
+    int n = t->kind == TACK_N_TUPLE ? t->nkids : 1;
+    for (int d = 0; d < n; d++) {
+        tack_node *v = t->kind == TACK_N_TUPLE ? t->kids[d] : t;
+        if (v->kind != TACK_N_NAME || !v->name) continue;
+        const tack_node *a = assigning_target(body, v->name);
+        if (a)
+            ERR(a, "the variable '%s' of the parallel loop (line %d) is assigned in its body: each iteration "
+                   "takes its '%s' from the loop, and changing it would make iterations touch elements the "
+                   "race check does not see; give the new value a name of its own (k = %s %% 3; a[k] ...)",
+                v->name, t->line, v->name, v->name);
+    }
+}
+
 /* Note the loop's own variables, those of target t (a name or a tuple of
  * names), for augassign_element: an element indexed by one of them is the
  * iteration's own -- unless the body assigns the variable. */
@@ -178,6 +212,7 @@ static void pfor_body(lw_state *L, tk_ir *pf, tack_node *n, tk_ir *b, int saved_
     tack_node *body = n->kids[2];
     int sd = L->depth;
     L->depth++;
+    refuse_assigned_pfor_vars(L, n->kids[0], body);
     note_pfor_vars(L, n->kids[0], body);
     lw_block_into(L, body, b);
     L->npfor_vars = 0;
@@ -250,15 +285,19 @@ static void range_pfor(lw_state *L, tack_node *n, rng r) {
 }
 
 /* for t in range(...) anywhere else: a serial loop.  The variable is the
- * loop's counter when it is a weak i64; otherwise the loop runs an i64
- * counter k and the body starts by assigning it, converted, to t. */
+ * loop's counter when it is a weak i64 the body never assigns; otherwise the
+ * loop runs an i64 counter k and the body starts by assigning it, converted,
+ * to t -- so an assignment in the body lasts to the end of its iteration and
+ * the next takes the next value, as in Python. */
 static void range_serial(lw_state *L, tack_node *n, rng r) {
     tack_node *t = n->kids[0], *body = n->kids[2];
     int loc = lw_target_local(L, t);
     tk_local *l = &L->S->locals[loc];
     tk_ir *f = lw_mk(L, IR_FOR, ty_void(), n);
     tk_ir *b = lw_mk(L, IR_BLOCK, ty_void(), body);
-    if (r.ty.kind != TY_UNKNOWN && (l->ty.kind == TY_UNKNOWN || ty_eq(l->ty, r.ty)) && ty_eq(r.ty, ty_weak(TACK_I64))) {
+    int own = t->kind == TACK_N_NAME && t->name && !assigns_name(body, t->name);
+    if (own && r.ty.kind != TY_UNKNOWN && (l->ty.kind == TY_UNKNOWN || ty_eq(l->ty, r.ty)) &&
+        ty_eq(r.ty, ty_weak(TACK_I64))) {
         if (!ty_eq(l->ty, r.ty)) { l->ty = r.ty; L->changed = 1; }
         f->local = loc;
     } else {
@@ -444,13 +483,18 @@ static void ndrange_pfor(lw_state *L, tack_node *n, rng *ax, int dims) {
 static void ndrange_serial(lw_state *L, tack_node *n, rng *ax, int dims) {
     tack_node *t = n->kids[0], *body = n->kids[2];
     tk_ir *outer = NULL, *inner_blk = NULL;
+    int assigned = 0, loc[TACK_MAX_NDIM], cnt[TACK_MAX_NDIM];
+    for (int d = 0; d < dims; d++) assigned |= assigns_name(body, ndrange_var(L, t, dims, d)->name);
     for (int d = 0; d < dims; d++) {
         tack_node *v = ndrange_var(L, t, dims, d);
-        int loc = lw_target_local(L, v);
-        tk_local *l = &L->S->locals[loc];
+        loc[d] = lw_target_local(L, v);
+        tk_local *l = &L->S->locals[loc[d]];
         if (l->ty.kind == TY_UNKNOWN) { l->ty = ty_weak(TACK_I64); L->changed = 1; }
         tk_ir *f = lw_mk(L, IR_FOR, ty_void(), n);
-        f->local = loc;
+        /* a body that assigns a variable runs the loops on counters of their own, and
+         * every iteration of the innermost starts by setting all the variables, as
+         * Python's one loop over tuples does */
+        f->local = assigned ? (cnt[d] = lw_temp(L, ty_value(TACK_I64))) : loc[d];
         ir_push(L->C, f, ax[d].lo);
         ir_push(L->C, f, ax[d].hi);
         ir_push(L->C, f, ax[d].step);
@@ -460,6 +504,14 @@ static void ndrange_serial(lw_state *L, tack_node *n, rng *ax, int dims) {
         else ir_push(L->C, inner_blk, f);
         outer = f;
         inner_blk = b;
+    }
+    if (assigned) {
+        tk_ir *saved = L->blk;
+        L->blk = inner_blk;
+        for (int d = 0; d < dims; d++)
+            lw_assign_local(L, loc[d], lw_cast(L, lw_local_ref(L, cnt[d], n->line), ty_weak(TACK_I64)),
+                            ndrange_var(L, t, dims, d));
+        L->blk = saved;
     }
     loop_body(L, body, inner_blk);
 }

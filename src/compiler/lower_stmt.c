@@ -473,6 +473,7 @@ static void lower_return(lw_state *L, tack_node *n) {
 /* ------------------------------------------------------- statements */
 static void lower_if(lw_state *L, tack_node *n) {
     if (n->nkids < 2) ERR(n, "malformed if");
+    if (lw_running_extreme(L, n)) return; /* if v > a[0]: a[0] = v -- an atomic max (lower_reduce.c) */
     tk_ir *c = lw_truth(L, lw_expr(L, n->kids[0]), n);
     tk_ir *iff = lw_mk(L, IR_IF, ty_void(), n);
     ir_push(L->C, iff, c);

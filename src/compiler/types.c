@@ -8,8 +8,14 @@
  *
  *   weak  + weak       the larger kind (bool < int < float), still weak
  *   weak  + concrete   the concrete type, except that a weak float meeting an
- *                      integer gives the default float (f32), and a weak int
+ *                      integer gives the default float, and a weak int
  *                      meeting a bool gives i64
+ *
+ * The default float is f32 unless the compile asks for f64
+ * (tack_compile_options.default_float, a thread-local here for the compile
+ * running on this thread).  Lowering adds the rule for weak values known
+ * only at run time (lower_expr.c, lw_rule_*): a run-time integer meeting a
+ * float gives the default float, as an integer element does.
  *   concrete pairs     NumPy 2's table: u8+i8 -> i16, u64+i64 -> f64,
  *                      i32+f32 -> f64, i16+f32 -> f32, ...
  *
@@ -137,9 +143,15 @@ static tack_dtype numpy_promote(tack_dtype a, tack_dtype b) {
     return TACK_F64;
 }
 
+/* The default float of the compile running on this thread (f32 unless the
+ * kernel asks for f64: tack_compile_options.default_float). */
+static _Thread_local tack_dtype default_float = TACK_F32;
+void ty_set_default_float(tack_dtype dt) { default_float = dt == TACK_F64 ? TACK_F64 : TACK_F32; }
+tack_dtype ty_default_float(void) { return default_float; }
+
 tk_type ty_concrete(tk_type t) {
     if (t.kind != TY_VALUE || !t.weak) return t;
-    if (t.dt == TACK_F64) return ty_value(TACK_F32);
+    if (t.dt == TACK_F64) return ty_value(default_float);
     return ty_value((tack_dtype)t.dt); /* complex128 stays complex128 */
 }
 
@@ -147,7 +159,7 @@ tk_type ty_floatify(tk_type t) {
     if (t.kind != TY_VALUE) return t;
     if (ty_is_float(t) || ty_is_complex(t)) return t;
     if (t.weak) return ty_weak(TACK_F64);
-    if (ty_is_scalar(t)) return ty_value(TACK_F32);
+    if (ty_is_scalar(t)) return ty_value(default_float);
     return t;
 }
 
@@ -170,7 +182,7 @@ tk_type ty_promote(tk_type a, tk_type b) {
         if (wr == 3) /* a Python complex: complex64 with f16/f32, else complex128 */
             return ty_value(cr == 2 && dt_bits((tack_dtype)c.dt) <= 32 ? TACK_C64 : TACK_C128);
         if (wr == 1) return ty_value(TACK_I64);  /* weak int meets bool */
-        return ty_value(TACK_F32);               /* weak float meets int/bool: default float */
+        return ty_value(default_float);          /* weak float meets int/bool: default float */
     }
     tack_dtype ad = a.dt == TACK_F16 ? TACK_F32 : (tack_dtype)a.dt;
     tack_dtype bd = b.dt == TACK_F16 ? TACK_F32 : (tack_dtype)b.dt;

@@ -171,15 +171,25 @@ static PyObject *kernel_ir(PyObject *self, PyObject *const *args, Py_ssize_t nar
 /* ------------------------------------------------------------- object */
 
 static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", NULL};
-    PyObject *fn, *code = NULL, *varnames = NULL;
+    static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", "default_float", NULL};
+    PyObject *fn, *code = NULL, *varnames = NULL, *dfloat = NULL;
     int checks = 1, fast_math = 0, is_func = 0;
+    tack_dtype df = TACK_F32;
     KernelObject *k = NULL;
     long argcount, posonly;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppp:Kernel", kwlist, &fn, &checks,
-                                     &fast_math, &is_func))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pppO:Kernel", kwlist, &fn, &checks,
+                                     &fast_math, &is_func, &dfloat))
         return NULL;
+    if (dfloat && dfloat != Py_None) {
+        tpy_state *st = tpy_state_from_type(type);
+        if (!st || tpy_dtype_from_object(st, dfloat, &df) < 0)
+            return NULL;
+        if (df != TACK_F32 && df != TACK_F64) {
+            PyErr_Format(PyExc_ValueError, "default_float must be tack.f32 or tack.f64, not %.60R", dfloat);
+            return NULL;
+        }
+    }
     if (!PyFunction_Check(fn)) {
         PyErr_Format(PyExc_TypeError,
                      "tack.kernel and tack.func take a Python function (def ...), not %.100s",
@@ -212,6 +222,7 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     k->checks = checks;
     k->fast_math = fast_math;
     k->is_func = is_func;
+    k->default_float = df;
     k->kernel_index = -1;
     k->lock = PyThread_allocate_lock();
     if (!k->lock) {
@@ -290,6 +301,11 @@ static PyObject *get_flag(PyObject *self, void *which) {
     return PyBool_FromLong(v);
 }
 
+static PyObject *get_default_float(PyObject *self, void *unused) {
+    KernelObject *k = (KernelObject *)self;
+    return Py_NewRef(k->st->dtypes[k->default_float]);
+}
+
 static PyGetSetDef kernel_getset[] = {
     {"__name__", get_fn_attr, NULL, NULL, "__name__"},
     {"__qualname__", get_fn_attr, NULL, NULL, "__qualname__"},
@@ -301,6 +317,8 @@ static PyGetSetDef kernel_getset[] = {
     {"checks", get_flag, NULL, "bounds / zero-division / assert checks are compiled in", "c"},
     {"fast_math", get_flag, NULL, "floating point may be reassociated", "f"},
     {"is_func", get_flag, NULL, "this is a @tack.func, not a kernel", "i"},
+    {"default_float", get_default_float, NULL,
+     "tack.f32 or tack.f64: the type of a float that meets no float type (docs/language.md)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

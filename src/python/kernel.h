@@ -34,6 +34,7 @@ typedef struct {
     PyObject *defaults; /* tuple or NULL */
     Py_ssize_t nparams, nposonly;
     int checks, fast_math, is_func;
+    tack_dtype default_float; /* TACK_F32 or TACK_F64: the type of a float that meets no float type */
     tack_module *module; /* built on the first compile, reused */
     int kernel_index;
     PyThread_type_lock lock;

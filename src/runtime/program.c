@@ -87,6 +87,47 @@ TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev) {
     return st;
 }
 
+/* Two arrays that are one array: the same bytes, read as the same elements. */
+static int same_array(const tack_array *a, const tack_array *b) {
+    if (tack_array_data(a) != tack_array_data(b) || tack_array_nbytes(a) != tack_array_nbytes(b) ||
+        tack_array_dtype(a) != tack_array_dtype(b) || tack_array_ndim(a) != tack_array_ndim(b))
+        return 0;
+    return memcmp(tack_array_shape(a), tack_array_shape(b), sizeof(int64_t) * (size_t)tack_array_ndim(a)) == 0;
+}
+
+/* The race check knows arrays by parameter; the compiler marked the pairs
+ * whose sharing memory would make a parallel loop race (tk_pinfo.alias_*).
+ * A call that passes such a pair is refused before anything runs: the same
+ * array for both (step(u, v, u, v) where the kernel reads u's neighbours
+ * and writes the other), or views that share bytes.  One array passed for
+ * two parameters that the kernel reads and writes only at each iteration's
+ * own element (an update in place) is not marked and runs.  Only the
+ * marked pairs are compared, and not at all in a restrict build, whose
+ * arrays were already found apart. */
+static tack_status check_aliases(const tack_program *p, const tack_arg *args, int nargs) {
+    for (int i = 0; i < nargs && i < 64; i++) {
+        const tk_pinfo *pi = &p->params[i];
+        uint64_t m = pi->alias_same | pi->alias_part;
+        if (!pi->is_array || pi->distinct || !m) continue;
+        for (int j = i + 1; j < nargs && j < 64; j++) {
+            if (!(m >> j & 1) || !tack_arrays_overlap(args[i].array, args[j].array)) continue;
+            int same = same_array(args[i].array, args[j].array);
+            if (same && !(pi->alias_same >> j & 1)) continue;
+            const char *w = p->params[i].written ? pi->name : p->params[j].name;
+            const char *r = p->params[i].written ? p->params[j].name : pi->name;
+            return tack_set_error(TACK_ERR_VALUE,
+                                  "arguments '%s' and '%s' of kernel '%s' %s, and a parallel loop of the kernel "
+                                  "writes '%s' where its iterations also read or write '%s' at other elements: "
+                                  "the iterations would race through the shared memory and the result would change "
+                                  "from run to run. Pass a copy for the one that is only read (np.copy(...)), or "
+                                  "separate output arrays",
+                                  pi->name, p->params[j].name, p->kernel_name,
+                                  same ? "are the same array" : "share memory", w, r);
+        }
+    }
+    return TACK_OK;
+}
+
 TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int nargs) {
     if (!p) return tack_set_error(TACK_ERR_VALUE, "tack_launch: program is NULL");
     if (!p->device) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built (call tack_program_build)", p->kernel_name);
@@ -130,6 +171,8 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
                                       "build was compiled for arrays that do not overlap (restrict); compile it for "
                                       "overlapping arrays", p->params[i].name, p->kernel_name, p->params[j].name);
     }
+    tack_status st = check_aliases(p, args, nargs);
+    if (st != TACK_OK) return st;
     return p->device->backend->launch(p->device, p, args, nargs);
 }
 

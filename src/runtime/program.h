@@ -44,6 +44,8 @@ typedef struct tk_pinfo {  /* one parameter of the compiled signature */
     tack_dtype narrow;     /* ... the type that sets it; TACK_DTYPE_COUNT: no limit */
     int carry_f32;         /* a float scalar a GPU receives as f32 bits (else a double's) */
     int distinct;          /* an array compiled as overlapping no other (restrict) */
+    uint64_t alias_same;   /* bit j: the result is wrong if this array and array j are one array */
+    uint64_t alias_part;   /* bit j: ... if they share memory without being one array (compiler/depend_judge.c) */
 } tk_pinfo;
 
 typedef struct tk_pwarn {  /* a warning of the compile (a possible race, compiler/depend.c) */

@@ -101,3 +101,78 @@ def test_reassigned_int_parameter_is_not_the_argument():
     a = np.zeros(2, np.int8)
     add_arg_reassigned(a, 300)  # s is 100 where it meets int8
     assert a.tolist() == [100, 100]
+
+
+# ---------------------------------------------- every integer type, 64-bit edges
+# A literal above INT64_MAX, and an expression of literals past 64 bits, wrapped
+# silently: `a[i] = 18446744073709551615` on int64 gave -1, `a[i] = 2**64` gave 0.
+# Each is now NumPy's value or a CompileError, decided as NumPy decides a store.
+_LITERALS = ["-1", "127", "128", "-129", "255", "256", "65536", "-32769", "2147483648", "-2147483649",
+             "4294967296", "2**62", "2**63 - 1", "2**63", "-2**63", "-2**63 - 1", "-(2**63)",
+             "18446744073709551615", "2**64 - 1", "2**64", "-2**64", "2**63 * 2", "1 << 63", "1 << 64",
+             "3**40", "3**41", "(2**63) - 1 + 1"]
+_INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+_counter = iter(range(10**6))
+
+
+def _store_kernel(tmp_path, text):
+    import importlib.util
+
+    path = tmp_path / f"lit_{next(_counter)}.py"
+    path.write_text("import tack\n\n@tack.kernel\ndef k(a):\n    for i in range(a.shape[0]):\n"
+                    f"        a[i] = {text}\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.k
+
+
+def _numpy_store(dt, value):
+    a = np.zeros(1, dt)
+    try:
+        a[0] = value
+    except OverflowError:
+        return None
+    return a[0]
+
+
+@pytest.mark.parametrize("text", _LITERALS)
+def test_every_integer_type_gets_numpys_value_or_a_compile_error(tmp_path, text):
+    k = _store_kernel(tmp_path, text)
+    value = eval(text)
+    steps_fit = text != "2**64 - 1"  # its first step, 2**64, fits no type: refused whatever the store
+    for dt in _INT_DTYPES:
+        want = _numpy_store(dt, value) if steps_fit else None
+        a = np.zeros(2, dt)
+        if want is None:
+            with pytest.raises(tack.CompileError, match="out of bounds|no 64-bit integer type holds"):
+                k(a)
+        else:
+            k(a)
+            assert a.tolist() == [want, want], (text, dt)
+
+
+def test_the_message_names_the_value_and_the_type(tmp_path):
+    with pytest.raises(tack.CompileError, match="18446744073709551615 is out of bounds for i64"):
+        _store_kernel(tmp_path, "18446744073709551615")(np.zeros(1, np.int64))
+    with pytest.raises(tack.CompileError, match="reaches 18446744073709551616, which no 64-bit integer type holds"):
+        _store_kernel(tmp_path, "2**64")(np.zeros(1, np.uint64))
+    # every step of an expression must fit, not only its value: 2**64 - 1 goes through 2**64
+    with pytest.raises(tack.CompileError, match="reaches 18446744073709551616.*18446744073709551615, not 2"):
+        _store_kernel(tmp_path, "2**64 - 1")(np.zeros(1, np.uint64))
+
+
+def test_a_big_literal_meeting_a_signed_element_is_refused(tmp_path):
+    import importlib.util
+
+    path = tmp_path / "mix.py"
+    path.write_text("import tack\n\n@tack.kernel\ndef k(a):\n    for i in range(a.shape[0]):\n"
+                    "        a[i] = a[i] + 9223372036854775808\n")
+    spec = importlib.util.spec_from_file_location("mix", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(tack.CompileError, match="9223372036854775808 is out of bounds for i64"):
+        mod.k(np.zeros(1, np.int64))
+    u = np.ones(1, np.uint64)
+    mod.k(u)  # u64 holds it, as in NumPy
+    assert u[0] == np.uint64(2**63 + 1)

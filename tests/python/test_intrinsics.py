@@ -11,7 +11,8 @@ import tack
 from tack import _core, _kernels
 
 C_NAMES = set(_core._intrinsic_names())
-API = {"kernel", "func", "compile_kernels", "Kernel", "CompileError", "PythonKernel", "RaceWarning"}
+API = {"kernel", "func", "compile_kernels", "Kernel", "CompileError", "PythonKernel", "RaceWarning",
+       "set_default_float", "get_default_float"}
 
 
 def test_table_is_not_empty_and_unique():
