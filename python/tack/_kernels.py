@@ -228,6 +228,10 @@ def _debug_view(kernel_name, param, obj):
         if int(kind) not in (1, 3, 11):  # kDLCPU, kDLCUDAHost, kDLROCMHost
             refuse(ValueError, f"the {type(obj).__name__} is on DLPack device {tuple(obj.__dlpack_device__())}, "
                                f"and a kernel run as Python runs on the CPU: move it to the CPU first")
+        try:  # PyTorch's conjugate and negative views, refused as in a compiled call
+            _core._refuse_lazy_view(obj)
+        except BufferError as e:
+            refuse(ValueError, str(e))
         view = np.from_dlpack(obj)
         if view.flags.writeable and type(obj).__module__.split(".")[0] in ("jax", "jaxlib"):
             view.flags.writeable = False  # JAX arrays are immutable, as in a compiled call
