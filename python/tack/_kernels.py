@@ -140,7 +140,7 @@ def compile_kernels(calls, *, threads=None):
     return [f.result() for f in futures]  # the first failure, in order, raises
 
 
-def kernel(fn=None, *, checks=True, fast_math=False, jit=None):
+def kernel(fn=None, *, checks=True, fast_math=False, flush_denormals=False, jit=None):
     """Compile a Python function as a data-parallel kernel.
 
     Use bare (``@tack.kernel``) or with options
@@ -148,6 +148,9 @@ def kernel(fn=None, *, checks=True, fast_math=False, jit=None):
     ``range(...)`` or ``tack.ndrange(...)`` at the top level of the body runs
     in parallel.  ``checks=False`` removes bounds, division-by-zero and assert
     checks; ``fast_math=True`` lets the C compiler reassociate floating point.
+    ``flush_denormals=True`` flushes subnormal floats to zero while the kernel
+    runs (FTZ/DAZ on the threads that run it, put back after; the GPU
+    compilers' flush option), for speed where values decay towards zero.
 
     ``jit=False`` runs the function as plain Python instead (a
     ``tack.PythonKernel``: serially, on NumPy views of the arrays, so ``print``
@@ -162,8 +165,8 @@ def kernel(fn=None, *, checks=True, fast_math=False, jit=None):
         if not (jit if jit is not None else not DISABLE_JIT):
             if not callable(f):
                 raise TypeError(f"tack.kernel expects a function, not {type(f).__name__}")
-            return PythonKernel(f)
-        return _core.Kernel(f, checks=checks, fast_math=fast_math)
+            return PythonKernel(f, flush_denormals=flush_denormals)
+        return _core.Kernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals)
 
     if fn is None:
         return wrap
@@ -266,18 +269,21 @@ class PythonKernel:
     copies).  The intrinsics (``tack.sqrt``, ``tack.atomic_add``,
     ``tack.ndrange`` ...) run their NumPy versions.  Python scalars stay
     Python's (a float is f64, an int unbounded), so float results may differ
-    from a compiled kernel's in the last bits.
+    from a compiled kernel's in the last bits.  ``flush_denormals=True`` is
+    accepted and not applied: NumPy has no flush-to-zero, so subnormal
+    results stay subnormal (values differ from the compiled kernel's there).
     """
 
     jit = False
     is_func = False
 
-    def __init__(self, fn):
+    def __init__(self, fn, *, flush_denormals=False):
         import functools
         import inspect
 
         functools.update_wrapper(self, fn)
         self.py_func = fn
+        self.flush_denormals = _builtins.bool(flush_denormals)
         self._signature = inspect.signature(fn)
 
     def __call__(self, *args, **kwargs):

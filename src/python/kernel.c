@@ -171,14 +171,14 @@ static PyObject *kernel_ir(PyObject *self, PyObject *const *args, Py_ssize_t nar
 /* ------------------------------------------------------------- object */
 
 static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", NULL};
+    static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", "flush_denormals", NULL};
     PyObject *fn, *code = NULL, *varnames = NULL;
-    int checks = 1, fast_math = 0, is_func = 0;
+    int checks = 1, fast_math = 0, is_func = 0, flush = 0;
     KernelObject *k = NULL;
     long argcount, posonly;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppp:Kernel", kwlist, &fn, &checks,
-                                     &fast_math, &is_func))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pppp:Kernel", kwlist, &fn, &checks,
+                                     &fast_math, &is_func, &flush))
         return NULL;
     if (!PyFunction_Check(fn)) {
         PyErr_Format(PyExc_TypeError,
@@ -211,6 +211,7 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     }
     k->checks = checks;
     k->fast_math = fast_math;
+    k->flush_denormals = flush;
     k->is_func = is_func;
     k->kernel_index = -1;
     k->lock = PyThread_allocate_lock();
@@ -286,7 +287,7 @@ static PyObject *get_specializations(PyObject *self, void *unused) {
 static PyObject *get_flag(PyObject *self, void *which) {
     KernelObject *k = (KernelObject *)self;
     const char *w = which;
-    int v = w[0] == 'c' ? k->checks : (w[0] == 'f' ? k->fast_math : k->is_func);
+    int v = w[0] == 'c' ? k->checks : w[0] == 'f' ? k->fast_math : w[0] == 'd' ? k->flush_denormals : k->is_func;
     return PyBool_FromLong(v);
 }
 
@@ -300,6 +301,7 @@ static PyGetSetDef kernel_getset[] = {
      "number of compiled specializations (one per argument signature)", NULL},
     {"checks", get_flag, NULL, "bounds / zero-division / assert checks are compiled in", "c"},
     {"fast_math", get_flag, NULL, "floating point may be reassociated", "f"},
+    {"flush_denormals", get_flag, NULL, "subnormal floats flush to zero while the kernel runs", "d"},
     {"is_func", get_flag, NULL, "this is a @tack.func, not a kernel", "i"},
     {NULL, NULL, NULL, NULL, NULL},
 };

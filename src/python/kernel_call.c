@@ -580,6 +580,7 @@ static void compile_options(KernelObject *k, tack_compile_options *o, const char
     tack_compile_options_init(o);
     o->checks = k->checks;
     o->fast_math = k->fast_math;
+    o->flush_denormals = k->flush_denormals;
     o->target = target;
 }
 
