@@ -152,6 +152,9 @@ typedef struct tack_compile_options {
     const char *target;    /* dialect: "c" (default), "cuda", "hip", "metal", "opencl" */
     int default_float;     /* TACK_F32 (default) or TACK_F64: the type of a float that meets no
                               float type (docs/language.md, "Types of operations") */
+    int flush_denormals;   /* subnormal floats flush to zero while the kernel runs (default 0):
+                              CPU threads set FTZ/DAZ (x86-64) or FPCR.FZ (aarch64) around it;
+                              GPU builds get their compiler's flush option */
 } tack_compile_options;
 
 TACK_API void tack_compile_options_init(tack_compile_options *o);
@@ -192,10 +195,13 @@ TACK_API void tack_program_free(tack_program *p);
  * needed) for compute capability major.minor.  flags: 0 for IEEE arithmetic
  * (no fused multiply-add, correctly rounded division and sqrt), or
  * TACK_NVRTC_FAST_MATH (--use_fast_math: fused multiply-adds, approximate
- * division, sqrt and transcendentals, denormals flushed).  On success *ptx
+ * division, sqrt and transcendentals, denormals flushed); with
+ * TACK_NVRTC_FTZ (--ftz=true), f32 subnormals flush to zero (a
+ * flush_denormals kernel).  On success *ptx
  * is a string to release with tack_free.  TACK_ERR_COMPILE carries NVRTC's
  * log; TACK_ERR_DEVICE says that NVRTC is missing. */
 #define TACK_NVRTC_FAST_MATH 1u
+#define TACK_NVRTC_FTZ 2u
 TACK_API tack_status tack_nvrtc_compile(const char *source, const char *name, int major, int minor,
                                         unsigned flags, char **ptx);
 /* NVRTC's version as major*1000 + minor*10, or 0 when it cannot be loaded. */
@@ -207,13 +213,16 @@ TACK_API int tack_nvrtc_version(void);
  * ("gfx90a", "gfx1030:xnack-").  flags: 0 for IEEE arithmetic (no fused
  * multiply-add), or TACK_HIPRTC_FAST_MATH; with TACK_HIPRTC_WAVE64 or
  * TACK_HIPRTC_WAVE32 for an architecture that runs either wavefront size
- * (RDNA: gfx10 and later), the size to build for (`warpSize` in the code).
+ * (RDNA: gfx10 and later), the size to build for (`warpSize` in the code);
+ * with TACK_HIPRTC_FTZ (-fgpu-flush-denormals-to-zero), f32 subnormals
+ * flush to zero (a flush_denormals kernel).
  * On success *code (release with tack_free) holds *size bytes.
  * TACK_ERR_COMPILE carries hiprtc's log; TACK_ERR_DEVICE says that hiprtc
  * is missing.  Compiles are serialized in the process (hiprtc.c says why). */
 #define TACK_HIPRTC_FAST_MATH 1u
 #define TACK_HIPRTC_WAVE64 2u
 #define TACK_HIPRTC_WAVE32 4u
+#define TACK_HIPRTC_FTZ 8u
 TACK_API tack_status tack_hiprtc_compile(const char *source, const char *name, const char *arch, unsigned flags,
                                          void **code, size_t *size);
 /* hiprtc's version as major*1000 + minor*10, or 0 when it cannot be loaded. */

@@ -199,7 +199,8 @@ def get_default_float():
     return _default_float
 
 
-def kernel(fn=None, *, checks=True, fast_math=False, jit=None, default_float=None):
+def kernel(fn=None, *, checks=True, fast_math=False, flush_denormals=False, jit=None,
+           default_float=None):
     """Compile a Python function as a data-parallel kernel.
 
     Use bare (``@tack.kernel``) or with options
@@ -211,6 +212,9 @@ def kernel(fn=None, *, checks=True, fast_math=False, jit=None, default_float=Non
     see ``tack.set_default_float``) is the type of a float that meets no float
     type: an integer meeting a Python float, ``/`` between integers,
     ``float()`` (docs/language.md, "The type of every operation").
+    ``flush_denormals=True`` flushes subnormal floats to zero while the kernel
+    runs (FTZ/DAZ on the threads that run it, put back after; the GPU
+    compilers' flush option), for speed where values decay towards zero.
 
     ``jit=False`` runs the function as plain Python instead (a
     ``tack.PythonKernel``: serially, on NumPy views of the arrays, so ``print``
@@ -226,8 +230,9 @@ def kernel(fn=None, *, checks=True, fast_math=False, jit=None, default_float=Non
         if not (jit if jit is not None else not DISABLE_JIT):
             if not callable(f):
                 raise TypeError(f"tack.kernel expects a function, not {type(f).__name__}")
-            return PythonKernel(f)
-        return _core.Kernel(f, checks=checks, fast_math=fast_math, default_float=dfloat)
+            return PythonKernel(f, flush_denormals=flush_denormals)
+        return _core.Kernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals,
+                            default_float=dfloat)
 
     if fn is None:
         return wrap
@@ -292,6 +297,10 @@ def _debug_view(kernel_name, param, obj):
         if int(kind) not in (1, 3, 11):  # kDLCPU, kDLCUDAHost, kDLROCMHost
             refuse(ValueError, f"the {type(obj).__name__} is on DLPack device {tuple(obj.__dlpack_device__())}, "
                                f"and a kernel run as Python runs on the CPU: move it to the CPU first")
+        try:  # PyTorch's conjugate and negative views, refused as in a compiled call
+            _core._refuse_lazy_view(obj)
+        except BufferError as e:
+            refuse(ValueError, str(e))
         view = np.from_dlpack(obj)
         if view.flags.writeable and type(obj).__module__.split(".")[0] in ("jax", "jaxlib"):
             view.flags.writeable = False  # JAX arrays are immutable, as in a compiled call
@@ -326,18 +335,21 @@ class PythonKernel:
     copies).  The intrinsics (``tack.sqrt``, ``tack.atomic_add``,
     ``tack.ndrange`` ...) run their NumPy versions.  Python scalars stay
     Python's (a float is f64, an int unbounded), so float results may differ
-    from a compiled kernel's in the last bits.
+    from a compiled kernel's in the last bits.  ``flush_denormals=True`` is
+    accepted and not applied: NumPy has no flush-to-zero, so subnormal
+    results stay subnormal (values differ from the compiled kernel's there).
     """
 
     jit = False
     is_func = False
 
-    def __init__(self, fn):
+    def __init__(self, fn, *, flush_denormals=False):
         import functools
         import inspect
 
         functools.update_wrapper(self, fn)
         self.py_func = fn
+        self.flush_denormals = _builtins.bool(flush_denormals)
         self._signature = inspect.signature(fn)
 
     def __call__(self, *args, **kwargs):

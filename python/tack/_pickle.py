@@ -14,7 +14,7 @@ Kernels.  A kernel pickles as a function does.  One that its module's
 namespace holds under its name pickles by that name and is imported again on
 the other side.  Any other kernel -- one defined in a script (``__main__``),
 in a notebook, or inside a function -- pickles as its Python function, its
-options (``checks``, ``fast_math``) and its source text, which Tack compiles
+options (``checks``, ``fast_math``, ``flush_denormals``) and its source text, which Tack compiles
 from: a pickler that sends functions by value (cloudpickle, which Dask uses)
 does not keep the source file's name, and the receiving machine need not have
 the file.  (Plain pickle sends functions only by name, so it refuses such a
@@ -68,15 +68,15 @@ def _reduce_kernel(k):
 
     lines, first = getsourcelines(fn)  # the source's errors (none available, edited) are raised here
     source = ("".join(lines), first, fn.__code__.co_filename)
-    return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func, k.default_float.name))
+    return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func, k.flush_denormals, k.default_float.name))
 
 
-def _kernel(fn, source, checks, fast_math, is_func, default_float=None):
+def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, default_float=None):
     text, first, filename = source
     if fn.__code__.co_filename != filename:  # cloudpickle renames it: error messages name the real file
         fn.__code__ = fn.__code__.replace(co_filename=filename)
     fn.__tack_source__ = (text.splitlines(True), first)
-    return _core.Kernel(fn, checks=checks, fast_math=fast_math, is_func=is_func,
+    return _core.Kernel(fn, checks=checks, fast_math=fast_math, is_func=is_func, flush_denormals=flush_denormals,
                         default_float=getattr(_core, default_float or "f32"))
 
 

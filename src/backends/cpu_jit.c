@@ -726,6 +726,10 @@ out:
 
 tack_status cpu_build(tack_device *dev, tack_program *p) {
     (void)dev;
+    if (p->flush_denormals && !rt_flush_supported())
+        return tack_set_error(TACK_ERR_VALUE, "kernel '%s' asks for flush_denormals=True, but Tack cannot set "
+                              "flush-to-zero on this CPU (only x86-64 and aarch64): compile it without the option",
+                              p->kernel_name);
     double t0 = kc_now_ms();
     kc_dir d;
     tack_status st = kc_open(&d);
@@ -747,6 +751,7 @@ typedef struct launch_ctx {
     int site;
     int64_t a, b;
     rt_watch watch;   /* tack_interrupt() as this launch sees it */
+    int flush;        /* flush_denormals: the pool's threads flush subnormals too */
 } launch_ctx;
 
 static void abi_fail(tk_ctx *ctx, int site, int64_t a, int64_t b);
@@ -764,7 +769,7 @@ static int abi_poll(tk_ctx *ctx) { return launch_stop(ctx); }
 static void abi_parallel_for(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel,
                              int64_t grain) {
     launch_ctx *l = (launch_ctx *)ctx;
-    pool_run(fn, frame, n, min_parallel, grain, l->watch.on ? launch_stop : NULL, l);
+    pool_run(fn, frame, n, min_parallel, grain, l->watch.on ? launch_stop : NULL, l, l->flush);
 }
 
 static void abi_fail(tk_ctx *ctx, int site, int64_t a, int64_t b) {
@@ -869,7 +874,14 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
     memset(&l, 0, sizeof l);
     l.site = -1;
     rt_watch_begin(&l.watch);
+    /* flush_denormals: this thread flushes while the kernel runs, the pool's
+     * for each piece they run of it (fpmode.c); the entry returns on every
+     * path, a failed check or an interrupt included, so the mode goes back.
+     * A caller that flushes on its own has the pool's threads flush too. */
+    rt_fpmode fp = p->flush_denormals ? rt_flush_enter() : 0;
+    l.flush = p->flush_denormals || rt_flush_active(); /* the pool runs in this thread's mode */
     ((tk_entry_fn)p->entry)(nargs ? v : NULL, &cpu_abi, &l.head); /* a kernel of no arguments reads none */
+    if (p->flush_denormals) rt_flush_leave(fp);
     if (__atomic_load_n(&l.head.failed, __ATOMIC_ACQUIRE)) st = tk_site_error(p, l.site, l.a, l.b);
     if (v != stackv) tack_free(v);
     return st;

@@ -141,7 +141,7 @@ static tack_status image_in(const kc_dir *dir, tack_device *d, tack_program *p, 
     im->cubin = kind == CUDA_IMAGE_CUBIN;
     const char *what = im->cubin ? "sm" : "compute";
     char misc[240];
-    unsigned flags = p->fast_math ? TACK_NVRTC_FAST_MATH : 0;
+    unsigned flags = (p->fast_math ? TACK_NVRTC_FAST_MATH : 0) | (p->flush_denormals ? TACK_NVRTC_FTZ : 0);
     snprintf(misc, sizeof misc, "nvrtc%d %s_%d %s tack%s launch%d", nvv, what, arch, nvrtc_options(flags),
              TACK_VERSION_STRING, CUDA_LAUNCH_ABI);
     char key[40];

@@ -92,7 +92,8 @@ typedef struct hip_image {
 static tack_status image_in(const kc_dir *dir, tack_device *d, tack_program *p, int refresh, hip_image *im) {
     hip_dev *h = d->state;
     int hv = tack_hiprtc_version();
-    unsigned flags = (p->fast_math ? TACK_HIPRTC_FAST_MATH : 0) | hip_wave_flags(h->arch, h->warp);
+    unsigned flags = (p->fast_math ? TACK_HIPRTC_FAST_MATH : 0) | (p->flush_denormals ? TACK_HIPRTC_FTZ : 0) |
+                     hip_wave_flags(h->arch, h->warp);
     char misc[240], key[40], arch[64];
     snprintf(misc, sizeof misc, "hiprtc%d %s wave%d flags%u tack%s launch%d", hv, h->arch, h->warp, flags,
              TACK_VERSION_STRING, HIP_LAUNCH_ABI);

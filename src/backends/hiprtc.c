@@ -145,8 +145,9 @@ tack_status tack_hiprtc_compile(const char *source, const char *name, const char
     if (!hr.lib) return tack_set_error(TACK_ERR_DEVICE, "%s", hr.why);
     char opt_arch[96];
     snprintf(opt_arch, sizeof opt_arch, "--offload-arch=%s", arch);
-    const char *opts[4] = {opt_arch, "-O3", hiprtc_options(flags), NULL};
+    const char *opts[5] = {opt_arch, "-O3", hiprtc_options(flags), NULL, NULL};
     int nopts = 3;
+    if (flags & TACK_HIPRTC_FTZ) opts[nopts++] = "-fgpu-flush-denormals-to-zero";
     if (flags & TACK_HIPRTC_WAVE64) opts[nopts++] = "-mwavefrontsize64";
     else if (flags & TACK_HIPRTC_WAVE32) opts[nopts++] = "-mno-wavefrontsize64";
     hiprtcProgram prog = NULL;

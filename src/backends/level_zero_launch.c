@@ -134,9 +134,12 @@ static const char *ocloc_device(void) {
     return e && *e ? e : LZ_OCLOC_DEVICE;
 }
 
-/* ocloc's options and the module's build flags for device d (see above). */
-static const char *cl_options(const tack_device *d) {
-    return ((const lz_dev *)d->state)->fp32_cr ? LZ_CL_OPTIONS_CR : LZ_CL_OPTIONS;
+/* ocloc's options for p on device d (see above), with -cl-denorms-are-zero
+ * for a flush_denormals kernel, and the module's build flags. */
+static const char *cl_options(const tack_device *d, const tack_program *p) {
+    static const char *opts[2][2] = {{LZ_CL_OPTIONS, LZ_CL_OPTIONS " -cl-denorms-are-zero"},
+                                     {LZ_CL_OPTIONS_CR, LZ_CL_OPTIONS_CR " -cl-denorms-are-zero"}};
+    return opts[((const lz_dev *)d->state)->fp32_cr != 0][p->flush_denormals != 0];
 }
 
 static const char *build_flags(const tack_device *d) {
@@ -164,7 +167,7 @@ static tack_status compile_spirv(tack_device *d, tack_program *p, unsigned char 
         return tack_set_error(TACK_ERR_COMPILE, "kernel '%s' cannot be compiled for %s: %s", p->kernel_name, d->name,
                               ocloc_why);
     const char *argv[] = {"ocloc", "compile", "-file", "k.cl", "-spv_only", "-device", ocloc_device(), "-options",
-                          cl_options(d)};
+                          cl_options(d, p)};
     const uint8_t *src[1] = {(const uint8_t *)p->source};
     uint64_t src_len[1] = {strlen(p->source) + 1};
     const char *names[1] = {"k.cl"};
@@ -268,7 +271,7 @@ static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program
     int ver = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
     snprintf(misc, sizeof misc,
              "libocloc %d; ocloc compile -spv_only -device %s -options %s; module flags %s; tack%s; launch%d", ver,
-             ocloc_device(), cl_options(d), build_flags(d), TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
+             ocloc_device(), cl_options(d, p), build_flags(d), TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
     char key[40], name[64];
     gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.spv", key);

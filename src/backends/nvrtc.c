@@ -222,9 +222,12 @@ int nvrtc_arch_for(int cc) {
 #define OPT_DEV "-default-device"
 #define OPT_IEEE "--fmad=false"
 #define OPT_FAST "--use_fast_math"
+#define OPT_FTZ "--ftz=true"
 
 const char *nvrtc_options(unsigned flags) {
-    return flags & TACK_NVRTC_FAST_MATH ? OPT_STD " " OPT_DEV " " OPT_FAST : OPT_STD " " OPT_DEV " " OPT_IEEE;
+    static const char *opts[2][2] = {{OPT_STD " " OPT_DEV " " OPT_IEEE, OPT_STD " " OPT_DEV " " OPT_IEEE " " OPT_FTZ},
+                                     {OPT_STD " " OPT_DEV " " OPT_FAST, OPT_STD " " OPT_DEV " " OPT_FAST " " OPT_FTZ}};
+    return opts[(flags & TACK_NVRTC_FAST_MATH) != 0][(flags & TACK_NVRTC_FTZ) != 0];
 }
 
 tack_status nvrtc_build(const char *source, const char *name, int arch, int cubin, unsigned flags, char **image,
@@ -240,11 +243,12 @@ tack_status nvrtc_build(const char *source, const char *name, int arch, int cubi
         return tack_set_error(TACK_ERR_DEVICE, "%s cannot write a cubin (it lacks nvrtcGetCUBIN: NVRTC 11.1 or later "
                               "is needed)", nv.from);
     snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", cubin ? "sm" : "compute", arch);
-    const char *opts[] = {opt_arch, OPT_STD, OPT_DEV, flags & TACK_NVRTC_FAST_MATH ? OPT_FAST : OPT_IEEE};
+    const char *opts[] = {opt_arch, OPT_STD, OPT_DEV, flags & TACK_NVRTC_FAST_MATH ? OPT_FAST : OPT_IEEE, OPT_FTZ};
+    int nopts = (int)(sizeof opts / sizeof opts[0]) - !(flags & TACK_NVRTC_FTZ);
     int r = nv.create(&prog, source, name, 0, NULL, NULL);
     if (r != 0)
         return tack_set_error(TACK_ERR_DEVICE, "nvrtcCreateProgram failed: %s", nv.error_string(r));
-    r = nv.compile(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    r = nv.compile(prog, nopts, opts);
     size_t log_len = 0;
     if (nv.log_size(prog, &log_len) == 0 && log_len > 1 && (log = tack_malloc(log_len)))
         nv.log(prog, log);

@@ -14,8 +14,8 @@
  * device lacks it, with an error that names the device; otherwise the
  * source is built with clBuildProgram("-cl-std=CL1.2", with
  * -cl-fp32-correctly-rounded-divide-sqrt where the device offers it:
- * opencl.c), and a failed build
- * is a compile error that carries the start of the driver's build log.
+ * opencl.c; and -cl-denorms-are-zero for a flush_denormals kernel), and a
+ * failed build is a compile error that carries the start of the driver's build log.
  *
  * Disk cache: after a build from source the program binary the driver
  * hands back (CL_PROGRAM_BINARIES) is stored in the kernel cache, under
@@ -147,6 +147,13 @@ static tack_status build_failed(tack_device *d, tack_program *p, cl_program prog
     return st;
 }
 
+/* The clBuildProgram options for p on the device: the device's, and the
+ * flush for a flush_denormals kernel (f32 subnormals may then be flushed;
+ * OpenCL C lets a device flush f32 ones anyway where it lacks CL_FP_DENORM). */
+static void program_options(const ocl_dev *c, const tack_program *p, char *buf, size_t n) {
+    snprintf(buf, n, "%s%s", c->build_options, p->flush_denormals ? " -cl-denorms-are-zero" : "");
+}
+
 /* Build from source; *out is the built program. */
 static tack_status build_source(tack_device *d, tack_program *p, cl_program *out) {
     const tack_opencl_api *api = ocl_api_get();
@@ -155,7 +162,9 @@ static tack_status build_source(tack_device *d, tack_program *p, cl_program *out
     const char *src = p->source;
     cl_program prog = api->clCreateProgramWithSource(c->ctx, 1, &src, NULL, &r);
     if (!prog || r != TACK_CL_SUCCESS) return ocl_error(r ? r : TACK_CL_OUT_OF_HOST_MEMORY, "clCreateProgramWithSource", d);
-    r = api->clBuildProgram(prog, 1, &c->dev, c->build_options, NULL, NULL);
+    char opts[256];
+    program_options(c, p, opts, sizeof opts);
+    r = api->clBuildProgram(prog, 1, &c->dev, opts, NULL, NULL);
     if (r != TACK_CL_SUCCESS) {
         tack_status st = build_failed(d, p, prog, r);
         api->clReleaseProgram(prog);
@@ -185,9 +194,10 @@ static unsigned char *program_binary(cl_program prog, size_t *len) {
 static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_program *p, cl_program *out) {
     const tack_opencl_api *api = ocl_api_get();
     ocl_dev *c = d->state;
-    char misc[1600];
+    char misc[1600], opts[256];
+    program_options(c, p, opts, sizeof opts);
     snprintf(misc, sizeof misc, "platform %s; device %s; %s; options %s; tack%s; launch%d", c->platform_id, c->name,
-             c->driver, c->build_options, TACK_VERSION_STRING, OPENCL_LAUNCH_ABI);
+             c->driver, opts, TACK_VERSION_STRING, OPENCL_LAUNCH_ABI);
     char key[40], name[64];
     gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.clbin", key);
@@ -199,7 +209,7 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
         cl_int r = TACK_CL_SUCCESS, bs = TACK_CL_SUCCESS;
         cl_program prog = api->clCreateProgramWithBinary(c->ctx, 1, &c->dev, &len, &bin, &bs, &r);
         if (prog && r == TACK_CL_SUCCESS && bs == TACK_CL_SUCCESS)
-            r = api->clBuildProgram(prog, 1, &c->dev, c->build_options, NULL, NULL);
+            r = api->clBuildProgram(prog, 1, &c->dev, opts, NULL, NULL);
         else if (r == TACK_CL_SUCCESS)
             r = bs != TACK_CL_SUCCESS ? bs : TACK_CL_OUT_OF_HOST_MEMORY;
         tack_free(buf);
@@ -231,8 +241,8 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
         fprintf(stderr, "tack: the OpenCL driver gives no binary for kernel '%s'; it is not cached\n", p->kernel_name);
     }
     if (kc_log_info())
-        fprintf(stderr, "tack: compiled kernel '%s' for %s (%s) in %.1f ms (%s/%s)\n", p->kernel_name, d->name, c->name,
-                kc_now_ms() - t0, dir->path, name);
+        fprintf(stderr, "tack: compiled kernel '%s' for %s (%s) with options '%s' in %.1f ms (%s/%s)\n", p->kernel_name,
+                d->name, c->name, opts, kc_now_ms() - t0, dir->path, name);
     *out = prog;
     return TACK_OK;
 }

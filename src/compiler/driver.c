@@ -89,6 +89,7 @@ TACK_API void tack_compile_options_init(tack_compile_options *o) {
     o->optimize = 1;
     o->target = "c";
     o->default_float = TACK_F32;
+    o->flush_denormals = 0;
 }
 
 /* ------------------------------------------------------------- program */
@@ -103,6 +104,7 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
     p->ir = tk_program_strdup(ir, &fail);
     p->dialect = tk_program_strdup(C->dialect->name, &fail);
     p->fast_math = C->opts.fast_math;
+    p->flush_denormals = C->opts.flush_denormals;
     p->params = tack_calloc((size_t)K->nparams + 1, sizeof(tk_pinfo));
     if (!p->params) fail = 1;
     else {

@@ -983,6 +983,8 @@ const char *tk_emit(tk_cc *C) {
     P(e, " (");
     comment_text(e, KF->filename);
     P(e, ":%d); dialect %s */\n", KF->first_line, e->D->name);
+    if (C->opts.flush_denormals) /* in every cache key, since each hashes the source */
+        P(e, "/* flush_denormals: subnormal floats flush to zero while it runs */\n");
     e->D->prelude(C, &out);
     e->S = K;
     e->si = 0;

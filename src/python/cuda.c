@@ -6,7 +6,7 @@
  *
  *   _core._nvrtc_version() -> int      NVRTC's version as major*1000+minor*10,
  *                                       0 when libnvrtc cannot be loaded
- *   _core._nvrtc_compile(source, arch="sm_80", name="kernel.cu", fast_math=False) -> str
+ *   _core._nvrtc_compile(source, arch="sm_80", name="kernel.cu", fast_math=False, ftz=False) -> str
  *                                       the PTX; RuntimeError with NVRTC's log
  *                                       (or saying that NVRTC is missing)
  *
@@ -57,18 +57,20 @@ static int parse_arch(PyObject *arch, int *major, int *minor) {
 }
 
 static PyObject *nvrtc_compile(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"source", "arch", "name", "fast_math", NULL};
+    static char *kw[] = {"source", "arch", "name", "fast_math", "ftz", NULL};
     const char *source = NULL, *name = "kernel.cu";
     PyObject *arch = NULL;
-    int major = 8, minor = 0, fast_math = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|Osp:_nvrtc_compile", kw, &source, &arch, &name, &fast_math))
+    int major = 8, minor = 0, fast_math = 0, ftz = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|Ospp:_nvrtc_compile", kw, &source, &arch, &name, &fast_math,
+                                     &ftz))
         return NULL;
     if (arch && parse_arch(arch, &major, &minor) < 0)
         return NULL;
     char *ptx = NULL;
     tack_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = tack_nvrtc_compile(source, name, major, minor, fast_math ? TACK_NVRTC_FAST_MATH : 0, &ptx);
+    st = tack_nvrtc_compile(source, name, major, minor,
+                            (fast_math ? TACK_NVRTC_FAST_MATH : 0) | (ftz ? TACK_NVRTC_FTZ : 0), &ptx);
     Py_END_ALLOW_THREADS
     if (st != TACK_OK)
         return tpy_raise();
@@ -81,7 +83,7 @@ static PyMethodDef cuda_methods[] = {
     {"_nvrtc_version", nvrtc_version, METH_NOARGS,
      "_nvrtc_version() -> int: NVRTC's version (major*1000 + minor*10), 0 when it is not found."},
     {"_nvrtc_compile", (PyCFunction)(void (*)(void))nvrtc_compile, METH_VARARGS | METH_KEYWORDS,
-     "_nvrtc_compile(source, arch='sm_80', name='kernel.cu', fast_math=False) -> str: CUDA C++ to PTX through libtack's NVRTC "
+     "_nvrtc_compile(source, arch='sm_80', name='kernel.cu', fast_math=False, ftz=False) -> str: CUDA C++ to PTX through libtack's NVRTC "
      "path; RuntimeError with NVRTC's log on failure."},
     {NULL, NULL, 0, NULL},
 };

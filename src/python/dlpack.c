@@ -43,7 +43,18 @@
 #define CAPSULE_EXCHANGE_API "dlpack_exchange_api"
 
 /* Interned names kept in module state (st->dlpack_strs), by index. */
-enum { S_EXCHANGE_API, S_DLPACK, S_MAX_VERSION, S_COPY, S_MODULE, S_KW_MAX_VERSION, S_KW_MAX_VERSION_COPY, S_COUNT };
+enum {
+    S_EXCHANGE_API,
+    S_DLPACK,
+    S_MAX_VERSION,
+    S_COPY,
+    S_MODULE,
+    S_IS_CONJ,
+    S_IS_NEG,
+    S_KW_MAX_VERSION,
+    S_KW_MAX_VERSION_COPY,
+    S_COUNT
+};
 
 static int interpreter_alive(void) {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -460,14 +471,120 @@ static int check_arg_device_of(PyObject *obj, tack_device *want) {
     return r < 0 ? -1 : check_arg_device(obj, dl, want);
 }
 
+/* PyTorch's lazy views: `t.conj()` of a complex tensor and `torch.ops.aten.
+ * _neg_view(t)` (also what `.imag` of a conjugate view gives) share the
+ * storage of `t` and keep a bit, "conjugate" or "negative", that every
+ * PyTorch operation applies when it reads.  DLPack has no field for either
+ * bit: the storage holds the values before the bit applies, so an import
+ * would read 1+2j where the tensor holds 1-2j.  PyTorch's __dlpack__ refuses
+ * the conjugate bit but not the negative one, and its C exchange API neither.
+ * Tack refuses both on every path, before anything is exported, naming the
+ * call that resolves the bit (a copy, which a shared import cannot be).  The
+ * test is two method calls on types that have these methods (PyTorch's);
+ * debug-mode kernels ask it too (_core._refuse_lazy_view). */
+/* The second way to ask, when the method raised (the error is pending): an
+ * export-only subclass such as torch.utils.dlpack.ReadOnlyTensorWrapper
+ * refuses every method but the DLPack ones in its __torch_function__, and
+ * torch._C._dispatch_keys(t), which no such hook intercepts, lists the key
+ * ("Conjugate", "Negative") that carries the bit.  1 when `key` is among
+ * them, 0 when not, -1 with the method's own error when this cannot tell. */
+static int dispatch_key_set(PyObject *obj, const char *key) {
+    PyObject *exc, *mod = NULL, *keys = NULL, *text = NULL;
+    int set = -1;
+#if PY_VERSION_HEX >= 0x030C0000
+    exc = PyErr_GetRaisedException();
+#else
+    PyObject *etype, *etb;
+    PyErr_Fetch(&etype, &exc, &etb);
+#endif
+    PyObject *modname = PyUnicode_FromString("torch._C");
+    if (modname && (mod = PyImport_GetModule(modname)) &&
+        (keys = PyObject_CallMethod(mod, "_dispatch_keys", "O", obj)) && (text = PyObject_Str(keys))) {
+        /* "DispatchKeySet(CPU, Negative, ADInplaceOrView, ...)": whole names */
+        const char *t = PyUnicode_AsUTF8(text), *p = t;
+        size_t n = strlen(key);
+        set = 0;
+        while (t && (p = strstr(p, key)) != NULL) {
+            if (p > t && (p[-1] == '(' || p[-1] == ' ') && (p[n] == ',' || p[n] == ')')) {
+                set = 1;
+                break;
+            }
+            p += n;
+        }
+        if (!t)
+            set = -1;
+    }
+    Py_XDECREF(modname);
+    Py_XDECREF(mod);
+    Py_XDECREF(keys);
+    Py_XDECREF(text);
+    if (set >= 0) {
+#if PY_VERSION_HEX >= 0x030C0000
+        Py_XDECREF(exc);
+#else
+        Py_XDECREF(etype);
+        Py_XDECREF(exc);
+        Py_XDECREF(etb);
+#endif
+        return set;
+    }
+    PyErr_Clear();
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(etype, exc, etb);
+#endif
+    return -1;
+}
+
+static int refuse_lazy_view(tpy_state *st, PyObject *obj) {
+    static const struct {
+        int name;
+        const char *what, *fix;
+    } bits[] = {
+        {S_IS_CONJ, "a conjugate view (its conjugate bit is set, as .conj() of a complex tensor sets it)",
+         "resolve_conj"},
+        {S_IS_NEG, "a negative view (its negative bit is set, as _neg_view() or .imag of a conjugate view sets it)",
+         "resolve_neg"},
+    };
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+        PyObject *name = PyTuple_GET_ITEM(st->dlpack_strs, bits[i].name);
+        if (!_PyType_Lookup(Py_TYPE(obj), name))
+            continue;
+        PyObject *r = PyObject_CallMethodNoArgs(obj, name);
+        int set = r ? PyObject_IsTrue(r) : dispatch_key_set(obj, i == 0 ? "Conjugate" : "Negative");
+        Py_XDECREF(r);
+        if (set < 0)
+            return -1;
+        if (set) {
+            PyErr_Format(PyExc_BufferError,
+                         "the %.100s is %s: its memory holds the values before the %s applies, and DLPack "
+                         "cannot carry the bit, so Tack would read them wrong; call .%s() on it first "
+                         "(a copy holding the values it shows)",
+                         Py_TYPE(obj)->tp_name, bits[i].what, i == 0 ? "conjugation" : "negation", bits[i].fix);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* _core._refuse_lazy_view(obj): None, or BufferError for a lazy view. */
+static PyObject *py_refuse_lazy_view(PyObject *m, PyObject *obj) {
+    if (refuse_lazy_view(tpy_get_state(m), obj) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* Import from a producer object (not a capsule): its exchange API for a host
- * tensor when it has one, else __dlpack__.  A shared import of an immutable
+ * tensor when it has one, else __dlpack__.  A lazy view is refused first.  A shared import of an immutable
  * producer's array is read-only.  With check_dev (a kernel argument), the
  * tensor's device is checked against `want` before it is imported. */
 static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev, tack_dlpack_copy copy,
                                  int use_c_api, int check_dev, tack_device *want) {
     PyObject *cap = NULL, *out = NULL;
     const DLPackExchangeAPI *api = use_c_api ? producer_api(st, obj) : NULL;
+    if (refuse_lazy_view(st, obj) < 0)
+        return NULL;
     if (api && api != &exchange_api) {
         /* The exchange API skips the checks a producer makes in __dlpack__
          * (PyTorch refuses a tensor that requires grad there): such an object
@@ -783,6 +900,7 @@ PyDoc_STRVAR(FROM_DLPACK_DOC,
 static PyMethodDef dlpack_module_methods[] = {
     {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_FASTCALL | METH_KEYWORDS, FROM_DLPACK_DOC},
     {"_c_exchange_cost", py_c_exchange_cost, METH_VARARGS, NULL},
+    {"_refuse_lazy_view", py_refuse_lazy_view, METH_O, NULL},
     {"wrap_pointer", (PyCFunction)(void (*)(void))py_wrap_pointer, METH_VARARGS | METH_KEYWORDS,
      "wrap_pointer(ptr, shape, dtype, writable=False, device=None) -> Array borrowing the memory"},
     {NULL, NULL, 0, NULL},
@@ -796,8 +914,9 @@ int tpy_dlpack_exec(PyObject *m, tpy_state *st) {
     st->dlpack_strs = PyTuple_New(S_COUNT);
     if (!st->dlpack_strs)
         goto done;
-    static const char *strs[] = {"__dlpack_c_exchange_api__", "__dlpack__", "max_version", "copy", "__module__"};
-    for (int i = 0; i < 5; i++) {
+    static const char *strs[] = {"__dlpack_c_exchange_api__", "__dlpack__", "max_version", "copy", "__module__",
+                                 "is_conj", "is_neg"};
+    for (int i = 0; i < S_KW_MAX_VERSION; i++) {
         PyObject *s = PyUnicode_InternFromString(strs[i]);
         if (!s)
             goto done;

@@ -4,7 +4,7 @@
  *   _core._hiprtc_version() -> int     hiprtc's version as major*1000+minor*10,
  *                                      0 when hiprtc cannot be loaded
  *   _core._hiprtc_compile(source, arch="gfx90a", name="kernel.hip",
- *                         fast_math=False, wave=0) -> bytes
+ *                         fast_math=False, wave=0, ftz=False) -> bytes
  *                                      HIP C++ to an AMD code object; RuntimeError
  *                                      with hiprtc's log when it fails; wave 64
  *                                      or 32 builds RDNA for that wavefront
@@ -23,23 +23,23 @@ static PyObject *hiprtc_version(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *hiprtc_compile(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"source", "arch", "name", "fast_math", "wave", NULL};
+    static char *kw[] = {"source", "arch", "name", "fast_math", "wave", "ftz", NULL};
     const char *source = NULL, *arch = "gfx90a", *name = "kernel.hip";
-    int fast_math = 0, wave = 0;
+    int fast_math = 0, wave = 0, ftz = 0;
     unsigned flags;
     void *code = NULL;
     size_t size = 0;
     tack_status st;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|sspi:_hiprtc_compile", kw, &source, &arch, &name, &fast_math,
-                                     &wave))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|sspip:_hiprtc_compile", kw, &source, &arch, &name, &fast_math,
+                                     &wave, &ftz))
         return NULL;
     if (wave != 0 && wave != 32 && wave != 64) {
         PyErr_Format(PyExc_ValueError, "wave must be 0 (the target's default), 32 or 64, not %d", wave);
         return NULL;
     }
     flags = (fast_math ? TACK_HIPRTC_FAST_MATH : 0) | (wave == 64 ? TACK_HIPRTC_WAVE64 : 0) |
-            (wave == 32 ? TACK_HIPRTC_WAVE32 : 0);
+            (wave == 32 ? TACK_HIPRTC_WAVE32 : 0) | (ftz ? TACK_HIPRTC_FTZ : 0);
     Py_BEGIN_ALLOW_THREADS
     st = tack_hiprtc_compile(source, name, arch, flags, &code, &size);
     Py_END_ALLOW_THREADS
@@ -54,7 +54,7 @@ static PyMethodDef hip_methods[] = {
     {"_hiprtc_version", hiprtc_version, METH_NOARGS,
      "_hiprtc_version() -> int: hiprtc's version (major*1000 + minor*10), 0 when it is not found."},
     {"_hiprtc_compile", (PyCFunction)(void (*)(void))hiprtc_compile, METH_VARARGS | METH_KEYWORDS,
-     "_hiprtc_compile(source, arch='gfx90a', name='kernel.hip', fast_math=False, wave=0) -> bytes: HIP C++ to an AMD code "
+     "_hiprtc_compile(source, arch='gfx90a', name='kernel.hip', fast_math=False, wave=0, ftz=False) -> bytes: HIP C++ to an AMD code "
      "object through libtack's hiprtc path; RuntimeError with hiprtc's log on failure."},
     {NULL, NULL, 0, NULL},
 };

@@ -171,15 +171,15 @@ static PyObject *kernel_ir(PyObject *self, PyObject *const *args, Py_ssize_t nar
 /* ------------------------------------------------------------- object */
 
 static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", "default_float", NULL};
+    static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", "flush_denormals", "default_float", NULL};
     PyObject *fn, *code = NULL, *varnames = NULL, *dfloat = NULL;
-    int checks = 1, fast_math = 0, is_func = 0;
+    int checks = 1, fast_math = 0, is_func = 0, flush = 0;
     tack_dtype df = TACK_F32;
     KernelObject *k = NULL;
     long argcount, posonly;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pppO:Kernel", kwlist, &fn, &checks,
-                                     &fast_math, &is_func, &dfloat))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppppO:Kernel", kwlist, &fn, &checks,
+                                     &fast_math, &is_func, &flush, &dfloat))
         return NULL;
     if (dfloat && dfloat != Py_None) {
         tpy_state *st = tpy_state_from_type(type);
@@ -221,6 +221,7 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     }
     k->checks = checks;
     k->fast_math = fast_math;
+    k->flush_denormals = flush;
     k->is_func = is_func;
     k->default_float = df;
     k->kernel_index = -1;
@@ -297,7 +298,7 @@ static PyObject *get_specializations(PyObject *self, void *unused) {
 static PyObject *get_flag(PyObject *self, void *which) {
     KernelObject *k = (KernelObject *)self;
     const char *w = which;
-    int v = w[0] == 'c' ? k->checks : (w[0] == 'f' ? k->fast_math : k->is_func);
+    int v = w[0] == 'c' ? k->checks : w[0] == 'f' ? k->fast_math : w[0] == 'd' ? k->flush_denormals : k->is_func;
     return PyBool_FromLong(v);
 }
 
@@ -316,6 +317,7 @@ static PyGetSetDef kernel_getset[] = {
      "number of compiled specializations (one per argument signature)", NULL},
     {"checks", get_flag, NULL, "bounds / zero-division / assert checks are compiled in", "c"},
     {"fast_math", get_flag, NULL, "floating point may be reassociated", "f"},
+    {"flush_denormals", get_flag, NULL, "subnormal floats flush to zero while the kernel runs", "d"},
     {"is_func", get_flag, NULL, "this is a @tack.func, not a kernel", "i"},
     {"default_float", get_default_float, NULL,
      "tack.f32 or tack.f64: the type of a float that meets no float type (docs/language.md)", NULL},

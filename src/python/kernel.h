@@ -33,7 +33,7 @@ typedef struct {
     PyObject *params;   /* tuple of parameter names (str) */
     PyObject *defaults; /* tuple or NULL */
     Py_ssize_t nparams, nposonly;
-    int checks, fast_math, is_func;
+    int checks, fast_math, flush_denormals, is_func;
     tack_dtype default_float; /* TACK_F32 or TACK_F64: the type of a float that meets no float type */
     tack_module *module; /* built on the first compile, reused */
     int kernel_index;

@@ -581,6 +581,7 @@ static void compile_options(KernelObject *k, tack_compile_options *o, const char
     o->checks = k->checks;
     o->fast_math = k->fast_math;
     o->default_float = k->default_float;
+    o->flush_denormals = k->flush_denormals;
     o->target = target;
 }
 

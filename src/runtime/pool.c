@@ -84,6 +84,7 @@
 #include <unistd.h>
 
 #include "runtime/pool.h"
+#include "runtime/runtime.h"
 #include "tack.h"
 
 typedef void (*pool_fn)(void *frame, int64_t lo, int64_t hi);
@@ -113,6 +114,7 @@ static struct {
     _Atomic int parts;
     _Atomic(int (*)(void *)) stop;
     _Atomic(void *) stop_arg;
+    _Atomic int flush; /* run the pieces with subnormals flushed (fpmode.c) */
     _Alignas(64) _Atomic uint64_t gen; /* even: a job is published */
     _Atomic int sleepers;        /* workers blocked (or about to block) on `wake` */
     _Atomic int caller_sleeping; /* the caller blocked (or about to block) on `done` */
@@ -129,6 +131,7 @@ typedef struct {
     int parts;
     int (*stop)(void *);
     void *stop_arg;
+    int flush;
 } job;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -213,19 +216,34 @@ static int64_t next_step(int64_t step, int64_t dt) {
     return step;
 }
 
+/* fn(frame, lo, hi) on this thread, with subnormals flushed (fpmode.c) when
+ * `flush` asks for it and the thread's own mode put back after it.  Per
+ * piece, not per job: a worker may move on to a newer job between two
+ * pieces (claim), and a few cycles per piece are nothing against a piece's
+ * microseconds. */
+static void call(pool_fn fn, void *frame, int64_t lo, int64_t hi, int flush) {
+    if (flush) {
+        rt_fpmode saved = rt_flush_enter();
+        fn(frame, lo, hi);
+        rt_flush_leave(saved);
+    } else {
+        fn(frame, lo, hi);
+    }
+}
+
 /* [lo, hi) on the calling thread alone, in pieces of about PIECE_NS when
  * the launch can be stopped, asking stop() after each. */
 static void run_serial(pool_fn fn, void *frame, int64_t lo, int64_t hi, int64_t first, int (*stop)(void *),
-                       void *stop_arg) {
+                       void *stop_arg, int flush) {
     if (!stop) {
-        fn(frame, lo, hi);
+        call(fn, frame, lo, hi, flush);
         return;
     }
     int64_t step = first;
     while (lo < hi) {
         int64_t e = hi - lo > step ? lo + step : hi;
         int64_t t0 = now_ns();
-        fn(frame, lo, e);
+        call(fn, frame, lo, e, flush);
         step = next_step(step, now_ns() - t0);
         lo = e;
         if (stop(stop_arg)) return;
@@ -243,6 +261,7 @@ static int read_job(uint64_t g, job *j) {
     j->parts = atomic_load_explicit(&P.parts, memory_order_relaxed);
     j->stop = atomic_load_explicit(&P.stop, memory_order_relaxed);
     j->stop_arg = atomic_load_explicit(&P.stop_arg, memory_order_relaxed);
+    j->flush = atomic_load_explicit(&P.flush, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     j->gen = g;
     return atomic_load_explicit(&P.gen, memory_order_relaxed) == g;
@@ -304,6 +323,8 @@ static void count_done(const job *j, int64_t k) {
     }
 }
 
+static void run_piece(const job *j, int64_t lo, int64_t hi) { call(j->fn, j->frame, lo, hi, j->flush); }
+
 /* Thread t's part in job *j: its own range, then everyone else's (the
  * caller's visit to every range is what guarantees each is emptied; a
  * worker moved on to a newer job may skip some).  Returns the generation of
@@ -326,11 +347,11 @@ static uint64_t take_part(int t, job *j) {
             }
             if (j->stop) {
                 int64_t t0 = now_ns();
-                j->fn(j->frame, lo, hi);
+                run_piece(j, lo, hi);
                 step = next_step(step, now_ns() - t0);
                 stopped = j->stop(j->stop_arg); /* before the piece counts: stop_arg lives until then */
             } else {
-                j->fn(j->frame, lo, hi);
+                run_piece(j, lo, hi);
             }
             count_done(j, hi - lo);
             if (stopped) { /* empty every range, from the first */
@@ -355,6 +376,7 @@ static void *worker(void *arg) {
     worker_arg *wa = arg;
     int t = wa->t;
     thread_slot = t;
+    rt_flush_off(); /* not the mode of the launch that started the pool: each job says (fpmode.c) */
     uint64_t seen = wa->seen; /* a job published before this thread ran is still seen */
     free(wa);
     for (;;) {
@@ -398,21 +420,21 @@ static int start(void) {
 }
 
 void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t grain, int (*stop)(void *),
-              void *stop_arg) {
+              void *stop_arg, int flush) {
     if (n <= 0) return;
     pthread_once(&once, init_once);
     if (n < min_parallel || n < 2) {
-        fn(frame, 0, n);
+        call(fn, frame, 0, n, flush);
         return;
     }
     if (nthreads <= 1 || pthread_mutex_trylock(&P.busy) != 0) {
-        run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg);
+        run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg, flush);
         return;
     }
     int workers = start();
     if (workers == 0) {
         pthread_mutex_unlock(&P.busy);
-        run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg);
+        run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg, flush);
         return;
     }
     int parts = workers + 1;
@@ -431,6 +453,7 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
     atomic_store_explicit(&P.parts, parts, memory_order_relaxed);
     atomic_store_explicit(&P.stop, stop, memory_order_relaxed);
     atomic_store_explicit(&P.stop_arg, stop_arg, memory_order_relaxed);
+    atomic_store_explicit(&P.flush, flush, memory_order_relaxed);
     atomic_store_explicit(&P.finished, 0, memory_order_relaxed);
     for (int t = 0; t < parts; t++) {
         atomic_store_explicit(&R[t].end, (int64_t)((__int128)n * (t + 1) / parts), memory_order_relaxed);
@@ -442,7 +465,7 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
         pthread_cond_broadcast(&P.wake);
         pthread_mutex_unlock(&P.lock);
     }
-    job j = {g, fn, frame, n, first_piece(min_parallel), grain, parts, stop, stop_arg};
+    job j = {g, fn, frame, n, first_piece(min_parallel), grain, parts, stop, stop_arg, flush};
     take_part(0, &j);
     /* Wait for the pieces others are running: spin, then sleep. */
     int64_t t0 = now_ns();

@@ -23,8 +23,10 @@ int pool_slot(void);
  * calling thread in one call, with no wake-up; so does everything while
  * another thread is using the pool.  With `stop` (may be NULL), pieces last
  * about 5 ms at most, and after stop(stop_arg) returns non-zero following a
- * piece, no new piece starts; a range below min_parallel runs whole. */
+ * piece, no new piece starts; a range below min_parallel runs whole.  With
+ * `flush`, every call of fn, on whichever thread, runs with subnormal floats
+ * flushed to zero, the thread's own mode put back after it (fpmode.c). */
 void pool_run(void (*fn)(void *frame, int64_t lo, int64_t hi), void *frame, int64_t n, int64_t min_parallel,
-              int64_t grain, int (*stop)(void *arg), void *stop_arg);
+              int64_t grain, int (*stop)(void *arg), void *stop_arg, int flush);
 
 #endif /* TACK_POOL_H */

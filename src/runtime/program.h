@@ -61,6 +61,7 @@ struct tack_program {
     char *ir;
     char *dialect;           /* "c", "cuda": the backend that may build it */
     int fast_math;
+    int flush_denormals;     /* subnormal floats flush to zero while it runs (CPU: fpmode.c) */
     int nparams;
     tk_pinfo *params;
     int nsites;

@@ -118,4 +118,17 @@ void rt_watch_begin(rt_watch *w);
 /* 1 when the launch should stop; calls the long-launch hook once after 10 ms. */
 int rt_watch_poll(rt_watch *w);
 
+/* fpmode.c: flush-to-zero for the kernels that ask (flush_denormals). */
+typedef unsigned long long rt_fpmode; /* a thread's floating-point control word */
+/* 1 where the CPU can flush subnormals (x86-64: MXCSR; aarch64: FPCR). */
+int rt_flush_supported(void);
+/* The calling thread's mode, then subnormal results and operands flushed to
+ * zero on it; give the mode back to rt_flush_leave. */
+rt_fpmode rt_flush_enter(void);
+void rt_flush_leave(rt_fpmode saved);
+/* 1 when the calling thread flushes subnormals now. */
+int rt_flush_active(void);
+/* Subnormals kept (IEEE) on the calling thread: the pool's workers start so. */
+void rt_flush_off(void);
+
 #endif /* TACK_RUNTIME_H */

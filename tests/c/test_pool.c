@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "runtime/pool.h"
+#include "runtime/runtime.h"
 
 #define MAXN 5000
 
@@ -64,7 +65,7 @@ static void test_every_index_once(void) {
         for (size_t g = 0; g < sizeof grains / sizeof *grains; g++) {
             for (size_t m = 0; m < 2; m++) {
                 reset();
-                pool_run(body, &F, n, mins[m], grains[g], NULL, NULL);
+                pool_run(body, &F, n, mins[m], grains[g], NULL, NULL, 0);
                 CHECK(exactly_once(n));
             }
         }
@@ -85,7 +86,7 @@ static void test_grain(void) {
     int64_t n = 4000, grain = 300;
     reset();
     atomic_store(&min_piece, INT64_MAX);
-    pool_run(body_len, &F, n, 2, grain, NULL, NULL);
+    pool_run(body_len, &F, n, 2, grain, NULL, NULL, 0);
     CHECK(exactly_once(n));
     /* a share is n / T >= 4000 / 7 >= grain here, so every piece is a whole grain */
     if (T <= 8) CHECK(atomic_load(&min_piece) >= grain);
@@ -114,7 +115,7 @@ static void test_late_share_is_taken(void) {
     atomic_store(&total, 0);
     atomic_store(&waited_ok, 0);
     block_at = n / 2;
-    pool_run(body_block, &F, n, 2, 1, NULL, NULL);
+    pool_run(body_block, &F, n, 2, 1, NULL, NULL, 0);
     CHECK(exactly_once(n));
     CHECK(atomic_load(&waited_ok));
     CHECK(atomic_load(&F.calls) > 2);
@@ -131,7 +132,7 @@ static void test_stop(void) {
     int64_t n = MAXN;
     reset();
     atomic_store(&stop_after, 1); /* the first piece to end stops the launch */
-    pool_run(body, &F, n, 2, 1, stop_fn, NULL);
+    pool_run(body, &F, n, 2, 1, stop_fn, NULL, 0);
     int ran = 0;
     for (int64_t i = 0; i < n; i++) {
         int v = atomic_load(&F.visits[i]);
@@ -142,8 +143,50 @@ static void test_stop(void) {
     /* the pool is usable afterwards, and a stop that never fires runs everything */
     reset();
     atomic_store(&stop_after, 1 << 30);
-    pool_run(body, &F, n, 2, 1, stop_fn, NULL);
+    pool_run(body, &F, n, 2, 1, stop_fn, NULL, 0);
     CHECK(exactly_once(n));
+}
+
+/* flush: every piece, on every thread, runs with subnormals flushed, and
+ * every thread's mode is its own again after the launch (the next launch
+ * without flush sees none of it, nor does the caller). */
+static _Atomic int pieces_flushed, pieces_plain;
+static void body_mode(void *fp, int64_t lo, int64_t hi) {
+    volatile float tiny = 1e-38f, scale = 1e-3f;
+    float r = tiny * scale; /* 1e-41: a subnormal, or 0 when flushed */
+    int active = rt_flush_active();
+    CHECK(active == (r == 0.0f));
+    atomic_fetch_add(active ? &pieces_flushed : &pieces_plain, 1);
+    body(fp, lo, hi);
+    if (lo < 64) sleep_ns(200000); /* the others get a share */
+}
+
+static void test_flush(void) {
+    if (!rt_flush_supported()) return;
+    CHECK(!rt_flush_active());
+    for (int round = 0; round < 20; round++) {
+        atomic_store(&pieces_flushed, 0);
+        atomic_store(&pieces_plain, 0);
+        reset();
+        pool_run(body_mode, &F, MAXN, 2, 1, round & 1 ? stop_fn : NULL, NULL, 1);
+        CHECK(atomic_load(&pieces_plain) == 0 && atomic_load(&pieces_flushed) > 0);
+        CHECK(!rt_flush_active());
+        atomic_store(&pieces_flushed, 0);
+        reset();
+        pool_run(body_mode, &F, MAXN, 2, 1, NULL, NULL, 0);
+        CHECK(exactly_once(MAXN));
+        CHECK(atomic_load(&pieces_flushed) == 0 && atomic_load(&pieces_plain) > 0);
+        /* a range run whole on the caller */
+        atomic_store(&pieces_flushed, 0);
+        pool_run(body_mode, &F, 10, 100, 1, NULL, NULL, 1);
+        CHECK(atomic_load(&pieces_flushed) == 1 && !rt_flush_active());
+    }
+    /* a caller that flushes already keeps flushing after the launch */
+    rt_fpmode saved = rt_flush_enter();
+    pool_run(body_mode, &F, MAXN, 2, 1, NULL, NULL, 1);
+    CHECK(rt_flush_active());
+    rt_flush_leave(saved);
+    CHECK(!rt_flush_active());
 }
 
 /* Two threads launching at once: one gets the pool, the other runs alone. */
@@ -152,7 +195,7 @@ static void *other(void *arg) {
     (void)arg;
     for (int r = 0; r < 200; r++) {
         for (int i = 0; i < MAXN; i++) atomic_store(&G.visits[i], 0);
-        pool_run(body, &G, MAXN, 2, 0, NULL, NULL);
+        pool_run(body, &G, MAXN, 2, 0, NULL, NULL, 0);
         for (int i = 0; i < MAXN; i++)
             if (atomic_load(&G.visits[i]) != 1) return (void *)1;
     }
@@ -164,7 +207,7 @@ static void test_concurrent_launches(void) {
     CHECK(pthread_create(&th, NULL, other, NULL) == 0);
     for (int r = 0; r < 200; r++) {
         reset();
-        pool_run(body, &F, MAXN - r, 2, 0, NULL, NULL);
+        pool_run(body, &F, MAXN - r, 2, 0, NULL, NULL, 0);
         CHECK(exactly_once(MAXN - r));
     }
     void *res;
@@ -172,15 +215,27 @@ static void test_concurrent_launches(void) {
     CHECK(res == NULL);
 }
 
-static int run_with_threads(const char *threads) {
+static int run_with_threads(const char *threads, int flush_first) {
     pid_t pid = fork();
     if (pid == 0) {
         setenv("TACK_NUM_THREADS", threads, 1);
+        if (flush_first && rt_flush_supported()) {
+            /* the workers start inside a flushing launch (a caller that
+             * flushes, as cpu_jit.c's does): they must not keep its mode */
+            rt_fpmode saved = rt_flush_enter();
+            pool_run(body, &F, MAXN, 2, 1, NULL, NULL, 1);
+            rt_flush_leave(saved);
+            atomic_store(&stop_after, 1 << 30);
+            test_flush();
+            _exit(check_failed ? 1 : 0);
+        }
         test_every_index_once();
         test_grain();
         test_late_share_is_taken();
         test_stop();
         test_concurrent_launches();
+        atomic_store(&stop_after, 1 << 30);
+        test_flush();
         _exit(check_failed ? 1 : 0);
     }
     int status = 0;
@@ -193,9 +248,11 @@ int main(void) {
     (void)failing_allocator_install;
     static const char *counts[] = {"1", "2", "3", "4", "7", "16"};
     for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
-        int ok = run_with_threads(counts[i]);
-        if (!ok) fprintf(stderr, "failed with TACK_NUM_THREADS=%s\n", counts[i]);
-        CHECK(ok);
+        for (int flush_first = 0; flush_first < 2; flush_first++) {
+            int ok = run_with_threads(counts[i], flush_first);
+            if (!ok) fprintf(stderr, "failed with TACK_NUM_THREADS=%s%s\n", counts[i], flush_first ? ", flush first" : "");
+            CHECK(ok);
+        }
     }
     return CHECK_SUMMARY();
 }

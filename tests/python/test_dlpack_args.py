@@ -178,6 +178,59 @@ def test_torch_rules_still_apply():
         scale(u, 2.0)
 
 
+def copy_c64(src, dst):
+    for i in range(dst.shape[0]):
+        dst[i] = src[i]
+
+
+def _lazy_views(torch):
+    """(tensor, the bit's resolving method) for each kind of lazy view."""
+    z = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
+    r = torch.tensor([1.0, 2.0], dtype=torch.float32)
+    return [
+        (z.conj(), "resolve_conj"),
+        (torch.ops.aten._neg_view(r), "resolve_neg"),
+        (torch.ops.aten._neg_view(z), "resolve_neg"),
+    ]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_torch_conjugate_and_negative_views_are_refused_as_arguments(jit):
+    # Their storage holds the values before the bit applies: read as they
+    # are, t.conj() of 1+2j arrived as 1+2j, _neg_view of 1.0 as 1.0.
+    torch = pytest.importorskip("torch")
+    k = tack.kernel(copy_c64, jit=jit)
+    for view, fix in _lazy_views(torch):
+        out = np.zeros(2, np.complex64 if view.is_complex() else np.float32)
+        with pytest.raises(ValueError, match=rf"argument 'src' of copy_c64\(\).*{fix}\(\)"):
+            k(view, out)
+        assert not out.any()
+        k(getattr(view, fix)(), out)  # resolved: the values the tensor shows
+        np.testing.assert_array_equal(out, view.resolve_conj().resolve_neg().numpy())
+    # (a BufferError, as a kernel argument a ValueError like every refused
+    # argument); a view written by the kernel would be written wrong as well
+    dst = torch.zeros(2, dtype=torch.complex64).conj()
+    with pytest.raises(ValueError, match="argument 'dst'.*resolve_conj"):
+        k(np.ones(2, np.complex64), dst)
+
+
+@pytest.mark.parametrize("c_api", [True, False])
+def test_torch_conjugate_and_negative_views_are_refused_by_from_dlpack(c_api):
+    torch = pytest.importorskip("torch")
+    for view, fix in _lazy_views(torch):
+        for copy in (None, True):
+            with pytest.raises(BufferError, match=rf"Tensor is a (conjugate|negative) view.*\.{fix}\(\)"):
+                tack._core.from_dlpack(view, c_api=c_api, copy=copy)
+        resolved = tack._core.from_dlpack(getattr(view, fix)(), c_api=c_api)
+        np.testing.assert_array_equal(resolved.numpy(), view.resolve_conj().resolve_neg().numpy())
+    z = torch.tensor([1 + 2j], dtype=torch.complex128)
+    assert tack.from_dlpack(z.conj().resolve_conj()).numpy()[0] == 1 - 2j
+    # the imaginary part of a conjugate view is a negative view: refused for
+    # the bit before its strides are looked at
+    with pytest.raises(BufferError, match="resolve_neg"):
+        tack._core.from_dlpack(z.conj().imag, c_api=c_api)
+
+
 def test_cuda_tensor_to_a_cpu_call_is_refused():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

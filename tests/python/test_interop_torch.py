@@ -138,6 +138,23 @@ def test_read_only_torch_to_tack():
     for c_api in (True, False):
         a = tack._core.from_dlpack(wrapper(t), c_api=c_api)
         assert not a.writable and a.ptr == t.data_ptr()
+    # The wrapper refuses is_conj()/is_neg() (only its DLPack methods run);
+    # its lazy views are still refused, read from its dispatch keys.
+    z = torch.tensor([1 + 2j, 3 - 4j])
+    for view, fix in ((z.conj(), "resolve_conj"), (torch.ops.aten._neg_view(t), "resolve_neg")):
+        for c_api in (True, False):
+            with pytest.raises(BufferError, match=fix):
+                tack._core.from_dlpack(wrapper(view), c_api=c_api)
+        out = np.zeros(2, np.complex64 if view.is_complex() else np.float32)
+        for jit in (True, False):
+            with pytest.raises(ValueError, match=f"argument 'src'.*{fix}"):
+                tack.kernel(_copy, jit=jit)(wrapper(view), out)
+        assert not out.any()
+
+
+def _copy(src, dst):
+    for i in range(dst.shape[0]):
+        dst[i] = src[i]
 
 
 def test_lifetimes():
