@@ -25,9 +25,17 @@
  *              rounds as NumPy's vector loops on FMA hardware do (one of the
  *              two products fused, with the dialect's correctly rounded fma),
  *              a quotient is Smith's method, abs is the vector loop's larger
- *              part times sqrt(fma(r, r, 1)).  exp, sqrt and log are the
- *              textbook formulas with C99's results at zeros and infinities;
- *              NumPy calls the C library there, so they agree within ulps.
+ *              part times sqrt(fma(r, r, 1)).  exp, sqrt and log give
+ *              C99 Annex G's values (the C library's, which NumPy calls) at
+ *              zeros, infinities and NaNs, bit for bit, and stay within 2 ulps
+ *              of it at the extremes: sqrt rescales by a power of 4 near
+ *              overflow and underflow (and halves last, as the library does,
+ *              so a subnormal part rounds as there); log takes log|z| as
+ *              log(l) + log1p((s/l)^2)/2, and near |z| = 1 from l*l + s*s - 1
+ *              in double-word arithmetic (fma products, two-sums), with
+ *              Goldberg's log1p; exp whose real part overflows exp() is
+ *              exp(x/2) squared (4 ulps).  tests/python/test_complex_edges.py
+ *              sweeps the grid of special parts against NumPy.
  *              OpenCL writes complex128 only when the kernel enables fp64.
  *
  *   atomics    `a[i] += z` in a parallel loop adds the two parts with two
@@ -269,7 +277,7 @@ void em_complex_math(tk_emitter *e, tk_ir *x) {
  * qualifier, G the address space of an atomic's pointer; the math functions
  * are the dialect's own spellings for T (passed by tk_complex_prelude). */
 static const char CPLX[] =
-    "#define TK_CPLX(Q, N, T, SQRT, HYPOT, EXP, LOG, COS, SIN, ATAN2, FABS, COPYSIGN, INF, FMA) \\\n"
+    "#define TK_CPLX(Q, N, T, SQRT, HYPOT, EXP, LOG, COS, SIN, ATAN2, FABS, COPYSIGN, INF, FMA, BIG, TINY, SUP, SDN) \\\n"
     "typedef struct N { T v[2]; } N; \\\n"
     "Q N tk_mk_##N(T re, T im) { N r; r.v[0] = re; r.v[1] = im; return r; } \\\n"
     "Q N tk_add_##N(N a, N b) { return tk_mk_##N(a.v[0] + b.v[0], a.v[1] + b.v[1]); } \\\n"
@@ -298,22 +306,49 @@ static const char CPLX[] =
     "    if (l == 0) return l; \\\n"
     "    T r = s / l; \\\n"
     "    return l * SQRT(FMA(r, r, (T)1)); } \\\n"
-    "Q N tk_exp_##N(N a) { \\\n"
-    "    if (a.v[1] == 0) return tk_mk_##N(EXP(a.v[0]), a.v[1]); \\\n"
-    "    T m = EXP(a.v[0]); \\\n"
-    "    return tk_mk_##N(m * COS(a.v[1]), m * SIN(a.v[1])); } \\\n"
-    "Q N tk_log_##N(N a) { return tk_mk_##N(LOG(HYPOT(a.v[0], a.v[1])), ATAN2(a.v[1], a.v[0])); } \\\n"
-    "Q N tk_sqrt_##N(N a) { \\\n"
+    "Q N tk_exp_##N(N a) { /* C99 Annex G's values; exp(x) past overflow in halves */ \\\n"
+    "    T x = a.v[0], y = a.v[1]; \\\n"
+    "    if (y == 0) return tk_mk_##N(EXP(x), y); \\\n"
+    "    if (y - y != 0) { /* an infinite or nan imaginary part; the NaNs' signs are the library's */ \\\n"
+    "        T n = FABS(y - y); \\\n"
+    "        if (x - x != 0 && x == x) return x > 0 ? tk_mk_##N(x, y - y) : tk_mk_##N((T)0, COPYSIGN((T)0, y)); \\\n"
+    "        return tk_mk_##N(n, n); } \\\n"
+    "    T c = COS(y), s = SIN(y), m = EXP(x); \\\n"
+    "    if (m - m != 0 && x - x == 0) { T h = EXP(x * (T)0.5); return tk_mk_##N(c * h * h, s * h * h); } \\\n"
+    "    return tk_mk_##N(m * c, m * s); } \\\n"
+    "Q T tk_log1p_##N(T d) { /* log(1 + d), Goldberg's way: a few ulps */ \\\n"
+    "    T u = (T)1 + d; \\\n"
+    "    return u == (T)1 ? d : LOG(u) * d / (u - (T)1); } \\\n"
+    "Q N tk_log_##N(N a) { /* log|z| without overflow or underflow, and near |z| = 1 \\\n"
+    "                         from l*l + s*s - 1 in double-word arithmetic */ \\\n"
+    "    T x = FABS(a.v[0]), y = FABS(a.v[1]), th = ATAN2(a.v[1], a.v[0]); \\\n"
+    "    if (x - x != 0 || y - y != 0) \\\n"
+    "        return tk_mk_##N((x - x != 0 && x == x) || (y - y != 0 && y == y) ? INF : x + y, th); \\\n"
+    "    T l = x > y ? x : y, s = x > y ? y : x; \\\n"
+    "    if (s == 0) return tk_mk_##N(LOG(l), th); /* -inf at 0 */ \\\n"
+    "    if (l >= (T)0.5 && l <= (T)2) { /* products split by fma, sums by two-sum */ \\\n"
+    "        T ah = l * l, al = FMA(l, l, -ah), bh = s * s, bl = FMA(s, s, -bh); \\\n"
+    "        T t = ah - (T)1, tb = t - ah, te = (ah - (t - tb)) + ((T)-1 - tb); \\\n"
+    "        T sh = t + bh, bb = sh - t, err = (t - (sh - bb)) + (bh - bb); \\\n"
+    "        return tk_mk_##N((T)0.5 * tk_log1p_##N(sh + (err + te + al + bl)), th); } \\\n"
+    "    T r = s / l; \\\n"
+    "    return tk_mk_##N(LOG(l) + (T)0.5 * tk_log1p_##N(r * r), th); } \\\n"
+    "Q N tk_sqrt_##N(N a) { /* scaled by a power of 4 near overflow and underflow */ \\\n"
     "    T x = a.v[0], y = a.v[1]; \\\n"
     "    if (x == 0 && y == 0) return tk_mk_##N((T)0, y); \\\n"
     "    if (y - y != 0 && y == y) return tk_mk_##N(INF, y); /* an infinite imaginary part */ \\\n"
     "    if (x - x != 0 && x == x) { /* an infinite real part */ \\\n"
     "        if (x > 0) return tk_mk_##N(x, y == y ? COPYSIGN((T)0, y) : y); \\\n"
     "        return tk_mk_##N(y == y ? (T)0 : FABS(y), y == y ? COPYSIGN(-x, y) : -x); } \\\n"
-    "    if (x == 0) { T h = SQRT((T)0.5 * FABS(y)); return tk_mk_##N(h, COPYSIGN(h, y)); } \\\n"
-    "    T t = SQRT((FABS(x) + HYPOT(x, y)) * (T)0.5); \\\n"
-    "    if (x >= 0) return tk_mk_##N(t, y / (t + t)); \\\n"
-    "    return tk_mk_##N(FABS(y) / (t + t), COPYSIGN(t, y)); }\n";
+    "    if (x != x || y != y) return tk_mk_##N(x + y, x + y); \\\n"
+    "    T ax = FABS(x), ay = FABS(y), l = ax > ay ? ax : ay, k = (T)1, t; \\\n"
+    "    if (l > BIG) { ax *= (T)0.25; ay *= (T)0.25; k = (T)2; } \\\n"
+    "    else if (l < TINY) { ax *= SUP; ay *= SUP; k = SDN; } \\\n"
+    "    if (ax == 0) { t = SQRT((T)0.5 * ay) * k; return tk_mk_##N(t, COPYSIGN(t, y)); } \\\n"
+    "    t = SQRT((ax + HYPOT(ax, ay)) * (T)0.5); \\\n"
+    "    T o = (T)0.5 * (ay / t); /* halved last, as the C library does (a subnormal rounds as there) */ \\\n"
+    "    if (x >= 0) return tk_mk_##N(t * k, COPYSIGN(o * k, y)); \\\n"
+    "    return tk_mk_##N(o * k, COPYSIGN(t * k, y)); }\n";
 
 static const char CPLX_ATOMIC[] =
     "#define TK_CPLX_ATOMIC(Q, G, N, T) \\\n"
@@ -342,11 +377,18 @@ void tk_complex_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *globa
     for (int i = 0; i < (with_f64 ? 2 : 1); i++) {
         tack_dtype part = parts[i];
         const char *T = D->ctype(part), *N = D->ctype(dt_complex_of(part));
-        tk_printf(b, "TK_CPLX(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)\n", qual, N, T,
+        /* sqrt's scaling: past BIG by 1/4, below TINY by SUP = 4^k, the
+         * root then by 2 or SDN = 2^-k (powers of two: exact in 9 or 17 digits) */
+        const int f = part == TACK_F32;
+        const double big = f ? 0x1p125 : 0x1p1021, tiny = f ? 0x1p-100 : 0x1p-1000;
+        const double sup = f ? 0x1p100 : 0x1p1000, sdn = f ? 0x1p-50 : 0x1p-500;
+        const char *sfx = f ? "f" : "";
+        tk_printf(b, "TK_CPLX(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                     "%.17g%s, %.17g%s, %.17g%s, %.17g%s)\n", qual, N, T,
                   D->math(M_SQRT, part), D->math(M_HYPOT, part), D->math(M_EXP, part), D->math(M_LOG, part),
                   D->math(M_COS, part), D->math(M_SIN, part), D->math(M_ATAN2, part), D->math(M_FABS, part),
                   D->math(M_COPYSIGN, part), part == TACK_F32 ? "(1.0f / 0.0f)" : "(1.0 / 0.0)",
-                  fma_name(C, D->math(M_HYPOT, part)));
+                  fma_name(C, D->math(M_HYPOT, part)), big, sfx, tiny, sfx, sup, sfx, sdn, sfx);
         if (C->uses_atomic) tk_printf(b, "TK_CPLX_ATOMIC(%s, %s, %s, %s)\n", qual, global, N, T);
     }
     if (with_f64) {

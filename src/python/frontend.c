@@ -607,13 +607,15 @@ done:
 
 /* Build a new module holding kernel `fn` (function 0 or the returned index)
  * and every @tack.func it reaches. */
-int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, int *out_index) {
+int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, int *out_index,
+                       PyObject **out_captures) {
     fe_module mc;
     int r = -1, index = -1;
 
     memset(&mc, 0, sizeof mc);
     mc.st = st;
     *out_module = NULL;
+    *out_captures = NULL;
     if (!st->kernel_extra) {
         PyErr_SetString(PyExc_RuntimeError,
                         "tack._core: the intrinsics registry is not set (tack._kernels sets it "
@@ -634,7 +636,8 @@ int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, in
     mc.ast = PyImport_ImportModule("ast");
     mc.memo = PyDict_New();
     mc.in_progress = PyList_New(0);
-    if (!mc.ast || !mc.memo || !mc.in_progress)
+    mc.captures = PyList_New(0);
+    if (!mc.ast || !mc.memo || !mc.in_progress || !mc.captures)
         goto done;
     if (tack_module_new(&mc.mod) != TACK_OK) {
         tpy_raise();
@@ -644,6 +647,8 @@ int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, in
         goto done;
     *out_module = mc.mod;
     *out_index = index;
+    *out_captures = mc.captures;
+    mc.captures = NULL;
     mc.mod = NULL;
     r = 0;
 done:
@@ -653,5 +658,6 @@ done:
     Py_XDECREF(mc.ast);
     Py_XDECREF(mc.memo);
     Py_XDECREF(mc.in_progress);
+    Py_XDECREF(mc.captures);
     return r;
 }

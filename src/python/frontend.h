@@ -33,6 +33,8 @@ typedef struct {
     PyObject *intrinsics;  /* dict: object -> intrinsic name (st->kernel_extra) */
     PyObject *ast;         /* the ast module */
     long nodes;            /* expressions walked, for FE_MAX_NODES */
+    PyObject *captures;    /* list of (kind, where, key, value): the values from outside
+                              frozen into the module (tpy_frontend_build) */
 } fe_module;
 
 /* What the front end accepts, so that the C compiler never meets a kernel

@@ -25,6 +25,14 @@
  * Anything else is refused with a CompileError that says what the object
  * is and what would work instead.
  *
+ * Frozen is not forgotten: every value the module takes in (a number, a
+ * NumPy scalar, a dtype, a @tack.func) is recorded with where it was found
+ * -- a name in a dict (globals, a module's __dict__, builtins), a closure
+ * cell, or a getattr -- in fe_module.captures.  Each call of the kernel
+ * looks those places up again (kernel_captures.c) and compiles anew for
+ * values that changed, so a kernel never runs with a value the program has
+ * since replaced.
+ *
  * Which names are free is Python's rule too: a name bound anywhere in the
  * function (a parameter, an assignment target, a for target) is local to
  * the whole function, so collect_locals() walks the body for binding
@@ -35,13 +43,17 @@
 /* ---------------------------------------------------------- resolution */
 
 /* Look a free name up as Python would from inside the function: closure
- * cells, globals, builtins.  1 found (*out new ref), 0 not defined, -1 error. */
-static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject **out) {
+ * cells, globals, builtins.  1 found (*out new ref; *kind and *where, borrowed,
+ * say where: TPY_CAP_*), 0 not defined, -1 error. */
+static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject **out, int *kind,
+                        PyObject **where) {
     PyObject *v;
     *out = NULL;
     if (f->cells) {
         PyObject *cell = PyDict_GetItemWithError(f->cells, name);
         if (cell) {
+            *kind = TPY_CAP_CELL;
+            *where = cell;
             v = PyCell_Get(cell);
             if (!v) {
                 if (!PyErr_Occurred())
@@ -58,6 +70,8 @@ static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject *
     }
     v = PyDict_GetItemWithError(f->globals, name);
     if (v) {
+        *kind = TPY_CAP_DICT;
+        *where = f->globals;
         *out = Py_NewRef(v);
         return 1;
     }
@@ -67,6 +81,8 @@ static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject *
         if (PyDict_Check(f->builtins)) {
             v = PyDict_GetItemWithError(f->builtins, name);
             if (v) {
+                *kind = TPY_CAP_DICT;
+                *where = f->builtins;
                 *out = Py_NewRef(v);
                 return 1;
             }
@@ -75,6 +91,8 @@ static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject *
         } else {
             v = PyObject_GetAttr(f->builtins, name);
             if (v) {
+                *kind = TPY_CAP_ATTR;
+                *where = f->builtins;
                 *out = v;
                 return 1;
             }
@@ -86,6 +104,36 @@ static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject *
     return 0;
 }
 
+static int numpy_scalar_dtype(fe_func *f, PyObject *obj, tack_dtype *dt);
+
+/* Record that the module froze `value`, found under `key` in `where` (kind
+ * TPY_CAP_*), when it is a value a kernel can freeze: a number, a NumPy
+ * scalar, a dtype or a @tack.func (modules and intrinsics are not values
+ * that change).  Each place once.  0, or -1 with an exception. */
+static int capture(fe_func *f, int kind, PyObject *where, PyObject *key, PyObject *value) {
+    PyObject *list = f->mc->captures, *t;
+    tack_dtype dt;
+    int r;
+    if (!list)
+        return 0;
+    if (!(PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value) ||
+          PyComplex_Check(value) || tpy_kernel_unwrap(f->mc->st, value, NULL, NULL) == 1 ||
+          fe_dtype_of(f, value) >= 0 || numpy_scalar_dtype(f, value, &dt)))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *c = PyList_GET_ITEM(list, i);
+        if (PyTuple_GET_ITEM(c, 1) == where) {
+            r = PyObject_RichCompareBool(PyTuple_GET_ITEM(c, 2), key, Py_EQ);
+            if (r != 0)
+                return r < 0 ? -1 : 0;
+        }
+    }
+    t = Py_BuildValue("(iOOO)", kind, where, key, value);
+    r = t ? PyList_Append(list, t) : -1;
+    Py_XDECREF(t);
+    return r;
+}
+
 /* If `e` is a free name, or attributes of modules reached from one
  * (math.pi, tack.f32, np.random...), the object it denotes: 1 with *out (new
  * ref).  0 when `e` starts from a local or is another kind of expression.
@@ -93,8 +141,8 @@ static int resolve_name(fe_func *f, PyObject *pynode, PyObject *name, PyObject *
 int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out) {
     *out = NULL;
     if (fe_is_kind(e, "Name")) {
-        PyObject *id = PyObject_GetAttrString(e, "id");
-        int r;
+        PyObject *id = PyObject_GetAttrString(e, "id"), *where = NULL;
+        int r, kind = TPY_CAP_DICT;
         if (!id)
             return -1;
         r = PySet_Contains(f->locals, id);
@@ -102,10 +150,14 @@ int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out) {
             Py_DECREF(id);
             return r < 0 ? -1 : 0;
         }
-        r = resolve_name(f, e, id, out);
+        r = resolve_name(f, e, id, out, &kind, &where);
         if (r == 0)
             fe_error(f, e, "name '%U' is not defined", id);
+        if (r == 1 && capture(f, kind, where, id, *out) < 0)
+            r = -1;
         Py_DECREF(id);
+        if (r != 1)
+            Py_CLEAR(*out);
         return r == 1 ? 1 : -1;
     }
     if (fe_is_kind(e, "Attribute")) {
@@ -128,7 +180,27 @@ int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out) {
             Py_XDECREF(src);
             goto done;
         }
+        {
+            /* A module's attribute lives in its __dict__, where each call
+             * can look it up again cheaply; else (a module __getattr__) the
+             * call repeats the getattr. */
+            PyObject *dict = PyModule_GetDict(base), *v;
+            v = dict ? PyDict_GetItemWithError(dict, attr) : NULL;
+            if (v) {
+                *out = Py_NewRef(v);
+                r = capture(f, TPY_CAP_DICT, dict, attr, v) < 0 ? -1 : 1;
+                if (r < 0)
+                    Py_CLEAR(*out);
+                goto done;
+            }
+            if (PyErr_Occurred())
+                goto done;
+        }
         *out = PyObject_GetAttr(base, attr);
+        if (*out && capture(f, TPY_CAP_ATTR, base, attr, *out) < 0) {
+            Py_CLEAR(*out);
+            goto done;
+        }
         if (!*out) {
             if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
                 PyObject *src = fe_unparse(f, value);

@@ -224,7 +224,6 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     k->flush_denormals = flush;
     k->is_func = is_func;
     k->default_float = df;
-    k->kernel_index = -1;
     k->lock = PyThread_allocate_lock();
     if (!k->lock) {
         PyErr_NoMemory();
@@ -244,7 +243,7 @@ static int kernel_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(k->fn);
     Py_VISIT(k->params);
     Py_VISIT(k->defaults);
-    return 0;
+    return kernel_variants_traverse(k, visit, arg);
 }
 
 static int kernel_clear(PyObject *self) {
@@ -252,6 +251,7 @@ static int kernel_clear(PyObject *self) {
     Py_CLEAR(k->fn);
     Py_CLEAR(k->params);
     Py_CLEAR(k->defaults);
+    kernel_variants_clear(k);
     return 0;
 }
 
@@ -265,8 +265,7 @@ static void kernel_dealloc(PyObject *self) {
     for (Py_ssize_t i = 0; i < k->nspecs; i++)
         kernel_spec_free(k->specs[i]);
     PyMem_Free(k->specs);
-    if (k->module)
-        tack_module_free(k->module);
+    kernel_variants_free(k);
     if (k->lock)
         PyThread_free_lock(k->lock);
     tp->tp_free(self);

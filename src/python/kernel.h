@@ -15,9 +15,27 @@
 
 #include <pythread.h>
 
+/* A value from outside the kernel that its module froze, and where it was
+ * found (TPY_CAP_*: a key of a dict, a closure cell, an attribute). */
+typedef struct {
+    int kind;
+    PyObject *where, *key, *value; /* strong references */
+} kcapture;
+
+/* One build of the kernel's module (the front end's output) for one set of
+ * captured values: the kernel is compiled per (values, signature), and the
+ * builds for values that were replaced are kept in case they come back. */
+typedef struct {
+    tack_module *module;
+    int kernel_index;
+    Py_ssize_t ncaps;
+    kcapture *caps;
+} kvariant;
+
 /* One compiled specialization: a program built for a device and signature. */
 typedef struct {
     Py_hash_t hash;
+    Py_ssize_t variant;    /* the module build (KernelObject.variants) it came from */
     tack_device *device;
     tack_program *prog;
     int *written;          /* indices of the parameters the kernel writes */
@@ -35,8 +53,8 @@ typedef struct {
     Py_ssize_t nparams, nposonly;
     int checks, fast_math, flush_denormals, is_func;
     tack_dtype default_float; /* TACK_F32 or TACK_F64: the type of a float that meets no float type */
-    tack_module *module; /* built on the first compile, reused */
-    int kernel_index;
+    kvariant *variants;  /* module builds, one per set of captured values (kernel_captures.c) */
+    Py_ssize_t nvariants, cur; /* cur: the build whose values held at the last call */
     PyThread_type_lock lock;
     unsigned long lock_owner; /* thread holding `lock` (0: none), set and read with the GIL */
     long lock_pid;            /* the process it was taken in: a fork's child finds another */
@@ -57,6 +75,7 @@ typedef struct {
     int *writable;      /* actual writability of each array argument */
     tack_device *device;
     Py_hash_t hash;
+    Py_ssize_t variant; /* the module build the call's captured values select */
     void *heap;
     PyObject *s_objs[KSTACK];
     tack_argtype s_types[KSTACK];
@@ -98,5 +117,21 @@ kspec *kernel_specialize(KernelObject *k, kcall *c);
 tack_program *kernel_program_for(KernelObject *k, kcall *c, const char *target,
                                  tack_program **owned);
 void kernel_spec_free(kspec *s);
+
+/* The kernel's compile lock (kernel_call.c): taken without the GIL while
+ * waiting; -1 with a RuntimeError when this thread already holds it. */
+int kernel_lock(KernelObject *k);
+void kernel_unlock(KernelObject *k);
+
+/* kernel_captures.c: set c->variant to the module build for the values the
+ * kernel's captured names hold now -- on the hot path a check that each is
+ * still the object it froze; else the build whose values equal them, else a
+ * new build (the front end runs again; a CompileError when a name now holds
+ * something a kernel cannot use).  0, or -1 with an exception. */
+int kernel_variant(KernelObject *k, kcall *c);
+/* The variants' references, for tp_traverse / tp_clear, and their release. */
+int kernel_variants_traverse(KernelObject *k, visitproc visit, void *arg);
+void kernel_variants_clear(KernelObject *k);
+void kernel_variants_free(KernelObject *k);
 
 #endif /* TACK_KERNEL_PY_H */

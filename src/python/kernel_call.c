@@ -17,7 +17,11 @@
  *   4. on a miss, compile and build it: the front end (frontend.c) turns the
  *      function into Tack's AST once per kernel -- the module is kept and
  *      reused for every later signature -- and tack_compile +
- *      tack_program_build produce the specialization.
+ *      tack_program_build produce the specialization.  The module holds
+ *      the values it froze (module constants); kernel_captures.c checks
+ *      before step 3 that they still hold, and picks or builds the module
+ *      for the values they have now: a specialization is keyed on the
+ *      signature and that build.
  *
  * kernel.c then refuses a read-only array passed for a parameter the kernel
  * writes, and launches.  Signatures record every array as writable: the
@@ -46,6 +50,7 @@ int kcall_init(kcall *c, Py_ssize_t n) {
     c->n = n;
     c->heap = NULL;
     c->device = NULL;
+    c->variant = 0;
     if (n <= KSTACK) {
         c->objs = c->s_objs;
         c->types = c->s_types;
@@ -388,6 +393,7 @@ static Py_hash_t signature_hash(const kcall *c) {
     size_t nw = (size_t)c->n * (sizeof(tack_argtype) / sizeof(int));
     for (size_t i = 0; i < nw; i++)
         h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
+    h = (h ^ (uint64_t)c->variant) * 1099511628211ull;
     h ^= h >> 29;
     return (Py_hash_t)(h >> 1);
 }
@@ -490,7 +496,7 @@ int kcall_bind_method(KernelObject *k, kcall *c, PyObject *const *args, Py_ssize
 /* -------------------------------------------------------------- cache */
 
 static int spec_matches(const kspec *s, const kcall *c) {
-    return s->device == c->device &&
+    return s->device == c->device && s->variant == c->variant &&
            memcmp(s->types, c->types, (size_t)c->n * sizeof(tack_argtype)) == 0;
 }
 
@@ -592,7 +598,7 @@ static void compile_options(KernelObject *k, tack_compile_options *o, const char
  *     a RuntimeError saying so;
  *   - the process was forked while another thread compiled: that thread does
  *     not exist in the child, so the child takes a fresh lock. */
-static int lock_kernel(KernelObject *k) {
+int kernel_lock(KernelObject *k) {
     long pid = (long)getpid();
     if (k->lock_owner && k->lock_pid != pid) {
         PyThread_type_lock fresh = PyThread_allocate_lock();
@@ -623,16 +629,9 @@ static int lock_kernel(KernelObject *k) {
     return 0;
 }
 
-static void unlock_kernel(KernelObject *k) {
+void kernel_unlock(KernelObject *k) {
     k->lock_owner = 0;
     PyThread_release_lock(k->lock);
-}
-
-/* Build the kernel's module once (lock held). */
-static int ensure_module(KernelObject *k) {
-    if (k->module)
-        return 0;
-    return tpy_frontend_build(k->st, k->fn, &k->module, &k->kernel_index);
 }
 
 
@@ -650,11 +649,9 @@ static int compile_locked(KernelObject *k, const kcall *c, const char *target, t
     int n = (int)c->n, index, r = -1;
 
     *out = NULL;
-    if (ensure_module(k) < 0)
-        goto done;
     compile_options(k, &opts, target);
-    mod = k->module;
-    index = k->kernel_index;
+    mod = k->variants[c->variant].module;
+    index = k->variants[c->variant].kernel_index;
     Py_BEGIN_ALLOW_THREADS
     st = tack_compile(mod, index, types, n, &opts, &prog);
     if (st == TACK_OK && dev)
@@ -678,12 +675,15 @@ done:
 /* The specialization for the call's signature, compiled and built on a miss
  * (once: a thread that misses waits on the lock and looks again). */
 kspec *kernel_specialize(KernelObject *k, kcall *c) {
-    kspec *s = cache_lookup(k, c), *made = NULL;
+    kspec *s, *made = NULL;
     tack_program *prog = NULL;
 
+    if (kernel_variant(k, c) < 0)
+        return NULL;
+    s = cache_lookup(k, c);
     if (s)
         return s; /* the hot path: no lock, no allocation */
-    if (lock_kernel(k) < 0)
+    if (kernel_lock(k) < 0)
         return NULL;
     s = cache_lookup(k, c); /* another thread may have compiled it meanwhile */
     if (s || compile_locked(k, c, tack_device_dialect(c->device), c->device, &prog) < 0)
@@ -697,6 +697,7 @@ kspec *kernel_specialize(KernelObject *k, kcall *c) {
     made->prog = prog;
     prog = NULL;
     made->hash = c->hash == -1 ? signature_hash(c) : c->hash;
+    made->variant = c->variant;
     made->device = c->device;
     memcpy(made->types, c->types, (size_t)c->n * sizeof(tack_argtype));
     for (Py_ssize_t i = 0; i < c->n; i++)
@@ -728,7 +729,7 @@ kspec *kernel_specialize(KernelObject *k, kcall *c) {
     s = made;
     made = NULL;
 done:
-    unlock_kernel(k);
+    kernel_unlock(k);
     if (prog)
         tack_program_free(prog);
     kernel_spec_free(made);
@@ -745,6 +746,8 @@ tack_program *kernel_program_for(KernelObject *k, kcall *c, const char *target,
     kspec *s = NULL;
 
     *owned = NULL;
+    if (kernel_variant(k, c) < 0)
+        return NULL;
     if (!target || strcmp(target, dialect) == 0) {
         target = dialect;
         s = cache_lookup(k, c);
@@ -753,11 +756,11 @@ tack_program *kernel_program_for(KernelObject *k, kcall *c, const char *target,
         prog = s->prog;
     } else {
         /* Compile without building: the text is wanted, not the code. */
-        if (lock_kernel(k) < 0)
+        if (kernel_lock(k) < 0)
             return NULL;
         if (compile_locked(k, c, target, NULL, owned) == 0)
             prog = *owned;
-        unlock_kernel(k);
+        kernel_unlock(k);
     }
     return prog;
 }

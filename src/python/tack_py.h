@@ -119,8 +119,16 @@ int tpy_dlpack_exec(PyObject *m, tpy_state *st);
 /* dlpack.c: Array.__dlpack__ and Array.__dlpack_device__ */
 PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *tpy_array_dlpack_device(PyObject *self, PyObject *unused);
-/* frontend.c: Python function -> Tack module (new), the kernel's function index. */
-int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, int *out_index);
+/* Where a kernel found a value it froze (a capture, kernel_captures.c): its
+ * name in a dict (a module's globals or __dict__, builtins), a closure cell,
+ * or an attribute read with getattr (a module with __getattr__). */
+enum { TPY_CAP_DICT = 0, TPY_CAP_CELL = 1, TPY_CAP_ATTR = 2 };
+/* frontend.c: Python function -> Tack module (new), the kernel's function
+ * index, and *out_captures: a new list of (kind, where, key, value) tuples,
+ * one per value from outside the kernel that it froze (numbers, NumPy
+ * scalars, dtypes, @tack.func objects), in the kernel and its funcs. */
+int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, int *out_index,
+                       PyObject **out_captures);
 /* frontend_source.c: raise tack.CompileError with location, source line and caret; returns -1. */
 int tpy_compile_error(tpy_state *st, const char *msg, PyObject *filename, int line, int col,
                           int end_col, PyObject *text);
