@@ -324,27 +324,35 @@ void dp_judge(dpass *P) {
  *   alias_part  the two share bytes without being one array: any access to
  *               one may meet another iteration's write to the other (a
  *               shifted view turns a[i] into a[i + 1]) -- always a hazard;
- *   alias_same  the two are one array: safe only when every access to
- *               either is the iteration's own element (one index form,
- *               written by a plain store that distinct iterations give
- *               distinct elements: u2[i] = f(u[i]) in place), or when both
- *               are only updated by atomics (adds commute).
+ *   alias_same  the two are one array: safe only when every access to one
+ *               meets the other's writes at the writing iteration's own
+ *               element -- the judge's tests for one array (the same index
+ *               as a write that distinct iterations give distinct elements,
+ *               or no two iterations meeting at all) applied across the
+ *               pair: u2[i] = f(u[i]) in place -- or both are atomic adds,
+ *               which commute.
  *
  * A loop of one iteration has nothing running at once. */
+/* Whether access r, of the other parameter, meets write w only at w's own
+ * element: the same index as a write distinct iterations give distinct
+ * elements, or no solution for two iterations meeting (the judge's own
+ * tests for one array, applied across the two). */
+static int only_own(const dpass *P, const dacc *w, const dacc *r) {
+    if (w->kind == ACC_ATOMIC && r->kind == ACC_ATOMIC) return 1; /* adds commute */
+    if (same_index(w, r) && injective(P, w, w->kind == ACC_STORE ? w->pinned : 0)) return 1;
+    int64_t dist[NV];
+    return !w->pinned && !r->pinned && !P->stride && distance(P, w, r, dist) < 0;
+}
+
 static int own_element_only(const dpass *P, int a, int b) {
-    const dacc *own = NULL;
-    int atomics_only = 1;
     for (int i = 0; i < P->nacc; i++) {
-        const dacc *x = &P->acc[i];
-        if (x->param != a && x->param != b) continue;
-        if (x->kind != ACC_ATOMIC) atomics_only = 0;
-        if (x->kind == ACC_STORE && !own && !x->guard && injective(P, x, x->pinned)) own = x;
-    }
-    if (atomics_only) return 1;
-    if (!own) return 0;
-    for (int i = 0; i < P->nacc; i++) {
-        const dacc *x = &P->acc[i];
-        if ((x->param == a || x->param == b) && (x->kind == ACC_ATOMIC || !same_index(own, x))) return 0;
+        const dacc *w = &P->acc[i];
+        if ((w->param != a && w->param != b) || (w->kind != ACC_STORE && w->kind != ACC_ATOMIC)) continue;
+        int other = w->param == a ? b : a;
+        for (int j = 0; j < P->nacc; j++) {
+            const dacc *r = &P->acc[j];
+            if (r->param == other && !only_own(P, w, r)) return 0;
+        }
     }
     return 1;
 }

@@ -32,9 +32,10 @@
  * A concrete pair with a complex side is the complex of NumPy's promotion of
  * the parts: complex64 + f64 -> complex128, complex64 + i32 -> complex128
  * (i32 + f32 is f64), complex64 + i16 -> complex64.  A Python complex is weak,
- * carried in complex128: with f16/f32/complex64 it is complex64, with an
- * integer or bool the default complex, complex128 -- which is also its
- * concrete form (NumPy's default complex; docs/design/decisions.md).  A
+ * carried in complex128: with f16/f32/complex64 it is complex64, with f64
+ * complex128, with an integer or bool the default complex -- the complex of
+ * the default float, complex64 unless the kernel asks for f64 -- which is
+ * also its concrete form (docs/design/decisions.md).  A
  * complex never meets a vector or matrix: that is no type (a CompileError).
  */
 #include <string.h>
@@ -152,7 +153,8 @@ tack_dtype ty_default_float(void) { return default_float; }
 tk_type ty_concrete(tk_type t) {
     if (t.kind != TY_VALUE || !t.weak) return t;
     if (t.dt == TACK_F64) return ty_value(default_float);
-    return ty_value((tack_dtype)t.dt); /* complex128 stays complex128 */
+    if (t.dt == TACK_C128) return ty_value(dt_complex_of(default_float)); /* the default complex */
+    return ty_value((tack_dtype)t.dt);
 }
 
 tk_type ty_floatify(tk_type t) {
@@ -179,8 +181,11 @@ tk_type ty_promote(tk_type a, tk_type b) {
         tk_type w = a.weak ? a : b, c = a.weak ? b : a;
         int wr = kind_rank(w.dt), cr = kind_rank(c.dt);
         if (wr <= cr) return c;
-        if (wr == 3) /* a Python complex: complex64 with f16/f32, else complex128 */
-            return ty_value(cr == 2 && dt_bits((tack_dtype)c.dt) <= 32 ? TACK_C64 : TACK_C128);
+        if (wr == 3) { /* a Python complex: complex64 with f16/f32, complex128 with f64, the default
+                        * complex (of the default float) with an integer or bool */
+            if (cr == 2) return ty_value(dt_bits((tack_dtype)c.dt) <= 32 ? TACK_C64 : TACK_C128);
+            return ty_value(dt_complex_of(default_float));
+        }
         if (wr == 1) return ty_value(TACK_I64);  /* weak int meets bool */
         return ty_value(default_float);          /* weak float meets int/bool: default float */
     }
