@@ -230,7 +230,8 @@ def kernel(fn=None, *, checks=True, fast_math=False, flush_denormals=False, jit=
         if not (jit if jit is not None else not DISABLE_JIT):
             if not callable(f):
                 raise TypeError(f"tack.kernel expects a function, not {type(f).__name__}")
-            return PythonKernel(f, flush_denormals=flush_denormals)
+            return PythonKernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals,
+                                default_float=dfloat)
         return _core.Kernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals,
                             default_float=dfloat)
 
@@ -279,7 +280,7 @@ def _debug_view(kernel_name, param, obj):
     def refuse(exc, what):
         raise exc(f"argument '{param}' of {kernel_name}() (jit=False): {what}")
 
-    if isinstance(obj, (_builtins.bool, int, float, np.generic)):
+    if isinstance(obj, (_builtins.bool, int, float, complex, np.generic)):
         return obj
     if isinstance(obj, _core.Array):
         if obj.device != "cpu":
@@ -324,18 +325,21 @@ class PythonKernel:
     """A kernel run as plain Python: ``@tack.kernel(jit=False)``, or any
     ``@tack.kernel`` while ``TACK_DISABLE_JIT=1`` was set at import.
 
-    A call binds the arguments as Python does and runs the function once,
-    serially: parallel loops run in order, so ``print()`` output appears in
-    loop order and ``breakpoint()``/pdb stop where they are written.  Arrays
-    arrive as NumPy views sharing their storage (a ``tack.Array`` on the CPU,
-    a NumPy array, a CPU DLPack producer), read-only where the array is;
-    reading an element gives a NumPy scalar of the array's dtype.  Indexing
-    out of bounds raises IndexError, and a negative index counts from the
-    end, as in a compiled kernel.  Arrays on a GPU are refused (no hidden
-    copies).  The intrinsics (``tack.sqrt``, ``tack.atomic_add``,
-    ``tack.ndrange`` ...) run their NumPy versions.  Python scalars stay
-    Python's (a float is f64, an int unbounded), so float results may differ
-    from a compiled kernel's in the last bits.  ``flush_denormals=True`` is
+    A call binds the arguments as Python does and first checks the kernel as
+    the compiler does for the call's signature (its front end, types and race
+    check, without a C compiler: a ``tack.CompileError`` or ``RaceWarning``
+    comes as from a compiled call), then runs the function once, serially:
+    parallel loops run in order, so ``print()`` output appears in loop order
+    and ``breakpoint()``/pdb stop where they are written.  Arrays arrive as
+    NumPy views sharing their storage (a ``tack.Array`` on the CPU, a NumPy
+    array, a CPU DLPack producer), read-only where the array is.  The body
+    computes in the compiled kernel's types (docs/language.md, "The type of
+    every operation"): it runs as a copy of the function whose operators,
+    stores and calls apply Tack's type rule (tack._debug), so an f32 kernel
+    computes in f32, ``bool + bool`` is 2, ``int(nan)`` is 0 and an int8
+    store wraps, and it raises what a compiled kernel raises (IndexError,
+    ZeroDivisionError, AssertionError while ``checks=True``).  Arrays on a
+    GPU are refused (no hidden copies).  ``flush_denormals=True`` is
     accepted and not applied: NumPy has no flush-to-zero, so subnormal
     results stay subnormal (values differ from the compiled kernel's there).
     """
@@ -343,31 +347,80 @@ class PythonKernel:
     jit = False
     is_func = False
 
-    def __init__(self, fn, *, flush_denormals=False):
+    def __init__(self, fn, *, checks=True, fast_math=False, flush_denormals=False, default_float=None):
         import functools
         import inspect
 
         functools.update_wrapper(self, fn)
         self.py_func = fn
+        self.checks = _builtins.bool(checks)
+        self.fast_math = _builtins.bool(fast_math)
         self.flush_denormals = _builtins.bool(flush_denormals)
+        self.default_float = _default_float if default_float is None else _float_choice(default_float,
+                                                                                        "default_float")
         self._signature = inspect.signature(fn)
+        # the compiler's view of the same function and options: asked for the
+        # IR of each new signature, never built
+        self._checker = _core.Kernel(fn, checks=self.checks, fast_math=self.fast_math,
+                                     flush_denormals=self.flush_denormals, default_float=self.default_float)
+        self._facts = {}
+
+    def _signature_key(self, views):
+        np = _np()
+        key = []
+        arrays = []
+        for v in views.values():
+            if isinstance(v, np.ndarray):
+                key.append((type(v), v.dtype.str, v.shape[1:] if type(v) is not np.ndarray else (), v.ndim,
+                            v.flags.writeable))
+                arrays.append(v)
+            elif isinstance(v, np.generic):
+                key.append(v.dtype.str)
+            else:
+                key.append(type(v))
+        for a in range(len(arrays)):  # arguments sharing memory compile differently
+            for b in range(a):
+                if np.may_share_memory(arrays[a], arrays[b]):
+                    key.append((a, b))
+        return tuple(key)
 
     def __call__(self, *args, **kwargs):
+        from . import _array, _debug
+
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         name = self.__qualname__
         views = {p: _debug_view(name, p, v) for p, v in bound.arguments.items()}
-        from . import _array
-
+        key = self._signature_key(views)
+        facts = self._facts.get(key)
+        if facts is None:
+            # the compiler's checks for this signature: a CompileError (or
+            # RaceWarning) exactly as a compiled call gives it
+            facts = self._facts[key] = _debug.ir_facts(_debug.check(self._checker, bound.args, bound.kwargs))
+        local_types, written, atomic_lines = facts
+        for p in written:
+            v = views.get(p)
+            if isinstance(v, _np().ndarray) and not v.flags.writeable:
+                raise ValueError(f"{name}() writes to parameter '{p}', but the array passed for it (a "
+                                 f"{type(bound.arguments[p]).__name__}) is read-only")
+        if not _debug._CALLS:
+            _debug._register_calls()
+        ctx = _debug._Ctx(self.default_float, self.checks, name)
+        ctx.local_types = local_types
+        ctx.atomic_lines = atomic_lines
         flag = _array._as_python
         flag.depth = getattr(flag, "depth", 0) + 1  # tack.zeros(...) in the body: a NumPy local array
         try:
-            self.py_func(**views)
+            _debug.run(ctx, self.py_func, views)
         finally:
             flag.depth -= 1
 
     def compile(self, *args, **kwargs):
-        """Nothing to compile: the kernel runs as Python (jit=False)."""
+        """Nothing to build: the kernel runs as Python (jit=False).  The
+        compiler's checks run for these arguments, as they would on a call."""
+        from . import _debug
+
+        _debug.check(self._checker, args, kwargs)
 
     @property
     def specializations(self):

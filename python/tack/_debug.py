@@ -1,0 +1,876 @@
+"""Debug mode's typed execution: a kernel run as Python computes in the types
+the compiled kernel computes in.
+
+``@tack.kernel(jit=False)`` (or ``TACK_DISABLE_JIT=1``) runs a kernel as the
+Python function it is, serially, so that ``print()`` and pdb work.  Run as
+written, that function would be a different language: Python floats are
+doubles, NumPy adds two bools as a logical or, ``int(nan)`` raises,
+``math.sqrt(-1.0)`` raises, and an int8 store of 300 raises.  Two things
+make it the same language (docs/design/decisions.md, "Debug mode runs the
+same language"):
+
+1. Before it runs, ``PythonKernel`` asks the compiler for the kernel's typed
+   IR for the call's signature (``Kernel.ir``: the front end, type checks,
+   lowering and the race check, without a C compiler), so whatever the
+   compiler refuses (``tack.CompileError``) or warns about (``RaceWarning``)
+   is raised or warned identically.  The IR also gives the types of the
+   kernel's locals, the parameters it writes and the lines whose ``+=`` is
+   atomic.
+
+2. The function runs as a transformed copy of its own AST (``ast`` module):
+   every arithmetic operator, comparison, subscript, store, augmented
+   assignment, call and ``for`` loop is routed through the helpers of a
+   ``_Ctx`` that apply Tack's type rule (docs/language.md, "The type of every
+   operation") to the operands' run-time values:
+
+   - a NumPy scalar is a concrete value of its dtype (array elements are,
+     and f16 elements load as f32, as in a kernel);
+   - a Python int, float, bool or complex written in the kernel is a weak
+     *literal*: arithmetic on literals alone is Python's own;
+   - the loop variable, a shape, ``len()`` and a Python int argument are
+     ``_RInt``: weak integers known at run time (64-bit, wrapping), which
+     give the default float where they meet a float, are divided or given
+     to math;
+   - a Python float argument is an ``_RFloat``: weak, carried in f64, and
+     arithmetic on it keeps a small expression tree so that where it meets
+     f32 it is recomputed in f32, as the compiler computes it.
+
+   Stores convert as the compiled kernel does (floats to integers saturate,
+   NaN is 0; integers wrap), and a local is converted to the type the
+   compiler gave it where that type is one type for the name.  The checks a
+   compiled kernel makes raise the same exceptions here, and only those:
+   IndexError, ZeroDivisionError for integer ``//`` and ``%``, ValueError
+   for a negative integer power, AssertionError (the ``assert`` statement
+   itself), each only while ``checks=True``.
+
+The transformed function keeps the original file name and line numbers, so
+a traceback and pdb show the kernel's own source.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import operator
+import re
+
+import numpy as np
+
+from . import _core
+
+
+class _RInt(int):
+    """A weak integer known at run time (the loop variable, a shape, a
+    Python int argument): 64-bit, wrapping."""
+
+    __slots__ = ()
+
+
+class _RFloat(float):
+    """A weak float known at run time (a Python float argument, arithmetic
+    on one): carried in f64; ``tree`` recomputes it in f32."""
+
+    __slots__ = ("tree",)
+
+
+_I64 = np.dtype(np.int64)
+_U64 = np.dtype(np.uint64)
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_BOOL = np.dtype(np.bool_)
+_C64 = np.dtype(np.complex64)
+_C128 = np.dtype(np.complex128)
+
+_RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+def _wrap64(v):
+    v &= 0xFFFFFFFFFFFFFFFF
+    return _RInt(v - (1 << 64) if v >= 1 << 63 else v)
+
+
+def _weak(v):
+    """(rank, run-time) of a weak value, or None."""
+    t = type(v)
+    if t is _RInt:
+        return 1, True
+    if t is _RFloat:
+        return 2, True
+    if t is bool:
+        return 0, False
+    if t is int:
+        return 1, False
+    if t is float:
+        return 2, False
+    if t is complex:
+        return 3, False
+    return None
+
+
+def _f2i(x, to):
+    """A float converted to the integer dtype `to` as tk_f2i64/tk_f2u64 do:
+    NaN is 0, out of range the nearest 64-bit limit, then wrapped."""
+    x = float(x)
+    if x != x:
+        v = 0
+    elif to.kind == "u" and x >= 0:
+        v = (1 << 64) - 1 if x >= 18446744073709551615.0 else int(x)
+    elif x >= 9223372036854775807.0:
+        v = (1 << 63) - 1
+    elif x <= -9223372036854775808.0:
+        v = -(1 << 63)
+    else:
+        v = int(x)
+    return _int_to(v, to)
+
+
+def _int_to(v, to):
+    """The Python int v wrapped into the integer dtype `to`."""
+    bits = to.itemsize * 8
+    v &= (1 << bits) - 1
+    if to.kind == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return to.type(v)
+
+
+def _tree_f32(v):
+    """A weak value recomputed in f32, as the compiler pushes a conversion to
+    f32 down through weak-float arithmetic (lower.c, weak_to_f32)."""
+    tree = getattr(v, "tree", None) if type(v) is _RFloat else None
+    if tree is None:
+        return np.float32(v)
+    op = tree[0]
+    if op == "un":
+        return tree[1](_tree_f32(tree[2]))
+    if op == "math":
+        return tree[1](*[_tree_f32(a) for a in tree[2]])
+    return op(_tree_f32(tree[1]), _tree_f32(tree[2]))
+
+
+def convert(to, v):
+    """v converted to the scalar dtype `to` as the compiled kernel converts:
+    a store, a cast (tack.u8(x), float(x)), a local of a fixed type."""
+    if isinstance(v, np.ndarray):
+        return v
+    if to.kind in "iu":
+        if isinstance(v, (np.floating, float)):
+            return _f2i(v, to)
+        if isinstance(v, (np.complexfloating, complex)):
+            return _f2i(v.real, to)
+        return _int_to(int(v), to)
+    if to.kind == "b":
+        return np.bool_(v != 0)
+    if to == _F32 and type(v) is _RFloat:
+        return _tree_f32(v)
+    if to.kind == "f" and isinstance(v, (np.complexfloating, complex)):
+        v = v.real
+    if isinstance(v, int) and not isinstance(v, np.generic):
+        return to.type(float(v)) if to.kind == "f" else to.type(v)
+    return to.type(v)
+
+
+# -------------------------------------------------------------- operators
+_FLOORDIV = np.floor_divide
+_MOD = np.remainder
+
+_OPS = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
+    "<<": operator.lshift, ">>": operator.rshift, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+}
+_NPOPS = {
+    "+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "//": np.floor_divide,
+    "%": np.remainder, "**": np.power, "<<": np.left_shift, ">>": np.right_shift, "&": np.bitwise_and,
+    "|": np.bitwise_or, "^": np.bitwise_xor,
+}
+_CMPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+         ">=": operator.ge}
+_ARITH = {"+", "-", "*", "/", "//", "%", "**"}
+
+_AST_BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+            ast.Pow: "**", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&",
+            ast.BitOr: "|", ast.BitXor: "^"}
+_AST_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+_FLOAT_OPS = frozenset(("+", "-", "*", "/", "//", "%", "**"))
+_INT_OPS = frozenset(("+", "-", "*", "&", "|", "^"))
+_SAME_TYPE_OPS = {np.float32: _FLOAT_OPS, np.float64: _FLOAT_OPS, np.int8: _INT_OPS, np.int16: _INT_OPS,
+                  np.int32: _INT_OPS, np.int64: _INT_OPS, np.uint8: _INT_OPS, np.uint16: _INT_OPS,
+                  np.uint32: _INT_OPS, np.uint64: _INT_OPS}
+
+
+def _np_f32(op):
+    f = _NPOPS[op]
+    return lambda a, b: f(np.float32(a), np.float32(b))
+
+
+class _Ctx:
+    """The helpers a transformed kernel calls, for one kernel's options."""
+
+    def __init__(self, default_float, checks, where):
+        self.df = np.dtype(default_float.numpy if hasattr(default_float, "numpy") else default_float)
+        self.checks = checks
+        self.where = where  # the kernel's name, for messages
+        self.local_types = {}
+        self.atomic_lines = frozenset()
+        self._types = {}
+
+    # -- types
+    def _promote(self, x, y):
+        """The dtype x op y computes in, or None when both are weak (wx, wy
+        then say how)."""
+        wx, wy = _weak(x), _weak(y)
+        if wx is None and wy is None:
+            a, b = x.dtype, y.dtype
+            if a.kind == "f" and a.itemsize == 2:
+                a = _F32
+            if b.kind == "f" and b.itemsize == 2:
+                b = _F32
+            return np.promote_types(a, b)
+        if wx is not None and wy is not None:
+            return None
+        w, c = (wx, y.dtype) if wx is not None else (wy, x.dtype)
+        if c.kind == "f" and c.itemsize == 2:
+            c = _F32
+        cr = _RANK[c.kind]
+        if w[0] <= cr:
+            return _I64 if (w[0] == 1 and cr == 0) else c
+        if w[0] == 1:
+            return _I64
+        if w[0] == 3:
+            return _C64 if cr == 2 and c.itemsize <= 4 else _C128
+        return self.df
+
+    def _to(self, t, v):
+        if type(v) is _RFloat and t == _F32:
+            return _tree_f32(v)
+        if _weak(v) is None:
+            return v.astype(t) if v.dtype != t else v
+        if t.kind in "iu" and type(v) is not float:
+            return _int_to(int(v), t)
+        return t.type(v)
+
+    # -- binary operators
+    def bin(self, op, x, y):
+        tx = type(x)
+        if tx is type(y) and op in _SAME_TYPE_OPS.get(tx, ()):  # one NumPy type: NumPy's own operator
+            return _OPS[op](x, y)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) or op == "@":
+            return _OPS[op](x, y)
+        wx, wy = _weak(x), _weak(y)
+        if (wx is None and not isinstance(x, np.generic)) or (wy is None and not isinstance(y, np.generic)):
+            return _OPS[op](x, y)
+        arith = op in _ARITH
+        if (arith or op in ("<<", ">>")) and _is_bool(x) and _is_bool(y):
+            # arithmetic on two bools is arithmetic on ints, as in Python
+            x = int(x) if wx else np.int64(x)
+            y = int(y) if wy else np.int64(y)
+            wx, wy = _weak(x), _weak(y)
+        if wx is not None and wy is not None:
+            return self._weak_bin(op, x, y, wx, wy)
+        key = (tx, type(y))
+        t = self._types.get(key)
+        if t is None:
+            t = self._types[key] = self._promote(x, y)  # it depends on the types alone
+        if arith and t.kind == "b":
+            t = _I64
+        if op == "/" and t.kind in "iub":
+            t = self.df
+        if op == "**" and t.kind in "iu" and wy is not None and not wy[1] and y < 0:
+            t = self.df  # 2 ** -1 is 0.5, as in Python
+        return self._compute(op, t, self._to(t, x), self._to(t, y))
+
+    def _compute(self, op, t, a, b):
+        if t.kind in "iu":
+            if op in ("//", "%") and b == 0:
+                if self.checks:
+                    raise ZeroDivisionError(f"integer {'division' if op == '//' else 'modulo'} by zero "
+                                            f"(kernel {self.where}, run as Python)")
+                return t.type(0)
+            if op == "**" and t.kind == "i" and b < 0:
+                if self.checks:
+                    raise ValueError(f"integers to negative integer powers are not allowed: exponent {int(b)} "
+                                     f"(kernel {self.where}, run as Python); make the base a float for a "
+                                     f"float result")
+                a, b = int(a), int(b)
+                return t.type(1 if a == 1 else ((-1 if b & 1 else 1) if a == -1 else 0))
+            if op in ("<<", ">>"):
+                bits = t.itemsize * 8
+                if b < 0 or b >= bits:  # NumPy's shifts: every bit shifted out
+                    return t.type(-1 if (op == ">>" and t.kind == "i" and a < 0) else 0)
+        if type(a) is type(b) and type(a) is t.type:
+            return _OPS[op](a, b)  # NumPy scalars of one type: NumPy's operator, faster than the ufunc
+        return _NPOPS[op](a, b)
+
+    def _weak_bin(self, op, x, y, wx, wy):
+        rank = max(wx[0], wy[0])
+        runtime = wx[1] or wy[1]
+        if not runtime:  # literals: Python's own arithmetic, computed exactly
+            if rank >= 2 and op in ("/", "//", "%", "**"):
+                r = self._compute(op, _F64 if rank == 2 else _C128, np.float64(x) if rank == 2 else
+                                  np.complex128(x), np.float64(y) if rank == 2 else np.complex128(y))
+                return complex(r) if rank == 3 else float(r)
+            if op in ("//", "%") and y == 0:
+                return self._compute(op, _I64, np.int64(x), np.int64(0))
+            return _OPS[op](x, y)
+        if rank <= 1:  # run-time integers: 64 bits, wrapping
+            if op == "/":
+                t = self.df
+                return self._compute("/", t, self._to(t, x), self._to(t, y))
+            if op == "**" and y < 0 and not wy[1]:
+                t = self.df
+                return self._compute("**", t, self._to(t, x), self._to(t, y))
+            r = self._compute(op, _I64, _int_to(int(x), _I64), _int_to(int(y), _I64))
+            return _RInt(int(r))
+        if rank == 2:
+            if (wx[1] and wx[0] <= 1) or (wy[1] and wy[0] <= 1):  # a run-time int meets a float
+                t = self.df
+                return self._compute(op, t, self._to(t, x), self._to(t, y))
+            r = _RFloat(float(self._compute(op, _F64, np.float64(x), np.float64(y))))
+            r.tree = (_np_f32(op), x, y)
+            return r
+        return _OPS[op](x, y)
+
+    # -- comparisons
+    def cmp(self, op, x, y):
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            return _CMPS[op](x, y)
+        wx, wy = _weak(x), _weak(y)
+        if (wx is None and not isinstance(x, np.generic)) or (wy is None and not isinstance(y, np.generic)):
+            return _CMPS[op](x, y)
+        if wx is not None and wy is not None:
+            if not (wx[1] or wy[1]) or max(wx[0], wy[0]) <= 1:
+                return _CMPS[op](x, y)
+            t = self.df  # a run-time weak value meeting a float: the default float
+        else:
+            t = self._promote(x, y)
+        return np.bool_(_CMPS[op](self._to(t, x), self._to(t, y)))
+
+    # -- unary operators
+    def neg(self, x):
+        w = _weak(x)
+        if w is None:
+            if isinstance(x, np.bool_):
+                return -np.int64(x)
+            return -x
+        if type(x) is _RInt:
+            return _wrap64(-int(x))
+        if type(x) is _RFloat:
+            r = _RFloat(-float(x))
+            r.tree = ("un", operator.neg, x)
+            return r
+        return -x
+
+    def inv(self, x):
+        if type(x) is _RInt:
+            return _wrap64(~int(x))
+        return ~x
+
+    # -- arrays
+    def load(self, a, idx):
+        v = a[idx]
+        if type(a) is tuple:  # a.shape[k]: an integer known at run time
+            return _RInt(v) if type(v) is int else v
+        if type(v) is np.float16:
+            return np.float32(v)  # f16 is a storage type: loads give f32
+        return v
+
+    def store(self, a, idx, v):
+        if type(v) is a.dtype.type:
+            a[idx] = v
+            return
+        if isinstance(a, np.ndarray) and a.dtype.kind in "biufc" and a.ndim and not isinstance(v, np.ndarray):
+            try:
+                cell_is_scalar = a.ndim == (len(idx) if type(idx) is tuple else 1)
+            except TypeError:
+                cell_is_scalar = False
+            if cell_is_scalar:
+                v = convert(a.dtype, v)
+        a[idx] = v
+
+    def aug(self, op, a, idx, v, line):
+        if line in self.atomic_lines and op in ("+", "-") and isinstance(a, np.ndarray) \
+                and a.dtype.kind in "iufc":
+            # an atomic a[k] += v: v converted to the element's type first, added in it
+            t = a.dtype if a.dtype.itemsize != 2 or a.dtype.kind != "f" else _F32
+            old = self.load(a, idx)
+            self.store(a, idx, self._compute(op, t, self._to(t, old), convert(t, v)))
+            return
+        self.store(a, idx, self.bin(op, self.load(a, idx), v))
+
+    def local(self, name, v):
+        t = self.local_types.get(name)
+        if t is None or isinstance(v, np.ndarray):
+            return v
+        return convert(t, v)
+
+    def range(self, *args):
+        for i in builtins.range(*[int(a) for a in args]):
+            yield _RInt(i)
+
+    def assert_(self, cond, msg=None):
+        if self.checks and not cond:
+            raise AssertionError(msg) if msg is not None else AssertionError()
+
+    # -- calls
+    def call(self, f, *args, **kwargs):
+        h = _CALLS.get(_key(f))
+        if h is not None:
+            return h(self, *args, **kwargs)
+        if isinstance(f, _core.Kernel) and f.is_func:
+            return _run_func(self, f, args, kwargs)
+        if isinstance(f, _core.DType) and not f.shape:
+            return convert(np.dtype(f.numpy), args[0])
+        return f(*args, **kwargs)
+
+    def math(self, fn, *args):
+        """A math function of real scalars, in the type the compiler gives it."""
+        if any(isinstance(a, np.ndarray) for a in args):
+            return fn(*args)
+        if any(isinstance(a, (complex, np.complexfloating)) for a in args):
+            return fn(*args)
+        x = args[0]
+        for y in args[1:]:  # the promoted type of the arguments, as for +
+            x = self.bin("+", x, y)
+        w = _weak(x)
+        if w is None:
+            t = x.dtype
+            if t.kind in "iub":
+                t = self.df
+            return fn(*[self._to(t, a) for a in args])
+        if any(_weak(a) is not None and _weak(a)[1] and _weak(a)[0] <= 1 for a in args) \
+                or (w[1] and w[0] <= 1):
+            t = self.df
+            return fn(*[self._to(t, a) for a in args])
+        r = fn(*[np.float64(a) for a in args])
+        if isinstance(r, np.bool_):
+            return r
+        if w[1] or any(type(a) is _RFloat for a in args):
+            r = _RFloat(float(r))
+            r.tree = ("math", lambda *a: fn(*[np.float32(v) for v in a]), args)
+            return r
+        return float(r)
+
+
+def _is_bool(v):
+    return type(v) is bool or isinstance(v, np.bool_)
+
+
+def _key(f):
+    try:
+        hash(f)
+    except TypeError:
+        return None
+    return f
+
+
+# ---------------------------------------------------------------- calls
+def _float(ctx, x=0.0):
+    if isinstance(x, np.ndarray):
+        return float(x)
+    return convert(ctx.df, x)
+
+
+def _int(ctx, x=0):
+    w = _weak(x)
+    if w is not None and not w[1]:
+        return int(x) if not isinstance(x, float) or x == x else 0
+    if isinstance(x, (np.floating, float)):
+        return _f2i(x, _I64)
+    return convert(_I64, x)
+
+
+def _bool(ctx, x=False):
+    return np.bool_(bool(x))
+
+
+def _len(ctx, a):
+    return _RInt(len(a))
+
+
+def _abs(ctx, x):
+    w = _weak(x)
+    if type(x) is _RInt:
+        return _wrap64(abs(int(x)))
+    if type(x) is _RFloat:
+        r = _RFloat(abs(float(x)))
+        r.tree = ("un", np.abs, x)
+        return r
+    if isinstance(x, np.bool_):
+        return np.int64(x)
+    return abs(x) if w is not None or not isinstance(x, np.generic) else np.abs(x)
+
+
+def _minmax(pick):
+    def f(ctx, *args):
+        if len(args) == 1:
+            args = tuple(args[0])
+        if any(isinstance(a, np.ndarray) for a in args):
+            return (min if pick == "<" else max)(*args)
+        t = args[0]
+        for a in args[1:]:  # the promoted type, as for +
+            t = ctx.bin("+", t, a) if not (_is_bool(t) and _is_bool(a)) else t
+        best = args[0]
+        for a in args[1:]:
+            if ctx.cmp(pick, a, best):  # Python's min/max: the first of equals, NaN as comparisons say
+                best = a
+        w = _weak(t)
+        if w is None:
+            return ctx._to(t.dtype, best) if _weak(best) is not None or best.dtype != t.dtype else best
+        if w[1] and all(_weak(a) is not None for a in args):
+            if type(t) is _RInt:
+                return _RInt(int(best))
+            return ctx._to(ctx.df, best) if w[0] == 2 and any(type(a) is _RInt for a in args) else best
+        return best
+
+    return f
+
+
+def _pow(ctx, x, y):
+    return ctx.bin("**", x, y)
+
+
+def _atomic(op):
+    def f(ctx, a, idx, v):
+        t = a.dtype
+        old = ctx.load(a, idx)
+        v = convert(t, v)
+        if op == "+":
+            new = ctx._compute("+", t, old, v)
+        elif op == "-":
+            new = ctx._compute("-", t, old, v)
+        elif op == "min":
+            new = v if v < old else old
+        else:
+            new = v if v > old else old
+        a[idx] = new
+        return old
+
+    return f
+
+
+def _ndrange(ctx, *axes):
+    from ._kernels import ndrange
+
+    for idx in ndrange(*axes):
+        yield tuple(_RInt(int(v)) for v in idx)
+
+
+def _independent(ctx, loop):
+    return loop
+
+
+def _range(ctx, *args):
+    return ctx.range(*args)
+
+
+_CALLS = {}
+
+
+def _math_handler(fn):
+    return lambda ctx, *args: ctx.math(fn, *args)
+
+
+def _register_calls():
+    from . import _kernels as K
+
+    _CALLS.update({float: _float, int: _int, bool: _bool, len: _len, abs: _abs, min: _minmax("<"),
+                   max: _minmax(">"), pow: _pow, range: _range, K.ndrange: _ndrange,
+                   K.independent: _independent, K.atomic_add: _atomic("+"), K.atomic_sub: _atomic("-"),
+                   K.atomic_min: _atomic("min"), K.atomic_max: _atomic("max")})
+    ufuncs = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
+              "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+              "atan": np.arctan, "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+              "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "hypot": np.hypot,
+              "copysign": np.copysign, "fmod": np.fmod, "fabs": np.fabs, "isnan": np.isnan,
+              "isinf": np.isinf, "isfinite": np.isfinite, "exp2": np.exp2, "expm1": np.expm1,
+              "log1p": np.log1p, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh}
+    for name, uf in ufuncs.items():
+        for owner in (math, K):
+            f = getattr(owner, name, None)
+            if f is not None and _key(f) is not None and f not in _CALLS:
+                _CALLS[f] = _math_handler(uf)
+    npnames = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
+               "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos,
+               "arctan": np.arctan, "arctan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh,
+               "tanh": np.tanh, "hypot": np.hypot, "copysign": np.copysign, "fmod": np.fmod,
+               "fabs": np.fabs, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
+    for name, uf in npnames.items():
+        _CALLS.setdefault(getattr(np, name), _math_handler(uf))
+    _CALLS[math.pow] = _math_handler(np.power)
+
+
+# ----------------------------------------------------------- the transform
+_CTX = "__tack_ctx"
+
+
+def _c(name):
+    return ast.Attribute(value=ast.Name(id=_CTX, ctx=ast.Load()), attr=name, ctx=ast.Load())
+
+
+def _callc(name, *args):
+    return ast.Call(func=_c(name), args=list(args), keywords=[])
+
+
+class _Transform(ast.NodeTransformer):
+    """Route a kernel's operators, subscripts, stores and calls through _Ctx."""
+
+    def __init__(self, is_kernel):
+        self.is_kernel = is_kernel
+        self.n = 0
+
+    def tmp(self):
+        self.n += 1
+        return f"__tack_t{self.n}"
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(_callc("bin", ast.Constant(_AST_BIN[type(node.op)]), node.left, node.right), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.USub):
+            return ast.copy_location(_callc("neg", node.operand), node)
+        if isinstance(node.op, ast.Invert):
+            return ast.copy_location(_callc("inv", node.operand), node)
+        return node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if not all(type(o) in _AST_CMP for o in node.ops):
+            return node
+        parts = []
+        left = node.left
+        for i, (op, right) in enumerate(zip(node.ops, node.comparators)):
+            if i < len(node.ops) - 1:
+                name = self.tmp()
+                right_val = ast.NamedExpr(target=ast.Name(id=name, ctx=ast.Store()), value=right)
+                parts.append(_callc("cmp", ast.Constant(_AST_CMP[type(op)]), left, right_val))
+                left = ast.Name(id=name, ctx=ast.Load())
+            else:
+                parts.append(_callc("cmp", ast.Constant(_AST_CMP[type(op)]), left, right))
+        out = parts[0] if len(parts) == 1 else ast.BoolOp(op=ast.And(), values=parts)
+        return ast.copy_location(out, node)
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            return ast.copy_location(_callc("load", node.value, node.slice), node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in ("breakpoint", "print"):
+            return node  # called from the kernel's own frame (pdb stops there)
+        return ast.copy_location(ast.Call(func=_c("call"), args=[node.func] + node.args,
+                                          keywords=node.keywords), node)
+
+    def _assign_to(self, target, value, node):
+        """Statements assigning the (transformed) expression `value` to `target`."""
+        if isinstance(target, ast.Subscript):
+            self.generic_visit(target)  # its value and index
+            return [ast.copy_location(ast.Expr(_callc("store", target.value, target.slice, value)), node)]
+        if isinstance(target, ast.Name) and self.is_kernel:
+            value = _callc("local", ast.Constant(target.id), value)
+            return [ast.copy_location(ast.Assign(targets=[target], value=value), node)]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            name = self.tmp()
+            out = [ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value), node)]
+            unpacked = [self.tmp() for _ in target.elts]
+            out.append(ast.copy_location(ast.Assign(
+                targets=[ast.Tuple(elts=[ast.Name(id=u, ctx=ast.Store()) for u in unpacked], ctx=ast.Store())],
+                value=ast.Name(id=name, ctx=ast.Load())), node))
+            for elt, u in zip(target.elts, unpacked):
+                out += self._assign_to(elt, ast.Name(id=u, ctx=ast.Load()), node)
+            return out
+        self.generic_visit(target)
+        return [ast.copy_location(ast.Assign(targets=[target], value=value), node)]
+
+    def visit_Assign(self, node):
+        value = self.visit(node.value)
+        if len(node.targets) == 1:
+            return self._assign_to(node.targets[0], value, node)
+        name = self.tmp()
+        out = [ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value), node)]
+        for t in node.targets:
+            out += self._assign_to(t, ast.Name(id=name, ctx=ast.Load()), node)
+        return out
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            return node
+        value = _callc("call", node.annotation, self.visit(node.value))
+        return self._assign_to(node.target, value, node)
+
+    def visit_AugAssign(self, node):
+        op = ast.Constant(_AST_BIN[type(node.op)])
+        value = self.visit(node.value)
+        t = node.target
+        if isinstance(t, ast.Subscript):
+            self.generic_visit(t)
+            return ast.copy_location(ast.Expr(_callc("aug", op, t.value, t.slice, value,
+                                                     ast.Constant(node.lineno))), node)
+        if isinstance(t, ast.Name):
+            load = ast.Name(id=t.id, ctx=ast.Load())
+            return self._assign_to(ast.Name(id=t.id, ctx=ast.Store()), _callc("bin", op, load, value), node)
+        self.generic_visit(node)
+        return node
+
+    def visit_Assert(self, node):
+        self.generic_visit(node)
+        args = [node.test] + ([node.msg] if node.msg is not None else [])
+        return ast.copy_location(ast.Expr(_callc("assert_", *args)), node)
+
+
+def _transformed(fn, is_kernel):
+    """The factory of fn's transformed copy: called with the context and the
+    values of fn's free variables, it returns the function."""
+    cached = getattr(fn, "__tack_debug_factory__", None)
+    if cached is not None and cached[0] is fn.__code__ and cached[1] == is_kernel:
+        return cached[2]
+    import textwrap
+
+    from ._source import getsourcelines
+
+    lines, first = getsourcelines(fn)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
+    fdef.decorator_list = []
+    ret_ann = fdef.returns
+    fdef = _Transform(is_kernel).visit(fdef)
+    ast.fix_missing_locations(fdef)
+    free = list(fn.__code__.co_freevars)
+    factory = ast.parse(f"def __tack_factory({', '.join([_CTX] + free)}):\n    pass\n").body[0]
+    factory.body = [fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))]
+    mod = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(mod)
+    ast.increment_lineno(mod, first - 1)
+    code = compile(mod, fn.__code__.co_filename, "exec")
+    ns = {}
+    exec(code, fn.__globals__, ns)
+    entry = (fn.__code__, is_kernel, (ns["__tack_factory"], free, ret_ann is not None))
+    try:
+        fn.__tack_debug_factory__ = entry
+    except AttributeError:
+        pass
+    return entry[2]
+
+
+def _instantiate(ctx, fn, is_kernel):
+    factory, free, _ = _transformed(fn, is_kernel)
+    cells = fn.__closure__ or ()
+    return factory(ctx, *[c.cell_contents for c in cells])
+
+
+def _run_func(ctx, f, args, kwargs):
+    """A @tack.func called from a kernel run as Python: its transformed body,
+    its annotations applied as the compiler applies them."""
+    import inspect
+
+    fn = f.__wrapped__
+    g = _instantiate(ctx, fn, False)
+    ann = fn.__annotations__
+    if ann:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        for name, v in bound.arguments.items():
+            if name in ann and isinstance(ann[name], _core.DType) and not ann[name].shape:
+                bound.arguments[name] = convert(np.dtype(ann[name].numpy), v)
+        args, kwargs = bound.args, bound.kwargs
+    r = g(*args, **kwargs)
+    rt = ann.get("return")
+    if isinstance(rt, _core.DType) and not rt.shape:
+        r = convert(np.dtype(rt.numpy), r)
+    return r
+
+
+# ------------------------------------------------------------ the IR's facts
+_BREAKPOINT = re.compile(r"^(\s*)breakpoint\(\)(\s*(#.*)?\n?)$")
+
+
+def without_breakpoints(lines):
+    """A kernel's source lines with each `breakpoint()` statement made
+    `pass` (the same lines and columns), for the compiler's check of a
+    kernel run as Python: stopping in pdb is what debug mode is for."""
+    out = []
+    for line in lines:
+        m = _BREAKPOINT.match(line)
+        out.append(m.group(1) + "pass        " + m.group(2) if m else line)
+    return out
+
+
+def check(kernel, args, kwargs):
+    """The IR of `kernel` (the compiler's checker of a kernel run as Python)
+    for these arguments: its CompileError or RaceWarning as a call gives it."""
+    import tack
+
+    flag = tack._debug_checking
+    flag.active = True
+    try:
+        return kernel.ir(*args, **kwargs)
+    finally:
+        flag.active = False
+
+
+_LOCAL_TYPES = {"bool": _BOOL, "i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "i32": np.dtype(np.int32),
+                "i64": _I64, "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16),
+                "u32": np.dtype(np.uint32), "u64": _U64, "f32": _F32, "f64": _F64,
+                "complex64": _C64, "complex128": _C128}
+
+
+def ir_facts(ir):
+    """From a kernel's IR dump: {local name: dtype} for the kernel's locals
+    that have one fixed scalar type, the parameters it writes, and the lines
+    whose `a[k] += v` is atomic (or privatized)."""
+    lines = ir.splitlines()
+    head = lines[0] if lines else ""
+    written = head.split("writes:", 1)[1].split() if "writes:" in head else []
+    types, weak = {}, set()
+    for line in lines[1:3]:
+        s = line.strip()
+        if not s.startswith("locals:"):
+            continue
+        for m in re.finditer(r"([A-Za-z_][A-Za-z0-9_]*)(?:'\d+)?:(int \(Python\)|float \(Python\)|"
+                             r"bool \(Python\)|complex \(Python\)|[A-Za-z0-9_\[\], -]+?)(?=\s+[A-Za-z_][\w']*:|$)",
+                             s[len("locals:"):].strip()):
+            name, t = m.group(1), m.group(2).strip()
+            dt = _LOCAL_TYPES.get(t)
+            if dt is None:
+                weak.add(name)
+            elif name in types and types[name] != dt:
+                weak.add(name)
+            else:
+                types[name] = dt
+        break
+    for name in weak:
+        types.pop(name, None)
+    atomic = set()
+    for line in lines:
+        if line.startswith("func "):
+            break
+        if "atomic_" in line or re.search(r"\b_sum\d+'\d+ = ", line):
+            m = re.search(r"; line (\d+)", line)
+            if m:
+                atomic.add(int(m.group(1)))
+    return types, written, frozenset(atomic)
+
+
+def run(ctx, fn, kwargs):
+    """Run the kernel fn's transformed copy with kwargs (the debug views)."""
+    g = _instantiate(ctx, fn, True)
+    for name, v in list(kwargs.items()):
+        if type(v) is int:
+            kwargs[name] = _RInt(v)
+        elif type(v) is float:
+            r = _RFloat(v)
+            r.tree = None
+            kwargs[name] = r
+    ann = fn.__annotations__
+    for name, a in ann.items():
+        if name in kwargs and isinstance(a, _core.DType) and not a.shape:
+            kwargs[name] = convert(np.dtype(a.numpy), kwargs[name])
+    with np.errstate(all="ignore"):
+        g(**kwargs)

@@ -1,0 +1,469 @@
+"""Debug mode runs the same language: every kernel here runs compiled and as
+Python (jit=False), and the two must give the same bits -- floats within a
+few ulps only where a math function's libm and NumPy may differ -- and raise
+the same exceptions.  The kernels are the rows of docs/language.md's type
+table (test_type_table.py's template, with both default floats) and the
+kernels below, written from the cases of the issue (f32 arithmetic, bool +
+bool, int(nan), math.sqrt(-1.0), wrapping int8 stores, refused Python) and
+covering arithmetic, comparisons, bools, each integer width, math, local
+arrays, @tack.func calls, serial loops, atomics and ndrange."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import tack
+
+import test_type_table as table
+
+ULPS = 4  # math functions: libm (compiled) and NumPy (debug mode) may differ in the last places
+COUNTS = {"kernels": 0, "exact": 0, "ulps": 0}
+
+
+def _ulps(a, b):
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.dtype.kind != "f":
+        return 0 if np.array_equal(a, b) else 1 << 62
+    both_nan = np.isnan(a) & np.isnan(b)
+    ia = a.view(np.int32 if a.dtype.itemsize == 4 else np.int64).astype(np.int64)
+    ib = b.view(np.int32 if b.dtype.itemsize == 4 else np.int64).astype(np.int64)
+    d = np.abs(ia - ib)
+    d[both_nan] = 0
+    return int(d.max()) if d.size else 0
+
+
+def compare(compiled_out, python_out, allow_ulps):
+    """Returns 'exact' or 'ulps', or fails."""
+    worst = 0
+    for c, p in zip(compiled_out, python_out):
+        c, p = np.asarray(c), np.asarray(p)
+        assert c.dtype == p.dtype and c.shape == p.shape
+        if c.tobytes() == p.tobytes():
+            continue
+        u = _ulps(c, p)
+        assert allow_ulps and u <= ULPS, (c, p, u)
+        worst = max(worst, u)
+    return "exact" if worst == 0 else "ulps"
+
+
+def both_ways(fn, make, allow_ulps=False, **opts):
+    compiled_args, python_args = make(), make()
+    ck = tack.kernel(fn, **opts)
+    pk = tack.kernel(fn, jit=False, **opts)
+    ck(*compiled_args)
+    pk(*python_args)
+    arrays = [(c, p) for c, p in zip(compiled_args, python_args) if isinstance(c, np.ndarray)]
+    kind = compare([c for c, _ in arrays], [p for _, p in arrays], allow_ulps)
+    COUNTS["kernels"] += 1
+    COUNTS[kind] += 1
+    return kind
+
+
+# ------------------------------------------------------------ the type table
+@pytest.mark.parametrize("default", ["f32", "f64"])
+@pytest.mark.parametrize("expr,t32,t64", table.ROWS, ids=[r[0] for r in table.ROWS])
+def test_type_table_row_both_ways(tmp_path, expr, t32, t64, default):
+    compiled = table._kernel(tmp_path, expr, default)
+    python = tack.kernel(compiled.__wrapped__, jit=False, default_float=compiled.default_float)
+    outs = []
+    for k in (compiled, python):
+        arrays, out = table._args()
+        k(*arrays, table.SCALARS["k"], table.SCALARS["f"], table.SCALARS["s"], out)
+        outs.append(out)
+    kind = compare([outs[0]], [outs[1]], "math." in expr or "half" in expr)
+    COUNTS["kernels"] += 1
+    COUNTS[kind] += 1
+
+
+# ------------------------------------------------------------- the kernels
+KERNELS = []
+
+
+def kernel(make, ulps=False, **opts):
+    def deco(fn):
+        KERNELS.append(pytest.param(fn, make, ulps, opts, id=fn.__name__ + ("_" + "_".join(opts) if opts else "")))
+        return fn
+
+    return deco
+
+
+def f32s(n=8, seed=0):
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+@kernel(lambda: [f32s(), np.zeros(8, np.float32)])
+def f32_arithmetic_with_literals(x, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 0.1 + 1.0 / 3.0 - x[i] / 7.0
+
+
+@kernel(lambda: [np.zeros(16, np.float32)])
+def loop_variable_times_a_float(out):
+    for i in range(out.shape[0]):
+        out[i] = i * 0.1
+
+
+@kernel(lambda: [np.zeros(16, np.float64)])
+def loop_variable_times_a_float_stored_in_f64(out):
+    for i in range(out.shape[0]):
+        out[i] = i * 0.1 + i / 3
+
+
+@kernel(lambda: [f32s(), np.zeros(8, np.float32), -1.3, 2.7])
+def normalize_with_python_floats(x, out, lo, hi):
+    for i in range(x.shape[0]):
+        out[i] = (x[i] - lo) / (hi - lo)
+
+
+@kernel(lambda: [np.array([True, False, True, True]), np.zeros(4, np.int64)])
+def bool_plus_bool(b, out):
+    for i in range(b.shape[0]):
+        out[i] = b[i] + b[i] + (b[i] * b[i])
+
+
+@kernel(lambda: [np.array([np.nan, 1e30, -1e30, -2.7, 2.7], np.float32), np.zeros(5, np.int64),
+                 np.zeros(5, np.int8)])
+def int_of_nan_and_overflow(x, out, small):
+    for i in range(x.shape[0]):
+        out[i] = int(x[i])
+        small[i] = x[i]
+
+
+@kernel(lambda: [np.zeros(4, np.float64)])
+def sqrt_of_negative_is_nan(out):
+    for i in range(out.shape[0]):
+        out[i] = math.sqrt(-1.0 * (i + 1)) + math.sqrt(-1.0)
+
+
+@kernel(lambda: [np.arange(0, 400, 50, dtype=np.int64), np.zeros(8, np.int8), np.zeros(8, np.uint8)])
+def int8_stores_wrap(v, s8, u8):
+    for i in range(v.shape[0]):
+        s8[i] = v[i] * 3
+        u8[i] = v[i] - 200
+
+
+@kernel(lambda: [np.arange(-6, 6, dtype=np.int8), np.zeros(12, np.int8)])
+def int8_arithmetic_wraps(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * a[i] * a[i] + a[i] // 3 + a[i] % 5
+
+
+@kernel(lambda: [np.arange(-6, 6, dtype=np.int16), np.zeros(12, np.int16)])
+def int16_arithmetic(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 5000 - (a[i] << 3) + (a[i] >> 1) ^ 7
+
+
+@kernel(lambda: [np.arange(-6, 6, dtype=np.int32), np.zeros(12, np.int32)])
+def int32_floor_division_and_modulo(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] // 4 * 100 + a[i] % -4
+
+
+@kernel(lambda: [np.arange(10, dtype=np.uint32), np.zeros(10, np.uint32)])
+def uint32_wraps_below_zero(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] - 5
+
+
+@kernel(lambda: [np.arange(10, dtype=np.uint64), np.zeros(10, np.uint64)])
+def uint64_arithmetic(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * a[i] + (a[i] & 3) | 8
+
+
+@kernel(lambda: [np.array([2**62, -2**62, 3, -7], np.int64), np.zeros(4, np.int64)])
+def int64_wraps(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 4 + a[i] ** 2
+
+
+@kernel(lambda: [np.arange(8, dtype=np.int32), np.arange(8, dtype=np.uint8), np.zeros(8, np.float64)])
+def mixed_width_promotion(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] + b[i] * 1.5 + a[i] / b[i + 0] if b[i] > 0 else a[i] / 2
+
+
+@kernel(lambda: [f32s(), f32s(seed=1), np.zeros(8, np.int32)])
+def comparisons_chained(x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = (1 if x[i] < y[i] <= 2.0 else 0) + (2 if x[i] == x[i] else 0) + (4 if x[i] > i * 0.1 else 0)
+
+
+@kernel(lambda: [f32s(), np.zeros(8, np.bool_)])
+def bools_and_not(x, out):
+    for i in range(x.shape[0]):
+        out[i] = not (x[i] > 0 and x[i] < 1) or i == 3
+
+
+@kernel(lambda: [np.abs(f32s()) + 0.5, np.zeros(8, np.float32)], ulps=True)
+def math_functions_f32(x, out):
+    for i in range(x.shape[0]):
+        out[i] = math.sqrt(x[i]) + math.exp(-x[i]) + math.log(x[i]) + math.sin(x[i]) * math.cos(x[i]) \
+            + math.atan2(x[i], 2.0) + math.floor(x[i]) + math.ceil(x[i])
+
+
+@kernel(lambda: [np.abs(f32s()).astype(np.float64) + 0.5, np.zeros(8, np.float64)], ulps=True)
+def math_functions_f64(x, out):
+    for i in range(x.shape[0]):
+        out[i] = math.sqrt(x[i]) + math.exp(x[i]) + math.tanh(x[i]) + math.hypot(x[i], 1.0)
+
+
+@kernel(lambda: [np.arange(8, dtype=np.int64), np.zeros(8, np.float32)])
+def sqrt_of_integers_is_the_default_float(a, out):
+    for i in range(a.shape[0]):
+        out[i] = math.sqrt(a[i]) + math.sqrt(i) + float(a[i]) / 3
+
+
+@kernel(lambda: [np.arange(8, dtype=np.int64), np.zeros(8, np.float64)], default_float=tack.f64)
+def default_float_f64(a, out):
+    for i in range(a.shape[0]):
+        out[i] = i * 0.1 + a[i] / 3 + float(i)
+
+
+@kernel(lambda: [f32s(), np.zeros(8, np.float32)])
+def abs_min_max(x, out):
+    for i in range(x.shape[0]):
+        out[i] = abs(x[i]) + min(x[i], 0.5) + max(x[i], -0.25, i * 0.01)
+
+
+@kernel(lambda: [f32s(), np.zeros(8, np.float32)])
+def local_arrays(x, out):
+    for i in range(x.shape[0]):
+        w = np.zeros(3, tack.f32)
+        w[0] = x[i] * 0.5
+        w[1] = w[0] * 0.25
+        w[2] = w[0] + w[1]
+        out[i] = w[0] + w[1] + w[2]
+
+
+@tack.func
+def lerp(a, b, t):
+    return a + (b - a) * t
+
+
+@tack.func
+def scaled(v, s: tack.f64) -> tack.f32:
+    return v * s
+
+
+@kernel(lambda: [f32s(), f32s(seed=2), np.zeros(8, np.float32), np.zeros(8, np.float32)])
+def func_calls(x, y, out, out2):
+    for i in range(x.shape[0]):
+        out[i] = lerp(x[i], y[i], 0.3)
+        out2[i] = scaled(x[i], 0.1) + lerp(i, 2, 0.5)
+
+
+@kernel(lambda: [f32s(16), np.zeros(4, np.float32)])
+def serial_loops(x, out):
+    for j in range(out.shape[0]):
+        acc = 0.0
+        for k in range(4):
+            acc += x[4 * j + k] * 0.5
+        out[j] = acc
+
+
+@kernel(lambda: [np.arange(100, dtype=np.int64) * 37 % 11, np.zeros(4, np.int64)])
+def atomic_histogram(v, bins):
+    for i in range(v.shape[0]):
+        bins[v[i] % 4] += 1
+
+
+@kernel(lambda: [np.arange(64, dtype=np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)])
+def atomic_sum_on_a_shared_cell(v, total, low):
+    for i in range(v.shape[0]):
+        total[0] += v[i] * 3
+        tack.atomic_min(low, 0, v[i] - 7)
+
+
+@kernel(lambda: [np.zeros((3, 5), np.float32)])
+def ndrange_2d(m):
+    for i, j in tack.ndrange(m.shape[0], m.shape[1]):
+        m[i, j] = i * 0.5 + j / 3
+
+
+@kernel(lambda: [np.zeros((4, 4), np.int16)])
+def ndrange_interior(m):
+    for i, j in tack.ndrange((1, m.shape[0] - 1), (1, m.shape[1] - 1)):
+        m[i, j] = i * 100 + j
+
+
+@kernel(lambda: [np.zeros(6, np.float32), 0.7])
+def python_float_argument(out, f):
+    for i in range(out.shape[0]):
+        out[i] = f * 2.0 + (f - 0.5) * out[i] + (1.0 if i % 2 else f)
+
+
+@kernel(lambda: [np.zeros(6, np.int16), 3])
+def python_int_argument(out, k):
+    for i in range(out.shape[0]):
+        out[i] = i * k + k // 2 - out[i]
+
+
+@kernel(lambda: [f32s(), np.zeros(8, np.float32)])
+def float_floor_division_and_modulo(x, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] // 0.3 + x[i] % 0.3 + x[i] ** 2
+
+
+@kernel(lambda: [np.array([1.0, 0.0, -1.0, 0.0], np.float32), np.zeros(4, np.float32)])
+def float_division_by_zero_is_ieee(x, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] / 0.0
+
+
+@kernel(lambda: [np.arange(6, dtype=np.int64), np.zeros(6, np.int64)])
+def local_with_a_fixed_type(a, out):
+    for i in range(a.shape[0]):
+        y = i
+        y = y * 0.5
+        out[i] = y * 3
+
+
+@kernel(lambda: [np.array([1.5, -2.5], np.float16), np.zeros(2, np.float16)])
+def half_floats(h, out):
+    for i in range(h.shape[0]):
+        out[i] = h[i] * 0.1 + 1.0
+
+
+@kernel(lambda: [np.array([1 + 2j, -1j], np.complex64), np.zeros(2, np.complex64), 0.5 + 0.25j])
+def complex_arithmetic(z, out, w):
+    for i in range(z.shape[0]):
+        out[i] = z[i] * w + z[i] * 2.0
+
+
+@kernel(lambda: [np.array([1.0, 1e-3, 3.0], np.float32), np.zeros(3, np.float32)])
+def while_loop_and_break(x, out):
+    for i in range(x.shape[0]):
+        v = x[i]
+        n = 0
+        while v < 100.0:
+            v = v * 1.7 + 0.1
+            n += 1
+            if n > 50:
+                break
+        out[i] = v + n
+
+
+@kernel(lambda: [np.arange(5, dtype=np.int32), np.zeros(5, np.uint8)])
+def explicit_casts(a, out):
+    for i in range(a.shape[0]):
+        out[i] = tack.u8(a[i] * 100) + tack.u8(tack.f32(a[i]) * 0.7)
+
+
+def test_enough_kernels():
+    assert len(KERNELS) >= 30
+
+
+@pytest.mark.parametrize("fn, make, ulps, opts", KERNELS)
+def test_kernel_both_ways(fn, make, ulps, opts):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tack.RaceWarning)
+        both_ways(fn, make, ulps, **opts)
+
+
+# ------------------------------------------------ the same errors both ways
+def _refused_fstring(out):
+    for i in range(out.shape[0]):
+        print(f"{i}")
+
+
+def _refused_np_sum(out):
+    for i in range(out.shape[0]):
+        out[i] = np.sum(out)
+
+
+def _refused_try(out):
+    for i in range(out.shape[0]):
+        try:
+            out[i] = 1
+        except IndexError:
+            pass
+
+
+def _plain_helper(v):
+    return v * 2
+
+
+def _refused_plain_function(out):
+    for i in range(out.shape[0]):
+        out[i] = _plain_helper(i)
+
+
+def _refused_certain_race(out):
+    for i in range(out.shape[0]):
+        out[0] = i
+
+
+@pytest.mark.parametrize("fn", [_refused_fstring, _refused_np_sum, _refused_try, _refused_plain_function,
+                                _refused_certain_race])
+def test_refused_the_same_way(fn):
+    errors = []
+    for jit in (True, False):
+        with pytest.raises(tack.CompileError) as e:
+            tack.kernel(fn, jit=jit)(np.zeros(4, np.float32))
+        errors.append((str(e.value), e.value.lineno, e.value.offset))
+    assert errors[0] == errors[1]
+
+
+def test_a_possible_race_warns_the_same_way():
+    def racy(a):
+        for i in range(a.shape[0]):
+            a[i] = a[a.shape[0] - 1 - i]
+
+    got = []
+    for jit in (True, False):
+        with pytest.warns(tack.RaceWarning) as w:
+            tack.kernel(racy, jit=jit)(np.zeros(4))
+        got.append(str(w[0].message))
+    assert got[0] == got[1]
+
+
+def _zero_division(a, out):
+    for i in range(a.shape[0]):
+        out[i] = 7 // a[i]
+
+
+def _negative_power(a, out):
+    for i in range(a.shape[0]):
+        out[i] = 2 ** a[i]
+
+
+def _out_of_bounds(a, out):
+    for i in range(a.shape[0]):
+        out[i + 1] = a[i]
+
+
+def _failed_assert(a, out):
+    for i in range(a.shape[0]):
+        assert a[i] > -5, "too small"
+        out[i] = a[i]
+
+
+@pytest.mark.parametrize("fn, exc", [(_zero_division, ZeroDivisionError), (_negative_power, ValueError),
+                                     (_out_of_bounds, IndexError), (_failed_assert, AssertionError)])
+def test_raises_what_the_compiled_kernel_raises(fn, exc):
+    a = np.array([3, 0, -7], np.int64)
+    for jit in (True, False):
+        with pytest.raises(exc):
+            tack.kernel(fn, jit=jit)(a, np.zeros(3, np.int64))
+
+
+@pytest.mark.parametrize("fn", [_zero_division, _negative_power, _failed_assert])
+def test_checks_off_raises_nothing_and_gives_the_compiled_values(fn):
+    a = np.array([3, 0, -7], np.int64)
+    outs = []
+    for jit in (True, False):
+        out = np.zeros(3, np.int64)
+        tack.kernel(fn, jit=jit, checks=False)(a, out)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_counts_report():
+    """Prints the counts (run after the others: -s shows them)."""
+    print(f"\ndebug differential: {COUNTS['kernels']} kernels, {COUNTS['exact']} bit-exact, "
+          f"{COUNTS['ulps']} within {ULPS} ulps")
