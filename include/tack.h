@@ -213,6 +213,22 @@ TACK_API tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim,
 TACK_API tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim,
                                      const int64_t *shape, void *data, int writable,
                                      tack_release_fn release, void *ctx, tack_array **out);
+/* Borrow a strided view of host memory, as a kernel argument (the CPU only):
+ * `data` is the address of element (0, ..., 0) and strides[k] the distance,
+ * in elements and of any sign (zero for a broadcast axis), between
+ * neighbours along axis k.  Strides that are C order's give an ordinary
+ * array.  A strided array is read and written in place by kernels; the
+ * operations that assume C order (copies, fill, clone, reshape, subview,
+ * DLPack export) refuse it.  Ownership of ctx as for tack_array_wrap. */
+TACK_API tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, int ndim,
+                                             const int64_t *shape, const int64_t *strides,
+                                             void *data, int writable, tack_release_fn release,
+                                             void *ctx, tack_array **out);
+/* A strided view's element strides, or NULL for an array in C order. */
+TACK_API const int64_t *tack_array_strides(const tack_array *a);
+/* Whether two elements of `a` share a byte (a zero stride, or strides that
+ * interleave): such an array can be read by a kernel but not written. */
+TACK_API int tack_array_self_overlaps(const tack_array *a);
 /* A new handle on the same storage, read-only if `writable` is 0 (a writable
  * view of read-only storage is refused). */
 TACK_API tack_status tack_array_view(tack_array *a, int writable, tack_array **out);
@@ -236,7 +252,10 @@ TACK_API int tack_array_ndim(const tack_array *a);
 TACK_API const int64_t *tack_array_shape(const tack_array *a);
 TACK_API int64_t tack_array_size(const tack_array *a);   /* elements */
 TACK_API size_t tack_array_nbytes(const tack_array *a);
-/* Whether the memory of a and b overlaps (views of one buffer that share bytes; an empty array overlaps nothing). */
+/* Whether the memory of a and b overlaps (views of one buffer that share bytes; an empty array overlaps nothing).
+ * Strided views are compared by the bytes they span and, where that says
+ * overlap, by their elements' offsets modulo the strides' common divisor
+ * (m[:, 0] and m[:, 1] are apart): a conservative answer, never a false "apart". */
 TACK_API int tack_arrays_overlap(const tack_array *a, const tack_array *b);
 TACK_API int tack_array_writable(const tack_array *a);
 TACK_API tack_device *tack_array_device(const tack_array *a);

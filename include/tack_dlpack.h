@@ -178,6 +178,10 @@ typedef struct tack_dlpack_import_options {
      * 0 skips it (a Python binding returns 0 once its interpreter is
      * finalizing, when a Python-backed deleter would crash). */
     int (*may_delete)(void);
+    /* Nonzero: a tensor with non-contiguous strides on its own device is
+     * taken as a strided view (tack_array_wrap_strided: a kernel argument,
+     * the CPU's only) instead of refused. */
+    int strided;
 } tack_dlpack_import_options;
 
 /* Borrow a DLPack managed tensor as a Tack array.

@@ -272,7 +272,7 @@ def _vector_view_type():
 
 def _debug_view(kernel_name, param, obj):
     """``obj`` as the function sees it in debug mode: arrays as NumPy views
-    sharing their storage (C-contiguous, of a Tack dtype, read-only where the
+    sharing their storage (strided views as they are, of a Tack dtype, read-only where the
     array is), scalars unchanged.  Refuses what a compiled call refuses, and
     arrays on other devices than the CPU."""
     np = _np()
@@ -311,9 +311,10 @@ def _debug_view(kernel_name, param, obj):
         except TypeError:
             refuse(TypeError, "expected a tack.Array, a NumPy array (or another buffer object), a DLPack "
                               f"producer or a bool/int/float or NumPy scalar (got {type(obj).__name__})")
-    if not view.flags.c_contiguous:
-        refuse(ValueError, f"a {type(obj).__name__} with non-contiguous storage cannot be shared: Tack "
-                           f"arrays are C-contiguous; pass numpy.ascontiguousarray(x) (a copy) instead")
+    if view.strides and any(s % view.itemsize for s in view.strides):
+        refuse(ValueError, f"a {type(obj).__name__} with strides {view.strides} in bytes, not multiples of its "
+                           f"{view.itemsize}-byte elements, cannot be indexed by a kernel; pass a copy "
+                           f"(x.copy()) and copy the results back into it")
     try:
         _core._dtype(view.dtype)
     except (TypeError, ValueError):

@@ -847,8 +847,14 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
     if (!p->entry) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
     tk_argv stackv[16];
     tk_argv *v = stackv;
-    if (nargs > 16) {
-        v = tack_calloc((size_t)nargs, sizeof *v);
+    /* A build with strided arrays reads each one's element strides from a
+     * second row of slots after the arguments: args[nargs + i].shape
+     * (dialect_c.c), so a build without them reads what it always read. */
+    int rows = 1;
+    for (int i = 0; i < nargs; i++)
+        if (p->params[i].strided) rows = 2;
+    if (nargs * rows > 16) {
+        v = tack_calloc((size_t)(nargs * rows), sizeof *v);
         if (!v) return tack_set_error(TACK_ERR_NOMEM, "out of memory launching kernel '%s'", p->kernel_name);
     }
     tack_status st = TACK_OK;
@@ -869,6 +875,14 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
         v[i].data = tack_array_data(a);
         const int64_t *shape = tack_array_shape(a);
         for (int k = 0; k < pi->ndim; k++) v[i].shape[k] = shape[k];
+        if (!pi->strided) continue;
+        const int64_t *strides = tack_array_strides(a); /* NULL: C order's */
+        memset(&v[nargs + i], 0, sizeof v[nargs + i]);
+        int64_t c = 1;
+        for (int k = pi->ndim - 1; k >= 0; k--) {
+            v[nargs + i].shape[k] = strides ? strides[k] : c;
+            c *= shape[k];
+        }
     }
     launch_ctx l;
     memset(&l, 0, sizeof l);

@@ -119,6 +119,8 @@ typedef struct tk_type {
     uint8_t dt;    /* tack_dtype */
     uint8_t ndim;
     uint8_t weak;  /* Python scalar: carrier dt is TACK_BOOL, TACK_I64 or TACK_F64 */
+    uint8_t strided; /* TY_ARRAY: a strided view, indexed with its element strides a<p>_t<k>
+                        (tack_argtype.strided; never a local array) */
 } tk_type;
 
 tk_type ty_value(tack_dtype dt);

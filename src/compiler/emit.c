@@ -182,6 +182,15 @@ static int splits(tk_ir *x, int first) {
 static void flat_index(tk_emitter *e, tk_ir *x, int first) {
     int nd = x->n - first;
     int p = x->param;
+    if (e->S->ptypes[p].strided) { /* a strided view: each index times its axis's element stride */
+        for (int k = 0; k < nd; k++) {
+            P(e, "%s(", k ? " + " : "");
+            ex(e, x->k[first + k]);
+            P(e, ") * a%d_t%d", p, k);
+        }
+        if (nd == 0) P(e, "0");
+        return;
+    }
     if (e->C->opts.optimize && splits(x, first)) {
         split_index(e, x, first);
         return;
@@ -399,6 +408,7 @@ static void emit_call(tk_emitter *e, tk_ir *x) {
         if (a->op == IR_ARRAY) {
             P(e, ", a%d", a->param);
             for (int k = 0; k < a->ty.ndim; k++) P(e, ", a%d_s%d", a->param, k);
+            for (int k = 0; a->ty.strided && k < a->ty.ndim; k++) P(e, ", a%d_t%d", a->param, k);
         } else if (a->op == IR_LARRAY) { /* a local array: its storage and constant extents */
             const tk_local *l = &e->S->locals[a->local];
             /* the cast drops the const of a pre-loop array read in the loop's CPU chunk
@@ -909,6 +919,7 @@ static void func_signature(tk_emitter *e, tk_spec *S, int si) {
                 P(e, ", %s%s *a%d", th, t.dt == TACK_F16 ? "uint16_t" : ctype(e, t.dt), p);
             else P(e, ", %s *a%d", e->D->storage_type((tack_dtype)t.dt), p);
             for (int k = 0; k < t.ndim; k++) P(e, ", int64_t a%d_s%d", p, k);
+            for (int k = 0; t.strided && k < t.ndim; k++) P(e, ", int64_t a%d_t%d", p, k);
         } else {
             P(e, ", %s ", ctype(e, t.dt));
             local_name(e, S->plocal[p]);

@@ -66,6 +66,11 @@ static void array_decls(tk_emitter *e, tk_spec *S, const char *src) {
             if (!strcmp(src, "args")) P(e, "const int64_t a%d_s%d = args[%d].shape[%d];\n", p, k, p, k);
             else P(e, "const int64_t a%d_s%d = %s->a%d_s%d;\n", p, k, src, p, k);
         }
+        for (int k = 0; t.strided && k < t.ndim; k++) { /* element strides: the launch's second row (cpu_jit.c) */
+            I(e);
+            if (!strcmp(src, "args")) P(e, "const int64_t a%d_t%d = args[%d].shape[%d];\n", p, k, S->nparams + p, k);
+            else P(e, "const int64_t a%d_t%d = %s->a%d_t%d;\n", p, k, src, p, k);
+        }
         I(e);
         P(e, "(void)a%d;\n", p);
     }
@@ -813,6 +818,7 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
         if (S->ptypes[p].kind != TY_ARRAY) continue;
         I(e); P(e, "F_.a%d = a%d;", p, p);
         for (int k = 0; k < S->ptypes[p].ndim; k++) P(e, " F_.a%d_s%d = a%d_s%d;", p, k, p, k);
+        for (int k = 0; S->ptypes[p].strided && k < S->ptypes[p].ndim; k++) P(e, " F_.a%d_t%d = a%d_t%d;", p, k, p, k);
         P(e, "\n");
     }
     for (int i = 0; i < S->nlocals; i++) {
@@ -965,6 +971,7 @@ void tk_cpu_frame(tk_emitter *e, tk_buf *out) {
         if (t.kind != TY_ARRAY) continue;
         P(e, "    %s *a%d;\n", e->D->storage_type((tack_dtype)t.dt), p);
         for (int k = 0; k < t.ndim; k++) P(e, "    int64_t a%d_s%d;\n", p, k);
+        for (int k = 0; t.strided && k < t.ndim; k++) P(e, "    int64_t a%d_t%d;\n", p, k);
     }
     uint64_t hists = hist_mask(K->body);
     for (int h = 0; h < 63; h++) /* the threads' private histograms (hist_slots) */

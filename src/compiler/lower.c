@@ -485,7 +485,7 @@ tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nar
             if (an && an->ival != a->dtype)
                 tk_error(C, kernel, an->line, an->col + 1, "parameter '%s' is annotated %s but the argument is an array of %s",
                          S->pnames[i], dt_name((tack_dtype)an->ival), dt_name(a->dtype));
-            S->ptypes[i] = (tk_type){TY_ARRAY, (uint8_t)a->dtype, (uint8_t)a->ndim, 0};
+            S->ptypes[i] = (tk_type){TY_ARRAY, (uint8_t)a->dtype, (uint8_t)a->ndim, 0, a->strided != 0};
         } else {
             if (a->dtype >= TACK_VEC2 && dt_kind(a->dtype) != TACK_KIND_COMPLEX) tk_error(C, kernel, F->first_line, 0, "vector and matrix scalar arguments are not supported ('%s')", S->pnames[i]);
             tk_type t;

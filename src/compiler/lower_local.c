@@ -250,7 +250,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
             gpu ? "on a GPU (16384 on the CPU)" : "on the CPU (4096 on a GPU)");
     }
     /* one array per name: created again, it must be the same array */
-    tk_type at = {TY_ARRAY, (uint8_t)dt, (uint8_t)nd, 0};
+    tk_type at = {TY_ARRAY, (uint8_t)dt, (uint8_t)nd, 0, 0};
     if (l->ty.kind == TY_ARRAY) {
         int same = ty_eq(l->ty, at);
         for (int k = 0; same && k < nd; k++) same = l->ashape[k] == shape[k];

@@ -59,19 +59,19 @@ tack_dtype dt_compose(tack_dtype s, int rows, int cols) {
     return TACK_DTYPE_COUNT;
 }
 
-tk_type ty_value(tack_dtype dt) { return (tk_type){TY_VALUE, (uint8_t)dt, 0, 0}; }
-tk_type ty_weak(tack_dtype carrier) { return (tk_type){TY_VALUE, (uint8_t)carrier, 0, 1}; }
-tk_type ty_unknown(void) { return (tk_type){TY_UNKNOWN, 0, 0, 0}; }
-tk_type ty_void(void) { return (tk_type){TY_VOID, 0, 0, 0}; }
+tk_type ty_value(tack_dtype dt) { return (tk_type){TY_VALUE, (uint8_t)dt, 0, 0, 0}; }
+tk_type ty_weak(tack_dtype carrier) { return (tk_type){TY_VALUE, (uint8_t)carrier, 0, 1, 0}; }
+tk_type ty_unknown(void) { return (tk_type){TY_UNKNOWN, 0, 0, 0, 0}; }
+tk_type ty_void(void) { return (tk_type){TY_VOID, 0, 0, 0, 0}; }
 
 tk_type ty_tuple(int si) {
-    tk_type t = {TY_TUPLE, (uint8_t)(si & 255), (uint8_t)(si >> 8 & 255), 0};
+    tk_type t = {TY_TUPLE, (uint8_t)(si & 255), (uint8_t)(si >> 8 & 255), 0, 0};
     return t;
 }
 int ty_tuple_spec(tk_type t) { return t.dt | t.ndim << 8; }
 
 int ty_eq(tk_type a, tk_type b) {
-    return a.kind == b.kind && a.dt == b.dt && a.ndim == b.ndim && a.weak == b.weak;
+    return a.kind == b.kind && a.dt == b.dt && a.ndim == b.ndim && a.weak == b.weak && a.strided == b.strided;
 }
 int ty_is_scalar(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->rows == 1 && dt_info(t.dt)->cols == 1; }
 int ty_is_int(tk_type t) {

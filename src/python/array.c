@@ -12,6 +12,9 @@
  * CPU array.  The Py_buffer is held until libtack releases the storage,
  * which may happen on a thread without the GIL, so the release callback
  * takes the GIL itself and does nothing once the interpreter is finalizing.
+ * A kernel's argument may be a non-contiguous view (m[:, 0], a[::-1], m.T):
+ * it is borrowed as a strided array, element strides from the buffer's byte
+ * strides, that only the kernel call holds (runtime/strided.c).
  */
 #include "tack_py.h"
 
@@ -74,7 +77,7 @@ static int format_dtype(const char *fmt, tack_dtype *out) {
     }
 }
 
-tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable) {
+tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable, int allow_strided) {
     held_buffer *h = tack_malloc(sizeof *h);
     tack_array *arr = NULL;
     int writable = 1;
@@ -90,10 +93,12 @@ tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int wa
         if (PyObject_GetBuffer(obj, &h->view, PyBUF_RECORDS_RO | PyBUF_FORMAT) < 0)
             goto fail;
     }
-    if (!PyBuffer_IsContiguous(&h->view, 'C')) {
+    int strided = !PyBuffer_IsContiguous(&h->view, 'C');
+    if (strided && (!allow_strided || dtype_hint >= 0)) {
         PyErr_Format(PyExc_BufferError,
-                     "a %.100s with non-contiguous storage cannot be shared: Tack arrays are C-contiguous; "
-                     "pass numpy.ascontiguousarray(x) (a copy) instead",
+                     "a %.100s with non-contiguous storage cannot be shared as a tack.Array, which is "
+                     "C-contiguous; pass the view to a kernel directly (kernels read and write strided views "
+                     "in place), or share a contiguous copy and copy the results back into it",
                      Py_TYPE(obj)->tp_name);
         goto fail_release;
     }
@@ -135,7 +140,21 @@ tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int wa
                      Py_TYPE(obj)->tp_name);
         goto fail_release;
     }
-    if (tack_array_wrap(NULL, dt, ndim, shape, h->view.buf, writable, release_buffer, h, &arr) != TACK_OK)
+    int64_t strides[TACK_MAX_NDIM];
+    for (int i = 0; strided && i < ndim; i++) { /* bytes -> elements */
+        if (h->view.strides[i] % h->view.itemsize != 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "a %.100s with a stride of %zd bytes on axis %d, not a multiple of its %zd-byte "
+                         "elements, cannot be indexed by a kernel; pass a copy (x.copy()) and copy the results "
+                         "back into it",
+                         Py_TYPE(obj)->tp_name, h->view.strides[i], i, h->view.itemsize);
+            goto fail_release;
+        }
+        strides[i] = h->view.strides[i] / h->view.itemsize;
+    }
+    if ((strided ? tack_array_wrap_strided(NULL, dt, ndim, shape, strides, h->view.buf, writable, release_buffer, h,
+                                           &arr)
+                 : tack_array_wrap(NULL, dt, ndim, shape, h->view.buf, writable, release_buffer, h, &arr)) != TACK_OK)
     {
         tpy_raise(); /* the wrap released h */
         return NULL;
@@ -252,7 +271,7 @@ static PyObject *py_wrap_buffer(PyObject *m, PyObject *args, PyObject *kw) {
         return NULL;
     if (dtype_obj != Py_None && tpy_dtype_from_object(st, dtype_obj, &dt) < 0)
         return NULL;
-    tack_array *arr = tpy_wrap_buffer(st, obj, dtype_obj == Py_None ? -1 : (int)dt, writable);
+    tack_array *arr = tpy_wrap_buffer(st, obj, dtype_obj == Py_None ? -1 : (int)dt, writable, 0);
     if (!arr)
         return NULL;
     return tpy_array_new(st, arr);

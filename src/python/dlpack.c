@@ -260,6 +260,7 @@ static const tack_dlpack_import_options *import_options(tack_dlpack_import_optio
     o->copy = copy;
     o->device = dev;
     o->may_delete = interpreter_alive;
+    o->strided = 0;
     return o;
 }
 
@@ -267,11 +268,12 @@ static const tack_dlpack_import_options *import_options(tack_dlpack_import_optio
  * import that copies releases the GIL for the copy; the producer's deleter,
  * run at the end of it, takes the GIL itself if it needs it. */
 static PyObject *import_managed(tpy_state *st, void *managed, int versioned, tack_device *dev,
-                                tack_dlpack_copy copy) {
+                                tack_dlpack_copy copy, int strided) {
     tack_dlpack_import_options o;
     tack_array *arr = NULL;
     tack_status s;
     import_options(&o, dev, copy);
+    o.strided = strided; /* a kernel argument may be a strided view */
     if (copy == TACK_DLPACK_COPY_ALWAYS || dev) {
         Py_BEGIN_ALLOW_THREADS
         s = tack_array_from_dlpack(managed, versioned, &o, &arr);
@@ -284,7 +286,7 @@ static PyObject *import_managed(tpy_state *st, void *managed, int versioned, tac
 }
 
 /* Take the managed tensor out of a capsule (renaming it at once) and import it. */
-static PyObject *import_capsule(tpy_state *st, PyObject *cap, tack_device *dev, tack_dlpack_copy copy) {
+static PyObject *import_capsule(tpy_state *st, PyObject *cap, tack_device *dev, tack_dlpack_copy copy, int strided) {
     int versioned;
     const char *name = PyCapsule_GetName(cap);
     if (!name && PyErr_Occurred())
@@ -307,7 +309,7 @@ static PyObject *import_capsule(tpy_state *st, PyObject *cap, tack_device *dev, 
     if (!managed || PyCapsule_SetName(cap, versioned ? CAPSULE_VERSIONED_USED : CAPSULE_LEGACY_USED) < 0)
         return NULL;
     /* From here libtack owns the tensor, whatever happens. */
-    return import_managed(st, managed, versioned, dev, copy);
+    return import_managed(st, managed, versioned, dev, copy, strided);
 }
 
 /* The producer's exchange API table for major version 1, or NULL when its
@@ -420,7 +422,7 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
     if (device_obj != Py_None && !(dev = tpy_device_from_object(st, device_obj)))
         return NULL;
     if (PyCapsule_CheckExact(obj))
-        return import_capsule(st, obj, dev, copy);
+        return import_capsule(st, obj, dev, copy, 0);
     return import_producer(st, obj, dev, copy, use_c_api, 0, NULL);
 }
 
@@ -578,7 +580,8 @@ static PyObject *py_refuse_lazy_view(PyObject *m, PyObject *obj) {
 /* Import from a producer object (not a capsule): its exchange API for a host
  * tensor when it has one, else __dlpack__.  A lazy view is refused first.  A shared import of an immutable
  * producer's array is read-only.  With check_dev (a kernel argument), the
- * tensor's device is checked against `want` before it is imported. */
+ * tensor's device is checked against `want` before it is imported, and a
+ * strided tensor on the CPU comes as a strided view (runtime/strided.c). */
 static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev, tack_dlpack_copy copy,
                                  int use_c_api, int check_dev, tack_device *want) {
     PyObject *cap = NULL, *out = NULL;
@@ -611,7 +614,7 @@ static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev,
                 tack_dlpack_delete(mt, 1);
                 return NULL;
             }
-            out = import_managed(st, mt, 1, dev, copy);
+            out = import_managed(st, mt, 1, dev, copy, check_dev);
             return out ? readonly_if_immutable(st, obj, out) : NULL;
         }
         /* A device tensor needs the stream handshake of the Python protocol. */
@@ -625,7 +628,7 @@ static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev,
         PyErr_Format(PyExc_TypeError, "%.100s.__dlpack__() returned %.100s, not a DLPack capsule",
                      Py_TYPE(obj)->tp_name, Py_TYPE(cap)->tp_name);
     else
-        out = import_capsule(st, cap, dev, copy);
+        out = import_capsule(st, cap, dev, copy, check_dev);
     Py_DECREF(cap);
     return out ? readonly_if_immutable(st, obj, out) : NULL;
 }
@@ -849,7 +852,8 @@ static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw) {
     if (!PyBuffer_IsContiguous(&h->view, 'C')) {
         PyErr_Format(PyExc_BufferError,
                      "a %.100s with non-contiguous storage cannot be wrapped: Tack arrays are C-contiguous; "
-                     "wrap numpy.ascontiguousarray(x) (a copy) instead",
+                     "pass the view to a kernel directly (kernels read and write strided views in place), or "
+                     "wrap a contiguous copy and copy the results back into it",
                      Py_TYPE(ptr)->tp_name);
         goto fail;
     }

@@ -10,7 +10,10 @@
  *      NumPy arrays and other buffer objects on the CPU are borrowed, their
  *      writeable flag kept; other DLPack producers (PyTorch, JAX) are
  *      imported as tack.from_dlpack does, without a copy, after the NumPy
- *      and Tack checks so those fast paths pay nothing for it;
+ *      and Tack checks so those fast paths pay nothing for it; a
+ *      non-contiguous view of either is borrowed as a strided array, and its
+ *      `strided` bit in the signature picks a build that indexes it with its
+ *      strides, so contiguous arguments keep their code;
  *   3. find the compiled specialization for that signature in a small C
  *      table (the last hit first, then a scan comparing hashes) -- no Python
  *      object is created on a hit;
@@ -351,7 +354,7 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         v->scalar.z[1] = z.imag;
         return 0;
     } else if (PyObject_CheckBuffer(obj)) {
-        arr = tpy_wrap_buffer(k->st, obj, -1, 0);
+        arr = tpy_wrap_buffer(k->st, obj, -1, 0, 1);
         if (!arr)
             return reraise_for_param(k, i);
         c->temps[i] = arr;
@@ -367,6 +370,7 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
     t->dtype = tack_array_dtype(arr);
     t->ndim = tack_array_ndim(arr);
     t->writable = 1; /* see the file comment: checked per call */
+    t->strided = tack_array_strides(arr) != NULL; /* a foreign view: its own build (emit.c) */
     c->writable[i] = tack_array_writable(arr);
     v->array = arr;
     dev = tack_array_device(arr);

@@ -84,7 +84,9 @@ tack_device *tpy_device_from_object(tpy_state *st, PyObject *obj);
 /* Wrap a buffer-protocol object (C-contiguous) as a borrowed array on the CPU,
  * retaining `obj` until the storage is released.  `dtype_hint` < 0: take the
  * dtype from the buffer's format. */
-tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable);
+/* allow_strided (a kernel argument): a non-contiguous buffer becomes a strided
+ * view (tack_array_wrap_strided) instead of a BufferError. */
+tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable, int allow_strided);
 /* dlpack.c: a kernel argument from a DLPack producer, shared (never copied);
  * refused when it is on another device than `want` (NULL: any). */
 tack_array *tpy_dlpack_arg(tpy_state *st, PyObject *obj, tack_device *want);

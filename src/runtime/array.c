@@ -10,6 +10,10 @@
  * reference counted with atomics: a DLPack consumer in another library may
  * drop the last reference on any thread.
  *
+ * A foreign strided view (a kernel argument) is a handle with strides;
+ * strided.c makes it and answers its overlap questions, and the operations
+ * here that assume C order refuse it.
+ *
  * Shapes are validated here once (non-negative, at most TACK_MAX_NDIM axes,
  * element count and byte size without overflow), so every other layer can
  * trust size and nbytes.
@@ -218,6 +222,8 @@ tack_status tack_array_view(tack_array *a, int writable, tack_array **out) {
         return TACK_ERR_NOMEM;
     }
     v->data = a->data;
+    v->strided = a->strided;
+    memcpy(v->strides, a->strides, sizeof v->strides);
     *out = v;
     return TACK_OK;
 }
@@ -227,7 +233,7 @@ tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim, const int
     int64_t size;
     size_t nbytes;
     tack_status st;
-    if ((st = check_shape(dt, ndim, shape, &size, &nbytes)) != TACK_OK)
+    if ((st = rt_refuse_strided(a, "reshape")) != TACK_OK || (st = check_shape(dt, ndim, shape, &size, &nbytes)) != TACK_OK)
         return st;
     if (nbytes != a->nbytes)
         return tack_set_error(TACK_ERR_VALUE, "cannot reshape an array of %zu bytes into %zu bytes",
@@ -251,7 +257,7 @@ tack_status tack_array_subview(tack_array *a, int64_t start, int ndim, const int
     int64_t size;
     size_t nbytes;
     tack_status st;
-    if ((st = check_shape(a->dtype, ndim, shape, &size, &nbytes)) != TACK_OK)
+    if ((st = rt_refuse_strided(a, "subview")) != TACK_OK || (st = check_shape(a->dtype, ndim, shape, &size, &nbytes)) != TACK_OK)
         return st;
     if (start < 0 || start > a->size || size > a->size - start)
         return tack_set_error(TACK_ERR_VALUE,
@@ -295,6 +301,7 @@ int64_t tack_array_size(const tack_array *a) { return a->size; }
 size_t tack_array_nbytes(const tack_array *a) { return a->nbytes; }
 int tack_arrays_overlap(const tack_array *a, const tack_array *b) {
     if (!a || !b || !a->nbytes || !b->nbytes || a->storage->device != b->storage->device) return 0;
+    if (a->strided || b->strided) return rt_strided_overlap(a, b);
     uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
     return a0 < b0 + b->nbytes && b0 < a0 + a->nbytes;
 }
@@ -319,7 +326,8 @@ static tack_status check_writable(const tack_array *a) {
 
 tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t nbytes) {
     tack_status st;
-    if ((st = check_writable(dst)) != TACK_OK || (st = check_bytes(dst, nbytes, "copy to array")) != TACK_OK)
+    if ((st = rt_refuse_strided(dst, "copy to array")) != TACK_OK || (st = check_writable(dst)) != TACK_OK ||
+        (st = check_bytes(dst, nbytes, "copy to array")) != TACK_OK)
         return st;
     tack_device *d = dst->storage->device;
     return d->backend->copy(d, dst->data, src, nbytes, RT_COPY_H2D);
@@ -327,7 +335,7 @@ tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t n
 
 tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nbytes) {
     tack_status st;
-    if ((st = check_bytes(src, nbytes, "copy from array")) != TACK_OK)
+    if ((st = rt_refuse_strided(src, "copy from array")) != TACK_OK || (st = check_bytes(src, nbytes, "copy from array")) != TACK_OK)
         return st;
     tack_device *d = src->storage->device;
     return d->backend->copy(d, dst, src->data, nbytes, RT_COPY_D2H);
@@ -345,7 +353,8 @@ static tack_status settle_shared(tack_device *d, const tack_array *a, const tack
 
 tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
     tack_status st;
-    if ((st = check_writable(dst)) != TACK_OK)
+    if ((st = rt_refuse_strided(dst, "copy")) != TACK_OK || (st = rt_refuse_strided(src, "copy")) != TACK_OK ||
+        (st = check_writable(dst)) != TACK_OK)
         return st;
     if (dst->dtype != src->dtype || dst->size != src->size)
         return tack_set_error(TACK_ERR_VALUE,
@@ -374,7 +383,7 @@ tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
 
 tack_status tack_array_fill(tack_array *a, const void *value) {
     tack_status st;
-    if ((st = check_writable(a)) != TACK_OK)
+    if ((st = rt_refuse_strided(a, "fill")) != TACK_OK || (st = check_writable(a)) != TACK_OK)
         return st;
     tack_device *d = a->storage->device;
     st = d->backend->fill(d, a->data, value, tack_dtype_get(a->dtype)->itemsize, (size_t)a->size);
@@ -383,7 +392,10 @@ tack_status tack_array_fill(tack_array *a, const void *value) {
 
 tack_status tack_array_clone(const tack_array *a, tack_device *dev, tack_array **out) {
     tack_array *c = NULL;
-    tack_status st = tack_array_empty(dev ? dev : a->storage->device, a->dtype, a->ndim, a->shape, &c);
+    tack_status st = rt_refuse_strided(a, "clone");
+    if (st != TACK_OK)
+        return st;
+    st = tack_array_empty(dev ? dev : a->storage->device, a->dtype, a->ndim, a->shape, &c);
     if (st != TACK_OK)
         return st;
     if ((st = tack_array_copy(c, a)) != TACK_OK) {

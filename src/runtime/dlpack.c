@@ -208,9 +208,15 @@ static void format_strides(const DLTensor *t, char *buf, size_t len) {
         used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? ", " : "", (long long)t->strides[i]);
 }
 
+/* A strided import is taken as it is only when nothing asks for a copy: on
+ * its own device, without copy=True. */
+static int need_copy_asked(const tack_dlpack_import_options *opt, tack_device *src_dev) {
+    return opt->copy == TACK_DLPACK_COPY_ALWAYS || (opt->device && opt->device != src_dev);
+}
+
 tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpack_import_options *opt,
                                    tack_array **out) {
-    static const tack_dlpack_import_options defaults = {TACK_DLPACK_COPY_IF_NEEDED, NULL, NULL};
+    static const tack_dlpack_import_options defaults = {TACK_DLPACK_COPY_IF_NEEDED, NULL, NULL, 0};
     tack_status st;
     const DLTensor *t;
     uint64_t flags = 0;
@@ -266,13 +272,17 @@ tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpa
             goto fail;
         }
     }
-    if (!is_c_contiguous(t, size)) {
+    int strided = !is_c_contiguous(t, size);
+    if (strided && opt->strided && !need_copy_asked(opt, src_dev)) {
+        /* a kernel argument: the view as it is, strides and all (strided.c) */
+    } else if (strided) {
         char strides[256];
         format_strides(t, strides, sizeof strides);
         st = tack_set_error(TACK_ERR_BUFFER,
-                            "the DLPack tensor has strides (%s) in elements: Tack arrays need C-contiguous "
-                            "storage; make it contiguous on the producer's side first (for example "
-                            "numpy.ascontiguousarray(x) or x.contiguous(), a copy)",
+                            "the DLPack tensor has strides (%s) in elements: a tack.Array needs C-contiguous "
+                            "storage. Pass the view to a kernel directly (kernels read and write strided views "
+                            "in place), or import a contiguous copy (numpy.ascontiguousarray(x), x.contiguous()) "
+                            "and copy the results back into x",
                             strides);
         goto fail;
     }
@@ -322,7 +332,12 @@ tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpa
     ctx->versioned = versioned;
     ctx->may_delete = opt->may_delete;
     /* From here the storage owns ctx: the wrap releases it, also on failure. */
-    if ((st = tack_array_wrap(src_dev, dt, t->ndim, shape, data, writable, import_release, ctx, &view)) != TACK_OK)
+    if (strided)
+        st = tack_array_wrap_strided(src_dev, dt, t->ndim, shape, t->strides, data, writable, import_release, ctx,
+                                     &view);
+    else
+        st = tack_array_wrap(src_dev, dt, t->ndim, shape, data, writable, import_release, ctx, &view);
+    if (st != TACK_OK)
         return st;
     if (need_copy) {
         tack_array *c = NULL;
@@ -383,6 +398,8 @@ tack_status tack_array_to_dlpack_stream(tack_array *a, int versioned, tack_dlpac
     tack_array *src = a;
     if (!a || !out)
         return tack_set_error(TACK_ERR_VALUE, "tack_array_to_dlpack: NULL %s", a ? "output" : "array");
+    if ((st = rt_refuse_strided(a, "DLPack export")) != TACK_OK)
+        return st;
     int copied = copy == TACK_DLPACK_COPY_ALWAYS;
     if (!versioned && !copied && !tack_array_writable(a))
         return tack_set_error(TACK_ERR_BUFFER,

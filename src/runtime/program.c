@@ -92,7 +92,11 @@ static int same_array(const tack_array *a, const tack_array *b) {
     if (tack_array_data(a) != tack_array_data(b) || tack_array_nbytes(a) != tack_array_nbytes(b) ||
         tack_array_dtype(a) != tack_array_dtype(b) || tack_array_ndim(a) != tack_array_ndim(b))
         return 0;
-    return memcmp(tack_array_shape(a), tack_array_shape(b), sizeof(int64_t) * (size_t)tack_array_ndim(a)) == 0;
+    if (memcmp(tack_array_shape(a), tack_array_shape(b), sizeof(int64_t) * (size_t)tack_array_ndim(a)) != 0)
+        return 0;
+    const int64_t *sa = tack_array_strides(a), *sb = tack_array_strides(b); /* m and m.T of a square m differ here */
+    if (!sa || !sb) return !sa && !sb;
+    return memcmp(sa, sb, sizeof(int64_t) * (size_t)tack_array_ndim(a)) == 0;
 }
 
 /* The race check knows arrays by parameter; the compiler marked the pairs
@@ -160,6 +164,15 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
         if (pi->written && !tack_array_writable(a))
             return tack_set_error(TACK_ERR_READONLY, "kernel '%s' writes to parameter '%s' but the array passed for it is read-only",
                                   p->kernel_name, pi->name);
+        if (tack_array_strides(a) && !pi->strided)
+            return tack_set_error(TACK_ERR_TYPE, "argument '%s' of kernel '%s' is a strided view; this build indexes it "
+                                  "in C order (compile it with tack_argtype.strided set)", pi->name, p->kernel_name);
+        if (pi->written && tack_array_self_overlaps(a))
+            return tack_set_error(TACK_ERR_VALUE,
+                                  "kernel '%s' writes to parameter '%s' but elements of the view passed for it share "
+                                  "memory (a zero or overlapping stride, as numpy.broadcast_to gives): the writes would "
+                                  "collide. Pass an array whose elements are apart (x.copy(), and copy the results back "
+                                  "where they are wanted)", p->kernel_name, pi->name);
     }
     /* A build that declared an array restrict (tack_argtype.distinct) runs
      * only on arrays that share no memory with the others. */

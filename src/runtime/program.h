@@ -46,6 +46,7 @@ typedef struct tk_pinfo {  /* one parameter of the compiled signature */
     int distinct;          /* an array compiled as overlapping no other (restrict) */
     uint64_t alias_same;   /* bit j: the result is wrong if this array and array j are one array */
     uint64_t alias_part;   /* bit j: ... if they share memory without being one array (compiler/depend_judge.c) */
+    int strided;           /* an array indexed with its strides (tack_argtype.strided) */
 } tk_pinfo;
 
 typedef struct tk_pwarn {  /* a warning of the compile (a possible race, compiler/depend.c) */

@@ -93,7 +93,14 @@ struct tack_array {
     int64_t shape[TACK_MAX_NDIM];
     int64_t size;
     size_t nbytes;
+    int strided;            /* a foreign strided view (strided.c): strides below, else C order */
+    int64_t strides[TACK_MAX_NDIM]; /* in elements, any sign; only when strided */
 };
+
+/* strided.c: an operation that assumes C order refuses a strided view. */
+tack_status rt_refuse_strided(const tack_array *a, const char *what);
+/* Whether strided a and b (either may be contiguous) share a byte. */
+int rt_strided_overlap(const tack_array *a, const tack_array *b);
 
 /* device.c */
 const rt_backend *rt_backend_cpu(void);

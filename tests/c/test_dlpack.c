@@ -204,7 +204,7 @@ static void test_import_copy(void)
     for (int i = 0; i < 8; i++)
         storage[i] = (float)i;
     deleted_versioned = 0;
-    tack_dlpack_import_options o = {TACK_DLPACK_COPY_ALWAYS, NULL, NULL};
+    tack_dlpack_import_options o = {TACK_DLPACK_COPY_ALWAYS, NULL, NULL, 0};
 
     make_v(&p, 1, shape, NULL, F32);
     p.m.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
@@ -244,7 +244,7 @@ static void test_deleter_gate_and_threads(void)
     tack_array *a = NULL;
     int64_t shape[1] = {8};
     deleted_versioned = 0;
-    tack_dlpack_import_options o = {TACK_DLPACK_COPY_IF_NEEDED, NULL, refuse};
+    tack_dlpack_import_options o = {TACK_DLPACK_COPY_IF_NEEDED, NULL, refuse, 0};
     make_v(&p, 1, shape, NULL, F32);
     CHECK(tack_array_from_dlpack(&p.m, 1, &o, &a) == TACK_OK);
     tack_array_release(a);
@@ -335,7 +335,7 @@ static void test_out_of_memory(void)
         failing_allocator_install(n);
         tack_array *a = NULL, *b = NULL, *c = NULL;
         void *out = NULL;
-        tack_dlpack_import_options copy = {TACK_DLPACK_COPY_ALWAYS, NULL, NULL};
+        tack_dlpack_import_options copy = {TACK_DLPACK_COPY_ALWAYS, NULL, NULL, 0};
         int ok = tack_array_from_dlpack(&p.m, 1, NULL, &a) == TACK_OK;
         CHECK(ok || deleted_versioned == 1);
         if (ok && tack_array_to_dlpack(a, 1, TACK_DLPACK_COPY_IF_NEEDED, &out) == TACK_OK) {

@@ -335,7 +335,7 @@ static void dlpack(tack_device *g) {
     /* NULL is the CPU, though Metal was probed before it (devices[0] stays the CPU) */
     CHECK(tack_array_wrap(NULL, TACK_F32, 1, &n, host, 1, NULL, NULL, &h) == TACK_OK);
     CHECK(h && tack_device_kind(tack_array_device(h)) == TACK_DEVICE_CPU);
-    tack_dlpack_import_options o = {TACK_DLPACK_COPY_NEVER, g, NULL};
+    tack_dlpack_import_options o = {TACK_DLPACK_COPY_NEVER, g, NULL, 0};
     CHECK(h && tack_array_to_dlpack(h, 1, TACK_DLPACK_COPY_IF_NEEDED, &m) == TACK_OK);
     CHECK(tack_array_from_dlpack(m, 1, &o, &b) == TACK_ERR_BUFFER);
     CHECK(strstr(tack_last_error(), "Metal has no zero-copy import") != NULL);

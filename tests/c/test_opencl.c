@@ -295,9 +295,9 @@ static void test_sharing(tack_device *g, const tack_program *saxpy) {
 
 /* ----------------------------------------------------------------- kernels */
 static const tk_pinfo saxpy_params[3] = {
-    {"y", 1, TACK_F32, 1, 0, 1, 0, 0, TACK_DTYPE_COUNT, 0, 0, 0, 0},
-    {"x", 1, TACK_F32, 1, 0, 0, 0, 0, TACK_DTYPE_COUNT, 0, 0, 0, 0},
-    {"a", 0, TACK_F32, 0, 0, 0, 0, 0, TACK_DTYPE_COUNT, 1, 0, 0, 0},
+    {"y", 1, TACK_F32, 1, 0, 1, 0, 0, TACK_DTYPE_COUNT, 0, 0, 0, 0, 0},
+    {"x", 1, TACK_F32, 1, 0, 0, 0, 0, TACK_DTYPE_COUNT, 0, 0, 0, 0, 0},
+    {"a", 0, TACK_F32, 0, 0, 0, 0, 0, TACK_DTYPE_COUNT, 1, 0, 0, 0, 0},
 };
 
 /* Run saxpy with p on n elements; 1 when every result is right. */

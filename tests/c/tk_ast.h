@@ -239,15 +239,15 @@ static inline int FUNC(tack_function_kind kind, const char *name, const char *pa
 }
 
 static inline tack_argtype ARR(tack_dtype d, int ndim) {
-    tack_argtype a = {1, d, ndim, 1, 0, 0};
+    tack_argtype a = {1, d, ndim, 1, 0, 0, 0};
     return a;
 }
 static inline tack_argtype WEAK(tack_dtype d) {
-    tack_argtype a = {0, d, 0, 0, 1, 0};
+    tack_argtype a = {0, d, 0, 0, 1, 0, 0};
     return a;
 }
 static inline tack_argtype SCALAR(tack_dtype d) {
-    tack_argtype a = {0, d, 0, 0, 0, 0};
+    tack_argtype a = {0, d, 0, 0, 0, 0, 0};
     return a;
 }
 

@@ -1,0 +1,192 @@
+/*
+ * strided.c -- foreign strided views as kernel arguments.
+ *
+ * Tack's own arrays are C-contiguous.  A kernel may still be handed a view
+ * of somebody else's memory whose elements are not packed in C order -- a
+ * NumPy column m[:, 0], a reversed a[::-1], a transpose, a broadcast, a
+ * strided PyTorch tensor -- and read and write it in place.  Such an array
+ * is an ordinary tack_array handle with `strided` set and one stride per
+ * axis, in elements and of any sign, from the address of element
+ * (0, ..., 0).  It lives only as long as the call that made it: the
+ * operations that assume C order (copies, fill, reshape, subviews, DLPack
+ * export) refuse it (rt_refuse_strided), and the compiler gives the kernel
+ * a version that indexes with the strides (the argument signature's
+ * `strided` bit), so a contiguous call keeps its code.
+ *
+ * Two questions about memory need answers that hold for strides:
+ *
+ *   - do two arguments share a byte (tack_arrays_overlap: restrict builds
+ *     and the race check of program.c)?  First the byte ranges the arrays
+ *     span; where those meet, every byte of an array lies at its address
+ *     plus a multiple of g, the greatest common divisor of both arrays'
+ *     byte strides, plus less than an itemsize -- so two arrays whose
+ *     residues modulo g do not meet are apart (m[:, 0] and m[:, 1] of a
+ *     C-order matrix: g is the row's bytes, the residues 0..7 and 8..15).
+ *     Anything else is called an overlap: conservative, never a false
+ *     "apart".
+ *   - do two elements of one array share a byte (a zero stride, as
+ *     np.broadcast_to gives, or strides that interleave)?  With the axes
+ *     sorted by stride, each axis's stride must reach past everything the
+ *     smaller ones span; otherwise the array may be read but not written
+ *     (tack_launch refuses a written one: parallel iterations would write
+ *     one element from several).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+tack_status rt_refuse_strided(const tack_array *a, const char *what) {
+    if (!a->strided)
+        return TACK_OK;
+    return tack_set_error(TACK_ERR_BUFFER,
+                          "%s: the array is a strided view of another library's memory, which only a kernel "
+                          "reads and writes in place; pass it to a kernel, or make a contiguous copy first "
+                          "(numpy.array(x) or x.contiguous()) and copy results back into x",
+                          what);
+}
+
+/* The byte strides of `a` along its axes of extent over 1, into s; their count. */
+static int byte_strides(const tack_array *a, int64_t *s) {
+    int64_t isz = (int64_t)tack_dtype_get(a->dtype)->itemsize, c = isz;
+    int n = 0;
+    for (int k = a->ndim - 1; k >= 0; k--) {
+        int64_t st = a->strided ? a->strides[k] * isz : c;
+        if (a->shape[k] > 1)
+            s[n++] = st;
+        c *= a->shape[k];
+    }
+    return n;
+}
+
+/* The bytes a non-empty `a` spans, relative to its data address: [*lo, *hi). */
+static void byte_span(const tack_array *a, int64_t *lo, int64_t *hi) {
+    int64_t s[TACK_MAX_NDIM], ext[TACK_MAX_NDIM];
+    int n = 0;
+    for (int k = a->ndim - 1; k >= 0; k--)
+        if (a->shape[k] > 1)
+            ext[n++] = a->shape[k];
+    byte_strides(a, s);
+    *lo = 0;
+    *hi = (int64_t)tack_dtype_get(a->dtype)->itemsize;
+    for (int i = 0; i < n; i++) {
+        int64_t d = s[i] * (ext[i] - 1); /* checked not to overflow when the view was made */
+        if (d < 0)
+            *lo += d;
+        else
+            *hi += d;
+    }
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+int rt_strided_overlap(const tack_array *a, const tack_array *b) {
+    if (!a->size || !b->size)
+        return 0;
+    int64_t alo, ahi, blo, bhi;
+    byte_span(a, &alo, &ahi);
+    byte_span(b, &blo, &bhi);
+    intptr_t a0 = (intptr_t)a->data, b0 = (intptr_t)b->data;
+    if (a0 + ahi <= b0 + blo || b0 + bhi <= a0 + alo)
+        return 0;
+    int64_t s[2 * TACK_MAX_NDIM], g = 0;
+    int n = byte_strides(a, s);
+    n += byte_strides(b, s + n);
+    for (int i = 0; i < n; i++)
+        g = gcd64(g, s[i]);
+    int64_t ia = (int64_t)tack_dtype_get(a->dtype)->itemsize, ib = (int64_t)tack_dtype_get(b->dtype)->itemsize;
+    if (g == 0 || ia >= g || ib >= g)
+        return 1;
+    int64_t d = (int64_t)(((uintptr_t)b0 - (uintptr_t)a0) % (uintptr_t)g); /* b's first byte, from a's, mod g */
+    return d < ia || d + ib > g;
+}
+
+static int by_magnitude(const void *x, const void *y) {
+    int64_t a = llabs(((const int64_t *)x)[0]), b = llabs(((const int64_t *)y)[0]);
+    return a < b ? -1 : a > b;
+}
+
+int tack_array_self_overlaps(const tack_array *a) {
+    if (!a || !a->strided || a->size <= 1)
+        return 0;
+    int64_t ax[TACK_MAX_NDIM][2]; /* (byte stride, extent) of the axes of extent over 1 */
+    int n = 0;
+    int64_t isz = (int64_t)tack_dtype_get(a->dtype)->itemsize;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] > 1) {
+            ax[n][0] = a->strides[k] * isz;
+            ax[n++][1] = a->shape[k];
+        }
+    qsort(ax, (size_t)n, sizeof ax[0], by_magnitude);
+    int64_t reach = isz; /* the bytes the smaller axes' elements span */
+    for (int i = 0; i < n; i++) {
+        int64_t st = llabs(ax[i][0]);
+        if (st < reach)
+            return 1;
+        reach = st * (ax[i][1] - 1) + reach;
+    }
+    return 0;
+}
+
+const int64_t *tack_array_strides(const tack_array *a) { return a && a->strided ? a->strides : NULL; }
+
+tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
+                                    const int64_t *strides, void *data, int writable, tack_release_fn release,
+                                    void *ctx, tack_array **out) {
+    tack_status st;
+    if (!dev)
+        dev = rt_default_cpu();
+    if (dev->backend->type != TACK_DEVICE_CPU) {
+        st = tack_set_error(TACK_ERR_UNSUPPORTED,
+                            "a strided view on %s cannot be a kernel argument (only the CPU indexes strided "
+                            "views in place); pass a contiguous copy and copy it back (tmp = x.clone(); k(tmp); "
+                            "x[...] = tmp)",
+                            tack_device_name(dev));
+        goto fail;
+    }
+    if (ndim > 0 && !strides) {
+        st = tack_set_error(TACK_ERR_VALUE, "strides is NULL for a %d-dimensional strided view", ndim);
+        goto fail;
+    }
+    const tack_dtype_info *info = tack_dtype_get(dt);
+    int strided = 0, empty = 0;
+    int64_t c = 1, lo = 0, hi = info ? (int64_t)info->itemsize : 1;
+    for (int k = ndim - 1; info && k >= 0 && k < TACK_MAX_NDIM; k--) {
+        empty |= shape && shape[k] == 0;
+        if (!shape || shape[k] <= 1)
+            continue;
+        strided |= strides[k] != c;
+        int64_t d;
+        if (__builtin_mul_overflow(strides[k], shape[k] - 1, &d) ||
+            __builtin_mul_overflow(d, (int64_t)info->itemsize, &d) ||
+            __builtin_add_overflow(d < 0 ? lo : hi, d, d < 0 ? &lo : &hi)) {
+            st = tack_set_error(TACK_ERR_VALUE, "stride %lld of axis %d reaches beyond the address space",
+                                (long long)strides[k], k);
+            goto fail;
+        }
+        if (__builtin_mul_overflow(c, shape[k], &c))
+            c = INT64_MAX;
+    }
+    tack_array *a = NULL;
+    if ((st = tack_array_wrap(dev, dt, ndim, shape, data, writable, release, ctx, &a)) != TACK_OK)
+        return st; /* the wrap released ctx */
+    if (strided && !empty) {
+        a->strided = 1;
+        memcpy(a->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    }
+    *out = a;
+    return TACK_OK;
+fail:
+    if (release)
+        release(ctx);
+    return st;
+}
