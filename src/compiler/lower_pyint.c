@@ -10,16 +10,18 @@
  *   - a literal is carried as a weak i64; one above INT64_MAX (up to
  *     2**64 - 1) is carried in a u64 constant marked TK_CONST_PYINT, so the
  *     places it meets a type can tell it from a u64 value;
- *   - an operator on two such constants (+ - * ** // % << >> & | ^, and
- *     unary -) is computed here exactly, in 128 bits, with Python's
+ *   - an operator on two such constants (+ - * ** // % & | ^, and unary -)
+ *     is computed here exactly, in 128 bits, with Python's
  *     semantics, and becomes a constant: a weak i64 inside int64, a marked
  *     u64 constant in [2**63, 2**64) (as the literal of that value would
  *     be), and otherwise a CompileError, since no type of the language holds
  *     it (`-2**63` is int64's least value and fine, `2**64` is refused, and
  *     so is `2**64 - 1`, whose first step is).  So the checks where a Python
  *     int meets a type see the value, not an expression (`a[i] = 2**62` into
- *     int8 is refused as the literal would be).  Division by zero and
- *     negative shift counts are left to the run-time checks;
+ *     int8 is refused as the literal would be).  Division by zero is left
+ *     to the run-time check; shifts are not Python's here but NumPy's, as
+ *     everywhere in the language (a count past the width gives 0:
+ *     docs/language.md), so they are left to the ordinary lowering;
  *   - lw_cast refuses a marked constant converted to any integer type but
  *     u64 (NumPy 2 raises OverflowError for `np.int64(2**63)`), naming the
  *     value and the type.
@@ -82,21 +84,6 @@ static i128 exact(tack_op op, i128 x, i128 y, int *done) {
         }
         return r;
     }
-    case TACK_OP_LSHIFT:
-        if (y < 0) break; /* Python's ValueError: lowering's own checks report it */
-        if (x == 0) return 0;
-        if (y > 66) return LIMIT;
-        {
-            i128 r = x * ((i128)1 << (int)y);
-            return r > LIMIT || r < -LIMIT ? LIMIT : r;
-        }
-    case TACK_OP_RSHIFT:
-        if (y < 0) break;
-        if (y > 100) return x < 0 ? -1 : 0;
-        { /* Python's >> floors */
-            i128 d = (i128)1 << (int)y, q = x / d;
-            return (x % d != 0 && x < 0) ? q - 1 : q;
-        }
     case TACK_OP_FLOORDIV:
     case TACK_OP_MOD: {
         if (y == 0) break; /* ZeroDivisionError at run time, as the check reports it */

@@ -152,8 +152,16 @@ def doubles(x):
 @tack.kernel
 def double_local(x):
     for i in range(x.shape[0]):
-        t = 0.5
+        t = tack.f64(0.5)
         x[i] = x[i] * t
+
+
+@tack.kernel
+def weak_local(x):
+    for i in range(x.shape[0]):
+        t = 0.5                       # a Python float that only meets f32: an f32 (weak_locals.c)
+        s = 1.0 if x[i] > 0 else -1.0
+        x[i] = x[i] * t * s
 
 
 @tack.kernel
@@ -248,6 +256,13 @@ def test_float64_value_is_refused_naming_it():
 def weak_wide(a, x):
     for i in range(x.shape[0]):
         t = a
+        x[i] = x[i] * tack.f32(int(t))   # int() of the Python float reads all of its bits
+
+
+@tack.kernel
+def weak_narrow(a, x):
+    for i in range(x.shape[0]):
+        t = a
         x[i] = x[i] * t
 
 
@@ -256,6 +271,13 @@ def test_python_float_used_as_float64_is_refused():
         msl(weak_wide, 2.0, F32.copy())
     assert "Metal" not in str(np.float32)  # (the same kernel with np.float32 compiles:)
     msl(weak_wide, np.float32(2), F32.copy())
+
+
+def test_python_floats_in_locals_that_meet_float32_compile():
+    """Before the one type rule, `t = 0.5` and `t = a` made a double local, which Metal refused."""
+    for src in (msl(weak_local, F32.copy()), msl(weak_narrow, 2.0, F32.copy())):
+        code = re.sub(r"/\*.*?\*/", " ", src, flags=re.S)
+        assert not re.search(r"\bdouble\b", code)
 
 
 def test_a_python_float_meeting_only_float32_is_fine():
