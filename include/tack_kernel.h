@@ -128,7 +128,9 @@ typedef struct tack_argtype {
     int ndim;
     int writable;
     int weak;         /* scalar from a Python int/float/bool: takes the other operand's type
-                         (dtype is then TACK_I64, TACK_F64 or TACK_BOOL) */
+                         (dtype is then TACK_I64, TACK_F64 or TACK_BOOL; TACK_U64 for a
+                         Python int in [2**63, 2**64), carried in scalar.u and accepted at
+                         launch only where every use converts it to u64) */
     int distinct;     /* array: its memory overlaps no other array argument's, so the GPU
                          dialects declare it restrict; 0 (unknown) is always safe.  A program
                          compiled with it refuses a launch whose arrays overlap. */

@@ -34,7 +34,8 @@ def array_from_ptr(ptr, shape, dtype, writable=False, device=None) -> _core.Arra
 
     * an ``int`` address: trusted for size (Tack cannot check it) but checked
       for the dtype's alignment (``ValueError`` naming the address and the
-      alignment).  Tack never takes ownership of a raw address: the memory
+      alignment) and for an extent that would run past the end of the
+      address space (``ValueError`` naming the address and the size).  Tack never takes ownership of a raw address: the memory
       must outlive every array that uses it.  On a GPU device the address is
       a device address of that device.  On Metal it is an ``MTLBuffer``
       instead (its ``id`` as an int, or a PyObjC object, whose

@@ -46,6 +46,8 @@ __all__ = [
     "dot", "cross", "length", "normalize",
     # atomics
     "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
+    # conversions
+    "seed_u64",
 ]
 
 Kernel = _core.Kernel
@@ -568,6 +570,17 @@ def normalize(v):
     """v divided by its length."""
     v = _np().asarray(v)
     return v / length(v)
+
+
+# ------------------------------------------------------------ conversions
+def seed_u64(x):
+    """``x`` as a u64, as ``u64(x)`` converts it, except that in a kernel
+    compiled with checks a float NaN raises ``ValueError`` ("cannot convert
+    float NaN to integer", as ``u64(nan)`` does here) instead of becoming 0
+    the way a kernel's float-to-integer conversion makes it.  ``tack.random``
+    takes its seeds through it, so a NaN seed fails alike in and out of a
+    kernel rather than drawing seed 0's numbers."""
+    return _core.u64(x)
 
 
 # ---------------------------------------------------------------- atomics

@@ -15,6 +15,7 @@ without a file) goes to inspect, which also raises the errors.
 """
 
 import ast
+import errno
 import inspect
 import linecache
 import types
@@ -161,6 +162,36 @@ def getsourcelines(fn):
     if carried is not None:
         return carried
     got = _fast(fn)
-    got = got if got is not None else inspect.getsourcelines(fn)
+    if got is None:
+        try:
+            got = inspect.getsourcelines(fn)
+        except OSError as e:
+            if e.errno is None:  # "could not get source code": was the file there but unreadable?
+                _raise_read_error(fn, e)
+            raise
     _check_unchanged(fn, got[0])
     return got
+
+
+# A file that is not there (deleted, or never a file: "<stdin>") has no
+# source; any other failure to open it is the real cause.
+_NO_FILE = {errno.ENOENT, errno.ENOTDIR}
+
+
+def _raise_read_error(fn, no_source):
+    """linecache and inspect turn every failure to read a file into "no
+    source": open the function's file once more, and raise that OSError (too
+    many open files, permission denied, an I/O error) with its errno, naming
+    the function and the file, instead of the misleading "not available"."""
+    code = getattr(fn, "__code__", None)
+    filename = getattr(code, "co_filename", "")
+    if not filename or filename.startswith("<"):
+        return
+    try:
+        with open(filename, "rb"):
+            return
+    except OSError as e:
+        if e.errno in _NO_FILE:
+            return
+        raise OSError(e.errno, f"cannot read the source of {code.co_name}() from {filename}: {e.strerror}",
+                      filename) from e

@@ -29,7 +29,10 @@ seed >> 32)`` of the seed as a u64, the counter words are ``(counter mod
 third word to draw further blocks when it rejects a value).  So a seed and a
 counter are each taken modulo 2**64, as a cast to u64 would (from Python, a
 NumPy integer is too, and a Python int outside [0, 2**64) raises
-OverflowError, as NumPy's uint64 does).  The functions of one (seed,
+OverflowError, as NumPy's uint64 does).  A NaN seed raises ValueError, in a
+kernel (compiled with checks) as on the host: the seed goes through
+``tack.seed_u64``, not a kernel's plain float-to-integer conversion, which
+would make it 0.  The functions of one (seed,
 counter) read the same block: use a different counter (for example ``2 * i``
 and ``2 * i + 1``) or a different seed for values that must be independent.
 
@@ -46,7 +49,7 @@ array([0.61295988, 0.98771865, 0.82586683])
 from __future__ import annotations
 
 from ._core import f32, f64, i32, i64, u32, u64
-from ._kernels import func, sqrt
+from ._kernels import func, seed_u64, sqrt
 
 __all__ = ["philox4x32", "block", "uniform", "uniform_f32", "normal", "normal_f32", "randint"]
 
@@ -115,7 +118,7 @@ def _philox4x32_rounds(c0, c1, c2, c3, k0, k1, rounds):
 @func
 def _block(seed, counter, extra):
     """The Philox4x32-10 block of (seed, counter), third counter word `extra`."""
-    s = u64(seed)
+    s = seed_u64(seed)  # a NaN seed raises ValueError in a kernel too, not seed 0's draws
     c = u64(counter)
     w0, w1, w2, w3 = philox4x32(c & _LOW32, c >> 32, extra, 0, s & _LOW32, s >> 32)
     return w0, w1, w2, w3

@@ -239,7 +239,8 @@ typedef enum tk_intrinsic_kind {
     TK_IK_VECBIN,  /* dot / cross: sub is B_DOT / B_CROSS */
     TK_IK_VECMATH, /* length / normalize: sub is M_LENGTH / M_NORMALIZE */
     TK_IK_ATOMIC,  /* IR_ATOMIC: sub is an A_* */
-    TK_IK_COMPLEX  /* complex(), conjugate(): complex.c (lw_complex_call) */
+    TK_IK_COMPLEX, /* complex(), conjugate(): complex.c (lw_complex_call) */
+    TK_IK_SEED     /* seed_u64(): a u64 cast whose NaN is a ValueError (checks on) */
 } tk_intrinsic_kind;
 
 /* One intrinsic a kernel may call by name (a TK_MATH or TK_CALL row). */

@@ -93,6 +93,40 @@ TACK_API void tack_compile_options_init(tack_compile_options *o) {
 }
 
 /* ------------------------------------------------------------- program */
+/* How often local `loc` is read in e, and how often such a read is directly
+ * converted to u64 (`out[i] = a` with out a uint64 array). */
+static void count_reads(const tk_ir *e, int loc, int *reads, int *to_u64) {
+    if (!e) return;
+    if (e->op == IR_LOCAL && e->local == loc) (*reads)++;
+    if (e->op == IR_CAST && e->n == 1 && e->k[0] && e->k[0]->op == IR_LOCAL && e->k[0]->local == loc &&
+        e->ty.kind == TY_VALUE && !e->ty.weak && e->ty.dt == TACK_U64)
+        (*to_u64)++;
+    for (int i = 0; i < e->n; i++) count_reads(e->k[i], loc, reads, to_u64);
+    count_reads(e->red, loc, reads, to_u64);
+    count_reads(e->off, loc, reads, to_u64);
+    count_reads(e->hi, loc, reads, to_u64);
+    count_reads(e->bnd, loc, reads, to_u64);
+}
+
+/* A Python int argument in [2**63, 2**64) (tack_argtype: weak, TACK_U64)
+ * travels as the 64 bits of a weak i64.  Those bits are its value only where
+ * it is converted to u64: so the launch accepts it only when every read of
+ * the parameter is such a conversion (NumPy 2 stores 2**63 into a uint64
+ * array and raises OverflowError for it against any signed type); any other
+ * read -- arithmetic, an index, a signed type -- refuses it, naming the type
+ * it meets there (int64 for the weak int's own arithmetic). */
+static void big_pyint_param(const tk_spec *K, int i, tk_pinfo *pi) {
+    int loc = K->plocal ? K->plocal[i] : -1, reads = 0, to_u64 = 0;
+    if (loc >= 0 && !ir_assigns_local(K->body, loc)) count_reads(K->body, loc, &reads, &to_u64);
+    else reads = 1;
+    pi->lo = 0;
+    pi->hi = 0;
+    pi->narrow = TACK_U64;
+    if (reads == to_u64) return; /* lo = hi = 0 with narrow u64: accepted (runtime/program.c) */
+    pi->lo = 1; /* an empty range: always refused */
+    pi->narrow = K->pdt[i] != TACK_DTYPE_COUNT && K->pdt[i] != TACK_U64 ? (tack_dtype)K->pdt[i] : TACK_I64;
+}
+
 static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const char *src) {
     int fail = 0;
     tk_func *F = &C->m->funcs[K->func];
@@ -131,6 +165,7 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
                 pi->hi = K->phi[i];
                 pi->narrow = (tack_dtype)K->pdt[i];
             }
+            if (!pi->is_array && pi->weak && pi->dtype == TACK_U64) big_pyint_param(K, i, pi);
         }
     }
     p->sites = tack_calloc((size_t)C->nsites + 1, sizeof(tk_site));

@@ -9,6 +9,7 @@
  * become IR directly:
  *
  *   casts         float() int() bool() f32() i64() ...   -> IR_CAST (or a truth test)
+ *   seed_u64      a u64 cast whose float NaN fails a check -> CK_STEP (ValueError) + IR_CAST
  *   math          sqrt ... isfinite                       -> IR_MATH of the default float
  *                 for integer arguments, of the argument's float type otherwise
  *   abs min max   -> IR_UN abs / IR_MATH fabs / a select per pair (Python's
@@ -425,6 +426,18 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
         return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(to), n);
     }
     case TK_IK_ABS: return abs_call(L, n);
+    case TK_IK_SEED: { /* a float -> u64 cast turns NaN into 0; Python's int(), and so the host, raise */
+        tk_ir *e = lw_expr(L, n->kids[0]);
+        if (lw_known(e) && ty_is_float(e->ty) && L->C->opts.checks) {
+            e = lw_hoist(L, e);
+            int site = lw_site(L, CK_STEP, n->line, 0, NULL, "cannot convert float NaN to integer");
+            tk_type t = ty_concrete(e->ty); /* a Python float compares as an f64 */
+            tk_ir *x = lw_cast(L, e, t), *same = lw_bin(L, B_EQ, ty_value(TACK_BOOL), x, x, n->line);
+            same->aux_ty = t; /* x == x: false only for a NaN, and a false CK_STEP value fails */
+            lw_check(L, CK_STEP, site, same, NULL, n->line);
+        }
+        return to_scalar_cast(L, e, ty_value((tack_dtype)in->sub), n);
+    }
     case TK_IK_MINMAX: return minmax_call(L, in->sub, n);
     case TK_IK_VECBIN: return vecbin_call(L, in->sub, n);
     case TK_IK_VECMATH: return vecmath_call(L, in->sub, n);

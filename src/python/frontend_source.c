@@ -220,6 +220,23 @@ static void no_source_error(PyObject *fn) {
     }
 }
 
+/* Whether the pending exception is an OSError that carries an errno: the
+ * file could not be read (EMFILE, EACCES, EIO), as opposed to inspect's
+ * "could not get source code", which has none.  The former is the cause the
+ * user must see, so it propagates as it is rather than as "no source". */
+static int pending_os_error_has_errno(void) {
+    if (!PyErr_ExceptionMatches(PyExc_OSError))
+        return 0;
+    PyObject *exc = fe_fetch_exception();
+    PyObject *no = exc ? PyObject_GetAttrString(exc, "errno") : NULL;
+    int has = no && no != Py_None;
+    if (!no)
+        PyErr_Clear();
+    Py_XDECREF(no);
+    fe_restore_exception(exc);
+    return has;
+}
+
 /* Read `fn`'s source through the getsourcelines hook and parse it (an
  * indented function as the body of "if 1:", see the top of the file).  Sets
  * f->lines, f->first_line, f->shift; returns the FunctionDef (new ref) and
@@ -241,7 +258,8 @@ PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original) {
     res = PyObject_CallOneArg(getsourcelines, fn);
     Py_DECREF(getsourcelines);
     if (!res) {
-        if (PyErr_ExceptionMatches(PyExc_OSError) || PyErr_ExceptionMatches(PyExc_TypeError))
+        if ((PyErr_ExceptionMatches(PyExc_OSError) && !pending_os_error_has_errno()) ||
+            PyErr_ExceptionMatches(PyExc_TypeError))
             no_source_error(fn);
         goto done;
     }

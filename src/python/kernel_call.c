@@ -322,6 +322,19 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         t->dtype = TACK_I64;
         t->weak = 1;
         v->scalar.i = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow > 0) {
+            /* 2**63 .. 2**64 - 1: only a uint64 holds it.  Its own signature
+             * (weak, TACK_U64) lets the build check that every use converts
+             * it to u64 (compiler/driver.c), else the launch refuses it. */
+            unsigned long long u = PyLong_AsUnsignedLongLong(obj);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return arg_error(k, i, PyExc_OverflowError, "the int does not fit in 64 bits", obj);
+            }
+            t->dtype = TACK_U64;
+            v->scalar.u = u;
+            return 0;
+        }
         if (overflow)
             return arg_error(k, i, PyExc_OverflowError, "the int does not fit in 64 bits", obj);
         if (v->scalar.i == -1 && PyErr_Occurred())

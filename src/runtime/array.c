@@ -182,6 +182,15 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
                             (unsigned long long)(uintptr_t)data, info->name, info->alignment);
         goto fail;
     }
+    /* An extent that runs past the top of the address space wraps to low
+     * memory: data + nbytes would compare below data, and every bound
+     * computed from it would be wrong. */
+    if (data && nbytes > 0 && nbytes - 1 > UINTPTR_MAX - (uintptr_t)data) {
+        st = tack_set_error(TACK_ERR_VALUE,
+                            "address 0x%llx with %zu bytes runs past the end of the address space",
+                            (unsigned long long)(uintptr_t)data, nbytes);
+        goto fail;
+    }
     if (data && dev->backend->check_ptr && !dev->backend->wrap_handle &&
         (st = dev->backend->check_ptr(dev, data, nbytes)) != TACK_OK)
         goto fail;

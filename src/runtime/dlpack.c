@@ -291,8 +291,18 @@ tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpa
         st = tack_set_error(TACK_ERR_VALUE, "the DLPack tensor has %lld elements and a NULL data pointer",
                             (long long)size);
         goto fail;
-    } else if (size > 0)
+    } else if (size > 0) {
+        /* byte_offset is unsigned: an offset that carries past the top of
+         * the address space would land below t->data (2**64-8 is data - 8). */
+        if (t->byte_offset > UINTPTR_MAX - (uintptr_t)t->data) {
+            st = tack_set_error(TACK_ERR_VALUE,
+                                "the DLPack tensor's byte_offset %llu from address 0x%llx runs past the end of "
+                                "the address space",
+                                (unsigned long long)t->byte_offset, (unsigned long long)(uintptr_t)t->data);
+            goto fail;
+        }
         data = (char *)t->data + t->byte_offset;
+    }
     dst_dev = opt->device ? opt->device : src_dev;
     int writable = !(flags & DLPACK_FLAG_BITMASK_READ_ONLY);
     int need_copy = dst_dev != src_dev;

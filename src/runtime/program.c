@@ -143,6 +143,19 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
      * program's device, and writable where the kernel writes it. */
     for (int i = 0; i < nargs; i++) {
         const tk_pinfo *pi = &p->params[i];
+        if (!pi->is_array && pi->weak && pi->dtype == TACK_U64) {
+            /* a Python int in [2**63, 2**64), carried in scalar.u: fine where
+             * every read converts it to u64 (lo == hi == 0), else refused */
+            if (pi->lo > pi->hi)
+                return tack_set_error(TACK_ERR_OVERFLOW,
+                                      "Python integer %llu is out of bounds for %s (argument '%s' of kernel '%s'): "
+                                      "only a uint64 holds it, so it is accepted only where every use of the "
+                                      "argument converts it to uint64 (NumPy 2 raises OverflowError for it "
+                                      "against a signed type)",
+                                      (unsigned long long)args[i].scalar.u, tack_dtype_get(pi->narrow)->name,
+                                      pi->name, p->kernel_name);
+            continue;
+        }
         if (!pi->is_array) {
             if (pi->narrow != TACK_DTYPE_COUNT && (args[i].scalar.i < pi->lo || args[i].scalar.i > pi->hi))
                 return tack_set_error(TACK_ERR_OVERFLOW,

@@ -18,6 +18,8 @@
 #include "tack_kernel.h"
 
 /* What a check site tests; the generated code reports the site's number. */
+/* CK_STEP: a value that must not be 0, else ValueError with the site's message
+ * (range()'s step; seed_u64's x == x, false for a NaN). */
 typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW, CK_STEP } tk_check;
 
 /* The site number a launch reports when tack_interrupt() stopped it. */

@@ -176,6 +176,15 @@ tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, int ndim, c
         if (__builtin_mul_overflow(c, shape[k], &c))
             c = INT64_MAX;
     }
+    /* The elements reach from data + lo to data + hi: neither end may wrap. */
+    if (data && !empty &&
+        ((lo < 0 && (uintptr_t)-lo > (uintptr_t)data) || (uintptr_t)hi - 1 > UINTPTR_MAX - (uintptr_t)data)) {
+        st = tack_set_error(TACK_ERR_VALUE,
+                            "a strided view at address 0x%llx reaching bytes %lld to %lld from it runs past the "
+                            "end of the address space",
+                            (unsigned long long)(uintptr_t)data, (long long)lo, (long long)hi);
+        goto fail;
+    }
     tack_array *a = NULL;
     if ((st = tack_array_wrap(dev, dt, ndim, shape, data, writable, release, ctx, &a)) != TACK_OK)
         return st; /* the wrap released ctx */

@@ -88,6 +88,20 @@ int main(void) {
     CHECK(tack_array_fill(v, &one) == TACK_ERR_BUFFER);
     tack_array *cl = NULL;
     CHECK(tack_array_clone(t, NULL, &cl) == TACK_ERR_BUFFER && !cl);
+    /* a span that would wrap past either end of the address space is refused */
+    int64_t four[1] = {4}, back[1] = {-1}, skip[1] = {2};
+    tack_array *bad = NULL;
+    CHECK(tack_array_wrap_strided(NULL, TACK_F64, 1, four, back, (void *)(uintptr_t)16, 0, NULL, NULL, &bad) ==
+              TACK_ERR_VALUE && !bad); /* elements at 16, 8, 0, -8 */
+    CHECK(strstr(tack_last_error(), "past the end of the address space") != NULL);
+    CHECK(tack_array_wrap_strided(NULL, TACK_F64, 1, four, skip, (void *)(uintptr_t)(UINTPTR_MAX - 31), 0, NULL,
+                                  NULL, &bad) == TACK_ERR_VALUE && !bad); /* the last one 48 bytes on */
+    CHECK(tack_array_wrap(NULL, TACK_F64, 1, four, (void *)(uintptr_t)(UINTPTR_MAX - 15), 0, NULL, NULL, &bad) ==
+              TACK_ERR_VALUE && !bad);
+    CHECK(strstr(tack_last_error(), "with 32 bytes runs past the end") != NULL);
+    CHECK(tack_array_wrap_strided(NULL, TACK_F64, 1, four, back, (void *)(uintptr_t)24, 0, NULL, NULL, &bad) ==
+              TACK_OK); /* 24 down to 0: in range */
+    tack_array_release(bad);
     tack_array *all2[] = {c0, c1, t, e0, e1, e2, r, v, z, w};
     for (int i = 0; i < 10; i++) tack_array_release(all2[i]);
     return CHECK_SUMMARY();

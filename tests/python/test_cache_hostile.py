@@ -210,10 +210,15 @@ def test_ctrl_c_during_a_compile_is_a_keyboard_interrupt(tmp_path):
     script = tmp_path / "triple.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, TACK_CACHE_DIR=str(cache), TACK_CC=str(slow))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
     import signal
     import time
+
+    # The script and its compiler start with SIGINT's default disposition even
+    # when this test runs with it ignored (a background job of a
+    # non-interactive shell), which they would inherit and never be stopped.
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     deadline = time.time() + 60
     while time.time() < deadline and not list(cache.glob("*.c")):

@@ -176,3 +176,48 @@ def test_a_big_literal_meeting_a_signed_element_is_refused(tmp_path):
     u = np.ones(1, np.uint64)
     mod.k(u)  # u64 holds it, as in NumPy
     assert u[0] == np.uint64(2**63 + 1)
+
+
+@tack.kernel
+def put_arg(out, v):
+    for i in range(out.shape[0]):
+        out[i] = v
+
+
+@tack.kernel
+def put_arg_plus_one(out, v):
+    for i in range(out.shape[0]):
+        out[i] = v + 1
+
+
+@pytest.mark.parametrize("v", [2**63, 2**63 + 12345, 2**64 - 1])
+def test_python_int_argument_above_int64_meets_uint64_like_numpy(v):
+    want = np.zeros(2, np.uint64)
+    want[:] = v  # NumPy 2 stores it
+    out = np.zeros(2, np.uint64)
+    put_arg(out, v)
+    assert out.tolist() == want.tolist() == [v, v]
+    add_arg(out, v)  # u64 + Python int: NumPy's uint64 arithmetic, wrapping
+    assert out.tolist() == (want + np.uint64(v)).tolist()
+    put_arg(out, 7)  # the small-int build is still the plain one
+    assert out.tolist() == [7, 7]
+
+
+def test_python_int_argument_above_int64_is_refused_against_signed_types():
+    with pytest.raises(OverflowError):
+        np.zeros(2, np.int64) + 2**63  # NumPy 2's rule
+    for dt in (np.int64, np.int32, np.int8):
+        a = np.zeros(2, dt)
+        with pytest.raises(OverflowError, match=r"9223372036854775808 is out of bounds for i\d+ \(argument 'v'"):
+            put_arg(a, 2**63)
+        assert a.tolist() == [0, 0]
+    # its own arithmetic is a weak int's (int64): refused, not wrapped
+    out = np.zeros(2, np.uint64)
+    with pytest.raises(OverflowError, match=r"18446744073709551615 is out of bounds for i64 \(argument 'v' of "
+                                            r"kernel 'put_arg_plus_one'\)"):
+        put_arg_plus_one(out, 2**64 - 1)
+    assert out.tolist() == [0, 0]
+    with pytest.raises(OverflowError, match="does not fit in 64 bits"):
+        put_arg(out, 2**64)
+    with pytest.raises(OverflowError, match="-1 is out of bounds for u64"):
+        put_arg(out, -1)

@@ -599,3 +599,45 @@ def test_array_from_ptr_refuses_null_with_elements():
     with pytest.raises(ValueError, match="NULL"):
         tack.array_from_ptr(0, (4,), tack.f32)
     assert tack.array_from_ptr(0, (0,), tack.f32).shape == (0,)  # nothing to hold
+
+
+def test_array_from_ptr_refuses_an_extent_past_the_end_of_memory():
+    # 16 bytes from 2**64 - 8 would wrap to address 8: refused, naming both.
+    with pytest.raises(ValueError, match=r"0xfffffffffffffff8 with 16 bytes runs past the end"):
+        tack.array_from_ptr(2**64 - 8, (4,), tack.f32)
+    # The last bytes of the address space are an extent that does not wrap.
+    assert tack.array_from_ptr(2**64 - 8, (2,), tack.f32).shape == (2,)
+
+
+def _dlpack_with_byte_offset(owner, byte_offset):
+    """A producer whose legacy DLPack capsule is owner's with byte_offset changed."""
+    import ctypes as C
+
+    class DLTensor(C.Structure):
+        _fields_ = [("data", C.c_void_p), ("device_type", C.c_int32), ("device_id", C.c_int32),
+                    ("ndim", C.c_int32), ("code", C.c_uint8), ("bits", C.c_uint8), ("lanes", C.c_uint16),
+                    ("shape", C.POINTER(C.c_int64)), ("strides", C.POINTER(C.c_int64)),
+                    ("byte_offset", C.c_uint64)]
+
+    cap = owner.__dlpack__()  # NumPy's legacy "dltensor" capsule
+    get = C.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = C.c_void_p, [C.py_object, C.c_char_p]
+    DLTensor.from_address(get(cap, b"dltensor")).byte_offset = byte_offset
+
+    class Producer:
+        def __dlpack__(self, **kw):
+            return cap
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    return Producer()
+
+
+def test_dlpack_byte_offset_that_wraps_is_refused():
+    owner = np.zeros(4, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"byte_offset 18446744073709551608 from address 0x[0-9a-f]+ runs past"):
+        tack.from_dlpack(_dlpack_with_byte_offset(owner, 2**64 - 8))
+    # The same path with an honest offset imports (the helper itself works).
+    ok = tack.from_dlpack(_dlpack_with_byte_offset(np.arange(4, dtype=np.float32), 0))
+    assert ok.numpy().tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -11,6 +11,7 @@ ignored.  A handler installed with signal.signal after the import still gets
 the signal, and its exception is the one raised."""
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -221,9 +222,18 @@ def workdir(tmp_path_factory):
     return d
 
 
+def default_sigint():
+    """preexec_fn: the driver starts with SIGINT's default disposition even
+    when this test runs with it ignored (a background job of a
+    non-interactive shell, some CI runners), which the child would inherit:
+    Python would then install no KeyboardInterrupt handler, and Tack would
+    see the signal ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run(workdir, *argv, timeout=120):
     proc = subprocess.run([sys.executable, str(workdir / "driver.py"), *argv], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, preexec_fn=default_sigint)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -504,3 +504,32 @@ def test_the_checks_reject_a_weak_generator():
     x = (w[0] >> np.uint32(8)).astype(np.float64) * 2.0**-24
     with pytest.raises(AssertionError):
         check_counts(np.bincount((x * 100).astype(np.int64), minlength=100), np.full(100, 0.01))
+
+
+@tack.kernel
+def _draw_with_seed(out, seed):
+    for i in range(out.shape[0]):
+        out[i] = tack.random.uniform(seed, i)
+
+
+@tack.kernel(checks=False)
+def _draw_with_seed_unchecked(out, seed):
+    for i in range(out.shape[0]):
+        out[i] = tack.random.uniform(seed, i)
+
+
+def test_a_nan_seed_raises_in_a_kernel_as_on_the_host():
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        tack.random.uniform(float("nan"), 0)
+    out = np.zeros(4)
+    with pytest.raises(ValueError, match=r"cannot convert float NaN to integer \(function _block called from "
+                                         r"kernel _draw_with_seed"):
+        _draw_with_seed(out, float("nan"))
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        _draw_with_seed(out, np.float32("nan"))
+    # a finite float seed is converted as u64() converts it, in and out of a kernel
+    _draw_with_seed(out, 42.0)
+    assert out.tolist() == [float(tack.random.uniform(42, i)) for i in range(4)]
+    # without checks a kernel converts as it converts any float (NaN is 0), as documented
+    _draw_with_seed_unchecked(out, float("nan"))
+    assert out.tolist() == [float(tack.random.uniform(0, i)) for i in range(4)]

@@ -1,6 +1,7 @@
 """tack._source.getsourcelines: the kernel's lines, as inspect.getsourcelines
 gives them, without tokenize's start-up cost (python/tack/_source.py)."""
 import functools
+import os
 import importlib.util
 import inspect
 import subprocess
@@ -15,6 +16,7 @@ from tack import _source
 
 MODULE = '''\
 import functools
+import os
 import tack
 
 
@@ -169,3 +171,60 @@ def test_first_call_in_a_new_process_does_not_tokenize(tmp_path):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "0"
+
+
+def _kernel_file(path, name, factor):
+    path.write_text(textwrap.dedent(f'''
+        import tack
+
+        @tack.kernel
+        def {name}(x):
+            for i in range(x.shape[0]):
+                x[i] = {factor} * x[i]
+    '''))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_NOFILE is POSIX")
+def test_running_out_of_file_descriptors_names_the_real_cause(tmp_path):
+    # A kernel whose file cannot be opened because the process has no file
+    # descriptors left is not a kernel "without source": the OSError (EMFILE)
+    # comes out, naming the function and the file.
+    _kernel_file(tmp_path / "warm.py", "twice", 2)
+    _kernel_file(tmp_path / "cold.py", "thrice", 3)
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent('''
+        import errno, os, resource, sys
+        import numpy as np
+        import tack
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import warm, cold
+        warm.twice(np.ones(3))  # every lazy import of a first compile is done
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        held = []
+        try:
+            while True:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+        except OSError:
+            pass
+        try:
+            cold.thrice(np.ones(3))
+        except OSError as e:
+            print("OSError", e.errno == errno.EMFILE, e)
+        except BaseException as e:
+            print(type(e).__name__, e)
+        else:
+            print("ran")
+    '''))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TACK_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.strip()
+    assert out.startswith("OSError True"), out
+    assert "cannot read the source of thrice()" in out and "cold.py" in out and "not available" not in out
+
+
+def test_a_function_without_a_file_still_says_no_source():
+    ns = {}
+    exec("import tack\n@tack.kernel\ndef k(x):\n    x[0] = 1\n", ns)
+    with pytest.raises(TypeError, match="source code is not available"):
+        ns["k"](np.zeros(1))

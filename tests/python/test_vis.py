@@ -150,3 +150,35 @@ def test_command_line_renders_a_vti(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "tack.vis", str(tmp_path / "nope.vti"), "x.png"],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode != 0 and "does not exist" in missing.stderr
+
+
+def _probe(rgb, fy, fx):
+    h, w, _ = rgb.shape
+    return rgb[int(fy * h), int(fx * w)].astype(int).sum()
+
+
+def test_a_slice_is_drawn_as_imshow_draws_it_row_zero_at_the_top():
+    # Rows 0..31 bright, the rest dark: the bright half must be the top one.
+    top = np.zeros((64, 64), np.float32)
+    top[:32] = 1.0
+    rgb = vis.render_slice(top, None, colormap="gray", range=(0, 1), title="")
+    assert _probe(rgb, 0.3, 0.4) == 3 * 255 and _probe(rgb, 0.75, 0.4) == 0
+    # and column 0 at the left
+    left = np.zeros((64, 64), np.float32)
+    left[:, :32] = 1.0
+    rgb = vis.render_slice(left, None, colormap="gray", range=(0, 1), title="")
+    assert _probe(rgb, 0.5, 0.25) == 3 * 255 and _probe(rgb, 0.5, 0.55) == 0
+    # The same through a vtkImageData: one orientation whatever the input.
+    img = vtkImageData()
+    img.SetDimensions(64, 64, 1)
+    img.GetPointData().SetScalars(numpy_to_vtk(top.reshape(-1), deep=1))
+    rgb = vis.render_slice(img, None, colormap="gray", range=(0, 1), title="")
+    assert _probe(rgb, 0.3, 0.4) == 3 * 255 and _probe(rgb, 0.75, 0.4) == 0
+
+
+@pytest.mark.parametrize("axis", ["x", "y"])
+def test_an_x_or_y_slice_has_z_growing_downwards(axis):
+    vol = np.zeros((64, 64, 64), np.float32)
+    vol[:32] = 1.0  # z < 32 bright
+    rgb = vis.render_slice(vol, None, axis=axis, colormap="gray", range=(0, 1), title="")
+    assert _probe(rgb, 0.3, 0.4) == 3 * 255 and _probe(rgb, 0.75, 0.4) == 0

@@ -574,3 +574,32 @@ def test_unstructured_grid_with_a_polyhedron_round_trip():
     ds, back = _round_trip(g)
     assert ds.faces is not None and ds.faces.count == 4
     assert back.GetCellType(1) == VTK_POLYHEDRON and back.GetCell(1).GetNumberOfFaces() == 4
+
+
+def test_dataset_refuses_a_field_whose_shape_does_not_fit_the_extent():
+    field_2d = tack.array(np.zeros((3, 4), np.float32))
+    with pytest.raises(ValueError, match=r"point_data\['v'\] has shape \(3, 4\).*extent \(0, 4, 0, 2, 0, 0\)"
+                                         r".*needs 15 point values.*\(3, 5\)"):
+        Dataset("image", extent=(0, 4, 0, 2, 0, 0), point_data={"v": field_2d})
+    with pytest.raises(ValueError, match=r"cell_data\['c'\] has shape \(12,\).*needs 6 cell values"):
+        Dataset("image", extent=(0, 3, 0, 2, 0, 0), cell_data={"c": tack.array(np.zeros(12))})
+    with pytest.raises(ValueError, match=r"point_data\['p'\] has shape \(11, 3\)"):
+        Dataset("structured", extent=(0, 3, 0, 2, 0, 0), point_data={"p": tack.array(np.zeros((11, 3)))})
+    ds = Dataset("image", extent=(0, 3, 0, 2, 0, 0), point_data={"v": field_2d})  # fits
+    ds.point_data["w"] = tack.array(np.zeros(5))  # changed later: refused when written out
+    with pytest.raises(ValueError, match=r"point_data\['w'\] has shape \(5,\)"):
+        dataset_to_vtk(ds)
+
+
+def test_a_grid_shaped_field_is_one_value_per_point_in_x_fastest_order():
+    values = np.arange(12, dtype=np.float32).reshape(3, 4)  # (y, x) of a 4 x 3 image
+    ds = Dataset("image", extent=(0, 3, 0, 2, 0, 0), point_data={"v": tack.array(values)},
+                 cell_data={"c": tack.array(np.arange(6.0).reshape(2, 3)), "t": tack.array(np.zeros((6, 2)))})
+    img = dataset_to_vtk(ds)
+    v = img.GetPointData().GetArray("v")
+    assert (v.GetNumberOfTuples(), v.GetNumberOfComponents()) == (12, 1)
+    assert v.GetValue(img.ComputePointId([3, 1, 0])) == values[1, 3]
+    c = img.GetCellData().GetArray("c")
+    assert (c.GetNumberOfTuples(), c.GetNumberOfComponents()) == (6, 1)
+    t = img.GetCellData().GetArray("t")
+    assert (t.GetNumberOfTuples(), t.GetNumberOfComponents()) == (6, 2)  # (n, k): k components

@@ -496,6 +496,9 @@ class Dataset:
     point_attributes: dict = dataclasses.field(default_factory=dict)
     cell_attributes: dict = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self):
+        _check_field_shapes(self)
+
     @property
     def dimensions(self) -> tuple | None:
         """Points along x, y, z for the structured kinds (from ``extent``)."""
@@ -509,6 +512,56 @@ class Dataset:
         if self.kind == "image" or (self.kind == "rectilinear" and self.extent is not None):
             return math.prod(self.dimensions)
         return 0 if self.points is None else self.points.shape[0]
+
+
+def _grid_counts(ds):
+    """(points, cells, grid shape of the points, of the cells) of a dataset
+    with an extent; None without one.  The grid shapes are C order, z
+    slowest and x fastest (VTK's order), with axes of one point dropped."""
+    if ds.kind not in ("image", "rectilinear", "structured") or ds.extent is None or len(ds.extent) != 6:
+        return None
+    dims = ds.dimensions
+    if any(d < 0 for d in dims):
+        return None
+    cdims = tuple(max(d - 1, 1) for d in dims)
+    pgrid = tuple(d for d in reversed(dims) if d != 1)
+    cgrid = tuple(c for c, d in zip(reversed(cdims), reversed(dims)) if d != 1)
+    return math.prod(dims), math.prod(cdims), pgrid, cgrid
+
+
+def _tuples(values, n, grid):
+    """How many VTK tuples `values` gives for a grid of `n` points (or
+    cells) of shape `grid`: None when its shape fits neither (n,), (n, k)
+    nor the grid's own shape."""
+    shape = tuple(values.shape)
+    if shape and shape[0] == n and len(shape) <= 2:
+        return n  # n values, or n tuples of k components (a vecN dtype is one tuple each)
+    if shape == grid or (shape == (n,) and not grid):
+        return n  # one value per point, laid out as the grid (x fastest)
+    return None
+
+
+def _check_field_shapes(ds):
+    """Refuse point or cell data whose shape does not fit the extent: VTK
+    would read a (ny, nx) field of an nx x ny image as ny tuples of nx
+    components, silently.  Accepted: (n,), (n, k) for k components, or the
+    grid's own shape in C order (z, y, x: x fastest), axes of one point
+    dropped."""
+    counts = _grid_counts(ds)
+    if counts is None:
+        return
+    npts, ncells, pgrid, cgrid = counts
+    for what, data, n, grid in (("point_data", ds.point_data, npts, pgrid), ("cell_data", ds.cell_data, ncells, cgrid)):
+        for name, values in (data or {}).items():
+            if isinstance(values, tuple) or not hasattr(values, "shape"):
+                continue  # strings, or something _arrays_to converts and VTK checks
+            if _tuples(values, n, grid) is None:
+                noun = "point" if what == "point_data" else "cell"
+                raise ValueError(
+                    f"{what}[{name!r}] has shape {tuple(values.shape)}, which does not fit the {ds.kind} "
+                    f"dataset's extent {tuple(ds.extent)} (dimensions {ds.dimensions}): it needs {n} {noun} "
+                    f"values, shaped ({n},), ({n}, k) for k components, or as the grid {grid} "
+                    f"(z, y, x order, x fastest)")
 
 
 _KINDS = (  # VTK base class, kind; subclasses come before their bases
@@ -568,7 +621,7 @@ def _arrays_from(data, attrs=None):
     return arrays
 
 
-def _arrays_to(data, arrays, attrs=None):
+def _arrays_to(data, arrays, attrs=None, count=None):
     for name, values in arrays.items():
         if isinstance(values, tuple):
             out = _cc.vtkStringArray()
@@ -579,8 +632,8 @@ def _arrays_to(data, arrays, attrs=None):
         else:
             if not isinstance(values, _core.Array):
                 values = _core_array(np.asarray(values))
-            out = array_to_vtk(values, name=name, n_components=None if values.ndim <= 2 else 1,
-                               copy=True)
+            grid_shaped = values.ndim > 2 or (count is not None and values.ndim == 2 and values.shape[0] != count)
+            out = array_to_vtk(values, name=name, n_components=1 if grid_shaped else None, copy=True)
         data.AddArray(out)
     for role, name in (attrs or {}).items():
         setter = "SetActive" + {"tcoords": "TCoords"}.get(role, role.capitalize())
@@ -693,8 +746,10 @@ def dataset_to_vtk(ds: Dataset):
             cells = getattr(ds, part)
             if cells is not None:
                 getattr(out, "Set" + part.capitalize())(_cells_to(cells))
-    _arrays_to(out.GetPointData(), ds.point_data, ds.point_attributes)
-    _arrays_to(out.GetCellData(), ds.cell_data, ds.cell_attributes)
+    _check_field_shapes(ds)  # again: the fields may have changed since the Dataset was made
+    counts = _grid_counts(ds)
+    _arrays_to(out.GetPointData(), ds.point_data, ds.point_attributes, counts and counts[0])
+    _arrays_to(out.GetCellData(), ds.cell_data, ds.cell_attributes, counts and counts[1])
     _arrays_to(out.GetFieldData(), ds.field_data)
     return out
 

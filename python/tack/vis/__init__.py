@@ -236,17 +236,20 @@ def _slice_view(ren, img, lut, axis, index, viewport_px, room=0.8, scale=None):
     prop.UseLookupTableScalarRangeOn()
     prop.SetInterpolationTypeToNearest()
     ren.AddViewProp(actor)
-    # Look along +y for a y slice and along -x, -z otherwise, so that each
-    # picture shows its axes the usual way round (x right, y or z up).
+    # Row 0 at the top, as an image file and matplotlib's imshow show an
+    # array: the slice's first axis in C order (y for a z slice, z for an x
+    # or y slice) points down the picture, its second (x, or y for an x
+    # slice) to the right.  The camera looks along +z for a z slice (from
+    # -z, view up -y), along -y for a y slice and along +x for an x slice.
     b = mapper.GetBounds()
     centre = [(b[2 * i] + b[2 * i + 1]) / 2 for i in range(3)]
     spacing = img.GetSpacing()
     size = [b[2 * i + 1] - b[2 * i] + spacing[i] for i in range(3)]  # pixels reach half a step out
     right_axis, up_axis = {0: (1, 2), 1: (0, 2), 2: (0, 1)}[axis]
     toward = [0.0, 0.0, 0.0]
-    toward[axis] = -1.0 if axis == 1 else 1.0
+    toward[axis] = 1.0 if axis == 1 else -1.0
     up = [0.0, 0.0, 0.0]
-    up[up_axis] = 1.0
+    up[up_axis] = -1.0  # the first index grows downwards
     right = [0.0, 0.0, 0.0]
     right[right_axis] = 1.0
     w_px, h_px = viewport_px
@@ -314,7 +317,9 @@ def render_slice(data, path=None, *, field=None, axis="z", index=None, colormap=
 
     ``axis`` ("x", "y" or "z") is the axis the slice is across and ``index``
     the plane along it (default: the middle one).  A 2-D array is its own
-    slice.  ``range`` (lo, hi) fixes the colour range; by default it spans
+    slice.  It is drawn as imshow draws an array: row 0 at the top (y grows
+    downwards in a z slice, z in an x or y slice), x (y in an x slice) to
+    the right.  ``range`` (lo, hi) fixes the colour range; by default it spans
     the slice's values.  Writes a PNG to ``path`` and returns the path, or
     returns the picture as an (h, w, 3) uint8 array when ``path`` is None.
     """
