@@ -308,8 +308,8 @@ def reassigns_the_variable(a, out):
     n, m = a.shape
     for i, j in tack.ndrange((1, n - 1), (1, m - 1)):
         out[i, j] = a[i, j]
-        i = i + 5
-        out[i, j] = 1.0
+        k = i + 5                     # (assigning i itself is a CompileError: test_loop_variable.py)
+        out[k, j] = 1.0
 
 
 def test_bounds_checks_stay_where_an_index_can_leave_the_array():

@@ -49,7 +49,7 @@ def saxpy(a, x, y):
 @tack.kernel
 def doubled_scale(a, x, y):
     for i in range(x.shape[0]):
-        y[i] = x[i] * (a * 2.0)  # a * 2.0: two Python floats, computed in f64
+        y[i] = x[i] * (a * 2.0)  # a * 2.0: two Python floats meeting f32, computed in f32
 
 
 @tack.kernel
@@ -108,8 +108,9 @@ def test_a_python_float_that_meets_only_f32_needs_no_fp64():
     src = saxpy.generated_source(2.5, f32, f32, target="opencl")
     assert "fp64=0 */" in src and "as_double" not in src
     assert "fp64=0 */" in saxpy.generated_source(np.float32(2.5), f32, f32, target="opencl")
-    # a Python float used in f64 arithmetic, or printed, keeps its double
-    assert "fp64=1 */" in doubled_scale.generated_source(2.5, f32, f32, target="opencl")
+    # arithmetic of Python floats meeting f32 is f32 too (the one type rule); printed, a Python
+    # float keeps its double
+    assert "fp64=0 */" in doubled_scale.generated_source(2.5, f32, f32, target="opencl")
     assert "fp64=1 */" in shows_scale.generated_source(2.5, f32, target="opencl")
     for a in (0.1, 1e-40, 3.5e38, 1e300, -0.0, float("nan")):
         cpu = y0.copy()
