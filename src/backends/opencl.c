@@ -300,6 +300,7 @@ static tack_status ocl_init_device(tack_device *d) {
     CL(c->queue ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateCommandQueue");
     if ((st = ocl_svm_choose(c, dver)) != TACK_OK) goto done;
     d->host_memory = c->svm; /* fine-grained SVM is host memory: DLPack says kDLCPU */
+    d->opaque_data = !c->svm; /* a cl_mem handle is no address: overlap tests compare storages */
     gpu_records_init(&c->rec, "the OpenCL device");
     d->state = c;
     c = NULL;

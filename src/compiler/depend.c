@@ -439,9 +439,9 @@ static void delinearize(dx *X, dacc *a, int i) {
     }
 }
 
-static void record(dx *X, int kind, int p, const tk_ir *const *idx, int n, int line, int valinv) {
+static dacc *record(dx *X, int kind, int p, const tk_ir *const *idx, int n, int line, int valinv) {
     dpass *P = X->P;
-    if (root_array(X, p) < 0) return; /* a caller's local array (IR_LARRAY): the iteration's own */
+    if (root_array(X, p) < 0) return NULL; /* a caller's local array (IR_LARRAY): the iteration's own */
     if (P->nacc == P->capacc) {
         int cap = P->capacc ? 2 * P->capacc : 16;
         dacc *g = tk_alloc(&P->C->arena, sizeof(dacc) * (size_t)cap);
@@ -469,6 +469,7 @@ static void record(dx *X, int kind, int p, const tk_ir *const *idx, int n, int l
     a->pinned = X->pinned;
     a->valinv = valinv;
     a->text = access_text(X, p, idx, n);
+    return a;
 }
 
 static void walk_call(dx *X, const tk_ir *e);
@@ -483,7 +484,10 @@ static void scan(dx *X, const tk_ir *e) {
             record(X, (X->P->written >> (p & 63) & 1) ? ACC_LOAD : ACC_READ, e->param, (const tk_ir *const *)e->k,
                    e->n, e->line, 0);
     }
-    else if (e->op == IR_ATOMIC) record(X, ACC_ATOMIC, e->param, (const tk_ir *const *)e->k + 1, e->n - 1, e->line, 0);
+    else if (e->op == IR_ATOMIC) {
+        dacc *a = record(X, ACC_ATOMIC, e->param, (const tk_ir *const *)e->k + 1, e->n - 1, e->line, 0);
+        if (a) a->atom = e->sub;
+    }
     else if (e->op == IR_CALL) walk_call(X, e);
 }
 

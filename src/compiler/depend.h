@@ -37,6 +37,7 @@ typedef struct dacc {
     signed char dl[NV], da[NV], db[NV]; /* a flattened dimension (record): 1 a block of var da,
                                          * 2 var da times the extent of var db, plus db */
     int valinv;          /* a store of a value that is the same in every iteration */
+    int atom;            /* ACC_ATOMIC: its tk_atom (add, sub, min, max) */
     const char *text;    /* "a[i - 1]" */
 } dacc;
 

@@ -323,7 +323,9 @@ void dp_judge(dpass *P) {
  *
  *   alias_part  the two share bytes without being one array: any access to
  *               one may meet another iteration's write to the other (a
- *               shifted view turns a[i] into a[i + 1]) -- always a hazard;
+ *               shifted view turns a[i] into a[i + 1]) -- a hazard unless
+ *               every access to both is an atomic update that commutes with
+ *               the others (all adds, or all mins, or all maxes);
  *   alias_same  the two are one array: safe only when every access to one
  *               meets the other's writes at the writing iteration's own
  *               element -- the judge's tests for one array (the same index
@@ -337,8 +339,13 @@ void dp_judge(dpass *P) {
  * element: the same index as a write distinct iterations give distinct
  * elements, or no solution for two iterations meeting (the judge's own
  * tests for one array, applied across the two). */
+static int commute(const dacc *w, const dacc *r) {
+    int wa = w->atom == A_ADD || w->atom == A_SUB, ra = r->atom == A_ADD || r->atom == A_SUB;
+    return w->kind == ACC_ATOMIC && r->kind == ACC_ATOMIC && (wa ? ra : !ra && w->atom == r->atom);
+}
+
 static int only_own(const dpass *P, const dacc *w, const dacc *r) {
-    if (w->kind == ACC_ATOMIC && r->kind == ACC_ATOMIC) return 1; /* adds commute */
+    if (commute(w, r)) return 1; /* adds (or all mins, all maxes) in any order */
     if (same_index(w, r) && injective(P, w, w->kind == ACC_STORE ? w->pinned : 0)) return 1;
     int64_t dist[NV];
     return !w->pinned && !r->pinned && !P->stride && distance(P, w, r, dist) < 0;
@@ -353,6 +360,19 @@ static int own_element_only(const dpass *P, int a, int b) {
             const dacc *r = &P->acc[j];
             if (r->param == other && !only_own(P, w, r)) return 0;
         }
+    }
+    return 1;
+}
+
+/* Whether every access to a or b is an atomic update that commutes with the others. */
+static int commuting_only(const dpass *P, int a, int b) {
+    const dacc *first = NULL;
+    for (int i = 0; i < P->nacc; i++) {
+        const dacc *x = &P->acc[i];
+        if (x->param != a && x->param != b) continue;
+        if (x->kind != ACC_ATOMIC) return 0;
+        if (!first) first = x;
+        else if (!commute(first, x)) return 0;
     }
     return 1;
 }
@@ -376,8 +396,10 @@ void dp_alias(dpass *P) {
                 memset(C->alias_same, 0, sizeof(uint64_t) * (size_t)np);
                 memset(C->alias_part, 0, sizeof(uint64_t) * (size_t)np);
             }
-            C->alias_part[a] |= (uint64_t)1 << b;
-            C->alias_part[b] |= (uint64_t)1 << a;
+            if (!commuting_only(P, a, b)) {
+                C->alias_part[a] |= (uint64_t)1 << b;
+                C->alias_part[b] |= (uint64_t)1 << a;
+            }
             if (!own_element_only(P, a, b)) {
                 C->alias_same[a] |= (uint64_t)1 << b;
                 C->alias_same[b] |= (uint64_t)1 << a;

@@ -310,6 +310,7 @@ int64_t tack_array_size(const tack_array *a) { return a->size; }
 size_t tack_array_nbytes(const tack_array *a) { return a->nbytes; }
 int tack_arrays_overlap(const tack_array *a, const tack_array *b) {
     if (!a || !b || !a->nbytes || !b->nbytes || a->storage->device != b->storage->device) return 0;
+    if (a->storage != b->storage && a->storage->device->opaque_data) return 0; /* two cl_mem buffers */
     if (a->strided || b->strided) return rt_strided_overlap(a, b);
     uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
     return a0 < b0 + b->nbytes && b0 < a0 + a->nbytes;

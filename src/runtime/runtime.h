@@ -65,6 +65,8 @@ struct tack_device {
     char name[32];
     int threads;   /* CPU: pool size */
     int host_memory; /* set by init_device: its arrays are host-accessible memory (DLPack: kDLCPU) */
+    int opaque_data; /* set by init_device: an array's data pointer is a handle (OpenCL cl_mem buffers),
+                        so arrays of two storages never share memory whatever the numbers say */
     void *state;   /* backend-owned */
 };
 
