@@ -444,6 +444,7 @@ void tk_strength(tk_cc *C);
 void tk_privatize(tk_cc *C);
 void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f32 is an f32 */
 void tk_weak_locals(tk_cc *C);   /* a local of Python floats that only meets f32 is f32 (weak_locals.c) */
+void tk_check_frames(tk_cc *C, tk_spec *K); /* the local arrays of one iteration fit a stack (frames.c) */
 /* A float scalar parameter that a grid dialect receives as f32 bits (an f16 or f32
  * argument, or a weak float narrowed by weak_float.c); others as a double's. */
 int tk_param_f32(const tk_cc *C, int p);

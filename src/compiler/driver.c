@@ -273,6 +273,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     double t0 = cpu_us();
     if (!env_is("TACK_RACE_CHECK", "0")) tk_depend(C, K); /* races in parallel loops; the switch is for measuring */
     double t1 = cpu_us();
+    tk_check_frames(C, K);                                 /* local arrays of one iteration fit a stack */
     tk_weak_locals(C);                                     /* Python-float locals that only meet f32 */
     tk_verify(C, "weak locals");
     if (env_is("TACK_OPT", "0")) C->opts.optimize = o.optimize = 0; /* a debugging switch; tests compare both */
