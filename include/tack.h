@@ -53,7 +53,9 @@ typedef enum tack_status {
     TACK_ERR_COMPILE,     /* kernel compile error                      -> tack.CompileError */
     TACK_ERR_RUNTIME,     /* anything else                             -> RuntimeError */
     TACK_ERR_INTERRUPTED, /* stopped by a signal (Ctrl-C)              -> KeyboardInterrupt */
-    TACK_ERR_OVERFLOW     /* a value that does not fit its type        -> OverflowError */
+    TACK_ERR_OVERFLOW,    /* a value that does not fit its type        -> OverflowError */
+    TACK_ERR_RACE         /* two iterations of a parallel loop met at one element, one of
+                             them writing it (check_races)           -> tack.RaceError */
 } tack_status;
 
 /* The message of the last failure on this thread ("" if none). */

@@ -160,6 +160,9 @@ typedef struct tack_compile_options {
     int flush_denormals;   /* subnormal floats flush to zero while the kernel runs (default 0):
                               CPU threads set FTZ/DAZ (x86-64) or FPCR.FZ (aarch64) around it;
                               GPU builds get their compiler's flush option */
+    int check_races;       /* instrument the parallel loops the race check could not prove
+                              race-free with the run-time race detector (default 0; the "c"
+                              dialect only: a GPU target is a compile error) */
 } tack_compile_options;
 
 TACK_API void tack_compile_options_init(tack_compile_options *o);

@@ -26,12 +26,15 @@ __all__ = [
     "kernel",
     "set_default_float",
     "get_default_float",
+    "set_check_races",
+    "get_check_races",
     "func",
     "compile_kernels",
     "Kernel",
     "PythonKernel",
     "CompileError",
     "RaceWarning",
+    "RaceError",
     "ndrange",
     "independent",
     # math
@@ -80,7 +83,22 @@ class RaceWarning(UserWarning):
 
 
 RaceWarning.__module__ = "tack"
-_core._set_hooks(compile_error=CompileError, race_warning=RaceWarning)
+
+
+class RaceError(RuntimeError):
+    """Two iterations of a parallel loop touched one array element, one of
+    them writing it, in a kernel run under the race detector
+    (``check_races=True``; docs/language.md, "Races").
+
+    The message names the kernel, the array and the element, both
+    iterations (the loop variables' values) and the file and line of each
+    access.  The arrays the kernel writes hold what the iterations that ran
+    wrote.
+    """
+
+
+RaceError.__module__ = "tack"
+_core._set_hooks(compile_error=CompileError, race_warning=RaceWarning, race_error=RaceError)
 
 
 def compile_kernels(calls, *, threads=None):
@@ -201,8 +219,56 @@ def get_default_float():
     return _default_float
 
 
+def _env_check_races():
+    import os
+
+    v = os.environ.get("TACK_CHECK_RACES", "").strip()
+    if v in ("", "0"):
+        return False
+    if v == "1":
+        return True
+    raise ValueError(f"TACK_CHECK_RACES must be 0 or 1, not {v!r:.60}")
+
+
+_check_races = _env_check_races()  # read once, when tack is imported
+
+
+def set_check_races(on):
+    """Run the kernels defined from now on under the race detector (``True``)
+    or not (``False``, Tack's default).  A kernel given ``check_races=``
+    keeps its own; kernels already defined keep theirs.  The environment
+    variable ``TACK_CHECK_RACES=1`` sets it when Tack is imported.
+
+    Under the detector, the parallel loops whose races the compiler cannot
+    decide (those it warns of with ``tack.RaceWarning``, and those
+    ``tack.independent`` vouches for) record every access to the arrays they
+    write, on the CPU, and the first two iterations that touch one element,
+    one of them writing it, raise ``tack.RaceError`` (docs/language.md,
+    "Races").
+
+    >>> import tack
+    >>> tack.set_check_races(True)
+    >>> @tack.kernel
+    ... def scatter(out, idx, x):
+    ...     for i in range(x.shape[0]):
+    ...         out[idx[i]] = x[i]
+    >>> scatter.check_races
+    True
+    >>> tack.set_check_races(False)
+    """
+    global _check_races
+    if not isinstance(on, _builtins.bool):
+        raise TypeError(f"tack.set_check_races: expected True or False, not {on!r:.60}")
+    _check_races = on
+
+
+def get_check_races():
+    """Whether kernels defined now run under the race detector (``False`` unless set)."""
+    return _check_races
+
+
 def kernel(fn=None, *, checks=True, fast_math=False, flush_denormals=False, jit=None,
-           default_float=None):
+           default_float=None, check_races=None):
     """Compile a Python function as a data-parallel kernel.
 
     Use bare (``@tack.kernel``) or with options
@@ -218,6 +284,13 @@ def kernel(fn=None, *, checks=True, fast_math=False, flush_denormals=False, jit=
     runs (FTZ/DAZ on the threads that run it, put back after; the GPU
     compilers' flush option), for speed where values decay towards zero.
 
+    ``check_races=True`` (by default the process's, see
+    ``tack.set_check_races``) runs the parallel loops whose races the
+    compiler cannot decide under a run-time race detector on the CPU: the
+    first two iterations that touch one element, one of them writing it,
+    raise ``tack.RaceError`` naming both and their lines (docs/language.md,
+    "Races"); a GPU device refuses it with a CompileError.
+
     ``jit=False`` runs the function as plain Python instead (a
     ``tack.PythonKernel``: serially, on NumPy views of the arrays, so ``print``
     and ``pdb`` work); ``jit=None``, the default, compiles unless the
@@ -227,15 +300,18 @@ def kernel(fn=None, *, checks=True, fast_math=False, flush_denormals=False, jit=
     if jit is not None and not isinstance(jit, _builtins.bool):
         raise TypeError(f"tack.kernel: jit must be True, False or None, not {jit!r:.60}")
     dfloat = _default_float if default_float is None else _float_choice(default_float, "default_float")
+    if check_races is not None and not isinstance(check_races, _builtins.bool):
+        raise TypeError(f"tack.kernel: check_races must be True, False or None, not {check_races!r:.60}")
+    races = _check_races if check_races is None else check_races
 
     def wrap(f):
         if not (jit if jit is not None else not DISABLE_JIT):
             if not callable(f):
                 raise TypeError(f"tack.kernel expects a function, not {type(f).__name__}")
             return PythonKernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals,
-                                default_float=dfloat)
+                                default_float=dfloat, check_races=races)
         return _core.Kernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals,
-                            default_float=dfloat)
+                            default_float=dfloat, check_races=races)
 
     if fn is None:
         return wrap
@@ -342,7 +418,9 @@ class PythonKernel:
     computes in f32, ``bool + bool`` is 2, ``int(nan)`` is 0 and an int8
     store wraps, and it raises what a compiled kernel raises (IndexError,
     ZeroDivisionError, AssertionError while ``checks=True``).  Arrays on a
-    GPU are refused (no hidden copies).  ``flush_denormals=True`` is
+    GPU are refused (no hidden copies), and so is ``check_races=True`` (a
+    tack.CompileError: the race detector needs iterations that run at
+    once).  ``flush_denormals=True`` is
     accepted and not applied: NumPy has no flush-to-zero, so subnormal
     results stay subnormal (values differ from the compiled kernel's there).
     """
@@ -350,13 +428,15 @@ class PythonKernel:
     jit = False
     is_func = False
 
-    def __init__(self, fn, *, checks=True, fast_math=False, flush_denormals=False, default_float=None):
+    def __init__(self, fn, *, checks=True, fast_math=False, flush_denormals=False, default_float=None,
+                 check_races=False):
         import functools
         import inspect
 
         functools.update_wrapper(self, fn)
         self.py_func = fn
         self.checks = _builtins.bool(checks)
+        self.check_races = _builtins.bool(check_races)
         self.fast_math = _builtins.bool(fast_math)
         self.flush_denormals = _builtins.bool(flush_denormals)
         self.default_float = _default_float if default_float is None else _float_choice(default_float,
@@ -387,9 +467,17 @@ class PythonKernel:
                     key.append((a, b))
         return tuple(key)
 
+    def _refuse_race_check(self):
+        # the race detector watches iterations that run at once; here they run one after another
+        if self.check_races:
+            raise CompileError(f"check_races runs on the CPU in compiled kernels: {self.__qualname__} runs as Python "
+                               f"(jit=False or TACK_DISABLE_JIT), one iteration after another, where no race can "
+                               f"show; compile it (jit=True) to check it for races, or set check_races=False")
+
     def __call__(self, *args, **kwargs):
         from . import _array, _debug
 
+        self._refuse_race_check()
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         name = self.__qualname__
@@ -423,6 +511,7 @@ class PythonKernel:
         compiler's checks run for these arguments, as they would on a call."""
         from . import _debug
 
+        self._refuse_race_check()
         _debug.check(self._checker, args, kwargs)
 
     @property

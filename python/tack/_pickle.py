@@ -68,16 +68,17 @@ def _reduce_kernel(k):
 
     lines, first = getsourcelines(fn)  # the source's errors (none available, edited) are raised here
     source = ("".join(lines), first, fn.__code__.co_filename)
-    return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func, k.flush_denormals, k.default_float.name))
+    return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func, k.flush_denormals, k.default_float.name,
+                      k.check_races))
 
 
-def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, default_float=None):
+def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, default_float=None, check_races=False):
     text, first, filename = source
     if fn.__code__.co_filename != filename:  # cloudpickle renames it: error messages name the real file
         fn.__code__ = fn.__code__.replace(co_filename=filename)
     fn.__tack_source__ = (text.splitlines(True), first)
     return _core.Kernel(fn, checks=checks, fast_math=fast_math, is_func=is_func, flush_denormals=flush_denormals,
-                        default_float=getattr(_core, default_float or "f32"))
+                        default_float=getattr(_core, default_float or "f32"), check_races=check_races)
 
 
 _core._set_hooks(reduce=reduce)

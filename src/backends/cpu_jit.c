@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "backends/cpu_jit.h"
+#include "runtime/races.h"
 #include "backends/kcache.h"
 #include "runtime/program.h"
 #include "runtime/pool.h"
@@ -853,8 +854,9 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
     int rows = 1;
     for (int i = 0; i < nargs; i++)
         if (p->params[i].strided) rows = 2;
-    if (nargs * rows > 16) {
-        v = tack_calloc((size_t)(nargs * rows), sizeof *v);
+    int extra = p->nrloops ? 1 : 0; /* check_races: the detector's session in the slot after them (races.c) */
+    if (nargs * rows + extra > 16) {
+        v = tack_calloc((size_t)(nargs * rows + extra), sizeof *v);
         if (!v) return tack_set_error(TACK_ERR_NOMEM, "out of memory launching kernel '%s'", p->kernel_name);
     }
     tack_status st = TACK_OK;
@@ -884,6 +886,12 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
             c *= shape[k];
         }
     }
+    rt_race *race = extra ? rt_race_new(p, args, nargs) : NULL;
+    if (extra && !race) {
+        if (v != stackv) tack_free(v);
+        return TACK_ERR_NOMEM;
+    }
+    if (race) v[nargs * rows].data = rt_race_head(race);
     launch_ctx l;
     memset(&l, 0, sizeof l);
     l.site = -1;
@@ -896,7 +904,9 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
     l.flush = p->flush_denormals || rt_flush_active(); /* the pool runs in this thread's mode */
     ((tk_entry_fn)p->entry)(nargs ? v : NULL, &cpu_abi, &l.head); /* a kernel of no arguments reads none */
     if (p->flush_denormals) rt_flush_leave(fp);
-    if (__atomic_load_n(&l.head.failed, __ATOMIC_ACQUIRE)) st = tk_site_error(p, l.site, l.a, l.b);
+    if (__atomic_load_n(&l.head.failed, __ATOMIC_ACQUIRE))
+        st = l.site == TK_SITE_RACE ? rt_race_error(p, race) : tk_site_error(p, l.site, l.a, l.b);
+    rt_race_free(race);
     if (v != stackv) tack_free(v);
     return st;
 }

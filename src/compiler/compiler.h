@@ -372,6 +372,23 @@ typedef struct tk_warning {
 } tk_warning;
 
 /* The compile context, one per tack_compile. */
+/* check_races (race_watch.c): a parallel loop the run-time race detector
+ * watches, and an access of it that records itself. */
+typedef struct tk_rcloop {
+    const tk_ir *pf;
+    int func;
+    const char *vars[TACK_MAX_NDIM];   /* the names of its variables */
+    const tk_ir *lo[TACK_MAX_NDIM];    /* variable d is lo[d] + index * step[d] (NULL: 0 and 1) */
+    const tk_ir *step[TACK_MAX_NDIM];
+    signed char *width;                /* per parameter: shadow words per element (0, 3 or 5) */
+} tk_rcloop;
+
+typedef struct tk_rcsite {
+    const tk_ir *node;                 /* the IR_LOAD, IR_STORE or IR_ATOMIC */
+    int loop, param, kind, func, line; /* kind: 0 read, 1 write, 2 atomic update */
+    const char *text;
+} tk_rcsite;
+
 typedef struct tk_cc {
     tk_arena arena;
     jmp_buf jmp;
@@ -398,6 +415,11 @@ typedef struct tk_cc {
                             * read and write (to show that verify.c catches the race) */
     tk_warning *warns;        /* what the compile warns of (tk_warn) */
     int nwarns, capwarns;
+    int nwarn_calls;          /* tk_warn calls, repeats included (depend.c: did this loop warn?) */
+    tk_rcloop *rcloops;       /* check_races: the loops instrumented (race_watch.c) */
+    int nrcloops, caprcloops;
+    tk_rcsite *rcsites;
+    int nrcsites, caprcsites;
 } tk_cc;
 
 /* Raise a compile error at line/col (longjmp to the driver). */
@@ -449,6 +471,10 @@ void tk_check_frames(tk_cc *C, tk_spec *K); /* the local arrays of one iteration
  * argument, or a weak float narrowed by weak_float.c); others as a double's. */
 int tk_param_f32(const tk_cc *C, int p);
 void tk_depend(tk_cc *C, tk_spec *K);      /* the race check (depend.c) */
+/* race_watch.c: the run-time race detector's prelude (C dialect, check_races), and
+ * its tables copied into the program (non-zero when out of memory). */
+void tk_race_prelude(tk_cc *C, tk_buf *b);
+int tk_race_tables(tk_cc *C, tack_program *p);
 /* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
 void tk_hoist_invariant_checks(tk_cc *C, int kind);
 int ir_invariant(const tk_ir *e, const tk_ir *loop);

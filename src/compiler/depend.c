@@ -57,6 +57,9 @@
  *
  * `for i in tack.independent(range(n))` (or around tack.ndrange) turns the
  * check off for one loop: the user says the iterations do not conflict.
+ * With check_races, the loops the check warns of -- and the independent
+ * ones, which it does not judge -- go to race_watch.c, which instruments
+ * them with the run-time race detector.
  * Messages name the array, the index as the kernel wrote it (rendered
  * from the IR), the lines, and what to write instead; warnings go to the
  * program (tk_warn, driver.c) and reach Python as tack.RaceWarning.
@@ -439,7 +442,8 @@ static void delinearize(dx *X, dacc *a, int i) {
     }
 }
 
-static dacc *record(dx *X, int kind, int p, const tk_ir *const *idx, int n, int line, int valinv) {
+static dacc *record(dx *X, const tk_ir *node, int kind, int p, const tk_ir *const *idx, int n, int line,
+                    int valinv) {
     dpass *P = X->P;
     if (root_array(X, p) < 0) return NULL; /* a caller's local array (IR_LARRAY): the iteration's own */
     if (P->nacc == P->capacc) {
@@ -469,6 +473,7 @@ static dacc *record(dx *X, int kind, int p, const tk_ir *const *idx, int n, int 
     a->pinned = X->pinned;
     a->valinv = valinv;
     a->text = access_text(X, p, idx, n);
+    a->node = X->up ? NULL : node;
     return a;
 }
 
@@ -481,11 +486,11 @@ static void scan(dx *X, const tk_ir *e) {
                              * is the same memory as one it writes (dp_alias) */
         int p = root_array(X, e->param);
         if (p >= 0)
-            record(X, (X->P->written >> (p & 63) & 1) ? ACC_LOAD : ACC_READ, e->param, (const tk_ir *const *)e->k,
-                   e->n, e->line, 0);
+            record(X, e, (X->P->written >> (p & 63) & 1) ? ACC_LOAD : ACC_READ, e->param,
+                   (const tk_ir *const *)e->k, e->n, e->line, 0);
     }
     else if (e->op == IR_ATOMIC) {
-        dacc *a = record(X, ACC_ATOMIC, e->param, (const tk_ir *const *)e->k + 1, e->n - 1, e->line, 0);
+        dacc *a = record(X, e, ACC_ATOMIC, e->param, (const tk_ir *const *)e->k + 1, e->n - 1, e->line, 0);
         if (a) a->atom = e->sub;
     }
     else if (e->op == IR_CALL) walk_call(X, e);
@@ -609,7 +614,7 @@ static void stmt(dx *X, const tk_ir *s) {
         return;
     case IR_STORE:
         for (int i = 0; i < s->n; i++) scan(X, s->k[i]);
-        record(X, ACC_STORE, s->param, (const tk_ir *const *)s->k + 1, s->n - 1, s->line, !edep(X, s->k[0]));
+        record(X, s, ACC_STORE, s->param, (const tk_ir *const *)s->k + 1, s->n - 1, s->line, !edep(X, s->k[0]));
         return;
     case IR_IF: {
         scan(X, s->k[0]);
@@ -763,14 +768,22 @@ static void check_pfor(tk_cc *C, tk_spec *K, const tk_ir *pf) {
     memset(&X, 0, sizeof X);
     dx_init(&X, &P, K, body, 0);
     stmt(&X, body);
+    if (pf->sub) { /* tack.independent: not judged; with check_races, checked as it runs */
+        dp_watch(&P);
+        return;
+    }
+    int warned = C->nwarn_calls;
     dp_judge(&P);
     dp_alias(&P);
+    if (C->opts.check_races && C->nwarn_calls != warned) dp_watch(&P); /* undecided: checked as it runs */
 }
 
+/* Each top-level parallel loop on its own; with check_races, the loops
+ * tack.independent vouches for too (for the run-time detector only). */
 void tk_depend(tk_cc *C, tk_spec *K) {
     if (!K || !K->body) return;
     for (int i = 0; i < K->body->n; i++) {
         const tk_ir *s = K->body->k[i];
-        if (s->op == IR_PFOR && !s->sub) check_pfor(C, K, s);
+        if (s->op == IR_PFOR && (!s->sub || C->opts.check_races)) check_pfor(C, K, s);
     }
 }

@@ -39,6 +39,7 @@ typedef struct dacc {
     int valinv;          /* a store of a value that is the same in every iteration */
     int atom;            /* ACC_ATOMIC: its tk_atom (add, sub, min, max) */
     const char *text;    /* "a[i - 1]" */
+    const tk_ir *node;   /* the access, when written in the loop's own body (not a callee's) */
 } dacc;
 
 typedef struct dpass dpass;
@@ -66,5 +67,7 @@ int dp_has_var(const dform *f, int nv);                   /* a loop variable has
 /* depend_judge.c */
 void dp_judge(dpass *P);                                  /* errors and warnings for one loop */
 void dp_alias(dpass *P);                                  /* which arguments may not share memory */
+/* race_watch.c */
+void dp_watch(dpass *P);                                  /* check_races: instrument this loop */
 
 #endif /* TACK_DEPEND_H */

@@ -273,6 +273,7 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
     if (C->uses_complex) tk_complex_prelude(C, b, "static inline", "", 1);
+    tk_race_prelude(C, b); /* check_races only */
 }
 
 const tk_dialect tk_dialect_c = {

@@ -68,6 +68,7 @@ void tk_warn(tk_cc *C, int func, int line, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     const char *file = (func >= 0 && func < C->m->nfuncs) ? C->m->funcs[func].filename : NULL;
+    C->nwarn_calls++;
     for (int i = 0; i < C->nwarns; i++)
         if (C->warns[i].line == line && !strcmp(C->warns[i].message, msg)) return;
     if (C->nwarns == C->capwarns) {
@@ -90,6 +91,7 @@ TACK_API void tack_compile_options_init(tack_compile_options *o) {
     o->target = "c";
     o->default_float = TACK_F32;
     o->flush_denormals = 0;
+    o->check_races = 0;
 }
 
 /* ------------------------------------------------------------- program */
@@ -139,6 +141,7 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
     p->dialect = tk_program_strdup(C->dialect->name, &fail);
     p->fast_math = C->opts.fast_math;
     p->flush_denormals = C->opts.flush_denormals;
+    if (C->nrcloops && tk_race_tables(C, p)) fail = 1;
     p->params = tack_calloc((size_t)K->nparams + 1, sizeof(tk_pinfo));
     if (!p->params) fail = 1;
     else {
@@ -270,9 +273,15 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     double tstart = cpu_us();
     tk_spec *K = tk_lower_kernel(C, kernel, args, nargs); /* types + AST -> typed IR */
     tk_verify(C, "lowering");
+    if (o.check_races && strcmp(dialect->name, "c") != 0)
+        tk_error(C, kernel, m->funcs[kernel].first_line, 0,
+                 "check_races runs on the CPU: kernel '%s' cannot be checked for races on %s; run it on CPU arrays "
+                 "(array.to('cpu')) to check it, and without check_races on the GPU",
+                 m->funcs[kernel].name, dialect->name);
     double t0 = cpu_us();
-    if (!env_is("TACK_RACE_CHECK", "0")) tk_depend(C, K); /* races in parallel loops; the switch is for measuring */
+    if (!env_is("TACK_RACE_CHECK", "0") || o.check_races) tk_depend(C, K); /* races in parallel loops; the switch is for measuring */
     double t1 = cpu_us();
+    if (C->nrcloops) C->opts.optimize = o.optimize = 0; /* instrumented: each access as written (race_watch.c) */
     tk_check_frames(C, K);                                 /* local arrays of one iteration fit a stack */
     tk_weak_locals(C);                                     /* Python-float locals that only meet f32 */
     tk_verify(C, "weak locals");

@@ -449,8 +449,11 @@ void em_expr(tk_emitter *e, tk_ir *x) {
         int sdt = e->S->ptypes[x->param].dt;
         if (sdt == TACK_F16) P(e, "tk_h2f(");
         else if (sdt == TACK_BOOL) P(e, "(0 != ");
+        int rs = em_race_site(e, x); /* check_races: the access records itself (race_watch.c) */
         P(e, "a%d[", x->param);
+        em_race_open(e, rs);
         flat_index(e, x, 0);
+        em_race_close(e, rs);
         P(e, "]");
         if (sdt == TACK_F16 || sdt == TACK_BOOL) P(e, ")");
         return;
@@ -492,8 +495,11 @@ void em_expr(tk_emitter *e, tk_ir *x) {
     case IR_CALL: emit_call(e, x); return;
     case IR_ATOMIC: {
         static const char *nm[] = {"add", "sub", "min", "max"};
+        int rs = em_race_site(e, x);
         P(e, "tk_atomic_%s_%s(&a%d[", nm[x->sub], ctype(e, x->ty.dt), x->param);
+        em_race_open(e, rs);
         flat_index(e, x, 1);
+        em_race_close(e, rs);
         P(e, "], ");
         ex(e, x->k[0]);
         P(e, ")");
@@ -789,9 +795,12 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         return;
     case IR_STORE: {
         int sdt = e->S->ptypes[s->param].dt;
+        int rs = em_race_site(e, s);
         I(e);
         P(e, "a%d[", s->param);
+        em_race_open(e, rs);
         flat_index(e, s, 1);
+        em_race_close(e, rs);
         P(e, "] = ");
         if (sdt == TACK_F16) P(e, s->k[0]->ty.dt == TACK_F64 ? "tk_d2h(" : "tk_f2h("); /* a float64: rounded once */
         else if (sdt == TACK_BOOL) P(e, "(uint8_t)(");

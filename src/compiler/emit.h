@@ -67,6 +67,7 @@ struct tk_emitter {
     int nopoll;            /* in SIMD lanes, where no loop may leave early: serial loops do not poll */
     int brk;               /* the label a `break` jumps to (a strip-mined loop's), or -1: `break;` */
     uint64_t hist;         /* in the private-histogram version of a parallel loop: bit q, array q (privatize.c) */
+    int rc;                /* in the chunk of a loop the race detector watches: its index + 1 (race_watch.c) */
 };
 
 static inline const char *ctype(tk_emitter *e, int dt) { return e->D->ctype((tack_dtype)dt); }
@@ -95,6 +96,19 @@ TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, cons
 TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
+
+/* race_watch.c: the run-time race detector's code (check_races), for emit_cpu.c and emit.c.
+ * em_race_site: access x's site in the loop being written, or -1; em_race_open / close
+ * write around the element offset of such an access (kind 0 read, 1 write, 2 atomic). */
+TK_HIDDEN int em_race_loop(tk_emitter *e, const tk_ir *pf);      /* its index, or -1 */
+TK_HIDDEN int em_race_site(tk_emitter *e, const tk_ir *x);
+TK_HIDDEN void em_race_open(tk_emitter *e, int site);
+TK_HIDDEN void em_race_close(tk_emitter *e, int site);
+TK_HIDDEN void em_race_frame(tk_emitter *e);                     /* the frame's field */
+TK_HIDDEN void em_race_entry(tk_emitter *e);                     /* the entry's session */
+TK_HIDDEN void em_race_begin(tk_emitter *e, tk_ir *s, int loop); /* before parallel_for */
+TK_HIDDEN void em_race_chunk(tk_emitter *e);                     /* the chunk function's head */
+TK_HIDDEN void em_race_iteration(tk_emitter *e, tk_ir *s);       /* an iteration's head */
 
 /* complex.c: the expressions of complex type or operands */
 void em_complex_make(tk_emitter *e, tk_ir *x);

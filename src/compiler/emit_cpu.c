@@ -311,6 +311,7 @@ static void iteration_head(tk_emitter *e, tk_ir *s, const char *carried) {
     if (nd > 1) P(e, " = j_;\n");
     else if (s->off) { P(e, " = (int64_t)((uint64_t)i_ + (uint64_t)("); ex(e, s->off); P(e, "));\n"); }
     else P(e, " = i_;\n");
+    em_race_iteration(e, s); /* check_races */
 }
 
 /* The innermost loop's variable and bounds: i_ over the chunk or the
@@ -719,7 +720,10 @@ static void pfor_function(tk_emitter *e, tk_ir *s, int id, tk_chunkfn which) {
         P(e, "; (void)"); local_name(e, i); P(e, ";\n");
     }
     if (fast && !exact) { I(e); P(e, "if (!("); ex(e, fast); P(e, ")) { tk_pfor%d_x(fp_, lo_, hi_); return; }\n", id); }
+    e->rc = em_race_loop(e, s) + 1; /* check_races: a loop the race detector watches */
+    em_race_chunk(e);
     pfor_chunk(e, s);
+    e->rc = 0;
     e->exact = CHUNK_ALL;
 }
 
@@ -834,6 +838,7 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
     I(e); P(e, "F_.total = total_;\n");
     I(e); P(e, "int64_t grain_ = 0;\n");
     if (s->hist) hist_slots(e, s);
+    if (em_race_loop(e, s) >= 0) em_race_begin(e, s, em_race_loop(e, s));
     I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, tk_pfor%d, &F_, total_, %lld, grain_);\n", id,
             (long long)pfor_min_parallel(s));
     I(e); P(e, "if (TK_FAILED(ctx)) return;\n");
@@ -973,6 +978,7 @@ void tk_cpu_frame(tk_emitter *e, tk_buf *out) {
         for (int k = 0; k < t.ndim; k++) P(e, "    int64_t a%d_s%d;\n", p, k);
         for (int k = 0; t.strided && k < t.ndim; k++) P(e, "    int64_t a%d_t%d;\n", p, k);
     }
+    em_race_frame(e);
     uint64_t hists = hist_mask(K->body);
     for (int h = 0; h < 63; h++) /* the threads' private histograms (hist_slots) */
         if (hists >> h & 1) P(e, "    %s *hs%d;\n    int64_t hw%d;\n", ctype(e, K->ptypes[h].dt), h, h);
@@ -1012,6 +1018,7 @@ void tk_cpu_kernel(tk_emitter *e, tk_buf *out) {
     I(e); P(e, "tk_frame F_;\n");
     I(e); P(e, "F_.ctx = ctx; F_.abi = abi;\n");
     poll_budget(e);
+    em_race_entry(e);
     array_decls(e, K, "args");
     for (int p = 0; p < K->nparams; p++) {
         tk_type t = K->ptypes[p];

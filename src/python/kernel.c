@@ -64,6 +64,10 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
     Py_BEGIN_ALLOW_THREADS
     st = tack_launch(s->prog, c.vals, (int)c.n);
     Py_END_ALLOW_THREADS
+    if (st == TACK_ERR_RACE && k->st->RaceError) {
+        PyErr_SetString(k->st->RaceError, tack_last_error()); /* tack.RaceError (a RuntimeError) */
+        goto done;
+    }
     if (st != TACK_OK) {
         tpy_raise();
         goto done;
@@ -171,15 +175,16 @@ static PyObject *kernel_ir(PyObject *self, PyObject *const *args, Py_ssize_t nar
 /* ------------------------------------------------------------- object */
 
 static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", "flush_denormals", "default_float", NULL};
+    static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", "flush_denormals", "default_float",
+                             "check_races", NULL};
     PyObject *fn, *code = NULL, *varnames = NULL, *dfloat = NULL;
-    int checks = 1, fast_math = 0, is_func = 0, flush = 0;
+    int checks = 1, fast_math = 0, is_func = 0, flush = 0, races = 0;
     tack_dtype df = TACK_F32;
     KernelObject *k = NULL;
     long argcount, posonly;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppppO:Kernel", kwlist, &fn, &checks,
-                                     &fast_math, &is_func, &flush, &dfloat))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppppOp:Kernel", kwlist, &fn, &checks,
+                                     &fast_math, &is_func, &flush, &dfloat, &races))
         return NULL;
     if (dfloat && dfloat != Py_None) {
         tpy_state *st = tpy_state_from_type(type);
@@ -222,6 +227,7 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     k->checks = checks;
     k->fast_math = fast_math;
     k->flush_denormals = flush;
+    k->check_races = races;
     k->is_func = is_func;
     k->default_float = df;
     k->lock = PyThread_allocate_lock();
@@ -297,7 +303,8 @@ static PyObject *get_specializations(PyObject *self, void *unused) {
 static PyObject *get_flag(PyObject *self, void *which) {
     KernelObject *k = (KernelObject *)self;
     const char *w = which;
-    int v = w[0] == 'c' ? k->checks : w[0] == 'f' ? k->fast_math : w[0] == 'd' ? k->flush_denormals : k->is_func;
+    int v = w[0] == 'c' ? k->checks : w[0] == 'f' ? k->fast_math : w[0] == 'd' ? k->flush_denormals
+          : w[0] == 'r' ? k->check_races : k->is_func;
     return PyBool_FromLong(v);
 }
 
@@ -317,6 +324,8 @@ static PyGetSetDef kernel_getset[] = {
     {"checks", get_flag, NULL, "bounds / zero-division / assert checks are compiled in", "c"},
     {"fast_math", get_flag, NULL, "floating point may be reassociated", "f"},
     {"flush_denormals", get_flag, NULL, "subnormal floats flush to zero while the kernel runs", "d"},
+    {"check_races", get_flag, NULL, "the parallel loops the race check cannot decide run under the run-time "
+     "race detector (CPU)", "r"},
     {"is_func", get_flag, NULL, "this is a @tack.func, not a kernel", "i"},
     {"default_float", get_default_float, NULL,
      "tack.f32 or tack.f64: the type of a float that meets no float type (docs/language.md)", NULL},

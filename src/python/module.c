@@ -194,9 +194,10 @@ error:
 }
 
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
-    static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", "race_warning", "reduce", NULL};
-    PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL, *red = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red))
+    static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", "race_warning", "reduce",
+                            "race_error", NULL};
+    PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL, *red = NULL, *re = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red, &re))
         return NULL;
     if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl)) || (red && !PyCallable_Check(red))) {
         PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline and reduce must be callable");
@@ -209,6 +210,8 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
         Py_XSETREF(st->CompileError, Py_NewRef(ce));
     if (rw)
         Py_XSETREF(st->RaceWarning, Py_NewRef(rw));
+    if (re)
+        Py_XSETREF(st->RaceError, Py_NewRef(re));
     if (gsl)
         Py_XSETREF(st->getsourcelines, Py_NewRef(gsl));
     if (gl)
@@ -234,7 +237,7 @@ static PyMethodDef module_methods[] = {
     {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
      "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
-     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=): what the package hands the "
+     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=): what the package hands the "
      "extension at import (the extension imports none of tack's modules itself)"},
     {NULL, NULL, 0, NULL},
 };
@@ -268,6 +271,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
         Py_VISIT(st->dtypes[i]);
     Py_VISIT(st->CompileError);
     Py_VISIT(st->RaceWarning);
+    Py_VISIT(st->RaceError);
     Py_VISIT(st->default_device);
     Py_VISIT(st->repr_hook);
     Py_VISIT(st->reduce_hook);
@@ -286,6 +290,7 @@ static int module_clear(PyObject *m) {
         Py_CLEAR(st->dtypes[i]);
     Py_CLEAR(st->CompileError);
     Py_CLEAR(st->RaceWarning);
+    Py_CLEAR(st->RaceError);
     Py_CLEAR(st->default_device);
     Py_CLEAR(st->repr_hook);
     Py_CLEAR(st->reduce_hook);

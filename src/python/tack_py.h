@@ -27,6 +27,7 @@ typedef struct {
     PyObject *dtypes[TACK_DTYPE_COUNT]; /* DType instances by id */
     PyObject *CompileError;             /* tack.CompileError class, set by the Python package */
     PyObject *RaceWarning;              /* tack.RaceWarning class (a compile's warnings), likewise */
+    PyObject *RaceError;                /* tack.RaceError class (the race detector's verdict), likewise */
     PyObject *default_device;           /* str */
     PyTypeObject *KernelType;           /* set by kernel.c */
     PyObject *kernel_extra;             /* the intrinsics registry, dict {object: intrinsic name}:

@@ -55,6 +55,17 @@ TACK_API void tack_program_free(tack_program *p) {
             tack_free(p->warnings[i].message);
         }
     tack_free(p->warnings);
+    for (int i = 0; p->rloops && i < p->nrloops; i++) {
+        tack_free(p->rloops[i].file);
+        for (int d = 0; d < TACK_MAX_NDIM; d++) tack_free(p->rloops[i].vars[d]);
+        tack_free(p->rloops[i].width);
+    }
+    tack_free(p->rloops);
+    for (int i = 0; p->rsites && i < p->nrsites; i++) {
+        tack_free(p->rsites[i].file);
+        tack_free(p->rsites[i].text);
+    }
+    tack_free(p->rsites);
     tack_free(p);
 }
 

@@ -51,6 +51,22 @@ typedef struct tk_pinfo {  /* one parameter of the compiled signature */
     int strided;           /* an array indexed with its strides (tack_argtype.strided) */
 } tk_pinfo;
 
+/* The run-time race detector's tables (check_races; runtime/races.c). */
+typedef struct tk_rsite {  /* an access the instrumented code records */
+    int param;             /* the kernel's array parameter */
+    int kind;              /* 0 a read, 1 a write, 2 an atomic update */
+    int line;
+    char *file;
+    char *text;            /* "out[idx[i]]", as the race check renders it */
+} tk_rsite;
+
+typedef struct tk_rloop {  /* an instrumented parallel loop */
+    int line, nd;
+    char *file;
+    char *vars[TACK_MAX_NDIM]; /* the names of its variables */
+    signed char *width;    /* per parameter: shadow words per element (0 none, 3, or 5 with atomics) */
+} tk_rloop;
+
 typedef struct tk_pwarn {  /* a warning of the compile (a possible race, compiler/depend.c) */
     int line;
     char *file;
@@ -71,6 +87,9 @@ struct tack_program {
     tk_site *sites;          /* strings owned by the program */
     int nwarnings;
     tk_pwarn *warnings;      /* what the compile warned of; strings owned by the program */
+    int nrloops, nrsites;    /* check_races: the instrumented loops and accesses (none: 0) */
+    tk_rloop *rloops;
+    tk_rsite *rsites;
     tack_device *device;     /* set by tack_program_build */
     void *handle;            /* backend: loaded code */
     void *entry;
