@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 UV_HOME := $(CURDIR)/build/uv
 UV = $(or $(shell command -v uv 2>/dev/null),$(wildcard $(HOME)/.local/bin/uv),$(UV_HOME)/bin/uv)
 
-.PHONY: demo demo-env test test-c test-python test-asan test-zig env uv sysdeps sysdeps-test clean bench test-gpu
+.PHONY: demo demo-env test test-c test-python test-asan test-zig env uv sysdeps sysdeps-test clean bench test-gpu soak
 
 # Install uv into build/uv where PEP 668 allows it (a Debian or Ubuntu system
 # Python refuses `pip install --user`: "externally-managed-environment"):
@@ -137,6 +137,12 @@ test-asan:
 # minutes, non-zero on any failed step, and a clear error at once without a GPU.
 test-gpu:
 	bash tests/gpu/run.sh
+
+# The soak test (tests/soak/soak.py): 2 processes x 8 threads calling 56 kernels with random
+# arguments, bad inputs and SIGINTs for MINUTES minutes, every result checked against NumPy.
+MINUTES ?= 5
+soak: env
+	$(UV) run --no-sync python tests/soak/soak.py --minutes $(MINUTES)
 
 # Tack beside Numba, Warp, Taichi, NumPy and C+OpenMP: writes docs/benchmarks.md and .png.
 bench: uv

@@ -193,6 +193,15 @@ TACK_API int tack_interruptible(void);
  * signal handler is still installed.  NULL: none. */
 TACK_API void tack_set_long_launch_hook(void (*fn)(void));
 
+/* ---------------------------------------------------------- flush-to-zero */
+/* Set flush-to-zero (x86-64: MXCSR FTZ and DAZ; aarch64: FPCR.FZ) on the calling
+ * thread, as a flush_denormals kernel runs; *saved receives the mode to give back to
+ * tack_flush_denormals_leave.  TACK_ERR_VALUE (nothing changed) on a CPU where Tack
+ * cannot set it.  Debug mode (jit=False) runs a flush_denormals kernel between the two. */
+TACK_API tack_status tack_flush_denormals_enter(unsigned long long *saved);
+/* Put back the flush bits saved by tack_flush_denormals_enter (the exception flags stay). */
+TACK_API void tack_flush_denormals_leave(unsigned long long saved);
+
 /* ------------------------------------------------------------------ arrays */
 #define TACK_MAX_NDIM 8
 

@@ -188,6 +188,13 @@ TACK_API const char *tack_program_ir(const tack_program *p);     /* textual IR d
 TACK_API const char *tack_program_warning(const tack_program *p, int i, const char **file, int *line);
 /* Parameter i of the kernel is written by it (so must be a writable array). */
 TACK_API int tack_program_param_written(const tack_program *p, int i);
+/* Parameter i as a Python int: the range [*lo, *hi] a call's argument must lie in (the
+ * types it meets in the kernel), and in *narrow the type that sets it; returns 0 and sets
+ * nothing for an array or a parameter with no limit.  A Python int from 2**63 to 2**64 - 1
+ * (a weak u64 parameter) is accepted only where *lo == *hi == 0; *narrow names the type
+ * that refuses it otherwise.  Debug mode (jit=False) checks its arguments by these,
+ * as tack_launch does. */
+TACK_API int tack_program_param_range(const tack_program *p, int i, int64_t *lo, int64_t *hi, tack_dtype *narrow);
 
 /* Build and load the program for `dev` (CPU: C compiler + disk cache). */
 TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev);

@@ -215,7 +215,10 @@ class _Ctx:
         self.where = where  # the kernel's name, for messages
         self.local_types = {}
         self.atomic_lines = frozenset()
+        self.choices = {}  # (line, col, k) -> the type of an and/or operand or an `x if c else y`
+        self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices)]
         self._types = {}
+        self._frames = {}  # (function, build) -> (its context, its transformed copy)
 
     # -- types
     def _promote(self, x, y):
@@ -403,6 +406,31 @@ class _Ctx:
     def local(self, name, v):
         t = self.local_types.get(name)
         if t is None or isinstance(v, np.ndarray):
+            return v
+        return convert(t, v)
+
+    def choice(self, line, col, k, v):
+        """An operand of `a and b` (k = 1 for the first `and`, 2 for the next
+        ...) or the value of `x if c else y` (k = 0) converted to the type the
+        compiler gives that expression: the promoted type of its operands,
+        which Python's short circuit cannot show (the operand it skips)."""
+        t = self.choices.get((line, col, k))
+        if t is None or isinstance(v, np.ndarray):
+            return v
+        if type(t) is str:  # a weak type: widen a weak value to its rank
+            w = _weak(v)
+            if w is None:
+                return v
+            if t == "float (Python)" and w[0] < 2:
+                if w[1]:
+                    r = _RFloat(float(int(v)))
+                    r.tree = None
+                    return r
+                return float(v)
+            if t == "int (Python)" and w[0] == 0:
+                return int(v)
+            return v
+        if type(v) is t.type:
             return v
         return convert(t, v)
 
@@ -617,9 +645,28 @@ def _callc(name, *args):
 class _Transform(ast.NodeTransformer):
     """Route a kernel's operators, subscripts, stores and calls through _Ctx."""
 
-    def __init__(self, is_kernel):
+    def __init__(self, is_kernel, line_shift):
         self.is_kernel = is_kernel
+        self.line_shift = line_shift  # the parsed source's line 1 is the file's line 1 + line_shift
         self.n = 0
+
+    def _choice(self, node, k, value):
+        return _callc("choice", ast.Constant(node.lineno + self.line_shift), ast.Constant(node.col_offset),
+                      ast.Constant(k), value)
+
+    def visit_BoolOp(self, node):
+        """`a and b and c` as `((a and b) and c)` with each pair's operands in
+        the type the compiler gives the pair (lower_expr.c, shortcircuit)."""
+        self.generic_visit(node)
+        acc = node.values[0]
+        for k, v in enumerate(node.values[1:], 1):
+            acc = ast.copy_location(ast.BoolOp(op=node.op, values=[self._choice(node, k, acc),
+                                                                    self._choice(node, k, v)]), node)
+        return acc
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(self._choice(node, 0, node), node)
 
     def tmp(self):
         self.n += 1
@@ -672,7 +719,7 @@ class _Transform(ast.NodeTransformer):
         if isinstance(target, ast.Subscript):
             self.generic_visit(target)  # its value and index
             return [ast.copy_location(ast.Expr(_callc("store", target.value, target.slice, value)), node)]
-        if isinstance(target, ast.Name) and self.is_kernel:
+        if isinstance(target, ast.Name):
             value = _callc("local", ast.Constant(target.id), value)
             return [ast.copy_location(ast.Assign(targets=[target], value=value), node)]
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -730,25 +777,30 @@ def _transformed(fn, is_kernel):
     cached = getattr(fn, "__tack_debug_factory__", None)
     if cached is not None and cached[0] is fn.__code__ and cached[1] == is_kernel:
         return cached[2]
-    import textwrap
-
     from ._source import getsourcelines
 
     lines, first = getsourcelines(fn)
-    tree = ast.parse(textwrap.dedent("".join(lines)))
-    fdef = tree.body[0]
+    src = "".join(lines)
+    if src[:1] in (" ", "\t"):  # indented: parsed as the body of `if 1:`, as the compiler's front end
+        tree = ast.parse("if 1:\n" + src)  # does, so that columns are the file's (and/or choices)
+        fdef = tree.body[0].body[0] if tree.body and isinstance(tree.body[0], ast.If) else None
+        shift = first - 2
+    else:
+        tree = ast.parse(src)
+        fdef = tree.body[0]
+        shift = first - 1
     if not isinstance(fdef, ast.FunctionDef):
         raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
     fdef.decorator_list = []
     ret_ann = fdef.returns
-    fdef = _Transform(is_kernel).visit(fdef)
+    fdef = _Transform(is_kernel, shift).visit(fdef)
     ast.fix_missing_locations(fdef)
     free = list(fn.__code__.co_freevars)
     factory = ast.parse(f"def __tack_factory({', '.join([_CTX] + free)}):\n    pass\n").body[0]
     factory.body = [fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))]
     mod = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(mod)
-    ast.increment_lineno(mod, first - 1)
+    ast.increment_lineno(mod, shift)
     code = compile(mod, fn.__code__.co_filename, "exec")
     ns = {}
     exec(code, fn.__globals__, ns)
@@ -766,20 +818,76 @@ def _instantiate(ctx, fn, is_kernel):
     return factory(ctx, *[c.cell_contents for c in cells])
 
 
+_TYPE_NAMES = None
+
+
+def _type_names(v):
+    """The names the IR may give the type of a value passed to a @tack.func
+    (a Python float parameter may have been made f32: weak_locals.c)."""
+    global _TYPE_NAMES
+    if _TYPE_NAMES is None:
+        _TYPE_NAMES = {dt: name for name, dt in _LOCAL_TYPES.items()}
+    if isinstance(v, np.ndarray):
+        dt = _core._dtype(v.dtype)
+        return (f"array[{dt.name}, {v.ndim}-D]",)
+    t = type(v)
+    if t is _RInt or t is int:
+        return ("int (Python)",)
+    if t is _RFloat or t is float:
+        return ("float (Python)", "f32")
+    if t is bool:
+        return ("bool (Python)",)
+    if t is complex:
+        return ("complex (Python)", "complex64")
+    if isinstance(v, np.generic):
+        name = _TYPE_NAMES.get(v.dtype)
+        return (name,) if name else ()
+    return ()
+
+
+def _func_frame(ctx, f, fn, args):
+    """The context and transformed copy of @tack.func f for a call with
+    these arguments: the build the compiler made for their types, whose
+    locals then keep the types it gave them (one type per local, as
+    compiled, not the type of whatever value reaches it)."""
+    builds = ctx.funcs.get(fn.__name__, ())
+    build = None
+    if len(builds) == 1:
+        build = builds[0]
+    elif builds:
+        names = [_type_names(a) for a in args]
+        for b in builds:
+            if len(b[0]) == len(names) and all(p in n for p, n in zip(b[0], names)):
+                build = b
+                break
+    key = (fn, id(build))
+    frame = ctx._frames.get(key)
+    if frame is None:
+        sub = ctx
+        if build is not None:
+            import copy
+
+            sub = copy.copy(ctx)
+            sub.local_types, sub.choices = build[1], build[2]
+            sub._frames = ctx._frames
+        frame = ctx._frames[key] = (sub, _instantiate(sub, fn, False))
+    return frame[1]
+
+
 def _run_func(ctx, f, args, kwargs):
     """A @tack.func called from a kernel run as Python: its transformed body,
     its annotations applied as the compiler applies them."""
     import inspect
 
     fn = f.__wrapped__
-    g = _instantiate(ctx, fn, False)
     ann = fn.__annotations__
-    if ann:
+    if ann or kwargs:
         bound = inspect.signature(fn).bind(*args, **kwargs)
         for name, v in bound.arguments.items():
             if name in ann and isinstance(ann[name], _core.DType) and not ann[name].shape:
                 bound.arguments[name] = convert(np.dtype(ann[name].numpy), v)
         args, kwargs = bound.args, bound.kwargs
+    g = _func_frame(ctx, f, fn, args)
     r = g(*args, **kwargs)
     rt = ann.get("return")
     if isinstance(rt, _core.DType) and not rt.shape:
@@ -804,13 +912,14 @@ def without_breakpoints(lines):
 
 def check(kernel, args, kwargs):
     """The IR of `kernel` (the compiler's checker of a kernel run as Python)
-    for these arguments: its CompileError or RaceWarning as a call gives it."""
+    for these arguments, and the ranges its Python int parameters must fit:
+    its CompileError or RaceWarning as a call gives it."""
     import tack
 
     flag = tack._debug_checking
     flag.active = True
     try:
-        return kernel.ir(*args, **kwargs)
+        return kernel._debug_facts(*args, **kwargs)
     finally:
         flag.active = False
 
@@ -819,34 +928,72 @@ _LOCAL_TYPES = {"bool": _BOOL, "i8": np.dtype(np.int8), "i16": np.dtype(np.int16
                 "i64": _I64, "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16),
                 "u32": np.dtype(np.uint32), "u64": _U64, "f32": _F32, "f64": _F64,
                 "complex64": _C64, "complex128": _C128}
+_WEAK_TYPES = ("int (Python)", "float (Python)", "bool (Python)", "complex (Python)")
+_LOCAL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:'\d+)?:(int \(Python\)|float \(Python\)|"
+                    r"bool \(Python\)|complex \(Python\)|[A-Za-z0-9_\[\], -]+?)(?=\s+[A-Za-z_][\w']*:|$)")
+_HEAD = re.compile(r"^(kernel|func) ([A-Za-z_][A-Za-z0-9_]*)#\d+\(")
+
+
+def _head_params(line):
+    """The text between the parentheses of a build's header line."""
+    start = line.index("(") + 1
+    depth = 1
+    for i in range(start, len(line)):
+        depth += {"(": 1, ")": -1}.get(line[i], 0)
+        if depth == 0:
+            return line[start:i]
+    return line[start:]
+
+
+def _section_facts(lines):
+    """{local: dtype} for the locals of one kernel or @tack.func build with one
+    fixed scalar type, and its and/or and `if`-`else` types."""
+    types, weak, choices = {}, set(), {}
+    for line in lines[1:3]:
+        st = line.strip()
+        if st.startswith("locals:"):
+            for m in _LOCAL.finditer(st[len("locals:"):].strip()):
+                name, t = m.group(1), m.group(2).strip()
+                dt = _LOCAL_TYPES.get(t)
+                if dt is None or (name in types and types[name] != dt):
+                    weak.add(name)
+                else:
+                    types[name] = dt
+        elif st.startswith("choices:"):
+            for item in st[len("choices:"):].split(";"):
+                m = re.match(r"\s*(\d+):(\d+)/(\d+) (.+?)\s*$", item)
+                if m:
+                    t = m.group(4)
+                    choices[(int(m.group(1)), int(m.group(2)), int(m.group(3)))] = \
+                        _LOCAL_TYPES.get(t) or (t if t in _WEAK_TYPES else None)
+    for name in weak:
+        types.pop(name, None)
+    return types, {k: v for k, v in choices.items() if v is not None}
+
+
+def _split_params(text):
+    """The types of `a: array[f32, 1-D], s: f32` in order."""
+    return [t.strip() for t in re.split(r"(?:^|, )[A-Za-z_][A-Za-z0-9_]*: ", text)[1:]]
 
 
 def ir_facts(ir):
     """From a kernel's IR dump: {local name: dtype} for the kernel's locals
-    that have one fixed scalar type, the parameters it writes, and the lines
-    whose `a[k] += v` is atomic (or privatized)."""
+    that have one fixed scalar type, the parameters it writes, the lines
+    whose `a[k] += v` is atomic (or privatized), the types of its and/or and
+    `if`-`else` expressions, and the same for each build of each @tack.func
+    it calls: {name: [(parameter types, local types, choices)]}."""
     lines = ir.splitlines()
     head = lines[0] if lines else ""
     written = head.split("writes:", 1)[1].split() if "writes:" in head else []
-    types, weak = {}, set()
-    for line in lines[1:3]:
-        s = line.strip()
-        if not s.startswith("locals:"):
+    starts = [i for i, line in enumerate(lines) if _HEAD.match(line)] + [len(lines)]
+    types, choices = _section_facts(lines[: starts[1]] if len(starts) > 1 else lines)
+    funcs = {}
+    for a, b in zip(starts[1:-1], starts[2:]):
+        m = _HEAD.match(lines[a])
+        if m.group(1) != "func":
             continue
-        for m in re.finditer(r"([A-Za-z_][A-Za-z0-9_]*)(?:'\d+)?:(int \(Python\)|float \(Python\)|"
-                             r"bool \(Python\)|complex \(Python\)|[A-Za-z0-9_\[\], -]+?)(?=\s+[A-Za-z_][\w']*:|$)",
-                             s[len("locals:"):].strip()):
-            name, t = m.group(1), m.group(2).strip()
-            dt = _LOCAL_TYPES.get(t)
-            if dt is None:
-                weak.add(name)
-            elif name in types and types[name] != dt:
-                weak.add(name)
-            else:
-                types[name] = dt
-        break
-    for name in weak:
-        types.pop(name, None)
+        ft, fc = _section_facts(lines[a:b])
+        funcs.setdefault(m.group(2), []).append((tuple(_split_params(_head_params(lines[a]))), ft, fc))
     atomic = set()
     for line in lines:
         if line.startswith("func "):
@@ -855,7 +1002,28 @@ def ir_facts(ir):
             m = re.search(r"; line (\d+)", line)
             if m:
                 atomic.add(int(m.group(1)))
-    return types, written, frozenset(atomic)
+    return types, written, frozenset(atomic), choices, funcs
+
+
+_U64_ONLY = ("Python integer {v} is out of bounds for {t} (argument '{p}' of kernel '{k}'): only a uint64 holds "
+             "it, so it is accepted only where every use of the argument converts it to uint64 (NumPy 2 raises "
+             "OverflowError for it against a signed type)")
+_OUT_OF_BOUNDS = ("Python integer {v} is out of bounds for {t} (argument '{p}' of kernel '{k}', which meets {t} "
+                  "values; NumPy 2 raises the same)")
+
+
+def check_int(kernel_name, param, v, rng):
+    """A Python int argument checked against the range the compiled call
+    checks (runtime/program.c, tack_launch): OverflowError with its words."""
+    if rng is None or type(v) is not int:
+        return
+    lo, hi, t = rng
+    if v >= 1 << 63:  # carried as a u64: only where every use converts it to u64 (lo == hi == 0)
+        if lo > hi:
+            raise OverflowError(_U64_ONLY.format(v=v, t=t, p=param, k=kernel_name))
+        return
+    if not lo <= v <= hi:
+        raise OverflowError(_OUT_OF_BOUNDS.format(v=v, t=t, p=param, k=kernel_name))
 
 
 def run(ctx, fn, kwargs):

@@ -420,9 +420,9 @@ class PythonKernel:
     ZeroDivisionError, AssertionError while ``checks=True``).  Arrays on a
     GPU are refused (no hidden copies), and so is ``check_races=True`` (a
     tack.CompileError: the race detector needs iterations that run at
-    once).  ``flush_denormals=True`` is
-    accepted and not applied: NumPy has no flush-to-zero, so subnormal
-    results stay subnormal (values differ from the compiled kernel's there).
+    once).  ``flush_denormals=True`` sets flush-to-zero on the calling
+    thread while the function runs, as the compiled kernel does, and puts
+    the mode back after.
     """
 
     jit = False
@@ -459,6 +459,8 @@ class PythonKernel:
                 arrays.append(v)
             elif isinstance(v, np.generic):
                 key.append(v.dtype.str)
+            elif type(v) is int:
+                key.append((int, v >= 1 << 63))  # from 2**63 a Python int is carried as a u64
             else:
                 key.append(type(v))
         for a in range(len(arrays)):  # arguments sharing memory compile differently
@@ -487,11 +489,13 @@ class PythonKernel:
         if facts is None:
             # the compiler's checks for this signature: a CompileError (or
             # RaceWarning) exactly as a compiled call gives it
-            facts = self._facts[key] = _debug.ir_facts(_debug.check(self._checker, bound.args, bound.kwargs))
-        local_types, written, atomic_lines = facts
-        for p in written:
-            v = views.get(p)
-            if isinstance(v, _np().ndarray) and not v.flags.writeable:
+            ir, ranges = _debug.check(self._checker, bound.args, bound.kwargs)
+            facts = self._facts[key] = _debug.ir_facts(ir) + (ranges,)
+        local_types, written, atomic_lines, choices, funcs, ranges = facts
+        for i, (p, v) in enumerate(views.items()):  # what tack_launch checks, in its order
+            if i < len(ranges):
+                _debug.check_int(self.__name__, p, v, ranges[i])
+            if p in written and isinstance(v, _np().ndarray) and not v.flags.writeable:
                 raise ValueError(f"{name}() writes to parameter '{p}', but the array passed for it (a "
                                  f"{type(bound.arguments[p]).__name__}) is read-only")
         if not _debug._CALLS:
@@ -499,11 +503,23 @@ class PythonKernel:
         ctx = _debug._Ctx(self.default_float, self.checks, name)
         ctx.local_types = local_types
         ctx.atomic_lines = atomic_lines
+        ctx.choices = choices
+        ctx.funcs = funcs
         flag = _array._as_python
         flag.depth = getattr(flag, "depth", 0) + 1  # tack.zeros(...) in the body: a NumPy local array
+        fpmode = None
         try:
+            if self.flush_denormals:  # FTZ/DAZ on this thread, as the compiled kernel sets it (fpmode.c)
+                try:
+                    fpmode = _core._flush_enter()
+                except ValueError:
+                    raise ValueError(f"kernel '{self.__name__}' asks for flush_denormals=True, but Tack cannot "
+                                     f"set flush-to-zero on this CPU (only x86-64 and aarch64): compile it "
+                                     f"without the option") from None
             _debug.run(ctx, self.py_func, views)
         finally:
+            if fpmode is not None:
+                _core._flush_leave(fpmode)
             flag.depth -= 1
 
     def compile(self, *args, **kwargs):

@@ -332,6 +332,17 @@ int64_t tk_local_elems(const tk_local *l);
  * array parameters), read through tk_h2f and written through tk_f2h. */
 const char *tk_local_elem_type(const tk_local *l, const char *ctype);
 
+/* An and/or operand k (1..n-1 of `a and b and c`) or a conditional expression
+ * (k = 0) at the AST node's line and column: the type its value has (the
+ * promoted type of its operands), read from `local` (a temporary, -1: none)
+ * when there is one, since later passes may narrow it.  ir_dump.c prints them
+ * for debug mode (python/tack/_debug.py), which cannot know the type of an
+ * operand Python's short circuit never evaluates. */
+typedef struct tk_choice {
+    int line, col, k, local;
+    tk_type ty;
+} tk_choice;
+
 typedef struct tk_spec {
     int func;
     int nparams;
@@ -360,6 +371,8 @@ typedef struct tk_spec {
      * it indexes is the iteration's own; part of the specialization's key. */
     int par, npar_own;
     int par_own[TACK_MAX_NDIM];
+    tk_choice *choices;    /* and/or and conditional expressions: their types (lower.c, lw_choice) */
+    int nchoices, capchoices;
 } tk_spec;
 
 typedef struct tk_dialect tk_dialect;

@@ -198,6 +198,15 @@ static void dump_spec(ir_dumper *d, tk_spec *S, int si) {
         tk_printf(d->b, ":%s", tyn(d, S->locals[i].ty));
     }
     tk_puts(d->b, "\n");
+    if (S->nchoices) { /* and/or operands and conditional expressions: line:col/k type */
+        tk_puts(d->b, "  choices:");
+        for (int i = 0; i < S->nchoices; i++) {
+            const tk_choice *c = &S->choices[i];
+            tk_type t = c->local >= 0 && c->local < S->nlocals ? S->locals[c->local].ty : c->ty;
+            tk_printf(d->b, "%s %d:%d/%d %s", i ? ";" : "", c->line, c->col, c->k, tyn(d, t));
+        }
+        tk_puts(d->b, "\n");
+    }
     ds(d, S->body, 1);
 }
 

@@ -228,6 +228,28 @@ tk_ir *lw_truth(lw_state *L, tk_ir *e, tack_node *n) {
     return lw_kid(L, u, e);
 }
 
+/* Record the type of an and/or operand or a conditional expression (tk_choice);
+ * a pass of the fixed point starts the list afresh, so the final pass's stays. */
+void lw_choice(lw_state *L, tack_node *n, int k, tk_type ty, int local) {
+    tk_spec *S = L->S;
+    for (int i = 0; i < S->nchoices; i++) {
+        tk_choice *c = &S->choices[i];
+        if (c->line == n->line && c->col == n->col && c->k == k) {
+            c->ty = ty;
+            c->local = local;
+            return;
+        }
+    }
+    if (S->nchoices == S->capchoices) {
+        int cap = S->capchoices ? S->capchoices * 2 : 8;
+        tk_choice *nc = tk_alloc(&L->C->arena, (size_t)cap * sizeof *nc);
+        if (S->nchoices) memcpy(nc, S->choices, (size_t)S->nchoices * sizeof *nc);
+        S->choices = nc;
+        S->capchoices = cap;
+    }
+    S->choices[S->nchoices++] = (tk_choice){n->line, n->col, k, local, ty};
+}
+
 int lw_site(lw_state *L, int kind, int line, int axis, const char *array, const char *msg) {
     tk_cc *C = L->C;
     if (C->nsites == C->capsites) {
@@ -372,6 +394,7 @@ static void lower_spec(tk_cc *C, tk_spec *S, int is_kernel) {
     for (int pass = 0;; pass++) {
         if (pass > 24) ERR(F->body, "type inference of '%s' did not converge", F->name);
         S->nlocals = S->nbase;
+        S->nchoices = 0;
         S->written = 0;
         L->ntemps = 0;
         L->npfor = 0;

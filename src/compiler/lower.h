@@ -36,6 +36,7 @@ typedef struct lw_state {
 
 
 tk_ir *lw_mk(lw_state *L, int op, tk_type ty, tack_node *n);
+void lw_choice(lw_state *L, tack_node *n, int k, tk_type ty, int local);
 void lw_emit(lw_state *L, tk_ir *s);
 tk_ir *lw_kid(lw_state *L, tk_ir *p, tk_ir *k);
 tk_ir *lw_unknown(lw_state *L, tack_node *n);

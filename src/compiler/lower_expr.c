@@ -376,12 +376,13 @@ static tk_ir *compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n)
 
 /* Combine `first` with a right operand lowered into `scratch` (its statements).
  * and: lw_truth(a) ? b : a;  or: lw_truth(a) ? a : b  (values of the promoted type). */
-static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *scratch, tack_node *n) {
+static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *scratch, tack_node *n, int k) {
     if (!lw_known(a) || !lw_known(b)) return lw_unknown(L, n);
     if (!ty_is_scalar(a->ty) || !ty_is_scalar(b->ty)) ERR(n, "and/or need scalar operands, not %s and %s", TN(a->ty), TN(b->ty));
     if (ty_is_complex(a->ty) || ty_is_complex(b->ty))
         ERR(n, "and/or of complex numbers is not supported in kernels; test bool(z) or z != 0");
     tk_type t = ty_is_bool(a->ty) && ty_is_bool(b->ty) ? ty_value(TACK_BOOL) : ty_promote(a->ty, b->ty);
+    if (k > 0 && scratch->n == 0) lw_choice(L, n, k, t, -1);
     if (scratch->n == 0) {
         a = lw_cast(L, a, t);
         if (!ty_is_bool(t)) a = lw_hoist(L, a);
@@ -391,6 +392,7 @@ static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *sc
         return e;
     }
     int tmp = lw_temp(L, t);
+    if (k > 0) lw_choice(L, n, k, t, tmp);
     lw_emit(L, lw_assign_ir(L, tmp, lw_cast(L, a, t), n->line));
     tk_ir *cond = lw_truth(L, lw_local_ref(L, tmp, n->line), n);
     if (!isand) {
@@ -430,7 +432,7 @@ static tk_ir *lower_compare(lw_state *L, tack_node *n) {
         if (i < n->nops - 1) right = lw_hoist(L, right);
         tk_ir *c = compare(L, n->ops[i], left, right, n);
         L->blk = saved;
-        result = i == 0 ? c : shortcircuit(L, 1, result, c, scratch, n);
+        result = i == 0 ? c : shortcircuit(L, 1, result, c, scratch, n, 0); /* a chain: no choice to record */
         left = right;
     }
     return result;
@@ -502,7 +504,7 @@ static tk_ir *lower_boolop(lw_state *L, tack_node *n) {
     for (int i = 1; i < n->nkids; i++) {
         tk_ir *scratch = lw_mk(L, IR_BLOCK, ty_void(), n);
         tk_ir *y = lw_in(L, scratch, n->kids[i]);
-        acc = shortcircuit(L, isand, acc, y, scratch, n);
+        acc = shortcircuit(L, isand, acc, y, scratch, n, i);
     }
     return acc;
 }
@@ -519,6 +521,7 @@ static tk_ir *lower_ifexp(lw_state *L, tack_node *n) {
     tk_type t = ty_promote(a->ty, b->ty);
     if (t.kind == TY_UNKNOWN) ERR(n, "the branches of a conditional expression have incompatible types %s and %s", TN(a->ty), TN(b->ty));
     if (ba->n == 0 && bb->n == 0) {
+        lw_choice(L, n, 0, t, -1);
         tk_ir *s = lw_mk(L, IR_SELECT, t, n);
         ir_push(L->C, s, c);
         ir_push(L->C, s, lw_cast(L, a, t));
@@ -526,6 +529,7 @@ static tk_ir *lower_ifexp(lw_state *L, tack_node *n) {
         return s;
     }
     int tmp = lw_temp(L, t);
+    lw_choice(L, n, 0, t, tmp);
     tk_ir *saved = L->blk;
     L->blk = ba;
     lw_emit(L, lw_assign_ir(L, tmp, lw_cast(L, a, t), n->line));

@@ -113,6 +113,32 @@ done:
 
 /* generated_source / ir: the text of the program kernel_program_for() finds
  * or compiles for these arguments and `target`. */
+/* (ir, ranges): for each parameter, None or the (lo, hi, type name) its
+ * Python int argument must fit (tack_program_param_range), which a kernel
+ * run as Python checks at each call as tack_launch does.  Steals ir. */
+static PyObject *with_ranges(const tack_program *prog, int nparams, PyObject *ir) {
+    PyObject *ranges = PyTuple_New(nparams), *result = NULL;
+    if (!ranges)
+        goto done;
+    for (int i = 0; i < nparams; i++) {
+        int64_t lo, hi;
+        tack_dtype narrow;
+        PyObject *r;
+        if (tack_program_param_range(prog, i, &lo, &hi, &narrow))
+            r = Py_BuildValue("(LLs)", (long long)lo, (long long)hi, tack_dtype_get(narrow)->name);
+        else
+            r = Py_NewRef(Py_None);
+        if (!r)
+            goto done;
+        PyTuple_SET_ITEM(ranges, i, r);
+    }
+    result = PyTuple_Pack(2, ir, ranges);
+done:
+    Py_XDECREF(ranges);
+    Py_DECREF(ir);
+    return result;
+}
+
 static PyObject *kernel_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames, int want_ir) {
     KernelObject *k = (KernelObject *)self;
@@ -145,6 +171,8 @@ static PyObject *kernel_text(PyObject *self, PyObject *const *args, Py_ssize_t n
         goto done;
     txt = want_ir ? tack_program_ir(prog) : tack_program_source(prog);
     result = PyUnicode_FromString(txt ? txt : "");
+    if (result && want_ir == 2)
+        result = with_ranges(prog, (int)k->nparams, result);
 done:
     if (owned)
         tack_program_free(owned);
@@ -170,6 +198,11 @@ static PyObject *kernel_generated_source(PyObject *self, PyObject *const *args, 
 static PyObject *kernel_ir(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames) {
     return kernel_text(self, args, nargs, kwnames, 1);
+}
+
+static PyObject *kernel_debug_facts(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames) {
+    return kernel_text(self, args, nargs, kwnames, 2);
 }
 
 /* ------------------------------------------------------------- object */
@@ -344,6 +377,9 @@ static PyMethodDef kernel_methods[] = {
      "device's."},
     {"ir", (PyCFunction)(void (*)(void))kernel_ir, METH_FASTCALL | METH_KEYWORDS,
      "ir(*args, target=None) -> str: the typed IR for these arguments, as TACK_DUMP=ir shows it."},
+    {"_debug_facts", (PyCFunction)(void (*)(void))kernel_debug_facts, METH_FASTCALL | METH_KEYWORDS,
+     "_debug_facts(*args) -> (ir, ranges): the IR and, per parameter, None or the (lo, hi, type) a "
+     "Python int argument must fit, for a kernel run as Python (tack._debug)."},
     {"__reduce__", kernel_reduce, METH_NOARGS,
      "__reduce__() -> how pickle sends the kernel: by name when importable, else its function and options"},
     {NULL, NULL, 0, NULL},

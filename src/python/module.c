@@ -221,6 +221,26 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
     Py_RETURN_NONE;
 }
 
+/* Flush-to-zero on this thread around a flush_denormals kernel run as Python
+ * (tack._debug): the mode to give back, and the giving back. */
+static PyObject *py_flush_enter(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    unsigned long long saved = 0;
+    if (tack_flush_denormals_enter(&saved) != TACK_OK)
+        return tpy_raise();
+    return PyLong_FromUnsignedLongLong(saved);
+}
+
+static PyObject *py_flush_leave(PyObject *m, PyObject *arg) {
+    (void)m;
+    unsigned long long saved = PyLong_AsUnsignedLongLong(arg);
+    if (saved == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    tack_flush_denormals_leave(saved);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"devices", py_devices, METH_NOARGS, "devices() -> list of available device names"},
     {"set_default_device", py_set_default_device, METH_O, "set_default_device(name)"},
@@ -233,6 +253,9 @@ static PyMethodDef module_methods[] = {
     {"level_zero_adopt", py_level_zero_adopt, METH_VARARGS,
      "level_zero_adopt(driver, context, device): make Tack use another library's Level Zero context "
      "(before Tack allocates on that driver's devices)"},
+    {"_flush_enter", py_flush_enter, METH_NOARGS,
+     "_flush_enter() -> the mode to restore: flush-to-zero on this thread, as a flush_denormals kernel runs"},
+    {"_flush_leave", py_flush_leave, METH_O, "_flush_leave(mode): put back the mode _flush_enter returned"},
     {"_dtype", tpy_dtype_lookup, METH_O, "_dtype(x) -> the DType for x (tack.dtype)"},
     {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
      "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},

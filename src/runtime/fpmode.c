@@ -87,3 +87,16 @@ void rt_flush_leave(rt_fpmode saved) { (void)saved; }
 int rt_flush_active(void) { return 0; }
 void rt_flush_off(void) {}
 #endif
+
+/* The public switch (include/tack.h), for a kernel run as Python: the same
+ * bits, on the calling thread only (debug mode runs no pool). */
+TACK_API tack_status tack_flush_denormals_enter(unsigned long long *saved) {
+    if (!saved) return tack_set_error(TACK_ERR_VALUE, "tack_flush_denormals_enter: saved is NULL");
+    if (!rt_flush_supported())
+        return tack_set_error(TACK_ERR_VALUE, "flush_denormals=True: Tack cannot set flush-to-zero on this CPU "
+                                              "(only x86-64 and aarch64)");
+    *saved = rt_flush_enter();
+    return TACK_OK;
+}
+
+TACK_API void tack_flush_denormals_leave(unsigned long long saved) { rt_flush_leave(saved); }

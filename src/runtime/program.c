@@ -84,6 +84,16 @@ TACK_API int tack_program_param_written(const tack_program *p, int i) {
     return p->params[i].written;
 }
 
+TACK_API int tack_program_param_range(const tack_program *p, int i, int64_t *lo, int64_t *hi, tack_dtype *narrow) {
+    if (!p || i < 0 || i >= p->nparams) return 0;
+    const tk_pinfo *pi = &p->params[i];
+    if (pi->is_array || pi->narrow == TACK_DTYPE_COUNT) return 0;
+    *lo = pi->lo;
+    *hi = pi->hi;
+    *narrow = pi->narrow;
+    return 1;
+}
+
 TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev) {
     if (!p || !dev) return tack_set_error(TACK_ERR_VALUE, "tack_program_build: program and device are required");
     if (p->device) {

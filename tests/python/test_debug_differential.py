@@ -354,6 +354,48 @@ def explicit_casts(a, out):
         out[i] = tack.u8(a[i] * 100) + tack.u8(tack.f32(a[i]) * 0.7)
 
 
+# The gaps closed in round 33: each kernel below gave other values as Python.
+@tack.func
+def _local_typed_once(v, i):
+    y = v  # the compiler types y once (u8, the type of v): 300 + i wraps into it
+    if i > 0:
+        y = 300 + i
+    return y * 1
+
+
+@kernel(lambda: [np.array([1, 2, 3], np.uint8), np.zeros(3, np.int64)])
+def func_local_typed_per_build(a, out):
+    for i in range(a.shape[0]):
+        out[i] = _local_typed_once(a[i], i)
+
+
+@tack.func
+def _half(x):
+    h = x  # one build for f32 x, one for an int: each keeps its own type for h
+    h = h * 0.5
+    return h
+
+
+@kernel(lambda: [f32s(4), np.zeros(4, np.float64)])
+def func_builds_per_call_site(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _half(x[i]) + _half(i) + _half(7)
+
+
+@kernel(lambda: [np.array([0, 3, 250], np.uint8), np.array([100, 2, 0], np.int8), np.zeros(3, np.int64)])
+def and_or_in_the_promoted_type(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = (a[i] or b[i]) + 200 + (a[i] and b[i]) * 2 + (b[i] or a[i] or 1000)
+
+
+@kernel(lambda: [np.array([0, 0.3, 0.7], np.float32), np.array([0.1, 0.2, 0], np.float64),
+                 np.zeros(3, np.float64)])
+def and_or_and_if_else_of_f32_and_f64(x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = (x[i] or y[i]) * 0.1 + (x[i] and y[i]) * 0.1 + (i and 0.5) * x[i] + \
+            (x[i] if i > 0 else y[i]) * 0.1
+
+
 def test_enough_kernels():
     assert len(KERNELS) >= 30
 
@@ -467,3 +509,59 @@ def test_counts_report():
     """Prints the counts (run after the others: -s shows them)."""
     print(f"\ndebug differential: {COUNTS['kernels']} kernels, {COUNTS['exact']} bit-exact, "
           f"{COUNTS['ulps']} within {ULPS} ulps")
+
+
+# ------------------------------------------- Python int arguments, flush-to-zero
+def _stores_n(x, n):
+    for i in range(x.shape[0]):
+        x[i] = n
+
+
+def _adds_n(x, n):
+    for i in range(x.shape[0]):
+        x[i] = n + i
+
+
+@pytest.mark.parametrize("fn, dtype, n", [(_stores_n, np.int32, 2**40), (_stores_n, np.uint64, -1),
+                                          (_stores_n, np.int8, 300), (_adds_n, np.int64, 2**63),
+                                          (_stores_n, np.uint64, 2**63 + 5)])
+def test_python_int_arguments_checked_the_same_way(fn, dtype, n):
+    """The compiled call checks a Python int against the types it meets
+    (OverflowError, NumPy 2's); run as Python, the same check, the same words."""
+    got = []
+    for jit in (True, False):
+        x = np.zeros(3, dtype)
+        try:
+            tack.kernel(fn, jit=jit)(x, n)
+            got.append(("ok", x.tolist()))
+        except OverflowError as e:
+            got.append(("OverflowError", str(e), x.tolist()))
+    assert got[0] == got[1]
+    if (fn, dtype) != (_stores_n, np.uint64):
+        assert got[0][0] == "OverflowError"
+
+
+def _mul(x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * y[i] + x[i] * 0.5
+
+
+@pytest.mark.skipif(__import__("platform").machine().lower() not in ("x86_64", "amd64", "aarch64", "arm64"),
+                    reason="flush-to-zero is offered on x86-64 and aarch64 only")
+@pytest.mark.parametrize("dtype, tiny", [(np.float32, 1e-39), (np.float64, 1e-310)])
+def test_flush_denormals_applied_as_python(dtype, tiny):
+    """flush_denormals=True: the debug run computes under the same FTZ/DAZ
+    mode (subnormal operands and results are 0), and the mode is put back
+    after it, an exception included."""
+    def make():
+        return [np.array([tiny, 1e-20, 3.0, -tiny], dtype), np.array([1.0, 1e-20, 2.0, 1.0], dtype),
+                np.zeros(4, dtype)]
+
+    assert both_ways(_mul, make, flush_denormals=True) == "exact"
+    out = make()
+    tack.kernel(_mul, jit=False, flush_denormals=True)(*out)
+    assert out[2][0] == 0 and out[2][3] == 0  # tiny * 1 + tiny * 0.5: flushed
+    assert dtype(tiny) * dtype(1.0) != 0  # the caller's mode is back
+    with pytest.raises(IndexError):
+        tack.kernel(_out_of_bounds, jit=False, flush_denormals=True)(np.zeros(3), np.zeros(3))
+    assert dtype(tiny) * dtype(1.0) != 0
