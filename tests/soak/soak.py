@@ -196,14 +196,16 @@ class Worker:
                 self.one_call(rng, pyrng, k, dt, 64)
         for _ in range(20):
             self.bad_input(pyrng)
-        print(json.dumps({"event": "compiled"}), flush=True)
-        signal.signal(signal.SIGINT, old)
         threads = [threading.Thread(target=self.loop, args=(args.seed * 100 + t, False), daemon=True)
                    for t in range(1, args.threads)]
         reporter = threading.Thread(target=self.report, daemon=True)
         reporter.start()
         for t in threads:
             t.start()
+        # interrupts only once every thread has started (Thread.start waits, and
+        # a KeyboardInterrupt there would leave a thread half made)
+        print(json.dumps({"event": "compiled"}), flush=True)
+        signal.signal(signal.SIGINT, old)
         t_end = time.monotonic() + args.seconds
         self.t_warm = time.monotonic() + min(args.warmup, args.seconds / 3)
         self.base = None
