@@ -637,7 +637,12 @@ static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev,
                      Py_TYPE(obj)->tp_name, Py_TYPE(cap)->tp_name);
     else
         out = import_capsule(st, cap, dev, copy, check_dev);
+    /* The capsule's destructor is the producer's code, maybe Python (a
+     * ctypes callback), run here perhaps with a refusal pending. */
+    tpy_stashed_error e;
+    tpy_error_stash(&e);
     Py_DECREF(cap);
+    tpy_error_unstash(&e);
     return out ? readonly_if_immutable(st, obj, out) : NULL;
 }
 

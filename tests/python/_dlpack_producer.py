@@ -78,6 +78,7 @@ def _deleter(address):
         return
     p.deleted += 1
     if p.deleted == 1:
+        p.final = p.memory()  # what it held when it was given back
         p.buffer = None  # the producer's memory goes
     if p.raise_in_deleter:
         raise RuntimeError("deleter of a test producer raising on purpose")
@@ -95,8 +96,8 @@ def _capsule_destructor(capsule):
 class Producer:
     """A tensor with fields as given (see the module docstring).
 
-    payload: bytes of the elements (placed `byte_offset` bytes into the
-    buffer, whose start is 64-byte aligned); shape, strides: sequences of
+    payload: the bytes the data pointer points at (64-byte aligned; the
+    first element is `byte_offset` bytes into them); shape, strides: sequences of
     ints (strides None: a NULL pointer); dtype: (code, bits, lanes);
     null_data: a NULL data pointer; null_shape: a NULL shape pointer;
     ndim: overrides len(shape)."""
@@ -105,13 +106,13 @@ class Producer:
                  flags=0, version=(1, 0), device=(kDLCPU, 0), versioned=True, null_data=False,
                  null_shape=False, ndim=None, raise_in_deleter=False):
         self.deleted = 0
+        self.final = None
         self.raise_in_deleter = raise_in_deleter
         self.versioned = versioned
         self.payload = bytes(payload)
-        offset = byte_offset if byte_offset < (1 << 20) else 0
-        self.buffer = (C.c_uint8 * (64 + offset + len(self.payload) + 8))()
-        base = (C.addressof(self.buffer) + 63) // 64 * 64
-        C.memmove(base + offset, self.payload, len(self.payload))
+        self.buffer = (C.c_uint8 * (64 + len(self.payload)))()
+        base = self.base = (C.addressof(self.buffer) + 63) // 64 * 64
+        C.memmove(base, self.payload, len(self.payload))
         self.shape = (C.c_int64 * max(len(shape), 1))(*shape)
         self.strides = None if strides is None else (C.c_int64 * max(len(strides), 1))(*strides)
         self.managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
@@ -142,6 +143,10 @@ class Producer:
     def __dlpack_device__(self):
         t = self.managed.dl_tensor
         return (t.device.device_type, t.device.device_id)
+
+    def memory(self):
+        """The bytes the producer holds now (None once its deleter ran)."""
+        return None if self.buffer is None else C.string_at(self.base, len(self.payload))
 
     def forget(self):
         """Drop the registry's reference (at the end of a test)."""
