@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 UV_HOME := $(CURDIR)/build/uv
 UV = $(or $(shell command -v uv 2>/dev/null),$(wildcard $(HOME)/.local/bin/uv),$(UV_HOME)/bin/uv)
 
-.PHONY: demo demo-env test test-c test-python test-asan test-zig env uv sysdeps sysdeps-test clean bench test-gpu soak
+.PHONY: demo demo-env test test-c test-python test-asan test-zig env uv sysdeps sysdeps-test clean bench test-gpu soak fuzz-dlpack
 
 # Install uv into build/uv where PEP 668 allows it (a Debian or Ubuntu system
 # Python refuses `pip install --user`: "externally-managed-environment"):
@@ -123,6 +123,12 @@ test-zig: env
 	env -u TACK_CC -u CC -u TACK_ZIG PATH="$(CURDIR)/.venv/bin" TACK_CACHE_DIR="$(CURDIR)/build/zig-cache" \
 	  "$(UV)" run --no-sync pytest -q -p no:cacheprovider tests/python/test_language.py
 	@grep -qa "clang version" build/zig-cache/*.ccid && echo "the language suite passed with zig cc"
+
+# The DLPack import fuzz (tests/python/test_fuzz_dlpack.py) at length: 5,000
+# examples (EXAMPLES=n for another count) where `make test` runs 60.
+fuzz-dlpack: env
+	DLPACK_FUZZ_EXAMPLES=$(or $(EXAMPLES),5000) $(UV) run --no-sync pytest -q -p no:cacheprovider \
+	  tests/python/test_fuzz_dlpack.py
 
 # The C unit tests again under AddressSanitizer (with LeakSanitizer) and UBSan.
 test-asan:

@@ -201,7 +201,10 @@ typedef struct tack_dlpack_import_options {
  * Refused: non-contiguous strides (TACK_ERR_BUFFER, saying how to make the
  * storage contiguous), other dtypes and devices Tack does not know
  * (TACK_ERR_BUFFER), a newer major version (TACK_ERR_BUFFER), more than
- * TACK_MAX_NDIM dimensions (TACK_ERR_VALUE). */
+ * TACK_MAX_NDIM dimensions, a negative extent, extents whose product (those
+ * other than 0) or its bytes pass 2**63, a first element (data +
+ * byte_offset) misaligned for the dtype or past the address space
+ * (TACK_ERR_VALUE). */
 TACK_API tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpack_import_options *opt,
                                             tack_array **out);
 

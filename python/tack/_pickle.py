@@ -21,6 +21,15 @@ the file.  (Plain pickle sends functions only by name, so it refuses such a
 kernel as it refuses such a function.)  Either way the receiving process
 compiles the kernel on its first call, or loads it from the kernel cache.
 
+The text that came with a kernel is that kernel's alone: it goes on a copy
+of the function pickle gave back, never on that function, which may be the
+receiving process's own (a function sent by name: ``k = tack.kernel(body)``
+in an importable module), whose kernels compile the file it imported.  And
+it is compiled only while it is the text of the function the kernel runs:
+where the function came by name from a file edited since the pickling, the
+first call raises the CompileError an edited file gets
+(docs/design/decisions.md, "A pickled kernel's source").
+
 The extension's ``Array.__reduce__`` and ``Kernel.__reduce__`` call
 ``reduce`` below (handed over at import through ``_core._set_hooks``).
 """
@@ -28,6 +37,7 @@ The extension's ``Array.__reduce__`` and ``Kernel.__reduce__`` call
 from __future__ import annotations
 
 import sys
+import types
 
 from . import _core
 from ._array import _numpy, array
@@ -68,15 +78,22 @@ def _reduce_kernel(k):
 
     lines, first = getsourcelines(fn)  # the source's errors (none available, edited) are raised here
     source = ("".join(lines), first, fn.__code__.co_filename)
+    fn = fn.__dict__.get("__tack_function__", fn)  # an unpickled kernel's: the function pickle gave it
     return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func, k.flush_denormals, k.default_float.name,
                       k.check_races))
 
 
 def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, default_float=None, check_races=False):
     text, first, filename = source
+    given = fn
+    fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    fn.__dict__.update(given.__dict__)
+    fn.__qualname__, fn.__module__, fn.__doc__ = given.__qualname__, given.__module__, given.__doc__
+    fn.__kwdefaults__, fn.__annotations__ = given.__kwdefaults__, given.__annotations__
     if fn.__code__.co_filename != filename:  # cloudpickle renames it: error messages name the real file
         fn.__code__ = fn.__code__.replace(co_filename=filename)
-    fn.__tack_source__ = (text.splitlines(True), first)
+    fn.__tack_source__ = (text.splitlines(True), first)  # the copy's only (see the module's docstring)
+    fn.__tack_function__ = given
     return _core.Kernel(fn, checks=checks, fast_math=fast_math, is_func=is_func, flush_denormals=flush_denormals,
                         default_float=getattr(_core, default_float or "f32"), check_races=check_races)
 

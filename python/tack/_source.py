@@ -118,10 +118,12 @@ def _ops(code):
     return out
 
 
-def _check_unchanged(fn, lines):
+def _check_unchanged(fn, lines, carried=False):
     """Refuse a source that is not the function's any more (the file was
-    edited after it was imported): compiled alone, the text must give the
-    function's own code, up to where its names live."""
+    edited after it was imported; carried: the text a pickled kernel came
+    with, whose function came by name from a file edited since): compiled
+    alone, the text must give the function's own code, up to where its names
+    live."""
     code = getattr(fn, "__code__", None)
     if code is None or not lines:
         return
@@ -141,6 +143,12 @@ def _check_unchanged(fn, lines):
         return
     from ._kernels import CompileError
 
+    if carried:
+        raise CompileError(
+            f"the source that came with the pickled kernel {code.co_name}() is not the function "
+            f"{code.co_name}() this process has from {code.co_filename} (the file changed between pickling "
+            f"and unpickling); send the kernel from a process that imported the file as it is now, or "
+            f"restore the file, so the kernel compiled is the function you run")
     raise CompileError(
         f"the source of {code.co_name}() in {code.co_filename} is not the function that was defined "
         f"(the file changed after it was imported); reload the module or restart, so the kernel "
@@ -160,6 +168,7 @@ def getsourcelines(fn):
     A kernel that came through pickle carries its source (tack/_pickle.py)."""
     carried = getattr(fn, "__tack_source__", None)
     if carried is not None:
+        _check_unchanged(fn, carried[0], carried=True)
         return carried
     got = _fast(fn)
     if got is None:

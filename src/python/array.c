@@ -168,10 +168,17 @@ fail:
 }
 
 /* ------------------------------------------------------------ the type */
+void tpy_array_release(tack_array *arr) {
+    tpy_stashed_error e;
+    tpy_error_stash(&e);
+    tack_array_release(arr);
+    tpy_error_unstash(&e);
+}
+
 PyObject *tpy_array_new(tpy_state *st, tack_array *arr) {
     TackArrayObject *self = PyObject_GC_New(TackArrayObject, st->ArrayType);
     if (!self) {
-        tack_array_release(arr);
+        tpy_array_release(arr);
         return NULL;
     }
     self->arr = arr;
@@ -833,7 +840,7 @@ static void array_dealloc(PyObject *self) {
     PyObject_GC_UnTrack(self);
     if (((TackArrayObject *)self)->weakreflist)
         PyObject_ClearWeakRefs(self);
-    tack_array_release(ARR(self));
+    tpy_array_release(ARR(self)); /* a dealloc may run while an exception propagates */
     tp->tp_free(self);
     Py_DECREF(tp);
 }

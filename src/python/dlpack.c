@@ -149,12 +149,20 @@ static int check_stream(PyObject *stream, DLDevice dev, intptr_t *out) {
     }
 }
 
+/* The producer's deleter, with the pending exception set aside (tack_py.h). */
+void tpy_dlpack_delete(void *managed, int versioned) {
+    tpy_stashed_error e;
+    tpy_error_stash(&e);
+    tack_dlpack_delete(managed, versioned);
+    tpy_error_unstash(&e);
+}
+
 /* ----------------------------------------------------------------- export */
 static void capsule_destructor(PyObject *cap, const char *name, int versioned) {
     if (!PyCapsule_IsValid(cap, name))
         return; /* consumed (renamed): the consumer owns the tensor */
     void *managed = PyCapsule_GetPointer(cap, name);
-    tack_dlpack_delete(managed, versioned);
+    tpy_dlpack_delete(managed, versioned); /* a dealloc: an exception may be pending */
 }
 
 static void capsule_destructor_legacy(PyObject *cap) { capsule_destructor(cap, CAPSULE_LEGACY, 0); }
@@ -244,7 +252,7 @@ PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *cap = PyCapsule_New(managed, versioned ? CAPSULE_VERSIONED : CAPSULE_LEGACY,
                                   versioned ? capsule_destructor_versioned : capsule_destructor_legacy);
     if (!cap)
-        tack_dlpack_delete(managed, versioned);
+        tpy_dlpack_delete(managed, versioned);
     return cap;
 }
 
@@ -611,7 +619,7 @@ static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev,
         }
         if (host_device_type((int)mt->dl_tensor.device.device_type)) {
             if (check_dev && check_arg_device(obj, mt->dl_tensor.device, want) < 0) {
-                tack_dlpack_delete(mt, 1);
+                tpy_dlpack_delete(mt, 1);
                 return NULL;
             }
             out = import_managed(st, mt, 1, dev, copy, check_dev);
@@ -629,7 +637,12 @@ static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev,
                      Py_TYPE(obj)->tp_name, Py_TYPE(cap)->tp_name);
     else
         out = import_capsule(st, cap, dev, copy, check_dev);
+    /* The capsule's destructor is the producer's code, maybe Python (a
+     * ctypes callback), run here perhaps with a refusal pending. */
+    tpy_stashed_error e;
+    tpy_error_stash(&e);
     Py_DECREF(cap);
+    tpy_error_unstash(&e);
     return out ? readonly_if_immutable(st, obj, out) : NULL;
 }
 
@@ -707,7 +720,7 @@ static int exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object
     tack_dlpack_import_options o;
     tack_array *arr = NULL;
     if (!m) {
-        tack_dlpack_delete(tensor, 1);
+        tpy_dlpack_delete(tensor, 1);
         return -1;
     }
     if (tack_array_from_dlpack(tensor, 1, import_options(&o, NULL, TACK_DLPACK_COPY_IF_NEEDED), &arr) != TACK_OK)

@@ -88,8 +88,8 @@ int kcall_init(kcall *c, Py_ssize_t n) {
 
 void kcall_fini(kcall *c) {
     for (Py_ssize_t i = 0; i < c->n; i++)
-        if (c->temps[i])
-            tack_array_release(c->temps[i]);
+        if (c->temps[i]) /* after a refusal, its exception is pending */
+            tpy_array_release(c->temps[i]);
     if (c->heap)
         PyMem_Free(c->heap);
 }

@@ -94,6 +94,45 @@ tack_array *tpy_dlpack_arg(tpy_state *st, PyObject *obj, tack_device *want);
 /* Whether obj's type has __dlpack__ (a method-cache lookup; never raises). */
 int tpy_is_dlpack_producer(tpy_state *st, PyObject *obj);
 
+/* Releasing an array, or deleting a DLPack managed tensor, with the GIL held
+ * where an exception may be pending (a dealloc during unwinding, a call's
+ * arguments dropped after a refusal).  The release may run a producer's
+ * deleter, which may be Python code (a ctypes callback) that cannot run with
+ * an exception set: the pending exception is set aside around it and put
+ * back unchanged; one the deleter leaves behind is reported as unraisable
+ * (array.c, dlpack.c). */
+void tpy_array_release(tack_array *arr);
+void tpy_dlpack_delete(void *managed, int versioned);
+
+/* The pending exception, taken out of the thread state and put back as it
+ * was (nothing normalized, nothing lost): tpy_error_stash leaves none set;
+ * tpy_error_unstash reports one raised since as unraisable first. */
+typedef struct {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc;
+#else
+    PyObject *type, *value, *tb;
+#endif
+} tpy_stashed_error;
+
+static inline void tpy_error_stash(tpy_stashed_error *e) {
+#if PY_VERSION_HEX >= 0x030C0000
+    e->exc = PyErr_GetRaisedException();
+#else
+    PyErr_Fetch(&e->type, &e->value, &e->tb);
+#endif
+}
+
+static inline void tpy_error_unstash(tpy_stashed_error *e) {
+    if (PyErr_Occurred())
+        PyErr_WriteUnraisable(NULL);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(e->exc);
+#else
+    PyErr_Restore(e->type, e->value, e->tb);
+#endif
+}
+
 /* Release callback for storage owned by a Python object: takes the GIL,
  * drops the reference; does nothing after interpreter finalization. */
 void tpy_release_object(void *ctx);

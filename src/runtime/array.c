@@ -32,21 +32,31 @@ static tack_status check_shape(tack_dtype dt, int ndim, const int64_t *shape, in
                               ndim);
     if (ndim > 0 && !shape)
         return tack_set_error(TACK_ERR_VALUE, "shape is NULL for a %d-dimensional array", ndim);
-    uint64_t size = 1;
+    /* The extents other than 0 must have a product whose bytes fit, as
+     * NumPy asks: an empty array of shape (2**62, 0, 2**62) holds nothing,
+     * but the strides computed from its shape would overflow. */
+    uint64_t size = 1, span = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return tack_set_error(TACK_ERR_VALUE, "negative dimension %lld in axis %d of the shape",
                                   (long long)shape[i], i);
-        if (__builtin_mul_overflow(size, (uint64_t)shape[i], &size) || size > (uint64_t)INT64_MAX)
+        if (__builtin_mul_overflow(span, (uint64_t)(shape[i] ? shape[i] : 1), &span) ||
+            span > (uint64_t)INT64_MAX)
             return tack_set_error(TACK_ERR_VALUE,
                                   "shape is too large: the element count overflows at axis %d (%lld)", i,
                                   (long long)shape[i]);
+        size *= (uint64_t)shape[i]; /* at most span */
     }
     size_t nbytes;
-    if (size > SIZE_MAX || !rt_mul_overflow_size((size_t)size, info->itemsize, &nbytes) ||
+    if (span > SIZE_MAX || !rt_mul_overflow_size((size_t)span, info->itemsize, &nbytes) ||
         nbytes > (size_t)INT64_MAX)
-        return tack_set_error(TACK_ERR_VALUE, "shape is too large: %llu elements of %zu bytes overflow",
-                              (unsigned long long)size, info->itemsize);
+        return size == span ? tack_set_error(TACK_ERR_VALUE, "shape is too large: %llu elements of %zu bytes overflow",
+                                             (unsigned long long)span, info->itemsize)
+                            : tack_set_error(TACK_ERR_VALUE,
+                                             "shape is too large: its extents other than 0 multiply to %llu, "
+                                             "and as many elements of %zu bytes overflow",
+                                             (unsigned long long)span, info->itemsize);
+    nbytes = (size_t)size * info->itemsize; /* at most the span's */
     *size_out = (int64_t)size;
     *nbytes_out = nbytes;
     return TACK_OK;

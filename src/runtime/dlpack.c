@@ -259,16 +259,20 @@ tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpa
     }
     if ((st = tack_device_from_dlpack(t->device, &src_dev)) != TACK_OK)
         goto fail;
-    int64_t size = 1;
+    int64_t size = 1, span = 1; /* span: the product of the extents other than 0 (array.c) */
     for (int i = 0; i < t->ndim; i++) {
         if (t->shape[i] < 0) {
-            st = tack_set_error(TACK_ERR_VALUE, "negative extent %lld in axis %d of a DLPack tensor",
+            st = tack_set_error(TACK_ERR_VALUE, "negative extent %lld in axis %d of a DLPack tensor's shape",
                                 (long long)t->shape[i], i);
             goto fail;
         }
         shape[i] = t->shape[i];
-        if (__builtin_mul_overflow(size, shape[i], &size)) {
-            st = tack_set_error(TACK_ERR_VALUE, "the DLPack tensor's element count overflows");
+        size *= shape[i]; /* at most span */
+        if (__builtin_mul_overflow(span, shape[i] ? shape[i] : 1, &span)) {
+            st = tack_set_error(TACK_ERR_VALUE,
+                                "the DLPack tensor's shape overflows: the product of its extents passes 2**63 "
+                                "at axis %d (extent %lld)",
+                                i, (long long)shape[i]);
             goto fail;
         }
     }
@@ -302,6 +306,15 @@ tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpa
             goto fail;
         }
         data = (char *)t->data + t->byte_offset;
+        size_t align = tack_dtype_get(dt)->alignment;
+        if ((uintptr_t)data % align) {
+            st = tack_set_error(TACK_ERR_VALUE,
+                                "the DLPack tensor's first element (data 0x%llx + byte_offset %llu) is not "
+                                "aligned for its dtype %s, which needs %zu-byte alignment",
+                                (unsigned long long)(uintptr_t)t->data, (unsigned long long)t->byte_offset,
+                                tack_dtype_get(dt)->name, align);
+            goto fail;
+        }
     }
     dst_dev = opt->device ? opt->device : src_dev;
     int writable = !(flags & DLPACK_FLAG_BITMASK_READ_ONLY);

@@ -4,6 +4,7 @@ import them (zero copy); read-only producers stay read-only; a tensor on
 another device is refused before its __dlpack__ runs."""
 
 import os
+import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -69,6 +70,63 @@ def test_a_read_only_producer_stays_read_only():
     with pytest.raises(ValueError, match=r"parameter 'x'.*\(a Producer\) is read-only"):
         scale(Producer(x), 2.0)
     np.testing.assert_array_equal(x, [0, 1, 2, 3])
+
+
+def _ctypes_producer(**kw):
+    """A read-only DLPack 1.x tensor of four doubles whose deleter is a Python
+    function behind a ctypes pointer (tests/python/_dlpack_producer.py)."""
+    from _dlpack_producer import DLPACK_FLAG_BITMASK_READ_ONLY, Producer
+
+    return Producer(np.arange(4.0).tobytes(), shape=(4,), flags=DLPACK_FLAG_BITMASK_READ_ONLY, **kw)
+
+
+def test_a_read_only_producer_with_a_python_deleter_is_refused_cleanly():
+    # The refusal's ValueError was pending when the call dropped the imported
+    # argument, whose deleter (a ctypes callback) cannot run with an exception
+    # set: a SystemError replaced the refusal and the deleter never ran.
+    p, q = _ctypes_producer(), _ctypes_producer()
+    try:
+        with pytest.raises(ValueError, match=r"scale\(\) writes to parameter 'x'.*\(a Producer\) is read-only"):
+            scale(p, 2.0)
+        assert p.deleted == 1 and p.buffer is None  # its memory was released, once
+        out = np.zeros(4)
+        add_one(q, out)  # reading it is fine
+        np.testing.assert_array_equal(out, [1, 2, 3, 4])
+        assert q.deleted == 1
+    finally:
+        p.forget()
+        q.forget()
+
+
+def test_an_array_with_a_python_deleter_dropped_while_an_exception_propagates():
+    # The array imported for the first argument dies while the ZeroDivisionError
+    # unwinds: its deleter runs once and the error arrives unchanged (it was a
+    # SystemError, and then a crash).
+    p = _ctypes_producer()
+
+    def take(a, b):
+        raise AssertionError("not reached")
+
+    try:
+        with pytest.raises(ZeroDivisionError):
+            take(tack.from_dlpack(p), 1 / 0)
+        assert p.deleted == 1
+    finally:
+        p.forget()
+
+
+def test_a_raising_python_deleter_neither_loses_nor_replaces_the_refusal():
+    p = _ctypes_producer(raise_in_deleter=True)
+    seen = []
+    hook, sys.unraisablehook = sys.unraisablehook, seen.append
+    try:
+        with pytest.raises(ValueError, match="parameter 'x'.*read-only"):
+            scale(p, 2.0)
+    finally:
+        sys.unraisablehook = hook
+        p.forget()
+    assert p.deleted == 1
+    assert [type(u.exc_value) for u in seen] == [RuntimeError]  # reported, not raised
 
 
 def test_a_producer_on_another_device_is_refused_before_its_dlpack_runs():

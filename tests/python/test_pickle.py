@@ -182,3 +182,82 @@ def test_script_kernel_travels_by_value_with_its_source(tmp_path):
     got = subprocess.run([sys.executable, str(receiver)], input=sent.stdout, capture_output=True, timeout=120)
     assert got.returncode == 0, got.stderr.decode()
     assert got.stdout.decode().split() == ["[1.0,", "3.0,", "5.0]", "False", str(sender)]
+
+
+STALE_MODULE = '''
+import tack
+
+def body(a):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * 2.0
+
+k = tack.kernel(body)  # held under another name than its function's: pickles by value
+'''
+
+STALE_SENDER = '''
+import pickle, sys
+sys.path.insert(0, sys.argv[1])
+import stale_mod
+sys.stdout.buffer.write(pickle.dumps(stale_mod.k))
+'''
+
+STALE_RECEIVER = '''
+import pickle, sys
+import numpy as np
+import tack
+sys.path.insert(0, sys.argv[1])
+k = pickle.loads(sys.stdin.buffer.read())  # imports the edited stale_mod: body is its function now
+import stale_mod
+
+def run(kernel):
+    a = np.ones(2)
+    try:
+        kernel(a)
+    except tack.CompileError as e:
+        return "CompileError: " + str(e)
+    return str(a.tolist())
+
+print(run(k))
+print(run(stale_mod.k))
+print(run(tack.kernel(stale_mod.body)))
+print(hasattr(stale_mod.body, "__tack_source__"))
+'''
+
+
+def test_a_pickled_kernel_s_source_never_outlives_an_edit(tmp_path):
+    # Pickled, then its file edited, then unpickled in another process: the
+    # kernel came with the old text, but its function is the edited one (plain
+    # pickle sends a function by name).  The old text compiled for it, and --
+    # set on the receiver's own function -- for the receiver's own kernels too.
+    # Now the unpickled kernel refuses as an edited file does, and the
+    # receiver's kernels compile the file they imported (docs/design/decisions.md).
+    (tmp_path / "stale_mod.py").write_text(STALE_MODULE)
+    (tmp_path / "sender.py").write_text(STALE_SENDER)
+    (tmp_path / "receiver.py").write_text(STALE_RECEIVER)
+    sent = subprocess.run([sys.executable, str(tmp_path / "sender.py"), str(tmp_path)], capture_output=True,
+                          timeout=120)
+    assert sent.returncode == 0, sent.stderr.decode()
+    (tmp_path / "stale_mod.py").write_text(STALE_MODULE.replace("* 2.0", "* 3.0"))
+    got = subprocess.run([sys.executable, str(tmp_path / "receiver.py"), str(tmp_path)], input=sent.stdout,
+                         capture_output=True, timeout=120)
+    assert got.returncode == 0, got.stderr.decode()
+    unpickled, own, fresh, leaked = got.stdout.decode().splitlines()
+    assert unpickled.startswith("CompileError: ") and "body()" in unpickled and "pickle" in unpickled, unpickled
+    assert own == fresh == "[3.0, 3.0]"
+    assert leaked == "False"
+
+
+def test_an_unpickled_kernel_s_source_is_its_own(tmp_path):
+    # Unedited, the unpickled kernel compiles the text it came with, and the
+    # receiver's function is left as it was: it pickles again by name.
+    (tmp_path / "stale_mod.py").write_text(STALE_MODULE)
+    (tmp_path / "sender.py").write_text(STALE_SENDER)
+    receiver = STALE_RECEIVER + "print(pickle.loads(pickle.dumps(k)).__wrapped__.__qualname__)\n"
+    (tmp_path / "receiver.py").write_text(receiver)
+    sent = subprocess.run([sys.executable, str(tmp_path / "sender.py"), str(tmp_path)], capture_output=True,
+                          timeout=120)
+    assert sent.returncode == 0, sent.stderr.decode()
+    got = subprocess.run([sys.executable, str(tmp_path / "receiver.py"), str(tmp_path)], input=sent.stdout,
+                         capture_output=True, timeout=120)
+    assert got.returncode == 0, got.stderr.decode()
+    assert got.stdout.decode().splitlines() == ["[2.0, 2.0]"] * 3 + ["False", "body"]
