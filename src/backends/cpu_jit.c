@@ -40,7 +40,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +54,7 @@
 #include "backends/cpu_jit.h"
 #include "runtime/races.h"
 #include "backends/kcache.h"
+#include "backends/spawn_guard.h"
 #include "runtime/program.h"
 #include "runtime/pool.h"
 
@@ -65,8 +65,6 @@
 #define FAST_MATH_FLAGS \
     " -fno-math-errno -fassociative-math -freciprocal-math -fno-signed-zeros -fno-trapping-math" \
     " -ffinite-math-only -ffp-contract=fast"
-
-extern char **environ;
 
 /* ------------------------------------------------- compiler choice */
 /* Which C compiler builds kernels is decided at every build, from the
@@ -83,7 +81,7 @@ extern char **environ;
  * A TACK_CC or CC whose program is not there is an error that names it, not
  * a reason to try the next: somebody asked for that compiler.  The program
  * is looked up here and run by the path found, so what runs is what was
- * looked up (posix_spawnp would search again, from inside the cache
+ * looked up (a search by exec would happen again, from inside the cache
  * directory).  When no compiler is found at all, a kernel already in the
  * cache still loads -- which compiler built each entry is recorded beside
  * it (build_in) -- and a new one fails with an error that names the
@@ -263,47 +261,6 @@ static int compiler_stamp(const cc_pick *c, hash2 *k) {
     return 1;
 }
 
-/* Run argv without a shell (inside directory `dirfd`, or here when it is
- * -1), stdin from /dev/null, stdout and stderr together into out: the first
- * cap - 1 bytes, NUL-terminated (the rest is read and dropped, so the child
- * never blocks on a full pipe).  Returns 0 with the wait status in *status,
- * or the errno that kept it from running. */
-static int spawn_output(char **argv, int dirfd, char *out, size_t cap, size_t *len, int *status) {
-    int fds[2];
-    *len = 0;
-    out[0] = 0;
-    if (pipe(fds) != 0) return errno;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    int rc = dirfd >= 0 ? posix_spawn_file_actions_addfchdir_np(&fa, dirfd) : 0;
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid;
-    if (rc == 0) rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    if (rc != 0) {
-        close(fds[0]);
-        return rc;
-    }
-    for (;;) {
-        char chunk[512];
-        ssize_t n = read(fds[0], chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        size_t keep = (size_t)n < cap - 1 - *len ? (size_t)n : cap - 1 - *len;
-        memcpy(out + *len, chunk, keep);
-        *len += keep;
-    }
-    out[*len] = 0;
-    close(fds[0]);
-    while (waitpid(pid, status, 0) < 0)
-        if (errno != EINTR) return errno;
-    return 0;
-}
-
 static int identity_load(const kc_dir *d, const char *memo, hash2 *h, char *text, size_t tn) {
     kc_entry e;
     const char *why;
@@ -341,7 +298,7 @@ static tack_status compiler_identity(const kc_dir *d, const cc_pick *c, hash2 *o
         size_t total = 0;
         int status = 0;
         char **argv = cc_argv(c, "--version", 0, &buf);
-        if (!argv || spawn_output(argv, -1, text, sizeof text, &total, &status) != 0 || !WIFEXITED(status) ||
+        if (!argv || tk_spawn_guarded(argv, -1, text, sizeof text, &total, &status, 0) != 0 || !WIFEXITED(status) ||
             WEXITSTATUS(status) != 0)
             total = 0;
         tack_free(argv);
@@ -511,11 +468,13 @@ static int try_load(const kc_dir *d, const kc_entry *e, const char *name, const 
 }
 
 /* Run the C compiler inside the cache directory (its working directory is
- * the descriptor kc_open checked; the names are relative), without a shell.
- * What it prints comes back through a pipe, not a file, so a full disk
- * cannot swallow the reason ("No space left on device").  A compiler killed
- * by SIGINT (Ctrl-C reaches the whole process group) is an interruption,
- * not a compile failure. */
+ * the descriptor kc_open checked; the names are relative), without a shell,
+ * guarded (spawn_guard.c: a process group of its own, killed whole if this
+ * process dies).  What it prints comes back through a pipe, not a file, so
+ * a full disk cannot swallow the reason ("No space left on device").  A
+ * compiler killed by SIGINT (Ctrl-C, passed on by the guardian when the
+ * launch is interruptible), SIGTERM or SIGHUP is an interruption, not a
+ * compile failure. */
 static tack_status run_compiler(const kc_dir *d, const cc_pick *c, const char *kernel, const char *flags,
                                 int vmath, const char *src, const char *out, const char *first_line) {
     char *buf = NULL;
@@ -538,7 +497,7 @@ static tack_status run_compiler(const kc_dir *d, const cc_pick *c, const char *k
     char log[2000];
     size_t len = 0;
     int status = 0;
-    int rc = spawn_output(argv, d->fd, log, sizeof log, &len, &status);
+    int rc = tk_spawn_guarded(argv, d->fd, log, sizeof log, &len, &status, tack_interruptible());
     if (rc != 0) {
         st = tack_set_error(TACK_ERR_RUNTIME, "cannot run the C compiler '%s%s' (%s): %s (set TACK_CC)", CC_SHOWN(c),
                             c->from, strerror(rc));

@@ -36,12 +36,26 @@
  *     releases it, and where there are no locks (some network file systems),
  *     after a signal, or after a long wait, a process builds unlocked, which
  *     the renames keep safe;
+ *   - leftovers: a process killed mid-build (SIGKILL, the out-of-memory
+ *     killer) leaves its temporaries (BASE-PID-N.c, .so.tmp, .tmp), which
+ *     nobody would ever remove.  The first time a process takes a build
+ *     lock in a directory, it removes every temporary of ours there whose
+ *     last change is more than KC_STALE_S (a day) old (kc_sweep).  A day,
+ *     not minutes: a live build's source is written once, at its start, and
+ *     a compile may take minutes on a loaded machine or sit stopped (a
+ *     suspended job, a laptop asleep) for hours; and the source of a failed
+ *     compile, which the error names, stays readable that long.  The age is
+ *     the only test: the pid in the name may be another host's (a cache on a
+ *     network file system) or reused.  Their compiler died with them
+ *     (spawn_guard.c);
  *   - keys: a 128-bit hash of everything that decides the compiled bytes
  *     (source, dialect, toolchain identity, flags, Tack's version), with a
  *     separator after each field so that ("ab", "c") and ("a", "bc") differ.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,6 +427,74 @@ tack_status kc_store_bytes(const kc_dir *d, const char *name, const void *const 
     return kc_seal(d, tmp, name);
 }
 
+/* --------------------------------------------------------------- leftovers */
+#define KC_STALE_S (24 * 3600)
+
+static int all_digits(const char *a, const char *b) {
+    if (a >= b) return 0;
+    for (; a < b; a++)
+        if (*a < '0' || *a > '9') return 0;
+    return 1;
+}
+
+/* A name kc_tmp_name made: BASE-PID-N then .so.tmp, .tmp or .c. */
+int kc_is_temporary(const char *name) {
+    static const char *const suffix[] = {".so.tmp", ".tmp", ".c"};
+    size_t n = strlen(name);
+    for (int i = 0; i < 3; i++) {
+        size_t k = strlen(suffix[i]);
+        if (n <= k || strcmp(name + n - k, suffix[i]) != 0) continue;
+        const char *end = name + n - k, *dash2 = end, *dash1;
+        while (dash2 > name && dash2[-1] != '-') dash2--;
+        if (dash2 <= name + 1 || !all_digits(dash2, end)) return 0; /* N */
+        dash1 = dash2 - 1;
+        while (dash1 > name && dash1[-1] != '-') dash1--;
+        return dash1 > name + 1 && all_digits(dash1, dash2 - 1); /* PID, after a BASE */
+    }
+    return 0;
+}
+
+int kc_sweep(const kc_dir *d, int stale_s) {
+    int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!dir) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    time_t now = time(NULL);
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        struct stat sb;
+        if (!kc_is_temporary(e->d_name) || fstatat(d->fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || now - sb.st_mtime <= stale_s) continue;
+        if (unlinkat(d->fd, e->d_name, 0) == 0) removed++;
+    }
+    closedir(dir);
+    if (removed && kc_log_info())
+        fprintf(stderr, "tack: removed %d leftover temporar%s older than %d s from the kernel cache %s\n", removed,
+                removed == 1 ? "y" : "ies", stale_s, d->path);
+    return removed;
+}
+
+/* Once per process and directory: the first build lock taken there. */
+static void sweep_once(const kc_dir *d) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static dev_t dev;
+    static ino_t ino;
+    static pid_t pid;
+    struct stat sb;
+    if (fstat(d->fd, &sb) != 0) return;
+    pthread_mutex_lock(&lock);
+    int seen = pid == getpid() && dev == sb.st_dev && ino == sb.st_ino;
+    if (!seen) {
+        dev = sb.st_dev;
+        ino = sb.st_ino;
+        pid = getpid();
+    }
+    pthread_mutex_unlock(&lock);
+    if (!seen) kc_sweep(d, KC_STALE_S);
+}
+
 /* -------------------------------------------------------------- build lock */
 int kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_ms) {
     double t0 = kc_now_ms();
@@ -438,6 +520,7 @@ int kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_m
             return -1;
         }
     }
+    sweep_once(d);
     return fd;
 }
 

@@ -80,6 +80,13 @@ void kc_unlock(const kc_dir *d, const char *name, int fd);
 
 /* A unique temporary name for `base` in this process: "base-PID-N.suffix". */
 void kc_tmp_name(char *out, size_t n, const char *base, const char *suffix);
+/* Whether `name` is one (with suffix .so.tmp, .tmp or .c). */
+int kc_is_temporary(const char *name);
+/* Remove the temporaries of ours in the directory whose last change is more
+ * than stale_s seconds old (a process killed mid-build left them); returns
+ * how many.  kc_lock does it, with a day, the first time a process takes a
+ * build lock in a directory. */
+int kc_sweep(const kc_dir *d, int stale_s);
 
 double kc_now_ms(void);
 /* TACK_LOG=info (or debug): log compiles and cache loads to stderr. */

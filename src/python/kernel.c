@@ -45,6 +45,9 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
         return NULL;
     if (kcall_bind(k, &c, args, nargs, kwnames) < 0 || kcall_signature(k, &c) < 0)
         goto done;
+    /* before the compile, which Ctrl-C stops under the same rule (interrupt.c) */
+    if (tpy_mark_interruptible(k->st) < 0)
+        goto done;
     s = kernel_specialize(k, &c);
     if (!s)
         goto done;
@@ -60,7 +63,6 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
             goto done;
         }
     }
-    tpy_mark_interruptible();
     Py_BEGIN_ALLOW_THREADS
     st = tack_launch(s->prog, c.vals, (int)c.n);
     Py_END_ALLOW_THREADS
@@ -90,7 +92,7 @@ static PyObject *kernel_compile_method(PyObject *self, PyObject *const *args, Py
     }
     if (kcall_init(&c, k->nparams) < 0)
         return NULL;
-    if (kcall_bind_method(k, &c, args, nargs, kwnames, &target, 0) < 0)
+    if (kcall_bind_method(k, &c, args, nargs, kwnames, &target, 0) < 0 || tpy_mark_interruptible(k->st) < 0)
         goto done;
     if (!kernel_specialize(k, &c))
         goto done;

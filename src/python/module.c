@@ -281,7 +281,7 @@ static int module_exec(PyObject *m) {
         return -1;
     if (tpy_dtype_exec(m, st) < 0 || tpy_array_exec(m, st) < 0 || tpy_kernel_exec(m, st) < 0 ||
         tpy_dlpack_exec(m, st) < 0 || tpy_cuda_exec(m, st) < 0 || tpy_hip_exec(m) < 0 ||
-        tpy_interrupt_exec(m) < 0)
+        tpy_interrupt_exec(m, st) < 0)
         return -1;
     return 0;
 }
@@ -302,6 +302,9 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->getline);
     Py_VISIT(st->numpy);
     Py_VISIT(st->dlpack_strs);
+    Py_VISIT(st->getsignal);
+    Py_VISIT(st->default_int_handler);
+    Py_VISIT(st->sigint);
     return tpy_kernel_traverse(st, visit, arg);
 }
 
@@ -321,6 +324,9 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->getline);
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->dlpack_strs);
+    Py_CLEAR(st->getsignal);
+    Py_CLEAR(st->default_int_handler);
+    Py_CLEAR(st->sigint);
     tpy_kernel_clear(st);
     return 0;
 }

@@ -43,6 +43,9 @@ typedef struct {
                                            compile error (linecache.getline), set likewise */
     PyObject *numpy;                    /* the numpy module, imported on first use */
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
+    PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */
+    PyObject *default_int_handler;      /* _signal.default_int_handler */
+    PyObject *sigint;                   /* and the int SIGINT, asked at every main-thread launch */
 } tpy_state;
 
 /* The numpy module (borrowed from state), imported on first use; NULL with
@@ -153,9 +156,9 @@ int tpy_array_exec(PyObject *m, tpy_state *st);
 int tpy_kernel_exec(PyObject *m, tpy_state *st);
 int tpy_cuda_exec(PyObject *m, tpy_state *st);
 int tpy_hip_exec(PyObject *m);
-int tpy_interrupt_exec(PyObject *m);
+int tpy_interrupt_exec(PyObject *m, tpy_state *st);
 /* The first launch on a thread: make it interruptible if it is the main thread (interrupt.c). */
-void tpy_mark_interruptible(void);
+int tpy_mark_interruptible(tpy_state *st);
 int tpy_dlpack_exec(PyObject *m, tpy_state *st);
 
 /* dlpack.c: Array.__dlpack__ and Array.__dlpack_device__ */

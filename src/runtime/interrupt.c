@@ -15,9 +15,11 @@
  * Python extension installs one that chains to Python's own (so Python
  * still raises KeyboardInterrupt).  Only launches made on a thread that
  * opted in with tack_set_interruptible(1) read the flag -- in Python, the
- * main thread, the only one that gets KeyboardInterrupt -- and each such
- * launch clears it as it starts, so a request made between launches (which
- * Python itself answers) does not stop the next one.
+ * main thread while Python's default SIGINT handler is in force, decided
+ * again before every call (src/python/interrupt.c) -- and each such launch
+ * clears it as it starts, so a request made between launches (which Python
+ * itself answers) does not stop the next one.  The compiler's guardian
+ * (spawn_guard.c) passes Ctrl-C on to a compile under the same flag.
  *
  * A handler installed once can be replaced later (Python's signal.signal
  * installs its own C handler again).  So a launch still running 10 ms

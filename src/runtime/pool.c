@@ -74,6 +74,21 @@
  *
  * After fork() the child has no workers; an atfork handler resets the pool
  * so the child starts its own on demand.
+ *
+ * The workers never outlive the threads they serve.  A process ends when its
+ * last thread does, and the workers wait forever, so a process whose only
+ * other thread ended with pthread_exit would never end: a child that Python
+ * forked from a thread other than the main one is such a process (its one
+ * thread goes on running the parent thread's Python code, and ends as a
+ * thread ends, not with exit()).  So every thread that hands a loop to the
+ * workers becomes a member of the pool (a thread-specific key whose
+ * destructor runs when it ends), and when the last member ends, the
+ * workers are told to leave and the pool is taken down; a later launch
+ * starts it again.  Members end this way only by pthread_exit or by
+ * returning from their start routine -- exit() runs no destructors, and
+ * takes the workers with it -- so a program whose main thread launches
+ * never pays for it, and one whose launching threads come and go pays a
+ * pool start (tens of microseconds a worker) at the next launch.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -105,8 +120,12 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
     pthread_mutex_t busy;
-    int workers; /* started worker threads */
+    pthread_cond_t gone; /* a worker left (after `quit`) */
+    int workers;         /* started worker threads */
     int started;
+    int alive;   /* workers that have not yet left (under lock) */
+    int quit;    /* workers: leave (under lock; set only while `busy` is held, so no job runs) */
+    int members; /* live threads that have handed a loop to the workers (under lock) */
     /* the job: written by the caller while gen is odd (see the top) */
     _Atomic(pool_fn) fn;
     _Atomic(void *) frame;
@@ -120,7 +139,7 @@ static struct {
     _Atomic int caller_sleeping; /* the caller blocked (or about to block) on `done` */
     _Alignas(64) _Atomic int64_t finished; /* iterations done (or dropped after stop) */
 } P = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
-       .busy = PTHREAD_MUTEX_INITIALIZER};
+       .busy = PTHREAD_MUTEX_INITIALIZER, .gone = PTHREAD_COND_INITIALIZER};
 
 /* A thread's copy of the job. */
 typedef struct {
@@ -136,14 +155,23 @@ typedef struct {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int nthreads = 1;
+static pthread_key_t member_key; /* set on a member thread: its destructor is member_gone */
+static int have_key;             /* member_key was made (else the pool is never taken down) */
+static _Thread_local int is_member;
+
+static void member_gone(void *unused);
 
 static void after_fork_child(void) {
     pthread_mutex_init(&P.lock, NULL);
     pthread_cond_init(&P.wake, NULL);
     pthread_cond_init(&P.done, NULL);
+    pthread_cond_init(&P.gone, NULL);
     pthread_mutex_init(&P.busy, NULL);
     P.workers = 0;
     P.started = 0;
+    P.alive = 0;
+    P.quit = 0;
+    P.members = is_member; /* the forking thread, the child's only one, keeps its key */
     uint64_t g = atomic_load(&P.gen);
     atomic_store(&P.gen, g + (g & 1));
     atomic_store(&P.sleepers, 0);
@@ -163,7 +191,37 @@ static void init_once(void) {
     if (n < 1) n = 1;
     if (n > MAX_THREADS) n = MAX_THREADS;
     nthreads = n;
+    have_key = pthread_key_create(&member_key, member_gone) == 0;
     pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+/* A member thread ended (its key's destructor): the last one takes the pool
+ * down.  `busy` first, so that no launch runs meanwhile: a thread that
+ * became a member since waits here, then finds the workers there. */
+static void member_gone(void *unused) {
+    (void)unused;
+    is_member = 0;
+    pthread_mutex_lock(&P.busy);
+    pthread_mutex_lock(&P.lock);
+    if (--P.members == 0 && P.started) {
+        P.quit = 1;
+        pthread_cond_broadcast(&P.wake);
+        while (P.alive > 0) pthread_cond_wait(&P.gone, &P.lock);
+        P.quit = 0;
+        P.started = 0;
+        P.workers = 0;
+    }
+    pthread_mutex_unlock(&P.lock);
+    pthread_mutex_unlock(&P.busy);
+}
+
+/* The calling thread, which holds `busy`, becomes a member (once). */
+static void join_members(void) {
+    if (is_member || !have_key || pthread_setspecific(member_key, &is_member) != 0) return;
+    is_member = 1;
+    pthread_mutex_lock(&P.lock);
+    P.members++;
+    pthread_mutex_unlock(&P.lock);
 }
 
 int pool_threads(void) {
@@ -384,8 +442,14 @@ static void *worker(void *arg) {
         if (g == seen) {
             pthread_mutex_lock(&P.lock);
             atomic_fetch_add(&P.sleepers, 1);
-            while ((g = atomic_load(&P.gen)) == seen || (g & 1)) pthread_cond_wait(&P.wake, &P.lock);
+            while (((g = atomic_load(&P.gen)) == seen || (g & 1)) && !P.quit) pthread_cond_wait(&P.wake, &P.lock);
             atomic_fetch_sub(&P.sleepers, 1);
+            if (P.quit) { /* the last member thread ended (member_gone) */
+                P.alive--;
+                pthread_cond_signal(&P.gone);
+                pthread_mutex_unlock(&P.lock);
+                return NULL;
+            }
             pthread_mutex_unlock(&P.lock);
         }
         job j;
@@ -409,8 +473,14 @@ static int start(void) {
         if (!wa) break;
         wa->t = i + 1;
         wa->seen = atomic_load(&P.gen);
+        pthread_mutex_lock(&P.lock);
+        P.alive++;
+        pthread_mutex_unlock(&P.lock);
         if (pthread_create(&th, &attr, worker, wa) != 0) {
             free(wa);
+            pthread_mutex_lock(&P.lock);
+            P.alive--;
+            pthread_mutex_unlock(&P.lock);
             break;
         }
         P.workers++;
@@ -431,6 +501,7 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
         run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg, flush);
         return;
     }
+    join_members();
     int workers = start();
     if (workers == 0) {
         pthread_mutex_unlock(&P.busy);

@@ -232,6 +232,33 @@ def test_ctrl_c_during_a_compile_is_a_keyboard_interrupt(tmp_path):
     assert not list(cache.glob("*.c")), "a stray source file was left behind"
 
 
+def test_ctrl_c_during_a_compile_with_the_programs_own_handler(tmp_path):
+    # The program installed its own SIGINT handler: the compile, like the
+    # kernel, runs to its end, and then the handler runs (docs/runtime-contract.md).
+    slow = tmp_path / "slowcc"
+    slow.write_text('#!/bin/sh\nif [ "$1" = --version ]; then exec cc --version; fi\nsleep 1\nexec cc "$@"\n')
+    slow.chmod(0o755)
+    cache = tmp_path / "cache"
+    script = tmp_path / "graceful.py"
+    script.write_text("import signal\nstop = []\nsignal.signal(signal.SIGINT, lambda s, f: stop.append(1))\n"
+                      + SCRIPT + "print(stop)\n")
+    env = dict(os.environ, TACK_CACHE_DIR=str(cache), TACK_CC=str(slow))
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(cache.glob("*.c")):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-3000:]
+    assert out.split() == ["ok", "[1]"], out + err[-3000:]
+
+
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A 256 KiB tmpfs to fill up (needs root and a kernel that lets us mount)."""

@@ -6,9 +6,11 @@ process with a timeout (a kernel that ignores the signal would hang it);
 SIGINT comes from a thread of that process once the kernel is running.
 
 What is not interrupted: a kernel on a thread other than the main one (only
-the main thread gets KeyboardInterrupt), and any kernel while SIGINT is
-ignored.  A handler installed with signal.signal after the import still gets
-the signal, and its exception is the one raised."""
+the main thread gets KeyboardInterrupt), any kernel while SIGINT is ignored,
+and any kernel while the program's own SIGINT handler is installed: that
+kernel runs to its end, and then Python runs the handler (a simulation that
+checkpoints on Ctrl-C).  Python's default handler put back interrupts again;
+in a child forked from a thread, that thread is the main one."""
 
 import json
 import signal
@@ -100,6 +102,9 @@ DRIVER = '''
 import json, os, signal, sys, threading, time
 import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+early_stop = []
+if sys.argv[1] == "graceful_before_import":  # tack, imported by kern, puts its handler in front of this one
+    signal.signal(signal.SIGINT, lambda s, f: early_stop.append(1))
 import kern
 
 CASES = {
@@ -167,19 +172,75 @@ elif mode == "partial":
         out["raised"] = True
     out["values"] = sorted(set(a.tolist()))
 elif mode == "own_handler":
+    # a handler of the program's own: the kernel runs to its end, then the handler runs
     class Stop(Exception):
         pass
     def handler(signum, frame):
+        out["handler_saw_finished"] = float(a[0]) == 600_000_000.0
         raise Stop("stop")
     signal.signal(signal.SIGINT, handler)  # replaces the handler tack put in front at import
-    warm("spin_forever")
+    warm("serial_only")
+    a = np.zeros(1)
     t = {}
-    sigint_after(0.5, t)
+    sigint_after(0.2, t)
+    t0 = time.perf_counter()
     try:
-        kern.spin_forever(np.zeros(2, dtype=np.int64))
+        kern.serial_only(a, 600_000_000)
+        while True:  # Python runs the handler at its next bytecode
+            pass
     except Stop:
         out["raised"] = "Stop"
-        out["ms"] = (time.perf_counter() - t["sent"]) * 1e3
+    out["finished"] = float(a[0]) == 600_000_000.0
+    out["ran_past_signal"] = time.perf_counter() - t0 > 0.2
+elif mode in ("graceful", "graceful_before_import"):
+    # the checkpointing simulation: its handler notes the request, its kernels finish
+    stop = early_stop
+    if mode == "graceful":
+        signal.signal(signal.SIGINT, lambda s, f: stop.append(1))
+    warm("serial_only")
+    t = {}
+    sigint_after(0.2, t)
+    a = np.zeros(1)
+    t0 = time.perf_counter()
+    steps = 0
+    while not stop and steps < 50:
+        kern.serial_only(a, 600_000_000)
+        steps += 1
+        out.setdefault("whole", True)
+        out["whole"] = out["whole"] and float(a[0]) == 600_000_000.0
+    out["stop"] = stop
+    out["steps"] = steps
+    out["ran_past_signal"] = time.perf_counter() - t0 > 0.2
+elif mode == "restored":
+    # the program's handler, then Python's default again: Ctrl-C stops the kernel again
+    signal.signal(signal.SIGINT, lambda s, f: None)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    out = interrupted("spin_forever")
+elif mode == "fork_from_thread":
+    # the child of a fork made on another thread: its one thread is its main thread
+    warm("spin_forever")
+    r, w = os.pipe()
+    def fork():
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            res = interrupted("spin_forever", 0.3)
+            os.write(w, json.dumps(res).encode())
+            os._exit(0)
+        out["pid"] = pid
+    th = threading.Thread(target=fork)
+    th.start()
+    th.join()
+    os.close(w)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and os.waitpid(out["pid"], os.WNOHANG)[0] == 0:
+        time.sleep(0.01)
+    else:
+        if time.monotonic() >= deadline:
+            os.kill(out["pid"], signal.SIGKILL)
+            os.waitpid(out["pid"], 0)
+    data = os.read(r, 4096)
+    out = json.loads(data) if data else {"raised": "hung"}
 elif mode == "ignored":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     warm("serial_only")
@@ -266,9 +327,27 @@ def test_interrupted_arrays_hold_whole_iterations(workdir):
     assert all(0.0 <= v <= 2.0 for v in got["values"]), got
 
 
-def test_a_handler_installed_later_still_gets_the_signal(workdir):
+def test_a_handler_of_the_programs_own_runs_after_the_kernel(workdir):
     got = run(workdir, "own_handler")
-    assert got.get("raised") == "Stop", got
+    assert got == {"raised": "Stop", "handler_saw_finished": True, "finished": True, "ran_past_signal": True}
+
+
+@pytest.mark.parametrize("mode", ["graceful", "graceful_before_import"])
+def test_a_graceful_handler_lets_the_kernel_finish(workdir, mode):
+    got = run(workdir, mode)
+    assert got == {"whole": True, "stop": [1], "steps": got["steps"], "ran_past_signal": True}, got
+    assert got["steps"] < 50, got
+
+
+def test_the_default_handler_put_back_interrupts_again(workdir):
+    got = run(workdir, "restored")
+    assert got["raised"] == "KeyboardInterrupt", got
+    assert got["ms"] < 1000.0, got
+
+
+def test_ctrl_c_in_a_child_forked_from_a_thread(workdir):
+    got = run(workdir, "fork_from_thread")
+    assert got["raised"] == "KeyboardInterrupt", got
     assert got["ms"] < 1000.0, got
 
 

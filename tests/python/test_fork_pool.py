@@ -1,0 +1,120 @@
+"""fork() and the CPU thread pool: a child runs kernels and ends, whichever
+thread forked it and whatever the pool was doing.
+
+A child that Python forks from a thread other than the main one goes on
+running that thread's code and ends the way a thread ends, not with exit():
+the process lives until its last thread is gone.  The pool's workers used
+to wait forever, so such a child never ended once it had run a parallel
+kernel.  Each combination runs in one driver process; each child has a
+deadline, and a child that misses it is killed and reported."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+DRIVER = '''
+import json, os, sys, threading, time
+import numpy as np
+import tack
+
+@tack.kernel
+def inc(x):
+    for i in range(x.shape[0]):
+        x[i] = x[i] + 1
+
+@tack.kernel
+def slow(x, reps):
+    for i in range(x.shape[0]):
+        s = x[i]
+        for r in range(reps):
+            s = s * 0.5 + 1.0
+        x[i] = s
+
+N = 1_000_000  # far above the fork-join threshold: the pool runs it
+
+def child_body(ends):
+    x = np.zeros(N)
+    inc(x)
+    ok = bool((x == 1).all())
+    if ends == "_exit":
+        os._exit(0 if ok else 3)
+    if ends == "thread_in_child":  # the kernel runs on a thread the child starts
+        y = np.zeros(N)
+        t = threading.Thread(target=inc, args=(y,))
+        t.start()
+        t.join()
+        ok = ok and bool((y == 1).all())
+    if not ok:
+        os._exit(3)
+    sys.exit(0)  # in a thread: the thread ends; on the main thread: Python exits
+
+def case(where, pool, ends):
+    inc(np.zeros(1))
+    slow(np.zeros(1), 1)
+    stop = threading.Event()
+    busy = None
+    if pool == "used":
+        inc(np.zeros(N))
+    elif pool == "used_by_thread":
+        t = threading.Thread(target=inc, args=(np.zeros(N),))
+        t.start()
+        t.join()
+    elif pool == "running":  # another thread's parallel kernel is running at the fork
+        def spin():
+            while not stop.is_set():
+                slow(np.zeros(64), 100_000)
+        busy = threading.Thread(target=spin)
+        busy.start()
+        time.sleep(0.1)
+    pid = {}
+    def fork():
+        p = os.fork()
+        if p == 0:
+            child_body(ends)
+        pid["p"] = p
+    if where == "main":
+        fork()
+    else:
+        t = threading.Thread(target=fork)
+        t.start()
+        t.join()
+    stop.set()
+    if busy:
+        busy.join()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        p, status = os.waitpid(pid["p"], os.WNOHANG)
+        if p:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid["p"], 9)
+    os.waitpid(pid["p"], 0)
+    return "hung"
+
+out = {}
+for where in ("main", "thread"):
+    for pool in ("fresh", "used", "used_by_thread", "running"):
+        for ends in ("return", "_exit", "thread_in_child"):
+            out[f"{where}/{pool}/{ends}"] = case(where, pool, ends)
+# the pool taken down when its last member thread ended starts again
+x = np.zeros(N)
+inc(x)
+out["after"] = bool((x == 1).all())
+print(json.dumps(out))
+'''
+
+
+def test_forked_children_run_kernels_and_end(tmp_path):
+    path = tmp_path / "driver.py"
+    path.write_text(textwrap.dedent(DRIVER))
+    env = dict(os.environ, TACK_NUM_THREADS="4")  # several workers, whatever the machine
+    proc = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", str(path)], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got.pop("after") is True
+    bad = {k: v for k, v in got.items() if v != 0}
+    assert not bad, bad
+    assert len(got) == 24
