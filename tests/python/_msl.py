@@ -121,3 +121,21 @@ def check(source, timeout=120):
     if proc.returncode != 0:
         problems.append(proc.stderr.strip() or f"clang++ exited {proc.returncode}")
     return "\n".join(problems) if problems else None
+
+
+def compiler_identity():
+    """What decides check()'s verdict besides the source, for _tool_cache.py's key:
+    the compiler (its --version), its flags, the headers in tests/msl and this file's lint."""
+    import hashlib
+
+    h = hashlib.sha256()
+    if xcrun():
+        h.update(b"xcrun metal")
+    else:
+        cc = clang()
+        h.update(subprocess.run([cc, "--version"], capture_output=True).stdout if cc else b"none")
+    h.update(" ".join(FLAGS).encode())
+    for path in sorted(INCLUDE.rglob("*")) + [Path(__file__)]:
+        if path.is_file():
+            h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()

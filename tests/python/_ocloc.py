@@ -58,10 +58,41 @@ def compile(source: str, device: str, options: str = "-cl-std=CL1.2"):
     return rc, outputs
 
 
+_identity = None
+
+
+def identity():
+    """The libocloc loaded (its file's name, size and time), for _tool_cache.py's key."""
+    global _identity
+    if _identity is None:
+        path = _library_path() if library() is not None else None
+        st = os.stat(path) if path else None
+        _identity = f"{path} {st.st_size} {st.st_mtime_ns}" if st else "unknown"
+    return _identity
+
+
+def _library_path():
+    """The file libocloc was loaded from (from /proc/self/maps), or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                if "libocloc" in line:
+                    return line.split()[-1]
+    except OSError:
+        pass
+    return None
+
+
 def _compile_job(job):
+    import _tool_cache
+
     source, device = job
-    rc, outputs = compile(source, device)
-    return rc, {name: (data if name.endswith(".log") else len(data)) for name, data in outputs.items()}
+
+    def run():
+        rc, outputs = compile(source, device)
+        return rc, {name: (data if name.endswith(".log") else len(data)) for name, data in outputs.items()}
+
+    return _tool_cache.cached("ocloc", identity(), device, "-cl-std=CL1.2", source, run, ok=lambda out: out[0] == 0)
 
 
 def compile_many(jobs, workers=None):

@@ -3,8 +3,36 @@ import tempfile
 
 import pytest
 
-# Kernels compiled by the tests go to a private cache directory.
+# Kernels compiled by the tests go to one cache directory for the whole run,
+# shared by pytest-xdist's workers and the processes the tests start: make
+# test sets build/test-cache/kernels, kept between runs (entries are keyed by
+# their source, so a changed compiler never meets a stale one); run alone,
+# pytest gets a private directory of its own.
 os.environ.setdefault("TACK_CACHE_DIR", tempfile.mkdtemp(prefix="tack-test-cache-"))
+
+# Files that time what they test (a deadline, a ratio of two timings, ticks
+# counted while a kernel runs, Ctrl-C delivered mid-kernel): make test runs
+# them in a pass of their own after the parallel one (-m serial), so that
+# they measure themselves, not a neighbour on the other core.
+SERIAL = {
+    "test_interrupt.py",
+    "test_compile_kernels.py",
+    "test_dask.py",
+    "test_bench.py",
+    "test_soak_smoke.py",
+    "test_killed_build.py",
+    "test_load_balance.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if name in SERIAL:
+            item.add_marker(pytest.mark.serial)
+        # under pytest-xdist's --dist loadgroup each file stays on one worker,
+        # so its module-scoped fixtures (a suite run, a built library) run once
+        item.add_marker(pytest.mark.xdist_group(name))
 
 
 @pytest.fixture(autouse=True)

@@ -25,6 +25,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _cuda_emulate  # noqa: E402
 import _kernel_wrap  # noqa: E402
+import _suite  # noqa: E402
 import _nvrtc_ctypes  # noqa: E402
 
 CUDA = [d for d in tack.devices() if d.startswith("cuda")]
@@ -313,16 +314,14 @@ def test_fast_math_kernels_compile_with_fast_math():
 @needs_nvrtc
 def test_language_suite_compiles_for_cuda(tmp_path):
     """Every kernel the language tests call, with the arguments they call it
-    with, generates CUDA source that NVRTC compiles for sm_80 and sm_90."""
-    files = [HERE / f for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
-                                "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py",
-                                "test_local_arrays.py", "test_local_vector_arrays.py",
-                                "test_local_arrays_f16.py")]
-    summary = _kernel_wrap.run_plugin("_cuda_capture", files, "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 600)
+    with, generates CUDA source that NVRTC compiles for sm_90 (and sm_80 under
+    make test-all: _suite.ARCHS)."""
+    summary = _kernel_wrap.run_plugin("_cuda_capture", _suite.paths(), "TACK_CUDA_CAPTURE", tmp_path / "capture.json",
+                                      900)
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']} ({f['arch']}):\n{f['error']}" for f in failures[:3])
     assert len(summary["kernels"]) >= 50
-    assert summary["compiled"] == 2 * len(summary["kernels"])
+    assert summary["compiled"] == len(_suite.ARCHS["cuda"]) * len(summary["kernels"])
 
 
 def _compare(name, got, want, outputs):

@@ -20,11 +20,11 @@ import textwrap
 import numpy as np
 import pytest
 
+import _suite  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
-SUITES = ["test_language.py", "test_language_docs.py", "test_kernels.py", "test_strength.py",
-          "test_privatize.py", "test_simd.py", "test_language_hypothesis.py", "test_local_arrays.py",
-          "test_local_vector_arrays.py", "test_local_arrays_f16.py"]
+SUITES = list(_suite.FILES) + ["test_language_docs.py"]  # the language suite and the language chapter's examples
 
 pytestmark = pytest.mark.skipif(os.environ.get("TACK_OPT") == "0", reason="already the unoptimized run")
 

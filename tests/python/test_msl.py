@@ -37,6 +37,7 @@ import tack
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _kernel_wrap  # noqa: E402
+import _suite  # noqa: E402
 import _msl  # noqa: E402
 
 needs_clang = pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(),
@@ -384,10 +385,7 @@ def test_language_suite_type_checks_as_msl(tmp_path):
     with, type-checks as MSL; one that Metal refuses (f64, 64-bit atomics,
     print) raises an error naming Metal, and is checked again with its
     float64 and complex128 arguments made float32 and complex64."""
-    files = [HERE / f for f in ("test_language.py", "test_kernels.py", "test_language_hypothesis.py",
-                                "test_complex.py", "test_local_arrays.py", "test_local_vector_arrays.py",
-                                "test_local_arrays_f16.py")]
-    summary = _kernel_wrap.run_plugin("_cuda_capture", files, "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 1200,
+    summary = _kernel_wrap.run_plugin("_cuda_capture", _suite.paths(), "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 1200,
                                       TACK_CAPTURE_TARGET="metal")
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']}: {f['error'][:1500]}" for f in failures[:5])

@@ -15,9 +15,10 @@ must be caught."""
 import pathlib
 
 import _kernel_wrap
+import _suite
 
 HERE = pathlib.Path(__file__).parent
-SUITE = ("test_language.py", "test_kernels.py", "test_shared_cells.py", "test_privatize.py")
+SUITE = _suite.FILES
 
 
 def _run(tmp_path, files, **env_extra):

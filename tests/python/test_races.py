@@ -18,6 +18,8 @@ import pytest
 
 import tack
 
+import _suite  # noqa: E402 (tests/python is on the path)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -451,7 +453,7 @@ PLUGIN = textwrap.dedent("""
             json.dump(OUT, f)
 """)
 
-SUITES = ["test_language.py", "test_kernels.py", "test_shared_cells.py", "test_privatize.py"]
+SUITES = list(_suite.FILES)
 
 
 def run_suites(threads, tmp_path):

@@ -23,7 +23,7 @@ import tack
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _kernel_wrap  # noqa: E402
-from test_opencl import LANGUAGE_FILES  # noqa: E402
+import _suite  # noqa: E402
 
 OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
 
@@ -59,7 +59,7 @@ ASKS_FOR_DOUBLE = {
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (make test installs PoCL as root)")
 def test_the_language_suite_in_single_precision_needs_no_double(tmp_path):
-    files = [os.path.join(HERE, f) for f in LANGUAGE_FILES]
+    files = [str(p) for p in _suite.paths()]
     res = _kernel_wrap.run_plugin("_f32_capture", files, "TACK_F32_CAPTURE", tmp_path / "f32.json", 1200)
     assert res["checked"] > 250, res
     need = {entry.split(" ", 1)[0] for entry in res["need_fp64"]}

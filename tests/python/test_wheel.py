@@ -28,6 +28,11 @@ import pytest
 
 import tack
 
+# Building, repairing and installing the wheel takes minutes: `make test-wheel`
+# and `make test-all` run this file (TACK_TEST_WHEEL=1 or TACK_TEST_ALL=1).
+pytestmark = pytest.mark.skipif(os.environ.get("TACK_TEST_WHEEL") != "1" and os.environ.get("TACK_TEST_ALL") != "1",
+                                reason="the wheel is built by make test-wheel and make test-all")
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 UV = os.environ.get("UV") or shutil.which("uv") or next(
