@@ -233,7 +233,9 @@ TACK_API tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, in
  * a's storage.  It is what a[::2], m[:, 0], a[::-1] and m.T give: kernels
  * read and write it in place; the operations that assume C order refuse it,
  * except copying it to the host (the whole storage, or the bytes it spans,
- * then gathered).  A view in C order from a's address is an ordinary array. */
+ * then gathered) and a DLPack export, which carries the strides (refused
+ * for an OpenCL buffer's view at an offset).  A view in C order from a's
+ * address is an ordinary array. */
 TACK_API tack_status tack_array_as_strided(tack_array *a, int64_t offset, int ndim, const int64_t *shape,
                                            const int64_t *strides, tack_array **out);
 /* A strided view's element strides, or NULL for an array in C order. */

@@ -11,9 +11,10 @@
  * element (0, ..., 0): its address, or on a device whose data are handles
  * (OpenCL cl_mem buffers, which the host cannot offset) the buffer and an
  * element `offset` the kernel adds itself.  The operations that assume C
- * order (copies into it, fill, reshape, subviews, DLPack export) refuse it
+ * order (copies into it, fill, reshape, subviews) refuse it
  * (rt_refuse_strided); copying it to the host gathers its elements
- * (rt_strided_to_host).  The compiler gives the kernel a version that
+ * (rt_strided_to_host), and a DLPack export carries its strides (not for
+ * a buffer and an offset, which DLPack cannot describe to a consumer).  The compiler gives the kernel a version that
  * indexes with the strides (the argument signature's `strided` bit), so a
  * contiguous call keeps its code, on the CPU and in every GPU dialect.
  *

@@ -78,6 +78,20 @@ def test_steps_columns_and_partial_slices_are_strided_views(key):
     np.testing.assert_array_equal(np.asarray(v[0]), want[key][0])
     with pytest.raises(BufferError, match="strided view"):
         v.fill(1.0)
+    shared = np.from_dlpack(v)  # DLPack carries the strides: the same memory, no copy
+    np.testing.assert_array_equal(shared, want[key])
+    assert shared.ctypes.data == v.ptr and shared.strides == want[key].strides
+
+
+def test_a_kernel_run_as_python_takes_a_strided_tack_view():
+    @tack.kernel(jit=False)
+    def negate(x):
+        for i in range(x.shape[0]):
+            x[i] = -x[i]
+
+    a = grid()
+    negate(a[:, 2])
+    np.testing.assert_array_equal(a.numpy()[:, 2], [-2, -6, -10])
 
 
 @pytest.mark.parametrize("key, words", [
