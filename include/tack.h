@@ -224,17 +224,31 @@ TACK_API tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim,
 TACK_API tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim,
                                      const int64_t *shape, void *data, int writable,
                                      tack_release_fn release, void *ctx, tack_array **out);
-/* Borrow a strided view of host memory, as a kernel argument (the CPU only):
+/* Borrow a strided view of memory on `dev`, as a kernel argument:
  * `data` is the address of element (0, ..., 0) and strides[k] the distance,
  * in elements and of any sign (zero for a broadcast axis), between
  * neighbours along axis k.  Strides that are C order's give an ordinary
  * array.  A strided array is read and written in place by kernels; the
  * operations that assume C order (copies, fill, clone, reshape, subview,
- * DLPack export) refuse it.  Ownership of ctx as for tack_array_wrap. */
+ * DLPack export) refuse it.  On a device whose data are handles (OpenCL
+ * buffers) no element may lie before `data`.  Ownership of ctx as for
+ * tack_array_wrap. */
 TACK_API tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, int ndim,
                                              const int64_t *shape, const int64_t *strides,
                                              void *data, int writable, tack_release_fn release,
                                              void *ctx, tack_array **out);
+/* A view of a's storage with strides, on any device (no copy): element
+ * (0, ..., 0) of the view is `offset` elements from a's first element, and
+ * strides[k] (in elements, any sign, zero for a broadcast axis) is the
+ * distance between neighbours along axis k.  Every element must lie inside
+ * a's storage.  It is what a[::2], m[:, 0], a[::-1] and m.T give: kernels
+ * read and write it in place; the operations that assume C order refuse it,
+ * except copying it to the host (the whole storage, or the bytes it spans,
+ * then gathered) and a DLPack export, which carries the strides (refused
+ * for an OpenCL buffer's view at an offset).  A view in C order from a's
+ * address is an ordinary array. */
+TACK_API tack_status tack_array_as_strided(tack_array *a, int64_t offset, int ndim, const int64_t *shape,
+                                           const int64_t *strides, tack_array **out);
 /* A strided view's element strides, or NULL for an array in C order. */
 TACK_API const int64_t *tack_array_strides(const tack_array *a);
 /* Whether two elements of `a` share a byte (a zero stride, or strides that

@@ -180,7 +180,7 @@ typedef struct tack_dlpack_import_options {
     int (*may_delete)(void);
     /* Nonzero: a tensor with non-contiguous strides on its own device is
      * taken as a strided view (tack_array_wrap_strided: a kernel argument,
-     * the CPU's only) instead of refused. */
+     * on any device) instead of refused. */
     int strided;
 } tack_dlpack_import_options;
 

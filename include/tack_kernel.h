@@ -135,8 +135,8 @@ typedef struct tack_argtype {
                          dialects declare it restrict; 0 (unknown) is always safe.  A program
                          compiled with it refuses a launch whose arrays overlap. */
     int strided;      /* array: a strided view (tack_array_strides is not NULL): the kernel
-                         indexes it with its strides, on the CPU only; 0 keeps C order's
-                         code.  A strided build also takes C-order arrays. */
+                         indexes it with its strides, passed at launch, on every target;
+                         0 keeps C order's code.  A strided build also takes C-order arrays. */
 } tack_argtype;
 
 /* The value of one argument at launch. */

@@ -138,8 +138,18 @@ tack_status gpu_opencl_layout(tack_program *p, gpu_prog *g, const char *device, 
 /* ------------------------------------------------------------ arguments */
 int gpu_arg_count(const tack_program *p) {
     int n = 3;
-    for (int i = 0; i < p->nparams; i++) n += p->params[i].is_array ? 1 + p->params[i].ndim : gpu_scalar_slots(&p->params[i]);
+    for (int i = 0; i < p->nparams; i++)
+        n += p->params[i].is_array ? 1 + p->params[i].ndim * (p->params[i].strided ? 2 : 1) : gpu_scalar_slots(&p->params[i]);
     return n;
+}
+
+void gpu_strides(const tack_array *a, int ndim, int64_t *out) {
+    const int64_t *s = tack_array_strides(a), *shape = tack_array_shape(a); /* NULL: C order's */
+    int64_t c = 1;
+    for (int k = ndim - 1; k >= 0; k--) {
+        out[k] = s ? s[k] : c;
+        c *= shape[k];
+    }
 }
 
 int gpu_scalar_slots(const tk_pinfo *pi) { return tack_dtype_get(pi->dtype)->kind == TACK_KIND_COMPLEX ? 2 : 1; }

@@ -36,7 +36,11 @@
  *
  *   - The argument convention: ctx, frame, prog, then per parameter an
  *     array's address and extents or a scalar's 64 bits (a float's as a
- *     double, an integer's or a bool's as a 64-bit integer).
+ *     double, an integer's or a bool's as a 64-bit integer).  An array the
+ *     program indexes with strides (tk_pinfo.strided) has its element
+ *     strides after its extents, and its address is element (0, ..., 0)'s;
+ *     the OpenCL dialect adds that element's offset into the buffer (a
+ *     cl_mem cannot be offset by the host) after the strides.
  *
  *   - Kernel cache entries (kcache.c seals them): the key (a hash of the
  *     source, the dialect and what else the entry depends on), reading an
@@ -125,8 +129,12 @@ tack_status gpu_layout(tack_program *p, gpu_prog *g, const char *dialect, const 
  * into g and *fp64. */
 tack_status gpu_opencl_layout(tack_program *p, gpu_prog *g, const char *device, int *fp64);
 
-/* The argument slots of one launch: ctx, frame, prog, then per parameter. */
+/* The argument slots of one launch: ctx, frame, prog, then per parameter
+ * (a strided array's strides included; not OpenCL's offsets). */
 int gpu_arg_count(const tack_program *p);
+/* An array argument's element strides, ndim of them into out (C order's
+ * for an array that has none: a strided build also takes those). */
+void gpu_strides(const tack_array *a, int ndim, int64_t *out);
 /* A scalar argument's 64 bits. */
 uint64_t gpu_scalar_bits(const tk_pinfo *pi, const tack_arg *a, int im);
 /* How many slots a scalar parameter takes: 2 for a complex (re, im), else 1. */

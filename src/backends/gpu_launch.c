@@ -251,6 +251,11 @@ tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid,
         slots[n++] = (uint64_t)(uintptr_t)tack_array_data(a);
         const int64_t *shape = tack_array_shape(a);
         for (int k = 0; k < pi->ndim; k++) slots[n++] = (uint64_t)shape[k];
+        if (pi->strided) { /* a strided build: element strides after the extents (dialect_cuda.c) */
+            int64_t t[TACK_MAX_NDIM];
+            gpu_strides(a, pi->ndim, t);
+            for (int k = 0; k < pi->ndim; k++) slots[n++] = (uint64_t)t[k];
+        }
     }
     /* the phases share the frame buffer: queued back to back under the program's lock */
     pthread_mutex_lock(&g->lock);

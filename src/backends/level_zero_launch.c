@@ -495,6 +495,12 @@ static tack_status set_args(tack_device *d, lz_prog *cp, int k, const tack_progr
             int64_t extent = shape[j];
             ARG(sizeof extent, &extent);
         }
+        if (pi->strided) { /* the OpenCL dialect's strides and offset: the pointer is element (0, ..., 0)'s */
+            int64_t t[TACK_MAX_NDIM + 1];
+            gpu_strides(a, pi->ndim, t);
+            t[pi->ndim] = 0;
+            for (int j = 0; j <= pi->ndim; j++) ARG(sizeof t[j], &t[j]);
+        }
     }
 #undef ARG
     return TACK_OK;

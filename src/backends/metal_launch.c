@@ -22,12 +22,13 @@
  *   buffer(0)  the device's 32-byte error record (gpu_common.h);
  *   buffer(1)  the program's frame buffer (16 bytes when it has no frame);
  *   buffer(2)  a constant array of 8-byte words: the program id, then per
- *              parameter in order an array's ndim extents or a scalar's
+ *              parameter in order an array's ndim extents (then, in a
+ *              strided build, its ndim element strides) or a scalar's
  *              slot (a complex's two), a float always as f32 bits in the
  *              low 4 bytes (Apple GPUs have no double) -- by setBytes when
  *              it is at most 4 KiB, else from a buffer of its own;
  *   buffer(3+i) the i-th array parameter: its MTLBuffer, at the array's
- *              offset in it.
+ *              offset in it (a strided view's element (0, ..., 0)).
  * A parallel phase is dispatchThreadgroups with threadgroups of
  * min(256, maxTotalThreadsPerThreadgroup) threads, rounded down to whole
  * SIMD groups (threadExecutionWidth), the smallest over the program's
@@ -282,7 +283,8 @@ tack_status metal_launch(tack_device *d, tack_program *p, const tack_arg *args, 
     uint64_t stackwords[64], *words = stackwords;
     size_t n = 1;
     for (int i = 0; i < nargs; i++)
-        n += p->params[i].is_array ? (size_t)p->params[i].ndim : (size_t)gpu_scalar_slots(&p->params[i]);
+        n += p->params[i].is_array ? (size_t)p->params[i].ndim * (p->params[i].strided ? 2 : 1)
+                                   : (size_t)gpu_scalar_slots(&p->params[i]);
     if (n > 64 && !(words = tack_calloc(n, sizeof *words)))
         return tack_set_error(TACK_ERR_NOMEM, "out of memory launching kernel '%s'", p->kernel_name);
     size_t w = 0;
@@ -292,6 +294,11 @@ tack_status metal_launch(tack_device *d, tack_program *p, const tack_arg *args, 
         if (pi->is_array) {
             const int64_t *shape = tack_array_shape(args[i].array);
             for (int k = 0; k < pi->ndim; k++) words[w++] = (uint64_t)shape[k];
+            if (pi->strided) { /* element strides after the extents (dialect_msl.c); bound at element (0, ..., 0) */
+                int64_t t[TACK_MAX_NDIM];
+                gpu_strides(args[i].array, pi->ndim, t);
+                for (int k = 0; k < pi->ndim; k++) words[w++] = (uint64_t)t[k];
+            }
         } else {
             for (int s = 0; s < gpu_scalar_slots(pi); s++) words[w++] = scalar_word(pi, &args[i], s);
         }

@@ -275,6 +275,7 @@ static tack_status make_kernels(tack_device *d, tack_program *p, ocl_prog *cp) {
     const tack_opencl_api *api = ocl_api_get();
     ocl_dev *c = d->state;
     cl_uint want = (cl_uint)gpu_arg_count(p);
+    for (int i = 0; i < p->nparams; i++) want += p->params[i].is_array && p->params[i].strided; /* the offsets */
     for (int k = 0; k < cp->g.nph; k++) {
         char fname[32];
         cl_int r = TACK_CL_SUCCESS;
@@ -406,6 +407,12 @@ static tack_status set_args(tack_device *d, ocl_prog *cp, int k, const tack_prog
         for (int j = 0; j < pi->ndim; j++) {
             int64_t extent = shape[j];
             ARG(sizeof extent, &extent);
+        }
+        if (pi->strided) { /* element strides, then element (0, ..., 0)'s offset into the buffer (dialect_opencl.c) */
+            int64_t t[TACK_MAX_NDIM + 1];
+            gpu_strides(a, pi->ndim, t);
+            t[pi->ndim] = a->offset;
+            for (int j = 0; j <= pi->ndim; j++) ARG(sizeof t[j], &t[j]);
         }
     }
 #undef ARG

@@ -12,8 +12,10 @@
  *
  * Arguments reach every phase as one by-value struct of 8-byte slots: the
  * error record, the frame buffer, the program's id, then per parameter the
- * data pointer and the shape (arrays) or the scalar value.  cuda_launch.c
- * packs the same slots; the trailing comment `tack-cuda: phases=... frame=N`
+ * data pointer and the shape (arrays) or the scalar value; an array that
+ * arrived as a strided view (its `strided` bit) also has its element
+ * strides after its shape, the pointer being that of element (0, ..., 0).
+ * gpu_launch.c packs the same slots; the trailing comment `tack-cuda: phases=... frame=N`
  * tells it which phases are single-threaded and how large the frame is.
  *
  * Checks write the device's error record {failed, site, prog, a, b}: the
@@ -279,6 +281,8 @@ void tk_cu_decls(tk_emitter *e, const tk_spec *K) {
         if (t.kind == TY_ARRAY) {
             tk_emitter_printf(e, "    %s *%sa%d;\n", tk_cu_storage((tack_dtype)t.dt), tk_emitter_restrict(e, p, "__restrict__ "), p);
             for (int k = 0; k < t.ndim; k++) tk_emitter_printf(e, "    int64_t a%d_s%d;\n", p, k);
+            /* a strided view: its element strides after its extents (gpu_launch.c) */
+            for (int k = 0; t.strided && k < t.ndim; k++) tk_emitter_printf(e, "    int64_t a%d_t%d;\n", p, k);
         } else {
             tk_emitter_printf(e, "    tk_scalar s%d;\n", p);
             if (dt_kind(tk_emitter_cc(e)->args[p].dtype) == TACK_KIND_COMPLEX) /* (re, im): two slots */
@@ -308,6 +312,10 @@ void tk_cu_phase_args(tk_emitter *e, const tk_spec *K) {
         for (int d = 0; d < t.ndim; d++) {
             tk_emitter_indent(e);
             tk_emitter_printf(e, "const int64_t a%d_s%d = P.a%d_s%d; (void)a%d_s%d;\n", p, d, p, d, p, d);
+        }
+        for (int d = 0; t.strided && d < t.ndim; d++) {
+            tk_emitter_indent(e);
+            tk_emitter_printf(e, "const int64_t a%d_t%d = P.a%d_t%d; (void)a%d_t%d;\n", p, d, p, d, p, d);
         }
     }
 }

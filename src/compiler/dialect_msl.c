@@ -20,8 +20,9 @@
  * long a, b} of gpu_common.h; buffer(1) the frame buffer (bound even when
  * the trailer says frame=0); buffer(2) an array of 8-byte words: word 0 the
  * program id, then for each kernel parameter in order an array's ndim
- * extents (int64, one word each) or a scalar's one word (a complex's two,
- * real then imaginary).  A float scalar's word holds the f32 bits in its
+ * extents (int64, one word each; a strided view's element strides follow
+ * them, its buffer bound at its element (0, ..., 0)) or a scalar's one word
+ * (a complex's two, real then imaginary).  A float scalar's word holds the f32 bits in its
  * low 4 bytes, always: Metal has no double, and a kernel that would read a
  * double is refused (below), so every float slot of a kernel that compiles
  * is one that tk_param_f32 says is f32.  The i-th array parameter is bound
@@ -461,7 +462,7 @@ static void msl_print(tk_emitter *e, tk_ir *s) {
 static int scalar_word(tk_cc *C, const tk_spec *K, int p) {
     int w = 1; /* word 0: the program id */
     for (int q = 0; q < p && q < K->nparams; q++) {
-        if (K->ptypes[q].kind == TY_ARRAY) w += K->ptypes[q].ndim;
+        if (K->ptypes[q].kind == TY_ARRAY) w += K->ptypes[q].ndim * (K->ptypes[q].strided ? 2 : 1);
         else w += q < C->nargs && dt_kind(C->args[q].dtype) == TACK_KIND_COMPLEX ? 2 : 1;
     }
     return w;
@@ -494,6 +495,10 @@ static void msl_phase_args(tk_emitter *e, const tk_spec *K) {
         for (int d = 0; d < t.ndim; d++) {
             tk_emitter_indent(e);
             tk_emitter_printf(e, "const int64_t a%d_s%d = (int64_t)A[%d]; (void)a%d_s%d;\n", p, d, w + d, p, d);
+        }
+        for (int d = 0; t.strided && d < t.ndim; d++) { /* a strided view's element strides, after its extents */
+            tk_emitter_indent(e);
+            tk_emitter_printf(e, "const int64_t a%d_t%d = (int64_t)A[%d]; (void)a%d_t%d;\n", p, d, w + t.ndim + d, p, d);
         }
     }
 }

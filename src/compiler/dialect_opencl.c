@@ -13,7 +13,12 @@
  *     phase a `__kernel` whose parameters are the error record, the frame
  *     buffer, the program id and then, per kernel parameter, the buffer and
  *     its shape (one `long` a dimension) or the scalar's 8 bytes as a
- *     `ulong` -- the convention opencl_launch.c packs;
+ *     `ulong` -- the convention opencl_launch.c packs; an array that arrived
+ *     as a strided view also gets its element strides (a `long` an axis)
+ *     and the element offset of element (0, ..., 0) from the buffer, a
+ *     `long` the phase adds to the pointer first: a cl_mem is a handle the
+ *     host cannot offset, so a view starting inside one (a[::-1], m[:, 3])
+ *     is the buffer and that offset;
  *   - atomics: OpenCL 1.2 has add/sub/min/max for 32-bit integers and, with
  *     the cl_khr_int64 extensions, 64-bit ones; floats and 8/16-bit
  *     integers are compare-and-swap loops (the latter on the enclosing
@@ -398,6 +403,10 @@ static void cl_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) 
         if (t.kind == TY_ARRAY) {
             tk_emitter_printf(e, ", %s *%sa%d", cl_storage((tack_dtype)t.dt), tk_emitter_restrict(e, p, "restrict "), p);
             for (int d = 0; d < t.ndim; d++) tk_emitter_printf(e, ", long a%d_s%d", p, d);
+            if (t.strided) { /* a strided view: its element strides and the offset of its first element */
+                for (int d = 0; d < t.ndim; d++) tk_emitter_printf(e, ", long a%d_t%d", p, d);
+                tk_emitter_printf(e, ", long a%d_o", p);
+            }
         } else {
             tk_emitter_printf(e, ", ulong s%d", p);
             if (dt_kind(tk_emitter_cc(e)->args[p].dtype) == TACK_KIND_COMPLEX) /* (re, im): two slots */
@@ -405,6 +414,15 @@ static void cl_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel) 
         }
     }
     tk_emitter_printf(e, ") {\n");
+}
+
+/* A strided view's pointer moves to its first element; nothing for C order's arrays. */
+static void cl_phase_args(tk_emitter *e, const tk_spec *K) {
+    for (int p = 0; p < K->nparams; p++) {
+        if (K->ptypes[p].kind != TY_ARRAY || !K->ptypes[p].strided) continue;
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "a%d += a%d_o;\n", p, p);
+    }
 }
 
 static void cl_scalar(tk_emitter *e, int p, int im, const char *mem) {
@@ -420,6 +438,7 @@ static void cl_trailer(tk_emitter *e) { tk_emitter_printf(e, " fp64=%d", kernel_
 static const tk_grid cl_grid = {
     .tag = "tack-opencl",
     .phase_open = cl_phase_open,
+    .phase_args = cl_phase_args,
     .prog = "prog",
     .scalar = cl_scalar,
     .first_thread = "get_global_id(0) == 0",

@@ -230,19 +230,6 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     const tk_dialect *dialect = tk_dialect_find(o.target);
     if (!dialect)
         return tack_set_error(TACK_ERR_UNSUPPORTED, "compile target '%s' is not supported (\"c\", \"cuda\", \"hip\", \"metal\" and \"opencl\")", o.target);
-    /* Strided views are indexed with their strides by the CPU's C only (the
-     * GPU dialects pass no strides): a GPU build is refused, naming the
-     * argument and the way that keeps the results. */
-    for (int i = 0; strcmp(dialect->name, "c") != 0 && i < nargs; i++) {
-        if (!args[i].is_array || !args[i].strided) continue;
-        const tk_func *F = kernel >= 0 && kernel < m->nfuncs ? &m->funcs[kernel] : NULL;
-        const char *pn = F && i < F->nparams ? F->params[i].name : "?";
-        return tack_set_error(TACK_ERR_UNSUPPORTED,
-                              "argument '%s' of kernel '%s' is a strided view, which only the CPU indexes in place; "
-                              "for %s, pass a contiguous copy and copy it back (tmp = x.copy(); k(tmp); x[...] = tmp)",
-                              pn, F ? F->name : "?", dialect->name);
-    }
-
     tk_cc *C = tack_calloc(1, sizeof *C);
     if (!C) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", m->funcs[kernel].name);
     tk_arena_init(&C->arena);

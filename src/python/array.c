@@ -533,15 +533,21 @@ static Py_ssize_t array_len(PyObject *self) {
  *
  * a[i, j] (one int per axis) reads one element: a NumPy scalar (a NumPy
  * array of the components for vector and matrix dtypes), copied out of the
- * storage -- on a GPU a one-element copy.  Any other index the storage can
- * serve without a copy gives a view sharing it, as in NumPy: leading ints
- * (a[i] of a 2-d array is row i), then at most one slice with step 1, then
- * only full slices (a[2:5], a[1, 2:4], a[2:5, :]) or a final Ellipsis.
- * Steps, newaxis, index arrays and slices after a partial slice would need
- * strides, which Tack arrays do not have: those raise IndexError pointing at
- * .numpy() (a copy) or a kernel.  Views, reshape and ravel all come from
- * tack_array_subview/tack_array_reshape: they hold the storage, so the
- * storage's flags (shared, read-only owner) apply to every view. */
+ * storage -- on a GPU a one-element copy.  Any other index of ints, slices
+ * and a final Ellipsis gives a view sharing the storage, as in NumPy.  One
+ * the storage serves in C order -- leading ints (a[i] of a 2-d array is row
+ * i), then at most one slice with step 1, then only full slices (a[2:5],
+ * a[1, 2:4], a[2:5, :]) -- is an ordinary array (tack_array_subview); a
+ * step, an int after a slice, a partial slice after a slice (a[::2],
+ * a[::-1], m[:, 0], m[1:3, 1:3]) and a.T / a.transpose() give a strided view
+ * (tack_array_as_strided, runtime/strided.c) that kernels read and write in
+ * place on every device and .numpy() copies out; the C-order operations
+ * (fill, copy into it, reshape, DLPack export) refuse it.  On OpenCL, whose
+ * buffers the host cannot offset, a view starting inside its buffer is such
+ * a view too (the kernel adds the offset).  newaxis, bools
+ * and index arrays raise IndexError pointing at .numpy() or a kernel.
+ * Every view holds the storage, so the storage's flags (shared, read-only
+ * owner) apply to it. */
 
 static PyObject *shape_repr(tack_array *a) {
     PyObject *t = PyTuple_New(tack_array_ndim(a));
@@ -558,8 +564,8 @@ static PyObject *shape_repr(tack_array *a) {
 
 static PyObject *unsupported_index(PyObject *key, const char *why) {
     PyErr_Format(PyExc_IndexError,
-                 "tack.Array index %R: %s; tack.Array takes ints (negative ones count from the end) and "
-                 "slices with step 1 of the leading axes, which share storage -- for other indexing copy "
+                 "tack.Array index %R: %s; tack.Array takes ints (negative ones count from the end), slices "
+                 "and a final Ellipsis, which give views sharing the storage -- for other indexing copy "
                  "with .numpy() or use a kernel", key, why);
     return NULL;
 }
@@ -571,15 +577,19 @@ static PyObject *read_element(PyObject *self, tack_array *a, int64_t start, PyOb
     PyObject *tmp, *host, *out;
     if (!st)
         return NULL;
-    if (start > 0 && tack_device_kind(tack_array_device(a)) == TACK_DEVICE_OPENCL) {
+    if (tack_array_strides(a) && tack_device_kind(tack_array_device(a)) != TACK_DEVICE_OPENCL) {
+        /* an element of a strided view: a 0-d view of it, `start` elements from its first */
+        if (tack_array_as_strided(a, start, 0, NULL, NULL, &v) != TACK_OK)
+            return tpy_raise();
+    } else if ((start != 0 || tack_array_strides(a)) && tack_device_kind(tack_array_device(a)) == TACK_DEVICE_OPENCL) {
         /* OpenCL buffers have no addresses to offset: copy all, then pick. */
         host = array_numpy(self, NULL);
         out = host ? PyObject_GetItem(host, key) : NULL;
         Py_XDECREF(host);
         return out;
-    }
-    if (tack_array_subview(a, start, 0, NULL, &v) != TACK_OK)
+    } else if (tack_array_subview(a, start, 0, NULL, &v) != TACK_OK) {
         return tpy_raise();
+    }
     if (!(tmp = tpy_array_new(st, v)))
         return NULL;
     host = array_numpy(tmp, NULL);
@@ -597,15 +607,17 @@ static PyObject *array_subscript(PyObject *self, PyObject *key) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     tack_array *a = ARR(self), *v = NULL;
     int nd = tack_array_ndim(a), axis = 0, nout = 0, sliced = 0, ellipsis = 0;
-    const int64_t *shape = tack_array_shape(a);
-    int64_t start = 0, stride[TACK_MAX_NDIM], out_shape[TACK_MAX_NDIM];
+    const int64_t *shape = tack_array_shape(a), *own = tack_array_strides(a);
+    /* start: element (0, ...) of the result, in elements from a's; in C order while `corder` holds */
+    int64_t start = 0, stride[TACK_MAX_NDIM], out_shape[TACK_MAX_NDIM], out_stride[TACK_MAX_NDIM];
+    int corder = own == NULL;
     PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
     if (!st || !items)
         goto fail;
     {
         int64_t s = 1;
         for (int k = nd - 1; k >= 0; k--) {
-            stride[k] = s;
+            stride[k] = own ? own[k] : s;
             s *= shape[k];
         }
     }
@@ -631,20 +643,14 @@ static PyObject *array_subscript(PyObject *self, PyObject *key) {
             if (PySlice_Unpack(it, &lo, &hi, &step) < 0)
                 goto fail;
             len = PySlice_AdjustIndices((Py_ssize_t)shape[axis], &lo, &hi, step);
-            if (sliced) {
-                if (lo != 0 || len != shape[axis] || step != 1) {
-                    unsupported_index(key, "only full slices may follow a slice (the view would not be "
-                                           "contiguous)");
-                    goto fail;
-                }
-            } else if (step != 1) {
-                unsupported_index(key, "a slice with a step other than 1 is not contiguous");
-                goto fail;
-            } else {
+            /* C order survives leading ints, one slice of step 1, then full slices */
+            if (step != 1 || (sliced && (lo != 0 || len != shape[axis])))
+                corder = 0;
+            sliced = 1;
+            if (len > 0)
                 start += (int64_t)lo * stride[axis];
-                sliced = 1;
-            }
-            out_shape[nout++] = len;
+            out_shape[nout] = len;
+            out_stride[nout++] = (int64_t)step * stride[axis];
             axis++;
             continue;
         }
@@ -653,10 +659,8 @@ static PyObject *array_subscript(PyObject *self, PyObject *key) {
                                                     : "only ints, slices and a final Ellipsis are indices");
             goto fail;
         }
-        if (sliced) {
-            unsupported_index(key, "an int after a slice selects a strided view");
-            goto fail;
-        }
+        if (sliced)
+            corder = 0; /* an int after a slice: a strided view */
         Py_ssize_t i = PyNumber_AsSsize_t(it, PyExc_IndexError);
         if (i == -1 && PyErr_Occurred())
             goto fail;
@@ -673,17 +677,76 @@ static PyObject *array_subscript(PyObject *self, PyObject *key) {
         start += idx * stride[axis];
         axis++;
     }
-    for (int k = axis; k < nd; k++)
-        out_shape[nout++] = shape[k];
+    for (int k = axis; k < nd; k++) {
+        out_shape[nout] = shape[k];
+        out_stride[nout++] = stride[k];
+    }
     Py_DECREF(items);
     if (axis == nd && !sliced && !ellipsis)
         return read_element(self, a, start, key);
-    if (tack_array_subview(a, start, nout, out_shape, &v) != TACK_OK)
+    /* an OpenCL buffer cannot be offset by the host: a view inside one is a strided view and its offset */
+    if (corder && start != 0 && tack_device_kind(tack_array_device(a)) == TACK_DEVICE_OPENCL)
+        corder = 0;
+    if (corder ? tack_array_subview(a, start, nout, out_shape, &v) != TACK_OK
+               : tack_array_as_strided(a, start, nout, out_shape, out_stride, &v) != TACK_OK)
         return tpy_raise();
     return tpy_array_new(st, v);
 fail:
     Py_XDECREF(items);
     return NULL;
+}
+
+/* a.transpose(*axes) and a.T: a strided view with the axes permuted (none:
+ * reversed), as NumPy's; a 1-d or 0-d array's is a view of itself. */
+static PyObject *transpose(PyObject *self, PyObject *axes) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    tack_array *a = ARR(self), *v = NULL;
+    int nd = tack_array_ndim(a), perm[TACK_MAX_NDIM], seen[TACK_MAX_NDIM] = {0};
+    const int64_t *shape = tack_array_shape(a), *own = tack_array_strides(a);
+    int64_t stride[TACK_MAX_NDIM], out_shape[TACK_MAX_NDIM], out_stride[TACK_MAX_NDIM], c = 1;
+    if (!st)
+        return NULL;
+    Py_ssize_t na = axes ? PyTuple_GET_SIZE(axes) : 0;
+    if (na == 1 && !PyIndex_Check(PyTuple_GET_ITEM(axes, 0)) && PyTuple_GET_ITEM(axes, 0) != Py_None) {
+        PyObject *seq = PySequence_Tuple(PyTuple_GET_ITEM(axes, 0));
+        if (!seq)
+            return NULL;
+        PyObject *r = transpose(self, seq);
+        Py_DECREF(seq);
+        return r;
+    }
+    if (na == 1 && PyTuple_GET_ITEM(axes, 0) == Py_None)
+        na = 0;
+    if (na != 0 && na != nd)
+        return PyErr_Format(PyExc_ValueError, "axes don't match array: %zd axes for a %d-dimensional array", na, nd);
+    for (int k = nd - 1; k >= 0; k--) {
+        stride[k] = own ? own[k] : c;
+        c *= shape[k];
+    }
+    for (int k = 0; k < nd; k++) {
+        long p = nd - 1 - k;
+        if (na) {
+            p = PyLong_AsLong(PyTuple_GET_ITEM(axes, k));
+            if (p == -1 && PyErr_Occurred())
+                return NULL;
+            if (p < 0)
+                p += nd;
+            if (p < 0 || p >= nd || seen[p]++)
+                return PyErr_Format(PyExc_ValueError, "axes %R are not a permutation of %d axes", axes, nd);
+        }
+        perm[k] = (int)p;
+        out_shape[k] = shape[perm[k]];
+        out_stride[k] = stride[perm[k]];
+    }
+    if (tack_array_as_strided(a, 0, nd, out_shape, out_stride, &v) != TACK_OK)
+        return tpy_raise();
+    return tpy_array_new(st, v);
+}
+
+static PyObject *array_transpose(PyObject *self, PyObject *args) { return transpose(self, args); }
+static PyObject *array_get_T(PyObject *self, void *c) {
+    (void)c;
+    return transpose(self, NULL);
 }
 
 /* reshape(*shape) or reshape(shape): a view with the new shape; one -1
@@ -823,6 +886,10 @@ static PyObject *array_get_ptr(PyObject *self, void *c) {
     tack_array_set_flags(ARR(self), tack_array_flags(ARR(self)) | TACK_ARRAY_SHARED);
     return PyLong_FromVoidPtr(tack_array_data(ARR(self)));
 }
+static PyObject *array_get_strided(PyObject *self, void *c) {
+    (void)c;
+    return PyBool_FromLong(tack_array_strides(ARR(self)) != NULL);
+}
 static PyObject *array_get_device(PyObject *self, void *c) {
     return PyUnicode_FromString(tack_device_name(tack_array_device(ARR(self))));
 }
@@ -855,6 +922,8 @@ static PyGetSetDef array_getset[] = {
     {"ptr", array_get_ptr, NULL, "the address of the first element (a device address on GPUs)", NULL},
     {"device", array_get_device, NULL, "the device name: 'cpu', 'cuda:0', ...", NULL},
     {"shared", array_get_shared, NULL, "whether the storage is shared with another library", NULL},
+    {"T", array_get_T, NULL, "the transpose: a strided view with the axes reversed", NULL},
+    {"strided", array_get_strided, NULL, "whether the array is a strided view (a step, a column, a transpose)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -877,6 +946,8 @@ static PyMethodDef array_methods[] = {
     {"reshape", array_reshape, METH_VARARGS,
      "reshape(*shape) -> a view of the same storage with another shape (one -1 is inferred)"},
     {"ravel", array_ravel, METH_NOARGS, "ravel() -> a 1-d view of the same storage"},
+    {"transpose", array_transpose, METH_VARARGS,
+     "transpose(*axes) -> a strided view with the axes permuted (reversed when none are given)"},
     {"__dlpack__", (PyCFunction)(void (*)(void))tpy_array_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> DLPack capsule"},
     {"__dlpack_device__", tpy_array_dlpack_device, METH_NOARGS, "__dlpack_device__() -> (device_type, device_id)"},
@@ -898,7 +969,7 @@ static PyType_Slot array_slots[] = {
     {Py_sq_length, array_len},
     {Py_mp_length, array_len},
     {Py_mp_subscript, array_subscript},
-    {Py_tp_doc, "A Tack array: dtype, shape, device and C-contiguous storage.\n\n"
+    {Py_tp_doc, "A Tack array: dtype, shape, device and C-contiguous storage (or a strided view of it).\n\n"
                 "Create one with tack.array, tack.empty, tack.zeros, tack.ones or tack.full."},
     {0, NULL},
 };

@@ -243,6 +243,7 @@ tack_status tack_array_view(tack_array *a, int writable, tack_array **out) {
     v->data = a->data;
     v->strided = a->strided;
     memcpy(v->strides, a->strides, sizeof v->strides);
+    v->offset = a->offset;
     *out = v;
     return TACK_OK;
 }
@@ -355,8 +356,9 @@ tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t n
 
 tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nbytes) {
     tack_status st;
-    if ((st = rt_refuse_strided(src, "copy from array")) != TACK_OK || (st = check_bytes(src, nbytes, "copy from array")) != TACK_OK)
+    if ((st = check_bytes(src, nbytes, "copy from array")) != TACK_OK)
         return st;
+    if (src->strided) return rt_strided_to_host(src, dst); /* gathered (strided.c) */
     tack_device *d = src->storage->device;
     return d->backend->copy(d, dst, src->data, nbytes, RT_COPY_D2H);
 }

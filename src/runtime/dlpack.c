@@ -421,9 +421,10 @@ tack_status tack_array_to_dlpack_stream(tack_array *a, int versioned, tack_dlpac
     tack_array *src = a;
     if (!a || !out)
         return tack_set_error(TACK_ERR_VALUE, "tack_array_to_dlpack: NULL %s", a ? "output" : "array");
-    if ((st = rt_refuse_strided(a, "DLPack export")) != TACK_OK)
-        return st;
     int copied = copy == TACK_DLPACK_COPY_ALWAYS;
+    /* a strided view exports with its strides, unless it needs a copy or is a buffer and an offset */
+    if ((copied || a->offset) && (st = rt_refuse_strided(a, "DLPack export")) != TACK_OK)
+        return st;
     if (!versioned && !copied && !tack_array_writable(a))
         return tack_set_error(TACK_ERR_BUFFER,
                               "a read-only array cannot be exported as a legacy DLPack capsule, which "
@@ -460,6 +461,8 @@ tack_status tack_array_to_dlpack_stream(tack_array *a, int versioned, tack_dlpac
         b->strides[i] = stride;
         stride *= b->shape[i] > 0 ? b->shape[i] : 1;
     }
+    for (int i = 0; tack_array_strides(src) && i < tack_array_ndim(src); i++) /* in elements of the components */
+        b->strides[i] = tack_array_strides(src)[i] * (int64_t)(info->rows * info->cols);
     DLTensor *t = versioned ? &b->m.versioned.dl_tensor : &b->m.legacy.dl_tensor;
     t->data = tack_array_size(src) ? tack_array_data(src) : NULL;
     t->device = tack_device_to_dlpack(dev);

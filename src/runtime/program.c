@@ -110,7 +110,7 @@ TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev) {
 
 /* Two arrays that are one array: the same bytes, read as the same elements. */
 static int same_array(const tack_array *a, const tack_array *b) {
-    if (tack_array_data(a) != tack_array_data(b) || tack_array_nbytes(a) != tack_array_nbytes(b) ||
+    if (tack_array_data(a) != tack_array_data(b) || a->offset != b->offset || tack_array_nbytes(a) != tack_array_nbytes(b) ||
         tack_array_dtype(a) != tack_array_dtype(b) || tack_array_ndim(a) != tack_array_ndim(b))
         return 0;
     if (memcmp(tack_array_shape(a), tack_array_shape(b), sizeof(int64_t) * (size_t)tack_array_ndim(a)) != 0)

@@ -95,14 +95,18 @@ struct tack_array {
     int64_t shape[TACK_MAX_NDIM];
     int64_t size;
     size_t nbytes;
-    int strided;            /* a foreign strided view (strided.c): strides below, else C order */
+    int strided;            /* a strided view (strided.c): strides below, else C order */
     int64_t strides[TACK_MAX_NDIM]; /* in elements, any sign; only when strided */
+    int64_t offset;         /* a strided view on a device whose data are handles (OpenCL cl_mem):
+                               element (0, ..., 0) is this many elements into `data`; else 0 */
 };
 
 /* strided.c: an operation that assumes C order refuses a strided view. */
 tack_status rt_refuse_strided(const tack_array *a, const char *what);
 /* Whether strided a and b (either may be contiguous) share a byte. */
 int rt_strided_overlap(const tack_array *a, const tack_array *b);
+/* tack_array_copy_to_host of a strided view: its elements gathered in C order. */
+tack_status rt_strided_to_host(const tack_array *a, void *dst);
 
 /* device.c */
 const rt_backend *rt_backend_cpu(void);

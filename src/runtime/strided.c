@@ -1,17 +1,22 @@
 /*
- * strided.c -- foreign strided views as kernel arguments.
+ * strided.c -- strided views as kernel arguments, on every device.
  *
- * Tack's own arrays are C-contiguous.  A kernel may still be handed a view
- * of somebody else's memory whose elements are not packed in C order -- a
- * NumPy column m[:, 0], a reversed a[::-1], a transpose, a broadcast, a
- * strided PyTorch tensor -- and read and write it in place.  Such an array
- * is an ordinary tack_array handle with `strided` set and one stride per
- * axis, in elements and of any sign, from the address of element
- * (0, ..., 0).  It lives only as long as the call that made it: the
- * operations that assume C order (copies, fill, reshape, subviews, DLPack
- * export) refuse it (rt_refuse_strided), and the compiler gives the kernel
- * a version that indexes with the strides (the argument signature's
- * `strided` bit), so a contiguous call keeps its code.
+ * Tack's arrays are C-contiguous.  A kernel may still be handed a view
+ * whose elements are not packed in C order -- a NumPy column m[:, 0], a
+ * reversed a[::-1], a transpose, a broadcast, a strided PyTorch or CuPy
+ * tensor, or the same views of a Tack array on any device (tack.Array
+ * indexing and .T make them with tack_array_as_strided) -- and read and
+ * write it in place.  Such an array is an ordinary tack_array handle with
+ * `strided` set and one stride per axis, in elements and of any sign, from
+ * element (0, ..., 0): its address, or on a device whose data are handles
+ * (OpenCL cl_mem buffers, which the host cannot offset) the buffer and an
+ * element `offset` the kernel adds itself.  The operations that assume C
+ * order (copies into it, fill, reshape, subviews) refuse it
+ * (rt_refuse_strided); copying it to the host gathers its elements
+ * (rt_strided_to_host), and a DLPack export carries its strides (not for
+ * a buffer and an offset, which DLPack cannot describe to a consumer).  The compiler gives the kernel a version that
+ * indexes with the strides (the argument signature's `strided` bit), so a
+ * contiguous call keeps its code, on the CPU and in every GPU dialect.
  *
  * Two questions about memory need answers that hold for strides:
  *
@@ -40,9 +45,9 @@ tack_status rt_refuse_strided(const tack_array *a, const char *what) {
     if (!a->strided)
         return TACK_OK;
     return tack_set_error(TACK_ERR_BUFFER,
-                          "%s: the array is a strided view of another library's memory, which only a kernel "
-                          "reads and writes in place; pass it to a kernel, or make a contiguous copy first "
-                          "(numpy.array(x) or x.contiguous()) and copy results back into x",
+                          "%s: the array is a strided view (a step, a column, a transpose), which kernels "
+                          "read and write in place but which has no C-order storage of its own; pass it to a "
+                          "kernel, or read a contiguous copy (.numpy(), numpy.array(x), x.contiguous())",
                           what);
 }
 
@@ -95,7 +100,9 @@ int rt_strided_overlap(const tack_array *a, const tack_array *b) {
     int64_t alo, ahi, blo, bhi;
     byte_span(a, &alo, &ahi);
     byte_span(b, &blo, &bhi);
-    intptr_t a0 = (intptr_t)a->data, b0 = (intptr_t)b->data;
+    /* element (0, ..., 0)'s address (on a handle's device: within one buffer, the handle's plus its offset) */
+    intptr_t a0 = (intptr_t)a->data + (intptr_t)(a->offset * (int64_t)tack_dtype_get(a->dtype)->itemsize);
+    intptr_t b0 = (intptr_t)b->data + (intptr_t)(b->offset * (int64_t)tack_dtype_get(b->dtype)->itemsize);
     if (a0 + ahi <= b0 + blo || b0 + bhi <= a0 + alo)
         return 0;
     int64_t s[2 * TACK_MAX_NDIM], g = 0;
@@ -145,14 +152,6 @@ tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, int ndim, c
     tack_status st;
     if (!dev)
         dev = rt_default_cpu();
-    if (dev->backend->type != TACK_DEVICE_CPU) {
-        st = tack_set_error(TACK_ERR_UNSUPPORTED,
-                            "a strided view on %s cannot be a kernel argument (only the CPU indexes strided "
-                            "views in place); pass a contiguous copy and copy it back (tmp = x.clone(); k(tmp); "
-                            "x[...] = tmp)",
-                            tack_device_name(dev));
-        goto fail;
-    }
     if (ndim > 0 && !strides) {
         st = tack_set_error(TACK_ERR_VALUE, "strides is NULL for a %d-dimensional strided view", ndim);
         goto fail;
@@ -185,6 +184,13 @@ tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, int ndim, c
                             (unsigned long long)(uintptr_t)data, (long long)lo, (long long)hi);
         goto fail;
     }
+    if (dev->opaque_data && lo < 0 && !empty) { /* a handle has no address before it */
+        st = tack_set_error(TACK_ERR_VALUE,
+                            "a strided view on %s reaches %lld bytes before its buffer's start; its buffers are "
+                            "handles, so element (0, ..., 0) must be the lowest",
+                            tack_device_name(dev), (long long)-lo);
+        goto fail;
+    }
     tack_array *a = NULL;
     if ((st = tack_array_wrap(dev, dt, ndim, shape, data, writable, release, ctx, &a)) != TACK_OK)
         return st; /* the wrap released ctx */
@@ -198,4 +204,114 @@ fail:
     if (release)
         release(ctx);
     return st;
+}
+
+tack_status tack_array_as_strided(tack_array *a, int64_t offset, int ndim, const int64_t *shape,
+                                  const int64_t *strides, tack_array **out) {
+    if (!a || !out || ndim < 0 || ndim > TACK_MAX_NDIM || (ndim > 0 && (!shape || !strides)))
+        return tack_set_error(TACK_ERR_VALUE, "tack_array_as_strided: a NULL array, shape or strides, or %d axes", ndim);
+    rt_storage *s = a->storage;
+    const int64_t isz = (int64_t)tack_dtype_get(a->dtype)->itemsize;
+    /* where element (0, ..., 0) lies, in bytes from the storage's start (a reshape to another
+     * dtype may leave a's own start a fraction of an element in) */
+    int64_t base, lo, hi, size = 1, c = 1;
+    if (__builtin_add_overflow(a->offset, offset, &base) || __builtin_mul_overflow(base, isz, &base) ||
+        __builtin_add_overflow(base, (int64_t)((uintptr_t)a->data - (uintptr_t)s->data), &base))
+        return tack_set_error(TACK_ERR_VALUE, "tack_array_as_strided: offset %lld overflows", (long long)offset);
+    lo = hi = base;
+    int cstrides = 1;
+    for (int k = ndim - 1; k >= 0; k--) {
+        if (shape[k] < 0)
+            return tack_set_error(TACK_ERR_VALUE, "tack_array_as_strided: extent %lld of axis %d is negative",
+                                  (long long)shape[k], k);
+        int64_t d = 0;
+        if (__builtin_mul_overflow(size, shape[k], &size) ||
+            (shape[k] > 0 && (__builtin_mul_overflow(strides[k], shape[k] - 1, &d) || __builtin_mul_overflow(d, isz, &d) ||
+                              __builtin_add_overflow(d < 0 ? lo : hi, d, d < 0 ? &lo : &hi))))
+            return tack_set_error(TACK_ERR_VALUE, "tack_array_as_strided: the view's extent overflows");
+        if (shape[k] > 1)
+            cstrides &= strides[k] == c;
+        if (__builtin_mul_overflow(c, shape[k] > 0 ? shape[k] : 1, &c))
+            c = INT64_MAX;
+    }
+    if (size > 0 && (lo < 0 || hi + isz > (int64_t)s->nbytes))
+        return tack_set_error(TACK_ERR_VALUE,
+                              "a strided view reaching bytes %lld to %lld of a storage of %zu bytes: it does not fit",
+                              (long long)lo, (long long)(hi + isz), s->nbytes);
+    if (s->device->opaque_data && base % isz != 0) /* a buffer's offset travels in elements */
+        return tack_set_error(TACK_ERR_VALUE, "a strided view on %s %lld bytes into its buffer is not on an element "
+                              "boundary", tack_device_name(s->device), (long long)base);
+    atomic_fetch_add(&s->refs, 1);
+    tack_array *v = tack_malloc(sizeof *v);
+    if (!v) {
+        atomic_fetch_sub(&s->refs, 1);
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory allocating an array handle");
+    }
+    memset(v, 0, sizeof *v);
+    atomic_init(&v->refs, 1);
+    v->storage = s;
+    v->dtype = a->dtype;
+    v->ndim = ndim;
+    v->writable = a->writable;
+    memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    v->size = size;
+    v->nbytes = (size_t)size * (size_t)isz;
+    if (s->device->opaque_data) { /* the buffer, and the offset the kernel adds */
+        v->data = s->data;
+        v->offset = size > 0 ? base / isz : 0;
+        v->strided = !cstrides || v->offset != 0;
+    } else {
+        v->data = size > 0 ? (char *)s->data + base : s->data;
+        v->strided = !cstrides;
+    }
+    if (v->strided) {
+        int64_t cc = 1; /* C order's strides where an axis's stride does not matter */
+        for (int k = ndim - 1; k >= 0; k--) {
+            v->strides[k] = shape[k] > 1 ? strides[k] : cc;
+            if (__builtin_mul_overflow(cc, shape[k] > 0 ? shape[k] : 1, &cc)) cc = INT64_MAX;
+        }
+    }
+    *out = v;
+    return TACK_OK;
+}
+
+tack_status rt_strided_to_host(const tack_array *a, void *dst) {
+    tack_device *d = a->storage->device;
+    const int64_t isz = (int64_t)tack_dtype_get(a->dtype)->itemsize;
+    if (!a->size)
+        return TACK_OK;
+    const char *base; /* element (0, ..., 0), readable by the host */
+    char *tmp = NULL;
+    if (d->backend->type == TACK_DEVICE_CPU) {
+        base = (const char *)a->data;
+    } else {
+        int64_t lo = 0, hi = 0;
+        size_t from = 0, n;
+        if (d->opaque_data) { /* a handle: the whole buffer (its bytes cannot be addressed) */
+            n = a->storage->nbytes;
+        } else {
+            byte_span(a, &lo, &hi);
+            n = (size_t)(hi - lo);
+        }
+        if (!(tmp = tack_malloc(n ? n : 1)))
+            return tack_set_error(TACK_ERR_NOMEM, "out of memory copying a strided view of %zu bytes", n);
+        const void *src = d->opaque_data ? a->data : (const char *)a->data + lo;
+        tack_status st = d->backend->copy(d, tmp, src, n, RT_COPY_D2H);
+        if (st != TACK_OK) {
+            tack_free(tmp);
+            return st;
+        }
+        from = d->opaque_data ? (size_t)(a->offset * isz) : (size_t)-lo;
+        base = tmp + from;
+    }
+    int64_t idx[TACK_MAX_NDIM] = {0};
+    char *out = dst;
+    for (int64_t i = 0; i < a->size; i++) { /* C order: the last axis fastest */
+        int64_t e = 0;
+        for (int k = 0; k < a->ndim; k++) e += idx[k] * a->strides[k];
+        memcpy(out + i * isz, base + e * isz, (size_t)isz);
+        for (int k = a->ndim - 1; k >= 0 && ++idx[k] == a->shape[k]; k--) idx[k] = 0;
+    }
+    tack_free(tmp);
+    return TACK_OK;
 }

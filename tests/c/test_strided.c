@@ -7,7 +7,9 @@
  * a byte, and it should say "apart" for interleaved columns of one matrix,
  * which share none.  A view whose own elements share bytes (a zero stride)
  * may be read but not written.  The operations that assume C order refuse a
- * strided view instead of reading the wrong bytes.
+ * strided view instead of reading the wrong bytes; a copy to the host
+ * gathers it.  Views of Tack's own storage (tack_array_as_strided) must lie
+ * inside it.
  */
 #include <stdint.h>
 #include <string.h>
@@ -80,9 +82,15 @@ int main(void) {
     int64_t sh2[2] = {3, 3}, inter[2] = {2, 1}; /* rows two elements apart, three long */
     tack_array *w = view(m, 2, sh2, inter);
     CHECK(tack_array_self_overlaps(w));
-    /* C-order operations refuse a strided view */
+    /* a strided view copied to the host is gathered in C order */
+    for (int i = 0; i < 64; i++) m[i] = i;
     double host[8];
-    CHECK(tack_array_copy_to_host(c0, host, sizeof host) == TACK_ERR_BUFFER);
+    CHECK(tack_array_copy_to_host(c0, host, sizeof host) == TACK_OK);
+    for (int i = 0; i < 8; i++) CHECK(host[i] == 8.0 * i);
+    CHECK(tack_array_copy_to_host(v, host, sizeof host) == TACK_OK); /* m[7::-1] */
+    for (int i = 0; i < 8; i++) CHECK(host[i] == 7.0 - i);
+    /* C-order operations refuse a strided view */
+    CHECK(tack_array_copy_from_host(c0, host, sizeof host) == TACK_ERR_BUFFER);
     CHECK(strstr(tack_last_error(), "strided view") != NULL);
     double one = 1.0;
     CHECK(tack_array_fill(v, &one) == TACK_ERR_BUFFER);
@@ -102,6 +110,27 @@ int main(void) {
     CHECK(tack_array_wrap_strided(NULL, TACK_F64, 1, four, back, (void *)(uintptr_t)24, 0, NULL, NULL, &bad) ==
               TACK_OK); /* 24 down to 0: in range */
     tack_array_release(bad);
+    /* views of a Tack array's own storage (tack_array_as_strided): in it, or refused */
+    int64_t sq[2] = {4, 4};
+    tack_array *own = NULL, *col = NULL, *back2 = NULL, *tr2 = NULL, *row2 = NULL, *out = NULL;
+    CHECK(tack_array_zeros(NULL, TACK_F64, 2, sq, &own) == TACK_OK);
+    double *od = tack_array_data(own);
+    for (int i = 0; i < 16; i++) od[i] = i;
+    int64_t four1[1] = {4}, s4[1] = {4}, sm1[1] = {-1}, s1[1] = {1}, t41[2] = {1, 4};
+    CHECK(tack_array_as_strided(own, 2, 1, four1, s4, &col) == TACK_OK && tack_array_strides(col)); /* m[:, 2] */
+    CHECK(tack_array_copy_to_host(col, host, 4 * sizeof(double)) == TACK_OK);
+    CHECK(host[0] == 2 && host[1] == 6 && host[2] == 10 && host[3] == 14);
+    CHECK(tack_array_as_strided(own, 15, 1, four1, sm1, &back2) == TACK_OK); /* the last four, reversed */
+    CHECK(tack_array_copy_to_host(back2, host, 4 * sizeof(double)) == TACK_OK && host[0] == 15 && host[3] == 12);
+    CHECK(tack_array_as_strided(own, 0, 2, sq, t41, &tr2) == TACK_OK && tack_array_strides(tr2)); /* m.T */
+    CHECK(tack_arrays_overlap(own, tr2) && tack_arrays_overlap(col, tr2));
+    CHECK(tack_array_as_strided(own, 4, 1, four1, s1, &row2) == TACK_OK && !tack_array_strides(row2)); /* m[1] */
+    CHECK((double *)tack_array_data(row2) == od + 4);
+    CHECK(tack_array_as_strided(col, 3, 1, four1, s4, &out) == TACK_ERR_VALUE && !out); /* m[:, 5]: past the end */
+    CHECK(strstr(tack_last_error(), "does not fit") != NULL);
+    CHECK(tack_array_as_strided(own, 2, 1, four1, sm1, &out) == TACK_ERR_VALUE && !out); /* before the start */
+    tack_array *mine[] = {own, col, back2, tr2, row2};
+    for (int i = 0; i < 5; i++) tack_array_release(mine[i]);
     tack_array *all2[] = {c0, c1, t, e0, e1, e2, r, v, z, w};
     for (int i = 0; i < 10; i++) tack_array_release(all2[i]);
     return CHECK_SUMMARY();

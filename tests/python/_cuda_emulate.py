@@ -90,7 +90,9 @@ def run(src, args, grid=3, block=32):
     """Run the phases of `src` over `args` (NumPy arrays for arrays, each
     with the kernel's element shape in `args` as (array, shape) when its
     dtype is a vector; Python scalars).  Returns the error record
-    (failed, site, prog, a, b); arrays are updated in place."""
+    (failed, site, prog, a, b); arrays are updated in place -- a strided
+    view too, when `src` is the build that indexes it with its strides
+    (its element strides follow its shape, as gpu_launch.c packs them)."""
     lib = _build(src)
     phases = re.search(r"tack-cuda: phases=([ps]*)", src).group(1)
     frame = int(re.search(r"frame=(\d+)", src).group(1))
@@ -103,8 +105,10 @@ def run(src, args, grid=3, block=32):
             slots.append(arr.ctypes.data)
             slots.extend(shape)
         elif isinstance(a, np.ndarray):
-            slots.append(a.ctypes.data)
+            slots.append(a.ctypes.data)  # element (0, ..., 0)'s address, whatever the strides' signs
             slots.extend(a.shape)
+            if f"P.a{p}_t0" in src:
+                slots.extend((s // a.itemsize) & 0xFFFFFFFFFFFFFFFF for s in a.strides)
         elif isinstance(a, (bool, np.bool_)):
             slots.append(int(a))
         elif isinstance(a, (int, np.integer)):

@@ -62,12 +62,15 @@ def build(source, workdir):
     return ctypes.CDLL(lib), phases
 
 
-def words(args):
-    """Buffer 2: the program id (0 here), then per argument its extents or its slot(s)."""
+def words(args, strided=()):
+    """Buffer 2: the program id (0 here), then per argument its extents (and
+    its element strides when its index is in `strided`) or its slot(s)."""
     w = [0]
-    for a in args:
+    for p, a in enumerate(args):
         if isinstance(a, np.ndarray):
             w.extend(int(n) for n in a.shape)
+            if p in strided:
+                w.extend((int(s) // a.itemsize) & 0xFFFFFFFFFFFFFFFF for s in a.strides)
         elif isinstance(a, (bool, np.bool_)):
             w.append(int(a))
         elif isinstance(a, (int, np.integer)):
@@ -81,14 +84,17 @@ def words(args):
 
 
 def run(kernel, *args, threads=5):
-    """Run kernel's MSL on copies of args; (the arrays after, the error record (failed, site))."""
+    """Run kernel's MSL on copies of args -- a strided view in place, through
+    its strides -- and return (the arrays after, the error record (failed, site))."""
     source = kernel.generated_source(*args, target="metal")
+    strided = {p for p in range(len(args)) if f"a{p}_t0 = " in source}
     trailer = re.search(r"/\* tack-metal: phases=([ps]+) frame=(\d+) \*/\s*$", source)
     kinds, frame = trailer.group(1), int(trailer.group(2))
-    arrays = [np.ascontiguousarray(a).copy() if isinstance(a, np.ndarray) else None for a in args]
+    arrays = [(a if p in strided else np.ascontiguousarray(a).copy()) if isinstance(a, np.ndarray) else None
+              for p, a in enumerate(args)]
     ctx = np.zeros(4, np.int64)  # {int failed; int site; ulong prog; long a, b}
     fb = np.zeros(max(frame, 16) // 8 + 2, np.int64)
-    A = words(args)
+    A = words(args, strided)
     bufs = [ctx.ctypes.data, fb.ctypes.data, A.ctypes.data] + [a.ctypes.data for a in arrays if a is not None]
     table = (ctypes.c_void_p * len(bufs))(*bufs)
     with tempfile.TemporaryDirectory() as tmp:

@@ -184,6 +184,58 @@ def test_kdlrocm_export_and_import(tmp_path, fake):
     """)
 
 
+def test_strided_views_reach_the_kernel_with_their_strides(tmp_path, fake):
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import tack
+
+        @tack.kernel
+        def update(out, x):
+            for i in range(out.shape[0]):
+                out[i] = 2 * x[i] + 1
+    """))
+    run(tmp_path, fake, """
+        sys.path.insert(0, os.getcwd())
+        from kern import update
+        args = (ctypes.c_uint64 * 64).in_dll(FAKE, "last_args")
+        nbytes = ctypes.c_size_t.in_dll(FAKE, "last_args_bytes")
+        x = tack.array(np.arange(10, dtype=np.float32), device="hip")
+        y = tack.zeros(5, np.float32, device="hip")
+        update(y, x[::-2])  # a Tack view: element (0,)'s address, then the extent and the stride
+        tack.synchronize()
+        assert list(args[3:8]) == [y.ptr, 5, x.ptr + 9 * 4, 5, 2**64 - 2], list(args[3:8])
+        assert nbytes.value == 8 * 8, nbytes.value
+        w = tack.zeros(5, np.float32, device="hip")
+        update(y, w)  # C order: no stride slot (the same kernel, a build of its own)
+        tack.synchronize()
+        assert list(args[3:7]) == [y.ptr, 5, w.ptr, 5] and nbytes.value == 7 * 8, (list(args[3:7]), nbytes.value)
+        # a strided kDLROCM tensor from a producer: imported as it is, no copy
+        class Dims(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32 * 2), ("ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
+                        ("flags", ctypes.c_uint64), ("data", ctypes.c_void_p), ("device", ctypes.c_int32 * 2),
+                        ("ndim", ctypes.c_int32), ("dtype", ctypes.c_uint8 * 4),
+                        ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                        ("byte_offset", ctypes.c_uint64)]
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        shape, strides = (ctypes.c_int64 * 1)(5), (ctypes.c_int64 * 1)(2)
+        class Producer:
+            def __init__(self, base):
+                self.base = base
+            def __dlpack_device__(self):
+                return (10, 0)
+            def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+                cap = self.base.__dlpack__(stream=stream, max_version=(1, 0))
+                t = Dims.from_address(get(cap, b"dltensor_versioned"))
+                t.shape, t.strides = shape, strides  # x[::2]
+                return cap
+        z = tack.array(np.arange(10, dtype=np.float32), device="hip")
+        update(y, Producer(z))
+        tack.synchronize()
+        assert list(args[5:8]) == [z.ptr, 5, 2], list(args[5:8])  # (the fake runs no kernel)
+        print("ok")
+    """)
+
+
 def test_array_from_ptr_checks_the_address(tmp_path, fake):
     run(tmp_path, fake, """
         x = tack.zeros(16, np.float32, device="hip")

@@ -13,8 +13,9 @@ scheduling (one thread runs at a time).
 Checked: saxpy; a 2-D ndrange stencil; reductions (atomic sums into an
 array element and a histogram, and sums private to each iteration); a
 kernel of serial and parallel phases with a frame; complex64; scalars of
-each kind (negative, 64-bit, bool, float), f16, a view at an offset, an
-empty array, more elements than threads in flight, a wrapped MTLBuffer; a
+each kind (negative, 64-bit, bool, float), f16, a view at an offset,
+strided views of a Metal array (a column, a reversed row, a transpose) read
+and written in place, an empty array, more elements than threads in flight, a wrapped MTLBuffer; a
 failed bounds check raising the CPU's IndexError at the synchronization
 that reads the error record; an f64 kernel refused with a CompileError
 naming Metal; MSL that does not compile giving the compiler's message as
@@ -223,6 +224,36 @@ def test_arguments_views_and_big_grids(tmp_path, fake):
         w = tack.array_from_ptr(buf, (16,), tack.f32, writable=True, device="metal")
         scale(w, 3.0)
         assert list(mem) == [3.0 * i for i in range(16)], list(mem)
+    """)
+
+
+def test_strided_views_of_metal_arrays_in_place(tmp_path, fake):
+    run(tmp_path, fake, """
+        @tack.kernel
+        def update2(out, x):
+            for i in range(out.shape[0]):
+                for j in range(out.shape[1]):
+                    out[i, j] = x[i, j] * 3 + i - j
+
+        @tack.kernel
+        def update(out, x):
+            for i in range(out.shape[0]):
+                out[i] = 2 * x[i] + 1
+
+        m = (np.arange(7 * 9) % 13).astype(np.float32).reshape(7, 9)
+        M = tack.array(m, device="metal")
+        # a column from another column, a reversed row, a transpose: the buffer at element (0, 0)'s offset
+        update(M[:, 0], M[:, 3])
+        m[:, 0] = 2 * m[:, 3] + 1
+        update(M[4, ::-2], M[5, ::2])
+        m[4, ::-2] = 2 * m[5, ::2] + 1
+        x = np.arange(63, dtype=np.float32).reshape(9, 7)
+        update2(M.T, tack.array(x, device="metal"))
+        m.T[...] = x * 3 + np.arange(9)[:, None] - np.arange(7)[None, :]
+        tack.synchronize()
+        np.testing.assert_array_equal(M.numpy(), m)
+        np.testing.assert_array_equal(M[::-1, 2].numpy(), m[::-1, 2])
+        print("ok")
     """)
 
 
