@@ -1,22 +1,27 @@
-"""A pytest plugin: compile every kernel the language tests call for a GPU too.
+"""A pytest plugin: compile every kernel the language tests call for the GPUs too.
 
-Loaded with ``-p _cuda_capture`` (tests/python on sys.path) by test_cuda.py
-and test_hip.py, which run the language test files in a subprocess with it.
+Loaded with ``-p _cuda_capture`` (tests/python on sys.path) by
+_suite.gpu_capture, for test_cuda.py, test_hip.py and test_msl.py, which
+run the language suite once in a subprocess with it for all three targets.
 It wraps ``tack.kernel`` so that each call of a kernel -- on the CPU, as the
-tests make it -- also asks for ``generated_source(*args, target=T)`` and
-compiles that source through libtack's own compiler path for T: CUDA to PTX
-for sm_80 and sm_90 with NVRTC, or HIP to code objects for gfx90a (CDNA 2)
-and gfx1030 (RDNA 2) with hiprtc; or, for "metal", the Metal Shading
-Language type-checked by clang++ against tests/msl (_msl.py: no machine here
-has Apple's compiler).  T is TACK_CAPTURE_TARGET ("cuda" when unset).  For
-Metal a kernel that the CPU ran but the dialect refuses (f64, 64-bit
-atomics, print: a CompileError or NotImplementedError naming Metal) is
-recorded as refused, with its message, not as a failure.  The outcome of the language tests themselves does not matter here
-(the wrapper changes what some of them inspect); what is recorded is whether
-each distinct source compiled.  The compiles wait for the end of the session
-and then run in worker processes, one a core (a process each: hiprtc's
-compiler library is not thread-safe); the summary goes to the JSON file
-named by TACK_CUDA_CAPTURE.  (_kernel_wrap.py wraps the kernels.)
+tests make it -- also asks for ``generated_source(*args, target=T)`` for each
+target T and compiles that source through libtack's own compiler path for
+T: CUDA to PTX with NVRTC, HIP to code objects with hiprtc (the
+architectures are _suite.ARCHS: one per vendor, two under make test-all),
+or, for "metal", the Metal Shading Language type-checked by clang++ against
+tests/msl (_msl.py: no machine here has Apple's compiler).  The targets are
+TACK_CAPTURE_TARGET, comma-separated ("cuda" when unset).  For Metal a
+kernel that the CPU ran but the dialect refuses (f64, 64-bit atomics,
+print: a CompileError or NotImplementedError naming Metal) is recorded as
+refused, with its message, not as a failure, and checked again with its
+float64 arguments made float32.  The outcome of the language tests
+themselves does not matter here (the wrapper changes what some of them
+inspect); what is recorded is whether each distinct source compiled.  The
+compiles wait for the end of the session and then run in worker
+processes, one a core (a process each: hiprtc's compiler library is not
+thread-safe), their outputs kept between runs (_tool_cache.py); the
+summaries, one per target, go to the JSON file named by TACK_CUDA_CAPTURE.
+(_kernel_wrap.py wraps the kernels.)
 """
 
 import functools
@@ -32,11 +37,10 @@ import tack
 from tack import _core
 
 _OUT = os.environ.get("TACK_CUDA_CAPTURE")
-_TARGET = os.environ.get("TACK_CAPTURE_TARGET", "cuda")
-_ARCHS = _suite.ARCHS[_TARGET]
-_seen = set()
-_pending = []  # (kernel name, source), compiled at the end of the session
-_summary = {"target": _TARGET, "kernels": [], "compiled": 0, "failures": [], "no_source": 0}
+_TARGETS = os.environ.get("TACK_CAPTURE_TARGET", "cuda").split(",")
+_seen = {t: set() for t in _TARGETS}
+_pending = []  # (target, kernel name, source), compiled at the end of the session
+_summaries = {t: {"target": t, "kernels": [], "compiled": 0, "failures": [], "no_source": 0} for t in _TARGETS}
 
 
 def nvrtc_compile(src, arch):
@@ -50,23 +54,23 @@ def nvrtc_compile(src, arch):
 
 
 @functools.lru_cache(maxsize=None)
-def _tool_version():
-    """The identity of the tool that compiles for _TARGET, for the output cache's key."""
-    if _TARGET == "metal":
+def _tool_version(target):
+    """The identity of the tool that compiles for target, for the output cache's key."""
+    if target == "metal":
         import _msl
 
         return _msl.compiler_identity()
-    if _TARGET == "hip":
+    if target == "hip":
         return f"hiprtc {_core._hiprtc_version()}"
     fn = getattr(_core, "_nvrtc_version", None)
     return f"nvrtc {fn() if fn else 'ctypes'}"
 
 
-def _compile_checked(src, arch):
+def _compile_checked(target, src, arch):
     """Compile for the target (or take the output kept from an earlier run:
     _tool_cache.py); raise when the output holds no kernel."""
-    version = _tool_version()
-    if _TARGET == "metal":
+    version = _tool_version(target)
+    if target == "metal":
         import _msl
 
         problems = _tool_cache.cached("msl-check", version, arch, "", src, lambda: _msl.check(src),
@@ -76,7 +80,7 @@ def _compile_checked(src, arch):
         if "tack-metal: phases=" not in src:
             raise RuntimeError("no layout comment in the MSL")
         return
-    if _TARGET == "hip":
+    if target == "hip":
         code = _tool_cache.cached("hiprtc", version, arch, "", src, lambda: _core._hiprtc_compile(src, arch))
         if not code.startswith(b"\x7fELF") or (b"tk_phase0" not in code and "tack-hip: phases= " not in src):
             raise RuntimeError("hiprtc returned no code object with the kernel's phases")
@@ -86,53 +90,59 @@ def _compile_checked(src, arch):
         raise RuntimeError("no kernel entry in the PTX")
 
 
-def _refused_by_metal(e):
-    return _TARGET == "metal" and "Metal" in str(e) and isinstance(e, (tack.CompileError, NotImplementedError))
+def _refused_by_metal(target, e):
+    return target == "metal" and "Metal" in str(e) and isinstance(e, (tack.CompileError, NotImplementedError))
 
 
 def _capture(k, args, kwargs):
+    for target in _TARGETS:
+        _capture_for(target, k, args, kwargs)
+
+
+def _capture_for(target, k, args, kwargs):
+    summary = _summaries[target]
+    name = getattr(k, "__name__", "?")
     try:
-        src = k.generated_source(*args, target=_TARGET, **kwargs)
+        src = k.generated_source(*args, target=target, **kwargs)
     except Exception as e:  # a call the test expects to fail: nothing to compile
-        if _refused_by_metal(e):
-            name = getattr(k, "__name__", "?")
-            _summary.setdefault("refused", []).append(f"{name}: {e}"[:400])
+        if _refused_by_metal(target, e):
+            summary.setdefault("refused", []).append(f"{name}: {e}"[:400])
             low = _kernel_wrap.single_precision(args)  # Metal has no double: checked again in f32
             if low is not None:
                 try:
-                    src = k.generated_source(*low, target=_TARGET, **kwargs)
+                    src = k.generated_source(*low, target=target, **kwargs)
                 except Exception as e2:  # noqa: BLE001
-                    if _refused_by_metal(e2):
-                        _summary.setdefault("refused_in_f32", []).append(f"{name}: {e2}"[:400])
+                    if _refused_by_metal(target, e2):
+                        summary.setdefault("refused_in_f32", []).append(f"{name}: {e2}"[:400])
                     return
-                _add(name + "[f32]", src)
+                _add(target, name + "[f32]", src)
             return
-        _summary["no_source"] += 1
-        _summary.setdefault("no_source_why", []).append(f"{getattr(k, '__name__', '?')}: {e}"[:300])
+        summary["no_source"] += 1
+        summary.setdefault("no_source_why", []).append(f"{name}: {e}"[:300])
         return
-    _add(getattr(k, "__name__", "?"), src)
+    _add(target, name, src)
 
 
-def _add(name, src):
+def _add(target, name, src):
     key = hashlib.sha256(src.encode()).hexdigest()
-    if key in _seen:
+    if key in _seen[target]:
         return
-    _seen.add(key)
-    _summary["kernels"].append(name)
-    _pending.append((name, src))
+    _seen[target].add(key)
+    _summaries[target]["kernels"].append(name)
+    _pending.append((target, name, src))
 
 
 def _compile_job(job):
-    name, arch, src = job
+    target, name, arch, src = job
     try:
-        _compile_checked(src, arch)
+        _compile_checked(target, src, arch)
         return None
     except Exception as e:  # noqa: BLE001 -- every failure is reported
         return {"kernel": name, "arch": arch, "error": str(e)[:3000], "source": src}
 
 
 def _compile_pending():
-    jobs = [(name, arch, src) for name, src in _pending for arch in _ARCHS]
+    jobs = [(target, name, arch, src) for target, name, src in _pending for arch in _suite.ARCHS[target]]
     _pending.clear()
     workers = min(len(jobs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     if workers <= 1:
@@ -140,20 +150,21 @@ def _compile_pending():
     else:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             results = list(pool.map(_compile_job, jobs, chunksize=4))
-    for failure in results:
+    for job, failure in zip(jobs, results):
+        summary = _summaries[job[0]]
         if failure is None:
-            _summary["compiled"] += 1
+            summary["compiled"] += 1
         else:
-            _summary["failures"].append(failure)
+            summary["failures"].append(failure)
 
 
 _kernel_wrap.wrap_kernels(_kernel_wrap.after_each_call(_capture))
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Compile what the session captured, then write the summary."""
+    """Compile what the session captured, then write the summaries."""
     _compile_pending()
     _write()
 
 
-_write = _kernel_wrap.write_summary_at_exit(_OUT, _summary, ready=lambda: not _pending)
+_write = _kernel_wrap.write_summary_at_exit(_OUT, _summaries, ready=lambda: not _pending)

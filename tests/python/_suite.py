@@ -38,3 +38,43 @@ ARCHS = {"cuda": ("sm_90", "sm_80") if TEST_ALL else ("sm_90",),
 def paths(files=FILES):
     """The suite's files as absolute paths."""
     return [HERE / f for f in files]
+
+
+def gpu_targets():
+    """The GPU dialects whose compilers this machine has: "cuda" (NVRTC),
+    "hip" (hiprtc), "metal" (clang++, or Apple's compiler with TACK_MSL_XCRUN=1)."""
+    from tack import _core
+
+    import _msl
+    import _nvrtc_ctypes
+
+    out = []
+    if (_core._nvrtc_version() > 0) if hasattr(_core, "_nvrtc_version") else _nvrtc_ctypes.available():
+        out.append("cuda")
+    if _core._hiprtc_version() > 0:
+        out.append("hip")
+    if _msl.clang() is not None or _msl.xcrun():
+        out.append("metal")
+    return out
+
+
+_gpu_summaries = None
+
+
+def gpu_capture(target):
+    """The summary of compiling every kernel call of the suite for target.
+
+    The suite runs once per process for every target in gpu_targets()
+    (_cuda_capture.py), not once per target: conftest.py puts the three tests
+    that ask into one xdist group, so under make test they share this run."""
+    global _gpu_summaries
+    if _gpu_summaries is None:
+        import tempfile
+
+        import _kernel_wrap
+
+        with tempfile.TemporaryDirectory(prefix="tack-gpu-capture-") as tmp:
+            _gpu_summaries = _kernel_wrap.run_plugin(
+                "_cuda_capture", paths(), "TACK_CUDA_CAPTURE", os.path.join(tmp, "capture.json"), 2400,
+                TACK_CAPTURE_TARGET=",".join(gpu_targets()))
+    return _gpu_summaries[target]

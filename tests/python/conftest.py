@@ -25,6 +25,15 @@ SERIAL = {
 }
 
 
+# The tests that read the one run of the language suite compiled for every GPU
+# dialect (_suite.gpu_capture): one xdist group, so one worker makes that run.
+GPU_CAPTURE = {
+    "test_language_suite_compiles_for_cuda",
+    "test_language_suite_compiles_for_hip",
+    "test_language_suite_type_checks_as_msl",
+}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.path.name
@@ -32,7 +41,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.serial)
         # under pytest-xdist's --dist loadgroup each file stays on one worker,
         # so its module-scoped fixtures (a suite run, a built library) run once
-        item.add_marker(pytest.mark.xdist_group(name))
+        item.add_marker(pytest.mark.xdist_group("gpu-suite-capture" if item.name in GPU_CAPTURE else name))
 
 
 @pytest.fixture(autouse=True)

@@ -316,8 +316,7 @@ def test_language_suite_compiles_for_cuda(tmp_path):
     """Every kernel the language tests call, with the arguments they call it
     with, generates CUDA source that NVRTC compiles for sm_90 (and sm_80 under
     make test-all: _suite.ARCHS)."""
-    summary = _kernel_wrap.run_plugin("_cuda_capture", _suite.paths(), "TACK_CUDA_CAPTURE", tmp_path / "capture.json",
-                                      900)
+    summary = _suite.gpu_capture("cuda")
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']} ({f['arch']}):\n{f['error']}" for f in failures[:3])
     assert len(summary["kernels"]) >= 50

@@ -128,12 +128,10 @@ def test_language_suite_compiles_for_hip(tmp_path):
     """Every kernel the language tests call, with the arguments they call it
     with, generates HIP source that hiprtc compiles for gfx90a (and gfx1030
     under make test-all: _suite.ARCHS; the other tests here build for both)."""
-    files = _suite.paths()
     # (this process once died of a signal in CI: test_kernels.py's threads compiled with hiprtc at
     # once, which crashes comgr; tack_hiprtc_compile now compiles one at a time, and
     # test_hiprtc_compiles_from_many_threads_at_once checks it)
-    summary = _kernel_wrap.run_plugin("_cuda_capture", files, "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 1200,
-                                      TACK_CAPTURE_TARGET="hip")
+    summary = _suite.gpu_capture("hip")
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']} ({f['arch']}):\n{f['error']}" for f in failures[:3])
     archs = _suite.ARCHS["hip"]

@@ -12,7 +12,7 @@ from tack import _core, _kernels
 
 C_NAMES = set(_core._intrinsic_names())
 API = {"kernel", "func", "compile_kernels", "Kernel", "CompileError", "PythonKernel", "RaceWarning",
-       "set_default_float", "get_default_float"}
+       "set_default_float", "get_default_float", "set_check_races", "get_check_races", "RaceError"}
 
 
 def test_table_is_not_empty_and_unique():

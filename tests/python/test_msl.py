@@ -385,8 +385,7 @@ def test_language_suite_type_checks_as_msl(tmp_path):
     with, type-checks as MSL; one that Metal refuses (f64, 64-bit atomics,
     print) raises an error naming Metal, and is checked again with its
     float64 and complex128 arguments made float32 and complex64."""
-    summary = _kernel_wrap.run_plugin("_cuda_capture", _suite.paths(), "TACK_CUDA_CAPTURE", tmp_path / "capture.json", 1200,
-                                      TACK_CAPTURE_TARGET="metal")
+    summary = _suite.gpu_capture("metal")
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']}: {f['error'][:1500]}" for f in failures[:5])
     refused = sorted(set(summary.get("refused", []))) + sorted(set(summary.get("refused_in_f32", [])))

@@ -312,6 +312,7 @@ def reassigns_the_variable(a, out):
         out[k, j] = 1.0
 
 
+@pytest.mark.optimized_source
 def test_bounds_checks_stay_where_an_index_can_leave_the_array():
     """The checks of a stencil over bounded axes run once per loop (the
     indices are lo .. hi - 1 of each axis), and still catch every index that
