@@ -277,6 +277,9 @@ void em_complex_math(tk_emitter *e, tk_ir *x) {
  * qualifier, G the address space of an atomic's pointer; the math functions
  * are the dialect's own spellings for T (passed by tk_complex_prelude). */
 static const char CPLX[] =
+    "#ifndef TK_ROUNDED\n"
+    "#define TK_ROUNDED(x) (x)\n"
+    "#endif\n"
     "#define TK_CPLX(Q, N, T, SQRT, HYPOT, EXP, LOG, COS, SIN, ATAN2, FABS, COPYSIGN, INF, FMA, BIG, TINY, SUP, SDN) \\\n"
     "typedef struct N { T v[2]; } N; \\\n"
     "Q N tk_mk_##N(T re, T im) { N r; r.v[0] = re; r.v[1] = im; return r; } \\\n"
@@ -290,10 +293,10 @@ static const char CPLX[] =
     "    if (abr >= abi) { \\\n"
     "        if (abr == 0 && abi == 0) return tk_mk_##N(a.v[0] / abr, a.v[1] / abr); \\\n"
     "        T rat = bi / br, scl = (T)1.0 / (br + bi * rat); \\\n"
-    "        return tk_mk_##N((a.v[0] + a.v[1] * rat) * scl, (a.v[1] - a.v[0] * rat) * scl); \\\n"
+    "        return tk_mk_##N((a.v[0] + TK_ROUNDED(a.v[1] * rat)) * scl, (a.v[1] - TK_ROUNDED(a.v[0] * rat)) * scl); \\\n"
     "    } \\\n"
     "    T rat = br / bi, scl = (T)1.0 / (bi + br * rat); \\\n"
-    "    return tk_mk_##N((a.v[0] * rat + a.v[1]) * scl, (a.v[1] * rat - a.v[0]) * scl); } \\\n"
+    "    return tk_mk_##N((TK_ROUNDED(a.v[0] * rat) + a.v[1]) * scl, (TK_ROUNDED(a.v[1] * rat) - a.v[0]) * scl); } \\\n"
     "Q tk_bool tk_eq_##N(N a, N b) { return a.v[0] == b.v[0] && a.v[1] == b.v[1]; } \\\n"
     "Q tk_bool tk_ne_##N(N a, N b) { return !(a.v[0] == b.v[0] && a.v[1] == b.v[1]); } \\\n"
     "Q tk_bool tk_truth_##N(N a) { return a.v[0] != 0 || a.v[1] != 0; } \\\n"

@@ -272,7 +272,16 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
-    if (C->uses_complex) tk_complex_prelude(C, b, "static inline", "", 1);
+    if (C->uses_complex) {
+        /* TK_ROUNDED(x): x rounded on its own, never fused into the sum it
+         * feeds. GCC 12's SLP vectorizer turns the two lanes of Smith's
+         * division, x + y*r and u - v*r, into one vfmsubadd even under
+         * -ffp-contract=off: one ulp from NumPy's quotient wherever the loop
+         * is not vectorized. The barrier keeps the products apart. */
+        tk_puts(b, "#if defined(__has_builtin)\n#if __has_builtin(__builtin_assoc_barrier)\n"
+                   "#define TK_ROUNDED(x) __builtin_assoc_barrier(x)\n#endif\n#endif\n");
+        tk_complex_prelude(C, b, "static inline", "", 1);
+    }
     tk_race_prelude(C, b); /* check_races only */
 }
 
