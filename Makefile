@@ -132,7 +132,8 @@ test-c:
 	ctest --test-dir build/c --output-on-failure
 
 # The Python tests on every core (pytest-xdist; each file on one worker), then
-# the files that time what they test alone (marked serial in conftest.py).
+# the files that time what they test alone (marked serial in conftest.py); the
+# 25 slowest tests are listed, so where the time goes is in every CI log.
 # Compiled kernels and the GPU compilers' outputs stay in build/test-cache
 # between runs, keyed by everything that decides them (tests/python/_tool_cache.py).
 TEST_CACHE := $(CURDIR)/build/test-cache
@@ -140,7 +141,7 @@ TEST_ENV = TACK_CACHE_DIR="$(TEST_CACHE)/kernels" TACK_TEST_TOOL_CACHE="$(TEST_C
   $(if $(TACK_TEST_ALL),TACK_TEST_ALL=1)
 test-python: env
 	mkdir -p "$(TEST_CACHE)/kernels" "$(TEST_CACHE)/tools"
-	$(TEST_ENV) $(UV) run pytest -q -n $(JOBS) --dist loadgroup -m "not serial" tests/python
+	$(TEST_ENV) $(UV) run pytest -q -n $(JOBS) --dist loadgroup -m "not serial" --durations=25 tests/python
 	$(TEST_ENV) $(UV) run pytest -q -m serial tests/python
 
 # The wheel: built, repaired, installed into a fresh environment and run (test-all).
