@@ -34,6 +34,9 @@ GPU_CAPTURE = {
 }
 
 
+# tryfirst: pytest-xdist's worker reads the xdist_group marks in a hook of its
+# own that would otherwise run before this one (and find none).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.path.name
