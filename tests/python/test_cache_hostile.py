@@ -201,51 +201,24 @@ def test_long_cflags_are_passed_whole(tmp_path):
     assert "this-option-does-not-exist" in proc.stderr, proc.stderr[-2000:]
 
 
-def test_ctrl_c_during_a_compile_is_a_keyboard_interrupt(tmp_path):
-    # A compiler that takes its time; Ctrl-C reaches the whole process group.
-    slow = tmp_path / "slowcc"
-    slow.write_text('#!/bin/sh\nif [ "$1" = --version ]; then exec cc --version; fi\nsleep 60\nexec cc "$@"\n')
-    slow.chmod(0o755)
-    cache = tmp_path / "cache"
-    script = tmp_path / "triple.py"
-    script.write_text(SCRIPT)
-    env = dict(os.environ, TACK_CACHE_DIR=str(cache), TACK_CC=str(slow))
+def ctrl_c_mid_compile(tmp_path, text, compile_delay):
+    """Run `text` with a compiler that sleeps `compile_delay` seconds first, send
+    Ctrl-C (SIGINT to the whole process group) once the build has begun, and
+    give (return code, stdout, stderr, the cache directory)."""
     import signal
     import time
 
+    slow = tmp_path / "slowcc"
+    slow.write_text('#!/bin/sh\nif [ "$1" = --version ]; then exec cc --version; fi\n'
+                    f'sleep {compile_delay}\nexec cc "$@"\n')
+    slow.chmod(0o755)
+    cache = tmp_path / "cache"
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    env = dict(os.environ, TACK_CACHE_DIR=str(cache), TACK_CC=str(slow))
     # The script and its compiler start with SIGINT's default disposition even
     # when this test runs with it ignored (a background job of a
     # non-interactive shell), which they would inherit and never be stopped.
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-
-    deadline = time.time() + 60
-    while time.time() < deadline and not list(cache.glob("*.c")):
-        time.sleep(0.05)
-    time.sleep(0.3)
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0
-    assert "KeyboardInterrupt" in err, err[-3000:]
-    assert "RuntimeError" not in err, err[-3000:]
-    assert not list(cache.glob("*.c")), "a stray source file was left behind"
-
-
-def test_ctrl_c_during_a_compile_with_the_programs_own_handler(tmp_path):
-    # The program installed its own SIGINT handler: the compile, like the
-    # kernel, runs to its end, and then the handler runs (docs/runtime-contract.md).
-    slow = tmp_path / "slowcc"
-    slow.write_text('#!/bin/sh\nif [ "$1" = --version ]; then exec cc --version; fi\nsleep 1\nexec cc "$@"\n')
-    slow.chmod(0o755)
-    cache = tmp_path / "cache"
-    script = tmp_path / "graceful.py"
-    script.write_text("import signal\nstop = []\nsignal.signal(signal.SIGINT, lambda s, f: stop.append(1))\n"
-                      + SCRIPT + "print(stop)\n")
-    env = dict(os.environ, TACK_CACHE_DIR=str(cache), TACK_CC=str(slow))
-    import signal
-    import time
-
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -255,7 +228,25 @@ def test_ctrl_c_during_a_compile_with_the_programs_own_handler(tmp_path):
     time.sleep(0.3)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err[-3000:]
+    return proc.returncode, out, err, cache
+
+
+def test_ctrl_c_during_a_compile_is_a_keyboard_interrupt(tmp_path):
+    # A compiler that takes its time; Ctrl-C reaches the whole process group.
+    rc, out, err, cache = ctrl_c_mid_compile(tmp_path, SCRIPT, 60)
+    assert rc != 0
+    assert "KeyboardInterrupt" in err, err[-3000:]
+    assert "RuntimeError" not in err, err[-3000:]
+    assert not list(cache.glob("*.c")), "a stray source file was left behind"
+
+
+def test_ctrl_c_during_a_compile_with_the_programs_own_handler(tmp_path):
+    # The program installed its own SIGINT handler: the compile, like the
+    # kernel, runs to its end, and then the handler runs (docs/runtime-contract.md).
+    rc, out, err, _ = ctrl_c_mid_compile(
+        tmp_path, "import signal\nstop = []\nsignal.signal(signal.SIGINT, lambda s, f: stop.append(1))\n"
+        + SCRIPT + "print(stop)\n", 1)
+    assert rc == 0, err[-3000:]
     assert out.split() == ["ok", "[1]"], out + err[-3000:]
 
 

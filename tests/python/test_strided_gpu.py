@@ -35,33 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _cuda_emulate  # noqa: E402
 import _msl  # noqa: E402
 import _msl_emulate  # noqa: E402
-
-
-@tack.kernel
-def update(out, x):
-    for i in range(out.shape[0]):
-        out[i] = 2 * x[i] + 1
-
-
-@tack.kernel
-def update2(out, x):
-    for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
-            out[i, j] = x[i, j] * 3 + i - j
-
-
-@tack.kernel
-def update3(out, x):
-    for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
-            for k in range(out.shape[2]):
-                out[i, j, k] = x[i, j, k] + 100 * i + 10 * j + k
-
-
-@tack.kernel
-def total(x, out):
-    for i in range(x.shape[0]):
-        out[0] += x[i]
+from test_strided_args import total, update, update2, update3  # noqa: E402 (the same kernels, CPU-checked there)
 
 
 @tack.func
