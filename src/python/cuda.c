@@ -10,7 +10,7 @@
  *                                       the PTX; RuntimeError with NVRTC's log
  *                                       (or saying that NVRTC is missing)
  *
- * They go through libtack's own NVRTC path (src/backends/nvrtc.c, the one the
+ * They go through libtack's own NVRTC path (src/backends/cuda/nvrtc.c, the one the
  * CUDA backend builds kernels with), so what they accept is what a launch on
  * a GPU would accept.  The compile runs without the GIL.
  *

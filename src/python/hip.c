@@ -9,7 +9,7 @@
  *                                      with hiprtc's log when it fails; wave 64
  *                                      or 32 builds RDNA for that wavefront
  *
- * They go through the same code (src/backends/hiprtc.c) that a HIP backend
+ * They go through the same code (src/backends/hip/hiprtc.c) that a HIP backend
  * loads kernels with, so the tests that compile every generated kernel for
  * AMD targets test Tack's own path.  tack_hiprtc_compile and
  * tack_hiprtc_version are declared in tack_kernel.h.

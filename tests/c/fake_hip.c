@@ -2,7 +2,7 @@
  * fake_hip.c -- a fake HIP runtime (libamdhip64) and hiprtc, for testing the
  * HIP backend's host side on machines without an AMD GPU.
  *
- * It exports the entry points Tack calls (src/backends/hip_api.h, hiprtc.c)
+ * It exports the entry points Tack calls (src/backends/hip/hip_api.h, hiprtc.c)
  * and does their host-side work for real: device memory is host memory
  * (calloc), known by address, size and device, so hipPointerGetAttributes
  * answers from the live allocations; copies and fills are queued on their

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/cuda_api.h"
+#include "backends/cuda/cuda_api.h"
 #include "tack.h"
 #include "tack_kernel.h"
 #include "tk_ast.h"

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends/cuda_backend.h"
+#include "backends/cuda/cuda_backend.h"
 #include "check.h"
 #include "runtime/program.h"
 #include "tack.h"

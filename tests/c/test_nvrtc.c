@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends/cuda_api.h"
+#include "backends/cuda/cuda_api.h"
 #include "check.h"
 #include "tack.h"
 

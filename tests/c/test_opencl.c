@@ -30,8 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backends/kcache.h"
-#include "backends/opencl_backend.h"
+#include "backends/common/kcache.h"
+#include "backends/opencl/opencl_backend.h"
 #include "check.h"
 #include "runtime/program.h"
 #include "tack.h"

@@ -1,4 +1,4 @@
-"""NVRTC through ctypes, with the options of src/backends/nvrtc.c.
+"""NVRTC through ctypes, with the options of src/backends/cuda/nvrtc.c.
 
 A fallback for tests when the extension lacks ``_core._nvrtc_compile``;
 raises RuntimeError when NVRTC is missing or the source does not compile.

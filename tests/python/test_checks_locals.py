@@ -1,4 +1,4 @@
-"""Bounds checks of indices written through locals (src/compiler/checks.c).
+"""Bounds checks of indices written through locals (src/compiler/passes/checks.c).
 
 `i = i0 + 1; A[i + 1, j, k]` is analysed as `A[i0 + 2, ...]`: its checks are
 hoisted out of the loops as if the index were written inline (a 3-D stencil

@@ -1,4 +1,4 @@
-"""Kernels compiled with checks=False (src/compiler/checks.c).
+"""Kernels compiled with checks=False (src/compiler/passes/checks.c).
 
 checks=False removes the bounds checks, not Python's meaning of an index: a
 negative index still counts from the end.  The wrap that does that goes

@@ -1,8 +1,8 @@
 """The Metal backend's Objective-C messages against their documented signatures.
 
-The backend (src/backends/metal*.c) reaches Metal through objc_msgSend with no
+The backend (src/backends/metal/metal*.c) reaches Metal through objc_msgSend with no
 Objective-C compiler, so nothing at build time checks that a message is sent
-with the types the method takes.  src/backends/metal_selectors.def lists every
+with the types the method takes.  src/backends/metal/metal_selectors.def lists every
 selector the backend sends, each with the return and argument types of its
 documented declaration; the code sends a selector only as `TK_S(key)`, the
 second argument of a typed wrapper `mtl_*(id o, SEL s, ...)` that casts
@@ -25,8 +25,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLE = ROOT / "src" / "backends" / "metal_selectors.def"
-SOURCES = sorted((ROOT / "src" / "backends").glob("metal*.c"))
+TABLE = ROOT / "src" / "backends" / "metal" / "metal_selectors.def"
+SOURCES = sorted((ROOT / "src" / "backends" / "metal").glob("metal*.c"))
 
 
 def norm(t):

@@ -1,4 +1,4 @@
-"""Loop nests in a parallel loop (src/compiler/nests.c).
+"""Loop nests in a parallel loop (src/compiler/cpu/nests.c).
 
 Per-row versioning: the index checks of a serial loop at the top of a
 parallel loop's body are tested once per row, from the least and greatest

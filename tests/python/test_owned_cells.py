@@ -1,4 +1,4 @@
-"""Compound adds on the iteration's own element (src/compiler/privatize.c).
+"""Compound adds on the iteration's own element (src/compiler/passes/privatize.c).
 
 `C[i, j] += v` in a parallel loop over i is atomic by the language's rule,
 but no other iteration names row i, so the compiler writes a plain

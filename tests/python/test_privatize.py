@@ -1,4 +1,4 @@
-"""Per-chunk private histograms (src/compiler/privatize.c).
+"""Per-chunk private histograms (src/compiler/passes/privatize.c).
 
 `hist[keys[i]] += v` in a parallel loop on a small array counts into a zeroed
 private copy per chunk, flushed atomically at the chunk's end; large arrays

@@ -1,4 +1,4 @@
-"""The race check of parallel loops (src/compiler/depend.c; docs/language.md, "Races").
+"""The race check of parallel loops (src/compiler/analysis/depend.c; docs/language.md, "Races").
 
 A CompileError where two iterations surely touch one element and one writes
 it, a tack.RaceWarning where they may, silence where the iterations are

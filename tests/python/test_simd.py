@@ -1,4 +1,4 @@
-"""Parallel-loop iterations in SIMD lanes (src/compiler/emit_cpu.c, simd_ok).
+"""Parallel-loop iterations in SIMD lanes (src/compiler/cpu/emit_cpu.c, simd_ok).
 
 The chunk loop of a parallel loop carries `#pragma omp simd` when its body
 cannot leave early (no checks, returns or breaks out of it) and lanes cannot

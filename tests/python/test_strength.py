@@ -1,4 +1,4 @@
-"""Division by loop-invariant divisors (src/compiler/strength.c) against NumPy.
+"""Division by loop-invariant divisors (src/compiler/passes/strength.c) against NumPy.
 
 Floor division and modulo in a parallel loop take a vectorizable fast path
 (a double reciprocal and an exact fix-up) when the dividend is provably below

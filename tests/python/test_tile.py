@@ -1,4 +1,4 @@
-"""Tiled matrix-product rows (src/compiler/tile.c).
+"""Tiled matrix-product rows (src/compiler/cpu/tile.c).
 
 A parallel loop whose rows are `for k: for j: C[i, j] += a * B[k, j]` (or the
 ijk form) runs in panels of rows: tiles of j and k, blocks of four rows by

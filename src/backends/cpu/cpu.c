@@ -1,0 +1,99 @@
+/*
+ * cpu.c -- the CPU backend's vtable.
+ *
+ * The CPU is one backend among several: the runtime reaches it only through
+ * this table.  Memory is host memory, aligned to 64 bytes (a cache line, and
+ * enough for any vector instruction) and allocated through libtack's
+ * allocator hook so that tests can fail it.  Copies are memcpy; the device
+ * is synchronous, so synchronize has nothing to wait for.  Building and
+ * launching kernels (the C toolchain, the disk cache and the thread pool)
+ * live in cpu_jit.c.
+ */
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/cpu/cpu_jit.h"
+#include "runtime/runtime.h"
+
+#define CPU_ALIGN 64
+
+/* The aligned block stores the offset back to the raw block just before it. */
+static tack_status cpu_alloc(tack_device *dev, size_t nbytes, void **out) {
+    size_t total;
+    if (__builtin_add_overflow(nbytes, (size_t)CPU_ALIGN + sizeof(void *), &total))
+        return tack_set_error(TACK_ERR_NOMEM, "cannot allocate %zu bytes on the CPU: size overflows",
+                              nbytes);
+    unsigned char *raw = tack_malloc(total);
+    if (!raw)
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory allocating %zu bytes on the CPU", nbytes);
+    uintptr_t p = ((uintptr_t)raw + sizeof(void *) + CPU_ALIGN - 1) & ~(uintptr_t)(CPU_ALIGN - 1);
+    ((void **)p)[-1] = raw;
+    *out = (void *)p;
+    return TACK_OK;
+}
+
+static void cpu_free(tack_device *dev, void *ptr) {
+    if (ptr)
+        tack_free(((void **)ptr)[-1]);
+}
+
+static tack_status cpu_copy(tack_device *dev, void *dst, const void *src, size_t nbytes, rt_copy_kind kind) {
+    if (nbytes)
+        memmove(dst, src, nbytes);
+    return TACK_OK;
+}
+
+static tack_status cpu_fill(tack_device *dev, void *dst, const void *value, size_t itemsize, size_t count) {
+    unsigned char *d = dst;
+    if (count == 0)
+        return TACK_OK;
+    memcpy(d, value, itemsize);
+    /* Doubling copies: log2(count) memcpy calls. */
+    size_t done = 1;
+    while (done < count) {
+        size_t n = done <= count - done ? done : count - done;
+        memcpy(d + done * itemsize, d, n * itemsize);
+        done += n;
+    }
+    return TACK_OK;
+}
+
+static tack_status cpu_synchronize(tack_device *dev) { return TACK_OK; }
+
+static int usable_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static int cpu_device_count(char *why, size_t why_len) { return 1; }
+
+static tack_status cpu_init_device(tack_device *dev) {
+    dev->threads = usable_cores();
+    return TACK_OK;
+}
+
+static const rt_backend cpu_backend = {
+    .name = "cpu",
+    .type = TACK_DEVICE_CPU,
+    .dialect = "c",
+    .device_count = cpu_device_count,
+    .init_device = cpu_init_device,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .synchronize = cpu_synchronize,
+    .build = cpu_build,
+    .launch = cpu_launch,
+    .unload = cpu_unload,
+};
+
+const rt_backend *rt_backend_cpu(void) { return &cpu_backend; }

@@ -1,0 +1,253 @@
+/*
+ * cuda_launch.c -- building and running kernels on CUDA devices.
+ *
+ * Build: the CUDA dialect's source (dialect_cuda.c) goes through NVRTC to
+ * PTX or a cubin, whichever the driver can load (cuda_image.c, which also
+ * keeps them in the disk cache), and that is loaded with cuModuleLoadDataEx
+ * into the device's primary context; when the driver refuses it, its JIT
+ * log is part of the error, and a cache entry it refuses is rebuilt once.
+ * The source's last comment says how many phases the kernel has, which of
+ * them run as a single thread, and how large the frame buffer between
+ * phases must be.
+ *
+ * Launch: the arguments are checked against the signature (dtype, ndim,
+ * device, writability), packed as 8-byte slots (error record, frame buffer,
+ * program id, then per parameter its pointer and shape or its scalar) and
+ * passed by value to every phase.  Parallel phases run a grid sized from
+ * the loop's extent where the source says how to compute it from the
+ * arguments, capped at what fills the device (gpu_launch.c, shared with HIP); serial phases
+ * run one thread.  The phases of one call are queued back to back under the
+ * program's lock (they share its frame buffer), and the call returns once
+ * they are queued -- except when an array argument is shared with another
+ * library (TACK_ARRAY_SHARED: exported or imported through DLPack, or
+ * wrapped from a pointer), in which case it waits for the launch to finish
+ * and reports a failed check at once, so the other library sees finished
+ * results ("When a call returns", DESIGN 4).
+ *
+ * Errors: a failed check writes the device's error record (first failure
+ * wins).  cuda_check_record, called at every synchronization point,
+ * reads it, finds the program by its id and words the message from the
+ * program's site table, as the CPU does.  A program freed with a failure
+ * still recorded leaves the message on the device for the next
+ * synchronization.  All of this but reading and clearing the record is
+ * gpu_common.c's, as are the layout comment's dialect check and phases.
+ * A sticky driver error (cuda.c) loses the device: building, launching and
+ * reading the record then fail at once, and unloading frees only host memory.
+ * Each launch keeps its kernel's name, for the message of such a loss.
+ *
+ * TACK_LOG=info logs each compile and cache load with its time to stderr.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/common/kcache.h"
+#include "runtime/program.h"
+
+typedef struct cuda_prog {
+    gpu_prog g; /* first: the device's program list holds it */
+    CUmodule mod;
+    CUfunction *fn;
+    CUdeviceptr frame;
+    gpu_grid grid;  /* block size, loops' extents; fill: SMs x resident blocks per SM */
+} cuda_prog;
+
+/* ----------------------------------------------------------- reporting */
+/* Read the record (stream synchronized, context pushed, c->rec.lock held):
+ * gpu_common.h's gpu_take_fn. */
+static int take_record(tack_device *d, gpu_err_record *rec, tack_status *st) {
+    const tack_cuda_api *api = cuda_api_get();
+    cuda_dev *c = d->state;
+    *st = TACK_OK;
+    if (!c->err) return 0;
+    memset(rec, 0, sizeof *rec);
+    CUresult r = api->cuMemcpyDtoHAsync(rec, c->err, sizeof *rec, c->stream);
+    if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
+    if (r != TACK_CUDA_SUCCESS) {
+        *st = cuda_fail(d, r, "reading the kernel error record");
+        return 0;
+    }
+    if (!rec->failed) return 0;
+    r = api->cuMemsetD32Async(c->err, 0, sizeof *rec / 4, c->stream);
+    if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
+    if (r != TACK_CUDA_SUCCESS) *st = cuda_fail(d, r, "clearing the kernel error record");
+    return 1;
+}
+
+tack_status cuda_check_record(tack_device *d) {
+    return gpu_check_record(&((cuda_dev *)d->state)->rec, d, take_record);
+}
+
+/* --------------------------------------------------------------- build */
+static tack_status parse_layout(tack_program *p, cuda_prog *cp) {
+    tack_status st = gpu_cu_layout(p, &cp->g, &cp->grid, "cuda", "/* tack-cuda: phases=", "a CUDA device", "CUDA");
+    if (st != TACK_OK) return st;
+    if (!(cp->fn = tack_calloc((size_t)cp->g.nph + 1, sizeof(CUfunction))))
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    return TACK_OK;
+}
+
+/* Device memory and module are left alone when the device is lost. */
+static void prog_free(const tack_cuda_api *api, tack_device *d, cuda_prog *cp) {
+    if (!cp) return;
+    if (!cuda_is_lost(d)) {
+        if (cp->frame) cuda_note(d, api->cuMemFree(cp->frame));
+        if (cp->mod && !cuda_is_lost(d)) cuda_note(d, api->cuModuleUnload(cp->mod));
+    }
+    gpu_grid_free(&cp->grid);
+    gpu_prog_fini(&cp->g);
+    tack_free(cp->fn);
+    tack_free(cp);
+}
+
+tack_status cuda_build(tack_device *d, tack_program *p) {
+    const tack_cuda_api *api = cuda_api_get();
+    cuda_dev *c = d->state;
+    char path[200] = "";
+    tack_status st = cuda_lost_error(d);
+    if (st != TACK_OK) return st;
+    cuda_prog *cp = tack_calloc(1, sizeof *cp);
+    if (!cp) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    gpu_prog_init(&cp->g, p);
+    if ((st = parse_layout(p, cp)) != TACK_OK) {
+        prog_free(api, d, cp);
+        return st;
+    }
+    if ((st = cuda_push(d)) != TACK_OK) {
+        prog_free(api, d, cp);
+        return st;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        cuda_image im;
+        st = cuda_image_get(d, p, attempt, &im);
+        if (st != TACK_OK) goto fail;
+        char log[4096] = "";
+        int opts[2] = {TACK_CU_JIT_ERROR_LOG_BUFFER, TACK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void *values[2] = {log, (void *)(uintptr_t)sizeof log};
+        CUresult r = api->cuModuleLoadDataEx(&cp->mod, im.image, 2, opts, values);
+        snprintf(path, sizeof path, "%s", im.path);
+        cuda_image_free(&im);
+        if (r == TACK_CUDA_SUCCESS) break;
+        cp->mod = NULL;
+        if (attempt == 1 || cuda_sticky(r)) {
+            st = cuda_fail(d, r, "cuModuleLoadDataEx");
+            char msg[512];
+            if (r == TACK_CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+                char vs[400];
+                cuda_versions_sentence(vs, sizeof vs, c->driver, tack_nvrtc_version());
+                snprintf(msg, sizeof msg, "%s", tack_last_error());
+                st = tack_set_error(st, "%s: %s", msg, vs);
+            }
+            log[sizeof log - 1] = 0;
+            size_t n = strlen(log);
+            while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) log[--n] = 0;
+            if (n) {
+                snprintf(msg, sizeof msg, "%s", tack_last_error());
+                st = tack_set_error(st, "%s loading kernel '%s'; the JIT's log:\n%s", msg, p->kernel_name, log);
+            }
+            goto fail;
+        }
+        if (kc_log_info()) fprintf(stderr, "tack: cache entry %s does not load; rebuilding it\n", path);
+    }
+    for (int k = 0; k < cp->g.nph; k++) {
+        char fname[32];
+        snprintf(fname, sizeof fname, "tk_phase%d", k);
+        CUresult r = api->cuModuleGetFunction(&cp->fn[k], cp->mod, fname);
+        if (r != TACK_CUDA_SUCCESS) {
+            st = cuda_fail(d, r, "cuModuleGetFunction");
+            goto fail;
+        }
+        int per_sm = 0;
+        if (!api->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
+            api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cp->fn[k], (int)cp->grid.block, 0) != TACK_CUDA_SUCCESS ||
+            per_sm <= 0)
+            per_sm = c->sm_threads / (int)cp->grid.block;
+        cp->grid.fill[k] = (unsigned)(d->threads > 0 ? d->threads : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
+    }
+    if (cp->g.frame_bytes) {
+        CUresult r = api->cuMemAlloc(&cp->frame, cp->g.frame_bytes);
+        if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD8Async(cp->frame, 0, cp->g.frame_bytes, c->stream);
+        if (r != TACK_CUDA_SUCCESS) {
+            st = cuda_fail(d, r, "allocating a kernel frame");
+            goto fail;
+        }
+    }
+    pthread_mutex_lock(&c->rec.lock);
+    if (!c->err) {
+        CUresult r = api->cuMemAlloc(&c->err, sizeof(gpu_err_record));
+        if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD32Async(c->err, 0, sizeof(gpu_err_record) / 4, c->stream);
+        if (r == TACK_CUDA_SUCCESS) r = api->cuStreamSynchronize(c->stream);
+        if (r != TACK_CUDA_SUCCESS) {
+            if (c->err && !cuda_sticky(r)) api->cuMemFree(c->err);
+            c->err = 0;
+            pthread_mutex_unlock(&c->rec.lock);
+            st = cuda_fail(d, r, "allocating the kernel error record");
+            goto fail;
+        }
+    }
+    gpu_link(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
+    cuda_pop();
+    p->handle = cp;
+    return TACK_OK;
+fail:
+    prog_free(api, d, cp);
+    cuda_pop();
+    return st;
+}
+
+void cuda_unload(tack_device *d, tack_program *p) {
+    const tack_cuda_api *api = cuda_api_get();
+    cuda_dev *c = d->state;
+    cuda_prog *cp = p->handle;
+    if (!cp || !api) return;
+    /* lost: no driver call, and no error of its own (a free) */
+    int pushed = !cuda_is_lost(d) && cuda_push(d) == TACK_OK;
+    pthread_mutex_lock(&c->rec.lock);
+    /* a failure of this program still unread: keep its message for the next synchronization */
+    if (pushed) {
+        CUresult r = api->cuStreamSynchronize(c->stream);
+        if (r == TACK_CUDA_SUCCESS) gpu_keep_pending(&c->rec, d, take_record);
+        else cuda_note(d, r);
+    }
+    gpu_unlink(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
+    prog_free(api, d, cp);
+    if (pushed) cuda_pop();
+    p->handle = NULL;
+}
+
+/* -------------------------------------------------------------- launch */
+static tack_status queue_phase(tack_device *d, gpu_prog *g, int k, unsigned blocks, unsigned threads, uint64_t *slots,
+                               size_t bytes) {
+    cuda_dev *c = d->state;
+    void *params[1] = {slots};
+    (void)bytes;
+    CUresult r = cuda_api_get()->cuLaunchKernel(((cuda_prog *)g)->fn[k], blocks, 1, 1, threads, 1, 1, 0, c->stream,
+                                                params, NULL);
+    return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_fail(d, r, "cuLaunchKernel");
+}
+
+static tack_status finish(tack_device *d) {
+    CUresult r = cuda_api_get()->cuStreamSynchronize(((cuda_dev *)d->state)->stream);
+    return r == TACK_CUDA_SUCCESS ? cuda_check_record(d) : cuda_fail(d, r, "cuStreamSynchronize");
+}
+
+static const gpu_launch_hooks hooks = {queue_phase, cuda_note_launch, finish};
+
+tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
+    cuda_dev *c = d->state;
+    cuda_prog *cp = p->handle;
+    if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
+    tack_status st = cuda_push(d);
+    if (st != TACK_OK) return st;
+    st = gpu_launch_phases(d, &cp->g, &cp->grid, (uint64_t)c->err, (uint64_t)cp->frame, args, nargs, "CUDA", &hooks);
+    cuda_pop();
+    return st;
+}

@@ -1,0 +1,536 @@
+/*
+ * level_zero_launch.c -- building and running kernels on Level Zero devices.
+ *
+ * Build: a Level Zero kernel comes from the same source as an OpenCL one
+ * (the "opencl" dialect: OpenCL C 1.2 ending in the layout comment
+ *
+ *     / * tack-opencl: phases=psp frame=N fp64=0|1 * /
+ *
+ * -- one letter per phase, p parallel, s serial; the bytes of the frame
+ * buffer the phases of one call share; whether it needs double precision),
+ * with the phases as kernels tk_phase0, tk_phase1, ...  Level Zero takes
+ * SPIR-V, not OpenCL C, so the source goes through libocloc, Intel's
+ * OpenCL C compiler, loaded with dlopen on first build and called in
+ * memory (oclocInvoke: "compile -file k.cl -spv_only -device D -options
+ * -cl-std=CL1.2", D from TACK_OCLOC_DEVICE, else "pvc"; SPIR-V does not
+ * depend on the device much, the option only picks the extensions ocloc
+ * assumes).  The output whose name ends in ".spv" is the module; a failed
+ * compile is a compile error quoting the start of ocloc's log.  A kernel
+ * that needs fp64 is refused before anything is compiled when the device
+ * lacks it.  zeModuleCreate then turns the SPIR-V into device code; its
+ * build log becomes a readable compile error when it fails; zeKernelCreate
+ * makes one kernel per phase.
+ *
+ * Correctly rounded f32 division and sqrt, as on OpenCL (opencl.c's
+ * build_options; tack.random's f32 normals count on it): where the device's
+ * fp32flags has ROUNDED_DIVIDE_SQRT (Intel's driver sets it where the GPU has
+ * fp64 arithmetic), the module is built with the flag
+ * "-ze-fp32-correctly-rounded-divide-sqrt".  That flag is what counts: the
+ * SPIR-V carries no trace of the choice (OpFDiv and OpenCL.std sqrt are the
+ * same bytes with and without -cl-fp32-correctly-rounded-divide-sqrt given
+ * to ocloc), so it is the device compiler, IGC, that replaces f32 division
+ * and sqrt with correctly rounded sequences when its build options ask.
+ * ocloc is given -cl-fp32-correctly-rounded-divide-sqrt too on such
+ * devices, so the front end never marks a division as allowed 2.5 ulps,
+ * whatever a later translator might carry over of that.  A device without
+ * the flag gets neither, and its f32 division may be off by an ulp.
+ *
+ * Disk cache: the SPIR-V is stored in the kernel cache under kcache.c's
+ * rules (sealed, written to a temporary name, fsync'd, renamed; an entry
+ * that fails its seal is removed and rebuilt) as `KEY.spv`.  The key hashes
+ * the source, the dialect, libocloc's version, the ocloc options, the
+ * module's build flags, Tack's version and this launcher's ABI.  An entry starts with a line naming its
+ * key and length and ends with a trailer; one that lacks either, is not
+ * SPIR-V, or that the driver refuses, is rebuilt from source and stored
+ * again.  SPIR-V, not device code, is cached: the driver has its own cache
+ * of what it makes from it.
+ *
+ * Launch: the arguments, checked by tack_launch (dtype, rank, device,
+ * writability), are set on every phase's kernel in the order the OpenCL
+ * backend uses:
+ *
+ *     0  __global tk_ctx *ctx   the device's error record (32 bytes)
+ *     1  __global frame         the program's frame buffer, or NULL
+ *     2  ulong prog             the program's id
+ *     then per parameter: an array's device address followed by one long
+ *     per dimension (its extent); a scalar as one ulong holding its bits
+ *     (a float's as a double, an integer's or a bool's as a 64-bit integer).
+ *
+ * A parallel phase runs groups of L = min(256, the device's limit, what
+ * zeKernelSuggestGroupSize allows) work-items, compute units x 8 groups
+ * (the kernels loop with a grid stride, so any count is correct); a serial
+ * phase runs one group of one.  The phases of one call are appended to the
+ * device's command list under the program's lock, each followed by a
+ * barrier, and the call returns once they are appended -- except when an
+ * array argument is shared with another library (TACK_ARRAY_SHARED): then
+ * it waits and reports a failed check at once, as on CUDA and OpenCL.
+ *
+ * Errors: a failed check writes the device's error record (first failure
+ * wins).  lz_check_record, called at every synchronization point after the
+ * list has drained, reads it, finds the program by its id, words the
+ * message from the program's site table through tk_site_error, then clears
+ * it.  A program freed with a failure still recorded leaves the message on
+ * the device for the next synchronization.  All of this but reading and
+ * clearing the record is gpu_common.c's, as is the parsing of the layout
+ * comment.
+ *
+ * TACK_LOG=info logs each compile and cache load with its time to stderr,
+ * and a failed build's whole log.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/common/kcache.h"
+#include "backends/level_zero/level_zero_backend.h"
+#include "runtime/program.h"
+
+#define LEVEL_ZERO_LAUNCH_ABI 1
+#define LZ_CL_OPTIONS "-cl-std=CL1.2"
+#define LZ_CL_OPTIONS_CR "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
+#define LZ_BUILD_FLAGS_CR "-ze-fp32-correctly-rounded-divide-sqrt"
+#define LZ_OCLOC_DEVICE "pvc"
+#define LZ_LOG_IN_ERROR 560
+#define LZ_OCLOC_INSTALL "install intel-opencl-icd, which provides libocloc.so"
+
+typedef struct lz_prog {
+    gpu_prog g; /* first: the device's program list holds it */
+    ze_module_handle_t module;
+    ze_kernel_handle_t *k;
+    void *frame;
+    int fp64;
+} lz_prog;
+
+#define SPV_HEAD "tack-level-zero-cache-key "
+
+/* ---------------------------------------------------------------- ocloc */
+static tack_ocloc_api ocloc;
+static pthread_mutex_t ocloc_lock = PTHREAD_MUTEX_INITIALIZER; /* ocloc is not documented as thread safe */
+static int ocloc_ok;
+static char ocloc_why[256];
+static pthread_once_t ocloc_once = PTHREAD_ONCE_INIT;
+
+static void ocloc_load(void) {
+    ocloc.lib = dlopen("libocloc.so", RTLD_NOW | RTLD_LOCAL);
+    if (!ocloc.lib) ocloc.lib = dlopen("libocloc.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!ocloc.lib) {
+        snprintf(ocloc_why, sizeof ocloc_why, "libocloc.so not found (%s)", LZ_OCLOC_INSTALL);
+        return;
+    }
+    *(void **)&ocloc.oclocInvoke = dlsym(ocloc.lib, "oclocInvoke");
+    *(void **)&ocloc.oclocFreeOutput = dlsym(ocloc.lib, "oclocFreeOutput");
+    *(void **)&ocloc.oclocVersion = dlsym(ocloc.lib, "oclocVersion");
+    if (!ocloc.oclocInvoke || !ocloc.oclocFreeOutput) {
+        snprintf(ocloc_why, sizeof ocloc_why, "libocloc.so lacks oclocInvoke or oclocFreeOutput (%s)",
+                 LZ_OCLOC_INSTALL);
+        return;
+    }
+    ocloc_ok = 1;
+}
+
+static const char *ocloc_device(void) {
+    const char *e = getenv("TACK_OCLOC_DEVICE");
+    return e && *e ? e : LZ_OCLOC_DEVICE;
+}
+
+/* ocloc's options for p on device d (see above), with -cl-denorms-are-zero
+ * for a flush_denormals kernel, and the module's build flags. */
+static const char *cl_options(const tack_device *d, const tack_program *p) {
+    static const char *opts[2][2] = {{LZ_CL_OPTIONS, LZ_CL_OPTIONS " -cl-denorms-are-zero"},
+                                     {LZ_CL_OPTIONS_CR, LZ_CL_OPTIONS_CR " -cl-denorms-are-zero"}};
+    return opts[((const lz_dev *)d->state)->fp32_cr != 0][p->flush_denormals != 0];
+}
+
+static const char *build_flags(const tack_device *d) {
+    return ((const lz_dev *)d->state)->fp32_cr ? LZ_BUILD_FLAGS_CR : "";
+}
+
+/* The error quoting a log (trimmed to fit a message). */
+static tack_status log_error(tack_program *p, const tack_device *d, const char *what, char *log) {
+    size_t len = log ? strlen(log) : 0;
+    while (len > 0 && (log[len - 1] == '\n' || log[len - 1] == ' ' || log[len - 1] == '\r')) log[--len] = 0;
+    if (len && kc_log_info()) fprintf(stderr, "tack: the %s log of kernel '%s' on %s:\n%s\n", what, p->kernel_name, d->name, log);
+    char more[120] = "";
+    if (len > LZ_LOG_IN_ERROR) {
+        snprintf(more, sizeof more, "\n... (%zu bytes of log in all; TACK_LOG=info prints it whole)", len);
+        log[LZ_LOG_IN_ERROR] = 0;
+    }
+    return tack_set_error(TACK_ERR_COMPILE, "the %s of kernel '%s' failed on %s (%s)%s%s%s", what, p->kernel_name,
+                          d->name, ((lz_dev *)d->state)->name, len ? "; log:\n" : "", len ? log : "", more);
+}
+
+/* OpenCL C to SPIR-V (*spv tack_malloc'd). */
+static tack_status compile_spirv(tack_device *d, tack_program *p, unsigned char **spv, size_t *len) {
+    pthread_once(&ocloc_once, ocloc_load);
+    if (!ocloc_ok)
+        return tack_set_error(TACK_ERR_COMPILE, "kernel '%s' cannot be compiled for %s: %s", p->kernel_name, d->name,
+                              ocloc_why);
+    const char *argv[] = {"ocloc", "compile", "-file", "k.cl", "-spv_only", "-device", ocloc_device(), "-options",
+                          cl_options(d, p)};
+    const uint8_t *src[1] = {(const uint8_t *)p->source};
+    uint64_t src_len[1] = {strlen(p->source) + 1};
+    const char *names[1] = {"k.cl"};
+    uint32_t nout = 0;
+    uint8_t **out = NULL;
+    uint64_t *out_len = NULL;
+    char **out_names = NULL;
+    pthread_mutex_lock(&ocloc_lock);
+    int rc = ocloc.oclocInvoke((unsigned)(sizeof argv / sizeof argv[0]), argv, 1, src, src_len, names, 0, NULL, NULL,
+                               NULL, &nout, &out, &out_len, &out_names);
+    pthread_mutex_unlock(&ocloc_lock);
+    const uint8_t *found = NULL, *log = NULL;
+    size_t found_len = 0, log_len = 0;
+    for (uint32_t i = 0; i < nout; i++) {
+        const char *nm = out_names && out_names[i] ? out_names[i] : "";
+        size_t nl = strlen(nm);
+        if (nl > 4 && strcmp(nm + nl - 4, ".spv") == 0 && out[i] && out_len[i] >= 4) {
+            found = out[i];
+            found_len = (size_t)out_len[i];
+        } else if (strcmp(nm, "stdout.log") == 0 && out[i]) {
+            log = out[i];
+            log_len = (size_t)out_len[i];
+        }
+    }
+    tack_status st = TACK_OK;
+    if (rc != 0 || !found) {
+        char *text = tack_malloc(log_len + 1);
+        if (text) {
+            if (log_len) memcpy(text, log, log_len);
+            text[log_len] = 0;
+        }
+        char what[120];
+        snprintf(what, sizeof what, "OpenCL C compile by libocloc (-device %s, returned %d)", ocloc_device(), rc);
+        st = log_error(p, d, what, text);
+        tack_free(text);
+    } else if (!(*spv = tack_malloc(found_len))) {
+        st = tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", p->kernel_name);
+    } else {
+        memcpy(*spv, found, found_len);
+        *len = found_len;
+    }
+    if (nout || out) ocloc.oclocFreeOutput(&nout, &out, &out_len, &out_names);
+    return st;
+}
+
+/* ---------------------------------------------------------------- cache */
+static int is_spirv(const unsigned char *b, size_t n) {
+    uint32_t w;
+    if (n < 20 || n % 4) return 0;
+    memcpy(&w, b, 4);
+    return w == TACK_SPIRV_MAGIC;
+}
+
+/* zeModuleCreate from SPIR-V.  quiet: a module the driver refuses is a bare
+ * TACK_ERR_COMPILE (a cache entry to rebuild), without reading the log. */
+static tack_status make_module(tack_device *d, tack_program *p, const unsigned char *spv, size_t len,
+                               ze_module_handle_t *out, int quiet) {
+    const tack_ze_api *api = lz_api_get();
+    lz_dev *c = d->state;
+    ze_module_desc_t md;
+    memset(&md, 0, sizeof md);
+    md.stype = TACK_ZE_STRUCTURE_TYPE_MODULE_DESC;
+    md.format = TACK_ZE_MODULE_FORMAT_IL_SPIRV;
+    md.inputSize = len;
+    md.pInputModule = spv;
+    md.pBuildFlags = build_flags(d);
+    ze_module_build_log_handle_t blog = NULL;
+    ze_module_handle_t m = NULL;
+    ze_result_t r = api->zeModuleCreate(c->ctx, c->dev, &md, &m, &blog);
+    tack_status st = TACK_OK;
+    if (r != TACK_ZE_RESULT_SUCCESS) {
+        if (m) api->zeModuleDestroy(m);
+        m = NULL;
+        if (r == TACK_ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY || r == TACK_ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY) {
+            st = lz_error(r, "zeModuleCreate", d);
+        } else if (quiet) {
+            st = TACK_ERR_COMPILE;
+        } else {
+            size_t n = 0;
+            char *text = NULL;
+            if (blog && api->zeModuleBuildLogGetString(blog, &n, NULL) == TACK_ZE_RESULT_SUCCESS && n &&
+                (text = tack_malloc(n + 1))) {
+                if (api->zeModuleBuildLogGetString(blog, &n, text) != TACK_ZE_RESULT_SUCCESS) n = 0;
+                text[n] = 0;
+            }
+            char what[120];
+            snprintf(what, sizeof what, "module build from SPIR-V (zeModuleCreate: %s)", lz_code_name(r));
+            st = log_error(p, d, what, text);
+            tack_free(text);
+        }
+    }
+    if (blog) api->zeModuleBuildLogDestroy(blog);
+    *out = m;
+    return st;
+}
+
+/* The module: from cached SPIR-V, or compiled (then stored). */
+static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program *p, ze_module_handle_t *out) {
+    char misc[400];
+    pthread_once(&ocloc_once, ocloc_load);
+    int ver = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
+    snprintf(misc, sizeof misc,
+             "libocloc %d; ocloc compile -spv_only -device %s -options %s; module flags %s; tack%s; launch%d", ver,
+             ocloc_device(), cl_options(d, p), build_flags(d), TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
+    char key[40], name[64];
+    gpu_cache_key(p, misc, key);
+    snprintf(name, sizeof name, "%s.spv", key);
+    double t0 = kc_now_ms();
+    const unsigned char *bin = NULL;
+    size_t len = 0;
+    char *buf = gpu_bin_entry_read(dir, name, SPV_HEAD, key, "SPIR-V", is_spirv, &bin, &len);
+    if (buf) {
+        tack_status st = make_module(d, p, bin, len, out, 1);
+        tack_free(buf);
+        if (st == TACK_OK) {
+            if (kc_log_info())
+                fprintf(stderr, "tack: loaded kernel '%s' for %s from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
+                        d->name, kc_now_ms() - t0, dir->path, name);
+            return TACK_OK;
+        }
+        if (st != TACK_ERR_COMPILE) return st;
+        if (kc_log_info())
+            fprintf(stderr, "tack: cache entry %s/%s is refused by the Level Zero driver; rebuilding it\n", dir->path,
+                    name);
+        t0 = kc_now_ms();
+    }
+    unsigned char *spv = NULL;
+    tack_status st = compile_spirv(d, p, &spv, &len);
+    if (st != TACK_OK) return st;
+    if ((st = make_module(d, p, spv, len, out, 0)) == TACK_OK)
+        st = gpu_bin_entry_write(dir, name, SPV_HEAD, key, spv, len);
+    tack_free(spv);
+    if (st != TACK_OK) {
+        if (*out) lz_api_get()->zeModuleDestroy(*out);
+        *out = NULL;
+        return st;
+    }
+    if (kc_log_info())
+        fprintf(stderr, "tack: compiled kernel '%s' for %s (%s) in %.1f ms (%s/%s)\n", p->kernel_name, d->name,
+                ((lz_dev *)d->state)->name, kc_now_ms() - t0, dir->path, name);
+    return TACK_OK;
+}
+
+static tack_status get_module(tack_device *d, tack_program *p, ze_module_handle_t *out) {
+    kc_dir dir;
+    tack_status st = kc_open(&dir);
+    if (st != TACK_OK) return st;
+    st = get_module_in(&dir, d, p, out);
+    kc_close(&dir);
+    return st;
+}
+
+/* ------------------------------------------------------------ reporting */
+/* Read the record (c->rec.lock held; the list has drained): gpu_common.h's
+ * gpu_take_fn. */
+static int take_record(tack_device *d, gpu_err_record *rec, tack_status *st) {
+    lz_dev *c = d->state;
+    *st = TACK_OK;
+    if (!c->err) return 0;
+    memset(rec, 0, sizeof *rec);
+    if ((*st = lz_copy_wait(d, rec, c->err, sizeof *rec)) != TACK_OK) return 0;
+    if (!rec->failed) return 0;
+    static const gpu_err_record zero;
+    *st = lz_copy_wait(d, c->err, &zero, sizeof zero);
+    return 1;
+}
+
+tack_status lz_check_record(tack_device *d) {
+    return gpu_check_record(&((lz_dev *)d->state)->rec, d, take_record);
+}
+
+/* ---------------------------------------------------------------- build */
+static tack_status parse_layout(tack_program *p, lz_prog *cp) {
+    tack_status st = gpu_opencl_layout(p, &cp->g, "a Level Zero device", &cp->fp64);
+    if (st != TACK_OK) return st;
+    cp->k = tack_calloc((size_t)cp->g.nph + 1, sizeof(ze_kernel_handle_t));
+    if (!cp->k) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    return TACK_OK;
+}
+
+static void prog_free(tack_device *d, lz_prog *cp) {
+    const tack_ze_api *api = lz_api_get();
+    lz_dev *c = d->state;
+    if (!cp) return;
+    if (cp->k)
+        for (int i = 0; i < cp->g.nph; i++)
+            if (cp->k[i]) api->zeKernelDestroy(cp->k[i]);
+    if (cp->module) api->zeModuleDestroy(cp->module);
+    if (cp->frame) api->zeMemFree(c->ctx, cp->frame);
+    gpu_prog_fini(&cp->g);
+    tack_free(cp->k);
+    tack_free(cp);
+}
+
+/* Kernel objects for the phases, with their group sizes. */
+static tack_status make_kernels(tack_device *d, tack_program *p, lz_prog *cp) {
+    const tack_ze_api *api = lz_api_get();
+    lz_dev *c = d->state;
+    for (int k = 0; k < cp->g.nph; k++) {
+        char fname[32], what[120];
+        snprintf(fname, sizeof fname, "tk_phase%d", k);
+        ze_kernel_desc_t kd = {TACK_ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, fname};
+        ze_result_t r = api->zeKernelCreate(cp->module, &kd, &cp->k[k]);
+        if (r != TACK_ZE_RESULT_SUCCESS) {
+            cp->k[k] = NULL;
+            snprintf(what, sizeof what, "zeKernelCreate(\"%s\") for kernel '%s'", fname, p->kernel_name);
+            return lz_error(r, what, d);
+        }
+        uint32_t l = 1;
+        if (cp->g.kinds[k] == 'p') {
+            uint32_t x = 0, y = 0, z = 0;
+            l = c->max_group < 256 ? c->max_group : 256;
+            if (api->zeKernelSuggestGroupSize(cp->k[k], l, 1, 1, &x, &y, &z) == TACK_ZE_RESULT_SUCCESS && x > 0 &&
+                x < l)
+                l = x;
+        }
+        if ((r = api->zeKernelSetGroupSize(cp->k[k], l, 1, 1)) != TACK_ZE_RESULT_SUCCESS) {
+            snprintf(what, sizeof what, "zeKernelSetGroupSize(%u) for %s of kernel '%s'", (unsigned)l, fname,
+                     p->kernel_name);
+            return lz_error(r, what, d);
+        }
+    }
+    return TACK_OK;
+}
+
+/* A zeroed device allocation of n bytes. */
+static tack_status zeroed(tack_device *d, size_t n, void **out, const char *what) {
+    const tack_ze_api *api = lz_api_get();
+    lz_dev *c = d->state;
+    ze_device_mem_alloc_desc_t md = {TACK_ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0, 0};
+    void *p = NULL;
+    ze_result_t r = api->zeMemAllocDevice(c->ctx, &md, n, 64, c->dev, &p);
+    if (r != TACK_ZE_RESULT_SUCCESS || !p) return lz_error(r ? r : TACK_ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, what, d);
+    unsigned char *zero = tack_calloc(1, n);
+    tack_status st = zero ? lz_copy_wait(d, p, zero, n) : tack_set_error(TACK_ERR_NOMEM, "out of memory in %s", what);
+    tack_free(zero);
+    if (st != TACK_OK) {
+        api->zeMemFree(c->ctx, p);
+        return st;
+    }
+    *out = p;
+    return TACK_OK;
+}
+
+tack_status lz_build(tack_device *d, tack_program *p) {
+    lz_dev *c = d->state;
+    tack_status st;
+    lz_prog *cp = tack_calloc(1, sizeof *cp);
+    if (!cp) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    gpu_prog_init(&cp->g, p);
+    if ((st = parse_layout(p, cp)) != TACK_OK) goto fail;
+    if (cp->fp64 && !c->fp64) {
+        st = tack_set_error(TACK_ERR_COMPILE, "kernel '%s' uses float64, which device '%s' (%s) does not support",
+                            p->kernel_name, d->name, c->name);
+        goto fail;
+    }
+    atomic_fetch_add(&c->made, 1); /* too late to adopt another context (tack_level_zero_adopt) */
+    if ((st = get_module(d, p, &cp->module)) != TACK_OK) goto fail;
+    if ((st = make_kernels(d, p, cp)) != TACK_OK) goto fail;
+    if (cp->g.frame_bytes && (st = zeroed(d, cp->g.frame_bytes, &cp->frame, "allocating a kernel frame")) != TACK_OK)
+        goto fail;
+    pthread_mutex_lock(&c->rec.lock);
+    if (!c->err && (st = zeroed(d, sizeof(gpu_err_record), &c->err, "allocating the kernel error record")) != TACK_OK) {
+        c->err = NULL;
+        pthread_mutex_unlock(&c->rec.lock);
+        goto fail;
+    }
+    gpu_link(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
+    p->handle = cp;
+    return TACK_OK;
+fail:
+    prog_free(d, cp);
+    return st;
+}
+
+void lz_unload(tack_device *d, tack_program *p) {
+    lz_dev *c = d->state;
+    lz_prog *cp = p->handle;
+    if (!cp || !lz_api_get()) return;
+    pthread_mutex_lock(&c->rec.lock);
+    pthread_mutex_lock(&c->list_lock);
+    tack_status wst = lz_wait(d);
+    pthread_mutex_unlock(&c->list_lock);
+    /* a failure of this program still unread: keep its message for the next synchronization */
+    if (wst == TACK_OK) gpu_keep_pending(&c->rec, d, take_record);
+    gpu_unlink(&c->rec, &cp->g);
+    pthread_mutex_unlock(&c->rec.lock);
+    prog_free(d, cp);
+    p->handle = NULL;
+}
+
+/* ---------------------------------------------------------------- launch */
+/* Set the arguments of phase k (cp->lock held). */
+static tack_status set_args(tack_device *d, lz_prog *cp, int k, const tack_program *p, const tack_arg *args, int nargs) {
+    const tack_ze_api *api = lz_api_get();
+    lz_dev *c = d->state;
+    ze_kernel_handle_t kern = cp->k[k];
+    uint32_t idx = 0;
+    ze_result_t r;
+#define ARG(size, ptr)                                                                                  \
+    do {                                                                                                \
+        if ((r = api->zeKernelSetArgumentValue(kern, idx, (size), (ptr))) != TACK_ZE_RESULT_SUCCESS) goto bad; \
+        idx++;                                                                                          \
+    } while (0)
+    void *err = c->err, *frame = cp->frame;
+    ARG(sizeof err, &err);
+    ARG(sizeof frame, &frame);
+    uint64_t id = cp->g.id;
+    ARG(sizeof id, &id);
+    for (int i = 0; i < nargs; i++) {
+        const tk_pinfo *pi = &p->params[i];
+        if (!pi->is_array) {
+            for (int s = 0; s < gpu_scalar_slots(pi); s++) {
+                uint64_t bits = gpu_scalar_bits(pi, &args[i], s);
+                ARG(sizeof bits, &bits);
+            }
+            continue;
+        }
+        const tack_array *a = args[i].array; /* checked by tack_launch (program.c) */
+        void *ptr = tack_array_data(a);
+        ARG(sizeof ptr, &ptr);
+        const int64_t *shape = tack_array_shape(a);
+        for (int j = 0; j < pi->ndim; j++) {
+            int64_t extent = shape[j];
+            ARG(sizeof extent, &extent);
+        }
+        if (pi->strided) { /* the OpenCL dialect's strides and offset: the pointer is element (0, ..., 0)'s */
+            int64_t t[TACK_MAX_NDIM + 1];
+            gpu_strides(a, pi->ndim, t);
+            t[pi->ndim] = 0;
+            for (int j = 0; j <= pi->ndim; j++) ARG(sizeof t[j], &t[j]);
+        }
+    }
+#undef ARG
+    return TACK_OK;
+bad:;
+    char what[160];
+    snprintf(what, sizeof what, "zeKernelSetArgumentValue (argument %u of tk_phase%d of kernel '%s')", (unsigned)idx,
+             k, p->kernel_name);
+    return lz_error(r, what, d);
+}
+
+tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
+    const tack_ze_api *api = lz_api_get();
+    lz_dev *c = d->state;
+    lz_prog *cp = p->handle;
+    if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
+    int shared = gpu_any_shared(p, args, nargs);
+    tack_status st = TACK_OK;
+    pthread_mutex_lock(&cp->g.lock);
+    pthread_mutex_lock(&c->list_lock);
+    for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
+        if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
+        ze_group_count_t groups = {cp->g.kinds[k] == 'p' ? c->units * 8 : 1, 1, 1};
+        ze_result_t r = api->zeCommandListAppendLaunchKernel(c->list, cp->k[k], &groups, NULL, 0, NULL);
+        if (r != TACK_ZE_RESULT_SUCCESS) st = lz_error(r, "zeCommandListAppendLaunchKernel", d);
+        else st = lz_barrier(d);
+    }
+    if (st == TACK_OK) st = shared ? lz_wait(d) : lz_submit(d);
+    pthread_mutex_unlock(&c->list_lock);
+    pthread_mutex_unlock(&cp->g.lock);
+    /* shared with another library: finished before the call returns */
+    if (st == TACK_OK && shared) st = lz_check_record(d);
+    return st;
+}

@@ -1,0 +1,1050 @@
+/*
+ * emit_cpu.c -- the CPU's kernel layout: the "c" dialect's kernel hook.
+ *
+ * emit.c writes expressions, statements and functions for every dialect;
+ * this file decides how a kernel runs on the CPU's threads, as
+ * dialect_cuda.c decides how it runs on a GPU's grid.  The shape of the
+ * generated C (after the prelude):
+ *
+ *   struct tk_frame     the kernel's arrays and frame locals, shared with the
+ *                       parallel-loop bodies (tk_cpu_frame, the dialect's
+ *                       kernel_decls hook: it precedes the functions)
+ *   static tk_fN(...)   the @tack.func specializations (emit.c)
+ *   static tk_pforN     one function per parallel loop, running [lo, hi) of the
+ *                       flattened index space with simple induction variables
+ *   tack_entry          the kernel body: straight-line code between parallel
+ *                       loops, and for each loop: fill the frame, call
+ *                       abi->parallel_for, stop if a check failed
+ *
+ * The entry is written first (tk_cpu_kernel); each parallel loop met on the
+ * way (emit_pfor, through the emitter's `pfor`) writes its caller side in
+ * place and its chunk function(s) into a buffer of their own, which goes
+ * out ahead of the entry.  The runtime's parallel_for splits the index
+ * space into chunks when a loop has enough iterations to repay a fork-join:
+ * min_parallel's cost model, from a rough count of the body's operations.
+ *
+ * A chunk function is where the speed is, so a loop comes out in versions,
+ * each a mode of the emitter (emit.h) that changes how some expressions
+ * come out:
+ *
+ *   - a loop with fast divisions (strength.c's M_FDIVQ / M_MODQ) in
+ *     versions chosen once per chunk by its flags: segmented (index
+ *     quotients fixed per segment), fast (reciprocal estimate plus fix-up),
+ *     and exact (the helpers, in a cold function of its own) -- so each
+ *     version's loop is free of the branch and the fast ones vectorize;
+ *   - the innermost loop of a chunk runs its iterations in SIMD lanes
+ *     (`#pragma omp simd`) when nothing in the body can leave the loop
+ *     early or collide, versioned on the guards of its inner loops;
+ *   - checks that depend on data at the top of a body are verified a block
+ *     at a time ahead of the block, which then runs without them in lanes;
+ *   - an ndrange chunk's whole rows get a copy of the loop with the same
+ *     bounds on every row;
+ *   - a loop with a histogram array (privatize.c) is written twice more
+ *     over: adding into a private copy on the chunk's stack when the array
+ *     is small and the chunk long, and with the atomics otherwise.
+ *
+ * The measurements behind each choice are in the comments where it is made.
+ */
+#include <string.h>
+
+#include "compiler/compiler.h"
+#include "compiler/emit/emit.h"
+
+/* -------------------------------------------------------------- arrays */
+/* The array parameters' data pointers and extents, from the launch's
+ * arguments (src "args") or from the frame (src "F"). */
+static void array_decls(tk_emitter *e, tk_spec *S, const char *src) {
+    for (int p = 0; p < S->nparams; p++) {
+        tk_type t = S->ptypes[p];
+        if (t.kind != TY_ARRAY) continue;
+        I(e);
+        P(e, "%s *%sa%d = ", e->D->storage_type((tack_dtype)t.dt), tk_emitter_restrict(e, p, "restrict "), p);
+        if (!strcmp(src, "args")) P(e, "(%s *)args[%d].data;\n", e->D->storage_type((tack_dtype)t.dt), p);
+        else P(e, "%s->a%d;\n", src, p);
+        for (int k = 0; k < t.ndim; k++) {
+            I(e);
+            if (!strcmp(src, "args")) P(e, "const int64_t a%d_s%d = args[%d].shape[%d];\n", p, k, p, k);
+            else P(e, "const int64_t a%d_s%d = %s->a%d_s%d;\n", p, k, src, p, k);
+        }
+        for (int k = 0; t.strided && k < t.ndim; k++) { /* element strides: the launch's second row (cpu_jit.c) */
+            I(e);
+            if (!strcmp(src, "args")) P(e, "const int64_t a%d_t%d = args[%d].shape[%d];\n", p, k, S->nparams + p, k);
+            else P(e, "const int64_t a%d_t%d = %s->a%d_t%d;\n", p, k, src, p, k);
+        }
+        I(e);
+        P(e, "(void)a%d;\n", p);
+    }
+}
+
+/* ------------------------------------------------------ the cost model */
+/* A body with loops or calls is worth spreading even over few iterations. */
+static int heavy(const tk_ir *s) {
+    if (s->op == IR_FOR || s->op == IR_WHILE || s->op == IR_CALL) return 1;
+    for (int i = 0; i < s->n; i++)
+        if (heavy(s->k[i])) return 1;
+    return 0;
+}
+
+/* A rough cost of one iteration of a loop-free body: a unit per operation
+ * and per scalar moved, sixteen per math function, eight per division, four per
+ * atomic, each times its vector's lanes. */
+static int64_t body_cost(const tk_ir *x) {
+    int lanes = x->ty.kind == TY_VALUE ? dt_rows((tack_dtype)x->ty.dt) * dt_cols((tack_dtype)x->ty.dt) : 1;
+    int64_t c = 0;
+    switch (x->op) {
+    case IR_LOAD: case IR_STORE: case IR_BIN: case IR_UN: case IR_CAST: case IR_SELECT: case IR_CHECK:
+        c = x->op == IR_BIN && (x->sub == B_DIV || x->sub == B_FLOORDIV || x->sub == B_MOD) ? 8 : 1;
+        break;
+    case IR_MATH: c = x->sub == M_FDIVQ || x->sub == M_MODQ ? 2 : 16; break;
+    case IR_ATOMIC: c = 4; break;
+    default: break;
+    }
+    c *= lanes > 0 ? lanes : 1;
+    for (int i = 0; i < x->n && c < 1000000; i++) c += body_cost(x->k[i]);
+    return c;
+}
+
+/* The fewest iterations worth a fork-join (a few microseconds here): 32768
+ * for a saxpy-sized body, down to 8192 for costlier ones (normalizing vec3: 9532);
+ * two for a body with loops or calls. */
+static int64_t min_parallel(const tk_ir *body) {
+    if (heavy(body)) return 2;
+    int64_t m = 524288 / (body_cost(body) + 1);
+    return m < 8192 ? 8192 : m > 32768 ? 32768 : m;
+}
+
+/* The same for parallel loop s: a loop with private histograms runs its
+ * body in scalar code (an add per key into memory the next key may name
+ * again), about 2 ns an iteration, not the vector lanes the estimate above
+ * assumes: hist2 (a count and a weighted sum, 256 bins) at 21845 keys ran on
+ * one thread in 40 us, over the 32768 its estimate asked for, where
+ * OpenMP's two threads took 20 us.  So at most 8192. */
+static int64_t pfor_min_parallel(const tk_ir *s) {
+    int64_t m = min_parallel(s->k[s->aux]);
+    return s->hist && m > 8192 ? 8192 : m;
+}
+
+/* ---- vector width
+ *
+ * With AVX-512 the C compiler vectorizes a chunk with 64-byte vectors,
+ * which pays off for plain streams, stencils, reductions and conversions
+ * (16 int32 lanes: the segment's i % d).  A body that moves vectors or
+ * matrices through memory is the exception: an array of vec3 is
+ * interleaved, and the shuffles that take its fields apart cost more at 64
+ * bytes than the width gives (normalize, one core, both widths timed in
+ * alternation in one process: 34.7 -> 22.2 us at 21845 elements, 603 -> 412
+ * us at 349525, 14.8 -> 14.1 ms at 5.6M).  Such a loop's chunk function
+ * carries TK_NARROW (the prelude: GCC's prefer-vector-width=256 on x86-64
+ * with AVX-512; nothing elsewhere).  A 7-point stencil, timed the same way,
+ * is faster at 32 bytes only at 16^3 (2.5 -> 2.1 us), level at 40^3 and
+ * 4-9% slower from 100^3 up, so neighbour loads keep the full width. */
+static int moves_vectors(const tk_emitter *e, const tk_ir *x) {
+    if (x->op == IR_LOAD || x->op == IR_STORE) {
+        tack_dtype dt = (tack_dtype)e->S->ptypes[x->param].dt;
+        if (dt_rows(dt) * dt_cols(dt) > 1) return 1;
+    }
+    for (int i = 0; i < x->n; i++)
+        if (moves_vectors(e, x->k[i])) return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------ fast divisions */
+/* A parallel loop's fast-division flag (kid 3 of its M_FDIVQ / M_MODQ) or its
+ * segmentation flag (kid 5), if it has one (strength.c). */
+static tk_ir *fast_flag(tk_ir *x, int kid) {
+    if (x->op == IR_MATH && (x->sub == M_FDIVQ || x->sub == M_MODQ) && x->n > kid) return x->k[kid];
+    for (int i = 0; i < x->n; i++) {
+        tk_ir *f = fast_flag(x->k[i], kid);
+        if (f) return f;
+    }
+    return NULL;
+}
+
+/* Each segment quotient q = index // d, once per q local (marks in `seen`). */
+static void segment_heads(tk_emitter *e, tk_ir *x, char *seen) {
+    if (x->op == IR_MATH && (x->sub == M_FDIVQ || x->sub == M_MODQ) && x->n == 6 && !seen[x->k[4]->local]) {
+        seen[x->k[4]->local] = 1;
+        /* a segment starts inside q's run or on its next boundary: step q, divide only
+         * at the chunk's start (or, never expected, when w_ is elsewhere) */
+        I(e); P(e, "int32_t sr%d_; /* index %% d at the segment's start */\n", x->k[4]->local);
+        I(e); P(e, "{ const int64_t d_ = "); ex(e, x->k[1]); P(e, ";\n");
+        e->ind++;
+        I(e); P(e, "const int64_t o_ = (int64_t)((uint64_t)w_ - (uint64_t)d_ * (uint64_t)"); ex(e, x->k[4]); P(e, ");\n");
+        I(e); P(e, "if (o_ == d_ && s_ != lo_) "); ex(e, x->k[4]); P(e, "++;\n");
+        I(e); P(e, "else if (s_ == lo_ || o_ < 0 || o_ >= d_) "); ex(e, x->k[4]); P(e, " = tk_fdiv_i64(w_, d_);\n");
+        I(e); P(e, "const int64_t b_ = (int64_t)((uint64_t)s_ + (uint64_t)d_ * (uint64_t)("); ex(e, x->k[4]);
+        P(e, " + 1) - (uint64_t)w_);\n");
+        I(e); P(e, "if (b_ < e_) e_ = b_;\n");
+        I(e); P(e, "sr%d_ = (int32_t)((uint64_t)w_ - (uint64_t)d_ * (uint64_t)", x->k[4]->local); ex(e, x->k[4]); P(e, ");\n");
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
+    for (int i = 0; i < x->n; i++) segment_heads(e, x->k[i], seen);
+}
+
+/* ---------------------------------------------------------- SIMD lanes */
+/* Whether a parallel loop's body may run its iterations in SIMD lanes: it
+ * cannot leave the loop early (no checks, returns, or breaks out of it), and
+ * lanes cannot collide (no atomics, and not the private-histogram version,
+ * whose counts two lanes could add into one cell).  Calls and prints are
+ * left serial.  `depth` counts the serial loops around `x` inside the body. */
+static int simd_body(const tk_ir *x, int depth) {
+    switch (x->op) {
+    case IR_CHECK: case IR_RETURN: case IR_PRINT: case IR_ATOMIC: case IR_CALL: return 0;
+    case IR_BREAK: return depth > 0;
+    case IR_FOR: case IR_WHILE: depth++; break;
+    default: break;
+    }
+    for (int i = 0; i < x->n; i++)
+        if (!simd_body(x->k[i], depth)) return 0;
+    return 1;
+}
+
+/* In a dialect whose loops poll (emit.c), an iteration in SIMD lanes cannot
+ * stop, so it must end soon by itself: its serial loops must all be the
+ * guarded ones of simd_guards, which bound their trip counts (below). */
+#define LANE_TRIP (1 << 22)
+static int serial_loops(const tk_ir *x) {
+    int n = x->op == IR_FOR || x->op == IR_WHILE;
+    for (int i = 0; i < x->n; i++) n += serial_loops(x->k[i]);
+    return n;
+}
+static int guarded_loops(tk_emitter *e, tk_ir *loop, tk_ir *body);
+
+/* A scalar type that OpenMP's reduction(+) clause takes. */
+static int simd_scalar(int dt) {
+    return dt != TACK_F16 && dt != TACK_BOOL && dt_scalar((tack_dtype)dt) == (tack_dtype)dt;
+}
+
+/* `#pragma omp simd` on the loop whose iterations are the parallel loop's:
+ * they are independent by the language's definition, so the C compiler may
+ * run them in vector lanes -- the outer-loop vectorization that makes an
+ * n-body's per-body inner loop vector code without reassociating anything.
+ * The chunk's private sums (privatize.c) get reduction(+): their order was
+ * never specified (chunks combine atomically in any order), and partial
+ * sums per lane make a long add chain vector code. */
+static int simd_ok(tk_emitter *e, tk_ir *s) {
+    if (!e->C->opts.optimize || e->hist || e->exact == CHUNK_EXACT || !simd_body(s->k[s->aux], 0)) return 0;
+    if (e->D->polls && serial_loops(s->k[s->aux]) != guarded_loops(e, s, s->k[s->aux])) return 0;
+    for (int r = 0; s->red && r < s->red->n; r++)
+        if (!simd_scalar(s->red->k[r]->ty.dt)) return 0;
+    return 1;
+}
+
+static void simd_pragma(tk_emitter *e, tk_ir *s) {
+    I(e); P(e, "#pragma omp simd");
+    for (int r = 0; s->red && r < s->red->n; r++) {
+        P(e, r ? ", " : " reduction(+: ");
+        local_name(e, s->red->k[r]->k[0]->local);
+    }
+    if (s->red && s->red->n) P(e, ")");
+    P(e, "\n");
+}
+
+/* GCC vectorizes an outer loop only when the loops nested in it run at
+ * least once: otherwise the guard that skips an empty inner loop is control
+ * flow it refuses.  The serial loops at the top of the body with invariant
+ * bounds and step 1 (an n-body's `for j in range(n)`) give the condition
+ * `lo < hi` on which the chunk's loop is versioned (the other version, for
+ * empty inner loops, is the same loop without the assumption).  Where loops
+ * poll, the condition also bounds each such loop to LANE_TRIP iterations,
+ * so that an iteration in lanes ends within milliseconds: the version for
+ * longer loops polls (an n-body over four million bodies). */
+static int guard_ok(tk_ir *loop, tk_ir *f) {
+    return f->op == IR_FOR && ir_invariant(f->k[0], loop) && ir_invariant(f->k[1], loop) && f->k[2]->op == IR_CONST &&
+           f->k[2]->c.i == 1 && !serial_loops(f->k[3]);
+}
+
+static int guarded_loops(tk_emitter *e, tk_ir *loop, tk_ir *body) {
+    int n = 0;
+    for (int i = 0; i < body->n; i++) {
+        tk_ir *f = body->k[i];
+        if (f->op == IR_BLOCK) n += guarded_loops(e, loop, f);
+        else n += guard_ok(loop, f);
+    }
+    return n;
+}
+
+static int simd_guards(tk_emitter *e, tk_ir *loop, tk_ir *body) {
+    int n = 0;
+    for (int i = 0; i < body->n; i++) {
+        tk_ir *f = body->k[i];
+        if (f->op == IR_BLOCK) { n += simd_guards(e, loop, f); continue; }
+        if (f->op != IR_FOR || !ir_invariant(f->k[0], loop) || !ir_invariant(f->k[1], loop)) continue;
+        if (f->k[2]->op != IR_CONST || f->k[2]->c.i != 1) continue;
+        P(e, n ? " && (" : "(");
+        ex(e, f->k[0]); P(e, ") < ("); ex(e, f->k[1]); P(e, ")");
+        if (e->D->polls) {
+            P(e, " && (uint64_t)("); ex(e, f->k[1]); P(e, ") - (uint64_t)("); ex(e, f->k[0]);
+            P(e, ") <= %d", LANE_TRIP);
+        }
+        n++;
+    }
+    return n;
+}
+
+/* Mark the locals of a parallel loop whose values live across iterations:
+ * the private sums, the segment quotients (strength.c), and the outer
+ * indices of an ndrange; the rest are declared inside the loop body, so
+ * each iteration (each SIMD lane) has its own. */
+static void mark_carried(tk_ir *x, char *carried) {
+    if (x->op == IR_MATH && (x->sub == M_FDIVQ || x->sub == M_MODQ) && x->n == 6) carried[x->k[4]->local] = 1;
+    for (int i = 0; i < x->n; i++) mark_carried(x->k[i], carried);
+}
+
+static char *carried_locals(tk_emitter *e, tk_ir *s) {
+    char *c = tk_alloc(&e->C->arena, (size_t)e->S->nlocals + 1);
+    memset(c, 0, (size_t)e->S->nlocals + 1);
+    mark_carried(s->k[s->aux], c);
+    for (int r = 0; s->red && r < s->red->n; r++) c[s->red->k[r]->k[0]->local] = 1;
+    for (int d = 0; d + 1 < s->aux; d++) c[s->vars[d]] = 1;
+    return c;
+}
+
+
+
+/* An iteration's private locals and its index variable. */
+static void iteration_head(tk_emitter *e, tk_ir *s, const char *carried) {
+    int nd = s->aux;
+    declare_locals(e, e->S->locals[s->vars[0]].scope, 0, carried, 0);
+    I(e); local_name(e, s->vars[nd - 1]);
+    if (nd > 1) P(e, " = j_;\n");
+    else if (s->off) { P(e, " = (int64_t)((uint64_t)i_ + (uint64_t)("); ex(e, s->off); P(e, "));\n"); }
+    else P(e, " = i_;\n");
+    em_race_iteration(e, s); /* check_races */
+}
+
+/* The innermost loop's variable and bounds: i_ over the chunk or the
+ * segment (one dimension), j_ over the row (an ndrange), or a block of
+ * either (e->rlo, e->rhi) when checks are verified ahead. */
+static void inner_range(tk_emitter *e, tk_ir *s, const char **v, const char **lo, const char **hi) {
+    int nd = s->aux;
+    *v = nd > 1 ? "j_" : "i_";
+    *lo = e->rlo ? e->rlo : nd > 1 ? (e->whole_row == ROW_WHOLE ? "0" : "jb_") : e->fastv == DIV_SEGMENTED ? "s_" : "lo_";
+    *hi = e->rhi ? e->rhi : nd > 1 ? (e->whole_row == ROW_WHOLE ? "inner_" : "je_") : e->fastv == DIV_SEGMENTED ? "e_" : "hi_";
+}
+
+/* The header of a loop of variable v over [lo, hi); in a segment (strength.c)
+ * the loop counts k_ from lo - s_ in 32 bits, so that i % d (o + k_) and
+ * what is computed from it take 32-bit lanes, and i_ follows from k_. */
+static void loop_header(tk_emitter *e, tk_ir *s, const char *v, const char *lo, const char *hi) {
+    I(e);
+    if (s->aux == 1 && e->fastv == DIV_SEGMENTED) {
+        P(e, "for (int32_t k_ = (int32_t)(%s - s_); k_ < (int32_t)(%s - s_); k_++) {\n", lo, hi);
+        e->ind++;
+        I(e); P(e, "const int64_t %s = s_ + k_;\n", v);
+        e->ind--;
+    } else {
+        P(e, "for (int64_t %s = %s; %s < %s; %s++) {\n", v, lo, v, hi, v);
+    }
+}
+
+/* ---- the last vector overlapping the one before
+ *
+ * GCC runs a loop in lanes as a vector loop and an epilogue: for the
+ * remainder after the last whole vector, half a vector and then scalar
+ * iterations.  Where the trip is short that epilogue is much of the time:
+ * a 7-point stencil's 38-element f32 rows are four vectors of eight, four
+ * lanes and two scalar iterations, and the epilogue took a third of the
+ * time (a profile, 40^3, one thread).  When an iteration can run twice
+ * with the same effect, the remainder can instead be one whole vector that
+ * overlaps the vector before it: iterations hi - W .. hi - 1, some of them
+ * run again.  That holds when
+ *   - the body can run in lanes (simd_ok: no checks, calls, atomics or
+ *     private histogram) and has no private sums (a second run would add
+ *     twice) and no segment state (strength.c);
+ *   - no array it writes is read in the body, and the call's arrays share
+ *     no memory (restrict): a second run reads what the first read and
+ *     stores the same values;
+ *   - it writes only scalar, non-complex elements (their size gives W).
+ * Locals are declared per iteration, so a second run starts afresh.  W is
+ * a vector register's bytes (TK_VEC_BYTES, the prelude) over the stored
+ * element's size, and the overlapping vector is taken only when the
+ * remainder is more than half a vector: at half or less, GCC's half-vector
+ * epilogue and a scalar iteration or two cost less than a whole vector
+ * more (generated C alone, in alternation, one thread: rows of 14 and 38,
+ * remainders 6, 3.1 -> 1.9 us and 33 -> 28 us; rows of 44 and 98,
+ * remainders 4 and 2, 29 -> 33 us and 403 -> 502 us with the overlap).
+ * The row keeps its plain loop for the other case, a third copy of the
+ * body: with one loop whose end moves instead, the overlapping rows ran 10%
+ * slower (the kernel at 16^3 and 40^3, one thread, in alternation).  The
+ * 7-point stencil at 16^3 and 40^3, one thread: 1.23-1.38x faster; at 100^3
+ * (remainder 2) unchanged.  The copies cost compile time: that stencil's
+ * cold build 180-270 -> 250-330 ms. */
+static void stores_loads(const tk_ir *x, uint64_t *stored, uint64_t *loaded, int *bytes) {
+    if (x->op == IR_STORE) {
+        tack_dtype dt = (tack_dtype)x->k[0]->ty.dt;
+        int b = dt_scalar(dt) == dt && !ty_is_complex(x->k[0]->ty) ? dt_bits(dt) / 8 : 0;
+        if (x->param >= 63 || b <= 0) *bytes = -1;
+        else {
+            *stored |= (uint64_t)1 << x->param;
+            if (*bytes >= 0 && b > *bytes) *bytes = b;
+        }
+    }
+    if (x->op == IR_LOAD || x->op == IR_SHAPE || x->op == IR_WRAP) {
+        if (x->param >= 63) *bytes = -1;
+        else if (x->op == IR_LOAD) *loaded |= (uint64_t)1 << x->param;
+    }
+    for (int i = 0; i < x->n; i++) stores_loads(x->k[i], stored, loaded, bytes);
+}
+
+/* The stored element's bytes when the loop may run its remainder as an
+ * overlapping vector (above), else 0. */
+static int overlap_bytes(tk_emitter *e, tk_ir *s) {
+    if (!e->C->opts.optimize || e->fastv == DIV_SEGMENTED || (s->red && s->red->n) || e->whole_row != ROW_WHOLE) return 0;
+    for (int p = 0; p < e->S->nparams; p++)
+        if (e->S->ptypes[p].kind == TY_ARRAY && !*tk_emitter_restrict(e, p, "r")) return 0;
+    uint64_t stored = 0, loaded = 0;
+    int bytes = 0;
+    stores_loads(s->k[s->aux], &stored, &loaded, &bytes);
+    return (bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8) && stored && !(stored & loaded) ? bytes : 0;
+}
+
+static void inner_body(tk_emitter *e, tk_ir *s, const char *carried, int simd);
+
+/* When the remainder is more than half a vector: the loop in lanes up to
+ * it and one vector ending at the row's end; else the loop as it was. */
+static void overlap_loop(tk_emitter *e, tk_ir *s, const char *carried, int bytes) {
+    static const char *const ends[9] = {NULL, "ot_ + TK_VEC_BYTES / 1", "ot_ + TK_VEC_BYTES / 2", NULL,
+                                        "ot_ + TK_VEC_BYTES / 4", NULL, NULL, NULL, "ot_ + TK_VEC_BYTES / 8"};
+    const char *v, *lo, *hi, *rlo = e->rlo, *rhi = e->rhi;
+    inner_range(e, s, &v, &lo, &hi);
+    I(e); P(e, "const int64_t or_ = (%s - %s) %% (TK_VEC_BYTES / %d);\n", hi, lo, bytes);
+    I(e); P(e, "if (%s - %s >= TK_VEC_BYTES / %d && 2 * or_ > TK_VEC_BYTES / %d) {", hi, lo, bytes, bytes);
+    P(e, " /* tk: the remainder as a vector overlapping the last (emit_cpu.c) */\n");
+    e->ind++;
+    I(e); P(e, "const int64_t om_ = %s - or_, ot_ = %s - TK_VEC_BYTES / %d;\n", hi, hi, bytes);
+    e->rlo = lo;
+    e->rhi = "om_";
+    inner_body(e, s, carried, 1);
+    e->rlo = "ot_";
+    e->rhi = ends[bytes];
+    inner_body(e, s, carried, 1);
+    e->rlo = rlo;
+    e->rhi = rhi;
+    e->ind--;
+    I(e); P(e, "} else {\n");
+    e->ind++;
+    inner_body(e, s, carried, 1);
+    e->ind--;
+    I(e); P(e, "}\n");
+}
+
+/* The innermost loop of a chunk with the body; `simd` 1 with the pragma, 0 without. */
+static void inner_loop(tk_emitter *e, tk_ir *s, const char *carried, int simd) {
+    int bytes = simd ? overlap_bytes(e, s) : 0;
+    if (bytes) overlap_loop(e, s, carried, bytes);
+    else inner_body(e, s, carried, simd);
+}
+
+static void inner_body(tk_emitter *e, tk_ir *s, const char *carried, int simd) {
+    int nd = s->aux;
+    const char *v, *lo, *hi;
+    inner_range(e, s, &v, &lo, &hi);
+    if (simd) simd_pragma(e, s);
+    loop_header(e, s, v, lo, hi);
+    e->ind++;
+    iteration_head(e, s, carried);
+    e->nopoll = simd;
+    block(e, s->k[nd]);
+    e->nopoll = 0;
+    e->ind--;
+    I(e); P(e, "}\n");
+}
+
+/* The innermost loop, in SIMD lanes when the body allows (versioned on the
+ * guards of its inner loops, when it has some). */
+static void inner_versions(tk_emitter *e, tk_ir *s, const char *carried) {
+    if (!simd_ok(e, s)) { inner_loop(e, s, carried, 0); return; }
+    size_t mark = e->b->len;
+    I(e); P(e, "if (");
+    if (!simd_guards(e, s, s->k[s->aux])) { /* nothing to assume */
+        e->b->len = mark;
+        inner_loop(e, s, carried, 1);
+        return;
+    }
+    P(e, ") {\n");
+    e->ind++; inner_loop(e, s, carried, 1); e->ind--;
+    I(e); P(e, "} else {\n");
+    e->ind++; inner_loop(e, s, carried, 0); e->ind--;
+    I(e); P(e, "}\n");
+}
+
+/* ---- block verification of the checks at the top of a body
+ *
+ * A check that depends on data (`hist[keys[i]] += 1`, `out[i] = x[idx[i]]`)
+ * cannot be hoisted out of the loop, and its early exit keeps the loop out
+ * of SIMD lanes.  When the body begins with a prefix of such checks and of
+ * assignments that only compute (no calls or atomics, loads only from arrays
+ * the loop does not write, no private sums), the chunk runs in blocks: a
+ * first pass over the block evaluates just the prefix and ORs the failure
+ * conditions together -- vector code, reading what the main pass reads
+ * again from L1 -- and when none fails the block runs with those checks
+ * left out, in SIMD lanes; otherwise it runs with them, so the first
+ * failing iteration reports as before.  Only done when the rest of the body
+ * can run in lanes: a never-taken branch costs less than the first pass.
+ * The loaded arrays are not written while the loop runs, so both passes see
+ * the same values. */
+enum { VBLOCK = 1024 };
+
+static void arrays_written(const tk_ir *x, uint64_t *w) {
+    if (x->op == IR_STORE || x->op == IR_ATOMIC) *w |= 1ull << (x->param & 63);
+    if (x->op == IR_CALL) /* an array handed to a function may be written there */
+        for (int i = 0; i < x->n; i++)
+            if (x->k[i]->op == IR_ARRAY) *w |= 1ull << (x->k[i]->param & 63);
+    for (int i = 0; i < x->n; i++) arrays_written(x->k[i], w);
+}
+
+/* No calls or atomics, and loads only from arrays not written (`loads`) or none. */
+static int computes_only(const tk_ir *x, uint64_t written, int loads) {
+    if (x->op == IR_CALL || x->op == IR_ATOMIC || x->op == IR_ARRAY || x->op == IR_LLOAD) return 0;
+    if (x->op == IR_LOAD && (!loads || x->param >= 64 || (written >> x->param & 1))) return 0;
+    for (int i = 0; i < x->n; i++)
+        if (!computes_only(x->k[i], written, loads)) return 0;
+    return 1;
+}
+
+/* Swap the checks among the body's first n statements with empty blocks
+ * (returning what was there) or, given that, put them back. */
+static tk_ir **blank_checks(tk_emitter *e, tk_ir *body, int n, tk_ir **saved) {
+    if (saved) {
+        memcpy(body->k, saved, sizeof(tk_ir *) * (size_t)n);
+        return NULL;
+    }
+    saved = tk_alloc(&e->C->arena, sizeof(tk_ir *) * (size_t)n);
+    memcpy(saved, body->k, sizeof(tk_ir *) * (size_t)n);
+    tk_ir *none = ir_new(e->C, IR_BLOCK, ty_void(), body->line);
+    for (int i = 0; i < n; i++)
+        if (body->k[i]->op == IR_CHECK) body->k[i] = none;
+    return saved;
+}
+
+/* The number of statements in the body's verifiable prefix, if it holds a check; else 0. */
+static int verify_prefix(tk_emitter *e, tk_ir *s, const char *carried) {
+    tk_ir *body = s->k[s->aux];
+    uint64_t written = 0;
+    int n = 0, checks = 0;
+    if (!e->C->opts.optimize || e->exact == CHUNK_EXACT) return 0;
+    arrays_written(body, &written);
+    for (; n < body->n; n++) { /* after a check, no loads: the first pass runs unguarded */
+        tk_ir *x = body->k[n];
+        if (x->op == IR_BLOCK && x->n == 0) continue; /* what a pass emptied */
+        if (x->op == IR_CHECK && computes_only(x, written, !checks)) checks++;
+        else if (x->op != IR_ASSIGN || carried[x->local] || !computes_only(x->k[0], written, !checks)) break;
+    }
+    while (n > 0 && body->k[n - 1]->op != IR_CHECK) n--; /* end at the last check */
+    if (!checks) return 0;
+    /* worth it when the rest can then run in SIMD lanes (a gather: 1.4-2.7x);
+     * a branch that never goes costs less than the first pass otherwise */
+    tk_ir **saved = blank_checks(e, body, n, NULL);
+    int lanes = simd_ok(e, s);
+    blank_checks(e, body, n, saved);
+    return lanes ? n : 0;
+}
+
+static void verified_blocks(tk_emitter *e, tk_ir *s, const char *carried, int np) {
+    tk_ir *body = s->k[s->aux];
+    const char *v, *lo, *hi;
+    inner_range(e, s, &v, &lo, &hi);
+    I(e); P(e, "/* tk: the prefix's checks verified a block at a time */\n");
+    I(e); P(e, "for (int64_t b_ = %s, be_; b_ < %s; b_ = be_) {\n", lo, hi);
+    e->ind++;
+    I(e); P(e, "be_ = %s - b_ > %d ? b_ + %d : %s;\n", hi, VBLOCK, VBLOCK, hi);
+    I(e); P(e, "int bad_ = 0;\n");
+    I(e); P(e, "#pragma omp simd reduction(|: bad_)\n");
+    loop_header(e, s, v, "b_", "be_");
+    e->ind++;
+    iteration_head(e, s, carried);
+    for (int i = 0; i < np; i++) {
+        tk_ir *x = body->k[i];
+        if (x->op != IR_CHECK) { st(e, x); continue; }
+        I(e); P(e, "bad_ |= ("); check_fails(e, x); P(e, ");\n");
+    }
+    e->ind--;
+    I(e); P(e, "}\n");
+    e->rlo = "b_";
+    e->rhi = "be_";
+    I(e); P(e, "if (__builtin_expect(!bad_, 1)) {\n");
+    e->ind++;
+    tk_ir **saved = blank_checks(e, body, np, NULL);
+    inner_versions(e, s, carried);
+    blank_checks(e, body, np, saved);
+    e->ind--;
+    I(e); P(e, "} else {\n");
+    e->ind++;
+    inner_loop(e, s, carried, 0);
+    e->ind--;
+    I(e); P(e, "}\n");
+    e->rlo = e->rhi = NULL;
+    e->ind--;
+    I(e); P(e, "}\n");
+}
+
+/* The innermost loop, its checks verified a block ahead when the body's
+ * prefix allows (np statements), else in SIMD lanes when it allows. */
+static void innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) {
+    if (np) verified_blocks(e, s, carried, np);
+    else inner_versions(e, s, carried);
+}
+
+/* -------------------------------------------------- the chunk function */
+/* An ndrange chunk's rows: the outer indices of its first and last rows,
+ * and the loops over the rows between them (left open: pfor_loop closes
+ * them), each row running from jb_ to je_ of the innermost dimension. */
+static void ndrange_rows(tk_emitter *e, tk_ir *s) {
+    int nd = s->aux;
+    I(e); P(e, "const int64_t inner_ = F->pn[%d];\n", nd - 1);
+    I(e); P(e, "const int64_t o0_ = lo_ / inner_, o1_ = (hi_ - 1) / inner_;\n");
+    I(e); P(e, "const int64_t j0_ = lo_ %% inner_, j1_ = (hi_ - 1) %% inner_ + 1;\n");
+    /* the outer indices of the chunk's first and last rows, by division
+     * once per chunk (a division per row cost as much as a short row's
+     * work); the rows between them in nested loops, so that the C compiler
+     * sees each outer index as an induction variable and steps the rows'
+     * addresses instead of recomputing them (7-point stencil at 16^3, one
+     * core: 1.5x -> 1.2x the hand-written loop's time) */
+    I(e); P(e, "int64_t r_;\n");
+    for (int end = 0; end < 2; end++) {
+        I(e); P(e, "r_ = %s;\n", end ? "o1_" : "o0_");
+        for (int d = nd - 2; d > 0; d--) {
+            I(e); P(e, "const int64_t %c%d_ = r_ %% F->pn[%d]; r_ /= F->pn[%d];\n", end ? 'e' : 'c', d, d, d);
+        }
+        I(e); P(e, "const int64_t %c0_ = r_;\n", end ? 'e' : 'c');
+    }
+    for (int d = 0; d <= nd - 2; d++) {
+        I(e);
+        if (d == 0) P(e, "for (int64_t x0_ = c0_; x0_ <= e0_; x0_++) {\n");
+        else P(e, "for (int64_t x%d_ = f%d_ ? c%d_ : 0; x%d_ <= (g%d_ ? e%d_ : F->pn[%d] - 1); x%d_++) {\n", d, d, d, d, d, d, d, d);
+        e->ind++;
+        I(e);
+        if (d == 0) P(e, "const int f1_ = x0_ == c0_, g1_ = x0_ == e0_;\n");
+        else P(e, "const int f%d_ = f%d_ && x%d_ == c%d_, g%d_ = g%d_ && x%d_ == e%d_;\n", d + 1, d, d, d, d + 1, d, d, d);
+    }
+    for (int d = 0; d <= nd - 2; d++) { I(e); local_name(e, s->vars[d]); P(e, " = x%d_;\n", d); }
+    I(e); P(e, "const int64_t jb_ = f%d_ ? j0_ : 0, je_ = g%d_ ? j1_ : inner_;\n", nd - 1, nd - 1);
+}
+
+/* The chunk's loop over [lo_, hi_) of a parallel loop, with its body. */
+static void pfor_loop(tk_emitter *e, tk_ir *s) {
+    int nd = s->aux;
+    tk_ir *body = s->k[nd];
+    char *carried = carried_locals(e, s);
+    if (nd == 1 && e->fastv == DIV_SEGMENTED) { /* segments where every index // d is one value */
+        I(e); P(e, "for (int64_t s_ = lo_, e_; s_ < hi_; s_ = e_) {\n");
+        e->ind++;
+        I(e); P(e, "e_ = hi_;\n");
+        I(e); P(e, "const int64_t w_ = (int64_t)((uint64_t)s_ + (uint64_t)(");
+        if (s->off) ex(e, s->off);
+        else P(e, "0");
+        P(e, "));\n");
+        segment_heads(e, body, tk_alloc(&e->C->arena, (size_t)e->S->nlocals + 1));
+    }
+    if (nd > 1) ndrange_rows(e, s);
+    int np = verify_prefix(e, s, carried);
+    /* rows between the chunk's first and last are whole: a copy whose inner
+     * loop has the same bounds on every row, which the C compiler vectorizes
+     * better (7-point stencil at 40^3, one core: 16% less time) */
+    int rows = nd > 1 && e->C->opts.optimize;
+    if (rows) {
+        I(e); P(e, "if (jb_ == 0 && je_ == inner_) { /* a whole row */\n");
+        e->ind++;
+        e->whole_row = ROW_WHOLE;
+        innermost(e, s, carried, np);
+        e->whole_row = ROW_ANY;
+        e->ind--;
+        I(e); P(e, "} else {\n");
+        e->ind++;
+    }
+    innermost(e, s, carried, np);
+    if (rows) {
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
+    for (int d = nd > 1 ? nd - 1 : e->fastv == DIV_SEGMENTED ? 1 : 0; d > 0; d--) { /* the row or segment loops */
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
+}
+
+/* The chunk's loop; one with fast divisions (strength.c) in versions chosen by its flags. */
+static void pfor_versions(tk_emitter *e, tk_ir *s) {
+    int nd = s->aux;
+    tk_ir *fast = fast_flag(s->k[nd], 3), *seg = fast_flag(s->k[nd], 5);
+    if (!fast || e->exact == CHUNK_EXACT) { /* exact: the cold function's only version */
+        e->fastv = fast ? DIV_EXACT : DIV_NONE;
+        pfor_loop(e, s);
+        e->fastv = DIV_NONE;
+        return;
+    }
+    if (seg) { I(e); P(e, "if ("); ex(e, seg); P(e, ") {\n"); e->ind++; }
+    e->fastv = seg ? DIV_SEGMENTED : DIV_FAST;
+    pfor_loop(e, s);
+    if (seg) {
+        e->ind--;
+        I(e); P(e, "} else {\n");
+        e->ind++;
+        e->fastv = DIV_FAST;
+        pfor_loop(e, s);
+        e->ind--;
+        I(e); P(e, "}\n");
+    }
+    e->fastv = DIV_NONE;
+}
+
+/* The function that runs a chunk of parallel loop `s`.  A loop with fast
+ * divisions (strength.c) gets two: the exact version, rarely run (a
+ * dividend or divisor beyond 2^52), in a cold function that the C compiler
+ * optimizes for size -- a quarter less compile time -- and the fast and
+ * segmented versions, which call it when the launch's flag says so. */
+static void pfor_chunk(tk_emitter *e, tk_ir *s);
+
+static void pfor_function(tk_emitter *e, tk_ir *s, int id, tk_chunkfn which) {
+    int exact = which == CHUNK_EXACT;
+    tk_spec *S = e->S;
+    tk_ir *fast = fast_flag(s->k[s->aux], 3);
+    e->exact = which;
+    P(e, "/* parallel loop at line %d%s */\n", s->line, exact ? ", exact divisions" : "");
+    P(e, "%s%sstatic void tk_pfor%d%s(void *fp_, int64_t lo_, int64_t hi_) {\n",
+      exact ? "__attribute__((cold, noinline)) " : "",
+      !exact && e->C->opts.optimize && moves_vectors(e, s->k[s->aux]) ? "TK_NARROW " : "", id, exact ? "_x" : "");
+    I(e); P(e, "const tk_frame *F = (const tk_frame *)fp_;\n");
+    I(e); P(e, "tk_ctx *ctx = F->ctx;\n");
+    I(e); P(e, "const tk_abi *abi = F->abi;\n");
+    I(e); P(e, "(void)ctx; (void)abi;\n");
+    poll_budget(e);
+    array_decls(e, S, "F");
+    for (int i = 0; i < S->nlocals; i++) {
+        if (S->locals[i].scope != -1 || (S->locals[i].ty.kind != TY_VALUE && S->locals[i].ty.kind != TY_ARRAY)) continue;
+        I(e); P(e, "const %s ", tk_local_elem_type(&S->locals[i], ctype(e, S->locals[i].ty.dt)));
+        if (S->locals[i].ty.kind == TY_ARRAY) P(e, "*const "); /* a local array, read only here (lower_local.c) */
+        local_name(e, i); P(e, " = F->"); local_name(e, i);
+        P(e, "; (void)"); local_name(e, i); P(e, ";\n");
+    }
+    if (fast && !exact) { I(e); P(e, "if (!("); ex(e, fast); P(e, ")) { tk_pfor%d_x(fp_, lo_, hi_); return; }\n", id); }
+    e->rc = em_race_loop(e, s) + 1; /* check_races: a loop the race detector watches */
+    em_race_chunk(e);
+    pfor_chunk(e, s);
+    e->rc = 0;
+    e->exact = CHUNK_ALL;
+}
+
+/* The most cells histogram array h of loop s may have to be counted into a
+ * private copy: its share of TK_HIST_STACK bytes (one alone gets half), two
+ * cells an element, at most 16384 elements. */
+static int64_t hist_cap(const tk_emitter *e, const tk_ir *s, int h) {
+    int nh = 0;
+    for (int k = 0; k < 63; k++) nh += (int)(s->hist >> k & 1);
+    int64_t bytes = TK_HIST_STACK / (nh < 2 ? 2 : nh);
+    int64_t cap = bytes / (2 * (dt_bits((tack_dtype)e->S->ptypes[h].dt) / 8));
+    return cap > 16384 ? 16384 : cap;
+}
+
+/* Histogram arrays' private copies, one per thread of the launch.
+ *
+ * A copy per chunk (pfor_chunk) is zeroed and flushed with atomics by every
+ * piece the pool hands out, and the pool hands out several per thread (half
+ * of what is left each time, for balance): a 256-bin count of 64K keys on
+ * two threads took 58 us, four pieces a thread each zeroing 512 cells and
+ * adding 256 atomically into lines the other thread was adding into, where
+ * OpenMP's reduction (one copy per thread) took 28 us.  So when the copies
+ * of every histogram array of the loop, one per thread (abi->slots(), one
+ * for a launch too small to be split), fit TK_HIST_STACK bytes and the loop
+ * has at least four iterations per cell, the entry keeps them on its stack,
+ * zeroed, and passes them in the frame; each piece adds into its thread's
+ * (abi->slot()), and after the loop the entry adds each cell's sum over the
+ * threads into the array, plainly: every piece is done.  A failing check
+ * stops the launch before that merge, so the counts are lost with the error
+ * (as a chunk's are).  The pieces are then the pool's usual ones (grain 0),
+ * since they no longer pay for a copy each.  Otherwise the chunks keep
+ * their own copies, at least four times the cells of each (the grain). */
+static void hist_slots(tk_emitter *e, tk_ir *s) {
+    tk_spec *S = e->S;
+    I(e); P(e, "/* tk: per-thread private histograms, merged after the loop */\n");
+    I(e); P(e, "const int ns_ = total_ >= %lld ? abi->slots() : 1;\n", (long long)pfor_min_parallel(s));
+    for (int h = 0; h < 63; h++) {
+        if (!(s->hist >> h & 1)) continue;
+        I(e); P(e, "const int64_t hn%d_ = 1", h);
+        for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
+        P(e, ", hw%d_ = (2 * hn%d_ + 15) & ~(int64_t)15;\n", h, h); /* a thread's cells, 64-byte multiples for 4-byte elements */
+    }
+    I(e); P(e, "const tk_bool ht_ = 1");
+    for (int h = 0; h < 63; h++)
+        if (s->hist >> h & 1) P(e, " && hn%d_ <= %lld", h, (long long)hist_cap(e, s, h));
+    P(e, " && total_ / 4 >= (0");
+    for (int h = 0; h < 63; h++)
+        if (s->hist >> h & 1) P(e, " + hn%d_", h);
+    P(e, ") * ns_ && (uint64_t)ns_ * (0");
+    for (int h = 0; h < 63; h++)
+        if (s->hist >> h & 1) P(e, " + (uint64_t)hw%d_ * sizeof(%s)", h, ctype(e, S->ptypes[h].dt));
+    P(e, ") <= %d;\n", TK_HIST_STACK);
+    for (int h = 0; h < 63; h++) {
+        if (!(s->hist >> h & 1)) continue;
+        I(e); P(e, "%s hs%d_[ht_ ? ns_ * hw%d_ : 1];\n", ctype(e, S->ptypes[h].dt), h, h);
+        I(e); P(e, "F_.hs%d = ht_ ? hs%d_ : 0; F_.hw%d = hw%d_;\n", h, h, h, h);
+        I(e); P(e, "if (ht_) for (int64_t h_ = 0; h_ < ns_ * hw%d_; h_++) hs%d_[h_] = 0;\n", h, h);
+        /* else the chunks' copies: pieces of at least four times the cells */
+        I(e); P(e, "if (!ht_ && hn%d_ <= %lld && 4 * hn%d_ > grain_) grain_ = 4 * hn%d_;\n", h,
+                (long long)hist_cap(e, s, h), h, h);
+    }
+}
+
+/* After the loop: each cell's sum over the threads' copies (two cells an
+ * element, see pfor_chunk) into the array. */
+static void hist_merge(tk_emitter *e, tk_ir *s) {
+    tk_spec *S = e->S;
+    for (int h = 0; h < 63; h++) {
+        if (!(s->hist >> h & 1)) continue;
+        int hdt = S->ptypes[h].dt;
+        I(e); P(e, "if (ht_) for (int64_t h_ = 0; h_ < hn%d_; h_++) {\n", h);
+        I(e); P(e, "    %s c_ = 0;\n", ctype(e, hdt));
+        I(e); P(e, "    for (int t_ = 0; t_ < ns_; t_++) {\n");
+        I(e); P(e, "        const %s *const q_ = hs%d_ + t_ * hw%d_;\n", ctype(e, hdt), h, h);
+        if (is_float_dt(hdt)) { I(e); P(e, "        c_ = c_ + q_[h_] + q_[hn%d_ + h_];\n", h); }
+        else {
+            I(e); P(e, "        c_ = (%s)((%s)c_ + (%s)q_[h_] + (%s)q_[hn%d_ + h_]);\n", ctype(e, hdt), ut(hdt),
+                    ut(hdt), ut(hdt), h);
+        }
+        I(e); P(e, "    }\n");
+        I(e); P(e, "    if (c_ != 0) a%d[h_] = ", h);
+        if (is_float_dt(hdt)) P(e, "a%d[h_] + c_;\n", h);
+        else P(e, "(%s)((%s)a%d[h_] + (%s)c_);\n", ctype(e, hdt), ut(hdt), h, ut(hdt));
+        I(e); P(e, "}\n");
+    }
+}
+
+static void emit_pfor(tk_emitter *e, tk_ir *s) {
+    int id = e->counter++;
+    int nd = s->aux;
+    tk_spec *S = e->S;
+    /* the caller side: fill the frame, run, stop on failure */
+    I(e); P(e, "{\n");
+    e->ind++;
+    for (int p = 0; p < S->nparams; p++) {
+        if (S->ptypes[p].kind != TY_ARRAY) continue;
+        I(e); P(e, "F_.a%d = a%d;", p, p);
+        for (int k = 0; k < S->ptypes[p].ndim; k++) P(e, " F_.a%d_s%d = a%d_s%d;", p, k, p, k);
+        for (int k = 0; S->ptypes[p].strided && k < S->ptypes[p].ndim; k++) P(e, " F_.a%d_t%d = a%d_t%d;", p, k, p, k);
+        P(e, "\n");
+    }
+    for (int i = 0; i < S->nlocals; i++) {
+        if (S->locals[i].scope != -1 || (S->locals[i].ty.kind != TY_VALUE && S->locals[i].ty.kind != TY_ARRAY)) continue;
+        I(e); P(e, "F_."); local_name(e, i); P(e, " = "); local_name(e, i); P(e, ";\n");
+    }
+    I(e); P(e, "int64_t total_ = 1;\n");
+    for (int d = 0; d < nd; d++) {
+        I(e); P(e, "F_.pn[%d] = ", d); ex(e, s->k[d]); P(e, ";\n");
+        I(e); P(e, "if (F_.pn[%d] <= 0) total_ = 0;\n", d);
+        I(e); P(e, "total_ = (int64_t)((uint64_t)total_ * (uint64_t)(F_.pn[%d] > 0 ? F_.pn[%d] : 0));\n", d, d);
+    }
+    I(e); P(e, "F_.total = total_;\n");
+    I(e); P(e, "int64_t grain_ = 0;\n");
+    if (s->hist) hist_slots(e, s);
+    if (em_race_loop(e, s) >= 0) em_race_begin(e, s, em_race_loop(e, s));
+    I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, tk_pfor%d, &F_, total_, %lld, grain_);\n", id,
+            (long long)pfor_min_parallel(s));
+    I(e); P(e, "if (TK_FAILED(ctx)) return;\n");
+    if (s->hist) hist_merge(e, s);
+    e->ind--;
+    I(e); P(e, "}\n");
+
+    /* the body function(s) */
+    tk_buf *saved = e->b;
+    int saved_ind = e->ind;
+    tk_emit_fn saved_fn = e->fn;
+    e->b = &e->pfors;
+    e->ind = 1;
+    e->fn = TK_FN_PARALLEL;
+    if (fast_flag(s->k[nd], 3)) pfor_function(e, s, id, CHUNK_EXACT);
+    pfor_function(e, s, id, CHUNK_ALL);
+    e->b = saved;
+    e->ind = saved_ind;
+    e->fn = saved_fn;
+}
+
+/* The rest of pfor_function: the chunk's private state, loop and flushes. */
+static void pfor_chunk(tk_emitter *e, tk_ir *s) {
+    tk_spec *S = e->S;
+    /* private locals: those of this loop's scope (the pfor id is the scope) */
+    declare_locals(e, S->locals[s->vars[0]].scope, 0, carried_locals(e, s), 1);
+    /* histogram arrays (privatize.c) are counted into zeroed private copies on
+     * the stack, each when it is small and the chunk long enough to repay its
+     * flush: then the chunk runs a version of the loop that adds into the
+     * copies (one that chooses per add, huN_, for a chunk that keeps only
+     * some), and adds each non-zero cell into the array, atomically, at its
+     * end.  The copies share
+     * TK_HIST_STACK bytes of the chunk's stack (one alone gets half, as much
+     * as when a loop had only one) */
+    if (s->hist) {
+        int nh = 0;
+        for (int h = 0; h < 63; h++) nh += (int)(s->hist >> h & 1);
+        for (int h = 0; h < 63; h++) {
+            if (!(s->hist >> h & 1)) continue;
+            int64_t cap = hist_cap(e, s, h);
+            I(e); P(e, "/* tk: per-chunk private histogram of a%d */\n", h);
+            I(e); P(e, "const int64_t hn%d_ = 1", h);
+            for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
+            P(e, ";\n");
+            I(e); P(e, "%s *const hs%d_ = F->hs%d;\n", ctype(e, S->ptypes[h].dt), h, h);
+            I(e); P(e, "const tk_bool hu%d_ = hs%d_ || (hn%d_ <= %lld && hi_ - lo_ >= 4 * hn%d_);\n", h, h, h, (long long)cap, h);
+        }
+        I(e); P(e, "if (0");
+        for (int h = 0; h < 63; h++)
+            if (s->hist >> h & 1) P(e, " || hu%d_", h);
+        P(e, ") {\n");
+        e->ind++;
+        if (nh > 1) { /* every copy kept: the loop without a choice per add */
+            I(e); P(e, "const tk_bool hall_ = 1");
+            for (int h = 0; h < 63; h++)
+                if (s->hist >> h & 1) P(e, " && hu%d_", h);
+            P(e, ";\n");
+        }
+        for (int h = 0; h < 63; h++) {
+            if (!(s->hist >> h & 1)) continue;
+            int hdt = S->ptypes[h].dt;
+            int64_t cap = hist_cap(e, s, h);
+            I(e); P(e, "%s hb%d_[%lld], *const hp%d_ = hs%d_ ? hs%d_ + abi->slot() * F->hw%d + hn%d_ : hu%d_ ? hb%d_ + hn%d_ : hb%d_;\n",
+                    ctype(e, hdt), h, (long long)(2 * cap), h, h, h, h, h, h, h, h, h);
+            I(e); P(e, "if (hu%d_ && !hs%d_) for (int64_t h_ = 0; h_ < 2 * hn%d_; h_++) hb%d_[h_] = 0;\n", h, h, h, h);
+        }
+        if (nh > 1) {
+            I(e); P(e, "if (hall_) {\n");
+            e->ind++;
+            e->hist = s->hist;
+            pfor_versions(e, s);
+            e->ind--;
+            I(e); P(e, "} else {\n");
+            e->ind++;
+            e->hist = s->hist | (uint64_t)1 << 63;
+            pfor_versions(e, s);
+            e->ind--;
+            I(e); P(e, "}\n");
+        } else {
+            e->hist = s->hist;
+            pfor_versions(e, s);
+        }
+        e->hist = 0;
+        for (int h = 0; h < 63; h++) {
+            if (!(s->hist >> h & 1)) continue;
+            int hdt = S->ptypes[h].dt;
+            I(e); P(e, "if (hu%d_ && !hs%d_) for (int64_t h_ = 0; h_ < hn%d_; h_++) {\n", h, h, h);
+            I(e); P(e, "    const %s c_ = ", ctype(e, hdt));
+            if (is_float_dt(hdt)) P(e, "hb%d_[h_] + hp%d_[h_];\n", h, h);
+            else P(e, "(%s)((%s)hb%d_[h_] + (%s)hp%d_[h_]);\n", ctype(e, hdt), ut(hdt), h, ut(hdt), h);
+            /* the whole range in one chunk (a small launch runs so): no other chunk to race */
+            I(e); P(e, "    if (c_ == 0) continue;\n");
+            I(e); P(e, "    if (lo_ == 0 && hi_ == F->total) a%d[h_] = ", h);
+            if (is_float_dt(hdt)) P(e, "a%d[h_] + c_;\n", h);
+            else P(e, "(%s)((%s)a%d[h_] + (%s)c_);\n", ctype(e, hdt), ut(hdt), h, ut(hdt));
+            I(e); P(e, "    else (void)tk_atomic_add_%s(&a%d[h_], c_);\n", ctype(e, hdt), h);
+            I(e); P(e, "}\n");
+        }
+        e->ind--;
+        I(e); P(e, "} else {\n");
+        e->ind++;
+        pfor_versions(e, s);
+        e->ind--;
+        I(e); P(e, "}\n");
+    } else pfor_versions(e, s);
+    /* privatized sums: one atomic add per chunk */
+    for (int r = 0; s->red && r < s->red->n; r++) {
+        tk_ir *a = s->red->k[r];
+        I(e); P(e, "if ("); ex(e, a->k[0]); P(e, " != 0) (void)"); ex(e, a); P(e, ";\n");
+    }
+    P(e, "}\n\n");
+}
+
+
+/* ------------------------------------------------------ frame and entry */
+
+/* The histogram arrays of every parallel loop under s (privatize.c). */
+static uint64_t hist_mask(const tk_ir *s) {
+    if (!s) return 0;
+    uint64_t m = s->op == IR_PFOR ? s->hist & ~((uint64_t)1 << 63) : 0;
+    for (int i = 0; i < s->n; i++) m |= hist_mask(s->k[i]);
+    return m;
+}
+
+/* The dialect's kernel_decls hook: the frame struct, which carries the
+ * kernel's arrays, the parallel loop's sizes and the frame locals to the
+ * chunk functions. */
+void tk_cpu_frame(tk_emitter *e, tk_buf *out) {
+    tk_spec *K = e->K;
+    tk_buf *saved = e->b;
+    e->b = out;
+    P(e, "\ntypedef struct tk_frame {\n    tk_ctx *ctx;\n    const tk_abi *abi;\n    int64_t pn[%d];\n    int64_t total;\n", TACK_MAX_NDIM);
+    for (int p = 0; p < K->nparams; p++) {
+        tk_type t = K->ptypes[p];
+        if (t.kind != TY_ARRAY) continue;
+        P(e, "    %s *a%d;\n", e->D->storage_type((tack_dtype)t.dt), p);
+        for (int k = 0; k < t.ndim; k++) P(e, "    int64_t a%d_s%d;\n", p, k);
+        for (int k = 0; t.strided && k < t.ndim; k++) P(e, "    int64_t a%d_t%d;\n", p, k);
+    }
+    em_race_frame(e);
+    uint64_t hists = hist_mask(K->body);
+    for (int h = 0; h < 63; h++) /* the threads' private histograms (hist_slots) */
+        if (hists >> h & 1) P(e, "    %s *hs%d;\n    int64_t hw%d;\n", ctype(e, K->ptypes[h].dt), h, h);
+    for (int i = 0; i < K->nlocals; i++) {
+        if (K->locals[i].scope != -1 || (K->locals[i].ty.kind != TY_VALUE && K->locals[i].ty.kind != TY_ARRAY)) continue;
+        P(e, "    %s ", tk_local_elem_type(&K->locals[i], ctype(e, K->locals[i].ty.dt)));
+        if (K->locals[i].ty.kind == TY_ARRAY) P(e, "const *"); /* the entry's local array, which outlives the loop */
+        local_name(e, i);
+        P(e, ";\n");
+    }
+    P(e, "} tk_frame;\n\n");
+    e->b = saved;
+}
+
+/* The dialect's kernel hook: the exported entry, the kernel's body with
+ * each parallel loop a call of parallel_for, and ahead of it the chunk
+ * functions that the loops write while the entry is walked. */
+void tk_cpu_kernel(tk_emitter *e, tk_buf *out) {
+    tk_cc *C = e->C;
+    tk_spec *K = e->K;
+    tk_func *KF = &C->m->funcs[K->func];
+    tk_buf entry;
+    tk_buf_init(&entry, &C->arena);
+    tk_buf_init(&e->pfors, &C->arena);
+    e->pfor = emit_pfor;
+    e->S = K;
+    e->si = 0;
+    e->fn = TK_FN_ENTRY;
+    e->b = &entry;
+    P(e, "/* kernel ");
+    comment_text(e, KF->name);
+    P(e, " (");
+    comment_text(e, KF->filename);
+    P(e, ":%d) */\n", KF->first_line);
+    P(e, "%s void tack_entry(const tk_argv *args, const tk_abi *abi, tk_ctx *ctx) {\n", e->D->export_attr);
+    e->ind = 1;
+    I(e); P(e, "tk_frame F_;\n");
+    I(e); P(e, "F_.ctx = ctx; F_.abi = abi;\n");
+    poll_budget(e);
+    em_race_entry(e);
+    array_decls(e, K, "args");
+    for (int p = 0; p < K->nparams; p++) {
+        tk_type t = K->ptypes[p];
+        if (t.kind == TY_ARRAY) continue;
+        const tack_argtype *a = &C->args[p];
+        tack_scalar_kind k = dt_kind(a->dtype);
+        const char *mem = k == TACK_KIND_FLOAT ? "f" : k == TACK_KIND_UINT ? "u" : "i";
+        I(e); P(e, "%s ", ctype(e, t.dt)); local_name(e, K->plocal[p]);
+        if (k == TACK_KIND_COMPLEX) /* (re, im) as doubles; complex64 rounds each part once */
+            P(e, " = tk_mk_%s((%s)args[%d].s.z[0], (%s)args[%d].s.z[1]);\n", ctype(e, t.dt),
+              ctype(e, dt_complex_part((tack_dtype)t.dt)), p, ctype(e, dt_complex_part((tack_dtype)t.dt)), p);
+        else if (ty_is_complex(t)) /* a real argument to a parameter annotated complex */
+            P(e, " = tk_mk_%s((%s)args[%d].s.%s, 0);\n", ctype(e, t.dt), ctype(e, dt_complex_part((tack_dtype)t.dt)), p, mem);
+        else if (k == TACK_KIND_FLOAT && !is_float_dt(t.dt) && t.dt != TACK_BOOL)
+            P(e, " = (%s)tk_f2%s(args[%d].s.f);\n", ctype(e, t.dt), is_signed(t.dt) ? "i64" : "u64", p);
+        else if (t.dt == TACK_BOOL)
+            P(e, " = args[%d].s.%s != 0;\n", p, mem);
+        else
+            P(e, " = (%s)args[%d].s.%s;\n", ctype(e, t.dt), p, mem);
+    }
+    declare_locals(e, -1, 1, NULL, 0);
+    block(e, K->body);
+    e->ind = 0;
+    P(e, "}\n");
+    e->b = out;
+    e->pfor = NULL;
+    if (e->pfors.len) tk_puts(out, e->pfors.s);
+    tk_puts(out, entry.s);
+}

@@ -1,0 +1,481 @@
+/*
+ * lower_call.c -- lowering of calls: intrinsics and @tack.func calls.
+ *
+ * Part of lowering (lower.c has the essay).  A call node's name is already
+ * resolved by the front end: ival >= 0 is a @tack.func of the module, -1 an
+ * intrinsic named by its bare name, looked up in intrinsics.def's table
+ * (tk_intrinsic_find), which gives its kind and arity; a name that is no
+ * intrinsic may be a dtype's (a cast or a vector constructor).  Intrinsics
+ * become IR directly:
+ *
+ *   casts         float() int() bool() f32() i64() ...   -> IR_CAST (or a truth test)
+ *   seed_u64      a u64 cast whose float NaN fails a check -> CK_STEP (ValueError) + IR_CAST
+ *   math          sqrt ... isfinite                       -> IR_MATH of the default float
+ *                 for integer arguments, of the argument's float type otherwise
+ *   abs min max   -> IR_UN abs / IR_MATH fabs / a select per pair (Python's
+ *                 "first minimal" rule: min(a, b) is b < a ? b : a)
+ *   len           -> the first extent, a weak int
+ *   vec3(...) mat33(...) dot cross length normalize     -> vector IR
+ *   atomic_add/sub/min/max(a, idx, v)                   -> IR_ATOMIC, value = old element
+ *   print(...)    -> IR_PRINT
+ *
+ * A @tack.func call specializes the function for the argument types (weak
+ * scalars stay weak, arrays by dtype and rank, and whether each array is a
+ * caller's local array, tk_spec.plarr: see lower_local.c), marks the
+ * caller's arrays written when the callee writes them (a local array
+ * written so must be the iteration's own), and evaluates the call into a
+ * temporary so the emitter can test for a failed check right after it.
+ */
+#include <string.h>
+
+#include "compiler/lower/lower.h"
+
+static void nargs_check(lw_state *L, tack_node *n, int lo, int hi) {
+    if (hi < 0) {
+        if (n->nkids < lo) ERR(n, "%s() takes %d or more arguments", n->name, lo);
+        return;
+    }
+    if (n->nkids < lo || n->nkids > hi) {
+        if (lo == hi) ERR(n, "%s() takes %d argument%s (%d given)", n->name, lo, lo == 1 ? "" : "s", n->nkids);
+        ERR(n, "%s() takes %d to %d arguments (%d given)", n->name, lo, hi, n->nkids);
+    }
+}
+
+static tk_ir *to_scalar_cast(lw_state *L, tk_ir *e, tk_type t, tack_node *n) {
+    if (!lw_known(e)) return lw_cast(L, e, t);
+    if (!ty_is_scalar(e->ty)) ERR(n, "cannot convert %s to %s", TN(e->ty), TN(t));
+    if (ty_is_bool(t)) return lw_truth(L, e, n);
+    if (ty_is_complex(e->ty) && !ty_is_complex(t))
+        ERR(n, "%s() of %s: a complex number cannot become a real one (Python raises TypeError); use z.real, "
+               "z.imag or abs(z)", n->name, TN(e->ty));
+    return lw_cast(L, e, t);
+}
+
+static tk_ir *math_call(lw_state *L, int m, tk_ir **a, int na, tack_node *n) {
+    for (int i = 0; i < na; i++)
+        if (!lw_known(a[i])) return lw_unknown(L, n);
+    tk_type t = a[0]->ty;
+    for (int i = 1; i < na; i++) t = ty_promote(t, a[i]->ty);
+    if (ty_is_complex(t)) {
+        if (strncmp(n->name, "numpy.", 6))
+            ERR(n, "%s() takes real numbers, not %s, as math.%s does; use cmath.%s or np.%s for complex numbers",
+                n->name, TN(t), n->name, n->name, n->name);
+        if (na != 1) ERR(n, "%s() of a complex number is not supported in kernels", n->name);
+        return lw_complex_math(L, m, a[0], n);
+    }
+    if (!ty_is_scalar(t)) ERR(n, "%s() needs scalar arguments, not %s", n->name, TN(t));
+    t = lw_rule_arith(lw_rule_floatify(t, a[0], na > 1 ? a[1] : NULL), a[0], na > 1 ? a[1] : NULL);
+    tk_type rt = tk_math_is_predicate(m) ? ty_value(TACK_BOOL) : t;
+    tk_ir *e = lw_mk(L, IR_MATH, rt, n);
+    e->sub = (uint8_t)m;
+    e->aux_ty = t;
+    for (int i = 0; i < na; i++) ir_push(L->C, e, lw_cast(L, a[i], t));
+    return e;
+}
+
+static tk_ir *vec_ctor(lw_state *L, tack_dtype vt, tack_node *n) {
+    int r = dt_rows(vt), c = dt_cols(vt), len = r * c;
+    tk_type comp = ty_value(dt_scalar(vt));
+    tk_ir *v = lw_mk(L, IR_VEC, ty_value(vt), n);
+    L->C->uses_vec = 1;
+    if (n->nkids == 0) {
+        for (int i = 0; i < len; i++) ir_push(L->C, v, ir_const_i(L->C, comp, 0, n->line));
+        if (ty_is_float(comp)) for (int i = 0; i < len; i++) v->k[i] = ir_const_f(L->C, comp, 0.0, n->line);
+        return v;
+    }
+    tk_ir *args[16];
+    if (n->nkids > 16) ERR(n, "%s() takes at most 16 arguments", n->name);
+    for (int i = 0; i < n->nkids; i++) {
+        args[i] = lw_expr(L, n->kids[i]);
+        if (!lw_known(args[i])) return lw_unknown(L, n);
+    }
+    if (n->nkids == 1 && ty_is_scalar(args[0]->ty)) {
+        tk_ir *s = lw_hoist(L, lw_cast(L, args[0], comp));
+        if (c == 1) {
+            for (int i = 0; i < len; i++) ir_push(L->C, v, s);
+        } else { /* a matrix from one scalar: s on the diagonal */
+            for (int i = 0; i < r; i++)
+                for (int j = 0; j < c; j++)
+                    ir_push(L->C, v, i == j ? s : (ty_is_float(comp) ? ir_const_f(L->C, comp, 0.0, n->line) : ir_const_i(L->C, comp, 0, n->line)));
+        }
+        return v;
+    }
+    if (n->nkids == 1 && !ty_is_scalar(args[0]->ty)) {
+        if (dt_rows((tack_dtype)args[0]->ty.dt) != r || dt_cols((tack_dtype)args[0]->ty.dt) != c)
+            ERR(n, "cannot convert %s to %s", TN(args[0]->ty), dt_name(vt));
+        return lw_cast(L, args[0], ty_value(vt));
+    }
+    if (c > 1 && n->nkids == r) { /* rows */
+        for (int i = 0; i < r; i++) {
+            if (!ty_is_vector(args[i]->ty) || dt_rows((tack_dtype)args[i]->ty.dt) != c)
+                ERR(n->kids[i], "%s() takes %d scalars or %d row vectors", dt_name(vt), len, r);
+            tk_ir *row = lw_hoist(L, lw_cast(L, args[i], ty_value(dt_compose(dt_scalar(vt), c, 1))));
+            for (int j = 0; j < c; j++) {
+                tk_ir *e = lw_mk(L, IR_COMP, comp, n);
+                ir_push(L->C, e, row);
+                ir_push(L->C, e, ir_const_i(L->C, ty_value(TACK_I64), j, n->line));
+                ir_push(L->C, v, e);
+            }
+        }
+        return v;
+    }
+    if (n->nkids != len) ERR(n, "%s() takes 0, 1 or %d arguments (%d given)", dt_name(vt), len, n->nkids);
+    for (int i = 0; i < len; i++) {
+        if (!ty_is_scalar(args[i]->ty)) ERR(n->kids[i], "%s() components must be scalars, not %s", dt_name(vt), TN(args[i]->ty));
+        ir_push(L->C, v, lw_cast(L, args[i], comp));
+    }
+    return v;
+}
+
+
+static tk_ir *print_call(lw_state *L, tack_node *n) {
+    tk_ir *pr = lw_mk(L, IR_PRINT, ty_void(), n);
+    for (int i = 0; i < n->nkids; i++) {
+        tack_node *a = n->kids[i];
+        if (a->kind == TACK_N_CONST_STR) {
+            tk_ir *s = lw_mk(L, IR_CONST, ty_void(), a);
+            s->str = a->name ? a->name : "";
+            ir_push(L->C, pr, s);
+            continue;
+        }
+        tk_ir *e = lw_expr(L, a);
+        if (lw_known(e) && !ty_is_scalar(e->ty)) ERR(a, "print() takes numbers, bools and strings, not %s", TN(e->ty));
+        ir_push(L->C, pr, e);
+    }
+    L->C->uses_print = 1;
+    lw_emit(L, pr);
+    return lw_mk(L, IR_CONST, ty_void(), n);
+}
+
+
+/* ------------------------------------------------- parallel context */
+int lw_in_parallel(lw_state *L) { return L->pfor >= 0 || L->S->par; }
+
+static int names_target(const tack_node *t, const char *name) {
+    if (!t) return 0;
+    if (t->kind == TACK_N_NAME) return t->name && strcmp(t->name, name) == 0;
+    if (t->kind == TACK_N_TUPLE)
+        for (int i = 0; i < t->nkids; i++)
+            if (names_target(t->kids[i], name)) return 1;
+    return 0;
+}
+
+/* Whether statement tree x assigns `name` (=, :=, op=, or as a for target). */
+static int assigns(const tack_node *x, const char *name) {
+    if (!x) return 0;
+    if ((x->kind == TACK_N_ASSIGN || x->kind == TACK_N_ANNASSIGN || x->kind == TACK_N_AUGASSIGN ||
+         x->kind == TACK_N_FOR) && x->nkids > 0 && names_target(x->kids[0], name))
+        return 1;
+    for (int i = 0; i < x->nkids; i++)
+        if (assigns(x->kids[i], name)) return 1;
+    return 0;
+}
+
+/* The parallel context a call passes on to the function it specializes:
+ * whether it runs inside a parallel loop, and which parameter receives each
+ * of the loop's own variables (a name that is one, passed to a 64-bit
+ * integer parameter), so that `a[k] *= 2` on the callee's k = i is still the
+ * iteration's own element. */
+static void par_context(lw_state *L, tack_node *n, const tk_type *pt, tk_spec *par) {
+    memset(par, 0, sizeof *par);
+    par->par = lw_in_parallel(L);
+    if (!par->par) return;
+    tk_func *f = &L->C->m->funcs[n->ival];
+    par->npar_own = L->npfor_vars;
+    for (int d = 0; d < L->npfor_vars; d++) {
+        par->par_own[d] = -1;
+        if (L->pfor_vars[d] < 0) continue;
+        for (int i = 0; i < n->nkids; i++) {
+            tack_node *an = f->params[i].annotation;
+            tk_type t = an && an->kind == TACK_N_TYPE ? ty_value((tack_dtype)an->ival) : pt[i];
+            if (n->kids[i]->kind == TACK_N_NAME && lw_lookup(L, n->kids[i]->name) == L->pfor_vars[d] &&
+                ty_is_int(t) && dt_bits((tack_dtype)t.dt) == 64) {
+                par->par_own[d] = i;
+                break;
+            }
+        }
+    }
+}
+
+/* A function lowered for a parallel loop: the parameters that receive the
+ * loop's own variables, unassigned in its body, are its own indices. */
+void lw_par_own_vars(lw_state *L) {
+    tk_spec *S = L->S;
+    L->npfor_vars = S->npar_own;
+    for (int d = 0; d < S->npar_own; d++) {
+        int p = S->par_own[d];
+        L->pfor_vars[d] = p >= 0 && S->plocal[p] >= 0 && !assigns(L->F->body, S->pnames[p]) ? S->plocal[p] : -1;
+    }
+}
+
+static tk_ir *func_call(lw_state *L, tack_node *n) {
+    tack_module *m = L->C->m;
+    int fi = (int)n->ival;
+    if (fi >= m->nfuncs) ERR(n, "call of unknown function %d", fi);
+    tk_func *f = &m->funcs[fi];
+    if (f->kind != TACK_FUNC_DEVICE) ERR(n, "'%s' is a kernel; kernels cannot be called from kernels (make it a @tack.func)", f->name);
+    if (n->nkids != f->nparams) ERR(n, "%s() takes %d argument%s (%d given)", f->name, f->nparams, f->nparams == 1 ? "" : "s", n->nkids);
+    tk_type *pt = tk_alloc(&L->C->arena, sizeof(tk_type) * (size_t)(n->nkids + 1));
+    tk_ir **args = tk_alloc(&L->C->arena, sizeof(tk_ir *) * (size_t)(n->nkids + 1));
+    int unknown_arg = 0;
+    uint64_t plarr = 0;
+    for (int i = 0; i < n->nkids; i++) {
+        tack_node *a = n->kids[i];
+        if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0) {
+            int p = lw_array_param(L, a->name);
+            tk_ir *e = lw_mk(L, IR_ARRAY, L->S->ptypes[p], a);
+            e->param = p;
+            args[i] = e;
+            pt[i] = L->S->ptypes[p];
+            if (p < 64 && (L->S->plarr >> p & 1)) { /* our own parameter, a caller's local array */
+                if (i >= 64) ERR(a, "a local array can be passed only as one of a function's first 64 arguments");
+                plarr |= 1ull << i;
+            }
+            continue;
+        }
+        if (a->kind == TACK_N_NAME && lw_local_array(L, a->name) >= 0) {
+            if (i >= 64) ERR(a, "a local array can be passed only as one of a function's first 64 arguments");
+            args[i] = lw_local_arg(L, lw_local_array(L, a->name), a);
+            pt[i] = args[i]->ty;
+            plarr |= 1ull << i;
+            continue;
+        }
+        args[i] = lw_expr(L, a);
+        if (!lw_known(args[i])) unknown_arg = 1;
+        else if (args[i]->ty.kind != TY_VALUE) ERR(a, "cannot pass %s to %s()", TN(args[i]->ty), f->name);
+        else args[i] = lw_hoist(L, args[i]);
+        pt[i] = args[i]->ty;
+    }
+    if (unknown_arg) return lw_unknown(L, n);
+    tk_spec par;
+    par_context(L, n, pt, &par);
+    par.plarr = plarr;
+    tk_spec *S = lw_specialize(L->C, fi, pt, n->nkids, &par, n);
+    for (int i = 0; i < n->nkids; i++) {
+        if (pt[i].kind != TY_ARRAY || !(S->written >> i & 1)) continue;
+        if (args[i]->op == IR_LARRAY) lw_local_written_by(L, args[i]->local, f->name, n->kids[i]);
+        else lw_mark_written(L, args[i]->param);
+    }
+    int si = 0;
+    while (L->C->specs[si] != S) si++;
+    tk_ir *call = lw_mk(L, IR_CALL, S->ret.kind == TY_UNKNOWN ? ty_void() : S->ret, n);
+    call->aux = si;
+    for (int i = 0; i < n->nkids; i++) ir_push(L->C, call, args[i]);
+    if (call->ty.kind == TY_VOID) {
+        tk_ir *ev = lw_mk(L, IR_EVAL, ty_void(), n);
+        lw_emit(L, lw_kid(L, ev, call));
+        return lw_mk(L, IR_CONST, ty_void(), n);
+    }
+    int t = lw_temp(L, call->ty);
+    lw_emit(L, lw_assign_ir(L, t, call, n->line));
+    return lw_local_ref(L, t, n->line);
+}
+
+static tk_ir *len_call(lw_state *L, tack_node *n) {
+    tack_node *a = n->kids[0];
+    if (a->kind == TACK_N_NAME && lw_local_array(L, a->name) >= 0)
+        return ir_const_i(L->C, ty_weak(TACK_I64), L->S->locals[lw_local_array(L, a->name)].ashape[0], n->line);
+    if (a->kind == TACK_N_NAME && lw_array_param(L, a->name) >= 0) {
+        int p = lw_array_param(L, a->name);
+        if (L->S->ptypes[p].ndim < 1) ERR(n, "len() of a 0-D array");
+        tk_ir *s = lw_mk(L, IR_SHAPE, ty_weak(TACK_I64), n);
+        s->param = p;
+        s->aux = 0;
+        return s;
+    }
+    tk_ir *e = lw_expr(L, a);
+    if (!lw_known(e)) return lw_unknown(L, n);
+    if (ty_is_vector(e->ty) || ty_is_matrix(e->ty))
+        return ir_const_i(L->C, ty_weak(TACK_I64), dt_rows((tack_dtype)e->ty.dt), n->line);
+    ERR(n, "len() of %s is not supported", TN(e->ty));
+}
+
+static tk_ir *atomic_call(lw_state *L, int which, tack_node *n, int discard) {
+    tack_node *a = n->kids[0];
+    if (a->kind != TACK_N_NAME || lw_array_param(L, a->name) < 0) ERR(a, "%s() needs an array as its first argument", n->name);
+    int p = lw_array_param(L, a->name);
+    if (p < 64 && (L->S->plarr >> p & 1))
+        ERR(a, "%s() on '%s', which receives a local array: a local array belongs to one thread, so there is "
+               "nothing to be atomic against; write %s[i] += v instead", n->name, a->name, a->name);
+    tack_node *ix = n->kids[1];
+    tk_ir *val = lw_expr(L, n->kids[2]);
+    tk_ir *r = ix->kind == TACK_N_TUPLE ? lw_atomic(L, which, p, ix->kids, ix->nkids, val, n, !discard)
+                                        : lw_atomic(L, which, p, &n->kids[1], 1, val, n, !discard);
+    return r ? r : lw_mk(L, IR_CONST, ty_void(), n);
+}
+
+static tk_ir *abs_of(lw_state *L, tk_ir *e, tack_node *n) {
+    if (!lw_known(e)) return lw_unknown(L, n);
+    if (ty_is_complex(e->ty)) return lw_complex_abs(L, e, n);
+    if (ty_is_float(e->ty)) return math_call(L, M_FABS, &e, 1, n);
+    if (ty_is_bool(e->ty)) e = lw_cast(L, e, e->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
+    if (!ty_is_int(e->ty)) ERR(n, "abs() of %s is not supported", TN(e->ty));
+    e = lw_hoist(L, e);
+    tk_ir *u = lw_mk(L, IR_UN, e->ty, n);
+    u->sub = U_ABS;
+    return lw_kid(L, u, e);
+}
+
+static tk_ir *abs_call(lw_state *L, tack_node *n) { return abs_of(L, lw_expr(L, n->kids[0]), n); }
+
+static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
+    tk_ir *acc = lw_expr(L, n->kids[0]);
+    for (int i = 1; i < n->nkids; i++) {
+        tk_ir *y = lw_expr(L, n->kids[i]);
+        if (!lw_known(acc) || !lw_known(y)) return lw_unknown(L, n);
+        if (!ty_is_scalar(acc->ty) || !ty_is_scalar(y->ty)) ERR(n, "%s() takes scalars, not %s and %s", n->name, TN(acc->ty), TN(y->ty));
+        if (ty_is_complex(acc->ty) || ty_is_complex(y->ty))
+            ERR(n, "%s() of complex numbers: they have no order (Python raises TypeError)", n->name);
+        tk_type t = ty_promote(acc->ty, y->ty);
+        acc = lw_bin(L, b, t, lw_hoist(L, lw_cast(L, acc, t)), lw_hoist(L, lw_cast(L, y, t)), n->line);
+    }
+    return acc;
+}
+
+static tk_ir *vecbin_call(lw_state *L, int b, tack_node *n) {
+    tk_ir *x = lw_expr(L, n->kids[0]), *y = lw_expr(L, n->kids[1]);
+    if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
+    if (!ty_is_vector(x->ty) || x->ty.dt != y->ty.dt) ERR(n, "%s() takes two vectors of one type, not %s and %s", n->name, TN(x->ty), TN(y->ty));
+    if (b == B_CROSS && dt_rows((tack_dtype)x->ty.dt) != 3) ERR(n, "cross() takes 3-vectors");
+    L->C->uses_vec = 1;
+    tk_type rt = b == B_DOT ? ty_value(dt_scalar((tack_dtype)x->ty.dt)) : x->ty;
+    return lw_bin(L, b, rt, x, y, n->line);
+}
+
+static tk_ir *vecmath_call(lw_state *L, int m, tack_node *n) {
+    tk_ir *x = lw_expr(L, n->kids[0]);
+    if (!lw_known(x)) return lw_unknown(L, n);
+    if (!ty_is_vector(x->ty) || dt_kind(dt_scalar((tack_dtype)x->ty.dt)) != TACK_KIND_FLOAT)
+        ERR(n, "%s() takes a float vector, not %s", n->name, TN(x->ty));
+    L->C->uses_vec = 1;
+    tk_ir *e = lw_mk(L, IR_MATH, m == M_LENGTH ? ty_value(dt_scalar((tack_dtype)x->ty.dt)) : x->ty, n);
+    e->sub = (uint8_t)m;
+    e->aux_ty = x->ty;
+    return lw_kid(L, e, x);
+}
+
+/* A call of a dtype by name: a cast to a scalar type, or a vector/matrix
+ * constructor.  Returns NULL when `name` is no dtype. */
+static tk_ir *dtype_call(lw_state *L, const char *name, tack_node *n) {
+    tack_dtype dt;
+    if (tack_dtype_from_name(name, &dt) != TACK_OK) {
+        tack_clear_error();
+        return NULL;
+    }
+    if (dt >= TACK_VEC2 && dt_kind(dt) != TACK_KIND_COMPLEX) return vec_ctor(L, dt, n);
+    nargs_check(L, n, 1, 1);
+    return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(dt), n);
+}
+
+/* A NumPy spelling (np.sqrt, named "numpy.sqrt" by the front end) of a math
+ * intrinsic types integers as NumPy does rather than as math.sqrt does:
+ * floor, ceil and trunc keep an integer or bool as it is, abs keeps a bool,
+ * and the others compute in NumPy's float for the promoted integer type --
+ * f16 for 8-bit ints and bool, f32 for 16-bit, f64 for wider -- where the
+ * math spelling takes the default float.  Weak scalars keep Tack's rule. */
+static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tack_node *n) {
+    tk_ir *a[2] = {NULL, NULL};
+    int na = in->max_args < 2 ? in->max_args : 2;
+    for (int j = 0; j < na; j++) a[j] = lw_expr(L, n->kids[j]);
+    tk_type t = a[0]->ty;
+    for (int j = 1; j < na; j++) t = ty_promote(t, a[j]->ty);
+    if (t.kind == TY_VALUE && ty_is_scalar(t) && !ty_is_float(t) && !ty_is_complex(t)) {
+        /* recent NumPy returns integers (and bools) from floor/ceil/trunc as they are */
+        if (in->kind == TK_IK_ABS && ty_is_bool(t)) return a[0];
+        if (in->sub == M_FLOOR || in->sub == M_CEIL || in->sub == M_TRUNC) return a[0];
+        if (!t.weak && in->kind == TK_IK_MATH && !tk_math_is_predicate(in->sub)) { /* isnan(int): False in any float */
+            int bits = ty_is_bool(t) ? 8 : dt_bits((tack_dtype)t.dt);
+            tk_type f = ty_value(bits <= 8 ? TACK_F16 : bits == 16 ? TACK_F32 : TACK_F64);
+            for (int j = 0; j < na; j++) a[j] = lw_cast(L, a[j], f);
+        }
+    }
+    if (in->kind == TK_IK_ABS) return abs_of(L, a[0], n);
+    if (in->sub == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
+    return math_call(L, in->sub, a, na, n);
+}
+
+tk_ir *lw_call(lw_state *L, tack_node *n) {
+    int discard = L->discard; /* the value is not used (an expression statement) */
+    L->discard = 0;
+    if (n->ival >= 0) return func_call(L, n);
+    const char *name = n->name ? n->name : "";
+    tk_ir *z = lw_complex_call(L, name, n);
+    if (z) return z;
+    if (lw_is_array_maker(n))
+        ERR(n, "%s() makes a local array only as the whole value of an assignment to a name: x = %s(...)", name, name);
+    if (!strncmp(name, "numpy.", 6)) { /* np.sqrt & co: NumPy's types for integers */
+        const tk_intrinsic *in = tk_intrinsic_find(name + 6);
+        if (!in || (in->kind != TK_IK_MATH && in->kind != TK_IK_ABS)) ERR(n, "unsupported function '%s'", name);
+        nargs_check(L, n, in->min_args, in->max_args);
+        return numpy_math(L, in, n);
+    }
+    const tk_intrinsic *in = tk_intrinsic_find(name);
+    if (!in) {
+        tk_ir *e = dtype_call(L, name, n);
+        if (e) return e;
+        ERR(n, "unsupported function '%s'", name);
+    }
+    if (in->kind == TK_IK_LOOP) ERR(n, "%s() is only supported as the iterable of a for loop", name);
+    nargs_check(L, n, in->min_args, in->max_args);
+    switch (in->kind) {
+    case TK_IK_PRINT: return print_call(L, n);
+    case TK_IK_LEN: return len_call(L, n);
+    case TK_IK_ATOMIC: return atomic_call(L, in->sub, n, discard);
+    case TK_IK_CAST: { /* float() is the default float (the table's F32 stands for it) */
+        tack_dtype to = (tack_dtype)in->sub == TACK_F32 ? ty_default_float() : (tack_dtype)in->sub;
+        return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(to), n);
+    }
+    case TK_IK_ABS: return abs_call(L, n);
+    case TK_IK_SEED: { /* a float -> u64 cast turns NaN into 0; Python's int(), and so the host, raise */
+        tk_ir *e = lw_expr(L, n->kids[0]);
+        if (lw_known(e) && ty_is_float(e->ty) && L->C->opts.checks) {
+            e = lw_hoist(L, e);
+            int site = lw_site(L, CK_STEP, n->line, 0, NULL, "cannot convert float NaN to integer");
+            tk_type t = ty_concrete(e->ty); /* a Python float compares as an f64 */
+            tk_ir *x = lw_cast(L, e, t), *same = lw_bin(L, B_EQ, ty_value(TACK_BOOL), x, x, n->line);
+            same->aux_ty = t; /* x == x: false only for a NaN, and a false CK_STEP value fails */
+            lw_check(L, CK_STEP, site, same, NULL, n->line);
+        }
+        return to_scalar_cast(L, e, ty_value((tack_dtype)in->sub), n);
+    }
+    case TK_IK_MINMAX: return minmax_call(L, in->sub, n);
+    case TK_IK_VECBIN: return vecbin_call(L, in->sub, n);
+    case TK_IK_VECMATH: return vecmath_call(L, in->sub, n);
+    case TK_IK_MATH: {
+        tk_ir *a[2] = {NULL, NULL};
+        for (int j = 0; j < in->max_args && j < 2; j++) a[j] = lw_expr(L, n->kids[j]);
+        if (in->sub == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
+        return math_call(L, in->sub, a, in->max_args, n);
+    }
+    case TK_IK_LOOP: case TK_IK_COMPLEX: break;
+    }
+    ERR(n, "unsupported function '%s'", name);
+}
+
+tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value) {
+    tk_type et = L->S->ptypes[p];
+    int cplx = dt_kind((tack_dtype)et.dt) == TACK_KIND_COMPLEX;
+    if (et.dt == TACK_BOOL || et.dt == TACK_F16 || (et.dt >= TACK_VEC2 && !cplx))
+        ERR(n, "atomic operations on %s elements are not supported", dt_name((tack_dtype)et.dt));
+    if (cplx && which != A_ADD && which != A_SUB)
+        ERR(n, "atomic min and max of %s elements: complex numbers have no order", dt_name((tack_dtype)et.dt));
+    tk_type vt = ty_value((tack_dtype)et.dt);
+    if (lw_known(val) && !ty_is_scalar(val->ty)) ERR(n, "cannot add %s to a %s element", TN(val->ty), TN(vt));
+    val = lw_hoist(L, lw_cast(L, val, vt));
+    tk_ir *a = lw_mk(L, IR_ATOMIC, vt, n);
+    a->sub = (uint8_t)which;
+    a->param = p;
+    ir_push(L->C, a, val);
+    lw_indices(L, p, idx, nidx, a, n);
+    lw_mark_written(L, p);
+    L->C->uses_atomic = 1;
+    if (!want_value) { /* a statement: privatize.c may turn it into a per-chunk sum */
+        tk_ir *ev = lw_mk(L, IR_EVAL, ty_void(), n);
+        lw_emit(L, lw_kid(L, ev, a));
+        return NULL;
+    }
+    int t = lw_temp(L, vt);
+    lw_emit(L, lw_assign_ir(L, t, a, n->line));
+    return lw_local_ref(L, t, n->line);
+}
+

@@ -1,0 +1,565 @@
+/*
+ * lower_stmt.c -- lowering of statements: assignments, if, return, assert,
+ * break and continue, expression statements; and the blocks that hold them.
+ *
+ * Part of lowering (lower.c has the essay; loops are in lower_loop.c,
+ * expressions in lower_expr.c, calls in lower_call.c).  A statement lowers
+ * into the current block, L->blk: first the statements its expressions need
+ * (checks, temporaries, calls), then its own IR.  Nested blocks are lowered
+ * with lower_block_into, which makes the new block current for a while.
+ *
+ * Assignments are where types are inferred.  Every local was created by
+ * prescan (lower.c) in its scope before lowering; target_local finds the
+ * one an assignment writes, and refuses a frame local inside a parallel loop
+ * (a data race).  assign_local widens the local's type to take the value and
+ * sets L->changed when the type moved, so the fixed point in lower_spec runs
+ * another pass; an annotated local or a parameter keeps its type, and takes
+ * no value of a higher kind than its own (a float into an int) unless the
+ * value is a weak Python scalar.
+ *
+ * The targets of an assignment are names, tuples of targets (unpacked from a
+ * vector, a tuple a function returned, or a tuple of values evaluated first:
+ * a, b = b, a swaps), array elements (IR_STORE, with its index checks), and
+ * components of a vector or matrix local (IR_SETCOMP).  a[i] += v and -= v
+ * inside a parallel loop are atomic (numeric elements other than f16), so
+ * reductions into one cell are correct; otherwise an augmented assignment to
+ * an element is a load and a store sharing the indices -- which, inside a
+ * parallel loop, is only allowed on the iteration's own element (every loop
+ * variable, unassigned in the body, is one of its indices): two iterations
+ * updating one cell at once would lose updates silently (s[0] *= x[i] over
+ * 200,000 factors gave 452.7 for 22,021), so any other is a CompileError
+ * that says what to write instead.  A @tack.func called inside a parallel
+ * loop is specialized for it (tk_spec.par, lower_call.c) and keeps the same
+ * rule; its own elements are those indexed by the parameters that received
+ * the loop's variables.  The store of a compound assignment is marked
+ * ST_RMW, and verify.c checks the rule again on the IR after every pass.
+ * A parameter that receives a caller's local array (tk_spec.plarr) is
+ * exempt from both: that array belongs to one iteration.
+ *
+ * A @tack.func's return type is inferred like a local's: each return widens
+ * it (widen_return); `return a, b` makes it a tuple, typed per position.
+ */
+#include <string.h>
+
+#include "compiler/lower/lower.h"
+
+/* -------------------------------------------------------- assignments */
+/* Assign v to local loc, widening the local's type to take it (setting
+ * L->changed when it moves); a declared local or a parameter keeps its type. */
+void lw_assign_local(lw_state *L, int loc, tk_ir *v, tack_node *n) {
+    tk_local *l = &L->S->locals[loc];
+    if (l->ty.kind == TY_ARRAY)
+        ERR(n, "cannot assign to local array '%s'; assign its elements (%s[i] = ...), or create it again "
+               "with the same shape", l->name, l->name);
+    if (l->is_param && L->S->ptypes && 0) return;
+    if (!lw_known(v)) {
+        if (!L->infer) ERR(n, "cannot infer the type of '%s'", l->name);
+        return;
+    }
+    if (v->ty.kind == TY_TUPLE)
+        ERR(n, "cannot assign the %d values a function returned to '%s'; unpack them (a, b = f(...))",
+            L->C->specs[ty_tuple_spec(v->ty)]->nret, l->name);
+    if (v->ty.kind != TY_VALUE)
+        ERR(n, "cannot assign %s to '%s': only numbers, bools, vectors and matrices can be local variables", TN(v->ty), l->name);
+    if (l->declared || l->is_param) {
+        tk_type t = l->ty;
+        int vs = ty_is_scalar(v->ty), ts = ty_is_scalar(t);
+        int bad = vs != ts || (!vs && v->ty.dt != t.dt);
+        if (vs && ts && !v->ty.weak) {
+            tack_scalar_kind vk = dt_kind((tack_dtype)v->ty.dt), tk = dt_kind((tack_dtype)t.dt);
+            int vr = vk == TACK_KIND_BOOL ? 0 : vk == TACK_KIND_FLOAT ? 2 : vk == TACK_KIND_COMPLEX ? 3 : 1;
+            int tr = tk == TACK_KIND_BOOL ? 0 : tk == TACK_KIND_FLOAT ? 2 : tk == TACK_KIND_COMPLEX ? 3 : 1;
+            if (vr > tr) bad = 1;
+        }
+        if (bad) ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), l->name, TN(t));
+        lw_emit(L, lw_assign_ir(L, loc, lw_cast(L, v, t), n->line));
+        return;
+    }
+    tk_type t = l->ty, u;
+    if (t.kind == TY_UNKNOWN) u = v->ty;
+    else {
+        if (ty_is_scalar(t) != ty_is_scalar(v->ty) || (!ty_is_scalar(t) && t.dt != v->ty.dt))
+            ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), l->name, TN(t));
+        u = ty_promote(t, v->ty);
+        if (u.kind == TY_UNKNOWN) ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), l->name, TN(t));
+    }
+    if (!ty_eq(u, t)) {
+        l->ty = u;
+        L->changed = 1;
+    }
+    lw_emit(L, lw_assign_ir(L, loc, lw_cast(L, v, l->ty), n->line));
+}
+
+/* The local a name assigned at this point refers to (creating none). */
+int lw_target_local(lw_state *L, tack_node *t) {
+    const char *name = t->name;
+    if (lw_array_param(L, name) >= 0) ERR(t, "cannot assign to array parameter '%s'", name);
+    int i = -1;
+    if (L->pfor >= 0) {
+        if (lw_find_local_in(L->S, name, -1) >= 0)
+            ERR(t, "cannot assign to '%s' inside a parallel loop: it is shared by all iterations "
+                   "(assigned outside the loop); use an array element (a[0] += v is atomic) for a reduction", name);
+        i = lw_find_local_in(L->S, name, L->pfor);
+    } else {
+        i = lw_find_local_in(L->S, name, -1);
+    }
+    if (i < 0) ERR(t, "internal error: no local for '%s'", name);
+    return i;
+}
+
+/* a[i, j] = v: an IR_STORE of v converted to the element type. */
+static void store_element(lw_state *L, tack_node *t, int p, tk_ir *v) {
+    tk_type et = lw_dtype_type((tack_dtype)L->S->ptypes[p].dt);
+    if (lw_known(v)) {
+        if (v->ty.kind != TY_VALUE || (ty_is_scalar(et) && !ty_is_scalar(v->ty)) ||
+            (!ty_is_scalar(et) && !ty_is_scalar(v->ty) && v->ty.dt != et.dt))
+            ERR(t, "cannot store %s into an element of '%s' (%s)", TN(v->ty), L->S->pnames[p], TN(et));
+        if (L->S->ptypes[p].dt == TACK_F16) v = lw_hoist(L, lw_f16_value(L, v)); /* rounded once (lower_local.c) */
+        else v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, t) : lw_cast(L, v, et));
+    }
+    tk_ir *st = lw_mk(L, IR_STORE, ty_void(), t);
+    st->param = p;
+    ir_push(L->C, st, v);
+    lw_indices(L, p, t->kids + 1, t->nkids - 1, st, t);
+    if (L->S->ptypes[p].dt == TACK_F16) L->C->uses_f16 = 1;
+    lw_mark_written(L, p);
+    lw_emit(L, st);
+}
+
+/* Which component of a local of type lt the target t (v.x, v[k], m[i, j])
+ * names: returns k, and sets *j for a matrix.  A dynamic vector index is
+ * checked; matrix indices must be constants. */
+static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j) {
+    tk_ir *k;
+    if (t->kind == TACK_N_ATTRIBUTE) {
+        int c = lw_comp_of_attr(t->name ? t->name : "");
+        if (!ty_is_vector(lt) || c < 0 || c >= dt_rows((tack_dtype)lt.dt)) ERR(t, "%s has no component '%s'", TN(lt), t->name);
+        k = ir_const_i(L->C, ty_value(TACK_I64), c, t->line);
+    } else if (ty_is_vector(lt) && t->nkids == 2) {
+        k = lw_index_value(L, t->kids[1]);
+        if (k->op == IR_CONST) {
+            int64_t i = k->c.i < 0 ? k->c.i + dt_rows((tack_dtype)lt.dt) : k->c.i;
+            if (i < 0 || i >= dt_rows((tack_dtype)lt.dt)) ERR(t, "index %lld is out of range for a %s", (long long)k->c.i, TN(lt));
+            k = ir_const_i(L->C, ty_value(TACK_I64), i, t->line);
+        } else if (L->C->opts.checks) {
+            int site = lw_site(L, CK_COMP, t->line, dt_rows((tack_dtype)lt.dt), NULL, NULL);
+            lw_check(L, CK_COMP, site, k, ir_const_i(L->C, ty_value(TACK_I64), dt_rows((tack_dtype)lt.dt), t->line), t->line);
+        }
+    } else if (ty_is_matrix(lt)) {
+        tack_node **ix = t->kids + 1;
+        int ni = t->nkids - 1;
+        if (ni == 1 && ix[0]->kind == TACK_N_TUPLE) {
+            ni = ix[0]->nkids;
+            ix = ix[0]->kids;
+        }
+        if (ni != 2) ERR(t, "a matrix is indexed as m[i, j]");
+        k = lw_matrix_index(L, ix[0], dt_rows((tack_dtype)lt.dt));
+        tk_ir *jj = lw_matrix_index(L, ix[1], dt_cols((tack_dtype)lt.dt));
+        if (k->op != IR_CONST || jj->op != IR_CONST || k->c.i < 0 || k->c.i >= dt_rows((tack_dtype)lt.dt) || jj->c.i < 0 || jj->c.i >= dt_cols((tack_dtype)lt.dt))
+            ERR(t, "matrix indices must be constants in range");
+        *j = jj;
+    } else {
+        ERR(t, "cannot assign to an element of %s", TN(lt));
+    }
+    return k;
+}
+
+/* v.x = s ; v[k] = s ; m[i, j] = s on the vector or matrix local `base`: an IR_SETCOMP. */
+static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v) {
+    int loc = lw_lookup(L, base->name);
+    if (loc < 0) ERR(base, "name '%s' is not defined", base->name);
+    loc = lw_target_local(L, base);
+    tk_type lt = L->S->locals[loc].ty;
+    if (lt.kind == TY_UNKNOWN) {
+        if (!L->infer) ERR(t, "local variable '%s' is used before it is assigned", base->name);
+        return;
+    }
+    tk_ir *j = NULL;
+    tk_ir *k = component_target(L, t, lt, &j);
+    tk_type ct = ty_value(dt_scalar((tack_dtype)lt.dt));
+    if (lw_known(v) && !ty_is_scalar(v->ty)) ERR(t, "cannot assign %s to a component of %s", TN(v->ty), TN(lt));
+    tk_ir *sc = lw_mk(L, IR_SETCOMP, ty_void(), t);
+    sc->local = loc;
+    ir_push(L->C, sc, k);
+    if (j) ir_push(L->C, sc, j);
+    ir_push(L->C, sc, lw_cast(L, v, ct));
+    lw_emit(L, sc);
+}
+
+static void store_to(lw_state *L, tack_node *t, tk_ir *v) {
+    /* a[i, j] = v ; v.x = s ; v[k] = s */
+    if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME &&
+        lw_local_array(L, t->kids[0]->name) >= 0) {
+        lw_local_store(L, t, lw_local_array(L, t->kids[0]->name), v);
+        return;
+    }
+    if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME &&
+        lw_array_param(L, t->kids[0]->name) >= 0) {
+        store_element(L, t, lw_array_param(L, t->kids[0]->name), v);
+        return;
+    }
+    tack_node *base = t->kids ? t->kids[0] : NULL;
+    if ((t->kind == TACK_N_ATTRIBUTE || t->kind == TACK_N_SUBSCRIPT) && base && base->kind == TACK_N_NAME) {
+        store_component(L, t, base, v);
+        return;
+    }
+    ERR(t, "unsupported assignment target");
+}
+
+/* Field k of a tuple a function returned (an IR_COMP of the tuple local). */
+static tk_ir *tuple_field(lw_state *L, tk_ir *v, int k, tack_node *n) {
+    tk_spec *F = L->C->specs[ty_tuple_spec(v->ty)];
+    tk_type ft = k < F->nret ? F->rets[k] : ty_unknown();
+    tk_ir *c = lw_mk(L, IR_COMP, ft, n);
+    ir_push(L->C, c, v);
+    ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), k, n->line));
+    return c;
+}
+
+static void assign_target(lw_state *L, tack_node *t, tk_ir *v) {
+    if (t->kind == TACK_N_NAME) {
+        lw_assign_local(L, lw_target_local(L, t), v, t);
+        return;
+    }
+    if (t->kind == TACK_N_TUPLE) {
+        if (!lw_known(v)) {
+            for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], v);
+            return;
+        }
+        if (v->ty.kind == TY_TUPLE) {
+            int nv = L->C->specs[ty_tuple_spec(v->ty)]->nret;
+            if (nv != t->nkids) ERR(t, "cannot unpack %d values into %d names", nv, t->nkids);
+            for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], tuple_field(L, v, i, t));
+            return;
+        }
+        if (!ty_is_vector(v->ty) || dt_rows((tack_dtype)v->ty.dt) != t->nkids)
+            ERR(t, "cannot unpack %s into %d names", TN(v->ty), t->nkids);
+        v = lw_hoist(L, v);
+        for (int i = 0; i < t->nkids; i++)
+            assign_target(L, t->kids[i], lw_component(L, v, ir_const_i(L->C, ty_value(TACK_I64), i, t->line), t));
+        return;
+    }
+    store_to(L, t, v);
+}
+
+static void lower_assign(lw_state *L, tack_node *n) {
+    if (n->nkids != 2) ERR(n, "malformed assignment");
+    tack_node *t = n->kids[0], *vn = n->kids[1];
+    if (lw_is_array_maker(vn)) { /* x = np.zeros(...): lower_local.c */
+        lw_create_array(L, t, vn);
+        return;
+    }
+    if (t->kind == TACK_N_TUPLE && vn->kind == TACK_N_ATTRIBUTE && vn->name && !strcmp(vn->name, "shape") &&
+        vn->nkids == 1 && vn->kids[0]->kind == TACK_N_NAME && lw_local_array(L, vn->kids[0]->name) >= 0) {
+        tk_local l = L->S->locals[lw_local_array(L, vn->kids[0]->name)]; /* n, m = x.shape: constants (a copy:
+                                                                          * assignments may add locals) */
+        if (l.ty.ndim != t->nkids)
+            ERR(n, "cannot unpack the shape of the %d-D local array '%s' into %d names", l.ty.ndim, l.name, t->nkids);
+        for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], ir_const_i(L->C, ty_weak(TACK_I64), l.ashape[i], n->line));
+        return;
+    }
+    int sp = t->kind == TACK_N_TUPLE ? lw_shape_param(L, vn) : -1;
+    if (sp >= 0) { /* n, m = a.shape: one extent per name, as many as the array has */
+        int nd = L->S->ptypes[sp].ndim;
+        if (nd != t->nkids) ERR(n, "cannot unpack the shape of the %d-D array '%s' into %d names", nd, vn->kids[0]->name, t->nkids);
+        for (int i = 0; i < nd; i++) assign_target(L, t->kids[i], lw_shape_of(L, sp, i, vn));
+        return;
+    }
+    if (t->kind == TACK_N_TUPLE && vn->kind == TACK_N_TUPLE) {
+        if (t->nkids != vn->nkids) ERR(n, "cannot unpack %d values into %d names", vn->nkids, t->nkids);
+        tk_ir **vals = tk_alloc(&L->C->arena, sizeof(tk_ir *) * (size_t)(vn->nkids + 1));
+        for (int i = 0; i < vn->nkids; i++) {
+            tk_ir *e = lw_expr(L, vn->kids[i]);
+            if (lw_known(e) && !ir_is_simple(e)) {
+                int tmp = lw_temp(L, e->ty);
+                lw_emit(L, lw_assign_ir(L, tmp, e, n->line));
+                e = lw_local_ref(L, tmp, n->line);
+            } else if (lw_known(e) && e->op == IR_LOCAL) { /* a, b = b, a: copy first */
+                int tmp = lw_temp(L, e->ty);
+                lw_emit(L, lw_assign_ir(L, tmp, e, n->line));
+                e = lw_local_ref(L, tmp, n->line);
+            }
+            vals[i] = e;
+        }
+        for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], vals[i]);
+        return;
+    }
+    assign_target(L, t, lw_expr(L, vn));
+}
+
+/* Whether a[idx...] is the current iteration's own element: each variable
+ * of the parallel loop, unassigned in its body, is one of the indices, so
+ * no two iterations name the same element.  (range() with a negative start
+ * could still meet a wrapped index; such loops are not worth a check.) */
+static int own_element(lw_state *L, tack_node **idx, int nidx) {
+    if (L->npfor_vars == 0) return 0;
+    for (int d = 0; d < L->npfor_vars; d++) {
+        int v = L->pfor_vars[d], found = 0;
+        if (v < 0) return 0;
+        for (int i = 0; i < nidx; i++)
+            if (idx[i]->kind == TACK_N_NAME && lw_lookup(L, idx[i]->name) == v) found = 1;
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+/* a[i] op= v on an array element: an atomic add or subtract inside a parallel
+ * loop (a reduction into one cell from many iterations), else a load and a
+ * store that share the indices, evaluated once -- on the iteration's own
+ * element only, inside a parallel loop. */
+static void augassign_element(lw_state *L, tack_node *n, int p) {
+    tack_node *t = n->kids[0];
+    tk_type et = lw_dtype_type((tack_dtype)L->S->ptypes[p].dt);
+    /* a caller's local array (tk_spec.plarr) is the thread's own: no atomic, no rule */
+    int par = lw_in_parallel(L) && !L->C->racy_rmw && !(p < 64 && (L->S->plarr >> p & 1));
+    if (par && (n->op == TACK_OP_ADD || n->op == TACK_OP_SUB) && ty_is_scalar(et) &&
+        !ty_is_bool(et) && L->S->ptypes[p].dt != TACK_F16) {
+        tk_ir *v = lw_expr(L, n->kids[1]);
+        if (lw_known(v) && ty_is_scalar(v->ty)) {
+            lw_atomic(L, n->op == TACK_OP_ADD ? A_ADD : A_SUB, p, t->kids + 1, t->nkids - 1, v, n, 0);
+            return;
+        }
+        if (lw_known(v)) ERR(n, "cannot add %s to an element of '%s' (%s)", TN(v->ty), L->S->pnames[p], TN(et));
+        return;
+    }
+    if (par && !own_element(L, t->kids + 1, t->nkids - 1)) {
+        const char *why = n->op == TACK_OP_ADD || n->op == TACK_OP_SUB
+                              ? (L->S->ptypes[p].dt == TACK_F16 ? "+= and -= are not atomic on float16 elements"
+                                 : ty_is_bool(et)               ? "+= and -= are not atomic on bool elements"
+                                                                : "+= and -= are not atomic on vector and matrix elements")
+                              : "only += and -= are atomic";
+        ERR(n, "'%s[...] %s= ...' in a parallel loop%s%s%s: iterations may update the same element at once and "
+               "lose updates, and %s; index the element by the loop variable, or combine into a local in a "
+               "serial loop (or with += / -= on a numeric array) and store it once",
+            L->S->pnames[p], lw_op_symbol(n->op), L->pfor >= 0 ? "" : " (in '", L->pfor >= 0 ? "" : L->F->name,
+            L->pfor >= 0 ? "" : "', called from one)", why);
+    }
+    /* plain read-modify-write with the indices evaluated once */
+    tk_ir *ld = lw_mk(L, IR_LOAD, et, t);
+    ld->param = p;
+    lw_indices(L, p, t->kids + 1, t->nkids - 1, ld, t);
+    tk_ir *v = lw_expr(L, n->kids[1]);
+    tk_ir *r = lw_binop(L, n->op, ld, v, n);
+    if (lw_known(r)) {
+        if (!ty_is_scalar(et) && (r->ty.dt != et.dt)) ERR(n, "cannot store %s into an element of '%s' (%s)", TN(r->ty), L->S->pnames[p], TN(et));
+        r = ty_is_bool(et) ? lw_truth(L, r, n) : L->S->ptypes[p].dt == TACK_F16 ? lw_f16_value(L, r) : lw_cast(L, r, et);
+    }
+    tk_ir *st = lw_mk(L, IR_STORE, ty_void(), t);
+    st->param = p;
+    st->sub = ST_RMW;
+    ir_push(L->C, st, r);
+    for (int i = 0; i < ld->n; i++) ir_push(L->C, st, ld->k[i]);
+    if (L->S->ptypes[p].dt == TACK_F16) L->C->uses_f16 = 1;
+    lw_mark_written(L, p);
+    lw_emit(L, st);
+}
+
+static void lower_augassign(lw_state *L, tack_node *n) {
+    if (n->nkids != 2) ERR(n, "malformed augmented assignment");
+    tack_node *t = n->kids[0];
+    if (t->kind == TACK_N_NAME) {
+        int loc = lw_lookup(L, t->name);
+        if (loc < 0) ERR(t, "name '%s' is not defined", t->name);
+        lw_target_local(L, t);
+        tk_ir *cur = lw_expr(L, t);
+        tk_ir *v = lw_expr(L, n->kids[1]);
+        lw_assign_local(L, lw_target_local(L, t), lw_binop(L, n->op, cur, v, n), n);
+        return;
+    }
+    if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME && lw_local_array(L, t->kids[0]->name) >= 0) {
+        lw_local_augassign(L, n, lw_local_array(L, t->kids[0]->name));
+        return;
+    }
+    if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME && lw_array_param(L, t->kids[0]->name) >= 0) {
+        augassign_element(L, n, lw_array_param(L, t->kids[0]->name));
+        return;
+    }
+    /* v.x += s */
+    tk_ir *cur = lw_expr(L, t);
+    tk_ir *v = lw_expr(L, n->kids[1]);
+    store_to(L, t, lw_binop(L, n->op, cur, v, n));
+}
+
+/* -------------------------------------------------------- returns */
+/* A function's return type, or a field of its tuple (pos: 1 + the field, else
+ * 0), widened to take the value v: the first value fixes it, later ones
+ * promote it (or are an error naming both types). */
+static void widen_return(lw_state *L, tk_type *slot, tk_ir *v, tack_node *n, int pos) {
+    if (slot->kind == TY_UNKNOWN || slot->kind == TY_VOID) {
+        *slot = v->ty;
+        L->changed = 1;
+        return;
+    }
+    tk_type u = ty_promote(*slot, v->ty);
+    if (u.kind == TY_UNKNOWN || ty_is_scalar(*slot) != ty_is_scalar(v->ty)) {
+        if (pos) ERR(n, "'%s' returns %s as value %d here and %s elsewhere", L->F->name, TN(v->ty), pos, TN(*slot));
+        ERR(n, "'%s' returns %s here and %s elsewhere", L->F->name, TN(v->ty), TN(*slot));
+    }
+    if (!ty_eq(u, *slot)) {
+        *slot = u;
+        L->changed = 1;
+    }
+}
+
+/* `return a, b` in a @tack.func: the function returns a tuple, a C struct of
+ * one field per value, typed like a value return per position (the first
+ * return fixes how many values; later ones promote each field). */
+static void return_tuple(lw_state *L, tack_node *tn, tk_ir *r) {
+    tk_spec *S = L->S;
+    int nv = tn->nkids;
+    if (nv < 1) ERR(tn, "'%s' returns an empty tuple; return nothing instead", L->F->name);
+    if (L->F->returns) ERR(tn, "'%s' returns a tuple; tuple return annotations are not supported (remove '->')", L->F->name);
+    if (S->ret.kind == TY_VALUE) ERR(tn, "'%s' returns %d values here and one elsewhere", L->F->name, nv);
+    if (S->ret.kind != TY_TUPLE) {
+        int si = 0;
+        while (L->C->specs[si] != S) si++;
+        if (si > 65535) ERR(tn, "too many specializations of functions (%d)", si);
+        S->ret = ty_tuple(si);
+        S->nret = nv;
+        S->rets = tk_alloc(&L->C->arena, sizeof(tk_type) * (size_t)nv);
+        for (int i = 0; i < nv; i++) S->rets[i] = ty_unknown();
+        L->changed = 1;
+    } else if (S->nret != nv) {
+        ERR(tn, "'%s' returns %d values here and %d elsewhere", L->F->name, nv, S->nret);
+    }
+    tk_ir **vals = tk_alloc(&L->C->arena, sizeof(tk_ir *) * (size_t)nv);
+    int known = 1;
+    for (int i = 0; i < nv; i++) {
+        tk_ir *v = lw_expr(L, tn->kids[i]);
+        vals[i] = v;
+        if (!lw_known(v)) { known = 0; continue; }
+        if (v->ty.kind != TY_VALUE) ERR(tn->kids[i], "cannot return %s in a tuple", TN(v->ty));
+        widen_return(L, &S->rets[i], v, tn->kids[i], i + 1);
+    }
+    for (int i = 0; i < nv; i++) {
+        tk_ir *v = vals[i];
+        if (known && S->rets[i].kind != TY_UNKNOWN) v = lw_cast(L, lw_hoist(L, v), S->rets[i]);
+        ir_push(L->C, r, v);
+    }
+}
+
+static void lower_return(lw_state *L, tack_node *n) {
+    if (L->is_kernel) {
+        if (n->nkids && n->kids[0] && n->kids[0]->kind != TACK_N_CONST_BOOL) ERR(n, "a kernel cannot return a value");
+        if (L->pfor >= 0) ERR(n, "return is not supported inside a parallel loop (use continue)");
+        lw_emit(L, lw_mk(L, IR_RETURN, ty_void(), n));
+        return;
+    }
+    tk_ir *r = lw_mk(L, IR_RETURN, ty_void(), n);
+    if (n->nkids && n->kids[0] && n->kids[0]->kind == TACK_N_TUPLE) {
+        return_tuple(L, n->kids[0], r);
+    } else if (n->nkids && n->kids[0]) {
+        tk_ir *v = lw_expr(L, n->kids[0]);
+        if (lw_known(v)) {
+            if (v->ty.kind == TY_TUPLE)
+                ERR(n, "cannot return the tuple a function returned; unpack it first (a, b = f(...)) "
+                       "and return a, b");
+            if (v->ty.kind != TY_VALUE) ERR(n, "cannot return %s", TN(v->ty));
+            tk_type rt = L->S->ret;
+            if (rt.kind == TY_TUPLE)
+                ERR(n, "'%s' returns one value here and %d elsewhere", L->F->name, L->S->nret);
+            if (!L->F->returns) { /* else declared */
+                if (rt.kind == TY_VOID && L->infer == 0) ERR(n, "'%s' returns both a value and None", L->F->name);
+                widen_return(L, &L->S->ret, v, n, 0);
+            }
+            ir_push(L->C, r, lw_cast(L, v, L->S->ret));
+        } else {
+            ir_push(L->C, r, v);
+        }
+    }
+    lw_emit(L, r);
+}
+
+/* ------------------------------------------------------- statements */
+static void lower_if(lw_state *L, tack_node *n) {
+    if (n->nkids < 2) ERR(n, "malformed if");
+    if (lw_running_extreme(L, n)) return; /* if v > a[0]: a[0] = v -- an atomic max (lower_reduce.c) */
+    tk_ir *c = lw_truth(L, lw_expr(L, n->kids[0]), n);
+    tk_ir *iff = lw_mk(L, IR_IF, ty_void(), n);
+    ir_push(L->C, iff, c);
+    tk_ir *a = lw_mk(L, IR_BLOCK, ty_void(), n), *b = lw_mk(L, IR_BLOCK, ty_void(), n);
+    L->depth++;
+    lw_block_into(L, n->kids[1], a);
+    if (n->nkids > 2) lw_block_into(L, n->kids[2], b);
+    L->depth--;
+    ir_push(L->C, iff, a);
+    ir_push(L->C, iff, b);
+    lw_emit(L, iff);
+}
+
+/* break and continue: in serial loops; continue also ends an iteration of a
+ * parallel loop directly. */
+static void lower_jump(lw_state *L, tack_node *n) {
+    if (L->loops == 0) {
+        if (L->pfor >= 0 && n->kind == TACK_N_CONTINUE) {
+            lw_emit(L, lw_mk(L, IR_CONTINUE, ty_void(), n));
+            return;
+        }
+        if (L->pfor >= 0) ERR(n, "break is not supported directly in a parallel loop");
+        ERR(n, "'%s' outside loop", n->kind == TACK_N_BREAK ? "break" : "continue");
+    }
+    lw_emit(L, lw_mk(L, n->kind == TACK_N_BREAK ? IR_BREAK : IR_CONTINUE, ty_void(), n));
+}
+
+/* assert c, "message": an IR_CHECK, dropped when checks are off. */
+static void lower_assert(lw_state *L, tack_node *n) {
+    if (n->nkids < 1) ERR(n, "malformed assert");
+    if (!L->C->opts.checks) return;
+    tk_ir *c = lw_truth(L, lw_expr(L, n->kids[0]), n);
+    const char *msg = NULL;
+    if (n->nkids > 1 && n->kids[1]) {
+        if (n->kids[1]->kind != TACK_N_CONST_STR) ERR(n->kids[1], "assert messages must be string constants");
+        msg = n->kids[1]->name;
+    }
+    int site = lw_site(L, CK_ASSERT, n->line, 0, NULL, msg);
+    lw_check(L, CK_ASSERT, site, c, NULL, n->line);
+}
+
+/* An expression statement: a call for its effect (L->discard tells
+ * lower_call.c its value is unused), or a docstring. */
+static void lower_exprstmt(lw_state *L, tack_node *n) {
+    if (n->nkids < 1 || !n->kids[0]) return;
+    tack_node *e = n->kids[0];
+    if (e->kind == TACK_N_CONST_STR) return; /* docstring */
+    L->discard = e->kind == TACK_N_CALL;
+    lw_expr(L, e);
+    L->discard = 0;
+}
+
+void lw_stmt(lw_state *L, tack_node *n) {
+    if (!n) return;
+    switch (n->kind) {
+    case TACK_N_BLOCK: {
+        for (int i = 0; i < n->nkids; i++) lw_stmt(L, n->kids[i]);
+        return;
+    }
+    case TACK_N_ASSIGN: lower_assign(L, n); return;
+    case TACK_N_ANNASSIGN:
+        if (n->nkids < 2) ERR(n, "malformed annotated assignment");
+        if (n->nkids >= 3 && n->kids[2]) assign_target(L, n->kids[0], lw_expr(L, n->kids[2]));
+        return;
+    case TACK_N_AUGASSIGN: lower_augassign(L, n); return;
+    case TACK_N_IF: lower_if(L, n); return;
+    case TACK_N_FOR: lw_for(L, n); return;
+    case TACK_N_WHILE: lw_while(L, n); return;
+    case TACK_N_BREAK:
+    case TACK_N_CONTINUE: lower_jump(L, n); return;
+    case TACK_N_PASS: return;
+    case TACK_N_RETURN: lower_return(L, n); return;
+    case TACK_N_ASSERT: lower_assert(L, n); return;
+    case TACK_N_EXPR: lower_exprstmt(L, n); return;
+    default: ERR(n, "unsupported statement");
+    }
+}
+
+/* Lower a statement or a block of them into blk (blk is current meanwhile). */
+void lw_block_into(lw_state *L, tack_node *n, tk_ir *blk) {
+    tk_ir *saved = L->blk;
+    L->blk = blk;
+    if (n && n->kind == TACK_N_BLOCK) {
+        for (int i = 0; i < n->nkids; i++) lw_stmt(L, n->kids[i]);
+    } else {
+        lw_stmt(L, n);
+    }
+    L->blk = saved;
+}
