@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 UV_HOME := $(CURDIR)/build/uv
 UV = $(or $(shell command -v uv 2>/dev/null),$(wildcard $(HOME)/.local/bin/uv),$(UV_HOME)/bin/uv)
 
-.PHONY: demo demo-env test test-all test-c test-python test-asan test-zig test-wheel env uv sysdeps sysdeps-test clean bench test-gpu soak fuzz-dlpack
+.PHONY: demo demo-env test test-all test-c test-python test-asan test-zig test-wheel env uv sysdeps sysdeps-test clean bench test-gpu soak fuzz-dlpack docs-gen
 
 # Install uv into build/uv where PEP 668 allows it (a Debian or Ubuntu system
 # Python refuses `pip install --user`: "externally-managed-environment"):
@@ -187,6 +187,14 @@ soak: env
 bench: uv
 	$(UV) sync --group bench
 	$(UV) run python benchmarks/run.py --json build/bench.json
+
+# The generated parts of the docs: the API reference (docs/api/c.md from the public
+# headers' comments, docs/api/python.md from the tack package's docstrings) and the
+# include table, pass order and file map of docs/design/architecture.md.  The tests
+# (test_api_docs.py, test_architecture_map.py) fail when they are stale.
+docs-gen: demo-env
+	$(UV) run --no-sync python tools/gen_architecture.py
+	$(UV) run --no-sync python tools/gen_api.py
 
 clean:
 	rm -rf build .venv

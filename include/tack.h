@@ -60,7 +60,9 @@ typedef enum tack_status {
 
 /* The message of the last failure on this thread ("" if none). */
 TACK_API const char *tack_last_error(void);
+/* The status of the last failure on this thread (TACK_OK if none). */
 TACK_API tack_status tack_last_status(void);
+/* Forget this thread's last failure: status TACK_OK, message "". */
 TACK_API void tack_clear_error(void);
 /* Record an error on this thread (printf-style); returns st. */
 TACK_API tack_status tack_set_error(tack_status st, const char *fmt, ...)
@@ -69,7 +71,9 @@ TACK_API tack_status tack_set_error(tack_status st, const char *fmt, ...)
 #endif
     ;
 
+/* The ABI version of the library loaded (TACK_ABI_VERSION of the headers it was built with). */
 TACK_API int tack_abi_version(void);
+/* The version of Tack, "MAJOR.MINOR.PATCH". */
 TACK_API const char *tack_version_string(void);
 /* TACK_OK when the library speaks the caller's ABI version. */
 TACK_API tack_status tack_check_version(int abi_version);
@@ -87,9 +91,13 @@ typedef struct tack_allocator {
 /* Install a hook (NULL restores the C library).  Not thread safe: call it
  * when no other thread is inside libtack. */
 TACK_API void tack_set_allocator(const tack_allocator *a);
+/* libtack's allocation through the installed hook; NULL when it fails. */
 TACK_API void *tack_malloc(size_t size);
+/* As tack_malloc, zeroed, for `n` elements of `size` bytes. */
 TACK_API void *tack_calloc(size_t n, size_t size);
+/* As the C library's realloc, through the installed hook. */
 TACK_API void *tack_realloc(void *ptr, size_t size);
+/* Free what tack_malloc, tack_calloc or tack_realloc gave (NULL: nothing). */
 TACK_API void tack_free(void *ptr);
 
 /* ------------------------------------------------------------------ dtypes */
@@ -148,14 +156,18 @@ typedef struct tack_device tack_device; /* owned by the registry; never freed by
  * TACK_ERR_VALUE for a malformed or unknown name, TACK_ERR_DEVICE when the
  * backend is known but not available here (the message says why). */
 TACK_API tack_status tack_device_get(const char *name, tack_device **out);
+/* The device of a DLPack device type and index ("cuda:1" for TACK_DEVICE_CUDA, 1); TACK_ERR_DEVICE when there is none. */
 TACK_API tack_status tack_device_from_type(tack_device_type type, int index, tack_device **out);
 /* Available devices, in order; returns the count, fills up to `cap`. */
 TACK_API int tack_devices(tack_device **out, int cap);
 TACK_API const char *tack_device_name(const tack_device *d); /* "cpu", "cuda:0", "opencl:0" */
+/* The device's type (DLPack's code). */
 TACK_API tack_device_type tack_device_kind(const tack_device *d);
-/* The kernel-source dialect the device's backend compiles ("c", "cuda", "opencl"): the
+/* The kernel-source dialect the device's backend compiles ("c", "cuda", "hip", "opencl" or
+ * "metal"; Level Zero's is "opencl"): the
  * target to pass to tack_compile for kernels that run on it. */
 TACK_API const char *tack_device_dialect(const tack_device *d);
+/* The number N of "kind:N" (0 for the CPU). */
 TACK_API int tack_device_index(const tack_device *d);
 /* Number of worker threads the device uses (CPU: the pool size). */
 TACK_API int tack_device_threads(const tack_device *d);
@@ -176,17 +188,19 @@ TACK_API tack_status tack_level_zero_handles(tack_device *d, void **driver, void
 TACK_API tack_status tack_level_zero_adopt(void *driver, void *context, void *device);
 /* Wait for everything queued on the device. */
 TACK_API tack_status tack_device_synchronize(tack_device *d);
+/* Wait for everything queued on every device in use. */
 TACK_API tack_status tack_synchronize_all(void);
 
 /* -------------------------------------------------------------- interrupts */
 /* Ask the CPU launches running on interruptible threads to stop: each
  * returns TACK_ERR_INTERRUPTED within about 100 ms, its output arrays
- * holding the iterations that ran (docs/design/runtime-contract.md).
+ * holding the iterations that ran (docs/runtime-contract.md).
  * Async-signal-safe: made to be called from a SIGINT handler. */
 TACK_API void tack_interrupt(void);
 /* Whether this thread's CPU launches heed tack_interrupt() (default: no).
  * Each such launch clears a request made before it started. */
 TACK_API void tack_set_interruptible(int on);
+/* Whether this thread's CPU launches heed tack_interrupt(). */
 TACK_API int tack_interruptible(void);
 /* A function called once by an interruptible launch still running 10 ms
  * after it first asked whether to stop (on one of its threads): an embedder checks there that its
@@ -213,6 +227,7 @@ typedef void (*tack_release_fn)(void *ctx);
 /* A new array with uninitialized (empty) or zeroed storage on `dev`. */
 TACK_API tack_status tack_array_empty(tack_device *dev, tack_dtype dt, int ndim,
                                       const int64_t *shape, tack_array **out);
+/* As tack_array_empty, with every byte zero. */
 TACK_API tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim,
                                       const int64_t *shape, tack_array **out);
 /* Borrow `data` (C-contiguous, on `dev`).  `release(ctx)` runs once when the
@@ -268,30 +283,41 @@ TACK_API tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim,
 TACK_API tack_status tack_array_subview(tack_array *a, int64_t start, int ndim,
                                         const int64_t *shape, tack_array **out);
 
+/* Take one more reference to `a` (safe from any thread). */
 TACK_API void tack_array_retain(tack_array *a);
+/* Drop one reference; the last frees the handle, and the storage once no handle uses it (NULL: nothing). */
 TACK_API void tack_array_release(tack_array *a);
 
+/* The address of the array's first element; on an OpenCL buffer device the cl_mem handle, on Metal the buffer's contents. */
 TACK_API void *tack_array_data(const tack_array *a);
+/* The array's element type. */
 TACK_API tack_dtype tack_array_dtype(const tack_array *a);
+/* The number of dimensions (0 to TACK_MAX_NDIM). */
 TACK_API int tack_array_ndim(const tack_array *a);
+/* The `ndim` extents, owned by the array. */
 TACK_API const int64_t *tack_array_shape(const tack_array *a);
 TACK_API int64_t tack_array_size(const tack_array *a);   /* elements */
+/* The bytes of its elements (size times itemsize). */
 TACK_API size_t tack_array_nbytes(const tack_array *a);
 /* Whether the memory of a and b overlaps (views of one buffer that share bytes; an empty array overlaps nothing).
  * Strided views are compared by the bytes they span and, where that says
  * overlap, by their elements' offsets modulo the strides' common divisor
  * (m[:, 0] and m[:, 1] are apart): a conservative answer, never a false "apart". */
 TACK_API int tack_arrays_overlap(const tack_array *a, const tack_array *b);
+/* Whether kernels and copies may write the array (1) or not (0). */
 TACK_API int tack_array_writable(const tack_array *a);
+/* The device the storage lives on. */
 TACK_API tack_device *tack_array_device(const tack_array *a);
 /* Flags of arrays shared with another library (see "When a call returns"). */
 /* Flags are kept on the storage: every handle and view of it has the same. */
 #define TACK_ARRAY_SHARED 1u  /* exported, wrapped or imported: launches using it complete before return */
 TACK_API unsigned tack_array_flags(const tack_array *a);
+/* Set the storage's flags (TACK_ARRAY_SHARED), for every handle and view of it. */
 TACK_API void tack_array_set_flags(tack_array *a, unsigned flags);
 
 /* Copies. Host buffers are C-contiguous bytes of the array's dtype. */
 TACK_API tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t nbytes);
+/* The array's values into `dst` (`nbytes` must be the array's), waiting for the work queued before it. */
 TACK_API tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nbytes);
 /* dst <- src, same dtype and element count, any devices. */
 TACK_API tack_status tack_array_copy(tack_array *dst, const tack_array *src);

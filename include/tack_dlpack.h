@@ -246,10 +246,12 @@ TACK_API void tack_dlpack_delete(void *managed, int versioned);
  * the type when there is no match).  A vector or matrix dtype maps to its
  * scalar. */
 TACK_API tack_status tack_dtype_to_dlpack(tack_dtype dt, DLDataType *out);
+/* The Tack scalar dtype of a DLPack dtype (TACK_ERR_BUFFER naming it when there is none). */
 TACK_API tack_status tack_dtype_from_dlpack(DLDataType t, tack_dtype *out);
 
 /* The DLPack device of a Tack device and back. */
 TACK_API DLDevice tack_device_to_dlpack(const tack_device *d);
+/* The Tack device of a DLPack device; TACK_ERR_DEVICE when Tack has no such device here. */
 TACK_API tack_status tack_device_from_dlpack(DLDevice dev, tack_device **out);
 
 #ifdef __cplusplus

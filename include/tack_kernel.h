@@ -90,7 +90,9 @@ typedef enum tack_op {
 } tack_op;
 
 /* ------------------------------------------------------------- modules */
+/* A new, empty module (its own arena); free it with tack_module_free. */
 TACK_API tack_status tack_module_new(tack_module **out);
+/* Free a module, its functions and nodes (NULL: nothing). */
 TACK_API void tack_module_free(tack_module *m);
 
 typedef enum tack_function_kind { TACK_FUNC_KERNEL = 0, TACK_FUNC_DEVICE = 1 } tack_function_kind;
@@ -103,19 +105,26 @@ TACK_API int tack_module_add_function(tack_module *m, tack_function_kind kind, c
 /* annotation: NULL or a TACK_N_TYPE node. */
 TACK_API tack_status tack_function_add_param(tack_module *m, int func, const char *name,
                                              tack_node *annotation);
+/* Set the function's body: a TACK_N_BLOCK node of its statements. */
 TACK_API tack_status tack_function_set_body(tack_module *m, int func, tack_node *body);
 /* Set the return annotation (TYPE node) of a device function. */
 TACK_API tack_status tack_function_set_returns(tack_module *m, int func, tack_node *annotation);
+/* How many functions the module declares. */
 TACK_API int tack_module_function_count(const tack_module *m);
 
 /* ---------------------------------------------------------------- nodes */
 /* NULL on allocation failure (the error is set). */
 TACK_API tack_node *tack_node_new(tack_module *m, tack_node_kind kind, int line, int col);
+/* Append `child` to `n`'s children (their layout per kind is on the tack_node_kind enumerators). */
 TACK_API tack_status tack_node_add_child(tack_module *m, tack_node *n, tack_node *child);
+/* Set a node's name (a variable, attribute, parameter or intrinsic), copied into the module. */
 TACK_API tack_status tack_node_set_name(tack_module *m, tack_node *n, const char *name);
+/* Set an integer constant's value (and the int payload other kinds use, such as a dtype's id). */
 TACK_API void tack_node_set_int(tack_node *n, int64_t v);
 TACK_API void tack_node_set_uint(tack_node *n, uint64_t v);   /* for ints above INT64_MAX */
+/* Set a float constant's value. */
 TACK_API void tack_node_set_float(tack_node *n, double v);
+/* Set the operator of an operator, comparison or augmented-assignment node. */
 TACK_API void tack_node_set_op(tack_node *n, tack_op op);
 /* Comparison operators, one per comparator, in order. */
 TACK_API tack_status tack_node_add_op(tack_module *m, tack_node *n, tack_op op);
@@ -165,6 +174,7 @@ typedef struct tack_compile_options {
                               dialect only: a GPU target is a compile error) */
 } tack_compile_options;
 
+/* Fill `o` with the default options (each field says its default above). */
 TACK_API void tack_compile_options_init(tack_compile_options *o);
 
 typedef struct tack_program tack_program;
@@ -203,6 +213,7 @@ TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev);
  * TACK_ERR_ASSERT with a message naming the kernel's file and line.  Safe to
  * call from several threads at once. */
 TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int nargs);
+/* Free a program, unloading what it built on its device (NULL: nothing). */
 TACK_API void tack_program_free(tack_program *p);
 
 /* ------------------------------------------------------------------ CUDA */

@@ -477,6 +477,8 @@ class PythonKernel:
                                f"show; compile it (jit=True) to check it for races, or set check_races=False")
 
     def __call__(self, *args, **kwargs):
+        """Run the kernel as Python on these arguments, after the compiler's
+        checks for their signature (see the class's docstring)."""
         from . import _array, _debug
 
         self._refuse_race_check()
@@ -532,6 +534,8 @@ class PythonKernel:
 
     @property
     def specializations(self):
+        """0: a kernel run as Python builds nothing (``Kernel.specializations``
+        counts the compiled builds)."""
         return 0
 
     def __repr__(self):

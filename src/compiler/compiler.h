@@ -1,26 +1,11 @@
 /*
  * compiler.h -- the kernel compiler's internal interface (not installed).
  *
- * The pipeline, in the order driver.c runs it:
- *
- *   ast.c         the module / node builder behind tack_kernel.h (the front end's input)
- *   types.c       the type lattice: NumPy 2 promotion, NEP 50 weak scalars, unification
- *   intrinsics.c  the intrinsic table (intrinsics.def): names, arity, typing, spellings
- *   lower.c       AST -> typed IR (a structured tree), with type inference by fixed
- *                 point; lower_expr.c, lower_stmt.c, lower_loop.c, lower_call.c and
- *                 lower_local.c lower expressions, statements, loops, calls and
- *                 local arrays
- *   verify.c      IR invariants, checked between passes
- *   fold.c        constant folding
- *   checks.c      bounds-check elision and hoisting
- *   strength.c    invariant code motion, fast division by invariant divisors
- *   privatize.c   a[k] += v on a fixed cell becomes a per-chunk sum
- *   depend.c      the race check of parallel loops (before the optimizing passes);
- *                 depend_judge.c decides and words what it finds
- *   emit.c        IR -> C-family source through a dialect of hooks (dialect_c.c,
- *                 dialect_cuda.c); emit_cpu.c is the C dialect's kernel layout
- *   ir_dump.c     the textual IR (tack_program_ir, TACK_DUMP=ir)
- *   driver.c      tack_compile; the program it makes is runtime/program.h's
+ * The pipeline is tack_compile in driver.c: lowering (lower/), the analyses
+ * (analysis/), the passes (passes/, cpu/), then emission (emit/) through the
+ * target's dialect (dialects/; the GPU ones share grid/'s layout).  The order
+ * of its steps, read from driver.c, and a map of every file with the first
+ * sentence of its essay are in docs/design/architecture.md (make docs-gen).
  *
  * Memory: everything a compile allocates lives in one arena (arena.c) that is
  * freed in bulk.  Errors -- a compile error or an allocation failure -- unwind

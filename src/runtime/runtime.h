@@ -2,8 +2,8 @@
  * runtime.h -- libtack's internal runtime interface (not installed).
  *
  * The runtime speaks to hardware only through a rt_backend: a table of
- * function pointers, one table per backend, each in its own file under
- * src/backends/ (QBE's Target is the model).  Shared code never names a
+ * function pointers, one table per backend, each in its backend's folder
+ * under src/backends/ (QBE's Target is the model).  Shared code never names a
  * backend; it looks devices up in the registry (device.c) and calls through
  * dev->backend.  Adding a GPU backend means writing one such table and
  * registering it in device.c.

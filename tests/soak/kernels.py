@@ -1,4 +1,4 @@
-"""The soak test's 50 kernels (tests/soak/soak.py), each with the argument
+"""The soak test's kernels (tests/soak/soak.py), each with the argument
 maker and the NumPy reference it is checked against.
 
 A KERNELS entry is (name, kernel, dtypes, make, ref, tol): make(rng, dtype,

@@ -1,7 +1,7 @@
 /*
  * grid.h -- the layout of a kernel on a GPU grid (layout_grid.c), shared by
- * the GPU dialects: CUDA (dialect_cuda.c) and OpenCL (dialect_opencl.c);
- * HIP and Metal will be two more tables.
+ * the four GPU dialects: CUDA (dialect_cuda.c), HIP (dialect_hip.c), OpenCL
+ * (dialect_opencl.c) and Metal (dialect_msl.c), each a tk_grid table.
  *
  * The layout -- which top-level statements become which phase, the frame
  * carried between phases, the grid-stride loop of a parallel loop -- is the
