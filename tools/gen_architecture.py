@@ -231,15 +231,32 @@ def defining_files() -> dict[str, Path]:
     return found
 
 
-def compile_body(text: str) -> str:
-    m = re.search(r"\btack_compile\s*\([^;{]*\)\s*\{", text)
+def function_body(text: str, name: str) -> str | None:
+    """The body of the function `name` defined in `text` (None if it is not)."""
+    m = re.search(r"^[A-Za-z_][\w \*]*?\b" + re.escape(name) + r"\s*\([^;{]*\)\s*\{", text, re.M)
     if not m:
-        return ""
+        return None
     depth, i = 1, m.end()
     while i < len(text) and depth:
         depth += {"{": 1, "}": -1}.get(text[i], 0)
         i += 1
     return text[m.end() : i - 1]
+
+
+def compile_body(text: str, name: str = "tack_compile", depth: int = 0) -> str:
+    """tack_compile's body, with the body of each function of driver.c it
+    calls spliced in where it is called (should the driver split the pipeline
+    into helpers, their steps still count, in order)."""
+    body = function_body(text, name) or ""
+    if depth > 2:
+        return body
+    out = []
+    for line in body.splitlines():
+        out.append(line)
+        for callee in re.findall(r"\b(\w+)\s*\(", re.sub(r"/\*.*?\*/", "", line)):
+            if callee != name and not callee.startswith(("tk_", "tack_")) and function_body(text, callee):
+                out.extend(compile_body(text, callee, depth + 1).splitlines())
+    return "\n".join(out)
 
 
 def strip_comments_keep(line: str) -> tuple[str, str]:
@@ -264,9 +281,16 @@ def pass_steps() -> list[dict]:
             if name not in funcs or NOT_STEPS.match(name):
                 continue
             when = [c for c in conds if c]
-            if single_if and not opens_if and name in single_if.group(2):
-                when.append(" ".join(single_if.group(1).split()))
-            steps.append({"name": name, "file": funcs[name], "when": " and ".join(when), "what": comment,
+            if single_if and not opens_if:
+                cond = " ".join(single_if.group(1).split())
+                if name in single_if.group(2):
+                    when.append(cond)
+                elif name in cond:  # `if (x && tk_step(C)) ...`: it runs when what precedes it holds
+                    before = re.sub(r"\s*(&&|\|\|)\s*$", "", cond[: cond.index(name)]).strip()
+                    if before:
+                        when.append(before)
+            what = comment or "(" + (essay(funcs[name]) or NO_ESSAY).rstrip(".") + ")"
+            steps.append({"name": name, "file": funcs[name], "when": " and ".join(when), "what": what,
                           "verified": None})
         verify = re.search(r'\btk_verify\s*\(\s*C\s*,\s*"([^"]*)"', code)
         if verify and steps:

@@ -1,7 +1,7 @@
 """libtack as a C library users link: `cmake --install` into a fresh prefix puts
 the shared and static library, the public headers, a CMake package and a
 pkg-config file there, and docs/examples/c builds a kernel against them and
-runs it (README, docs/getting-started.md)."""
+runs it (docs/getting-started.md, "From C")."""
 
 import os
 import shutil
