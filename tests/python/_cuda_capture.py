@@ -21,6 +21,19 @@ compiles wait for the end of the session and then run in worker
 processes, one a core (a process each: hiprtc's compiler library is not
 thread-safe), their outputs kept between runs (_tool_cache.py); the
 summaries, one per target, go to the JSON file named by TACK_CUDA_CAPTURE.
+
+CUDA and HIP sources are compiled BATCH at a time: hiprtc spends about a
+second of fixed cost on every program (its headers and device libraries)
+whatever the kernel, NVRTC a tenth of that, and the suite has over 500
+sources per target.  A batch is one C++ program holding each source in a
+namespace of its own (tkb<i>), its `extern "C"` entry points renamed
+tkb<i>_<name> by a macro, and every macro it defines undefined after it, so
+each source is compiled as it stands, by the same compiler, for the same
+architecture, with the same options; the output must hold every renamed
+entry.  A batch that fails is compiled again a source at a time, so a
+failure names its kernel and its own message.  A source compiled in a
+batch is kept in the output cache as that fact (the batch output's digest
+and the entries found), not as bytes.
 (_kernel_wrap.py wraps the kernels.)
 """
 
@@ -28,6 +41,7 @@ import functools
 import hashlib
 import multiprocessing
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 
 import _kernel_wrap
@@ -132,6 +146,62 @@ def _add(target, name, src):
     _pending.append((target, name, src))
 
 
+BATCH = 24  # sources per NVRTC/hiprtc program (see the module's docstring)
+_ENTRY = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(')
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
+
+
+def batch_source(sources):
+    """One C++ program that holds every source in `sources`, each as it stands
+    inside a namespace of its own with its entry points renamed; and, for each
+    source, the names its entries have in the batch."""
+    parts, entries = [], []
+    for i, src in enumerate(sources):
+        names = _ENTRY.findall(src)
+        renamed = [f"tkb{i}_{n}" for n in names]
+        entries.append(renamed)
+        parts.append("".join(f"#define {n} {r}\n" for n, r in zip(names, renamed)))
+        parts.append(f"namespace tkb{i} {{\n{src}\n}}\n")
+        parts.append("".join(f"#undef {m}\n" for m in dict.fromkeys(_DEFINE.findall(src) + names)))
+    return "".join(parts), entries
+
+
+def _batch_compile(target, src, arch):
+    """The tool's output for one program, or raise with its log."""
+    return _core._hiprtc_compile(src, arch) if target == "hip" else nvrtc_compile(src, arch).encode()
+
+
+def _batch_job(job):
+    """Compile a batch; the list of members that compiled (each kept in the
+    output cache), or None when the batch failed and its members must be
+    compiled one at a time."""
+    target, arch, members = job  # members: [(name, source)]
+    program, entries = batch_source([src for _, src in members])
+    try:
+        out = _batch_compile(target, program, arch)
+    except Exception:  # noqa: BLE001 -- the members are compiled alone, each with its own message
+        return None
+    if target == "hip" and not out.startswith(b"\x7fELF"):
+        return None
+    if target == "cuda" and b".entry" not in out:
+        return None
+    if not all(names and all(n.encode() in out for n in names) for names in entries):
+        return None
+    digest = hashlib.sha256(out).hexdigest()
+    for (_, src), names in zip(members, entries):
+        _tool_cache.store(_BATCH_TOOL[target], _tool_version(target), arch, "", src, ("batch", digest, names))
+    return True
+
+
+_BATCH_TOOL = {"cuda": "nvrtc", "hip": "hiprtc"}
+
+
+def _kept_by_batch(target, src, arch):
+    """True when an earlier batch compiled this source (the output cache says so)."""
+    found = _tool_cache.lookup(_BATCH_TOOL[target], _tool_version(target), arch, "", src)
+    return isinstance(found, tuple) and found[:1] == ("batch",) and bool(found[2])
+
+
 def _compile_job(job):
     target, name, arch, src = job
     try:
@@ -141,15 +211,37 @@ def _compile_job(job):
         return {"kernel": name, "arch": arch, "error": str(e)[:3000], "source": src}
 
 
+def _map(fn, jobs, chunksize):
+    workers = min(len(jobs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if workers <= 1:
+        return [fn(job) for job in jobs]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(fn, jobs, chunksize=chunksize))
+
+
 def _compile_pending():
     jobs = [(target, name, arch, src) for target, name, src in _pending for arch in _suite.ARCHS[target]]
     _pending.clear()
-    workers = min(len(jobs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    if workers <= 1:
-        results = [_compile_job(job) for job in jobs]
-    else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(_compile_job, jobs, chunksize=4))
+    # CUDA and HIP sources not compiled by an earlier run go in batches first
+    done, groups = set(), {}
+    for i, (target, name, arch, src) in enumerate(jobs):
+        if target in _BATCH_TOOL:
+            if _kept_by_batch(target, src, arch):
+                done.add(i)
+            elif _tool_cache.lookup(_BATCH_TOOL[target], _tool_version(target), arch, "", src) is None:
+                groups.setdefault((target, arch), []).append(i)
+    batches = [(key, idx[k:k + BATCH]) for key, idx in groups.items() for k in range(0, len(idx), BATCH)]
+    outcomes = _map(_batch_job, [(t, a, [(jobs[i][1], jobs[i][3]) for i in idx]) for (t, a), idx in batches], 1)
+    for ((target, _), idx), ok in zip(batches, outcomes):
+        summary = _summaries[target]
+        summary["batches"] = summary.get("batches", 0) + 1
+        summary["batches_failed"] = summary.get("batches_failed", 0) + (not ok)
+        if ok:
+            done.update(idx)
+    rest = [job for i, job in enumerate(jobs) if i not in done]
+    results = [None] * len(jobs)
+    for i, failure in zip([i for i in range(len(jobs)) if i not in done], _map(_compile_job, rest, 4)):
+        results[i] = failure
     for job, failure in zip(jobs, results):
         summary = _summaries[job[0]]
         if failure is None:

@@ -41,20 +41,38 @@ def cached(tool, version, arch, flags, source, compute, ok=lambda out: True):
 
     compute() runs when the entry is missing or unreadable; its result is
     kept only when ok(result) says the compile succeeded."""
-    if not _DIR:
-        return compute()
-    k = key(tool, version, arch, flags, source)
-    path = os.path.join(_DIR, k[:2], k)
-    try:
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError):
-        pass
+    found = lookup(tool, version, arch, flags, source)
+    if found is not None:
+        return found
     out = compute()
     if ok(out):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(out, f)
-        os.replace(tmp, path)
+        store(tool, version, arch, flags, source, out)
     return out
+
+
+def _path(tool, version, arch, flags, source):
+    k = key(tool, version, arch, flags, source)
+    return os.path.join(_DIR, k[:2], k)
+
+
+def lookup(tool, version, arch, flags, source):
+    """The kept output for this compile, or None (also when nothing is kept: no TACK_TEST_TOOL_CACHE)."""
+    if not _DIR:
+        return None
+    try:
+        with open(_path(tool, version, arch, flags, source), "rb") as f:
+            return pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return None
+
+
+def store(tool, version, arch, flags, source, out):
+    """Keep a successful compile's output (nothing when no TACK_TEST_TOOL_CACHE)."""
+    if not _DIR:
+        return
+    path = _path(tool, version, arch, flags, source)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump(out, f)
+    os.replace(tmp, path)
