@@ -188,6 +188,13 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
  * name i, or NULL past the last.  The Python package checks its registry
  * against them. */
 TACK_API const char *tack_intrinsic_name(int i);
+/* Row i of the same table: its name (NULL past the last), and, where the
+ * pointers are not NULL, its kind as a word ("math" for a C library math
+ * function; "loop", "print", "len", "cast", "abs", "minmax", "vecbin",
+ * "vecmath", "atomic", "complex", "seed" for the others) and the number of
+ * arguments it takes (*max_args -1: any number).  The Python package builds
+ * its intrinsic functions (tack.sqrt, ...) from these rows. */
+TACK_API const char *tack_intrinsic_info(int i, const char **kind, int *min_args, int *max_args);
 /* Location of the last compile error on this thread (line/col 1-based, 0 if unknown). */
 TACK_API void tack_compile_error_location(const char **filename, int *line, int *col);
 
@@ -215,44 +222,6 @@ TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev);
 TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int nargs);
 /* Free a program, unloading what it built on its device (NULL: nothing). */
 TACK_API void tack_program_free(tack_program *p);
-
-/* ------------------------------------------------------------------ CUDA */
-/* Compile CUDA C++ source to PTX with NVRTC (loaded at run time; no GPU is
- * needed) for compute capability major.minor.  flags: 0 for IEEE arithmetic
- * (no fused multiply-add, correctly rounded division and sqrt), or
- * TACK_NVRTC_FAST_MATH (--use_fast_math: fused multiply-adds, approximate
- * division, sqrt and transcendentals, denormals flushed); with
- * TACK_NVRTC_FTZ (--ftz=true), f32 subnormals flush to zero (a
- * flush_denormals kernel).  On success *ptx
- * is a string to release with tack_free.  TACK_ERR_COMPILE carries NVRTC's
- * log; TACK_ERR_DEVICE says that NVRTC is missing. */
-#define TACK_NVRTC_FAST_MATH 1u
-#define TACK_NVRTC_FTZ 2u
-TACK_API tack_status tack_nvrtc_compile(const char *source, const char *name, int major, int minor,
-                                        unsigned flags, char **ptx);
-/* NVRTC's version as major*1000 + minor*10, or 0 when it cannot be loaded. */
-TACK_API int tack_nvrtc_version(void);
-
-/* ------------------------------------------------------------------- HIP */
-/* Compile HIP C++ source to a code object with hiprtc (loaded at run time;
- * no GPU is needed) for the AMD architecture `arch` as gcnArchName names it
- * ("gfx90a", "gfx1030:xnack-").  flags: 0 for IEEE arithmetic (no fused
- * multiply-add), or TACK_HIPRTC_FAST_MATH; with TACK_HIPRTC_WAVE64 or
- * TACK_HIPRTC_WAVE32 for an architecture that runs either wavefront size
- * (RDNA: gfx10 and later), the size to build for (`warpSize` in the code);
- * with TACK_HIPRTC_FTZ (-fgpu-flush-denormals-to-zero), f32 subnormals
- * flush to zero (a flush_denormals kernel).
- * On success *code (release with tack_free) holds *size bytes.
- * TACK_ERR_COMPILE carries hiprtc's log; TACK_ERR_DEVICE says that hiprtc
- * is missing.  Compiles are serialized in the process (hiprtc.c says why). */
-#define TACK_HIPRTC_FAST_MATH 1u
-#define TACK_HIPRTC_WAVE64 2u
-#define TACK_HIPRTC_WAVE32 4u
-#define TACK_HIPRTC_FTZ 8u
-TACK_API tack_status tack_hiprtc_compile(const char *source, const char *name, const char *arch, unsigned flags,
-                                         void **code, size_t *size);
-/* hiprtc's version as major*1000 + minor*10, or 0 when it cannot be loaded. */
-TACK_API int tack_hiprtc_version(void);
 
 #ifdef __cplusplus
 }

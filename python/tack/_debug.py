@@ -602,31 +602,34 @@ def _math_handler(fn):
 
 
 def _register_calls():
+    """The handlers of the intrinsics, by the objects a kernel calls them by.
+
+    The rows of the compiler's table that need the compiler's typing here
+    have a handler by name: the casts, len, abs, min/max, pow, the loops, the
+    atomics, and every math row (NumPy's function of _kernels._MATH, in the
+    type the compiler gives it).  Each handler is registered for the row's
+    Python object (_kernels._PYTHON), the math module's function of that name
+    and NumPy's spelling (_kernels._NUMPY_MATH); math.pow is NumPy's power, a
+    float pow.  The other rows (print, complex, dot, seed_u64 ...) run their
+    Python object as it is."""
     from . import _kernels as K
 
-    _CALLS.update({float: _float, int: _int, bool: _bool, len: _len, abs: _abs, min: _minmax("<"),
-                   max: _minmax(">"), pow: _pow, range: _range, K.ndrange: _ndrange,
-                   K.independent: _independent, K.atomic_add: _atomic("+"), K.atomic_sub: _atomic("-"),
-                   K.atomic_min: _atomic("min"), K.atomic_max: _atomic("max")})
-    ufuncs = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
-              "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-              "atan": np.arctan, "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-              "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "hypot": np.hypot,
-              "copysign": np.copysign, "fmod": np.fmod, "fabs": np.fabs, "isnan": np.isnan,
-              "isinf": np.isinf, "isfinite": np.isfinite, "exp2": np.exp2, "expm1": np.expm1,
-              "log1p": np.log1p, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh}
-    for name, uf in ufuncs.items():
-        for owner in (math, K):
-            f = getattr(owner, name, None)
-            if f is not None and _key(f) is not None and f not in _CALLS:
-                _CALLS[f] = _math_handler(uf)
-    npnames = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
-               "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos,
-               "arctan": np.arctan, "arctan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh,
-               "tanh": np.tanh, "hypot": np.hypot, "copysign": np.copysign, "fmod": np.fmod,
-               "fabs": np.fabs, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
-    for name, uf in npnames.items():
-        _CALLS.setdefault(getattr(np, name), _math_handler(uf))
+    by_name = {"float": _float, "int": _int, "bool": _bool, "len": _len, "abs": _abs, "min": _minmax("<"),
+               "max": _minmax(">"), "pow": _pow, "range": _range, "ndrange": _ndrange,
+               "independent": _independent, "atomic_add": _atomic("+"), "atomic_sub": _atomic("-"),
+               "atomic_min": _atomic("min"), "atomic_max": _atomic("max")}
+    for name, (npname, _doc) in K._MATH.items():
+        by_name.setdefault(name, _math_handler(getattr(np, npname)))
+    for name, obj in K._PYTHON.items():
+        if name in by_name:
+            _CALLS[obj] = by_name[name]
+    for name in K._MATH:
+        f = getattr(math, name, None)
+        if f is not None and f not in _CALLS:
+            _CALLS[f] = by_name[name]
+    for npname, name in K._NUMPY_MATH.items():
+        if name in K._MATH:
+            _CALLS.setdefault(getattr(np, npname), by_name[name])
     _CALLS[math.pow] = _math_handler(np.power)
 
 

@@ -10,7 +10,9 @@ replaces each by native code; called from ordinary Python they compute the same
 thing with NumPy, so a kernel's helpers can be tested without compiling it.
 The compiler recognizes them by identity through the registry ``_INTRINSICS``
 (object -> intrinsic name), which also lists the builtins and the ``math``
-functions that kernels may use.
+functions that kernels may use.  Which intrinsics there are, and how many
+arguments each takes, is the compiler's table (src/compiler/intrinsics.def,
+``_core._intrinsics()``); this module only gives each row its Python meaning.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import math as _math
 
 from . import _core
 
+# The host API; the intrinsics' names (tack.sqrt, tack.atomic_add ...) are
+# added from the compiler's table below (_define_intrinsics).
 __all__ = [
     "kernel",
     "set_default_float",
@@ -35,22 +39,6 @@ __all__ = [
     "CompileError",
     "RaceWarning",
     "RaceError",
-    "ndrange",
-    "independent",
-    # math
-    "sqrt", "exp", "log", "log2", "log10",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
-    "sinh", "cosh", "tanh",
-    "floor", "ceil", "trunc", "hypot", "copysign", "fmod",
-    "isnan", "isinf", "isfinite",
-    # complex numbers
-    "conjugate",
-    # vectors
-    "dot", "cross", "length", "normalize",
-    # atomics
-    "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
-    # conversions
-    "seed_u64",
 ]
 
 Kernel = _core.Kernel
@@ -557,7 +545,26 @@ def func(fn=None):
     return wrap(fn)
 
 
+# ----------------------------------------------------------- the table
+# The compiler's intrinsics, row by row from its one table
+# (src/compiler/intrinsics.def, read through the extension): name -> (kind,
+# min_args, max_args).  This module gives each row its Python meaning, the
+# object a kernel calls it by and that computes it outside a kernel (_PYTHON);
+# nothing here lists the names again.  tests/python/test_intrinsics.py fails
+# when a row has no Python meaning or a Python definition has no row.
+_TABLE = {name: (kind, lo, hi) for name, kind, lo, hi in _core._intrinsics()}
+
+_PYTHON = {}  # intrinsic name -> its Python object: a builtin, a math function or tack.<name>
+
+
+def _intrinsic(f):
+    """Give the row of f's name its Python definition, f (tack.<name>)."""
+    _PYTHON[f.__name__] = f
+    return f
+
+
 # --------------------------------------------------------------- iteration
+@_intrinsic
 def ndrange(*axes):
     """Iterate over every index of an N-dimensional range.
 
@@ -590,6 +597,7 @@ def ndrange(*axes):
     return _itertools.product(*ranges)
 
 
+@_intrinsic
 def independent(loop):
     """Mark a parallel loop's iterations as independent: ``for i in
     tack.independent(range(n)):`` (or around ``tack.ndrange(...)``).
@@ -614,67 +622,84 @@ def _np():
     return _np_module
 
 
-def _unary(name, npname, doc):
-    def f(x):
-        return getattr(_np(), npname)(x)
+# The math rows (kind "math"): NumPy's function for each, by NumPy's name,
+# and the docstring of tack.<name>.  A row without a docstring is computed by
+# Python's own function of that name, which a kernel calls it by too: pow (the
+# builtin) and fabs (math.fabs).  _debug.py runs the same NumPy functions in
+# a kernel run as Python, and _NUMPY_MATH below is this table read the other
+# way round.
+_MATH = {
+    "sqrt": ("sqrt", "Square root (NaN for negative input)."),
+    "exp": ("exp", "e raised to the power x."),
+    "log": ("log", "Natural logarithm."),
+    "log2": ("log2", "Base-2 logarithm."),
+    "log10": ("log10", "Base-10 logarithm."),
+    "sin": ("sin", "Sine (radians)."),
+    "cos": ("cos", "Cosine (radians)."),
+    "tan": ("tan", "Tangent (radians)."),
+    "asin": ("arcsin", "Arc sine, in radians."),
+    "acos": ("arccos", "Arc cosine, in radians."),
+    "atan": ("arctan", "Arc tangent, in radians."),
+    "sinh": ("sinh", "Hyperbolic sine."),
+    "cosh": ("cosh", "Hyperbolic cosine."),
+    "tanh": ("tanh", "Hyperbolic tangent."),
+    "floor": ("floor", "Largest integral value not above x (same type as x)."),
+    "ceil": ("ceil", "Smallest integral value not below x (same type as x)."),
+    "trunc": ("trunc", "x rounded toward zero (same type as x)."),
+    "fabs": ("fabs", None),
+    "atan2": ("arctan2", "Arc tangent of y/x using the signs of both, in radians."),
+    "pow": ("power", None),
+    "hypot": ("hypot", "sqrt(x*x + y*y) without undue overflow."),
+    "fmod": ("fmod", "C's fmod: remainder with the sign of x (unlike %)."),
+    "copysign": ("copysign", "The magnitude of x with the sign of y."),
+    "isnan": ("isnan", "True where x is NaN."),
+    "isinf": ("isinf", "True where x is +inf or -inf."),
+    "isfinite": ("isfinite", "True where x is neither infinite nor NaN."),
+}
 
+
+def _numpy_function(name, npname, nargs, doc):
+    """tack.<name>: NumPy's npname, taking the table's number of arguments."""
+    if nargs == 1:
+        def f(x):
+            return getattr(_np(), npname)(x)
+    elif nargs == 2:
+        def f(x, y):
+            return getattr(_np(), npname)(x, y)
+    else:
+        raise ValueError(f"intrinsic {name!r}: a math row takes 1 or 2 arguments, not {nargs}")
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
 
 
-def _binary(name, npname, doc):
-    def f(x, y):
-        return getattr(_np(), npname)(x, y)
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc
-    return f
-
-
-sqrt = _unary("sqrt", "sqrt", "Square root (NaN for negative input).")
-exp = _unary("exp", "exp", "e raised to the power x.")
-log = _unary("log", "log", "Natural logarithm.")
-log2 = _unary("log2", "log2", "Base-2 logarithm.")
-log10 = _unary("log10", "log10", "Base-10 logarithm.")
-sin = _unary("sin", "sin", "Sine (radians).")
-cos = _unary("cos", "cos", "Cosine (radians).")
-tan = _unary("tan", "tan", "Tangent (radians).")
-asin = _unary("asin", "arcsin", "Arc sine, in radians.")
-acos = _unary("acos", "arccos", "Arc cosine, in radians.")
-atan = _unary("atan", "arctan", "Arc tangent, in radians.")
-sinh = _unary("sinh", "sinh", "Hyperbolic sine.")
-cosh = _unary("cosh", "cosh", "Hyperbolic cosine.")
-tanh = _unary("tanh", "tanh", "Hyperbolic tangent.")
-floor = _unary("floor", "floor", "Largest integral value not above x (same type as x).")
-ceil = _unary("ceil", "ceil", "Smallest integral value not below x (same type as x).")
-trunc = _unary("trunc", "trunc", "x rounded toward zero (same type as x).")
-isnan = _unary("isnan", "isnan", "True where x is NaN.")
-isinf = _unary("isinf", "isinf", "True where x is +inf or -inf.")
-isfinite = _unary("isfinite", "isfinite", "True where x is neither infinite nor NaN.")
-atan2 = _binary("atan2", "arctan2", "Arc tangent of y/x using the signs of both, in radians.")
-hypot = _binary("hypot", "hypot", "sqrt(x*x + y*y) without undue overflow.")
-copysign = _binary("copysign", "copysign", "The magnitude of x with the sign of y.")
-fmod = _binary("fmod", "fmod", "C's fmod: remainder with the sign of x (unlike %).")
-conjugate = _unary("conjugate", "conjugate", "The complex conjugate (z.conjugate(), np.conj); a real x is its own.")
+# -------------------------------------------------------- complex numbers
+@_intrinsic
+def conjugate(z):
+    """The complex conjugate (z.conjugate(), np.conj); a real x is its own."""
+    return _np().conjugate(z)
 
 
 # ---------------------------------------------------------------- vectors
+@_intrinsic
 def dot(a, b):
     """Dot product of two vectors of the same type."""
     return _np().dot(_np().asarray(a), _np().asarray(b))
 
 
+@_intrinsic
 def cross(a, b):
     """Cross product of two 3-vectors."""
     return _np().cross(_np().asarray(a), _np().asarray(b))
 
 
+@_intrinsic
 def length(v):
     """Euclidean length of a vector."""
     return _np().sqrt(dot(v, v))
 
 
+@_intrinsic
 def normalize(v):
     """v divided by its length."""
     v = _np().asarray(v)
@@ -682,6 +707,7 @@ def normalize(v):
 
 
 # ------------------------------------------------------------ conversions
+@_intrinsic
 def seed_u64(x):
     """``x`` as a u64, as ``u64(x)`` converts it, except that in a kernel
     compiled with checks a float NaN raises ``ValueError`` ("cannot convert
@@ -693,52 +719,62 @@ def seed_u64(x):
 
 
 # ---------------------------------------------------------------- atomics
-def _atomic(name, op, doc):
+# The atomic rows (kind "atomic"): how each combines the old value with the new.
+_ATOMIC = {
+    "atomic_add": (lambda a, b: a + b, "array[index] += value"),
+    "atomic_sub": (lambda a, b: a - b, "array[index] -= value"),
+    "atomic_min": (lambda a, b: b if b < a else a, "array[index] = min(array[index], value)"),
+    "atomic_max": (lambda a, b: b if b > a else a, "array[index] = max(array[index], value)"),
+}
+
+
+def _atomic(name, op, what):
     def f(array, index, value):
         old = array[index]
         array[index] = op(old, value)
         return old
 
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc
+    f.__doc__ = f"{name}(array, index, value): {what} atomically; returns the old value."
     return f
 
 
-atomic_add = _atomic(
-    "atomic_add",
-    lambda a, b: a + b,
-    "atomic_add(array, index, value): array[index] += value atomically; returns the old value.",
-)
-atomic_sub = _atomic(
-    "atomic_sub",
-    lambda a, b: a - b,
-    "atomic_sub(array, index, value): array[index] -= value atomically; returns the old value.",
-)
-atomic_min = _atomic(
-    "atomic_min",
-    lambda a, b: b if b < a else a,
-    "atomic_min(array, index, value): array[index] = min(array[index], value) atomically;"
-    " returns the old value.",
-)
-atomic_max = _atomic(
-    "atomic_max",
-    lambda a, b: b if b > a else a,
-    "atomic_max(array, index, value): array[index] = max(array[index], value) atomically;"
-    " returns the old value.",
-)
+# ------------------------------------------------------ the table, built
+def _define_intrinsics():
+    """Give every row of the table its Python object, in the table's order:
+    the functions defined above; a Python builtin of the row's name (range,
+    min, pow ...); a math row's NumPy function or, without a docstring in
+    _MATH, the math module's; an atomic row from _ATOMIC.  The functions made
+    here become module globals (tack.sqrt ...).  Returns the names defined in
+    this module (tack.<name>), in the table's order."""
+    g = globals()
+    for name, (kind, lo, hi) in _TABLE.items():
+        if name in _PYTHON:
+            continue
+        if hasattr(_builtins, name):
+            _PYTHON[name] = getattr(_builtins, name)
+        elif kind == "math" and name in _MATH:
+            npname, doc = _MATH[name]
+            if doc is None:
+                _PYTHON[name] = getattr(_math, name)
+            else:
+                _PYTHON[name] = g[name] = _numpy_function(name, npname, lo, doc)
+        elif kind == "atomic" and name in _ATOMIC:
+            _PYTHON[name] = g[name] = _atomic(name, *_ATOMIC[name])
+    return [name for name in _TABLE if getattr(_PYTHON.get(name), "__module__", None) == __name__]
+
+
+_OWN = _define_intrinsics()
+__all__ += _OWN
 
 
 # --------------------------------------------------------------- registry
 def _build_registry():
-    """{object: intrinsic name} for the compiler's intrinsics (its own table,
-    ``_core._intrinsic_names()``): this module's functions, the builtins and
-    the ``math`` functions of those names.  The other ``math`` functions are
-    registered too, so that a kernel calling one is told it is unsupported."""
-    names = set(_core._intrinsic_names())
+    """{object: intrinsic name} for the compiler's intrinsics: each row's
+    Python object (_PYTHON), and the ``math`` functions of the rows' names.
+    The other ``math`` functions are registered too, so that a kernel calling
+    one is told it is unsupported."""
     reg = {}
-    for name in names:
-        if hasattr(_builtins, name):
-            reg[getattr(_builtins, name)] = name
     for name in dir(_math):
         obj = getattr(_math, name)
         if not name.startswith("_") and callable(obj):
@@ -750,32 +786,26 @@ def _build_registry():
         obj = getattr(_cmath, name)
         if not name.startswith("_") and callable(obj):
             reg[obj] = "cmath." + name
-    g = globals()
-    for name in __all__:
-        if name in names:
-            reg[g[name]] = name
+    for name, obj in _PYTHON.items():
+        if name in _TABLE:
+            reg[obj] = name
     return reg
 
 
 _INTRINSICS = _build_registry()
 _core._set_intrinsics(_INTRINSICS)
 
-# NumPy's spellings of the math intrinsics: NumPy's name -> the intrinsic.
-# Registered as "numpy.<intrinsic>" (lower_call.c types integer arguments as
-# NumPy does: np.sqrt of an int32 is f64, of an int8 f16; np.floor of an
-# integer is that integer), by identity of the object, so that any import
-# spelling works (import numpy as np, from numpy import sqrt).
+# NumPy's spellings of the math intrinsics: NumPy's name -> the intrinsic
+# (_MATH read the other way round, and NumPy's names of abs and the complex
+# parts).  Registered as "numpy.<intrinsic>" (lower_call.c types integer
+# arguments as NumPy does: np.sqrt of an int32 is f64, of an int8 f16;
+# np.floor of an integer is that integer), by identity of the object, so that
+# any import spelling works (import numpy as np, from numpy import sqrt).
 # np.minimum/np.maximum are not here: they propagate NaN where min/max follow
 # Python's comparisons, and np.power of integers is not the float pow.
-_NUMPY_MATH = {
-    "sqrt": "sqrt", "exp": "exp", "log": "log", "log2": "log2", "log10": "log10",
-    "sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
-    "arctan": "atan", "arctan2": "atan2", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
-    "floor": "floor", "ceil": "ceil", "trunc": "trunc", "hypot": "hypot",
-    "copysign": "copysign", "fmod": "fmod", "fabs": "fabs", "absolute": "abs",
-    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
-    "conj": "conjugate", "conjugate": "conjugate", "real": "real", "imag": "imag",
-}
+_NUMPY_MATH = {npname: name for name, (npname, _doc) in _MATH.items() if name != "pow"}
+_NUMPY_MATH.update({"absolute": "abs", "conj": "conjugate", "conjugate": "conjugate", "real": "real",
+                    "imag": "imag"})
 _numpy_registered = False
 
 

@@ -6,8 +6,10 @@
  * (tk_intrinsic_find) and dispatches on its kind, the IR dump names an
  * IR_MATH operation (tk_math_name), the emitter asks whether it yields bool
  * (tk_math_is_predicate), and each dialect spells it from its C library name
- * (tk_math_libm).  The Python package reads the names through the public
- * tack_intrinsic_name(), so its registry can be checked against this table.
+ * (tk_math_libm).  The Python package reads the rows through the public
+ * tack_intrinsic_info() (name, kind, arity): it builds its intrinsic
+ * functions from them, and its tests check that every row has a Python
+ * meaning and nothing in Python lacks a row.
  *
  * The math rows come first in the table, in the tk_math enum's order, so row
  * i of TK_MATH is math operation i.  The lookup by name is linear: there are
@@ -53,7 +55,24 @@ const char *tk_math_libm(int m, tack_dtype dt) {
 
 int tk_math_is_predicate(int m) { return (unsigned)m < M_COUNT && MATH[m].result == TK_MR_BOOL; }
 
-TACK_API const char *tack_intrinsic_name(int i) {
+TACK_API const char *tack_intrinsic_name(int i) { return tack_intrinsic_info(i, NULL, NULL, NULL); }
+
+/* The kinds by name, for the Python package (tack_intrinsic_info). */
+static const char *const KIND_NAME[] = {
+    [TK_IK_MATH] = "math",       [TK_IK_LOOP] = "loop",       [TK_IK_PRINT] = "print",
+    [TK_IK_LEN] = "len",         [TK_IK_CAST] = "cast",       [TK_IK_ABS] = "abs",
+    [TK_IK_MINMAX] = "minmax",   [TK_IK_VECBIN] = "vecbin",   [TK_IK_VECMATH] = "vecmath",
+    [TK_IK_ATOMIC] = "atomic",   [TK_IK_COMPLEX] = "complex", [TK_IK_SEED] = "seed",
+};
+
+TACK_API const char *tack_intrinsic_info(int i, const char **kind, int *min_args, int *max_args) {
     const tk_intrinsic *t = tk_intrinsic_at(i);
-    return t ? t->name : NULL;
+    if (!t) return NULL;
+    if (kind) {
+        unsigned k = (unsigned)t->kind;
+        *kind = k < sizeof KIND_NAME / sizeof KIND_NAME[0] && KIND_NAME[k] ? KIND_NAME[k] : "?";
+    }
+    if (min_args) *min_args = t->min_args;
+    if (max_args) *max_args = t->max_args;
+    return t->name;
 }

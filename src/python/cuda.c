@@ -14,12 +14,14 @@
  * CUDA backend builds kernels with), so what they accept is what a launch on
  * a GPU would accept.  The compile runs without the GIL.
  *
- * tack_nvrtc_compile and tack_nvrtc_version are declared in tack_kernel.h.
+ * tack_nvrtc_compile and tack_nvrtc_version are declared in tack_private.h
+ * (src/private: exported by libtack, not installed).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tack_private.h"
 #include "tack_py.h"
 
 

@@ -12,8 +12,10 @@
  * They go through the same code (src/backends/hip/hiprtc.c) that a HIP backend
  * loads kernels with, so the tests that compile every generated kernel for
  * AMD targets test Tack's own path.  tack_hiprtc_compile and
- * tack_hiprtc_version are declared in tack_kernel.h.
+ * tack_hiprtc_version are declared in tack_private.h (src/private: exported
+ * by libtack, not installed).
  */
+#include "tack_private.h"
 #include "tack_py.h"
 
 static PyObject *hiprtc_version(PyObject *self, PyObject *unused) {

@@ -172,24 +172,27 @@ static PyObject *py_level_zero_adopt(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* The names the compiler takes as intrinsics (its intrinsics.def table). */
-static PyObject *py_intrinsic_names(PyObject *m, PyObject *unused) {
-    PyObject *names = PyList_New(0), *s = NULL;
+/* The compiler's intrinsics (its intrinsics.def table), a (name, kind,
+ * min_args, max_args) tuple per row, in the table's order. */
+static PyObject *py_intrinsics(PyObject *m, PyObject *unused) {
+    PyObject *rows = PyList_New(0), *row = NULL;
+    const char *name, *kind;
+    int lo, hi;
     (void)m;
     (void)unused;
-    if (!names)
+    if (!rows)
         return NULL;
-    for (int i = 0; tack_intrinsic_name(i); i++) {
-        s = PyUnicode_FromString(tack_intrinsic_name(i));
-        if (!s || PyList_Append(names, s) < 0)
+    for (int i = 0; (name = tack_intrinsic_info(i, &kind, &lo, &hi)) != NULL; i++) {
+        row = Py_BuildValue("(ssii)", name, kind, lo, hi);
+        if (!row || PyList_Append(rows, row) < 0)
             goto error;
-        Py_CLEAR(s);
+        Py_CLEAR(row);
     }
-    Py_SETREF(names, PyList_AsTuple(names));
-    return names;
+    Py_SETREF(rows, PyList_AsTuple(rows));
+    return rows;
 error:
-    Py_XDECREF(s);
-    Py_DECREF(names);
+    Py_XDECREF(row);
+    Py_DECREF(rows);
     return NULL;
 }
 
@@ -257,8 +260,8 @@ static PyMethodDef module_methods[] = {
      "_flush_enter() -> the mode to restore: flush-to-zero on this thread, as a flush_denormals kernel runs"},
     {"_flush_leave", py_flush_leave, METH_O, "_flush_leave(mode): put back the mode _flush_enter returned"},
     {"_dtype", tpy_dtype_lookup, METH_O, "_dtype(x) -> the DType for x (tack.dtype)"},
-    {"_intrinsic_names", py_intrinsic_names, METH_NOARGS,
-     "_intrinsic_names() -> the names the compiler takes as intrinsics, besides the dtype names"},
+    {"_intrinsics", py_intrinsics, METH_NOARGS,
+     "_intrinsics() -> the compiler's intrinsics besides the dtype names, as (name, kind, min_args, max_args)"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
      "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=): what the package hands the "
      "extension at import (the extension imports none of tack's modules itself)"},

@@ -11,18 +11,9 @@
 
 #include "tack.h"
 #include "tack_kernel.h"
+#include "check.h"
 #include "tk_ast.h"
 
-static int passed, failed;
-#define CHECK(c)                                                                         \
-    do {                                                                                 \
-        if (c) passed++;                                                                 \
-        else {                                                                           \
-            failed++;                                                                    \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #c, \
-                    tack_last_error());                                                  \
-        }                                                                                \
-    } while (0)
 
 static tack_device *cpu;
 
@@ -623,6 +614,20 @@ static void test_interrupt(void) {
     tack_program_free(p);
 }
 
+/* The intrinsic table as the Python package reads it: name, kind, arity. */
+static void test_intrinsic_table(void) {
+    const char *kind = NULL;
+    int lo = 0, hi = 0, n = 0, sqrt_row = 0, ndrange_row = 0;
+    for (const char *name; (name = tack_intrinsic_info(n, &kind, &lo, &hi)) != NULL; n++) {
+        CHECK(strcmp(kind, "?") != 0 && lo >= 0 && (hi == -1 || hi >= lo));
+        CHECK(tack_intrinsic_name(n) == name);
+        if (!strcmp(name, "sqrt")) sqrt_row = !strcmp(kind, "math") && lo == 1 && hi == 1;
+        if (!strcmp(name, "ndrange")) ndrange_row = !strcmp(kind, "loop") && lo == 1 && hi == -1;
+    }
+    CHECK(n > 40 && sqrt_row && ndrange_row);
+    CHECK(tack_intrinsic_name(n) == NULL && tack_intrinsic_info(-1, NULL, NULL, NULL) == NULL);
+}
+
 int main(void) {
     if (tack_device_get("cpu", &cpu) != TACK_OK) {
         fprintf(stderr, "no cpu device: %s\n", tack_last_error());
@@ -641,7 +646,7 @@ int main(void) {
     test_phases();
     test_stencil();
     test_interrupt();
+    test_intrinsic_table();
     if (tb_m) tack_module_free(tb_m);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return CHECK_SUMMARY();
 }

@@ -19,19 +19,12 @@
 #include "backends/cuda/cuda_api.h"
 #include "tack.h"
 #include "tack_kernel.h"
+#include "check.h"
+#include "private/tack_private.h"
 #include "tk_ast.h"
 
-static int passed, failed, ptx_compiles[2], nvcc_builds;
+static int ptx_compiles[2], nvcc_builds;
 static int have_nvrtc, have_nvcc;
-#define CHECK(c)                                                                                       \
-    do {                                                                                               \
-        if (c) passed++;                                                                               \
-        else {                                                                                         \
-            failed++;                                                                                  \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #c,       \
-                    tack_last_error());                                                                \
-        }                                                                                              \
-    } while (0)
 
 static void new_module(void) {
     if (tb_m) tack_module_free(tb_m);
@@ -558,7 +551,7 @@ int main(void) {
     if (tack_device_get("cuda", &gpu) == TACK_OK) t_gpu(gpu);
     else printf("no CUDA device: %s\n", tack_last_error());
     if (tb_m) tack_module_free(tb_m);
-    printf("%d passed, %d failed; PTX compiled: %d for sm_80, %d for sm_90; nvcc builds: %d\n", passed, failed,
+    printf("%d passed, %d failed; PTX compiled: %d for sm_80, %d for sm_90; nvcc builds: %d\n", check_passed, check_failed,
            ptx_compiles[0], ptx_compiles[1], nvcc_builds);
-    return failed != 0;
+    return check_failed != 0;
 }

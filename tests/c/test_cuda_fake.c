@@ -21,6 +21,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "check.h"
+#include "private/tack_private.h"
 #include "runtime/program.h"
 #include "tack.h"
 #include "tack_dlpack.h"

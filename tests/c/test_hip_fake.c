@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "private/tack_private.h"
 #include "runtime/program.h"
 #include "tack.h"
 #include "tack_dlpack.h"

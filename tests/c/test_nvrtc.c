@@ -9,6 +9,7 @@
 
 #include "backends/cuda/cuda_api.h"
 #include "check.h"
+#include "private/tack_private.h"
 #include "tack.h"
 
 static const char *saxpy =

@@ -18,18 +18,9 @@
 
 #include "tack.h"
 #include "tack_kernel.h"
+#include "check.h"
 #include "tk_ast.h"
 
-static int passed, failed;
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (c) passed++;                                                                           \
-        else {                                                                                     \
-            failed++;                                                                              \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #c,    \
-                    tack_last_error());                                                            \
-        }                                                                                          \
-    } while (0)
 
 static tack_program *compile(int k, const tack_argtype *sig, const char *target) {
     tack_compile_options o;
@@ -91,6 +82,5 @@ int main(void) {
     tack_program_free(c_d);
     tack_program_free(c_m);
     tack_module_free(tb_m);
-    printf("test_restrict: %d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return CHECK_SUMMARY();
 }

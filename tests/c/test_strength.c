@@ -16,18 +16,9 @@
 
 #include "tack.h"
 #include "tack_kernel.h"
+#include "check.h"
 #include "tk_ast.h"
 
-static int passed, failed;
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (c) passed++;                                                                           \
-        else {                                                                                     \
-            failed++;                                                                              \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #c,    \
-                    tack_last_error());                                                            \
-        }                                                                                          \
-    } while (0)
 
 static tack_device *cpu;
 
@@ -131,6 +122,5 @@ int main(void) {
     tack_program_free(fast);
     tack_program_free(plain);
     tack_module_free(tb_m);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return CHECK_SUMMARY();
 }

@@ -21,11 +21,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+# The suite's files of local arrays (tack.zeros in a kernel, frames), which the fake
+# Metal also runs against the CPU (test_metal_run.py); part of FILES.
+LOCAL_ARRAYS = ("test_local_arrays.py", "test_local_vector_arrays.py", "test_local_arrays_f16.py")
+
 FILES = ("test_language.py", "test_kernels.py", "test_language_hypothesis.py", "test_shifts.py",
          "test_int_literals.py", "test_range_step.py", "test_intrinsics.py", "test_privatize.py",
          "test_simd.py", "test_strength.py", "test_verified_blocks.py", "test_shared_cells.py",
-         "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py",
-         "test_local_arrays.py", "test_local_vector_arrays.py", "test_local_arrays_f16.py")
+         "test_ndrange_bounds.py", "test_numpy_spellings.py", "test_complex.py") + LOCAL_ARRAYS
 
 TEST_ALL = os.environ.get("TACK_TEST_ALL") == "1"
 

@@ -1,7 +1,9 @@
-"""The Python registry of intrinsics agrees with the compiler's one table
-(src/compiler/intrinsics.def, read through _core._intrinsic_names())."""
+"""The Python package's intrinsics are the compiler's one table
+(src/compiler/intrinsics.def, read through _core._intrinsics()): every row has
+a Python meaning, nothing in Python lacks a row, and each agrees with its row."""
 
 import builtins
+import inspect
 import math
 
 import numpy as np
@@ -10,22 +12,52 @@ import pytest
 import tack
 from tack import _core, _kernels
 
-C_NAMES = set(_core._intrinsic_names())
+ROWS = _core._intrinsics()
+C_NAMES = {name for name, _kind, _lo, _hi in ROWS}
 API = {"kernel", "func", "compile_kernels", "Kernel", "CompileError", "PythonKernel", "RaceWarning",
        "set_default_float", "get_default_float", "set_check_races", "get_check_races", "RaceError"}
 
 
 def test_table_is_not_empty_and_unique():
-    names = _core._intrinsic_names()
+    names = [name for name, _kind, _lo, _hi in ROWS]
     assert len(names) == len(set(names)) > 40
     assert {"sqrt", "atomic_add", "ndrange", "range", "print", "dot"} <= C_NAMES
+    kinds = {name: (kind, lo, hi) for name, kind, lo, hi in ROWS}
+    assert kinds["sqrt"] == ("math", 1, 1) and kinds["atan2"] == ("math", 2, 2)
+    assert kinds["ndrange"] == ("loop", 1, -1) and kinds["atomic_add"] == ("atomic", 3, 3)
 
 
-def test_every_tack_intrinsic_is_in_the_table():
+def test_every_row_has_a_python_implementation_and_every_implementation_a_row():
+    # _PYTHON is built from the table: a row the Python side cannot give a
+    # meaning, or a definition (an @_intrinsic function, a _MATH or _ATOMIC
+    # entry) whose name the table lacks, fails here
+    assert set(_kernels._PYTHON) == C_NAMES, (C_NAMES - set(_kernels._PYTHON), set(_kernels._PYTHON) - C_NAMES)
+    math_rows = {name for name, kind, _lo, _hi in ROWS if kind == "math"}
+    assert set(_kernels._MATH) == math_rows, set(_kernels._MATH) ^ math_rows
+    atomic_rows = {name for name, kind, _lo, _hi in ROWS if kind == "atomic"}
+    assert set(_kernels._ATOMIC) == atomic_rows, set(_kernels._ATOMIC) ^ atomic_rows
+
+
+def test_each_python_function_takes_its_rows_arguments():
+    for name, _kind, lo, hi in ROWS:
+        obj = _kernels._PYTHON[name]
+        if getattr(obj, "__module__", None) != _kernels.__name__:
+            continue  # a builtin or math's own function
+        params = inspect.signature(obj).parameters.values()
+        required = sum(p.default is p.empty and p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
+        star = any(p.kind == p.VAR_POSITIONAL for p in params)
+        positional = sum(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
+        assert required <= lo, (name, required, lo)
+        assert (hi == -1) == star and (star or positional == hi), (name, positional, hi)
+
+
+def test_tack_exports_each_intrinsic_it_defines():
     exported = set(_kernels.__all__) - API
-    assert exported <= C_NAMES, exported - C_NAMES
+    assert exported == set(_kernels._OWN) and exported <= C_NAMES, exported ^ set(_kernels._OWN)
+    assert len(_kernels.__all__) == len(set(_kernels.__all__))
     for name in exported:
         assert _kernels._INTRINSICS[getattr(tack, name)] == name
+        assert getattr(tack, name).__doc__, name
 
 
 def test_every_table_name_is_reachable_from_python():
@@ -33,6 +65,19 @@ def test_every_table_name_is_reachable_from_python():
         objs = [getattr(m, name) for m in (tack, math, builtins) if hasattr(m, name)]
         assert objs, f"intrinsic {name!r} has no Python object"
         assert any(_kernels._INTRINSICS.get(o) == name for o in objs), name
+
+
+def test_each_intrinsic_runs_from_python():
+    # tack.<math row> is NumPy's function of the row (_MATH), with the row's arity
+    x = np.array([0.25, 0.5, 0.75])
+    for name, (npname, doc) in _kernels._MATH.items():
+        if doc is not None:
+            args = (x,) if _kernels._TABLE[name][1] == 1 else (x, np.float64(0.6))
+            np.testing.assert_array_equal(getattr(tack, name)(*args), getattr(np, npname)(*args), err_msg=name)
+    a = np.array([5, 7])
+    assert tack.atomic_add(a, 1, 3) == 7 and tack.atomic_max(a, 0, 9) == 5 and a.tolist() == [9, 10]
+    assert tack.atomic_sub(a, 1, 4) == 10 and tack.atomic_min(a, 1, 8) == 6 and a.tolist() == [9, 6]
+    assert list(tack.ndrange(2, (1, 3))) == [(0, 1), (0, 2), (1, 1), (1, 2)]
 
 
 def test_api_functions_are_not_intrinsics():

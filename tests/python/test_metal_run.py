@@ -37,6 +37,7 @@ sys.path.insert(0, str(HERE))
 import _fake_runtime  # noqa: E402
 import _kernel_wrap  # noqa: E402
 import _msl  # noqa: E402
+import _suite  # noqa: E402
 
 pytestmark = [
     _fake_runtime.needs_cc("the fake Metal runtime"),
@@ -353,10 +354,10 @@ def test_language_suite_kernels_metal_against_cpu(tmp_path, fake):
 
 
 def test_local_arrays_suite_metal_against_cpu(tmp_path, fake):
-    """Every call that tests/python/test_local_arrays.py (and _f16.py) makes (local arrays,
-    @tack.func, frames), run on Metal and on the CPU by the _metal_differential
+    """Every call that the language suite's local-array files make (_suite.LOCAL_ARRAYS:
+    local arrays, @tack.func, frames), run on Metal and on the CPU by the _metal_differential
     plugin: the same arrays after, or the same error."""
-    files = [HERE / f for f in ("test_local_arrays.py", "test_local_vector_arrays.py", "test_local_arrays_f16.py")]
+    files = _suite.paths(_suite.LOCAL_ARRAYS)
     res = _kernel_wrap.run_plugin("_metal_differential", files, "TACK_METAL_DIFF",
                                   tmp_path / "diff.json", 900, cwd=tmp_path, env=_environment(tmp_path, fake))
     assert not res["differ"], "\n\n".join(res["differ"][:5])

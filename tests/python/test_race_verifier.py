@@ -1,9 +1,8 @@
 """The language suite has no race in a compound assignment, and the check
 that says so can fail.
 
-Every kernel that test_language.py, test_kernels.py, test_shared_cells.py and
-test_privatize.py call is compiled again for C, CUDA and OpenCL with the
-_race_capture plugin.  Each compile runs the IR verifier (verify.c) after
+Every kernel that the language suite's files (_suite.FILES) call is compiled
+again for C, CUDA and OpenCL with the _race_capture plugin.  Each compile runs the IR verifier (verify.c) after
 every pass; it refuses a read-modify-write store in parallel code -- a
 parallel loop's body or a @tack.func called from one -- that is not on the
 iteration's own element.  Since every dialect is emitted from that IR, a

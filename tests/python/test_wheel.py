@@ -119,6 +119,7 @@ def test_the_sdist_holds_the_sources_and_no_build_output(dist):
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     for path in ("pyproject.toml", "CMakeLists.txt", "LICENSE", "README.md", "include/tack.h",
                  "include/tack_kernel.h", "src/runtime", "src/compiler", "src/backends", "src/python",
+                 "src/private/tack_private.h",
                  "python/tack/__init__.py", "cmake/TackConfig.cmake.in"):
         assert path in names or any(n.startswith(path + "/") for n in names), path
     assert not [n for n in names if n.startswith(("build/", ".venv/")) or n.endswith(".so")]
@@ -135,6 +136,9 @@ def test_the_wheel_is_manylinux_and_carries_libtack_the_headers_and_the_license(
                  "tack/include/tack_dlpack.h", "tack/py.typed", f"tack_kernels-{VERSION}.dist-info/licenses/LICENSE"):
         assert path in names, path
     assert [n for n in names if re.fullmatch(r"tack/_core\.cpython-.*\.so", n)]
+    # the public headers only: src/private/tack_private.h is exported, not installed
+    assert sorted(n for n in names if n.startswith("tack/include/") and n.endswith(".h")) == \
+        ["tack/include/tack.h", "tack/include/tack_dlpack.h", "tack/include/tack_kernel.h"]
     # libtack is not grafted a second time: it is the wheel's own, and glibc is all it needs
     assert not [n for n in names if ".libs/" in n], sorted(names)
 

@@ -411,15 +411,16 @@ static const char *veclib_flag(const char *first_line) {
 
 /* ------------------------------------------------------------- cache */
 /* The end of every generated file: the cache key, then compile-time checks
- * that the prelude's copy of the launch ABI (dialect_c.c) has the layout of
- * the structs in cpu_jit.h that this libtack was built with -- sizes and the
- * offset of every field -- so the two definitions cannot drift apart
- * silently: a mismatch is a C compile error that names the struct. */
+ * that the prelude's launch ABI (dialect_c.c pastes in runtime/cpu_abi.h's
+ * text) has, under the C compiler that builds the kernel, the layout that
+ * this libtack was built with -- sizes and the offset of every field -- so
+ * two compilers that lay the structs out differently cannot misread each
+ * other silently: a mismatch is a C compile error that names the struct. */
 static void abi_trailer(char *out, size_t cap, const char *key) {
 #define TK_OFF(T, f) (size_t) offsetof(T, f)
     snprintf(out, cap,
              "\n__attribute__((visibility(\"default\"))) const char tack_cache_key[] = \"%s\";\n"
-             "#define TK_ABI_MSG(s) s \": the layout in the generated code differs from libtack (cpu_jit.h)\"\n"
+             "#define TK_ABI_MSG(s) s \": the layout in the generated code differs from libtack (runtime/cpu_abi.h)\"\n"
              "_Static_assert(sizeof(tk_argv) == %zu && __builtin_offsetof(tk_argv, shape) == %zu && "
              "__builtin_offsetof(tk_argv, s) == %zu, TK_ABI_MSG(\"tk_argv\"));\n"
              "_Static_assert(sizeof(tk_ctx) == %zu, TK_ABI_MSG(\"tk_ctx\"));\n"

@@ -86,9 +86,9 @@ typedef struct tack_cuda_api {
  * the reason in `why`. */
 const tack_cuda_api *cuda_load(char *why, size_t why_len);
 
-/* NVRTC (nvrtc.c): tack_nvrtc_compile and tack_nvrtc_version are public,
- * declared in tack_kernel.h. */
-#include "tack_kernel.h"
+/* NVRTC (nvrtc.c): tack_nvrtc_compile and tack_nvrtc_version are exported,
+ * declared in private/tack_private.h (not installed). */
+#include "private/tack_private.h"
 #include "tack.h"
 /* The options tack_nvrtc_compile passes after the architecture, as one
  * string (for cache keys). */

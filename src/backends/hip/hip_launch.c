@@ -34,6 +34,7 @@
 
 #include "backends/hip/hip_backend.h"
 #include "backends/common/kcache.h"
+#include "private/tack_private.h"
 #include "runtime/program.h"
 #include "tack_kernel.h"
 

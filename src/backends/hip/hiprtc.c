@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "runtime/runtime.h"
-#include "tack_kernel.h"
+#include "private/tack_private.h"
 
 typedef int hiprtcResult;
 typedef struct _hiprtcProgram *hiprtcProgram;

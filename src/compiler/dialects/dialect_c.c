@@ -23,8 +23,11 @@
  * 2.35: the rest).  docs/design/decisions.md, "Vector math", has the why and
  * the accuracy.
  *
- * The tk_argv / tk_ctx / tk_pv / tk_abi structs mirror
- * src/backends/cpu/cpu_jit.h field for field.
+ * The tk_argv / tk_ctx / tk_pv / tk_abi structs are not spelled here: the
+ * build copies them from their one definition, src/runtime/cpu_abi.h, into
+ * a string this prelude includes (cpu_abi_prelude.inc, written by
+ * cmake/cpu_abi_prelude.cmake), so libtack and the code it generates read
+ * one text.
  *
  * The layout of the kernel on the CPU's threads -- the frame struct, a
  * chunk function per parallel loop, the exported entry -- is the dialect's
@@ -96,19 +99,8 @@ static const char *c_math(int m, tack_dtype dt) {
 static const char PRELUDE_CORE[] =
     "#include <stdint.h>\n"
     "typedef _Bool tk_bool;\n"
-    "typedef struct tk_argv { void *data; int64_t shape[" TK_STRINGIFY(TACK_MAX_NDIM) "]; union { int64_t i; uint64_t u; double f; double z[2]; } s; } tk_argv;\n"
-    "typedef struct tk_ctx { int failed; } tk_ctx;\n"
-    "typedef struct tk_pv { int kind; int64_t i; uint64_t u; double f; const char *s; double im; } tk_pv;\n"
-    "typedef void (*tk_body)(void *frame, int64_t lo, int64_t hi);\n"
-    "typedef struct tk_abi {\n"
-    "    int version;\n"
-    "    void (*parallel_for)(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel, int64_t grain);\n"
-    "    void (*fail)(tk_ctx *ctx, int site, int64_t a, int64_t b);\n"
-    "    void (*print)(tk_ctx *ctx, const tk_pv *v, int n);\n"
-    "    int (*poll)(tk_ctx *ctx);\n"
-    "    int (*slots)(void);\n"
-    "    int (*slot)(void);\n"
-    "} tk_abi;\n"
+/* the launch ABI's structs, from src/runtime/cpu_abi.h (cmake/cpu_abi_prelude.cmake) */
+#include "cpu_abi_prelude.inc"
     "#define TK_FAILED(c) __atomic_load_n(&(c)->failed, __ATOMIC_RELAXED)\n"
     "/* serial loops spend tk_bud_, one unit an iteration, and poll when it runs out */\n"
     "#define TK_BUDGET 65536\n"
