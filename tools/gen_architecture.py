@@ -49,6 +49,7 @@ FOLDERS = [
     ("src/compiler/emit", "*", "the C-family emitter every dialect uses"),
     ("src/compiler/dialects", "*", "one source language per compile target"),
     ("src/runtime", "*", "devices, memory, arrays, DLPack, the thread pool, programs"),
+    ("src/private", "*", "what libtack exports but does not install (for the C tests and the extension's test hooks)"),
     ("src/backends/common", "*", "what the backends share"),
     ("src/backends/cpu", "*", "the CPU backend"),
     ("src/backends/cuda", "*", "NVIDIA GPUs through CUDA"),

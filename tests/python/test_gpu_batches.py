@@ -79,3 +79,64 @@ def test_macros_of_one_member_do_not_reach_the_next():
     assert entries == [["tkb0_k"], ["tkb1_k"]]
     first_undef = program.index("#undef TK_X")
     assert program.index("#define TK_X") < first_undef < program.index("#ifdef TK_X")
+
+
+# --- OpenCL: libocloc, 24 sources to a program with their names renamed apart (_ocloc.batch_source)
+
+import _ocloc  # noqa: E402
+
+needs_ocloc = pytest.mark.skipif(_ocloc.library() is None, reason="libocloc not installed (Debian: intel-opencl-icd)")
+
+
+@tack.kernel
+def rotate(v, out):
+    for i in range(v.shape[0]):
+        out[i] = tack.cross(v[i], tack.vec3(0.0, 0.0, 1.0)) * 2.0
+
+
+def _opencl_sources():
+    f = np.ones(10, np.float32)
+    vs = np.ones((4, 3), np.float32)
+    out = [saxpy.generated_source(2, f, f, target="opencl"),
+           total.generated_source(f, np.zeros(1, np.float32), target="opencl"),
+           total.generated_source(np.ones(10, np.int32), np.zeros(1, np.int32), target="opencl")]
+    try:
+        out.append(rotate.generated_source(vs, np.zeros((4, 3), np.float32), target="opencl"))
+    except Exception:  # noqa: BLE001 -- vectors spelled otherwise: the other three still batch
+        pass
+    return out
+
+
+@needs_ocloc
+def test_opencl_members_keep_their_own_names_and_compile_together():
+    sources = _opencl_sources()
+    program, kernels = _ocloc.batch_source(sources)
+    assert all(len(k) == 1 for k in kernels) and len({k[0] for k in kernels}) == len(sources)
+    rc, out = _ocloc.compile(program, "dg2")
+    assert rc == 0, out.get("stdout.log", b"").decode()[-3000:]
+    spv = b"".join(d for n, d in out.items() if n.endswith(".spv"))
+    assert all(k[0].encode() in spv for k in kernels)
+    assert _ocloc.check_many([(s, "dg2") for s in sources]) == [None] * len(sources)
+
+
+@needs_ocloc
+def test_opencl_bad_member_is_reported_alone():
+    sources = _opencl_sources()
+    bad = sources[1].replace("__kernel", "__kernel undeclared_type q;\n__kernel", 1)
+    results = _ocloc.check_many([(sources[0], "dg2"), (bad, "dg2"), (sources[2], "dg2")])
+    assert results[0] is None and results[2] is None
+    assert results[1] is not None and "undeclared_type" in results[1][1]
+
+
+def test_pasted_names_take_their_arguments_rename():
+    src = ("#define TK_V(N, T) typedef struct { T v[2]; } N; static T tk_dot_##N(N a) { return a.v[0]; }\n"
+           "#define TK_VF(N, T) TK_V(N, T) static T tk_len_##N(N a) { return tk_dot_##N(a); }\n"
+           "TK_VF(tk_vec2, float)\n"
+           "__kernel void tk_phase0(__global float *x) { tk_vec2 a; a.v[0] = 1; x[0] = tk_len_tk_vec2(a); }\n")
+    program, kernels = _ocloc.batch_source([src, src])
+    assert kernels == [["tkb0_tk_phase0"], ["tkb1_tk_phase0"]]
+    assert "#define tk_len_tk_vec2 tk_len_tkb0_tk_vec2" in program
+    assert "#define tk_dot_tk_vec2 tk_dot_tkb1_tk_vec2" in program
+    if _ocloc.library() is not None:
+        rc, out = _ocloc.compile(program, "dg2")
+        assert rc == 0, out.get("stdout.log", b"").decode()[-3000:]
