@@ -28,10 +28,12 @@ that each plugin keeps only what it checks:
 """
 
 import atexit
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +44,23 @@ from tack import _core
 HERE = Path(__file__).resolve().parent
 
 
+_aside = threading.local()
+
+
+@contextlib.contextmanager
+def aside():
+    """A plugin's own calls of a kernel (again on a device, in single
+    precision) go to the kernel itself inside this block, not through the
+    wrappers of the other plugins loaded in the same run: each plugin sees
+    the test's calls only."""
+    before = getattr(_aside, "on", False)
+    _aside.on = True
+    try:
+        yield
+    finally:
+        _aside.on = before
+
+
 class _Wrapped:
     """A kernel whose calls go through on_call; everything else is the kernel's."""
 
@@ -50,6 +69,8 @@ class _Wrapped:
         object.__setattr__(self, "_on_call", on_call)
 
     def __call__(self, *args, **kwargs):
+        if getattr(_aside, "on", False):
+            return self._k(*args, **kwargs)
         return self._on_call(self._k, args, kwargs)
 
     def __getattr__(self, name):
@@ -75,7 +96,8 @@ def after_each_call(check):
         try:
             return k(*args, **kwargs)
         finally:
-            check(k, args, kwargs)
+            with aside():
+                check(k, args, kwargs)
 
     return on_call
 
@@ -140,3 +162,24 @@ def run_plugin(plugin, files, summary_var, summary, timeout, cwd=None, env=None,
     assert Path(summary).exists(), \
         f"signal {-proc.returncode}: " * (proc.returncode < 0) + proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(Path(summary).read_text())
+
+
+def run_plugins(plugins, files, folder, timeout, cwd=None, **values):
+    """Run pytest over files once with every plugin of `plugins` ({plugin:
+    the environment variable naming its summary file}) loaded, each summary
+    written under folder, in this process's environment with values added;
+    the summaries read back, by plugin.  Each plugin wraps the kernels in
+    turn and sees the tests' calls only (aside())."""
+    env = dict(os.environ, **values, **{var: os.path.join(folder, f"{name}.json") for name, var in plugins.items()})
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    for name in plugins:
+        cmd += ["-p", name]
+    proc = subprocess.run(cmd + list(map(str, files)), env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    out = {}
+    for name, var in plugins.items():
+        path = Path(env[var])
+        assert path.exists(), f"{name} wrote no summary: " + \
+            f"signal {-proc.returncode}: " * (proc.returncode < 0) + proc.stdout[-3000:] + proc.stderr[-3000:]
+        out[name] = json.loads(path.read_text())
+    return out

@@ -152,9 +152,11 @@ def _diffed(k, args, kwargs):
     try:
         result = k(*args, **kwargs)
     except Exception as e:
-        _record(k, args, before, kwargs, kw_before, e)
+        with _kernel_wrap.aside():
+            _record(k, args, before, kwargs, kw_before, e)
         raise
-    _record(k, args, before, kwargs, kw_before, None)
+    with _kernel_wrap.aside():
+        _record(k, args, before, kwargs, kw_before, None)
     return result
 
 

@@ -61,23 +61,63 @@ def gpu_targets():
     return out
 
 
-_gpu_summaries = None
+def opencl_devices():
+    """The OpenCL devices Tack sees (PoCL's CPU device under make test)."""
+    import tack
+
+    return [d for d in tack.devices() if d.startswith("opencl")]
 
 
-def gpu_capture(target):
-    """The summary of compiling every kernel call of the suite for target.
+# The plugins that watch every kernel call of the suite, each with the
+# environment variable that names its summary file, and when it can run.
+WATCHERS = {
+    "_race_capture": ("TACK_RACE_CAPTURE", lambda: True),
+    "_cuda_capture": ("TACK_CUDA_CAPTURE", lambda: bool(gpu_targets())),
+    "_opencl_diff": ("TACK_OPENCL_DIFF", lambda: bool(opencl_devices())),
+    "_f32_capture": ("TACK_F32_CAPTURE", lambda: bool(opencl_devices())),
+}
+_watched = None
+_folder = None
 
-    The suite runs once per process for every target in gpu_targets()
-    (_cuda_capture.py), not once per target: conftest.py puts the three tests
-    that ask into one xdist group, so under make test they share this run."""
-    global _gpu_summaries
-    if _gpu_summaries is None:
+
+def watched(plugin):
+    """The summary `plugin` wrote in the suite's one watched run.
+
+    The suite runs once per process with every plugin of WATCHERS that this
+    machine can run loaded together (_kernel_wrap.run_plugins): each call a
+    test makes is compiled for CUDA, HIP and Metal, run again on OpenCL,
+    checked for racy read-modify-writes and in single precision, in one
+    pass over the suite instead of four.  conftest.py puts the tests that
+    ask (WATCHED_TESTS there) in one xdist group, so under make test one
+    worker makes that run and they all read it."""
+    global _watched, _folder
+    if _watched is None:
+        import atexit
+        import shutil
         import tempfile
 
         import _kernel_wrap
 
-        with tempfile.TemporaryDirectory(prefix="tack-gpu-capture-") as tmp:
-            _gpu_summaries = _kernel_wrap.run_plugin(
-                "_cuda_capture", paths(), "TACK_CUDA_CAPTURE", os.path.join(tmp, "capture.json"), 2400,
-                TACK_CAPTURE_TARGET=",".join(gpu_targets()))
-    return _gpu_summaries[target]
+        _folder = tempfile.mkdtemp(prefix="tack-watched-suite-")
+        atexit.register(shutil.rmtree, _folder, True)
+        plugins = {name: var for name, (var, can) in WATCHERS.items() if can()}
+        values = {}
+        if "_cuda_capture" in plugins:
+            values["TACK_CAPTURE_TARGET"] = ",".join(gpu_targets())
+        if "_opencl_diff" in plugins:
+            os.mkdir(opencl_sources())
+            values.update(TACK_OPENCL_DEVICE=opencl_devices()[0], TACK_OPENCL_SOURCES=opencl_sources())
+        _watched = _kernel_wrap.run_plugins(plugins, paths(), _folder, 3600, cwd=HERE, **values)
+    if plugin not in _watched:
+        raise KeyError(f"{plugin} did not run: this machine lacks what it needs")
+    return _watched[plugin]
+
+
+def opencl_sources():
+    """The folder where the watched run's OpenCL differential keeps each distinct source."""
+    return os.path.join(_folder, "opencl-sources")
+
+
+def gpu_capture(target):
+    """The summary of compiling every kernel call of the suite for target (the watched run's)."""
+    return watched("_cuda_capture")[target]

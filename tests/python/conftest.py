@@ -25,12 +25,17 @@ SERIAL = {
 }
 
 
-# The tests that read the one run of the language suite compiled for every GPU
-# dialect (_suite.gpu_capture): one xdist group, so one worker makes that run.
-GPU_CAPTURE = {
+# The tests that read the language suite's one watched run (_suite.watched:
+# every call compiled for each GPU dialect, run on OpenCL, checked for races and
+# in single precision): one xdist group, so one worker makes that run.
+WATCHED_TESTS = {
     "test_language_suite_compiles_for_cuda",
     "test_language_suite_compiles_for_hip",
     "test_language_suite_type_checks_as_msl",
+    "test_language_suite_gives_the_cpu_results",
+    "test_intel_compiler_accepts_every_kernel",
+    "test_the_language_suite_has_no_racy_compound_assignment",
+    "test_the_language_suite_in_single_precision_needs_no_double",
 }
 
 
@@ -44,7 +49,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.serial)
         # under pytest-xdist's --dist loadgroup each file stays on one worker,
         # so its module-scoped fixtures (a suite run, a built library) run once
-        item.add_marker(pytest.mark.xdist_group("gpu-suite-capture" if item.name in GPU_CAPTURE else name))
+        item.add_marker(pytest.mark.xdist_group("watched-suite" if item.name in WATCHED_TESTS else name))
 
 
 @pytest.fixture(autouse=True)

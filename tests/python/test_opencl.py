@@ -25,7 +25,6 @@ import tack
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import _kernel_wrap  # noqa: E402
 import _ocloc  # noqa: E402
 import _suite  # noqa: E402
 
@@ -230,14 +229,12 @@ def test_arrays_on_two_devices_are_refused():
 @pytest.fixture(scope="module")
 def differential(tmp_path_factory):
     """The language tests run with every kernel call repeated on the OpenCL
-    device (_opencl_diff.py): its summary and the directory of the distinct
-    OpenCL sources it emitted.  The tests' own outcome does not matter here
+    device (_opencl_diff.py, in the suite's one watched run: _suite.watched):
+    its summary and the directory of the distinct OpenCL sources it emitted.  The tests' own outcome does not matter here
     (the wrapper changes what a few of them inspect, such as refcounts)."""
-    d = tmp_path_factory.mktemp("opencl-diff")
-    summary, sources = d / "diff.json", d / "sources"
-    sources.mkdir()
-    return _kernel_wrap.run_plugin("_opencl_diff", LANGUAGE_FILES, "TACK_OPENCL_DIFF", summary, 1500, cwd=HERE,
-                                   TACK_OPENCL_DEVICE=DEV, TACK_OPENCL_SOURCES=str(sources)), sources
+    import pathlib
+
+    return _suite.watched("_opencl_diff"), pathlib.Path(_suite.opencl_sources())
 
 
 def test_language_suite_gives_the_cpu_results(differential):

@@ -22,7 +22,6 @@ import tack
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import _kernel_wrap  # noqa: E402
 import _suite  # noqa: E402
 
 OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
@@ -58,9 +57,8 @@ ASKS_FOR_DOUBLE = {
 
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (make test installs PoCL as root)")
-def test_the_language_suite_in_single_precision_needs_no_double(tmp_path):
-    files = [str(p) for p in _suite.paths()]
-    res = _kernel_wrap.run_plugin("_f32_capture", files, "TACK_F32_CAPTURE", tmp_path / "f32.json", 1200)
+def test_the_language_suite_in_single_precision_needs_no_double():
+    res = _suite.watched("_f32_capture")  # the suite's one watched run
     assert res["checked"] > 250, res
     need = {entry.split(" ", 1)[0] for entry in res["need_fp64"]}
     unexpected = [e for e in res["need_fp64"] if e.split(" ", 1)[0] not in ASKS_FOR_DOUBLE]
