@@ -163,15 +163,15 @@ typedef struct tack_compile_options {
     int checks;            /* bounds / zero-division / assert checks (default 1) */
     int fast_math;         /* default 0 */
     int optimize;          /* run the optimizing passes (default 1) */
-    const char *target;    /* dialect: "c" (default), "cuda", "hip", "metal", "opencl" */
+    const char *target;    /* a compile target (tack_compile_target lists them): "c" (default) */
     int default_float;     /* TACK_F32 (default) or TACK_F64: the type of a float that meets no
                               float type (docs/language.md, "Types of operations") */
     int flush_denormals;   /* subnormal floats flush to zero while the kernel runs (default 0):
                               CPU threads set FTZ/DAZ (x86-64) or FPCR.FZ (aarch64) around it;
                               GPU builds get their compiler's flush option */
     int check_races;       /* instrument the parallel loops the race check could not prove
-                              race-free with the run-time race detector (default 0; the "c"
-                              dialect only: a GPU target is a compile error) */
+                              race-free with the run-time race detector (default 0; the CPU's
+                              target only: a GPU target is a compile error) */
 } tack_compile_options;
 
 /* Fill `o` with the default options (each field says its default above). */
@@ -195,6 +195,9 @@ TACK_API const char *tack_intrinsic_name(int i);
  * arguments it takes (*max_args -1: any number).  The Python package builds
  * its intrinsic functions (tack.sqrt, ...) from these rows. */
 TACK_API const char *tack_intrinsic_info(int i, const char **kind, int *min_args, int *max_args);
+/* The compile targets (tack_compile_options.target), from the compiler's one table of them:
+ * target i's name ("c", the CPU's, first), or NULL past the last. */
+TACK_API const char *tack_compile_target(int i);
 /* Location of the last compile error on this thread (line/col 1-based, 0 if unknown). */
 TACK_API void tack_compile_error_location(const char **filename, int *line, int *col);
 

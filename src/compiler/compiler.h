@@ -7,6 +7,10 @@
  * of its steps, read from driver.c, and a map of every file with the first
  * sentence of its essay are in docs/design/architecture.md (make docs-gen).
  *
+ * errors.c holds tk_error, tk_unsupported and tk_warn, which every pass calls;
+ * target.c the one list of targets, each with its descriptor (target.h): the
+ * passes ask it what the target can do, never its name.
+ *
  * Memory: everything a compile allocates lives in one arena (arena.c) that is
  * freed in bulk.  Errors -- a compile error or an allocation failure -- unwind
  * with longjmp to the driver, which frees the arena; so no pass checks for
@@ -310,7 +314,7 @@ typedef struct tk_local {
     int64_t ashape[TACK_MAX_NDIM]; /* a local array (ty.kind TY_ARRAY): its constant extents */
 } tk_local;
 
-/* The number of elements of local array l (its extents' product). */
+/* The number of elements of local array l (its extents' product); these two are ir.c's. */
 int64_t tk_local_elems(const tk_local *l);
 /* The C type of local array l's elements with value type `ctype`: a float16
  * array holds its elements' bits ("uint16_t", as every dialect stores f16
@@ -361,6 +365,7 @@ typedef struct tk_spec {
 } tk_spec;
 
 typedef struct tk_dialect tk_dialect;
+typedef struct tk_target tk_target; /* target.h */
 
 /* A warning of the compile (depend.c's possible races), handed to the program. */
 typedef struct tk_warning {
@@ -398,12 +403,13 @@ typedef struct tk_cc {
     int nspecs, capspecs;
     tk_site *sites;
     int nsites, capsites;
-    const tk_dialect *dialect;
+    const tk_target *target;   /* what the target can do (target.h) */
+    const tk_dialect *dialect; /* how it is spelled: target->dialect */
     /* error location */
     const char *err_file;
     int err_line, err_col;
     int uses_vec, uses_f16, uses_print, uses_atomic;
-    int uses_complex;      /* complex.c's helpers go into the prelude */
+    int uses_complex;      /* emit_complex.c's helpers go into the prelude */
     uint64_t weak_f32;     /* bit p: weak param p is carried as f32 (complex64 for a complex; weak_float.c) */
     uint64_t *alias_same;  /* per kernel array param p, bit q: the result is wrong if p and q are one
                             * array (a parallel loop writes one and reads the other elsewhere than
@@ -428,6 +434,8 @@ _Noreturn void tk_oom(tk_cc *C);
 _Noreturn void tk_unsupported(tk_cc *C, int func, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Record a warning at line of function func (the same text at the same place once). */
 void tk_warn(tk_cc *C, int func, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Forget the last compile error's location (tack_compile_error_location), at a compile's start. */
+void tk_error_location_clear(void);
 
 /* IR construction (arena) */
 tk_ir *ir_new(tk_cc *C, int op, tk_type ty, int line);
@@ -466,7 +474,7 @@ void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f3
 void tk_weak_locals(tk_cc *C);   /* a local of Python floats that only meets f32 is f32 (weak_locals.c) */
 void tk_check_frames(tk_cc *C, tk_spec *K); /* the local arrays of one iteration fit a stack (frames.c) */
 /* A float scalar parameter that a grid dialect receives as f32 bits (an f16 or f32
- * argument, or a weak float narrowed by weak_float.c); others as a double's. */
+ * argument, or a weak float narrowed by weak_float.c); others as a double's (ir.c). */
 int tk_param_f32(const tk_cc *C, int p);
 void tk_depend(tk_cc *C, tk_spec *K);      /* the race check (depend.c) */
 /* race_watch.c: the run-time race detector's prelude (C dialect, check_races), and
@@ -475,7 +483,7 @@ void tk_race_prelude(tk_cc *C, tk_buf *b);
 int tk_race_tables(tk_cc *C, tack_program *p);
 /* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
 void tk_hoist_invariant_checks(tk_cc *C, int kind);
-int ir_invariant(const tk_ir *e, const tk_ir *loop);
+int ir_invariant(const tk_ir *e, const tk_ir *loop);   /* e is the same in every iteration of loop (ir.c) */
 const char *tk_dump(tk_cc *C);
 const char *tk_emit(tk_cc *C);
 
@@ -490,7 +498,6 @@ const char *tk_math_name(int m);
 /* ---------------------------------------------------------------- emit */
 typedef struct tk_emitter tk_emitter;
 struct tk_dialect {
-    const char *name;
     /* The whole preamble (types, helpers). */
     void (*prelude)(tk_cc *C, tk_buf *b);
     /* C type of a value dtype. */
@@ -501,14 +508,6 @@ struct tk_dialect {
     const char *(*math)(int m, tack_dtype dt);
     /* Qualifier of exported symbols. */
     const char *export_attr;
-    /* How parallel loops are run: 1 = each is a static function over a
-     * range [lo, hi) of the flattened index space, called through the
-     * runtime's parallel_for (CPU); 0 = on a grid (GPUs).  Read by
-     * privatize.c: only chunks of a function can keep a private histogram. */
-    int pfor_as_function;
-    /* Serial loops ask abi->poll whether to stop (interrupt.c): each
-     * function declares a budget tk_bud_ that the loops spend (the CPU). */
-    int polls;
     /* How a function declares the error record it is handed (NULL: "tk_ctx *ctx"). */
     const char *ctx_param;
     /* What a failed check calls with (ctx, site, a, b) (NULL: "abi->fail"). */
@@ -579,8 +578,7 @@ extern const tk_dialect tk_dialect_c;
 /* emit_cpu.c: the "c" dialect's kernel layout (its kernel_decls and kernel hooks). */
 TK_HIDDEN void tk_cpu_frame(tk_emitter *e, tk_buf *out);
 TK_HIDDEN void tk_cpu_kernel(tk_emitter *e, tk_buf *out);
-const tk_dialect *tk_dialect_find(const char *name);
-/* complex.c: the complex helpers of a prelude (qual: the dialect's function qualifier,
+/* emit_complex.c: the complex helpers of a prelude (qual: the dialect's function qualifier,
  * global: an atomic pointer's address space, with_f64: complex128 too). */
 void tk_complex_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *global, int with_f64);
 /* prelude.c: the Python-semantics helpers of a prelude (tk_f2i64, tk_fdiv_i64,

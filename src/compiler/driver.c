@@ -13,7 +13,9 @@
  * parameters the kernel writes), and the check sites the runtime uses to
  * word an error ("index 10 is out of bounds for axis 0 with size 8 (kernel
  * fill, file.py:12)").  Building and launching go through the device's
- * backend vtable; for the CPU that is cpu_jit.c.
+ * backend vtable; for the CPU that is cpu_jit.c.  The errors a pass raises
+ * (tk_error and the others) are errors.c's, which every pass calls and which
+ * call nothing back.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,67 +23,8 @@
 #include <time.h>
 
 #include "compiler/compiler.h"
+#include "compiler/target.h"
 #include "runtime/runtime.h"
-
-static _Thread_local struct {
-    char file[512];
-    int line, col;
-} err_loc;
-
-TACK_API void tack_compile_error_location(const char **filename, int *line, int *col) {
-    if (filename) *filename = err_loc.file[0] ? err_loc.file : NULL;
-    if (line) *line = err_loc.line;
-    if (col) *col = err_loc.col;
-}
-
-_Noreturn void tk_error(tk_cc *C, int func, int line, int col, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const char *file = (func >= 0 && func < C->m->nfuncs) ? C->m->funcs[func].filename : "<kernel>";
-    snprintf(err_loc.file, sizeof err_loc.file, "%s", file ? file : "<kernel>");
-    err_loc.line = line;
-    err_loc.col = col;
-    tack_set_error(TACK_ERR_COMPILE, "%s", msg);
-    longjmp(C->jmp, 2);
-}
-
-_Noreturn void tk_oom(tk_cc *C) { longjmp(C->jmp, 1); }
-
-_Noreturn void tk_unsupported(tk_cc *C, int func, int line, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const char *file = (func >= 0 && func < C->m->nfuncs) ? C->m->funcs[func].filename : NULL;
-    tack_set_error(TACK_ERR_UNSUPPORTED, "%s (%s:%d)", msg, file ? file : "<kernel>", line);
-    longjmp(C->jmp, 3);
-}
-
-void tk_warn(tk_cc *C, int func, int line, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const char *file = (func >= 0 && func < C->m->nfuncs) ? C->m->funcs[func].filename : NULL;
-    C->nwarn_calls++;
-    for (int i = 0; i < C->nwarns; i++)
-        if (C->warns[i].line == line && !strcmp(C->warns[i].message, msg)) return;
-    if (C->nwarns == C->capwarns) {
-        int cap = C->capwarns ? 2 * C->capwarns : 4;
-        tk_warning *g = tk_alloc(&C->arena, sizeof *g * (size_t)cap);
-        if (C->nwarns) memcpy(g, C->warns, sizeof *g * (size_t)C->nwarns);
-        C->warns = g;
-        C->capwarns = cap;
-    }
-    C->warns[C->nwarns].line = line;
-    C->warns[C->nwarns].file = file ? file : "<kernel>";
-    C->warns[C->nwarns++].message = tk_strdup(&C->arena, msg);
-}
 
 TACK_API void tack_compile_options_init(tack_compile_options *o) {
     if (!o) return;
@@ -138,7 +81,7 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
     p->filename = tk_program_strdup(F->filename, &fail);
     p->source = tk_program_strdup(src, &fail);
     p->ir = tk_program_strdup(ir, &fail);
-    p->dialect = tk_program_strdup(C->dialect->name, &fail);
+    p->dialect = tk_program_strdup(C->target->name, &fail);
     p->fast_math = C->opts.fast_math;
     p->flush_denormals = C->opts.flush_denormals;
     if (C->nrcloops && tk_race_tables(C, p)) fail = 1;
@@ -222,14 +165,16 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     if (!m || kernel < 0 || kernel >= m->nfuncs)
         return tack_set_error(TACK_ERR_VALUE, "tack_compile: no kernel %d in the module", kernel);
     if (nargs < 0 || (nargs > 0 && !args)) return tack_set_error(TACK_ERR_VALUE, "tack_compile: bad argument list");
-    err_loc.file[0] = 0;
-    err_loc.line = err_loc.col = 0;
+    tk_error_location_clear();
     tack_compile_options o;
     tack_compile_options_init(&o);
     if (opts) o = *opts;
-    const tk_dialect *dialect = tk_dialect_find(o.target);
-    if (!dialect)
-        return tack_set_error(TACK_ERR_UNSUPPORTED, "compile target '%s' is not supported (\"c\", \"cuda\", \"hip\", \"metal\" and \"opencl\")", o.target);
+    const tk_target *target = tk_target_find(o.target);
+    if (!target) {
+        char names[256];
+        tk_target_names(names, sizeof names);
+        return tack_set_error(TACK_ERR_UNSUPPORTED, "compile target '%s' is not supported (%s)", o.target, names);
+    }
     tk_cc *C = tack_calloc(1, sizeof *C);
     if (!C) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", m->funcs[kernel].name);
     tk_arena_init(&C->arena);
@@ -239,7 +184,8 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     ty_set_default_float(o.default_float == TACK_F64 ? TACK_F64 : TACK_F32); /* this thread's compile */
     C->args = args;
     C->nargs = nargs;
-    C->dialect = dialect;
+    C->target = target;
+    C->dialect = target->dialect;
     C->racy_rmw = env_is("TACK_DEBUG_RACY_RMW", "1"); /* a debugging switch: verify.c must catch it */
     tack_status st = TACK_OK;
     tack_program *volatile prog = NULL;
@@ -260,11 +206,11 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     double tstart = cpu_us();
     tk_spec *K = tk_lower_kernel(C, kernel, args, nargs); /* types + AST -> typed IR */
     tk_verify(C, "lowering");
-    if (o.check_races && strcmp(dialect->name, "c") != 0)
+    if (o.check_races && !target->race_watch)
         tk_error(C, kernel, m->funcs[kernel].first_line, 0,
                  "check_races runs on the CPU: kernel '%s' cannot be checked for races on %s; run it on CPU arrays "
                  "(array.to('cpu')) to check it, and without check_races on the GPU",
-                 m->funcs[kernel].name, dialect->name);
+                 m->funcs[kernel].name, target->name);
     double t0 = cpu_us();
     if (!env_is("TACK_RACE_CHECK", "0") || o.check_races) tk_depend(C, K); /* races in parallel loops; the switch is for measuring */
     double t1 = cpu_us();
@@ -286,7 +232,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
         tk_verify(C, "reduction privatization");
         tk_fold(C);
     }
-    if (!dialect->pfor_as_function) {
+    if (target->weak_f32_params) {
         tk_weak_float(C, K);                               /* a Python float that only meets f32 */
         tk_verify(C, "weak float narrowing");
     }

@@ -375,8 +375,8 @@ static PyMethodDef kernel_methods[] = {
     {"generated_source", (PyCFunction)(void (*)(void))kernel_generated_source,
      METH_FASTCALL | METH_KEYWORDS,
      "generated_source(*args, target=None) -> str: the source Tack emits for these arguments; "
-     "target is a dialect ('c', 'cuda', 'hip', 'metal', 'opencl'), by default the arguments' "
-     "device's."},
+     "target is a compile target, one of tack._core._targets() ('c' is the CPU's), by default the "
+     "arguments' device's."},
     {"ir", (PyCFunction)(void (*)(void))kernel_ir, METH_FASTCALL | METH_KEYWORDS,
      "ir(*args, target=None) -> str: the typed IR for these arguments, as TACK_DUMP=ir shows it."},
     {"_debug_facts", (PyCFunction)(void (*)(void))kernel_debug_facts, METH_FASTCALL | METH_KEYWORDS,

@@ -196,6 +196,27 @@ error:
     return NULL;
 }
 
+/* The compile targets, from the compiler's one table of them (src/compiler/target.c). */
+static PyObject *py_targets(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    Py_ssize_t n = 0;
+    while (tack_compile_target((int)n))
+        n++;
+    PyObject *names = PyTuple_New(n);
+    if (!names)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyUnicode_FromString(tack_compile_target((int)i));
+        if (!s) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, i, s);
+    }
+    return names;
+}
+
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
     static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", "race_warning", "reduce",
                             "race_error", NULL};
@@ -262,6 +283,8 @@ static PyMethodDef module_methods[] = {
     {"_dtype", tpy_dtype_lookup, METH_O, "_dtype(x) -> the DType for x (tack.dtype)"},
     {"_intrinsics", py_intrinsics, METH_NOARGS,
      "_intrinsics() -> the compiler's intrinsics besides the dtype names, as (name, kind, min_args, max_args)"},
+    {"_targets", py_targets, METH_NOARGS,
+     "_targets() -> the compile targets a kernel's generated_source(target=...) takes, 'c' (the CPU's) first"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
      "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=): what the package hands the "
      "extension at import (the extension imports none of tack's modules itself)"},

@@ -3,7 +3,8 @@
  *
  * Devices are found by name ("cpu", "cuda:1", "opencl:0", "level_zero:0") and live for the life of the
  * process.  Each device points at its backend's vtable; this file is the
- * only place that lists the backends, and shared code never names one.
+ * only place that lists the backends (its messages read the table too), and
+ * shared code never names one.
  * Backends that this build or this machine lacks are still known by name, so
  * that asking for "cuda" on a machine without a GPU says exactly that,
  * instead of "unknown device".
@@ -125,6 +126,20 @@ tack_status tack_device_from_type(tack_device_type type, int index, tack_device 
     return tack_set_error(TACK_ERR_DEVICE, "unsupported device type %d", (int)type);
 }
 
+/* The families for a message, from the table: 'cpu', 'cuda', 'cuda:N', ... or 'opencl', 'opencl:N'. */
+static void family_names(char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int f = 0; f < NFAMILIES && at < n; f++) {
+        int cpu = families[f].type == TACK_DEVICE_CPU, w;
+        const char *sep = f == 0 ? "" : f == NFAMILIES - 1 ? " or " : ", ";
+        if (cpu) w = snprintf(buf + at, n - at, "%s'%s'", sep, families[f].name);
+        else w = snprintf(buf + at, n - at, "%s'%s', '%s:N'", sep, families[f].name, families[f].name);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
+
 tack_status tack_device_get(const char *name, tack_device **out) {
     if (!name) return tack_set_error(TACK_ERR_VALUE, "device name is NULL");
     const char *colon = strchr(name, ':');
@@ -152,10 +167,9 @@ tack_status tack_device_get(const char *name, tack_device **out) {
         return tack_set_error(TACK_ERR_DEVICE, "device '%.64s' is not available: %s", name,
                               unavailable[f][0] ? unavailable[f] : "no device with that index");
     }
-    return tack_set_error(TACK_ERR_VALUE,
-                          "unknown device '%.64s' (expected 'cpu', 'cuda', 'cuda:N', 'opencl', 'opencl:N', "
-                          "'hip', 'metal', 'level_zero' or 'level_zero:N')",
-                          name);
+    char known[256];
+    family_names(known, sizeof known);
+    return tack_set_error(TACK_ERR_VALUE, "unknown device '%.64s' (expected %s)", name, known);
 }
 
 const char *tack_device_name(const tack_device *d) { return d->name; }

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tack
+from tack import _core
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -173,7 +174,7 @@ def test_the_option_is_a_property_and_survives_pickling():
     assert k.flush_denormals
 
 
-@pytest.mark.parametrize("target", ["c", "opencl", "cuda", "hip", "metal"])
+@pytest.mark.parametrize("target", _core._targets())
 def test_the_option_is_in_every_dialects_source_so_in_every_cache_key(target):
     x = np.zeros(4, np.float32)
     with_it = flushed.generated_source(x, x, x, target=target)

@@ -251,7 +251,7 @@ def test_a_func_taking_a_strided_array_in_every_dialect():
 
 def test_contiguous_arguments_have_no_strides_in_any_dialect():
     x, y = np.zeros(8, np.float32), np.zeros(8, np.float32)
-    for target in ("c", "cuda", "hip", "metal", "opencl"):
+    for target in _core._targets():
         plain = update.generated_source(x, y, target=target)
         assert not re.search(r"\ba\d+_t\d|\ba\d+_o\b", plain), target
         strided = update.generated_source(np.zeros(16, np.float32)[::2], y, target=target)

@@ -15,18 +15,14 @@
  *     largest set of one parallel loop's (each loop's iterations run in a
  *     function of their own on the CPU), plus the largest frame it calls.
  *
- * The bounds: 1 MiB on the CPU, an eighth of the 8 MiB that glibc gives a
- * thread's stack by default (the pool's threads and the caller's), leaving
- * the rest to the generated code, the C library and Python; 64 KiB of a
- * GPU thread's private memory, which CUDA, HIP and OpenCL devices provide
- * and beyond which launches fail or spill on some of them.  The message
+ * The bound is the target's frame_bytes (target.h, whose table says why:
+ * 1 MiB on the CPU, 64 KiB of a GPU thread's private memory).  The message
  * gives the total and where it comes from.
  */
 #include <string.h>
 
 #include "compiler/compiler.h"
-
-enum { CPU_FRAME = 1 << 20, GPU_FRAME = 64 << 10 };
+#include "compiler/target.h"
 
 static int64_t array_bytes(const tk_local *l) {
     if (l->ty.kind != TY_ARRAY) return 0;
@@ -95,8 +91,7 @@ void tk_check_frames(tk_cc *C, tk_spec *K) {
     int who = -1;
     int64_t deep = callees(&F, K->body, &who);
     int64_t total = level + loop + deep;
-    int gpu = C->dialect && C->dialect->pfor_as_function == 0;
-    int64_t cap = gpu ? GPU_FRAME : CPU_FRAME;
+    int64_t cap = C->target->frame_bytes;
     if (total <= cap) return;
     tk_buf b;
     tk_buf_init(&b, &C->arena);
@@ -107,5 +102,5 @@ void tk_check_frames(tk_cc *C, tk_spec *K) {
              "the local arrays of one iteration of kernel '%s' take %lld bytes (the kernel's own %lld%s), and at "
              "most %lld fit %s; make them smaller, or pass a larger array in as an argument",
              C->m->funcs[K->func].name, (long long)total, (long long)(level + loop), b.s ? b.s : "", (long long)cap,
-             gpu ? "a GPU thread's private memory" : "a CPU thread's stack");
+             C->target->thread_memory);
 }

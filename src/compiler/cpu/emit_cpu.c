@@ -224,8 +224,9 @@ static int simd_scalar(int dt) {
  * never specified (chunks combine atomically in any order), and partial
  * sums per lane make a long add chain vector code. */
 static int simd_ok(tk_emitter *e, tk_ir *s) {
-    if (!e->C->opts.optimize || e->hist || e->exact == CHUNK_EXACT || !simd_body(s->k[s->aux], 0)) return 0;
-    if (e->D->polls && serial_loops(s->k[s->aux]) != guarded_loops(e, s, s->k[s->aux])) return 0;
+    if (!e->T->simd_pragma || !e->C->opts.optimize || e->hist || e->exact == CHUNK_EXACT) return 0;
+    if (!simd_body(s->k[s->aux], 0)) return 0;
+    if (e->T->polls && serial_loops(s->k[s->aux]) != guarded_loops(e, s, s->k[s->aux])) return 0;
     for (int r = 0; s->red && r < s->red->n; r++)
         if (!simd_scalar(s->red->k[r]->ty.dt)) return 0;
     return 1;
@@ -274,7 +275,7 @@ static int simd_guards(tk_emitter *e, tk_ir *loop, tk_ir *body) {
         if (f->k[2]->op != IR_CONST || f->k[2]->c.i != 1) continue;
         P(e, n ? " && (" : "(");
         ex(e, f->k[0]); P(e, ") < ("); ex(e, f->k[1]); P(e, ")");
-        if (e->D->polls) {
+        if (e->T->polls) {
             P(e, " && (uint64_t)("); ex(e, f->k[1]); P(e, ") - (uint64_t)("); ex(e, f->k[0]);
             P(e, ") <= %d", LANE_TRIP);
         }

@@ -131,7 +131,7 @@ static int simd_stmts_ok(simd_scan *z, const tk_ir *b, uint64_t *stored) {
 static int simd_inner_ok(tk_emitter *e, const tk_ir *s, unsigned char **assigned) {
     tk_cc *C = e->C;
     tk_spec *S = e->S;
-    if (!e->D->polls || !C->opts.optimize || !C->args || e->hist) return 0;
+    if (!e->T->polls || !e->T->simd_pragma || !C->opts.optimize || !C->args || e->hist) return 0;
     for (int p = 0; p < S->nparams; p++) /* restrict: the call's arrays share no memory */
         if (S->ptypes[p].kind == TY_ARRAY && (p >= C->nargs || !C->args[p].distinct)) return 0;
     if (S->nlocals <= 0) return 0;

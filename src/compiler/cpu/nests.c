@@ -95,13 +95,15 @@
  * The copies carry a comment that names the transformation (emit.c prints
  * a block's `str`).  TACK_NESTS=0 in the environment turns the pass off, for
  * tests that compare with the untransformed code; TACK_OPT=0 does too.  The
- * pass runs for the C dialect only: a GPU runs a parallel loop's iterations
- * as threads and has its own view of what is cheap.
+ * pass runs where a parallel loop runs in chunks (target.h's
+ * TK_LOOPS_CHUNKED, the CPU): a GPU runs a parallel loop's iterations as
+ * threads and has its own view of what is cheap.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/compiler.h"
+#include "compiler/target.h"
 
 #define MAX_LOOPS 32
 #define MAX_MARKED 256
@@ -742,7 +744,7 @@ static tk_ir *version(tk_cc *C, tk_spec *S, tk_ir *f) {
     /* interchanged or quiet: `if (test) { new } else { fast }`, whose test joins the checks' and
      * whose else is dropped -- where it fails the loop runs as written: two copies, not three */
     tk_ir *r = interchange(C, fast);
-    if (!r && C->dialect->polls) r = quiet(C, S, fast);
+    if (!r && C->target->polls) r = quiet(C, S, fast);
     if (r && r->op != IR_IF) r = NULL;
     if (!r && !x.nmarked) return f;
     tk_ir *cond = x.cond, *then = ir_new(C, IR_BLOCK, ty_void(), f->line);
@@ -793,7 +795,7 @@ tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond) {
 void tk_nests(tk_cc *C) {
     const char *env = getenv("TACK_NESTS");
     if (env && !strcmp(env, "0")) return;
-    if (!C->dialect || strcmp(C->dialect->name, "c") || !C->nspecs || !C->specs[0]->body) return;
+    if (!C->target || C->target->loops != TK_LOOPS_CHUNKED || !C->nspecs || !C->specs[0]->body) return;
     /* The interchanged and tiled copies test what arrays share by the bytes
      * [a, a + size) (M_DISJOINT), which a strided view does not occupy:
      * a kernel with one keeps its loops as written. */

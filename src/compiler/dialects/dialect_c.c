@@ -278,23 +278,11 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
 }
 
 const tk_dialect tk_dialect_c = {
-    .name = "c",
     .prelude = c_prelude,
     .ctype = c_ctype,
     .storage_type = c_storage,
     .math = c_math,
     .export_attr = "__attribute__((visibility(\"default\")))",
-    .pfor_as_function = 1,
-    .polls = 1,
     .kernel_decls = tk_cpu_frame,
     .kernel = tk_cpu_kernel,
 };
-
-const tk_dialect *tk_dialect_find(const char *name) {
-    if (!name || !strcmp(name, "c")) return &tk_dialect_c;
-    if (!strcmp(name, "cuda")) return &tk_dialect_cuda;
-    if (!strcmp(name, "opencl")) return &tk_dialect_opencl;
-    if (!strcmp(name, "hip")) return &tk_dialect_hip;
-    if (!strcmp(name, "metal")) return &tk_dialect_msl;
-    return NULL;
-}

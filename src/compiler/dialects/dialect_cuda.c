@@ -370,13 +370,11 @@ const char *const tk_cuda_specials[4] = { "__int_as_float(0x7fc00000)", "__longl
                                             "__longlong_as_double(0x7ff0000000000000LL)" };
 
 const tk_dialect tk_dialect_cuda = {
-    .name = "cuda",
     .prelude = cu_prelude,
     .ctype = tk_cu_ctype,
     .storage_type = tk_cu_storage,
     .math = tk_cu_math,
     .export_attr = "extern \"C\" __global__",
-    .pfor_as_function = 0,
     .func_qual = "static __device__",
     .cxx_literals = 1,
     .float_specials = tk_cuda_specials,

@@ -100,13 +100,11 @@ static const tk_grid hip_grid = {
 static void hip_kernel(tk_emitter *e, tk_buf *out) { tk_grid_kernel(e, out, &hip_grid); }
 
 const tk_dialect tk_dialect_hip = {
-    .name = "hip",
     .prelude = hip_prelude,
     .ctype = tk_cu_ctype,
     .storage_type = tk_cu_storage,
     .math = tk_cu_math,
     .export_attr = "extern \"C\" __global__",
-    .pfor_as_function = 0,
     .func_qual = "static __device__",
     .cxx_literals = 1,
     .float_specials = tk_cuda_specials,

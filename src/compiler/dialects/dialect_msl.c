@@ -58,7 +58,7 @@
  * MTLMathModeFast only for fast_math.  f16 is MSL's `half`, reached by
  * as_type (conversions round to nearest even).  Vectors and matrices are
  * our own packed structs (a vec3 is 12 bytes, as on the host), complex64
- * complex.c's.  64-bit integer constants take the L suffix (`long` is
+ * emit_complex.c's.  64-bit integer constants take the L suffix (`long` is
  * MSL's 64-bit type; `long long` is not one of its types), and float
  * constants are decimal with 9 significant digits, which gives back every
  * f32 exactly (hexadecimal floats are C++17; MSL is C++14).
@@ -70,6 +70,7 @@
 #include <string.h>
 
 #include "compiler/grid/grid.h"
+#include "compiler/target.h"
 
 enum { MSL_MAX_BUFFERS = 28 }; /* 31 slots, 3 of them ours */
 
@@ -123,7 +124,7 @@ static const char *msl_math(int m, tack_dtype dt) {
     case M_TANH: return "tk_m::tanh";
     case M_ATAN2: return "tk_m::atan2";
     case M_POW: return "tk_m::pow";
-    case M_HYPOT: return "tk_hypot"; /* complex.c spells the fused multiply-add from it: tk_fma */
+    case M_HYPOT: return "tk_hypot"; /* emit_complex.c spells the fused multiply-add from it: tk_fma */
     case M_FLOOR: return "metal::floor";
     case M_CEIL: return "metal::ceil";
     case M_TRUNC: return "metal::trunc";
@@ -163,24 +164,26 @@ static const char *dtype_name(int dt) {
     }
 }
 
-/* The first node of x (preorder) that Metal cannot compile, or NULL:
- * an f64 value, a 64-bit atomic, a print. */
-static const tk_ir *first_bad(const tk_spec *S, const tk_ir *x) {
+/* The first node of x (preorder) that Metal cannot compile, or NULL: what
+ * the target's descriptor (target.h) says it lacks -- an f64 value, a 64-bit
+ * atomic, a print. */
+static const tk_ir *first_bad(const tk_target *T, const tk_spec *S, const tk_ir *x) {
     if (!x) return NULL;
-    if (ty_f64(x->ty) || ty_f64(x->aux_ty) || x->op == IR_PRINT) return x;
-    if ((x->op == IR_ASSIGN || x->op == IR_FOR || x->op == IR_LFILL) && x->local >= 0 && x->local < S->nlocals &&
-        ty_f64(S->locals[x->local].ty))
+    int no_f64 = T->fp64 == TK_FP64_NONE;
+    if ((no_f64 && (ty_f64(x->ty) || ty_f64(x->aux_ty))) || (!T->print && x->op == IR_PRINT)) return x;
+    if (no_f64 && (x->op == IR_ASSIGN || x->op == IR_FOR || x->op == IR_LFILL) && x->local >= 0 &&
+        x->local < S->nlocals && ty_f64(S->locals[x->local].ty))
         return x; /* an f64 local or local array, named */
-    if (x->op == IR_ATOMIC && x->ty.kind == TY_VALUE && dt_bits((tack_dtype)x->ty.dt) == 64 &&
+    if (!T->atomics64 && x->op == IR_ATOMIC && x->ty.kind == TY_VALUE && dt_bits((tack_dtype)x->ty.dt) == 64 &&
         (dt_kind((tack_dtype)x->ty.dt) == TACK_KIND_INT || dt_kind((tack_dtype)x->ty.dt) == TACK_KIND_UINT))
         return x;
     for (int i = 0; i < x->n; i++) {
-        const tk_ir *b = first_bad(S, x->k[i]);
+        const tk_ir *b = first_bad(T, S, x->k[i]);
         if (b) return b;
     }
     if (x->op == IR_PFOR) {
-        const tk_ir *b = first_bad(S, x->off);
-        if (!b) b = first_bad(S, x->red);
+        const tk_ir *b = first_bad(T, S, x->off);
+        if (!b) b = first_bad(T, S, x->red);
         return b;
     }
     return NULL;
@@ -251,7 +254,7 @@ static void refuse(tk_cc *C) {
                          "Metal has no double precision (Apple GPUs have no float64): parameter '%s' of this "
                          "function is %s; use float32",
                          param_name(S, p), dtype_name(S->ptypes[p].dt));
-        const tk_ir *b = first_bad(S, S->body);
+        const tk_ir *b = first_bad(C->target, S, S->body);
         if (b) refuse_node(C, S, b);
         if (ty_f64(S->ret))
             tk_error(C, S->func, C->m->funcs[S->func].first_line, 0,
@@ -526,13 +529,11 @@ static void msl_kernel(tk_emitter *e, tk_buf *out) { tk_grid_kernel(e, out, &msl
 static const char *const msl_specials[4] = {"NAN", "NAN", "INFINITY", "INFINITY"};
 
 const tk_dialect tk_dialect_msl = {
-    .name = "metal",
     .prelude = msl_prelude,
     .ctype = msl_ctype,
     .storage_type = msl_storage,
     .math = msl_math,
     .export_attr = "kernel",
-    .pfor_as_function = 0,
     .ctx_param = "device tk_ctx *ctx",
     .fail_fn = "TK_FAIL",
     .wide_float = "tk_wide",

@@ -453,13 +453,11 @@ static const char *const cl_specials[4] = { "NAN", "as_double(0x7ff8000000000000
                                             "as_double(0x7ff0000000000000UL)" };
 
 const tk_dialect tk_dialect_opencl = {
-    .name = "opencl",
     .prelude = cl_prelude,
     .ctype = cl_ctype,
     .storage_type = cl_storage,
     .math = cl_math,
     .export_attr = "__kernel",
-    .pfor_as_function = 0,
     .ctx_param = "__global tk_ctx *ctx",
     .fail_fn = "TK_FAIL",
     .wide_float = "tk_wide",

@@ -29,7 +29,7 @@
  * go through unsigned arithmetic, shifts mask their count, division and
  * modulo call helpers that define INT_MIN // -1 and never divide by zero.
  * Float-to-int conversions saturate (NaN gives 0) instead of being UB.
- * Serial loops poll (a dialect with `polls`: the CPU): each function keeps a
+ * Serial loops poll (a target with `polls`: the CPU): each function keeps a
  * budget tk_bud_, starting empty, that its loops spend one unit an
  * iteration; when it runs out the loop asks abi->poll(ctx) whether the
  * launch must stop (Ctrl-C, interrupt.c) and leaves like a failed check if
@@ -560,10 +560,10 @@ void em_check_fails(tk_emitter *e, tk_ir *s) {
     }
 }
 
-static int polling(const tk_emitter *e) { return e->D->polls && !e->nopoll; }
+static int polling(const tk_emitter *e) { return e->T->polls && !e->nopoll; }
 
 void em_poll_budget(tk_emitter *e) {
-    if (!e->D->polls) return;
+    if (!e->T->polls) return;
     I(e); P(e, "int64_t tk_bud_ = 0; (void)tk_bud_;\n");
 }
 
@@ -987,6 +987,7 @@ const char *tk_emit(tk_cc *C) {
     e->brk = -1;
     e->C = C;
     e->D = C->dialect;
+    e->T = C->target;
     tk_buf out, funcs;
     tk_buf_init(&out, &C->arena);
     tk_buf_init(&funcs, &C->arena);
@@ -1002,7 +1003,7 @@ const char *tk_emit(tk_cc *C) {
     comment_text(e, KF->name);
     P(e, " (");
     comment_text(e, KF->filename);
-    P(e, ":%d); dialect %s */\n", KF->first_line, e->D->name);
+    P(e, ":%d); dialect %s */\n", KF->first_line, e->T->name);
     if (C->opts.flush_denormals) /* in every cache key, since each hashes the source */
         P(e, "/* flush_denormals: subnormal floats flush to zero while it runs */\n");
     e->D->prelude(C, &out);

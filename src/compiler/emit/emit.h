@@ -21,6 +21,7 @@
 #define TACK_EMIT_H
 
 #include "compiler/compiler.h"
+#include "compiler/target.h"
 
 /* Which version of a parallel loop's chunk is being written, as far as the
  * fast divisions of strength.c (M_FDIVQ / M_MODQ) are concerned. */
@@ -46,6 +47,7 @@ typedef enum tk_rowmode {
 struct tk_emitter {
     tk_cc *C;
     const tk_dialect *D;
+    const tk_target *T;   /* what the target can do (target.h) */
     tk_buf *b;            /* where P writes */
     tk_spec *S;           /* the specialization being written */
     tk_spec *K;           /* the kernel's */
@@ -110,7 +112,7 @@ TK_HIDDEN void em_race_begin(tk_emitter *e, tk_ir *s, int loop); /* before paral
 TK_HIDDEN void em_race_chunk(tk_emitter *e);                     /* the chunk function's head */
 TK_HIDDEN void em_race_iteration(tk_emitter *e, tk_ir *s);       /* an iteration's head */
 
-/* complex.c: the expressions of complex type or operands */
+/* emit_complex.c: the expressions of complex type or operands */
 void em_complex_make(tk_emitter *e, tk_ir *x);
 void em_complex_cast(tk_emitter *e, tk_ir *x);
 void em_complex_bin(tk_emitter *e, tk_ir *x);

@@ -7,11 +7,52 @@
  * documented with tk_irop.  This file holds the helpers every pass uses to
  * build nodes and to ask simple structural questions (is this a constant,
  * does this subtree assign that local, can control leave this loop body
- * early).
+ * early, is this expression the same in every iteration of that loop), and
+ * the facts of the compile that lowering, the passes and every emitter read
+ * -- a local array's element count and element type, whether a parameter
+ * travels as f32 bits -- so that emission never calls into lowering.
  */
 #include <string.h>
 
 #include "compiler/compiler.h"
+
+int64_t tk_local_elems(const tk_local *l) {
+    int64_t n = 1;
+    for (int k = 0; k < l->ty.ndim; k++) n *= l->ashape[k];
+    return n;
+}
+
+const char *tk_local_elem_type(const tk_local *l, const char *ctype) {
+    return l->ty.kind == TY_ARRAY && l->ty.dt == TACK_F16 ? "uint16_t" : ctype;
+}
+
+/* Whether parameter p travels as f32 bits: an f16 or f32 argument, or a
+ * Python float that weak_float.c narrowed (C->weak_f32). */
+int tk_param_f32(const tk_cc *C, int p) {
+    const tack_argtype *a = &C->args[p];
+    if (a->is_array) return 0;
+    if (a->dtype == TACK_F32 || a->dtype == TACK_F16) return 1;
+    return p < 64 && (C->weak_f32 >> p & 1);
+}
+
+/* Whether e has the same value in every iteration of loop: built of
+ * constants, extents and locals the loop does not assign (checks.c hoists
+ * by it; the CPU layout and verify.c ask it too). */
+int ir_invariant(const tk_ir *e, const tk_ir *loop) {
+    switch (e->op) {
+    case IR_CONST:
+    case IR_SHAPE: return 1;
+    case IR_LOCAL: return !ir_assigns_local(loop, e->local);
+    case IR_CAST:
+    case IR_BIN:
+    case IR_UN:
+    case IR_WRAP:
+        for (int i = 0; i < e->n; i++)
+            if (!ir_invariant(e->k[i], loop)) return 0;
+        return 1;
+    default: return 0;
+    }
+}
 
 int tk_new_local(tk_cc *C, tk_spec *S, const char *name, tk_type ty, int scope) {
     if (S->nlocals == S->caplocals) {

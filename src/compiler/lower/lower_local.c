@@ -59,26 +59,23 @@
  * float64 is stored as it is and rounded once (tk_d2h), a float64 constant
  * rounded here (lw_f16_value), for parameters' f16 elements too.
  *
- * Sizes are bounded, since the array is on a thread's stack: 16 KiB per
- * array on the CPU and 4 KiB on GPUs, where a larger one spills from
- * registers into slow local memory; an element counts its whole itemsize
- * (12 bytes for a vec3, 2 for an f16).
+ * Sizes are bounded, since the array is on a thread's stack: by the
+ * target's local_array_bytes (target.h; 16 KiB per array on the CPU and
+ * 4 KiB on GPUs, where a larger one spills from registers into slow local
+ * memory); an element counts its whole itemsize (12 bytes for a vec3, 2 for
+ * an f16).
  */
 #include <math.h>
 #include <string.h>
 
 #include "compiler/lower/lower.h"
+#include "compiler/target.h"
 
-enum { CPU_BYTES = 16384, GPU_BYTES = 4096 };
-
-int64_t tk_local_elems(const tk_local *l) {
-    int64_t n = 1;
-    for (int k = 0; k < l->ty.ndim; k++) n *= l->ashape[k];
-    return n;
-}
-
-const char *tk_local_elem_type(const tk_local *l, const char *ctype) {
-    return l->ty.kind == TY_ARRAY && l->ty.dt == TACK_F16 ? "uint16_t" : ctype;
+/* For the message that refuses a large array: the first target whose bound differs (NULL: none). */
+static const tk_target *other_bound(const tk_target *T) {
+    for (int i = 0; tk_target_at(i); i++)
+        if (tk_target_at(i)->local_array_bytes != T->local_array_bytes) return tk_target_at(i);
+    return NULL;
 }
 
 int lw_local_array(lw_state *L, const char *name) {
@@ -237,17 +234,17 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     if (dt < 0) return; /* the fill value's type is not known yet */
     tk_type et = lw_dtype_type((tack_dtype)dt); /* f16: values are f32, rounded where stored */
     /* the size */
-    int gpu = L->C->dialect && L->C->dialect->pfor_as_function == 0;
-    int64_t cap = gpu ? GPU_BYTES : CPU_BYTES, item = (int64_t)tack_dtype_get((tack_dtype)dt)->itemsize; /* a vec3's 12 */
+    const tk_target *T = L->C->target, *O = other_bound(T);
+    int64_t cap = T->local_array_bytes, item = (int64_t)tack_dtype_get((tack_dtype)dt)->itemsize; /* a vec3's 12 */
     if (elems > cap / (item ? item : 1)) {
         tk_buf b;
         tk_buf_init(&b, &L->C->arena);
         for (int k = 0; k < nd; k++) tk_printf(&b, "%s%lld", k ? ", " : "", (long long)shape[k]);
         ERR(call, "local array '%s' of shape (%s%s) and dtype %s is too large: %s%lld bytes, and a local array may "
-                  "take at most %lld bytes %s; pass a larger array in as an argument",
+                  "take at most %lld bytes on %s%s; pass a larger array in as an argument",
             what, b.s, nd == 1 ? "," : "", dt_name((tack_dtype)dt), elems == INT64_MAX ? "over " : "",
-            (long long)(elems == INT64_MAX ? INT64_MAX : elems * item), (long long)cap,
-            gpu ? "on a GPU (16384 on the CPU)" : "on the CPU (4096 on a GPU)");
+            (long long)(elems == INT64_MAX ? INT64_MAX : elems * item), (long long)cap, T->device,
+            O ? tk_fmt(&L->C->arena, " (%lld on %s)", (long long)O->local_array_bytes, O->device) : "");
     }
     /* one array per name: created again, it must be the same array */
     tk_type at = {TY_ARRAY, (uint8_t)dt, (uint8_t)nd, 0, 0};

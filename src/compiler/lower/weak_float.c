@@ -102,10 +102,3 @@ void tk_weak_float(tk_cc *C, tk_spec *K) {
         C->weak_f32 |= 1ull << p;
     }
 }
-
-int tk_param_f32(const tk_cc *C, int p) {
-    const tack_argtype *a = &C->args[p];
-    if (a->is_array) return 0;
-    if (a->dtype == TACK_F32 || a->dtype == TACK_F16) return 1;
-    return p < 64 && (C->weak_f32 >> p & 1);
-}

@@ -355,22 +355,6 @@ static void ks(check_elider *k, tk_ir *s) {
 }
 
 /* ------------------------------------------------------------- hoisting */
-int ir_invariant(const tk_ir *e, const tk_ir *loop) {
-    switch (e->op) {
-    case IR_CONST:
-    case IR_SHAPE: return 1;
-    case IR_LOCAL: return !ir_assigns_local(loop, e->local);
-    case IR_CAST:
-    case IR_BIN:
-    case IR_UN:
-    case IR_WRAP:
-        for (int i = 0; i < e->n; i++)
-            if (!ir_invariant(e->k[i], loop)) return 0;
-        return 1;
-    default: return 0;
-    }
-}
-
 static tk_ir *body_of(tk_ir *loop) { return loop->op == IR_FOR ? loop->k[3] : loop->k[loop->aux]; }
 
 /* "the loop runs at least once" */

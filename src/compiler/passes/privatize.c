@@ -27,8 +27,9 @@
  * over the same lines.  The legality rule is the same (the array is only
  * ever the target of statement-form atomic adds/subtracts in the loop); the
  * size is known only at run time, so the choice is made per chunk.  Each
- * such array of a loop, up to TK_MAX_HIST (C dialect only: a GPU has no
- * per-chunk stack to spare), is marked in the PFOR's `hist`: a loop that
+ * such array of a loop, up to TK_MAX_HIST (where a parallel loop runs in
+ * chunks, target.h's TK_LOOPS_CHUNKED: a GPU has no per-chunk stack to
+ * spare), is marked in the PFOR's `hist`: a loop that
  * fills a count and a weighted histogram together kept one on atomics,
  * 3.13 ms for both against 0.83 ms and 0.44 ms for each alone.  The emitter
  * writes the chunk twice: when an array has at most 16384 elements and fits
@@ -75,6 +76,7 @@
 #include <string.h>
 
 #include "compiler/compiler.h"
+#include "compiler/target.h"
 
 typedef struct cand {
     tk_ir **slot;   /* where the IR_EVAL statement sits */
@@ -352,7 +354,7 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
     /* a private copy for each eligible histogram array, the first TK_MAX_HIST
      * (bit 63 stands for every array past it, so only params below 63 qualify) */
     int nh = 0;
-    for (int q = 0; q < 63 && q < S->nparams && C->dialect->pfor_as_function && nh < TK_MAX_HIST; q++) {
+    for (int q = 0; q < 63 && q < S->nparams && C->target->loops == TK_LOOPS_CHUNKED && nh < TK_MAX_HIST; q++) {
         /* a strided view keeps its atomics: the copy is merged back in C order (emit_cpu.c) */
         if (!(p.vary >> q & 1) || (p.bad >> q & 1) || S->ptypes[q].kind != TY_ARRAY || S->ptypes[q].strided) continue;
         int dt = S->ptypes[q].dt, kind = dt_kind((tack_dtype)dt);

@@ -33,8 +33,9 @@
  *      body, so the check that fails is the one the first iteration would
  *      have failed.
  *
- *   3. Division by an invariant divisor with a bounded dividend (C dialect
- *      only; GPUs want another trick).  Before the loop, per divisor d,
+ *   3. Division by an invariant divisor with a bounded dividend (targets
+ *      whose parallel loops run in chunks, target.h: the CPU layout writes
+ *      the versions; GPUs want another trick).  Before the loop, per divisor d,
  *      `inv = fast(d) ? 1.0 / (double)d : 0` with fast(d) = d != 0 and
  *      |d| < 2^52, and one flag per loop: the conjunction of every fact the
  *      fast paths rely on (each divisor fast, the loop's index range
@@ -109,6 +110,7 @@
 #include <string.h>
 
 #include "compiler/compiler.h"
+#include "compiler/target.h"
 
 #define FAST_BITS 52   /* |a| < 2^52 and |d| < 2^52: the proof above */
 #define RANGE_LOG 50   /* extents and start below 2^50: index below 2^51 */
@@ -480,5 +482,5 @@ void tk_strength(tk_cc *C) {
     tk_spec *K = C->nspecs ? C->specs[0] : NULL;
     if (K && K->body) each_pfor(C, K, K->body, licm);
     if (C->opts.checks) tk_hoist_invariant_checks(C, CK_ZERODIV);
-    if (K && K->body && !strcmp(C->dialect->name, "c")) each_pfor(C, K, K->body, fastdiv);
+    if (K && K->body && C->target->loops == TK_LOOPS_CHUNKED) each_pfor(C, K, K->body, fastdiv);
 }
