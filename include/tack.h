@@ -169,7 +169,8 @@ TACK_API tack_device_type tack_device_kind(const tack_device *d);
 TACK_API const char *tack_device_dialect(const tack_device *d);
 /* The number N of "kind:N" (0 for the CPU). */
 TACK_API int tack_device_index(const tack_device *d);
-/* Number of worker threads the device uses (CPU: the pool size). */
+/* Number of worker threads the device uses (CPU: those of its next launch, the
+ * num_threads setting or the usable cores). */
 TACK_API int tack_device_threads(const tack_device *d);
 /* A Level Zero device's driver, context and device handles (ze_driver_handle_t,
  * ze_context_handle_t, ze_device_handle_t), for a library that is to allocate in the
@@ -190,6 +191,43 @@ TACK_API tack_status tack_level_zero_adopt(void *driver, void *context, void *de
 TACK_API tack_status tack_device_synchronize(tack_device *d);
 /* Wait for everything queued on every device in use. */
 TACK_API tack_status tack_synchronize_all(void);
+
+/* ----------------------------------------------------------- configuration */
+/* Every setting of libtack (optimize default, thread count, cache directory,
+ * compiler switches, library paths; docs/configuration.md lists them) has a
+ * name, a TACK_* environment variable read once at the first use of any
+ * setting, a default, and a value that can be changed at run time.  An
+ * explicit option of an API call beats the setting, which is the
+ * environment's value until set.  Values are text, as in the environment:
+ * "0"/"1" for a bool, digits for an int, one of the choices, or any text. */
+typedef enum tack_config_source {
+    TACK_CONFIG_DEFAULT = 0, /* neither the environment nor a set gave it */
+    TACK_CONFIG_ENV,         /* its environment variable, read at first use */
+    TACK_CONFIG_SET          /* tack_config_set */
+} tack_config_source;
+
+typedef struct tack_config_info {
+    const char *name;          /* "optimize" */
+    const char *env;           /* "TACK_OPT" */
+    const char *type;          /* "bool", "int", "choice" or "str" */
+    const char *default_value; /* as text */
+    const char *choices;       /* "off|ir|source" for a choice, else NULL */
+    const char *doc;           /* what it is, one line */
+    const char *effect;        /* when a change takes effect, one line */
+} tack_config_info;
+
+TACK_API int tack_config_count(void);
+/* Setting `index` (0 <= index < tack_config_count()); strings are static. */
+TACK_API tack_status tack_config_describe(int index, tack_config_info *out);
+/* The value now, as text, into buf (cap bytes), and where it came from
+ * (source may be NULL).  TACK_ERR_VALUE for an unknown name or a short buffer. */
+TACK_API tack_status tack_config_get(const char *name, char *buf, size_t cap, tack_config_source *source);
+/* Set from text; NULL puts back the environment's value (or the default).
+ * TACK_ERR_VALUE naming the setting for an unknown name or a bad value. */
+TACK_API tack_status tack_config_set(const char *name, const char *value);
+/* TACK_ERR_VALUE naming the first TACK_* variable whose value could not be
+ * read (its setting has the default meanwhile); tack_compile checks too. */
+TACK_API tack_status tack_config_check_environment(void);
 
 /* -------------------------------------------------------------- interrupts */
 /* Ask the CPU launches running on interruptible threads to stop: each

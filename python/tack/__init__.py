@@ -20,7 +20,10 @@ Arrays live on a device ("cpu", "cuda", ...); see ``tack.devices()``.
 """
 
 from . import _core
-from ._core import (
+
+_core._config_check()  # a TACK_* variable whose value cannot be read is an error now, naming it
+from . import config  # noqa: E402  (tack.config: every setting, docs/configuration.md)
+from ._core import (  # noqa: E402
     Array,
     DType,
     bool,
@@ -122,12 +125,12 @@ _core._set_hooks(getsourcelines=_getsourcelines, getline=_getline)
 # The last C compiler the CPU backend tries (after TACK_CC, CC and cc, gcc or
 # clang on PATH; docs/backends.md) is the clang of the ziglang wheel -- the
 # `compiler` extra -- run as `zig cc`.  The package's directory is only known
-# here, so it is handed to libtack as TACK_ZIG, unless that is set already
-# (set and empty: do not use zig).
+# here, so it is handed to libtack as the zig setting, unless TACK_ZIG gave
+# it already (set and empty: do not use zig).
 def _offer_ziglang():
     import os
 
-    if "TACK_ZIG" in os.environ:
+    if config.source("zig") != "default":
         return
     from importlib.util import find_spec
 
@@ -138,7 +141,8 @@ def _offer_ziglang():
     for where in (spec.submodule_search_locations or []) if spec else []:
         zig = os.path.join(where, "zig")
         if os.path.isfile(zig) and os.access(zig, os.X_OK):
-            os.environ["TACK_ZIG"] = zig
+            config.zig = zig
+            config._PYTHON_DEFAULTS["zig"] = zig  # what tack.config.reset() puts back
             return
 
 

@@ -23,6 +23,7 @@ import cmath as _cmath
 import math as _math
 
 from . import _core
+from . import config as _config
 
 # The host API; the intrinsics' names (tack.sqrt, tack.atomic_add ...) are
 # added from the compiler's table below (_define_intrinsics).
@@ -166,27 +167,13 @@ def _float_choice(value, what):
     raise ValueError(f"{what} must be tack.f32 or tack.f64, not {value!r:.60}")
 
 
-def _env_default_float():
-    import os
-
-    v = os.environ.get("TACK_DEFAULT_FLOAT", "").strip()
-    if v in ("", "f32", "float32"):
-        return _core.f32
-    if v in ("f64", "float64"):
-        return _core.f64
-    raise ValueError(f"TACK_DEFAULT_FLOAT must be f32 or f64, not {v!r:.60}")
-
-
-_default_float = _env_default_float()  # read once, when tack is imported
-
-
 def set_default_float(dtype):
     """Set the default float of every kernel defined from now on: ``tack.f32``
     (Tack's default, so kernels run on GPUs without double precision) or
     ``tack.f64`` (NumPy's types everywhere).  A kernel given
     ``default_float=`` keeps its own; kernels already defined keep theirs.
-    The environment variable ``TACK_DEFAULT_FLOAT`` (``f32`` or ``f64``) sets
-    it when Tack is imported.
+    It is the ``default_float`` setting (``tack.config``), whose initial value
+    the environment variable ``TACK_DEFAULT_FLOAT`` (``f32`` or ``f64``) gives.
 
     >>> import tack
     >>> tack.set_default_float(tack.f64)
@@ -198,34 +185,20 @@ def set_default_float(dtype):
     tack.f64
     >>> tack.set_default_float(tack.f32)
     """
-    global _default_float
-    _default_float = _float_choice(dtype, "tack.set_default_float")
+    _config.set("default_float", _float_choice(dtype, "tack.set_default_float").name)
 
 
 def get_default_float():
     """The default float of kernels defined now (``tack.f32`` unless set)."""
-    return _default_float
-
-
-def _env_check_races():
-    import os
-
-    v = os.environ.get("TACK_CHECK_RACES", "").strip()
-    if v in ("", "0"):
-        return False
-    if v == "1":
-        return True
-    raise ValueError(f"TACK_CHECK_RACES must be 0 or 1, not {v!r:.60}")
-
-
-_check_races = _env_check_races()  # read once, when tack is imported
+    return getattr(_core, _config.get("default_float"))
 
 
 def set_check_races(on):
     """Run the kernels defined from now on under the race detector (``True``)
     or not (``False``, Tack's default).  A kernel given ``check_races=``
-    keeps its own; kernels already defined keep theirs.  The environment
-    variable ``TACK_CHECK_RACES=1`` sets it when Tack is imported.
+    keeps its own; kernels already defined keep theirs.  It is the
+    ``check_races`` setting (``tack.config``), whose initial value the
+    environment variable ``TACK_CHECK_RACES=1`` gives.
 
     Under the detector, the parallel loops whose races the compiler cannot
     decide (those it warns of with ``tack.RaceWarning``, and those
@@ -244,26 +217,32 @@ def set_check_races(on):
     True
     >>> tack.set_check_races(False)
     """
-    global _check_races
     if not isinstance(on, _builtins.bool):
         raise TypeError(f"tack.set_check_races: expected True or False, not {on!r:.60}")
-    _check_races = on
+    _config.set("check_races", on)
 
 
 def get_check_races():
     """Whether kernels defined now run under the race detector (``False`` unless set)."""
-    return _check_races
+    return _config.get("check_races")
 
 
-def kernel(fn=None, *, checks=True, fast_math=False, flush_denormals=False, jit=None,
-           default_float=None, check_races=None):
+def kernel(fn=None, *, checks=None, fast_math=False, flush_denormals=False, jit=None,
+           default_float=None, check_races=None, optimize=None):
     """Compile a Python function as a data-parallel kernel.
 
     Use bare (``@tack.kernel``) or with options
     (``@tack.kernel(checks=False, fast_math=True)``).  Every ``for`` loop over
     ``range(...)`` or ``tack.ndrange(...)`` at the top level of the body runs
     in parallel.  ``checks=False`` removes bounds, division-by-zero and assert
-    checks; ``fast_math=True`` lets the C compiler reassociate floating point.
+    checks; ``optimize=False`` compiles without the optimizing passes
+    (folding, check hoisting, strength reduction, privatization, SIMD lanes),
+    for comparing; ``fast_math=True`` lets the C compiler reassociate floating point.
+    An option left out (None) takes its setting's value when the kernel is
+    defined: ``tack.config.checks``, ``tack.config.optimize``,
+    ``tack.config.check_races``, ``tack.config.default_float`` and
+    ``tack.config.disable_jit`` (docs/configuration.md); an option given
+    always wins.
     ``default_float`` (``tack.f32`` or ``tack.f64``; by default the process's,
     see ``tack.set_default_float``) is the type of a float that meets no float
     type: an integer meeting a Python float, ``/`` between integers,
@@ -282,24 +261,29 @@ def kernel(fn=None, *, checks=True, fast_math=False, flush_denormals=False, jit=
     ``jit=False`` runs the function as plain Python instead (a
     ``tack.PythonKernel``: serially, on NumPy views of the arrays, so ``print``
     and ``pdb`` work); ``jit=None``, the default, compiles unless the
-    environment variable ``TACK_DISABLE_JIT`` was set to a non-empty value
-    other than ``0`` when ``tack`` was imported.
+    ``tack.config.disable_jit`` is set (its initial value: the environment
+    variable ``TACK_DISABLE_JIT=1``).
     """
     if jit is not None and not isinstance(jit, _builtins.bool):
         raise TypeError(f"tack.kernel: jit must be True, False or None, not {jit!r:.60}")
-    dfloat = _default_float if default_float is None else _float_choice(default_float, "default_float")
-    if check_races is not None and not isinstance(check_races, _builtins.bool):
-        raise TypeError(f"tack.kernel: check_races must be True, False or None, not {check_races!r:.60}")
-    races = _check_races if check_races is None else check_races
+    dfloat = get_default_float() if default_float is None else _float_choice(default_float, "default_float")
+    for what, v in (("check_races", check_races), ("optimize", optimize)):
+        if v is not None and not isinstance(v, _builtins.bool):
+            raise TypeError(f"tack.kernel: {what} must be True, False or None, not {v!r:.60}")
+    races = _config.get("check_races") if check_races is None else check_races
+    checks = _config.get("checks") if checks is None else checks
+    optimize = _config.get("optimize") if optimize is None else optimize
+    if jit is None:
+        jit = not _config.get("disable_jit")
 
     def wrap(f):
-        if not (jit if jit is not None else not DISABLE_JIT):
+        if not jit:
             if not callable(f):
                 raise TypeError(f"tack.kernel expects a function, not {type(f).__name__}")
             return PythonKernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals,
-                                default_float=dfloat, check_races=races)
+                                default_float=dfloat, check_races=races, optimize=optimize)
         return _core.Kernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals,
-                            default_float=dfloat, check_races=races)
+                            default_float=dfloat, check_races=races, optimize=optimize)
 
     if fn is None:
         return wrap
@@ -311,14 +295,6 @@ def kernel(fn=None, *, checks=True, fast_math=False, flush_denormals=False, jit=
 
 
 # ------------------------------------------------------------- debug mode
-def _env_disables_jit():
-    import os
-
-    return os.environ.get("TACK_DISABLE_JIT", "").strip() not in ("", "0")
-
-
-DISABLE_JIT = _env_disables_jit()  # read once, when tack is imported
-
 
 _VectorView = None
 
@@ -417,7 +393,7 @@ class PythonKernel:
     is_func = False
 
     def __init__(self, fn, *, checks=True, fast_math=False, flush_denormals=False, default_float=None,
-                 check_races=False):
+                 check_races=False, optimize=True):
         import functools
         import inspect
 
@@ -427,8 +403,9 @@ class PythonKernel:
         self.check_races = _builtins.bool(check_races)
         self.fast_math = _builtins.bool(fast_math)
         self.flush_denormals = _builtins.bool(flush_denormals)
-        self.default_float = _default_float if default_float is None else _float_choice(default_float,
-                                                                                        "default_float")
+        self.optimize = _builtins.bool(optimize)  # kept for the compiled kernel it stands for; Python has no passes
+        self.default_float = get_default_float() if default_float is None else _float_choice(default_float,
+                                                                                             "default_float")
         self._signature = inspect.signature(fn)
         # the compiler's view of the same function and options: asked for the
         # IR of each new signature, never built

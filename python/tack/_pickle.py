@@ -80,10 +80,11 @@ def _reduce_kernel(k):
     source = ("".join(lines), first, fn.__code__.co_filename)
     fn = fn.__dict__.get("__tack_function__", fn)  # an unpickled kernel's: the function pickle gave it
     return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func, k.flush_denormals, k.default_float.name,
-                      k.check_races))
+                      k.check_races, k.optimize))
 
 
-def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, default_float=None, check_races=False):
+def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, default_float=None, check_races=False,
+            optimize=True):
     text, first, filename = source
     given = fn
     fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
@@ -95,7 +96,8 @@ def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, defau
     fn.__tack_source__ = (text.splitlines(True), first)  # the copy's only (see the module's docstring)
     fn.__tack_function__ = given
     return _core.Kernel(fn, checks=checks, fast_math=fast_math, is_func=is_func, flush_denormals=flush_denormals,
-                        default_float=getattr(_core, default_float or "f32"), check_races=check_races)
+                        default_float=getattr(_core, default_float or "f32"), check_races=check_races,
+                        optimize=optimize)
 
 
 _core._set_hooks(reduce=reduce)

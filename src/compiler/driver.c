@@ -24,17 +24,20 @@
 
 #include "compiler/compiler.h"
 #include "compiler/target.h"
+#include "runtime/config.h"
 #include "runtime/runtime.h"
 
+/* The defaults of the options that are settings (config.def) are the
+ * settings' values now: what the caller assigns after this call wins. */
 TACK_API void tack_compile_options_init(tack_compile_options *o) {
     if (!o) return;
-    o->checks = 1;
+    o->checks = tk_config_int(TK_CFG_CHECKS);
     o->fast_math = 0;
-    o->optimize = 1;
+    o->optimize = tk_config_int(TK_CFG_OPTIMIZE);
     o->target = "c";
-    o->default_float = TACK_F32;
+    o->default_float = tk_config_int(TK_CFG_DEFAULT_FLOAT) ? TACK_F64 : TACK_F32;
     o->flush_denormals = 0;
-    o->check_races = 0;
+    o->check_races = tk_config_int(TK_CFG_CHECK_RACES);
 }
 
 /* ------------------------------------------------------------- program */
@@ -147,11 +150,6 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
 }
 
 /* --------------------------------------------------------------- compile */
-static int env_is(const char *name, const char *value) {
-    const char *v = getenv(name);
-    return v && !strcmp(v, value);
-}
-
 static double cpu_us(void) { /* this thread's CPU time: TACK_RACE_CHECK=time measures the check */
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -162,6 +160,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
                                   const tack_compile_options *opts, tack_program **out) {
     if (!out) return tack_set_error(TACK_ERR_VALUE, "tack_compile: out is NULL");
     *out = NULL;
+    if (tk_config_env_check() != TACK_OK) return TACK_ERR_VALUE; /* a TACK_* variable it could not read */
     if (!m || kernel < 0 || kernel >= m->nfuncs)
         return tack_set_error(TACK_ERR_VALUE, "tack_compile: no kernel %d in the module", kernel);
     if (nargs < 0 || (nargs > 0 && !args)) return tack_set_error(TACK_ERR_VALUE, "tack_compile: bad argument list");
@@ -186,7 +185,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     C->nargs = nargs;
     C->target = target;
     C->dialect = target->dialect;
-    C->racy_rmw = env_is("TACK_DEBUG_RACY_RMW", "1"); /* a debugging switch: verify.c must catch it */
+    C->racy_rmw = tk_config_int(TK_CFG_DEBUG_RACY_RMW); /* a debugging switch: verify.c must catch it */
     tack_status st = TACK_OK;
     tack_program *volatile prog = NULL;
     int jumped = setjmp(C->jmp);
@@ -212,13 +211,13 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
                  "(array.to('cpu')) to check it, and without check_races on the GPU",
                  m->funcs[kernel].name, target->name);
     double t0 = cpu_us();
-    if (!env_is("TACK_RACE_CHECK", "0") || o.check_races) tk_depend(C, K); /* races in parallel loops; the switch is for measuring */
+    int race_analysis = tk_config_int(TK_CFG_RACE_ANALYSIS); /* 0 on, 1 off, 2 time */
+    if (race_analysis != 1 || o.check_races) tk_depend(C, K); /* races in parallel loops; the switch is for measuring */
     double t1 = cpu_us();
     if (C->nrcloops) C->opts.optimize = o.optimize = 0; /* instrumented: each access as written (race_watch.c) */
     tk_check_frames(C, K);                                 /* local arrays of one iteration fit a stack */
     tk_weak_locals(C);                                     /* Python-float locals that only meet f32 */
     tk_verify(C, "weak locals");
-    if (env_is("TACK_OPT", "0")) C->opts.optimize = o.optimize = 0; /* a debugging switch; tests compare both */
     if (o.optimize) {
         tk_fold(C);                                        /* constant folding */
         tk_verify(C, "constant folding");
@@ -238,11 +237,12 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     }
     const char *ir = tk_dump(C);                           /* textual IR */
     const char *src = tk_emit(C);                          /* C-family source for the dialect */
-    if (env_is("TACK_RACE_CHECK", "time"))
+    if (race_analysis == 2)
         fprintf(stderr, "tack: race check %.1f us of a %.1f us compile (kernel %s)\n", t1 - t0,
                 cpu_us() - tstart, m->funcs[kernel].name);
-    if (env_is("TACK_DUMP", "ir")) fprintf(stderr, "%s\n", ir);
-    if (env_is("TACK_DUMP", "source")) fprintf(stderr, "%s\n", src);
+    int dump = tk_config_int(TK_CFG_DUMP); /* 0 off, 1 ir, 2 source */
+    if (dump == 1) fprintf(stderr, "%s\n", ir);
+    if (dump == 2) fprintf(stderr, "%s\n", src);
     prog = make_program(C, K, ir, src);
     if (!prog) st = tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", m->funcs[kernel].name);
 

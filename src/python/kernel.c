@@ -211,15 +211,20 @@ static PyObject *kernel_debug_facts(PyObject *self, PyObject *const *args, Py_ss
 
 static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", "flush_denormals", "default_float",
-                             "check_races", NULL};
+                             "check_races", "optimize", NULL};
     PyObject *fn, *code = NULL, *varnames = NULL, *dfloat = NULL;
-    int checks = 1, fast_math = 0, is_func = 0, flush = 0, races = 0;
+    int checks = 1, fast_math = 0, is_func = 0, flush = 0, races = 0, optimize;
+    {
+        tack_compile_options o; /* optimize's default: the setting now (tack.config) */
+        tack_compile_options_init(&o);
+        optimize = o.optimize;
+    }
     tack_dtype df = TACK_F32;
     KernelObject *k = NULL;
     long argcount, posonly;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppppOp:Kernel", kwlist, &fn, &checks,
-                                     &fast_math, &is_func, &flush, &dfloat, &races))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppppOpp:Kernel", kwlist, &fn, &checks,
+                                     &fast_math, &is_func, &flush, &dfloat, &races, &optimize))
         return NULL;
     if (dfloat && dfloat != Py_None) {
         tpy_state *st = tpy_state_from_type(type);
@@ -263,6 +268,7 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     k->fast_math = fast_math;
     k->flush_denormals = flush;
     k->check_races = races;
+    k->optimize = optimize;
     k->is_func = is_func;
     k->default_float = df;
     k->lock = PyThread_allocate_lock();
@@ -339,7 +345,7 @@ static PyObject *get_flag(PyObject *self, void *which) {
     KernelObject *k = (KernelObject *)self;
     const char *w = which;
     int v = w[0] == 'c' ? k->checks : w[0] == 'f' ? k->fast_math : w[0] == 'd' ? k->flush_denormals
-          : w[0] == 'r' ? k->check_races : k->is_func;
+          : w[0] == 'r' ? k->check_races : w[0] == 'o' ? k->optimize : k->is_func;
     return PyBool_FromLong(v);
 }
 
@@ -361,6 +367,7 @@ static PyGetSetDef kernel_getset[] = {
     {"flush_denormals", get_flag, NULL, "subnormal floats flush to zero while the kernel runs", "d"},
     {"check_races", get_flag, NULL, "the parallel loops the race check cannot decide run under the run-time "
      "race detector (CPU)", "r"},
+    {"optimize", get_flag, NULL, "the optimizing passes run on its compiles", "o"},
     {"is_func", get_flag, NULL, "this is a @tack.func, not a kernel", "i"},
     {"default_float", get_default_float, NULL,
      "tack.f32 or tack.f64: the type of a float that meets no float type (docs/language.md)", NULL},

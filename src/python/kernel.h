@@ -53,6 +53,7 @@ typedef struct {
     Py_ssize_t nparams, nposonly;
     int checks, fast_math, flush_denormals, is_func;
     int check_races;          /* instrument undecided parallel loops with the race detector (CPU) */
+    int optimize;             /* run the optimizing passes (tack.config's optimize when not given) */
     tack_dtype default_float; /* TACK_F32 or TACK_F64: the type of a float that meets no float type */
     kvariant *variants;  /* module builds, one per set of captured values (kernel_captures.c) */
     Py_ssize_t nvariants, cur; /* cur: the build whose values held at the last call */

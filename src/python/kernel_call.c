@@ -606,6 +606,7 @@ static void compile_options(KernelObject *k, tack_compile_options *o, const char
     o->default_float = k->default_float;
     o->flush_denormals = k->flush_denormals;
     o->check_races = k->check_races;
+    o->optimize = k->optimize;
     o->target = target;
 }
 

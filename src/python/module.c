@@ -265,6 +265,68 @@ static PyObject *py_flush_leave(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------- configuration */
+/* The settings table (tack.h, tack_config_*), as text: python/tack/config.py
+ * gives it types. */
+static PyObject *py_config_table(PyObject *m, PyObject *unused) {
+    (void)m;
+    int n = tack_config_count();
+    PyObject *list = PyList_New(n), *result = NULL;
+    if (!list)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        tack_config_info in;
+        if (tack_config_describe(i, &in) != TACK_OK) {
+            tpy_raise();
+            goto done;
+        }
+        PyObject *row = Py_BuildValue("(sssszss)", in.name, in.env, in.type, in.default_value, in.choices, in.doc,
+                                      in.effect);
+        if (!row)
+            goto done;
+        PyList_SET_ITEM(list, i, row);
+    }
+    result = Py_NewRef(list);
+done:
+    Py_DECREF(list);
+    return result;
+}
+
+static const char *const SOURCE_NAMES[] = {"default", "env", "set"};
+
+static PyObject *py_config_get(PyObject *m, PyObject *arg) {
+    (void)m;
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!name) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "a setting's name is a str, not %.60s", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    char buf[4096];
+    tack_config_source src = TACK_CONFIG_DEFAULT;
+    if (tack_config_get(name, buf, sizeof buf, &src) != TACK_OK)
+        return tpy_raise();
+    return Py_BuildValue("(ss)", buf, SOURCE_NAMES[src]);
+}
+
+/* _config_set(name, text or None) */
+static PyObject *py_config_set(PyObject *m, PyObject *args) {
+    (void)m;
+    const char *name, *value;
+    if (!PyArg_ParseTuple(args, "sz:_config_set", &name, &value))
+        return NULL;
+    if (tack_config_set(name, value) != TACK_OK)
+        return tpy_raise();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_config_check(PyObject *m, PyObject *unused) {
+    (void)m;
+    if (tack_config_check_environment() != TACK_OK)
+        return tpy_raise();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"devices", py_devices, METH_NOARGS, "devices() -> list of available device names"},
     {"set_default_device", py_set_default_device, METH_O, "set_default_device(name)"},
@@ -285,6 +347,13 @@ static PyMethodDef module_methods[] = {
      "_intrinsics() -> the compiler's intrinsics besides the dtype names, as (name, kind, min_args, max_args)"},
     {"_targets", py_targets, METH_NOARGS,
      "_targets() -> the compile targets a kernel's generated_source(target=...) takes, 'c' (the CPU's) first"},
+    {"_config_table", py_config_table, METH_NOARGS,
+     "_config_table() -> [(name, env, type, default, choices or None, doc, effect)] of every setting"},
+    {"_config_get", py_config_get, METH_O, "_config_get(name) -> (value as text, 'default'/'env'/'set')"},
+    {"_config_set", py_config_set, METH_VARARGS,
+     "_config_set(name, text): set a setting (None: back to the environment's value or the default)"},
+    {"_config_check", py_config_check, METH_NOARGS,
+     "_config_check(): ValueError naming a TACK_* variable whose value could not be read"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
      "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=): what the package hands the "
      "extension at import (the extension imports none of tack's modules itself)"},

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/pool.h"
 #include "runtime/runtime.h"
 
 #define MAX_DEVICES 32
@@ -176,7 +177,9 @@ const char *tack_device_name(const tack_device *d) { return d->name; }
 tack_device_type tack_device_kind(const tack_device *d) { return d->backend->type; }
 const char *tack_device_dialect(const tack_device *d) { return d->backend->dialect; }
 int tack_device_index(const tack_device *d) { return d->index; }
-int tack_device_threads(const tack_device *d) { return d->threads; }
+/* The CPU's: the threads its next launch runs on (pool.c: the num_threads
+ * setting, or the usable cores). */
+int tack_device_threads(const tack_device *d) { return d->backend->type == TACK_DEVICE_CPU ? pool_threads() : d->threads; }
 
 tack_status tack_device_synchronize(tack_device *d) {
     return d->backend->synchronize ? d->backend->synchronize(d) : TACK_OK;

@@ -3,8 +3,12 @@
  *
  * One pool per process, started on the first launch big enough to need it,
  * with one worker per usable core (sched_getaffinity, so taskset and
- * container CPU sets are honoured; TACK_NUM_THREADS overrides) minus one:
- * the calling thread takes part itself, as thread 0.
+ * container CPU sets are honoured; the num_threads setting, TACK_NUM_THREADS,
+ * overrides) minus one: the calling thread takes part itself, as thread 0.
+ * The count is taken at each launch's start (pool_launch_begin: one count for
+ * all of a launch's loops, which size per-thread copies by it); a launch
+ * that finds the pool started for another count takes it down and starts it
+ * again, so a change of the setting takes effect at the next launch.
  *
  * Sharing the work.  Each thread t owns the static share [n*t/T, n*(t+1)/T)
  * of the index space, as a range with an atomic "next unclaimed index" of
@@ -98,6 +102,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/config.h"
 #include "runtime/pool.h"
 #include "runtime/runtime.h"
 #include "tack.h"
@@ -154,7 +159,9 @@ typedef struct {
 } job;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int nthreads = 1;
+static int cores = 1;    /* usable cores, at the first use */
+static int nthreads = 1; /* the count the pool was started for (under `busy`) */
+static _Thread_local int launch_threads; /* this thread's launch's count (0: no launch begun) */
 static pthread_key_t member_key; /* set on a member thread: its destructor is member_gone */
 static int have_key;             /* member_key was made (else the pool is never taken down) */
 static _Thread_local int is_member;
@@ -186,13 +193,20 @@ static void init_once(void) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         n = c > 0 ? (int)c : 1;
     }
-    const char *env = getenv("TACK_NUM_THREADS");
-    if (env && atoi(env) > 0) n = atoi(env);
-    if (n < 1) n = 1;
-    if (n > MAX_THREADS) n = MAX_THREADS;
-    nthreads = n;
+    cores = n < 1 ? 1 : n;
     have_key = pthread_key_create(&member_key, member_gone) == 0;
     pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+/* Tell the workers to leave and wait until they have; `busy` and `lock`
+ * held, so no job runs. */
+static void take_down(void) {
+    P.quit = 1;
+    pthread_cond_broadcast(&P.wake);
+    while (P.alive > 0) pthread_cond_wait(&P.gone, &P.lock);
+    P.quit = 0;
+    P.started = 0;
+    P.workers = 0;
 }
 
 /* A member thread ended (its key's destructor): the last one takes the pool
@@ -203,14 +217,7 @@ static void member_gone(void *unused) {
     is_member = 0;
     pthread_mutex_lock(&P.busy);
     pthread_mutex_lock(&P.lock);
-    if (--P.members == 0 && P.started) {
-        P.quit = 1;
-        pthread_cond_broadcast(&P.wake);
-        while (P.alive > 0) pthread_cond_wait(&P.gone, &P.lock);
-        P.quit = 0;
-        P.started = 0;
-        P.workers = 0;
-    }
+    if (--P.members == 0 && P.started) take_down();
     pthread_mutex_unlock(&P.lock);
     pthread_mutex_unlock(&P.busy);
 }
@@ -224,10 +231,18 @@ static void join_members(void) {
     pthread_mutex_unlock(&P.lock);
 }
 
-int pool_threads(void) {
+/* The setting's count now: 0 means the usable cores; at most MAX_THREADS. */
+static int wanted(void) {
     pthread_once(&once, init_once);
-    return nthreads;
+    int n = tk_config_int(TK_CFG_NUM_THREADS);
+    if (n <= 0) n = cores;
+    return n > MAX_THREADS ? MAX_THREADS : n;
 }
+
+void pool_launch_begin(void) { launch_threads = wanted(); }
+void pool_launch_end(void) { launch_threads = 0; }
+
+int pool_threads(void) { return launch_threads ? launch_threads : wanted(); }
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -492,16 +507,22 @@ static int start(void) {
 void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t grain, int (*stop)(void *),
               void *stop_arg, int flush) {
     if (n <= 0) return;
-    pthread_once(&once, init_once);
     if (n < min_parallel || n < 2) {
         call(fn, frame, 0, n, flush);
         return;
     }
-    if (nthreads <= 1 || pthread_mutex_trylock(&P.busy) != 0) {
+    int want = pool_threads();
+    if (want <= 1 || pthread_mutex_trylock(&P.busy) != 0) {
         run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg, flush);
         return;
     }
     join_members();
+    if (P.started && nthreads != want) { /* the setting changed: a pool of the new count */
+        pthread_mutex_lock(&P.lock);
+        take_down();
+        pthread_mutex_unlock(&P.lock);
+    }
+    nthreads = want;
     int workers = start();
     if (workers == 0) {
         pthread_mutex_unlock(&P.busy);

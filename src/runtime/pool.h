@@ -6,9 +6,13 @@
 
 #include <stdint.h>
 
-/* Usable cores (sched_getaffinity), at least 1; the pool has this many
- * threads counting the caller. */
+/* The threads a launch runs on, counting the caller: the num_threads
+ * setting, or the usable cores (sched_getaffinity) when it is 0; at least 1.
+ * Between pool_launch_begin and pool_launch_end on a thread, the count taken
+ * at pool_launch_begin (a launch's loops all see one count). */
 int pool_threads(void);
+void pool_launch_begin(void);
+void pool_launch_end(void);
 
 /* The calling thread's slot, 0 <= slot < pool_threads(): no two threads
  * running pieces of one launch have the same (generated code keeps

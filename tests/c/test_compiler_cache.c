@@ -120,7 +120,7 @@ static int run_ok(tack_program *p) {
 
 static void test_concurrent_processes(void) {
     char *d = make_dir("fork");
-    setenv("TACK_CACHE_DIR", d, 1);
+    CHECK(tack_config_set("cache_dir", d) == TACK_OK);
     make_module(1.25);
     pid_t kids[2];
     for (int i = 0; i < 2; i++) {
@@ -150,7 +150,7 @@ static void test_concurrent_processes(void) {
 
 static void test_truncated_entry(void) {
     char *d = make_dir("trunc");
-    setenv("TACK_CACHE_DIR", d, 1);
+    CHECK(tack_config_set("cache_dir", d) == TACK_OK);
     make_module(2.5);
     tack_program *p;
     CHECK(compile_build(&p) == TACK_OK);
@@ -179,7 +179,7 @@ static void test_truncated_entry(void) {
 static void test_unsafe_dir(void) {
     char *d = make_dir("unsafe");
     chmod(d, 0777);
-    setenv("TACK_CACHE_DIR", d, 1);
+    CHECK(tack_config_set("cache_dir", d) == TACK_OK);
     make_module(3.0);
     tack_program *p;
     tack_status st = compile_build(&p);
@@ -252,7 +252,7 @@ static void *launcher(void *arg) {
 
 static void test_threads(void) {
     char *d = make_dir("threads");
-    setenv("TACK_CACHE_DIR", d, 1);
+    CHECK(tack_config_set("cache_dir", d) == TACK_OK);
     make_module(5.0);
     CHECK(compile_build(&shared_prog) == TACK_OK);
     if (shared_prog) {

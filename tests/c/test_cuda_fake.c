@@ -732,12 +732,14 @@ int main(int argc, char **argv) {
                 char shim[700];
                 snprintf(shim, sizeof shim, "%s/libnvrtc-newer.so", dir);
                 setenv("TACK_NVRTC_PATH", shim, 1);
+                CHECK(tack_config_set("nvrtc_path", shim) == TACK_OK); /* in case a setting was read already */
                 setenv("FAKE_NVRTC_REAL", real_nvrtc, 1);
             }
             char cache[600];
             snprintf(cache, sizeof cache, "%s/cache%zu", dir, r);
             mkdir(cache, 0700);
             setenv("TACK_CACHE_DIR", cache, 1);
+            CHECK(tack_config_set("cache_dir", cache) == TACK_OK);
             setenv("FAKE_CUDA_POOLS", runs[r].pools, 1);
             setenv("TACK_FAKE_SCENARIO", runs[r].name, 1);
             setenv("FAKE_CUDA_VERSION", runs[r].version, 1);

@@ -673,13 +673,13 @@ static void test_cache(tack_device *g) {
     for (int round = 0; round < 3; round++) {
         FILE *f = freopen(log, "w", stderr);
         (void)f;
-        setenv("TACK_LOG", "info", 1);
+        CHECK(tack_config_set("log", "info") == TACK_OK);
         if (round == 1)
             CHECK(system("for f in \"$TACK_CACHE_DIR\"/*.spv; do head -c 100 \"$f\" > \"$f.x\" && mv \"$f.x\" \"$f\"; done") == 0);
         p = program("cached", SRC, 2, params);
         CHECK(tack_program_build(p, g) == TACK_OK);
         tack_program_free(p);
-        unsetenv("TACK_LOG");
+        CHECK(tack_config_set("log", NULL) == TACK_OK);
         fflush(stderr);
         dup2(saved, 2);
         char text[4096] = "";

@@ -78,6 +78,7 @@ static void search(void) {
     pid_t pid = fork();
     if (pid == 0) {
         unsetenv("TACK_NVRTC_PATH");
+        tack_config_set("nvrtc_path", ""); /* the setting, whatever the environment gave it */
         setenv("CUDA_HOME", none.cuda_home, 1);
         const char *from = tack_nvrtc_version() ? nvrtc_loaded_from() : NULL;
         snprintf(want, sizeof want, "%s/home/lib64/", tmp);

@@ -502,8 +502,8 @@ static void test_cache(tack_device *g) {
     char dir[700], name[200] = "", path[1000], key[40];
     int ran = 0;
     snprintf(dir, sizeof dir, "%s/cache2", base);
-    setenv("TACK_CACHE_DIR", dir, 1);
-    setenv("TACK_LOG", "info", 1);
+    CHECK(tack_config_set("cache_dir", dir) == TACK_OK); /* the environment was read at the first use */
+    CHECK(tack_config_set("log", "info") == TACK_OK);
     CHECK(strstr(build_logged(g, &ran), "compiled kernel 'saxpy' for opencl:0") && ran);
     CHECK(entry_name(dir, name, sizeof name) == 1);
     CHECK(strstr(build_logged(g, &ran), "loaded kernel 'saxpy' for opencl:0 from the cache") && ran);
@@ -527,7 +527,7 @@ static void test_cache(tack_device *g) {
     log = build_logged(g, &ran);
     CHECK(strstr(log, "refused by the OpenCL driver") && strstr(log, "compiled kernel 'saxpy'") && ran);
     CHECK(strstr(build_logged(g, &ran), "loaded kernel 'saxpy'") && ran);
-    unsetenv("TACK_LOG");
+    CHECK(tack_config_set("log", NULL) == TACK_OK);
     /* failed host allocations while building leave nothing behind */
     for (int fail = 1; fail < 40; fail++) {
         tack_program *q = program("saxpy", SAXPY, 3, saxpy_params);
@@ -609,7 +609,8 @@ int main(int argc, char **argv) {
     exe[len] = 0;
     char cache[700];
     snprintf(cache, sizeof cache, "%s/cache", base);
-    setenv("TACK_CACHE_DIR", cache, 1);
+    setenv("TACK_CACHE_DIR", cache, 1); /* for the child processes */
+    CHECK(tack_config_set("cache_dir", cache) == TACK_OK);
     CHECK(tack_device_get("cpu", &cpu) == TACK_OK);
     test_devices(g);
     test_memory(g, cpu);

@@ -1,8 +1,8 @@
 /* test_pool.c -- the CPU thread pool (src/runtime/pool.c): every index of a
  * launch runs exactly once whatever the thread count, grain and sizes, late
  * threads' shares are taken by the others, and stop() ends a launch early.
- * Each thread count runs in a child process of its own, since the pool reads
- * TACK_NUM_THREADS once. */
+ * Each thread count runs in a child process of its own (a fresh pool), and
+ * one process changes the num_threads setting between launches. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -215,10 +215,57 @@ static void test_concurrent_launches(void) {
     CHECK(res == NULL);
 }
 
+/* The num_threads setting changed between launches takes effect at the
+ * next one: its slots stay below the new count (the generated code sizes
+ * per-thread copies by pool_threads()), and with a count above one a worker
+ * takes part (the caller's first piece waits, up to 5 s, until one has). */
+static _Atomic int max_slot, slot_seen[16], wait_for_others;
+
+static void slot_body(void *fp, int64_t lo, int64_t hi) {
+    int s = pool_slot(), m = atomic_load(&max_slot);
+    while (s > m && !atomic_compare_exchange_weak(&max_slot, &m, s)) {
+    }
+    if (s < 16) atomic_store(&slot_seen[s], 1);
+    for (int t = 0; s == 0 && atomic_load(&wait_for_others) && t < 5000; t++) {
+        int others = 0;
+        for (int i = 1; i < 16; i++) others |= atomic_load(&slot_seen[i]);
+        if (others) break;
+        sleep_ns(1000000);
+    }
+    body(fp, lo, hi);
+}
+
+static void test_count_changes(void) {
+    static const char *counts[] = {"4", "2", "1", "3", "4"};
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+        int want = atoi(counts[c]);
+        CHECK(tack_config_set("num_threads", counts[c]) == TACK_OK);
+        pool_launch_begin();
+        CHECK(pool_threads() == want);
+        CHECK(tack_config_set("num_threads", "7") == TACK_OK); /* mid-launch: this launch keeps its count */
+        CHECK(pool_threads() == want);
+        reset();
+        atomic_store(&wait_for_others, want > 1);
+        atomic_store(&max_slot, 0);
+        for (int i = 0; i < 16; i++) atomic_store(&slot_seen[i], 0);
+        pool_run(slot_body, &F, MAXN, 2, 64, NULL, NULL, 0);
+        pool_launch_end();
+        CHECK(exactly_once(MAXN));
+        CHECK(atomic_load(&max_slot) < want);
+        /* a worker took part: the caller's first piece waits for one, and where a
+         * worker ran everything before the caller claimed (it was descheduled), a
+         * worker's slot is the greatest */
+        int seen = 0;
+        for (int i = 0; i < 16; i++) seen += atomic_load(&slot_seen[i]);
+        CHECK(want == 1 ? seen == 1 && atomic_load(&max_slot) == 0 : atomic_load(&max_slot) > 0);
+    }
+    CHECK(tack_config_set("num_threads", NULL) == TACK_OK);
+}
+
 static int run_with_threads(const char *threads, int flush_first) {
     pid_t pid = fork();
     if (pid == 0) {
-        setenv("TACK_NUM_THREADS", threads, 1);
+        CHECK(tack_config_set("num_threads", threads) == TACK_OK);
         if (flush_first && rt_flush_supported()) {
             /* the workers start inside a flushing launch (a caller that
              * flushes, as cpu_jit.c's does): they must not keep its mode */
@@ -254,5 +301,6 @@ int main(void) {
             CHECK(ok);
         }
     }
+    test_count_changes(); /* after the children: they do not inherit its pool */
     return CHECK_SUMMARY();
 }

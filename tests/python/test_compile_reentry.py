@@ -55,7 +55,7 @@ def test_fork_while_another_thread_compiles(tmp_path):
     proc = run(tmp_path, """
         import os, sys, threading, time
         import numpy as np, tack
-        os.environ["TACK_CC"] = %r
+        tack.config.cc = %r
 
         @tack.kernel
         def k(x):

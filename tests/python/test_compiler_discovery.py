@@ -114,11 +114,11 @@ def test_tack_cc_then_cc_are_honoured(tmp_path):
     proc = run(tmp_path, cache=tmp_path / "c3", path=normal, TACK_CC=GCC, CC=CLANG)
     assert proc.returncode == 0 and f"({GCC}, from TACK_CC)" in proc.stderr, proc.stderr
     assert "clang version" not in proc.stderr
-    # The environment is read at every build: a process may change its mind.
+    # The cc setting (TACK_CC's value until set) is read at every build: a process may change its mind.
     script = tmp_path / "switch.py"
     script.write_text(
         SCRIPT.replace("FACTOR", "7")
-        + "os.environ['TACK_CC'] = 'clang'\n"
+        + "tack.config.cc = 'clang'\n"
         + SCRIPT.replace("FACTOR", "8").replace("import os, sys\n", "")
     )
     e = dict(os.environ, TACK_CACHE_DIR=str(tmp_path / "c4"), TACK_LOG="info", TACK_CC="gcc")

@@ -7,16 +7,15 @@ and the row runs without them when they all hold; otherwise the loop runs as
 written, so an out-of-bounds index raises the same IndexError after the same
 writes.  Interchange: a perfect nest `for j: for k: C[i, j] += A[i, k] * B[k, j]`
 runs k outside and j inside, each cell's sum in the same k order: the same
-bits.  TACK_NESTS=0 turns the pass off; these tests compare with it.
+bits.  The nests setting turns the pass off (tack.config.nests, TACK_NESTS=0);
+these tests compare with it, in this process.
 """
-import os
-
 import numpy as np
 import pytest
 
 import tack
 
-OPTIMIZED = os.environ.get("TACK_OPT") != "0" and os.environ.get("TACK_NESTS") != "0"
+OPTIMIZED = tack.config.optimize and tack.config.nests
 needs_pass = pytest.mark.skipif(not OPTIMIZED, reason="the pass is off (TACK_OPT=0 or TACK_NESTS=0)")
 
 
@@ -89,13 +88,12 @@ def indirect(img, idx, out):  # a loaded index: no range; the loop keeps its che
             out[i, j] = img[i, idx[j]]
 
 
-def _both(fn, *args, monkeypatch):
-    """fn compiled with the pass and without (TACK_NESTS=0), each run on copies of args."""
+def _both(fn, *args):
+    """fn compiled with the pass and without (nests=False), each run on copies of args."""
     on = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
     tack.kernel(fn)(*on)
     off = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
-    with monkeypatch.context() as m:
-        m.setenv("TACK_NESTS", "0")
+    with tack.config.override(nests=False):
         tack.kernel(fn)(*off)
     return on, off
 
@@ -135,9 +133,9 @@ def test_conv2d_checks_tested_once_per_row():
 
 
 @pytest.mark.parametrize("shape", [(5, 5), (6, 9), (37, 21), (130, 67)])
-def test_conv2d_same_bits(shape, monkeypatch):
+def test_conv2d_same_bits(shape):
     img, w, out = _conv_args(np.random.default_rng(1), *shape)
-    on, off = _both(conv2d, img, w, out, monkeypatch=monkeypatch)
+    on, off = _both(conv2d, img, w, out)
     assert np.array_equal(on[2], off[2])
     assert np.array_equal(on[2], _conv_ref(img, w, out))
 
@@ -149,7 +147,7 @@ def _message(fn, args):
 
 
 @pytest.mark.parametrize("extra", [1, 3])
-def test_conv2d_out_of_bounds_same_error(extra, monkeypatch):
+def test_conv2d_out_of_bounds_same_error(extra):
     """out is `extra` columns too wide: the last columns read past the image.  The
     message and the writes made before the failure are those without the pass."""
     rng = np.random.default_rng(2)
@@ -158,14 +156,13 @@ def test_conv2d_out_of_bounds_same_error(extra, monkeypatch):
     a_on = [img, w, out.copy()]
     msg_on = _message(tack.kernel(conv2d), a_on)
     a_off = [img, w, out.copy()]
-    with monkeypatch.context() as m:
-        m.setenv("TACK_NESTS", "0")
+    with tack.config.override(nests=False):
         msg_off = _message(tack.kernel(conv2d), a_off)
     assert msg_on == msg_off
     assert "index 12" in msg_on and "size 12" in msg_on
 
 
-def test_one_row_out_of_bounds_same_writes(monkeypatch):
+def test_one_row_out_of_bounds_same_writes():
     """One row (no other thread to stop it early): the pixels written before the
     failing one are written, as without the pass."""
     rng = np.random.default_rng(11)
@@ -174,8 +171,7 @@ def test_one_row_out_of_bounds_same_writes(monkeypatch):
     a_on = [img, w, out.copy()]
     msg_on = _message(tack.kernel(conv2d), a_on)
     a_off = [img, w, out.copy()]
-    with monkeypatch.context() as m:
-        m.setenv("TACK_NESTS", "0")
+    with tack.config.override(nests=False):
         msg_off = _message(tack.kernel(conv2d), a_off)
     assert msg_on == msg_off
     assert np.array_equal(a_on[2], a_off[2])
@@ -183,47 +179,46 @@ def test_one_row_out_of_bounds_same_writes(monkeypatch):
     assert not a_on[2][:, 8:].any()
 
 
-def test_conv2d_taps_too_many_rows(monkeypatch):
+def test_conv2d_taps_too_many_rows():
     """The taps reach below the image (axis 0): the error is the unversioned one."""
     rng = np.random.default_rng(3)
     img = rng.random((10, 10), dtype=np.float32)
     w = rng.random((3, 3), dtype=np.float32)
     out = np.zeros((9, 8), np.float32)  # rows 8 + 2 = 10 is past the end
     msg_on = _message(tack.kernel(conv2d), [img, w, out.copy()])
-    with monkeypatch.context() as m:
-        m.setenv("TACK_NESTS", "0")
+    with tack.config.override(nests=False):
         msg_off = _message(tack.kernel(conv2d), [img, w, out.copy()])
     assert msg_on == msg_off and "index 10" in msg_on
 
 
 @needs_pass
-def test_matmul_interchanged_in_source(monkeypatch):
-    monkeypatch.setenv("TACK_TILE", "0")  # tile.c takes these whole-body nests first (test_tile.py)
+def test_matmul_interchanged_in_source():
     A = np.zeros((8, 8))
-    src = tack.kernel(matmul_ijk).generated_source(A, A.copy(), A.copy())
-    assert "loops interchanged (nests.c)" in src
-    src = tack.kernel(matmul_plain).generated_source(A, A.copy(), A.copy())
-    assert "loops interchanged (nests.c)" in src
+    with tack.config.override(tile=False):  # tile.c takes these whole-body nests first (test_tile.py)
+        src = tack.kernel(matmul_ijk).generated_source(A, A.copy(), A.copy())
+        assert "loops interchanged (nests.c)" in src
+        src = tack.kernel(matmul_plain).generated_source(A, A.copy(), A.copy())
+        assert "loops interchanged (nests.c)" in src
 
 
 @pytest.mark.parametrize("fn", [matmul_ijk, matmul_plain])
 @pytest.mark.parametrize("n,k,m", [(1, 1, 1), (3, 7, 5), (64, 64, 64), (33, 129, 70)])
-def test_matmul_same_bits(fn, n, k, m, monkeypatch):
+def test_matmul_same_bits(fn, n, k, m):
     rng = np.random.default_rng(4)
     A, B, C = rng.random((n, k)), rng.random((k, m)), rng.random((n, m))
-    on, off = _both(fn, A, B, C, monkeypatch=monkeypatch)
+    on, off = _both(fn, A, B, C)
     assert np.array_equal(on[2], off[2])
     assert np.array_equal(on[2], _mm_ref(A, B, C))
 
 
-def test_matmul_f32_and_int_same_bits(monkeypatch):
+def test_matmul_f32_and_int_same_bits():
     rng = np.random.default_rng(5)
     A, B = rng.random((17, 31), dtype=np.float32), rng.random((31, 23), dtype=np.float32)
-    on, off = _both(matmul_ijk, A, B, np.zeros((17, 23), np.float32), monkeypatch=monkeypatch)
+    on, off = _both(matmul_ijk, A, B, np.zeros((17, 23), np.float32))
     assert np.array_equal(on[2], off[2])
     assert np.array_equal(on[2], _mm_ref(A, B, np.zeros((17, 23), np.float32)))
     Ai, Bi = rng.integers(-9, 9, (5, 6)), rng.integers(-9, 9, (6, 7))
-    on, off = _both(matmul_ijk, Ai, Bi, np.zeros((5, 7), np.int64), monkeypatch=monkeypatch)
+    on, off = _both(matmul_ijk, Ai, Bi, np.zeros((5, 7), np.int64))
     assert np.array_equal(on[2], Ai @ Bi) and np.array_equal(off[2], Ai @ Bi)
 
 
@@ -233,7 +228,7 @@ def test_matmul_empty_k():
     assert np.array_equal(C, np.full((4, 5), 2.0))
 
 
-def test_matmul_aliased_arrays_keep_the_order(monkeypatch):
+def test_matmul_aliased_arrays_keep_the_order():
     """A is C: in the interchanged order C[i, k] would be read before its own
     updates were done; the run-time test of disjoint memory picks the original
     order, so results are the unoptimized ones (and those of Python's loops)."""
@@ -243,8 +238,7 @@ def test_matmul_aliased_arrays_keep_the_order(monkeypatch):
     on = C0.copy()
     tack.kernel(matmul_ijk)(on, B, on)
     off = C0.copy()
-    with monkeypatch.context() as m:
-        m.setenv("TACK_NESTS", "0")
+    with tack.config.override(nests=False):
         tack.kernel(matmul_ijk)(off, B, off)
     ref, swapped = C0.copy(), C0.copy()
     for i in range(6):
@@ -259,14 +253,12 @@ def test_matmul_aliased_arrays_keep_the_order(monkeypatch):
     assert np.array_equal(on, ref)
 
 
-def test_matmul_out_of_bounds_same_error(monkeypatch):
+def test_matmul_out_of_bounds_same_error():
     rng = np.random.default_rng(7)
     A, B = rng.random((4, 6)), rng.random((5, 3))  # k runs to 5: B[5, j] is past the end
     msgs = []
     for env in (None, "0"):
-        with monkeypatch.context() as m:
-            if env:
-                m.setenv("TACK_NESTS", env)
+        with tack.config.override(nests=env != "0"):
             msgs.append(_message(tack.kernel(matmul_ijk), [A, B, np.zeros((4, 3))]))
     assert msgs[0] == msgs[1] and "index 5" in msgs[0]
 
@@ -274,24 +266,22 @@ def test_matmul_out_of_bounds_same_error(monkeypatch):
 @needs_pass
 @pytest.mark.parametrize("fn,args", [
     (matmul_local, 3), (imperfect, 3), (two_stores, 4), (neighbour, 2), (triangular, 2)])
-def test_not_interchanged(fn, args, monkeypatch):
+def test_not_interchanged(fn, args):
     rng = np.random.default_rng(8)
     arrs = [rng.random((9, 9)) for _ in range(args)]
     src = tack.kernel(fn).generated_source(*arrs)
     assert "loops interchanged" not in src
-    on, off = _both(fn, *arrs, monkeypatch=monkeypatch)
+    on, off = _both(fn, *arrs)
     for a, b in zip(on, off):
         assert np.array_equal(a, b)
 
 
-def test_loaded_index_keeps_its_checks(monkeypatch):
+def test_loaded_index_keeps_its_checks():
     """idx[j] has no range: the copy without the other checks keeps that one."""
     img = np.zeros((4, 4))
     msgs = []
     for env in (None, "0"):
-        with monkeypatch.context() as m:
-            if env:
-                m.setenv("TACK_NESTS", env)
+        with tack.config.override(nests=env != "0"):
             msgs.append(_message(tack.kernel(indirect), [img, np.array([0, 9, 1, 2]), np.zeros((4, 4))]))
     assert msgs[0] == msgs[1] and "index 9" in msgs[0]
 
@@ -305,13 +295,13 @@ def test_short_inner_loops_poll_from_the_row():
     assert "TK_POLL((e" in src  # the row's strips are charged their work
 
 
-def test_long_inner_loops_same_bits(monkeypatch):
+def test_long_inner_loops_same_bits():
     """257 x 256 taps: more than 2^16 units of work a pixel, so the taps keep their polls."""
     rng = np.random.default_rng(10)
     img = rng.random((260, 259), dtype=np.float32)
     w = rng.random((257, 256), dtype=np.float32)
     out = np.zeros((4, 4), np.float32)
-    on, off = _both(conv2d, img, w, out, monkeypatch=monkeypatch)
+    on, off = _both(conv2d, img, w, out)
     assert np.array_equal(on[2], off[2])
     assert np.array_equal(on[2], _conv_ref(img, w, out))
 
@@ -334,13 +324,13 @@ def test_index_sums_signed_in_the_copy():
 
 
 @pytest.mark.parametrize("big", [5, 2 ** 62])
-def test_huge_index_terms_keep_wrapping(big, monkeypatch):
+def test_huge_index_terms_keep_wrapping(big):
     """j + d + 2**62 - 2**62: a term beyond 2^50 fails the test, and the loop as
     written (64-bit wrapping sums) runs: the same result as without the pass."""
     rng = np.random.default_rng(13)
     a = rng.random((6, 9))
     out = np.zeros((6, 8))
-    on, off = _both(shifted, a, out, big, monkeypatch=monkeypatch)
+    on, off = _both(shifted, a, out, big)
     assert np.array_equal(on[1], off[1])
     assert np.array_equal(on[1], a[:, :8] + a[:, 1:9])
 
@@ -430,21 +420,21 @@ def test_triangular_bounds_tested_once_per_row(fn, width):
     assert "abi->fail(ctx" not in body  # the copy runs without them
 
 
-def test_triangle_same_bits(monkeypatch):
+def test_triangle_same_bits():
     rng = np.random.default_rng(20)
     for n in (1, 2, 7, 100):
         x, y = rng.random(n), rng.random(n)
-        on, off = _both(triangle, x, y, np.zeros(n), monkeypatch=monkeypatch)
+        on, off = _both(triangle, x, y, np.zeros(n))
         assert np.array_equal(on[2], off[2])
         assert np.array_equal(on[2], _py(triangle, x, y, np.zeros(n))[2])
 
 
 @pytest.mark.parametrize("fn", [tri_nested, tri_upper, tri_negative, tri_deep, tri_scaled])
 @pytest.mark.parametrize("shape", [(1, 1), (2, 5), (4, 9), (3, 40)])
-def test_triangular_same_bits(fn, shape, monkeypatch):
+def test_triangular_same_bits(fn, shape):
     """Differential: with the pass, without it, and Python's loops, bit for bit."""
     y = np.random.default_rng(21).random((shape[0], 2 * shape[1] - 1 if fn is tri_scaled else shape[1]))
-    on, off = _both(fn, y, np.zeros(shape), monkeypatch=monkeypatch)
+    on, off = _both(fn, y, np.zeros(shape))
     assert np.array_equal(on[1], off[1])
     assert np.array_equal(on[1], _py(fn, y, np.zeros(shape))[1])
 
@@ -458,7 +448,7 @@ def test_triangular_same_bits(fn, shape, monkeypatch):
     (tri_deep, lambda: (np.ones((1, 3)), np.zeros((1, 4))), "index 3"),
     (tri_scaled, lambda: (np.ones((2, 6)), np.zeros((2, 4))), "index 6"),    # 2 * j - k reaches 6
 ])
-def test_triangular_out_of_bounds_same_error(fn, args, bad, monkeypatch):
+def test_triangular_out_of_bounds_same_error(fn, args, bad):
     """Where a row's test fails, the loop as written runs: the same IndexError (message,
     site, operands) as without the pass, and every cell both runs wrote has the same
     value.  Which other rows ran before the failure stopped the loop depends on the
@@ -466,22 +456,20 @@ def test_triangular_out_of_bounds_same_error(fn, args, bad, monkeypatch):
     a_on = list(args())
     msg_on = _message(tack.kernel(fn), a_on)
     a_off = list(args())
-    with monkeypatch.context() as m:
-        m.setenv("TACK_NESTS", "0")
+    with tack.config.override(nests=False):
         msg_off = _message(tack.kernel(fn), a_off)
     assert msg_on == msg_off and bad in msg_on
     both = (a_on[-1] != 0) & (a_off[-1] != 0)
     assert np.array_equal(a_on[-1][both], a_off[-1][both])
 
 
-def test_triangular_one_row_same_writes(monkeypatch):
+def test_triangular_one_row_same_writes():
     """One row: the cells before the failing one are written, the rest are not."""
     y = np.arange(1.0, 6.0).reshape(1, 5)
     a_on = [y, np.zeros((1, 8))]
     msg_on = _message(tack.kernel(tri_nested), a_on)
     a_off = [y, np.zeros((1, 8))]
-    with monkeypatch.context() as m:
-        m.setenv("TACK_NESTS", "0")
+    with tack.config.override(nests=False):
         msg_off = _message(tack.kernel(tri_nested), a_off)
     assert msg_on == msg_off and "index 5" in msg_on
     assert np.array_equal(a_on[1], a_off[1])
@@ -489,7 +477,7 @@ def test_triangular_one_row_same_writes(monkeypatch):
 
 
 @pytest.mark.parametrize("big", [3, 2 ** 52, 2 ** 62, -(2 ** 63)])
-def test_triangular_huge_bound_terms(big, monkeypatch):
+def test_triangular_huge_bound_terms(big):
     """j + big + back + 1 with big = -back beyond 2^50: the test's sums could wrap, so it
     fails and the loop runs as written (its 64-bit wrapping sums give j + 1): the same
     result, and Python's."""
@@ -498,18 +486,16 @@ def test_triangular_huge_bound_terms(big, monkeypatch):
     if big == 3 and OPTIMIZED:  # versioned, behind the terms' +-2^50 test
         src = tack.kernel(tri_huge).generated_source(y, np.zeros((3, 7)), big, back)
         assert "index checks tested once (nests.c)" in src and "1125899906842624" in src
-    on, off = _both(tri_huge, y, np.zeros((3, 7)), big, back, monkeypatch=monkeypatch)
+    on, off = _both(tri_huge, y, np.zeros((3, 7)), big, back)
     assert np.array_equal(on[1], off[1])
     assert np.array_equal(on[1], _py(tri_nested, y, np.zeros((3, 7)))[1])
 
 
 @pytest.mark.parametrize("n", [2, 8])
-def test_triangular_huge_bound_raises_the_same(n, monkeypatch):
+def test_triangular_huge_bound_raises_the_same(n):
     """The same with an index past the end: the loop as written raises."""
     msgs = []
     for env in (None, "0"):
-        with monkeypatch.context() as m:
-            if env:
-                m.setenv("TACK_NESTS", env)
+        with tack.config.override(nests=env != "0"):
             msgs.append(_message(tack.kernel(tri_huge), [np.ones((1, n - 1)), np.zeros((1, n)), 2 ** 62, -(2 ** 62)]))
     assert msgs[0] == msgs[1] and f"index {n - 1}" in msgs[0]

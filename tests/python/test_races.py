@@ -381,57 +381,41 @@ def test_independent_on_a_serial_loop_is_an_error():
 
 
 def test_the_switch_turns_the_check_off_for_measuring():
-    code = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {HERE!r})
-        import numpy as np, tack, test_races as T
-        T.tack.kernel(T.max_into_one_cell)(np.ones(4), np.zeros(1))
-        print("compiled")
-    """)
-    env = dict(os.environ, TACK_RACE_CHECK="0")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and "compiled" in r.stdout, r.stderr
+    with pytest.raises(tack.CompileError):  # the race analysis refuses it ...
+        tack.kernel(max_into_one_cell)(np.ones(4), np.zeros(1))
+    with tack.config.override(race_analysis="off"):  # ... and the switch (TACK_RACE_CHECK=0) skips it
+        tack.kernel(max_into_one_cell)(np.ones(4), np.zeros(1))
 
 
 # ---------------------------------------------------------- differential
-KERNEL_RUN = textwrap.dedent("""
-    import sys, warnings
-    import numpy as np
-    sys.path.insert(0, {here!r})
-    import tack
-    warnings.simplefilter("error", tack.RaceWarning)
-    import test_races as T
+def run_with_threads(threads):
+    """The silent kernels of this file on `threads` threads (tack.config.num_threads:
+    the next launch runs on them), on the same inputs each time."""
     r = np.random.default_rng(3)
     n = 100_003
-    x = r.standard_normal(n)
-    out, m = np.zeros(n), r.standard_normal((300, 300))
-    T.own_elements(x, out, m)
-    bins = np.zeros(7, np.int64)
-    T.histogram(r.integers(0, 1000, n), bins)
-    rows = r.standard_normal((500, 60))
-    T.rows_in_place(rows)
-    y, o = r.standard_normal(n), np.zeros(n)
-    T.strided(y, o)
-    o2, flag = np.zeros(2), np.zeros(1, np.int64)
-    T.first_iteration_only(x, o2, flag)
-    a = np.zeros(n)
-    T.through_a_function(x, a)
-    np.savez(sys.argv[1], out=out, m=m, bins=bins, rows=rows, y=y, o=o, o2=o2, flag=flag, a=a)
-""")
+    with tack.config.override(num_threads=threads), warnings.catch_warnings():
+        warnings.simplefilter("error", tack.RaceWarning)
+        assert tack._core.device_threads("cpu") == threads
+        x = r.standard_normal(n)
+        out, m = np.zeros(n), r.standard_normal((300, 300))
+        own_elements(x, out, m)
+        bins = np.zeros(7, np.int64)
+        histogram(r.integers(0, 1000, n), bins)
+        rows = r.standard_normal((500, 60))
+        rows_in_place(rows)
+        y, o = r.standard_normal(n), np.zeros(n)
+        strided(y, o)
+        o2, flag = np.zeros(2), np.zeros(1, np.int64)
+        first_iteration_only(x, o2, flag)
+        a = np.zeros(n)
+        through_a_function(x, a)
+    return dict(out=out, m=m, bins=bins, rows=rows, y=y, o=o, o2=o2, flag=flag, a=a)
 
 
-def run_with_threads(threads, path):
-    env = dict(os.environ, TACK_NUM_THREADS=str(threads))
-    code = KERNEL_RUN.format(here=HERE)
-    r = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return np.load(path)
-
-
-def test_silent_kernels_give_the_same_bits_on_one_thread_and_many(tmp_path):
-    one = run_with_threads(1, str(tmp_path / "one.npz"))
-    many = run_with_threads(8, str(tmp_path / "many.npz"))
-    for k in one.files:
+def test_silent_kernels_give_the_same_bits_on_one_thread_and_many():
+    one = run_with_threads(1)
+    many = run_with_threads(8)
+    for k in one:
         np.testing.assert_array_equal(one[k], many[k], err_msg=k)
 
 

@@ -5,18 +5,18 @@ ijk form) runs in panels of rows: tiles of j and k, blocks of four rows by
 four k's.  Each cell sees its updates in ascending k through the same
 operations, so the results are the bits of the loop as written; where the
 panel's checks could fail, where C shares memory with what is read, or where
-a loop is empty, the rows run as written.  TACK_TILE=0 turns the pass off;
-these tests compare with it (and with TACK_NESTS=0, which turns off nests.c
+a loop is empty, the rows run as written.  The tile setting turns the pass off
+(tack.config.tile, TACK_TILE=0); these tests compare with it, in this process
+(and with the nests setting off, which turns off nests.c
 and this pass with it).
 """
-import os
 
 import numpy as np
 import pytest
 
 import tack
 
-OPTIMIZED = os.environ.get("TACK_OPT") != "0" and os.environ.get("TACK_NESTS") != "0" and os.environ.get("TACK_TILE") != "0"
+OPTIMIZED = tack.config.optimize and tack.config.nests and tack.config.tile
 needs_pass = pytest.mark.skipif(not OPTIMIZED, reason="the pass is off (TACK_OPT=0, TACK_NESTS=0 or TACK_TILE=0)")
 MARK = "rows tiled (tile.c)"
 
@@ -99,21 +99,11 @@ def triangular(A, C):  # a bound that names a loop variable
                 C[i, j] += A[i, k]
 
 
-def _run(fn, args, env=None):
+def _run(fn, args, settings=None):
+    """fn compiled and run on copies of args, under the settings given (tack.config)."""
     args = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
-    if env is None:
+    with tack.config.override(**(settings or {})):
         tack.kernel(fn)(*args)
-        return args
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        tack.kernel(fn)(*args)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return args
 
 
@@ -126,10 +116,10 @@ def _mm_ref(A, B, C, sign=1):
 
 
 def _all_same(fn, args):
-    """The pass on, off (TACK_TILE=0) and nests.c off: the same bits."""
+    """The pass on, off (tile=False) and nests.c off: the same bits."""
     on = _run(fn, args)
-    off = _run(fn, args, {"TACK_TILE": "0"})
-    plain = _run(fn, args, {"TACK_NESTS": "0"})
+    off = _run(fn, args, {"tile": False})
+    plain = _run(fn, args, {"nests": False})
     for a, b, c in zip(on, off, plain):
         if isinstance(a, np.ndarray):
             assert np.array_equal(a, b) and np.array_equal(a, c)
@@ -144,10 +134,10 @@ def test_tiled_in_source(fn):
     assert MARK in tack.kernel(matmul_scaled).generated_source(A, A.copy(), A.copy(), 2.0)
 
 
-def test_off_switch(monkeypatch):
+def test_off_switch():
     A = np.zeros((8, 8))
-    monkeypatch.setenv("TACK_TILE", "0")
-    assert MARK not in tack.kernel(matmul_acc).generated_source(A, A.copy(), A.copy())
+    with tack.config.override(tile=False):
+        assert MARK not in tack.kernel(matmul_acc).generated_source(A, A.copy(), A.copy())
 
 
 # sizes not multiples of the blocks: rows (4, panel 32), k (4, tile 64), j (tile 512 f64, 1024 f32)
@@ -217,18 +207,10 @@ def test_c_is_a_falls_back(fn):
     B = rng.random((n, n))
     C0 = rng.random((n, n))
     outs = []
-    for env in (None, {"TACK_TILE": "0"}, {"TACK_NESTS": "0"}):
+    for env in (None, {"tile": False}, {"nests": False}):
         c = C0.copy()
-        if env is None:
+        with tack.config.override(**(env or {})):
             tack.kernel(fn)(c, B, c)
-        else:
-            old = {k: os.environ.get(k) for k in env}
-            os.environ.update(env)
-            try:
-                tack.kernel(fn)(c, B, c)
-            finally:
-                for k, v in old.items():
-                    os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
         outs.append(c)
     ref = C0.copy()
     for i in range(n):  # the ikj order of matmul_acc; ijk reads C[i, k] as updated the same way
@@ -253,30 +235,19 @@ def test_c_is_b_falls_back():
         tack.kernel(matmul_acc)(A, c, c)
     assert np.array_equal(c, C0)
     res = []
-    for env in ({"TACK_RACE_CHECK": "0"}, {"TACK_TILE": "0", "TACK_RACE_CHECK": "0"},
-                {"TACK_NESTS": "0", "TACK_RACE_CHECK": "0"}):
+    for env in ({"race_analysis": "off"}, {"tile": False, "race_analysis": "off"},
+                {"nests": False, "race_analysis": "off"}):
         c = C0.copy()
-        old = {k: os.environ.get(k) for k in (env or {})}
-        os.environ.update(env or {})
-        try:
+        with tack.config.override(**env):
             tack.kernel(matmul_acc)(A, c, c)
-        finally:
-            for k, v in old.items():
-                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
         res.append(c)
     assert np.array_equal(res[0], res[1]) and np.array_equal(res[0], res[2])
     assert np.array_equal(res[0], C0 + A[0, 0] * C0)
 
 
-def _message(fn, args, env=None):
-    old = {k: os.environ.get(k) for k in (env or {})}
-    os.environ.update(env or {})
-    try:
-        with pytest.raises(IndexError) as e:
-            fn(*args)
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+def _message(fn, args, settings=None):
+    with tack.config.override(**(settings or {})), pytest.raises(IndexError) as e:
+        fn(*args)
     return str(e.value)
 
 
@@ -286,7 +257,7 @@ def test_out_of_bounds_same_error(fn, n, k, m):
     """B has one row too few: B[k - 1, j] is past its end, in every panel."""
     rng = np.random.default_rng(7)
     A, B = rng.random((n, k)), rng.random((k - 1, m))
-    msgs = [_message(tack.kernel(fn), [A, B, np.zeros((n, m))], env) for env in (None, {"TACK_TILE": "0"})]
+    msgs = [_message(tack.kernel(fn), [A, B, np.zeros((n, m))], env) for env in (None, {"tile": False})]
     assert msgs[0] == msgs[1] and f"index {k - 1}" in msgs[0]
 
 
@@ -297,7 +268,7 @@ def test_out_of_bounds_one_row_same_writes(fn):
     rng = np.random.default_rng(8)
     A, B = rng.random((1, 9)), rng.random((8, 70))
     outs = []
-    for env in (None, {"TACK_TILE": "0"}):
+    for env in (None, {"tile": False}):
         c = np.zeros((1, 70))
         outs.append((_message(tack.kernel(fn), [A, B, c], env), c))
     assert outs[0][0] == outs[1][0]
@@ -308,7 +279,7 @@ def test_c_too_narrow_same_error():
     """C has fewer columns than B: the store's column check fails."""
     rng = np.random.default_rng(9)
     A, B = rng.random((40, 8)), rng.random((8, 20))
-    msgs = [_message(tack.kernel(matmul_acc), [A, B, np.zeros((40, 19))], env) for env in (None, {"TACK_TILE": "0"})]
+    msgs = [_message(tack.kernel(matmul_acc), [A, B, np.zeros((40, 19))], env) for env in (None, {"tile": False})]
     assert msgs[0] == msgs[1]
 
 

@@ -211,4 +211,4 @@ def test_a_bad_setting_is_named(tmp_path):
     e = dict(os.environ, TACK_CACHE_DIR=str(tmp_path / "cache"), TACK_VECTOR_MATH="fast")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e, timeout=600)
     assert proc.returncode != 0
-    assert "ValueError" in proc.stderr and "TACK_VECTOR_MATH is 'fast'" in proc.stderr, proc.stderr
+    assert "ValueError" in proc.stderr and "TACK_VECTOR_MATH must be 0 or 1, not 'fast'" in proc.stderr, proc.stderr

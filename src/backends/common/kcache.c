@@ -64,6 +64,7 @@
 #include <unistd.h>
 
 #include "runtime/runtime.h"
+#include "runtime/config.h"
 
 #include "backends/common/kcache.h"
 
@@ -85,10 +86,7 @@ double kc_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int kc_log_info(void) {
-    const char *v = getenv("TACK_LOG");
-    return v && (!strcmp(v, "info") || !strcmp(v, "debug"));
-}
+int kc_log_info(void) { return tk_config_int(TK_CFG_LOG) != 0; /* info or debug */ }
 
 /* ------------------------------------------------------------ directory */
 /* a + b in a new string (tack_malloc'd), or NULL. */
@@ -189,9 +187,10 @@ static tack_status open_checked(char *real, int *out) {
 tack_status kc_open(kc_dir *d) {
     d->fd = -1;
     d->path = NULL;
-    const char *env = getenv("TACK_CACHE_DIR"), *base = NULL;
+    char env[TK_CONFIG_STR_MAX];
+    const char *base = NULL;
     char *path = NULL;
-    if (env && *env) path = str_cat(env, "");
+    if (*tk_config_str(TK_CFG_CACHE_DIR, env, sizeof env)) path = str_cat(env, "");
     else if ((base = getenv("XDG_CACHE_HOME")) && *base) path = str_cat(base, "/tack");
     else if ((base = getenv("HOME")) && *base) path = str_cat(base, "/.cache/tack");
     else return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)");

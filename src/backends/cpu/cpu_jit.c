@@ -57,6 +57,7 @@
 #include "backends/common/spawn_guard.h"
 #include "runtime/program.h"
 #include "runtime/pool.h"
+#include "runtime/config.h"
 
 /* fast_math kernels get the parts of -ffast-math, not the flag itself: with
  * -ffast-math (or -funsafe-math-optimizations) on the link line, gcc and clang
@@ -92,6 +93,7 @@ typedef struct cc_pick {
     const char *from;    /* "TACK_CC", "CC", "PATH" or "TACK_ZIG", for messages */
     int zig;             /* run as `path cc ...` */
     char path[PATH_MAX]; /* the program, as found */
+    char setting[TK_CONFIG_STR_MAX]; /* the cc setting's text, which `line` may point into */
 } cc_pick;
 
 /* `path` names an executable regular file; a relative path is made absolute
@@ -144,8 +146,9 @@ static int pick_compiler(cc_pick *c) {
     static const char *const vars[2] = {"TACK_CC", "CC"};
     static const char *const names[3] = {"cc", "gcc", "clang"};
     memset(c, 0, sizeof *c);
-    for (int i = 0; i < 2; i++) {
-        const char *line = getenv(vars[i]), *w = line;
+    for (int i = 0; i < 2; i++) { /* the cc setting (config.def), then the C convention's CC */
+        const char *line = i == 0 ? tk_config_str(TK_CFG_CC, c->setting, sizeof c->setting) : getenv(vars[i]);
+        const char *w = line;
         if (!line) continue;
         w += strspn(w, " \t");
         size_t n = strcspn(w, " \t");
@@ -169,8 +172,8 @@ static int pick_compiler(cc_pick *c) {
             return 1;
         }
     }
-    const char *zig = getenv("TACK_ZIG");
-    if (zig && *zig && find_program(zig, strlen(zig), c->path, sizeof c->path)) {
+    const char *zig = tk_config_str(TK_CFG_ZIG, c->setting, sizeof c->setting);
+    if (*zig && find_program(zig, strlen(zig), c->path, sizeof c->path)) {
         c->rest = "";
         c->from = "TACK_ZIG";
         c->zig = 1;
@@ -180,8 +183,8 @@ static int pick_compiler(cc_pick *c) {
 }
 
 static tack_status no_compiler(const char *kernel) {
-    const char *zig = getenv("TACK_ZIG");
-    int bad_zig = zig && *zig;
+    char zig[TK_CONFIG_STR_MAX];
+    int bad_zig = *tk_config_str(TK_CFG_ZIG, zig, sizeof zig) != 0;
     return tack_set_error(TACK_ERR_RUNTIME,
                           "no C compiler to build kernel '%s' for the CPU%s%s%s: Tack looks at TACK_CC, then CC, then "
                           "for cc, gcc and clang on PATH, then at TACK_ZIG (the ziglang wheel's zig). Set TACK_CC to "
@@ -388,16 +391,10 @@ static void mvec_probe(void) {
 #endif
 }
 
-/* 1 on, 0 off, -1 a bad TACK_VECTOR_MATH (the error says so). */
-static int vector_math(const char *kernel) {
-    const char *v = getenv("TACK_VECTOR_MATH");
-    if (v && !strcmp(v, "0")) return 0;
-    if (v && *v && strcmp(v, "1") != 0) {
-        tack_set_error(TACK_ERR_VALUE, "TACK_VECTOR_MATH is '%.40s' compiling kernel '%s'; it must be 0 (scalar C "
-                                       "library math) or 1 (vector math where glibc's libmvec is there, the default)",
-                       v, kernel);
-        return -1;
-    }
+/* 1 on, 0 off, -1 a bad TACK_* variable, TACK_VECTOR_MATH=fast say (the error names it). */
+static int vector_math(void) {
+    if (tk_config_env_check() != TACK_OK) return -1;
+    if (!tk_config_int(TK_CFG_VECTOR_MATH)) return 0;
     pthread_once(&mvec_once, mvec_probe);
     return mvec_there;
 }
@@ -597,15 +594,16 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     tack_status st = found ? compiler_identity(d, &cc, &ident, first_line, sizeof first_line) : TACK_OK;
     if (st != TACK_OK) return st;
 
-    int vmath = vector_math(p->kernel_name);
+    int vmath = vector_math();
     if (vmath < 0) return TACK_ERR_VALUE;
-    const char *extra = getenv("TACK_CFLAGS");
-    size_t flen = 300 + (extra ? strlen(extra) : 0);
+    char extra[TK_CONFIG_STR_MAX];
+    tk_config_str(TK_CFG_CFLAGS, extra, sizeof extra);
+    size_t flen = 300 + strlen(extra);
     char *flags = tack_malloc(flen);
     if (!flags) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", p->kernel_name);
     snprintf(flags, flen,
              "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno -fopenmp-simd%s -DTK_VMATH=%d %s",
-             p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", vmath, extra ? extra : "");
+             p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", vmath, extra);
 
     char key[40], name[64], rec[64];
     entry_key(p, flags, NULL, key);
@@ -862,7 +860,9 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
      * A caller that flushes on its own has the pool's threads flush too. */
     rt_fpmode fp = p->flush_denormals ? rt_flush_enter() : 0;
     l.flush = p->flush_denormals || rt_flush_active(); /* the pool runs in this thread's mode */
+    pool_launch_begin(); /* the thread count, for the whole launch */
     ((tk_entry_fn)p->entry)(nargs ? v : NULL, &cpu_abi, &l.head); /* a kernel of no arguments reads none */
+    pool_launch_end();
     if (p->flush_denormals) rt_flush_leave(fp);
     if (__atomic_load_n(&l.head.failed, __ATOMIC_ACQUIRE))
         st = l.site == TK_SITE_RACE ? rt_race_error(p, race) : tk_site_error(p, l.site, l.a, l.b);

@@ -39,6 +39,7 @@
 
 #include "backends/cuda/cuda_api.h"
 #include "runtime/runtime.h"
+#include "runtime/config.h"
 
 typedef int nvrtcResult;
 typedef struct _nvrtcProgram *nvrtcProgram;
@@ -151,7 +152,9 @@ void *nvrtc_open(const nvrtc_where *w, char *found, size_t found_len, char *why,
 }
 
 static void nv_load(void) {
-    nvrtc_where w = {getenv("TACK_NVRTC_PATH"), getenv("CUDA_HOME"), getenv("CUDA_PATH"), NULL, 1};
+    char path[TK_CONFIG_STR_MAX];
+    tk_config_str(TK_CFG_NVRTC_PATH, path, sizeof path); /* CUDA_HOME and CUDA_PATH are the toolkit's own */
+    nvrtc_where w = {*path ? path : NULL, getenv("CUDA_HOME"), getenv("CUDA_PATH"), NULL, 1};
     char beside[1024] = "";
     Dl_info info;
     if (dladdr((void *)(uintptr_t)nvrtc_open, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "backends/hip/hip_backend.h"
+#include "runtime/config.h"
 #include "tack_dlpack.h"
 
 static tack_hip_api api;
@@ -94,8 +95,9 @@ static int bind_api(void *lib) {
 static void load(void) {
     static const char *names[] = {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so",
                                   "/opt/rocm/lib/libamdhip64.so"};
-    const char *env = getenv("TACK_HIP_PATH");
-    if (env && *env) {
+    char buf[TK_CONFIG_STR_MAX];
+    const char *env = tk_config_str(TK_CFG_HIP_PATH, buf, sizeof buf);
+    if (*env) {
         if (!(api.lib = dlopen(env, RTLD_NOW | RTLD_LOCAL))) {
             snprintf(load_why, sizeof load_why, "TACK_HIP_PATH names %.200s, which cannot be loaded", env);
             return;

@@ -35,6 +35,7 @@
 
 #include "runtime/runtime.h"
 #include "private/tack_private.h"
+#include "runtime/config.h"
 
 typedef int hiprtcResult;
 typedef struct _hiprtcProgram *hiprtcProgram;
@@ -82,8 +83,9 @@ static void hr_load(void) {
         "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so",
         "/opt/rocm/lib/libhiprtc.so", "/opt/rocm/lib/libamdhip64.so",
     };
-    const char *env = getenv("TACK_HIPRTC_PATH");
-    if (env && *env) {
+    char buf[TK_CONFIG_STR_MAX];
+    const char *env = tk_config_str(TK_CFG_HIPRTC_PATH, buf, sizeof buf);
+    if (*env) {
         void *lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
         if (lib && hr_bind(lib)) {
             hr.lib = lib;

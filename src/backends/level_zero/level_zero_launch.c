@@ -85,6 +85,7 @@
 #include "backends/common/kcache.h"
 #include "backends/level_zero/level_zero_backend.h"
 #include "runtime/program.h"
+#include "runtime/config.h"
 
 #define LEVEL_ZERO_LAUNCH_ABI 1
 #define LZ_CL_OPTIONS "-cl-std=CL1.2"
@@ -129,9 +130,9 @@ static void ocloc_load(void) {
     ocloc_ok = 1;
 }
 
-static const char *ocloc_device(void) {
-    const char *e = getenv("TACK_OCLOC_DEVICE");
-    return e && *e ? e : LZ_OCLOC_DEVICE;
+static const char *ocloc_device(char *buf, size_t cap) {
+    const char *e = tk_config_str(TK_CFG_OCLOC_DEVICE, buf, cap);
+    return *e ? e : LZ_OCLOC_DEVICE;
 }
 
 /* ocloc's options for p on device d (see above), with -cl-denorms-are-zero
@@ -166,8 +167,9 @@ static tack_status compile_spirv(tack_device *d, tack_program *p, unsigned char 
     if (!ocloc_ok)
         return tack_set_error(TACK_ERR_COMPILE, "kernel '%s' cannot be compiled for %s: %s", p->kernel_name, d->name,
                               ocloc_why);
-    const char *argv[] = {"ocloc", "compile", "-file", "k.cl", "-spv_only", "-device", ocloc_device(), "-options",
-                          cl_options(d, p)};
+    char dev[TK_CONFIG_STR_MAX];
+    const char *argv[] = {"ocloc",  "compile", "-file",   "k.cl", "-spv_only", "-device", ocloc_device(dev, sizeof dev),
+                          "-options", cl_options(d, p)};
     const uint8_t *src[1] = {(const uint8_t *)p->source};
     uint64_t src_len[1] = {strlen(p->source) + 1};
     const char *names[1] = {"k.cl"};
@@ -200,7 +202,7 @@ static tack_status compile_spirv(tack_device *d, tack_program *p, unsigned char 
             text[log_len] = 0;
         }
         char what[120];
-        snprintf(what, sizeof what, "OpenCL C compile by libocloc (-device %s, returned %d)", ocloc_device(), rc);
+        snprintf(what, sizeof what, "OpenCL C compile by libocloc (-device %s, returned %d)", argv[6], rc);
         st = log_error(p, d, what, text);
         tack_free(text);
     } else if (!(*spv = tack_malloc(found_len))) {
@@ -266,12 +268,12 @@ static tack_status make_module(tack_device *d, tack_program *p, const unsigned c
 
 /* The module: from cached SPIR-V, or compiled (then stored). */
 static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program *p, ze_module_handle_t *out) {
-    char misc[400];
+    char misc[400], dev[TK_CONFIG_STR_MAX];
     pthread_once(&ocloc_once, ocloc_load);
     int ver = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
     snprintf(misc, sizeof misc,
              "libocloc %d; ocloc compile -spv_only -device %s -options %s; module flags %s; tack%s; launch%d", ver,
-             ocloc_device(), cl_options(d, p), build_flags(d), TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
+             ocloc_device(dev, sizeof dev), cl_options(d, p), build_flags(d), TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
     char key[40], name[64];
     gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.spv", key);

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "backends/metal/metal_backend.h"
+#include "runtime/config.h"
 
 #define METAL_PRUNE_AT 32 /* committed command buffers kept before completed ones are let go */
 
@@ -100,8 +101,9 @@ void mtl_void_size_size(id o, SEL s, MTLSize a, MTLSize b) {
 }
 
 /* ---------------------------------------------------------------- load */
-static void *open_lib(const char *env, const char *path, const char *what) {
-    const char *e = getenv(env);
+static void *open_lib(tk_config_id setting, const char *env, const char *path, const char *what) {
+    char buf[TK_CONFIG_STR_MAX];
+    const char *e = tk_config_str(setting, buf, sizeof buf);
     void *lib = dlopen(e && *e ? e : path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         if (e && *e) snprintf(load_why, sizeof load_why, "%s names %.200s, which cannot be loaded", env, e);
@@ -112,8 +114,8 @@ static void *open_lib(const char *env, const char *path, const char *what) {
 }
 
 static void load(void) {
-    if (!(api.objc = open_lib("TACK_METAL_OBJC_PATH", "/usr/lib/libobjc.A.dylib", "the Objective-C runtime")) ||
-        !(api.metal = open_lib("TACK_METAL_PATH", "/System/Library/Frameworks/Metal.framework/Metal", "Metal")))
+    if (!(api.objc = open_lib(TK_CFG_METAL_OBJC_PATH, "TACK_METAL_OBJC_PATH", "/usr/lib/libobjc.A.dylib", "the Objective-C runtime")) ||
+        !(api.metal = open_lib(TK_CFG_METAL_PATH, "TACK_METAL_PATH", "/System/Library/Frameworks/Metal.framework/Metal", "Metal")))
         return;
 #define REQ(lib, what, field)                                                          \
     do {                                                                               \

@@ -64,6 +64,7 @@
 #include <string.h>
 
 #include "backends/opencl/opencl_backend.h"
+#include "runtime/config.h"
 
 struct ocl_svm_block {
     uintptr_t base;
@@ -81,17 +82,8 @@ static int cl_version(const char *s) {
 
 tack_status ocl_svm_choose(ocl_dev *c, const char *device_version) {
     const tack_opencl_api *api = ocl_api_get();
-    const char *env = getenv("TACK_OPENCL_SVM");
-    int want = 1;
-    if (env && *env) {
-        if (!strcmp(env, "0"))
-            want = 0;
-        else if (strcmp(env, "1"))
-            return tack_set_error(TACK_ERR_VALUE,
-                                  "TACK_OPENCL_SVM must be 0 (OpenCL arrays are cl_mem buffers) or 1 (shared "
-                                  "virtual memory where the device offers it), not '%.40s'",
-                                  env);
-    }
+    if (tk_config_env_check() != TACK_OK) return TACK_ERR_VALUE; /* TACK_OPENCL_SVM=yes, say */
+    int want = tk_config_int(TK_CFG_OPENCL_SVM);
     pthread_mutex_init(&c->svm_lock, NULL);
     int ver = cl_version(device_version);
     if (ver >= 20 && api->clGetDeviceInfo(c->dev, TACK_CL_DEVICE_SVM_CAPABILITIES, sizeof c->svm_caps, &c->svm_caps,

@@ -104,6 +104,7 @@
 
 #include "compiler/compiler.h"
 #include "compiler/target.h"
+#include "runtime/config.h"
 
 #define MAX_LOOPS 32
 #define MAX_MARKED 256
@@ -793,8 +794,7 @@ tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond) {
 }
 
 void tk_nests(tk_cc *C) {
-    const char *env = getenv("TACK_NESTS");
-    if (env && !strcmp(env, "0")) return;
+    if (!tk_config_int(TK_CFG_NESTS)) return; /* the switch, for comparing (config.def) */
     if (!C->target || C->target->loops != TK_LOOPS_CHUNKED || !C->nspecs || !C->specs[0]->body) return;
     /* The interchanged and tiled copies test what arrays share by the bytes
      * [a, a + size) (M_DISJOINT), which a strided view does not occupy:

@@ -90,6 +90,7 @@
 #include <string.h>
 
 #include "compiler/compiler.h"
+#include "runtime/config.h"
 
 #define P_ROWS 32      /* rows in a panel: an iteration of the parallel loop */
 #define R_ROWS 4       /* rows in a register block (a power of two) */
@@ -481,8 +482,7 @@ static void own_rows(tk_cc *C, int iv, tk_ir *s) {
 
 /* Parallel loop pf (one axis): its body tiled, with nests.c's per-row copies as the fallback. 1: done. */
 int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
-    const char *env = getenv("TACK_TILE");
-    if (env && !strcmp(env, "0")) return 0;
+    if (!tk_config_int(TK_CFG_TILE)) return 0; /* the switch, for comparing (config.def) */
     if (pf->aux != 1 || pf->red || pf->hist || pf->vars[0] < 0) return 0;
     tk_ir *body = pf->k[1];
     int iv = pf->vars[0], scope = S->locals[iv].scope;
