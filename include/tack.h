@@ -216,6 +216,7 @@ typedef struct tack_config_info {
     const char *effect;        /* when a change takes effect, one line */
 } tack_config_info;
 
+/* The number of settings in the configuration table (docs/configuration.md). */
 TACK_API int tack_config_count(void);
 /* Setting `index` (0 <= index < tack_config_count()); strings are static. */
 TACK_API tack_status tack_config_describe(int index, tack_config_info *out);

@@ -22,28 +22,15 @@ processes, one a core (a process each: hiprtc's compiler library is not
 thread-safe), their outputs kept between runs (_tool_cache.py); the
 summaries, one per target, go to the JSON file named by TACK_CUDA_CAPTURE.
 
-CUDA and HIP sources are compiled BATCH at a time: hiprtc spends about a
-second of fixed cost on every program (its headers and device libraries)
-whatever the kernel, NVRTC a tenth of that, and the suite has over 500
-sources per target.  A batch is one C++ program holding each source in a
-namespace of its own (tkb<i>), its `extern "C"` entry points renamed
-tkb<i>_<name> by a macro, and every macro it defines undefined after it, so
-each source is compiled as it stands, by the same compiler, for the same
-architecture, with the same options; the output must hold every renamed
-entry.  A batch that fails is compiled again a source at a time, so a
-failure names its kernel and its own message.  A source compiled in a
-batch is kept in the output cache as that fact (the batch output's digest
-and the entries found), not as bytes.
-(_kernel_wrap.py wraps the kernels.)
+CUDA and HIP sources are compiled in batches (_gpu_batch.py).
 """
 
-import functools
 import hashlib
 import multiprocessing
 import os
-import re
 from concurrent.futures import ProcessPoolExecutor
 
+import _gpu_batch
 import _kernel_wrap
 import _suite
 import _tool_cache
@@ -57,33 +44,10 @@ _pending = []  # (target, kernel name, source), compiled at the end of the sessi
 _summaries = {t: {"target": t, "kernels": [], "compiled": 0, "failures": [], "no_source": 0} for t in _TARGETS}
 
 
-def nvrtc_compile(src, arch):
-    """PTX through libtack's NVRTC (tack._core._nvrtc_compile), else ctypes."""
-    fn = getattr(_core, "_nvrtc_compile", None)
-    if fn is not None:
-        return fn(src, arch)
-    from _nvrtc_ctypes import compile_ptx
-
-    return compile_ptx(src, arch)
-
-
-@functools.lru_cache(maxsize=None)
-def _tool_version(target):
-    """The identity of the tool that compiles for target, for the output cache's key."""
-    if target == "metal":
-        import _msl
-
-        return _msl.compiler_identity()
-    if target == "hip":
-        return f"hiprtc {_core._hiprtc_version()}"
-    fn = getattr(_core, "_nvrtc_version", None)
-    return f"nvrtc {fn() if fn else 'ctypes'}"
-
-
 def _compile_checked(target, src, arch):
     """Compile for the target (or take the output kept from an earlier run:
     _tool_cache.py); raise when the output holds no kernel."""
-    version = _tool_version(target)
+    version = _gpu_batch.tool_version(target)
     if target == "metal":
         import _msl
 
@@ -99,7 +63,7 @@ def _compile_checked(target, src, arch):
         if not code.startswith(b"\x7fELF") or (b"tk_phase0" not in code and "tack-hip: phases= " not in src):
             raise RuntimeError("hiprtc returned no code object with the kernel's phases")
         return
-    ptx = _tool_cache.cached("nvrtc", version, arch, "", src, lambda: nvrtc_compile(src, arch))
+    ptx = _tool_cache.cached("nvrtc", version, arch, "", src, lambda: _gpu_batch.nvrtc_compile(src, arch))
     if ".entry" not in ptx and "tack-cuda: phases= " not in src:
         raise RuntimeError("no kernel entry in the PTX")
 
@@ -146,62 +110,6 @@ def _add(target, name, src):
     _pending.append((target, name, src))
 
 
-BATCH = 24  # sources per NVRTC/hiprtc program (see the module's docstring)
-_ENTRY = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(')
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
-
-
-def batch_source(sources):
-    """One C++ program that holds every source in `sources`, each as it stands
-    inside a namespace of its own with its entry points renamed; and, for each
-    source, the names its entries have in the batch."""
-    parts, entries = [], []
-    for i, src in enumerate(sources):
-        names = _ENTRY.findall(src)
-        renamed = [f"tkb{i}_{n}" for n in names]
-        entries.append(renamed)
-        parts.append("".join(f"#define {n} {r}\n" for n, r in zip(names, renamed)))
-        parts.append(f"namespace tkb{i} {{\n{src}\n}}\n")
-        parts.append("".join(f"#undef {m}\n" for m in dict.fromkeys(_DEFINE.findall(src) + names)))
-    return "".join(parts), entries
-
-
-def _batch_compile(target, src, arch):
-    """The tool's output for one program, or raise with its log."""
-    return _core._hiprtc_compile(src, arch) if target == "hip" else nvrtc_compile(src, arch).encode()
-
-
-def _batch_job(job):
-    """Compile a batch; the list of members that compiled (each kept in the
-    output cache), or None when the batch failed and its members must be
-    compiled one at a time."""
-    target, arch, members = job  # members: [(name, source)]
-    program, entries = batch_source([src for _, src in members])
-    try:
-        out = _batch_compile(target, program, arch)
-    except Exception:  # noqa: BLE001 -- the members are compiled alone, each with its own message
-        return None
-    if target == "hip" and not out.startswith(b"\x7fELF"):
-        return None
-    if target == "cuda" and b".entry" not in out:
-        return None
-    if not all(names and all(n.encode() in out for n in names) for names in entries):
-        return None
-    digest = hashlib.sha256(out).hexdigest()
-    for (_, src), names in zip(members, entries):
-        _tool_cache.store(_BATCH_TOOL[target], _tool_version(target), arch, "", src, ("batch", digest, names))
-    return True
-
-
-_BATCH_TOOL = {"cuda": "nvrtc", "hip": "hiprtc"}
-
-
-def _kept_by_batch(target, src, arch):
-    """True when an earlier batch compiled this source (the output cache says so)."""
-    found = _tool_cache.lookup(_BATCH_TOOL[target], _tool_version(target), arch, "", src)
-    return isinstance(found, tuple) and found[:1] == ("batch",) and bool(found[2])
-
-
 def _compile_job(job):
     target, name, arch, src = job
     try:
@@ -225,13 +133,13 @@ def _compile_pending():
     # CUDA and HIP sources not compiled by an earlier run go in batches first
     done, groups = set(), {}
     for i, (target, name, arch, src) in enumerate(jobs):
-        if target in _BATCH_TOOL:
-            if _kept_by_batch(target, src, arch):
+        if target in _gpu_batch.BATCH_TOOL:
+            if _gpu_batch.kept_by_batch(target, src, arch):
                 done.add(i)
-            elif _tool_cache.lookup(_BATCH_TOOL[target], _tool_version(target), arch, "", src) is None:
+            elif _tool_cache.lookup(_gpu_batch.BATCH_TOOL[target], _gpu_batch.tool_version(target), arch, "", src) is None:
                 groups.setdefault((target, arch), []).append(i)
-    batches = [(key, idx[k:k + BATCH]) for key, idx in groups.items() for k in range(0, len(idx), BATCH)]
-    outcomes = _map(_batch_job, [(t, a, [(jobs[i][1], jobs[i][3]) for i in idx]) for (t, a), idx in batches], 1)
+    batches = [(key, idx[k:k + _gpu_batch.BATCH]) for key, idx in groups.items() for k in range(0, len(idx), _gpu_batch.BATCH)]
+    outcomes = _map(_gpu_batch.batch_job, [(t, a, [(jobs[i][1], jobs[i][3]) for i in idx]) for (t, a), idx in batches], 1)
     for ((target, _), idx), ok in zip(batches, outcomes):
         summary = _summaries[target]
         summary["batches"] = summary.get("batches", 0) + 1

@@ -1,5 +1,5 @@
 """The language suite's CUDA and HIP checks compile their sources in batches
-(_cuda_capture.batch_source): each source in a namespace of its own, its entry
+(_gpu_batch.batch_source): each source in a namespace of its own, its entry
 points renamed, its macros undefined after it.  These tests hold the batch to
 what one source alone proves: every member's entries are in the output, two
 members with the same helpers and entry names do not clash, and a batch with
@@ -9,7 +9,7 @@ is reported with its own message."""
 import numpy as np
 import pytest
 
-import _cuda_capture as C
+import _gpu_batch as C
 import _suite
 import tack
 
@@ -54,9 +54,9 @@ def test_a_batch_holds_every_member_under_its_own_names(target):
     assert program.count("namespace tkb") == len(sources)
     assert [len(e) for e in entries] == [1] * len(sources)  # one phase each: tk_phase0
     assert len({n for e in entries for n in e}) == len(sources)  # renamed apart
-    out = C._batch_compile(target, program, ARCH[target])
+    out = C.tool_compile(target, program, ARCH[target])
     assert all(n.encode() in out for e in entries for n in e)
-    assert C._batch_job((target, ARCH[target], [(f"k{i}", s) for i, s in enumerate(sources)])) is True
+    assert C.batch_job((target, ARCH[target], [(f"k{i}", s) for i, s in enumerate(sources)])) is True
 
 
 @pytest.mark.parametrize("target", ["cuda", "hip"])
@@ -66,10 +66,10 @@ def test_a_bad_member_fails_the_batch_and_then_alone(target):
     sources = _sources(target)
     bad = sources[1].replace("tk_phase0(", "tk_phase0(undeclared_type q, ", 1)
     members = [("good", sources[0]), ("bad", bad), ("good2", sources[2])]
-    assert C._batch_job((target, ARCH[target], members)) is None
-    assert C._compile_job((target, "good", ARCH[target], sources[0])) is None
-    failure = C._compile_job((target, "bad", ARCH[target], bad))
-    assert failure is not None and failure["kernel"] == "bad" and "undeclared_type" in failure["error"]
+    assert C.batch_job((target, ARCH[target], members)) is None
+    assert C.tool_compile(target, sources[0], ARCH[target])  # alone, each good member compiles
+    with pytest.raises(Exception, match="undeclared_type"):  # and the bad one fails with its own message
+        C.tool_compile(target, bad, ARCH[target])
 
 
 def test_macros_of_one_member_do_not_reach_the_next():
