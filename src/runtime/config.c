@@ -72,7 +72,7 @@ typedef struct {
 
 static slot cur[TK_CFG_COUNT];  /* in force */
 static slot init[TK_CFG_COUNT]; /* from the environment (or the default): what NULL puts back */
-static char bad_env[TK_CFG_COUNT][64]; /* an environment value that could not be read ("" if none) */
+static char bad_env[TK_CFG_COUNT][512]; /* why an environment value could not be read ("" if it could) */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -174,7 +174,7 @@ static void read_environment(void) {
                 memcpy(sval, es, strlen(es) + 1);
                 source = TACK_CONFIG_ENV;
             } else {
-                snprintf(bad_env[i], sizeof bad_env[i], "%s", v);
+                snprintf(bad_env[i], sizeof bad_env[i], "%s", tack_last_error()); /* parse's words, naming it */
             }
         }
         store(&init[i], ival, sval, source);
@@ -215,10 +215,7 @@ tack_status tk_config_env_check(void) {
     pthread_mutex_lock(&lock);
     for (int i = 0; i < TK_CFG_COUNT && st == TACK_OK; i++) {
         if (!bad_env[i][0] || atomic_load(&cur[i].source) == TACK_CONFIG_SET) continue; /* set since: fixed */
-        int ival;
-        static char sval[TK_CONFIG_STR_MAX]; /* under `lock` */
-        parse(i, E[i].env, bad_env[i], &ival, sval); /* sets the error that names it */
-        st = TACK_ERR_VALUE;
+        st = tack_set_error(TACK_ERR_VALUE, "%s", bad_env[i]); /* kept when it was read: a value too long to keep */
     }
     pthread_mutex_unlock(&lock);
     return st;

@@ -20,7 +20,7 @@ typedef enum tk_config_id {
 } tk_config_id;
 
 /* Room for a text setting's value, its terminating NUL included. */
-#define TK_CONFIG_STR_MAX 4096
+#define TK_CONFIG_STR_MAX 32768
 /* The largest INT setting. */
 #define TK_CONFIG_INT_MAX 1048576
 

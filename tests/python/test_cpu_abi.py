@@ -1,5 +1,7 @@
-"""The CPU launch ABI is defined twice: in libtack (cpu_jit.h) and in the prelude
-of every generated file (dialect_c.c).  cpu_jit.c ends each generated file with
+"""The CPU launch ABI is written once (runtime/cpu_abi.h), compiled into libtack
+and copied by the build into the prelude of every generated file (dialect_c.c),
+where the platform C compiler compiles it again with the kernel's own flags.
+cpu_jit.c ends each generated file with
 static assertions of libtack's struct sizes and field offsets, so a prelude whose
 layout differs fails to compile, naming the struct, instead of misreading
 arguments.  The drift is simulated here by packing the generated file's structs
@@ -45,5 +47,5 @@ def test_matching_layout_compiles(tmp_path):
 def test_drifted_layout_is_a_compile_error(tmp_path):
     r = run(tmp_path, "-fpack-struct=4")
     assert r.returncode != 0
-    assert "layout in the generated code differs from libtack (cpu_jit.h)" in r.stderr
+    assert "layout in the generated code differs from libtack (runtime/cpu_abi.h)" in r.stderr
     assert "tk_abi" in r.stderr
