@@ -80,34 +80,68 @@ _watched = None
 _folder = None
 
 
+def _shared_folder():
+    """Where the watched run keeps its summaries: one folder for every pytest-xdist
+    worker of one test run (PYTEST_XDIST_TESTRUNUID), else one for this process."""
+    import atexit
+    import shutil
+    import tempfile
+
+    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not uid:
+        folder = tempfile.mkdtemp(prefix="tack-watched-suite-")
+        atexit.register(shutil.rmtree, folder, True)
+        return folder
+    import glob
+    import time
+
+    for old in glob.glob(os.path.join(tempfile.gettempdir(), "tack-watched-suite-*")):
+        try:  # earlier test runs' folders, a day old
+            if time.time() - os.stat(old).st_mtime > 86400:
+                shutil.rmtree(old, True)
+        except OSError:
+            pass
+    folder = os.path.join(tempfile.gettempdir(), f"tack-watched-suite-{uid}")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def watched(plugin):
     """The summary `plugin` wrote in the suite's one watched run.
 
-    The suite runs once per process with every plugin of WATCHERS that this
-    machine can run loaded together (_kernel_wrap.run_plugins): each call a
-    test makes is compiled for CUDA, HIP and Metal, run again on OpenCL,
-    checked for racy read-modify-writes and in single precision, in one
-    pass over the suite instead of four.  conftest.py puts the tests that
-    ask (WATCHED_TESTS there) in one xdist group, so under make test one
-    worker makes that run and they all read it."""
+    The suite runs once with every plugin of WATCHERS that this machine can
+    run loaded together (_kernel_wrap.run_plugins): each call a test makes is
+    compiled for CUDA, HIP and Metal, run again on OpenCL, checked for racy
+    read-modify-writes and in single precision, in one pass over the suite
+    instead of four.  Under pytest-xdist the first worker to ask makes the
+    run, holding a lock in a folder all workers of the test run share; the
+    others wait for it and read its summaries."""
     global _watched, _folder
     if _watched is None:
-        import atexit
-        import shutil
-        import tempfile
+        import fcntl
+        import json
 
         import _kernel_wrap
 
-        _folder = tempfile.mkdtemp(prefix="tack-watched-suite-")
-        atexit.register(shutil.rmtree, _folder, True)
-        plugins = {name: var for name, (var, can) in WATCHERS.items() if can()}
-        values = {}
-        if "_cuda_capture" in plugins:
-            values["TACK_CAPTURE_TARGET"] = ",".join(gpu_targets())
-        if "_opencl_diff" in plugins:
-            os.mkdir(opencl_sources())
-            values.update(TACK_OPENCL_DEVICE=opencl_devices()[0], TACK_OPENCL_SOURCES=opencl_sources())
-        _watched = _kernel_wrap.run_plugins(plugins, paths(), _folder, 3600, cwd=HERE, **values)
+        _folder = _shared_folder()
+        done = os.path.join(_folder, "summaries.json")
+        with open(os.path.join(_folder, "lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if os.path.exists(done):
+                with open(done) as f:
+                    _watched = json.load(f)
+            else:
+                plugins = {name: var for name, (var, can) in WATCHERS.items() if can()}
+                values = {}
+                if "_cuda_capture" in plugins:
+                    values["TACK_CAPTURE_TARGET"] = ",".join(gpu_targets())
+                if "_opencl_diff" in plugins:
+                    os.makedirs(opencl_sources(), exist_ok=True)
+                    values.update(TACK_OPENCL_DEVICE=opencl_devices()[0], TACK_OPENCL_SOURCES=opencl_sources())
+                _watched = _kernel_wrap.run_plugins(plugins, paths(), _folder, 3600, cwd=HERE, **values)
+                with open(done + ".tmp", "w") as f:
+                    json.dump(_watched, f)
+                os.replace(done + ".tmp", done)
     if plugin not in _watched:
         raise KeyError(f"{plugin} did not run: this machine lacks what it needs")
     return _watched[plugin]

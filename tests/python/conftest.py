@@ -27,7 +27,8 @@ SERIAL = {
 
 # The tests that read the language suite's one watched run (_suite.watched:
 # every call compiled for each GPU dialect, run on OpenCL, checked for races and
-# in single precision): one xdist group, so one worker makes that run.
+# in single precision).  The first worker to ask makes the run, under a lock
+# the workers of one test run share; the group keeps them together besides.
 WATCHED_TESTS = {
     "test_language_suite_compiles_for_cuda",
     "test_language_suite_compiles_for_hip",
