@@ -58,5 +58,14 @@ def _cpu_default():
     import tack
 
     tack.set_default_device("cpu")
+    # a setting a test changes in-process (tack.config, set_default_float ...)
+    # must not reach the next test on this worker
+    before = {n: tack._core._config_get(n) for n in tack.config.names()}
     yield
     tack.set_default_device("cpu")
+    for n, (value, src) in before.items():
+        if tack._core._config_get(n) != (value, src):
+            if src == "set":
+                tack._core._config_set(n, value)
+            else:
+                tack.config.reset(n)
