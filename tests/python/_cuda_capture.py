@@ -26,12 +26,11 @@ CUDA and HIP sources are compiled in batches (_gpu_batch.py).
 """
 
 import hashlib
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 
 import _gpu_batch
 import _kernel_wrap
+import _ocloc
 import _suite
 import _tool_cache
 import tack
@@ -120,11 +119,9 @@ def _compile_job(job):
 
 
 def _map(fn, jobs, chunksize):
-    workers = min(len(jobs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    if workers <= 1:
-        return [fn(job) for job in jobs]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(fn, jobs, chunksize=chunksize))
+    """fn over jobs in spawned worker processes, one a core (_ocloc's pool)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return _ocloc.pool_map(fn, jobs, cores, chunksize)
 
 
 def _compile_pending():

@@ -216,7 +216,8 @@ def _kept(source, device):
     return _tool_cache.lookup("ocloc", identity(), device, "-cl-std=CL1.2", source)
 
 
-def _pool_map(fn, jobs, workers, chunksize):
+def pool_map(fn, jobs, workers, chunksize):
+    """fn over jobs in up to `workers` spawned processes (in this one when one would do)."""
     if workers <= 1 or len(jobs) <= 1:
         return [fn(job) for job in jobs]
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -235,10 +236,10 @@ def check_many(jobs, workers=None):
         if _kept(source, device) is None:
             todo.setdefault(device, []).append(i)
     batches = [idx[k:k + BATCH] for idx in todo.values() for k in range(0, len(idx), BATCH)]
-    outcomes = _pool_map(_batch_job, [([jobs[i][0] for i in b], jobs[b[0]][1]) for b in batches], workers, 1)
+    outcomes = pool_map(_batch_job, [([jobs[i][0] for i in b], jobs[b[0]][1]) for b in batches], workers, 1)
     alone = sorted(i for b, ok in zip(batches, outcomes) if not ok for i in b)
     kept = sorted(set(range(len(jobs))) - set(alone))  # in the cache now: read here, checked again
-    done = _pool_map(_compile_job, [jobs[i] for i in alone], workers, 8) + [_compile_job(jobs[i]) for i in kept]
+    done = pool_map(_compile_job, [jobs[i] for i in alone], workers, 8) + [_compile_job(jobs[i]) for i in kept]
     for i, (rc, out) in zip(alone + kept, done):
         if isinstance(out, tuple) and out[:1] == ("batch",):
             continue  # its batch's outputs held its kernels
