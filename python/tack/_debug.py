@@ -561,18 +561,33 @@ def _pow(ctx, x, y):
 
 
 def _atomic(op):
-    def f(ctx, a, idx, v):
+    """tack.atomic_<op>(a, idx, v) -- atomic_cas(a, idx, expected, v) -- as the
+    compiled kernel does it: the values converted to the element's type, the
+    old element returned; exch and cas move and compare a float's bits."""
+    def f(ctx, a, idx, *vals):
         t = a.dtype
         old = ctx.load(a, idx)
-        v = convert(t, v)
+        vals = [convert(t, x) for x in vals]
+        v = vals[-1]
         if op == "+":
             new = ctx._compute("+", t, old, v)
         elif op == "-":
             new = ctx._compute("-", t, old, v)
         elif op == "min":
             new = v if v < old else old
-        else:
+        elif op == "max":
             new = v if v > old else old
+        elif op == "exch":
+            new = v
+        elif op == "and":
+            new = old & v
+        elif op == "or":
+            new = old | v
+        elif op == "xor":
+            new = old ^ v
+        else:  # cas: by the bits (-0.0 is not 0.0, a NaN matches the same NaN)
+            same = np.asarray(old, dtype=t).tobytes() == np.asarray(vals[0], dtype=t).tobytes()
+            new = v if same else old
         a[idx] = new
         return old
 
@@ -617,7 +632,9 @@ def _register_calls():
     by_name = {"float": _float, "int": _int, "bool": _bool, "len": _len, "abs": _abs, "min": _minmax("<"),
                "max": _minmax(">"), "pow": _pow, "range": _range, "ndrange": _ndrange,
                "independent": _independent, "atomic_add": _atomic("+"), "atomic_sub": _atomic("-"),
-               "atomic_min": _atomic("min"), "atomic_max": _atomic("max")}
+               "atomic_min": _atomic("min"), "atomic_max": _atomic("max"), "atomic_exch": _atomic("exch"),
+               "atomic_and": _atomic("and"), "atomic_or": _atomic("or"), "atomic_xor": _atomic("xor"),
+               "atomic_cas": _atomic("cas")}
     for name, (npname, _doc) in K._MATH.items():
         by_name.setdefault(name, _math_handler(getattr(np, npname)))
     for name, obj in K._PYTHON.items():

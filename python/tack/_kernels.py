@@ -696,23 +696,48 @@ def seed_u64(x):
 
 
 # ---------------------------------------------------------------- atomics
-# The atomic rows (kind "atomic"): how each combines the old value with the new.
+# The atomic rows (kind "atomic"): how each combines the old value with the
+# new (atomic_cas: the old value, the expected one and the new).
 _ATOMIC = {
     "atomic_add": (lambda a, b: a + b, "array[index] += value"),
     "atomic_sub": (lambda a, b: a - b, "array[index] -= value"),
     "atomic_min": (lambda a, b: b if b < a else a, "array[index] = min(array[index], value)"),
     "atomic_max": (lambda a, b: b if b > a else a, "array[index] = max(array[index], value)"),
+    "atomic_exch": (lambda a, b: b, "array[index] = value (a float's bits as they are)"),
+    "atomic_and": (lambda a, b: a & b, "array[index] &= value (integer arrays)"),
+    "atomic_or": (lambda a, b: a | b, "array[index] |= value (integer arrays)"),
+    "atomic_xor": (lambda a, b: a ^ b, "array[index] ^= value (integer arrays)"),
+    "atomic_cas": (lambda a, e, b: b if _same_bits(a, e) else a,
+                   "array[index] = value if array[index] == expected (a float compared by its bits: -0.0 is "
+                   "not 0.0, a NaN matches a NaN of the same bits)"),
 }
 
 
-def _atomic(name, op, what):
-    def f(array, index, value):
-        old = array[index]
-        array[index] = op(old, value)
-        return old
+def _same_bits(old, expected):
+    """Whether old (an element) and expected, made the element's type, have the same bits."""
+    import numpy
 
+    old = numpy.asarray(old)
+    return old.tobytes() == numpy.asarray(expected, dtype=old.dtype).tobytes()
+
+
+def _atomic(name, op, what):
+    if name == "atomic_cas":
+        def f(array, index, expected, value):
+            old = array[index]
+            array[index] = op(old, expected, value)
+            return old
+
+        sig = "array, index, expected, value"
+    else:
+        def f(array, index, value):
+            old = array[index]
+            array[index] = op(old, value)
+            return old
+
+        sig = "array, index, value"
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"{name}(array, index, value): {what} atomically; returns the old value."
+    f.__doc__ = f"{name}({sig}): {what}, atomically; returns the old value."
     return f
 
 

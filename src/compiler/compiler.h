@@ -168,7 +168,8 @@ typedef enum tk_irop {
     IR_CALL,     /* aux = spec; [args]; array args are IR_ARRAY */
     IR_ARRAY,    /* param: an array passed to a function */
     IR_LARRAY,   /* local: a local array passed to a function (its extents are constants) */
-    IR_ATOMIC,   /* sub = tk_atom; param = array; [value, idx...] -> old value */
+    IR_ATOMIC,   /* sub = tk_atom; param = array; [value, idx...] -> old value
+                  * (A_CAS: [value, expected, idx...]; ir_atomic_first) */
     IR_LLOAD,    /* local = a local array (lower_local.c); [idx0, ...] each already wrapped/checked */
     /* statements */
     IR_BLOCK,    /* [stmts] */
@@ -249,7 +250,17 @@ const char *tk_math_libm(int m, tack_dtype dt);
 /* Whether IR_MATH m gives bool (isnan, isinf, isfinite). */
 int tk_math_is_predicate(int m);
 
-typedef enum tk_atom { A_ADD, A_SUB, A_MIN, A_MAX } tk_atom;
+/* IR_ATOMIC's operations (tack.atomic_<name>; every one gives the element's
+ * old value).  A_CAS has two values: its kids are [value, expected, idx...],
+ * every other's [value, idx...] (ir_atomic_first).  exch and cas on a float
+ * move and compare its bits; and, or and xor take integers only. */
+typedef enum tk_atom { A_ADD, A_SUB, A_MIN, A_MAX, A_EXCH, A_AND, A_OR, A_XOR, A_CAS, A_COUNT } tk_atom;
+
+/* "add", "sub" ... "cas": the name of A_* a (tack.atomic_<name>; the dialects' tk_atomic_<name>_<T>). */
+const char *tk_atom_name(int a);
+/* Whether updates by A_* a commute with others of their own kind (all adds and subs, all mins ...):
+ * an exchange or a compare-and-swap leaves whichever came last or first. */
+static inline int tk_atom_commutes(int a) { return a != A_EXCH && a != A_CAS; }
 
 /* IR_STORE's sub: a plain store, or the write half of a read-modify-write
  * (verify.c: inside a parallel region only on the iteration's own element). */
@@ -291,6 +302,9 @@ struct tk_ir {
     int n, cap;
     tk_ir **k;
 };
+
+/* The kid of IR_ATOMIC x that holds its first index. */
+static inline int ir_atomic_first(const tk_ir *x) { return x->sub == A_CAS ? 2 : 1; }
 
 /* The form of a CK_INDEX check, in its `local` (checks.c). */
 typedef enum tk_index_form {
@@ -409,6 +423,8 @@ typedef struct tk_cc {
     const char *err_file;
     int err_line, err_col;
     int uses_vec, uses_f16, uses_print, uses_atomic;
+    uint64_t atomic_dts;   /* bit dt: an atomic updates a dt element (lower_call.c), so the dialect writes
+                            * its helpers (OpenCL's 64-bit ones only where used) */
     int uses_complex;      /* emit_complex.c's helpers go into the prelude */
     uint64_t weak_f32;     /* bit p: weak param p is carried as f32 (complex64 for a complex; weak_float.c) */
     uint64_t *alias_same;  /* per kernel array param p, bit q: the result is wrong if p and q are one

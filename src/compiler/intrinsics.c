@@ -6,7 +6,9 @@
  * (tk_intrinsic_find) and dispatches on its kind, the IR dump names an
  * IR_MATH operation (tk_math_name), the emitter asks whether it yields bool
  * (tk_math_is_predicate), and each dialect spells it from its C library name
- * (tk_math_libm).  The Python package reads the rows through the public
+ * (tk_math_libm).  The atomics' operations are named here once too
+ * (tk_atom_name: the IR dump's atomic_<name>, the dialects' tk_atomic_<name>_<T>
+ * helpers, the messages' tack.atomic_<name>).  The Python package reads the rows through the public
  * tack_intrinsic_info() (name, kind, arity): it builds its intrinsic
  * functions from them, and its tests check that every row has a Python
  * meaning and nothing in Python lacks a row.
@@ -51,6 +53,13 @@ const char *tk_math_name(int m) { return (unsigned)m < M_COUNT ? MATH[m].name : 
 const char *tk_math_libm(int m, tack_dtype dt) {
     if ((unsigned)m >= M_COUNT) return "";
     return dt == TACK_F32 ? MATH[m].libm_f32 : MATH[m].libm_f64;
+}
+
+const char *tk_atom_name(int a) {
+    static const char *const NAME[A_COUNT] = {[A_ADD] = "add", [A_SUB] = "sub", [A_MIN] = "min", [A_MAX] = "max",
+                                              [A_EXCH] = "exch", [A_AND] = "and", [A_OR] = "or", [A_XOR] = "xor",
+                                              [A_CAS] = "cas"};
+    return (unsigned)a < A_COUNT ? NAME[a] : "?";
 }
 
 int tk_math_is_predicate(int m) { return (unsigned)m < M_COUNT && MATH[m].result == TK_MR_BOOL; }

@@ -490,7 +490,8 @@ static void scan(dx *X, const tk_ir *e) {
                    (const tk_ir *const *)e->k, e->n, e->line, 0);
     }
     else if (e->op == IR_ATOMIC) {
-        dacc *a = record(X, e, ACC_ATOMIC, e->param, (const tk_ir *const *)e->k + 1, e->n - 1, e->line, 0);
+        int f = ir_atomic_first(e);
+        dacc *a = record(X, e, ACC_ATOMIC, e->param, (const tk_ir *const *)e->k + f, e->n - f, e->line, 0);
         if (a) a->atom = e->sub;
     }
     else if (e->op == IR_CALL) walk_call(X, e);

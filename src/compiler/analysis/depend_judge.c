@@ -341,7 +341,8 @@ void dp_judge(dpass *P) {
  * tests for one array, applied across the two). */
 static int commute(const dacc *w, const dacc *r) {
     int wa = w->atom == A_ADD || w->atom == A_SUB, ra = r->atom == A_ADD || r->atom == A_SUB;
-    return w->kind == ACC_ATOMIC && r->kind == ACC_ATOMIC && (wa ? ra : !ra && w->atom == r->atom);
+    return w->kind == ACC_ATOMIC && r->kind == ACC_ATOMIC && tk_atom_commutes(w->atom) &&
+           (wa ? ra : !ra && w->atom == r->atom);
 }
 
 static int only_own(const dpass *P, const dacc *w, const dacc *r) {

@@ -386,7 +386,8 @@ static void nowrap_index(nest *x, const tk_ir *ix) {
 
 static void scan_indices(nest *x, const tk_ir *e) {
     if (e->op == IR_LOAD || e->op == IR_STORE || e->op == IR_ATOMIC)
-        for (int i = e->op == IR_LOAD ? 0 : 1; i < e->n; i++) nowrap_index(x, e->k[i]);
+        for (int i = e->op == IR_LOAD ? 0 : e->op == IR_ATOMIC ? ir_atomic_first(e) : 1; i < e->n; i++)
+            nowrap_index(x, e->k[i]);
     for (int i = 0; i < e->n; i++) scan_indices(x, e->k[i]);
 }
 
@@ -578,7 +579,8 @@ static tk_ir *interchange(tk_cc *C, tk_ir *fj) {
     ichg g;
     memset(&g, 0, sizeof g);
     const tk_ir *w = body[nb - 1];
-    if (w->op == IR_EVAL && w->k[0]->op == IR_ATOMIC) w = w->k[0]; /* a[..] += v before privatize.c */
+    if (w->op == IR_EVAL && w->k[0]->op == IR_ATOMIC && tk_atom_commutes(w->k[0]->sub))
+        w = w->k[0]; /* a[..] += v before privatize.c (an exchange or a swap keeps its order) */
     else if (w->op != IR_STORE) return NULL;
     g.store = w;
     g.ok = 1;

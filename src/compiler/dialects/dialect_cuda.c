@@ -26,9 +26,10 @@
  * program's site table, naming kernel, file and line as on the CPU.
  *
  * Atomics: CUDA's instructions where they exist (add for 32/64-bit integers
- * and floats, min/max for 32/64-bit integers), compare-and-swap loops for
- * float min/max and, on the enclosing 32-bit word, for 8 and 16-bit
- * integers.  Privatized reductions (privatize.c) are summed across the warp
+ * and floats, min/max for 32/64-bit integers, exchange, and, or, xor and
+ * compare-and-swap for 32/64-bit integers and, on their bits, floats),
+ * compare-and-swap loops for float min/max and, on the enclosing 32-bit
+ * word, for every operation on 8 and 16-bit integers.  Privatized reductions (privatize.c) are summed across the warp
  * with shuffles and flushed by one atomic per warp.
  *
  * The prelude is valid both for NVRTC (Tack's path, no headers) and for
@@ -147,7 +148,7 @@ static const char PRELUDE_F16[] =
 
 const char tk_cu_prelude_atomic[] =
     "/* 8 and 16-bit integers: compare-and-swap on the enclosing aligned word. */\n"
-    "template <typename T, typename U> TK_D T tk_atomic_small(T *p, T v, int op) {\n"
+    "template <typename T, typename U> TK_D T tk_atomic_small(T *p, T v, int op, T e = 0) {\n"
     "    unsigned int *w = (unsigned int *)((unsigned long long)p & ~3ull);\n"
     "    const unsigned sh = (unsigned)((unsigned long long)p & 3ull) * 8u;\n"
     "    const unsigned mask = (unsigned)(U)~(U)0 << sh;\n"
@@ -157,7 +158,12 @@ const char tk_cu_prelude_atomic[] =
     "        if (op == 0) nv = (T)(U)((unsigned)(U)cur + (unsigned)(U)v);\n"
     "        else if (op == 1) nv = (T)(U)((unsigned)(U)cur - (unsigned)(U)v);\n"
     "        else if (op == 2) nv = v < cur ? v : cur;\n"
-    "        else nv = v > cur ? v : cur;\n"
+    "        else if (op == 3) nv = v > cur ? v : cur;\n"
+    "        else if (op == 4) nv = v;\n"
+    "        else if (op == 5) nv = (T)(cur & v);\n"
+    "        else if (op == 6) nv = (T)(cur | v);\n"
+    "        else if (op == 7) nv = (T)(cur ^ v);\n"
+    "        else nv = cur == e ? v : cur;\n"
     "        if (nv == cur && op >= 2) return cur;\n"
     "        unsigned n = (o & ~mask) | (((unsigned)(U)nv << sh) & mask);\n"
     "        unsigned prev = atomicCAS(w, o, n);\n"
@@ -169,7 +175,12 @@ const char tk_cu_prelude_atomic[] =
     "TK_D T tk_atomic_add_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 0); } \\\n"
     "TK_D T tk_atomic_sub_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 1); } \\\n"
     "TK_D T tk_atomic_min_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 2); } \\\n"
-    "TK_D T tk_atomic_max_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 3); }\n"
+    "TK_D T tk_atomic_max_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 3); } \\\n"
+    "TK_D T tk_atomic_exch_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 4); } \\\n"
+    "TK_D T tk_atomic_and_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 5); } \\\n"
+    "TK_D T tk_atomic_or_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 6); } \\\n"
+    "TK_D T tk_atomic_xor_##T(T *p, T v) { return tk_atomic_small<T, U>(p, v, 7); } \\\n"
+    "TK_D T tk_atomic_cas_##T(T *p, T e, T v) { return tk_atomic_small<T, U>(p, v, 8, e); }\n"
     "TK_ATOMIC_SMALL(int8_t, uint8_t) TK_ATOMIC_SMALL(uint8_t, uint8_t)\n"
     "TK_ATOMIC_SMALL(int16_t, uint16_t) TK_ATOMIC_SMALL(uint16_t, uint16_t)\n"
     "/* 32 and 64-bit integers: the hardware's add, min and max (sub adds the wrapped negation). */\n"
@@ -180,7 +191,18 @@ const char tk_cu_prelude_atomic[] =
     "TK_D T tk_atomic_max_##T(T *p, T v) { return (T)atomicMax((M *)p, (M)v); }\n"
     "TK_ATOMIC_NATIVE(int32_t, unsigned int, int) TK_ATOMIC_NATIVE(uint32_t, unsigned int, unsigned int)\n"
     "TK_ATOMIC_NATIVE(uint64_t, unsigned long long, unsigned long long)\n"
-    "/* Floats: the hardware's add; min and max as compare-and-swap loops (NaN leaves the cell). */\n"
+    "/* exchange, and, or, xor and compare-and-swap of 32 and 64-bit integers: the hardware's, on the unsigned type\n"
+    " * of the width (the bits are the same). */\n"
+    "#define TK_ATOMIC_BITS(T, A) \\\n"
+    "TK_D T tk_atomic_exch_##T(T *p, T v) { return (T)atomicExch((A *)p, (A)v); } \\\n"
+    "TK_D T tk_atomic_and_##T(T *p, T v) { return (T)atomicAnd((A *)p, (A)v); } \\\n"
+    "TK_D T tk_atomic_or_##T(T *p, T v) { return (T)atomicOr((A *)p, (A)v); } \\\n"
+    "TK_D T tk_atomic_xor_##T(T *p, T v) { return (T)atomicXor((A *)p, (A)v); } \\\n"
+    "TK_D T tk_atomic_cas_##T(T *p, T e, T v) { return (T)atomicCAS((A *)p, (A)e, (A)v); }\n"
+    "TK_ATOMIC_BITS(int32_t, unsigned int) TK_ATOMIC_BITS(uint32_t, unsigned int)\n"
+    "TK_ATOMIC_BITS(int64_t, unsigned long long) TK_ATOMIC_BITS(uint64_t, unsigned long long)\n"
+    "/* Floats: the hardware's add; min and max as compare-and-swap loops (NaN leaves the cell); exchange and\n"
+    " * compare-and-swap on the bits (-0.0 is not 0.0; a NaN matches the same NaN). */\n"
     "#define TK_ATOMIC_FLT(T, U, TO, FROM) \\\n"
     "TK_D T tk_atomic_add_##T(T *p, T v) { return atomicAdd(p, v); } \\\n"
     "TK_D T tk_atomic_sub_##T(T *p, T v) { return atomicAdd(p, -v); } \\\n"
@@ -188,7 +210,9 @@ const char tk_cu_prelude_atomic[] =
     "    for (;;) { T f = FROM(o), g = mx ? (v > f ? v : f) : (v < f ? v : f); if (g == f) return f; \\\n"
     "        U prev = atomicCAS(q, o, (U)TO(g)); if (prev == o) return f; o = prev; } } \\\n"
     "TK_D T tk_atomic_min_##T(T *p, T v) { return tk_atomic_mm_##T(p, v, 0); } \\\n"
-    "TK_D T tk_atomic_max_##T(T *p, T v) { return tk_atomic_mm_##T(p, v, 1); }\n"
+    "TK_D T tk_atomic_max_##T(T *p, T v) { return tk_atomic_mm_##T(p, v, 1); } \\\n"
+    "TK_D T tk_atomic_exch_##T(T *p, T v) { return FROM(atomicExch((U *)p, (U)TO(v))); } \\\n"
+    "TK_D T tk_atomic_cas_##T(T *p, T e, T v) { return FROM(atomicCAS((U *)p, (U)TO(e), (U)TO(v))); }\n"
     "TK_ATOMIC_FLT(float, unsigned int, __float_as_uint, __uint_as_float)\n"
     "TK_ATOMIC_FLT(double, unsigned long long, __double_as_longlong, __longlong_as_double)\n";
 

@@ -14,8 +14,9 @@
 
 /* Prelude text valid for NVRTC, hiprtc, nvcc and hipcc: integer types, the
  * error record and helpers (tk_cu_prelude_core writes them, the shared ones
- * through prelude.c); tk_atomic_<op>_<T> for every dtype but int64_t (each
- * dialect writes its own); vectors and matrices. */
+ * through prelude.c); tk_atomic_<op>_<T> for every dtype and operation but
+ * int64_t's add, sub, min and max (each dialect writes its own); vectors and
+ * matrices. */
 TK_HIDDEN void tk_cu_prelude_core(tk_buf *b);
 extern TK_HIDDEN const char tk_cu_prelude_atomic[], tk_cu_prelude_vec[];
 /* The dialect hooks and grid spellings the two share (tk_dialect, tk_grid). */

@@ -42,9 +42,12 @@
  *   - print: MSL has no printf (NotImplementedError, as OpenCL's complex print).
  *
  * Atomics: 32-bit integers by Metal's atomic_int / atomic_uint fetch-add,
- * -sub, -min, -max; float add and sub by atomic_float (Metal 3); float min
- * and max, and 8/16-bit integers (on the enclosing 32-bit word), by
- * compare-exchange loops, all memory_order_relaxed.  Checks write the error
+ * -sub, -min, -max, -and, -or, -xor and exchange; float add and sub by
+ * atomic_float (Metal 3); a float's exchange by the atomic_uint of its bits;
+ * float min and max, and every operation on 8/16-bit integers (on the
+ * enclosing 32-bit word), by compare-exchange loops; compare-and-swap by
+ * Metal's weak compare-exchange, retried while it fails seeing the expected
+ * value; all memory_order_relaxed.  Checks write the error
  * record with a compare-exchange on `failed` (first failure wins); the host
  * reads it after the command buffer completes, which orders the writes.
  *
@@ -194,11 +197,16 @@ static _Noreturn void refuse_node(tk_cc *C, const tk_spec *S, const tk_ir *x) {
         tk_unsupported(C, S->func, x->line,
                        "print() is not supported on Metal: the Metal Shading Language has no printf; "
                        "run the kernel on the CPU to print");
-    if (x->op == IR_ATOMIC && !ty_f64(x->ty))
+    if (x->op == IR_ATOMIC && !ty_f64(x->ty) && (x->sub == A_ADD || x->sub == A_SUB))
         tk_error(C, S->func, x->line, 0,
                  "Metal has no 64-bit atomics: the update of %s array '%s' in a parallel loop needs one; "
                  "accumulate into an int32 array, or sum into a local (a reduction) and store it once",
                  dtype_name(x->ty.dt), param_name(S, x->param));
+    if (x->op == IR_ATOMIC && !ty_f64(x->ty))
+        tk_error(C, S->func, x->line, 0,
+                 "Metal has no 64-bit atomics: tack.atomic_%s on %s array '%s' needs one; use an int32 or uint32 "
+                 "array (tack.atomic_%s there is Metal's own)",
+                 tk_atom_name(x->sub), dtype_name(x->ty.dt), param_name(S, x->param), tk_atom_name(x->sub));
     const char *what = ty_f64(x->ty) ? dtype_name(x->ty.dt) : dtype_name(x->aux_ty.dt);
     if ((x->op == IR_ASSIGN || x->op == IR_FOR || x->op == IR_LOCAL || x->op == IR_LFILL) && x->local >= 0 &&
         x->local < S->nlocals &&
@@ -331,9 +339,10 @@ static const char PRELUDE_F16[] =
     "static inline uint16_t tk_f2h(float f) { return as_type<uint16_t>(half(f)); }\n";
 
 static const char PRELUDE_ATOMIC[] =
-    "/* 8 and 16-bit integers: compare-exchange on the enclosing aligned 32-bit word. */\n"
+    "/* 8 and 16-bit integers: compare-exchange on the enclosing aligned 32-bit word (op: add, sub, min, max,\n"
+    " * exch, and, or, xor, cas). */\n"
     "#define TK_ATOMIC_SMALL(T, U) \\\n"
-    "static inline T tk_atomic_rmw_##T(device T *p, T v, int op) { \\\n"
+    "static inline T tk_atomic_rmw_##T(device T *p, T v, int op, T e) { \\\n"
     "    device uchar *b = (device uchar *)p; const uint off = (uint)((ulong)b & 3); \\\n"
     "    device atomic_uint *w = (device atomic_uint *)(b - off); \\\n"
     "    const uint sh = off * 8u, mask = (uint)(U)~(U)0 << sh; \\\n"
@@ -341,19 +350,35 @@ static const char PRELUDE_ATOMIC[] =
     "    for (;;) { T cur = (T)(U)((o & mask) >> sh), nv; \\\n"
     "        if (op == 0) nv = (T)(U)((uint)(U)cur + (uint)(U)v); \\\n"
     "        else if (op == 1) nv = (T)(U)((uint)(U)cur - (uint)(U)v); \\\n"
-    "        else if (op == 2) nv = v < cur ? v : cur; else nv = v > cur ? v : cur; \\\n"
+    "        else if (op == 2) nv = v < cur ? v : cur; else if (op == 3) nv = v > cur ? v : cur; \\\n"
+    "        else if (op == 4) nv = v; else if (op == 5) nv = (T)(cur & v); else if (op == 6) nv = (T)(cur | v); \\\n"
+    "        else if (op == 7) nv = (T)(cur ^ v); else nv = cur == e ? v : cur; \\\n"
     "        if (nv == cur && op >= 2) return cur; \\\n"
     "        uint n = (o & ~mask) | (((uint)(U)nv << sh) & mask); \\\n"
     "        if (atomic_compare_exchange_weak_explicit(w, &o, n, memory_order_relaxed, memory_order_relaxed)) \\\n"
     "            return cur; } } \\\n"
-    "static inline T tk_atomic_add_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 0); } \\\n"
-    "static inline T tk_atomic_sub_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 1); } \\\n"
-    "static inline T tk_atomic_min_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 2); } \\\n"
-    "static inline T tk_atomic_max_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 3); }\n"
+    "static inline T tk_atomic_add_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 0, 0); } \\\n"
+    "static inline T tk_atomic_sub_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 1, 0); } \\\n"
+    "static inline T tk_atomic_min_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 2, 0); } \\\n"
+    "static inline T tk_atomic_max_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 3, 0); } \\\n"
+    "static inline T tk_atomic_exch_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 4, 0); } \\\n"
+    "static inline T tk_atomic_and_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 5, 0); } \\\n"
+    "static inline T tk_atomic_or_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 6, 0); } \\\n"
+    "static inline T tk_atomic_xor_##T(device T *p, T v) { return tk_atomic_rmw_##T(p, v, 7, 0); } \\\n"
+    "static inline T tk_atomic_cas_##T(device T *p, T e, T v) { return tk_atomic_rmw_##T(p, v, 8, e); }\n"
     "TK_ATOMIC_SMALL(int8_t, uint8_t) TK_ATOMIC_SMALL(uint8_t, uint8_t)\n"
     "TK_ATOMIC_SMALL(int16_t, uint16_t) TK_ATOMIC_SMALL(uint16_t, uint16_t)\n"
+    "/* Compare-and-swap of a 32-bit word W through atomic type A: Metal's compare-exchange is the weak one,\n"
+    " * which may fail with the cell equal to e; it is tried again until it succeeds or sees another value. */\n"
+    "#define TK_ATOMIC_CAS32(N, A, W) \\\n"
+    "static inline W tk_cas32_##N(device A *q, W e, W v) { \\\n"
+    "    for (;;) { W o = e; \\\n"
+    "        if (atomic_compare_exchange_weak_explicit(q, &o, v, memory_order_relaxed, memory_order_relaxed)) \\\n"
+    "            return e; \\\n"
+    "        if (o != e) return o; } }\n"
+    "TK_ATOMIC_CAS32(int, atomic_int, int) TK_ATOMIC_CAS32(uint, atomic_uint, uint)\n"
     "/* 32-bit integers: Metal's own (64-bit ones are refused at compile time). */\n"
-    "#define TK_ATOMIC_NATIVE(T, A) \\\n"
+    "#define TK_ATOMIC_NATIVE(T, A, N) \\\n"
     "static inline T tk_atomic_add_##T(device T *p, T v) { \\\n"
     "    return atomic_fetch_add_explicit((device A *)p, v, memory_order_relaxed); } \\\n"
     "static inline T tk_atomic_sub_##T(device T *p, T v) { \\\n"
@@ -361,11 +386,21 @@ static const char PRELUDE_ATOMIC[] =
     "static inline T tk_atomic_min_##T(device T *p, T v) { \\\n"
     "    return atomic_fetch_min_explicit((device A *)p, v, memory_order_relaxed); } \\\n"
     "static inline T tk_atomic_max_##T(device T *p, T v) { \\\n"
-    "    return atomic_fetch_max_explicit((device A *)p, v, memory_order_relaxed); }\n"
-    "TK_ATOMIC_NATIVE(int32_t, atomic_int)\n"
-    "TK_ATOMIC_NATIVE(uint32_t, atomic_uint)\n"
+    "    return atomic_fetch_max_explicit((device A *)p, v, memory_order_relaxed); } \\\n"
+    "static inline T tk_atomic_exch_##T(device T *p, T v) { \\\n"
+    "    return atomic_exchange_explicit((device A *)p, v, memory_order_relaxed); } \\\n"
+    "static inline T tk_atomic_and_##T(device T *p, T v) { \\\n"
+    "    return atomic_fetch_and_explicit((device A *)p, v, memory_order_relaxed); } \\\n"
+    "static inline T tk_atomic_or_##T(device T *p, T v) { \\\n"
+    "    return atomic_fetch_or_explicit((device A *)p, v, memory_order_relaxed); } \\\n"
+    "static inline T tk_atomic_xor_##T(device T *p, T v) { \\\n"
+    "    return atomic_fetch_xor_explicit((device A *)p, v, memory_order_relaxed); } \\\n"
+    "static inline T tk_atomic_cas_##T(device T *p, T e, T v) { return tk_cas32_##N((device A *)p, e, v); }\n"
+    "TK_ATOMIC_NATIVE(int32_t, atomic_int, int)\n"
+    "TK_ATOMIC_NATIVE(uint32_t, atomic_uint, uint)\n"
     "/* float: add and sub native (Metal 3); min and max compare-exchange the bits\n"
-    " * (a NaN argument leaves the cell alone) */\n"
+    " * (a NaN argument leaves the cell alone); exchange and compare-and-swap move and\n"
+    " * compare the bits (-0.0 is not 0.0; a NaN matches the same NaN) */\n"
     "static inline float tk_atomic_add_float(device float *p, float v) {\n"
     "    return atomic_fetch_add_explicit((device atomic_float *)p, v, memory_order_relaxed);\n"
     "}\n"
@@ -384,7 +419,14 @@ static const char PRELUDE_ATOMIC[] =
     "    }\n"
     "}\n"
     "static inline float tk_atomic_min_float(device float *p, float v) { return tk_atomic_mm_float(p, v, 0); }\n"
-    "static inline float tk_atomic_max_float(device float *p, float v) { return tk_atomic_mm_float(p, v, 1); }\n";
+    "static inline float tk_atomic_max_float(device float *p, float v) { return tk_atomic_mm_float(p, v, 1); }\n"
+    "static inline float tk_atomic_exch_float(device float *p, float v) {\n"
+    "    uint o = atomic_exchange_explicit((device atomic_uint *)p, as_type<uint>(v), memory_order_relaxed);\n"
+    "    return as_type<float>(o);\n"
+    "}\n"
+    "static inline float tk_atomic_cas_float(device float *p, float e, float v) {\n"
+    "    return as_type<float>(tk_cas32_uint((device atomic_uint *)p, as_type<uint>(e), as_type<uint>(v)));\n"
+    "}\n";
 
 static const char PRELUDE_VEC[] =
     "#define TK_VEC(N, T, LEN) \\\n"

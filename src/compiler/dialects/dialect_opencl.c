@@ -19,10 +19,14 @@
  *     `long` the phase adds to the pointer first: a cl_mem is a handle the
  *     host cannot offset, so a view starting inside one (a[::-1], m[:, 3])
  *     is the buffer and that offset;
- *   - atomics: OpenCL 1.2 has add/sub/min/max for 32-bit integers and, with
- *     the cl_khr_int64 extensions, 64-bit ones; floats and 8/16-bit
- *     integers are compare-and-swap loops (the latter on the enclosing
- *     32-bit word);
+ *   - atomics: OpenCL 1.2 has add/sub/min/max/xchg/and/or/xor/cmpxchg for
+ *     32-bit integers and, with the cl_khr_int64 extensions, 64-bit ones;
+ *     float add/sub/min/max and every operation on 8/16-bit integers are
+ *     compare-and-swap loops (the latter on the enclosing 32-bit word), a
+ *     float's exchange and compare-and-swap those of its bits.  The 64-bit
+ *     helpers and the extensions' pragmas are written only for a kernel
+ *     with a 64-bit atomic (tk_cc.atomic_dts), so a device without the
+ *     extensions builds every other kernel;
  *   - math by OpenCL's overloaded built-ins (sqrt serves float and double);
  *   - print as printf, one call per item, string items in the format itself
  *     (OpenCL's printf takes %s only for literal strings), complex numbers
@@ -127,8 +131,6 @@ static int uses_f64(const tk_cc *C) {
 
 /* ------------------------------------------------------------ the prelude */
 static const char PRELUDE_HEAD[] =
-    "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
-    "#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable\n"
     "typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;\n"
     "typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;\n"
     "typedef bool tk_bool;\n"
@@ -220,51 +222,81 @@ static const char PRELUDE_F16[] =
     "#endif\n";
 
 static const char PRELUDE_ATOMIC[] =
-    "/* 8 and 16-bit integers: compare-and-swap on the enclosing aligned word. */\n"
+    "/* 8 and 16-bit integers: compare-and-swap on the enclosing aligned word (op: add, sub, min, max, exch,\n"
+    " * and, or, xor, cas). */\n"
     "#define TK_ATOMIC_SMALL(T, U) \\\n"
-    "static T tk_atomic_rmw_##T(__global T *p, T v, int op) { \\\n"
+    "static T tk_atomic_rmw_##T(__global T *p, T v, int op, T e) { \\\n"
     "    __global uchar *b = (__global uchar *)p; const uint off = (uint)((size_t)b & 3); \\\n"
     "    volatile __global uint *w = (volatile __global uint *)(b - off); \\\n"
     "    const uint sh = off * 8u, mask = (uint)(U)~(U)0 << sh; uint o = *w; \\\n"
     "    for (;;) { T cur = (T)(U)((o & mask) >> sh), nv; \\\n"
     "        if (op == 0) nv = (T)(U)((uint)(U)cur + (uint)(U)v); \\\n"
     "        else if (op == 1) nv = (T)(U)((uint)(U)cur - (uint)(U)v); \\\n"
-    "        else if (op == 2) nv = v < cur ? v : cur; else nv = v > cur ? v : cur; \\\n"
+    "        else if (op == 2) nv = v < cur ? v : cur; else if (op == 3) nv = v > cur ? v : cur; \\\n"
+    "        else if (op == 4) nv = v; else if (op == 5) nv = (T)(cur & v); else if (op == 6) nv = (T)(cur | v); \\\n"
+    "        else if (op == 7) nv = (T)(cur ^ v); else nv = cur == e ? v : cur; \\\n"
     "        if (nv == cur && op >= 2) return cur; \\\n"
     "        uint n = (o & ~mask) | (((uint)(U)nv << sh) & mask), prev = atomic_cmpxchg(w, o, n); \\\n"
     "        if (prev == o) return cur; o = prev; } } \\\n"
-    "static T tk_atomic_add_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 0); } \\\n"
-    "static T tk_atomic_sub_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 1); } \\\n"
-    "static T tk_atomic_min_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 2); } \\\n"
-    "static T tk_atomic_max_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 3); }\n"
+    "static T tk_atomic_add_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 0, 0); } \\\n"
+    "static T tk_atomic_sub_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 1, 0); } \\\n"
+    "static T tk_atomic_min_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 2, 0); } \\\n"
+    "static T tk_atomic_max_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 3, 0); } \\\n"
+    "static T tk_atomic_exch_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 4, 0); } \\\n"
+    "static T tk_atomic_and_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 5, 0); } \\\n"
+    "static T tk_atomic_or_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 6, 0); } \\\n"
+    "static T tk_atomic_xor_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 7, 0); } \\\n"
+    "static T tk_atomic_cas_##T(__global T *p, T e, T v) { return tk_atomic_rmw_##T(p, v, 8, e); }\n"
     "TK_ATOMIC_SMALL(int8_t, uint8_t) TK_ATOMIC_SMALL(uint8_t, uint8_t)\n"
     "TK_ATOMIC_SMALL(int16_t, uint16_t) TK_ATOMIC_SMALL(uint16_t, uint16_t)\n"
-    "/* 32-bit integers: OpenCL 1.2's built-ins; 64-bit: the cl_khr_int64 extensions'. */\n"
-    "#define TK_ATOMIC_NATIVE(T, ADD, SUB, MIN, MAX) \\\n"
-    "static T tk_atomic_add_##T(__global T *p, T v) { return ADD((volatile __global T *)p, v); } \\\n"
-    "static T tk_atomic_sub_##T(__global T *p, T v) { return SUB((volatile __global T *)p, v); } \\\n"
-    "static T tk_atomic_min_##T(__global T *p, T v) { return MIN((volatile __global T *)p, v); } \\\n"
-    "static T tk_atomic_max_##T(__global T *p, T v) { return MAX((volatile __global T *)p, v); }\n"
-    "TK_ATOMIC_NATIVE(int32_t, atomic_add, atomic_sub, atomic_min, atomic_max)\n"
-    "TK_ATOMIC_NATIVE(uint32_t, atomic_add, atomic_sub, atomic_min, atomic_max)\n"
-    "TK_ATOMIC_NATIVE(int64_t, atom_add, atom_sub, atom_min, atom_max)\n"
-    "TK_ATOMIC_NATIVE(uint64_t, atom_add, atom_sub, atom_min, atom_max)\n"
-    "/* Floats: compare-and-swap loops on the bits (NaN leaves a min or max alone). */\n"
-    "#define TK_ATOMIC_FLT(T, U, CAS, TO, FROM) \\\n"
+    "/* Integers of 32 bits (P atomic: OpenCL 1.2's built-ins) and, where a kernel has them, of 64 (P atom). */\n"
+    "#define TK_ATOMIC_NATIVE(T, P) \\\n"
+    "static T tk_atomic_add_##T(__global T *p, T v) { return P##_add((volatile __global T *)p, v); } \\\n"
+    "static T tk_atomic_sub_##T(__global T *p, T v) { return P##_sub((volatile __global T *)p, v); } \\\n"
+    "static T tk_atomic_min_##T(__global T *p, T v) { return P##_min((volatile __global T *)p, v); } \\\n"
+    "static T tk_atomic_max_##T(__global T *p, T v) { return P##_max((volatile __global T *)p, v); } \\\n"
+    "static T tk_atomic_exch_##T(__global T *p, T v) { return P##_xchg((volatile __global T *)p, v); } \\\n"
+    "static T tk_atomic_and_##T(__global T *p, T v) { return P##_and((volatile __global T *)p, v); } \\\n"
+    "static T tk_atomic_or_##T(__global T *p, T v) { return P##_or((volatile __global T *)p, v); } \\\n"
+    "static T tk_atomic_xor_##T(__global T *p, T v) { return P##_xor((volatile __global T *)p, v); } \\\n"
+    "static T tk_atomic_cas_##T(__global T *p, T e, T v) { return P##_cmpxchg((volatile __global T *)p, e, v); }\n"
+    "TK_ATOMIC_NATIVE(int32_t, atomic)\n"
+    "TK_ATOMIC_NATIVE(uint32_t, atomic)\n"
+    "/* Floats: compare-and-swap loops on the bits (NaN leaves a min or max alone); exchange and\n"
+    " * compare-and-swap of the bits (-0.0 is not 0.0; a NaN matches the same NaN). */\n"
+    "#define TK_ATOMIC_FLT(T, U, P, TO, FROM) \\\n"
     "static T tk_atomic_rmw_##T(__global T *p, T v, int op) { \\\n"
     "    volatile __global U *q = (volatile __global U *)p; U o = *q; \\\n"
     "    for (;;) { T f = FROM(o), g = op == 0 ? f + v : op == 1 ? f - v : op == 2 ? (v < f ? v : f) : (v > f ? v : "
     "f); \\\n"
     "        if (op >= 2 && g == f) return f; \\\n"
-    "        U prev = CAS(q, o, TO(g)); if (prev == o) return f; o = prev; } } \\\n"
+    "        U prev = P##_cmpxchg(q, o, TO(g)); if (prev == o) return f; o = prev; } } \\\n"
     "static T tk_atomic_add_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 0); } \\\n"
     "static T tk_atomic_sub_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 1); } \\\n"
     "static T tk_atomic_min_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 2); } \\\n"
-    "static T tk_atomic_max_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 3); }\n"
-    "TK_ATOMIC_FLT(float, uint, atomic_cmpxchg, as_uint, as_float)\n"
+    "static T tk_atomic_max_##T(__global T *p, T v) { return tk_atomic_rmw_##T(p, v, 3); } \\\n"
+    "static T tk_atomic_exch_##T(__global T *p, T v) { return FROM(P##_xchg((volatile __global U *)p, TO(v))); } \\\n"
+    "static T tk_atomic_cas_##T(__global T *p, T e, T v) { \\\n"
+    "    return FROM(P##_cmpxchg((volatile __global U *)p, TO(e), TO(v))); }\n"
+    "TK_ATOMIC_FLT(float, uint, atomic, as_uint, as_float)\n";
+
+/* 64-bit atomics, only in a kernel that updates a 64-bit element atomically:
+ * a device without cl_khr_int64_base_atomics still builds the rest. */
+static const char PRELUDE_ATOMIC64[] =
+    "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
+    "#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable\n"
+    "TK_ATOMIC_NATIVE(int64_t, atom)\n"
+    "TK_ATOMIC_NATIVE(uint64_t, atom)\n"
     "#ifdef TK_FP64\n"
-    "TK_ATOMIC_FLT(double, ulong, atom_cmpxchg, as_ulong, as_double)\n"
+    "TK_ATOMIC_FLT(double, ulong, atom, as_ulong, as_double)\n"
     "#endif\n";
+
+/* Whether the kernel updates a 64-bit element atomically (a complex128's parts are doubles). */
+static int atomics64(const tk_cc *C) {
+    const uint64_t wide = (uint64_t)1 << TACK_I64 | (uint64_t)1 << TACK_U64 | (uint64_t)1 << TACK_F64 |
+                          (uint64_t)1 << TACK_C128;
+    return (C->atomic_dts & wide) != 0;
+}
 
 static const char PRELUDE_VEC[] =
     "#define TK_VEC(N, T, LEN) \\\n"
@@ -336,6 +368,7 @@ static void cl_prelude(tk_cc *C, tk_buf *b) {
     tk_prelude_helpers(b, &CL_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
+    if (C->uses_atomic && atomics64(C)) tk_puts(b, PRELUDE_ATOMIC64);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
     if (C->uses_complex) tk_complex_prelude(C, b, "static", "__global", kernel_fp64(C));
 }

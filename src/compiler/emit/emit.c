@@ -493,14 +493,17 @@ void em_expr(tk_emitter *e, tk_ir *x) {
         }
         return;
     case IR_CALL: emit_call(e, x); return;
-    case IR_ATOMIC: {
-        static const char *nm[] = {"add", "sub", "min", "max"};
+    case IR_ATOMIC: { /* tk_atomic_<op>_<T>(&element, value), and (&element, expected, value) for cas */
         int rs = em_race_site(e, x);
-        P(e, "tk_atomic_%s_%s(&a%d[", nm[x->sub], ctype(e, x->ty.dt), x->param);
+        P(e, "tk_atomic_%s_%s(&a%d[", tk_atom_name(x->sub), ctype(e, x->ty.dt), x->param);
         em_race_open(e, rs);
-        flat_index(e, x, 1);
+        flat_index(e, x, ir_atomic_first(x));
         em_race_close(e, rs);
         P(e, "], ");
+        if (x->sub == A_CAS) {
+            ex(e, x->k[1]);
+            P(e, ", ");
+        }
         ex(e, x->k[0]);
         P(e, ")");
         return;

@@ -195,7 +195,8 @@ void tk_complex_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *globa
                   D->math(M_COS, part), D->math(M_SIN, part), D->math(M_ATAN2, part), D->math(M_FABS, part),
                   D->math(M_COPYSIGN, part), part == TACK_F32 ? "(1.0f / 0.0f)" : "(1.0 / 0.0)",
                   fma_name(C, D->math(M_HYPOT, part)), big, sfx, tiny, sfx, sup, sfx, sdn, sfx);
-        if (C->uses_atomic) tk_printf(b, "TK_CPLX_ATOMIC(%s, %s, %s, %s)\n", qual, global, N, T);
+        if (C->atomic_dts >> dt_complex_of(part) & 1) /* an atomic updates this complex type's elements */
+            tk_printf(b, "TK_CPLX_ATOMIC(%s, %s, %s, %s)\n", qual, global, N, T);
     }
     if (with_f64) {
         const char *c64 = D->ctype(TACK_C64), *c128 = D->ctype(TACK_C128);

@@ -66,7 +66,7 @@ static void dx(ir_dumper *d, tk_ir *x) {
     case IR_VEC: tk_printf(b, "%s ", tyn(d, x->ty)); break;
     case IR_COMP: tk_printf(b, "comp:%s ", tyn(d, x->ty)); break;
     case IR_CALL: tk_printf(b, "call %s#%d ", d->C->m->funcs[d->C->specs[x->aux]->func].name, x->aux); break;
-    case IR_ATOMIC: tk_printf(b, "atomic_%s:%s %s ", x->sub == A_ADD ? "add" : x->sub == A_SUB ? "sub" : x->sub == A_MIN ? "min" : "max", tyn(d, x->ty), d->S->pnames[x->param]); break;
+    case IR_ATOMIC: tk_printf(b, "atomic_%s:%s %s ", tk_atom_name(x->sub), tyn(d, x->ty), d->S->pnames[x->param]); break;
     default: tk_printf(b, "op%d ", x->op); break;
     }
     for (int i = 0; i < x->n; i++) {

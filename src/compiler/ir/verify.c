@@ -198,9 +198,11 @@ static void vx(verifier *v, tk_ir *x) {
     case IR_LOAD: idx(v, x, 0); break;
     case IR_LLOAD: lidx(v, x, 0); break;
     case IR_ATOMIC:
-        vx(v, x->k[0]);
-        idx(v, x, 1);
-        if (!ty_eq(x->k[0]->ty, x->ty)) BAD(x, "%s value differs from the element type", "atomic");
+        for (int i = 0; i < ir_atomic_first(x); i++) {
+            vx(v, x->k[i]);
+            if (!ty_eq(x->k[i]->ty, x->ty)) BAD(x, "%s value differs from the element type", "atomic");
+        }
+        idx(v, x, ir_atomic_first(x));
         break;
     case IR_CALL:
         if (x->aux <= 0 || x->aux >= v->C->nspecs) BAD(x, "%s of an unknown specialization", "call");

@@ -100,7 +100,9 @@ void lw_par_own_vars(lw_state *L);
 /* inside a parallel loop, or a function called from one */
 int lw_in_parallel(lw_state *L);
 /* want_value 0: a statement, returns NULL */
-tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value);
+/* An IR_ATOMIC (A_*) on array p: exp is A_CAS's expected value, NULL for the others. */
+tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tk_ir *exp, tack_node *n,
+                 int want_value);
 
 /* complex.c: complex numbers */
 tk_ir *lw_complex_make(lw_state *L, tk_type t, tk_ir *re, tk_ir *im, int line);

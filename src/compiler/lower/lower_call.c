@@ -16,7 +16,8 @@
  *                 "first minimal" rule: min(a, b) is b < a ? b : a)
  *   len           -> the first extent, a weak int
  *   vec3(...) mat33(...) dot cross length normalize     -> vector IR
- *   atomic_add/sub/min/max(a, idx, v)                   -> IR_ATOMIC, value = old element
+ *   atomic_add/sub/min/max/exch/and/or/xor(a, idx, v),
+ *   atomic_cas(a, idx, expected, v)                     -> IR_ATOMIC, value = old element
  *   print(...)    -> IR_PRINT
  *
  * A @tack.func call specializes the function for the argument types (weak
@@ -298,9 +299,11 @@ static tk_ir *atomic_call(lw_state *L, int which, tack_node *n, int discard) {
         ERR(a, "%s() on '%s', which receives a local array: a local array belongs to one thread, so there is "
                "nothing to be atomic against; write %s[i] += v instead", n->name, a->name, a->name);
     tack_node *ix = n->kids[1];
-    tk_ir *val = lw_expr(L, n->kids[2]);
-    tk_ir *r = ix->kind == TACK_N_TUPLE ? lw_atomic(L, which, p, ix->kids, ix->nkids, val, n, !discard)
-                                        : lw_atomic(L, which, p, &n->kids[1], 1, val, n, !discard);
+    /* atomic_cas(a, idx, expected, value): the value is the last argument */
+    tk_ir *exp = which == A_CAS ? lw_expr(L, n->kids[2]) : NULL;
+    tk_ir *val = lw_expr(L, n->kids[which == A_CAS ? 3 : 2]);
+    tk_ir *r = ix->kind == TACK_N_TUPLE ? lw_atomic(L, which, p, ix->kids, ix->nkids, val, exp, n, !discard)
+                                        : lw_atomic(L, which, p, &n->kids[1], 1, val, exp, n, !discard);
     return r ? r : lw_mk(L, IR_CONST, ty_void(), n);
 }
 
@@ -452,23 +455,44 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
     ERR(n, "unsupported function '%s'", name);
 }
 
-tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tack_node *n, int want_value) {
+static tk_ir *atomic_operand(lw_state *L, int which, tk_ir *v, tk_type vt, tack_node *n) {
+    if (lw_known(v) && !ty_is_scalar(v->ty))
+        ERR(n, "tack.atomic_%s() of %s into a %s element: the value must be a scalar", tk_atom_name(which),
+            TN(v->ty), TN(vt));
+    if (lw_known(v) && (which == A_AND || which == A_OR || which == A_XOR) && !ty_is_int(v->ty) && !ty_is_bool(v->ty))
+        ERR(n, "tack.atomic_%s() of %s: and, or and xor are bitwise operations on integers (Python raises "
+               "TypeError)", tk_atom_name(which), TN(v->ty));
+    return lw_hoist(L, lw_cast(L, v, vt));
+}
+
+tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tk_ir *exp, tack_node *n,
+                 int want_value) {
     tk_type et = L->S->ptypes[p];
-    int cplx = dt_kind((tack_dtype)et.dt) == TACK_KIND_COMPLEX;
-    if (et.dt == TACK_BOOL || et.dt == TACK_F16 || (et.dt >= TACK_VEC2 && !cplx))
-        ERR(n, "atomic operations on %s elements are not supported", dt_name((tack_dtype)et.dt));
+    tack_dtype dt = (tack_dtype)et.dt;
+    int cplx = dt_kind(dt) == TACK_KIND_COMPLEX;
+    if (dt == TACK_BOOL || dt == TACK_F16 || (dt >= TACK_VEC2 && !cplx))
+        ERR(n, "atomic operations on %s elements are not supported", dt_name(dt));
+    if (cplx && (which == A_MIN || which == A_MAX))
+        ERR(n, "atomic min and max of %s elements: complex numbers have no order", dt_name(dt));
     if (cplx && which != A_ADD && which != A_SUB)
-        ERR(n, "atomic min and max of %s elements: complex numbers have no order", dt_name((tack_dtype)et.dt));
-    tk_type vt = ty_value((tack_dtype)et.dt);
-    if (lw_known(val) && !ty_is_scalar(val->ty)) ERR(n, "cannot add %s to a %s element", TN(val->ty), TN(vt));
-    val = lw_hoist(L, lw_cast(L, val, vt));
+        ERR(n, "tack.atomic_%s() of %s elements: a complex element is two floats, and only an add or a subtract "
+               "can update both parts atomically", tk_atom_name(which), dt_name(dt));
+    if ((which == A_AND || which == A_OR || which == A_XOR) && dt_kind(dt) != TACK_KIND_INT &&
+        dt_kind(dt) != TACK_KIND_UINT)
+        ERR(n, "tack.atomic_%s() on %s array '%s': and, or and xor are bitwise operations, for integer arrays only",
+            tk_atom_name(which), dt_name(dt), L->S->pnames[p]);
+    tk_type vt = ty_value(dt);
+    val = atomic_operand(L, which, val, vt, n);
+    if (exp) exp = atomic_operand(L, which, exp, vt, n);
     tk_ir *a = lw_mk(L, IR_ATOMIC, vt, n);
     a->sub = (uint8_t)which;
     a->param = p;
     ir_push(L->C, a, val);
+    if (exp) ir_push(L->C, a, exp); /* A_CAS: [value, expected, idx...] */
     lw_indices(L, p, idx, nidx, a, n);
     lw_mark_written(L, p);
     L->C->uses_atomic = 1;
+    L->C->atomic_dts |= (uint64_t)1 << dt;
     if (!want_value) { /* a statement: privatize.c may turn it into a per-chunk sum */
         tk_ir *ev = lw_mk(L, IR_EVAL, ty_void(), n);
         lw_emit(L, lw_kid(L, ev, a));

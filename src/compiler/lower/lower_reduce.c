@@ -131,6 +131,6 @@ int lw_running_extreme(lw_state *L, tack_node *n) {
                "a running %s is tack.%s(%s, index, value), but %s stored into %s elements may change its order, "
                "so write the call yourself with the value you mean",
             arr, max ? "maximum" : "minimum", fn, arr, TN(val->ty), dt_name((tack_dtype)et.dt));
-    lw_atomic(L, max ? A_MAX : A_MIN, p, tgt->kids + 1, tgt->nkids - 1, val, st, 0);
+    lw_atomic(L, max ? A_MAX : A_MIN, p, tgt->kids + 1, tgt->nkids - 1, val, NULL, st, 0);
     return 1;
 }

@@ -316,7 +316,7 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
         !ty_is_bool(et) && L->S->ptypes[p].dt != TACK_F16) {
         tk_ir *v = lw_expr(L, n->kids[1]);
         if (lw_known(v) && ty_is_scalar(v->ty)) {
-            lw_atomic(L, n->op == TACK_OP_ADD ? A_ADD : A_SUB, p, t->kids + 1, t->nkids - 1, v, n, 0);
+            lw_atomic(L, n->op == TACK_OP_ADD ? A_ADD : A_SUB, p, t->kids + 1, t->nkids - 1, v, NULL, n, 0);
             return;
         }
         if (lw_known(v)) ERR(n, "cannot add %s to an element of '%s' (%s)", TN(v->ty), L->S->pnames[p], TN(et));
