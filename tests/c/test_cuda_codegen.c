@@ -211,7 +211,8 @@ static void t_math(void) {
     }
 }
 
-/* atomics: += -= min max on every dtype that has them, with and without a used result */
+/* atomics: += -= min max exch cas (and and/or/xor on integers) on every dtype that has them, with and
+ * without a used result */
 static void t_atomics(void) {
     tack_dtype dts[] = {TACK_I8, TACK_I16, TACK_I32, TACK_I64, TACK_U8, TACK_U16, TACK_U32, TACK_U64, TACK_F32, TACK_F64};
     for (int d = 0; d < 10; d++) {
@@ -226,6 +227,23 @@ static void t_atomics(void) {
         int k = FUNC(TACK_FUNC_KERNEL, "histogram", "values bins ext", body);
         tack_argtype sig[3] = {ARR(dts[d], 1), ARR(dts[d], 1), ARR(dts[d], 1)};
         CHECK(cu(k, sig, 3, 1, d == 0));
+    }
+    /* exchange and compare-and-swap on every dtype (a float's by its bits), and, or and xor on the
+     * integers, their old values used */
+    for (int d = 0; d < 10; d++) {
+        new_module();
+        tack_node *blk = BLOCK(2,
+            ASSIGN(NAME("old"), CALL("atomic_exch", 3, NAME("ext"), INT(0), SUB(NAME("values"), 1, NAME("i")))),
+            ASSIGN(SUB(NAME("values"), 1, NAME("i")),
+                   CALL("atomic_cas", 4, NAME("ext"), INT(1), NAME("old"), SUB(NAME("values"), 1, NAME("i")))));
+        if (d < 8) {
+            tb_add(blk, EXPR(CALL("atomic_and", 3, NAME("ext"), INT(2), SUB(NAME("values"), 1, NAME("i")))));
+            tb_add(blk, EXPR(CALL("atomic_or", 3, NAME("ext"), INT(3), SUB(NAME("values"), 1, NAME("i")))));
+            tb_add(blk, EXPR(CALL("atomic_xor", 3, NAME("ext"), INT(4), SUB(NAME("values"), 1, NAME("i")))));
+        }
+        int k = FUNC(TACK_FUNC_KERNEL, "swaps", "values ext", BLOCK(1, RANGE1("i", SHAPE("values", 0), blk)));
+        tack_argtype sig[2] = {ARR(dts[d], 1), ARR(dts[d], 1)};
+        CHECK(cu(k, sig, 2, 1, d == 0));
     }
     /* a privatized sum into one cell: warp-summed, one atomic per warp */
     tack_dtype sums[] = {TACK_F32, TACK_F64, TACK_I32, TACK_I64, TACK_U8, TACK_I16};
