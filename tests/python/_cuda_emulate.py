@@ -39,6 +39,10 @@ template <class T, class U> static T atomicAdd(T *p, U v) { T o = *p; *p = (T)(o
 template <class T, class U> static T atomicMin(T *p, U v) { T o = *p; if ((T)v < o) *p = (T)v; return o; }
 template <class T, class U> static T atomicMax(T *p, U v) { T o = *p; if ((T)v > o) *p = (T)v; return o; }
 template <class T, class U, class V> static T atomicCAS(T *p, U c, V v) { T o = *p; if (o == (T)c) *p = (T)v; return o; }
+template <class T, class U> static T atomicExch(T *p, U v) { T o = *p; *p = (T)v; return o; }
+template <class T, class U> static T atomicAnd(T *p, U v) { T o = *p; *p = (T)(o & (T)v); return o; }
+template <class T, class U> static T atomicOr(T *p, U v) { T o = *p; *p = (T)(o | (T)v); return o; }
+template <class T, class U> static T atomicXor(T *p, U v) { T o = *p; *p = (T)(o ^ (T)v); return o; }
 static unsigned __activemask() { return 1u; }
 template <class T> static T __shfl_down_sync(unsigned, T v, int) { return v; }
 static void __threadfence() {}

@@ -385,3 +385,26 @@ def test_metal_source_runs_emulated_as_the_cpu_runs():
     for g, w in zip(got[1:8], cpu[1:8]):
         assert g.tolist() == w.tolist()
     assert cpu[1].tolist() == [1, 0, 1, 0, 12, -12, 0, 1, 2]  # int8: xor of twelve 1s is 0
+
+
+def test_cuda_source_runs_emulated_as_the_cpu_runs():
+    """The CUDA helpers' arithmetic (every dtype: 8/16-bit ones on their word,
+    floats by their bits), run thread after thread on the CPU (_cuda_emulate.py)."""
+    import _cuda_emulate
+
+    if not _cuda_emulate.available():
+        pytest.skip("no C++ compiler to emulate CUDA with")
+
+    def make():
+        arrays = [np.zeros(9, dt) for dt in INTS] + [np.array([0, 0, 0, 1], dt) for dt in FLOATS]
+        for a in arrays[:8]:
+            a[8] = 1
+        return [np.ones(12, np.int32), *arrays, np.zeros(12, np.float64)]
+
+    em = make()
+    assert _cuda_emulate.run(every64.generated_source(*em, target="cuda"), em)[0] == 0
+    cpu = make()
+    every64(*cpu)
+    for g, w in zip(em[1:11], cpu[1:11]):
+        assert g.tolist() == w.tolist()
+    assert cpu[1].tolist() == [1, 0, 1, 0, 12, -12, 0, 1, 2] and cpu[9].tolist() == [1.0, 12.0, 0.0, 2.0]
