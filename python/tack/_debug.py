@@ -761,7 +761,7 @@ class _Transform(ast.NodeTransformer):
         if isinstance(t, ast.Subscript):
             self.generic_visit(t)
             return ast.copy_location(ast.Expr(_callc("aug", op, t.value, t.slice, value,
-                                                     ast.Constant(node.lineno))), node)
+                                                     ast.Constant(node.lineno + self.line_shift))), node)
         if isinstance(t, ast.Name):
             load = ast.Name(id=t.id, ctx=ast.Load())
             return self._assign_to(ast.Name(id=t.id, ctx=ast.Store()), _callc("bin", op, load, value), node)
@@ -871,7 +871,7 @@ def _func_frame(ctx, f, fn, args):
             import copy
 
             sub = copy.copy(ctx)
-            sub.local_types, sub.choices = build[1], build[2]
+            sub.local_types, sub.choices, sub.atomic_lines = build[1], build[2], build[3]
             sub._frames = ctx._frames
         frame = ctx._frames[key] = (sub, _instantiate(sub, fn, False))
     return frame[1]
@@ -996,7 +996,13 @@ def ir_facts(ir):
         if m.group(1) != "func":
             continue
         ft, fc = _section_facts(lines[a:b])
-        funcs.setdefault(m.group(2), []).append((tuple(_split_params(_head_params(lines[a]))), ft, fc))
+        funcs.setdefault(m.group(2), []).append((tuple(_split_params(_head_params(lines[a]))), ft, fc,
+                                                 _atomic_lines(lines[a + 1:b])))
+    return types, written, _atomic_lines(lines[1:]), choices, funcs
+
+
+def _atomic_lines(lines):
+    """The lines of one build's section whose `a[k] += v` is atomic (or privatized)."""
     atomic = set()
     for line in lines:
         if line.startswith("func "):
@@ -1005,7 +1011,7 @@ def ir_facts(ir):
             m = re.search(r"; line (\d+)", line)
             if m:
                 atomic.add(int(m.group(1)))
-    return types, written, frozenset(atomic), choices, funcs
+    return frozenset(atomic)
 
 
 _U64_ONLY = ("Python integer {v} is out of bounds for {t} (argument '{p}' of kernel '{k}'): only a uint64 holds "
