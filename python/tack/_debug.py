@@ -219,6 +219,7 @@ class _Ctx:
         self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices)]
         self._types = {}
         self._frames = {}  # (function, build) -> (its context, its transformed copy)
+        self.races = None  # check_races: the call's race detector (tack._debug_races)
 
     # -- types
     def _promote(self, x, y):
@@ -761,7 +762,7 @@ class _Transform(ast.NodeTransformer):
         if isinstance(t, ast.Subscript):
             self.generic_visit(t)
             return ast.copy_location(ast.Expr(_callc("aug", op, t.value, t.slice, value,
-                                                     ast.Constant(node.lineno))), node)
+                                                     ast.Constant(node.lineno + self.line_shift))), node)
         if isinstance(t, ast.Name):
             load = ast.Name(id=t.id, ctx=ast.Load())
             return self._assign_to(ast.Name(id=t.id, ctx=ast.Store()), _callc("bin", op, load, value), node)
@@ -774,10 +775,12 @@ class _Transform(ast.NodeTransformer):
         return ast.copy_location(ast.Expr(_callc("assert_", *args)), node)
 
 
-def _transformed(fn, is_kernel):
+def _transformed(fn, is_kernel, races=False):
     """The factory of fn's transformed copy: called with the context and the
-    values of fn's free variables, it returns the function."""
-    cached = getattr(fn, "__tack_debug_factory__", None)
+    values of fn's free variables, it returns the function.  With `races`,
+    the copy a kernel with check_races runs (tack._debug_races)."""
+    attr = "__tack_debug_race_factory__" if races else "__tack_debug_factory__"
+    cached = getattr(fn, attr, None)
     if cached is not None and cached[0] is fn.__code__ and cached[1] == is_kernel:
         return cached[2]
     from ._source import getsourcelines
@@ -796,7 +799,12 @@ def _transformed(fn, is_kernel):
         raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
     fdef.decorator_list = []
     ret_ann = fdef.returns
-    fdef = _Transform(is_kernel, shift).visit(fdef)
+    if races:
+        from ._debug_races import transform_class
+
+        fdef = transform_class()(is_kernel, shift, fn).visit(fdef)
+    else:
+        fdef = _Transform(is_kernel, shift).visit(fdef)
     ast.fix_missing_locations(fdef)
     free = list(fn.__code__.co_freevars)
     factory = ast.parse(f"def __tack_factory({', '.join([_CTX] + free)}):\n    pass\n").body[0]
@@ -809,14 +817,14 @@ def _transformed(fn, is_kernel):
     exec(code, fn.__globals__, ns)
     entry = (fn.__code__, is_kernel, (ns["__tack_factory"], free, ret_ann is not None))
     try:
-        fn.__tack_debug_factory__ = entry
+        setattr(fn, attr, entry)
     except AttributeError:
         pass
     return entry[2]
 
 
 def _instantiate(ctx, fn, is_kernel):
-    factory, free, _ = _transformed(fn, is_kernel)
+    factory, free, _ = _transformed(fn, is_kernel, ctx.races is not None)
     cells = fn.__closure__ or ()
     return factory(ctx, *[c.cell_contents for c in cells])
 
@@ -871,7 +879,7 @@ def _func_frame(ctx, f, fn, args):
             import copy
 
             sub = copy.copy(ctx)
-            sub.local_types, sub.choices = build[1], build[2]
+            sub.local_types, sub.choices, sub.atomic_lines = build[1], build[2], build[3]
             sub._frames = ctx._frames
         frame = ctx._frames[key] = (sub, _instantiate(sub, fn, False))
     return frame[1]
@@ -996,16 +1004,22 @@ def ir_facts(ir):
         if m.group(1) != "func":
             continue
         ft, fc = _section_facts(lines[a:b])
-        funcs.setdefault(m.group(2), []).append((tuple(_split_params(_head_params(lines[a]))), ft, fc))
+        funcs.setdefault(m.group(2), []).append((tuple(_split_params(_head_params(lines[a]))), ft, fc,
+                                                 _atomic_lines(lines[a + 1:b])))
+    return types, written, _atomic_lines(lines[1:]), choices, funcs
+
+
+def _atomic_lines(lines):
+    """The lines of one build's section whose `a[k] += v` is atomic (or privatized)."""
     atomic = set()
     for line in lines:
-        if line.startswith("func "):
+        if line.startswith("func ") or line == "races:":
             break
         if "atomic_" in line or re.search(r"\b_sum\d+'\d+ = ", line):
             m = re.search(r"; line (\d+)", line)
             if m:
                 atomic.add(int(m.group(1)))
-    return types, written, frozenset(atomic), choices, funcs
+    return frozenset(atomic)
 
 
 _U64_ONLY = ("Python integer {v} is out of bounds for {t} (argument '{p}' of kernel '{k}'): only a uint64 holds "

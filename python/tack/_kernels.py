@@ -203,7 +203,8 @@ def set_check_races(on):
     Under the detector, the parallel loops whose races the compiler cannot
     decide (those it warns of with ``tack.RaceWarning``, and those
     ``tack.independent`` vouches for) record every access to the arrays they
-    write, on the CPU, and the first two iterations that touch one element,
+    write, in their bodies and in the ``@tack.func`` functions they call, on
+    the CPU or as Python (``jit=False``), and the first two iterations that touch one element,
     one of them writing it, raise ``tack.RaceError`` (docs/language.md,
     "Races").
 
@@ -256,7 +257,9 @@ def kernel(fn=None, *, checks=None, fast_math=False, flush_denormals=False, jit=
     compiler cannot decide under a run-time race detector on the CPU: the
     first two iterations that touch one element, one of them writing it,
     raise ``tack.RaceError`` naming both and their lines (docs/language.md,
-    "Races"); a GPU device refuses it with a CompileError.
+    "Races") -- accesses inside the ``@tack.func`` functions the loops call
+    included, and in a kernel run as Python (``jit=False``) too; a GPU
+    device refuses it with a CompileError.
 
     ``jit=False`` runs the function as plain Python instead (a
     ``tack.PythonKernel``: serially, on NumPy views of the arrays, so ``print``
@@ -382,9 +385,11 @@ class PythonKernel:
     computes in f32, ``bool + bool`` is 2, ``int(nan)`` is 0 and an int8
     store wraps, and it raises what a compiled kernel raises (IndexError,
     ZeroDivisionError, AssertionError while ``checks=True``).  Arrays on a
-    GPU are refused (no hidden copies), and so is ``check_races=True`` (a
-    tack.CompileError: the race detector needs iterations that run at
-    once).  ``flush_denormals=True`` sets flush-to-zero on the calling
+    GPU are refused (no hidden copies).  ``check_races=True`` runs the
+    compiled kernel's race detector here too (tack._debug_races): the loops
+    and accesses the compiler would watch record which iteration read or
+    wrote each element, and the first two iterations that meet raise the
+    same ``tack.RaceError``.  ``flush_denormals=True`` sets flush-to-zero on the calling
     thread while the function runs, as the compiled kernel does, and puts
     the mode back after.
     """
@@ -410,7 +415,8 @@ class PythonKernel:
         # the compiler's view of the same function and options: asked for the
         # IR of each new signature, never built
         self._checker = _core.Kernel(fn, checks=self.checks, fast_math=self.fast_math,
-                                     flush_denormals=self.flush_denormals, default_float=self.default_float)
+                                     flush_denormals=self.flush_denormals, default_float=self.default_float,
+                                     check_races=self.check_races)
         self._facts = {}
 
     def _signature_key(self, views):
@@ -434,19 +440,11 @@ class PythonKernel:
                     key.append((a, b))
         return tuple(key)
 
-    def _refuse_race_check(self):
-        # the race detector watches iterations that run at once; here they run one after another
-        if self.check_races:
-            raise CompileError(f"check_races runs on the CPU in compiled kernels: {self.__qualname__} runs as Python "
-                               f"(jit=False or TACK_DISABLE_JIT), one iteration after another, where no race can "
-                               f"show; compile it (jit=True) to check it for races, or set check_races=False")
-
     def __call__(self, *args, **kwargs):
         """Run the kernel as Python on these arguments, after the compiler's
         checks for their signature (see the class's docstring)."""
         from . import _array, _debug
 
-        self._refuse_race_check()
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         name = self.__qualname__
@@ -457,8 +455,13 @@ class PythonKernel:
             # the compiler's checks for this signature: a CompileError (or
             # RaceWarning) exactly as a compiled call gives it
             ir, ranges = _debug.check(self._checker, bound.args, bound.kwargs)
-            facts = self._facts[key] = _debug.ir_facts(ir) + (ranges,)
-        local_types, written, atomic_lines, choices, funcs, ranges = facts
+            races = None
+            if self.check_races:  # the loops and accesses the compiled detector watches
+                from . import _debug_races
+
+                races = _debug_races.parse(ir)
+            facts = self._facts[key] = _debug.ir_facts(ir) + (ranges, races)
+        local_types, written, atomic_lines, choices, funcs, ranges, races = facts
         for i, (p, v) in enumerate(views.items()):  # what tack_launch checks, in its order
             if i < len(ranges):
                 _debug.check_int(self.__name__, p, v, ranges[i])
@@ -472,6 +475,10 @@ class PythonKernel:
         ctx.atomic_lines = atomic_lines
         ctx.choices = choices
         ctx.funcs = funcs
+        if races is not None and races[0]:
+            from . import _debug_races
+
+            ctx.races = _debug_races.Detector(self.__name__, self.py_func.__code__.co_filename, races, views)
         flag = _array._as_python
         flag.depth = getattr(flag, "depth", 0) + 1  # tack.zeros(...) in the body: a NumPy local array
         fpmode = None
@@ -494,7 +501,6 @@ class PythonKernel:
         compiler's checks run for these arguments, as they would on a call."""
         from . import _debug
 
-        self._refuse_race_check()
         _debug.check(self._checker, args, kwargs)
 
     @property

@@ -389,6 +389,8 @@ typedef struct tk_rcloop {
 typedef struct tk_rcsite {
     const tk_ir *node;                 /* the IR_LOAD, IR_STORE or IR_ATOMIC */
     int loop, param, kind, func, line; /* kind: 0 read, 1 write, 2 atomic update */
+    int spec;                          /* loop -1: an access in @tack.func specs[spec], whose param
+                                        * is the function's (the caller's array comes at run time) */
     const char *text;
 } tk_rcsite;
 
@@ -424,6 +426,7 @@ typedef struct tk_cc {
     int nrcloops, caprcloops;
     tk_rcsite *rcsites;
     int nrcsites, caprcsites;
+    char *rcspec;             /* per spec: 1 when a watched loop calls it with an array (its watched copy) */
 } tk_cc;
 
 /* Raise a compile error at line/col (longjmp to the driver). */
@@ -481,6 +484,8 @@ void tk_depend(tk_cc *C, tk_spec *K);      /* the race check (depend.c) */
  * its tables copied into the program (non-zero when out of memory). */
 void tk_race_prelude(tk_cc *C, tk_buf *b);
 int tk_race_tables(tk_cc *C, tack_program *p);
+/* race_watch.c: the watched loops and accesses at the end of the IR dump (none: nothing). */
+void tk_race_dump(tk_cc *C, tk_buf *b);
 /* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
 void tk_hoist_invariant_checks(tk_cc *C, int kind);
 int ir_invariant(const tk_ir *e, const tk_ir *loop);   /* e is the same in every iteration of loop (ir.c) */
