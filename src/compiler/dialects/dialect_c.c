@@ -81,14 +81,16 @@ static const char *c_storage(tack_dtype dt) {
 /* Math functions by their C library names (intrinsics.def), as GCC builtins. */
 static const char *c_math(int m, tack_dtype dt) {
     static const char *f64[M_COUNT] = {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = "__builtin_" libm_f64,
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) [id] = "__builtin_" libm_f64,
 #include "compiler/intrinsics.def"
     };
     static const char *f32[M_COUNT] = {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = "__builtin_" libm_f32,
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) [id] = "__builtin_" libm_f32,
 #include "compiler/intrinsics.def"
     };
     if ((unsigned)m >= M_COUNT) return "?";
+    const char *h = tk_math_helper(m, dt); /* a row without a C library function: the prelude's */
+    if (h) return h;
     const char *s = dt == TACK_F32 ? f32[m] : f64[m];
     return s ? s : "?";
 }
@@ -261,6 +263,7 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_CORE);
     tk_prelude_helpers(b, &C_STYLE);
     tk_puts(b, PRELUDE_VMATH);
+    tk_prelude_math(C, b, &C_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
