@@ -228,6 +228,42 @@ def test_unary_on_the_cpu(dt):
     check_unary(run(unary, [x], dt, "cpu"), x, dt, "cpu")
 
 
+LANES = ["erf", "erfc", "log1p", "expm1", "cbrt", "exp2", "asinh", "acosh", "atanh"]
+
+
+@tack.kernel
+def lanes(x, out):
+    # one loop a function, each of which runs in SIMD lanes where glibc's libmvec has it
+    for i in range(out.shape[1]):
+        out[0, i] = math.erf(x[0, i])
+    for i in range(out.shape[1]):
+        out[1, i] = math.erfc(x[1, i])
+    for i in range(out.shape[1]):
+        out[2, i] = math.log1p(x[2, i])
+    for i in range(out.shape[1]):
+        out[3, i] = math.expm1(x[3, i])
+    for i in range(out.shape[1]):
+        out[4, i] = math.cbrt(x[4, i])
+    for i in range(out.shape[1]):
+        out[5, i] = math.exp2(x[5, i])
+    for i in range(out.shape[1]):
+        out[6, i] = math.asinh(x[6, i])
+    for i in range(out.shape[1]):
+        out[7, i] = math.acosh(x[7, i])
+    for i in range(out.shape[1]):
+        out[8, i] = math.atanh(x[8, i])
+
+
+@DT
+def test_in_simd_lanes(dt):
+    x = np.stack([sweep(dt, 4096, RANGES[name], 31 + k) for k, name in enumerate(LANES)])
+    out = np.zeros_like(x)
+    lanes(x, out)
+    for r, name in enumerate(LANES):
+        err, bad_nan = ulps.ulp_error(out[r], reference(name, x[r], dt), dt)
+        assert bad_nan == 0 and err <= BOUND[name][dt] + 0.01, (name, np.dtype(dt), err, bad_nan)
+
+
 @DT
 def test_nary_on_the_cpu(dt):
     args = nary_args(dt, 4096)

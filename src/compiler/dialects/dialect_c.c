@@ -20,8 +20,8 @@
  * there) and the compiler is GCC on x86-64 glibc; clang gets -fveclib=libmvec
  * on its command line instead.  The functions are declared by the glibc
  * release that added their vector variants (2.22: exp, log, sin, cos, pow;
- * 2.35: the rest).  docs/design/decisions.md, "Vector math", has the why and
- * the accuracy.
+ * 2.35: the rest, erf ... atanh included).  docs/design/decisions.md,
+ * "Vector math", has the why and the accuracy.
  *
  * The tk_argv / tk_ctx / tk_pv / tk_abi structs are not spelled here: the
  * build copies them from their one definition, src/runtime/cpu_abi.h, into
@@ -256,6 +256,8 @@ static const char PRELUDE_VMATH[] =
     "#if __GLIBC__ > 2 || __GLIBC_MINOR__ >= 35\n"
     "TK_VMATH_F(log2) TK_VMATH_F(log10) TK_VMATH_F(tan) TK_VMATH_F(asin) TK_VMATH_F(acos) TK_VMATH_F(atan)\n"
     "TK_VMATH_F(sinh) TK_VMATH_F(cosh) TK_VMATH_F(tanh) TK_VMATH_F2(atan2) TK_VMATH_F2(hypot)\n"
+    "TK_VMATH_F(erf) TK_VMATH_F(erfc) TK_VMATH_F(log1p) TK_VMATH_F(expm1) TK_VMATH_F(cbrt) TK_VMATH_F(exp2)\n"
+    "TK_VMATH_F(asinh) TK_VMATH_F(acosh) TK_VMATH_F(atanh)\n"
     "#endif\n"
     "#endif\n";
 
