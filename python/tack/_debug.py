@@ -607,8 +607,8 @@ def _register_calls():
 
     The rows of the compiler's table that need the compiler's typing here
     have a handler by name: the casts, len, abs, min/max, pow, the loops, the
-    atomics, and every math row (NumPy's function of _kernels._MATH, in the
-    type the compiler gives it).  Each handler is registered for the row's
+    atomics, and every math row (NumPy's function of _kernels._MATH, or
+    _mathlib's where NumPy has none, in the type the compiler gives it).  Each handler is registered for the row's
     Python object (_kernels._PYTHON), the math module's function of that name
     and NumPy's spelling (_kernels._NUMPY_MATH); math.pow is NumPy's power, a
     float pow.  The other rows (print, complex, dot, seed_u64 ...) run their
@@ -619,8 +619,8 @@ def _register_calls():
                "max": _minmax(">"), "pow": _pow, "range": _range, "ndrange": _ndrange,
                "independent": _independent, "atomic_add": _atomic("+"), "atomic_sub": _atomic("-"),
                "atomic_min": _atomic("min"), "atomic_max": _atomic("max")}
-    for name, (npname, _doc) in K._MATH.items():
-        by_name.setdefault(name, _math_handler(getattr(np, npname)))
+    for name in K._MATH:
+        by_name.setdefault(name, _math_handler(K._math_impl(name)))
     for name, obj in K._PYTHON.items():
         if name in by_name:
             _CALLS[obj] = by_name[name]

@@ -608,9 +608,11 @@ def _np():
 # The math rows (kind "math"): NumPy's function for each, by NumPy's name,
 # and the docstring of tack.<name>.  A row without a docstring is computed by
 # Python's own function of that name, which a kernel calls it by too: pow (the
-# builtin) and fabs (math.fabs).  _debug.py runs the same NumPy functions in
-# a kernel run as Python, and _NUMPY_MATH below is this table read the other
-# way round.
+# builtin) and fabs, erf, erfc, remainder (math's).  A row without a NumPy
+# name (None: NumPy has no such function, or np.remainder, which is Python's
+# %) is computed by _mathlib's function of its name.  _debug.py runs the same
+# functions in a kernel run as Python, and _NUMPY_MATH below is this table
+# read the other way round.
 _MATH = {
     "sqrt": ("sqrt", "Square root (NaN for negative input)."),
     "exp": ("exp", "e raised to the power x."),
@@ -638,19 +640,53 @@ _MATH = {
     "isnan": ("isnan", "True where x is NaN."),
     "isinf": ("isinf", "True where x is +inf or -inf."),
     "isfinite": ("isfinite", "True where x is neither infinite nor NaN."),
+    "erf": (None, None),
+    "erfc": (None, None),
+    "log1p": ("log1p", "log(1 + x), accurate for x near 0."),
+    "expm1": ("expm1", "exp(x) - 1, accurate for x near 0."),
+    "cbrt": ("cbrt", "Cube root (negative for negative x)."),
+    "exp2": ("exp2", "2 raised to the power x."),
+    "asinh": ("arcsinh", "Inverse hyperbolic sine."),
+    "acosh": ("arccosh", "Inverse hyperbolic cosine (NaN below 1)."),
+    "atanh": ("arctanh", "Inverse hyperbolic tangent (+-inf at +-1, NaN beyond)."),
+    "remainder": (None, None),
+    "rint": ("rint", "x rounded to the nearest integral value, halves to even (same type as x)."),
+    "fma": (None, "x * y + z with a single rounding (a fused multiply-add)."),
+    "rsqrt": (None, "1 / sqrt(x): the reciprocal square root (inf at 0, NaN below it)."),
+    "sign": ("sign", "-1, 0 or 1 by the sign of x, NaN for NaN (np.sign; 0 for -0)."),
+    "clamp": (None, "clamp(x, lo, hi): min(max(x, lo), hi), a NaN x staying NaN."),
+    "lerp": (None, "lerp(a, b, t): a + t * (b - a), the linear interpolation of a and b."),
+    "smoothstep": (None, "smoothstep(e0, e1, x): 0 at or below e0, 1 at or above e1, 3t^2 - 2t^3 between, "
+                         "t = (x - e0) / (e1 - e0)."),
+    "step": (None, "step(edge, x): 0 where x < edge, 1 where x >= edge, NaN for NaN."),
+    "degrees": ("degrees", "Radians to degrees (np.degrees, its constants included)."),
+    "radians": ("radians", "Degrees to radians (np.radians)."),
 }
 
 
+def _math_impl(name):
+    """The function that computes math row `name` on NumPy scalars and arrays of its type."""
+    npname, _doc = _MATH[name]
+    if npname is not None:
+        return getattr(_np(), npname)
+    from . import _mathlib  # imports NumPy, which tack's import does not
+
+    return getattr(_mathlib, name)
+
+
 def _numpy_function(name, npname, nargs, doc):
-    """tack.<name>: NumPy's npname, taking the table's number of arguments."""
+    """tack.<name>: NumPy's npname (or _mathlib's name), taking the table's number of arguments."""
     if nargs == 1:
         def f(x):
-            return getattr(_np(), npname)(x)
+            return _math_impl(name)(x)
     elif nargs == 2:
         def f(x, y):
-            return getattr(_np(), npname)(x, y)
+            return _math_impl(name)(x, y)
+    elif nargs == 3:
+        def f(x, y, z):
+            return _math_impl(name)(x, y, z)
     else:
-        raise ValueError(f"intrinsic {name!r}: a math row takes 1 or 2 arguments, not {nargs}")
+        raise ValueError(f"intrinsic {name!r}: a math row takes 1 to 3 arguments, not {nargs}")
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
@@ -786,7 +822,7 @@ _core._set_intrinsics(_INTRINSICS)
 # any import spelling works (import numpy as np, from numpy import sqrt).
 # np.minimum/np.maximum are not here: they propagate NaN where min/max follow
 # Python's comparisons, and np.power of integers is not the float pow.
-_NUMPY_MATH = {npname: name for name, (npname, _doc) in _MATH.items() if name != "pow"}
+_NUMPY_MATH = {npname: name for name, (npname, _doc) in _MATH.items() if name != "pow" and npname is not None}
 _NUMPY_MATH.update({"absolute": "abs", "conj": "conjugate", "conjugate": "conjugate", "real": "real",
                     "imag": "imag"})
 _numpy_registered = False

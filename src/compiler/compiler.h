@@ -207,7 +207,7 @@ typedef enum tk_un { U_NEG, U_NOT, U_INVERT, U_ABS, U_TRUTH, U_COUNT } tk_un;
 
 /* IR_MATH's operations, in intrinsics.def's order (TK_MATH, then TK_MATH_OP rows). */
 typedef enum tk_math {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) id,
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) id,
 #define TK_MATH_OP(id, name) id,
 #include "compiler/intrinsics.def"
     M_COUNT
@@ -246,6 +246,9 @@ const tk_intrinsic *tk_intrinsic_find(const char *name);
 const tk_intrinsic *tk_intrinsic_at(int i);
 /* A TK_MATH function's C library spelling for f32 (else f64) arguments; "" for a TK_MATH_OP. */
 const char *tk_math_libm(int m, tack_dtype dt);
+/* The prelude's helper for a TK_MATH row without a C library function (tk_lerp_f32,
+ * emit/prelude_math.c), for f32 (else f64) arguments; NULL for any other row. */
+const char *tk_math_helper(int m, tack_dtype dt);
 /* Whether IR_MATH m gives bool (isnan, isinf, isfinite). */
 int tk_math_is_predicate(int m);
 
@@ -412,6 +415,7 @@ typedef struct tk_cc {
     int err_line, err_col;
     int uses_vec, uses_f16, uses_print, uses_atomic;
     int uses_complex;      /* emit_complex.c's helpers go into the prelude */
+    uint64_t uses_math;    /* bit m: an IR_MATH m is called (prelude_math.c writes the helpers used) */
     uint64_t weak_f32;     /* bit p: weak param p is carried as f32 (complex64 for a complex; weak_float.c) */
     uint64_t *alias_same;  /* per kernel array param p, bit q: the result is wrong if p and q are one
                             * array (a parallel loop writes one and reads the other elsewhere than
@@ -601,5 +605,8 @@ typedef struct tk_prelude_style {
                                                 * float32 helpers (NULL: none) */
 } tk_prelude_style;
 void tk_prelude_helpers(tk_buf *b, const tk_prelude_style *s);
+/* The math rows' helpers the kernel calls: Tack's own functions and those the dialect lacks
+ * (prelude_math.c); after the dialect's math names are usable. */
+void tk_prelude_math(const tk_cc *C, tk_buf *b, const tk_prelude_style *s);
 
 #endif /* TACK_COMPILER_H */
