@@ -216,7 +216,7 @@ class _Ctx:
         self.local_types = {}
         self.atomic_lines = frozenset()
         self.choices = {}  # (line, col, k) -> the type of an and/or operand or an `x if c else y`
-        self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices)]
+        self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices, atomic lines, return dtype)]
         self._types = {}
         self._frames = {}  # (function, build) -> (its context, its transformed copy)
         self.races = None  # check_races: the call's race detector (tack._debug_races)
@@ -857,10 +857,12 @@ def _type_names(v):
 
 
 def _func_frame(ctx, f, fn, args):
-    """The context and transformed copy of @tack.func f for a call with
-    these arguments: the build the compiler made for their types, whose
-    locals then keep the types it gave them (one type per local, as
-    compiled, not the type of whatever value reaches it)."""
+    """The transformed copy of @tack.func f for a call with these arguments,
+    and the type its value is converted to (None: as it comes): the build the
+    compiler made for their types, whose locals then keep the types it gave
+    them (one type per local, as compiled, not the type of whatever value
+    reaches it), and whose value has the type it returns (a Python float
+    made f32 where every call meets f32: weak_locals.c)."""
     builds = ctx.funcs.get(fn.__name__, ())
     build = None
     if len(builds) == 1:
@@ -882,7 +884,7 @@ def _func_frame(ctx, f, fn, args):
             sub.local_types, sub.choices, sub.atomic_lines = build[1], build[2], build[3]
             sub._frames = ctx._frames
         frame = ctx._frames[key] = (sub, _instantiate(sub, fn, False))
-    return frame[1]
+    return frame[1], (build[4] if build is not None else None)
 
 
 def _run_func(ctx, f, args, kwargs):
@@ -898,11 +900,13 @@ def _run_func(ctx, f, args, kwargs):
             if name in ann and isinstance(ann[name], _core.DType) and not ann[name].shape:
                 bound.arguments[name] = convert(np.dtype(ann[name].numpy), v)
         args, kwargs = bound.args, bound.kwargs
-    g = _func_frame(ctx, f, fn, args)
+    g, ret = _func_frame(ctx, f, fn, args)
     r = g(*args, **kwargs)
     rt = ann.get("return")
     if isinstance(rt, _core.DType) and not rt.shape:
         r = convert(np.dtype(rt.numpy), r)
+    elif ret == _F32 and _weak(r) is not None and _weak(r)[0] == 2:  # a Python float the compiler returns as f32
+        r = convert(ret, r)
     return r
 
 
@@ -992,7 +996,7 @@ def ir_facts(ir):
     that have one fixed scalar type, the parameters it writes, the lines
     whose `a[k] += v` is atomic (or privatized), the types of its and/or and
     `if`-`else` expressions, and the same for each build of each @tack.func
-    it calls: {name: [(parameter types, local types, choices)]}."""
+    it calls: {name: [(parameter types, local types, choices, return dtype or None)]}."""
     lines = ir.splitlines()
     head = lines[0] if lines else ""
     written = head.split("writes:", 1)[1].split() if "writes:" in head else []
@@ -1004,8 +1008,10 @@ def ir_facts(ir):
         if m.group(1) != "func":
             continue
         ft, fc = _section_facts(lines[a:b])
+        ret = re.search(r"\) -> ([A-Za-z0-9_]+)(?:\s|$)", lines[a])  # a fixed scalar type: weak_locals.c may make it f32
         funcs.setdefault(m.group(2), []).append((tuple(_split_params(_head_params(lines[a]))), ft, fc,
-                                                 _atomic_lines(lines[a + 1:b])))
+                                                 _atomic_lines(lines[a + 1:b]),
+                                                 _LOCAL_TYPES.get(ret.group(1)) if ret else None))
     return types, written, _atomic_lines(lines[1:]), choices, funcs
 
 
