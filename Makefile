@@ -133,7 +133,9 @@ test-c:
 
 # The Python tests on every core (pytest-xdist; each file on one worker), then
 # the files that time what they test alone (marked serial in conftest.py); the
-# 25 slowest tests are listed, so where the time goes is in every CI log.
+# 25 slowest tests are listed, so where the time goes is in every CI log. The
+# language suite's own runs (watched, unoptimized: tests/python/_suite.py) start
+# in the background at collection, and the tests that read them come last.
 # Compiled kernels and the GPU compilers' outputs stay in build/test-cache
 # between runs, keyed by everything that decides them (tests/python/_tool_cache.py).
 TEST_CACHE := $(CURDIR)/build/test-cache
@@ -145,7 +147,7 @@ TEST_ENV = TACK_CACHE_DIR="$(TEST_CACHE)/kernels" TACK_TEST_TOOL_CACHE="$(TEST_C
   POCL_CACHE_DIR="$(TEST_CACHE)/pocl" $(if $(TACK_TEST_ALL),TACK_TEST_ALL=1,POCL_WORK_GROUP_METHOD=cbs)
 test-python: env
 	mkdir -p "$(TEST_CACHE)/kernels" "$(TEST_CACHE)/tools" "$(TEST_CACHE)/pocl"
-	$(TEST_ENV) $(UV) run pytest -q -n $(JOBS) --dist loadgroup -m "not serial" --durations=25 tests/python
+	$(TEST_ENV) $(UV) run pytest -q -n $(JOBS) --dist loadfile -m "not serial" --durations=25 tests/python
 	$(TEST_ENV) $(UV) run pytest -q -m serial tests/python
 
 # The wheel: built, repaired, installed into a fresh environment and run (test-all).

@@ -278,15 +278,16 @@ TACK_API tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim,
 TACK_API tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim,
                                      const int64_t *shape, void *data, int writable,
                                      tack_release_fn release, void *ctx, tack_array **out);
-/* Borrow a strided view of memory on `dev`, as a kernel argument:
+/* Borrow a strided view of memory on `dev` (a kernel argument, a DLPack import):
  * `data` is the address of element (0, ..., 0) and strides[k] the distance,
  * in elements and of any sign (zero for a broadcast axis), between
  * neighbours along axis k.  Strides that are C order's give an ordinary
- * array.  A strided array is read and written in place by kernels; the
- * operations that assume C order (copies, fill, clone, reshape, subview,
- * DLPack export) refuse it.  On a device whose data are handles (OpenCL
- * buffers) no element may lie before `data`.  Ownership of ctx as for
- * tack_array_wrap. */
+ * array.  A strided array is read and written in place by kernels and
+ * exports through DLPack with its strides; a clone and a copy to the host
+ * gather its elements; the operations that write or reshape in C order
+ * (copies into it, fill, reshape, subview) refuse it.  On a device whose
+ * data are handles (OpenCL buffers) no element may lie before `data`.
+ * Ownership of ctx as for tack_array_wrap. */
 TACK_API tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, int ndim,
                                              const int64_t *shape, const int64_t *strides,
                                              void *data, int writable, tack_release_fn release,
@@ -296,10 +297,11 @@ TACK_API tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, in
  * strides[k] (in elements, any sign, zero for a broadcast axis) is the
  * distance between neighbours along axis k.  Every element must lie inside
  * a's storage.  It is what a[::2], m[:, 0], a[::-1] and m.T give: kernels
- * read and write it in place; the operations that assume C order refuse it,
- * except copying it to the host (the whole storage, or the bytes it spans,
- * then gathered) and a DLPack export, which carries the strides (refused
- * for an OpenCL buffer's view at an offset).  A view in C order from a's
+ * read and write it in place; the operations that write or reshape in C
+ * order refuse it; copying it to the host or cloning it gathers it (the
+ * whole storage, or the bytes it spans, copied then gathered) and a DLPack
+ * export carries the strides (an OpenCL buffer's view: the buffer and a
+ * byte_offset).  A view in C order from a's
  * address is an ordinary array. */
 TACK_API tack_status tack_array_as_strided(tack_array *a, int64_t offset, int ndim, const int64_t *shape,
                                            const int64_t *strides, tack_array **out);
@@ -362,7 +364,8 @@ TACK_API tack_status tack_array_copy_to_host(const tack_array *src, void *dst, s
 TACK_API tack_status tack_array_copy(tack_array *dst, const tack_array *src);
 /* Every element <- one element's bytes (itemsize bytes). */
 TACK_API tack_status tack_array_fill(tack_array *a, const void *value);
-/* A new array on `dev` (NULL: the same device) with a copy of the values. */
+/* A new C-order array on `dev` (NULL: the same device) with a copy of the
+ * values (a strided view's elements gathered). */
 TACK_API tack_status tack_array_clone(const tack_array *a, tack_device *dev, tack_array **out);
 
 #ifdef __cplusplus

@@ -178,9 +178,11 @@ typedef struct tack_dlpack_import_options {
      * 0 skips it (a Python binding returns 0 once its interpreter is
      * finalizing, when a Python-backed deleter would crash). */
     int (*may_delete)(void);
-    /* Nonzero: a tensor with non-contiguous strides on its own device is
-     * taken as a strided view (tack_array_wrap_strided: a kernel argument,
-     * on any device) instead of refused. */
+    /* Nonzero: a tensor with strides other than C order's is taken as a
+     * strided view (tack_array_wrap_strided; tack.from_dlpack and kernel
+     * arguments set it) where it is not copied.  0: such a tensor is refused
+     * unless it is copied (the copy gathers it in C order), for a caller that
+     * reads the data as a C array. */
     int strided;
 } tack_dlpack_import_options;
 
@@ -195,11 +197,13 @@ typedef struct tack_dlpack_import_options {
  *
  * Accepted: every Tack scalar dtype (kDLBool 8-bit, kDLInt/kDLUInt 8-64,
  * kDLFloat 16/32/64, one lane); strides NULL or C-contiguous (a dimension of
- * extent 1 may have any stride); any byte_offset the dtype's alignment
- * allows; 0-d tensors; size-0 tensors with a NULL data pointer.  A versioned
- * tensor with the READ_ONLY flag gives a read-only array.
- * Refused: non-contiguous strides (TACK_ERR_BUFFER, saying how to make the
- * storage contiguous), other dtypes and devices Tack does not know
+ * extent 1 may have any stride), or any strides with opt->strided (a strided
+ * view; a copy of it, COPY_ALWAYS or another device, gathers it in C order);
+ * any byte_offset the dtype's alignment allows; 0-d tensors; size-0 tensors
+ * with a NULL data pointer.  A versioned tensor with the READ_ONLY flag gives
+ * a read-only array.
+ * Refused: strides other than C order's without opt->strided and without a
+ * copy (TACK_ERR_BUFFER), other dtypes and devices Tack does not know
  * (TACK_ERR_BUFFER), a newer major version (TACK_ERR_BUFFER), more than
  * TACK_MAX_NDIM dimensions, a negative extent, extents whose product (those
  * other than 0) or its bytes pass 2**63, a first element (data +
@@ -214,7 +218,10 @@ TACK_API tack_status tack_array_from_dlpack(void *managed, int versioned, const 
  * The tensor retains the array (or, with COPY_ALWAYS, a fresh copy, flagged
  * IS_COPIED); its deleter releases it and may be called on any thread.  A
  * vecN/matRC array exports as its scalar type with trailing dimensions of
- * extent N (R, C).  Strides are always filled in (C-contiguous).  A size-0
+ * extent N (R, C).  Strides are always filled in: a strided view's own (in
+ * elements, any sign, from element (0, ..., 0)), else C order's; a view
+ * inside an OpenCL buffer is the buffer's handle and a byte_offset.  With
+ * COPY_ALWAYS a strided view's copy is gathered in C order.  A size-0
  * array exports a NULL data pointer.  A read-only array sets READ_ONLY; the
  * legacy format cannot say "read-only", so a read-only array is refused
  * there (TACK_ERR_BUFFER) unless a copy is requested.  The export marks the

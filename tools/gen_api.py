@@ -1,5 +1,7 @@
 """Write the API reference, docs/api/c.md and docs/api/python.md, from the code.
 
+(It also writes docs/language.md's Math table, through tools/gen_math.py.)
+
 The C reference is read from the public headers (include/*.h): every function
 declared with TACK_API, in the order of its header and under the header's
 section comments (``/* ---- name */``), with the comment written for it -- the
@@ -263,10 +265,21 @@ def python_reference() -> tuple[str, list[str]]:
 
 
 # -------------------------------------------------------------------- main
+def _gen_math():
+    """tools/gen_math.py, which writes docs/language.md's Math table."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_math", Path(__file__).resolve().parent / "gen_math.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def pages() -> tuple[dict[Path, str], list[str]]:
     c_text, c_missing = c_reference()
     py_text, py_missing = python_reference()
-    return {OUT / "c.md": c_text, OUT / "python.md": py_text}, c_missing + py_missing
+    gm = _gen_math()
+    return {OUT / "c.md": c_text, OUT / "python.md": py_text, gm.PAGE: gm.page_text()}, c_missing + py_missing
 
 
 def main(argv: list[str]) -> int:

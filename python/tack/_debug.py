@@ -216,9 +216,10 @@ class _Ctx:
         self.local_types = {}
         self.atomic_lines = frozenset()
         self.choices = {}  # (line, col, k) -> the type of an and/or operand or an `x if c else y`
-        self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices)]
+        self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices, atomic lines, return dtype)]
         self._types = {}
         self._frames = {}  # (function, build) -> (its context, its transformed copy)
+        self.races = None  # check_races: the call's race detector (tack._debug_races)
 
     # -- types
     def _promote(self, x, y):
@@ -621,8 +622,8 @@ def _register_calls():
 
     The rows of the compiler's table that need the compiler's typing here
     have a handler by name: the casts, len, abs, min/max, pow, the loops, the
-    atomics, and every math row (NumPy's function of _kernels._MATH, in the
-    type the compiler gives it).  Each handler is registered for the row's
+    atomics, and every math row (NumPy's function of _kernels._MATH, or
+    _mathlib's where NumPy has none, in the type the compiler gives it).  Each handler is registered for the row's
     Python object (_kernels._PYTHON), the math module's function of that name
     and NumPy's spelling (_kernels._NUMPY_MATH); math.pow is NumPy's power, a
     float pow.  The other rows (print, complex, dot, seed_u64 ...) run their
@@ -635,8 +636,8 @@ def _register_calls():
                "atomic_min": _atomic("min"), "atomic_max": _atomic("max"), "atomic_exch": _atomic("exch"),
                "atomic_and": _atomic("and"), "atomic_or": _atomic("or"), "atomic_xor": _atomic("xor"),
                "atomic_cas": _atomic("cas")}
-    for name, (npname, _doc) in K._MATH.items():
-        by_name.setdefault(name, _math_handler(getattr(np, npname)))
+    for name in K._MATH:
+        by_name.setdefault(name, _math_handler(K._math_impl(name)))
     for name, obj in K._PYTHON.items():
         if name in by_name:
             _CALLS[obj] = by_name[name]
@@ -778,7 +779,7 @@ class _Transform(ast.NodeTransformer):
         if isinstance(t, ast.Subscript):
             self.generic_visit(t)
             return ast.copy_location(ast.Expr(_callc("aug", op, t.value, t.slice, value,
-                                                     ast.Constant(node.lineno))), node)
+                                                     ast.Constant(node.lineno + self.line_shift))), node)
         if isinstance(t, ast.Name):
             load = ast.Name(id=t.id, ctx=ast.Load())
             return self._assign_to(ast.Name(id=t.id, ctx=ast.Store()), _callc("bin", op, load, value), node)
@@ -791,10 +792,12 @@ class _Transform(ast.NodeTransformer):
         return ast.copy_location(ast.Expr(_callc("assert_", *args)), node)
 
 
-def _transformed(fn, is_kernel):
+def _transformed(fn, is_kernel, races=False):
     """The factory of fn's transformed copy: called with the context and the
-    values of fn's free variables, it returns the function."""
-    cached = getattr(fn, "__tack_debug_factory__", None)
+    values of fn's free variables, it returns the function.  With `races`,
+    the copy a kernel with check_races runs (tack._debug_races)."""
+    attr = "__tack_debug_race_factory__" if races else "__tack_debug_factory__"
+    cached = getattr(fn, attr, None)
     if cached is not None and cached[0] is fn.__code__ and cached[1] == is_kernel:
         return cached[2]
     from ._source import getsourcelines
@@ -813,7 +816,12 @@ def _transformed(fn, is_kernel):
         raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
     fdef.decorator_list = []
     ret_ann = fdef.returns
-    fdef = _Transform(is_kernel, shift).visit(fdef)
+    if races:
+        from ._debug_races import transform_class
+
+        fdef = transform_class()(is_kernel, shift, fn).visit(fdef)
+    else:
+        fdef = _Transform(is_kernel, shift).visit(fdef)
     ast.fix_missing_locations(fdef)
     free = list(fn.__code__.co_freevars)
     factory = ast.parse(f"def __tack_factory({', '.join([_CTX] + free)}):\n    pass\n").body[0]
@@ -826,14 +834,14 @@ def _transformed(fn, is_kernel):
     exec(code, fn.__globals__, ns)
     entry = (fn.__code__, is_kernel, (ns["__tack_factory"], free, ret_ann is not None))
     try:
-        fn.__tack_debug_factory__ = entry
+        setattr(fn, attr, entry)
     except AttributeError:
         pass
     return entry[2]
 
 
 def _instantiate(ctx, fn, is_kernel):
-    factory, free, _ = _transformed(fn, is_kernel)
+    factory, free, _ = _transformed(fn, is_kernel, ctx.races is not None)
     cells = fn.__closure__ or ()
     return factory(ctx, *[c.cell_contents for c in cells])
 
@@ -866,10 +874,12 @@ def _type_names(v):
 
 
 def _func_frame(ctx, f, fn, args):
-    """The context and transformed copy of @tack.func f for a call with
-    these arguments: the build the compiler made for their types, whose
-    locals then keep the types it gave them (one type per local, as
-    compiled, not the type of whatever value reaches it)."""
+    """The transformed copy of @tack.func f for a call with these arguments,
+    and the type its value is converted to (None: as it comes): the build the
+    compiler made for their types, whose locals then keep the types it gave
+    them (one type per local, as compiled, not the type of whatever value
+    reaches it), and whose value has the type it returns (a Python float
+    made f32 where every call meets f32: weak_locals.c)."""
     builds = ctx.funcs.get(fn.__name__, ())
     build = None
     if len(builds) == 1:
@@ -888,10 +898,10 @@ def _func_frame(ctx, f, fn, args):
             import copy
 
             sub = copy.copy(ctx)
-            sub.local_types, sub.choices = build[1], build[2]
+            sub.local_types, sub.choices, sub.atomic_lines = build[1], build[2], build[3]
             sub._frames = ctx._frames
         frame = ctx._frames[key] = (sub, _instantiate(sub, fn, False))
-    return frame[1]
+    return frame[1], (build[4] if build is not None else None)
 
 
 def _run_func(ctx, f, args, kwargs):
@@ -907,11 +917,13 @@ def _run_func(ctx, f, args, kwargs):
             if name in ann and isinstance(ann[name], _core.DType) and not ann[name].shape:
                 bound.arguments[name] = convert(np.dtype(ann[name].numpy), v)
         args, kwargs = bound.args, bound.kwargs
-    g = _func_frame(ctx, f, fn, args)
+    g, ret = _func_frame(ctx, f, fn, args)
     r = g(*args, **kwargs)
     rt = ann.get("return")
     if isinstance(rt, _core.DType) and not rt.shape:
         r = convert(np.dtype(rt.numpy), r)
+    elif ret == _F32 and _weak(r) is not None and _weak(r)[0] == 2:  # a Python float the compiler returns as f32
+        r = convert(ret, r)
     return r
 
 
@@ -1001,7 +1013,7 @@ def ir_facts(ir):
     that have one fixed scalar type, the parameters it writes, the lines
     whose `a[k] += v` is atomic (or privatized), the types of its and/or and
     `if`-`else` expressions, and the same for each build of each @tack.func
-    it calls: {name: [(parameter types, local types, choices)]}."""
+    it calls: {name: [(parameter types, local types, choices, return dtype or None)]}."""
     lines = ir.splitlines()
     head = lines[0] if lines else ""
     written = head.split("writes:", 1)[1].split() if "writes:" in head else []
@@ -1013,16 +1025,24 @@ def ir_facts(ir):
         if m.group(1) != "func":
             continue
         ft, fc = _section_facts(lines[a:b])
-        funcs.setdefault(m.group(2), []).append((tuple(_split_params(_head_params(lines[a]))), ft, fc))
+        ret = re.search(r"\) -> ([A-Za-z0-9_]+)(?:\s|$)", lines[a])  # a fixed scalar type: weak_locals.c may make it f32
+        funcs.setdefault(m.group(2), []).append((tuple(_split_params(_head_params(lines[a]))), ft, fc,
+                                                 _atomic_lines(lines[a + 1:b]),
+                                                 _LOCAL_TYPES.get(ret.group(1)) if ret else None))
+    return types, written, _atomic_lines(lines[1:]), choices, funcs
+
+
+def _atomic_lines(lines):
+    """The lines of one build's section whose `a[k] += v` is atomic (or privatized)."""
     atomic = set()
     for line in lines:
-        if line.startswith("func "):
+        if line.startswith("func ") or line == "races:":
             break
         if "atomic_" in line or re.search(r"\b_sum\d+'\d+ = ", line):
             m = re.search(r"; line (\d+)", line)
             if m:
                 atomic.add(int(m.group(1)))
-    return types, written, frozenset(atomic), choices, funcs
+    return frozenset(atomic)
 
 
 _U64_ONLY = ("Python integer {v} is out of bounds for {t} (argument '{p}' of kernel '{k}'): only a uint64 holds "

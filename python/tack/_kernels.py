@@ -203,7 +203,8 @@ def set_check_races(on):
     Under the detector, the parallel loops whose races the compiler cannot
     decide (those it warns of with ``tack.RaceWarning``, and those
     ``tack.independent`` vouches for) record every access to the arrays they
-    write, on the CPU, and the first two iterations that touch one element,
+    write, in their bodies and in the ``@tack.func`` functions they call, on
+    the CPU or as Python (``jit=False``), and the first two iterations that touch one element,
     one of them writing it, raise ``tack.RaceError`` (docs/language.md,
     "Races").
 
@@ -256,7 +257,9 @@ def kernel(fn=None, *, checks=None, fast_math=False, flush_denormals=False, jit=
     compiler cannot decide under a run-time race detector on the CPU: the
     first two iterations that touch one element, one of them writing it,
     raise ``tack.RaceError`` naming both and their lines (docs/language.md,
-    "Races"); a GPU device refuses it with a CompileError.
+    "Races") -- accesses inside the ``@tack.func`` functions the loops call
+    included, and in a kernel run as Python (``jit=False``) too; a GPU
+    device refuses it with a CompileError.
 
     ``jit=False`` runs the function as plain Python instead (a
     ``tack.PythonKernel``: serially, on NumPy views of the arrays, so ``print``
@@ -382,9 +385,11 @@ class PythonKernel:
     computes in f32, ``bool + bool`` is 2, ``int(nan)`` is 0 and an int8
     store wraps, and it raises what a compiled kernel raises (IndexError,
     ZeroDivisionError, AssertionError while ``checks=True``).  Arrays on a
-    GPU are refused (no hidden copies), and so is ``check_races=True`` (a
-    tack.CompileError: the race detector needs iterations that run at
-    once).  ``flush_denormals=True`` sets flush-to-zero on the calling
+    GPU are refused (no hidden copies).  ``check_races=True`` runs the
+    compiled kernel's race detector here too (tack._debug_races): the loops
+    and accesses the compiler would watch record which iteration read or
+    wrote each element, and the first two iterations that meet raise the
+    same ``tack.RaceError``.  ``flush_denormals=True`` sets flush-to-zero on the calling
     thread while the function runs, as the compiled kernel does, and puts
     the mode back after.
     """
@@ -410,7 +415,8 @@ class PythonKernel:
         # the compiler's view of the same function and options: asked for the
         # IR of each new signature, never built
         self._checker = _core.Kernel(fn, checks=self.checks, fast_math=self.fast_math,
-                                     flush_denormals=self.flush_denormals, default_float=self.default_float)
+                                     flush_denormals=self.flush_denormals, default_float=self.default_float,
+                                     check_races=self.check_races)
         self._facts = {}
 
     def _signature_key(self, views):
@@ -434,19 +440,11 @@ class PythonKernel:
                     key.append((a, b))
         return tuple(key)
 
-    def _refuse_race_check(self):
-        # the race detector watches iterations that run at once; here they run one after another
-        if self.check_races:
-            raise CompileError(f"check_races runs on the CPU in compiled kernels: {self.__qualname__} runs as Python "
-                               f"(jit=False or TACK_DISABLE_JIT), one iteration after another, where no race can "
-                               f"show; compile it (jit=True) to check it for races, or set check_races=False")
-
     def __call__(self, *args, **kwargs):
         """Run the kernel as Python on these arguments, after the compiler's
         checks for their signature (see the class's docstring)."""
         from . import _array, _debug
 
-        self._refuse_race_check()
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         name = self.__qualname__
@@ -457,8 +455,13 @@ class PythonKernel:
             # the compiler's checks for this signature: a CompileError (or
             # RaceWarning) exactly as a compiled call gives it
             ir, ranges = _debug.check(self._checker, bound.args, bound.kwargs)
-            facts = self._facts[key] = _debug.ir_facts(ir) + (ranges,)
-        local_types, written, atomic_lines, choices, funcs, ranges = facts
+            races = None
+            if self.check_races:  # the loops and accesses the compiled detector watches
+                from . import _debug_races
+
+                races = _debug_races.parse(ir)
+            facts = self._facts[key] = _debug.ir_facts(ir) + (ranges, races)
+        local_types, written, atomic_lines, choices, funcs, ranges, races = facts
         for i, (p, v) in enumerate(views.items()):  # what tack_launch checks, in its order
             if i < len(ranges):
                 _debug.check_int(self.__name__, p, v, ranges[i])
@@ -472,6 +475,10 @@ class PythonKernel:
         ctx.atomic_lines = atomic_lines
         ctx.choices = choices
         ctx.funcs = funcs
+        if races is not None and races[0]:
+            from . import _debug_races
+
+            ctx.races = _debug_races.Detector(self.__name__, self.py_func.__code__.co_filename, races, views)
         flag = _array._as_python
         flag.depth = getattr(flag, "depth", 0) + 1  # tack.zeros(...) in the body: a NumPy local array
         fpmode = None
@@ -494,7 +501,6 @@ class PythonKernel:
         compiler's checks run for these arguments, as they would on a call."""
         from . import _debug
 
-        self._refuse_race_check()
         _debug.check(self._checker, args, kwargs)
 
     @property
@@ -602,9 +608,11 @@ def _np():
 # The math rows (kind "math"): NumPy's function for each, by NumPy's name,
 # and the docstring of tack.<name>.  A row without a docstring is computed by
 # Python's own function of that name, which a kernel calls it by too: pow (the
-# builtin) and fabs (math.fabs).  _debug.py runs the same NumPy functions in
-# a kernel run as Python, and _NUMPY_MATH below is this table read the other
-# way round.
+# builtin) and fabs, erf, erfc, remainder (math's).  A row without a NumPy
+# name (None: NumPy has no such function, or np.remainder, which is Python's
+# %) is computed by _mathlib's function of its name.  _debug.py runs the same
+# functions in a kernel run as Python, and _NUMPY_MATH below is this table
+# read the other way round.
 _MATH = {
     "sqrt": ("sqrt", "Square root (NaN for negative input)."),
     "exp": ("exp", "e raised to the power x."),
@@ -632,19 +640,53 @@ _MATH = {
     "isnan": ("isnan", "True where x is NaN."),
     "isinf": ("isinf", "True where x is +inf or -inf."),
     "isfinite": ("isfinite", "True where x is neither infinite nor NaN."),
+    "erf": (None, None),
+    "erfc": (None, None),
+    "log1p": ("log1p", "log(1 + x), accurate for x near 0."),
+    "expm1": ("expm1", "exp(x) - 1, accurate for x near 0."),
+    "cbrt": ("cbrt", "Cube root (negative for negative x)."),
+    "exp2": ("exp2", "2 raised to the power x."),
+    "asinh": ("arcsinh", "Inverse hyperbolic sine."),
+    "acosh": ("arccosh", "Inverse hyperbolic cosine (NaN below 1)."),
+    "atanh": ("arctanh", "Inverse hyperbolic tangent (+-inf at +-1, NaN beyond)."),
+    "remainder": (None, None),
+    "rint": ("rint", "x rounded to the nearest integral value, halves to even (same type as x)."),
+    "fma": (None, "x * y + z with a single rounding (a fused multiply-add)."),
+    "rsqrt": (None, "1 / sqrt(x): the reciprocal square root (inf at 0, NaN below it)."),
+    "sign": ("sign", "-1, 0 or 1 by the sign of x, NaN for NaN (np.sign; 0 for -0)."),
+    "clamp": (None, "clamp(x, lo, hi): min(max(x, lo), hi), a NaN x staying NaN."),
+    "lerp": (None, "lerp(a, b, t): a + t * (b - a), the linear interpolation of a and b."),
+    "smoothstep": (None, "smoothstep(e0, e1, x): 0 at or below e0, 1 at or above e1, 3t^2 - 2t^3 between, "
+                         "t = (x - e0) / (e1 - e0)."),
+    "step": (None, "step(edge, x): 0 where x < edge, 1 where x >= edge, NaN for NaN."),
+    "degrees": ("degrees", "Radians to degrees (np.degrees, its constants included)."),
+    "radians": ("radians", "Degrees to radians (np.radians)."),
 }
 
 
+def _math_impl(name):
+    """The function that computes math row `name` on NumPy scalars and arrays of its type."""
+    npname, _doc = _MATH[name]
+    if npname is not None:
+        return getattr(_np(), npname)
+    from . import _mathlib  # imports NumPy, which tack's import does not
+
+    return getattr(_mathlib, name)
+
+
 def _numpy_function(name, npname, nargs, doc):
-    """tack.<name>: NumPy's npname, taking the table's number of arguments."""
+    """tack.<name>: NumPy's npname (or _mathlib's name), taking the table's number of arguments."""
     if nargs == 1:
         def f(x):
-            return getattr(_np(), npname)(x)
+            return _math_impl(name)(x)
     elif nargs == 2:
         def f(x, y):
-            return getattr(_np(), npname)(x, y)
+            return _math_impl(name)(x, y)
+    elif nargs == 3:
+        def f(x, y, z):
+            return _math_impl(name)(x, y, z)
     else:
-        raise ValueError(f"intrinsic {name!r}: a math row takes 1 or 2 arguments, not {nargs}")
+        raise ValueError(f"intrinsic {name!r}: a math row takes 1 to 3 arguments, not {nargs}")
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
@@ -805,7 +847,7 @@ _core._set_intrinsics(_INTRINSICS)
 # any import spelling works (import numpy as np, from numpy import sqrt).
 # np.minimum/np.maximum are not here: they propagate NaN where min/max follow
 # Python's comparisons, and np.power of integers is not the float pow.
-_NUMPY_MATH = {npname: name for name, (npname, _doc) in _MATH.items() if name != "pow"}
+_NUMPY_MATH = {npname: name for name, (npname, _doc) in _MATH.items() if name != "pow" and npname is not None}
 _NUMPY_MATH.update({"absolute": "abs", "conj": "conjugate", "conjugate": "conjugate", "real": "real",
                     "imag": "imag"})
 _numpy_registered = False

@@ -208,7 +208,7 @@ typedef enum tk_un { U_NEG, U_NOT, U_INVERT, U_ABS, U_TRUTH, U_COUNT } tk_un;
 
 /* IR_MATH's operations, in intrinsics.def's order (TK_MATH, then TK_MATH_OP rows). */
 typedef enum tk_math {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) id,
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) id,
 #define TK_MATH_OP(id, name) id,
 #include "compiler/intrinsics.def"
     M_COUNT
@@ -247,6 +247,9 @@ const tk_intrinsic *tk_intrinsic_find(const char *name);
 const tk_intrinsic *tk_intrinsic_at(int i);
 /* A TK_MATH function's C library spelling for f32 (else f64) arguments; "" for a TK_MATH_OP. */
 const char *tk_math_libm(int m, tack_dtype dt);
+/* The prelude's helper for a TK_MATH row without a C library function (tk_lerp_f32,
+ * emit/prelude_math.c), for f32 (else f64) arguments; NULL for any other row. */
+const char *tk_math_helper(int m, tack_dtype dt);
 /* Whether IR_MATH m gives bool (isnan, isinf, isfinite). */
 int tk_math_is_predicate(int m);
 
@@ -403,6 +406,8 @@ typedef struct tk_rcloop {
 typedef struct tk_rcsite {
     const tk_ir *node;                 /* the IR_LOAD, IR_STORE or IR_ATOMIC */
     int loop, param, kind, func, line; /* kind: 0 read, 1 write, 2 atomic update */
+    int spec;                          /* loop -1: an access in @tack.func specs[spec], whose param
+                                        * is the function's (the caller's array comes at run time) */
     const char *text;
 } tk_rcsite;
 
@@ -426,6 +431,7 @@ typedef struct tk_cc {
     uint64_t atomic_dts;   /* bit dt: an atomic updates a dt element (lower_call.c), so the dialect writes
                             * its helpers (OpenCL's 64-bit ones only where used) */
     int uses_complex;      /* emit_complex.c's helpers go into the prelude */
+    uint64_t uses_math;    /* bit m: an IR_MATH m is called (prelude_math.c writes the helpers used) */
     uint64_t weak_f32;     /* bit p: weak param p is carried as f32 (complex64 for a complex; weak_float.c) */
     uint64_t *alias_same;  /* per kernel array param p, bit q: the result is wrong if p and q are one
                             * array (a parallel loop writes one and reads the other elsewhere than
@@ -440,6 +446,7 @@ typedef struct tk_cc {
     int nrcloops, caprcloops;
     tk_rcsite *rcsites;
     int nrcsites, caprcsites;
+    char *rcspec;             /* per spec: 1 when a watched loop calls it with an array (its watched copy) */
 } tk_cc;
 
 /* Raise a compile error at line/col (longjmp to the driver). */
@@ -497,6 +504,8 @@ void tk_depend(tk_cc *C, tk_spec *K);      /* the race check (depend.c) */
  * its tables copied into the program (non-zero when out of memory). */
 void tk_race_prelude(tk_cc *C, tk_buf *b);
 int tk_race_tables(tk_cc *C, tack_program *p);
+/* race_watch.c: the watched loops and accesses at the end of the IR dump (none: nothing). */
+void tk_race_dump(tk_cc *C, tk_buf *b);
 /* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
 void tk_hoist_invariant_checks(tk_cc *C, int kind);
 int ir_invariant(const tk_ir *e, const tk_ir *loop);   /* e is the same in every iteration of loop (ir.c) */
@@ -612,5 +621,8 @@ typedef struct tk_prelude_style {
                                                 * float32 helpers (NULL: none) */
 } tk_prelude_style;
 void tk_prelude_helpers(tk_buf *b, const tk_prelude_style *s);
+/* The math rows' helpers the kernel calls: Tack's own functions and those the dialect lacks
+ * (prelude_math.c); after the dialect's math names are usable. */
+void tk_prelude_math(const tk_cc *C, tk_buf *b, const tk_prelude_style *s);
 
 #endif /* TACK_COMPILER_H */

@@ -6,33 +6,36 @@
  * (tk_intrinsic_find) and dispatches on its kind, the IR dump names an
  * IR_MATH operation (tk_math_name), the emitter asks whether it yields bool
  * (tk_math_is_predicate), and each dialect spells it from its C library name
- * (tk_math_libm).  The atomics' operations are named here once too
- * (tk_atom_name: the IR dump's atomic_<name>, the dialects' tk_atomic_<name>_<T>
- * helpers, the messages' tack.atomic_<name>).  The Python package reads the rows through the public
+ * (tk_math_libm) or, for a row without one, as the prelude's helper
+ * (tk_math_helper: tk_lerp_f32, written by emit/prelude_math.c).  The atomics'
+ * operations are named here once too (tk_atom_name: the IR dump's
+ * atomic_<name>, the dialects' tk_atomic_<name>_<T> helpers, the messages'
+ * tack.atomic_<name>).  The Python package reads the rows through the public
  * tack_intrinsic_info() (name, kind, arity): it builds its intrinsic
  * functions from them, and its tests check that every row has a Python
  * meaning and nothing in Python lacks a row.
  *
  * The math rows come first in the table, in the tk_math enum's order, so row
  * i of TK_MATH is math operation i.  The lookup by name is linear: there are
- * fewer than fifty rows and it runs once per call site at compile time.
+ * about seventy rows and it runs once per call site at compile time.
  */
 #include <string.h>
 
 #include "compiler/compiler.h"
 
 static const tk_intrinsic TABLE[] = {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) {name, TK_IK_MATH, id, nargs, nargs, result},
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) {name, TK_IK_MATH, id, nargs, nargs, result},
 #define TK_CALL(name, kind, sub, min_args, max_args) {name, kind, sub, min_args, max_args, TK_MR_FLOAT},
 #include "compiler/intrinsics.def"
     {NULL, TK_IK_MATH, 0, 0, 0, TK_MR_FLOAT}};
 
 static const struct mathrow {
-    const char *name, *libm_f64, *libm_f32;
+    const char *name, *libm_f64, *libm_f32, *helper_f64, *helper_f32;
     tk_math_result result;
 } MATH[M_COUNT] = {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = {name, libm_f64, libm_f32, result},
-#define TK_MATH_OP(id, name) [id] = {name, "", "", TK_MR_FLOAT},
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) \
+    [id] = {name, libm_f64, libm_f32, "tk_" name "_f64", "tk_" name "_f32", result},
+#define TK_MATH_OP(id, name) [id] = {name, "", "", "", "", TK_MR_FLOAT},
 #include "compiler/intrinsics.def"
 };
 
@@ -60,6 +63,11 @@ const char *tk_atom_name(int a) {
                                               [A_EXCH] = "exch", [A_AND] = "and", [A_OR] = "or", [A_XOR] = "xor",
                                               [A_CAS] = "cas"};
     return (unsigned)a < A_COUNT ? NAME[a] : "?";
+}
+
+const char *tk_math_helper(int m, tack_dtype dt) {
+    if ((unsigned)m >= M_COUNT || MATH[m].libm_f64[0] || !MATH[m].helper_f64[0]) return NULL;
+    return dt == TACK_F32 ? MATH[m].helper_f32 : MATH[m].helper_f64;
 }
 
 int tk_math_is_predicate(int m) { return (unsigned)m < M_COUNT && MATH[m].result == TK_MR_BOOL; }

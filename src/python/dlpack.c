@@ -268,7 +268,7 @@ static const tack_dlpack_import_options *import_options(tack_dlpack_import_optio
     o->copy = copy;
     o->device = dev;
     o->may_delete = interpreter_alive;
-    o->strided = 0;
+    o->strided = 1; /* a strided tensor is a strided tack.Array view, as m[:, 0] is */
     return o;
 }
 
@@ -276,12 +276,11 @@ static const tack_dlpack_import_options *import_options(tack_dlpack_import_optio
  * import that copies releases the GIL for the copy; the producer's deleter,
  * run at the end of it, takes the GIL itself if it needs it. */
 static PyObject *import_managed(tpy_state *st, void *managed, int versioned, tack_device *dev,
-                                tack_dlpack_copy copy, int strided) {
+                                tack_dlpack_copy copy) {
     tack_dlpack_import_options o;
     tack_array *arr = NULL;
     tack_status s;
     import_options(&o, dev, copy);
-    o.strided = strided; /* a kernel argument may be a strided view */
     if (copy == TACK_DLPACK_COPY_ALWAYS || dev) {
         Py_BEGIN_ALLOW_THREADS
         s = tack_array_from_dlpack(managed, versioned, &o, &arr);
@@ -294,7 +293,7 @@ static PyObject *import_managed(tpy_state *st, void *managed, int versioned, tac
 }
 
 /* Take the managed tensor out of a capsule (renaming it at once) and import it. */
-static PyObject *import_capsule(tpy_state *st, PyObject *cap, tack_device *dev, tack_dlpack_copy copy, int strided) {
+static PyObject *import_capsule(tpy_state *st, PyObject *cap, tack_device *dev, tack_dlpack_copy copy) {
     int versioned;
     const char *name = PyCapsule_GetName(cap);
     if (!name && PyErr_Occurred())
@@ -317,7 +316,7 @@ static PyObject *import_capsule(tpy_state *st, PyObject *cap, tack_device *dev, 
     if (!managed || PyCapsule_SetName(cap, versioned ? CAPSULE_VERSIONED_USED : CAPSULE_LEGACY_USED) < 0)
         return NULL;
     /* From here libtack owns the tensor, whatever happens. */
-    return import_managed(st, managed, versioned, dev, copy, strided);
+    return import_managed(st, managed, versioned, dev, copy);
 }
 
 /* The producer's exchange API table for major version 1, or NULL when its
@@ -430,7 +429,7 @@ static PyObject *py_from_dlpack(PyObject *m, PyObject *const *args, Py_ssize_t n
     if (device_obj != Py_None && !(dev = tpy_device_from_object(st, device_obj)))
         return NULL;
     if (PyCapsule_CheckExact(obj))
-        return import_capsule(st, obj, dev, copy, 0);
+        return import_capsule(st, obj, dev, copy);
     return import_producer(st, obj, dev, copy, use_c_api, 0, NULL);
 }
 
@@ -587,9 +586,10 @@ static PyObject *py_refuse_lazy_view(PyObject *m, PyObject *obj) {
 
 /* Import from a producer object (not a capsule): its exchange API for a host
  * tensor when it has one, else __dlpack__.  A lazy view is refused first.  A shared import of an immutable
- * producer's array is read-only.  With check_dev (a kernel argument), the
- * tensor's device is checked against `want` before it is imported, and a
- * strided tensor on the CPU comes as a strided view (runtime/strided.c). */
+ * producer's array is read-only.  A strided tensor comes as a strided view
+ * (runtime/strided.c), unless a copy is made, which gathers it.  With
+ * check_dev (a kernel argument), the tensor's device is checked against
+ * `want` before it is imported. */
 static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev, tack_dlpack_copy copy,
                                  int use_c_api, int check_dev, tack_device *want) {
     PyObject *cap = NULL, *out = NULL;
@@ -622,7 +622,7 @@ static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev,
                 tpy_dlpack_delete(mt, 1);
                 return NULL;
             }
-            out = import_managed(st, mt, 1, dev, copy, check_dev);
+            out = import_managed(st, mt, 1, dev, copy);
             return out ? readonly_if_immutable(st, obj, out) : NULL;
         }
         /* A device tensor needs the stream handshake of the Python protocol. */
@@ -636,7 +636,7 @@ static PyObject *import_producer(tpy_state *st, PyObject *obj, tack_device *dev,
         PyErr_Format(PyExc_TypeError, "%.100s.__dlpack__() returned %.100s, not a DLPack capsule",
                      Py_TYPE(obj)->tp_name, Py_TYPE(cap)->tp_name);
     else
-        out = import_capsule(st, cap, dev, copy, check_dev);
+        out = import_capsule(st, cap, dev, copy);
     /* The capsule's destructor is the producer's code, maybe Python (a
      * ctypes callback), run here perhaps with a refusal pending. */
     tpy_stashed_error e;
@@ -865,8 +865,9 @@ static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw) {
     if (!PyBuffer_IsContiguous(&h->view, 'C')) {
         PyErr_Format(PyExc_BufferError,
                      "a %.100s with non-contiguous storage cannot be wrapped: Tack arrays are C-contiguous; "
-                     "pass the view to a kernel directly (kernels read and write strided views in place), or "
-                     "wrap a contiguous copy and copy the results back into it",
+                     "pass the view to a kernel directly (kernels read and write strided views in place), import "
+                     "it with tack.from_dlpack (a strided view of the same memory), or wrap a contiguous copy and "
+                     "copy the results back into it",
                      Py_TYPE(ptr)->tp_name);
         goto fail;
     }
@@ -903,13 +904,16 @@ PyDoc_STRVAR(FROM_DLPACK_DOC,
 "for producers that predate it.  When the producer's type offers the C\n"
 "exchange API (__dlpack_c_exchange_api__, as PyTorch 2.10+ and Tack do),\n"
 "host tensors are exchanged through it, without a capsule.\n\n"
-"The storage must be C-contiguous (dimensions of extent 1 may have any\n"
-"stride); otherwise BufferError says so -- make it contiguous on the\n"
-"producer's side first.  A read-only tensor gives a read-only array.  The\n"
-"producer's storage stays alive until the last Tack array using it is gone.\n\n"
+"A strided tensor (t[:, 0], t[::2], t.T, negative strides where the\n"
+"producer has them) gives a strided view (.strided is True) of the same\n"
+"memory: kernels read and write it in place, .numpy() gathers it, and it\n"
+"exports through DLPack with its strides.  A read-only tensor gives a\n"
+"read-only array.  The producer's storage stays alive until the last Tack\n"
+"array using it is gone.\n\n"
 "device: where the result must live ('cpu', ...); None: the tensor's own\n"
 "device.  Another device than the tensor's needs a copy.\n"
-"copy: True always returns an independent, writable copy; False never\n"
+"copy: True always returns an independent, writable, C-contiguous copy\n"
+"(a strided tensor's elements gathered); False never\n"
 "copies (BufferError where sharing is impossible); None (default) shares\n"
 "when possible and copies otherwise.\n"
 "c_api=False (for measurements and tests) forces the Python protocol.");

@@ -10,9 +10,10 @@
  * reference counted with atomics: a DLPack consumer in another library may
  * drop the last reference on any thread.
  *
- * A foreign strided view (a kernel argument) is a handle with strides;
- * strided.c makes it and answers its overlap questions, and the operations
- * here that assume C order refuse it.
+ * A strided view (a column, a transpose, a strided DLPack tensor) is a
+ * handle with strides; strided.c makes it and answers its overlap
+ * questions, the operations here that write or reshape in C order refuse
+ * it, and a clone gathers its elements into a new C-order array.
  *
  * Shapes are validated here once (non-negative, at most TACK_MAX_NDIM axes,
  * element count and byte size without overflow), so every other layer can
@@ -157,6 +158,16 @@ static void chain_release(void *p) {
 
 tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data,
                             int writable, tack_release_fn release, void *ctx, tack_array **out) {
+    return rt_wrap_span(dev, dt, ndim, shape, data, 0, SIZE_MAX, writable, release, ctx, out);
+}
+
+/* The storage of a wrapped array is the bytes its elements reach: from
+ * element (0, ..., 0)'s address `data` plus `lo` (a strided view with a
+ * negative stride reaches below it), `span` bytes (SIZE_MAX: C order's
+ * size * itemsize).  Those are the bytes the device's check_ptr is asked
+ * about and a later view of the array must stay within (strided.c). */
+tack_status rt_wrap_span(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data, int64_t lo,
+                         size_t span, int writable, tack_release_fn release, void *ctx, tack_array **out) {
     int64_t size;
     size_t nbytes;
     tack_status st;
@@ -164,6 +175,10 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
         dev = rt_default_cpu();
     if ((st = check_shape(dt, ndim, shape, &size, &nbytes)) != TACK_OK)
         goto fail;
+    if (span == SIZE_MAX || !data || !nbytes) {
+        span = nbytes;
+        lo = 0;
+    }
     const tack_dtype_info *info = tack_dtype_get(dt);
     if (nbytes > 0 && !data) {
         st = tack_set_error(TACK_ERR_VALUE, "NULL data pointer for a non-empty array of %lld elements",
@@ -177,7 +192,7 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
             st = tack_set_error(TACK_ERR_NOMEM, "out of memory wrapping storage");
             goto fail;
         }
-        if ((st = dev->backend->wrap_handle(dev, data, nbytes, &data, &c->be, &c->be_ctx)) != TACK_OK) {
+        if ((st = dev->backend->wrap_handle(dev, data, span, &data, &c->be, &c->be_ctx)) != TACK_OK) {
             tack_free(c);
             goto fail;
         }
@@ -195,14 +210,15 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
     /* An extent that runs past the top of the address space wraps to low
      * memory: data + nbytes would compare below data, and every bound
      * computed from it would be wrong. */
-    if (data && nbytes > 0 && nbytes - 1 > UINTPTR_MAX - (uintptr_t)data) {
+    char *first = (char *)data + lo; /* the lowest byte (the caller checked that it does not wrap) */
+    if (data && span > 0 && span - 1 > UINTPTR_MAX - (uintptr_t)first) {
         st = tack_set_error(TACK_ERR_VALUE,
                             "address 0x%llx with %zu bytes runs past the end of the address space",
-                            (unsigned long long)(uintptr_t)data, nbytes);
+                            (unsigned long long)(uintptr_t)first, span);
         goto fail;
     }
     if (data && dev->backend->check_ptr && !dev->backend->wrap_handle &&
-        (st = dev->backend->check_ptr(dev, data, nbytes)) != TACK_OK)
+        (st = dev->backend->check_ptr(dev, first, span)) != TACK_OK)
         goto fail;
     rt_storage *s = tack_malloc(sizeof *s);
     if (!s) {
@@ -212,8 +228,8 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
     memset(s, 0, sizeof *s);
     atomic_init(&s->refs, 1);
     s->device = dev;
-    s->data = data;
-    s->nbytes = nbytes;
+    s->data = data ? first : NULL;
+    s->nbytes = span;
     s->writable = writable != 0;
     s->release = release;
     s->release_ctx = ctx;
@@ -222,6 +238,7 @@ tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int
         storage_release(s); /* runs release(ctx) */
         return TACK_ERR_NOMEM;
     }
+    a->data = data;
     atomic_store(&s->flags, TACK_ARRAY_SHARED);
     *out = a;
     return TACK_OK;
@@ -412,15 +429,28 @@ tack_status tack_array_fill(tack_array *a, const void *value) {
     return st == TACK_OK ? settle_shared(d, a, NULL) : st;
 }
 
+/* A strided view's elements, gathered in C order on the host (strided.c),
+ * into the new array c: in place on the CPU, else staged and copied over. */
+static tack_status gather_into(tack_array *c, const tack_array *a) {
+    tack_device *d = c->storage->device;
+    if (d->backend->type == TACK_DEVICE_CPU)
+        return rt_strided_to_host(a, c->data);
+    void *tmp = tack_malloc(c->nbytes ? c->nbytes : 1);
+    if (!tmp)
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory staging a %zu-byte copy of a strided view", c->nbytes);
+    tack_status st = rt_strided_to_host(a, tmp);
+    if (st == TACK_OK && c->nbytes)
+        st = d->backend->copy(d, c->data, tmp, c->nbytes, RT_COPY_H2D);
+    tack_free(tmp);
+    return st;
+}
+
 tack_status tack_array_clone(const tack_array *a, tack_device *dev, tack_array **out) {
     tack_array *c = NULL;
-    tack_status st = rt_refuse_strided(a, "clone");
+    tack_status st = tack_array_empty(dev ? dev : a->storage->device, a->dtype, a->ndim, a->shape, &c);
     if (st != TACK_OK)
         return st;
-    st = tack_array_empty(dev ? dev : a->storage->device, a->dtype, a->ndim, a->shape, &c);
-    if (st != TACK_OK)
-        return st;
-    if ((st = tack_array_copy(c, a)) != TACK_OK) {
+    if ((st = a->strided ? gather_into(c, a) : tack_array_copy(c, a)) != TACK_OK) {
         tack_array_release(c);
         return st;
     }

@@ -6,11 +6,15 @@
  * ownership: a manager_ctx and a deleter the borrower calls exactly once.
  *
  * Import (tack_array_from_dlpack) checks that the description fits a Tack
- * array -- a known scalar dtype with one lane, a device Tack has, C-contiguous
- * strides (extent-1 dimensions may carry any stride, since no step is ever
- * taken along them), an aligned first element -- and then wraps the memory
- * with tack_array_wrap, handing it a release callback that calls the
- * producer's deleter.  The storage machinery in array.c guarantees that the
+ * array -- a known scalar dtype with one lane, a device Tack has, an aligned
+ * first element -- and then wraps the memory with tack_array_wrap, handing it
+ * a release callback that calls the producer's deleter.  Strides that are
+ * not C order's (extent-1 dimensions may carry any stride, since no step is
+ * ever taken along them) give a strided view, tack_array_wrap_strided, as
+ * tack.Array's own m[:, 0] and a.T are (strided.c): kernels read and write
+ * it in place, the C-order operations refuse it, and a copy of it (copy=True,
+ * another device) gathers its elements.  Only the C API's strided = 0 still
+ * asks for C order, for callers that read the data as a C array.  The storage machinery in array.c guarantees that the
  * callback runs once, when the last handle is gone, on whatever thread drops
  * it; the deleter is therefore called without any lock or interpreter state
  * of ours, which is what DLPack requires of producers anyway.  A binding can
@@ -21,8 +25,10 @@
  * at every moment.
  *
  * Export (tack_array_to_dlpack) allocates one block holding the managed
- * tensor, the shape and the strides, and retains the Tack array in it; the
- * deleter releases the array and frees the block.  Vector and matrix dtypes
+ * tensor, the shape and the strides -- a strided view's own, in elements
+ * of any sign from element (0, ..., 0), or C order's -- and retains the Tack
+ * array in it; the deleter releases the array and frees the block.  A view
+ * inside an OpenCL buffer exports the buffer's handle and its byte_offset.  Vector and matrix dtypes
  * have no DLPack equivalent that peers understand (lanes > 1 is rarely
  * supported), so they travel as their scalar type with trailing dimensions,
  * the same shape .numpy() gives.  The legacy format has no read-only flag;
@@ -208,10 +214,22 @@ static void format_strides(const DLTensor *t, char *buf, size_t len) {
         used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? ", " : "", (long long)t->strides[i]);
 }
 
-/* A strided import is taken as it is only when nothing asks for a copy: on
- * its own device, without copy=True. */
-static int need_copy_asked(const tack_dlpack_import_options *opt, tack_device *src_dev) {
-    return opt->copy == TACK_DLPACK_COPY_ALWAYS || (opt->device && opt->device != src_dev);
+/* The bytes a non-empty strided tensor's elements reach, from its first
+ * element's address: [*lo, *hi).  0, or -1 where the reach overflows (which
+ * tack_array_wrap_strided then refuses, naming the stride). */
+static int strided_reach(const DLTensor *t, size_t itemsize, int64_t *lo, int64_t *hi) {
+    *lo = 0;
+    *hi = (int64_t)itemsize;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t d;
+        if (t->shape[i] <= 1)
+            continue;
+        if (__builtin_mul_overflow(t->strides[i], t->shape[i] - 1, &d) ||
+            __builtin_mul_overflow(d, (int64_t)itemsize, &d) ||
+            __builtin_add_overflow(d < 0 ? *lo : *hi, d, d < 0 ? lo : hi))
+            return -1;
+    }
+    return 0;
 }
 
 tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpack_import_options *opt,
@@ -277,19 +295,6 @@ tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpa
         }
     }
     int strided = !is_c_contiguous(t, size);
-    if (strided && opt->strided && !need_copy_asked(opt, src_dev)) {
-        /* a kernel argument: the view as it is, strides and all (strided.c) */
-    } else if (strided) {
-        char strides[256];
-        format_strides(t, strides, sizeof strides);
-        st = tack_set_error(TACK_ERR_BUFFER,
-                            "the DLPack tensor has strides (%s) in elements: a tack.Array needs C-contiguous "
-                            "storage. Pass the view to a kernel directly (kernels read and write strided views "
-                            "in place), or import a contiguous copy (numpy.ascontiguousarray(x), x.contiguous()) "
-                            "and copy the results back into x",
-                            strides);
-        goto fail;
-    }
     void *data = NULL; /* an empty array needs no address: keep none */
     if (size > 0 && !t->data) {
         st = tack_set_error(TACK_ERR_VALUE, "the DLPack tensor has %lld elements and a NULL data pointer",
@@ -326,11 +331,19 @@ tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpa
     int host_src = need_copy && data && tack_device_kind(src_dev) == TACK_DEVICE_CPU && dst_dev->backend->check_ptr;
     char why[600] = "";
     if (host_src) {
-        size_t nbytes = 0;
+        size_t nbytes = 0, isz = tack_dtype_get(dt)->itemsize;
+        int64_t lo = 0, hi = 0; /* a strided view's bytes: from data + lo to data + hi */
+        const char *from = data;
         tack_status ok = TACK_ERR_VALUE;
-        if (!__builtin_mul_overflow((size_t)size, tack_dtype_get(dt)->itemsize, &nbytes) &&
-            (dst_dev->host_memory || opt->copy == TACK_DLPACK_COPY_NEVER))
-            ok = dst_dev->backend->check_ptr(dst_dev, data, nbytes);
+        if (strided) {
+            if (strided_reach(t, isz, &lo, &hi) == 0 && (lo >= 0 || ((uintptr_t)0 - (uintptr_t)lo) <= (uintptr_t)data)) {
+                from = (const char *)data + lo;
+                nbytes = (size_t)((uint64_t)hi - (uint64_t)lo);
+            }
+        } else if (__builtin_mul_overflow((size_t)size, isz, &nbytes))
+            nbytes = 0;
+        if (nbytes && (dst_dev->host_memory || opt->copy == TACK_DLPACK_COPY_NEVER))
+            ok = dst_dev->backend->check_ptr(dst_dev, from, nbytes);
         if (ok == TACK_OK && dst_dev->host_memory) {
             src_dev = dst_dev;
             need_copy = 0;
@@ -347,6 +360,17 @@ tack_status tack_array_from_dlpack(void *managed, int versioned, const tack_dlpa
     /* A producer's copy (IS_COPIED) is already ours alone, unless read-only. */
     if (opt->copy == TACK_DLPACK_COPY_ALWAYS && !((flags & DLPACK_FLAG_BITMASK_IS_COPIED) && writable))
         need_copy = 1;
+    /* A strided tensor is a strided view (strided.c), or, copied, its elements gathered in C order. */
+    if (strided && !opt->strided && !need_copy) {
+        char strides[256];
+        format_strides(t, strides, sizeof strides);
+        st = tack_set_error(TACK_ERR_BUFFER,
+                            "the DLPack tensor has strides (%s) in elements and the import was asked for "
+                            "C-contiguous storage (tack_dlpack_import_options.strided is 0): take it as a strided "
+                            "view (strided = 1), or ask for a copy (COPY_ALWAYS), which gathers its elements",
+                            strides);
+        goto fail;
+    }
     if (!(ctx = tack_malloc(sizeof *ctx))) {
         st = tack_set_error(TACK_ERR_NOMEM, "out of memory importing a DLPack tensor");
         goto fail;
@@ -421,10 +445,7 @@ tack_status tack_array_to_dlpack_stream(tack_array *a, int versioned, tack_dlpac
     tack_array *src = a;
     if (!a || !out)
         return tack_set_error(TACK_ERR_VALUE, "tack_array_to_dlpack: NULL %s", a ? "output" : "array");
-    int copied = copy == TACK_DLPACK_COPY_ALWAYS;
-    /* a strided view exports with its strides, unless it needs a copy or is a buffer and an offset */
-    if ((copied || a->offset) && (st = rt_refuse_strided(a, "DLPack export")) != TACK_OK)
-        return st;
+    int copied = copy == TACK_DLPACK_COPY_ALWAYS; /* a strided view's copy gathers it (array.c) */
     if (!versioned && !copied && !tack_array_writable(a))
         return tack_set_error(TACK_ERR_BUFFER,
                               "a read-only array cannot be exported as a legacy DLPack capsule, which "
@@ -470,7 +491,10 @@ tack_status tack_array_to_dlpack_stream(tack_array *a, int versioned, tack_dlpac
     tack_dtype_to_dlpack(info->id, &t->dtype);
     t->shape = b->shape;
     t->strides = b->strides;
-    t->byte_offset = 0;
+    /* A view inside a buffer whose data is a handle (OpenCL's cl_mem) is the
+     * handle and a byte offset, as DLPack describes OpenCL memory; an address
+     * is element (0, ..., 0)'s own. */
+    t->byte_offset = src->offset * (uint64_t)info->itemsize;
     if (versioned) {
         b->m.versioned.version.major = TACK_DLPACK_MAJOR;
         b->m.versioned.version.minor = TACK_DLPACK_MINOR;

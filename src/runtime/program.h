@@ -53,7 +53,7 @@ typedef struct tk_pinfo {  /* one parameter of the compiled signature */
 
 /* The run-time race detector's tables (check_races; runtime/races.c). */
 typedef struct tk_rsite {  /* an access the instrumented code records */
-    int param;             /* the kernel's array parameter */
+    int param;             /* the kernel's array parameter (-1: in a @tack.func, the caller's array) */
     int kind;              /* 0 a read, 1 a write, 2 an atomic update */
     int line;
     char *file;

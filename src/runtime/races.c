@@ -6,7 +6,8 @@
  * says whether two iterations name one element -- it warns of
  * (tack.RaceWarning).  A kernel compiled with check_races=True runs those
  * loops (and the ones tack.independent vouches for) instrumented: every load,
- * store and atomic update of an array the loop writes records itself in
+ * store and atomic update of an array the loop writes -- in its body and in
+ * the @tack.func functions it calls -- records itself in
  * shadow memory kept here, and the first conflict between two iterations
  * stops the launch with a tack.RaceError that names the array, the element,
  * both iterations and both source lines.
@@ -37,7 +38,7 @@
  * Dekker pair: of two iterations that each record and then look, at least
  * one sees the other.  So the detector misses no conflict, needs no lock,
  * and costs a few atomics an access (the code that does it is inline in
- * the kernel, compiler/races.c; only a conflict calls into libtack).
+ * the kernel, compiler/passes/race_watch.c; only a conflict calls into libtack).
  *
  * Stopping.  The first conflict is kept (a compare-and-swap on `found`) and
  * the generated code calls abi->fail with TK_SITE_RACE, which sets the

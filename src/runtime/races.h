@@ -3,7 +3,7 @@
  * instrumented CPU code and libtack share, and the session a launch keeps.
  *
  * The two structs below are mirrored, field for field, by the prelude that
- * compiler/races.c writes into an instrumented kernel's C; that prelude
+ * compiler/passes/race_watch.c writes into an instrumented kernel's C; that prelude
  * ends with _Static_asserts of their layout as this header gives it, so a
  * copy that drifts fails to compile.  A kernel built without check_races
  * has neither the prelude nor the argument slot that carries the session.

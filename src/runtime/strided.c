@@ -5,17 +5,19 @@
  * whose elements are not packed in C order -- a NumPy column m[:, 0], a
  * reversed a[::-1], a transpose, a broadcast, a strided PyTorch or CuPy
  * tensor, or the same views of a Tack array on any device (tack.Array
- * indexing and .T make them with tack_array_as_strided) -- and read and
- * write it in place.  Such an array is an ordinary tack_array handle with
- * `strided` set and one stride per axis, in elements and of any sign, from
- * element (0, ..., 0): its address, or on a device whose data are handles
- * (OpenCL cl_mem buffers, which the host cannot offset) the buffer and an
- * element `offset` the kernel adds itself.  The operations that assume C
- * order (copies into it, fill, reshape, subviews) refuse it
- * (rt_refuse_strided); copying it to the host gathers its elements
- * (rt_strided_to_host), and a DLPack export carries its strides (not for
- * a buffer and an offset, which DLPack cannot describe to a consumer).  The compiler gives the kernel a version that
- * indexes with the strides (the argument signature's `strided` bit), so a
+ * indexing and .T make them with tack_array_as_strided, tack.from_dlpack
+ * with tack_array_wrap_strided) -- and read and write it in place.  Such an
+ * array is an ordinary tack_array handle with `strided` set and one stride
+ * per axis, in elements and of any sign, from element (0, ..., 0): its
+ * address, or on a device whose data are handles (OpenCL cl_mem buffers,
+ * which the host cannot offset) the buffer and an element `offset` the
+ * kernel adds itself.  The operations that write or reshape in C order
+ * (copies into it, fill, reshape, subviews) refuse it (rt_refuse_strided);
+ * copying it to the host or cloning it gathers its elements
+ * (rt_strided_to_host), and a DLPack export carries its strides (for a
+ * buffer and an offset: the buffer and a byte_offset, as DLPack describes
+ * OpenCL memory).  The compiler gives the kernel a version that indexes
+ * with the strides (the argument signature's `strided` bit), so a
  * contiguous call keeps its code, on the CPU and in every GPU dialect.
  *
  * Two questions about memory need answers that hold for strides:
@@ -47,7 +49,7 @@ tack_status rt_refuse_strided(const tack_array *a, const char *what) {
     return tack_set_error(TACK_ERR_BUFFER,
                           "%s: the array is a strided view (a step, a column, a transpose), which kernels "
                           "read and write in place but which has no C-order storage of its own; pass it to a "
-                          "kernel, or read a contiguous copy (.numpy(), numpy.array(x), x.contiguous())",
+                          "kernel, or work on a contiguous copy (.copy(), .numpy(), x.contiguous())",
                           what);
 }
 
@@ -177,22 +179,23 @@ tack_status tack_array_wrap_strided(tack_device *dev, tack_dtype dt, int ndim, c
     }
     /* The elements reach from data + lo to data + hi: neither end may wrap. */
     if (data && !empty &&
-        ((lo < 0 && (uintptr_t)-lo > (uintptr_t)data) || (uintptr_t)hi - 1 > UINTPTR_MAX - (uintptr_t)data)) {
+        ((lo < 0 && ((uintptr_t)0 - (uintptr_t)lo) > (uintptr_t)data) || (uintptr_t)hi - 1 > UINTPTR_MAX - (uintptr_t)data)) {
         st = tack_set_error(TACK_ERR_VALUE,
                             "a strided view at address 0x%llx reaching bytes %lld to %lld from it runs past the "
                             "end of the address space",
                             (unsigned long long)(uintptr_t)data, (long long)lo, (long long)hi);
         goto fail;
     }
-    if (dev->opaque_data && lo < 0 && !empty) { /* a handle has no address before it */
+    if ((dev->opaque_data || dev->backend->wrap_handle) && lo < 0 && !empty) { /* a handle has no address before it */
         st = tack_set_error(TACK_ERR_VALUE,
                             "a strided view on %s reaches %lld bytes before its buffer's start; its buffers are "
                             "handles, so element (0, ..., 0) must be the lowest",
                             tack_device_name(dev), (long long)-lo);
         goto fail;
     }
-    tack_array *a = NULL;
-    if ((st = tack_array_wrap(dev, dt, ndim, shape, data, writable, release, ctx, &a)) != TACK_OK)
+    tack_array *a = NULL; /* its storage: the bytes the elements reach, data + lo to data + hi */
+    if ((st = rt_wrap_span(dev, dt, ndim, shape, data, strided && !empty ? lo : 0,
+                           strided && !empty ? (size_t)((uint64_t)hi - (uint64_t)lo) : SIZE_MAX, writable, release, ctx, &a)) != TACK_OK)
         return st; /* the wrap released ctx */
     if (strided && !empty) {
         a->strided = 1;

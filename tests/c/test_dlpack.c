@@ -196,6 +196,47 @@ static void test_import_refusals(void)
     CHECK(tack_array_from_dlpack(NULL, 1, NULL, &a) == TACK_ERR_VALUE);
 }
 
+/* Strided tensors: a strided view with opt->strided (its storage the bytes
+ * its elements reach, so a view of it may reach below its first element),
+ * gathered by a copy, refused without either. */
+static void test_import_strided(void)
+{
+    producer_v p;
+    tack_array *a = NULL, *sub = NULL;
+    int64_t shape[2] = {4, 3}, back[2] = {-1, -4}; /* storage[0..12) as a 3x4 matrix, [::-1, ::-1].T */
+    tack_dlpack_import_options view = {TACK_DLPACK_COPY_IF_NEEDED, NULL, NULL, 1};
+    tack_dlpack_import_options copy = {TACK_DLPACK_COPY_ALWAYS, NULL, NULL, 0};
+    deleted_versioned = 0;
+    for (int i = 0; i < 12; i++) storage[i] = (float)i;
+
+    make_v(&p, 2, shape, back, F32);
+    p.m.dl_tensor.byte_offset = 11 * sizeof(float); /* element (0, 0) is the last */
+    CHECK(tack_array_from_dlpack(&p.m, 1, &view, &a) == TACK_OK);
+    CHECK(tack_array_data(a) == storage + 11 && tack_array_strides(a) && tack_array_strides(a)[1] == -4);
+    float host[12];
+    CHECK(tack_array_copy_to_host(a, host, sizeof host) == TACK_OK);
+    for (int i = 0; i < 12; i++) CHECK(host[i] == (float)(11 - (i % 3) * 4 - i / 3));
+    int64_t two[1] = {3}, step[1] = {-4};
+    CHECK(tack_array_as_strided(a, -1, 1, two, step, &sub) == TACK_OK); /* its row 1, below (0, 0): 10, 6, 2 */
+    CHECK(tack_array_copy_to_host(sub, host, 3 * sizeof(float)) == TACK_OK);
+    CHECK(host[0] == 10.0f && host[1] == 6.0f && host[2] == 2.0f);
+    tack_array_release(a);
+    CHECK(deleted_versioned == 0);
+    tack_array_release(sub);
+    CHECK(deleted_versioned == 1);
+
+    make_v(&p, 2, shape, back, F32);
+    p.m.dl_tensor.byte_offset = 11 * sizeof(float);
+    CHECK(tack_array_from_dlpack(&p.m, 1, &copy, &a) == TACK_OK); /* gathered in C order */
+    CHECK(deleted_versioned == 2 && !tack_array_strides(a) && ((float *)tack_array_data(a))[1] == 7.0f);
+    tack_array_release(a);
+
+    make_v(&p, 2, shape, back, F32);
+    p.m.dl_tensor.byte_offset = 11 * sizeof(float);
+    CHECK(tack_array_from_dlpack(&p.m, 1, NULL, &a) == TACK_ERR_BUFFER && strstr(tack_last_error(), "strided = 1"));
+    CHECK(deleted_versioned == 3);
+}
+
 static void test_import_copy(void)
 {
     producer_v p;
@@ -362,6 +403,7 @@ int main(void)
     test_dtypes();
     test_import_basic();
     test_import_refusals();
+    test_import_strided();
     test_import_copy();
     test_deleter_gate_and_threads();
     test_export();

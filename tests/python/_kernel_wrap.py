@@ -164,19 +164,22 @@ def run_plugin(plugin, files, summary_var, summary, timeout, cwd=None, env=None,
     return json.loads(Path(summary).read_text())
 
 
-def run_plugins(plugins, files, folder, timeout, cwd=None, **values):
-    """Run pytest over files once with every plugin of `plugins` ({plugin:
-    the environment variable naming its summary file}) loaded, each summary
-    written under folder, in this process's environment with values added;
-    the summaries read back, by plugin.  Each plugin wraps the kernels in
-    turn and sees the tests' calls only (aside())."""
-    env = dict(os.environ, **values, **{var: os.path.join(folder, f"{name}.json") for name, var in plugins.items()})
+def run_plugins(plugins, files, folder, timeout, cwd=None, prefix="run", args=(), **values):
+    """Run pytest over files (with args) once with every plugin of `plugins`
+    ({plugin: the environment variable naming its summary file}) loaded, each
+    summary written under folder as PREFIX-PLUGIN.json, in this process's
+    environment with values added; the summaries read back, by plugin, and
+    under "_process" the run's exit status and the tail of its output.  Each
+    plugin that wraps the kernels does so in turn and sees the tests' calls
+    only (aside())."""
+    env = dict(os.environ, **values, **{var: os.path.join(folder, f"{prefix}-{name}.json")
+                                        for name, var in plugins.items()})
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
     for name in plugins:
         cmd += ["-p", name]
     proc = subprocess.run(cmd + list(map(str, files)), env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
-    out = {}
+    out = {"_process": {"returncode": proc.returncode, "tail": proc.stdout[-6000:] + proc.stderr[-3000:]}}
     for name, var in plugins.items():
         path = Path(env[var])
         assert path.exists(), f"{name} wrote no summary: " + \

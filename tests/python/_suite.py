@@ -76,82 +76,192 @@ WATCHERS = {
     "_opencl_diff": ("TACK_OPENCL_DIFF", lambda: bool(opencl_devices())),
     "_f32_capture": ("TACK_F32_CAPTURE", lambda: bool(opencl_devices())),
 }
-_watched = None
+
+# The suite's runs in processes of their own, and the tests that read each.
+# A test run that collects one of these tests starts the run at once, in the
+# background (start(), from conftest.py), so that it goes on beside the other
+# tests instead of holding a worker while they wait; conftest.py also puts
+# these tests last.  The run on eight threads and the run on one, which
+# test_races.py compares, are these two: the watched run computes with the
+# optimizing passes on eight threads, the unoptimized one on one thread.
+RUNS = {
+    "watched": {"test_language_suite_compiles_for_cuda", "test_language_suite_compiles_for_hip",
+                "test_language_suite_type_checks_as_msl", "test_language_suite_gives_the_cpu_results",
+                "test_intel_compiler_accepts_every_kernel", "test_the_language_suite_has_no_racy_compound_assignment",
+                "test_the_language_suite_in_single_precision_needs_no_double",
+                "test_warning_free_language_kernels_agree_on_one_thread_and_many"},
+    "unoptimized": {"test_language_suites_without_optimizations",
+                    "test_warning_free_language_kernels_agree_on_one_thread_and_many"},
+}
+# The files of the unoptimized run: the suite and the language chapter's examples.
+UNOPTIMIZED_FILES = FILES + ("test_language_docs.py",)
+
+_results = {}
 _folder = None
+_started = []
 
 
 def _shared_folder():
-    """Where the watched run keeps its summaries: one folder for every pytest-xdist
+    """Where the suite's runs keep their results: one folder for every pytest-xdist
     worker of one test run (PYTEST_XDIST_TESTRUNUID), else one for this process."""
+    global _folder
+    if _folder is not None:
+        return _folder
     import atexit
     import shutil
     import tempfile
 
     uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if not uid:
-        folder = tempfile.mkdtemp(prefix="tack-watched-suite-")
-        atexit.register(shutil.rmtree, folder, True)
-        return folder
+        _folder = tempfile.mkdtemp(prefix="tack-suite-runs-")
+        atexit.register(shutil.rmtree, _folder, True)
+        return _folder
     import glob
     import time
 
-    for old in glob.glob(os.path.join(tempfile.gettempdir(), "tack-watched-suite-*")):
+    for old in glob.glob(os.path.join(tempfile.gettempdir(), "tack-suite-runs-*")):
         try:  # earlier test runs' folders, a day old
             if time.time() - os.stat(old).st_mtime > 86400:
                 shutil.rmtree(old, True)
         except OSError:
             pass
-    folder = os.path.join(tempfile.gettempdir(), f"tack-watched-suite-{uid}")
-    os.makedirs(folder, exist_ok=True)
-    return folder
+    _folder = os.path.join(tempfile.gettempdir(), f"tack-suite-runs-{uid}")
+    os.makedirs(_folder, exist_ok=True)
+    return _folder
 
 
-def watched(plugin):
-    """The summary `plugin` wrote in the suite's one watched run.
+def _paths(name):
+    folder = _shared_folder()
+    return os.path.join(folder, f"{name}.lock"), os.path.join(folder, f"{name}.json")
 
-    The suite runs once with every plugin of WATCHERS that this machine can
-    run loaded together (_kernel_wrap.run_plugins): each call a test makes is
-    compiled for CUDA, HIP and Metal, run again on OpenCL, checked for racy
-    read-modify-writes and in single precision, in one pass over the suite
-    instead of four.  Under pytest-xdist the first worker to ask makes the
-    run, holding a lock in a folder all workers of the test run share; the
-    others wait for it and read its summaries."""
-    global _watched, _folder
-    if _watched is None:
+
+def start(names):
+    """Start each run of `names` (keys of RUNS) in the background, unless a
+    worker of this test run has already started or made it.  The run's lock
+    is taken here and handed to the background process, which holds it until
+    the run's result is written: whoever asks for the result (result())
+    waits on the lock, so no run is ever made twice."""
+    import atexit
+    import fcntl
+    import subprocess
+    import sys
+
+    for name in sorted(names):
+        lock, done = _paths(name)
+        fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        if os.path.exists(done):
+            os.close(fd)
+            continue
+        # the lock belongs to the open file, which the child shares: it is held
+        # until the child ends, whatever this process does meanwhile
+        with open(os.path.join(_shared_folder(), f"{name}.err"), "w") as err:
+            proc = subprocess.Popen([sys.executable, __file__, name, _shared_folder()], pass_fds=(fd,), cwd=HERE,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        os.close(fd)
+        if not _started:
+            atexit.register(_end_started)
+        _started.append(proc)
+
+
+def _end_started():
+    """At exit: a pytest-xdist worker waits for the runs it started (another
+    worker may be waiting for their results); a lone pytest ends them, since
+    nobody else can read them."""
+    for proc in _started:
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            proc.wait()
+        elif proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+
+
+def result(name):
+    """The result of the suite's run `name` (a key of RUNS): the one a
+    background process of this test run made (waiting for it to end), else
+    made here and now."""
+    if name not in _results:
         import fcntl
         import json
 
-        import _kernel_wrap
+        lock, done = _paths(name)
+        with open(lock, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            if not os.path.exists(done):
+                _write(done, _make(name))
+            with open(done) as g:
+                _results[name] = json.load(g)
+    if "_error" in _results[name]:
+        raise AssertionError(f"the suite's {name} run failed:\n{_results[name]['_error']}")
+    return _results[name]
 
-        _folder = _shared_folder()
-        done = os.path.join(_folder, "summaries.json")
-        with open(os.path.join(_folder, "lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if os.path.exists(done):
-                with open(done) as f:
-                    _watched = json.load(f)
-            else:
-                plugins = {name: var for name, (var, can) in WATCHERS.items() if can()}
-                values = {}
-                if "_cuda_capture" in plugins:
-                    values["TACK_CAPTURE_TARGET"] = ",".join(gpu_targets())
-                if "_opencl_diff" in plugins:
-                    os.makedirs(opencl_sources(), exist_ok=True)
-                    values.update(TACK_OPENCL_DEVICE=opencl_devices()[0], TACK_OPENCL_SOURCES=opencl_sources())
-                _watched = _kernel_wrap.run_plugins(plugins, paths(), _folder, 3600, cwd=HERE, **values)
-                with open(done + ".tmp", "w") as f:
-                    json.dump(_watched, f)
-                os.replace(done + ".tmp", done)
-    if plugin not in _watched:
+
+def _write(path, value):
+    import json
+
+    with open(path + ".tmp", "w") as f:
+        json.dump(value, f)
+    os.replace(path + ".tmp", path)
+
+
+def _make(name):
+    """Run the suite's run `name` in a pytest process of its own; its plugins' summaries, by plugin."""
+    import _kernel_wrap
+
+    folder = _shared_folder()
+    if name == "watched":
+        # the suite once with every plugin of WATCHERS this machine can run: each call a
+        # test makes is compiled for CUDA, HIP and Metal, run again on OpenCL, checked
+        # for racy read-modify-writes and in single precision, in one pass over the
+        # suite instead of four; on eight threads (test_races.py)
+        plugins = {name: var for name, (var, can) in WATCHERS.items() if can()}
+        values = {"TACK_NUM_THREADS": "8"}
+        if "_cuda_capture" in plugins:
+            values["TACK_CAPTURE_TARGET"] = ",".join(gpu_targets())
+        if "_opencl_diff" in plugins:
+            os.makedirs(opencl_sources(), exist_ok=True)
+            values.update(TACK_OPENCL_DEVICE=opencl_devices()[0], TACK_OPENCL_SOURCES=opencl_sources())
+        plugins["_outcomes"] = "TACK_OUTCOMES"
+        return _kernel_wrap.run_plugins(plugins, paths(), folder, 3600, cwd=HERE, prefix=name, **values)
+    if name == "unoptimized":
+        # every optimizing pass off (TACK_OPT=0), on one thread; the tests that look at
+        # the optimized source itself are left out
+        return _kernel_wrap.run_plugins({"_outcomes": "TACK_OUTCOMES"}, paths(UNOPTIMIZED_FILES), folder, 1800,
+                                        cwd=HERE, prefix=name, args=("-m", "not optimized_source"),
+                                        TACK_OPT="0", TACK_NUM_THREADS="1")
+    raise KeyError(name)
+
+
+def watched(plugin):
+    """The summary `plugin` (a key of WATCHERS) wrote in the suite's one watched run."""
+    out = result("watched")
+    if plugin not in out:
         raise KeyError(f"{plugin} did not run: this machine lacks what it needs")
-    return _watched[plugin]
+    return out[plugin]
 
 
 def opencl_sources():
     """The folder where the watched run's OpenCL differential keeps each distinct source."""
-    return os.path.join(_folder, "opencl-sources")
+    return os.path.join(_shared_folder(), "opencl-sources")
 
 
 def gpu_capture(target):
     """The summary of compiling every kernel call of the suite for target (the watched run's)."""
     return watched("_cuda_capture")[target]
+
+
+if __name__ == "__main__":  # the background process of start(): holds the run's lock (fd 3 and up) until written
+    import sys
+
+    import traceback
+
+    _folder = sys.argv[2]
+    try:
+        made = _make(sys.argv[1])
+    except BaseException:  # noqa: BLE001 -- told to whoever asks for the result, not lost here
+        made = {"_error": traceback.format_exc()[-6000:]}
+    _write(_paths(sys.argv[1])[1], made)

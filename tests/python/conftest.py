@@ -25,32 +25,34 @@ SERIAL = {
 }
 
 
-# The tests that read the language suite's one watched run (_suite.watched:
-# every call compiled for each GPU dialect, run on OpenCL, checked for races and
-# in single precision).  The first worker to ask makes the run, under a lock
-# the workers of one test run share; the group keeps them together besides.
-WATCHED_TESTS = {
-    "test_language_suite_compiles_for_cuda",
-    "test_language_suite_compiles_for_hip",
-    "test_language_suite_type_checks_as_msl",
-    "test_language_suite_gives_the_cpu_results",
-    "test_intel_compiler_accepts_every_kernel",
-    "test_the_language_suite_has_no_racy_compound_assignment",
-    "test_the_language_suite_in_single_precision_needs_no_double",
-}
+import _suite  # noqa: E402 (tests/python is on the path)
+
+# The tests that read one of the suite's runs in processes of their own
+# (_suite.RUNS: the watched run, the unoptimized run), by name.
+BACKGROUND = {test: run for run, tests in _suite.RUNS.items() for test in tests}
 
 
-# tryfirst: pytest-xdist's worker reads the xdist_group marks in a hook of its
-# own that would otherwise run before this one (and find none).
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    """Serial files marked; the files that read the suite's background runs
+    last, and those tests last in their files, so that the runs have the
+    whole test run to go on beside the other tests (make test hands out whole
+    files: pytest-xdist's --dist loadfile, so a module-scoped fixture, such
+    as a built library, is made once)."""
+    late = {item.path for item in items if item.name in BACKGROUND}
     for item in items:
-        name = item.path.name
-        if name in SERIAL:
+        if item.path.name in SERIAL:
             item.add_marker(pytest.mark.serial)
-        # under pytest-xdist's --dist loadgroup each file stays on one worker,
-        # so its module-scoped fixtures (a suite run, a built library) run once
-        item.add_marker(pytest.mark.xdist_group("watched-suite" if item.name in WATCHED_TESTS else name))
+    order = {path: n for n, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (item.path in late, order[item.path], item.name in BACKGROUND))
+
+
+def pytest_collection_finish(session):
+    """Start, in the background, the suite's runs that the collected tests
+    (after -m and -k) read: each goes on beside the other tests, and the
+    first worker to get here starts it (_suite.start)."""
+    runs = {BACKGROUND[item.name] for item in session.items if item.name in BACKGROUND}
+    if runs:
+        _suite.start(runs)
 
 
 @pytest.fixture(autouse=True)

@@ -279,6 +279,32 @@ def atomic_sum_on_a_shared_cell(v, total, low):
         tack.atomic_min(low, 0, v[i] - 7)
 
 
+# An atomic `a[k] += v` converts v to the element's type first: an f64 just
+# over half an f32 ulp of 1.0 adds nothing (a tie, to even), where f64
+# arithmetic stored once would round up.  Debug mode once matched the atomic
+# lines by the line within the function, not the file's, and never took a
+# function's own: it gave 1.0000001 for both.
+def _f64_into_f32():
+    return [np.ones(2, np.float32), np.array([0, 1, 0]), np.array([2.0**-24 + 2.0**-50, 2.0**-24 + 2.0**-50, 0.0])]
+
+
+@kernel(_f64_into_f32)
+def atomic_add_of_f64_into_f32(a, idx, x):
+    for i in range(idx.shape[0]):
+        a[idx[i]] += x[i]
+
+
+@tack.func
+def _add_to(a, k, v):
+    a[k] += v
+
+
+@kernel(_f64_into_f32)
+def atomic_add_of_f64_into_f32_in_a_function(a, idx, x):
+    for i in range(idx.shape[0]):
+        _add_to(a, idx[i], x[i])
+
+
 @kernel(lambda: [np.zeros((3, 5), np.float32)])
 def ndrange_2d(m):
     for i, j in tack.ndrange(m.shape[0], m.shape[1]):

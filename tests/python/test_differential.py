@@ -24,18 +24,18 @@ import _suite  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
-SUITES = list(_suite.FILES) + ["test_language_docs.py"]  # the language suite and the language chapter's examples
 
 pytestmark = pytest.mark.skipif(os.environ.get("TACK_OPT") == "0", reason="already the unoptimized run")
 
 
 def test_language_suites_without_optimizations():
-    env = dict(os.environ, TACK_OPT="0")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not optimized_source",
-           *[os.path.join(HERE, s) for s in SUITES]]
-    r = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    assert " passed" in r.stdout and " failed" not in r.stdout
+    """The suite's unoptimized run (_suite.RUNS, started in the background when
+    this test is collected): every test passes with every pass off."""
+    run = _suite.result("unoptimized")
+    proc, outcomes = run["_process"], run["_outcomes"]
+    assert proc["returncode"] == 0, proc["tail"]
+    assert " passed" in proc["tail"] and " failed" not in proc["tail"]
+    assert len(outcomes) > 1000 and all(o["ok"] for o in outcomes.values())
 
 
 RUN = textwrap.dedent("""

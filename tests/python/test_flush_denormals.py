@@ -102,35 +102,19 @@ def test_a_caller_that_flushes_already_keeps_flushing():
     assert subnormals_survive()
 
 
-POOL_SCRIPT = textwrap.dedent("""
-    import numpy as np, tack
-
-    def mul(x, y, out):
-        for i in range(out.shape[0]):
-            out[i] = x[i] * y[i]
-
-    plain = tack.kernel(mul)
-    flushed = tack.kernel(mul, flush_denormals=True)
+@pytest.mark.parametrize("threads", [2, 4])
+def test_the_pool_workers_flush_and_are_put_back(threads):
     n = 1 << 22  # far above one thread's share: every worker runs pieces
     x, y = np.full(n, np.float32(1e-38)), np.full(n, np.float32(1e-3))
     out = np.ones(n, np.float32)
-    for _ in range(5):
-        flushed(x, y, out)
-        assert (out == 0).all(), np.flatnonzero(out)[:5]
-        plain(x, y, out)  # on the same workers: each must be back to its own mode
-        assert (out != 0).all(), np.flatnonzero(out == 0)[:5]
+    with tack.config.override(num_threads=threads):
+        assert _core.device_threads("cpu") == threads
+        for _ in range(5):
+            flushed(x, y, out)
+            assert (out == 0).all(), np.flatnonzero(out)[:5]
+            plain(x, y, out)  # on the same workers: each must be back to its own mode
+            assert (out != 0).all(), np.flatnonzero(out == 0)[:5]
     assert np.float32(1e-38) * np.float32(1e-3) != 0
-    print("ok")
-""")
-
-
-@pytest.mark.parametrize("threads", ["2", "4"])
-def test_the_pool_workers_flush_and_are_put_back(threads, tmp_path):
-    env = dict(os.environ, TACK_NUM_THREADS=threads)
-    script = tmp_path / "pool_flush.py"  # a file: Tack compiles from the source text
-    script.write_text(POOL_SCRIPT)
-    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
 FTZ_CALLER_SCRIPT = textwrap.dedent("""

@@ -8,14 +8,17 @@ strides, byte offsets (aligned, misaligned, past the address space), NULL
 data and shapes, foreign devices, and deleters that count their calls and
 sometimes raise.  Each goes through one of the three doors: a raw capsule
 to tack.from_dlpack, a producer object to tack.from_dlpack, or a producer
-object as a kernel argument (which takes strided views, and refuses a
-read-only one for a parameter the kernel writes).  The properties:
+object as a kernel argument (which refuses a read-only one for a parameter
+the kernel writes).  Every door takes strided tensors as strided views
+(tack.from_dlpack once refused them).  The properties:
 
 - never a crash; a refused tensor raises ValueError, TypeError or
   BufferError (a kernel argument: ValueError or TypeError) whose message
   names the bad field;
-- an accepted tensor reads back exactly the elements the producer holds
-  (and a kernel's writes land in the producer's memory);
+- an accepted tensor reads back exactly the elements the producer holds;
+  a shared one exports back to NumPy with the producer's address and
+  strides, and writes through that export (or a kernel's writes) land in
+  the producer's memory where the view says;
 - the deleter runs exactly once in the tensor's life -- by Tack once it
   consumed the capsule (renamed it "used_dltensor[_versioned]"), whether
   the import succeeded or not, else by the capsule's own destructor; a
@@ -74,7 +77,6 @@ REFUSALS = {
     "misaligned": r"byte_offset.*aligned",
     "subbyte": r"sub-byte",
     "device": r"device type",
-    "strides": r"strides",
     "huge_stride": r"stride",
     "name": r"capsule named",
 }
@@ -173,8 +175,6 @@ def cases(draw):
     c = Case(door, kw, shape=shape, strides=strides, npdtype=npdtype, offset=offset,
              copy=draw(st.sampled_from([None, True, False])) if door != "kernel" else None,
              raises=kw["raise_in_deleter"])
-    if door != "kernel" and not _contiguous(shape, strides):
-        c.bad = "strides"  # a tack.Array is C-contiguous; only kernels take strided views
     if door == "kernel" and not flags & DLPACK_FLAG_BITMASK_READ_ONLY and 0 not in shape:
         s = strides or _c_strides(shape)
         if _self_overlaps(shape, s, itemsize):
@@ -182,8 +182,8 @@ def cases(draw):
         elif not _nested(shape, s, itemsize):
             c.notes.append("interleaved")  # apart, but refused all the same (see _nested)
     if draw(st.integers(0, 2)) == 0:
-        return c  # valid (or strided)
-    bad = draw(st.sampled_from(sorted(REFUSALS.keys() - {"strides"})))
+        return c  # valid (strided or not)
+    bad = draw(st.sampled_from(sorted(REFUSALS.keys())))
     if bad == "version" and versioned:
         kw["version"] = (draw(st.sampled_from([0, 2, 7, 2**32 - 1])), 0)
     elif bad == "dtype":
@@ -216,7 +216,7 @@ def cases(draw):
         kw["flags"] = flags | DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED
     elif bad == "device":
         kw["device"] = (draw(st.sampled_from(BAD_DEVICES)), 0)
-    elif bad == "huge_stride" and door == "kernel" and size > 0 and any(n > 2 for n in shape):
+    elif bad == "huge_stride" and size > 0 and any(n > 2 for n in shape):
         axis = next(i for i, n in enumerate(shape) if n > 2)
         s = list(strides or _c_strides(shape))
         s[axis] = draw(st.sampled_from([2**62, -2**62, 2**63 - 1]))
@@ -225,7 +225,7 @@ def cases(draw):
         pass
     else:
         return c  # the field does not apply here: the valid case
-    if door != "kernel" or bad != "huge_stride":
+    if bad != "huge_stride":
         kw["strides"] = None  # one bad field at a time: the strides are not
     c.bad = bad
     c.notes = []
@@ -334,11 +334,33 @@ def _import(c, p, do):
     assert a.writable == (copied or not readonly)
     if copied:
         assert p.deleted == 1  # the copy is made and the producer's tensor given back at once
+        assert not a.strided  # gathered in C order
     else:
         assert p.deleted == 0  # shared: in use until the array goes
+        assert a.strided == (a.size > 1 and not _contiguous(c.shape, c.strides))
         if a.size:
             assert a.ptr == p.base + c.offset
+            _export_back(c, p, a)
     del a
+
+
+def _export_back(c, p, a):
+    """A shared import exported to NumPy: the producer's address and strides
+    (axes of extent 1 aside), and a write through it lands where the view says."""
+    back = np.from_dlpack(a)
+    dt = np.dtype(c.npdtype)
+    strides = c.strides if c.strides is not None else _c_strides(c.shape)
+    assert back.ctypes.data == p.base + c.offset
+    assert all(n == 1 or b == s * dt.itemsize for n, b, s in zip(c.shape, back.strides, strides)), back.strides
+    if not a.writable:
+        assert not back.flags.writeable
+        return
+    one = dt.type(1)
+    back[...] = one
+    expect = bytearray(p.payload)
+    _view(c, expect)[...] = one
+    assert p.memory() == bytes(expect), "the writes did not land where the view says"
+    del back
 
 
 def _through_kernel(c, p):

@@ -121,15 +121,66 @@ def test_import_read_only():
         tack.copyto(view, [1, 2, 3, 4])
 
 
-def test_import_non_contiguous_refused():
+@pytest.mark.parametrize("key", ["T", (slice(None), 0), (slice(None), slice(None, None, 2)), slice(None, None, -1),
+                                 (slice(None, None, -2), slice(None, None, -1)), (1, slice(3, 0, -1))])
+def test_import_strided_is_a_view(key):
+    """A strided NumPy view imports as a strided tack.Array on the same memory
+    (it once raised BufferError): reads, writes, kernels and the export back
+    all reach the producer's elements."""
     host = np.arange(12, dtype=np.float32).reshape(3, 4)
-    with pytest.raises(BufferError, match="C-contiguous.*ascontiguousarray"):
-        tack.from_dlpack(host.T)
-    with pytest.raises(BufferError, match="contiguous"):
-        tack.from_dlpack(host[:, ::2])
-    # The advice works.
-    view = tack.from_dlpack(np.ascontiguousarray(host.T))
-    np.testing.assert_array_equal(view.numpy(), host.T)
+    v = host.T if key == "T" else host[key]
+    a = tack.from_dlpack(v)
+    assert a.strided and a.shape == v.shape and a.ptr == v.ctypes.data and a.writable
+    np.testing.assert_array_equal(a.numpy(), v)  # gathered
+    back = np.from_dlpack(a)  # the export carries the strides: the same memory, no copy
+    assert back.ctypes.data == v.ctypes.data and back.strides == v.strides
+    back[...] = -1.0  # a write through the round trip lands in the producer
+    assert (v == -1.0).all() and (host == -1.0).sum() == v.size
+    copied = tack.from_dlpack(v, copy=True)  # independent (NumPy's copy, or Tack's gathered one)
+    host[...] = 5.0
+    np.testing.assert_array_equal(copied.numpy(), np.full(v.shape, -1.0, np.float32))
+    c = a.copy()  # a clone gathers it in C order
+    assert not c.strided and c.ptr != a.ptr
+    np.testing.assert_array_equal(c.numpy(), v)
+
+
+def test_a_kernel_writes_through_an_imported_strided_view():
+    host = np.arange(12.0).reshape(3, 4)
+    col, rev = tack.from_dlpack(host[:, 1]), tack.from_dlpack(host[2, ::-1])
+
+    @tack.kernel
+    def twice(x):
+        for i in range(x.shape[0]):
+            x[i] = 2.0 * x[i]
+
+    twice(col)
+    twice(rev)
+    want = np.arange(12.0).reshape(3, 4)
+    want[:, 1] *= 2
+    want[2, :] *= 2
+    np.testing.assert_array_equal(host, want)
+    # A view of the imported view (Tack's own indexing) stays inside its memory.
+    np.testing.assert_array_equal(rev[1:3].numpy(), host[2, ::-1][1:3])
+    np.testing.assert_array_equal(tack.from_dlpack(host.T)[:, ::2].numpy(), host.T[:, ::2])
+
+
+def test_an_imported_view_whose_elements_share_memory_is_read_not_written():
+    base = np.arange(3.0)
+    b = tack.from_dlpack(np.lib.stride_tricks.as_strided(base, shape=(3, 4), strides=(8, 0), writeable=True))
+    assert b.strided and b.writable
+    np.testing.assert_array_equal(b.numpy(), np.repeat(base[:, None], 4, axis=1))
+
+    @tack.kernel
+    def fill2(x, v):
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                x[i, j] = v
+
+    with pytest.raises(ValueError, match="share memory"):  # four writes to one element: refused, saying why
+        fill2(b, 1.0)
+    with pytest.raises(BufferError, match="strided view"):  # C-order writes refuse any strided view
+        b.fill(1.0)
+    np.testing.assert_array_equal(base, [0.0, 1.0, 2.0])
 
 
 def test_import_size1_dims_any_stride():

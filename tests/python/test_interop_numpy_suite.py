@@ -78,12 +78,15 @@ def test_invalid_byte_swapping():
 @pytest.mark.parametrize("shape", [(5,), (2, 3), (2, 1, 3)])
 def test_non_contiguous(shape):
     x = np.arange(int(np.prod(shape)) * 2, dtype=np.float32).reshape(shape[:-1] + (shape[-1] * 2,))
-    with pytest.raises(BufferError, match="contiguous"):
-        tack.from_dlpack(x[..., ::2])
-    # Tack exports are always C-contiguous.
-    y = np.from_dlpack(tack.array(np.ascontiguousarray(x[..., ::2])))
-    assert y.flags.c_contiguous
+    v = tack.from_dlpack(x[..., ::2])  # a strided view, and back with its strides
+    assert v.strided and v.ptr == x.ctypes.data
+    y = np.from_dlpack(v)
+    assert y.strides == x[..., ::2].strides and y.ctypes.data == x.ctypes.data
     np.testing.assert_array_equal(y, x[..., ::2])
+    # A Tack array of its own is C-contiguous, and exports so.
+    z = np.from_dlpack(tack.array(np.ascontiguousarray(x[..., ::2])))
+    assert z.flags.c_contiguous
+    np.testing.assert_array_equal(z, x[..., ::2])
 
 
 def test_dlpack_device():
@@ -123,25 +126,28 @@ def test_ndim0():
 
 
 def test_size1dims_arrays():
-    # NumPy's case: Fortran order, with an odd stride on an extent-1 axis.
-    # Tack needs C order, so it refuses -- but the extent-1 stride alone is fine.
-    buf = np.ones(1000, dtype=np.uint8)
+    # NumPy's case: Fortran order, with an odd stride on an extent-1 axis:
+    # a strided view; the extent-1 stride alone leaves C order.
+    buf = np.arange(1000, dtype=np.uint8)
     x = np.ndarray(dtype="f8", shape=(10, 5, 1), strides=(8, 80, 4), buffer=buf, order="F")
-    with pytest.raises(BufferError, match="contiguous"):
-        tack.from_dlpack(x)
+    f = tack.from_dlpack(x)
+    assert f.strided and f.ptr == x.ctypes.data
+    np.testing.assert_array_equal(f.numpy(), x)
     c = np.ndarray(dtype="f8", shape=(10, 5, 1), strides=(40, 8, 4), buffer=buf)
     y = tack.from_dlpack(c)
-    assert y.shape == (10, 5, 1) and y.ptr == c.ctypes.data
+    assert y.shape == (10, 5, 1) and y.ptr == c.ctypes.data and not y.strided
     np.testing.assert_array_equal(y.numpy(), c)
 
 
-def test_fortran_order_refused():
-    x = np.asfortranarray(np.ones((10, 5)))
-    with pytest.raises(BufferError, match="contiguous"):
-        tack.from_dlpack(x)
+def test_fortran_order():
+    x = np.asfortranarray(np.arange(50.0).reshape(10, 5))
+    f = tack.from_dlpack(x)  # a strided view, not a copy
+    assert f.strided and f.ptr == x.ctypes.data
+    np.testing.assert_array_equal(f.numpy(), x)
+    assert np.from_dlpack(f).flags.f_contiguous
     y = np.ones((10, 5, 1))[:, :, :]
     z = tack.from_dlpack(np.lib.stride_tricks.as_strided(y, strides=(40, 8, 4)))
-    assert z.shape == (10, 5, 1)
+    assert z.shape == (10, 5, 1) and not z.strided
 
 
 def test_copy():

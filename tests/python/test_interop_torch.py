@@ -77,12 +77,53 @@ def test_vector_dtypes_travel_as_trailing_dims():
     assert tuple(m.shape) == (2, 2, 2) and m.dtype == torch.float64
 
 
-def test_non_contiguous_torch_refused():
+@pytest.mark.parametrize("c_api", [True, False], ids=["c_api", "protocol"])
+def test_strided_torch_tensors_are_views(c_api):
+    """t.T, t[:, 0], t[::2] import as strided views of the tensor's memory
+    (they once raised BufferError), through the C exchange API and the
+    Python protocol alike; torch.from_dlpack of the view is the same tensor."""
+    t = torch.arange(24.0).reshape(4, 6)
+    for view in (t.T, t[:, 0], t[::2], t[1:, 1::3], t[::2].T):
+        a = tack._core.from_dlpack(view, c_api=c_api)
+        assert a.strided and a.shape == tuple(view.shape) and a.ptr == view.data_ptr()
+        np.testing.assert_array_equal(a.numpy(), view.numpy())
+        back = torch.from_dlpack(a)
+        assert back.stride() == view.stride() and back.data_ptr() == view.data_ptr()
+        back.add_(100.0)  # a write through the round trip lands in t
+        np.testing.assert_array_equal(view.numpy(), a.numpy())
+    np.testing.assert_array_equal(t.numpy().ravel()[:1], [100.0 * 4])  # t[0, 0] is in four of the views
+    copied = tack._core.from_dlpack(t.T, copy=True, c_api=c_api)
+    t.zero_()
+    assert not (copied.numpy() == 0).all()
+
+
+def test_a_kernel_writes_through_a_strided_torch_import():
     t = torch.arange(12.0).reshape(3, 4)
-    for c_api in (True, False):
-        with pytest.raises(BufferError, match="contiguous"):
-            tack._core.from_dlpack(t.T, c_api=c_api)
+    col = tack.from_dlpack(t[:, 2])
+
+    @tack.kernel
+    def negate(x):
+        for i in range(x.shape[0]):
+            x[i] = -x[i]
+
+    negate(col)
+    negate(tack.from_dlpack(t.T)[0])  # a view of the view: column 0
+    np.testing.assert_array_equal(t[:, 2].numpy(), [-2.0, -6.0, -10.0])
+    np.testing.assert_array_equal(t[:, 0].numpy(), [-0.0, -4.0, -8.0])
+
+
+def test_lazy_views_are_still_refused_when_strided():
+    z = torch.arange(8.0).reshape(2, 4).to(torch.complex64)
+    with pytest.raises(BufferError, match="conjugate view.*resolve_conj"):
+        tack.from_dlpack(z.T.conj())
+    with pytest.raises(BufferError, match="negative view.*resolve_neg"):
+        tack.from_dlpack(torch.ops.aten._neg_view(torch.arange(8.0).reshape(2, 4)[:, ::2]))
+
+
+def test_contiguous_and_unit_extent_strides_stay_c_order():
+    t = torch.arange(12.0).reshape(3, 4)
     a = tack.from_dlpack(t.T.contiguous())
+    assert not a.strided
     np.testing.assert_array_equal(a.numpy(), t.T.numpy())
     # Extent-1 dimensions may have any stride.
     u = torch.arange(4.0).reshape(4, 1).expand(4, 1)

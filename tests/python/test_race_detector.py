@@ -8,10 +8,15 @@ that touch one element, one of them writing it, raise tack.RaceError naming
 the array, the element, both iterations and both lines.  The same kernel on
 data without such a pair gives NumPy's answer; atomic updates never
 conflict with each other; a kernel built without the option is the code it
-always was.
+always was.  Accesses inside @tack.func functions the loop calls are watched
+too (each function a watched copy, told the iteration and its caller's
+arrays), and debug mode (jit=False) runs the same detector: the same
+kernels flagged, with the same message.
 """
+import importlib.util
 import inspect
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -266,8 +271,247 @@ def test_a_gpu_dialect_refuses_it():
     assert "tk_rc" not in plain_scatter.generated_source(out, idx, x, target="cuda")
 
 
-def test_debug_mode_refuses_it_with_the_same_kind_of_error():
+# ------------------------------------------------------------------ @tack.func
+@tack.func
+def put(a, k, v):
+    a[k] = v
+
+
+@tack.func
+def put_twice_removed(b, k, v):
+    put(b, k, v)
+
+
+@tack.func
+def get(a, k):
+    return a[k]
+
+
+@tack.func
+def bump(a, k):
+    a[k] += 1
+
+
+def scatter_through(out, idx, x):
+    for i in range(x.shape[0]):
+        put(out, idx[i], x[i])
+
+
+def scatter_deeper(out, idx, x):
+    for i in range(x.shape[0]):
+        put_twice_removed(out, idx[i], x[i])
+
+
+def double_through_get(a, idx):
+    for i in range(idx.shape[0]):
+        v = get(a, i) * 2
+        a[idx[i]] = v
+
+
+def count_through(out, idx):
+    for i in range(idx.shape[0]):
+        bump(out, idx[i])
+
+
+@tack.func
+def add_at(a, k, v):
+    tack.atomic_add(a, k, v)
+
+
+def count_and_peek(h, y, idx):
+    for i in range(idx.shape[0]):
+        add_at(h, idx[i], 1)
+        y[i] = get(h, i)
+
+
+def running_max(m, y, idx, x):
+    for i in range(x.shape[0]):
+        if x[i] > m[0]:  # an atomic max of m[0]
+            m[0] = x[i]
+        y[i] = m[idx[i]]
+
+
+def own_update(a, idx):
+    for i in range(a.shape[0]):
+        a[i] *= a[idx[i]]  # a read and a write of the iteration's own a[i], and a read of a[idx[i]]
+
+
+def grid_update(m, rows):
+    for i, j in tack.ndrange(rows.shape[0], m.shape[1]):
+        m[rows[i], j] += 1.0
+        m[i, j] = 2.0
+
+
+def with_local_array(out, idx, x):
+    for i in range(x.shape[0]):
+        t = tack.zeros(2)
+        put(t, 0, x[i])  # the iteration's own array: nothing to watch
+        put(out, idx[i], t[0])
+
+
+checked_through = tack.kernel(scatter_through, check_races=True)
+
+
+def test_a_racy_write_through_a_function_is_found_at_the_functions_line():
+    out, idx, x = np.zeros(8), np.array([3, 1, 4, 1, 5]), np.arange(5.0)
+    with pytest.raises(tack.RaceError) as e:
+        checked_through(out, idx, x)
+    msg = str(e.value)
+    assert "kernel 'scatter_through'" in msg
+    assert "iteration i=1 writes out[1]" in msg and "iteration i=3 writes it" in msg
+    assert msg.count(f"({where(put, 'a[k] = v')}: a[k] in put())") == 2, msg
+    assert f"parallel loop over 'i' ({where(scatter_through, 'for i in')})" in msg
+    # two calls deep, and the caller's argument named by the function's parameter
+    with pytest.raises(tack.RaceError, match=r"i=0 writes out\[2\].*i=2 writes it") as e:
+        tack.kernel(scatter_deeper, check_races=True)(np.zeros(4), np.array([2, 1, 2]), np.ones(3))
+    assert f"({where(put, 'a[k] = v')}: a[k] in put())" in str(e.value)
+
+
+def test_a_read_in_a_function_of_what_another_iteration_writes_is_found():
+    # one pair meets (i=1 writes a[0], which i=0 reads), whichever thread runs which
+    with pytest.raises(tack.RaceError) as e:
+        tack.kernel(double_through_get, check_races=True)(np.arange(8.0), np.array([5, 0, 6]))
+    msg = str(e.value)
+    assert "iteration i=0 reads a[0]" in msg and "iteration i=1 writes it" in msg
+    assert f"({where(get, 'return a[k]')}: a[k] in get())" in msg
+    assert f"({where(double_through_get, 'a[idx[i]] = v')}: a[idx[i]])" in msg
+
+
+def test_functions_without_a_race_give_numpys_answer():
+    rng = np.random.default_rng(3)
+    idx, x = rng.permutation(1000), rng.standard_normal(1000)
+    out = np.zeros(1000)
+    checked_through(out, idx, x)
+    ref = np.zeros(1000)
+    ref[idx] = x
+    assert np.array_equal(out, ref)
+    a = np.arange(8.0)
+    tack.kernel(double_through_get, check_races=True)(a, np.array([5, 6, 7]))
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 0.0, 2.0, 4.0]
+    # += in a function called from the loop is atomic: counts never conflict
+    n, idx = np.zeros(3, np.int64), np.array([1, 1, 2, 1, 0] * 100)
+    tack.kernel(count_through, check_races=True)(n, idx)
+    assert n.tolist() == np.bincount(idx).tolist()
+    # a function given the iteration's own local array: that array is not watched
+    out = np.zeros(4)
+    tack.kernel(with_local_array, check_races=True)(out, np.array([3, 0, 2]), np.array([1.0, 2.0, 3.0]))
+    assert out.tolist() == [2.0, 0.0, 3.0, 1.0]
+    with pytest.raises(tack.RaceError, match=r"i=0 writes out\[3\].*i=1 writes it"):
+        tack.kernel(with_local_array, check_races=True)(np.zeros(4), np.array([3, 3]), np.ones(2))
+
+
+def test_a_function_gets_a_watched_copy_only_where_a_watched_loop_calls_it():
+    args = (np.zeros(8), np.array([1, 2]), np.ones(2))
+    plain = tack.kernel(scatter_through).generated_source(*args)
+    assert not re.search(r"tk_w\d", plain) and "tk_rc" not in plain
+    src = checked_through.generated_source(*args)
+    assert src.count("tk_rc_facc(rc_, ctx, abi, rcp0_,") == 1  # a[k] = v, in the watched copy
+    assert "tk_w1(ctx, abi, rc_, rc_me_, 0, a0" in src  # the loop's call: the kernel's array 0
+    assert "tk_f1(ctx, abi, a0" not in src
+
+
+def _nested(tmp_path, depth):
+    """A kernel whose loop writes through `depth` nested @tack.func calls."""
+    code = "import tack\n@tack.func\ndef f0(a, k):\n    a[k] = 1.0\n"
+    for d in range(1, depth):
+        code += f"@tack.func\ndef f{d}(a, k):\n    f{d - 1}(a, k)\n"
+    code += f"def nested(out, idx):\n    for i in range(idx.shape[0]):\n        f{depth - 1}(out, idx[i])\n"
+    path = tmp_path / f"nested{depth}.py"
+    path.write_text(code)
+    spec = importlib.util.spec_from_file_location(f"nested{depth}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.nested
+
+
+def test_calls_nested_deeper_than_the_race_check_follows_are_refused(tmp_path):
+    deep = _nested(tmp_path, 10)
+    with pytest.raises(tack.CompileError, match="follows @tack.func calls nested at most 8 deep"):
+        tack.kernel(deep, check_races=True)(np.zeros(4), np.array([0, 1]))
+    # without the detector, the race check says it could not look (it once passed such a loop in silence)
+    with pytest.warns(tack.RaceWarning, match="does not follow @tack.func calls nested more than 8 deep"):
+        tack.kernel(deep)(np.zeros(4), np.array([0, 1]))
+    with pytest.raises(tack.RaceError, match="i=0 writes out\\[1\\].*a\\[k\\] in f0"):
+        tack.kernel(_nested(tmp_path, 8), check_races=True)(np.zeros(4), np.array([1, 1]))
+
+
+# ------------------------------------------------------------------ debug mode
+def test_debug_mode_runs_the_same_detector():
     k = tack.kernel(scatter, jit=False, check_races=True)
-    with pytest.raises(tack.CompileError, match="check_races runs on the CPU in compiled kernels"):
-        k(np.zeros(4), np.array([1, 1]), np.ones(2))
-    tack.kernel(scatter, jit=False)(np.zeros(4), np.array([1, 2]), np.ones(2))
+    with pytest.raises(tack.RaceError) as e:
+        k(np.zeros(8), np.array([3, 1, 4, 1, 5]), np.arange(5.0))
+    with pytest.raises(tack.RaceError) as c:
+        checked_scatter(np.zeros(8), np.array([3, 1, 4, 1, 5]), np.arange(5.0))
+    assert str(e.value) == str(c.value)
+    out = np.zeros(4)
+    k(out, np.array([1, 2, 3]), np.array([1.0, 2.0, 3.0]))  # no race: the serial answer
+    assert out.tolist() == [0.0, 1.0, 2.0, 3.0]
+    tack.kernel(scatter, jit=False)(np.zeros(4), np.array([1, 1]), np.ones(2))  # not watched: no error
+
+
+def _both(fn, make):
+    """fn run with check_races compiled and as Python: (error message or None, arrays) each."""
+    got = []
+    for jit in (True, False):
+        args = make()
+        try:
+            tack.kernel(fn, jit=jit, check_races=True)(*args)
+            got.append((None, [a.copy() for a in args if isinstance(a, np.ndarray)]))
+        except tack.RaceError as e:
+            got.append((str(e), None))
+    return got
+
+
+def _unwrap(k):
+    return getattr(k, "__wrapped__", k)
+
+
+# Each racy case has one pair of accesses that meet: a loop that calls a
+# function is split over the threads from two iterations, and of several
+# pairs the compiled kernel names the one its threads meet first.
+BOTH_WAYS = [
+    (scatter, lambda: (np.zeros(8), np.array([3, 1, 4, 1, 5]), np.arange(5.0)), True),
+    (scatter, lambda: (np.zeros(8), np.array([3, 1, 4, 0, 5]), np.arange(5.0)), False),
+    (double_through, lambda: (np.arange(6.0), np.array([1, 0, 2, 3, 4, 5])), True),
+    (double_through, lambda: (np.arange(6.0), np.arange(6)), False),
+    (count, lambda: (np.zeros(4, np.int64), np.array([1, 1, 3, 1])), False),
+    (_unwrap(grid_scatter), lambda: (np.zeros((5, 3)), np.array([0, 2, 4, 2]), np.ones((4, 3))), True),
+    (_unwrap(grid_scatter), lambda: (np.zeros((5, 3)), np.array([0, 2, 4, 1]), np.ones((4, 3))), False),
+    (_unwrap(odd_scatter), lambda: (np.zeros(8), np.array([0, 7, 0, 2, 0, 7, 0]), np.ones(7)), True),
+    (_unwrap(odd_scatter), lambda: (np.zeros(8), np.array([0, 7, 0, 2, 0, 6, 0]), np.ones(7)), False),
+    (scatter, lambda: (np.zeros(16)[::-2], np.array([2, 0, 2]), np.ones(3)), True),
+    (scatter, lambda: (np.zeros(16)[::-2], np.array([2, 0, -1]), np.ones(3)), False),
+    (scatter, lambda: (np.zeros(8), np.array([-1, 7]), np.ones(2)), True),  # one element, by two names
+    (_unwrap(vouched), lambda: (np.zeros(4), np.array([2, 1, 2]), np.ones(3)), True),
+    (_unwrap(vouched), lambda: (np.zeros(4), np.array([2, 1, 3]), np.array([1.0, 2.0, 3.0])), False),
+    (_unwrap(bump_and_read), lambda: (np.zeros(3, np.int64), np.zeros(3, np.int64), np.array([1, 2, 0])), True),
+    (_unwrap(bump_and_read), lambda: (np.zeros(3, np.int64), np.zeros(3, np.int64), np.array([0, 1, 2])), False),
+    (_unwrap(tallies), lambda: (np.zeros(3, np.int64), np.full(3, -np.inf), np.full(3, np.inf),
+                                np.array([1, 1, 1, 2, 1, 0, 2] * 3), np.arange(21.0) % 5 - 2), False),
+    (_unwrap(stencil), lambda: (np.arange(8.0), np.zeros(8)), False),
+    (scatter_through, lambda: (np.zeros(8), np.array([3, 1, 4, 1, 5]), np.arange(5.0)), True),
+    (scatter_deeper, lambda: (np.zeros(4), np.array([2, 1, 2]), np.ones(3)), True),
+    (scatter_deeper, lambda: (np.zeros(4), np.array([2, 1, 0]), np.ones(3)), False),
+    (double_through_get, lambda: (np.arange(8.0), np.array([5, 0, 6])), True),
+    (double_through_get, lambda: (np.arange(8.0), np.array([5, 6, 7])), False),
+    (count_through, lambda: (np.zeros(3, np.int64), np.array([1, 1, 2, 1, 0])), False),
+    (count_and_peek, lambda: (np.zeros(8, np.int64), np.zeros(4, np.int64), np.array([5, 5, 6, 1])), True),
+    (count_and_peek, lambda: (np.zeros(8, np.int64), np.zeros(4, np.int64), np.array([5, 5, 6, 7])), False),
+    (running_max, lambda: (np.zeros(2), np.zeros(4), np.array([1, 1, 1, 1]), np.array([1.0, 3.0, 2.0, 5.0])), False),
+    (running_max, lambda: (np.zeros(2), np.zeros(4), np.array([1, 1, 1, 0]), np.array([1.0, 3.0, 2.0, 5.0])), True),
+    (own_update, lambda: (np.arange(1.0, 6.0), np.arange(5)), False),
+    (own_update, lambda: (np.arange(1.0, 6.0), np.array([1, 1, 2, 3, 4])), True),
+    (grid_update, lambda: (np.zeros((4, 2)), np.array([3, 3, 3])), False),
+    (grid_update, lambda: (np.zeros((4, 2)), np.array([3, 3, 0])), True),
+    (with_local_array, lambda: (np.zeros(4), np.array([3, 0, 2]), np.array([1.0, 2.0, 3.0])), False),
+    (with_local_array, lambda: (np.zeros(4), np.array([3, 3]), np.ones(2)), True),
+]
+
+
+@pytest.mark.parametrize("fn,make,racy", BOTH_WAYS, ids=[f"{f.__name__}-{k}" for k, (f, _, _) in enumerate(BOTH_WAYS)])
+def test_the_same_kernels_are_flagged_compiled_and_as_python(fn, make, racy):
+    (cmsg, cout), (pmsg, pout) = _both(fn, make)
+    assert (cmsg is not None) == racy, cmsg
+    assert cmsg == pmsg
+    if cmsg is None:
+        assert all(np.array_equal(c, p) for c, p in zip(cout, pout))

@@ -13,11 +13,6 @@ and the checks are shown to reject a biased integer mapping.
 """
 
 import math
-import os
-import pathlib
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -26,8 +21,6 @@ import tack
 from tack import _core
 from tack.random import _cos_unit24, _cos_unit53, _log_unit24, _log_unit53, _philox4x32_rounds, block, normal, normal_f32, philox4x32, randint, uniform, uniform_f32
 
-HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 import _cuda_emulate  # noqa: E402
 import _nvrtc_ctypes  # noqa: E402
 
@@ -332,26 +325,12 @@ def test_randint_refuses_an_empty_or_too_wide_range(low, high):
         randint(1, 0, low, high)
 
 
-THREADS_SCRIPT = """
-import sys
-import numpy as np
-sys.path.insert(0, {here!r})
-import test_random as t
-arrays = t.draws(300_000, seed=99, first=2**32 - 150_000)
-np.savez({out!r}, *arrays)
-"""
-
-
-@pytest.mark.parametrize("threads", ["1", "5"])
-def test_bit_identical_at_any_thread_count(threads, tmp_path):
-    out = tmp_path / "draws.npz"
-    script = tmp_path / "threads.py"
-    script.write_text(THREADS_SCRIPT.format(here=str(HERE), out=str(out)))
-    env = dict(os.environ, TACK_NUM_THREADS=threads)
-    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    got = np.load(out)
-    assert_same([got[f"arr_{k}"] for k in range(6)], draws(300_000, seed=99, first=2**32 - 150_000))
+@pytest.mark.parametrize("threads", [1, 5])
+def test_bit_identical_at_any_thread_count(threads):
+    with tack.config.override(num_threads=threads):
+        assert tack._core.device_threads("cpu") == threads
+        got = draws(300_000, seed=99, first=2**32 - 150_000)
+    assert_same(got, draws(300_000, seed=99, first=2**32 - 150_000))
 
 
 def test_a_monte_carlo_loop_is_reproducible():

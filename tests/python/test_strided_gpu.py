@@ -136,6 +136,58 @@ def test_opencl_contiguous_arguments_keep_their_source():
     assert "a0[(v0_i) * a0_t0]" in strided
 
 
+def _exported_tensor(cap):
+    """The DLTensor inside a versioned DLPack capsule (read, not consumed)."""
+    import ctypes
+
+    from _dlpack_producer import DLManagedTensorVersioned
+
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return DLManagedTensorVersioned.from_address(get(cap, b"dltensor_versioned")).dl_tensor
+
+
+@needs_opencl
+def test_opencl_strided_views_through_dlpack():
+    """tack.from_dlpack of a strided host view onto the device: shared in
+    place where the device's memory is the host's (SVM) and the view lies in
+    Tack's allocation, gathered into a copy otherwise; a device view exports
+    its strides (SVM: as host memory; buffers: the cl_mem and a byte_offset),
+    and .copy() / .to('cpu') gather it."""
+    DEV = next(str(d) for d in tack.devices() if str(d).startswith("opencl"))
+    h = np.arange(7 * 9, dtype=np.float32).reshape(7, 9)
+    m = tack.array(h, device=DEV)
+    svm = m.__dlpack_device__() == (1, 0)
+    for name, view in VIEWS_1D:
+        v = view(m, m.reshape(-1)[:20])
+        want = view(h, h.reshape(-1)[:20])
+        np.testing.assert_array_equal(v.copy().numpy(), want, err_msg=name)
+        np.testing.assert_array_equal(v.to("cpu").numpy(), want, err_msg=name)
+        t = _exported_tensor(v.__dlpack__(max_version=(1, 0)))
+        isz = 4
+        if svm:  # host memory: the address of element (0, ..., 0)
+            assert (t.device.device_type, t.byte_offset) == (1, 0) and t.data == v.ptr, name
+        else:  # the buffer's handle and the view's offset into it
+            assert t.device.device_type == 4 and t.data == m.ptr, name
+            assert t.byte_offset == (int(np.asarray(want).ctypes.data) - h.ctypes.data) // isz * isz, name
+        assert t.ndim == 1 and t.shape[0] == want.shape[0] and t.strides[0] * isz == want.strides[0], name
+    host = np.arange(12.0, dtype=np.float32)[::-3]  # NumPy's memory, not the device's
+    c = tack.from_dlpack(host, device=DEV)  # copied: gathered in C order
+    assert not c.strided and c.device == DEV
+    np.testing.assert_array_equal(c.numpy(), host)
+    if svm:
+        alias = np.from_dlpack(m[:, 1])  # NumPy on the device's memory, strided
+        back = tack.from_dlpack(alias, device=DEV, copy=False)  # shared again: the same view
+        assert back.strided and back.ptr == m[:, 1].ptr and back.device == DEV
+        update(back, m[:, 2])
+        rev = tack.from_dlpack(np.from_dlpack(m[::-1, ::-2]), device=DEV, copy=False)  # negative strides
+        np.testing.assert_array_equal(rev.numpy(), m.numpy()[::-1, ::-2])
+        h[:, 1] = 2 * h[:, 2] + 1
+        np.testing.assert_array_equal(m.numpy(), h)
+    with pytest.raises(BufferError, match="without a copy.*(has no shared virtual memory|not in shared virtual)"):
+        tack.from_dlpack(host, device=DEV, copy=False)
+
+
 @needs_opencl
 def test_opencl_buffers_pass_the_offset_of_the_first_element():
     """The tests above again with cl_mem buffers (TACK_OPENCL_SVM=0; PoCL's default is shared

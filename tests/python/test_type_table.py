@@ -47,6 +47,11 @@ def half(v):
     return v * 0.5
 
 
+@tack.func
+def sign(v):
+    return 1.0 if v > 0 else -1.0
+
+
 @tack.kernel{opts}
 def k(a64, a32, x32, x64, flags, k, f, s, out):
     n = a64.shape[0]
@@ -108,13 +113,13 @@ def _oracle(expr, typ, i):
     if typ in ("f32", "f64"):
         t = _NP[typ]
         src = (expr.replace("math.", "np.").replace("float(", "T(").replace("tack.f64(", "np.float64(")
-               .replace("half(", "H("))
+               .replace("half(", "H(").replace("sign(", "S("))
         env = {name: (v if name == "b" else t(v)) for name, v in env.items()}
-        env.update(T=t, H=lambda v: t(v) * t(0.5), np=np)
+        env.update(T=t, H=lambda v: t(v) * t(0.5), S=lambda v: t(1.0) if v > 0 else t(-1.0), np=np)
         with np.errstate(all="ignore"):
             return float(t(eval(src, env)))
     if typ == "float (Python)":
-        env.update(f=SCALARS["f"])
+        env.update(f=SCALARS["f"], sign=lambda v: 1.0 if v > 0 else -1.0)
         return float(eval(expr, {"math": math, **env}))
     with np.errstate(all="ignore"):
         return float(eval(expr, {"math": math, "tack": tack, "np": np, **env}))

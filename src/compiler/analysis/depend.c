@@ -53,7 +53,10 @@
  * What is not checked: two array parameters that are views of the same
  * memory (the check knows arrays by parameter), and a negative index that
  * wraps around onto an element another iteration names (a[i - 1] at i = 0
- * is a[n - 1]; the check treats indices as written).
+ * is a[n - 1]; the check treats indices as written).  Calls nested more than
+ * MAXCALL deep are not followed, and a loop that makes one with an array is
+ * a warning -- even when nothing the check saw writes (what the call writes
+ * is not known; such a loop once passed in silence).
  *
  * `for i in tack.independent(range(n))` (or around tack.ndrange) turns the
  * check off for one loop: the user says the iterations do not conflict.
@@ -74,7 +77,8 @@ typedef struct dx dx;
 struct dx {
     dpass *P;
     tk_spec *S;
-    int func;
+    int func, si;        /* S's function, and its index in C->specs (0: the kernel) */
+    int own;             /* rendering: a callee's arrays by its own parameter names */
     dx *up;
     const dform *argf;   /* callee: per parameter, the argument's form */
     const int *argdep;
@@ -336,6 +340,7 @@ static const char *bin_sym(int b) {
 }
 
 static const char *pname(dx *X, int p) {
+    if (X->own && p >= 0 && p < X->S->nparams) return X->S->pnames[p];
     int r = root_array(X, p);
     return r >= 0 && r < X->P->K->nparams ? X->P->K->pnames[r] : "?";
 }
@@ -474,6 +479,13 @@ static dacc *record(dx *X, const tk_ir *node, int kind, int p, const tk_ir *cons
     a->valinv = valinv;
     a->text = access_text(X, p, idx, n);
     a->node = X->up ? NULL : node;
+    a->at = node;
+    a->si = X->si;
+    if (X->up && P->C->opts.check_races) { /* the run-time detector names a callee's access as the callee wrote it */
+        X->own = 1;
+        a->ftext = access_text(X, p, idx, n);
+        X->own = 0;
+    }
     return a;
 }
 
@@ -671,6 +683,7 @@ static void walk_call(dx *X, const tk_ir *e) {
     }
     dx Y;
     memset(&Y, 0, sizeof Y);
+    Y.si = e->aux;
     Y.up = X;
     Y.argf = argf;
     Y.argdep = argdep;
@@ -689,7 +702,13 @@ static void written(dpass *P, const tk_ir *s, const int *amap, int depth) {
         int p = amap ? amap[s->param] : s->param;
         if (p >= 0) P->written |= (uint64_t)1 << (p & 63);
     }
-    if (s->op == IR_CALL) {
+    if (s->op == IR_CALL && depth + 1 > MAXCALL) { /* not followed: what it writes is not known */
+        for (int i = 0; i < s->n; i++)
+            if (s->k[i]->op == IR_ARRAY && !P->deep) {
+                P->deep = 1;
+                P->deep_line = s->line;
+            }
+    } else if (s->op == IR_CALL) {
         tk_spec *S = P->C->specs[s->aux];
         int *m = tk_alloc(&P->C->arena, sizeof(int) * (size_t)(S->nparams > 0 ? S->nparams : 1));
         for (int i = 0; i < S->nparams && i < s->n; i++)
@@ -764,7 +783,7 @@ static void check_pfor(tk_cc *C, tk_spec *K, const tk_ir *pf) {
     }
     stepped_var(&P, body);
     written(&P, body, NULL, 0);
-    if (!P.written) return; /* a loop that only reads cannot race */
+    if (!P.written && !P.deep) return; /* a loop that only reads cannot race */
     dx X;
     memset(&X, 0, sizeof X);
     dx_init(&X, &P, K, body, 0);

@@ -40,6 +40,9 @@ typedef struct dacc {
     int atom;            /* ACC_ATOMIC: its tk_atom (add, sub, min, max) */
     const char *text;    /* "a[i - 1]" */
     const tk_ir *node;   /* the access, when written in the loop's own body (not a callee's) */
+    const tk_ir *at;     /* the access, wherever it is written (the loop's body or a callee's) */
+    int si;              /* the specialization whose body holds it (0: the kernel's) */
+    const char *ftext;   /* a callee's access as the callee writes it ("a[k]"), else NULL */
 } dacc;
 
 typedef struct dpass dpass;

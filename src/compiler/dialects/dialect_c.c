@@ -20,8 +20,8 @@
  * there) and the compiler is GCC on x86-64 glibc; clang gets -fveclib=libmvec
  * on its command line instead.  The functions are declared by the glibc
  * release that added their vector variants (2.22: exp, log, sin, cos, pow;
- * 2.35: the rest).  docs/design/decisions.md, "Vector math", has the why and
- * the accuracy.
+ * 2.35: the rest, erf ... atanh included).  docs/design/decisions.md,
+ * "Vector math", has the why and the accuracy.
  *
  * The tk_argv / tk_ctx / tk_pv / tk_abi structs are not spelled here: the
  * build copies them from their one definition, src/runtime/cpu_abi.h, into
@@ -81,14 +81,16 @@ static const char *c_storage(tack_dtype dt) {
 /* Math functions by their C library names (intrinsics.def), as GCC builtins. */
 static const char *c_math(int m, tack_dtype dt) {
     static const char *f64[M_COUNT] = {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = "__builtin_" libm_f64,
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) [id] = "__builtin_" libm_f64,
 #include "compiler/intrinsics.def"
     };
     static const char *f32[M_COUNT] = {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = "__builtin_" libm_f32,
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) [id] = "__builtin_" libm_f32,
 #include "compiler/intrinsics.def"
     };
     if ((unsigned)m >= M_COUNT) return "?";
+    const char *h = tk_math_helper(m, dt); /* a row without a C library function: the prelude's */
+    if (h) return h;
     const char *s = dt == TACK_F32 ? f32[m] : f64[m];
     return s ? s : "?";
 }
@@ -266,6 +268,8 @@ static const char PRELUDE_VMATH[] =
     "#if __GLIBC__ > 2 || __GLIBC_MINOR__ >= 35\n"
     "TK_VMATH_F(log2) TK_VMATH_F(log10) TK_VMATH_F(tan) TK_VMATH_F(asin) TK_VMATH_F(acos) TK_VMATH_F(atan)\n"
     "TK_VMATH_F(sinh) TK_VMATH_F(cosh) TK_VMATH_F(tanh) TK_VMATH_F2(atan2) TK_VMATH_F2(hypot)\n"
+    "TK_VMATH_F(erf) TK_VMATH_F(erfc) TK_VMATH_F(log1p) TK_VMATH_F(expm1) TK_VMATH_F(cbrt) TK_VMATH_F(exp2)\n"
+    "TK_VMATH_F(asinh) TK_VMATH_F(acosh) TK_VMATH_F(atanh)\n"
     "#endif\n"
     "#endif\n";
 
@@ -273,6 +277,7 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_CORE);
     tk_prelude_helpers(b, &C_STYLE);
     tk_puts(b, PRELUDE_VMATH);
+    tk_prelude_math(C, b, &C_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);

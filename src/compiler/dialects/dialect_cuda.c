@@ -47,14 +47,17 @@ const char *tk_cu_storage(tack_dtype dt) { return tk_dialect_c.storage_type(dt);
 /* Math functions by their C library names (intrinsics.def), as CUDA's device library spells them. */
 const char *tk_cu_math(int m, tack_dtype dt) {
     static const char *f64[M_COUNT] = {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = libm_f64,
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) [id] = libm_f64,
 #include "compiler/intrinsics.def"
     };
     static const char *f32[M_COUNT] = {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = libm_f32,
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) [id] = libm_f32,
 #include "compiler/intrinsics.def"
     };
     if ((unsigned)m >= M_COUNT) return "?";
+    if (m == M_RSQRT) return dt == TACK_F32 ? "rsqrtf" : "rsqrt"; /* the device library's own */
+    const char *h = tk_math_helper(m, dt); /* a row without a C library function: the prelude's */
+    if (h) return h;
     const char *s = dt == TACK_F32 ? f32[m] : f64[m];
     return s ? s : "?";
 }
@@ -281,8 +284,11 @@ void tk_cu_prelude_core(tk_buf *b) {
     tk_puts(b, PRELUDE_CORE_TAIL);
 }
 
+void tk_cu_prelude_math(const tk_cc *C, tk_buf *b) { tk_prelude_math(C, b, &CU_STYLE); }
+
 static void cu_prelude(tk_cc *C, tk_buf *b) {
     tk_cu_prelude_core(b);
+    tk_cu_prelude_math(C, b);
     tk_puts(b, PRELUDE_WARP);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) {

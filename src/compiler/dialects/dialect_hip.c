@@ -67,6 +67,7 @@ static const char PRELUDE_ATOMIC_I64[] =
 
 static void hip_prelude(tk_cc *C, tk_buf *b) {
     tk_cu_prelude_core(b);
+    tk_cu_prelude_math(C, b);
     tk_puts(b, PRELUDE_WARP);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) {

@@ -137,7 +137,26 @@ static const char *msl_math(int m, tack_dtype dt) {
     case M_ISNAN: return "metal::isnan";
     case M_ISINF: return "metal::isinf";
     case M_ISFINITE: return "metal::isfinite";
-    default: return "?";
+    case M_EXP2: return "tk_m::exp2";
+    case M_ASINH: return "tk_m::asinh";
+    case M_ACOSH: return "tk_m::acosh";
+    case M_ATANH: return "tk_m::atanh";
+    case M_RSQRT: return "tk_m::rsqrt";
+    case M_RINT: return "metal::rint";
+    case M_FMA: return "metal::fma";
+    default: { /* MSL lacks erf, erfc, log1p, expm1, cbrt and remainder: the prelude's (prelude_math.c) */
+        const char *h = tk_math_helper(m, TACK_F32);
+        if (h) return h;
+        switch (m) {
+        case M_ERF: return "tk_erf_f32";
+        case M_ERFC: return "tk_erfc_f32";
+        case M_LOG1P: return "tk_log1p_f32";
+        case M_EXPM1: return "tk_expm1_f32";
+        case M_CBRT: return "tk_cbrt_f32";
+        case M_REMAINDER: return "tk_remainder_f32";
+        default: return "?";
+        }
+    }
     }
 }
 
@@ -488,6 +507,7 @@ static void msl_prelude(tk_cc *C, tk_buf *b) {
     tk_prelude_helpers(b, &MSL_STYLE);
     tk_printf(b, "namespace tk_m = metal::%s;\n", C->opts.fast_math ? "fast" : "precise");
     tk_puts(b, PRELUDE_HYPOT);
+    tk_prelude_math(C, b, &MSL_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);

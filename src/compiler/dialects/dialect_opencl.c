@@ -89,12 +89,13 @@ static const char *cl_storage(tack_dtype dt) {
 /* Math by the C library's double names, which OpenCL overloads for float. */
 static const char *cl_math(int m, tack_dtype dt) {
     static const char *names[M_COUNT] = {
-#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32) [id] = libm_f64,
+#define TK_MATH(id, name, nargs, result, libm_f64, libm_f32, ulps_f32, ulps_f64) [id] = libm_f64,
 #include "compiler/intrinsics.def"
     };
-    (void)dt;
     if ((unsigned)m >= M_COUNT || !names[m]) return "?";
-    return names[m];
+    if (m == M_RSQRT) return "rsqrt"; /* OpenCL C's own */
+    const char *h = tk_math_helper(m, dt); /* a row without a C library function: the prelude's */
+    return h ? h : names[m];
 }
 
 /* ------------------------------------------------------------ double precision */
@@ -366,6 +367,7 @@ static void cl_prelude(tk_cc *C, tk_buf *b) {
     if (!C->opts.fast_math) tk_puts(b, "#pragma OPENCL FP_CONTRACT OFF\n");
     tk_puts(b, PRELUDE_HEAD);
     tk_prelude_helpers(b, &CL_STYLE);
+    tk_prelude_math(C, b, &CL_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_atomic && atomics64(C)) tk_puts(b, PRELUDE_ATOMIC64);

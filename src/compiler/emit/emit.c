@@ -402,7 +402,12 @@ static void emit_vec(tk_emitter *e, tk_ir *x) {
 
 /* A call of a @tack.func specialization: arrays go as pointer and extents. */
 static void emit_call(tk_emitter *e, tk_ir *x) {
-    P(e, "tk_f%d(ctx, abi", x->aux);
+    if (em_race_call(e, x)) { /* check_races: the function's watched copy (race_watch.c) */
+        P(e, "tk_w%d(ctx, abi", x->aux);
+        em_race_call_args(e, x);
+    } else {
+        P(e, "tk_f%d(ctx, abi", x->aux);
+    }
     for (int i = 0; i < x->n; i++) {
         tk_ir *a = x->k[i];
         if (a->op == IR_ARRAY) {
@@ -922,8 +927,9 @@ static const char *ret_type(tk_emitter *e, const tk_spec *S) {
 
 static void func_signature(tk_emitter *e, tk_spec *S, int si) {
     const char *th = e->D->thread_ptr ? e->D->thread_ptr : "";
-    P(e, "%s %s tk_f%d(%s, const %stk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", ret_type(e, S), si,
-      e->D->ctx_param ? e->D->ctx_param : "tk_ctx *ctx", th);
+    P(e, "%s %s tk_%c%d(%s, const %stk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", ret_type(e, S),
+      e->rcf ? 'w' : 'f', si, e->D->ctx_param ? e->D->ctx_param : "tk_ctx *ctx", th);
+    if (e->rcf) em_race_params(e, S); /* check_races: a watched copy (race_watch.c) */
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
         if (t.kind == TY_ARRAY) {
@@ -940,6 +946,33 @@ static void func_signature(tk_emitter *e, tk_spec *S, int si) {
     P(e, ")");
 }
 
+/* Whether spec si has a watched copy (race_watch.c): 0 or 1. */
+static int watched_copy(const tk_cc *C, int si) { return C->rcspec && C->rcspec[si] ? 1 : 0; }
+
+/* The body of @tack.func specialization si (e->rcf: its watched copy). */
+static void function(tk_emitter *e, int si) {
+    tk_cc *C = e->C;
+    tk_spec *S = C->specs[si];
+    e->S = S;
+    e->si = si;
+    e->fn = TK_FN_DEVICE;
+    P(e, "\n/* ");
+    comment_text(e, C->m->funcs[S->func].name);
+    P(e, ", line %d%s */\n", C->m->funcs[S->func].first_line, e->rcf ? ", watched by the race detector" : "");
+    func_signature(e, S, si);
+    P(e, " {\n");
+    e->ind = 1;
+    I(e); P(e, "(void)ctx; (void)abi;\n");
+    if (e->rcf) em_race_unused(e, S);
+    poll_budget(e);
+    if (returns_value(S)) { I(e); P(e, "const %s tk_zero = {0};\n", ret_type(e, S)); }
+    declare_locals(e, -1, 1, NULL, 0);
+    block(e, S->body);
+    if (returns_value(S)) { I(e); P(e, "return tk_zero;\n"); }
+    e->ind = 0;
+    P(e, "}\n");
+}
+
 /* The @tack.func specializations reachable from kernel K into `funcs`: the
  * structs of the tuples they return, their prototypes, their bodies. */
 static void functions(tk_emitter *e, tk_spec *K, tk_buf *funcs) {
@@ -954,33 +987,21 @@ static void functions(tk_emitter *e, tk_spec *K, tk_buf *funcs) {
         for (int i = 0; i < S->nret; i++) P(e, " %s f%d;", ctype(e, S->rets[i].dt), i);
         P(e, " } tk_tup%d;\n", si);
     }
+    /* each function, and after it its watched copy where a watched loop calls it (check_races) */
     for (int si = 1; si < C->nspecs; si++) {
         if (!reach[si]) continue;
         e->S = C->specs[si];
-        func_signature(e, e->S, si);
-        P(e, ";\n");
+        for (e->rcf = 0; e->rcf <= watched_copy(C, si); e->rcf++) {
+            func_signature(e, e->S, si);
+            P(e, ";\n");
+        }
     }
+    e->rcf = 0;
     for (int si = 1; si < C->nspecs; si++) {
         if (!reach[si]) continue;
-        tk_spec *S = C->specs[si];
-        e->S = S;
-        e->si = si;
-        e->fn = TK_FN_DEVICE;
-        P(e, "\n/* ");
-        comment_text(e, C->m->funcs[S->func].name);
-        P(e, ", line %d */\n", C->m->funcs[S->func].first_line);
-        func_signature(e, S, si);
-        P(e, " {\n");
-        e->ind = 1;
-        I(e); P(e, "(void)ctx; (void)abi;\n");
-        poll_budget(e);
-        if (returns_value(S)) { I(e); P(e, "const %s tk_zero = {0};\n", ret_type(e, S)); }
-        declare_locals(e, -1, 1, NULL, 0);
-        block(e, S->body);
-        if (returns_value(S)) { I(e); P(e, "return tk_zero;\n"); }
-        e->ind = 0;
-        P(e, "}\n");
+        for (e->rcf = 0; e->rcf <= watched_copy(C, si); e->rcf++) function(e, si);
     }
+    e->rcf = 0;
 }
 
 const char *tk_emit(tk_cc *C) {

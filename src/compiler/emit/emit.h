@@ -70,6 +70,7 @@ struct tk_emitter {
     int brk;               /* the label a `break` jumps to (a strip-mined loop's), or -1: `break;` */
     uint64_t hist;         /* in the private-histogram version of a parallel loop: bit q, array q (privatize.c) */
     int rc;                /* in the chunk of a loop the race detector watches: its index + 1 (race_watch.c) */
+    int rcf;               /* writing a @tack.func's watched copy (race_watch.c) */
 };
 
 static inline const char *ctype(tk_emitter *e, int dt) { return e->D->ctype((tack_dtype)dt); }
@@ -111,6 +112,11 @@ TK_HIDDEN void em_race_entry(tk_emitter *e);                     /* the entry's 
 TK_HIDDEN void em_race_begin(tk_emitter *e, tk_ir *s, int loop); /* before parallel_for */
 TK_HIDDEN void em_race_chunk(tk_emitter *e);                     /* the chunk function's head */
 TK_HIDDEN void em_race_iteration(tk_emitter *e, tk_ir *s);       /* an iteration's head */
+/* Whether call x goes to the function's watched copy, and the extra arguments it then passes. */
+TK_HIDDEN int em_race_call(tk_emitter *e, const tk_ir *x);
+TK_HIDDEN void em_race_call_args(tk_emitter *e, const tk_ir *x);
+TK_HIDDEN void em_race_params(tk_emitter *e, const tk_spec *S);  /* a watched copy's extra parameters */
+TK_HIDDEN void em_race_unused(tk_emitter *e, const tk_spec *S);  /* ... each cast to void */
 
 /* emit_complex.c: the expressions of complex type or operands */
 void em_complex_make(tk_emitter *e, tk_ir *x);

@@ -215,6 +215,7 @@ const char *tk_dump(tk_cc *C) {
     tk_buf_init(&b, &C->arena);
     ir_dumper d = {C, &b, NULL};
     for (int i = 0; i < C->nspecs; i++) dump_spec(&d, C->specs[i], i);
+    tk_race_dump(C, &b); /* check_races: what the detector watches (none: nothing) */
     if (!b.s) tk_puts(&b, "");
     return b.s;
 }

@@ -65,11 +65,17 @@ static tk_ir *math_call(lw_state *L, int m, tk_ir **a, int na, tack_node *n) {
         return lw_complex_math(L, m, a[0], n);
     }
     if (!ty_is_scalar(t)) ERR(n, "%s() needs scalar arguments, not %s", n->name, TN(t));
-    t = lw_rule_arith(lw_rule_floatify(t, a[0], na > 1 ? a[1] : NULL), a[0], na > 1 ? a[1] : NULL);
+    tk_type f = lw_rule_arith(lw_rule_floatify(t, a[0], na > 1 ? a[1] : NULL), a[0], na > 1 ? a[1] : NULL);
+    if (na > 2) { /* a third argument known at run time makes a weak result the default float, as a second does */
+        tk_type g = lw_rule_arith(lw_rule_floatify(t, a[2], NULL), a[2], NULL);
+        if (f.weak && !g.weak) f = g;
+    }
+    t = f;
     tk_type rt = tk_math_is_predicate(m) ? ty_value(TACK_BOOL) : t;
     tk_ir *e = lw_mk(L, IR_MATH, rt, n);
     e->sub = (uint8_t)m;
     e->aux_ty = t;
+    L->C->uses_math |= (uint64_t)1 << m;
     for (int i = 0; i < na; i++) ir_push(L->C, e, lw_cast(L, a[i], t));
     return e;
 }
@@ -370,15 +376,25 @@ static tk_ir *dtype_call(lw_state *L, const char *name, tack_node *n) {
     return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(dt), n);
 }
 
+/* np.sign of an integer x of type t: -1, 0 or 1 in t, as NumPy gives it ((x > 0) - (x < 0)). */
+static tk_ir *int_sign(lw_state *L, tk_ir *x, tk_type t, tack_node *n) {
+    x = lw_hoist(L, lw_cast(L, x, t));
+    tk_ir *gt = lw_bin(L, B_GT, ty_value(TACK_BOOL), x, ir_const_i(L->C, t, 0, n->line), n->line);
+    tk_ir *lt = lw_bin(L, B_LT, ty_value(TACK_BOOL), x, ir_const_i(L->C, t, 0, n->line), n->line);
+    gt->aux_ty = lt->aux_ty = t;
+    return lw_bin(L, B_SUB, t, lw_cast(L, gt, t), lw_cast(L, lt, t), n->line);
+}
+
 /* A NumPy spelling (np.sqrt, named "numpy.sqrt" by the front end) of a math
  * intrinsic types integers as NumPy does rather than as math.sqrt does:
  * floor, ceil and trunc keep an integer or bool as it is, abs keeps a bool,
- * and the others compute in NumPy's float for the promoted integer type --
+ * sign gives an integer's sign in its type (and refuses a bool, as NumPy
+ * does), and the others compute in NumPy's float for the promoted integer type --
  * f16 for 8-bit ints and bool, f32 for 16-bit, f64 for wider -- where the
  * math spelling takes the default float.  Weak scalars keep Tack's rule. */
 static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tack_node *n) {
-    tk_ir *a[2] = {NULL, NULL};
-    int na = in->max_args < 2 ? in->max_args : 2;
+    tk_ir *a[3] = {NULL, NULL, NULL};
+    int na = in->max_args < 3 ? in->max_args : 3;
     for (int j = 0; j < na; j++) a[j] = lw_expr(L, n->kids[j]);
     tk_type t = a[0]->ty;
     for (int j = 1; j < na; j++) t = ty_promote(t, a[j]->ty);
@@ -386,6 +402,10 @@ static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tack_node *n) {
         /* recent NumPy returns integers (and bools) from floor/ceil/trunc as they are */
         if (in->kind == TK_IK_ABS && ty_is_bool(t)) return a[0];
         if (in->sub == M_FLOOR || in->sub == M_CEIL || in->sub == M_TRUNC) return a[0];
+        if (in->kind == TK_IK_MATH && in->sub == M_SIGN && !t.weak) {
+            if (ty_is_bool(t)) ERR(n, "np.sign() of bool: NumPy has no sign of a bool (it raises TypeError)");
+            return int_sign(L, a[0], t, n);
+        }
         if (!t.weak && in->kind == TK_IK_MATH && !tk_math_is_predicate(in->sub)) { /* isnan(int): False in any float */
             int bits = ty_is_bool(t) ? 8 : dt_bits((tack_dtype)t.dt);
             tk_type f = ty_value(bits <= 8 ? TACK_F16 : bits == 16 ? TACK_F32 : TACK_F64);
@@ -445,8 +465,8 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
     case TK_IK_VECBIN: return vecbin_call(L, in->sub, n);
     case TK_IK_VECMATH: return vecmath_call(L, in->sub, n);
     case TK_IK_MATH: {
-        tk_ir *a[2] = {NULL, NULL};
-        for (int j = 0; j < in->max_args && j < 2; j++) a[j] = lw_expr(L, n->kids[j]);
+        tk_ir *a[3] = {NULL, NULL, NULL};
+        for (int j = 0; j < in->max_args && j < 3; j++) a[j] = lw_expr(L, n->kids[j]);
         if (in->sub == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
         return math_call(L, in->sub, a, in->max_args, n);
     }

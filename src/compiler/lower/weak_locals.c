@@ -30,8 +30,20 @@
  * compute the value in f32 (the operations retyped, constants rounded once,
  * other weak leaves converted), and the conversions at their uses go.  Where
  * a local meets f64 it is left alone, so an f64 kernel computes as NumPy
- * does.  The pass runs for every target, before the optimizing passes, so
- * the CPU, the GPUs and an unoptimized build compute the same values.
+ * does.
+ *
+ * A @tack.func's value is one more such place: `return 1.0 if x > 0 else
+ * -1.0`, or `h = 0.5; return h * k` with Python floats, makes the function
+ * return the weak carrier, f64.  Where every call of the specialization
+ * converts the value to f32 (directly, or through weak float arithmetic, as
+ * above), the function returns f32: its returns are computed in f32 and the
+ * callers' conversions go.  Where one call meets f64 (or is stored in a
+ * local that does) it keeps f64, NumPy's answer.  A narrowed return may
+ * let the function's locals follow, and a caller's local narrowed later may
+ * let a return follow, so the pass repeats -- the locals of every
+ * specialization, then the values -- until nothing changes.  It runs for
+ * every target, before the optimizing passes, so the CPU, the GPUs and an
+ * unoptimized build compute the same values.
  */
 #include <string.h>
 
@@ -182,8 +194,9 @@ static void convert_args(tk_cc *C, tk_ir *x, int si, uint64_t narrowed) {
     }
 }
 
-static void narrow_spec(tk_cc *C, tk_spec *S, int si) {
-    if (!S->body || S->nlocals <= 0) return;
+/* 1 when something was narrowed. */
+static int narrow_spec(tk_cc *C, tk_spec *S, int si) {
+    if (!S->body || S->nlocals <= 0) return 0;
     wl W = {C, S, tk_alloc(&C->arena, (size_t)S->nlocals), NULL, NULL, 0, 0};
     int device = C->m->funcs[S->func].kind == TACK_FUNC_DEVICE, any = 0;
     for (int l = 0; l < S->nlocals; l++) {
@@ -193,7 +206,7 @@ static void narrow_spec(tk_cc *C, tk_spec *S, int si) {
             if (S->plocal[p] == l && (!device || p >= 64)) W.cand[l] = 0; /* func's: its callers convert */
         any |= W.cand[l];
     }
-    if (!any) return;
+    if (!any) return 0;
     visit(&W, S->body, TO_BAD);
     for (int changed = 1; changed;) { /* a value assigned to a local that keeps f64 keeps it too */
         changed = 0;
@@ -205,7 +218,7 @@ static void narrow_spec(tk_cc *C, tk_spec *S, int si) {
     }
     any = 0;
     for (int l = 0; l < S->nlocals; l++) any |= W.cand[l];
-    if (!any) return;
+    if (!any) return 0;
     rewrite(&W, S->body);
     for (int l = 0; l < S->nlocals; l++)
         if (W.cand[l]) S->locals[l].ty = ty_value(TACK_F32);
@@ -216,8 +229,110 @@ static void narrow_spec(tk_cc *C, tk_spec *S, int si) {
             params |= (uint64_t)1 << p;
         }
     for (int i = 0; params && i < C->nspecs; i++) convert_args(C, C->specs[i]->body, si, params);
+    return 1;
 }
 
+/* ------------------------------------------------------ a function's value */
+
+/* Whether every call of specialization si has its value go to f32 (through
+ * weak float arithmetic, as visit follows a local's): *ok is cleared by one
+ * that does not. */
+static void call_uses(const tk_ir *x, int si, int to, int *ok) {
+    if (!x) return;
+    if (x->op == IR_CALL && x->aux == si && to != TO_F32) *ok = 0;
+    int kid_to = TO_BAD;
+    if (x->op == IR_CAST && x->ty.kind == TY_VALUE && !x->ty.weak && x->ty.dt == TACK_F32) kid_to = TO_F32;
+    else if (passes_through(x)) kid_to = to;
+    for (int i = 0; i < x->n; i++) call_uses(x->k[i], si, x->op == IR_SELECT && i == 0 ? TO_BAD : kid_to, ok);
+    if (x->op == IR_PFOR) {
+        call_uses(x->off, si, TO_BAD, ok);
+        call_uses(x->hi, si, TO_BAD, ok);
+        call_uses(x->red, si, TO_BAD, ok);
+        call_uses(x->bnd, si, TO_BAD, ok);
+    }
+}
+
+/* Whether x (a weak float value) has a call of si among its leaves, and
+ * those calls retyped f32 (retype). */
+static int reads_call(tk_ir *x, int si, int retype) {
+    if (!x) return 0;
+    if (x->op == IR_CALL && x->aux == si) {
+        if (retype) x->ty = ty_value(TACK_F32);
+        return 1;
+    }
+    if (!passes_through(x)) return 0;
+    int found = 0;
+    for (int i = x->op == IR_SELECT ? 1 : 0; i < x->n; i++) found |= reads_call(x->k[i], si, retype);
+    return found;
+}
+
+/* The conversions to f32 of values computed from calls of si: the
+ * conversion goes, the value is computed in f32 from the call's f32. */
+static void rewrite_calls(wl *W, tk_ir *x, int si) {
+    if (!x) return;
+    for (int i = 0; i < x->n; i++) {
+        tk_ir *k = x->k[i];
+        if (!k) continue;
+        if (k->op == IR_CAST && k->n == 1 && !k->ty.weak && k->ty.kind == TY_VALUE && k->ty.dt == TACK_F32 &&
+            reads_call(k->k[0], si, 0)) {
+            reads_call(k->k[0], si, 1);
+            x->k[i] = to_f32(W, k->k[0]);
+            continue;
+        }
+        rewrite_calls(W, k, si);
+    }
+    if (x->op == IR_PFOR) {
+        rewrite_calls(W, x->off, si);
+        rewrite_calls(W, x->hi, si);
+        rewrite_calls(W, x->red, si);
+    }
+}
+
+/* The returns of function specialization si computed in f32. */
+static void returns_to_f32(wl *W, tk_ir *x) {
+    if (!x) return;
+    if (x->op == IR_RETURN && x->n == 1) {
+        x->k[0] = to_f32(W, x->k[0]);
+        return;
+    }
+    for (int i = 0; i < x->n; i++) returns_to_f32(W, x->k[i]);
+    if (x->op == IR_PFOR) returns_to_f32(W, x->red);
+}
+
+/* A @tack.func whose value is a Python float (weak f64, no declared return
+ * type) and every one of whose calls converts that value to f32 returns f32:
+ * its returns are computed in f32 (a local they read may then be narrowed
+ * too, on the next round), and its callers use the f32 as it comes.  1 when
+ * narrowed. */
+static int narrow_return(tk_cc *C, int si) {
+    tk_spec *S = C->specs[si];
+    tk_func *F = &C->m->funcs[S->func];
+    if (F->kind != TACK_FUNC_DEVICE || F->returns || !S->body ||
+        !(S->ret.kind == TY_VALUE && S->ret.weak && S->ret.dt == TACK_F64))
+        return 0;
+    int ok = 1;
+    for (int i = 0; ok && i < C->nspecs; i++) call_uses(C->specs[i]->body, si, TO_BAD, &ok);
+    if (!ok) return 0;
+    for (int i = 0; i < C->nspecs; i++) { /* no narrowed locals here: a local read is converted */
+        tk_spec *T = C->specs[i];
+        size_t n = (size_t)(T->nlocals > 0 ? T->nlocals : 1);
+        wl W = {C, T, tk_alloc(&C->arena, n), NULL, NULL, 0, 0};
+        memset(W.cand, 0, n);
+        if (i == si) returns_to_f32(&W, T->body);
+        rewrite_calls(&W, T->body, si);
+    }
+    S->ret = ty_value(TACK_F32);
+    return 1;
+}
+
+/* Until nothing changes: the locals of every specialization (callees
+ * first, so that a narrowed parameter's conversion is in its callers'
+ * code when they are looked at), then the functions' values, whose
+ * narrowing may let a local that holds one, or that a return reads, follow. */
 void tk_weak_locals(tk_cc *C) {
-    for (int i = C->nspecs - 1; i >= 0; i--) narrow_spec(C, C->specs[i], i);
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = C->nspecs - 1; i >= 0; i--) changed |= narrow_spec(C, C->specs[i], i);
+        for (int i = 1; i < C->nspecs; i++) changed |= narrow_return(C, i);
+    }
 }

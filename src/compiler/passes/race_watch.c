@@ -12,11 +12,27 @@
  * warned of -- and each loop tack.independent vouches for, which it does not
  * judge -- to dp_watch, which records the loop (its variables' names, and
  * how each variable's value follows from the loop's index) and its accesses
- * that can take part in a race: every load, store and atomic update, written
- * in the loop's own body, of an array the loop writes.  Loads of arrays the
- * loop only reads cannot race and are left alone, and so are the accesses
- * inside @tack.func functions (a function is one C function for all its
- * callers; docs/language.md says so).
+ * that can take part in a race: every load, store and atomic update of an
+ * array the loop writes, in the loop's own body and in the @tack.func
+ * functions it calls.  Loads of arrays the loop only reads cannot race and
+ * are left alone.
+ *
+ * A function is one C function for all its callers, and its array
+ * parameters are whichever arrays a call passes, so its accesses cannot be
+ * numbered by the kernel's arrays at compile time.  Each function a watched
+ * loop calls with an array (and each those call so) gets a second C
+ * function, its watched copy (tk_w<spec>, written after the plain one),
+ * which takes the session, the calling iteration's tag and, per array
+ * parameter, the kernel's array the caller passed (-1 for a local array,
+ * the iteration's own): the loop's calls, and the copies' calls, go to the
+ * copies; every other call, and every kernel without check_races, to the
+ * plain function as before.  A function's access is one site for every loop
+ * and call that reaches it, named by the function's own text ("a[k] in
+ * put()"), and it records itself in the shadow of the array its caller
+ * named -- a shadow the loop has only for an array it writes.  depend.c
+ * follows calls at most MAXCALL deep; a loop that calls deeper cannot have
+ * all its accesses watched and is refused (a CompileError), not half
+ * watched.
  *
  * A kernel with a watched loop is compiled without the optimizing passes:
  * each access stays one load or store, as written, with its own record, and
@@ -84,8 +100,48 @@ static void *grow(tk_cc *C, void *old, int n, int *cap, size_t size) {
     return g;
 }
 
+static int call_has_array(const tk_ir *x) {
+    for (int i = 0; i < x->n; i++)
+        if (x->k[i]->op == IR_ARRAY) return 1;
+    return 0;
+}
+
+/* The @tack.func specializations that x calls with an array of the kernel's
+ * (and those they call so, through their bodies): each gets a watched copy.
+ * depend.c follows exactly these calls (walk_call), so every callee access
+ * it collected for the loop is in a function marked here. */
+static void mark_specs(tk_cc *C, const tk_ir *x) {
+    if (!x) return;
+    if (x->op == IR_CALL && x->aux > 0 && x->aux < C->nspecs && !C->rcspec[x->aux] && call_has_array(x) &&
+        C->specs[x->aux]->body) {
+        C->rcspec[x->aux] = 1;
+        mark_specs(C, C->specs[x->aux]->body);
+    }
+    for (int i = 0; i < x->n; i++) mark_specs(C, x->k[i]);
+}
+
+static int site_kind(const dacc *a) { return a->kind == ACC_LOAD ? 0 : a->kind == ACC_STORE ? 1 : 2; }
+
+static tk_rcsite *new_site(tk_cc *C, const dacc *a) {
+    if (C->nrcsites >= (1 << (64 - TK_RACE_ITER_BITS)) - 1)
+        tk_error(C, a->func, a->line, 0, "check_races: the kernel has more array accesses to watch than the race "
+                                         "detector numbers (%d); check a smaller kernel", C->nrcsites);
+    C->rcsites = grow(C, C->rcsites, C->nrcsites, &C->caprcsites, sizeof(tk_rcsite));
+    tk_rcsite *s = &C->rcsites[C->nrcsites++];
+    memset(s, 0, sizeof *s);
+    s->kind = site_kind(a);
+    s->func = a->func;
+    s->line = a->line;
+    return s;
+}
+
 void dp_watch(dpass *P) {
     tk_cc *C = P->C;
+    if (P->deep) /* a callee's accesses beyond MAXCALL were not collected: they could not be watched */
+        tk_error(C, P->K->func, P->deep_line, 0,
+                 "check_races: the race detector follows @tack.func calls nested at most %d deep, and the parallel "
+                 "loop at line %d calls deeper (line %d); check the kernel with fewer nested calls", MAXCALL,
+                 P->pf->line, P->deep_line);
     C->rcloops = grow(C, C->rcloops, C->nrcloops, &C->caprcloops, sizeof(tk_rcloop));
     int loop = C->nrcloops++;
     tk_rcloop *L = &C->rcloops[loop];
@@ -96,23 +152,36 @@ void dp_watch(dpass *P) {
     L->width = tk_alloc(&C->arena, (size_t)np);
     memset(L->width, 0, (size_t)np);
     for (int d = 0; d < P->pf->aux && d < TACK_MAX_NDIM; d++) axis(P, L, d);
+    if (!C->rcspec) {
+        C->rcspec = tk_alloc(&C->arena, (size_t)C->nspecs + 1);
+        memset(C->rcspec, 0, (size_t)C->nspecs + 1);
+    }
+    mark_specs(C, P->pf->k[P->pf->aux]);
     for (int i = 0; i < P->nacc; i++) {
         const dacc *a = &P->acc[i];
-        if (!a->node || a->kind == ACC_READ || a->param < 0 || a->param >= P->K->nparams) continue;
-        int kind = a->kind == ACC_LOAD ? 0 : a->kind == ACC_STORE ? 1 : 2;
+        if (!a->at || a->kind == ACC_READ || a->param < 0 || a->param >= P->K->nparams) continue;
+        int kind = site_kind(a);
         if (L->width[a->param] < (kind == 2 ? 5 : 3)) L->width[a->param] = (signed char)(kind == 2 ? 5 : 3);
-        if (C->nrcsites >= (1 << (64 - TK_RACE_ITER_BITS)) - 1)
-            tk_error(C, a->func, a->line, 0, "check_races: the kernel has more array accesses to watch than the race "
-                                             "detector numbers (%d); check a smaller kernel", C->nrcsites);
-        C->rcsites = grow(C, C->rcsites, C->nrcsites, &C->caprcsites, sizeof(tk_rcsite));
-        tk_rcsite *s = &C->rcsites[C->nrcsites++];
-        s->node = a->node;
-        s->loop = loop;
-        s->param = a->param;
-        s->kind = kind;
-        s->func = a->func;
-        s->line = a->line;
-        s->text = a->text;
+        if (a->node) { /* in the loop's own body: a site of this loop, on the kernel's array */
+            tk_rcsite *s = new_site(C, a);
+            s->node = a->node;
+            s->loop = loop;
+            s->param = a->param;
+            s->text = a->text;
+            continue;
+        }
+        /* in a function: one site for every loop and call that reaches it; its
+         * watched copy learns the caller's array at run time */
+        int seen = 0;
+        for (int k = 0; k < C->nrcsites && !seen; k++)
+            seen = C->rcsites[k].loop < 0 && C->rcsites[k].node == a->at;
+        if (seen) continue;
+        tk_rcsite *s = new_site(C, a);
+        s->node = a->at;
+        s->loop = -1;
+        s->spec = a->si;
+        s->param = a->at->param;
+        s->text = a->ftext ? a->ftext : a->text;
     }
 }
 
@@ -138,11 +207,15 @@ int tk_race_tables(tk_cc *C, tack_program *p) {
     for (int i = 0; i < C->nrcsites; i++) {
         const tk_rcsite *s = &C->rcsites[i];
         tk_rsite *R = &p->rsites[i];
-        R->param = s->param;
+        R->param = s->loop < 0 ? -1 : s->param; /* a function's: the caller's array, known as it runs */
         R->kind = s->kind;
         R->line = s->line;
         R->file = tk_program_strdup(C->m->funcs[s->func].filename, &fail);
-        R->text = tk_program_strdup(s->text, &fail);
+        /* a function's access: "a[k] in put()", as the function wrote it */
+        const char *text = s->loop < 0 ? tk_fmt(&C->arena, "%s in %s()", s->text ? s->text : "?",
+                                                C->m->funcs[s->func].name)
+                                       : s->text;
+        R->text = tk_program_strdup(text, &fail);
     }
     return fail;
 }
@@ -197,6 +270,10 @@ static const char PRELUDE_RACE[] =
     "        if (o && TK_RC_IT(o) != it) { tk_rc_hit(rc, ctx, abi, p, at, me, o, kind * 4 + (kind == 0 ? 2 : 0)); return at; }\n"
     "    }\n"
     "    return at;\n"
+    "}\n"
+    "/* an access in a @tack.func's watched copy: the caller's array p (-1: a local array, its own) */\n"
+    "static inline int64_t tk_rc_facc(tk_rc *rc, tk_ctx *ctx, const tk_abi *abi, int p, int64_t at, uint64_t me, int kind) {\n"
+    "    return p < 0 ? at : tk_rc_acc(rc, ctx, abi, p, at, me, kind);\n"
     "}\n";
 
 void tk_race_prelude(tk_cc *C, tk_buf *b) {
@@ -221,18 +298,59 @@ int em_race_loop(tk_emitter *e, const tk_ir *pf) {
 }
 
 int em_race_site(tk_emitter *e, const tk_ir *x) {
-    if (!e->rc) return -1;
+    if (!e->rc && !e->rcf) return -1;
+    int loop = e->rc ? e->rc - 1 : -1; /* a function's watched copy: its sites are every loop's */
     for (int i = 0; i < e->C->nrcsites; i++)
-        if (e->C->rcsites[i].node == x && e->C->rcsites[i].loop == e->rc - 1) return i;
+        if (e->C->rcsites[i].node == x && e->C->rcsites[i].loop == loop) return i;
     return -1;
 }
 
 void em_race_open(tk_emitter *e, int site) {
-    if (site >= 0) P(e, "tk_rc_acc(rc_, ctx, abi, %d, ", e->C->rcsites[site].param);
+    if (site < 0) return;
+    const tk_rcsite *s = &e->C->rcsites[site];
+    if (s->loop < 0) P(e, "tk_rc_facc(rc_, ctx, abi, rcp%d_, ", s->param);
+    else P(e, "tk_rc_acc(rc_, ctx, abi, %d, ", s->param);
 }
 
 void em_race_close(tk_emitter *e, int site) {
     if (site >= 0) P(e, ", (uint64_t)%d << TK_RC_BITS | rc_me_, %d)", site, e->C->rcsites[site].kind);
+}
+
+/* A call from a watched loop, or from a function's watched copy, of a
+ * function that has one: the call goes to the copy (tk_w<spec>), which gets
+ * the session, the iteration's tag and, per array parameter, the kernel's
+ * array the argument is (the caller's own when it is a copy; -1 for a local
+ * array).  Other calls are the plain function's, as without check_races. */
+int em_race_call(tk_emitter *e, const tk_ir *x) {
+    if ((!e->rc && !e->rcf) || !e->C->rcspec || x->aux <= 0 || x->aux >= e->C->nspecs || !e->C->rcspec[x->aux])
+        return 0;
+    return call_has_array(x);
+}
+
+void em_race_call_args(tk_emitter *e, const tk_ir *x) {
+    const tk_spec *S = e->C->specs[x->aux];
+    P(e, ", rc_, rc_me_");
+    for (int i = 0; i < x->n && i < S->nparams; i++) {
+        if (S->ptypes[i].kind != TY_ARRAY) continue;
+        const tk_ir *a = x->k[i];
+        if (a->op != IR_ARRAY) P(e, ", -1");
+        else if (e->rcf) P(e, ", rcp%d_", a->param);
+        else P(e, ", %d", a->param);
+    }
+}
+
+/* A watched copy's parameters after ctx and abi (em_race_call passes them). */
+void em_race_params(tk_emitter *e, const tk_spec *S) {
+    P(e, ", tk_rc *const rc_, const uint64_t rc_me_");
+    for (int p = 0; p < S->nparams; p++)
+        if (S->ptypes[p].kind == TY_ARRAY) P(e, ", const int rcp%d_", p);
+}
+
+void em_race_unused(tk_emitter *e, const tk_spec *S) {
+    I(e); P(e, "(void)rc_; (void)rc_me_;");
+    for (int p = 0; p < S->nparams; p++)
+        if (S->ptypes[p].kind == TY_ARRAY) P(e, " (void)rcp%d_;", p);
+    P(e, "\n");
 }
 
 void em_race_frame(tk_emitter *e) {
@@ -294,4 +412,30 @@ void em_race_iteration(tk_emitter *e, tk_ir *s) {
     }
     P(e, ") + 1;\n");
     I(e); P(e, "if (TK_FAILED(ctx)) return; /* a race found: the launch stops */\n");
+}
+
+/* ------------------------------------------------------------- IR dump */
+/* What the detector watches, after the IR (Kernel.ir; debug mode reads it to
+ * watch the same loops and accesses as it runs the kernel as Python):
+ *   race loop <n> line <line> vars <var>,... arrays <the kernel's arrays it watches>,...
+ *   race site <n> loop <n or -1> <read|write|atomic> line <line> in <kernel|func> <name>: <text>
+ * (loop -1: an access in a @tack.func, watched wherever a watched loop calls it). */
+void tk_race_dump(tk_cc *C, tk_buf *b) {
+    if (!C->nrcloops) return;
+    static const char *kinds[] = {"read", "write", "atomic"};
+    tk_puts(b, "races:\n");
+    for (int i = 0; i < C->nrcloops; i++) {
+        const tk_rcloop *L = &C->rcloops[i];
+        tk_printf(b, "  race loop %d line %d vars ", i, L->pf->line);
+        for (int d = 0; d < L->pf->aux && d < TACK_MAX_NDIM; d++) tk_printf(b, "%s%s", d ? "," : "", L->vars[d]);
+        tk_puts(b, " arrays");
+        for (int p = 0, n = 0; p < C->specs[0]->nparams; p++)
+            if (L->width[p]) tk_printf(b, "%s%s", n++ ? "," : " ", C->specs[0]->pnames[p]);
+        tk_puts(b, "\n");
+    }
+    for (int i = 0; i < C->nrcsites; i++) {
+        const tk_rcsite *s = &C->rcsites[i];
+        tk_printf(b, "  race site %d loop %d %s line %d in %s %s: %s\n", i, s->loop, kinds[s->kind], s->line,
+                  s->loop < 0 ? "func" : "kernel", C->m->funcs[s->func].name, s->text ? s->text : "?");
+    }
 }
