@@ -44,6 +44,8 @@ from __future__ import annotations
 import operator
 import re
 
+from ._debug import _key
+
 _LOOP = re.compile(r"^\s*race loop (\d+) line (\d+) vars (\S*) arrays ?(\S*)$")
 _SITE = re.compile(r"^\s*race site (\d+) loop (-?\d+) (read|write|atomic) line (\d+) in (kernel|func) (\S+): (.*)$")
 _KINDS = {"read": 0, "write": 1, "atomic": 2}
@@ -246,14 +248,6 @@ class Detector:
         if self.cur is not None and len(args) >= 2 and _key(f) in _atomics():
             self._record(site, 2, args[0], args[1])
         return ctx.call(f, *args, **kwargs)
-
-
-def _key(f):
-    try:
-        hash(f)
-    except TypeError:
-        return None
-    return f
 
 
 _ATOMICS = None
