@@ -142,6 +142,9 @@ def write_summary_at_exit(path, summary, ready=None, indent=None):
     """Write summary as JSON to path (when there is one) at exit, or when the
     returned function is called; not while ready() says no."""
 
+    if path and os.environ.get("PYTEST_XDIST_WORKER"):  # each worker of a run under -n its own file
+        path = f"{path}.{os.environ['PYTEST_XDIST_WORKER']}"
+
     def write():
         if path and (ready is None or ready()):
             with open(path, "w") as f:
@@ -151,11 +154,44 @@ def write_summary_at_exit(path, summary, ready=None, indent=None):
     return write
 
 
+# pytest-xdist's variables, which a pytest started by a worker must not inherit
+_XDIST = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+def _merge(a, b):
+    """Two processes' summaries of one plugin as one: counts added, lists
+    joined, dictionaries merged key by key, anything else (a target's name)
+    the same in both."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {**a, **{k: _merge(a[k], v) if k in a else v for k, v in b.items()}}
+    if isinstance(a, list) and isinstance(b, list):
+        return a + b
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a or b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a + b
+    return a
+
+
+def _read_summary(path):
+    """The summary a run's plugin wrote at path, with those its pytest-xdist
+    workers wrote beside it (PATH.gwN) merged in; None when there is none."""
+    parts = [p for p in [path, *sorted(path.parent.glob(path.name + ".gw*"))] if p.exists()]
+    if not parts:
+        return None
+    out = json.loads(parts[0].read_text())
+    for p in parts[1:]:
+        out = _merge(out, json.loads(p.read_text()))
+    return out
+
+
 def run_plugin(plugin, files, summary_var, summary, timeout, cwd=None, env=None, **values):
     """Run pytest over files with -p plugin in a subprocess, with the summary
     file named by environment variable summary_var, in env (this process's
     when None) with values added; the summary it wrote, read back."""
     env = dict(os.environ if env is None else env, **{summary_var: str(summary)}, **values)
+    for var in _XDIST:
+        env.pop(var, None)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", plugin, *map(str, files)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
@@ -165,7 +201,8 @@ def run_plugin(plugin, files, summary_var, summary, timeout, cwd=None, env=None,
 
 
 def run_plugins(plugins, files, folder, timeout, cwd=None, prefix="run", args=(), **values):
-    """Run pytest over files (with args) once with every plugin of `plugins`
+    """Run pytest over files (with args: "-n 2" runs it on pytest-xdist's
+    workers, whose summaries are merged) once with every plugin of `plugins`
     ({plugin: the environment variable naming its summary file}) loaded, each
     summary written under folder as PREFIX-PLUGIN.json, in this process's
     environment with values added; the summaries read back, by plugin, and
@@ -174,6 +211,8 @@ def run_plugins(plugins, files, folder, timeout, cwd=None, prefix="run", args=()
     only (aside())."""
     env = dict(os.environ, **values, **{var: os.path.join(folder, f"{prefix}-{name}.json")
                                         for name, var in plugins.items()})
+    for var in _XDIST:
+        env.pop(var, None)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
     for name in plugins:
@@ -181,8 +220,8 @@ def run_plugins(plugins, files, folder, timeout, cwd=None, prefix="run", args=()
     proc = subprocess.run(cmd + list(map(str, files)), env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     out = {"_process": {"returncode": proc.returncode, "tail": proc.stdout[-6000:] + proc.stderr[-3000:]}}
     for name, var in plugins.items():
-        path = Path(env[var])
-        assert path.exists(), f"{name} wrote no summary: " + \
+        summary = _read_summary(Path(env[var]))
+        assert summary is not None, f"{name} wrote no summary: " + \
             f"signal {-proc.returncode}: " * (proc.returncode < 0) + proc.stdout[-3000:] + proc.stderr[-3000:]
-        out[name] = json.loads(path.read_text())
+        out[name] = summary
     return out

@@ -176,7 +176,9 @@ def batch_source(sources):
         # another has N replaced first (tk_add_tkb3_tk_vec3).  So every name of
         # the source's that a name holds after a '_' takes its rename there, and
         # the two spellings meet; a name that holds none is prefixed whole.
-        pasted = [n for n in _pasted_names(src) if n not in macros]
+        # Only Tack's own names (tk_...) are renamed: a paste may also spell a
+        # builtin the source calls (atomic_##_cmpxchg made from P##_cmpxchg).
+        pasted = [n for n in _pasted_names(src) if n not in macros and n.startswith("tk_")]
         inner = re.compile(r"(?<=_)(" + "|".join(map(re.escape, sorted(plain, key=len, reverse=True))) + r")(?=_|$)") if plain else None
         renames = {}
         for n in dict.fromkeys(plain + pasted):

@@ -226,14 +226,22 @@ def _make(name):
             os.makedirs(opencl_sources(), exist_ok=True)
             values.update(TACK_OPENCL_DEVICE=opencl_devices()[0], TACK_OPENCL_SOURCES=opencl_sources())
         plugins["_outcomes"] = "TACK_OUTCOMES"
-        return _kernel_wrap.run_plugins(plugins, paths(), folder, 3600, cwd=HERE, prefix=name, **values)
+        return _kernel_wrap.run_plugins(plugins, paths(), folder, 3600, cwd=HERE, prefix=name, args=_workers(),
+                                        **values)
     if name == "unoptimized":
         # every optimizing pass off (TACK_OPT=0), on one thread; the tests that look at
         # the optimized source itself are left out
         return _kernel_wrap.run_plugins({"_outcomes": "TACK_OUTCOMES"}, paths(UNOPTIMIZED_FILES), folder, 1800,
-                                        cwd=HERE, prefix=name, args=("-m", "not optimized_source"),
+                                        cwd=HERE, prefix=name, args=_workers() + ("-m", "not optimized_source"),
                                         TACK_OPT="0", TACK_NUM_THREADS="1")
     raise KeyError(name)
+
+
+def _workers():
+    """A run's own pytest-xdist workers: two, so that its half of the machine
+    goes on while the test run's workers wait for it at the end (the
+    plugins' summaries are per worker, merged: _kernel_wrap.run_plugins)."""
+    return ("-n", "2", "--dist", "load")
 
 
 def watched(plugin):
