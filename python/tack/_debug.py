@@ -565,6 +565,8 @@ def _atomic(op):
     """tack.atomic_<op>(a, idx, v) -- atomic_cas(a, idx, expected, v) -- as the
     compiled kernel does it: the values converted to the element's type, the
     old element returned; exch and cas move and compare a float's bits."""
+    from ._kernels import _same_bits  # the Python-side tack.atomic_cas's comparison
+
     def f(ctx, a, idx, *vals):
         t = a.dtype
         old = ctx.load(a, idx)
@@ -587,8 +589,7 @@ def _atomic(op):
         elif op == "xor":
             new = old ^ v
         else:  # cas: by the bits (-0.0 is not 0.0, a NaN matches the same NaN)
-            same = np.asarray(old, dtype=t).tobytes() == np.asarray(vals[0], dtype=t).tobytes()
-            new = v if same else old
+            new = v if _same_bits(old, vals[0]) else old
         a[idx] = new
         return old
 
@@ -922,7 +923,7 @@ def _run_func(ctx, f, args, kwargs):
     rt = ann.get("return")
     if isinstance(rt, _core.DType) and not rt.shape:
         r = convert(np.dtype(rt.numpy), r)
-    elif ret == _F32 and _weak(r) is not None and _weak(r)[0] == 2:  # a Python float the compiler returns as f32
+    elif ret == _F32 and (w := _weak(r)) is not None and w[0] == 2:  # a Python float the compiler returns as f32
         r = convert(ret, r)
     return r
 
@@ -1013,7 +1014,7 @@ def ir_facts(ir):
     that have one fixed scalar type, the parameters it writes, the lines
     whose `a[k] += v` is atomic (or privatized), the types of its and/or and
     `if`-`else` expressions, and the same for each build of each @tack.func
-    it calls: {name: [(parameter types, local types, choices, return dtype or None)]}."""
+    it calls: {name: [(parameter types, local types, choices, atomic lines, return dtype or None)]}."""
     lines = ir.splitlines()
     head = lines[0] if lines else ""
     written = head.split("writes:", 1)[1].split() if "writes:" in head else []

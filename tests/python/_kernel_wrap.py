@@ -186,31 +186,25 @@ def _read_summary(path):
 
 
 def run_plugin(plugin, files, summary_var, summary, timeout, cwd=None, env=None, **values):
-    """Run pytest over files with -p plugin in a subprocess, with the summary
-    file named by environment variable summary_var, in env (this process's
-    when None) with values added; the summary it wrote, read back."""
-    env = dict(os.environ if env is None else env, **{summary_var: str(summary)}, **values)
-    for var in _XDIST:
-        env.pop(var, None)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", plugin, *map(str, files)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
-    assert Path(summary).exists(), \
-        f"signal {-proc.returncode}: " * (proc.returncode < 0) + proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(Path(summary).read_text())
+    """Run pytest over files with -p plugin in a subprocess (run_plugins), its
+    summary file at `summary`, named by environment variable summary_var, in
+    env (this process's when None) with values added; the summary read back."""
+    summary = Path(summary)
+    return run_plugins({plugin: summary_var}, files, summary.parent, timeout, cwd=cwd, prefix=summary.stem,
+                       env=env, **values)[plugin]
 
 
-def run_plugins(plugins, files, folder, timeout, cwd=None, prefix="run", args=(), **values):
+def run_plugins(plugins, files, folder, timeout, cwd=None, prefix="run", args=(), env=None, **values):
     """Run pytest over files (with args: "-n 2" runs it on pytest-xdist's
     workers, whose summaries are merged) once with every plugin of `plugins`
     ({plugin: the environment variable naming its summary file}) loaded, each
-    summary written under folder as PREFIX-PLUGIN.json, in this process's
-    environment with values added; the summaries read back, by plugin, and
+    summary written under folder as PREFIX-PLUGIN.json, in env (this
+    process's environment when None) with values added; the summaries read back, by plugin, and
     under "_process" the run's exit status and the tail of its output.  Each
     plugin that wraps the kernels does so in turn and sees the tests' calls
     only (aside())."""
-    env = dict(os.environ, **values, **{var: os.path.join(folder, f"{prefix}-{name}.json")
-                                        for name, var in plugins.items()})
+    env = dict(os.environ if env is None else env, **values,
+               **{var: os.path.join(folder, f"{prefix}-{name}.json") for name, var in plugins.items()})
     for var in _XDIST:
         env.pop(var, None)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in sys.path if p])
