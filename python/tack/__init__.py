@@ -62,6 +62,7 @@ from ._core import (  # noqa: E402
 )
 from ._array import array, asarray, copyto, dtype, empty, full, ones, zeros
 from ._interop import array_from_ptr, from_dlpack
+from ._structs import StructArray, array_field, struct
 
 __version__ = _core.__version__
 
@@ -119,7 +120,13 @@ def _getline(filename, lineno):
     return linecache.getline(filename, lineno)
 
 
-_core._set_hooks(getsourcelines=_getsourcelines, getline=_getline)
+def _struct_call(kernel, args, kwargs):
+    from ._structs import struct_call
+
+    return struct_call(kernel, args, kwargs)
+
+
+_core._set_hooks(getsourcelines=_getsourcelines, getline=_getline, struct_call=_struct_call)
 
 
 # The last C compiler the CPU backend tries (after TACK_CC, CC and cc, gcc or
@@ -151,7 +158,7 @@ del _offer_ziglang
 
 __all__ = [
     "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
-    "array_from_ptr", "from_dlpack",
+    "array_from_ptr", "from_dlpack", "struct", "array_field", "StructArray",
     "devices", "get_default_device", "set_default_device", "synchronize", "__version__",
     "get_include", "get_library",
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",

@@ -15,7 +15,7 @@ import builtins
 import numbers
 import threading
 
-from . import _core
+from . import _core, _structs
 
 # Set while a kernel runs as plain Python (jit=False or TACK_DISABLE_JIT):
 # a local array made there (tack.zeros(8) in the kernel's body) is a NumPy
@@ -45,6 +45,10 @@ def _local_array(shape, dtype, fill):
     return out
 
 _np = None
+
+
+def _struct_class(dtype):
+    return dtype if isinstance(dtype, type) and getattr(dtype, "__tack_struct__", None) is not None else None
 
 
 def _numpy():
@@ -82,14 +86,20 @@ def _shape_tuple(shape):
 
 
 def empty(shape, dtype=None, *, device=None) -> _core.Array:
-    """A new array with uninitialized values.  ``dtype`` defaults to f32."""
+    """A new array with uninitialized values.  ``dtype`` defaults to f32 (a
+    ``@tack.struct`` class: a ``tack.StructArray``)."""
+    if _struct_class(dtype) is not None and not _in_python_kernel():
+        return _structs.new_array(shape, dtype, device, False)
     if _in_python_kernel():
         return _local_array(shape, dtype, None)  # zeros, as a compiled kernel's
     return _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device)
 
 
 def zeros(shape, dtype=None, *, device=None) -> _core.Array:
-    """A new array of zeros.  ``dtype`` defaults to f32."""
+    """A new array of zeros.  ``dtype`` defaults to f32 (a ``@tack.struct``
+    class: a ``tack.StructArray`` of zeroed records)."""
+    if _struct_class(dtype) is not None and not _in_python_kernel():
+        return _structs.new_array(shape, dtype, device, True)
     if _in_python_kernel():
         return _local_array(shape, dtype, None)
     return _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device, True)
@@ -162,8 +172,14 @@ def array(obj, dtype=None, *, device=None, copy=True) -> _core.Array:
     ``obj`` may be a NumPy array, a nested sequence of numbers, a scalar, or
     another Tack array.  With ``dtype=tack.vec3`` an (n, 3) input gives n
     vec3 elements.  ``copy=False`` is refused: use ``tack.from_dlpack`` or
-    ``tack.array_from_ptr`` to share storage.
+    ``tack.array_from_ptr`` to share storage.  With a ``@tack.struct`` class
+    as ``dtype`` (``tack.array(records, dtype=Particle)``) it copies a NumPy
+    record array of ``Particle.dtype`` into a ``tack.StructArray``.
     """
+    if _struct_class(dtype) is not None:
+        if copy is False:
+            raise ValueError("tack.array always copies; tack.asarray(records, dtype=...) shares a record array")
+        return _structs.array_of(obj, dtype, device, True)
     if copy is False:
         raise ValueError(
             "tack.array always copies; use tack.from_dlpack(obj) or tack.array_from_ptr(...) to share storage"
@@ -181,7 +197,13 @@ def array(obj, dtype=None, *, device=None, copy=True) -> _core.Array:
 
 def asarray(obj, dtype=None, *, device=None) -> _core.Array:
     """``obj`` itself when it is already a Tack array of that dtype and
-    device, else a copy as with ``tack.array``."""
+    device, else a copy as with ``tack.array``.  With a ``@tack.struct``
+    class as ``dtype``, a NumPy record array of its dtype (or a
+    ``tack.StructArray``) is taken as it is: the result shares its bytes."""
+    if _struct_class(dtype) is not None:
+        if isinstance(obj, _structs.StructArray) and obj.dtype is dtype:
+            return obj
+        return _structs.array_of(obj, dtype, device, False)
     if isinstance(obj, _core.Array):
         same_dtype = dtype is None or globals()["dtype"](dtype) is obj.dtype
         same_device = device is None or device == obj.device

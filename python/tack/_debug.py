@@ -815,6 +815,10 @@ def _transformed(fn, is_kernel, races=False):
         shift = first - 1
     if not isinstance(fdef, ast.FunctionDef):
         raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
+    if getattr(fn, "__tack_tree__", None) is not None:  # a struct build's tree (tack._structs)
+        import copy
+
+        fdef = copy.deepcopy(fn.__tack_tree__)
     fdef.decorator_list = []
     ret_ann = fdef.returns
     if races:

@@ -443,8 +443,11 @@ class PythonKernel:
     def __call__(self, *args, **kwargs):
         """Run the kernel as Python on these arguments, after the compiler's
         checks for their signature (see the class's docstring)."""
-        from . import _array, _debug
+        from . import _array, _debug, _structs
 
+        if _structs.has_struct(args, kwargs):  # struct arrays or values: the kernel's struct build
+            built, expanded = _structs.build_for(self, args, kwargs)
+            return built(*expanded)
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         name = self.__qualname__

@@ -165,7 +165,12 @@ def _walk_codes(code):
 def getsourcelines(fn):
     """(lines, first line number) of ``fn``'s definition, as inspect gives them,
     refused with a CompileError when the file no longer holds that function.
-    A kernel that came through pickle carries its source (tack/_pickle.py)."""
+    A kernel that came through pickle carries its source (tack/_pickle.py);
+    a struct build's function reads the source of the function it was made
+    from (tack._structs)."""
+    origin = getattr(fn, "__tack_struct_of__", None)
+    if origin is not None:  # a struct build (tack._structs): its tree is numbered by the source it came from
+        return getsourcelines(origin)
     carried = getattr(fn, "__tack_source__", None)
     if carried is not None:
         _check_unchanged(fn, carried[0], carried=True)

@@ -244,7 +244,7 @@ static int pending_os_error_has_errno(void) {
 PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original) {
     PyObject *getsourcelines = f->mc->st->getsourcelines;
     PyObject *res = NULL, *lnum, *text = NULL, *empty = NULL, *tree = NULL;
-    PyObject *body = NULL, *inner = NULL, *fdef = NULL;
+    PyObject *body = NULL, *inner = NULL, *fdef = NULL, *alt = NULL;
     Py_UCS4 c0;
 
     *original = NULL;
@@ -317,7 +317,22 @@ PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original) {
         goto done;
     }
     Py_INCREF(fdef);
+    /* A function tack._structs made for a struct call carries its rewritten
+     * tree (struct fields as their own parameters and locals), numbered as
+     * this parse numbers its own source; the lines and carets stay these. */
+    alt = PyObject_GetAttrString(fn, "__tack_tree__");
+    if (!alt && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+    } else if (!alt) {
+        Py_CLEAR(fdef);
+    } else if (!fe_is_kind(alt, "FunctionDef")) {
+        PyErr_SetString(PyExc_TypeError, "__tack_tree__ is not an ast.FunctionDef");
+        Py_CLEAR(fdef);
+    } else {
+        Py_SETREF(fdef, Py_NewRef(alt));
+    }
 done:
+    Py_XDECREF(alt);
     if (!fdef)
         Py_CLEAR(*original);
     Py_XDECREF(res);

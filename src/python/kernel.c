@@ -25,10 +25,46 @@
  * which tack._kernels hands over at import and the front end reads.
  */
 #include "kernel.h"
+#include "frontend.h" /* fe_fetch_exception, fe_restore_exception */
 
 #include <structmember.h>
 
 /* ---------------------------------------------------------------- call */
+
+/* A call whose arguments did not bind (the error is pending), offered to the
+ * package's struct_call hook (tack._structs): a struct array or value among
+ * the arguments makes it call the kernel's struct build; NotImplemented (no
+ * struct among them) leaves the pending error as it was.  Off the hot path:
+ * only a call that failed to bind comes here. */
+static PyObject *struct_call(KernelObject *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *hook = k->st->struct_call, *exc = NULL, *pos = NULL, *kw = NULL, *result = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (!hook || !PyErr_Occurred())
+        return NULL;
+    exc = fe_fetch_exception();
+    pos = PyTuple_New(nargs);
+    kw = PyDict_New();
+    if (!pos || !kw)
+        goto done;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        PyTuple_SET_ITEM(pos, i, Py_NewRef(args[i]));
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0)
+            goto done;
+    Py_INCREF(hook); /* a call may replace the hook */
+    result = PyObject_CallFunctionObjArgs(hook, (PyObject *)k, pos, kw, NULL);
+    Py_DECREF(hook);
+    if (result == Py_NotImplemented) {
+        Py_CLEAR(result);
+        fe_restore_exception(exc);
+        exc = NULL;
+    }
+done:
+    Py_XDECREF(exc);
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    return result;
+}
 
 static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames) {
@@ -43,8 +79,10 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
         return PyObject_Vectorcall(k->fn, args, nargsf, kwnames);
     if (kcall_init(&c, k->nparams) < 0)
         return NULL;
-    if (kcall_bind(k, &c, args, nargs, kwnames) < 0 || kcall_signature(k, &c) < 0)
+    if (kcall_bind(k, &c, args, nargs, kwnames) < 0 || kcall_signature(k, &c) < 0) {
+        result = struct_call(k, args, nargs, kwnames);
         goto done;
+    }
     /* before the compile, which Ctrl-C stops under the same rule (interrupt.c) */
     if (tpy_mark_interruptible(k->st) < 0)
         goto done;

@@ -219,12 +219,15 @@ static PyObject *py_targets(PyObject *m, PyObject *unused) {
 
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
     static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", "race_warning", "reduce",
-                            "race_error", NULL};
-    PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL, *red = NULL, *re = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red, &re))
+                            "race_error", "struct_call", NULL};
+    PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL, *red = NULL, *re = NULL, *sc = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red, &re,
+                                     &sc))
         return NULL;
-    if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl)) || (red && !PyCallable_Check(red))) {
-        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline and reduce must be callable");
+    if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl)) || (red && !PyCallable_Check(red)) ||
+        (sc && !PyCallable_Check(sc))) {
+        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, reduce and struct_call must be "
+                                         "callable");
         return NULL;
     }
     tpy_state *st = tpy_get_state(m);
@@ -242,6 +245,8 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
         Py_XSETREF(st->getline, Py_NewRef(gl));
     if (red)
         Py_XSETREF(st->reduce_hook, Py_NewRef(red));
+    if (sc)
+        Py_XSETREF(st->struct_call, Py_NewRef(sc));
     Py_RETURN_NONE;
 }
 
@@ -355,7 +360,7 @@ static PyMethodDef module_methods[] = {
     {"_config_check", py_config_check, METH_NOARGS,
      "_config_check(): ValueError naming a TACK_* variable whose value could not be read"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
-     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=): what the package hands the "
+     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=, struct_call=): what the package hands the "
      "extension at import (the extension imports none of tack's modules itself)"},
     {NULL, NULL, 0, NULL},
 };
@@ -395,6 +400,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->reduce_hook);
     Py_VISIT(st->getsourcelines);
     Py_VISIT(st->getline);
+    Py_VISIT(st->struct_call);
     Py_VISIT(st->numpy);
     Py_VISIT(st->dlpack_strs);
     Py_VISIT(st->getsignal);
@@ -417,6 +423,7 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->reduce_hook);
     Py_CLEAR(st->getsourcelines);
     Py_CLEAR(st->getline);
+    Py_CLEAR(st->struct_call);
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->dlpack_strs);
     Py_CLEAR(st->getsignal);

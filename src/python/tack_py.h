@@ -41,6 +41,9 @@ typedef struct {
                                            by the package (_set_hooks) */
     PyObject *getline;                  /* hook (filename, lineno) -> str, the source line of a
                                            compile error (linecache.getline), set likewise */
+    PyObject *struct_call;              /* hook (kernel, args, kwargs) -> result or NotImplemented:
+                                           a call whose arguments did not bind, offered to
+                                           tack._structs (struct arrays and values), set likewise */
     PyObject *numpy;                    /* the numpy module, imported on first use */
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
     PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */

@@ -28,7 +28,9 @@
  *     plus a multiple of g, the greatest common divisor of both arrays'
  *     byte strides, plus less than an itemsize -- so two arrays whose
  *     residues modulo g do not meet are apart (m[:, 0] and m[:, 1] of a
- *     C-order matrix: g is the row's bytes, the residues 0..7 and 8..15).
+ *     C-order matrix: g is the row's bytes, the residues 0..7 and 8..15;
+ *     innermost axes that run on contiguously count as one block, so two
+ *     fields of a record array, each with its components, are apart).
  *     Anything else is called an overlap: conservative, never a false
  *     "apart".
  *   - do two elements of one array share a byte (a zero stride, as
@@ -61,6 +63,32 @@ static int byte_strides(const tack_array *a, int64_t *s) {
         int64_t st = a->strided ? a->strides[k] * isz : c;
         if (a->shape[k] > 1)
             s[n++] = st;
+        c *= a->shape[k];
+    }
+    return n;
+}
+
+/* Like byte_strides, with the innermost axes that continue one another
+ * contiguously (each stride the bytes of everything inside it) merged into
+ * one block of *block bytes: every byte of `a` lies at its address plus a
+ * sum of the remaining strides, plus less than *block.  A field of a record
+ * array seen with its components ((n, 3) floats, 40 bytes apart) is one
+ * 12-byte block every 40 bytes, which the residue test below can tell from
+ * the next field's. */
+static int byte_blocks(const tack_array *a, int64_t *s, int64_t *block) {
+    int64_t isz = (int64_t)tack_dtype_get(a->dtype)->itemsize, c = isz;
+    int n = 0, inner = 1;
+    *block = isz;
+    for (int k = a->ndim - 1; k >= 0; k--) {
+        int64_t st = a->strided ? a->strides[k] * isz : c;
+        if (a->shape[k] > 1) {
+            if (inner && st == *block)
+                *block *= a->shape[k];
+            else {
+                inner = 0;
+                s[n++] = st;
+            }
+        }
         c *= a->shape[k];
     }
     return n;
@@ -107,15 +135,18 @@ int rt_strided_overlap(const tack_array *a, const tack_array *b) {
     intptr_t b0 = (intptr_t)b->data + (intptr_t)(b->offset * (int64_t)tack_dtype_get(b->dtype)->itemsize);
     if (a0 + ahi <= b0 + blo || b0 + bhi <= a0 + alo)
         return 0;
-    int64_t s[2 * TACK_MAX_NDIM], g = 0;
-    int n = byte_strides(a, s);
-    n += byte_strides(b, s + n);
+    int64_t s[2 * TACK_MAX_NDIM], g = 0, ia, ib;
+    int n = byte_blocks(a, s, &ia);
+    n += byte_blocks(b, s + n, &ib);
     for (int i = 0; i < n; i++)
         g = gcd64(g, s[i]);
-    int64_t ia = (int64_t)tack_dtype_get(a->dtype)->itemsize, ib = (int64_t)tack_dtype_get(b->dtype)->itemsize;
     if (g == 0 || ia >= g || ib >= g)
         return 1;
-    int64_t d = (int64_t)(((uintptr_t)b0 - (uintptr_t)a0) % (uintptr_t)g); /* b's first byte, from a's, mod g */
+    /* b's first byte, from a's, mod g: a signed remainder made non-negative (an unsigned one of a
+     * negative difference is taken mod 2**64 first, which g need not divide) */
+    int64_t d = (int64_t)(b0 - a0) % g;
+    if (d < 0)
+        d += g;
     return d < ia || d + ib > g;
 }
 

@@ -1,0 +1,532 @@
+"""User types: ``@tack.struct``, its arrays and its values in kernels.
+
+A struct is a class with annotated fields (numbers, bool, vectors, matrices,
+complex, other structs, fixed-size arrays of numbers or vectors).  Its layout
+is NumPy's structured dtype with ``align=True`` -- C's rule: each field at a
+multiple of its alignment, the size a multiple of the largest -- so a NumPy
+record array of ``Particle.dtype`` is the array of particles as it is, read
+and written in place by kernels, and ``np.asarray`` of a ``tack.StructArray``
+is such a record array over the same bytes.
+
+The compiler never sees a struct.  A struct is scalarized before the front
+end reads the kernel, here, on the tree of the kernel's own source:
+
+- a struct *array* argument travels as one strided view per leaf field (the
+  field's components as the last axes: an f32 field ``p.mass`` is an
+  (n,) f32 view with a stride of the struct's size, a vec3 field ``p.vel``
+  an (n, 3) f32 view), passed as parameters named ``p.mass``, ``p.vel``, so
+  ``p[i].vel.x += f`` is ``p.vel[i, 0] += f``: a load and store of the
+  field's own type at its byte offset, nothing else.  The views are the
+  strided arguments every dialect already reads and writes (decisions.md,
+  "Strided arguments in every dialect"); the leaves are disjoint bytes, which
+  the launch's overlap check sees from their addresses and strides;
+- a struct *value* (a local, an argument passed by value, a ``@tack.func``
+  parameter or return) is one local per leaf field, ``q.pos`` and ``q.mass``;
+  ``q = p[i]`` copies each leaf, ``p[i] = q`` stores each; a func returning a
+  struct returns the tuple of its leaves, which the caller unpacks.
+
+The rewritten tree keeps every node's line and column, and the function
+made from it carries it as ``__tack_tree__``, which the front end
+(frontend_source.c) and debug mode (tack._debug) read in place of the
+parse of the file, so errors point at the user's lines.  A kernel is
+rewritten once per struct signature (which parameters are struct arrays or
+values of which struct), and that build is an ordinary kernel: its cache
+key, argument checks, race analysis and every dialect are the existing
+ones, and a struct of another layout is another build.  A call reaches here
+only when the compiled kernel's argument binding failed (the extension's
+struct_call hook), so calls without structs pay nothing.
+"""
+
+import ast
+import builtins as _builtins
+import copy
+import types
+import weakref
+
+from . import _core
+
+_VEC_COMP = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+
+def _np():
+    import numpy
+
+    return numpy
+
+
+def _compile_error(msg, node=None, fn=None, lineshift=0):
+    from ._kernels import CompileError
+
+    if node is None or fn is None:
+        return CompileError(msg)
+    filename = fn.__code__.co_filename
+    line = getattr(node, "lineno", 0) + lineshift
+    import linecache
+
+    text = linecache.getline(filename, line) or None
+    return CompileError(msg, (filename, line, getattr(node, "col_offset", -1) + 1, text))
+
+
+# ------------------------------------------------------------------ layout
+
+
+class array_field:
+    """A fixed-size array field of a struct: ``hist: tack.array_field(tack.f32, 8)``
+    (``shape`` an int or a tuple of ints; the element a number or vector dtype).
+    In a kernel ``p[i].hist[k]`` reads and writes element k."""
+
+    def __init__(self, dtype, shape):
+        from ._array import dtype as _dtype
+
+        self.dtype = _dtype(dtype)
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if not shape or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in shape):
+            raise ValueError(f"tack.array_field: the shape must be positive ints, not {shape!r}")
+        self.shape = shape
+
+    def __repr__(self):
+        return f"tack.array_field({self.dtype.name}, {self.shape if len(self.shape) > 1 else self.shape[0]})"
+
+
+class _Field:
+    __slots__ = ("name", "kind", "dt", "sub", "shape", "offset")
+
+    def __init__(self, name, kind, dt=None, sub=None, shape=()):
+        self.name, self.kind, self.dt, self.sub, self.shape, self.offset = name, kind, dt, sub, shape, 0
+
+
+class _Leaf:
+    """One leaf field: its path, dtype, byte offset, and the array field's shape (or ())."""
+
+    __slots__ = ("path", "dt", "offset", "ashape")
+
+    def __init__(self, path, dt, offset, ashape):
+        self.path, self.dt, self.offset, self.ashape = path, dt, offset, ashape
+
+    @property
+    def name(self):
+        return ".".join(self.path)
+
+    def comp_shape(self):
+        """The axes a view of the leaf has after the element's: the array field's, then the
+        components' (vector (N,), matrix (R, C), complex (2,): its real and imaginary parts)."""
+        dt = self.dt
+        if dt.kind == "c":
+            return self.ashape + (2,)
+        return self.ashape + tuple(dt.shape)
+
+    def scalar(self):
+        """The dtype of one component (a complex's part)."""
+        from . import f32, f64
+
+        if self.dt.kind == "c":
+            return f32 if self.dt.itemsize == 8 else f64
+        return self.dt.scalar
+
+
+class _Layout:
+    def __init__(self, cls, fields):
+        np = _np()
+        self.cls = cls
+        self.name = cls.__name__
+        self.fields = {f.name: f for f in fields}
+        spec = []
+        for f in fields:
+            if f.kind == "struct":
+                spec.append((f.name, f.sub.dtype))
+            elif f.kind == "array":
+                base = f.dt.numpy
+                spec.append((f.name, (base.base, f.shape + base.shape)))
+            else:
+                spec.append((f.name, f.dt.numpy))
+        self.dtype = np.dtype(spec, align=True)
+        for f in fields:
+            f.offset = self.dtype.fields[f.name][1]
+        self.itemsize = self.dtype.itemsize
+        self.leaves = []
+        self._collect(self, (), 0)
+
+    def _collect(self, lay, prefix, base):
+        for f in lay.fields.values():
+            if f.kind == "struct":
+                self._collect(f.sub, prefix + (f.name,), base + f.offset)
+            else:
+                self.leaves.append(_Leaf(prefix + (f.name,), f.dt, base + f.offset, f.shape))
+
+    def leaves_under(self, path):
+        n = len(path)
+        return [lf for lf in self.leaves if lf.path[:n] == path]
+
+    def at(self, path):
+        """The layout (struct) or leaf at `path`."""
+        lay = self
+        for k, name in enumerate(path):
+            f = lay.fields[name]
+            if f.kind != "struct":
+                return next(lf for lf in self.leaves if lf.path == path[: k + 1])
+            lay = f.sub
+        return lay
+
+
+def _field_of(cls_name, name, ann):
+    from . import _core as core
+    from ._array import dtype as _dtype
+
+    if isinstance(ann, array_field):
+        if ann.dtype.kind == "b" and False:
+            pass
+        return _Field(name, "array", dt=ann.dtype, shape=ann.shape)
+    if isinstance(ann, type) and getattr(ann, "__tack_struct__", None) is not None:
+        return _Field(name, "struct", sub=ann.__tack_struct__)
+    if ann is _builtins.bool:
+        from . import bool as tbool
+
+        return _Field(name, "value", dt=tbool)
+    if ann in (int, float, complex):
+        raise TypeError(f"@tack.struct {cls_name}: field '{name}' is annotated {ann.__name__}, whose width a "
+                        f"layout cannot guess: spell the dtype (tack.i64, tack.f32, tack.f64, tack.complex64)")
+    if isinstance(ann, str):
+        raise TypeError(f"@tack.struct {cls_name}: field '{name}' has the string annotation {ann!r} (from "
+                        f"__future__ import annotations?): a struct's fields need their dtypes as objects")
+    if isinstance(ann, core.DType):
+        return _Field(name, "value", dt=ann)
+    try:
+        return _Field(name, "value", dt=_dtype(ann))
+    except (TypeError, ValueError):
+        raise TypeError(f"@tack.struct {cls_name}: field '{name}' has annotation {ann!r}, which is not a "
+                        f"Tack dtype, bool, a @tack.struct class or tack.array_field(dtype, n)") from None
+
+
+def struct(cls):
+    """Make ``cls`` a struct type: its annotated fields, in order, laid out as
+    C lays them out (``cls.dtype``: NumPy's structured dtype with
+    ``align=True``).  Instances are host values (``Particle(mass=2.0)``,
+    fields default to zero); kernels take arrays of it (a NumPy record array
+    of ``cls.dtype`` or a ``tack.StructArray``) and values of it by value
+    (docs/language.md, "Structs")."""
+    if not isinstance(cls, type):
+        raise TypeError(f"@tack.struct decorates a class, not {type(cls).__name__}")
+    anns = cls.__dict__.get("__annotations__", {})
+    if not anns:
+        raise TypeError(f"@tack.struct {cls.__name__}: a struct needs annotated fields (mass: tack.f32)")
+    fields = [_field_of(cls.__name__, n, a) for n, a in anns.items()]
+    lay = _Layout(cls, fields)
+    cls.__tack_struct__ = lay
+    cls.dtype = lay.dtype
+    cls.itemsize = lay.itemsize
+    cls.fields = tuple(anns)
+    for f in fields:
+        setattr(cls, f.name, _FieldProperty(f))
+    cls.__init__ = _value_init
+    cls.__repr__ = _value_repr
+    cls.__eq__ = _value_eq
+    cls.__hash__ = None
+    cls.__reduce__ = _value_reduce
+    _STRUCT_DTYPES[lay.dtype] = cls
+    return cls
+
+
+_STRUCT_DTYPES = {}
+
+
+class _FieldProperty:
+    def __init__(self, f):
+        self.f = f
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        v = obj._rec[self.f.name]
+        if self.f.kind == "struct":
+            out = self.f.sub.cls.__new__(self.f.sub.cls)
+            object.__setattr__(out, "_rec", v)
+            return out
+        if v.shape == ():
+            return v[()]
+        return v
+
+    def __set__(self, obj, value):
+        if self.f.kind == "struct" and hasattr(value, "_rec"):
+            value = value._rec
+        obj._rec[self.f.name] = value
+
+
+def _value_init(self, *args, **kwargs):
+    lay = type(self).__tack_struct__
+    names = list(lay.fields)
+    if len(args) > len(names):
+        raise TypeError(f"{lay.name}() takes {len(names)} fields, {len(args)} given")
+    rec = _np().zeros((), lay.dtype)
+    object.__setattr__(self, "_rec", rec)
+    for n, v in zip(names, args):
+        setattr(self, n, v)
+    for n, v in kwargs.items():
+        if n not in lay.fields:
+            raise TypeError(f"struct {lay.name} has no field '{n}' (its fields: {', '.join(names)})")
+        setattr(self, n, v)
+
+
+def _value_repr(self):
+    lay = type(self).__tack_struct__
+    return f"{lay.name}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in lay.fields) + ")"
+
+
+def _value_eq(self, other):
+    raise TypeError(f"struct {type(self).__tack_struct__.name} values are not compared with '==': compare "
+                    f"their fields")
+
+
+def _value_reduce(self):
+    return (_rebuild_value, (type(self), self._rec.tobytes()))
+
+
+def _rebuild_value(cls, data):
+    out = cls.__new__(cls)
+    object.__setattr__(out, "_rec", _np().frombuffer(bytearray(data), cls.dtype).reshape(()))
+    return out
+
+
+# ----------------------------------------------------------- struct arrays
+
+
+class StructArray:
+    """An array of a ``@tack.struct``: ``tack.zeros(n, Particle)``,
+    ``tack.array(records, dtype=Particle)`` (a copy), ``tack.asarray(records,
+    dtype=Particle)`` (the records' own bytes, no copy).  ``np.asarray(a)``
+    is the NumPy record array over the same bytes.  Struct arrays live on the
+    CPU (a GPU kernel's source is built and checked by every dialect, but
+    the device arrays are not there yet: docs/language.md, "Structs")."""
+
+    __slots__ = ("_rec", "dtype")
+
+    def __init__(self, records, cls):
+        self._rec = records
+        self.dtype = cls
+
+    @property
+    def shape(self):
+        return self._rec.shape
+
+    @property
+    def ndim(self):
+        return self._rec.ndim
+
+    @property
+    def size(self):
+        return self._rec.size
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def nbytes(self):
+        return self._rec.nbytes
+
+    def __len__(self):
+        return len(self._rec)
+
+    def __array__(self, dtype=None, copy=None):
+        if copy:
+            return self._rec.copy() if dtype is None else self._rec.astype(dtype)
+        return self._rec if dtype is None else self._rec.astype(dtype)
+
+    def numpy(self):
+        """A NumPy copy (np.asarray(a) shares the bytes instead)."""
+        return self._rec.copy()
+
+    def field(self, name):
+        """The NumPy view of one field (``a.field("mass")``, ``a.field("shape.radius")``)."""
+        v = self._rec
+        for part in name.split("."):
+            v = v[part]
+        return v
+
+    def __getitem__(self, idx):
+        v = self._rec[idx]
+        if isinstance(v, _np().ndarray) and v.shape != ():
+            return StructArray(v, self.dtype)
+        out = self.dtype.__new__(self.dtype)
+        object.__setattr__(out, "_rec", self._rec[idx, ...] if not isinstance(idx, tuple) else self._rec[idx + (...,)])
+        return out
+
+    def __setitem__(self, idx, value):
+        if hasattr(value, "_rec"):
+            value = value._rec
+        self._rec[idx] = value
+
+    def __reduce__(self):
+        return (_rebuild_array, (self.dtype, self._rec.shape, self._rec.tobytes()))
+
+    def __repr__(self):
+        return f"tack.StructArray({self.dtype.__name__}, shape={self.shape})"
+
+
+def _rebuild_array(cls, shape, data):
+    return StructArray(_np().frombuffer(bytearray(data), cls.dtype).reshape(shape), cls)
+
+
+def _struct_class(dtype):
+    return dtype if isinstance(dtype, type) and getattr(dtype, "__tack_struct__", None) is not None else None
+
+
+def _check_device(device, what):
+    if device not in (None, "cpu"):
+        raise ValueError(f"{what}: struct arrays live on the CPU (device='cpu'), not on {device!r}")
+
+
+def new_array(shape, cls, device, fill_zero):
+    _check_device(device, f"a {cls.__name__} array")
+    np = _np()
+    rec = (np.zeros if fill_zero else np.empty)(shape, cls.dtype)
+    return StructArray(rec, cls)
+
+
+def _records_of(obj, cls, what):
+    np = _np()
+    if isinstance(obj, StructArray):
+        obj = obj._rec
+    if not isinstance(obj, np.ndarray):
+        raise TypeError(f"{what}: a {cls.__name__} array is made from a NumPy record array of "
+                        f"{cls.__name__}.dtype, not a {type(obj).__name__}")
+    if obj.dtype != cls.dtype:
+        raise TypeError(f"{what}: the records' dtype {obj.dtype} is not {cls.__name__}.dtype {cls.dtype} (same "
+                        f"fields, offsets and size are needed: build the records with dtype={cls.__name__}.dtype)")
+    return obj
+
+
+def array_of(obj, cls, device, copy):
+    _check_device(device, f"tack.array(..., dtype={cls.__name__})")
+    rec = _records_of(obj, cls, f"tack.array(..., dtype={cls.__name__})")
+    return StructArray(rec.copy() if copy else rec, cls)
+
+
+# ------------------------------------------------------------ the arguments
+
+def _arg_kind(v):
+    """(kind, layout, ndim) for a struct argument, or None."""
+    np = _np()
+    if isinstance(v, StructArray):
+        return ("array", v.dtype.__tack_struct__, v.ndim)
+    if isinstance(v, np.ndarray) and v.dtype.fields is not None:
+        cls = _STRUCT_DTYPES.get(v.dtype)
+        if cls is None:
+            return ("bad", v, 0)
+        return ("array", cls.__tack_struct__, v.ndim)
+    lay = getattr(type(v), "__tack_struct__", None)
+    if lay is not None and not isinstance(v, type):
+        return ("value", lay, 0)
+    return None
+
+
+def _records(v):
+    return v._rec if isinstance(v, StructArray) else v
+
+
+def _leaf_view(rec, leaf):
+    """The strided NumPy view of one leaf of a record array (NumPy's own field
+    view, sharing the bytes): its components as the last axes, a complex as
+    the pair of its parts."""
+    v = rec
+    for p in leaf.path:
+        v = v[p]
+    if leaf.dt.kind == "c":
+        v = v[..., None].view(leaf.scalar().numpy)
+    return v
+
+
+def _expand(sig, values):
+    """The argument list of the struct build: each struct array as its leaf views,
+    each struct value as its leaves' components."""
+    np = _np()
+    out = []
+    for kind, v in zip(sig, values):
+        if kind is None:
+            out.append(v)
+        elif kind[0] == "array":
+            rec = _records(v)
+            out.extend(_leaf_view(rec, lf) for lf in kind[1].leaves)
+        else:
+            rec = v._rec
+            for lf in kind[1].leaves:
+                x = rec[lf.path[0]]
+                for p in lf.path[1:]:
+                    x = x[p]
+                x = np.asarray(x)
+                sc = lf.scalar().numpy
+                if lf.dt.kind == "c":
+                    x = np.stack([x.real, x.imag], axis=-1)
+                x = x.astype(sc).reshape(-1)
+                if lf.ashape:
+                    raise TypeError(f"struct {kind[1].name} has the array field '{lf.name}': a struct with "
+                                    f"array fields is passed to kernels in an array, not by value")
+                out.extend(sc.type(c) for c in x)
+    return out
+
+
+def _signature(kernel, args, kwargs):
+    import inspect
+
+    fn = kernel.__wrapped__ if hasattr(kernel, "__wrapped__") else kernel.py_func
+    sig = inspect.signature(fn)
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    kinds = []
+    for name, v in bound.arguments.items():
+        k = _arg_kind(v)
+        if k is not None and k[0] == "bad":
+            raise TypeError(f"{fn.__qualname__}(): the record array passed for '{name}' has the dtype "
+                            f"{v.dtype}, which is no @tack.struct's (make the records with "
+                            f"dtype=YourStruct.dtype)")
+        if k is not None and k[0] == "array":
+            k = ("array", k[1], k[2])
+        kinds.append(k)
+    return fn, tuple(kinds), list(bound.arguments.values())
+
+
+def has_struct(args, kwargs):
+    for v in args:
+        if _arg_kind(v) is not None:
+            return True
+    for v in kwargs.values():
+        if _arg_kind(v) is not None:
+            return True
+    return False
+
+
+_BUILDS = weakref.WeakKeyDictionary()
+
+
+def build_for(kernel, args, kwargs):
+    """(the struct build of `kernel` for these arguments, its argument list)."""
+    fn, sig, values = _signature(kernel, args, kwargs)
+    table = _BUILDS.setdefault(kernel, {})
+    key = tuple(None if k is None else (k[0], k[1].cls, k[2]) for k in sig)
+    built = table.get(key)
+    if built is None:
+        g = _rewrite_function(fn, sig, is_kernel=True)
+        from ._kernels import PythonKernel
+
+        if isinstance(kernel, PythonKernel):
+            built = PythonKernel(g, checks=kernel.checks, fast_math=kernel.fast_math,
+                                 flush_denormals=kernel.flush_denormals, default_float=kernel.default_float,
+                                 check_races=kernel.check_races, optimize=kernel.optimize)
+        else:
+            built = _core.Kernel(g, checks=kernel.checks, fast_math=kernel.fast_math,
+                                 flush_denormals=kernel.flush_denormals, default_float=kernel.default_float,
+                                 check_races=kernel.check_races, optimize=kernel.optimize)
+        table[key] = built
+    return built, _expand(sig, values)
+
+
+def struct_call(kernel, args, kwargs):
+    """The extension's struct_call hook: a call whose arguments did not bind."""
+    if not has_struct(args, kwargs):
+        return NotImplemented
+    built, expanded = build_for(kernel, args, kwargs)
+    return built(*expanded)
+
+
+# -------------------------------------------------------------- the rewrite
+
+from ._structs_rewrite import _rewrite_function  # noqa: E402

@@ -1,0 +1,869 @@
+"""The struct rewrite: a kernel or @tack.func's tree with its structs scalarized.
+
+tack._structs says what a struct is and why it never reaches the compiler;
+this module does the rewriting, on the tree of the function's own source.
+It knows which parameters are struct arrays and struct values (the call's
+struct signature) and follows struct-ness through the body: ``p[i]`` of a
+struct array is an element (a record in memory), ``q`` assigned a struct is
+a struct local (one local per leaf, ``q.mass``), ``Particle(...)`` a value
+built from its arguments, a @tack.func call taking or returning structs a
+call of the func's own struct build.  Each use becomes what the compiler
+already reads:
+
+    p[i].mass               p.mass[i]
+    p[i].vel.x += f         p.vel[i, 0] += f
+    p[i].vel                tack.vec3(p.vel[i, 0], p.vel[i, 1], p.vel[i, 2])
+    p[i].vel = v            t = v; p.vel[i, 0] = t[0]; ... (a temporary: v is evaluated once)
+    q = p[i]                q.pos: vec3 = ...; q.mass: f32 = p.mass[i]; ...
+    p[i] = q                p.pos[i, 0] = q.pos[0]; ...; p.mass[i] = q.mass
+    q.mass                  the local `q.mass`
+    f(q)                    f'(q.pos, q.mass, ...)  (f' returns a struct as the tuple of its leaves)
+    atomic_add(p, i, "mass", v)     atomic_add(p.mass, i, v)
+
+Everything else about a struct is refused with a CompileError at its line:
+``==`` and arithmetic on whole structs, an unknown field (naming the struct
+and its fields), a struct array used other than by element, ``.shape`` or
+``len``, a slice of a struct array.  Every node made keeps the line and
+column of the node it replaces.
+"""
+
+import ast
+import copy
+import types
+import weakref
+
+from . import _core
+
+
+# A struct's leaf travels as a parameter or local named after its path, p·vel or q·shape·radius: an
+# identifier to Python (debug mode's signature) that no source spells, and readable in messages.
+SEP = "\u00b7"
+
+
+def _sep(dotted):
+    return dotted.replace(".", SEP)
+
+
+class _R:
+    """What a struct-related expression is (see _Rw.ref)."""
+
+    __slots__ = ("kind", "name", "lay", "idx", "path", "leaf", "sub", "node", "ndim")
+
+    def __init__(self, kind, **kw):
+        self.kind = kind
+        self.name = self.lay = self.idx = self.path = self.leaf = self.sub = self.node = self.ndim = None
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+def _loc(new, old):
+    return ast.fix_missing_locations(ast.copy_location(new, old)) if old is not None else new
+
+
+def _name(id_, node, ctx=None):
+    return _loc(ast.Name(id=id_, ctx=ctx or ast.Load()), node)
+
+
+def _const(v, node):
+    return _loc(ast.Constant(value=v), node)
+
+
+def _index(elts, node):
+    return elts[0] if len(elts) == 1 else _loc(ast.Tuple(elts=list(elts), ctx=ast.Load()), node)
+
+
+def _store(node):
+    """node as an assignment target (its own context Store; a tuple's elements too)."""
+    if isinstance(node, (ast.Name, ast.Subscript, ast.Attribute, ast.Starred, ast.Tuple, ast.List)):
+        node = copy.copy(node)
+        node.ctx = ast.Store()
+        if isinstance(node, (ast.Tuple, ast.List)):
+            node.elts = [_store(e) for e in node.elts]
+    return node
+
+
+def _elts(sl):
+    return list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+
+
+_FUNC_BUILDS = weakref.WeakKeyDictionary()
+
+
+class _Rw:
+    def __init__(self, fn, fdef, base, is_kernel):
+        from . import _kernels, _structs
+
+        self.fn, self.base, self.is_kernel = fn, base, is_kernel
+        self.S = _structs
+        self.arrays = {}     # struct array parameter -> (layout, ndim)
+        self.values = {}     # struct local (or value parameter) -> layout
+        self.declared = set()
+        self.inject = {}     # closure name -> object
+        self.by_id = {}
+        self.ntemp = 0
+        self.returns = None  # the layout a func returns
+        self.returns_plain = False
+        self.pre = []
+        self.fdef = fdef
+        self.atomics = {getattr(_kernels, "atomic_" + a, None) for a in
+                        ("add", "sub", "min", "max", "exch", "and", "or", "xor", "cas")} - {None}
+        self.env = dict(fn.__globals__)
+        b = fn.__globals__.get("__builtins__", __builtins__)
+        self.builtins = b if isinstance(b, dict) else vars(b)
+        if fn.__closure__:
+            for n, c in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    self.env[n] = c.cell_contents
+                except ValueError:
+                    pass
+
+    # ----------------------------------------------------------- helpers
+    def error(self, msg, node):
+        return self.S._compile_error(msg, node, self.fn, self.base)
+
+    def use(self, obj, hint):
+        key = id(obj)
+        if key not in self.by_id:
+            name = f"__tk_{hint}_{len(self.inject)}"
+            self.inject[name] = obj
+            self.by_id[key] = name
+        return self.by_id[key]
+
+    def obj_name(self, obj, node, hint):
+        return _name(self.use(obj, hint), node)
+
+    def dtype_node(self, dt, node):
+        return self.obj_name(dt, node, dt.name)
+
+    def temp(self):
+        self.ntemp += 1
+        return f"__tk_t{self.ntemp}"
+
+    def resolve(self, node):
+        """The object a Name or attribute chain names outside the function, or None."""
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                return self.env[node.id]
+            return self.builtins.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            if isinstance(base, (types.ModuleType, type)):
+                return getattr(base, node.attr, None)
+        return None
+
+    def struct_class(self, node):
+        obj = self.resolve(node)
+        return obj if isinstance(obj, type) and getattr(obj, "__tack_struct__", None) is not None else None
+
+    def view(self, arr, leaf):
+        return f"{arr}{SEP}{_sep(leaf.name)}"
+
+    # --------------------------------------------------------------- refs
+    def ref(self, node):
+        """What `node` is, when it is a struct, a struct array or part of one; else None."""
+        if isinstance(node, ast.Name):
+            if node.id in self.arrays:
+                lay, nd = self.arrays[node.id]
+                return _R("arr", name=node.id, lay=lay, ndim=nd, node=node)
+            if node.id in self.values:
+                return _R("val", name=node.id, lay=self.values[node.id], path=(), node=node)
+            return None
+        if isinstance(node, ast.Subscript):
+            r = self.ref(node.value)
+            if r is None:
+                return None
+            idx = _elts(node.slice)
+            if r.kind == "arr":
+                if any(isinstance(x, ast.Slice) for x in idx):
+                    raise self.error(f"'{r.name}' is an array of {r.lay.name}: index it by element "
+                                     f"({r.name}[i]); slices of struct arrays are not kernel values", node)
+                if len(idx) != r.ndim:
+                    raise self.error(f"'{r.name}' is a {r.ndim}-dimensional array of {r.lay.name}: an element "
+                                     f"takes {r.ndim} indices, not {len(idx)}", node)
+                return _R("elem", name=r.name, lay=r.lay, idx=[self.expr(x) for x in idx], path=(), node=node)
+            if r.kind == "eleaf":
+                need = len(r.leaf.comp_shape())
+                if len(r.sub) + len(idx) > need:
+                    raise self.error(f"field '{r.leaf.name}' of {r.lay.name} takes at most {need} indices", node)
+                r.sub = r.sub + [self.expr(x) for x in idx]
+                r.node = node
+                return r
+            if r.kind in ("elem", "val", "ctor", "fcall"):
+                raise self.error(f"a {self.layout_at(r).name} struct is not indexed: name a field", node)
+            return None
+        if isinstance(node, ast.Attribute):
+            r = self.ref(node.value)
+            if r is None:
+                return None
+            if r.kind == "arr":
+                if node.attr == "shape":
+                    return None
+                raise self.error(f"'{r.name}' is an array of {r.lay.name}: read its fields by element "
+                                 f"({r.name}[i].{node.attr}); the array itself has .shape", node)
+            if r.kind in ("ctor", "fcall"):
+                r = self.materialize(r, node)
+            if r.kind in ("elem", "val"):
+                lay = self.layout_at(r)
+                f = lay.fields.get(node.attr)
+                if f is None:
+                    raise self.error(f"struct {lay.name} has no field '{node.attr}' (its fields: "
+                                     f"{', '.join(lay.fields)})", node)
+                path = r.path + (node.attr,)
+                if f.kind == "struct":
+                    return _R(r.kind, name=r.name, lay=r.lay, idx=r.idx, path=path, node=node)
+                leaf = next(lf for lf in r.lay.leaves if lf.path == path)
+                if r.kind == "elem":
+                    return _R("eleaf", name=r.name, lay=r.lay, idx=r.idx, leaf=leaf, sub=[], node=node)
+                return _R("vleaf", name=r.name, lay=r.lay, leaf=leaf, node=node)
+            if r.kind == "eleaf":
+                leaf, comp = r.leaf, r.leaf.comp_shape()
+                k = len(r.sub)
+                if k == len(leaf.ashape) and leaf.dt.kind == "c" and node.attr in ("real", "imag"):
+                    r.sub = r.sub + [_const(0 if node.attr == "real" else 1, node)]
+                elif (k == len(leaf.ashape) and len(comp) - k == 1 and leaf.dt.kind != "c"
+                      and node.attr in "xyzw" and len(node.attr) == 1 and "xyzw".index(node.attr) < comp[-1]):
+                    r.sub = r.sub + [_const("xyzw".index(node.attr), node)]
+                else:
+                    return None  # a method or attribute of the loaded value (v.conjugate): expr loads it
+                r.node = node
+                return r
+            return None
+        if isinstance(node, ast.Call):
+            cls = self.struct_class(node.func)
+            if cls is not None:
+                return _R("ctor", lay=cls.__tack_struct__, node=node)
+            fobj = self.resolve(node.func)
+            if isinstance(fobj, _core.Kernel) and fobj.is_func and self.struct_args(node):
+                gname, lay = self.func_call(fobj, node)
+                if lay is not None:
+                    return _R("fcall", lay=lay, node=node, name=gname)
+            return None
+        return None
+
+    def layout_at(self, r):
+        return r.lay.at(r.path) if r.path else r.lay
+
+    def struct_args(self, call):
+        return any(self.ref_quiet(a) for a in call.args) or any(self.ref_quiet(k.value) for k in call.keywords)
+
+    def ref_quiet(self, node):
+        if isinstance(node, ast.Name):
+            return node.id in self.arrays or node.id in self.values
+        if isinstance(node, ast.Call):
+            return self.struct_class(node.func) is not None or (
+                isinstance(self.resolve(node.func), _core.Kernel) and self.struct_args(node))
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            return self.ref_quiet(node.value)
+        return False
+
+    # ------------------------------------------------------- leaf values
+    def load_leaf(self, arr, leaf, idx, sub, node):
+        """The value of a leaf (or of its component) of element idx of struct array arr."""
+        comp = leaf.comp_shape()
+        view = _name(self.view(arr, leaf), node)
+        if len(sub) == len(comp):
+            return _loc(ast.Subscript(value=view, slice=_index(idx + sub, node), ctx=ast.Load()), node)
+        if len(sub) < len(leaf.ashape):
+            raise self.error(f"field '{leaf.name}' is an array field: read its elements by index "
+                             f"([{', '.join('k' * 1 for _ in leaf.ashape)}])", node)
+        rest = comp[len(sub):]
+        if leaf.dt.kind == "c":
+            parts = [self.load_leaf(arr, leaf, idx, sub + [_const(k, node)], node) for k in (0, 1)]
+            return _loc(ast.Call(func=self.obj_name(complex, node, "complex"), args=parts, keywords=[]), node)
+        if len(rest) == 1 and len(sub) > len(leaf.ashape):
+            raise self.error(f"a row of the matrix field '{leaf.name}' is read by element ([r, c])", node)
+        import itertools
+
+        comps = [self.load_leaf(arr, leaf, idx, sub + [_const(k, node) for k in ks], node)
+                 for ks in itertools.product(*[range(n) for n in rest])]
+        return _loc(ast.Call(func=self.dtype_node(leaf.dt, node), args=comps, keywords=[]), node)
+
+    def leaf_values(self, r, node):
+        """[(leaf, value node)] for every leaf of struct r, leaves relative to r's layout."""
+        lay = self.layout_at(r) if r.kind in ("elem", "val") else r.lay
+        n = len(r.path or ())
+        if r.kind == "elem":
+            return [(_Rel(lf, n), self.load_leaf(r.name, lf, r.idx, [], node)) for lf in r.lay.leaves_under(r.path)]
+        if r.kind == "val":
+            return [(_Rel(lf, n), _name(f"{r.name}{SEP}{_sep(lf.name)}", node)) for lf in r.lay.leaves_under(r.path)]
+        if r.kind == "fcall":
+            r = self.materialize(r, node)
+            return self.leaf_values(r, node)
+        if r.kind == "ctor":
+            return self.ctor_values(lay, r.node)
+        raise self.error("not a struct value", node)
+
+    def ctor_values(self, lay, call):
+        names = list(lay.fields)
+        given = {}
+        if len(call.args) > len(names):
+            raise self.error(f"{lay.name}() takes {len(names)} fields, {len(call.args)} given", call)
+        for n, a in zip(names, call.args):
+            given[n] = a
+        for kw in call.keywords:
+            if kw.arg is None or kw.arg not in lay.fields:
+                raise self.error(f"struct {lay.name} has no field '{kw.arg}' (its fields: {', '.join(names)})", call)
+            if kw.arg in given:
+                raise self.error(f"{lay.name}() got field '{kw.arg}' twice", call)
+            given[kw.arg] = kw.value
+        out = []
+        for n, f in lay.fields.items():
+            a = given.get(n)
+            if f.kind == "struct":
+                if a is None:
+                    out.extend((_Rel(lf, 0, (n,)), self.zero(lf, call)) for lf in f.sub.leaves)
+                    continue
+                r = self.ref(a)
+                if r is None or r.kind not in ("elem", "val", "ctor", "fcall") or \
+                        (self.layout_at(r) if r.kind in ("elem", "val") else r.lay) is not f.sub:
+                    raise self.error(f"field '{n}' of {lay.name} is a {f.sub.name}: give it a {f.sub.name} value",
+                                     a)
+                out.extend((_Rel(rl.leaf, rl.n, (n,) + rl.prefix), v) for rl, v in self.leaf_values(r, a))
+                continue
+            leaf = next(lf for lf in lay.leaves if lf.path == (n,))
+            if f.kind == "array":
+                raise self.error(f"struct {lay.name} has the array field '{n}': a struct with array fields lives "
+                                 f"in arrays, not in locals", call)
+            if a is None:
+                out.append((_Rel(leaf, 0), self.zero(leaf, call)))
+                continue
+            if self.ref_quiet(a) and self.ref(a) is not None and self.ref(a).kind not in ("eleaf", "vleaf"):
+                raise self.error(f"field '{n}' of {lay.name} is a {leaf.dt.name}, not a struct", a)
+            v = self.expr(a)
+            if not leaf.dt.shape and leaf.dt.kind != "c":
+                v = _loc(ast.Call(func=self.dtype_node(leaf.dt, a), args=[v], keywords=[]), a)
+            elif isinstance(a, (ast.Tuple, ast.List)):
+                v = _loc(ast.Call(func=self.dtype_node(leaf.dt, a), args=[self.expr(e) for e in a.elts],
+                                  keywords=[]), a)
+            out.append((_Rel(leaf, 0), v))
+        return out
+
+    def zero(self, leaf, node):
+        if leaf.ashape:
+            raise self.error(f"the array field '{leaf.name}' lives in struct arrays, not in struct locals", node)
+        dt = leaf.dt
+        if dt.kind == "c":
+            return _loc(ast.Call(func=self.dtype_node(dt, node), args=[_const(0.0, node)], keywords=[]), node)
+        z = False if dt.kind == "b" else (0.0 if dt.scalar.kind in "fc" else 0)
+        n = 1
+        for s in dt.shape:
+            n *= s
+        return _loc(ast.Call(func=self.dtype_node(dt, node), args=[_const(z, node)] * n, keywords=[]), node)
+
+    def materialize(self, r, node):
+        """A ctor or struct-returning call as a temporary struct local (statements in self.pre)."""
+        t = self.temp()
+        self.pre.extend(self.assign_local(t, r, node))
+        return _R("val", name=t, lay=self.values[t], path=(), node=node)
+
+    # ------------------------------------------------------- assignments
+    def set_leaf_local(self, name, dt, value, node):
+        if name not in self.declared:
+            self.declared.add(name)
+            return _loc(ast.AnnAssign(target=_name(name, node, ast.Store()), annotation=self.dtype_node(dt, node),
+                                      value=value, simple=1), node)
+        return _loc(ast.Assign(targets=[_name(name, node, ast.Store())], value=value), node)
+
+    def assign_local(self, name, r, node):
+        lay = self.layout_at(r) if r.kind in ("elem", "val") else r.lay
+        if name in self.arrays:
+            raise self.error(f"'{name}' is an array of {self.arrays[name][0].name}; it cannot be assigned a "
+                             f"{lay.name}", node)
+        old = self.values.get(name)
+        if old is not None and old is not lay:
+            raise self.error(f"'{name}' holds a {old.name}; it cannot be assigned a {lay.name}", node)
+        if any(lf.ashape for lf in lay.leaves):
+            raise self.error(f"struct {lay.name} has array fields: a struct with array fields lives in arrays, "
+                             f"not in locals", node)
+        self.values[name] = lay
+        if r.kind == "fcall":
+            target = _loc(ast.Tuple(elts=[_name(f"{name}{SEP}{_sep(lf.name)}", node, ast.Store()) for lf in lay.leaves],
+                                    ctx=ast.Store()), node)
+            return [_loc(ast.Assign(targets=[target], value=self.func_expr(r)), node)]
+        vals = self.leaf_values(r, node)
+        out = []
+        if r.kind == "ctor" and any(isinstance(n, ast.Name) and n.id.startswith(name + SEP)
+                                    for _, v in vals for n in ast.walk(v)):
+            temps = []
+            for rl, v in vals:  # q = S(a=q.b, b=q.a): every value first
+                t = self.temp()
+                out.append(self.set_leaf_local(t, rl.leaf.dt, v, node))
+                temps.append((rl, _name(t, node)))
+            vals = temps
+        for rl, v in vals:
+            out.append(self.set_leaf_local(f"{name}{SEP}{_sep(rl.name)}", rl.leaf.dt, v, node))
+        return out
+
+    def store_leaf(self, arr, leaf, idx, sub, value, node, op=None):
+        """Statements storing value (or `view op= value`) into a leaf, or its component, of arr[idx]."""
+        comp = leaf.comp_shape()
+        view = _name(self.view(arr, leaf), node)
+        if len(sub) == len(comp):
+            tgt = _loc(ast.Subscript(value=view, slice=_index(idx + sub, node), ctx=ast.Store()), node)
+            if op is not None:
+                return [_loc(ast.AugAssign(target=tgt, op=op, value=value), node)]
+            return [_loc(ast.Assign(targets=[tgt], value=value), node)]
+        if len(sub) < len(leaf.ashape):
+            raise self.error(f"field '{leaf.name}' is an array field: store its elements by index", node)
+        if op is not None:
+            value = _loc(ast.BinOp(left=self.load_leaf(arr, leaf, idx, sub, node), op=op, right=value), node)
+        t = self.temp()
+        out = [self.set_leaf_local(t, leaf.dt, value, node)]
+        import itertools
+
+        rest = comp[len(sub):]
+        for ks in itertools.product(*[range(n) for n in rest]):
+            tv = _name(t, node)
+            if leaf.dt.kind == "c":
+                c = _loc(ast.Attribute(value=tv, attr="real" if ks[0] == 0 else "imag", ctx=ast.Load()), node)
+            else:
+                c = _loc(ast.Subscript(value=tv, slice=_index([_const(k, node) for k in ks], node),
+                                       ctx=ast.Load()), node)
+            out.extend(self.store_leaf(arr, leaf, idx, sub + [_const(k, node) for k in ks], c, node))
+        return out
+
+    def assign(self, node):
+        if len(node.targets) != 1:
+            for t in node.targets:
+                if self.ref_quiet(t):
+                    raise self.error("a chained assignment to struct fields: assign them one by one", node)
+            return [self.generic_stmt(node)]
+        t, v = node.targets[0], node.value
+        if isinstance(t, ast.Tuple):
+            if any(self.ref_quiet(e) and not isinstance(self.ref(e), type(None)) and
+                   self.ref(e).kind not in ("eleaf", "vleaf") for e in t.elts):
+                raise self.error("structs are not unpacked: assign them one at a time", node)
+        rv = self.ref(v) if self.ref_quiet(v) else None
+        if rv is not None and rv.kind == "arr":
+            raise self.error(f"'{rv.name}' is an array of {rv.lay.name}: it is not assigned to a name", node)
+        struct_v = rv is not None and rv.kind in ("elem", "val", "ctor", "fcall")
+        if isinstance(t, ast.Name):
+            if struct_v:
+                return self.assign_local(t.id, rv, node)
+            if t.id in self.values:
+                raise self.error(f"'{t.id}' holds a {self.values[t.id].name}; it cannot be assigned a "
+                                 f"value that is not one", node)
+            if t.id in self.arrays:
+                raise self.error(f"'{t.id}' is an array of {self.arrays[t.id][0].name}; it is not reassigned",
+                                 node)
+            return [self.generic_stmt(node)]
+        rt = self.ref(t) if self.ref_quiet(t) else None
+        if rt is None:
+            return [self.generic_stmt(self.comp_target(node))]
+        if rt.kind in ("elem", "val"):
+            lay = self.layout_at(rt)
+            if not struct_v:
+                raise self.error(f"a {lay.name} is assigned a {lay.name} value, not {ast.unparse(v)}", node)
+            vlay = self.layout_at(rv) if rv.kind in ("elem", "val") else rv.lay
+            if vlay is not lay:
+                raise self.error(f"a {lay.name} cannot be assigned a {vlay.name}", node)
+            vals = self.leaf_values(rv, node)
+            out = []
+            if rt.kind == "val":
+                for rl, val in vals:
+                    full = rt.path + rl.leaf_rel_path()
+                    leaf = next(lf for lf in rt.lay.leaves if lf.path == full)
+                    out.append(self.set_leaf_local(f"{rt.name}{SEP}{_sep(leaf.name)}", leaf.dt, val, node))
+                return out
+            for rl, val in vals:
+                full = rt.path + rl.leaf_rel_path()
+                leaf = next(lf for lf in rt.lay.leaves if lf.path == full)
+                out.extend(self.store_leaf(rt.name, leaf, rt.idx, [], val, node))
+            return out
+        if struct_v:
+            raise self.error("a struct is assigned only to a struct: a name, an element or a struct field", node)
+        if rt.kind == "eleaf":
+            return self.store_leaf(rt.name, rt.leaf, rt.idx, rt.sub, self.expr(v), node)
+        if rt.kind == "arr":
+            raise self.error(f"'{rt.name}' is an array of {rt.lay.name}: assign its elements, {rt.name}[i]", node)
+        return [self.generic_stmt(node)]
+
+    def comp_target(self, node):
+        """`q.pos.y = v` (a vector field of a struct local) as `q·pos[1] = v`, the spelling a local's
+        component is set by."""
+        t = node.targets[0] if isinstance(node, ast.Assign) else node.target
+        if isinstance(t, ast.Attribute) and len(t.attr) == 1 and t.attr in "xyzw" and self.ref_quiet(t.value):
+            r = self.ref(t.value)
+            if r is not None and r.kind == "vleaf" and len(r.leaf.dt.shape) == 1:
+                new = _loc(ast.Subscript(value=t.value, slice=_const("xyzw".index(t.attr), t), ctx=ast.Store()), t)
+                node = copy.copy(node)
+                if isinstance(node, ast.Assign):
+                    node.targets = [new]
+                else:
+                    node.target = new
+        return node
+
+    def augassign(self, node):
+        if not self.ref_quiet(node.target):
+            if self.ref_quiet(node.value):
+                self.no_struct(node.value)
+            return [self.generic_stmt(node)]
+        rt = self.ref(node.target)
+        if rt is None:
+            return [self.generic_stmt(self.comp_target(node))]
+        if rt.kind == "eleaf":
+            return self.store_leaf(rt.name, rt.leaf, rt.idx, rt.sub, self.expr(node.value), node, op=node.op)
+        if rt.kind == "vleaf":
+            return [self.generic_stmt(node)]
+        if rt is None:
+            return [self.generic_stmt(self.comp_target(node))]
+        raise self.error(f"structs have no arithmetic ({type(node.op).__name__} on a "
+                         f"{self.layout_at(rt).name if rt.kind in ('elem', 'val') else rt.lay.name}): "
+                         f"update its fields", node)
+
+    # ------------------------------------------------------------ funcs
+    def func_call(self, fobj, call):
+        """(closure name of fobj's struct build for this call's arguments, the layout it returns)."""
+        if call.keywords:
+            raise self.error("a @tack.func taking structs is called with positional arguments", call)
+        sig = []
+        for a in call.args:
+            r = self.ref(a) if self.ref_quiet(a) else None
+            if r is None or r.kind in ("eleaf", "vleaf"):
+                sig.append(None)
+            elif r.kind == "arr":
+                sig.append(("array", r.lay, r.ndim))
+            else:
+                sig.append(("fvalue", self.layout_at(r) if r.kind in ("elem", "val") else r.lay, 0))
+        g, lay = build_func(fobj, tuple(sig))
+        return self.use(g, fobj.__name__), lay
+
+    def func_expr(self, r):
+        return self.call_expanded(r.node, r.name)
+
+    def call_expanded(self, call, gname):
+        args = []
+        for a in call.args:
+            r = self.ref(a) if self.ref_quiet(a) else None
+            if r is None or r.kind in ("eleaf", "vleaf"):
+                args.append(self.expr(a))
+            elif r.kind == "arr":
+                args.extend(_name(self.view(r.name, lf), a) for lf in r.lay.leaves)
+            else:
+                args.extend(v for _, v in self.leaf_values(r, a))
+        return _loc(ast.Call(func=_name(gname, call), args=args, keywords=[]), call)
+
+    # ------------------------------------------------------------ exprs
+    def no_struct(self, node):
+        r = self.ref(node)
+        if r is not None and r.kind not in ("eleaf", "vleaf"):
+            what = r.lay.name if r.kind in ("arr", "ctor", "fcall") else self.layout_at(r).name
+            raise self.error(f"a {what} struct is not a value here: use its fields", node)
+
+    def expr(self, node):
+        if node is None or not isinstance(node, ast.expr):
+            return node
+        if isinstance(node, ast.Call) and any(self.ref_quiet(a) for a in node.args):
+            fobj = self.resolve(node.func)
+            if fobj is len and len(node.args) == 1:
+                r = self.ref(node.args[0])
+                if r is not None and r.kind == "arr":
+                    return _loc(ast.Call(func=node.func, args=[_name(self.view(r.name, r.lay.leaves[0]), node)],
+                                         keywords=[]), node)
+            if fobj in self.atomics:
+                return self.atomic(node)
+        if isinstance(node, (ast.Name, ast.Subscript, ast.Attribute, ast.Call)) and self.ref_quiet(node):
+            if isinstance(node, ast.Call):
+                fobj = self.resolve(node.func)
+                if fobj in self.atomics:
+                    return self.atomic(node)
+                if isinstance(fobj, _core.Kernel) and fobj.is_func:
+                    gname, lay = self.func_call(fobj, node)
+                    if lay is not None:
+                        raise self.error(f"this call returns a {lay.name}: assign it to a name or use its "
+                                         f"fields", node)
+                    return self.call_expanded(node, gname)
+                if fobj is len and len(node.args) == 1:
+                    r = self.ref(node.args[0])
+                    if r is not None and r.kind == "arr":
+                        return _loc(ast.Call(func=node.func, args=[_name(self.view(r.name, r.lay.leaves[0]), node)],
+                                             keywords=[]), node)
+            if isinstance(node, ast.Attribute) and node.attr == "shape":
+                r = self.ref(node.value)
+                if r is not None and r.kind == "arr":
+                    leaf = next((lf for lf in r.lay.leaves if not lf.comp_shape()), None)
+                    if leaf is None:
+                        raise self.error(f"'{r.name}.shape' of this {r.lay.name} array is read by axis "
+                                         f"({r.name}.shape[0])", node)
+                    return _loc(ast.Attribute(value=_name(self.view(r.name, leaf), node), attr="shape",
+                                              ctx=ast.Load()), node)
+            if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "shape"):
+                r = self.ref(node.value.value)
+                if r is not None and r.kind == "arr":
+                    return _loc(ast.Subscript(value=_loc(ast.Attribute(
+                        value=_name(self.view(r.name, r.lay.leaves[0]), node), attr="shape", ctx=ast.Load()),
+                        node), slice=self.expr(node.slice), ctx=ast.Load()), node)
+            r = self.ref(node)
+            if r is not None:
+                if r.kind == "eleaf":
+                    return self.load_leaf(r.name, r.leaf, r.idx, r.sub, node)
+                if r.kind == "vleaf":
+                    return _name(f"{r.name}{SEP}{_sep(r.leaf.name)}", node)
+                self.no_struct(node)
+        if isinstance(node, ast.Compare):
+            for o in [node.left] + node.comparators:
+                r = self.ref(o) if self.ref_quiet(o) else None
+                if r is not None and r.kind not in ("eleaf", "vleaf"):
+                    what = r.lay.name if r.kind in ("arr", "ctor", "fcall") else self.layout_at(r).name
+                    raise self.error(f"structs are not compared ({what}): '==' and the other comparisons take "
+                                     f"numbers; compare the fields", node)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp)):
+            for o in ([node.left, node.right] if isinstance(node, ast.BinOp) else
+                      [node.operand] if isinstance(node, ast.UnaryOp) else node.values):
+                if self.ref_quiet(o):
+                    self.no_struct_op(o, node)
+        return self.map_children(node)
+
+    def no_struct_op(self, o, node):
+        r = self.ref(o)
+        if r is not None and r.kind not in ("eleaf", "vleaf"):
+            what = r.lay.name if r.kind in ("arr", "ctor", "fcall") else self.layout_at(r).name
+            raise self.error(f"structs have no arithmetic ({what}): compute with their fields", node)
+
+    def atomic(self, node):
+        args = node.args
+        r = self.ref(args[0]) if args else None
+        if r is None or r.kind != "arr":
+            return self.map_children(node)
+        if len(args) < 4 or not (isinstance(args[2], ast.Constant) and isinstance(args[2].value, str)):
+            raise self.error(f"an atomic on the {r.lay.name} array '{r.name}' names its field: "
+                             f"tack.atomic_add({r.name}, i, \"field\", value)", node)
+        path = tuple(args[2].value.split("."))
+        comp = []
+        leaf = next((lf for lf in r.lay.leaves if lf.path == path), None)
+        if leaf is None and len(path) > 1 and path[-1] in "xyzw":
+            leaf = next((lf for lf in r.lay.leaves if lf.path == path[:-1]), None)
+            if leaf is not None and len(leaf.dt.shape) == 1 and not leaf.ashape:
+                comp = [_const("xyzw".index(path[-1]), node)]
+            else:
+                leaf = None
+        if leaf is None:
+            raise self.error(f"struct {r.lay.name} has no numeric field '{args[2].value}' (its fields: "
+                             f"{', '.join(lf.name for lf in r.lay.leaves)})", args[2])
+        if len(comp) != len(leaf.comp_shape()) - len(leaf.ashape) or leaf.dt.kind == "c" and not comp:
+            if leaf.dt.kind != "c":
+                raise self.error(f"field '{leaf.name}' of {r.lay.name} is a {leaf.dt.name}: an atomic takes one "
+                                 f"number (name a component: \"{leaf.name}.x\")", args[2])
+        idx = _elts(args[1])
+        if len(idx) != r.ndim:
+            raise self.error(f"'{r.name}' is a {r.ndim}-dimensional array of {r.lay.name}: the atomic's index "
+                             f"takes {r.ndim} indices", node)
+        if leaf.ashape:
+            raise self.error(f"atomics on the array field '{leaf.name}' are not supported", node)
+        index = _index([self.expr(x) for x in idx] + comp, node)
+        new = [_name(self.view(r.name, leaf), node), index] + [self.expr(a) for a in args[3:]]
+        return _loc(ast.Call(func=self.expr(node.func), args=new, keywords=[self.map_children(k)
+                                                                            for k in node.keywords]), node)
+
+    def map_children(self, node):
+        node = copy.copy(node)
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.expr):
+                setattr(node, field, self.expr(value))
+            elif isinstance(value, list):
+                setattr(node, field, [self.expr(x) if isinstance(x, ast.expr) else
+                                      (self.map_children(x) if isinstance(x, (ast.keyword, ast.comprehension))
+                                       else x) for x in value])
+            elif isinstance(value, (ast.keyword, ast.slice if hasattr(ast, "slice") else ast.keyword)):
+                setattr(node, field, self.map_children(value))
+        return node
+
+    # -------------------------------------------------------- statements
+    def generic_stmt(self, node):
+        node = copy.copy(node)
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.expr) and field == "target":
+                setattr(node, field, _store(self.expr(value)))
+            elif isinstance(value, list) and field == "targets":
+                setattr(node, field, [_store(self.expr(x)) for x in value])
+            elif isinstance(value, ast.expr):
+                setattr(node, field, self.expr(value))
+            elif isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                setattr(node, field, self.stmts(value))
+            elif isinstance(value, list):
+                setattr(node, field, [self.expr(x) if isinstance(x, ast.expr) else x for x in value])
+        return node
+
+    def stmt(self, node):
+        if isinstance(node, ast.Assign):
+            return self.assign(node)
+        if isinstance(node, ast.AnnAssign):
+            cls = self.struct_class(node.annotation)
+            if cls is not None:
+                if node.value is None:
+                    raise self.error(f"a {cls.__name__} local is declared with its value", node)
+                r = self.ref(node.value) if self.ref_quiet(node.value) else None
+                lay = None if r is None else (self.layout_at(r) if r.kind in ("elem", "val") else r.lay)
+                if lay is not cls.__tack_struct__ or r.kind not in ("elem", "val", "ctor", "fcall"):
+                    raise self.error(f"'{ast.unparse(node.target)}' is annotated {cls.__name__} but is assigned "
+                                     f"{ast.unparse(node.value)}", node)
+                return self.assign(_loc(ast.Assign(targets=[node.target], value=node.value), node))
+            return [self.generic_stmt(node)]
+        if isinstance(node, ast.AugAssign):
+            return self.augassign(node)
+        if isinstance(node, ast.Return) and node.value is not None and self.ref_quiet(node.value):
+            r = self.ref(node.value)
+            if r is not None and r.kind in ("elem", "val", "ctor", "fcall"):
+                lay = self.layout_at(r) if r.kind in ("elem", "val") else r.lay
+                if self.is_kernel:
+                    raise self.error("a kernel returns nothing; a @tack.func may return a struct", node)
+                if self.returns_plain or (self.returns is not None and self.returns is not lay):
+                    raise self.error("every return of a func returning a struct returns one of the same struct",
+                                     node)
+                self.returns = lay
+                if r.kind == "fcall":
+                    return [_loc(ast.Return(value=self.func_expr(r)), node)]
+                vals = [v for _, v in self.leaf_values(r, node)]
+                return [_loc(ast.Return(value=_loc(ast.Tuple(elts=vals, ctx=ast.Load()), node)), node)]
+        if isinstance(node, ast.Return):
+            if self.returns is not None:
+                raise self.error("every return of a func returning a struct returns one of the same struct", node)
+            self.returns_plain = node.value is not None
+        if isinstance(node, ast.For) and self.ref_quiet(node.iter):
+            r = self.ref(node.iter)
+            if r is not None and r.kind == "arr":
+                raise self.error(f"a loop over the {r.lay.name} array '{r.name}' runs over indices: "
+                                 f"for i in range({r.name}.shape[0])", node)
+        return [self.generic_stmt(node)]
+
+    def stmts(self, body):
+        out = []
+        for s in body:
+            saved, self.pre = self.pre, []
+            new = self.stmt(s)
+            out.extend(self.pre)
+            out.extend(new)
+            self.pre = saved
+        return out
+
+
+class _Rel:
+    """A leaf seen from a sub-struct: the last len(leaf.path) - n names, behind `prefix`."""
+
+    __slots__ = ("leaf", "n", "prefix")
+
+    def __init__(self, leaf, n, prefix=()):
+        self.leaf, self.n, self.prefix = leaf, n, prefix
+
+    def leaf_rel_path(self):
+        return self.prefix + self.leaf.path[self.n:]
+
+    @property
+    def name(self):
+        return ".".join(self.leaf_rel_path())
+
+
+def build_func(fobj, sig):
+    """fobj's struct build for a call whose arguments are `sig` (None, ('array', layout, ndim) or
+    ('fvalue', layout, 0) each), and the layout it returns (None: not a struct)."""
+    table = _FUNC_BUILDS.setdefault(fobj, {})
+    key = tuple(None if k is None else (k[0], k[1].cls, k[2]) for k in sig)
+    hit = table.get(key)
+    if hit is None:
+        g = _rewrite_function(fobj.__wrapped__, sig, is_kernel=False)
+        hit = table[key] = (_core.Kernel(g, is_func=True), g.__tack_struct_returns__)
+    return hit
+
+
+def _parse(fn):
+    from ._source import getsourcelines
+
+    lines, first = getsourcelines(fn)
+    src = "".join(lines)
+    if src[:1] in (" ", "\t", "\f"):  # indented: the body of `if 1:`, as frontend_source.c parses it
+        tree = ast.parse("if 1:\n" + src)
+        fdef = tree.body[0].body[0]
+        return fdef, first - 2
+    tree = ast.parse(src)
+    return tree.body[0], first - 1
+
+
+def _rewrite_function(fn, sig, is_kernel):
+    """A new function: fn with the struct parameters of `sig` scalarized (see the module's
+    docstring), carrying its rewritten tree as __tack_tree__."""
+    fdef, base = _parse(fn)
+    if not isinstance(fdef, ast.FunctionDef):
+        raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
+    rw = _Rw(fn, fdef, base, is_kernel)
+    a = fdef.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+        if any(k is not None for k in sig):
+            raise rw.error("a kernel or func taking structs has plain parameters only (no *args, **kwargs, "
+                           "keyword-only or positional-only ones)", fdef)
+    params = list(a.args)
+    if len(params) != len(sig):
+        raise rw.error(f"{fn.__qualname__} takes {len(params)} parameters, called with {len(sig)}", fdef)
+    new_params, prologue = [], []
+    for p, kind in zip(params, sig):
+        if kind is None:
+            new_params.append(p)
+            continue
+        what, lay, nd = kind
+        if what == "array":
+            rw.arrays[p.arg] = (lay, nd)
+            new_params.extend(_loc(ast.arg(arg=f"{p.arg}{SEP}{_sep(lf.name)}"), p) for lf in lay.leaves)
+            continue
+        if any(lf.ashape for lf in lay.leaves):
+            raise rw.error(f"struct {lay.name} has array fields: it is passed in an array, not by value", p)
+        rw.values[p.arg] = lay
+        for lf in lay.leaves:
+            name = f"{p.arg}{SEP}{_sep(lf.name)}"
+            comp = lf.comp_shape()
+            if what == "fvalue" or not comp:
+                new_params.append(_loc(ast.arg(arg=name), p))
+                continue
+            n = 1
+            for s in comp:
+                n *= s
+            cnames = [f"{name}{SEP}{k}" for k in range(n)]
+            new_params.extend(_loc(ast.arg(arg=c), p) for c in cnames)
+            comps = [_name(c, p) for c in cnames]
+            if lf.dt.kind == "c":
+                value = _loc(ast.Call(func=rw.obj_name(complex, p, "complex"), args=comps, keywords=[]), p)
+            else:
+                value = _loc(ast.Call(func=rw.dtype_node(lf.dt, p), args=comps, keywords=[]), p)
+            prologue.append(rw.set_leaf_local(name, lf.dt, value, p))
+    fdef = copy.copy(fdef)
+    fdef.args = copy.copy(a)
+    fdef.args.args = new_params
+    fdef.args.defaults = [] if len(new_params) != len(params) else a.defaults
+    body = rw.stmts(fdef.body)
+    if prologue:
+        # after a docstring, which must stay first
+        k = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
+            isinstance(body[0].value.value, str) else 0
+        body = body[:k] + prologue + body[k:]
+    fdef.body = body
+    fdef.decorator_list = []
+    fdef.returns = None
+    ast.fix_missing_locations(fdef)
+    return _make(fn, fdef, base, rw)
+
+
+def _make(fn, fdef, base, rw):
+    free = list(fn.__code__.co_freevars)
+    injected = list(rw.inject)
+    inner = copy.deepcopy(fdef)
+    ast.increment_lineno(inner, base)  # the file's lines
+    factory = ast.parse(f"def __tack_factory({', '.join(free + injected)}):\n    pass\n").body[0]
+    for n in ast.walk(factory):  # the factory's own nodes sit on the def's line
+        if hasattr(n, "lineno"):
+            n.lineno = n.end_lineno = inner.lineno
+    factory.body = [inner, _loc(ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load())), inner)]
+    mod = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(mod)
+    code = compile(mod, fn.__code__.co_filename, "exec")
+    ns = {}
+    exec(code, fn.__globals__, ns)
+    cells = [c.cell_contents for c in (fn.__closure__ or ())]
+    g = ns["__tack_factory"](*cells, *[rw.inject[n] for n in injected])
+    g.__qualname__ = fn.__qualname__
+    g.__module__ = fn.__module__
+    g.__doc__ = fn.__doc__
+    # the source lines are fn's (tack._source reads them through __tack_struct_of__), and the tree is
+    # numbered as the front end numbers them
+    g.__tack_struct_of__ = fn
+    g.__tack_tree__ = fdef
+    g.__tack_struct_returns__ = rw.returns
+    return g
