@@ -283,9 +283,17 @@ class _Rw:
         lay = self.layout_at(r) if r.kind in ("elem", "val") else r.lay
         n = len(r.path or ())
         if r.kind == "elem":
-            return [(_Rel(lf, n), self.load_leaf(r.name, lf, r.idx, [], node)) for lf in r.lay.leaves_under(r.path)]
+            return [(_Rel(lf, n), _ArrSrc(lambda ks, lf=lf: self.load_leaf(r.name, lf, r.idx, ks, node))
+                     if lf.ashape else self.load_leaf(r.name, lf, r.idx, [], node))
+                    for lf in r.lay.leaves_under(r.path)]
         if r.kind == "val":
-            return [(_Rel(lf, n), _name(f"{r.name}{SEP}{_sep(lf.name)}", node)) for lf in r.lay.leaves_under(r.path)]
+            def local(lf):
+                name = _name(f"{r.name}{SEP}{_sep(lf.name)}", node)
+                if not lf.ashape:
+                    return name
+                return _ArrSrc(lambda ks: _loc(ast.Subscript(value=name, slice=_index(ks, node), ctx=ast.Load()),
+                                               node), name)
+            return [(_Rel(lf, n), local(lf)) for lf in r.lay.leaves_under(r.path)]
         if r.kind == "fcall":
             r = self.materialize(r, node)
             return self.leaf_values(r, node)
@@ -321,9 +329,9 @@ class _Rw:
                 out.extend((_Rel(rl.leaf, rl.n, (n,) + rl.prefix), v) for rl, v in self.leaf_values(r, a))
                 continue
             leaf = next(lf for lf in lay.leaves if lf.path == (n,))
-            if f.kind == "array":
-                raise self.error(f"struct {lay.name} has the array field '{n}': a struct with array fields lives "
-                                 f"in arrays, not in locals", call)
+            if f.kind == "array" and a is not None:
+                raise self.error(f"the array field '{n}' of {lay.name} is not given to {lay.name}(): it starts "
+                                 f"zeroed, and its elements are set by index", a)
             if a is None:
                 out.append((_Rel(leaf, 0), self.zero(leaf, call)))
                 continue
@@ -340,7 +348,7 @@ class _Rw:
 
     def zero(self, leaf, node):
         if leaf.ashape:
-            raise self.error(f"the array field '{leaf.name}' lives in struct arrays, not in struct locals", node)
+            return _ArrSrc(None)
         dt = leaf.dt
         if dt.kind == "c":
             return _loc(ast.Call(func=self.dtype_node(dt, node), args=[_const(0.0, node)], keywords=[]), node)
@@ -357,12 +365,46 @@ class _Rw:
         return _R("val", name=t, lay=self.values[t], path=(), node=node)
 
     # ------------------------------------------------------- assignments
-    def set_leaf_local(self, name, dt, value, node):
+    def set_leaf_local(self, name, dt, value, node, ashape=()):
+        if ashape:  # an array field: a local array of its shape, copied element by element
+            out = []
+            if name not in self.declared:
+                self.declared.add(name)
+                shape = _loc(ast.Tuple(elts=[_const(k, node) for k in ashape], ctx=ast.Load()), node)
+                zeros = _loc(ast.Call(func=self.obj_name(self.zeros_fn(), node, "zeros"),
+                                      args=[shape, self.dtype_node(dt, node)], keywords=[]), node)
+                out.append(_loc(ast.Assign(targets=[_name(name, node, ast.Store())], value=zeros), node))
+            elif value.load is None:
+                out.extend(self.each(ashape, lambda ks: _loc(ast.Assign(targets=[_loc(ast.Subscript(
+                    value=_name(name, node), slice=_index(ks, node), ctx=ast.Store()), node)],
+                    value=self.zero(_Plain(dt), node)), node), node))
+            if value.load is not None:
+                out.extend(self.each(ashape, lambda ks: _loc(ast.Assign(targets=[_loc(ast.Subscript(
+                    value=_name(name, node), slice=_index(ks, node), ctx=ast.Store()), node)],
+                    value=value.load(ks)), node), node))
+            return out
         if name not in self.declared:
             self.declared.add(name)
             return _loc(ast.AnnAssign(target=_name(name, node, ast.Store()), annotation=self.dtype_node(dt, node),
                                       value=value, simple=1), node)
         return _loc(ast.Assign(targets=[_name(name, node, ast.Store())], value=value), node)
+
+    def zeros_fn(self):
+        from . import _array
+
+        return _array.zeros
+
+    def each(self, ashape, make, node):
+        """make(indices) for every element of an array field (unrolled: its elements are few)."""
+        import itertools
+
+        n = 1
+        for d in ashape:
+            n *= d
+        if n > 64:
+            raise self.error(f"an array field of {n} elements is copied element by element: at most 64 are "
+                             f"copied as a whole (copy them with a loop over its indices)", node)
+        return [make([_const(k, node) for k in ks]) for ks in itertools.product(*[range(d) for d in ashape])]
 
     def assign_local(self, name, r, node):
         lay = self.layout_at(r) if r.kind in ("elem", "val") else r.lay
@@ -372,9 +414,6 @@ class _Rw:
         old = self.values.get(name)
         if old is not None and old is not lay:
             raise self.error(f"'{name}' holds a {old.name}; it cannot be assigned a {lay.name}", node)
-        if any(lf.ashape for lf in lay.leaves):
-            raise self.error(f"struct {lay.name} has array fields: a struct with array fields lives in arrays, "
-                             f"not in locals", node)
         self.values[name] = lay
         if r.kind == "fcall":
             target = _loc(ast.Tuple(elts=[_name(f"{name}{SEP}{_sep(lf.name)}", node, ast.Store()) for lf in lay.leaves],
@@ -386,18 +425,31 @@ class _Rw:
                                     for _, v in vals for n in ast.walk(v)):
             temps = []
             for rl, v in vals:  # q = S(a=q.b, b=q.a): every value first
+                if isinstance(v, _ArrSrc):
+                    temps.append((rl, v))
+                    continue
                 t = self.temp()
-                out.append(self.set_leaf_local(t, rl.leaf.dt, v, node))
+                out.extend(self._set(t, rl.leaf.dt, v, node))
                 temps.append((rl, _name(t, node)))
             vals = temps
         for rl, v in vals:
-            out.append(self.set_leaf_local(f"{name}{SEP}{_sep(rl.name)}", rl.leaf.dt, v, node))
+            out.extend(self._set(f"{name}{SEP}{_sep(rl.name)}", rl.leaf.dt, v, node, rl.leaf.ashape))
         return out
+
+    def _set(self, name, dt, value, node, ashape=()):
+        got = self.set_leaf_local(name, dt, value, node, ashape)
+        return got if isinstance(got, list) else [got]
 
     def store_leaf(self, arr, leaf, idx, sub, value, node, op=None):
         """Statements storing value (or `view op= value`) into a leaf, or its component, of arr[idx]."""
         comp = leaf.comp_shape()
         view = _name(self.view(arr, leaf), node)
+        if isinstance(value, _ArrSrc):  # a whole array field: element by element
+            out = []
+            for ks in self.each(leaf.ashape, lambda ks: ks, node):
+                v = value.load(ks) if value.load is not None else self.zero(_Plain(leaf.dt), node)
+                out.extend(self.store_leaf(arr, leaf, idx, list(ks), v, node))
+            return out
         if len(sub) == len(comp):
             tgt = _loc(ast.Subscript(value=view, slice=_index(idx + sub, node), ctx=ast.Store()), node)
             if op is not None:
@@ -463,7 +515,7 @@ class _Rw:
                 for rl, val in vals:
                     full = rt.path + rl.leaf_rel_path()
                     leaf = next(lf for lf in rt.lay.leaves if lf.path == full)
-                    out.append(self.set_leaf_local(f"{rt.name}{SEP}{_sep(leaf.name)}", leaf.dt, val, node))
+                    out.extend(self._set(f"{rt.name}{SEP}{_sep(leaf.name)}", leaf.dt, val, node, leaf.ashape))
                 return out
             for rl, val in vals:
                 full = rt.path + rl.leaf_rel_path()
@@ -528,6 +580,11 @@ class _Rw:
         g, lay = build_func(fobj, tuple(sig))
         return self.use(g, fobj.__name__), lay
 
+    def local_array_arg(self, v, node):
+        if isinstance(v, _ArrSrc):
+            return v.name_node
+        return v
+
     def func_expr(self, r):
         return self.call_expanded(r.node, r.name)
 
@@ -540,7 +597,11 @@ class _Rw:
             elif r.kind == "arr":
                 args.extend(_name(self.view(r.name, lf), a) for lf in r.lay.leaves)
             else:
-                args.extend(v for _, v in self.leaf_values(r, a))
+                lay = self.layout_at(r) if r.kind in ("elem", "val") else r.lay
+                if r.kind != "val" and any(lf.ashape for lf in lay.leaves):
+                    r = self.materialize(r, a)  # its array fields as local arrays, passed by value
+                vals = self.leaf_values(r, a)
+                args.extend(self.local_array_arg(v, a) for _, v in vals)
         return _loc(ast.Call(func=_name(gname, call), args=args, keywords=[]), call)
 
     # ------------------------------------------------------------ exprs
@@ -715,6 +776,9 @@ class _Rw:
                 if r.kind == "fcall":
                     return [_loc(ast.Return(value=self.func_expr(r)), node)]
                 vals = [v for _, v in self.leaf_values(r, node)]
+                if any(isinstance(v, _ArrSrc) for v in vals):
+                    raise self.error(f"a func returns a struct without array fields ({lay.name} has some): "
+                                     f"return its other fields, or write into an array", node)
                 return [_loc(ast.Return(value=_loc(ast.Tuple(elts=vals, ctx=ast.Load()), node)), node)]
         if isinstance(node, ast.Return):
             if self.returns is not None:
@@ -736,6 +800,25 @@ class _Rw:
             out.extend(new)
             self.pre = saved
         return out
+
+
+class _ArrSrc:
+    """The value of a whole array field: load(indices) gives an element (None: zeros); name_node the
+    local array holding it, when it is a struct local's."""
+
+    __slots__ = ("load", "name_node")
+
+    def __init__(self, load, name_node=None):
+        self.load, self.name_node = load, name_node
+
+
+class _Plain:
+    """A leaf's dtype alone (an element of an array field), for zero()."""
+
+    ashape = ()
+
+    def __init__(self, dt):
+        self.dt = dt
 
 
 class _Rel:
@@ -804,8 +887,9 @@ def _rewrite_function(fn, sig, is_kernel):
             rw.arrays[p.arg] = (lay, nd)
             new_params.extend(_loc(ast.arg(arg=f"{p.arg}{SEP}{_sep(lf.name)}"), p) for lf in lay.leaves)
             continue
-        if any(lf.ashape for lf in lay.leaves):
-            raise rw.error(f"struct {lay.name} has array fields: it is passed in an array, not by value", p)
+        if what == "value" and any(lf.ashape for lf in lay.leaves):
+            raise rw.error(f"struct {lay.name} has array fields: it is passed to a kernel in an array, not by "
+                           f"value", p)
         rw.values[p.arg] = lay
         for lf in lay.leaves:
             name = f"{p.arg}{SEP}{_sep(lf.name)}"
