@@ -358,6 +358,16 @@ class StructArray:
     def __reduce__(self):
         return (_rebuild_array, (self.dtype, self._rec.shape, self._rec.tobytes()))
 
+    def __dlpack__(self, **kwargs):
+        raise TypeError(
+            f"DLPack carries arrays of one number type (bool, int, uint, float, complex, bfloat16), and a "
+            f"{self.dtype.__name__} record is not one: export a field instead (a.field('{self.dtype.fields[0]}')"
+            f", a strided view DLPack carries), or the records' bytes as uint8 if the consumer knows the "
+            f"layout (np.asarray(a).view(np.uint8))")
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
     def __repr__(self):
         return f"tack.StructArray({self.dtype.__name__}, shape={self.shape})"
 
@@ -464,24 +474,33 @@ def _expand(sig, values):
     return out
 
 
-def _signature(kernel, args, kwargs):
-    import inspect
+_PARAMS = weakref.WeakKeyDictionary()  # kernel -> (its function, its inspect.Signature, its parameter names)
 
-    fn = kernel.__wrapped__ if hasattr(kernel, "__wrapped__") else kernel.py_func
-    sig = inspect.signature(fn)
-    bound = sig.bind(*args, **kwargs)
-    bound.apply_defaults()
+
+def _signature(kernel, args, kwargs):
+    hit = _PARAMS.get(kernel)
+    if hit is None:
+        import inspect
+
+        fn = kernel.__wrapped__ if hasattr(kernel, "__wrapped__") else kernel.py_func
+        sig = inspect.signature(fn)
+        hit = _PARAMS[kernel] = (fn, sig, tuple(sig.parameters))
+    fn, sig, names = hit
+    if not kwargs and len(args) == len(names):
+        values = list(args)
+    else:
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = list(bound.arguments.values())
     kinds = []
-    for name, v in bound.arguments.items():
+    for name, v in zip(names, values):
         k = _arg_kind(v)
         if k is not None and k[0] == "bad":
             raise TypeError(f"{fn.__qualname__}(): the record array passed for '{name}' has the dtype "
                             f"{v.dtype}, which is no @tack.struct's (make the records with "
                             f"dtype=YourStruct.dtype)")
-        if k is not None and k[0] == "array":
-            k = ("array", k[1], k[2])
         kinds.append(k)
-    return fn, tuple(kinds), list(bound.arguments.values())
+    return fn, tuple(kinds), values
 
 
 def has_struct(args, kwargs):

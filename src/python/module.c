@@ -226,7 +226,7 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
         return NULL;
     if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl)) || (red && !PyCallable_Check(red)) ||
         (sc && !PyCallable_Check(sc))) {
-        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, reduce and struct_call must be "
+        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, struct_call and reduce must be "
                                          "callable");
         return NULL;
     }

@@ -12,3 +12,12 @@ def test_quickstart_runs():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "all checks passed" in out.stdout
+
+
+def test_particles_runs(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "docs/examples/particles.py"), "--output",
+                          str(tmp_path / "particles.vtp")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "all checks passed" in out.stdout
+    if "VTK is not installed" not in out.stdout:
+        assert (tmp_path / "particles.vtp").stat().st_size > 0

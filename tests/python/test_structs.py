@@ -293,6 +293,30 @@ def test_pickling():
         assert k == KICK
 
 
+def test_dlpack_carries_fields_not_records():
+    a = tack.asarray(records(), dtype=Body)
+    with pytest.raises(TypeError, match="DLPack carries arrays of one number type"):
+        np.from_dlpack(a)
+    mass = np.from_dlpack(a.field("mass"))            # a field is a strided view of one dtype
+    assert np.shares_memory(mass, np.asarray(a)) and mass.strides == (Body.itemsize,)
+
+
+def test_vtk_point_data_by_field_name():
+    vtk = pytest.importorskip("tack.interop.vtk")
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+
+    rec = records()
+    arrays = {a.GetName(): a for a in vtk.struct_to_vtk(rec)}
+    assert list(arrays) == ["pos", "vel", "mass", "alive", "n", "k", "m", "z", "shape.radius", "shape.kind", "hist"]
+    assert vtk_to_numpy(arrays["vel"]).tolist() == rec["vel"].tolist()
+    assert vtk_to_numpy(arrays["m"]).tolist() == rec["m"].reshape(N, 4).tolist()
+    assert vtk_to_numpy(arrays["z"]).tolist() == np.stack([rec["z"].real, rec["z"].imag], 1).tolist()
+    assert vtk_to_numpy(arrays["shape.radius"]).tolist() == rec["shape"]["radius"].tolist()
+    assert vtk_to_numpy(arrays["alive"]).tolist() == rec["alive"].astype(int).tolist()
+    with pytest.raises(ValueError, match="struct Body has no numeric field 'shape.r'"):
+        vtk.struct_to_vtk(rec, fields=["shape.r"])
+
+
 # ------------------------------------------------------ the GPU dialects
 @tack.struct
 class Part:

@@ -36,6 +36,11 @@ Two rules follow from sharing one allocation:
   to an array VTK also holds, call ``vtk_array.Modified()`` so that filters
   and renderers see the new values.
 
+``struct_to_vtk(array)`` maps a ``@tack.struct`` array's numeric fields to
+VTK data arrays named by field (``"mass"``, ``"vel"``, ``"shape.radius"``),
+for a dataset's point data.  A field of records is strided (one record's
+size between values) while a VTK array is contiguous, so these are copies.
+
 ``vtk_to_dataset`` and ``dataset_to_vtk`` copy whole datasets (image data,
 rectilinear, structured and unstructured grids, polydata) to a
 :class:`Dataset` of Tack arrays and back.
@@ -83,6 +88,7 @@ __all__ = [
     "Cells",
     "init_level_zero",
     "has_dlpack_support",
+    "struct_to_vtk",
     "VTK_VERSION",
 ]
 
@@ -409,6 +415,49 @@ def array_to_vtk(array, name: str | None = None, n_components: int | None = None
     out.SetVoidArray(flat, total, 1)
     out.GetBuffer().AddObserver(_cc.vtkCommand.DeleteEvent, _Retain(flat))
     return finish(out)
+
+
+def struct_to_vtk(array, fields=None) -> list:
+    """VTK data arrays of a ``@tack.struct`` array's numeric fields, one per
+    field, named by its path (``"pos"``, ``"shape.radius"``), in field order;
+    ``fields`` (names or dotted paths) picks some.
+
+    A field's tuples are its values: a vector's components, a matrix's
+    elements row by row, an array field's elements, a complex number's real
+    and imaginary parts (VTK has no complex type), a bool as an unsigned char.
+    Each array is a copy: VTK's arrays are contiguous, and a field of records
+    is not (``tack.interop.vtk``'s docstring).  For a point cloud, put the
+    position field's array in ``vtkPoints`` and the others in the point data
+    (docs/examples/particles.py).
+    """
+    from .. import _structs
+
+    if not isinstance(array, _structs.StructArray) and not (
+            isinstance(array, np.ndarray) and array.dtype in _structs._STRUCT_DTYPES):
+        raise TypeError(f"struct_to_vtk() expects an array of a @tack.struct (a tack.StructArray or a NumPy "
+                        f"record array of one), not {type(array).__name__}")
+    rec = np.asarray(array)
+    lay = _structs._STRUCT_DTYPES[rec.dtype].__tack_struct__
+    leaves = lay.leaves
+    if fields is not None:
+        names = {lf.name for lf in leaves}
+        for f in fields:
+            if f not in names:
+                raise ValueError(f"struct {lay.name} has no numeric field '{f}' (its fields: "
+                                 f"{', '.join(sorted(names))})")
+        leaves = [lf for lf in leaves if lf.name in set(fields)]
+    out = []
+    n = rec.size
+    for lf in leaves:
+        values = np.ascontiguousarray(_structs._leaf_view(rec.reshape(-1), lf)).reshape(n, -1)
+        if values.dtype == np.bool_:
+            values = values.astype(np.uint8)
+        elif values.dtype == np.float16:
+            values = values.astype(np.float32)
+        vtk_array = _nps.numpy_to_vtk(values if values.shape[1] > 1 else values[:, 0], deep=1)
+        vtk_array.SetName(lf.name)
+        out.append(vtk_array)
+    return out
 
 
 def _device_to_vtk(array, comps):
