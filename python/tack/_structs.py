@@ -297,36 +297,47 @@ class StructArray:
     CPU (a GPU kernel's source is built and checked by every dialect, but
     the device arrays are not there yet: docs/language.md, "Structs")."""
 
-    __slots__ = ("_rec", "dtype")
+    __slots__ = ("_rec", "_cls")
 
     def __init__(self, records, cls):
         self._rec = records
-        self.dtype = cls
+        self._cls = cls
+
+    @property
+    def dtype(self):
+        """The struct class (``Particle``); ``a.dtype.dtype`` is its NumPy dtype."""
+        return self._cls
 
     @property
     def shape(self):
+        """The shape, a tuple of ints (records along each axis)."""
         return self._rec.shape
 
     @property
     def ndim(self):
+        """The number of dimensions."""
         return self._rec.ndim
 
     @property
     def size(self):
+        """The number of records."""
         return self._rec.size
 
     @property
     def device(self):
+        """The device name: 'cpu' (struct arrays live on the CPU)."""
         return "cpu"
 
     @property
     def nbytes(self):
+        """The bytes of storage (records times the struct's itemsize)."""
         return self._rec.nbytes
 
     def __len__(self):
         return len(self._rec)
 
     def __array__(self, dtype=None, copy=None):
+        """The NumPy record array over the same bytes (``np.asarray(a)``); a copy with ``copy=True``."""
         if copy:
             return self._rec.copy() if dtype is None else self._rec.astype(dtype)
         return self._rec if dtype is None else self._rec.astype(dtype)
@@ -359,6 +370,7 @@ class StructArray:
         return (_rebuild_array, (self.dtype, self._rec.shape, self._rec.tobytes()))
 
     def __dlpack__(self, **kwargs):
+        """Refused with a TypeError: DLPack has no record type (export a field, ``a.field(name)``)."""
         raise TypeError(
             f"DLPack carries arrays of one number type (bool, int, uint, float, complex, bfloat16), and a "
             f"{self.dtype.__name__} record is not one: export a field instead (a.field('{self.dtype.fields[0]}')"
@@ -366,6 +378,7 @@ class StructArray:
             f"layout (np.asarray(a).view(np.uint8))")
 
     def __dlpack_device__(self):
+        """(1, 0): the CPU, where struct arrays live."""
         return (1, 0)  # kDLCPU
 
     def __repr__(self):
