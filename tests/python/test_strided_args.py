@@ -219,6 +219,34 @@ def test_overlap_of_strided_views_is_conservative_and_exact_for_columns():
     assert "restrict" not in src.split("tack_entry")[1].split("{")[1]
 
 
+def test_overlap_below_the_first_array_with_a_stride_that_is_no_power_of_two():
+    # rows 1.. and rows ..-1 of one column of a 3-wide f64 matrix: the second begins 24 bytes below
+    # the first, and 24 does not divide 2**64 (an unsigned residue of the difference said "apart")
+    m = np.arange(30.0).reshape(10, 3)
+    with pytest.raises(ValueError, match="'out' and 'x'.*share memory"):
+        shift(m[1:, 0], m[:-1, 0])
+    src = update.generated_source(m[1:, 0], m[:-1, 0])
+    assert "restrict" not in src.split("tack_entry")[1].split("{")[1]
+
+
+def test_fields_of_a_record_array_are_apart():
+    # each field with its components is one block a record apart (strided.c merges the contiguous axes)
+    rec = np.zeros(8, np.dtype([("p", "<f4", (3,)), ("v", "<f4", (3,)), ("m", "<f4")]))
+    assert "restrict a0" in update.generated_source(rec["v"][:, 0], rec["p"][:, 1])
+    src = shift_rows.generated_source(rec["v"], rec["p"])
+    assert "restrict a0" in src
+    rec["p"] = np.arange(24).reshape(8, 3)
+    shift_rows(rec["v"], rec["p"])
+    assert rec["v"][:7].tolist() == rec["p"][1:].tolist()
+
+
+@tack.kernel
+def shift_rows(out, x):
+    for i in range(out.shape[0] - 1):
+        for k in range(3):
+            out[i, k] = x[i + 1, k]
+
+
 def test_gpu_targets_index_strided_arguments_with_their_strides():
     m = np.zeros((4, 4))
     for target in ("cuda", "hip", "opencl"):  # once refused with advice to copy; test_strided_gpu.py runs them
