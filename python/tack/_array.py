@@ -201,7 +201,7 @@ def asarray(obj, dtype=None, *, device=None) -> _core.Array:
     class as ``dtype``, a NumPy record array of its dtype (or a
     ``tack.StructArray``) is taken as it is: the result shares its bytes."""
     if _struct_class(dtype) is not None:
-        if isinstance(obj, _structs.StructArray) and obj.dtype is dtype:
+        if isinstance(obj, _structs.StructArray) and obj.dtype is dtype and device in (None, obj.device):
             return obj
         return _structs.array_of(obj, dtype, device, False)
     if isinstance(obj, _core.Array):

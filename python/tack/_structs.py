@@ -292,15 +292,19 @@ def _rebuild_value(cls, data):
 class StructArray:
     """An array of a ``@tack.struct``: ``tack.zeros(n, Particle)``,
     ``tack.array(records, dtype=Particle)`` (a copy), ``tack.asarray(records,
-    dtype=Particle)`` (the records' own bytes, no copy).  ``np.asarray(a)``
-    is the NumPy record array over the same bytes.  Struct arrays live on the
-    CPU (a GPU kernel's source is built and checked by every dialect, but
-    the device arrays are not there yet: docs/language.md, "Structs")."""
+    dtype=Particle)`` (the records' own bytes, no copy).  On the CPU its
+    storage is a NumPy record array, and ``np.asarray(a)`` is that array,
+    sharing the bytes; on another device (``device="opencl:0"``, ``"cuda:0"``
+    ...) it is the records' bytes in device memory, which kernels on that
+    device read and write field by field, and ``np.asarray(a)`` is a copy
+    (as ``tack.Array.numpy()`` is)."""
 
-    __slots__ = ("_rec", "_cls")
+    __slots__ = ("_rec", "_bytes", "_shape", "_cls")
 
-    def __init__(self, records, cls):
+    def __init__(self, records, cls, device_bytes=None, shape=None):
         self._rec = records
+        self._bytes = device_bytes
+        self._shape = records.shape if records is not None else tuple(shape)
         self._cls = cls
 
     @property
@@ -311,78 +315,112 @@ class StructArray:
     @property
     def shape(self):
         """The shape, a tuple of ints (records along each axis)."""
-        return self._rec.shape
+        return self._shape
 
     @property
     def ndim(self):
         """The number of dimensions."""
-        return self._rec.ndim
+        return len(self._shape)
 
     @property
     def size(self):
         """The number of records."""
-        return self._rec.size
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
 
     @property
     def device(self):
-        """The device name: 'cpu' (struct arrays live on the CPU)."""
-        return "cpu"
+        """The device name: 'cpu', 'opencl:0', 'cuda:0', ..."""
+        return "cpu" if self._rec is not None else self._bytes.device
 
     @property
     def nbytes(self):
         """The bytes of storage (records times the struct's itemsize)."""
-        return self._rec.nbytes
+        return self.size * self._cls.itemsize
 
     def __len__(self):
-        return len(self._rec)
+        return self._shape[0]
 
     def __array__(self, dtype=None, copy=None):
-        """The NumPy record array over the same bytes (``np.asarray(a)``); a copy with ``copy=True``."""
+        """The NumPy record array: on the CPU over the same bytes (a copy with ``copy=True``), from
+        another device a copy."""
+        if self._rec is None:
+            rec = self.numpy()
+            return rec if dtype is None else rec.astype(dtype)
         if copy:
             return self._rec.copy() if dtype is None else self._rec.astype(dtype)
         return self._rec if dtype is None else self._rec.astype(dtype)
 
     def numpy(self):
-        """A NumPy copy (np.asarray(a) shares the bytes instead)."""
-        return self._rec.copy()
+        """A NumPy copy of the records (on the CPU np.asarray(a) shares the bytes instead)."""
+        if self._rec is not None:
+            return self._rec.copy()
+        raw = _np().ascontiguousarray(self._bytes.numpy())
+        return raw.view(self._cls.dtype).reshape(self._shape)
+
+    def to(self, device):
+        """A copy on `device` ('cpu', 'opencl:0', ...)."""
+        return array_of(self, self._cls, device, True)
 
     def field(self, name):
-        """The NumPy view of one field (``a.field("mass")``, ``a.field("shape.radius")``)."""
-        v = self._rec
-        for part in name.split("."):
-            v = v[part]
-        return v
+        """One field as an array sharing the records' bytes (``a.field("mass")``,
+        ``a.field("shape.radius")``): a NumPy view on the CPU, a strided ``tack.Array``
+        on another device; its components, if any, as the last axes."""
+        lay = self._cls.__tack_struct__
+        leaf = next((lf for lf in lay.leaves if lf.name == name), None)
+        if self._rec is not None and leaf is None:
+            v = self._rec
+            for part in name.split("."):
+                v = v[part]
+            return v
+        if leaf is None:
+            raise KeyError(f"struct {lay.name} has no field '{name}' (its fields: "
+                           f"{', '.join(lf.name for lf in lay.leaves)})")
+        return _leaf_of(self, leaf)
+
+    def _host_only(self, what):
+        if self._rec is None:
+            raise ValueError(f"{what} of a {self._cls.__name__} array on {self.device}: copy it to the CPU first "
+                             f"(a.numpy(), a.to('cpu'))")
 
     def __getitem__(self, idx):
+        self._host_only("indexing")
         v = self._rec[idx]
         if isinstance(v, _np().ndarray) and v.shape != ():
-            return StructArray(v, self.dtype)
-        out = self.dtype.__new__(self.dtype)
+            return StructArray(v, self._cls)
+        out = self._cls.__new__(self._cls)
         object.__setattr__(out, "_rec", self._rec[idx, ...] if not isinstance(idx, tuple) else self._rec[idx + (...,)])
         return out
 
     def __setitem__(self, idx, value):
+        self._host_only("assigning elements")
         if hasattr(value, "_rec"):
             value = value._rec
         self._rec[idx] = value
 
     def __reduce__(self):
-        return (_rebuild_array, (self.dtype, self._rec.shape, self._rec.tobytes()))
+        if self._rec is None:
+            raise TypeError(f"a {self._cls.__name__} array on {self.device} is not pickled (as tack.Array's are "
+                            f"not): copy it to the CPU first (a.to('cpu'))")
+        return (_rebuild_array, (self._cls, self._rec.shape, self._rec.tobytes()))
 
     def __dlpack__(self, **kwargs):
         """Refused with a TypeError: DLPack has no record type (export a field, ``a.field(name)``)."""
         raise TypeError(
             f"DLPack carries arrays of one number type (bool, int, uint, float, complex, bfloat16), and a "
-            f"{self.dtype.__name__} record is not one: export a field instead (a.field('{self.dtype.fields[0]}')"
+            f"{self._cls.__name__} record is not one: export a field instead (a.field('{self._cls.fields[0]}')"
             f", a strided view DLPack carries), or the records' bytes as uint8 if the consumer knows the "
             f"layout (np.asarray(a).view(np.uint8))")
 
     def __dlpack_device__(self):
-        """(1, 0): the CPU, where struct arrays live."""
-        return (1, 0)  # kDLCPU
+        """The device, as DLPack numbers it."""
+        return (1, 0) if self._rec is not None else self._bytes.__dlpack_device__()
 
     def __repr__(self):
-        return f"tack.StructArray({self.dtype.__name__}, shape={self.shape})"
+        where = "" if self._rec is not None else f", device='{self.device}'"
+        return f"tack.StructArray({self._cls.__name__}, shape={self.shape}{where})"
 
 
 def _rebuild_array(cls, shape, data):
@@ -393,22 +431,32 @@ def _struct_class(dtype):
     return dtype if isinstance(dtype, type) and getattr(dtype, "__tack_struct__", None) is not None else None
 
 
-def _check_device(device, what):
-    if device not in (None, "cpu"):
-        raise ValueError(f"{what}: struct arrays live on the CPU (device='cpu'), not on {device!r}")
+def _device_of(device):
+    if device is None:
+        from . import get_default_device
+
+        device = get_default_device()
+    return device
 
 
 def new_array(shape, cls, device, fill_zero):
-    _check_device(device, f"a {cls.__name__} array")
     np = _np()
-    rec = (np.zeros if fill_zero else np.empty)(shape, cls.dtype)
-    return StructArray(rec, cls)
+    device = _device_of(device)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if device == "cpu":
+        return StructArray((np.zeros if fill_zero else np.empty)(shape, cls.dtype), cls)
+    from . import u8
+
+    raw = _core.empty(shape + (cls.itemsize,), u8, device, True)
+    return StructArray(None, cls, raw, shape)
 
 
 def _records_of(obj, cls, what):
     np = _np()
     if isinstance(obj, StructArray):
-        obj = obj._rec
+        if obj.dtype is not cls:
+            raise TypeError(f"{what}: the array holds {obj.dtype.__name__} records, not {cls.__name__}")
+        obj = obj._rec if obj._rec is not None else obj.numpy()
     if not isinstance(obj, np.ndarray):
         raise TypeError(f"{what}: a {cls.__name__} array is made from a NumPy record array of "
                         f"{cls.__name__}.dtype, not a {type(obj).__name__}")
@@ -419,9 +467,46 @@ def _records_of(obj, cls, what):
 
 
 def array_of(obj, cls, device, copy):
-    _check_device(device, f"tack.array(..., dtype={cls.__name__})")
-    rec = _records_of(obj, cls, f"tack.array(..., dtype={cls.__name__})")
-    return StructArray(rec.copy() if copy else rec, cls)
+    what = f"tack.array(..., dtype={cls.__name__})"
+    if isinstance(obj, StructArray) and obj._rec is None and device in (None, obj.device):
+        if not copy:
+            return obj
+        out = new_array(obj.shape, cls, obj.device, False)
+        out._bytes._copy_array(obj._bytes)
+        return out
+    if device is None and isinstance(obj, StructArray):
+        device = obj.device
+    rec = _records_of(obj, cls, what)
+    device = _device_of(device)
+    if device == "cpu":
+        return StructArray(rec.copy() if copy else rec, cls)
+    np = _np()
+    from . import u8
+
+    raw = _core.empty(rec.shape + (cls.itemsize,), u8, device, False)
+    raw._copy_from(np.ascontiguousarray(rec).view(np.uint8).reshape(rec.shape + (cls.itemsize,)))
+    return StructArray(None, cls, raw, rec.shape)
+
+
+def _leaf_of(a, leaf):
+    """One leaf of struct array `a` as an array sharing its bytes (NumPy on the CPU, a strided
+    tack.Array on another device): its components as the last axes."""
+    if a._rec is not None:
+        return _leaf_view(a._rec, leaf)
+    sc = leaf.scalar()
+    size = sc.itemsize
+    per = a._cls.itemsize // size
+    shape = tuple(a._shape)
+    comp = leaf.comp_shape()
+    strides, c = [], per
+    for d in reversed(shape):
+        strides.insert(0, c)
+        c *= d
+    cstr, c = [], 1
+    for d in reversed(comp):
+        cstr.insert(0, c)
+        c *= d
+    return a._bytes._field_view(sc, leaf.offset // size, shape + comp, tuple(strides + cstr))
 
 
 # ------------------------------------------------------------ the arguments
@@ -440,10 +525,6 @@ def _arg_kind(v):
     if lay is not None and not isinstance(v, type):
         return ("value", lay, 0)
     return None
-
-
-def _records(v):
-    return v._rec if isinstance(v, StructArray) else v
 
 
 def _leaf_view(rec, leaf):
@@ -467,8 +548,10 @@ def _expand(sig, values):
         if kind is None:
             out.append(v)
         elif kind[0] == "array":
-            rec = _records(v)
-            out.extend(_leaf_view(rec, lf) for lf in kind[1].leaves)
+            if isinstance(v, StructArray):
+                out.extend(_leaf_of(v, lf) for lf in kind[1].leaves)
+            else:
+                out.extend(_leaf_view(v, lf) for lf in kind[1].leaves)
         else:
             rec = v._rec
             for lf in kind[1].leaves:

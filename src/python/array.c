@@ -749,6 +749,48 @@ static PyObject *array_get_T(PyObject *self, void *c) {
     return transpose(self, NULL);
 }
 
+/* _field_view(dtype, offset, shape, strides): a strided view of this C-order
+ * storage read as `dtype` elements, from element `offset` with element
+ * `strides` -- one field of an array of records (tack._structs), whose
+ * bytes the storage holds.  The runtime checks the view stays inside. */
+static PyObject *array_field_view(PyObject *self, PyObject *args) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    tack_array *a = ARR(self), *flat = NULL, *v = NULL;
+    PyObject *dtobj, *shobj, *strobj, *seq = NULL, *result = NULL;
+    long long offset;
+    tack_dtype dt;
+    int64_t shape[TACK_MAX_NDIM], strides[TACK_MAX_NDIM], n;
+    int nd = 0;
+    if (!st || !PyArg_ParseTuple(args, "OLOO:_field_view", &dtobj, &offset, &shobj, &strobj))
+        return NULL;
+    if (tpy_dtype_from_object(st, dtobj, &dt) < 0 || tpy_parse_shape(shobj, shape, &nd) < 0)
+        return NULL;
+    seq = PySequence_Fast(strobj, "_field_view: strides must be a sequence of ints");
+    if (!seq)
+        return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != nd) {
+        PyErr_SetString(PyExc_ValueError, "_field_view: one stride per axis");
+        goto done;
+    }
+    for (int i = 0; i < nd; i++) {
+        strides[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (strides[i] == -1 && PyErr_Occurred())
+            goto done;
+    }
+    n = (int64_t)(tack_array_nbytes(a) / tack_dtype_get(dt)->itemsize);
+    if (tack_array_reshape(a, dt, 1, &n, &flat) != TACK_OK ||
+        tack_array_as_strided(flat, offset, nd, shape, strides, &v) != TACK_OK) {
+        tpy_raise();
+        goto done;
+    }
+    result = tpy_array_new(st, v);
+done:
+    if (flat)
+        tpy_array_release(flat);
+    Py_XDECREF(seq);
+    return result;
+}
+
 /* reshape(*shape) or reshape(shape): a view with the new shape; one -1
  * takes the size the others leave. */
 static PyObject *array_reshape(PyObject *self, PyObject *args) {
@@ -943,6 +985,7 @@ static PyMethodDef array_methods[] = {
     {"_copy_into", array_copy_into, METH_O, NULL},
     {"_copy_array", array_copy_array, METH_O, NULL},
     {"_readonly_view", array_readonly_view, METH_NOARGS, NULL},
+    {"_field_view", array_field_view, METH_VARARGS, NULL},
     {"reshape", array_reshape, METH_VARARGS,
      "reshape(*shape) -> a view of the same storage with another shape (one -1 is inferred)"},
     {"ravel", array_ravel, METH_NOARGS, "ravel() -> a 1-d view of the same storage"},
