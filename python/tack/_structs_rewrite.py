@@ -104,6 +104,7 @@ class _Rw:
         self.returns = None  # the layout a func returns
         self.returns_plain = False
         self.pre = []
+        self.conditional = 0  # inside a part of an expression or a loop test that may run other than once
         self.fdef = fdef
         self.atomics = {getattr(_kernels, "atomic_" + a, None) for a in
                         ("add", "sub", "min", "max", "exch", "and", "or", "xor", "cas")} - {None}
@@ -151,6 +152,20 @@ class _Rw:
                 return getattr(base, node.attr, None)
         return None
 
+    def once(self, idx):
+        """An element index, evaluated once however many fields it reaches: one with a call in it (an
+        atomic, a func) goes to a temporary first."""
+        new = self.expr(idx)
+        if not any(isinstance(n, ast.Call) for n in ast.walk(idx)):
+            return new
+        if self.conditional:
+            raise self.error("this struct element's index calls a function where the call may run other "
+                             "than once (a loop's test, one side of 'if'-'else', 'and' or 'or'): compute "
+                             "the index into a variable first", idx)
+        t = self.temp()
+        self.pre.append(_loc(ast.Assign(targets=[_name(t, idx, ast.Store())], value=new), idx))
+        return _name(t, idx)
+
     def struct_class(self, node):
         obj = self.resolve(node)
         return obj if isinstance(obj, type) and getattr(obj, "__tack_struct__", None) is not None else None
@@ -180,7 +195,7 @@ class _Rw:
                 if len(idx) != r.ndim:
                     raise self.error(f"'{r.name}' is a {r.ndim}-dimensional array of {r.lay.name}: an element "
                                      f"takes {r.ndim} indices, not {len(idx)}", node)
-                return _R("elem", name=r.name, lay=r.lay, idx=[self.expr(x) for x in idx], path=(), node=node)
+                return _R("elem", name=r.name, lay=r.lay, idx=[self.once(x) for x in idx], path=(), node=node)
             if r.kind == "eleaf":
                 need = len(r.leaf.comp_shape())
                 if len(r.sub) + len(idx) > need:
@@ -669,6 +684,25 @@ class _Rw:
                     what = r.lay.name if r.kind in ("arr", "ctor", "fcall") else self.layout_at(r).name
                     raise self.error(f"structs are not compared ({what}): '==' and the other comparisons take "
                                      f"numbers; compare the fields", node)
+        if isinstance(node, (ast.IfExp, ast.BoolOp)):
+            first = node.test if isinstance(node, ast.IfExp) else node.values[0]
+            node = copy.copy(node)
+            if isinstance(node, ast.IfExp):
+                node.test = self.expr(first)
+            else:
+                node.values = [self.expr(first)] + node.values[1:]
+            self.conditional += 1
+            try:
+                if isinstance(node, ast.IfExp):
+                    node.body, node.orelse = self.expr(node.body), self.expr(node.orelse)
+                else:
+                    for o in node.values[1:]:
+                        if self.ref_quiet(o):
+                            self.no_struct_op(o, node)
+                    node.values = node.values[:1] + [self.expr(v) for v in node.values[1:]]
+            finally:
+                self.conditional -= 1
+            return node
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp)):
             for o in ([node.left, node.right] if isinstance(node, ast.BinOp) else
                       [node.operand] if isinstance(node, ast.UnaryOp) else node.values):
@@ -784,6 +818,15 @@ class _Rw:
             if self.returns is not None:
                 raise self.error("every return of a func returning a struct returns one of the same struct", node)
             self.returns_plain = node.value is not None
+        if isinstance(node, ast.While):
+            node = copy.copy(node)
+            self.conditional += 1
+            try:
+                node.test = self.expr(node.test)
+            finally:
+                self.conditional -= 1
+            node.body, node.orelse = self.stmts(node.body), self.stmts(node.orelse)
+            return [node]
         if isinstance(node, ast.For) and self.ref_quiet(node.iter):
             r = self.ref(node.iter)
             if r is not None and r.kind == "arr":

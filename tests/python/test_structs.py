@@ -24,6 +24,7 @@
 
 import json
 import pickle
+import warnings
 import subprocess
 import sys
 from pathlib import Path
@@ -270,6 +271,28 @@ def test_refusals_name_what_is_wrong(jit):
         tack.kernel(unknown, jit=jit)(other, np.zeros(3))
     with pytest.raises(TypeError, match=r"is not Body.dtype"):
         tack.array(np.zeros(3, Kick.dtype), dtype=Body)
+
+
+def append_alive(src, out, count):
+    for i in range(src.shape[0]):
+        if src[i].alive:
+            out[tack.atomic_add(count, 0, 1)] = src[i]     # every field of one slot: one atomic
+
+
+def append_maybe(src, out, count):
+    for i in range(src.shape[0]):
+        out[i].mass = out[tack.atomic_add(count, 0, 1)].mass if i > 2 else 0.0
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_an_element_index_is_evaluated_once(jit):
+    src, out, count = records(), np.zeros(N, Body.dtype), np.zeros(1, np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tack.RaceWarning)  # the slots come from an atomic: unprovable
+        tack.kernel(append_alive, jit=jit)(src, out, count)
+    assert count[0] == 3 and sorted(out["mass"][:3].tolist()) == [1, 3, 5] and out["mass"][3:].tolist() == [0] * 3
+    with pytest.raises(tack.CompileError, match="compute the index into a variable first"):
+        tack.kernel(append_maybe, jit=jit)(src, out, count)
 
 
 def test_an_array_of_another_struct_gets_its_own_build():
