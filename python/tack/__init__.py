@@ -120,10 +120,10 @@ def _getline(filename, lineno):
     return linecache.getline(filename, lineno)
 
 
-def _struct_call(kernel, args, kwargs):
+def _struct_call(kernel, args, kwargs, method):
     from ._structs import struct_call
 
-    return struct_call(kernel, args, kwargs)
+    return struct_call(kernel, args, kwargs, method)
 
 
 _core._set_hooks(getsourcelines=_getsourcelines, getline=_getline, struct_call=_struct_call)

@@ -446,8 +446,12 @@ class PythonKernel:
         from . import _array, _debug, _structs
 
         if _structs.has_struct(args, kwargs):  # struct arrays or values: the kernel's struct build
-            built, expanded = _structs.build_for(self, args, kwargs)
-            return built(*expanded)
+            try:
+                built, expanded = _structs.build_for(self, args, kwargs)
+            except _structs._NoBind:
+                pass  # the binding below raises Python's own TypeError
+            else:
+                return built(*expanded)
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         name = self.__qualname__

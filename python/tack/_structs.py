@@ -570,6 +570,10 @@ def _expand(sig, values):
     return out
 
 
+class _NoBind(Exception):
+    """The arguments do not bind to the parameters: the extension's own TypeError says how."""
+
+
 _PARAMS = weakref.WeakKeyDictionary()  # kernel -> (its function, its inspect.Signature, its parameter names)
 
 
@@ -585,7 +589,10 @@ def _signature(kernel, args, kwargs):
     if not kwargs and len(args) == len(names):
         values = list(args)
     else:
-        bound = sig.bind(*args, **kwargs)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            raise _NoBind from None
         bound.apply_defaults()
         values = list(bound.arguments.values())
     kinds = []
@@ -634,12 +641,23 @@ def build_for(kernel, args, kwargs):
     return built, _expand(sig, values)
 
 
-def struct_call(kernel, args, kwargs):
-    """The extension's struct_call hook: a call whose arguments did not bind."""
+def struct_call(kernel, args, kwargs, method=None):
+    """The extension's struct_call hook: a call whose arguments did not bind (or, with `method`,
+    kernel.compile / generated_source / ir of such arguments, with their target= keyword)."""
     if not has_struct(args, kwargs):
         return NotImplemented
-    built, expanded = build_for(kernel, args, kwargs)
-    return built(*expanded)
+    extra = {}
+    if method is not None and "target" in kwargs:
+        kwargs = dict(kwargs)
+        extra["target"] = kwargs.pop("target")
+    try:
+        built, expanded = build_for(kernel, args, kwargs)
+    except _NoBind:
+        return NotImplemented
+    if method is None:
+        return built(*expanded)
+    out = getattr(built, method)(*expanded, **extra)
+    return None if method == "compile" else out
 
 
 # -------------------------------------------------------------- the rewrite

@@ -33,18 +33,21 @@
 
 /* A call whose arguments did not bind (the error is pending), offered to the
  * package's struct_call hook (tack._structs): a struct array or value among
- * the arguments makes it call the kernel's struct build; NotImplemented (no
- * struct among them) leaves the pending error as it was.  Off the hot path:
- * only a call that failed to bind comes here. */
-static PyObject *struct_call(KernelObject *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *hook = k->st->struct_call, *exc = NULL, *pos = NULL, *kw = NULL, *result = NULL;
+ * the arguments makes it call the kernel's struct build -- or, for `method`
+ * ("compile", "generated_source", "ir"), that method of the build;
+ * NotImplemented (no struct among them) leaves the pending error as it was.
+ * Off the hot path: only a call that failed to bind comes here. */
+static PyObject *struct_call(KernelObject *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                             const char *method) {
+    PyObject *hook = k->st->struct_call, *exc = NULL, *pos = NULL, *kw = NULL, *name = NULL, *result = NULL;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     if (!hook || !PyErr_Occurred())
         return NULL;
     exc = fe_fetch_exception();
     pos = PyTuple_New(nargs);
     kw = PyDict_New();
-    if (!pos || !kw)
+    name = method ? PyUnicode_FromString(method) : Py_NewRef(Py_None);
+    if (!pos || !kw || !name)
         goto done;
     for (Py_ssize_t i = 0; i < nargs; i++)
         PyTuple_SET_ITEM(pos, i, Py_NewRef(args[i]));
@@ -52,7 +55,7 @@ static PyObject *struct_call(KernelObject *k, PyObject *const *args, Py_ssize_t 
         if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0)
             goto done;
     Py_INCREF(hook); /* a call may replace the hook */
-    result = PyObject_CallFunctionObjArgs(hook, (PyObject *)k, pos, kw, NULL);
+    result = PyObject_CallFunctionObjArgs(hook, (PyObject *)k, pos, kw, name, NULL);
     Py_DECREF(hook);
     if (result == Py_NotImplemented) {
         Py_CLEAR(result);
@@ -63,6 +66,7 @@ done:
     Py_XDECREF(exc);
     Py_XDECREF(pos);
     Py_XDECREF(kw);
+    Py_XDECREF(name);
     return result;
 }
 
@@ -80,7 +84,7 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
     if (kcall_init(&c, k->nparams) < 0)
         return NULL;
     if (kcall_bind(k, &c, args, nargs, kwnames) < 0 || kcall_signature(k, &c) < 0) {
-        result = struct_call(k, args, nargs, kwnames);
+        result = struct_call(k, args, nargs, kwnames, NULL);
         goto done;
     }
     /* before the compile, which Ctrl-C stops under the same rule (interrupt.c) */
@@ -130,7 +134,11 @@ static PyObject *kernel_compile_method(PyObject *self, PyObject *const *args, Py
     }
     if (kcall_init(&c, k->nparams) < 0)
         return NULL;
-    if (kcall_bind_method(k, &c, args, nargs, kwnames, &target, 0) < 0 || tpy_mark_interruptible(k->st) < 0)
+    if (kcall_bind_method(k, &c, args, nargs, kwnames, &target, 0) < 0) {
+        result = struct_call(k, args, nargs, kwnames, "compile");
+        goto done;
+    }
+    if (tpy_mark_interruptible(k->st) < 0)
         goto done;
     if (!kernel_specialize(k, &c))
         goto done;
@@ -194,8 +202,11 @@ static PyObject *kernel_text(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     if (kcall_init(&c, k->nparams) < 0)
         return NULL;
-    if (kcall_bind_method(k, &c, args, nargs, kwnames, &target, 1) < 0)
+    if (kcall_bind_method(k, &c, args, nargs, kwnames, &target, 1) < 0) {
+        if (want_ir != 2)
+            result = struct_call(k, args, nargs, kwnames, want_ir ? "ir" : "generated_source");
         goto done;
+    }
     if (target && target != Py_None) {
         if (!PyUnicode_Check(target)) {
             PyErr_Format(PyExc_TypeError, "target must be a str such as 'c' or 'cuda', not %.100s",

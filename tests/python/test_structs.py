@@ -388,8 +388,15 @@ def gpu_args():
 
 
 def gpu_source(target):
-    built, expanded = _structs.build_for(gpu_step, gpu_args(), {})
-    return built.generated_source(*expanded, target=target)
+    return gpu_step.generated_source(*gpu_args(), target=target)   # the struct build's source
+
+
+def test_compile_generated_source_and_ir_take_structs():
+    args = gpu_args()
+    gpu_step.compile(*args)
+    assert "p·vel" in gpu_step.ir(*args) and "tack_entry" in gpu_step.generated_source(*args)
+    with pytest.raises(TypeError, match="positional argument"):
+        gpu_step.generated_source(args[0], target="c")    # a wrong call stays the error it was
 
 
 NVRTC = hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0
