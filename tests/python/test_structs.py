@@ -295,6 +295,21 @@ def test_an_element_index_is_evaluated_once(jit):
         tack.kernel(append_maybe, jit=jit)(src, out, count)
 
 
+def scatter_mass(b, idx):
+    for i in range(b.shape[0]):
+        b[idx[i]].mass = b[i].shape.radius
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_the_race_detector_watches_fields(jit):
+    k = tack.kernel(scatter_mass, jit=jit, check_races=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tack.RaceWarning)
+        k(records(), np.arange(N))
+        with pytest.raises(tack.RaceError, match=r"iteration i=1 writes b·mass\[1\].*iteration i=2 writes it"):
+            k(records(), np.array([0, 1, 1, 3, 4, 5]))
+
+
 def test_an_array_of_another_struct_gets_its_own_build():
     @tack.struct
     class Light:                 # vel and mass at other offsets than Body's
