@@ -111,6 +111,9 @@ def full(shape, fill_value, dtype=None, *, device=None) -> _core.Array:
     Without ``dtype`` the type follows the value: bool, i64 for ints and f32
     for floats.
     """
+    if _struct_class(dtype) is not None:
+        raise TypeError(f"tack.full and tack.ones take number dtypes, not the struct {dtype.__name__}: make "
+                        f"tack.zeros(shape, {dtype.__name__}) and set its fields")
     if dtype is None:
         if isinstance(fill_value, builtins.bool):
             dtype = _core.bool

@@ -37,10 +37,7 @@ only when the compiled kernel's argument binding failed (the extension's
 struct_call hook), so calls without structs pay nothing.
 """
 
-import ast
 import builtins as _builtins
-import copy
-import types
 import weakref
 
 from . import _core
@@ -173,8 +170,6 @@ def _field_of(cls_name, name, ann):
     from ._array import dtype as _dtype
 
     if isinstance(ann, array_field):
-        if ann.dtype.kind == "b" and False:
-            pass
         return _Field(name, "array", dt=ann.dtype, shape=ann.shape)
     if isinstance(ann, type) and getattr(ann, "__tack_struct__", None) is not None:
         return _Field(name, "struct", sub=ann.__tack_struct__)

@@ -217,6 +217,8 @@ def test_record_arrays_are_struct_arrays_without_a_copy():
     z = tack.zeros(3, Body)
     assert np.asarray(z).tobytes() == bytes(3 * Body.itemsize)
     assert a[2].mass == rec["mass"][2] and a.field("shape.radius") is not None
+    with pytest.raises(TypeError, match="make tack.zeros"):
+        tack.ones(3, Body)
 
 
 def test_fields_of_one_array_are_disjoint_in_either_order():
@@ -251,11 +253,11 @@ def test_refusals_name_what_is_wrong(jit):
 
     def arith(b, out):
         for i in range(b.shape[0]):
-            q = b[i] + b[i]
+            q = b[i] + b[i]  # noqa: F841
 
     def bad_ctor(b, out):
         for i in range(b.shape[0]):
-            q = Kick(dv=b[i].vel, speed=1.0)
+            q = Kick(dv=b[i].vel, speed=1.0)  # noqa: F841
 
     cases = [(eq, "structs are not compared (Body)"),
              (unknown, "struct Shape has no field 'radiu' (its fields: radius, kind)"),
