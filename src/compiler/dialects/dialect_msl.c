@@ -512,6 +512,7 @@ static void msl_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
     if (C->uses_complex) tk_complex_prelude(C, b, "static inline", "device", 0);
+    if (C->uses_quat) tk_quat_prelude(C, b, "static inline", 0);
 }
 
 /* ------------------------------------------------------------ print */
