@@ -102,6 +102,8 @@ static const char *msl_storage(tack_dtype dt) {
     case TACK_MAT33: return "device tk_mat33";
     case TACK_MAT44: return "device tk_mat44";
     case TACK_C64: return "device tk_c64";
+    case TACK_QUAT: return "device tk_quat";
+    case TACK_TRANSFORM: return "device tk_xform";
     default: return "device void"; /* f64 kinds: refused before anything is written */
     }
 }
