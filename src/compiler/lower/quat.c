@@ -73,7 +73,7 @@ tk_ir *lw_quat_cast(lw_state *L, tk_ir *e, tk_type to) {
                        : ty_is_xform(to) ? "build one with tack.transform(p, q)"
                        : ty_is_quat(e->ty) ? "read its components (q.x, q.y, q.z, q.w)"
                        : "read its parts (t.p, t.q)";
-    tk_error(L->C, L->fidx, e->line, 0, "cannot convert %s to %s: %s is not a vector of numbers; %s",
+    tk_error(L->C, L->fidx, e->line, 0, "cannot convert %s to %s: a %s is not a vector of numbers; %s",
              ty_name(&L->C->arena, e->ty), ty_name(&L->C->arena, to),
              is_q(to) ? ty_name(&L->C->arena, to) : ty_name(&L->C->arena, e->ty), what);
     return e;
