@@ -112,6 +112,8 @@ typedef enum tack_dtype {
     TACK_MAT22, TACK_MAT33, TACK_MAT44,       /* f32, row major */
     TACK_MAT22D, TACK_MAT33D, TACK_MAT44D,    /* f64, row major */
     TACK_C64, TACK_C128,                      /* complex: (re, im) pairs of f32 / f64, NumPy's layout */
+    TACK_QUAT, TACK_QUATD,                    /* quaternions (x, y, z, w) of f32 / f64: form TACK_FORM_QUAT */
+    TACK_TRANSFORM, TACK_TRANSFORMD,          /* rigid transforms: position (x, y, z), then rotation quat */
     TACK_DTYPE_COUNT
 } tack_dtype;
 
@@ -119,6 +121,15 @@ typedef enum tack_scalar_kind {
     TACK_KIND_BOOL = 0, TACK_KIND_INT, TACK_KIND_UINT, TACK_KIND_FLOAT,
     TACK_KIND_COMPLEX      /* a scalar of its own: bits are the pair's (64, 128), as DLPack counts */
 } tack_scalar_kind;
+
+/* What a dtype's components mean beyond their shape: most are plain vectors
+ * and matrices; a quaternion and a rigid transform are stored as vectors of
+ * 4 and 7 floats but have an algebra of their own (`*` is the Hamilton
+ * product and the composition), so the compiler never treats them as vec4 or
+ * as a vector of 7. */
+typedef enum tack_dtype_form {
+    TACK_FORM_PLAIN = 0, TACK_FORM_QUAT, TACK_FORM_TRANSFORM
+} tack_dtype_form;
 
 typedef struct tack_dtype_info {
     const char *name;      /* "f32", "vec3", "mat33d", ... */
@@ -129,6 +140,7 @@ typedef struct tack_dtype_info {
     int rows, cols;        /* 1x1 scalar, Nx1 vector, RxC matrix */
     size_t itemsize;       /* bytes of one element */
     size_t alignment;      /* required alignment in bytes */
+    tack_dtype_form form;  /* TACK_FORM_PLAIN, or a quaternion / transform (rows 4 / 7, cols 1) */
 } tack_dtype_info;
 
 /* NULL for an id out of range. */

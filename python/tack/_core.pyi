@@ -97,6 +97,10 @@ mat33d: DType
 mat44d: DType
 complex64: DType
 complex128: DType
+quat: DType
+quatd: DType
+transform: DType
+transformd: DType
 
 @final
 class Kernel:

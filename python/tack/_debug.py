@@ -377,6 +377,8 @@ class _Ctx:
         v = a[idx]
         if type(a) is tuple:  # a.shape[k]: an integer known at run time
             return _RInt(v) if type(v) is int else v
+        if type(v) in _QTYPES:  # a quaternion or transform element: a value, as in a kernel, not a view
+            return v.copy()
         if type(v) is np.float16:
             return np.float32(v)  # f16 is a storage type: loads give f32
         return v
@@ -612,6 +614,54 @@ def _range(ctx, *args):
 
 
 _CALLS = {}
+_QTYPES = ()  # tack._quat's Quat and Transform, once _register_calls has run
+
+
+def _quat_calls(K):
+    """Debug mode's quaternions and transforms (tack._quat): the rows' NumPy
+    meanings, whose values become Quat / Transform values (``*`` their
+    algebra's) or vector views, and the dtype calls tack.quat(x, y, z, w),
+    tack.transform(p, q) in the element's precision."""
+    from . import _quat as Q
+
+    global _QTYPES
+    _QTYPES = (Q.Quat, Q.Transform)
+    vec = K._vector_view_type()
+
+    def wrap(f, kind):
+        def h(ctx, *args):
+            r = np.asarray(f(*[np.asarray(a) if isinstance(a, np.ndarray) else a for a in args]))
+            return Q.as_quat(r) if kind == "q" else Q.as_transform(r) if kind == "t" else \
+                r.view(vec) if kind == "v" else r
+        return h
+
+    calls = {"quat_from_axis_angle": "q", "quat_from_matrix": "q", "quat_to_matrix": "m", "quat_inverse": "q",
+             "quat_rotate": "v", "quat_rotate_inv": "v", "quat_slerp": "q", "transform_point": "v",
+             "transform_vector": "v", "transform_inverse": "t"}
+    by_name = {name: wrap(K._PYTHON[name], kind) for name, kind in calls.items()}
+    by_name["quat_identity"] = lambda ctx: Q.as_quat(np.array([0, 0, 0, 1], ctx.df))
+
+    def normalize(ctx, v):
+        return Q.as_quat(Q.normalize(np.asarray(v))) if isinstance(v, Q.Quat) else K.normalize(v)
+
+    by_name["normalize"] = normalize
+
+    def make(dt, kind):
+        t = np.dtype(dt.numpy).base
+
+        def f(ctx, *args):
+            if len(args) == 1 and isinstance(args[0], _QTYPES):  # the other precision
+                r = np.asarray(args[0]).astype(t)
+            elif kind == "q":
+                r = np.array([convert(t, a) for a in args], t)
+            else:
+                r = Q.xform(np.asarray(args[0]).astype(t), np.asarray(args[1]).astype(t))
+            return Q.as_quat(r) if kind == "q" else Q.as_transform(r)
+        return f
+
+    for dt, kind in ((_core.quat, "q"), (_core.quatd, "q"), (_core.transform, "t"), (_core.transformd, "t")):
+        _CALLS[dt] = make(dt, kind)
+    return by_name
 
 
 def _math_handler(fn):
@@ -639,6 +689,7 @@ def _register_calls():
                "atomic_cas": _atomic("cas")}
     for name in K._MATH:
         by_name.setdefault(name, _math_handler(K._math_impl(name)))
+    by_name.update(_quat_calls(K))
     for name, obj in K._PYTHON.items():
         if name in by_name:
             _CALLS[obj] = by_name[name]

@@ -333,7 +333,11 @@ def _debug_view(kernel_name, param, obj):
                                f"TACK_DISABLE_JIT) runs on the CPU: pass array.to('cpu') and copy the "
                                f"results back, or compile the kernel")
         view = np.from_dlpack(obj)  # a view; read-only where the array is
-        if len(obj.dtype.shape) == 1:  # vectors: v.x, v.y ... read components, as in a kernel
+        if obj.dtype in (_core.quat, _core.quatd):  # quaternions and transforms: their own algebra (tack._quat)
+            view = view.view(_q().Quat)
+        elif obj.dtype in (_core.transform, _core.transformd):
+            view = view.view(_q().Transform)
+        elif len(obj.dtype.shape) == 1:  # vectors: v.x, v.y ... read components, as in a kernel
             view = view.view(_vector_view_type())
         return view
     if isinstance(obj, np.ndarray):
@@ -730,6 +734,82 @@ def normalize(v):
     """v divided by its length."""
     v = _np().asarray(v)
     return v / length(v)
+
+
+# ---------------------------------------------- quaternions and transforms
+# A quat is (x, y, z, w), a transform (p.x, p.y, p.z, q.x, q.y, q.z, q.w): the
+# last axis of the arrays these take and give (tack._quat has the formulas,
+# the compiled helpers' own).
+def _q():
+    from . import _quat  # imports NumPy, which tack's import does not
+
+    return _quat
+
+
+@_intrinsic
+def quat_identity():
+    """The identity rotation (0, 0, 0, 1), a quat of the default float."""
+    return _np().array([0, 0, 0, 1], dtype=get_default_float().numpy)
+
+
+@_intrinsic
+def quat_from_axis_angle(axis, angle):
+    """The rotation by ``angle`` radians about ``axis`` (normalized; a zero axis gives the identity)."""
+    return _q().from_axis_angle(axis, angle)
+
+
+@_intrinsic
+def quat_from_matrix(m):
+    """The unit quaternion (w >= 0) of a 3x3 rotation matrix."""
+    return _q().from_matrix(m)
+
+
+@_intrinsic
+def quat_to_matrix(q):
+    """The 3x3 rotation matrix of q (any nonzero length: q is normalized)."""
+    return _q().to_matrix(q)
+
+
+@_intrinsic
+def quat_inverse(q):
+    """The inverse conj(q) / |q|^2, so q * quat_inverse(q) is the identity."""
+    return _q().inverse(q)
+
+
+@_intrinsic
+def quat_rotate(q, v):
+    """The 3-vector v rotated by q: q v q^-1 (any nonzero length of q)."""
+    return _q().rotate(q, v)
+
+
+@_intrinsic
+def quat_rotate_inv(q, v):
+    """The 3-vector v rotated by the inverse of q."""
+    return _q().rotate_inv(q, v)
+
+
+@_intrinsic
+def quat_slerp(a, b, t):
+    """Spherical linear interpolation from a (t = 0) to b (t = 1) along the shorter arc."""
+    return _q().slerp(a, b, t)
+
+
+@_intrinsic
+def transform_point(t, p):
+    """The point p moved by the transform t: rotated by t.q, then translated by t.p."""
+    return _q().x_point(t, p)
+
+
+@_intrinsic
+def transform_vector(t, v):
+    """The vector v rotated by t.q (a direction: no translation)."""
+    return _q().x_vector(t, v)
+
+
+@_intrinsic
+def transform_inverse(t):
+    """The transform that undoes t: transform_point(transform_inverse(t), transform_point(t, p)) is p."""
+    return _q().x_inverse(t)
 
 
 # ------------------------------------------------------------ conversions

@@ -126,6 +126,9 @@ int ty_is_complex(tk_type t);  /* complex64 / complex128 (scalars: ty_is_scalar 
 tack_dtype dt_complex_part(tack_dtype dt);  /* complex64 -> f32, complex128 -> f64 */
 tack_dtype dt_complex_of(tack_dtype part);  /* f32 (f16) -> complex64, f64 -> complex128 */
 int ty_is_matrix(tk_type t);
+int ty_is_quat(tk_type t);     /* quat / quatd (TACK_FORM_QUAT): not a vector */
+int ty_is_xform(tk_type t);    /* transform / transformd (TACK_FORM_TRANSFORM): not a vector */
+int dt_form(tack_dtype dt);    /* tack_dtype_form */
 const tack_dtype_info *ty_info(tack_dtype dt);
 int dt_bits(tack_dtype dt);
 tack_scalar_kind dt_kind(tack_dtype dt);
@@ -230,7 +233,8 @@ typedef enum tk_intrinsic_kind {
     TK_IK_VECMATH, /* length / normalize: sub is M_LENGTH / M_NORMALIZE */
     TK_IK_ATOMIC,  /* IR_ATOMIC: sub is an A_* */
     TK_IK_COMPLEX, /* complex(), conjugate(): complex.c (lw_complex_call) */
-    TK_IK_SEED     /* seed_u64(): a u64 cast whose NaN is a ValueError (checks on) */
+    TK_IK_SEED,    /* seed_u64(): a u64 cast whose NaN is a ValueError (checks on) */
+    TK_IK_QUAT     /* quaternions and transforms: quat.c (lw_quat_call); sub is an M_Q* / M_X* */
 } tk_intrinsic_kind;
 
 /* One intrinsic a kernel may call by name (a TK_MATH or TK_CALL row). */
@@ -431,6 +435,7 @@ typedef struct tk_cc {
     uint64_t atomic_dts;   /* bit dt: an atomic updates a dt element (lower_call.c), so the dialect writes
                             * its helpers (OpenCL's 64-bit ones only where used) */
     int uses_complex;      /* emit_complex.c's helpers go into the prelude */
+    int uses_quat;         /* emit_quat.c's helpers go into the prelude (with the vectors') */
     uint64_t uses_math;    /* bit m: an IR_MATH m is called (prelude_math.c writes the helpers used) */
     uint64_t weak_f32;     /* bit p: weak param p is carried as f32 (complex64 for a complex; weak_float.c) */
     uint64_t *alias_same;  /* per kernel array param p, bit q: the result is wrong if p and q are one
@@ -606,6 +611,9 @@ TK_HIDDEN void tk_cpu_kernel(tk_emitter *e, tk_buf *out);
 /* emit_complex.c: the complex helpers of a prelude (qual: the dialect's function qualifier,
  * global: an atomic pointer's address space, with_f64: complex128 too). */
 void tk_complex_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *global, int with_f64);
+/* emit_quat.c: the quaternion and transform helpers of a prelude (uses_quat), after the vectors';
+ * with_f64: quatd and transformd too. */
+void tk_quat_prelude(tk_cc *C, tk_buf *b, const char *qual, int with_f64);
 /* prelude.c: the Python-semantics helpers of a prelude (tk_f2i64, tk_fdiv_i64,
  * tk_shl32, tk_ipow_i64, tk_pyfdiv_f32, tk_trip, ...) as a dialect spells them. */
 enum { TK_PRELUDE_F64_NONE, TK_PRELUDE_F64_ALWAYS, TK_PRELUDE_F64_IFDEF };

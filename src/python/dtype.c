@@ -85,8 +85,9 @@ static PyObject *dtype_richcompare(PyObject *self, PyObject *other, int op) {
 }
 
 /* Calling a dtype from Python converts like NumPy: tack.f32(1.5) is a
- * numpy.float32, tack.vec3(1, 2, 3) a float32 array of shape (3,).  Inside
- * a kernel the same call is a cast or a constructor. */
+ * numpy.float32, tack.vec3(1, 2, 3) a float32 array of shape (3,),
+ * tack.transform(p, q) the 7 floats of p then q.  Inside a kernel the same
+ * call is a cast or a constructor. */
 static PyObject *dtype_call(PyObject *self, PyObject *args, PyObject *kw) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     PyObject *np, *npdt = NULL, *value = NULL, *out = NULL;
@@ -111,7 +112,12 @@ static PyObject *dtype_call(PyObject *self, PyObject *args, PyObject *kw) {
         goto done;
     }
     Py_ssize_t want = (Py_ssize_t)i->rows * i->cols;
-    value = n == 1 ? Py_NewRef(PyTuple_GET_ITEM(args, 0)) : Py_NewRef(args);
+    if (i->form == TACK_FORM_TRANSFORM && n == 2) /* tack.transform(p, q): the position, then the rotation */
+        value = tpy_call1(np, "hstack", args);
+    else
+        value = n == 1 ? Py_NewRef(PyTuple_GET_ITEM(args, 0)) : Py_NewRef(args);
+    if (!value)
+        goto done;
     PyObject *arr = PyObject_CallMethod(np, "array", "OO", value, npdt);
     if (!arr)
         goto done;

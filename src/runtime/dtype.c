@@ -11,15 +11,21 @@
  * complex64 / complex128 are scalars of a kind of their own (TACK_KIND_COMPLEX),
  * stored as NumPy stores them: the real part, then the imaginary part, with
  * the alignment of one part; `bits` is the pair's width, as DLPack counts it.
+ * A quaternion (quat, quatd: x, y, z, w) and a rigid transform (transform,
+ * transformd: the position's x, y, z, then the rotation's quaternion) are
+ * stored as vectors of 4 and 7 floats -- NumPy's (n, 4) and (n, 7) arrays --
+ * and marked by their `form`, so the compiler gives them their own algebra
+ * and never mistakes them for vec4 (docs/design/decisions.md).  Composing a
+ * shape (tack_dtype_compose) never gives one: vec4 comes first.
  */
 #include <string.h>
 
 #include "runtime/runtime.h"
 
 #define S(id, nm, kind, bits) \
-    { nm, id, id, kind, bits, 1, 1, (bits) / 8 ? (bits) / 8 : 1, (bits) / 8 ? (bits) / 8 : 1 }
+    { nm, id, id, kind, bits, 1, 1, (bits) / 8 ? (bits) / 8 : 1, (bits) / 8 ? (bits) / 8 : 1, TACK_FORM_PLAIN }
 #define V(id, nm, sc, bits, r, c) \
-    { nm, id, sc, TACK_KIND_##sc##_KIND, bits, r, c, (size_t)(r) * (c) * ((bits) / 8), (bits) / 8 }
+    { nm, id, sc, TACK_KIND_##sc##_KIND, bits, r, c, (size_t)(r) * (c) * ((bits) / 8), (bits) / 8, TACK_FORM_PLAIN }
 
 #define TACK_KIND_TACK_F32_KIND TACK_KIND_FLOAT
 #define TACK_KIND_TACK_F64_KIND TACK_KIND_FLOAT
@@ -53,8 +59,12 @@ static const tack_dtype_info table[TACK_DTYPE_COUNT] = {
     V(TACK_MAT22D, "mat22d", TACK_F64, 64, 2, 2),
     V(TACK_MAT33D, "mat33d", TACK_F64, 64, 3, 3),
     V(TACK_MAT44D, "mat44d", TACK_F64, 64, 4, 4),
-    { "complex64", TACK_C64, TACK_C64, TACK_KIND_COMPLEX, 64, 1, 1, 8, 4 },
-    { "complex128", TACK_C128, TACK_C128, TACK_KIND_COMPLEX, 128, 1, 1, 16, 8 },
+    { "complex64", TACK_C64, TACK_C64, TACK_KIND_COMPLEX, 64, 1, 1, 8, 4, TACK_FORM_PLAIN },
+    { "complex128", TACK_C128, TACK_C128, TACK_KIND_COMPLEX, 128, 1, 1, 16, 8, TACK_FORM_PLAIN },
+    { "quat", TACK_QUAT, TACK_F32, TACK_KIND_FLOAT, 32, 4, 1, 16, 4, TACK_FORM_QUAT },
+    { "quatd", TACK_QUATD, TACK_F64, TACK_KIND_FLOAT, 64, 4, 1, 32, 8, TACK_FORM_QUAT },
+    { "transform", TACK_TRANSFORM, TACK_F32, TACK_KIND_FLOAT, 32, 7, 1, 28, 4, TACK_FORM_TRANSFORM },
+    { "transformd", TACK_TRANSFORMD, TACK_F64, TACK_KIND_FLOAT, 64, 7, 1, 56, 8, TACK_FORM_TRANSFORM },
 };
 
 /* Other spellings accepted by name: NumPy's, and a few common aliases.  "float"
@@ -68,6 +78,7 @@ static const struct { const char *alias; tack_dtype id; } aliases[] = {
     {"vec2f", TACK_VEC2}, {"vec3f", TACK_VEC3}, {"vec4f", TACK_VEC4},
     {"mat22f", TACK_MAT22}, {"mat33f", TACK_MAT33}, {"mat44f", TACK_MAT44},
     {"c64", TACK_C64}, {"c128", TACK_C128},
+    {"quatf", TACK_QUAT}, {"transformf", TACK_TRANSFORM},
 };
 
 const tack_dtype_info *tack_dtype_get(tack_dtype id) {
@@ -92,13 +103,14 @@ tack_status tack_dtype_from_name(const char *name, tack_dtype *out) {
     return tack_set_error(TACK_ERR_TYPE,
                           "unknown dtype '%.100s' (expected one of bool, i8, i16, i32, i64, u8, u16, "
                           "u32, u64, f16, f32, f64, vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, "
-                          "vec3i, vec4i, mat22, mat33, mat44, mat22d, mat33d, mat44d, complex64, complex128)",
+                          "vec3i, vec4i, mat22, mat33, mat44, mat22d, mat33d, mat44d, complex64, complex128, quat, quatd, transform, "
+                          "transformd)",
                           name);
 }
 
 tack_status tack_dtype_compose(tack_dtype s, int rows, int cols, tack_dtype *out) {
     for (int i = 0; i < TACK_DTYPE_COUNT; i++)
-        if (table[i].scalar == s && table[i].rows == rows && table[i].cols == cols) {
+        if (table[i].scalar == s && table[i].rows == rows && table[i].cols == cols && table[i].form == TACK_FORM_PLAIN) {
             *out = (tack_dtype)i;
             return TACK_OK;
         }

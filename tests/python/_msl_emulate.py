@@ -62,13 +62,15 @@ def build(source, workdir):
     return ctypes.CDLL(lib), phases
 
 
-def words(args, strided=()):
+def words(args, strided=(), extents=None):
     """Buffer 2: the program id (0 here), then per argument its extents (and
-    its element strides when its index is in `strided`) or its slot(s)."""
+    its element strides when its index is in `strided`) or its slot(s).
+    extents[p], where given, are array p's extents in elements (a tack.Array
+    of quats or vectors: NumPy's view has the components' axis too)."""
     w = [0]
     for p, a in enumerate(args):
         if isinstance(a, np.ndarray):
-            w.extend(int(n) for n in a.shape)
+            w.extend(int(n) for n in (extents[p] if extents and extents[p] is not None else a.shape))
             if p in strided:
                 w.extend((int(s) // a.itemsize) & 0xFFFFFFFFFFFFFFFF for s in a.strides)
         elif isinstance(a, (bool, np.bool_)):
@@ -85,8 +87,11 @@ def words(args, strided=()):
 
 def run(kernel, *args, threads=5):
     """Run kernel's MSL on copies of args -- a strided view in place, through
-    its strides -- and return (the arrays after, the error record (failed, site))."""
+    its strides; a CPU tack.Array as a NumPy copy of its storage -- and return
+    (the arrays after, the error record (failed, site))."""
     source = kernel.generated_source(*args, target="metal")
+    extents = [tuple(a.shape) if type(a).__name__ == "Array" else None for a in args]
+    args = [np.asarray(a) if e is not None else a for a, e in zip(args, extents)]
     strided = {p for p in range(len(args)) if f"a{p}_t0 = " in source}
     trailer = re.search(r"/\* tack-metal: phases=([ps]+) frame=(\d+) \*/\s*$", source)
     kinds, frame = trailer.group(1), int(trailer.group(2))
@@ -94,7 +99,7 @@ def run(kernel, *args, threads=5):
               for p, a in enumerate(args)]
     ctx = np.zeros(4, np.int64)  # {int failed; int site; ulong prog; long a, b}
     fb = np.zeros(max(frame, 16) // 8 + 2, np.int64)
-    A = words(args, strided)
+    A = words(args, strided, extents)
     bufs = [ctx.ctypes.data, fb.ctypes.data, A.ctypes.data] + [a.ctypes.data for a in arrays if a is not None]
     table = (ctypes.c_void_p * len(bufs))(*bufs)
     with tempfile.TemporaryDirectory() as tmp:

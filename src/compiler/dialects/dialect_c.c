@@ -68,6 +68,10 @@ static const char *c_ctype(tack_dtype dt) {
     case TACK_MAT44D: return "tk_mat44d";
     case TACK_C64: return "tk_c64";
     case TACK_C128: return "tk_c128";
+    case TACK_QUAT: return "tk_quat";
+    case TACK_QUATD: return "tk_quatd";
+    case TACK_TRANSFORM: return "tk_xform";
+    case TACK_TRANSFORMD: return "tk_xformd";
     default: return "void";
     }
 }
@@ -291,6 +295,7 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
                    "#define TK_ROUNDED(x) __builtin_assoc_barrier(x)\n#endif\n#endif\n");
         tk_complex_prelude(C, b, "static inline", "", 1);
     }
+    if (C->uses_quat) tk_quat_prelude(C, b, "static inline", 1);
     tk_race_prelude(C, b); /* check_races only */
 }
 

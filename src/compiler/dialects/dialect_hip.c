@@ -76,6 +76,7 @@ static void hip_prelude(tk_cc *C, tk_buf *b) {
     }
     if (C->uses_vec) tk_puts(b, tk_cu_prelude_vec);
     if (C->uses_complex) tk_complex_prelude(C, b, "TK_D", "", 1);
+    if (C->uses_quat) tk_quat_prelude(C, b, "TK_D", 1);
 }
 
 /* A privatized sum: summed across a full wavefront and added by its first

@@ -102,6 +102,8 @@ static const char *msl_storage(tack_dtype dt) {
     case TACK_MAT33: return "device tk_mat33";
     case TACK_MAT44: return "device tk_mat44";
     case TACK_C64: return "device tk_c64";
+    case TACK_QUAT: return "device tk_quat";
+    case TACK_TRANSFORM: return "device tk_xform";
     default: return "device void"; /* f64 kinds: refused before anything is written */
     }
 }
@@ -512,6 +514,7 @@ static void msl_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
     if (C->uses_complex) tk_complex_prelude(C, b, "static inline", "device", 0);
+    if (C->uses_quat) tk_quat_prelude(C, b, "static inline", 0);
 }
 
 /* ------------------------------------------------------------ print */

@@ -82,6 +82,10 @@ static const char *cl_storage(tack_dtype dt) {
     case TACK_MAT44D: return "__global tk_mat44d";
     case TACK_C64: return "__global tk_c64";
     case TACK_C128: return "__global tk_c128";
+    case TACK_QUAT: return "__global tk_quat";
+    case TACK_QUATD: return "__global tk_quatd";
+    case TACK_TRANSFORM: return "__global tk_xform";
+    case TACK_TRANSFORMD: return "__global tk_xformd";
     default: return "__global void";
     }
 }
@@ -373,6 +377,7 @@ static void cl_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_atomic && atomics64(C)) tk_puts(b, PRELUDE_ATOMIC64);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
     if (C->uses_complex) tk_complex_prelude(C, b, "static", "__global", kernel_fp64(C));
+    if (C->uses_quat) tk_quat_prelude(C, b, "static", kernel_fp64(C));
 }
 
 /* ------------------------------------------------------------ print */

@@ -374,6 +374,7 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
     }
     if (m == M_TRIP) P(e, "tk_trip(");
     else if (m == M_LENGTH || m == M_NORMALIZE) P(e, "tk_%s_%s(", m == M_LENGTH ? "length" : "normalize", vname(x->aux_ty.dt));
+    else if (m >= M_QSCALE && m <= M_XINV) P(e, "tk_%s_%s(", tk_math_name(m), vname(x->aux_ty.dt)); /* emit_quat.c */
     else if (tk_math_is_predicate(m)) P(e, "(0 != %s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
     else P(e, "%s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
     for (int i = 0; i < x->n; i++) {

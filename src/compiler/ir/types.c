@@ -37,6 +37,11 @@
  * the default float, complex64 unless the kernel asks for f64 -- which is
  * also its concrete form (docs/design/decisions.md).  A
  * complex never meets a vector or matrix: that is no type (a CompileError).
+ *
+ * A quaternion (quat, quatd) and a rigid transform (transform, transformd)
+ * are stored as vectors of 4 and 7 floats but are neither vectors nor
+ * matrices here (ty_is_vector is false): their operators are their algebra's,
+ * lowered by quat.c, which refuses the mixes that algebra does not define.
  */
 #include <string.h>
 
@@ -55,7 +60,8 @@ const char *dt_name(tack_dtype dt) { return (unsigned)dt < TACK_DTYPE_COUNT ? dt
 tack_dtype dt_compose(tack_dtype s, int rows, int cols) {
     if (rows == 1 && cols == 1) return s;
     for (int d = TACK_VEC2; d < TACK_DTYPE_COUNT; d++)
-        if (dt_info(d)->scalar == s && dt_info(d)->rows == rows && dt_info(d)->cols == cols) return (tack_dtype)d;
+        if (dt_info(d)->scalar == s && dt_info(d)->rows == rows && dt_info(d)->cols == cols &&
+            dt_info(d)->form == TACK_FORM_PLAIN) return (tack_dtype)d;
     return TACK_DTYPE_COUNT;
 }
 
@@ -82,8 +88,13 @@ int ty_is_bool(tk_type t) { return ty_is_scalar(t) && t.dt == TACK_BOOL; }
 int ty_is_complex(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->kind == TACK_KIND_COMPLEX; }
 tack_dtype dt_complex_part(tack_dtype dt) { return dt == TACK_C64 ? TACK_F32 : TACK_F64; }
 tack_dtype dt_complex_of(tack_dtype part) { return part == TACK_F64 ? TACK_C128 : TACK_C64; }
-int ty_is_vector(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->rows > 1 && dt_info(t.dt)->cols == 1; }
+int ty_is_vector(tk_type t) {
+    return t.kind == TY_VALUE && dt_info(t.dt)->rows > 1 && dt_info(t.dt)->cols == 1 && dt_info(t.dt)->form == TACK_FORM_PLAIN;
+}
 int ty_is_matrix(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->cols > 1; }
+int ty_is_quat(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->form == TACK_FORM_QUAT; }
+int ty_is_xform(tk_type t) { return t.kind == TY_VALUE && dt_info(t.dt)->form == TACK_FORM_TRANSFORM; }
+int dt_form(tack_dtype dt) { return (unsigned)dt < TACK_DTYPE_COUNT ? (int)dt_info(dt)->form : 0; }
 
 const char *ty_name(tk_arena *a, tk_type t) {
     switch (t.kind) {

@@ -176,6 +176,8 @@ tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to) {
     }
     if (ty_eq(e->ty, to)) return e;
     if (ty_is_complex(to) || ty_is_complex(e->ty)) return lw_complex_cast(L, e, to);
+    if (dt_form((tack_dtype)to.dt) || (e->ty.kind == TY_VALUE && dt_form((tack_dtype)e->ty.dt)))
+        if (to.kind == TY_VALUE) return lw_quat_cast(L, e, to);
     if (!ty_is_scalar(to)) {
         int n = dt_rows((tack_dtype)to.dt) * dt_cols((tack_dtype)to.dt);
         tk_type comp = ty_value(dt_scalar((tack_dtype)to.dt));

@@ -113,6 +113,14 @@ tk_ir *lw_complex_compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node
 tk_ir *lw_complex_abs(lw_state *L, tk_ir *z, tack_node *n);
 tk_ir *lw_complex_math(lw_state *L, int m, tk_ir *z, tack_node *n);
 tk_ir *lw_complex_call(lw_state *L, const char *name, tack_node *n); /* NULL: not a complex call */
+/* quat.c: quaternions and transforms */
+tk_ir *lw_quat_cast(lw_state *L, tk_ir *e, tk_type to);            /* lw_cast with a quat/transform side */
+tk_ir *lw_quat_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
+tk_ir *lw_quat_compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
+tk_ir *lw_quat_neg(lw_state *L, tk_ir *x, tack_node *n);
+tk_ir *lw_quat_attr(lw_state *L, tk_ir *v, const char *name, tack_node *n); /* NULL: v is neither */
+tk_ir *lw_quat_ctor(lw_state *L, tack_dtype dt, tack_node *n);
+tk_ir *lw_quat_call(lw_state *L, int m, tack_node *n);             /* a TK_IK_QUAT row */
 /* lower_local.c: local arrays (x = np.zeros(8) inside a kernel or function) */
 int lw_local_array(lw_state *L, const char *name);      /* its local, else -1 */
 int lw_is_array_maker(const tack_node *n);              /* a CALL of np.zeros & co */

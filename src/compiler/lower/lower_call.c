@@ -344,6 +344,10 @@ static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
 static tk_ir *vecbin_call(lw_state *L, int b, tack_node *n) {
     tk_ir *x = lw_expr(L, n->kids[0]), *y = lw_expr(L, n->kids[1]);
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
+    if (b == B_DOT && ty_is_quat(x->ty) && x->ty.dt == y->ty.dt) { /* the dot product of two quats, as 4-vectors */
+        L->C->uses_quat = L->C->uses_vec = 1;
+        return lw_bin(L, b, ty_value(dt_scalar((tack_dtype)x->ty.dt)), x, y, n->line);
+    }
     if (!ty_is_vector(x->ty) || x->ty.dt != y->ty.dt) ERR(n, "%s() takes two vectors of one type, not %s and %s", n->name, TN(x->ty), TN(y->ty));
     if (b == B_CROSS && dt_rows((tack_dtype)x->ty.dt) != 3) ERR(n, "cross() takes 3-vectors");
     L->C->uses_vec = 1;
@@ -354,8 +358,9 @@ static tk_ir *vecbin_call(lw_state *L, int b, tack_node *n) {
 static tk_ir *vecmath_call(lw_state *L, int m, tack_node *n) {
     tk_ir *x = lw_expr(L, n->kids[0]);
     if (!lw_known(x)) return lw_unknown(L, n);
-    if (!ty_is_vector(x->ty) || dt_kind(dt_scalar((tack_dtype)x->ty.dt)) != TACK_KIND_FLOAT)
-        ERR(n, "%s() takes a float vector, not %s", n->name, TN(x->ty));
+    if (ty_is_quat(x->ty)) L->C->uses_quat = 1; /* a quat's length and normalization, as a 4-vector's */
+    else if (!ty_is_vector(x->ty) || dt_kind(dt_scalar((tack_dtype)x->ty.dt)) != TACK_KIND_FLOAT)
+        ERR(n, "%s() takes a float vector or a quat, not %s", n->name, TN(x->ty));
     L->C->uses_vec = 1;
     tk_ir *e = lw_mk(L, IR_MATH, m == M_LENGTH ? ty_value(dt_scalar((tack_dtype)x->ty.dt)) : x->ty, n);
     e->sub = (uint8_t)m;
@@ -371,6 +376,7 @@ static tk_ir *dtype_call(lw_state *L, const char *name, tack_node *n) {
         tack_clear_error();
         return NULL;
     }
+    if (dt_form(dt)) return lw_quat_ctor(L, dt, n); /* quat.c: tack.quat(x, y, z, w), tack.transform(p, q) */
     if (dt >= TACK_VEC2 && dt_kind(dt) != TACK_KIND_COMPLEX) return vec_ctor(L, dt, n);
     nargs_check(L, n, 1, 1);
     return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(dt), n);
@@ -470,6 +476,7 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
         if (in->sub == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
         return math_call(L, in->sub, a, in->max_args, n);
     }
+    case TK_IK_QUAT: return lw_quat_call(L, in->sub, n);
     case TK_IK_LOOP: case TK_IK_COMPLEX: break;
     }
     ERR(n, "unsupported function '%s'", name);

@@ -161,7 +161,7 @@ static tk_ir *lower_subscript(lw_state *L, tack_node *n) {
         return load(L, lw_array_param(L, base->name), n->kids + 1, n->nkids - 1, n);
     tk_ir *v = lw_expr(L, base);
     if (!lw_known(v)) return lw_unknown(L, n);
-    if (ty_is_vector(v->ty)) {
+    if (ty_is_vector(v->ty) || ty_is_quat(v->ty)) { /* v[k], q[k] */
         if (n->nkids != 2) ERR(n, "a %s is indexed with one index", TN(v->ty));
         v = lw_hoist(L, v);
         return lw_component(L, v, lw_index_value(L, n->kids[1]), n);
@@ -277,6 +277,8 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
     if (x->ty.kind != TY_VALUE || y->ty.kind != TY_VALUE)
         ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
+    if (ty_is_quat(x->ty) || ty_is_quat(y->ty) || ty_is_xform(x->ty) || ty_is_xform(y->ty))
+        return lw_quat_binop(L, op, x, y, n);
     if (ty_is_complex(x->ty) || ty_is_complex(y->ty)) return lw_complex_binop(L, op, x, y, n);
     if (op == TACK_OP_MATMUL || !ty_is_scalar(x->ty) || !ty_is_scalar(y->ty)) return vector_binop(L, op, x, y, n);
     /* arithmetic on two bools is arithmetic on ints, as in Python */
@@ -353,6 +355,8 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
 
 static tk_ir *compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     if (!lw_known(x) || !lw_known(y)) return lw_unknown(L, n);
+    if (ty_is_quat(x->ty) || ty_is_quat(y->ty) || ty_is_xform(x->ty) || ty_is_xform(y->ty))
+        return lw_quat_compare(L, op, x, y, n);
     if (ty_is_complex(x->ty) || ty_is_complex(y->ty)) return lw_complex_compare(L, op, x, y, n);
     if (!ty_is_scalar(x->ty) || !ty_is_scalar(y->ty))
         ERR(n, "comparison %s is not supported between %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
@@ -478,6 +482,7 @@ static tk_ir *lower_unary(lw_state *L, tack_node *n) {
     }
     if (x->ty.kind != TY_VALUE) ERR(n, "bad operand type for unary operator: %s", TN(x->ty));
     if (n->op == TACK_OP_NEG) {
+        if (ty_is_quat(x->ty) || ty_is_xform(x->ty)) return lw_quat_neg(L, x, n);
         if (ty_is_bool(x->ty)) x = lw_cast(L, x, x->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
         if (!ty_is_scalar(x->ty)) L->C->uses_vec = 1;
         tk_ir *lit = lw_pyint_neg(L, x, n); /* -5 is the literal -5, as in Python; -2**63 fits, -2**64 not */
@@ -569,6 +574,8 @@ static tk_ir *lower_attribute(lw_state *L, tack_node *n) {
     if (!lw_known(v)) return lw_unknown(L, n);
     if (ty_is_complex(v->ty) && (!strcmp(n->name, "real") || !strcmp(n->name, "imag")))
         return lw_complex_part(L, lw_hoist(L, v), n->name[0] == 'i', n->line);
+    tk_ir *qa = lw_quat_attr(L, v, n->name, n); /* q.x ... q.w, t.p, t.q */
+    if (qa) return qa;
     int c = lw_comp_of_attr(n->name);
     if (ty_is_vector(v->ty) && c >= 0) {
         if (c >= dt_rows((tack_dtype)v->ty.dt)) ERR(n, "%s has no component '%s'", TN(v->ty), n->name);

@@ -185,6 +185,7 @@ static int maker_dtype(lw_state *L, const tack_node *call, int numpy, tk_ir *fil
     }
     if (dt == TACK_F16) L->C->uses_f16 = 1; /* stored as its bits, as a float16 array parameter is */
     if (dt >= TACK_VEC2 && dt <= TACK_MAT44D) L->C->uses_vec = 1; /* vector and matrix elements (below) */
+    if (dt_form(dt)) L->C->uses_vec = L->C->uses_quat = 1; /* quaternions, transforms */
     return dt;
 }
 

@@ -131,6 +131,10 @@ static void store_element(lw_state *L, tack_node *t, int p, tk_ir *v) {
  * checked; matrix indices must be constants. */
 static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j) {
     tk_ir *k;
+    if (ty_is_quat(lt) || ty_is_xform(lt))
+        ERR(t, "the %s of a %s cannot be assigned one by one in kernels; assign a new value (%s)",
+            ty_is_quat(lt) ? "components" : "parts", TN(lt),
+            ty_is_quat(lt) ? "q = tack.quat(x, q.y, q.z, q.w)" : "t = tack.transform(p, t.q)");
     if (t->kind == TACK_N_ATTRIBUTE) {
         int c = lw_comp_of_attr(t->name ? t->name : "");
         if (!ty_is_vector(lt) || c < 0 || c >= dt_rows((tack_dtype)lt.dt)) ERR(t, "%s has no component '%s'", TN(lt), t->name);
