@@ -725,15 +725,92 @@ def cross(a, b):
 
 @_intrinsic
 def length(v):
-    """Euclidean length of a vector."""
-    return _np().sqrt(dot(v, v))
+    """Euclidean length of a vector: the square root of the sum of squares, in order (as a kernel sums)."""
+    return _linalg("norm")(v)
 
 
 @_intrinsic
 def normalize(v):
-    """v divided by its length."""
+    """v divided by its length; a zero vector stays the zero vector (NaN stays NaN)."""
     v = _np().asarray(v)
-    return v / length(v)
+    n = length(v)
+    return v / n if n != 0 else _np().zeros_like(v)
+
+
+# ------------------------------------------------ matrix and vector functions
+# Each computes what the compiled kernel computes, in the same operations
+# (python/tack/_linalg.py, whose functions these are; docs/language.md,
+# "Matrix and vector functions").
+def _linalg(name):
+    from . import _linalg as la  # imports NumPy, which tack's import does not
+
+    return getattr(la, name)
+
+
+@_intrinsic
+def transpose(m):
+    """The transpose of a square matrix."""
+    return _linalg("transpose")(m)
+
+
+@_intrinsic
+def inverse(m):
+    """The inverse of a square matrix (adjugate over determinant); the zero matrix where the determinant is 0."""
+    return _linalg("inverse")(m)
+
+
+@_intrinsic
+def determinant(m):
+    """The determinant of a square matrix."""
+    return _linalg("determinant")(m)
+
+
+@_intrinsic
+def trace(m):
+    """The sum of a square matrix's diagonal."""
+    return _linalg("trace")(m)
+
+
+@_intrinsic
+def outer(u, v):
+    """The outer product u v^T of two vectors of one type: a matrix."""
+    return _linalg("outer")(u, v)
+
+
+@_intrinsic
+def diag(x):
+    """Of a vector: the matrix with it on the diagonal; of a matrix: its diagonal (numpy.diag)."""
+    return _linalg("diag")(x)
+
+
+@_intrinsic
+def identity(dtype):
+    """The identity matrix of a matrix dtype: tack.identity(tack.mat33)."""
+    return _linalg("identity")(dtype)
+
+
+@_intrinsic
+def norm(x):
+    """A vector's length, a matrix's Frobenius norm (numpy.linalg.norm's defaults)."""
+    return _linalg("norm")(x)
+
+
+@_intrinsic
+def svd3(m):
+    """(U, sigma, V) of a 3x3 matrix: m = U @ diag(sigma) @ V.T, sigma descending, by one-sided Jacobi."""
+    return _linalg("svd3")(m)
+
+
+@_intrinsic
+def eig3(m):
+    """(eigenvalues ascending, eigenvectors as columns) of a symmetric 3x3 matrix (its lower triangle)."""
+    return _linalg("eig3")(m)
+
+
+@_intrinsic
+def qr3(m):
+    """(Q, R) of a 3x3 matrix: m = Q @ R, Q orthogonal, R upper triangular with a diagonal >= 0."""
+    return _linalg("qr3")(m)
 
 
 # ---------------------------------------------- quaternions and transforms

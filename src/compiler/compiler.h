@@ -100,7 +100,8 @@ typedef enum tk_tykind {
     TY_SHAPE,       /* a.shape: ndim entries of weak i64 */
     TY_DTYPE,       /* a dtype object used as a value (tack.f32) */
     TY_RANGE,       /* range(...) / ndrange(...) */
-    TY_TUPLE        /* what a @tack.func returning a tuple returns: spec index dt | ndim << 8 */
+    TY_TUPLE,       /* what a @tack.func returning a tuple returns: spec index dt | ndim << 8 */
+    TY_MULTI        /* what svd3/eig3/qr3 return: dt the matrix argument's, ndim the M_* row (ty_multi) */
 } tk_tykind;
 
 typedef struct tk_type {
@@ -150,6 +151,11 @@ tk_type ty_floatify(tk_type t);
 /* The type of a tuple returned by specialization si, and its spec index. */
 tk_type ty_tuple(int si);
 int ty_tuple_spec(tk_type t);
+/* The values a decomposition (M_SVD3, M_EIG3, M_QR3 of matrix dtype mat) returns:
+ * their number, and the type of value k. */
+tk_type ty_multi(tack_dtype mat, int m);
+int ty_multi_count(tk_type t);
+tk_type ty_multi_field(tk_type t, int k);
 
 /* ------------------------------------------------------------------- IR */
 typedef enum tk_irop {
@@ -234,7 +240,8 @@ typedef enum tk_intrinsic_kind {
     TK_IK_ATOMIC,  /* IR_ATOMIC: sub is an A_* */
     TK_IK_COMPLEX, /* complex(), conjugate(): complex.c (lw_complex_call) */
     TK_IK_SEED,    /* seed_u64(): a u64 cast whose NaN is a ValueError (checks on) */
-    TK_IK_QUAT     /* quaternions and transforms: quat.c (lw_quat_call); sub is an M_Q* / M_X* */
+    TK_IK_QUAT,    /* quaternions and transforms: quat.c (lw_quat_call); sub is an M_Q* / M_X* */
+    TK_IK_LINALG   /* matrix and vector functions: sub is an M_* row (lower_linalg.c) */
 } tk_intrinsic_kind;
 
 /* One intrinsic a kernel may call by name (a TK_MATH or TK_CALL row). */
@@ -437,6 +444,7 @@ typedef struct tk_cc {
     int uses_complex;      /* emit_complex.c's helpers go into the prelude */
     int uses_quat;         /* emit_quat.c's helpers go into the prelude (with the vectors') */
     uint64_t uses_math;    /* bit m: an IR_MATH m is called (prelude_math.c writes the helpers used) */
+    uint32_t uses_linalg;  /* bit m - M_TRANSPOSE: a matrix function is called (prelude_linalg.c) */
     uint64_t weak_f32;     /* bit p: weak param p is carried as f32 (complex64 for a complex; weak_float.c) */
     uint64_t *alias_same;  /* per kernel array param p, bit q: the result is wrong if p and q are one
                             * array (a parallel loop writes one and reads the other elsewhere than
@@ -632,5 +640,7 @@ void tk_prelude_helpers(tk_buf *b, const tk_prelude_style *s);
 /* The math rows' helpers the kernel calls: Tack's own functions and those the dialect lacks
  * (prelude_math.c); after the dialect's math names are usable. */
 void tk_prelude_math(const tk_cc *C, tk_buf *b, const tk_prelude_style *s);
+/* The matrix functions' helpers the kernel calls (prelude_linalg.c); after the vector prelude. */
+void tk_prelude_linalg(const tk_cc *C, tk_buf *b, const tk_prelude_style *s);
 
 #endif /* TACK_COMPILER_H */

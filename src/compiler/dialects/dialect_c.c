@@ -237,7 +237,7 @@ static const char PRELUDE_VEC[] =
     "static inline int32_t tk_dot_##N(N a, N b) { uint32_t s = 0; for (int i = 0; i < LEN; i++) s += (uint32_t)a.v[i] * (uint32_t)b.v[i]; return (int32_t)s; }\n"
     "#define TK_VECF(N, T, LEN, SQRT) TK_VEC(N, T, LEN) \\\n"
     "static inline T tk_length_##N(N a) { return SQRT(tk_dot_##N(a, a)); } \\\n"
-    "static inline N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l > 0 ? a.v[i] / l : 0; return r; }\n"
+    "static inline N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l != 0 ? a.v[i] / l : 0; return r; }\n"
     "#define TK_CROSS(N) static inline N tk_cross_##N(N a, N b) { N r; \\\n"
     "    r.v[0] = a.v[1] * b.v[2] - a.v[2] * b.v[1]; r.v[1] = a.v[2] * b.v[0] - a.v[0] * b.v[2]; \\\n"
     "    r.v[2] = a.v[0] * b.v[1] - a.v[1] * b.v[0]; return r; }\n"
@@ -285,6 +285,7 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    tk_prelude_linalg(C, b, &C_STYLE);
     if (C->uses_complex) {
         /* TK_ROUNDED(x): x rounded on its own, never fused into the sum it
          * feeds. GCC 12's SLP vectorizer turns the two lanes of Smith's

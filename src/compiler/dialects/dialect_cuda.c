@@ -245,7 +245,7 @@ const char tk_cu_prelude_vec[] =
     "(uint32_t)b.v[i]; return (int32_t)s; }\n"
     "#define TK_VECF(N, T, LEN, SQRT) TK_VEC(N, T, LEN) \\\n"
     "TK_D T tk_length_##N(N a) { return SQRT(tk_dot_##N(a, a)); } \\\n"
-    "TK_D N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l > 0 ? a.v[i] "
+    "TK_D N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l != 0 ? a.v[i] "
     "/ l : 0; return r; }\n"
     "#define TK_CROSS(N) TK_D N tk_cross_##N(N a, N b) { N r; \\\n"
     "    r.v[0] = a.v[1] * b.v[2] - a.v[2] * b.v[1]; r.v[1] = a.v[2] * b.v[0] - a.v[0] * b.v[2]; \\\n"
@@ -286,6 +286,8 @@ void tk_cu_prelude_core(tk_buf *b) {
 
 void tk_cu_prelude_math(const tk_cc *C, tk_buf *b) { tk_prelude_math(C, b, &CU_STYLE); }
 
+void tk_cu_prelude_linalg(const tk_cc *C, tk_buf *b) { tk_prelude_linalg(C, b, &CU_STYLE); }
+
 static void cu_prelude(tk_cc *C, tk_buf *b) {
     tk_cu_prelude_core(b);
     tk_cu_prelude_math(C, b);
@@ -296,6 +298,7 @@ static void cu_prelude(tk_cc *C, tk_buf *b) {
         tk_puts(b, PRELUDE_ATOMIC_I64);
     }
     if (C->uses_vec) tk_puts(b, tk_cu_prelude_vec);
+    tk_cu_prelude_linalg(C, b);
     if (C->uses_complex) tk_complex_prelude(C, b, "TK_D", "", 1);
     if (C->uses_quat) tk_quat_prelude(C, b, "TK_D", 1);
 }

@@ -19,6 +19,7 @@
  * matrices. */
 TK_HIDDEN void tk_cu_prelude_core(tk_buf *b);
 TK_HIDDEN void tk_cu_prelude_math(const tk_cc *C, tk_buf *b); /* prelude_math.c's helpers, spelled for CUDA */
+TK_HIDDEN void tk_cu_prelude_linalg(const tk_cc *C, tk_buf *b); /* prelude_linalg.c's, likewise */
 extern TK_HIDDEN const char tk_cu_prelude_atomic[], tk_cu_prelude_vec[];
 /* The dialect hooks and grid spellings the two share (tk_dialect, tk_grid). */
 TK_HIDDEN const char *tk_cu_ctype(tack_dtype dt);

@@ -473,7 +473,7 @@ static const char PRELUDE_VEC[] =
     "#define TK_VECF(N, T, LEN) TK_VEC(N, T, LEN) \\\n"
     "static inline T tk_length_##N(N a) { return tk_m::sqrt(tk_dot_##N(a, a)); } \\\n"
     "static inline N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; \\\n"
-    "    for (int i = 0; i < LEN; i++) r.v[i] = l > 0 ? a.v[i] / l : 0; return r; }\n"
+    "    for (int i = 0; i < LEN; i++) r.v[i] = l != 0 ? a.v[i] / l : 0; return r; }\n"
     "#define TK_MAT(M, V, T, R) \\\n"
     "typedef struct M { T m[R][R]; } M; \\\n"
     "static inline M tk_add_##M(M a, M b) { M r; for (int i = 0; i < R; i++) for (int j = 0; j < R; j++) \\\n"
@@ -513,6 +513,7 @@ static void msl_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    tk_prelude_linalg(C, b, &MSL_STYLE);
     if (C->uses_complex) tk_complex_prelude(C, b, "static inline", "device", 0);
     if (C->uses_quat) tk_quat_prelude(C, b, "static inline", 0);
 }

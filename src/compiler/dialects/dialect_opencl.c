@@ -326,7 +326,7 @@ static const char PRELUDE_VEC[] =
     "(uint32_t)b.v[i]; return (int32_t)s; }\n"
     "#define TK_VECF(N, T, LEN) TK_VEC(N, T, LEN) \\\n"
     "static T tk_length_##N(N a) { return sqrt(tk_dot_##N(a, a)); } \\\n"
-    "static N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l > 0 ? "
+    "static N tk_normalize_##N(N a) { T l = tk_length_##N(a); N r; for (int i = 0; i < LEN; i++) r.v[i] = l != 0 ? "
     "a.v[i] / l : 0; return r; }\n"
     "#define TK_CROSS(N) static N tk_cross_##N(N a, N b) { N r; \\\n"
     "    r.v[0] = a.v[1] * b.v[2] - a.v[2] * b.v[1]; r.v[1] = a.v[2] * b.v[0] - a.v[0] * b.v[2]; \\\n"
@@ -376,6 +376,7 @@ static void cl_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_atomic && atomics64(C)) tk_puts(b, PRELUDE_ATOMIC64);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    tk_prelude_linalg(C, b, &CL_STYLE);
     if (C->uses_complex) tk_complex_prelude(C, b, "static", "__global", kernel_fp64(C));
     if (C->uses_quat) tk_quat_prelude(C, b, "static", kernel_fp64(C));
 }

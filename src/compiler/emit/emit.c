@@ -373,7 +373,8 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
         return;
     }
     if (m == M_TRIP) P(e, "tk_trip(");
-    else if (m == M_LENGTH || m == M_NORMALIZE) P(e, "tk_%s_%s(", m == M_LENGTH ? "length" : "normalize", vname(x->aux_ty.dt));
+    else if (m == M_LENGTH || m == M_NORMALIZE || (m >= M_TRANSPOSE && m <= M_QR3)) /* the vector preludes' */
+        P(e, "tk_%s_%s(", tk_math_name(m), vname(x->aux_ty.dt));
     else if (m >= M_QSCALE && m <= M_XINV) P(e, "tk_%s_%s(", tk_math_name(m), vname(x->aux_ty.dt)); /* emit_quat.c */
     else if (tk_math_is_predicate(m)) P(e, "(0 != %s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
     else P(e, "%s(", e->D->math(m, (tack_dtype)x->aux_ty.dt));
@@ -484,7 +485,7 @@ void em_expr(tk_emitter *e, tk_ir *x) {
     case IR_COMP:
         P(e, "(");
         ex(e, x->k[0]);
-        if (x->k[0]->ty.kind == TY_TUPLE) { /* a function's tuple: field k, a constant */
+        if (x->k[0]->ty.kind == TY_TUPLE || x->k[0]->ty.kind == TY_MULTI) { /* a tuple: field k, a constant */
             P(e, ").f%lld", (long long)x->k[1]->c.i);
         } else if (x->n == 3) {
             P(e, ").m[");
@@ -782,6 +783,8 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         /* a function's tuple: declared where the call assigns it (it is read
          * field by field right after, in the same block) */
         if (e->S->locals[s->local].ty.kind == TY_TUPLE) P(e, "const tk_tup%d ", ty_tuple_spec(e->S->locals[s->local].ty));
+        if (e->S->locals[s->local].ty.kind == TY_MULTI) /* a decomposition's (prelude_linalg.c) */
+            P(e, "const tk_%s_r_%s ", tk_math_name(e->S->locals[s->local].ty.ndim), vname(e->S->locals[s->local].ty.dt));
         local_name(e, s->local); P(e, " = "); ex(e, s->k[0]); P(e, ";\n");
         after_call(e, s->k[0]);
         return;

@@ -76,6 +76,20 @@ tk_type ty_tuple(int si) {
 }
 int ty_tuple_spec(tk_type t) { return t.dt | t.ndim << 8; }
 
+tk_type ty_multi(tack_dtype mat, int m) {
+    tk_type t = {TY_MULTI, (uint8_t)mat, (uint8_t)m, 0, 0};
+    return t;
+}
+
+int ty_multi_count(tk_type t) { return t.ndim == M_SVD3 ? 3 : 2; }
+
+tk_type ty_multi_field(tk_type t, int k) {
+    tack_dtype mat = (tack_dtype)t.dt, vec = dt_compose(dt_scalar(mat), dt_rows(mat), 1);
+    if (t.ndim == M_SVD3) return ty_value(k == 1 ? vec : mat); /* U, sigma, V */
+    if (t.ndim == M_EIG3) return ty_value(k == 0 ? vec : mat); /* eigenvalues, eigenvectors */
+    return ty_value(mat);                                      /* Q, R */
+}
+
 int ty_eq(tk_type a, tk_type b) {
     return a.kind == b.kind && a.dt == b.dt && a.ndim == b.ndim && a.weak == b.weak && a.strided == b.strided;
 }
@@ -109,6 +123,7 @@ const char *ty_name(tk_arena *a, tk_type t) {
     case TY_DTYPE: return "dtype";
     case TY_RANGE: return "range";
     case TY_TUPLE: return "tuple";
+    case TY_MULTI: return "tuple";
     }
     return "?";
 }

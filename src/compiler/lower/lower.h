@@ -104,6 +104,9 @@ int lw_in_parallel(lw_state *L);
 tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tk_ir *exp, tack_node *n,
                  int want_value);
 
+/* lower_linalg.c: transpose ... qr3 (a TK_IK_LINALG row: its name and M_* row) */
+tk_ir *lw_linalg_call(lw_state *L, const char *name, int m, tack_node *n);
+
 /* complex.c: complex numbers */
 tk_ir *lw_complex_make(lw_state *L, tk_type t, tk_ir *re, tk_ir *im, int line);
 tk_ir *lw_complex_part(lw_state *L, tk_ir *z, int k, int line);  /* k 0: .real, 1: .imag */

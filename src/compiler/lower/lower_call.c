@@ -16,6 +16,7 @@
  *                 "first minimal" rule: min(a, b) is b < a ? b : a)
  *   len           -> the first extent, a weak int
  *   vec3(...) mat33(...) dot cross length normalize     -> vector IR
+ *   transpose inverse ... svd3 eig3 qr3                 -> lower_linalg.c
  *   atomic_add/sub/min/max/exch/and/or/xor(a, idx, v),
  *   atomic_cas(a, idx, expected, v)                     -> IR_ATOMIC, value = old element
  *   print(...)    -> IR_PRINT
@@ -470,6 +471,7 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
     case TK_IK_MINMAX: return minmax_call(L, in->sub, n);
     case TK_IK_VECBIN: return vecbin_call(L, in->sub, n);
     case TK_IK_VECMATH: return vecmath_call(L, in->sub, n);
+    case TK_IK_LINALG: return lw_linalg_call(L, name, in->sub, n);
     case TK_IK_MATH: {
         tk_ir *a[3] = {NULL, NULL, NULL};
         for (int j = 0; j < in->max_args && j < 3; j++) a[j] = lw_expr(L, n->kids[j]);

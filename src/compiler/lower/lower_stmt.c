@@ -59,6 +59,10 @@ void lw_assign_local(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     if (v->ty.kind == TY_TUPLE)
         ERR(n, "cannot assign the %d values a function returned to '%s'; unpack them (a, b = f(...))",
             L->C->specs[ty_tuple_spec(v->ty)]->nret, l->name);
+    if (v->ty.kind == TY_MULTI)
+        ERR(n, "cannot assign the %d values tack.%s() returns to '%s'; unpack them (%s = tack.%s(m))",
+            ty_multi_count(v->ty), tk_math_name(v->ty.ndim), l->name,
+            v->ty.ndim == M_SVD3 ? "U, s, V" : v->ty.ndim == M_EIG3 ? "w, V" : "Q, R", tk_math_name(v->ty.ndim));
     if (v->ty.kind != TY_VALUE)
         ERR(n, "cannot assign %s to '%s': only numbers, bools, vectors and matrices can be local variables", TN(v->ty), l->name);
     if (l->declared || l->is_param) {
@@ -212,8 +216,13 @@ static void store_to(lw_state *L, tack_node *t, tk_ir *v) {
 
 /* Field k of a tuple a function returned (an IR_COMP of the tuple local). */
 static tk_ir *tuple_field(lw_state *L, tk_ir *v, int k, tack_node *n) {
-    tk_spec *F = L->C->specs[ty_tuple_spec(v->ty)];
-    tk_type ft = k < F->nret ? F->rets[k] : ty_unknown();
+    tk_type ft;
+    if (v->ty.kind == TY_MULTI) { /* a decomposition's (lower_linalg.c) */
+        ft = ty_multi_field(v->ty, k);
+    } else {
+        tk_spec *F = L->C->specs[ty_tuple_spec(v->ty)];
+        ft = k < F->nret ? F->rets[k] : ty_unknown();
+    }
     tk_ir *c = lw_mk(L, IR_COMP, ft, n);
     ir_push(L->C, c, v);
     ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), k, n->line));
@@ -230,8 +239,8 @@ static void assign_target(lw_state *L, tack_node *t, tk_ir *v) {
             for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], v);
             return;
         }
-        if (v->ty.kind == TY_TUPLE) {
-            int nv = L->C->specs[ty_tuple_spec(v->ty)]->nret;
+        if (v->ty.kind == TY_TUPLE || v->ty.kind == TY_MULTI) {
+            int nv = v->ty.kind == TY_MULTI ? ty_multi_count(v->ty) : L->C->specs[ty_tuple_spec(v->ty)]->nret;
             if (nv != t->nkids) ERR(t, "cannot unpack %d values into %d names", nv, t->nkids);
             for (int i = 0; i < t->nkids; i++) assign_target(L, t->kids[i], tuple_field(L, v, i, t));
             return;
@@ -455,7 +464,7 @@ static void lower_return(lw_state *L, tack_node *n) {
     } else if (n->nkids && n->kids[0]) {
         tk_ir *v = lw_expr(L, n->kids[0]);
         if (lw_known(v)) {
-            if (v->ty.kind == TY_TUPLE)
+            if (v->ty.kind == TY_TUPLE || v->ty.kind == TY_MULTI)
                 ERR(n, "cannot return the tuple a function returned; unpack it first (a, b = f(...)) "
                        "and return a, b");
             if (v->ty.kind != TY_VALUE) ERR(n, "cannot return %s", TN(v->ty));
