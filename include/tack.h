@@ -112,6 +112,7 @@ typedef enum tack_dtype {
     TACK_MAT22, TACK_MAT33, TACK_MAT44,       /* f32, row major */
     TACK_MAT22D, TACK_MAT33D, TACK_MAT44D,    /* f64, row major */
     TACK_C64, TACK_C128,                      /* complex: (re, im) pairs of f32 / f64, NumPy's layout */
+    TACK_BF16,                                /* bfloat16: storage, computed as f32 (appended: ids above keep theirs) */
     TACK_DTYPE_COUNT
 } tack_dtype;
 

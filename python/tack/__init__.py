@@ -55,6 +55,7 @@ from ._core import (  # noqa: E402
     mat44d,
     complex64,
     complex128,
+    bf16,
     devices,
     get_default_device,
     set_default_device,
@@ -157,6 +158,7 @@ __all__ = [
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
     "vec2", "vec3", "vec4", "vec2d", "vec3d", "vec4d", "vec2i", "vec3i", "vec4i",
     "mat22", "mat33", "mat44", "mat22d", "mat33d", "mat44d", "complex64", "complex128",
+    "bf16",
 ]
 
 # the kernel compiler's Python side: @tack.kernel, @tack.func and the intrinsics

@@ -24,7 +24,8 @@ same language"):
    operation") to the operands' run-time values:
 
    - a NumPy scalar is a concrete value of its dtype (array elements are,
-     and f16 elements load as f32, as in a kernel);
+     and f16 elements load as f32, as in a kernel; bf16 arrays are their
+     bits, tack._bf16's BF16Bits, converted where loaded and stored);
    - a Python int, float, bool or complex written in the kernel is a weak
      *literal*: arithmetic on literals alone is Python's own;
    - the loop variable, a shape, ``len()`` and a Python int argument are
@@ -57,7 +58,7 @@ import re
 
 import numpy as np
 
-from . import _core
+from . import _bf16, _core
 
 
 class _RInt(int):
@@ -379,9 +380,14 @@ class _Ctx:
             return _RInt(v) if type(v) is int else v
         if type(v) is np.float16:
             return np.float32(v)  # f16 is a storage type: loads give f32
+        if type(a) is _bf16.BF16Bits:
+            return _bf16.b2f(v)  # so is bf16, held as its bits (tack._bf16)
         return v
 
     def store(self, a, idx, v):
+        if type(a) is _bf16.BF16Bits:
+            a[idx] = _bf16.bits_of(v, lambda x: convert(_F32, x))
+            return
         if type(v) is a.dtype.type:
             a[idx] = v
             return

@@ -11,6 +11,9 @@
  * complex64 / complex128 are scalars of a kind of their own (TACK_KIND_COMPLEX),
  * stored as NumPy stores them: the real part, then the imaginary part, with
  * the alignment of one part; `bits` is the pair's width, as DLPack counts it.
+ * bf16 (bfloat16: f32's sign and exponent, 7 bits of fraction) is a float of
+ * 16 bits like f16, a storage type that kernels compute with as f32; it
+ * comes last so that the ids before it keep their numbers.
  */
 #include <string.h>
 
@@ -55,6 +58,7 @@ static const tack_dtype_info table[TACK_DTYPE_COUNT] = {
     V(TACK_MAT44D, "mat44d", TACK_F64, 64, 4, 4),
     { "complex64", TACK_C64, TACK_C64, TACK_KIND_COMPLEX, 64, 1, 1, 8, 4 },
     { "complex128", TACK_C128, TACK_C128, TACK_KIND_COMPLEX, 128, 1, 1, 16, 8 },
+    S(TACK_BF16, "bf16", TACK_KIND_FLOAT, 16),
 };
 
 /* Other spellings accepted by name: NumPy's, and a few common aliases.  "float"
@@ -67,7 +71,7 @@ static const struct { const char *alias; tack_dtype id; } aliases[] = {
     {"half", TACK_F16}, {"float", TACK_F32}, {"double", TACK_F64}, {"int", TACK_I64},
     {"vec2f", TACK_VEC2}, {"vec3f", TACK_VEC3}, {"vec4f", TACK_VEC4},
     {"mat22f", TACK_MAT22}, {"mat33f", TACK_MAT33}, {"mat44f", TACK_MAT44},
-    {"c64", TACK_C64}, {"c128", TACK_C128},
+    {"c64", TACK_C64}, {"c128", TACK_C128}, {"bfloat16", TACK_BF16},
 };
 
 const tack_dtype_info *tack_dtype_get(tack_dtype id) {
@@ -91,7 +95,7 @@ tack_status tack_dtype_from_name(const char *name, tack_dtype *out) {
         }
     return tack_set_error(TACK_ERR_TYPE,
                           "unknown dtype '%.100s' (expected one of bool, i8, i16, i32, i64, u8, u16, "
-                          "u32, u64, f16, f32, f64, vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, "
+                          "u32, u64, f16, bf16, f32, f64, vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, "
                           "vec3i, vec4i, mat22, mat33, mat44, mat22d, mat33d, mat44d, complex64, complex128)",
                           name);
 }
