@@ -171,6 +171,23 @@ def convert(to, v):
     return to.type(v)
 
 
+def _value_dtype(t):
+    """The NumPy dtype of the values of scalar Tack dtype t: f32 for the
+    storage types f16 and bf16, as an annotation with one gives in a kernel."""
+    return _F32 if t is _core.f16 or t is _core.bf16 else np.dtype(t.numpy)
+
+
+def _half_round(t, v):
+    """tack.f16(v), tack.bf16(v) (np.float16(v)): v rounded as a store into
+    an element of t rounds it (a float64 once, anything else through f32),
+    as the f32 that the element holds (lower_local.c, lw_half_round)."""
+    if t is _core.bf16:
+        return _bf16.b2f(_bf16.bits_of(v, lambda x: convert(_F32, x)))
+    if type(v) is float or type(v) is np.float64:
+        return np.float32(np.float16(v))
+    return np.float32(np.float16(convert(_F32, v)))
+
+
 # -------------------------------------------------------------- operators
 _FLOORDIV = np.floor_divide
 _MOD = np.remainder
@@ -410,6 +427,13 @@ class _Ctx:
             return
         self.store(a, idx, self.bin(op, self.load(a, idx), v))
 
+    def annotated(self, t, v):
+        """`x: t = v`: v as a cast to t gives it, but f32 for the storage types
+        f16 and bf16 (the local holds a value, and a value is f32, lower.c)."""
+        if t is _core.f16 or t is _core.bf16:
+            return convert(_F32, v)
+        return self.call(t, v)
+
     def local(self, name, v):
         t = self.local_types.get(name)
         if t is None or isinstance(v, np.ndarray):
@@ -457,7 +481,7 @@ class _Ctx:
         if isinstance(f, _core.Kernel) and f.is_func:
             return _run_func(self, f, args, kwargs)
         if isinstance(f, _core.DType) and not f.shape:
-            return convert(np.dtype(f.numpy), args[0])
+            return _half_round(f, args[0]) if f is _core.f16 or f is _core.bf16 else convert(np.dtype(f.numpy), args[0])
         return f(*args, **kwargs)
 
     def math(self, fn, *args):
@@ -776,7 +800,7 @@ class _Transform(ast.NodeTransformer):
     def visit_AnnAssign(self, node):
         if node.value is None:
             return node
-        value = _callc("call", node.annotation, self.visit(node.value))
+        value = _callc("annotated", node.annotation, self.visit(node.value))
         return self._assign_to(node.target, value, node)
 
     def visit_AugAssign(self, node):
@@ -922,13 +946,13 @@ def _run_func(ctx, f, args, kwargs):
         bound = inspect.signature(fn).bind(*args, **kwargs)
         for name, v in bound.arguments.items():
             if name in ann and isinstance(ann[name], _core.DType) and not ann[name].shape:
-                bound.arguments[name] = convert(np.dtype(ann[name].numpy), v)
+                bound.arguments[name] = convert(_value_dtype(ann[name]), v)
         args, kwargs = bound.args, bound.kwargs
     g, ret = _func_frame(ctx, f, fn, args)
     r = g(*args, **kwargs)
     rt = ann.get("return")
     if isinstance(rt, _core.DType) and not rt.shape:
-        r = convert(np.dtype(rt.numpy), r)
+        r = convert(_value_dtype(rt), r)
     elif ret == _F32 and (w := _weak(r)) is not None and w[0] == 2:  # a Python float the compiler returns as f32
         r = convert(ret, r)
     return r
@@ -1086,6 +1110,6 @@ def run(ctx, fn, kwargs):
     ann = fn.__annotations__
     for name, a in ann.items():
         if name in kwargs and isinstance(a, _core.DType) and not a.shape:
-            kwargs[name] = convert(np.dtype(a.numpy), kwargs[name])
+            kwargs[name] = convert(_value_dtype(a), kwargs[name])
     with np.errstate(all="ignore"):
         g(**kwargs)

@@ -326,6 +326,10 @@ def _debug_view(kernel_name, param, obj):
         raise exc(f"argument '{param}' of {kernel_name}() (jit=False): {what}")
 
     if isinstance(obj, (_builtins.bool, int, float, complex, np.generic)):
+        from . import _array
+
+        if isinstance(obj, np.float16) or (isinstance(obj, np.generic) and _array._is_bfloat16(obj.dtype)):
+            return np.float32(obj)  # a storage type's scalar: its value, an f32, as compiled (lower.c)
         return obj
     if isinstance(obj, _core.Array):
         if obj.device != "cpu":

@@ -36,7 +36,7 @@ import _ocloc  # noqa: E402
 OPENCL = next((d for d in tack.devices() if d.startswith("opencl")), None)
 
 
-def convert32(bits, widened, x, rounded, kept):
+def convert32(bits, widened, x, rounded, kept, cast):
     for i in range(bits.shape[0]):
         widened[i] = bits[i]              # a load: the f32 whose upper half the bits are
     for i in range(x.shape[0]):
@@ -45,6 +45,7 @@ def convert32(bits, widened, x, rounded, kept):
         t[0] = x[i]
         t[1] = -t[0]
         kept[i] = t[1]
+        cast[i] = tack.bf16(x[i] * 3.0)   # a cast rounds as a store does; its value is an f32
 
 
 def convert64(x64, rounded64, consts):
@@ -113,19 +114,22 @@ def make(step=1):
     bits = ALL_BITS[::step].copy()
     x64 = f64_cases()
     return ({"convert32": (bits.view(BF16), np.zeros(bits.size, np.float32), x, np.zeros(x.size, BF16),
-                           np.zeros(x.size, BF16)),
+                           np.zeros(x.size, BF16), np.zeros(x.size, np.float32)),
              "convert64": (x64, np.zeros(x64.size, BF16), np.zeros(5, BF16))})
 
 
 def check(args):
     """The arrays after convert32 and convert64 against ml_dtypes and the Python reference."""
-    bits, widened, x, rounded, kept = args["convert32"]
+    bits, widened, x, rounded, kept, cast = args["convert32"]
     np.testing.assert_array_equal(widened.view(np.uint32), bits_of(bits).astype(np.uint32) << 16)
     np.testing.assert_array_equal(widened.view(np.uint32), bits.astype(np.float32).view(np.uint32))  # ml_dtypes
     with np.errstate(invalid="ignore"):
         want = x.astype(BF16)  # ml_dtypes: to nearest even, a NaN the quiet NaN of its sign
     np.testing.assert_array_equal(bits_of(rounded), bits_of(want))
     np.testing.assert_array_equal(bits_of(kept), bits_of((-want.astype(np.float32)).astype(BF16)))
+    with np.errstate(all="ignore"):
+        want = (x * np.float32(3)).astype(BF16).astype(np.float32)
+    np.testing.assert_array_equal(cast.view(np.uint32), want.view(np.uint32))
     x64, rounded64, consts = args["convert64"]
     ref = np.array([exact_bf16(d) for d in x64])
     np.testing.assert_array_equal(np.isnan(rounded64.astype(np.float64)), np.isnan(ref))
@@ -162,7 +166,8 @@ def test_torch_rounds_the_same_where_it_is_not_nan():
     x = f32_cases(4)
     t = torch.from_numpy(x).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
     ours = tack.zeros(x.size, tack.bf16)
-    JIT["convert32"](ALL_BITS[:1].view(BF16), np.zeros(1, np.float32), x, ours, np.zeros(x.size, BF16))
+    JIT["convert32"](ALL_BITS[:1].view(BF16), np.zeros(1, np.float32), x, ours, np.zeros(x.size, BF16),
+                     np.zeros(x.size, np.float32))
     got = bits_of(ours.numpy())
     nan = np.isnan(x)
     np.testing.assert_array_equal(got[~nan], t[~nan])
@@ -174,6 +179,31 @@ def test_debug_mode_gives_the_same_bits():
     for name, a in args.items():
         DEBUG[name](*a)
     check(args)
+
+
+def casts(x, out):
+    for i in range(x.shape[0]):
+        y: tack.bf16 = x[i]               # an annotation: the local holds a value, an f32
+        z: tack.f16 = x[i]
+        out[i, 0] = tack.bf16(x[i])       # a cast: rounded, as np.float16(x) is
+        out[i, 1] = np.float16(x[i]) + tack.f16(x[i]) * 3.0
+        out[i, 2] = y + z
+        out[i, 3] = tack.bf16(1.0039062509313226) + tack.bf16(x.shape[0]) + tack.f16(True)
+
+
+def test_a_cast_rounds_compiled_and_as_python():
+    """tack.bf16(x), tack.f16(x) and np.float16(x) round, where a compiled kernel
+    once gave x's f32 for tack.f16(x) and debug mode the float16."""
+    x = np.array([1.0001, 3.3e38, np.nan, -7e-41, 65519.0], np.float32)
+    got = [np.zeros((5, 4), np.float32) for _ in range(2)]
+    tack.kernel(casts)(x, got[0])
+    with np.errstate(all="ignore"):
+        tack.kernel(casts, jit=False)(x, got[1])
+        h = x.astype(np.float16).astype(np.float32)
+        want = [x.astype(BF16).astype(np.float32), h + h * np.float32(3), x + x,
+                np.full(5, 1.0078125 + 5 + 1, np.float32)]
+    for g in got:
+        np.testing.assert_array_equal(g.view(np.uint32), np.stack(want, axis=1).view(np.uint32))
 
 
 def test_debug_mode_runs_tack_and_torch_arrays_in_place():
@@ -345,3 +375,28 @@ def test_refusals_name_bf16():
         tack.kernel(racy)(v)
     with pytest.raises(tack.CompileError, match="atomic operations on bf16 elements are not supported"):
         tack.kernel(atomic, jit=False)(v)
+
+
+def test_vtk_gets_a_float_copy():
+    pytest.importorskip("vtkmodules")
+    from tack.interop import vtk
+
+    a = tack.array(np.array([1.5, -2.0, 3.0e38], BF16))
+    with pytest.raises(TypeError, match="VTK has no array type for bf16"):
+        vtk.array_to_vtk(a)
+    v = vtk.array_to_vtk(a, copy=True)
+    assert v.GetDataTypeAsString() == "float" and [v.GetValue(i) for i in range(3)] == \
+        a.numpy().astype(np.float32).tolist()
+
+
+def scalars(s, h, out):
+    for i in range(out.shape[0]):
+        out[i] = s * 1.0001 + h * 1.0001  # f32 arithmetic: NumPy's would be bfloat16's and float16's
+
+
+def test_a_bf16_or_f16_scalar_argument_is_its_f32_value():
+    got = [np.zeros(2, np.float32) for _ in range(2)]
+    for jit, out in zip((True, False), got):
+        tack.kernel(scalars, jit=jit)(BF16(1.5), np.float16(2.5), out)
+    want = np.float32(1.5) * np.float32(1.0001) + np.float32(2.5) * np.float32(1.0001)
+    assert got[0].tolist() == got[1].tolist() == [want, want]

@@ -373,6 +373,11 @@ static tk_ir *dtype_call(lw_state *L, const char *name, tack_node *n) {
     }
     if (dt_rows(dt) * dt_cols(dt) > 1) return vec_ctor(L, dt, n);
     nargs_check(L, n, 1, 1);
+    if (dt_is_half(dt)) { /* rounded to the 16-bit float, its value an f32 (lower_local.c) */
+        tk_ir *v = lw_expr(L, n->kids[0]);
+        if (lw_known(v) && (!ty_is_scalar(v->ty) || ty_is_complex(v->ty))) return to_scalar_cast(L, v, ty_value(TACK_F32), n);
+        return lw_half_round(L, lw_known(v) && ty_is_bool(v->ty) ? lw_cast(L, v, ty_value(TACK_F32)) : v, dt, n);
+    }
     return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(dt), n);
 }
 

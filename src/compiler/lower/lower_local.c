@@ -333,6 +333,29 @@ tk_ir *lw_half_value(lw_state *L, tk_ir *v, int dt) {
     return v;
 }
 
+/* tack.f16(x), tack.bf16(x) (np.float16(x) too): the value rounded to the
+ * 16-bit float as a store rounds it, given as the f32 it holds (its value
+ * type), as NumPy's np.float16(x) is rounded.  It is stored into a
+ * one-element local array of that dtype and loaded back, so the rounding is
+ * the stores' own in every dialect (a float64 rounded once, a constant at
+ * compile time) and the C compilers keep the element in a register. */
+tk_ir *lw_half_round(lw_state *L, tk_ir *v, int dt, tack_node *n) {
+    if (!lw_known(v)) return lw_cast(L, v, ty_value(TACK_F32));
+    int t = lw_temp(L, (tk_type){TY_ARRAY, (uint8_t)dt, 1, 0, 0});
+    L->S->locals[t].ashape[0] = 1;
+    L->S->locals[t].read = 1;
+    lw_uses_half(L, dt);
+    tk_ir *st = lw_mk(L, IR_LSTORE, ty_void(), n);
+    st->local = t;
+    ir_push(L->C, st, lw_hoist(L, lw_half_value(L, v, dt)));
+    ir_push(L->C, st, ir_const_i(L->C, ty_value(TACK_I64), 0, n->line));
+    lw_emit(L, st);
+    tk_ir *ld = lw_mk(L, IR_LLOAD, ty_value(TACK_F32), n);
+    ld->local = t;
+    ir_push(L->C, ld, ir_const_i(L->C, ty_value(TACK_I64), 0, n->line));
+    return lw_hoist(L, ld);
+}
+
 void lw_uses_half(lw_state *L, int dt) {
     if (dt == TACK_F16) L->C->uses_f16 = 1;
     else if (dt == TACK_BF16) L->C->uses_bf16 = 1;
