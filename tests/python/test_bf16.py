@@ -400,3 +400,19 @@ def test_a_bf16_or_f16_scalar_argument_is_its_f32_value():
         tack.kernel(scalars, jit=jit)(BF16(1.5), np.float16(2.5), out)
     want = np.float32(1.5) * np.float32(1.0001) + np.float32(2.5) * np.float32(1.0001)
     assert got[0].tolist() == got[1].tolist() == [want, want]
+
+
+def torch_bits(a):
+    torch = pytest.importorskip("torch")
+    return torch.from_dlpack(a).view(torch.int16).numpy().view(np.uint16).tolist()
+
+
+def test_pickles_as_its_bits_without_ml_dtypes(monkeypatch):
+    import pickle
+
+    a = tack.array(np.array([1.5, -0.0, np.nan, 3.0e38], BF16))
+    data = pickle.dumps(a.T[::-1])  # a strided view too
+    want = bits_of(a.numpy())[::-1].tolist()
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)
+    b = pickle.loads(data)
+    assert b.dtype is tack.bf16 and torch_bits(b) == want
