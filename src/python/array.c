@@ -16,7 +16,7 @@
  * it is borrowed as a strided array, element strides from the buffer's byte
  * strides, that only the kernel call holds (runtime/strided.c).  NumPy has
  * no bfloat16; an ml_dtypes bfloat16 array, which has no buffer, is borrowed
- * through a uint16 view of its bits as a bf16 array (get_buffer).
+ * through a uint16 view of its bits as a bf16 array (tpy_get_buffer, dtype.c).
  */
 #include "tack_py.h"
 
@@ -46,34 +46,6 @@ void tpy_release_object(void *ctx) {
     PyGILState_STATE g = PyGILState_Ensure();
     Py_DECREF((PyObject *)ctx);
     PyGILState_Release(g);
-}
-
-/* PyObject_GetBuffer; an ml_dtypes bfloat16 array has no buffer of its own
- * (no format letter names it), so its bits' uint16 view gives one, and
- * *bf16 says so (may be NULL).  The view holds the uint16 view, which holds
- * the array. */
-static int get_buffer(tpy_state *st, PyObject *obj, Py_buffer *view, int flags, int *bf16) {
-    PyObject *t, *v, *tb, *bits;
-    if (PyObject_GetBuffer(obj, view, flags) == 0)
-        return 0;
-    PyErr_Fetch(&t, &v, &tb);
-    if (!(bits = tpy_bf16_bits(st, obj))) {
-        if (PyErr_Occurred()) {
-            Py_XDECREF(t);
-            Py_XDECREF(v);
-            Py_XDECREF(tb);
-        } else
-            PyErr_Restore(t, v, tb);
-        return -1;
-    }
-    Py_XDECREF(t);
-    Py_XDECREF(v);
-    Py_XDECREF(tb);
-    int rc = PyObject_GetBuffer(bits, view, flags);
-    Py_DECREF(bits);
-    if (rc == 0 && bf16)
-        *bf16 = 1;
-    return rc;
 }
 
 /* struct-module format -> dtype, for native-endian scalars. */
@@ -115,12 +87,12 @@ tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int wa
         PyErr_NoMemory();
         return NULL;
     }
-    if (get_buffer(st, obj, &h->view, PyBUF_RECORDS | PyBUF_FORMAT, &bf16) < 0) {
+    if (tpy_get_buffer(st, obj, &h->view, PyBUF_RECORDS | PyBUF_FORMAT, &bf16) < 0) {
         if (want_writable && !PyErr_ExceptionMatches(PyExc_BufferError))
             goto fail;
         PyErr_Clear();
         writable = 0;
-        if (get_buffer(st, obj, &h->view, PyBUF_RECORDS_RO | PyBUF_FORMAT, &bf16) < 0)
+        if (tpy_get_buffer(st, obj, &h->view, PyBUF_RECORDS_RO | PyBUF_FORMAT, &bf16) < 0)
             goto fail;
     }
     int strided = !PyBuffer_IsContiguous(&h->view, 'C');
@@ -134,7 +106,7 @@ tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int wa
     }
     tack_dtype dt;
     if (bf16)
-        dt = TACK_BF16; /* the bits of an ml_dtypes bfloat16 array (get_buffer) */
+        dt = TACK_BF16; /* the bits of an ml_dtypes bfloat16 array (tpy_get_buffer) */
     else if (format_dtype(h->view.format, &dt) < 0) {
         PyErr_Format(PyExc_TypeError, "a %.100s with buffer format '%s' has no Tack dtype",
                      Py_TYPE(obj)->tp_name, h->view.format ? h->view.format : "B");
@@ -318,7 +290,7 @@ static PyObject *py_wrap_buffer(PyObject *m, PyObject *args, PyObject *kw) {
 
 /* Get a contiguous buffer of exactly the array's bytes from obj. */
 static int get_exact_buffer(tpy_state *st, PyObject *obj, Py_buffer *view, int flags, size_t nbytes) {
-    if (get_buffer(st, obj, view, flags, NULL) < 0)
+    if (tpy_get_buffer(st, obj, view, flags, NULL) < 0)
         return -1;
     if (!PyBuffer_IsContiguous(view, 'C') || (size_t)view->len != nbytes) {
         PyErr_Format(PyExc_ValueError, "expected a C-contiguous buffer of %zu bytes, got %zd bytes", nbytes,
@@ -472,7 +444,7 @@ static PyObject *array_fill(PyObject *self, PyObject *value) {
     PyObject *contig = tpy_call1(np, "ascontiguousarray", v);
     if (!contig)
         goto done;
-    if (get_buffer(st, contig, &view, PyBUF_C_CONTIGUOUS, NULL) < 0) {
+    if (tpy_get_buffer(st, contig, &view, PyBUF_C_CONTIGUOUS, NULL) < 0) {
         Py_DECREF(contig);
         goto done;
     }

@@ -8,7 +8,9 @@
  * presents it.  A DType's NumPy equivalent is the scalar dtype for scalars
  * and a subarray dtype for vectors and matrices (vec3 -> ('<f4', (3,))), so
  * NumPy allocates exactly the bytes Tack expects and gives them a trailing
- * axis.
+ * axis.  bf16's is ml_dtypes.bfloat16, NumPy having none: imported where it
+ * is asked for (tpy_numpy_dtype), and since its arrays cannot give a buffer,
+ * the buffer paths take their bits' uint16 view (tpy_get_buffer).
  */
 #include "tack_py.h"
 
@@ -85,6 +87,34 @@ done:
     Py_XDECREF(dt);
     Py_XDECREF(type);
     return out;
+}
+
+/* PyObject_GetBuffer; an ml_dtypes bfloat16 array has no buffer of its own
+ * (no format letter names it), so its bits' uint16 view gives one, and
+ * *bf16 says so (may be NULL).  The view holds the uint16 view, which holds
+ * the array. */
+int tpy_get_buffer(tpy_state *st, PyObject *obj, Py_buffer *view, int flags, int *bf16) {
+    PyObject *t, *v, *tb, *bits;
+    if (PyObject_GetBuffer(obj, view, flags) == 0)
+        return 0;
+    PyErr_Fetch(&t, &v, &tb);
+    if (!(bits = tpy_bf16_bits(st, obj))) {
+        if (PyErr_Occurred()) {
+            Py_XDECREF(t);
+            Py_XDECREF(v);
+            Py_XDECREF(tb);
+        } else
+            PyErr_Restore(t, v, tb);
+        return -1;
+    }
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+    int rc = PyObject_GetBuffer(bits, view, flags);
+    Py_DECREF(bits);
+    if (rc == 0 && bf16)
+        *bf16 = 1;
+    return rc;
 }
 
 static PyObject *dtype_get_numpy(PyObject *self, void *c) {

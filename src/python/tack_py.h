@@ -100,6 +100,8 @@ PyObject *tpy_numpy_dtype(tpy_state *st, tack_dtype scalar);
  * the buffer paths to take instead.  NULL without an error when obj is no
  * such array (ml_dtypes never imported: never one). */
 PyObject *tpy_bf16_bits(tpy_state *st, PyObject *obj);
+/* PyObject_GetBuffer, and for such an array its bits' buffer (*bf16 set; may be NULL). */
+int tpy_get_buffer(tpy_state *st, PyObject *obj, Py_buffer *view, int flags, int *bf16);
 /* dlpack.c: a kernel argument from a DLPack producer, shared (never copied);
  * refused when it is on another device than `want` (NULL: any). */
 tack_array *tpy_dlpack_arg(tpy_state *st, PyObject *obj, tack_device *want);
