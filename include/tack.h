@@ -114,6 +114,7 @@ typedef enum tack_dtype {
     TACK_C64, TACK_C128,                      /* complex: (re, im) pairs of f32 / f64, NumPy's layout */
     TACK_QUAT, TACK_QUATD,                    /* quaternions (x, y, z, w) of f32 / f64: form TACK_FORM_QUAT */
     TACK_TRANSFORM, TACK_TRANSFORMD,          /* rigid transforms: position (x, y, z), then rotation quat */
+    TACK_BF16,                                /* bfloat16: storage, computed as f32 (appended: ids above keep theirs) */
     TACK_DTYPE_COUNT
 } tack_dtype;
 

@@ -59,6 +59,7 @@ from ._core import (  # noqa: E402
     quatd,
     transform,
     transformd,
+    bf16,
     devices,
     get_default_device,
     set_default_device,
@@ -169,6 +170,7 @@ __all__ = [
     "vec2", "vec3", "vec4", "vec2d", "vec3d", "vec4d", "vec2i", "vec3i", "vec4i",
     "mat22", "mat33", "mat44", "mat22d", "mat33d", "mat44d", "complex64", "complex128",
     "quat", "quatd", "transform", "transformd",
+    "bf16",
 ]
 
 # the kernel compiler's Python side: @tack.kernel, @tack.func and the intrinsics

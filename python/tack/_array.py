@@ -37,6 +37,13 @@ def _local_array(shape, dtype, fill):
     from . import _kernels
 
     dt = globals()["dtype"](dtype) if dtype is not None else _core.f32
+    if dt is _core.bf16:  # its bits, as debug mode holds bf16 arrays (tack._bf16)
+        from . import _bf16, _debug
+
+        out = _bf16.zeros(_shape_tuple(shape))
+        if fill is not None:
+            out[...] = _bf16.bits_of(fill, lambda x: _debug.convert(np.dtype(np.float32), x))
+        return out
     out = np.zeros(_shape_tuple(shape), dt.numpy)
     if fill is not None:
         out[...] = fill
@@ -145,7 +152,7 @@ def _host_values(obj, dt):
         host = np.asarray(obj)
         if host.dtype == np.float64 and not isinstance(obj, np.ndarray) and not _is_numpy_scalar(obj):
             host = host.astype(np.float32)  # Python floats: the default float
-        if host.dtype.kind in "OUSVMm":
+        if host.dtype.kind in "OUSVMm" and not _is_bfloat16(host.dtype):
             raise TypeError(f"cannot make a Tack array from values of NumPy dtype {host.dtype}")
         dt = _core._dtype(host.dtype)
     else:
@@ -162,6 +169,15 @@ def _host_values(obj, dt):
     else:
         shape = host.shape
     return host, dt, shape
+
+
+def _is_bfloat16(npdt):
+    """Whether ``npdt`` is ml_dtypes' bfloat16, NumPy's spelling of tack.bf16
+    (only where ml_dtypes is imported: there is no such array otherwise)."""
+    import sys
+
+    ml = sys.modules.get("ml_dtypes")
+    return ml is not None and npdt == ml.bfloat16
 
 
 def _is_numpy_scalar(x):

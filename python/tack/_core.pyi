@@ -78,6 +78,7 @@ u16: DType
 u32: DType
 u64: DType
 f16: DType
+bf16: DType
 f32: DType
 f64: DType
 vec2: DType

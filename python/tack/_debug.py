@@ -24,7 +24,8 @@ same language"):
    operation") to the operands' run-time values:
 
    - a NumPy scalar is a concrete value of its dtype (array elements are,
-     and f16 elements load as f32, as in a kernel);
+     and f16 elements load as f32, as in a kernel; bf16 arrays are their
+     bits, tack._bf16's BF16Bits, converted where loaded and stored);
    - a Python int, float, bool or complex written in the kernel is a weak
      *literal*: arithmetic on literals alone is Python's own;
    - the loop variable, a shape, ``len()`` and a Python int argument are
@@ -57,7 +58,7 @@ import re
 
 import numpy as np
 
-from . import _core
+from . import _bf16, _core
 
 
 class _RInt(int):
@@ -168,6 +169,23 @@ def convert(to, v):
     if isinstance(v, int) and not isinstance(v, np.generic):
         return to.type(float(v)) if to.kind == "f" else to.type(v)
     return to.type(v)
+
+
+def _value_dtype(t):
+    """The NumPy dtype of the values of scalar Tack dtype t: f32 for the
+    storage types f16 and bf16, as an annotation with one gives in a kernel."""
+    return _F32 if t is _core.f16 or t is _core.bf16 else np.dtype(t.numpy)
+
+
+def _half_round(t, v):
+    """tack.f16(v), tack.bf16(v) (np.float16(v)): v rounded as a store into
+    an element of t rounds it (a float64 once, anything else through f32),
+    as the f32 that the element holds (lower_local.c, lw_half_round)."""
+    if t is _core.bf16:
+        return _bf16.b2f(_bf16.bits_of(v, lambda x: convert(_F32, x)))
+    if type(v) is float or type(v) is np.float64:
+        return np.float32(np.float16(v))
+    return np.float32(np.float16(convert(_F32, v)))
 
 
 # -------------------------------------------------------------- operators
@@ -381,9 +399,14 @@ class _Ctx:
             return v.copy()
         if type(v) is np.float16:
             return np.float32(v)  # f16 is a storage type: loads give f32
+        if type(a) is _bf16.BF16Bits:
+            return _bf16.b2f(v)  # so is bf16, held as its bits (tack._bf16)
         return v
 
     def store(self, a, idx, v):
+        if type(a) is _bf16.BF16Bits:
+            a[idx] = _bf16.bits_of(v, lambda x: convert(_F32, x))
+            return
         if type(v) is a.dtype.type:
             a[idx] = v
             return
@@ -405,6 +428,13 @@ class _Ctx:
             self.store(a, idx, self._compute(op, t, self._to(t, old), convert(t, v)))
             return
         self.store(a, idx, self.bin(op, self.load(a, idx), v))
+
+    def annotated(self, t, v):
+        """`x: t = v`: v as a cast to t gives it, but f32 for the storage types
+        f16 and bf16 (the local holds a value, and a value is f32, lower.c)."""
+        if t is _core.f16 or t is _core.bf16:
+            return convert(_F32, v)
+        return self.call(t, v)
 
     def local(self, name, v):
         t = self.local_types.get(name)
@@ -453,7 +483,7 @@ class _Ctx:
         if isinstance(f, _core.Kernel) and f.is_func:
             return _run_func(self, f, args, kwargs)
         if isinstance(f, _core.DType) and not f.shape:
-            return convert(np.dtype(f.numpy), args[0])
+            return _half_round(f, args[0]) if f is _core.f16 or f is _core.bf16 else convert(np.dtype(f.numpy), args[0])
         return f(*args, **kwargs)
 
     def math(self, fn, *args):
@@ -821,7 +851,7 @@ class _Transform(ast.NodeTransformer):
     def visit_AnnAssign(self, node):
         if node.value is None:
             return node
-        value = _callc("call", node.annotation, self.visit(node.value))
+        value = _callc("annotated", node.annotation, self.visit(node.value))
         return self._assign_to(node.target, value, node)
 
     def visit_AugAssign(self, node):
@@ -971,13 +1001,13 @@ def _run_func(ctx, f, args, kwargs):
         bound = inspect.signature(fn).bind(*args, **kwargs)
         for name, v in bound.arguments.items():
             if name in ann and isinstance(ann[name], _core.DType) and not ann[name].shape:
-                bound.arguments[name] = convert(np.dtype(ann[name].numpy), v)
+                bound.arguments[name] = convert(_value_dtype(ann[name]), v)
         args, kwargs = bound.args, bound.kwargs
     g, ret = _func_frame(ctx, f, fn, args)
     r = g(*args, **kwargs)
     rt = ann.get("return")
     if isinstance(rt, _core.DType) and not rt.shape:
-        r = convert(np.dtype(rt.numpy), r)
+        r = convert(_value_dtype(rt), r)
     elif ret == _F32 and (w := _weak(r)) is not None and w[0] == 2:  # a Python float the compiler returns as f32
         r = convert(ret, r)
     return r
@@ -1135,6 +1165,6 @@ def run(ctx, fn, kwargs):
     ann = fn.__annotations__
     for name, a in ann.items():
         if name in kwargs and isinstance(a, _core.DType) and not a.shape:
-            kwargs[name] = convert(np.dtype(a.numpy), kwargs[name])
+            kwargs[name] = convert(_value_dtype(a), kwargs[name])
     with np.errstate(all="ignore"):
         g(**kwargs)

@@ -326,12 +326,23 @@ def _debug_view(kernel_name, param, obj):
         raise exc(f"argument '{param}' of {kernel_name}() (jit=False): {what}")
 
     if isinstance(obj, (_builtins.bool, int, float, complex, np.generic)):
+        from . import _array
+
+        if isinstance(obj, np.float16) or (isinstance(obj, np.generic) and _array._is_bfloat16(obj.dtype)):
+            return np.float32(obj)  # a storage type's scalar: its value, an f32, as compiled (lower.c)
         return obj
     if isinstance(obj, _core.Array):
         if obj.device != "cpu":
             refuse(ValueError, f"the array is on {obj.device}, and a kernel run as Python (jit=False or "
                                f"TACK_DISABLE_JIT) runs on the CPU: pass array.to('cpu') and copy the "
                                f"results back, or compile the kernel")
+        if obj.dtype is _core.bf16:  # its bits (tack._bf16), as NumPy has no bfloat16
+            if obj.strided:
+                refuse(ValueError, "a strided bf16 view cannot be run as Python (NumPy has no bfloat16 to "
+                                   "view it with); pass a contiguous copy and copy the results back")
+            from . import _bf16
+
+            return _bf16.view_of_array(obj)
         view = np.from_dlpack(obj)  # a view; read-only where the array is
         if obj.dtype in (_core.quat, _core.quatd):  # quaternions and transforms: their own algebra (tack._quat)
             view = view.view(_q().Quat)
@@ -342,6 +353,12 @@ def _debug_view(kernel_name, param, obj):
         return view
     if isinstance(obj, np.ndarray):
         view = obj
+        from . import _array
+
+        if _array._is_bfloat16(obj.dtype):  # ml_dtypes' bfloat16: its bits (tack._bf16)
+            from . import _bf16
+
+            return _bf16.view_of_ml_dtypes(obj)
     elif hasattr(type(obj), "__dlpack__"):
         kind = obj.__dlpack_device__()[0]
         if int(kind) not in (1, 3, 11):  # kDLCPU, kDLCUDAHost, kDLROCMHost
@@ -351,7 +368,13 @@ def _debug_view(kernel_name, param, obj):
             _core._refuse_lazy_view(obj)
         except BufferError as e:
             refuse(ValueError, str(e))
-        view = np.from_dlpack(obj)
+        try:
+            view = np.from_dlpack(obj)
+        except RuntimeError:  # NumPy imports no bfloat16 ("Unsupported dtype"): Tack does, then its bits
+            arr = _core.from_dlpack(obj)
+            if arr.dtype is not _core.bf16:
+                raise
+            return _debug_view(kernel_name, param, arr)
         if view.flags.writeable and type(obj).__module__.split(".")[0] in ("jax", "jaxlib"):
             view.flags.writeable = False  # JAX arrays are immutable, as in a compiled call
     else:

@@ -58,11 +58,21 @@ def _reduce_array(a):
             f"without being asked. Send a host copy (a.numpy(), or a.to('cpu')) and make the array "
             f"on the other side with tack.array(values, device=...)"
         )
+    if a.dtype is _core.bf16:  # NumPy imports no bfloat16: its bits, which need no ml_dtypes on either side
+        from . import _bf16
+
+        return (_array_bits, (_numpy().array(_bf16.view_of_array(a.copy() if a.strided else a)), a.dtype.name))
     return (_array, (_numpy().from_dlpack(a), a.dtype.name))
 
 
 def _array(values, dtype_name):
     return array(values, dtype_name, device="cpu")
+
+
+def _array_bits(bits, dtype_name):
+    out = _core.empty(bits.shape, getattr(_core, dtype_name), "cpu")
+    out._copy_from(_numpy().ascontiguousarray(bits))
+    return out
 
 
 def _reduce_kernel(k):

@@ -137,6 +137,14 @@ tack_dtype dt_scalar(tack_dtype dt);
 int dt_rows(tack_dtype dt);
 int dt_cols(tack_dtype dt);
 const char *dt_name(tack_dtype dt);
+/* f16 and bf16, the 16-bit floats: storage types, held as their bits
+ * (uint16_t in every dialect) and computed as f32.  A load widens through
+ * dt_half_load's helper ("tk_h2f", "tk_b2f"), a store rounds to nearest even
+ * through dt_half_store's ("tk_f2h", "tk_f2b"; from a float64, rounded once:
+ * "tk_d2h", "tk_d2b"); each dialect's prelude defines them. */
+int dt_is_half(int dt);
+const char *dt_half_load(int dt);
+const char *dt_half_store(int dt, int from_f64);
 tack_dtype dt_compose(tack_dtype s, int rows, int cols); /* TACK_DTYPE_COUNT if none */
 /* Name of a type for messages ("f32", "weak int", "array[f32, 2]"). */
 const char *ty_name(tk_arena *a, tk_type t);
@@ -222,6 +230,9 @@ typedef enum tk_math {
 #include "compiler/intrinsics.def"
     M_COUNT
 } tk_math;
+/* tk_cc.uses_math holds a bit for each scalar function (the TK_MATH rows, before M_LENGTH);
+ * the TK_MATH_OP rows after it never set one, so their number is free. */
+_Static_assert(M_LENGTH <= 64, "uses_math is a uint64_t: one bit per scalar math function");
 
 /* What a TK_MATH function returns: its float argument type, or bool. */
 typedef enum tk_math_result { TK_MR_FLOAT, TK_MR_BOOL } tk_math_result;
@@ -345,8 +356,9 @@ typedef struct tk_local {
 /* The number of elements of local array l (its extents' product); these two are ir.c's. */
 int64_t tk_local_elems(const tk_local *l);
 /* The C type of local array l's elements with value type `ctype`: a float16
- * array holds its elements' bits ("uint16_t", as every dialect stores f16
- * array parameters), read through tk_h2f and written through tk_f2h. */
+ * or bfloat16 array holds its elements' bits ("uint16_t", as every dialect
+ * stores f16 and bf16 array parameters), read through tk_h2f (tk_b2f) and
+ * written through tk_f2h (tk_f2b). */
 const char *tk_local_elem_type(const tk_local *l, const char *ctype);
 
 /* An and/or operand k (1..n-1 of `a and b and c`) or a conditional expression
@@ -439,6 +451,7 @@ typedef struct tk_cc {
     const char *err_file;
     int err_line, err_col;
     int uses_vec, uses_f16, uses_print, uses_atomic;
+    int uses_bf16;         /* the prelude's bfloat16 helpers (tk_b2f, tk_f2b, tk_d2b) */
     uint64_t atomic_dts;   /* bit dt: an atomic updates a dt element (lower_call.c), so the dialect writes
                             * its helpers (OpenCL's 64-bit ones only where used) */
     int uses_complex;      /* emit_complex.c's helpers go into the prelude */

@@ -198,7 +198,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     for (int i = 0; i < nargs; i++) {
         if ((unsigned)args[i].dtype >= TACK_DTYPE_COUNT) continue;
         if (dt_kind(args[i].dtype) == TACK_KIND_COMPLEX) C->uses_complex = 1;
-        else if (args[i].dtype >= TACK_VEC2) C->uses_vec = 1;
+        else if (dt_rows(args[i].dtype) * dt_cols(args[i].dtype) > 1) C->uses_vec = 1;
         if (dt_form(args[i].dtype)) C->uses_quat = 1; /* quaternion, transform arrays */
     }
 

@@ -14,7 +14,9 @@
  * takes the GIL itself and does nothing once the interpreter is finalizing.
  * A kernel's argument may be a non-contiguous view (m[:, 0], a[::-1], m.T):
  * it is borrowed as a strided array, element strides from the buffer's byte
- * strides, that only the kernel call holds (runtime/strided.c).
+ * strides, that only the kernel call holds (runtime/strided.c).  NumPy has
+ * no bfloat16; an ml_dtypes bfloat16 array, which has no buffer, is borrowed
+ * through a uint16 view of its bits as a bf16 array (tpy_get_buffer, dtype.c).
  */
 #include "tack_py.h"
 
@@ -80,17 +82,17 @@ static int format_dtype(const char *fmt, tack_dtype *out) {
 tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable, int allow_strided) {
     held_buffer *h = tack_malloc(sizeof *h);
     tack_array *arr = NULL;
-    int writable = 1;
+    int writable = 1, bf16 = 0;
     if (!h) {
         PyErr_NoMemory();
         return NULL;
     }
-    if (PyObject_GetBuffer(obj, &h->view, PyBUF_RECORDS | PyBUF_FORMAT) < 0) {
+    if (tpy_get_buffer(st, obj, &h->view, PyBUF_RECORDS | PyBUF_FORMAT, &bf16) < 0) {
         if (want_writable && !PyErr_ExceptionMatches(PyExc_BufferError))
             goto fail;
         PyErr_Clear();
         writable = 0;
-        if (PyObject_GetBuffer(obj, &h->view, PyBUF_RECORDS_RO | PyBUF_FORMAT) < 0)
+        if (tpy_get_buffer(st, obj, &h->view, PyBUF_RECORDS_RO | PyBUF_FORMAT, &bf16) < 0)
             goto fail;
     }
     int strided = !PyBuffer_IsContiguous(&h->view, 'C');
@@ -103,7 +105,9 @@ tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int wa
         goto fail_release;
     }
     tack_dtype dt;
-    if (format_dtype(h->view.format, &dt) < 0) {
+    if (bf16)
+        dt = TACK_BF16; /* the bits of an ml_dtypes bfloat16 array (tpy_get_buffer) */
+    else if (format_dtype(h->view.format, &dt) < 0) {
         PyErr_Format(PyExc_TypeError, "a %.100s with buffer format '%s' has no Tack dtype",
                      Py_TYPE(obj)->tp_name, h->view.format ? h->view.format : "B");
         goto fail_release;
@@ -285,8 +289,8 @@ static PyObject *py_wrap_buffer(PyObject *m, PyObject *args, PyObject *kw) {
 }
 
 /* Get a contiguous buffer of exactly the array's bytes from obj. */
-static int get_exact_buffer(PyObject *obj, Py_buffer *view, int flags, size_t nbytes) {
-    if (PyObject_GetBuffer(obj, view, flags) < 0)
+static int get_exact_buffer(tpy_state *st, PyObject *obj, Py_buffer *view, int flags, size_t nbytes) {
+    if (tpy_get_buffer(st, obj, view, flags, NULL) < 0)
         return -1;
     if (!PyBuffer_IsContiguous(view, 'C') || (size_t)view->len != nbytes) {
         PyErr_Format(PyExc_ValueError, "expected a C-contiguous buffer of %zu bytes, got %zd bytes", nbytes,
@@ -300,7 +304,8 @@ static int get_exact_buffer(PyObject *obj, Py_buffer *view, int flags, size_t nb
 static PyObject *array_copy_from(PyObject *self, PyObject *src) {
     Py_buffer view;
     tack_status s;
-    if (get_exact_buffer(src, &view, PyBUF_C_CONTIGUOUS, tack_array_nbytes(ARR(self))) < 0)
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    if (!st || get_exact_buffer(st, src, &view, PyBUF_C_CONTIGUOUS, tack_array_nbytes(ARR(self))) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     s = tack_array_copy_from_host(ARR(self), view.buf, (size_t)view.len);
@@ -314,7 +319,8 @@ static PyObject *array_copy_from(PyObject *self, PyObject *src) {
 static PyObject *array_copy_into(PyObject *self, PyObject *dst) {
     Py_buffer view;
     tack_status s;
-    if (get_exact_buffer(dst, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, tack_array_nbytes(ARR(self))) < 0)
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    if (!st || get_exact_buffer(st, dst, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, tack_array_nbytes(ARR(self))) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     s = tack_array_copy_to_host(ARR(self), view.buf, (size_t)view.len);
@@ -438,7 +444,7 @@ static PyObject *array_fill(PyObject *self, PyObject *value) {
     PyObject *contig = tpy_call1(np, "ascontiguousarray", v);
     if (!contig)
         goto done;
-    if (PyObject_GetBuffer(contig, &view, PyBUF_C_CONTIGUOUS) < 0) {
+    if (tpy_get_buffer(st, contig, &view, PyBUF_C_CONTIGUOUS, NULL) < 0) {
         Py_DECREF(contig);
         goto done;
     }

@@ -8,7 +8,9 @@
  * presents it.  A DType's NumPy equivalent is the scalar dtype for scalars
  * and a subarray dtype for vectors and matrices (vec3 -> ('<f4', (3,))), so
  * NumPy allocates exactly the bytes Tack expects and gives them a trailing
- * axis.
+ * axis.  bf16's is ml_dtypes.bfloat16, NumPy having none: imported where it
+ * is asked for (tpy_numpy_dtype), and since its arrays cannot give a buffer,
+ * the buffer paths take their bits' uint16 view (tpy_get_buffer).
  */
 #include "tack_py.h"
 
@@ -36,13 +38,92 @@ static PyObject *dtype_get_scalar(PyObject *self, void *c) {
     return st ? Py_NewRef(st->dtypes[info_of(self)->scalar]) : NULL;
 }
 
+PyObject *tpy_numpy_dtype(tpy_state *st, tack_dtype scalar) {
+    PyObject *np = tpy_numpy(st), *ml = NULL, *t = NULL, *out = NULL;
+    if (!np)
+        return NULL;
+    if (scalar != TACK_BF16)
+        return tpy_call1(np, "dtype", ((TackDTypeObject *)st->dtypes[scalar])->numpy_name);
+    if (!(ml = PyImport_ImportModule("ml_dtypes"))) {
+        if (PyErr_ExceptionMatches(PyExc_ImportError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError,
+                            "tack.bf16 has no NumPy dtype: NumPy has no bfloat16, and ml_dtypes, which gives "
+                            "it one, is not installed (pip install ml_dtypes); without it, bf16 arrays come "
+                            "and go through DLPack (tack.from_dlpack(t) of a torch.bfloat16 tensor, "
+                            "torch.from_dlpack(a))");
+        }
+        goto done;
+    }
+    if ((t = PyObject_GetAttrString(ml, "bfloat16")))
+        out = tpy_call1(np, "dtype", t);
+done:
+    Py_XDECREF(ml);
+    Py_XDECREF(t);
+    return out;
+}
+
+PyObject *tpy_bf16_bits(tpy_state *st, PyObject *obj) {
+    PyObject *name = NULL, *ml = NULL, *bt = NULL, *dt = NULL, *type = NULL, *np, *out = NULL;
+    if (!(name = PyUnicode_FromString("ml_dtypes")))
+        return NULL;
+    ml = PyImport_GetModule(name); /* only where ml_dtypes is imported: no array of its types otherwise */
+    if (!ml)
+        goto done;
+    if (!(bt = PyObject_GetAttrString(ml, "bfloat16")) || !(dt = PyObject_GetAttrString(obj, "dtype")) ||
+        !(type = PyObject_GetAttrString(dt, "type"))) {
+        PyErr_Clear();
+        goto done;
+    }
+    if (type == bt && (np = tpy_numpy(st))) {
+        PyObject *u16 = PyObject_GetAttrString(np, "uint16");
+        out = u16 ? tpy_call1(obj, "view", u16) : NULL;
+        Py_XDECREF(u16);
+    }
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(ml);
+    Py_XDECREF(bt);
+    Py_XDECREF(dt);
+    Py_XDECREF(type);
+    return out;
+}
+
+/* PyObject_GetBuffer; an ml_dtypes bfloat16 array has no buffer of its own
+ * (no format letter names it), so its bits' uint16 view gives one, and
+ * *bf16 says so (may be NULL).  The view holds the uint16 view, which holds
+ * the array. */
+int tpy_get_buffer(tpy_state *st, PyObject *obj, Py_buffer *view, int flags, int *bf16) {
+    PyObject *t, *v, *tb, *bits;
+    if (PyObject_GetBuffer(obj, view, flags) == 0)
+        return 0;
+    PyErr_Fetch(&t, &v, &tb);
+    if (!(bits = tpy_bf16_bits(st, obj))) {
+        if (PyErr_Occurred()) {
+            Py_XDECREF(t);
+            Py_XDECREF(v);
+            Py_XDECREF(tb);
+        } else
+            PyErr_Restore(t, v, tb);
+        return -1;
+    }
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+    int rc = PyObject_GetBuffer(bits, view, flags);
+    Py_DECREF(bits);
+    if (rc == 0 && bf16)
+        *bf16 = 1;
+    return rc;
+}
+
 static PyObject *dtype_get_numpy(PyObject *self, void *c) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     PyObject *np, *scalar = NULL, *shape = NULL, *spec = NULL, *out = NULL;
     if (!st || !(np = tpy_numpy(st)))
         return NULL;
     const tack_dtype_info *i = info_of(self);
-    scalar = tpy_call1(np, "dtype", ((TackDTypeObject *)st->dtypes[i->scalar])->numpy_name);
+    scalar = tpy_numpy_dtype(st, i->scalar);
     if (!scalar)
         goto done;
     if (i->rows == 1 && i->cols == 1) {
@@ -97,7 +178,7 @@ static PyObject *dtype_call(PyObject *self, PyObject *args, PyObject *kw) {
     if (kw && PyDict_GET_SIZE(kw))
         return PyErr_Format(PyExc_TypeError, "tack.%s() takes no keyword arguments", i->name);
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (!(npdt = tpy_call1(np, "dtype", ((TackDTypeObject *)st->dtypes[i->scalar])->numpy_name)))
+    if (!(npdt = tpy_numpy_dtype(st, i->scalar)))
         goto done;
     if (i->rows == 1 && i->cols == 1) {
         if (n != 1) {
@@ -221,6 +302,7 @@ static const char *numpy_names[TACK_DTYPE_COUNT] = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",
     [TACK_C64] = "complex64", [TACK_C128] = "complex128",
+    [TACK_BF16] = "bfloat16", /* ml_dtypes' (tpy_numpy_dtype) */
 };
 
 int tpy_dtype_exec(PyObject *m, tpy_state *st) {

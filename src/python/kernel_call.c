@@ -288,9 +288,12 @@ static int numpy_scalar(KernelObject *k, kcall *c, Py_ssize_t i, PyObject *obj) 
     return 0;
 }
 
+/* A NumPy scalar, or ml_dtypes' bfloat16 (NumPy's spelling of tack.bf16), which
+ * the buffer path would otherwise take for a 0-d array. */
 static int is_numpy_scalar_type(PyTypeObject *tp) {
-    return strncmp(tp->tp_name, "numpy.", 6) == 0 && strcmp(tp->tp_name, "numpy.ndarray") != 0 &&
-           strncmp(tp->tp_name, "numpy.ma", 8) != 0;
+    return (strncmp(tp->tp_name, "numpy.", 6) == 0 && strcmp(tp->tp_name, "numpy.ndarray") != 0 &&
+            strncmp(tp->tp_name, "numpy.ma", 8) != 0) ||
+           strcmp(tp->tp_name, "ml_dtypes.bfloat16") == 0;
 }
 
 /* Fill c->types[i] / c->vals[i] from the bound argument. */

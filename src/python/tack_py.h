@@ -94,6 +94,17 @@ tack_device *tpy_device_from_object(tpy_state *st, PyObject *obj);
 /* allow_strided (a kernel argument): a non-contiguous buffer becomes a strided
  * view (tack_array_wrap_strided) instead of a BufferError. */
 tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable, int allow_strided);
+/* dtype.c: the NumPy dtype of scalar dtype `scalar` (a new reference): bf16's
+ * is ml_dtypes.bfloat16, imported here; NumPy has none, so without ml_dtypes
+ * a TypeError says how else bf16 data comes and goes. */
+PyObject *tpy_numpy_dtype(tpy_state *st, tack_dtype scalar);
+/* An ml_dtypes bfloat16 NumPy array cannot give a buffer (its format has no
+ * buffer-protocol letter): its bits as a uint16 view (a new reference), for
+ * the buffer paths to take instead.  NULL without an error when obj is no
+ * such array (ml_dtypes never imported: never one). */
+PyObject *tpy_bf16_bits(tpy_state *st, PyObject *obj);
+/* PyObject_GetBuffer, and for such an array its bits' buffer (*bf16 set; may be NULL). */
+int tpy_get_buffer(tpy_state *st, PyObject *obj, Py_buffer *view, int flags, int *bf16);
 /* dlpack.c: a kernel argument from a DLPack producer, shared (never copied);
  * refused when it is on another device than `want` (NULL: any). */
 tack_array *tpy_dlpack_arg(tpy_state *st, PyObject *obj, tack_device *want);

@@ -67,7 +67,7 @@ tack_status tack_dtype_to_dlpack(tack_dtype dt, DLDataType *out) {
     static const uint8_t codes[] = {
         [TACK_KIND_BOOL] = kDLBool, [TACK_KIND_INT] = kDLInt, [TACK_KIND_UINT] = kDLUInt,
         [TACK_KIND_FLOAT] = kDLFloat, [TACK_KIND_COMPLEX] = kDLComplex};
-    out->code = codes[s->kind];
+    out->code = s->id == TACK_BF16 ? kDLBfloat : codes[s->kind]; /* bfloat16: a code of its own */
     out->bits = (uint8_t)s->bits;
     out->lanes = 1;
     return TACK_OK;
@@ -93,6 +93,10 @@ tack_status tack_dtype_from_dlpack(DLDataType t, tack_dtype *out) {
             dt = t.bits == 16 ? TACK_F16 : t.bits == 32 ? TACK_F32 : t.bits == 64 ? TACK_F64
                : TACK_DTYPE_COUNT;
             break;
+        case kDLBfloat:
+            if (t.bits == 16)
+                dt = TACK_BF16;
+            break;
         case kDLComplex: /* bits count the pair, as NumPy's complex64 */
             dt = t.bits == 64 ? TACK_C64 : t.bits == 128 ? TACK_C128 : TACK_DTYPE_COUNT;
             break;
@@ -102,7 +106,7 @@ tack_status tack_dtype_from_dlpack(DLDataType t, tack_dtype *out) {
     if (dt == TACK_DTYPE_COUNT)
         return tack_set_error(TACK_ERR_BUFFER,
                               "DLPack dtype %s%u (code %u, %u bits, %u lanes) has no Tack equivalent; Tack "
-                              "imports bool, int8-64, uint8-64, float16/32/64 and complex64/128 with one lane",
+                              "imports bool, int8-64, uint8-64, float16/32/64, bfloat16 and complex64/128 with one lane",
                               code_name(t.code), (unsigned)t.bits, (unsigned)t.code, (unsigned)t.bits,
                               (unsigned)t.lanes);
     *out = dt;

@@ -17,6 +17,10 @@
  * and marked by their `form`, so the compiler gives them their own algebra
  * and never mistakes them for vec4 (docs/design/decisions.md).  Composing a
  * shape (tack_dtype_compose) never gives one: vec4 comes first.
+ *
+ * bf16 (bfloat16: f32's sign and exponent, 7 bits of fraction) is a float of
+ * 16 bits like f16, a storage type that kernels compute with as f32; it
+ * comes after them so that the ids before it keep their numbers.
  */
 #include <string.h>
 
@@ -65,6 +69,7 @@ static const tack_dtype_info table[TACK_DTYPE_COUNT] = {
     { "quatd", TACK_QUATD, TACK_F64, TACK_KIND_FLOAT, 64, 4, 1, 32, 8, TACK_FORM_QUAT },
     { "transform", TACK_TRANSFORM, TACK_F32, TACK_KIND_FLOAT, 32, 7, 1, 28, 4, TACK_FORM_TRANSFORM },
     { "transformd", TACK_TRANSFORMD, TACK_F64, TACK_KIND_FLOAT, 64, 7, 1, 56, 8, TACK_FORM_TRANSFORM },
+    S(TACK_BF16, "bf16", TACK_KIND_FLOAT, 16),
 };
 
 /* Other spellings accepted by name: NumPy's, and a few common aliases.  "float"
@@ -78,7 +83,7 @@ static const struct { const char *alias; tack_dtype id; } aliases[] = {
     {"vec2f", TACK_VEC2}, {"vec3f", TACK_VEC3}, {"vec4f", TACK_VEC4},
     {"mat22f", TACK_MAT22}, {"mat33f", TACK_MAT33}, {"mat44f", TACK_MAT44},
     {"c64", TACK_C64}, {"c128", TACK_C128},
-    {"quatf", TACK_QUAT}, {"transformf", TACK_TRANSFORM},
+    {"quatf", TACK_QUAT}, {"transformf", TACK_TRANSFORM}, {"bfloat16", TACK_BF16},
 };
 
 const tack_dtype_info *tack_dtype_get(tack_dtype id) {
@@ -105,6 +110,7 @@ tack_status tack_dtype_from_name(const char *name, tack_dtype *out) {
                           "u32, u64, f16, f32, f64, vec2, vec3, vec4, vec2d, vec3d, vec4d, vec2i, "
                           "vec3i, vec4i, mat22, mat33, mat44, mat22d, mat33d, mat44d, complex64, complex128, quat, quatd, transform, "
                           "transformd)",
+
                           name);
 }
 

@@ -73,16 +73,18 @@ static void test_dtypes(void)
         CHECK(t.lanes == 1 && t.bits == tack_dtype_get(info->scalar)->itemsize * 8);
         CHECK(tack_dtype_from_dlpack(t, &back) == TACK_OK && back == info->scalar);
     }
-    DLDataType b = {kDLBool, 8, 1}, bf = {kDLBfloat, 16, 1}, c = {kDLComplex, 64, 1}, v = {kDLFloat, 32, 4},
+    DLDataType b = {kDLBool, 8, 1}, bf = {kDLBfloat, 16, 1}, bf32 = {kDLBfloat, 32, 1}, c = {kDLComplex, 64, 1}, v = {kDLFloat, 32, 4},
                i4 = {kDLInt, 4, 1}, c128 = {kDLComplex, 128, 1}, c32 = {kDLComplex, 32, 1};
     tack_dtype d;
     CHECK(tack_dtype_from_dlpack(b, &d) == TACK_OK && d == TACK_BOOL);
-    CHECK(tack_dtype_from_dlpack(bf, &d) == TACK_ERR_BUFFER && strstr(tack_last_error(), "bfloat16"));
+    CHECK(tack_dtype_from_dlpack(bf, &d) == TACK_OK && d == TACK_BF16);
+    CHECK(tack_dtype_from_dlpack(bf32, &d) == TACK_ERR_BUFFER && strstr(tack_last_error(), "bfloat32"));
     CHECK(tack_dtype_from_dlpack(c, &d) == TACK_OK && d == TACK_C64);
     CHECK(tack_dtype_from_dlpack(c128, &d) == TACK_OK && d == TACK_C128);
     CHECK(tack_dtype_from_dlpack(c32, &d) == TACK_ERR_BUFFER && strstr(tack_last_error(), "complex32"));
     DLDataType t;
     CHECK(tack_dtype_to_dlpack(TACK_C128, &t) == TACK_OK && t.code == kDLComplex && t.bits == 128);
+    CHECK(tack_dtype_to_dlpack(TACK_BF16, &t) == TACK_OK && t.code == kDLBfloat && t.bits == 16 && t.lanes == 1);
     CHECK(tack_dtype_from_dlpack(v, &d) == TACK_ERR_BUFFER && strstr(tack_last_error(), "4 lanes"));
     CHECK(tack_dtype_from_dlpack(i4, &d) == TACK_ERR_BUFFER);
 }

@@ -128,7 +128,7 @@ _VTK_TYPE_FOR_TACK = {
 }
 
 # dtypes VTK has no array type for, and what copy=True converts them to.
-_COPY_AS = {"bool": np.uint8, "f16": np.float32}
+_COPY_AS = {"bool": np.uint8, "f16": np.float32, "bf16": np.float32}
 
 # Buffer-protocol format characters for a Tack scalar dtype.
 _FORMAT = {
@@ -365,8 +365,8 @@ def array_to_vtk(array, name: str | None = None, n_components: int | None = None
     ``copy=True`` gives an independent VTK array.  It is required for arrays
     that cannot be shared: arrays on a GPU when VTK has no DLPack module
     (``has_dlpack_support()``), read-only arrays (VTK arrays are always
-    writable), and bool or f16 arrays (VTK has no such type; they are copied
-    as unsigned char and float).
+    writable), and bool, f16 or bf16 arrays (VTK has no such type; they are
+    copied as unsigned char and float; bf16 through ml_dtypes, NumPy's bfloat16).
     """
     if not isinstance(array, _core.Array):
         raise TypeError(

@@ -213,7 +213,7 @@ static int guarded_loops(tk_emitter *e, tk_ir *loop, tk_ir *body);
 
 /* A scalar type that OpenMP's reduction(+) clause takes. */
 static int simd_scalar(int dt) {
-    return dt != TACK_F16 && dt != TACK_BOOL && dt_scalar((tack_dtype)dt) == (tack_dtype)dt;
+    return !dt_is_half(dt) && dt != TACK_BOOL && dt_scalar((tack_dtype)dt) == (tack_dtype)dt;
 }
 
 /* `#pragma omp simd` on the loop whose iterations are the parallel loop's:

@@ -72,13 +72,14 @@ static const char *c_ctype(tack_dtype dt) {
     case TACK_QUATD: return "tk_quatd";
     case TACK_TRANSFORM: return "tk_xform";
     case TACK_TRANSFORMD: return "tk_xformd";
+    case TACK_BF16: return "float";
     default: return "void";
     }
 }
 
 static const char *c_storage(tack_dtype dt) {
     if (dt == TACK_BOOL) return "uint8_t";
-    if (dt == TACK_F16) return "uint16_t";
+    if (dt == TACK_F16 || dt == TACK_BF16) return "uint16_t";
     return c_ctype(dt);
 }
 
@@ -185,6 +186,24 @@ static const char PRELUDE_F16[] =
     "    __builtin_memcpy(&f, &u, 4); return tk_f2h(f);\n"
     "}\n";
 
+/* bfloat16 storage is its bits, the upper half of an f32: a load shifts them
+ * back, a store rounds to nearest even (adding 0x7fff and the last kept bit
+ * carries into the exponent where it must, so a value past the largest
+ * bfloat16's halfway point becomes infinity), and a NaN becomes the quiet NaN
+ * of its sign, as ml_dtypes gives; from a float64, rounded once (tk_d2h). */
+static const char PRELUDE_BF16[] =
+    "static inline float tk_b2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }\n"
+    "static inline uint16_t tk_f2b(float f) {\n"
+    "    uint32_t u; __builtin_memcpy(&u, &f, 4);\n"
+    "    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);\n"
+    "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "}\n"
+    "static inline uint16_t tk_d2b(double d) {\n"
+    "    float f = (float)d; uint32_t u; __builtin_memcpy(&u, &f, 4);\n"
+    "    if (f == f && (double)f != d && !(u & 1)) u += (((double)f < d) == (d > 0)) ? 1u : 0xffffffffu;\n"
+    "    __builtin_memcpy(&f, &u, 4); return tk_f2b(f);\n"
+    "}\n";
+
 static const char PRELUDE_ATOMIC[] =
     "#define TK_ATOMIC_INT(T) \\\n"
     "static inline T tk_atomic_add_##T(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); } \\\n"
@@ -283,6 +302,7 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_VMATH);
     tk_prelude_math(C, b, &C_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
+    if (C->uses_bf16) tk_puts(b, PRELUDE_BF16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
     tk_prelude_linalg(C, b, &C_STYLE);

@@ -293,6 +293,7 @@ static void cu_prelude(tk_cc *C, tk_buf *b) {
     tk_cu_prelude_math(C, b);
     tk_puts(b, PRELUDE_WARP);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
+    if (C->uses_bf16) tk_puts(b, TK_CU_BF16);
     if (C->uses_atomic) {
         tk_puts(b, tk_cu_prelude_atomic);
         tk_puts(b, PRELUDE_ATOMIC_I64);

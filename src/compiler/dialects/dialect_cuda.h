@@ -42,6 +42,20 @@ TK_HIDDEN void tk_cuda_flush(tk_emitter *e, tk_ir *a, const char *full, const ch
     "    if (c.f == c.f && (double)c.f != d && !(c.u & 1)) c.u += (((double)c.f < d) == (d > 0)) ? 1u : 0xffffffffu;\n" \
     "    return tk_f2h(c.f);\n"                                                                            \
     "}\n"
+/* bfloat16 storage as its bits, for CUDA and HIP alike: integer code, as
+ * the C dialect's (dialect_c.c), so every target rounds a store the same way */
+#define TK_CU_BF16                                                                                         \
+    "TK_D float tk_b2f(uint16_t h) { union { uint32_t u; float f; } c; c.u = (uint32_t)h << 16; return c.f; }\n" \
+    "TK_D uint16_t tk_f2b(float f) {\n"                                                                    \
+    "    union { float f; uint32_t u; } c; c.f = f;\n"                                                     \
+    "    if ((c.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((c.u >> 16) & 0x8000u) | 0x7fc0u);\n"   \
+    "    return (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);\n"                                 \
+    "}\n"                                                                                                  \
+    "TK_D uint16_t tk_d2b(double d) {\n"                                                                   \
+    "    union { float f; uint32_t u; } c; c.f = (float)d;\n"                                             \
+    "    if (c.f == c.f && (double)c.f != d && !(c.u & 1)) c.u += (((double)c.f < d) == (d > 0)) ? 1u : 0xffffffffu;\n" \
+    "    return tk_f2b(c.f);\n"                                                                            \
+    "}\n"
 /* NaN and infinity, f32 and f64 (tk_dialect.float_specials) */
 extern TK_HIDDEN const char *const tk_cuda_specials[4];
 

@@ -91,6 +91,7 @@ static const char *msl_storage(tack_dtype dt) {
     case TACK_U32: return "device uint32_t";
     case TACK_U64: return "device uint64_t";
     case TACK_F16: return "device uint16_t";
+    case TACK_BF16: return "device uint16_t";
     case TACK_F32: return "device float";
     case TACK_VEC2: return "device tk_vec2";
     case TACK_VEC3: return "device tk_vec3";
@@ -359,6 +360,16 @@ static const char PRELUDE_F16[] =
     "static inline float tk_h2f(uint16_t h) { return float(as_type<half>(h)); }\n"
     "static inline uint16_t tk_f2h(float f) { return as_type<uint16_t>(half(f)); }\n";
 
+/* bfloat16 storage as its bits (dialect_c.c says how a store rounds): integer
+ * code, since MSL's own bfloat exists only from Metal 3.1 */
+static const char PRELUDE_BF16[] =
+    "static inline float tk_b2f(uint16_t h) { return as_type<float>((uint)h << 16); }\n"
+    "static inline uint16_t tk_f2b(float f) {\n"
+    "    uint u = as_type<uint>(f);\n"
+    "    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);\n"
+    "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "}\n";
+
 static const char PRELUDE_ATOMIC[] =
     "/* 8 and 16-bit integers: compare-exchange on the enclosing aligned 32-bit word (op: add, sub, min, max,\n"
     " * exch, and, or, xor, cas). */\n"
@@ -511,6 +522,7 @@ static void msl_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_HYPOT);
     tk_prelude_math(C, b, &MSL_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
+    if (C->uses_bf16) tk_puts(b, PRELUDE_BF16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
     tk_prelude_linalg(C, b, &MSL_STYLE);

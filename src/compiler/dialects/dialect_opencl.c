@@ -86,6 +86,7 @@ static const char *cl_storage(tack_dtype dt) {
     case TACK_QUATD: return "__global tk_quatd";
     case TACK_TRANSFORM: return "__global tk_xform";
     case TACK_TRANSFORMD: return "__global tk_xformd";
+    case TACK_BF16: return "__global uint16_t";
     default: return "__global void";
     }
 }
@@ -223,6 +224,22 @@ static const char PRELUDE_F16[] =
     "    float f = (float)d; uint u = as_uint(f);\n"
     "    if (f == f && (double)f != d && !(u & 1)) u += (((double)f < d) == (d > 0)) ? 1u : 0xffffffffu;\n"
     "    return tk_f2h(as_float(u));\n"
+    "}\n"
+    "#endif\n";
+
+/* bfloat16 storage as its bits (dialect_c.c says how a store rounds) */
+static const char PRELUDE_BF16[] =
+    "static float tk_b2f(uint16_t h) { return as_float((uint)h << 16); }\n"
+    "static uint16_t tk_f2b(float f) {\n"
+    "    uint u = as_uint(f);\n"
+    "    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7fc0u);\n"
+    "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "}\n"
+    "#ifdef TK_FP64\n"
+    "static uint16_t tk_d2b(double d) {\n"
+    "    float f = (float)d; uint u = as_uint(f);\n"
+    "    if (f == f && (double)f != d && !(u & 1)) u += (((double)f < d) == (d > 0)) ? 1u : 0xffffffffu;\n"
+    "    return tk_f2b(as_float(u));\n"
     "}\n"
     "#endif\n";
 
@@ -373,6 +390,7 @@ static void cl_prelude(tk_cc *C, tk_buf *b) {
     tk_prelude_helpers(b, &CL_STYLE);
     tk_prelude_math(C, b, &CL_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
+    if (C->uses_bf16) tk_puts(b, PRELUDE_BF16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_atomic && atomics64(C)) tk_puts(b, PRELUDE_ATOMIC64);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);

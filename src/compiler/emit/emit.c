@@ -454,7 +454,7 @@ void em_expr(tk_emitter *e, tk_ir *x) {
     case IR_MATH: emit_math(e, x); return;
     case IR_LOAD: {
         int sdt = e->S->ptypes[x->param].dt;
-        if (sdt == TACK_F16) P(e, "tk_h2f(");
+        if (dt_is_half(sdt)) P(e, "%s(", dt_half_load(sdt));
         else if (sdt == TACK_BOOL) P(e, "(0 != ");
         int rs = em_race_site(e, x); /* check_races: the access records itself (race_watch.c) */
         P(e, "a%d[", x->param);
@@ -462,7 +462,7 @@ void em_expr(tk_emitter *e, tk_ir *x) {
         flat_index(e, x, 0);
         em_race_close(e, rs);
         P(e, "]");
-        if (sdt == TACK_F16 || sdt == TACK_BOOL) P(e, ")");
+        if (dt_is_half(sdt) || sdt == TACK_BOOL) P(e, ")");
         return;
     }
     case IR_SHAPE: P(e, "a%d_s%d", x->param, x->aux); return;
@@ -472,8 +472,8 @@ void em_expr(tk_emitter *e, tk_ir *x) {
         else P(e, ", a%d_s%d)", x->param, x->aux);
         return;
     case IR_LLOAD: {
-        int h = e->S->locals[x->local].ty.dt == TACK_F16; /* its bits, widened */
-        if (h) P(e, "tk_h2f(");
+        int ldt = e->S->locals[x->local].ty.dt, h = dt_is_half(ldt); /* its bits, widened */
+        if (h) P(e, "%s(", dt_half_load(ldt));
         local_name(e, x->local);
         P(e, "[");
         local_index(e, x, 0);
@@ -814,22 +814,22 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         flat_index(e, s, 1);
         em_race_close(e, rs);
         P(e, "] = ");
-        if (sdt == TACK_F16) P(e, s->k[0]->ty.dt == TACK_F64 ? "tk_d2h(" : "tk_f2h("); /* a float64: rounded once */
+        if (dt_is_half(sdt)) P(e, "%s(", dt_half_store(sdt, s->k[0]->ty.dt == TACK_F64)); /* a float64: rounded once */
         else if (sdt == TACK_BOOL) P(e, "(uint8_t)(");
         ex(e, s->k[0]);
-        if (sdt == TACK_F16 || sdt == TACK_BOOL) P(e, ")");
+        if (dt_is_half(sdt) || sdt == TACK_BOOL) P(e, ")");
         P(e, ";\n");
         return;
     }
     case IR_LSTORE:
-    case IR_LFILL: { /* an element, or (a local array's creation) every element; f16 rounded to its bits */
-        int h = e->S->locals[s->local].ty.dt == TACK_F16;
+    case IR_LFILL: { /* an element, or (a local array's creation) every element; f16/bf16 rounded to its bits */
+        int ldt = e->S->locals[s->local].ty.dt, h = dt_is_half(ldt);
         I(e);
         if (s->op == IR_LFILL) P(e, "for (int64_t l_ = 0; l_ < %lld; l_++) ", (long long)tk_local_elems(&e->S->locals[s->local]));
         local_name(e, s->local);
         if (s->op == IR_LFILL) P(e, "[l_] = ");
         else { P(e, "["); local_index(e, s, 1); P(e, "] = "); }
-        if (h) P(e, s->k[0]->ty.dt == TACK_F64 ? "tk_d2h(" : "tk_f2h(");
+        if (h) P(e, "%s(", dt_half_store(ldt, s->k[0]->ty.dt == TACK_F64));
         ex(e, s->k[0]);
         P(e, h ? ");\n" : ";\n");
         return;
@@ -937,8 +937,8 @@ static void func_signature(tk_emitter *e, tk_spec *S, int si) {
     for (int p = 0; p < S->nparams; p++) {
         tk_type t = S->ptypes[p];
         if (t.kind == TY_ARRAY) {
-            if (p < 64 && (S->plarr >> p & 1)) /* a local array: private (f16: its bits, as a parameter's) */
-                P(e, ", %s%s *a%d", th, t.dt == TACK_F16 ? "uint16_t" : ctype(e, t.dt), p);
+            if (p < 64 && (S->plarr >> p & 1)) /* a local array: private (f16, bf16: its bits, as a parameter's) */
+                P(e, ", %s%s *a%d", th, dt_is_half(t.dt) ? "uint16_t" : ctype(e, t.dt), p);
             else P(e, ", %s *a%d", e->D->storage_type((tack_dtype)t.dt), p);
             for (int k = 0; k < t.ndim; k++) P(e, ", int64_t a%d_s%d", p, k);
             for (int k = 0; t.strided && k < t.ndim; k++) P(e, ", int64_t a%d_t%d", p, k);

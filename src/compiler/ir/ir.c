@@ -23,15 +23,15 @@ int64_t tk_local_elems(const tk_local *l) {
 }
 
 const char *tk_local_elem_type(const tk_local *l, const char *ctype) {
-    return l->ty.kind == TY_ARRAY && l->ty.dt == TACK_F16 ? "uint16_t" : ctype;
+    return l->ty.kind == TY_ARRAY && dt_is_half(l->ty.dt) ? "uint16_t" : ctype;
 }
 
-/* Whether parameter p travels as f32 bits: an f16 or f32 argument, or a
+/* Whether parameter p travels as f32 bits: an f16, bf16 or f32 argument, or a
  * Python float that weak_float.c narrowed (C->weak_f32). */
 int tk_param_f32(const tk_cc *C, int p) {
     const tack_argtype *a = &C->args[p];
     if (a->is_array) return 0;
-    if (a->dtype == TACK_F32 || a->dtype == TACK_F16) return 1;
+    if (a->dtype == TACK_F32 || dt_is_half(a->dtype)) return 1;
     return p < 64 && (C->weak_f32 >> p & 1);
 }
 

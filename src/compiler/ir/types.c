@@ -57,11 +57,18 @@ int dt_rows(tack_dtype dt) { return dt_info(dt)->rows; }
 int dt_cols(tack_dtype dt) { return dt_info(dt)->cols; }
 const char *dt_name(tack_dtype dt) { return (unsigned)dt < TACK_DTYPE_COUNT ? dt_info(dt)->name : "?"; }
 
+int dt_is_half(int dt) { return dt == TACK_F16 || dt == TACK_BF16; }
+const char *dt_half_load(int dt) { return dt == TACK_BF16 ? "tk_b2f" : "tk_h2f"; }
+const char *dt_half_store(int dt, int from_f64) {
+    if (dt == TACK_BF16) return from_f64 ? "tk_d2b" : "tk_f2b";
+    return from_f64 ? "tk_d2h" : "tk_f2h";
+}
+
 tack_dtype dt_compose(tack_dtype s, int rows, int cols) {
     if (rows == 1 && cols == 1) return s;
     for (int d = TACK_VEC2; d < TACK_DTYPE_COUNT; d++)
-        if (dt_info(d)->scalar == s && dt_info(d)->rows == rows && dt_info(d)->cols == cols &&
-            dt_info(d)->form == TACK_FORM_PLAIN) return (tack_dtype)d;
+        if (dt_info(d)->scalar == s && (dt_info(d)->rows > 1 || dt_info(d)->cols > 1) && dt_info(d)->rows == rows &&
+            dt_info(d)->cols == cols && dt_info(d)->form == TACK_FORM_PLAIN) return (tack_dtype)d;
     return TACK_DTYPE_COUNT;
 }
 
@@ -215,7 +222,7 @@ tk_type ty_promote(tk_type a, tk_type b) {
         if (wr == 1) return ty_value(TACK_I64);  /* weak int meets bool */
         return ty_value(default_float);          /* weak float meets int/bool: default float */
     }
-    tack_dtype ad = a.dt == TACK_F16 ? TACK_F32 : (tack_dtype)a.dt;
-    tack_dtype bd = b.dt == TACK_F16 ? TACK_F32 : (tack_dtype)b.dt;
+    tack_dtype ad = dt_is_half(a.dt) ? TACK_F32 : (tack_dtype)a.dt;
+    tack_dtype bd = dt_is_half(b.dt) ? TACK_F32 : (tack_dtype)b.dt;
     return ty_value(numpy_promote(ad, bd));
 }

@@ -128,11 +128,11 @@ static void check_rmw(verifier *v, tk_ir *s) {
     }
 }
 
-/* The value type of an element of dtype dt: f16 is stored, f32 computed. */
-static tk_type value_type(int dt) { return ty_value(dt == TACK_F16 ? TACK_F32 : (tack_dtype)dt); }
+/* The value type of an element of dtype dt: f16 and bf16 are stored, f32 computed. */
+static tk_type value_type(int dt) { return ty_value(dt_is_half(dt) ? TACK_F32 : (tack_dtype)dt); }
 
-/* A float64 stored into a float16 element: rounded once by tk_d2h (lower_local.c). */
-static int f16_f64(int dt, tk_type t) { return dt == TACK_F16 && ty_eq(t, ty_value(TACK_F64)); }
+/* A float64 stored into a float16 (bfloat16) element: rounded once by tk_d2h (tk_d2b; lower_local.c). */
+static int f16_f64(int dt, tk_type t) { return dt_is_half(dt) && ty_eq(t, ty_value(TACK_F64)); }
 
 static tk_type elem_type(verifier *v, int p) {
     return value_type(v->S->ptypes[p].dt);

@@ -282,7 +282,7 @@ void lw_check(lw_state *L, int kind, int site, tk_ir *a, tk_ir *b, int line) {
 }
 
 tk_type lw_dtype_type(tack_dtype dt) {
-    if (dt == TACK_F16) return ty_value(TACK_F32);
+    if (dt_is_half(dt)) return ty_value(TACK_F32);
     return ty_value(dt);
 }
 
@@ -470,7 +470,7 @@ tk_spec *lw_specialize(tk_cc *C, int func, tk_type *ptypes, int nparams, const t
         if (F->params[i].annotation && ptypes[i].kind == TY_VALUE) {
             tack_node *a = F->params[i].annotation;
             if (a->kind != TACK_N_TYPE) tk_error(C, func, a->line, a->col + 1, "unsupported annotation");
-            S->ptypes[i] = a->ival == TACK_F16 ? ty_value(TACK_F32) : ty_value((tack_dtype)a->ival);
+            S->ptypes[i] = dt_is_half(a->ival) ? ty_value(TACK_F32) : ty_value((tack_dtype)a->ival);
         }
     }
     S->par = par->par;
@@ -512,7 +512,7 @@ tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nar
                          S->pnames[i], dt_name((tack_dtype)an->ival), dt_name(a->dtype));
             S->ptypes[i] = (tk_type){TY_ARRAY, (uint8_t)a->dtype, (uint8_t)a->ndim, 0, a->strided != 0};
         } else {
-            if (a->dtype >= TACK_VEC2 && dt_kind(a->dtype) != TACK_KIND_COMPLEX) tk_error(C, kernel, F->first_line, 0, "vector and matrix scalar arguments are not supported ('%s')", S->pnames[i]);
+            if (dt_rows(a->dtype) * dt_cols(a->dtype) > 1) tk_error(C, kernel, F->first_line, 0, "vector and matrix scalar arguments are not supported ('%s')", S->pnames[i]);
             tk_type t;
             if (a->weak) {
                 tack_scalar_kind k = dt_kind(a->dtype);

@@ -135,6 +135,8 @@ void lw_local_store(lw_state *L, tack_node *t, int loc, tk_ir *v);
 void lw_local_augassign(lw_state *L, tack_node *n, int loc);
 tk_ir *lw_local_attr(lw_state *L, int loc, tack_node *n);           /* x.ndim, x.size */
 tk_ir *lw_local_extent(lw_state *L, int loc, tack_node *ix, tack_node *n); /* x.shape[k] */
-tk_ir *lw_f16_value(lw_state *L, tk_ir *v); /* a value stored into an f16 element, to be rounded once */
+tk_ir *lw_half_value(lw_state *L, tk_ir *v, int dt); /* a value stored into an f16/bf16 element, to be rounded once */
+void lw_uses_half(lw_state *L, int dt); /* dt f16 or bf16: the prelude's helpers for it (else nothing) */
+tk_ir *lw_half_round(lw_state *L, tk_ir *v, int dt, tack_node *n); /* tack.f16(v), tack.bf16(v): rounded, as f32 */
 
 #endif /* TACK_LOWER_H */

@@ -378,8 +378,13 @@ static tk_ir *dtype_call(lw_state *L, const char *name, tack_node *n) {
         return NULL;
     }
     if (dt_form(dt)) return lw_quat_ctor(L, dt, n); /* quat.c: tack.quat(x, y, z, w), tack.transform(p, q) */
-    if (dt >= TACK_VEC2 && dt_kind(dt) != TACK_KIND_COMPLEX) return vec_ctor(L, dt, n);
+    if (dt_rows(dt) * dt_cols(dt) > 1) return vec_ctor(L, dt, n);
     nargs_check(L, n, 1, 1);
+    if (dt_is_half(dt)) { /* rounded to the 16-bit float, its value an f32 (lower_local.c) */
+        tk_ir *v = lw_expr(L, n->kids[0]);
+        if (lw_known(v) && (!ty_is_scalar(v->ty) || ty_is_complex(v->ty))) return to_scalar_cast(L, v, ty_value(TACK_F32), n);
+        return lw_half_round(L, lw_known(v) && ty_is_bool(v->ty) ? lw_cast(L, v, ty_value(TACK_F32)) : v, dt, n);
+    }
     return to_scalar_cast(L, lw_expr(L, n->kids[0]), lw_dtype_type(dt), n);
 }
 
@@ -499,7 +504,7 @@ tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir
     tk_type et = L->S->ptypes[p];
     tack_dtype dt = (tack_dtype)et.dt;
     int cplx = dt_kind(dt) == TACK_KIND_COMPLEX;
-    if (dt == TACK_BOOL || dt == TACK_F16 || (dt >= TACK_VEC2 && !cplx))
+    if (dt == TACK_BOOL || dt_is_half(dt) || dt_rows(dt) * dt_cols(dt) > 1)
         ERR(n, "atomic operations on %s elements are not supported", dt_name(dt));
     if (cplx && (which == A_MIN || which == A_MAX))
         ERR(n, "atomic min and max of %s elements: complex numbers have no order", dt_name(dt));

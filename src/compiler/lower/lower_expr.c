@@ -97,7 +97,7 @@ static tk_ir *load(lw_state *L, int p, tack_node **idx, int nidx, tack_node *n) 
     tk_ir *ld = lw_mk(L, IR_LOAD, lw_dtype_type((tack_dtype)L->S->ptypes[p].dt), n);
     ld->param = p;
     lw_indices(L, p, idx, nidx, ld, n);
-    if (L->S->ptypes[p].dt == TACK_F16) L->C->uses_f16 = 1;
+    lw_uses_half(L, L->S->ptypes[p].dt);
     return ld;
 }
 

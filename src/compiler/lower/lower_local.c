@@ -57,7 +57,8 @@
  * stores f32 (lw_dtype_type) and the emitter adds the conversions, so a
  * function it is passed to sees the same bits an f16 parameter has.  A
  * float64 is stored as it is and rounded once (tk_d2h), a float64 constant
- * rounded here (lw_f16_value), for parameters' f16 elements too.
+ * rounded here (lw_half_value), for parameters' f16 elements too.  A
+ * bfloat16 array is the same with tk_b2f, tk_f2b and tk_d2b.
  *
  * Sizes are bounded, since the array is on a thread's stack: by the
  * target's local_array_bytes (target.h; 16 KiB per array on the CPU and
@@ -183,7 +184,7 @@ static int maker_dtype(lw_state *L, const tack_node *call, int numpy, tk_ir *fil
         else if (k == TACK_KIND_FLOAT) dt = numpy ? TACK_F64 : TACK_F32;
         else dt = TACK_I64;
     }
-    if (dt == TACK_F16) L->C->uses_f16 = 1; /* stored as its bits, as a float16 array parameter is */
+    lw_uses_half(L, dt); /* f16, bf16: stored as its bits, as such an array parameter is */
     if (dt >= TACK_VEC2 && dt <= TACK_MAT44D) L->C->uses_vec = 1; /* vector and matrix elements (below) */
     if (dt_form(dt)) L->C->uses_vec = L->C->uses_quat = 1; /* quaternions, transforms */
     return dt;
@@ -265,7 +266,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     } else if (full) {
         if (!lw_known(fill)) return;
         if (fill->ty.kind != TY_VALUE || !ty_is_scalar(fill->ty)) ERR(call, "local array '%s' cannot be filled with %s", what, TN(fill->ty));
-        v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : dt == TACK_F16 ? lw_f16_value(L, fill) : lw_cast(L, fill, et));
+        v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, fill, call) : dt_is_half(dt) ? lw_half_value(L, fill, dt) : lw_cast(L, fill, et));
     } else if (!ty_is_scalar(et)) { /* a vector or matrix: every component zero or one, as NumPy fills an (n, 3) array */
         tk_type ct = ty_value(dt_scalar((tack_dtype)dt));
         double one = strcmp(fn, "ones") ? 0.0 : 1.0;
@@ -289,39 +290,76 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     lw_emit(L, s);
 }
 
-/* ---------------------------------------------------------- float16 */
-/* The float16 nearest to d, ties to even, overflowing to infinity, as a
- * double (every float16 is one, and an f32 too). */
-static double half_round(double d) {
+/* ------------------------------------------------ float16 and bfloat16 */
+/* The float16 (bfloat16) nearest to d, ties to even, overflowing to
+ * infinity, as a double (every float16 and bfloat16 is one, and an f32 too).
+ * float16 has 11 significant bits, subnormals in steps of 2^-24 and its
+ * largest finite value 65504; bfloat16 has 8, steps of 2^-133 and
+ * (2 - 2^-7) * 2^127.  The overflow bound is halfway from the largest
+ * finite value to the next power of two, whose tie goes to infinity (the
+ * largest finite value's last bit is odd). */
+static double half_round(double d, int dt) {
+    int bf = dt == TACK_BF16, sig = bf ? 8 : 11, qmin = bf ? -133 : -24;
+    double over = bf ? ldexp(511.0, 119) : 65520.0;
     if (d != d || d == 0 || isinf(d)) return d;
     double a = fabs(d);
-    if (a >= 65520.0) return copysign(INFINITY, d); /* past halfway from 65504 to 65536 */
+    if (a >= over) return copysign(INFINITY, d);
     int e;
-    frexp(a, &e); /* a in [2^(e-1), 2^e): 11 significant bits, so steps of 2^(e-11) */
-    int q = e - 11 < -24 ? -24 : e - 11; /* subnormals: steps of 2^-24 */
-    double s = ldexp(a, -q), r = floor(s), rem = s - r; /* exact: a scaling, then s < 2^12 */
+    frexp(a, &e); /* a in [2^(e-1), 2^e): `sig` significant bits, so steps of 2^(e-sig) */
+    int q = e - sig < qmin ? qmin : e - sig; /* subnormals: steps of 2^qmin */
+    double s = ldexp(a, -q), r = floor(s), rem = s - r; /* exact: a scaling, then s < 2^(sig+1) */
     if (rem > 0.5 || (rem == 0.5 && fmod(r, 2.0) == 1.0)) r += 1.0;
     return copysign(ldexp(r, q), d);
 }
 
-/* v, a scalar about to be stored into a float16 element (of a local array
- * or an array parameter), as the value the store rounds once, as NumPy
- * does; through f32 a float64 would round twice, and 1 + 2**-11 + 2**-30
- * would become 1.0, not 1.0009765625.  A float64 constant (a Python float,
- * a fill value) becomes the f32 of its nearest float16 here, so the store
- * keeps it and the kernel needs no float64; a float64 computed at run time
- * stays float64, and the store rounds it with tk_d2h (the emitter picks it
- * by the value's type); anything else becomes f32, for tk_f2h. */
-tk_ir *lw_f16_value(lw_state *L, tk_ir *v) {
+/* v, a scalar about to be stored into a float16 or bfloat16 element (of a
+ * local array or an array parameter; dt says which), as the value the store
+ * rounds once, as NumPy does for float16; through f32 a float64 would round
+ * twice, and 1 + 2**-11 + 2**-30 would become 1.0, not 1.0009765625 (for
+ * bfloat16, 1 + 2**-8 + 2**-30 would become 1.0, not 1.0078125).  A float64
+ * constant (a Python float, a fill value) becomes the f32 of its nearest
+ * float16 (bfloat16) here, so the store keeps it and the kernel needs no
+ * float64; a float64 computed at run time stays float64, and the store
+ * rounds it with tk_d2h (tk_d2b; the emitter picks it by the value's type);
+ * anything else becomes f32, for tk_f2h (tk_f2b). */
+tk_ir *lw_half_value(lw_state *L, tk_ir *v, int dt) {
     if (!lw_known(v) || v->ty.kind != TY_VALUE || !ty_is_float(v->ty) || dt_bits((tack_dtype)v->ty.dt) != 64)
         return lw_cast(L, v, ty_value(TACK_F32));
     const tk_ir *c = v;
     int neg = 0;
     for (; c->op == IR_UN && c->sub == U_NEG && c->n == 1; c = c->k[0]) neg = !neg; /* -1.5: not folded yet */
     if (c->op == IR_CONST && ty_eq(c->ty, v->ty))
-        return ir_const_f(L->C, ty_value(TACK_F32), half_round(neg ? -c->c.f : c->c.f), v->line);
+        return ir_const_f(L->C, ty_value(TACK_F32), half_round(neg ? -c->c.f : c->c.f, dt), v->line);
     if (v->ty.weak) return lw_cast(L, v, ty_value(TACK_F32)); /* a Python float meets f32, as elsewhere */
     return v;
+}
+
+/* tack.f16(x), tack.bf16(x) (np.float16(x) too): the value rounded to the
+ * 16-bit float as a store rounds it, given as the f32 it holds (its value
+ * type), as NumPy's np.float16(x) is rounded.  It is stored into a
+ * one-element local array of that dtype and loaded back, so the rounding is
+ * the stores' own in every dialect (a float64 rounded once, a constant at
+ * compile time) and the C compilers keep the element in a register. */
+tk_ir *lw_half_round(lw_state *L, tk_ir *v, int dt, tack_node *n) {
+    if (!lw_known(v)) return lw_cast(L, v, ty_value(TACK_F32));
+    int t = lw_temp(L, (tk_type){TY_ARRAY, (uint8_t)dt, 1, 0, 0});
+    L->S->locals[t].ashape[0] = 1;
+    L->S->locals[t].read = 1;
+    lw_uses_half(L, dt);
+    tk_ir *st = lw_mk(L, IR_LSTORE, ty_void(), n);
+    st->local = t;
+    ir_push(L->C, st, lw_hoist(L, lw_half_value(L, v, dt)));
+    ir_push(L->C, st, ir_const_i(L->C, ty_value(TACK_I64), 0, n->line));
+    lw_emit(L, st);
+    tk_ir *ld = lw_mk(L, IR_LLOAD, ty_value(TACK_F32), n);
+    ld->local = t;
+    ir_push(L->C, ld, ir_const_i(L->C, ty_value(TACK_I64), 0, n->line));
+    return lw_hoist(L, ld);
+}
+
+void lw_uses_half(lw_state *L, int dt) {
+    if (dt == TACK_F16) L->C->uses_f16 = 1;
+    else if (dt == TACK_BF16) L->C->uses_bf16 = 1;
 }
 
 /* --------------------------------------------------------------- access */
@@ -406,8 +444,8 @@ static tk_ir *to_element(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     if (v->ty.kind != TY_VALUE || (ty_is_scalar(et) && !ty_is_scalar(v->ty)) ||
         (!ty_is_scalar(et) && (ty_is_scalar(v->ty) ? ty_is_complex(v->ty) : v->ty.dt != et.dt)))
         ERR(n, "cannot store %s into an element of local array '%s' (%s)", TN(v->ty), l->name,
-            TN(l->ty.dt == TACK_F16 ? ty_value(TACK_F16) : et));
-    if (l->ty.dt == TACK_F16) return lw_hoist(L, lw_f16_value(L, v));
+            TN(dt_is_half(l->ty.dt) ? ty_value((tack_dtype)l->ty.dt) : et));
+    if (dt_is_half(l->ty.dt)) return lw_hoist(L, lw_half_value(L, v, l->ty.dt));
     return lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, n) : lw_cast(L, v, et));
 }
 

@@ -118,14 +118,14 @@ static void store_element(lw_state *L, tack_node *t, int p, tk_ir *v) {
         if (v->ty.kind != TY_VALUE || (ty_is_scalar(et) && !ty_is_scalar(v->ty)) ||
             (!ty_is_scalar(et) && !ty_is_scalar(v->ty) && v->ty.dt != et.dt))
             ERR(t, "cannot store %s into an element of '%s' (%s)", TN(v->ty), L->S->pnames[p], TN(et));
-        if (L->S->ptypes[p].dt == TACK_F16) v = lw_hoist(L, lw_f16_value(L, v)); /* rounded once (lower_local.c) */
+        if (dt_is_half(L->S->ptypes[p].dt)) v = lw_hoist(L, lw_half_value(L, v, L->S->ptypes[p].dt)); /* rounded once (lower_local.c) */
         else v = lw_hoist(L, ty_is_bool(et) ? lw_truth(L, v, t) : lw_cast(L, v, et));
     }
     tk_ir *st = lw_mk(L, IR_STORE, ty_void(), t);
     st->param = p;
     ir_push(L->C, st, v);
     lw_indices(L, p, t->kids + 1, t->nkids - 1, st, t);
-    if (L->S->ptypes[p].dt == TACK_F16) L->C->uses_f16 = 1;
+    lw_uses_half(L, L->S->ptypes[p].dt);
     lw_mark_written(L, p);
     lw_emit(L, st);
 }
@@ -326,7 +326,7 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
     /* a caller's local array (tk_spec.plarr) is the thread's own: no atomic, no rule */
     int par = lw_in_parallel(L) && !L->C->racy_rmw && !(p < 64 && (L->S->plarr >> p & 1));
     if (par && (n->op == TACK_OP_ADD || n->op == TACK_OP_SUB) && ty_is_scalar(et) &&
-        !ty_is_bool(et) && L->S->ptypes[p].dt != TACK_F16) {
+        !ty_is_bool(et) && !dt_is_half(L->S->ptypes[p].dt)) {
         tk_ir *v = lw_expr(L, n->kids[1]);
         if (lw_known(v) && ty_is_scalar(v->ty)) {
             lw_atomic(L, n->op == TACK_OP_ADD ? A_ADD : A_SUB, p, t->kids + 1, t->nkids - 1, v, NULL, n, 0);
@@ -338,6 +338,7 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
     if (par && !own_element(L, t->kids + 1, t->nkids - 1)) {
         const char *why = n->op == TACK_OP_ADD || n->op == TACK_OP_SUB
                               ? (L->S->ptypes[p].dt == TACK_F16 ? "+= and -= are not atomic on float16 elements"
+                                 : L->S->ptypes[p].dt == TACK_BF16 ? "+= and -= are not atomic on bfloat16 elements"
                                  : ty_is_bool(et)               ? "+= and -= are not atomic on bool elements"
                                                                 : "+= and -= are not atomic on vector and matrix elements")
                               : "only += and -= are atomic";
@@ -355,14 +356,14 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
     tk_ir *r = lw_binop(L, n->op, ld, v, n);
     if (lw_known(r)) {
         if (!ty_is_scalar(et) && (r->ty.dt != et.dt)) ERR(n, "cannot store %s into an element of '%s' (%s)", TN(r->ty), L->S->pnames[p], TN(et));
-        r = ty_is_bool(et) ? lw_truth(L, r, n) : L->S->ptypes[p].dt == TACK_F16 ? lw_f16_value(L, r) : lw_cast(L, r, et);
+        r = ty_is_bool(et) ? lw_truth(L, r, n) : dt_is_half(L->S->ptypes[p].dt) ? lw_half_value(L, r, L->S->ptypes[p].dt) : lw_cast(L, r, et);
     }
     tk_ir *st = lw_mk(L, IR_STORE, ty_void(), t);
     st->param = p;
     st->sub = ST_RMW;
     ir_push(L->C, st, r);
     for (int i = 0; i < ld->n; i++) ir_push(L->C, st, ld->k[i]);
-    if (L->S->ptypes[p].dt == TACK_F16) L->C->uses_f16 = 1;
+    lw_uses_half(L, L->S->ptypes[p].dt);
     lw_mark_written(L, p);
     lw_emit(L, st);
 }
