@@ -15,6 +15,7 @@ aborts as ROCm does.
 
 import os
 import pathlib
+import re
 import json
 import subprocess
 import sys
@@ -240,3 +241,76 @@ def test_an_architecture_hiprtc_does_not_know_is_an_error_not_an_abort():
         pytest.skip("this hiprtc knows gfx942")
     assert "architecture gfx942 cannot be compiled for" in msg and "install a ROCm that supports it" in msg
     assert not gpurun.hip_arch_check(sys.executable, "", env)[0]
+
+
+def test_run_on_mac_names_the_python_to_install(tmp_path):
+    """The command-line tools' Python 3.9 is too old: run_on_mac.sh says what to install, and stops."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name in ("python3", "python3.10", "python3.11", "python3.12", "python3.13"):
+        stub = fake / name
+        stub.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Python 3.9.6"\nexit 1\n')
+        stub.chmod(0o755)
+    env = dict(os.environ, TACK_GPU_UNAME="Darwin", PATH=f"{fake}:/usr/bin:/bin")
+    env.pop("PYTHON", None)
+    p = subprocess.run(["bash", str(ROOT / "tests" / "metal" / "run_on_mac.sh")], env=env, capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2
+    assert "Tack needs Python 3.10 or later, and this Mac has Python 3.9.6" in p.stderr
+    assert "brew install python@3.12" in p.stderr and "PYTHON=" in p.stderr
+
+
+sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+import probe  # noqa: E402
+
+sys.path.pop(0)
+
+
+def _nvrtc():
+    from tack import _core
+
+    return _core._nvrtc_version()
+
+
+@pytest.mark.skipif(not _nvrtc(), reason="no NVRTC here")
+def test_the_probes_cuda_variants_compile_and_load_as_they_say():
+    """One NVRTC compile of the probe's hand-written CUDA: every kernel is there;
+    vec4 loads 16 bytes at a time, unroll4 issues its four x loads before any
+    store, i32 keeps its index in 32 bits."""
+    from tack import _core
+
+    ptx = _core._nvrtc_compile(probe.CUDA_SOURCE, arch="sm_90", name="probe.cu")
+    bodies = dict(re.findall(r"\.entry (\w+)\((.*?)\n}", ptx, re.S))
+    assert sorted(bodies) == sorted(probe.entry_names())
+    for k in probe.KERNELS:
+        assert re.search(r"ld\.global(\.nc)?\.v4\.f32", bodies[f"{k}_vec4"]), k
+        assert not re.search(r"\.v4\.", bodies[f"{k}_base"]), k
+        body = bodies[f"{k}_unroll4"]
+        assert len(re.findall(r"ld\.global", body[:body.index("st.global")])) >= 4, k
+        assert "mul.wide.s32" in bodies[f"{k}_i32"] and "mul.lo.s64" not in bodies[f"{k}_i32"], k
+    assert "div.s64" in bodies["stencil_base"] or "rem.s64" in bodies["stencil_base"]
+    assert "div.s64" not in bodies["stencil_split"] and "rem.s64" not in bodies["stencil_split"]
+
+
+def test_the_probes_table_and_its_refusal_without_a_gpu(capsys):
+    res = {"memcpy_dtod_GBps": 4000.0, "kernels": {"copy": {"tack": 2880.0, "vec4": 3800.0},
+                                                    "stencil2d": {"tack": 2680.0, "split": 3300.0}}}
+    rows = probe.table(res).splitlines()
+    assert rows[1].split() == ["memcpy", "DtoD", "4000.0", "100.0%"]
+    assert rows[2].split() == ["copy", "tack", "2880.0", "72.0%"]
+    assert rows[-1].split() == ["stencil2d", "split", "3300.0", "82.5%"]
+    if not any(d.startswith("cuda") for d in tack.devices()):
+        assert probe.main(["--mib", "1"]) == 3
+        assert "probe: no NVIDIA GPU here" in capsys.readouterr().err
+
+
+def test_offline_a_required_package_stops_the_run_and_an_optional_one_is_skipped(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpurun, "registry_reachable", lambda *a, **k: False)
+    run = gpurun.Run(tmp_path, budget=60)
+    optional = {"what": ["cupy-cuda12x"], "how": "pip", "required": False, "why": "CuPy"}
+    required = {"what": ["nvidia-cuda-nvrtc-cu12"], "how": "pip", "required": True, "why": "NVRTC of CUDA 12"}
+    assert gpurun.bootstrap(run, sys.executable, [optional, required]) is False
+    assert [(s["name"], s["status"]) for s in run.steps] == [("install cupy-cuda12x", "skipped"),
+                                                             ("install nvidia-cuda-nvrtc-cu12", "FAILED")]
+    assert "PyPI cannot be reached" in run.steps[1]["detail"] and "NVRTC of CUDA 12" in run.steps[1]["detail"]
+    assert gpurun.bootstrap(gpurun.Run(tmp_path, 60), sys.executable, [optional]) is True
