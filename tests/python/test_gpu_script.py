@@ -111,11 +111,17 @@ def test_a_mac_is_an_apple_gpu_by_its_kernel_name():
     assert [g.vendor for g in gpus] == ["apple"] and gpus[0].device == "metal:0" and why == []
 
 
+@pytest.fixture(scope="module")
+def fake_rocm7(tmp_path_factory):
+    """The fake HIP runtime (tests/c/fake_hip.c) under ROCm 7's soname."""
+    return _fake_runtime.build(tmp_path_factory, "fake_hip.c", "libamdhip64.so.7", "the fake HIP runtime")
+
+
 @_fake_runtime.needs_cc("the fake HIP runtime")
-def test_rocm7_through_the_fake_runtime_dry_run_plan(tmp_path_factory, tmp_path):
+def test_rocm7_through_the_fake_runtime_dry_run_plan(fake_rocm7):
     """The fake HIP runtime under ROCm 7's soname: found, asked (hipInit, its
     gcnArchName, its version), and the dry run's plan for this machine named."""
-    lib = _fake_runtime.build(tmp_path_factory, "fake_hip.c", "libamdhip64.so.7", "the fake HIP runtime")
+    lib = fake_rocm7
     env = dict(os.environ, TACK_GPU_LIBDIRS=str(lib.parent), FAKE_HIP_ARCH="gfx942:sramecc+:xnack-",
                FAKE_HIP_RUNTIME="70100000", FAKE_HIP_COUNT="2")
     p = subprocess.run([sys.executable, str(ROOT / "tests" / "gpu" / "gpurun.py"), "--dry-run"], env=env,
@@ -186,7 +192,7 @@ def test_the_summary_table_and_json(tmp_path):
 
 
 def test_a_step_is_bounded_by_the_budget_left(tmp_path):
-    run = gpurun.Run(tmp_path, budget=6.5)
+    run = gpurun.Run(tmp_path, budget=6.2)
     t0 = time.monotonic()
     status, _ = run.command("sleeps", [sys.executable, "-c", "import time; print('started', flush=True); "
                                                              "time.sleep(30)"], limit=600)
@@ -212,10 +218,10 @@ def test_what_a_fault_did_is_classified():
 
 
 @_fake_runtime.needs_cc("the fake HIP runtime")
-def test_a_rocm_memory_fault_in_a_child_is_the_device_lost(tmp_path_factory, tmp_path):
+def test_a_rocm_memory_fault_in_a_child_is_the_device_lost(fake_rocm7, tmp_path):
     """The fake runtime faults as ROCm does (its message, then abort): the
     harness survives it and says the device was lost, and what to do."""
-    lib = _fake_runtime.build(tmp_path_factory, "fake_hip.c", "libamdhip64.so.6", "the fake HIP runtime")
+    lib = fake_rocm7
     env = _fake_runtime.environment(tmp_path, ("FAKE_HIP_COUNT", "FAKE_HIP_ARCH", "FAKE_HIP_RUNTIME"),
                                     TACK_HIP_PATH=lib, TACK_HIPRTC_PATH=lib, FAKE_HIP_FAULT=1)
     verdict, text = gpurun.fault_in_child(sys.executable, "hip:0", env)
