@@ -320,3 +320,42 @@ def test_offline_a_required_package_stops_the_run_and_an_optional_one_is_skipped
                                                              ("install nvidia-cuda-nvrtc-cu12", "FAILED")]
     assert "PyPI cannot be reached" in run.steps[1]["detail"] and "NVRTC of CUDA 12" in run.steps[1]["detail"]
     assert gpurun.bootstrap(gpurun.Run(tmp_path, 60), sys.executable, [optional]) is True
+
+
+# A Level Zero loader with one driver and one device, whose type (ZE_DEVICE_TYPE_GPU = 1,
+# CPU = 2) and name come from the environment: enough for detection, which must count a GPU
+# device only (a loader with a CPU driver, or none, is no Intel GPU).
+FAKE_ZE = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+static int drv, dev;
+int zeInit(int flags) { (void)flags; return getenv("FAKE_ZE_NO_DRIVER") ? 0x78000001 : 0; }
+int zeDriverGet(uint32_t *n, void **d) { if (d && *n) d[0] = &drv; *n = 1; return 0; }
+int zeDeviceGet(void *h, uint32_t *n, void **d) { (void)h; if (d && *n) d[0] = &dev; *n = 1; return 0; }
+int zeDeviceGetProperties(void *h, uint32_t *p) {
+    (void)h;
+    if (p[0] != 3) return 0x78000004;  /* the stype of ze_device_properties_t */
+    p[4] = (uint32_t)atoi(getenv("FAKE_ZE_TYPE"));
+    strcpy((char *)p + 112, "Fake Intel GPU");
+    return 0;
+}
+"""
+
+
+@_fake_runtime.needs_cc("a fake Level Zero loader")
+def test_intel_counts_only_with_a_gpu_device_from_level_zero(tmp_path, monkeypatch):
+    src = tmp_path / "fake_ze.c"
+    src.write_text(FAKE_ZE)
+    lib = tmp_path / "libze_loader.so.1"
+    subprocess.run([_fake_runtime.CC, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True, timeout=60)
+    env = {"TACK_GPU_LIBDIRS": str(tmp_path)}
+    monkeypatch.setenv("FAKE_ZE_TYPE", "1")
+    gpus, _ = gpurun.detect(env, only="intel")
+    assert [(g.vendor, g.name, g.device) for g in gpus] == [("intel", "Fake Intel GPU", "level_zero:0")]
+    monkeypatch.setenv("FAKE_ZE_TYPE", "2")  # a CPU device
+    gpus, why = gpurun.detect(env, only="intel")
+    assert gpus == [] and "zeDeviceGet gives no GPU device" in why[0]
+    monkeypatch.setenv("FAKE_ZE_NO_DRIVER", "1")
+    gpus, why = gpurun.detect(env, only="intel")
+    assert gpus == [] and "zeInit found no GPU driver" in why[0] and "intel-level-zero-gpu" in why[0]
