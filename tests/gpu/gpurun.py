@@ -277,26 +277,39 @@ def cmake_version(cmake):
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def nvrtc_major(env=None, extra_dirs=()):
-    """The major version of the NVRTC this machine has (the soname, a toolkit, a
-    pip wheel's copy in extra_dirs); 0 when there is none."""
+def nvrtc_candidates(env=None, extra_dirs=()):
+    """The NVRTC libraries to try, in order: TACK_NVRTC_PATH, a pip wheel's copy in
+    extra_dirs (site-packages/nvidia/...), the sonames, a toolkit's."""
     env = os.environ if env is None else env
-    names = [env.get("TACK_NVRTC_PATH")] if env.get("TACK_NVRTC_PATH") else []
+    names = [env["TACK_NVRTC_PATH"]] if env.get("TACK_NVRTC_PATH") else []
     for d in extra_dirs:
         names += sorted(glob.glob(os.path.join(d, "nvidia", "**", "libnvrtc.so*"), recursive=True), reverse=True)
-    names += ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
+    names += ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so",
               *sorted(glob.glob("/usr/local/cuda*/lib64/libnvrtc.so*"), reverse=True)]
-    for n in names:
-        if "builtins" in n:
-            continue
-        try:
-            lib = ctypes.CDLL(n)
-        except OSError:
-            continue
-        major, minor = ctypes.c_int(0), ctypes.c_int(0)
-        if lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) == 0:
-            return major.value
-    return 0
+    return [n for n in names if "builtins" not in n]
+
+
+def nvrtc_version(name):
+    """An NVRTC library's major version; 0 when it does not load."""
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError:
+        return 0
+    major, minor = ctypes.c_int(0), ctypes.c_int(0)
+    return major.value if lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) == 0 else 0
+
+
+def pick_nvrtc(driver_major, candidates):
+    """(the first NVRTC in candidates no newer than the driver, its major): PTX from a
+    newer NVRTC is refused by an older driver.  Without one, (None, the newest major
+    found, 0 for none)."""
+    newest = 0
+    for name in candidates:
+        major = nvrtc_version(name)
+        if major and major <= driver_major:
+            return name, major
+        newest = max(newest, major)
+    return None, newest
 
 
 def nvrtc_package(driver_major):
@@ -762,7 +775,8 @@ def run_all(args, gpu, plan, run, host_py):
     py = _venv(run, host_py, build, plan)
     # the venv's facts decide what it lacks: the plan shown by --dry-run was the host Python's
     facts = host_facts(py, run.env)
-    facts["nvrtc_major"] = nvrtc_major(run.env, _site_dirs(py)) if gpu.vendor == "nvidia" else 0
+    if gpu.vendor == "nvidia":
+        facts["nvrtc_major"] = pick_nvrtc(gpu.driver_major, nvrtc_candidates(run.env, _site_dirs(py)))[1]
     plan = make_plan(gpu, facts)
     print(format_plan(gpu, plan), flush=True)
     env = run.env
@@ -775,12 +789,11 @@ def run_all(args, gpu, plan, run, host_py):
     env["TACK_CACHE_DIR"] = str(build / "kernel-cache")
     env.setdefault("TACK_TEST_TOOL_CACHE", str(build / "tool-cache"))
     if gpu.vendor == "nvidia" and not env.get("TACK_NVRTC_PATH"):
-        for d in _site_dirs(py):
-            hits = [g for g in sorted(glob.glob(os.path.join(d, "nvidia", "**", "libnvrtc.so*"), recursive=True),
-                                      reverse=True) if "builtins" not in g]
-            if hits:
-                env["TACK_NVRTC_PATH"] = hits[0]
-                break
+        # named for Tack, which would otherwise take the newest soname, maybe newer than the driver
+        name, major = pick_nvrtc(gpu.driver_major, nvrtc_candidates(env, _site_dirs(py)))
+        if name:
+            env["TACK_NVRTC_PATH"] = name
+            print(f"   NVRTC {major}: {name}", flush=True)
     if gpu.vendor == "amd" and gpu.lib:
         env.setdefault("TACK_HIP_PATH", gpu.lib)
         # no OpenCL driver beside hiprtc: Debian's PoCL and ROCm's comgr bring two LLVMs into one process
@@ -853,22 +866,41 @@ def main(argv=None):
     host_py = sys.executable
     if args.dry_run:
         facts = host_facts(host_py)
-        facts["nvrtc_major"] = nvrtc_major() if gpu.vendor == "nvidia" else 0
+        if gpu.vendor == "nvidia":
+            facts["nvrtc_major"] = pick_nvrtc(gpu.driver_major, nvrtc_candidates(extra_dirs=_site_dirs(host_py)))[1]
         print(format_plan(gpu, make_plan(gpu, facts)))
         return 0
     budget = args.budget or float(os.environ.get("TACK_GPU_BUDGET") or BUDGET[gpu.vendor])
     run = Run(args.out, budget)
     plan = []
+
+    def out_of_time(signum, frame):
+        raise OutOfTime(f"stopped after {budget:g} s (the whole check must fit in its budget)")
+
+    # each step keeps to what is left of the budget; this stops what is between them
+    before = signal.signal(signal.SIGALRM, out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, budget)
+    late = False
     try:
         plan = run_all(args, gpu, plan, run, host_py)
+    except OutOfTime as e:
+        late = True
+        run.record("the run itself", "FAILED", 0, str(e))
     except Exception as e:  # noqa: BLE001 -- the run's own failure, in the summary like a step's
         run.record("the run itself", "FAILED", 0, f"{type(e).__name__}: {e}")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
     status = write_summary(run.out, gpu, run.steps, plan)
     print(f"\n== summary ({gpu.vendor}, {gpu.name}; logs and summary.json in {run.out})")
     print(summary_table(run.steps))
     print("make test-gpu: passed" if status == 0 else "make test-gpu: FAILED", file=sys.stdout if status == 0
           else sys.stderr)
-    return status
+    return 124 if late else status
+
+
+class OutOfTime(Exception):
+    """The run's budget is spent."""
 
 
 if __name__ == "__main__":

@@ -359,3 +359,29 @@ def test_intel_counts_only_with_a_gpu_device_from_level_zero(tmp_path, monkeypat
     monkeypatch.setenv("FAKE_ZE_NO_DRIVER", "1")
     gpus, why = gpurun.detect(env, only="intel")
     assert gpus == [] and "zeInit found no GPU driver" in why[0] and "intel-level-zero-gpu" in why[0]
+
+
+@pytest.mark.skipif(not _nvrtc(), reason="no NVRTC here")
+def test_the_nvrtc_chosen_is_no_newer_than_the_driver(tmp_path):
+    """PTX from a newer NVRTC is refused by an older driver: this machine's NVRTC
+    is taken for a driver of its major or later, and not for an older one."""
+    have = _nvrtc() // 1000
+    cands = gpurun.nvrtc_candidates({}, ()) + [str(tmp_path / "libnvrtc.so.99")]
+    name, major = gpurun.pick_nvrtc(have, cands)
+    assert name and major == have
+    assert gpurun.pick_nvrtc(have + 1, cands)[1] == have
+    assert gpurun.pick_nvrtc(have - 1, cands) == (None, have)
+    assert gpurun.pick_nvrtc(have, [str(tmp_path / "none.so")]) == (None, 0)
+
+
+def test_the_run_keeps_to_its_budget_between_steps(tmp_path, monkeypatch, capsys):
+    """What runs between bounded steps (surveys, copies) is stopped by the run's own
+    timer: the summary still says why, and the exit status is timeout's."""
+    monkeypatch.setattr(gpurun, "detect", lambda only=None: ([gpurun.Gpu("amd", name="Fake", arch="gfx90a")], []))
+    monkeypatch.setattr(gpurun, "run_all", lambda *a: time.sleep(5))
+    t0 = time.monotonic()
+    assert gpurun.main(["--budget", "0.3", "--out", str(tmp_path)]) == 124
+    assert time.monotonic() - t0 < 3
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    assert doc["steps"][-1]["name"] == "the run itself" and "stopped after 0.3 s" in doc["steps"][-1]["detail"]
+    assert "make test-gpu: FAILED" in capsys.readouterr().err
