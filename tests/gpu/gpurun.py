@@ -712,7 +712,7 @@ def build_and_install(run, py, build, env):
     for so in glob.glob(str(build / "_core*.so")):
         shutil.copy2(so, pkg)
     (pkg / "lib").mkdir(exist_ok=True)
-    for so in glob.glob(str(build / "libtack.so*")):
+    for so in glob.glob(str(build / "libtack.so*")) + glob.glob(str(build / "libtack*.dylib")):  # Linux, macOS
         dst = pkg / "lib" / os.path.basename(so)
         if os.path.islink(so):
             dst.symlink_to(os.readlink(so))
@@ -753,6 +753,10 @@ def language_suite(run, py, gpu, env):
                       f"{diff['close'] + diff['close_atomic']} close), {len(bad)} mismatches, "
                       f"{sum(diff['not_run'].values())} not run")
     step["log"] = str(path)
+    proc = res.get("_process", {})
+    if proc.get("returncode", 0) < 0 or "node down" in proc.get("tail", ""):  # a process of the suite crashed
+        step["detail"] += f"; a test process crashed (see {path})"
+        bad = bad or ["crash"]
     if bad or not diff["compared"]:
         step["status"] = "FAILED"
     print(f"   {step['status']}: {step['detail']}", flush=True)
@@ -828,7 +832,7 @@ def run_all(args, gpu, plan, run, host_py):
             run.command("PyTorch interop", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                             t("test_interop_torch.py")], 120)
         t0 = time.monotonic()
-        verdict, text = fault_in_child(py, gpu.device, env)
+        verdict, text = fault_in_child(py, gpu.device, env, timeout=max(10, min(90, run.left() - 5)))
         Path(run.out, "fault.log").write_text(text)
         Path(run.out, "fault.json").write_text(json.dumps(verdict, indent=1))
         run.record("memory fault (child)", "ok" if verdict["ok"] else "FAILED", time.monotonic() - t0,
