@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import tack
@@ -385,3 +386,24 @@ def test_the_run_keeps_to_its_budget_between_steps(tmp_path, monkeypatch, capsys
     doc = json.loads((tmp_path / "summary.json").read_text())
     assert doc["steps"][-1]["name"] == "the run itself" and "stopped after 0.3 s" in doc["steps"][-1]["detail"]
     assert "make test-gpu: FAILED" in capsys.readouterr().err
+
+
+def test_a_summary_with_complex_values_is_written_whole(tmp_path):
+    """The differential's mismatches carry samples of the arrays: complex ones (a
+    GPU run's first complex mismatch) once stopped json.dump halfway, leaving a
+    file the run could not read back; now they are [real, imag] pairs."""
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    try:
+        import _kernel_wrap
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "summary.json"
+    summary = {"mismatches": [{"cpu": np.array([1j, 2 + 0j]).tolist(), "device": [np.complex64(3 - 1j)],
+                               "n": np.int64(2), "x": np.float32(0.5)}]}
+    import atexit
+
+    write = _kernel_wrap.write_summary_at_exit(str(path), summary)
+    atexit.unregister(write)
+    write()
+    assert json.loads(path.read_text()) == {"mismatches": [{"cpu": [[0.0, 1.0], [2.0, 0.0]], "device": [[3.0, -1.0]],
+                                                            "n": 2, "x": 0.5}]}
