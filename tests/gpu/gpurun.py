@@ -396,7 +396,7 @@ def _uv(path):
 
 
 def format_plan(gpu, plan):
-    lines = [f"GPU: {gpu}", "plan:"]
+    lines = [f"plan for {gpu.vendor}:"]
     if not plan:
         lines.append("  nothing to install: the machine has what the run needs")
     for a in plan:

@@ -129,7 +129,7 @@ def test_rocm7_through_the_fake_runtime_dry_run_plan(fake_rocm7):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "amd: 2 GPU(s); device 0: Fake AMD GPU 0, gfx942:sramecc+:xnack- (ROCm 7.1)" in p.stdout
-    assert "plan:" in p.stdout and "== build" not in p.stdout
+    assert "plan for amd:" in p.stdout and "== build" not in p.stdout
     assert "cupy-rocm-7-0" in p.stdout or "cupy" not in p.stdout.lower()  # CuPy installed here: nothing to add
 
 
