@@ -407,3 +407,35 @@ def test_a_summary_with_complex_values_is_written_whole(tmp_path):
     write()
     assert json.loads(path.read_text()) == {"mismatches": [{"cpu": [[0.0, 1.0], [2.0, 0.0]], "device": [[3.0, -1.0]],
                                                             "n": 2, "x": 0.5}]}
+
+
+# A libcuda.so.1 with what detection asks: cuInit, the device count, a name and the driver's version.
+FAKE_CUDA = r"""
+#include <stdlib.h>
+#include <string.h>
+int cuInit(unsigned flags) { (void)flags; return getenv("FAKE_CU_NO_DEVICE") ? 100 : 0; }
+int cuDeviceGetCount(int *n) { *n = atoi(getenv("FAKE_CU_COUNT")); return 0; }
+int cuDeviceGetName(char *name, int len, int dev) { (void)dev; strncpy(name, "Fake NVIDIA H200", len); return 0; }
+int cuDriverGetVersion(int *v) { *v = atoi(getenv("FAKE_CU_VERSION")); return 0; }
+"""
+
+
+@_fake_runtime.needs_cc("a fake NVIDIA driver")
+def test_nvidia_is_found_through_its_driver_with_its_cuda_major(tmp_path, monkeypatch):
+    src = tmp_path / "fake_cuda.c"
+    src.write_text(FAKE_CUDA)
+    lib = tmp_path / "libcuda.so.1"
+    subprocess.run([_fake_runtime.CC, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True, timeout=60)
+    env = {"TACK_GPU_LIBDIRS": str(tmp_path)}
+    monkeypatch.setenv("FAKE_CU_COUNT", "2")
+    monkeypatch.setenv("FAKE_CU_VERSION", "12080")
+    (gpu,), _ = gpurun.detect(env, only="nvidia")
+    assert (gpu.vendor, gpu.count, gpu.name, gpu.driver_major, gpu.device) == ("nvidia", 2, "Fake NVIDIA H200", 12,
+                                                                              "cuda:0")
+    assert str(gpu) == "nvidia: 2 GPU(s); device 0: Fake NVIDIA H200 (CUDA driver 12.8)"
+    got = _what(gpurun.make_plan(gpu, _bare()))
+    assert "nvidia-cuda-nvrtc-cu12" in got and "cupy-cuda12x" in got
+    monkeypatch.setenv("FAKE_CU_COUNT", "0")
+    assert gpurun.detect(env, only="nvidia") == ([], [f"nvidia: {lib}: the NVIDIA driver reports no GPU"])
+    monkeypatch.setenv("FAKE_CU_NO_DEVICE", "1")
+    assert "cuInit failed (CUresult 100)" in gpurun.detect(env, only="nvidia")[1][0]
