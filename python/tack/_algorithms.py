@@ -1,0 +1,496 @@
+"""Parallel primitives on Tack arrays: scan, sort, argsort, segmented_reduce,
+compact, unique, searchsorted, histogram and reduce with a user operator.
+
+Every primitive is written as ordinary Tack kernels, so the CPU (all cores)
+and every GPU backend run the same code, compiled by the same compiler into
+each dialect; nothing here is a per-backend fast path.  The shape common to
+them is the blocked two-pass pattern: the input is cut into `nb` contiguous
+blocks, a parallel loop gives each block its partial result (a sum, a count,
+a histogram of radix digits), a short serial loop (or one parallel over the
+256 digits) combines the partials into offsets, and a last parallel loop
+redoes each block with its offset.  One kernel call holds all the phases,
+since each top-level loop of a kernel finishes before the next starts.  The
+number of blocks is a few per CPU thread (each block then streams through
+memory on one core) and one per 4,096 elements on a GPU, where the serial
+loop over a block is one work-item's.
+
+Sorting is an LSD radix sort of 64-bit keys with 64-bit indices riding
+along, eight bits a pass and one pass per byte of the dtype: the keys are
+made from the values so that the unsigned order of the keys is NumPy's order
+of the values -- integers by an offset, floats by sign, exponent and
+mantissa computed in arithmetic (the language has no bit casts, and needs
+none: dividing by a power of two is exact), all NaNs to the top key and
+-0.0 to +0.0's key, so that a stable sort keeps them in their input order
+as NumPy's stable sort does.  A pass is stable (each block scatters its own
+elements in order to offsets that put block b's after block b-1's), so the
+sort is.  `sort` gathers the values through the sorted indices, so a -0.0
+stays -0.0 and a NaN keeps its payload.
+
+The kernels are compiled on first use for each dtype, as any kernel is, and
+kept in the disk cache.  The operator kernels (`reduce`, `scan` and
+`segmented_reduce` with a `@tack.func`) are made once per operator by a
+factory whose kernel names the operator from its enclosing scope.
+"""
+
+import math
+import struct as _struct
+
+import numpy as np
+
+from . import _core
+from ._array import empty as _empty, asarray as _asarray
+from ._core import f32, f64, u64, i64
+from ._kernels import kernel, func, ndrange, independent
+
+__all__ = ["scan", "sort", "argsort",
+           "reduce"]
+
+# ------------------------------------------------------------------ operators
+
+
+@func
+def _op_sum(a, b):
+    return a + b
+
+
+@func
+def _op_min(a, b):
+    # np.minimum: a NaN on either side wins, and of two equal values the second
+    if a != a:
+        return a
+    if a < b:
+        return a
+    return b
+
+
+@func
+def _op_max(a, b):
+    if a != a:
+        return a
+    if a > b:
+        return a
+    return b
+
+
+_NAMED = {"sum": _op_sum, "min": _op_min, "max": _op_max}
+
+# ------------------------------------------------------------------ helpers
+
+
+def _one_d(x, name, what):
+    """x as a 1-D Tack array in C order: a strided view is gathered (a copy on
+    its device), anything else array-like goes through tack.asarray."""
+    if not isinstance(x, _core.Array):
+        if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+            x = _core.from_dlpack(x)
+        else:
+            x = _asarray(np.asarray(x))
+    if x.ndim != 1:
+        raise ValueError(f"tack.{what}: {name} must be a 1-D array, got shape {tuple(x.shape)}"
+                         " (ravel it, or pass one row at a time)")
+    if getattr(x, "strided", False):
+        x = x.copy()
+    return x
+
+
+def _numeric(x, name, what, complex_ok=False):
+    kind = x.dtype.kind
+    if x.dtype.shape != () or kind not in ("b", "i", "u", "f") + (("c",) if complex_ok else ()):
+        raise TypeError(f"tack.{what}: {name} has dtype {x.dtype.name}; it takes bool, integer or float"
+                        + (" or complex" if complex_ok else "") + " elements")
+
+
+def _npdtype(dt):
+    return np.dtype(dt.numpy)
+
+
+def _blocks(n, device, gpu_block=4096):
+    """(number of blocks, elements per block) for n elements on device."""
+    if n == 0:
+        return 1, 1
+    if device.startswith("cpu"):
+        nb = max(1, 4 * _core.device_threads(device))
+        nb = min(nb, max(1, n // 1024))
+    else:
+        nb = max(1, -(-n // gpu_block))
+    bs = -(-n // nb)
+    return -(-n // bs), bs
+
+
+def _host(values, dtype, device):
+    """A small NumPy array of dtype moved to device."""
+    from ._array import array as _array
+    return _array(np.asarray(values, dtype), device=device)
+
+
+def _op_of(op, what):
+    if isinstance(op, str):
+        if op not in _NAMED:
+            raise ValueError(f"tack.{what}: op must be 'sum', 'min', 'max' or a @tack.func of two values, got {op!r}")
+        return _NAMED[op], op
+    if getattr(op, "is_func", False):
+        return op, None
+    raise TypeError(f"tack.{what}: op must be 'sum', 'min', 'max' or a @tack.func of two values, "
+                    f"got {type(op).__name__}")
+
+
+def _sum_dtype(npdt):
+    return np.cumsum(np.zeros(1, npdt)).dtype
+
+
+def _identity(name, npdt):
+    if name == "sum":
+        return np.zeros((), npdt)[()]
+    if npdt.kind == "b":
+        return np.bool_(name == "min")
+    if npdt.kind == "f":
+        return npdt.type(np.inf if name == "min" else -np.inf)
+    info = np.iinfo(npdt)
+    return npdt.type(info.max if name == "min" else info.min)
+
+
+# ------------------------------------------------------------------ scan and reduce
+
+_REDUCES = {}
+_SEGMENTS = {}
+
+
+@func
+def _combine(which, a, b):
+    # the named operators in one func, so that one compiled scan serves all three
+    if which == 0:
+        return a + b
+    if which == 1:
+        return _op_min(a, b)
+    return _op_max(a, b)
+
+
+@kernel
+def _scan(x, out, partial, first, bs, exclusive, which):
+    # exclusive: 0 inclusive, 1 exclusive, 2 no output: only the total, into first[1]
+    n = x.shape[0]
+    nb = partial.shape[0]
+    for b in independent(range(nb)):
+        lo = b * bs
+        hi = min(lo + bs, n)
+        acc = first[0]
+        for i in range(lo, hi):
+            acc = _combine(which, acc, x[i])
+        partial[b] = acc
+    for t in range(1):
+        acc = first[0]
+        for b in range(nb):
+            v = partial[b]
+            partial[b] = acc
+            acc = _combine(which, acc, v)
+        first[1] = acc
+    for b in independent(range(nb if exclusive < 2 else 0)):
+        lo = b * bs
+        hi = min(lo + bs, n)
+        acc = partial[b]
+        for i in range(lo, hi):
+            if exclusive != 0:
+                out[i] = acc
+                acc = _combine(which, acc, x[i])
+            else:
+                acc = _combine(which, acc, x[i])
+                out[i] = acc
+
+
+_WHICH = {"sum": 0, "min": 1, "max": 2}
+
+
+def scan(a, op="sum", *, exclusive=False, dtype=None):
+    """Prefix scan of the 1-D array ``a``: ``out[i] = a[0] op a[1] op ... op
+    a[i]`` (inclusive: NumPy's ``np.cumsum``, ``np.minimum.accumulate``,
+    ``np.maximum.accumulate``), or of the elements before ``i`` (exclusive:
+    ``out[0]`` is the identity -- 0 for sums, the dtype's largest (smallest)
+    value for min (max), +-inf for floats).  ``op`` is ``"sum"``, ``"min"`` or
+    ``"max"``; min and max propagate NaN as NumPy's do.  The result is a new
+    array on ``a``'s device, of ``np.cumsum``'s dtype for sums (bool and
+    small integers widen to int64 / uint64) and of ``a``'s for min and max,
+    unless ``dtype`` is given.  Floats are summed block by block, so a float
+    sum may differ from NumPy's serial one in the last bits, as any parallel
+    sum does; integer sums wrap as NumPy's do."""
+    a = _one_d(a, "a", "scan")
+    if not isinstance(op, str) or op not in _NAMED:
+        raise ValueError(f"tack.scan: op must be 'sum', 'min' or 'max', got {op!r}")
+    _numeric(a, "a", "scan", complex_ok=(op == "sum"))
+    npdt = _npdtype(a.dtype)
+    outdt = np.dtype(dtype) if dtype is not None else (_sum_dtype(npdt) if op == "sum" else npdt)
+    if op != "sum" and outdt.kind == "c":
+        raise TypeError(f"tack.scan: {op} is not defined for complex values")
+    n = a.shape[0]
+    out = _empty(n, outdt, device=a.device)
+    if n == 0:
+        return out
+    nb, bs = _blocks(n, a.device)
+    partial = _empty(nb, outdt, device=a.device)
+    first = _host([_identity(op, outdt)] * 2, outdt, a.device)
+    _scan(a, out, partial, first, bs, 1 if exclusive else 0, _WHICH[op])
+    return out
+
+
+def _reduce_kernel(op):
+    k = _REDUCES.get(op)
+    if k is None:
+        @kernel
+        def _reduce(x, partial, bs):
+            n = x.shape[0]
+            nb = partial.shape[0]
+            for b in independent(range(nb)):
+                lo = b * bs
+                hi = min(lo + bs, n)
+                acc = partial[b]
+                acc = x[lo]
+                for i in range(lo + 1, hi):
+                    acc = op(acc, x[i])
+                partial[b] = acc
+            for t in range(1):
+                acc = partial[0]
+                for b in range(1, nb):
+                    acc = op(acc, partial[b])
+                partial[0] = acc
+        k = _REDUCES[op] = _reduce
+    return k
+
+
+def reduce(a, op="sum", *, initial=None, dtype=None):
+    """Reduce the 1-D array ``a`` to one value with ``op``: ``"sum"``,
+    ``"min"``, ``"max"`` or a ``@tack.func`` of two values that is
+    associative (the blocks are combined in order, but each block's values
+    are combined before the next block's).  Returns a NumPy scalar of
+    ``dtype`` (default: ``np.sum``'s dtype for sums, ``a``'s otherwise),
+    as ``np.add.reduce`` / ``np.minimum.reduce`` would.  ``initial``, when
+    given, is combined first; an empty ``a`` without it is a ``ValueError``
+    for every operator but the sum (whose identity is 0)."""
+    a = _one_d(a, "a", "reduce")
+    fn, name = _op_of(op, "reduce")
+    _numeric(a, "a", "reduce", complex_ok=(name != "min" and name != "max"))
+    npdt = _npdtype(a.dtype)
+    outdt = np.dtype(dtype) if dtype is not None else (_sum_dtype(npdt) if name == "sum" else npdt)
+    n = a.shape[0]
+    if n == 0:
+        if initial is not None:
+            return outdt.type(initial)
+        if name == "sum":
+            return outdt.type(0)
+        raise ValueError(f"tack.reduce: zero-size array to reduction operation {name or op.__name__} "
+                         "which has no identity (give initial=)")
+    if name is not None and outdt.kind == "c" and name != "sum":
+        raise TypeError(f"tack.reduce: {name} is not defined for complex values")
+    nb, bs = _blocks(n, a.device)
+    partial = _empty(nb, outdt, device=a.device)
+    if name is not None:  # the scan kernel without its output: one compile serves both
+        first = _host([_identity(name, outdt)] * 2, outdt, a.device)
+        _scan(a, first[:1], partial, first, bs, 2, _WHICH[name])
+        got = first[1]
+    else:
+        _reduce_kernel(fn)(a, partial, bs)
+        got = partial[0]
+    if initial is not None:
+        got = outdt.type(fn(outdt.type(initial), got))
+    return outdt.type(got)
+
+
+# ------------------------------------------------------------------ sort
+
+
+@func
+def _op_bor(a, b):
+    return a | b
+
+
+@func
+def _op_band(a, b):
+    return a & b
+
+
+@kernel(checks=False)  # indices made here, in bounds by construction
+def _int_keys(x, keys, idx, u):
+    for i in range(x.shape[0]):
+        keys[i] = (u64(x[i]) + u[0]) & u[1]
+        idx[i] = i
+
+
+@kernel(checks=False)  # indices made here, in bounds by construction
+def _float_keys(x, keys, idx, tab, c, u, mbits, emin):
+    # tab[e] = 2**(emin + e): the powers of two of the normal exponents
+    ne = tab.shape[0]
+    for i in range(x.shape[0]):
+        v = x[i] * c[3]  # c[3] is 1 in the float type the keys are computed in
+        k = u[0]
+        if v == v:
+            a = abs(v)
+            m = u64(0)
+            if a == 0:
+                m = u64(0)
+            elif a < tab[0]:  # subnormal: its mantissa is a * 2**(mantissa bits - emin)
+                m = u64(a * c[1] * c[2])
+            elif a * 0 != 0:  # infinity
+                m = u64(ne + 1) << mbits
+            else:
+                e = i64(math.floor(math.log2(a))) - emin
+                e = max(0, min(e, ne - 1))
+                if e > 0 and a < tab[e]:  # log2 may round across a power of two: one step fixes it
+                    e -= 1
+                if e < ne - 1 and a >= tab[e + 1]:
+                    e += 1
+                m = (u64(e + 1) << mbits) | u64((a / tab[e] - 1) * c[0])
+            if v < 0:
+                k = u[1] - m
+            else:
+                k = u[1] + m
+        keys[i] = k
+        idx[i] = i
+
+
+@kernel(checks=False)  # indices made here, in bounds by construction
+def _radix_pass(kin, vin, kout, vout, counts, totals, shift, bs):
+    n = kin.shape[0]
+    nb = counts.shape[0]
+    for b, d in ndrange(nb, 256):
+        counts[b, d] = 0
+    for b in independent(range(nb)):
+        lo = b * bs
+        hi = min(lo + bs, n)
+        for i in range(lo, hi):
+            d = i64((kin[i] >> shift) & 255)
+            counts[b, d] = counts[b, d] + 1
+    for d in range(256):
+        acc = i64(0)
+        for b in range(nb):
+            c = counts[b, d]
+            counts[b, d] = acc
+            acc += c
+        totals[d] = acc
+    for t in range(1):
+        acc = i64(0)
+        for d in range(256):
+            c = totals[d]
+            totals[d] = acc
+            acc += c
+    for b, d in ndrange(nb, 256):
+        counts[b, d] = counts[b, d] + totals[d]
+    for b in independent(range(nb)):
+        lo = b * bs
+        hi = min(lo + bs, n)
+        for i in range(lo, hi):
+            k = kin[i]
+            d = i64((k >> shift) & 255)
+            p = counts[b, d]
+            counts[b, d] = p + 1
+            kout[p] = k
+            vout[p] = vin[i]
+
+
+@kernel(checks=False)  # indices made here, in bounds by construction
+def _gather(x, idx, out):
+    for i in range(idx.shape[0]):
+        out[i] = x[idx[i]]
+
+
+_FLOATS = {}  # key float type -> (tab, c, u, mbits, emin) as NumPy arrays and ints
+
+
+def _float_table(kind, device):
+    key = (kind, device)
+    got = _FLOATS.get(key)
+    if got is None:
+        if kind == "f32":
+            npf, mbits, emin, emax, s1, s2, bits = np.float32, 23, -126, 127, 2.0 ** 75, 2.0 ** 74, 32
+        else:
+            npf, mbits, emin, emax, s1, s2, bits = np.float64, 52, -1022, 1023, 2.0 ** 537, 2.0 ** 537, 64
+        tab = np.array([math.ldexp(1.0, e) for e in range(emin, emax + 1)], npf)
+        c = np.array([2.0 ** mbits, s1, s2, 1.0], npf)
+        u = np.array([(1 << bits) - 1, 1 << (bits - 1)], np.uint64)
+        got = _FLOATS[key] = (_host(tab, npf, device), _host(c, npf, device), _host(u, np.uint64, device), mbits, emin)
+    return got
+
+
+def _sort_keys(a):
+    """The 64-bit keys of a (whose unsigned order is NumPy's order of a's
+    values), the identity permutation, and the number of key bits."""
+    n = a.shape[0]
+    dev = a.device
+    keys = _empty(n, np.uint64, device=dev)
+    idx = _empty(n, np.int64, device=dev)
+    kind = a.dtype.kind
+    size = a.dtype.itemsize
+    if kind == "f":
+        if size == 8:
+            tab, c, u, mbits, emin = _float_table("f64", dev)
+            bits = 64
+        else:
+            tab, c, u, mbits, emin = _float_table("f32", dev)
+            bits = 32
+        _float_keys(a, keys, idx, tab, c, u, mbits, emin)
+    else:
+        bits = 8 * size
+        flip = (1 << (bits - 1)) if kind == "i" else 0
+        _int_keys(a, keys, idx, _host([flip, (1 << bits) - 1], np.uint64, dev))
+    return keys, idx, bits
+
+
+def _argsort(a):
+    n = a.shape[0]
+    dev = a.device
+    keys, idx, bits = _sort_keys(a)
+    if n <= 1:
+        return idx
+    nb, bs = _blocks(n, dev)
+    red = _empty(nb, np.uint64, device=dev)
+    _reduce_kernel(_op_bor)(keys, red, bs)
+    ors = int(red[0])
+    _reduce_kernel(_op_band)(keys, red, bs)
+    varying = ors ^ int(red[0])  # the key bits that are not the same in every key
+    keys2 = _empty(n, np.uint64, device=dev)
+    idx2 = _empty(n, np.int64, device=dev)
+    counts = _empty((nb, 256), np.int64, device=dev)
+    totals = _empty(256, np.int64, device=dev)
+    for shift in range(0, bits, 8):
+        if (varying >> shift) & 255 == 0:
+            continue  # every key has this digit: the pass would move nothing
+        _radix_pass(keys, idx, keys2, idx2, counts, totals, shift, bs)
+        keys, keys2, idx, idx2 = keys2, keys, idx2, idx
+    return idx
+
+
+def _sortable(a, name, what):
+    a = _one_d(a, name, what)
+    _numeric(a, name, what)
+    return a
+
+
+def argsort(a):
+    """The indices that sort the 1-D array ``a`` stably: NumPy's
+    ``np.argsort(a, kind="stable")`` (int64), with NaNs last in their input
+    order and -0.0 and 0.0 equal.  A radix sort, O(n) per byte of the dtype;
+    memory: 32 bytes per element besides the result."""
+    a = _sortable(a, "a", "argsort")
+    return _argsort(a)
+
+
+def sort(a, values=None):
+    """``a`` sorted (a new array): NumPy's ``np.sort(a, kind="stable")``,
+    NaNs last, -0.0 kept where it was among the zeros.  With ``values`` (a
+    1-D array of the same length, any dtype), returns ``(sorted a, values
+    in the same order)``: a sort by key that keeps equal keys in their input
+    order."""
+    a = _sortable(a, "a", "sort")
+    if values is not None:
+        values = _one_d(values, "values", "sort")
+        if values.shape[0] != a.shape[0]:
+            raise ValueError(f"tack.sort: values has {values.shape[0]} elements and the keys {a.shape[0]}")
+        if values.device != a.device:
+            raise ValueError(f"tack.sort: values is on {values.device} and the keys on {a.device}")
+    idx = _argsort(a)
+    out = _empty(a.shape[0], _npdtype(a.dtype), device=a.device)
+    if a.shape[0]:
+        _gather(a, idx, out)
+    if values is None:
+        return out
+    vout = _empty(values.shape[0], values.dtype, device=values.device)
+    if a.shape[0]:
+        _gather(values, idx, vout)
+    return out, vout

@@ -1,0 +1,149 @@
+"""tack.scan, sort, argsort, reduce, ... (python/tack/_algorithms.py) against NumPy.
+
+One differential per primitive over dtypes and sizes: the sizes (empty, one
+element, a block's edge, many blocks) reuse one compiled kernel per dtype, so
+the cost is a compile per dtype; the default run takes a few dtypes that
+cover each kind (signed, unsigned, bool, f16, f32, f64), TACK_TEST_ALL every
+dtype.  The floats carry NaNs of both signs, +-0.0, +-inf, subnormals and
+values either side of powers of two, where a sort key made by arithmetic
+could go wrong.
+"""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import tack
+
+ALL = bool(os.environ.get("TACK_TEST_ALL"))
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64] if ALL else \
+    [np.int8, np.int64, np.uint32]
+FLOATS = [np.float16, np.float32, np.float64] if ALL else [np.float32, np.float64]
+DTYPES = INTS + FLOATS + [np.bool_]
+# the scans compile per (input, output) dtype pair: the default run takes one of each kind of pair
+SCAN_DTYPES = DTYPES if ALL else [np.int8, np.float32, np.bool_]
+SIZES = [0, 1, 2, 7, 1023, 1024, 1025, 5000, 70_001]
+
+
+@pytest.fixture(autouse=True)
+def _no_race_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+def data(dt, n, seed=0):
+    rng = np.random.default_rng(seed + n)
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, n).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        # both the full range and many ties
+        x = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+        x[::3] = rng.integers(0, 5, x[::3].shape[0]).astype(dt)
+        return x
+    x = (rng.standard_normal(n) * 100).astype(dt)
+    fi = np.finfo(dt)
+    special = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, fi.tiny, -fi.tiny, fi.tiny / 4, -fi.tiny / 8,
+                        fi.max, -fi.max, 1.0, np.nextafter(dt.type(1.0), dt.type(0)), 2.0, 0.5,
+                        np.nextafter(dt.type(0.5), dt.type(1)), -0.0, 0.0, np.nan], dt)
+    spots = np.arange(0, n, 7)
+    x[spots] = np.resize(special, spots.size)
+    return x
+
+
+def same_bits(got, want):
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_sort_and_argsort_are_numpys_stable_sort(dt):
+    for n in SIZES:
+        x = data(dt, n)
+        idx = tack.argsort(x)
+        assert isinstance(idx, tack.Array) and idx.dtype == tack.i64
+        np.testing.assert_array_equal(idx.numpy(), np.argsort(x, kind="stable"), err_msg=f"n={n}")
+        same_bits(tack.sort(x).numpy(), np.sort(x, kind="stable"))
+
+
+def test_sort_by_key_carries_values_and_keeps_ties_in_order():
+    keys = np.array([3, 1, 3, 2, 1, 3], np.int64)
+    vals = np.array([0.5, 1.5, 2.5, 3.5, 4.5, 5.5], np.float32)
+    k, v = tack.sort(keys, vals)
+    assert k.numpy().tolist() == [1, 1, 2, 3, 3, 3]
+    assert v.numpy().tolist() == [1.5, 4.5, 3.5, 0.5, 2.5, 5.5]
+
+
+@pytest.mark.parametrize("dt", SCAN_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_scan_and_reduce_are_numpys(dt):
+    refs = {"sum": np.cumsum, "min": np.minimum.accumulate, "max": np.maximum.accumulate}
+    reds = {"sum": np.sum, "min": np.min, "max": np.max}
+    floats = np.dtype(dt).kind == "f"
+    for n in SIZES:
+        x = data(dt, n, seed=1)
+        if floats:  # sums of huge values and infinities are all inf/NaN: keep the sums meaningful
+            x = np.where(np.isfinite(x) & (np.abs(x) < 1e4), x, 1).astype(dt)
+        for op, ref in refs.items():
+            got = tack.scan(x, op).numpy()
+            want = ref(x)
+            if floats and op == "sum":  # summed block by block: the last bits may differ
+                assert got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=1e-2 if dt == np.float16 else 1e-4, atol=0.5)
+            else:
+                same_bits(got, want)
+            if n:
+                r, w = tack.reduce(x, op), reds[op](x)
+                assert type(r) is type(w)
+                if floats and op == "sum":
+                    np.testing.assert_allclose(r, w, rtol=1e-3)
+                else:
+                    assert r == w, (op, n, r, w)
+
+
+def test_exclusive_scan_starts_from_the_identity():
+    x = np.array([3, -1, 4, -1, 5], np.int32)
+    assert tack.scan(x, exclusive=True).numpy().tolist() == [0, 3, 2, 6, 5]
+    assert tack.scan(x, "min", exclusive=True).numpy().tolist() == [2 ** 31 - 1, 3, -1, -1, -1]
+    f = np.array([2.0, np.nan, 1.0])
+    assert tack.scan(f, "max", exclusive=True).numpy()[:2].tolist() == [-np.inf, 2.0]
+    assert np.isnan(tack.scan(f, "max").numpy()[1:]).all()
+
+
+@tack.func
+def _argmax_pair(a, b):
+    # an associative operator on packed (value << 32 | index): the largest value, first index on ties
+    return a if (a >> 32) > (b >> 32) or ((a >> 32) == (b >> 32) and (a & 0xFFFFFFFF) < (b & 0xFFFFFFFF)) else b
+
+
+def test_reduce_with_a_user_func():
+    rng = np.random.default_rng(5)
+    v = rng.integers(0, 1000, 20_000)
+    packed = (v << 32) | np.arange(v.size)
+    got = tack.reduce(packed, _argmax_pair)
+    assert (got >> 32, got & 0xFFFFFFFF) == (v.max(), v.argmax())
+    assert tack.reduce(np.zeros(0, np.int64), _argmax_pair, initial=7) == 7
+    with pytest.raises(ValueError, match="zero-size array.*no identity"):
+        tack.reduce(np.zeros(0, np.int64), _argmax_pair)
+
+
+def test_bad_arguments_are_refused_by_name():
+    with pytest.raises(ValueError, match="1-D array, got shape \\(2, 2\\)"):
+        tack.sort(np.zeros((2, 2)))
+    with pytest.raises(TypeError, match="dtype complex128"):
+        tack.argsort(np.zeros(3, np.complex128))
+    with pytest.raises(ValueError, match="op must be 'sum', 'min' or 'max', got 'prod'"):
+        tack.scan(np.zeros(3), "prod")
+    with pytest.raises(ValueError, match="values has 2 elements and the keys 3"):
+        tack.sort(np.zeros(3), np.zeros(2))
+    with pytest.raises(TypeError, match="op must be"):
+        tack.reduce(np.zeros(3), len)
+
+
+def test_strided_input_is_copied_first():
+    a = tack.array(np.arange(20, 0, -1, dtype=np.int32))
+    assert tack.sort(a[::2]).numpy().tolist() == sorted(range(20, 0, -2))
+    assert tack.scan(a[::-1]).numpy()[-1] == 210
