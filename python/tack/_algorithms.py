@@ -42,7 +42,7 @@ from ._array import empty as _empty, asarray as _asarray
 from ._core import f32, f64, u64, i64
 from ._kernels import kernel, func, ndrange, independent
 
-__all__ = ["scan", "sort", "argsort",
+__all__ = ["scan", "sort", "argsort", "segmented_reduce", "compact", "unique", "searchsorted", "histogram",
            "reduce"]
 
 # ------------------------------------------------------------------ operators
@@ -494,3 +494,290 @@ def sort(a, values=None):
     if a.shape[0]:
         _gather(values, idx, vout)
     return out, vout
+
+
+# ------------------------------------------------------------------ compact and unique
+
+
+@kernel
+def _count_true(mask, partial, bs):
+    n = mask.shape[0]
+    nb = partial.shape[0] - 1
+    for b in independent(range(nb)):
+        lo = b * bs
+        hi = min(lo + bs, n)
+        c = i64(0)
+        for i in range(lo, hi):
+            if mask[i]:
+                c += 1
+        partial[b] = c
+    for t in range(1):
+        acc = i64(0)
+        for b in range(nb):
+            c = partial[b]
+            partial[b] = acc
+            acc += c
+        partial[nb] = acc
+
+
+@kernel(checks=False)  # out has partial[nb] elements, the number of True in mask
+def _compact_scatter(a, mask, partial, out, bs):
+    n = mask.shape[0]
+    for b in independent(range(partial.shape[0] - 1)):
+        lo = b * bs
+        hi = min(lo + bs, n)
+        p = partial[b]
+        for i in range(lo, hi):
+            if mask[i]:
+                out[p] = a[i]
+                p += 1
+
+
+@kernel
+def _run_starts(s, flags):
+    # flags[i]: s[i] starts a run of equal values (NaNs equal to each other, as np.unique's)
+    for i in range(s.shape[0]):
+        if i == 0:
+            flags[i] = True
+        else:
+            p = s[i - 1]
+            q = s[i]
+            flags[i] = not (p == q or (p != p and q != q))
+
+
+def _compact(a, mask):
+    n = a.shape[0]
+    nb, bs = _blocks(n, a.device)
+    partial = _empty(nb + 1, np.int64, device=a.device)
+    if n:
+        _count_true(mask, partial, bs)
+        total = int(partial[nb])
+    else:
+        total = 0
+    out = _empty(total, _npdtype(a.dtype), device=a.device)
+    if total:
+        _compact_scatter(a, mask, partial, out, bs)
+    return out
+
+
+def compact(a, mask):
+    """The elements of the 1-D array ``a`` where the bool array ``mask`` is
+    True, in order, as a new array: NumPy's ``a[mask]``.  Two passes (a count
+    per block, then each block copies its elements to its offset); memory:
+    the result and 8 bytes per block."""
+    a = _one_d(a, "a", "compact")
+    if a.dtype.shape != ():
+        raise TypeError(f"tack.compact: a has dtype {a.dtype.name}; it takes arrays of scalars")
+    mask = _one_d(mask, "mask", "compact")
+    if mask.dtype.kind != "b":
+        raise TypeError(f"tack.compact: mask has dtype {mask.dtype.name}; it must be bool")
+    if mask.shape[0] != a.shape[0]:
+        raise ValueError(f"tack.compact: mask has {mask.shape[0]} elements and a {a.shape[0]}")
+    if mask.device != a.device:
+        raise ValueError(f"tack.compact: mask is on {mask.device} and a on {a.device}")
+    return _compact(a, mask)
+
+
+def unique(a):
+    """The sorted distinct values of the 1-D array ``a``: NumPy's
+    ``np.unique(a)`` (all NaNs are one value, last; -0.0 and 0.0 are one).
+    A sort, a pass that marks where each run of equal values starts, and a
+    compaction."""
+    a = _sortable(a, "a", "unique")
+    s = sort(a)
+    flags = _empty(s.shape[0], np.bool_, device=a.device)
+    if s.shape[0]:
+        _run_starts(s, flags)
+    return _compact(s, flags)
+
+
+# ------------------------------------------------------------------ searchsorted
+
+
+@func
+def _lt(p, q):
+    # NumPy's sort order: NaNs after everything, equal to each other
+    return p < q or (q != q and p == p)
+
+
+@kernel
+def _searchsorted(a, v, out, right):
+    n = a.shape[0]
+    for j in range(v.shape[0]):
+        x = v[j]
+        lo = i64(0)
+        hi = i64(n)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            y = a[mid]
+            go = False
+            if right != 0:
+                go = not _lt(x, y)
+            else:
+                go = _lt(y, x)
+            if go:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[j] = lo
+
+
+def searchsorted(a, v, side="left"):
+    """Where the values ``v`` would go in the sorted 1-D array ``a`` to keep
+    it sorted: NumPy's ``np.searchsorted(a, v, side)`` (NaNs sort last), one
+    binary search per value in parallel, O(len(v) log len(a)).  ``v`` is an
+    array (the result is an int64 array on ``a``'s device) or a scalar (an
+    ``np.int64``).  ``a`` is not checked to be sorted, as NumPy does not."""
+    if side not in ("left", "right"):
+        raise ValueError(f"tack.searchsorted: side must be 'left' or 'right', got {side!r}")
+    a = _sortable(a, "a", "searchsorted")
+    scalar = np.ndim(v) == 0 and not isinstance(v, _core.Array)
+    if scalar:
+        v = _host([v], np.result_type(v), a.device)
+    else:
+        v = _one_d(v, "v", "searchsorted")
+        _numeric(v, "v", "searchsorted")
+        if v.device != a.device:
+            raise ValueError(f"tack.searchsorted: v is on {v.device} and a on {a.device}")
+    out = _empty(v.shape[0], np.int64, device=a.device)
+    if v.shape[0]:
+        _searchsorted(a, v, out, 1 if side == "right" else 0)
+    return out[0] if scalar else out
+
+
+# ------------------------------------------------------------------ histogram
+
+
+@kernel
+def _histogram(a, edges, counts):
+    nb = edges.shape[0] - 1
+    lo = edges[0]
+    hi = edges[nb]
+    for i in range(a.shape[0]):
+        x = a[i]
+        if x >= lo and x <= hi:
+            # the last edge <= x, the last bin closed: np.histogram's bins
+            l = i64(0)
+            h = i64(nb)
+            while h - l > 1:
+                mid = (l + h) // 2
+                if edges[mid] <= x:
+                    l = mid
+                else:
+                    h = mid
+            while l + 1 < nb and edges[l + 1] <= x:
+                l += 1
+            counts[l] += 1
+
+
+def histogram(a, bins=10, range=None):
+    """Counts of the values of the 1-D array ``a`` in bins: NumPy's
+    ``np.histogram(a, bins, range)`` -- ``bins`` an int (equal bins over
+    ``range``, or over ``a``'s min and max) or the increasing edges; each bin
+    holds ``edges[k] <= x < edges[k + 1]``, the last one its right edge too;
+    values outside and NaNs are not counted.  Returns ``(counts, edges)``:
+    int64 counts on ``a``'s device and the edges as NumPy computes them (a
+    NumPy array).  One pass, a binary search over the edges per value and an
+    atomic add per counted value; ``weights`` and ``density`` are not
+    offered."""
+    a = _sortable(a, "a", "histogram")
+    npdt = _npdtype(a.dtype)
+    if np.ndim(bins) == 0 and range is None and a.shape[0]:
+        lo, hi = reduce(a, "min"), reduce(a, "max")
+        edges = np.histogram_bin_edges(np.array([lo, hi], npdt), bins)
+    else:
+        edges = np.histogram_bin_edges(np.zeros(0, npdt), bins, range=range)
+    counts = _empty(edges.shape[0] - 1, np.int64, device=a.device)
+    counts.fill(0)
+    if a.shape[0]:
+        _histogram(a, _host(edges, edges.dtype, a.device), counts)
+    return counts, edges
+
+
+# ------------------------------------------------------------------ segmented reduce
+
+
+@kernel
+def _segments(x, off, out, init, which, has_init):
+    for s in range(out.shape[0]):
+        lo = off[s]
+        hi = off[s + 1]
+        acc = init[0]
+        if has_init == 0 and hi > lo:
+            acc = x[lo]
+            lo += 1
+        for i in range(lo, hi):
+            acc = _combine(which, acc, x[i])
+        out[s] = acc
+
+
+_SEGMENTS = {}
+
+
+def _segment_kernel(op):
+    k = _SEGMENTS.get(op)
+    if k is None:
+        @kernel
+        def _segments_op(x, off, out, init, has_init):
+            for s in range(out.shape[0]):
+                lo = off[s]
+                hi = off[s + 1]
+                acc = init[0]
+                if has_init == 0 and hi > lo:
+                    acc = x[lo]
+                    lo += 1
+                for i in range(lo, hi):
+                    acc = op(acc, x[i])
+                out[s] = acc
+        k = _SEGMENTS[op] = _segments_op
+    return k
+
+
+def segmented_reduce(values, offsets, op="sum", *, initial=None, dtype=None):
+    """Reduce each segment ``values[offsets[s]:offsets[s + 1]]`` of the 1-D
+    array ``values`` with ``op`` (``"sum"``, ``"min"``, ``"max"`` or an
+    associative ``@tack.func`` of two values): a new array of
+    ``len(offsets) - 1`` values, segment ``s`` the ``tack.reduce`` of its
+    slice, in parallel over the segments.  ``offsets`` must be
+    non-decreasing integers from 0 to ``len(values)`` (checked; a
+    ``ValueError`` names the first bad one).  ``initial`` starts every
+    segment; without it an empty segment is 0 for sums and a ``ValueError``
+    for the other operators."""
+    values = _one_d(values, "values", "segmented_reduce")
+    fn, name = _op_of(op, "segmented_reduce")
+    _numeric(values, "values", "segmented_reduce", complex_ok=(name != "min" and name != "max"))
+    off = np.asarray(offsets.numpy() if isinstance(offsets, _core.Array) else offsets)
+    if off.ndim != 1 or off.shape[0] < 1 or (off.size and off.dtype.kind not in "iu"):
+        raise ValueError("tack.segmented_reduce: offsets must be a 1-D array of integers with at least one "
+                         f"element (the segments' starts and the end), got {off.dtype} of shape {off.shape}")
+    off = off.astype(np.int64)
+    n = values.shape[0]
+    bad = np.nonzero((off < 0) | (off > n))[0]
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"tack.segmented_reduce: offsets[{k}] = {off[k]} is outside 0..{n}")
+    down = np.nonzero(np.diff(off) < 0)[0]
+    if down.size:
+        k = int(down[0]) + 1
+        raise ValueError(f"tack.segmented_reduce: offsets[{k}] = {off[k]} is below offsets[{k - 1}] = "
+                         f"{off[k - 1]}: offsets must not decrease")
+    npdt = _npdtype(values.dtype)
+    outdt = np.dtype(dtype) if dtype is not None else (_sum_dtype(npdt) if name == "sum" else npdt)
+    if initial is None and name != "sum":
+        empty = np.nonzero(np.diff(off) == 0)[0]
+        if empty.size:
+            k = int(empty[0])
+            raise ValueError(f"tack.segmented_reduce: segment {k} (offsets[{k}] = offsets[{k + 1}] = {off[k]}) "
+                             f"is empty and {name or op.__name__} has no identity: give initial=")
+    nseg = off.shape[0] - 1
+    out = _empty(nseg, outdt, device=values.device)
+    if nseg == 0:
+        return out
+    has_init = initial is not None or name == "sum"
+    init = _host([initial if initial is not None else 0], outdt, values.device)
+    offs = _host(off, np.int64, values.device)
+    if name is not None:
+        _segments(values, offs, out, init, _WHICH[name], 1 if has_init else 0)
+    else:
+        _segment_kernel(fn)(values, offs, out, init, 1 if has_init else 0)
+    return out

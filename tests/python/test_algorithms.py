@@ -147,3 +147,62 @@ def test_strided_input_is_copied_first():
     a = tack.array(np.arange(20, 0, -1, dtype=np.int32))
     assert tack.sort(a[::2]).numpy().tolist() == sorted(range(20, 0, -2))
     assert tack.scan(a[::-1]).numpy()[-1] == 210
+
+
+def test_compact_unique_searchsorted_histogram_segmented_reduce_are_numpys():
+    rng = np.random.default_rng(7)
+    for n in SIZES:
+        x = rng.integers(-50, 50, n).astype(np.int32)
+        f = np.round(data(np.float64, n, seed=3) / 100, 1)
+        m = x % 3 == 0
+        np.testing.assert_array_equal(tack.compact(x, m).numpy(), x[m])
+        np.testing.assert_array_equal(tack.compact(f, m).numpy(), f[m])
+        np.testing.assert_array_equal(tack.unique(f).numpy(), np.unique(f))
+        np.testing.assert_array_equal(tack.unique(x).numpy(), np.unique(x))
+        s = np.sort(f)
+        q = np.concatenate([f[:100], [np.nan, -np.inf, np.inf, 0.0, -0.0, 0.25]])
+        for side in ("left", "right"):
+            np.testing.assert_array_equal(tack.searchsorted(s, q, side).numpy(), np.searchsorted(s, q, side))
+            np.testing.assert_array_equal(tack.searchsorted(np.sort(x), x, side).numpy(),
+                                          np.searchsorted(np.sort(x), x, side))
+        fin = np.where(np.isfinite(f), f, 0.5)
+        for args in [(fin, 17), (x, [-50, -1, 0, 0, 3, 49]), (f, 5, (-1, 1)), (x, 4, (-10, 10)), (x, 1)]:
+            c, e = tack.histogram(*args)
+            wc, we = np.histogram(*args)
+            np.testing.assert_array_equal(c.numpy(), wc, err_msg=f"n={n} {args[1:]}")
+            np.testing.assert_array_equal(e, we)
+        off = np.unique(np.concatenate([[0, n], rng.integers(0, n + 1, 5)]))
+        off = np.insert(off, 1, off[0])  # an empty segment
+        segs = [x[a:b] for a, b in zip(off[:-1], off[1:])]
+        np.testing.assert_array_equal(tack.segmented_reduce(x, off).numpy(), [s.sum() for s in segs])
+        np.testing.assert_array_equal(tack.segmented_reduce(x, off, "min", initial=99).numpy(),
+                                      [min(s.min(initial=99), 99) for s in segs])
+        np.testing.assert_array_equal(tack.segmented_reduce(x.astype(np.int64), off, _argmax_pair, initial=-1).numpy(),
+                                      [_py_reduce(s) for s in segs])
+    assert tack.searchsorted([1.0, 2.0, 3.0], 2.0, "right") == 2
+
+
+def _py_reduce(s):
+    acc = -1
+    for v in s.astype(np.int64):
+        acc = _argmax_pair(acc, int(v))
+    return acc
+
+
+def test_bad_arguments_of_the_other_primitives():
+    with pytest.raises(TypeError, match="mask has dtype i32; it must be bool"):
+        tack.compact(np.zeros(3), np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="mask has 2 elements and a 3"):
+        tack.compact(np.zeros(3), np.zeros(2, bool))
+    with pytest.raises(ValueError, match="side must be 'left' or 'right', got 'middle'"):
+        tack.searchsorted(np.zeros(3), 1.0, "middle")
+    with pytest.raises(ValueError, match="autodetected range of \\[nan, nan\\] is not finite"):
+        tack.histogram(np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match="`bins` must increase monotonically"):
+        tack.histogram(np.zeros(3), [1, 0])
+    with pytest.raises(ValueError, match="offsets\\[2\\] = 1 is below offsets\\[1\\] = 2"):
+        tack.segmented_reduce(np.zeros(3), [0, 2, 1, 3])
+    with pytest.raises(ValueError, match="offsets\\[1\\] = 4 is outside 0..3"):
+        tack.segmented_reduce(np.zeros(3), [0, 4])
+    with pytest.raises(ValueError, match="segment 1 .* is empty and max has no identity: give initial="):
+        tack.segmented_reduce(np.zeros(3), [0, 1, 1, 3], "max")
