@@ -670,6 +670,12 @@ def _histogram(a, edges, counts):
             counts[l] += 1
 
 
+@kernel
+def _widen(src, dst):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
 def histogram(a, bins=10, range=None):
     """Counts of the values of the 1-D array ``a`` in bins: NumPy's
     ``np.histogram(a, bins, range)`` -- ``bins`` an int (equal bins over
@@ -678,7 +684,8 @@ def histogram(a, bins=10, range=None):
     values outside and NaNs are not counted.  Returns ``(counts, edges)``:
     int64 counts on ``a``'s device and the edges as NumPy computes them (a
     NumPy array).  One pass, a binary search over the edges per value and an
-    atomic add per counted value; ``weights`` and ``density`` are not
+    atomic add per counted value (into int32 counts below 2**31 values:
+    Metal has no 64-bit atomics); ``weights`` and ``density`` are not
     offered."""
     a = _sortable(a, "a", "histogram")
     npdt = _npdtype(a.dtype)
@@ -689,8 +696,14 @@ def histogram(a, bins=10, range=None):
         edges = np.histogram_bin_edges(np.zeros(0, npdt), bins, range=range)
     counts = _empty(edges.shape[0] - 1, np.int64, device=a.device)
     counts.fill(0)
-    if a.shape[0]:
+    if a.shape[0] >= 2 ** 31:
         _histogram(a, _host(edges, edges.dtype, a.device), counts)
+    elif a.shape[0]:
+        # counted in int32 (Metal has no 64-bit atomics), then widened
+        c32 = _empty(counts.shape[0], np.int32, device=a.device)
+        c32.fill(0)
+        _histogram(a, _host(edges, edges.dtype, a.device), c32)
+        _widen(c32, counts)
     return counts, edges
 
 

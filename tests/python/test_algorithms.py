@@ -10,12 +10,19 @@ could go wrong.
 """
 
 import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import tack
+from tack import _core
+
+sys.path.insert(0, os.path.dirname(__file__))
+import _msl  # noqa: E402
+import _ocloc  # noqa: E402
 
 ALL = bool(os.environ.get("TACK_TEST_ALL"))
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64] if ALL else \
@@ -206,3 +213,122 @@ def test_bad_arguments_of_the_other_primitives():
         tack.segmented_reduce(np.zeros(3), [0, 4])
     with pytest.raises(ValueError, match="segment 1 .* is empty and max has no identity: give initial="):
         tack.segmented_reduce(np.zeros(3), [0, 1, 1, 3], "max")
+
+
+# ------------------------------------------------------------ the GPU backends
+OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
+
+
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
+def test_every_primitive_runs_on_opencl():
+    dev = OPENCL[0]
+    rng = np.random.default_rng(11)
+    x = rng.integers(-50, 50, 3000).astype(np.int32)
+    f = np.round(rng.standard_normal(3000), 1)
+    f[::9] = np.nan
+    f[1::13] = -0.0
+    X, F = tack.array(x, device=dev), tack.array(f, device=dev)
+
+    def same(got, want):
+        assert not isinstance(got, tack.Array) or got.device == dev
+        got = got.numpy() if isinstance(got, tack.Array) else got
+        np.testing.assert_array_equal(got, want)
+
+    same(tack.scan(X), np.cumsum(x))
+    same(tack.scan(F, "max", exclusive=True)[1:], np.maximum.accumulate(f)[:-1])
+    assert tack.reduce(X, "min") == x.min() and tack.reduce(X, "sum") == x.sum()
+    same(tack.argsort(F), np.argsort(f, kind="stable"))
+    same(tack.sort(X), np.sort(x))
+    same(tack.sort(F).numpy().view(np.uint64), np.sort(f, kind="stable").view(np.uint64))
+    same(tack.compact(X, tack.array(x > 0, device=dev)), x[x > 0])
+    same(tack.unique(F), np.unique(f))
+    same(tack.searchsorted(tack.array(np.sort(f), device=dev), F, "right"), np.searchsorted(np.sort(f), f, "right"))
+    same(tack.histogram(X, 7)[0], np.histogram(x, 7)[0])
+    off = np.array([0, 10, 10, 2000, 3000])
+    same(tack.segmented_reduce(X, off, "max", initial=-99),
+         [x[a:b].max(initial=-99) for a, b in zip(off[:-1], off[1:])])
+    packed = tack.array((x.astype(np.int64) + 50) << 32 | np.arange(x.size), device=dev)
+    got = tack.reduce(packed, _argmax_pair)
+    assert (got >> 32, got & 0xFFFFFFFF) == (x.max() + 50, x.argmax())
+
+
+def every_source(target):
+    """The source of every kernel the primitives launch, for `target`, with
+    32-bit floats (Metal has no double) and the integer widths they use."""
+    from tack import _algorithms as A
+
+    def z(n, dt):
+        return tack.zeros(n, dt)
+
+    f32, i32, i64, u64 = np.float32, np.int32, np.int64, np.uint64
+    calls = [
+        (A._scan, (z(4, i32), z(4, i64), z(2, i64), z(2, i64), 2, 0, 0)),
+        (A._scan, (z(4, f32), z(4, f32), z(2, f32), z(2, f32), 2, 0, 1)),
+        (A._int_keys, (z(4, i32), z(4, u64), z(4, i64), z(2, u64))),
+        (A._float_keys, (z(4, f32), z(4, u64), z(4, i64), z(4, f32), z(4, f32), z(2, u64), 23, -126)),
+        (A._radix_pass, (z(4, u64), z(4, i64), z(4, u64), z(4, i64), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
+        (A._gather, (z(4, f32), z(4, i64), z(4, f32))),
+        (A._reduce_kernel(A._op_bor), (z(4, u64), z(2, u64), 2)),
+        (A._reduce_kernel(_argmax_pair), (z(4, i64), z(2, i64), 2)),
+        (A._count_true, (z(4, np.bool_), z(3, i64), 2)),
+        (A._compact_scatter, (z(4, f32), z(4, np.bool_), z(3, i64), z(4, f32), 2)),
+        (A._run_starts, (z(4, f32), z(4, np.bool_))),
+        (A._searchsorted, (z(4, f32), z(4, f32), z(4, i64), 0)),
+        (A._histogram, (z(4, f32), z(5, f32), z(4, np.int32))),
+        (A._widen, (z(4, np.int32), z(4, i64))),
+        (A._segments, (z(4, i32), z(3, i64), z(2, i64), z(1, i64), 0, 1)),
+        (A._segment_kernel(_argmax_pair), (z(4, i64), z(3, i64), z(2, i64), z(1, i64), 1)),
+    ]
+    return [k.generated_source(*args, target=target) for k, args in calls]
+
+
+def _checked(tool, version, arch, program, compute, ok):
+    """compute()'s verdict on program, kept in the tests' tool cache (_tool_cache.py)."""
+    import _tool_cache
+
+    return _tool_cache.cached(tool, version, arch, "", program, compute, ok)
+
+
+@pytest.mark.skipif(not (hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0),
+                    reason="NVRTC (libnvrtc) is not installed")
+def test_cuda_sources_compile_with_nvrtc():
+    import _gpu_batch
+
+    program, entries = _gpu_batch.batch_source(every_source("cuda"))
+    ptx = _checked("nvrtc", _gpu_batch.tool_version("cuda"), "sm_80", program,
+                   lambda: _gpu_batch.nvrtc_compile(program, "sm_80"), lambda out: ".entry" in out)
+    assert all(n in ptx for names in entries for n in names)
+
+
+_HIPRTC = ("import sys\nfrom tack import _core\n"
+           "sys.stdout.buffer.write(_core._hiprtc_compile(sys.stdin.read(), 'gfx90a')[:4])\n")
+
+
+@pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
+def test_hip_sources_compile_with_hiprtc():
+    import _gpu_batch
+
+    program, _ = _gpu_batch.batch_source(every_source("hip"))
+
+    def compile_apart():
+        # in a process of its own, as tests/python/test_hip.py explains (comgr and PoCL share libLLVM)
+        proc = subprocess.run([sys.executable, "-c", _HIPRTC], input=program.encode(), capture_output=True,
+                              timeout=600)
+        return proc.stdout if proc.returncode == 0 else proc.stderr.decode(errors="replace")[-4000:]
+
+    out = _checked("hiprtc", _gpu_batch.tool_version("hip"), "gfx90a", program, compile_apart,
+                   lambda out: out == b"\x7fELF")
+    assert out == b"\x7fELF", out
+
+
+@pytest.mark.skipif(_ocloc.library() is None, reason="libocloc is not installed (Debian: intel-opencl-icd)")
+def test_opencl_sources_compile_with_ocloc():
+    failed = [r for r in _ocloc.check_many([(src, "pvc") for src in every_source("opencl")]) if r is not None]
+    assert not failed, failed[0][1][-3000:]
+
+
+@pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(), reason="clang++ is not installed (Debian: clang)")
+def test_metal_sources_pass_the_msl_check():
+    verdicts = [_checked("msl", _msl.compiler_identity(), "", src, lambda src=src: _msl.check(src) or "ok",
+                         lambda out: out == "ok") for src in every_source("metal")]
+    assert verdicts == ["ok"] * len(verdicts), [v for v in verdicts if v != "ok"][0]
