@@ -648,26 +648,74 @@ def searchsorted(a, v, side="left"):
 # ------------------------------------------------------------------ histogram
 
 
+@func
+def _bin_of(x, edges, scale):
+    # the last edge <= x, the last bin closed: np.histogram's bins.  With
+    # equal bins (scale[0] = bins / width) the arithmetic guess is checked
+    # against the edges and moved a step when it is one off (as NumPy's is);
+    # a guess still wrong, and unequal bins, take a binary search.  (A
+    # while loop costs far more than two ifs in the common case: keep them
+    # out of the path most values take.)
+    nb = edges.shape[0] - 1
+    l = i64(-1)
+    if scale[0] > 0:
+        g = (x - edges[0]) * scale[0]  # may be inf when the range's width overflows
+        l = i64(0)
+        if g >= nb:
+            l = nb - 1
+        elif g > 0:
+            l = i64(g)
+        if l > 0 and x < edges[l]:
+            l -= 1
+        elif l + 1 < nb and edges[l + 1] <= x:
+            l += 1
+        if x < edges[l] or (l + 1 < nb and edges[l + 1] <= x):
+            l = -1
+    if l < 0:
+        l = 0
+        h = i64(nb)
+        while h - l > 1:
+            mid = (l + h) // 2
+            if edges[mid] <= x:
+                l = mid
+            else:
+                h = mid
+        while l + 1 < nb and edges[l + 1] <= x:
+            l += 1
+    return l
+
+
 @kernel
-def _histogram(a, edges, counts):
+def _histogram(a, edges, scale, counts):
     nb = edges.shape[0] - 1
     lo = edges[0]
     hi = edges[nb]
     for i in range(a.shape[0]):
         x = a[i]
         if x >= lo and x <= hi:
-            # the last edge <= x, the last bin closed: np.histogram's bins
-            l = i64(0)
-            h = i64(nb)
-            while h - l > 1:
-                mid = (l + h) // 2
-                if edges[mid] <= x:
-                    l = mid
-                else:
-                    h = mid
-            while l + 1 < nb and edges[l + 1] <= x:
-                l += 1
-            counts[l] += 1
+            counts[_bin_of(x, edges, scale)] += 1
+
+
+@kernel(checks=False)  # bins come from _bin_of, within 0..nbins-1
+def _histogram_blocks(a, edges, scale, rows, counts, bs):
+    # each block counts into its own row, then the rows are summed per bin
+    n = a.shape[0]
+    nb = edges.shape[0] - 1
+    lo = edges[0]
+    hi = edges[nb]
+    for b in independent(range(rows.shape[0])):
+        for k in range(nb):
+            rows[b, k] = 0
+        for i in range(b * bs, min(b * bs + bs, n)):
+            x = a[i]
+            if x >= lo and x <= hi:
+                k = _bin_of(x, edges, scale)
+                rows[b, k] = rows[b, k] + 1
+    for k in range(nb):
+        s = i64(0)
+        for b in range(rows.shape[0]):
+            s += rows[b, k]
+        counts[k] = s
 
 
 @kernel
@@ -683,9 +731,11 @@ def histogram(a, bins=10, range=None):
     holds ``edges[k] <= x < edges[k + 1]``, the last one its right edge too;
     values outside and NaNs are not counted.  Returns ``(counts, edges)``:
     int64 counts on ``a``'s device and the edges as NumPy computes them (a
-    NumPy array).  One pass, a binary search over the edges per value and an
-    atomic add per counted value (into int32 counts below 2**31 values:
-    Metal has no 64-bit atomics); ``weights`` and ``density`` are not
+    NumPy array).  One pass: each block counts into its own row of
+    counters (a binary search over the edges per value, or arithmetic and a
+    check against them for equal bins), then the rows are summed; when the
+    rows would pass 4M counters, atomic adds into one row of int32 counters
+    (Metal has no 64-bit atomics); ``weights`` and ``density`` are not
     offered."""
     a = _sortable(a, "a", "histogram")
     npdt = _npdtype(a.dtype)
@@ -694,15 +744,29 @@ def histogram(a, bins=10, range=None):
         edges = np.histogram_bin_edges(np.array([lo, hi], npdt), bins)
     else:
         edges = np.histogram_bin_edges(np.zeros(0, npdt), bins, range=range)
-    counts = _empty(edges.shape[0] - 1, np.int64, device=a.device)
+    nbins = edges.shape[0] - 1
+    counts = _empty(nbins, np.int64, device=a.device)
     counts.fill(0)
-    if a.shape[0] >= 2 ** 31:
-        _histogram(a, _host(edges, edges.dtype, a.device), counts)
-    elif a.shape[0]:
-        # counted in int32 (Metal has no 64-bit atomics), then widened
-        c32 = _empty(counts.shape[0], np.int32, device=a.device)
+    n = a.shape[0]
+    if n == 0:
+        return counts, edges
+    dev_edges = _host(edges, edges.dtype, a.device)
+    uniform = np.ndim(bins) == 0 and edges[-1] > edges[0]
+    with np.errstate(over="ignore", divide="ignore"):
+        sc = np.asarray(nbins / (edges[-1] - edges[0]) if uniform else 0, edges.dtype)
+    scale = _host([sc if np.isfinite(sc) else 0], edges.dtype, a.device)
+    nb, bs = _blocks(n, a.device)
+    if nb * nbins <= 1 << 22:
+        # a row of counters per block: no atomics, 8 bytes per block and bin
+        rows = _empty((nb, nbins), np.int64, device=a.device)
+        _histogram_blocks(a, dev_edges, scale, rows, counts, bs)
+    elif n >= 2 ** 31:
+        _histogram(a, dev_edges, scale, counts)
+    else:
+        # counted in int32 atomics (Metal has no 64-bit ones), then widened
+        c32 = _empty(nbins, np.int32, device=a.device)
         c32.fill(0)
-        _histogram(a, _host(edges, edges.dtype, a.device), c32)
+        _histogram(a, dev_edges, scale, c32)
         _widen(c32, counts)
     return counts, edges
 
