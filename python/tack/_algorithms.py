@@ -23,8 +23,8 @@ none: dividing by a power of two is exact), all NaNs to the top key and
 -0.0 to +0.0's key, so that a stable sort keeps them in their input order
 as NumPy's stable sort does.  A pass is stable (each block scatters its own
 elements in order to offsets that put block b's after block b-1's), so the
-sort is.  `sort` gathers the values through the sorted indices, so a -0.0
-stays -0.0 and a NaN keeps its payload.
+sort is.  `sort` carries the values themselves through the passes (and
+`argsort` the indices), so a -0.0 stays -0.0 and a NaN keeps its payload.
 
 The kernels are compiled on first use for each dtype, as any kernel is, and
 kept in the disk cache.  The operator kernels (`reduce`, `scan` and
@@ -307,14 +307,15 @@ def _op_band(a, b):
 
 
 @kernel(checks=False)  # indices made here, in bounds by construction
-def _int_keys(x, keys, idx, u):
+def _int_keys(x, keys, idx, u, with_idx):
     for i in range(x.shape[0]):
         keys[i] = (u64(x[i]) + u[0]) & u[1]
-        idx[i] = i
+        if with_idx != 0:
+            idx[i] = i
 
 
 @kernel(checks=False)  # indices made here, in bounds by construction
-def _float_keys(x, keys, idx, tab, c, u, mbits, emin):
+def _float_keys(x, keys, idx, tab, c, u, mbits, emin, with_idx):
     # tab[e] = 2**(emin + e): the powers of two of the normal exponents
     ne = tab.shape[0]
     for i in range(x.shape[0]):
@@ -325,14 +326,17 @@ def _float_keys(x, keys, idx, tab, c, u, mbits, emin):
             m = u64(0)
             if a == 0:
                 m = u64(0)
-            elif a < tab[0]:  # subnormal: its mantissa is a * 2**(mantissa bits - emin)
+            elif a < tab[0]:  # subnormal: its mantissa is a * 2**(mantissa bits - emin), two exact products
                 m = u64(a * c[1] * c[2])
-            elif a * 0 != 0:  # infinity
+            elif a * 0 != 0:  # infinity: the exponent past the largest
                 m = u64(ne + 1) << mbits
             else:
+                # log2 may round across a power of two: one step against the table fixes it.
+                # (Measured: faster than scaling into [1, 2) by exact powers of two, a step per
+                # exponent bit, with branches or with selects.)
                 e = i64(math.floor(math.log2(a))) - emin
                 e = max(0, min(e, ne - 1))
-                if e > 0 and a < tab[e]:  # log2 may round across a power of two: one step fixes it
+                if e > 0 and a < tab[e]:
                     e -= 1
                 if e < ne - 1 and a >= tab[e + 1]:
                     e += 1
@@ -342,7 +346,8 @@ def _float_keys(x, keys, idx, tab, c, u, mbits, emin):
             else:
                 k = u[1] + m
         keys[i] = k
-        idx[i] = i
+        if with_idx != 0:
+            idx[i] = i
 
 
 @kernel(checks=False)  # indices made here, in bounds by construction
@@ -390,7 +395,7 @@ def _gather(x, idx, out):
         out[i] = x[idx[i]]
 
 
-_FLOATS = {}  # key float type -> (tab, c, u, mbits, emin) as NumPy arrays and ints
+_FLOATS = {}  # (key float type, device) -> the constants _float_keys reads
 
 
 def _float_table(kind, device):
@@ -402,58 +407,61 @@ def _float_table(kind, device):
         else:
             npf, mbits, emin, emax, s1, s2, bits = np.float64, 52, -1022, 1023, 2.0 ** 537, 2.0 ** 537, 64
         tab = np.array([math.ldexp(1.0, e) for e in range(emin, emax + 1)], npf)
-        c = np.array([2.0 ** mbits, s1, s2, 1.0], npf)
+        c = np.array([2.0 ** mbits, s1, s2, 1.0], npf)  # 2**mbits, the subnormal scale in two factors, 1
         u = np.array([(1 << bits) - 1, 1 << (bits - 1)], np.uint64)
         got = _FLOATS[key] = (_host(tab, npf, device), _host(c, npf, device), _host(u, np.uint64, device), mbits, emin)
     return got
 
 
-def _sort_keys(a):
+def _sort_keys(a, with_idx=True):
     """The 64-bit keys of a (whose unsigned order is NumPy's order of a's
-    values), the identity permutation, and the number of key bits."""
+    values), the identity permutation (when with_idx), and the number of
+    key bits."""
     n = a.shape[0]
     dev = a.device
     keys = _empty(n, np.uint64, device=dev)
-    idx = _empty(n, np.int64, device=dev)
+    idx = _empty(n if with_idx else 1, np.int64, device=dev)
     kind = a.dtype.kind
     size = a.dtype.itemsize
     if kind == "f":
-        if size == 8:
-            tab, c, u, mbits, emin = _float_table("f64", dev)
-            bits = 64
-        else:
-            tab, c, u, mbits, emin = _float_table("f32", dev)
-            bits = 32
-        _float_keys(a, keys, idx, tab, c, u, mbits, emin)
+        tab, c, u, mbits, emin = _float_table("f64" if size == 8 else "f32", dev)
+        bits = 64 if size == 8 else 32
+        _float_keys(a, keys, idx, tab, c, u, mbits, emin, 1 if with_idx else 0)
     else:
         bits = 8 * size
         flip = (1 << (bits - 1)) if kind == "i" else 0
-        _int_keys(a, keys, idx, _host([flip, (1 << bits) - 1], np.uint64, dev))
+        _int_keys(a, keys, idx, _host([flip, (1 << bits) - 1], np.uint64, dev), 1 if with_idx else 0)
     return keys, idx, bits
 
 
-def _argsort(a):
-    n = a.shape[0]
-    dev = a.device
-    keys, idx, bits = _sort_keys(a)
-    if n <= 1:
-        return idx
+def _radix_sort(keys, vals, bits, out_vals):
+    """Sort keys with vals riding along (both overwritten); the sorted values
+    end in vals or in out_vals: the one returned."""
+    n = keys.shape[0]
+    dev = keys.device
     nb, bs = _blocks(n, dev)
     red = _empty(nb, np.uint64, device=dev)
     _reduce_kernel(_op_bor)(keys, red, bs)
     ors = int(red[0])
     _reduce_kernel(_op_band)(keys, red, bs)
     varying = ors ^ int(red[0])  # the key bits that are not the same in every key
+    shifts = [s for s in range(0, bits, 8) if (varying >> s) & 255]  # a digit every key shares moves nothing
+    if not shifts:
+        return vals
     keys2 = _empty(n, np.uint64, device=dev)
-    idx2 = _empty(n, np.int64, device=dev)
     counts = _empty((nb, 256), np.int64, device=dev)
     totals = _empty(256, np.int64, device=dev)
-    for shift in range(0, bits, 8):
-        if (varying >> shift) & 255 == 0:
-            continue  # every key has this digit: the pass would move nothing
-        _radix_pass(keys, idx, keys2, idx2, counts, totals, shift, bs)
-        keys, keys2, idx, idx2 = keys2, keys, idx2, idx
-    return idx
+    for shift in shifts:
+        _radix_pass(keys, vals, keys2, out_vals, counts, totals, shift, bs)
+        keys, keys2, vals, out_vals = keys2, keys, out_vals, vals
+    return vals
+
+
+def _argsort(a):
+    keys, idx, bits = _sort_keys(a)
+    if a.shape[0] <= 1:
+        return idx
+    return _radix_sort(keys, idx, bits, _empty(a.shape[0], np.int64, device=a.device))
 
 
 def _sortable(a, name, what):
@@ -484,14 +492,21 @@ def sort(a, values=None):
             raise ValueError(f"tack.sort: values has {values.shape[0]} elements and the keys {a.shape[0]}")
         if values.device != a.device:
             raise ValueError(f"tack.sort: values is on {values.device} and the keys on {a.device}")
-    idx = _argsort(a)
-    out = _empty(a.shape[0], _npdtype(a.dtype), device=a.device)
-    if a.shape[0]:
-        _gather(a, idx, out)
+    n = a.shape[0]
+    npdt = _npdtype(a.dtype)
     if values is None:
-        return out
-    vout = _empty(values.shape[0], values.dtype, device=values.device)
-    if a.shape[0]:
+        # the values ride through the passes themselves: no index array, no gather
+        if n <= 1:
+            return a.copy()
+        keys, _, bits = _sort_keys(a, with_idx=False)
+        work = a.copy()
+        got = _radix_sort(keys, work, bits, _empty(n, npdt, device=a.device))
+        return got
+    idx = _argsort(a)
+    out = _empty(n, npdt, device=a.device)
+    vout = _empty(n, values.dtype, device=values.device)
+    if n:
+        _gather(a, idx, out)
         _gather(values, idx, vout)
     return out, vout
 

@@ -300,9 +300,10 @@ def every_source(target):
     calls = [
         (A._scan, (z(4, i32), z(4, i64), z(2, i64), z(2, i64), 2, 0, 0)),
         (A._scan, (z(4, f32), z(4, f32), z(2, f32), z(2, f32), 2, 0, 1)),
-        (A._int_keys, (z(4, i32), z(4, u64), z(4, i64), z(2, u64))),
-        (A._float_keys, (z(4, f32), z(4, u64), z(4, i64), z(4, f32), z(4, f32), z(2, u64), 23, -126)),
+        (A._int_keys, (z(4, i32), z(4, u64), z(4, i64), z(2, u64), 1)),
+        (A._float_keys, (z(4, f32), z(4, u64), z(4, i64), z(4, f32), z(4, f32), z(2, u64), 23, -126, 0)),
         (A._radix_pass, (z(4, u64), z(4, i64), z(4, u64), z(4, i64), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
+        (A._radix_pass, (z(4, u64), z(4, f32), z(4, u64), z(4, f32), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
         (A._gather, (z(4, f32), z(4, i64), z(4, f32))),
         (A._reduce_kernel(A._op_bor), (z(4, u64), z(2, u64), 2)),
         (A._reduce_kernel(_argmax_pair), (z(4, i64), z(2, i64), 2)),
