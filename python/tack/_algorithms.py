@@ -198,6 +198,52 @@ def _scan(x, out, partial, first, bs, exclusive, which):
 
 
 _WHICH = {"sum": 0, "min": 1, "max": 2}
+_SCANS_WITH = {}
+
+
+def _scan_with(op):
+    """_scan with the operator fixed to the @tack.func op: for complex sums,
+    which _combine cannot type (its min and max compare)."""
+    k = _SCANS_WITH.get(op)
+    if k is None:
+        @kernel
+        def _scan_op(x, out, partial, first, bs, exclusive):
+            n = x.shape[0]
+            nb = partial.shape[0]
+            for b in independent(range(nb)):
+                lo = b * bs
+                hi = min(lo + bs, n)
+                acc = first[0]
+                for i in range(lo, hi):
+                    acc = op(acc, x[i])
+                partial[b] = acc
+            for t in range(1):
+                acc = first[0]
+                for b in range(nb):
+                    v = partial[b]
+                    partial[b] = acc
+                    acc = op(acc, v)
+                first[1] = acc
+            for b in independent(range(nb if exclusive < 2 else 0)):
+                lo = b * bs
+                hi = min(lo + bs, n)
+                acc = partial[b]
+                for i in range(lo, hi):
+                    if exclusive != 0:
+                        out[i] = acc
+                        acc = op(acc, x[i])
+                    else:
+                        acc = op(acc, x[i])
+                        out[i] = acc
+        k = _SCANS_WITH[op] = _scan_op
+    return k
+
+
+def _run_scan(a, out, partial, first, bs, mode, op, outdt):
+    if outdt.kind == "c":
+        _scan_with(_op_sum)(a, out, partial, first, bs, mode)
+    else:
+        _scan(a, out, partial, first, bs, mode, _WHICH[op])
 
 
 def scan(a, op="sum", *, exclusive=False, dtype=None):
@@ -227,7 +273,7 @@ def scan(a, op="sum", *, exclusive=False, dtype=None):
     nb, bs = _blocks(n, a.device)
     partial = _empty(nb, outdt, device=a.device)
     first = _host([_identity(op, outdt)] * 2, outdt, a.device)
-    _scan(a, out, partial, first, bs, 1 if exclusive else 0, _WHICH[op])
+    _run_scan(a, out, partial, first, bs, 1 if exclusive else 0, op, outdt)
     return out
 
 
@@ -283,7 +329,7 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     partial = _empty(nb, outdt, device=a.device)
     if name is not None:  # the scan kernel without its output: one compile serves both
         first = _host([_identity(name, outdt)] * 2, outdt, a.device)
-        _scan(a, first[:1], partial, first, bs, 2, _WHICH[name])
+        _run_scan(a, first[:1], partial, first, bs, 2, name, outdt)
         got = first[1]
     else:
         _reduce_kernel(fn)(a, partial, bs)
@@ -868,8 +914,10 @@ def segmented_reduce(values, offsets, op="sum", *, initial=None, dtype=None):
     has_init = initial is not None or name == "sum"
     init = _host([initial if initial is not None else 0], outdt, values.device)
     offs = _host(off, np.int64, values.device)
-    if name is not None:
+    if name is not None and outdt.kind != "c":
         _segments(values, offs, out, init, _WHICH[name], 1 if has_init else 0)
+    elif name is not None:  # a complex sum: _combine's min and max cannot be typed for complex
+        _segment_kernel(_op_sum)(values, offs, out, init, 1 if has_init else 0)
     else:
         _segment_kernel(fn)(values, offs, out, init, 1 if has_init else 0)
     return out

@@ -120,6 +120,18 @@ def test_exclusive_scan_starts_from_the_identity():
     assert np.isnan(tack.scan(f, "max").numpy()[1:]).all()
 
 
+def test_complex_sums_and_the_refusals_of_complex_order():
+    c = (np.arange(3000) + 1j * np.arange(3000)[::-1]).astype(np.complex128)
+    np.testing.assert_array_equal(tack.scan(c).numpy(), np.cumsum(c))  # small integers: exact
+    assert tack.reduce(c) == c.sum()
+    np.testing.assert_array_equal(tack.segmented_reduce(c, [0, 10, 10, 3000]).numpy(),
+                                  [c[:10].sum(), 0, c[10:].sum()])
+    with pytest.raises(TypeError, match="tack.scan: a has dtype complex128; it takes bool, integer or float elements"):
+        tack.scan(c, "min")
+    with pytest.raises(TypeError, match="a has dtype complex128; it takes bool, integer or float elements"):
+        tack.sort(c)
+
+
 @tack.func
 def _argmax_pair(a, b):
     # an associative operator on packed (value << 32 | index): the largest value, first index on ties
@@ -300,6 +312,7 @@ def every_source(target):
     calls = [
         (A._scan, (z(4, i32), z(4, i64), z(2, i64), z(2, i64), 2, 0, 0)),
         (A._scan, (z(4, f32), z(4, f32), z(2, f32), z(2, f32), 2, 0, 1)),
+        (A._scan_with(A._op_sum), (z(4, np.complex64), z(4, np.complex64), z(2, np.complex64), z(2, np.complex64), 2, 0)),
         (A._int_keys, (z(4, i32), z(4, u64), z(4, i64), z(2, u64), 1)),
         (A._float_keys, (z(4, f32), z(4, u64), z(4, i64), z(4, f32), z(4, f32), z(2, u64), 23, -126, 0)),
         (A._radix_pass, (z(4, u64), z(4, i64), z(4, u64), z(4, i64), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
