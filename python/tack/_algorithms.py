@@ -520,7 +520,8 @@ def argsort(a):
     """The indices that sort the 1-D array ``a`` stably: NumPy's
     ``np.argsort(a, kind="stable")`` (int64), with NaNs last in their input
     order and -0.0 and 0.0 equal.  A radix sort, O(n) per byte of the dtype;
-    memory: 32 bytes per element besides the result."""
+    memory: 24 bytes per element besides the result (two arrays of 64-bit
+    keys and one of indices)."""
     a = _sortable(a, "a", "argsort")
     return _argsort(a)
 
