@@ -184,3 +184,9 @@ __all__ += list(_kernel_all)
 # the standard library's random
 from . import random  # noqa: E402
 from . import _pickle  # noqa: E402,F401  (hands the extension how arrays and kernels pickle)
+
+# parallel primitives written as Tack kernels: tack.scan, tack.sort, ... (docs/algorithms.md)
+from ._algorithms import *  # noqa: F401,F403,E402
+from ._algorithms import __all__ as _algorithms_all  # noqa: E402
+
+__all__ += list(_algorithms_all)
