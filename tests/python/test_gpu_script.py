@@ -388,10 +388,11 @@ def test_the_run_keeps_to_its_budget_between_steps(tmp_path, monkeypatch, capsys
     assert "make test-gpu: FAILED" in capsys.readouterr().err
 
 
-def test_a_summary_with_complex_values_is_written_whole(tmp_path):
+def test_a_summary_with_complex_values_is_written_whole(tmp_path, monkeypatch):
     """The differential's mismatches carry samples of the arrays: complex ones (a
     GPU run's first complex mismatch) once stopped json.dump halfway, leaving a
     file the run could not read back; now they are [real, imag] pairs."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # a worker's summary is PATH.gwN
     sys.path.insert(0, str(ROOT / "tests" / "python"))
     try:
         import _kernel_wrap
