@@ -184,3 +184,6 @@ __all__ += list(_kernel_all)
 # the standard library's random
 from . import random  # noqa: E402
 from . import _pickle  # noqa: E402,F401  (hands the extension how arrays and kernels pickle)
+from ._autodiff import Tape  # noqa: E402  (reverse-mode differentiation: docs/differentiation.md)
+
+__all__ += ["Tape"]

@@ -1,0 +1,1022 @@
+"""Reverse-mode differentiation: a kernel's adjoint, written as another kernel.
+
+The adjoint of a kernel is generated here, in Python, as the tree of a new
+Tack kernel, the way the struct rewrite (tack._structs_rewrite) makes a
+struct build: the front end, every pass, every dialect and debug mode then
+take it as they take any kernel, with no new C.  For a kernel
+
+    for i in range(n):
+        t = x[i] * s
+        y[i] = sin(t)
+
+the adjoint takes the kernel's parameters and, after them, one gradient per
+float array (``x·grad``, ``y·grad``) and per float scalar (``s·grad``, a
+one-element array), and runs the same parallel loops in reverse order, each
+iteration in two sweeps:
+
+- the forward sweep recomputes the iteration's values (nothing is stored
+  between the forward kernel and its adjoint): every float expression is
+  split into single-assignment temporaries (``t·1 = sin(t)``), a local about
+  to be overwritten is saved first (``save·2 = t``), each ``if`` test kept
+  in a local; array stores are left out, since the arrays hold them already;
+- the reverse sweep walks the statements backwards: the adjoint of a local
+  (``adj·t``, zero at the iteration's start) is handed to the operands of
+  the expression that assigned it, the saved value put back; a store
+  ``y[i] = e`` reads ``y·grad[i]``, zeroes it (the old value of ``y[i]`` no
+  longer counts) and hands it on; a load ``x[k]`` adds to ``x·grad[k]``,
+  which Tack makes atomic where iterations may share the element, by the
+  race rules every kernel has, so an adjoint is never racy.
+
+The derivatives of intrinsics come from the TK_DERIV rows of
+intrinsics.def (tack._derivs, written by tools/gen_autodiff.py).  Types are
+the compiler's: the IR of the forward call names every local's type, which
+decides what is differentiated (floats) and what is not (integers, bools).
+
+What cannot be differentiated right is refused with a CompileError at its
+line, never differentiated wrong: a store into an integer array of a value
+computed from floats, atomics other than add/sub, random draws, an array
+read by a loop that it or a later loop overwrites (the adjoint recomputes
+from the arrays as the kernel left them), and what is not supported yet:
+serial loops inside a parallel loop, @tack.func calls, vectors, matrices,
+complex values, local arrays, while/break/continue/return, float values
+computed outside the parallel loops.  The Tape (tack.Tape) records launches
+and runs their adjoints backwards; docs/differentiation.md is the user's
+chapter.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as _builtins
+import copy
+import re
+import threading
+import weakref
+
+from . import _core
+from ._derivs import DERIVS
+
+SEP = "\u00b7"  # a middle dot: an identifier to Python, spelled by no source (as tack._structs_rewrite's)
+_FLOATS = {"f32": "f32", "f64": "f64", "float (Python)": "f64"}
+_INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool", "int (Python)", "bool (Python)")
+_NO_DERIV = ("int", "bool", "len", "isnan", "isinf", "isfinite", "range", "ndrange", "seed_u64")
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _np():
+    import numpy
+
+    return numpy
+
+
+# ------------------------------------------------------------------ nodes
+
+
+def _loc(new, old):
+    if old is not None:
+        ast.copy_location(new, old)
+    return new
+
+
+def _nm(id_, node=None, store=False):
+    return _loc(ast.Name(id=id_, ctx=ast.Store() if store else ast.Load()), node)
+
+
+def _assign(name, value, node):
+    return _loc(ast.Assign(targets=[_nm(name, node, True)], value=value), node)
+
+
+def _aug(target, value, node, op=None):
+    target = copy.deepcopy(target)
+    target.ctx = ast.Store()
+    return _loc(ast.AugAssign(target=target, op=op or ast.Add(), value=value), node)
+
+
+def _bin(a, op, b, node):
+    return _loc(ast.BinOp(left=a, op=op, right=b), node)
+
+
+def _neg(a, node):
+    return _loc(ast.UnaryOp(op=ast.USub(), operand=a), node)
+
+
+def _c(v, node):
+    return _loc(ast.Constant(value=v), node)
+
+
+def _cp(node):
+    return copy.deepcopy(node)
+
+
+def _as_load(node):
+    node = copy.deepcopy(node)
+    for n in ast.walk(node):
+        if hasattr(n, "ctx"):
+            n.ctx = ast.Load()
+    return node
+
+
+# ------------------------------------------------------------------ the generator
+
+
+class _Gen:
+    """One kernel's adjoint for one signature (which parameters are float arrays and scalars, the
+    types of its locals)."""
+
+    def __init__(self, kernel, fn, fdef, base, params, local_types):
+        self.kernel = kernel
+        self.fn = fn
+        self.fdef = fdef
+        self.base = base
+        self.params = params  # name -> ("farray", dtname) | ("array", None) | ("bad", what) | ("fscalar", dt) | ("other", None)
+        self.local_types = local_types  # name -> type text of the IR
+        self.inject = {}
+        self.n = 0
+        self.env = dict(_builtins.__dict__)
+        self.env.update(fn.__globals__)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                self.env[name] = cell.cell_contents
+            except ValueError:
+                pass
+        from . import _kernels
+
+        self.registry = _kernels._INTRINSICS
+        self.temps = set()  # the forward sweep's float temporaries
+        self.loaded = {}  # array -> [(loop number, line)]
+        self.modified = {}  # array -> [(loop number, line, node)]
+
+    # ---- errors and names
+
+    def error(self, msg, node):
+        from ._structs import _compile_error
+
+        return _compile_error(f"{self.fn.__qualname__} cannot be differentiated: {msg}", node, self.fn, self.base)
+
+    def fresh(self, what):
+        self.n += 1
+        return f"{what}{SEP}{self.n}"
+
+    def use(self, obj, hint):
+        name = f"ad{SEP}{hint}"
+        self.inject[name] = obj
+        return name
+
+    def resolve(self, node):
+        if isinstance(node, ast.Name):
+            return self.env.get(node.id, None) if node.id not in self.params and node.id not in self.local_types \
+                else None
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return getattr(base, node.attr, None) if base is not None else None
+        return None
+
+    def intrinsic(self, call):
+        """(the intrinsic's name, the object) a call names, or (None, obj)."""
+        obj = self.resolve(call.func)
+        if obj is None:
+            return None, None
+        try:
+            name = self.registry.get(obj)
+        except TypeError:
+            name = None
+        if name is not None:
+            name = name.split(".", 1)[1] if name.startswith("numpy.") else name
+        return name, obj
+
+    # ---- what is differentiated
+
+    def is_float_local(self, name):
+        return name in self.local_types and self.local_types[name] in _FLOATS
+
+    def check_local(self, name, node):
+        t = self.local_types.get(name)
+        if t is not None and t not in _FLOATS and t not in _INTS:
+            raise self.error(f"'{name}' is a {t} value; vectors, matrices, complex numbers and local arrays are "
+                             f"not differentiated yet (write the components as float locals)", node)
+
+    def active(self, e):
+        """Whether e's value is a float that depends on a differentiated input."""
+        if isinstance(e, ast.Constant):
+            return False
+        if isinstance(e, ast.Name):
+            if e.id in self.temps:
+                return True
+            p = self.params.get(e.id)
+            if p is not None:
+                return p[0] == "fscalar"
+            self.check_local(e.id, e)
+            return self.is_float_local(e.id)
+        if isinstance(e, ast.Subscript):
+            arr = e.value
+            if isinstance(arr, ast.Name) and arr.id in self.params:
+                self.loaded.setdefault(arr.id, []).append((self.loop_no, e))
+                kind = self.params[arr.id]
+                if kind[0] == "bad":
+                    raise self.error(f"'{arr.id}' is an array of {kind[1]}: only f32 and f64 arrays are "
+                                     f"differentiated so far", e)
+                if kind[0] in ("farray", "array"):
+                    if self.active(e.slice):
+                        raise self.error("an index computed from float values", e)
+                    return kind[0] == "farray"
+            if isinstance(arr, ast.Name) and arr.id in self.local_types:
+                raise self.error(f"'{arr.id}' is a local array: local arrays are not differentiated yet", e)
+            if isinstance(arr, ast.Attribute) and arr.attr == "shape":
+                return False
+            raise self.error(f"{ast.unparse(e)}: only elements of the kernel's array parameters are "
+                             f"differentiated", e)
+        if isinstance(e, ast.BinOp):
+            return self.active(e.left) or self.active(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return False if isinstance(e.op, ast.Not) else self.active(e.operand)
+        if isinstance(e, (ast.Compare, ast.BoolOp)):
+            for v in (e.values if isinstance(e, ast.BoolOp) else [e.left] + e.comparators):
+                self.active(v)  # refusals inside
+            return False
+        if isinstance(e, ast.IfExp):
+            self.active(e.test)
+            return self.active(e.body) or self.active(e.orelse)
+        if isinstance(e, ast.Attribute):
+            if e.attr in ("shape", "ndim", "size"):
+                return False
+            if isinstance(e.value, ast.Name) and (e.value.id in self.params or e.value.id in self.local_types):
+                raise self.error(f"{ast.unparse(e)}: components and parts (.x, .real ...) are not differentiated "
+                                 f"yet", e)
+            return False
+        if isinstance(e, ast.Call):
+            return self.active_call(e)
+        if isinstance(e, ast.Tuple):
+            act = [self.active(x) for x in e.elts]
+            if any(act):
+                raise self.error(f"{ast.unparse(e)}: tuples of float values are not differentiated yet", e)
+            return False
+        raise self.error(f"{type(e).__name__} expressions are not differentiated yet", e)
+
+    def touches_float(self, e):
+        """Whether any part of e is a differentiated value (int(x[i]) included)."""
+        return any(isinstance(n, (ast.Name, ast.Subscript)) and not isinstance(getattr(n, "ctx", None), ast.Store)
+                   and self.active(n) for n in ast.walk(e) if not (isinstance(n, ast.Name) and
+                                                                  self.resolve(n) is not None))
+
+    def active_call(self, e):
+        name, obj = self.intrinsic(e)
+        args_active = [self.active(a) for a in e.args]
+        if e.keywords:
+            raise self.error(f"{ast.unparse(e.func)}() with keywords is not differentiated yet", e)
+        if name is not None and name.startswith("atomic_"):
+            raise self.error(f"the value {name}() returns is not differentiable: use tack.{name} as a statement "
+                             f"of its own", e)
+        if name in _NO_DERIV:
+            return False
+        if name is not None and name in DERIVS:
+            return any(args_active)
+        if isinstance(obj, _core.DType):
+            if obj.name in ("f32", "f64"):
+                return any(args_active)
+            if any(args_active) and obj.name not in _INTS:
+                raise self.error(f"{ast.unparse(e.func)}(): a cast to {obj.name} is not differentiated yet", e)
+            return False
+        mod = getattr(obj, "__module__", "") or ""
+        if mod.startswith("tack.random") or (name or "").startswith("random"):
+            raise self.error(f"{ast.unparse(e.func)}(): random draws are not differentiated (the adjoint would "
+                             f"draw again): draw the numbers into an array in a kernel of their own and pass it",
+                             e)
+        if isinstance(obj, _core.Kernel) and obj.is_func:
+            raise self.error(f"{ast.unparse(e.func)}(): calls of @tack.func are not differentiated yet (write "
+                             f"the function's body into the kernel)", e)
+        if name is not None and name in ("print",):
+            return False
+        if not any(args_active):
+            if name is None and obj is None:
+                raise self.error(f"{ast.unparse(e.func)}(): not an intrinsic the adjoint knows", e)
+            return False
+        what = name or ast.unparse(e.func)
+        raise self.error(f"{what}() has no derivative (no TK_DERIV row in intrinsics.def)", e)
+
+    # ---- the forward sweep of an expression: single-assignment temporaries
+
+    def flat(self, e, fwd, acts):
+        """Emit e's recomputation into fwd (statements) and acts (the reverse sweep's records);
+        return a simple node standing for its value."""
+        if not self.active(e):
+            return _cp(e)
+        if isinstance(e, (ast.Name, ast.Subscript)):
+            return _as_load(e)
+        if isinstance(e, ast.BinOp):
+            a = self.flat(e.left, fwd, acts)
+            b = self.flat(e.right, fwd, acts)
+            if isinstance(e.op, (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift, ast.MatMult)):
+                raise self.error(f"the operator of {ast.unparse(e)} has no derivative", e)
+            t = self.fresh("t")
+            self.temps.add(t)
+            fwd.append(_assign(t, _loc(ast.BinOp(left=_cp(a), op=e.op, right=_cp(b)), e), e))
+            acts.append(("op", t, e.op, [a, b], e))
+            return _nm(t, e)
+        if isinstance(e, ast.UnaryOp):
+            a = self.flat(e.operand, fwd, acts)
+            if isinstance(e.op, ast.UAdd):
+                return a
+            t = self.fresh("t")
+            self.temps.add(t)
+            fwd.append(_assign(t, _neg(_cp(a), e), e))
+            acts.append(("op", t, e.op, [a], e))
+            return _nm(t, e)
+        if isinstance(e, ast.IfExp):
+            c = self.fresh("c")
+            fwd.append(_assign(c, _cp(e.test), e))
+            t = self.fresh("t")
+            self.temps.add(t)
+            branches = []
+            for part in (e.body, e.orelse):
+                f2, a2 = [], []
+                v = self.flat(part, f2, a2)
+                f2.append(_assign(t, _cp(v), e))
+                a2.append(("copy", t, v, e))
+                branches.append((f2, a2))
+            fwd.append(_loc(ast.If(test=_nm(c, e), body=branches[0][0], orelse=branches[1][0]), e))
+            acts.append(("if", c, branches[0][1], branches[1][1], e))
+            return _nm(t, e)
+        if isinstance(e, ast.Call):
+            name, obj = self.intrinsic(e)
+            if isinstance(obj, _core.DType) or name == "float":
+                a = self.flat(e.args[0], fwd, acts)
+                t = self.fresh("t")
+                self.temps.add(t)
+                fwd.append(_assign(t, _loc(ast.Call(func=_cp(e.func), args=[_cp(a)], keywords=[]), e), e))
+                acts.append(("copy", t, a, e))
+                return _nm(t, e)
+            if name in ("min", "max") and len(e.args) > 2:  # min(a, b, c) as min(min(a, b), c)
+                inner = _loc(ast.Call(func=e.func, args=e.args[:-1], keywords=[]), e)
+                e = _loc(ast.Call(func=e.func, args=[inner, e.args[-1]], keywords=[]), e)
+            args = [self.flat(a, fwd, acts) for a in e.args]
+            ds = DERIVS[name]
+            if len(ds) != len(args):
+                raise self.error(f"{name}() with {len(args)} arguments is not differentiated", e)
+            t = self.fresh("t")
+            self.temps.add(t)
+            fwd.append(_assign(t, _loc(ast.Call(func=_cp(e.func), args=[_cp(a) for a in args], keywords=[]), e),
+                               e))
+            acts.append(("call", t, name, args, e))
+            return _nm(t, e)
+        raise self.error(f"{ast.unparse(e)} is not differentiated yet", e)
+
+    # ---- the derivative expressions
+
+    def deriv(self, text, args, r, node):
+        tree = ast.parse(text, mode="eval").body
+
+        class Sub(ast.NodeTransformer):
+            def visit_Name(s, n):
+                if n.id == "r":
+                    return _nm(r, node)
+                if re.fullmatch(r"x\d", n.id):
+                    return _cp(args[int(n.id[1])])
+                import math
+
+                obj = getattr(_tack(), n.id, None) or getattr(math, n.id)
+                return _nm(self.use(obj, n.id), node)
+
+        out = Sub().visit(tree)
+        for n in ast.walk(out):
+            ast.copy_location(n, node)
+        return out
+
+    # ---- handing an adjoint to a simple value
+
+    def give(self, v, g, out, node):
+        """Add the adjoint g (an expression) to simple value v's adjoint."""
+        if not self.active(v):
+            return
+        if isinstance(v, ast.Name):
+            if v.id in self.tmp_adj:
+                out.append(_aug(_nm(self.tmp_adj[v.id], node), g, node))
+            elif SEP in v.id:  # a temporary: its one use gives its adjoint
+                a = self.fresh("g")
+                self.tmp_adj[v.id] = a
+                out.append(_assign(a, g, node))
+            else:
+                out.append(_aug(_nm(f"adj{SEP}{v.id}", node), g, node))
+                self.adj_used.add(v.id)
+            return
+        if isinstance(v, ast.Subscript):
+            tgt = _loc(ast.Subscript(value=_nm(f"{v.value.id}{SEP}grad", node), slice=_as_load(v.slice),
+                                     ctx=ast.Store()), node)
+            out.append(_aug(tgt, g, node))
+            return
+        raise self.error("internal: a value with no adjoint", node)
+
+    def reverse(self, acts, out):
+        """The reverse sweep of acts (in reverse order) into out."""
+        for act in reversed(acts):
+            kind, node = act[0], act[-1]
+            if kind == "op":
+                _, t, op, args, _n = act
+                g = self.tmp_adj.get(t)
+                if g is None:
+                    continue
+                G = _nm(g, node)
+                if isinstance(op, ast.USub):
+                    self.give(args[0], _neg(G, node), out, node)
+                    continue
+                a, b = args
+                if isinstance(op, ast.Add):
+                    self.give(a, G, out, node)
+                    self.give(b, _cp(G), out, node)
+                elif isinstance(op, ast.Sub):
+                    self.give(a, G, out, node)
+                    self.give(b, _neg(_cp(G), node), out, node)
+                elif isinstance(op, ast.Mult):
+                    self.give(a, _bin(G, ast.Mult(), _cp(b), node), out, node)
+                    self.give(b, _bin(_cp(G), ast.Mult(), _cp(a), node), out, node)
+                elif isinstance(op, ast.Div):
+                    self.give(a, _bin(G, ast.Div(), _cp(b), node), out, node)
+                    self.give(b, _neg(_bin(_bin(_cp(G), ast.Mult(), _nm(t, node), node), ast.Div(), _cp(b), node),
+                                      node), out, node)
+                elif isinstance(op, ast.Pow):
+                    da, db = DERIVS["pow"]
+                    self.give(a, _bin(G, ast.Mult(), self.deriv(da, args, t, node), node), out, node)
+                    if self.active(b):
+                        self.give(b, _bin(_cp(G), ast.Mult(), self.deriv(db, args, t, node), node), out, node)
+                elif isinstance(op, ast.Mod):  # Python's: a - floor(a / b) * b
+                    self.give(a, G, out, node)
+                    if self.active(b):
+                        q = self.deriv("floor(x0 / x1)", args, t, node)
+                        self.give(b, _neg(_bin(_cp(G), ast.Mult(), q, node), node), out, node)
+                elif isinstance(op, ast.FloorDiv):
+                    pass  # piecewise constant
+                else:
+                    raise self.error(f"the operator of {ast.unparse(node)} has no derivative", node)
+            elif kind == "call":
+                _, t, name, args, _n = act
+                g = self.tmp_adj.get(t)
+                if g is None:
+                    continue
+                for k, (a, d) in enumerate(zip(args, DERIVS[name])):
+                    if self.active(a) and d != "0.0":
+                        self.give(a, _bin(_nm(g, node), ast.Mult(), self.deriv(d, args, t, node), node), out,
+                                  node)
+            elif kind == "copy":
+                _, t, v, _n = act
+                g = self.tmp_adj.get(t)
+                if g is not None:
+                    self.give(v, _nm(g, node), out, node)
+            elif kind == "if":
+                _, c, then_acts, else_acts, _n = act
+                b1, b2 = [], []
+                self.reverse(then_acts, b1)
+                self.reverse(else_acts, b2)
+                out.append(_loc(ast.If(test=_nm(c, node), body=b1 or [_loc(ast.Pass(), node)],
+                                       orelse=b2), node))
+            elif kind == "local":  # v = value (a float local)
+                _, name, v, save, _n = act
+                g = self.fresh("g")
+                adj = f"adj{SEP}{name}"
+                self.adj_used.add(name)
+                out.append(_assign(g, _nm(adj, node), node))
+                out.append(_assign(adj, self.zero(name, node), node))
+                if save is not None:
+                    out.append(_assign(name, _nm(save, node), node))
+                self.give(v, _nm(g, node), out, node)
+            elif kind == "restore":  # a non-float local overwritten: put its value back
+                _, name, save, _n = act
+                out.append(_assign(name, _nm(save, node), node))
+            elif kind == "store":  # arr[idx] = value
+                _, arr, idx, v, _n = act
+                if self.params[arr][0] != "farray":
+                    continue
+                g = self.fresh("g")
+                cell = _loc(ast.Subscript(value=_nm(f"{arr}{SEP}grad", node), slice=_cp(idx), ctx=ast.Load()), node)
+                out.append(_assign(g, cell, node))
+                st = _cp(cell)
+                st.ctx = ast.Store()
+                out.append(_loc(ast.Assign(targets=[st], value=_c(0.0, node)), node))
+                self.give(v, _nm(g, node), out, node)
+            elif kind == "accum":  # arr[idx] += value (or -=, atomic_add, atomic_sub)
+                _, arr, idx, v, sign, _n = act
+                if self.params[arr][0] != "farray":
+                    continue
+                cell = _loc(ast.Subscript(value=_nm(f"{arr}{SEP}grad", node), slice=_cp(idx), ctx=ast.Load()), node)
+                self.give(v, cell if sign > 0 else _neg(cell, node), out, node)
+
+    def zero(self, name, node):
+        t = _FLOATS[self.local_types[name]] if name in self.local_types else _FLOATS[self.params[name][1]]
+        return _loc(ast.Call(func=_nm(self.use(getattr(_core, t), t), node), args=[_c(0.0, node)], keywords=[]),
+                    node)
+
+    # ---- statements of a parallel loop's body
+
+    def body(self, stmts, fwd, acts, assigned):
+        for s in stmts:
+            self.stmt(s, fwd, acts, assigned)
+
+    def stmt(self, s, fwd, acts, assigned):
+        if isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant):
+                return
+            if isinstance(s.value, ast.Call):
+                name, obj = self.intrinsic(s.value)
+                if name in ("atomic_add", "atomic_sub"):
+                    arr, idx, val = s.value.args
+                    self.store_target(arr, s)
+                    self.accum(arr.id, idx, val, 1 if name == "atomic_add" else -1, fwd, acts, s)
+                    return
+                if name is not None and name.startswith("atomic_"):
+                    raise self.error(f"tack.{name} is not differentiable (only atomic_add and atomic_sub are)", s)
+                if name == "print":
+                    return
+            raise self.error(f"the statement {ast.unparse(s)} is not differentiated yet", s)
+        if isinstance(s, ast.Pass):
+            return
+        if isinstance(s, (ast.Assign, ast.AnnAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            if len(targets) != 1 or s.value is None:
+                raise self.error("chained assignments are not differentiated yet", s)
+            tgt = targets[0]
+            if isinstance(tgt, ast.Name):
+                self.local(tgt.id, s.value, fwd, acts, assigned, s)
+                return
+            if isinstance(tgt, ast.Subscript):
+                self.store_target(tgt.value, s)
+                arr = tgt.value.id
+                kind = self.params[arr][0]
+                if self.active(tgt.slice):
+                    raise self.error("an index computed from float values", s)
+                if kind == "bad":
+                    raise self.error(f"'{arr}' is an array of {self.params[arr][1]}: only f32 and f64 arrays are "
+                                     f"differentiated so far", s)
+                if kind != "farray" and self.touches_float(s.value):
+                    raise self.error(f"'{arr}' is an integer array: an integer output is not differentiable "
+                                     f"(store it in a float array, or compute it from integers only)", s)
+                v = self.flat(s.value, fwd, acts)
+                self.modified.setdefault(arr, []).append((self.loop_no, s))
+                acts.append(("store", arr, _as_load(tgt.slice), v, s))
+                return
+            if isinstance(tgt, ast.Tuple) and not self.active(s.value):
+                for e in tgt.elts:
+                    if not isinstance(e, ast.Name):
+                        raise self.error("unpacking into elements is not differentiated yet", s)
+                    self.save(e.id, fwd, acts, assigned, s)
+                fwd.append(_cp(s))
+                return
+            raise self.error(f"the assignment {ast.unparse(s)} is not differentiated yet", s)
+        if isinstance(s, ast.AugAssign):
+            tgt = s.target
+            if isinstance(tgt, ast.Name):
+                value = _loc(ast.BinOp(left=_nm(tgt.id, s), op=s.op, right=s.value), s)
+                self.local(tgt.id, value, fwd, acts, assigned, s)
+                return
+            if isinstance(tgt, ast.Subscript):
+                self.store_target(tgt.value, s)
+                if not isinstance(s.op, (ast.Add, ast.Sub)):
+                    raise self.error(f"'{ast.unparse(tgt)} {type(s.op).__name__}=' overwrites a value the adjoint "
+                                     f"needs: only += and -= of array elements are differentiated (write "
+                                     f"the product into another array)", s)
+                self.accum(tgt.value.id, tgt.slice, s.value, 1 if isinstance(s.op, ast.Add) else -1, fwd, acts, s)
+                return
+        if isinstance(s, ast.If):
+            self.active(s.test)
+            c = self.fresh("c")
+            fwd.append(_assign(c, _cp(s.test), s))
+            f1, a1, f2, a2 = [], [], [], []
+            s1, s2 = set(assigned), set(assigned)
+            self.body(s.body, f1, a1, s1)
+            self.body(s.orelse, f2, a2, s2)
+            assigned |= s1 | s2
+            fwd.append(_loc(ast.If(test=_nm(c, s), body=f1 or [_loc(ast.Pass(), s)], orelse=f2), s))
+            acts.append(("if", c, a1, a2, s))
+            return
+        if isinstance(s, (ast.For, ast.While)):
+            raise self.error("loops inside a parallel loop are not differentiated yet (a serial loop's values "
+                             "would have to be saved or replayed; unroll it, or give each iteration its own "
+                             "parallel index)", s)
+        what = {ast.Return: "return", ast.Break: "break", ast.Continue: "continue"}.get(type(s), type(s).__name__)
+        raise self.error(f"'{what}' is not differentiated yet", s)
+
+    def store_target(self, arr, s):
+        if not (isinstance(arr, ast.Name) and arr.id in self.params and
+                self.params[arr.id][0] in ("farray", "array", "bad")):
+            raise self.error(f"{ast.unparse(s)}: only the kernel's array parameters are written in a "
+                             f"differentiated kernel", s)
+
+    def accum(self, arr, idx, value, sign, fwd, acts, s):
+        kind = self.params[arr][0]
+        if kind == "bad":
+            raise self.error(f"'{arr}' is an array of {self.params[arr][1]}: only f32 and f64 arrays are "
+                             f"differentiated so far", s)
+        if kind != "farray" and self.touches_float(value):
+            raise self.error(f"'{arr}' is an integer array: an integer output is not differentiable", s)
+        if self.active(idx):
+            raise self.error("an index computed from float values", s)
+        v = self.flat(value, fwd, acts)
+        self.modified.setdefault(arr, []).append((self.loop_no, s))
+        acts.append(("accum", arr, _as_load(idx), v, sign, s))
+
+    def save(self, name, fwd, acts, assigned, s):
+        if name in self.params:
+            raise self.error(f"assigning the parameter '{name}' is not differentiated yet: give the value a "
+                             f"name of its own", s)
+        if name in assigned:
+            sv = self.fresh("save")
+            fwd.append(_assign(sv, _nm(name, s), s))
+            if not self.is_float_local(name):
+                acts.append(("restore", name, sv, s))
+            assigned.add(name)
+            return sv
+        assigned.add(name)
+        return None
+
+    def local(self, name, value, fwd, acts, assigned, s):
+        self.check_local(name, s)
+        if not self.is_float_local(name) and self.active(value):
+            raise self.error(f"'{name}' is {self.local_types.get(name)}: a float value made integer is not "
+                             f"differentiable", s)
+        v = self.flat(value, fwd, acts)
+        sv = self.save(name, fwd, acts, assigned, s)
+        fwd.append(_loc(ast.Assign(targets=[_nm(name, s, True)], value=_cp(v)), s))
+        if self.is_float_local(name):
+            acts.append(("local", name, v, sv, s))
+
+    # ---- the kernel
+
+    def build(self):
+        fdef = self.fdef
+        top, loops = [], []
+        self.loop_no = 0
+        for s in fdef.body:
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+                continue
+            if isinstance(s, ast.For):
+                if s.orelse:
+                    raise self.error("a for loop's else is not differentiated yet", s)
+                self.loop_no += 1
+                loops.append(self.loop(s))
+                continue
+            if isinstance(s, ast.Pass):
+                continue
+            if isinstance(s, (ast.Assign, ast.AnnAssign)) and not self.active(s.value):
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+                if any(n in self.top_names for n in names) or not all(
+                        isinstance(n, (ast.Name, ast.Tuple)) for n in targets):
+                    raise self.error("a value assigned twice outside the parallel loops is not differentiated yet",
+                                     s)
+                self.top_names.update(names)
+                top.append(_cp(s))
+                continue
+            raise self.error("outside the parallel loops, a differentiated kernel may only compute integer values "
+                             "(sizes, counts) so far: move float work into a parallel loop", s)
+        # an array read by a loop that it or a later loop overwrites: its values are gone when the
+        # adjoint recomputes
+        for arr, reads in self.loaded.items():
+            for loop_no, rnode in reads:
+                for mloop, mnode in self.modified.get(arr, ()):
+                    if mloop >= loop_no:
+                        raise self.error(f"'{arr}' is read (line {rnode.lineno + self.base}) and overwritten "
+                                         f"(here) by the same or a later loop, and the adjoint recomputes from the "
+                                         f"values the kernel leaves: write the new values to another array", mnode)
+        new = copy.copy(fdef)
+        new.args = copy.copy(fdef.args)
+        grads = [p for p, k in self.params.items() if k[0] in ("farray", "fscalar")]
+        new.args.args = list(fdef.args.args) + [_loc(ast.arg(arg=f"{p}{SEP}grad"), fdef) for p in grads]
+        new.args.defaults = []
+        new.args.kw_defaults = []
+        new.body = top + [lp for lp in reversed(loops)] or [_loc(ast.Pass(), fdef)]
+        new.decorator_list = []
+        new.returns = None
+        new.name = fdef.name
+        ast.fix_missing_locations(new)
+        return new, grads
+
+    def loop(self, s):
+        self.tmp_adj = {}
+        self.adj_used = set()
+        fwd, acts, rev = [], [], []
+        assigned = set(self.top_names)
+        self.body(s.body, fwd, acts, assigned)
+        self.reverse(acts, rev)
+        init = []
+        for name in sorted(self.adj_used):
+            init.append(_assign(f"adj{SEP}{name}", self.zero(name, s), s))
+        flush = []
+        for name in sorted(self.adj_used):
+            if name in self.params:  # a float scalar: its gradient, one element
+                cell = _loc(ast.Subscript(value=_nm(f"{name}{SEP}grad", s), slice=_c(0, s), ctx=ast.Store()), s)
+                flush.append(_aug(cell, _nm(f"adj{SEP}{name}", s), s))
+        out = copy.copy(s)
+        out.body = fwd + init + rev + flush or [_loc(ast.Pass(), s)]
+        return out
+
+
+def _tack():
+    import tack
+
+    return tack
+
+
+# ------------------------------------------------------------------ builds
+
+
+_BUILDS = weakref.WeakKeyDictionary()
+_LOCALS = re.compile(r"(\S+?)(?:'\d+)?:((?:[a-z0-9]+(?: \(Python\))?)|\S+)(?=\s|$)")
+
+
+def _local_types(ir):
+    """{local name: its type} from the kernel's IR (the first function's `locals:` line)."""
+    out = {}
+    for line in ir.splitlines():
+        line = line.strip()
+        if line.startswith("locals:"):
+            for m in _LOCALS.finditer(line[len("locals:"):]):
+                name, t = m.group(1), m.group(2)
+                if name.startswith("_t") and name[2:].isdigit():
+                    continue
+                out.setdefault(name, t)
+            break
+    return out
+
+
+def _array_kind(v):
+    """('farray', 'f32'|'f64'), ('array', None) for integer/bool arrays, ('bad', what), or None."""
+    np = _np()
+    if isinstance(v, _core.Array):
+        name = v.dtype.name
+    elif isinstance(v, np.ndarray):
+        name = {"float32": "f32", "float64": "f64"}.get(v.dtype.name, v.dtype.name)
+        if v.dtype.kind in "iub":
+            return ("array", None)
+    elif hasattr(v, "__dlpack__") and hasattr(v, "dtype"):
+        name = {"float32": "f32", "float64": "f64"}.get(str(v.dtype).replace("torch.", ""), str(v.dtype))
+    else:
+        return None
+    if name in ("f32", "f64"):
+        return ("farray", name)
+    if name in _INTS or name.startswith(("int", "uint")):
+        return ("array", None)
+    return ("bad", name)
+
+
+def _param_kinds(fn, args, kwargs):
+    import inspect
+
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    np = _np()
+    kinds = {}
+    for p, v in bound.arguments.items():
+        k = _array_kind(v)
+        if k is None:
+            if isinstance(v, float):
+                k = ("fscalar", "float (Python)")
+            elif isinstance(v, np.floating) and v.dtype.name in ("float32", "float64"):
+                k = ("fscalar", "f32" if v.dtype.name == "float32" else "f64")
+            elif isinstance(v, (bool, int, np.integer, np.bool_)):
+                k = ("other", None)
+            else:
+                k = ("other", type(v).__name__)
+        kinds[p] = k
+    return bound, kinds
+
+
+def _ir(kernel, args, kwargs):
+    from ._kernels import PythonKernel
+
+    k = kernel._checker if isinstance(kernel, PythonKernel) else kernel
+    return k.ir(*args, **kwargs)
+
+
+def build(kernel, args, kwargs):
+    """(the adjoint kernel of `kernel` for these arguments, the bound arguments, the parameters that get
+    a gradient, in the adjoint's order)."""
+    from ._kernels import PythonKernel
+    from ._structs_rewrite import _make, _parse
+
+    fn = kernel.py_func if isinstance(kernel, PythonKernel) else kernel.__wrapped__
+    bound, kinds = _param_kinds(fn, args, kwargs)
+    ir = _ir(kernel, bound.args, bound.kwargs)  # the forward's own CompileError first
+    key = tuple((p, k) for p, k in kinds.items()) + (ir,)
+    table = _BUILDS.setdefault(kernel, {})
+    hit = table.get(key)
+    if hit is None:
+        fdef, base = _parse(fn)
+        gen = _Gen(kernel, fn, fdef, base, kinds, _local_types(ir))
+        gen.top_names = set()
+        new, grads = gen.build()
+
+        class _Rw:
+            inject = gen.inject
+            returns = None
+
+        g = _make(fn, new, base, _Rw)
+        g.__qualname__ = fn.__qualname__ + ".adjoint"
+        opts = dict(checks=kernel.checks, fast_math=kernel.fast_math, flush_denormals=kernel.flush_denormals,
+                    default_float=kernel.default_float, check_races=kernel.check_races, optimize=kernel.optimize)
+        adj = PythonKernel(g, **opts) if isinstance(kernel, PythonKernel) else _core.Kernel(g, **opts)
+        hit = table[key] = (adj, grads, frozenset(gen.loaded), frozenset(gen.modified))
+    return hit[0], bound, hit[1], kinds
+
+
+def _zeros_like(v):
+    np = _np()
+    if isinstance(v, _core.Array):
+        from . import _array
+
+        return _array.zeros(v.shape, v.dtype, device=v.device)
+    if isinstance(v, np.ndarray):
+        return np.zeros_like(v)
+    import torch  # a DLPack producer the kernel took: torch is the one Tack is tested with
+
+    return torch.zeros_like(v)
+
+
+def adjoint(kernel, args, kwargs):
+    """kernel.adjoint(*args, grads=None): the extension's autodiff hook (see docs/differentiation.md)."""
+    kwargs = dict(kwargs)
+    grads = kwargs.pop("grads", None) or {}
+    adj, bound, names, kinds = build(kernel, args, kwargs)
+    extra = []
+    for p in names:
+        g = grads.get(p)
+        if g is None:
+            v = bound.arguments[p]
+            g = getattr(v, "grad", None) if isinstance(v, _core.Array) else None
+        if g is None:
+            if kinds[p][0] == "fscalar":
+                g = _np().zeros(1, "float64")
+            else:
+                g = _zeros_like(bound.arguments[p])
+        extra.append(g)
+    unknown = set(grads) - set(names)
+    if unknown:
+        raise TypeError(f"{kernel.__qualname__}.adjoint: grads for {sorted(unknown)}, which are not float array or "
+                        f"float scalar parameters (those are {names})")
+    with _paused():
+        adj(*bound.args, *extra, **bound.kwargs)
+    return None
+
+
+_core._set_hooks(autodiff=adjoint)
+
+
+# ------------------------------------------------------------------ the tape
+
+_state = threading.local()
+_active = []  # the recording tapes, innermost last
+
+
+class _paused:
+    """No tape records while an adjoint runs."""
+
+    def __enter__(self):
+        self.saved = list(_active)
+        _active.clear()
+        _core._set_tape(None)
+
+    def __exit__(self, *exc):
+        _active.extend(self.saved)
+        if _active:
+            _core._set_tape(_record)
+
+
+def _record(kernel, args, kwargs):
+    if _active:
+        _active[-1]._launches.append((kernel, args, dict(kwargs)))
+
+
+class Tape:
+    """Records kernel launches and runs their adjoints backwards (reverse-mode differentiation).
+
+    ``with tack.Tape() as tape:`` records every launch in the block; ``tape.backward(loss)`` seeds the
+    gradient of ``loss`` (a one-element float array) with 1, or ``tape.backward(grads={array: seed})``
+    with the given seeds, then runs each recorded kernel's adjoint in reverse order, accumulating into
+    the ``.grad`` of the arrays that have one (``requires_grad=True``) and into gradients the tape keeps
+    for the others (``tape.gradients[array]``).  ``tape.zero()`` zeroes every gradient; ``tape.reset()``
+    forgets the launches and the tape's own gradients.  See docs/differentiation.md.
+    """
+
+    def __init__(self):
+        self._launches = []
+        self._grads = {}  # id(array) -> (array, grad)
+
+    def __enter__(self):
+        _active.append(self)
+        _core._set_tape(_record)
+        return self
+
+    def __exit__(self, *exc):
+        if self in _active:
+            _active.remove(self)
+        if not _active:
+            _core._set_tape(None)
+        return False
+
+    @property
+    def launches(self):
+        """The recorded launches: (kernel, args, kwargs), in order."""
+        return list(self._launches)
+
+    def _grad_of(self, v):
+        if isinstance(v, _core.Array) and v.grad is not None:
+            return v.grad
+        hit = self._grads.get(id(v))
+        if hit is None:
+            hit = self._grads[id(v)] = (v, _zeros_like(v))
+        return hit[1]
+
+    def gradient(self, array):
+        """The gradient of `array` after backward: its .grad, or the tape's own (None if it has none)."""
+        if isinstance(array, _core.Array) and array.grad is not None:
+            return array.grad
+        hit = self._grads.get(id(array))
+        return None if hit is None else hit[1]
+
+    def backward(self, loss=None, *, grads=None):
+        seeds = list(grads.items()) if isinstance(grads, dict) else list(grads or ())
+        if loss is not None:
+            size = loss.size if hasattr(loss, "size") else None
+            if size != 1:
+                raise ValueError(f"tape.backward(loss): the loss is a one-element array, not {loss!r} (give "
+                                 f"grads={{array: seed}} for others)")
+            seeds = list(seeds) + [(loss, None)]
+        if not seeds:
+            raise ValueError("tape.backward: give the loss (a one-element array) or grads={array: seed}")
+        for arr, seed in seeds:
+            g = self._grad_of(arr)
+            if seed is None:
+                _fill(g, 1.0)
+            else:
+                _copy(g, seed)
+        self._check_overwrites()
+        for kernel, args, kwargs in reversed(self._launches):
+            adj, bound, names, kinds = build(kernel, args, kwargs)
+            extra = []
+            for p in names:
+                if kinds[p][0] == "fscalar":
+                    extra.append(np.zeros(1, "float64"))  # a scalar's gradient: kernel.adjoint(grads=...) gives it
+                else:
+                    extra.append(self._grad_of(bound.arguments[p]))
+            with _paused():
+                adj(*bound.args, *extra, **bound.kwargs)
+
+    def _check_overwrites(self):
+        """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's
+        adjoint recomputes from the array as it is now."""
+        read = {}  # storage key -> (kernel, parameter) of the first launch that read it
+        for kernel, args, kwargs in self._launches:
+            fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
+            bound, _kinds = _param_kinds(fn, args, kwargs)
+            _adj, b2, _names, _k = build(kernel, args, kwargs)
+            entry = [h for h in _BUILDS[kernel].values() if h[0] is _adj][0]
+            loaded, modified = entry[2], entry[3]
+            for p in modified:
+                key = _storage(bound.arguments[p])
+                if key in read:
+                    k0, p0 = read[key]
+                    raise ValueError(f"tack.Tape: {kernel.__qualname__}() writes its argument '{p}', which "
+                                     f"{k0.__qualname__}() read earlier on the tape (as '{p0}'); its adjoint "
+                                     f"recomputes from the values it read: give each step an array of its own")
+            for p in loaded:
+                read.setdefault(_storage(bound.arguments[p]), (kernel, p))
+
+    def zero(self):
+        """Zero every gradient the tape reaches: the tape's own and the .grad of recorded arrays."""
+        seen = set()
+        for kernel, args, kwargs in self._launches:
+            for v in _builtins.list(args) + _builtins.list(kwargs.values()):
+                if isinstance(v, _core.Array) and v.grad is not None and id(v) not in seen:
+                    seen.add(id(v))
+                    v.grad.fill(0)
+        for _v, g in self._grads.values():
+            _fill(g, 0.0)
+
+    def reset(self):
+        """Forget the recorded launches and the tape's own gradients (arrays keep their .grad)."""
+        self._launches.clear()
+        self._grads.clear()
+
+
+def _storage(v):
+    if isinstance(v, _core.Array):
+        return (v.device, v.ptr)
+    iface = getattr(v, "__array_interface__", None)
+    if iface is not None:
+        return ("cpu", iface["data"][0])
+    return ("obj", id(v))
+
+
+def _fill(g, value):
+    if isinstance(g, _core.Array):
+        g.fill(value)
+    else:
+        g[...] = value
+
+
+def _copy(g, seed):
+    if isinstance(g, _core.Array):
+        from . import _array
+
+        _array.copyto(g, seed)
+    else:
+        g[...] = _np().asarray(seed)

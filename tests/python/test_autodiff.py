@@ -1,0 +1,373 @@
+"""Reverse-mode differentiation (tack.Tape, kernel.adjoint; docs/differentiation.md).
+
+Every differentiable intrinsic is checked in ONE adjoint launch against central finite differences
+and against PyTorch's autograd of the same expression in f64; a 2-D heat equation over 100 steps
+against PyTorch; debug mode against the compiled adjoint; every refusal at its line; the tape's API.
+"""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tack
+from tack import _autodiff
+from tack._derivs import DERIVS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_derivative_table_is_fresh():
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_autodiff.py"), "--check"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@tack.kernel
+def every_deriv(a, out):
+    for i in range(a.shape[0]):
+        out[i, 0] = tack.sqrt(a[i, 0, 0])
+        out[i, 1] = tack.exp(a[i, 1, 0])
+        out[i, 2] = tack.log(a[i, 2, 0])
+        out[i, 3] = tack.log2(a[i, 3, 0])
+        out[i, 4] = tack.log10(a[i, 4, 0])
+        out[i, 5] = tack.sin(a[i, 5, 0])
+        out[i, 6] = tack.cos(a[i, 6, 0])
+        out[i, 7] = tack.tan(a[i, 7, 0])
+        out[i, 8] = tack.asin(a[i, 8, 0])
+        out[i, 9] = tack.acos(a[i, 9, 0])
+        out[i, 10] = tack.atan(a[i, 10, 0])
+        out[i, 11] = tack.sinh(a[i, 11, 0])
+        out[i, 12] = tack.cosh(a[i, 12, 0])
+        out[i, 13] = tack.tanh(a[i, 13, 0])
+        out[i, 14] = tack.floor(a[i, 14, 0])
+        out[i, 15] = tack.ceil(a[i, 15, 0])
+        out[i, 16] = tack.trunc(a[i, 16, 0])
+        out[i, 17] = math.fabs(a[i, 17, 0])
+        out[i, 18] = tack.atan2(a[i, 18, 0], a[i, 18, 1])
+        out[i, 19] = math.pow(a[i, 19, 0], a[i, 19, 1])
+        out[i, 20] = tack.hypot(a[i, 20, 0], a[i, 20, 1])
+        out[i, 21] = tack.fmod(a[i, 21, 0], a[i, 21, 1])
+        out[i, 22] = tack.copysign(a[i, 22, 0], a[i, 22, 1])
+        out[i, 23] = math.erf(a[i, 23, 0])
+        out[i, 24] = math.erfc(a[i, 24, 0])
+        out[i, 25] = tack.log1p(a[i, 25, 0])
+        out[i, 26] = tack.expm1(a[i, 26, 0])
+        out[i, 27] = tack.cbrt(a[i, 27, 0])
+        out[i, 28] = tack.exp2(a[i, 28, 0])
+        out[i, 29] = tack.asinh(a[i, 29, 0])
+        out[i, 30] = tack.acosh(a[i, 30, 0])
+        out[i, 31] = tack.atanh(a[i, 31, 0])
+        out[i, 32] = math.remainder(a[i, 32, 0], a[i, 32, 1])
+        out[i, 33] = tack.rint(a[i, 33, 0])
+        out[i, 34] = tack.fma(a[i, 34, 0], a[i, 34, 1], a[i, 34, 2])
+        out[i, 35] = tack.rsqrt(a[i, 35, 0])
+        out[i, 36] = tack.sign(a[i, 36, 0])
+        out[i, 37] = tack.clamp(a[i, 37, 0], a[i, 37, 1], a[i, 37, 2])
+        out[i, 38] = tack.lerp(a[i, 38, 0], a[i, 38, 1], a[i, 38, 2])
+        out[i, 39] = tack.smoothstep(a[i, 39, 0], a[i, 39, 1], a[i, 39, 2])
+        out[i, 40] = tack.step(a[i, 40, 0], a[i, 40, 1])
+        out[i, 41] = tack.degrees(a[i, 41, 0])
+        out[i, 42] = tack.radians(a[i, 42, 0])
+        out[i, 43] = abs(a[i, 43, 0])
+        out[i, 44] = min(a[i, 44, 0], a[i, 44, 1])
+        out[i, 45] = max(a[i, 45, 0], a[i, 45, 1])
+        out[i, 46] = float(a[i, 46, 0])
+
+# each row's arguments: (lo, hi) per argument, away from kinks and ties
+_DOMAIN = {
+    "asin": [(-0.8, 0.8)], "acos": [(-0.8, 0.8)], "atanh": [(-0.8, 0.8)], "acosh": [(1.2, 3.0)],
+    "atan2": [(0.3, 2.0), (0.3, 2.0)], "pow": [(0.5, 2.0), (-1.5, 1.5)], "hypot": [(0.3, 2.0), (-2.0, -0.3)],
+    "fmod": [(2.1, 2.4), (0.9, 1.0)], "copysign": [(0.3, 2.0), (-2.0, -0.3)], "remainder": [(2.1, 2.4), (0.9, 1.0)],
+    "clamp": [(0.2, 0.8), (0.0, 0.1), (0.9, 1.0)], "lerp": [(-1.0, 1.0), (2.0, 3.0), (0.1, 0.9)],
+    "smoothstep": [(0.0, 0.1), (0.9, 1.0), (0.3, 0.7)], "step": [(0.0, 0.1), (0.5, 0.9)],
+    "min": [(0.0, 0.4), (0.6, 1.0)], "max": [(0.0, 0.4), (0.6, 1.0)], "fma": [(-2.0, 2.0)] * 3,
+    "floor": [(0.1, 0.9)], "ceil": [(0.1, 0.9)], "trunc": [(0.1, 0.9)], "rint": [(0.1, 0.4)],
+    "sign": [(0.2, 0.9)], "fabs": [(-2.0, -0.2)], "abs": [(0.2, 2.0)],
+}
+
+
+def _torch_of(name, torch):
+    t = torch
+    one = {"sqrt": t.sqrt, "exp": t.exp, "log": t.log, "log2": t.log2, "log10": t.log10, "sin": t.sin,
+           "cos": t.cos, "tan": t.tan, "asin": t.asin, "acos": t.acos, "atan": t.atan, "sinh": t.sinh,
+           "cosh": t.cosh, "tanh": t.tanh, "floor": t.floor, "ceil": t.ceil, "trunc": t.trunc, "fabs": t.abs,
+           "erf": t.erf, "erfc": t.erfc, "log1p": t.log1p, "expm1": t.expm1, "exp2": t.exp2, "asinh": t.asinh,
+           "acosh": t.acosh, "atanh": t.atanh, "rint": t.round, "rsqrt": t.rsqrt, "sign": t.sign,
+           "degrees": t.rad2deg, "radians": t.deg2rad, "abs": t.abs, "float": lambda x: x * 1,
+           "cbrt": lambda x: t.pow(x, 1.0 / 3.0),
+           "atan2": t.atan2, "pow": t.pow, "hypot": t.hypot, "fmod": t.fmod, "copysign": t.copysign,
+           "remainder": lambda x, y: x - t.round(x / y) * y, "min": t.minimum, "max": t.maximum,
+           "step": lambda e, x: (x >= e).double() + 0 * (e + x),
+           "fma": lambda x, y, z: x * y + z, "clamp": lambda x, lo, hi: t.minimum(t.maximum(x, lo), hi),
+           "lerp": lambda a, b, w: a + w * (b - a)}
+    if name == "smoothstep":
+        def f(e0, e1, x):
+            u = t.clamp((x - e0) / (e1 - e0), 0.0, 1.0)
+            return u * u * (3 - 2 * u)
+        return f
+    return one[name]
+
+
+TEST_ALL = __import__("os").environ.get("TACK_TEST_ALL") == "1"
+
+
+def test_every_intrinsic_against_finite_differences_and_torch():
+    # importing torch takes seconds on a busy machine: its comparison runs under make test-all
+    torch = pytest.importorskip("torch") if TEST_ALL else None
+    names = list(DERIVS)
+    written = set()
+    for line in Path(__file__).read_text().split("def every_deriv", 1)[1].split("_DOMAIN", 1)[0].splitlines():
+        if "out[i, " in line:
+            written.add(line.split("=", 1)[1].strip().split("(", 1)[0].split(".")[-1])
+    assert written == set(names), "every TK_DERIV row is in every_deriv, and nothing else"
+    rng = np.random.default_rng(3)
+    n, k = 2, len(names)
+    a = np.full((n, k, 3), 0.5)
+    for r, name in enumerate(names):
+        dom = _DOMAIN.get(name, [(0.2, 0.9)] * len(DERIVS[name]))
+        for j, (lo, hi) in enumerate(dom):
+            a[:, r, j] = rng.uniform(lo, hi, n)
+    out = np.zeros((n, k))
+    seed = rng.uniform(0.5, 1.5, (n, k))
+    ga = np.zeros_like(a)
+    every_deriv.adjoint(a, out, grads={"a": ga, "out": seed.copy()})  # one adjoint launch, every row
+    # finite differences: 6 forward launches (a row depends on its own arguments only)
+    h = 1e-6
+    fd = np.zeros_like(a)
+    for j in range(3):
+        hi_, lo_ = a.copy(), a.copy()
+        hi_[:, :, j] += h
+        lo_[:, :, j] -= h
+        o1, o2 = np.zeros((n, k)), np.zeros((n, k))
+        every_deriv(hi_, o1)
+        every_deriv(lo_, o2)
+        fd[:, :, j] = seed * (o1 - o2) / (2 * h)
+    for r, name in enumerate(names):
+        m = len(DERIVS[name])
+        if name == "float":  # the default float, f32: finite differences would measure its rounding
+            fd[:, r, 0] = seed[:, r]
+        for j in range(m):
+            np.testing.assert_allclose(ga[:, r, j], fd[:, r, j], rtol=1e-6, atol=1e-7, err_msg=f"{name} arg {j} (fd)")
+        assert not ga[:, r, m:].any(), name  # nothing reaches the unused argument slots
+        if torch is None:
+            continue
+        ins = [torch.tensor(a[:, r, j], dtype=torch.float64, requires_grad=True) for j in range(m)]
+        y = _torch_of(name, torch)(*ins)
+        (y * torch.tensor(seed[:, r])).sum().backward()
+        for j in range(m):
+            want = ins[j].grad.numpy() if ins[j].grad is not None else np.zeros(n)
+            np.testing.assert_allclose(ga[:, r, j], want, rtol=1e-12, atol=1e-12, err_msg=f"{name} arg {j} (torch)")
+
+
+@tack.kernel
+def heat_step(u, k, unew):
+    n, m = u.shape
+    for i, j in tack.ndrange((1, n - 1), (1, m - 1)):
+        lap = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j]
+        unew[i, j] = u[i, j] + k[i, j] * lap
+
+
+@tack.kernel
+def sum_squares(u, loss):
+    for i, j in tack.ndrange(u.shape):
+        loss[0] += u[i, j] * u[i, j]
+
+
+def _heat_reference(u0, k0):
+    """The same 100 steps and their gradients by hand (the adjoint of the stencil, written out in NumPy)."""
+    us = [u0]
+    for _ in range(100):
+        c = us[-1]
+        nxt = np.zeros_like(c)
+        lap = c[:-2, 1:-1] + c[2:, 1:-1] + c[1:-1, :-2] + c[1:-1, 2:] - 4 * c[1:-1, 1:-1]
+        nxt[1:-1, 1:-1] = c[1:-1, 1:-1] + k0[1:-1, 1:-1] * lap
+        us.append(nxt)
+    g = 2 * us[-1]
+    gk = np.zeros_like(k0)
+    for c in reversed(us[:-1]):
+        gi = np.zeros_like(g)
+        gi[1:-1, 1:-1] = g[1:-1, 1:-1]
+        lap = c[:-2, 1:-1] + c[2:, 1:-1] + c[1:-1, :-2] + c[1:-1, 2:] - 4 * c[1:-1, 1:-1]
+        gk[1:-1, 1:-1] += gi[1:-1, 1:-1] * lap
+        kg = k0 * gi
+        prev = gi - 4 * kg
+        prev[:-2, 1:-1] += kg[1:-1, 1:-1]
+        prev[2:, 1:-1] += kg[1:-1, 1:-1]
+        prev[1:-1, :-2] += kg[1:-1, 1:-1]
+        prev[1:-1, 2:] += kg[1:-1, 1:-1]
+        g = prev
+    return float((us[-1] ** 2).sum()), g, gk
+
+
+def test_heat_equation_100_steps_against_torch():
+    torch = pytest.importorskip("torch") if TEST_ALL else None
+    rng = np.random.default_rng(0)
+    u0 = rng.uniform(0, 1, (12, 10))
+    k0 = rng.uniform(0.05, 0.2, (12, 10))
+    u = tack.array(u0, tack.f64, requires_grad=True)
+    kk = tack.array(k0, tack.f64, requires_grad=True)
+    loss = tack.zeros(1, tack.f64)
+    with tack.Tape() as tape:
+        cur = u
+        for _ in range(100):
+            nxt = tack.array(u0 * 0, tack.f64)  # each step its own array (the border stays 0)
+            heat_step(cur, kk, nxt)
+            cur = nxt
+        sum_squares(cur, loss)
+    tape.backward(loss)
+    l_ref, gu_ref, gk_ref = _heat_reference(u0, k0)
+    assert abs(loss.numpy()[0] - l_ref) < 1e-12 * l_ref
+    np.testing.assert_allclose(u.grad.numpy(), gu_ref, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(kk.grad.numpy(), gk_ref, rtol=1e-10, atol=1e-14)
+    assert len(tape.launches) == 101
+    # zero() clears every gradient, reset() forgets the launches
+    tape.zero()
+    assert not u.grad.numpy().any() and not kk.grad.numpy().any()
+    tape.reset()
+    assert tape.launches == []
+    if torch is None:
+        return
+    tape = None
+    tu = torch.tensor(u0, requires_grad=True)
+    tk = torch.tensor(k0, requires_grad=True)
+    c = tu
+    for _ in range(100):
+        lap = c[:-2, 1:-1] + c[2:, 1:-1] + c[1:-1, :-2] + c[1:-1, 2:] - 4 * c[1:-1, 1:-1]
+        nxt = torch.zeros_like(c)
+        nxt[1:-1, 1:-1] = c[1:-1, 1:-1] + tk[1:-1, 1:-1] * lap
+        c = nxt
+    tl = (c * c).sum()
+    tl.backward()
+    assert abs(l_ref - tl.item()) < 1e-12 * abs(tl.item())
+    np.testing.assert_allclose(gu_ref, tu.grad.numpy(), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(gk_ref, tk.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_tape_refuses_a_step_that_overwrites_what_an_earlier_step_read():
+    a = tack.array(np.ones((4, 4)), tack.f64, requires_grad=True)
+    kk = tack.array(np.full((4, 4), 0.1), tack.f64)
+    b = tack.zeros((4, 4), tack.f64)
+    with tack.Tape() as tape:
+        heat_step(a, kk, b)
+        heat_step(b, kk, a)  # ping-pong: a was read by the first step
+    with pytest.raises(ValueError, match="writes its argument 'unew', which heat_step\\(\\) read earlier"):
+        tape.backward(grads={a: np.ones((4, 4))})
+
+
+def _scaled(x, y, s):
+    for i in range(x.shape[0]):
+        t = x[i] * s
+        if t > 1.0:
+            t = tack.sin(t)
+        else:
+            t = t * t * t
+        y[i] = t * t + x[i]
+
+
+scaled = tack.kernel(_scaled)
+scaled_py = tack.kernel(jit=False)(_scaled)
+
+
+def test_adjoint_direct_branches_scalars_and_debug_mode():
+    xv = np.linspace(0.1, 0.9, 7)
+    t = 2 * xv
+    big = t > 1
+    f = np.where(big, np.sin(t), t ** 3)
+    df = np.where(big, np.cos(t), 3 * t ** 2)
+    want_x = 2 * f * df * 2 + 1
+    want_s = np.sum(2 * f * df * xv)
+    for k in (scaled, scaled_py):
+        x = tack.array(xv, tack.f64, requires_grad=True)
+        y = tack.zeros(7, tack.f64, requires_grad=True)
+        k(x, y, 2.0)
+        y.grad.fill(1.0)
+        gs = np.zeros(1)
+        k.adjoint(x, y, 2.0, grads={"s": gs})
+        np.testing.assert_allclose(x.grad.numpy(), want_x, rtol=1e-13)
+        np.testing.assert_allclose(gs[0], want_s, rtol=1e-13)
+        assert not y.grad.numpy().any()  # y's old values do not reach the loss: its gradient is spent
+    with pytest.raises(TypeError, match="not float array or float scalar parameters"):
+        scaled.adjoint(xv, np.zeros(7), 2.0, grads={"nope": gs})
+
+
+def test_grad_and_requires_grad():
+    a = tack.zeros(3, tack.f32)
+    assert a.grad is None and not a.requires_grad
+    a.requires_grad = True
+    assert a.grad.shape == (3,) and a.grad.dtype is tack.f32 and a.grad.device == a.device
+    g = a.grad
+    a.requires_grad = True
+    assert a.grad is g
+    with pytest.raises(ValueError, match="shape, dtype and device"):
+        a.grad = tack.zeros(4, tack.f32)
+    with pytest.raises(TypeError):
+        a.grad = np.zeros(3)
+    a.requires_grad = False
+    assert a.grad is None
+    b = tack.ones(2, tack.f64, requires_grad=True)
+    assert b.requires_grad and not b.grad.numpy().any()
+    with tack.Tape() as tape:
+        pass
+    with pytest.raises(ValueError, match="one-element"):
+        tape.backward(b)
+
+
+# ---- refusals, each at its line
+
+def _int_out(x, n):
+    for i in range(x.shape[0]):
+        n[i] = int(x[i] * 4.0)  # REFUSE: integer output
+
+
+def _amax(x, m):
+    for i in range(x.shape[0]):
+        tack.atomic_max(m, 0, x[i])  # REFUSE: atomic_max
+
+
+def _overwrite(x):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * 2.0  # REFUSE: overwritten
+
+
+def _serial(x, y):
+    for i in range(x.shape[0]):
+        s = 0.0
+        for j in range(3):  # REFUSE: serial loop
+            s += x[i] * j
+        y[i] = s
+
+
+@tack.func
+def _helper(v):
+    return v * v
+
+
+def _calls(x, y):
+    for i in range(x.shape[0]):
+        y[i] = _helper(x[i])  # REFUSE: func
+
+
+def _draws(x, y):
+    for i in range(x.shape[0]):
+        y[i] = x[i] + tack.random.uniform(1, i)  # REFUSE: random
+
+
+@pytest.mark.parametrize("fn, args, words", [
+    (_int_out, (np.ones(3), np.zeros(3, np.int32)), "integer output is not differentiable"),
+    (_amax, (np.ones(3), np.zeros(1)), "atomic_max is not differentiable"),
+    (_overwrite, (np.ones(3),), "write the new values to another array"),
+    (_serial, (np.ones(3), np.zeros(3)), "loops inside a parallel loop are not differentiated yet"),
+    (_calls, (np.ones(3), np.zeros(3)), "calls of @tack.func are not differentiated yet"),
+    (_draws, (np.ones(3), np.zeros(3)), "random draws are not differentiated"),
+])
+def test_refusals_name_the_line(fn, args, words):
+    k = tack.kernel(fn)
+    with pytest.raises(tack.CompileError, match=words) as err:
+        k.adjoint(*args)
+    lines, first = __import__("inspect").getsourcelines(fn)
+    want = first + next(n for n, line in enumerate(lines) if "REFUSE" in line)
+    assert f"line {want}" in str(err.value) or err.value.lineno == want, str(err.value)
