@@ -933,6 +933,10 @@ class Tape:
         return None if hit is None else hit[1]
 
     def backward(self, loss=None, *, grads=None):
+        """Run the recorded launches' adjoints in reverse order, seeded with 1 for `loss` (a one-element
+        float array) and with each seed of `grads` ({array: seed}, or a list of (array, seed) pairs,
+        where arrays are not hashable).  A launch that overwrote an array an earlier launch read is
+        refused (ValueError): give each step an array of its own."""
         seeds = list(grads.items()) if isinstance(grads, dict) else list(grads or ())
         if loss is not None:
             size = loss.size if hasattr(loss, "size") else None
