@@ -958,7 +958,7 @@ class Tape:
             extra = []
             for p in names:
                 if kinds[p][0] == "fscalar":
-                    extra.append(np.zeros(1, "float64"))  # a scalar's gradient: kernel.adjoint(grads=...) gives it
+                    extra.append(_np().zeros(1, "float64"))  # a scalar's gradient: kernel.adjoint(grads=...) gives it
                 else:
                     extra.append(self._grad_of(bound.arguments[p]))
             with _paused():
