@@ -502,7 +502,11 @@ class _Gen:
                 self.give(v, cell if sign > 0 else _neg(cell, node), out, node)
 
     def zero(self, name, node):
-        t = _FLOATS[self.local_types[name]] if name in self.local_types else _FLOATS[self.params[name][1]]
+        t = self.local_types[name] if name in self.local_types else self.params[name][1]
+        if t == "float (Python)":  # a weak float: the widest float array's type, else the default float
+            wide = [k[1] for k in self.params.values() if k[0] == "farray"]
+            t = "f64" if "f64" in wide else "f32" if wide else self.kernel.default_float.name
+        t = _FLOATS[t]
         return _loc(ast.Call(func=_nm(self.use(getattr(_core, t), t), node), args=[_c(0.0, node)], keywords=[]),
                     node)
 
@@ -831,6 +835,19 @@ def _zeros_like(v):
     return torch.zeros_like(v)
 
 
+def _scalar_grad(bound, kinds):
+    """A scratch gradient for a float scalar: one element of the widest float array's type, on the
+    arrays' device."""
+    wide = [k[1] for k in kinds.values() if k[0] == "farray"]
+    dt = "f64" if "f64" in wide or not wide else "f32"
+    for v in bound.arguments.values():
+        if isinstance(v, _core.Array):
+            from . import _array
+
+            return _array.zeros(1, getattr(_core, dt), device=v.device)
+    return _np().zeros(1, "float64" if dt == "f64" else "float32")
+
+
 def adjoint(kernel, args, kwargs):
     """kernel.adjoint(*args, grads=None): the extension's autodiff hook (see docs/differentiation.md)."""
     kwargs = dict(kwargs)
@@ -844,7 +861,7 @@ def adjoint(kernel, args, kwargs):
             g = getattr(v, "grad", None) if isinstance(v, _core.Array) else None
         if g is None:
             if kinds[p][0] == "fscalar":
-                g = _np().zeros(1, "float64")
+                g = _scalar_grad(bound, kinds)
             else:
                 g = _zeros_like(bound.arguments[p])
         extra.append(g)
@@ -958,7 +975,7 @@ class Tape:
             extra = []
             for p in names:
                 if kinds[p][0] == "fscalar":
-                    extra.append(_np().zeros(1, "float64"))  # a scalar's gradient: kernel.adjoint(grads=...) gives it
+                    extra.append(_scalar_grad(bound, kinds))  # a scalar's gradient: kernel.adjoint(grads=...) gives it
                 else:
                     extra.append(self._grad_of(bound.arguments[p]))
             with _paused():

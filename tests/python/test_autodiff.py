@@ -5,7 +5,9 @@ and against PyTorch's autograd of the same expression in f64; a 2-D heat equatio
 against PyTorch; debug mode against the compiled adjoint; every refusal at its line; the tape's API.
 """
 
+import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +16,12 @@ import numpy as np
 import pytest
 
 import tack
-from tack import _autodiff
+from tack import _autodiff, _core
 from tack._derivs import DERIVS
 
 ROOT = Path(__file__).resolve().parents[2]
+# importing torch, hiprtc and PoCL's builds take seconds each: those parts run under make test-all
+TEST_ALL = os.environ.get("TACK_TEST_ALL") == "1"
 
 
 def test_derivative_table_is_fresh():
@@ -110,9 +114,6 @@ def _torch_of(name, torch):
             return u * u * (3 - 2 * u)
         return f
     return one[name]
-
-
-TEST_ALL = __import__("os").environ.get("TACK_TEST_ALL") == "1"
 
 
 def test_every_intrinsic_against_finite_differences_and_torch():
@@ -371,3 +372,95 @@ def test_refusals_name_the_line(fn, args, words):
     lines, first = __import__("inspect").getsourcelines(fn)
     want = first + next(n for n, line in enumerate(lines) if "REFUSE" in line)
     assert f"line {want}" in str(err.value) or err.value.lineno == want, str(err.value)
+
+
+def _adjoint_source(k, args, target):
+    adj, bound, names, kinds = _autodiff.build(k, args, {})
+    grads = [np.zeros(1, np.float32) if kinds[p][0] == "fscalar" else np.zeros_like(bound.arguments[p])
+             for p in names]
+    return adj.generated_source(*args, *grads, target=target)
+
+
+def _dialect_sources(target):
+    """The adjoints of the f32 branch-and-scalar kernel and of the heat stencil, in one dialect."""
+    x = np.linspace(0.1, 0.9, 7).astype(np.float32)
+    u = np.ones((6, 5), np.float32)
+    return [_adjoint_source(scaled, (x, np.zeros(7, np.float32), 2.0), target),
+            _adjoint_source(heat_step, (u, u, np.zeros((6, 5), np.float32)), target)]
+
+
+def test_adjoint_sources_compile_with_nvrtc():
+    import _gpu_batch
+
+    if getattr(_core, "_nvrtc_compile", None) is None:
+        pytest.skip("no NVRTC in this build")
+    try:
+        assert _core._nvrtc_compile(_gpu_batch.batch_source(_dialect_sources("cuda"))[0], "sm_80")
+    except OSError as e:  # NVRTC's library is not installed
+        pytest.skip(str(e))
+
+
+_HIPRTC = ("import json, sys\n"
+           "from tack import _core\n"
+           "job = json.load(sys.stdin)\n"
+           "_core._hiprtc_compile(job['source'], 'gfx90a')\n")
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="hiprtc takes a second or two a program: under make test-all (TACK_TEST_ALL=1)")
+@pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
+def test_adjoint_sources_compile_with_hiprtc():
+    import _gpu_batch
+
+    # in a process of its own, as test_hip.py explains (comgr and PoCL share libLLVM)
+    job = json.dumps({"source": _gpu_batch.batch_source(_dialect_sources("hip"))[0]})
+    proc = subprocess.run([sys.executable, "-c", _HIPRTC], input=job, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_adjoint_sources_compile_with_ocloc():
+    import _ocloc
+
+    if _ocloc.library() is None:
+        pytest.skip("libocloc is not installed (Debian: intel-opencl-icd)")
+    rc, out = _ocloc.compile(_ocloc.batch_source(_dialect_sources("opencl"))[0], "pvc")
+    assert rc == 0, {k: v.decode(errors="replace")[-3000:] for k, v in out.items() if "log" in k.lower()}
+
+
+def test_adjoint_sources_type_check_as_metal():
+    import _msl
+
+    if _msl.clang() is None and not _msl.xcrun():
+        pytest.skip("clang++ is not installed (Debian: clang)")
+    for src in _dialect_sources("metal"):
+        assert _msl.check(src) is None
+
+
+def test_adjoints_in_every_dialect_and_on_opencl():
+    """The adjoints of an f32 kernel with a branch and a scalar, and of the heat stencil, are emitted
+    for every target; where an OpenCL device is present (PoCL in CI) they run there equal to the CPU."""
+    x = np.linspace(0.1, 0.9, 7).astype(np.float32)
+    u = np.random.default_rng(1).random((6, 5)).astype(np.float32)
+    kk = np.full((6, 5), 0.1, np.float32)
+    cases = [(scaled, (x, np.zeros(7, np.float32), 2.0), {"y": np.ones(7, np.float32)}),
+             (heat_step, (u, kk, np.zeros((6, 5), np.float32)), {"unew": np.ones((6, 5), np.float32)})]
+    for k, args, seeds in cases:
+        for target in tack._core._targets():
+            assert _adjoint_source(k, args, target)
+    ocl = [d for d in tack.devices() if d.startswith("opencl")]
+    if not ocl or not TEST_ALL:  # PoCL builds four programs here (about 10 s): under make test-all
+        return
+    for k, args, seeds in cases:
+        out = []
+        for dev in ("cpu", ocl[0]):
+            dargs = [tack.array(a, device=dev) if isinstance(a, np.ndarray) else a for a in args]
+            names = [p for p, a in zip(("x", "y", "s") if k is scaled else ("u", "k", "unew"), args)
+                     if isinstance(a, np.ndarray)]
+            grads = {p: tack.array(seeds[p], device=dev) if p in seeds else tack.zeros(a.shape, tack.f32, device=dev)
+                     for p, a in zip(names, dargs)}
+            if k is scaled:
+                grads["s"] = tack.zeros(1, tack.f32, device=dev)
+            k(*dargs)
+            k.adjoint(*dargs, grads=grads)
+            out.append({p: g.numpy() for p, g in grads.items()})
+        for p in out[0]:
+            np.testing.assert_allclose(out[1][p], out[0][p], rtol=1e-5, atol=1e-6, err_msg=f"{k.__name__} {p}")
