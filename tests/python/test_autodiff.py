@@ -464,3 +464,34 @@ def test_adjoints_in_every_dialect_and_on_opencl():
             out.append({p: g.numpy() for p, g in grads.items()})
         for p in out[0]:
             np.testing.assert_allclose(out[1][p], out[0][p], rtol=1e-5, atol=1e-6, err_msg=f"{k.__name__} {p}")
+
+
+@tack.kernel
+def tanh_layer(x, w, s, y):
+    for i in range(y.shape[0]):
+        y[i] = tack.tanh(w[i] * x[i] * s) + x[i] * x[i]
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="importing torch takes seconds: under make test-all (TACK_TEST_ALL=1)")
+def test_torch_function_passes_gradcheck():
+    torch = pytest.importorskip("torch")
+    f = tack.torch_function(tanh_layer, outputs={"y": lambda x, w, s: x.shape})
+    x = torch.rand(6, dtype=torch.float64, requires_grad=True)
+    w = torch.rand(6, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w: f(x, w, 1.5), (x, w))
+    # a layer of a model: the gradient flows on through torch's own operations
+    (f(x, w, 1.5) * torch.arange(6.0, dtype=torch.float64)).sum().backward()
+    want = (1 - torch.tanh(w * x * 1.5) ** 2) * 1.5 * w + 2 * x
+    torch.testing.assert_close(x.grad, (want * torch.arange(6.0, dtype=torch.float64)).detach())
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="importing jax takes seconds: under make test-all (TACK_TEST_ALL=1)")
+def test_jax_function_passes_check_grads():
+    jax = pytest.importorskip("jax")
+    from jax.test_util import check_grads
+
+    jax.config.update("jax_enable_x64", True)
+    g = tack.jax_function(tanh_layer, outputs={"y": lambda x, w, s: x.shape})
+    rng = np.random.default_rng(2)
+    x, w = jax.numpy.array(rng.random(5)), jax.numpy.array(rng.random(5))
+    check_grads(lambda x, w: g(x, w, 1.5), (x, w), order=1, modes=["rev"])
