@@ -480,6 +480,21 @@ class _Gen:
                 if save is not None:
                     out.append(_assign(name, _nm(save, node), node))
                 self.give(v, _nm(g, node), out, node)
+            elif kind == "sum":  # v += value in a serial loop: the sum's adjoint, unchanged
+                _, name, v, sign, _n = act
+                self.adj_used.add(name)
+                g = _nm(f"adj{SEP}{name}", node)
+                self.give(v, g if sign > 0 else _neg(g, node), out, node)
+            elif kind == "serial":  # the loop again: each iteration recomputed, then its adjoint
+                _, loop_node, f1, a1, own, _n = act
+                body = copy.deepcopy(f1)
+                for name in own:
+                    self.adj_used.add(name)
+                    body.append(_assign(f"adj{SEP}{name}", self.zero(name, node), node))
+                self.reverse(a1, body)
+                loop = copy.copy(loop_node)
+                loop.body = body or [_loc(ast.Pass(), node)]
+                out.append(loop)
             elif kind == "restore":  # a non-float local overwritten: put its value back
                 _, name, save, _n = act
                 out.append(_assign(name, _nm(save, node), node))
@@ -568,6 +583,12 @@ class _Gen:
             raise self.error(f"the assignment {ast.unparse(s)} is not differentiated yet", s)
         if isinstance(s, ast.AugAssign):
             tgt = s.target
+            if isinstance(tgt, ast.Name) and tgt.id in self.accums:  # a serial loop's sum: s += e
+                v = self.flat(s.value, fwd, acts)
+                fwd.append(_loc(ast.AugAssign(target=_nm(tgt.id, s, True), op=s.op, value=_cp(v)), s))
+                if self.is_float_local(tgt.id):
+                    acts.append(("sum", tgt.id, v, 1 if isinstance(s.op, ast.Add) else -1, s))
+                return
             if isinstance(tgt, ast.Name):
                 value = _loc(ast.BinOp(left=_nm(tgt.id, s), op=s.op, right=s.value), s)
                 self.local(tgt.id, value, fwd, acts, assigned, s)
@@ -592,12 +613,87 @@ class _Gen:
             fwd.append(_loc(ast.If(test=_nm(c, s), body=f1 or [_loc(ast.Pass(), s)], orelse=f2), s))
             acts.append(("if", c, a1, a2, s))
             return
-        if isinstance(s, (ast.For, ast.While)):
-            raise self.error("loops inside a parallel loop are not differentiated yet (a serial loop's values "
-                             "would have to be saved or replayed; unroll it, or give each iteration its own "
-                             "parallel index)", s)
+        if isinstance(s, ast.For):
+            self.serial(s, fwd, acts, assigned)
+            return
+        if isinstance(s, ast.While):
+            raise self.error("while loops are not differentiated yet (write a for loop over a range)", s)
         what = {ast.Return: "return", ast.Break: "break", ast.Continue: "continue"}.get(type(s), type(s).__name__)
         raise self.error(f"'{what}' is not differentiated yet", s)
+
+    # ---- serial loops inside a parallel loop: replayed, in the reverse sweep, iteration by iteration
+
+    def serial(self, s, fwd, acts, assigned):
+        """A serial loop.  Its locals are either sums (changed only by `v += e` / `v -= e`, e not reading
+        a sum) or the iteration's own (assigned before they are read in every iteration and not used
+        after the loop).  Then the iterations' adjoints are independent: the reverse sweep runs the loop
+        again, recomputing each iteration's values and taking its adjoint, in any order, and saves
+        nothing.  Other loops are refused, saying which local carries a value between iterations."""
+        if s.orelse:
+            raise self.error("a for loop's else is not differentiated yet", s)
+        if not isinstance(s.target, ast.Name):
+            raise self.error("a serial loop over several variables is not differentiated yet", s)
+        stores = {}  # local -> kinds of assignment
+        for n in ast.walk(s):
+            if n is s:
+                continue
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                stores.setdefault(n.target.id, set()).add(
+                    "sum" if isinstance(n.op, (ast.Add, ast.Sub)) else "other")
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    for m in ast.walk(t):
+                        if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store):
+                            stores.setdefault(m.id, set()).add("set")
+                    if isinstance(t, ast.Subscript):
+                        raise self.error(f"{ast.unparse(t)} = ... inside a serial loop: only += and -= of array "
+                                         f"elements are differentiated there (store the value after the loop, or "
+                                         f"add it into a zeroed array)", n)
+            elif isinstance(n, ast.For) and isinstance(n.target, ast.Name):
+                stores.setdefault(n.target.id, set()).add("loop")
+        sums = {v for v, k in stores.items() if k == {"sum"}}
+        for n in ast.walk(s):
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id in sums:
+                for m in ast.walk(n.value):
+                    if isinstance(m, ast.Name) and m.id in sums:
+                        raise self.error(f"'{n.target.id}' is summed from '{m.id}', which the loop also sums: "
+                                         f"not differentiated yet", n)
+        own = set(stores) - sums - {s.target.id}
+        outside = self.reads_outside(s)
+        for v in sorted(own):
+            if "loop" in stores[v]:
+                continue
+            if v in assigned or v in outside:
+                raise self.error(f"'{v}' carries a value into or out of this serial loop: a loop's locals are "
+                                 f"differentiated when each is a sum (v += ...) or assigned before it is read in "
+                                 f"every iteration and not used after the loop (give it another name)", s)
+            if _first_use(s.body, v) != "set":
+                raise self.error(f"'{v}' is read before it is assigned in an iteration of this serial loop: a "
+                                 f"value carried between iterations is not differentiated yet", s)
+        for v in sorted(sums & assigned):  # the sums' values before the loop, put back after its adjoint
+            sv = self.fresh("save")
+            fwd.append(_assign(sv, _nm(v, s), s))
+            acts.append(("restore", v, sv, s))
+        self.accums = self.accums | sums
+        f1, a1 = [], []
+        inner = set(assigned) | {s.target.id}
+        self.body(s.body, f1, a1, inner)
+        self.accums = self.accums - sums
+        assigned |= set(stores)
+        loop = copy.copy(s)
+        loop.body = f1 or [_loc(ast.Pass(), s)]
+        fwd.append(loop)
+        acts.append(("serial", s, f1, a1, sorted(v for v in own if self.is_float_local(v)), s))
+
+    def reads_outside(self, s):
+        counts = {}
+        for n in ast.walk(_loc(ast.Module(body=self.par_body, type_ignores=[]), None)):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                counts[n.id] = counts.get(n.id, 0) + 1
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                counts[n.id] -= 1
+        return {k for k, c in counts.items() if c > 0}
 
     def store_target(self, arr, s):
         if not (isinstance(arr, ast.Name) and arr.id in self.params and
@@ -695,6 +791,8 @@ class _Gen:
         return new, grads
 
     def loop(self, s):
+        self.par_body = s.body
+        self.accums = set()
         self.tmp_adj = {}
         self.adj_used = set()
         fwd, acts, rev = [], [], []
@@ -712,6 +810,22 @@ class _Gen:
         out = copy.copy(s)
         out.body = fwd + init + rev + flush or [_loc(ast.Pass(), s)]
         return out
+
+
+def _first_use(body, name):
+    """'set' when the first statement of `body` that mentions `name` assigns it without reading it
+    (at the body's own level), else 'read'."""
+    for st in body:
+        names = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)}
+        if name not in names:
+            continue
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            reads = {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)}
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            if name not in reads and any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return "set"
+        return "read"
+    return "read"
 
 
 def _tack():
@@ -799,10 +913,13 @@ def build(kernel, args, kwargs):
 
     fn = kernel.py_func if isinstance(kernel, PythonKernel) else kernel.__wrapped__
     bound, kinds = _param_kinds(fn, args, kwargs)
-    ir = _ir(kernel, bound.args, bound.kwargs)  # the forward's own CompileError first
-    key = tuple((p, k) for p, k in kinds.items()) + (ir,)
     table = _BUILDS.setdefault(kernel, {})
-    hit = table.get(key)
+    quick = tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items())  # what the IR depends on
+    hit = table.get(quick)
+    if hit is None:
+        ir = _ir(kernel, bound.args, bound.kwargs)  # the forward's own CompileError first
+        key = tuple((p, k) for p, k in kinds.items()) + (ir,)
+        hit = table.get(key)
     if hit is None:
         fdef, base = _parse(fn)
         gen = _Gen(kernel, fn, fdef, base, kinds, _local_types(ir))
@@ -819,7 +936,20 @@ def build(kernel, args, kwargs):
                     default_float=kernel.default_float, check_races=kernel.check_races, optimize=kernel.optimize)
         adj = PythonKernel(g, **opts) if isinstance(kernel, PythonKernel) else _core.Kernel(g, **opts)
         hit = table[key] = (adj, grads, frozenset(gen.loaded), frozenset(gen.modified))
+    table[quick] = hit
     return hit[0], bound, hit[1], kinds
+
+
+def _layout(v):
+    """An argument's part of a kernel's signature beyond its kind: rank, dtype, strides, device, type."""
+    if isinstance(v, _core.Array):
+        return (v.dtype.name, v.ndim, v.strided, v.device, v.writable)
+    if hasattr(v, "__array_interface__"):
+        return (str(v.dtype), v.ndim, getattr(v, "flags", None) is not None and v.flags.c_contiguous,
+                getattr(v, "flags", None) is not None and v.flags.writeable, type(v))
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (int, v >= 1 << 63, v < -(1 << 63))
+    return (type(v), getattr(v, "dtype", None))
 
 
 def _zeros_like(v):
@@ -935,19 +1065,30 @@ class Tape:
         return list(self._launches)
 
     def _grad_of(self, v):
+        """v's gradient: its .grad, else the tape's own, one per storage: a reshaped view of an array
+        (x.reshape(...)) shares the gradient of the array it views."""
+        key = _storage(v)
         if isinstance(v, _core.Array) and v.grad is not None:
+            self._grads.setdefault(key, (v, v.grad))
             return v.grad
-        hit = self._grads.get(id(v))
+        hit = self._grads.get(key)
         if hit is None:
-            hit = self._grads[id(v)] = (v, _zeros_like(v))
-        return hit[1]
+            hit = self._grads[key] = (v, _zeros_like(v))
+        g = hit[1]
+        if tuple(g.shape) != tuple(v.shape):
+            if _size(g) != _size(v) or getattr(v, "strided", False):
+                raise ValueError(f"tack.Tape: two arrays of different sizes start at one address "
+                                 f"({tuple(v.shape)} and {tuple(g.shape)}): the tape differentiates whole "
+                                 f"arrays and their reshaped views, not slices")
+            g = g.reshape(*v.shape)
+        return g
 
     def gradient(self, array):
         """The gradient of `array` after backward: its .grad, or the tape's own (None if it has none)."""
         if isinstance(array, _core.Array) and array.grad is not None:
             return array.grad
-        hit = self._grads.get(id(array))
-        return None if hit is None else hit[1]
+        hit = self._grads.get(_storage(array))
+        return None if hit is None else hit[1].reshape(*array.shape)
 
     def backward(self, loss=None, *, grads=None):
         """Run the recorded launches' adjoints in reverse order, seeded with 1 for `loss` (a one-element
@@ -1016,6 +1157,13 @@ class Tape:
         """Forget the recorded launches and the tape's own gradients (arrays keep their .grad)."""
         self._launches.clear()
         self._grads.clear()
+
+
+def _size(a):
+    n = 1
+    for d in a.shape:
+        n *= d
+    return n
 
 
 def _storage(v):

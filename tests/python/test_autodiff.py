@@ -259,6 +259,82 @@ def test_tape_refuses_a_step_that_overwrites_what_an_earlier_step_read():
         tape.backward(grads={a: np.ones((4, 4))})
 
 
+@tack.kernel
+def dense_tanh(W, b, x, y):
+    for i in range(y.shape[0]):
+        s = b[i]
+        for k in range(x.shape[0]):
+            p = W[i, k] * x[k]
+            s += p
+        y[i] = tack.tanh(s)
+
+
+@tack.kernel
+def spring_step(x, v, k, dt, xn, vn):
+    n = x.shape[0]
+    for i in range(n):
+        f = 0.0
+        for d in range(2):  # the two neighbours of a chain, a serial loop replayed by the adjoint
+            j = i - 1 + 2 * d
+            if j >= 0 and j < n:
+                f += k[0] * (x[j] - x[i])
+        vnew = v[i] + dt * (f - 0.1 * x[i])
+        vn[i] = vnew
+        xn[i] = x[i] + dt * vnew
+
+
+def test_serial_loop_a_dense_layer():
+    rng = np.random.default_rng(5)
+    W, b, x = rng.random((4, 3)), rng.random(4), rng.random(3)
+    y, gy = np.zeros(4), rng.random(4)
+    dense_tanh(W, b, x, y)
+    gW, gb, gx = np.zeros_like(W), np.zeros_like(b), np.zeros_like(x)
+    dense_tanh.adjoint(W, b, x, y, grads={"W": gW, "b": gb, "x": gx, "y": gy.copy()})
+    d = gy * (1 - np.tanh(W @ x + b) ** 2)
+    np.testing.assert_allclose(gW, np.outer(d, x), rtol=1e-13)
+    np.testing.assert_allclose(gb, d, rtol=1e-13)
+    np.testing.assert_allclose(gx, W.T @ d, rtol=1e-13)
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="two more kernels and their adjoints to build: under make test-all")
+def test_spring_chain_30_steps_against_finite_differences():
+    rng = np.random.default_rng(5)
+
+    def simulate(x0, v0, k0, tape=None):
+        xs, vs = tack.array(x0, tack.f64), tack.array(v0, tack.f64)
+        loss = tack.zeros(1, tack.f64)
+        for _ in range(30):
+            xn, vn = tack.zeros(6, tack.f64), tack.zeros(6, tack.f64)
+            spring_step(xs, vs, k0, 0.05, xn, vn)
+            xs, vs = xn, vn
+        sum_squares(xs.reshape(2, 3), loss)
+        return loss.numpy()[0], xs
+
+    x0, v0 = rng.random(6), rng.random(6)
+    kk = tack.array([2.0], tack.f64, requires_grad=True)
+    with tack.Tape() as tape:
+        xs = tack.array(x0, tack.f64, requires_grad=True)
+        vs = tack.array(v0, tack.f64, requires_grad=True)
+        x_in, v_in = xs, vs
+        loss = tack.zeros(1, tack.f64)
+        for _ in range(30):
+            xn, vn = tack.zeros(6, tack.f64), tack.zeros(6, tack.f64)
+            spring_step(xs, vs, kk, 0.05, xn, vn)
+            xs, vs = xn, vn
+        sum_squares(xs.reshape(2, 3), loss)
+    tape.backward(loss)
+    h = 1e-6
+    fd_k = (simulate(x0, v0, np.array([2.0 + h]))[0] - simulate(x0, v0, np.array([2.0 - h]))[0]) / (2 * h)
+    np.testing.assert_allclose(kk.grad.numpy()[0], fd_k, rtol=1e-6)
+    for i in (0, 3):
+        e = np.zeros(6)
+        e[i] = h
+        fd_x = (simulate(x0 + e, v0, np.array([2.0]))[0] - simulate(x0 - e, v0, np.array([2.0]))[0]) / (2 * h)
+        fd_v = (simulate(x0, v0 + e, np.array([2.0]))[0] - simulate(x0, v0 - e, np.array([2.0]))[0]) / (2 * h)
+        np.testing.assert_allclose(x_in.grad.numpy()[i], fd_x, rtol=1e-6)
+        np.testing.assert_allclose(v_in.grad.numpy()[i], fd_v, rtol=1e-6)
+
+
 def _scaled(x, y, s):
     for i in range(x.shape[0]):
         t = x[i] * s
@@ -334,12 +410,12 @@ def _overwrite(x):
         x[i] = x[i] * 2.0  # REFUSE: overwritten
 
 
-def _serial(x, y):
+def _carried(x, y):
     for i in range(x.shape[0]):
-        s = 0.0
-        for j in range(3):  # REFUSE: serial loop
-            s += x[i] * j
-        y[i] = s
+        p = 1.0
+        for j in range(3):  # REFUSE: carried
+            p = p * x[i]
+        y[i] = p
 
 
 @tack.func
@@ -361,7 +437,7 @@ def _draws(x, y):
     (_int_out, (np.ones(3), np.zeros(3, np.int32)), "integer output is not differentiable"),
     (_amax, (np.ones(3), np.zeros(1)), "atomic_max is not differentiable"),
     (_overwrite, (np.ones(3),), "write the new values to another array"),
-    (_serial, (np.ones(3), np.zeros(3)), "loops inside a parallel loop are not differentiated yet"),
+    (_carried, (np.ones(3), np.zeros(3)), "'p' carries a value into or out of this serial loop"),
     (_calls, (np.ones(3), np.zeros(3)), "calls of @tack.func are not differentiated yet"),
     (_draws, (np.ones(3), np.zeros(3)), "random draws are not differentiated"),
 ])
