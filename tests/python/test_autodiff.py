@@ -571,3 +571,11 @@ def test_jax_function_passes_check_grads():
     rng = np.random.default_rng(2)
     x, w = jax.numpy.array(rng.random(5)), jax.numpy.array(rng.random(5))
     check_grads(lambda x, w: g(x, w, 1.5), (x, w), order=1, modes=["rev"])
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="31 optimization iterations of 101 launches: under make test-all")
+def test_diffsim_example_converges(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "docs" / "examples" / "diffsim.py")], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "converged in" in out.stdout and "all checks passed" in out.stdout
