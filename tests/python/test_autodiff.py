@@ -579,3 +579,24 @@ def test_diffsim_example_converges(tmp_path):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "converged in" in out.stdout and "all checks passed" in out.stdout
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="importing torch takes seconds: under make test-all (TACK_TEST_ALL=1)")
+def test_two_layer_mlp_against_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    W1, b1, W2, b2 = rng.normal(size=(8, 4)), rng.normal(size=8), rng.normal(size=(3, 8)), rng.normal(size=3)
+    x = rng.normal(size=4)
+    arrays = [tack.array(a, tack.f64, requires_grad=True) for a in (W1, b1, W2, b2, x)]
+    h, y, loss = tack.zeros(8, tack.f64), tack.zeros(3, tack.f64), tack.zeros(1, tack.f64)
+    with tack.Tape() as tape:
+        dense_tanh(arrays[0], arrays[1], arrays[4], h)
+        dense_tanh(arrays[2], arrays[3], h, y)
+        sum_squares(y.reshape(1, 3), loss)
+    tape.backward(loss)
+    t = [torch.tensor(a, requires_grad=True) for a in (W1, b1, W2, b2, x)]
+    ty = torch.tanh(t[2] @ torch.tanh(t[0] @ t[4] + t[1]) + t[3])
+    (ty * ty).sum().backward()
+    assert abs(loss.numpy()[0] - (ty * ty).sum().item()) < 1e-12
+    for a, ta in zip(arrays, t):
+        np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-12, atol=1e-14)
