@@ -912,6 +912,13 @@ def build(kernel, args, kwargs):
     from ._structs_rewrite import _make, _parse
 
     fn = kernel.py_func if isinstance(kernel, PythonKernel) else kernel.__wrapped__
+    from . import _structs
+
+    if getattr(fn, "__tack_tree__", None) is not None or _structs.has_struct(args, kwargs):
+        from ._kernels import CompileError
+
+        raise CompileError(f"{fn.__qualname__} takes structs: kernels on structs are not differentiated yet (pass "
+                           f"the fields as float arrays)")
     bound, kinds = _param_kinds(fn, args, kwargs)
     table = _BUILDS.setdefault(kernel, {})
     quick = tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items())  # what the IR depends on

@@ -433,6 +433,21 @@ def _draws(x, y):
         y[i] = x[i] + tack.random.uniform(1, i)  # REFUSE: random
 
 
+def test_structs_are_refused():
+    @tack.struct
+    class Body:
+        x: tack.f64
+        v: tack.f64
+
+    @tack.kernel
+    def positions(p, y):
+        for i in range(y.shape[0]):
+            y[i] = p[i].x * 2.0
+
+    with pytest.raises(tack.CompileError, match="kernels on structs are not differentiated yet"):
+        positions.adjoint(tack.zeros(3, Body), tack.zeros(3, tack.f64))
+
+
 @pytest.mark.parametrize("fn, args, words", [
     (_int_out, (np.ones(3), np.zeros(3, np.int32)), "integer output is not differentiable"),
     (_amax, (np.ones(3), np.zeros(1)), "atomic_max is not differentiable"),
