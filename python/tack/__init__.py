@@ -184,7 +184,7 @@ __all__ += list(_kernel_all)
 # the standard library's random
 from . import random  # noqa: E402
 from . import _pickle  # noqa: E402,F401  (hands the extension how arrays and kernels pickle)
-from ._autodiff import Tape  # noqa: E402  (reverse-mode differentiation: docs/differentiation.md)
+from ._autodiff_run import Tape  # noqa: E402  (reverse-mode differentiation: docs/differentiation.md)
 from ._autodiff_frameworks import jax_function, torch_function  # noqa: E402
 
 __all__ += ["Tape", "torch_function", "jax_function"]

@@ -37,11 +37,13 @@ line, never differentiated wrong: a store into an integer array of a value
 computed from floats, atomics other than add/sub, random draws, an array
 read by a loop that it or a later loop overwrites (the adjoint recomputes
 from the arrays as the kernel left them), and what is not supported yet:
-serial loops inside a parallel loop, @tack.func calls, vectors, matrices,
-complex values, local arrays, while/break/continue/return, float values
-computed outside the parallel loops.  The Tape (tack.Tape) records launches
-and runs their adjoints backwards; docs/differentiation.md is the user's
-chapter.
+serial loops that carry a value between iterations, vectors, matrices,
+complex values, local arrays, structs, while/break/continue/return, float
+values computed outside the parallel loops.  Serial loops whose locals are
+sums or the iteration's own are replayed (``_Gen.serial``); @tack.func
+calls are inlined (``_Gen.inline``).  tack._autodiff_run builds and
+launches adjoints and holds the Tape (tack.Tape); docs/differentiation.md
+is the user's chapter.
 """
 
 from __future__ import annotations
@@ -50,8 +52,6 @@ import ast
 import builtins as _builtins
 import copy
 import re
-import threading
-import weakref
 
 from . import _core
 from ._derivs import DERIVS
@@ -60,10 +60,6 @@ SEP = "\u00b7"  # a middle dot: an identifier to Python, spelled by no source (a
 _FLOATS = {"f32": "f32", "f64": "f64", "float (Python)": "f64"}
 _INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool", "int (Python)", "bool (Python)")
 _NO_DERIV = ("int", "bool", "len", "isnan", "isinf", "isfinite", "range", "ndrange", "seed_u64")
-
-
-class _Unsupported(Exception):
-    pass
 
 
 def _np():
@@ -163,6 +159,7 @@ class _Gen:
     def use(self, obj, hint):
         name = f"ad{SEP}{hint}"
         self.inject[name] = obj
+        self.env[name] = obj  # an injected name resolves as the object it stands for
         return name
 
     def resolve(self, node):
@@ -285,8 +282,11 @@ class _Gen:
                              f"draw again): draw the numbers into an array in a kernel of their own and pass it",
                              e)
         if isinstance(obj, _core.Kernel) and obj.is_func:
-            raise self.error(f"{ast.unparse(e.func)}(): calls of @tack.func are not differentiated yet (write "
-                             f"the function's body into the kernel)", e)
+            ret = self.func_returns.get(obj.__name__, set())
+            if ret & set(_FLOATS) and ret - set(_FLOATS):
+                raise self.error(f"{obj.__name__}() returns a float in one call and {sorted(ret - set(_FLOATS))} "
+                                 f"in another: not differentiated yet", e)
+            return bool(ret & set(_FLOATS))
         if name is not None and name in ("print",):
             return False
         if not any(args_active):
@@ -341,6 +341,8 @@ class _Gen:
             return _nm(t, e)
         if isinstance(e, ast.Call):
             name, obj = self.intrinsic(e)
+            if isinstance(obj, _core.Kernel) and obj.is_func:
+                return self.inline(e, obj, fwd, acts)
             if isinstance(obj, _core.DType) or name == "float":
                 a = self.flat(e.args[0], fwd, acts)
                 t = self.fresh("t")
@@ -362,6 +364,91 @@ class _Gen:
             acts.append(("call", t, name, args, e))
             return _nm(t, e)
         raise self.error(f"{ast.unparse(e)} is not differentiated yet", e)
+
+    # ---- @tack.func calls: inlined, their locals renamed per call
+
+    def inline(self, call, fobj, fwd, acts):
+        """The call's body as statements of the iteration (its parameters and locals renamed
+        f·N·name); the simple node of its return value, or None."""
+        from ._structs_rewrite import _parse
+
+        fn = fobj.__wrapped__
+        if getattr(fn, "__tack_tree__", None) is not None or call.keywords:
+            raise self.error(f"{fn.__name__}(): a @tack.func on structs, or called with keywords, is not "
+                             f"differentiated yet", call)
+        self.depth = getattr(self, "depth", 0) + 1
+        if self.depth > 16:
+            raise self.error(f"{fn.__name__}(): @tack.func calls nested more than 16 deep", call)
+        fdef, _base = _parse(fn)
+        params = [a.arg for a in fdef.args.args]
+        if len(params) != len(call.args) or fdef.args.vararg or fdef.args.kwonlyargs:
+            raise self.error(f"{fn.__name__}() takes {len(params)} positional parameters here", call)
+        body = [st for st in fdef.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+        ret = None
+        if body and isinstance(body[-1], ast.Return):
+            ret = body[-1].value
+            body = body[:-1]
+        for st in body:
+            for n in ast.walk(st):
+                if isinstance(n, (ast.Return, ast.Yield, ast.Global, ast.Nonlocal)):
+                    raise self.error(f"{fn.__name__}(): a return before the end of a @tack.func is not "
+                                     f"differentiated yet (assign the result and return it once, at the end)", call)
+        tag = self.fresh(fn.__name__)
+        types = self.func_types.get(fn.__name__, {})
+        locals_ = set(params)
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                locals_.add(n.id)
+        env = dict(_builtins.__dict__)
+        env.update(fn.__globals__)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                env[name] = cell.cell_contents
+            except ValueError:
+                pass
+        rename, assign = {}, []
+        for p, a in zip(params, call.args):
+            if isinstance(a, ast.Name) and a.id in self.params and self.params[a.id][0] in ("farray", "array", "bad"):
+                rename[p] = a.id  # an array: the kernel's own parameter
+                continue
+            rename[p] = f"{tag}{SEP}{p}"
+            assign.append((rename[p], a))
+        for name in locals_ - set(params):
+            rename[name] = f"{tag}{SEP}{name}"
+        for name in locals_:
+            if rename.get(name, "").startswith(tag):
+                ts = types.get(name, set())
+                floats = ts & set(_FLOATS)
+                if floats and ts - set(_FLOATS):
+                    raise self.error(f"{fn.__name__}(): its local '{name}' is {sorted(ts)} in different calls: "
+                                     f"not differentiated yet", call)
+                if ts:
+                    self.local_types[rename[name]] = "f64" if len(floats) > 1 else sorted(ts)[0]
+        gen = self
+
+        class Rn(ast.NodeTransformer):
+            def visit_Name(self, n):
+                if n.id in rename:
+                    return _loc(ast.Name(id=rename[n.id], ctx=n.ctx), n)
+                if n.id in env and not isinstance(n.ctx, ast.Store):
+                    return _loc(ast.Name(id=gen.use(env[n.id], f"{fn.__name__}{SEP}{n.id}"), ctx=n.ctx), n)
+                return n
+
+        def relocated(node):
+            node = Rn().visit(copy.deepcopy(node))
+            for n in ast.walk(node):
+                if hasattr(n, "lineno"):
+                    ast.copy_location(n, call)
+            return node
+
+        inl_assigned = set()
+        for name, a in assign:
+            self.local(name, a, fwd, acts, inl_assigned, call)
+        for st in body:
+            self.stmt(relocated(st), fwd, acts, inl_assigned)
+        out = self.flat(relocated(ret), fwd, acts) if ret is not None else None
+        self.depth -= 1
+        return out
 
     # ---- the derivative expressions
 
@@ -393,7 +480,7 @@ class _Gen:
         if isinstance(v, ast.Name):
             if v.id in self.tmp_adj:
                 out.append(_aug(_nm(self.tmp_adj[v.id], node), g, node))
-            elif SEP in v.id:  # a temporary: its one use gives its adjoint
+            elif v.id in self.temps:  # a temporary: its one use gives its adjoint
                 a = self.fresh("g")
                 self.tmp_adj[v.id] = a
                 out.append(_assign(a, g, node))
@@ -545,6 +632,9 @@ class _Gen:
                 if name is not None and name.startswith("atomic_"):
                     raise self.error(f"tack.{name} is not differentiable (only atomic_add and atomic_sub are)", s)
                 if name == "print":
+                    return
+                if isinstance(obj, _core.Kernel) and obj.is_func:
+                    self.inline(s.value, obj, fwd, acts)
                     return
             raise self.error(f"the statement {ast.unparse(s)} is not differentiated yet", s)
         if isinstance(s, ast.Pass):
@@ -730,6 +820,9 @@ class _Gen:
 
     def local(self, name, value, fwd, acts, assigned, s):
         self.check_local(name, s)
+        if name not in self.local_types and self.touches_float(value):
+            raise self.error(f"the type of '{name}' is unknown to the adjoint (a @tack.func's local no call "
+                             f"typed): not differentiated", s)
         if not self.is_float_local(name) and self.active(value):
             raise self.error(f"'{name}' is {self.local_types.get(name)}: a float value made integer is not "
                              f"differentiable", s)
@@ -832,367 +925,3 @@ def _tack():
     import tack
 
     return tack
-
-
-# ------------------------------------------------------------------ builds
-
-
-_BUILDS = weakref.WeakKeyDictionary()
-_LOCALS = re.compile(r"(\S+?)(?:'\d+)?:((?:[a-z0-9]+(?: \(Python\))?)|\S+)(?=\s|$)")
-
-
-def _local_types(ir):
-    """{local name: its type} from the kernel's IR (the first function's `locals:` line)."""
-    out = {}
-    for line in ir.splitlines():
-        line = line.strip()
-        if line.startswith("locals:"):
-            for m in _LOCALS.finditer(line[len("locals:"):]):
-                name, t = m.group(1), m.group(2)
-                if name.startswith("_t") and name[2:].isdigit():
-                    continue
-                out.setdefault(name, t)
-            break
-    return out
-
-
-def _array_kind(v):
-    """('farray', 'f32'|'f64'), ('array', None) for integer/bool arrays, ('bad', what), or None."""
-    np = _np()
-    if isinstance(v, _core.Array):
-        name = v.dtype.name
-    elif isinstance(v, np.ndarray):
-        name = {"float32": "f32", "float64": "f64"}.get(v.dtype.name, v.dtype.name)
-        if v.dtype.kind in "iub":
-            return ("array", None)
-    elif hasattr(v, "__dlpack__") and hasattr(v, "dtype"):
-        name = {"float32": "f32", "float64": "f64"}.get(str(v.dtype).replace("torch.", ""), str(v.dtype))
-    else:
-        return None
-    if name in ("f32", "f64"):
-        return ("farray", name)
-    if name in _INTS or name.startswith(("int", "uint")):
-        return ("array", None)
-    return ("bad", name)
-
-
-def _param_kinds(fn, args, kwargs):
-    import inspect
-
-    bound = inspect.signature(fn).bind(*args, **kwargs)
-    bound.apply_defaults()
-    np = _np()
-    kinds = {}
-    for p, v in bound.arguments.items():
-        k = _array_kind(v)
-        if k is None:
-            if isinstance(v, float):
-                k = ("fscalar", "float (Python)")
-            elif isinstance(v, np.floating) and v.dtype.name in ("float32", "float64"):
-                k = ("fscalar", "f32" if v.dtype.name == "float32" else "f64")
-            elif isinstance(v, (bool, int, np.integer, np.bool_)):
-                k = ("other", None)
-            else:
-                k = ("other", type(v).__name__)
-        kinds[p] = k
-    return bound, kinds
-
-
-def _ir(kernel, args, kwargs):
-    from ._kernels import PythonKernel
-
-    k = kernel._checker if isinstance(kernel, PythonKernel) else kernel
-    return k.ir(*args, **kwargs)
-
-
-def build(kernel, args, kwargs):
-    """(the adjoint kernel of `kernel` for these arguments, the bound arguments, the parameters that get
-    a gradient, in the adjoint's order)."""
-    from ._kernels import PythonKernel
-    from ._structs_rewrite import _make, _parse
-
-    fn = kernel.py_func if isinstance(kernel, PythonKernel) else kernel.__wrapped__
-    from . import _structs
-
-    if getattr(fn, "__tack_tree__", None) is not None or _structs.has_struct(args, kwargs):
-        from ._kernels import CompileError
-
-        raise CompileError(f"{fn.__qualname__} takes structs: kernels on structs are not differentiated yet (pass "
-                           f"the fields as float arrays)")
-    bound, kinds = _param_kinds(fn, args, kwargs)
-    table = _BUILDS.setdefault(kernel, {})
-    quick = tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items())  # what the IR depends on
-    hit = table.get(quick)
-    if hit is None:
-        ir = _ir(kernel, bound.args, bound.kwargs)  # the forward's own CompileError first
-        key = tuple((p, k) for p, k in kinds.items()) + (ir,)
-        hit = table.get(key)
-    if hit is None:
-        fdef, base = _parse(fn)
-        gen = _Gen(kernel, fn, fdef, base, kinds, _local_types(ir))
-        gen.top_names = set()
-        new, grads = gen.build()
-
-        class _Rw:
-            inject = gen.inject
-            returns = None
-
-        g = _make(fn, new, base, _Rw)
-        g.__qualname__ = fn.__qualname__ + ".adjoint"
-        opts = dict(checks=kernel.checks, fast_math=kernel.fast_math, flush_denormals=kernel.flush_denormals,
-                    default_float=kernel.default_float, check_races=kernel.check_races, optimize=kernel.optimize)
-        adj = PythonKernel(g, **opts) if isinstance(kernel, PythonKernel) else _core.Kernel(g, **opts)
-        hit = table[key] = (adj, grads, frozenset(gen.loaded), frozenset(gen.modified))
-    table[quick] = hit
-    return hit[0], bound, hit[1], kinds
-
-
-def _layout(v):
-    """An argument's part of a kernel's signature beyond its kind: rank, dtype, strides, device, type."""
-    if isinstance(v, _core.Array):
-        return (v.dtype.name, v.ndim, v.strided, v.device, v.writable)
-    if hasattr(v, "__array_interface__"):
-        return (str(v.dtype), v.ndim, getattr(v, "flags", None) is not None and v.flags.c_contiguous,
-                getattr(v, "flags", None) is not None and v.flags.writeable, type(v))
-    if isinstance(v, int) and not isinstance(v, bool):
-        return (int, v >= 1 << 63, v < -(1 << 63))
-    return (type(v), getattr(v, "dtype", None))
-
-
-def _zeros_like(v):
-    np = _np()
-    if isinstance(v, _core.Array):
-        from . import _array
-
-        return _array.zeros(v.shape, v.dtype, device=v.device)
-    if isinstance(v, np.ndarray):
-        return np.zeros_like(v)
-    import torch  # a DLPack producer the kernel took: torch is the one Tack is tested with
-
-    return torch.zeros_like(v)
-
-
-def _scalar_grad(bound, kinds):
-    """A scratch gradient for a float scalar: one element of the widest float array's type, on the
-    arrays' device."""
-    wide = [k[1] for k in kinds.values() if k[0] == "farray"]
-    dt = "f64" if "f64" in wide or not wide else "f32"
-    for v in bound.arguments.values():
-        if isinstance(v, _core.Array):
-            from . import _array
-
-            return _array.zeros(1, getattr(_core, dt), device=v.device)
-    return _np().zeros(1, "float64" if dt == "f64" else "float32")
-
-
-def adjoint(kernel, args, kwargs):
-    """kernel.adjoint(*args, grads=None): the extension's autodiff hook (see docs/differentiation.md)."""
-    kwargs = dict(kwargs)
-    grads = kwargs.pop("grads", None) or {}
-    adj, bound, names, kinds = build(kernel, args, kwargs)
-    extra = []
-    for p in names:
-        g = grads.get(p)
-        if g is None:
-            v = bound.arguments[p]
-            g = getattr(v, "grad", None) if isinstance(v, _core.Array) else None
-        if g is None:
-            if kinds[p][0] == "fscalar":
-                g = _scalar_grad(bound, kinds)
-            else:
-                g = _zeros_like(bound.arguments[p])
-        extra.append(g)
-    unknown = set(grads) - set(names)
-    if unknown:
-        raise TypeError(f"{kernel.__qualname__}.adjoint: grads for {sorted(unknown)}, which are not float array or "
-                        f"float scalar parameters (those are {names})")
-    with _paused():
-        adj(*bound.args, *extra, **bound.kwargs)
-    return None
-
-
-_core._set_hooks(autodiff=adjoint)
-
-
-# ------------------------------------------------------------------ the tape
-
-_state = threading.local()
-_active = []  # the recording tapes, innermost last
-
-
-class _paused:
-    """No tape records while an adjoint runs."""
-
-    def __enter__(self):
-        self.saved = list(_active)
-        _active.clear()
-        _core._set_tape(None)
-
-    def __exit__(self, *exc):
-        _active.extend(self.saved)
-        if _active:
-            _core._set_tape(_record)
-
-
-def _record(kernel, args, kwargs):
-    if _active:
-        _active[-1]._launches.append((kernel, args, dict(kwargs)))
-
-
-class Tape:
-    """Records kernel launches and runs their adjoints backwards (reverse-mode differentiation).
-
-    ``with tack.Tape() as tape:`` records every launch in the block; ``tape.backward(loss)`` seeds the
-    gradient of ``loss`` (a one-element float array) with 1, or ``tape.backward(grads={array: seed})``
-    with the given seeds, then runs each recorded kernel's adjoint in reverse order, accumulating into
-    the ``.grad`` of the arrays that have one (``requires_grad=True``) and into gradients the tape keeps
-    for the others (``tape.gradients[array]``).  ``tape.zero()`` zeroes every gradient; ``tape.reset()``
-    forgets the launches and the tape's own gradients.  See docs/differentiation.md.
-    """
-
-    def __init__(self):
-        self._launches = []
-        self._grads = {}  # id(array) -> (array, grad)
-
-    def __enter__(self):
-        _active.append(self)
-        _core._set_tape(_record)
-        return self
-
-    def __exit__(self, *exc):
-        if self in _active:
-            _active.remove(self)
-        if not _active:
-            _core._set_tape(None)
-        return False
-
-    @property
-    def launches(self):
-        """The recorded launches: (kernel, args, kwargs), in order."""
-        return list(self._launches)
-
-    def _grad_of(self, v):
-        """v's gradient: its .grad, else the tape's own, one per storage: a reshaped view of an array
-        (x.reshape(...)) shares the gradient of the array it views."""
-        key = _storage(v)
-        if isinstance(v, _core.Array) and v.grad is not None:
-            self._grads.setdefault(key, (v, v.grad))
-            return v.grad
-        hit = self._grads.get(key)
-        if hit is None:
-            hit = self._grads[key] = (v, _zeros_like(v))
-        g = hit[1]
-        if tuple(g.shape) != tuple(v.shape):
-            if _size(g) != _size(v) or getattr(v, "strided", False):
-                raise ValueError(f"tack.Tape: two arrays of different sizes start at one address "
-                                 f"({tuple(v.shape)} and {tuple(g.shape)}): the tape differentiates whole "
-                                 f"arrays and their reshaped views, not slices")
-            g = g.reshape(*v.shape)
-        return g
-
-    def gradient(self, array):
-        """The gradient of `array` after backward: its .grad, or the tape's own (None if it has none)."""
-        if isinstance(array, _core.Array) and array.grad is not None:
-            return array.grad
-        hit = self._grads.get(_storage(array))
-        return None if hit is None else hit[1].reshape(*array.shape)
-
-    def backward(self, loss=None, *, grads=None):
-        """Run the recorded launches' adjoints in reverse order, seeded with 1 for `loss` (a one-element
-        float array) and with each seed of `grads` ({array: seed}, or a list of (array, seed) pairs,
-        where arrays are not hashable).  A launch that overwrote an array an earlier launch read is
-        refused (ValueError): give each step an array of its own."""
-        seeds = list(grads.items()) if isinstance(grads, dict) else list(grads or ())
-        if loss is not None:
-            size = loss.size if hasattr(loss, "size") else None
-            if size != 1:
-                raise ValueError(f"tape.backward(loss): the loss is a one-element array, not {loss!r} (give "
-                                 f"grads={{array: seed}} for others)")
-            seeds = list(seeds) + [(loss, None)]
-        if not seeds:
-            raise ValueError("tape.backward: give the loss (a one-element array) or grads={array: seed}")
-        for arr, seed in seeds:
-            g = self._grad_of(arr)
-            if seed is None:
-                _fill(g, 1.0)
-            else:
-                _copy(g, seed)
-        self._check_overwrites()
-        for kernel, args, kwargs in reversed(self._launches):
-            adj, bound, names, kinds = build(kernel, args, kwargs)
-            extra = []
-            for p in names:
-                if kinds[p][0] == "fscalar":
-                    extra.append(_scalar_grad(bound, kinds))  # a scalar's gradient: kernel.adjoint(grads=...) gives it
-                else:
-                    extra.append(self._grad_of(bound.arguments[p]))
-            with _paused():
-                adj(*bound.args, *extra, **bound.kwargs)
-
-    def _check_overwrites(self):
-        """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's
-        adjoint recomputes from the array as it is now."""
-        read = {}  # storage key -> (kernel, parameter) of the first launch that read it
-        for kernel, args, kwargs in self._launches:
-            fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
-            bound, _kinds = _param_kinds(fn, args, kwargs)
-            _adj, b2, _names, _k = build(kernel, args, kwargs)
-            entry = [h for h in _BUILDS[kernel].values() if h[0] is _adj][0]
-            loaded, modified = entry[2], entry[3]
-            for p in modified:
-                key = _storage(bound.arguments[p])
-                if key in read:
-                    k0, p0 = read[key]
-                    raise ValueError(f"tack.Tape: {kernel.__qualname__}() writes its argument '{p}', which "
-                                     f"{k0.__qualname__}() read earlier on the tape (as '{p0}'); its adjoint "
-                                     f"recomputes from the values it read: give each step an array of its own")
-            for p in loaded:
-                read.setdefault(_storage(bound.arguments[p]), (kernel, p))
-
-    def zero(self):
-        """Zero every gradient the tape reaches: the tape's own and the .grad of recorded arrays."""
-        seen = set()
-        for kernel, args, kwargs in self._launches:
-            for v in _builtins.list(args) + _builtins.list(kwargs.values()):
-                if isinstance(v, _core.Array) and v.grad is not None and id(v) not in seen:
-                    seen.add(id(v))
-                    v.grad.fill(0)
-        for _v, g in self._grads.values():
-            _fill(g, 0.0)
-
-    def reset(self):
-        """Forget the recorded launches and the tape's own gradients (arrays keep their .grad)."""
-        self._launches.clear()
-        self._grads.clear()
-
-
-def _size(a):
-    n = 1
-    for d in a.shape:
-        n *= d
-    return n
-
-
-def _storage(v):
-    if isinstance(v, _core.Array):
-        return (v.device, v.ptr)
-    iface = getattr(v, "__array_interface__", None)
-    if iface is not None:
-        return ("cpu", iface["data"][0])
-    return ("obj", id(v))
-
-
-def _fill(g, value):
-    if isinstance(g, _core.Array):
-        g.fill(value)
-    else:
-        g[...] = value
-
-
-def _copy(g, seed):
-    if isinstance(g, _core.Array):
-        from . import _array
-
-        _array.copyto(g, seed)
-    else:
-        g[...] = _np().asarray(seed)

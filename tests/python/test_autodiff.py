@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import tack
-from tack import _autodiff, _core
+from tack import _autodiff_run as _autodiff, _core
 from tack._derivs import DERIVS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -283,6 +283,43 @@ def spring_step(x, v, k, dt, xn, vn):
         xn[i] = x[i] + dt * vnew
 
 
+@tack.func
+def _bump(v, w):
+    t = v * w
+    if t > 1.0:
+        t = tack.sin(t)
+    return t * t + 1.0
+
+
+@tack.func
+def _add_bump(a, i, v):
+    a[i] += _bump(v, 1.0)
+
+
+@tack.kernel
+def with_funcs(x, y, z):
+    for i in range(x.shape[0]):
+        y[i] = _bump(x[i], 2.0) + _bump(x[i], x[i])
+        _add_bump(z, i, x[i])
+
+
+def test_func_calls_are_inlined():
+    x = np.array([0.2, 0.45, 0.8, 1.1, 1.4])  # t = 2x and x*x away from the branch at 1
+    k = with_funcs
+    k(x, np.zeros(5), np.zeros(5))
+    gx = np.zeros(5)
+    k.adjoint(x, np.zeros(5), np.zeros(5), grads={"x": gx, "y": np.ones(5), "z": np.ones(5)})
+
+    def bump(v, w):
+        t = v * w
+        return np.where(t > 1, np.sin(t), t) ** 2 + 1, np.where(t > 1, 2 * np.sin(t) * np.cos(t), 2 * t)
+
+    _, d1 = bump(x, 2.0)
+    _, d2 = bump(x, x)
+    _, d3 = bump(x, 1.0)
+    np.testing.assert_allclose(gx, d1 * 2.0 + d2 * 2 * x + d3, rtol=1e-13)
+
+
 def test_serial_loop_a_dense_layer():
     rng = np.random.default_rng(5)
     W, b, x = rng.random((4, 3)), rng.random(4), rng.random(3)
@@ -419,13 +456,15 @@ def _carried(x, y):
 
 
 @tack.func
-def _helper(v):
-    return v * v
+def _early(v):
+    if v > 0.0:
+        return v
+    return -v
 
 
 def _calls(x, y):
     for i in range(x.shape[0]):
-        y[i] = _helper(x[i])  # REFUSE: func
+        y[i] = _early(x[i])  # REFUSE: func
 
 
 def _draws(x, y):
@@ -453,7 +492,7 @@ def test_structs_are_refused():
     (_amax, (np.ones(3), np.zeros(1)), "atomic_max is not differentiable"),
     (_overwrite, (np.ones(3),), "write the new values to another array"),
     (_carried, (np.ones(3), np.zeros(3)), "'p' carries a value into or out of this serial loop"),
-    (_calls, (np.ones(3), np.zeros(3)), "calls of @tack.func are not differentiated yet"),
+    (_calls, (np.ones(3), np.zeros(3)), "a return before the end of a @tack.func is not differentiated yet"),
     (_draws, (np.ones(3), np.zeros(3)), "random draws are not differentiated"),
 ])
 def test_refusals_name_the_line(fn, args, words):
