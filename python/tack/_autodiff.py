@@ -491,7 +491,9 @@ class _Gen:
         if isinstance(v, ast.Subscript):
             tgt = _loc(ast.Subscript(value=_nm(f"{v.value.id}{SEP}grad", node), slice=_as_load(v.slice),
                                      ctx=ast.Store()), node)
-            out.append(_aug(tgt, g, node))
+            st = _aug(tgt, g, node)
+            st.ad_site = (v.value.id, self.offsets(v.slice))  # for the gather form (tack._autodiff_gather)
+            out.append(st)
             return
         raise self.error("internal: a value with no adjoint", node)
 
@@ -845,7 +847,7 @@ class _Gen:
                 if s.orelse:
                     raise self.error("a for loop's else is not differentiated yet", s)
                 self.loop_no += 1
-                loops.append(self.loop(s))
+                loops.append(self.loop(s))  # a list: the loop's adjoint, or its gather and own passes
                 continue
             if isinstance(s, ast.Pass):
                 continue
@@ -876,7 +878,7 @@ class _Gen:
         new.args.args = list(fdef.args.args) + [_loc(ast.arg(arg=f"{p}{SEP}grad"), fdef) for p in grads]
         new.args.defaults = []
         new.args.kw_defaults = []
-        new.body = top + [lp for lp in reversed(loops)] or [_loc(ast.Pass(), fdef)]
+        new.body = top + [lp for passes in reversed(loops) for lp in passes] or [_loc(ast.Pass(), fdef)]
         new.decorator_list = []
         new.returns = None
         new.name = fdef.name
@@ -884,6 +886,9 @@ class _Gen:
         return new, grads
 
     def loop(self, s):
+        tgt = s.target
+        names = [tgt] if isinstance(tgt, ast.Name) else list(tgt.elts) if isinstance(tgt, ast.Tuple) else []
+        self.loop_vars = [n.id for n in names] if names and all(isinstance(n, ast.Name) for n in names) else None
         self.par_body = s.body
         self.accums = set()
         self.tmp_adj = {}
@@ -902,7 +907,26 @@ class _Gen:
                 flush.append(_aug(cell, _nm(f"adj{SEP}{name}", s), s))
         out = copy.copy(s)
         out.body = fwd + init + rev + flush or [_loc(ast.Pass(), s)]
-        return out
+        from ._autodiff_gather import gather_passes
+
+        return gather_passes(self, s, out, fwd, init, rev, flush)
+
+    def offsets(self, idx):
+        """The constant offsets of an index from the parallel loop's variables, in order, or None."""
+        elts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+        vs = self.loop_vars
+        if vs is None or len(elts) != len(vs):
+            return None
+        out = []
+        for e, v in zip(elts, vs):
+            if isinstance(e, ast.Name) and e.id == v:
+                out.append(0)
+            elif (isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)) and isinstance(e.left, ast.Name)
+                  and e.left.id == v and isinstance(e.right, ast.Constant) and type(e.right.value) is int):
+                out.append(e.right.value if isinstance(e.op, ast.Add) else -e.right.value)
+            else:
+                return None
+        return tuple(out)
 
 
 def _first_use(body, name):

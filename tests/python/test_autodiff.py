@@ -407,6 +407,18 @@ def test_adjoint_direct_branches_scalars_and_debug_mode():
     with pytest.raises(TypeError, match="not float array or float scalar parameters"):
         scaled.adjoint(xv, np.zeros(7), 2.0, grads={"nope": gs})
 
+    # the stencil's gather form (tack._autodiff_gather) in debug mode, against the compiled one
+    rng = np.random.default_rng(1)
+    u, kk, seed = rng.random((6, 5)), rng.random((6, 5)), rng.random((6, 5))
+    got = []
+    for k in (heat_step, tack.kernel(jit=False)(heat_step.__wrapped__)):
+        g = {"u": np.zeros((6, 5)), "k": np.zeros((6, 5)), "unew": seed.copy()}
+        k.adjoint(u, kk, np.zeros((6, 5)), grads=g)
+        got.append(g)
+    np.testing.assert_allclose(got[1]["u"], got[0]["u"], rtol=1e-14)
+    np.testing.assert_allclose(got[1]["k"], got[0]["k"], rtol=1e-14)
+    assert got[0]["u"].any() and not got[0]["unew"][1:-1, 1:-1].any()  # the border was never written
+
 
 def test_grad_and_requires_grad():
     a = tack.zeros(3, tack.f32)
