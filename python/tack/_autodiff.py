@@ -38,10 +38,11 @@ computed from floats, atomics other than add/sub, random draws, an array
 read by a loop that it or a later loop overwrites (the adjoint recomputes
 from the arrays as the kernel left them), and what is not supported yet:
 serial loops that carry a value between iterations, vectors, matrices,
-complex values, local arrays, structs, while/break/continue/return, float
-values computed outside the parallel loops.  Serial loops whose locals are
-sums or the iteration's own are replayed (``_Gen.serial``); @tack.func
-calls are inlined (``_Gen.inline``).  tack._autodiff_run builds and
+complex values, local arrays, structs, while/break/continue/return,
+values computed outside the parallel loops from differentiated inputs.
+Serial loops whose locals are sums or the iteration's own are replayed
+(``_Gen.serial``); @tack.func calls are inlined (``_Gen.inline``); a
+stencil's loop is written in gather form (tack._autodiff_gather).  tack._autodiff_run builds and
 launches adjoints and holds the Tape (tack.Tape); docs/differentiation.md
 is the user's chapter.
 """
@@ -142,6 +143,7 @@ class _Gen:
 
         self.registry = _kernels._INTRINSICS
         self.temps = set()  # the forward sweep's float temporaries
+        self.consts = set()  # values computed outside the parallel loops from no differentiated input
         self.loaded = {}  # array -> [(loop number, line)]
         self.modified = {}  # array -> [(loop number, line, node)]
 
@@ -202,6 +204,8 @@ class _Gen:
         if isinstance(e, ast.Name):
             if e.id in self.temps:
                 return True
+            if e.id in self.consts:
+                return False
             p = self.params.get(e.id)
             if p is not None:
                 return p[0] == "fscalar"
@@ -807,6 +811,9 @@ class _Gen:
         acts.append(("accum", arr, _as_load(idx), v, sign, s))
 
     def save(self, name, fwd, acts, assigned, s):
+        if name in self.consts:
+            raise self.error(f"'{name}' is assigned outside the parallel loops and again in one: not differentiated "
+                             f"yet (give the loop's value a name of its own)", s)
         if name in self.params:
             raise self.error(f"assigning the parameter '{name}' is not differentiated yet: give the value a "
                              f"name of its own", s)
@@ -859,10 +866,12 @@ class _Gen:
                     raise self.error("a value assigned twice outside the parallel loops is not differentiated yet",
                                      s)
                 self.top_names.update(names)
+                self.consts.update(names)  # no differentiated input reaches them: constants to the adjoint
                 top.append(_cp(s))
                 continue
-            raise self.error("outside the parallel loops, a differentiated kernel may only compute integer values "
-                             "(sizes, counts) so far: move float work into a parallel loop", s)
+            raise self.error("outside the parallel loops, a differentiated kernel may only compute values no "
+                             "differentiated input reaches (sizes, constants) so far: move this into the parallel "
+                             "loop", s)
         # an array read by a loop that it or a later loop overwrites: its values are gone when the
         # adjoint recomputes
         for arr, reads in self.loaded.items():

@@ -298,8 +298,9 @@ def _add_bump(a, i, v):
 
 @tack.kernel
 def with_funcs(x, y, z):
+    c = 0.5  # a constant outside the loop: no gradient reaches it
     for i in range(x.shape[0]):
-        y[i] = _bump(x[i], 2.0) + _bump(x[i], x[i])
+        y[i] = _bump(x[i], c * 4.0) + _bump(x[i], x[i])
         _add_bump(z, i, x[i])
 
 
@@ -479,6 +480,12 @@ def _calls(x, y):
         y[i] = _early(x[i])  # REFUSE: func
 
 
+def _outside(x, y, s):
+    h = s * 2.0  # REFUSE: outside
+    for i in range(x.shape[0]):
+        y[i] = h * x[i]
+
+
 def _draws(x, y):
     for i in range(x.shape[0]):
         y[i] = x[i] + tack.random.uniform(1, i)  # REFUSE: random
@@ -506,6 +513,7 @@ def test_structs_are_refused():
     (_carried, (np.ones(3), np.zeros(3)), "'p' carries a value into or out of this serial loop"),
     (_calls, (np.ones(3), np.zeros(3)), "a return before the end of a @tack.func is not differentiated yet"),
     (_draws, (np.ones(3), np.zeros(3)), "random draws are not differentiated"),
+    (_outside, (np.ones(3), np.zeros(3), 1.0), "may only compute values no differentiated input reaches"),
 ])
 def test_refusals_name_the_line(fn, args, words):
     k = tack.kernel(fn)
