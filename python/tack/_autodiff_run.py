@@ -195,6 +195,7 @@ def adjoint(kernel, args, kwargs):
     kwargs = dict(kwargs)
     grads = kwargs.pop("grads", None) or {}
     adj, bound, names, kinds = build(kernel, args, kwargs)
+    _check_aliases(kernel, bound)
     extra = []
     for p in names:
         g = grads.get(p)
@@ -343,6 +344,7 @@ class Tape:
             _adj, b2, _names, _k = build(kernel, args, kwargs)
             entry = [h for h in _BUILDS[kernel].values() if h[0] is _adj][0]
             loaded, modified = entry[2], entry[3]
+            _check_aliases(kernel, bound)
             for p in modified:
                 key = _storage(bound.arguments[p])
                 if key in read:
@@ -368,6 +370,30 @@ class Tape:
         """Forget the recorded launches and the tape's own gradients (arrays keep their .grad)."""
         self._launches.clear()
         self._grads.clear()
+
+
+def _check_aliases(kernel, bound):
+    """Refuse a launch whose arguments share memory between a parameter the kernel modifies and
+    another it reads: its adjoint recomputes from the values it read."""
+    fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
+    _b, kinds = _param_kinds(fn, bound.args, bound.kwargs)
+    hit = _BUILDS[kernel].get(tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items()))
+    if hit is None:
+        return
+    loaded, modified = hit[2], hit[3]
+    for pm in modified:
+        for pl in loaded:
+            if pm != pl and _overlap(bound.arguments[pm], bound.arguments[pl]):
+                raise ValueError(f"{kernel.__qualname__}: the arguments for '{pm}' (written) and '{pl}' (read) share "
+                                 f"memory, and the adjoint recomputes from the values the kernel read: pass "
+                                 f"separate arrays")
+
+
+def _overlap(a, b):
+    np = _np()
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.may_share_memory(a, b)
+    return _storage(a) == _storage(b)
 
 
 def _size(a):

@@ -257,6 +257,8 @@ def test_tape_refuses_a_step_that_overwrites_what_an_earlier_step_read():
         heat_step(b, kk, a)  # ping-pong: a was read by the first step
     with pytest.raises(ValueError, match="writes its argument 'unew', which heat_step\\(\\) read earlier"):
         tape.backward(grads={a: np.ones((4, 4))})
+    with pytest.raises(ValueError, match="'unew' \\(written\\) and 'u' \\(read\\) share memory"):
+        heat_step.adjoint(a, kk, a)  # one launch reading and writing the same array through two parameters
 
 
 @tack.kernel
