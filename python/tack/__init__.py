@@ -190,3 +190,9 @@ from ._algorithms import *  # noqa: F401,F403,E402
 from ._algorithms import __all__ as _algorithms_all  # noqa: E402
 
 __all__ += list(_algorithms_all)
+
+# reverse-mode differentiation: tack.Tape, and kernels as PyTorch and JAX functions
+from ._autodiff_run import Tape  # noqa: E402  (reverse-mode differentiation: docs/differentiation.md)
+from ._autodiff_frameworks import jax_function, torch_function  # noqa: E402
+
+__all__ += ["Tape", "torch_function", "jax_function"]

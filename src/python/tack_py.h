@@ -44,6 +44,10 @@ typedef struct {
     PyObject *struct_call;              /* hook (kernel, args, kwargs) -> result or NotImplemented:
                                            a call whose arguments did not bind, offered to
                                            tack._structs (struct arrays and values), set likewise */
+    PyObject *autodiff;                 /* hook (kernel, args, kwargs) -> kernel.adjoint's result
+                                           (tack._autodiff), set likewise */
+    PyObject *tape;                     /* NULL, or while a tack.Tape records: called with (kernel,
+                                           args, kwargs) after each launch (_core._set_tape) */
     PyObject *numpy;                    /* the numpy module, imported on first use */
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
     PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */
@@ -59,6 +63,7 @@ typedef struct {
     PyObject_HEAD
     tack_array *arr;
     PyObject *weakreflist;
+    PyObject *grad; /* the gradient array of requires_grad (tack._autodiff), or NULL */
 } TackArrayObject;
 
 typedef struct {
