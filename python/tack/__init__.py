@@ -126,8 +126,12 @@ def _getline(filename, lineno):
 
 
 def _struct_call(kernel, args, kwargs, method):
+    from ._hashgrid import grid_call
     from ._structs import struct_call
 
+    out = grid_call(kernel, args, kwargs, method)  # a tack.HashGrid argument (docs/spatial.md)
+    if out is not NotImplemented:
+        return out
     return struct_call(kernel, args, kwargs, method)
 
 
@@ -196,3 +200,8 @@ from ._autodiff_run import Tape  # noqa: E402  (reverse-mode differentiation: do
 from ._autodiff_frameworks import jax_function, torch_function  # noqa: E402
 
 __all__ += ["Tape", "torch_function", "jax_function"]
+
+# spatial queries: tack.HashGrid and its neighbour loop in kernels (docs/spatial.md)
+from ._hashgrid import HashGrid  # noqa: E402
+
+__all__ += ["HashGrid"]

@@ -1,0 +1,253 @@
+"""Spatial queries: ``tack.HashGrid``, a uniform grid of cells over points.
+
+A particle code asks, for each point, which points lie within a radius of
+it.  Checking every pair costs O(n^2); a grid of cells at least as wide as
+the radius makes it O(n * neighbours): each point's neighbours lie in the
+cells its ball touches.  The grid is built with the parallel primitives
+(tack._algorithms) on the points' own device: one kernel gives each point
+the index of its cell, ``tack.argsort`` sorts the points by cell (stably, so
+the points of one cell keep their input order), and one kernel marks where
+each cell's run of sorted points starts and ends.  What a kernel then reads
+is three arrays -- the permutation and the start and end of every cell --
+and a few numbers: the grid's origin, the inverse of its cell width and its
+number of cells along each axis.
+
+The cells are dense over the points' bounding box rather than hashed into a
+table: a hash table's buckets collide, and two touched cells sharing a bucket
+would give the same point twice.  To keep the memory O(n) whatever the
+points' spread, the grid never has more than max(4 n, 4096) cells: when the
+bounding box needs more at the requested width, the cells are made wider
+(``cell_width``), which only adds candidates, never loses one.
+
+Inside a kernel ``for j in grid.neighbors(p, radius):`` visits the index of
+every point in the cells the ball touches (a superset of the ball: test the
+distance yourself).  The loop is rewritten before the front end reads the
+kernel (tack._hashgrid_rewrite), as struct kernels are: the grid argument
+becomes its arrays and numbers and the loop a nest over the touched cells
+and their runs, so the CPU, every GPU dialect and debug mode run it as an
+ordinary kernel.  A call reaches here only when the kernel's argument binding
+failed (the extension's struct_call hook), so other calls pay nothing.
+"""
+
+import math
+import weakref
+
+import numpy as np
+
+from . import _core
+from ._array import empty as _empty, asarray as _asarray
+from ._core import f64, i64
+from ._kernels import kernel, independent
+
+__all__ = ["HashGrid"]
+
+
+@kernel
+def _cells(pts, origin, lim, inv, dims, keys):
+    # in the points' own float type, so that a 32-bit grid builds where there is no f64 (Metal)
+    for i in range(pts.shape[0]):
+        key = i64(0)
+        stride = i64(1)
+        for d in range(pts.shape[1]):
+            f = math.floor((pts[i, d] - origin[d]) * inv)
+            c = i64(0)
+            if f > 0.0:
+                c = dims[d] - 1
+                if f < lim[d]:
+                    c = i64(f)
+                    if c > dims[d] - 1:
+                        c = dims[d] - 1
+            key += c * stride
+            stride *= dims[d]
+        keys[i] = key
+
+
+@kernel
+def _clear(start, end):
+    for c in range(start.shape[0]):
+        start[c] = 0
+        end[c] = 0
+
+
+@kernel
+def _bounds(keys, perm, start, end):
+    n = perm.shape[0]
+    for i in independent(range(n)):  # a cell's run has one first and one last point
+        k = keys[perm[i]]
+        if i == 0:
+            start[k] = 0
+        elif keys[perm[i - 1]] != k:
+            start[k] = i
+        if i == n - 1:
+            end[k] = n
+        elif keys[perm[i + 1]] != k:
+            end[k] = i + 1
+
+
+
+
+def _positive(value, what):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"tack.HashGrid: {what} must be a number, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0.0):
+        raise ValueError(f"tack.HashGrid: {what} must be a positive finite number, got {value!r}")
+    return v
+
+
+class HashGrid:
+    """A uniform grid of cells over 2-D or 3-D points, for neighbour queries in kernels.
+
+    ``HashGrid(points, cell_size)`` builds it from an (n, 2) or (n, 3) array of f32
+    or f64 (a Tack array, or anything ``tack.asarray`` takes) on the points' device;
+    ``grid.build(points)`` rebuilds it from new points, reusing its arrays where
+    they are large enough.  Pass the grid to a kernel and loop
+    ``for j in grid.neighbors(p, radius):`` (``p`` a vector or a tuple of 2 or 3
+    numbers) to visit the index of every point in the cells the ball of that
+    radius touches, each once: the points within the radius and some farther
+    ones, so test the distance.  The grid keeps no reference to the points.
+    Memory: 8 bytes per point for the cell keys, 8 for the permutation, and
+    16 per cell (at most max(4 n, 4096) cells)."""
+
+    def __init__(self, points, cell_size):
+        self.cell_size = _positive(cell_size, "cell_size")
+        self._keys = self._start = self._end = None
+        self.build(points)
+
+    def _points(self, points):
+        a = points if isinstance(points, _core.Array) else _asarray(points)
+        shape = tuple(a.shape)
+        if len(shape) != 2 or shape[1] not in (2, 3):
+            raise ValueError(f"tack.HashGrid: points must be an (n, 2) or (n, 3) array, got shape {shape}")
+        npdt = np.dtype(a.dtype.numpy) if hasattr(a.dtype, "numpy") else None
+        if npdt not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise TypeError(f"tack.HashGrid: points must be f32 or f64, got {a.dtype}")
+        return a
+
+    def build(self, points):
+        """Rebuild the grid from `points` (same rules as the constructor); returns the grid."""
+        from ._algorithms import argsort, reduce
+
+        a = self._points(points)
+        n, dim = a.shape
+        dev = a.device
+        lo, hi = [0.0] * dim, [0.0] * dim
+        if n:
+            for d in range(dim):
+                col = a[:, d]
+                lo[d], hi[d] = float(reduce(col, "min")), float(reduce(col, "max"))
+                for v in (lo[d], hi[d]):
+                    if not math.isfinite(v):
+                        raise ValueError(f"tack.HashGrid: the points' coordinate {d} holds {v}: every "
+                                         f"coordinate must be finite")
+        width = self.cell_size
+        cap = max(4 * n, 4096)
+        while True:
+            dims = [int(math.floor((hi[d] - lo[d]) / width)) + 1 for d in range(dim)]
+            ncells = math.prod(dims)
+            if ncells <= cap:
+                break
+            width *= max(1.01, (ncells / cap) ** (1.0 / dim))
+        self.dim, self.n, self.origin, self.dims = dim, n, tuple(lo), tuple(dims)
+        self.cell_width, self.ncells, self.device = width, ncells, dev
+        self.ftype = np.dtype(a.dtype.numpy).type
+        self._inv = self.ftype(1.0 / width)
+        if self._start is None or self._start.device != dev or self._start.shape[0] < ncells:
+            size = max(ncells, cap if n else 1)
+            self._start = _empty(size, np.int64, device=dev)
+            self._end = _empty(size, np.int64, device=dev)
+        _clear(self._start, self._end)
+        if n == 0:
+            self._perm = _empty(0, np.int64, device=dev)
+            return self
+        if self._keys is None or self._keys.device != dev or self._keys.shape[0] != n:
+            self._keys = _empty(n, np.int64, device=dev)
+        from ._array import array as _array
+
+        ft = self.ftype
+        _cells(a, _array(np.asarray(lo, ft), device=dev), _array(np.asarray(dims, ft) - 1, device=dev),
+               self._inv, _array(np.asarray(dims, np.int64), device=dev), self._keys)
+        self._perm = argsort(self._keys)
+        _bounds(self._keys, self._perm, self._start, self._end)
+        return self
+
+    def neighbors(self, p, radius):
+        """In a kernel, ``for j in grid.neighbors(p, radius):`` visits the index of every point
+        in the cells that the ball of `radius` around `p` (a vector or a tuple of the grid's 2
+        or 3 coordinates) touches, each once, in no stated order; none for a NaN point or a
+        NaN or negative radius.  Called from Python it raises TypeError."""
+        raise TypeError("HashGrid.neighbors(p, radius) is a loop inside a kernel "
+                        "(for j in grid.neighbors(p, radius): ...), not a Python call")
+
+    def _args(self):
+        """The kernel arguments the grid becomes (tack._hashgrid_rewrite names them)."""
+        ft = self.ftype
+        return ([self._perm, self._start, self._end] + [ft(o) for o in self.origin]
+                + [self._inv] + [np.int64(d) for d in self.dims])
+
+    def __repr__(self):
+        return (f"tack.HashGrid({self.n} points in {self.dim}-D, cell_size={self.cell_size}, "
+                f"cells {self.dims} of width {self.cell_width:g}, device={self.device!r})")
+
+
+# ------------------------------------------------------------------ the call hook
+
+_PARAMS = weakref.WeakKeyDictionary()
+_BUILDS = weakref.WeakKeyDictionary()
+
+
+def has_grid(args, kwargs):
+    return any(isinstance(v, HashGrid) for v in args) or any(isinstance(v, HashGrid) for v in kwargs.values())
+
+
+def grid_call(kernel_obj, args, kwargs, method=None):
+    """The hook for a call with a HashGrid argument (or kernel.compile / generated_source / ir
+    of such arguments, with their target= keyword); NotImplemented when no argument is a grid."""
+    if not has_grid(args, kwargs):
+        return NotImplemented
+    from ._structs import has_struct
+
+    extra = {}
+    if method is not None and "target" in kwargs:
+        kwargs = dict(kwargs)
+        extra["target"] = kwargs.pop("target")
+    hit = _PARAMS.get(kernel_obj)
+    if hit is None:
+        import inspect
+
+        fn = kernel_obj.__wrapped__ if hasattr(kernel_obj, "__wrapped__") else kernel_obj.py_func
+        hit = _PARAMS[kernel_obj] = (fn, inspect.signature(fn))
+    fn, sig = hit
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return NotImplemented
+    bound.apply_defaults()
+    values = list(bound.arguments.values())
+    if has_struct(values, {}):
+        raise TypeError(f"{fn.__qualname__}(): a kernel taking a tack.HashGrid takes no struct arguments "
+                        f"(pass the struct's fields as arrays)")
+    key = tuple((v.dim, v.ftype) if isinstance(v, HashGrid) else None for v in values)
+    table = _BUILDS.setdefault(kernel_obj, {})
+    built = table.get(key)
+    if built is None:
+        from ._hashgrid_rewrite import rewrite
+        from ._kernels import PythonKernel
+
+        g = rewrite(fn, key)
+        opts = dict(checks=kernel_obj.checks, fast_math=kernel_obj.fast_math,
+                    flush_denormals=kernel_obj.flush_denormals, default_float=kernel_obj.default_float,
+                    check_races=kernel_obj.check_races, optimize=kernel_obj.optimize)
+        built = PythonKernel(g, **opts) if isinstance(kernel_obj, PythonKernel) else _core.Kernel(g, **opts)
+        table[key] = built
+    expanded = []
+    for v in values:
+        if isinstance(v, HashGrid):
+            expanded.extend(v._args())
+        else:
+            expanded.append(v)
+    if method is None:
+        return built(*expanded)
+    out = getattr(built, method)(*expanded, **extra)
+    return None if method == "compile" else out

@@ -1,0 +1,260 @@
+"""The HashGrid rewrite: a kernel's tree with its grid parameters made plain.
+
+tack._hashgrid says what the grid is; this module turns a kernel taking one
+into an ordinary kernel, on the tree of the kernel's own source, before the
+front end (or debug mode) reads it -- the way tack._structs_rewrite
+scalarizes structs, and through the same exit (``__tack_tree__``, the
+original function's lines).  A grid parameter ``g`` of a D-dimensional grid
+becomes the parameters ``g·perm``, ``g·start``, ``g·end`` (its arrays),
+``g·o0`` ... (its origin), ``g·inv`` (the inverse of its cell width) and
+``g·n0`` ... (its cells along each axis), and the loop
+
+    for j in g.neighbors(p, r):
+        BODY
+
+becomes, with names of its own for every temporary, the range of cells the
+ball touches along each axis (in f64, clamped to the grid, widened by a
+millionth of a cell so that rounding never loses a cell, and empty for a
+NaN point or a negative radius), then the nest
+
+    for c2 in range(l2, h2 + 1):
+        for c1 in range(l1, h1 + 1):
+            for c0 in range(l0, h0 + 1):
+                cell = (c2 * g·n1 + c1) * g·n0 + c0
+                for k in range(g·start[cell], g·end[cell]):
+                    j = g·perm[k]
+                    BODY
+
+so every backend runs the same serial loops it runs for any kernel.  What
+the rewrite cannot keep the meaning of it refuses, naming the line: a
+``break`` in the body (it would leave one cell's run, not the query), an
+``else:`` on the loop, the loop at the top level of a kernel (it would
+become a parallel loop), and any other use of the grid in the kernel.
+"""
+
+import ast
+import copy
+import math
+
+import numpy as np
+
+from ._core import f32, f64
+
+from ._structs_rewrite import _parse, _make, SEP
+
+_TEMPLATE = {
+    2: """
+{T}r = {F}({R}) * {G}inv
+{AXES}
+for {T}c1 in range({T}x1, {T}y1 + 1):
+    for {T}c0 in range({T}x0, {T}y0 + 1):
+        {T}cell = {T}c1 * {G}n0 + {T}c0
+        for {T}k in range({G}start[{T}cell], {G}end[{T}cell]):
+            {J} = {G}perm[{T}k]
+            __tk_BODY
+""",
+    3: """
+{T}r = {F}({R}) * {G}inv
+{AXES}
+for {T}c2 in range({T}x2, {T}y2 + 1):
+    for {T}c1 in range({T}x1, {T}y1 + 1):
+        for {T}c0 in range({T}x0, {T}y0 + 1):
+            {T}cell = ({T}c2 * {G}n1 + {T}c1) * {G}n0 + {T}c0
+            for {T}k in range({G}start[{T}cell], {G}end[{T}cell]):
+                {J} = {G}perm[{T}k]
+                __tk_BODY
+""",
+}
+
+# the cells [x, y] the ball touches along axis d, widened by a few rounding errors of the
+# grid's float type (EPS), empty (x > y) for a NaN point or a NaN or negative radius; every
+# conversion to an integer is of a float already known to lie in [0, n)
+_AXIS = """
+{T}a{d} = ({F}({P}) - {G}o{d}) * {G}inv
+{T}e{d} = {T}r + (abs({T}a{d}) + {T}r + 1.0) * {EPS}
+{T}l{d} = {FL}({T}a{d} - {T}e{d})
+{T}h{d} = {FL}({T}a{d} + {T}e{d})
+{T}x{d} = {I}(1)
+{T}y{d} = {I}(0)
+if {T}l{d} <= {T}h{d} and {T}r >= 0.0 and {T}h{d} >= 0.0 and {T}l{d} < {F}({G}n{d}):
+    {T}x{d} = {I}(0)
+    if {T}l{d} > 0.0:
+        {T}x{d} = {I}({T}l{d})
+    {T}y{d} = {G}n{d} - 1
+    if {T}h{d} < {F}({T}y{d}):
+        {T}y{d} = {I}({T}h{d})
+"""
+
+
+class _Rw(ast.NodeTransformer):
+    def __init__(self, fn, base, grids):
+        from ._core import i64
+
+        self.fn, self.base, self.grids = fn, base, grids  # grids: parameter name -> (dimension, float type)
+        self.inject = {"__tk_i64": i64, "__tk_floor": math.floor}
+        self.returns = None
+        self.count = 0
+        self.depth = 0  # loops around the node: 0 at the kernel's top level
+
+    def error(self, msg, node):
+        from ._structs import _compile_error
+
+        return _compile_error(msg, node, self.fn, self.base)
+
+    def grid_of(self, node):
+        """The grid parameter `node` is `g.neighbors(...)` of, or None."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id in self.grids:
+            if node.func.attr != "neighbors":
+                raise self.error(f"a tack.HashGrid in a kernel has only grid.neighbors(p, radius), not "
+                                 f"'{node.func.attr}'", node)
+            return node.func.value.id
+        return None
+
+    def visit_Name(self, node):
+        if node.id in self.grids:
+            raise self.error(f"'{node.id}' is a tack.HashGrid: a kernel uses it only as "
+                             f"'for j in {node.id}.neighbors(p, radius):'", node)
+        return node
+
+    def visit_While(self, node):
+        self.depth += 1
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.depth -= 1
+
+    def visit_For(self, node):
+        g = self.grid_of(node.iter)
+        if g is None:
+            self.depth += 1
+            try:
+                return self.generic_visit(node)
+            finally:
+                self.depth -= 1
+        return self.neighbors(node, g)
+
+    def neighbors(self, node, g):
+        call = node.iter
+        dim, ft = self.grids[g]
+        F = f"__tk_{np.dtype(ft).name}"
+        self.inject[F] = {"float32": f32, "float64": f64}[np.dtype(ft).name]
+        eps = "1e-5" if np.dtype(ft).itemsize == 4 else "1e-12"
+        if self.depth == 0:
+            raise self.error(f"'for ... in {g}.neighbors(...)' at the top level of a kernel would be a "
+                             f"parallel loop: put it inside the kernel's parallel loop", node)
+        if call.keywords or len(call.args) != 2:
+            raise self.error(f"{g}.neighbors takes two arguments, a point and a radius: "
+                             f"{g}.neighbors(p, radius)", call)
+        if not isinstance(node.target, ast.Name):
+            raise self.error(f"'for ... in {g}.neighbors(...)' takes one name for the neighbour's index", node)
+        if node.orelse:
+            raise self.error(f"'for ... in {g}.neighbors(...)' has no 'else:' block", node)
+        for b in _own(node.body):
+            if isinstance(b, ast.Break):
+                raise self.error(f"'break' in 'for ... in {g}.neighbors(...)' would leave one cell's "
+                                 f"points, not the query: keep a flag and 'continue' instead", b)
+        p, r = call.args
+        if isinstance(p, ast.Tuple) and len(p.elts) != dim:
+            raise self.error(f"'{g}' is a {dim}-D grid: the point has {dim} coordinates, got "
+                             f"{len(p.elts)}", p)
+        self.count += 1
+        T = f"{g}{SEP}q{self.count}{SEP}"
+        G = f"{g}{SEP}"
+        pre = []
+        if isinstance(p, ast.Tuple):
+            comps = [self.visit(e) for e in p.elts]
+        else:
+            pre.append(ast.copy_location(ast.Assign(targets=[ast.Name(id=T + "p", ctx=ast.Store())],
+                                                    value=self.visit(p)), p))
+            comps = [ast.copy_location(ast.Attribute(value=ast.Name(id=T + "p", ctx=ast.Load()), attr=a,
+                                                     ctx=ast.Load()), p) for a in "xyz"[:dim]]
+        r = self.visit(r)
+        self.depth += 1
+        try:
+            body = []
+            for s in node.body:
+                out = self.visit(s)
+                body.extend(out if isinstance(out, list) else [out])
+        finally:
+            self.depth -= 1
+        axes = "".join(_AXIS.format(T=T, G=G, F=F, I="__tk_i64", FL="__tk_floor", P=f"__tk_P{d}", d=d,
+                                    EPS=f"{F}({eps})") for d in range(dim))
+        src = _TEMPLATE[dim].format(T=T, G=G, F=F, R="__tk_R", J=node.target.id, AXES=axes)
+        stmts = ast.parse(src).body
+        subst = {"__tk_R": r}
+        subst.update({f"__tk_P{d}": c for d, c in enumerate(comps)})
+        out = pre + [_Place(subst, body, node).visit(s) for s in stmts]
+        return out
+
+
+class _Place(ast.NodeTransformer):
+    """Puts the user's expressions and body into the template, and the loop's line on its own nodes."""
+
+    def __init__(self, subst, body, at):
+        self.subst, self.body, self.at = subst, body, at
+
+    def visit_Name(self, node):
+        if node.id in self.subst:
+            return self.subst[node.id]
+        return ast.copy_location(node, self.at)
+
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id == "__tk_BODY":
+            return self.body
+        return self.generic_visit(node)
+
+    def generic_visit(self, node):
+        if hasattr(node, "lineno") and node not in self.body:
+            ast.copy_location(node, self.at)
+            node.end_lineno, node.end_col_offset = self.at.end_lineno, self.at.end_col_offset
+        return super().generic_visit(node)
+
+
+def _own(body):
+    """The statements of a loop body, not inside a nested loop."""
+    todo = list(body)
+    while todo:
+        s = todo.pop()
+        yield s
+        if isinstance(s, (ast.For, ast.While, ast.FunctionDef)):
+            continue
+        for f in ("body", "orelse", "finalbody"):
+            todo.extend(getattr(s, f, []) or [])
+        for h in getattr(s, "handlers", []) or []:
+            todo.extend(h.body)
+
+
+def rewrite(fn, dims):
+    """fn with the grid parameters of `dims` ((dimension, float type) per grid parameter, None for the others)
+    made plain, carrying its rewritten tree as __tack_tree__."""
+    fdef, base = _parse(fn)
+    if not isinstance(fdef, ast.FunctionDef):
+        raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
+    a = fdef.args
+    grids = {p.arg: d for p, d in zip(a.args, dims) if d is not None}  # name -> (dimension, float type)
+    rw = _Rw(fn, base, grids)
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or len(a.args) != len(dims):
+        raise rw.error("a kernel taking a tack.HashGrid has plain parameters only (no *args, **kwargs, "
+                       "keyword-only or positional-only ones)", fdef)
+    params = []
+    for p, gd in zip(a.args, dims):
+        if gd is None:
+            params.append(p)
+            continue
+        d = gd[0]
+        names = ["perm", "start", "end"] + [f"o{k}" for k in range(d)] + ["inv"] + [f"n{k}" for k in range(d)]
+        params.extend(ast.copy_location(ast.arg(arg=f"{p.arg}{SEP}{nm}"), p) for nm in names)
+    fdef = copy.deepcopy(fdef)
+    body = []
+    for s in fdef.body:
+        out = rw.visit(s)
+        body.extend(out if isinstance(out, list) else [out])
+    fdef.body = body
+    fdef.args = copy.copy(a)
+    fdef.args.args = params
+    fdef.args.defaults = []
+    fdef.decorator_list = []
+    fdef.returns = None
+    ast.fix_missing_locations(fdef)
+    return _make(fn, fdef, base, rw)
