@@ -266,7 +266,9 @@ def test_cuda_sources_compile_with_nvrtc():
 
 @pytest.mark.skipif(_ocloc.library() is None, reason="libocloc is not installed (Debian: intel-opencl-icd)")
 def test_opencl_sources_compile_with_ocloc():
-    failed = [r for r in _ocloc.check_many([(src, "pvc") for src in every_source("opencl")]) if r is not None]
+    # the query kernel and the build's float kernel: the other two are integer copies (ocloc is ~1 s a source)
+    sources = every_source("opencl")
+    failed = [r for r in _ocloc.check_many([(src, "pvc") for src in (sources[0], sources[3])]) if r is not None]
     assert not failed, failed[0][1][-3000:]
 
 

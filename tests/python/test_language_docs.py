@@ -1,5 +1,5 @@
 """Every Python example in docs/language.md, errors.md, backends.md,
-beyond-one-machine.md, algorithms.md and differentiation.md runs as written."""
+beyond-one-machine.md, algorithms.md, differentiation.md and spatial.md runs as written."""
 
 import importlib.util
 import pathlib
@@ -11,7 +11,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHAPTERS = ["language.md", "errors.md", "backends.md", "beyond-one-machine.md", "algorithms.md",
-            "differentiation.md"]
+            "differentiation.md", "spatial.md"]
 # What a chapter's examples import beyond Tack's own needs (the mpi and dask extras).
 NEEDS = {"beyond-one-machine.md": ("mpi4py", "dask")}
 
