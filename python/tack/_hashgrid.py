@@ -36,7 +36,7 @@ import numpy as np
 
 from . import _core
 from ._array import empty as _empty, asarray as _asarray
-from ._core import f64, i64
+from ._core import i64
 from ._kernels import kernel, independent
 
 __all__ = ["HashGrid"]

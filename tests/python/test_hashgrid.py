@@ -180,7 +180,7 @@ def _with_break(grid, out):
 
 def _other_use(grid, out):
     for i in range(out.shape[0]):
-        g = grid
+        g = grid  # noqa: F841  (refused before it could be unused)
         out[i] = 0
 
 
