@@ -264,6 +264,29 @@ def test_cuda_sources_compile_with_nvrtc():
     assert all(n in ptx for names in entries for n in names)
 
 
+_HIPRTC = ("import sys\nfrom tack import _core\n"
+           "sys.stdout.buffer.write(_core._hiprtc_compile(sys.stdin.read(), 'gfx90a')[:4])\n")
+
+
+@pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
+def test_hip_sources_compile_with_hiprtc():
+    import subprocess
+
+    import _gpu_batch
+
+    program, _ = _gpu_batch.batch_source(every_source("hip"))
+
+    def compile_apart():
+        # in a process of its own, as tests/python/test_hip.py explains (comgr and PoCL share libLLVM)
+        proc = subprocess.run([sys.executable, "-c", _HIPRTC], input=program.encode(), capture_output=True,
+                              timeout=600)
+        return proc.stdout if proc.returncode == 0 else proc.stderr.decode(errors="replace")[-4000:]
+
+    out = _checked("hiprtc", _gpu_batch.tool_version("hip"), "gfx90a", program, compile_apart,
+                   lambda out: out == b"\x7fELF")
+    assert out == b"\x7fELF", out
+
+
 @pytest.mark.skipif(_ocloc.library() is None, reason="libocloc is not installed (Debian: intel-opencl-icd)")
 def test_opencl_sources_compile_with_ocloc():
     # the query kernel and the build's float kernel: the other two are integer copies (ocloc is ~1 s a source)
