@@ -100,7 +100,8 @@ class HashGrid:
     """A uniform grid of cells over 2-D or 3-D points, for neighbour queries in kernels.
 
     ``HashGrid(points, cell_size)`` builds it from an (n, 2) or (n, 3) array of f32
-    or f64 (a Tack array, or anything ``tack.asarray`` takes) on the points' device;
+    or f64, or an (n,) array of vec2, vec3, vec2d or vec3d (a Tack array, or anything
+    ``tack.asarray`` takes) on the points' device;
     ``grid.build(points)`` rebuilds it from new points, reusing its arrays where
     they are large enough.  Pass the grid to a kernel and loop
     ``for j in grid.neighbors(p, radius):`` (``p`` a vector or a tuple of 2 or 3
@@ -117,6 +118,12 @@ class HashGrid:
 
     def _points(self, points):
         a = points if isinstance(points, _core.Array) else _asarray(points)
+        vshape = getattr(a.dtype, "shape", ())
+        if a.ndim == 1 and tuple(vshape) in ((2,), (3,)):  # a vec2/vec3 array: its components as (n, k)
+            if a.strided:
+                a = a.copy()
+            k = vshape[0]
+            a = a._field_view(a.dtype.scalar, 0, (a.shape[0], k), (k, 1))
         shape = tuple(a.shape)
         if len(shape) != 2 or shape[1] not in (2, 3):
             raise ValueError(f"tack.HashGrid: points must be an (n, 2) or (n, 3) array, got shape {shape}")

@@ -132,6 +132,17 @@ def test_a_spread_widens_the_cells_and_a_rebuild_reuses_the_grid():
     assert neighbour_sets(lists3, y, grid, y, 0.07) == kdtree_sets(y, y, 0.07)
 
 
+def test_vector_arrays_build_the_same_grid():
+    x = np.random.default_rng(6).random((400, 3))
+    want = tack.HashGrid(x, 0.1)._perm.numpy()
+    assert np.array_equal(tack.HashGrid(tack.array(x, tack.vec3d), 0.1)._perm.numpy(), want)
+    # a strided view of a vector array is copied first
+    v = tack.array(np.repeat(x, 2, axis=0), tack.vec3d)[::2]
+    assert np.array_equal(tack.HashGrid(v, 0.1)._perm.numpy(), want)
+    g2 = tack.HashGrid(tack.array(x[:, :2].astype(np.float32), tack.vec2), 0.1)
+    assert g2.dim == 2 and g2.ftype is np.float32
+
+
 def test_empty_grid_nan_points_and_negative_radius_find_nothing():
     grid = tack.HashGrid(np.zeros((0, 3)), 0.1)
     assert grid.n == 0
