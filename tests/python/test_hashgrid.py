@@ -139,6 +139,10 @@ def test_vector_arrays_build_the_same_grid():
     # a strided view of a vector array is copied first
     v = tack.array(np.repeat(x, 2, axis=0), tack.vec3d)[::2]
     assert np.array_equal(tack.HashGrid(v, 0.1)._perm.numpy(), want)
+    # points reordered by the permutation are in cell order: their permutation is the identity
+    grid = tack.HashGrid(x, 0.1)
+    assert np.array_equal(grid.permutation.numpy(), want)
+    assert np.array_equal(grid.build(x[want]).permutation.numpy(), np.arange(400))
     g2 = tack.HashGrid(tack.array(x[:, :2].astype(np.float32), tack.vec2), 0.1)
     assert g2.dim == 2 and g2.ftype is np.float32
 
