@@ -84,6 +84,11 @@ int tpy_raise_int(void); /* same, returns -1 */
  * to arr, released on failure). */
 PyObject *tpy_array_new(tpy_state *st, tack_array *arr);
 int tpy_array_check(tpy_state *st, PyObject *obj);
+/* An Array's gradient attributes (array_grad.c), in array.c's getset table. */
+PyObject *tpy_array_get_grad(PyObject *self, void *c);
+int tpy_array_set_grad(PyObject *self, PyObject *value, void *c);
+PyObject *tpy_array_get_requires_grad(PyObject *self, void *c);
+int tpy_array_set_requires_grad(PyObject *self, PyObject *value, void *c);
 /* A shape argument (an int or a sequence of ints, none negative, at most
  * TACK_MAX_NDIM) into shape/ndim; -1 with ValueError/TypeError naming it. */
 int tpy_parse_shape(PyObject *obj, int64_t *shape, int *ndim);
