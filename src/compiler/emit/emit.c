@@ -43,7 +43,8 @@
  *
  * A failing check calls abi->fail(ctx, site, a, b) and leaves the function
  * being written (returning tk_zero from a function with a value); after a
- * call to a @tack.func the code tests ctx->failed and leaves too.
+ * call to a @tack.func that can fail (may_fail.c) the code tests the
+ * dialect's TK_CALL_FAILED and leaves too.
  */
 #include <math.h>
 #include <stdio.h>
@@ -532,10 +533,12 @@ void em_block(tk_emitter *e, tk_ir *b) {
     for (int i = 0; i < b->n; i++) st(e, b->k[i]);
 }
 
+/* After a call that can fail (may_fail.c), leave when it did: TK_CALL_FAILED
+ * is the dialect's (a GPU's reads the thread's own flag, not the record). */
 static void after_call(tk_emitter *e, tk_ir *v) {
-    if (v->op == IR_CALL && e->C->opts.checks) {
+    if (v->op == IR_CALL && e->C->opts.checks && (e->mayfail[v->aux] || em_race_call(e, v))) {
         I(e);
-        P(e, "if (TK_FAILED(ctx)) ");
+        P(e, "if (TK_CALL_FAILED(ctx, abi)) ");
         ret_fail(e);
         P(e, "\n");
     }
@@ -1021,6 +1024,7 @@ const char *tk_emit(tk_cc *C) {
     tk_buf_init(&funcs, &C->arena);
     tk_spec *K = C->specs[0];
     e->K = K;
+    e->mayfail = tk_may_fail(C);
     tk_func *KF = &C->m->funcs[K->func];
 
     functions(e, K, &funcs);

@@ -71,6 +71,7 @@ struct tk_emitter {
     uint64_t hist;         /* in the private-histogram version of a parallel loop: bit q, array q (privatize.c) */
     int rc;                /* in the chunk of a loop the race detector watches: its index + 1 (race_watch.c) */
     int rcf;               /* writing a @tack.func's watched copy (race_watch.c) */
+    const char *mayfail;   /* per spec: a call to it can fail (may_fail.c) */
 };
 
 static inline const char *ctype(tk_emitter *e, int dt) { return e->D->ctype((tack_dtype)dt); }

@@ -480,7 +480,9 @@ void tk_grid_kernel(tk_emitter *e, tk_buf *out, const tk_grid *G) {
             tk_emitter_printf(e, "if (FB->done) return;\n");
         }
         tk_emitter_indent(e);
-        tk_emitter_printf(e, "const tk_abi abi_ = {%s};\n", G->prog);
+        tk_emitter_printf(e, "int fl_ = 0; /* set by a failing check: the test after a call reads it */\n");
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "const tk_abi abi_ = {%s, &fl_};\n", G->prog);
         tk_emitter_indent(e);
         tk_emitter_printf(e, "const %stk_abi *abi = &abi_; (void)abi;\n", C->dialect->thread_ptr ? C->dialect->thread_ptr : "");
         if (k == 0) init_frame(e, C, K, G);

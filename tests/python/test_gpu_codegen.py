@@ -1,0 +1,117 @@
+"""How fast the GPU dialects' code is: what the generated source does per element.
+
+The failure test after a @tack.func call, only where the callee can fail.
+A failed check inside a function returns from it, and its caller must leave
+too: the emitter tests a failure flag after the call.  That test is written
+only after calls to functions that can fail (a check in them, or a call to
+one that can; on the CPU, a loop that polls): may_fail.c's bit over the
+call graph.  On a GPU the test reads the thread's own flag, which a failing
+check sets, instead of re-reading the error record from global memory
+(a volatile load per call, per element).  Here: which calls are tested, in
+every dialect, from the generated source; and, through the CUDA emulation
+and the CPU, that a failure two calls deep still stops its thread and is
+reported.
+"""
+
+import pathlib
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import tack
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _cuda_emulate  # noqa: E402
+
+
+@tack.func
+def clamp01(v):
+    return min(max(v, 0.0), 1.0)
+
+
+@tack.func
+def pick(a, k):
+    return a[k]
+
+
+@tack.func
+def via(a, k):
+    return pick(a, k) + 1.0
+
+
+@tack.func
+def twice(v):
+    return clamp01(v) * 2.0
+
+
+def _calls(x, idx, y):
+    for i in range(x.shape[0]):
+        y[i] = twice(x[i]) + via(x, idx[i])
+
+
+calls = tack.kernel(_calls)
+
+
+def _args():
+    x = np.array([0.5, 2.0, -1.0, 0.25], np.float32)
+    return x, np.array([3, 2, 1, 0], np.int64), np.full(4, -7.0, np.float32)
+
+
+def _tested_calls(src):
+    """The functions whose calls are followed by the failure test, by name."""
+    names = {}
+    for m in re.finditer(r"/\* (\w+), line \d+ \*/\n[^\n]*? tk_f(\d+)\(", src):
+        names[m.group(2)] = m.group(1)
+    out = []
+    lines = src.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        c = re.search(r"tk_f(\d+)\(ctx, abi", line)
+        if c and "TK_CALL_FAILED(ctx, abi)" in lines[i + 1]:
+            out.append(names[c.group(1)])
+    return sorted(out)
+
+
+@pytest.mark.parametrize("target", ["c", "cuda", "hip", "opencl", "metal"])
+def test_only_calls_that_can_fail_are_followed_by_the_test(target):
+    src = calls.generated_source(*_args(), target=target)
+    # pick checks its index; via calls pick; clamp01 and twice cannot fail
+    assert _tested_calls(src) == ["pick", "via"], src
+    assert "TK_FAILED(ctx)) return tk_zero" not in src
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip", "opencl", "metal"])
+def test_a_gpu_tests_the_threads_own_flag(target):
+    src = calls.generated_source(*_args(), target=target)
+    assert "int fl_ = 0;" in src and "&fl_}" in src
+    define = re.search(r"#define TK_CALL_FAILED\(c, a\) (.*)", src).group(1)
+    assert define == "(*(a)->fl)"  # no load of the error record
+
+
+def test_checks_off_leave_no_test():
+    off = tack.kernel(checks=False)(_calls)
+    assert "TK_CALL_FAILED(ctx, abi)" not in off.generated_source(*_args(), target="cuda")
+
+
+@pytest.mark.skipif(not _cuda_emulate.available(), reason="no C++ compiler to emulate CUDA with")
+def test_a_failure_two_calls_deep_stops_its_thread_on_the_emulated_gpu():
+    x, idx, y = _args()
+    idx[3] = 9  # the last thread's pick reads out of bounds (the emulation runs threads in turn)
+    src = calls.generated_source(x, idx, y, target="cuda")
+    failed, site, prog, index, extent = _cuda_emulate.run(src, [x, idx, y], 1, 4)
+    assert (failed, prog, index, extent) == (1, 7, 9, 4)
+    # the failing thread left before its store, on its own flag; the others finished theirs
+    assert y[3] == -7.0
+    np.testing.assert_array_equal(y[:3], [1.0 + 1.25, 2.0 + 0.0, 0.0 + 3.0])
+
+
+def test_a_failure_two_calls_deep_raises_on_the_cpu():
+    x, idx, y = _args()
+    idx[1] = -9
+    with pytest.raises(IndexError, match=r"index -9 is out of bounds"):
+        calls(x, idx, y)
+    x, idx, y = _args()
+    calls(x, idx, y)
+    np.testing.assert_array_equal(y, [1.0 + 1.25, 2.0 + 0.0, 0.0 + 3.0, 0.5 + 1.5])
+
