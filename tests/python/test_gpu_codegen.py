@@ -11,6 +11,12 @@ check sets, instead of re-reading the error record from global memory
 every dialect, from the generated source; and, through the CUDA emulation
 and the CPU, that a failure two calls deep still stops its thread and is
 reported.
+
+An ndrange's coordinates are split from the flat index once per thread and
+stepped along the grid-stride loop (layout_grid.c): no division in the
+loop, and the emulated GPU visits every point once for grids smaller and
+larger than the space, strides that are not multiples of an extent, and
+empty spaces.
 """
 
 import pathlib
@@ -115,3 +121,35 @@ def test_a_failure_two_calls_deep_raises_on_the_cpu():
     calls(x, idx, y)
     np.testing.assert_array_equal(y, [1.0 + 1.25, 2.0 + 0.0, 0.0 + 3.0, 0.5 + 1.5])
 
+
+# ------------------------------------------------------ ndrange coordinates
+@tack.kernel
+def visits(a, n0, n1, n2):
+    for i, j, k in tack.ndrange(n0, n1, n2):
+        a[i, j, k] += 1 + i * 10000 + j * 100 + k
+
+
+def _loop_body(src):
+    return src[src.index("for (uint64_t i_"):src.index("tack-grid-work") if "tack-grid-work" in src else None]
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip", "opencl", "metal"])
+def test_an_ndrange_loop_divides_nothing(target):
+    src = visits.generated_source(np.zeros((3, 4, 5), np.int64), 3, 4, 5, target=target)
+    body = _loop_body(src)
+    assert " / " not in body and " % " not in body and "/=" not in body and "%=" not in body, body
+
+
+@pytest.mark.skipif(not _cuda_emulate.available(), reason="no C++ compiler to emulate CUDA with")
+def test_stepped_ndrange_coordinates_visit_every_point_once():
+    shape = (3, 4, 5)
+    want = np.fromfunction(lambda i, j, k: 1 + i * 10000 + j * 100 + k, shape, dtype=np.int64)
+    src = visits.generated_source(np.zeros(shape, np.int64), *shape, target="cuda")
+    for grid, block in ((1, 1), (1, 7), (3, 5), (2, 32), (5, 64)):  # 1 to 320 threads for 60 points
+        a = np.zeros(shape, np.int64)
+        assert _cuda_emulate.run(src, [a, *shape], grid, block)[0] == 0
+        np.testing.assert_array_equal(a, want, err_msg=f"grid {grid} x {block}")
+    for empty in ((0, 4, 5), (3, -1, 5), (3, 4, 0)):
+        a = np.zeros(shape, np.int64)
+        assert _cuda_emulate.run(src, [a, *empty], 2, 7)[0] == 0
+        assert not a.any()

@@ -3,9 +3,9 @@
  *
  * A kernel body is a sequence of top-level statements, some of them
  * parallel loops.  Each parallel loop becomes one phase function that runs
- * a grid-stride loop over the loop's flattened index space (ndrange
- * dimensions decomposed per iteration, with 32-bit division when the space
- * allows).  Serial code between the loops goes one of two ways:
+ * a grid-stride loop over the loop's flattened index space (an ndrange's
+ * coordinates split once per thread, then stepped along the loop).  Serial
+ * code between the loops goes one of two ways:
  *
  *   - when it is pure -- assignments to locals, checks, ifs, reading only
  *     arrays the kernel never writes -- every thread of the following loop's
@@ -269,6 +269,50 @@ static void init_frame(tk_emitter *e, tk_cc *C, const tk_spec *K, const tk_grid 
 
 static int pfor_scope(const tk_spec *K, const tk_ir *s) { return K->locals[s->vars[0]].scope; }
 
+/* An ndrange's coordinates: the thread's first flat index and the grid's
+ * stride are split into coordinates once per thread (c<d>_ and s<d>_, the
+ * last dimension varying fastest); each trip then steps the coordinates by
+ * the stride's with a carry, instead of dividing the flat index by every
+ * extent again (a 64-bit division is a call on a GPU: 76 SASS instructions
+ * an element for the 5-point stencil, against 46 stepped).  c<d> + s<d> +
+ * carry < 2 n<d>, so one subtraction wraps a coordinate; the first grows
+ * past its extent only where i_ has passed total_ and the loop ends. */
+static void split_coords(tk_emitter *e, int nd, const tk_grid *G) {
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "/* the coordinates of this thread's first index, and of the stride */\n");
+    for (int d = 0; d < nd; d++) {
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "uint64_t c%d_ = 0, s%d_ = 0;\n", d, d);
+    }
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "if (total_ > 0) { /* every extent positive */\n");
+    tk_emitter_nest(e, 1);
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "uint64_t r_ = %s, q_ = stride_;\n", G->thread_index);
+    for (int d = nd - 1; d > 0; d--) {
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "c%d_ = r_ %% (uint64_t)n%d_; r_ /= (uint64_t)n%d_; s%d_ = q_ %% (uint64_t)n%d_; q_ /= (uint64_t)n%d_;\n",
+                          d, d, d, d, d, d);
+    }
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "c0_ = r_; s0_ = q_;\n");
+    tk_emitter_nest(e, -1);
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "}\n");
+}
+
+/* In a trip, after the loop's variables are set: the next trip's coordinates
+ * (before the body, so that a `continue` cannot skip the step). */
+static void step_coords(tk_emitter *e, int nd) {
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "c%d_ += s%d_;\n", nd - 1, nd - 1);
+    for (int d = nd - 1; d > 0; d--) {
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "if (c%d_ >= (uint64_t)n%d_) { c%d_ -= (uint64_t)n%d_; c%d_ += s%d_ + 1; } else c%d_ += s%d_;\n",
+                          d, d, d, d, d - 1, d - 1, d - 1, d - 1);
+    }
+}
+
 /* The grid-stride loop of one parallel loop, its body, and the warp-summed
  * flushes of privatized reductions. */
 static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_grid *G) {
@@ -291,10 +335,6 @@ static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_g
         tk_emitter_expr(e, s->off);
         tk_emitter_printf(e, ");\n");
     }
-    if (nd > 1) {
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "const bool narrow_ = total_ <= (uint64_t)0xffffffffu;\n");
-    }
     /* a privatized sum lives across the thread's iterations; every other local
      * of the loop is its iteration's own, zero where not assigned (as on the CPU) */
     char *sums = tk_alloc(&tk_emitter_cc(e)->arena, (size_t)K->nlocals + 1);
@@ -304,6 +344,7 @@ static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_g
     tk_emitter_declare_locals(e, pfor_scope(K, s), sums, 1);
     tk_emitter_indent(e);
     tk_emitter_printf(e, "const uint64_t stride_ = %s;\n", G->thread_stride);
+    if (nd > 1) split_coords(e, nd, G);
     tk_emitter_indent(e);
     tk_emitter_printf(e, "for (uint64_t i_ = %s; i_ < total_; i_ += stride_) {\n", G->thread_index);
     tk_emitter_nest(e, 1);
@@ -313,32 +354,12 @@ static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_g
         tk_emitter_local(e, s->vars[0]);
         tk_emitter_printf(e, s->off ? " = (int64_t)(i_ + off_);\n" : " = (int64_t)i_;\n");
     } else {
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "if (narrow_) {\n");
-        tk_emitter_nest(e, 1);
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "uint32_t r_ = (uint32_t)i_;\n");
-        for (int d = nd - 1; d >= 0; d--) {
+        for (int d = 0; d < nd; d++) {
             tk_emitter_indent(e);
             tk_emitter_local(e, s->vars[d]);
-            if (d > 0) tk_emitter_printf(e, " = (int64_t)(r_ %% (uint32_t)n%d_); r_ /= (uint32_t)n%d_;\n", d, d);
-            else tk_emitter_printf(e, " = (int64_t)r_;\n");
+            tk_emitter_printf(e, " = (int64_t)c%d_;\n", d);
         }
-        tk_emitter_nest(e, -1);
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "} else {\n");
-        tk_emitter_nest(e, 1);
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "uint64_t r_ = i_;\n");
-        for (int d = nd - 1; d >= 0; d--) {
-            tk_emitter_indent(e);
-            tk_emitter_local(e, s->vars[d]);
-            if (d > 0) tk_emitter_printf(e, " = (int64_t)(r_ %% (uint64_t)n%d_); r_ /= (uint64_t)n%d_;\n", d, d);
-            else tk_emitter_printf(e, " = (int64_t)r_;\n");
-        }
-        tk_emitter_nest(e, -1);
-        tk_emitter_indent(e);
-        tk_emitter_printf(e, "}\n");
+        step_coords(e, nd);
     }
     tk_emitter_stmt(e, s->k[nd]);
     tk_emitter_nest(e, -1);
