@@ -16,7 +16,8 @@ that handles several elements a trip (an unrolled grid-stride loop) says so
 by the bytes it reads: a kernel's case gives the float32 reads one element
 makes (saxpy 2, the stencil 4), and a loop that reads N times those bytes
 -- unrolled by Tack or by ptxas, or with vector loads -- handles N
-elements a trip; the figures per element divide by N.  `volatile` counts the loads of the error record the failure
+elements a trip; the figures per element divide by N (a kernel that reads
+nothing, tack.random's, counts its 4-byte stores instead).  `volatile` counts the loads of the error record the failure
 checks re-read (LDG.E.STRONG.SYS: a volatile load).
 
 Usage: python tools/sass_count.py [--arch sm_90] [--json PATH] [--show KERNEL]
@@ -244,7 +245,11 @@ def count(name, k, args, reads, arch):
     loads = [t for t in ins if opname(t).startswith("LDG")]
     data = [t for t in loads if ".STRONG.SYS" not in t]
     bits = sum(load_bits(t) for t in data)
-    per = bits // (32 * reads) if reads and bits % (32 * reads) == 0 and bits >= 32 * reads else 1
+    stores = sum(opname(t).startswith("STG") for t in ins)
+    if reads:
+        per = bits // (32 * reads) if bits % (32 * reads) == 0 and bits >= 32 * reads else 1
+    else:  # a kernel that reads nothing (tack.random's): one 4-byte store an element
+        per = max(stores, 1)
     return {
         "kernel": name,
         "sass_total": total,

@@ -628,6 +628,10 @@ void tk_emitter_local(tk_emitter *e, int local);
  * parallel loop's id; with `mask` (indexed by local), only those it marks
  * (in 1) or does not mark (in 0). */
 void tk_emitter_declare_locals(tk_emitter *e, int scope, const char *mask, int in);
+/* A copy of a loop body among several in one trip (layout_grid.c's unrolled
+ * loop): the kernel's locals of `scope` not marked in `keep` are named with
+ * `suffix` after their names (NULL: no copy, the names as they are). */
+void tk_emitter_lane(tk_emitter *e, const char *suffix, int scope, const char *keep);
 extern const tk_dialect tk_dialect_c;
 /* emit_cpu.c: the "c" dialect's kernel layout (its kernel_decls and kernel hooks). */
 TK_HIDDEN void tk_cpu_frame(tk_emitter *e, tk_buf *out);

@@ -66,7 +66,7 @@ def _args():
 
 
 def _tested_calls(src):
-    """The functions whose calls are followed by the failure test, by name."""
+    """The functions whose calls are followed by the failure test, by name (each once)."""
     names = {}
     for m in re.finditer(r"/\* (\w+), line \d+ \*/\n[^\n]*? tk_f(\d+)\(", src):
         names[m.group(2)] = m.group(1)
@@ -76,7 +76,7 @@ def _tested_calls(src):
         c = re.search(r"tk_f(\d+)\(ctx, abi", line)
         if c and "TK_CALL_FAILED(ctx, abi)" in lines[i + 1]:
             out.append(names[c.group(1)])
-    return sorted(out)
+    return sorted(set(out))
 
 
 @pytest.mark.parametrize("target", ["c", "cuda", "hip", "opencl", "metal"])
@@ -153,3 +153,74 @@ def test_stepped_ndrange_coordinates_visit_every_point_once():
         a = np.zeros(shape, np.int64)
         assert _cuda_emulate.run(src, [a, *empty], 2, 7)[0] == 0
         assert not a.any()
+
+
+# ------------------------------------------ the 32-bit, unrolled elementwise loop
+@tack.kernel
+def saxpy(a, x, y):
+    for i in range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+@tack.kernel
+def mixed(x, idx, y, total):
+    for i in range(2, x.shape[0]):  # an offset loop
+        t = clamp01(x[i]) + via(x, idx[i])  # a call that cannot fail, one that can
+        if t > 1.0:
+            y[i] = t * 2.0
+        else:
+            y[i] = -t
+        total[0] += t  # a privatized sum, flushed after the loop
+
+
+def _unrolled(src):
+    a = src.index("four iterations, their loads first")
+    return src[a:src.index("for (; i_ < t32_", a)]
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip", "opencl", "metal"])
+def test_an_elementwise_loop_issues_four_iterations_loads_before_their_stores(target):
+    x = np.ones(8, np.float32)
+    src = saxpy.generated_source(np.float32(2), x, x.copy(), target=target)
+    assert "if (total_ <= 0x7fffffffu && stride_ <= 0x1fffffffu)" in src  # versioned at run time
+    assert "uint32_t i_ = (uint32_t)(" in src
+    loop = _unrolled(src)
+    loads = [m.start() for m in re.finditer(r"a[12]\[\(v\d+_i_u[0-3]\)\]\)", loop)]
+    stores = [m.start() for m in re.finditer(r"a2\[\(v\d+_i_u[0-3]\)\] =", loop)]
+    assert len(loads) == 8 and len(stores) == 4, loop
+    assert max(loads) < min(stores), loop
+
+
+@pytest.mark.skipif(not _cuda_emulate.available(), reason="no C++ compiler to emulate CUDA with")
+def test_the_unrolled_loop_gives_the_cpus_results_on_the_emulated_gpu():
+    n = 45
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 2, n).astype(np.float32)
+    idx = rng.integers(0, n, n).astype(np.int64)
+    want_y, want_t = np.zeros(n, np.float32), np.zeros(1, np.float32)
+    mixed(x, idx, want_y, want_t)
+    src = mixed.generated_source(x, idx, want_y, want_t, target="cuda")
+    assert "four iterations" in src
+    # 1 thread: all unrolled then a tail; 7 and 11: partial trips; 64: the tail loop only
+    for grid, block in ((1, 1), (1, 7), (1, 11), (2, 32)):
+        y, t = np.zeros(n, np.float32), np.zeros(1, np.float32)
+        assert _cuda_emulate.run(src, [x, idx, y, t], grid, block)[0] == 0
+        np.testing.assert_array_equal(y, want_y, err_msg=f"grid {grid} x {block}")
+        np.testing.assert_allclose(t, want_t, rtol=1e-5, err_msg=f"grid {grid} x {block}")
+    idx[40] = n + 3  # a failing check in one of the four iterations of a trip
+    y, t = np.zeros(n, np.float32), np.zeros(1, np.float32)
+    assert _cuda_emulate.run(src, [x, idx, y, t], 1, 2)[:4:3] == (1, n + 3)
+
+
+@tack.kernel
+def with_loop(x, y):
+    for i in range(x.shape[0]):
+        s = 0.0
+        for j in range(3):
+            s += x[i] * j
+        y[i] = s
+
+
+def test_a_body_with_a_loop_keeps_the_plain_loop():
+    x = np.ones(8, np.float32)
+    assert "four iterations" not in with_loop.generated_source(x, x.copy(), target="cuda")

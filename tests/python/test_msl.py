@@ -208,7 +208,8 @@ def test_the_phase_signature_binds_buffers_0_1_2_then_one_per_array():
     assert "const int64_t a4_s0 = (int64_t)A[6];" in src
     assert re.search(r"v\d+_flag = \(\(int64_t\)A\[7\]\) != 0;", src), src
     assert src.rstrip().splitlines()[-1] == "/* tack-metal: phases=p frame=0 */"
-    assert src.count("(uint64_t)tk_tid") == 1 and "(uint64_t)tk_nth" in src
+    # the thread's index starts the 32-bit unrolled loop and the 64-bit one (layout_grid.c)
+    assert src.count("(uint64_t)tk_tid") == 2 and "(uint64_t)tk_nth" in src
 
 
 def test_phases_and_the_frame():
