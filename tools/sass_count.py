@@ -22,7 +22,8 @@ checks re-read (LDG.E.STRONG.SYS: a volatile load).
 
 Usage: python tools/sass_count.py [--arch sm_90] [--json PATH] [--show KERNEL]
 (--show prints the hot loop's SASS of one kernel).  Needs NVRTC and ptxas;
-no GPU.
+no GPU.  `--amd gfx90a` counts the same for AMD instead: the HIP source
+through libtack's hiprtc, disassembled by llvm-objdump.
 """
 
 import argparse
@@ -263,12 +264,86 @@ def count(name, k, args, reads, arch):
     }
 
 
+# ------------------------------------------------------------- AMD (hiprtc)
+def amd_isa(src, arch):
+    """The disassembly of a HIP source for an AMD architecture, through libtack's hiprtc and llvm-objdump."""
+    code = _core._hiprtc_compile(src, arch)
+    dis = find_tool("llvm-objdump") or next((t for t in (find_tool(f"llvm-objdump-{v}") for v in range(20, 13, -1)) if t), None)
+    if not dis:
+        raise SystemExit("needs llvm-objdump for AMD code")
+    with tempfile.TemporaryDirectory() as d:
+        co = os.path.join(d, "k.co")
+        with open(co, "wb") as f:
+            f.write(code)
+        return subprocess.run([dis, "-d", "--mcpu=" + arch, co], check=True, capture_output=True, text=True).stdout
+
+
+_AMD_INSN = re.compile(r"^\s+(\S.*?)\s*//\s*([0-9A-F]{8,}):")
+_AMD_TARGET = re.compile(r"<(\w+)\+0x([0-9a-f]+)>")
+
+
+def amd_count(name, k, args, reads, arch):
+    """count()'s figures for AMD: the innermost loop with a global access, per element."""
+    src = k.generated_source(*args, target="hip")
+    fns, cur, starts = {}, None, {}
+    for line in amd_isa(src, arch).splitlines():
+        m = re.match(r"^([0-9a-f]+) <(\w+)>:", line)
+        if m:
+            cur = m.group(2)
+            starts[cur] = int(m.group(1), 16)
+            fns[cur] = []
+            continue
+        ins = _AMD_INSN.match(line)
+        if ins and cur:
+            t = _AMD_TARGET.search(line)  # a branch's target follows the encoding
+            text = re.sub(r"\s+", " ", ins.group(1)) + (f" {t.group(0)}" if t else "")
+            fns[cur].append((int(ins.group(2), 16), text))
+    mem = ("global_load", "global_store", "global_atomic", "flat_load", "flat_store", "buffer_load", "buffer_store")
+    best = None
+    for fn, body in fns.items():
+        index = {a: i for i, (a, _) in enumerate(body)}
+        spans = []
+        for i, (addr, text) in enumerate(body):
+            t = _AMD_TARGET.search(text)
+            if text.startswith(("s_cbranch", "s_branch")) and t and t.group(1) == fn:
+                tgt = starts[fn] + int(t.group(2), 16)
+                if tgt <= addr and tgt in index:
+                    spans.append((index[tgt], i))
+        for lo, hi in spans:
+            ins = [t for _, t in body[lo:hi + 1]]
+            if not any(t.startswith(mem) for t in ins):
+                continue
+            inner = not any((l2, h2) != (lo, hi) and l2 >= lo and h2 <= hi and
+                            any(t.startswith(mem) for _, t in body[l2:h2 + 1]) for l2, h2 in spans)
+            if inner and (best is None or len(ins) > len(best)):
+                best = ins
+    ins = [t for t in best or [] if not t.startswith("s_nop")]
+    loads = [t for t in ins if t.startswith(("global_load", "flat_load", "buffer_load"))]
+    widths = {"dword": 32, "dwordx2": 64, "dwordx3": 96, "dwordx4": 128}
+    bits = sum(widths.get(re.match(r"\w+_load_(\w+)", t).group(1), 32) for t in loads)
+    stores = sum(t.startswith(("global_store", "flat_store", "buffer_store")) for t in ins)
+    per = (bits // (32 * reads) if bits % (32 * reads) == 0 and bits >= 32 * reads else 1) if reads else max(stores, 1)
+    return {"kernel": name, "loop_insns": len(ins), "elements_per_trip": per,
+            "insns_per_element": round(len(ins) / per, 2), "global_loads_per_element": round(len(loads) / per, 2),
+            "loop": ins}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--json")
     ap.add_argument("--show")
+    ap.add_argument("--amd", metavar="GFX", help="count AMD code instead (hiprtc, e.g. gfx90a)")
     a = ap.parse_args(argv)
+    if a.amd:
+        rows = [amd_count(n, k, args, reads, a.amd) for n, k, args, reads in cases()]
+        print(f"AMD {a.amd}: the hot loop, per element   insns  global loads  elements/trip")
+        for r in rows:
+            print(f"  {r['kernel']:<12} {r['insns_per_element']:>25} {r['global_loads_per_element']:>13} "
+                  f"{r['elements_per_trip']:>14}")
+            if a.show == r["kernel"]:
+                print("\n".join(r["loop"]))
+        return
     rows = [count(n, k, args, reads, a.arch) for n, k, args, reads in cases()]
     print(f"SASS {a.arch}: the hot loop, per element    insns   LDG  volatile LDG  elements/trip  calls  kernel total")
     for r in rows:
