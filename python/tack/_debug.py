@@ -59,7 +59,8 @@ import re
 import numpy as np
 
 from . import _bf16, _core
-from ._debug_facts import _LOCAL_TYPES, check, check_int, ir_facts, without_breakpoints  # noqa: F401
+from ._debug_facts import (  # noqa: F401 (check, ir_facts, ...: tack._kernels finds them here)
+    _BOOL, _C64, _C128, _F32, _F64, _I64, _LOCAL_TYPES, _U64, check, check_int, ir_facts, without_breakpoints)
 from ._debug_transform import _AST_BIN, _CTX, _Transform, _c, _transformed  # noqa: F401
 
 
@@ -76,14 +77,6 @@ class _RFloat(float):
 
     __slots__ = ("tree",)
 
-
-_I64 = np.dtype(np.int64)
-_U64 = np.dtype(np.uint64)
-_F32 = np.dtype(np.float32)
-_F64 = np.dtype(np.float64)
-_BOOL = np.dtype(np.bool_)
-_C64 = np.dtype(np.complex64)
-_C128 = np.dtype(np.complex128)
 
 _RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 
