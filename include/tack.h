@@ -268,6 +268,46 @@ TACK_API tack_status tack_flush_denormals_enter(unsigned long long *saved);
 /* Put back the flush bits saved by tack_flush_denormals_enter (the exception flags stay). */
 TACK_API void tack_flush_denormals_leave(unsigned long long saved);
 
+/* --------------------------------------------------------------- profiling */
+/* A recorder of compiles and launches (docs/performance.md, "Profiling").  While
+ * one is started, the library records every compile step (the front end, the
+ * compiler's passes, the C compiler or NVRTC, a kernel-cache hit) and every
+ * launch, with its host time and, where measured, its time on the device (GPU
+ * events; on the CPU, the thread pool's parallel loops); each worker thread's
+ * part of a parallel loop is recorded on its own track.  One recorder is active
+ * in the process at a time; with none, recording costs one load per launch. */
+typedef struct tack_profile tack_profile;
+typedef struct tack_profile_event {
+    const char *kind;       /* "compile", "launch" or "worker" (a pool thread's part of a launch) */
+    const char *phase;      /* "frontend", "compile", "cc", "cache hit", "nvrtc", "launch", ... */
+    const char *name;       /* the kernel */
+    const char *device;     /* "cpu", "cuda:0", ... */
+    uint64_t thread;        /* the host thread (a worker's: its pool slot, 1 and up) */
+    int64_t start_ns;       /* on the host's monotonic clock (tack_profile_now) */
+    int64_t host_ns;        /* how long the host spent on it */
+    int64_t device_ns;      /* how long it ran on the device; -1 when not measured */
+} tack_profile_event;
+/* Start recording; TACK_ERR_VALUE when another recorder is active. */
+TACK_API tack_status tack_profile_start(tack_profile **out);
+/* Stop recording, then wait for the devices to give the launches' device times
+ * (a failure to read one leaves it -1 and is returned, the rest kept). */
+TACK_API tack_status tack_profile_stop(tack_profile *p);
+/* Stops p if it records, and frees it with its events. */
+TACK_API void tack_profile_free(tack_profile *p);
+/* How many events p recorded (read them after tack_profile_stop). */
+TACK_API int64_t tack_profile_count(const tack_profile *p);
+/* Event i of p, in the order they ended, into *out (its strings live with p); 0 when there is none. */
+TACK_API int tack_profile_get(const tack_profile *p, int64_t i, tack_profile_event *out);
+/* The clock events are stamped with, in nanoseconds. */
+TACK_API int64_t tack_profile_now(void);
+/* Whether a recorder is active. */
+TACK_API int tack_profile_active(void);
+/* An event of the embedder's own (the Python front end, debug mode) into the
+ * active recorder, on the calling thread's track: nothing when none is active.
+ * device_ns < 0: not measured. */
+TACK_API void tack_profile_record(const char *kind, const char *phase, const char *name, const char *device,
+                                  int64_t start_ns, int64_t end_ns, int64_t device_ns);
+
 /* ------------------------------------------------------------------ arrays */
 #define TACK_MAX_NDIM 8
 

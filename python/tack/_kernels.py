@@ -524,7 +524,10 @@ class PythonKernel:
                     raise ValueError(f"kernel '{self.__name__}' asks for flush_denormals=True, but Tack cannot "
                                      f"set flush-to-zero on this CPU (only x86-64 and aarch64): compile it "
                                      f"without the option") from None
+            t0 = _core._profile_now() if _core._profile_active() else 0  # tack.profile(): a launch in Python
             _debug.run(ctx, self.py_func, views)
+            if t0:
+                _core._profile_record("launch", "launch", self.__name__, "python", t0, _core._profile_now())
         finally:
             if fpmode is not None:
                 _core._flush_leave(fpmode)

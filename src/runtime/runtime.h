@@ -147,4 +147,37 @@ int rt_flush_active(void);
 /* Subnormals kept (IEEE) on the calling thread: the pool's workers start so. */
 void rt_flush_off(void);
 
+/* profile.c: the active recorder (tack.h's tack_profile).  rt_prof_on is
+ * the whole cost of profiling when none is active: one relaxed load. */
+extern tack_profile *_Atomic rt_prof_active;
+static inline int rt_prof_on(void) { return atomic_load_explicit(&rt_prof_active, memory_order_relaxed) != 0; }
+/* The kernel the calling thread is launching on the CPU (for the pool's events). */
+extern _Thread_local const char *rt_prof_kernel;
+int64_t rt_prof_now(void);
+/* The calling host thread's number in the profile (1, 2, ... in order of first use). */
+uint64_t rt_prof_thread(void);
+/* A device time read after the run (a GPU's event pair): resolve(ctx, &ns)
+ * once, at tack_profile_stop; resolve(ctx, NULL) only frees (the event was
+ * dropped).  Either way ctx is gone after it. */
+typedef struct rt_prof_timer {
+    tack_status (*resolve)(void *ctx, int64_t *ns);
+    void *ctx;
+} rt_prof_timer;
+/* Set by a backend's launch while a profile records, read and cleared by
+ * tack_launch, which records the launch: the time the launch's code ran on
+ * the device (-1: not measured), or a timer that reads it later. */
+extern _Thread_local int64_t rt_prof_cur_ns;
+extern _Thread_local rt_prof_timer rt_prof_cur_timer;
+/* Set by a backend's build (any time: the compile path is not hot): what the
+ * build did, "cc", "cache hit", "nvrtc", ...; tack_program_build records it. */
+extern _Thread_local const char *rt_prof_build;
+/* An event into the active recorder (none: dropped, the timer freed). */
+void rt_prof_event(const char *kind, const char *phase, const char *name, const char *device, uint64_t thread,
+                   int64_t t0, int64_t t1, int64_t device_ns, rt_prof_timer timer);
+/* A compile step of the calling thread, t0 to now. */
+static inline void rt_prof_step(const char *phase, const char *name, const char *device, int64_t t0) {
+    rt_prof_timer none = {0, 0};
+    rt_prof_event("compile", phase, name, device, rt_prof_thread(), t0, rt_prof_now(), -1, none);
+}
+
 #endif /* TACK_RUNTIME_H */

@@ -351,3 +351,48 @@ def test_a_code_object_for_another_architecture_is_refused(tmp_path, fake):
             raise SystemExit("a code object for another GPU was loaded")
     """, FAKE_HIP_ARCH="gfx908", TACK_HIPRTC_PATH="")
     assert "hipModuleLoadData failed" in out and "compiled for gfx908" in out, out
+
+
+def test_a_profile_times_launches_with_events(tmp_path, fake):
+    # tack.profile() on a GPU: the device time of each launch from an event
+    # pair around its phases, read when the profile ends (the fake's clock: a
+    # kernel phase takes FAKE_HIP_KERNEL_NS); the build is hiprtc's, then a
+    # cache hit in a second kernel object of the same source
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import tack
+
+        def make():
+            @tack.kernel
+            def axpy(a, x, y):
+                for i in range(x.shape[0]):
+                    y[i] = a * x[i] + y[i]
+            return axpy
+    """))
+    run(tmp_path, fake, """
+        sys.path.insert(0, os.getcwd())
+        import kern
+        x = tack.array(np.arange(1000, dtype=np.float32), device="hip")
+        y = tack.zeros(1000, np.float32, device="hip")
+        axpy = kern.make()
+        axpy(2.0, x, y)
+        tack.synchronize()
+        fake_clear("order")
+        with tack.profile() as p:
+            axpy(2.0, x, y)
+            axpy(2.0, x, y)
+            kern.make()(2.0, x, y)  # a new kernel object: compiled again, from the cache
+            # the launches were queued, not waited for: the device times are read at the end
+            assert fake_text("order").count("esync") == 0, fake_text("order")
+        launches = [e for e in p.events if e.kind == "launch"]
+        assert [(e.name, e.device) for e in launches] == [("axpy", "hip:0")] * 3, launches
+        assert [e.device_ns for e in launches] == [1234000] * 3, launches
+        builds = [e.phase for e in p.events if e.kind == "compile" and e.device == "hip:0"]
+        assert builds == ["cache hit"], p.events
+        assert fake_text("order").count("esync") == 3, fake_text("order")
+        trace = p.trace()
+        gpu = [e for e in trace["traceEvents"] if e.get("cat") == "device"]
+        assert len(gpu) == 3 and all(e["dur"] == 1234.0 for e in gpu)
+        assert all(b["ts"] >= a["ts"] + a["dur"] for a, b in zip(gpu, gpu[1:]))  # one kernel at a time
+        print(p)
+        print("ok")
+    """, FAKE_HIP_KERNEL_NS=1234000)

@@ -105,6 +105,8 @@ static void load(void) {
     REQ(cuPointerGetAttribute, "cuPointerGetAttribute");
     REQ(cuGetErrorString, "cuGetErrorString");
 #undef REQ
+    *(void **)&api.cuEventSynchronize = dlsym(api.lib, "cuEventSynchronize");
+    *(void **)&api.cuEventElapsedTime = dlsym(api.lib, "cuEventElapsedTime");
     *(void **)&api.cuMemAllocAsync = dlsym(api.lib, "cuMemAllocAsync");
     *(void **)&api.cuMemFreeAsync = dlsym(api.lib, "cuMemFreeAsync");
     *(void **)&api.cuOccupancyMaxActiveBlocksPerMultiprocessor =

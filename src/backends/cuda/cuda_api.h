@@ -60,6 +60,9 @@ typedef struct tack_cuda_api {
     CUresult (*cuEventCreate)(CUevent *e, unsigned flags);
     CUresult (*cuEventRecord)(CUevent e, CUstream s);
     CUresult (*cuEventDestroy)(CUevent e);
+    /* may be NULL: then a profile has no device times (profile.c) */
+    CUresult (*cuEventSynchronize)(CUevent e);
+    CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent stop);
     CUresult (*cuMemAlloc)(CUdeviceptr *p, size_t n);
     CUresult (*cuMemFree)(CUdeviceptr p);
     CUresult (*cuMemAllocAsync)(CUdeviceptr *p, size_t n, CUstream s); /* may be NULL */

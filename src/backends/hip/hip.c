@@ -87,6 +87,8 @@ static int bind_api(void *lib) {
     REQ(hipGetErrorName);
     REQ(hipGetErrorString);
 #undef REQ
+    *(void **)&api.hipEventSynchronize = dlsym(lib, "hipEventSynchronize");
+    *(void **)&api.hipEventElapsedTime = dlsym(lib, "hipEventElapsedTime");
     *(void **)&api.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor =
         dlsym(lib, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
     return 1;

@@ -82,6 +82,9 @@ typedef struct tack_hip_api {
     hipError_t (*hipEventCreateWithFlags)(hipEvent_t *e, unsigned flags);
     hipError_t (*hipEventRecord)(hipEvent_t e, hipStream_t s);
     hipError_t (*hipEventDestroy)(hipEvent_t e);
+    /* may be NULL: then a profile has no device times (profile.c) */
+    hipError_t (*hipEventSynchronize)(hipEvent_t e);
+    hipError_t (*hipEventElapsedTime)(float *ms, hipEvent_t start, hipEvent_t stop);
     hipError_t (*hipMalloc)(void **p, size_t n);
     hipError_t (*hipFree)(void *p);
     hipError_t (*hipMemcpyAsync)(void *dst, const void *src, size_t n, int kind, hipStream_t s);
