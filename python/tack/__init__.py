@@ -184,6 +184,11 @@ from ._profile import ProfileEvent, profile  # noqa: E402
 
 __all__ += ["profile", "ProfileEvent"]
 
+# streams and events: ordering work on a GPU (docs/backends.md, "Streams and events")
+from ._streams import Event, Stream, stream  # noqa: E402
+
+__all__ += ["Stream", "Event", "stream"]
+
 # counter-based random numbers for kernels (tack.random.uniform, ...): a
 # submodule, kept out of __all__ so that `from tack import *` does not shadow
 # the standard library's random

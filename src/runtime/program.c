@@ -241,6 +241,9 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
     }
     tack_status st = check_aliases(p, args, nargs);
     if (st != TACK_OK) return st;
+    /* streams (stream.c): each array ordered after the stream it was last used on */
+    for (int i = 0; p->device->backend->streams && i < nargs; i++)
+        if (p->params[i].is_array && (st = rt_storage_use(args[i].array->storage)) != TACK_OK) return st;
     if (rt_prof_on()) return launch_profiled(p, args, nargs);
     return p->device->backend->launch(p->device, p, args, nargs);
 }

@@ -23,6 +23,23 @@ typedef enum rt_copy_kind {
     RT_COPY_D2D  /* device -> same device */
 } rt_copy_kind;
 
+/* A backend's streams and events (stream.c; NULL in rt_backend.streams: the
+ * backend has none yet).  A tack_stream of NULL is the device's own stream;
+ * handles are the API's (CUstream, CUevent, ...). */
+typedef struct rt_stream_ops {
+    tack_status (*create)(tack_device *d, void **handle);
+    void (*destroy)(tack_device *d, void *handle);
+    /* wait on the host for the stream, then report a failed check of its kernels */
+    tack_status (*sync)(tack_device *d, const tack_stream *s);
+    tack_status (*event_create)(tack_device *d, int timing, void **ev);
+    void (*event_destroy)(tack_device *d, void *ev);
+    tack_status (*record)(tack_device *d, void *ev, const tack_stream *s);
+    tack_status (*wait)(tack_device *d, const tack_stream *s, void *ev); /* on the device */
+    tack_status (*event_sync)(tack_device *d, void *ev);
+    int (*query)(tack_device *d, void *ev); /* 1 reached, 0 not yet, -1 error (set) */
+    tack_status (*elapsed)(tack_device *d, void *start, void *end, float *ms);
+} rt_stream_ops;
+
 typedef struct rt_backend {
     const char *name;                 /* "cpu", "cuda", "opencl", ... */
     tack_device_type type;            /* DLPack device type */
@@ -57,6 +74,8 @@ typedef struct rt_backend {
      * not asked about wrapped pointers. */
     tack_status (*wrap_handle)(tack_device *dev, void *handle, size_t nbytes, void **data, tack_release_fn *release,
                                void **ctx);
+    /* Optional: streams and events other than the device's own (stream.c). */
+    const rt_stream_ops *streams;
 } rt_backend;
 
 struct tack_device {
@@ -83,6 +102,9 @@ typedef struct rt_storage {
     /* TACK_ARRAY_* flags: kept on the storage, not a handle, so that every
      * view of memory another library holds waits ("When a call returns") */
     atomic_uint flags;
+    /* the stream other than the device's own that work on it was last queued
+     * on (a reference), NULL for the device's own (stream.c, rt_storage_use) */
+    tack_stream *_Atomic last;
 } rt_storage;
 
 struct tack_array {
@@ -100,6 +122,27 @@ struct tack_array {
     int64_t offset;         /* a strided view on a device whose data are handles (OpenCL cl_mem):
                                element (0, ..., 0) is this many elements into `data`; else 0 */
 };
+
+/* stream.c */
+struct tack_stream {
+    atomic_long refs;
+    tack_device *dev;
+    void *handle;
+    int owned;                        /* made by Tack: destroyed with the last reference */
+    struct tack_stream *next, *prev;  /* the live streams (tack_device_synchronize waits for them) */
+};
+/* The calling thread's current stream if it is on d, else NULL (d's own). */
+tack_stream *rt_stream_now(const tack_device *d);
+/* Work queued from now on `waiter` waits, on the device, for the work queued
+ * so far on `waited` (NULL: d's own stream); nothing when they are one. */
+tack_status rt_stream_order(tack_device *d, tack_stream *waiter, tack_stream *waited);
+/* Storage s is about to be used on the current stream: ordered after the
+ * stream it was last used on, which it then remembers. */
+tack_status rt_storage_use(rt_storage *s);
+/* Before s's memory is freed on the device's own stream: ordered after its last use. */
+void rt_storage_settle(rt_storage *s);
+/* Wait for every live stream of d (tack_device_synchronize). */
+tack_status rt_streams_sync(tack_device *d);
 
 /* strided.c: an operation that assumes C order refuses a strided view. */
 tack_status rt_refuse_strided(const tack_array *a, const char *what);

@@ -396,3 +396,121 @@ def test_a_profile_times_launches_with_events(tmp_path, fake):
         print(p)
         print("ok")
     """, FAKE_HIP_KERNEL_NS=1234000)
+
+
+def test_streams_and_events(tmp_path, fake):
+    # tack.Stream, tack.stream(), kernel(..., stream=s) and tack.Event on HIP:
+    # the fake drains a stream only when it is synchronized or waited for, so
+    # what ran, and in which order, shows what was queued on which stream
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import tack
+
+        @tack.kernel
+        def axpy(a, x, y):
+            for i in range(x.shape[0]):
+                y[i] = a * x[i] + y[i]
+
+        @tack.kernel
+        def framed(x, y):  # three phases, t carried from the second to the third: a frame
+            for i in range(y.shape[0]):
+                y[i] = x[i]
+            t = y[0] + 1.0
+            for i in range(y.shape[0]):
+                y[i] += t
+    """))
+    run(tmp_path, fake, """
+        sys.path.insert(0, os.getcwd())
+        from kern import axpy, framed
+        x = tack.array(np.arange(1000, dtype=np.float32), device="hip")
+        y = tack.zeros(1000, np.float32, device="hip")
+        z = tack.zeros(1000, np.float32, device="hip")
+        axpy(2.0, x, y)
+        tack.synchronize()
+        s1, s2 = tack.Stream("hip"), tack.Stream("hip")
+        assert s1.handle and s2.handle and s1.handle != s2.handle and s1.device == "hip:0"
+        assert s1.__cuda_stream__() == (0, s1.handle)
+
+        # a launch on s1 runs when s1 is drained, not Tack's own stream
+        n = fake_int("launches")
+        axpy(2.0, x, y, stream=s1)
+        tack.Stream("hip", handle=0)  # HIP's null stream, wrapped: not Tack's own
+        assert fake_int("launches") == n
+        s1.synchronize()
+        assert fake_int("launches") == n + 1
+
+        # an array written on s1 and read on Tack's stream: ordered on the device,
+        # the launch before the copy, though only Tack's own stream is synchronized
+        fake_clear("completed")
+        with tack.stream(s1):
+            axpy(2.0, x, y)
+        host = y.numpy()
+        done = fake_text("completed").split()
+        assert done.index("launch(tk_phase0)") < done.index("d2h(4000)"), done
+
+        # arrays apart: nothing ordered, the launch on s2 waits for nothing on s1
+        axpy(2.0, x, y, stream=s1)
+        fake_clear("completed")
+        with tack.stream(s2):
+            w = tack.zeros(1000, np.float32, device="hip")
+            v = tack.zeros(1000, np.float32, device="hip")
+        fake_clear("completed")
+        axpy(2.0, w, v, stream=s2)
+        s2.synchronize()
+        assert fake_text("completed").split().count("launch(tk_phase0)") == 1, fake_text("completed")
+        s1.synchronize()
+
+        # explicit events: s2 waits on the device for s1's point; elapsed time
+        e0 = tack.Event("hip").record(s1)
+        axpy(2.0, x, z, stream=s1)
+        e1 = s1.record()
+        assert not e1.query()
+        fake_clear("completed")
+        s2.wait(e1)
+        s2.synchronize()  # drains s1 up to e1
+        assert "launch(tk_phase0)" in fake_text("completed") and e1.query()
+        assert abs(e0.elapsed_time(e1) - 1.5) < 1e-3, e0.elapsed_time(e1)
+        try:
+            tack.Event("hip", timing=False).elapsed_time(e1)
+        except ValueError as e:
+            assert "timing=False" in str(e), e
+        else:
+            raise SystemExit("an event without timing gave a time")
+
+        # DLPack: a consumer's stream waits for the array's last stream, not the host
+        axpy(2.0, x, z, stream=s1)
+        n = fake_int("launches")
+        cap = z.__dlpack__(stream=s2.handle)
+        assert fake_int("launches") == n
+        s2.synchronize()
+        assert fake_int("launches") == n + 1
+
+        # one program with a frame on two streams, arrays apart: the second launch
+        # waits for the first all the same (they share the frame)
+        s1.synchronize()
+        framed(x, y, stream=s1)  # (not z: exported, it is shared, and a launch using it finishes at once)
+        n = fake_int("launches")
+        framed(w, v, stream=s2)
+        s2.synchronize()
+        assert fake_int("launches") == n + 6, fake_int("launches") - n  # three phases each
+
+        # a stream dropped while an array used it lives until the array is ordered after it
+        s3 = tack.Stream("hip")
+        axpy(2.0, x, z, stream=s3)
+        del s3
+        assert "sdestroy" not in fake_text("order")
+        z.numpy()
+        assert "sdestroy" not in fake_text("order")  # x holds it too
+        x.numpy()
+        assert "sdestroy" in fake_text("order")
+
+        # refused: a stream of another device, or not a stream
+        for bad, err in ((tack.Stream("cpu"), ValueError), (3, TypeError)):
+            try:
+                axpy(2.0, x, y, stream=bad)
+            except err as e:
+                print(type(e).__name__, e)
+            else:
+                raise SystemExit(f"stream={bad!r} was accepted")
+        tack.synchronize()
+        print("ok")
+    """, FAKE_HIP_KERNEL_NS=1500000)

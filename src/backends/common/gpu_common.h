@@ -80,6 +80,7 @@ typedef struct gpu_prog {
     char *kinds;           /* 'p' parallel, 's' serial, per phase */
     size_t frame_bytes;
     pthread_mutex_t lock;  /* orders the program's launches */
+    tack_stream *last;     /* the stream (a reference; NULL: the device's own) its last launch went to */
 } gpu_prog;
 
 /* A device's kernel state (the record itself is the backend's: device memory). */

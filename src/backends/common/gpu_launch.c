@@ -261,7 +261,16 @@ tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid,
     }
     /* the phases share the frame buffer: queued back to back under the program's lock */
     pthread_mutex_lock(&g->lock);
-    void *timed = h->time_start && rt_prof_on() ? h->time_start(d) : NULL; /* profile.c: device time */
+    /* Launches of one program share its frame buffer: one on another stream
+     * than the last waits for it on the device (runtime/stream.c).  A
+     * program with no frame has nothing shared, and its launches overlap. */
+    tack_stream *cur = rt_stream_now(d);
+    if (g->frame_bytes && cur != g->last && (st = rt_stream_order(d, cur, g->last)) == TACK_OK) {
+        tack_stream_retain(cur);
+        tack_stream_release(g->last);
+        g->last = cur;
+    }
+    void *timed = st == TACK_OK && h->time_start && rt_prof_on() ? h->time_start(d) : NULL; /* profile.c: device time */
     for (int k = 0; k < g->nph && st == TACK_OK; k++) {
         int par = g->kinds[k] == 'p';
         unsigned blocks = par ? gpu_phase_grid(grid, k, p, args, nargs) : 1;

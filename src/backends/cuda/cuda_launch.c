@@ -226,16 +226,15 @@ void cuda_unload(tack_device *d, tack_program *p) {
 /* -------------------------------------------------------------- launch */
 static tack_status queue_phase(tack_device *d, gpu_prog *g, int k, unsigned blocks, unsigned threads, uint64_t *slots,
                                size_t bytes) {
-    cuda_dev *c = d->state;
     void *params[1] = {slots};
     (void)bytes;
-    CUresult r = cuda_api_get()->cuLaunchKernel(((cuda_prog *)g)->fn[k], blocks, 1, 1, threads, 1, 1, 0, c->stream,
+    CUresult r = cuda_api_get()->cuLaunchKernel(((cuda_prog *)g)->fn[k], blocks, 1, 1, threads, 1, 1, 0, cuda_queue(d),
                                                 params, NULL);
     return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_fail(d, r, "cuLaunchKernel");
 }
 
 static tack_status finish(tack_device *d) {
-    CUresult r = cuda_api_get()->cuStreamSynchronize(((cuda_dev *)d->state)->stream);
+    CUresult r = cuda_api_get()->cuStreamSynchronize(cuda_queue(d)); /* the stream it was launched on */
     return r == TACK_CUDA_SUCCESS ? cuda_check_record(d) : cuda_fail(d, r, "cuStreamSynchronize");
 }
 
@@ -277,7 +276,7 @@ static void *time_start(tack_device *d) {
     if (!t) return NULL;
     t->d = d;
     if (api->cuEventCreate(&t->a, 0) != TACK_CUDA_SUCCESS) t->a = NULL;
-    if (t->a && api->cuEventRecord(t->a, ((cuda_dev *)d->state)->stream) == TACK_CUDA_SUCCESS) return t;
+    if (t->a && api->cuEventRecord(t->a, cuda_queue(d)) == TACK_CUDA_SUCCESS) return t;
     if (t->a) api->cuEventDestroy(t->a);
     tack_free(t);
     return NULL;
@@ -288,7 +287,7 @@ static rt_prof_timer time_stop(tack_device *d, void *start) {
     cuda_timer *t = start;
     rt_prof_timer tm = {timer_read, t};
     if (api->cuEventCreate(&t->b, 0) != TACK_CUDA_SUCCESS ||
-        api->cuEventRecord(t->b, ((cuda_dev *)d->state)->stream) != TACK_CUDA_SUCCESS) {
+        api->cuEventRecord(t->b, cuda_queue(d)) != TACK_CUDA_SUCCESS) {
         if (t->b) api->cuEventDestroy(t->b);
         api->cuEventDestroy(t->a);
         tack_free(t);

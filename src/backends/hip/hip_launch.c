@@ -259,16 +259,15 @@ void hip_unload(tack_device *d, tack_program *p) {
 /* -------------------------------------------------------------- launch */
 static tack_status queue_phase(tack_device *d, gpu_prog *g, int k, unsigned blocks, unsigned threads, uint64_t *slots,
                                size_t bytes) {
-    hip_dev *h = d->state;
     void *extra[5] = {TACK_HIP_LAUNCH_PARAM_BUFFER_POINTER, slots, TACK_HIP_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
                       TACK_HIP_LAUNCH_PARAM_END};
     hipError_t r = hip_api_get()->hipModuleLaunchKernel(((hip_prog *)g)->fn[k], blocks, 1, 1, threads, 1, 1, 0,
-                                                         h->stream, NULL, extra);
+                                                         hip_queue(d), NULL, extra);
     return r == TACK_HIP_SUCCESS ? TACK_OK : hip_fail(d, r, "hipModuleLaunchKernel");
 }
 
 static tack_status finish(tack_device *d) {
-    hipError_t r = hip_api_get()->hipStreamSynchronize(((hip_dev *)d->state)->stream);
+    hipError_t r = hip_api_get()->hipStreamSynchronize(hip_queue(d)); /* the stream it was launched on */
     return r == TACK_HIP_SUCCESS ? hip_check_record(d) : hip_fail(d, r, "hipStreamSynchronize");
 }
 
@@ -307,7 +306,7 @@ static void *time_start(tack_device *d) {
     if (!t) return NULL;
     t->d = d;
     if (api->hipEventCreateWithFlags(&t->a, 0) != TACK_HIP_SUCCESS) t->a = NULL;
-    if (t->a && api->hipEventRecord(t->a, ((hip_dev *)d->state)->stream) == TACK_HIP_SUCCESS) return t;
+    if (t->a && api->hipEventRecord(t->a, hip_queue(d)) == TACK_HIP_SUCCESS) return t;
     if (t->a) api->hipEventDestroy(t->a);
     tack_free(t);
     return NULL;
@@ -318,7 +317,7 @@ static rt_prof_timer time_stop(tack_device *d, void *start) {
     hip_timer *t = start;
     rt_prof_timer tm = {timer_read, t};
     if (api->hipEventCreateWithFlags(&t->b, 0) != TACK_HIP_SUCCESS ||
-        api->hipEventRecord(t->b, ((hip_dev *)d->state)->stream) != TACK_HIP_SUCCESS) {
+        api->hipEventRecord(t->b, hip_queue(d)) != TACK_HIP_SUCCESS) {
         if (t->b) api->hipEventDestroy(t->b);
         api->hipEventDestroy(t->a);
         tack_free(t);
