@@ -479,6 +479,15 @@ class PythonKernel:
                 pass  # the binding below raises Python's own TypeError
             else:
                 return built(*expanded)
+        if "stream" in kwargs and "stream" not in self._signature.parameters:
+            # kernel(..., stream=s), checked as a compiled call checks it; Python runs on the host,
+            # where every call is done when it returns: a stream orders nothing (docs/backends.md)
+            kwargs = dict(kwargs)
+            s = kwargs.pop("stream")
+            from ._streams import Stream
+
+            if s is not None and not isinstance(s, Stream):
+                raise TypeError(f"stream= takes a tack.Stream (or None), not {type(s).__name__}")
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         name = self.__qualname__

@@ -64,3 +64,17 @@ def test_refusals_name_the_bad_value():
         with pytest.raises(NotImplementedError, match="no streams or events"):
             tack.Stream("opencl:0")
 
+
+
+def test_debug_mode_takes_the_same_stream_argument():
+    @tack.kernel(jit=False)
+    def inc_py(x):
+        for i in range(x.shape[0]):
+            x[i] += 1
+
+    x = np.zeros(3)
+    inc_py(x, stream=tack.Stream("cpu"))
+    inc_py(x, stream=None)
+    np.testing.assert_array_equal(x, 2)
+    with pytest.raises(TypeError, match="stream= takes a tack.Stream"):
+        inc_py(x, stream="cuda")
