@@ -143,6 +143,9 @@ tack_status rt_storage_use(rt_storage *s);
 void rt_storage_settle(rt_storage *s);
 /* Wait for every live stream of d (tack_device_synchronize). */
 tack_status rt_streams_sync(tack_device *d);
+/* Make d's own stream wait, on the device, for every live stream of d: a
+ * program's code and frame are freed after the launches that use them. */
+tack_status rt_streams_join(tack_device *d);
 
 /* strided.c: an operation that assumes C order refuses a strided view. */
 tack_status rt_refuse_strided(const tack_array *a, const char *what);

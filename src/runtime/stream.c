@@ -144,6 +144,16 @@ tack_status rt_streams_sync(tack_device *d) {
     return st;
 }
 
+tack_status rt_streams_join(tack_device *d) {
+    tack_status st = TACK_OK;
+    if (!d->backend->streams) return TACK_OK;
+    pthread_mutex_lock(&live_lock);
+    for (tack_stream *s = live; s && st == TACK_OK; s = s->next)
+        if (s->dev == d) st = rt_stream_order(d, NULL, s);
+    pthread_mutex_unlock(&live_lock);
+    return st;
+}
+
 tack_status rt_stream_order(tack_device *d, tack_stream *waiter, tack_stream *waited) {
     const rt_stream_ops *o = d->backend->streams;
     if (waiter == waited || !o) return TACK_OK;

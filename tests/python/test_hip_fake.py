@@ -418,6 +418,16 @@ def test_streams_and_events(tmp_path, fake):
             for i in range(y.shape[0]):
                 y[i] += t
     """))
+    (tmp_path / "kern2.py").write_text(textwrap.dedent("""
+        import tack
+
+        def make():
+            @tack.kernel
+            def scale(x, y):
+                for i in range(x.shape[0]):
+                    y[i] = 2.0 * x[i]
+            return scale
+    """))
     run(tmp_path, fake, """
         sys.path.insert(0, os.getcwd())
         from kern import axpy, framed
@@ -502,6 +512,16 @@ def test_streams_and_events(tmp_path, fake):
         assert "sdestroy" not in fake_text("order")  # x holds it too
         x.numpy()
         assert "sdestroy" in fake_text("order")
+
+        # a kernel freed while its launch on s1 is queued: its code goes after the launch
+        import gc, kern2
+        k = kern2.make()
+        k(x, w, stream=s1)
+        n, unloads = fake_int("launches"), fake_int("module_unloads")
+        del k
+        gc.collect()
+        assert fake_int("module_unloads") == unloads + 1
+        assert fake_int("launches") == n + 1  # drained before the module went
 
         # refused: a stream of another device, or not a stream
         for bad, err in ((tack.Stream("cpu"), ValueError), (3, TypeError)):

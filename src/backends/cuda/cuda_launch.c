@@ -209,6 +209,8 @@ void cuda_unload(tack_device *d, tack_program *p) {
     if (!cp || !api) return;
     /* lost: no driver call, and no error of its own (a free) */
     int pushed = !cuda_is_lost(d) && cuda_push(d) == TACK_OK;
+    /* launches of it on other streams (runtime/stream.c) finish before its code and frame go */
+    if (pushed && rt_streams_join(d) != TACK_OK) tack_clear_error(); /* a loss: noted, said at the next call */
     pthread_mutex_lock(&c->rec.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (pushed) {

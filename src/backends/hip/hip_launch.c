@@ -242,6 +242,8 @@ void hip_unload(tack_device *d, tack_program *p) {
     hip_prog *hp = p->handle;
     if (!hp || !api) return;
     int pushed = !hip_is_lost(d) && hip_push(d) == TACK_OK;
+    /* launches of it on other streams (runtime/stream.c) finish before its code and frame go */
+    if (pushed && rt_streams_join(d) != TACK_OK) tack_clear_error(); /* a loss: noted, said at the next call */
     pthread_mutex_lock(&h->rec.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (pushed) {
