@@ -27,6 +27,7 @@
 #include "kernel.h"
 #include "frontend.h" /* fe_fetch_exception, fe_restore_exception */
 
+#include <stdatomic.h>
 #include <structmember.h>
 
 /* ---------------------------------------------------------------- call */
@@ -70,8 +71,12 @@ done:
     return result;
 }
 
-/* kernel(..., stream=s): the stream a call names (stream.c), NULL when none. */
+/* kernel(..., stream=s): the stream a call names (stream.c), NULL when none.
+ * A thread-local costs a __tls_get_addr call in a shared object, tens of
+ * nanoseconds on the launch path: it is read only while some thread is in
+ * such a call (explicit_calls, a plain global). */
 static _Thread_local tack_stream *explicit_stream;
+static atomic_int explicit_calls;
 
 /* The position in kwnames of a `stream` keyword that is not a parameter of the kernel; -1 when none. */
 static Py_ssize_t stream_keyword(KernelObject *k, PyObject *kwnames) {
@@ -115,7 +120,9 @@ static PyObject *call_on_stream(PyObject *self, PyObject *const *args, Py_ssize_
     prev = tack_stream_use(s ? s : tack_stream_current());
     prev_explicit = explicit_stream;
     explicit_stream = s;
+    atomic_fetch_add(&explicit_calls, 1);
     result = kernel_vectorcall(self, vec, (size_t)nargs, nkw > 1 ? names : NULL);
+    atomic_fetch_sub(&explicit_calls, 1);
     explicit_stream = prev_explicit;
     tack_stream_use(prev);
 done:
@@ -151,7 +158,8 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
     s = kernel_specialize(k, &c);
     if (!s)
         goto done;
-    if (explicit_stream && tack_stream_device(explicit_stream) != c.device) {
+    if (atomic_load_explicit(&explicit_calls, memory_order_relaxed) && explicit_stream &&
+        tack_stream_device(explicit_stream) != c.device) {
         PyErr_Format(PyExc_ValueError, "stream= names a stream on %s, but the kernel's arrays are on %s",
                      tack_device_name(tack_stream_device(explicit_stream)), tack_device_name(c.device));
         goto done;

@@ -180,6 +180,9 @@ tack_status rt_storage_use(rt_storage *s) {
 }
 
 void rt_storage_settle(rt_storage *s) {
+    /* a plain load first: the exchange is a locked instruction, and a
+     * borrowed NumPy array's storage is released at every call */
+    if (!atomic_load_explicit(&s->last, memory_order_acquire)) return;
     tack_stream *was = atomic_exchange_explicit(&s->last, NULL, memory_order_acq_rel);
     if (!was) return;
     if (rt_stream_order(s->device, NULL, was) != TACK_OK) {
