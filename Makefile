@@ -176,12 +176,16 @@ test-asan:
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build/asan --output-on-failure
 
-# On a machine with an NVIDIA GPU, unattended and offline: its own venv and build
-# (build/gpu), the C tests, the CUDA tests on the GPU, the PyTorch/CuPy exchange and
-# the bandwidth / launch-overhead benchmarks beside PyTorch and CuPy; bounded by 9
-# minutes, non-zero on any failed step, and a clear error at once without a GPU.
+# On a machine with an NVIDIA, AMD or Intel GPU (or a Mac), unattended: finds the GPU
+# through its driver, installs what the machine lacks from package registries into its
+# own venv (build/gpu), builds, runs the C tests, the language suite on the device
+# against the CPU, the device's tests and interop, a memory fault in a child process and
+# the benchmarks; a summary under $(OUT) (else build/gpu/logs), bounded by 9 minutes on
+# NVIDIA, non-zero on any failed step, exit status 3 at once without a GPU.
+# VENDOR=nvidia|amd|intel|apple picks one where there are several; ARGS=--dry-run
+# prints what it found and would install.
 test-gpu:
-	bash tests/gpu/run.sh
+	bash tests/gpu/run.sh $(if $(VENDOR),--vendor $(VENDOR)) $(ARGS)
 
 # The soak test (tests/soak/soak.py): 2 processes x 8 threads calling 56 kernels with random
 # arguments, bad inputs and SIGINTs for MINUTES minutes, every result checked against NumPy.

@@ -194,3 +194,15 @@ __all__ += ["Stream", "Event", "stream"]
 # the standard library's random
 from . import random  # noqa: E402
 from . import _pickle  # noqa: E402,F401  (hands the extension how arrays and kernels pickle)
+
+# parallel primitives written as Tack kernels: tack.scan, tack.sort, ... (docs/algorithms.md)
+from ._algorithms import *  # noqa: F401,F403,E402
+from ._algorithms import __all__ as _algorithms_all  # noqa: E402
+
+__all__ += list(_algorithms_all)
+
+# reverse-mode differentiation: tack.Tape, and kernels as PyTorch and JAX functions
+from ._autodiff_run import Tape  # noqa: E402  (reverse-mode differentiation: docs/differentiation.md)
+from ._autodiff_frameworks import jax_function, torch_function  # noqa: E402
+
+__all__ += ["Tape", "torch_function", "jax_function"]

@@ -102,21 +102,23 @@ def empty(shape, dtype=None, *, device=None) -> _core.Array:
     return _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device)
 
 
-def zeros(shape, dtype=None, *, device=None) -> _core.Array:
+def zeros(shape, dtype=None, *, device=None, requires_grad=False) -> _core.Array:
     """A new array of zeros.  ``dtype`` defaults to f32 (a ``@tack.struct``
-    class: a ``tack.StructArray`` of zeroed records)."""
+    class: a ``tack.StructArray`` of zeroed records).  ``requires_grad=True``
+    gives it a zeroed ``.grad`` (docs/differentiation.md)."""
     if _struct_class(dtype) is not None and not _in_python_kernel():
         return _structs.new_array(shape, dtype, device, True)
     if _in_python_kernel():
         return _local_array(shape, dtype, None)
-    return _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device, True)
+    out = _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device, True)
+    return _with_grad(out, requires_grad)
 
 
-def full(shape, fill_value, dtype=None, *, device=None) -> _core.Array:
+def full(shape, fill_value, dtype=None, *, device=None, requires_grad=False) -> _core.Array:
     """A new array with every element set to ``fill_value``.
 
     Without ``dtype`` the type follows the value: bool, i64 for ints and f32
-    for floats.
+    for floats.  ``requires_grad=True`` gives it a zeroed ``.grad``.
     """
     if _struct_class(dtype) is not None:
         raise TypeError(f"tack.full and tack.ones take number dtypes, not the struct {dtype.__name__}: make "
@@ -134,12 +136,18 @@ def full(shape, fill_value, dtype=None, *, device=None) -> _core.Array:
         return _local_array(shape, dtype, fill_value)
     out = empty(shape, dtype, device=device)
     out.fill(fill_value)
+    return _with_grad(out, requires_grad)
+
+
+def ones(shape, dtype=None, *, device=None, requires_grad=False) -> _core.Array:
+    """A new array of ones.  ``dtype`` defaults to f32; ``requires_grad=True`` gives it a zeroed ``.grad``."""
+    return full(shape, 1, dtype if dtype is not None else _core.f32, device=device, requires_grad=requires_grad)
+
+
+def _with_grad(out, requires_grad):
+    if requires_grad:
+        out.requires_grad = True
     return out
-
-
-def ones(shape, dtype=None, *, device=None) -> _core.Array:
-    """A new array of ones.  ``dtype`` defaults to f32."""
-    return full(shape, 1, dtype if dtype is not None else _core.f32, device=device)
 
 
 def _host_values(obj, dt):
@@ -185,7 +193,7 @@ def _is_numpy_scalar(x):
     return isinstance(x, np.generic)
 
 
-def array(obj, dtype=None, *, device=None, copy=True) -> _core.Array:
+def array(obj, dtype=None, *, device=None, copy=True, requires_grad=False) -> _core.Array:
     """A new Tack array holding a copy of ``obj``'s values.
 
     ``obj`` may be a NumPy array, a nested sequence of numbers, a scalar, or
@@ -194,6 +202,8 @@ def array(obj, dtype=None, *, device=None, copy=True) -> _core.Array:
     ``tack.array_from_ptr`` to share storage.  With a ``@tack.struct`` class
     as ``dtype`` (``tack.array(records, dtype=Particle)``) it copies a NumPy
     record array of ``Particle.dtype`` into a ``tack.StructArray``.
+    ``requires_grad=True`` gives the new array a zeroed ``.grad``
+    (docs/differentiation.md).
     """
     if _struct_class(dtype) is not None:
         if copy is False:
@@ -207,11 +217,11 @@ def array(obj, dtype=None, *, device=None, copy=True) -> _core.Array:
     if device is None and isinstance(obj, _core.Array) and dtype is None:
         out = _core.empty(obj.shape, obj.dtype, obj.device)
         out._copy_array(obj)
-        return out
+        return _with_grad(out, requires_grad)
     host, dt, shape = _host_values(obj, dt)
     out = _core.empty(shape, dt, device)
     out._copy_from(host)
-    return out
+    return _with_grad(out, requires_grad)
 
 
 def asarray(obj, dtype=None, *, device=None) -> _core.Array:

@@ -541,6 +541,17 @@ class PythonKernel:
             if fpmode is not None:
                 _core._flush_leave(fpmode)
             flag.depth -= 1
+        from . import _autodiff_run
+
+        if _autodiff_run._active:  # a tack.Tape records the launch, as the compiled kernel's call does
+            _autodiff_run._record(self, args, kwargs)
+
+    def adjoint(self, *args, **kwargs):
+        """Run the kernel's adjoint (reverse mode) as Python, as the compiled kernel's
+        ``adjoint`` runs it compiled (docs/differentiation.md)."""
+        from . import _autodiff_run
+
+        return _autodiff_run.adjoint(self, args, kwargs)
 
     def compile(self, *args, **kwargs):
         """Nothing to build: the kernel runs as Python (jit=False).  The

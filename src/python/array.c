@@ -187,6 +187,7 @@ PyObject *tpy_array_new(tpy_state *st, tack_array *arr) {
     }
     self->arr = arr;
     self->weakreflist = NULL;
+    self->grad = NULL;
     PyObject_GC_Track((PyObject *)self);
     return (PyObject *)self;
 }
@@ -947,6 +948,12 @@ static PyObject *array_get_shared(PyObject *self, void *c) {
 
 static int array_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((TackArrayObject *)self)->grad);
+    return 0;
+}
+
+static int array_clear(PyObject *self) {
+    Py_CLEAR(((TackArrayObject *)self)->grad);
     return 0;
 }
 
@@ -955,6 +962,7 @@ static void array_dealloc(PyObject *self) {
     PyObject_GC_UnTrack(self);
     if (((TackArrayObject *)self)->weakreflist)
         PyObject_ClearWeakRefs(self);
+    Py_CLEAR(((TackArrayObject *)self)->grad);
     tpy_array_release(ARR(self)); /* a dealloc may run while an exception propagates */
     tp->tp_free(self);
     Py_DECREF(tp);
@@ -972,6 +980,10 @@ static PyGetSetDef array_getset[] = {
     {"shared", array_get_shared, NULL, "whether the storage is shared with another library", NULL},
     {"T", array_get_T, NULL, "the transpose: a strided view with the axes reversed", NULL},
     {"strided", array_get_strided, NULL, "whether the array is a strided view (a step, a column, a transpose)", NULL},
+    {"grad", tpy_array_get_grad, tpy_array_set_grad,
+     "the gradient array (same shape, dtype and device) that tack.Tape.backward accumulates into, or None", NULL},
+    {"requires_grad", tpy_array_get_requires_grad, tpy_array_set_requires_grad,
+     "whether the array has a grad; setting True gives it a zeroed one, False drops it", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1014,6 +1026,7 @@ static PyType_Slot array_slots[] = {
     {Py_tp_getset, array_getset},
     {Py_tp_methods, array_methods},
     {Py_tp_traverse, array_traverse},
+    {Py_tp_clear, array_clear},
     {Py_tp_dealloc, array_dealloc},
     {Py_sq_length, array_len},
     {Py_mp_length, array_len},

@@ -131,6 +131,30 @@ done:
     return result;
 }
 
+/* hook(kernel, args, kwargs) for a vectorcall's arguments: the tape's record of a launch and
+ * kernel.adjoint (tack._autodiff). */
+static PyObject *call_with_args(PyObject *hook, KernelObject *k, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames) {
+    PyObject *pos = NULL, *kw = NULL, *result = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    pos = PyTuple_New(nargs);
+    kw = PyDict_New();
+    if (!pos || !kw)
+        goto done;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        PyTuple_SET_ITEM(pos, i, Py_NewRef(args[i]));
+    for (Py_ssize_t i = 0; i < nkw; i++)
+        if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0)
+            goto done;
+    Py_INCREF(hook); /* a call may replace the hook */
+    result = PyObject_CallFunctionObjArgs(hook, (PyObject *)k, pos, kw, NULL);
+    Py_DECREF(hook);
+done:
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    return result;
+}
+
 static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames) {
     KernelObject *k = (KernelObject *)self;
@@ -187,10 +211,27 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
         tpy_raise();
         goto done;
     }
+    if (k->st->tape) { /* a tack.Tape records the launch (tack._autodiff) */
+        PyObject *r = call_with_args(k->st->tape, k, args, nargs, kwnames);
+        if (!r)
+            goto done;
+        Py_DECREF(r);
+    }
     result = Py_NewRef(Py_None);
 done:
     kcall_fini(&c);
     return result;
+}
+
+/* kernel.adjoint(*args, grads=None): the package's adjoint (tack._autodiff). */
+static PyObject *kernel_adjoint_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames) {
+    KernelObject *k = (KernelObject *)self;
+    if (!k->st->autodiff) {
+        PyErr_SetString(PyExc_RuntimeError, "kernel.adjoint: tack._autodiff is not imported");
+        return NULL;
+    }
+    return call_with_args(k->st->autodiff, k, args, nargs, kwnames);
 }
 
 static PyObject *kernel_compile_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -509,6 +550,9 @@ static PyMethodDef kernel_methods[] = {
     {"_debug_facts", (PyCFunction)(void (*)(void))kernel_debug_facts, METH_FASTCALL | METH_KEYWORDS,
      "_debug_facts(*args) -> (ir, ranges): the IR and, per parameter, None or the (lo, hi, type) a "
      "Python int argument must fit, for a kernel run as Python (tack._debug)."},
+    {"adjoint", (PyCFunction)(void (*)(void))kernel_adjoint_method, METH_FASTCALL | METH_KEYWORDS,
+     "adjoint(*args, grads=None): launch the kernel's adjoint (reverse mode) for these arguments, "
+     "accumulating into the gradients of its float arrays and scalars (docs/differentiation.md)."},
     {"__reduce__", kernel_reduce, METH_NOARGS,
      "__reduce__() -> how pickle sends the kernel: by name when importable, else its function and options"},
     {NULL, NULL, 0, NULL},

@@ -219,15 +219,16 @@ static PyObject *py_targets(PyObject *m, PyObject *unused) {
 
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
     static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", "race_warning", "reduce",
-                            "race_error", "struct_call", NULL};
+                            "race_error", "struct_call", "autodiff", NULL};
     PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL, *red = NULL, *re = NULL, *sc = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red, &re,
-                                     &sc))
+    PyObject *ad = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red, &re,
+                                     &sc, &ad))
         return NULL;
     if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl)) || (red && !PyCallable_Check(red)) ||
-        (sc && !PyCallable_Check(sc))) {
-        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, struct_call and reduce must be "
-                                         "callable");
+        (sc && !PyCallable_Check(sc)) || (ad && !PyCallable_Check(ad))) {
+        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, struct_call, autodiff and reduce "
+                                         "must be callable");
         return NULL;
     }
     tpy_state *st = tpy_get_state(m);
@@ -247,6 +248,23 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
         Py_XSETREF(st->reduce_hook, Py_NewRef(red));
     if (sc)
         Py_XSETREF(st->struct_call, Py_NewRef(sc));
+    if (ad)
+        Py_XSETREF(st->autodiff, Py_NewRef(ad));
+    Py_RETURN_NONE;
+}
+
+/* _core._set_tape(hook or None): while a tack.Tape records, every launch calls hook(kernel, args,
+ * kwargs) after it ran (kernel.c); None stops it.  One pointer test a launch otherwise. */
+static PyObject *py_set_tape(PyObject *m, PyObject *hook) {
+    tpy_state *st = tpy_get_state(m);
+    if (hook != Py_None && !PyCallable_Check(hook)) {
+        PyErr_SetString(PyExc_TypeError, "_set_tape: a callable or None");
+        return NULL;
+    }
+    if (hook == Py_None)
+        Py_CLEAR(st->tape);
+    else
+        Py_XSETREF(st->tape, Py_NewRef(hook));
     Py_RETURN_NONE;
 }
 
@@ -360,8 +378,10 @@ static PyMethodDef module_methods[] = {
     {"_config_check", py_config_check, METH_NOARGS,
      "_config_check(): ValueError naming a TACK_* variable whose value could not be read"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
-     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=, struct_call=): what the package hands the "
-     "extension at import (the extension imports none of tack's modules itself)"},
+     "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=, struct_call=, "
+     "autodiff=): what the package hands the extension at import (the extension imports none of tack's modules itself)"},
+    {"_set_tape", py_set_tape, METH_O,
+     "_set_tape(hook or None): the recording tack.Tape's hook, called (kernel, args, kwargs) after every launch"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -402,6 +422,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->getsourcelines);
     Py_VISIT(st->getline);
     Py_VISIT(st->struct_call);
+    Py_VISIT(st->autodiff);
+    Py_VISIT(st->tape);
     Py_VISIT(st->numpy);
     Py_VISIT(st->dlpack_strs);
     Py_VISIT(st->getsignal);
@@ -425,6 +447,8 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->getsourcelines);
     Py_CLEAR(st->getline);
     Py_CLEAR(st->struct_call);
+    Py_CLEAR(st->autodiff);
+    Py_CLEAR(st->tape);
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->dlpack_strs);
     Py_CLEAR(st->getsignal);

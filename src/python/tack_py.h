@@ -44,6 +44,10 @@ typedef struct {
     PyObject *struct_call;              /* hook (kernel, args, kwargs) -> result or NotImplemented:
                                            a call whose arguments did not bind, offered to
                                            tack._structs (struct arrays and values), set likewise */
+    PyObject *autodiff;                 /* hook (kernel, args, kwargs) -> kernel.adjoint's result
+                                           (tack._autodiff), set likewise */
+    PyObject *tape;                     /* NULL, or while a tack.Tape records: called with (kernel,
+                                           args, kwargs) after each launch (_core._set_tape) */
     PyObject *numpy;                    /* the numpy module, imported on first use */
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
     PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */
@@ -59,6 +63,7 @@ typedef struct {
     PyObject_HEAD
     tack_array *arr;
     PyObject *weakreflist;
+    PyObject *grad; /* the gradient array of requires_grad (tack._autodiff), or NULL */
 } TackArrayObject;
 
 typedef struct {
@@ -79,6 +84,11 @@ int tpy_raise_int(void); /* same, returns -1 */
  * to arr, released on failure). */
 PyObject *tpy_array_new(tpy_state *st, tack_array *arr);
 int tpy_array_check(tpy_state *st, PyObject *obj);
+/* An Array's gradient attributes (array_grad.c), in array.c's getset table. */
+PyObject *tpy_array_get_grad(PyObject *self, void *c);
+int tpy_array_set_grad(PyObject *self, PyObject *value, void *c);
+PyObject *tpy_array_get_requires_grad(PyObject *self, void *c);
+int tpy_array_set_requires_grad(PyObject *self, PyObject *value, void *c);
 /* A shape argument (an int or a sequence of ints, none negative, at most
  * TACK_MAX_NDIM) into shape/ndim; -1 with ValueError/TypeError naming it. */
 int tpy_parse_shape(PyObject *obj, int64_t *shape, int *ndim);

@@ -25,7 +25,10 @@
  * Environment: FAKE_HIP_COUNT (devices, 1; 0 makes hipInit fail with
  * hipErrorNoDevice), FAKE_HIP_ARCH (gcnArchName, "gfx90a:sramecc+:xnack-"),
  * FAKE_HIP_WARP (64), FAKE_HIP_RUNTIME (hipRuntimeGetVersion, 50221153; 6
- * and later change hipPointerGetAttributes' memory types as ROCm 6 did).
+ * and later change hipPointerGetAttributes' memory types as ROCm 6 did),
+ * FAKE_HIP_FAULT (set: a launch is a GPU memory fault, which ROCm's runtime
+ * answers by printing its message and aborting the process, as the real one
+ * does from its event thread).
  * Tests read and set the globals below through dlsym or ctypes.
  */
 #define _GNU_SOURCE
@@ -468,6 +471,11 @@ hipError_t hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
         if (extra[i] == (void *)0x02) bytes = *(size_t *)extra[i + 1];
     }
     if (!buf || !bytes || params || gy != 1 || gz != 1 || by != 1 || bz != 1 || !gx || !bx || bx > 1024) return 1;
+    if (getenv("FAKE_HIP_FAULT")) {
+        fprintf(stderr, "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x7f0000000000. "
+                        "Reason: Page not present or supervisor privilege.\n");
+        abort();
+    }
     op *o = new_op(OP_LAUNCH);
     o->grid = gx;
     o->block = bx;

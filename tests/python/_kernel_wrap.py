@@ -147,11 +147,25 @@ def write_summary_at_exit(path, summary, ready=None, indent=None):
 
     def write():
         if path and (ready is None or ready()):
-            with open(path, "w") as f:
-                json.dump(summary, f, indent=indent)
+            # made whole before the file is touched: a value JSON lacks (a complex number
+            # in a mismatch's sample) once left half a file, which no run could read back
+            text = json.dumps(summary, indent=indent, default=_jsonable)
+            part = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".part")  # not PATH.gw*
+            with open(part, "w") as f:
+                f.write(text)
+            os.replace(part, path)
 
     atexit.register(write)
     return write
+
+
+def _jsonable(o):
+    """A summary's value JSON has no type for: a complex number as [real, imag], a NumPy scalar as Python's."""
+    if isinstance(o, (complex, np.complexfloating)):
+        return [float(o.real), float(o.imag)]
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"{type(o).__name__} in a summary is not JSON")
 
 
 # pytest-xdist's variables, which a pytest started by a worker must not inherit

@@ -14,6 +14,10 @@ with the same exception type.  The summary goes to the JSON file named by
 TACK_OPENCL_DIFF, and each distinct source to the directory named by
 TACK_OPENCL_SOURCES; the language tests' own outcome does not matter here.
 (_kernel_wrap.py wraps the kernels and copies the arguments.)
+
+The device is only a name: ``make test-gpu`` (tests/gpu/gpurun.py) and
+test_level_zero_gpu.py point TACK_OPENCL_DEVICE at "cuda:0", "hip:0",
+"level_zero:0" or "metal:0" to compare the suite on a GPU with the CPU.
 """
 
 import hashlib

@@ -18,6 +18,7 @@ stream rules; array_from_ptr checked with hipPointerGetAttributes.
 
 import subprocess
 import sys
+import shutil
 import textwrap
 
 import pytest
@@ -534,3 +535,19 @@ def test_streams_and_events(tmp_path, fake):
         tack.synchronize()
         print("ok")
     """, FAKE_HIP_KERNEL_NS=1500000)
+def test_rocm7_libraries_are_found_by_their_sonames(tmp_path, fake):
+    """ROCm 7 ships libamdhip64.so.7 and libhiprtc.so.7 (no .so.6 beside them):
+    the HIP backend finds both by soname alone (here the fake under those
+    names, ahead of any older ROCm on the machine)."""
+    libs = tmp_path / "rocm7"
+    libs.mkdir()
+    for name in ("libamdhip64.so.7", "libhiprtc.so.7"):
+        shutil.copy(fake, libs / name)
+    out = run(tmp_path, fake, """
+        from tack import _core
+        x = tack.zeros(4, device="hip")
+        print("device", x.device, tack.devices())
+        print("code", _core._hiprtc_compile('extern "C" __global__ void k() {}', arch="gfx90a")[:14])
+    """, TACK_HIP_PATH="", TACK_HIPRTC_PATH="", LD_LIBRARY_PATH=libs)
+    assert "device hip:0" in out and "hip:0" in out.split("device hip:0", 1)[1]
+    assert "code b'\\x7fELFfake-hsaco'" in out

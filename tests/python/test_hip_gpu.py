@@ -6,12 +6,15 @@ atomics), copies through the real runtime, a failed check read back from
 the device, queued launches in order, and the DLPack exchange with PyTorch
 and CuPy built for ROCm, whose arrays are kDLROCM and whose default stream is
 HIP's null stream.  ``make test-gpu`` runs this file on a machine with an
-AMD GPU.
+AMD GPU, and sets TACK_GPU_EXPECT=hip there: the file then fails, instead of
+skipping, when Tack cannot use that GPU.
 
 The device is found by asking for "hip" alone (not tack.devices(), which
 would also load an OpenCL driver: with Debian's ROCm, PoCL and hiprtc in one
 process abort in LLVM; see test_hip.py).
 """
+
+import os
 
 import numpy as np
 import pytest
@@ -22,12 +25,12 @@ import tack
 def _hip_device():
     try:
         tack.zeros(1, device="hip")
-    except RuntimeError:
-        return None
-    return "hip:0"
+    except RuntimeError as e:
+        return None, str(e)
+    return "hip:0", ""
 
 
-HIP = _hip_device()
+HIP, WHY = _hip_device()
 gpu = pytest.mark.skipif(HIP is None, reason="no AMD GPU (or no HIP runtime) on this machine")
 
 
@@ -54,6 +57,13 @@ def extremes(x, out):
     for i in range(x.shape[0]):
         tack.atomic_min(out, 0, x[i])
         tack.atomic_max(out, 1, x[i])
+
+
+def test_make_test_gpu_runs_this_file_on_its_gpu():
+    """Under make test-gpu on an AMD machine the device must be usable: a skip would hide it."""
+    if os.environ.get("TACK_GPU_EXPECT") != "hip":
+        pytest.skip("not under make test-gpu on an AMD GPU")
+    assert HIP is not None, f"make test-gpu found an AMD GPU, but Tack cannot use it: {WHY}"
 
 
 @gpu

@@ -1,5 +1,5 @@
-"""Every Python example in docs/language.md, errors.md, backends.md and
-beyond-one-machine.md runs as written."""
+"""Every Python example in docs/language.md, errors.md, backends.md,
+beyond-one-machine.md, algorithms.md and differentiation.md runs as written."""
 
 import importlib.util
 import pathlib
@@ -10,7 +10,8 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CHAPTERS = ["language.md", "errors.md", "backends.md", "beyond-one-machine.md"]
+CHAPTERS = ["language.md", "errors.md", "backends.md", "beyond-one-machine.md", "algorithms.md",
+            "differentiation.md"]
 # What a chapter's examples import beyond Tack's own needs (the mpi and dask extras).
 NEEDS = {"beyond-one-machine.md": ("mpi4py", "dask")}
 

@@ -12,6 +12,7 @@ and clang.  Singular and non-finite inputs give the documented results.
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -164,7 +165,9 @@ def test_debug_mode_gives_the_cpus_bits(dt):
 
 
 @pytest.mark.skipif(OPENCL is None, reason="no OpenCL device (PoCL) on this machine")
-@DT
+@pytest.mark.parametrize("dt", [np.float32, pytest.param(np.float64, marks=pytest.mark.skipif(
+    os.environ.get("TACK_TEST_ALL") != "1", reason="f64 on PoCL: make test-all (the f32 run covers the helpers)"))],
+    ids=["f32", "f64"])
 def test_on_opencl(dt):
     x, out = run(dt, 2000, OPENCL)
     check(dt, x, out, OPENCL)

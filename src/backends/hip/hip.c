@@ -97,7 +97,7 @@ static int bind_api(void *lib) {
 }
 
 static void load(void) {
-    static const char *names[] = {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so",
+    static const char *names[] = {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so",
                                   "/opt/rocm/lib/libamdhip64.so"};
     char buf[TK_CONFIG_STR_MAX];
     const char *env = tk_config_str(TK_CFG_HIP_PATH, buf, sizeof buf);

@@ -80,7 +80,8 @@ static int hr_bind(void *lib) {
 
 static void hr_load(void) {
     static const char *names[] = {
-        "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so",
+        "libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so", "libamdhip64.so.7", "libamdhip64.so.6",
+        "libamdhip64.so.5", "libamdhip64.so",
         "/opt/rocm/lib/libhiprtc.so", "/opt/rocm/lib/libamdhip64.so",
     };
     char buf[TK_CONFIG_STR_MAX];

@@ -1,0 +1,182 @@
+"""What an adjoint costs: each kernel's adjoint time over its forward time on the CPU, and the
+same workloads through Warp's CPU tape when Warp is importable (docs/differentiation.md, "Cost").
+
+    python benchmarks/autodiff_cost.py [--rounds 7] [--no-warp]
+
+Three kernels, f32: an elementwise expression of 4M elements (sin, exp, sqrt), springs over 1M
+random pairs (a scatter: force[i] += f, force[j] -= f) and one step of a 2-D heat stencil on
+2048 x 2048.  Tack's forward is the kernel's call and its adjoint ``kernel.adjoint``; Warp's
+forward is ``wp.launch`` and its adjoint ``wp.launch(..., adjoint=True)``, the launch its tape
+makes in ``backward``.  Each time is the best of --rounds means of back-to-back calls, after a
+first call that compiles.  Warp is not one of the project's dependencies: install warp-lang
+beside it to get its column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import tack
+
+N_WAVE = 1 << 22
+N_SPRING = 1 << 20
+N_HEAT = 2048
+
+
+@tack.kernel
+def wave(x, y):
+    for i in range(x.shape[0]):
+        y[i] = tack.sin(x[i]) * tack.exp(-x[i] * x[i]) + tack.sqrt(1.0 + x[i] * x[i])
+
+
+@tack.kernel
+def springs(pos, a, b, rest, force):
+    for s in range(a.shape[0]):
+        i = a[s]
+        j = b[s]
+        d = pos[j] - pos[i]
+        f = 10.0 * (abs(d) - rest[s]) * tack.sign(d)
+        force[i] += f
+        force[j] -= f
+
+
+@tack.kernel
+def heat(u, k, unew):
+    n, m = u.shape
+    for i, j in tack.ndrange((1, n - 1), (1, m - 1)):
+        lap = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j]
+        unew[i, j] = u[i, j] + k[i, j] * lap
+
+
+def best(fn, rounds, sync=lambda: None):
+    fn()
+    sync()
+    out = []
+    for _ in range(rounds):
+        reps, t0 = 0, time.perf_counter()
+        while True:
+            fn()
+            reps += 1
+            sync()
+            t = time.perf_counter() - t0
+            if t > 0.2 or reps >= 50:
+                break
+        out.append(t / reps)
+    return min(out)
+
+
+def data():
+    rng = np.random.default_rng(0)
+    return {
+        "wave": (rng.random(N_WAVE, np.float32),),
+        "springs": (rng.random(N_SPRING, np.float32), rng.integers(0, N_SPRING, N_SPRING).astype(np.int32),
+                    rng.integers(0, N_SPRING, N_SPRING).astype(np.int32), np.full(N_SPRING, 0.1, np.float32)),
+        "heat": (rng.random((N_HEAT, N_HEAT), np.float32), np.full((N_HEAT, N_HEAT), 0.1, np.float32)),
+    }
+
+
+def tack_times(d, rounds):
+    x, = d["wave"]
+    y, gx, gy = np.zeros_like(x), np.zeros_like(x), np.ones_like(x)
+    pos, a, b, rest = d["springs"]
+    force, gp, gr, gf = np.zeros_like(pos), np.zeros_like(pos), np.zeros_like(rest), np.ones_like(pos)
+    u, k = d["heat"]
+    un, gu, gk, gun = np.zeros_like(u), np.zeros_like(u), np.zeros_like(k), np.ones_like(u)
+    cases = {
+        "wave": (lambda: wave(x, y), lambda: wave.adjoint(x, y, grads={"x": gx, "y": gy})),
+        "springs": (lambda: springs(pos, a, b, rest, force),
+                    lambda: springs.adjoint(pos, a, b, rest, force, grads={"pos": gp, "rest": gr, "force": gf})),
+        "heat": (lambda: heat(u, k, un), lambda: heat.adjoint(u, k, un, grads={"u": gu, "k": gk, "unew": gun})),
+    }
+    return {name: (best(f, rounds), best(r, rounds)) for name, (f, r) in cases.items()}
+
+
+def warp_times(d, rounds):
+    import warp as wp
+
+    wp.config.quiet = True
+    wp.init()
+
+    @wp.kernel
+    def w_wave(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = wp.sin(x[i]) * wp.exp(-x[i] * x[i]) + wp.sqrt(1.0 + x[i] * x[i])
+
+    @wp.kernel
+    def w_springs(pos: wp.array(dtype=float), a: wp.array(dtype=int), b: wp.array(dtype=int),
+                  rest: wp.array(dtype=float), force: wp.array(dtype=float)):
+        s = wp.tid()
+        i = a[s]
+        j = b[s]
+        dd = pos[j] - pos[i]
+        f = 10.0 * (wp.abs(dd) - rest[s]) * wp.sign(dd)
+        wp.atomic_add(force, i, f)
+        wp.atomic_sub(force, j, f)
+
+    @wp.kernel
+    def w_heat(u: wp.array2d(dtype=float), k: wp.array2d(dtype=float), unew: wp.array2d(dtype=float)):
+        i, j = wp.tid()
+        n = u.shape[0]
+        m = u.shape[1]
+        if i < 1 or j < 1 or i >= n - 1 or j >= m - 1:
+            return
+        lap = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j]
+        unew[i, j] = u[i, j] + k[i, j] * lap
+
+    dev = "cpu"
+
+    def arr(v, grad=True):
+        return wp.array(v, device=dev, requires_grad=grad)
+
+    x, = d["wave"]
+    wx, wy = arr(x), arr(np.zeros_like(x))
+    pos, a, b, rest = d["springs"]
+    wpos, wa, wb, wr, wf = arr(pos), arr(a, False), arr(b, False), arr(rest), arr(np.zeros_like(pos))
+    u, k = d["heat"]
+    wu, wk, wun = arr(u), arr(k), arr(np.zeros_like(u))
+
+    def launches(kernel, dim, inputs, outputs):
+        def fwd():
+            wp.launch(kernel, dim=dim, inputs=inputs + outputs, device=dev)
+
+        def adj():
+            wp.launch(kernel, dim=dim, inputs=inputs + outputs, device=dev, adjoint=True,
+                      adj_inputs=[getattr(v, "grad", None) if isinstance(v, wp.array) else None for v in inputs + outputs],
+                      adj_outputs=[])
+        return fwd, adj
+
+    cases = {"wave": launches(w_wave, N_WAVE, [wx], [wy]),
+             "springs": launches(w_springs, N_SPRING, [wpos, wa, wb, wr], [wf]),
+             "heat": launches(w_heat, (N_HEAT, N_HEAT), [wu, wk], [wun])}
+    return {name: (best(f, rounds, wp.synchronize), best(r, rounds, wp.synchronize))
+            for name, (f, r) in cases.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--no-warp", action="store_true")
+    args = parser.parse_args()
+    d = data()
+    t = tack_times(d, args.rounds)
+    w = None
+    if not args.no_warp:
+        try:
+            w = warp_times(d, args.rounds)
+        except ImportError:
+            print("(Warp is not installed: pip install warp-lang for its column)")
+    print(f"{'kernel':10} {'tack fwd':>10} {'tack adj':>10} {'adj/fwd':>8}" +
+          (f" {'warp fwd':>10} {'warp adj':>10} {'adj/fwd':>8}" if w else ""))
+    for name, (f, r) in t.items():
+        line = f"{name:10} {f * 1e3:8.2f}ms {r * 1e3:8.2f}ms {r / f:8.2f}"
+        if w:
+            wf, wr = w[name]
+            line += f" {wf * 1e3:8.2f}ms {wr * 1e3:8.2f}ms {wr / wf:8.2f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""The gather form of an adjoint loop: a stencil's gradients without atomics.
+
+A parallel loop that reads its neighbours, ``unew[i, j] = u[i, j] + k * (u[i - 1, j] + ...)``,
+has an adjoint that adds into its neighbours' gradients, ``u·grad[i - 1, j] += g``, which
+iterations share: each such add is atomic (tack._autodiff: the race rule of every kernel), and
+on the CPU an atomic float add is a compare-and-swap loop, some twenty times the cost of the
+forward's SIMD loads.
+
+Where every gradient an iteration adds at a shifted element is at a constant offset from the
+loop's own variables (``u[i - 1, j]``: offset (-1, 0)), the adjoint is written the other way
+round: a first loop over the elements ``p`` of that gradient *gathers*, for each offset ``o``,
+the contribution of iteration ``q = p - o`` when ``q`` is in the loop's range, recomputing that
+iteration (its forward values and adjoint) and keeping only that one contribution, so each
+iteration writes its own element ``u·grad[p]`` and no add is atomic; then the own pass runs the
+adjoint as before, without the shifted adds (and it is the one that zeroes the gradients of
+overwritten outputs, after the gather has read them).  The price is recomputation: a
+five-point stencil's iteration is recomputed once per neighbour, which is still far below the
+cost of the atomics.  Anything else (an index that is not the loop's variable plus a constant, a
+range with a step) keeps the atomic form.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as _builtins
+import copy
+
+SEP = "\u00b7"
+
+
+def _walk_stmts(stmts):
+    for st in stmts:
+        yield from ast.walk(st)
+
+
+def gather_passes(gen, loop, out, fwd, init, rev, flush):
+    """[the gather loops..., the own pass] for `loop`'s adjoint, or [out] unchanged."""
+    sites, other = {}, set()
+    for n in _walk_stmts(rev):
+        site = getattr(n, "ad_site", None)
+        if site is None:
+            continue
+        arr, off = site
+        if off is None:
+            other.add(arr)
+        elif any(off):
+            sites.setdefault(arr, set()).add(off)
+    bounds = _bounds(gen, loop)
+    if other or not sites or bounds is None or gen.loop_vars is None or len(bounds) != len(gen.loop_vars):
+        own_only = {getattr(n, "ad_site")[0] for n in _walk_stmts(rev) if getattr(n, "ad_site", None)} - other - \
+            set(sites)
+        out.body = _own_stores(out.body, own_only)
+        return [out]
+    passes = []
+    for arr in sorted(sites):
+        offs = sorted(sites[arr])
+        passes.append(_gather_loop(gen, loop, arr, offs, bounds, fwd, init, rev))
+    own = copy.copy(loop)
+    kept = _keep(rev, lambda site: not any(site[1]))
+    own.body = fwd + init + _own_stores(kept, {n.ad_site[0] for n in _walk_stmts(kept) if hasattr(n, "ad_site")}) + \
+        flush or [_pass(loop)]
+    return passes + [own]
+
+
+def _own_stores(stmts, arrays):
+    """The adds into the gradients of `arrays`, all at the iteration's own element, written as a load
+    and a store (``g[i, j] = g[i, j] + e``): no other iteration touches those elements, which the
+    compiler's race check proves, and it need not make them atomic as it makes ``+=``."""
+    out = []
+    for st in stmts:
+        site = getattr(st, "ad_site", None)
+        if site is not None and site[0] in arrays and site[1] is not None and not any(site[1]):
+            load = copy.deepcopy(st.target)
+            load.ctx = ast.Load()
+            store = copy.deepcopy(st.target)
+            store.ctx = ast.Store()
+            new = ast.Assign(targets=[store], value=ast.BinOp(left=load, op=ast.Add(), right=st.value))
+            ast.copy_location(new, st)
+            ast.fix_missing_locations(new)
+            out.append(new)
+            continue
+        if isinstance(st, (ast.If, ast.For)):
+            st = copy.copy(st)
+            st.body = _own_stores(st.body, arrays)
+            st.orelse = _own_stores(st.orelse, arrays)
+        out.append(st)
+    return out
+
+
+def _pass(node):
+    return ast.copy_location(ast.Pass(), node)
+
+
+def _keep(stmts, want, rewrite=None):
+    """stmts without the gradient adds whose site `want` refuses, and without stores into
+    gradients (want is None: keep every add; rewrite: the new index of a kept add)."""
+    out = []
+    for st in stmts:
+        site = getattr(st, "ad_site", None)
+        if site is not None:
+            if want(site):
+                st = copy.deepcopy(st)
+                if rewrite is not None:
+                    st.target.slice = rewrite(st)
+                out.append(st)
+            continue
+        if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Subscript):
+            if want is None or want(("", (0,))):  # the own pass zeroes; a gather pass must not
+                out.append(st)
+            continue
+        if isinstance(st, (ast.If, ast.For)):
+            st = copy.copy(st)
+            st.body = _keep(st.body, want, rewrite) or [_pass(st)]
+            st.orelse = _keep(st.orelse, want, rewrite)
+            out.append(st)
+            continue
+        out.append(copy.deepcopy(st))
+    return out
+
+
+def _gather_loop(gen, loop, arr, offs, bounds, fwd, init, rev):
+    dims = len(bounds)
+    pv = [f"p{SEP}{d}" for d in range(dims)]
+
+    def name(id_, store=False):
+        return ast.copy_location(ast.Name(id=id_, ctx=ast.Store() if store else ast.Load()), loop)
+
+    def const(v):
+        return ast.copy_location(ast.Constant(value=v), loop)
+
+    def shifted(e, k):
+        if k == 0:
+            return copy.deepcopy(e)
+        return ast.copy_location(ast.BinOp(left=copy.deepcopy(e), op=ast.Add() if k > 0 else ast.Sub(),
+                                           right=const(abs(k))), loop)
+
+    qv = {v: f"q{SEP}{v}" for v in gen.loop_vars}  # the loop's variables, renamed: i, j stay loop variables only
+
+    class Rn(ast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id in qv:
+                return ast.copy_location(ast.Name(id=qv[n.id], ctx=n.ctx), n)
+            return n
+
+    def renamed(stmts):
+        return [Rn().visit(copy.deepcopy(st)) for st in stmts]
+
+    body = []
+    for off in offs:
+        block = []
+        for d, v in enumerate(gen.loop_vars):  # the iteration q = p - off, as plain locals
+            block.append(ast.copy_location(ast.Assign(targets=[name(qv[v], True)],
+                                                      value=shifted(name(pv[d]), -off[d])), loop))
+        tests = []
+        for d, v0 in enumerate(gen.loop_vars):
+            v = qv[v0]
+            lo, hi = bounds[d]
+            tests.append(ast.copy_location(ast.Compare(left=copy.deepcopy(lo), ops=[ast.LtE()], comparators=[name(v)]),
+                                           loop))
+            tests.append(ast.copy_location(ast.Compare(left=name(v), ops=[ast.Lt()], comparators=[copy.deepcopy(hi)]),
+                                           loop))
+        test = ast.copy_location(ast.BoolOp(op=ast.And(), values=tests), loop) if len(tests) > 1 else tests[0]
+
+        def index(st, _pv=pv):
+            elts = [name(p) for p in _pv]
+            return elts[0] if len(elts) == 1 else ast.copy_location(ast.Tuple(elts=elts, ctx=ast.Load()), loop)
+
+        inner = renamed(fwd + init + _keep(rev, lambda site, o=off: site == (arr, o), index))
+        block.append(ast.copy_location(ast.If(test=test, body=inner or [_pass(loop)], orelse=[]), loop))
+        body.extend(block)
+    axes = []
+    for d in range(dims):
+        lo, hi = bounds[d]
+        los = shifted(lo, min(o[d] for o in offs))
+        his = shifted(hi, max(o[d] for o in offs))
+        axes.append((los, his))
+    if dims == 1:
+        it = ast.Call(func=name(gen.use(_builtins.range, "range")), args=[axes[0][0], axes[0][1]], keywords=[])
+        target = name(pv[0], True)
+    else:
+        import tack
+
+        it = ast.Call(func=name(gen.use(tack.ndrange, "ndrange")),
+                      args=[ast.Tuple(elts=[lo, hi], ctx=ast.Load()) for lo, hi in axes], keywords=[])
+        target = ast.Tuple(elts=[name(p, True) for p in pv], ctx=ast.Store())
+    new = ast.For(target=target, iter=it, body=body, orelse=[])
+    ast.copy_location(new, loop)
+    ast.fix_missing_locations(new)
+    for n in ast.walk(new):
+        if hasattr(n, "lineno") and getattr(n, "lineno", None) is None:
+            ast.copy_location(n, loop)
+    return new
+
+
+def _bounds(gen, loop):
+    """[(lo, hi)] expressions of each axis of the loop's range or ndrange, step 1; None otherwise."""
+    import tack
+
+    it = loop.iter
+    if not isinstance(it, ast.Call) or it.keywords:
+        return None
+    fobj = gen.resolve(it.func)
+    if fobj is _builtins.range:
+        return _range_axis(it.args)
+    if fobj is not tack.ndrange:
+        return None
+    args = it.args
+    if len(args) == 1 and isinstance(args[0], ast.Tuple):  # one tuple: a shape
+        return [(ast.Constant(value=0), e) for e in args[0].elts]
+    out = []
+    for a in args:
+        if isinstance(a, ast.Starred) or (isinstance(a, ast.Attribute) and a.attr == "shape"):
+            return None
+        if isinstance(a, ast.Tuple):
+            ax = _range_axis(a.elts)
+        elif isinstance(a, ast.Call) and gen.resolve(a.func) is _builtins.range and not a.keywords:
+            ax = _range_axis(a.args)
+        else:
+            ax = [(ast.Constant(value=0), a)]
+        if ax is None:
+            return None
+        out.extend(ax)
+    return out
+
+
+def _range_axis(args):
+    if len(args) == 1:
+        return [(ast.Constant(value=0), args[0])]
+    if len(args) == 2 or (len(args) == 3 and isinstance(args[2], ast.Constant) and args[2].value == 1):
+        return [(args[0], args[1])]
+    return None

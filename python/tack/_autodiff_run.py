@@ -1,0 +1,428 @@
+"""Adjoints built and launched: kernel.adjoint, and the tape (tack.Tape).
+
+tack._autodiff generates a kernel's adjoint as another kernel's tree; this module makes it a
+kernel (a compiled one, or a PythonKernel in debug mode) once per signature of the forward call,
+binds the gradients to its extra parameters (an array's ``.grad``, the ``grads=`` given, or
+scratch arrays) and launches it.  ``tack.Tape`` records launches through the extension's tape
+hook (``_core._set_tape``: one pointer test a launch when no tape records) and, in
+``backward``, runs their adjoints last first, after refusing a launch that modified an array an
+earlier launch on the tape read.  docs/differentiation.md is the user's chapter.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+import re
+import weakref
+
+from . import _core
+from ._autodiff import _INTS, _Gen, _np
+
+# ------------------------------------------------------------------ builds
+
+
+_BUILDS = weakref.WeakKeyDictionary()
+_LOCALS = re.compile(r"(\S+?)(?:'\d+)?:((?:[a-z0-9]+(?: \(Python\))?)|\S+)(?=\s|$)")
+
+
+def _local_types(ir):
+    """{local name: its type} from the kernel's IR (the first function's `locals:` line)."""
+    out = {}
+    for line in ir.splitlines():
+        line = line.strip()
+        if line.startswith("locals:"):
+            for m in _LOCALS.finditer(line[len("locals:"):]):
+                name, t = m.group(1), m.group(2)
+                if name.startswith("_t") and name[2:].isdigit():
+                    continue
+                out.setdefault(name, t)
+            break
+    return out
+
+
+_FUNC = re.compile(r"^func (\w+)#\d+\(.*\) -> (.+?)(?:\s+parallel)?$")
+
+
+def _func_types(ir):
+    """({func name: {local: {types}}}, {func name: {return types}}) of the @tack.func builds in the IR."""
+    types, returns, cur = {}, {}, None
+    for line in ir.splitlines():
+        m = _FUNC.match(line.strip())
+        if m and line.startswith("func "):
+            cur = m.group(1)
+            returns.setdefault(cur, set()).add(m.group(2).strip())
+            continue
+        if line.startswith("kernel "):
+            cur = None
+        if cur is not None and line.strip().startswith("locals:"):
+            for lm in _LOCALS.finditer(line.strip()[len("locals:"):]):
+                types.setdefault(cur, {}).setdefault(lm.group(1), set()).add(lm.group(2))
+    return types, returns
+
+
+def _array_kind(v):
+    """('farray', 'f32'|'f64'), ('array', None) for integer/bool arrays, ('bad', what), or None."""
+    np = _np()
+    if isinstance(v, _core.Array):
+        name = v.dtype.name
+    elif isinstance(v, np.ndarray):
+        name = {"float32": "f32", "float64": "f64"}.get(v.dtype.name, v.dtype.name)
+        if v.dtype.kind in "iub":
+            return ("array", None)
+    elif hasattr(v, "__dlpack__") and hasattr(v, "dtype"):
+        name = {"float32": "f32", "float64": "f64"}.get(str(v.dtype).replace("torch.", ""), str(v.dtype))
+    else:
+        return None
+    if name in ("f32", "f64"):
+        return ("farray", name)
+    if name in _INTS or name.startswith(("int", "uint")):
+        return ("array", None)
+    return ("bad", name)
+
+
+def _param_kinds(fn, args, kwargs):
+    import inspect
+
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    np = _np()
+    kinds = {}
+    for p, v in bound.arguments.items():
+        k = _array_kind(v)
+        if k is None:
+            if isinstance(v, float):
+                k = ("fscalar", "float (Python)")
+            elif isinstance(v, np.floating) and v.dtype.name in ("float32", "float64"):
+                k = ("fscalar", "f32" if v.dtype.name == "float32" else "f64")
+            elif isinstance(v, (bool, int, np.integer, np.bool_)):
+                k = ("other", None)
+            else:
+                k = ("other", type(v).__name__)
+        kinds[p] = k
+    return bound, kinds
+
+
+def _ir(kernel, args, kwargs):
+    from ._kernels import PythonKernel
+
+    k = kernel._checker if isinstance(kernel, PythonKernel) else kernel
+    return k.ir(*args, **kwargs)
+
+
+def build(kernel, args, kwargs):
+    """(the adjoint kernel of `kernel` for these arguments, the bound arguments, the parameters that get
+    a gradient, in the adjoint's order)."""
+    from ._kernels import PythonKernel
+    from ._structs_rewrite import _make, _parse
+
+    fn = kernel.py_func if isinstance(kernel, PythonKernel) else kernel.__wrapped__
+    from . import _structs
+
+    if getattr(fn, "__tack_tree__", None) is not None or _structs.has_struct(args, kwargs):
+        from ._kernels import CompileError
+
+        raise CompileError(f"{fn.__qualname__} takes structs: kernels on structs are not differentiated yet (pass "
+                           f"the fields as float arrays)")
+    bound, kinds = _param_kinds(fn, args, kwargs)
+    table = _BUILDS.setdefault(kernel, {})
+    quick = tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items())  # what the IR depends on
+    hit = table.get(quick)
+    if hit is None:
+        ir = _ir(kernel, bound.args, bound.kwargs)  # the forward's own CompileError first
+        key = tuple((p, k) for p, k in kinds.items()) + (ir,)
+        hit = table.get(key)
+    if hit is None:
+        fdef, base = _parse(fn)
+        gen = _Gen(kernel, fn, fdef, base, kinds, _local_types(ir))
+        gen.func_types, gen.func_returns = _func_types(ir)
+        gen.top_names = set()
+        new, grads = gen.build()
+
+        class _Rw:
+            inject = gen.inject
+            returns = None
+
+        g = _make(fn, new, base, _Rw)
+        g.__qualname__ = fn.__qualname__ + ".adjoint"
+        opts = dict(checks=kernel.checks, fast_math=kernel.fast_math, flush_denormals=kernel.flush_denormals,
+                    default_float=kernel.default_float, check_races=kernel.check_races, optimize=kernel.optimize)
+        adj = PythonKernel(g, **opts) if isinstance(kernel, PythonKernel) else _core.Kernel(g, **opts)
+        hit = table[key] = (adj, grads, frozenset(gen.loaded), frozenset(gen.modified))
+    table[quick] = hit
+    return hit[0], bound, hit[1], kinds
+
+
+def _layout(v):
+    """An argument's part of a kernel's signature beyond its kind: rank, dtype, strides, device, type."""
+    if isinstance(v, _core.Array):
+        return (v.dtype.name, v.ndim, v.strided, v.device, v.writable)
+    if hasattr(v, "__array_interface__"):
+        return (str(v.dtype), v.ndim, getattr(v, "flags", None) is not None and v.flags.c_contiguous,
+                getattr(v, "flags", None) is not None and v.flags.writeable, type(v))
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (int, v >= 1 << 63, v < -(1 << 63))
+    return (type(v), getattr(v, "dtype", None))
+
+
+def _zeros_like(v):
+    np = _np()
+    if isinstance(v, _core.Array):
+        from . import _array
+
+        return _array.zeros(v.shape, v.dtype, device=v.device)
+    if isinstance(v, np.ndarray):
+        return np.zeros_like(v)
+    import torch  # a DLPack producer the kernel took: torch is the one Tack is tested with
+
+    return torch.zeros_like(v)
+
+
+def _scalar_grad(bound, kinds):
+    """A scratch gradient for a float scalar: one element of the widest float array's type, on the
+    arrays' device."""
+    wide = [k[1] for k in kinds.values() if k[0] == "farray"]
+    dt = "f64" if "f64" in wide or not wide else "f32"
+    for v in bound.arguments.values():
+        if isinstance(v, _core.Array):
+            from . import _array
+
+            return _array.zeros(1, getattr(_core, dt), device=v.device)
+    return _np().zeros(1, "float64" if dt == "f64" else "float32")
+
+
+def adjoint(kernel, args, kwargs):
+    """kernel.adjoint(*args, grads=None): the extension's autodiff hook (see docs/differentiation.md)."""
+    kwargs = dict(kwargs)
+    grads = kwargs.pop("grads", None) or {}
+    adj, bound, names, kinds = build(kernel, args, kwargs)
+    _check_aliases(kernel, bound)
+    extra = []
+    for p in names:
+        g = grads.get(p)
+        if g is None:
+            v = bound.arguments[p]
+            g = getattr(v, "grad", None) if isinstance(v, _core.Array) else None
+        if g is None:
+            if kinds[p][0] == "fscalar":
+                g = _scalar_grad(bound, kinds)
+            else:
+                g = _zeros_like(bound.arguments[p])
+        extra.append(g)
+    unknown = set(grads) - set(names)
+    if unknown:
+        raise TypeError(f"{kernel.__qualname__}.adjoint: grads for {sorted(unknown)}, which are not float array or "
+                        f"float scalar parameters (those are {names})")
+    with _paused():
+        adj(*bound.args, *extra, **bound.kwargs)
+    return None
+
+
+_core._set_hooks(autodiff=adjoint)
+
+
+# ------------------------------------------------------------------ the tape
+
+_active = []  # the recording tapes, innermost last
+
+
+class _paused:
+    """No tape records while an adjoint runs."""
+
+    def __enter__(self):
+        self.saved = list(_active)
+        _active.clear()
+        _core._set_tape(None)
+
+    def __exit__(self, *exc):
+        _active.extend(self.saved)
+        if _active:
+            _core._set_tape(_record)
+
+
+def _record(kernel, args, kwargs):
+    if _active:
+        _active[-1]._launches.append((kernel, args, dict(kwargs)))
+
+
+class Tape:
+    """Records kernel launches and runs their adjoints backwards (reverse-mode differentiation).
+
+    ``with tack.Tape() as tape:`` records every launch in the block; ``tape.backward(loss)`` seeds the
+    gradient of ``loss`` (a one-element float array) with 1, or ``tape.backward(grads={array: seed})``
+    with the given seeds, then runs each recorded kernel's adjoint in reverse order, accumulating into
+    the ``.grad`` of the arrays that have one (``requires_grad=True``) and into gradients the tape keeps
+    for the others (``tape.gradients[array]``).  ``tape.zero()`` zeroes every gradient; ``tape.reset()``
+    forgets the launches and the tape's own gradients.  See docs/differentiation.md.
+    """
+
+    def __init__(self):
+        self._launches = []
+        self._grads = {}  # id(array) -> (array, grad)
+
+    def __enter__(self):
+        _active.append(self)
+        _core._set_tape(_record)
+        return self
+
+    def __exit__(self, *exc):
+        if self in _active:
+            _active.remove(self)
+        if not _active:
+            _core._set_tape(None)
+        return False
+
+    @property
+    def launches(self):
+        """The recorded launches: (kernel, args, kwargs), in order."""
+        return list(self._launches)
+
+    def _grad_of(self, v):
+        """v's gradient: its .grad, else the tape's own, one per storage: a reshaped view of an array
+        (x.reshape(...)) shares the gradient of the array it views."""
+        key = _storage(v)
+        if isinstance(v, _core.Array) and v.grad is not None:
+            self._grads.setdefault(key, (v, v.grad))
+            return v.grad
+        hit = self._grads.get(key)
+        if hit is None:
+            hit = self._grads[key] = (v, _zeros_like(v))
+        g = hit[1]
+        if tuple(g.shape) != tuple(v.shape):
+            if _size(g) != _size(v) or getattr(v, "strided", False):
+                raise ValueError(f"tack.Tape: two arrays of different sizes start at one address "
+                                 f"({tuple(v.shape)} and {tuple(g.shape)}): the tape differentiates whole "
+                                 f"arrays and their reshaped views, not slices")
+            g = g.reshape(*v.shape)
+        return g
+
+    def gradient(self, array):
+        """The gradient of `array` after backward: its .grad, or the tape's own (None if it has none)."""
+        if isinstance(array, _core.Array) and array.grad is not None:
+            return array.grad
+        hit = self._grads.get(_storage(array))
+        return None if hit is None else hit[1].reshape(*array.shape)
+
+    def backward(self, loss=None, *, grads=None):
+        """Run the recorded launches' adjoints in reverse order, seeded with 1 for `loss` (a one-element
+        float array) and with each seed of `grads` ({array: seed}, or a list of (array, seed) pairs,
+        where arrays are not hashable).  A launch that overwrote an array an earlier launch read is
+        refused (ValueError): give each step an array of its own."""
+        seeds = list(grads.items()) if isinstance(grads, dict) else list(grads or ())
+        if loss is not None:
+            size = loss.size if hasattr(loss, "size") else None
+            if size != 1:
+                raise ValueError(f"tape.backward(loss): the loss is a one-element array, not {loss!r} (give "
+                                 f"grads={{array: seed}} for others)")
+            seeds = list(seeds) + [(loss, None)]
+        if not seeds:
+            raise ValueError("tape.backward: give the loss (a one-element array) or grads={array: seed}")
+        for arr, seed in seeds:
+            g = self._grad_of(arr)
+            if seed is None:
+                _fill(g, 1.0)
+            else:
+                _copy(g, seed)
+        self._check_overwrites()
+        for kernel, args, kwargs in reversed(self._launches):
+            adj, bound, names, kinds = build(kernel, args, kwargs)
+            extra = []
+            for p in names:
+                if kinds[p][0] == "fscalar":
+                    extra.append(_scalar_grad(bound, kinds))  # a scalar's gradient: kernel.adjoint(grads=...) gives it
+                else:
+                    extra.append(self._grad_of(bound.arguments[p]))
+            with _paused():
+                adj(*bound.args, *extra, **bound.kwargs)
+
+    def _check_overwrites(self):
+        """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's
+        adjoint recomputes from the array as it is now."""
+        read = {}  # storage key -> (kernel, parameter) of the first launch that read it
+        for kernel, args, kwargs in self._launches:
+            fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
+            bound, _kinds = _param_kinds(fn, args, kwargs)
+            _adj, b2, _names, _k = build(kernel, args, kwargs)
+            entry = [h for h in _BUILDS[kernel].values() if h[0] is _adj][0]
+            loaded, modified = entry[2], entry[3]
+            _check_aliases(kernel, bound)
+            for p in modified:
+                key = _storage(bound.arguments[p])
+                if key in read:
+                    k0, p0 = read[key]
+                    raise ValueError(f"tack.Tape: {kernel.__qualname__}() writes its argument '{p}', which "
+                                     f"{k0.__qualname__}() read earlier on the tape (as '{p0}'); its adjoint "
+                                     f"recomputes from the values it read: give each step an array of its own")
+            for p in loaded:
+                read.setdefault(_storage(bound.arguments[p]), (kernel, p))
+
+    def zero(self):
+        """Zero every gradient the tape reaches: the tape's own and the .grad of recorded arrays."""
+        seen = set()
+        for kernel, args, kwargs in self._launches:
+            for v in _builtins.list(args) + _builtins.list(kwargs.values()):
+                if isinstance(v, _core.Array) and v.grad is not None and id(v) not in seen:
+                    seen.add(id(v))
+                    v.grad.fill(0)
+        for _v, g in self._grads.values():
+            _fill(g, 0.0)
+
+    def reset(self):
+        """Forget the recorded launches and the tape's own gradients (arrays keep their .grad)."""
+        self._launches.clear()
+        self._grads.clear()
+
+
+def _check_aliases(kernel, bound):
+    """Refuse a launch whose arguments share memory between a parameter the kernel modifies and
+    another it reads: its adjoint recomputes from the values it read."""
+    fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
+    _b, kinds = _param_kinds(fn, bound.args, bound.kwargs)
+    hit = _BUILDS[kernel].get(tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items()))
+    if hit is None:
+        return
+    loaded, modified = hit[2], hit[3]
+    for pm in modified:
+        for pl in loaded:
+            if pm != pl and _overlap(bound.arguments[pm], bound.arguments[pl]):
+                raise ValueError(f"{kernel.__qualname__}: the arguments for '{pm}' (written) and '{pl}' (read) share "
+                                 f"memory, and the adjoint recomputes from the values the kernel read: pass "
+                                 f"separate arrays")
+
+
+def _overlap(a, b):
+    np = _np()
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.may_share_memory(a, b)
+    return _storage(a) == _storage(b)
+
+
+def _size(a):
+    n = 1
+    for d in a.shape:
+        n *= d
+    return n
+
+
+def _storage(v):
+    if isinstance(v, _core.Array):
+        return (v.device, v.ptr)
+    iface = getattr(v, "__array_interface__", None)
+    if iface is not None:
+        return ("cpu", iface["data"][0])
+    return ("obj", id(v))
+
+
+def _fill(g, value):
+    if isinstance(g, _core.Array):
+        g.fill(value)
+    else:
+        g[...] = value
+
+
+def _copy(g, seed):
+    if isinstance(g, _core.Array):
+        from . import _array
+
+        _array.copyto(g, seed)
+    else:
+        g[...] = _np().asarray(seed)

@@ -1,0 +1,409 @@
+"""tack.scan, sort, argsort, reduce, ... (python/tack/_algorithms.py) against NumPy.
+
+One differential per primitive over dtypes and sizes: the sizes (empty, one
+element, a block's edge, many blocks) reuse one compiled kernel per dtype, so
+the cost is a compile per dtype; the default run takes a few dtypes that
+cover each kind (signed, unsigned, bool, f16, f32, f64), TACK_TEST_ALL every
+dtype.  The floats carry NaNs of both signs, +-0.0, +-inf, subnormals and
+values either side of powers of two, where a sort key made by arithmetic
+could go wrong.
+"""
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import tack
+from tack import _core
+
+sys.path.insert(0, os.path.dirname(__file__))
+import _msl  # noqa: E402
+import _ocloc  # noqa: E402
+
+ALL = bool(os.environ.get("TACK_TEST_ALL"))
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64] if ALL else \
+    [np.int8, np.int64, np.uint32]
+FLOATS = [np.float16, np.float32, np.float64] if ALL else [np.float32, np.float64]
+DTYPES = INTS + FLOATS + [np.bool_]
+# the scans compile per (input, output) dtype pair: the default run takes one of each kind of pair
+SCAN_DTYPES = DTYPES if ALL else [np.int8, np.float32, np.bool_]
+SIZES = [0, 1, 2, 7, 1023, 1024, 1025, 5000, 70_001]
+
+
+@pytest.fixture(autouse=True)
+def _no_race_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+def data(dt, n, seed=0):
+    rng = np.random.default_rng(seed + n)
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, n).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        # both the full range and many ties
+        x = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+        x[::3] = rng.integers(0, 5, x[::3].shape[0]).astype(dt)
+        return x
+    x = (rng.standard_normal(n) * 100).astype(dt)
+    fi = np.finfo(dt)
+    special = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, fi.tiny, -fi.tiny, fi.tiny / 4, -fi.tiny / 8,
+                        fi.max, -fi.max, 1.0, np.nextafter(dt.type(1.0), dt.type(0)), 2.0, 0.5,
+                        np.nextafter(dt.type(0.5), dt.type(1)), -0.0, 0.0, np.nan, fi.smallest_subnormal,
+                        -fi.smallest_subnormal, fi.tiny - fi.smallest_subnormal, np.nextafter(fi.max, dt.type(0)),
+                        np.nextafter(fi.tiny, dt.type(1))], dt)
+    spots = np.arange(0, n, 7)
+    x[spots] = np.resize(special, spots.size)
+    return x
+
+
+def same_bits(got, want):
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_sort_and_argsort_are_numpys_stable_sort(dt):
+    for n in SIZES:
+        x = data(dt, n)
+        idx = tack.argsort(x)
+        assert isinstance(idx, tack.Array) and idx.dtype == tack.i64
+        np.testing.assert_array_equal(idx.numpy(), np.argsort(x, kind="stable"), err_msg=f"n={n}")
+        same_bits(tack.sort(x).numpy(), np.sort(x, kind="stable"))
+
+
+def test_sort_by_key_carries_values_and_keeps_ties_in_order():
+    keys = np.array([3, 1, 3, 2, 1, 3], np.int64)
+    vals = np.array([0.5, 1.5, 2.5, 3.5, 4.5, 5.5], np.float32)
+    k, v = tack.sort(keys, vals)
+    assert k.numpy().tolist() == [1, 1, 2, 3, 3, 3]
+    assert v.numpy().tolist() == [1.5, 4.5, 3.5, 0.5, 2.5, 5.5]
+
+
+@pytest.mark.parametrize("dt", SCAN_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_scan_and_reduce_are_numpys(dt):
+    refs = {"sum": np.cumsum, "min": np.minimum.accumulate, "max": np.maximum.accumulate}
+    reds = {"sum": np.sum, "min": np.min, "max": np.max}
+    floats = np.dtype(dt).kind == "f"
+    for n in SIZES:
+        x = data(dt, n, seed=1)
+        if floats:  # sums of huge values and infinities are all inf/NaN: keep the sums meaningful
+            x = np.where(np.isfinite(x) & (np.abs(x) < 1e4), x, 1).astype(dt)
+        for op, ref in refs.items():
+            got = tack.scan(x, op).numpy()
+            want = ref(x)
+            if floats and op == "sum":  # summed block by block: the last bits may differ
+                assert got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=1e-2 if dt == np.float16 else 1e-4, atol=0.5)
+            else:
+                same_bits(got, want)
+            if n:
+                r, w = tack.reduce(x, op), reds[op](x)
+                assert type(r) is type(w)
+                if floats and op == "sum":
+                    np.testing.assert_allclose(r, w, rtol=1e-3)
+                else:
+                    assert r == w, (op, n, r, w)
+
+
+def test_exclusive_scan_starts_from_the_identity():
+    x = np.array([3, -1, 4, -1, 5], np.int32)
+    assert tack.scan(x, exclusive=True).numpy().tolist() == [0, 3, 2, 6, 5]
+    assert tack.scan(x, "min", exclusive=True).numpy().tolist() == [2 ** 31 - 1, 3, -1, -1, -1]
+    f = np.array([2.0, np.nan, 1.0])
+    assert tack.scan(f, "max", exclusive=True).numpy()[:2].tolist() == [-np.inf, 2.0]
+    assert np.isnan(tack.scan(f, "max").numpy()[1:]).all()
+
+
+def test_complex_sums_and_the_refusals_of_complex_order():
+    c = (np.arange(3000) + 1j * np.arange(3000)[::-1]).astype(np.complex128)
+    np.testing.assert_array_equal(tack.scan(c).numpy(), np.cumsum(c))  # small integers: exact
+    assert tack.reduce(c) == c.sum()
+    np.testing.assert_array_equal(tack.segmented_reduce(c, [0, 10, 10, 3000]).numpy(),
+                                  [c[:10].sum(), 0, c[10:].sum()])
+    with pytest.raises(TypeError, match="tack.scan: a has dtype complex128; it takes bool, integer or float elements"):
+        tack.scan(c, "min")
+    with pytest.raises(TypeError, match="a has dtype complex128; it takes bool, integer or float elements"):
+        tack.sort(c)
+
+
+@tack.func
+def _argmax_pair(a, b):
+    # an associative operator on packed (value << 32 | index): the largest value, first index on ties
+    return a if (a >> 32) > (b >> 32) or ((a >> 32) == (b >> 32) and (a & 0xFFFFFFFF) < (b & 0xFFFFFFFF)) else b
+
+
+def test_reduce_with_a_user_func():
+    rng = np.random.default_rng(5)
+    v = rng.integers(0, 1000, 20_000)
+    packed = (v << 32) | np.arange(v.size)
+    got = tack.reduce(packed, _argmax_pair)
+    assert (got >> 32, got & 0xFFFFFFFF) == (v.max(), v.argmax())
+    assert tack.reduce(np.zeros(0, np.int64), _argmax_pair, initial=7) == 7
+    with pytest.raises(ValueError, match="zero-size array.*no identity"):
+        tack.reduce(np.zeros(0, np.int64), _argmax_pair)
+
+
+def test_bad_arguments_are_refused_by_name():
+    with pytest.raises(ValueError, match="1-D array, got shape \\(2, 2\\)"):
+        tack.sort(np.zeros((2, 2)))
+    with pytest.raises(TypeError, match="dtype complex128"):
+        tack.argsort(np.zeros(3, np.complex128))
+    with pytest.raises(ValueError, match="op must be 'sum', 'min' or 'max', got 'prod'"):
+        tack.scan(np.zeros(3), "prod")
+    with pytest.raises(ValueError, match="values has 2 elements and the keys 3"):
+        tack.sort(np.zeros(3), np.zeros(2))
+    with pytest.raises(TypeError, match="op must be"):
+        tack.reduce(np.zeros(3), len)
+
+
+def test_strided_input_is_copied_first():
+    a = tack.array(np.arange(20, 0, -1, dtype=np.int32))
+    assert tack.sort(a[::2]).numpy().tolist() == sorted(range(20, 0, -2))
+    assert tack.scan(a[::-1]).numpy()[-1] == 210
+
+
+def test_compact_unique_searchsorted_histogram_segmented_reduce_are_numpys():
+    rng = np.random.default_rng(7)
+    for n in SIZES:
+        x = rng.integers(-50, 50, n).astype(np.int32)
+        f = np.round(data(np.float64, n, seed=3) / 100, 1)
+        m = x % 3 == 0
+        np.testing.assert_array_equal(tack.compact(x, m).numpy(), x[m])
+        np.testing.assert_array_equal(tack.compact(f, m).numpy(), f[m])
+        np.testing.assert_array_equal(tack.unique(f).numpy(), np.unique(f))
+        np.testing.assert_array_equal(tack.unique(x).numpy(), np.unique(x))
+        s = np.sort(f)
+        q = np.concatenate([f[:100], [np.nan, -np.inf, np.inf, 0.0, -0.0, 0.25]])
+        for side in ("left", "right"):
+            np.testing.assert_array_equal(tack.searchsorted(s, q, side).numpy(), np.searchsorted(s, q, side))
+            np.testing.assert_array_equal(tack.searchsorted(np.sort(x), x, side).numpy(),
+                                          np.searchsorted(np.sort(x), x, side))
+        fin = np.where(np.isfinite(f), f, 0.5)
+        if n > 100:  # values exactly on the edges, where an arithmetic bin is most easily one off
+            fin[:18] = np.histogram_bin_edges(fin, 17)
+        for args in [(fin, 17), (x, [-50, -1, 0, 0, 3, 49]), (f, 5, (-1, 1)), (x, 4, (-10, 10)), (x, 1)]:
+            c, e = tack.histogram(*args)
+            wc, we = np.histogram(*args)
+            np.testing.assert_array_equal(c.numpy(), wc, err_msg=f"n={n} {args[1:]}")
+            np.testing.assert_array_equal(e, we)
+        off = np.unique(np.concatenate([[0, n], rng.integers(0, n + 1, 5)]))
+        off = np.insert(off, 1, off[0])  # an empty segment
+        segs = [x[a:b] for a, b in zip(off[:-1], off[1:])]
+        np.testing.assert_array_equal(tack.segmented_reduce(x, off).numpy(), [s.sum() for s in segs])
+        np.testing.assert_array_equal(tack.segmented_reduce(x, off, "min", initial=99).numpy(),
+                                      [min(s.min(initial=99), 99) for s in segs])
+        np.testing.assert_array_equal(tack.segmented_reduce(x.astype(np.int64), off, _argmax_pair, initial=-1).numpy(),
+                                      [_py_reduce(s) for s in segs])
+    assert tack.searchsorted([1.0, 2.0, 3.0], 2.0, "right") == 2
+    # past 4M counters in the blocks' rows, the counts are atomic adds into one row
+    x = rng.standard_normal(20_000)  # 8 blocks of 2,500 on the CPU: 8 x 600,000 counters
+    c, e = tack.histogram(x, 600_000)
+    np.testing.assert_array_equal(c.numpy(), np.histogram(x, 600_000)[0])
+
+
+def _py_reduce(s):
+    acc = -1
+    for v in s.astype(np.int64):
+        acc = _argmax_pair(acc, int(v))
+    return acc
+
+
+def test_bad_arguments_of_the_other_primitives():
+    with pytest.raises(TypeError, match="mask has dtype i32; it must be bool"):
+        tack.compact(np.zeros(3), np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="mask has 2 elements and a 3"):
+        tack.compact(np.zeros(3), np.zeros(2, bool))
+    with pytest.raises(ValueError, match="side must be 'left' or 'right', got 'middle'"):
+        tack.searchsorted(np.zeros(3), 1.0, "middle")
+    with pytest.raises(ValueError, match="autodetected range of \\[nan, nan\\] is not finite"):
+        tack.histogram(np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match="`bins` must increase monotonically"):
+        tack.histogram(np.zeros(3), [1, 0])
+    with pytest.raises(ValueError, match="offsets\\[2\\] = 1 is below offsets\\[1\\] = 2"):
+        tack.segmented_reduce(np.zeros(3), [0, 2, 1, 3])
+    with pytest.raises(ValueError, match="offsets\\[1\\] = 4 is outside 0..3"):
+        tack.segmented_reduce(np.zeros(3), [0, 4])
+    with pytest.raises(ValueError, match="segment 1 .* is empty and max has no identity: give initial="):
+        tack.segmented_reduce(np.zeros(3), [0, 1, 1, 3], "max")
+
+
+_DEBUG_RUN = """\
+import numpy as np, tack, warnings
+warnings.simplefilter("error")
+rng = np.random.default_rng(2)
+x = rng.integers(-9, 9, 40).astype(np.int16)
+f = np.round(rng.standard_normal(40), 1); f[::7] = np.nan; f[1::9] = -0.0
+assert np.array_equal(tack.scan(x).numpy(), np.cumsum(x))
+assert np.array_equal(tack.scan(f, "min").numpy(), np.minimum.accumulate(f), equal_nan=True)
+assert tack.reduce(x, "max") == x.max()
+assert np.array_equal(tack.argsort(f).numpy(), np.argsort(f, kind="stable"))
+assert np.array_equal(tack.sort(x).numpy(), np.sort(x))
+assert np.array_equal(tack.unique(f).numpy(), np.unique(f), equal_nan=True)
+assert np.array_equal(tack.compact(x, x > 0).numpy(), x[x > 0])
+assert np.array_equal(tack.searchsorted(np.sort(f), f).numpy(), np.searchsorted(np.sort(f), f))
+assert np.array_equal(tack.histogram(x, 5)[0].numpy(), np.histogram(x, 5)[0])
+assert np.array_equal(tack.segmented_reduce(x, [0, 5, 5, 40]).numpy(), [x[:5].sum(), 0, x[5:].sum()])
+print("ok")
+"""
+
+
+def test_debug_mode_runs_the_same_kernels_to_the_same_results(tmp_path):
+    # TACK_DISABLE_JIT=1: every kernel the primitives launch runs as Python (docs/language.md,
+    # "Running a kernel as Python"), the same language, so the same answers
+    script = tmp_path / "debug_run.py"
+    script.write_text(_DEBUG_RUN)
+    env = dict(os.environ, TACK_DISABLE_JIT="1")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+# ------------------------------------------------------------ the GPU backends
+OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
+
+
+def _opencl_data():
+    dev = OPENCL[0]
+    rng = np.random.default_rng(11)
+    x = rng.integers(-50, 50, 3000).astype(np.int32)
+    f = np.round(rng.standard_normal(3000), 1)
+    f[::9] = np.nan
+    f[1::13] = -0.0
+    X, F = tack.array(x, device=dev), tack.array(f, device=dev)
+
+    def same(got, want):
+        assert not isinstance(got, tack.Array) or got.device == dev
+        got = got.numpy() if isinstance(got, tack.Array) else got
+        np.testing.assert_array_equal(got, want)
+
+    return dev, x, f, X, F, same
+
+
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
+def test_scan_float_sort_and_compact_run_on_opencl():
+    dev, x, f, X, F, same = _opencl_data()
+    same(tack.scan(X), np.cumsum(x))
+    same(tack.sort(F).numpy().view(np.uint64), np.sort(f, kind="stable").view(np.uint64))
+    same(tack.compact(X, tack.array(x > 0, device=dev)), x[x > 0])
+
+
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
+@pytest.mark.skipif(os.environ.get("TACK_TEST_ALL") != "1",
+                    reason="the other primitives on PoCL: make test-all (each is a few more PoCL programs)")
+def test_the_other_primitives_run_on_opencl():
+    dev, x, f, X, F, same = _opencl_data()
+    same(tack.scan(F, "max", exclusive=True)[1:], np.maximum.accumulate(f)[:-1])
+    same(tack.argsort(F), np.argsort(f, kind="stable"))
+    assert tack.reduce(X, "min") == x.min() and tack.reduce(X, "sum") == x.sum()
+    same(tack.sort(X), np.sort(x))
+    same(tack.unique(F), np.unique(f))
+    same(tack.searchsorted(tack.array(np.sort(f), device=dev), F, "right"), np.searchsorted(np.sort(f), f, "right"))
+    same(tack.histogram(X, 7)[0], np.histogram(x, 7)[0])
+    off = np.array([0, 10, 10, 2000, 3000])
+    same(tack.segmented_reduce(X, off, "max", initial=-99),
+         [x[a:b].max(initial=-99) for a, b in zip(off[:-1], off[1:])])
+    packed = tack.array((x.astype(np.int64) + 50) << 32 | np.arange(x.size), device=dev)
+    got = tack.reduce(packed, _argmax_pair)
+    assert (got >> 32, got & 0xFFFFFFFF) == (x.max() + 50, x.argmax())
+
+
+def every_source(target):
+    """The source of every kernel the primitives launch, for `target`, with
+    32-bit floats (Metal has no double) and the integer widths they use."""
+    from tack import _algorithms as A
+
+    def z(n, dt):
+        return tack.zeros(n, dt)
+
+    f32, i32, i64, u64 = np.float32, np.int32, np.int64, np.uint64
+    calls = [
+        (A._scan, (z(4, i32), z(4, i64), z(2, i64), z(2, i64), 2, 0, 0)),
+        (A._scan, (z(4, f32), z(4, f32), z(2, f32), z(2, f32), 2, 0, 1)),
+        (A._scan_with(A._op_sum), (z(4, np.complex64), z(4, np.complex64), z(2, np.complex64), z(2, np.complex64), 2, 0)),
+        (A._int_keys, (z(4, i32), z(4, u64), z(4, i64), z(2, u64), 1)),
+        (A._float_keys, (z(4, f32), z(4, u64), z(4, i64), z(4, f32), z(4, f32), z(2, u64), 23, -126, 0)),
+        (A._radix_pass, (z(4, u64), z(4, i64), z(4, u64), z(4, i64), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
+        (A._radix_pass, (z(4, u64), z(4, f32), z(4, u64), z(4, f32), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
+        (A._gather, (z(4, f32), z(4, i64), z(4, f32))),
+        (A._reduce_kernel(A._op_bor), (z(4, u64), z(2, u64), 2)),
+        (A._reduce_kernel(_argmax_pair), (z(4, i64), z(2, i64), 2)),
+        (A._count_true, (z(4, np.bool_), z(3, i64), 2)),
+        (A._compact_scatter, (z(4, f32), z(4, np.bool_), z(3, i64), z(4, f32), 2)),
+        (A._run_starts, (z(4, f32), z(4, np.bool_))),
+        (A._searchsorted, (z(4, f32), z(4, f32), z(4, i64), 0)),
+        (A._histogram, (z(4, f32), z(5, f32), z(1, f32), z(4, np.int32))),
+        (A._histogram_blocks, (z(4, f32), z(5, f32), z(1, f32), tack.zeros((2, 4), i64), z(4, i64), 2)),
+        (A._widen, (z(4, np.int32), z(4, i64))),
+        (A._segments, (z(4, i32), z(3, i64), z(2, i64), z(1, i64), 0, 1)),
+        (A._segment_kernel(_argmax_pair), (z(4, i64), z(3, i64), z(2, i64), z(1, i64), 1)),
+    ]
+    return [k.generated_source(*args, target=target) for k, args in calls]
+
+
+def _checked(tool, version, arch, program, compute, ok):
+    """compute()'s verdict on program, kept in the tests' tool cache (_tool_cache.py)."""
+    import _tool_cache
+
+    return _tool_cache.cached(tool, version, arch, "", program, compute, ok)
+
+
+@pytest.mark.skipif(not (hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0),
+                    reason="NVRTC (libnvrtc) is not installed")
+def test_cuda_sources_compile_with_nvrtc():
+    import _gpu_batch
+
+    program, entries = _gpu_batch.batch_source(every_source("cuda"))
+    ptx = _checked("nvrtc", _gpu_batch.tool_version("cuda"), "sm_80", program,
+                   lambda: _gpu_batch.nvrtc_compile(program, "sm_80"), lambda out: ".entry" in out)
+    assert all(n in ptx for names in entries for n in names)
+
+
+_HIPRTC = ("import sys\nfrom tack import _core\n"
+           "sys.stdout.buffer.write(_core._hiprtc_compile(sys.stdin.read(), 'gfx90a')[:4])\n")
+
+
+@pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
+def test_hip_sources_compile_with_hiprtc():
+    import _gpu_batch
+
+    program, _ = _gpu_batch.batch_source(every_source("hip"))
+
+    def compile_apart():
+        # in a process of its own, as tests/python/test_hip.py explains (comgr and PoCL share libLLVM)
+        proc = subprocess.run([sys.executable, "-c", _HIPRTC], input=program.encode(), capture_output=True,
+                              timeout=600)
+        return proc.stdout if proc.returncode == 0 else proc.stderr.decode(errors="replace")[-4000:]
+
+    out = _checked("hiprtc", _gpu_batch.tool_version("hip"), "gfx90a", program, compile_apart,
+                   lambda out: out == b"\x7fELF")
+    assert out == b"\x7fELF", out
+
+
+@pytest.mark.skipif(_ocloc.library() is None, reason="libocloc is not installed (Debian: intel-opencl-icd)")
+def test_opencl_sources_compile_with_ocloc():
+    failed = [r for r in _ocloc.check_many([(src, "pvc") for src in every_source("opencl")]) if r is not None]
+    assert not failed, failed[0][1][-3000:]
+
+
+@pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(), reason="clang++ is not installed (Debian: clang)")
+def test_metal_sources_pass_the_msl_check():
+    verdicts = [_checked("msl", _msl.compiler_identity(), "", src, lambda src=src: _msl.check(src) or "ok",
+                         lambda out: out == "ok") for src in every_source("metal")]
+    assert verdicts == ["ok"] * len(verdicts), [v for v in verdicts if v != "ok"][0]
+
+
+def test_the_benchmark_script_runs(monkeypatch, capsys):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    from benchmarks import algorithms as bench
+
+    monkeypatch.setattr(sys, "argv", ["algorithms.py", "--n", "4096", "--rounds", "1"])
+    bench.main()
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 12 and rows[1].startswith("| scan (cumsum) |")

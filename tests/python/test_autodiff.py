@@ -1,0 +1,678 @@
+"""Reverse-mode differentiation (tack.Tape, kernel.adjoint; docs/differentiation.md).
+
+Every differentiable intrinsic is checked in ONE adjoint launch against central finite differences
+and against PyTorch's autograd of the same expression in f64; a 2-D heat equation over 100 steps
+against PyTorch; debug mode against the compiled adjoint; every refusal at its line; the tape's API.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tack
+from tack import _autodiff_run as _autodiff, _core
+from tack._derivs import DERIVS
+
+ROOT = Path(__file__).resolve().parents[2]
+# importing torch, hiprtc and PoCL's builds take seconds each: those parts run under make test-all
+TEST_ALL = os.environ.get("TACK_TEST_ALL") == "1"
+
+
+def test_derivative_table_is_fresh():
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_autodiff.py"), "--check"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@tack.kernel
+def every_deriv(a, out):
+    for i in range(a.shape[0]):
+        out[i, 0] = tack.sqrt(a[i, 0, 0])
+        out[i, 1] = tack.exp(a[i, 1, 0])
+        out[i, 2] = tack.log(a[i, 2, 0])
+        out[i, 3] = tack.log2(a[i, 3, 0])
+        out[i, 4] = tack.log10(a[i, 4, 0])
+        out[i, 5] = tack.sin(a[i, 5, 0])
+        out[i, 6] = tack.cos(a[i, 6, 0])
+        out[i, 7] = tack.tan(a[i, 7, 0])
+        out[i, 8] = tack.asin(a[i, 8, 0])
+        out[i, 9] = tack.acos(a[i, 9, 0])
+        out[i, 10] = tack.atan(a[i, 10, 0])
+        out[i, 11] = tack.sinh(a[i, 11, 0])
+        out[i, 12] = tack.cosh(a[i, 12, 0])
+        out[i, 13] = tack.tanh(a[i, 13, 0])
+        out[i, 14] = tack.floor(a[i, 14, 0])
+        out[i, 15] = tack.ceil(a[i, 15, 0])
+        out[i, 16] = tack.trunc(a[i, 16, 0])
+        out[i, 17] = math.fabs(a[i, 17, 0])
+        out[i, 18] = tack.atan2(a[i, 18, 0], a[i, 18, 1])
+        out[i, 19] = math.pow(a[i, 19, 0], a[i, 19, 1])
+        out[i, 20] = tack.hypot(a[i, 20, 0], a[i, 20, 1])
+        out[i, 21] = tack.fmod(a[i, 21, 0], a[i, 21, 1])
+        out[i, 22] = tack.copysign(a[i, 22, 0], a[i, 22, 1])
+        out[i, 23] = math.erf(a[i, 23, 0])
+        out[i, 24] = math.erfc(a[i, 24, 0])
+        out[i, 25] = tack.log1p(a[i, 25, 0])
+        out[i, 26] = tack.expm1(a[i, 26, 0])
+        out[i, 27] = tack.cbrt(a[i, 27, 0])
+        out[i, 28] = tack.exp2(a[i, 28, 0])
+        out[i, 29] = tack.asinh(a[i, 29, 0])
+        out[i, 30] = tack.acosh(a[i, 30, 0])
+        out[i, 31] = tack.atanh(a[i, 31, 0])
+        out[i, 32] = math.remainder(a[i, 32, 0], a[i, 32, 1])
+        out[i, 33] = tack.rint(a[i, 33, 0])
+        out[i, 34] = tack.fma(a[i, 34, 0], a[i, 34, 1], a[i, 34, 2])
+        out[i, 35] = tack.rsqrt(a[i, 35, 0])
+        out[i, 36] = tack.sign(a[i, 36, 0])
+        out[i, 37] = tack.clamp(a[i, 37, 0], a[i, 37, 1], a[i, 37, 2])
+        out[i, 38] = tack.lerp(a[i, 38, 0], a[i, 38, 1], a[i, 38, 2])
+        out[i, 39] = tack.smoothstep(a[i, 39, 0], a[i, 39, 1], a[i, 39, 2])
+        out[i, 40] = tack.step(a[i, 40, 0], a[i, 40, 1])
+        out[i, 41] = tack.degrees(a[i, 41, 0])
+        out[i, 42] = tack.radians(a[i, 42, 0])
+        out[i, 43] = abs(a[i, 43, 0])
+        out[i, 44] = min(a[i, 44, 0], a[i, 44, 1])
+        out[i, 45] = max(a[i, 45, 0], a[i, 45, 1])
+        out[i, 46] = float(a[i, 46, 0])
+
+# each row's arguments: (lo, hi) per argument, away from kinks and ties
+_DOMAIN = {
+    "asin": [(-0.8, 0.8)], "acos": [(-0.8, 0.8)], "atanh": [(-0.8, 0.8)], "acosh": [(1.2, 3.0)],
+    "atan2": [(0.3, 2.0), (0.3, 2.0)], "pow": [(0.5, 2.0), (-1.5, 1.5)], "hypot": [(0.3, 2.0), (-2.0, -0.3)],
+    "fmod": [(2.1, 2.4), (0.9, 1.0)], "copysign": [(0.3, 2.0), (-2.0, -0.3)], "remainder": [(2.1, 2.4), (0.9, 1.0)],
+    "clamp": [(0.2, 0.8), (0.0, 0.1), (0.9, 1.0)], "lerp": [(-1.0, 1.0), (2.0, 3.0), (0.1, 0.9)],
+    "smoothstep": [(0.0, 0.1), (0.9, 1.0), (0.3, 0.7)], "step": [(0.0, 0.1), (0.5, 0.9)],
+    "min": [(0.0, 0.4), (0.6, 1.0)], "max": [(0.0, 0.4), (0.6, 1.0)], "fma": [(-2.0, 2.0)] * 3,
+    "floor": [(0.1, 0.9)], "ceil": [(0.1, 0.9)], "trunc": [(0.1, 0.9)], "rint": [(0.1, 0.4)],
+    "sign": [(0.2, 0.9)], "fabs": [(-2.0, -0.2)], "abs": [(0.2, 2.0)],
+}
+
+
+def _torch_of(name, torch):
+    t = torch
+    one = {"sqrt": t.sqrt, "exp": t.exp, "log": t.log, "log2": t.log2, "log10": t.log10, "sin": t.sin,
+           "cos": t.cos, "tan": t.tan, "asin": t.asin, "acos": t.acos, "atan": t.atan, "sinh": t.sinh,
+           "cosh": t.cosh, "tanh": t.tanh, "floor": t.floor, "ceil": t.ceil, "trunc": t.trunc, "fabs": t.abs,
+           "erf": t.erf, "erfc": t.erfc, "log1p": t.log1p, "expm1": t.expm1, "exp2": t.exp2, "asinh": t.asinh,
+           "acosh": t.acosh, "atanh": t.atanh, "rint": t.round, "rsqrt": t.rsqrt, "sign": t.sign,
+           "degrees": t.rad2deg, "radians": t.deg2rad, "abs": t.abs, "float": lambda x: x * 1,
+           "cbrt": lambda x: t.pow(x, 1.0 / 3.0),
+           "atan2": t.atan2, "pow": t.pow, "hypot": t.hypot, "fmod": t.fmod, "copysign": t.copysign,
+           "remainder": lambda x, y: x - t.round(x / y) * y, "min": t.minimum, "max": t.maximum,
+           "step": lambda e, x: (x >= e).double() + 0 * (e + x),
+           "fma": lambda x, y, z: x * y + z, "clamp": lambda x, lo, hi: t.minimum(t.maximum(x, lo), hi),
+           "lerp": lambda a, b, w: a + w * (b - a)}
+    if name == "smoothstep":
+        def f(e0, e1, x):
+            u = t.clamp((x - e0) / (e1 - e0), 0.0, 1.0)
+            return u * u * (3 - 2 * u)
+        return f
+    return one[name]
+
+
+def test_every_intrinsic_against_finite_differences_and_torch():
+    # importing torch takes seconds on a busy machine: its comparison runs under make test-all
+    torch = pytest.importorskip("torch") if TEST_ALL else None
+    names = list(DERIVS)
+    written = set()
+    for line in Path(__file__).read_text().split("def every_deriv", 1)[1].split("_DOMAIN", 1)[0].splitlines():
+        if "out[i, " in line:
+            written.add(line.split("=", 1)[1].strip().split("(", 1)[0].split(".")[-1])
+    assert written == set(names), "every TK_DERIV row is in every_deriv, and nothing else"
+    rng = np.random.default_rng(3)
+    n, k = 2, len(names)
+    a = np.full((n, k, 3), 0.5)
+    for r, name in enumerate(names):
+        dom = _DOMAIN.get(name, [(0.2, 0.9)] * len(DERIVS[name]))
+        for j, (lo, hi) in enumerate(dom):
+            a[:, r, j] = rng.uniform(lo, hi, n)
+    out = np.zeros((n, k))
+    seed = rng.uniform(0.5, 1.5, (n, k))
+    ga = np.zeros_like(a)
+    every_deriv.adjoint(a, out, grads={"a": ga, "out": seed.copy()})  # one adjoint launch, every row
+    # finite differences: 6 forward launches (a row depends on its own arguments only)
+    h = 1e-6
+    fd = np.zeros_like(a)
+    for j in range(3):
+        hi_, lo_ = a.copy(), a.copy()
+        hi_[:, :, j] += h
+        lo_[:, :, j] -= h
+        o1, o2 = np.zeros((n, k)), np.zeros((n, k))
+        every_deriv(hi_, o1)
+        every_deriv(lo_, o2)
+        fd[:, :, j] = seed * (o1 - o2) / (2 * h)
+    for r, name in enumerate(names):
+        m = len(DERIVS[name])
+        if name == "float":  # the default float, f32: finite differences would measure its rounding
+            fd[:, r, 0] = seed[:, r]
+        for j in range(m):
+            np.testing.assert_allclose(ga[:, r, j], fd[:, r, j], rtol=1e-6, atol=1e-7, err_msg=f"{name} arg {j} (fd)")
+        assert not ga[:, r, m:].any(), name  # nothing reaches the unused argument slots
+        if torch is None:
+            continue
+        ins = [torch.tensor(a[:, r, j], dtype=torch.float64, requires_grad=True) for j in range(m)]
+        y = _torch_of(name, torch)(*ins)
+        (y * torch.tensor(seed[:, r])).sum().backward()
+        for j in range(m):
+            want = ins[j].grad.numpy() if ins[j].grad is not None else np.zeros(n)
+            np.testing.assert_allclose(ga[:, r, j], want, rtol=1e-12, atol=1e-12, err_msg=f"{name} arg {j} (torch)")
+
+
+@tack.kernel
+def heat_step(u, k, unew):
+    n, m = u.shape
+    for i, j in tack.ndrange((1, n - 1), (1, m - 1)):
+        lap = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j]
+        unew[i, j] = u[i, j] + k[i, j] * lap
+
+
+@tack.kernel
+def sum_squares(u, loss):
+    for i, j in tack.ndrange(u.shape):
+        loss[0] += u[i, j] * u[i, j]
+
+
+def _heat_reference(u0, k0):
+    """The same 100 steps and their gradients by hand (the adjoint of the stencil, written out in NumPy)."""
+    us = [u0]
+    for _ in range(100):
+        c = us[-1]
+        nxt = np.zeros_like(c)
+        lap = c[:-2, 1:-1] + c[2:, 1:-1] + c[1:-1, :-2] + c[1:-1, 2:] - 4 * c[1:-1, 1:-1]
+        nxt[1:-1, 1:-1] = c[1:-1, 1:-1] + k0[1:-1, 1:-1] * lap
+        us.append(nxt)
+    g = 2 * us[-1]
+    gk = np.zeros_like(k0)
+    for c in reversed(us[:-1]):
+        gi = np.zeros_like(g)
+        gi[1:-1, 1:-1] = g[1:-1, 1:-1]
+        lap = c[:-2, 1:-1] + c[2:, 1:-1] + c[1:-1, :-2] + c[1:-1, 2:] - 4 * c[1:-1, 1:-1]
+        gk[1:-1, 1:-1] += gi[1:-1, 1:-1] * lap
+        kg = k0 * gi
+        prev = gi - 4 * kg
+        prev[:-2, 1:-1] += kg[1:-1, 1:-1]
+        prev[2:, 1:-1] += kg[1:-1, 1:-1]
+        prev[1:-1, :-2] += kg[1:-1, 1:-1]
+        prev[1:-1, 2:] += kg[1:-1, 1:-1]
+        g = prev
+    return float((us[-1] ** 2).sum()), g, gk
+
+
+def test_heat_equation_100_steps_against_torch():
+    torch = pytest.importorskip("torch") if TEST_ALL else None
+    rng = np.random.default_rng(0)
+    u0 = rng.uniform(0, 1, (12, 10))
+    k0 = rng.uniform(0.05, 0.2, (12, 10))
+    u = tack.array(u0, tack.f64, requires_grad=True)
+    kk = tack.array(k0, tack.f64, requires_grad=True)
+    loss = tack.zeros(1, tack.f64)
+    with tack.Tape() as tape:
+        cur = u
+        for _ in range(100):
+            nxt = tack.array(u0 * 0, tack.f64)  # each step its own array (the border stays 0)
+            heat_step(cur, kk, nxt)
+            cur = nxt
+        sum_squares(cur, loss)
+    tape.backward(loss)
+    l_ref, gu_ref, gk_ref = _heat_reference(u0, k0)
+    assert abs(loss.numpy()[0] - l_ref) < 1e-12 * l_ref
+    np.testing.assert_allclose(u.grad.numpy(), gu_ref, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(kk.grad.numpy(), gk_ref, rtol=1e-10, atol=1e-14)
+    assert len(tape.launches) == 101
+    # zero() clears every gradient, reset() forgets the launches
+    tape.zero()
+    assert not u.grad.numpy().any() and not kk.grad.numpy().any()
+    tape.reset()
+    assert tape.launches == []
+    if torch is None:
+        return
+    tape = None
+    tu = torch.tensor(u0, requires_grad=True)
+    tk = torch.tensor(k0, requires_grad=True)
+    c = tu
+    for _ in range(100):
+        lap = c[:-2, 1:-1] + c[2:, 1:-1] + c[1:-1, :-2] + c[1:-1, 2:] - 4 * c[1:-1, 1:-1]
+        nxt = torch.zeros_like(c)
+        nxt[1:-1, 1:-1] = c[1:-1, 1:-1] + tk[1:-1, 1:-1] * lap
+        c = nxt
+    tl = (c * c).sum()
+    tl.backward()
+    assert abs(l_ref - tl.item()) < 1e-12 * abs(tl.item())
+    np.testing.assert_allclose(gu_ref, tu.grad.numpy(), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(gk_ref, tk.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_tape_refuses_a_step_that_overwrites_what_an_earlier_step_read():
+    a = tack.array(np.ones((4, 4)), tack.f64, requires_grad=True)
+    kk = tack.array(np.full((4, 4), 0.1), tack.f64)
+    b = tack.zeros((4, 4), tack.f64)
+    with tack.Tape() as tape:
+        heat_step(a, kk, b)
+        heat_step(b, kk, a)  # ping-pong: a was read by the first step
+    with pytest.raises(ValueError, match="writes its argument 'unew', which heat_step\\(\\) read earlier"):
+        tape.backward(grads={a: np.ones((4, 4))})
+    with pytest.raises(ValueError, match="'unew' \\(written\\) and 'u' \\(read\\) share memory"):
+        heat_step.adjoint(a, kk, a)  # one launch reading and writing the same array through two parameters
+
+
+@tack.kernel
+def dense_tanh(W, b, x, y):
+    for i in range(y.shape[0]):
+        s = b[i]
+        for k in range(x.shape[0]):
+            p = W[i, k] * x[k]
+            s += p
+        y[i] = tack.tanh(s)
+
+
+@tack.kernel
+def spring_step(x, v, k, dt, xn, vn):
+    n = x.shape[0]
+    for i in range(n):
+        f = 0.0
+        for d in range(2):  # the two neighbours of a chain, a serial loop replayed by the adjoint
+            j = i - 1 + 2 * d
+            if j >= 0 and j < n:
+                f += k[0] * (x[j] - x[i])
+        vnew = v[i] + dt * (f - 0.1 * x[i])
+        vn[i] = vnew
+        xn[i] = x[i] + dt * vnew
+
+
+@tack.func
+def _bump(v, w):
+    t = v * w
+    if t > 1.0:
+        t = tack.sin(t)
+    return t * t + 1.0
+
+
+@tack.func
+def _add_bump(a, i, v):
+    a[i] += _bump(v, 1.0)
+
+
+@tack.kernel
+def with_funcs(x, y, z):
+    c = 0.5  # a constant outside the loop: no gradient reaches it
+    for i in range(x.shape[0]):
+        y[i] = _bump(x[i], c * 4.0) + _bump(x[i], x[i])
+        _add_bump(z, i, x[i])
+
+
+def test_func_calls_are_inlined():
+    x = np.array([0.2, 0.45, 0.8, 1.1, 1.4])  # t = 2x and x*x away from the branch at 1
+    k = with_funcs
+    k(x, np.zeros(5), np.zeros(5))
+    gx = np.zeros(5)
+    k.adjoint(x, np.zeros(5), np.zeros(5), grads={"x": gx, "y": np.ones(5), "z": np.ones(5)})
+
+    def bump(v, w):
+        t = v * w
+        return np.where(t > 1, np.sin(t), t) ** 2 + 1, np.where(t > 1, 2 * np.sin(t) * np.cos(t), 2 * t)
+
+    _, d1 = bump(x, 2.0)
+    _, d2 = bump(x, x)
+    _, d3 = bump(x, 1.0)
+    np.testing.assert_allclose(gx, d1 * 2.0 + d2 * 2 * x + d3, rtol=1e-13)
+
+
+def test_serial_loop_a_dense_layer():
+    rng = np.random.default_rng(5)
+    W, b, x = rng.random((4, 3)), rng.random(4), rng.random(3)
+    y, gy = np.zeros(4), rng.random(4)
+    dense_tanh(W, b, x, y)
+    gW, gb, gx = np.zeros_like(W), np.zeros_like(b), np.zeros_like(x)
+    dense_tanh.adjoint(W, b, x, y, grads={"W": gW, "b": gb, "x": gx, "y": gy.copy()})
+    d = gy * (1 - np.tanh(W @ x + b) ** 2)
+    np.testing.assert_allclose(gW, np.outer(d, x), rtol=1e-13)
+    np.testing.assert_allclose(gb, d, rtol=1e-13)
+    np.testing.assert_allclose(gx, W.T @ d, rtol=1e-13)
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="two more kernels and their adjoints to build: under make test-all")
+def test_spring_chain_30_steps_against_finite_differences():
+    rng = np.random.default_rng(5)
+
+    def simulate(x0, v0, k0, tape=None):
+        xs, vs = tack.array(x0, tack.f64), tack.array(v0, tack.f64)
+        loss = tack.zeros(1, tack.f64)
+        for _ in range(30):
+            xn, vn = tack.zeros(6, tack.f64), tack.zeros(6, tack.f64)
+            spring_step(xs, vs, k0, 0.05, xn, vn)
+            xs, vs = xn, vn
+        sum_squares(xs.reshape(2, 3), loss)
+        return loss.numpy()[0], xs
+
+    x0, v0 = rng.random(6), rng.random(6)
+    kk = tack.array([2.0], tack.f64, requires_grad=True)
+    with tack.Tape() as tape:
+        xs = tack.array(x0, tack.f64, requires_grad=True)
+        vs = tack.array(v0, tack.f64, requires_grad=True)
+        x_in, v_in = xs, vs
+        loss = tack.zeros(1, tack.f64)
+        for _ in range(30):
+            xn, vn = tack.zeros(6, tack.f64), tack.zeros(6, tack.f64)
+            spring_step(xs, vs, kk, 0.05, xn, vn)
+            xs, vs = xn, vn
+        sum_squares(xs.reshape(2, 3), loss)
+    tape.backward(loss)
+    h = 1e-6
+    fd_k = (simulate(x0, v0, np.array([2.0 + h]))[0] - simulate(x0, v0, np.array([2.0 - h]))[0]) / (2 * h)
+    np.testing.assert_allclose(kk.grad.numpy()[0], fd_k, rtol=1e-6)
+    for i in (0, 3):
+        e = np.zeros(6)
+        e[i] = h
+        fd_x = (simulate(x0 + e, v0, np.array([2.0]))[0] - simulate(x0 - e, v0, np.array([2.0]))[0]) / (2 * h)
+        fd_v = (simulate(x0, v0 + e, np.array([2.0]))[0] - simulate(x0, v0 - e, np.array([2.0]))[0]) / (2 * h)
+        np.testing.assert_allclose(x_in.grad.numpy()[i], fd_x, rtol=1e-6)
+        np.testing.assert_allclose(v_in.grad.numpy()[i], fd_v, rtol=1e-6)
+
+
+def _scaled(x, y, s):
+    for i in range(x.shape[0]):
+        t = x[i] * s
+        if t > 1.0:
+            t = tack.sin(t)
+        else:
+            t = t * t * t
+        y[i] = t * t + x[i]
+
+
+scaled = tack.kernel(_scaled)
+scaled_py = tack.kernel(jit=False)(_scaled)
+
+
+def test_adjoint_direct_branches_scalars_and_debug_mode():
+    xv = np.linspace(0.1, 0.9, 7)
+    t = 2 * xv
+    big = t > 1
+    f = np.where(big, np.sin(t), t ** 3)
+    df = np.where(big, np.cos(t), 3 * t ** 2)
+    want_x = 2 * f * df * 2 + 1
+    want_s = np.sum(2 * f * df * xv)
+    for k in (scaled, scaled_py):
+        x = tack.array(xv, tack.f64, requires_grad=True)
+        y = tack.zeros(7, tack.f64, requires_grad=True)
+        k(x, y, 2.0)
+        y.grad.fill(1.0)
+        gs = np.zeros(1)
+        k.adjoint(x, y, 2.0, grads={"s": gs})
+        np.testing.assert_allclose(x.grad.numpy(), want_x, rtol=1e-13)
+        np.testing.assert_allclose(gs[0], want_s, rtol=1e-13)
+        assert not y.grad.numpy().any()  # y's old values do not reach the loss: its gradient is spent
+    with pytest.raises(TypeError, match="not float array or float scalar parameters"):
+        scaled.adjoint(xv, np.zeros(7), 2.0, grads={"nope": gs})
+
+    # the stencil's gather form (tack._autodiff_gather) in debug mode, against the compiled one
+    rng = np.random.default_rng(1)
+    u, kk, seed = rng.random((6, 5)), rng.random((6, 5)), rng.random((6, 5))
+    got = []
+    for k in (heat_step, tack.kernel(jit=False)(heat_step.__wrapped__)):
+        g = {"u": np.zeros((6, 5)), "k": np.zeros((6, 5)), "unew": seed.copy()}
+        k.adjoint(u, kk, np.zeros((6, 5)), grads=g)
+        got.append(g)
+    np.testing.assert_allclose(got[1]["u"], got[0]["u"], rtol=1e-14)
+    np.testing.assert_allclose(got[1]["k"], got[0]["k"], rtol=1e-14)
+    assert got[0]["u"].any() and not got[0]["unew"][1:-1, 1:-1].any()  # the border was never written
+
+
+def test_grad_and_requires_grad():
+    a = tack.zeros(3, tack.f32)
+    assert a.grad is None and not a.requires_grad
+    a.requires_grad = True
+    assert a.grad.shape == (3,) and a.grad.dtype is tack.f32 and a.grad.device == a.device
+    g = a.grad
+    a.requires_grad = True
+    assert a.grad is g
+    with pytest.raises(ValueError, match="shape, dtype and device"):
+        a.grad = tack.zeros(4, tack.f32)
+    with pytest.raises(TypeError):
+        a.grad = np.zeros(3)
+    a.requires_grad = False
+    assert a.grad is None
+    b = tack.ones(2, tack.f64, requires_grad=True)
+    assert b.requires_grad and not b.grad.numpy().any()
+    with tack.Tape() as tape:
+        pass
+    with pytest.raises(ValueError, match="one-element"):
+        tape.backward(b)
+
+
+# ---- refusals, each at its line
+
+def _int_out(x, n):
+    for i in range(x.shape[0]):
+        n[i] = int(x[i] * 4.0)  # REFUSE: integer output
+
+
+def _amax(x, m):
+    for i in range(x.shape[0]):
+        tack.atomic_max(m, 0, x[i])  # REFUSE: atomic_max
+
+
+def _overwrite(x):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * 2.0  # REFUSE: overwritten
+
+
+def _carried(x, y):
+    for i in range(x.shape[0]):
+        p = 1.0
+        for j in range(3):  # REFUSE: carried
+            p = p * x[i]
+        y[i] = p
+
+
+@tack.func
+def _early(v):
+    if v > 0.0:
+        return v
+    return -v
+
+
+def _calls(x, y):
+    for i in range(x.shape[0]):
+        y[i] = _early(x[i])  # REFUSE: func
+
+
+def _outside(x, y, s):
+    h = s * 2.0  # REFUSE: outside
+    for i in range(x.shape[0]):
+        y[i] = h * x[i]
+
+
+def _draws(x, y):
+    for i in range(x.shape[0]):
+        y[i] = x[i] + tack.random.uniform(1, i)  # REFUSE: random
+
+
+def test_structs_are_refused():
+    @tack.struct
+    class Body:
+        x: tack.f64
+        v: tack.f64
+
+    @tack.kernel
+    def positions(p, y):
+        for i in range(y.shape[0]):
+            y[i] = p[i].x * 2.0
+
+    with pytest.raises(tack.CompileError, match="kernels on structs are not differentiated yet"):
+        positions.adjoint(tack.zeros(3, Body), tack.zeros(3, tack.f64))
+
+
+@pytest.mark.parametrize("fn, args, words", [
+    (_int_out, (np.ones(3), np.zeros(3, np.int32)), "integer output is not differentiable"),
+    (_amax, (np.ones(3), np.zeros(1)), "atomic_max is not differentiable"),
+    (_overwrite, (np.ones(3),), "write the new values to another array"),
+    (_carried, (np.ones(3), np.zeros(3)), "'p' carries a value into or out of this serial loop"),
+    (_calls, (np.ones(3), np.zeros(3)), "a return before the end of a @tack.func is not differentiated yet"),
+    (_draws, (np.ones(3), np.zeros(3)), "random draws are not differentiated"),
+    (_outside, (np.ones(3), np.zeros(3), 1.0), "may only compute values no differentiated input reaches"),
+])
+def test_refusals_name_the_line(fn, args, words):
+    k = tack.kernel(fn)
+    with pytest.raises(tack.CompileError, match=words) as err:
+        k.adjoint(*args)
+    lines, first = __import__("inspect").getsourcelines(fn)
+    want = first + next(n for n, line in enumerate(lines) if "REFUSE" in line)
+    assert f"line {want}" in str(err.value) or err.value.lineno == want, str(err.value)
+
+
+def _adjoint_source(k, args, target):
+    adj, bound, names, kinds = _autodiff.build(k, args, {})
+    grads = [np.zeros(1, np.float32) if kinds[p][0] == "fscalar" else np.zeros_like(bound.arguments[p])
+             for p in names]
+    return adj.generated_source(*args, *grads, target=target)
+
+
+def _dialect_sources(target):
+    """The adjoints of the f32 branch-and-scalar kernel and of the heat stencil, in one dialect."""
+    x = np.linspace(0.1, 0.9, 7).astype(np.float32)
+    u = np.ones((6, 5), np.float32)
+    return [_adjoint_source(scaled, (x, np.zeros(7, np.float32), 2.0), target),
+            _adjoint_source(heat_step, (u, u, np.zeros((6, 5), np.float32)), target)]
+
+
+def test_adjoint_sources_compile_with_nvrtc():
+    import _gpu_batch
+
+    if getattr(_core, "_nvrtc_compile", None) is None:
+        pytest.skip("no NVRTC in this build")
+    try:
+        assert _core._nvrtc_compile(_gpu_batch.batch_source(_dialect_sources("cuda"))[0], "sm_80")
+    except OSError as e:  # NVRTC's library is not installed
+        pytest.skip(str(e))
+
+
+_HIPRTC = ("import json, sys\n"
+           "from tack import _core\n"
+           "job = json.load(sys.stdin)\n"
+           "_core._hiprtc_compile(job['source'], 'gfx90a')\n")
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="hiprtc takes a second or two a program: under make test-all (TACK_TEST_ALL=1)")
+@pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
+def test_adjoint_sources_compile_with_hiprtc():
+    import _gpu_batch
+
+    # in a process of its own, as test_hip.py explains (comgr and PoCL share libLLVM)
+    job = json.dumps({"source": _gpu_batch.batch_source(_dialect_sources("hip"))[0]})
+    proc = subprocess.run([sys.executable, "-c", _HIPRTC], input=job, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_adjoint_sources_compile_with_ocloc():
+    import _ocloc
+
+    if _ocloc.library() is None:
+        pytest.skip("libocloc is not installed (Debian: intel-opencl-icd)")
+    rc, out = _ocloc.compile(_ocloc.batch_source(_dialect_sources("opencl"))[0], "pvc")
+    assert rc == 0, {k: v.decode(errors="replace")[-3000:] for k, v in out.items() if "log" in k.lower()}
+
+
+def test_adjoint_sources_type_check_as_metal():
+    import _msl
+
+    if _msl.clang() is None and not _msl.xcrun():
+        pytest.skip("clang++ is not installed (Debian: clang)")
+    for src in _dialect_sources("metal"):
+        assert _msl.check(src) is None
+
+
+def test_adjoints_in_every_dialect_and_on_opencl():
+    """The adjoints of an f32 kernel with a branch and a scalar, and of the heat stencil, are emitted
+    for every target; where an OpenCL device is present (PoCL in CI) they run there equal to the CPU."""
+    x = np.linspace(0.1, 0.9, 7).astype(np.float32)
+    u = np.random.default_rng(1).random((6, 5)).astype(np.float32)
+    kk = np.full((6, 5), 0.1, np.float32)
+    cases = [(scaled, (x, np.zeros(7, np.float32), 2.0), {"y": np.ones(7, np.float32)}),
+             (heat_step, (u, kk, np.zeros((6, 5), np.float32)), {"unew": np.ones((6, 5), np.float32)})]
+    for k, args, seeds in cases:
+        for target in tack._core._targets():
+            assert _adjoint_source(k, args, target)
+    ocl = [d for d in tack.devices() if d.startswith("opencl")]
+    if not ocl or not TEST_ALL:  # PoCL builds four programs here (about 10 s): under make test-all
+        return
+    for k, args, seeds in cases:
+        out = []
+        for dev in ("cpu", ocl[0]):
+            dargs = [tack.array(a, device=dev) if isinstance(a, np.ndarray) else a for a in args]
+            names = [p for p, a in zip(("x", "y", "s") if k is scaled else ("u", "k", "unew"), args)
+                     if isinstance(a, np.ndarray)]
+            grads = {p: tack.array(seeds[p], device=dev) if p in seeds else tack.zeros(a.shape, tack.f32, device=dev)
+                     for p, a in zip(names, dargs)}
+            if k is scaled:
+                grads["s"] = tack.zeros(1, tack.f32, device=dev)
+            k(*dargs)
+            k.adjoint(*dargs, grads=grads)
+            out.append({p: g.numpy() for p, g in grads.items()})
+        for p in out[0]:
+            np.testing.assert_allclose(out[1][p], out[0][p], rtol=1e-5, atol=1e-6, err_msg=f"{k.__name__} {p}")
+
+
+@tack.kernel
+def tanh_layer(x, w, s, y):
+    for i in range(y.shape[0]):
+        y[i] = tack.tanh(w[i] * x[i] * s) + x[i] * x[i]
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="importing torch takes seconds: under make test-all (TACK_TEST_ALL=1)")
+def test_torch_function_passes_gradcheck():
+    torch = pytest.importorskip("torch")
+    f = tack.torch_function(tanh_layer, outputs={"y": lambda x, w, s: x.shape})
+    x = torch.rand(6, dtype=torch.float64, requires_grad=True)
+    w = torch.rand(6, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w: f(x, w, 1.5), (x, w))
+    # a layer of a model: the gradient flows on through torch's own operations
+    (f(x, w, 1.5) * torch.arange(6.0, dtype=torch.float64)).sum().backward()
+    want = (1 - torch.tanh(w * x * 1.5) ** 2) * 1.5 * w + 2 * x
+    torch.testing.assert_close(x.grad, (want * torch.arange(6.0, dtype=torch.float64)).detach())
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="importing jax takes seconds: under make test-all (TACK_TEST_ALL=1)")
+def test_jax_function_passes_check_grads():
+    jax = pytest.importorskip("jax")
+    from jax.test_util import check_grads
+
+    jax.config.update("jax_enable_x64", True)
+    g = tack.jax_function(tanh_layer, outputs={"y": lambda x, w, s: x.shape})
+    rng = np.random.default_rng(2)
+    x, w = jax.numpy.array(rng.random(5)), jax.numpy.array(rng.random(5))
+    check_grads(lambda x, w: g(x, w, 1.5), (x, w), order=1, modes=["rev"])
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="31 optimization iterations of 101 launches: under make test-all")
+def test_diffsim_example_converges(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "docs" / "examples" / "diffsim.py")], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "converged in" in out.stdout and "all checks passed" in out.stdout
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="importing torch takes seconds: under make test-all (TACK_TEST_ALL=1)")
+def test_two_layer_mlp_against_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    W1, b1, W2, b2 = rng.normal(size=(8, 4)), rng.normal(size=8), rng.normal(size=(3, 8)), rng.normal(size=3)
+    x = rng.normal(size=4)
+    arrays = [tack.array(a, tack.f64, requires_grad=True) for a in (W1, b1, W2, b2, x)]
+    h, y, loss = tack.zeros(8, tack.f64), tack.zeros(3, tack.f64), tack.zeros(1, tack.f64)
+    with tack.Tape() as tape:
+        dense_tanh(arrays[0], arrays[1], arrays[4], h)
+        dense_tanh(arrays[2], arrays[3], h, y)
+        sum_squares(y.reshape(1, 3), loss)
+    tape.backward(loss)
+    t = [torch.tensor(a, requires_grad=True) for a in (W1, b1, W2, b2, x)]
+    ty = torch.tanh(t[2] @ torch.tanh(t[0] @ t[4] + t[1]) + t[3])
+    (ty * ty).sum().backward()
+    assert abs(loss.numpy()[0] - (ty * ty).sum().item()) < 1e-12
+    for a, ta in zip(arrays, t):
+        np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-12, atol=1e-14)
