@@ -87,7 +87,8 @@ static tack_array *new_handle(rt_storage *s, tack_dtype dt, int ndim, const int6
 static void storage_release(rt_storage *s) {
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
         return;
-    rt_storage_settle(s); /* freed after the last work that used it, on whichever stream (stream.c) */
+    if (atomic_load_explicit(&s->last, memory_order_acquire)) /* a plain load: borrowed NumPy storage goes at every call */
+        rt_storage_settle(s); /* freed after the last work that used it, on whichever stream (stream.c) */
     if (s->owned)
         s->device->backend->free(s->device, s->data);
     else if (s->release)

@@ -158,6 +158,7 @@ static tack_status check_aliases(const tack_program *p, const tack_arg *args, in
 
 /* A launch while a profile records (profile.c): its host time from here,
  * the checks above not counted; its device time as the backend measured it. */
+__attribute__((cold, noinline)) /* kept out of tack_launch's own code: the launch path is measured */
 static tack_status launch_profiled(tack_program *p, const tack_arg *args, int nargs) {
     rt_prof_timer none = {NULL, NULL};
     rt_prof_cur_ns = -1;

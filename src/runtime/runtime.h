@@ -195,7 +195,7 @@ void rt_flush_off(void);
 
 /* profile.c: the active recorder (tack.h's tack_profile).  rt_prof_on is
  * the whole cost of profiling when none is active: one relaxed load. */
-extern tack_profile *_Atomic rt_prof_active;
+extern __attribute__((visibility("hidden"))) tack_profile *_Atomic rt_prof_active; /* no GOT load */
 static inline int rt_prof_on(void) { return atomic_load_explicit(&rt_prof_active, memory_order_relaxed) != 0; }
 /* The kernel the calling thread is launching on the CPU (for the pool's events). */
 extern _Thread_local const char *rt_prof_kernel;
