@@ -181,6 +181,10 @@ int tpy_kernel_exec(PyObject *m, tpy_state *st);
 int tpy_cuda_exec(PyObject *m, tpy_state *st);
 int tpy_hip_exec(PyObject *m);
 int tpy_interrupt_exec(PyObject *m, tpy_state *st);
+int tpy_profile_exec(PyObject *m); /* profile.c: tack.profile()'s functions */
+int tpy_stream_exec(PyObject *m);  /* stream.c: tack.Stream's and tack.Event's */
+/* The tack_stream a stream= argument names (a tack.Stream); NULL with a TypeError. */
+tack_stream *tpy_stream_of(PyObject *obj);
 /* The first launch on a thread: make it interruptible if it is the main thread (interrupt.c). */
 int tpy_mark_interruptible(tpy_state *st);
 int tpy_dlpack_exec(PyObject *m, tpy_state *st);
