@@ -205,6 +205,58 @@ TACK_API tack_status tack_device_synchronize(tack_device *d);
 /* Wait for everything queued on every device in use. */
 TACK_API tack_status tack_synchronize_all(void);
 
+/* ------------------------------------------------------- streams and events */
+/* A stream orders the copies and launches queued on it (docs/backends.md,
+ * "Streams and events").  Each GPU device has Tack's own stream (the one work
+ * goes to when no other is named); tack_stream_create makes another, and
+ * tack_stream_wrap takes one another library made (a CUstream, a hipStream_t),
+ * which Tack never destroys.  Work on different streams may overlap; an array
+ * used on one stream and then on another is ordered between them on the
+ * device (the second waits for the first), so results never depend on the
+ * streams chosen.  On the CPU every call returns when its work is done: a
+ * stream there orders nothing, and an event records the host's clock.
+ * TACK_ERR_UNSUPPORTED on a device whose backend has no streams yet. */
+typedef struct tack_stream tack_stream;
+typedef struct tack_event tack_event;
+/* A new stream on dev (blocking: ordered with the API's legacy default stream, as Tack's own). */
+TACK_API tack_status tack_stream_create(tack_device *dev, tack_stream **out);
+/* A stream of the device's API, not owned: it must outlive the tack_stream. */
+TACK_API tack_status tack_stream_wrap(tack_device *dev, uintptr_t handle, tack_stream **out);
+/* Reference counting: the last release destroys a stream Tack made (its work
+ * still completes). */
+TACK_API void tack_stream_retain(tack_stream *s);
+/* Drop a reference (NULL: nothing); see tack_stream_retain. */
+TACK_API void tack_stream_release(tack_stream *s);
+/* The API's handle (CUstream, hipStream_t as an integer; 0 on the CPU). */
+TACK_API uintptr_t tack_stream_handle(const tack_stream *s);
+/* The device s belongs to. */
+TACK_API tack_device *tack_stream_device(const tack_stream *s);
+/* Wait for the work queued on s; a failed check in a kernel of it is reported. */
+TACK_API tack_status tack_stream_synchronize(tack_stream *s);
+/* The calling thread's current stream: copies and launches on s's device go
+ * to it (NULL: Tack's own stream).  Returns the one it replaces (borrowed: the
+ * caller keeps s alive while it is current). */
+TACK_API tack_stream *tack_stream_use(tack_stream *s);
+/* The calling thread's current stream (NULL: none named). */
+TACK_API tack_stream *tack_stream_current(void);
+/* An event on dev; `timing`: it can be used for tack_event_elapsed. */
+TACK_API tack_status tack_event_create(tack_device *dev, int timing, tack_event **out);
+/* Free e (NULL: nothing); a recorded point not yet reached still completes. */
+TACK_API void tack_event_free(tack_event *e);
+/* Record e on s, the point after everything queued on s so far (s NULL: the
+ * thread's current stream on e's device, else Tack's own). */
+TACK_API tack_status tack_event_record(tack_event *e, tack_stream *s);
+/* Make s wait on the device, not the host, for e's point (s NULL as above). */
+TACK_API tack_status tack_event_wait(tack_event *e, tack_stream *s);
+/* Wait on the host for e's point. */
+TACK_API tack_status tack_event_synchronize(tack_event *e);
+/* 1 when e's point has been reached (or e was never recorded), 0 when not
+ * yet, -1 on an error (the message says which). */
+TACK_API int tack_event_query(tack_event *e);
+/* Milliseconds between two recorded timing events of one device, once the
+ * second has been reached (waits for it). */
+TACK_API tack_status tack_event_elapsed(tack_event *start, tack_event *end, float *ms);
+
 /* ----------------------------------------------------------- configuration */
 /* Every setting of libtack (optimize default, thread count, cache directory,
  * compiler switches, library paths; docs/configuration.md lists them) has a
@@ -267,6 +319,46 @@ TACK_API void tack_set_long_launch_hook(void (*fn)(void));
 TACK_API tack_status tack_flush_denormals_enter(unsigned long long *saved);
 /* Put back the flush bits saved by tack_flush_denormals_enter (the exception flags stay). */
 TACK_API void tack_flush_denormals_leave(unsigned long long saved);
+
+/* --------------------------------------------------------------- profiling */
+/* A recorder of compiles and launches (docs/performance.md, "Profiling").  While
+ * one is started, the library records every compile step (the front end, the
+ * compiler's passes, the C compiler or NVRTC, a kernel-cache hit) and every
+ * launch, with its host time and, where measured, its time on the device (GPU
+ * events; on the CPU, the thread pool's parallel loops); each worker thread's
+ * part of a parallel loop is recorded on its own track.  One recorder is active
+ * in the process at a time; with none, recording costs one load per launch. */
+typedef struct tack_profile tack_profile;
+typedef struct tack_profile_event {
+    const char *kind;       /* "compile", "launch" or "worker" (a pool thread's part of a launch) */
+    const char *phase;      /* "frontend", "compile", "cc", "cache hit", "nvrtc", "launch", ... */
+    const char *name;       /* the kernel */
+    const char *device;     /* "cpu", "cuda:0", ... */
+    uint64_t thread;        /* the host thread (a worker's: its pool slot, 1 and up) */
+    int64_t start_ns;       /* on the host's monotonic clock (tack_profile_now) */
+    int64_t host_ns;        /* how long the host spent on it */
+    int64_t device_ns;      /* how long it ran on the device; -1 when not measured */
+} tack_profile_event;
+/* Start recording; TACK_ERR_VALUE when another recorder is active. */
+TACK_API tack_status tack_profile_start(tack_profile **out);
+/* Stop recording, then wait for the devices to give the launches' device times
+ * (a failure to read one leaves it -1 and is returned, the rest kept). */
+TACK_API tack_status tack_profile_stop(tack_profile *p);
+/* Stops p if it records, and frees it with its events. */
+TACK_API void tack_profile_free(tack_profile *p);
+/* How many events p recorded (read them after tack_profile_stop). */
+TACK_API int64_t tack_profile_count(const tack_profile *p);
+/* Event i of p, in the order they ended, into *out (its strings live with p); 0 when there is none. */
+TACK_API int tack_profile_get(const tack_profile *p, int64_t i, tack_profile_event *out);
+/* The clock events are stamped with, in nanoseconds. */
+TACK_API int64_t tack_profile_now(void);
+/* Whether a recorder is active. */
+TACK_API int tack_profile_active(void);
+/* An event of the embedder's own (the Python front end, debug mode) into the
+ * active recorder, on the calling thread's track: nothing when none is active.
+ * device_ns < 0: not measured. */
+TACK_API void tack_profile_record(const char *kind, const char *phase, const char *name, const char *device,
+                                  int64_t start_ns, int64_t end_ns, int64_t device_ns);
 
 /* ------------------------------------------------------------------ arrays */
 #define TACK_MAX_NDIM 8

@@ -183,6 +183,16 @@ from ._kernels import __all__ as _kernel_all  # noqa: E402
 
 __all__ += list(_kernel_all)
 
+# tack.profile(): compiles and launches timed, a table and a Chrome trace (docs/performance.md)
+from ._profile import ProfileEvent, profile  # noqa: E402
+
+__all__ += ["profile", "ProfileEvent"]
+
+# streams and events: ordering work on a GPU (docs/backends.md, "Streams and events")
+from ._streams import Event, Stream, stream  # noqa: E402
+
+__all__ += ["Stream", "Event", "stream"]
+
 # counter-based random numbers for kernels (tack.random.uniform, ...): a
 # submodule, kept out of __all__ so that `from tack import *` does not shadow
 # the standard library's random

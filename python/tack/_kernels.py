@@ -483,6 +483,15 @@ class PythonKernel:
                 pass  # the binding below raises Python's own TypeError
             else:
                 return built(*expanded)
+        if "stream" in kwargs and "stream" not in self._signature.parameters:
+            # kernel(..., stream=s), checked as a compiled call checks it; Python runs on the host,
+            # where every call is done when it returns: a stream orders nothing (docs/backends.md)
+            kwargs = dict(kwargs)
+            s = kwargs.pop("stream")
+            from ._streams import Stream
+
+            if s is not None and not isinstance(s, Stream):
+                raise TypeError(f"stream= takes a tack.Stream (or None), not {type(s).__name__}")
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         name = self.__qualname__
@@ -528,7 +537,10 @@ class PythonKernel:
                     raise ValueError(f"kernel '{self.__name__}' asks for flush_denormals=True, but Tack cannot "
                                      f"set flush-to-zero on this CPU (only x86-64 and aarch64): compile it "
                                      f"without the option") from None
+            t0 = _core._profile_now() if _core._profile_active() else 0  # tack.profile(): a launch in Python
             _debug.run(ctx, self.py_func, views)
+            if t0:
+                _core._profile_record("launch", "launch", self.__name__, "python", t0, _core._profile_now())
         finally:
             if fpmode is not None:
                 _core._flush_leave(fpmode)

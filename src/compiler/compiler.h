@@ -522,6 +522,9 @@ void tk_privatize(tk_cc *C);
 void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f32 is an f32 */
 void tk_weak_locals(tk_cc *C);   /* a local of Python floats that only meets f32 is f32 (weak_locals.c) */
 void tk_check_frames(tk_cc *C, tk_spec *K); /* the local arrays of one iteration fit a stack (frames.c) */
+/* may_fail.c: per specialization (C->specs), 1 where a call to it can fail (a check, a poll,
+ * or a call that can), so that its callers test the failure flag after it */
+const char *tk_may_fail(tk_cc *C);
 /* A float scalar parameter that a grid dialect receives as f32 bits (an f16 or f32
  * argument, or a weak float narrowed by weak_float.c); others as a double's (ir.c). */
 int tk_param_f32(const tk_cc *C, int p);
@@ -625,6 +628,10 @@ void tk_emitter_local(tk_emitter *e, int local);
  * parallel loop's id; with `mask` (indexed by local), only those it marks
  * (in 1) or does not mark (in 0). */
 void tk_emitter_declare_locals(tk_emitter *e, int scope, const char *mask, int in);
+/* A copy of a loop body among several in one trip (layout_grid.c's unrolled
+ * loop): the kernel's locals of `scope` not marked in `keep` are named with
+ * `suffix` after their names (NULL: no copy, the names as they are). */
+void tk_emitter_lane(tk_emitter *e, const char *suffix, int scope, const char *keep);
 extern const tk_dialect tk_dialect_c;
 /* emit_cpu.c: the "c" dialect's kernel layout (its kernel_decls and kernel hooks). */
 TK_HIDDEN void tk_cpu_frame(tk_emitter *e, tk_buf *out);

@@ -204,6 +204,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
 
     /* The pipeline. */
     double tstart = cpu_us();
+    int64_t prof = rt_prof_on() ? rt_prof_now() : 0; /* a profile: lowering, passes, emission (profile.c) */
     tk_spec *K = tk_lower_kernel(C, kernel, args, nargs); /* types + AST -> typed IR */
     tk_verify(C, "lowering");
     if (o.check_races && !target->race_watch)
@@ -219,6 +220,10 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     tk_check_frames(C, K);                                 /* local arrays of one iteration fit a stack */
     tk_weak_locals(C);                                     /* Python-float locals that only meet f32 */
     tk_verify(C, "weak locals");
+    if (prof) {
+        rt_prof_step("lower", m->funcs[kernel].name, target->name, prof);
+        prof = rt_prof_now();
+    }
     if (o.optimize) {
         tk_fold(C);                                        /* constant folding */
         tk_verify(C, "constant folding");
@@ -236,8 +241,13 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
         tk_weak_float(C, K);                               /* a Python float that only meets f32 */
         tk_verify(C, "weak float narrowing");
     }
+    if (prof) {
+        rt_prof_step("passes", m->funcs[kernel].name, target->name, prof);
+        prof = rt_prof_now();
+    }
     const char *ir = tk_dump(C);                           /* textual IR */
     const char *src = tk_emit(C);                          /* C-family source for the dialect */
+    if (prof) rt_prof_step("emit", m->funcs[kernel].name, target->name, prof);
     if (race_analysis == 2)
         fprintf(stderr, "tack: race check %.1f us of a %.1f us compile (kernel %s)\n", t1 - t0,
                 cpu_us() - tstart, m->funcs[kernel].name);

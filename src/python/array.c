@@ -957,67 +957,6 @@ static int array_clear(PyObject *self) {
     return 0;
 }
 
-/* The gradient of an array that requires one (tack._autodiff, docs/differentiation.md): an array
- * of the same shape, dtype and device, or None. */
-static PyObject *array_get_grad(PyObject *self, void *c) {
-    PyObject *g = ((TackArrayObject *)self)->grad;
-    return Py_NewRef(g ? g : Py_None);
-}
-
-static int array_set_grad(PyObject *self, PyObject *value, void *c) {
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    if (value == NULL || value == Py_None) {
-        Py_CLEAR(((TackArrayObject *)self)->grad);
-        return 0;
-    }
-    if (Py_TYPE(value) != st->ArrayType || value == self) {
-        PyErr_SetString(PyExc_TypeError, "an array's grad is another tack.Array (or None)");
-        return -1;
-    }
-    const tack_array *a = ARR(self), *g = ARR(value);
-    int same = tack_array_dtype(a) == tack_array_dtype(g) && tack_array_ndim(a) == tack_array_ndim(g) &&
-               tack_array_device(a) == tack_array_device(g);
-    for (int i = 0; same && i < tack_array_ndim(a); i++)
-        same = tack_array_shape(a)[i] == tack_array_shape(g)[i];
-    if (!same) {
-        PyErr_SetString(PyExc_ValueError, "an array's grad has the array's shape, dtype and device");
-        return -1;
-    }
-    Py_XSETREF(((TackArrayObject *)self)->grad, Py_NewRef(value));
-    return 0;
-}
-
-static PyObject *array_get_requires_grad(PyObject *self, void *c) {
-    return PyBool_FromLong(((TackArrayObject *)self)->grad != NULL);
-}
-
-/* requires_grad = True gives the array a zeroed grad (kept if it has one); False drops it. */
-static int array_set_requires_grad(PyObject *self, PyObject *value, void *c) {
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    int on = value ? PyObject_IsTrue(value) : 0;
-    tack_array *g = NULL;
-    const tack_array *a = ARR(self);
-    tack_status s;
-    if (on < 0)
-        return -1;
-    if (!on) {
-        Py_CLEAR(((TackArrayObject *)self)->grad);
-        return 0;
-    }
-    if (((TackArrayObject *)self)->grad)
-        return 0;
-    Py_BEGIN_ALLOW_THREADS
-    s = tack_array_zeros(tack_array_device(a), tack_array_dtype(a), tack_array_ndim(a), tack_array_shape(a), &g);
-    Py_END_ALLOW_THREADS
-    if (s != TACK_OK)
-        return tpy_raise_int();
-    PyObject *obj = tpy_array_new(st, g);
-    if (!obj)
-        return -1;
-    Py_XSETREF(((TackArrayObject *)self)->grad, obj);
-    return 0;
-}
-
 static void array_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
@@ -1041,9 +980,9 @@ static PyGetSetDef array_getset[] = {
     {"shared", array_get_shared, NULL, "whether the storage is shared with another library", NULL},
     {"T", array_get_T, NULL, "the transpose: a strided view with the axes reversed", NULL},
     {"strided", array_get_strided, NULL, "whether the array is a strided view (a step, a column, a transpose)", NULL},
-    {"grad", array_get_grad, array_set_grad,
+    {"grad", tpy_array_get_grad, tpy_array_set_grad,
      "the gradient array (same shape, dtype and device) that tack.Tape.backward accumulates into, or None", NULL},
-    {"requires_grad", array_get_requires_grad, array_set_requires_grad,
+    {"requires_grad", tpy_array_get_requires_grad, tpy_array_set_requires_grad,
      "whether the array has a grad; setting True gives it a zeroed one, False drops it", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -27,6 +27,7 @@
 #include "kernel.h"
 #include "frontend.h" /* fe_fetch_exception, fe_restore_exception */
 
+#include <stdatomic.h>
 #include <structmember.h>
 
 /* ---------------------------------------------------------------- call */
@@ -70,6 +71,66 @@ done:
     return result;
 }
 
+/* kernel(..., stream=s): the stream a call names (stream.c), NULL when none.
+ * A thread-local costs a __tls_get_addr call in a shared object, tens of
+ * nanoseconds on the launch path: it is read only while some thread is in
+ * such a call (explicit_calls, a plain global). */
+static _Thread_local tack_stream *explicit_stream;
+static atomic_int explicit_calls;
+
+/* The position in kwnames of a `stream` keyword that is not a parameter of the kernel; -1 when none. */
+static Py_ssize_t stream_keyword(KernelObject *k, PyObject *kwnames) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(kwnames); j++) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, j), "stream") != 0)
+            continue;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k->params); i++)
+            if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(k->params, i), "stream") == 0)
+                return -1; /* the kernel's own parameter */
+        return j;
+    }
+    return -1;
+}
+
+static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+/* The call without its stream= keyword, run with that stream current (None: the current one). */
+static PyObject *call_on_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                Py_ssize_t j) {
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames), n = 0;
+    PyObject *value = args[nargs + j], *names = NULL, *result = NULL;
+    PyObject **vec = NULL;
+    tack_stream *s = NULL, *prev, *prev_explicit;
+    if (value != Py_None && !(s = tpy_stream_of(value)))
+        goto done;
+    vec = PyMem_Malloc(sizeof(PyObject *) * (size_t)(nargs + nkw));
+    names = PyTuple_New(nkw - 1);
+    if (!vec || !names) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        vec[i] = args[i];
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        if (i == j)
+            continue;
+        vec[nargs + n] = args[nargs + i];
+        PyTuple_SET_ITEM(names, n, Py_NewRef(PyTuple_GET_ITEM(kwnames, i)));
+        n++;
+    }
+    prev = tack_stream_use(s ? s : tack_stream_current());
+    prev_explicit = explicit_stream;
+    explicit_stream = s;
+    atomic_fetch_add(&explicit_calls, 1);
+    result = kernel_vectorcall(self, vec, (size_t)nargs, nkw > 1 ? names : NULL);
+    atomic_fetch_sub(&explicit_calls, 1);
+    explicit_stream = prev_explicit;
+    tack_stream_use(prev);
+done:
+    PyMem_Free(vec);
+    Py_XDECREF(names);
+    return result;
+}
+
 /* hook(kernel, args, kwargs) for a vectorcall's arguments: the tape's record of a launch and
  * kernel.adjoint (tack._autodiff). */
 static PyObject *call_with_args(PyObject *hook, KernelObject *k, PyObject *const *args, Py_ssize_t nargs,
@@ -102,6 +163,10 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
     kspec *s;
     kcall c;
     tack_status st;
+    Py_ssize_t sj;
+
+    if (kwnames && !k->is_func && (sj = stream_keyword(k, kwnames)) >= 0)
+        return call_on_stream(self, args, nargs, kwnames, sj); /* kernel(..., stream=s) */
 
     if (k->is_func)
         return PyObject_Vectorcall(k->fn, args, nargsf, kwnames);
@@ -117,6 +182,12 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args, size_t
     s = kernel_specialize(k, &c);
     if (!s)
         goto done;
+    if (atomic_load_explicit(&explicit_calls, memory_order_relaxed) && explicit_stream &&
+        tack_stream_device(explicit_stream) != c.device) {
+        PyErr_Format(PyExc_ValueError, "stream= names a stream on %s, but the kernel's arrays are on %s",
+                     tack_device_name(tack_stream_device(explicit_stream)), tack_device_name(c.device));
+        goto done;
+    }
     for (int j = 0; j < s->nwritten; j++) {
         int i = s->written[j];
         if (!c.writable[i]) {

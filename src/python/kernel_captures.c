@@ -152,8 +152,18 @@ static int variant_build(KernelObject *k) {
     int r = -1;
 
     memset(&v, 0, sizeof v);
+    int64_t t0 = tack_profile_active() ? tack_profile_now() : 0; /* tack.profile(): the front end's step */
     if (tpy_frontend_build(k->st, k->fn, &v.module, &v.kernel_index, &caps) < 0)
         return -1;
+    if (t0) {
+        int64_t t1 = tack_profile_now();
+        PyObject *q = PyObject_GetAttrString(k->fn, "__name__"); /* the name the compiler's steps carry */
+        const char *name = q ? PyUnicode_AsUTF8(q) : NULL;
+        if (name)
+            tack_profile_record("compile", "frontend", name, "host", t0, t1, -1);
+        Py_XDECREF(q);
+        PyErr_Clear(); /* a name that cannot be told: the step goes unrecorded, the build goes on */
+    }
     v.ncaps = PyList_GET_SIZE(caps);
     if (v.ncaps) {
         v.caps = PyMem_Calloc((size_t)v.ncaps, sizeof(kcapture));

@@ -401,7 +401,8 @@ static int module_exec(PyObject *m) {
         return -1;
     if (tpy_dtype_exec(m, st) < 0 || tpy_array_exec(m, st) < 0 || tpy_kernel_exec(m, st) < 0 ||
         tpy_dlpack_exec(m, st) < 0 || tpy_cuda_exec(m, st) < 0 || tpy_hip_exec(m) < 0 ||
-        tpy_interrupt_exec(m, st) < 0)
+        tpy_interrupt_exec(m, st) < 0 || tpy_profile_exec(m) < 0 ||
+        tpy_stream_exec(m) < 0)
         return -1;
     return 0;
 }

@@ -84,6 +84,11 @@ int tpy_raise_int(void); /* same, returns -1 */
  * to arr, released on failure). */
 PyObject *tpy_array_new(tpy_state *st, tack_array *arr);
 int tpy_array_check(tpy_state *st, PyObject *obj);
+/* An Array's gradient attributes (array_grad.c), in array.c's getset table. */
+PyObject *tpy_array_get_grad(PyObject *self, void *c);
+int tpy_array_set_grad(PyObject *self, PyObject *value, void *c);
+PyObject *tpy_array_get_requires_grad(PyObject *self, void *c);
+int tpy_array_set_requires_grad(PyObject *self, PyObject *value, void *c);
 /* A shape argument (an int or a sequence of ints, none negative, at most
  * TACK_MAX_NDIM) into shape/ndim; -1 with ValueError/TypeError naming it. */
 int tpy_parse_shape(PyObject *obj, int64_t *shape, int *ndim);
@@ -176,6 +181,10 @@ int tpy_kernel_exec(PyObject *m, tpy_state *st);
 int tpy_cuda_exec(PyObject *m, tpy_state *st);
 int tpy_hip_exec(PyObject *m);
 int tpy_interrupt_exec(PyObject *m, tpy_state *st);
+int tpy_profile_exec(PyObject *m); /* profile.c: tack.profile()'s functions */
+int tpy_stream_exec(PyObject *m);  /* stream.c: tack.Stream's and tack.Event's */
+/* The tack_stream a stream= argument names (a tack.Stream); NULL with a TypeError. */
+tack_stream *tpy_stream_of(PyObject *obj);
 /* The first launch on a thread: make it interruptible if it is the main thread (interrupt.c). */
 int tpy_mark_interruptible(tpy_state *st);
 int tpy_dlpack_exec(PyObject *m, tpy_state *st);

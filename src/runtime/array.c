@@ -87,6 +87,8 @@ static tack_array *new_handle(rt_storage *s, tack_dtype dt, int ndim, const int6
 static void storage_release(rt_storage *s) {
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
         return;
+    if (atomic_load_explicit(&s->last, memory_order_acquire)) /* a plain load: borrowed NumPy storage goes at every call */
+        rt_storage_settle(s); /* freed after the last work that used it, on whichever stream (stream.c) */
     if (s->owned)
         s->device->backend->free(s->device, s->data);
     else if (s->release)
@@ -118,7 +120,7 @@ static tack_status alloc_array(tack_device *dev, tack_dtype dt, int ndim, const 
     }
     if (zero && nbytes) {
         unsigned char z = 0;
-        if ((st = dev->backend->fill(dev, s->data, &z, 1, nbytes)) != TACK_OK) {
+        if ((st = rt_storage_use(s)) != TACK_OK || (st = dev->backend->fill(dev, s->data, &z, 1, nbytes)) != TACK_OK) {
             storage_release(s);
             return st;
         }
@@ -368,6 +370,7 @@ tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t n
         (st = check_bytes(dst, nbytes, "copy to array")) != TACK_OK)
         return st;
     tack_device *d = dst->storage->device;
+    if ((st = rt_storage_use(dst->storage)) != TACK_OK) return st;
     return d->backend->copy(d, dst->data, src, nbytes, RT_COPY_H2D);
 }
 
@@ -377,6 +380,7 @@ tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nby
         return st;
     if (src->strided) return rt_strided_to_host(src, dst); /* gathered (strided.c) */
     tack_device *d = src->storage->device;
+    if ((st = rt_storage_use(src->storage)) != TACK_OK) return st;
     return d->backend->copy(d, dst, src->data, nbytes, RT_COPY_D2H);
 }
 
@@ -401,6 +405,7 @@ tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
                               (long long)src->size, tack_dtype_get(src->dtype)->name, (long long)dst->size,
                               tack_dtype_get(dst->dtype)->name);
     tack_device *dd = dst->storage->device, *sd = src->storage->device;
+    if ((st = rt_storage_use(dst->storage)) != TACK_OK || (st = rt_storage_use(src->storage)) != TACK_OK) return st;
     if (dd == sd) {
         st = dd->backend->copy(dd, dst->data, src->data, src->nbytes, RT_COPY_D2D);
         return st == TACK_OK ? settle_shared(dd, dst, src) : st;
@@ -425,6 +430,7 @@ tack_status tack_array_fill(tack_array *a, const void *value) {
     if ((st = rt_refuse_strided(a, "fill")) != TACK_OK || (st = check_writable(a)) != TACK_OK)
         return st;
     tack_device *d = a->storage->device;
+    if ((st = rt_storage_use(a->storage)) != TACK_OK) return st;
     st = d->backend->fill(d, a->data, value, tack_dtype_get(a->dtype)->itemsize, (size_t)a->size);
     return st == TACK_OK ? settle_shared(d, a, NULL) : st;
 }

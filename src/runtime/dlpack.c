@@ -461,7 +461,9 @@ tack_status tack_array_to_dlpack_stream(tack_array *a, int versioned, tack_dlpac
             return st;
     } else
         tack_array_retain(src);
-    /* Work queued before the export (and the copy) completes before anyone reads it. */
+    /* Work queued before the export (and the copy) completes before anyone reads it:
+     * on whichever stream it was queued (stream.c), then Tack's own. */
+    if (stream != TACK_DLPACK_STREAM_NO_SYNC) rt_storage_settle(src->storage);
     if ((st = export_sync(dev, stream)) != TACK_OK) {
         tack_array_release(src);
         return st;

@@ -121,6 +121,17 @@ typedef struct {
 
 static range R[MAX_THREADS];
 
+/* While a profile records (profile.c): each thread's part of the job of
+ * generation `gen`, from its first piece's start to its last piece's end,
+ * written before the piece is counted done, so the caller reads it once
+ * the job is finished and records one "worker" event per thread. */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t gen;
+    _Atomic int64_t t0, t1;
+} part_time;
+
+static part_time W[MAX_THREADS];
+
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
@@ -139,6 +150,7 @@ static struct {
     _Atomic(int (*)(void *)) stop;
     _Atomic(void *) stop_arg;
     _Atomic int flush; /* run the pieces with subnormals flushed (fpmode.c) */
+    _Atomic int prof;  /* a profile records: the threads note their part's times (W) */
     _Alignas(64) _Atomic uint64_t gen; /* even: a job is published */
     _Atomic int sleepers;        /* workers blocked (or about to block) on `wake` */
     _Atomic int caller_sleeping; /* the caller blocked (or about to block) on `done` */
@@ -156,6 +168,7 @@ typedef struct {
     int (*stop)(void *);
     void *stop_arg;
     int flush;
+    int prof;
 } job;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -335,6 +348,7 @@ static int read_job(uint64_t g, job *j) {
     j->stop = atomic_load_explicit(&P.stop, memory_order_relaxed);
     j->stop_arg = atomic_load_explicit(&P.stop_arg, memory_order_relaxed);
     j->flush = atomic_load_explicit(&P.flush, memory_order_relaxed);
+    j->prof = atomic_load_explicit(&P.prof, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     j->gen = g;
     return atomic_load_explicit(&P.gen, memory_order_relaxed) == g;
@@ -398,6 +412,17 @@ static void count_done(const job *j, int64_t k) {
 
 static void run_piece(const job *j, int64_t lo, int64_t hi) { call(j->fn, j->frame, lo, hi, j->flush); }
 
+/* A profiled job: thread t's part, its start noted at its first piece and its
+ * end after each (before the piece counts: the caller reads it after). */
+static void note_part(int t, const job *j, int64_t t0) {
+    part_time *w = &W[t];
+    if (atomic_load_explicit(&w->gen, memory_order_relaxed) != j->gen) {
+        atomic_store_explicit(&w->t0, t0, memory_order_relaxed);
+        atomic_store_explicit(&w->gen, j->gen, memory_order_relaxed);
+    }
+    atomic_store_explicit(&w->t1, now_ns(), memory_order_relaxed);
+}
+
 /* Thread t's part in job *j: its own range, then everyone else's (the
  * caller's visit to every range is what guarantees each is emptied; a
  * worker moved on to a newer job may skip some).  Returns the generation of
@@ -422,7 +447,12 @@ static uint64_t take_part(int t, job *j) {
                 int64_t t0 = now_ns();
                 run_piece(j, lo, hi);
                 step = next_step(step, now_ns() - t0);
+                if (j->prof) note_part(t, j, t0);
                 stopped = j->stop(j->stop_arg); /* before the piece counts: stop_arg lives until then */
+            } else if (j->prof) {
+                int64_t t0 = now_ns();
+                run_piece(j, lo, hi);
+                note_part(t, j, t0);
             } else {
                 run_piece(j, lo, hi);
             }
@@ -504,6 +534,19 @@ static int start(void) {
     return P.workers;
 }
 
+/* A profiled job, finished: each thread's part as a "worker" event on its own
+ * track (its slot; 0 is the caller's), named after the kernel launching. */
+static void record_parts(uint64_t g, int threads) {
+    rt_prof_timer none = {NULL, NULL};
+    for (int t = 0; t < threads && t < MAX_THREADS; t++) {
+        if (atomic_load_explicit(&W[t].gen, memory_order_relaxed) != g) continue;
+        int64_t t0 = atomic_load_explicit(&W[t].t0, memory_order_relaxed);
+        int64_t t1 = atomic_load_explicit(&W[t].t1, memory_order_relaxed);
+        rt_prof_event("worker", "parallel loop", rt_prof_kernel ? rt_prof_kernel : "?", "cpu", (uint64_t)t, t0, t1,
+                      t1 - t0, none);
+    }
+}
+
 void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t grain, int (*stop)(void *),
               void *stop_arg, int flush) {
     if (n <= 0) return;
@@ -546,6 +589,8 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
     atomic_store_explicit(&P.stop, stop, memory_order_relaxed);
     atomic_store_explicit(&P.stop_arg, stop_arg, memory_order_relaxed);
     atomic_store_explicit(&P.flush, flush, memory_order_relaxed);
+    int prof = rt_prof_on();
+    atomic_store_explicit(&P.prof, prof, memory_order_relaxed);
     atomic_store_explicit(&P.finished, 0, memory_order_relaxed);
     for (int t = 0; t < parts; t++) {
         atomic_store_explicit(&R[t].end, (int64_t)((__int128)n * (t + 1) / parts), memory_order_relaxed);
@@ -557,7 +602,7 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
         pthread_cond_broadcast(&P.wake);
         pthread_mutex_unlock(&P.lock);
     }
-    job j = {g, fn, frame, n, first_piece(min_parallel), grain, parts, stop, stop_arg, flush};
+    job j = {g, fn, frame, n, first_piece(min_parallel), grain, parts, stop, stop_arg, flush, prof};
     take_part(0, &j);
     /* Wait for the pieces others are running: spin, then sleep. */
     int64_t t0 = now_ns();
@@ -572,5 +617,6 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
             break;
         }
     }
+    if (prof) record_parts(g, workers + 1);
     pthread_mutex_unlock(&P.busy);
 }

@@ -103,8 +103,11 @@ TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev) {
     }
     if (!dev->backend || !dev->backend->build)
         return tack_set_error(TACK_ERR_UNSUPPORTED, "device %s cannot run kernels yet", dev->name);
+    int64_t t0 = rt_prof_on() ? rt_prof_now() : 0;
+    rt_prof_build = NULL;
     tack_status st = dev->backend->build(dev, p);
     if (st == TACK_OK) p->device = dev;
+    if (t0) rt_prof_step(rt_prof_build ? rt_prof_build : "build", p->kernel_name, dev->name, t0);
     return st;
 }
 
@@ -151,6 +154,25 @@ static tack_status check_aliases(const tack_program *p, const tack_arg *args, in
         }
     }
     return TACK_OK;
+}
+
+/* A launch while a profile records (profile.c): its host time from here,
+ * the checks above not counted; its device time as the backend measured it. */
+__attribute__((cold, noinline)) /* kept out of tack_launch's own code: the launch path is measured */
+static tack_status launch_profiled(tack_program *p, const tack_arg *args, int nargs) {
+    rt_prof_timer none = {NULL, NULL};
+    rt_prof_cur_ns = -1;
+    rt_prof_cur_timer = none;
+    rt_prof_kernel = p->kernel_name;
+    int64_t t0 = rt_prof_now();
+    tack_status st = p->device->backend->launch(p->device, p, args, nargs);
+    int64_t t1 = rt_prof_now();
+    rt_prof_event("launch", "launch", p->kernel_name, p->device->name, rt_prof_thread(), t0, t1, rt_prof_cur_ns,
+                  rt_prof_cur_timer);
+    rt_prof_cur_ns = -1;
+    rt_prof_cur_timer = none;
+    rt_prof_kernel = NULL;
+    return st;
 }
 
 TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int nargs) {
@@ -220,6 +242,10 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
     }
     tack_status st = check_aliases(p, args, nargs);
     if (st != TACK_OK) return st;
+    /* streams (stream.c): each array ordered after the stream it was last used on */
+    for (int i = 0; p->device->backend->streams && i < nargs; i++)
+        if (p->params[i].is_array && (st = rt_storage_use(args[i].array->storage)) != TACK_OK) return st;
+    if (rt_prof_on()) return launch_profiled(p, args, nargs);
     return p->device->backend->launch(p->device, p, args, nargs);
 }
 

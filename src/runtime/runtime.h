@@ -23,6 +23,23 @@ typedef enum rt_copy_kind {
     RT_COPY_D2D  /* device -> same device */
 } rt_copy_kind;
 
+/* A backend's streams and events (stream.c; NULL in rt_backend.streams: the
+ * backend has none yet).  A tack_stream of NULL is the device's own stream;
+ * handles are the API's (CUstream, CUevent, ...). */
+typedef struct rt_stream_ops {
+    tack_status (*create)(tack_device *d, void **handle);
+    void (*destroy)(tack_device *d, void *handle);
+    /* wait on the host for the stream, then report a failed check of its kernels */
+    tack_status (*sync)(tack_device *d, const tack_stream *s);
+    tack_status (*event_create)(tack_device *d, int timing, void **ev);
+    void (*event_destroy)(tack_device *d, void *ev);
+    tack_status (*record)(tack_device *d, void *ev, const tack_stream *s);
+    tack_status (*wait)(tack_device *d, const tack_stream *s, void *ev); /* on the device */
+    tack_status (*event_sync)(tack_device *d, void *ev);
+    int (*query)(tack_device *d, void *ev); /* 1 reached, 0 not yet, -1 error (set) */
+    tack_status (*elapsed)(tack_device *d, void *start, void *end, float *ms);
+} rt_stream_ops;
+
 typedef struct rt_backend {
     const char *name;                 /* "cpu", "cuda", "opencl", ... */
     tack_device_type type;            /* DLPack device type */
@@ -57,6 +74,8 @@ typedef struct rt_backend {
      * not asked about wrapped pointers. */
     tack_status (*wrap_handle)(tack_device *dev, void *handle, size_t nbytes, void **data, tack_release_fn *release,
                                void **ctx);
+    /* Optional: streams and events other than the device's own (stream.c). */
+    const rt_stream_ops *streams;
 } rt_backend;
 
 struct tack_device {
@@ -83,6 +102,9 @@ typedef struct rt_storage {
     /* TACK_ARRAY_* flags: kept on the storage, not a handle, so that every
      * view of memory another library holds waits ("When a call returns") */
     atomic_uint flags;
+    /* the stream other than the device's own that work on it was last queued
+     * on (a reference), NULL for the device's own (stream.c, rt_storage_use) */
+    tack_stream *_Atomic last;
 } rt_storage;
 
 struct tack_array {
@@ -100,6 +122,30 @@ struct tack_array {
     int64_t offset;         /* a strided view on a device whose data are handles (OpenCL cl_mem):
                                element (0, ..., 0) is this many elements into `data`; else 0 */
 };
+
+/* stream.c */
+struct tack_stream {
+    atomic_long refs;
+    tack_device *dev;
+    void *handle;
+    int owned;                        /* made by Tack: destroyed with the last reference */
+    struct tack_stream *next, *prev;  /* the live streams (tack_device_synchronize waits for them) */
+};
+/* The calling thread's current stream if it is on d, else NULL (d's own). */
+tack_stream *rt_stream_now(const tack_device *d);
+/* Work queued from now on `waiter` waits, on the device, for the work queued
+ * so far on `waited` (NULL: d's own stream); nothing when they are one. */
+tack_status rt_stream_order(tack_device *d, tack_stream *waiter, tack_stream *waited);
+/* Storage s is about to be used on the current stream: ordered after the
+ * stream it was last used on, which it then remembers. */
+tack_status rt_storage_use(rt_storage *s);
+/* Before s's memory is freed on the device's own stream: ordered after its last use. */
+void rt_storage_settle(rt_storage *s);
+/* Wait for every live stream of d (tack_device_synchronize). */
+tack_status rt_streams_sync(tack_device *d);
+/* Make d's own stream wait, on the device, for every live stream of d: a
+ * program's code and frame are freed after the launches that use them. */
+tack_status rt_streams_join(tack_device *d);
 
 /* strided.c: an operation that assumes C order refuses a strided view. */
 tack_status rt_refuse_strided(const tack_array *a, const char *what);
@@ -146,5 +192,38 @@ void rt_flush_leave(rt_fpmode saved);
 int rt_flush_active(void);
 /* Subnormals kept (IEEE) on the calling thread: the pool's workers start so. */
 void rt_flush_off(void);
+
+/* profile.c: the active recorder (tack.h's tack_profile).  rt_prof_on is
+ * the whole cost of profiling when none is active: one relaxed load. */
+extern __attribute__((visibility("hidden"))) tack_profile *_Atomic rt_prof_active; /* no GOT load */
+static inline int rt_prof_on(void) { return atomic_load_explicit(&rt_prof_active, memory_order_relaxed) != 0; }
+/* The kernel the calling thread is launching on the CPU (for the pool's events). */
+extern _Thread_local const char *rt_prof_kernel;
+int64_t rt_prof_now(void);
+/* The calling host thread's number in the profile (1, 2, ... in order of first use). */
+uint64_t rt_prof_thread(void);
+/* A device time read after the run (a GPU's event pair): resolve(ctx, &ns)
+ * once, at tack_profile_stop; resolve(ctx, NULL) only frees (the event was
+ * dropped).  Either way ctx is gone after it. */
+typedef struct rt_prof_timer {
+    tack_status (*resolve)(void *ctx, int64_t *ns);
+    void *ctx;
+} rt_prof_timer;
+/* Set by a backend's launch while a profile records, read and cleared by
+ * tack_launch, which records the launch: the time the launch's code ran on
+ * the device (-1: not measured), or a timer that reads it later. */
+extern _Thread_local int64_t rt_prof_cur_ns;
+extern _Thread_local rt_prof_timer rt_prof_cur_timer;
+/* Set by a backend's build (any time: the compile path is not hot): what the
+ * build did, "cc", "cache hit", "nvrtc", ...; tack_program_build records it. */
+extern _Thread_local const char *rt_prof_build;
+/* An event into the active recorder (none: dropped, the timer freed). */
+void rt_prof_event(const char *kind, const char *phase, const char *name, const char *device, uint64_t thread,
+                   int64_t t0, int64_t t1, int64_t device_ns, rt_prof_timer timer);
+/* A compile step of the calling thread, t0 to now. */
+static inline void rt_prof_step(const char *phase, const char *name, const char *device, int64_t t0) {
+    rt_prof_timer none = {0, 0};
+    rt_prof_event("compile", phase, name, device, rt_prof_thread(), t0, rt_prof_now(), -1, none);
+}
 
 #endif /* TACK_RUNTIME_H */

@@ -136,7 +136,10 @@ typedef struct op {
     struct op *next;
 } op;
 typedef struct stream { op *head, *tail; int id; } stream;
-typedef struct event { stream *s; int id; int recorded, done; } event;
+typedef struct event { stream *s; int id; int recorded, done; long long t; } event;
+/* The device's clock: a launch takes FAKE_HIP_KERNEL_NS (250000) of it, the
+ * rest nothing; an event completing reads it (hipEventElapsedTime). */
+static long long device_clock;
 static stream null_stream;
 static int next_stream = 1, next_event = 0x1000;
 
@@ -182,10 +185,12 @@ static void run(op *o) {
             fail_next = 0;
         }
         free(o->args);
+        device_clock += env_int("FAKE_HIP_KERNEL_NS", 250000);
         snprintf(w, sizeof w, "launch(%s)", o->name);
         break;
     case OP_EVENT:
         o->ev->done = 1;
+        o->ev->t = device_clock;
         snprintf(w, sizeof w, "event(%x)", o->ev->id);
         break;
     default: /* OP_WAIT: what the event's stream queued before it completes first */
@@ -252,6 +257,25 @@ hipError_t hipStreamWaitEvent(void *s, void *e, unsigned f) {
     push(S(s), o);
     pthread_mutex_unlock(&lock);
     NOTE("wait(%d,%x)", S(s)->id, x->id);
+    return 0;
+}
+hipError_t hipStreamDestroy(void *s) { ST NOTE("sdestroy(%d)", S(s)->id); return 0; } /* its ops still run */
+hipError_t hipEventQuery(void *e) {
+    ST event *x = e;
+    return !x->recorded || x->done ? 0 : 600; /* hipErrorNotReady */
+}
+hipError_t hipEventSynchronize(void *e) {
+    ST event *x = e;
+    pthread_mutex_lock(&lock);
+    if (x->recorded && !x->done) drain(x->s);
+    pthread_mutex_unlock(&lock);
+    NOTE("esync(%x)", x->id);
+    return 0;
+}
+hipError_t hipEventElapsedTime(float *ms, void *a, void *b) {
+    ST event *x = a, *y = b;
+    if (!x->done || !y->done) return 600; /* hipErrorNotReady */
+    *ms = (float)((double)(y->t - x->t) / 1e6);
     return 0;
 }
 /* A waiting stream may still hold the event: it is freed with the process. */

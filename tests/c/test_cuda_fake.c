@@ -85,7 +85,13 @@ static const char FAKE[] =
     "CUresult cuEventRecord(CUevent e, CUstream s) { ST char w[64]; snprintf(w, sizeof w, \"record(%lx,%lx)\", (unsigned long)(uintptr_t)e, (unsigned long)(uintptr_t)s); note(w); return 0; }\n"
     "CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) { ST char w[64]; snprintf(w, sizeof w, \"wait(%lx,%lx)\", (unsigned long)(uintptr_t)s, (unsigned long)(uintptr_t)e); note(w); return 0; }\n"
     "CUresult cuEventDestroy_v2(CUevent e) { ST char w[40]; snprintf(w, sizeof w, \"destroy(%lx)\", (unsigned long)(uintptr_t)e); note(w); return 0; }\n"
-    "CUresult cuStreamCreate(CUstream *s, unsigned f) { ST *s = (void *)1; return 0; }\n"
+    /* streams 1 (Tack's own), 2, ...; the launch's stream kept; events 2.5 ms apart */
+    "static int nstream; CUstream last_stream;\n"
+    "CUresult cuStreamCreate(CUstream *s, unsigned f) { ST *s = (void *)(uintptr_t)++nstream; return 0; }\n"
+    "CUresult cuStreamDestroy_v2(CUstream s) { ST char w[40]; snprintf(w, sizeof w, \"sdestroy(%lx)\", (unsigned long)(uintptr_t)s); note(w); return 0; }\n"
+    "CUresult cuEventQuery(CUevent e) { ST return 0; }\n"
+    "CUresult cuEventSynchronize(CUevent e) { ST note(\"esync\"); return 0; }\n"
+    "CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { ST *ms = 2.5f; return 0; }\n"
     "CUresult cuStreamSynchronize(CUstream s) { ST note(\"sync\"); if (sticky_next_sync) { sticky_next_sync = 0; sticky = 1; return 700; } return 0; }\n"
     "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { ST plain_allocs++; *p = (CUdeviceptr)(uintptr_t)live_add(calloc(1, n)); return 0; }\n"
     "CUresult cuMemFree_v2(CUdeviceptr p) { STF if (take_pooled(p)) mismatched_frees++; else plain_frees++; live_del((void *)(uintptr_t)p); free((void *)(uintptr_t)p); return 0; }\n"
@@ -129,7 +135,7 @@ static const char FAKE[] =
     "  if (!memmem(((mod *)m)->ptx, ((mod *)m)->len, e, strlen(e))) return 500;\n"
     "  char *slot = names[next++ % 256]; snprintf(slot, 32, \"%s\", name); *f = slot; return 0; }\n"
     "CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream s, void **params, void **extra) { ST\n"
-    "  launches++;\n"
+    "  launches++; last_stream = s;\n"
     "  uint64_t *slots = params[0];\n"
     "  last_grid = gx; last_block = bx; last_frame = slots[1]; memcpy(last_slots, slots, sizeof last_slots);\n"
     "  if (fail_next) { int32_t *r = (int32_t *)(uintptr_t)slots[0]; r[0] = 1; r[1] = 0; ((uint64_t *)r)[1] = slots[2]; ((int64_t *)r)[2] = 10; ((int64_t *)r)[3] = 10; fail_next = 0; }\n"
@@ -273,6 +279,59 @@ static void export_streams(tack_device *g, void *lib) {
     CHECK(strncmp(order, "sync", 4) == 0 && !strstr(order, "record"));
     tack_dlpack_delete(m, 1);
     tack_array_release(x);
+}
+
+/* Streams and events (runtime/stream.c, cuda_stream.c): a launch goes to the
+ * current stream; arrays last used on another stream are ordered after it
+ * with an event (Tack's stream is 1, the new one 2); the stream lives while
+ * an array still names it; a profile's device time comes from the events. */
+static void streams(tack_device *g, void *lib, tack_program *p, tack_arg *args) {
+    char *order = dlsym(lib, "order");
+    void **last_stream = dlsym(lib, "last_stream");
+    tack_stream *s = NULL;
+    tack_event *e0 = NULL, *e1 = NULL;
+    float ms = 0, host[100];
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    CHECK(tack_stream_create(g, &s) == TACK_OK && tack_stream_handle(s) == 2 && tack_stream_device(s) == g);
+    if (!s) return;
+    order[0] = 0;
+    CHECK(tack_stream_use(s) == NULL && tack_stream_current() == s);
+    CHECK(tack_launch(p, args, 3) == TACK_OK && *last_stream == (void *)2);
+    CHECK(strstr(order, ",1) wait(2,") != NULL); /* stream 2 waits for Tack's: the arrays were last there */
+    order[0] = 0;
+    CHECK(tack_launch(p, args, 3) == TACK_OK && order[0] == 0); /* all on stream 2 now: nothing to order */
+    CHECK(tack_event_create(g, 1, &e0) == TACK_OK && tack_event_create(g, 1, &e1) == TACK_OK);
+    CHECK(tack_event_record(e0, NULL) == TACK_OK && tack_event_record(e1, s) == TACK_OK);
+    CHECK(tack_event_query(e1) == 1 && tack_event_elapsed(e0, e1, &ms) == TACK_OK && ms == 2.5f);
+    CHECK(tack_stream_use(NULL) == s);
+    order[0] = 0;
+    CHECK(tack_array_copy_to_host(args[1].array, host, sizeof host) == TACK_OK);
+    CHECK(strstr(order, ",2) wait(1,") != NULL); /* the copy on Tack's stream waits for stream 2 */
+    CHECK(tack_event_wait(e1, NULL) == TACK_OK && tack_stream_synchronize(s) == TACK_OK);
+    tack_event_free(e0);
+    tack_event_free(e1);
+    /* the profile's launch on stream 2, timed with its events */
+    tack_profile *prof = NULL;
+    CHECK(tack_profile_start(&prof) == TACK_OK);
+    tack_stream_use(s);
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    tack_stream_use(NULL);
+    CHECK(tack_profile_stop(prof) == TACK_OK);
+    tack_profile_event ev;
+    int found = 0;
+    for (int64_t i = 0; i < tack_profile_count(prof); i++)
+        if (tack_profile_get(prof, i, &ev) && !strcmp(ev.kind, "launch"))
+            found = !strcmp(ev.device, "cuda:0") && ev.device_ns == 2500000 && ev.host_ns >= 0;
+    CHECK(found);
+    tack_profile_free(prof);
+    /* dropped, but the arrays and the kernel (its frame) name it: destroyed
+     * once they are ordered after it */
+    order[0] = 0;
+    tack_stream_release(s);
+    CHECK(!strstr(order, "sdestroy"));
+    CHECK(tack_launch(p, args, 3) == TACK_OK); /* on Tack's stream: arrays and frame ordered after 2 */
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    CHECK(strstr(order, "sdestroy(2)") != NULL);
 }
 
 /* The primary context already current (as PyTorch leaves it): no push, no pop. */
@@ -558,6 +617,7 @@ static void run(void) {
     grids(g, lib);
     complex_slots(g, lib);
     current_context(g, lib, p, args);
+    streams(g, lib, p, args);
     /* last: a sticky error (an illegal address) loses the device, which is said
      * once, naming the kernel launched last; then every operation fails at once
      * without calling the driver, and frees do nothing */

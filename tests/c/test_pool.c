@@ -262,6 +262,40 @@ static void test_count_changes(void) {
     CHECK(tack_config_set("num_threads", NULL) == TACK_OK);
 }
 
+/* While a profile records (runtime/profile.c), each thread that ran pieces
+ * of a parallel loop has one "worker" event, on its own slot, inside the
+ * loop's run and named after the launching kernel; with none recording,
+ * nothing is noted.  Every index still runs once. */
+static void test_profiled_parts(void) {
+    int64_t n = MAXN;
+    tack_profile *p = NULL;
+    reset();
+    pool_run(body, &F, n, 2, 1, NULL, NULL, 0); /* not recorded anywhere */
+    reset();
+    CHECK(tack_profile_start(&p) == TACK_OK);
+    CHECK(tack_profile_start(&(tack_profile *){NULL}) == TACK_ERR_VALUE); /* one at a time */
+    rt_prof_kernel = "kern";
+    int64_t t0 = tack_profile_now();
+    pool_run(body, &F, n, 2, 1, NULL, NULL, 0);
+    int64_t t1 = tack_profile_now();
+    rt_prof_kernel = NULL;
+    CHECK(tack_profile_stop(p) == TACK_OK);
+    CHECK(exactly_once(n));
+    int seen[256] = {0}, events = 0;
+    for (int64_t i = 0; i < tack_profile_count(p); i++) {
+        tack_profile_event e;
+        CHECK(tack_profile_get(p, i, &e) == 1);
+        CHECK(!strcmp(e.kind, "worker") && !strcmp(e.name, "kern") && !strcmp(e.device, "cpu"));
+        CHECK(e.thread < (uint64_t)pool_threads() && !seen[e.thread]);
+        CHECK(e.start_ns >= t0 && e.start_ns + e.host_ns <= t1 && e.device_ns == e.host_ns);
+        seen[e.thread % 256] = 1;
+        events++;
+    }
+    /* one thread runs the loop serially, no job for the pool: the launch's own time covers it */
+    CHECK(pool_threads() == 1 ? events == 0 : events >= 1 && events <= pool_threads());
+    tack_profile_free(p);
+}
+
 static int run_with_threads(const char *threads, int flush_first) {
     pid_t pid = fork();
     if (pid == 0) {
@@ -281,6 +315,7 @@ static int run_with_threads(const char *threads, int flush_first) {
         test_late_share_is_taken();
         test_stop();
         test_concurrent_launches();
+        test_profiled_parts();
         atomic_store(&stop_after, 1 << 30);
         test_flush();
         _exit(check_failed ? 1 : 0);

@@ -354,6 +354,187 @@ def test_a_code_object_for_another_architecture_is_refused(tmp_path, fake):
     assert "hipModuleLoadData failed" in out and "compiled for gfx908" in out, out
 
 
+def test_a_profile_times_launches_with_events(tmp_path, fake):
+    # tack.profile() on a GPU: the device time of each launch from an event
+    # pair around its phases, read when the profile ends (the fake's clock: a
+    # kernel phase takes FAKE_HIP_KERNEL_NS); the build is hiprtc's, then a
+    # cache hit in a second kernel object of the same source
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import tack
+
+        def make():
+            @tack.kernel
+            def axpy(a, x, y):
+                for i in range(x.shape[0]):
+                    y[i] = a * x[i] + y[i]
+            return axpy
+    """))
+    run(tmp_path, fake, """
+        sys.path.insert(0, os.getcwd())
+        import kern
+        x = tack.array(np.arange(1000, dtype=np.float32), device="hip")
+        y = tack.zeros(1000, np.float32, device="hip")
+        axpy = kern.make()
+        axpy(2.0, x, y)
+        tack.synchronize()
+        fake_clear("order")
+        with tack.profile() as p:
+            axpy(2.0, x, y)
+            axpy(2.0, x, y)
+            kern.make()(2.0, x, y)  # a new kernel object: compiled again, from the cache
+            # the launches were queued, not waited for: the device times are read at the end
+            assert fake_text("order").count("esync") == 0, fake_text("order")
+        launches = [e for e in p.events if e.kind == "launch"]
+        assert [(e.name, e.device) for e in launches] == [("axpy", "hip:0")] * 3, launches
+        assert [e.device_ns for e in launches] == [1234000] * 3, launches
+        builds = [e.phase for e in p.events if e.kind == "compile" and e.device == "hip:0"]
+        assert builds == ["cache hit"], p.events
+        assert fake_text("order").count("esync") == 3, fake_text("order")
+        trace = p.trace()
+        gpu = [e for e in trace["traceEvents"] if e.get("cat") == "device"]
+        assert len(gpu) == 3 and all(e["dur"] == 1234.0 for e in gpu)
+        assert all(b["ts"] >= a["ts"] + a["dur"] for a, b in zip(gpu, gpu[1:]))  # one kernel at a time
+        print(p)
+        print("ok")
+    """, FAKE_HIP_KERNEL_NS=1234000)
+
+
+def test_streams_and_events(tmp_path, fake):
+    # tack.Stream, tack.stream(), kernel(..., stream=s) and tack.Event on HIP:
+    # the fake drains a stream only when it is synchronized or waited for, so
+    # what ran, and in which order, shows what was queued on which stream
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import tack
+
+        @tack.kernel
+        def axpy(a, x, y):
+            for i in range(x.shape[0]):
+                y[i] = a * x[i] + y[i]
+
+        @tack.kernel
+        def framed(x, y):  # three phases, t carried from the second to the third: a frame
+            for i in range(y.shape[0]):
+                y[i] = x[i]
+            t = y[0] + 1.0
+            for i in range(y.shape[0]):
+                y[i] += t
+    """))
+    (tmp_path / "kern2.py").write_text(textwrap.dedent("""
+        import tack
+
+        def make():
+            @tack.kernel
+            def scale(x, y):
+                for i in range(x.shape[0]):
+                    y[i] = 2.0 * x[i]
+            return scale
+    """))
+    run(tmp_path, fake, """
+        sys.path.insert(0, os.getcwd())
+        from kern import axpy, framed
+        x = tack.array(np.arange(1000, dtype=np.float32), device="hip")
+        y = tack.zeros(1000, np.float32, device="hip")
+        z = tack.zeros(1000, np.float32, device="hip")
+        axpy(2.0, x, y)
+        tack.synchronize()
+        s1, s2 = tack.Stream("hip"), tack.Stream("hip")
+        assert s1.handle and s2.handle and s1.handle != s2.handle and s1.device == "hip:0"
+        assert s1.__cuda_stream__() == (0, s1.handle)
+
+        # a launch on s1 runs when s1 is drained, not Tack's own stream
+        n = fake_int("launches")
+        axpy(2.0, x, y, stream=s1)
+        tack.Stream("hip", handle=0)  # HIP's null stream, wrapped: not Tack's own
+        assert fake_int("launches") == n
+        s1.synchronize()
+        assert fake_int("launches") == n + 1
+
+        # an array written on s1 and read on Tack's stream: ordered on the device,
+        # the launch before the copy, though only Tack's own stream is synchronized
+        fake_clear("completed")
+        with tack.stream(s1):
+            axpy(2.0, x, y)
+        host = y.numpy()
+        done = fake_text("completed").split()
+        assert done.index("launch(tk_phase0)") < done.index("d2h(4000)"), done
+
+        # arrays apart: nothing ordered, the launch on s2 waits for nothing on s1
+        axpy(2.0, x, y, stream=s1)
+        fake_clear("completed")
+        with tack.stream(s2):
+            w = tack.zeros(1000, np.float32, device="hip")
+            v = tack.zeros(1000, np.float32, device="hip")
+        fake_clear("completed")
+        axpy(2.0, w, v, stream=s2)
+        s2.synchronize()
+        assert fake_text("completed").split().count("launch(tk_phase0)") == 1, fake_text("completed")
+        s1.synchronize()
+
+        # explicit events: s2 waits on the device for s1's point; elapsed time
+        e0 = tack.Event("hip").record(s1)
+        axpy(2.0, x, z, stream=s1)
+        e1 = s1.record()
+        assert not e1.query()
+        fake_clear("completed")
+        s2.wait(e1)
+        s2.synchronize()  # drains s1 up to e1
+        assert "launch(tk_phase0)" in fake_text("completed") and e1.query()
+        assert abs(e0.elapsed_time(e1) - 1.5) < 1e-3, e0.elapsed_time(e1)
+        try:
+            tack.Event("hip", timing=False).elapsed_time(e1)
+        except ValueError as e:
+            assert "timing=False" in str(e), e
+        else:
+            raise SystemExit("an event without timing gave a time")
+
+        # DLPack: a consumer's stream waits for the array's last stream, not the host
+        axpy(2.0, x, z, stream=s1)
+        n = fake_int("launches")
+        cap = z.__dlpack__(stream=s2.handle)
+        assert fake_int("launches") == n
+        s2.synchronize()
+        assert fake_int("launches") == n + 1
+
+        # one program with a frame on two streams, arrays apart: the second launch
+        # waits for the first all the same (they share the frame)
+        s1.synchronize()
+        framed(x, y, stream=s1)  # (not z: exported, it is shared, and a launch using it finishes at once)
+        n = fake_int("launches")
+        framed(w, v, stream=s2)
+        s2.synchronize()
+        assert fake_int("launches") == n + 6, fake_int("launches") - n  # three phases each
+
+        # a stream dropped while an array used it lives until the array is ordered after it
+        s3 = tack.Stream("hip")
+        axpy(2.0, x, z, stream=s3)
+        del s3
+        assert "sdestroy" not in fake_text("order")
+        z.numpy()
+        assert "sdestroy" not in fake_text("order")  # x holds it too
+        x.numpy()
+        assert "sdestroy" in fake_text("order")
+
+        # a kernel freed while its launch on s1 is queued: its code goes after the launch
+        import gc, kern2
+        k = kern2.make()
+        k(x, w, stream=s1)
+        n, unloads = fake_int("launches"), fake_int("module_unloads")
+        del k
+        gc.collect()
+        assert fake_int("module_unloads") == unloads + 1
+        assert fake_int("launches") == n + 1  # drained before the module went
+
+        # refused: a stream of another device, or not a stream
+        for bad, err in ((tack.Stream("cpu"), ValueError), (3, TypeError)):
+            try:
+                axpy(2.0, x, y, stream=bad)
+            except err as e:
+                print(type(e).__name__, e)
+            else:
+                raise SystemExit(f"stream={bad!r} was accepted")
+        tack.synchronize()
+        print("ok")
+    """, FAKE_HIP_KERNEL_NS=1500000)
 def test_rocm7_libraries_are_found_by_their_sonames(tmp_path, fake):
     """ROCm 7 ships libamdhip64.so.7 and libhiprtc.so.7 (no .so.6 beside them):
     the HIP backend finds both by soname alone (here the fake under those

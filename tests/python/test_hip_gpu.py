@@ -15,102 +15,46 @@ process abort in LLVM; see test_hip.py).
 """
 
 import os
+import sys
 
 import numpy as np
 import pytest
 
 import tack
 
-
-def _hip_device():
-    try:
-        tack.zeros(1, device="hip")
-    except RuntimeError as e:
-        return None, str(e)
-    return "hip:0", ""
+sys.path.insert(0, os.path.dirname(__file__))
+import _gpu_device as G  # noqa: E402
 
 
-HIP, WHY = _hip_device()
+HIP, WHY = G.find("hip")
 gpu = pytest.mark.skipif(HIP is None, reason="no AMD GPU (or no HIP runtime) on this machine")
-
-
-@tack.kernel
-def scale(x, a):
-    for i in range(x.shape[0]):
-        x[i] = x[i] * a
-
-
-@tack.kernel
-def shifted(x, k):
-    for i in range(x.shape[0]):
-        x[i + k] = 1.0
-
-
-@tack.kernel
-def total(x, out):
-    for i in range(x.shape[0]):
-        out[0] += x[i]
-
-
-@tack.kernel
-def extremes(x, out):
-    for i in range(x.shape[0]):
-        tack.atomic_min(out, 0, x[i])
-        tack.atomic_max(out, 1, x[i])
+scale = G.scale
 
 
 def test_make_test_gpu_runs_this_file_on_its_gpu():
-    """Under make test-gpu on an AMD machine the device must be usable: a skip would hide it."""
-    if os.environ.get("TACK_GPU_EXPECT") != "hip":
-        pytest.skip("not under make test-gpu on an AMD GPU")
-    assert HIP is not None, f"make test-gpu found an AMD GPU, but Tack cannot use it: {WHY}"
+    G.expect_usable(HIP, WHY, "hip", "AMD")
 
 
 @gpu
 def test_copies_between_host_and_device():
-    for dt in (np.float32, np.float64, np.int8, np.int64, np.uint16, np.bool_):
-        host = (np.arange(1000) % 7).astype(dt)
-        d = tack.array(host, device=HIP)
-        assert d.device == HIP
-        np.testing.assert_array_equal(d.numpy(), host)
-        d2 = tack.zeros(1000, d.dtype, device=HIP)
-        tack.copyto(d2, d)
-        np.testing.assert_array_equal(d2.numpy(), host)
-    np.testing.assert_array_equal(tack.full(100, 3.5, tack.f64, device=HIP).numpy(), np.full(100, 3.5))
+    G.copies_both_ways(HIP)
 
 
 @gpu
 def test_wavefront_sums_and_atomics_match_the_cpu():
     """A privatized sum goes through the wavefront's shuffles (64 or 32 lanes,
     the device's), including a partial last wavefront."""
-    for n in (1, 63, 64, 65, 1000, 1 << 20):
-        x = np.arange(n, dtype=np.int64) % 11
-        out = tack.zeros(1, tack.i64, device=HIP)
-        total(tack.array(x, device=HIP), out)
-        assert int(out.numpy()[0]) == int(x.sum()), n
-    x = (np.arange(5000, dtype=np.int64) * 7919) % 10007 - 5000
-    out = tack.array(np.array([10 ** 9, -(10 ** 9)], np.int64), device=HIP)
-    extremes(tack.array(x, device=HIP), out)
-    np.testing.assert_array_equal(out.numpy(), [x.min(), x.max()])
+    G.sums_and_atomics(HIP, (1, 63, 64, 65, 1000, 1 << 20))
 
 
 @gpu
 def test_a_failed_check_is_reported_at_the_next_synchronization():
-    a = tack.zeros(4, tack.f32, device=HIP)
-    shifted(a, 1)
-    with pytest.raises(IndexError, match=r"index 4 is out of bounds for axis 0 with size 4.*kernel shifted"):
-        tack.synchronize(HIP)
-    tack.synchronize(HIP)  # reported once
-    shifted(a, -4)
-    tack.synchronize(HIP)
+    G.failed_check_reported_once(HIP)
 
 
 @gpu
 def test_launches_are_queued_and_ordered():
-    x = tack.array(np.ones(1 << 20, np.float32), device=HIP)
-    for _ in range(10):
-        scale(x, 2.0)
-    np.testing.assert_array_equal(x.numpy(), np.full(1 << 20, 1024.0, np.float32))
+    G.launches_in_order(HIP)
 
 
 def _torch_rocm():

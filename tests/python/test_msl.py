@@ -200,7 +200,7 @@ def test_the_phase_signature_binds_buffers_0_1_2_then_one_per_array():
         "device int32_t *a4 [[buffer(5)]]",  # z
         "uint tk_tid [[thread_position_in_grid]]", "uint tk_nth [[threads_per_grid]]"]
     # the words of buffer(2): 0 the program id; n; x's extent; a (f32 bits); y's two extents; z's; flag
-    assert "const tk_abi abi_ = {A[0]};" in src
+    assert "const tk_abi abi_ = {A[0], &fl_};" in src
     assert re.search(r"int64_t v\d+_n = \(int64_t\)\(\(int64_t\)A\[1\]\);", src), src
     assert "const int64_t a1_s0 = (int64_t)A[2];" in src
     assert re.search(r"float v\d+_a = \(float\)as_type<float>\(\(uint\)A\[3\]\);", src)
@@ -208,7 +208,8 @@ def test_the_phase_signature_binds_buffers_0_1_2_then_one_per_array():
     assert "const int64_t a4_s0 = (int64_t)A[6];" in src
     assert re.search(r"v\d+_flag = \(\(int64_t\)A\[7\]\) != 0;", src), src
     assert src.rstrip().splitlines()[-1] == "/* tack-metal: phases=p frame=0 */"
-    assert src.count("(uint64_t)tk_tid") == 1 and "(uint64_t)tk_nth" in src
+    # the thread's index starts the 32-bit unrolled loop and the 64-bit one (layout_grid.c)
+    assert src.count("(uint64_t)tk_tid") == 2 and "(uint64_t)tk_nth" in src
 
 
 def test_phases_and_the_frame():

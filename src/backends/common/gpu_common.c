@@ -23,10 +23,13 @@ void gpu_records_init(gpu_records *r, const char *where) {
 void gpu_prog_init(gpu_prog *g, tack_program *p) {
     pthread_mutex_init(&g->lock, NULL);
     g->p = p;
+    g->last = NULL;
     g->id = next_prog_id++;
 }
 
 void gpu_prog_fini(gpu_prog *g) {
+    tack_stream_release(g->last);
+    g->last = NULL;
     pthread_mutex_destroy(&g->lock);
     tack_free(g->kinds);
     g->kinds = NULL;

@@ -80,6 +80,7 @@ typedef struct gpu_prog {
     char *kinds;           /* 'p' parallel, 's' serial, per phase */
     size_t frame_bytes;
     pthread_mutex_t lock;  /* orders the program's launches */
+    tack_stream *last;     /* the stream (a reference; NULL: the device's own) its last launch went to */
 } gpu_prog;
 
 /* A device's kernel state (the record itself is the backend's: device memory). */
@@ -217,6 +218,11 @@ typedef struct gpu_launch_hooks {
     void (*launched)(tack_device *d, const char *kernel);
     /* wait for the device's stream and report a failed check (a shared argument) */
     tack_status (*finish)(tack_device *d);
+    /* Optional, asked only while a profile records (profile.c): an event
+     * recorded on the stream before the phases (NULL when it cannot be), and
+     * one after them, making the timer that reads the time between. */
+    void *(*time_start)(tack_device *d);
+    rt_prof_timer (*time_stop)(tack_device *d, void *start);
 } gpu_launch_hooks;
 
 /* Pack the slots (ctx = err, frame, id, the arguments), queue every phase

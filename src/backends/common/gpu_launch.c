@@ -23,7 +23,9 @@
  *     argument is shared with another library, in which case the launch
  *     must have finished before the call returns ("When a call returns").
  *     gpu_launch_phases is that whole sequence over a backend's two driver
- *     hooks: queue one phase, wait for the stream.
+ *     hooks: queue one phase, wait for the stream; and, while a profile
+ *     records, two more that put an event on the stream before and after
+ *     the phases, for the launch's time on the device (profile.c).
  *
  *   - A lost device (gpu_lost): an illegal address, a trap, a failed launch
  *     leave a CUDA context -- and a HIP device -- unusable for the rest of
@@ -259,11 +261,22 @@ tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid,
     }
     /* the phases share the frame buffer: queued back to back under the program's lock */
     pthread_mutex_lock(&g->lock);
+    /* Launches of one program share its frame buffer: one on another stream
+     * than the last waits for it on the device (runtime/stream.c).  A
+     * program with no frame has nothing shared, and its launches overlap. */
+    tack_stream *cur = rt_stream_now(d);
+    if (g->frame_bytes && cur != g->last && (st = rt_stream_order(d, cur, g->last)) == TACK_OK) {
+        tack_stream_retain(cur);
+        tack_stream_release(g->last);
+        g->last = cur;
+    }
+    void *timed = st == TACK_OK && h->time_start && rt_prof_on() ? h->time_start(d) : NULL; /* profile.c: device time */
     for (int k = 0; k < g->nph && st == TACK_OK; k++) {
         int par = g->kinds[k] == 'p';
         unsigned blocks = par ? gpu_phase_grid(grid, k, p, args, nargs) : 1;
         st = h->queue(d, g, k, blocks, par ? grid->block : 1, slots, (size_t)n * sizeof *slots);
     }
+    if (timed) rt_prof_cur_timer = h->time_stop(d, timed); /* tack_launch records it with the launch */
     pthread_mutex_unlock(&g->lock);
     if (st == TACK_OK) h->launched(d, p->kernel_name);
     /* shared with another library: finished, and a failed check reported, before the call returns */

@@ -614,6 +614,7 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
             entry_key(p, flags, &ident, key);
             snprintf(name, sizeof name, "%s.so", key);
             if (load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
+                rt_prof_build = "cache hit";
                 if (kc_log_info())
                     fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (built by %s; no C compiler found) (%s/%s)\n",
                             p->kernel_name, kc_now_ms() - t0, first_line, d->path, name);
@@ -628,6 +629,7 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     if (load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
         struct stat sb; /* an entry from before records existed, or whose record was lost */
         if (fstatat(d->fd, rec, &sb, AT_SYMLINK_NOFOLLOW) != 0) record_builder(d, rec, &ident, first_line);
+        rt_prof_build = "cache hit";
         if (kc_log_info())
             fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
                     kc_now_ms() - t0, d->path, name);
@@ -640,6 +642,7 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     double waited = 0;
     lock_fd = kc_lock(d, lock, BUILD_WAIT_MS, &waited);
     if (lock_fd >= 0 && load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
+        rt_prof_build = "cache hit";
         if (kc_log_info())
             fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms, built by another process (waited "
                             "%.1f ms) (%s/%s)\n", p->kernel_name, kc_now_ms() - t0, waited, d->path, name);
@@ -671,6 +674,7 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
         goto out;
     }
     record_builder(d, rec, &ident, first_line);
+    rt_prof_build = "cc";
     if (kc_log_info())
         fprintf(stderr, "tack: compiled kernel '%s' in %.1f ms with %s (%s%s, from %s) (%s/%s)\n", p->kernel_name,
                 kc_now_ms() - t0, first_line, CC_SHOWN(&cc), cc.from, d->path, name);
@@ -861,7 +865,9 @@ tack_status cpu_launch(tack_device *dev, tack_program *p, const tack_arg *args, 
     rt_fpmode fp = p->flush_denormals ? rt_flush_enter() : 0;
     l.flush = p->flush_denormals || rt_flush_active(); /* the pool runs in this thread's mode */
     pool_launch_begin(); /* the thread count, for the whole launch */
+    int64_t t0 = rt_prof_on() ? rt_prof_now() : 0; /* a profile: the generated code's time is the device's */
     ((tk_entry_fn)p->entry)(nargs ? v : NULL, &cpu_abi, &l.head); /* a kernel of no arguments reads none */
+    if (t0) rt_prof_cur_ns = rt_prof_now() - t0;
     pool_launch_end();
     if (p->flush_denormals) rt_flush_leave(fp);
     if (__atomic_load_n(&l.head.failed, __ATOMIC_ACQUIRE))

@@ -105,6 +105,10 @@ static void load(void) {
     REQ(cuPointerGetAttribute, "cuPointerGetAttribute");
     REQ(cuGetErrorString, "cuGetErrorString");
 #undef REQ
+    *(void **)&api.cuEventSynchronize = dlsym(api.lib, "cuEventSynchronize");
+    *(void **)&api.cuEventQuery = dlsym(api.lib, "cuEventQuery");
+    *(void **)&api.cuStreamDestroy = dlsym(api.lib, "cuStreamDestroy_v2");
+    *(void **)&api.cuEventElapsedTime = dlsym(api.lib, "cuEventElapsedTime");
     *(void **)&api.cuMemAllocAsync = dlsym(api.lib, "cuMemAllocAsync");
     *(void **)&api.cuMemFreeAsync = dlsym(api.lib, "cuMemFreeAsync");
     *(void **)&api.cuOccupancyMaxActiveBlocksPerMultiprocessor =
@@ -402,24 +406,24 @@ static void cuda_free(tack_device *d, void *ptr) {
 
 static tack_status cuda_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind) {
     tack_status st;
-    cuda_dev *c = d->state;
+    CUstream q = cuda_queue(d); /* the thread's current stream on d, else Tack's own */
     if (n == 0)
         return TACK_OK;
     if ((st = push(d)) != TACK_OK)
         return st;
     switch (kind) {
     case RT_COPY_H2D:
-        CU(api.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, c->stream), "cuMemcpyHtoDAsync");
-        CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+        CU(api.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, q), "cuMemcpyHtoDAsync");
+        CU(api.cuStreamSynchronize(q), "cuStreamSynchronize");
         break;
     case RT_COPY_D2H:
-        CU(api.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, c->stream), "cuMemcpyDtoHAsync");
-        CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+        CU(api.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, q), "cuMemcpyDtoHAsync");
+        CU(api.cuStreamSynchronize(q), "cuStreamSynchronize");
         /* a synchronization point: a failed check of a kernel before it is reported */
         st = cuda_check_record(d);
         break;
     case RT_COPY_D2D:
-        CU(api.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, c->stream),
+        CU(api.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, q),
            "cuMemcpyDtoDAsync");
         break;
     }
@@ -430,7 +434,7 @@ done:
 
 static tack_status cuda_fill(tack_device *d, void *dst, const void *value, size_t itemsize, size_t count) {
     tack_status st;
-    cuda_dev *c = d->state;
+    CUstream q = cuda_queue(d);
     CUdeviceptr p = (CUdeviceptr)(uintptr_t)dst;
     unsigned char *staging = NULL;
     if (count == 0)
@@ -438,15 +442,15 @@ static tack_status cuda_fill(tack_device *d, void *dst, const void *value, size_
     if ((st = push(d)) != TACK_OK)
         return st;
     if (itemsize == 1) {
-        CU(api.cuMemsetD8Async(p, *(const unsigned char *)value, count, c->stream), "cuMemsetD8Async");
+        CU(api.cuMemsetD8Async(p, *(const unsigned char *)value, count, q), "cuMemsetD8Async");
     } else if (itemsize == 2) {
         unsigned short v;
         memcpy(&v, value, 2);
-        CU(api.cuMemsetD16Async(p, v, count, c->stream), "cuMemsetD16Async");
+        CU(api.cuMemsetD16Async(p, v, count, q), "cuMemsetD16Async");
     } else if (itemsize == 4) {
         unsigned int v;
         memcpy(&v, value, 4);
-        CU(api.cuMemsetD32Async(p, v, count, c->stream), "cuMemsetD32Async");
+        CU(api.cuMemsetD32Async(p, v, count, q), "cuMemsetD32Async");
     } else {
         /* Wider elements: fill a host block once and copy it out. */
         size_t total;
@@ -456,8 +460,8 @@ static tack_status cuda_fill(tack_device *d, void *dst, const void *value, size_
         }
         for (size_t i = 0; i < count; i++)
             memcpy(staging + i * itemsize, value, itemsize);
-        CU(api.cuMemcpyHtoDAsync(p, staging, total, c->stream), "cuMemcpyHtoDAsync");
-        CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+        CU(api.cuMemcpyHtoDAsync(p, staging, total, q), "cuMemcpyHtoDAsync");
+        CU(api.cuStreamSynchronize(q), "cuStreamSynchronize");
     }
 done:
     tack_free(staging);
@@ -472,6 +476,7 @@ static tack_status cuda_synchronize(tack_device *d) {
         return st;
     CU(api.cuStreamSynchronize(c->stream), "cuStreamSynchronize");
     st = cuda_check_record(d);
+    if (st == TACK_OK) st = rt_streams_sync(d); /* and every stream of the program's (cuda_stream.c) */
 done:
     pop();
     return st;
@@ -554,6 +559,7 @@ static const rt_backend cuda_backend = {
     .unload = cuda_unload,
     .check_ptr = cuda_check_ptr,
     .stream_wait = cuda_stream_wait,
+    .streams = &cuda_stream_ops,
 };
 
 const rt_backend *rt_backend_cuda(void) { return &cuda_backend; }

@@ -24,6 +24,7 @@ typedef struct CUevent_st *CUevent;
 typedef uint64_t CUdeviceptr;
 
 #define TACK_CUDA_SUCCESS 0
+#define TACK_CUDA_ERROR_NOT_READY 600
 #define TACK_CUDA_ERROR_OUT_OF_MEMORY 2
 #define TACK_CUDA_ERROR_NO_DEVICE 100
 #define TACK_CUDA_ERROR_UNSUPPORTED_PTX_VERSION 222
@@ -60,6 +61,11 @@ typedef struct tack_cuda_api {
     CUresult (*cuEventCreate)(CUevent *e, unsigned flags);
     CUresult (*cuEventRecord)(CUevent e, CUstream s);
     CUresult (*cuEventDestroy)(CUevent e);
+    /* may be NULL: then a profile has no device times (profile.c) */
+    CUresult (*cuEventSynchronize)(CUevent e);
+    CUresult (*cuEventQuery)(CUevent e);        /* may be NULL: then no streams (cuda_stream.c) */
+    CUresult (*cuStreamDestroy)(CUstream s);    /* may be NULL: then no streams */
+    CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent stop);
     CUresult (*cuMemAlloc)(CUdeviceptr *p, size_t n);
     CUresult (*cuMemFree)(CUdeviceptr p);
     CUresult (*cuMemAllocAsync)(CUdeviceptr *p, size_t n, CUstream s); /* may be NULL */

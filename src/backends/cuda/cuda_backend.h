@@ -51,6 +51,16 @@ typedef struct cuda_dev {
     gpu_lost lost;             /* a sticky error (gpu_common.h) */
 } cuda_dev;
 
+/* The stream a copy, fill or launch on d goes to: the thread's current one
+ * on d (runtime/stream.c), else Tack's own. */
+static inline CUstream cuda_queue(tack_device *d) {
+    tack_stream *s = rt_stream_now(d);
+    return s ? (CUstream)s->handle : ((cuda_dev *)d->state)->stream;
+}
+
+/* cuda_stream.c: streams and events other than Tack's own (rt_stream_ops). */
+extern const rt_stream_ops cuda_stream_ops;
+
 /* cuda.c */
 const tack_cuda_api *cuda_api_get(void);
 /* Push d's context; fails at once when d is lost. */

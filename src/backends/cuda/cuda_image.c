@@ -158,6 +158,7 @@ static tack_status image_in(const kc_dir *dir, tack_device *d, tack_program *p, 
             im->image = im->buf + strcspn(im->buf, "\n") + 1;
         }
         if (im->buf) {
+            rt_prof_build = "cache hit";
             if (kc_log_info())
                 fprintf(stderr, "tack: loaded kernel '%s' for %s from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
                         im->arch, kc_now_ms() - t0, dir->path, im->path);
@@ -172,6 +173,7 @@ static tack_status image_in(const kc_dir *dir, tack_device *d, tack_program *p, 
     st = im->cubin ? gpu_bin_entry_write(dir, im->path, CUBIN_HEAD, key, (const unsigned char *)im->buf, im->len)
                    : write_ptx(dir, im->path, key, im->buf);
     if (st != TACK_OK) return st;
+    rt_prof_build = "nvrtc";
     if (kc_log_info())
         fprintf(stderr, "tack: compiled kernel '%s' for %s in %.1f ms with NVRTC %d.%d (%s/%s)\n", p->kernel_name,
                 im->arch, kc_now_ms() - t0, nvv / 1000, nvv % 1000 / 10, dir->path, im->path);

@@ -209,6 +209,8 @@ void cuda_unload(tack_device *d, tack_program *p) {
     if (!cp || !api) return;
     /* lost: no driver call, and no error of its own (a free) */
     int pushed = !cuda_is_lost(d) && cuda_push(d) == TACK_OK;
+    /* launches of it on other streams (runtime/stream.c) finish before its code and frame go */
+    if (pushed && rt_streams_join(d) != TACK_OK) tack_clear_error(); /* a loss: noted, said at the next call */
     pthread_mutex_lock(&c->rec.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (pushed) {
@@ -226,20 +228,78 @@ void cuda_unload(tack_device *d, tack_program *p) {
 /* -------------------------------------------------------------- launch */
 static tack_status queue_phase(tack_device *d, gpu_prog *g, int k, unsigned blocks, unsigned threads, uint64_t *slots,
                                size_t bytes) {
-    cuda_dev *c = d->state;
     void *params[1] = {slots};
     (void)bytes;
-    CUresult r = cuda_api_get()->cuLaunchKernel(((cuda_prog *)g)->fn[k], blocks, 1, 1, threads, 1, 1, 0, c->stream,
+    CUresult r = cuda_api_get()->cuLaunchKernel(((cuda_prog *)g)->fn[k], blocks, 1, 1, threads, 1, 1, 0, cuda_queue(d),
                                                 params, NULL);
     return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_fail(d, r, "cuLaunchKernel");
 }
 
 static tack_status finish(tack_device *d) {
-    CUresult r = cuda_api_get()->cuStreamSynchronize(((cuda_dev *)d->state)->stream);
+    CUresult r = cuda_api_get()->cuStreamSynchronize(cuda_queue(d)); /* the stream it was launched on */
     return r == TACK_CUDA_SUCCESS ? cuda_check_record(d) : cuda_fail(d, r, "cuStreamSynchronize");
 }
 
-static const gpu_launch_hooks hooks = {queue_phase, cuda_note_launch, finish};
+/* While a profile records: events before and after the phases (profile.c).
+ * The timer reads the time between once the device has run them, and frees
+ * both; a failure to read is an error of the profile's stop, not the launch's. */
+typedef struct cuda_timer {
+    tack_device *d;
+    CUevent a, b;
+} cuda_timer;
+
+static tack_status timer_read(void *ctx, int64_t *ns) {
+    cuda_timer *t = ctx;
+    const tack_cuda_api *api = cuda_api_get();
+    tack_status st = TACK_OK;
+    int pushed = !cuda_is_lost(t->d) && cuda_push(t->d) == TACK_OK;
+    if (ns && pushed) {
+        float ms = 0;
+        CUresult r = api->cuEventSynchronize(t->b);
+        if (r == TACK_CUDA_SUCCESS) r = api->cuEventElapsedTime(&ms, t->a, t->b);
+        st = r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_fail(t->d, r, "cuEventElapsedTime");
+        if (st == TACK_OK) *ns = (int64_t)((double)ms * 1e6 + 0.5); /* ms as a float: to the nearest ns */
+    } else if (ns) {
+        st = tack_set_error(TACK_ERR_DEVICE, "%s: cannot read a launch's device time", t->d->name);
+    }
+    if (pushed && !cuda_is_lost(t->d)) {
+        cuda_note(t->d, api->cuEventDestroy(t->a));
+        cuda_note(t->d, api->cuEventDestroy(t->b));
+    }
+    if (pushed) cuda_pop();
+    tack_free(t);
+    return st;
+}
+
+static void *time_start(tack_device *d) {
+    const tack_cuda_api *api = cuda_api_get();
+    if (!api->cuEventSynchronize || !api->cuEventElapsedTime) return NULL;
+    cuda_timer *t = tack_calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->d = d;
+    if (api->cuEventCreate(&t->a, 0) != TACK_CUDA_SUCCESS) t->a = NULL;
+    if (t->a && api->cuEventRecord(t->a, cuda_queue(d)) == TACK_CUDA_SUCCESS) return t;
+    if (t->a) api->cuEventDestroy(t->a);
+    tack_free(t);
+    return NULL;
+}
+
+static rt_prof_timer time_stop(tack_device *d, void *start) {
+    const tack_cuda_api *api = cuda_api_get();
+    cuda_timer *t = start;
+    rt_prof_timer tm = {timer_read, t};
+    if (api->cuEventCreate(&t->b, 0) != TACK_CUDA_SUCCESS ||
+        api->cuEventRecord(t->b, cuda_queue(d)) != TACK_CUDA_SUCCESS) {
+        if (t->b) api->cuEventDestroy(t->b);
+        api->cuEventDestroy(t->a);
+        tack_free(t);
+        tm.resolve = NULL;
+        tm.ctx = NULL;
+    }
+    return tm;
+}
+
+static const gpu_launch_hooks hooks = {queue_phase, cuda_note_launch, finish, time_start, time_stop};
 
 tack_status cuda_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
     cuda_dev *c = d->state;

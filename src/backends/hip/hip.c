@@ -87,6 +87,10 @@ static int bind_api(void *lib) {
     REQ(hipGetErrorName);
     REQ(hipGetErrorString);
 #undef REQ
+    *(void **)&api.hipEventSynchronize = dlsym(lib, "hipEventSynchronize");
+    *(void **)&api.hipEventQuery = dlsym(lib, "hipEventQuery");
+    *(void **)&api.hipStreamDestroy = dlsym(lib, "hipStreamDestroy");
+    *(void **)&api.hipEventElapsedTime = dlsym(lib, "hipEventElapsedTime");
     *(void **)&api.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor =
         dlsym(lib, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
     return 1;
@@ -322,22 +326,22 @@ static void hip_free(tack_device *d, void *ptr) {
 
 static tack_status hip_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind) {
     tack_status st;
-    hip_dev *h = d->state;
+    hipStream_t q = hip_queue(d); /* the thread's current stream on d, else Tack's own */
     if (n == 0) return TACK_OK;
     if ((st = hip_push(d)) != TACK_OK) return st;
     switch (kind) {
     case RT_COPY_H2D:
-        HIP(api.hipMemcpyAsync(dst, src, n, TACK_HIP_MEMCPY_H2D, h->stream), "hipMemcpyAsync");
-        HIP(api.hipStreamSynchronize(h->stream), "hipStreamSynchronize");
+        HIP(api.hipMemcpyAsync(dst, src, n, TACK_HIP_MEMCPY_H2D, q), "hipMemcpyAsync");
+        HIP(api.hipStreamSynchronize(q), "hipStreamSynchronize");
         break;
     case RT_COPY_D2H:
-        HIP(api.hipMemcpyAsync(dst, src, n, TACK_HIP_MEMCPY_D2H, h->stream), "hipMemcpyAsync");
-        HIP(api.hipStreamSynchronize(h->stream), "hipStreamSynchronize");
+        HIP(api.hipMemcpyAsync(dst, src, n, TACK_HIP_MEMCPY_D2H, q), "hipMemcpyAsync");
+        HIP(api.hipStreamSynchronize(q), "hipStreamSynchronize");
         /* a synchronization point: a failed check of a kernel before it is reported */
         st = hip_check_record(d);
         break;
     case RT_COPY_D2D:
-        HIP(api.hipMemcpyAsync(dst, src, n, TACK_HIP_MEMCPY_D2D, h->stream), "hipMemcpyAsync");
+        HIP(api.hipMemcpyAsync(dst, src, n, TACK_HIP_MEMCPY_D2D, q), "hipMemcpyAsync");
         break;
     }
 done:
@@ -347,20 +351,20 @@ done:
 
 static tack_status hip_fill(tack_device *d, void *dst, const void *value, size_t itemsize, size_t count) {
     tack_status st;
-    hip_dev *h = d->state;
+    hipStream_t q = hip_queue(d); /* the thread's current stream on d, else Tack's own */
     unsigned char *staging = NULL;
     if (count == 0) return TACK_OK;
     if ((st = hip_push(d)) != TACK_OK) return st;
     if (itemsize == 1) {
-        HIP(api.hipMemsetD8Async(dst, *(const unsigned char *)value, count, h->stream), "hipMemsetD8Async");
+        HIP(api.hipMemsetD8Async(dst, *(const unsigned char *)value, count, q), "hipMemsetD8Async");
     } else if (itemsize == 2) {
         unsigned short v;
         memcpy(&v, value, 2);
-        HIP(api.hipMemsetD16Async(dst, v, count, h->stream), "hipMemsetD16Async");
+        HIP(api.hipMemsetD16Async(dst, v, count, q), "hipMemsetD16Async");
     } else if (itemsize == 4) {
         int v;
         memcpy(&v, value, 4);
-        HIP(api.hipMemsetD32Async(dst, v, count, h->stream), "hipMemsetD32Async");
+        HIP(api.hipMemsetD32Async(dst, v, count, q), "hipMemsetD32Async");
     } else {
         /* wider elements: a host block filled once and copied out */
         size_t total;
@@ -369,8 +373,8 @@ static tack_status hip_fill(tack_device *d, void *dst, const void *value, size_t
             goto done;
         }
         for (size_t i = 0; i < count; i++) memcpy(staging + i * itemsize, value, itemsize);
-        HIP(api.hipMemcpyAsync(dst, staging, total, TACK_HIP_MEMCPY_H2D, h->stream), "hipMemcpyAsync");
-        HIP(api.hipStreamSynchronize(h->stream), "hipStreamSynchronize");
+        HIP(api.hipMemcpyAsync(dst, staging, total, TACK_HIP_MEMCPY_H2D, q), "hipMemcpyAsync");
+        HIP(api.hipStreamSynchronize(q), "hipStreamSynchronize");
     }
 done:
     tack_free(staging);
@@ -384,6 +388,7 @@ static tack_status hip_synchronize(tack_device *d) {
     if ((st = hip_push(d)) != TACK_OK) return st;
     HIP(api.hipStreamSynchronize(h->stream), "hipStreamSynchronize");
     st = hip_check_record(d);
+    if (st == TACK_OK) st = rt_streams_sync(d); /* and every stream of the program's (hip_stream.c) */
 done:
     hip_pop();
     return st;
@@ -451,6 +456,7 @@ static const rt_backend hip_backend = {
     .unload = hip_unload,
     .check_ptr = hip_check_ptr,
     .stream_wait = hip_stream_wait,
+    .streams = &hip_stream_ops,
 };
 
 const rt_backend *rt_backend_hip(void) { return &hip_backend; }

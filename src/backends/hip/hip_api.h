@@ -33,6 +33,7 @@ typedef struct ihipModuleSymbol_t *hipFunction_t;
 typedef struct ihipEvent_t *hipEvent_t;
 
 #define TACK_HIP_SUCCESS 0
+#define TACK_HIP_ERROR_NOT_READY 600
 #define TACK_HIP_ERROR_INVALID_VALUE 1
 #define TACK_HIP_ERROR_OUT_OF_MEMORY 2
 #define TACK_HIP_ERROR_NO_DEVICE 100
@@ -82,6 +83,11 @@ typedef struct tack_hip_api {
     hipError_t (*hipEventCreateWithFlags)(hipEvent_t *e, unsigned flags);
     hipError_t (*hipEventRecord)(hipEvent_t e, hipStream_t s);
     hipError_t (*hipEventDestroy)(hipEvent_t e);
+    /* may be NULL: then a profile has no device times (profile.c) */
+    hipError_t (*hipEventSynchronize)(hipEvent_t e);
+    hipError_t (*hipEventQuery)(hipEvent_t e);      /* may be NULL: then no streams (hip_stream.c) */
+    hipError_t (*hipStreamDestroy)(hipStream_t s);  /* may be NULL: then no streams */
+    hipError_t (*hipEventElapsedTime)(float *ms, hipEvent_t start, hipEvent_t stop);
     hipError_t (*hipMalloc)(void **p, size_t n);
     hipError_t (*hipFree)(void *p);
     hipError_t (*hipMemcpyAsync)(void *dst, const void *src, size_t n, int kind, hipStream_t s);

@@ -28,6 +28,16 @@ typedef struct hip_dev {
     gpu_lost lost;       /* a sticky error */
 } hip_dev;
 
+/* The stream a copy, fill or launch on d goes to: the thread's current one
+ * on d (runtime/stream.c), else Tack's own. */
+static inline hipStream_t hip_queue(tack_device *d) {
+    tack_stream *s = rt_stream_now(d);
+    return s ? (hipStream_t)s->handle : ((hip_dev *)d->state)->stream;
+}
+
+/* hip_stream.c: streams and events other than Tack's own (rt_stream_ops). */
+extern const rt_stream_ops hip_stream_ops;
+
 /* hip.c */
 const tack_hip_api *hip_api_get(void);
 /* Make d's GPU the calling thread's current HIP device (as it was before at

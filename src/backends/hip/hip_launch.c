@@ -106,6 +106,7 @@ static tack_status image_in(const kc_dir *dir, tack_device *d, tack_program *p, 
     double t0 = kc_now_ms();
     if (!refresh && (im->buf = gpu_bin_entry_read(dir, im->path, HSACO_HEAD, key, "a code object", elf_magic,
                                                   &im->image, &im->len))) {
+        rt_prof_build = "cache hit";
         if (kc_log_info())
             fprintf(stderr, "tack: loaded kernel '%s' for %s from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
                     h->arch, kc_now_ms() - t0, dir->path, im->path);
@@ -119,6 +120,7 @@ static tack_status image_in(const kc_dir *dir, tack_device *d, tack_program *p, 
     im->buf = code;
     im->image = code;
     if ((st = gpu_bin_entry_write(dir, im->path, HSACO_HEAD, key, im->image, im->len)) != TACK_OK) return st;
+    rt_prof_build = "hiprtc";
     if (kc_log_info())
         fprintf(stderr, "tack: compiled kernel '%s' for %s in %.1f ms with hiprtc %d.%d (%s/%s)\n", p->kernel_name,
                 h->arch, kc_now_ms() - t0, hv / 1000, hv % 1000 / 10, dir->path, im->path);
@@ -240,6 +242,8 @@ void hip_unload(tack_device *d, tack_program *p) {
     hip_prog *hp = p->handle;
     if (!hp || !api) return;
     int pushed = !hip_is_lost(d) && hip_push(d) == TACK_OK;
+    /* launches of it on other streams (runtime/stream.c) finish before its code and frame go */
+    if (pushed && rt_streams_join(d) != TACK_OK) tack_clear_error(); /* a loss: noted, said at the next call */
     pthread_mutex_lock(&h->rec.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (pushed) {
@@ -257,20 +261,75 @@ void hip_unload(tack_device *d, tack_program *p) {
 /* -------------------------------------------------------------- launch */
 static tack_status queue_phase(tack_device *d, gpu_prog *g, int k, unsigned blocks, unsigned threads, uint64_t *slots,
                                size_t bytes) {
-    hip_dev *h = d->state;
     void *extra[5] = {TACK_HIP_LAUNCH_PARAM_BUFFER_POINTER, slots, TACK_HIP_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
                       TACK_HIP_LAUNCH_PARAM_END};
     hipError_t r = hip_api_get()->hipModuleLaunchKernel(((hip_prog *)g)->fn[k], blocks, 1, 1, threads, 1, 1, 0,
-                                                         h->stream, NULL, extra);
+                                                         hip_queue(d), NULL, extra);
     return r == TACK_HIP_SUCCESS ? TACK_OK : hip_fail(d, r, "hipModuleLaunchKernel");
 }
 
 static tack_status finish(tack_device *d) {
-    hipError_t r = hip_api_get()->hipStreamSynchronize(((hip_dev *)d->state)->stream);
+    hipError_t r = hip_api_get()->hipStreamSynchronize(hip_queue(d)); /* the stream it was launched on */
     return r == TACK_HIP_SUCCESS ? hip_check_record(d) : hip_fail(d, r, "hipStreamSynchronize");
 }
 
-static const gpu_launch_hooks hooks = {queue_phase, hip_note_launch, finish};
+/* While a profile records: events before and after the phases (profile.c).
+ * The timer reads the time between once the device has run them, and frees
+ * both; a failure to read is an error of the profile's stop, not the launch's. */
+typedef struct hip_timer {
+    tack_device *d;
+    hipEvent_t a, b;
+} hip_timer;
+
+static tack_status timer_read(void *ctx, int64_t *ns) {
+    hip_timer *t = ctx;
+    const tack_hip_api *api = hip_api_get();
+    tack_status st = TACK_OK;
+    if (ns && !hip_is_lost(t->d) && (st = hip_push(t->d)) == TACK_OK) {
+        float ms = 0;
+        hipError_t r = api->hipEventSynchronize(t->b);
+        if (r == TACK_HIP_SUCCESS) r = api->hipEventElapsedTime(&ms, t->a, t->b);
+        st = r == TACK_HIP_SUCCESS ? TACK_OK : hip_fail(t->d, r, "hipEventElapsedTime");
+        if (st == TACK_OK) *ns = (int64_t)((double)ms * 1e6 + 0.5); /* ms as a float: to the nearest ns */
+        hip_pop();
+    }
+    if (!hip_is_lost(t->d)) {
+        hip_note(t->d, api->hipEventDestroy(t->a));
+        if (t->b) hip_note(t->d, api->hipEventDestroy(t->b));
+    }
+    tack_free(t);
+    return st;
+}
+
+static void *time_start(tack_device *d) {
+    const tack_hip_api *api = hip_api_get();
+    if (!api->hipEventSynchronize || !api->hipEventElapsedTime) return NULL;
+    hip_timer *t = tack_calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->d = d;
+    if (api->hipEventCreateWithFlags(&t->a, 0) != TACK_HIP_SUCCESS) t->a = NULL;
+    if (t->a && api->hipEventRecord(t->a, hip_queue(d)) == TACK_HIP_SUCCESS) return t;
+    if (t->a) api->hipEventDestroy(t->a);
+    tack_free(t);
+    return NULL;
+}
+
+static rt_prof_timer time_stop(tack_device *d, void *start) {
+    const tack_hip_api *api = hip_api_get();
+    hip_timer *t = start;
+    rt_prof_timer tm = {timer_read, t};
+    if (api->hipEventCreateWithFlags(&t->b, 0) != TACK_HIP_SUCCESS ||
+        api->hipEventRecord(t->b, hip_queue(d)) != TACK_HIP_SUCCESS) {
+        if (t->b) api->hipEventDestroy(t->b);
+        api->hipEventDestroy(t->a);
+        tack_free(t);
+        tm.resolve = NULL;
+        tm.ctx = NULL;
+    }
+    return tm;
+}
+
+static const gpu_launch_hooks hooks = {queue_phase, hip_note_launch, finish, time_start, time_stop};
 
 tack_status hip_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
     hip_dev *h = d->state;

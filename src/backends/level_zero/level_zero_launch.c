@@ -285,6 +285,7 @@ static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program
         tack_status st = make_module(d, p, bin, len, out, 1);
         tack_free(buf);
         if (st == TACK_OK) {
+            rt_prof_build = "cache hit";
             if (kc_log_info())
                 fprintf(stderr, "tack: loaded kernel '%s' for %s from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
                         d->name, kc_now_ms() - t0, dir->path, name);
@@ -307,6 +308,7 @@ static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program
         *out = NULL;
         return st;
     }
+    rt_prof_build = "ocloc";
     if (kc_log_info())
         fprintf(stderr, "tack: compiled kernel '%s' for %s (%s) in %.1f ms (%s/%s)\n", p->kernel_name, d->name,
                 ((lz_dev *)d->state)->name, kc_now_ms() - t0, dir->path, name);

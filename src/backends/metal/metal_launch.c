@@ -104,6 +104,7 @@ static tack_status compile(tack_device *d, tack_program *p, id *lib) {
     }
     mtl_void_bool(opts, TK_S(setFastMathEnabled), p->fast_math ? TK_YES : TK_NO);
     mtl_void_langver(opts, TK_S(setLanguageVersion), TK_MTL_LANGUAGE_VERSION_3_0);
+    rt_prof_build = "metal compiler";
     *lib = mtl_id_id_id_err(h->device, TK_S(newLibraryWithSource_options_error), src, opts, &err);
     if (!*lib) {
         char text[2000];

@@ -214,6 +214,7 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
             r = bs != TACK_CL_SUCCESS ? bs : TACK_CL_OUT_OF_HOST_MEMORY;
         tack_free(buf);
         if (r == TACK_CL_SUCCESS) {
+            rt_prof_build = "cache hit";
             if (kc_log_info())
                 fprintf(stderr, "tack: loaded kernel '%s' for %s from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
                         d->name, kc_now_ms() - t0, dir->path, name);
@@ -240,6 +241,7 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
     } else if (kc_log_info()) {
         fprintf(stderr, "tack: the OpenCL driver gives no binary for kernel '%s'; it is not cached\n", p->kernel_name);
     }
+    rt_prof_build = "clBuildProgram";
     if (kc_log_info())
         fprintf(stderr, "tack: compiled kernel '%s' for %s (%s) with options '%s' in %.1f ms (%s/%s)\n", p->kernel_name,
                 d->name, c->name, opts, kc_now_ms() - t0, dir->path, name);

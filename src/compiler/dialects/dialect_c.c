@@ -109,6 +109,7 @@ static const char PRELUDE_CORE[] =
 /* the launch ABI's structs, from src/runtime/cpu_abi.h (cmake/cpu_abi_prelude.cmake) */
 #include "cpu_abi_prelude.inc"
     "#define TK_FAILED(c) __atomic_load_n(&(c)->failed, __ATOMIC_RELAXED)\n"
+    "#define TK_CALL_FAILED(c, a) TK_FAILED(c)\n"
     "/* serial loops spend tk_bud_, one unit an iteration, and poll when it runs out */\n"
     "#define TK_BUDGET 65536\n"
     "#define TK_STRIP 65536\n"

@@ -313,8 +313,9 @@ static const char PRELUDE_HEAD[] =
     "typedef float tk_wide; /* the widest float: Apple GPUs have no double */\n"
     "/* The device's error record (32 bytes), as gpu_common.h lays it out. */\n"
     "typedef struct tk_ctx { int failed; int site; ulong prog; long a, b; } tk_ctx;\n"
-    "typedef struct tk_abi { ulong prog; } tk_abi;\n"
+    "typedef struct tk_abi { ulong prog; thread int *fl; } tk_abi; /* fl: the thread's failure flag */\n"
     "#define TK_FAILED(c) (atomic_load_explicit((device atomic_int *)&(c)->failed, memory_order_relaxed) != 0)\n"
+    "#define TK_CALL_FAILED(c, a) (*(a)->fl)\n"
     "#define tk_wrap(i, s) ((i) < 0 ? (i) + (s) : (i))\n"
     "/* The first failure wins the record; the host reads it after the command\n"
     " * buffer completes, which makes these plain stores visible. */\n"
@@ -327,7 +328,7 @@ static const char PRELUDE_HEAD[] =
     "    }\n"
     "    c->site = site; c->prog = prog; c->a = a; c->b = b;\n"
     "}\n"
-    "#define TK_FAIL(c, s, a, b) tk_fail(c, abi->prog, s, a, b)\n";
+    "#define TK_FAIL(c, s, a, b) (*abi->fl = 1, tk_fail(c, abi->prog, s, a, b))\n";
 
 /* The helpers every dialect shares (prelude.c), spelled for MSL: float is
  * the widest float, so no float64 ones. */

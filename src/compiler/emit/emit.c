@@ -43,7 +43,8 @@
  *
  * A failing check calls abi->fail(ctx, site, a, b) and leaves the function
  * being written (returning tk_zero from a function with a value); after a
- * call to a @tack.func the code tests ctx->failed and leaves too.
+ * call to a @tack.func that can fail (may_fail.c) the code tests the
+ * dialect's TK_CALL_FAILED and leaves too.
  */
 #include <math.h>
 #include <stdio.h>
@@ -62,14 +63,17 @@ void em_indent(tk_emitter *e) {
     for (int i = 0; i < e->ind; i++) tk_puts(e->b, "    ");
 }
 
-/* A local's C name: v<index>[_<name>] (ASCII names only). */
+/* A local's C name: v<index>[_<name>] (ASCII names only), then a copy's suffix in an unrolled loop. */
 void em_local_name(tk_emitter *e, int loc) {
     const char *n = e->S->locals[loc].name;
+    const char *lane = e->lane && e->S == e->K && e->S->locals[loc].scope == e->lane_scope &&
+                               !(e->lane_keep && e->lane_keep[loc]) ? e->lane : "";
     P(e, "v%d", loc);
-    if (!n) return;
-    for (const char *c = n; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')) return;
-    P(e, "_%s", n[0] == '_' ? n + 1 : n);
+    int ascii = n != NULL;
+    for (const char *c = n; ascii && *c; c++)
+        ascii = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_';
+    if (ascii) P(e, "_%s", n[0] == '_' ? n + 1 : n);
+    P(e, "%s", lane);
 }
 
 /* Text from the user's Python (a function's name, a file path) inside a C
@@ -532,10 +536,12 @@ void em_block(tk_emitter *e, tk_ir *b) {
     for (int i = 0; i < b->n; i++) st(e, b->k[i]);
 }
 
+/* After a call that can fail (may_fail.c), leave when it did: TK_CALL_FAILED
+ * is the dialect's (a GPU's reads the thread's own flag, not the record). */
 static void after_call(tk_emitter *e, tk_ir *v) {
-    if (v->op == IR_CALL && e->C->opts.checks) {
+    if (v->op == IR_CALL && e->C->opts.checks && (e->mayfail[v->aux] || em_race_call(e, v))) {
         I(e);
-        P(e, "if (TK_FAILED(ctx)) ");
+        P(e, "if (TK_CALL_FAILED(ctx, abi)) ");
         ret_fail(e);
         P(e, "\n");
     }
@@ -1021,6 +1027,7 @@ const char *tk_emit(tk_cc *C) {
     tk_buf_init(&funcs, &C->arena);
     tk_spec *K = C->specs[0];
     e->K = K;
+    e->mayfail = tk_may_fail(C);
     tk_func *KF = &C->m->funcs[K->func];
 
     functions(e, K, &funcs);
@@ -1073,4 +1080,9 @@ void tk_emitter_stmt(tk_emitter *e, tk_ir *s) { st(e, s); }
 void tk_emitter_local(tk_emitter *e, int local) { local_name(e, local); }
 void tk_emitter_declare_locals(tk_emitter *e, int scope, const char *mask, int in) {
     declare_locals(e, scope, 0, mask, in);
+}
+void tk_emitter_lane(tk_emitter *e, const char *suffix, int scope, const char *keep) {
+    e->lane = suffix;
+    e->lane_scope = scope;
+    e->lane_keep = keep;
 }

@@ -71,6 +71,10 @@ struct tk_emitter {
     uint64_t hist;         /* in the private-histogram version of a parallel loop: bit q, array q (privatize.c) */
     int rc;                /* in the chunk of a loop the race detector watches: its index + 1 (race_watch.c) */
     int rcf;               /* writing a @tack.func's watched copy (race_watch.c) */
+    const char *mayfail;   /* per spec: a call to it can fail (may_fail.c) */
+    const char *lane;      /* a copy of an unrolled loop body: its locals' suffix (tk_emitter_lane) */
+    int lane_scope;
+    const char *lane_keep;
 };
 
 static inline const char *ctype(tk_emitter *e, int dt) { return e->D->ctype((tack_dtype)dt); }

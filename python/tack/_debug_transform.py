@@ -1,0 +1,216 @@
+"""Debug mode's rewrite of a kernel's own AST (tack._debug's second step).
+
+A kernel run as Python must compute in the types the compiled kernel
+computes in, so every arithmetic operator, comparison, subscript, store,
+augmented assignment, call and ``for`` loop of its source is routed through
+a helper of the run's context (tack._debug._Ctx), which applies Tack's type
+rule to the operands' run-time values.  ``_Transform`` is that rewrite, an
+``ast.NodeTransformer`` over the function's own parsed source; the context
+is a parameter of a factory function around the rewritten copy, and the
+copy keeps the file's name and line numbers, so tracebacks and pdb show the
+kernel's own lines.  ``_transformed`` builds and caches the factory; a
+struct build's rewritten tree (tack._structs) and the race detector's
+subclass (tack._debug_races) come in here too.  The rewrite knows only the
+names of the context's helpers, never their types: the rules stay in
+tack._debug.
+"""
+
+from __future__ import annotations
+
+import ast
+
+_AST_BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+            ast.Pow: "**", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&",
+            ast.BitOr: "|", ast.BitXor: "^"}
+_AST_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+_CTX = "__tack_ctx"
+
+
+def _c(name):
+    return ast.Attribute(value=ast.Name(id=_CTX, ctx=ast.Load()), attr=name, ctx=ast.Load())
+
+
+def _callc(name, *args):
+    return ast.Call(func=_c(name), args=list(args), keywords=[])
+
+
+class _Transform(ast.NodeTransformer):
+    """Route a kernel's operators, subscripts, stores and calls through _Ctx."""
+
+    def __init__(self, is_kernel, line_shift):
+        self.is_kernel = is_kernel
+        self.line_shift = line_shift  # the parsed source's line 1 is the file's line 1 + line_shift
+        self.n = 0
+
+    def _choice(self, node, k, value):
+        return _callc("choice", ast.Constant(node.lineno + self.line_shift), ast.Constant(node.col_offset),
+                      ast.Constant(k), value)
+
+    def visit_BoolOp(self, node):
+        """`a and b and c` as `((a and b) and c)` with each pair's operands in
+        the type the compiler gives the pair (lower_expr.c, shortcircuit)."""
+        self.generic_visit(node)
+        acc = node.values[0]
+        for k, v in enumerate(node.values[1:], 1):
+            acc = ast.copy_location(ast.BoolOp(op=node.op, values=[self._choice(node, k, acc),
+                                                                    self._choice(node, k, v)]), node)
+        return acc
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(self._choice(node, 0, node), node)
+
+    def tmp(self):
+        self.n += 1
+        return f"__tack_t{self.n}"
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(_callc("bin", ast.Constant(_AST_BIN[type(node.op)]), node.left, node.right), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.USub):
+            return ast.copy_location(_callc("neg", node.operand), node)
+        if isinstance(node.op, ast.Invert):
+            return ast.copy_location(_callc("inv", node.operand), node)
+        return node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if not all(type(o) in _AST_CMP for o in node.ops):
+            return node
+        parts = []
+        left = node.left
+        for i, (op, right) in enumerate(zip(node.ops, node.comparators)):
+            if i < len(node.ops) - 1:
+                name = self.tmp()
+                right_val = ast.NamedExpr(target=ast.Name(id=name, ctx=ast.Store()), value=right)
+                parts.append(_callc("cmp", ast.Constant(_AST_CMP[type(op)]), left, right_val))
+                left = ast.Name(id=name, ctx=ast.Load())
+            else:
+                parts.append(_callc("cmp", ast.Constant(_AST_CMP[type(op)]), left, right))
+        out = parts[0] if len(parts) == 1 else ast.BoolOp(op=ast.And(), values=parts)
+        return ast.copy_location(out, node)
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            return ast.copy_location(_callc("load", node.value, node.slice), node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in ("breakpoint", "print"):
+            return node  # called from the kernel's own frame (pdb stops there)
+        return ast.copy_location(ast.Call(func=_c("call"), args=[node.func] + node.args,
+                                          keywords=node.keywords), node)
+
+    def _assign_to(self, target, value, node):
+        """Statements assigning the (transformed) expression `value` to `target`."""
+        if isinstance(target, ast.Subscript):
+            self.generic_visit(target)  # its value and index
+            return [ast.copy_location(ast.Expr(_callc("store", target.value, target.slice, value)), node)]
+        if isinstance(target, ast.Name):
+            value = _callc("local", ast.Constant(target.id), value)
+            return [ast.copy_location(ast.Assign(targets=[target], value=value), node)]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            name = self.tmp()
+            out = [ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value), node)]
+            unpacked = [self.tmp() for _ in target.elts]
+            out.append(ast.copy_location(ast.Assign(
+                targets=[ast.Tuple(elts=[ast.Name(id=u, ctx=ast.Store()) for u in unpacked], ctx=ast.Store())],
+                value=ast.Name(id=name, ctx=ast.Load())), node))
+            for elt, u in zip(target.elts, unpacked):
+                out += self._assign_to(elt, ast.Name(id=u, ctx=ast.Load()), node)
+            return out
+        self.generic_visit(target)
+        return [ast.copy_location(ast.Assign(targets=[target], value=value), node)]
+
+    def visit_Assign(self, node):
+        value = self.visit(node.value)
+        if len(node.targets) == 1:
+            return self._assign_to(node.targets[0], value, node)
+        name = self.tmp()
+        out = [ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value), node)]
+        for t in node.targets:
+            out += self._assign_to(t, ast.Name(id=name, ctx=ast.Load()), node)
+        return out
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            return node
+        value = _callc("annotated", node.annotation, self.visit(node.value))
+        return self._assign_to(node.target, value, node)
+
+    def visit_AugAssign(self, node):
+        op = ast.Constant(_AST_BIN[type(node.op)])
+        value = self.visit(node.value)
+        t = node.target
+        if isinstance(t, ast.Subscript):
+            self.generic_visit(t)
+            return ast.copy_location(ast.Expr(_callc("aug", op, t.value, t.slice, value,
+                                                     ast.Constant(node.lineno + self.line_shift))), node)
+        if isinstance(t, ast.Name):
+            load = ast.Name(id=t.id, ctx=ast.Load())
+            return self._assign_to(ast.Name(id=t.id, ctx=ast.Store()), _callc("bin", op, load, value), node)
+        self.generic_visit(node)
+        return node
+
+    def visit_Assert(self, node):
+        self.generic_visit(node)
+        args = [node.test] + ([node.msg] if node.msg is not None else [])
+        return ast.copy_location(ast.Expr(_callc("assert_", *args)), node)
+
+
+def _transformed(fn, is_kernel, races=False):
+    """The factory of fn's transformed copy: called with the context and the
+    values of fn's free variables, it returns the function.  With `races`,
+    the copy a kernel with check_races runs (tack._debug_races)."""
+    attr = "__tack_debug_race_factory__" if races else "__tack_debug_factory__"
+    cached = getattr(fn, attr, None)
+    if cached is not None and cached[0] is fn.__code__ and cached[1] == is_kernel:
+        return cached[2]
+    from ._source import getsourcelines
+
+    lines, first = getsourcelines(fn)
+    src = "".join(lines)
+    if src[:1] in (" ", "\t"):  # indented: parsed as the body of `if 1:`, as the compiler's front end
+        tree = ast.parse("if 1:\n" + src)  # does, so that columns are the file's (and/or choices)
+        fdef = tree.body[0].body[0] if tree.body and isinstance(tree.body[0], ast.If) else None
+        shift = first - 2
+    else:
+        tree = ast.parse(src)
+        fdef = tree.body[0]
+        shift = first - 1
+    if not isinstance(fdef, ast.FunctionDef):
+        raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
+    if getattr(fn, "__tack_tree__", None) is not None:  # a struct build's tree (tack._structs)
+        import copy
+
+        fdef = copy.deepcopy(fn.__tack_tree__)
+    fdef.decorator_list = []
+    ret_ann = fdef.returns
+    if races:
+        from ._debug_races import transform_class
+
+        fdef = transform_class()(is_kernel, shift, fn).visit(fdef)
+    else:
+        fdef = _Transform(is_kernel, shift).visit(fdef)
+    ast.fix_missing_locations(fdef)
+    free = list(fn.__code__.co_freevars)
+    factory = ast.parse(f"def __tack_factory({', '.join([_CTX] + free)}):\n    pass\n").body[0]
+    factory.body = [fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))]
+    mod = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(mod)
+    ast.increment_lineno(mod, shift)
+    code = compile(mod, fn.__code__.co_filename, "exec")
+    ns = {}
+    exec(code, fn.__globals__, ns)
+    entry = (fn.__code__, is_kernel, (ns["__tack_factory"], free, ret_ann is not None))
+    try:
+        setattr(fn, attr, entry)
+    except AttributeError:
+        pass
+    return entry[2]

@@ -1,0 +1,113 @@
+/*
+ * cuda_stream.c -- CUDA streams and events for runtime/stream.c.
+ *
+ * Tack queues a device's work on one stream of its own (cuda.c); a program
+ * that names another (tack.Stream, a wrapped PyTorch or CuPy stream) has
+ * its copies and launches go there instead (cuda_queue), and orders them
+ * with events.  These are the driver calls behind that: a stream made in
+ * the device's primary context as Tack's own is (blocking: it also orders
+ * with the legacy default stream, as PyTorch's and CuPy's default streams
+ * expect), events with or without timing, record, a wait on the device
+ * (cuStreamWaitEvent), a wait on the host, a query and the elapsed time.
+ * Each call pushes the primary context, so they work from any thread.
+ *
+ * A stream's synchronization is a synchronization point like Tack's own
+ * stream's: a failed check in a kernel that ran on it is reported there
+ * (the device's one error record, cuda_launch.c).  A NULL tack_stream is
+ * Tack's own stream.  The entry points the driver lacks (cuStreamDestroy,
+ * cuEventQuery, cuEventSynchronize, cuEventElapsedTime before CUDA's
+ * oldest supported versions) make a stream refused with their names.
+ */
+#include <string.h>
+
+#include "backends/cuda/cuda_backend.h"
+
+static CUstream queue_of(tack_device *d, const tack_stream *s) {
+    return s ? (CUstream)s->handle : ((cuda_dev *)d->state)->stream;
+}
+
+static tack_status lacks(tack_device *d, const char *what) {
+    return tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the NVIDIA driver lacks %s, which streams and events need",
+                          d->name, what);
+}
+
+static tack_status check_api(tack_device *d) {
+    const tack_cuda_api *api = cuda_api_get();
+    if (!api->cuStreamDestroy) return lacks(d, "cuStreamDestroy_v2");
+    if (!api->cuEventQuery) return lacks(d, "cuEventQuery");
+    if (!api->cuEventSynchronize) return lacks(d, "cuEventSynchronize");
+    if (!api->cuEventElapsedTime) return lacks(d, "cuEventElapsedTime");
+    return TACK_OK;
+}
+
+/* A driver call under d's context: its failure worded by cuda_fail. */
+#define CALL(call, what)                                                                        \
+    do {                                                                                        \
+        tack_status st_ = cuda_push(d);                                                         \
+        if (st_ != TACK_OK) return st_;                                                         \
+        CUresult r_ = (call);                                                                   \
+        cuda_pop();                                                                             \
+        return r_ == TACK_CUDA_SUCCESS ? TACK_OK : cuda_fail(d, r_, what);                      \
+    } while (0)
+
+static tack_status s_create(tack_device *d, void **handle) {
+    tack_status st = check_api(d);
+    if (st != TACK_OK) return st;
+    CALL(cuda_api_get()->cuStreamCreate((CUstream *)handle, 0), "cuStreamCreate");
+}
+
+static void s_destroy(tack_device *d, void *handle) {
+    if (cuda_is_lost(d) || cuda_push(d) != TACK_OK) return;
+    cuda_note(d, cuda_api_get()->cuStreamDestroy((CUstream)handle)); /* its queued work still runs */
+    cuda_pop();
+}
+
+static tack_status s_sync(tack_device *d, const tack_stream *s) {
+    tack_status st = cuda_push(d);
+    if (st != TACK_OK) return st;
+    CUresult r = cuda_api_get()->cuStreamSynchronize(queue_of(d, s));
+    cuda_pop();
+    if (r != TACK_CUDA_SUCCESS) return cuda_fail(d, r, "cuStreamSynchronize");
+    return cuda_check_record(d); /* a synchronization point */
+}
+
+static tack_status e_create(tack_device *d, int timing, void **ev) {
+    tack_status st = check_api(d);
+    if (st != TACK_OK) return st;
+    CALL(cuda_api_get()->cuEventCreate((CUevent *)ev, timing ? 0 : TACK_CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+}
+
+static void e_destroy(tack_device *d, void *ev) {
+    if (cuda_is_lost(d) || cuda_push(d) != TACK_OK) return;
+    cuda_note(d, cuda_api_get()->cuEventDestroy((CUevent)ev));
+    cuda_pop();
+}
+
+static tack_status e_record(tack_device *d, void *ev, const tack_stream *s) {
+    CALL(cuda_api_get()->cuEventRecord((CUevent)ev, queue_of(d, s)), "cuEventRecord");
+}
+
+static tack_status e_wait(tack_device *d, const tack_stream *s, void *ev) {
+    CALL(cuda_api_get()->cuStreamWaitEvent(queue_of(d, s), (CUevent)ev, 0), "cuStreamWaitEvent");
+}
+
+static tack_status e_sync(tack_device *d, void *ev) {
+    CALL(cuda_api_get()->cuEventSynchronize((CUevent)ev), "cuEventSynchronize");
+}
+
+static int e_query(tack_device *d, void *ev) {
+    if (cuda_push(d) != TACK_OK) return -1;
+    CUresult r = cuda_api_get()->cuEventQuery((CUevent)ev);
+    cuda_pop();
+    if (r == TACK_CUDA_SUCCESS) return 1;
+    if (r == TACK_CUDA_ERROR_NOT_READY) return 0;
+    cuda_fail(d, r, "cuEventQuery");
+    return -1;
+}
+
+static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
+    CALL(cuda_api_get()->cuEventElapsedTime(ms, (CUevent)a, (CUevent)b), "cuEventElapsedTime");
+}
+
+const rt_stream_ops cuda_stream_ops = {s_create, s_destroy, s_sync, e_create, e_destroy,
+                                       e_record, e_wait,    e_sync, e_query,  e_elapsed};

@@ -1,0 +1,113 @@
+/*
+ * hip_stream.c -- HIP streams and events for runtime/stream.c.
+ *
+ * The HIP twin of cuda_stream.c: Tack queues a device's work on one stream
+ * of its own (hip.c); a program that names another (tack.Stream, a wrapped
+ * PyTorch or CuPy stream on ROCm) has its copies and launches go there
+ * (hip_queue), and orders them with events.  These are the runtime calls
+ * behind that: a stream (blocking, as Tack's own: ordered with the null
+ * stream), events with or without timing, record, a wait on the device
+ * (hipStreamWaitEvent), a wait on the host, a query and the elapsed time,
+ * each with the device made current.
+ *
+ * A stream's synchronization is a synchronization point: a failed check in
+ * a kernel that ran on it is reported there (the device's one error
+ * record, hip_launch.c).  A NULL tack_stream is Tack's own stream; a
+ * wrapped handle 0 is HIP's null stream.  A runtime without
+ * hipStreamDestroy, hipEventQuery, hipEventSynchronize or
+ * hipEventElapsedTime has streams refused with the missing name.
+ */
+#include <string.h>
+
+#include "backends/hip/hip_backend.h"
+
+static hipStream_t queue_of(tack_device *d, const tack_stream *s) {
+    return s ? (hipStream_t)s->handle : ((hip_dev *)d->state)->stream;
+}
+
+static tack_status lacks(tack_device *d, const char *what) {
+    return tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the HIP runtime lacks %s, which streams and events need",
+                          d->name, what);
+}
+
+static tack_status check_api(tack_device *d) {
+    const tack_hip_api *api = hip_api_get();
+    if (!api->hipStreamDestroy) return lacks(d, "hipStreamDestroy");
+    if (!api->hipEventQuery) return lacks(d, "hipEventQuery");
+    if (!api->hipEventSynchronize) return lacks(d, "hipEventSynchronize");
+    if (!api->hipEventElapsedTime) return lacks(d, "hipEventElapsedTime");
+    return TACK_OK;
+}
+
+/* A driver call under d's context: its failure worded by hip_fail. */
+#define CALL(call, what)                                                                        \
+    do {                                                                                        \
+        tack_status st_ = hip_push(d);                                                         \
+        if (st_ != TACK_OK) return st_;                                                         \
+        hipError_t r_ = (call);                                                                   \
+        hip_pop();                                                                             \
+        return r_ == TACK_HIP_SUCCESS ? TACK_OK : hip_fail(d, r_, what);                      \
+    } while (0)
+
+static tack_status s_create(tack_device *d, void **handle) {
+    tack_status st = check_api(d);
+    if (st != TACK_OK) return st;
+    CALL(hip_api_get()->hipStreamCreate((hipStream_t *)handle), "hipStreamCreate");
+}
+
+static void s_destroy(tack_device *d, void *handle) {
+    if (hip_is_lost(d) || hip_push(d) != TACK_OK) return;
+    hip_note(d, hip_api_get()->hipStreamDestroy((hipStream_t)handle)); /* its queued work still runs */
+    hip_pop();
+}
+
+static tack_status s_sync(tack_device *d, const tack_stream *s) {
+    tack_status st = hip_push(d);
+    if (st != TACK_OK) return st;
+    hipError_t r = hip_api_get()->hipStreamSynchronize(queue_of(d, s));
+    hip_pop();
+    if (r != TACK_HIP_SUCCESS) return hip_fail(d, r, "hipStreamSynchronize");
+    return hip_check_record(d); /* a synchronization point */
+}
+
+static tack_status e_create(tack_device *d, int timing, void **ev) {
+    tack_status st = check_api(d);
+    if (st != TACK_OK) return st;
+    CALL(hip_api_get()->hipEventCreateWithFlags((hipEvent_t *)ev, timing ? 0 : TACK_HIP_EVENT_DISABLE_TIMING),
+         "hipEventCreateWithFlags");
+}
+
+static void e_destroy(tack_device *d, void *ev) {
+    if (hip_is_lost(d) || hip_push(d) != TACK_OK) return;
+    hip_note(d, hip_api_get()->hipEventDestroy((hipEvent_t)ev));
+    hip_pop();
+}
+
+static tack_status e_record(tack_device *d, void *ev, const tack_stream *s) {
+    CALL(hip_api_get()->hipEventRecord((hipEvent_t)ev, queue_of(d, s)), "hipEventRecord");
+}
+
+static tack_status e_wait(tack_device *d, const tack_stream *s, void *ev) {
+    CALL(hip_api_get()->hipStreamWaitEvent(queue_of(d, s), (hipEvent_t)ev, 0), "hipStreamWaitEvent");
+}
+
+static tack_status e_sync(tack_device *d, void *ev) {
+    CALL(hip_api_get()->hipEventSynchronize((hipEvent_t)ev), "hipEventSynchronize");
+}
+
+static int e_query(tack_device *d, void *ev) {
+    if (hip_push(d) != TACK_OK) return -1;
+    hipError_t r = hip_api_get()->hipEventQuery((hipEvent_t)ev);
+    hip_pop();
+    if (r == TACK_HIP_SUCCESS) return 1;
+    if (r == TACK_HIP_ERROR_NOT_READY) return 0;
+    hip_fail(d, r, "hipEventQuery");
+    return -1;
+}
+
+static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
+    CALL(hip_api_get()->hipEventElapsedTime(ms, (hipEvent_t)a, (hipEvent_t)b), "hipEventElapsedTime");
+}
+
+const rt_stream_ops hip_stream_ops = {s_create, s_destroy, s_sync, e_create, e_destroy,
+                                       e_record, e_wait,    e_sync, e_query,  e_elapsed};
