@@ -235,6 +235,9 @@ def grid_call(kernel_obj, args, kwargs, method=None):
         fn = kernel_obj.__wrapped__ if hasattr(kernel_obj, "__wrapped__") else kernel_obj.py_func
         hit = _PARAMS[kernel_obj] = (fn, inspect.signature(fn))
     fn, sig = hit
+    if "stream" in kwargs and "stream" not in sig.parameters:  # the launch's stream= (docs/backends.md)
+        kwargs = dict(kwargs)
+        extra["stream"] = kwargs.pop("stream")
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError:
@@ -264,6 +267,6 @@ def grid_call(kernel_obj, args, kwargs, method=None):
         else:
             expanded.append(v)
     if method is None:
-        return built(*expanded)
+        return built(*expanded, **extra)
     out = getattr(built, method)(*expanded, **extra)
     return None if method == "compile" else out

@@ -157,6 +157,10 @@ def test_empty_grid_nan_points_and_negative_radius_find_nothing():
     got = neighbour_sets(lists3, np.array([[np.nan, 0.5, 0.5], [0.5, 0.5, 0.5]]), grid, x, 0.2)
     assert got[0] == [] and got[1] == kdtree_sets(x[:1] * 0 + 0.5, x, 0.2)[0]
     assert neighbour_sets(lists3, x[:5], grid, x, -0.2) == [[]] * 5
+    # the launch's stream= goes to the launch (on the CPU a stream orders nothing)
+    cnt = tack.zeros(1, np.int64)
+    lists3(x[:1], grid, x, 0.2, tack.zeros((1, MAXK), np.int64), cnt, stream=tack.Stream("cpu"))
+    assert cnt.numpy()[0] == len(kdtree_sets(x[:1], x, 0.2)[0])
     grid.build(x[:50])
     assert neighbour_sets(lists3, x[:5], grid, x[:50], np.inf) == [list(range(50))] * 5
 
