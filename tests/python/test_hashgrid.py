@@ -185,6 +185,13 @@ def test_bad_arguments_are_refused_by_name():
     with pytest.raises(TypeError, match="a loop inside a kernel"):
         tack.HashGrid(x, 1.0).neighbors((0, 0, 0), 1.0)
 
+    @tack.struct
+    class Particle:
+        mass: tack.f32
+
+    with pytest.raises(TypeError, match="a kernel taking a tack.HashGrid takes no struct arguments"):
+        tack.kernel(_other_method)(tack.HashGrid(x, 1.0), tack.zeros(3, Particle))
+
 
 def _top_level(grid, out):
     for j in grid.neighbors((0.0, 0.0, 0.0), 1.0):
