@@ -333,20 +333,25 @@ static void step_coords(tk_emitter *e, int nd) {
  * The four copies of a local are the local's name with _u0 .. _u3.  A body
  * with a loop, a local array, a `continue`, a `return` or a print keeps the
  * plain loop (the copies would change what leaves the iteration, or grow
- * the code past what the unrolling buys); so does one over TK_UNROLL_NODES
- * IR nodes. */
-enum { TK_UNROLL = 4, TK_UNROLL_NODES = 400 };
+ * the code past what the unrolling buys); so does one with an atomic (its
+ * helper is a compare-and-swap loop in several dialects -- 64-bit, 8 and
+ * 16-bit, floats on OpenCL -- and waits on the memory system whatever the
+ * loads do: four copies bought nothing but vendor compile time, 55 s of
+ * ocloc for test_atomics' sources), and one over TK_UNROLL_NODES IR nodes,
+ * where a matrix function (a prelude helper the vendor compiler inlines:
+ * inverse, svd3, ...) counts TK_UNROLL_HELPER nodes. */
+enum { TK_UNROLL = 4, TK_UNROLL_NODES = 400, TK_UNROLL_HELPER = 100 };
 
 static int unroll_nodes(const tk_spec *K, const tk_ir *x, int n) {
     if (n > TK_UNROLL_NODES) return n;
     switch (x->op) {
     case IR_FOR: case IR_WHILE: case IR_PFOR: case IR_CONTINUE: case IR_BREAK: case IR_RETURN:
-    case IR_PRINT: case IR_LARRAY: case IR_LLOAD: case IR_LSTORE: case IR_LFILL:
+    case IR_PRINT: case IR_LARRAY: case IR_LLOAD: case IR_LSTORE: case IR_LFILL: case IR_ATOMIC:
         return TK_UNROLL_NODES + 1;
     default: break;
     }
     (void)K;
-    n++;
+    n += x->op == IR_MATH && x->sub >= M_TRANSPOSE && x->sub <= M_QR3 ? TK_UNROLL_HELPER : 1;
     for (int i = 0; i < x->n && n <= TK_UNROLL_NODES; i++) n = unroll_nodes(K, x->k[i], n);
     return n;
 }
