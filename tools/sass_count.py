@@ -10,7 +10,8 @@ a GPU: how many instructions the hot loop of each kernel runs per element,
 and how many global loads it has in flight.
 
 The hot loop is the innermost loop (a backward branch) that reads or writes
-global memory; for the elementwise kernels that is the grid-stride loop,
+global memory, of those the one that loads the most bytes a trip (then
+moves the most, then the longest): for the elementwise kernels that is the grid-stride loop,
 for n-body the loop over the other bodies (one interaction a trip).  A loop
 that handles several elements a trip (an unrolled grid-stride loop) says so
 by the bytes it reads: a kernel's case gives the float32 reads one element
@@ -221,9 +222,12 @@ def hot_loop(sass):
             inner = not any(l2 > lo and h2 <= hi and (l2, h2) != (lo, hi) and
                             any(is_global_access(t) for _, t in body[l2:h2 + 1])
                             for l2, h2 in loops(fn, body, labels))
-            if inner and (best is None or len(ins) > len(best[1])):
-                best = (fn, ins)
-    return best
+            moved = [access_bits(t) for t in ins if is_global_access(t) and ".STRONG.SYS" not in t]
+            key = (sum(b for b, t in zip(moved, [t for t in ins if is_global_access(t) and ".STRONG.SYS" not in t])
+                       if opname(t).startswith("LDG")), sum(moved), len(ins))
+            if inner and (best is None or key > best[2]):
+                best = (fn, ins, key)
+    return best[:2] if best else None
 
 
 def opname(text):
@@ -233,6 +237,12 @@ def opname(text):
 
 def load_bits(text):
     m = re.search(r"LDG\.E(?:\.\w+)*?\.(64|128)\b", text)
+    return int(m.group(1)) if m else 32
+
+
+def access_bits(text):
+    """The bits a global load or store moves (32 unless it says .64 or .128)."""
+    m = re.search(r"(?:LDG|STG)\.E(?:\.\w+)*?\.(64|128)\b", text)
     return int(m.group(1)) if m else 32
 
 
@@ -250,7 +260,7 @@ def count(name, k, args, reads, arch):
     if reads:
         per = bits // (32 * reads) if bits % (32 * reads) == 0 and bits >= 32 * reads else 1
     else:  # a kernel that reads nothing (tack.random's): one 4-byte store an element
-        per = max(stores, 1)
+        per = max(sum(access_bits(t) for t in ins if opname(t).startswith("STG")) // 32, 1)
     return {
         "kernel": name,
         "sass_total": total,
@@ -299,6 +309,7 @@ def amd_count(name, k, args, reads, arch):
             text = re.sub(r"\s+", " ", ins.group(1)) + (f" {t.group(0)}" if t else "")
             fns[cur].append((int(ins.group(2), 16), text))
     mem = ("global_load", "global_store", "global_atomic", "flat_load", "flat_store", "buffer_load", "buffer_store")
+    widths = {"dword": 32, "dwordx2": 64, "dwordx3": 96, "dwordx4": 128}
     best = None
     for fn, body in fns.items():
         index = {a: i for i, (a, _) in enumerate(body)}
@@ -315,13 +326,16 @@ def amd_count(name, k, args, reads, arch):
                 continue
             inner = not any((l2, h2) != (lo, hi) and l2 >= lo and h2 <= hi and
                             any(t.startswith(mem) for _, t in body[l2:h2 + 1]) for l2, h2 in spans)
-            if inner and (best is None or len(ins) > len(best)):
-                best = ins
-    ins = [t for t in best or [] if not t.startswith("s_nop")]
+            key = (sum(widths.get(m.group(1), 32) for m in (re.match(r"\w+_load_(\w+)", t) for t in ins) if m),
+                   sum(widths.get(m.group(1), 32) for m in (re.match(r"\w+_(?:load|store)_(\w+)", t) for t in ins)
+                       if m), len(ins))
+            if inner and (best is None or key > best[1]):
+                best = (ins, key)
+    ins = [t for t in (best[0] if best else []) if not t.startswith("s_nop")]
     loads = [t for t in ins if t.startswith(("global_load", "flat_load", "buffer_load"))]
-    widths = {"dword": 32, "dwordx2": 64, "dwordx3": 96, "dwordx4": 128}
     bits = sum(widths.get(re.match(r"\w+_load_(\w+)", t).group(1), 32) for t in loads)
-    stores = sum(t.startswith(("global_store", "flat_store", "buffer_store")) for t in ins)
+    stores = sum(widths.get(re.match(r"\w+_store_(\w+)", t).group(1), 32) // 32 for t in ins
+                 if t.startswith(("global_store", "flat_store", "buffer_store")) and re.match(r"\w+_store_(\w+)", t))
     per = (bits // (32 * reads) if bits % (32 * reads) == 0 and bits >= 32 * reads else 1) if reads else max(stores, 1)
     return {"kernel": name, "loop_insns": len(ins), "elements_per_trip": per,
             "insns_per_element": round(len(ins) / per, 2), "global_loads_per_element": round(len(loads) / per, 2),

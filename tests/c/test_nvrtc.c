@@ -1,6 +1,7 @@
 /* test_nvrtc.c -- the CUDA backend without a GPU: NVRTC compiles to PTX,
  * and a machine without a driver reports no CUDA device, clearly. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,10 +53,10 @@ static void search(void) {
         CHECK(system(p) == 0);
         return;
     }
-    char real[1024];
+    char real[PATH_MAX]; /* realpath's contract: a fortified build aborts on less (seen on the H200's Ubuntu) */
     CHECK(realpath(info.dli_fname, real) != NULL);
     /* the pip wheel's layout beside Tack: site-packages/nvidia/cuda_nvrtc/lib */
-    char cmd[4200];
+    char cmd[2 * PATH_MAX + 4096];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/site/tack' '%s/site/nvidia/cuda_nvrtc/lib' '%s/home/lib64' && "
              "ln -s '%s' '%s/site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12' && ln -s '%s' '%s/home/lib64/libnvrtc.so'",
              tmp, tmp, tmp, real, tmp, real, tmp);

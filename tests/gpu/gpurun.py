@@ -24,17 +24,18 @@ machine without a GPU (tests/python/test_gpu_script.py):
 3. **Build** libtack, the C tests and the extension into build/gpu and
    install the package into the venv as links.
 4. **Run**, each step bounded by its own limit and by what is left of the
-   budget: the C tests; for HIP first a compile for the device's own
-   architecture in a child process (hiprtc aborts the process on an
-   architecture its ROCm does not know: here that is an error naming the
-   architecture and the ROCm to install); the language suite on the device,
-   every kernel call compared with the CPU's (tests/python/_opencl_diff.py
-   with the device named); the device's own tests and its interop tests with
-   PyTorch and CuPy where they are installed; a memory fault in a child
-   process, recording what the driver does (a ROCm memory fault kills the
-   process: reported as the device lost, with what to do); the bandwidth and
-   launch benchmarks (tests/gpu/bench.py) and on NVIDIA the probe
-   (tests/gpu/probe.py).
+   budget, the short steps first so that a slow suite cannot starve them:
+   the C tests; for HIP first a compile for the device's own architecture
+   in a child process (hiprtc aborts the process on an architecture its ROCm
+   does not know: here that is an error naming the architecture and the ROCm
+   to install); the device's own tests; a memory fault in a child process,
+   recording what the driver does (a ROCm memory fault kills the process:
+   reported as the device lost, with what to do); the bandwidth and launch
+   benchmarks (tests/gpu/bench.py) and on NVIDIA the probe
+   (tests/gpu/probe.py); the PyTorch exchange where PyTorch is installed;
+   last the language suite on the device, every kernel call compared with
+   the CPU's (tests/python/_opencl_diff.py with the device named), given
+   what is left.
 5. **Summary**: a table of the steps, and under one output folder ($OUT, else
    build/gpu/logs) each step's log and summary.json; exit status 0 when every
    step passed, 1 when one failed, 2 when the run could not start, 3 without
@@ -739,7 +740,7 @@ def language_suite(run, py, gpu, env):
     again on the device (tests/python/_opencl_diff.py, pointed at the device)."""
     name = f"language suite on {gpu.device} vs the CPU"
     workers = min(8, os.cpu_count() or 2) if _has(py, "xdist") else 1
-    limit = max(10, min(300, run.left() - 60))
+    limit = max(10, min(300, run.left() - 15))  # the last step: what is left, less the summary's time
     status, _ = run.command(name, [py, "-c", LANGUAGE_CHILD, str(TESTS), gpu.device, str(run.out), str(limit - 10),
                                    str(workers)], limit, env=env)
     path = Path(run.out, "language.json")
@@ -819,7 +820,9 @@ def run_all(args, gpu, plan, run, host_py):
     run.command("C tests", ["ctest", "--test-dir", str(build), "--output-on-failure", f"-j{os.cpu_count() or 2}"],
                 150)
     if status == "ok":
-        language_suite(run, py, gpu, env)
+        # the short steps first, the open-ended language suite last: on a lent machine with
+        # a hard budget the bandwidth figures and the device's own tests must not be the
+        # steps a slow suite starves
         files, k = device_tests(gpu)
         if files:
             run.command(f"{gpu.vendor} device tests", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
@@ -828,9 +831,6 @@ def run_all(args, gpu, plan, run, host_py):
             run.command("Metal interop", [py, str(ROOT / "tests" / "metal" / "interop_on_mac.py")], 120)
             run.command("validator (msl)", [py, str(ROOT / "docs" / "examples" / "validate.py"), "--arch", "metal"],
                         200)
-        if gpu.vendor == "nvidia" and _has(py, "torch"):
-            run.command("PyTorch interop", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                            t("test_interop_torch.py")], 120)
         t0 = time.monotonic()
         verdict, text = fault_in_child(py, gpu.device, env, timeout=max(10, min(90, run.left() - 5)))
         Path(run.out, "fault.log").write_text(text)
@@ -842,6 +842,10 @@ def run_all(args, gpu, plan, run, host_py):
         if gpu.vendor == "nvidia":
             run.command("probe", [py, str(ROOT / "tests" / "gpu" / "probe.py"), "--json",
                                   str(run.out / "probe.json")], 90)
+        if gpu.vendor == "nvidia" and _has(py, "torch"):
+            run.command("PyTorch interop", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                            t("test_interop_torch.py")], 120)
+        language_suite(run, py, gpu, env)
     return plan
 
 

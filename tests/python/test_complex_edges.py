@@ -18,6 +18,7 @@ import tack
 
 ULPS = 2  # the documented bound; the grid below is within 1 on the CPU ...
 ULPS_EXP_OVER = 4  # ... but for exp past exp's overflow threshold (exp(x/2) squared)
+LANES_ULPS = 4  # of the exact result: glibc's vector math's documented bound, in SIMD lanes
 
 OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
 DEVICES = ["cpu"] + [pytest.param(d, id=d) for d in OPENCL[:1]]
@@ -79,18 +80,27 @@ def ulp_distance(a, b):
     return np.abs(ai - bi)
 
 
-def mismatches(got, want, ulps=ULPS):
-    """Indices where a part differs: specials exactly, others past `ulps`."""
+def mismatches(got, want, ulps=ULPS, exact_ref=None):
+    """Indices where a part differs: specials exactly, others past `ulps` of
+    NumPy's result, and past LANES_ULPS of exact_ref (NumPy's double-precision
+    result rounded) too.  Where a loop runs in SIMD lanes Tack's complex64 log
+    calls glibc's vector logf, documented within 4 ulps: on an AVX-512 machine
+    (an AMD EPYC) log(0.75+0.75j).real came out 2.5 ulps from the exact value
+    and 3 from NumPy's, which is SIMD code of its own (docs/language.md)."""
     bad = np.zeros(got.shape, bool)
-    pairs = [(got.real, want.real), (got.imag, want.imag)] if np.iscomplexobj(want) else [(got, want)]
-    for g, w in pairs:
-        g, w = np.ascontiguousarray(g), np.ascontiguousarray(w)
+    ref = want if exact_ref is None else exact_ref
+    pairs = [(got.real, want.real, ref.real), (got.imag, want.imag, ref.imag)] if np.iscomplexobj(want) else \
+        [(got, want, ref)]
+    for g, w, r in pairs:
+        g, w, r = np.ascontiguousarray(g), np.ascontiguousarray(w), np.ascontiguousarray(r)
         special = ~np.isfinite(w) | (w == 0) | ~np.isfinite(g) | (g == 0)
         nan = np.isnan(w)
         exact = (np.isnan(g) == nan) & (np.signbit(g) == np.signbit(w)) & (nan | (g == w))
         close = np.zeros_like(bad)
         fin = ~special
         close[fin] = ulp_distance(g[fin], w[fin]) <= ulps
+        fin_r = fin & np.isfinite(r) & (r != 0)
+        close[fin_r] |= ulp_distance(g[fin_r], r[fin_r]) <= LANES_ULPS
         bad |= np.where(special, ~exact, ~close)
     return np.nonzero(bad)[0]
 
@@ -114,7 +124,12 @@ def test_edges_equal_numpy(name, ct, device):
         warnings.simplefilter("ignore", RuntimeWarning)
         want = ref(z)
     got = run(kernel, z, np.zeros_like(want), device)
-    bad = mismatches(got, want, ULPS_EXP_OVER if name == "exp" else ULPS)
+    exact_ref = None
+    if ct == np.complex64:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            exact_ref = ref(z.astype(np.complex128)).astype(want.dtype)
+    bad = mismatches(got, want, ULPS_EXP_OVER if name == "exp" else ULPS, exact_ref)
     assert not len(bad), "\n".join(f"{name}({z[i]!r}) = {got[i]!r}, NumPy {want[i]!r}" for i in bad[:12])
 
 

@@ -102,14 +102,18 @@ def test_checks_off_leave_no_test():
 
 @pytest.mark.skipif(not _cuda_emulate.available(), reason="no C++ compiler to emulate CUDA with")
 def test_a_failure_two_calls_deep_stops_its_thread_on_the_emulated_gpu():
-    x, idx, y = _args()
-    idx[3] = 9  # the last thread's pick reads out of bounds (the emulation runs threads in turn)
+    # 7 elements on 4 threads: thread 0 does 0..3 in one trip of adjacent
+    # iterations (the arrays are aligned), then 4; threads 1 and 2 do 5 and 6
+    x = np.array([0.5, 2.0, -1.0, 0.25, 0.75, 1.5, -0.5], np.float32)
+    idx = np.array([3, 2, 1, 0, 6, 4, 9], np.int64)  # 9: the last thread's pick reads out of bounds
+    y = np.full(7, -7.0, np.float32)
     src = calls.generated_source(x, idx, y, target="cuda")
-    failed, site, prog, index, extent = _cuda_emulate.run(src, [x, idx, y], 1, 4)
-    assert (failed, prog, index, extent) == (1, 7, 9, 4)
+    failed, site, prog, index, extent = _cuda_emulate.run(src, [x, idx, y], 1, 4)  # threads run in turn
+    assert (failed, prog, index, extent) == (1, 7, 9, 7)
     # the failing thread left before its store, on its own flag; the others finished theirs
-    assert y[3] == -7.0
-    np.testing.assert_array_equal(y[:3], [1.0 + 1.25, 2.0 + 0.0, 0.0 + 3.0])
+    assert y[6] == -7.0
+    want = 2 * np.clip(x[:6], 0, 1) + x[idx[:6]] + 1
+    np.testing.assert_array_equal(y[:6], want)
 
 
 def test_a_failure_two_calls_deep_raises_on_the_cpu():
@@ -174,8 +178,8 @@ def mixed(x, idx, y, total):
 
 
 def _unrolled(src):
-    a = src.index("four iterations, their loads first")
-    return src[a:src.index("for (; i_ < t32_", a)]
+    m = re.search(r"four (adjacent )?iterations", src)
+    return src[m.start():src.index("for (; i_ < t32_", m.start())]
 
 
 @pytest.mark.parametrize("target", ["cuda", "hip", "opencl", "metal"])
@@ -200,16 +204,39 @@ def test_the_unrolled_loop_gives_the_cpus_results_on_the_emulated_gpu():
     want_y, want_t = np.zeros(n, np.float32), np.zeros(1, np.float32)
     mixed(x, idx, want_y, want_t)
     src = mixed.generated_source(x, idx, want_y, want_t, target="cuda")
-    assert "four iterations" in src
+    assert "four adjacent iterations" in src
     # 1 thread: all unrolled then a tail; 7 and 11: partial trips; 64: the tail loop only
     for grid, block in ((1, 1), (1, 7), (1, 11), (2, 32)):
         y, t = np.zeros(n, np.float32), np.zeros(1, np.float32)
         assert _cuda_emulate.run(src, [x, idx, y, t], grid, block)[0] == 0
         np.testing.assert_array_equal(y, want_y, err_msg=f"grid {grid} x {block}")
         np.testing.assert_allclose(t, want_t, rtol=1e-5, err_msg=f"grid {grid} x {block}")
+        # a view starting one element into its buffer: not 16-byte aligned, the plain loop
+        yb = np.zeros(n + 1, np.float32)
+        t = np.zeros(1, np.float32)
+        assert _cuda_emulate.run(src, [x, idx, yb[1:], t], grid, block)[0] == 0
+        np.testing.assert_array_equal(yb[1:], want_y, err_msg=f"misaligned, grid {grid} x {block}")
     idx[40] = n + 3  # a failing check in one of the four iterations of a trip
     y, t = np.zeros(n, np.float32), np.zeros(1, np.float32)
     assert _cuda_emulate.run(src, [x, idx, y, t], 1, 2)[:4:3] == (1, n + 3)
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip"])
+def test_adjacent_iterations_promise_aligned_pointers_after_testing_them(target):
+    x = np.ones(8, np.float32)
+    src = saxpy.generated_source(np.float32(2), x, x.copy(), target=target)
+    test = src.index("if ((((unsigned long long)a1 | (unsigned long long)a2) & 15u) == 0)")
+    assert src.index("a1 = (decltype(a1))__builtin_assume_aligned(a1, 16);") > test
+    assert src.index("for (i_ *= 4u; i_ + 3u < t32_; i_ += 4u * s32_)") > test
+    assert "(int64_t)(i_ + 1u)" in _unrolled(src)
+    assert "i_ = (t32_ & ~3u) + (uint32_t)(" in src  # the last few by the plain loop
+
+
+@pytest.mark.parametrize("target", ["opencl", "metal"])
+def test_other_dialects_keep_strided_iterations(target):
+    x = np.ones(8, np.float32)
+    src = saxpy.generated_source(np.float32(2), x, x.copy(), target=target)
+    assert "__builtin_assume_aligned" not in src and "four iterations, their loads first" in src
 
 
 @tack.kernel

@@ -686,13 +686,13 @@ def test_negative_indices_count_from_the_end():
 
 def test_atomic_with_tuple_index_and_old_value():
     @tack.kernel
-    def k(grid, olds):
+    def hand_out_old_values(grid, olds):  # named in _opencl_diff.RACY: olds depends on the order
         for i in range(olds.shape[0]):
             olds[i] = tack.atomic_add(grid, (i % 2, i % 3), 1)
 
     grid = np.zeros((2, 3), np.int64)
     olds = np.zeros(600, np.int64)
-    k(grid, olds)
+    hand_out_old_values(grid, olds)
     assert grid.sum() == 600 and (grid == 100).all()
     for cell in range(6):  # each cell handed out the old values 0..99 exactly once
         idx = [i for i in range(600) if (i % 2) * 3 + i % 3 == cell]

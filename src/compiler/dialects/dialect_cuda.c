@@ -398,6 +398,7 @@ static const tk_grid cu_grid = {
     .first_thread = "blockIdx.x == 0 && threadIdx.x == 0",
     .thread_index = "(uint64_t)blockIdx.x * blockDim.x + threadIdx.x",
     .thread_stride = "(uint64_t)gridDim.x * blockDim.x",
+    .vector_loads = 1,
     .flush = cu_flush,
     .trailer = tk_cu_trailer,
 };

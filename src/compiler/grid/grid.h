@@ -33,6 +33,11 @@ typedef struct tk_grid {
     const char *first_thread;  /* the condition true in exactly one thread of a phase */
     const char *thread_index;  /* a thread's index in the grid, as uint64_t */
     const char *thread_stride; /* the number of threads in the grid, as uint64_t */
+    /* 1: the dialect is C++ (decltype) and its vendor compiler merges adjacent
+     * accesses of a pointer promised aligned by __builtin_assume_aligned into
+     * vector loads and stores (NVVM, clang: CUDA, HIP); the elementwise loop's
+     * four iterations a trip are then adjacent ones (layout_grid.c). */
+    int vector_loads;
     /* Flush the privatized sum `a` (an IR_ATOMIC whose value is a local);
      * NULL: each thread adds its own partial sum atomically. */
     void (*flush)(tk_emitter *e, tk_ir *a);

@@ -339,7 +339,20 @@ static void step_coords(tk_emitter *e, int nd) {
  * loads do: four copies bought nothing but vendor compile time, 55 s of
  * ocloc for test_atomics' sources), and one over TK_UNROLL_NODES IR nodes,
  * where a matrix function (a prelude helper the vendor compiler inlines:
- * inverse, svd3, ...) counts TK_UNROLL_HELPER nodes. */
+ * inverse, svd3, ...) counts TK_UNROLL_HELPER nodes.
+ *
+ * On the H200 four scalar loads a thread reached 0.86 of the device copy
+ * and 16-byte vector loads 0.91 (tests/gpu/probe.py, 2026-12-04).  So where
+ * the vendor compiler merges adjacent accesses into vector ones when it
+ * knows their alignment (G->vector_loads: NVVM and clang, CUDA and HIP),
+ * the four iterations of a trip are consecutive ones, 4t, 4t + 1, 4t + 2,
+ * 4t + 3, and every array's pointer is declared 16-byte aligned with
+ * __builtin_assume_aligned -- after a run-time test that all of them are
+ * (a view starting inside its buffer, a[1:], is not: its kernel runs the
+ * plain 32-bit loop).  a[i]'s four loads are then one 16-byte load, its four
+ * stores one store; an access that is not adjacent across the four stays
+ * four scalar ones, as before.  The plain loop after it does the last
+ * (fewer than four) elements. */
 enum { TK_UNROLL = 4, TK_UNROLL_NODES = 400, TK_UNROLL_HELPER = 100 };
 
 static int unroll_nodes(const tk_spec *K, const tk_ir *x, int n) {
@@ -370,9 +383,30 @@ static void set_var32(tk_emitter *e, const tk_ir *s, const char *plus) {
     tk_emitter_printf(e, s->off ? " = (int64_t)((uint64_t)(i_%s) + off_);\n" : " = (int64_t)(i_%s);\n", plus);
 }
 
+/* The test that every array's pointer is 16-byte aligned, and the promise of
+ * it to the vendor compiler (G->vector_loads); 0 when the kernel has no array. */
+static int emit_aligned_test(tk_emitter *e, const tk_spec *K) {
+    int n = 0;
+    for (int p = 0; p < K->nparams; p++) {
+        if (K->ptypes[p].kind != TY_ARRAY) continue;
+        tk_emitter_printf(e, n++ ? " | (unsigned long long)a%d" : "if ((((unsigned long long)a%d", p);
+    }
+    if (!n) return 0;
+    tk_emitter_printf(e, ") & 15u) == 0) { /* every array 16-byte aligned: vector loads */\n");
+    tk_emitter_nest(e, 1);
+    for (int p = 0; p < K->nparams; p++) {
+        if (K->ptypes[p].kind != TY_ARRAY) continue;
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "a%d = (decltype(a%d))__builtin_assume_aligned(a%d, 16);\n", p, p, p);
+    }
+    return 1;
+}
+
 static void emit_unrolled(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_grid *G, const char *sums) {
     static const char *const lane[TK_UNROLL] = {"_u0", "_u1", "_u2", "_u3"};
-    static const char *const plus[TK_UNROLL] = {"", " + s32_", " + 2 * s32_", " + 3 * s32_"};
+    static const char *const strided[TK_UNROLL] = {"", " + s32_", " + 2 * s32_", " + 3 * s32_"};
+    static const char *const adjacent[TK_UNROLL] = {"", " + 1u", " + 2u", " + 3u"};
+    const char *const *plus = strided;
     int scope = pfor_scope(K, s);
     tk_ir *body = s->k[1];
     tk_emitter_indent(e);
@@ -383,7 +417,14 @@ static void emit_unrolled(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_gr
     tk_emitter_indent(e);
     tk_emitter_printf(e, "uint32_t i_ = (uint32_t)(%s);\n", G->thread_index);
     tk_emitter_indent(e);
-    tk_emitter_printf(e, "for (; i_ + 3 * s32_ < t32_; i_ += 4 * s32_) { /* four iterations, their loads first */\n");
+    int vec = G->vector_loads && emit_aligned_test(e, K);
+    if (vec) {
+        plus = adjacent;
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "for (i_ *= 4u; i_ + 3u < t32_; i_ += 4u * s32_) { /* four adjacent iterations */\n");
+    } else {
+        tk_emitter_printf(e, "for (; i_ + 3 * s32_ < t32_; i_ += 4 * s32_) { /* four iterations, their loads first */\n");
+    }
     tk_emitter_nest(e, 1);
     for (int u = 0; u < TK_UNROLL; u++) {
         tk_emitter_lane(e, lane[u], scope, sums);
@@ -403,6 +444,13 @@ static void emit_unrolled(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_gr
     tk_emitter_nest(e, -1);
     tk_emitter_indent(e);
     tk_emitter_printf(e, "}\n");
+    if (vec) { /* the last elements, fewer than four, by the plain loop */
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "i_ = (t32_ & ~3u) + (uint32_t)(%s);\n", G->thread_index);
+        tk_emitter_nest(e, -1);
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "}\n");
+    }
     tk_emitter_indent(e);
     tk_emitter_printf(e, "for (; i_ < t32_; i_ += s32_) {\n");
     tk_emitter_nest(e, 1);
