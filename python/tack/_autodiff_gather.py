@@ -17,6 +17,15 @@ overwritten outputs, after the gather has read them).  The price is recomputatio
 five-point stencil's iteration is recomputed once per neighbour, which is still far below the
 cost of the atomics.  Anything else (an index that is not the loop's variable plus a constant, a
 range with a step) keeps the atomic form.
+
+The bounds tests (is ``q`` in the loop's range?) kept the gather loop out of SIMD lanes, where
+the forward stencil is one vector sweep: the adjoint of a 2048 x 2048 heat step cost 37 times
+its forward.  So the gather is written as one loop over the *interior* -- the elements ``p``
+for which every offset's ``q`` is in range, ``lo + max(o) <= p < hi + min(o)`` on each axis --
+with no test at all, and loops over the border strips around it with the tests.  The strips
+peel one axis at a time (axis k below and above the interior, the axes before k interior, the
+axes after k whole), so they and the interior cover the gather's range once, also when the
+interior is empty (a range narrower than the offsets' spread).
 """
 
 from __future__ import annotations
@@ -54,7 +63,7 @@ def gather_passes(gen, loop, out, fwd, init, rev, flush):
     passes = []
     for arr in sorted(sites):
         offs = sorted(sites[arr])
-        passes.append(_gather_loop(gen, loop, arr, offs, bounds, fwd, init, rev))
+        passes.extend(_gather_loops(gen, loop, arr, offs, bounds, fwd, init, rev))
     own = copy.copy(loop)
     kept = _keep(rev, lambda site: not any(site[1]))
     own.body = fwd + init + _own_stores(kept, {n.ad_site[0] for n in _walk_stmts(kept) if hasattr(n, "ad_site")}) + \
@@ -118,7 +127,9 @@ def _keep(stmts, want, rewrite=None):
     return out
 
 
-def _gather_loop(gen, loop, arr, offs, bounds, fwd, init, rev):
+def _gather_loops(gen, loop, arr, offs, bounds, fwd, init, rev):
+    """The gather of `arr`'s shifted adds: [the interior's loop without bounds tests, the border
+    strips' loops with them] (see the module's docstring)."""
     dims = len(bounds)
     pv = [f"p{SEP}{d}" for d in range(dims)]
 
@@ -134,62 +145,83 @@ def _gather_loop(gen, loop, arr, offs, bounds, fwd, init, rev):
         return ast.copy_location(ast.BinOp(left=copy.deepcopy(e), op=ast.Add() if k > 0 else ast.Sub(),
                                            right=const(abs(k))), loop)
 
-    qv = {v: f"q{SEP}{v}" for v in gen.loop_vars}  # the loop's variables, renamed: i, j stay loop variables only
+    def call(fn, label, *args):
+        return ast.copy_location(ast.Call(func=name(gen.use(fn, label)), args=[copy.deepcopy(a) for a in args],
+                                          keywords=[]), loop)
 
+    # the iteration q = p - off: each of the loop's variables replaced by its expression (not a
+    # local assigned from it: the compiler's hoisting of index checks out of a row follows the
+    # loop's own variables through expressions, not through locals)
     class Rn(ast.NodeTransformer):
+        def __init__(self, off):
+            self.q = {v: d for d, v in enumerate(gen.loop_vars)}
+            self.off = off
+
         def visit_Name(self, n):
-            if n.id in qv:
-                return ast.copy_location(ast.Name(id=qv[n.id], ctx=n.ctx), n)
+            if n.id in self.q and isinstance(n.ctx, ast.Load):
+                d = self.q[n.id]
+                return ast.copy_location(shifted(name(pv[d]), -self.off[d]), n)
             return n
 
-    def renamed(stmts):
-        return [Rn().visit(copy.deepcopy(st)) for st in stmts]
+    def renamed(stmts, off):
+        return [Rn(off).visit(copy.deepcopy(st)) for st in stmts]
 
-    body = []
-    for off in offs:
-        block = []
-        for d, v in enumerate(gen.loop_vars):  # the iteration q = p - off, as plain locals
-            block.append(ast.copy_location(ast.Assign(targets=[name(qv[v], True)],
-                                                      value=shifted(name(pv[d]), -off[d])), loop))
-        tests = []
-        for d, v0 in enumerate(gen.loop_vars):
-            v = qv[v0]
-            lo, hi = bounds[d]
-            tests.append(ast.copy_location(ast.Compare(left=copy.deepcopy(lo), ops=[ast.LtE()], comparators=[name(v)]),
-                                           loop))
-            tests.append(ast.copy_location(ast.Compare(left=name(v), ops=[ast.Lt()], comparators=[copy.deepcopy(hi)]),
-                                           loop))
-        test = ast.copy_location(ast.BoolOp(op=ast.And(), values=tests), loop) if len(tests) > 1 else tests[0]
+    def index(st, _pv=pv):
+        elts = [name(p) for p in _pv]
+        return elts[0] if len(elts) == 1 else ast.copy_location(ast.Tuple(elts=elts, ctx=ast.Load()), loop)
 
-        def index(st, _pv=pv):
-            elts = [name(p) for p in _pv]
-            return elts[0] if len(elts) == 1 else ast.copy_location(ast.Tuple(elts=elts, ctx=ast.Load()), loop)
+    def body(tested):
+        out = []
+        for off in offs:
+            inner = renamed(fwd + init + _keep(rev, lambda site, o=off: site == (arr, o), index), off)
+            if not tested:
+                out.extend(inner)
+                continue
+            tests = []
+            for d in range(dims):
+                lo, hi = bounds[d]
+                q = shifted(name(pv[d]), -off[d])
+                tests.append(ast.copy_location(ast.Compare(left=copy.deepcopy(lo), ops=[ast.LtE()],
+                                                           comparators=[q]), loop))
+                tests.append(ast.copy_location(ast.Compare(left=copy.deepcopy(q), ops=[ast.Lt()],
+                                                           comparators=[copy.deepcopy(hi)]), loop))
+            test = ast.copy_location(ast.BoolOp(op=ast.And(), values=tests), loop) if len(tests) > 1 else tests[0]
+            out.append(ast.copy_location(ast.If(test=test, body=inner or [_pass(loop)], orelse=[]), loop))
+        return out or [_pass(loop)]
 
-        inner = renamed(fwd + init + _keep(rev, lambda site, o=off: site == (arr, o), index))
-        block.append(ast.copy_location(ast.If(test=test, body=inner or [_pass(loop)], orelse=[]), loop))
-        body.extend(block)
-    axes = []
+    def loop_over(axes, tested):
+        if dims == 1:
+            it = call(_builtins.range, "range", *axes[0])
+            target = name(pv[0], True)
+        else:
+            import tack
+
+            it = ast.copy_location(ast.Call(func=name(gen.use(tack.ndrange, "ndrange")),
+                                            args=[ast.Tuple(elts=[copy.deepcopy(lo), copy.deepcopy(hi)], ctx=ast.Load())
+                                                  for lo, hi in axes], keywords=[]), loop)
+            target = ast.Tuple(elts=[name(p, True) for p in pv], ctx=ast.Store())
+        new = ast.For(target=target, iter=it, body=body(tested), orelse=[])
+        ast.copy_location(new, loop)
+        ast.fix_missing_locations(new)
+        for n in ast.walk(new):
+            if hasattr(n, "lineno") and getattr(n, "lineno", None) is None:
+                ast.copy_location(n, loop)
+        return new
+
+    # per axis: the gather's range [a, e) and its interior [b, c), where every offset's q is in range
+    whole, inner = [], []
     for d in range(dims):
         lo, hi = bounds[d]
-        los = shifted(lo, min(o[d] for o in offs))
-        his = shifted(hi, max(o[d] for o in offs))
-        axes.append((los, his))
-    if dims == 1:
-        it = ast.Call(func=name(gen.use(_builtins.range, "range")), args=[axes[0][0], axes[0][1]], keywords=[])
-        target = name(pv[0], True)
-    else:
-        import tack
-
-        it = ast.Call(func=name(gen.use(tack.ndrange, "ndrange")),
-                      args=[ast.Tuple(elts=[lo, hi], ctx=ast.Load()) for lo, hi in axes], keywords=[])
-        target = ast.Tuple(elts=[name(p, True) for p in pv], ctx=ast.Store())
-    new = ast.For(target=target, iter=it, body=body, orelse=[])
-    ast.copy_location(new, loop)
-    ast.fix_missing_locations(new)
-    for n in ast.walk(new):
-        if hasattr(n, "lineno") and getattr(n, "lineno", None) is None:
-            ast.copy_location(n, loop)
-    return new
+        whole.append((shifted(lo, min(o[d] for o in offs)), shifted(hi, max(o[d] for o in offs))))
+        inner.append((shifted(lo, max(o[d] for o in offs)), shifted(hi, min(o[d] for o in offs))))
+    loops = [loop_over(inner, tested=False)]
+    for k in range(dims):
+        (a, e), (b, c) = whole[k], inner[k]
+        below = (a, call(_builtins.min, "min", b, e))  # [a, min(b, e))
+        above = (call(_builtins.max, "max", c, b), e)  # [max(c, b), e): with below, [a, e) once
+        for strip in (below, above):
+            loops.append(loop_over(inner[:k] + [strip] + whole[k + 1:], tested=True))
+    return loops
 
 
 def _bounds(gen, loop):
