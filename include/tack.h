@@ -207,7 +207,7 @@ TACK_API tack_status tack_synchronize_all(void);
 
 /* ------------------------------------------------------- streams and events */
 /* A stream orders the copies and launches queued on it (docs/backends.md,
- * "Streams and events").  Each GPU device has Tack's own stream (the one work
+ * "Streams, events and graphs").  Each GPU device has Tack's own stream (the one work
  * goes to when no other is named); tack_stream_create makes another, and
  * tack_stream_wrap takes one another library made (a CUstream, a hipStream_t),
  * which Tack never destroys.  Work on different streams may overlap; an array

@@ -188,7 +188,7 @@ from ._profile import ProfileEvent, profile  # noqa: E402
 
 __all__ += ["profile", "ProfileEvent"]
 
-# streams and events: ordering work on a GPU (docs/backends.md, "Streams and events")
+# streams and events: ordering work on a GPU (docs/backends.md, "Streams, events and graphs")
 from ._streams import Event, Stream, stream  # noqa: E402
 
 __all__ += ["Stream", "Event", "stream"]
