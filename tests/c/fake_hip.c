@@ -146,7 +146,9 @@ typedef struct graph graph;
 typedef struct stream { op *head, *tail; int id; graph *cap; } stream;
 struct graph { stream ops; };
 int capture_mode = -1, capture_misuse, graphs_live, execs_live, graph_launches;
-typedef struct event { stream *s; int id; int recorded, done; long long t; } event;
+/* events stay on a list after hipEventDestroy (queued work may still name them): reachable, not leaked */
+typedef struct event { stream *s; int id; int recorded, done; long long t; struct event *all; } event;
+static event *all_events;
 /* The device's clock: a launch takes FAKE_HIP_KERNEL_NS (250000) of it, the
  * rest nothing; an event completing reads it (hipEventElapsedTime). */
 static long long device_clock;
@@ -242,7 +244,11 @@ hipError_t hipStreamSynchronize(void *s) {
 }
 hipError_t hipEventCreateWithFlags(void **e, unsigned f) {
     ST event *x = calloc(1, sizeof *x);
+    pthread_mutex_lock(&lock);
+    x->all = all_events;
+    all_events = x;
     x->id = next_event++;
+    pthread_mutex_unlock(&lock);
     *e = x;
     NOTE("create(%u)", f);
     return 0;
