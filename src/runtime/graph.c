@@ -244,7 +244,11 @@ TACK_API tack_status tack_capture_begin(tack_stream *s) {
     tack_stream_retain(s);
     g->stream = s;
     if (!is_list(g->dev)) {
-        tack_status st = g->dev->backend->streams->capture_begin(g->dev, s);
+        /* the device's own stream after what s queued so far, so that work
+         * elsewhere (a free, another stream) can be ordered after it by
+         * waiting for the device's own stream while s captures (stream.c) */
+        tack_status st = rt_stream_order(g->dev, NULL, s);
+        if (st == TACK_OK) st = g->dev->backend->streams->capture_begin(g->dev, s);
         if (st != TACK_OK) {
             tack_stream_release(s);
             tack_free(g);

@@ -162,14 +162,15 @@ tack_status rt_streams_join(tack_device *d) {
 tack_status rt_stream_order(tack_device *d, tack_stream *waiter, tack_stream *waited) {
     const rt_stream_ops *o = d->backend->streams;
     if (waiter == waited || !o) return TACK_OK;
-    /* an event recorded on a capturing stream would join the capture (graph.c) */
-    if (rt_captured(waited))
-        return tack_set_error(TACK_ERR_VALUE,
-                              "%s: an array last used on the stream being captured is used on another stream "
-                              "during the capture; use it after tack.capture's block, or on the captured stream",
-                              d->name);
     /* a capture keeps no order with the other streams: its replay is ordered instead (graph.c) */
     if (rt_captured(waiter)) return TACK_OK;
+    /* An event recorded on a capturing stream would join the capture.  What
+     * was queued on it before the capture, d's own stream was made to wait
+     * for when the capture began (graph.c): waiting for d's own is enough. */
+    if (rt_captured(waited)) {
+        if (!waiter) return TACK_OK;
+        waited = NULL;
+    }
     void *ev = NULL;
     tack_status st = o->event_create(d, 0, &ev);
     if (st == TACK_OK) st = o->record(d, ev, waited);

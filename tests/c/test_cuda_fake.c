@@ -731,11 +731,27 @@ static void graphs(tack_device *g, void *lib, tack_program *p, tack_program *f, 
     int64_t n = 100;
     tack_array *x = NULL, *wide = NULL;
     CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &x) == TACK_OK);
+    /* z's last work is on s, before the capture; dropped during it, its free
+     * waits for Tack's stream, which the capture's start made wait for s */
+    tack_array *z = NULL;
+    tack_arg za[3];
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &z) == TACK_OK);
+    memcpy(za, args, sizeof za);
+    za[1].array = z;
+    tack_stream_use(s);
+    CHECK(tack_launch(f, za, 3) == TACK_OK);
+    tack_stream_use(NULL);
     int frees0 = FAKE_INT(plain_frees) + FAKE_INT(pool_frees);
     int before = *launches;
     order[0] = 0;
     log[0] = 0;
     CHECK(tack_capture_begin(s) == TACK_OK);
+    char joined[64];
+    snprintf(joined, sizeof joined, ",%lx) wait(1,", (unsigned long)tack_stream_handle(s));
+    CHECK(strstr(order, joined) && strstr(order, "begin") > strstr(order, joined));
+    tack_array_release(z);
+    CHECK(FAKE_INT(plain_frees) + FAKE_INT(pool_frees) == frees0 + 1);
+    frees0++;
     CHECK(tack_capture_stream() == s && tack_stream_current() == s);
     CHECK(FAKE_INT(capture_mode) == 2); /* relaxed */
     CHECK(tack_launch(p, args, 3) == TACK_OK); /* three phases */
