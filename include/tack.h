@@ -207,7 +207,7 @@ TACK_API tack_status tack_synchronize_all(void);
 
 /* ------------------------------------------------------- streams and events */
 /* A stream orders the copies and launches queued on it (docs/backends.md,
- * "Streams and events").  Each GPU device has Tack's own stream (the one work
+ * "Streams, events and graphs").  Each GPU device has Tack's own stream (the one work
  * goes to when no other is named); tack_stream_create makes another, and
  * tack_stream_wrap takes one another library made (a CUstream, a hipStream_t),
  * which Tack never destroys.  Work on different streams may overlap; an array
@@ -256,6 +256,38 @@ TACK_API int tack_event_query(tack_event *e);
 /* Milliseconds between two recorded timing events of one device, once the
  * second has been reached (waits for it). */
 TACK_API tack_status tack_event_elapsed(tack_event *start, tack_event *end, float *ms);
+
+/* ------------------------------------------------------------------ graphs */
+/* A graph is the work one thread queued on one stream between
+ * tack_capture_begin and tack_capture_end, replayed by tack_graph_launch
+ * (docs/backends.md, "Graphs").  CUDA and HIP record it with the driver's
+ * stream capture into a graph; other devices (the CPU) keep a list of the
+ * calls.  Nothing captured runs at capture time: it runs at each launch,
+ * with the same arrays and the same scalar values.  A graph holds references
+ * to its arrays and kernels, so they live as long as it does.  During a
+ * capture the capturing thread's launches, same-device copies and fills on
+ * the stream's device are captured; host copies, synchronizing the stream
+ * or the device, and events on the stream are refused with TACK_ERR_VALUE. */
+typedef struct tack_graph tack_graph;
+/* Start capturing on s: s becomes the calling thread's current stream until
+ * tack_capture_end.  Refused while this thread captures already (no nesting)
+ * or another thread captures s. */
+TACK_API tack_status tack_capture_begin(tack_stream *s);
+/* End the capture begun on s by this thread and restore the current stream
+ * it replaced; *out is the graph (released with tack_graph_release), or NULL
+ * with an error when the capture failed.  The capture ends either way. */
+TACK_API tack_status tack_capture_end(tack_stream *s, tack_graph **out);
+/* The stream this thread is capturing on (NULL: none). */
+TACK_API tack_stream *tack_capture_stream(void);
+/* Replay g on s (NULL: the stream it was captured on), ordered after the
+ * work queued before it on any stream that touched its arrays. */
+TACK_API tack_status tack_graph_launch(tack_graph *g, tack_stream *s);
+/* The launches, copies and fills captured into g. */
+TACK_API int64_t tack_graph_count(const tack_graph *g);
+/* The device g runs on. */
+TACK_API tack_device *tack_graph_device(const tack_graph *g);
+/* Free g, dropping its references to its arrays, kernels and stream (NULL: nothing). */
+TACK_API void tack_graph_release(tack_graph *g);
 
 /* ----------------------------------------------------------- configuration */
 /* Every setting of libtack (optimize default, thread count, cache directory,

@@ -188,10 +188,15 @@ from ._profile import ProfileEvent, profile  # noqa: E402
 
 __all__ += ["profile", "ProfileEvent"]
 
-# streams and events: ordering work on a GPU (docs/backends.md, "Streams and events")
+# streams and events: ordering work on a GPU (docs/backends.md, "Streams, events and graphs")
 from ._streams import Event, Stream, stream  # noqa: E402
 
 __all__ += ["Stream", "Event", "stream"]
+
+# graphs: a stream's launches captured once, replayed with one call (docs/backends.md, "Graphs")
+from ._graphs import Graph, capture  # noqa: E402
+
+__all__ += ["capture", "Graph"]
 
 # counter-based random numbers for kernels (tack.random.uniform, ...): a
 # submodule, kept out of __all__ so that `from tack import *` does not shadow

@@ -472,6 +472,9 @@ class PythonKernel:
         checks for their signature (see the class's docstring)."""
         from . import _array, _debug, _hashgrid, _structs
 
+        if _core._capture_active():  # tack.capture: a Python run would happen now, not at the replays
+            raise ValueError(f"kernel '{self.__name__}' runs as Python (jit=False) and cannot be captured by "
+                             f"tack.capture: call it outside the block, or compile it")
         if _hashgrid.has_grid(args, kwargs):  # a tack.HashGrid argument: the kernel's grid build
             out = _hashgrid.grid_call(self, args, kwargs)
             if out is not NotImplemented:

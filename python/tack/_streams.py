@@ -10,7 +10,7 @@ device (``record`` on one, ``wait`` on another) and time them.  An array used
 on one stream and then on another is ordered between them by Tack, so the
 choice of streams changes what may overlap, never a result.  The streams
 and the ordering are libtack's (src/runtime/stream.c); docs/backends.md,
-"Streams and events", has the rules.
+"Streams, events and graphs", has the rules.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 /*
- * stream.c -- tack.Stream, tack.stream() and tack.Event's way into libtack.
+ * stream.c -- tack.Stream, tack.stream(), tack.Event and tack.capture's way into libtack.
  *
  * The streams and events are libtack's (src/runtime/stream.c: reference
  * counted streams, a current stream per thread, arrays ordered between the
@@ -8,12 +8,15 @@
  * destructors release the stream or free the event, and answers the one
  * question a kernel call asks: which tack_stream a `stream=` argument names
  * (tpy_stream_of).  The waits (a stream's or an event's synchronization, an
- * elapsed time) release the GIL.
+ * elapsed time) release the GIL.  Graphs (src/runtime/graph.c; tack.capture
+ * and tack.Graph in python/tack/_graphs.py) are capsules too, and a graph's
+ * replay releases the GIL as a launch does.
  */
 #include "tack_py.h"
 
 #define STREAM "tack._core.stream"
 #define EVENT "tack._core.event"
+#define GRAPH "tack._core.graph"
 
 static void stream_free(PyObject *cap) {
     tack_stream *s = PyCapsule_GetPointer(cap, STREAM);
@@ -187,7 +190,82 @@ static PyObject *py_event_elapsed(PyObject *m, PyObject *args) {
     return PyFloat_FromDouble((double)ms);
 }
 
+/* ------------------------------------------------------------- graphs */
+/* tack.capture and tack.Graph (python/tack/_graphs.py) over runtime/graph.c:
+ * a graph is a capsule whose destructor releases it (its arrays, kernels and
+ * stream with it). */
+static void graph_free(PyObject *cap) {
+    tack_graph *g = PyCapsule_GetPointer(cap, GRAPH);
+    if (g)
+        tack_graph_release(g);
+    else
+        PyErr_Clear();
+}
+
+static PyObject *py_capture_begin(PyObject *m, PyObject *obj) {
+    (void)m;
+    tack_stream *s = tpy_stream_of(obj);
+    if (!s)
+        return NULL;
+    if (tack_capture_begin(s) != TACK_OK)
+        return tpy_raise();
+    Py_RETURN_NONE;
+}
+
+/* _capture_end(stream) -> graph: the capture ends even when it failed (then it raises) */
+static PyObject *py_capture_end(PyObject *m, PyObject *obj) {
+    (void)m;
+    tack_graph *g = NULL;
+    tack_stream *s = tpy_stream_of(obj);
+    if (!s)
+        return NULL;
+    if (tack_capture_end(s, &g) != TACK_OK)
+        return tpy_raise();
+    PyObject *cap = PyCapsule_New(g, GRAPH, graph_free);
+    if (!cap)
+        tack_graph_release(g);
+    return cap;
+}
+
+static PyObject *py_capture_stream(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    return PyBool_FromLong(tack_capture_stream() != NULL);
+}
+
+/* _graph_launch(graph, stream or None) */
+static PyObject *py_graph_launch(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *cap, *sobj;
+    tack_stream *s = NULL;
+    tack_status st;
+    if (!PyArg_ParseTuple(args, "OO:_graph_launch", &cap, &sobj))
+        return NULL;
+    tack_graph *g = PyCapsule_GetPointer(cap, GRAPH);
+    if (!g || (sobj != Py_None && !(s = tpy_stream_of(sobj))))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = tack_graph_launch(g, s);
+    Py_END_ALLOW_THREADS
+    if (st != TACK_OK)
+        return tpy_raise();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_graph_info(PyObject *m, PyObject *cap) {
+    (void)m;
+    tack_graph *g = PyCapsule_GetPointer(cap, GRAPH);
+    if (!g)
+        return NULL;
+    return Py_BuildValue("(sL)", tack_device_name(tack_graph_device(g)), (long long)tack_graph_count(g));
+}
+
 static PyMethodDef stream_methods[] = {
+    {"_capture_begin", py_capture_begin, METH_O, "_capture_begin(stream): capture the thread's work on it"},
+    {"_capture_end", py_capture_end, METH_O, "_capture_end(stream) -> the graph captured on it"},
+    {"_capture_active", py_capture_stream, METH_NOARGS, "_capture_active() -> whether this thread captures"},
+    {"_graph_launch", py_graph_launch, METH_VARARGS, "_graph_launch(graph, stream or None): replay it"},
+    {"_graph_info", py_graph_info, METH_O, "_graph_info(graph) -> (device name, calls captured)"},
     {"_stream_new", py_stream_new, METH_VARARGS,
      "_stream_new(device, handle) -> a stream: a new one (handle None) or the API's handle wrapped"},
     {"_stream_info", py_stream_info, METH_O, "_stream_info(stream) -> (device name, handle)"},

@@ -120,7 +120,11 @@ static tack_status alloc_array(tack_device *dev, tack_dtype dt, int ndim, const 
     }
     if (zero && nbytes) {
         unsigned char z = 0;
-        if ((st = rt_storage_use(s)) != TACK_OK || (st = dev->backend->fill(dev, s->data, &z, 1, nbytes)) != TACK_OK) {
+        /* during a capture (graph.c) the zeros are written now, on the device's own stream, not captured */
+        tack_stream *cur = rt_captured(rt_stream_now(dev)) ? tack_stream_use(NULL) : NULL;
+        if ((st = rt_storage_use(s)) == TACK_OK) st = dev->backend->fill(dev, s->data, &z, 1, nbytes);
+        if (cur) tack_stream_use(cur);
+        if (st != TACK_OK) {
             storage_release(s);
             return st;
         }
@@ -370,6 +374,7 @@ tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t n
         (st = check_bytes(dst, nbytes, "copy to array")) != TACK_OK)
         return st;
     tack_device *d = dst->storage->device;
+    if ((st = rt_capture_refuse(d, "copying host data into an array")) != TACK_OK) return st; /* graph.c */
     if ((st = rt_storage_use(dst->storage)) != TACK_OK) return st;
     return d->backend->copy(d, dst->data, src, nbytes, RT_COPY_H2D);
 }
@@ -380,6 +385,7 @@ tack_status tack_array_copy_to_host(const tack_array *src, void *dst, size_t nby
         return st;
     if (src->strided) return rt_strided_to_host(src, dst); /* gathered (strided.c) */
     tack_device *d = src->storage->device;
+    if ((st = rt_capture_refuse(d, "reading an array on the host")) != TACK_OK) return st; /* graph.c */
     if ((st = rt_storage_use(src->storage)) != TACK_OK) return st;
     return d->backend->copy(d, dst, src->data, nbytes, RT_COPY_D2H);
 }
@@ -405,6 +411,12 @@ tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
                               (long long)src->size, tack_dtype_get(src->dtype)->name, (long long)dst->size,
                               tack_dtype_get(dst->dtype)->name);
     tack_device *dd = dst->storage->device, *sd = src->storage->device;
+    /* during a capture (graph.c): a copy within the device is captured, one through the host refused */
+    tack_stream *cur = rt_stream_now(dd);
+    if (dd == sd && rt_captured(cur)) return rt_capture_copy(cur, dst, src);
+    if ((st = rt_capture_refuse(dd, "copying an array from another device")) != TACK_OK ||
+        (st = rt_capture_refuse(sd, "copying an array to another device")) != TACK_OK)
+        return st;
     if ((st = rt_storage_use(dst->storage)) != TACK_OK || (st = rt_storage_use(src->storage)) != TACK_OK) return st;
     if (dd == sd) {
         st = dd->backend->copy(dd, dst->data, src->data, src->nbytes, RT_COPY_D2D);
@@ -430,6 +442,8 @@ tack_status tack_array_fill(tack_array *a, const void *value) {
     if ((st = rt_refuse_strided(a, "fill")) != TACK_OK || (st = check_writable(a)) != TACK_OK)
         return st;
     tack_device *d = a->storage->device;
+    tack_stream *cur = rt_stream_now(d);
+    if (rt_captured(cur)) return rt_capture_fill(cur, a, value); /* graph.c */
     if ((st = rt_storage_use(a->storage)) != TACK_OK) return st;
     st = d->backend->fill(d, a->data, value, tack_dtype_get(a->dtype)->itemsize, (size_t)a->size);
     return st == TACK_OK ? settle_shared(d, a, NULL) : st;

@@ -182,6 +182,8 @@ int tack_device_index(const tack_device *d) { return d->index; }
 int tack_device_threads(const tack_device *d) { return d->backend->type == TACK_DEVICE_CPU ? pool_threads() : d->threads; }
 
 tack_status tack_device_synchronize(tack_device *d) {
+    tack_status st = rt_capture_refuse(d, "synchronizing the device");
+    if (st != TACK_OK) return st;
     return d->backend->synchronize ? d->backend->synchronize(d) : TACK_OK;
 }
 

@@ -32,6 +32,8 @@ char *tk_program_strdup(const char *s, int *fail) {
 
 TACK_API void tack_program_free(tack_program *p) {
     if (!p) return;
+    /* a graph keeps it (graph.c): the last of them frees it */
+    if (atomic_fetch_sub_explicit(&p->holds, 1, memory_order_acq_rel) > 0) return;
     if (p->device && p->device->backend && p->device->backend->unload) p->device->backend->unload(p->device, p);
     tack_free(p->kernel_name);
     tack_free(p->filename);
@@ -242,6 +244,9 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
     }
     tack_status st = check_aliases(p, args, nargs);
     if (st != TACK_OK) return st;
+    /* a capture on the current stream keeps the launch for its replays (graph.c) */
+    tack_stream *cur = rt_stream_now(p->device);
+    if (cur && rt_captured(cur)) return rt_capture_launch(cur, p, args, nargs);
     /* streams (stream.c): each array ordered after the stream it was last used on */
     for (int i = 0; p->device->backend->streams && i < nargs; i++)
         if (p->params[i].is_array && (st = rt_storage_use(args[i].array->storage)) != TACK_OK) return st;

@@ -12,6 +12,7 @@
 #ifndef TACK_PROGRAM_H
 #define TACK_PROGRAM_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "tack.h"
@@ -93,6 +94,7 @@ struct tack_program {
     tack_device *device;     /* set by tack_program_build */
     void *handle;            /* backend: loaded code */
     void *entry;
+    atomic_long holds;       /* graphs keeping it (graph.c): tack_program_free frees it after the last */
 };
 
 /* A heap copy of s (NULL for NULL); sets *fail on a failed allocation. */

@@ -38,6 +38,14 @@ typedef struct rt_stream_ops {
     tack_status (*event_sync)(tack_device *d, void *ev);
     int (*query)(tack_device *d, void *ev); /* 1 reached, 0 not yet, -1 error (set) */
     tack_status (*elapsed)(tack_device *d, void *start, void *end, float *ms);
+    /* Graphs (graph.c); NULL: the device keeps a list of the calls instead.
+     * Begin capturing what is queued on s; end it, *exec the graph made
+     * ready to launch; replay exec on s, the programs it launches given (their
+     * frames are ordered as a launch's are); free exec. */
+    tack_status (*capture_begin)(tack_device *d, const tack_stream *s);
+    tack_status (*capture_end)(tack_device *d, const tack_stream *s, void **exec);
+    tack_status (*graph_launch)(tack_device *d, void *exec, const tack_stream *s, tack_program *const *progs, int n);
+    void (*graph_destroy)(tack_device *d, void *exec);
 } rt_stream_ops;
 
 typedef struct rt_backend {
@@ -130,7 +138,12 @@ struct tack_stream {
     void *handle;
     int owned;                        /* made by Tack: destroyed with the last reference */
     struct tack_stream *next, *prev;  /* the live streams (tack_device_synchronize waits for them) */
+    _Atomic(struct tack_graph *) capture; /* the capture in progress on it (graph.c), else NULL */
 };
+/* The capture in progress on s, or NULL (s may be NULL: the device's own stream, never captured). */
+static inline struct tack_graph *rt_captured(const tack_stream *s) {
+    return s ? atomic_load_explicit(&((tack_stream *)s)->capture, memory_order_acquire) : NULL;
+}
 /* The calling thread's current stream if it is on d, else NULL (d's own). */
 tack_stream *rt_stream_now(const tack_device *d);
 /* Work queued from now on `waiter` waits, on the device, for the work queued
@@ -146,6 +159,18 @@ tack_status rt_streams_sync(tack_device *d);
 /* Make d's own stream wait, on the device, for every live stream of d: a
  * program's code and frame are freed after the launches that use them. */
 tack_status rt_streams_join(tack_device *d);
+
+/* graph.c: what the runtime does during a capture on s (rt_captured(s)):
+ * a launch, a same-device copy and a fill are kept in the graph (and queued
+ * to the driver's capture where the device has one); anything that would
+ * wait for the captured work or read it on the host is refused. */
+tack_status rt_capture_launch(tack_stream *s, tack_program *p, const tack_arg *args, int nargs);
+tack_status rt_capture_copy(tack_stream *s, tack_array *dst, const tack_array *src);
+tack_status rt_capture_fill(tack_stream *s, tack_array *a, const void *value);
+/* TACK_ERR_VALUE naming `what` when the calling thread captures on a stream of d, else TACK_OK. */
+tack_status rt_capture_refuse(const tack_device *d, const char *what);
+/* A capturing stream of d (any thread's), or NULL. */
+tack_stream *rt_capture_on(const tack_device *d);
 
 /* strided.c: an operation that assumes C order refuses a strided view. */
 tack_status rt_refuse_strided(const tack_array *a, const char *what);

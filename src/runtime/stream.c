@@ -121,6 +121,11 @@ TACK_API tack_device *tack_stream_device(const tack_stream *s) { return s ? s->d
 
 TACK_API tack_status tack_stream_synchronize(tack_stream *s) {
     if (!s) return tack_set_error(TACK_ERR_VALUE, "tack_stream_synchronize: stream is NULL");
+    if (rt_captured(s))
+        return tack_set_error(TACK_ERR_VALUE,
+                              "cannot synchronize a stream of %s while it is being captured (nothing captured runs "
+                              "until the graph is launched): synchronize after tack.capture's block",
+                              s->dev->name);
     return is_cpu(s->dev) ? TACK_OK : s->dev->backend->streams->sync(s->dev, s);
 }
 
@@ -139,7 +144,7 @@ tack_status rt_streams_sync(tack_device *d) {
     if (!d->backend->streams) return TACK_OK;
     pthread_mutex_lock(&live_lock);
     for (tack_stream *s = live; s && st == TACK_OK; s = s->next)
-        if (s->dev == d) st = d->backend->streams->sync(d, s);
+        if (s->dev == d && !rt_captured(s)) st = d->backend->streams->sync(d, s); /* a capture runs nothing */
     pthread_mutex_unlock(&live_lock);
     return st;
 }
@@ -149,7 +154,7 @@ tack_status rt_streams_join(tack_device *d) {
     if (!d->backend->streams) return TACK_OK;
     pthread_mutex_lock(&live_lock);
     for (tack_stream *s = live; s && st == TACK_OK; s = s->next)
-        if (s->dev == d) st = rt_stream_order(d, NULL, s);
+        if (s->dev == d && !rt_captured(s)) st = rt_stream_order(d, NULL, s);
     pthread_mutex_unlock(&live_lock);
     return st;
 }
@@ -157,6 +162,15 @@ tack_status rt_streams_join(tack_device *d) {
 tack_status rt_stream_order(tack_device *d, tack_stream *waiter, tack_stream *waited) {
     const rt_stream_ops *o = d->backend->streams;
     if (waiter == waited || !o) return TACK_OK;
+    /* a capture keeps no order with the other streams: its replay is ordered instead (graph.c) */
+    if (rt_captured(waiter)) return TACK_OK;
+    /* An event recorded on a capturing stream would join the capture.  What
+     * was queued on it before the capture, d's own stream was made to wait
+     * for when the capture began (graph.c): waiting for d's own is enough. */
+    if (rt_captured(waited)) {
+        if (!waiter) return TACK_OK;
+        waited = NULL;
+    }
     void *ev = NULL;
     tack_status st = o->event_create(d, 0, &ev);
     if (st == TACK_OK) st = o->record(d, ev, waited);
@@ -169,6 +183,7 @@ tack_status rt_storage_use(rt_storage *s) {
     tack_device *d = s->device;
     if (!d->backend->streams) return TACK_OK;
     tack_stream *cur = rt_stream_now(d);
+    if (rt_captured(cur)) return TACK_OK; /* nothing runs until the replay, which orders it (graph.c) */
     tack_stream *was = atomic_load_explicit(&s->last, memory_order_acquire);
     if (was == cur) return TACK_OK;
     tack_status st = rt_stream_order(d, cur, was);
@@ -232,9 +247,18 @@ static tack_status check_stream(const tack_event *e, const tack_stream *s, const
     return TACK_OK;
 }
 
+static tack_status check_capture(const tack_event *e, const tack_stream *s, const char *what) {
+    if (!rt_captured(s ? s : rt_stream_now(e->dev))) return TACK_OK;
+    return tack_set_error(TACK_ERR_VALUE,
+                          "%s on a stream of %s that is being captured: events are not captured into a graph; "
+                          "record or wait for them around the graph's launch",
+                          what, e->dev->name);
+}
+
 TACK_API tack_status tack_event_record(tack_event *e, tack_stream *s) {
     if (!e) return tack_set_error(TACK_ERR_VALUE, "tack_event_record: event is NULL");
     tack_status st = check_stream(e, s, "Event.record");
+    if (st == TACK_OK) st = check_capture(e, s, "Event.record");
     if (st != TACK_OK) return st;
     if (is_cpu(e->dev)) e->host_ns = host_now();
     else st = e->dev->backend->streams->record(e->dev, e->handle, s ? s : rt_stream_now(e->dev));
@@ -245,6 +269,7 @@ TACK_API tack_status tack_event_record(tack_event *e, tack_stream *s) {
 TACK_API tack_status tack_event_wait(tack_event *e, tack_stream *s) {
     if (!e) return tack_set_error(TACK_ERR_VALUE, "tack_event_wait: event is NULL");
     tack_status st = check_stream(e, s, "Event.wait");
+    if (st == TACK_OK) st = check_capture(e, s, "Event.wait");
     if (st != TACK_OK || is_cpu(e->dev) || !e->recorded) return st;
     return e->dev->backend->streams->wait(e->dev, s ? s : rt_stream_now(e->dev), e->handle);
 }

@@ -330,7 +330,8 @@ tack_status rt_strided_to_host(const tack_array *a, void *dst) {
         if (!(tmp = tack_malloc(n ? n : 1)))
             return tack_set_error(TACK_ERR_NOMEM, "out of memory copying a strided view of %zu bytes", n);
         const void *src = d->opaque_data ? a->data : (const char *)a->data + lo;
-        tack_status st = rt_storage_use(a->storage); /* after the work that wrote it, on any stream */
+        tack_status st = rt_capture_refuse(d, "reading an array on the host"); /* graph.c */
+        if (st == TACK_OK) st = rt_storage_use(a->storage); /* after the work that wrote it, on any stream */
         if (st == TACK_OK) st = d->backend->copy(d, tmp, src, n, RT_COPY_D2H);
         if (st != TACK_OK) {
             tack_free(tmp);

@@ -29,6 +29,13 @@
  * FAKE_HIP_FAULT (set: a launch is a GPU memory fault, which ROCm's runtime
  * answers by printing its message and aborting the process, as the real one
  * does from its event thread).
+ *
+ * Graphs: a stream being captured (hipStreamBeginCapture) keeps what is
+ * queued on it in its graph instead of its queue; hipGraphLaunch queues a
+ * copy of the graph's work on the launch stream, where it runs when that
+ * stream is drained, like any other work.  What Tack must never do on a
+ * capturing stream (synchronize it, record or wait for an event on it, copy
+ * to or from the host on it) fails and is counted in capture_misuse.
  * Tests read and set the globals below through dlsym or ctypes.
  */
 #define _GNU_SOURCE
@@ -135,8 +142,13 @@ typedef struct op {
     char name[64];
     struct op *next;
 } op;
-typedef struct stream { op *head, *tail; int id; } stream;
-typedef struct event { stream *s; int id; int recorded, done; long long t; } event;
+typedef struct graph graph;
+typedef struct stream { op *head, *tail; int id; graph *cap; } stream;
+struct graph { stream ops; };
+int capture_mode = -1, capture_misuse, graphs_live, execs_live, graph_launches;
+/* events stay on a list after hipEventDestroy (queued work may still name them): reachable, not leaked */
+typedef struct event { stream *s; int id; int recorded, done; long long t; struct event *all; } event;
+static event *all_events;
 /* The device's clock: a launch takes FAKE_HIP_KERNEL_NS (250000) of it, the
  * rest nothing; an event completing reads it (hipEventElapsedTime). */
 static long long device_clock;
@@ -145,6 +157,7 @@ static int next_stream = 1, next_event = 0x1000;
 
 static stream *S(void *s) { return s ? (stream *)s : &null_stream; }
 static void push(stream *s, op *o) {
+    if (s->cap) s = &s->cap->ops; /* captured: kept in the graph, not run */
     o->next = NULL;
     if (s->tail) s->tail->next = o;
     else s->head = o;
@@ -217,7 +230,8 @@ hipError_t hipStreamCreate(void **s) {
     return 0;
 }
 hipError_t hipStreamSynchronize(void *s) {
-    ST pthread_mutex_lock(&lock);
+    ST if (S(s)->cap) return capture_misuse++, 900; /* hipErrorStreamCaptureUnsupported */
+    pthread_mutex_lock(&lock);
     drain(S(s));
     NOTE("sync(%d)", S(s)->id);
     pthread_mutex_unlock(&lock);
@@ -230,13 +244,18 @@ hipError_t hipStreamSynchronize(void *s) {
 }
 hipError_t hipEventCreateWithFlags(void **e, unsigned f) {
     ST event *x = calloc(1, sizeof *x);
+    pthread_mutex_lock(&lock);
+    x->all = all_events;
+    all_events = x;
     x->id = next_event++;
+    pthread_mutex_unlock(&lock);
     *e = x;
     NOTE("create(%u)", f);
     return 0;
 }
 hipError_t hipEventRecord(void *e, void *s) {
-    ST event *x = e;
+    ST if (S(s)->cap) return capture_misuse++, 900;
+    event *x = e;
     op *o = new_op(OP_EVENT);
     o->ev = x;
     x->s = S(s);
@@ -249,7 +268,8 @@ hipError_t hipEventRecord(void *e, void *s) {
     return 0;
 }
 hipError_t hipStreamWaitEvent(void *s, void *e, unsigned f) {
-    ST event *x = e;
+    ST if (S(s)->cap) return capture_misuse++, 900;
+    event *x = e;
     if (!x->recorded) return 0;
     op *o = new_op(OP_WAIT);
     o->ev = x;
@@ -323,7 +343,8 @@ static void drain_all(void) {
     for (int i = 0; i < nstreams; i++) drain(streams[i]);
 }
 hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *s) {
-    ST const char *dev = kind == 1 ? dst : src;
+    ST if (S(s)->cap && kind != 3) return capture_misuse++, 900;
+    const char *dev = kind == 1 ? dst : src;
     alloc *a = find(dev);
     if (!a || (const char *)dev + n > a->p + a->n || (kind == 3 && !find(dst))) return 1;
     if (s && nstreams < 64) {
@@ -486,6 +507,58 @@ hipError_t hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
     pthread_mutex_lock(&lock);
     push(S(s), o);
     pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+/* --------------------------------------------------------------- graphs */
+static op *dup_op(const op *o) {
+    op *c = malloc(sizeof *c);
+    *c = *o;
+    c->next = NULL;
+    if (o->args) {
+        c->args = malloc(o->args_bytes);
+        memcpy(c->args, o->args, o->args_bytes);
+    }
+    return c;
+}
+static void free_ops(stream *q) {
+    for (op *o = q->head, *n; o; o = n) {
+        n = o->next;
+        free(o->args);
+        free(o);
+    }
+}
+hipError_t hipStreamBeginCapture(void *s, int mode) {
+    ST if (!s || S(s)->cap) return 1;
+    capture_mode = mode;
+    S(s)->cap = calloc(1, sizeof(graph));
+    NOTE("begin(%d)", S(s)->id);
+    return 0;
+}
+hipError_t hipStreamEndCapture(void *s, void **g) {
+    ST if (!s || !S(s)->cap) return 1;
+    *g = S(s)->cap;
+    S(s)->cap = NULL;
+    graphs_live++;
+    NOTE("end(%d)", S(s)->id);
+    return 0;
+}
+hipError_t hipGraphInstantiate(void **e, void *g, void *node, char *log, size_t n) {
+    ST graph *x = calloc(1, sizeof *x);
+    for (op *o = ((graph *)g)->ops.head; o; o = o->next) push(&x->ops, dup_op(o));
+    *e = x;
+    execs_live++;
+    return 0;
+}
+hipError_t hipGraphDestroy(void *g) { free_ops(&((graph *)g)->ops); free(g); graphs_live--; return 0; }
+hipError_t hipGraphExecDestroy(void *e) { free_ops(&((graph *)e)->ops); free(e); execs_live--; return 0; }
+hipError_t hipGraphLaunch(void *e, void *s) {
+    ST if (S(s)->cap) return capture_misuse++, 900;
+    pthread_mutex_lock(&lock);
+    for (op *o = ((graph *)e)->ops.head; o; o = o->next) push(S(s), dup_op(o));
+    graph_launches++;
+    pthread_mutex_unlock(&lock);
+    NOTE("glaunch(%d)", S(s)->id);
     return 0;
 }
 

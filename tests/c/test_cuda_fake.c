@@ -81,26 +81,56 @@ static const char FAKE[] =
     "char order[8192]; static int nev;\n"
     "static void note(const char *w) { size_t n = strlen(order); if (n + strlen(w) + 2 < sizeof order) snprintf(order + n, sizeof order - n, \"%s \", w); }\n"
     "CUresult cuCtxSynchronize(void) { ST note(\"ctxsync\"); return 0; }\n"
+    /* graphs: while a stream is captured (one at a time), launches, device
+     * copies and memsets queued on it become nodes instead of running, and
+     * what would wait for it or read it on the host is refused and counted
+     * in capture_misuse (Tack must never do it); cuGraphLaunch runs the
+     * nodes in order: a launch counts in launches, and each replayed launch
+     * appends \"ID:FUNCTION\" (its program id, slot 2) to replay_log.
+     * graphs_live and execs_live count what is not destroyed yet. */
+    "CUstream capturing, last_stream; int capture_mode = -1, capture_misuse, graphs_live, execs_live, graph_launches;\n"
+    "char replay_log[8192];\n"
+    "typedef struct { int kind; const char *fn; uint64_t slots[8]; unsigned grid; CUdeviceptr d, s; size_t n; unsigned v; } gnode;\n"
+    "typedef struct { gnode *nodes; int n; } fgraph;\n"
+    "static fgraph *capture_graph;\n"
+    "static CUresult add_node(int kind, const char *fn, const uint64_t *slots, unsigned grid, CUdeviceptr d, CUdeviceptr s, size_t n, unsigned v) {\n"
+    "  fgraph *g = capture_graph; gnode *m = realloc(g->nodes, (size_t)(g->n + 1) * sizeof *m); if (!m) return 2;\n"
+    "  g->nodes = m; gnode *x = &m[g->n++]; memset(x, 0, sizeof *x); x->kind = kind; x->fn = fn; x->grid = grid; x->d = d; x->s = s; x->n = n; x->v = v;\n"
+    "  if (slots) memcpy(x->slots, slots, sizeof x->slots); return 0; }\n"
+    "CUresult cuStreamBeginCapture_v2(CUstream s, int mode) { ST if (capturing) return 900; capturing = s; capture_mode = mode; capture_graph = calloc(1, sizeof *capture_graph); note(\"begin\"); return 0; }\n"
+    "CUresult cuStreamEndCapture(CUstream s, void **g) { ST if (!capturing || s != capturing) return 901; *g = capture_graph; capture_graph = NULL; capturing = NULL; graphs_live++; note(\"end\"); return 0; }\n"
+    "static fgraph *dup_graph(const fgraph *x) { fgraph *y = calloc(1, sizeof *y); y->n = x->n; y->nodes = malloc((size_t)x->n * sizeof *y->nodes + 1); if (x->n) memcpy(y->nodes, x->nodes, (size_t)x->n * sizeof *y->nodes); return y; }\n"
+    "CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { ST *e = dup_graph(g); execs_live++; return 0; }\n"
+    "CUresult cuGraphDestroy(void *g) { fgraph *x = g; free(x->nodes); free(x); graphs_live--; return 0; }\n"
+    "CUresult cuGraphExecDestroy(void *e) { fgraph *x = e; free(x->nodes); free(x); execs_live--; return 0; }\n"
+    "CUresult cuGraphLaunch(void *e, CUstream s) { ST fgraph *x = e; graph_launches++;\n"
+    "  char w[40]; snprintf(w, sizeof w, \"glaunch(%lx)\", (unsigned long)(uintptr_t)s); note(w);\n"
+    "  for (int i = 0; i < x->n; i++) { gnode *m = &x->nodes[i];\n"
+    "    if (m->kind == 1) { launches++; last_stream = s; size_t k = strlen(replay_log);\n"
+    "      if (k + 48 < sizeof replay_log) snprintf(replay_log + k, sizeof replay_log - k, \"%llu:%s \", (unsigned long long)m->slots[2], m->fn); }\n"
+    "    else if (m->kind == 2) memmove((void *)(uintptr_t)m->d, (void *)(uintptr_t)m->s, m->n);\n"
+    "    else for (size_t j = 0; j < m->n; j++) memcpy((char *)(uintptr_t)m->d + j * m->s, &m->v, m->s); }\n"
+    "  return 0; }\n"
     "CUresult cuEventCreate(CUevent *e, unsigned f) { ST *e = (CUevent)(uintptr_t)(0x1000 + ++nev); char w[40]; snprintf(w, sizeof w, \"create(%u)\", f); note(w); return 0; }\n"
-    "CUresult cuEventRecord(CUevent e, CUstream s) { ST char w[64]; snprintf(w, sizeof w, \"record(%lx,%lx)\", (unsigned long)(uintptr_t)e, (unsigned long)(uintptr_t)s); note(w); return 0; }\n"
-    "CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) { ST char w[64]; snprintf(w, sizeof w, \"wait(%lx,%lx)\", (unsigned long)(uintptr_t)s, (unsigned long)(uintptr_t)e); note(w); return 0; }\n"
+    "CUresult cuEventRecord(CUevent e, CUstream s) { ST if (s && s == capturing) { capture_misuse++; return 904; } char w[64]; snprintf(w, sizeof w, \"record(%lx,%lx)\", (unsigned long)(uintptr_t)e, (unsigned long)(uintptr_t)s); note(w); return 0; }\n"
+    "CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) { ST if (s && s == capturing) { capture_misuse++; return 904; } char w[64]; snprintf(w, sizeof w, \"wait(%lx,%lx)\", (unsigned long)(uintptr_t)s, (unsigned long)(uintptr_t)e); note(w); return 0; }\n"
     "CUresult cuEventDestroy_v2(CUevent e) { ST char w[40]; snprintf(w, sizeof w, \"destroy(%lx)\", (unsigned long)(uintptr_t)e); note(w); return 0; }\n"
     /* streams 1 (Tack's own), 2, ...; the launch's stream kept; events 2.5 ms apart */
-    "static int nstream; CUstream last_stream;\n"
+    "static int nstream;\n"
     "CUresult cuStreamCreate(CUstream *s, unsigned f) { ST *s = (void *)(uintptr_t)++nstream; return 0; }\n"
     "CUresult cuStreamDestroy_v2(CUstream s) { ST char w[40]; snprintf(w, sizeof w, \"sdestroy(%lx)\", (unsigned long)(uintptr_t)s); note(w); return 0; }\n"
     "CUresult cuEventQuery(CUevent e) { ST return 0; }\n"
     "CUresult cuEventSynchronize(CUevent e) { ST note(\"esync\"); return 0; }\n"
     "CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { ST *ms = 2.5f; return 0; }\n"
-    "CUresult cuStreamSynchronize(CUstream s) { ST note(\"sync\"); if (sticky_next_sync) { sticky_next_sync = 0; sticky = 1; return 700; } return 0; }\n"
+    "CUresult cuStreamSynchronize(CUstream s) { ST if (s && s == capturing) { capture_misuse++; return 900; } note(\"sync\"); if (sticky_next_sync) { sticky_next_sync = 0; sticky = 1; return 700; } return 0; }\n"
     "CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { ST plain_allocs++; *p = (CUdeviceptr)(uintptr_t)live_add(calloc(1, n)); return 0; }\n"
     "CUresult cuMemFree_v2(CUdeviceptr p) { STF if (take_pooled(p)) mismatched_frees++; else plain_frees++; live_del((void *)(uintptr_t)p); free((void *)(uintptr_t)p); return 0; }\n"
-    "CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { ST memcpy((void *)(uintptr_t)d, s, n); return 0; }\n"
-    "CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { ST memcpy(d, (void *)(uintptr_t)s, n); return 0; }\n"
-    "CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { ST memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }\n"
-    "CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { ST memset((void *)(uintptr_t)d, v, n); return 0; }\n"
-    "CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { ST for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v; return 0; }\n"
-    "CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) { ST for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v; return 0; }\n"
+    "CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { ST if (st && st == capturing) { capture_misuse++; return 900; } memcpy((void *)(uintptr_t)d, s, n); return 0; }\n"
+    "CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { ST if (st && st == capturing) { capture_misuse++; return 900; } memcpy(d, (void *)(uintptr_t)s, n); return 0; }\n"
+    "CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { ST if (st && st == capturing) return add_node(2, NULL, NULL, 0, d, s, n, 0); memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }\n"
+    "CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { ST if (s && s == capturing) return add_node(3, NULL, NULL, 0, d, 1, n, v); memset((void *)(uintptr_t)d, v, n); return 0; }\n"
+    "CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { ST if (s && s == capturing) return add_node(3, NULL, NULL, 0, d, 2, n, v); for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v; return 0; }\n"
+    "CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) { ST if (s && s == capturing) return add_node(3, NULL, NULL, 0, d, 4, n, v); for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v; return 0; }\n"
     /* modules: PTX whose .version is newer than the driver's CUDA version
      * loads is refused with CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222), as a
      * real driver does (CUDA 11.x: ISA 7.x; 12.0-12.5: 8.0-8.5, 12.6+: one
@@ -135,8 +165,9 @@ static const char FAKE[] =
     "  if (!memmem(((mod *)m)->ptx, ((mod *)m)->len, e, strlen(e))) return 500;\n"
     "  char *slot = names[next++ % 256]; snprintf(slot, 32, \"%s\", name); *f = slot; return 0; }\n"
     "CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream s, void **params, void **extra) { ST\n"
-    "  launches++; last_stream = s;\n"
     "  uint64_t *slots = params[0];\n"
+    "  if (s && s == capturing) return add_node(1, f, slots, gx, 0, 0, 0, 0);\n"
+    "  launches++; last_stream = s;\n"
     "  last_grid = gx; last_block = bx; last_frame = slots[1]; memcpy(last_slots, slots, sizeof last_slots);\n"
     "  if (fail_next) { int32_t *r = (int32_t *)(uintptr_t)slots[0]; r[0] = 1; r[1] = 0; ((uint64_t *)r)[1] = slots[2]; ((int64_t *)r)[2] = 10; ((int64_t *)r)[3] = 10; fail_next = 0; }\n"
     "  return 0; }\n"
@@ -467,6 +498,8 @@ static void grids(tack_device *g, void *lib) {
     tack_array_release(m);
 }
 
+static void graphs(tack_device *g, void *lib, tack_program *p, tack_program *f, tack_arg *args);
+
 static void run(void) {
     tack_device *g = NULL, *cpu = NULL;
     CHECK(tack_device_get("cuda:0", &g) == TACK_OK);
@@ -618,6 +651,9 @@ static void run(void) {
     complex_slots(g, lib);
     current_context(g, lib, p, args);
     streams(g, lib, p, args);
+    tack_program *pf = NULL;
+    CHECK(tack_compile(tb_m, k2, sig, 3, &o, &pf) == TACK_OK && tack_program_build(pf, g) == TACK_OK);
+    graphs(g, lib, p, pf, args);
     /* last: a sticky error (an illegal address) loses the device, which is said
      * once, naming the kernel launched last; then every operation fails at once
      * without calling the driver, and frees do nothing */
@@ -664,6 +700,130 @@ static tack_program *fill_program(tack_device *g, tack_status *st) {
     CHECK(tack_compile(tb_m, k, sig, 3, &o, &p) == TACK_OK);
     *st = p ? tack_program_build(p, g) : TACK_ERR_VALUE;
     return p;
+}
+
+/* Graphs (runtime/graph.c, cuda_stream.c): a capture on a stream records
+ * the launches, device copies and fills queued on it without running them,
+ * in relaxed mode; what would wait for the captured work or read it on the
+ * host is refused by Tack before the driver sees it; each replay runs the
+ * nodes in order, on the captured stream or another, ordered after the
+ * streams that last used its arrays; the graph keeps its kernels and arrays
+ * until it is released.  f is a second program (one phase), freed here. */
+static void graphs(tack_device *g, void *lib, tack_program *p, tack_program *f, tack_arg *args) {
+    char *order = dlsym(lib, "order"), *log = dlsym(lib, "replay_log");
+    int *launches = dlsym(lib, "launches");
+    uint64_t *slots = dlsym(lib, "last_slots");
+    tack_stream *s = NULL, *s2 = NULL;
+    tack_graph *gr = NULL;
+    tack_event *ev = NULL;
+    float host[100], one = 1.0f;
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    CHECK(tack_stream_create(g, &s) == TACK_OK && tack_stream_create(g, &s2) == TACK_OK);
+    CHECK(tack_event_create(g, 0, &ev) == TACK_OK);
+    /* the programs' ids, from eager launches */
+    CHECK(tack_launch(p, args, 3) == TACK_OK);
+    unsigned long long pid = (unsigned long long)slots[2];
+    CHECK(tack_launch(f, args, 3) == TACK_OK);
+    unsigned long long fid = (unsigned long long)slots[2];
+    CHECK(pid != fid);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* an array made for the capture alone, dropped by the test after it */
+    int64_t n = 100;
+    tack_array *x = NULL, *wide = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &x) == TACK_OK);
+    /* z's last work is on s, before the capture; dropped during it, its free
+     * waits for Tack's stream, which the capture's start made wait for s */
+    tack_array *z = NULL;
+    tack_arg za[3];
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &z) == TACK_OK);
+    memcpy(za, args, sizeof za);
+    za[1].array = z;
+    tack_stream_use(s);
+    CHECK(tack_launch(f, za, 3) == TACK_OK);
+    tack_stream_use(NULL);
+    int frees0 = FAKE_INT(plain_frees) + FAKE_INT(pool_frees);
+    int before = *launches;
+    order[0] = 0;
+    log[0] = 0;
+    CHECK(tack_capture_begin(s) == TACK_OK);
+    char joined[64];
+    snprintf(joined, sizeof joined, ",%lx) wait(1,", (unsigned long)tack_stream_handle(s));
+    CHECK(strstr(order, joined) && strstr(order, "begin") > strstr(order, joined));
+    tack_array_release(z);
+    CHECK(FAKE_INT(plain_frees) + FAKE_INT(pool_frees) == frees0 + 1);
+    frees0++;
+    CHECK(tack_capture_stream() == s && tack_stream_current() == s);
+    CHECK(FAKE_INT(capture_mode) == 2); /* relaxed */
+    CHECK(tack_launch(p, args, 3) == TACK_OK); /* three phases */
+    tack_arg xa[3];
+    memcpy(xa, args, sizeof xa);
+    xa[1].array = x;
+    CHECK(tack_launch(f, xa, 3) == TACK_OK);
+    CHECK(tack_array_copy(args[0].array, args[1].array) == TACK_OK); /* a device copy */
+    CHECK(tack_array_fill(x, &one) == TACK_OK);                      /* a 4-byte fill */
+    CHECK(*launches == before); /* nothing ran */
+    /* refused during the capture, each with its reason */
+    CHECK(tack_stream_synchronize(s) == TACK_ERR_VALUE && strstr(tack_last_error(), "while it is being captured"));
+    CHECK(tack_device_synchronize(g) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "synchronizing the device during a capture on cuda:0"));
+    CHECK(tack_array_copy_to_host(x, host, sizeof host) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "reading an array on the host during a capture on cuda:0"));
+    CHECK(tack_array_copy_from_host(x, host, sizeof host) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "copying host data into an array during a capture"));
+    CHECK(tack_event_record(ev, NULL) == TACK_ERR_VALUE && strstr(tack_last_error(), "Event.record on a stream"));
+    CHECK(tack_event_wait(ev, s) == TACK_ERR_VALUE && strstr(tack_last_error(), "events are not captured"));
+    CHECK(tack_capture_begin(s2) == TACK_ERR_VALUE && strstr(tack_last_error(), "captures do not nest"));
+    CHECK(tack_capture_end(s2, &gr) == TACK_ERR_VALUE && gr == NULL);
+    /* an array made now is made (and zeroed) now, outside the graph; a wide fill would need the host */
+    CHECK(tack_array_zeros(g, TACK_F64, 1, &n, &wide) == TACK_OK);
+    double two = 2.0;
+    CHECK(tack_array_fill(wide, &two) == TACK_ERR_VALUE && strstr(tack_last_error(), "wider than 4 bytes"));
+    CHECK(FAKE_INT(capture_misuse) == 0);
+    CHECK(tack_capture_end(s, &gr) == TACK_OK && gr != NULL);
+    CHECK(tack_capture_stream() == NULL && tack_stream_current() == NULL);
+    CHECK(tack_graph_count(gr) == 4 && tack_graph_device(gr) == g);
+    CHECK(FAKE_INT(graphs_live) == 0 && FAKE_INT(execs_live) == 1); /* the template freed once instantiated */
+    CHECK(*launches == before && log[0] == 0);
+    /* the graph keeps x: dropping the test's reference frees nothing */
+    tack_array_release(x);
+    CHECK(FAKE_INT(plain_frees) + FAKE_INT(pool_frees) == frees0);
+    /* replays: the same launches, in order, each time */
+    CHECK(tack_graph_launch(gr, NULL) == TACK_OK);
+    CHECK(tack_graph_launch(gr, s2) == TACK_OK);
+    CHECK(*launches - before == 8 && FAKE_INT(graph_launches) == 2);
+    char want[200];
+    snprintf(want, sizeof want, "%llu:tk_phase0 %llu:tk_phase1 %llu:tk_phase2 %llu:tk_phase0 ", pid, pid, pid, fid);
+    CHECK(!strncmp(log, want, strlen(want)) && !strcmp(log + strlen(want), want));
+    /* the replay on s2 waits for s, where the arrays and the frame were last */
+    char waits[64];
+    snprintf(waits, sizeof waits, ",%lx) wait(%lx,", (unsigned long)tack_stream_handle(s),
+             (unsigned long)tack_stream_handle(s2));
+    CHECK(strstr(order, waits) != NULL);
+    /* the kernel freed by its owner: the graph still replays it */
+    tack_program_free(f);
+    CHECK(tack_graph_launch(gr, s2) == TACK_OK && *launches - before == 12);
+    /* a graph launched during a capture, or on another device's stream, is refused */
+    tack_graph *g2 = NULL;
+    CHECK(tack_capture_begin(s2) == TACK_OK);
+    CHECK(tack_graph_launch(gr, NULL) == TACK_ERR_VALUE && strstr(tack_last_error(), "graphs are not captured"));
+    CHECK(tack_capture_end(s2, &g2) == TACK_OK && tack_graph_count(g2) == 0); /* an empty graph */
+    CHECK(tack_graph_launch(g2, NULL) == TACK_OK);
+    tack_graph_release(g2);
+    tack_stream *cs = NULL;
+    tack_device *cpu = NULL;
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK && tack_stream_create(cpu, &cs) == TACK_OK);
+    CHECK(tack_graph_launch(gr, cs) == TACK_ERR_DEVICE && strstr(tack_last_error(), "captured on cuda:0"));
+    tack_stream_release(cs);
+    /* released: the driver's graph, x and the kernel go */
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_graph_release(gr);
+    CHECK(FAKE_INT(execs_live) == 0);
+    CHECK(FAKE_INT(plain_frees) + FAKE_INT(pool_frees) == frees0 + 1);
+    tack_array_release(wide);
+    tack_event_free(ev);
+    tack_stream_release(s);
+    tack_stream_release(s2);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
 }
 
 /* What the driver is given follows from its version and NVRTC's (cuda_image.c). */

@@ -99,6 +99,8 @@ static void devices_and_memory(tack_device *g) {
     CHECK(FAKE_INT(live_allocs) == live - 3);
 }
 
+static void graphs(tack_device *g);
+
 static void launches(tack_device *g) {
     tack_program *p = phased(g, 0);
     if (!p) return;
@@ -242,6 +244,7 @@ static void launches(tack_device *g) {
     CHECK(strncmp(order, "sync(1)", 7) == 0 && !strstr(order, "record"));
     tack_dlpack_delete(m, 1);
 
+    graphs(g);
     /* last: a sticky error loses the device, said once naming the kernel
      * launched last; then every operation fails at once without calling HIP */
     CHECK(tack_launch(p, args, 3) == TACK_OK);
@@ -258,6 +261,56 @@ static void launches(tack_device *g) {
     tack_array_release(a);
     tack_array_release(out);
     CHECK(FAKE_INT(calls_after) == calls0);
+}
+
+/* Graphs (runtime/graph.c, hip_stream.c): a capture keeps the launches and
+ * fills queued on its stream out of the stream's queue; a replay queues
+ * them again, in order, on the stream it is launched on; what would wait for
+ * the capture is refused before HIP sees it; the graph keeps its kernel and
+ * arrays until it is released. */
+static void graphs(tack_device *g) {
+    tack_program *p = phased(g, 0);
+    if (!p) return;
+    int64_t n = 100;
+    tack_array *a = NULL, *out = NULL;
+    tack_stream *s = NULL;
+    tack_graph *gr = NULL;
+    float host[100], seven = 7.0f;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a) == TACK_OK && tack_array_zeros(g, TACK_F32, 1, &n, &out) == TACK_OK);
+    CHECK(tack_stream_create(g, &s) == TACK_OK);
+    if (!a || !out || !s) return;
+    tack_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].array = a;
+    args[1].array = out;
+    args[2].scalar.f = 2.0;
+    CHECK(tack_launch(p, args, 3) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
+    int before = FAKE_INT(launches), frees0 = FAKE_INT(frees), unloads0 = FAKE_INT(module_unloads);
+    CHECK(tack_capture_begin(s) == TACK_OK);
+    CHECK(tack_launch(p, args, 3) == TACK_OK && tack_array_fill(a, &seven) == TACK_OK);
+    CHECK(tack_stream_synchronize(s) == TACK_ERR_VALUE && tack_device_synchronize(g) == TACK_ERR_VALUE);
+    CHECK(tack_array_copy_to_host(out, host, sizeof host) == TACK_ERR_VALUE &&
+          strstr(tack_last_error(), "reading an array on the host during a capture on hip:0"));
+    CHECK(tack_capture_end(s, &gr) == TACK_OK && gr && tack_graph_count(gr) == 2);
+    CHECK(FAKE_INT(capture_misuse) == 0 && FAKE_INT(capture_mode) == 2 && FAKE_INT(execs_live) == 1);
+    CHECK(tack_stream_synchronize(s) == TACK_OK && FAKE_INT(launches) == before); /* nothing ran */
+    /* the graph alone holds a and the kernel now */
+    tack_array_release(a);
+    tack_program_free(p);
+    CHECK(FAKE_INT(frees) == frees0 && FAKE_INT(module_unloads) == unloads0);
+    FAKE_STR(completed)[0] = 0;
+    CHECK(tack_graph_launch(gr, NULL) == TACK_OK && tack_graph_launch(gr, s) == TACK_OK);
+    CHECK(tack_stream_synchronize(s) == TACK_OK && FAKE_INT(launches) == before + 6);
+    const char *one = "launch(tk_phase0) launch(tk_phase1) launch(tk_phase2) fill(400) ";
+    char want[300];
+    snprintf(want, sizeof want, "%s%s", one, one);
+    CHECK(strstr(FAKE_STR(completed), want) != NULL);
+    tack_graph_release(gr);
+    CHECK(FAKE_INT(execs_live) == 0 && FAKE_INT(graphs_live) == 0);
+    CHECK(FAKE_INT(frees) == frees0 + 2 && FAKE_INT(module_unloads) == unloads0 + 1); /* a and the frame */
+    tack_array_release(out);
+    tack_stream_release(s);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
 }
 
 int main(void) {

@@ -230,5 +230,11 @@ typedef struct gpu_launch_hooks {
  * finish before returning ("When a call returns"). */
 tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid, uint64_t err, uint64_t frame,
                               const tack_arg *args, int nargs, const char *family, const gpu_launch_hooks *h);
+/* A graph's replay (runtime/graph.c) on s: the programs it launches (each
+ * handle a backend program whose first member is its gpu_prog) locked,
+ * their frames ordered after their last stream as a launch orders them,
+ * then go(d, exec, s) queues the graph. */
+tack_status gpu_replay(tack_device *d, tack_program *const *progs, int n, const tack_stream *s,
+                       tack_status (*go)(tack_device *d, void *exec, const tack_stream *s), void *exec);
 
 #endif /* TACK_GPU_COMMON_H */

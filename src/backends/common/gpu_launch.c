@@ -265,12 +265,14 @@ tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid,
      * than the last waits for it on the device (runtime/stream.c).  A
      * program with no frame has nothing shared, and its launches overlap. */
     tack_stream *cur = rt_stream_now(d);
-    if (g->frame_bytes && cur != g->last && (st = rt_stream_order(d, cur, g->last)) == TACK_OK) {
+    /* captured (runtime/graph.c): nothing runs now, and each replay orders the frame (gpu_replay) */
+    int captured = rt_captured(cur) != NULL;
+    if (!captured && g->frame_bytes && cur != g->last && (st = rt_stream_order(d, cur, g->last)) == TACK_OK) {
         tack_stream_retain(cur);
         tack_stream_release(g->last);
         g->last = cur;
     }
-    void *timed = st == TACK_OK && h->time_start && rt_prof_on() ? h->time_start(d) : NULL; /* profile.c: device time */
+    void *timed = st == TACK_OK && !captured && h->time_start && rt_prof_on() ? h->time_start(d) : NULL; /* profile.c */
     for (int k = 0; k < g->nph && st == TACK_OK; k++) {
         int par = g->kinds[k] == 'p';
         unsigned blocks = par ? gpu_phase_grid(grid, k, p, args, nargs) : 1;
@@ -280,7 +282,37 @@ tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid,
     pthread_mutex_unlock(&g->lock);
     if (st == TACK_OK) h->launched(d, p->kernel_name);
     /* shared with another library: finished, and a failed check reported, before the call returns */
-    if (st == TACK_OK && shared) st = h->finish(d);
+    if (st == TACK_OK && shared && !captured) st = h->finish(d); /* a replay waits instead (graph.c) */
     if (slots != stackslots) tack_free(slots);
+    return st;
+}
+
+/* ---------------------------------------------------------------- replay */
+static int by_address(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(gpu_prog *const *)a, y = (uintptr_t)*(gpu_prog *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+tack_status gpu_replay(tack_device *d, tack_program *const *progs, int n, const tack_stream *s,
+                       tack_status (*go)(tack_device *d, void *exec, const tack_stream *s), void *exec) {
+    tack_status st = TACK_OK;
+    gpu_prog *stackgs[16], **gs = n > 16 ? tack_malloc((size_t)n * sizeof *gs) : stackgs;
+    if (!gs) return tack_set_error(TACK_ERR_NOMEM, "out of memory launching a graph on %s", d->name);
+    for (int i = 0; i < n; i++) gs[i] = progs[i]->handle; /* a backend's program starts with its gpu_prog */
+    /* every program's lock, in one order (no two replays can deadlock), held
+     * while the graph is queued, as a launch holds its program's */
+    qsort(gs, (size_t)n, sizeof *gs, by_address);
+    for (int i = 0; i < n; i++) pthread_mutex_lock(&gs[i]->lock);
+    tack_stream *cur = (tack_stream *)s;
+    for (int i = 0; i < n && st == TACK_OK; i++) {
+        gpu_prog *g = gs[i];
+        if (!g->frame_bytes || cur == g->last || (st = rt_stream_order(d, cur, g->last)) != TACK_OK) continue;
+        tack_stream_retain(cur);
+        tack_stream_release(g->last);
+        g->last = cur;
+    }
+    if (st == TACK_OK) st = go(d, exec, s);
+    for (int i = n - 1; i >= 0; i--) pthread_mutex_unlock(&gs[i]->lock);
+    if (gs != stackgs) tack_free(gs);
     return st;
 }

@@ -113,6 +113,12 @@ static void load(void) {
     *(void **)&api.cuMemFreeAsync = dlsym(api.lib, "cuMemFreeAsync");
     *(void **)&api.cuOccupancyMaxActiveBlocksPerMultiprocessor =
         dlsym(api.lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    *(void **)&api.cuStreamBeginCapture = dlsym(api.lib, "cuStreamBeginCapture_v2");
+    *(void **)&api.cuStreamEndCapture = dlsym(api.lib, "cuStreamEndCapture");
+    *(void **)&api.cuGraphInstantiate = dlsym(api.lib, "cuGraphInstantiateWithFlags");
+    *(void **)&api.cuGraphLaunch = dlsym(api.lib, "cuGraphLaunch");
+    *(void **)&api.cuGraphExecDestroy = dlsym(api.lib, "cuGraphExecDestroy");
+    *(void **)&api.cuGraphDestroy = dlsym(api.lib, "cuGraphDestroy");
     CUresult r = api.cuInit(0);
     if (r != TACK_CUDA_SUCCESS) {
         const char *s = NULL;

@@ -22,6 +22,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef uint64_t CUdeviceptr;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 #define TACK_CUDA_SUCCESS 0
 #define TACK_CUDA_ERROR_NOT_READY 600
@@ -30,6 +32,7 @@ typedef uint64_t CUdeviceptr;
 #define TACK_CUDA_ERROR_UNSUPPORTED_PTX_VERSION 222
 #define TACK_CU_EVENT_DISABLE_TIMING 2
 #define TACK_CU_STREAM_NON_BLOCKING 1
+#define TACK_CU_STREAM_CAPTURE_MODE_RELAXED 2 /* CUstreamCaptureMode: Tack refuses what matters itself (graph.c) */
 #define TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define TACK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
@@ -84,6 +87,13 @@ typedef struct tack_cuda_api {
                                void **extra);
     /* may be NULL: then blocks per SM come from the thread limit */
     CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *n, CUfunction f, int block, size_t shared);
+    /* graphs (cuda_stream.c); each may be NULL: then a capture is refused naming it */
+    CUresult (*cuStreamBeginCapture)(CUstream s, int mode); /* cuStreamBeginCapture_v2 */
+    CUresult (*cuStreamEndCapture)(CUstream s, CUgraph *g);
+    CUresult (*cuGraphInstantiate)(CUgraphExec *e, CUgraph g, unsigned long long flags); /* ...WithFlags */
+    CUresult (*cuGraphLaunch)(CUgraphExec e, CUstream s);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec e);
+    CUresult (*cuGraphDestroy)(CUgraph g);
     CUresult (*cuPointerGetAttribute)(void *data, int attr, CUdeviceptr p);
     CUresult (*cuGetErrorString)(CUresult r, const char **s);
 } tack_cuda_api;

@@ -1,5 +1,5 @@
 /*
- * cuda_stream.c -- CUDA streams and events for runtime/stream.c.
+ * cuda_stream.c -- CUDA streams, events and graphs for runtime/stream.c and graph.c.
  *
  * Tack queues a device's work on one stream of its own (cuda.c); a program
  * that names another (tack.Stream, a wrapped PyTorch or CuPy stream) has
@@ -17,6 +17,11 @@
  * Tack's own stream.  The entry points the driver lacks (cuStreamDestroy,
  * cuEventQuery, cuEventSynchronize, cuEventElapsedTime before CUDA's
  * oldest supported versions) make a stream refused with their names.
+ *
+ * Graphs (runtime/graph.c) are the driver's stream capture: begin and end
+ * a capture on the stream, instantiate the graph it made, launch that on
+ * any stream of the device, destroy it.  A driver without those entry
+ * points has streams but refuses a capture, naming the one it lacks.
  */
 #include <string.h>
 
@@ -109,5 +114,66 @@ static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
     CALL(cuda_api_get()->cuEventElapsedTime(ms, (CUevent)a, (CUevent)b), "cuEventElapsedTime");
 }
 
-const rt_stream_ops cuda_stream_ops = {s_create, s_destroy, s_sync, e_create, e_destroy,
-                                       e_record, e_wait,    e_sync, e_query,  e_elapsed};
+/* ------------------------------------------------------------- graphs */
+/* runtime/graph.c: a capture in relaxed mode (Tack refuses itself what would
+ * wait for the captured work; its own stream's allocations and builds stay
+ * allowed), ended into a graph that is instantiated at once and then freed:
+ * the executable graph is all a replay needs. */
+static tack_status lacks_graphs(tack_device *d) {
+    const tack_cuda_api *api = cuda_api_get();
+    const char *m = !api->cuStreamBeginCapture ? "cuStreamBeginCapture_v2"
+                    : !api->cuStreamEndCapture ? "cuStreamEndCapture"
+                    : !api->cuGraphInstantiate ? "cuGraphInstantiateWithFlags"
+                    : !api->cuGraphLaunch      ? "cuGraphLaunch"
+                    : !api->cuGraphExecDestroy ? "cuGraphExecDestroy"
+                    : !api->cuGraphDestroy     ? "cuGraphDestroy"
+                                               : NULL;
+    return m ? tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the NVIDIA driver lacks %s, which graphs need", d->name, m)
+             : TACK_OK;
+}
+
+static tack_status g_begin(tack_device *d, const tack_stream *s) {
+    tack_status st = lacks_graphs(d);
+    if (st != TACK_OK) return st;
+    CALL(cuda_api_get()->cuStreamBeginCapture(queue_of(d, s), TACK_CU_STREAM_CAPTURE_MODE_RELAXED),
+         "cuStreamBeginCapture");
+}
+
+static tack_status g_end(tack_device *d, const tack_stream *s, void **exec) {
+    const tack_cuda_api *api = cuda_api_get();
+    CUgraph graph = NULL;
+    *exec = NULL;
+    tack_status st = cuda_push(d);
+    if (st != TACK_OK) return st;
+    CUresult r = api->cuStreamEndCapture(queue_of(d, s), &graph);
+    if (r != TACK_CUDA_SUCCESS) st = cuda_fail(d, r, "cuStreamEndCapture");
+    if (st == TACK_OK && (r = api->cuGraphInstantiate((CUgraphExec *)exec, graph, 0)) != TACK_CUDA_SUCCESS) {
+        *exec = NULL;
+        st = cuda_fail(d, r, "cuGraphInstantiate");
+    }
+    if (graph) cuda_note(d, api->cuGraphDestroy(graph));
+    cuda_pop();
+    return st;
+}
+
+static tack_status g_go(tack_device *d, void *exec, const tack_stream *s) {
+    CUresult r = cuda_api_get()->cuGraphLaunch((CUgraphExec)exec, queue_of(d, s));
+    return r == TACK_CUDA_SUCCESS ? TACK_OK : cuda_fail(d, r, "cuGraphLaunch");
+}
+
+static tack_status g_launch(tack_device *d, void *exec, const tack_stream *s, tack_program *const *progs, int n) {
+    tack_status st = cuda_push(d);
+    if (st != TACK_OK) return st;
+    st = gpu_replay(d, progs, n, s, g_go, exec);
+    cuda_pop();
+    return st;
+}
+
+static void g_destroy(tack_device *d, void *exec) {
+    if (cuda_is_lost(d) || cuda_push(d) != TACK_OK) return;
+    cuda_note(d, cuda_api_get()->cuGraphExecDestroy((CUgraphExec)exec)); /* one in flight is freed when done */
+    cuda_pop();
+}
+
+const rt_stream_ops cuda_stream_ops = {s_create, s_destroy, s_sync,  e_create, e_destroy, e_record, e_wait,
+                                       e_sync,   e_query,   e_elapsed, g_begin, g_end,     g_launch, g_destroy};

@@ -91,6 +91,12 @@ static int bind_api(void *lib) {
     *(void **)&api.hipEventQuery = dlsym(lib, "hipEventQuery");
     *(void **)&api.hipStreamDestroy = dlsym(lib, "hipStreamDestroy");
     *(void **)&api.hipEventElapsedTime = dlsym(lib, "hipEventElapsedTime");
+    *(void **)&api.hipStreamBeginCapture = dlsym(lib, "hipStreamBeginCapture");
+    *(void **)&api.hipStreamEndCapture = dlsym(lib, "hipStreamEndCapture");
+    *(void **)&api.hipGraphInstantiate = dlsym(lib, "hipGraphInstantiate");
+    *(void **)&api.hipGraphLaunch = dlsym(lib, "hipGraphLaunch");
+    *(void **)&api.hipGraphExecDestroy = dlsym(lib, "hipGraphExecDestroy");
+    *(void **)&api.hipGraphDestroy = dlsym(lib, "hipGraphDestroy");
     *(void **)&api.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor =
         dlsym(lib, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
     return 1;

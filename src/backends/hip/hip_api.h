@@ -31,6 +31,8 @@ typedef struct ihipStream_t *hipStream_t;
 typedef struct ihipModule_t *hipModule_t;
 typedef struct ihipModuleSymbol_t *hipFunction_t;
 typedef struct ihipEvent_t *hipEvent_t;
+typedef struct ihipGraph *hipGraph_t;
+typedef struct hipGraphExec *hipGraphExec_t;
 
 #define TACK_HIP_SUCCESS 0
 #define TACK_HIP_ERROR_NOT_READY 600
@@ -40,6 +42,7 @@ typedef struct ihipEvent_t *hipEvent_t;
 #define TACK_HIP_ERROR_INVALID_DEVICE 101
 #define TACK_HIP_ERROR_NO_BINARY_FOR_GPU 209
 #define TACK_HIP_EVENT_DISABLE_TIMING 2
+#define TACK_HIP_STREAM_CAPTURE_MODE_RELAXED 2 /* hipStreamCaptureMode (graph.c refuses what matters) */
 #define TACK_HIP_MEMCPY_H2D 1
 #define TACK_HIP_MEMCPY_D2H 2
 #define TACK_HIP_MEMCPY_D2D 3
@@ -88,6 +91,13 @@ typedef struct tack_hip_api {
     hipError_t (*hipEventQuery)(hipEvent_t e);      /* may be NULL: then no streams (hip_stream.c) */
     hipError_t (*hipStreamDestroy)(hipStream_t s);  /* may be NULL: then no streams */
     hipError_t (*hipEventElapsedTime)(float *ms, hipEvent_t start, hipEvent_t stop);
+    /* graphs (hip_stream.c); each may be NULL: then a capture is refused naming it */
+    hipError_t (*hipStreamBeginCapture)(hipStream_t s, int mode);
+    hipError_t (*hipStreamEndCapture)(hipStream_t s, hipGraph_t *g);
+    hipError_t (*hipGraphInstantiate)(hipGraphExec_t *e, hipGraph_t g, void *error_node, char *log, size_t n);
+    hipError_t (*hipGraphLaunch)(hipGraphExec_t e, hipStream_t s);
+    hipError_t (*hipGraphExecDestroy)(hipGraphExec_t e);
+    hipError_t (*hipGraphDestroy)(hipGraph_t g);
     hipError_t (*hipMalloc)(void **p, size_t n);
     hipError_t (*hipFree)(void *p);
     hipError_t (*hipMemcpyAsync)(void *dst, const void *src, size_t n, int kind, hipStream_t s);

@@ -1,5 +1,5 @@
 /*
- * hip_stream.c -- HIP streams and events for runtime/stream.c.
+ * hip_stream.c -- HIP streams, events and graphs for runtime/stream.c and graph.c.
  *
  * The HIP twin of cuda_stream.c: Tack queues a device's work on one stream
  * of its own (hip.c); a program that names another (tack.Stream, a wrapped
@@ -16,6 +16,10 @@
  * wrapped handle 0 is HIP's null stream.  A runtime without
  * hipStreamDestroy, hipEventQuery, hipEventSynchronize or
  * hipEventElapsedTime has streams refused with the missing name.
+ *
+ * Graphs (runtime/graph.c) are HIP's stream capture, as CUDA's: begin and
+ * end a capture, instantiate its graph, launch that on any stream of the
+ * device, destroy it; a runtime without those names refuses a capture.
  */
 #include <string.h>
 
@@ -109,5 +113,65 @@ static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
     CALL(hip_api_get()->hipEventElapsedTime(ms, (hipEvent_t)a, (hipEvent_t)b), "hipEventElapsedTime");
 }
 
-const rt_stream_ops hip_stream_ops = {s_create, s_destroy, s_sync, e_create, e_destroy,
-                                       e_record, e_wait,    e_sync, e_query,  e_elapsed};
+/* ------------------------------------------------------------- graphs */
+/* runtime/graph.c: CUDA's twins (cuda_stream.c): a relaxed capture, its
+ * graph instantiated at once and freed, the executable one replayed. */
+static tack_status lacks_graphs(tack_device *d) {
+    const tack_hip_api *api = hip_api_get();
+    const char *m = !api->hipStreamBeginCapture ? "hipStreamBeginCapture"
+                    : !api->hipStreamEndCapture ? "hipStreamEndCapture"
+                    : !api->hipGraphInstantiate ? "hipGraphInstantiate"
+                    : !api->hipGraphLaunch      ? "hipGraphLaunch"
+                    : !api->hipGraphExecDestroy ? "hipGraphExecDestroy"
+                    : !api->hipGraphDestroy     ? "hipGraphDestroy"
+                                                : NULL;
+    return m ? tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the HIP runtime lacks %s, which graphs need", d->name, m)
+             : TACK_OK;
+}
+
+static tack_status g_begin(tack_device *d, const tack_stream *s) {
+    tack_status st = lacks_graphs(d);
+    if (st != TACK_OK) return st;
+    CALL(hip_api_get()->hipStreamBeginCapture(queue_of(d, s), TACK_HIP_STREAM_CAPTURE_MODE_RELAXED),
+         "hipStreamBeginCapture");
+}
+
+static tack_status g_end(tack_device *d, const tack_stream *s, void **exec) {
+    const tack_hip_api *api = hip_api_get();
+    hipGraph_t graph = NULL;
+    *exec = NULL;
+    tack_status st = hip_push(d);
+    if (st != TACK_OK) return st;
+    hipError_t r = api->hipStreamEndCapture(queue_of(d, s), &graph);
+    if (r != TACK_HIP_SUCCESS) st = hip_fail(d, r, "hipStreamEndCapture");
+    if (st == TACK_OK &&
+        (r = api->hipGraphInstantiate((hipGraphExec_t *)exec, graph, NULL, NULL, 0)) != TACK_HIP_SUCCESS) {
+        *exec = NULL;
+        st = hip_fail(d, r, "hipGraphInstantiate");
+    }
+    if (graph) hip_note(d, api->hipGraphDestroy(graph));
+    hip_pop();
+    return st;
+}
+
+static tack_status g_go(tack_device *d, void *exec, const tack_stream *s) {
+    hipError_t r = hip_api_get()->hipGraphLaunch((hipGraphExec_t)exec, queue_of(d, s));
+    return r == TACK_HIP_SUCCESS ? TACK_OK : hip_fail(d, r, "hipGraphLaunch");
+}
+
+static tack_status g_launch(tack_device *d, void *exec, const tack_stream *s, tack_program *const *progs, int n) {
+    tack_status st = hip_push(d);
+    if (st != TACK_OK) return st;
+    st = gpu_replay(d, progs, n, s, g_go, exec);
+    hip_pop();
+    return st;
+}
+
+static void g_destroy(tack_device *d, void *exec) {
+    if (hip_is_lost(d) || hip_push(d) != TACK_OK) return;
+    hip_note(d, hip_api_get()->hipGraphExecDestroy((hipGraphExec_t)exec));
+    hip_pop();
+}
+
+const rt_stream_ops hip_stream_ops = {s_create, s_destroy, s_sync,  e_create, e_destroy, e_record, e_wait,
+                                      e_sync,   e_query,   e_elapsed, g_begin, g_end,     g_launch, g_destroy};
