@@ -200,6 +200,14 @@ TACK_API tack_status tack_level_zero_handles(tack_device *d, void **driver, void
  * Tack has already allocated or built a program on one of that driver's devices in
  * its own context (too late). */
 TACK_API tack_status tack_level_zero_adopt(void *driver, void *context, void *device);
+/* The device families Tack knows, in its order ("cpu", "cuda", "hip", "metal",
+ * "level_zero", "opencl"): the ith's name, NULL past the last. */
+TACK_API const char *tack_backend_name(int i);
+/* How many devices the family `name` has here (probing it as tack_device_get
+ * would).  With none, `why` (cap bytes; may be NULL) receives the reason, the
+ * text tack_device_get's message carries ("no NVIDIA driver: libcuda.so.1
+ * could not be loaded").  -1 with TACK_ERR_VALUE for an unknown family. */
+TACK_API int tack_backend_status(const char *name, char *why, size_t cap);
 /* Wait for everything queued on the device. */
 TACK_API tack_status tack_device_synchronize(tack_device *d);
 /* Wait for everything queued on every device in use. */
@@ -326,6 +334,37 @@ TACK_API tack_status tack_config_set(const char *name, const char *value);
 /* TACK_ERR_VALUE naming the first TACK_* variable whose value could not be
  * read (its setting has the default meanwhile); tack_compile checks too. */
 TACK_API tack_status tack_config_check_environment(void);
+
+/* The kernel cache on disk (TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack, else
+ * ~/.cache/tack; docs/troubleshooting.md), for tools that list and clear it
+ * (`python -m tack cache`).  tack_cache_path gives the directory without
+ * creating it; the other two open it with the checks every build makes (it
+ * belongs to this user and nobody else may write it) and name a file in it.
+ * Tack's own files are its sealed entries (compiled kernels and the records
+ * beside them), the C source kept beside a CPU kernel and the temporaries of
+ * builds; anything else is TACK_CACHE_FOREIGN and is never removed. */
+typedef enum tack_cache_kind {
+    TACK_CACHE_FOREIGN = 0,   /* not Tack's, a build lock, or no such file */
+    TACK_CACHE_ENTRY = 1,     /* a sealed entry whose seal matches its contents */
+    TACK_CACHE_SOURCE = 2,    /* KEY.c: a CPU kernel's C source, kept for its messages */
+    TACK_CACHE_TEMPORARY = 3, /* a build's temporary (a live build's, or one a killed build left) */
+} tack_cache_kind;
+/* The directory's path into buf (cap bytes); TACK_ERR_VALUE for a short buffer. */
+TACK_API tack_status tack_cache_path(char *buf, size_t cap);
+/* What `name` (a file name, no slash) in the cache directory is. */
+TACK_API tack_status tack_cache_classify(const char *name, tack_cache_kind *kind);
+/* Remove `name` when it is Tack's; TACK_ERR_VALUE naming it when it is not. */
+TACK_API tack_status tack_cache_remove(const char *name);
+
+/* The C compiler the next CPU kernel build would run, chosen as builds choose
+ * (TACK_CC, CC, cc/gcc/clang on PATH, TACK_ZIG; docs/getting-started.md):
+ * `command` (cap bytes) receives it as it runs (the program's path, " cc"
+ * for zig, its arguments), `version` (vcap bytes) the first line of its
+ * --version, *from the rule that found it ("TACK_CC", "CC", "PATH",
+ * "TACK_ZIG"; static).  Any of them may be NULL.  1 when one is found; 0
+ * when none is (a kernel not in the cache cannot be built); -1 with the
+ * error set when TACK_CC or CC names no program or the compiler does not run. */
+TACK_API int tack_cpu_compiler(char *command, size_t cap, char *version, size_t vcap, const char **from);
 
 /* -------------------------------------------------------------- interrupts */
 /* Ask the CPU launches running on interruptible threads to stop: each

@@ -17,6 +17,12 @@
  * appended under a lock and never move or go away, so a tack_device pointer
  * stays valid and lookups read the table without the lock; tack_devices()
  * lists them in family order whatever order they were probed in.
+ *
+ * tack_backend_name and tack_backend_status read the same table for
+ * diagnostics (`python -m tack`): each family's device count here and, when
+ * it has none, the reason its probe kept -- the text tack_device_get's
+ * message carries -- so a report can say why CUDA is absent without asking
+ * for a device and taking an error apart.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -139,6 +145,25 @@ static void family_names(char *buf, size_t n) {
         if (w < 0) break;
         at += (size_t)w;
     }
+}
+
+const char *tack_backend_name(int i) { return i >= 0 && i < NFAMILIES ? families[i].name : NULL; }
+
+int tack_backend_status(const char *name, char *why, size_t cap) {
+    if (why && cap) why[0] = 0;
+    if (!name) return tack_set_error(TACK_ERR_VALUE, "tack_backend_status: the family name is NULL"), -1;
+    for (int f = 0; f < NFAMILIES; f++) {
+        if (strcmp(families[f].name, name) != 0) continue;
+        probe(f);
+        int n = count(), k = 0;
+        for (int i = 0; i < n; i++) k += family_of[i] == f;
+        if (k == 0 && why && cap) snprintf(why, cap, "%s", unavailable[f][0] ? unavailable[f] : "no device found");
+        return k;
+    }
+    char known[256];
+    family_names(known, sizeof known);
+    return tack_set_error(TACK_ERR_VALUE, "tack_backend_status: unknown device family '%.64s' (expected %s)", name,
+                          known), -1;
 }
 
 tack_status tack_device_get(const char *name, tack_device **out) {
