@@ -360,7 +360,8 @@ TACK_API tack_status tack_cache_remove(const char *name);
  * (TACK_CC, CC, cc/gcc/clang on PATH, TACK_ZIG; docs/getting-started.md):
  * `command` (cap bytes) receives it as it runs (the program's path, " cc"
  * for zig, its arguments), `version` (vcap bytes) the first line of its
- * --version, *from the rule that found it ("TACK_CC", "CC", "PATH",
+ * --version (remembered in the kernel cache when that directory exists, as
+ * builds remember it; this call creates no directory), *from the rule that found it ("TACK_CC", "CC", "PATH",
  * "TACK_ZIG"; static).  Any of them may be NULL.  1 when one is found; 0
  * when none is (a kernel not in the cache cannot be built); -1 with the
  * error set when TACK_CC or CC names no program or the compiler does not run. */

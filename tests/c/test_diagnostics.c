@@ -93,7 +93,8 @@ static void test_cache(void) {
     CHECK(!exists(dir, "cache")); /* the path alone creates nothing */
     CHECK(tack_cache_path(path, 4) == TACK_ERR_VALUE && strstr(tack_last_error(), sub) != NULL);
 
-    /* the compiler query remembers cc's --version in the cache: a sealed entry */
+    /* the compiler query remembers cc's --version in an existing cache: a sealed entry */
+    CHECK(mkdir(sub, 0700) == 0);
     CHECK(tack_config_set("cc", "cc") == TACK_OK);
     int have_cc = tack_cpu_compiler(NULL, 0, NULL, 0, NULL) == 1;
     char entry[300] = "";

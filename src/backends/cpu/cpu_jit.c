@@ -338,9 +338,9 @@ static tack_status compiler_identity(const kc_dir *d, const cc_pick *c, hash2 *o
 
 /* For diagnostics (tack.h; `python -m tack`): the compiler a build would
  * choose now, by pick_compiler itself, and the first line of its --version
- * as the cache key uses it (remembered in the cache when the cache can be
- * opened; asked afresh when it cannot, so a refused cache directory does not
- * hide the compiler). */
+ * as the cache key uses it (remembered in the cache when the cache directory
+ * exists and can be opened; asked afresh when it cannot, so a refused cache
+ * directory does not hide the compiler, and a report creates no directory). */
 int tack_cpu_compiler(char *command, size_t cap, char *version, size_t vcap, const char **from) {
     if (command && cap) command[0] = 0;
     if (version && vcap) version[0] = 0;
@@ -351,7 +351,10 @@ int tack_cpu_compiler(char *command, size_t cap, char *version, size_t vcap, con
     if (command && cap) snprintf(command, cap, "%s%s%s", c.path, c.zig ? " cc" : "", c.rest);
     if (from) *from = c.from;
     kc_dir d;
-    if (kc_open(&d) != TACK_OK) {
+    char dir[PATH_MAX];
+    struct stat sb;
+    int usable = tack_cache_path(dir, sizeof dir) == TACK_OK && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (!usable || kc_open(&d) != TACK_OK) { /* a report creates no cache directory */
         tack_clear_error();
         d.fd = -1;
         d.path = NULL;
