@@ -182,6 +182,9 @@ TACK_API tack_device_type tack_device_kind(const tack_device *d);
 TACK_API const char *tack_device_dialect(const tack_device *d);
 /* The number N of "kind:N" (0 for the CPU). */
 TACK_API int tack_device_index(const tack_device *d);
+/* What the device is, as its driver names it ("NVIDIA H200"; an OpenCL device's
+ * name and platform; the CPU's model name), for reports; "" when it gives none. */
+TACK_API const char *tack_device_description(const tack_device *d);
 /* Number of worker threads the device uses (CPU: those of its next launch, the
  * num_threads setting or the usable cores). */
 TACK_API int tack_device_threads(const tack_device *d);

@@ -43,7 +43,10 @@ def _devices():
         kind, _, index = name.partition(":")
         entry = {"name": name, "kind": kind, "index": int(index or 0)}
         try:
-            entry["threads"] = _core.device_threads(name)
+            description, dialect, units = _core._device_info(name)
+            # the CPU's count is the threads a launch runs on; a GPU's, its compute units (SMs, CUs)
+            entry.update(description=description, dialect=dialect,
+                         **{"threads" if kind == "cpu" else "compute_units": units})
         except Exception as exc:  # a device that fails its query is still listed, with why
             entry["error"] = _error_text(exc)
         out.append(entry)
@@ -168,7 +171,11 @@ def report(d):
              f"Platform {d['platform']['platform']} ({d['platform']['machine']})",
              "", f"Devices (default: {d['default_device']}):"]
     for dev in d["devices"]:
-        extra = f"{dev['threads']} threads" if "threads" in dev else dev.get("error", "")
+        if "error" in dev:
+            extra = dev["error"]
+        else:
+            count = f"{dev['threads']} threads" if "threads" in dev else f"{dev['compute_units']} compute units"
+            extra = f"{dev['description'] or '(no description)'}; {count}; kernels in {dev['dialect']}"
         lines.append(f"  {dev['name']:<14} {extra}")
     lines += ["", "Device families:"]
     for name, b in d["backends"].items():

@@ -370,6 +370,15 @@ static PyObject *py_backend_status(PyObject *m, PyObject *unused) {
     return out;
 }
 
+/* (description, dialect, threads or compute units) of a device, by name */
+static PyObject *py_device_info(PyObject *m, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    tack_device *d = NULL;
+    if (tack_device_get(name, &d) != TACK_OK) return tpy_raise();
+    return Py_BuildValue("(ssi)", tack_device_description(d), tack_device_dialect(d), tack_device_threads(d));
+}
+
 static PyObject *py_cpu_compiler(PyObject *m, PyObject *unused) {
     char command[4608], version[256];
     const char *from = NULL;
@@ -418,6 +427,8 @@ static PyObject *py_cache_remove(PyObject *m, PyObject *arg) {
 static PyMethodDef module_methods[] = {
     {"_backend_status", py_backend_status, METH_NOARGS,
      "_backend_status() -> [(family, devices here, why none)] for every device family Tack knows"},
+    {"_device_info", py_device_info, METH_O,
+     "_device_info(name) -> (description, dialect, threads (CPU) or compute units (a GPU))"},
     {"_cpu_compiler", py_cpu_compiler, METH_NOARGS,
      "_cpu_compiler() -> (command, first line of --version, 'TACK_CC'/'CC'/'PATH'/'TACK_ZIG'), or None"},
     {"_cache_path", py_cache_path, METH_NOARGS, "_cache_path() -> the kernel cache directory (not created)"},

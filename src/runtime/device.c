@@ -201,6 +201,7 @@ tack_status tack_device_get(const char *name, tack_device **out) {
 const char *tack_device_name(const tack_device *d) { return d->name; }
 tack_device_type tack_device_kind(const tack_device *d) { return d->backend->type; }
 const char *tack_device_dialect(const tack_device *d) { return d->backend->dialect; }
+const char *tack_device_description(const tack_device *d) { return d->description; }
 int tack_device_index(const tack_device *d) { return d->index; }
 /* The CPU's: the threads its next launch runs on (pool.c: the num_threads
  * setting, or the usable cores). */

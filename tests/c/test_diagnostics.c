@@ -1,6 +1,6 @@
 /* test_diagnostics.c -- what `python -m tack` reports, from C: the device
  * families by name with their device counts and, for an absent one, the
- * reason tack_device_get gives too; the C compiler a CPU build would choose
+ * reason tack_device_get gives too; every device's description; the C compiler a CPU build would choose
  * (a missing TACK_CC is an error naming it, a compiler that does not run is
  * one too); the kernel cache's path (not created), what each file in it is
  * (a sealed entry, a kept source, a temporary, or foreign: unsealed,
@@ -25,6 +25,9 @@ static void test_backends(void) {
     CHECK(tack_backend_name(-1) == NULL && tack_backend_name(n) == NULL);
     char why[512];
     CHECK(tack_backend_status("cpu", why, sizeof why) == 1 && why[0] == 0);
+    tack_device *devs[32];
+    int nd = tack_devices(devs, 32);
+    for (int i = 0; i < nd && i < 32; i++) CHECK(tack_device_description(devs[i])[0] != 0); /* every device says what it is */
     for (int i = 1; i < n; i++) {
         const char *name = tack_backend_name(i);
         int k = tack_backend_status(name, why, sizeof why);

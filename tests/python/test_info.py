@@ -71,7 +71,11 @@ def test_report_names_devices_backends_and_compiler(tmp_path):
     out = tack_cmd("--json", cache=tmp_path / "c").stdout
     d = json.loads(out)
     names = [dev["name"] for dev in d["devices"]]
-    assert names[0] == "cpu" and d["devices"][0]["threads"] >= 1
+    assert names[0] == "cpu" and d["devices"][0]["threads"] >= 1 and d["devices"][0]["dialect"] == "c"
+    for dev in d["devices"]:
+        assert dev["description"] and ("threads" in dev) == (dev["kind"] == "cpu"), dev
+        if dev["kind"] != "cpu":
+            assert dev["compute_units"] >= 1
     assert set(d["backends"]) == {"cpu", "cuda", "hip", "metal", "level_zero", "opencl"}
     for family, b in d["backends"].items():
         have = [n for n in names if n.split(":")[0] == family]

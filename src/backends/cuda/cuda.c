@@ -262,6 +262,7 @@ static tack_status cuda_init_device(tack_device *d) {
         return tack_set_error(TACK_ERR_NOMEM, "out of memory initializing a CUDA device");
     CU(api.cuDeviceGet(&c->dev, d->index), "cuDeviceGet");
     CU(api.cuDeviceGetName(c->name, (int)sizeof c->name, c->dev), "cuDeviceGetName");
+    snprintf(d->description, sizeof d->description, "%.159s", c->name);
     CU(api.cuDeviceGetAttribute(&c->major, TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev),
        "cuDeviceGetAttribute");
     CU(api.cuDeviceGetAttribute(&c->minor, TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev),

@@ -276,6 +276,7 @@ static tack_status hip_init_device(tack_device *d) {
     h->ordinal = d->index;
     HIP(api.hipGetDeviceProperties(prop, h->ordinal), "hipGetDeviceProperties");
     snprintf(h->name, sizeof h->name, "%.*s", (int)strnlen(prop + TACK_HIP_PROP_NAME, 127), prop + TACK_HIP_PROP_NAME);
+    snprintf(d->description, sizeof d->description, "%.159s", h->name);
     if (!arch_from_props(prop, TACK_HIP_PROP_BYTES, h->arch, sizeof h->arch)) {
         st = tack_set_error(TACK_ERR_DEVICE, "hip:%d (%s): the HIP runtime gives no gcnArchName", h->ordinal, h->name);
         goto done;

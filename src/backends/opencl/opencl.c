@@ -283,6 +283,7 @@ static tack_status ocl_init_device(tack_device *d) {
     CL(dev_str(c->dev, TACK_CL_DEVICE_VERSION, dver, sizeof dver), "clGetDeviceInfo(CL_DEVICE_VERSION)");
     CL(dev_str(c->dev, TACK_CL_DRIVER_VERSION, drv, sizeof drv), "clGetDeviceInfo(CL_DRIVER_VERSION)");
     snprintf(c->platform_id, sizeof c->platform_id, "%s | %s", pname, pver);
+    snprintf(d->description, sizeof d->description, "%.100s (%.50s)", c->name, pname);
     snprintf(c->driver, sizeof c->driver, "%s | %s", dver, drv);
     CL(api.clGetDeviceInfo(c->dev, TACK_CL_DEVICE_MAX_COMPUTE_UNITS, sizeof c->units, &c->units, NULL),
        "clGetDeviceInfo(CL_DEVICE_MAX_COMPUTE_UNITS)");
