@@ -211,6 +211,13 @@ TACK_API const char *tack_backend_name(int i);
  * text tack_device_get's message carries ("no NVIDIA driver: libcuda.so.1
  * could not be loaded").  -1 with TACK_ERR_VALUE for an unknown family. */
 TACK_API int tack_backend_status(const char *name, char *why, size_t cap);
+/* A GPU toolchain Tack loads at run time: "nvrtc" (CUDA), "hiprtc" (HIP) or
+ * "ocloc" (Level Zero's OpenCL C to SPIR-V), loaded here if it was not yet.
+ * 1 when found: `where` (cap bytes; may be NULL) receives the library's path,
+ * *version its version (NVRTC, hiprtc: major*1000 + minor*10; ocloc: its
+ * oclocVersion number, major << 16 | minor).  0 when not: `where` receives why, as the compile's
+ * error would say it.  -1 with TACK_ERR_VALUE for another name. */
+TACK_API int tack_toolchain(const char *name, char *where, size_t cap, int *version);
 /* Wait for everything queued on the device. */
 TACK_API tack_status tack_device_synchronize(tack_device *d);
 /* Wait for everything queued on every device in use. */

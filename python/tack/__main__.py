@@ -3,7 +3,7 @@
 `python -m tack` prints what a bug report needs and what a failing setup
 usually lacks (tack.info(): version and build, settings, Python and NumPy,
 the devices, why each absent device family is absent, the C compiler for CPU
-kernels, NVRTC and hiprtc, the kernel cache); `--json` prints the same dict
+kernels, NVRTC, hiprtc and ocloc, the kernel cache); `--json` prints the same dict
 as JSON to paste into an issue.  `python -m tack cache list|clear|prune`
 shows and trims the kernel cache, touching only the files Tack wrote
 (tack/_info.py says how that is decided).  docs/troubleshooting.md starts
@@ -37,7 +37,7 @@ def _parser():
     p = argparse.ArgumentParser(
         prog="python -m tack",
         description="Tack's diagnostics: version and build, settings, devices (and why a backend is absent), the C "
-                    "compiler for CPU kernels, NVRTC/hiprtc and the kernel cache. See docs/troubleshooting.md.")
+                    "compiler for CPU kernels, NVRTC/hiprtc/ocloc and the kernel cache. See docs/troubleshooting.md.")
     p.add_argument("--json", action="store_true", help="print tack.info() as JSON (for bug reports)")
     sub = p.add_subparsers(dest="command", metavar="{cache}")
     cache = sub.add_parser("cache", help="list, clear or prune the kernel cache",

@@ -71,15 +71,16 @@ def _compiler():
 
 
 def _runtime_compilers():
+    """NVRTC (CUDA), hiprtc (HIP) and ocloc (Level Zero): the library Tack loaded and its version, or why not."""
     out = {}
-    for name, query, setting in (("nvrtc", "_nvrtc_version", "nvrtc_path"),
-                                 ("hiprtc", "_hiprtc_version", "hiprtc_path")):
-        entry = {"setting": config.get(setting) or None}
-        try:
-            v = getattr(_core, query)()
-            entry.update(found=True, version=f"{v // 1000}.{v % 1000 // 10}")
-        except Exception as exc:
-            entry.update(found=False, error=_error_text(exc))
+    for name, setting in (("nvrtc", "nvrtc_path"), ("hiprtc", "hiprtc_path"), ("ocloc", None)):
+        found, where, v = _core._toolchain(name)
+        entry = {"found": found, "setting": (config.get(setting) or None) if setting else None}
+        if found:
+            entry.update(library=where, version=f"{v >> 16}.{v & 0xffff}" if name == "ocloc"
+                         else f"{v // 1000}.{v % 1000 // 10}")
+        else:
+            entry["error"] = where
         out[name] = entry
     return out
 
@@ -119,7 +120,7 @@ def info():
     """What `python -m tack` reports, as a dict (``python -m tack --json`` prints it):
     Tack's version and build, the settings with where each value came from, Python,
     NumPy and the platform, the devices, every device family with the reason it is
-    absent, the C compiler for CPU kernels, NVRTC and hiprtc, and the kernel cache."""
+    absent, the C compiler for CPU kernels, NVRTC, hiprtc and ocloc, and the kernel cache."""
     import numpy
 
     return {
@@ -188,10 +189,11 @@ def report(d):
         lines.append(f"  {cc['version']}")
     else:
         lines.append(f"  none: {cc['error']}")
-    lines += ["", "GPU runtime compilers:"]
+    lines += ["", "GPU toolchains (loaded at run time):"]
     for name, rc in d["runtime_compilers"].items():
         where = f" (set: {rc['setting']})" if rc["setting"] else ""
-        lines.append(f"  {name:<7} {rc['version'] if rc['found'] else 'not found: ' + rc['error']}{where}")
+        state = f"{rc['version']} ({rc['library']})" if rc["found"] else f"not found: {rc['error']}"
+        lines.append(f"  {name:<7} {state}{where}")
     c = d["cache"]
     lines += ["", "Kernel cache:"]
     if "error" in c:
@@ -204,7 +206,7 @@ def report(d):
     changed = {k: v for k, v in d["config"].items() if v["source"] != "default"}
     lines += ["", "Settings not at their default:" if changed else "Settings: all at their defaults"]
     for k, v in changed.items():
-        lines.append(f"  {k} = {v['value']!r} (from {v['env'] if v['source'] == 'env' else 'tack.config'})")
+        lines.append(f"  {k} = {v['value']!r} ({'from ' + v['env'] if v['source'] == 'env' else 'set at run time'})")
     return "\n".join(lines)
 
 

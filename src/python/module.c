@@ -379,6 +379,19 @@ static PyObject *py_device_info(PyObject *m, PyObject *arg) {
     return Py_BuildValue("(ssi)", tack_device_description(d), tack_device_dialect(d), tack_device_threads(d));
 }
 
+/* (found, library path or why not, version) of "nvrtc", "hiprtc" or "ocloc" */
+static PyObject *py_toolchain(PyObject *m, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    char where[1024];
+    int version = 0, r;
+    Py_BEGIN_ALLOW_THREADS
+    r = tack_toolchain(name, where, sizeof where, &version);
+    Py_END_ALLOW_THREADS
+    if (r < 0) return tpy_raise();
+    return Py_BuildValue("(Nsi)", PyBool_FromLong(r), where, version);
+}
+
 static PyObject *py_cpu_compiler(PyObject *m, PyObject *unused) {
     char command[4608], version[256];
     const char *from = NULL;
@@ -429,6 +442,8 @@ static PyMethodDef module_methods[] = {
      "_backend_status() -> [(family, devices here, why none)] for every device family Tack knows"},
     {"_device_info", py_device_info, METH_O,
      "_device_info(name) -> (description, dialect, threads (CPU) or compute units (a GPU))"},
+    {"_toolchain", py_toolchain, METH_O,
+     "_toolchain('nvrtc'|'hiprtc'|'ocloc') -> (found, the library's path or why not, version)"},
     {"_cpu_compiler", py_cpu_compiler, METH_NOARGS,
      "_cpu_compiler() -> (command, first line of --version, 'TACK_CC'/'CC'/'PATH'/'TACK_ZIG'), or None"},
     {"_cache_path", py_cache_path, METH_NOARGS, "_cache_path() -> the kernel cache directory (not created)"},

@@ -22,8 +22,12 @@
  * diagnostics (`python -m tack`): each family's device count here and, when
  * it has none, the reason its probe kept -- the text tack_device_get's
  * message carries -- so a report can say why CUDA is absent without asking
- * for a device and taking an error apart.
+ * for a device and taking an error apart.  tack_toolchain does the same for
+ * the GPU compilers loaded at run time (NVRTC, hiprtc, ocloc), which are
+ * listed here with the families.
  */
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sched.h>
@@ -164,6 +168,36 @@ int tack_backend_status(const char *name, char *why, size_t cap) {
     family_names(known, sizeof known);
     return tack_set_error(TACK_ERR_VALUE, "tack_backend_status: unknown device family '%.64s' (expected %s)", name,
                           known), -1;
+}
+
+/* The GPU toolchains by name, for reports; the library's path from the
+ * loader's own record of it (dlinfo), whatever name it was opened by. */
+static const struct toolchain {
+    const char *name;
+    void *(*query)(const char **text, int *version);
+} toolchains[] = {
+    {"nvrtc", rt_toolchain_nvrtc},
+    {"hiprtc", rt_toolchain_hiprtc},
+    {"ocloc", rt_toolchain_ocloc},
+};
+
+int tack_toolchain(const char *name, char *where, size_t cap, int *version) {
+    if (where && cap) where[0] = 0;
+    if (version) *version = 0;
+    for (size_t i = 0; name && i < sizeof toolchains / sizeof toolchains[0]; i++) {
+        if (strcmp(name, toolchains[i].name) != 0) continue;
+        const char *text = "";
+        int v = 0;
+        void *lib = toolchains[i].query(&text, &v);
+        struct link_map *map = NULL;
+        if (lib && dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && map->l_name[0] == '/')
+            text = map->l_name;
+        if (where && cap) snprintf(where, cap, "%s", text);
+        if (version) *version = v;
+        return lib != NULL;
+    }
+    return tack_set_error(TACK_ERR_VALUE, "tack_toolchain: unknown toolchain '%.64s' (expected 'nvrtc', 'hiprtc' or "
+                          "'ocloc')", name ? name : "(null)"), -1;
 }
 
 tack_status tack_device_get(const char *name, tack_device **out) {

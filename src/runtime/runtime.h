@@ -185,6 +185,14 @@ tack_status rt_wrap_span(tack_device *dev, tack_dtype dt, int ndim, const int64_
 
 /* device.c */
 const rt_backend *rt_backend_cpu(void);
+/* The GPU toolchains' libraries, loaded at their first use, for reports
+ * (tack_toolchain): the dlopen handle, or NULL with *text the reason it is
+ * absent; found, *text is the name it was loaded by and *version its version
+ * (NVRTC, hiprtc: major*1000 + minor*10; ocloc: oclocVersion's number). */
+void *rt_toolchain_nvrtc(const char **text, int *version);
+void *rt_toolchain_hiprtc(const char **text, int *version);
+void *rt_toolchain_ocloc(const char **text, int *version);
+
 const rt_backend *rt_backend_cuda(void);
 const rt_backend *rt_backend_hip(void);
 const rt_backend *rt_backend_metal(void);

@@ -1,6 +1,7 @@
 /* test_diagnostics.c -- what `python -m tack` reports, from C: the device
  * families by name with their device counts and, for an absent one, the
- * reason tack_device_get gives too; every device's description; the C compiler a CPU build would choose
+ * reason tack_device_get gives too; every device's description; the GPU
+ * toolchains (a library's path and version, or why it is absent); the C compiler a CPU build would choose
  * (a missing TACK_CC is an error naming it, a compiler that does not run is
  * one too); the kernel cache's path (not created), what each file in it is
  * (a sealed entry, a kept source, a temporary, or foreign: unsealed,
@@ -41,6 +42,15 @@ static void test_backends(void) {
         }
         CHECK(tack_backend_status(name, NULL, 0) == k); /* no buffer: the count alone */
     }
+    const char *chains[] = {"nvrtc", "hiprtc", "ocloc"};
+    for (int i = 0; i < 3; i++) {
+        int v = -1, r = tack_toolchain(chains[i], why, sizeof why, &v);
+        CHECK(r == 0 || r == 1);
+        if (r == 1) CHECK(why[0] == '/' && (i == 2 || v >= 1000)); /* a path; NVRTC's and hiprtc's versions */
+        else CHECK(why[0] != 0 && v == 0);                        /* why not */
+        CHECK(tack_toolchain(chains[i], NULL, 0, NULL) == r);
+    }
+    CHECK(tack_toolchain("nvcc", why, sizeof why, NULL) == -1 && strstr(tack_last_error(), "'nvcc'") != NULL);
     CHECK(tack_backend_status("gpu", why, sizeof why) == -1);
     CHECK(tack_last_status() == TACK_ERR_VALUE && strstr(tack_last_error(), "'gpu'") != NULL);
     CHECK(tack_backend_status(NULL, why, sizeof why) == -1 && tack_last_status() == TACK_ERR_VALUE);

@@ -94,6 +94,9 @@ def test_report_names_devices_backends_and_compiler(tmp_path):
     cc = d["c_compiler"]
     assert cc["found"] and cc["version"] and os.path.isabs(cc["command"].split()[0])
     assert cc["from"] in ("TACK_CC", "CC", "PATH", "TACK_ZIG")
+    for name, rc in d["runtime_compilers"].items():  # a library's path and version, or why not
+        assert (rc["found"] and os.path.isabs(rc["library"]) and rc["version"]) or (not rc["found"] and rc["error"])
+    assert set(d["runtime_compilers"]) == {"nvrtc", "hiprtc", "ocloc"}
     assert d["tack"]["version"] == tack.__version__ and "c" in d["tack"]["targets"]
     assert d["config"]["cache_dir"] == {"value": str(tmp_path / "c"), "source": "env", "env": "TACK_CACHE_DIR"}
     assert d["cache"] == {"path": str(tmp_path / "c"), "exists": False}
