@@ -185,6 +185,10 @@ TACK_API int tack_device_index(const tack_device *d);
 /* What the device is, as its driver names it ("NVIDIA H200"; an OpenCL device's
  * name and platform; the CPU's model name), for reports; "" when it gives none. */
 TACK_API const char *tack_device_description(const tack_device *d);
+/* The device's memory in bytes, for reports: the driver's total for a CUDA, HIP
+ * or OpenCL device, the physical memory for the CPU; 0 where the backend does
+ * not say (Level Zero, Metal). */
+TACK_API uint64_t tack_device_memory(const tack_device *d);
 /* Number of worker threads the device uses (CPU: those of its next launch, the
  * num_threads setting or the usable cores). */
 TACK_API int tack_device_threads(const tack_device *d);

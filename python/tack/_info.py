@@ -43,9 +43,9 @@ def _devices():
         kind, _, index = name.partition(":")
         entry = {"name": name, "kind": kind, "index": int(index or 0)}
         try:
-            description, dialect, units = _core._device_info(name)
+            description, dialect, units, memory = _core._device_info(name)
             # the CPU's count is the threads a launch runs on; a GPU's, its compute units (SMs, CUs)
-            entry.update(description=description, dialect=dialect,
+            entry.update(description=description, dialect=dialect, memory=memory or None,
                          **{"threads" if kind == "cpu" else "compute_units": units})
         except Exception as exc:  # a device that fails its query is still listed, with why
             entry["error"] = _error_text(exc)
@@ -176,7 +176,8 @@ def report(d):
             extra = dev["error"]
         else:
             count = f"{dev['threads']} threads" if "threads" in dev else f"{dev['compute_units']} compute units"
-            extra = f"{dev['description'] or '(no description)'}; {count}; kernels in {dev['dialect']}"
+            memory = f"{_size(dev['memory'])} memory; " if dev["memory"] else ""
+            extra = f"{dev['description'] or '(no description)'}; {memory}{count}; kernels in {dev['dialect']}"
         lines.append(f"  {dev['name']:<14} {extra}")
     lines += ["", "Device families:"]
     for name, b in d["backends"].items():

@@ -236,6 +236,7 @@ const char *tack_device_name(const tack_device *d) { return d->name; }
 tack_device_type tack_device_kind(const tack_device *d) { return d->backend->type; }
 const char *tack_device_dialect(const tack_device *d) { return d->backend->dialect; }
 const char *tack_device_description(const tack_device *d) { return d->description; }
+uint64_t tack_device_memory(const tack_device *d) { return d->memory; }
 int tack_device_index(const tack_device *d) { return d->index; }
 /* The CPU's: the threads its next launch runs on (pool.c: the num_threads
  * setting, or the usable cores). */

@@ -92,6 +92,7 @@ struct tack_device {
     char name[32];
     char description[160]; /* set by init_device: the product ("NVIDIA H200"), for reports */
     int threads;   /* CPU: pool size; a GPU: its compute units (SMs, CUs) */
+    uint64_t memory; /* set by init_device: bytes of memory, for reports; 0 when the backend does not say */
     int host_memory; /* set by init_device: its arrays are host-accessible memory (DLPack: kDLCPU) */
     int opaque_data; /* set by init_device: an array's data pointer is a handle (OpenCL cl_mem buffers),
                         so arrays of two storages never share memory whatever the numbers say */

@@ -1,6 +1,7 @@
 /* test_diagnostics.c -- what `python -m tack` reports, from C: the device
  * families by name with their device counts and, for an absent one, the
- * reason tack_device_get gives too; every device's description; the GPU
+ * reason tack_device_get gives too; every device's description and, on
+ * the CPU and OpenCL, its memory; the GPU
  * toolchains (a library's path and version, or why it is absent); the C compiler a CPU build would choose
  * (a missing TACK_CC is an error naming it, a compiler that does not run is
  * one too); the kernel cache's path (not created), what each file in it is
@@ -28,7 +29,11 @@ static void test_backends(void) {
     CHECK(tack_backend_status("cpu", why, sizeof why) == 1 && why[0] == 0);
     tack_device *devs[32];
     int nd = tack_devices(devs, 32);
-    for (int i = 0; i < nd && i < 32; i++) CHECK(tack_device_description(devs[i])[0] != 0); /* every device says what it is */
+    for (int i = 0; i < nd && i < 32; i++) {
+        CHECK(tack_device_description(devs[i])[0] != 0); /* every device says what it is */
+        tack_device_type t = tack_device_kind(devs[i]);
+        if (t == TACK_DEVICE_CPU || t == TACK_DEVICE_OPENCL) CHECK(tack_device_memory(devs[i]) >= (1u << 20));
+    }
     for (int i = 1; i < n; i++) {
         const char *name = tack_backend_name(i);
         int k = tack_backend_status(name, why, sizeof why);

@@ -74,6 +74,8 @@ def test_report_names_devices_backends_and_compiler(tmp_path):
     assert names[0] == "cpu" and d["devices"][0]["threads"] >= 1 and d["devices"][0]["dialect"] == "c"
     for dev in d["devices"]:
         assert dev["description"] and ("threads" in dev) == (dev["kind"] == "cpu"), dev
+        if dev["kind"] in ("cpu", "cuda", "hip", "opencl"):
+            assert dev["memory"] >= 1 << 20, dev
         if dev["kind"] != "cpu":
             assert dev["compute_units"] >= 1
     assert set(d["backends"]) == {"cpu", "cuda", "hip", "metal", "level_zero", "opencl"}
@@ -88,9 +90,11 @@ def test_report_names_devices_backends_and_compiler(tmp_path):
             with pytest.raises(RuntimeError, match="not available") as e:
                 tack.synchronize(family)
             assert b["reason"] in str(e.value)
-    cuda = d["backends"]["cuda"]
-    if not cuda["available"]:
-        assert "libcuda" in cuda["reason"] or "GPU" in cuda["reason"] or "driver" in cuda["reason"]
+    cuda, hip = d["backends"]["cuda"], d["backends"]["hip"]
+    if not cuda["available"]:  # no driver library, or a driver that finds no GPU
+        assert "libcuda" in cuda["reason"] or "GPU" in cuda["reason"] or "cuInit" in cuda["reason"], cuda
+    if not hip["available"]:
+        assert "libamdhip64" in hip["reason"] or "GPU" in hip["reason"] or "hipInit" in hip["reason"], hip
     cc = d["c_compiler"]
     assert cc["found"] and cc["version"] and os.path.isabs(cc["command"].split()[0])
     assert cc["from"] in ("TACK_CC", "CC", "PATH", "TACK_ZIG")

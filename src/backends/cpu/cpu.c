@@ -100,6 +100,8 @@ static void cpu_describe(tack_device *dev) {
 static tack_status cpu_init_device(tack_device *dev) {
     dev->threads = usable_cores();
     cpu_describe(dev);
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && size > 0) dev->memory = (uint64_t)pages * (uint64_t)size;
     return TACK_OK;
 }
 

@@ -294,6 +294,9 @@ static tack_status ocl_init_device(tack_device *d) {
     c->fp64 = has_fp64(c->dev);
     c->build_options = build_options(c->dev);
     d->threads = (int)c->units;
+    cl_ulong mem = 0;
+    if (api.clGetDeviceInfo(c->dev, TACK_CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL) == TACK_CL_SUCCESS)
+        d->memory = mem;
     cl_context_properties props[3] = { TACK_CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0 };
     c->ctx = api.clCreateContext(props, 1, &c->dev, NULL, NULL, &r);
     CL(c->ctx ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateContext");
