@@ -222,8 +222,9 @@ def _ours(path):
     rows = _scan(path)
     ours = [r for r in rows if r[1] != "foreign"]
     if rows and not ours:
-        raise CacheError(f"{path} does not look like Tack's kernel cache: none of its {len(rows)} files was written "
-                         f"by Tack (check TACK_CACHE_DIR); nothing was removed")
+        files = f"{len(rows)} file" + ("s" if len(rows) != 1 else "")
+        raise CacheError(f"{path} does not look like Tack's kernel cache: it holds {files}, none written by Tack "
+                         f"(check TACK_CACHE_DIR); nothing was removed")
     return ours
 
 
