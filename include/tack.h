@@ -182,6 +182,13 @@ TACK_API tack_device_type tack_device_kind(const tack_device *d);
 TACK_API const char *tack_device_dialect(const tack_device *d);
 /* The number N of "kind:N" (0 for the CPU). */
 TACK_API int tack_device_index(const tack_device *d);
+/* What the device is, as its driver names it ("NVIDIA H200"; an OpenCL device's
+ * name and platform; the CPU's model name), for reports; "" when it gives none. */
+TACK_API const char *tack_device_description(const tack_device *d);
+/* The device's memory in bytes, for reports: the driver's total for a CUDA, HIP
+ * or OpenCL device, the physical memory for the CPU; 0 where the backend does
+ * not say (Level Zero, Metal). */
+TACK_API uint64_t tack_device_memory(const tack_device *d);
 /* Number of worker threads the device uses (CPU: those of its next launch, the
  * num_threads setting or the usable cores). */
 TACK_API int tack_device_threads(const tack_device *d);
@@ -200,6 +207,21 @@ TACK_API tack_status tack_level_zero_handles(tack_device *d, void **driver, void
  * Tack has already allocated or built a program on one of that driver's devices in
  * its own context (too late). */
 TACK_API tack_status tack_level_zero_adopt(void *driver, void *context, void *device);
+/* The device families Tack knows, in its order ("cpu", "cuda", "hip", "metal",
+ * "level_zero", "opencl"): the ith's name, NULL past the last. */
+TACK_API const char *tack_backend_name(int i);
+/* How many devices the family `name` has here (probing it as tack_device_get
+ * would).  With none, `why` (cap bytes; may be NULL) receives the reason, the
+ * text tack_device_get's message carries ("no NVIDIA driver: libcuda.so.1
+ * could not be loaded").  -1 with TACK_ERR_VALUE for an unknown family. */
+TACK_API int tack_backend_status(const char *name, char *why, size_t cap);
+/* A GPU toolchain Tack loads at run time: "nvrtc" (CUDA), "hiprtc" (HIP) or
+ * "ocloc" (Level Zero's OpenCL C to SPIR-V), loaded here if it was not yet.
+ * 1 when found: `where` (cap bytes; may be NULL) receives the library's path,
+ * *version its version (NVRTC, hiprtc: major*1000 + minor*10; ocloc: its
+ * oclocVersion number, major << 16 | minor).  0 when not: `where` receives why, as the compile's
+ * error would say it.  -1 with TACK_ERR_VALUE for another name. */
+TACK_API int tack_toolchain(const char *name, char *where, size_t cap, int *version);
 /* Wait for everything queued on the device. */
 TACK_API tack_status tack_device_synchronize(tack_device *d);
 /* Wait for everything queued on every device in use. */
@@ -326,6 +348,38 @@ TACK_API tack_status tack_config_set(const char *name, const char *value);
 /* TACK_ERR_VALUE naming the first TACK_* variable whose value could not be
  * read (its setting has the default meanwhile); tack_compile checks too. */
 TACK_API tack_status tack_config_check_environment(void);
+
+/* The kernel cache on disk (TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack, else
+ * ~/.cache/tack; docs/troubleshooting.md), for tools that list and clear it
+ * (`python -m tack cache`).  tack_cache_path gives the directory without
+ * creating it; the other two open it with the checks every build makes (it
+ * belongs to this user and nobody else may write it) and name a file in it.
+ * Tack's own files are its sealed entries (compiled kernels and the records
+ * beside them), the C source kept beside a CPU kernel and the temporaries of
+ * builds; anything else is TACK_CACHE_FOREIGN and is never removed. */
+typedef enum tack_cache_kind {
+    TACK_CACHE_FOREIGN = 0,   /* not Tack's, a build lock, or no such file */
+    TACK_CACHE_ENTRY = 1,     /* a sealed entry whose seal matches its contents */
+    TACK_CACHE_SOURCE = 2,    /* KEY.c: a CPU kernel's C source, kept for its messages */
+    TACK_CACHE_TEMPORARY = 3, /* a build's temporary (a live build's, or one a killed build left) */
+} tack_cache_kind;
+/* The directory's path into buf (cap bytes); TACK_ERR_VALUE for a short buffer. */
+TACK_API tack_status tack_cache_path(char *buf, size_t cap);
+/* What `name` (a file name, no slash) in the cache directory is. */
+TACK_API tack_status tack_cache_classify(const char *name, tack_cache_kind *kind);
+/* Remove `name` when it is Tack's; TACK_ERR_VALUE naming it when it is not. */
+TACK_API tack_status tack_cache_remove(const char *name);
+
+/* The C compiler the next CPU kernel build would run, chosen as builds choose
+ * (TACK_CC, CC, cc/gcc/clang on PATH, TACK_ZIG; docs/getting-started.md):
+ * `command` (cap bytes) receives it as it runs (the program's path, " cc"
+ * for zig, its arguments), `version` (vcap bytes) the first line of its
+ * --version (remembered in the kernel cache when that directory exists, as
+ * builds remember it; this call creates no directory), *from the rule that found it ("TACK_CC", "CC", "PATH",
+ * "TACK_ZIG"; static).  Any of them may be NULL.  1 when one is found; 0
+ * when none is (a kernel not in the cache cannot be built); -1 with the
+ * error set when TACK_CC or CC names no program or the compiler does not run. */
+TACK_API int tack_cpu_compiler(char *command, size_t cap, char *version, size_t vcap, const char **from);
 
 /* -------------------------------------------------------------- interrupts */
 /* Ask the CPU launches running on interruptible threads to stop: each

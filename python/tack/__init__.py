@@ -198,6 +198,11 @@ from ._graphs import Graph, capture  # noqa: E402
 
 __all__ += ["capture", "Graph"]
 
+# diagnostics: tack.info(), what `python -m tack` reports (docs/troubleshooting.md)
+from ._info import info  # noqa: E402
+
+__all__ += ["info"]
+
 # counter-based random numbers for kernels (tack.random.uniform, ...): a
 # submodule, kept out of __all__ so that `from tack import *` does not shadow
 # the standard library's random

@@ -350,7 +350,107 @@ static PyObject *py_config_check(PyObject *m, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------- diagnostics (tack.info, python -m tack) */
+static PyObject *py_backend_status(PyObject *m, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out && tack_backend_name(i); i++) {
+        char why[512];
+        int n;
+        Py_BEGIN_ALLOW_THREADS
+        n = tack_backend_status(tack_backend_name(i), why, sizeof why);
+        Py_END_ALLOW_THREADS
+        if (n < 0) {
+            Py_DECREF(out);
+            return tpy_raise();
+        }
+        PyObject *t = Py_BuildValue("(sis)", tack_backend_name(i), n, why);
+        if (!t || PyList_Append(out, t) < 0) Py_CLEAR(out);
+        Py_XDECREF(t);
+    }
+    return out;
+}
+
+/* (description, dialect, threads or compute units) of a device, by name */
+static PyObject *py_device_info(PyObject *m, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    tack_device *d = NULL;
+    if (tack_device_get(name, &d) != TACK_OK) return tpy_raise();
+    return Py_BuildValue("(ssiK)", tack_device_description(d), tack_device_dialect(d), tack_device_threads(d),
+                         (unsigned long long)tack_device_memory(d));
+}
+
+/* (found, library path or why not, version) of "nvrtc", "hiprtc" or "ocloc" */
+static PyObject *py_toolchain(PyObject *m, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    char where[1024];
+    int version = 0, r;
+    Py_BEGIN_ALLOW_THREADS
+    r = tack_toolchain(name, where, sizeof where, &version);
+    Py_END_ALLOW_THREADS
+    if (r < 0) return tpy_raise();
+    return Py_BuildValue("(Nsi)", PyBool_FromLong(r), where, version);
+}
+
+static PyObject *py_cpu_compiler(PyObject *m, PyObject *unused) {
+    char command[4608], version[256];
+    const char *from = NULL;
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = tack_cpu_compiler(command, sizeof command, version, sizeof version, &from);
+    Py_END_ALLOW_THREADS
+    if (r < 0) return tpy_raise();
+    if (r == 0) Py_RETURN_NONE;
+    return Py_BuildValue("(sss)", command, version, from);
+}
+
+static PyObject *py_cache_path(PyObject *m, PyObject *unused) {
+    char buf[8192];
+    if (tack_cache_path(buf, sizeof buf) != TACK_OK) return tpy_raise();
+    return PyUnicode_DecodeFSDefault(buf);
+}
+
+static const char *const CACHE_KINDS[] = {"foreign", "entry", "source", "temporary"};
+
+static PyObject *py_cache_classify(PyObject *m, PyObject *arg) {
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b)) return NULL;
+    tack_cache_kind kind = TACK_CACHE_FOREIGN;
+    tack_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = tack_cache_classify(PyBytes_AS_STRING(b), &kind);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(b);
+    if (st != TACK_OK) return tpy_raise();
+    return PyUnicode_FromString(CACHE_KINDS[kind]);
+}
+
+static PyObject *py_cache_remove(PyObject *m, PyObject *arg) {
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b)) return NULL;
+    tack_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = tack_cache_remove(PyBytes_AS_STRING(b));
+    Py_END_ALLOW_THREADS
+    Py_DECREF(b);
+    if (st != TACK_OK) return tpy_raise();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_backend_status", py_backend_status, METH_NOARGS,
+     "_backend_status() -> [(family, devices here, why none)] for every device family Tack knows"},
+    {"_device_info", py_device_info, METH_O,
+     "_device_info(name) -> (description, dialect, threads (CPU) or compute units (a GPU), memory in bytes or 0)"},
+    {"_toolchain", py_toolchain, METH_O,
+     "_toolchain('nvrtc'|'hiprtc'|'ocloc') -> (found, the library's path or why not, version)"},
+    {"_cpu_compiler", py_cpu_compiler, METH_NOARGS,
+     "_cpu_compiler() -> (command, first line of --version, 'TACK_CC'/'CC'/'PATH'/'TACK_ZIG'), or None"},
+    {"_cache_path", py_cache_path, METH_NOARGS, "_cache_path() -> the kernel cache directory (not created)"},
+    {"_cache_classify", py_cache_classify, METH_O,
+     "_cache_classify(name) -> 'entry', 'source', 'temporary' or 'foreign' (a file in the kernel cache)"},
+    {"_cache_remove", py_cache_remove, METH_O, "_cache_remove(name): remove one of Tack's files from the kernel cache"},
     {"devices", py_devices, METH_NOARGS, "devices() -> list of available device names"},
     {"set_default_device", py_set_default_device, METH_O, "set_default_device(name)"},
     {"get_default_device", py_get_default_device, METH_NOARGS, "get_default_device() -> str"},

@@ -17,7 +17,17 @@
  * appended under a lock and never move or go away, so a tack_device pointer
  * stays valid and lookups read the table without the lock; tack_devices()
  * lists them in family order whatever order they were probed in.
+ *
+ * tack_backend_name and tack_backend_status read the same table for
+ * diagnostics (`python -m tack`): each family's device count here and, when
+ * it has none, the reason its probe kept -- the text tack_device_get's
+ * message carries -- so a report can say why CUDA is absent without asking
+ * for a device and taking an error apart.  tack_toolchain does the same for
+ * the GPU compilers loaded at run time (NVRTC, hiprtc, ocloc), which are
+ * listed here with the families.
  */
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sched.h>
@@ -141,6 +151,55 @@ static void family_names(char *buf, size_t n) {
     }
 }
 
+const char *tack_backend_name(int i) { return i >= 0 && i < NFAMILIES ? families[i].name : NULL; }
+
+int tack_backend_status(const char *name, char *why, size_t cap) {
+    if (why && cap) why[0] = 0;
+    if (!name) return tack_set_error(TACK_ERR_VALUE, "tack_backend_status: the family name is NULL"), -1;
+    for (int f = 0; f < NFAMILIES; f++) {
+        if (strcmp(families[f].name, name) != 0) continue;
+        probe(f);
+        int n = count(), k = 0;
+        for (int i = 0; i < n; i++) k += family_of[i] == f;
+        if (k == 0 && why && cap) snprintf(why, cap, "%s", unavailable[f][0] ? unavailable[f] : "no device found");
+        return k;
+    }
+    char known[256];
+    family_names(known, sizeof known);
+    return tack_set_error(TACK_ERR_VALUE, "tack_backend_status: unknown device family '%.64s' (expected %s)", name,
+                          known), -1;
+}
+
+/* The GPU toolchains by name, for reports; the library's path from the
+ * loader's own record of it (dlinfo), whatever name it was opened by. */
+static const struct toolchain {
+    const char *name;
+    void *(*query)(const char **text, int *version);
+} toolchains[] = {
+    {"nvrtc", rt_toolchain_nvrtc},
+    {"hiprtc", rt_toolchain_hiprtc},
+    {"ocloc", rt_toolchain_ocloc},
+};
+
+int tack_toolchain(const char *name, char *where, size_t cap, int *version) {
+    if (where && cap) where[0] = 0;
+    if (version) *version = 0;
+    for (size_t i = 0; name && i < sizeof toolchains / sizeof toolchains[0]; i++) {
+        if (strcmp(name, toolchains[i].name) != 0) continue;
+        const char *text = "";
+        int v = 0;
+        void *lib = toolchains[i].query(&text, &v);
+        struct link_map *map = NULL;
+        if (lib && dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && map->l_name[0] == '/')
+            text = map->l_name;
+        if (where && cap) snprintf(where, cap, "%s", text);
+        if (version) *version = v;
+        return lib != NULL;
+    }
+    return tack_set_error(TACK_ERR_VALUE, "tack_toolchain: unknown toolchain '%.64s' (expected 'nvrtc', 'hiprtc' or "
+                          "'ocloc')", name ? name : "(null)"), -1;
+}
+
 tack_status tack_device_get(const char *name, tack_device **out) {
     if (!name) return tack_set_error(TACK_ERR_VALUE, "device name is NULL");
     const char *colon = strchr(name, ':');
@@ -176,6 +235,8 @@ tack_status tack_device_get(const char *name, tack_device **out) {
 const char *tack_device_name(const tack_device *d) { return d->name; }
 tack_device_type tack_device_kind(const tack_device *d) { return d->backend->type; }
 const char *tack_device_dialect(const tack_device *d) { return d->backend->dialect; }
+const char *tack_device_description(const tack_device *d) { return d->description; }
+uint64_t tack_device_memory(const tack_device *d) { return d->memory; }
 int tack_device_index(const tack_device *d) { return d->index; }
 /* The CPU's: the threads its next launch runs on (pool.c: the num_threads
  * setting, or the usable cores). */

@@ -90,7 +90,9 @@ struct tack_device {
     const rt_backend *backend;
     int index;
     char name[32];
-    int threads;   /* CPU: pool size */
+    char description[160]; /* set by init_device: the product ("NVIDIA H200"), for reports */
+    int threads;   /* CPU: pool size; a GPU: its compute units (SMs, CUs) */
+    uint64_t memory; /* set by init_device: bytes of memory, for reports; 0 when the backend does not say */
     int host_memory; /* set by init_device: its arrays are host-accessible memory (DLPack: kDLCPU) */
     int opaque_data; /* set by init_device: an array's data pointer is a handle (OpenCL cl_mem buffers),
                         so arrays of two storages never share memory whatever the numbers say */
@@ -184,6 +186,14 @@ tack_status rt_wrap_span(tack_device *dev, tack_dtype dt, int ndim, const int64_
 
 /* device.c */
 const rt_backend *rt_backend_cpu(void);
+/* The GPU toolchains' libraries, loaded at their first use, for reports
+ * (tack_toolchain): the dlopen handle, or NULL with *text the reason it is
+ * absent; found, *text is the name it was loaded by and *version its version
+ * (NVRTC, hiprtc: major*1000 + minor*10; ocloc: oclocVersion's number). */
+void *rt_toolchain_nvrtc(const char **text, int *version);
+void *rt_toolchain_hiprtc(const char **text, int *version);
+void *rt_toolchain_ocloc(const char **text, int *version);
+
 const rt_backend *rt_backend_cuda(void);
 const rt_backend *rt_backend_hip(void);
 const rt_backend *rt_backend_metal(void);

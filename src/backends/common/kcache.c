@@ -184,24 +184,32 @@ static tack_status open_checked(char *real, int *out) {
     return TACK_OK;
 }
 
-tack_status kc_open(kc_dir *d) {
-    d->fd = -1;
-    d->path = NULL;
+/* The directory's path as configured (tack_malloc'd, absolute, without a
+ * trailing slash), or NULL with the error set. */
+static char *cache_path(void) {
     char env[TK_CONFIG_STR_MAX];
     const char *base = NULL;
     char *path = NULL;
     if (*tk_config_str(TK_CFG_CACHE_DIR, env, sizeof env)) path = str_cat(env, "");
     else if ((base = getenv("XDG_CACHE_HOME")) && *base) path = str_cat(base, "/tack");
     else if ((base = getenv("HOME")) && *base) path = str_cat(base, "/.cache/tack");
-    else return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)");
-    if (!path) return tack_set_error(TACK_ERR_NOMEM, "out of memory opening the kernel cache");
+    else return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)"), NULL;
+    if (!path) return tack_set_error(TACK_ERR_NOMEM, "out of memory opening the kernel cache"), NULL;
     if (path[0] != '/') {
-        tack_status st = tack_set_error(TACK_ERR_RUNTIME, "the kernel cache directory '%s' is not an absolute path", path);
+        tack_set_error(TACK_ERR_RUNTIME, "the kernel cache directory '%s' is not an absolute path", path);
         tack_free(path);
-        return st;
+        return NULL;
     }
     size_t len = strlen(path);
     while (len > 1 && path[len - 1] == '/') path[--len] = 0;
+    return path;
+}
+
+tack_status kc_open(kc_dir *d) {
+    d->fd = -1;
+    d->path = NULL;
+    char *path = cache_path();
+    if (!path) return tack_last_status();
     tack_status st = mkdirs(path);
     char *real = st == TACK_OK ? realpath(path, NULL) : NULL;
     if (st == TACK_OK && !real)
@@ -533,4 +541,95 @@ void kc_unlock(const kc_dir *d, const char *name, int fd) {
         a.st_ino == b.st_ino)
         unlinkat(d->fd, name, 0);
     close(fd); /* releases the lock */
+}
+
+/* ------------------------------------------------------------------ tools */
+/* For `python -m tack cache` (tack.h: tack_cache_path and the rest): what
+ * in the directory Tack wrote, judged without changing anything (kc_read
+ * removes what it cannot use; these never remove a file they did not
+ * recognize).  Tack's files are the sealed entries (every kc_store: kernels,
+ * program binaries, compiler records), the source kept beside a CPU
+ * kernel ("KEY.c": 32 hex digits, written whole but not sealed) and the
+ * temporaries of builds (kc_tmp_name's names).  Everything else -- build
+ * locks, which their build removes, included -- is left alone. */
+tack_status tack_cache_path(char *buf, size_t cap) {
+    char *path = cache_path();
+    if (!path) return tack_last_status();
+    size_t n = strlen(path);
+    tack_status st = TACK_OK;
+    if (!buf || n + 1 > cap)
+        st = tack_set_error(TACK_ERR_VALUE, "tack_cache_path: the buffer (%zu bytes) is too short for %s", cap, path);
+    else memcpy(buf, path, n + 1);
+    tack_free(path);
+    return st;
+}
+
+static int kept_source(const char *name) {
+    if (strlen(name) != 34 || strcmp(name + 32, ".c") != 0) return 0;
+    for (int i = 0; i < 32; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* The kind of `name` in the open directory; the checks of kc_read, without its removal. */
+static tack_cache_kind classify_in(const kc_dir *d, const char *name) {
+    if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) return TACK_CACHE_FOREIGN;
+    int fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return TACK_CACHE_FOREIGN;
+    struct stat sb;
+    tack_cache_kind kind = TACK_CACHE_FOREIGN;
+    if (fstat(fd, &sb) != 0 || foreign(&sb)) goto done;
+    if (kc_is_temporary(name)) {
+        kind = TACK_CACHE_TEMPORARY;
+        goto done;
+    }
+    if (kept_source(name)) {
+        kind = TACK_CACHE_SOURCE;
+        goto done;
+    }
+    if (sb.st_size < SEAL_BYTES || sb.st_size > ((off_t)1 << 30)) goto done;
+    unsigned char seal[SEAL_BYTES], want[SEAL_BYTES];
+    if (pread(fd, seal, SEAL_BYTES, sb.st_size - SEAL_BYTES) != SEAL_BYTES || memcmp(seal, SEAL_MAGIC, 8)) goto done;
+    size_t n = (size_t)sb.st_size - SEAL_BYTES, got = 0;
+    char *data = tack_malloc(n + 1);
+    if (!data) goto done;
+    while (got < n) {
+        ssize_t r = pread(fd, data + got, n - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    if (got == n) {
+        seal_of(data, n, want);
+        if (!memcmp(want, seal, SEAL_BYTES)) kind = TACK_CACHE_ENTRY;
+    }
+    tack_free(data);
+done:
+    close(fd);
+    return kind;
+}
+
+tack_status tack_cache_classify(const char *name, tack_cache_kind *kind) {
+    if (!name || !kind) return tack_set_error(TACK_ERR_VALUE, "tack_cache_classify: a NULL argument");
+    kc_dir d;
+    tack_status st = kc_open(&d);
+    if (st != TACK_OK) return st;
+    *kind = classify_in(&d, name);
+    kc_close(&d);
+    return TACK_OK;
+}
+
+tack_status tack_cache_remove(const char *name) {
+    if (!name) return tack_set_error(TACK_ERR_VALUE, "tack_cache_remove: the name is NULL");
+    kc_dir d;
+    tack_status st = kc_open(&d);
+    if (st != TACK_OK) return st;
+    if (classify_in(&d, name) == TACK_CACHE_FOREIGN)
+        st = tack_set_error(TACK_ERR_VALUE, "not removing '%.200s' from the kernel cache %s: Tack did not write it", name,
+                            d.path);
+    else if (unlinkat(d.fd, name, 0) != 0 && errno != ENOENT)
+        st = tack_set_error(TACK_ERR_RUNTIME, "cannot remove '%.200s' from the kernel cache %s: %s", name, d.path,
+                            strerror(errno));
+    kc_close(&d);
+    return st;
 }

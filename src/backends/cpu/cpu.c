@@ -7,11 +7,14 @@
  * allocator hook so that tests can fail it.  Copies are memcpy; the device
  * is synchronous, so synchronize has nothing to wait for.  Building and
  * launching kernels (the C toolchain, the disk cache and the thread pool)
- * live in cpu_jit.c.
+ * live in cpu_jit.c.  The device's description (for `python -m tack`) is
+ * the processor's model name.
  */
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "backends/cpu/cpu_jit.h"
@@ -75,8 +78,30 @@ static int usable_cores(void) {
 
 static int cpu_device_count(char *why, size_t why_len) { return 1; }
 
+/* The processor's model, for reports: /proc/cpuinfo's "model name" (x86) or
+ * "Model" (some ARM boards), else the machine's architecture. */
+static void cpu_describe(tack_device *dev) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0 && strncmp(line, "Model", 5) != 0) continue;
+        char *v = strchr(line, ':');
+        if (!v) continue;
+        v += 1 + strspn(v + 1, " \t");
+        v[strcspn(v, "\n")] = 0;
+        snprintf(dev->description, sizeof dev->description, "%s", v);
+        break;
+    }
+    if (f) fclose(f);
+    struct utsname u;
+    if (!dev->description[0] && uname(&u) == 0) snprintf(dev->description, sizeof dev->description, "%s", u.machine);
+}
+
 static tack_status cpu_init_device(tack_device *dev) {
     dev->threads = usable_cores();
+    cpu_describe(dev);
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && size > 0) dev->memory = (uint64_t)pages * (uint64_t)size;
     return TACK_OK;
 }
 

@@ -287,7 +287,7 @@ static tack_status compiler_identity(const kc_dir *d, const cc_pick *c, hash2 *o
     hash2 stamp = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
     pthread_mutex_lock(&ident_lock);
     int known = ident_ok && ident_of.a == of.a && ident_of.b == of.b;
-    if (!known && compiler_stamp(c, &stamp)) {
+    if (!known && d->fd >= 0 && compiler_stamp(c, &stamp)) { /* fd -1: no usable cache, nothing remembered */
         snprintf(memo, sizeof memo, "cc-%016llx.id", (unsigned long long)stamp.a);
         if (identity_load(d, memo, &ident_hash, ident_text, sizeof ident_text)) {
             ident_of = of;
@@ -334,6 +334,38 @@ static tack_status compiler_identity(const kc_dir *d, const cc_pick *c, hash2 *o
     first_line[n] = 0;
     pthread_mutex_unlock(&ident_lock);
     return TACK_OK;
+}
+
+/* For diagnostics (tack.h; `python -m tack`): the compiler a build would
+ * choose now, by pick_compiler itself, and the first line of its --version
+ * as the cache key uses it (remembered in the cache when the cache directory
+ * exists and can be opened; asked afresh when it cannot, so a refused cache
+ * directory does not hide the compiler, and a report creates no directory). */
+int tack_cpu_compiler(char *command, size_t cap, char *version, size_t vcap, const char **from) {
+    if (command && cap) command[0] = 0;
+    if (version && vcap) version[0] = 0;
+    if (from) *from = NULL;
+    cc_pick c;
+    int found = pick_compiler(&c);
+    if (found <= 0) return found;
+    if (command && cap) snprintf(command, cap, "%s%s%s", c.path, c.zig ? " cc" : "", c.rest);
+    if (from) *from = c.from;
+    kc_dir d;
+    char dir[PATH_MAX];
+    struct stat sb;
+    int usable = tack_cache_path(dir, sizeof dir) == TACK_OK && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (!usable || kc_open(&d) != TACK_OK) { /* a report creates no cache directory */
+        tack_clear_error();
+        d.fd = -1;
+        d.path = NULL;
+    }
+    hash2 ident;
+    char first[256];
+    tack_status st = compiler_identity(&d, &c, &ident, first, sizeof first);
+    if (d.fd >= 0) kc_close(&d);
+    if (st != TACK_OK) return -1;
+    if (version && vcap) snprintf(version, vcap, "%s", first);
+    return 1;
 }
 
 /* The CPU model matters because of -march=native.  Read once per process

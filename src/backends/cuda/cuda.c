@@ -119,6 +119,7 @@ static void load(void) {
     *(void **)&api.cuGraphLaunch = dlsym(api.lib, "cuGraphLaunch");
     *(void **)&api.cuGraphExecDestroy = dlsym(api.lib, "cuGraphExecDestroy");
     *(void **)&api.cuGraphDestroy = dlsym(api.lib, "cuGraphDestroy");
+    *(void **)&api.cuDeviceTotalMem = dlsym(api.lib, "cuDeviceTotalMem_v2");
     CUresult r = api.cuInit(0);
     if (r != TACK_CUDA_SUCCESS) {
         const char *s = NULL;
@@ -262,6 +263,9 @@ static tack_status cuda_init_device(tack_device *d) {
         return tack_set_error(TACK_ERR_NOMEM, "out of memory initializing a CUDA device");
     CU(api.cuDeviceGet(&c->dev, d->index), "cuDeviceGet");
     CU(api.cuDeviceGetName(c->name, (int)sizeof c->name, c->dev), "cuDeviceGetName");
+    snprintf(d->description, sizeof d->description, "%.159s", c->name);
+    size_t total = 0;
+    if (api.cuDeviceTotalMem && api.cuDeviceTotalMem(&total, c->dev) == TACK_CUDA_SUCCESS) d->memory = total;
     CU(api.cuDeviceGetAttribute(&c->major, TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev),
        "cuDeviceGetAttribute");
     CU(api.cuDeviceGetAttribute(&c->minor, TACK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev),

@@ -94,6 +94,7 @@ typedef struct tack_cuda_api {
     CUresult (*cuGraphLaunch)(CUgraphExec e, CUstream s);
     CUresult (*cuGraphExecDestroy)(CUgraphExec e);
     CUresult (*cuGraphDestroy)(CUgraph g);
+    CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice d); /* may be NULL (reports only) */
     CUresult (*cuPointerGetAttribute)(void *data, int attr, CUdeviceptr p);
     CUresult (*cuGetErrorString)(CUresult r, const char **s);
 } tack_cuda_api;

@@ -202,6 +202,12 @@ int tack_nvrtc_version(void) {
     return major * 1000 + minor * 10;
 }
 
+void *rt_toolchain_nvrtc(const char **text, int *version) {
+    *version = tack_nvrtc_version(); /* loads it */
+    *text = nv.lib ? nv.from : nv.why;
+    return nv.lib;
+}
+
 const char *nvrtc_loaded_from(void) {
     pthread_once(&nv_once, nv_load);
     return nv.lib ? nv.from : NULL;

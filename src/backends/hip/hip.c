@@ -97,6 +97,7 @@ static int bind_api(void *lib) {
     *(void **)&api.hipGraphLaunch = dlsym(lib, "hipGraphLaunch");
     *(void **)&api.hipGraphExecDestroy = dlsym(lib, "hipGraphExecDestroy");
     *(void **)&api.hipGraphDestroy = dlsym(lib, "hipGraphDestroy");
+    *(void **)&api.hipDeviceTotalMem = dlsym(lib, "hipDeviceTotalMem");
     *(void **)&api.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor =
         dlsym(lib, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
     return 1;
@@ -276,6 +277,9 @@ static tack_status hip_init_device(tack_device *d) {
     h->ordinal = d->index;
     HIP(api.hipGetDeviceProperties(prop, h->ordinal), "hipGetDeviceProperties");
     snprintf(h->name, sizeof h->name, "%.*s", (int)strnlen(prop + TACK_HIP_PROP_NAME, 127), prop + TACK_HIP_PROP_NAME);
+    snprintf(d->description, sizeof d->description, "%.159s", h->name);
+    size_t total = 0;
+    if (api.hipDeviceTotalMem && api.hipDeviceTotalMem(&total, h->ordinal) == TACK_HIP_SUCCESS) d->memory = total;
     if (!arch_from_props(prop, TACK_HIP_PROP_BYTES, h->arch, sizeof h->arch)) {
         st = tack_set_error(TACK_ERR_DEVICE, "hip:%d (%s): the HIP runtime gives no gcnArchName", h->ordinal, h->name);
         goto done;

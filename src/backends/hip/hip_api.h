@@ -98,6 +98,7 @@ typedef struct tack_hip_api {
     hipError_t (*hipGraphLaunch)(hipGraphExec_t e, hipStream_t s);
     hipError_t (*hipGraphExecDestroy)(hipGraphExec_t e);
     hipError_t (*hipGraphDestroy)(hipGraph_t g);
+    hipError_t (*hipDeviceTotalMem)(size_t *bytes, int d); /* may be NULL (reports only) */
     hipError_t (*hipMalloc)(void **p, size_t n);
     hipError_t (*hipFree)(void *p);
     hipError_t (*hipMemcpyAsync)(void *dst, const void *src, size_t n, int kind, hipStream_t s);

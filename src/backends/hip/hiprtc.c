@@ -117,6 +117,12 @@ int tack_hiprtc_version(void) {
     return major * 1000 + minor * 10;
 }
 
+void *rt_toolchain_hiprtc(const char **text, int *version) {
+    *version = tack_hiprtc_version(); /* loads it */
+    *text = hr.lib ? "hiprtc" : hr.why;
+    return hr.lib;
+}
+
 /* An architecture as gcnArchName spells it: gfx then letters, digits and
  * the feature suffixes' ':', '+' and '-'. */
 static int arch_ok(const char *arch) {

@@ -272,6 +272,7 @@ static tack_status lz_init_device(tack_device *d) {
     ZE(api.zeDeviceGetProperties(c->dev, &dp), "zeDeviceGetProperties");
     dp.name[sizeof dp.name - 1] = 0;
     snprintf(c->name, sizeof c->name, "%s", dp.name);
+    snprintf(d->description, sizeof d->description, "%.159s", c->name);
     c->units = dp.numSlices * dp.numSubslicesPerSlice * dp.numEUsPerSubslice;
     if (c->units == 0) c->units = 1;
     ze_device_compute_properties_t cp;

@@ -130,6 +130,13 @@ static void ocloc_load(void) {
     ocloc_ok = 1;
 }
 
+void *rt_toolchain_ocloc(const char **text, int *version) {
+    pthread_once(&ocloc_once, ocloc_load);
+    *version = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
+    *text = ocloc_ok ? "libocloc.so" : ocloc_why;
+    return ocloc_ok ? ocloc.lib : NULL;
+}
+
 static const char *ocloc_device(char *buf, size_t cap) {
     const char *e = tk_config_str(TK_CFG_OCLOC_DEVICE, buf, cap);
     return *e ? e : LZ_OCLOC_DEVICE;

@@ -226,6 +226,7 @@ static tack_status metal_init_device(tack_device *d) {
     gpu_records_init(&h->rec, "the GPU");
     d->host_memory = 1; /* shared storage: DLPack sees host memory */
     d->threads = 1;
+    snprintf(d->description, sizeof d->description, "%.159s", h->name);
     d->state = h;
     return TACK_OK;
 }

@@ -283,6 +283,7 @@ static tack_status ocl_init_device(tack_device *d) {
     CL(dev_str(c->dev, TACK_CL_DEVICE_VERSION, dver, sizeof dver), "clGetDeviceInfo(CL_DEVICE_VERSION)");
     CL(dev_str(c->dev, TACK_CL_DRIVER_VERSION, drv, sizeof drv), "clGetDeviceInfo(CL_DRIVER_VERSION)");
     snprintf(c->platform_id, sizeof c->platform_id, "%s | %s", pname, pver);
+    snprintf(d->description, sizeof d->description, "%.100s (%.50s)", c->name, pname);
     snprintf(c->driver, sizeof c->driver, "%s | %s", dver, drv);
     CL(api.clGetDeviceInfo(c->dev, TACK_CL_DEVICE_MAX_COMPUTE_UNITS, sizeof c->units, &c->units, NULL),
        "clGetDeviceInfo(CL_DEVICE_MAX_COMPUTE_UNITS)");
@@ -293,6 +294,9 @@ static tack_status ocl_init_device(tack_device *d) {
     c->fp64 = has_fp64(c->dev);
     c->build_options = build_options(c->dev);
     d->threads = (int)c->units;
+    cl_ulong mem = 0;
+    if (api.clGetDeviceInfo(c->dev, TACK_CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL) == TACK_CL_SUCCESS)
+        d->memory = mem;
     cl_context_properties props[3] = { TACK_CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0 };
     c->ctx = api.clCreateContext(props, 1, &c->dev, NULL, NULL, &r);
     CL(c->ctx ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateContext");

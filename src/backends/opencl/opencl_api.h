@@ -69,6 +69,7 @@ typedef struct _cl_event *cl_event;
 /* clGetDeviceIDs, clGetDeviceInfo */
 #define TACK_CL_DEVICE_TYPE_ALL 0xFFFFFFFFull
 #define TACK_CL_DEVICE_MAX_COMPUTE_UNITS 0x1002
+#define TACK_CL_DEVICE_GLOBAL_MEM_SIZE 0x101F
 #define TACK_CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
 #define TACK_CL_DEVICE_NAME 0x102B
 #define TACK_CL_DRIVER_VERSION 0x102D
