@@ -470,12 +470,15 @@ class PythonKernel:
     def __call__(self, *args, **kwargs):
         """Run the kernel as Python on these arguments, after the compiler's
         checks for their signature (see the class's docstring)."""
-        from . import _array, _debug, _hashgrid, _structs
+        from . import _array, _bvh, _debug, _hashgrid, _structs
 
         if _hashgrid.has_grid(args, kwargs):  # a tack.HashGrid argument: the kernel's grid build
             out = _hashgrid.grid_call(self, args, kwargs)
             if out is not NotImplemented:
                 return out
+        out = _bvh.bvh_call(self, args, kwargs)  # a tack.Bvh or tack.Mesh argument: its tree build
+        if out is not NotImplemented:
+            return out
         if _structs.has_struct(args, kwargs):  # struct arrays or values: the kernel's struct build
             try:
                 built, expanded = _structs.build_for(self, args, kwargs)
