@@ -473,3 +473,47 @@ def test_cuda_sources_compile_with_nvrtc():
     ptx = _tool_cache.cached("nvrtc", _gpu_batch.tool_version("cuda"), "sm_80", "", program,
                              lambda: _gpu_batch.nvrtc_compile(program, "sm_80"), lambda out: ".entry" in out)
     assert all(n in ptx for names in entries for n in names)
+
+
+def test_mesh_from_vtk_shares_the_polydata():
+    pytest.importorskip("vtkmodules", reason="VTK is not installed (the interop extra)")
+    from vtkmodules.util import numpy_support as nps
+    from vtkmodules.vtkFiltersSources import vtkSphereSource
+
+    src = vtkSphereSource()
+    src.SetThetaResolution(24)
+    src.SetPhiResolution(12)
+    src.Update()
+    pd = src.GetOutput()
+    mesh = tack.Mesh.from_vtk(pd)
+    pts = nps.vtk_to_numpy(pd.GetPoints().GetData())
+    conn = nps.vtk_to_numpy(pd.GetPolys().GetConnectivityArray()).reshape(-1, 3)
+    assert mesh.n == len(conn) and mesh.vertices.shape == pts.shape
+    pts[0, 0] += 0.25          # the mesh's arrays are VTK's memory: no copy
+    assert mesh.vertices.numpy()[0, 0] == pts[0, 0]
+    conn[0, 0] = conn[0, 1]
+    assert mesh.triangles.numpy()[0].tolist() == conn[0].tolist()
+    # rays from the centre outwards hit the unit sphere's triangulation at t just under 0.5
+    d = np.random.default_rng(11).normal(size=(50, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    mesh = tack.Mesh.from_vtk(src.GetOutput())
+    tri, tt = tack.zeros(50, np.int64), tack.zeros(50, np.float32)
+    closest_hits(np.zeros((50, 3), np.float32), d.astype(np.float32), mesh, tri, tt, tack.zeros((50, 2), np.float32))
+    assert (tri.numpy() >= 0).all() and ((tt.numpy() > 0.47) & (tt.numpy() <= 0.5001)).all()
+    from vtkmodules.vtkCommonDataModel import vtkPolyData
+
+    with pytest.raises(TypeError, match="mesh_arrays\\(\\) expects a vtkPolyData"):
+        tack.Mesh.from_vtk(src)
+    quad = vtkPolyData()
+    from vtkmodules.vtkCommonCore import vtkPoints
+    from vtkmodules.vtkCommonDataModel import vtkCellArray
+
+    p = vtkPoints()
+    for xyz in ((0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0)):
+        p.InsertNextPoint(*xyz)
+    cells = vtkCellArray()
+    cells.InsertNextCell(4, [0, 1, 2, 3])
+    quad.SetPoints(p)
+    quad.SetPolys(cells)
+    with pytest.raises(ValueError, match="polygon 0 of the polydata has 4 points: a tack.Mesh takes triangles"):
+        tack.Mesh.from_vtk(quad)
