@@ -238,8 +238,9 @@ def funcs(ft):
     INF = F(math.inf)
 
     @func
-    def ray_box(nlo, nhi, nd, o0, o1, o2, d0, d1, d2, tmax):
-        # whether the ray o + t d, 0 <= t <= tmax, meets node nd's box (a few roundings generously)
+    def ray_enter(nlo, nhi, nd, o0, o1, o2, d0, d1, d2, tmax):
+        # where the ray o + t d, 0 <= t <= tmax, enters node nd's box, INF if it misses it (a few
+        # roundings generously: a box the ray touches is never missed)
         t0 = F(0.0)
         t1 = tmax
         for a in range(3):
@@ -255,7 +256,7 @@ def funcs(ft):
             hi = nhi[nd, a]
             if d == 0.0:
                 if o < lo or o > hi:
-                    return False
+                    return INF
             else:
                 u = (lo - o) / d
                 w = (hi - o) / d
@@ -267,7 +268,14 @@ def funcs(ft):
                     t0 = u
                 if w < t1:
                     t1 = w
-        return t1 >= 0.0 and t0 <= t1 * W
+        if t1 >= 0.0 and t0 <= t1 * W:
+            return t0
+        return INF
+
+    @func
+    def ray_box(nlo, nhi, nd, o0, o1, o2, d0, d1, d2, tmax):
+        # whether the ray o + t d, 0 <= t <= tmax, meets node nd's box
+        return ray_enter(nlo, nhi, nd, o0, o1, o2, d0, d1, d2, tmax) < INF
 
     @func
     def ray_triangle(v, tri, k, o0, o1, o2, d0, d1, d2):
@@ -307,33 +315,53 @@ def funcs(ft):
 
     @func
     def ray_closest(nlo, nhi, left, right, leaf, n, v, tri, o0, o1, o2, d0, d1, d2):
+        # the nearer child's subtree first, and a subtree skipped once a hit is nearer than its box
         best = INF
         bu = F(0.0)
         bv = F(0.0)
         hit = i64(-1)
         stk = _zeros(STACK, i32)
+        tin = _zeros(STACK, F)       # where the ray enters each stacked node's box
         sp = 0
         ok = math.isfinite(o0) and math.isfinite(o1) and math.isfinite(o2)
         if n > 0 and ok and math.isfinite(d0) and math.isfinite(d1) and math.isfinite(d2):
-            sp = 1
+            tin[0] = ray_enter(nlo, nhi, 0, o0, o1, o2, d0, d1, d2, INF)
+            if tin[0] < INF:
+                sp = 1
         while sp > 0:
             sp -= 1
             nd = stk[sp]
-            if ray_box(nlo, nhi, nd, o0, o1, o2, d0, d1, d2, best):
-                if nd >= n - 1:
-                    k = leaf[nd - (n - 1)]
-                    t, u, w = ray_triangle(v, tri, k, o0, o1, o2, d0, d1, d2)
-                    if t < best or (t == best and k < hit):
-                        best = t
-                        bu = u
-                        bv = w
-                        hit = k
-                else:
-                    assert sp + 2 <= STACK, "tack.Mesh.ray_closest: the traversal stack overflowed"
-                    if sp + 2 <= STACK:
-                        stk[sp] = left[nd]
-                        stk[sp + 1] = right[nd]
-                        sp += 2
+            if tin[sp] > best * W:
+                continue
+            if nd >= n - 1:
+                k = leaf[nd - (n - 1)]
+                t, u, w = ray_triangle(v, tri, k, o0, o1, o2, d0, d1, d2)
+                if t < best or (t == best and k < hit):
+                    best = t
+                    bu = u
+                    bv = w
+                    hit = k
+            else:
+                a = left[nd]
+                b = right[nd]
+                ta = ray_enter(nlo, nhi, a, o0, o1, o2, d0, d1, d2, best)
+                tb = ray_enter(nlo, nhi, b, o0, o1, o2, d0, d1, d2, best)
+                if ta > tb:
+                    x = a
+                    a = b
+                    b = x
+                    y = ta
+                    ta = tb
+                    tb = y
+                assert sp + 2 <= STACK, "tack.Mesh.ray_closest: the traversal stack overflowed"
+                if tb < INF and sp < STACK:      # the farther child below the nearer
+                    stk[sp] = b
+                    tin[sp] = tb
+                    sp += 1
+                if ta < INF and sp < STACK:
+                    stk[sp] = a
+                    tin[sp] = ta
+                    sp += 1
         return hit, best, bu, bv
 
     @func
@@ -397,13 +425,14 @@ def funcs(ft):
         q = p
         hit = i64(-1)
         stk = _zeros(STACK, i32)
+        dst = _zeros(STACK, F)       # each stacked node's box's squared distance to p
         sp = 0
         if n > 0 and math.isfinite(p0) and math.isfinite(p1) and math.isfinite(p2):
             sp = 1
         while sp > 0:
             sp -= 1
             nd = stk[sp]
-            if box_d2(nlo, nhi, nd, p0, p1, p2) <= best:
+            if dst[sp] <= best:
                 if nd >= n - 1:
                     k = leaf[nd - (n - 1)]
                     c = point_triangle(v, tri, k, p)
@@ -418,12 +447,19 @@ def funcs(ft):
                     if sp + 2 <= STACK:
                         a = left[nd]
                         b = right[nd]
-                        if box_d2(nlo, nhi, a, p0, p1, p2) < box_d2(nlo, nhi, b, p0, p1, p2):
+                        da = box_d2(nlo, nhi, a, p0, p1, p2)
+                        db = box_d2(nlo, nhi, b, p0, p1, p2)
+                        if da < db:
                             x = a        # the nearer child on top: popped first, it shrinks `best` sooner
                             a = b
                             b = x
+                            y = da
+                            da = db
+                            db = y
                         stk[sp] = a
+                        dst[sp] = da
                         stk[sp + 1] = b
+                        dst[sp + 1] = db
                         sp += 2
         return hit, q
 
