@@ -10,7 +10,8 @@ projection on the plane, else the nearest of the three edges).  Degenerate
 inputs: no boxes, one box, all boxes identical (the tree is still binary
 and shallow), NaN coordinates and bad triangles refused by name, refit
 after the boxes moved.  The same kernels run in debug mode (jit=False), on
-PoCL (small: PoCL compiles slowly), and their sources compile with NVRTC.
+PoCL (small: PoCL compiles slowly), and their sources compile with NVRTC,
+hiprtc and ocloc and pass the Metal check.
 Bigger sizes run under make test-all (_suite.TEST_ALL).
 """
 
@@ -25,6 +26,8 @@ import tack
 from tack import _core
 
 sys.path.insert(0, os.path.dirname(__file__))
+import _msl  # noqa: E402
+import _ocloc  # noqa: E402
 import _suite  # noqa: E402
 
 MAXK = 160
@@ -463,16 +466,63 @@ def every_source(target):
     ]
 
 
+def _checked(tool, version, arch, program, compute, ok):
+    import _tool_cache
+
+    return _tool_cache.cached(tool, version, arch, "", program, compute, ok)
+
+
 @pytest.mark.skipif(not (hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0),
                     reason="NVRTC (libnvrtc) is not installed")
 def test_cuda_sources_compile_with_nvrtc():
     import _gpu_batch
-    import _tool_cache
 
     program, entries = _gpu_batch.batch_source(every_source("cuda"))
-    ptx = _tool_cache.cached("nvrtc", _gpu_batch.tool_version("cuda"), "sm_80", "", program,
-                             lambda: _gpu_batch.nvrtc_compile(program, "sm_80"), lambda out: ".entry" in out)
+    ptx = _checked("nvrtc", _gpu_batch.tool_version("cuda"), "sm_80", program,
+                   lambda: _gpu_batch.nvrtc_compile(program, "sm_80"), lambda out: ".entry" in out)
     assert all(n in ptx for names in entries for n in names)
+
+
+_HIPRTC = ("import sys\nfrom tack import _core\n"
+           "sys.stdout.buffer.write(_core._hiprtc_compile(sys.stdin.read(), 'gfx90a')[:4])\n")
+
+
+@pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
+def test_hip_sources_compile_with_hiprtc():
+    import subprocess
+
+    import _gpu_batch
+
+    program, _ = _gpu_batch.batch_source(every_source("hip"))
+
+    def compile_apart():
+        # in a process of its own, as tests/python/test_hip.py explains (comgr and PoCL share libLLVM)
+        proc = subprocess.run([sys.executable, "-c", _HIPRTC], input=program.encode(), capture_output=True,
+                              timeout=600)
+        return proc.stdout if proc.returncode == 0 else proc.stderr.decode(errors="replace")[-4000:]
+
+    out = _checked("hiprtc", _gpu_batch.tool_version("hip"), "gfx90a", program, compile_apart,
+                   lambda out: out == b"\x7fELF")
+    assert out == b"\x7fELF", out
+
+
+@pytest.mark.skipif(_ocloc.library() is None, reason="libocloc is not installed (Debian: intel-opencl-icd)")
+def test_opencl_sources_compile_with_ocloc():
+    # the box loop and the closest ray hit (the ray-box test, Moller-Trumbore, the ordered walk):
+    # ocloc takes ~10 s for a Mesh query's source, and PoCL above already compiled and ran the
+    # build's kernels and ray_closest; closest_point is left to NVRTC, hiprtc and the Metal check
+    sources = every_source("opencl")
+    picked = sources[8:10]
+    failed = [r for r in _ocloc.check_many([(src, "pvc") for src in picked]) if r is not None]
+    assert not failed, failed[0][1][-3000:]
+
+
+@pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(), reason="clang++ is not installed (Debian: clang)")
+def test_metal_sources_pass_the_msl_check():
+    # f32 trees: Metal has no f64
+    verdicts = [_checked("msl", _msl.compiler_identity(), "", src, lambda src=src: _msl.check(src) or "ok",
+                         lambda out: out == "ok") for src in every_source("metal")]
+    assert verdicts == ["ok"] * len(verdicts), [v for v in verdicts if v != "ok"][0]
 
 
 def test_mesh_from_vtk_shares_the_polydata():
