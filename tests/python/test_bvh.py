@@ -567,3 +567,33 @@ def test_mesh_from_vtk_shares_the_polydata():
     quad.SetPolys(cells)
     with pytest.raises(ValueError, match="polygon 0 of the polydata has 4 points: a tack.Mesh takes triangles"):
         tack.Mesh.from_vtk(quad)
+
+
+def test_a_full_stack_raises_and_never_writes_past_it():
+    # No tree the build makes is deeper than 62, so a chain is made by hand: internal node i has
+    # leaf i on its left and internal node i + 1 on its right, every box the unit cube.  A walk
+    # keeps one leaf a level on its stack, so it fills the 64 entries at depth 64.
+    n = 100
+    bvh = tack.Bvh(np.zeros((n, 3)), np.ones((n, 3)))
+    left = np.arange(n - 1, 2 * n - 2, dtype=np.int32)
+    right = np.arange(1, n, dtype=np.int32)
+    right[-1] = 2 * n - 2
+    bvh._left, bvh._right = tack.array(left), tack.array(right)
+    bvh._perm = tack.array(np.arange(n, dtype=np.int64))
+    q = np.full((1, 3), 0.5)
+    with pytest.raises(AssertionError, match="the traversal stack of 64 nodes overflowed"):
+        boxes_hit(q, q, bvh, tack.zeros((1, MAXK), np.int64), tack.zeros(1, np.int64))
+    # without checks the assert is compiled out: the walk stops pushing rather than write past the
+    # stack, so it finds the leaves it had stacked and no more
+    unchecked = tack.kernel(_boxes_hit, checks=False)
+    out, cnt = tack.zeros((1, MAXK), np.int64), tack.zeros(1, np.int64)
+    unchecked(q, q, bvh, out, cnt)
+    assert 0 < cnt.numpy()[0] < n
+    assert sorted(out.numpy()[0, :cnt.numpy()[0]].tolist()) == list(range(cnt.numpy()[0]))
+
+    # the Mesh's closest_point walks the same way (its own stack, in a @tack.func)
+    v = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    mesh = tack.Mesh(v, np.zeros((n, 3), np.int64) + [0, 1, 2])
+    mesh._left, mesh._right, mesh._perm = bvh._left, bvh._right, bvh._perm
+    with pytest.raises(AssertionError, match="tack.Mesh.closest_point: the traversal stack overflowed"):
+        closest_points(q, mesh, tack.zeros(1, np.int64), tack.zeros((1, 3), np.float64))
