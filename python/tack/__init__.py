@@ -126,15 +126,15 @@ def _getline(filename, lineno):
 
 
 def _struct_call(kernel, args, kwargs, method):
+    from ._bvh import bvh_call
     from ._hashgrid import grid_call
     from ._structs import struct_call
 
-    out = grid_call(kernel, args, kwargs, method)  # a tack.HashGrid argument (docs/spatial.md)
+    # a tack.Bvh or tack.Mesh argument first: it refuses a HashGrid beside it by name (docs/spatial.md)
+    out = bvh_call(kernel, args, kwargs, method)
     if out is not NotImplemented:
         return out
-    from ._bvh import bvh_call
-
-    out = bvh_call(kernel, args, kwargs, method)  # a tack.Bvh or tack.Mesh argument (docs/spatial.md)
+    out = grid_call(kernel, args, kwargs, method)  # a tack.HashGrid argument (docs/spatial.md)
     if out is not NotImplemented:
         return out
     return struct_call(kernel, args, kwargs, method)

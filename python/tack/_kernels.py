@@ -472,13 +472,13 @@ class PythonKernel:
         checks for their signature (see the class's docstring)."""
         from . import _array, _bvh, _debug, _hashgrid, _structs
 
+        out = _bvh.bvh_call(self, args, kwargs)  # a tack.Bvh or tack.Mesh argument: its tree build
+        if out is not NotImplemented:
+            return out
         if _hashgrid.has_grid(args, kwargs):  # a tack.HashGrid argument: the kernel's grid build
             out = _hashgrid.grid_call(self, args, kwargs)
             if out is not NotImplemented:
                 return out
-        out = _bvh.bvh_call(self, args, kwargs)  # a tack.Bvh or tack.Mesh argument: its tree build
-        if out is not NotImplemented:
-            return out
         if _structs.has_struct(args, kwargs):  # struct arrays or values: the kernel's struct build
             try:
                 built, expanded = _structs.build_for(self, args, kwargs)

@@ -324,6 +324,15 @@ def test_bad_arguments_are_refused_by_name():
     with pytest.raises(ValueError, match="the tree has 4 boxes, got 3"):
         tack.Bvh(z, z).refit(z[:3], z[:3])
 
+    def both(bvh, grid, out):
+        for i in range(out.shape[0]):
+            out[i] = 0
+
+    for jit in (True, False):
+        with pytest.raises(TypeError, match="a kernel taking a tack.Bvh or tack.Mesh takes no struct or "
+                                            "tack.HashGrid arguments"):
+            tack.kernel(both, jit=jit)(tack.Bvh(z, z), tack.HashGrid(z, 1.0), np.zeros(2, np.int64))
+
 
 def _top_level(bvh, out):
     for k in bvh.query_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)):
