@@ -47,7 +47,7 @@ import numpy as np
 
 from ._array import zeros as _zeros
 from ._core import f32, f64, i32
-from ._hashgrid_rewrite import _Place, _own  # noqa: F401  (the same placing of the user's body)
+from ._hashgrid_rewrite import _Place  # the same placing of the user's body in the template
 from ._structs_rewrite import SEP, _make, _parse
 
 _LOOP = """
@@ -214,7 +214,7 @@ class _Rw(ast.NodeTransformer):
         else:
             setup, test = _RAY_SETUP, _RAY_TEST
         fmt = dict(T=T, B=B, RB=f"__tk_ray_box_{name}", INF=f"__tk_inf_{name}")
-        src = _LOOP.format(S=STACK, K=node.target.id, SETUP=setup.format(**fmt).strip().replace("\n", "\n"),
+        src = _LOOP.format(S=STACK, K=node.target.id, SETUP=setup.format(**fmt).strip(),
                            TEST=test.format(**fmt), **fmt)
         stmts = ast.parse(src).body
         return pre + [_Place({}, body, node).visit(s) for s in stmts]

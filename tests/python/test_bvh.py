@@ -203,6 +203,9 @@ def test_closest_ray_hits_equal_moller_trumbore():
             np.testing.assert_allclose(o[i] + tt[i] * d[i], (1 - uv[i].sum()) * a + uv[i, 0] * b + uv[i, 1] * c,
                                        atol=1e-9)
         assert hits > (40 if nt > 10 else m // 3)
+        # a Mesh's query_ray visits triangle indices: the closest hit's triangle among them
+        got = rows(rays_hit, o, d, mesh)
+        assert all(tri[i] in got[i] for i in range(m) if tri[i] >= 0)
 
 
 def point_triangle_distance(p, a, b, c):
