@@ -126,9 +126,14 @@ def _getline(filename, lineno):
 
 
 def _struct_call(kernel, args, kwargs, method):
+    from ._bvh import bvh_call
     from ._hashgrid import grid_call
     from ._structs import struct_call
 
+    # a tack.Bvh or tack.Mesh argument first: it refuses a HashGrid beside it by name (docs/spatial.md)
+    out = bvh_call(kernel, args, kwargs, method)
+    if out is not NotImplemented:
+        return out
     out = grid_call(kernel, args, kwargs, method)  # a tack.HashGrid argument (docs/spatial.md)
     if out is not NotImplemented:
         return out
@@ -221,7 +226,9 @@ from ._autodiff_frameworks import jax_function, torch_function  # noqa: E402
 
 __all__ += ["Tape", "torch_function", "jax_function"]
 
-# spatial queries: tack.HashGrid and its neighbour loop in kernels (docs/spatial.md)
+# spatial queries: tack.HashGrid and its neighbour loop in kernels, tack.Bvh and tack.Mesh and
+# their box, ray and closest-point queries (docs/spatial.md)
 from ._hashgrid import HashGrid  # noqa: E402
+from ._bvh import Bvh, Mesh  # noqa: E402
 
-__all__ += ["HashGrid"]
+__all__ += ["HashGrid", "Bvh", "Mesh"]

@@ -470,11 +470,14 @@ class PythonKernel:
     def __call__(self, *args, **kwargs):
         """Run the kernel as Python on these arguments, after the compiler's
         checks for their signature (see the class's docstring)."""
-        from . import _array, _debug, _hashgrid, _structs
+        from . import _array, _bvh, _debug, _hashgrid, _structs
 
         if _core._capture_active():  # tack.capture: a Python run would happen now, not at the replays
             raise ValueError(f"kernel '{self.__name__}' runs as Python (jit=False) and cannot be captured by "
                              f"tack.capture: call it outside the block, or compile it")
+        out = _bvh.bvh_call(self, args, kwargs)  # a tack.Bvh or tack.Mesh argument: its tree build
+        if out is not NotImplemented:
+            return out
         if _hashgrid.has_grid(args, kwargs):  # a tack.HashGrid argument: the kernel's grid build
             out = _hashgrid.grid_call(self, args, kwargs)
             if out is not NotImplemented:

@@ -44,6 +44,9 @@ size between values) while a VTK array is contiguous, so these are copies.
 ``vtk_to_dataset`` and ``dataset_to_vtk`` copy whole datasets (image data,
 rectilinear, structured and unstructured grids, polydata) to a
 :class:`Dataset` of Tack arrays and back.
+
+``mesh_arrays(polydata)`` gives a triangle polydata's points and triangles
+as Tack arrays sharing VTK's memory, for ``tack.Mesh.from_vtk``.
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ __all__ = [
     "Cells",
     "init_level_zero",
     "has_dlpack_support",
+    "mesh_arrays",
     "struct_to_vtk",
     "VTK_VERSION",
 ]
@@ -801,6 +805,38 @@ def dataset_to_vtk(ds: Dataset):
     _arrays_to(out.GetCellData(), ds.cell_data, ds.cell_attributes, counts and counts[1])
     _arrays_to(out.GetFieldData(), ds.field_data)
     return out
+
+
+# ------------------------------------------------------------ triangle meshes
+
+def mesh_arrays(polydata):
+    """A vtkPolyData of triangles as (vertices, triangles): its points, an (n, 3) f32 or f64
+    Tack array, and its polygons' connectivity, an (nt, 3) i64 (or i32) Tack array, both sharing
+    VTK's memory (no copy).  Every polygon must be a triangle and there must be no triangle
+    strips (run vtkTriangleFilter first); vertices and lines are ignored."""
+    if not isinstance(polydata, _dm.vtkPolyData):
+        raise TypeError(f"mesh_arrays() expects a vtkPolyData, not {type(polydata).__module__}."
+                        f"{type(polydata).__name__}")
+    if polydata.GetNumberOfStrips():
+        raise ValueError(f"the polydata has {polydata.GetNumberOfStrips()} triangle strips: a tack.Mesh "
+                         "takes triangles (run vtkTriangleFilter first)")
+    pts = polydata.GetPoints()
+    if pts is None:
+        vertices = _core.empty((0, 3), _core.f32, "cpu")
+    else:
+        vertices = vtk_to_array(pts.GetData())
+    polys = polydata.GetPolys()
+    offsets = _nps.vtk_to_numpy(polys.GetOffsetsArray()) if polys is not None else np.zeros(1)
+    sizes = np.diff(offsets)
+    if sizes.size and (sizes != 3).any():
+        k = int(np.flatnonzero(sizes != 3)[0])
+        raise ValueError(f"polygon {k} of the polydata has {int(sizes[k])} points: a tack.Mesh takes "
+                         "triangles (run vtkTriangleFilter first)")
+    nt = int(sizes.size)
+    if nt == 0:
+        return vertices, _core.empty((0, 3), _core.i64, "cpu")
+    conn = vtk_to_array(polys.GetConnectivityArray())
+    return vertices, conn.reshape(nt, 3)
 
 
 # ------------------------------------------------------------ Level Zero
