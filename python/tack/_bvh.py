@@ -41,7 +41,6 @@ is (tack._hashgrid_rewrite), so every backend and debug mode run them.
 """
 
 import math
-import weakref
 
 import numpy as np
 
@@ -738,61 +737,21 @@ class Mesh(Bvh):
 
 # ------------------------------------------------------------------ the call hook
 
-_PARAMS = weakref.WeakKeyDictionary()
-_BUILDS = weakref.WeakKeyDictionary()
-
-
 def bvh_call(kernel_obj, args, kwargs, method=None):
     """The hook for a call with a Bvh or Mesh argument (or kernel.compile / generated_source / ir of
     such arguments, with their target= keyword); NotImplemented when no argument is one."""
     if not (any(isinstance(v, Bvh) for v in args) or any(isinstance(v, Bvh) for v in kwargs.values())):
         return NotImplemented
+    from . import _rewritten_call
+    from ._bvh_rewrite import rewrite
+
+    return _rewritten_call.call(kernel_obj, args, kwargs, method, Bvh, lambda v: v._key(), rewrite, _refuse_mix)
+
+
+def _refuse_mix(fn, values):
     from ._hashgrid import HashGrid
     from ._structs import has_struct
 
-    extra = {}
-    if method is not None and "target" in kwargs:
-        kwargs = dict(kwargs)
-        extra["target"] = kwargs.pop("target")
-    hit = _PARAMS.get(kernel_obj)
-    if hit is None:
-        import inspect
-
-        fn = kernel_obj.__wrapped__ if hasattr(kernel_obj, "__wrapped__") else kernel_obj.py_func
-        hit = _PARAMS[kernel_obj] = (fn, inspect.signature(fn))
-    fn, sig = hit
-    if "stream" in kwargs and "stream" not in sig.parameters:  # the launch's stream= (docs/backends.md)
-        kwargs = dict(kwargs)
-        extra["stream"] = kwargs.pop("stream")
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError:
-        return NotImplemented
-    bound.apply_defaults()
-    values = list(bound.arguments.values())
     if has_struct(values, {}) or any(isinstance(v, HashGrid) for v in values):
         raise TypeError(f"{fn.__qualname__}(): a kernel taking a tack.Bvh or tack.Mesh takes no struct or "
                         f"tack.HashGrid arguments (pass a struct's fields as arrays)")
-    key = tuple(v._key() if isinstance(v, Bvh) else None for v in values)
-    table = _BUILDS.setdefault(kernel_obj, {})
-    built = table.get(key)
-    if built is None:
-        from ._bvh_rewrite import rewrite
-        from ._kernels import PythonKernel
-
-        g = rewrite(fn, key)
-        opts = dict(checks=kernel_obj.checks, fast_math=kernel_obj.fast_math,
-                    flush_denormals=kernel_obj.flush_denormals, default_float=kernel_obj.default_float,
-                    check_races=kernel_obj.check_races, optimize=kernel_obj.optimize)
-        built = PythonKernel(g, **opts) if isinstance(kernel_obj, PythonKernel) else _core.Kernel(g, **opts)
-        table[key] = built
-    expanded = []
-    for v in values:
-        if isinstance(v, Bvh):
-            expanded.extend(v._args())
-        else:
-            expanded.append(v)
-    if method is None:
-        return built(*expanded, **extra)
-    out = getattr(built, method)(*expanded, **extra)
-    return None if method == "compile" else out

@@ -30,7 +30,6 @@ failed (the extension's struct_call hook), so other calls pay nothing.
 """
 
 import math
-import weakref
 
 import numpy as np
 
@@ -209,10 +208,6 @@ class HashGrid:
 
 # ------------------------------------------------------------------ the call hook
 
-_PARAMS = weakref.WeakKeyDictionary()
-_BUILDS = weakref.WeakKeyDictionary()
-
-
 def has_grid(args, kwargs):
     return any(isinstance(v, HashGrid) for v in args) or any(isinstance(v, HashGrid) for v in kwargs.values())
 
@@ -222,51 +217,16 @@ def grid_call(kernel_obj, args, kwargs, method=None):
     of such arguments, with their target= keyword); NotImplemented when no argument is a grid."""
     if not has_grid(args, kwargs):
         return NotImplemented
+    from . import _rewritten_call
+    from ._hashgrid_rewrite import rewrite
+
+    return _rewritten_call.call(kernel_obj, args, kwargs, method, HashGrid, lambda v: (v.dim, v.ftype), rewrite,
+                                _refuse_structs)
+
+
+def _refuse_structs(fn, values):
     from ._structs import has_struct
 
-    extra = {}
-    if method is not None and "target" in kwargs:
-        kwargs = dict(kwargs)
-        extra["target"] = kwargs.pop("target")
-    hit = _PARAMS.get(kernel_obj)
-    if hit is None:
-        import inspect
-
-        fn = kernel_obj.__wrapped__ if hasattr(kernel_obj, "__wrapped__") else kernel_obj.py_func
-        hit = _PARAMS[kernel_obj] = (fn, inspect.signature(fn))
-    fn, sig = hit
-    if "stream" in kwargs and "stream" not in sig.parameters:  # the launch's stream= (docs/backends.md)
-        kwargs = dict(kwargs)
-        extra["stream"] = kwargs.pop("stream")
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError:
-        return NotImplemented
-    bound.apply_defaults()
-    values = list(bound.arguments.values())
     if has_struct(values, {}):
         raise TypeError(f"{fn.__qualname__}(): a kernel taking a tack.HashGrid takes no struct arguments "
                         f"(pass the struct's fields as arrays)")
-    key = tuple((v.dim, v.ftype) if isinstance(v, HashGrid) else None for v in values)
-    table = _BUILDS.setdefault(kernel_obj, {})
-    built = table.get(key)
-    if built is None:
-        from ._hashgrid_rewrite import rewrite
-        from ._kernels import PythonKernel
-
-        g = rewrite(fn, key)
-        opts = dict(checks=kernel_obj.checks, fast_math=kernel_obj.fast_math,
-                    flush_denormals=kernel_obj.flush_denormals, default_float=kernel_obj.default_float,
-                    check_races=kernel_obj.check_races, optimize=kernel_obj.optimize)
-        built = PythonKernel(g, **opts) if isinstance(kernel_obj, PythonKernel) else _core.Kernel(g, **opts)
-        table[key] = built
-    expanded = []
-    for v in values:
-        if isinstance(v, HashGrid):
-            expanded.extend(v._args())
-        else:
-            expanded.append(v)
-    if method is None:
-        return built(*expanded, **extra)
-    out = getattr(built, method)(*expanded, **extra)
-    return None if method == "compile" else out
