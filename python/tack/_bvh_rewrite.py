@@ -3,7 +3,7 @@
 tack._bvh says what the trees are; this module turns a kernel taking one
 into an ordinary kernel, on the tree of the kernel's own source, before the
 front end (or debug mode) reads it, as tack._hashgrid_rewrite does for a
-HashGrid and through the same exit (tack._structs_rewrite's ``_make``).  A
+HashGrid and through the same frame (tack._rewritten_call.rewrite_function).  A
 Bvh parameter ``b`` becomes ``b·lo``, ``b·hi`` (the nodes' boxes, (2 n - 1,
 3)), ``b·left``, ``b·right`` (the internal nodes' children), ``b·leaf``
 (the boxes in leaf order) and ``b·n``; a Mesh parameter adds ``b·v`` and
@@ -40,7 +40,6 @@ the right of such an assignment, and any other use of the tree.
 """
 
 import ast
-import copy
 import math
 
 import numpy as np
@@ -48,7 +47,7 @@ import numpy as np
 from ._array import zeros as _zeros
 from ._core import f32, f64, i32
 from ._hashgrid_rewrite import _Place  # the same placing of the user's body in the template
-from ._structs_rewrite import SEP, _make, _parse
+from ._structs_rewrite import SEP
 
 _LOOP = """
 {T}stk = __tk_zeros({S}, __tk_i32)
@@ -259,32 +258,9 @@ class _Rw(ast.NodeTransformer):
 def rewrite(fn, keys):
     """fn with the Bvh and Mesh parameters of `keys` (("bvh" | "mesh", float type) per tree parameter,
     None for the others) made plain, carrying its rewritten tree as __tack_tree__."""
-    fdef, base = _parse(fn)
-    if not isinstance(fdef, ast.FunctionDef):
-        raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
-    a = fdef.args
-    trees = {p.arg: k for p, k in zip(a.args, keys) if k is not None}
-    rw = _Rw(fn, base, trees)
-    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or len(a.args) != len(keys):
-        raise rw.error("a kernel taking a tack.Bvh or tack.Mesh has plain parameters only (no *args, **kwargs, "
-                       "keyword-only or positional-only ones)", fdef)
-    params = []
-    for p, k in zip(a.args, keys):
-        if k is None:
-            params.append(p)
-            continue
-        names = ["lo", "hi", "left", "right", "leaf", "n"] + (["v", "t"] if k[0] == "mesh" else [])
-        params.extend(ast.copy_location(ast.arg(arg=f"{p.arg}{SEP}{nm}"), p) for nm in names)
-    fdef = copy.deepcopy(fdef)
-    body = []
-    for s in fdef.body:
-        out = rw.visit(s)
-        body.extend(out if isinstance(out, list) else [out])
-    fdef.body = body
-    fdef.args = copy.copy(a)
-    fdef.args.args = params
-    fdef.args.defaults = []
-    fdef.decorator_list = []
-    fdef.returns = None
-    ast.fix_missing_locations(fdef)
-    return _make(fn, fdef, base, rw)
+    from ._rewritten_call import rewrite_function
+
+    def fields(k):
+        return ["lo", "hi", "left", "right", "leaf", "n"] + (["v", "t"] if k[0] == "mesh" else [])
+
+    return rewrite_function(fn, keys, _Rw, "tack.Bvh or tack.Mesh", fields)

@@ -33,14 +33,13 @@ become a parallel loop), and any other use of the grid in the kernel.
 """
 
 import ast
-import copy
 import math
 
 import numpy as np
 
 from ._core import f32, f64
 
-from ._structs_rewrite import _parse, _make, SEP
+from ._structs_rewrite import SEP
 
 _TEMPLATE = {
     2: """
@@ -228,33 +227,10 @@ def _own(body):
 def rewrite(fn, dims):
     """fn with the grid parameters of `dims` ((dimension, float type) per grid parameter, None for the others)
     made plain, carrying its rewritten tree as __tack_tree__."""
-    fdef, base = _parse(fn)
-    if not isinstance(fdef, ast.FunctionDef):
-        raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
-    a = fdef.args
-    grids = {p.arg: d for p, d in zip(a.args, dims) if d is not None}  # name -> (dimension, float type)
-    rw = _Rw(fn, base, grids)
-    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or len(a.args) != len(dims):
-        raise rw.error("a kernel taking a tack.HashGrid has plain parameters only (no *args, **kwargs, "
-                       "keyword-only or positional-only ones)", fdef)
-    params = []
-    for p, gd in zip(a.args, dims):
-        if gd is None:
-            params.append(p)
-            continue
+    from ._rewritten_call import rewrite_function
+
+    def fields(gd):
         d = gd[0]
-        names = ["perm", "start", "end"] + [f"o{k}" for k in range(d)] + ["inv"] + [f"n{k}" for k in range(d)]
-        params.extend(ast.copy_location(ast.arg(arg=f"{p.arg}{SEP}{nm}"), p) for nm in names)
-    fdef = copy.deepcopy(fdef)
-    body = []
-    for s in fdef.body:
-        out = rw.visit(s)
-        body.extend(out if isinstance(out, list) else [out])
-    fdef.body = body
-    fdef.args = copy.copy(a)
-    fdef.args.args = params
-    fdef.args.defaults = []
-    fdef.decorator_list = []
-    fdef.returns = None
-    ast.fix_missing_locations(fdef)
-    return _make(fn, fdef, base, rw)
+        return ["perm", "start", "end"] + [f"o{k}" for k in range(d)] + ["inv"] + [f"n{k}" for k in range(d)]
+
+    return rewrite_function(fn, dims, _Rw, "tack.HashGrid", fields)

@@ -10,10 +10,15 @@ kernel's own signature (keeping the launch's ``stream=`` and, for ``compile``
 may refuse the mix of arguments, the rewritten kernel is built once per
 kernel and structure kind (the key the module gives: a grid's dimension and
 float type, a tree's kind and types) with the kernel's own options, and it is
-called with each structure replaced by its arrays.  One place, so that the
-kinds of structure cannot drift apart in how they bind, cache and forward.
+called with each structure replaced by its arrays.  rewrite_function() is the
+frame of each module's rewrite: the kernel's source parsed, its structure
+parameters replaced by the arrays they stand for, its body given to the
+module's AST transformer.  One place, so that the kinds of structure cannot
+drift apart in how they bind, cache, forward and rewrite.
 """
 
+import ast
+import copy
 import weakref
 
 from . import _core
@@ -71,3 +76,40 @@ def call(kernel_obj, args, kwargs, method, cls, key_of, rewrite, refuse):
         return built(*expanded, **extra)
     out = getattr(built, method)(*expanded, **extra)
     return None if method == "compile" else out
+
+
+def rewrite_function(fn, keys, make_rw, what, fields):
+    """fn with each parameter whose key (one per parameter in `keys`) is not None
+    replaced by the arrays fields(key) names (parameter·field), its body
+    rewritten by make_rw(fn, base, {parameter: key}) -- an ast.NodeTransformer
+    with error(msg, node) -- and carrying the new tree as __tack_tree__.
+    `what` names the structure in the refusal of other kinds of parameter."""
+    from ._structs_rewrite import SEP, _make, _parse
+
+    fdef, base = _parse(fn)
+    if not isinstance(fdef, ast.FunctionDef):
+        raise TypeError(f"{fn.__qualname__}: cannot find the source of the function")
+    a = fdef.args
+    rw = make_rw(fn, base, {p.arg: k for p, k in zip(a.args, keys) if k is not None})
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or len(a.args) != len(keys):
+        raise rw.error(f"a kernel taking a {what} has plain parameters only (no *args, **kwargs, "
+                       "keyword-only or positional-only ones)", fdef)
+    params = []
+    for p, k in zip(a.args, keys):
+        if k is None:
+            params.append(p)
+        else:
+            params.extend(ast.copy_location(ast.arg(arg=f"{p.arg}{SEP}{nm}"), p) for nm in fields(k))
+    fdef = copy.deepcopy(fdef)
+    body = []
+    for s in fdef.body:
+        out = rw.visit(s)
+        body.extend(out if isinstance(out, list) else [out])
+    fdef.body = body
+    fdef.args = copy.copy(a)
+    fdef.args.args = params
+    fdef.args.defaults = []
+    fdef.decorator_list = []
+    fdef.returns = None
+    ast.fix_missing_locations(fdef)
+    return _make(fn, fdef, base, rw)
