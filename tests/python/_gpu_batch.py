@@ -103,3 +103,35 @@ def kept_by_batch(target, src, arch):
     """True when an earlier batch compiled this source (the output cache says so)."""
     found = _tool_cache.lookup(BATCH_TOOL[target], tool_version(target), arch, "", src)
     return isinstance(found, tuple) and found[:1] == ("batch",) and bool(found[2])
+
+
+# ------------------------------------------- one batch, checked, for a test file's own sources
+_HIPRTC_CHILD = ("import sys\nfrom tack import _core\n"
+                 "sys.stdout.buffer.write(_core._hiprtc_compile(sys.stdin.read(), sys.argv[1])[:4])\n")
+
+
+def nvrtc_checked(sources, arch):
+    """(NVRTC's PTX for `sources` as one batch, each source's entry names in it), kept in the
+    tests' output cache (a cached PTX is trusted only if it holds an entry)."""
+    program, entries = batch_source(sources)
+    ptx = _tool_cache.cached("nvrtc", tool_version("cuda"), arch, "", program, lambda: nvrtc_compile(program, arch),
+                             lambda out: ".entry" in out)
+    return ptx, entries
+
+
+def hiprtc_checked(sources, arch):
+    """The first 4 bytes of hiprtc's code object for `sources` as one batch (b"\\x7fELF"), or the
+    end of its error; compiled in a process of its own, as tests/python/test_hip.py explains
+    (comgr and PoCL share libLLVM), and kept in the tests' output cache."""
+    import subprocess
+    import sys
+
+    program, _ = batch_source(sources)
+
+    def compile_apart():
+        proc = subprocess.run([sys.executable, "-c", _HIPRTC_CHILD, arch], input=program.encode(),
+                              capture_output=True, timeout=600)
+        return proc.stdout if proc.returncode == 0 else proc.stderr.decode(errors="replace")[-4000:]
+
+    return _tool_cache.cached("hiprtc", tool_version("hip"), arch, "", program, compile_apart,
+                              lambda out: out == b"\x7fELF")

@@ -347,42 +347,20 @@ def every_source(target):
     return [k.generated_source(*args, target=target) for k, args in calls]
 
 
-def _checked(tool, version, arch, program, compute, ok):
-    """compute()'s verdict on program, kept in the tests' tool cache (_tool_cache.py)."""
-    import _tool_cache
-
-    return _tool_cache.cached(tool, version, arch, "", program, compute, ok)
-
-
 @pytest.mark.skipif(not (hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0),
                     reason="NVRTC (libnvrtc) is not installed")
 def test_cuda_sources_compile_with_nvrtc():
     import _gpu_batch
 
-    program, entries = _gpu_batch.batch_source(every_source("cuda"))
-    ptx = _checked("nvrtc", _gpu_batch.tool_version("cuda"), "sm_80", program,
-                   lambda: _gpu_batch.nvrtc_compile(program, "sm_80"), lambda out: ".entry" in out)
+    ptx, entries = _gpu_batch.nvrtc_checked(every_source("cuda"), "sm_80")
     assert all(n in ptx for names in entries for n in names)
-
-
-_HIPRTC = ("import sys\nfrom tack import _core\n"
-           "sys.stdout.buffer.write(_core._hiprtc_compile(sys.stdin.read(), 'gfx90a')[:4])\n")
 
 
 @pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
 def test_hip_sources_compile_with_hiprtc():
     import _gpu_batch
 
-    program, _ = _gpu_batch.batch_source(every_source("hip"))
-
-    def compile_apart():
-        # in a process of its own, as tests/python/test_hip.py explains (comgr and PoCL share libLLVM)
-        proc = subprocess.run([sys.executable, "-c", _HIPRTC], input=program.encode(), capture_output=True,
-                              timeout=600)
-        return proc.stdout if proc.returncode == 0 else proc.stderr.decode(errors="replace")[-4000:]
-
-    out = _checked("hiprtc", _gpu_batch.tool_version("hip"), "gfx90a", program, compile_apart,
-                   lambda out: out == b"\x7fELF")
+    out = _gpu_batch.hiprtc_checked(every_source("hip"), "gfx90a")
     assert out == b"\x7fELF", out
 
 
@@ -394,8 +372,11 @@ def test_opencl_sources_compile_with_ocloc():
 
 @pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(), reason="clang++ is not installed (Debian: clang)")
 def test_metal_sources_pass_the_msl_check():
-    verdicts = [_checked("msl", _msl.compiler_identity(), "", src, lambda src=src: _msl.check(src) or "ok",
-                         lambda out: out == "ok") for src in every_source("metal")]
+    import _tool_cache
+
+    verdicts = [_tool_cache.cached("msl", _msl.compiler_identity(), "", "", src,
+                                   lambda src=src: _msl.check(src) or "ok", lambda out: out == "ok")
+                for src in every_source("metal")]
     assert verdicts == ["ok"] * len(verdicts), [v for v in verdicts if v != "ok"][0]
 
 
