@@ -16,6 +16,7 @@ import re
 import weakref
 
 from . import _core
+from . import _autodiff_structs
 from ._autodiff import _INTS, _Gen, _np
 
 # ------------------------------------------------------------------ builds
@@ -118,11 +119,8 @@ def build(kernel, args, kwargs):
     fn = kernel.py_func if isinstance(kernel, PythonKernel) else kernel.__wrapped__
     from . import _structs
 
-    if getattr(fn, "__tack_tree__", None) is not None or _structs.has_struct(args, kwargs):
-        from ._kernels import CompileError
-
-        raise CompileError(f"{fn.__qualname__} takes structs: kernels on structs are not differentiated yet (pass "
-                           f"the fields as float arrays)")
+    if _structs.has_struct(args, kwargs):  # callers expand a struct launch first (tack._autodiff_structs)
+        raise TypeError(f"{fn.__qualname__}: a launch on structs is differentiated through its struct build")
     bound, kinds = _param_kinds(fn, args, kwargs)
     table = _BUILDS.setdefault(kernel, {})
     quick = tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items())  # what the IR depends on
@@ -133,6 +131,10 @@ def build(kernel, args, kwargs):
         hit = table.get(key)
     if hit is None:
         fdef, base = _parse(fn)
+        if getattr(fn, "__tack_tree__", None) is not None:  # a struct build: its tree, numbered as the source's
+            import copy
+
+            fdef = copy.deepcopy(fn.__tack_tree__)
         gen = _Gen(kernel, fn, fdef, base, kinds, _local_types(ir))
         gen.func_types, gen.func_returns = _func_types(ir)
         gen.top_names = set()
@@ -194,6 +196,11 @@ def adjoint(kernel, args, kwargs):
     """kernel.adjoint(*args, grads=None): the extension's autodiff hook (see docs/differentiation.md)."""
     kwargs = dict(kwargs)
     grads = kwargs.pop("grads", None) or {}
+    structs = _autodiff_structs.expand(kernel, args, kwargs)
+    if structs is not None:  # through the struct build, on the leaves (tack._autodiff_structs)
+        built, expanded, arrays, by_value = structs
+        grads = _autodiff_structs.leaf_grads(arrays, by_value, grads, f"{kernel.__qualname__}.adjoint")
+        return adjoint(built, expanded, {"grads": grads})
     adj, bound, names, kinds = build(kernel, args, kwargs)
     _check_aliases(kernel, bound)
     extra = []
@@ -296,7 +303,11 @@ class Tape:
         return g
 
     def gradient(self, array):
-        """The gradient of `array` after backward: its .grad, or the tape's own (None if it has none)."""
+        """The gradient of `array` after backward: its .grad, or the tape's own (None if it has none);
+        for a struct array, a struct array of its type holding its float leaves' gradients."""
+        lay = _autodiff_structs.struct_of(array)
+        if lay is not None:
+            return _autodiff_structs.gradient_of(self, array, *lay)
         if isinstance(array, _core.Array) and array.grad is not None:
             return array.grad
         hit = self._grads.get(_storage(array))
@@ -317,6 +328,15 @@ class Tape:
         if not seeds:
             raise ValueError("tape.backward: give the loss (a one-element array) or grads={array: seed}")
         for arr, seed in seeds:
+            lay = _autodiff_structs.struct_of(arr)
+            if lay is not None:  # a struct array: each float leaf seeded from the seed's
+                cls, leaves = lay
+                for leaf in leaves:
+                    if _autodiff_structs._float_leaf(leaf):
+                        view = _autodiff_structs.leaf_view(arr, cls, leaf, "tape.backward")
+                        _copy(self._grad_of(view), _autodiff_structs.leaf_view(seed, cls, leaf,
+                                                                              "tape.backward: the seed"))
+                continue
             g = self._grad_of(arr)
             if seed is None:
                 _fill(g, 1.0)
