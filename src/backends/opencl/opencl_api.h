@@ -87,6 +87,7 @@ typedef struct _cl_event *cl_event;
 /* clGetEventInfo, clGetEventProfilingInfo */
 #define TACK_CL_EVENT_COMMAND_EXECUTION_STATUS 0x11D3
 #define TACK_CL_COMPLETE 0x0
+#define TACK_CL_PROFILING_COMMAND_START 0x1282
 #define TACK_CL_PROFILING_COMMAND_END 0x1283
 /* clCreateContext */
 #define TACK_CL_CONTEXT_PLATFORM 0x1084

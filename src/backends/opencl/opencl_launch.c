@@ -446,13 +446,28 @@ tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, in
         tack_stream_release(cp->g.last);
         cp->g.last = cur;
     }
+    /* while a profile records: the phases' events, for the launch's device time (opencl_stream.c) */
+    int timed = rt_prof_on() && api->clGetEventProfilingInfo && api->clWaitForEvents && api->clReleaseEvent;
+    cl_event first = NULL, last = NULL;
     for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
         int par = cp->g.kinds[k] == 'p';
         size_t local = par ? cp->local[k] : 1;
         size_t global = par ? local * (size_t)c->units * 8 : 1;
-        cl_int r = api->clEnqueueNDRangeKernel(q, cp->k[k], 1, NULL, &global, &local, 0, NULL, NULL);
+        cl_event ev = NULL;
+        cl_int r = api->clEnqueueNDRangeKernel(q, cp->k[k], 1, NULL, &global, &local, 0, NULL, timed ? &ev : NULL);
         if (r != TACK_CL_SUCCESS) st = ocl_error(r, "clEnqueueNDRangeKernel", d);
+        if (!ev) continue;
+        if (!first) first = ev;
+        else {
+            if (last) api->clReleaseEvent(last);
+            last = ev;
+        }
+    }
+    if (first && st == TACK_OK) rt_prof_cur_timer = ocl_timer_of(d, first, last ? last : first);
+    else {
+        if (first) api->clReleaseEvent(first);
+        if (last) api->clReleaseEvent(last);
     }
     pthread_mutex_unlock(&cp->g.lock);
     if (st == TACK_OK && shared) {

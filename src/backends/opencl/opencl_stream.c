@@ -150,5 +150,48 @@ static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
     return st;
 }
 
+/* ------------------------------------------------------------ profiling */
+/* tack.profile() (runtime/profile.c): a launch's device time, from its first phase's start to its
+ * last phase's end, read from the commands' own events when the profile stops. */
+typedef struct ocl_timer {
+    const tack_device *d;
+    cl_event first, last;
+} ocl_timer;
+
+static tack_status timer_read(void *ctx, int64_t *ns) {
+    const tack_opencl_api *api = ocl_api_get();
+    ocl_timer *t = ctx;
+    tack_status st = TACK_OK;
+    if (ns) {
+        cl_ulong a = 0, b = 0;
+        cl_int r = api->clWaitForEvents(1, &t->last);
+        if (r == TACK_CL_SUCCESS)
+            r = api->clGetEventProfilingInfo(t->first, TACK_CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
+        if (r == TACK_CL_SUCCESS)
+            r = api->clGetEventProfilingInfo(t->last, TACK_CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
+        if (r == TACK_CL_SUCCESS) *ns = b >= a ? (int64_t)(b - a) : 0;
+        else st = ocl_error(r, "clGetEventProfilingInfo (a launch's device time)", t->d);
+    }
+    api->clReleaseEvent(t->first);
+    if (t->last != t->first) api->clReleaseEvent(t->last);
+    tack_free(t);
+    return st;
+}
+
+rt_prof_timer ocl_timer_of(const tack_device *d, cl_event first, cl_event last) {
+    rt_prof_timer none = {NULL, NULL};
+    ocl_timer *t = tack_malloc(sizeof *t);
+    if (!t) {
+        ocl_api_get()->clReleaseEvent(first);
+        if (last != first) ocl_api_get()->clReleaseEvent(last);
+        return none;
+    }
+    t->d = d;
+    t->first = first;
+    t->last = last;
+    rt_prof_timer tm = {timer_read, t};
+    return tm;
+}
+
 const rt_stream_ops ocl_stream_ops = {s_create, s_destroy, s_sync, e_create, e_destroy, e_record, e_wait,
                                       e_sync,   e_query,   e_elapsed, NULL,   NULL,      NULL,     NULL};
