@@ -194,8 +194,9 @@ class _Gen:
     def check_local(self, name, node):
         t = self.local_types.get(name)
         if t is not None and t not in _FLOATS and t not in _INTS:
-            raise self.error(f"'{name}' is a {t} value; vectors, matrices, complex numbers and local arrays are "
-                             f"not differentiated yet (write the components as float locals)", node)
+            raise self.error(f"'{name}' is a {t} value; quaternions, transforms, local arrays and the vectors of a "
+                             f"@tack.func's own locals are not differentiated yet (write the components as float "
+                             f"locals)", node)
 
     def active(self, e):
         """Whether e's value is a float that depends on a differentiated input."""
@@ -243,6 +244,8 @@ class _Gen:
         if isinstance(e, ast.Attribute):
             if e.attr in ("shape", "ndim", "size"):
                 return False
+            if isinstance(e.value, ast.Name) and self.params.get(e.value.id, ("",))[0] == "other":
+                return False  # a part of a constant parameter (a complex scalar's .real)
             if isinstance(e.value, ast.Name) and (e.value.id in self.params or e.value.id in self.local_types):
                 raise self.error(f"{ast.unparse(e)}: components and parts (.x, .real ...) are not differentiated "
                                  f"yet", e)
