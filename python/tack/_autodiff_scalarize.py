@@ -246,8 +246,25 @@ class Scalarizer:
         name, obj = g.intrinsic(e)
         if isinstance(obj, _core.DType):
             return dtype_type(obj)
+        if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False):
+            rets = g.func_returns.get(obj.__name__, set())
+            tys = [parse_type(r) for r in rets]
+            if any(t is not None for t in tys):
+                if len(rets) > 1:
+                    raise self.error(f"{obj.__name__}() returns {sorted(rets)} in different calls: not "
+                                     f"differentiated yet", e)
+                return tys[0]
+            return None
         if name == "complex" or obj is complex:
             return Ty("c", (2,), "f64")
+        if name == "identity" and len(e.args) == 1:
+            return dtype_type(self.gen.resolve(e.args[0]))
+        if (name or "").startswith(("quat", "transform")):
+            raise self.error(f"{ast.unparse(e.func)}(): quaternions and transforms are not differentiated yet (write "
+                             f"the rotation as a matrix, tack.mat33d, or with components)", e)
+        if name in ("inverse", "svd3", "eig3", "qr3"):
+            raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet (a 2x2 or 3x3 "
+                             f"inverse written out as the adjugate over tack.determinant is)", e)
         args = [self.ty(a) for a in e.args]
         a0 = args[0] if args else None
         if name in ("cross", "normalize", "conjugate", "cmath.exp"):
@@ -393,8 +410,12 @@ class Scalarizer:
         if e.keywords:
             raise self.error(f"{ast.unparse(e.func)}() with keywords is not differentiated yet", e)
         name, obj = g.intrinsic(e)
+        if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False):
+            return self.comps(self.inline(e, obj))
         if isinstance(obj, _core.DType) or name == "complex" or obj is complex:
             return ty, self.construct(e, ty)
+        if name == "identity":
+            return ty, [_c(1.0 if i == j else 0.0, e) for i in range(ty.shape[0]) for j in range(ty.shape[1])]
         if name == "conjugate":
             t, cs = self.comps(e.args[0])
             return t, [cs[0], _neg(cs[1], e)]
@@ -437,6 +458,9 @@ class Scalarizer:
         if name in ("abs", "fabs"):
             _t, a = self.comps(e.args[0])
             return ty, [self.fn("abs", [c], e) for c in a]
+        if (name or "").startswith(("quat", "transform")):
+            raise self.error(f"{ast.unparse(e.func)}(): quaternions and transforms are not differentiated yet (write "
+                             f"the rotation as a matrix, tack.mat33d, or with components)", e)
         raise self.error(f"{ast.unparse(e.func)}() of a vector, matrix or complex value is not differentiated "
                          f"yet (write it with components)", e)
 
@@ -532,10 +556,13 @@ class Scalarizer:
 
     def scalar_call(self, e):
         """A number computed from vector values (tack.dot, tack.length, abs(z) ...), or None."""
+        name, obj = self.gen.intrinsic(e)
+        if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False) and self.func_has_vectors(obj):
+            out = self.inline(e, obj)
+            return self.scal(out) if out is not None else _c(0.0, e)
         types = [self.ty(a) for a in e.args]
         if not any(t is not None for t in types):
             return None
-        name, obj = self.gen.intrinsic(e)
         t0 = types[0]
         if name == "dot":
             _t, a = self.comps(e.args[0])
@@ -573,8 +600,131 @@ class Scalarizer:
         if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False):
             raise self.error(f"{obj.__name__}(): a @tack.func taking a vector, matrix or complex value is not "
                              f"differentiated yet (pass its components)", e)
+        if (name or "").startswith(("quat", "transform")):
+            raise self.error(f"{ast.unparse(e.func)}(): quaternions and transforms are not differentiated yet (write "
+                             f"the rotation as a matrix, tack.mat33d, or with components)", e)
         raise self.error(f"{ast.unparse(e.func)}() of a {_tyname(t0 or next(t for t in types if t))} value is not "
                          f"differentiated yet", e)
+
+    # ---- @tack.func calls on vectors: inlined here, their vector locals made components
+
+    def func_has_vectors(self, fobj):
+        types = self.gen.func_types.get(fobj.__name__, {})
+        rets = self.gen.func_returns.get(fobj.__name__, set())
+        return any(parse_type(t) is not None for ts in types.values() for t in ts) or any(
+            parse_type(r) is not None for r in rets)
+
+    def inline(self, call, fobj):
+        """The call's body, scalarized, into self.pre (its parameters and locals renamed sc·N·f·name);
+        the expression of its return value (a local of the caller's tree), or None."""
+        import builtins
+
+        from ._structs_rewrite import _parse
+
+        fn = fobj.__wrapped__
+        if getattr(fn, "__tack_tree__", None) is not None or call.keywords:
+            raise self.error(f"{fn.__name__}(): a @tack.func on structs, or called with keywords, is not "
+                             f"differentiated yet", call)
+        self.depth = getattr(self, "depth", 0) + 1
+        if self.depth > 16:
+            raise self.error(f"{fn.__name__}(): @tack.func calls nested more than 16 deep", call)
+        fdef, _base = _parse(fn)
+        params = [a.arg for a in fdef.args.args]
+        if len(params) != len(call.args) or fdef.args.vararg or fdef.args.kwonlyargs:
+            raise self.error(f"{fn.__name__}() takes {len(params)} positional parameters here", call)
+        body = [st for st in fdef.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+        ret = None
+        if body and isinstance(body[-1], ast.Return):
+            ret = body[-1].value
+            body = body[:-1]
+        for st in body:
+            for n in ast.walk(st):
+                if isinstance(n, (ast.Return, ast.Yield, ast.Global, ast.Nonlocal)):
+                    raise self.error(f"{fn.__name__}(): a return before the end of a @tack.func is not "
+                                     f"differentiated yet (assign the result and return it once, at the end)", call)
+        self.n += 1
+        tag = f"sc{SEP}{self.n}{SEP}{fn.__name__}"
+        types = self.gen.func_types.get(fn.__name__, {})
+        locals_ = set(params)
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                locals_.add(n.id)
+        env = dict(builtins.__dict__)
+        env.update(fn.__globals__)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                env[name] = cell.cell_contents
+            except ValueError:
+                pass
+        gp = self.gen.params
+        rename, assign = {}, []
+        for p, a in zip(params, call.args):
+            if isinstance(a, ast.Name) and a.id in gp and gp[a.id][0] in ("farray", "array", "bad"):
+                rename[p] = a.id  # an array: the kernel's own parameter
+                continue
+            rename[p] = f"{tag}{SEP}{p}"
+            assign.append((rename[p], p, a))
+        for name in locals_ - set(params):
+            rename[name] = f"{tag}{SEP}{name}"
+        for name in locals_:
+            new = rename.get(name, "")
+            if not new.startswith(tag):
+                continue
+            ts = types.get(name, set())
+            vts = {t for t in ts if parse_type(t) is not None}
+            if vts:
+                if len(ts) > 1:
+                    raise self.error(f"{fn.__name__}(): its local '{name}' is {sorted(ts)} in different calls: "
+                                     f"not differentiated yet", call)
+                self.types[new] = parse_type(next(iter(vts)))
+            elif ts:
+                floats = {t for t in ts if t in ("f32", "f64", "float (Python)")}
+                self.gen.local_types[new] = "f64" if len(floats) > 1 else sorted(ts)[0]
+        gen = self.gen
+
+        class Rn(ast.NodeTransformer):
+            def visit_Name(self, n):
+                if n.id in rename:
+                    return _loc(ast.Name(id=rename[n.id], ctx=n.ctx), n)
+                if n.id in env and not isinstance(n.ctx, ast.Store):
+                    return _loc(ast.Name(id=gen.use(env[n.id], f"{fn.__name__}{SEP}{n.id}"), ctx=n.ctx), n)
+                return n
+
+        def relocated(node):
+            node = Rn().visit(copy.deepcopy(node))
+            for n in ast.walk(node):
+                if hasattr(n, "lineno"):
+                    ast.copy_location(n, call)
+            return node
+
+        for new, p, a in assign:
+            st = _loc(ast.Assign(targets=[_nm(new, call, True)], value=a), call)
+            if new not in self.types and new not in self.gen.local_types and self.ty(a) is None:
+                self.gen.local_types[new] = "i64"  # a parameter no call typed (an unused one)
+            self.pre.extend(self.stmt_pre(st))
+        self.pre.extend(self.stmts([relocated(st) for st in body]))
+        out = None
+        if ret is not None:
+            rt = self.ty(relocated(ret))
+            if rt is not None:  # the return value in a local of its own, so the caller reads components
+                self.n += 1
+                name = f"sc{SEP}{self.n}{SEP}{fn.__name__}{SEP}ret"
+                self.types[name] = rt
+                self.pre.extend(self.stmt_pre(_loc(ast.Assign(targets=[_nm(name, call, True)],
+                                                              value=relocated(ret)), call)))
+                out = _nm(name, call)
+            else:
+                out = self.scal(relocated(ret))
+        self.depth -= 1
+        return out
+
+    def stmt_pre(self, s):
+        """Statement s scalarized, with what it needs first."""
+        saved, self.pre = self.pre, []
+        new = self.stmt(s, False)
+        out = self.pre + new
+        self.pre = saved
+        return out
 
     # ---- statements
 
@@ -714,6 +864,10 @@ class Scalarizer:
         if isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Call) and self.gen.intrinsic(s.value)[0] == "print":
                 return []  # printing is left out of the adjoint (as the generator does)
+            obj = self.gen.intrinsic(s.value)[1] if isinstance(s.value, ast.Call) else None
+            if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False) and self.func_has_vectors(obj):
+                self.inline(s.value, obj)
+                return []
             new = copy.copy(s)
             new.value = self.scal(s.value)
             return [new]
@@ -726,8 +880,10 @@ class Scalarizer:
     def run(self, fdef):
         new = copy.copy(fdef)
         new.body = self.stmts(fdef.body, top=True)
+        left = _names(new)
         for name in self.types:  # the vector locals are gone: what still names one is refused by the generator
-            self.gen.local_types.pop(name, None) if name not in _names(new) else None
+            if name not in left:
+                self.gen.local_types.pop(name, None)
         ast.fix_missing_locations(new)
         return new
 
@@ -762,6 +918,9 @@ def needs(gen, fdef, arrays):
         if isinstance(n, ast.Call):
             name, obj = gen.intrinsic(n)
             if dtype_type(obj) is not None or obj is complex or name == "complex":
+                return True
+            if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False) and Scalarizer(
+                    gen, arrays).func_has_vectors(obj):
                 return True
     return False
 
