@@ -37,9 +37,11 @@ line, never differentiated wrong: a store into an integer array of a value
 computed from floats, atomics other than add/sub, random draws, an array
 read by a loop that it or a later loop overwrites (the adjoint recomputes
 from the arrays as the kernel left them), and what is not supported yet:
-serial loops that carry a value between iterations, vectors, matrices,
-complex values, local arrays, structs, while/break/continue/return,
-values computed outside the parallel loops from differentiated inputs.
+serial loops that carry a value between iterations, quaternions, local
+arrays, while/break/continue/return, values computed outside the parallel
+loops from differentiated inputs.  Vectors, matrices and complex numbers
+reach the generator as their components (tack._autodiff_scalarize rewrites
+the tree first); structs as their leaves (tack._autodiff_structs).
 Serial loops whose locals are sums or the iteration's own are replayed
 (``_Gen.serial``); @tack.func calls are inlined (``_Gen.inline``); a
 stencil's loop is written in gather form (tack._autodiff_gather).  tack._autodiff_run builds and
