@@ -382,3 +382,41 @@ def test_a_gradient_of_another_type_is_refused():
     with pytest.raises(TypeError, match="the gradient of an array of vec3 .f64 components. is an array of the "
                                         "same type"):
         miss.adjoint(x, x, out, grads={"x": np.zeros(2)})
+
+
+def test_a_gradient_given_as_components_and_a_strided_array():
+    x, loss = tack.array([[1.0, 2.0, 2.0], [0.0, 3.0, 4.0]], tack.vec3d), np.zeros(1)
+    target = tack.zeros(2, tack.vec3d)
+    gx = np.zeros((2, 3))                      # the components of a vec3d array's gradient, as NumPy has them
+    miss.adjoint(x, target, loss, grads={"x": gx, "loss": np.ones(1)})
+    np.testing.assert_allclose(gx, 2 * x.numpy())
+    xs = tack.zeros(4, tack.vec3d)[::2]        # a strided view: refused, not read wrong
+    with pytest.raises(ValueError, match="strided view of vec3d elements"):
+        miss.adjoint(xs, target, loss)
+
+
+def test_adjoint_sources_in_every_dialect():
+    """The adjoint of a kernel on vec2, mat22 and complex64 arrays is emitted for every target, and
+    compiles with NVRTC and type-checks as Metal where those are installed."""
+    from tack import _autodiff_run, _core
+
+    args = (tack.zeros(3, tack.vec2), tack.zeros(3, tack.mat22), np.zeros(3, np.complex64), np.zeros(3, np.float32),
+            np.zeros(3, np.complex64))
+    adj, bound, names, kinds = _autodiff_run.build(single, args, {})
+    varr = _autodiff_run._varr(single, bound, kinds)
+    a, kw = _autodiff_run._adjoint_args(bound, varr)
+    grads = [_autodiff_run._components(_autodiff_run._zeros_like(bound.arguments[p]), varr[p], p) if p in varr
+             else np.zeros_like(bound.arguments[p]) for p in names]
+    sources = {t: adj.generated_source(*a, *grads, target=t) for t in _core._targets()}
+    assert all(sources.values())
+    if getattr(_core, "_nvrtc_compile", None) is not None:
+        import _gpu_batch
+
+        try:
+            assert _core._nvrtc_compile(_gpu_batch.batch_source([sources["cuda"]])[0], "sm_80")
+        except OSError:  # NVRTC's library is not installed
+            pass
+    import _msl
+
+    if "metal" in sources and (_msl.clang() is not None or _msl.xcrun()):
+        assert _msl.check(sources["metal"]) is None
