@@ -11,9 +11,9 @@ on scalars, and the generator then differentiates that unchanged:
   and `z·1` (the imaginary part);
 - an expression of such a type becomes the list of its components' scalar expressions:
   construction (`tack.vec3(a, b, c)`, `tack.vec3(s)`, `tack.mat33(1.0)` the scaled identity,
-  `complex(re, im)`), `+ - * /` componentwise and with a broadcast scalar, unary minus, `**`
-  by a scalar, `@` (matrix by matrix and by vector), `tack.cross`, `tack.normalize`,
-  `tack.transpose`, `tack.outer`, `tack.diag`, complex arithmetic (`z * w`, `z / w`,
+  `complex(re, im)`), `+ - * /` componentwise and with a broadcast scalar, unary minus, `@`
+  (matrix by matrix and by vector), a component assigned (`v[0] = s`), `tack.cross`,
+  `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, complex arithmetic (`z * w`, `z / w`,
   `z.conjugate()`, `cmath.exp`), and conditional expressions; a scalar made from one
   (`v.x`, `v[0]`, `m[i, j]`, `z.real`, `tack.dot`, `tack.length`, `tack.norm`, `tack.dist`,
   `tack.trace`, `tack.determinant` of 2x2 and 3x3, `abs(z)`, `cmath.phase`) becomes a scalar
@@ -275,8 +275,6 @@ class Scalarizer:
             return Ty("m", (a0.shape[0], args[1].shape[0]), a0.dt)
         if name == "diag" and a0 is not None:
             return Ty("m", (a0.shape[0], a0.shape[0]), a0.dt) if a0.kind == "v" else Ty("v", (a0.shape[0],), a0.dt)
-        if name in ("abs", "fabs") and a0 is not None and a0.kind != "c":
-            return a0
         return None
 
     # ---- expressions
@@ -392,10 +390,8 @@ class Scalarizer:
             raise self.error(f"{ast.unparse(e)}: this operator on complex numbers is not differentiated", e)
         if isinstance(op, ast.Mult) and a_t is not None and b_t is not None and (a_t.kind == "m" or b_t.kind == "m"):
             raise self.error(f"{ast.unparse(e)}: use @ to multiply matrices", e)
-        if not isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+        if not isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
             raise self.error(f"{ast.unparse(e)}: this operator on vectors is not differentiated", e)
-        if isinstance(op, ast.Pow) and b_t is not None:
-            raise self.error(f"{ast.unparse(e)}: a power with a vector exponent is not differentiated", e)
         _t, a = self.operand(e.left, ty, e)
         _t, b = self.operand(e.right, ty, e)
         if len(a) != len(b):
@@ -455,9 +451,6 @@ class Scalarizer:
                 n = t.shape[0]
                 return ty, [a[i] if i == j else _c(0.0, e) for i in range(n) for j in range(n)]
             return ty, [a[i * t.shape[1] + i] for i in range(t.shape[0])]
-        if name in ("abs", "fabs"):
-            _t, a = self.comps(e.args[0])
-            return ty, [self.fn("abs", [c], e) for c in a]
         if (name or "").startswith(("quat", "transform")):
             raise self.error(f"{ast.unparse(e.func)}(): quaternions and transforms are not differentiated yet (write "
                              f"the rotation as a matrix, tack.mat33d, or with components)", e)

@@ -32,6 +32,7 @@ def _every_op(x, m, z, w, out, mo, zo, e):
         a = (v + u) * 0.5 - u / 3.0 + v * u - (-v) / (u + 4.0)
         c = tack.cross(a, v)
         c = tack.cross(c, u)                         # overwritten from itself
+        c[2] = c[1] * 0.5 + c[2]                     # one component assigned
         n = tack.normalize(c) if tack.length(c) > 1e-3 else tack.vec3d(0.0, 0.0, 1.0)
         M = m[i]
         R = M @ tack.transpose(M) + tack.outer(v, u) - tack.identity(tack.mat33d) * 2.0 + tack.diag(u)
