@@ -519,7 +519,8 @@ class Scalarizer:
                 idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
                 ks = []
                 for k in idx:
-                    if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub) and isinstance(k.operand, ast.Constant):
+                    if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub) and isinstance(
+                            k.operand, ast.Constant):
                         k = _c(-k.operand.value, k)
                     if not (isinstance(k, ast.Constant) and type(k.value) is int):
                         raise self.error(f"{ast.unparse(e)}: a component chosen by a computed index is not "

@@ -79,9 +79,9 @@ def _loss(X, M, Z, W):
 def _grads(k, N=N):
     x, m, out, mo, zo, e = _run(k, X[:N], M[:N], Z[:N], W[:N])
     gx, gm, gz, gw = tack.zeros(N, tack.vec3d), tack.zeros(N, tack.mat33d), np.zeros(N, complex), np.zeros(N, complex)
-    k.adjoint(x, m, Z, W, out, mo, zo, e, grads={"x": gx, "m": gm, "z": gz, "w": gw, "out": tack.array(GO[:N], tack.vec3d),
-                                                 "mo": tack.array(GM[:N], tack.mat33d), "zo": GZ[:N].copy(),
-                                                 "e": GE[:N].copy()})
+    seeds = {"out": tack.array(GO[:N], tack.vec3d), "mo": tack.array(GM[:N], tack.mat33d), "zo": GZ[:N].copy(),
+             "e": GE[:N].copy()}
+    k.adjoint(x, m, Z[:N], W[:N], out, mo, zo, e, grads={"x": gx, "m": gm, "z": gz, "w": gw, **seeds})
     return gx.numpy(), gm.numpy(), gz, gw
 
 
