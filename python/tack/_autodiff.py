@@ -154,6 +154,11 @@ class _Gen:
     def error(self, msg, node):
         from ._structs import _compile_error
 
+        shown = getattr(self, "components", None)  # a vector's component local named as the vector
+        if shown:
+            msg = re.sub(r"'([^'\s]+)'", lambda m: f"'{shown[m.group(1)]}'" if m.group(1) in shown else m.group(0),
+                         msg)
+
         return _compile_error(f"{self.fn.__qualname__} cannot be differentiated: {msg}", node, self.fn, self.base)
 
     def fresh(self, what):
@@ -196,9 +201,8 @@ class _Gen:
     def check_local(self, name, node):
         t = self.local_types.get(name)
         if t is not None and t not in _FLOATS and t not in _INTS:
-            raise self.error(f"'{name}' is a {t} value; quaternions, transforms, local arrays and the vectors of a "
-                             f"@tack.func's own locals are not differentiated yet (write the components as float "
-                             f"locals)", node)
+            raise self.error(f"'{name}' is a {t} value; quaternions, transforms and local arrays are not "
+                             f"differentiated yet (write the components as float locals)", node)
 
     def active(self, e):
         """Whether e's value is a float that depends on a differentiated input."""

@@ -15,7 +15,7 @@ on scalars, and the generator then differentiates that unchanged:
   (matrix by matrix and by vector), a component assigned (`v[0] = s`), `tack.cross`,
   `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, complex arithmetic (`z * w`, `z / w`,
   `z.conjugate()`, `cmath.exp`), and conditional expressions; a scalar made from one
-  (`v.x`, `v[0]`, `m[i, j]`, `z.real`, `tack.dot`, `tack.length`, `tack.norm`, `tack.dist`,
+  (`v.x`, `v[0]`, `m[i, j]`, `z.real`, `tack.dot`, `tack.length`, `tack.norm`,
   `tack.trace`, `tack.determinant` of 2x2 and 3x3, `abs(z)`, `cmath.phase`) becomes a scalar
   expression of the components;
 - an array whose elements are vectors, matrices or complex numbers is, to the adjoint, the
@@ -182,8 +182,10 @@ class Scalarizer:
     def comp_names(self, name):
         ty = self.types[name]
         out = [f"{name}{SEP}{k}" for k in range(ty.size)]
+        shown = self.gen.__dict__.setdefault("components", {})  # for errors: v·0 is shown as v
         for nm in out:
             self.gen.local_types.setdefault(nm, "f64" if ty.dt == "f64" else ty.dt)
+            shown[nm] = name.split(SEP)[-1] if name.startswith(f"sc{SEP}") else name
         return out
 
     def bind(self, comps, ty, node):
@@ -562,12 +564,8 @@ class Scalarizer:
             _t, a = self.comps(e.args[0])
             _t, b = self.comps(e.args[1])
             return _sum([_mul(x, y, e) for x, y in zip(a, b)], e)
-        if name in ("length", "norm", "dist") or (name in ("abs", "fabs") and t0 is not None and t0.kind == "c"):
-            if name == "dist":
-                sub = _loc(ast.BinOp(left=e.args[0], op=ast.Sub(), right=e.args[1]), e)
-                t, a = self.comps(sub)
-            else:
-                t, a = self.comps(e.args[0])
+        if name in ("length", "norm") or (name in ("abs", "fabs") and t0 is not None and t0.kind == "c"):
+            t, a = self.comps(e.args[0])
             a = self.bind(a, t, e)
             sq = self.bind([_sum([_mul(c, c, e) for c in a], e)], Ty("v", (1,), t.dt), e)[0]
             pos = _loc(ast.Compare(left=copy.deepcopy(sq), ops=[ast.Gt()], comparators=[_c(0.0, e)]), e)

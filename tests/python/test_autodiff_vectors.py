@@ -44,7 +44,7 @@ def _every_op(x, m, z, w, out, mo, zo, e):
         mo[i] = M @ M * 0.5 + R * 0.1
         P = tack.mat22d(M[0, 0], M[0, 1], M[1, 0], M[1, 1])
         zz = z[i] * w[i] + 1j
-        zq = zz / (w[i] + 2.0) - 0.5 / (zz + 3.0) + 2.0 - zz.conjugate() * 0.25
+        zq = zz / (w[i] + 2.0) - 0.5 / (zz + 3.0) + 2.0 - zz.conjugate() * 0.25 + np.conj(z[i]) * 0.5
         zq += complex(v.x, u[1])
         zq *= w[i]
         zo[i] = cmath.exp(zq * 0.1) + zq
@@ -355,6 +355,15 @@ def _det4(m, out):
         out[i] = tack.determinant(m[i])
 
 
+@tack.kernel
+def _carried(x, out):
+    for i in range(x.shape[0]):
+        p = x[i]
+        for j in range(3):
+            p = tack.cross(p, x[j])                 # a vector carried from one iteration to the next
+        out[i] = p
+
+
 def _refusal_cases():
     v3 = tack.ones(2, tack.vec3d)
     return [
@@ -366,10 +375,12 @@ def _refusal_cases():
         (_inverse, (tack.ones(2, tack.mat33d), v3, tack.zeros(2, tack.vec3d)),
          "inverse() of a matrix value is not differentiated yet"),
         (_det4, (tack.ones(2, tack.mat44d), np.zeros(2)), "determinant() of a matrix value is not differentiated"),
+        (_carried, (tack.ones(3, tack.vec3d), tack.zeros(3, tack.vec3d)), "'p' carries a value into or out of this "
+                                                                          "serial loop"),
     ]
 
 
-@pytest.mark.parametrize("case", range(5))
+@pytest.mark.parametrize("case", range(6))
 def test_refusals_name_the_line(case):
     kern, args, msg = _refusal_cases()[case]
     with pytest.raises(tack.CompileError) as err:
