@@ -37,10 +37,10 @@ line, never differentiated wrong: a store into an integer array of a value
 computed from floats, atomics other than add/sub, random draws, an array
 read by a loop that it or a later loop overwrites (the adjoint recomputes
 from the arrays as the kernel left them), and what is not supported yet:
-serial loops that carry a value between iterations, quaternions, local
+serial loops that carry a value between iterations, transforms, local
 arrays, while/break/continue/return, values computed outside the parallel
-loops from differentiated inputs.  Vectors, matrices and complex numbers
-reach the generator as their components (tack._autodiff_scalarize rewrites
+loops from differentiated inputs.  Vectors, matrices, quaternions and complex
+numbers reach the generator as their components (tack._autodiff_scalarize rewrites
 the tree first); structs as their leaves (tack._autodiff_structs).
 Serial loops whose locals are sums or the iteration's own are replayed
 (``_Gen.serial``); @tack.func calls are inlined (``_Gen.inline``); a
@@ -201,8 +201,8 @@ class _Gen:
     def check_local(self, name, node):
         t = self.local_types.get(name)
         if t is not None and t not in _FLOATS and t not in _INTS:
-            raise self.error(f"'{name}' is a {t} value; quaternions, transforms and local arrays are not "
-                             f"differentiated yet (write the components as float locals)", node)
+            raise self.error(f"'{name}' is a {t} value; transforms and local arrays are not differentiated yet "
+                             f"(write the components as float locals)", node)
 
     def active(self, e):
         """Whether e's value is a float that depends on a differentiated input."""

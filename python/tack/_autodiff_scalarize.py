@@ -33,11 +33,13 @@ kernel is not touched: only its adjoint recomputes its values this way, so a com
 quotient computed by the textbook formula rather than Smith's method changes the
 recomputed values, which only scale derivatives, by rounding.
 
-What is not rewritten stays a vector value in the tree, and the generator refuses it at its
-line (quaternions, transforms, the decompositions, `tack.inverse`, the matrix of a 4x4
-determinant, a component chosen by a computed index, a @tack.func taking or returning a
-vector).  docs/differentiation.md ("Vectors, matrices and complex numbers") is the user's
-account.
+Quaternions are four components, as a vec4 is; their own functions (the Hamilton product,
+`quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
+are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
+rewrite.  What is not rewritten is refused at its line, saying what to write (transforms,
+`quat_slerp`, `quat_from_matrix`, the decompositions, `tack.inverse`, a 4x4 determinant, a
+component chosen by a computed index).  docs/differentiation.md ("Vectors, matrices,
+quaternions and complex numbers") is the user's account.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from . import _core
+from . import _autodiff_quat, _core
 
 SEP = "\u00b7"
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -80,6 +82,8 @@ def parse_type(text):
     if text.startswith("vec") and len(text) >= 4 and text[3].isdigit():
         n = int(text[3])
         return Ty("v", (n,), {"": "f32", "d": "f64", "i": "i32"}.get(text[4:], None) or "f32")
+    if text in ("quat", "quatd"):
+        return Ty("q", (4,), "f64" if text == "quatd" else "f32")
     if text.startswith("mat") and len(text) >= 5 and text[3:5].isdigit():
         return Ty("m", (int(text[3]), int(text[4])), "f64" if text[5:] == "d" else "f32")
     return None
@@ -247,6 +251,8 @@ class Scalarizer:
             return self.ty(e.func.value)
         name, obj = g.intrinsic(e)
         if isinstance(obj, _core.DType):
+            if obj.name.startswith("transform"):
+                raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(obj.name)}", e)
             return dtype_type(obj)
         if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False):
             rets = g.func_returns.get(obj.__name__, set())
@@ -261,9 +267,10 @@ class Scalarizer:
             return Ty("c", (2,), "f64")
         if name == "identity" and len(e.args) == 1:
             return dtype_type(self.gen.resolve(e.args[0]))
+        if name in _autodiff_quat.SUPPORTED:
+            return _autodiff_quat.call_type(self, name, e, [self.ty(a) for a in e.args])
         if (name or "").startswith(("quat", "transform")):
-            raise self.error(f"{ast.unparse(e.func)}(): quaternions and transforms are not differentiated yet (write "
-                             f"the rotation as a matrix, tack.mat33d, or with components)", e)
+            raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
         if name in ("inverse", "svd3", "eig3", "qr3"):
             raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet (a 2x2 or 3x3 "
                              f"inverse written out as the adjugate over tack.determinant is)", e)
@@ -362,6 +369,13 @@ class Scalarizer:
                 for c in range(bc):
                     out.append(_sum([_mul(a[r * ac + k], b[k * bc + c], e) for k in range(ac)], e))
             return ty, out
+        if ty.kind == "q" and isinstance(op, ast.Mult) and a_t is not None and b_t is not None:
+            if a_t.kind != "q" or b_t.kind != "q":
+                raise self.error(f"{ast.unparse(e)}: a quaternion times a vector is not a rotation (write "
+                                 f"tack.quat_rotate(q, v))", e)
+            a = self.bind(self.comps(e.left)[1], a_t, e)
+            b = self.bind(self.comps(e.right)[1], b_t, e)
+            return ty, _autodiff_quat.product(self, e, a, b)
         if ty.kind == "c" and ((a_t is not None and a_t.kind != "c") or (b_t is not None and b_t.kind != "c")):
             raise self.error(f"{ast.unparse(e)}: complex numbers meet a vector or a matrix", e)
         if ty.kind == "c" and isinstance(op, (ast.Mult, ast.Div)) and a_t is not None and b_t is not None:
@@ -412,6 +426,8 @@ class Scalarizer:
             return self.comps(self.inline(e, obj))
         if isinstance(obj, _core.DType) or name == "complex" or obj is complex:
             return ty, self.construct(e, ty)
+        if name in _autodiff_quat.SUPPORTED:
+            return ty, _autodiff_quat.call(self, name, e, ty)
         if name == "identity":
             return ty, [_c(1.0 if i == j else 0.0, e) for i in range(ty.shape[0]) for j in range(ty.shape[1])]
         if name == "conjugate":
@@ -454,8 +470,7 @@ class Scalarizer:
                 return ty, [a[i] if i == j else _c(0.0, e) for i in range(n) for j in range(n)]
             return ty, [a[i * t.shape[1] + i] for i in range(t.shape[0])]
         if (name or "").startswith(("quat", "transform")):
-            raise self.error(f"{ast.unparse(e.func)}(): quaternions and transforms are not differentiated yet (write "
-                             f"the rotation as a matrix, tack.mat33d, or with components)", e)
+            raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
         raise self.error(f"{ast.unparse(e.func)}() of a vector, matrix or complex value is not differentiated "
                          f"yet (write it with components)", e)
 
@@ -512,7 +527,7 @@ class Scalarizer:
                 _t, cs = self.comps(e.value)
                 if t.kind == "c" and e.attr in ("real", "imag"):
                     return cs[0 if e.attr == "real" else 1]
-                if t.kind == "v" and e.attr in _ATTR and _ATTR[e.attr] < t.size:
+                if t.kind in ("v", "q") and e.attr in _ATTR and _ATTR[e.attr] < t.size:
                     return cs[_ATTR[e.attr]]
                 raise self.error(f"{ast.unparse(e)}: not differentiated yet", e)
         if isinstance(e, ast.Subscript):
@@ -593,8 +608,7 @@ class Scalarizer:
             raise self.error(f"{obj.__name__}(): a @tack.func taking a vector, matrix or complex value is not "
                              f"differentiated yet (pass its components)", e)
         if (name or "").startswith(("quat", "transform")):
-            raise self.error(f"{ast.unparse(e.func)}(): quaternions and transforms are not differentiated yet (write "
-                             f"the rotation as a matrix, tack.mat33d, or with components)", e)
+            raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
         raise self.error(f"{ast.unparse(e.func)}() of a {_tyname(t0 or next(t for t in types if t))} value is not "
                          f"differentiated yet", e)
 
@@ -881,7 +895,15 @@ class Scalarizer:
 
 
 def _tyname(t):
-    return {"v": "vector", "m": "matrix", "c": "complex"}[t.kind]
+    return {"v": "vector", "m": "matrix", "c": "complex", "q": "quaternion"}[t.kind]
+
+
+def _refused_quat(name):
+    if name.startswith("transform"):
+        return ("transforms are not differentiated yet (write the rotation as a quaternion or a matrix and the "
+                "translation as a vector)")
+    return (f"{name} is not differentiated yet (differentiated: {', '.join(_autodiff_quat.SUPPORTED)}, the Hamilton "
+            f"product, dot, length, normalize)")
 
 
 def _names(tree):
