@@ -16,6 +16,7 @@ import re
 import weakref
 
 from . import _core
+from . import _autodiff_scalarize
 from . import _autodiff_structs
 from ._autodiff import _INTS, _Gen, _np
 
@@ -135,9 +136,15 @@ def build(kernel, args, kwargs):
             import copy
 
             fdef = copy.deepcopy(fn.__tack_tree__)
-        gen = _Gen(kernel, fn, fdef, base, kinds, _local_types(ir))
+        varr = _vector_arrays(bound)
+        gkinds = dict(kinds)
+        for p, ty in varr.items():  # to the adjoint, the float (or integer) array of its components
+            gkinds[p] = ("farray", ty.dt) if ty.dt in ("f32", "f64") else ("array", None)
+        gen = _Gen(kernel, fn, fdef, base, gkinds, _local_types(ir))
         gen.func_types, gen.func_returns = _func_types(ir)
         gen.top_names = set()
+        if _autodiff_scalarize.needs(gen, gen.fdef, varr):  # vectors, matrices, complex: as scalars
+            gen.fdef = _autodiff_scalarize.scalarize(gen, gen.fdef, varr)
         new, grads = gen.build()
 
         class _Rw:
@@ -149,9 +156,71 @@ def build(kernel, args, kwargs):
         opts = dict(checks=kernel.checks, fast_math=kernel.fast_math, flush_denormals=kernel.flush_denormals,
                     default_float=kernel.default_float, check_races=kernel.check_races, optimize=kernel.optimize)
         adj = PythonKernel(g, **opts) if isinstance(kernel, PythonKernel) else _core.Kernel(g, **opts)
-        hit = table[key] = (adj, grads, frozenset(gen.loaded), frozenset(gen.modified))
+        hit = table[key] = (adj, grads, frozenset(gen.loaded), frozenset(gen.modified), varr)
     table[quick] = hit
     return hit[0], bound, hit[1], kinds
+
+
+def _vector_arrays(bound):
+    """{parameter: Ty} of the arguments that are arrays of vectors, matrices or complex numbers."""
+    out = {}
+    for p, v in bound.arguments.items():
+        ty = _vector_type(v)
+        if ty is not None:
+            out[p] = ty
+    return out
+
+
+def _vector_type(v):
+    np = _np()
+    if isinstance(v, _core.Array):
+        return _autodiff_scalarize.dtype_type(v.dtype)
+    if isinstance(v, np.ndarray) and v.dtype.kind == "c" and v.dtype.itemsize in (8, 16):
+        return _autodiff_scalarize.Ty("c", (2,), "f32" if v.dtype.itemsize == 8 else "f64")
+    return None
+
+
+def _components(v, ty, what):
+    """The array of v's components (one more axis, two for matrices), sharing its memory: how the
+    adjoint takes an array of vectors, matrices or complex numbers and its gradient."""
+    np = _np()
+    comp = ty.shape
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind == "c" and ty.kind == "c" and v.dtype.itemsize == (8 if ty.dt == "f32" else 16):
+            return v[..., None].view(np.float32 if ty.dt == "f32" else np.float64)
+        if v.dtype == np.dtype(ty.dt.replace("f", "float").replace("i", "int")) and v.ndim >= len(comp) and \
+                tuple(v.shape[v.ndim - len(comp):]) == comp:
+            return v  # already the components
+    elif isinstance(v, _core.Array) and _autodiff_scalarize.dtype_type(v.dtype) is not None:
+        vt = _autodiff_scalarize.dtype_type(v.dtype)
+        if (vt.kind, vt.shape, vt.dt) == (ty.kind, ty.shape, ty.dt):
+            if v.strided:
+                raise ValueError(f"{what} is a strided view of {v.dtype.name} elements: differentiated arrays of "
+                                 f"vectors, matrices and complex numbers are contiguous (pass a copy)")
+            shape = tuple(v.shape) + comp
+            strides, c = [], 1
+            for d in reversed(shape):
+                strides.insert(0, c)
+                c *= d
+            sc = getattr(_core, ty.dt) if ty.kind == "c" else v.dtype.scalar
+            return v._field_view(sc, 0, shape, tuple(strides))
+    name = {"c": "complex", "q": "quat"}.get(ty.kind) or (f"vec{ty.shape[0]}" if ty.kind == "v" else
+                                                        f"mat{ty.shape[0]}{ty.shape[1]}")
+    raise TypeError(f"{what} is {getattr(v, 'dtype', type(v).__name__)}: the gradient of an array of {name} "
+                    f"({ty.dt} components) is an array of the same type and shape")
+
+
+def _adjoint_args(bound, varr):
+    """The kernel's arguments as its adjoint takes them: arrays of vectors as their components."""
+    if not varr:
+        return bound.args, bound.kwargs
+    import copy
+
+    b = copy.copy(bound)
+    b.arguments = dict(bound.arguments)
+    for p, ty in varr.items():
+        b.arguments[p] = _components(bound.arguments[p], ty, f"the argument for '{p}'")
+    return b.args, b.kwargs
 
 
 def _layout(v):
@@ -203,6 +272,7 @@ def adjoint(kernel, args, kwargs):
         return adjoint(built, expanded, {"grads": grads})
     adj, bound, names, kinds = build(kernel, args, kwargs)
     _check_aliases(kernel, bound)
+    varr = _varr(kernel, bound, kinds)
     extra = []
     for p in names:
         g = grads.get(p)
@@ -214,14 +284,22 @@ def adjoint(kernel, args, kwargs):
                 g = _scalar_grad(bound, kinds)
             else:
                 g = _zeros_like(bound.arguments[p])
+        if p in varr:
+            g = _components(g, varr[p], f"{kernel.__qualname__}.adjoint: the gradient for '{p}'")
         extra.append(g)
     unknown = set(grads) - set(names)
     if unknown:
         raise TypeError(f"{kernel.__qualname__}.adjoint: grads for {sorted(unknown)}, which are not float array or "
                         f"float scalar parameters (those are {names})")
+    a, kw = _adjoint_args(bound, varr)
     with _paused():
-        adj(*bound.args, *extra, **bound.kwargs)
+        adj(*a, *extra, **kw)
     return None
+
+
+def _varr(kernel, bound, kinds):
+    hit = _BUILDS[kernel].get(tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items()))
+    return hit[4] if hit is not None else {}
 
 
 _core._set_hooks(autodiff=adjoint)
@@ -345,14 +423,18 @@ class Tape:
         self._check_overwrites()
         for kernel, args, kwargs in reversed(self._launches):
             adj, bound, names, kinds = build(kernel, args, kwargs)
+            varr = _varr(kernel, bound, kinds)
             extra = []
             for p in names:
                 if kinds[p][0] == "fscalar":
                     extra.append(_scalar_grad(bound, kinds))  # a scalar's gradient: kernel.adjoint(grads=...) gives it
+                elif p in varr:
+                    extra.append(_components(self._grad_of(bound.arguments[p]), varr[p], "tape.backward: a gradient"))
                 else:
                     extra.append(self._grad_of(bound.arguments[p]))
+            a, kw = _adjoint_args(bound, varr)
             with _paused():
-                adj(*bound.args, *extra, **bound.kwargs)
+                adj(*a, *extra, **kw)
 
     def _check_overwrites(self):
         """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's
