@@ -7,9 +7,11 @@ a second, named array.  The script checks the values against NumPy, checks
 that a write through Tack shows in both VTK arrays, and with --output writes
 the image as a .vti file that VTK or ParaView can open.
 
-    uv run python docs/examples/vtk_interop.py --output radius.vti
+    uv run python docs/examples/vtk_interop.py --output radius.vti --picture radius.png
 
-Needs VTK 9.7.1 or later (`uv sync --extra interop`); runs on the CPU.
+--picture draws the image's three mid-planes with tack.vis.  Needs VTK 9.7.1 or
+later (`uv sync --extra interop`); runs on the CPU, with a fixed small image: the
+point is the sharing of VTK's host memory, which a GPU would replace by copies.
 """
 
 import argparse
@@ -85,12 +87,18 @@ def write_vti(image, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", metavar="FILE.vti", help="write the image to this .vti file")
+    parser.add_argument("--picture", metavar="FILE.png", help="draw the image's three mid-planes (tack.vis)")
     args = parser.parse_args(argv)
     image, scalars, exported, field = build_image()
     check(image, scalars, exported, field)
     if args.output:
         write_vti(image, args.output)
         print(f"wrote {args.output}: {NX}x{NY}x{NZ} points, point data 'radius_squared'")
+    if args.picture:
+        from tack import vis
+
+        vis.render_slices(image, args.picture, title="radius_squared")
+        print(f"wrote {args.picture}")
     print("VTK interop: check passed")
     return 0
 
