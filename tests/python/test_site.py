@@ -3,7 +3,8 @@
 Cheap, in `make test`: mkdocs.yml's nav names every page of docs/ and only
 pages that exist; every example of docs/examples/ has its gallery page (with
 its picture, its run line and its source included), a row in tools/gallery.py
-and a card on the gallery's index; the home page's code runs; the MkDocs hook
+and a card on the gallery's index; every page's Python code is run by a test
+(this file runs the pages no other test runs, the home page among them); the MkDocs hook
 adds the gallery's pictures and writes the run line, and warns (which the
 strict build turns into a failure) when a page's example did not run.
 
@@ -104,16 +105,6 @@ def test_every_example_has_its_gallery_page(example):
         assert '"--device"' in source
 
 
-def test_the_home_page_runs(tmp_path, capsys):
-    blocks = re.findall(r"^```python\n(.*?)^```", (DOCS / "index.md").read_text(), re.S | re.M)
-    assert blocks
-    for k, code in enumerate(blocks):
-        path = tmp_path / f"index_{k}.py"  # from a file: kernels are compiled from their source text
-        path.write_text(code)
-        exec(compile(code, str(path), "exec"), {"__name__": "__doc_example__"})
-    assert capsys.readouterr().out == "[ 1.  3.  5.  7.  9. 11. 13. 15.]\n"  # what the page shows
-
-
 def test_the_gallerys_command_lines():
     heat = next(e for e in GALLERY.EXAMPLES if e.name == "heat-mpi")
     line = GALLERY.shown(heat, "cpu")
@@ -123,6 +114,48 @@ def test_the_gallerys_command_lines():
     assert cmd[-4:] == ["--output-dir", "/out", "--device", "cuda:0"]
     with pytest.raises(SystemExit, match="no example named nosuch"):
         GALLERY.main(["--only", "nosuch", "--output", "unused"])
+
+
+# Every page's Python code is run by a test: the site shows the pages the tests run.
+RUN_ELSEWHERE = {"language.md": "test_language_docs.py", "errors.md": "test_language_docs.py",
+                 "backends.md": "test_language_docs.py", "beyond-one-machine.md": "test_language_docs.py",
+                 "algorithms.md": "test_language_docs.py", "differentiation.md": "test_language_docs.py",
+                 "spatial.md": "test_language_docs.py", "interop.md": "test_interop_docs.py",
+                 "arrays.md": "test_array_views.py", "performance.md": "test_profile.py",
+                 # the docstrings' examples, which test_doctests.py runs from the package itself
+                 "api/python.md": "test_doctests.py"}
+RUN_HERE = ["index.md", "getting-started.md", "devices.md", "configuration.md", "security.md"]
+NOT_RUN = {
+    "visualization.md": "a fragment: vtk_array is the reader's own VTK array (the chapter's exchange is "
+                        "docs/examples/vtk_interop.py, which test_vtk_examples.py runs)",
+    "runtime-contract.md": "a SIGINT during a loop and os.fork from a thread: test_interrupt.py and "
+                           "test_fork_pool.py test what they show, in child processes",
+}
+
+
+def python_blocks(page):
+    return re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M)
+
+
+def test_every_pages_code_is_run_by_a_test():
+    with_code = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if python_blocks(p))
+    assert sorted([*RUN_ELSEWHERE, *RUN_HERE, *NOT_RUN]) == with_code
+    for page, test in RUN_ELSEWHERE.items():
+        said = "DocTestFinder" if page == "api/python.md" else page
+        assert said in (ROOT / "tests" / "python" / test).read_text(), f"{test} does not run {page}"
+
+
+@pytest.mark.parametrize("page", RUN_HERE)
+def test_the_pages_code_runs(page, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    blocks = python_blocks(DOCS / page)
+    assert blocks
+    for k, code in enumerate(blocks):
+        path = tmp_path / f"page_{k}.py"  # from a file: kernels are compiled from their source text
+        path.write_text(code)
+        exec(compile(code, str(path), "exec"), {"__name__": "__doc_example__"})
+    if page == "index.md":
+        assert capsys.readouterr().out == "[ 1.  3.  5.  7.  9. 11. 13. 15.]\n"  # what the page shows
 
 
 # --------------------------------------------------------------- the hook
@@ -268,3 +301,40 @@ def test_the_site_renders(served, page, title, picture, tmp_path):
         theirs = np.setdiff1d(colour_keys(drawn), [-1])
         near = np.isin(colour_keys(body), theirs)
         assert near.mean() > 0.03, f"{picture}'s colours cover {near.mean():.1%} of the screenshot"
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path):
+    # `make docs` builds with --strict: a link to no page, or to no heading of a page, fails it
+    if os.environ.get("TACK_TEST_ALL") != "1":
+        pytest.skip("two site builds (~20 s): make test-all")
+    pytest.importorskip("mkdocs", reason="MkDocs is not installed (uv sync --group docs)")
+    from PIL import Image
+
+    gallery = tmp_path / "gallery"  # a made-up manifest: the pictures need not be the examples' here
+    gallery.mkdir()
+    manifest = {}
+    for ex in GALLERY.EXAMPLES:
+        Image.new("RGB", (4, 4), (200, 30, 30)).save(gallery / f"{ex.name}.png")
+        manifest[ex.name] = {"command": "python x.py", "seconds": 1.0, "device": "cpu", "picture": f"{ex.name}.png"}
+    (gallery / "manifest.json").write_text(json.dumps(manifest))
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs)
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(CONFIG.replace("docs_dir: docs", f"docs_dir: {docs}")
+                      .replace("site_dir: build/site", f"site_dir: {tmp_path / 'site'}")
+                      .replace("  - tools/mkdocs_hooks.py", f"  - {ROOT / 'tools' / 'mkdocs_hooks.py'}")
+                      .replace("base_path: [.]", f"base_path: [{ROOT}]"))
+    env = dict(os.environ, TACK_GALLERY_DIR=str(gallery), NO_MKDOCS_2_WARNING="1")
+
+    def build():
+        return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config)],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    done = build()
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(docs / "devices.md", "a") as f:
+        f.write("\nSee [the nowhere page](nowhere.md) and [no heading](language.md#no-such-heading).\n")
+    done = build()
+    assert done.returncode != 0
+    assert "contains a link 'nowhere.md', but the target is not found" in done.stderr
+    assert "does not contain an anchor '#no-such-heading'" in done.stderr
