@@ -46,8 +46,8 @@ class Example:
 
 EXAMPLES = [
     Example("quickstart", "quickstart.py", ("--n", "1000000", "--output-dir", "{out}"), "quickstart.png"),
-    Example("vtk-interop", "vtk_interop.py", ("--output", "{out}/radius.vti", "--picture", "{out}/radius.png"),
-            "radius.png", device=False),
+    Example("vtk-interop", "vtk_interop.py", ("--shape", "48", "40", "32", "--output", "{out}/radius.vti",
+                                               "--picture", "{out}/radius.png"), "radius.png"),
     Example("reaction-diffusion", "reaction_diffusion.py", ("--n", "128", "--steps", "6000", "--output-dir", "{out}"),
             "reaction_diffusion.png"),
     Example("nbody", "nbody.py", ("--n", "1024", "--steps", "300", "--output-dir", "{out}"), "nbody.png"),

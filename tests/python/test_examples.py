@@ -104,3 +104,39 @@ def test_gallery_example_refuses_a_bad_size(script, argv, says, capsys):
 def test_gallery_example_refuses_an_unknown_device(capsys):
     with pytest.raises(Exception, match="nosuch"):
         _example("nbody.py").main(["--n", "4", "--steps", "1", "--device", "nosuch:0"])
+
+
+def test_vtk_interop_sizes_its_image(capsys):
+    pytest.importorskip("vtkmodules", reason="VTK is not installed (uv sync --extra interop)")
+    example = _example("vtk_interop.py")
+    example.main(["--shape", "2", "2", "2"])  # 8 points: the check's write lands on the last one
+    assert "VTK interop: check passed" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        example.main(["--shape", "4", "0", "2"])
+    assert e.value.code == 2 and "--shape 4 0 2: every axis needs a point" in capsys.readouterr().err
+
+
+def _opencl():
+    import tack
+
+    if os.environ.get("TACK_TEST_ALL") != "1":
+        pytest.skip("the examples on PoCL's OpenCL device: make test-all (PoCL's compiles, ~2 s a kernel)")
+    if "opencl:0" not in tack.devices():
+        pytest.skip("no OpenCL device (make sysdeps-test installs PoCL)")
+
+
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_gallery_example_runs_on_opencl(script, capsys):
+    _opencl()
+    argv, passed = SMALL[script]
+    _example(script).main([*argv, "--device", "opencl:0"])
+    assert passed in capsys.readouterr().out
+
+
+def test_vtk_interop_copies_to_another_device(capsys):
+    _opencl()
+    pytest.importorskip("vtkmodules", reason="VTK is not installed (uv sync --extra interop)")
+    example = _example("vtk_interop.py")
+    image, scalars, exported, field = example.build_image((6, 5, 4), "opencl:0")
+    example.check(image, scalars, exported, field, (6, 5, 4))  # VTK's array untouched, the export a copy
+    assert field.device == "opencl:0" and image.GetPointData().GetScalars().GetName() == "radius_squared"
