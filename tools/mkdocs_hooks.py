@@ -61,8 +61,9 @@ def on_page_markdown(markdown, page, config, files):
             log.warning(f"{page.file.src_uri}: the gallery has no run of '{name}' (tools/gallery.py)")
             return ""
         cores = entry.get("cores")
-        return (f"**Run** by `make docs` on the {entry['device'].upper() if entry['device'] == 'cpu' else entry['device']}"
-                f"{f' ({cores} cores)' if cores else ''}: {entry['seconds']:.1f} s from start to picture, "
+        where = "the CPU" if entry["device"] == "cpu" else f"`{entry['device']}`"
+        return (f"**Run** by `make docs` on {where}{f' ({cores} cores)' if cores else ''}: "
+                f"{entry['seconds']:.1f} s from start to picture, "
                 f"compiles and checks included, with\n\n```sh\n{entry['command']}\n```\n")
 
     return MARK.sub(run_line, markdown)

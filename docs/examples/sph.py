@@ -145,8 +145,10 @@ def main():
         except ImportError:
             print("VTK is not installed: no picture")
         else:
+            shown = tuple(np.percentile(rho.numpy(), [2, 98]))  # a few outliers would take the whole scale
             path = vis.render_points(x, os.path.join(args.output_dir, "sph.png"), values=rho.numpy(), view="iso",
-                                     colormap="coolwarm", title=f"{n} SPH particles by density", size=(640, 560))
+                                     range=shown, colormap="coolwarm", title=f"{n} SPH particles by density",
+                                     size=(640, 560))
             print(f"wrote {path}")
     print("all checks passed")
 
