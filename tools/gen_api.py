@@ -193,6 +193,13 @@ def _per_instance_doc(cls) -> bool:
     return inspect.isdatadescriptor(vars(cls).get("__doc__"))
 
 
+def _dunders_escaped(text: str) -> str:
+    """`__array__(...)` outside code spans, with its underscores escaped: Markdown would make it
+    a bold "array" (on GitHub and on the site alike)."""
+    parts = text.split("`")
+    return "`".join(p if k % 2 else p.replace("__", "\\_\\_") for k, p in enumerate(parts))
+
+
 def _describe(qual: str, obj, undocumented: list[str], level: str = "###") -> list[str]:
     if inspect.isclass(obj):
         kind = "exception" if issubclass(obj, BaseException) else "class"
@@ -219,7 +226,7 @@ def _describe(qual: str, obj, undocumented: list[str], level: str = "###") -> li
                     undocumented.append(f"{qual}.{name}")
                 what = "property" if not callable(target) or isinstance(value, property) else ""
                 out += [f"- **`{name}{sig}`**{' (' + what + ')' if what else ''}: " +
-                        " ".join(mdoc.split("\n\n")[0].split())]
+                        _dunders_escaped(" ".join(mdoc.split("\n\n")[0].split()))]
             out.append("")
         return out
     sig = _signature(obj)
