@@ -90,8 +90,11 @@ def record(tmp_path_factory):
     # kernel cache where it sets one (the kernels are then compiled once
     # across runs), else a fresh one
     cache = os.environ.get("TACK_CACHE_DIR") or str(tmp_path_factory.mktemp("kernels"))
-    saved = os.environ.get("TACK_CACHE_DIR")
-    os.environ["TACK_CACHE_DIR"] = cache
+    # and an IPython profile of its own (its history database is not the user's, nor shared
+    # with the test runs beside it)
+    settings = {"TACK_CACHE_DIR": cache, "IPYTHONDIR": str(tmp_path_factory.mktemp("ipython"))}
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
     try:
         nb = nbformat.read(NOTEBOOK, as_version=4)
         own = len(nb.cells)
@@ -113,11 +116,12 @@ def record(tmp_path_factory):
                 client.execute_cell(cell, index)
                 cells[name] = copy.deepcopy(cell)  # as it was after this run
     finally:
-        if saved is None:
-            del os.environ["TACK_CACHE_DIR"]
-        else:
-            os.environ["TACK_CACHE_DIR"] = saved
-    return {"notebook": nb.cells[:own], "cells": cells, "cache": cache}
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return {"notebook": nb.cells[:own], "cells": cells, "cache": cache, "ipython": settings["IPYTHONDIR"]}
 
 
 def _text(cell):
@@ -203,6 +207,7 @@ def test_a_restarted_notebook_finds_its_kernels_in_the_cache(record, monkeypatch
     # "Restart and run all": a new kernel process runs the notebook's kernel cells again and
     # compiles nothing (the kernel cache is the one the fixture's session filled)
     monkeypatch.setenv("TACK_CACHE_DIR", record["cache"])
+    monkeypatch.setenv("IPYTHONDIR", record["ipython"])
     before = _cache_entries(record["cache"])
     again = nbformat.read(NOTEBOOK, as_version=4)
     again.cells = [c for c in again.cells if c.cell_type == "code" and "tack.vis" not in c.source]
