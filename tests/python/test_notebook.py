@@ -8,8 +8,9 @@ does not keep; and the notebook runs again in a new kernel process
 (Jupyter's "Restart and run all"; make test-all), which must find every
 kernel in the kernel cache.  One kernel session records everything; the
 tests read the record.  Needs the `notebook` dependency group (nbclient,
-nbformat, ipykernel; `make env` installs it) and skips without it; about
-4 s, most of it the Jupyter kernel's start.
+nbformat, ipykernel; `make env` installs it) and skips without it.  About
+5 s of CPU, most of it the Jupyter kernel's start (its wall time is that
+on an idle machine, 8-12 s on a loaded one).
 """
 
 import base64
