@@ -46,7 +46,8 @@ EXTRA = {
     "scale": SCALE,
     "keep": "first_scale = scale",
     "edited": SCALE.replace("x[i] * a", "x[i] + a"),
-    "old": "y = np.ones(3, np.float32)\nfirst_scale(y, 5.0)\nprint(y.tolist())",
+    # the kernel made before the edit, called with a new signature: compiled from its own text
+    "old": "y = np.ones(3, np.float64)\nfirst_scale(y, 5.0)\nprint(y.tolist(), first_scale.specializations)",
     "unchanged": SCALE,
     "bounds": """@tack.kernel
 def shift(x):
@@ -179,7 +180,7 @@ def test_an_edited_cell_compiles_its_new_text(record):
     cells = record["cells"]
     assert _text(cells["scale"]) == "[2.0, 2.0, 2.0]\n"
     assert _text(cells["edited"]) == "[3.0, 3.0, 3.0]\n"  # x + a, not x * a: compiled anew
-    assert _text(cells["old"]) == "[5.0, 5.0, 5.0]\n"  # the kernel made before the edit is as it was
+    assert _text(cells["old"]) == "[5.0, 5.0, 5.0] 2\n"  # the kernel made before the edit is as it was
     assert _text(cells["unchanged"]) == "[2.0, 2.0, 2.0]\n"  # the first text again: x * a
 
 
