@@ -67,6 +67,7 @@ from ._core import (  # noqa: E402
 )
 from ._array import array, asarray, copyto, dtype, empty, full, ones, zeros
 from ._interop import array_from_ptr, from_dlpack
+from ._cai import from_cuda_array_interface  # noqa: E402  (the CUDA Array Interface both ways)
 from ._structs import StructArray, array_field, struct
 
 __version__ = _core.__version__
@@ -175,7 +176,7 @@ del _offer_ziglang
 
 __all__ = [
     "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
-    "array_from_ptr", "from_dlpack", "struct", "array_field", "StructArray",
+    "array_from_ptr", "from_dlpack", "from_cuda_array_interface", "struct", "array_field", "StructArray",
     "devices", "get_default_device", "set_default_device", "synchronize", "__version__",
     "get_include", "get_library",
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
