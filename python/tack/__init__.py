@@ -107,14 +107,15 @@ def _installed(folder, name):
 # What the kernel front end (src/python/frontend*.c) needs from Python, handed
 # to the extension once here; the modules behind them are imported on first use.
 def _getsourcelines(fn):
-    from ._source import getsourcelines
+    from ._source import cell_name, getsourcelines
 
     lines, first = getsourcelines(fn)
     if getattr(_debug_checking, "active", False):  # debug mode's compile check: breakpoint() is allowed
         from ._debug import without_breakpoints
 
         lines = without_breakpoints(lines)
-    return lines, first
+    cell = cell_name(getattr(getattr(fn, "__code__", None), "co_filename", None))
+    return (lines, first) if cell is None else (lines, first, cell)  # a notebook cell: its name, for the module
 
 
 _debug_checking = __import__("threading").local()
@@ -123,7 +124,9 @@ _debug_checking = __import__("threading").local()
 def _getline(filename, lineno):
     import linecache
 
-    return linecache.getline(filename, lineno)
+    from ._source import cell_file
+
+    return linecache.getline(cell_file(filename), lineno)  # "Cell In[3]": the cell's text
 
 
 def _struct_call(kernel, args, kwargs, method):
