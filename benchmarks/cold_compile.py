@@ -14,13 +14,15 @@ row per kernel (the median over ``--repeat`` processes) and the distribution
                on a loaded machine the wall-clock times wander with the
                load, this one much less
 
-``--split`` divides the C compiler's time further, by running the same
-compiler on the kept source of the kernel (the cache keeps ``<key>.c``) with
-the JIT's flags: ``start`` is an empty translation unit compiled and linked
-(the driver, cc1's start, the assembler, the linker), ``parse`` is
-``-fsyntax-only`` on the source less that on an empty one (the front end,
-the prelude included), and ``optimize`` the rest (the optimizer, code
-generation and assembling what it wrote), from ``-ftime-report``'s shares.
+``--split`` divides the C compiler's CPU time further (the least of three
+runs each), by running the same compiler on the kept source of the kernel
+(the cache keeps ``<key>.c``) with the JIT's flags: ``start`` is an empty
+translation unit compiled and linked (the driver, cc1's start, the
+assembler, the linker), ``parse`` is ``-fsyntax-only`` on the source less
+that on an empty one (the front end, the prelude included), and
+``optimize`` the rest of a whole build (the optimizer, code generation and
+assembling what it wrote); the JSON rows add GCC's ``-ftime-report``
+largest passes.
 
 ``--steady`` also times each kernel's calls after the first (the best of a
 few), at the sizes of cold_kernels.py: a cheap check that a change to the
@@ -96,14 +98,19 @@ def _cc():
     return os.environ.get("TACK_CC", os.environ.get("CC", shutil.which("cc") or "gcc")).split()
 
 
-def _timed(argv, cwd):
-    t = time.perf_counter()
-    r = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
-    return (time.perf_counter() - t) * 1e3, r
+def _timed(argv, cwd, runs=3):
+    """The least CPU time (user + system, ms) of `runs` runs of argv, and the last run."""
+    best = float("inf")
+    for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        best = min(best, (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3)
+    return best, r
 
 
 def _split(src):
-    """The C compiler's time on `src` in parts (see the module's docstring)."""
+    """The C compiler's CPU time on `src` in parts (see the module's docstring)."""
     cc, d = _cc(), os.path.dirname(src)
     empty = os.path.join(d, "empty_tu.c")
     with open(empty, "w") as f:
@@ -112,7 +119,8 @@ def _split(src):
     start, _ = _timed(cc + ["-O3", *_FLAGS, "-o", out, empty], d)
     syn0, _ = _timed(cc + ["-O3", *_FLAGS, "-fsyntax-only", empty], d)
     syn, _ = _timed(cc + ["-O3", *_FLAGS, "-fsyntax-only", src], d)
-    whole, r = _timed(cc + ["-O3", *_FLAGS, "-ftime-report", "-o", out, src, "-lm"], d)
+    whole, _ = _timed(cc + ["-O3", *_FLAGS, "-o", out, src, "-lm"], d)
+    _, r = _timed(cc + ["-O3", *_FLAGS, "-ftime-report", "-o", out, src, "-lm"], d, runs=1)
     parse = max(syn - syn0, 0.0)
     return {"whole": whole, "start": start, "parse": parse, "optimize": max(whole - start - parse, 0.0),
             "report": _time_report(r.stderr)}
