@@ -39,6 +39,10 @@
  *     at a time ahead of the block, which then runs without them in lanes;
  *   - an ndrange chunk's whole rows get a copy of the loop with the same
  *     bounds on every row;
+ *   - a loop with periodic indices (periodic.c) in two versions chosen by
+ *     its flag: as written, and without the remainders' checks, its
+ *     innermost loop split into border, interior (where the `%` of the
+ *     innermost index is the identity) and border;
  *   - a loop with a histogram array (privatize.c) is written twice more
  *     over: adding into a private copy on the chunk's stack when the array
  *     is small and the chunk long, and with the atomics otherwise.
@@ -95,7 +99,7 @@ static int64_t body_cost(const tk_ir *x) {
     case IR_LOAD: case IR_STORE: case IR_BIN: case IR_UN: case IR_CAST: case IR_SELECT: case IR_CHECK:
         c = x->op == IR_BIN && (x->sub == B_DIV || x->sub == B_FLOORDIV || x->sub == B_MOD) ? 8 : 1;
         break;
-    case IR_MATH: c = x->sub == M_FDIVQ || x->sub == M_MODQ ? 2 : 16; break;
+    case IR_MATH: c = x->sub == M_FDIVQ || x->sub == M_MODQ ? 2 : x->sub == M_PMOD ? 0 : 16; break;
     case IR_ATOMIC: c = 4; break;
     default: break;
     }
@@ -588,6 +592,52 @@ static void innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) {
     else inner_versions(e, s, carried);
 }
 
+/* ---- periodic indices (periodic.c)
+ *
+ * In a loop's periodic version the innermost loop runs in three parts: the
+ * border iterations before the interior and after it with each `%` as
+ * written (a plain loop: one or two iterations a row), and the interior,
+ * where the innermost variable's remainders are var + c -- the plain
+ * stencil, in SIMD lanes. */
+static int per_inner(const tk_ir *x) {
+    if (x->op == IR_MATH && x->sub == M_PMOD && x->aux) return 1;
+    for (int i = 0; i < x->n; i++)
+        if (per_inner(x->k[i])) return 1;
+    return 0;
+}
+
+static void innermost(tk_emitter *e, tk_ir *s, const char *carried, int np);
+
+static void per_innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) {
+    if (e->per != PER_BORDER || np || e->fastv == DIV_SEGMENTED || e->rlo || !per_inner(s->k[s->aux])) {
+        innermost(e, s, carried, np);
+        return;
+    }
+    const char *v, *lo, *hi;
+    inner_range(e, s, &v, &lo, &hi);
+    I(e); P(e, "{ /* tk: the interior, where the innermost index's %% is the identity (periodic.c) */\n");
+    e->ind++;
+    I(e); P(e, "int64_t pa_ = (int64_t)%lldLL < %s ? (int64_t)%lldLL : %s;\n", (long long)s->per->k[2]->c.i, hi,
+            (long long)s->per->k[2]->c.i, hi);
+    I(e); P(e, "if (pa_ < %s) pa_ = %s;\n", lo, lo);
+    I(e); P(e, "int64_t pb_ = "); ex(e, s->per->k[1]); P(e, " < %s ? ", hi); ex(e, s->per->k[1]); P(e, " : %s;\n", hi);
+    I(e); P(e, "if (pb_ < pa_) pb_ = pa_;\n");
+    e->rlo = lo;
+    e->rhi = "pa_";
+    inner_loop(e, s, carried, 0);
+    e->rlo = "pa_";
+    e->rhi = "pb_";
+    e->per = PER_INTERIOR;
+    innermost(e, s, carried, np);
+    e->per = PER_BORDER;
+    e->rlo = "pb_";
+    e->rhi = hi;
+    inner_loop(e, s, carried, 0);
+    e->rlo = e->rhi = NULL;
+    e->ind--;
+    I(e); P(e, "}\n");
+}
+
 /* -------------------------------------------------- the chunk function */
 /* An ndrange chunk's rows: the outer indices of its first and last rows,
  * and the loops over the rows between them (left open: pfor_loop closes
@@ -649,13 +699,13 @@ static void pfor_loop(tk_emitter *e, tk_ir *s) {
         I(e); P(e, "if (jb_ == 0 && je_ == inner_) { /* a whole row */\n");
         e->ind++;
         e->whole_row = ROW_WHOLE;
-        innermost(e, s, carried, np);
+        per_innermost(e, s, carried, np);
         e->whole_row = ROW_ANY;
         e->ind--;
         I(e); P(e, "} else {\n");
         e->ind++;
     }
-    innermost(e, s, carried, np);
+    per_innermost(e, s, carried, np);
     if (rows) {
         e->ind--;
         I(e); P(e, "}\n");
@@ -667,7 +717,7 @@ static void pfor_loop(tk_emitter *e, tk_ir *s) {
 }
 
 /* The chunk's loop; one with fast divisions (strength.c) in versions chosen by its flags. */
-static void pfor_versions(tk_emitter *e, tk_ir *s) {
+static void div_versions(tk_emitter *e, tk_ir *s) {
     int nd = s->aux;
     tk_ir *fast = fast_flag(s->k[nd], 3), *seg = fast_flag(s->k[nd], 5);
     if (!fast || e->exact == CHUNK_EXACT) { /* exact: the cold function's only version */
@@ -689,6 +739,30 @@ static void pfor_versions(tk_emitter *e, tk_ir *s) {
         I(e); P(e, "}\n");
     }
     e->fastv = DIV_NONE;
+}
+
+/* The chunk's loop; one with periodic indices (periodic.c) in two versions
+ * chosen by its flag: the periodic one without their checks, with an
+ * interior, and the loop as it was. */
+static void pfor_versions(tk_emitter *e, tk_ir *s) {
+    if (!s->per || e->per != PER_NONE || e->exact == CHUNK_EXACT) {
+        div_versions(e, s);
+        return;
+    }
+    I(e); P(e, "if ("); ex(e, s->per->k[0]); P(e, ") { /* tk: periodic indices, each in bounds (periodic.c) */\n");
+    e->ind++;
+    tk_periodic_undo u;
+    tk_periodic_hide(e->C, s, &u);
+    e->per = PER_BORDER;
+    div_versions(e, s);
+    e->per = PER_NONE;
+    tk_periodic_show(&u);
+    e->ind--;
+    I(e); P(e, "} else {\n");
+    e->ind++;
+    div_versions(e, s);
+    e->ind--;
+    I(e); P(e, "}\n");
 }
 
 /* The function that runs a chunk of parallel loop `s`.  A loop with fast

@@ -364,6 +364,12 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
         else { ex(e, x->k[3]); P(e, ")"); }
         return;
     }
+    if (m == M_PMOD) { /* periodic.c: in the loop's interior var + c, elsewhere the remainder */
+        if (e->per == PER_INTERIOR && x->aux) {
+            P(e, "((%s)(", ctype(e, x->ty.dt)); local_name(e, x->local); P(e, " + (%lldLL)))", (long long)x->c.i);
+        } else ex(e, x->k[0]);
+        return;
+    }
     if (m == M_DISJOINT) { /* two arrays' elements, [base, base + count) each, do not overlap */
         int ab[2] = {x->param, x->aux};
         P(e, "(");

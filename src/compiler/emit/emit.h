@@ -44,6 +44,13 @@ typedef enum tk_rowmode {
     ROW_WHOLE        /* the copy for whole rows: 0 .. inner_ */
 } tk_rowmode;
 
+/* A loop with periodic indices (periodic.c): which part of it is being written. */
+typedef enum tk_permode {
+    PER_NONE,        /* not its periodic version: M_PMOD is the remainder */
+    PER_BORDER,      /* the periodic version, at the border: the remainders' checks left out */
+    PER_INTERIOR     /* its interior: the innermost variable's M_PMOD is var + c */
+} tk_permode;
+
 struct tk_emitter {
     tk_cc *C;
     const tk_dialect *D;
@@ -65,6 +72,7 @@ struct tk_emitter {
     tk_divmode fastv;      /* the version of a loop with fast divisions being written */
     const char *rlo, *rhi; /* bounds of the innermost loop when it runs a block (else NULL) */
     tk_rowmode whole_row;  /* an ndrange chunk's rows */
+    tk_permode per;        /* the part of a loop with periodic indices (periodic.c) */
     tk_chunkfn exact;      /* the chunk function of a loop with fast divisions */
     int nopoll;            /* in SIMD lanes, where no loop may leave early: serial loops do not poll */
     int brk;               /* the label a `break` jumps to (a strip-mined loop's), or -1: `break;` */
