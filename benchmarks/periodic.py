@@ -1,7 +1,7 @@
 """A periodic reaction-diffusion step (Gray-Scott, 2-D, `%` neighbours) and
 a Monte Carlo pricer against Numba, per core (issue 41, items 3 and 4).
 
-    TACK_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/periodic.py
+    TACK_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/periodic.py [gray_scott] [monte_carlo]
 
 Each figure is the best of several rounds, Tack and Numba timed in
 alternation in one process (this host's speed drifts by tens of percent
@@ -55,6 +55,55 @@ def numba_step():
     return gray_scott
 
 
+def tack_pricer():
+    import tack.random
+
+    @tack.kernel
+    def pricer(seed, s0, strike, r, sigma, t, out):
+        drift = (r - 0.5 * sigma * sigma) * t
+        vol = sigma * np.sqrt(t)
+        for i in range(out.shape[0]):
+            z = tack.random.normal(seed, i)
+            out[i] = max(s0 * np.exp(drift + vol * z) - strike, 0.0)
+
+    return lambda out: pricer(42, 100.0, 105.0, 0.05, 0.2, 1.0, out)
+
+
+def numba_pricer():
+    import numba
+
+    @numba.njit(parallel=True)
+    def pricer(s0, strike, r, sigma, t, out):
+        drift = (r - 0.5 * sigma * sigma) * t
+        vol = sigma * np.sqrt(t)
+        for i in numba.prange(out.shape[0]):
+            z = np.random.normal()
+            out[i] = max(s0 * np.exp(drift + vol * z) - strike, 0.0)
+
+    return lambda out: pricer(100.0, 105.0, 0.05, 0.2, 1.0, out)
+
+
+def monte_carlo(n=1 << 22, rounds=5):
+    """A European call's payoffs, one normal a path (the mean is the price
+    before discounting): Tack's counter-based normals against Numba's
+    np.random.normal in a prange loop."""
+    peers = {"tack": tack_pricer()}
+    try:
+        peers["numba"] = numba_pricer()
+    except ImportError:
+        pass
+    out = np.empty(n)
+    for fn in peers.values():
+        fn(out)
+        assert abs(out.mean() - 8.433) < 0.05, out.mean()  # Black-Scholes: 8.021 discounted, 8.433 not
+    times = {name: float("inf") for name in peers}
+    for _ in range(rounds):
+        for name, fn in peers.items():
+            times[name] = min(times[name], best(fn, (out,), 3))
+    print(f"monte carlo, {n} normals: " + ", ".join(f"{k} {1e3 * t:.1f} ms ({1e9 * t / n:.1f} ns a path)"
+                                                     for k, t in times.items()), flush=True)
+
+
 def best(fn, args, reps):
     t = []
     for _ in range(reps):
@@ -93,7 +142,9 @@ def gray_scott(sizes=(512, 2048), rounds=5):
 
 if __name__ == "__main__":
     tack.set_default_device("cpu")
-    what = sys.argv[1:] or ["gray_scott"]
+    what = sys.argv[1:] or ["gray_scott", "monte_carlo"]
     print(f"threads: TACK {os.environ.get('TACK_NUM_THREADS', 'all')}, NUMBA {os.environ.get('NUMBA_NUM_THREADS', 'all')}")
     if "gray_scott" in what:
         gray_scott()
+    if "monte_carlo" in what:
+        monte_carlo()

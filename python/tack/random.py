@@ -202,8 +202,8 @@ def _log_unit53(k):
     t = t >> b
     e += b
     e += u64(t >= 2)
-    k1 = u64(k) << (u64(53) - e)    # in [2**53, 2**54), exact as a f64
-    j = u64(k1 > _SQRT2_53)
+    k1 = u64(k) << ((u64(53) - e) & 63)    # in [2**53, 2**54), exact as a f64 (the mask: no branch)
+    j = (k1 + (9223372036854775807 - _SQRT2_53)) >> 63   # k1 > _SQRT2_53, without a bool (no wrap: k1 < 2**54)
     x = f64(k1) * 1.1102230246251565e-16 * (1.0 - 0.5 * f64(j))   # in [sqrt(1/2), sqrt(2))
     n = f64(i64(e + j) - 53)
     f = x - 1.0
@@ -235,8 +235,8 @@ def _log_unit24(k):
     t = t >> b
     e += b
     e += u32(t >= 2)
-    k1 = u32(k) << (u32(24) - e)    # in [2**24, 2**25), exact as a f32
-    j = u32(k1 > _SQRT2_24)
+    k1 = u32(k) << ((u32(24) - e) & 31)    # in [2**24, 2**25), exact as a f32
+    j = (k1 + (2147483647 - _SQRT2_24)) >> 31           # k1 > _SQRT2_24, without a bool (k1 < 2**25)
     x = f32(k1) * f32(5.960464477539063e-08) * (f32(1.0) - f32(0.5) * f32(j))
     n = f32(i32(e + j) - 24)
     f = x - f32(1.0)
