@@ -170,7 +170,10 @@ def _unit24(w):
 #   one and its sign by multiplications by 0, 1 and -1, exact.
 #
 # No branches: called from Python, the same bodies run on NumPy arrays of
-# counters.  Accuracy (tests/python/test_random.py measures it against
+# counters, and in a kernel the C compiler runs a loop's draws in SIMD lanes
+# (the shift amount is masked and k1 > sqrt(2) computed as a carry, where a
+# test and a comparison's bool kept GCC from vectorizing; the same values).
+# Debug mode draws a whole block of counters at once through them (_debug.py).  Accuracy (tests/python/test_random.py measures it against
 # mpmath): 0.76 ulp for log and 1.6 ulps for cos, f64 and f32 alike.
 
 _LN2_HI = 0.6931471805598903       # log(2) to 42 bits: n * _LN2_HI is exact

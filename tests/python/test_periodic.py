@@ -133,10 +133,11 @@ def test_divisor_past_the_extent_raises():
 
 
 def _interior(src):
-    """The interior loops of the periodic version: from `pa_` to `pb_`, with the line before."""
+    """The interior loops of the periodic version (from `pa_` to `pb_`, with the line before),
+    up to the border's loop."""
     start = re.search(r"for \(int64_t \w+ = pa_;", src).start()
     start = src.rindex("\n", 0, src.rindex("\n", 0, start))
-    return src[start:re.search(r"for \(int64_t \w+ = pb_;", src[start:]).start() + start]
+    return src[start:src.index("for (int pp_ = 0;", start)]
 
 
 @pytest.mark.optimized_source

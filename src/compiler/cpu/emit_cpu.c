@@ -194,7 +194,11 @@ static void segment_heads(tk_emitter *e, tk_ir *x, char *seen) {
  * functions (Philox's rounds, the uniforms, the normals' own log and cos:
  * integer and float arithmetic without branches), so a loop that draws runs
  * in lanes: the same operations on each lane, the same bits as one at a
- * time (contraction stays off).  `depth` bounds the walk of the call graph. */
+ * time (contraction stays off).  emit.c writes such functions always_inline
+ * in the C dialect: GCC's own heuristics left a draw's block function out of
+ * line where a loop drew twice (a normal and a uniform), and a call it has
+ * not inlined keeps the loop scalar.  `depth` bounds the walk of the call
+ * graph. */
 static int lane_func(const tk_cc *C, int si, int depth);
 
 static int lane_stmt(const tk_cc *C, const tk_ir *x, int depth) {
@@ -220,6 +224,8 @@ static int lane_func(const tk_cc *C, int si, int depth) {
         if (S->ptypes[p].kind != TY_VALUE) return 0;
     return lane_stmt(C, S->body, depth);
 }
+
+int em_lane_func(const tk_cc *C, int si) { return lane_func(C, si, 0); }
 
 /* Whether a parallel loop's body may run its iterations in SIMD lanes: it
  * cannot leave the loop early (no checks, returns, or breaks out of it), and
@@ -633,10 +639,13 @@ static void innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) {
 /* ---- periodic indices (periodic.c)
  *
  * In a loop's periodic version the innermost loop runs in three parts: the
- * border iterations before the interior and after it with each `%` as
- * written (a plain loop: one or two iterations a row), and the interior,
- * where the innermost variable's remainders are var + c -- the plain
- * stencil, in SIMD lanes. */
+ * interior, where the innermost variable's remainders are var + c -- the
+ * plain stencil, in SIMD lanes -- and the border iterations before and
+ * after it with each `%` as written, through one plain copy of the body
+ * (one or two iterations a row).  A chunk's partial first and last rows run
+ * whole as the border does, and the version for a flag that fails has no
+ * whole-row copy: the Gray-Scott step compiled in twice the time of the
+ * loop as written with a split everywhere, about as long without. */
 static int per_inner(const tk_ir *x) {
     if (x->op == IR_MATH && x->sub == M_PMOD && x->aux) return 1;
     for (int i = 0; i < x->n; i++)
@@ -647,7 +656,8 @@ static int per_inner(const tk_ir *x) {
 static void innermost(tk_emitter *e, tk_ir *s, const char *carried, int np);
 
 static void per_innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) {
-    if (e->per != PER_BORDER || np || e->fastv == DIV_SEGMENTED || e->rlo || !per_inner(s->k[s->aux])) {
+    if (e->per != PER_BORDER || np || e->fastv == DIV_SEGMENTED || e->rlo || !per_inner(s->k[s->aux]) ||
+        (s->aux > 1 && e->whole_row != ROW_WHOLE)) { /* a chunk's partial first or last row: as it is */
         innermost(e, s, carried, np);
         return;
     }
@@ -660,17 +670,20 @@ static void per_innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) 
     I(e); P(e, "if (pa_ < %s) pa_ = %s;\n", lo, lo);
     I(e); P(e, "int64_t pb_ = "); ex(e, s->per->k[1]); P(e, " < %s ? ", hi); ex(e, s->per->k[1]); P(e, " : %s;\n", hi);
     I(e); P(e, "if (pb_ < pa_) pb_ = pa_;\n");
-    e->rlo = lo;
-    e->rhi = "pa_";
-    inner_loop(e, s, carried, 0);
     e->rlo = "pa_";
     e->rhi = "pb_";
     e->per = PER_INTERIOR;
     innermost(e, s, carried, np);
     e->per = PER_BORDER;
-    e->rlo = "pb_";
-    e->rhi = hi;
+    /* both borders through one copy of the body */
+    I(e); P(e, "for (int pp_ = 0; pp_ < 2; pp_++) {\n");
+    e->ind++;
+    I(e); P(e, "const int64_t ql_ = pp_ ? pb_ : %s, qh_ = pp_ ? %s : pa_;\n", lo, hi);
+    e->rlo = "ql_";
+    e->rhi = "qh_";
     inner_loop(e, s, carried, 0);
+    e->ind--;
+    I(e); P(e, "}\n");
     e->rlo = e->rhi = NULL;
     e->ind--;
     I(e); P(e, "}\n");
@@ -732,7 +745,7 @@ static void pfor_loop(tk_emitter *e, tk_ir *s) {
     /* rows between the chunk's first and last are whole: a copy whose inner
      * loop has the same bounds on every row, which the C compiler vectorizes
      * better (7-point stencil at 40^3, one core: 16% less time) */
-    int rows = nd > 1 && e->C->opts.optimize;
+    int rows = nd > 1 && e->C->opts.optimize && e->per != PER_FALLBACK;
     if (rows) {
         I(e); P(e, "if (jb_ == 0 && je_ == inner_) { /* a whole row */\n");
         e->ind++;
@@ -798,7 +811,9 @@ static void pfor_versions(tk_emitter *e, tk_ir *s) {
     e->ind--;
     I(e); P(e, "} else {\n");
     e->ind++;
+    e->per = PER_FALLBACK;
     div_versions(e, s);
+    e->per = PER_NONE;
     e->ind--;
     I(e); P(e, "}\n");
 }

@@ -50,10 +50,11 @@
  * the flag: the loop as it was (a divisor <= 0, an extent the remainder
  * could pass), and the periodic version, written with those checks and wraps
  * left out (tk_periodic_hide / tk_periodic_show swap them for nothing and
- * back) and its innermost loop -- a row of an ndrange, the chunk of a 1-D
- * loop -- in three parts: [lo, max(lo, min(m0, hi))) and [max(.., min(h,
- * hi)), hi) with each `%` as written, and the interior between them where
- * the innermost variable's M_PMOD are written `v + c`.  The interior is the
+ * back) and its innermost loop -- a whole row of an ndrange, the chunk of a
+ * 1-D loop -- in three parts: [lo, max(lo, min(m0, hi))) and [max(..,
+ * min(h, hi)), hi) with each `%` as written (one copy of the body for both),
+ * and the interior between them where the innermost variable's M_PMOD are
+ * written `v + c`.  The interior is the
  * plain stencil: contiguous neighbour loads, no checks, in SIMD lanes.  The
  * outer variables' remainders are the same across a row, so the C compiler
  * computes them once per row.

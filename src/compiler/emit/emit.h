@@ -48,7 +48,8 @@ typedef enum tk_rowmode {
 typedef enum tk_permode {
     PER_NONE,        /* not its periodic version: M_PMOD is the remainder */
     PER_BORDER,      /* the periodic version, at the border: the remainders' checks left out */
-    PER_INTERIOR     /* its interior: the innermost variable's M_PMOD is var + c */
+    PER_INTERIOR,    /* its interior: the innermost variable's M_PMOD is var + c */
+    PER_FALLBACK     /* the loop as written, for a flag that fails (rare): no whole-row copy */
 } tk_permode;
 
 struct tk_emitter {
@@ -109,6 +110,8 @@ TK_HIDDEN void em_poll_budget(tk_emitter *e);
 TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
 /* emit.c: a serial loop's body with its variable, closing the loop's brace */
 TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
+/* emit_cpu.c: @tack.func specialization si can run in SIMD lanes once inlined */
+TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
 
