@@ -2,7 +2,7 @@
 
 A parallel loop that calls a @tack.func without checks, loops or arrays (the
 draws: Philox's rounds, the uniforms, the normals' own log and cos) runs in
-SIMD lanes (emit_cpu.c's lane_func); debug mode draws a block of counters at
+SIMD lanes (emit_lanes.c's em_lane_func); debug mode draws a block of counters at
 once through the same bodies on NumPy arrays (_debug._random_draw).  Every
 value must keep its bits: the compiled loop's, debug mode's and the host's
 are one stream.

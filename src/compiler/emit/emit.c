@@ -945,7 +945,7 @@ static void func_signature(tk_emitter *e, tk_spec *S, int si) {
     const char *th = e->D->thread_ptr ? e->D->thread_ptr : "";
     const char *qual = e->D->func_qual ? e->D->func_qual : "static";
     if (!e->D->func_qual && e->T->simd_pragma && e->C->opts.optimize && !e->rcf && em_lane_func(e->C, si))
-        qual = "static inline __attribute__((always_inline))"; /* for SIMD lanes (emit_cpu.c, lane_func) */
+        qual = "static inline __attribute__((always_inline))"; /* for SIMD lanes (emit_lanes.c, em_lane_func) */
     P(e, "%s %s tk_%c%d(%s, const %stk_abi *abi", qual, ret_type(e, S),
       e->rcf ? 'w' : 'f', si, e->D->ctx_param ? e->D->ctx_param : "tk_ctx *ctx", th);
     if (e->rcf) em_race_params(e, S); /* check_races: a watched copy (race_watch.c) */

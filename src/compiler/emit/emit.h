@@ -110,7 +110,7 @@ TK_HIDDEN void em_poll_budget(tk_emitter *e);
 TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
 /* emit.c: a serial loop's body with its variable, closing the loop's brace */
 TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
-/* emit_cpu.c: @tack.func specialization si can run in SIMD lanes once inlined */
+/* emit_lanes.c: @tack.func specialization si can run in SIMD lanes once inlined */
 TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
