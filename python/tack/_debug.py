@@ -713,6 +713,59 @@ def _quat_calls(K):
     return by_name
 
 
+# tack.random's draws in debug mode: a draw of (seed, counter) through the
+# @func's body as Python costs some 1-2 ms (Philox's ten rounds and the
+# normals' log and cos, each operation a NumPy scalar's).  The same bodies run
+# on NumPy arrays of counters with the same bits (the module's docstring), so
+# a draw computes the whole aligned block of _RANDOM_BLOCK counters around its
+# own at once (about 0.2 us a draw) and keeps it: the loop's next draws are a lookup.  Only for the
+# plain case, integer seeds and counters in [0, 2**63) (a float seed, a
+# negative or bool value go through the body as written).
+_RANDOM_BLOCK = 4096
+_RANDOM_KEEP = 32
+_random_blocks = {}
+
+
+_PLAIN_INTS = frozenset()  # int, _RInt and NumPy's integer types, once _random_calls has run
+_PY_INTS = frozenset()
+
+
+def _random_draw(f, name):
+    block = name == "block"
+
+    def h(ctx, *args, **kwargs):
+        if len(args) == 2 and not kwargs:
+            seed, counter = args
+            if type(seed) in _PLAIN_INTS and type(counter) in _PLAIN_INTS and 0 <= seed < 2**63 \
+                    and 0 <= counter < 2**63:
+                if type(counter) not in _PY_INTS:  # a NumPy integer: its value as a Python int
+                    counter = int(counter)
+                if type(seed) not in _PY_INTS:
+                    seed = int(seed)
+                k = counter % _RANDOM_BLOCK
+                key = (name, seed, counter - k)
+                got = _random_blocks.get(key)
+                if got is None:
+                    if len(_random_blocks) >= _RANDOM_KEEP:
+                        _random_blocks.clear()
+                    got = f(np.uint64(seed), np.arange(counter - k, counter - k + _RANDOM_BLOCK, dtype=np.uint64))
+                    _random_blocks[key] = got
+                return (got[0][k], got[1][k], got[2][k], got[3][k]) if block else got[k]
+        return _run_func(ctx, f, args, kwargs)
+    return h
+
+
+def _random_calls():
+    from . import random as R
+
+    global _PLAIN_INTS, _PY_INTS
+    _PY_INTS = frozenset([int, _RInt])
+    _PLAIN_INTS = _PY_INTS | frozenset(np.dtype(c).type for c in "bhilqBHILQ")
+    for name in ("uniform", "uniform_f32", "normal", "normal_f32", "block"):
+        f = getattr(R, name)
+        _CALLS[f] = _random_draw(f, name)
+
+
 def _math_handler(fn):
     return lambda ctx, *args: ctx.math(fn, *args)
 
@@ -750,6 +803,7 @@ def _register_calls():
         if name in K._MATH:
             _CALLS.setdefault(getattr(np, npname), by_name[name])
     _CALLS[math.pow] = _math_handler(np.power)
+    _random_calls()
 
 
 def _instantiate(ctx, fn, is_kernel):

@@ -324,6 +324,8 @@ struct tk_ir {
     tk_ir *bnd;            /* PFOR: [var LOCAL, lo, hi] per axis from lo by 1 whose variable the
                             * body's first statements set to lo + index (ndrange bounds,
                             * lower_loop.c), for checks.c; NULL when none */
+    tk_ir *per;            /* PFOR: periodic.c's [flag, interior end, interior start (a constant),
+                            * the locals assigned from an M_PMOD...]; NULL when none */
     int n, cap;
     tk_ir **k;
 };
@@ -517,6 +519,16 @@ void tk_nests(tk_cc *C);     /* per-row versioning of checks, loop interchange (
 tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond);
 /* tile.c: a parallel loop whose rows are a matrix product's, in tiled panels (1), or left (0) */
 int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf);
+void tk_periodic(tk_cc *C);  /* periodic indices: (i + c) % n (C dialect) */
+/* periodic.c for emit_cpu.c: swap the index checks and wraps of loop s's
+ * remainders for nothing (the periodic version), and back. */
+typedef struct tk_periodic_undo {
+    tk_ir ***slot;
+    tk_ir **old;
+    int n, cap;
+} tk_periodic_undo;
+void tk_periodic_hide(tk_cc *C, tk_ir *s, tk_periodic_undo *u);
+void tk_periodic_show(tk_periodic_undo *u);
 void tk_strength(tk_cc *C);
 void tk_privatize(tk_cc *C);
 void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f32 is an f32 */

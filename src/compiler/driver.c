@@ -231,6 +231,8 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
         tk_verify(C, "check elision");
         tk_nests(C);                                       /* per-row check versioning, interchange */
         tk_verify(C, "loop nests");
+        tk_periodic(C);                                    /* periodic indices */
+        tk_verify(C, "periodic indices");
         tk_strength(C);                                    /* invariant divisors */
         tk_verify(C, "strength reduction");
         tk_privatize(C);                                   /* a[k] += v on a fixed cell */

@@ -39,6 +39,10 @@
  *     at a time ahead of the block, which then runs without them in lanes;
  *   - an ndrange chunk's whole rows get a copy of the loop with the same
  *     bounds on every row;
+ *   - a loop with periodic indices (periodic.c) in two versions chosen by
+ *     its flag: as written, and without the remainders' checks, its
+ *     innermost loop split into border, interior (where the `%` of the
+ *     innermost index is the identity) and border;
  *   - a loop with a histogram array (privatize.c) is written twice more
  *     over: adding into a private copy on the chunk's stack when the array
  *     is small and the chunk long, and with the atomics otherwise.
@@ -95,7 +99,7 @@ static int64_t body_cost(const tk_ir *x) {
     case IR_LOAD: case IR_STORE: case IR_BIN: case IR_UN: case IR_CAST: case IR_SELECT: case IR_CHECK:
         c = x->op == IR_BIN && (x->sub == B_DIV || x->sub == B_FLOORDIV || x->sub == B_MOD) ? 8 : 1;
         break;
-    case IR_MATH: c = x->sub == M_FDIVQ || x->sub == M_MODQ ? 2 : 16; break;
+    case IR_MATH: c = x->sub == M_FDIVQ || x->sub == M_MODQ ? 2 : x->sub == M_PMOD ? 0 : 16; break;
     case IR_ATOMIC: c = 4; break;
     default: break;
     }
@@ -186,17 +190,21 @@ static void segment_heads(tk_emitter *e, tk_ir *x, char *seen) {
 /* Whether a parallel loop's body may run its iterations in SIMD lanes: it
  * cannot leave the loop early (no checks, returns, or breaks out of it), and
  * lanes cannot collide (no atomics, and not the private-histogram version,
- * whose counts two lanes could add into one cell).  Calls and prints are
- * left serial.  `depth` counts the serial loops around `x` inside the body. */
-static int simd_body(const tk_ir *x, int depth) {
+ * whose counts two lanes could add into one cell).  Prints are left
+ * serial, and calls but to the functions em_lane_func (emit_lanes.c)
+ * admits.  `depth` counts the serial loops around `x` inside the body. */
+static int simd_body(const tk_cc *C, const tk_ir *x, int depth) {
     switch (x->op) {
-    case IR_CHECK: case IR_RETURN: case IR_PRINT: case IR_ATOMIC: case IR_CALL: return 0;
+    case IR_CHECK: case IR_RETURN: case IR_PRINT: case IR_ATOMIC: return 0;
+    case IR_CALL:
+        if (!em_lane_func(C, x->aux)) return 0;
+        break;
     case IR_BREAK: return depth > 0;
     case IR_FOR: case IR_WHILE: depth++; break;
     default: break;
     }
     for (int i = 0; i < x->n; i++)
-        if (!simd_body(x->k[i], depth)) return 0;
+        if (!simd_body(C, x->k[i], depth)) return 0;
     return 1;
 }
 
@@ -225,7 +233,7 @@ static int simd_scalar(int dt) {
  * sums per lane make a long add chain vector code. */
 static int simd_ok(tk_emitter *e, tk_ir *s) {
     if (!e->T->simd_pragma || !e->C->opts.optimize || e->hist || e->exact == CHUNK_EXACT) return 0;
-    if (!simd_body(s->k[s->aux], 0)) return 0;
+    if (!simd_body(e->C, s->k[s->aux], 0)) return 0;
     if (e->T->polls && serial_loops(s->k[s->aux]) != guarded_loops(e, s, s->k[s->aux])) return 0;
     for (int r = 0; s->red && r < s->red->n; r++)
         if (!simd_scalar(s->red->k[r]->ty.dt)) return 0;
@@ -588,6 +596,59 @@ static void innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) {
     else inner_versions(e, s, carried);
 }
 
+/* ---- periodic indices (periodic.c)
+ *
+ * In a loop's periodic version the innermost loop runs in three parts: the
+ * interior, where the innermost variable's remainders are var + c -- the
+ * plain stencil, in SIMD lanes -- and the border iterations before and
+ * after it with each `%` as written, through one plain copy of the body
+ * (one or two iterations a row).  A chunk's partial first and last rows run
+ * whole as the border does, and the version for a flag that fails has no
+ * whole-row copy: the Gray-Scott step compiled in twice the time of the
+ * loop as written with a split everywhere, about as long without. */
+static int per_inner(const tk_ir *x) {
+    if (x->op == IR_MATH && x->sub == M_PMOD && x->aux) return 1;
+    for (int i = 0; i < x->n; i++)
+        if (per_inner(x->k[i])) return 1;
+    return 0;
+}
+
+static void innermost(tk_emitter *e, tk_ir *s, const char *carried, int np);
+
+static void per_innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) {
+    if (e->per != PER_BORDER || np || e->fastv == DIV_SEGMENTED || e->rlo || !per_inner(s->k[s->aux]) ||
+        (s->aux > 1 && e->whole_row != ROW_WHOLE)) { /* a chunk's partial first or last row: as it is */
+        innermost(e, s, carried, np);
+        return;
+    }
+    const char *v, *lo, *hi;
+    inner_range(e, s, &v, &lo, &hi);
+    I(e); P(e, "{ /* tk: the interior, where the innermost index's %% is the identity (periodic.c) */\n");
+    e->ind++;
+    I(e); P(e, "int64_t pa_ = (int64_t)%lldLL < %s ? (int64_t)%lldLL : %s;\n", (long long)s->per->k[2]->c.i, hi,
+            (long long)s->per->k[2]->c.i, hi);
+    I(e); P(e, "if (pa_ < %s) pa_ = %s;\n", lo, lo);
+    I(e); P(e, "int64_t pb_ = "); ex(e, s->per->k[1]); P(e, " < %s ? ", hi); ex(e, s->per->k[1]); P(e, " : %s;\n", hi);
+    I(e); P(e, "if (pb_ < pa_) pb_ = pa_;\n");
+    e->rlo = "pa_";
+    e->rhi = "pb_";
+    e->per = PER_INTERIOR;
+    innermost(e, s, carried, np);
+    e->per = PER_BORDER;
+    /* both borders through one copy of the body */
+    I(e); P(e, "for (int pp_ = 0; pp_ < 2; pp_++) {\n");
+    e->ind++;
+    I(e); P(e, "const int64_t ql_ = pp_ ? pb_ : %s, qh_ = pp_ ? %s : pa_;\n", lo, hi);
+    e->rlo = "ql_";
+    e->rhi = "qh_";
+    inner_loop(e, s, carried, 0);
+    e->ind--;
+    I(e); P(e, "}\n");
+    e->rlo = e->rhi = NULL;
+    e->ind--;
+    I(e); P(e, "}\n");
+}
+
 /* -------------------------------------------------- the chunk function */
 /* An ndrange chunk's rows: the outer indices of its first and last rows,
  * and the loops over the rows between them (left open: pfor_loop closes
@@ -644,18 +705,18 @@ static void pfor_loop(tk_emitter *e, tk_ir *s) {
     /* rows between the chunk's first and last are whole: a copy whose inner
      * loop has the same bounds on every row, which the C compiler vectorizes
      * better (7-point stencil at 40^3, one core: 16% less time) */
-    int rows = nd > 1 && e->C->opts.optimize;
+    int rows = nd > 1 && e->C->opts.optimize && e->per != PER_FALLBACK;
     if (rows) {
         I(e); P(e, "if (jb_ == 0 && je_ == inner_) { /* a whole row */\n");
         e->ind++;
         e->whole_row = ROW_WHOLE;
-        innermost(e, s, carried, np);
+        per_innermost(e, s, carried, np);
         e->whole_row = ROW_ANY;
         e->ind--;
         I(e); P(e, "} else {\n");
         e->ind++;
     }
-    innermost(e, s, carried, np);
+    per_innermost(e, s, carried, np);
     if (rows) {
         e->ind--;
         I(e); P(e, "}\n");
@@ -667,7 +728,7 @@ static void pfor_loop(tk_emitter *e, tk_ir *s) {
 }
 
 /* The chunk's loop; one with fast divisions (strength.c) in versions chosen by its flags. */
-static void pfor_versions(tk_emitter *e, tk_ir *s) {
+static void div_versions(tk_emitter *e, tk_ir *s) {
     int nd = s->aux;
     tk_ir *fast = fast_flag(s->k[nd], 3), *seg = fast_flag(s->k[nd], 5);
     if (!fast || e->exact == CHUNK_EXACT) { /* exact: the cold function's only version */
@@ -689,6 +750,32 @@ static void pfor_versions(tk_emitter *e, tk_ir *s) {
         I(e); P(e, "}\n");
     }
     e->fastv = DIV_NONE;
+}
+
+/* The chunk's loop; one with periodic indices (periodic.c) in two versions
+ * chosen by its flag: the periodic one without their checks, with an
+ * interior, and the loop as it was. */
+static void pfor_versions(tk_emitter *e, tk_ir *s) {
+    if (!s->per || e->per != PER_NONE || e->exact == CHUNK_EXACT) {
+        div_versions(e, s);
+        return;
+    }
+    I(e); P(e, "if ("); ex(e, s->per->k[0]); P(e, ") { /* tk: periodic indices, each in bounds (periodic.c) */\n");
+    e->ind++;
+    tk_periodic_undo u;
+    tk_periodic_hide(e->C, s, &u);
+    e->per = PER_BORDER;
+    div_versions(e, s);
+    e->per = PER_NONE;
+    tk_periodic_show(&u);
+    e->ind--;
+    I(e); P(e, "} else {\n");
+    e->ind++;
+    e->per = PER_FALLBACK;
+    div_versions(e, s);
+    e->per = PER_NONE;
+    e->ind--;
+    I(e); P(e, "}\n");
 }
 
 /* The function that runs a chunk of parallel loop `s`.  A loop with fast

@@ -8,9 +8,53 @@
  * copy -- ending, when the remainder is more than half a vector, with one
  * vector that overlaps the last (emit_cpu.c has the why).  The analysis is
  * the file's bulk; it reads the IR and writes nothing until it has said yes.
+ * It also says which @tack.func calls may run in lanes (em_lane_func), for
+ * emit_cpu.c's parallel loops and for emit.c, which writes those functions
+ * always_inline.
  */
 #include "compiler/compiler.h"
 #include "compiler/emit/emit.h"
+
+/* ---- functions in SIMD lanes */
+/* A @tack.func whose body can run in SIMD lanes once the C compiler has
+ * inlined it: assignments, branches and returns of scalar arithmetic, with
+ * no checks (it cannot fail), loops, prints, atomics, arrays or local
+ * arrays, calling only such functions.  tack.random's draws are such
+ * functions (Philox's rounds, the uniforms, the normals' own log and cos:
+ * integer and float arithmetic without branches), so a loop that draws runs
+ * in lanes: the same operations on each lane, the same bits as one at a
+ * time (contraction stays off).  emit.c writes such functions always_inline
+ * in the C dialect: GCC's own heuristics left a draw's block function out of
+ * line where a loop drew twice (a normal and a uniform), and a call it has
+ * not inlined keeps the loop scalar.  `depth` bounds the walk of the call
+ * graph. */
+static int lane_func(const tk_cc *C, int si, int depth);
+
+static int lane_stmt(const tk_cc *C, const tk_ir *x, int depth) {
+    switch (x->op) {
+    case IR_CHECK: case IR_PRINT: case IR_ATOMIC: case IR_STORE: case IR_LOAD: case IR_FOR: case IR_WHILE:
+    case IR_BREAK: case IR_CONTINUE: case IR_ARRAY: case IR_LARRAY: case IR_LLOAD: case IR_LSTORE: case IR_LFILL:
+        return 0;
+    case IR_CALL:
+        if (!lane_func(C, x->aux, depth + 1)) return 0;
+        break;
+    default: break;
+    }
+    if (x->ty.kind == TY_VALUE && ty_is_complex(x->ty)) return 0;
+    for (int i = 0; i < x->n; i++)
+        if (!lane_stmt(C, x->k[i], depth)) return 0;
+    return 1;
+}
+
+static int lane_func(const tk_cc *C, int si, int depth) {
+    if (depth > 16 || si < 0 || si >= C->nspecs || !C->specs[si]->body) return 0;
+    const tk_spec *S = C->specs[si];
+    for (int p = 0; p < S->nparams; p++)
+        if (S->ptypes[p].kind != TY_VALUE) return 0;
+    return lane_stmt(C, S->body, depth);
+}
+
+int em_lane_func(const tk_cc *C, int si) { return lane_func(C, si, 0); }
 
 /* ---- innermost loops in SIMD lanes
  *

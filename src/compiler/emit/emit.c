@@ -364,6 +364,12 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
         else { ex(e, x->k[3]); P(e, ")"); }
         return;
     }
+    if (m == M_PMOD) { /* periodic.c: in the loop's interior var + c, elsewhere the remainder */
+        if (e->per == PER_INTERIOR && x->aux) {
+            P(e, "((%s)(", ctype(e, x->ty.dt)); local_name(e, x->local); P(e, " + (%lldLL)))", (long long)x->c.i);
+        } else ex(e, x->k[0]);
+        return;
+    }
     if (m == M_DISJOINT) { /* two arrays' elements, [base, base + count) each, do not overlap */
         int ab[2] = {x->param, x->aux};
         P(e, "(");
@@ -937,7 +943,10 @@ static const char *ret_type(tk_emitter *e, const tk_spec *S) {
 
 static void func_signature(tk_emitter *e, tk_spec *S, int si) {
     const char *th = e->D->thread_ptr ? e->D->thread_ptr : "";
-    P(e, "%s %s tk_%c%d(%s, const %stk_abi *abi", e->D->func_qual ? e->D->func_qual : "static", ret_type(e, S),
+    const char *qual = e->D->func_qual ? e->D->func_qual : "static";
+    if (!e->D->func_qual && e->T->simd_pragma && e->C->opts.optimize && !e->rcf && em_lane_func(e->C, si))
+        qual = "static inline __attribute__((always_inline))"; /* for SIMD lanes (emit_lanes.c, em_lane_func) */
+    P(e, "%s %s tk_%c%d(%s, const %stk_abi *abi", qual, ret_type(e, S),
       e->rcf ? 'w' : 'f', si, e->D->ctx_param ? e->D->ctx_param : "tk_ctx *ctx", th);
     if (e->rcf) em_race_params(e, S); /* check_races: a watched copy (race_watch.c) */
     for (int p = 0; p < S->nparams; p++) {

@@ -44,6 +44,14 @@ typedef enum tk_rowmode {
     ROW_WHOLE        /* the copy for whole rows: 0 .. inner_ */
 } tk_rowmode;
 
+/* A loop with periodic indices (periodic.c): which part of it is being written. */
+typedef enum tk_permode {
+    PER_NONE,        /* not its periodic version: M_PMOD is the remainder */
+    PER_BORDER,      /* the periodic version, at the border: the remainders' checks left out */
+    PER_INTERIOR,    /* its interior: the innermost variable's M_PMOD is var + c */
+    PER_FALLBACK     /* the loop as written, for a flag that fails (rare): no whole-row copy */
+} tk_permode;
+
 struct tk_emitter {
     tk_cc *C;
     const tk_dialect *D;
@@ -65,6 +73,7 @@ struct tk_emitter {
     tk_divmode fastv;      /* the version of a loop with fast divisions being written */
     const char *rlo, *rhi; /* bounds of the innermost loop when it runs a block (else NULL) */
     tk_rowmode whole_row;  /* an ndrange chunk's rows */
+    tk_permode per;        /* the part of a loop with periodic indices (periodic.c) */
     tk_chunkfn exact;      /* the chunk function of a loop with fast divisions */
     int nopoll;            /* in SIMD lanes, where no loop may leave early: serial loops do not poll */
     int brk;               /* the label a `break` jumps to (a strip-mined loop's), or -1: `break;` */
@@ -101,6 +110,8 @@ TK_HIDDEN void em_poll_budget(tk_emitter *e);
 TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
 /* emit.c: a serial loop's body with its variable, closing the loop's brace */
 TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
+/* emit_lanes.c: @tack.func specialization si can run in SIMD lanes once inlined */
+TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
 
