@@ -121,6 +121,37 @@ def _as_load(node):
 # ------------------------------------------------------------------ the generator
 
 
+def func_parts(gen, call, fobj):
+    """(fn, its FunctionDef, parameter names, body without the docstring and the final return, the
+    returned expression or None) of a @tack.func call an adjoint inlines, refusing what it cannot
+    inline (gen.error at the call): structs, keywords, nesting past 16, a return before the end.
+    Shared by the adjoint's inliner and the scalarizing rewrite (tack._autodiff_scalarize)."""
+    from ._structs_rewrite import _parse
+
+    fn = fobj.__wrapped__
+    if getattr(fn, "__tack_tree__", None) is not None or call.keywords:
+        raise gen.error(f"{fn.__name__}(): a @tack.func on structs, or called with keywords, is not "
+                        f"differentiated yet", call)
+    gen.depth = getattr(gen, "depth", 0) + 1
+    if gen.depth > 16:
+        raise gen.error(f"{fn.__name__}(): @tack.func calls nested more than 16 deep", call)
+    fdef, _base = _parse(fn)
+    params = [a.arg for a in fdef.args.args]
+    if len(params) != len(call.args) or fdef.args.vararg or fdef.args.kwonlyargs:
+        raise gen.error(f"{fn.__name__}() takes {len(params)} positional parameters here", call)
+    body = [st for st in fdef.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    ret = None
+    if body and isinstance(body[-1], ast.Return):
+        ret = body[-1].value
+        body = body[:-1]
+    for st in body:
+        for n in ast.walk(st):
+            if isinstance(n, (ast.Return, ast.Yield, ast.Global, ast.Nonlocal)):
+                raise gen.error(f"{fn.__name__}(): a return before the end of a @tack.func is not "
+                                f"differentiated yet (assign the result and return it once, at the end)", call)
+    return fn, fdef, params, body, ret
+
+
 class _Gen:
     """One kernel's adjoint for one signature (which parameters are float arrays and scalars, the
     types of its locals)."""
@@ -383,29 +414,7 @@ class _Gen:
     def inline(self, call, fobj, fwd, acts):
         """The call's body as statements of the iteration (its parameters and locals renamed
         f·N·name); the simple node of its return value, or None."""
-        from ._structs_rewrite import _parse
-
-        fn = fobj.__wrapped__
-        if getattr(fn, "__tack_tree__", None) is not None or call.keywords:
-            raise self.error(f"{fn.__name__}(): a @tack.func on structs, or called with keywords, is not "
-                             f"differentiated yet", call)
-        self.depth = getattr(self, "depth", 0) + 1
-        if self.depth > 16:
-            raise self.error(f"{fn.__name__}(): @tack.func calls nested more than 16 deep", call)
-        fdef, _base = _parse(fn)
-        params = [a.arg for a in fdef.args.args]
-        if len(params) != len(call.args) or fdef.args.vararg or fdef.args.kwonlyargs:
-            raise self.error(f"{fn.__name__}() takes {len(params)} positional parameters here", call)
-        body = [st for st in fdef.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
-        ret = None
-        if body and isinstance(body[-1], ast.Return):
-            ret = body[-1].value
-            body = body[:-1]
-        for st in body:
-            for n in ast.walk(st):
-                if isinstance(n, (ast.Return, ast.Yield, ast.Global, ast.Nonlocal)):
-                    raise self.error(f"{fn.__name__}(): a return before the end of a @tack.func is not "
-                                     f"differentiated yet (assign the result and return it once, at the end)", call)
+        fn, fdef, params, body, ret = func_parts(self, call, fobj)
         tag = self.fresh(fn.__name__)
         types = self.func_types.get(fn.__name__, {})
         locals_ = set(params)

@@ -625,29 +625,9 @@ class Scalarizer:
         the expression of its return value (a local of the caller's tree), or None."""
         import builtins
 
-        from ._structs_rewrite import _parse
+        from ._autodiff import func_parts
 
-        fn = fobj.__wrapped__
-        if getattr(fn, "__tack_tree__", None) is not None or call.keywords:
-            raise self.error(f"{fn.__name__}(): a @tack.func on structs, or called with keywords, is not "
-                             f"differentiated yet", call)
-        self.depth = getattr(self, "depth", 0) + 1
-        if self.depth > 16:
-            raise self.error(f"{fn.__name__}(): @tack.func calls nested more than 16 deep", call)
-        fdef, _base = _parse(fn)
-        params = [a.arg for a in fdef.args.args]
-        if len(params) != len(call.args) or fdef.args.vararg or fdef.args.kwonlyargs:
-            raise self.error(f"{fn.__name__}() takes {len(params)} positional parameters here", call)
-        body = [st for st in fdef.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
-        ret = None
-        if body and isinstance(body[-1], ast.Return):
-            ret = body[-1].value
-            body = body[:-1]
-        for st in body:
-            for n in ast.walk(st):
-                if isinstance(n, (ast.Return, ast.Yield, ast.Global, ast.Nonlocal)):
-                    raise self.error(f"{fn.__name__}(): a return before the end of a @tack.func is not "
-                                     f"differentiated yet (assign the result and return it once, at the end)", call)
+        fn, fdef, params, body, ret = func_parts(self, call, fobj)
         self.n += 1
         tag = f"sc{SEP}{self.n}{SEP}{fn.__name__}"
         types = self.gen.func_types.get(fn.__name__, {})
