@@ -460,6 +460,40 @@ class _Ctx:
         for i in builtins.range(*[int(a) for a in args]):
             yield _RInt(i)
 
+    # -- blocks (tack.blocks; the compiled meaning is src/compiler/lower/lower_blocks.c's)
+    def blocks(self, n_blocks, block_size, thread, line):
+        """Run ``thread(b, t)``, a generator that yields at each barrier the
+        barrier's line, for every block b, its threads stepped together from
+        one barrier to the next: each runs until its next barrier (or its
+        end) before any goes past it.  Threads that reach different barriers,
+        or some a barrier while others end, raise the compiled CPU's
+        ValueError."""
+        bs = int(block_size)
+        for b in builtins.range(int(n_blocks)):
+            self.block_shared, self.block_made = [], [0] * bs
+            gens = [thread(_RInt(b), _RInt(t)) for t in builtins.range(bs)]
+            while True:
+                at = []
+                for t, g in enumerate(gens):
+                    self.block_thread = t
+                    at.append(next(g, None))
+                if len(set(at)) > 1:
+                    raise ValueError(f"the threads of a block disagree on a condition or loop bound around "
+                                     f"tack.barrier() in the blocks loop at line {line}: every thread of a block "
+                                     f"must reach the same barriers")
+                if at[0] is None:
+                    break
+        self.block_shared = self.block_made = self.block_thread = None
+
+    def shared(self, shape, dtype):
+        """tack.shared: the block's k-th shared array for a thread's k-th call (one array per block)."""
+        t = self.block_thread
+        k = self.block_made[t]
+        self.block_made[t] += 1
+        if k == len(self.block_shared):
+            self.block_shared.append(np.zeros(shape, np.dtype(dtype.numpy)))
+        return self.block_shared[k]
+
     def assert_(self, cond, msg=None):
         if self.checks and not cond:
             raise AssertionError(msg) if msg is not None else AssertionError()
@@ -702,7 +736,8 @@ def _register_calls():
 
     by_name = {"float": _float, "int": _int, "bool": _bool, "len": _len, "abs": _abs, "min": _minmax("<"),
                "max": _minmax(">"), "pow": _pow, "range": _range, "ndrange": _ndrange,
-               "independent": _independent, "atomic_add": _atomic("+"), "atomic_sub": _atomic("-"),
+               "independent": _independent, "shared": lambda ctx, shape, dtype: ctx.shared(shape, dtype),
+               "atomic_add": _atomic("+"), "atomic_sub": _atomic("-"),
                "atomic_min": _atomic("min"), "atomic_max": _atomic("max"), "atomic_exch": _atomic("exch"),
                "atomic_and": _atomic("and"), "atomic_or": _atomic("or"), "atomic_xor": _atomic("xor"),
                "atomic_cas": _atomic("cas")}
@@ -712,6 +747,7 @@ def _register_calls():
     for name, obj in K._PYTHON.items():
         if name in by_name:
             _CALLS[obj] = by_name[name]
+    _CALLS[K.shared] = by_name["shared"]  # not a row of the table: a local-array maker, as np.zeros
     for name in K._MATH:
         f = getattr(math, name, None)
         if f is not None and f not in _CALLS:

@@ -659,6 +659,54 @@ def independent(loop):
     return loop
 
 
+@_intrinsic
+def blocks(n_blocks, block_size):
+    """Blocks of cooperating threads: ``for b, t in tack.blocks(n_blocks, 256):``.
+
+    At the top level of a kernel this is one parallel loop over ``n_blocks``
+    blocks of ``block_size`` threads each: ``b`` is the block's index and
+    ``t`` the thread's within it (``0 <= t < block_size``), and the body is
+    what one thread runs.  The threads of a block share the arrays made by
+    ``tack.shared`` and wait for each other at ``tack.barrier()``; the block
+    size is a compile-time constant (at most 1024).  docs/language.md,
+    "Blocks and sub-groups", gives the exact meaning on every device.
+    Outside a kernel there are no threads to run together, so it raises
+    TypeError.
+    """
+    raise TypeError("tack.blocks() runs the threads of a block together: it is only meaningful as the loop "
+                    "of a kernel (for b, t in tack.blocks(n_blocks, block_size))")
+
+
+@_intrinsic
+def barrier():
+    """Wait until every thread of the block has reached this barrier: what
+    each wrote before it (to shared arrays or to memory) is then seen by
+    all.  Only in the body of a ``tack.blocks`` loop, and never under
+    control flow that depends on the thread index (a CompileError)."""
+    raise TypeError("tack.barrier() is only meaningful in the body of a tack.blocks loop of a kernel")
+
+
+def shared(shape, dtype):
+    """An array shared by the threads of a block: ``s = tack.shared((16, 16), tack.f32)``.
+
+    Only at the top of the body of a ``tack.blocks`` loop; the shape is a
+    compile-time constant and the block's shared arrays together must fit
+    the target's shared memory (48 KiB on the CPU and CUDA, 64 KiB on HIP,
+    32 KiB on OpenCL and Metal; a CompileError otherwise).  Its elements are
+    unspecified until a thread writes them (zeros on the CPU and in debug
+    mode).  Outside a kernel it returns a zeroed NumPy array.
+    """
+    import numpy
+
+    from . import _core as core
+
+    dt = dtype if isinstance(dtype, core.DType) else None
+    return numpy.zeros(shape, numpy.dtype(dt.numpy) if dt is not None else dtype)
+
+
+__all__ += ["shared"]
+
+
 # ---------------------------------------------------------------- helpers
 _np_module = None
 

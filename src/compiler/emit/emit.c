@@ -872,6 +872,9 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         else P(e, "break;\n");
         return;
     case IR_CONTINUE: I(e); P(e, "continue;\n"); return;
+    case IR_BARRIER: /* a grid's (the CPU splits its thread loop there instead: cpu/emit_blocks.c) */
+        I(e); P(e, "%s\n", e->D->barrier ? e->D->barrier : "/* barrier */");
+        return;
     case IR_RETURN:
         I(e);
         if (s->n && e->S->ret.kind == TY_TUPLE) {
@@ -901,7 +904,7 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
 void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in) {
     for (int i = 0; i < e->S->nlocals; i++) {
         tk_local *l = &e->S->locals[i];
-        if (l->scope != scope || (skip_params && l->is_param)) continue;
+        if (l->scope != scope || (skip_params && l->is_param) || l->shared) continue; /* shared: the block's */
         if (carried && !carried[i] != !in) continue;
         if (l->ty.kind == TY_ARRAY) { /* a local array: all its elements, row-major */
             int64_t n = tk_local_elems(l);

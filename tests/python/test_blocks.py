@@ -1,0 +1,278 @@
+"""Blocks of cooperating threads (tack.blocks, tack.shared, tack.barrier): the
+block reduction and the tiled matrix product against NumPy on the CPU, in debug
+mode and on OpenCL (PoCL); their sources through every vendor compiler; and the
+compile errors of misuse (src/compiler/lower/lower_blocks.c)."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tack
+from tack import _core
+
+sys.path.insert(0, os.path.dirname(__file__))
+import _msl  # noqa: E402
+import _ocloc  # noqa: E402
+
+BS = 64
+T = 16
+
+
+def block_sum(x, out):
+    n = x.shape[0]
+    for b, t in tack.blocks(out.shape[0], BS):
+        s = tack.shared(BS, tack.f32)
+        i = b * BS + t
+        v = 0.0
+        if i < n:
+            v = x[i]
+        s[t] = v
+        tack.barrier()
+        stride = BS // 2
+        while stride > 0:
+            if t < stride:
+                s[t] += s[t + stride]
+            tack.barrier()
+            stride //= 2
+        if t == 0:
+            out[b] = s[0]
+
+
+def matmul_tiled(a, b, c):
+    n, k = a.shape
+    m = b.shape[1]
+    nbj = (m + T - 1) // T
+    nbi = (n + T - 1) // T
+    for blk, t in tack.blocks(nbi * nbj, T * T):
+        sa = tack.shared((T, T), tack.f32)
+        sb = tack.shared((T, T), tack.f32)
+        ty = t // T
+        tx = t % T
+        i = (blk // nbj) * T + ty
+        j = (blk % nbj) * T + tx
+        acc = 0.0
+        for k0 in range(0, k, T):
+            sa[ty, tx] = a[i, k0 + tx] if i < n and k0 + tx < k else 0.0
+            sb[ty, tx] = b[k0 + ty, j] if k0 + ty < k and j < m else 0.0
+            tack.barrier()
+            for kk in range(T):
+                acc += sa[ty, kk] * sb[kk, tx]
+            tack.barrier()
+        if i < n and j < m:
+            c[i, j] = acc
+
+
+bsum = tack.kernel(block_sum)
+mm = tack.kernel(matmul_tiled)
+# PoCL 5 miscompiles the barriers of a loop that also holds a check's early return
+# (the tiled product with checks on gives wrong sums there); see the report in decisions.md
+mm_nochecks = tack.kernel(checks=False)(matmul_tiled)
+
+
+def sums(x, nb):
+    return np.add.reduceat(x.astype(np.float64), np.arange(0, nb * BS, BS)[: nb]) if len(x) else np.zeros(nb)
+
+
+def operands(n=45, k=37, m=29, seed=0):
+    r = np.random.default_rng(seed)
+    return r.random((n, k), dtype=np.float32), r.random((k, m), dtype=np.float32)
+
+
+def test_block_sum_on_the_cpu_and_in_debug_mode():
+    x = np.random.default_rng(1).random(1000, dtype=np.float32)
+    nb = (len(x) + BS - 1) // BS
+    for k in (bsum, tack.kernel(block_sum, jit=False)):
+        out = np.zeros(nb, np.float32)
+        k(x, out)
+        np.testing.assert_allclose(out, sums(x, nb), rtol=1e-5)
+
+
+def test_tiled_matmul_on_the_cpu_and_in_debug_mode():
+    a, b = operands()
+    c = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    mm(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+    a, b = operands(17, 5, 19, seed=2)  # debug mode: a few blocks (256 Python threads each)
+    c = np.zeros((17, 19), np.float32)
+    tack.kernel(matmul_tiled, jit=False)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+
+
+def test_the_ir_says_blocks_shared_and_barrier():
+    a, b = operands()
+    ir = mm.ir(a, b, np.zeros((45, 29), np.float32))
+    assert "blocks of 256, thread t" in ir and "shared sa" in ir and "barrier" in ir
+
+
+def test_blocks_outside_a_kernel_raise():
+    with pytest.raises(TypeError, match="only meaningful"):
+        tack.blocks(1, 1)
+    assert tack.shared((2, 3), tack.f32).shape == (2, 3)
+
+
+OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
+
+
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
+def test_on_opencl():
+    dev = OPENCL[0]
+    x = np.random.default_rng(3).random(1000, dtype=np.float32)
+    nb = (len(x) + BS - 1) // BS
+    out = tack.zeros(nb, tack.f32, device=dev)
+    bsum(tack.array(x, device=dev), out)
+    np.testing.assert_allclose(out.numpy(), sums(x, nb), rtol=1e-5)
+    a, b = operands()
+    c = tack.zeros((45, 29), tack.f32, device=dev)
+    mm_nochecks(tack.array(a, device=dev), tack.array(b, device=dev), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5)
+
+
+def sources(target):
+    a, b = operands()
+    x = np.zeros(100, np.float32)
+    return [bsum.generated_source(x, np.zeros(2, np.float32), target=target),
+            mm.generated_source(a, b, np.zeros((45, 29), np.float32), target=target)]
+
+
+@pytest.mark.skipif(not (hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0),
+                    reason="NVRTC (libnvrtc) is not installed")
+def test_cuda_sources_compile_with_nvrtc():
+    import _gpu_batch
+
+    ptx, entries = _gpu_batch.nvrtc_checked(sources("cuda"), "sm_80")
+    assert all(n in ptx for names in entries for n in names)
+    assert "bar.sync" in ptx and ".shared" in ptx
+
+
+@pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
+def test_hip_sources_compile_with_hiprtc():
+    import _gpu_batch
+
+    out = _gpu_batch.hiprtc_checked(sources("hip"), "gfx90a")
+    assert out == b"\x7fELF", out
+
+
+@pytest.mark.skipif(_ocloc.library() is None, reason="libocloc is not installed (Debian: intel-opencl-icd)")
+def test_opencl_sources_compile_with_ocloc():
+    failed = [r for r in _ocloc.check_many([(src, "pvc") for src in sources("opencl")]) if r is not None]
+    assert not failed, failed[0][1][-3000:]
+
+
+@pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(), reason="clang++ is not installed (Debian: clang)")
+def test_metal_sources_pass_the_msl_check():
+    for src in sources("metal"):
+        assert "threadgroup_barrier" in src
+        problems = _msl.check(src)
+        assert problems is None, problems
+
+
+# ------------------------------------------------------------------ misuse
+def bad_divergent(x):
+    for b, t in tack.blocks(1, 32):
+        if t < 16:
+            tack.barrier()
+        x[t] = 1.0
+
+
+def bad_divergent_through_a_local(x):
+    for b, t in tack.blocks(1, 32):
+        k = t * 2
+        for r in range(k):
+            tack.barrier()
+        x[t] = 1.0
+
+
+def bad_shared_too_large(x):
+    for b, t in tack.blocks(1, 32):
+        s = tack.shared((128, 128), tack.f32)
+        s[t, 0] = 1.0
+        x[t] = s[t, 0]
+
+
+def bad_shared_under_if(x):
+    for b, t in tack.blocks(1, 32):
+        if b == 0:
+            s = tack.shared(32, tack.f32)
+            s[t] = 1.0
+        x[t] = 1.0
+
+
+def bad_barrier_outside(x):
+    for i in range(x.shape[0]):
+        tack.barrier()
+        x[i] = 1.0
+
+
+def bad_block_size_variable(x, n):
+    for b, t in tack.blocks(1, n):
+        x[t] = 1.0
+
+
+def bad_block_size_large(x):
+    for b, t in tack.blocks(1, 2048):
+        x[t] = 1.0
+
+
+def bad_break_across_barrier(x):
+    for b, t in tack.blocks(1, 32):
+        for r in range(4):
+            if x[t] > 0:
+                break
+            tack.barrier()
+        x[t] = 1.0
+
+
+def bad_one_variable(x):
+    for b in tack.blocks(1, 32):
+        x[0] = 1.0
+
+
+@pytest.mark.parametrize("fn, args, match", [
+    (bad_divergent, (), "depends on the thread index 't' \\(the if at line"),
+    (bad_divergent_through_a_local, (), "depends on the thread index 't' \\(the loop at line"),
+    (bad_shared_too_large, (), "take 65536 bytes with 's'.*at most 49152 bytes on the CPU"),
+    (bad_shared_under_if, (), "must be at the top of the blocks loop's body"),
+    (bad_barrier_outside, (), "only allowed in the body of a blocks loop"),
+    (bad_block_size_variable, (np.int64(32),), "must be a compile-time constant.*'n' is a variable"),
+    (bad_block_size_large, (), "block size 2048 is out of range: a block has 1 to 1024 threads"),
+    (bad_break_across_barrier, (), "'break' in a blocks loop may only leave a serial loop"),
+    (bad_one_variable, (), "two variables"),
+])
+def test_misuse_is_a_compile_error(fn, args, match):
+    x = np.zeros(64, np.float32)
+    for k in (tack.kernel(fn), tack.kernel(fn, jit=False)):
+        with pytest.raises(tack.CompileError, match=match):
+            k(x, *args)
+
+
+def test_shared_limit_is_the_targets():
+    # 40 KiB fits the CPU's and CUDA's 48 KiB but not OpenCL's or Metal's 32 KiB
+    def k40(x):
+        for b, t in tack.blocks(1, 32):
+            s = tack.shared((80, 128), tack.f32)
+            s[t, 0] = 1.0
+            x[t] = s[t, 0]
+    k = tack.kernel(k40)
+    x = np.zeros(64, np.float32)
+    k(x)
+    assert "__shared__ float" in k.generated_source(x, target="cuda")
+    for target in ("opencl", "metal"):
+        with pytest.raises(tack.CompileError, match="at most 32768 bytes on a GPU"):
+            k.generated_source(x, target=target)
+
+
+def test_a_barrier_under_a_condition_read_from_memory():
+    # the compiler cannot judge x[0] > 0, so the CPU checks that the threads agree (they do: no one writes x)
+    def k(x, out):
+        for b, t in tack.blocks(2, 8):
+            s = tack.shared(8, tack.f32)
+            s[t] = t
+            if x[0] > 0:
+                tack.barrier()
+                out[b * 8 + t] = s[7 - t]
+    for kern in (tack.kernel(k), tack.kernel(k, jit=False)):
+        out = np.zeros(16, np.float32)
+        kern(np.ones(1, np.float32), out)
+        np.testing.assert_array_equal(out, np.tile(np.arange(7, -1, -1, dtype=np.float32), 2))
