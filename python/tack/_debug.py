@@ -485,6 +485,67 @@ class _Ctx:
                     break
         self.block_shared = self.block_made = self.block_thread = None
 
+    def block_put(self, v):
+        """A block collective's value from this thread (r = tack.block_sum(v) & co: lower_blocks.c)."""
+        if self.block_thread == 0:
+            self.block_vals = [None] * len(self.block_made)
+        self.block_vals[self.block_thread] = v
+
+    def block_get(self, op):
+        """The collective's result for this thread, in the type the compiled kernel gives it: the
+        values' concrete type (i64 for Python ints, the default float for Python floats); integer
+        sums wrap."""
+        vals = self.block_vals
+        t = self.block_thread
+        dt = np.result_type(*[np.asarray(self.concrete(v)) for v in vals])
+        arr = np.array([self.concrete(v) for v in vals], dtype=dt)
+        with np.errstate(over="ignore"):
+            if op == "block_sum":
+                r = np.add.reduce(arr, dtype=dt) if not np.issubdtype(dt, np.floating) else self._tree(arr)
+            elif op == "block_min":
+                r = arr.min()
+            elif op == "block_max":
+                r = arr.max()
+            else:
+                r = self._scan(arr)[t]
+        return dt.type(r)
+
+    def concrete(self, v):
+        """v in its concrete type: a Python int as i64, a Python float as the default float."""
+        if isinstance(v, np.generic):
+            return v
+        if isinstance(v, float):
+            return convert(self.df, v)
+        return np.int64(int(v))
+
+    @staticmethod
+    def _tree(a):
+        """The float sum in the compiled kernel's order: a tree, strides P/2 .. 1."""
+        a = a.copy()
+        B = len(a)
+        P = 1
+        while P < B:
+            P *= 2
+        s = P // 2
+        while s >= 1:
+            lim = min(s, B - s)
+            if lim > 0:
+                a[:lim] = a[:lim] + a[s:s + lim]
+            s //= 2
+        return a[0]
+
+    @staticmethod
+    def _scan(a):
+        """The inclusive scan in the compiled kernel's order (Hillis and Steele)."""
+        a = a.copy()
+        off = 1
+        while off < len(a):
+            x = np.zeros_like(a)
+            x[off:] = a[:-off]
+            a = a + x
+            off *= 2
+        return a
+
     def shared(self, shape, dtype):
         """tack.shared: the block's k-th shared array for a thread's k-th call (one array per block)."""
         t = self.block_thread

@@ -175,8 +175,7 @@ class _Transform(ast.NodeTransformer):
             for field in ("body", "orelse"):
                 stmts = getattr(s, field, None)
                 if isinstance(stmts, list):
-                    setattr(s, field, [ast.copy_location(ast.Expr(ast.Yield(ast.Constant(x.lineno + self.line_shift))), x)
-                                       if _is_barrier(x) else x for x in stmts])
+                    setattr(s, field, [y for x in stmts for y in self._barriers(x)])
         self.n += 1
         name = f"__tack_thread{self.n}"
         params = [ast.arg(arg=e.id) for e in node.target.elts]
@@ -187,6 +186,20 @@ class _Transform(ast.NodeTransformer):
         run = ast.Expr(_callc("blocks", node.iter.args[0], node.iter.args[1], ast.Name(id=name, ctx=ast.Load()),
                               ast.Constant(node.lineno + self.line_shift)))
         return [ast.copy_location(fn, node), ast.copy_location(run, node)]
+
+    def _barriers(self, x):
+        """A statement of a blocks loop's body as the thread's generator runs it: a barrier is a
+        ``yield`` of its line; ``r = tack.block_sum(v)`` (block_min, block_max, block_scan) puts
+        the thread's value, yields, takes the block's result and yields again (tack._debug)."""
+        line = ast.Constant(x.lineno + self.line_shift)
+        if _is_barrier(x):
+            return [ast.copy_location(ast.Expr(ast.Yield(line)), x)]
+        op = _collective(x)
+        if op is None:
+            return [x]
+        put = ast.Expr(_callc("block_put", x.value.args[0]))
+        get = ast.Assign(targets=[x.targets[0]], value=_callc("block_get", ast.Constant(op)))
+        return [ast.copy_location(n, x) for n in (put, ast.Expr(ast.Yield(line)), get, ast.Expr(ast.Yield(line)))]
 
     def visit_Assert(self, node):
         self.generic_visit(node)
@@ -199,6 +212,16 @@ def _is_blocks_loop(s):
     f = it.func if isinstance(it, ast.Call) else None
     return (isinstance(f, ast.Attribute) and f.attr == "blocks" or isinstance(f, ast.Name) and f.id == "blocks") and \
         isinstance(s.target, ast.Tuple) and len(s.target.elts) == 2 and len(it.args) == 2
+
+
+def _collective(s):
+    """The name of the block collective s assigns to a name (r = tack.block_sum(v)), else None."""
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and
+            isinstance(s.value, ast.Call) and len(s.value.args) == 1):
+        return None
+    f = s.value.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    return name if name in ("block_sum", "block_min", "block_max", "block_scan") else None
 
 
 def _is_barrier(s):

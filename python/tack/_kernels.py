@@ -686,6 +686,22 @@ def barrier():
     raise TypeError("tack.barrier() is only meaningful in the body of a tack.blocks loop of a kernel")
 
 
+def _block_collective(name, what):
+    def f(value):
+        raise TypeError(f"tack.{name}() is only meaningful in the body of a tack.blocks loop of a kernel")
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = (f"r = tack.{name}(v): {what}, given to every thread of the block.  Only in the body of a "
+                 f"``tack.blocks`` loop, as the whole value of an assignment to a name; it holds barriers, so "
+                 f"every thread of the block must reach it (docs/language.md, \"Blocks and sub-groups\").")
+    return _intrinsic(f)
+
+
+block_sum = _block_collective("block_sum", "the sum of v over the block's threads")
+block_min = _block_collective("block_min", "the least v of the block's threads")
+block_max = _block_collective("block_max", "the greatest v of the block's threads")
+block_scan = _block_collective("block_scan", "the inclusive prefix sum of v over threads 0 .. t of the block")
+
+
 def shared(shape, dtype):
     """An array shared by the threads of a block: ``s = tack.shared((16, 16), tack.f32)``.
 

@@ -99,6 +99,8 @@ void lw_refuse_assigned_pfor_vars(lw_state *L, tack_node *t, tack_node *body);
 void lw_blocks_pfor(lw_state *L, tack_node *n, tack_node *it, int parallel);
 void lw_barrier(lw_state *L, tack_node *n);
 void lw_blocks_shared(lw_state *L, tack_node *call, int loc, int64_t bytes);
+/* r = tack.block_sum(v) & co (op: 0 sum, 1 min, 2 max, 3 scan), target the name r */
+void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op);
 /* lower_call.c */
 tk_ir *lw_call(lw_state *L, tack_node *n);
 /* a function lowered for a parallel loop: its own-index parameters as L->pfor_vars */

@@ -269,7 +269,7 @@ void lw_blocks_shared(lw_state *L, tack_node *call, int loc, int64_t bytes) {
         ERR(call, "tack.shared() makes an array shared by the threads of a block: it is only allowed in the body "
                   "of a blocks loop (for b, t in tack.blocks(n, size)) of a kernel%s",
             L->is_kernel ? "" : ", not in a @tack.func");
-    if (L->depth != 1)
+    if (L->depth != 1 && !L->S->locals[loc].shared) /* shared already: a collective's scratch (below) */
         ERR(call, "tack.shared() must be at the top of the blocks loop's body, not under an if or a loop: "
                   "every thread of the block makes the one array");
     tk_local *l = &L->S->locals[loc];
@@ -290,4 +290,125 @@ void lw_blocks_shared(lw_state *L, tack_node *call, int loc, int64_t bytes) {
             (long long)total, l->name, (long long)T->shared_bytes, T->device, T->name,
             O ? tk_fmt(&L->C->arena, "; %lld on \"%s\"", (long long)O->shared_bytes, O->name) : "");
     }
+}
+
+/* ------------------------------------------------------ block collectives
+ * r = tack.block_sum(v) (block_min, block_max) and r = tack.block_scan(v):
+ * every thread of the block gives a value and gets the block's sum (min,
+ * max) or the inclusive prefix sum over threads 0 .. t.  Each is written
+ * here, once for every target, as what a user would write: a shared
+ * scratch array of B elements of v's type, and barriers --
+ *
+ *   reduce: s[t] = v; barrier; then for each stride P/2, P/4, ..., 1 (P the
+ *           power of two at or above B) `if t < min(stride, B - stride):
+ *           s[t] = s[t] op s[t + stride]`; barrier -- a tree, log2 P steps;
+ *           r = s[0]; barrier;
+ *   scan:   s[t] = v; barrier; then for each offset 1, 2, 4, ... below B
+ *           `x = s[t - off] if t >= off else 0`; barrier; `s[t] += x`;
+ *           barrier (Hillis and Steele); r = s[t]; barrier.
+ *
+ * The last barrier lets the same call run again (in a loop) without a
+ * thread overwriting the scratch another still reads.  The value's type is
+ * its concrete type (a Python int: i64, a Python float: the default
+ * float); integer sums wrap, as every integer sum does.  A collective holds
+ * barriers, so it obeys their rules (lw_blocks_pfor's judge); in debug mode
+ * each thread's value goes to the block and the result comes back between
+ * two barriers (tack._debug), so it is only the whole value of an
+ * assignment to a name, here too. */
+static tk_ir *c64(lw_state *L, int64_t v, int line) { return ir_const_i(L->C, ty_value(TACK_I64), v, line); }
+
+static tk_ir *sload(lw_state *L, int s, tk_type et, tk_ir *idx, int line) {
+    tk_ir *ld = ir_new(L->C, IR_LLOAD, et, line);
+    ld->local = s;
+    ir_push(L->C, ld, idx);
+    return ld;
+}
+
+static void sstore(lw_state *L, int s, tk_ir *v, tk_ir *idx, int line) {
+    tk_ir *st = ir_new(L->C, IR_LSTORE, ty_void(), line);
+    st->local = s;
+    ir_push(L->C, st, v);
+    ir_push(L->C, st, idx);
+    lw_emit(L, st);
+}
+
+static void barrier_at(lw_state *L, int line) { lw_emit(L, ir_new(L->C, IR_BARRIER, ty_void(), line)); }
+
+/* if cond: body (statements lowered by the caller into the block returned) */
+static tk_ir *if_block(lw_state *L, tk_ir *cond, int line) {
+    tk_ir *iff = ir_new(L->C, IR_IF, ty_void(), line);
+    tk_ir *then = ir_new(L->C, IR_BLOCK, ty_void(), line);
+    ir_push(L->C, iff, cond);
+    ir_push(L->C, iff, then);
+    ir_push(L->C, iff, ir_new(L->C, IR_BLOCK, ty_void(), line));
+    lw_emit(L, iff);
+    return then;
+}
+
+void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op) {
+    static const char *const names[] = {"block_sum", "block_min", "block_max", "block_scan"};
+    const char *name = names[op];
+    int line = call->line;
+    if (!L->is_kernel || !L->bpf)
+        ERR(call, "tack.%s() is only allowed in the body of a blocks loop (for b, t in tack.blocks(n, size)) of a "
+                  "kernel%s", name, L->is_kernel ? "" : ", not in a @tack.func");
+    if (call->nkids != 1) ERR(call, "tack.%s() takes one value, got %d", name, call->nkids);
+    tk_ir *v = lw_expr(L, call->kids[0]);
+    if (!lw_known(v)) {
+        lw_assign_local(L, lw_target_local(L, target), v, target);
+        return;
+    }
+    if (v->ty.kind != TY_VALUE || !ty_is_scalar(v->ty) || ty_is_bool(v->ty) || ty_is_complex(v->ty))
+        ERR(call->kids[0], "tack.%s() of %s: the value is an integer or a real float", name, TN(v->ty));
+    tk_type et = ty_concrete(v->ty);
+    if (dt_is_half(et.dt)) et = ty_value(TACK_F32);
+    v = lw_hoist(L, lw_cast(L, v, et));
+    tk_ir *pf = L->bpf;
+    int64_t B = pf->c.i;
+    int s = tk_new_local(L->C, L->S, tk_fmt(&L->C->arena, "_%s%d", name, L->ntemps++),
+                         (tk_type){TY_ARRAY, (uint8_t)et.dt, 1, 0, 0}, L->pfor);
+    L->S->locals[s].ashape[0] = B;
+    L->S->locals[s].declared = L->S->locals[s].read = 1;
+    L->S->locals[s].shared = 1;
+    lw_blocks_shared(L, call, s, B * (int64_t)tack_dtype_get((tack_dtype)et.dt)->itemsize);
+    tk_ir *t = lw_cast(L, lw_local_ref(L, pf->local, line), ty_value(TACK_I64));
+    sstore(L, s, v, t, line);
+    barrier_at(L, line);
+    tk_type b1 = ty_value(TACK_BOOL);
+    tk_ir *saved = L->blk;
+    if (op != 3) {
+        int64_t P = 1;
+        while (P < B) P *= 2;
+        int bop = op == 0 ? B_ADD : op == 1 ? B_MIN : B_MAX;
+        for (int64_t stride = P / 2; stride >= 1; stride /= 2) {
+            int64_t lim = stride < B - stride ? stride : B - stride;
+            if (lim > 0) {
+                tk_ir *c = lw_bin(L, B_LT, b1, ir_clone(L->C, t), c64(L, lim, line), line);
+                c->aux_ty = ty_value(TACK_I64);
+                L->blk = if_block(L, c, line);
+                tk_ir *x = sload(L, s, et, ir_clone(L->C, t), line);
+                tk_ir *y = sload(L, s, et, lw_bin(L, B_ADD, ty_value(TACK_I64), ir_clone(L->C, t), c64(L, stride, line), line), line);
+                sstore(L, s, lw_bin(L, bop, et, x, y, line), ir_clone(L->C, t), line);
+                L->blk = saved;
+            }
+            barrier_at(L, line);
+        }
+        lw_assign_local(L, lw_target_local(L, target), sload(L, s, et, c64(L, 0, line), line), target);
+    } else {
+        int x = lw_temp(L, et);
+        for (int64_t off = 1; off < B; off *= 2) {
+            lw_emit(L, lw_assign_ir(L, x, ty_is_float(et) ? ir_const_f(L->C, et, 0.0, line) : ir_const_i(L->C, et, 0, line), line));
+            tk_ir *c = lw_bin(L, B_GE, b1, ir_clone(L->C, t), c64(L, off, line), line);
+            c->aux_ty = ty_value(TACK_I64);
+            L->blk = if_block(L, c, line);
+            lw_emit(L, lw_assign_ir(L, x, sload(L, s, et, lw_bin(L, B_SUB, ty_value(TACK_I64), ir_clone(L->C, t), c64(L, off, line), line), line), line));
+            L->blk = saved;
+            barrier_at(L, line);
+            sstore(L, s, lw_bin(L, B_ADD, et, sload(L, s, et, ir_clone(L->C, t), line), lw_local_ref(L, x, line), line),
+                   ir_clone(L->C, t), line);
+            barrier_at(L, line);
+        }
+        lw_assign_local(L, lw_target_local(L, target), sload(L, s, et, ir_clone(L->C, t), line), target);
+    }
+    barrier_at(L, line);
 }
