@@ -485,11 +485,14 @@ class _Ctx:
                     break
         self.block_shared = self.block_made = self.block_thread = None
 
-    def block_put(self, v):
-        """A block collective's value from this thread (r = tack.block_sum(v) & co: lower_blocks.c)."""
+    def block_put(self, v, *args):
+        """A block collective's value from this thread (r = tack.block_sum(v) & co: lower_blocks.c),
+        with a shuffle's lane (delta) and width."""
         if self.block_thread == 0:
             self.block_vals = [None] * len(self.block_made)
+            self.block_args = [None] * len(self.block_made)
         self.block_vals[self.block_thread] = v
+        self.block_args[self.block_thread] = args
 
     def block_get(self, op):
         """The collective's result for this thread, in the type the compiled kernel gives it: the
@@ -497,6 +500,8 @@ class _Ctx:
         sums wrap."""
         vals = self.block_vals
         t = self.block_thread
+        if op.startswith("warp_") or op.startswith("shuffle"):
+            return self._warp(op, t)
         dt = np.result_type(*[np.asarray(self.concrete(v)) for v in vals])
         arr = np.array([self.concrete(v) for v in vals], dtype=dt)
         with np.errstate(over="ignore"):
@@ -517,6 +522,31 @@ class _Ctx:
         if isinstance(v, float):
             return convert(self.df, v)
         return np.int64(int(v))
+
+    def _warp(self, op, t):
+        """A sub-group operation (32 lanes) for thread t, as lower_blocks.c writes it."""
+        W = 32
+        if len(self.block_vals) % W:
+            raise ValueError("sub-group operations need a block size that is a multiple of 32")
+        base = t - t % W
+        if op in ("warp_ballot", "warp_any", "warp_all"):
+            bits = sum(1 << k for k in range(W) if bool(self.block_vals[base + k]))
+            return _RInt(bits) if op == "warp_ballot" else bool(bits != 0 if op == "warp_any" else bits == 0xffffffff)
+        if op.startswith("shuffle"):
+            v0 = self.concrete(self.block_vals[t])
+            args = self.block_args[t]
+            w = int(args[1]) if len(args) > 1 else W
+            lane = t % w
+            grp = t - lane
+            if op == "shuffle":
+                src = grp + int(args[0]) % w
+            else:
+                src = grp + lane + int(args[0]) if 0 <= lane + int(args[0]) < w else t
+            return type(v0)(self.concrete(self.block_vals[src]))
+        arr = np.array([self.concrete(v) for v in self.block_vals[base:base + W]])
+        with np.errstate(over="ignore"):
+            r = self._tree(arr) if op == "warp_sum" else arr.min() if op == "warp_min" else arr.max()
+        return arr.dtype.type(r)
 
     @staticmethod
     def _tree(a):

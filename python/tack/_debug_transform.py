@@ -197,7 +197,7 @@ class _Transform(ast.NodeTransformer):
         op = _collective(x)
         if op is None:
             return [x]
-        put = ast.Expr(_callc("block_put", x.value.args[0]))
+        put = ast.Expr(_callc("block_put", *x.value.args))
         get = ast.Assign(targets=[x.targets[0]], value=_callc("block_get", ast.Constant(op)))
         return [ast.copy_location(n, x) for n in (put, ast.Expr(ast.Yield(line)), get, ast.Expr(ast.Yield(line)))]
 
@@ -217,11 +217,15 @@ def _is_blocks_loop(s):
 def _collective(s):
     """The name of the block collective s assigns to a name (r = tack.block_sum(v)), else None."""
     if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and
-            isinstance(s.value, ast.Call) and len(s.value.args) == 1):
+            isinstance(s.value, ast.Call) and 1 <= len(s.value.args) <= 3):
         return None
     f = s.value.func
     name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-    return name if name in ("block_sum", "block_min", "block_max", "block_scan") else None
+    return name if name in _COLLECTIVES else None
+
+
+_COLLECTIVES = ("block_sum", "block_min", "block_max", "block_scan", "warp_sum", "warp_min", "warp_max", "shuffle",
+                "shuffle_down", "warp_ballot", "warp_any", "warp_all")
 
 
 def _is_barrier(s):

@@ -702,6 +702,32 @@ block_max = _block_collective("block_max", "the greatest v of the block's thread
 block_scan = _block_collective("block_scan", "the inclusive prefix sum of v over threads 0 .. t of the block")
 
 
+def _warp_op(name, args, what):
+    ns = {}
+    exec(f"def {name}({args}):\n    raise TypeError('tack.{name}() is only meaningful in the body of a "
+         f"tack.blocks loop of a kernel')\n", ns)
+    f = ns[name]
+    f.__module__ = __name__
+    f.__doc__ = (f"r = tack.{name}({args}): {what}.  Sub-groups are 32 consecutive threads of a block (the "
+                 f"block size a multiple of 32); only in the body of a ``tack.blocks`` loop, as the whole value "
+                 f"of an assignment to a name, reached by every thread of the block (docs/language.md, "
+                 f"\"Blocks and sub-groups\").")
+    return _intrinsic(f)
+
+
+warp_sum = _warp_op("warp_sum", "value", "the sum of the value over the thread's sub-group")
+warp_min = _warp_op("warp_min", "value", "the least value of the thread's sub-group")
+warp_max = _warp_op("warp_max", "value", "the greatest value of the thread's sub-group")
+shuffle = _warp_op("shuffle", "value, lane, width=32",
+                   "the value of lane ``lane % width`` of the thread's group of ``width`` lanes")
+shuffle_down = _warp_op("shuffle_down", "value, delta, width=32",
+                        "the value of the lane ``delta`` above the thread's in its group of ``width`` lanes, "
+                        "or the thread's own value where that passes the group's end")
+warp_ballot = _warp_op("warp_ballot", "cond", "an int64 whose bit k is lane k's condition")
+warp_any = _warp_op("warp_any", "cond", "whether the condition holds in some lane of the sub-group")
+warp_all = _warp_op("warp_all", "cond", "whether the condition holds in every lane of the sub-group")
+
+
 def shared(shape, dtype):
     """An array shared by the threads of a block: ``s = tack.shared((16, 16), tack.f32)``.
 

@@ -81,6 +81,42 @@ def collectives(x, s, mn, mx, sc):
             mx[b] = hi
 
 
+def warps(x, ws, wmn, wmx, sh, sd, bal, an, al):
+    for b, t in tack.blocks(x.shape[0] // 64, 64):
+        i = b * 64 + t
+        v = x[i]
+        a = tack.warp_sum(v)
+        c = tack.warp_min(v)
+        d = tack.warp_max(v)
+        e = tack.shuffle(v, t + 3)
+        f = tack.shuffle_down(v, 5, 8)
+        g = tack.warp_ballot(v > 0.5)
+        h = tack.warp_any(v > 0.99)
+        q = tack.warp_all(v > 0.0)
+        ws[i] = a
+        wmn[i] = c
+        wmx[i] = d
+        sh[i] = e
+        sd[i] = f
+        bal[i] = g
+        an[i] = h
+        al[i] = q
+
+
+def warps_ref(x):
+    xr = x.reshape(-1, 32)
+    t = np.arange(len(x))
+    lane = t % 8
+    return [np.repeat(xr.sum(1, dtype=np.float64), 32), np.repeat(xr.min(1), 32), np.repeat(xr.max(1), 32),
+            x[t - t % 32 + (t + 3) % 32], np.where(lane + 5 < 8, x[np.minimum(t + 5, len(x) - 1)], x),
+            np.repeat([sum(1 << k for k in range(32) if r[k] > 0.5) for r in xr], 32),
+            np.repeat((xr > 0.99).any(1), 32), np.repeat((xr > 0).all(1), 32)]
+
+
+def warps_outputs(n, zeros=np.zeros):
+    return [zeros(n, np.float32) for _ in range(5)] + [zeros(n, np.int64), zeros(n, np.bool_), zeros(n, np.bool_)]
+
+
 SB = 128
 
 
@@ -192,6 +228,15 @@ def test_block_collectives(jit):
     np.testing.assert_allclose(sc, np.cumsum(xr, 1).ravel(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("jit", [True, False])
+def test_sub_group_operations(jit):
+    x = np.random.default_rng(11).random(128, dtype=np.float32)
+    outs = warps_outputs(128)
+    tack.kernel(warps, jit=jit)(x, *outs)
+    for got, want in zip(outs, warps_ref(x)):
+        np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=1e-6)
+
+
 def test_integer_block_sum_wraps_and_non_power_of_two_blocks():
     def k(x, out):
         for b, t in tack.blocks(1, 24):
@@ -267,6 +312,11 @@ def test_on_opencl():
     y = tack.zeros(1000, tack.f32, device=dev)
     tack.kernel(scan)(tack.array(x, device=dev), y, tack.zeros(8, tack.f32, device=dev))
     np.testing.assert_allclose(y.numpy(), np.cumsum(x, dtype=np.float64), rtol=1e-5)
+    x = np.random.default_rng(12).random(128, dtype=np.float32)
+    outs = [tack.array(o, device=dev) for o in warps_outputs(128)]
+    tack.kernel(warps)(tack.array(x, device=dev), *outs)
+    for got, want in zip(outs, warps_ref(x)):
+        np.testing.assert_allclose(got.numpy().astype(np.float64), np.asarray(want, np.float64), rtol=1e-6)
     u = np.random.default_rng(10).random((37, 53), dtype=np.float32)
     out = tack.zeros(u.shape, tack.f32, device=dev)
     tack.kernel(stencil, checks=False)(tack.array(u, device=dev), out)  # PoCL: see mm_nochecks
@@ -282,7 +332,8 @@ def sources(target):
             tack.kernel(collectives).generated_source(z, z[:4], z[:4], z[:4], z, target=target),
             tack.kernel(scan).generated_source(z, z, z[:1], target=target),
             tack.kernel(stencil).generated_source(np.zeros((20, 20), np.float32), np.zeros((20, 20), np.float32),
-                                                  target=target)]
+                                                  target=target),
+            tack.kernel(warps).generated_source(z, *warps_outputs(128), target=target)]
 
 
 @pytest.mark.skipif(not (hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0),
@@ -392,6 +443,18 @@ def bad_collective_of_a_vector(x):
         x[t] = r[0]
 
 
+def bad_warp_block_size(x):
+    for b, t in tack.blocks(1, 48):
+        r = tack.warp_sum(x[t])
+        x[t] = r
+
+
+def bad_shuffle_width(x):
+    for b, t in tack.blocks(1, 32):
+        r = tack.shuffle(x[t], 1, 12)
+        x[t] = r
+
+
 @pytest.mark.parametrize("fn, args, match", [
     (bad_divergent, (), "depends on the thread index 't' \\(the if at line"),
     (bad_divergent_through_a_local, (), "depends on the thread index 't' \\(the loop at line"),
@@ -404,6 +467,9 @@ def bad_collective_of_a_vector(x):
     (bad_one_variable, (), "two variables"),
     (bad_collective_in_an_expression, (), "whole value of an assignment to a name"),
     (bad_collective_of_a_vector, (), "block_sum\\(\\) of vec3"),
+    (bad_warp_block_size, (), "sub-groups of 32 threads, so the block size must be a multiple of 32, and this "
+                              "blocks loop's is 48"),
+    (bad_shuffle_width, (), "width 12 does not divide the sub-group of 32 threads"),
 ])
 def test_misuse_is_a_compile_error(fn, args, match):
     x = np.zeros(64, np.float32)

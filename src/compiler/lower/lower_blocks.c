@@ -345,13 +345,20 @@ static tk_ir *if_block(lw_state *L, tk_ir *cond, int line) {
     return then;
 }
 
+static void warp_op(lw_state *L, tack_node *target, tack_node *call, int op, const char *name);
+
 void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op) {
-    static const char *const names[] = {"block_sum", "block_min", "block_max", "block_scan"};
+    static const char *const names[] = {"block_sum", "block_min", "block_max", "block_scan", "warp_sum", "warp_min",
+                                        "warp_max", "shuffle", "shuffle_down", "warp_ballot", "warp_any", "warp_all"};
     const char *name = names[op];
     int line = call->line;
     if (!L->is_kernel || !L->bpf)
         ERR(call, "tack.%s() is only allowed in the body of a blocks loop (for b, t in tack.blocks(n, size)) of a "
                   "kernel%s", name, L->is_kernel ? "" : ", not in a @tack.func");
+    if (op >= 4) {
+        warp_op(L, target, call, op, name);
+        return;
+    }
     if (call->nkids != 1) ERR(call, "tack.%s() takes one value, got %d", name, call->nkids);
     tk_ir *v = lw_expr(L, call->kids[0]);
     if (!lw_known(v)) {
@@ -411,4 +418,130 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
         lw_assign_local(L, lw_target_local(L, target), sload(L, s, et, ir_clone(L->C, t), line), target);
     }
     barrier_at(L, line);
+}
+
+/* ------------------------------------------------------- sub-groups
+ * The sub-group ("warp") operations work on sub-groups of TK_WARP = 32
+ * consecutive threads of a block (threads 0-31, 32-63, ...), the width of
+ * the language, not of a device: a warp_sum's float order, a ballot's bits
+ * and a shuffle's lanes are then the same on every target, where devices
+ * have 8 to 64 lanes (docs/design/decisions.md, "Blocks").  The block size
+ * must be a multiple of 32 to use them, and a shuffle's optional width a
+ * power of two dividing 32 (CompileErrors).  They are written as the block
+ * collectives are: the block's values in a shared scratch array between
+ * two barriers, so every thread of the block must reach them:
+ *
+ *   warp_sum/min/max(v)     a tree over each sub-group's 32 values;
+ *   shuffle(v, lane[, w])   the value of lane `lane % w` of the thread's
+ *                           group of w lanes (CUDA's __shfl_sync);
+ *   shuffle_down(v, d[, w]) the value of lane + d, or the thread's own v
+ *                           where that passes the group's end (__shfl_down_sync);
+ *   warp_ballot(c)          an i64 whose bit k is lane k's c;
+ *   warp_any(c), warp_all(c) whether some, every lane's c is true. */
+enum { TK_WARP = 32 };
+
+static tk_ir *ibin(lw_state *L, int op, tk_ir *a, tk_ir *b, int line) { return lw_bin(L, op, ty_value(TACK_I64), a, b, line); }
+
+static tk_ir *icmp(lw_state *L, int op, tk_ir *a, tk_ir *b, int line) {
+    tk_ir *c = lw_bin(L, op, ty_value(TACK_BOOL), a, b, line);
+    c->aux_ty = ty_value(TACK_I64);
+    return c;
+}
+
+static void warp_op(lw_state *L, tack_node *target, tack_node *call, int op, const char *name) {
+    int line = call->line;
+    tk_ir *pf = L->bpf;
+    int64_t B = pf->c.i;
+    int pred = op >= 9, shuf = op == 7 || op == 8;
+    int nmin = shuf ? 2 : 1, nmax = shuf ? 3 : 1;
+    if (call->nkids < nmin || call->nkids > nmax)
+        ERR(call, "tack.%s() takes %s, got %d arguments", name,
+            shuf ? (op == 7 ? "a value, a lane and an optional width" : "a value, a delta and an optional width")
+                 : pred ? "one condition" : "one value", call->nkids);
+    if (B % TK_WARP)
+        ERR(call, "tack.%s() works on sub-groups of %d threads, so the block size must be a multiple of %d, "
+                  "and this blocks loop's is %lld", name, TK_WARP, TK_WARP, (long long)B);
+    int64_t w = TK_WARP;
+    if (call->nkids == 3) {
+        if (!lw_const_int(call->kids[2], &w))
+            ERR(call->kids[2], "the width of tack.%s() must be a compile-time constant", name);
+        if (w < 1 || w > TK_WARP || (w & (w - 1)))
+            ERR(call->kids[2], "tack.%s() width %lld does not divide the sub-group of %d threads: it must be a power "
+                               "of two from 1 to %d", name, (long long)w, TK_WARP, TK_WARP);
+    }
+    tk_ir *v = lw_expr(L, call->kids[0]);
+    tk_ir *a = shuf ? lw_expr(L, call->kids[1]) : NULL;
+    if (!lw_known(v) || (a && !lw_known(a))) {
+        lw_assign_local(L, lw_target_local(L, target), lw_known(v) ? ir_const_i(L->C, ty_value(TACK_I64), 0, line) : v, target);
+        return;
+    }
+    tk_type et;
+    if (pred) {
+        v = lw_hoist(L, lw_cast(L, lw_truth(L, v, call->kids[0]), ty_value(TACK_I64)));
+        et = ty_value(TACK_I64);
+    } else {
+        if (v->ty.kind != TY_VALUE || !ty_is_scalar(v->ty) || ty_is_complex(v->ty) || (ty_is_bool(v->ty) && !shuf))
+            ERR(call->kids[0], "tack.%s() of %s: the value is an integer or a real float", name, TN(v->ty));
+        et = ty_concrete(v->ty);
+        if (dt_is_half(et.dt)) et = ty_value(TACK_F32);
+        v = lw_hoist(L, lw_cast(L, v, et));
+    }
+    if (a) {
+        if (!ty_is_int(a->ty) && !ty_is_bool(a->ty))
+            ERR(call->kids[1], "the %s of tack.%s() must be an integer, not %s", op == 7 ? "lane" : "delta", name, TN(a->ty));
+        a = lw_hoist(L, lw_cast(L, a, ty_value(TACK_I64)));
+    }
+    tk_type i64 = ty_value(TACK_I64);
+    int s = tk_new_local(L->C, L->S, tk_fmt(&L->C->arena, "_%s%d", name, L->ntemps++),
+                         (tk_type){TY_ARRAY, (uint8_t)et.dt, 1, 0, 0}, L->pfor);
+    L->S->locals[s].ashape[0] = B;
+    L->S->locals[s].declared = L->S->locals[s].read = 1;
+    L->S->locals[s].shared = 1;
+    lw_blocks_shared(L, call, s, B * (int64_t)tack_dtype_get((tack_dtype)et.dt)->itemsize);
+    tk_ir *t = lw_cast(L, lw_local_ref(L, pf->local, line), i64);
+    int g = lw_temp(L, i64); /* the thread's lane in its group of w: t % w */
+    lw_emit(L, lw_assign_ir(L, g, ibin(L, B_MOD, ir_clone(L->C, t), c64(L, w, line), line), line));
+    tk_ir *lane = lw_local_ref(L, g, line);
+    if (op == 9 || op == 10 || op == 11) /* a ballot's bit: c << lane */
+        v = ibin(L, B_SHL, v, ir_clone(L->C, lane), line);
+    sstore(L, s, v, ir_clone(L->C, t), line);
+    barrier_at(L, line);
+    tk_ir *saved = L->blk;
+    tk_ir *r;
+    if (shuf) {
+        tk_ir *base = ibin(L, B_SUB, ir_clone(L->C, t), ir_clone(L->C, lane), line);
+        if (op == 7) { /* lane % w of the group */
+            r = sload(L, s, et, ibin(L, B_ADD, base, ibin(L, B_MOD, a, c64(L, w, line), line), line), line);
+        } else { /* lane + d, where it is in the group; else the thread's own */
+            int x = lw_temp(L, et);
+            lw_emit(L, lw_assign_ir(L, x, sload(L, s, et, ir_clone(L->C, t), line), line));
+            tk_ir *src = ibin(L, B_ADD, ir_clone(L->C, lane), a, line);
+            int sv = lw_temp(L, i64);
+            lw_emit(L, lw_assign_ir(L, sv, src, line));
+            tk_ir *ok = lw_mk(L, IR_AND, ty_value(TACK_BOOL), call);
+            ir_push(L->C, ok, icmp(L, B_GE, lw_local_ref(L, sv, line), c64(L, 0, line), line));
+            ir_push(L->C, ok, icmp(L, B_LT, lw_local_ref(L, sv, line), c64(L, w, line), line));
+            L->blk = if_block(L, ok, line);
+            lw_emit(L, lw_assign_ir(L, x, sload(L, s, et, ibin(L, B_ADD, base, lw_local_ref(L, sv, line), line), line), line));
+            L->blk = saved;
+            r = lw_local_ref(L, x, line);
+        }
+    } else {
+        int bop = op == 5 ? B_MIN : op == 6 ? B_MAX : op >= 9 ? B_OR : B_ADD;
+        for (int64_t stride = TK_WARP / 2; stride >= 1; stride /= 2) {
+            L->blk = if_block(L, icmp(L, B_LT, ir_clone(L->C, lane), c64(L, stride, line), line), line);
+            tk_ir *x = sload(L, s, et, ir_clone(L->C, t), line);
+            tk_ir *y = sload(L, s, et, ibin(L, B_ADD, ir_clone(L->C, t), c64(L, stride, line), line), line);
+            sstore(L, s, lw_bin(L, bop, et, x, y, line), ir_clone(L->C, t), line);
+            L->blk = saved;
+            barrier_at(L, line);
+        }
+        r = sload(L, s, et, ibin(L, B_SUB, ir_clone(L->C, t), ir_clone(L->C, lane), line), line);
+        if (op == 10) r = icmp(L, B_NE, r, c64(L, 0, line), line);
+        if (op == 11) r = icmp(L, B_EQ, r, c64(L, (int64_t)0xffffffff, line), line);
+    }
+    int res = lw_temp(L, r->ty); /* read before the last barrier */
+    lw_emit(L, lw_assign_ir(L, res, r, line));
+    barrier_at(L, line);
+    lw_assign_local(L, lw_target_local(L, target), lw_local_ref(L, res, line), target);
 }
