@@ -72,6 +72,10 @@ struct tk_emitter {
     int rc;                /* in the chunk of a loop the race detector watches: its index + 1 (race_watch.c) */
     int rcf;               /* writing a @tack.func's watched copy (race_watch.c) */
     const char *mayfail;   /* per spec: a call to it can fail (may_fail.c) */
+    /* A blocks loop's body on a grid (tk_emitter_blocks_body): a failed check jumps to the end of
+     * its stretch between barriers (label tk_b<blabel>_) instead of returning; -1: returns. */
+    const tk_ir *bbody;
+    int blabel, nblabel;
     const char *lane;      /* a copy of an unrolled loop body: its locals' suffix (tk_emitter_lane) */
     int lane_scope;
     const char *lane_keep;
