@@ -14,10 +14,11 @@
  * atomics).
  *
  * What lives across a barrier lives per thread: every local of the loop's
- * body except b, t and the shared arrays is an array of B values in the
- * chunk function, indexed by t (the emitter's lane suffix, `x[t]`), so a
- * value one thread computed before a barrier is its own after it.  The
- * shared arrays are one per block, zeroed when the block starts.
+ * body except b, t, the shared arrays and those used within one region
+ * only (the plan, below) is an array of B values in the chunk function,
+ * indexed by t (the emitter's lane suffix, `x[t]`), so a value one thread
+ * computed before a barrier is its own after it.  The shared arrays are
+ * one per block, zeroed when the block starts.
  *
  * A statement that holds a barrier -- an if, a for or a while around one --
  * runs once for the whole block: its condition or bounds are evaluated for
@@ -44,6 +45,11 @@ typedef struct blk {
     int64_t B;
     const char *t;   /* the thread's variable, as C */
     int ncond;       /* numbers the uniform conditions' names */
+    /* the plan (plan_refs): per local, the region that uses it (-1 none yet, -2 several, or a
+     * uniform condition's), and whether that region sets it first, at its top level */
+    int *region;
+    char *first_def;
+    int nregion;
 } blk;
 
 static int has_barrier(const tk_ir *s) {
@@ -52,6 +58,77 @@ static int has_barrier(const tk_ir *s) {
     for (int i = 0; i < s->n; i++)
         if (has_barrier(s->k[i])) return 1;
     return 0;
+}
+
+/* ------------------------------------------------------------ the plan
+ * Which locals need a value per thread: those that a value crosses a
+ * barrier in.  A local used in one region only, which that region sets at
+ * its top level before any other use (i = b * B + t, a temporary, a loop's
+ * variable), is the thread's own for the length of the region, so one
+ * scalar serves every thread in turn: the C compiler keeps it in a
+ * register, and a loop over it vectorizes.  Every other local (and any a
+ * uniform condition reads) is an array of B values. */
+static void use(blk *R, int l, int region) {
+    if (l < 0) return;
+    if (R->region[l] == -1) R->region[l] = region;
+    else if (R->region[l] != region) R->region[l] = -2;
+}
+
+static void refs(blk *R, const tk_ir *x, int region) {
+    switch (x->op) {
+    case IR_LOCAL: case IR_LLOAD: case IR_LSTORE: case IR_LFILL: case IR_ASSIGN: case IR_SETCOMP: case IR_FOR:
+    case IR_LARRAY:
+        use(R, x->local, region);
+        break;
+    default: break;
+    }
+    for (int i = 0; i < x->n; i++) refs(R, x->k[i], region);
+}
+
+static int has_barrier(const tk_ir *s);
+
+static void plan_region(blk *R, const tk_ir *b, int i, int j) {
+    int region = R->nregion++;
+    for (int k = i; k < j; k++) {
+        const tk_ir *x = b->k[k];
+        int l = (x->op == IR_ASSIGN || x->op == IR_FOR || x->op == IR_LFILL) ? x->local : -1;
+        if (l >= 0 && R->region[l] == -1) {
+            int reads = 0;
+            for (int q = 0; q < (x->op == IR_FOR ? 3 : x->n) && !reads; q++) { /* a loop's bounds, not its body */
+                int saved = R->region[l];
+                refs(R, x->k[q], region);
+                reads = R->region[l] != saved; /* its own value read where it is set */
+                R->region[l] = saved;
+            }
+            if (!reads) R->first_def[l] = 1;
+        }
+        refs(R, x, region);
+    }
+}
+
+static void plan(blk *R, const tk_ir *b) {
+    int i = 0;
+    while (i < b->n) {
+        if (!has_barrier(b->k[i])) {
+            int j = i;
+            while (j < b->n && !has_barrier(b->k[j])) j++;
+            plan_region(R, b, i, j);
+            i = j;
+            continue;
+        }
+        const tk_ir *x = b->k[i++];
+        switch (x->op) {
+        case IR_BLOCK: plan(R, x); break;
+        case IR_IF: refs(R, x->k[0], -3); plan(R, x->k[1]); plan(R, x->k[2]); break;
+        case IR_WHILE: refs(R, x->k[0], -3); plan(R, x->k[1]); break;
+        case IR_FOR:
+            for (int k = 0; k < 3; k++) refs(R, x->k[k], -3);
+            use(R, x->local, -3);
+            plan(R, x->k[3]);
+            break;
+        default: break;
+        }
+    }
 }
 
 /* for (t = 0; t < B; t++) { stmts[i, j) } */
@@ -161,7 +238,15 @@ void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s) {
     e->b = &tname;
     local_name(e, s->local);
     e->b = saved;
-    blk R = {e, s, s->c.i, tname.s, 0};
+    blk R = {e, s, s->c.i, tname.s, 0, tk_alloc(&e->C->arena, sizeof(int) * ((size_t)S->nlocals + 1)),
+             tk_alloc(&e->C->arena, (size_t)S->nlocals + 1), 0};
+    for (int i = 0; i < S->nlocals; i++) R.region[i] = -1;
+    plan(&R, s->k[1]);
+    char *scalar = tk_alloc(&e->C->arena, (size_t)S->nlocals + 1);
+    for (int i = 0; i < S->nlocals; i++) {
+        scalar[i] = !keep[i] && R.region[i] >= 0 && R.first_def[i];
+        keep[i] |= scalar[i];
+    }
     I(e); P(e, "for (int64_t i_ = lo_; i_ < hi_; i_++) { /* a block */\n");
     e->ind++;
     for (int i = 0; i < S->nlocals; i++) {
@@ -171,6 +256,7 @@ void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s) {
         P(e, "%s ", l->ty.kind == TY_ARRAY ? tk_local_elem_type(l, ctype(e, l->ty.dt)) : ctype(e, l->ty.dt));
         local_name(e, i);
         if (!keep[i]) P(e, "[%lld]", (long long)R.B); /* one per thread */
+        else if (scalar[i]) P(e, " /* the thread's own, within one region */");
         if (l->ty.kind == TY_ARRAY) P(e, "[%lld]", (long long)(tk_local_elems(l) > 0 ? tk_local_elems(l) : 1));
         P(e, " = {0}; (void)");
         local_name(e, i);
