@@ -22,10 +22,11 @@
  *
  * A statement that holds a barrier -- an if, a for or a while around one --
  * runs once for the whole block: its condition or bounds are evaluated for
- * thread 0, and then for every other thread, which must agree (the compiler
- * has refused conditions that depend on t through locals; one that reads
- * memory it cannot judge, so the CPU checks, and a disagreement raises
- * ValueError naming the loop's line).  A for loop's variable is then set
+ * thread 0, and, where they read memory, for every other thread, which must
+ * agree (the compiler has refused conditions that depend on t through
+ * locals, so one of locals and constants agrees; one that reads memory it
+ * cannot judge, so the CPU checks, and a disagreement raises ValueError
+ * naming the loop's line).  A for loop's variable is then set
  * in every thread before its body's regions run.  A jump out of a region
  * was refused by the compiler, so each region is a plain loop.
  *
@@ -141,13 +142,23 @@ static void region(blk *R, tk_ir *b, int i, int j) {
     I(e); P(e, "}\n");
 }
 
+/* Whether x reads memory (an array, a shared one, through a call) or an atomic's result. */
+static int reads_memory(const tk_ir *x) {
+    if (x->op == IR_LOAD || x->op == IR_LLOAD || x->op == IR_CALL || x->op == IR_ATOMIC) return 1;
+    for (int i = 0; i < x->n; i++)
+        if (reads_memory(x->k[i])) return 1;
+    return 0;
+}
+
 /* Value x (an expression of type C type `ct`) of thread 0 into a constant
- * named `name`, then the other threads' checked against it. */
+ * named `name`, then the other threads' checked against it -- where it
+ * reads memory: one of locals and constants only is the same in every
+ * thread, since the compiler refused those computed from t (lower_blocks.c). */
 static void uniform(blk *R, tk_ir *x, const char *ct, const char *name) {
     tk_emitter *e = R->e;
     I(e); P(e, "%s = 0;\n", R->t);
     I(e); P(e, "const %s %s = ", ct, name); ex(e, x); P(e, ";\n");
-    if (ir_is_const(x)) return;
+    if (!reads_memory(x)) return;
     I(e); P(e, "for (%s = 1; %s < %lld; %s++) if ((", R->t, R->t, (long long)R->B, R->t);
     ex(e, x);
     P(e, ") != %s) { %s(ctx, %d, 0, 0); return; }\n", name, e->D->fail_fn ? e->D->fail_fn : "abi->fail", R->pf->param);
