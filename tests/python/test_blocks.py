@@ -195,7 +195,8 @@ def operands(n=45, k=37, m=29, seed=0):
 def test_block_sum_on_the_cpu_and_in_debug_mode():
     x = np.random.default_rng(1).random(1000, dtype=np.float32)
     nb = (len(x) + BS - 1) // BS
-    for k in (bsum, tack.kernel(block_sum, jit=False)):
+    for k in (bsum, tack.kernel(block_sum, jit=False), tack.kernel(block_sum, check_races=True),
+              tack.kernel(block_sum, jit=False, check_races=True)):  # the race check leaves blocks loops alone
         out = np.zeros(nb, np.float32)
         k(x, out)
         np.testing.assert_allclose(out, sums(x, nb), rtol=1e-5)
