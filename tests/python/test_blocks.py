@@ -502,6 +502,18 @@ def test_misuse_is_a_compile_error(fn, args, match):
             k(x, *args)
 
 
+def test_a_blocks_threads_arrays_must_fit_the_cpus_stack():
+    # the CPU holds a block's 1024 threads at once: 1024 arrays of 2000 doubles do not fit 1 MiB
+    def k(x):
+        for b, t in tack.blocks(1, 1024):
+            a = np.zeros(2000)
+            a[0] = t
+            tack.barrier()
+            x[t] = a[0]
+    with pytest.raises(tack.CompileError, match="take 16408576 bytes"):
+        tack.kernel(k)(np.zeros(1024))
+
+
 def test_shared_limit_is_the_targets():
     # 40 KiB fits the CPU's and CUDA's 48 KiB but not OpenCL's or Metal's 32 KiB
     def k40(x):
