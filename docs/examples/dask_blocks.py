@@ -13,9 +13,14 @@ worker processes, which get the kernel and the Tack array of weights by pickling
 
     uv sync --extra dask
     .venv/bin/python docs/examples/dask_blocks.py --shape 512 384 --chunks 128 --steps 4
+
+``--device`` runs the kernel on another device (each block copied there and back);
+``--output-dir`` draws the field before and after, with the blocks' edges, as
+dask_blocks.png (matplotlib).
 """
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -32,24 +37,52 @@ def smooth(block, out, weights):
                                                             + block[i, j - 1] + block[i, j + 1])
 
 
-def smooth_block(block, weights):
+def smooth_block(block, weights, device="cpu"):
     """One block with its ghost ring in, the smoothed block (ring included) out.
 
     The kernel takes NumPy arrays as they are (borrowed, no copy) when they are
-    C-contiguous; Dask's blocks nearly always are, and ascontiguousarray makes sure."""
+    C-contiguous; Dask's blocks nearly always are, and ascontiguousarray makes sure.
+    On another device the block goes there and the result comes back (copies)."""
     block = np.ascontiguousarray(block)
     out = np.empty_like(block)
     out[0, :], out[-1, :], out[:, 0], out[:, -1] = block[0, :], block[-1, :], block[:, 0], block[:, -1]
-    smooth(block, out, weights)
-    return out
+    if device == "cpu":
+        smooth(block, out, weights)
+        return out
+    there, result = tack.array(block, device=device), tack.array(out, device=device)
+    smooth(there, result, weights.to(device))
+    return result.numpy()
 
 
-def smoothed(field, weights, steps):
+def smoothed(field, weights, steps, device="cpu"):
     """The lazy result: `steps` rounds of map_overlap over the Dask array `field`."""
     for _ in range(steps):
         field = field.map_overlap(smooth_block, depth=1, boundary="nearest", dtype=field.dtype,
-                                  weights=weights)
+                                  weights=weights, device=device)
     return field
+
+
+def draw(path, before, after, chunks, steps):
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is not installed: no picture")
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), constrained_layout=True)
+    for ax, (title, a) in zip(axes, (("the field", before), (f"after {steps} rounds, block by block", after))):
+        ax.imshow(a, cmap="viridis", vmin=0, vmax=1)
+        for k in range(chunks, a.shape[0], chunks):
+            ax.axhline(k - 0.5, color="white", lw=0.8)
+        for k in range(chunks, a.shape[1], chunks):
+            ax.axvline(k - 0.5, color="white", lw=0.8)
+        ax.set_title(title)
+        ax.set_axis_off()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    print(f"wrote {path}")
 
 
 def reference(values, weights, steps):
@@ -74,6 +107,8 @@ def main(argv=None):
     p.add_argument("--chunks", type=int, default=128, help="block edge length")
     p.add_argument("--steps", type=int, default=4, help="rounds of smoothing")
     p.add_argument("--scheduler", choices=("threads", "distributed", "both"), default="both")
+    p.add_argument("--device", default="cpu", help="where the kernel runs ('cpu', 'cuda:0', ...)")
+    p.add_argument("--output-dir", help="draw the field before and after as dask_blocks.png here (matplotlib)")
     args = p.parse_args(argv)
 
     tack.set_default_device("cpu")
@@ -81,7 +116,7 @@ def main(argv=None):
     weights = tack.array([0.5, 0.125], dtype=tack.f64)  # a Tack array the tasks share
     expected = reference(values, weights, args.steps)
     field = da.from_array(values, chunks=args.chunks)
-    result = smoothed(field, weights, args.steps)
+    result = smoothed(field, weights, args.steps, args.device)
     print(f"field {args.shape[0]} x {args.shape[1]} in {field.npartitions} blocks, {args.steps} steps")
 
     if args.scheduler in ("threads", "both"):
@@ -99,6 +134,8 @@ def main(argv=None):
             workers = len(client.scheduler_info()["workers"])
         assert np.array_equal(got, expected), np.abs(got - expected).max()
         print(f"distributed scheduler ({workers} worker processes): equal to NumPy")
+    if args.output_dir:
+        draw(os.path.join(args.output_dir, "dask_blocks.png"), values, got, args.chunks, args.steps)
     return 0
 
 

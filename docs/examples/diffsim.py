@@ -5,7 +5,7 @@ measures how far from the target it ends. tack.Tape records the 101 launches, ta
 the gradient of the miss with respect to the launch velocity, and plain gradient descent moves
 the velocity until the projectile lands on the target (docs/differentiation.md).
 
-    python docs/examples/diffsim.py [--output trajectory.png]
+    python docs/examples/diffsim.py [--device cpu] [--iterations 100] [--output trajectory.png]
 
 It prints the miss every few iterations and checks that it converged (under 1e-8 m^2 within
 the iterations documented in docs/differentiation.md); with VTK installed, --output draws the
@@ -81,8 +81,11 @@ def optimize(iterations=100, rate=0.16):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", help="draw the first and the last trajectory to this PNG (needs VTK)")
+    parser.add_argument("--device", default="cpu", help="where the arrays live and the kernels run")
+    parser.add_argument("--iterations", type=int, default=100, help="the most gradient steps to take")
     args = parser.parse_args()
-    v0, history = optimize()
+    tack.set_default_device(args.device)
+    v0, history = optimize(args.iterations)
     for it in range(0, len(history), 10):
         print(f"iteration {it:3d}: miss {history[it]:.3e} m^2")
     print(f"converged in {len(history) - 1} iterations: launch velocity {v0.numpy()[0].round(4)} m/s, "

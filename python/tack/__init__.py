@@ -67,6 +67,7 @@ from ._core import (  # noqa: E402
 )
 from ._array import array, asarray, copyto, dtype, empty, full, ones, zeros
 from ._interop import array_from_ptr, from_dlpack
+from ._cai import from_cuda_array_interface  # noqa: E402  (the CUDA Array Interface both ways)
 from ._structs import StructArray, array_field, struct
 
 __version__ = _core.__version__
@@ -106,14 +107,15 @@ def _installed(folder, name):
 # What the kernel front end (src/python/frontend*.c) needs from Python, handed
 # to the extension once here; the modules behind them are imported on first use.
 def _getsourcelines(fn):
-    from ._source import getsourcelines
+    from ._source import cell_name, getsourcelines
 
     lines, first = getsourcelines(fn)
     if getattr(_debug_checking, "active", False):  # debug mode's compile check: breakpoint() is allowed
         from ._debug import without_breakpoints
 
         lines = without_breakpoints(lines)
-    return lines, first
+    cell = cell_name(getattr(getattr(fn, "__code__", None), "co_filename", None))
+    return (lines, first) if cell is None else (lines, first, cell)  # a notebook cell: its name, for the module
 
 
 _debug_checking = __import__("threading").local()
@@ -122,7 +124,9 @@ _debug_checking = __import__("threading").local()
 def _getline(filename, lineno):
     import linecache
 
-    return linecache.getline(filename, lineno)
+    from ._source import cell_file
+
+    return linecache.getline(cell_file(filename), lineno)  # "Cell In[3]": the cell's text
 
 
 def _struct_call(kernel, args, kwargs, method):
@@ -172,7 +176,7 @@ del _offer_ziglang
 
 __all__ = [
     "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
-    "array_from_ptr", "from_dlpack", "struct", "array_field", "StructArray",
+    "array_from_ptr", "from_dlpack", "from_cuda_array_interface", "struct", "array_field", "StructArray",
     "devices", "get_default_device", "set_default_device", "synchronize", "__version__",
     "get_include", "get_library",
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",

@@ -37,9 +37,11 @@ line, never differentiated wrong: a store into an integer array of a value
 computed from floats, atomics other than add/sub, random draws, an array
 read by a loop that it or a later loop overwrites (the adjoint recomputes
 from the arrays as the kernel left them), and what is not supported yet:
-serial loops that carry a value between iterations, vectors, matrices,
-complex values, local arrays, structs, while/break/continue/return,
-values computed outside the parallel loops from differentiated inputs.
+serial loops that carry a value between iterations, transforms, local
+arrays, while/break/continue/return, values computed outside the parallel
+loops from differentiated inputs.  Vectors, matrices, quaternions and complex
+numbers reach the generator as their components (tack._autodiff_scalarize rewrites
+the tree first); structs as their leaves (tack._autodiff_structs).
 Serial loops whose locals are sums or the iteration's own are replayed
 (``_Gen.serial``); @tack.func calls are inlined (``_Gen.inline``); a
 stencil's loop is written in gather form (tack._autodiff_gather).  tack._autodiff_run builds and
@@ -152,6 +154,11 @@ class _Gen:
     def error(self, msg, node):
         from ._structs import _compile_error
 
+        shown = getattr(self, "components", None)  # a vector's component local named as the vector
+        if shown:
+            msg = re.sub(r"'([^'\s]+)'", lambda m: f"'{shown[m.group(1)]}'" if m.group(1) in shown else m.group(0),
+                         msg)
+
         return _compile_error(f"{self.fn.__qualname__} cannot be differentiated: {msg}", node, self.fn, self.base)
 
     def fresh(self, what):
@@ -194,8 +201,8 @@ class _Gen:
     def check_local(self, name, node):
         t = self.local_types.get(name)
         if t is not None and t not in _FLOATS and t not in _INTS:
-            raise self.error(f"'{name}' is a {t} value; vectors, matrices, complex numbers and local arrays are "
-                             f"not differentiated yet (write the components as float locals)", node)
+            raise self.error(f"'{name}' is a {t} value; transforms and local arrays are not differentiated yet "
+                             f"(write the components as float locals)", node)
 
     def active(self, e):
         """Whether e's value is a float that depends on a differentiated input."""
@@ -243,6 +250,8 @@ class _Gen:
         if isinstance(e, ast.Attribute):
             if e.attr in ("shape", "ndim", "size"):
                 return False
+            if isinstance(e.value, ast.Name) and self.params.get(e.value.id, ("",))[0] == "other":
+                return False  # a part of a constant parameter (a complex scalar's .real)
             if isinstance(e.value, ast.Name) and (e.value.id in self.params or e.value.id in self.local_types):
                 raise self.error(f"{ast.unparse(e)}: components and parts (.x, .real ...) are not differentiated "
                                  f"yet", e)

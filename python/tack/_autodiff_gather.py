@@ -127,6 +127,51 @@ def _keep(stmts, want, rewrite=None):
     return out
 
 
+def _names(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _plain(e):
+    """e computes a value and does nothing else: no call but of a name or an attribute (the
+    intrinsics, casts and constructors the adjoint writes; @tack.func calls are inlined before
+    this), no walrus."""
+    for n in ast.walk(e):
+        if isinstance(n, ast.NamedExpr):
+            return False
+        if isinstance(n, ast.Call) and not isinstance(n.func, (ast.Name, ast.Attribute)):
+            return False
+    return True
+
+
+def _live(stmts):
+    """stmts less the assignments to locals that nothing after them reads: a gather pass keeps one
+    offset's contribution, and the rest of the recomputed iteration (the forward's values, the
+    other adds' partials) is dead there.  Without this the recomputation reads every array the
+    forward reads, once per offset, and its index checks keep the C compiler from dropping the
+    loads.  Conservative: anything but a plain assignment to a name (an if, a loop, an add into a
+    gradient, a store) is kept with every name it mentions live, and an assignment whose value may
+    do something (a call of a call, a walrus) is kept."""
+    live, out = set(), []
+    for st in reversed(stmts):
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and _plain(st.value):
+            target = st.targets[0].id
+            if target not in live:
+                continue
+            live.discard(target)
+            live |= _names(st.value)
+        elif isinstance(st, (ast.AugAssign, ast.AnnAssign)) and isinstance(st.target, ast.Name) \
+                and st.value is not None and _plain(st.value):
+            if st.target.id not in live:
+                continue
+            live |= _names(st.value)
+        else:
+            live |= _names(st)
+        out.append(st)
+    out.reverse()
+    return out
+
+
 def _gather_loops(gen, loop, arr, offs, bounds, fwd, init, rev):
     """The gather of `arr`'s shifted adds: [the interior's loop without bounds tests, the border
     strips' loops with them] (see the module's docstring)."""
@@ -173,7 +218,7 @@ def _gather_loops(gen, loop, arr, offs, bounds, fwd, init, rev):
     def body(tested):
         out = []
         for off in offs:
-            inner = renamed(fwd + init + _keep(rev, lambda site, o=off: site == (arr, o), index), off)
+            inner = _live(renamed(fwd + init + _keep(rev, lambda site, o=off: site == (arr, o), index), off))
             if not tested:
                 out.extend(inner)
                 continue

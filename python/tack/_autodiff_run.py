@@ -16,6 +16,8 @@ import re
 import weakref
 
 from . import _core
+from . import _autodiff_scalarize
+from . import _autodiff_structs
 from ._autodiff import _INTS, _Gen, _np
 
 # ------------------------------------------------------------------ builds
@@ -118,11 +120,8 @@ def build(kernel, args, kwargs):
     fn = kernel.py_func if isinstance(kernel, PythonKernel) else kernel.__wrapped__
     from . import _structs
 
-    if getattr(fn, "__tack_tree__", None) is not None or _structs.has_struct(args, kwargs):
-        from ._kernels import CompileError
-
-        raise CompileError(f"{fn.__qualname__} takes structs: kernels on structs are not differentiated yet (pass "
-                           f"the fields as float arrays)")
+    if _structs.has_struct(args, kwargs):  # callers expand a struct launch first (tack._autodiff_structs)
+        raise TypeError(f"{fn.__qualname__}: a launch on structs is differentiated through its struct build")
     bound, kinds = _param_kinds(fn, args, kwargs)
     table = _BUILDS.setdefault(kernel, {})
     quick = tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items())  # what the IR depends on
@@ -133,9 +132,19 @@ def build(kernel, args, kwargs):
         hit = table.get(key)
     if hit is None:
         fdef, base = _parse(fn)
-        gen = _Gen(kernel, fn, fdef, base, kinds, _local_types(ir))
+        if getattr(fn, "__tack_tree__", None) is not None:  # a struct build: its tree, numbered as the source's
+            import copy
+
+            fdef = copy.deepcopy(fn.__tack_tree__)
+        varr = _vector_arrays(bound)
+        gkinds = dict(kinds)
+        for p, ty in varr.items():  # to the adjoint, the float (or integer) array of its components
+            gkinds[p] = ("farray", ty.dt) if ty.dt in ("f32", "f64") else ("array", None)
+        gen = _Gen(kernel, fn, fdef, base, gkinds, _local_types(ir))
         gen.func_types, gen.func_returns = _func_types(ir)
         gen.top_names = set()
+        if _autodiff_scalarize.needs(gen, gen.fdef, varr):  # vectors, matrices, complex: as scalars
+            gen.fdef = _autodiff_scalarize.scalarize(gen, gen.fdef, varr)
         new, grads = gen.build()
 
         class _Rw:
@@ -147,9 +156,71 @@ def build(kernel, args, kwargs):
         opts = dict(checks=kernel.checks, fast_math=kernel.fast_math, flush_denormals=kernel.flush_denormals,
                     default_float=kernel.default_float, check_races=kernel.check_races, optimize=kernel.optimize)
         adj = PythonKernel(g, **opts) if isinstance(kernel, PythonKernel) else _core.Kernel(g, **opts)
-        hit = table[key] = (adj, grads, frozenset(gen.loaded), frozenset(gen.modified))
+        hit = table[key] = (adj, grads, frozenset(gen.loaded), frozenset(gen.modified), varr)
     table[quick] = hit
     return hit[0], bound, hit[1], kinds
+
+
+def _vector_arrays(bound):
+    """{parameter: Ty} of the arguments that are arrays of vectors, matrices or complex numbers."""
+    out = {}
+    for p, v in bound.arguments.items():
+        ty = _vector_type(v)
+        if ty is not None:
+            out[p] = ty
+    return out
+
+
+def _vector_type(v):
+    np = _np()
+    if isinstance(v, _core.Array):
+        return _autodiff_scalarize.dtype_type(v.dtype)
+    if isinstance(v, np.ndarray) and v.dtype.kind == "c" and v.dtype.itemsize in (8, 16):
+        return _autodiff_scalarize.Ty("c", (2,), "f32" if v.dtype.itemsize == 8 else "f64")
+    return None
+
+
+def _components(v, ty, what):
+    """The array of v's components (one more axis, two for matrices), sharing its memory: how the
+    adjoint takes an array of vectors, matrices or complex numbers and its gradient."""
+    np = _np()
+    comp = ty.shape
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind == "c" and ty.kind == "c" and v.dtype.itemsize == (8 if ty.dt == "f32" else 16):
+            return v[..., None].view(np.float32 if ty.dt == "f32" else np.float64)
+        if v.dtype == np.dtype(ty.dt.replace("f", "float").replace("i", "int")) and v.ndim >= len(comp) and \
+                tuple(v.shape[v.ndim - len(comp):]) == comp:
+            return v  # already the components
+    elif isinstance(v, _core.Array) and _autodiff_scalarize.dtype_type(v.dtype) is not None:
+        vt = _autodiff_scalarize.dtype_type(v.dtype)
+        if (vt.kind, vt.shape, vt.dt) == (ty.kind, ty.shape, ty.dt):
+            if v.strided:
+                raise ValueError(f"{what} is a strided view of {v.dtype.name} elements: differentiated arrays of "
+                                 f"vectors, matrices and complex numbers are contiguous (pass a copy)")
+            shape = tuple(v.shape) + comp
+            strides, c = [], 1
+            for d in reversed(shape):
+                strides.insert(0, c)
+                c *= d
+            sc = getattr(_core, ty.dt) if ty.kind == "c" else v.dtype.scalar
+            return v._field_view(sc, 0, shape, tuple(strides))
+    name = {"c": "complex", "q": "quat"}.get(ty.kind) or (f"vec{ty.shape[0]}" if ty.kind == "v" else
+                                                        f"mat{ty.shape[0]}{ty.shape[1]}")
+    raise TypeError(f"{what} is {getattr(v, 'dtype', type(v).__name__)}: the gradient of an array of {name} "
+                    f"({ty.dt} components) is an array of the same type and shape")
+
+
+def _adjoint_args(bound, varr):
+    """The kernel's arguments as its adjoint takes them: arrays of vectors as their components."""
+    if not varr:
+        return bound.args, bound.kwargs
+    import copy
+
+    b = copy.copy(bound)
+    b.arguments = dict(bound.arguments)
+    for p, ty in varr.items():
+        b.arguments[p] = _components(bound.arguments[p], ty, f"the argument for '{p}'")
+    return b.args, b.kwargs
 
 
 def _layout(v):
@@ -194,8 +265,14 @@ def adjoint(kernel, args, kwargs):
     """kernel.adjoint(*args, grads=None): the extension's autodiff hook (see docs/differentiation.md)."""
     kwargs = dict(kwargs)
     grads = kwargs.pop("grads", None) or {}
+    structs = _autodiff_structs.expand(kernel, args, kwargs)
+    if structs is not None:  # through the struct build, on the leaves (tack._autodiff_structs)
+        built, expanded, arrays, by_value = structs
+        grads = _autodiff_structs.leaf_grads(arrays, by_value, grads, f"{kernel.__qualname__}.adjoint")
+        return adjoint(built, expanded, {"grads": grads})
     adj, bound, names, kinds = build(kernel, args, kwargs)
     _check_aliases(kernel, bound)
+    varr = _varr(kernel, bound, kinds)
     extra = []
     for p in names:
         g = grads.get(p)
@@ -207,14 +284,22 @@ def adjoint(kernel, args, kwargs):
                 g = _scalar_grad(bound, kinds)
             else:
                 g = _zeros_like(bound.arguments[p])
+        if p in varr:
+            g = _components(g, varr[p], f"{kernel.__qualname__}.adjoint: the gradient for '{p}'")
         extra.append(g)
     unknown = set(grads) - set(names)
     if unknown:
         raise TypeError(f"{kernel.__qualname__}.adjoint: grads for {sorted(unknown)}, which are not float array or "
                         f"float scalar parameters (those are {names})")
+    a, kw = _adjoint_args(bound, varr)
     with _paused():
-        adj(*bound.args, *extra, **bound.kwargs)
+        adj(*a, *extra, **kw)
     return None
+
+
+def _varr(kernel, bound, kinds):
+    hit = _BUILDS[kernel].get(tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items()))
+    return hit[4] if hit is not None else {}
 
 
 _core._set_hooks(autodiff=adjoint)
@@ -296,7 +381,11 @@ class Tape:
         return g
 
     def gradient(self, array):
-        """The gradient of `array` after backward: its .grad, or the tape's own (None if it has none)."""
+        """The gradient of `array` after backward: its .grad, or the tape's own (None if it has none);
+        for a struct array, a struct array of its type holding its float leaves' gradients."""
+        lay = _autodiff_structs.struct_of(array)
+        if lay is not None:
+            return _autodiff_structs.gradient_of(self, array, *lay)
         if isinstance(array, _core.Array) and array.grad is not None:
             return array.grad
         hit = self._grads.get(_storage(array))
@@ -317,6 +406,15 @@ class Tape:
         if not seeds:
             raise ValueError("tape.backward: give the loss (a one-element array) or grads={array: seed}")
         for arr, seed in seeds:
+            lay = _autodiff_structs.struct_of(arr)
+            if lay is not None:  # a struct array: each float leaf seeded from the seed's
+                cls, leaves = lay
+                for leaf in leaves:
+                    if _autodiff_structs._float_leaf(leaf):
+                        view = _autodiff_structs.leaf_view(arr, cls, leaf, "tape.backward")
+                        _copy(self._grad_of(view), _autodiff_structs.leaf_view(seed, cls, leaf,
+                                                                              "tape.backward: the seed"))
+                continue
             g = self._grad_of(arr)
             if seed is None:
                 _fill(g, 1.0)
@@ -325,14 +423,18 @@ class Tape:
         self._check_overwrites()
         for kernel, args, kwargs in reversed(self._launches):
             adj, bound, names, kinds = build(kernel, args, kwargs)
+            varr = _varr(kernel, bound, kinds)
             extra = []
             for p in names:
                 if kinds[p][0] == "fscalar":
                     extra.append(_scalar_grad(bound, kinds))  # a scalar's gradient: kernel.adjoint(grads=...) gives it
+                elif p in varr:
+                    extra.append(_components(self._grad_of(bound.arguments[p]), varr[p], "tape.backward: a gradient"))
                 else:
                     extra.append(self._grad_of(bound.arguments[p]))
+            a, kw = _adjoint_args(bound, varr)
             with _paused():
-                adj(*bound.args, *extra, **bound.kwargs)
+                adj(*a, *extra, **kw)
 
     def _check_overwrites(self):
         """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's

@@ -593,12 +593,14 @@ class _Ctx:
     def call(self, f, *args, **kwargs):
         h = _CALLS.get(_key(f))
         if h is not None:
-            return h(self, *args, **kwargs)
+            return _vector_value(h(self, *args, **kwargs))
         if isinstance(f, _core.Kernel) and f.is_func:
             return _run_func(self, f, args, kwargs)
         if isinstance(f, _core.DType) and not f.shape:
             return _half_round(f, args[0]) if f is _core.f16 or f is _core.bf16 else convert(np.dtype(f.numpy), args[0])
-        return f(*args, **kwargs)
+        if isinstance(f, _core.DType) and not kwargs:
+            return _vector_value(_construct(f, args))
+        return _vector_value(f(*args, **kwargs))
 
     def math(self, fn, *args):
         """A math function of real scalars, in the type the compiler gives it."""
@@ -627,6 +629,34 @@ class _Ctx:
             r.tree = ("math", lambda *a: fn(*[np.float32(v) for v in a]), args)
             return r
         return float(r)
+
+
+def _construct(dt, args):
+    """tack.vec3(...), tack.mat33(...) as a kernel means them (lower_call.c's vec_ctor): no argument is
+    zeros, one scalar is every component of a vector and the diagonal of a matrix (tack.mat33(1.0)
+    is the identity); anything else converts as outside a kernel."""
+    if len(args) > 1 or (args and np.ndim(args[0]) != 0):
+        return dt(*args)
+    t = np.dtype(dt.numpy)
+    base, shape = t.base, tuple(dt.shape)
+    out = np.zeros(shape, base)
+    if args:
+        s = convert(base, args[0])
+        if len(shape) == 1:
+            out[...] = s
+        else:
+            np.fill_diagonal(out, s)
+    return out
+
+
+def _vector_value(r):
+    """A vector value computed in debug mode reads its components by name (v.x, (a + b).y), as an
+    element of a vector array does (tack._kernels._vector_view_type)."""
+    if type(r) is np.ndarray and r.ndim == 1 and 2 <= r.size <= 4:
+        from . import _kernels
+
+        return r.view(_kernels._vector_view_type())
+    return r
 
 
 def _is_bool(v):

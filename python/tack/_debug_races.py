@@ -295,6 +295,7 @@ def transform_class():
     import ast
 
     from . import _debug as D
+    from ._source import shown_file
 
     def races(name, *args):
         return ast.Call(func=ast.Attribute(value=D._c("races"), attr=name, ctx=ast.Load()),
@@ -304,7 +305,7 @@ def transform_class():
         def __init__(self, is_kernel, line_shift, fn):
             super().__init__(is_kernel, line_shift)
             self.where = ("kernel" if is_kernel else "func", fn.__name__)
-            self.file = fn.__code__.co_filename
+            self.file = shown_file(fn.__code__.co_filename)  # a notebook cell: its name, as compiled
             self.depth = 0
 
         def _site(self, node, value, index):

@@ -54,7 +54,25 @@ class CompileError(SyntaxError):
     types that do not go together.  Like SyntaxError it carries ``filename``,
     ``lineno``, ``offset`` (1-based column) and ``text`` (the source line), so
     the traceback shows the line with a caret under the offending code.
+    For a kernel defined in a notebook cell the message names the cell as
+    IPython does ("Cell In[3], line 4"); ``filename`` stays the file IPython
+    compiled the cell under, where linecache finds its text.
     """
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        from ._source import cell_file
+
+        if isinstance(self.filename, str):
+            self.filename = cell_file(self.filename)  # "Cell In[3]" from the module: the cell's file
+
+    def __str__(self):
+        from ._source import cell_name
+
+        cell = cell_name(self.filename)
+        if cell is None or self.lineno is None:
+            return super().__str__()
+        return f"{self.msg} ({cell}, line {self.lineno})"
 
 
 CompileError.__module__ = "tack"
@@ -531,7 +549,10 @@ class PythonKernel:
         if races is not None and races[0]:
             from . import _debug_races
 
-            ctx.races = _debug_races.Detector(self.__name__, self.py_func.__code__.co_filename, races, views)
+            from ._source import shown_file
+
+            ctx.races = _debug_races.Detector(self.__name__, shown_file(self.py_func.__code__.co_filename), races,
+                                              views)
         flag = _array._as_python
         flag.depth = getattr(flag, "depth", 0) + 1  # tack.zeros(...) in the body: a NumPy local array
         fpmode = None

@@ -12,12 +12,27 @@ inside brackets, a string or a continued line (then the next such line is
 tried), or take in the statement after the function.
 Whatever this does not recognise (lambdas, wrapped callables, functions
 without a file) goes to inspect, which also raises the errors.
+
+Notebooks.  IPython compiles each cell under a file name of its own and
+puts the cell's text in linecache under that name (ipykernel: a temporary
+file of the kernel's process, named by a hash of the cell's text; the
+terminal: "<ipython-input-3-...>"), so a kernel defined in a cell is read
+like one from a file, and a cell run again with changes is a new file name
+and a new function, compiled anew.  ``cell_name`` turns such a file name
+into the cell's name as IPython's tracebacks write it ("Cell In[3]"), from
+the shell's own table of cells (``get_ipython().compile._filename_map``,
+IPython 8) or the terminal's file name.  The front end records that name
+as the function's file (the run-time errors name the cell, and the kernel
+cache finds a notebook's kernels again after its kernel restarts), and
+CompileError's message names the cell and line (tack._kernels).
 """
 
 import ast
 import errno
 import inspect
 import linecache
+import re
+import sys
 import types
 
 
@@ -182,6 +197,10 @@ def getsourcelines(fn):
         except OSError as e:
             if e.errno is None:  # "could not get source code": was the file there but unreadable?
                 _raise_read_error(fn, e)
+                why = _NO_TEXT.get(getattr(getattr(fn, "__code__", None), "co_filename", None))
+                if why:
+                    raise OSError(f"{why}; define the kernel in a cell of its own, without the magic, "
+                                  f"and time its calls") from None
             raise
     _check_unchanged(fn, got[0])
     return got
@@ -209,3 +228,53 @@ def _raise_read_error(fn, no_source):
             return
         raise OSError(e.errno, f"cannot read the source of {code.co_name}() from {filename}: {e.strerror}",
                       filename) from e
+
+
+# ---------------------------------------------------------------- notebooks
+
+_TERMINAL_CELL = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
+_CELLS = {}  # "Cell In[3]" -> the file name IPython compiled that cell under (the latest)
+
+
+def cell_name(filename):
+    """The notebook cell a code object's file name stands for, as IPython
+    names it ("Cell In[3]"), or None for any other file."""
+    if not isinstance(filename, str):
+        return None
+    count = None
+    ipython = sys.modules.get("IPython")  # never imported here: only a running shell has cells
+    if ipython is not None:
+        try:
+            shell = ipython.get_ipython()
+            count = getattr(getattr(shell, "compile", None), "_filename_map", {}).get(filename)
+        except Exception:  # noqa: BLE001 - a shell without the table (older IPython): the name below
+            count = None
+    if count is None:
+        m = _TERMINAL_CELL.fullmatch(filename)
+        count = int(m.group(1)) if m else None
+    if not isinstance(count, int):
+        return None
+    name = f"Cell In[{count}]"
+    _CELLS[name] = filename
+    return name
+
+
+def shown_file(filename):
+    """The file name messages give for a function's code: its notebook cell's
+    name where it has one (as the compiled kernel's run-time errors give it)."""
+    return cell_name(filename) or filename
+
+
+def cell_file(name):
+    """The file name behind a cell's name from ``cell_name`` (the cell's text
+    is in linecache under it), else ``name`` itself."""
+    return _CELLS.get(name, name)
+
+
+# Names under which IPython compiles code without keeping its text: what the
+# "no source" error says instead of inspect's bare "could not get source code".
+_NO_TEXT = {
+    "<timed exec>": "the cell runs under %%time, which compiles it without keeping its text",
+    "<timed eval>": "the cell runs under %%time, which compiles it without keeping its text",
+    "<magic-timeit>": "the cell runs under %%timeit, which compiles it without keeping its text",
+}

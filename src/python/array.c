@@ -939,6 +939,34 @@ static PyObject *array_get_strided(PyObject *self, void *c) {
     (void)c;
     return PyBool_FromLong(tack_array_strides(ARR(self)) != NULL);
 }
+/* __cuda_array_interface__ (tack._cai): an AttributeError off CUDA and HIP, so hasattr() is false there */
+static PyObject *array_get_cai(PyObject *self, void *c) {
+    (void)c;
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    if (!st || !st->cai_export) {
+        PyErr_SetString(PyExc_AttributeError, "__cuda_array_interface__");
+        return NULL;
+    }
+    return PyObject_CallOneArg(st->cai_export, self);
+}
+/* _strides: the element strides of a strided view, None for C order (tack._cai) */
+static PyObject *array_get_strides(PyObject *self, void *c) {
+    (void)c;
+    const int64_t *t = tack_array_strides(ARR(self));
+    if (!t)
+        Py_RETURN_NONE;
+    int nd = tack_array_ndim(ARR(self));
+    PyObject *out = PyTuple_New(nd);
+    for (int i = 0; out && i < nd; i++) {
+        PyObject *v = PyLong_FromLongLong(t[i]);
+        if (!v) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(out, i, v);
+    }
+    return out;
+}
 static PyObject *array_get_device(PyObject *self, void *c) {
     return PyUnicode_FromString(tack_device_name(tack_array_device(ARR(self))));
 }
@@ -980,6 +1008,9 @@ static PyGetSetDef array_getset[] = {
     {"shared", array_get_shared, NULL, "whether the storage is shared with another library", NULL},
     {"T", array_get_T, NULL, "the transpose: a strided view with the axes reversed", NULL},
     {"strided", array_get_strided, NULL, "whether the array is a strided view (a step, a column, a transpose)", NULL},
+    {"_strides", array_get_strides, NULL, NULL, NULL},
+    {"__cuda_array_interface__", array_get_cai, NULL,
+     "the CUDA Array Interface (version 3) of an array on a CUDA or HIP device; see docs/interop.md", NULL},
     {"grad", tpy_array_get_grad, tpy_array_set_grad,
      "the gradient array (same shape, dtype and device) that tack.Tape.backward accumulates into, or None", NULL},
     {"requires_grad", tpy_array_get_requires_grad, tpy_array_set_requires_grad,

@@ -793,17 +793,27 @@ static void release_view(void *ctx) {
     tack_free(h);
 }
 
-/* _core.wrap_pointer(ptr, shape, dtype, writable=False, device=None) */
+/* An int address's owner (wrap_pointer's owner=): a reference dropped, under the GIL, when libtack
+ * releases the storage (any thread). */
+static void release_owner(void *ctx) {
+    if (interpreter_alive()) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        Py_DECREF((PyObject *)ctx);
+        PyGILState_Release(g);
+    }
+}
+
+/* _core.wrap_pointer(ptr, shape, dtype, writable=False, device=None, owner=None) */
 static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw) {
-    static char *names[] = {"ptr", "shape", "dtype", "writable", "device", NULL};
-    PyObject *ptr, *shape_obj, *dtype_obj, *device_obj = Py_None;
+    static char *names[] = {"ptr", "shape", "dtype", "writable", "device", "owner", NULL};
+    PyObject *ptr, *shape_obj, *dtype_obj, *device_obj = Py_None, *owner = Py_None;
     int writable = 0, ndim = 0;
     int64_t shape[TACK_MAX_NDIM];
     tack_dtype dt;
     tack_array *arr = NULL;
     tpy_state *st = tpy_get_state(m);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|pO:wrap_pointer", names, &ptr, &shape_obj, &dtype_obj,
-                                     &writable, &device_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|pOO:wrap_pointer", names, &ptr, &shape_obj, &dtype_obj,
+                                     &writable, &device_obj, &owner))
         return NULL;
     if (tpy_parse_shape(shape_obj, shape, &ndim) < 0 || tpy_dtype_from_object(st, dtype_obj, &dt) < 0)
         return NULL;
@@ -831,8 +841,14 @@ static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw) {
         if (!p && !empty)
             return PyErr_Format(PyExc_ValueError, "array_from_ptr(): address 0 (NULL) cannot hold the elements of shape %R",
                                 shape_obj);
-        if (tack_array_wrap(dev, dt, ndim, shape, p, writable, NULL, NULL, &arr) != TACK_OK)
-            return tpy_raise();
+        /* owner=: an object kept alive while the memory is used (the exporter of a
+         * __cuda_array_interface__, tack._cai); its reference goes to the storage */
+        int owned = owner != Py_None;
+        if (owned)
+            Py_INCREF(owner);
+        if (tack_array_wrap(dev, dt, ndim, shape, p, writable, owned ? release_owner : NULL, owned ? owner : NULL,
+                            &arr) != TACK_OK)
+            return tpy_raise(); /* the release ran: the reference is gone either way */
         return tpy_array_new(st, arr);
     }
     if (!PyObject_CheckBuffer(ptr))
@@ -923,7 +939,7 @@ static PyMethodDef dlpack_module_methods[] = {
     {"_c_exchange_cost", py_c_exchange_cost, METH_VARARGS, NULL},
     {"_refuse_lazy_view", py_refuse_lazy_view, METH_O, NULL},
     {"wrap_pointer", (PyCFunction)(void (*)(void))py_wrap_pointer, METH_VARARGS | METH_KEYWORDS,
-     "wrap_pointer(ptr, shape, dtype, writable=False, device=None) -> Array borrowing the memory"},
+     "wrap_pointer(ptr, shape, dtype, writable=False, device=None, owner=None) -> Array borrowing the memory"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -556,7 +556,7 @@ int fe_function(fe_module *mc, PyObject *key, PyObject *fn, tack_function_kind k
     if (!body || fe_env_init(&f, fn, body) < 0)
         goto done;
     cname = PyUnicode_AsUTF8(f.name);
-    cfile = PyUnicode_AsUTF8(f.filename);
+    cfile = PyUnicode_AsUTF8(f.shown ? f.shown : f.filename);
     csrc = PyUnicode_AsUTF8(original);
     if (!cname || !cfile || !csrc)
         goto done;
@@ -603,6 +603,7 @@ done:
     Py_XDECREF(f.locals);
     Py_XDECREF(f.lines);
     Py_XDECREF(f.filename);
+    Py_XDECREF(f.shown);
     return r;
 }
 

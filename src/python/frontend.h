@@ -53,7 +53,9 @@ typedef struct {
     PyObject *cells;       /* dict: free variable name -> cell (new ref) */
     PyObject *locals;      /* set of names assigned in the function or parameters */
     PyObject *lines;       /* list of the original source lines (str) */
-    PyObject *filename;    /* str */
+    PyObject *filename;    /* str: the code's co_filename, which CompileError carries */
+    PyObject *shown;       /* str or NULL: the name the module records instead (a notebook
+                              cell's "Cell In[3]", from the getsourcelines hook) */
     int first_line;        /* file line of source line 1 */
     int shift;             /* lines put before the source to parse it (see fe_parse) */
     int chain_tmp;         /* counter for chained-assignment temporaries */

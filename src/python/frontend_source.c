@@ -22,6 +22,14 @@
  * the offending code.  Columns: Python's col_offset counts UTF-8 bytes;
  * Tack's nodes use 0-based and CompileError 1-based character columns, so
  * non-ASCII lines are counted again in characters.
+ *
+ * A function defined in a notebook cell lives in a file IPython made up (a
+ * temporary file of the kernel's process, or "<ipython-input-3-...>").  The
+ * hook then returns a third item, the cell's name ("Cell In[3]"), which the
+ * module records as the function's file: the run-time errors and race
+ * reports name the cell, and the generated source, hence the kernel cache's
+ * key, is the same after a restart of the notebook's kernel.  CompileError
+ * keeps the real file, which IPython's tracebacks map to the cell themselves.
  */
 #include "frontend.h"
 
@@ -263,13 +271,16 @@ PyObject *fe_parse(fe_func *f, PyObject *fn, PyObject **original) {
             no_source_error(fn);
         goto done;
     }
-    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2 || !PyList_Check(PyTuple_GET_ITEM(res, 0)) ||
+    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) < 2 || PyTuple_GET_SIZE(res) > 3 ||
+        !PyList_Check(PyTuple_GET_ITEM(res, 0)) ||
         PyList_GET_SIZE(PyTuple_GET_ITEM(res, 0)) == 0 ||
         !PyUnicode_Check(PyList_GET_ITEM(PyTuple_GET_ITEM(res, 0), 0))) {
         PyErr_SetString(PyExc_TypeError, "getsourcelines returned no source");
         goto done;
     }
     f->lines = Py_NewRef(PyTuple_GET_ITEM(res, 0));
+    if (PyTuple_GET_SIZE(res) == 3 && PyUnicode_Check(PyTuple_GET_ITEM(res, 2)))
+        f->shown = Py_NewRef(PyTuple_GET_ITEM(res, 2)); /* a notebook cell's name */
     lnum = PyTuple_GET_ITEM(res, 1);
     f->first_line = (int)PyLong_AsLong(lnum);
     if (f->first_line == -1 && PyErr_Occurred())

@@ -379,6 +379,20 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         if (!arr)
             return reraise_for_param(k, i);
         c->temps[i] = arr;
+    } else if (k->st->cai_import && PyObject_HasAttrString(obj, "__cuda_array_interface__")) {
+        /* Numba's device arrays and the like: wrapped by tack._cai, held for the call */
+        PyObject *wrapped = PyObject_CallOneArg(k->st->cai_import, obj);
+        if (!wrapped)
+            return reraise_for_param(k, i);
+        if (!PyObject_TypeCheck(wrapped, k->st->ArrayType)) {
+            Py_DECREF(wrapped);
+            PyErr_SetString(PyExc_TypeError, "the __cuda_array_interface__ hook did not return a tack.Array");
+            return reraise_for_param(k, i);
+        }
+        arr = ((TackArrayObject *)wrapped)->arr;
+        tack_array_retain(arr);
+        Py_DECREF(wrapped);
+        c->temps[i] = arr;
     } else {
         return arg_error(k, i, PyExc_TypeError, ACCEPTED_KINDS, obj);
     }

@@ -218,17 +218,18 @@ static PyObject *py_targets(PyObject *m, PyObject *unused) {
 }
 
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
-    static char *names[] = {"repr", "compile_error", "getsourcelines", "getline", "race_warning", "reduce",
-                            "race_error", "struct_call", "autodiff", NULL};
+    static char *names[] = {"repr",       "compile_error", "getsourcelines", "getline",    "race_warning", "reduce",
+                            "race_error", "struct_call",   "autodiff",       "cai_export", "cai_import",   NULL};
     PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL, *red = NULL, *re = NULL, *sc = NULL;
-    PyObject *ad = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red, &re,
-                                     &sc, &ad))
+    PyObject *ad = NULL, *cx = NULL, *ci = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red, &re,
+                                     &sc, &ad, &cx, &ci))
         return NULL;
     if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl)) || (red && !PyCallable_Check(red)) ||
-        (sc && !PyCallable_Check(sc)) || (ad && !PyCallable_Check(ad))) {
-        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, struct_call, autodiff and reduce "
-                                         "must be callable");
+        (sc && !PyCallable_Check(sc)) || (ad && !PyCallable_Check(ad)) || (cx && !PyCallable_Check(cx)) ||
+        (ci && !PyCallable_Check(ci))) {
+        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, struct_call, autodiff, reduce, "
+                                         "cai_export and cai_import must be callable");
         return NULL;
     }
     tpy_state *st = tpy_get_state(m);
@@ -250,6 +251,10 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
         Py_XSETREF(st->struct_call, Py_NewRef(sc));
     if (ad)
         Py_XSETREF(st->autodiff, Py_NewRef(ad));
+    if (cx)
+        Py_XSETREF(st->cai_export, Py_NewRef(cx));
+    if (ci)
+        Py_XSETREF(st->cai_import, Py_NewRef(ci));
     Py_RETURN_NONE;
 }
 
@@ -479,7 +484,7 @@ static PyMethodDef module_methods[] = {
      "_config_check(): ValueError naming a TACK_* variable whose value could not be read"},
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
      "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=, struct_call=, "
-     "autodiff=): what the package hands the extension at import (the extension imports none of tack's modules itself)"},
+     "autodiff=, cai_export=, cai_import=): what the package hands the extension at import (the extension imports none of tack's modules itself)"},
     {"_set_tape", py_set_tape, METH_O,
      "_set_tape(hook or None): the recording tack.Tape's hook, called (kernel, args, kwargs) after every launch"},
     {NULL, NULL, 0, NULL},
@@ -519,6 +524,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->default_device);
     Py_VISIT(st->repr_hook);
     Py_VISIT(st->reduce_hook);
+    Py_VISIT(st->cai_export);
+    Py_VISIT(st->cai_import);
     Py_VISIT(st->getsourcelines);
     Py_VISIT(st->getline);
     Py_VISIT(st->struct_call);
@@ -544,6 +551,8 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->default_device);
     Py_CLEAR(st->repr_hook);
     Py_CLEAR(st->reduce_hook);
+    Py_CLEAR(st->cai_export);
+    Py_CLEAR(st->cai_import);
     Py_CLEAR(st->getsourcelines);
     Py_CLEAR(st->getline);
     Py_CLEAR(st->struct_call);

@@ -46,6 +46,11 @@ typedef struct {
                                            tack._structs (struct arrays and values), set likewise */
     PyObject *autodiff;                 /* hook (kernel, args, kwargs) -> kernel.adjoint's result
                                            (tack._autodiff), set likewise */
+    PyObject *cai_export;               /* hook (array) -> its __cuda_array_interface__ dict, or
+                                           AttributeError off CUDA and HIP (tack._cai), set likewise */
+    PyObject *cai_import;               /* hook (obj) -> a tack.Array on the memory obj's
+                                           __cuda_array_interface__ describes (tack._cai): a kernel
+                                           argument that is neither buffer nor DLPack producer */
     PyObject *tape;                     /* NULL, or while a tack.Tape records: called with (kernel,
                                            args, kwargs) after each launch (_core._set_tape) */
     PyObject *numpy;                    /* the numpy module, imported on first use */

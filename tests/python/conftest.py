@@ -71,3 +71,15 @@ def _cpu_default():
                 tack._core._config_set(n, value)
             else:
                 tack.config.reset(n)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """What the language suite's per-target runs covered (each test that reads
+    a run records a line: _suite.RUNS), printed under -q too, so every CI log
+    says how many kernels each target compiled."""
+    lines = sorted({value for report in terminalreporter.stats.get("passed", [])
+                    for key, value in getattr(report, "user_properties", ()) if key == "language_suite"})
+    if lines:
+        terminalreporter.write_sep("-", "the language suite, per target")
+        for line in lines:
+            terminalreporter.write_line(line)

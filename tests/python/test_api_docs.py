@@ -109,3 +109,10 @@ def test_an_undocumented_python_name_is_reported():
     GEN._describe("demo.Documented", Documented, missing)
     GEN._describe("demo.bare", bare, missing)
     assert missing == ["demo.Documented.method", "demo.bare"]
+
+
+def test_a_members_dunder_text_is_not_read_as_bold():
+    # "__array__(dtype=None)" in a member's line rendered as a bold "array" (on GitHub and the site)
+    assert GEN._dunders_escaped("__array__(dtype=None) -> a `__x__` copy") == \
+        "\\_\\_array\\_\\_(dtype=None) -> a `__x__` copy"
+    assert "- **`__array__`**: \\_\\_array\\_\\_(" in (ROOT / "docs" / "api" / "python.md").read_text()

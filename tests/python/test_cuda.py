@@ -312,13 +312,15 @@ def test_fast_math_kernels_compile_with_fast_math():
 
 
 @needs_nvrtc
-def test_language_suite_compiles_for_cuda(tmp_path):
+def test_language_suite_compiles_for_cuda(tmp_path, record_property):
     """Every kernel the language tests call, with the arguments they call it
     with, generates CUDA source that NVRTC compiles for sm_90 (and sm_80 under
     make test-all: _suite.ARCHS)."""
     summary = _suite.gpu_capture("cuda")
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']} ({f['arch']}):\n{f['error']}" for f in failures[:3])
+    record_property("language_suite", f"CUDA (NVRTC): {len(summary['kernels'])} kernels, {summary['compiled']} "
+                    f"compiles ({', '.join(_suite.ARCHS['cuda'])})")
     assert len(summary["kernels"]) >= 50
     assert summary["compiled"] == len(_suite.ARCHS["cuda"]) * len(summary["kernels"])
 

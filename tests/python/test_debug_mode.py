@@ -334,6 +334,21 @@ def local_arrays_of_vectors(out):
         out[i, 2] = v[0].z + v[1].z
 
 
+@case(lambda: [np.arange(4.0), np.zeros((4, 4))])
+def vector_values_by_name(x, out):
+    # constructors from one scalar (a vector's every component, a matrix's diagonal) and
+    # components of computed vectors read by name: debug mode failed both
+    for i in range(x.shape[0]):
+        a = tack.vec3d(0.5)
+        m = tack.mat33d(2.0)
+        b = tack.vec3d(x[i], 1.0, 2.0)
+        z = tack.vec3d()
+        out[i, 0] = (a + b).y + z.x
+        out[i, 1] = tack.normalize(b).x
+        out[i, 2] = (m @ b).z
+        out[i, 3] = tack.cross(a, b).z + m[1, 1]
+
+
 def host(x):
     return x.numpy() if isinstance(x, tack.Array) else np.asarray(x)
 

@@ -54,3 +54,89 @@ def test_raycast_runs(tmp_path):
         img = reader.GetOutput()
         assert img.GetDimensions() == (96, 72, 1)
         assert img.GetPointData().GetArray("depth").GetNumberOfTuples() == 96 * 72
+
+
+# The gallery's four examples written for it (docs/gallery/), run in this process at a small
+# size (a second or so each); `make docs` runs them bigger, with their pictures.
+def _example(script):
+    import importlib.util
+
+    name = "docs_example_" + script.removesuffix(".py")
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "docs/examples" / script)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+SMALL = {
+    "reaction_diffusion.py": (["--n", "32", "--steps", "400"], "reaction-diffusion: all checks passed"),
+    "nbody.py": (["--n", "64", "--steps", "20"], "n-body: all checks passed"),
+    "image_filter.py": (["--size", "64"], "image filtering: all checks passed"),
+    "monte_carlo.py": (["--samples", "200000", "--batches", "64"], "Monte Carlo: all checks passed"),
+}
+
+
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_gallery_example_runs_small(script, capsys):
+    argv, passed = SMALL[script]
+    _example(script).main([*argv, "--device", "cpu"])
+    assert passed in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("script, argv, says", [
+    ("reaction_diffusion.py", ["--n", "8"], "--n 8 --steps 4000: the grid needs 16 points a side"),
+    ("reaction_diffusion.py", ["--steps", "4"], "the check 5 steps"),
+    ("nbody.py", ["--n", "1"], "--n 1 --steps 200: needs two bodies"),
+    ("image_filter.py", ["--sigma", "0"], "--sigma 0.0: needs 16 pixels a side and a positive sigma"),
+    ("image_filter.py", ["--sigma", "nan"], "--sigma nan"),
+    ("monte_carlo.py", ["--samples", "10", "--batches", "64"], "--samples 10 --batches 64: needs a batch"),
+    ("monte_carlo.py", ["--batches", "0"], "--batches 0"),
+])
+def test_gallery_example_refuses_a_bad_size(script, argv, says, capsys):
+    with pytest.raises(SystemExit) as e:
+        _example(script).main(argv)
+    assert e.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_gallery_example_refuses_an_unknown_device(capsys):
+    with pytest.raises(Exception, match="nosuch"):
+        _example("nbody.py").main(["--n", "4", "--steps", "1", "--device", "nosuch:0"])
+
+
+def test_vtk_interop_sizes_its_image(capsys):
+    pytest.importorskip("vtkmodules", reason="VTK is not installed (uv sync --extra interop)")
+    example = _example("vtk_interop.py")
+    example.main(["--shape", "2", "2", "2"])  # 8 points: the check's write lands on the last one
+    assert "VTK interop: check passed" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        example.main(["--shape", "4", "0", "2"])
+    assert e.value.code == 2 and "--shape 4 0 2: every axis needs a point" in capsys.readouterr().err
+
+
+def _opencl():
+    import tack
+
+    if os.environ.get("TACK_TEST_ALL") != "1":
+        pytest.skip("the examples on PoCL's OpenCL device: make test-all (PoCL's compiles, ~2 s a kernel)")
+    if "opencl:0" not in tack.devices():
+        pytest.skip("no OpenCL device (make sysdeps-test installs PoCL)")
+
+
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_gallery_example_runs_on_opencl(script, capsys):
+    _opencl()
+    argv, passed = SMALL[script]
+    _example(script).main([*argv, "--device", "opencl:0"])
+    assert passed in capsys.readouterr().out
+
+
+def test_vtk_interop_copies_to_another_device(capsys):
+    _opencl()
+    pytest.importorskip("vtkmodules", reason="VTK is not installed (uv sync --extra interop)")
+    example = _example("vtk_interop.py")
+    image, scalars, exported, field = example.build_image((6, 5, 4), "opencl:0")
+    example.check(image, scalars, exported, field, (6, 5, 4))  # VTK's array untouched, the export a copy
+    assert field.device == "opencl:0" and image.GetPointData().GetScalars().GetName() == "radius_squared"

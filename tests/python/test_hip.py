@@ -124,7 +124,7 @@ def test_generated_hip_compiles(arch):
 
 
 @needs_hiprtc
-def test_language_suite_compiles_for_hip(tmp_path):
+def test_language_suite_compiles_for_hip(tmp_path, record_property):
     """Every kernel the language tests call, with the arguments they call it
     with, generates HIP source that hiprtc compiles for gfx90a (and gfx1030
     under make test-all: _suite.ARCHS; the other tests here build for both)."""
@@ -136,6 +136,8 @@ def test_language_suite_compiles_for_hip(tmp_path):
     assert not failures, "\n\n".join(f"{f['kernel']} ({f['arch']}):\n{f['error']}" for f in failures[:3])
     archs = _suite.ARCHS["hip"]
     print(f"hiprtc: {summary['compiled']} code objects for {len(summary['kernels'])} kernels ({', '.join(archs)})")
+    record_property("language_suite", f"HIP (hiprtc): {len(summary['kernels'])} kernels, {summary['compiled']} "
+                    f"code objects ({', '.join(archs)})")
     assert len(summary["kernels"]) >= 50
     assert summary["compiled"] == len(archs) * len(summary["kernels"])
 

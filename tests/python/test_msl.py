@@ -381,7 +381,7 @@ def test_the_check_rejects_wrong_msl(why, old, new, expect):
 
 # --------------------------------------------------- the language suite
 @needs_clang
-def test_language_suite_type_checks_as_msl(tmp_path):
+def test_language_suite_type_checks_as_msl(tmp_path, record_property):
     """Every kernel the language tests call, with the arguments they call it
     with, type-checks as MSL; one that Metal refuses (f64, 64-bit atomics,
     print) raises an error naming Metal, and is checked again with its
@@ -396,6 +396,8 @@ def test_language_suite_type_checks_as_msl(tmp_path):
     print(f"\nMSL: {checked} distinct sources type-checked ({demoted} of them with float64 made float32), "
           f"{len(set(summary.get('refused', [])))} refused as called, "
           f"{len(set(summary.get('refused_in_f32', [])))} refused in float32 too")
+    record_property("language_suite", f"Metal (MSL): {checked} distinct sources type-checked, {demoted} of them "
+                    f"with float64 made float32")
     assert checked >= 80 and demoted >= 15, summary["kernels"]  # 105 and 26 when written
 
 

@@ -237,19 +237,21 @@ def differential(tmp_path_factory):
     return _suite.watched("_opencl_diff"), pathlib.Path(_suite.opencl_sources())
 
 
-def test_language_suite_gives_the_cpu_results(differential):
+def test_language_suite_gives_the_cpu_results(differential, record_property):
     """Every kernel call of the language tests, run again on the OpenCL device
     with copies of its arguments, leaves the arrays as the CPU did (and fails
     with the same exception where the CPU's failed)."""
     s, _ = differential
     print({k: v for k, v in s.items() if k != "mismatches"})
+    record_property("language_suite", f"OpenCL (PoCL): {s['compared']} kernel calls run against the CPU's, "
+                    f"{len(list(differential[1].iterdir()))} distinct sources")
     assert not s["mismatches"], json.dumps(s["mismatches"][:5], indent=1)
     assert s["compared"] > 10_000, s
     assert s["errors_alike"] > 50, s
 
 
 @pytest.mark.skipif(_ocloc.library() is None, reason="libocloc not installed (Debian: intel-opencl-icd)")
-def test_intel_compiler_accepts_every_kernel(differential):
+def test_intel_compiler_accepts_every_kernel(differential, record_property):
     """Each distinct OpenCL source of the differential run compiles with
     libocloc to SPIR-V and native code for the strictest generation it fits:
     DG2 (Arc, Xe-HPG, which has no f64) when it needs no f64, else Ponte
@@ -283,6 +285,8 @@ def test_intel_compiler_accepts_every_kernel(differential):
             compiled += 1
             dg2 += device == "dg2"
     print(f"libocloc: {compiled} compiles ({dg2} for dg2, {second} for a second generation) of {len(paths)} sources")
+    record_property("language_suite", f"Intel (libocloc): {len(paths)} sources, {compiled} compiles ({dg2} for dg2, "
+                    f"{second} for a second generation)")
     assert not failures, "\n\n".join(failures[:3])
     assert len(paths) > 100 and dg2 > 50 and (second > 10 or not _suite.TEST_ALL) and compiled == len(jobs)
 

@@ -144,3 +144,23 @@ def test_the_performance_chapter_runs(tmp_path, monkeypatch):
         script.write_text(code)
         runpy.run_path(str(script))
     assert json.loads((tmp_path / "smooth-trace.json").read_text())["traceEvents"]
+
+
+OPENCL = next((d for d in tack.devices() if d.startswith("opencl")), None)
+
+
+@pytest.mark.skipif(OPENCL is None, reason="no OpenCL device (make test installs PoCL as root)")
+def test_opencl_launches_have_device_times_from_their_events():
+    """On OpenCL a launch's device time is read from its commands' profiling events (the first
+    phase's start to the last phase's end), when the profile stops."""
+    k = _kernel()
+    x = tack.array(np.ones(100_000), device=OPENCL)
+    y = tack.zeros(100_000, tack.f64, device=OPENCL)
+    k(2.0, x, y)  # built outside the profile
+    with tack.profile() as p:
+        for _ in range(3):
+            k(2.0, x, y)
+    np.testing.assert_array_equal(y.numpy(), 8.0)
+    launches = [e for e in p.events if e.kind == "launch"]
+    assert len(launches) == 3 and {e.device for e in launches} == {OPENCL}
+    assert all(e.device_ns > 0 for e in launches), launches

@@ -57,8 +57,9 @@ ASKS_FOR_DOUBLE = {
 
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (make test installs PoCL as root)")
-def test_the_language_suite_in_single_precision_needs_no_double():
+def test_the_language_suite_in_single_precision_needs_no_double(record_property):
     res = _suite.watched("_f32_capture")  # the suite's one watched run
+    record_property("language_suite", f"single precision (OpenCL): {res['checked']} kernels checked")
     assert res["checked"] > 250, res
     need = {entry.split(" ", 1)[0] for entry in res["need_fp64"]}
     unexpected = [e for e in res["need_fp64"] if e.split(" ", 1)[0] not in ASKS_FOR_DOUBLE]

@@ -228,3 +228,45 @@ def test_a_function_without_a_file_still_says_no_source():
     exec("import tack\n@tack.kernel\ndef k(x):\n    x[0] = 1\n", ns)
     with pytest.raises(TypeError, match="source code is not available"):
         ns["k"](np.zeros(1))
+
+
+def _cell(number, text):
+    """A function compiled as IPython's terminal compiles cell `number`:
+    under "<ipython-input-N-hash>", its text in linecache (no IPython here)."""
+    import linecache
+
+    name = f"<ipython-input-{number}-0123456789ab>"
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    ns = {"tack": tack}
+    exec(compile(text, name, "exec"), ns)
+    return name, ns
+
+
+def test_a_kernel_from_an_ipython_cell_names_the_cell():
+    # the errors say "Cell In[N]" as IPython's tracebacks do, and filename
+    # stays the name linecache has the text under (tests/python/test_notebook.py
+    # runs the same through a real Jupyter kernel)
+    name, ns = _cell(41, "@tack.kernel\ndef bad(x):\n    for i in range(x.shape[0]):\n        x[i] = nowhere\n")
+    with pytest.raises(tack.CompileError) as e:
+        ns["bad"](np.zeros(3))
+    assert str(e.value) == "name 'nowhere' is not defined (Cell In[41], line 4)"
+    assert e.value.filename == name and e.value.text.strip() == "x[i] = nowhere"
+    name, ns = _cell(42, "@tack.kernel\ndef far(x):\n    for i in range(x.shape[0]):\n        x[i + 5] = 1.0\n")
+    with pytest.raises(IndexError, match=r"kernel far, Cell In\[42\]:4\)"):
+        ns["far"](np.zeros(3))
+    assert "Cell In[42]" in ns["far"].generated_source(np.zeros(3))
+    # a type error found by the compiler core comes back with the module's file, the cell's
+    # name: filename and the source line are IPython's again
+    name, ns = _cell(43, "@tack.kernel\ndef typed(x):\n    for i in range(x.shape[0]):\n        x[i] = tack.dot(x[i], 2.0)\n")
+    with pytest.raises(tack.CompileError) as e:
+        ns["typed"](np.zeros(3))
+    assert str(e.value).endswith("(Cell In[43], line 4)") and str(e.value).startswith("dot() takes two vectors")
+    assert e.value.filename == name and e.value.text.strip() == "x[i] = tack.dot(x[i], 2.0)"
+    assert _source.cell_name("plain.py") is None and _source.cell_name(None) is None
+
+
+def test_a_kernel_under_time_magic_says_why_it_has_no_source():
+    ns = {"tack": tack}
+    exec(compile("@tack.kernel\ndef timed(x):\n    x[0] = 1.0\n", "<timed exec>", "exec"), ns)
+    with pytest.raises(TypeError, match=r"cannot compile 'timed'.*runs under %%time.*a cell of its own"):
+        ns["timed"](np.zeros(2))

@@ -2,8 +2,9 @@
 where a stream orders nothing (every call returns when its work is done) and
 an event records the host's clock: code written with streams runs there
 unchanged.  The GPU's ordering is tested against the fake HIP runtime
-(test_hip_fake.py::test_streams_and_events); the example in docs/backends.md
-runs in test_language_docs.py."""
+(test_hip_fake.py::test_streams_and_events) and for real on OpenCL (PoCL under
+make test: each stream a command queue, opencl_stream.c); the example in
+docs/backends.md runs in test_language_docs.py."""
 
 import numpy as np
 import pytest
@@ -60,10 +61,6 @@ def test_refusals_name_the_bad_value():
         tack.Stream("cpu", handle=5)
     with pytest.raises(TypeError, match="handle= takes"):
         tack.Stream("cpu", handle="x")
-    if "opencl:0" in tack.devices():  # a backend without streams yet says so
-        with pytest.raises(NotImplementedError, match="no streams or events"):
-            tack.Stream("opencl:0")
-
 
 
 def test_debug_mode_takes_the_same_stream_argument():
@@ -78,3 +75,98 @@ def test_debug_mode_takes_the_same_stream_argument():
     np.testing.assert_array_equal(x, 2)
     with pytest.raises(TypeError, match="stream= takes a tack.Stream"):
         inc_py(x, stream="cuda")
+
+
+# ------------------------------------------------------------ OpenCL (PoCL)
+OPENCL = next((d for d in tack.devices() if d.startswith("opencl")), None)
+needs_opencl = pytest.mark.skipif(OPENCL is None, reason="no OpenCL device (make test installs PoCL as root)")
+
+
+@tack.kernel
+def _scale(x, y, a):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * a
+
+
+@tack.kernel
+def _framed(x, out):  # serial code between two parallel loops: t lives in the program's frame
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 2.0
+    t = out[0] + 1.0
+    for i in range(out.shape[0]):
+        out[i] = out[i] + t
+
+
+@needs_opencl
+def test_opencl_streams_order_work_through_arrays_and_events():
+    n = 1 << 16
+    host = np.arange(n, dtype=np.float32)
+    x = tack.array(host, device=OPENCL)
+    y, z = tack.zeros(n, tack.f32, device=OPENCL), tack.zeros(n, tack.f32, device=OPENCL)
+    s1, s2 = tack.Stream(OPENCL), tack.Stream(OPENCL)
+    assert s1.device == OPENCL and s1.handle != 0 and s1.handle != s2.handle
+    start, end = tack.Event(OPENCL), tack.Event(OPENCL)
+    for _ in range(3):
+        with tack.stream(s1):
+            start.record()
+            for _ in range(4):
+                _scale(x, y, 2.0)
+            end.record()
+        _scale(y, z, 3.0, stream=s2)  # reads y, last written on s1: the runtime orders s2 after it
+        np.testing.assert_array_equal(np.asarray(z), host * 6)
+        y.fill(0)  # on the device's own queue, after s2's read of y
+        _scale(x, y, 1.0, stream=s2)
+        np.testing.assert_array_equal(np.asarray(y), host)
+    end.synchronize()
+    assert end.query() and 0 <= start.elapsed_time(end) < 60_000
+    # a cross-stream wait by an event, with no array between them
+    flag = tack.zeros(1, tack.f32, device=OPENCL)
+    with tack.stream(s1):
+        flag.fill(7)
+        done = s1.record()
+    s2.wait(done)
+    s2.synchronize()
+    assert float(np.asarray(flag)[0]) == 7
+
+
+@needs_opencl
+def test_opencl_program_frame_is_ordered_across_streams():
+    """Launches of one program share its frame buffer (a serial phase's scratch): a launch on
+    another stream than the last waits for it (opencl_launch.c), so results never mix."""
+    streams = [tack.Stream(OPENCL) for _ in range(3)]
+    xs = [tack.array(np.full(1000, k + 1, np.float32), device=OPENCL) for k in range(9)]
+    outs = [tack.zeros(1000, tack.f32, device=OPENCL) for _ in range(9)]
+    for _ in range(4):
+        for k in range(9):
+            _framed(xs[k], outs[k], stream=streams[k % 3])
+        for s in streams:
+            s.synchronize()
+        for k in range(9):
+            np.testing.assert_array_equal(np.asarray(outs[k]), 4.0 * (k + 1) + 1)
+
+
+@needs_opencl
+def test_opencl_graph_replays_on_a_stream():
+    x = tack.array(np.arange(8, dtype=np.float32), device=OPENCL)
+    y = tack.zeros(8, tack.f32, device=OPENCL)
+    s = tack.Stream(OPENCL)
+    with tack.capture(s) as g:
+        _scale(x, y, 5.0)
+        _scale(y, y, 2.0)
+    assert not np.asarray(y).any()  # nothing ran at capture time
+    g.launch()
+    s.synchronize()
+    np.testing.assert_array_equal(np.asarray(y), np.arange(8) * 10.0)
+    tack.copyto(x, np.ones(8, np.float32))  # new contents of a captured array are seen by the replay
+    g.launch(stream=s)
+    s.synchronize()
+    np.testing.assert_array_equal(np.asarray(y), 10.0)
+
+
+@needs_opencl
+def test_opencl_stream_refusals():
+    e = tack.Event(OPENCL, timing=True)
+    with pytest.raises(ValueError, match="has not been recorded"):
+        e.elapsed_time(tack.Event(OPENCL).record())
+    with pytest.raises(RuntimeError, match="the event is on cpu and the stream on opencl"):
+        tack.Event("cpu").record(tack.Stream(OPENCL))

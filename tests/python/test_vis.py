@@ -58,6 +58,19 @@ def test_slice_as_array_without_a_file():
     assert_not_blank(rgb)
 
 
+def test_a_figure_is_an_array_a_notebook_shows(tmp_path):
+    fig = vis.render_slice(volume()[2], None, size=(200, 150))
+    assert isinstance(fig, vis.Figure) and isinstance(fig, np.ndarray)
+    png = fig._repr_png_()  # what IPython and Jupyter call to show it
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    (tmp_path / "fig.png").write_bytes(png)
+    assert np.array_equal(read_png(tmp_path / "fig.png"), np.asarray(fig))  # VTK reads back the same pixels
+    # what NumPy computes from it is a plain array or scalar, shown as numbers
+    assert type(fig + 1) is np.ndarray and type(fig.sum()) is np.uint64 and type(np.asarray(fig)) is np.ndarray
+    assert fig[0]._repr_png_() is None and fig.astype(np.float32)._repr_png_() is None
+    assert fig[:0]._repr_png_() is None
+
+
 def test_volume_slices_png(tmp_path):
     path = vis.render_slices(tack.array(volume()), tmp_path / "slices.png", size=(200, 180),
                              title="radius squared")

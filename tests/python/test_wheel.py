@@ -133,7 +133,8 @@ def test_the_wheel_is_manylinux_and_carries_libtack_the_headers_and_the_license(
     with zipfile.ZipFile(dist["repaired"]) as whl:
         names = set(whl.namelist())
     for path in ("tack/__init__.py", "tack/lib/libtack.so", "tack/include/tack.h", "tack/include/tack_kernel.h",
-                 "tack/include/tack_dlpack.h", "tack/py.typed", f"tack_kernels-{VERSION}.dist-info/licenses/LICENSE"):
+                 "tack/include/tack_dlpack.h", "tack/py.typed", "tack/__init__.pyi", "tack/_core.pyi",
+                 f"tack_kernels-{VERSION}.dist-info/licenses/LICENSE"):
         assert path in names, path
     assert [n for n in names if re.fullmatch(r"tack/_core\.cpython-.*\.so", n)]
     # the public headers only: src/private/tack_private.h is exported, not installed

@@ -11,6 +11,11 @@ array when ``path`` is None):
 
 ``render(obj, path)`` picks one of them from what ``obj`` is.
 
+The array returned when ``path`` is None is a ``Figure``: a NumPy array in
+every way, which Jupyter and IPython also show as a picture (its
+``_repr_png_``), so a figure made as a cell's last expression appears
+under the cell.
+
 Inputs: a Tack array (or NumPy array) of shape (ny, nx) or (nz, ny, nx) --
 C order, so x varies fastest, as in VTK images; a ``vtkImageData``; a
 ``tack.interop.vtk.Dataset`` of kind "image"; for points, an (n, 3) or vec3
@@ -54,7 +59,7 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
         "tack.vis renders with VTK: `uv sync --extra interop` (or `pip install 'vtk>=9.7.1'`)"
     ) from _e
 
-__all__ = ["render", "render_slice", "render_slices", "render_points", "COLORMAPS"]
+__all__ = ["render", "render_slice", "render_slices", "render_points", "COLORMAPS", "Figure"]
 
 # Colour maps as a few anchor colours, interpolated in RGB.
 COLORMAPS = {
@@ -293,7 +298,7 @@ def _finish(win, path):
         w, h, _ = image.GetDimensions()
         rgb = _nps.vtk_to_numpy(image.GetPointData().GetScalars()).reshape(h, w, -1)
         win.Finalize()
-        return np.ascontiguousarray(rgb[::-1])  # VTK's first row is the bottom one
+        return np.ascontiguousarray(rgb[::-1]).view(Figure)  # VTK's first row is the bottom one
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = vtkPNGWriter()
@@ -309,6 +314,46 @@ def _finish(win, path):
 _AXES = {"x": 0, "y": 1, "z": 2, 0: 0, 1: 1, 2: 2}
 
 
+class Figure(np.ndarray):
+    """A rendered picture: an (h, w, 3) uint8 NumPy array (row 0 at the
+    top) that IPython and Jupyter display as the picture it is.
+
+    Everything NumPy does with it is what it does with the plain array it
+    views (``np.asarray(fig)`` is that array; arithmetic and reductions on
+    it give plain arrays); ``_repr_png_`` encodes it as
+    a PNG for the notebook, and gives nothing -- so the notebook shows the
+    array's text -- for an array derived from it that is no longer an RGB
+    picture.
+    """
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        # what ufuncs and reductions compute from a picture is a plain array (or scalar)
+        array = np.asarray(array).view(np.ndarray)
+        return array[()] if return_scalar else array
+
+    def _repr_png_(self):
+        if self.ndim != 3 or self.shape[2] not in (3, 4) or self.dtype != np.uint8 or 0 in self.shape:
+            return None
+        return _png(np.asarray(self))
+
+
+def _png(rgb):
+    """PNG bytes of an (h, w, 3 or 4) uint8 array: one IDAT of the rows,
+    each behind filter byte 0, deflated."""
+    import struct
+    import zlib
+
+    h, w, c = rgb.shape
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = np.concatenate([np.zeros((h, 1), np.uint8), np.ascontiguousarray(rgb).reshape(h, w * c)], axis=1)
+    header = struct.pack(">IIBBBBB", w, h, 8, 2 if c == 3 else 6, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6))
+            + chunk(b"IEND", b""))
+
+
 # ------------------------------------------------------------- figures
 
 def render_slice(data, path=None, *, field=None, axis="z", index=None, colormap="viridis",
@@ -321,7 +366,8 @@ def render_slice(data, path=None, *, field=None, axis="z", index=None, colormap=
     downwards in a z slice, z in an x or y slice), x (y in an x slice) to
     the right.  ``range`` (lo, hi) fixes the colour range; by default it spans
     the slice's values.  Writes a PNG to ``path`` and returns the path, or
-    returns the picture as an (h, w, 3) uint8 array when ``path`` is None.
+    returns the picture as an (h, w, 3) uint8 array (a ``Figure``, which a
+    notebook displays) when ``path`` is None.
     """
     img, name = _as_image(data, field)
     if axis not in _AXES:
@@ -362,7 +408,7 @@ def render_slices(data, path=None, *, field=None, colormap="viridis", range=None
     range (by default the whole volume's), with a colour bar on each.
 
     ``size`` is the size of one panel.  Returns the path, or the picture as
-    an (h, w, 3) uint8 array when ``path`` is None.
+    an (h, w, 3) uint8 array (a ``Figure``) when ``path`` is None.
     """
     img, name = _as_image(data, field)
     dims = img.GetDimensions()
@@ -445,7 +491,7 @@ def render_points(points, path=None, *, values=None, field=None, colormap="virid
     ``field`` names a point-data array of the dataset.  Without values the
     points are one colour.  ``view`` is "iso", "x", "y" or "z" (looking along
     that axis).  Returns the path, or the picture as an (h, w, 3) uint8 array
-    when ``path`` is None.
+    (a ``Figure``) when ``path`` is None.
     """
     pts, vals, name = _as_points(points, values, field)
     poly = _dm.vtkPolyData()

@@ -5,7 +5,7 @@
  * cc/gcc/clang on PATH, the ziglang wheel's `zig cc`: see "compiler choice"
  * below) into a shared library, which is loaded with dlopen.  Flags:
  * -O3 -march=native -fPIC -shared -fno-math-errno, fast-math flags only for
- * fast_math kernels, -DTK_VMATH=1 where glibc's vector math is used (below,
+ * fast_math kernels, -DTK_VMATH=N where glibc's vector math is used (below,
  * "vector math"), then TACK_CFLAGS.
  *
  * Disk cache: the library is kept under a key that hashes everything that
@@ -50,6 +50,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <gnu/libc-version.h>
+#endif
 
 #include "backends/cpu/cpu_jit.h"
 #include "runtime/races.h"
@@ -400,9 +404,11 @@ static void cpu_identity(hash2 *h) {
 /* Calls of exp, log, tanh, ... run in SIMD lanes through glibc's libmvec
  * (docs/design/decisions.md, "Vector math"): on by default where the library
  * is there -- x86-64 glibc whose libmvec.so.1 this process can load -- and
- * off with TACK_VECTOR_MATH=0.  The choice reaches the build as -DTK_VMATH=0
- * or 1 among the flags, so it is part of the cache key; what GCC needs is in
- * the prelude (dialect_c.c), clang needs -fveclib=libmvec on its command line
+ * off with TACK_VECTOR_MATH=0.  The choice reaches the build as -DTK_VMATH=N
+ * among the flags, N the minor version of the glibc this process runs (the
+ * prelude declares the vector variants that release has; it includes no
+ * header that would say it) or 0 for off, so it is part of the cache key;
+ * what GCC needs is in the prelude (dialect_c.c), clang needs -fveclib=libmvec on its command line
  * (clang 12 and later know it; zig cc is a recent clang).  The link names
  * -lmvec after -lm (as needed: a kernel without vector calls does not load
  * it): glibc's libm.so is a linker script that brings libmvec in, but zig
@@ -410,20 +416,23 @@ static void cpu_identity(hash2 *h) {
  * such script, and the library would load with an undefined _ZGV symbol.
  * The loader probe is done once per process. */
 static pthread_once_t mvec_once = PTHREAD_ONCE_INIT;
-static int mvec_there;
+static int mvec_there; /* glibc's minor version where libmvec loads (99 past 2.x), else 0 */
 
 static void mvec_probe(void) {
 #if defined(__x86_64__) && defined(__GLIBC__)
     void *h = dlopen("libmvec.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (h) {
-        mvec_there = 1;
+        int major = 0, minor = 0;
+        if (sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) == 2 && major >= 2)
+            mvec_there = major > 2 ? 99 : minor > 0 ? minor : 1;
         dlclose(h);
     } else
         (void)dlerror(); /* not a failure: no vector math */
 #endif
 }
 
-/* 1 on, 0 off, -1 a bad TACK_* variable, TACK_VECTOR_MATH=fast say (the error names it). */
+/* glibc's minor version (>= 1) on, 0 off, -1 a bad TACK_* variable,
+ * TACK_VECTOR_MATH=fast say (the error names it). */
 static int vector_math(void) {
     if (tk_config_env_check() != TACK_OK) return -1;
     if (!tk_config_int(TK_CFG_VECTOR_MATH)) return 0;

@@ -134,6 +134,13 @@ static void load(void) {
     REQ(clEnqueueNDRangeKernel);
 #undef REQ
 #define OPT(field) (*(void **)&api.field = dlsym(api.lib, #field))
+    OPT(clEnqueueMarkerWithWaitList);
+    OPT(clEnqueueBarrierWithWaitList);
+    OPT(clWaitForEvents);
+    OPT(clGetEventInfo);
+    OPT(clGetEventProfilingInfo);
+    OPT(clReleaseEvent);
+    OPT(clFlush);
     OPT(clSVMAlloc);
     OPT(clSVMFree);
     OPT(clEnqueueSVMFree);
@@ -300,7 +307,8 @@ static tack_status ocl_init_device(tack_device *d) {
     cl_context_properties props[3] = { TACK_CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0 };
     c->ctx = api.clCreateContext(props, 1, &c->dev, NULL, NULL, &r);
     CL(c->ctx ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateContext");
-    c->queue = api.clCreateCommandQueue(c->ctx, c->dev, 0, &r); /* in order, no profiling */
+    /* in order; profiled, so that an event recorded on it can time (opencl_stream.c) */
+    c->queue = api.clCreateCommandQueue(c->ctx, c->dev, TACK_CL_QUEUE_PROFILING_ENABLE, &r);
     CL(c->queue ? r : (r ? r : TACK_CL_OUT_OF_RESOURCES), "clCreateCommandQueue");
     if ((st = ocl_svm_choose(c, dver)) != TACK_OK) goto done;
     d->host_memory = c->svm; /* fine-grained SVM is host memory: DLPack says kDLCPU */
@@ -345,18 +353,18 @@ static tack_status ocl_copy(tack_device *d, void *dst, const void *src, size_t n
     if (n == 0) return TACK_OK;
     switch (kind) {
     case RT_COPY_H2D:
-        CL(api.clEnqueueWriteBuffer(c->queue, (cl_mem)dst, TACK_CL_TRUE, 0, n, src, 0, NULL, NULL),
+        CL(api.clEnqueueWriteBuffer(ocl_queue(d), (cl_mem)dst, TACK_CL_TRUE, 0, n, src, 0, NULL, NULL),
            "clEnqueueWriteBuffer");
         break;
     case RT_COPY_D2H:
-        CL(api.clEnqueueReadBuffer(c->queue, (cl_mem)src, TACK_CL_TRUE, 0, n, dst, 0, NULL, NULL),
+        CL(api.clEnqueueReadBuffer(ocl_queue(d), (cl_mem)src, TACK_CL_TRUE, 0, n, dst, 0, NULL, NULL),
            "clEnqueueReadBuffer");
         /* a synchronization point: a failed check of a kernel before it is reported */
         st = ocl_check_record(d);
         break;
     case RT_COPY_D2D:
         if (dst == src) break; /* the whole buffer onto itself */
-        CL(api.clEnqueueCopyBuffer(c->queue, (cl_mem)src, (cl_mem)dst, 0, 0, n, 0, NULL, NULL), "clEnqueueCopyBuffer");
+        CL(api.clEnqueueCopyBuffer(ocl_queue(d), (cl_mem)src, (cl_mem)dst, 0, 0, n, 0, NULL, NULL), "clEnqueueCopyBuffer");
         break;
     }
 done:
@@ -374,7 +382,7 @@ static tack_status ocl_fill(tack_device *d, void *dst, const void *value, size_t
         return tack_set_error(TACK_ERR_VALUE, "fill of %zu elements of %zu bytes overflows", count, itemsize);
     if (itemsize && itemsize <= 128 && (itemsize & (itemsize - 1)) == 0) {
         /* the pattern sizes OpenCL fills (powers of two up to 128); the pattern is copied when queued */
-        CL(api.clEnqueueFillBuffer(c->queue, (cl_mem)dst, value, itemsize, 0, total, 0, NULL, NULL),
+        CL(api.clEnqueueFillBuffer(ocl_queue(d), (cl_mem)dst, value, itemsize, 0, total, 0, NULL, NULL),
            "clEnqueueFillBuffer");
     } else {
         /* vec3 and the like: fill a host block once and copy it out */
@@ -383,7 +391,7 @@ static tack_status ocl_fill(tack_device *d, void *dst, const void *value, size_t
             goto done;
         }
         for (size_t i = 0; i < count; i++) memcpy(staging + i * itemsize, value, itemsize);
-        CL(api.clEnqueueWriteBuffer(c->queue, (cl_mem)dst, TACK_CL_TRUE, 0, total, staging, 0, NULL, NULL),
+        CL(api.clEnqueueWriteBuffer(ocl_queue(d), (cl_mem)dst, TACK_CL_TRUE, 0, total, staging, 0, NULL, NULL),
            "clEnqueueWriteBuffer");
     }
 done:
@@ -395,7 +403,8 @@ static tack_status ocl_synchronize(tack_device *d) {
     ocl_dev *c = d->state;
     tack_status st = TACK_OK;
     CL(api.clFinish(c->queue), "clFinish");
-    st = ocl_check_record(d);
+    st = rt_streams_sync(d); /* and every stream of the program's (opencl_stream.c) */
+    if (st == TACK_OK) st = ocl_check_record(d);
 done:
     return st;
 }
@@ -429,6 +438,7 @@ static const rt_backend ocl_backend = {
     .launch = ocl_launch,
     .unload = ocl_unload,
     .check_ptr = ocl_check_ptr,
+    .streams = &ocl_stream_ops,
 };
 
 const rt_backend *rt_backend_opencl(void) { return &ocl_backend; }

@@ -82,6 +82,13 @@ typedef struct _cl_event *cl_event;
 #define TACK_CL_DEVICE_SVM_COARSE_GRAIN_BUFFER (1ull << 0)
 #define TACK_CL_DEVICE_SVM_FINE_GRAIN_BUFFER (1ull << 1)
 #define TACK_CL_DEVICE_SVM_FINE_GRAIN_SYSTEM (1ull << 2)
+/* clCreateCommandQueue */
+#define TACK_CL_QUEUE_PROFILING_ENABLE (1ull << 1)
+/* clGetEventInfo, clGetEventProfilingInfo */
+#define TACK_CL_EVENT_COMMAND_EXECUTION_STATUS 0x11D3
+#define TACK_CL_COMPLETE 0x0
+#define TACK_CL_PROFILING_COMMAND_START 0x1282
+#define TACK_CL_PROFILING_COMMAND_END 0x1283
 /* clCreateContext */
 #define TACK_CL_CONTEXT_PLATFORM 0x1084
 /* clCreateBuffer */
@@ -140,6 +147,14 @@ typedef struct tack_opencl_api {
     cl_int (*clEnqueueNDRangeKernel)(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *offset,
                                      const size_t *global, const size_t *local, cl_uint nwait,
                                      const cl_event *wait, cl_event *ev);
+    /* events and markers (OpenCL 1.2), optional: streams and events need them (opencl_stream.c) */
+    cl_int (*clEnqueueMarkerWithWaitList)(cl_command_queue q, cl_uint nwait, const cl_event *wait, cl_event *ev);
+    cl_int (*clEnqueueBarrierWithWaitList)(cl_command_queue q, cl_uint nwait, const cl_event *wait, cl_event *ev);
+    cl_int (*clWaitForEvents)(cl_uint n, const cl_event *events);
+    cl_int (*clGetEventInfo)(cl_event e, cl_uint what, size_t size, void *value, size_t *size_ret);
+    cl_int (*clGetEventProfilingInfo)(cl_event e, cl_uint what, size_t size, void *value, size_t *size_ret);
+    cl_int (*clReleaseEvent)(cl_event e);
+    cl_int (*clFlush)(cl_command_queue q);
     /* OpenCL 2.0, optional: NULL when the loader lacks them */
     void *(*clSVMAlloc)(cl_context c, cl_svm_mem_flags flags, size_t size, cl_uint alignment);
     void (*clSVMFree)(cl_context c, void *ptr);

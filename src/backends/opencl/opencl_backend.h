@@ -70,6 +70,17 @@ tack_status ocl_svm_fill(tack_device *d, void *dst, const void *value, size_t it
 /* TACK_OK when [ptr, ptr+nbytes) lies in one live SVM allocation Tack made on d. */
 tack_status ocl_svm_check_ptr(tack_device *d, const void *ptr, size_t nbytes);
 
+/* opencl_stream.c: streams and events (each stream an in-order command queue
+ * of the device's context), and the queue work is put on now: the calling
+ * thread's current stream on d (runtime/stream.c), else the device's own. */
+extern const rt_stream_ops ocl_stream_ops;
+/* A profile's timer of a launch: the device time from `first`'s start to `last`'s end (both owned). */
+rt_prof_timer ocl_timer_of(const tack_device *d, cl_event first, cl_event last);
+static inline cl_command_queue ocl_queue(tack_device *d) {
+    tack_stream *s = rt_stream_now(d);
+    return s ? (cl_command_queue)s->handle : ((ocl_dev *)d->state)->queue;
+}
+
 /* opencl_launch.c: the vtable's build / launch / unload */
 tack_status ocl_build(tack_device *d, tack_program *p);
 tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs);

@@ -370,6 +370,8 @@ void ocl_unload(tack_device *d, tack_program *p) {
     ocl_dev *c = d->state;
     ocl_prog *cp = p->handle;
     if (!cp || !api) return;
+    /* launches of it on other streams (runtime/stream.c) finish before its kernels and frame go */
+    if (rt_streams_join(d) != TACK_OK) tack_clear_error(); /* said at the next synchronization */
     pthread_mutex_lock(&c->rec.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (api->clFinish(c->queue) == TACK_CL_SUCCESS) gpu_keep_pending(&c->rec, d, take_record);
@@ -442,19 +444,44 @@ tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, in
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
     int shared = gpu_any_shared(p, args, nargs);
     tack_status st = TACK_OK;
+    cl_command_queue q = ocl_queue(d); /* the thread's current stream on d, else the device's own queue */
     pthread_mutex_lock(&cp->g.lock);
+    /* Launches of one program share its frame buffer: one on another stream than the last waits
+     * for it on the device (runtime/stream.c), as gpu_launch.c orders CUDA's and HIP's.  Graphs
+     * on OpenCL replay the calls themselves (runtime/graph.c): nothing is captured here. */
+    tack_stream *cur = rt_stream_now(d);
+    if (cp->g.frame_bytes && cur != cp->g.last && (st = rt_stream_order(d, cur, cp->g.last)) == TACK_OK) {
+        tack_stream_retain(cur);
+        tack_stream_release(cp->g.last);
+        cp->g.last = cur;
+    }
+    /* while a profile records: the phases' events, for the launch's device time (opencl_stream.c) */
+    int timed = rt_prof_on() && api->clGetEventProfilingInfo && api->clWaitForEvents && api->clReleaseEvent;
+    cl_event first = NULL, last = NULL;
     for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
         int par = cp->g.kinds[k] == 'p' || cp->g.kinds[k] == 'b';
         size_t local = par ? cp->local[k] : 1;
         size_t global = par ? local * (size_t)c->units * 8 : 1;
-        cl_int r = api->clEnqueueNDRangeKernel(c->queue, cp->k[k], 1, NULL, &global, &local, 0, NULL, NULL);
+        cl_event ev = NULL;
+        cl_int r = api->clEnqueueNDRangeKernel(q, cp->k[k], 1, NULL, &global, &local, 0, NULL, timed ? &ev : NULL);
         if (r != TACK_CL_SUCCESS) st = ocl_error(r, "clEnqueueNDRangeKernel", d);
+        if (!ev) continue;
+        if (!first) first = ev;
+        else {
+            if (last) api->clReleaseEvent(last);
+            last = ev;
+        }
+    }
+    if (first && st == TACK_OK) rt_prof_cur_timer = ocl_timer_of(d, first, last ? last : first);
+    else {
+        if (first) api->clReleaseEvent(first);
+        if (last) api->clReleaseEvent(last);
     }
     pthread_mutex_unlock(&cp->g.lock);
     if (st == TACK_OK && shared) {
         /* shared with another library: finished before the call returns */
-        cl_int r = api->clFinish(c->queue);
+        cl_int r = api->clFinish(q);
         st = r == TACK_CL_SUCCESS ? ocl_check_record(d) : ocl_error(r, "clFinish", d);
     }
     return st;

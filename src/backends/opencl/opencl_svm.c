@@ -194,12 +194,11 @@ void ocl_svm_free(tack_device *d, void *ptr) {
 
 tack_status ocl_svm_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind) {
     const tack_opencl_api *api = ocl_api_get();
-    ocl_dev *c = d->state;
     tack_status st = TACK_OK;
     if (n == 0 || dst == src) return TACK_OK;
     /* to or from the host: blocking (the caller may reuse its buffer at once); on the device: queued */
     cl_bool blocking = kind == RT_COPY_D2D ? TACK_CL_FALSE : TACK_CL_TRUE;
-    CL(api->clEnqueueSVMMemcpy(c->queue, blocking, dst, src, n, 0, NULL, NULL), "clEnqueueSVMMemcpy");
+    CL(api->clEnqueueSVMMemcpy(ocl_queue(d), blocking, dst, src, n, 0, NULL, NULL), "clEnqueueSVMMemcpy");
     /* a copy to the host is a synchronization point: a failed check of a kernel before it is reported */
     if (kind == RT_COPY_D2H) st = ocl_check_record(d);
 done:
@@ -208,7 +207,6 @@ done:
 
 tack_status ocl_svm_fill(tack_device *d, void *dst, const void *value, size_t itemsize, size_t count) {
     const tack_opencl_api *api = ocl_api_get();
-    ocl_dev *c = d->state;
     tack_status st = TACK_OK;
     unsigned char *staging = NULL;
     size_t total;
@@ -217,14 +215,14 @@ tack_status ocl_svm_fill(tack_device *d, void *dst, const void *value, size_t it
         return tack_set_error(TACK_ERR_VALUE, "fill of %zu elements of %zu bytes overflows", count, itemsize);
     /* OpenCL fills patterns of 1 to 128 bytes, powers of two, at an address aligned to the pattern */
     if (itemsize && itemsize <= 128 && (itemsize & (itemsize - 1)) == 0 && (uintptr_t)dst % itemsize == 0) {
-        CL(api->clEnqueueSVMMemFill(c->queue, dst, value, itemsize, total, 0, NULL, NULL), "clEnqueueSVMMemFill");
+        CL(api->clEnqueueSVMMemFill(ocl_queue(d), dst, value, itemsize, total, 0, NULL, NULL), "clEnqueueSVMMemFill");
     } else {
         if (!(staging = tack_malloc(total))) {
             st = tack_set_error(TACK_ERR_NOMEM, "out of memory staging a fill of %zu bytes on %s", total, d->name);
             goto done;
         }
         for (size_t i = 0; i < count; i++) memcpy(staging + i * itemsize, value, itemsize);
-        CL(api->clEnqueueSVMMemcpy(c->queue, TACK_CL_TRUE, dst, staging, total, 0, NULL, NULL), "clEnqueueSVMMemcpy");
+        CL(api->clEnqueueSVMMemcpy(ocl_queue(d), TACK_CL_TRUE, dst, staging, total, 0, NULL, NULL), "clEnqueueSVMMemcpy");
     }
 done:
     tack_free(staging);

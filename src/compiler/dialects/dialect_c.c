@@ -8,19 +8,27 @@
  * floor division and modulo, wrapping integer power, saturating
  * float-to-int conversion, f16 storage, atomics as compare-and-swap loops
  * -- written once as static inline functions so the emitter only names
- * them.  The prelude includes nothing but <stdint.h>; math comes from the
- * compiler's builtins, which keeps a cold compile short.
+ * them.  The prelude includes no header at all: the fixed-width integer
+ * types and their limits are spelled from the compiler's own predefined
+ * macros (__INT64_TYPE__, __INT64_MAX__, ...; GCC since 4.5, clang, zig
+ * cc), and math comes from the compiler's builtins, which keeps a cold
+ * compile short -- <stdint.h> and the glibc headers it pulls in (features.h,
+ * sys/cdefs.h, bits/types.h, ...) cost GCC about 7 ms of CPU a kernel, a
+ * tenth of the median kernel's whole compile (docs/performance.md, "Compile
+ * time").  A compiler without those macros gets <stdint.h> after all.
  *
  * Vector math: the C library's exp, log, tanh, ... are calls GCC cannot put
  * in SIMD lanes unless it is told a vector variant exists.  glibc's libmvec
  * has them (on x86-64: _ZGVdN8v_expf and its kin, within 4 ulps), and
  * <math.h> says so only under -ffast-math.  So the prelude says it itself,
  * with GCC's simd("notinbranch") attribute on the scalar declarations, when
- * the build asks for it (TK_VMATH=1, set by cpu_jit.c where libmvec is
- * there) and the compiler is GCC on x86-64 glibc; clang gets -fveclib=libmvec
- * on its command line instead.  The functions are declared by the glibc
- * release that added their vector variants (2.22: exp, log, sin, cos, pow;
- * 2.35: the rest, erf ... atanh included).  docs/design/decisions.md,
+ * the build asks for it (TK_VMATH, set by cpu_jit.c where libmvec is
+ * there: the minor version of the glibc the process runs, 0 for off) and
+ * the compiler is GCC on x86-64; clang gets -fveclib=libmvec on its command
+ * line instead.  The functions are declared by the glibc release that added
+ * their vector variants (2.22: exp, log, sin, cos, pow; 2.35: the rest, erf
+ * ... atanh included) -- the release read at run time, by the process that
+ * loads libmvec, since no header says it here.  docs/design/decisions.md,
  * "Vector math", has the why and the accuracy.
  *
  * The tk_argv / tk_ctx / tk_pv / tk_abi structs are not spelled here: the
@@ -103,8 +111,26 @@ static const char *c_math(int m, tack_dtype dt) {
 #define TK_STRINGIFY_(x) #x
 #define TK_STRINGIFY(x) TK_STRINGIFY_(x)
 
-static const char PRELUDE_CORE[] =
+/* The fixed-width integer types as <stdint.h> defines them, from the
+ * compiler's predefined macros (the essay above: the header is most of a
+ * small kernel's parse time); <stdint.h> itself where a macro is missing. */
+static const char PRELUDE_INTS[] =
+    "#if defined(__INT8_TYPE__) && defined(__INT16_TYPE__) && defined(__INT32_TYPE__) && defined(__INT64_TYPE__) && \\\n"
+    "    defined(__UINT8_TYPE__) && defined(__UINT16_TYPE__) && defined(__UINT32_TYPE__) && defined(__UINT64_TYPE__) && \\\n"
+    "    defined(__INTPTR_TYPE__) && defined(__UINTPTR_TYPE__) && defined(__INT64_MAX__) && defined(__UINT64_MAX__) && \\\n"
+    "    defined(__INTPTR_MAX__) && defined(__UINTPTR_MAX__) && defined(__SIZE_MAX__)\n"
+    "typedef __INT8_TYPE__ int8_t; typedef __INT16_TYPE__ int16_t; typedef __INT32_TYPE__ int32_t; typedef __INT64_TYPE__ int64_t;\n"
+    "typedef __UINT8_TYPE__ uint8_t; typedef __UINT16_TYPE__ uint16_t; typedef __UINT32_TYPE__ uint32_t; typedef __UINT64_TYPE__ uint64_t;\n"
+    "typedef __INTPTR_TYPE__ intptr_t; typedef __UINTPTR_TYPE__ uintptr_t;\n"
+    "#define INT8_MAX __INT8_MAX__\n#define INT16_MAX __INT16_MAX__\n#define INT32_MAX __INT32_MAX__\n#define INT64_MAX __INT64_MAX__\n"
+    "#define INT8_MIN (-INT8_MAX - 1)\n#define INT16_MIN (-INT16_MAX - 1)\n#define INT32_MIN (-INT32_MAX - 1)\n#define INT64_MIN (-INT64_MAX - 1)\n"
+    "#define UINT8_MAX __UINT8_MAX__\n#define UINT16_MAX __UINT16_MAX__\n#define UINT32_MAX __UINT32_MAX__\n#define UINT64_MAX __UINT64_MAX__\n"
+    "#define INTPTR_MAX __INTPTR_MAX__\n#define INTPTR_MIN (-INTPTR_MAX - 1)\n#define UINTPTR_MAX __UINTPTR_MAX__\n#define SIZE_MAX __SIZE_MAX__\n"
+    "#else\n"
     "#include <stdint.h>\n"
+    "#endif\n";
+
+static const char PRELUDE_CORE[] =
     "typedef _Bool tk_bool;\n"
 /* the launch ABI's structs, from src/runtime/cpu_abi.h (cmake/cpu_abi_prelude.cmake) */
 #include "cpu_abi_prelude.inc"
@@ -280,16 +306,16 @@ static const char PRELUDE_VEC[] =
     "TK_MAT(tk_mat22d, tk_vec2d, double, 2) TK_MAT(tk_mat33d, tk_vec3d, double, 3) TK_MAT(tk_mat44d, tk_vec4d, double, 4)\n";
 
 /* `TK_VMATH_F(n)` declares the f64 and f32 functions with their vector
- * variants.  <stdint.h> (above) includes <features.h>, which defines
- * __GLIBC__ on glibc and nothing on musl. */
+ * variants.  TK_VMATH is glibc's minor version (cpu_jit.c sets it only on
+ * x86-64 glibc with libmvec loadable), 0 where vector math is off. */
 static const char PRELUDE_VMATH[] =
-    "#if TK_VMATH && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 6 && defined(__x86_64__) && defined(__GLIBC__)\n"
+    "#if TK_VMATH && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 6 && defined(__x86_64__)\n"
     "#define TK_VMATH_F(n) double n(double) __attribute__((simd(\"notinbranch\"))); float n##f(float) __attribute__((simd(\"notinbranch\")));\n"
     "#define TK_VMATH_F2(n) double n(double, double) __attribute__((simd(\"notinbranch\"))); float n##f(float, float) __attribute__((simd(\"notinbranch\")));\n"
-    "#if __GLIBC__ > 2 || __GLIBC_MINOR__ >= 22\n"
+    "#if TK_VMATH >= 22\n"
     "TK_VMATH_F(exp) TK_VMATH_F(log) TK_VMATH_F(sin) TK_VMATH_F(cos) TK_VMATH_F2(pow)\n"
     "#endif\n"
-    "#if __GLIBC__ > 2 || __GLIBC_MINOR__ >= 35\n"
+    "#if TK_VMATH >= 35\n"
     "TK_VMATH_F(log2) TK_VMATH_F(log10) TK_VMATH_F(tan) TK_VMATH_F(asin) TK_VMATH_F(acos) TK_VMATH_F(atan)\n"
     "TK_VMATH_F(sinh) TK_VMATH_F(cosh) TK_VMATH_F(tanh) TK_VMATH_F2(atan2) TK_VMATH_F2(hypot)\n"
     "TK_VMATH_F(erf) TK_VMATH_F(erfc) TK_VMATH_F(log1p) TK_VMATH_F(expm1) TK_VMATH_F(cbrt) TK_VMATH_F(exp2)\n"
@@ -298,6 +324,7 @@ static const char PRELUDE_VMATH[] =
     "#endif\n";
 
 static void c_prelude(tk_cc *C, tk_buf *b) {
+    tk_puts(b, PRELUDE_INTS);
     tk_puts(b, PRELUDE_CORE);
     tk_prelude_helpers(b, &C_STYLE);
     tk_puts(b, PRELUDE_VMATH);
