@@ -460,6 +460,131 @@ class _Ctx:
         for i in builtins.range(*[int(a) for a in args]):
             yield _RInt(i)
 
+    # -- blocks (tack.blocks; the compiled meaning is src/compiler/lower/lower_blocks.c's)
+    def blocks(self, n_blocks, block_size, thread, line):
+        """Run ``thread(b, t)``, a generator that yields at each barrier the
+        barrier's line, for every block b, its threads stepped together from
+        one barrier to the next: each runs until its next barrier (or its
+        end) before any goes past it.  Threads that reach different barriers,
+        or some a barrier while others end, raise the compiled CPU's
+        ValueError."""
+        bs = int(block_size)
+        for b in builtins.range(int(n_blocks)):
+            self.block_shared, self.block_made = [], [0] * bs
+            gens = [thread(_RInt(b), _RInt(t)) for t in builtins.range(bs)]
+            while True:
+                at = []
+                for t, g in enumerate(gens):
+                    self.block_thread = t
+                    at.append(next(g, None))
+                if len(set(at)) > 1:
+                    raise ValueError(f"the threads of a block disagree on a condition or loop bound around "
+                                     f"tack.barrier() in the blocks loop at line {line}: every thread of a block "
+                                     f"must reach the same barriers")
+                if at[0] is None:
+                    break
+        self.block_shared = self.block_made = self.block_thread = None
+
+    def block_put(self, v, *args):
+        """A block collective's value from this thread (r = tack.block_sum(v) & co: lower_blocks.c),
+        with a shuffle's lane (delta) and width."""
+        if self.block_thread == 0:
+            self.block_vals = [None] * len(self.block_made)
+            self.block_args = [None] * len(self.block_made)
+        self.block_vals[self.block_thread] = v
+        self.block_args[self.block_thread] = args
+
+    def block_get(self, op):
+        """The collective's result for this thread, in the type the compiled kernel gives it: the
+        values' concrete type (i64 for Python ints, the default float for Python floats); integer
+        sums wrap."""
+        vals = self.block_vals
+        t = self.block_thread
+        if op.startswith("warp_") or op.startswith("shuffle"):
+            return self._warp(op, t)
+        dt = np.result_type(*[np.asarray(self.concrete(v)) for v in vals])
+        arr = np.array([self.concrete(v) for v in vals], dtype=dt)
+        with np.errstate(over="ignore"):
+            if op == "block_sum":
+                r = np.add.reduce(arr, dtype=dt) if not np.issubdtype(dt, np.floating) else self._tree(arr)
+            elif op == "block_min":
+                r = arr.min()
+            elif op == "block_max":
+                r = arr.max()
+            else:
+                r = self._scan(arr)[t]
+        return dt.type(r)
+
+    def concrete(self, v):
+        """v in its concrete type: a Python int as i64, a Python float as the default float."""
+        if isinstance(v, np.generic):
+            return v
+        if isinstance(v, float):
+            return convert(self.df, v)
+        return np.int64(int(v))
+
+    def _warp(self, op, t):
+        """A sub-group operation (32 lanes) for thread t, as lower_blocks.c writes it."""
+        W = 32
+        if len(self.block_vals) % W:
+            raise ValueError("sub-group operations need a block size that is a multiple of 32")
+        base = t - t % W
+        if op in ("warp_ballot", "warp_any", "warp_all"):
+            bits = sum(1 << k for k in range(W) if bool(self.block_vals[base + k]))
+            return _RInt(bits) if op == "warp_ballot" else bool(bits != 0 if op == "warp_any" else bits == 0xffffffff)
+        if op.startswith("shuffle"):
+            v0 = self.concrete(self.block_vals[t])
+            args = self.block_args[t]
+            w = int(args[1]) if len(args) > 1 else W
+            lane = t % w
+            grp = t - lane
+            if op == "shuffle":
+                src = grp + int(args[0]) % w
+            else:
+                src = grp + lane + int(args[0]) if 0 <= lane + int(args[0]) < w else t
+            return type(v0)(self.concrete(self.block_vals[src]))
+        arr = np.array([self.concrete(v) for v in self.block_vals[base:base + W]])
+        with np.errstate(over="ignore"):
+            r = self._tree(arr) if op == "warp_sum" else arr.min() if op == "warp_min" else arr.max()
+        return arr.dtype.type(r)
+
+    @staticmethod
+    def _tree(a):
+        """The float sum in the compiled kernel's order: a tree, strides P/2 .. 1."""
+        a = a.copy()
+        B = len(a)
+        P = 1
+        while P < B:
+            P *= 2
+        s = P // 2
+        while s >= 1:
+            lim = min(s, B - s)
+            if lim > 0:
+                a[:lim] = a[:lim] + a[s:s + lim]
+            s //= 2
+        return a[0]
+
+    @staticmethod
+    def _scan(a):
+        """The inclusive scan in the compiled kernel's order (Hillis and Steele)."""
+        a = a.copy()
+        off = 1
+        while off < len(a):
+            x = np.zeros_like(a)
+            x[off:] = a[:-off]
+            a = a + x
+            off *= 2
+        return a
+
+    def shared(self, shape, dtype):
+        """tack.shared: the block's k-th shared array for a thread's k-th call (one array per block)."""
+        t = self.block_thread
+        k = self.block_made[t]
+        self.block_made[t] += 1
+        if k == len(self.block_shared):
+            self.block_shared.append(np.zeros(shape, np.dtype(dtype.numpy)))
+        return self.block_shared[k]
+
     def assert_(self, cond, msg=None):
         if self.checks and not cond:
             raise AssertionError(msg) if msg is not None else AssertionError()
@@ -785,7 +910,8 @@ def _register_calls():
 
     by_name = {"float": _float, "int": _int, "bool": _bool, "len": _len, "abs": _abs, "min": _minmax("<"),
                "max": _minmax(">"), "pow": _pow, "range": _range, "ndrange": _ndrange,
-               "independent": _independent, "atomic_add": _atomic("+"), "atomic_sub": _atomic("-"),
+               "independent": _independent, "shared": lambda ctx, shape, dtype: ctx.shared(shape, dtype),
+               "atomic_add": _atomic("+"), "atomic_sub": _atomic("-"),
                "atomic_min": _atomic("min"), "atomic_max": _atomic("max"), "atomic_exch": _atomic("exch"),
                "atomic_and": _atomic("and"), "atomic_or": _atomic("or"), "atomic_xor": _atomic("xor"),
                "atomic_cas": _atomic("cas")}
@@ -795,6 +921,7 @@ def _register_calls():
     for name, obj in K._PYTHON.items():
         if name in by_name:
             _CALLS[obj] = by_name[name]
+    _CALLS[K.shared] = by_name["shared"]  # not a row of the table: a local-array maker, as np.zeros
     for name in K._MATH:
         f = getattr(math, name, None)
         if f is not None and f not in _CALLS:

@@ -158,10 +158,79 @@ class _Transform(ast.NodeTransformer):
         self.generic_visit(node)
         return node
 
+    def visit_FunctionDef(self, node):
+        """The kernel's top-level statements: a ``tack.blocks`` loop among them
+        becomes a generator per thread (_blocks_loop)."""
+        if self.is_kernel and getattr(self, "_top", None) is None:
+            self._top = node
+            node.body = [x for s in node.body for x in (self._blocks_loop(s) if _is_blocks_loop(s) else [s])]
+        self.generic_visit(node)
+        return node
+
+    def _blocks_loop(self, node):
+        """``for b, t in tack.blocks(n, B): body`` as ``def thread(b, t): body``
+        (each ``tack.barrier()`` a ``yield`` of its line) run by the context's
+        ``blocks``, which steps the block's threads from barrier to barrier."""
+        for s in ast.walk(node):
+            for field in ("body", "orelse"):
+                stmts = getattr(s, field, None)
+                if isinstance(stmts, list):
+                    setattr(s, field, [y for x in stmts for y in self._barriers(x)])
+        self.n += 1
+        name = f"__tack_thread{self.n}"
+        params = [ast.arg(arg=e.id) for e in node.target.elts]
+        body = node.body + [ast.If(test=ast.Constant(False), body=[ast.Expr(ast.Yield(None))], orelse=[])]
+        fn = ast.FunctionDef(name=name, args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[],
+                                                           kw_defaults=[], kwarg=None, defaults=[]),
+                             body=body, decorator_list=[], returns=None)
+        run = ast.Expr(_callc("blocks", node.iter.args[0], node.iter.args[1], ast.Name(id=name, ctx=ast.Load()),
+                              ast.Constant(node.lineno + self.line_shift)))
+        return [ast.copy_location(fn, node), ast.copy_location(run, node)]
+
+    def _barriers(self, x):
+        """A statement of a blocks loop's body as the thread's generator runs it: a barrier is a
+        ``yield`` of its line; ``r = tack.block_sum(v)`` (block_min, block_max, block_scan) puts
+        the thread's value, yields, takes the block's result and yields again (tack._debug)."""
+        line = ast.Constant(x.lineno + self.line_shift)
+        if _is_barrier(x):
+            return [ast.copy_location(ast.Expr(ast.Yield(line)), x)]
+        op = _collective(x)
+        if op is None:
+            return [x]
+        put = ast.Expr(_callc("block_put", *x.value.args))
+        get = ast.Assign(targets=[x.targets[0]], value=_callc("block_get", ast.Constant(op)))
+        return [ast.copy_location(n, x) for n in (put, ast.Expr(ast.Yield(line)), get, ast.Expr(ast.Yield(line)))]
+
     def visit_Assert(self, node):
         self.generic_visit(node)
         args = [node.test] + ([node.msg] if node.msg is not None else [])
         return ast.copy_location(ast.Expr(_callc("assert_", *args)), node)
+
+
+def _is_blocks_loop(s):
+    it = s.iter if isinstance(s, ast.For) else None
+    f = it.func if isinstance(it, ast.Call) else None
+    return (isinstance(f, ast.Attribute) and f.attr == "blocks" or isinstance(f, ast.Name) and f.id == "blocks") and \
+        isinstance(s.target, ast.Tuple) and len(s.target.elts) == 2 and len(it.args) == 2
+
+
+def _collective(s):
+    """The name of the block collective s assigns to a name (r = tack.block_sum(v)), else None."""
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and
+            isinstance(s.value, ast.Call) and 1 <= len(s.value.args) <= 3):
+        return None
+    f = s.value.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    return name if name in _COLLECTIVES else None
+
+
+_COLLECTIVES = ("block_sum", "block_min", "block_max", "block_scan", "warp_sum", "warp_min", "warp_max", "shuffle",
+                "shuffle_down", "warp_ballot", "warp_any", "warp_all")
+
+
+def _is_barrier(s):
+    f = s.value.func if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) else None
+    return isinstance(f, ast.Attribute) and f.attr == "barrier" or isinstance(f, ast.Name) and f.id == "barrier"
 
 
 def _transformed(fn, is_kernel, races=False):

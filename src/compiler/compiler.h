@@ -197,7 +197,9 @@ typedef enum tk_irop {
     IR_WHILE,    /* [cond, body BLOCK] */
     IR_FOR,      /* serial: local = var; [lo, hi, step, body BLOCK]; sub TK_FOR_QUIET: does not
                   * poll; aux > 0: polls for local aux - 1's units of work an iteration (nests.c) */
-    IR_PFOR,     /* parallel: aux = ndims; locals in vars[]; [n0.., body BLOCK]; step 1, from 0 or `off` */
+    IR_PFOR,     /* parallel: aux = ndims; locals in vars[]; [n0.., body BLOCK]; step 1, from 0 or `off`;
+                  * sub TK_PFOR_BLOCKS: tack.blocks(n, B) (lower_blocks.c): vars[0] the block, `local` the
+                  * thread, c.i the block size B, `param` the site of a divergent barrier */
     IR_BREAK, IR_CONTINUE,
     IR_RETURN,   /* [value] or [] */
     IR_CHECK,    /* sub = tk_check; aux = site; [the operands of what must hold]:
@@ -209,6 +211,7 @@ typedef enum tk_irop {
     IR_EVAL,     /* [expr] evaluated and dropped */
     IR_LSTORE,   /* local = a local array; [value, idx...] */
     IR_LFILL,    /* local = a local array; [value]: every element (its creation) */
+    IR_BARRIER,  /* tack.barrier(): the threads of a blocks loop's block wait for each other (lower_blocks.c) */
     IR_OP_COUNT
 } tk_irop;
 
@@ -252,7 +255,9 @@ typedef enum tk_intrinsic_kind {
     TK_IK_COMPLEX, /* complex(), conjugate(): complex.c (lw_complex_call) */
     TK_IK_SEED,    /* seed_u64(): a u64 cast whose NaN is a ValueError (checks on) */
     TK_IK_QUAT,    /* quaternions and transforms: quat.c (lw_quat_call); sub is an M_Q* / M_X* */
-    TK_IK_LINALG   /* matrix and vector functions: sub is an M_* row (lower_linalg.c) */
+    TK_IK_LINALG,  /* matrix and vector functions: sub is an M_* row (lower_linalg.c) */
+    TK_IK_BARRIER, /* tack.barrier(): IR_BARRIER (lower_blocks.c) */
+    TK_IK_BLOCKOP  /* tack.block_sum & co: shared scratch and barriers (lower_blocks.c); sub 0 sum, 1 min, 2 max, 3 scan, 4.. the sub-group ops */
 } tk_intrinsic_kind;
 
 /* One intrinsic a kernel may call by name (a TK_MATH or TK_CALL row). */
@@ -299,6 +304,9 @@ enum { TK_BIN_NOWRAP = 1 };
  * to 2**64 - 1, carried in a u64 constant (lower_pyint.c). */
 enum { TK_CONST_PYINT = 1 };
 
+/* IR_PFOR's sub: 0, or tack.independent(...) (no race check), or a blocks loop (lower_blocks.c). */
+enum { TK_PFOR_INDEPENDENT = 1, TK_PFOR_BLOCKS = 2 };
+
 /* IR_FOR's sub: a loop that polls (where loops poll), or one inside a loop that polls for it. */
 enum { TK_FOR_POLLS = 0, TK_FOR_QUIET = 1, TK_FOR_IVDEP = 2 /* quiet, and no iteration depends on another (tile.c) */ };
 
@@ -330,6 +338,10 @@ struct tk_ir {
     tk_ir **k;
 };
 
+/* A tack.blocks(...) loop (lower_blocks.c): its threads cooperate, so the passes that reorder
+ * or split a parallel loop's iterations leave it alone. */
+static inline int ir_is_blocks(const tk_ir *s) { return s->op == IR_PFOR && s->sub == TK_PFOR_BLOCKS; }
+
 /* The kid of IR_ATOMIC x that holds its first index. */
 static inline int ir_atomic_first(const tk_ir *x) { return x->sub == A_CAS ? 2 : 1; }
 
@@ -353,6 +365,7 @@ typedef struct tk_local {
     int read;
     int line;
     int64_t ashape[TACK_MAX_NDIM]; /* a local array (ty.kind TY_ARRAY): its constant extents */
+    int shared;            /* a local array of a blocks loop made by tack.shared: one per block (lower_blocks.c) */
 } tk_local;
 
 /* The number of elements of local array l (its extents' product); these two are ir.c's. */
@@ -602,6 +615,12 @@ struct tk_dialect {
     /* Declarations the kernel's layout needs ahead of the functions, written
      * after the prelude (NULL: none; the CPU's: the frame struct). */
     void (*kernel_decls)(tk_emitter *e, tk_buf *out);
+    /* Blocks (lower_blocks.c) on a grid: a barrier of the block's threads, as a
+     * statement, and the qualifier of an array in the block's shared memory,
+     * with its trailing space (NULL: the CPU's layout, cpu/emit_blocks.c). */
+    const char *barrier, *shared_qual;
+    /* The language has no goto (MSL): a failed check in a blocks loop returns (tk_emitter_blocks_body). */
+    int no_goto;
     /* Lay out the kernel itself after the prelude and the functions (required:
      * the CPU's in emit_cpu.c -- a frame, parallel bodies, one exported entry;
      * CUDA's in dialect_cuda.c -- phases on a grid). */
@@ -644,6 +663,11 @@ void tk_emitter_declare_locals(tk_emitter *e, int scope, const char *mask, int i
  * loop): the kernel's locals of `scope` not marked in `keep` are named with
  * `suffix` after their names (NULL: no copy, the names as they are). */
 void tk_emitter_lane(tk_emitter *e, const char *suffix, int scope, const char *keep);
+/* A blocks loop's body (lower_blocks.c) written on a grid: with body non-NULL, a failed check in
+ * it goes on to the end of its stretch between two barriers -- the barrier every thread of the
+ * block reaches next -- instead of returning (a return there makes PoCL's work-group compiler
+ * take the conditions around it for uniform ones); NULL: back to returning. */
+void tk_emitter_blocks_body(tk_emitter *e, const tk_ir *body);
 extern const tk_dialect tk_dialect_c;
 /* emit_cpu.c: the "c" dialect's kernel layout (its kernel_decls and kernel hooks). */
 TK_HIDDEN void tk_cpu_frame(tk_emitter *e, tk_buf *out);

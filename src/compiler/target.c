@@ -22,21 +22,21 @@
 enum { CPU_ARRAY = 16384, CPU_FRAME = 1 << 20, GPU_ARRAY = 4096, GPU_FRAME = 64 << 10 };
 
 #define CPU_MEMORY .local_array_bytes = CPU_ARRAY, .frame_bytes = CPU_FRAME, \
-    .thread_memory = "a CPU thread's stack", .device = "the CPU"
+    .thread_memory = "a CPU thread's stack", .device = "the CPU", .max_block = 1024
 #define GPU_MEMORY .local_array_bytes = GPU_ARRAY, .frame_bytes = GPU_FRAME, \
-    .thread_memory = "a GPU thread's private memory", .device = "a GPU"
+    .thread_memory = "a GPU thread's private memory", .device = "a GPU", .max_block = 1024
 
 static const tk_target targets[] = {
     {.name = "c", .dialect = &tk_dialect_c, .loops = TK_LOOPS_CHUNKED, .polls = 1, .simd_pragma = 1,
-     .race_watch = 1, .weak_f32_params = 0, .fp64 = TK_FP64_ALWAYS, .atomics64 = 1, .print = 1, CPU_MEMORY},
+     .race_watch = 1, .weak_f32_params = 0, .fp64 = TK_FP64_ALWAYS, .atomics64 = 1, .print = 1, CPU_MEMORY, .shared_bytes = 48 << 10},
     {.name = "cuda", .dialect = &tk_dialect_cuda, .loops = TK_LOOPS_GRID, .weak_f32_params = 1,
-     .fp64 = TK_FP64_ALWAYS, .atomics64 = 1, .print = 1, GPU_MEMORY},
+     .fp64 = TK_FP64_ALWAYS, .atomics64 = 1, .print = 1, GPU_MEMORY, .shared_bytes = 48 << 10},
     {.name = "hip", .dialect = &tk_dialect_hip, .loops = TK_LOOPS_GRID, .weak_f32_params = 1,
-     .fp64 = TK_FP64_ALWAYS, .atomics64 = 1, .print = 1, GPU_MEMORY},
+     .fp64 = TK_FP64_ALWAYS, .atomics64 = 1, .print = 1, GPU_MEMORY, .shared_bytes = 64 << 10},
     {.name = "metal", .dialect = &tk_dialect_msl, .loops = TK_LOOPS_GRID, .weak_f32_params = 1,
-     .fp64 = TK_FP64_NONE, .atomics64 = 0, .print = 0, GPU_MEMORY},
+     .fp64 = TK_FP64_NONE, .atomics64 = 0, .print = 0, GPU_MEMORY, .shared_bytes = 32 << 10},
     {.name = "opencl", .dialect = &tk_dialect_opencl, .loops = TK_LOOPS_GRID, .weak_f32_params = 1,
-     .fp64 = TK_FP64_DEVICE, .atomics64 = 1, .print = 1, GPU_MEMORY},
+     .fp64 = TK_FP64_DEVICE, .atomics64 = 1, .print = 1, GPU_MEMORY, .shared_bytes = 32 << 10},
 };
 #define NTARGETS ((int)(sizeof targets / sizeof targets[0]))
 

@@ -76,6 +76,10 @@ struct tk_target {
      * what the target is, for the messages that refuse more. */
     int64_t local_array_bytes, frame_bytes;
     const char *thread_memory;     /* "a CPU thread's stack" */
+    /* Blocks (lower_blocks.c): the most threads a block may have, and the most
+     * bytes its tack.shared arrays may take together. */
+    int max_block;
+    int64_t shared_bytes;
     const char *device;            /* "the CPU", "a GPU" */
 };
 

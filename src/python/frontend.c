@@ -281,9 +281,10 @@ static int st_for(fe_func *f, PyObject *s, tack_node *block) {
     if (iter && !(fe_is_kind(it, "Call") && f->last_intrinsic &&
                   (strcmp(f->last_intrinsic, "range") == 0 ||
                    strcmp(f->last_intrinsic, "ndrange") == 0 ||
-                   strcmp(f->last_intrinsic, "independent") == 0))) {
-        fe_error(f, it, "a for loop in a kernel must iterate over range(...) or "
-                        "tack.ndrange(...)");
+                   strcmp(f->last_intrinsic, "independent") == 0 ||
+                   strcmp(f->last_intrinsic, "blocks") == 0))) {
+        fe_error(f, it, "a for loop in a kernel must iterate over range(...), "
+                        "tack.ndrange(...) or tack.blocks(...)");
         iter = NULL;
     }
     if (fe_add(n, iter, f) < 0 || fe_add(n, fe_block_field(f, s, "body", s), f) < 0)

@@ -308,7 +308,7 @@ static const char *fe_origin(fe_func *f, PyObject *obj) {
 /* Whether `obj` is a function that makes a new array (np.zeros, tack.empty, ...). */
 static int is_array_maker(PyObject *obj) {
     static const char *makers[] = {"zeros", "ones", "empty", "full", "array", "asarray", "zeros_like",
-                                   "ones_like", "empty_like", "full_like", "arange", "linspace"};
+                                   "ones_like", "empty_like", "full_like", "arange", "linspace", "shared"};
     PyObject *name = PyObject_GetAttrString(obj, "__name__");
     const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
     int r = 0;
@@ -323,7 +323,7 @@ static int is_array_maker(PyObject *obj) {
  * np.full and tack's), as "numpy.zeros" / "tack.full" ...; NULL otherwise. */
 static const char *local_array_maker(fe_func *f, PyObject *obj) {
     static const char *names[] = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full",
-                                  "tack.zeros",  "tack.ones",  "tack.empty",  "tack.full"};
+                                  "tack.zeros",  "tack.ones",  "tack.empty",  "tack.full", "tack.shared"};
     const char *origin = fe_origin(f, obj), *r = NULL;
     PyObject *name;
     if (!origin || !is_array_maker(obj))

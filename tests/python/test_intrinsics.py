@@ -15,7 +15,8 @@ from tack import _core, _kernels
 ROWS = _core._intrinsics()
 C_NAMES = {name for name, _kind, _lo, _hi in ROWS}
 API = {"kernel", "func", "compile_kernels", "Kernel", "CompileError", "PythonKernel", "RaceWarning",
-       "set_default_float", "get_default_float", "set_check_races", "get_check_races", "RaceError"}
+       "set_default_float", "get_default_float", "set_check_races", "get_check_races", "RaceError",
+       "shared"}  # tack.shared: a local-array maker in blocks loops (lower_blocks.c), not a row
 
 
 def test_table_is_not_empty_and_unique():

@@ -33,6 +33,8 @@ void gpu_prog_fini(gpu_prog *g) {
     pthread_mutex_destroy(&g->lock);
     tack_free(g->kinds);
     g->kinds = NULL;
+    tack_free(g->bsize);
+    g->bsize = NULL;
 }
 
 void gpu_link(gpu_records *r, gpu_prog *g) {
@@ -107,12 +109,35 @@ tack_status gpu_layout(tack_program *p, gpu_prog *g, const char *dialect, const 
     if (!m) return tack_set_error(TACK_ERR_VALUE, missing, p->kernel_name);
     m += strlen(mark);
     int n = 0;
-    while (m[n] == 'p' || m[n] == 's') n++;
-    if (!(g->kinds = tack_calloc((size_t)n + 1, 1)))
+    while (m[n] == 'p' || m[n] == 's' || m[n] == 'b') n++;
+    if (!(g->kinds = tack_calloc((size_t)n + 1, 1)) || !(g->bsize = tack_calloc((size_t)n + 1, sizeof *g->bsize)))
         return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     memcpy(g->kinds, m, (size_t)n);
     g->nph = n;
     *rest = m + n;
+    /* the blocks phases' block sizes: `/ * tack-grid-block: K:B ... * /` (layout_grid.c) */
+    const char *bm = strstr(p->source, "/* tack-grid-block:");
+    for (const char *q = bm ? bm + strlen("/* tack-grid-block:") : NULL; q && *q == ' ';) {
+        int k = -1, used = 0;
+        unsigned b = 0;
+        if (sscanf(q, " %d:%u%n", &k, &b, &used) != 2 || used == 0) break;
+        if (k >= 0 && k < n && b >= 1 && b <= 1024) g->bsize[k] = b;
+        q += used;
+    }
+    for (int k = 0; k < n; k++)
+        if (g->kinds[k] == 'b' && !g->bsize[k])
+            return tack_set_error(TACK_ERR_VALUE, "kernel '%s': phase %d is a blocks loop whose block size the "
+                                                  "source does not say ('/* tack-grid-block: ... */')", p->kernel_name, k);
+    return TACK_OK;
+}
+
+tack_status gpu_refuse_blocks(const gpu_prog *g, const tack_program *p, const char *device) {
+    for (int k = 0; k < g->nph; k++)
+        if (g->kinds[k] == 'b')
+            return tack_set_error(TACK_ERR_UNSUPPORTED,
+                                  "kernel '%s' has a blocks loop (tack.blocks), which %s does not launch yet; its "
+                                  "source compiles for the target, and the CPU, CUDA, HIP and OpenCL run it",
+                                  p->kernel_name, device);
     return TACK_OK;
 }
 

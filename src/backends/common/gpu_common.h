@@ -77,7 +77,8 @@ typedef struct gpu_prog {
     tack_program *p;
     uint64_t id;
     int nph;
-    char *kinds;           /* 'p' parallel, 's' serial, per phase */
+    char *kinds;           /* 'p' parallel, 's' serial, 'b' a blocks loop (tack.blocks), per phase */
+    unsigned *bsize;       /* per phase: a 'b' phase's threads a block (`tack-grid-block`), else 0 */
     size_t frame_bytes;
     pthread_mutex_t lock;  /* orders the program's launches */
     tack_stream *last;     /* the stream (a reference; NULL: the device's own) its last launch went to */
@@ -191,6 +192,7 @@ tack_status gpu_lost_error(gpu_lost *l, const char *device, gpu_sticky_fn name_o
  * the device (set by the backend once the kernel is loaded). */
 typedef struct gpu_grid {
     unsigned block;
+    const char *blocks;    /* the program's phase kinds (gpu_prog.kinds): 'b' phases count blocks */
     int nph;
     char **work;
     unsigned *fill;
@@ -204,7 +206,9 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
  * loops' extents into g and grid (grid->block is left to the backend). */
 tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid);
 void gpu_grid_free(gpu_grid *g);
-/* Phase k's blocks for this call's arguments. */
+/* A backend that cannot yet launch blocks loops ('b' phases) refuses them with this error (TACK_OK: none). */
+tack_status gpu_refuse_blocks(const gpu_prog *g, const tack_program *p, const char *device);
+/* Phase k's blocks for this call's arguments (a 'b' phase: its loop's blocks, at most the grid's fill). */
 unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const tack_arg *args, int nargs);
 
 #define GPU_MAX_SLOTS 512 /* 4 KiB of kernel parameters */

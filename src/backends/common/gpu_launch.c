@@ -117,6 +117,7 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
         return tack_set_error(TACK_ERR_VALUE, "kernel '%s': malformed %s layout comment", p->kernel_name, family);
     g->frame_bytes = (size_t)frame;
     grid->block = block;
+    grid->blocks = g->kinds;
     return grid_work(p, g, grid);
 }
 
@@ -217,9 +218,10 @@ static int64_t eval_work(const char *w, const tack_program *p, const tack_arg *a
 }
 
 unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const tack_arg *args, int nargs) {
+    int blk = g->blocks && g->blocks[k] == 'b';
     int64_t work = g->work[k] ? eval_work(g->work[k], p, args, nargs) : -1;
     if (work < 0) return g->fill[k];
-    uint64_t blocks = ((uint64_t)work + g->block - 1) / g->block;
+    uint64_t blocks = blk ? (uint64_t)work : ((uint64_t)work + g->block - 1) / g->block; /* 'b': the loop's blocks */
     if (blocks == 0) blocks = 1;
     return blocks < g->fill[k] ? (unsigned)blocks : g->fill[k];
 }
@@ -274,9 +276,10 @@ tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid,
     }
     void *timed = st == TACK_OK && !captured && h->time_start && rt_prof_on() ? h->time_start(d) : NULL; /* profile.c */
     for (int k = 0; k < g->nph && st == TACK_OK; k++) {
-        int par = g->kinds[k] == 'p';
+        int par = g->kinds[k] == 'p' || g->kinds[k] == 'b';
         unsigned blocks = par ? gpu_phase_grid(grid, k, p, args, nargs) : 1;
-        st = h->queue(d, g, k, blocks, par ? grid->block : 1, slots, (size_t)n * sizeof *slots);
+        unsigned threads = g->kinds[k] == 'b' ? g->bsize[k] : par ? grid->block : 1; /* a blocks loop's own size */
+        st = h->queue(d, g, k, blocks, threads, slots, (size_t)n * sizeof *slots);
     }
     if (timed) rt_prof_cur_timer = h->time_stop(d, timed); /* tack_launch records it with the launch */
     pthread_mutex_unlock(&g->lock);

@@ -165,9 +165,9 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         }
         int per_sm = 0;
         if (!api->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
-            api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cp->fn[k], (int)cp->grid.block, 0) != TACK_CUDA_SUCCESS ||
+            api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cp->fn[k], (int)(cp->g.bsize[k] ? cp->g.bsize[k] : cp->grid.block), 0) != TACK_CUDA_SUCCESS ||
             per_sm <= 0)
-            per_sm = c->sm_threads / (int)cp->grid.block;
+            per_sm = c->sm_threads / (int)(cp->g.bsize[k] ? cp->g.bsize[k] : cp->grid.block);
         cp->grid.fill[k] = (unsigned)(d->threads > 0 ? d->threads : 1) * (unsigned)(per_sm > 0 ? per_sm : 1);
     }
     if (cp->g.frame_bytes) {

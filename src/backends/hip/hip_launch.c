@@ -198,10 +198,10 @@ tack_status hip_build(tack_device *d, tack_program *p) {
         }
         int per_cu = 0;
         if (!api->hipModuleOccupancyMaxActiveBlocksPerMultiprocessor ||
-            api->hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&per_cu, hp->fn[k], (int)hp->grid.block, 0) !=
+            api->hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&per_cu, hp->fn[k], (int)(hp->g.bsize[k] ? hp->g.bsize[k] : hp->grid.block), 0) !=
                 TACK_HIP_SUCCESS ||
             per_cu <= 0)
-            per_cu = h->cu_threads / (int)hp->grid.block;
+            per_cu = h->cu_threads / (int)(hp->g.bsize[k] ? hp->g.bsize[k] : hp->grid.block);
         hp->grid.fill[k] = (unsigned)(d->threads > 0 ? d->threads : 1) * (unsigned)(per_cu > 0 ? per_cu : 1);
     }
     if (hp->g.frame_bytes) {

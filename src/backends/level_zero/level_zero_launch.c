@@ -353,6 +353,7 @@ tack_status lz_check_record(tack_device *d) {
 /* ---------------------------------------------------------------- build */
 static tack_status parse_layout(tack_program *p, lz_prog *cp) {
     tack_status st = gpu_opencl_layout(p, &cp->g, "a Level Zero device", &cp->fp64);
+    if (st == TACK_OK) st = gpu_refuse_blocks(&cp->g, p, "Level Zero"); /* groups of the loop's size: not yet */
     if (st != TACK_OK) return st;
     cp->k = tack_calloc((size_t)cp->g.nph + 1, sizeof(ze_kernel_handle_t));
     if (!cp->k) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);

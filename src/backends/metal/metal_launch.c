@@ -156,6 +156,7 @@ tack_status metal_build(tack_device *d, tack_program *p) {
     if (!mp) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     gpu_prog_init(&mp->g, p);
     tack_status st = gpu_metal_layout(p, &mp->g, &mp->grid);
+    if (st == TACK_OK) st = gpu_refuse_blocks(&mp->g, p, "Metal"); /* threadgroups of the loop's size: not yet */
     int narrays = 0;
     for (int i = 0; i < p->nparams; i++) narrays += p->params[i].is_array != 0;
     if (st == TACK_OK && 3 + narrays > METAL_MAX_BUFFERS)

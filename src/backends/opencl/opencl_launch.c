@@ -302,6 +302,15 @@ static tack_status make_kernels(tack_device *d, tack_program *p, ocl_prog *cp) {
             kmax > 0 && kmax < l)
             l = kmax;
         cp->local[k] = l ? l : 1;
+        if (cp->g.kinds[k] == 'b') { /* a blocks loop: exactly its block size, or an error naming both */
+            size_t bs = cp->g.bsize[k];
+            size_t most = kmax > 0 && kmax < c->max_group ? kmax : c->max_group;
+            if (most && bs > most)
+                return tack_set_error(TACK_ERR_VALUE,
+                                      "kernel '%s': its blocks loop has blocks of %zu threads, and device '%s' runs "
+                                      "at most %zu in a work-group for this kernel", p->kernel_name, bs, d->name, most);
+            cp->local[k] = bs;
+        }
     }
     return TACK_OK;
 }
@@ -451,7 +460,7 @@ tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, in
     cl_event first = NULL, last = NULL;
     for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
-        int par = cp->g.kinds[k] == 'p';
+        int par = cp->g.kinds[k] == 'p' || cp->g.kinds[k] == 'b';
         size_t local = par ? cp->local[k] : 1;
         size_t global = par ? local * (size_t)c->units * 8 : 1;
         cl_event ev = NULL;

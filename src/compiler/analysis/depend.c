@@ -804,6 +804,6 @@ void tk_depend(tk_cc *C, tk_spec *K) {
     if (!K || !K->body) return;
     for (int i = 0; i < K->body->n; i++) {
         const tk_ir *s = K->body->k[i];
-        if (s->op == IR_PFOR && (!s->sub || C->opts.check_races)) check_pfor(C, K, s);
+        if (s->op == IR_PFOR && !ir_is_blocks(s) && (!s->sub || C->opts.check_races)) check_pfor(C, K, s);
     }
 }

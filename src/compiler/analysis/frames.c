@@ -13,7 +13,10 @@
  *     recursion is refused by lowering, so the calls form no cycle);
  *   - a kernel's is its local arrays at the kernel's own level, plus the
  *     largest set of one parallel loop's (each loop's iterations run in a
- *     function of their own on the CPU), plus the largest frame it calls.
+ *     function of their own on the CPU), plus the largest frame it calls;
+ *   - a blocks loop (lower_blocks.c) on the CPU holds a block's threads at
+ *     once (cpu/emit_blocks.c): each thread's arrays and values times the
+ *     block size, and the block's shared arrays once.
  *
  * The bound is the target's frame_bytes (target.h, whose table says why:
  * 1 MiB on the CPU, 64 KiB of a GPU thread's private memory).  The message
@@ -80,9 +83,21 @@ void tk_check_frames(tk_cc *C, tk_spec *K) {
     int nscopes = K->npfor > 0 ? K->npfor : 1;
     int64_t *per = tk_alloc(&C->arena, sizeof(int64_t) * (size_t)nscopes);
     memset(per, 0, sizeof(int64_t) * (size_t)nscopes);
+    int64_t *threads = tk_alloc(&C->arena, sizeof(int64_t) * (size_t)nscopes); /* a blocks loop's B on the CPU */
+    for (int s = 0; s < nscopes; s++) threads[s] = 1;
+    for (int i = 0; C->target->loops == TK_LOOPS_CHUNKED && i < K->body->n; i++) {
+        const tk_ir *x = K->body->k[i];
+        int sc = ir_is_blocks(x) ? K->locals[x->vars[0]].scope : -1;
+        if (sc >= 0 && sc < nscopes) threads[sc] = x->c.i;
+    }
     for (int l = 0; l < K->nlocals; l++) {
-        int64_t b = array_bytes(&K->locals[l]);
-        int sc = K->locals[l].scope;
+        const tk_local *lo = &K->locals[l];
+        int64_t b = array_bytes(lo);
+        int sc = lo->scope;
+        if (sc >= 0 && sc < nscopes && threads[sc] > 1 && !lo->shared) {
+            if (lo->ty.kind == TY_VALUE) b = (int64_t)tack_dtype_get((tack_dtype)lo->ty.dt)->itemsize;
+            b *= threads[sc]; /* one per thread */
+        }
         if (sc >= 0 && sc < nscopes) per[sc] += b;
         else level += b;
     }

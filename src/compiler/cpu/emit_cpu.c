@@ -124,6 +124,7 @@ static int64_t min_parallel(const tk_ir *body) {
  * one thread in 40 us, over the 32768 its estimate asked for, where
  * OpenMP's two threads took 20 us.  So at most 8192. */
 static int64_t pfor_min_parallel(const tk_ir *s) {
+    if (ir_is_blocks(s)) return 2; /* a block is a whole loop of threads */
     int64_t m = min_parallel(s->k[s->aux]);
     return s->hist && m > 8192 ? 8192 : m;
 }
@@ -951,6 +952,11 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
 /* The rest of pfor_function: the chunk's private state, loop and flushes. */
 static void pfor_chunk(tk_emitter *e, tk_ir *s) {
     tk_spec *S = e->S;
+    if (ir_is_blocks(s)) { /* tack.blocks: threads as loops split at barriers (emit_blocks.c) */
+        tk_cpu_blocks_chunk(e, s);
+        P(e, "}\n\n");
+        return;
+    }
     /* private locals: those of this loop's scope (the pfor id is the scope) */
     declare_locals(e, S->locals[s->vars[0]].scope, 0, carried_locals(e, s), 1);
     /* histogram arrays (privatize.c) are counted into zeroed private copies on

@@ -97,6 +97,9 @@ static const tk_grid hip_grid = {
     .first_thread = "blockIdx.x == 0 && threadIdx.x == 0",
     .thread_index = "(uint64_t)blockIdx.x * blockDim.x + threadIdx.x",
     .thread_stride = "(uint64_t)gridDim.x * blockDim.x",
+    .group_index = "blockIdx.x",
+    .group_count = "gridDim.x",
+    .local_index = "threadIdx.x",
     .vector_loads = 1,
     .flush = hip_flush,
     .trailer = tk_cu_trailer,
@@ -113,5 +116,7 @@ const tk_dialect tk_dialect_hip = {
     .func_qual = "static __device__",
     .cxx_literals = 1,
     .float_specials = tk_cuda_specials,
+    .barrier = "__syncthreads();",
+    .shared_qual = "__shared__ ",
     .kernel = hip_kernel,
 };

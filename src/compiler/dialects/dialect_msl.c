@@ -562,7 +562,12 @@ static void msl_phase_open(tk_emitter *e, const tk_spec *K, int k, int parallel)
         if (t.kind == TY_ARRAY)
             tk_emitter_printf(e, ",\n        %s *a%d [[buffer(%d)]]", msl_storage((tack_dtype)t.dt), p, nb++);
     }
-    tk_emitter_printf(e, ",\n        uint tk_tid [[thread_position_in_grid]], uint tk_nth [[threads_per_grid]]) {\n");
+    int blocks = 0; /* a kernel with a blocks loop (tack.blocks): its phases know their threadgroup too */
+    for (int i = 0; K->body && i < K->body->n; i++) blocks |= ir_is_blocks(K->body->k[i]);
+    tk_emitter_printf(e, ",\n        uint tk_tid [[thread_position_in_grid]], uint tk_nth [[threads_per_grid]]%s",
+                      blocks ? ",\n        uint tk_gid [[threadgroup_position_in_grid]], uint tk_ngr [[threadgroups_per_grid]],\n"
+                               "        uint tk_lid [[thread_position_in_threadgroup]]) {\n"
+                             : ") {\n");
 }
 
 /* The frame buffer and the arrays' extents, from buffers 1 and 2. */
@@ -601,6 +606,9 @@ static const tk_grid msl_grid = {
     .first_thread = "tk_tid == 0",
     .thread_index = "(uint64_t)tk_tid",
     .thread_stride = "(uint64_t)tk_nth",
+    .group_index = "tk_gid",
+    .group_count = "tk_ngr",
+    .local_index = "tk_lid",
 };
 
 static void msl_kernel(tk_emitter *e, tk_buf *out) { tk_grid_kernel(e, out, &msl_grid); }
@@ -623,5 +631,8 @@ const tk_dialect tk_dialect_msl = {
     .decimal_floats = 1,
     .thread_ptr = "thread ",
     .float_specials = msl_specials,
+    .barrier = "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);",
+    .shared_qual = "threadgroup ",
+    .no_goto = 1,
     .kernel = msl_kernel,
 };

@@ -504,6 +504,9 @@ static const tk_grid cl_grid = {
     .first_thread = "get_global_id(0) == 0",
     .thread_index = "(uint64_t)get_global_id(0)",
     .thread_stride = "(uint64_t)get_global_size(0)",
+    .group_index = "get_group_id(0)",
+    .group_count = "get_num_groups(0)",
+    .local_index = "get_local_id(0)",
     .trailer = cl_trailer,
 };
 
@@ -524,5 +527,7 @@ const tk_dialect tk_dialect_opencl = {
     .print = cl_print,
     .func_qual = "static",
     .float_specials = cl_specials,
+    .barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
+    .shared_qual = "__local ",
     .kernel = cl_kernel,
 };

@@ -533,12 +533,42 @@ void em_expr(tk_emitter *e, tk_ir *x) {
 static int returns_value(const tk_spec *S) { return S->ret.kind == TY_VALUE || S->ret.kind == TY_TUPLE; }
 
 static void ret_fail(tk_emitter *e) {
-    if (e->fn == TK_FN_DEVICE && returns_value(e->S)) P(e, "return tk_zero;");
+    if (e->bbody && e->S == e->K && e->blabel >= 0) P(e, "goto tk_b%d_;", e->blabel); /* a blocks loop's body */
+    else if (e->fn == TK_FN_DEVICE && returns_value(e->S)) P(e, "return tk_zero;");
     else P(e, "return;");
+}
+
+static int holds_barrier(const tk_ir *s) {
+    if (s->op == IR_BARRIER) return 1;
+    if (s->op != IR_BLOCK && s->op != IR_IF && s->op != IR_WHILE && s->op != IR_FOR) return 0;
+    for (int i = 0; i < s->n; i++)
+        if (holds_barrier(s->k[i])) return 1;
+    return 0;
+}
+
+/* A list of a blocks loop's body that holds barriers: each stretch up to a barrier (or the
+ * list's end) ends at a label of its own, where a failed check in it goes on. */
+static void barrier_list(tk_emitter *e, tk_ir *b) {
+    int saved = e->blabel;
+    e->blabel = e->nblabel++;
+    for (int i = 0; i < b->n; i++) {
+        tk_ir *x = b->k[i];
+        if (x->op == IR_BARRIER || holds_barrier(x)) {
+            I(e); P(e, "tk_b%d_: ;\n", e->blabel);
+            e->blabel = e->nblabel++;
+        }
+        st(e, x);
+    }
+    I(e); P(e, "tk_b%d_: ;\n", e->blabel);
+    e->blabel = saved;
 }
 
 void em_block(tk_emitter *e, tk_ir *b) {
     if (b->str) { I(e); P(e, "/* %s */\n", b->str); } /* a pass's note (nests.c): the compiler's own text */
+    if (e->bbody && e->S == e->K && (b == e->bbody || holds_barrier(b))) {
+        barrier_list(e, b);
+        return;
+    }
     for (int i = 0; i < b->n; i++) st(e, b->k[i]);
 }
 
@@ -878,6 +908,9 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         else P(e, "break;\n");
         return;
     case IR_CONTINUE: I(e); P(e, "continue;\n"); return;
+    case IR_BARRIER: /* a grid's (the CPU splits its thread loop there instead: cpu/emit_blocks.c) */
+        I(e); P(e, "%s\n", e->D->barrier ? e->D->barrier : "/* barrier */");
+        return;
     case IR_RETURN:
         I(e);
         if (s->n && e->S->ret.kind == TY_TUPLE) {
@@ -907,7 +940,7 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
 void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in) {
     for (int i = 0; i < e->S->nlocals; i++) {
         tk_local *l = &e->S->locals[i];
-        if (l->scope != scope || (skip_params && l->is_param)) continue;
+        if (l->scope != scope || (skip_params && l->is_param) || l->shared) continue; /* shared: the block's */
         if (carried && !carried[i] != !in) continue;
         if (l->ty.kind == TY_ARRAY) { /* a local array: all its elements, row-major */
             int64_t n = tk_local_elems(l);
@@ -1089,6 +1122,10 @@ void tk_emitter_stmt(tk_emitter *e, tk_ir *s) { st(e, s); }
 void tk_emitter_local(tk_emitter *e, int local) { local_name(e, local); }
 void tk_emitter_declare_locals(tk_emitter *e, int scope, const char *mask, int in) {
     declare_locals(e, scope, 0, mask, in);
+}
+void tk_emitter_blocks_body(tk_emitter *e, const tk_ir *body) {
+    e->bbody = body;
+    e->blabel = -1;
 }
 void tk_emitter_lane(tk_emitter *e, const char *suffix, int scope, const char *keep) {
     e->lane = suffix;

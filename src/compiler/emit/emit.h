@@ -81,6 +81,10 @@ struct tk_emitter {
     int rc;                /* in the chunk of a loop the race detector watches: its index + 1 (race_watch.c) */
     int rcf;               /* writing a @tack.func's watched copy (race_watch.c) */
     const char *mayfail;   /* per spec: a call to it can fail (may_fail.c) */
+    /* A blocks loop's body on a grid (tk_emitter_blocks_body): a failed check jumps to the end of
+     * its stretch between barriers (label tk_b<blabel>_) instead of returning; -1: returns. */
+    const tk_ir *bbody;
+    int blabel, nblabel;
     const char *lane;      /* a copy of an unrolled loop body: its locals' suffix (tk_emitter_lane) */
     int lane_scope;
     const char *lane_keep;
@@ -112,6 +116,8 @@ TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, cons
 TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
 /* emit_lanes.c: @tack.func specialization si can run in SIMD lanes once inlined */
 TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
+/* emit_blocks.c: the chunk of a blocks loop (tack.blocks): its blocks, their threads split at barriers */
+TK_HIDDEN void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
 

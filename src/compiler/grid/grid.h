@@ -33,6 +33,10 @@ typedef struct tk_grid {
     const char *first_thread;  /* the condition true in exactly one thread of a phase */
     const char *thread_index;  /* a thread's index in the grid, as uint64_t */
     const char *thread_stride; /* the number of threads in the grid, as uint64_t */
+    /* A blocks loop's phase (lower_blocks.c): the index of the thread's block
+     * (work-group, threadgroup), the number of blocks, and the thread's index
+     * in its block. */
+    const char *group_index, *group_count, *local_index;
     /* 1: the dialect is C++ (decltype) and its vendor compiler merges adjacent
      * accesses of a pointer promised aligned by __builtin_assume_aligned into
      * vector loads and stores (NVVM, clang: CUDA, HIP); the elementwise loop's

@@ -465,10 +465,59 @@ static void emit_unrolled(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_gr
     tk_emitter_printf(e, "} else {\n");
 }
 
+/* ------------------------------------------------------- a blocks loop
+ * tack.blocks(n, B) (lower_blocks.c): the phase is launched in blocks of
+ * exactly B threads (the launcher reads B from the source's
+ * `tack-grid-block` comment), and each block of the launch runs the loop's
+ * blocks b = its index, + the number of blocks, ... in turn, so any grid is
+ * correct.  The shared arrays are the dialect's block memory, declared once
+ * at the phase's top; every other local of the loop is the thread's own.
+ * A barrier after each block's body keeps a fast thread from writing the
+ * shared arrays of its next block while a slow one still reads this one's. */
+static void emit_blocks_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_grid *G) {
+    tk_cc *C = tk_emitter_cc(e);
+    int scope = pfor_scope(K, s);
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "const int64_t n0_ = ");
+    tk_emitter_expr(e, s->k[0]);
+    tk_emitter_printf(e, ";\n");
+    for (int i = 0; i < K->nlocals; i++) {
+        const tk_local *l = &K->locals[i];
+        if (!l->shared || l->scope != scope) continue;
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "%s%s ", C->dialect->shared_qual, tk_local_elem_type(l, C->dialect->ctype((tack_dtype)l->ty.dt)));
+        tk_emitter_local(e, i);
+        tk_emitter_printf(e, "[%lld];\n", (long long)(tk_local_elems(l) > 0 ? tk_local_elems(l) : 1));
+    }
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "for (uint64_t b_ = (uint64_t)%s; n0_ > 0 && b_ < (uint64_t)n0_; b_ += (uint64_t)%s) {\n",
+                      G->group_index, G->group_count);
+    tk_emitter_nest(e, 1);
+    tk_emitter_declare_locals(e, scope, NULL, 0);
+    tk_emitter_indent(e);
+    tk_emitter_local(e, s->vars[0]);
+    tk_emitter_printf(e, " = (int64_t)b_;\n");
+    tk_emitter_indent(e);
+    tk_emitter_local(e, s->local);
+    tk_emitter_printf(e, " = (int64_t)%s;\n", G->local_index);
+    if (!C->dialect->no_goto) tk_emitter_blocks_body(e, s->k[1]); /* failed checks go on to the next barrier */
+    tk_emitter_stmt(e, s->k[1]);
+    tk_emitter_blocks_body(e, NULL);
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "%s\n", C->dialect->barrier);
+    tk_emitter_nest(e, -1);
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "}\n");
+}
+
 /* The grid-stride loop of one parallel loop, its body, and the warp-summed
  * flushes of privatized reductions. */
 static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_grid *G) {
     int nd = s->aux;
+    if (ir_is_blocks(s)) {
+        emit_blocks_loop(e, K, s, G);
+        return;
+    }
     for (int d = 0; d < nd; d++) {
         tk_emitter_indent(e);
         tk_emitter_printf(e, "const int64_t n%d_ = ", d);
@@ -617,6 +666,12 @@ static void emit_work(layout *L, tk_emitter *e) {
         if (ok) tk_printf(&all, " %d:%s", k, one.len ? one.s : "");
     }
     if (all.len) tk_emitter_printf(e, "/* tack-grid-work:%s */\n", all.s);
+    /* a blocks phase's block size: its work above counts blocks, not threads */
+    tk_buf_init(&all, &L->C->arena);
+    for (int k = 0; k < L->nph; k++)
+        if (L->ph[k].kind == PH_PFOR && ir_is_blocks(L->ph[k].pfor))
+            tk_printf(&all, " %d:%lld", k, (long long)L->ph[k].pfor->c.i);
+    if (all.len) tk_emitter_printf(e, "/* tack-grid-block:%s */\n", all.s);
 }
 
 void tk_grid_kernel(tk_emitter *e, tk_buf *out, const tk_grid *G) {
@@ -706,7 +761,8 @@ void tk_grid_kernel(tk_emitter *e, tk_buf *out, const tk_grid *G) {
     /* what the launcher needs to know */
     emit_work(&L, e);
     tk_emitter_printf(e, "/* %s: phases=", G->tag);
-    for (int k = 0; k < L.nph; k++) tk_emitter_printf(e, "%c", L.ph[k].kind == PH_PFOR ? 'p' : 's');
+    for (int k = 0; k < L.nph; k++)
+        tk_emitter_printf(e, "%c", L.ph[k].kind != PH_PFOR ? 's' : ir_is_blocks(L.ph[k].pfor) ? 'b' : 'p');
     tk_emitter_printf(e, " frame=%zu", fbytes);
     if (G->trailer) G->trailer(e);
     tk_emitter_printf(e, " */\n");

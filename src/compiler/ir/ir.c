@@ -163,6 +163,7 @@ int ir_assigns_local(const tk_ir *s, int local) {
     if (s->op == IR_PFOR)
         for (int d = 0; d < s->aux; d++)
             if (s->vars[d] == local) return 1;
+    if (ir_is_blocks(s) && s->local == local) return 1; /* the thread's variable */
     for (int i = 0; i < s->n; i++)
         if (ir_assigns_local(s->k[i], local)) return 1;
     return 0;
@@ -211,7 +212,7 @@ int ir_mentions(const tk_ir *e, int local) {
 /* Counts IR_ASSIGN, IR_SETCOMP and IR_FOR (a serial loop sets its variable);
  * a parallel loop's variables are not counted. */
 int ir_assignments(const tk_ir *s, int local) {
-    int n = (s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local == local;
+    int n = ((s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) || ir_is_blocks(s)) && s->local == local;
     for (int i = 0; i < s->n; i++) n += ir_assignments(s->k[i], local);
     return n;
 }

@@ -102,6 +102,7 @@ static void ds(ir_dumper *d, tk_ir *s, int n) {
         dx(d, s->k[0]);
         break;
     case IR_EVAL: tk_puts(b, "eval "); dx(d, s->k[0]); break;
+    case IR_BARRIER: tk_puts(b, "barrier"); break;
     case IR_LSTORE:
         tk_puts(b, "lstore "); lname(d, s->local); tk_puts(b, "[");
         for (int i = 1; i < s->n; i++) { if (i > 1) tk_puts(b, ", "); dx(d, s->k[i]); }
@@ -139,8 +140,22 @@ static void ds(ir_dumper *d, tk_ir *s, int n) {
         for (int i = 0; i < s->aux; i++) { if (i) tk_puts(b, ", "); dx(d, s->k[i]); }
         tk_puts(b, "]");
         if (s->off) { tk_puts(b, " from "); dx(d, s->off); }
-        if (s->sub) tk_puts(b, " independent"); /* tack.independent(...): no race check */
+        if (s->sub == TK_PFOR_INDEPENDENT) tk_puts(b, " independent"); /* tack.independent(...): no race check */
+        if (ir_is_blocks(s)) { /* tack.blocks(n, B): the thread's variable, the block size, the shared arrays */
+            tk_printf(b, " blocks of %lld, thread ", (long long)s->c.i);
+            lname(d, s->local);
+        }
         tk_puts(b, ":\n");
+        for (int i = 0; ir_is_blocks(s) && i < d->S->nlocals; i++) {
+            const tk_local *l = &d->S->locals[i];
+            if (!l->shared || l->scope != d->S->locals[s->vars[0]].scope) continue;
+            ind(d, n + 1);
+            tk_puts(b, "shared ");
+            lname(d, i);
+            tk_printf(b, ": %s[", dt_name((tack_dtype)l->ty.dt));
+            for (int k = 0; k < l->ty.ndim; k++) tk_printf(b, "%s%lld", k ? ", " : "", (long long)l->ashape[k]);
+            tk_puts(b, "]\n");
+        }
         ds(d, s->k[s->aux], n + 1);
         for (int i = 0; s->red && i < s->red->n; i++) {
             ind(d, n + 1);

@@ -291,6 +291,9 @@ static void vs(verifier *v, tk_ir *s) {
     case IR_CONTINUE:
         if (!v->loops) BAD(s, "%s outside a loop", "break/continue");
         return;
+    case IR_BARRIER:
+        if (!v->region || v->S != v->C->specs[0]) BAD(s, "%s outside a blocks loop", "barrier");
+        return;
     case IR_RETURN:
         for (int i = 0; i < s->n; i++) vx(v, s->k[i]);
         if (s->n && v->S->ret.kind == TY_TUPLE) {

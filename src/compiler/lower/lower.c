@@ -324,7 +324,7 @@ static void prescan(lw_state *L, tack_node *n, int scope) {
             tack_node *s = n->kids[i];
             if (L->is_kernel && scope == -1 && s && s->kind == TACK_N_FOR && s->nkids == 3 && n == L->F->body &&
                 (lw_is_range_call(s->kids[1], "range") || lw_is_range_call(s->kids[1], "ndrange") ||
-                 lw_is_range_call(s->kids[1], "independent"))) {
+                 lw_is_range_call(s->kids[1], "independent") || lw_is_range_call(s->kids[1], "blocks"))) {
                 int id = L->npfor++;
                 declare(L, s->kids[0], id, ty_unknown(), 0);
                 prescan(L, s->kids[2], id);

@@ -24,6 +24,7 @@ typedef struct lw_state {
      * assigns one), whose values no two iterations share */
     int pfor_vars[TACK_MAX_NDIM];
     int npfor_vars;
+    tk_ir *bpf;            /* the blocks loop whose body is being lowered (lower_blocks.c), else NULL */
     int independent;       /* the loop being lowered is tack.independent(...) (lower_loop.c) */
     int infer;
     int changed;
@@ -93,6 +94,13 @@ int lw_shape_param(lw_state *L, tack_node *x);  /* a.shape: the array parameter 
 tk_ir *lw_shape_of(lw_state *L, int p, int d, tack_node *n);  /* extent d of array parameter p */
 void lw_for(lw_state *L, tack_node *n);
 void lw_while(lw_state *L, tack_node *n);
+void lw_refuse_assigned_pfor_vars(lw_state *L, tack_node *t, tack_node *body);
+/* lower_blocks.c: for b, t in tack.blocks(n, B); tack.barrier(); tack.shared's rules (bytes: its size) */
+void lw_blocks_pfor(lw_state *L, tack_node *n, tack_node *it, int parallel);
+void lw_barrier(lw_state *L, tack_node *n);
+void lw_blocks_shared(lw_state *L, tack_node *call, int loc, int64_t bytes);
+/* r = tack.block_sum(v) & co (op: 0 sum, 1 min, 2 max, 3 scan), target the name r */
+void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op);
 /* lower_call.c */
 tk_ir *lw_call(lw_state *L, tack_node *n);
 /* a function lowered for a parallel loop: its own-index parameters as L->pfor_vars */
@@ -126,7 +134,8 @@ tk_ir *lw_quat_ctor(lw_state *L, tack_dtype dt, tack_node *n);
 tk_ir *lw_quat_call(lw_state *L, int m, tack_node *n);             /* a TK_IK_QUAT row */
 /* lower_local.c: local arrays (x = np.zeros(8) inside a kernel or function) */
 int lw_local_array(lw_state *L, const char *name);      /* its local, else -1 */
-int lw_is_array_maker(const tack_node *n);              /* a CALL of np.zeros & co */
+int lw_is_array_maker(const tack_node *n);              /* a CALL of np.zeros & co (and tack.shared) */
+int lw_const_int(const tack_node *n, int64_t *out);     /* a constant integer expression's value, else 0 */
 void lw_create_array(lw_state *L, tack_node *t, tack_node *call);
 tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node *n);
 tk_ir *lw_local_arg(lw_state *L, int loc, tack_node *n);   /* passed to a @tack.func: IR_LARRAY */

@@ -484,6 +484,12 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
         return math_call(L, in->sub, a, in->max_args, n);
     }
     case TK_IK_QUAT: return lw_quat_call(L, in->sub, n);
+    case TK_IK_BLOCKOP:
+        ERR(n, "tack.%s() is the whole value of an assignment to a name: r = tack.%s(v)", name, name);
+    case TK_IK_BARRIER:
+        if (!discard) ERR(n, "tack.barrier() is a statement and has no value");
+        lw_barrier(L, n);
+        return NULL;
     case TK_IK_LOOP: case TK_IK_COMPLEX: break;
     }
     ERR(n, "unsupported function '%s'", name);

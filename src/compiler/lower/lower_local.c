@@ -85,7 +85,7 @@ int lw_local_array(lw_state *L, const char *name) {
 }
 
 static const char *const makers[] = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full",
-                                     "tack.zeros",  "tack.ones",  "tack.empty",  "tack.full"};
+                                     "tack.zeros",  "tack.ones",  "tack.empty",  "tack.full", "tack.shared"};
 
 int lw_is_array_maker(const tack_node *n) {
     if (!n || n->kind != TACK_N_CALL || n->ival != -1 || !n->name) return 0;
@@ -96,7 +96,7 @@ int lw_is_array_maker(const tack_node *n) {
 
 /* ------------------------------------------------------------- creation */
 /* The value of a constant integer expression, or 0 when `n` is not one. */
-static int const_int(const tack_node *n, int64_t *out) {
+int lw_const_int(const tack_node *n, int64_t *out) {
     int64_t a, b;
     switch (n->kind) {
     case TACK_N_CONST_INT:
@@ -104,12 +104,12 @@ static int const_int(const tack_node *n, int64_t *out) {
         *out = n->ival;
         return 1;
     case TACK_N_UNARYOP:
-        if (n->nkids != 1 || !const_int(n->kids[0], &a)) return 0;
+        if (n->nkids != 1 || !lw_const_int(n->kids[0], &a)) return 0;
         if (n->op == TACK_OP_POS) { *out = a; return 1; }
         if (n->op == TACK_OP_NEG && a != INT64_MIN) { *out = -a; return 1; }
         return 0;
     case TACK_N_BINOP:
-        if (n->nkids != 2 || !const_int(n->kids[0], &a) || !const_int(n->kids[1], &b)) return 0;
+        if (n->nkids != 2 || !lw_const_int(n->kids[0], &a) || !lw_const_int(n->kids[1], &b)) return 0;
         switch (n->op) {
         case TACK_OP_ADD: return !__builtin_add_overflow(a, b, out);
         case TACK_OP_SUB: return !__builtin_sub_overflow(a, b, out);
@@ -139,7 +139,7 @@ static int const_int(const tack_node *n, int64_t *out) {
 /* The constant extent `n` of the shape of `what`. */
 static int64_t extent(lw_state *L, const tack_node *n, const char *what) {
     int64_t v;
-    if (!const_int(n, &v)) {
+    if (!lw_const_int(n, &v)) {
         if (n->kind == TACK_N_NAME)
             ERR(n, "the shape of local array '%s' must be a compile-time constant, and '%s' is a variable: "
                    "use an int literal or a module-level int constant", what, n->name);
@@ -235,10 +235,15 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
     int dt = maker_dtype(L, call, numpy, fill, what);
     if (dt < 0) return; /* the fill value's type is not known yet */
     tk_type et = lw_dtype_type((tack_dtype)dt); /* f16: values are f32, rounded where stored */
+    int shared = !strcmp(fn, "shared"); /* tack.shared: the block's one array (lower_blocks.c) */
+    if (shared && call->nkids != 2) ERR(call, "tack.shared(shape, dtype) takes a shape and a dtype");
     /* the size */
     const tk_target *T = L->C->target, *O = other_bound(T);
     int64_t cap = T->local_array_bytes, item = (int64_t)tack_dtype_get((tack_dtype)dt)->itemsize; /* a vec3's 12 */
-    if (elems > cap / (item ? item : 1)) {
+    if (shared) {
+        if (elems > INT64_MAX / (item ? item : 1)) elems = INT64_MAX / (item ? item : 1);
+        lw_blocks_shared(L, call, loc, elems * item);
+    } else if (elems > cap / (item ? item : 1)) {
         tk_buf b;
         tk_buf_init(&b, &L->C->arena);
         for (int k = 0; k < nd; k++) tk_printf(&b, "%s%lld", k ? ", " : "", (long long)shape[k]);
@@ -259,6 +264,7 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
         memcpy(l->ashape, shape, sizeof(int64_t) * (size_t)nd);
         L->changed = 1;
     }
+    if (shared) return; /* no fill: unspecified until written, as on a GPU (the CPU's are zeros) */
     tk_ir *v;
     if (full && !ty_is_scalar(et)) {
         if (!lw_known(fill)) return;
@@ -410,6 +416,9 @@ static void check_private(lw_state *L, int loc, tack_node *n) {
 /* Local array `loc` passed to a @tack.func (lower_call.c). */
 tk_ir *lw_local_arg(lw_state *L, int loc, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
+    if (l->shared)
+        ERR(n, "the shared array '%s' cannot be passed to a @tack.func: it lives in a block's shared memory, "
+               "which a function's array parameter cannot point to on every GPU; index it in the kernel", l->name);
     l->read = 1;
     tk_ir *a = lw_mk(L, IR_LARRAY, l->ty, n);
     a->local = loc;
@@ -483,7 +492,7 @@ tk_ir *lw_local_attr(lw_state *L, int loc, tack_node *n) {
 tk_ir *lw_local_extent(lw_state *L, int loc, tack_node *ix, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
     int64_t k;
-    if (!const_int(ix, &k)) ERR(ix, "x.shape must be indexed with a constant integer");
+    if (!lw_const_int(ix, &k)) ERR(ix, "x.shape must be indexed with a constant integer");
     int64_t a = k < 0 ? k + l->ty.ndim : k;
     if (a < 0 || a >= l->ty.ndim) ERR(ix, "axis %lld is out of range for the %d-D local array '%s'", (long long)k, l->ty.ndim, l->name);
     return ir_const_i(L->C, ty_weak(TACK_I64), l->ashape[a], n->line);

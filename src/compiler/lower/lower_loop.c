@@ -180,7 +180,7 @@ static const tack_node *assigning_target(const tack_node *x, const char *name) {
  * value from it.  Assigning one in the body would change which element the
  * iteration touches without the race check knowing (`i = i % 3; a[i] += 1`
  * loses updates), so it is refused; a local of another name says the same. */
-static void refuse_assigned_pfor_vars(lw_state *L, tack_node *t, tack_node *body) {
+void lw_refuse_assigned_pfor_vars(lw_state *L, tack_node *t, tack_node *body) {
     int n = t->kind == TACK_N_TUPLE ? t->nkids : 1;
     for (int d = 0; d < n; d++) {
         tack_node *v = t->kind == TACK_N_TUPLE ? t->kids[d] : t;
@@ -212,7 +212,7 @@ static void pfor_body(lw_state *L, tk_ir *pf, tack_node *n, tk_ir *b, int saved_
     tack_node *body = n->kids[2];
     int sd = L->depth;
     L->depth++;
-    refuse_assigned_pfor_vars(L, n->kids[0], body);
+    lw_refuse_assigned_pfor_vars(L, n->kids[0], body);
     note_pfor_vars(L, n->kids[0], body);
     lw_block_into(L, body, b);
     L->npfor_vars = 0;
@@ -530,9 +530,14 @@ void lw_for(lw_state *L, tack_node *n) {
                     "this loop is serial, so it has no iterations running at once to mark");
         it = it->kids[0];
     }
+    if (lw_is_range_call(it, "blocks")) {
+        if (indep) ERR(it, "tack.independent() takes one range(...) or tack.ndrange(...)");
+        lw_blocks_pfor(L, n, it, parallel);
+        return;
+    }
     int nd = lw_is_range_call(it, "ndrange");
     if (!nd && !lw_is_range_call(it, "range"))
-        ERR(it, "for loops must iterate over range(...) or tack.ndrange(...)");
+        ERR(it, "for loops must iterate over range(...), tack.ndrange(...) or tack.blocks(...)");
     L->independent = indep;
     if (nd) {
         rng ax[TACK_MAX_NDIM];

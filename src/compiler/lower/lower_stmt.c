@@ -262,6 +262,13 @@ static void lower_assign(lw_state *L, tack_node *n) {
         lw_create_array(L, t, vn);
         return;
     }
+    if (vn->kind == TACK_N_CALL && vn->ival < 0 && vn->name && t->kind == TACK_N_NAME) { /* r = tack.block_sum(v) */
+        const tk_intrinsic *in = tk_intrinsic_find(vn->name);
+        if (in && in->kind == TK_IK_BLOCKOP) {
+            lw_block_collective(L, t, vn, in->sub);
+            return;
+        }
+    }
     if (t->kind == TACK_N_TUPLE && vn->kind == TACK_N_ATTRIBUTE && vn->name && !strcmp(vn->name, "shape") &&
         vn->nkids == 1 && vn->kids[0]->kind == TACK_N_NAME && lw_local_array(L, vn->kids[0]->name) >= 0) {
         tk_local l = L->S->locals[lw_local_array(L, vn->kids[0]->name)]; /* n, m = x.shape: constants (a copy:

@@ -73,6 +73,7 @@ static void count_defs(check_elider *k, tk_ir *s) {
     if ((s->op == IR_ASSIGN || s->op == IR_SETCOMP || s->op == IR_FOR) && s->local >= 0) k->defs[s->local]++;
     if (s->op == IR_PFOR)
         for (int d = 0; d < s->aux; d++) k->defs[s->vars[d]]++;
+    if (ir_is_blocks(s)) k->defs[s->local]++; /* the thread's variable */
     for (int i = 0; i < s->n; i++) count_defs(k, s->k[i]);
 }
 

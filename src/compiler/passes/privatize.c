@@ -415,7 +415,7 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
 
 static void walk(tk_cc *C, tk_spec *S, tk_ir *s) {
     if (s->op == IR_PFOR) {
-        privatize_loop(C, S, s);
+        if (!ir_is_blocks(s)) privatize_loop(C, S, s); /* a block's threads keep their adds as written */
         return;
     }
     if (s->op == IR_BLOCK || s->op == IR_IF)

@@ -458,6 +458,7 @@ static void each_pfor(tk_cc *C, tk_spec *K, tk_ir *b, loop_pass pass) {
         case IR_WHILE: each_pfor(C, K, s->k[1], pass); break;
         case IR_FOR: each_pfor(C, K, s->k[3], pass); break;
         case IR_PFOR: {
+            if (ir_is_blocks(s)) break; /* nothing moves across a block's barriers */
             tk_ir *pre = ir_new(C, IR_BLOCK, ty_void(), s->line);
             pass(C, K, s, pre);
             if (pre->n && !nb) {
