@@ -543,6 +543,10 @@ typedef struct tk_periodic_undo {
 void tk_periodic_hide(tk_cc *C, tk_ir *s, tk_periodic_undo *u);
 void tk_periodic_show(tk_periodic_undo *u);
 void tk_strength(tk_cc *C);
+/* Run pass on every parallel loop under block b, skipping blocks loops (nothing moves across a
+ * block's barriers); what it puts in `pre` goes right before the loop (strength.c). */
+typedef void (*tk_loop_pass)(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *pre);
+void tk_each_pfor(tk_cc *C, tk_spec *K, tk_ir *b, tk_loop_pass pass);
 void tk_privatize(tk_cc *C);
 void tk_weak_float(tk_cc *C, tk_spec *K);   /* a Python float that only meets f32 is an f32 */
 void tk_weak_locals(tk_cc *C);   /* a local of Python floats that only meets f32 is f32 (weak_locals.c) */

@@ -331,41 +331,14 @@ static void periodic_loop(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *pre) {
     loop->per = per;
 }
 
-/* Run periodic_loop on every parallel loop under block b; what it puts in
- * `pre` goes right before the loop. */
-static void each_pfor(tk_cc *C, tk_spec *K, tk_ir *b) {
-    tk_ir *nb = NULL;
-    for (int i = 0; i < b->n; i++) {
-        tk_ir *s = b->k[i];
-        switch (s->op) {
-        case IR_BLOCK: each_pfor(C, K, s); break;
-        case IR_IF: each_pfor(C, K, s->k[1]); each_pfor(C, K, s->k[2]); break;
-        case IR_WHILE: each_pfor(C, K, s->k[1]); break;
-        case IR_FOR: each_pfor(C, K, s->k[3]); break;
-        case IR_PFOR: {
-            tk_ir *pre = ir_new(C, IR_BLOCK, ty_void(), s->line);
-            if (!s->per) periodic_loop(C, K, s, pre);
-            if (pre->n && !nb) {
-                nb = ir_new(C, IR_BLOCK, ty_void(), b->line);
-                for (int j = 0; j < i; j++) ir_push(C, nb, b->k[j]);
-            }
-            for (int j = 0; j < pre->n; j++) ir_push(C, nb, pre->k[j]);
-            break;
-        }
-        default: break;
-        }
-        if (nb) ir_push(C, nb, s);
-    }
-    if (nb) {
-        b->k = nb->k;
-        b->n = nb->n;
-        b->cap = nb->cap;
-    }
+/* The walk is strength.c's (tk_each_pfor: blocks loops are left alone, their barriers split them) */
+static void periodic_pass(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *pre) {
+    if (!loop->per) periodic_loop(C, K, loop, pre);
 }
 
 void tk_periodic(tk_cc *C) {
     tk_spec *K = C->nspecs ? C->specs[0] : NULL;
-    if (K && K->body && C->target->loops == TK_LOOPS_CHUNKED) each_pfor(C, K, K->body);
+    if (K && K->body && C->target->loops == TK_LOOPS_CHUNKED) tk_each_pfor(C, K, K->body, periodic_pass);
 }
 
 /* ------------------------------------------------ for the C layout */

@@ -444,19 +444,17 @@ static void fastdiv(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *pre) {
 }
 
 /* ----------------------------------------------------------- the walk */
-typedef void (*loop_pass)(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *pre);
-
 /* Run `pass` on every parallel loop under block b; what it puts in `pre`
- * goes right before the loop. */
-static void each_pfor(tk_cc *C, tk_spec *K, tk_ir *b, loop_pass pass) {
+ * goes right before the loop (compiler.h; periodic.c walks with it too). */
+void tk_each_pfor(tk_cc *C, tk_spec *K, tk_ir *b, tk_loop_pass pass) {
     tk_ir *nb = NULL;
     for (int i = 0; i < b->n; i++) {
         tk_ir *s = b->k[i];
         switch (s->op) {
-        case IR_BLOCK: each_pfor(C, K, s, pass); break;
-        case IR_IF: each_pfor(C, K, s->k[1], pass); each_pfor(C, K, s->k[2], pass); break;
-        case IR_WHILE: each_pfor(C, K, s->k[1], pass); break;
-        case IR_FOR: each_pfor(C, K, s->k[3], pass); break;
+        case IR_BLOCK: tk_each_pfor(C, K, s, pass); break;
+        case IR_IF: tk_each_pfor(C, K, s->k[1], pass); tk_each_pfor(C, K, s->k[2], pass); break;
+        case IR_WHILE: tk_each_pfor(C, K, s->k[1], pass); break;
+        case IR_FOR: tk_each_pfor(C, K, s->k[3], pass); break;
         case IR_PFOR: {
             if (ir_is_blocks(s)) break; /* nothing moves across a block's barriers */
             tk_ir *pre = ir_new(C, IR_BLOCK, ty_void(), s->line);
@@ -481,7 +479,7 @@ static void each_pfor(tk_cc *C, tk_spec *K, tk_ir *b, loop_pass pass) {
 
 void tk_strength(tk_cc *C) {
     tk_spec *K = C->nspecs ? C->specs[0] : NULL;
-    if (K && K->body) each_pfor(C, K, K->body, licm);
+    if (K && K->body) tk_each_pfor(C, K, K->body, licm);
     if (C->opts.checks) tk_hoist_invariant_checks(C, CK_ZERODIV);
-    if (K && K->body && C->target->loops == TK_LOOPS_CHUNKED) each_pfor(C, K, K->body, fastdiv);
+    if (K && K->body && C->target->loops == TK_LOOPS_CHUNKED) tk_each_pfor(C, K, K->body, fastdiv);
 }
