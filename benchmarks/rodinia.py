@@ -874,6 +874,19 @@ def table(records):
     return "\n".join(rows)
 
 
+def targets_line(records):
+    """Issue 41's targets: every row at least Numba's speed, and within 1.2x of C+OpenMP."""
+    by = {(r["peer"], r["kernel"], r["size"]): r.get("time_s") for r in records if r.get("status") == "ok"}
+    keys = sorted({(r["kernel"], r["size"]) for r in records}, key=lambda k: (ORDER.index(k[0]), k[1]))
+    out = []
+    for peer, limit, what in (("numba", 1.0, "at least Numba's speed"), ("c", 1.2, "within 1.2x of C+OpenMP")):
+        both = [k for k in keys if by.get(("tack", *k)) and by.get((peer, *k))]
+        met = [k for k in both if by[("tack", *k)] <= limit * by[(peer, *k)]]
+        missed = ", ".join(f"{k[0]} {CASES[k[0]].label(k[1])}" for k in both if k not in met)
+        out.append(f"Tack {what}: {len(met)} of {len(both)} rows" + (f" (not: {missed})" if missed else "") + ".")
+    return " ".join(out)
+
+
 def problems(records):
     return [r for r in records if r.get("status") not in ("ok", "unavailable")]
 
@@ -888,12 +901,24 @@ def section(data):
             f"(benchmarks/c/rodinia.c, the C peer's flags) and NumPy; a call is the whole computation "
             f"(every time step, row, diagonal or pivot). Load average {data['load'][0]:.1f} before, "
             f"{data['load'][-1]:.1f} after, on {data['cores']} cores.\n\n")
-    body = table(recs)
+    body = table(recs) + "\n\n" + targets_line(recs)
     bad = problems(recs)
     if bad:
         body += "\n\n" + "\n".join(f"- {r['peer']} {r['kernel']} {r['label']}: {r['status']}: "
                                    f"{r.get('reason', '')}" for r in bad)
     return head + body + "\n"
+
+
+def collect(peers=PEERS, names=ORDER, *, quick=False, rounds=3, threads=2, reps=5, log=print):
+    """The whole measurement: what section() and benchmarks/run.py's report take."""
+    data = {"threads": threads, "rounds": rounds, "cores": len(os.sched_getaffinity(0)),
+            "load": [os.getloadavg()[0]], "quick": quick}
+    t0 = time.time()
+    data["records"] = measure(list(peers), list(names), quick=quick, rounds=rounds, threads=threads,
+                              reps=1 if quick else reps, log=log)
+    data["load"].append(os.getloadavg()[0])
+    data["elapsed_s"] = time.time() - t0
+    return data
 
 
 def main(argv=None):
@@ -916,15 +941,8 @@ def main(argv=None):
     if a.peer:
         serve(a.peer, names, a.quick, 1 if a.quick else a.reps, not a.no_verify)
         return 0
-    peers = [p for p in PEERS if p in a.peers.split(",")]
-    rounds = a.rounds or (1 if a.quick else 3)
-    data = {"threads": a.threads, "rounds": rounds, "cores": len(os.sched_getaffinity(0)),
-            "load": [os.getloadavg()[0]]}
-    t0 = time.time()
-    data["records"] = measure(peers, names, quick=a.quick, rounds=rounds, threads=a.threads,
-                              reps=1 if a.quick else a.reps)
-    data["load"].append(os.getloadavg()[0])
-    data["elapsed_s"] = time.time() - t0
+    data = collect([p for p in PEERS if p in a.peers.split(",")], names, quick=a.quick,
+                   rounds=a.rounds or (1 if a.quick else 3), threads=a.threads, reps=a.reps)
     text = section(data)
     print(text)
     if a.json:
