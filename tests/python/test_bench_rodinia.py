@@ -90,3 +90,18 @@ def test_unknown_kernel_is_refused(capsys):
     with pytest.raises(SystemExit) as e:
         R.main(["--kernels", "hotspot,nope"])
     assert e.value.code == 2 and "unknown kernel 'nope'" in capsys.readouterr().err
+
+
+def test_section_has_both_tables_and_the_notes():
+    """make bench's section: the two-thread table, the one-thread one, the targets and the diagnosis."""
+    rec = {"kernel": "nn", "size": 1000, "label": "1000", "status": "ok"}
+    two = [dict(rec, peer="tack", time_s=2e-3), dict(rec, peer="numba", time_s=1e-3), dict(rec, peer="c", time_s=4e-3)]
+    one = [dict(rec, peer="tack", time_s=1e-3), dict(rec, peer="numba", time_s=3e-3), dict(rec, peer="c", time_s=1e-3)]
+    data = {"threads": 2, "rounds": 3, "cores": 2, "load": [1.0, 2.0], "records": two,
+            "one_thread": {"rounds": 2, "load": [1.0, 1.0], "records": one}}
+    text = R.section(data)
+    assert "| nn | 1000 | 2.00 ms | 1.00 ms | 4.00 ms | -- | 0.50 | 2.00 | -- |" in text
+    assert "### One thread" in text and "| nn | 1000 | 1.00 ms | 3.00 ms | 1.00 ms | -- | 3.00 | 1.00 | -- |" in text
+    assert "at least Numba's speed: 0 of 1 rows (not: nn 1000)" in text
+    assert "at least Numba's speed: 1 of 1 rows." in text
+    assert "what limits Tack where it misses" in text  # benchmarks/RODINIA.md
