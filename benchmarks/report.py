@@ -367,6 +367,10 @@ def body(data):
         if t:
             parts += [title, t]
     parts += ["## Targets (issue 6)", targets_table(data)]
+    if data.get("rodinia"):
+        from benchmarks import rodinia
+
+        parts.append(rodinia.section(data["rodinia"]).rstrip("\n"))
     return "\n\n".join(parts) + "\n"
 
 

@@ -12,7 +12,8 @@ goes round the peers three times, each keeping its best (interleaving, so a
 slow spell of a shared machine does not land on one peer only).  Then the
 one-core runs for thread scaling (under ``taskset -c 0`` with
 TACK_NUM_THREADS, OMP_NUM_THREADS and NUMBA_NUM_THREADS set to 1), the
-bandwidth probe, launch overhead and start-up latencies, and the report.
+bandwidth probe, launch overhead and start-up latencies, the Rodinia kernels
+(benchmarks/rodinia.py, a section of their own), and the report.
 """
 
 from __future__ import annotations
@@ -288,6 +289,8 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="also write every record here")
     ap.add_argument("--no-scaling", action="store_true")
     ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--no-rodinia", action="store_true", help="skip the Rodinia kernels "
+                    "(benchmarks/rodinia.py; never run with --quick)")
     ap.add_argument("--from-json", help="measure nothing: rewrite the report from a --json file")
     a = ap.parse_args(argv)
     if a.from_json:
@@ -330,6 +333,11 @@ def main(argv=None):
             data["launch"].append({"peer": "?", "what": "launch probe",
                                    "error": (r.stderr.strip().splitlines() or ["?"])[-1]})
         data["startup"] = latency.startup(repeat=1 if a.quick else 3)
+    if not (a.quick or a.no_rodinia):  # the second suite (benchmarks/rodinia.py has its own --quick)
+        from benchmarks import rodinia
+
+        print("Rodinia:", flush=True)
+        data["rodinia"] = rodinia.collect([p for p in rodinia.PEERS if p in peers], one_thread=True, log=log)
     data["elapsed_s"] = time.time() - t_start
     data["load"].append(os.getloadavg()[0])
     write(data, a.md, a.png, a.json)

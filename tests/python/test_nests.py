@@ -499,3 +499,54 @@ def test_triangular_huge_bound_raises_the_same(n):
         with tack.config.override(nests=env != "0"):
             msgs.append(_message(tack.kernel(tri_huge), [np.ones((1, n - 1)), np.zeros((1, n)), 2 ** 62, -(2 ** 62)]))
     assert msgs[0] == msgs[1] and f"index {n - 1}" in msgs[0]
+
+
+# ------------------------------------------- negative-index wraps of run-time starts
+def lu_step(a, k):  # Rodinia's LU, one pivot: the row update starts at a column known at run time
+    n = a.shape[0]
+    for i in tack.independent(range(k + 1, n)):
+        lv = a[i, k] / a[k, k]
+        a[i, k] = lv
+        for j in range(k + 1, n):
+            a[i, j] = a[i, j] - lv * a[k, j]
+
+
+def from_start(x, lo, out):  # a serial loop from a start that may be negative (Python's x[i, -3])
+    for i in range(out.shape[0]):
+        for j in range(lo, x.shape[1]):
+            out[i] += x[i, j]
+
+
+@needs_pass
+def test_wraps_tested_once_per_row():
+    """The copy runs where each index is tested >= 0, without the negative-index
+    wraps (`tk_wrap`: `j < 0 ? j + n : j`, a select the C compiler does not
+    vectorize through); the loop as written keeps them."""
+    a = np.eye(8, dtype=np.float32)
+    src = tack.kernel(lu_step).generated_source(a, 1)
+    fast, slow = src.split("index checks tested once (nests.c)", 1)[1].split("} else {", 1)
+    assert "a0[((v2_i) * a0_s1 + (v4_j))]" in fast and "tk_wrap" not in fast
+    assert "tk_wrap(v4_j" in slow
+
+
+def test_lu_step_same_bits():
+    a = np.random.default_rng(20).random((37, 37)).astype(np.float32) + np.float32(37) * np.eye(37, dtype=np.float32)
+    want = a.copy()
+    for k in range(36):
+        want[k + 1:, k] /= want[k, k]
+        want[k + 1:, k + 1:] -= np.multiply.outer(want[k + 1:, k], want[k, k + 1:])
+    on, off = a.copy(), a.copy()
+    for k in range(36):
+        tack.kernel(lu_step)(on, k)
+        with tack.config.override(nests=False):
+            tack.kernel(lu_step)(off, k)
+    assert np.array_equal(on, want) and np.array_equal(off, want)
+
+
+@pytest.mark.parametrize("lo", [-3, -1, 0, 2, 9])
+def test_negative_start_still_wraps(lo):
+    """A start below zero fails the test: the row runs as written and x[i, -3] is x[i, m - 3]."""
+    x = np.random.default_rng(21).integers(0, 100, (5, 9)).astype(np.float64)
+    on, off = _both(from_start, x, lo, np.zeros(5))
+    want = np.array([sum(x[i, j] for j in range(lo, 9)) for i in range(5)])
+    assert np.array_equal(on[2], want) and np.array_equal(off[2], want)

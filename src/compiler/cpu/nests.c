@@ -85,6 +85,9 @@
  * range analysis bounds is tested, each term within +-2^50, so no sum of
  * its at most MAX_LEAVES terms can wrap, and is written with C's signed
  * sums (TK_BIN_NOWRAP): the convolution's last 1.2x against Numba.
+ * Likewise a negative-index wrap of an index the analysis bounds goes from
+ * the copy under the test that the index is >= 0 (unwrap_index): LU's row
+ * update from a run-time column k + 1.
  *
  * Each new form is `if (test) { new } else { the loop as written }`: the
  * checks' test joined with the interchange's (disjoint memory, k runs) or
@@ -125,6 +128,8 @@ typedef struct nest {
     int nleaves;
     const tk_ir *nowrap[MAX_MARKED];     /* indices whose sums cannot wrap where the test holds */
     int nnowrap;
+    const tk_ir *unwrap[MAX_MARKED];     /* negative-index wraps of indices >= 0 where the test holds */
+    int nunwrap;
     int dlocal[MAX_DEFS];                /* locals f assigns once, from loop variables and fixed */
     const tk_ir *dval[MAX_DEFS];         /* terms (a triangular bound's `t = i + 1`), until their block ends */
     int ndefs;
@@ -384,10 +389,31 @@ static void nowrap_index(nest *x, const tk_ir *ix) {
     x->nowrap[x->nnowrap++] = e;
 }
 
+/* A negative-index wrap (IR_WRAP: `i < 0 ? i + n : i`) of an index that
+ * range analysis bounds: under the test that its least value is >= 0
+ * (added to x->cond) the wrap does nothing, and the copy leaves it out, so
+ * that the C compiler sees the index itself.  checks.c drops the wraps it
+ * can prove unneeded at compile time (an index from a loop that starts at
+ * 0); this drops those whose start is known only at run time: LU's
+ * `a[i, j]` over `j in range(k + 1, n)`, a wavefront's block of
+ * `range(b * bs + 1, ...)`.  A wrap left in place made the index a select
+ * the compiler would not vectorize through (LU's row update ran in scalar
+ * code; see decisions.md).  Where an index is negative (Python's a[-1]),
+ * the test fails and the loop runs as written, wraps and all. */
+static void unwrap_index(nest *x, const tk_ir *w) {
+    if (x->nunwrap >= MAX_MARKED) return;
+    tk_ir *mn, *mx, *t = NULL;
+    if (!lin_range(x, w->k[0], &mn, &mx, &t, w->line)) return;
+    t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, mn, cst(x->C, 0, w->line)));
+    x->cond = ir_and(x->C, x->cond, t);
+    x->unwrap[x->nunwrap++] = w;
+}
+
 static void scan_indices(nest *x, const tk_ir *e) {
+    if (e->op == IR_WRAP) unwrap_index(x, e);
     if (e->op == IR_LOAD || e->op == IR_STORE || e->op == IR_ATOMIC)
         for (int i = e->op == IR_LOAD ? 0 : e->op == IR_ATOMIC ? ir_atomic_first(e) : 1; i < e->n; i++)
-            nowrap_index(x, e->k[i]);
+            nowrap_index(x, e->k[i]->op == IR_WRAP ? e->k[i]->k[0] : e->k[i]);
     for (int i = 0; i < e->n; i++) scan_indices(x, e->k[i]);
 }
 
@@ -481,6 +507,8 @@ static void mark_nowrap(tk_ir *e) {
 
 static tk_ir *copy_unchecked(nest *x, const tk_ir *s) {
     if (s->op == IR_CHECK && is_marked(x, s)) return ir_new(x->C, IR_BLOCK, ty_void(), s->line);
+    for (int i = 0; s->op == IR_WRAP && i < x->nunwrap; i++)
+        if (x->unwrap[i] == s) return copy_unchecked(x, s->k[0]);
     for (int i = 0; i < x->nnowrap; i++)
         if (x->nowrap[i] == s) {
             tk_ir *r = ir_clone(x->C, s);
