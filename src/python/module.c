@@ -228,8 +228,8 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
     if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl)) || (red && !PyCallable_Check(red)) ||
         (sc && !PyCallable_Check(sc)) || (ad && !PyCallable_Check(ad)) || (cx && !PyCallable_Check(cx)) ||
         (ci && !PyCallable_Check(ci))) {
-        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, struct_call, autodiff, reduce, "
-                                         "cai_export and cai_import must be callable");
+        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, struct_call, autodiff, cai_export, "
+                                         "cai_import and reduce must be callable");
         return NULL;
     }
     tpy_state *st = tpy_get_state(m);
