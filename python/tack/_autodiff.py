@@ -152,6 +152,28 @@ def func_parts(gen, call, fobj):
     return fn, fdef, params, body, ret
 
 
+def relocator(gen, fn, rename, env, call):
+    """A copy of an inlined @tack.func's node, its names renamed (`rename`: parameters and locals to
+    the caller's), the globals it reads (`env`) made the adjoint's own names, at the call's line."""
+
+    class Rn(ast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id in rename:
+                return _loc(ast.Name(id=rename[n.id], ctx=n.ctx), n)
+            if n.id in env and not isinstance(n.ctx, ast.Store):
+                return _loc(ast.Name(id=gen.use(env[n.id], f"{fn.__name__}{SEP}{n.id}"), ctx=n.ctx), n)
+            return n
+
+    def relocated(node):
+        node = Rn().visit(copy.deepcopy(node))
+        for n in ast.walk(node):
+            if hasattr(n, "lineno"):
+                ast.copy_location(n, call)
+        return node
+
+    return relocated
+
+
 class _Gen:
     """One kernel's adjoint for one signature (which parameters are float arrays and scalars, the
     types of its locals)."""
@@ -448,20 +470,7 @@ class _Gen:
                     self.local_types[rename[name]] = "f64" if len(floats) > 1 else sorted(ts)[0]
         gen = self
 
-        class Rn(ast.NodeTransformer):
-            def visit_Name(self, n):
-                if n.id in rename:
-                    return _loc(ast.Name(id=rename[n.id], ctx=n.ctx), n)
-                if n.id in env and not isinstance(n.ctx, ast.Store):
-                    return _loc(ast.Name(id=gen.use(env[n.id], f"{fn.__name__}{SEP}{n.id}"), ctx=n.ctx), n)
-                return n
-
-        def relocated(node):
-            node = Rn().visit(copy.deepcopy(node))
-            for n in ast.walk(node):
-                if hasattr(n, "lineno"):
-                    ast.copy_location(n, call)
-            return node
+        relocated = relocator(gen, fn, rename, env, call)
 
         inl_assigned = set()
         for name, a in assign:

@@ -625,7 +625,7 @@ class Scalarizer:
         the expression of its return value (a local of the caller's tree), or None."""
         import builtins
 
-        from ._autodiff import func_parts
+        from ._autodiff import func_parts, relocator
 
         fn, fdef, params, body, ret = func_parts(self, call, fobj)
         self.n += 1
@@ -668,20 +668,7 @@ class Scalarizer:
                 self.gen.local_types[new] = "f64" if len(floats) > 1 else sorted(ts)[0]
         gen = self.gen
 
-        class Rn(ast.NodeTransformer):
-            def visit_Name(self, n):
-                if n.id in rename:
-                    return _loc(ast.Name(id=rename[n.id], ctx=n.ctx), n)
-                if n.id in env and not isinstance(n.ctx, ast.Store):
-                    return _loc(ast.Name(id=gen.use(env[n.id], f"{fn.__name__}{SEP}{n.id}"), ctx=n.ctx), n)
-                return n
-
-        def relocated(node):
-            node = Rn().visit(copy.deepcopy(node))
-            for n in ast.walk(node):
-                if hasattr(n, "lineno"):
-                    ast.copy_location(n, call)
-            return node
+        relocated = relocator(gen, fn, rename, env, call)
 
         for new, p, a in assign:
             st = _loc(ast.Assign(targets=[_nm(new, call, True)], value=a), call)
