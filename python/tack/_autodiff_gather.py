@@ -71,14 +71,17 @@ def gather_passes(gen, loop, out, fwd, init, rev, flush):
     return passes + [own]
 
 
-def _own_stores(stmts, arrays):
+def _own_stores(stmts, arrays, gathered=False):
     """The adds into the gradients of `arrays`, all at the iteration's own element, written as a load
     and a store (``g[i, j] = g[i, j] + e``): no other iteration touches those elements, which the
-    compiler's race check proves, and it need not make them atomic as it makes ``+=``."""
+    compiler's race check proves, and it need not make them atomic as it makes ``+=``.  In a gather
+    pass (`gathered`) every add was moved to the gathering iteration's own element, whatever its
+    offset: written as a ``+=`` there, the border strips' adds (under their range tests) were
+    privatized into per-thread copies of the whole gradient, zeroed and merged every launch."""
     out = []
     for st in stmts:
         site = getattr(st, "ad_site", None)
-        if site is not None and site[0] in arrays and site[1] is not None and not any(site[1]):
+        if site is not None and site[0] in arrays and site[1] is not None and (gathered or not any(site[1])):
             load = copy.deepcopy(st.target)
             load.ctx = ast.Load()
             store = copy.deepcopy(st.target)
@@ -90,8 +93,8 @@ def _own_stores(stmts, arrays):
             continue
         if isinstance(st, (ast.If, ast.For)):
             st = copy.copy(st)
-            st.body = _own_stores(st.body, arrays)
-            st.orelse = _own_stores(st.orelse, arrays)
+            st.body = _own_stores(st.body, arrays, gathered)
+            st.orelse = _own_stores(st.orelse, arrays, gathered)
         out.append(st)
     return out
 
@@ -218,7 +221,8 @@ def _gather_loops(gen, loop, arr, offs, bounds, fwd, init, rev):
     def body(tested):
         out = []
         for off in offs:
-            inner = _live(renamed(fwd + init + _keep(rev, lambda site, o=off: site == (arr, o), index), off))
+            inner = _own_stores(_live(renamed(fwd + init + _keep(rev, lambda site, o=off: site == (arr, o), index), off)),
+                                {arr}, gathered=True)
             if not tested:
                 out.extend(inner)
                 continue

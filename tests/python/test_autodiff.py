@@ -466,6 +466,8 @@ def test_the_stencil_gather_recomputes_only_what_its_add_needs():
                 and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)}
         assert read == {"k", "unew\u00b7grad", "u\u00b7grad"} or read == {"k", "unew\u00b7grad"}, read
         assert "lap" not in {n.id for n in ast.walk(gather) if isinstance(n, ast.Name)}
+        # each add at the gathering iteration's own element, a load and a store (no += to privatize)
+        assert not [n for n in ast.walk(gather) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]
     own = {n.value.id for n in ast.walk(loops[-1]) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)}
     assert "u" in own  # the own pass still computes lap for k's gradient
 
