@@ -123,7 +123,7 @@ def _as_load(node):
 
 def func_parts(gen, call, fobj):
     """(fn, its FunctionDef, parameter names, body without the docstring and the final return, the
-    returned expression or None) of a @tack.func call an adjoint inlines, refusing what it cannot
+    returned expression or None, the names it assigns, what its free names mean) of a @tack.func call an adjoint inlines, refusing what it cannot
     inline (gen.error at the call): structs, keywords, nesting past 16, a return before the end.
     Shared by the adjoint's inliner and the scalarizing rewrite (tack._autodiff_scalarize)."""
     from ._structs_rewrite import _parse
@@ -149,7 +149,18 @@ def func_parts(gen, call, fobj):
             if isinstance(n, (ast.Return, ast.Yield, ast.Global, ast.Nonlocal)):
                 raise gen.error(f"{fn.__name__}(): a return before the end of a @tack.func is not "
                                 f"differentiated yet (assign the result and return it once, at the end)", call)
-    return fn, fdef, params, body, ret
+    locals_ = set(params)
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            locals_.add(n.id)
+    env = dict(_builtins.__dict__)  # what its names mean: builtins, its module's globals, its closure
+    env.update(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            env[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return fn, fdef, params, body, ret, locals_, env
 
 
 def relocator(gen, fn, rename, env, call):
@@ -436,20 +447,9 @@ class _Gen:
     def inline(self, call, fobj, fwd, acts):
         """The call's body as statements of the iteration (its parameters and locals renamed
         f·N·name); the simple node of its return value, or None."""
-        fn, fdef, params, body, ret = func_parts(self, call, fobj)
+        fn, fdef, params, body, ret, locals_, env = func_parts(self, call, fobj)
         tag = self.fresh(fn.__name__)
         types = self.func_types.get(fn.__name__, {})
-        locals_ = set(params)
-        for n in ast.walk(fdef):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                locals_.add(n.id)
-        env = dict(_builtins.__dict__)
-        env.update(fn.__globals__)
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                env[name] = cell.cell_contents
-            except ValueError:
-                pass
         rename, assign = {}, []
         for p, a in zip(params, call.args):
             if isinstance(a, ast.Name) and a.id in self.params and self.params[a.id][0] in ("farray", "array", "bad"):

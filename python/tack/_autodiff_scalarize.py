@@ -623,25 +623,12 @@ class Scalarizer:
     def inline(self, call, fobj):
         """The call's body, scalarized, into self.pre (its parameters and locals renamed sc·N·f·name);
         the expression of its return value (a local of the caller's tree), or None."""
-        import builtins
-
         from ._autodiff import func_parts, relocator
 
-        fn, fdef, params, body, ret = func_parts(self, call, fobj)
+        fn, fdef, params, body, ret, locals_, env = func_parts(self, call, fobj)
         self.n += 1
         tag = f"sc{SEP}{self.n}{SEP}{fn.__name__}"
         types = self.gen.func_types.get(fn.__name__, {})
-        locals_ = set(params)
-        for n in ast.walk(fdef):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                locals_.add(n.id)
-        env = dict(builtins.__dict__)
-        env.update(fn.__globals__)
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                env[name] = cell.cell_contents
-            except ValueError:
-                pass
         gp = self.gen.params
         rename, assign = {}, []
         for p, a in zip(params, call.args):
