@@ -46,8 +46,7 @@
  * of them (`made`), which would leave those in the old context.  An adopted
  * context belongs to its library: Tack never destroys it.
  */
-#include <dlfcn.h>
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -70,8 +69,8 @@ static ze_context_handle_t contexts[LZ_MAX_DRIVERS]; /* made by the driver's fir
 static int owned[LZ_MAX_DRIVERS];                    /* Tack made the context (else adopted: never destroyed) */
 static int users[LZ_MAX_DRIVERS];                    /* devices using each context */
 static tack_device *ready[LZ_MAX_DEVICES];           /* each found device once initialized */
-static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER; /* contexts, owned, users, ready */
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static tk_mutex_t ctx_lock = TK_MUTEX_INIT; /* contexts, owned, users, ready */
+static tk_once_t load_once = TK_ONCE_INIT;
 
 const char *lz_code_name(ze_result_t r) {
     switch (r) {
@@ -146,9 +145,9 @@ static void enumerate(void) {
 }
 
 static void load(void) {
-    api.lib = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
+    api.lib = tk_dl_open("libze_loader.so.1", 0);
     if (!api.lib) {
-        const char *e = dlerror();
+        const char *e = tk_dl_error();
         if (!e || strstr(e, "No such file"))
             snprintf(load_why, sizeof load_why, "libze_loader.so.1 not found (%s)", LZ_INSTALL);
         else
@@ -157,7 +156,7 @@ static void load(void) {
     }
 #define REQ(field)                                                                                          \
     do {                                                                                                    \
-        *(void **)&api.field = dlsym(api.lib, #field);                                                      \
+        *(void **)&api.field = tk_dl_sym(api.lib, #field);                                                      \
         if (!api.field) {                                                                                   \
             snprintf(load_why, sizeof load_why, "libze_loader.so.1 lacks %s (Tack needs Level Zero 1.x)", #field); \
             return;                                                                                         \
@@ -200,7 +199,7 @@ static void load(void) {
     REQ(zeKernelSuggestGroupSize);
 #undef REQ
     /* Level Zero 1.6; without it an immediate list is not used */
-    *(void **)&api.zeCommandListHostSynchronize = dlsym(api.lib, "zeCommandListHostSynchronize");
+    *(void **)&api.zeCommandListHostSynchronize = tk_dl_sym(api.lib, "zeCommandListHostSynchronize");
     load_ok = 1;
     enumerate();
 }
@@ -208,7 +207,7 @@ static void load(void) {
 const tack_ze_api *lz_api_get(void) { return load_ok ? &api : NULL; }
 
 static int lz_device_count(char *why, size_t why_len) {
-    pthread_once(&load_once, load);
+    tk_once(&load_once, load);
     if (!load_ok || nfound == 0) {
         snprintf(why, why_len, "%s", load_why);
         return 0;
@@ -287,7 +286,7 @@ static tack_status lz_init_device(tack_device *d) {
     c->fp64 = (mp.flags & TACK_ZE_DEVICE_MODULE_FLAG_FP64) != 0;
     c->fp32_cr = (mp.fp32flags & TACK_ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT) != 0;
     d->threads = (int)c->units;
-    pthread_mutex_lock(&ctx_lock); /* a context adopted meanwhile is used, or switched to (tack_level_zero_adopt) */
+    tk_mutex_lock(&ctx_lock); /* a context adopted meanwhile is used, or switched to (tack_level_zero_adopt) */
     locked = 1;
     if (!contexts[drv]) {
         ze_context_desc_t cd = {TACK_ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
@@ -299,7 +298,7 @@ static tack_status lz_init_device(tack_device *d) {
     c->ctx = contexts[drv];
     users[drv]++;
     if ((st = make_list(d, c->ctx, c->dev, &c->list, &c->queue)) != TACK_OK) goto done;
-    pthread_mutex_init(&c->list_lock, NULL);
+    tk_mutex_init(&c->list_lock);
     gpu_records_init(&c->rec, "the Level Zero device");
     d->state = c;
     ready[d->index] = d;
@@ -313,7 +312,7 @@ done:
         }
         tack_free(c);
     }
-    if (locked) pthread_mutex_unlock(&ctx_lock);
+    if (locked) tk_mutex_unlock(&ctx_lock);
     return st;
 }
 
@@ -354,11 +353,11 @@ tack_status lz_submit(tack_device *d) {
 tack_status lz_copy_wait(tack_device *d, void *dst, const void *src, size_t n) {
     lz_dev *c = d->state;
     tack_status st = TACK_OK;
-    pthread_mutex_lock(&c->list_lock);
+    tk_mutex_lock(&c->list_lock);
     ZE(api.zeCommandListAppendMemoryCopy(c->list, dst, src, n, NULL, 0, NULL), "zeCommandListAppendMemoryCopy");
     if ((st = lz_barrier(d)) == TACK_OK) st = lz_wait(d);
 done:
-    pthread_mutex_unlock(&c->list_lock);
+    tk_mutex_unlock(&c->list_lock);
     return st;
 }
 
@@ -382,9 +381,9 @@ static void lz_free(tack_device *d, void *ptr) {
     lz_dev *c = d->state;
     if (!ptr) return;
     /* work queued on it must finish first: zeMemFree does not wait */
-    pthread_mutex_lock(&c->list_lock);
+    tk_mutex_lock(&c->list_lock);
     lz_wait(d);
-    pthread_mutex_unlock(&c->list_lock);
+    tk_mutex_unlock(&c->list_lock);
     api.zeMemFree(c->ctx, ptr);
 }
 
@@ -401,11 +400,11 @@ static tack_status lz_copy(tack_device *d, void *dst, const void *src, size_t n,
         return lz_check_record(d);
     case RT_COPY_D2D:
         if (dst == src) return TACK_OK;
-        pthread_mutex_lock(&c->list_lock);
+        tk_mutex_lock(&c->list_lock);
         ZE(api.zeCommandListAppendMemoryCopy(c->list, dst, src, n, NULL, 0, NULL), "zeCommandListAppendMemoryCopy");
         if ((st = lz_barrier(d)) == TACK_OK) st = lz_submit(d);
     done:
-        pthread_mutex_unlock(&c->list_lock);
+        tk_mutex_unlock(&c->list_lock);
         return st;
     }
     return st;
@@ -421,11 +420,11 @@ static tack_status lz_fill(tack_device *d, void *dst, const void *value, size_t 
         return tack_set_error(TACK_ERR_VALUE, "fill of %zu elements of %zu bytes overflows", count, itemsize);
     if (itemsize && itemsize <= 128 && (itemsize & (itemsize - 1)) == 0) {
         /* power-of-two patterns up to the compute engines' limit */
-        pthread_mutex_lock(&c->list_lock);
+        tk_mutex_lock(&c->list_lock);
         ze_result_t r = api.zeCommandListAppendMemoryFill(c->list, dst, value, itemsize, total, NULL, 0, NULL);
         if (r != TACK_ZE_RESULT_SUCCESS) st = lz_error(r, "zeCommandListAppendMemoryFill", d);
         if (st == TACK_OK && (st = lz_barrier(d)) == TACK_OK) st = lz_wait(d);
-        pthread_mutex_unlock(&c->list_lock);
+        tk_mutex_unlock(&c->list_lock);
         return st;
     }
     /* vec3 and the like: fill a host block once and copy it out */
@@ -439,9 +438,9 @@ static tack_status lz_fill(tack_device *d, void *dst, const void *value, size_t 
 
 static tack_status lz_synchronize(tack_device *d) {
     lz_dev *c = d->state;
-    pthread_mutex_lock(&c->list_lock);
+    tk_mutex_lock(&c->list_lock);
     tack_status st = lz_wait(d);
-    pthread_mutex_unlock(&c->list_lock);
+    tk_mutex_unlock(&c->list_lock);
     return st == TACK_OK ? lz_check_record(d) : st;
 }
 
@@ -515,7 +514,7 @@ tack_status tack_level_zero_handles(tack_device *d, void **driver, void **contex
 }
 
 tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
-    pthread_once(&load_once, load);
+    tk_once(&load_once, load);
     if (!load_ok || nfound == 0)
         return tack_set_error(TACK_ERR_DEVICE, "tack_level_zero_adopt: Level Zero is not available: %s", load_why);
     if (!driver || !context || !device)
@@ -549,7 +548,7 @@ tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
     tack_status st = TACK_OK;
     ze_command_list_handle_t lists[LZ_MAX_DEVICES] = {0};
     ze_command_queue_handle_t queues[LZ_MAX_DEVICES] = {0};
-    pthread_mutex_lock(&ctx_lock);
+    tk_mutex_lock(&ctx_lock);
     if (contexts[drv] == context) goto out; /* adopted already */
     for (int k = 0; k < nfound; k++)
         if (found[k].driver == drv && ready[k] && atomic_load(&((lz_dev *)ready[k]->state)->made) > 0) {
@@ -571,7 +570,7 @@ tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
             if (queues[k]) api.zeCommandQueueDestroy(queues[k]);
             continue;
         }
-        pthread_mutex_lock(&c->list_lock);
+        tk_mutex_lock(&c->list_lock);
         lz_wait(ready[k]); /* nothing of Tack's is queued without an allocation, but drain it anyway */
         api.zeCommandListDestroy(c->list);
         if (c->queue) api.zeCommandQueueDestroy(c->queue);
@@ -579,13 +578,13 @@ tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
         c->queue = queues[k];
         c->appended = 0;
         c->ctx = context;
-        pthread_mutex_unlock(&c->list_lock);
+        tk_mutex_unlock(&c->list_lock);
     }
     if (st != TACK_OK) goto out;
     if (contexts[drv] && owned[drv]) api.zeContextDestroy(contexts[drv]); /* Tack's own, now unused */
     contexts[drv] = context;
     owned[drv] = 0;
 out:
-    pthread_mutex_unlock(&ctx_lock);
+    tk_mutex_unlock(&ctx_lock);
     return st;
 }

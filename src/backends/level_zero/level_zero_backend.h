@@ -27,7 +27,7 @@
 #ifndef TACK_LEVEL_ZERO_BACKEND_H
 #define TACK_LEVEL_ZERO_BACKEND_H
 
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdatomic.h>
 
 #include "backends/common/gpu_common.h"
@@ -45,7 +45,7 @@ typedef struct lz_dev {
     uint32_t max_group;              /* max work-group size */
     int fp64;
     int fp32_cr;                     /* fp32flags has ROUNDED_DIVIDE_SQRT: builds ask for it */
-    pthread_mutex_t list_lock;
+    tk_mutex_t list_lock;
     int appended;                    /* regular list: commands not yet executed */
     atomic_long made;                /* allocations and program builds in ctx (tack_level_zero_adopt) */
     /* kernels: level_zero_launch.c, under `rec.lock` */

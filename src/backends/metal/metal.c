@@ -42,8 +42,7 @@
  * autorelease pool of its own (objc_autoreleasePoolPush/Pop), so a thread
  * without a pool, such as any Python thread, leaks nothing.
  */
-#include <dlfcn.h>
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +56,7 @@
 static tack_metal_api api;
 static char load_why[300];
 static int load_ok;
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static tk_once_t load_once = TK_ONCE_INIT;
 SEL metal_sels[TK_SEL_COUNT];
 
 static const char *const sel_names[TK_SEL_COUNT] = {
@@ -104,7 +103,7 @@ void mtl_void_size_size(id o, SEL s, MTLSize a, MTLSize b) {
 static void *open_lib(tk_config_id setting, const char *env, const char *path, const char *what) {
     char buf[TK_CONFIG_STR_MAX];
     const char *e = tk_config_str(setting, buf, sizeof buf);
-    void *lib = dlopen(e && *e ? e : path, RTLD_NOW | RTLD_LOCAL);
+    void *lib = tk_dl_open(e && *e ? e : path, 0);
     if (!lib) {
         if (e && *e) snprintf(load_why, sizeof load_why, "%s names %.200s, which cannot be loaded", env, e);
         else snprintf(load_why, sizeof load_why, "no Metal: %s (%s) could not be loaded (Metal is macOS's; set %s)",
@@ -119,7 +118,7 @@ static void load(void) {
         return;
 #define REQ(lib, what, field)                                                          \
     do {                                                                               \
-        *(void **)&api.field = dlsym(api.lib, #field);                                 \
+        *(void **)&api.field = tk_dl_sym(api.lib, #field);                                 \
         if (!api.field) {                                                              \
             snprintf(load_why, sizeof load_why, "the %s lacks %s", what, #field);      \
             return;                                                                    \
@@ -130,10 +129,10 @@ static void load(void) {
     REQ(objc, "Objective-C runtime", objc_msgSend);
     REQ(metal, "Metal framework", MTLCreateSystemDefaultDevice);
 #undef REQ
-    *(void **)&api.objc_autoreleasePoolPush = dlsym(api.objc, "objc_autoreleasePoolPush");
-    *(void **)&api.objc_autoreleasePoolPop = dlsym(api.objc, "objc_autoreleasePoolPop");
+    *(void **)&api.objc_autoreleasePoolPush = tk_dl_sym(api.objc, "objc_autoreleasePoolPush");
+    *(void **)&api.objc_autoreleasePoolPop = tk_dl_sym(api.objc, "objc_autoreleasePoolPop");
     if (!api.objc_autoreleasePoolPush || !api.objc_autoreleasePoolPop) api.objc_autoreleasePoolPush = NULL;
-    *(void **)&api.MTLCopyAllDevices = dlsym(api.metal, "MTLCopyAllDevices");
+    *(void **)&api.MTLCopyAllDevices = tk_dl_sym(api.metal, "MTLCopyAllDevices");
     /* the one place selectors are registered: the table's */
     for (int i = 0; i < TK_SEL_COUNT; i++)
         if (!(metal_sels[i] = api.sel_registerName(sel_names[i]))) {
@@ -144,7 +143,7 @@ static void load(void) {
 }
 
 const tack_metal_api *metal_load(char *why, size_t why_len) {
-    pthread_once(&load_once, load);
+    tk_once(&load_once, load);
     if (!load_ok) {
         if (why) snprintf(why, why_len, "%s", load_why);
         return NULL;
@@ -222,7 +221,7 @@ static tack_status metal_init_device(tack_device *d) {
         return st;
     }
     memset(rec, 0, sizeof(gpu_err_record));
-    pthread_mutex_init(&h->lock, NULL);
+    tk_mutex_init(&h->lock);
     gpu_records_init(&h->rec, "the GPU");
     d->host_memory = 1; /* shared storage: DLPack sees host memory */
     d->threads = 1;
@@ -244,12 +243,12 @@ static int find_at(metal_dev *h, const char *p) {
 }
 
 static tack_status table_add(metal_dev *h, metal_buf *b) {
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     if (h->nbufs == h->capbufs) {
         int cap = h->capbufs ? 2 * h->capbufs : 64;
         metal_buf **nb = tack_realloc(h->bufs, (size_t)cap * sizeof *nb);
         if (!nb) {
-            pthread_mutex_unlock(&h->lock);
+            tk_mutex_unlock(&h->lock);
             return tack_set_error(TACK_ERR_NOMEM, "out of memory recording a Metal buffer");
         }
         h->bufs = nb;
@@ -259,7 +258,7 @@ static tack_status table_add(metal_dev *h, metal_buf *b) {
     memmove(h->bufs + at + 1, h->bufs + at, (size_t)(h->nbufs - at) * sizeof *h->bufs);
     h->bufs[at] = b;
     h->nbufs++;
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     return TACK_OK;
 }
 
@@ -277,14 +276,14 @@ static metal_buf *table_unref(metal_dev *h, metal_buf *b) {
 
 id metal_buffer_of(metal_dev *h, const void *p, size_t *offset) {
     id buf = NULL;
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     /* several buffers may share a base (a wrap of a buffer already known): any holds p */
     int at = find_at(h, p);
     if (at >= 0 && (const char *)p <= h->bufs[at]->base + h->bufs[at]->len) {
         buf = h->bufs[at]->buf;
         *offset = (size_t)((const char *)p - h->bufs[at]->base);
     }
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     return buf;
 }
 
@@ -322,10 +321,10 @@ static void metal_free(tack_device *d, void *ptr) {
     metal_dev *h = d->state;
     metal_buf *gone = NULL;
     if (!ptr) return;
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     int at = find_at(h, ptr);
     if (at >= 0 && h->bufs[at]->base == (char *)ptr) gone = table_unref(h, h->bufs[at]);
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     /* a command buffer that uses it retains it until it completes */
     if (gone) mtl_void(gone->buf, TK_S(release));
     tack_free(gone);
@@ -346,13 +345,13 @@ static void prune_pending(metal_dev *h) {
 
 tack_status metal_add_pending(tack_device *d, id cb) {
     metal_dev *h = d->state;
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     if (h->npending >= METAL_PRUNE_AT) prune_pending(h);
     if (h->npending == h->cappending) {
         int cap = h->cappending ? 2 * h->cappending : 16;
         id *np = tack_realloc(h->pending, (size_t)cap * sizeof *np);
         if (!np) {
-            pthread_mutex_unlock(&h->lock);
+            tk_mutex_unlock(&h->lock);
             mtl_void(cb, TK_S(waitUntilCompleted));
             mtl_void(cb, TK_S(release));
             return tack_set_error(TACK_ERR_NOMEM, "out of memory queueing a Metal command buffer");
@@ -361,19 +360,19 @@ tack_status metal_add_pending(tack_device *d, id cb) {
         h->cappending = cap;
     }
     h->pending[h->npending++] = cb;
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     return TACK_OK;
 }
 
 tack_status metal_wait_pending(tack_device *d) {
     metal_dev *h = d->state;
     tack_status st = TACK_OK;
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     id *list = h->pending;
     int n = h->npending;
     h->pending = NULL;
     h->npending = h->cappending = 0;
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     void *pool = metal_pool_push(&api);
     for (int i = 0; i < n; i++) {
         mtl_void(list[i], TK_S(waitUntilCompleted));
@@ -431,9 +430,9 @@ typedef struct wrap_ctx {
 
 static void wrap_release(void *ctx) {
     wrap_ctx *w = ctx;
-    pthread_mutex_lock(&w->h->lock);
+    tk_mutex_lock(&w->h->lock);
     metal_buf *gone = table_unref(w->h, w->b);
-    pthread_mutex_unlock(&w->h->lock);
+    tk_mutex_unlock(&w->h->lock);
     if (gone) mtl_void(gone->buf, TK_S(release));
     tack_free(gone);
     tack_free(w);
@@ -473,11 +472,11 @@ static tack_status metal_wrap_handle(tack_device *d, void *handle, size_t nbytes
         st = tack_set_error(TACK_ERR_NOMEM, "out of memory wrapping an MTLBuffer");
         goto done;
     }
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     for (int i = 0; i < h->nbufs && !b; i++)
         if (h->bufs[i]->buf == buf) b = h->bufs[i];
     if (b) b->refs++;
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     if (!b) {
         if (!(b = tack_calloc(1, sizeof *b))) {
             tack_free(w);

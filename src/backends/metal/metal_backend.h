@@ -16,7 +16,7 @@
 #ifndef TACK_METAL_BACKEND_H
 #define TACK_METAL_BACKEND_H
 
-#include <pthread.h>
+#include "platform/platform.h"
 
 #include "backends/common/gpu_common.h"
 #include "backends/metal/metal_api.h"
@@ -68,7 +68,7 @@ typedef struct metal_dev {
     id queue;              /* retained */
     NSUInteger max_buffer; /* maxBufferLength */
     char name[128];
-    pthread_mutex_t lock;  /* guards bufs and pending */
+    tk_mutex_t lock;  /* guards bufs and pending */
     metal_buf **bufs;      /* sorted by base */
     int nbufs, capbufs;
     id *pending;           /* command buffers committed, retained, not yet waited for */

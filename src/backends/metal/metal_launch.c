@@ -187,9 +187,9 @@ tack_status metal_build(tack_device *d, tack_program *p) {
         prog_free(mp);
         return st;
     }
-    pthread_mutex_lock(&h->rec.lock);
+    tk_mutex_lock(&h->rec.lock);
     gpu_link(&h->rec, &mp->g);
-    pthread_mutex_unlock(&h->rec.lock);
+    tk_mutex_unlock(&h->rec.lock);
     p->handle = mp;
     return TACK_OK;
 }
@@ -201,7 +201,7 @@ void metal_unload(tack_device *d, tack_program *p) {
     /* its queued work done, and a failure still unread -- a command buffer's
      * or a check's -- kept for the next synchronization */
     tack_status st = metal_wait_pending(d);
-    pthread_mutex_lock(&h->rec.lock);
+    tk_mutex_lock(&h->rec.lock);
     if (st != TACK_OK && h->rec.pending == TACK_OK) {
         h->rec.pending = st;
         snprintf(h->rec.pending_msg, sizeof h->rec.pending_msg, "%s", tack_last_error());
@@ -209,7 +209,7 @@ void metal_unload(tack_device *d, tack_program *p) {
     if (st != TACK_OK) tack_clear_error();
     gpu_keep_pending(&h->rec, d, take_record);
     gpu_unlink(&h->rec, &mp->g);
-    pthread_mutex_unlock(&h->rec.lock);
+    tk_mutex_unlock(&h->rec.lock);
     prog_free(mp);
     p->handle = NULL;
 }
@@ -308,9 +308,9 @@ tack_status metal_launch(tack_device *d, tack_program *p, const tack_arg *args, 
     int shared = 0;
     void *pool = metal_pool_push(h->api);
     /* the phases share the frame buffer: encoded under the program's lock */
-    pthread_mutex_lock(&mp->g.lock);
+    tk_mutex_lock(&mp->g.lock);
     tack_status st = encode(d, mp, args, nargs, words, w, &shared);
-    pthread_mutex_unlock(&mp->g.lock);
+    tk_mutex_unlock(&mp->g.lock);
     metal_pool_pop(h->api, pool);
     if (words != stackwords) tack_free(words);
     /* shared with another library: finished, and a failed check reported, before the call returns */
