@@ -105,7 +105,8 @@ static char *cache_path(void) {
         return NULL;
     }
     size_t len = strlen(path);
-    while (len > 1 && (path[len - 1] == '/' || path[len - 1] == TK_PATH_SEP) && path[len - 2] != ':') path[--len] = 0;
+    while (len > 1 && (path[len - 1] == '/' || path[len - 1] == TK_PATH_SEP) && !(TK_PATH_SEP == '\\' && path[len - 2] == ':'))
+        path[--len] = 0; /* a drive's root, C:\ on Windows, keeps its separator */
     return path;
 }
 
@@ -451,7 +452,9 @@ static int kept_source(const char *name) {
 
 /* The kind of `name` in the open directory; the checks of kc_read, without its removal. */
 static tack_cache_kind classify_in(const kc_dir *d, const char *name) {
-    if (!*name || strchr(name, '/') || strchr(name, '\\') || strchr(name, ':') || !strcmp(name, ".") || !strcmp(name, "..")) return TACK_CACHE_FOREIGN;
+    if (!*name || strchr(name, '/') || (TK_PATH_SEP == '\\' && (strchr(name, '\\') || strchr(name, ':'))) ||
+        !strcmp(name, ".") || !strcmp(name, ".."))
+        return TACK_CACHE_FOREIGN;
     int err = 0;
     tk_fd fd = tk_file_open(d->fd, name, TK_F_READ | TK_F_NONBLOCK, &err);
     if (fd == TK_NO_FD) return TACK_CACHE_FOREIGN;
