@@ -46,103 +46,6 @@
 #include "tack_kernel.h"
 #include "tk_ast.h"
 
-static const char FAKE[] =
-    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <stdint.h>\n"
-    "typedef uint32_t R;\n"
-    "#define OK 0u\n#define UNINIT 0x78000001u\n#define BADARG 0x78000004u\n#define UNSUP 0x78000003u\n"
-    "static char calls[1 << 20]; static size_t clen; static int inited, ctx_dead; static char misuse[4096];\n"
-    "static void LOG(const char *n) { size_t l = strlen(n); if (clen + l + 2 < sizeof calls) { memcpy(calls + clen, n, l); clen += l; calls[clen++] = '\\n'; calls[clen] = 0; } }\n"
-    "static void BAD(const char *what) { if (strlen(misuse) + strlen(what) + 3 < sizeof misuse) { strcat(misuse, what); strcat(misuse, \"; \"); } }\n"
-    "#define ENTER(st, want) do { LOG(__func__); if (!inited) { BAD(__func__); return UNINIT; } if (ctx_dead) BAD(\"a call after zeContextDestroy\"); if ((st) != (want)) { BAD(\"a wrong stype\"); return BADARG; } } while (0)\n"
-    "const char *fake_calls(void) { return calls; }\n"
-    "void fake_calls_clear(void) { clen = 0; calls[0] = 0; }\n"
-    "const char *fake_misuse(void) { return misuse; }\n"
-    "int fail_next, refuse_modules;\n"
-    "static int drv, dev, queue;\n"
-    "typedef struct { int alive; } ctx_t; typedef struct { int imm, closed; } list_t;\n"
-    "static ctx_t ctxs[16]; static int nctx, live_ctx; void *fake_ctx_alloc, *fake_ctx_module, *fake_ctx_list;\n"
-    "static struct { char *p; size_t n; } allocs[4096]; static int nallocs;\n"
-    "typedef struct { char *spv; size_t n; } mod_t;\n"
-    "typedef struct { char name[32]; unsigned gs; uint64_t args[64]; size_t sizes[64]; int set; } kern_t;\n"
-    "typedef struct { char name[32]; unsigned groups, gs; int nargs; uint64_t args[64]; size_t sizes[64]; } launch_t;\n"
-    "static launch_t launched[1024]; static int nlaunched;\n"
-    "int fake_launches(void) { return nlaunched; }\n"
-    "const char *fake_launch_kernel(int i) { return launched[i].name; }\n"
-    "unsigned fake_launch_groups(int i) { return launched[i].groups; }\n"
-    "unsigned fake_launch_group_size(int i) { return launched[i].gs; }\n"
-    "int fake_launch_nargs(int i) { return launched[i].nargs; }\n"
-    "uint64_t fake_launch_arg(int i, int a) { return launched[i].args[a]; }\n"
-    "size_t fake_launch_arg_size(int i, int a) { return launched[i].sizes[a]; }\n"
-    "R zeInit(uint32_t f) { LOG(__func__); inited = 1; return OK; }\n"
-    "R zeDriverGet(uint32_t *n, void **d) { ENTER(0, 0); if (d && *n) d[0] = &drv; *n = 1; return OK; }\n"
-    "R zeDeviceGet(void *h, uint32_t *n, void **d) { ENTER(h == &drv, 1); if (d && *n) d[0] = &dev; *n = 1; return OK; }\n"
-    "R zeDeviceGetProperties(void *h, uint32_t *p) { ENTER(p[0], 0x3u);\n"
-    "  uint32_t *u = (uint32_t *)((char *)p + 16); u[0] = 1; u[1] = 0x8086; u[2] = 0xbd5;\n"
-    "  uint32_t *eu = (uint32_t *)((char *)p + 56); eu[0] = 8; eu[1] = 16; eu[2] = 2; eu[3] = 2; eu[4] = 1;\n"
-    "  snprintf((char *)p + 112, 256, \"Fake Level Zero GPU\"); return OK; }\n"
-    "R zeDeviceGetComputeProperties(void *h, uint32_t *p) { ENTER(p[0], 0x4u); *(uint32_t *)((char *)p + 16) = 512; return OK; }\n"
-    "R zeDeviceGetModuleProperties(void *h, uint32_t *p) { ENTER(p[0], 0x5u); const char *e = getenv(\"FAKE_ZE_FP64\");\n"
-    "  *(uint32_t *)((char *)p + 20) = 1u | (e && *e == '0' ? 0u : 2u);\n"
-    "  *(uint32_t *)((char *)p + 28) = 0x3fu | (e && *e == '0' ? 0u : 0x40u); return OK; } /* fp32flags: ROUNDED_DIVIDE_SQRT with fp64, as Intel's */\n"
-    "R zeContextCreate(void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xdu); if (nctx == 16) return 0x70000002u; ctx_t *c = &ctxs[nctx++]; c->alive = 1; live_ctx++; *out = c; return OK; }\n"
-    "R zeContextDestroy(ctx_t *c) { ENTER(0, 0); if (!c->alive) BAD(\"a context destroyed twice\"); c->alive = 0; if (--live_ctx == 0) ctx_dead = 1; return OK; }\n"
-    "R zeContextGetStatus(ctx_t *c) { ENTER(0, 0); return c->alive ? OK : 0x70000001u; }\n"
-    "R zeCommandListCreateImmediate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xeu);\n"
-    "  if (getenv(\"FAKE_ZE_NO_IMMEDIATE\") || getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; list_t *l = calloc(1, sizeof *l); l->imm = 1; *out = l; fake_ctx_list = c; return OK; }\n"
-    "R zeCommandQueueCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xeu); if (getenv(\"FAKE_ZE_NO_LISTS\")) return UNSUP; *out = &queue; return OK; }\n"
-    "R zeCommandQueueDestroy(void *q) { ENTER(0, 0); return OK; }\n"
-    "R zeCommandListCreate(void *c, void *d, const uint32_t *desc, void **out) { ENTER(desc[0], 0xfu); list_t *l = calloc(1, sizeof *l); *out = l; fake_ctx_list = c; return OK; }\n"
-    "R zeCommandListDestroy(void *l) { ENTER(0, 0); free(l); return OK; }\n"
-    "R zeCommandListClose(list_t *l) { ENTER(0, 0); if (l->imm || l->closed) BAD(\"close\"); l->closed = 1; return OK; }\n"
-    "R zeCommandListReset(list_t *l) { ENTER(0, 0); l->closed = 0; return OK; }\n"
-    "R zeCommandQueueExecuteCommandLists(void *q, uint32_t n, list_t **l, void *f) { ENTER(0, 0); if (n != 1 || !l[0]->closed) BAD(\"execute an open list\"); return OK; }\n"
-    "R zeCommandQueueSynchronize(void *q, uint64_t t) { ENTER(0, 0); return OK; }\n"
-    "R zeCommandListHostSynchronize(list_t *l, uint64_t t) { ENTER(0, 0); if (!l->imm) BAD(\"host sync of a regular list\"); return OK; }\n"
-    "#define APPEND(l) do { if ((l)->closed) BAD(\"append to a closed list\"); } while (0)\n"
-    "R zeCommandListAppendBarrier(list_t *l, void *e, uint32_t n, void **w) { ENTER(0, 0); APPEND(l); return OK; }\n"
-    "R zeCommandListAppendMemoryCopy(list_t *l, void *d, const void *s, size_t n, void *e, uint32_t nw, void **w) { ENTER(0, 0); APPEND(l); memmove(d, s, n); return OK; }\n"
-    "R zeCommandListAppendMemoryFill(list_t *l, void *d, const void *p, size_t ps, size_t n, void *e, uint32_t nw, void **w) { ENTER(0, 0); APPEND(l);\n"
-    "  if (ps == 0 || (ps & (ps - 1)) || n % ps) return BADARG; for (size_t i = 0; i < n; i += ps) memcpy((char *)d + i, p, ps); return OK; }\n"
-    "R zeMemAllocDevice(ctx_t *c, const uint32_t *desc, size_t n, size_t align, void *d, void **out) { ENTER(desc[0], 0x15u);\n"
-    "  if (!c->alive) BAD(\"an allocation in a destroyed context\"); fake_ctx_alloc = c;\n"
-    "  if (nallocs == 4096 || n == 0) return 0x70000003u; size_t a = align < 64 ? 64 : align; char *p = aligned_alloc(a, (n + a - 1) / a * a);\n"
-    "  memset(p, 0, n); allocs[nallocs].p = p; allocs[nallocs].n = n; nallocs++; *out = p; return OK; }\n"
-    "R zeMemFree(ctx_t *c, void *p) { ENTER(0, 0); for (int i = 0; i < nallocs; i++) if (allocs[i].p == p) { free(p); allocs[i] = allocs[--nallocs]; return OK; } BAD(\"zeMemFree of an unknown address\"); return BADARG; }\n"
-    "R zeMemGetAllocProperties(ctx_t *c, const void *p, uint32_t *props, void **d) { ENTER(props[0], 0x17u);\n"
-    "  for (int i = 0; i < nallocs; i++) if ((const char *)p >= allocs[i].p && (const char *)p < allocs[i].p + allocs[i].n) {\n"
-    "    *(uint32_t *)((char *)props + 16) = 2; *(uint64_t *)((char *)props + 24) = (uint64_t)i + 1; if (d) *d = &dev; return OK; }\n"
-    "  *(uint32_t *)((char *)props + 16) = 0; if (d) *d = NULL; return OK; }\n"
-    "R zeMemGetAddressRange(ctx_t *c, const void *p, void **base, size_t *n) { ENTER(0, 0);\n"
-    "  for (int i = 0; i < nallocs; i++) if ((const char *)p >= allocs[i].p && (const char *)p < allocs[i].p + allocs[i].n) { if (base) *base = allocs[i].p; if (n) *n = allocs[i].n; return OK; }\n"
-    "  return 0x78000004u; }\n"
-    "static const char build_log[] = \"fake build log: error: the fake driver refuses this module\";\n"
-    "static char build_flags[256] = \"(none)\"; const char *fake_build_flags(void) { return build_flags; }\n"
-    "R zeModuleCreate(ctx_t *c, void *d, const char *desc, mod_t **out, void **log) { ENTER(*(const uint32_t *)desc, 0x1bu);\n"
-    "  if (!c->alive) BAD(\"a module in a destroyed context\"); fake_ctx_module = c;\n"
-    "  uint32_t fmt = *(const uint32_t *)(desc + 16); size_t n = *(const size_t *)(desc + 24); const unsigned char *in = *(const unsigned char **)(desc + 32);\n"
-    "  if (log) *log = (void *)build_log; const char *fl = *(const char **)(desc + 40); snprintf(build_flags, sizeof build_flags, \"%s\", fl ? fl : \"(null)\");\n"
-    "  uint32_t magic = 0; if (n >= 4) memcpy(&magic, in, 4);\n"
-    "  if (fmt != 0 || magic != 0x07230203u) return 0x7800000fu;\n"
-    "  if (refuse_modules > 0) { refuse_modules--; return 0x70000004u; }\n"
-    "  mod_t *m = malloc(sizeof *m); m->spv = malloc(n); memcpy(m->spv, in, n); m->n = n; *out = m; return OK; }\n"
-    "R zeModuleDestroy(mod_t *m) { ENTER(0, 0); free(m->spv); free(m); return OK; }\n"
-    "R zeModuleBuildLogGetString(void *l, size_t *n, char *s) { ENTER(l == build_log, 1); if (s) memcpy(s, build_log, *n < sizeof build_log ? *n : sizeof build_log); else *n = sizeof build_log; return OK; }\n"
-    "R zeModuleBuildLogDestroy(void *l) { ENTER(0, 0); return OK; }\n"
-    "static void *find(const char *h, size_t hn, const char *nd) { size_t l = strlen(nd); for (size_t i = 0; i + l <= hn; i++) if (!memcmp(h + i, nd, l)) return (void *)(h + i); return NULL; }\n"
-    "R zeKernelCreate(mod_t *m, const char *desc, kern_t **out) { ENTER(*(const uint32_t *)desc, 0x1du); const char *name = *(const char **)(desc + 24);\n"
-    "  if (!find(m->spv, m->n, name)) return 0x78000011u; kern_t *k = calloc(1, sizeof *k); snprintf(k->name, 32, \"%s\", name); *out = k; return OK; }\n"
-    "R zeKernelDestroy(kern_t *k) { ENTER(0, 0); free(k); return OK; }\n"
-    "R zeKernelSetArgumentValue(kern_t *k, uint32_t i, size_t n, const void *v) { ENTER(0, 0); if (i >= 64 || n > 8) return 0x78000016u;\n"
-    "  k->args[i] = 0; if (v) memcpy(&k->args[i], v, n); k->sizes[i] = n; if ((int)i + 1 > k->set) k->set = (int)i + 1; return OK; }\n"
-    "R zeKernelSetGroupSize(kern_t *k, uint32_t x, uint32_t y, uint32_t z) { ENTER(y == 1 && z == 1, 1); k->gs = x; return OK; }\n"
-    "R zeKernelSuggestGroupSize(kern_t *k, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t *x, uint32_t *y, uint32_t *z) { ENTER(0, 0); *x = gx < 128 ? gx : 128; *y = *z = 1; return OK; }\n"
-    "R zeCommandListAppendLaunchKernel(list_t *l, kern_t *k, const uint32_t *g, void *e, uint32_t nw, void **w) { ENTER(0, 0); APPEND(l);\n"
-    "  launch_t *r = &launched[nlaunched++ % 1024]; memcpy(r->name, k->name, 32); r->groups = g[0]; r->gs = k->gs; r->nargs = k->set;\n"
-    "  memcpy(r->args, k->args, sizeof r->args); memcpy(r->sizes, k->sizes, sizeof r->sizes);\n"
-    "  if (fail_next) { char *rec = (char *)(uintptr_t)k->args[0]; int32_t one = 1, site = 0; int64_t ten = 10;\n"
-    "    memcpy(rec, &one, 4); memcpy(rec + 4, &site, 4); memcpy(rec + 8, &k->args[2], 8); memcpy(rec + 16, &ten, 8); memcpy(rec + 24, &ten, 8); fail_next = 0; }\n"
-    "  return OK; }\n";
-
 #define CTX "typedef struct { int failed; int site; ulong prog; long a; long b; } tk_ctx;\n"
 
 static const char SAXPY[] =
@@ -905,15 +808,12 @@ static int child_run(const char *env, const char *mode, const char *arg) {
     return system(cmd) == 0;
 }
 
+/* The fake loader (tests/c/fake_level_zero.c, named by the build) built into dir. */
 static int make_fake(const char *dir) {
-    char path[600], cmd[1400];
-    snprintf(path, sizeof path, "%s/fake.c", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return 0;
-    fputs(FAKE, f);
-    fclose(f);
+    char cmd[1400];
     const char *cc = getenv("TACK_CC");
-    snprintf(cmd, sizeof cmd, "%s -std=c11 -shared -fPIC -o %s/libze_loader.so.1 %s", cc && *cc ? cc : "cc", dir, path);
+    snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -shared -fPIC -o '%s/libze_loader.so.1' '%s'", cc && *cc ? cc : "cc", dir,
+             TACK_FAKE_ZE_SRC);
     return system(cmd) == 0;
 }
 
