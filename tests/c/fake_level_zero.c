@@ -136,7 +136,7 @@ R zeDeviceGet(void *h, uint32_t *n, void **d) {
 }
 #define TICK_BITS 32
 #define TICK_MASK 0xffffffffull
-static uint64_t clock_ticks = (1ull << 32) - 5000; /* wraps 5000 ticks in */
+uint64_t fake_clock = (1ull << 32) - 5000; /* wraps 5000 ticks in; tests may set it */
 R zeDeviceGetProperties(void *h, uint32_t *p) {
     LOG(__func__);
     if (!inited) return UNINIT;
@@ -408,7 +408,7 @@ static void signal_event(ev_t *ev, uint64_t start) {
     if (ev->signaled) BAD("an event signaled again before a reset");
     ev->signaled = 1;
     ev->ks = start & TICK_MASK;
-    ev->ke = clock_ticks & TICK_MASK;
+    ev->ke = fake_clock & TICK_MASK;
     snprintf(w, sizeof w, "signal(%d)", ev->index);
     RAN(w);
 }
@@ -419,22 +419,22 @@ static int run_one(engine *e) {
     e->head = c->next;
     if (!e->head) e->tail = NULL;
     char w[64];
-    uint64_t start = clock_ticks;
+    uint64_t start = fake_clock;
     switch (c->kind) {
     case C_COPY:
         memmove(c->dst, c->src, c->n);
-        clock_ticks += 10;
+        fake_clock += 10;
         snprintf(w, sizeof w, "copy(%zu)", c->n);
         RAN(w);
         break;
     case C_FILL:
         for (size_t i = 0; i < c->n; i += c->ps) memcpy(c->dst + i, c->src, c->ps);
-        clock_ticks += 10;
+        fake_clock += 10;
         snprintf(w, sizeof w, "fill(%zu)", c->n);
         RAN(w);
         break;
     case C_LAUNCH:
-        clock_ticks += (uint64_t)env_int("FAKE_ZE_KERNEL_TICKS", 1000);
+        fake_clock += (uint64_t)env_int("FAKE_ZE_KERNEL_TICKS", 1000);
         if (c->fail) {
             char *rec = (char *)(uintptr_t)c->rec;
             int32_t failed = 0, one = 1, site = 0;
@@ -452,7 +452,7 @@ static int run_one(engine *e) {
         RAN(w);
         break;
     case C_TS:
-        *(uint64_t *)(void *)c->dst = clock_ticks & TICK_MASK;
+        *(uint64_t *)(void *)c->dst = fake_clock & TICK_MASK;
         RAN("ts");
         break;
     case C_RESET:

@@ -62,7 +62,7 @@ typedef struct lz_slot {
     ze_event_handle_t ev;
     uint64_t *ts;         /* its global timestamp (plain pools), in host memory */
     int kind;             /* LZ_EV_PLAIN or LZ_EV_KERNEL_TS */
-    int armed;            /* a signal was appended */
+    int armed;            /* a signal was appended that may not have happened yet */
     int waits;            /* waits appended whose lists have not been waited for since */
     struct lz_slot *next; /* on the free or the retired list */
 } lz_slot;

@@ -172,8 +172,9 @@ static void recycle(tack_device *d) {
     lz_dev *c = d->state;
     for (lz_slot **at = &c->retired; *at;) {
         lz_slot *s = *at;
+        /* armed: a signal may still be pending, unless the event says it happened */
         if (s->waits > 0 || (s->armed && api->zeEventQueryStatus(s->ev) != TACK_ZE_RESULT_SUCCESS) ||
-            (s->armed && api->zeEventHostReset(s->ev) != TACK_ZE_RESULT_SUCCESS)) {
+            api->zeEventHostReset(s->ev) != TACK_ZE_RESULT_SUCCESS) {
             at = &s->next;
             continue;
         }
