@@ -753,6 +753,22 @@ static void test_streams(tack_device *g, int ocloc) {
     tack_stream_release(s4);
     CHECK(tack_event_query(e4) == 1 && strstr(fake_misuse(), "zeCommandListDestroy") == NULL);
     tack_event_free(e4);
+    /* another library's immediate list, wrapped: Tack's work goes there and waits for it */
+    void *hctx = NULL, *hdev = NULL, *theirs = NULL;
+    unsigned (*mk)(void *, void *, const uint32_t *, void **) = NULL;
+    unsigned (*rm)(void *) = NULL;
+    *(void **)&mk = dlsym(fake, "zeCommandListCreateImmediate");
+    *(void **)&rm = dlsym(fake, "zeCommandListDestroy");
+    uint32_t qdesc[10] = {0xeu};
+    CHECK(tack_level_zero_handles(g, NULL, &hctx, &hdev) == TACK_OK && mk && rm && mk(hctx, hdev, qdesc, &theirs) == 0);
+    tack_stream *ws = NULL;
+    CHECK(tack_stream_wrap(g, (uintptr_t)theirs, &ws) == TACK_OK && tack_stream_handle(ws) == (uintptr_t)theirs);
+    fake_ran_clear();
+    was = tack_stream_use(ws);
+    CHECK(tack_array_copy(h, f) == TACK_OK);
+    tack_stream_use(was);
+    CHECK(ran_at("copy(200)", 0) == -1 && tack_stream_synchronize(ws) == TACK_OK && ran_at("copy(200)", 0) >= 0);
+    tack_stream_release(ws);
     /* many orderings with no wait on the host in between reuse the pools' events once waited for */
     for (int i = 0; i < 300; i++) {
         was = tack_stream_use(i % 2 ? s1 : s2);
@@ -776,7 +792,11 @@ static void test_streams(tack_device *g, int ocloc) {
     tack_array_release(c);
     tack_array_release(e);
     tack_array_release(f);
-    tack_array_release(h);
+    tack_array_release(h); /* the last to hold the wrapped stream (their storage was last used there) */
+    /* theirs to wait for and destroy, after Tack's last use */
+    unsigned (*hs)(void *, uint64_t) = NULL;
+    *(void **)&hs = dlsym(fake, "zeCommandListHostSynchronize");
+    CHECK(hs && hs(theirs, UINT64_MAX) == 0 && rm && rm(theirs) == 0);
 }
 
 /* Two devices: events, streams and graphs of one are refused on the other, naming both. */
