@@ -11,14 +11,21 @@
  * given to libocloc and the module's build flags (correctly rounded f32
  * division and sqrt asked for where the device's fp32flags offers them: the
  * fake records pBuildFlags, libocloc prints the command of a failed
- * compile), and a kernel from the compiler's opencl dialect built to
- * SPIR-V.  This test
- * writes a small fake libze_loader.so.1 (one driver, one device "Fake Level
- * Zero GPU"; device memory is host memory; appended commands run at once
- * except kernels, which only record their arguments and group counts and
- * can write a failure into the error record; every call is logged by name),
- * builds it with the C compiler and runs itself again with it first on
- * LD_LIBRARY_PATH.  The log lets the test check the order of calls: zeInit
+ * compile), a kernel from the compiler's opencl dialect built to SPIR-V,
+ * and streams, events and graphs (level_zero_stream.c): work on one stream
+ * in order, on two only as events order it, elapsed times across the
+ * timestamps' wrap, graphs recorded without running and replayed after what
+ * their stream queued, the profiler's kernel timestamps, a stream destroyed
+ * with work queued, another library's list wrapped, and two devices' events
+ * and graphs refused naming both.  This test builds the fake
+ * libze_loader.so.1 (tests/c/fake_level_zero.c: one driver, one device
+ * "Fake Level Zero GPU", or two; device memory is host memory; queued work
+ * runs only when the host waits for it or another list waits for its
+ * events; kernels only record their arguments and group counts and can
+ * write a failure into the error record; every call is logged by name,
+ * what ran in order, and what the specification forbids as misuse) with
+ * the C compiler and runs itself again with it first on LD_LIBRARY_PATH.
+ * The log lets the test check the order of calls: zeInit
  * before anything else, the context before memory, the module before its
  * kernels, every argument set before the launch is appended, the list
  * synchronized before the error record is read, nothing after
@@ -26,9 +33,9 @@
  * correctly rounded f32 division, as Intel's driver reports such a GPU), a
  * driver without immediate command lists (the queue path), a driver whose
  * command lists cannot be made (the context is destroyed, the device
- * dropped), Tack without Level Zero at all, and a context adopted from
- * another library (tack_level_zero_adopt) before and after the device is
- * initialized.
+ * dropped), Tack without Level Zero at all, a context adopted from another
+ * library (tack_level_zero_adopt) before and after the device is
+ * initialized, and two devices.
  */
 #include <dlfcn.h>
 #include <fcntl.h>

@@ -12,10 +12,13 @@
  * Devices: every device of every driver, numbered in driver order and then
  * in the driver's device order: level_zero:0, level_zero:1, ...  Each
  * driver gets one context, shared by its devices; each device gets one
- * command list that all of Tack's copies, fills and kernels for it are
- * appended to -- an immediate list when the driver makes one (commands
- * start as they are appended), else a regular list executed on a command
- * queue at each synchronization.  Tack does not lean on the driver's
+ * command list that Tack's copies, fills and kernels for it are appended to
+ * when no stream is named -- an immediate list when the driver makes one
+ * (commands start as they are appended), else a regular list executed on a
+ * command queue at each synchronization.  A tack.Stream is another such
+ * list, the thread's current stream decides which one a call appends to
+ * (lz_cur), and tack.synchronize() waits for the device's list and every
+ * stream's (level_zero_stream.c).  Tack does not lean on the driver's
  * ordering of a list (the in-order flag is newer than the drivers Tack
  * supports): every command is followed by a barrier, so each starts after
  * the one before it has completed, as on an in-order OpenCL queue.

@@ -60,10 +60,16 @@
  * zeKernelSuggestGroupSize allows) work-items, compute units x 8 groups
  * (the kernels loop with a grid stride, so any count is correct); a serial
  * phase runs one group of one.  The phases of one call are appended to the
- * device's command list under the program's lock, each followed by a
- * barrier, and the call returns once they are appended -- except when an
- * array argument is shared with another library (TACK_ARRAY_SHARED): then
- * it waits and reports a failed check at once, as on CUDA and OpenCL.
+ * current stream's command list (the device's own when none is named; a
+ * graph's while a capture records: level_zero_stream.c) under the
+ * program's lock, each followed by a barrier, and the call returns once
+ * they are appended -- except when an array argument is shared with
+ * another library (TACK_ARRAY_SHARED): then it waits and reports a failed
+ * check at once, as on CUDA and OpenCL (a captured launch does not: its
+ * replay waits).  A program with a frame launched on another stream than
+ * its last is ordered after that one first, as gpu_launch.c orders CUDA's;
+ * while a profile records, the first and last phases signal kernel-
+ * timestamp events that give the launch's device time.
  *
  * Errors: a failed check writes the device's error record (first failure
  * wins).  lz_check_record, called at every synchronization point after the
