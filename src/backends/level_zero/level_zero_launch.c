@@ -554,7 +554,8 @@ tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int
         cp->g.last = cur;
     }
     /* while a profile records: kernel timestamps of the first and last phases (level_zero_stream.c) */
-    if (st == TACK_OK && !captured && rt_prof_on() && api->zeEventQueryKernelTimestamp &&
+    if (st == TACK_OK && !captured && rt_prof_on() && api->zeEventQueryKernelTimestamp && api->zeEventPoolCreate &&
+        api->zeEventCreate && api->zeEventHostSynchronize && api->zeEventQueryStatus && api->zeEventHostReset &&
         lz_slot_take(d, LZ_EV_KERNEL_TS, &first) == TACK_OK) {
         if (cp->g.nph > 1 && lz_slot_take(d, LZ_EV_KERNEL_TS, &last) != TACK_OK) {
             lz_slot_retire(d, first);
