@@ -143,7 +143,8 @@ static int bind_fake(void) {
     BIND(fake_ctx_module);
     BIND(fake_ctx_list);
 #undef BIND
-    return fake_calls && fake_launch_arg_size && fake_build_flags && fake_ran && fake_ran_clear && fake_clock && fail_next && refuse_modules && fake_ctx_alloc && fake_ctx_module &&
+    return fake_calls && fake_launch_arg_size && fake_build_flags && fake_ran && fake_ran_clear && fake_clock &&
+           fail_next && refuse_modules && fake_ctx_alloc && fake_ctx_module &&
            fake_ctx_list;
 }
 
@@ -575,7 +576,8 @@ static tack_array *f32s(tack_device *g, int64_t n, float v) {
     tack_array *a = NULL;
     float *host = malloc((size_t)n * sizeof *host);
     for (int64_t i = 0; i < n; i++) host[i] = v;
-    CHECK(tack_array_empty(g, TACK_F32, 1, &n, &a) == TACK_OK && tack_array_copy_from_host(a, host, (size_t)n * 4) == TACK_OK);
+    CHECK(tack_array_empty(g, TACK_F32, 1, &n, &a) == TACK_OK &&
+          tack_array_copy_from_host(a, host, (size_t)n * 4) == TACK_OK);
     free(host);
     return a;
 }
@@ -826,7 +828,8 @@ static int child_two(void) {
           strstr(tack_last_error(), "the events are on level_zero:0 and level_zero:1"));
     tack_array *a = f32s(g0, 16, 1), *b = f32s(g0, 16, 0);
     tack_graph *gr = NULL;
-    CHECK(tack_capture_begin(s0) == TACK_OK && tack_array_copy(b, a) == TACK_OK && tack_capture_end(s0, &gr) == TACK_OK);
+    CHECK(tack_capture_begin(s0) == TACK_OK && tack_array_copy(b, a) == TACK_OK &&
+          tack_capture_end(s0, &gr) == TACK_OK);
     CHECK(tack_graph_launch(gr, s1) == TACK_ERR_DEVICE &&
           strstr(tack_last_error(), "a graph captured on level_zero:0 launched on a stream of level_zero:1"));
     CHECK(tack_graph_launch(gr, s0) == TACK_OK && first_of(b) == 1);
@@ -1087,7 +1090,8 @@ static int child_queue(int ocloc) {
     CHECK(tack_event_wait(ev, NULL) == TACK_OK && tack_array_copy_to_host(b, back, sizeof back) == TACK_OK &&
           memcmp(host, back, sizeof back) == 0);
     int32_t nine = 9;
-    CHECK(tack_capture_begin(s) == TACK_OK && tack_array_fill(b, &nine) == TACK_OK && tack_capture_end(s, &gr) == TACK_OK);
+    CHECK(tack_capture_begin(s) == TACK_OK && tack_array_fill(b, &nine) == TACK_OK &&
+          tack_capture_end(s, &gr) == TACK_OK);
     CHECK(tack_graph_launch(gr, s) == TACK_OK && tack_graph_launch(gr, NULL) == TACK_OK);
     CHECK(tack_array_copy_to_host(b, back, sizeof back) == TACK_OK && back[0] == 9 && back[63] == 9);
     tack_graph_release(gr);
@@ -1123,8 +1127,8 @@ static int child_run(const char *env, const char *mode, const char *arg) {
 static int make_fake(const char *dir) {
     char cmd[1400];
     const char *cc = getenv("TACK_CC");
-    snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -shared -fPIC -o '%s/libze_loader.so.1' '%s'", cc && *cc ? cc : "cc", dir,
-             TACK_FAKE_ZE_SRC);
+    snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -shared -fPIC -o '%s/libze_loader.so.1' '%s'", cc && *cc ? cc : "cc",
+             dir, TACK_FAKE_ZE_SRC);
     return system(cmd) == 0;
 }
 

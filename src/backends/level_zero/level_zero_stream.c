@@ -347,7 +347,8 @@ static tack_status e_record(tack_device *d, void *ev, const tack_stream *s) {
         ZE(api->zeCommandListAppendWriteGlobalTimestamp(l->list, slot->ts, slot->ev, 0, NULL),
            "zeCommandListAppendWriteGlobalTimestamp (an event's record)");
     else
-        ZE(api->zeCommandListAppendBarrier(l->list, slot->ev, 0, NULL), "zeCommandListAppendBarrier (an event's record)");
+        ZE(api->zeCommandListAppendBarrier(l->list, slot->ev, 0, NULL),
+           "zeCommandListAppendBarrier (an event's record)");
     slot->armed = 1;
     if ((st = lz_barrier(d, l)) == TACK_OK) st = lz_submit(d, l);
 done:
@@ -531,7 +532,8 @@ static tack_status g_go(tack_device *d, void *exec, const tack_stream *s) {
     pthread_mutex_unlock(&l->lock);
     if (st != TACK_OK) goto done;
     x->start->armed = 1;
-    ZE(api->zeCommandQueueExecuteCommandLists(x->q, 1, &x->rl.list, NULL), "zeCommandQueueExecuteCommandLists (a graph)");
+    ZE(api->zeCommandQueueExecuteCommandLists(x->q, 1, &x->rl.list, NULL),
+       "zeCommandQueueExecuteCommandLists (a graph)");
     x->launched = 1;
     x->done->armed = 1;
     pthread_mutex_lock(&l->lock);
