@@ -240,7 +240,9 @@ void lz_release_held(tack_device *d, lz_list *l) {
 
 /* ----------------------------------------------------------- streams */
 /* The list of stream s (NULL: the device's own); a wrapped handle gets a
- * record of its own on first use. */
+ * record of its own on first use, kept for the process (the runtime does not
+ * tell a backend when a stream it did not make goes; a handle used again
+ * finds it). */
 static lz_list *list_of(tack_device *d, const tack_stream *s) {
     lz_dev *c = d->state;
     if (!s) return &c->own;
