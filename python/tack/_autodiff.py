@@ -544,8 +544,10 @@ class _Gen:
             tgt = _loc(ast.Subscript(value=_nm(f"{v.value.id}{SEP}grad", node), slice=_as_load(v.slice),
                                      ctx=ast.Store()), node)
             st = _aug(tgt, g, node)
-            # for the gather form (tack._autodiff_gather); None keeps the atomic form
-            st.ad_site = (v.value.id, None if self.plain_only else self.offsets(v.slice))
+            # for the gather form (tack._autodiff_gather); None keeps the atomic form.  With local arrays
+            # or replayed loops (plain_only) only the iteration's own element is taken (a plain add)
+            off = self.offsets(v.slice)
+            st.ad_site = (v.value.id, None if self.plain_only and (off is None or any(off)) else off)
             out.append(st)
             return
         raise self.error("internal: a value with no adjoint", node)

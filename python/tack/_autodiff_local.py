@@ -227,6 +227,11 @@ def modified(gen, s):
 def replay(gen, s, fwd, acts, assigned, stores):
     """A serial loop that carries values between iterations (module docstring): its entry state
     saved, the loop run; the reverse sweep replays it (``reverse_replay``)."""
+    it = s.iter
+    if not (isinstance(it, ast.Call) and gen.resolve(it.func) is range and 1 <= len(it.args) <= 3
+            and not it.keywords):
+        raise gen.error(f"a serial loop over {ast.unparse(it)} that carries values between iterations is not "
+                        f"differentiated: write it over a range()", s)
     arrays = modified(gen, s)
     made_in = {t.id for n in ast.walk(s) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     entry = []  # (name, save, is a local array)
@@ -296,31 +301,159 @@ def reverse(gen, act, out):
         return True
     if kind_ == "replay":
         _, loop_node, f1, a1, entry, _n = act
-        n, k, m = gen.fresh("n"), gen.fresh("k"), gen.fresh("m")
-        def zero():
-            return _loc(ast.Constant(value=0), node)
-
-        def one():
-            return _loc(ast.Constant(value=1), node)
-
-        count = copy.copy(loop_node)  # n = the trip count
-        count.body = [_loc(ast.AugAssign(target=_nm(n, node, True), op=ast.Add(), value=one()), node)]
-        out.append(_assign(_nm(n, node, True), zero(), node))
-        out.append(count)
         back = []
         gen.reverse(a1, back)
-        this = _loc(ast.If(test=_loc(ast.Compare(left=_nm(m, node), ops=[ast.Eq()], comparators=[_nm(k, node)]),
-                                     node), body=back or [_loc(ast.Pass(), node)], orelse=[]), node)
-        step = _loc(ast.If(test=_loc(ast.Compare(left=_nm(m, node), ops=[ast.LtE()], comparators=[_nm(k, node)]),
-                                     node), body=copy.deepcopy(f1) + [this], orelse=[]), node)
-        again = copy.copy(loop_node)  # iterations 0 .. k forward, iteration k backward
-        again.body = [step, _loc(ast.AugAssign(target=_nm(m, node, True), op=ast.Add(), value=one()), node)]
-        rng = _loc(ast.Call(func=_nm("range", node), args=[
-            _loc(ast.BinOp(left=_nm(n, node), op=ast.Sub(), right=one()), node),
-            _loc(ast.UnaryOp(op=ast.USub(), operand=one()), node), _loc(ast.UnaryOp(op=ast.USub(), operand=one()), node)],
-            keywords=[]), node)
-        body = _restore(gen, entry, node) + [_assign(_nm(m, node, True), zero(), node), again]
-        out.append(_loc(ast.For(target=_nm(k, node, True), iter=rng, body=body, orelse=[]), node))
-        out.extend(_restore(gen, entry, node))
+        out.extend(_replayed(gen, loop_node, f1, back, entry, node))
         return True
     return False
+
+
+def _replayed(gen, loop_node, f1, back, entry, node):
+    """The reverse of a replayed loop over range(lo, hi, st) (module docstring): its trip count n;
+    with a tape (``_taped``), or, where none fits, for k = n - 1 down to 0: the entry state put
+    back, iterations 0 .. k - 1 as range(lo, lo + k st, st) and iteration k as the one of
+    range(lo + k st, lo + (k + 1) st, st), forward and backward (no test per iteration)."""
+    it = loop_node.iter
+    n, k, lo, st = gen.fresh("n"), gen.fresh("k"), gen.fresh("lo"), gen.fresh("st")
+
+    def c(v):
+        return _loc(ast.Constant(value=v), node)
+
+    def b(x, op, y):
+        return _loc(ast.BinOp(left=x, op=op, right=y), node)
+
+    lo_e = copy.deepcopy(it.args[0]) if len(it.args) > 1 else c(0)
+    st_e = copy.deepcopy(it.args[2]) if len(it.args) > 2 else c(1)
+
+    def at(kk):  # lo + kk * st
+        return b(_nm(lo, node), ast.Add(), b(kk, ast.Mult(), _nm(st, node)))
+
+    def over(x, y, stmts):
+        lp = copy.copy(loop_node)
+        lp.iter = _loc(ast.Call(func=_nm("range", node), args=[x, y, _nm(st, node)], keywords=[]), node)
+        lp.body = stmts or [_loc(ast.Pass(), node)]
+        return lp
+
+    count = copy.copy(loop_node)  # n = the trip count
+    count.body = [_loc(ast.AugAssign(target=_nm(n, node, True), op=ast.Add(), value=c(1)), node)]
+    out = [_assign(_nm(n, node, True), c(0), node), count]
+    plan = _tape_plan(gen, entry)
+    if plan is not None:
+        return out + _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node)
+    body = _restore(gen, entry, node) + [
+        _assign(_nm(lo, node, True), lo_e, node), _assign(_nm(st, node, True), st_e, node),
+        over(_nm(lo, node), at(_nm(k, node)), copy.deepcopy(f1)),
+        over(at(_nm(k, node)), at(b(_nm(k, node), ast.Add(), c(1))), copy.deepcopy(f1) + back)]
+    rng = _loc(ast.Call(func=_nm("range", node), args=[b(_nm(n, node), ast.Sub(), c(1)), c(-1), c(-1)],
+                        keywords=[]), node)
+    out.append(_loc(ast.For(target=_nm(k, node, True), iter=rng, body=body, orelse=[]), node))
+    return out + _restore(gen, entry, node)
+
+
+_BYTES = {"f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8,
+          "bool": 1}
+TAPE_SLOTS = 32  # iterations whose states a replayed loop keeps at once
+TAPE_BYTES = 4096  # the most one tape array may take: a GPU's limit for one local array
+TAPE_TOTAL = 16384  # and all of one loop's together
+
+
+def _tape_plan(gen, entry):
+    """(slots, [(name, tape name, dtype, shape or None, is a local array)]) of the tape of a replayed
+    loop's state, or None where a tape of two slots or more does not fit (the plain replay then)."""
+    items, sizes = [], []
+    for v, _sv, arr in entry:
+        if arr:
+            shape_node, et, _nd = gen.larrays[v]
+            try:
+                shape = eval(compile(ast.Expression(body=copy.deepcopy(shape_node)), "<shape>", "eval"),
+                             dict(gen.env))
+            except Exception:  # a shape the adjoint cannot evaluate here: no tape
+                return None
+            shape = (shape,) if isinstance(shape, int) else tuple(shape)
+            if et not in _BYTES or not all(type(d) is int and d > 0 for d in shape):
+                return None
+            size = _BYTES[et]
+            for d in shape:
+                size *= d
+        else:
+            t = gen.local_types.get(v)
+            et = {"float (Python)": "f64", "int (Python)": "i64", "bool (Python)": "bool"}.get(t, t)
+            if et not in _BYTES:
+                return None
+            shape, size = None, _BYTES[et]
+        items.append((v, gen.fresh("tape"), et, shape, arr))
+        sizes.append(size)
+    slots = TAPE_SLOTS
+    if sizes:
+        slots = min(slots, min(TAPE_BYTES // z for z in sizes), TAPE_TOTAL // sum(sizes))
+    return (slots, items) if slots >= 2 else None
+
+
+def _tape_copy(items, slot, to_tape, node):
+    """Each state item into (or from) its tape's element `slot` (an expression)."""
+    out = []
+    for v, tape, _et, shape, arr in items:
+        if not arr:
+            cell = _sub(tape, slot, node, store=to_tape)
+            out.append(_assign(cell, _nm(v, node), node) if to_tape else
+                       _assign(_nm(v, node, True), cell, node))
+            continue
+        qs = [f"{tape}{SEP}q{d}" for d in range(len(shape))]
+        own = qs[0] if len(qs) == 1 else None
+        idx_v = _nm(own, node) if own else _loc(ast.Tuple(elts=[_nm(q, node) for q in qs], ctx=ast.Load()), node)
+        idx_t = _loc(ast.Tuple(elts=[copy.deepcopy(slot)] + [_nm(q, node) for q in qs], ctx=ast.Load()), node)
+        st = (_assign(_sub(tape, idx_t, node, True), _sub(v, idx_v, node), node) if to_tape else
+              _assign(_sub(v, idx_v, node, True), _sub(tape, idx_t, node), node))
+        for d in reversed(range(len(shape))):
+            rng = _loc(ast.Call(func=_nm("range", node), args=[_loc(ast.Constant(value=shape[d]), node)],
+                                keywords=[]), node)
+            st = _loc(ast.For(target=_nm(qs[d], node, True), iter=rng, body=[st], orelse=[]), node)
+        out.append(st)
+    return out
+
+
+def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
+    """The reverse of a replayed range loop with a tape of `slots` iterations' states: the trips in
+    segments of `slots`, last first; each segment's start reached by replaying the loop from its
+    entry, its iterations then run once forward recording their states, and taken backwards from
+    the tape.  n (n / slots + 1) / 2 forward iterations for n trips, n of them when n <= slots."""
+    slots, items = plan
+    np = _np()
+
+    def c(v):
+        return _loc(ast.Constant(value=v), node)
+
+    def b(x, op, y):
+        return _loc(ast.BinOp(left=x, op=op, right=y), node)
+
+    out = []
+    for v, tape, et, shape, arr in items:
+        dims = (slots,) + (shape or ())
+        out.append(_assign(_nm(tape, node, True), _loc(ast.Call(
+            func=_nm(gen.use(np.zeros, "zeros"), node),
+            args=[_loc(ast.Tuple(elts=[c(d) for d in dims], ctx=ast.Load()), node) if len(dims) > 1 else c(slots),
+                  _nm(gen.use(getattr(_core, et), et), node)], keywords=[]), node), node))
+    sg, a, hi, q, k = (gen.fresh(w) for w in ("sg", "a", "b", "q", "k"))
+    segs = b(b(b(_nm(n, node), ast.Add(), c(slots - 1)), ast.FloorDiv(), c(slots)), ast.Sub(), c(1))
+    record = over(at(_nm(a, node)), at(_nm(hi, node)),
+                  _tape_copy(items, _nm(q, node), True, node) +
+                  [_loc(ast.AugAssign(target=_nm(q, node, True), op=ast.Add(), value=c(1)), node)] +
+                  copy.deepcopy(f1))
+    k1 = b(_nm(k, node), ast.Add(), c(1))
+    backward = _loc(ast.For(
+        target=_nm(k, node, True),
+        iter=_loc(ast.Call(func=_nm("range", node), args=[b(_nm(hi, node), ast.Sub(), c(1)),
+                                                          b(_nm(a, node), ast.Sub(), c(1)), c(-1)], keywords=[]), node),
+        body=_tape_copy(items, b(_nm(k, node), ast.Sub(), _nm(a, node)), False, node) +
+        [over(at(_nm(k, node)), at(k1), copy.deepcopy(f1) + back)], orelse=[]), node)
+    body = _restore(gen, entry, node) + [
+        _assign(_nm(lo, node, True), lo_e, node), _assign(_nm(st, node, True), st_e, node),
+        _assign(_nm(a, node, True), b(_nm(sg, node), ast.Mult(), c(slots)), node),
+        _assign(_nm(hi, node, True), _loc(ast.Call(func=_nm("min", node), args=[
+            b(_nm(a, node), ast.Add(), c(slots)), _nm(n, node)], keywords=[]), node), node),
+        over(_nm(lo, node), at(_nm(a, node)), copy.deepcopy(f1)),
+        _assign(_nm(q, node, True), c(0), node), record, backward]
+    out.append(_loc(ast.For(target=_nm(sg, node, True), iter=_loc(ast.Call(
+        func=_nm("range", node), args=[segs, c(-1), c(-1)], keywords=[]), node), body=body, orelse=[]), node))
+    out.extend(_restore(gen, entry, node))
+    return out

@@ -81,13 +81,15 @@ def test_a_local_array_filled_read_and_overwritten():
     _check(fill_and_read, (x, w, np.zeros(3)), ("x", "w"), "y", rng.random(3))
 
 
-@tack.kernel
-def product(x, n, y):
+def _product(x, n, y):
     for i in range(y.shape[0]):
         p = 1.0
         for k in range(n):
             p = p * x[i, k] + 0.25              # carried from one iteration to the next
         y[i] = p * p
+
+
+product = tack.kernel(_product)
 
 
 @pytest.mark.parametrize("n", [0, 1, 4])
@@ -97,6 +99,27 @@ def test_a_carried_product_for_every_trip_count(n):
     g = _check(product, (x, n, np.zeros(2)), ("x",), "y", np.ones(2))
     if n == 0:
         assert not g["x"].any()
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_tape_segments_and_the_plain_replay(slots, monkeypatch):
+    """With a tape of 2 iterations, 5 trips are 3 segments; with 1 (a state too large for a tape)
+    the loop is replayed from its entry for each iteration.  Debug mode: the same generator, no C."""
+    from tack import _autodiff_local
+
+    monkeypatch.setattr(_autodiff_local, "TAPE_SLOTS", slots)
+    k = tack.kernel(_product, jit=False)       # a kernel of its own: built afresh with this tape
+    x = np.random.default_rng(slots).random((2, 5)) + 0.5
+    for n in range(6):
+        gx = np.zeros_like(x)
+        k.adjoint(x, n, np.zeros(2), grads={"x": gx, "y": np.ones(2)})
+
+        def loss(x):
+            y = np.zeros(2)
+            product(x, n, y)
+            return y.sum()
+
+        np.testing.assert_allclose(gx, _fd(loss, [x], 0), rtol=1e-6, atol=1e-8)
 
 
 @tack.kernel
@@ -279,10 +302,19 @@ def _to_int(x, y):
         y[i] = x[i] * n[0]
 
 
+def _not_a_range(x, y):
+    for i in range(x.shape[0]):
+        p = 1.0
+        for k in tack.ndrange(3):  # REFUSE: not a range
+            p = p * x[k]
+        y[i] = p
+
+
 @pytest.mark.parametrize("fn, words", [
     (_again, "is created again in an iteration"),
     (_taps, "made outside the parallel loops is given a differentiated value"),
     (_to_int, "a float value made integer is not differentiable"),
+    (_not_a_range, "write it over a range"),
 ])
 def test_refusals_name_the_line(fn, words):
     k = tack.kernel(fn)
