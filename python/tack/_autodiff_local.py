@@ -20,15 +20,21 @@ a loop writing a local array or storing into an array, a sum read inside the loo
 *replayed*: iteration ``m``'s adjoint needs the state (locals, local arrays) at the start of
 iteration ``m``, which the forward left behind long ago.  The forward sweep saves the state the
 loop changes at its entry (``save·N``, a local or a local array of the same shape) and runs the
-loop; the reverse sweep counts the loop's trips ``n`` and then, for ``m = n - 1`` down to 0,
-puts the entry state back, runs iterations ``0 .. m - 1`` forward, and iteration ``m`` forward
-and then backward.  Memory is the entry state once, whatever ``n`` (nothing grows with the trip
-count, which may be a runtime value); time is ``n (n + 1) / 2`` forward iterations plus ``n``
-reverse ones: O(n^2).  Any trip count is right, zero included (no iteration; the entry state
-is put back).  Saving every iteration's state instead (O(n) time) would need a buffer sized by a
-trip count known only at run time: not in a thread's stack; docs/design/decisions.md has the
-why.  Loops whose iterations are independent (sums and the iteration's own locals) keep the
-cheaper replay of tack._autodiff (``_Gen.serial``): one forward and one reverse per iteration.
+loop.  The reverse sweep counts the loop's trips ``n`` and keeps a *tape*: a local array per
+state item with room for the states of ``TAPE_SLOTS`` (32) iterations, fewer where the state is
+large (a tape array at most 4 KiB, a GPU's limit for one local array; 16 KiB in all).  The trips
+are taken in segments of that many, last first: the entry state put back, the iterations before
+the segment run forward (no recording), the segment's run forward recording each iteration's
+starting state, then taken backwards, each iteration's state read from the tape, run forward
+(its single-assignment temporaries) and backward.  For ``n <= 32``: ``2 n`` forward iterations
+and ``n`` reverse ones; beyond, about ``n^2 / 64`` more.  Memory per thread: the entry state
+and the tape, whatever ``n`` (a run-time value: the tape cannot be sized by it, a thread's local
+arrays have compile-time sizes).  Where no tape of two slots fits, or a local array's shape is
+not a value the generator can evaluate, each iteration is replayed from the entry:
+``n (n + 1) / 2`` forward iterations.  Every trip count is right, zero included (no iteration;
+the entry state is put back).  docs/design/decisions.md has the why.  Loops whose iterations
+are independent (sums and the iteration's own locals) keep the cheaper replay of
+tack._autodiff (``_Gen.serial``): one forward and one reverse per iteration, no tape.
 """
 
 from __future__ import annotations
