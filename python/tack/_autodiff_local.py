@@ -21,8 +21,8 @@ a loop writing a local array or storing into an array, a sum read inside the loo
 iteration ``m``, which the forward left behind long ago.  The forward sweep saves the state the
 loop changes at its entry (``save·N``, a local or a local array of the same shape) and runs the
 loop.  The reverse sweep counts the loop's trips ``n`` and keeps a *tape*: a local array per
-state item with room for the states of ``TAPE_SLOTS`` (32) iterations, fewer where the state is
-large (a tape array at most 4 KiB, a GPU's limit for one local array; 16 KiB in all).  The trips
+state item with room for the states of ``TAPE_SLOTS`` (32) iterations (the trip count of a
+constant range when that is fewer), fewer where the state is large (a tape array at most 4 KiB, a GPU's limit for one local array; 16 KiB in all).  The trips
 are taken in segments of that many, last first: the entry state put back, the iterations before
 the segment run forward (no recording), the segment's run forward recording each iteration's
 starting state, then taken backwards, each iteration's state read from the tape, run forward
@@ -343,7 +343,7 @@ def _replayed(gen, loop_node, f1, back, entry, node):
     count = copy.copy(loop_node)  # n = the trip count
     count.body = [_loc(ast.AugAssign(target=_nm(n, node, True), op=ast.Add(), value=c(1)), node)]
     out = [_assign(_nm(n, node, True), c(0), node), count]
-    plan = _tape_plan(gen, entry)
+    plan = _tape_plan(gen, loop_node, entry)
     if plan is not None:
         return out + _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node)
     body = _restore(gen, entry, node) + [
@@ -363,17 +363,26 @@ TAPE_BYTES = 4096  # the most one tape array may take: a GPU's limit for one loc
 TAPE_TOTAL = 16384  # and all of one loop's together
 
 
-def _tape_plan(gen, entry):
+def _constant(gen, node):
+    """node's value where it is a constant the generator can evaluate (literals, module constants), else None."""
+    try:
+        return eval(compile(ast.Expression(body=copy.deepcopy(node)), "<constant>", "eval"), dict(gen.env))
+    except Exception:
+        return None
+
+
+def _tape_plan(gen, loop_node, entry):
     """(slots, [(name, tape name, dtype, shape or None, is a local array)]) of the tape of a replayed
-    loop's state, or None where a tape of two slots or more does not fit (the plain replay then)."""
+    loop's state, or None where a tape of two slots or more does not fit or is not needed (the plain
+    replay then).  A loop over a constant range has a tape of its trip count, when that is smaller."""
     items, sizes = [], []
+    bounds = [_constant(gen, a) for a in loop_node.iter.args]
+    trips = len(range(*bounds)) if all(type(v) is int for v in bounds) and (len(bounds) < 3 or bounds[2]) else None
     for v, _sv, arr in entry:
         if arr:
             shape_node, et, _nd = gen.larrays[v]
-            try:
-                shape = eval(compile(ast.Expression(body=copy.deepcopy(shape_node)), "<shape>", "eval"),
-                             dict(gen.env))
-            except Exception:  # a shape the adjoint cannot evaluate here: no tape
+            shape = _constant(gen, shape_node)
+            if shape is None:  # a shape the adjoint cannot evaluate here: no tape
                 return None
             shape = (shape,) if isinstance(shape, int) else tuple(shape)
             if et not in _BYTES or not all(type(d) is int and d > 0 for d in shape):
@@ -389,7 +398,7 @@ def _tape_plan(gen, entry):
             shape, size = None, _BYTES[et]
         items.append((v, gen.fresh("tape"), et, shape, arr))
         sizes.append(size)
-    slots = TAPE_SLOTS
+    slots = TAPE_SLOTS if trips is None else min(TAPE_SLOTS, trips)
     if sizes:
         slots = min(slots, min(TAPE_BYTES // z for z in sizes), TAPE_TOTAL // sum(sizes))
     return (slots, items) if slots >= 2 else None
@@ -411,8 +420,9 @@ def _tape_copy(items, slot, to_tape, node):
         st = (_assign(_sub(tape, idx_t, node, True), _sub(v, idx_v, node), node) if to_tape else
               _assign(_sub(v, idx_v, node, True), _sub(tape, idx_t, node), node))
         for d in reversed(range(len(shape))):
-            rng = _loc(ast.Call(func=_nm("range", node), args=[_loc(ast.Constant(value=shape[d]), node)],
-                                keywords=[]), node)
+            ext = _loc(ast.Subscript(value=_loc(ast.Attribute(value=_nm(v, node), attr="shape", ctx=ast.Load()), node),
+                                     slice=_loc(ast.Constant(value=d), node), ctx=ast.Load()), node)
+            rng = _loc(ast.Call(func=_nm("range", node), args=[ext], keywords=[]), node)
             st = _loc(ast.For(target=_nm(qs[d], node, True), iter=rng, body=[st], orelse=[]), node)
         out.append(st)
     return out
