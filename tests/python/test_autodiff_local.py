@@ -92,6 +92,7 @@ def _product(x, n, y):
 product = tack.kernel(_product)
 
 
+@_ALL
 @pytest.mark.parametrize("n", [0, 1, 4])
 def test_a_carried_product_for_every_trip_count(n):
     rng = np.random.default_rng(n)
@@ -116,7 +117,7 @@ def test_tape_segments_and_the_plain_replay(slots, monkeypatch):
 
         def loss(x):
             y = np.zeros(2)
-            product(x, n, y)
+            k(x, n, y)                          # debug mode's forward too: nothing compiled here
             return y.sum()
 
         np.testing.assert_allclose(gx, _fd(loss, [x], 0), rtol=1e-6, atol=1e-8)
@@ -172,6 +173,28 @@ def integrate(x0, v0, k, steps, dt, out):
         out[i] = e + st[0, 0] * st[1, 1]
 
 
+@tack.kernel
+def pendulums(theta0, omega0, g, steps, dt, out):
+    for i in range(out.shape[0]):
+        s = np.zeros(2)                         # a local state array: angle, angular velocity
+        s[0] = theta0[i]
+        s[1] = omega0[i]
+        for k in range(steps):                  # sub-steps: the state carried
+            s[1] -= dt * g[i] * tack.sin(s[0])
+            s[0] += dt * s[1]
+        out[i] = s[0] * s[1]
+
+
+def test_a_sub_stepped_pendulum_with_a_local_state_array():
+    """The cheap whole kernel (make test): a local state array carried through 0, 1, 5 and 40
+    sub-steps (40: two tape segments)."""
+    rng = np.random.default_rng(9)
+    th, om, g = rng.random(3) - 0.5, rng.random(3) - 0.5, rng.random(3) + 9.0
+    for steps in (0, 1, 5, 40):
+        _check(pendulums, (th, om, g, steps, 0.05, np.zeros(3)), ("theta0", "omega0", "g"), "out", rng.random(3))
+
+
+@_ALL
 @pytest.mark.parametrize("steps", [0, 1, 5])
 def test_a_sub_stepped_integrator_with_a_local_state_array(steps):
     rng = np.random.default_rng(10 + steps)
