@@ -273,7 +273,7 @@ class _Gen:
             _local.check(self, name, node)
             return
         if t is not None and t not in _FLOATS and t not in _INTS:
-            raise self.error(f"'{name}' is a {t} value; transforms and local arrays are not differentiated yet "
+            raise self.error(f"'{name}' is a {t} value; transforms are not differentiated yet "
                              f"(write the components as float locals)", node)
 
     def active(self, e):
@@ -825,7 +825,7 @@ class _Gen:
         for v in sorted(own):
             if "loop" in stores[v]:
                 continue
-            if v in assigned or v in outside or _first_use(s.body, v) != "set" or _local.kind(self, v):
+            if v in assigned or v in outside or _local.first_use(s.body, v) != "set" or _local.kind(self, v):
                 carried = True
         if carried:
             _local.replay(self, s, fwd, acts, assigned, stores)
@@ -1004,22 +1004,6 @@ class _Gen:
             else:
                 return None
         return tuple(out)
-
-
-def _first_use(body, name):
-    """'set' when the first statement of `body` that mentions `name` assigns it without reading it
-    (at the body's own level), else 'read'."""
-    for st in body:
-        names = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)}
-        if name not in names:
-            continue
-        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-            reads = {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)}
-            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-            if name not in reads and any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return "set"
-        return "read"
-    return "read"
 
 
 def _tack():

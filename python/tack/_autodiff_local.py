@@ -473,3 +473,19 @@ def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
         func=_nm("range", node), args=[segs, c(-1), c(-1)], keywords=[]), node), body=body, orelse=[]), node))
     out.extend(_restore(gen, entry, node))
     return out
+
+
+def first_use(body, name):
+    """'set' when the first statement of `body` that mentions `name` assigns it without reading it
+    (at the body's own level), else 'read'."""
+    for st in body:
+        names = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)}
+        if name not in names:
+            continue
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            reads = {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)}
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            if name not in reads and any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return "set"
+        return "read"
+    return "read"
