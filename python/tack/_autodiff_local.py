@@ -442,10 +442,10 @@ def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
     def b(x, op, y):
         return _loc(ast.BinOp(left=x, op=op, right=y), node)
 
-    out = []
+    tapes = []  # made in each segment (zeroed, as every local array): none for a loop of no trips
     for v, tape, et, shape, arr in items:
         dims = (slots,) + (shape or ())
-        out.append(_assign(_nm(tape, node, True), _loc(ast.Call(
+        tapes.append(_assign(_nm(tape, node, True), _loc(ast.Call(
             func=_nm(gen.use(np.zeros, "zeros"), node),
             args=[_loc(ast.Tuple(elts=[c(d) for d in dims], ctx=ast.Load()), node) if len(dims) > 1 else c(slots),
                   _nm(gen.use(getattr(_core, et), et), node)], keywords=[]), node), node))
@@ -462,17 +462,16 @@ def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
                                                           b(_nm(a, node), ast.Sub(), c(1)), c(-1)], keywords=[]), node),
         body=_tape_copy(items, b(_nm(k, node), ast.Sub(), _nm(a, node)), False, node) +
         [over(at(_nm(k, node)), at(k1), copy.deepcopy(f1) + back)], orelse=[]), node)
-    body = _restore(gen, entry, node) + [
+    body = tapes + _restore(gen, entry, node) + [
         _assign(_nm(lo, node, True), lo_e, node), _assign(_nm(st, node, True), st_e, node),
         _assign(_nm(a, node, True), b(_nm(sg, node), ast.Mult(), c(slots)), node),
         _assign(_nm(hi, node, True), _loc(ast.Call(func=_nm("min", node), args=[
             b(_nm(a, node), ast.Add(), c(slots)), _nm(n, node)], keywords=[]), node), node),
         over(_nm(lo, node), at(_nm(a, node)), copy.deepcopy(f1)),
         _assign(_nm(q, node, True), c(0), node), record, backward]
-    out.append(_loc(ast.For(target=_nm(sg, node, True), iter=_loc(ast.Call(
-        func=_nm("range", node), args=[segs, c(-1), c(-1)], keywords=[]), node), body=body, orelse=[]), node))
-    out.extend(_restore(gen, entry, node))
-    return out
+    out = [_loc(ast.For(target=_nm(sg, node, True), iter=_loc(ast.Call(
+        func=_nm("range", node), args=[segs, c(-1), c(-1)], keywords=[]), node), body=body, orelse=[]), node)]
+    return out + _restore(gen, entry, node)
 
 
 def first_use(body, name):
