@@ -528,12 +528,10 @@ def _overwrite(x):
         x[i] = x[i] * 2.0  # REFUSE: overwritten
 
 
-def _carried(x, y):
+def _filled(x, y):
     for i in range(x.shape[0]):
-        p = 1.0
-        for j in range(3):  # REFUSE: carried
-            p = p * x[i]
-        y[i] = p
+        t = np.full(3, x[i])  # REFUSE: a local array filled with a differentiated value
+        y[i] = t[1]
 
 
 @tack.func
@@ -563,7 +561,7 @@ def _draws(x, y):
     (_int_out, (np.ones(3), np.zeros(3, np.int32)), "integer output is not differentiable"),
     (_amax, (np.ones(3), np.zeros(1)), "atomic_max is not differentiable"),
     (_overwrite, (np.ones(3),), "write the new values to another array"),
-    (_carried, (np.ones(3), np.zeros(3)), "'p' carries a value into or out of this serial loop"),
+    (_filled, (np.ones(3), np.zeros(3)), "create it with np.zeros and store the value into its elements"),
     (_calls, (np.ones(3), np.zeros(3)), "a return before the end of a @tack.func is not differentiated yet"),
     (_draws, (np.ones(3), np.zeros(3)), "random draws are not differentiated"),
     (_outside, (np.ones(3), np.zeros(3), 1.0), "may only compute values no differentiated input reaches"),
