@@ -322,17 +322,20 @@ def every_source(target):
     def z(n, dt):
         return tack.zeros(n, dt)
 
-    f32, i32, i64, u64 = np.float32, np.int32, np.int64, np.uint64
+    f32, i32, i64, u32 = np.float32, np.int32, np.int64, np.uint32
     calls = [
         (A._scan, (z(4, i32), z(4, i64), z(2, i64), z(2, i64), 2, 0, 0)),
         (A._scan, (z(4, f32), z(4, f32), z(2, f32), z(2, f32), 2, 0, 1)),
         (A._scan_with(A._op_sum), (z(4, np.complex64), z(4, np.complex64), z(2, np.complex64), z(2, np.complex64), 2, 0)),
-        (A._int_keys, (z(4, i32), z(4, u64), z(4, i64), z(2, u64), 1)),
-        (A._float_keys, (z(4, f32), z(4, u64), z(4, i64), z(4, f32), z(4, f32), z(2, u64), 23, -126, 0)),
-        (A._radix_pass, (z(4, u64), z(4, i64), z(4, u64), z(4, i64), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
-        (A._radix_pass, (z(4, u64), z(4, f32), z(4, u64), z(4, f32), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
+        (A._key_span, (z(4, u32), z(4, u32), tack.zeros((2, 2), u32), 2, 2)),
+        (A._radix_pass, (z(4, u32), z(4, u32), z(4, u32), tack.zeros((2, 256), i64), z(256, i64), 2, 0, 2)),
+        (A._radix_pass, (z(4, np.uint64), z(4, np.uint64), z(4, np.uint64), tack.zeros((2, 256), i64), z(256, i64), 1, 0, 2)),
+        (A._radix_pass_kv, (z(4, u32), z(4, i64), z(4, u32), z(4, i64), z(4, u32), tack.zeros((2, 256), i64),
+                            z(256, i64), 2, 0, 2, 1, 1)),
+        (A._radix_pass_kv, (z(4, np.uint16), z(4, f32), z(4, np.uint16), z(4, f32), z(4, np.uint16),
+                            tack.zeros((2, 256), i64), z(256, i64), 2, 0, 2, 0, 1)),
+        (A._iota, (z(4, i64),)),
         (A._gather, (z(4, f32), z(4, i64), z(4, f32))),
-        (A._reduce_kernel(A._op_bor), (z(4, u64), z(2, u64), 2)),
         (A._reduce_kernel(_argmax_pair), (z(4, i64), z(2, i64), 2)),
         (A._count_true, (z(4, np.bool_), z(3, i64), 2)),
         (A._compact_scatter, (z(4, f32), z(4, np.bool_), z(3, i64), z(4, f32), 2)),
