@@ -343,22 +343,20 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
 
 
 @func
-def _key(u, mode, top, ones, inf, mag):
-    # the radix key of an element's bits u (an unsigned integer of the dtype's width), whose
-    # unsigned order is NumPy's order of the values: mode 0 unsigned (the bits), 1 signed (the
-    # sign bit flipped), 2 float: a NaN of either sign the top key, -0.0 +0.0's key, a negative
-    # number its bits inverted (larger magnitudes first), a positive one its sign bit set
+def _key(u, mode, top, ones, inf, mag, sh):
+    # the radix key of an element's bits u (an unsigned integer of the dtype's width, sh its
+    # width - 1), whose unsigned order is NumPy's order of the values: mode 0 unsigned (the
+    # bits), 1 signed (the sign bit flipped), 2 float: a positive number its sign bit set, a
+    # negative one its bits inverted (larger magnitudes first), -0.0 +0.0's key and a NaN of
+    # either sign the top key.  Selects, not branches: the signs of sorted data are random.
     k = u
     if mode == 1:
         k = u ^ top
     elif mode == 2:
         m = u & mag
-        if m > inf:
-            k = ones
-        elif u > top:
-            k = u ^ ones
-        else:
-            k = m | top
+        k = u ^ (top | ((u >> sh) * ones))
+        k = top if m == 0 else k
+        k = ones if m > inf else k
     return k
 
 
@@ -372,12 +370,13 @@ def _key_span(x, c, part, mode, bs):
         ones = c[1]
         inf = c[2]
         mag = c[3]
+        sh = c[4]
         lo = b * bs
         hi = min(lo + bs, n)
-        o = _key(x[lo], mode, top, ones, inf, mag)
+        o = _key(x[lo], mode, top, ones, inf, mag, sh)
         a = o
         for i in range(lo + 1, hi):
-            k = _key(x[i], mode, top, ones, inf, mag)
+            k = _key(x[i], mode, top, ones, inf, mag, sh)
             o = o | k
             a = a & k
         part[b, 0] = o
@@ -423,12 +422,13 @@ def _radix_pass(src, dst, c, counts, totals, mode, shift, bs):
         ones = c[1]
         inf = c[2]
         mag = c[3]
+        sh = c[4]
         for d in range(256):
             counts[b, d] = 0
         lo = b * bs
         hi = min(lo + bs, n)
         for i in range(lo, hi):
-            d = i64((_key(src[i], mode, top, ones, inf, mag) >> shift) & 255)
+            d = i64((_key(src[i], mode, top, ones, inf, mag, sh) >> shift) & 255)
             counts[b, d] = counts[b, d] + 1
     for t in range(1):
         _offsets(counts, totals)
@@ -437,13 +437,14 @@ def _radix_pass(src, dst, c, counts, totals, mode, shift, bs):
         ones = c[1]
         inf = c[2]
         mag = c[3]
+        sh = c[4]
         for d in range(256):
             counts[b, d] = counts[b, d] + totals[d]
         lo = b * bs
         hi = min(lo + bs, n)
         for i in range(lo, hi):
             u = src[i]
-            d = i64((_key(u, mode, top, ones, inf, mag) >> shift) & 255)
+            d = i64((_key(u, mode, top, ones, inf, mag, sh) >> shift) & 255)
             p = counts[b, d]
             counts[b, d] = p + 1
             dst[p] = u
@@ -461,12 +462,13 @@ def _radix_pass_kv(kin, vin, kout, vout, c, counts, totals, mode, shift, bs, iot
         ones = c[1]
         inf = c[2]
         mag = c[3]
+        sh = c[4]
         for d in range(256):
             counts[b, d] = 0
         lo = b * bs
         hi = min(lo + bs, n)
         for i in range(lo, hi):
-            d = i64((_key(kin[i], mode, top, ones, inf, mag) >> shift) & 255)
+            d = i64((_key(kin[i], mode, top, ones, inf, mag, sh) >> shift) & 255)
             counts[b, d] = counts[b, d] + 1
     for t in range(1):
         _offsets(counts, totals)
@@ -475,13 +477,14 @@ def _radix_pass_kv(kin, vin, kout, vout, c, counts, totals, mode, shift, bs, iot
         ones = c[1]
         inf = c[2]
         mag = c[3]
+        sh = c[4]
         for d in range(256):
             counts[b, d] = counts[b, d] + totals[d]
         lo = b * bs
         hi = min(lo + bs, n)
         for i in range(lo, hi):
             u = kin[i]
-            d = i64((_key(u, mode, top, ones, inf, mag) >> shift) & 255)
+            d = i64((_key(u, mode, top, ones, inf, mag, sh) >> shift) & 255)
             p = counts[b, d]
             counts[b, d] = p + 1
             if keys_out != 0:
@@ -498,12 +501,6 @@ def _iota(out):
         out[i] = i
 
 
-@kernel(checks=False)  # indices made here, in bounds by construction
-def _gather(x, idx, out):
-    for i in range(idx.shape[0]):
-        out[i] = x[idx[i]]
-
-
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _CONSTS = {}  # (itemsize, mode, device) -> the constants _key reads
 
@@ -514,18 +511,18 @@ def _bits_of(a):
     size = a.dtype.itemsize
     kind = a.dtype.kind
     mode = 2 if kind == "f" else 1 if kind == "i" else 0
-    key = (size, mode, a.device)
+    key = (a.dtype.name, a.device)
     c = _CONSTS.get(key)
     if c is None:
         bits = 8 * size
         top, ones = 1 << (bits - 1), (1 << bits) - 1
         if mode == 2:
             # the exponent's width: f16 5 bits, bf16 8, f32 8, f64 11; bf16 is f32's top half
-            ebits = {2: 8 if a.dtype.name == "bfloat16" else 5, 4: 8, 8: 11}[size]
+            ebits = {2: 8 if a.dtype == _core.bf16 else 5, 4: 8, 8: 11}[size]
             inf = ((1 << ebits) - 1) << (bits - 1 - ebits)
         else:
             inf = 0
-        c = _CONSTS[key] = _host([top, ones, inf, top - 1], _BITS[size], a.device)
+        c = _CONSTS[key] = _host([top, ones, inf, top - 1, bits - 1], _BITS[size], a.device)
     n = a.shape[0]
     u = a._field_view(_BITS[size], 0, (n,), (1,))
     return u, mode, c
@@ -550,8 +547,6 @@ def _radix_sort_kv(a, values, keys_wanted):
     dev = a.device
     u, mode, c = _bits_of(a)
     shifts, nb, bs = _digit_shifts(u, mode, c)
-    vdt = np.dtype(np.int64) if values is None else _npdtype(values.dtype)
-    vdt = values.dtype if values is not None else vdt
     if not shifts:
         if values is None:
             out = _empty(n, np.int64, device=dev)
@@ -559,15 +554,26 @@ def _radix_sort_kv(a, values, keys_wanted):
         else:
             out = values.copy()
         return (a.copy() if keys_wanted else None), out
+    npass = len(shifts)
     counts = _empty((nb, 256), np.int64, device=dev)
     totals = _empty(256, np.int64, device=dev)
-    kbufs = [_empty(n, _npdtype(u.dtype), device=dev) for _ in range(1 if len(shifts) == 1 and not keys_wanted
-                                                                       else 2)]
-    vbufs = [_empty(n, vdt, device=dev) for _ in range(min(2, len(shifts)))]
-    kin, vin = u, (values if values is not None else kbufs[0])
+    # the keys of an argsort's last pass are not written
+    kbufs = [_empty(n, _npdtype(u.dtype), device=dev) for _ in range(min(2, npass if keys_wanted else npass - 1))]
+    if values is None:
+        # an argsort's indices ride as int32 between the passes when they fit (half the traffic),
+        # the last pass writing the int64 result
+        vdt = np.int32 if n < 2 ** 31 else np.int64
+        vbufs = [_empty(n, vdt, device=dev) for _ in range(min(2, npass - 1))]
+        final = _empty(n, np.int64, device=dev)
+    else:
+        vbufs = [_empty(n, values.dtype, device=dev) for _ in range(min(2, npass))]
+        final = None
+    # an argsort's first pass reads no values and its last writes no keys: one-element stand-ins
+    kin, vin = u, (values if values is not None else _empty(1, vbufs[0].dtype if vbufs else np.int64, device=dev))
     for j, shift in enumerate(shifts):
-        last = j == len(shifts) - 1
-        kout, vout = kbufs[j % len(kbufs)], vbufs[j % 2]
+        last = j == npass - 1
+        kout = kbufs[j % len(kbufs)] if kbufs else _empty(1, _npdtype(u.dtype), device=dev)
+        vout = final if (last and final is not None) else vbufs[j % 2]
         _radix_pass_kv(kin, vin, kout, vout, c, counts, totals, mode, shift, bs,
                        1 if (j == 0 and values is None) else 0, 0 if (last and not keys_wanted) else 1)
         kin, vin = kout, vout
