@@ -1,7 +1,7 @@
 """The parallel primitives (tack.scan, sort, argsort, ...) beside NumPy,
 and beside CuPy on an NVIDIA GPU when CuPy and a "cuda" device are here.
 
-    python benchmarks/algorithms.py [--n 16000000] [--rounds 3] [--device cpu]
+    python benchmarks/algorithms.py [--n 16000000] [--rounds 3] [--device cpu] [--only sort]
 
 Each primitive runs on float32 data (int32 for compact, histogram and
 segmented_reduce's values), already on the device; the best of --rounds
@@ -100,6 +100,7 @@ def main():
     ap.add_argument("--n", type=int, default=16_000_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--only", default="", help="only the rows whose name holds this text (e.g. sort)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     dev = args.device
@@ -115,6 +116,8 @@ def main():
     print(f"| primitive | Tack ms | NumPy ms | NumPy / Tack |{' CuPy ms | CuPy / Tack |' if cupy else ''}")
     print(f"| --- | ---: | ---: | ---: |{' ---: | ---: |' if cupy else ''}")
     for name, host, tk, ref in cases(args.n, rng):
+        if args.only not in name:
+            continue
         on_dev = [tack.array(h, device=dev) for h in host]
         tk(tack, *on_dev)  # compile
         t, r = best_pair_ms(lambda: tk(tack, *on_dev), lambda: ref(*host), args.rounds, sync)

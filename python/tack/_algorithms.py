@@ -14,17 +14,24 @@ number of blocks is a few per CPU thread (each block then streams through
 memory on one core) and one per 4,096 elements on a GPU, where the serial
 loop over a block is one work-item's.
 
-Sorting is an LSD radix sort of 64-bit keys with 64-bit indices riding
-along, eight bits a pass and one pass per byte of the dtype: the keys are
-made from the values so that the unsigned order of the keys is NumPy's order
-of the values -- integers by an offset, floats by sign, exponent and
-mantissa computed in arithmetic (the language has no bit casts, and needs
-none: dividing by a power of two is exact), all NaNs to the top key and
--0.0 to +0.0's key, so that a stable sort keeps them in their input order
-as NumPy's stable sort does.  A pass is stable (each block scatters its own
-elements in order to offsets that put block b's after block b-1's), so the
-sort is.  `sort` carries the values themselves through the passes (and
-`argsort` the indices), so a -0.0 stays -0.0 and a NaN keeps its payload.
+Sorting is an LSD radix sort, eight bits a pass, that moves the elements'
+own bits: the array's storage is read as unsigned integers of its width (a
+view, no copy: float32 as uint32), and each pass computes every element's
+key from its bits as it reads it -- integers by flipping the sign bit,
+floats by setting a positive number's sign bit and inverting a negative
+number's bits, with -0.0 given +0.0's key and every NaN the top key -- so
+that the unsigned order of the keys is NumPy's order of the values.  The
+keys are never stored: a float's key costs a few integer operations, far
+less than the memory a key array would take, and the values moving
+themselves keep -0.0 and NaN payloads intact.  A first pass ORs and ANDs all
+keys; a byte that is the same in every key moves nothing and its pass is
+skipped.  A pass is stable (each block scatters its own elements in order
+to offsets that put block b's after block b-1's), so the sort is, and
+equal keys (-0.0 and 0.0, NaNs of any sign) keep their input order, as
+NumPy's stable sort keeps them.  `argsort` moves the key bits with the
+indices (int32 between the passes, int64 into the result; the first pass
+makes them, the last writes no keys), and `sort(keys, values)` moves the
+values instead of gathering them afterwards.
 
 The kernels are compiled on first use for each dtype, as any kernel is, and
 kept in the disk cache.  The operator kernels (`reduce`, `scan` and
@@ -32,15 +39,12 @@ kept in the disk cache.  The operator kernels (`reduce`, `scan` and
 factory whose kernel names the operator from its enclosing scope.
 """
 
-import math
-import struct as _struct
-
 import numpy as np
 
 from . import _core
 from ._array import empty as _empty, asarray as _asarray
-from ._core import f32, f64, u64, i64
-from ._kernels import kernel, func, ndrange, independent
+from ._core import i64
+from ._kernels import kernel, func, independent
 
 __all__ = ["scan", "sort", "argsort", "segmented_reduce", "compact", "unique", "searchsorted", "histogram",
            "reduce"]
@@ -502,7 +506,7 @@ def _iota(out):
 
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-_CONSTS = {}  # (itemsize, mode, device) -> the constants _key reads
+_CONSTS = {}  # (dtype name, device) -> the constants _key reads
 
 
 def _bits_of(a):
@@ -601,7 +605,8 @@ def argsort(a):
     ``np.argsort(a, kind="stable")`` (int64), with NaNs last in their input
     order and -0.0 and 0.0 equal.  A radix sort of 8-bit digits, one pass per
     byte of the dtype that is not the same in every element; memory: two
-    arrays of the dtype's width and one of int64 indices besides the result."""
+    copies of ``a`` and 8 bytes per element (int32 indices, twice) besides
+    the result."""
     a = _sortable(a, "a", "argsort")
     return _argsort(a)
 
