@@ -539,7 +539,8 @@ def _digit_shifts(u, mode, c):
     nb, bs = _blocks(n, u.device)
     part = _empty((nb, 2), _npdtype(u.dtype), device=u.device)
     _key_span(u, c, part, mode, bs)
-    varying = int(part[0, 0]) ^ int(part[0, 1])
+    ors, ands = (int(v) for v in part[0].numpy())  # one copy from a GPU
+    varying = ors ^ ands
     return [s for s in range(0, 8 * u.dtype.itemsize, 8) if (varying >> s) & 255], nb, bs
 
 
