@@ -181,7 +181,8 @@ fuzz-dlpack: env
 	DLPACK_FUZZ_EXAMPLES=$(or $(EXAMPLES),5000) $(UV) run --no-sync pytest -q -p no:cacheprovider \
 	  tests/python/test_fuzz_dlpack.py
 
-# The C unit tests again under AddressSanitizer (with LeakSanitizer) and UBSan.
+# The C unit tests again under AddressSanitizer (with LeakSanitizer) and UBSan,
+# JOBS programs at a time as in test-c.
 test-asan:
 	env $(CCACHE_ENV) cmake -S . -B build/asan -DTACK_BUILD_TESTS=ON -DTACK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	env $(CCACHE_ENV) cmake --build build/asan -j$(JOBS)

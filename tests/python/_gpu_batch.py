@@ -1,4 +1,4 @@
-"""Many CUDA or HIP sources compiled as one program, for the GPU compile checks.
+"""Many CUDA, HIP or Metal sources compiled as one program, for the GPU compile checks.
 
 CUDA and HIP sources are compiled BATCH at a time: hiprtc spends about a
 second of fixed cost on every program (its headers and device libraries)
