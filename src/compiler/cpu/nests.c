@@ -806,6 +806,7 @@ static void top_loops(tk_cc *C, tk_spec *S, tk_ir *b) {
 static void find_pfors(tk_cc *C, tk_spec *S, tk_ir *s) {
     if (s->op == IR_PFOR) {
         if (ir_is_blocks(s)) return; /* a block's threads: their loops stay as written */
+        if (tk_gemm(C, S, s)) return; /* gemm.c: a packed matrix product */
         if (tk_tile(C, S, s)) return; /* tile.c: panels of rows */
         top_loops(C, S, s->k[s->aux]);
         return;
