@@ -200,6 +200,8 @@ typedef struct gm {
     const tk_ir *alpha, *beta;   /* scalars (NULL: none) */
     int init, neg;               /* 0: C, 1: beta * C, 2: beta */
     /* the locals inlined */
+    const tk_ir *wr[16];         /* indices under a negative index's wrap: tested >= 0 at the origin */
+    int nwr;
     int dl[2 * MAXS + 4];
     const tk_ir *dv[2 * MAXS + 4];
     int nd;
@@ -258,10 +260,16 @@ static const tk_ir *as_store(tk_cc *C, const tk_ir *s) {
 
 /* What index e is: 1 + which of (i, k, j) it is (`v` or `v + c`, c in *c), 0 an expression
  * of none of them that is the same in every row, -1 anything else. */
-static int form(const gm *g, const tk_ir *e, int64_t *c) {
+static int form(gm *g, const tk_ir *e, int64_t *c) {
     int vs[3] = {g->iv, g->kv, g->jv};
     const tk_ir *x = ir_strip(e);
     *c = 0;
+    if (x->op == IR_WRAP) { /* the variables ascend from the origin: x >= 0 there is x >= 0 throughout */
+        int f = form(g, x->k[0], c);
+        if (f <= 0 || g->nwr >= 16) return -1;
+        g->wr[g->nwr++] = x->k[0];
+        return f;
+    }
     for (int v = 0; v < 3; v++) {
         if (x->op == IR_LOCAL && x->local == vs[v]) return 1 + v;
         if (x->op == IR_BIN && (x->sub == B_ADD || x->sub == B_SUB) && x->k[1]->op == IR_CONST && ir_strip(x->k[0])->op == IR_LOCAL &&
@@ -277,7 +285,7 @@ static int form(const gm *g, const tk_ir *e, int64_t *c) {
 
 /* An array access whose indices name each of the variables in `allow` (bits 1 << v) at most
  * once; bit v of *names: v is named. */
-static int access_ok(const gm *g, const tk_ir *ld, int first, int allow, int *names) {
+static int access_ok(gm *g, const tk_ir *ld, int first, int allow, int *names) {
     int seen = 0;
     for (int a = first; a < ld->n; a++) {
         int64_t c;
@@ -364,7 +372,7 @@ static int same_cell(const gm *g, const tk_ir *ld, const tk_ir *st) {
 /* a(i, k): A's element or alpha times it (either side) */
 static int a_term(gm *g, const tk_ir *x) {
     x = res(g, x);
-    int names;
+    int names = 0;
     if (x->op == IR_BIN && x->sub == B_MUL && x->ty.kind == TY_VALUE && x->ty.dt == g->dt) {
         for (int s = 0; s < 2; s++) {
             const tk_ir *l = res(g, x->k[s]), *o = x->k[1 - s];
@@ -385,7 +393,7 @@ static int a_term(gm *g, const tk_ir *x) {
 /* b(k, j): B's element, naming j */
 static int b_term(gm *g, const tk_ir *x) {
     x = res(g, x);
-    int names;
+    int names = 0;
     if (x->op != IR_LOAD || x->ty.kind != TY_VALUE || x->ty.dt != g->dt || !access_ok(g, x, 0, 6, &names) || !(names & 4)) return 0;
     g->b = x;
     return 1;
@@ -413,12 +421,20 @@ static int update(gm *g, const tk_ir *v, const tk_ir *st, int acc_local) {
 
 /* The store of C at (i, j): its indices name i and j once each, nothing else varies. */
 static int c_store(gm *g, const tk_ir *st) {
-    int names;
+    int names = 0;
     tk_type at = g->S->ptypes[st->param];
     if (st->param < 0 || at.kind != TY_ARRAY || (at.dt != TACK_F32 && at.dt != TACK_F64)) return 0;
     if (st->k[0]->ty.kind != TY_VALUE || st->k[0]->ty.dt != at.dt) return 0;
     g->dt = (tack_dtype)at.dt;
     return access_ok(g, st, 1, 5, &names) && names == 5;
+}
+
+/* A negative index's wrap taken off: the prologue's stores keep theirs where checks.c hoisted
+ * their checks out of the parallel loop, but they store the cells the product's stores do,
+ * whose indices the copy's test shows in bounds (so not negative, and the wrap is x). */
+static const tk_ir *unwrap(const tk_ir *x) {
+    const tk_ir *s = ir_strip(x);
+    return s->op == IR_WRAP ? s->k[0] : x;
 }
 
 /* `for j: C[i, j] = beta * C[i, j]` (or `= v`), the j loop's bounds the product's */
@@ -430,7 +446,7 @@ static int prologue(gm *g, const tk_ir *f) {
     const tk_ir *st = as_store(g->C, ss[n - 1]);
     if (!st || st->op != IR_STORE || st->param != g->store->param || st->n != g->store->n) return 0;
     for (int a = 1; a < st->n; a++)
-        if (!ir_same(st->k[a], g->store->k[a])) return 0;
+        if (!ir_same(unwrap(st->k[a]), unwrap(g->store->k[a]))) return 0;
     const tk_ir *v = res(g, st->k[0]);
     if (scalar_t(g, v)) {
         g->init = 2, g->beta = v;
@@ -614,6 +630,8 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf) {
     /* the test: nests.c's (the checks), the loops run, C disjoint from A and B */
     cond = ir_and(C, cond, ir_i64_bin(C, B_LT, ir_as_i64(C, ir_clone(C, g.klo)), ir_as_i64(C, ir_clone(C, g.khi))));
     cond = ir_and(C, cond, ir_i64_bin(C, B_LT, ir_as_i64(C, ir_clone(C, g.jlo)), ir_as_i64(C, ir_clone(C, g.jhi))));
+    for (int w = 0; w < g.nwr; w++)
+        cond = ir_and(C, cond, ir_i64_bin(C, B_GE, ir_as_i64(C, at_origin(&g, g.wr[w], i0)), cst(C, 0, line)));
     int reads[2] = {g.a->param, g.b->param};
     for (int r = 0; r < 2; r++) {
         tk_ir *d = ir_new(C, IR_MATH, ty_value(TACK_BOOL), line);
