@@ -182,9 +182,17 @@ static const char PRELUDE_GEMM[] =
 void tk_gemm_prelude(const tk_cc *C, tk_buf *b) {
     if (!C->uses_gemm) return;
     tk_puts(b, PRELUDE_GEMM);
-    /* 8 rows by 3 vectors of 64 bytes: 24 accumulators, 3 slivers of B, a broadcast */
-    if (C->uses_gemm & 1) tk_puts(b, "TK_GEMM_DEF(tk_gemm_f32, float, 16, 8, 3, 256, 128, 4080)\n");
-    if (C->uses_gemm & 2) tk_puts(b, "TK_GEMM_DEF(tk_gemm_f64, double, 8, 8, 3, 256, 128, 4080)\n");
+    /* the block of accumulators fits the vector registers the C compiler may use: with
+     * AVX-512 (32 of 64 bytes) 8 rows by 3 vectors, 24 accumulators, 3 slivers of B and a
+     * broadcast; with AVX (16 of 32 bytes) 6 rows by 2; with AArch64's 32 of 16 bytes 8 by 3;
+     * elsewhere 4 by 2 vectors of 16 bytes */
+    tk_puts(b, "#if defined(__AVX512F__)\n#define TK_GEMM_SHAPE(W) (64 / W), 8, 3\n"
+               "#elif defined(__AVX__)\n#define TK_GEMM_SHAPE(W) (32 / W), 6, 2\n"
+               "#elif defined(__aarch64__)\n#define TK_GEMM_SHAPE(W) (16 / W), 8, 3\n"
+               "#else\n#define TK_GEMM_SHAPE(W) (16 / W), 4, 2\n#endif\n"
+               "#define TK_GEMM_DEF_(...) TK_GEMM_DEF(__VA_ARGS__)\n");
+    if (C->uses_gemm & 1) tk_puts(b, "TK_GEMM_DEF_(tk_gemm_f32, float, TK_GEMM_SHAPE(4), 256, 128, 4080)\n");
+    if (C->uses_gemm & 2) tk_puts(b, "TK_GEMM_DEF_(tk_gemm_f64, double, TK_GEMM_SHAPE(8), 256, 128, 4080)\n");
 }
 
 /* ------------------------------------------------------------- the match */
