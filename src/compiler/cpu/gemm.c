@@ -50,7 +50,13 @@
  * -ffp-contract=off), k blocks in ascending order, with the partial value
  * stored in C between blocks and reloaded (an exact round trip in the
  * element's type).  Packing copies values; alpha * A[i, k] is the product
- * the loop computes.  Only the order in which cells are visited changes,
+ * the loop computes.  A subtraction packs -a and adds: c - a * b and
+ * c + (-a) * b are the same bits (negation is exact and rounding to nearest
+ * is symmetric), so one kernel serves both signs, and the C compiler
+ * optimizes it once (it is not inlined into its two callers either).  The
+ * helper costs the C compiler some 0.13 s of CPU per kernel that uses it
+ * (gcc 12, -O3); compiling the loops around the kernel (packing, edges) at
+ * -O2 saved 0.04 s of that and cost up to 1.6x at 512, so they stay at -O3.  Only the order in which cells are visited changes,
  * and no cell reads another.  With `fast_math=True` the C compiler fuses
  * each multiply-add (-ffp-contract=fast): the bits then differ from the
  * loop's by the rounding of the fused products, which is what fast_math
@@ -84,7 +90,7 @@ static const char PRELUDE_GEMM[] =
     "#define TK_GEMM_DEF(NAME, T, VL, MR, NV, KC, MC, NC) \\\n"
     "typedef T NAME##_v __attribute__((vector_size(VL * sizeof(T)))); \\\n"
     "typedef T NAME##_vu __attribute__((vector_size(VL * sizeof(T)), aligned(sizeof(T)))); \\\n"
-    "static void NAME##_micro(int64_t kc, const T *restrict ap, const T *restrict bp, T *restrict c, int64_t rsc, int start, T beta, int neg) { \\\n"
+    "__attribute__((noinline)) static void NAME##_micro(int64_t kc, const T *restrict ap, const T *restrict bp, T *restrict c, int64_t rsc, int start, T beta) { \\\n"
     "    NAME##_v acc[MR][NV]; \\\n"
     "    if (start == 2) { \\\n"
     "        for (int r = 0; r < MR; r++) for (int v = 0; v < NV; v++) acc[r][v] = (NAME##_v){0} + beta; \\\n"
@@ -94,18 +100,10 @@ static const char PRELUDE_GEMM[] =
     "            if (start == 1) acc[r][v] = beta * acc[r][v]; \\\n"
     "        } \\\n"
     "    } \\\n"
-    "    if (neg) { \\\n"
-    "        for (int64_t k = 0; k < kc; k++) { \\\n"
-    "            NAME##_v b[NV]; \\\n"
-    "            for (int v = 0; v < NV; v++) b[v] = *(const NAME##_v *)(bp + k * (VL * NV) + v * VL); \\\n"
-    "            for (int r = 0; r < MR; r++) { T a = ap[k * MR + r]; for (int v = 0; v < NV; v++) acc[r][v] = acc[r][v] - a * b[v]; } \\\n"
-    "        } \\\n"
-    "    } else { \\\n"
-    "        for (int64_t k = 0; k < kc; k++) { \\\n"
-    "            NAME##_v b[NV]; \\\n"
-    "            for (int v = 0; v < NV; v++) b[v] = *(const NAME##_v *)(bp + k * (VL * NV) + v * VL); \\\n"
-    "            for (int r = 0; r < MR; r++) { T a = ap[k * MR + r]; for (int v = 0; v < NV; v++) acc[r][v] = acc[r][v] + a * b[v]; } \\\n"
-    "        } \\\n"
+    "    for (int64_t k = 0; k < kc; k++) { \\\n"
+    "        NAME##_v b[NV]; \\\n"
+    "        for (int v = 0; v < NV; v++) b[v] = *(const NAME##_v *)(bp + k * (VL * NV) + v * VL); \\\n"
+    "        for (int r = 0; r < MR; r++) { T a = ap[k * MR + r]; for (int v = 0; v < NV; v++) acc[r][v] = acc[r][v] + a * b[v]; } \\\n"
     "    } \\\n"
     "    for (int r = 0; r < MR; r++) for (int v = 0; v < NV; v++) *(NAME##_vu *)(c + r * rsc + v * VL) = acc[r][v]; \\\n"
     "} \\\n"
@@ -154,7 +152,7 @@ static const char PRELUDE_GEMM[] =
     "                    T *dst = ap + ir * kc; \\\n"
     "                    const T *src = A + (ic + ir) * rsa + pc * csa; \\\n"
     "                    for (int64_t k = 0; k < kc; k++) { \\\n"
-    "                        for (int64_t r = 0; r < mr; r++) dst[k * MR + r] = scale ? alpha * src[r * rsa + k * csa] : src[r * rsa + k * csa]; \\\n"
+    "                        for (int64_t r = 0; r < mr; r++) { T a = scale ? alpha * src[r * rsa + k * csa] : src[r * rsa + k * csa]; dst[k * MR + r] = neg ? -a : a; } \\\n"
     "                        for (int64_t r = mr; r < MR; r++) dst[k * MR + r] = 0; \\\n"
     "                    } \\\n"
     "                } \\\n"
@@ -164,10 +162,10 @@ static const char PRELUDE_GEMM[] =
     "                        int64_t mr = mc - ir < MR ? mc - ir : MR; \\\n"
     "                        T *c = C + (ic + ir) * rsc + (jc + jr) * csc; \\\n"
     "                        if (mr == MR && nr == NR && csc == 1) { \\\n"
-    "                            NAME##_micro(kc, ap + ir * kc, bp + jr * kc, c, rsc, start, beta, neg); \\\n"
+    "                            NAME##_micro(kc, ap + ir * kc, bp + jr * kc, c, rsc, start, beta); \\\n"
     "                        } else { \\\n"
     "                            for (int64_t r = 0; r < mr; r++) for (int64_t j = 0; j < nr; j++) tmp[r * NR + j] = c[r * rsc + j * csc]; \\\n"
-    "                            NAME##_micro(kc, ap + ir * kc, bp + jr * kc, tmp, NR, start, beta, neg); \\\n"
+    "                            NAME##_micro(kc, ap + ir * kc, bp + jr * kc, tmp, NR, start, beta); \\\n"
     "                            for (int64_t r = 0; r < mr; r++) for (int64_t j = 0; j < nr; j++) c[r * rsc + j * csc] = tmp[r * NR + j]; \\\n"
     "                        } \\\n"
     "                    } \\\n"
