@@ -535,8 +535,10 @@ tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond);
 int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf);
 /* tile.c for gemm.c: `a[.., i, ..] += v` on row i's own element as the store privatize.c makes */
 void tk_tile_own_rows(tk_cc *C, int iv, tk_ir *s);
-/* gemm.c: a parallel loop whose rows hold a matrix product, as calls of a packed kernel (1), or left (0) */
-int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf);
+/* gemm.c: a parallel loop whose rows hold a matrix product, as calls of a packed kernel (1), or left (0);
+ * with wrap, *wrap may be set to a block that packs B before the loop and frees it after, to take the
+ * loop's place in its block */
+int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap);
 /* gemm.c for the C dialect's prelude: the kernels used (tk_cc.uses_gemm) */
 void tk_gemm_prelude(const tk_cc *C, tk_buf *b);
 void tk_periodic(tk_cc *C);  /* periodic indices: (i + c) % n (C dialect) */

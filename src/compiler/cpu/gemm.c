@@ -62,6 +62,14 @@
  * loop's by the rounding of the fused products, which is what fast_math
  * permits and why it is the fast path's only difference from the default.
  *
+ * Where the loop is a statement of a block (nests.c hands in its slot), B
+ * is packed once before it (tk_gemm_T_packb, every sliver over all of k) when
+ * the panels' test below holds for all the rows at once, so that every panel
+ * takes the copy; the panels then share the packed B instead of each packing
+ * its own (16 times at 2048 rows), and the block frees it after the loop.
+ * No panel can fail in between (each takes the copy, and the copy has no
+ * checks), so the free is reached unless the launch is interrupted.
+ *
  * The conditions the copy tests at run time, as tile.c's: nests.c's index
  * checks hold for the panel's rows, both loops run, C shares no byte with
  * A nor B (M_DISJOINT); otherwise the panel runs as written (with its
@@ -108,13 +116,14 @@ static const char PRELUDE_GEMM[] =
     "    for (int r = 0; r < MR; r++) for (int v = 0; v < NV; v++) *(NAME##_vu *)(c + r * rsc + v * VL) = acc[r][v]; \\\n"
     "} \\\n"
     "static int NAME(int64_t m, int64_t n, int64_t K, const T *A, int64_t rsa, int64_t csa, int scale, T alpha, \\\n"
-    "                const T *B, int64_t rsb, int64_t csb, T *C, int64_t rsc, int64_t csc, int init, T beta, int neg) { \\\n"
+    "                const T *B, int64_t rsb, int64_t csb, T *C, int64_t rsc, int64_t csc, int init, T beta, int neg, int64_t pk) { \\\n"
     "    enum { NR = VL * NV }; \\\n"
     "    int64_t ncb = n < NC ? n : NC, kcb = K < KC ? K : KC, mcb = m < MC ? m : MC; \\\n"
     "    ncb = (ncb + NR - 1) / NR * NR; mcb = (mcb + MR - 1) / MR * MR; \\\n"
-    "    T *bp = (T *)aligned_alloc(64, (size_t)(kcb * ncb * (int64_t)sizeof(T) + 64) / 64 * 64); \\\n"
+    "    const T *bpk = (const T *)(uintptr_t)pk; /* B packed once for every panel (NAME##_packb), or 0 */ \\\n"
+    "    T *bp = bpk ? NULL : (T *)aligned_alloc(64, (size_t)(kcb * ncb * (int64_t)sizeof(T) + 64) / 64 * 64); \\\n"
     "    T *ap = (T *)aligned_alloc(64, (size_t)(kcb * mcb * (int64_t)sizeof(T) + 64) / 64 * 64); \\\n"
-    "    if (!ap || !bp) { /* the same chain of operations, unpacked */ \\\n"
+    "    if (!ap || (!bp && !bpk)) { /* the same chain of operations, unpacked */ \\\n"
     "        free(ap); free(bp); \\\n"
     "        for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) { \\\n"
     "            T c = init == 2 ? beta : init == 1 ? beta * C[i * rsc + j * csc] : C[i * rsc + j * csc]; \\\n"
@@ -132,7 +141,7 @@ static const char PRELUDE_GEMM[] =
     "        for (int64_t pc = 0; pc < K; pc += KC) { \\\n"
     "            int64_t kc = K - pc < KC ? K - pc : KC; \\\n"
     "            int start = pc ? 0 : init; \\\n"
-    "            for (int64_t jr = 0; jr < nc; jr += NR) { \\\n"
+    "            for (int64_t jr = 0; jr < nc && !bpk; jr += NR) { \\\n"
     "                int64_t nr = nc - jr < NR ? nc - jr : NR; \\\n"
     "                T *dst = bp + jr * kc; \\\n"
     "                const T *src = B + pc * rsb + (jc + jr) * csb; \\\n"
@@ -158,14 +167,15 @@ static const char PRELUDE_GEMM[] =
     "                } \\\n"
     "                for (int64_t jr = 0; jr < nc; jr += NR) { \\\n"
     "                    int64_t nr = nc - jr < NR ? nc - jr : NR; \\\n"
+    "                    const T *bs = bpk ? bpk + (jc + jr) / NR * K * NR + pc * NR : bp + jr * kc; \\\n"
     "                    for (int64_t ir = 0; ir < mc; ir += MR) { \\\n"
     "                        int64_t mr = mc - ir < MR ? mc - ir : MR; \\\n"
     "                        T *c = C + (ic + ir) * rsc + (jc + jr) * csc; \\\n"
     "                        if (mr == MR && nr == NR && csc == 1) { \\\n"
-    "                            NAME##_micro(kc, ap + ir * kc, bp + jr * kc, c, rsc, start, beta); \\\n"
+    "                            NAME##_micro(kc, ap + ir * kc, bs, c, rsc, start, beta); \\\n"
     "                        } else { \\\n"
     "                            for (int64_t r = 0; r < mr; r++) for (int64_t j = 0; j < nr; j++) tmp[r * NR + j] = c[r * rsc + j * csc]; \\\n"
-    "                            NAME##_micro(kc, ap + ir * kc, bp + jr * kc, tmp, NR, start, beta); \\\n"
+    "                            NAME##_micro(kc, ap + ir * kc, bs, tmp, NR, start, beta); \\\n"
     "                            for (int64_t r = 0; r < mr; r++) for (int64_t j = 0; j < nr; j++) c[r * rsc + j * csc] = tmp[r * NR + j]; \\\n"
     "                        } \\\n"
     "                    } \\\n"
@@ -175,7 +185,28 @@ static const char PRELUDE_GEMM[] =
     "    } \\\n"
     "    free(ap); free(bp); \\\n"
     "    return 0; \\\n"
-    "}\n";
+    "} \\\n"
+    "static int64_t NAME##_packb(int64_t n, int64_t K, const T *B, int64_t rsb, int64_t csb) { \\\n"
+    "    enum { NR = VL * NV }; \\\n"
+    "    int64_t ns = (n + NR - 1) / NR; \\\n"
+    "    T *bp = (T *)aligned_alloc(64, (size_t)(ns * K * NR * (int64_t)sizeof(T) + 64) / 64 * 64); \\\n"
+    "    if (!bp) return 0; \\\n"
+    "    for (int64_t s = 0; s < ns; s++) { \\\n"
+    "        int64_t nr = n - s * NR < NR ? n - s * NR : NR; \\\n"
+    "        T *dst = bp + s * K * NR; \\\n"
+    "        const T *src = B + s * NR * csb; \\\n"
+    "        if (csb == 1 && nr == NR) { \\\n"
+    "            for (int64_t k = 0; k < K; k++) memcpy(dst + k * NR, src + k * rsb, NR * sizeof(T)); \\\n"
+    "        } else { \\\n"
+    "            for (int64_t k = 0; k < K; k++) { \\\n"
+    "                for (int64_t j = 0; j < nr; j++) dst[k * NR + j] = src[k * rsb + j * csb]; \\\n"
+    "                for (int64_t j = nr; j < NR; j++) dst[k * NR + j] = 0; \\\n"
+    "            } \\\n"
+    "        } \\\n"
+    "    } \\\n"
+    "    return (int64_t)(uintptr_t)bp; \\\n"
+    "}\n"
+    "static int tk_gemm_free(int64_t p) { free((void *)(uintptr_t)p); return 0; }\n";
 
 void tk_gemm_prelude(const tk_cc *C, tk_buf *b) {
     if (!C->uses_gemm) return;
@@ -578,12 +609,23 @@ static void operand(gm *g, tk_ir *call, const tk_ir *ld, int first, int va, int 
     ir_push(g->C, call, sb);
 }
 
+/* x with locals la and lb replaced by ea and eb */
+static tk_ir *replace2(tk_cc *C, const tk_ir *x, int la, const tk_ir *ea, int lb, const tk_ir *eb) {
+    if (x->op == IR_LOCAL && (x->local == la || x->local == lb)) return ir_clone(C, x->local == la ? ea : eb);
+    tk_ir *r = ir_new(C, x->op, x->ty, x->line);
+    *r = *x;
+    r->k = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(x->n ? x->n : 1));
+    r->cap = x->n;
+    for (int j = 0; j < x->n; j++) r->k[j] = replace2(C, x->k[j], la, ea, lb, eb);
+    return r;
+}
+
 static tk_ir *elem(gm *g, const tk_ir *x, int line) {
     if (x) return ir_clone(g->C, x);
     return ir_const_f(g->C, ty_value(g->dt), 1.0, line);
 }
 
-int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf) {
+int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
     if (!tk_config_int(TK_CFG_GEMM)) return 0; /* the switch, for comparing (config.def) */
     if (pf->aux != 1 || pf->red || pf->hist || pf->vars[0] < 0) return 0;
     tk_ir *body = pf->k[1];
@@ -611,7 +653,9 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf) {
     if (!match(&g)) return 0;
     if (g.a->param == g.store->param || g.b->param == g.store->param) return 0;
 
-    /* tk_gemm_T(m, n, K, A + off, rsa, csa, scale, alpha, B + off, rsb, csb, C + off, rsc, csc, init, beta, neg) */
+    /* tk_gemm_T(m, n, K, A + off, rsa, csa, scale, alpha, B + off, rsb, csb, C + off, rsc, csc, init, beta, neg,
+     * B packed before the loop or 0) */
+    int bpack = wrap ? tk_new_local(C, S, "tk_bpack", i64, -1) : -1;
     tk_ir *call = ir_new(C, IR_MATH, ty_value(TACK_I32), line);
     call->sub = M_GEMM;
     call->aux_ty = ty_value(g.dt);
@@ -626,6 +670,7 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf) {
     operand(&g, call, g.b, 0, g.kv, g.jv, i0, line);
     operand(&g, call, g.store, 1, g.iv, g.jv, i0, line);
     ir_push(C, call, elem(&g, g.beta, line));
+    ir_push(C, call, bpack >= 0 ? loc(C, S, bpack, line) : cst(C, 0, line));
     tk_ir *ev = ir_new(C, IR_EVAL, ty_void(), line);
     ir_push(C, ev, call);
     tk_ir *then = ir_new(C, IR_BLOCK, ty_void(), line);
@@ -666,6 +711,36 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf) {
     /* the parallel loop over panels: i0 = off + panel * P, i1 = min(i0 + P, off + n) */
     tk_ir *n = ir_as_i64(C, pf->k[0]);
     tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : cst(C, 0, line);
+    if (bpack >= 0) {
+        /* B packed once, before the loop, when every panel takes the copy: the panels' test
+         * over all the rows at once (its range tests hold for every part of the range) */
+        tk_ir *all = ir_and(C, ir_i64_bin(C, B_GT, ir_clone(C, n), cst(C, 0, line)),
+                            replace2(C, cond, i0, off, i1, ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_clone(C, n))));
+        tk_ir *pk = ir_new(C, IR_MATH, i64, line);
+        pk->sub = M_GEMM_PACK;
+        pk->aux_ty = ty_value(g.dt);
+        pk->param = g.b->param;
+        ir_push(C, pk, ir_clone(C, call->k[1])); /* n */
+        ir_push(C, pk, ir_clone(C, call->k[2])); /* K */
+        for (int a = 7; a < 10; a++) ir_push(C, pk, replace2(C, call->k[a], i0, off, -1, NULL));
+        tk_ir *set = ir_new(C, IR_BLOCK, ty_void(), line);
+        ir_push(C, set, ir_assign(C, bpack, pk));
+        tk_ir *iff2 = ir_new(C, IR_IF, ty_void(), line);
+        ir_push(C, iff2, all);
+        ir_push(C, iff2, set);
+        ir_push(C, iff2, ir_new(C, IR_BLOCK, ty_void(), line));
+        tk_ir *fr = ir_new(C, IR_MATH, ty_value(TACK_I32), line);
+        fr->sub = M_GEMM_FREE;
+        ir_push(C, fr, loc(C, S, bpack, line));
+        tk_ir *ev2 = ir_new(C, IR_EVAL, ty_void(), line);
+        ir_push(C, ev2, fr);
+        tk_ir *w = ir_new(C, IR_BLOCK, ty_void(), line);
+        ir_push(C, w, ir_assign(C, bpack, cst(C, 0, line)));
+        ir_push(C, w, iff2);
+        ir_push(C, w, pf);
+        ir_push(C, w, ev2);
+        *wrap = w;
+    }
     tk_ir *nb = ir_new(C, IR_BLOCK, ty_void(), line);
     ir_push(C, nb, ir_assign(C, i0, ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_i64_bin(C, B_MUL, loc(C, S, ib, line), cst(C, P_ROWS, line)))));
     ir_push(C, nb, ir_assign(C, i1, ir_i64_bin(C, B_MIN, ir_i64_bin(C, B_ADD, loc(C, S, i0, line), cst(C, P_ROWS, line)),
