@@ -123,7 +123,18 @@ CHEAP = [(gemm, np.float64), (dot_bt, np.float32)]
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
 def test_forms_are_taken(fn, dt):
     args = operands(fn, 8, 8, 8, dt, np.random.default_rng(0))
-    assert MARK in tack.kernel(fn).generated_source(*args)
+    src = tack.kernel(fn).generated_source(*args)
+    assert MARK in src
+    assert "tk_bpack" in src  # B packed once before the loop, shared by the panels
+
+
+def test_rows_past_an_operand_raise():
+    """A has fewer rows than C: the whole-loop test fails (B is not packed before the loop), the
+    panels in bounds take the copy, and the last one runs as written and raises, naming A."""
+    rng = np.random.default_rng(6)
+    A, B, C = rng.random((290, 9)), rng.random((9, 7)), rng.random((300, 7))
+    with pytest.raises(IndexError, match="A"):
+        tack.kernel(gemm)(1.0, 0.5, C, A, B)
 
 
 @pytest.mark.parametrize("fn", FORMS)
