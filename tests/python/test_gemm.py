@@ -226,3 +226,19 @@ def test_off_switch():
     A = np.zeros((8, 8))
     with tack.config.override(gemm=False):
         assert MARK not in tack.kernel(dot_bt).generated_source(A, A.copy(), A.copy())
+
+
+def shifted(C, A, B):  # rows from 1, stored one row up: the parallel loop's offset and `i - 1`
+    for i in range(1, A.shape[0]):
+        for k in range(A.shape[1]):
+            for j in range(B.shape[1]):
+                C[i - 1, j] += A[i, k] * B[k, j]
+
+
+@pytest.mark.skipif(not _suite.TEST_ALL, reason="a compile of its own: make test-all")
+def test_shifted_rows_same_bits():
+    rng = np.random.default_rng(7)
+    A, B, C = rng.random((140, 37)), rng.random((37, 41)), rng.random((140, 41))
+    on, off = run(shifted, [C, A, B]), run(shifted, [C, A, B], {"gemm": False})
+    assert np.array_equal(on[0], off[0])
+    assert MARK in tack.kernel(shifted).generated_source(C, A, B)
