@@ -130,14 +130,19 @@ test-all: env sysdeps-docs test-c test-asan
 # Looked up when a recipe runs, since sysdeps may have just installed it.
 CCACHE_ENV = $$(command -v ccache >/dev/null 2>&1 && echo CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$(CURDIR)")
 
+# ctest runs the C test programs JOBS at a time: each keeps what it builds in a
+# cache directory of its own or in the shared one, keyed by content and locked
+# while one builds (src/backends/common/kcache.c), and none times itself; one at
+# a time, test_cuda_codegen held one core while the other idled.
 test-c:
 	env $(CCACHE_ENV) cmake -S . -B build/c -DTACK_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	env $(CCACHE_ENV) cmake --build build/c -j$(JOBS)
-	ctest --test-dir build/c --output-on-failure
+	ctest --test-dir build/c --output-on-failure -j$(JOBS)
 
 # The Python tests on every core (pytest-xdist; each file on one worker), then
 # the files that time what they test alone (marked serial in conftest.py); the
-# 25 slowest tests are listed, so where the time goes is in every CI log. The
+# 25 slowest tests are listed, so where the time goes is in every CI log (the
+# serial pass imports only the serial files: conftest.py's SERIAL). The
 # language suite's own runs (watched, unoptimized: tests/python/_suite.py) start
 # in the background at collection, and the tests that read them come last.
 # Compiled kernels and the GPU compilers' outputs stay in build/test-cache
@@ -229,12 +234,13 @@ fuzz-dlpack: env
 	DLPACK_FUZZ_EXAMPLES=$(or $(EXAMPLES),5000) $(UV) run --no-sync pytest -q -p no:cacheprovider \
 	  tests/python/test_fuzz_dlpack.py
 
-# The C unit tests again under AddressSanitizer (with LeakSanitizer) and UBSan.
+# The C unit tests again under AddressSanitizer (with LeakSanitizer) and UBSan,
+# JOBS programs at a time as in test-c.
 test-asan:
 	env $(CCACHE_ENV) cmake -S . -B build/asan -DTACK_BUILD_TESTS=ON -DTACK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	env $(CCACHE_ENV) cmake --build build/asan -j$(JOBS)
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir build/asan --output-on-failure
+	  ctest --test-dir build/asan --output-on-failure -j$(JOBS)
 
 # On a machine with an NVIDIA, AMD or Intel GPU (or a Mac), unattended: finds the GPU
 # through its driver, installs what the machine lacks from package registries into its

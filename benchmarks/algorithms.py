@@ -1,16 +1,22 @@
 """The parallel primitives (tack.scan, sort, argsort, ...) beside NumPy,
 and beside CuPy on an NVIDIA GPU when CuPy and a "cuda" device are here.
 
-    python benchmarks/algorithms.py [--n 16000000] [--rounds 3] [--device cpu]
+    python benchmarks/algorithms.py [--n 16000000] [--rounds 3] [--device cpu] [--only sort]
 
 Each primitive runs on float32 data (int32 for compact, histogram and
 segmented_reduce's values), already on the device; the best of --rounds
 calls is printed in milliseconds with the ratio NumPy / Tack (> 1: Tack is
-faster).  The sort is measured against both of NumPy's: the default
-(introsort, or x86-simd-sort where NumPy has it) and kind="stable" (a
-radix sort for 16-bit and smaller types, timsort for float32), the one whose
-results tack.sort gives.  On a GPU the time includes the wait for the
-device (tack.synchronize).
+faster).  Tack's and NumPy's calls alternate, round by round, so a machine
+shared with other work slows both alike.  The sort is measured against
+both of NumPy's: the default (introsort, or x86-simd-sort where NumPy has
+it for the CPU: the header line says which SIMD level NumPy dispatches to)
+and kind="stable" (a radix sort for 16-bit and smaller types, timsort for
+float32), the one whose results tack.sort gives.  On a GPU the time
+includes the wait for the device (tack.synchronize).
+
+NumPy picks its sort kernel by the CPU's features at import; to time
+NumPy's AVX2 sort on an AVX-512 machine, run with
+NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL" (NumPy 2.4's names).
 """
 
 from __future__ import annotations
@@ -23,20 +29,35 @@ import numpy as np
 import tack
 
 
+def once(fn, sync=None):
+    t0 = time.perf_counter()
+    got = fn()
+    if sync:
+        sync()
+    t = time.perf_counter() - t0
+    del got  # freed outside the timing
+    return t
+
+
 def best_ms(fn, rounds, sync=None):
-    best = float("inf")
+    return min(once(fn, sync) for _ in range(rounds)) * 1e3
+
+
+def best_pair_ms(a, b, rounds, sync_a=None, sync_b=None):
+    """The best of `rounds` calls of a and of b, the calls alternating."""
+    ta, tb = float("inf"), float("inf")
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
+        ta = min(ta, once(a, sync_a))
+        tb = min(tb, once(b, sync_b))
+    return ta * 1e3, tb * 1e3
 
 
 def cases(n, rng):
     x = rng.standard_normal(n).astype(np.float32)
     ints = rng.integers(0, 1000, n).astype(np.int32)
+    wide = rng.integers(-2**31, 2**31, n).astype(np.int32)
+    x64 = rng.standard_normal(n)
+    vals = np.arange(n, dtype=np.int32)
     mask = x > 0
     sx = np.sort(x)
     q = rng.standard_normal(n // 16).astype(np.float32)
@@ -47,8 +68,13 @@ def cases(n, rng):
         ("reduce (sum)", (x,), lambda t, a: t.reduce(a), lambda a: np.sum(a)),
         ("sort", (x,), lambda t, a: t.sort(a), lambda a: np.sort(a)),
         ("sort vs stable", (x,), lambda t, a: t.sort(a), lambda a: np.sort(a, kind="stable")),
+        ("argsort", (x,), lambda t, a: t.argsort(a), lambda a: np.argsort(a)),
         ("argsort vs stable", (x,), lambda t, a: t.argsort(a), lambda a: np.argsort(a, kind="stable")),
+        ("sort by key (int32 values) vs stable", (x, vals), lambda t, k, v: t.sort(k, v),
+         lambda k, v: (lambda o: (k[o], v[o]))(np.argsort(k, kind="stable"))),
+        ("sort int32", (wide,), lambda t, a: t.sort(a), lambda a: np.sort(a)),
         ("sort int32 vs stable", (ints,), lambda t, a: t.sort(a), lambda a: np.sort(a, kind="stable")),
+        ("sort float64", (x64,), lambda t, a: t.sort(a), lambda a: np.sort(a)),
         ("compact", (x, mask), lambda t, a, m: t.compact(a, m), lambda a, m: a[m]),
         ("unique (int32)", (ints,), lambda t, a: t.unique(a), lambda a: np.unique(a)),
         ("searchsorted (n/16)", (sx, q), lambda t, a, v: t.searchsorted(a, v), lambda a, v: np.searchsorted(a, v)),
@@ -59,11 +85,22 @@ def cases(n, rng):
     ]
 
 
+def numpy_simd():
+    """The SIMD levels NumPy found and uses here (its sort dispatches to the
+    highest), e.g. "X86_V3 X86_V4 AVX512_ICL"."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:
+        return "unknown"
+    return " ".join(f for f in __cpu_dispatch__ if __cpu_features__.get(f)) or "baseline only"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=16_000_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--only", default="", help="only the rows whose name holds this text (e.g. sort)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     dev = args.device
@@ -75,14 +112,15 @@ def main():
         except ImportError:
             pass
     print(f"n = {args.n:,} on {dev} ({tack._core.device_threads(dev)} threads); "
-          f"NumPy {np.__version__}; best of {args.rounds}")
+          f"NumPy {np.__version__} (SIMD: {numpy_simd()}); best of {args.rounds}, interleaved")
     print(f"| primitive | Tack ms | NumPy ms | NumPy / Tack |{' CuPy ms | CuPy / Tack |' if cupy else ''}")
     print(f"| --- | ---: | ---: | ---: |{' ---: | ---: |' if cupy else ''}")
     for name, host, tk, ref in cases(args.n, rng):
+        if args.only not in name:
+            continue
         on_dev = [tack.array(h, device=dev) for h in host]
         tk(tack, *on_dev)  # compile
-        t = best_ms(lambda: tk(tack, *on_dev), args.rounds, sync)
-        r = best_ms(lambda: ref(*host), args.rounds)
+        t, r = best_pair_ms(lambda: tk(tack, *on_dev), lambda: ref(*host), args.rounds, sync)
         line = f"| {name} | {t:.1f} | {r:.1f} | {r / t:.2f} |"
         if cupy:
             cu = [cupy.asarray(h) for h in host]

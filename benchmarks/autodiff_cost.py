@@ -8,8 +8,9 @@ random pairs (a scatter: force[i] += f, force[j] -= f) and one step of a 2-D hea
 2048 x 2048.  Tack's forward is the kernel's call and its adjoint ``kernel.adjoint``; Warp's
 forward is ``wp.launch`` and its adjoint ``wp.launch(..., adjoint=True)``, the launch its tape
 makes in ``backward``.  Each time is the best of --rounds means of back-to-back calls, after a
-first call that compiles.  Warp is not one of the project's dependencies: install warp-lang
-beside it to get its column.
+first call that compiles, the rounds interleaved (each round times every case's forward and
+adjoint), so that a load on the machine that comes and goes weighs on both alike.  Warp is not
+one of the project's dependencies: install warp-lang beside it to get its column.
 """
 
 from __future__ import annotations
@@ -51,21 +52,32 @@ def heat(u, k, unew):
         unew[i, j] = u[i, j] + k[i, j] * lap
 
 
-def best(fn, rounds, sync=lambda: None):
-    fn()
-    sync()
-    out = []
+def _batch(fn, sync):
+    """The mean time of back-to-back calls of fn, for about 0.2 s (at most 50 calls)."""
+    reps, t0 = 0, time.perf_counter()
+    while True:
+        fn()
+        reps += 1
+        sync()
+        t = time.perf_counter() - t0
+        if t > 0.2 or reps >= 50:
+            return t / reps
+
+
+def best(cases, rounds, sync=lambda: None):
+    """{name: (forward, adjoint)}: each the best of `rounds` batch means, the batches interleaved
+    (every round times each case's forward then its adjoint), so that a load that comes and goes
+    on the machine weighs on both alike."""
+    for f, r in cases.values():
+        f()
+        r()
+        sync()
+    out = {name: [float("inf"), float("inf")] for name in cases}
     for _ in range(rounds):
-        reps, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            reps += 1
-            sync()
-            t = time.perf_counter() - t0
-            if t > 0.2 or reps >= 50:
-                break
-        out.append(t / reps)
-    return min(out)
+        for name, fns in cases.items():
+            for k, fn in enumerate(fns):
+                out[name][k] = min(out[name][k], _batch(fn, sync))
+    return {name: tuple(t) for name, t in out.items()}
 
 
 def data():
@@ -91,7 +103,7 @@ def tack_times(d, rounds):
                     lambda: springs.adjoint(pos, a, b, rest, force, grads={"pos": gp, "rest": gr, "force": gf})),
         "heat": (lambda: heat(u, k, un), lambda: heat.adjoint(u, k, un, grads={"u": gu, "k": gk, "unew": gun})),
     }
-    return {name: (best(f, rounds), best(r, rounds)) for name, (f, r) in cases.items()}
+    return best(cases, rounds)
 
 
 def warp_times(d, rounds):
@@ -151,8 +163,7 @@ def warp_times(d, rounds):
     cases = {"wave": launches(w_wave, N_WAVE, [wx], [wy]),
              "springs": launches(w_springs, N_SPRING, [wpos, wa, wb, wr], [wf]),
              "heat": launches(w_heat, (N_HEAT, N_HEAT), [wu, wk], [wun])}
-    return {name: (best(f, rounds, wp.synchronize), best(r, rounds, wp.synchronize))
-            for name, (f, r) in cases.items()}
+    return best(cases, rounds, wp.synchronize)
 
 
 def main():

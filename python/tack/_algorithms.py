@@ -14,17 +14,24 @@ number of blocks is a few per CPU thread (each block then streams through
 memory on one core) and one per 4,096 elements on a GPU, where the serial
 loop over a block is one work-item's.
 
-Sorting is an LSD radix sort of 64-bit keys with 64-bit indices riding
-along, eight bits a pass and one pass per byte of the dtype: the keys are
-made from the values so that the unsigned order of the keys is NumPy's order
-of the values -- integers by an offset, floats by sign, exponent and
-mantissa computed in arithmetic (the language has no bit casts, and needs
-none: dividing by a power of two is exact), all NaNs to the top key and
--0.0 to +0.0's key, so that a stable sort keeps them in their input order
-as NumPy's stable sort does.  A pass is stable (each block scatters its own
-elements in order to offsets that put block b's after block b-1's), so the
-sort is.  `sort` carries the values themselves through the passes (and
-`argsort` the indices), so a -0.0 stays -0.0 and a NaN keeps its payload.
+Sorting is an LSD radix sort, eight bits a pass, that moves the elements'
+own bits: the array's storage is read as unsigned integers of its width (a
+view, no copy: float32 as uint32), and each pass computes every element's
+key from its bits as it reads it -- integers by flipping the sign bit,
+floats by setting a positive number's sign bit and inverting a negative
+number's bits, with -0.0 given +0.0's key and every NaN the top key -- so
+that the unsigned order of the keys is NumPy's order of the values.  The
+keys are never stored: a float's key costs a few integer operations, far
+less than the memory a key array would take, and the values moving
+themselves keep -0.0 and NaN payloads intact.  A first pass ORs and ANDs all
+keys; a byte that is the same in every key moves nothing and its pass is
+skipped.  A pass is stable (each block scatters its own elements in order
+to offsets that put block b's after block b-1's), so the sort is, and
+equal keys (-0.0 and 0.0, NaNs of any sign) keep their input order, as
+NumPy's stable sort keeps them.  `argsort` moves the key bits with the
+indices (int32 between the passes, int64 into the result; the first pass
+makes them, the last writes no keys), and `sort(keys, values)` moves the
+values instead of gathering them afterwards.
 
 The kernels are compiled on first use for each dtype, as any kernel is, and
 kept in the disk cache.  The operator kernels (`reduce`, `scan` and
@@ -32,15 +39,12 @@ kept in the disk cache.  The operator kernels (`reduce`, `scan` and
 factory whose kernel names the operator from its enclosing scope.
 """
 
-import math
-import struct as _struct
-
 import numpy as np
 
 from . import _core
 from ._array import empty as _empty, asarray as _asarray
-from ._core import f32, f64, u64, i64
-from ._kernels import kernel, func, ndrange, independent
+from ._core import i64
+from ._kernels import kernel, func, independent
 
 __all__ = ["scan", "sort", "argsort", "segmented_reduce", "compact", "unique", "searchsorted", "histogram",
            "reduce"]
@@ -343,71 +347,59 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
 
 
 @func
-def _op_bor(a, b):
-    return a | b
+def _key(u, mode, top, ones, inf, mag, sh):
+    # the radix key of an element's bits u (an unsigned integer of the dtype's width, sh its
+    # width - 1), whose unsigned order is NumPy's order of the values: mode 0 unsigned (the
+    # bits), 1 signed (the sign bit flipped), 2 float: a positive number its sign bit set, a
+    # negative one its bits inverted (larger magnitudes first), -0.0 +0.0's key and a NaN of
+    # either sign the top key.  Selects, not branches: the signs of sorted data are random.
+    k = u
+    if mode == 1:
+        k = u ^ top
+    elif mode == 2:
+        m = u & mag
+        k = u ^ (top | ((u >> sh) * ones))
+        k = top if m == 0 else k
+        k = ones if m > inf else k
+    return k
+
+
+@kernel(checks=False)  # indices made here, in bounds by construction
+def _key_span(x, c, part, mode, bs):
+    # part[b] = the OR and the AND of block b's keys; part[0] then the whole array's
+    n = x.shape[0]
+    nb = part.shape[0]
+    for b in independent(range(nb)):
+        top = c[0]
+        ones = c[1]
+        inf = c[2]
+        mag = c[3]
+        sh = c[4]
+        lo = b * bs
+        hi = min(lo + bs, n)
+        o = _key(x[lo], mode, top, ones, inf, mag, sh)
+        a = o
+        for i in range(lo + 1, hi):
+            k = _key(x[i], mode, top, ones, inf, mag, sh)
+            o = o | k
+            a = a & k
+        part[b, 0] = o
+        part[b, 1] = a
+    for t in range(1):
+        o = part[0, 0]
+        a = part[0, 1]
+        for b in range(1, nb):
+            o = o | part[b, 0]
+            a = a & part[b, 1]
+        part[0, 0] = o
+        part[0, 1] = a
 
 
 @func
-def _op_band(a, b):
-    return a & b
-
-
-@kernel(checks=False)  # indices made here, in bounds by construction
-def _int_keys(x, keys, idx, u, with_idx):
-    for i in range(x.shape[0]):
-        keys[i] = (u64(x[i]) + u[0]) & u[1]
-        if with_idx != 0:
-            idx[i] = i
-
-
-@kernel(checks=False)  # indices made here, in bounds by construction
-def _float_keys(x, keys, idx, tab, c, u, mbits, emin, with_idx):
-    # tab[e] = 2**(emin + e): the powers of two of the normal exponents
-    ne = tab.shape[0]
-    for i in range(x.shape[0]):
-        v = x[i] * c[3]  # c[3] is 1 in the float type the keys are computed in
-        k = u[0]
-        if v == v:
-            a = abs(v)
-            m = u64(0)
-            if a == 0:
-                m = u64(0)
-            elif a < tab[0]:  # subnormal: its mantissa is a * 2**(mantissa bits - emin), two exact products
-                m = u64(a * c[1] * c[2])
-            elif a * 0 != 0:  # infinity: the exponent past the largest
-                m = u64(ne + 1) << mbits
-            else:
-                # log2 may round across a power of two: one step against the table fixes it.
-                # (Measured: faster than scaling into [1, 2) by exact powers of two, a step per
-                # exponent bit, with branches or with selects.)
-                e = i64(math.floor(math.log2(a))) - emin
-                e = max(0, min(e, ne - 1))
-                if e > 0 and a < tab[e]:
-                    e -= 1
-                if e < ne - 1 and a >= tab[e + 1]:
-                    e += 1
-                m = (u64(e + 1) << mbits) | u64((a / tab[e] - 1) * c[0])
-            if v < 0:
-                k = u[1] - m
-            else:
-                k = u[1] + m
-        keys[i] = k
-        if with_idx != 0:
-            idx[i] = i
-
-
-@kernel(checks=False)  # indices made here, in bounds by construction
-def _radix_pass(kin, vin, kout, vout, counts, totals, shift, bs):
-    n = kin.shape[0]
+def _offsets(counts, totals):
+    # counts[b, d] (block b's keys with digit d) becomes where block b's first such key goes:
+    # after every smaller digit's keys, and after the earlier blocks' keys with digit d
     nb = counts.shape[0]
-    for b, d in ndrange(nb, 256):
-        counts[b, d] = 0
-    for b in independent(range(nb)):
-        lo = b * bs
-        hi = min(lo + bs, n)
-        for i in range(lo, hi):
-            d = i64((kin[i] >> shift) & 255)
-            counts[b, d] = counts[b, d] + 1
     for d in range(256):
         acc = i64(0)
         for b in range(nb):
@@ -415,99 +407,192 @@ def _radix_pass(kin, vin, kout, vout, counts, totals, shift, bs):
             counts[b, d] = acc
             acc += c
         totals[d] = acc
-    for t in range(1):
-        acc = i64(0)
-        for d in range(256):
-            c = totals[d]
-            totals[d] = acc
-            acc += c
-    for b, d in ndrange(nb, 256):
-        counts[b, d] = counts[b, d] + totals[d]
-    for b in independent(range(nb)):
-        lo = b * bs
-        hi = min(lo + bs, n)
-        for i in range(lo, hi):
-            k = kin[i]
-            d = i64((k >> shift) & 255)
-            p = counts[b, d]
-            counts[b, d] = p + 1
-            kout[p] = k
-            vout[p] = vin[i]
+    acc = i64(0)
+    for d in range(256):
+        c = totals[d]
+        totals[d] = acc
+        acc += c
+    return acc
 
 
 @kernel(checks=False)  # indices made here, in bounds by construction
-def _gather(x, idx, out):
-    for i in range(idx.shape[0]):
-        out[i] = x[idx[i]]
+def _radix_pass(src, dst, c, counts, totals, mode, shift, bs):
+    # one stable pass of 8-bit digits moving the elements themselves (their bits: the
+    # keys are computed from them as they are read, so -0.0 and NaN payloads move intact)
+    n = src.shape[0]
+    nb = counts.shape[0]
+    for b in independent(range(nb)):
+        top = c[0]
+        ones = c[1]
+        inf = c[2]
+        mag = c[3]
+        sh = c[4]
+        for d in range(256):
+            counts[b, d] = 0
+        lo = b * bs
+        hi = min(lo + bs, n)
+        for i in range(lo, hi):
+            d = i64((_key(src[i], mode, top, ones, inf, mag, sh) >> shift) & 255)
+            counts[b, d] = counts[b, d] + 1
+    for t in range(1):
+        _offsets(counts, totals)
+    for b in independent(range(nb)):
+        top = c[0]
+        ones = c[1]
+        inf = c[2]
+        mag = c[3]
+        sh = c[4]
+        for d in range(256):
+            counts[b, d] = counts[b, d] + totals[d]
+        lo = b * bs
+        hi = min(lo + bs, n)
+        for i in range(lo, hi):
+            u = src[i]
+            d = i64((_key(u, mode, top, ones, inf, mag, sh) >> shift) & 255)
+            p = counts[b, d]
+            counts[b, d] = p + 1
+            dst[p] = u
 
 
-_FLOATS = {}  # (key float type, device) -> the constants _float_keys reads
+@kernel(checks=False)  # indices made here, in bounds by construction
+def _radix_pass_kv(kin, vin, kout, vout, c, counts, totals, mode, shift, bs, iota, keys_out):
+    # a pass moving the keys' bits and a value beside each: vin's (or, with iota, the
+    # element's index: the first pass of an argsort); keys_out == 0 leaves kout unwritten
+    # (the last pass of an argsort)
+    n = kin.shape[0]
+    nb = counts.shape[0]
+    for b in independent(range(nb)):
+        top = c[0]
+        ones = c[1]
+        inf = c[2]
+        mag = c[3]
+        sh = c[4]
+        for d in range(256):
+            counts[b, d] = 0
+        lo = b * bs
+        hi = min(lo + bs, n)
+        for i in range(lo, hi):
+            d = i64((_key(kin[i], mode, top, ones, inf, mag, sh) >> shift) & 255)
+            counts[b, d] = counts[b, d] + 1
+    for t in range(1):
+        _offsets(counts, totals)
+    for b in independent(range(nb)):
+        top = c[0]
+        ones = c[1]
+        inf = c[2]
+        mag = c[3]
+        sh = c[4]
+        for d in range(256):
+            counts[b, d] = counts[b, d] + totals[d]
+        lo = b * bs
+        hi = min(lo + bs, n)
+        for i in range(lo, hi):
+            u = kin[i]
+            d = i64((_key(u, mode, top, ones, inf, mag, sh) >> shift) & 255)
+            p = counts[b, d]
+            counts[b, d] = p + 1
+            if keys_out != 0:
+                kout[p] = u
+            if iota != 0:
+                vout[p] = i
+            else:
+                vout[p] = vin[i]
 
 
-def _float_table(kind, device):
-    key = (kind, device)
-    got = _FLOATS.get(key)
-    if got is None:
-        if kind == "f32":
-            npf, mbits, emin, emax, s1, s2, bits = np.float32, 23, -126, 127, 2.0 ** 75, 2.0 ** 74, 32
+@kernel(checks=False)  # indices made here, in bounds by construction
+def _iota(out):
+    for i in range(out.shape[0]):
+        out[i] = i
+
+
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_CONSTS = {}  # (dtype name, device) -> the constants _key reads
+
+
+def _bits_of(a):
+    """a's storage read as unsigned integers of its width (a view, no copy), the
+    key mode (0 unsigned, 1 signed, 2 float) and the constants _key takes."""
+    size = a.dtype.itemsize
+    kind = a.dtype.kind
+    mode = 2 if kind == "f" else 1 if kind == "i" else 0
+    key = (a.dtype.name, a.device)
+    c = _CONSTS.get(key)
+    if c is None:
+        bits = 8 * size
+        top, ones = 1 << (bits - 1), (1 << bits) - 1
+        if mode == 2:
+            # the exponent's width: f16 5 bits, bf16 8, f32 8, f64 11; bf16 is f32's top half
+            ebits = {2: 8 if a.dtype == _core.bf16 else 5, 4: 8, 8: 11}[size]
+            inf = ((1 << ebits) - 1) << (bits - 1 - ebits)
         else:
-            npf, mbits, emin, emax, s1, s2, bits = np.float64, 52, -1022, 1023, 2.0 ** 537, 2.0 ** 537, 64
-        tab = np.array([math.ldexp(1.0, e) for e in range(emin, emax + 1)], npf)
-        c = np.array([2.0 ** mbits, s1, s2, 1.0], npf)  # 2**mbits, the subnormal scale in two factors, 1
-        u = np.array([(1 << bits) - 1, 1 << (bits - 1)], np.uint64)
-        got = _FLOATS[key] = (_host(tab, npf, device), _host(c, npf, device), _host(u, np.uint64, device), mbits, emin)
-    return got
+            inf = 0
+        c = _CONSTS[key] = _host([top, ones, inf, top - 1, bits - 1], _BITS[size], a.device)
+    n = a.shape[0]
+    u = a._field_view(_BITS[size], 0, (n,), (1,))
+    return u, mode, c
 
 
-def _sort_keys(a, with_idx=True):
-    """The 64-bit keys of a (whose unsigned order is NumPy's order of a's
-    values), the identity permutation (when with_idx), and the number of
-    key bits."""
+def _digit_shifts(u, mode, c):
+    """The shifts of the 8-bit digits that are not the same in every key: a digit
+    every key shares moves nothing, so its pass is skipped."""
+    n = u.shape[0]
+    nb, bs = _blocks(n, u.device)
+    part = _empty((nb, 2), _npdtype(u.dtype), device=u.device)
+    _key_span(u, c, part, mode, bs)
+    ors, ands = (int(v) for v in part[0].numpy())  # one copy from a GPU
+    varying = ors ^ ands
+    return [s for s in range(0, 8 * u.dtype.itemsize, 8) if (varying >> s) & 255], nb, bs
+
+
+def _radix_sort_kv(a, values, keys_wanted):
+    """a's keys sorted with values riding along (values None: the indices, an
+    argsort).  Returns (the sorted keys, or None when not keys_wanted, and the
+    values in the keys' order)."""
     n = a.shape[0]
     dev = a.device
-    keys = _empty(n, np.uint64, device=dev)
-    idx = _empty(n if with_idx else 1, np.int64, device=dev)
-    kind = a.dtype.kind
-    size = a.dtype.itemsize
-    if kind == "f":
-        tab, c, u, mbits, emin = _float_table("f64" if size == 8 else "f32", dev)
-        bits = 64 if size == 8 else 32
-        _float_keys(a, keys, idx, tab, c, u, mbits, emin, 1 if with_idx else 0)
-    else:
-        bits = 8 * size
-        flip = (1 << (bits - 1)) if kind == "i" else 0
-        _int_keys(a, keys, idx, _host([flip, (1 << bits) - 1], np.uint64, dev), 1 if with_idx else 0)
-    return keys, idx, bits
-
-
-def _radix_sort(keys, vals, bits, out_vals):
-    """Sort keys with vals riding along (both overwritten); the sorted values
-    end in vals or in out_vals: the one returned."""
-    n = keys.shape[0]
-    dev = keys.device
-    nb, bs = _blocks(n, dev)
-    red = _empty(nb, np.uint64, device=dev)
-    _reduce_kernel(_op_bor)(keys, red, bs)
-    ors = int(red[0])
-    _reduce_kernel(_op_band)(keys, red, bs)
-    varying = ors ^ int(red[0])  # the key bits that are not the same in every key
-    shifts = [s for s in range(0, bits, 8) if (varying >> s) & 255]  # a digit every key shares moves nothing
+    u, mode, c = _bits_of(a)
+    shifts, nb, bs = _digit_shifts(u, mode, c)
     if not shifts:
-        return vals
-    keys2 = _empty(n, np.uint64, device=dev)
+        if values is None:
+            out = _empty(n, np.int64, device=dev)
+            _iota(out)
+        else:
+            out = values.copy()
+        return (a.copy() if keys_wanted else None), out
+    npass = len(shifts)
     counts = _empty((nb, 256), np.int64, device=dev)
     totals = _empty(256, np.int64, device=dev)
-    for shift in shifts:
-        _radix_pass(keys, vals, keys2, out_vals, counts, totals, shift, bs)
-        keys, keys2, vals, out_vals = keys2, keys, out_vals, vals
-    return vals
+    # the keys of an argsort's last pass are not written
+    kbufs = [_empty(n, _npdtype(u.dtype), device=dev) for _ in range(min(2, npass if keys_wanted else npass - 1))]
+    if values is None:
+        # an argsort's indices ride as int32 between the passes when they fit (half the traffic),
+        # the last pass writing the int64 result
+        vdt = np.int32 if n < 2 ** 31 else np.int64
+        vbufs = [_empty(n, vdt, device=dev) for _ in range(min(2, npass - 1))]
+        final = _empty(n, np.int64, device=dev)
+    else:
+        vbufs = [_empty(n, values.dtype, device=dev) for _ in range(min(2, npass))]
+        final = None
+    # an argsort's first pass reads no values and its last writes no keys: one-element stand-ins
+    kin, vin = u, (values if values is not None else _empty(1, vbufs[0].dtype if vbufs else np.int64, device=dev))
+    for j, shift in enumerate(shifts):
+        last = j == npass - 1
+        kout = kbufs[j % len(kbufs)] if kbufs else _empty(1, _npdtype(u.dtype), device=dev)
+        vout = final if (last and final is not None) else vbufs[j % 2]
+        _radix_pass_kv(kin, vin, kout, vout, c, counts, totals, mode, shift, bs,
+                       1 if (j == 0 and values is None) else 0, 0 if (last and not keys_wanted) else 1)
+        kin, vin = kout, vout
+    keys = kin._field_view(a.dtype, 0, (n,), (1,)) if keys_wanted else None
+    return keys, vin
 
 
 def _argsort(a):
-    keys, idx, bits = _sort_keys(a)
     if a.shape[0] <= 1:
-        return idx
-    return _radix_sort(keys, idx, bits, _empty(a.shape[0], np.int64, device=a.device))
+        out = _empty(a.shape[0], np.int64, device=a.device)
+        if a.shape[0]:
+            _iota(out)
+        return out
+    return _radix_sort_kv(a, None, False)[1]
 
 
 def _sortable(a, name, what):
@@ -519,9 +604,10 @@ def _sortable(a, name, what):
 def argsort(a):
     """The indices that sort the 1-D array ``a`` stably: NumPy's
     ``np.argsort(a, kind="stable")`` (int64), with NaNs last in their input
-    order and -0.0 and 0.0 equal.  A radix sort, O(n) per byte of the dtype;
-    memory: 24 bytes per element besides the result (two arrays of 64-bit
-    keys and one of indices)."""
+    order and -0.0 and 0.0 equal.  A radix sort of 8-bit digits, one pass per
+    byte of the dtype that is not the same in every element; memory: two
+    copies of ``a`` and 8 bytes per element (int32 indices, twice) besides
+    the result."""
     a = _sortable(a, "a", "argsort")
     return _argsort(a)
 
@@ -531,9 +617,10 @@ def sort(a, values=None):
     NaNs last, -0.0 kept where it was among the zeros.  With ``values`` (a
     1-D array of the same length, any dtype), returns ``(sorted a, values
     in the same order)``: a sort by key that keeps equal keys in their input
-    order.  A radix sort, O(n) per byte of the dtype; memory: 16 bytes per
-    element (the keys, twice) and a copy of ``a`` besides the result (with
-    ``values``: 32 bytes per element, keys and indices)."""
+    order.  A radix sort of 8-bit digits, one pass per byte of the dtype that
+    is not the same in every element; memory: a copy of ``a`` besides the
+    result (with ``values``: a copy of the keys and of the values besides
+    theirs)."""
     a = _sortable(a, "a", "sort")
     if values is not None:
         values = _one_d(values, "values", "sort")
@@ -542,22 +629,26 @@ def sort(a, values=None):
         if values.device != a.device:
             raise ValueError(f"tack.sort: values is on {values.device} and the keys on {a.device}")
     n = a.shape[0]
-    npdt = _npdtype(a.dtype)
-    if values is None:
-        # the values ride through the passes themselves: no index array, no gather
+    if values is not None:
         if n <= 1:
-            return a.copy()
-        keys, _, bits = _sort_keys(a, with_idx=False)
-        work = a.copy()
-        got = _radix_sort(keys, work, bits, _empty(n, npdt, device=a.device))
-        return got
-    idx = _argsort(a)
-    out = _empty(n, npdt, device=a.device)
-    vout = _empty(n, values.dtype, device=values.device)
-    if n:
-        _gather(a, idx, out)
-        _gather(values, idx, vout)
-    return out, vout
+            return a.copy(), values.copy()
+        return _radix_sort_kv(a, values, True)
+    if n <= 1:
+        return a.copy()
+    # the elements' bits move through the passes themselves: no keys, no index array, no gather
+    u, mode, c = _bits_of(a)
+    shifts, nb, bs = _digit_shifts(u, mode, c)
+    if not shifts:
+        return a.copy()
+    counts = _empty((nb, 256), np.int64, device=a.device)
+    totals = _empty(256, np.int64, device=a.device)
+    bufs = [_empty(n, _npdtype(u.dtype), device=a.device) for _ in range(min(2, len(shifts)))]
+    src = u
+    for j, shift in enumerate(shifts):
+        dst = bufs[j % 2]
+        _radix_pass(src, dst, c, counts, totals, mode, shift, bs)
+        src = dst
+    return src._field_view(a.dtype, 0, (n,), (1,))
 
 
 # ------------------------------------------------------------------ compact and unique

@@ -37,13 +37,14 @@ line, never differentiated wrong: a store into an integer array of a value
 computed from floats, atomics other than add/sub, random draws, an array
 read by a loop that it or a later loop overwrites (the adjoint recomputes
 from the arrays as the kernel left them), and what is not supported yet:
-serial loops that carry a value between iterations, transforms, local
-arrays, while/break/continue/return, values computed outside the parallel
-loops from differentiated inputs.  Vectors, matrices, quaternions and complex
+transforms, local arrays of vectors, while/break/continue/return, values
+computed outside the parallel loops from differentiated inputs.  Vectors, matrices, quaternions and complex
 numbers reach the generator as their components (tack._autodiff_scalarize rewrites
 the tree first); structs as their leaves (tack._autodiff_structs).
 Serial loops whose locals are sums or the iteration's own are replayed
-(``_Gen.serial``); @tack.func calls are inlined (``_Gen.inline``); a
+(``_Gen.serial``), loops that carry values replayed from their entry, and
+local arrays saved element by element (tack._autodiff_local); @tack.func
+calls are inlined (``_Gen.inline``); a
 stencil's loop is written in gather form (tack._autodiff_gather).  tack._autodiff_run builds and
 launches adjoints and holds the Tape (tack.Tape); docs/differentiation.md
 is the user's chapter.
@@ -57,6 +58,7 @@ import copy
 import re
 
 from . import _core
+from . import _autodiff_local as _local
 from ._derivs import DERIVS
 
 SEP = "\u00b7"  # a middle dot: an identifier to Python, spelled by no source (as tack._structs_rewrite's)
@@ -212,6 +214,9 @@ class _Gen:
         self.consts = set()  # values computed outside the parallel loops from no differentiated input
         self.loaded = {}  # array -> [(loop number, line)]
         self.modified = {}  # array -> [(loop number, line, node)]
+        self.larrays = {}  # local array -> (its shape's node, element type, axes) (tack._autodiff_local)
+        self.replaying = 0  # inside a serial loop replayed from its entry (tack._autodiff_local.replay)
+        self.plain_only = False  # this loop's adjoint keeps the atomic form (no gather)
 
     # ---- errors and names
 
@@ -264,8 +269,11 @@ class _Gen:
 
     def check_local(self, name, node):
         t = self.local_types.get(name)
+        if _local.kind(self, name) is not None:
+            _local.check(self, name, node)
+            return
         if t is not None and t not in _FLOATS and t not in _INTS:
-            raise self.error(f"'{name}' is a {t} value; transforms and local arrays are not differentiated yet "
+            raise self.error(f"'{name}' is a {t} value; transforms are not differentiated yet "
                              f"(write the components as float locals)", node)
 
     def active(self, e):
@@ -294,8 +302,9 @@ class _Gen:
                     if self.active(e.slice):
                         raise self.error("an index computed from float values", e)
                     return kind[0] == "farray"
-            if isinstance(arr, ast.Name) and arr.id in self.local_types:
-                raise self.error(f"'{arr.id}' is a local array: local arrays are not differentiated yet", e)
+            if isinstance(arr, ast.Name) and _local.kind(self, arr.id) is not None:
+                _local.index_ok(self, e, e)
+                return arr.id not in self.consts and _local.is_float(self, arr.id)
             if isinstance(arr, ast.Attribute) and arr.attr == "shape":
                 return False
             raise self.error(f"{ast.unparse(e)}: only elements of the kernel's array parameters are "
@@ -452,8 +461,9 @@ class _Gen:
         types = self.func_types.get(fn.__name__, {})
         rename, assign = {}, []
         for p, a in zip(params, call.args):
-            if isinstance(a, ast.Name) and a.id in self.params and self.params[a.id][0] in ("farray", "array", "bad"):
-                rename[p] = a.id  # an array: the kernel's own parameter
+            if isinstance(a, ast.Name) and (a.id in self.params and self.params[a.id][0] in ("farray", "array", "bad")
+                                            or _local.kind(self, a.id) is not None):
+                rename[p] = a.id  # an array: the kernel's own parameter, or a local array (by reference)
                 continue
             rename[p] = f"{tag}{SEP}{p}"
             assign.append((rename[p], a))
@@ -475,9 +485,14 @@ class _Gen:
         inl_assigned = set()
         for name, a in assign:
             self.local(name, a, fwd, acts, inl_assigned, call)
-        for st in body:
-            self.stmt(relocated(st), fwd, acts, inl_assigned)
-        out = self.flat(relocated(ret), fwd, acts) if ret is not None else None
+        rbody = [relocated(st) for st in body]
+        rret = relocated(ret) if ret is not None else None
+        outer = self.par_body  # a serial loop of the function: what is read outside it is the function's
+        self.par_body = rbody + ([_loc(ast.Expr(value=rret), call)] if rret is not None else [])
+        for st in rbody:
+            self.stmt(st, fwd, acts, inl_assigned)
+        self.par_body = outer
+        out = self.flat(rret, fwd, acts) if rret is not None else None
         self.depth -= 1
         return out
 
@@ -519,11 +534,20 @@ class _Gen:
                 out.append(_aug(_nm(f"adj{SEP}{v.id}", node), g, node))
                 self.adj_used.add(v.id)
             return
+        if isinstance(v, ast.Subscript) and _local.kind(self, v.value.id) is not None:  # a local array's element
+            self.adj_used.add(v.value.id)
+            tgt = _loc(ast.Subscript(value=_nm(f"adj{SEP}{v.value.id}", node), slice=_as_load(v.slice),
+                                     ctx=ast.Store()), node)
+            out.append(_aug(tgt, g, node))
+            return
         if isinstance(v, ast.Subscript):
             tgt = _loc(ast.Subscript(value=_nm(f"{v.value.id}{SEP}grad", node), slice=_as_load(v.slice),
                                      ctx=ast.Store()), node)
             st = _aug(tgt, g, node)
-            st.ad_site = (v.value.id, self.offsets(v.slice))  # for the gather form (tack._autodiff_gather)
+            # for the gather form (tack._autodiff_gather); None keeps the atomic form.  With local arrays
+            # or replayed loops (plain_only) only the iteration's own element is taken (a plain add)
+            off = self.offsets(v.slice)
+            st.ad_site = (v.value.id, None if self.plain_only and (off is None or any(off)) else off)
             out.append(st)
             return
         raise self.error("internal: a value with no adjoint", node)
@@ -629,6 +653,8 @@ class _Gen:
                 st.ctx = ast.Store()
                 out.append(_loc(ast.Assign(targets=[st], value=_c(0.0, node)), node))
                 self.give(v, _nm(g, node), out, node)
+            elif _local.reverse(self, act, out):  # local arrays, replayed loops
+                pass
             elif kind == "accum":  # arr[idx] += value (or -=, atomic_add, atomic_sub)
                 _, arr, idx, v, sign, _n = act
                 if self.params[arr][0] != "farray":
@@ -637,6 +663,8 @@ class _Gen:
                 self.give(v, cell if sign > 0 else _neg(cell, node), out, node)
 
     def zero(self, name, node):
+        if name in self.larrays:
+            return _local.zeros(self, name, node)
         t = self.local_types[name] if name in self.local_types else self.params[name][1]
         if t == "float (Python)":  # a weak float: the widest float array's type, else the default float
             wide = [k[1] for k in self.params.values() if k[0] == "farray"]
@@ -677,8 +705,15 @@ class _Gen:
             if len(targets) != 1 or s.value is None:
                 raise self.error("chained assignments are not differentiated yet", s)
             tgt = targets[0]
+            if isinstance(tgt, ast.Name) and _local.kind(self, tgt.id) is not None:
+                _local.create(self, tgt.id, s.value, fwd, acts, assigned, s)
+                return
             if isinstance(tgt, ast.Name):
                 self.local(tgt.id, s.value, fwd, acts, assigned, s)
+                return
+            if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and \
+                    _local.kind(self, tgt.value.id) is not None:
+                _local.store(self, tgt, s.value, fwd, acts, s)
                 return
             if isinstance(tgt, ast.Subscript):
                 self.store_target(tgt.value, s)
@@ -716,6 +751,11 @@ class _Gen:
                 value = _loc(ast.BinOp(left=_nm(tgt.id, s), op=s.op, right=s.value), s)
                 self.local(tgt.id, value, fwd, acts, assigned, s)
                 return
+            if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and \
+                    _local.kind(self, tgt.value.id) is not None:  # t[k] += e: t[k] = t[k] + e
+                value = _loc(ast.BinOp(left=_as_load(tgt), op=s.op, right=s.value), s)
+                _local.store(self, tgt, value, fwd, acts, s)
+                return
             if isinstance(tgt, ast.Subscript):
                 self.store_target(tgt.value, s)
                 if not isinstance(s.op, (ast.Add, ast.Sub)):
@@ -747,16 +787,19 @@ class _Gen:
     # ---- serial loops inside a parallel loop: replayed, in the reverse sweep, iteration by iteration
 
     def serial(self, s, fwd, acts, assigned):
-        """A serial loop.  Its locals are either sums (changed only by `v += e` / `v -= e`, e not reading
-        a sum) or the iteration's own (assigned before they are read in every iteration and not used
-        after the loop).  Then the iterations' adjoints are independent: the reverse sweep runs the loop
-        again, recomputing each iteration's values and taking its adjoint, in any order, and saves
-        nothing.  Other loops are refused, saying which local carries a value between iterations."""
+        """A serial loop.  When its locals are sums (changed only by `v += e` / `v -= e`, read by
+        nothing else in the loop) or the iteration's own (assigned before they are read in every
+        iteration and not used after the loop), and it writes no array element other than by += and
+        -= into array parameters, the iterations' adjoints are independent: the reverse sweep runs the
+        loop again, recomputing each iteration's values and taking its adjoint, in any order, and
+        saves nothing.  Any other loop carries values between iterations and is replayed from its
+        entry, iteration by iteration, backwards (tack._autodiff_local.replay)."""
         if s.orelse:
             raise self.error("a for loop's else is not differentiated yet", s)
         if not isinstance(s.target, ast.Name):
             raise self.error("a serial loop over several variables is not differentiated yet", s)
         stores = {}  # local -> kinds of assignment
+        carried = bool(_local.modified(self, s))
         for n in ast.walk(s):
             if n is s:
                 continue
@@ -769,30 +812,24 @@ class _Gen:
                         if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store):
                             stores.setdefault(m.id, set()).add("set")
                     if isinstance(t, ast.Subscript):
-                        raise self.error(f"{ast.unparse(t)} = ... inside a serial loop: only += and -= of array "
-                                         f"elements are differentiated there (store the value after the loop, or "
-                                         f"add it into a zeroed array)", n)
+                        carried = True  # a store: the reverse must meet the iterations last first
             elif isinstance(n, ast.For) and isinstance(n.target, ast.Name):
                 stores.setdefault(n.target.id, set()).add("loop")
         sums = {v for v, k in stores.items() if k == {"sum"}}
-        for n in ast.walk(s):
-            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id in sums:
-                for m in ast.walk(n.value):
-                    if isinstance(m, ast.Name) and m.id in sums:
-                        raise self.error(f"'{n.target.id}' is summed from '{m.id}', which the loop also sums: "
-                                         f"not differentiated yet", n)
+        sum_targets = {id(n.target) for n in ast.walk(s) if isinstance(n, ast.AugAssign)}
+        for n in ast.walk(s):  # a sum read in the loop (by its own += or anything else) carries its value
+            if isinstance(n, ast.Name) and n.id in sums and isinstance(n.ctx, ast.Load) and id(n) not in sum_targets:
+                carried = True
         own = set(stores) - sums - {s.target.id}
         outside = self.reads_outside(s)
         for v in sorted(own):
             if "loop" in stores[v]:
                 continue
-            if v in assigned or v in outside:
-                raise self.error(f"'{v}' carries a value into or out of this serial loop: a loop's locals are "
-                                 f"differentiated when each is a sum (v += ...) or assigned before it is read in "
-                                 f"every iteration and not used after the loop (give it another name)", s)
-            if _first_use(s.body, v) != "set":
-                raise self.error(f"'{v}' is read before it is assigned in an iteration of this serial loop: a "
-                                 f"value carried between iterations is not differentiated yet", s)
+            if v in assigned or v in outside or _local.first_use(s.body, v) != "set" or _local.kind(self, v):
+                carried = True
+        if carried:
+            _local.replay(self, s, fwd, acts, assigned, stores)
+            return
         for v in sorted(sums & assigned):  # the sums' values before the loop, put back after its adjoint
             sv = self.fresh("save")
             fwd.append(_assign(sv, _nm(v, s), s))
@@ -885,6 +922,9 @@ class _Gen:
                 continue
             if isinstance(s, ast.Pass):
                 continue
+            if isinstance(s, (ast.Assign, ast.AugAssign)) and _local.top_store(self, s):
+                top.append(_cp(s))  # an element of a local array made here, from constants: a constant
+                continue
             if isinstance(s, (ast.Assign, ast.AnnAssign)) and not self.active(s.value):
                 targets = s.targets if isinstance(s, ast.Assign) else [s.target]
                 names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
@@ -926,6 +966,7 @@ class _Gen:
         names = [tgt] if isinstance(tgt, ast.Name) else list(tgt.elts) if isinstance(tgt, ast.Tuple) else []
         self.loop_vars = [n.id for n in names] if names and all(isinstance(n, ast.Name) for n in names) else None
         self.par_body = s.body
+        self.plain_only = False
         self.accums = set()
         self.tmp_adj = {}
         self.adj_used = set()
@@ -963,22 +1004,6 @@ class _Gen:
             else:
                 return None
         return tuple(out)
-
-
-def _first_use(body, name):
-    """'set' when the first statement of `body` that mentions `name` assigns it without reading it
-    (at the body's own level), else 'read'."""
-    for st in body:
-        names = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)}
-        if name not in names:
-            continue
-        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-            reads = {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)}
-            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-            if name not in reads and any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return "set"
-        return "read"
-    return "read"
 
 
 def _tack():

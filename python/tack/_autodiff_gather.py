@@ -1,4 +1,4 @@
-"""The gather form of an adjoint loop: a stencil's gradients without atomics.
+"""The gather form of an adjoint loop: a stencil's gradients without atomics, in one sweep.
 
 A parallel loop that reads its neighbours, ``unew[i, j] = u[i, j] + k * (u[i - 1, j] + ...)``,
 has an adjoint that adds into its neighbours' gradients, ``u·grad[i - 1, j] += g``, which
@@ -8,24 +8,36 @@ forward's SIMD loads.
 
 Where every gradient an iteration adds at a shifted element is at a constant offset from the
 loop's own variables (``u[i - 1, j]``: offset (-1, 0)), the adjoint is written the other way
-round: a first loop over the elements ``p`` of that gradient *gathers*, for each offset ``o``,
-the contribution of iteration ``q = p - o`` when ``q`` is in the loop's range, recomputing that
-iteration (its forward values and adjoint) and keeping only that one contribution, so each
-iteration writes its own element ``u·grad[p]`` and no add is atomic; then the own pass runs the
-adjoint as before, without the shifted adds (and it is the one that zeroes the gradients of
-overwritten outputs, after the gather has read them).  The price is recomputation: a
-five-point stencil's iteration is recomputed once per neighbour, which is still far below the
-cost of the atomics.  Anything else (an index that is not the loop's variable plus a constant, a
-range with a step) keeps the atomic form.
+round: a loop over the elements ``p`` *gathers*, for each offset ``o``, the contribution of
+iteration ``q = p - o`` when ``q`` is in the loop's range, recomputing of that iteration only
+what the one contribution needs (a backward slice, `_live`: the seed and ``k`` at ``q``, not the
+forward's five loads of ``u``), so each iteration writes its own element ``u·grad[p]`` and no add
+is atomic.  The price is recomputation: a five-point stencil's seed and ``k`` are read once per
+neighbour, from cache.
 
-The bounds tests (is ``q`` in the loop's range?) kept the gather loop out of SIMD lanes, where
-the forward stencil is one vector sweep: the adjoint of a 2048 x 2048 heat step cost 37 times
-its forward.  So the gather is written as one loop over the *interior* -- the elements ``p``
-for which every offset's ``q`` is in range, ``lo + max(o) <= p < hi + min(o)`` on each axis --
-with no test at all, and loops over the border strips around it with the tests.  The strips
-peel one axis at a time (axis k below and above the interior, the axes before k interior, the
-axes after k whole), so they and the interior cover the gather's range once, also when the
-interior is empty (a range narrower than the offsets' spread).
+The same loop then runs the iteration's own adjoint at ``p`` (its adds at offset zero, ``k``'s
+gradient): one sweep that reads each array once, where a gather pass and then an own pass read
+the seed, ``k`` and ``u``'s gradient twice -- the stencil is memory-bound, and the second sweep
+cost as much as the first.  The loop must not zero the seeds of the outputs it overwrote, as
+the own pass did (an overwritten output's old value no longer counts): a neighbour still reads
+them.  The zeroes move to a last pass of their own, a loop over the original range that keeps
+of the reverse sweep only the zeroing stores and what their branches test (``_spent_only``).
+That is right only where nothing in an iteration reads a seed after zeroing it (``y[i] = a``
+then ``y[i] = b``: the first store's seed is the zero the second left), and a gather, which
+recomputes a neighbour's reverse sweep without its zeroes, is wrong there too: such a loop
+keeps the atomic form (``_spent_last``).
+
+Bounds tests (is ``q`` in the loop's range, is ``p``?) would keep the loop out of SIMD lanes,
+where the forward stencil is one vector sweep (a tested gather cost 37 times its forward).  So
+the sweep runs without tests over the box where every offset's ``q`` and ``p`` itself are
+iterations -- ``lo + max(0, o) <= p < hi + min(0, o)`` on each axis, over every offset -- and
+loops over the border strips around it, with the tests: peeled one axis at a time (axis k below
+and above the box, the axes before k inside it, the axes after k whole), so they and the box
+cover the range once, also when the box is empty (a range narrower than the offsets' spread).
+Within an iteration the adds into a gradient's own element are summed in a local and stored
+once (`_accumulated`): the C compiler forwarded the loads of the cell but kept every store.
+Anything else (an index that is not the loop's variable plus a constant, a range with a step)
+keeps the atomic form.
 """
 
 from __future__ import annotations
@@ -43,7 +55,8 @@ def _walk_stmts(stmts):
 
 
 def gather_passes(gen, loop, out, fwd, init, rev, flush):
-    """[the gather loops..., the own pass] for `loop`'s adjoint, or [out] unchanged."""
+    """[the fused loop, the strips, the pass that zeroes the spent seeds] for `loop`'s adjoint, or
+    [out], its adds at the iteration's own element written as loads and stores."""
     sites, other = {}, set()
     for n in _walk_stmts(rev):
         site = getattr(n, "ad_site", None)
@@ -55,20 +68,112 @@ def gather_passes(gen, loop, out, fwd, init, rev, flush):
         elif any(off):
             sites.setdefault(arr, set()).add(off)
     bounds = _bounds(gen, loop)
-    if other or not sites or bounds is None or gen.loop_vars is None or len(bounds) != len(gen.loop_vars):
+    if other or not sites or bounds is None or gen.loop_vars is None or len(bounds) != len(gen.loop_vars) or \
+            not _spent_last(rev):
         own_only = {getattr(n, "ad_site")[0] for n in _walk_stmts(rev) if getattr(n, "ad_site", None)} - other - \
             set(sites)
-        out.body = _own_stores(out.body, own_only)
+        out.body = _accumulated(gen, _own_stores(out.body, own_only))
         return [out]
-    passes = []
-    for arr in sorted(sites):
-        offs = sorted(sites[arr])
-        passes.extend(_gather_loops(gen, loop, arr, offs, bounds, fwd, init, rev))
-    own = copy.copy(loop)
+    return _fused(_Loops(gen, loop, bounds), sites, fwd, init, rev, flush)
+
+
+def _fused(lp, sites, fwd, init, rev, flush):
+    """[the fused loop over the box where every gather is untested and the own pass runs, the
+    tested strips around it, the pass that zeroes the spent gradients]: see the module's docstring."""
+    loop, dims = lp.loop, lp.dims
+    offs = {arr: sorted(sites[arr]) for arr in sorted(sites)}
+    every = [o for os in offs.values() for o in os]
+    zero = (0,) * dims
     kept = _keep(rev, lambda site: not any(site[1]))
-    own.body = fwd + init + _own_stores(kept, {n.ad_site[0] for n in _walk_stmts(kept) if hasattr(n, "ad_site")}) + \
-        flush or [_pass(loop)]
-    return passes + [own]
+    own = fwd + init + _own_stores(kept, {n.ad_site[0] for n in _walk_stmts(kept) if hasattr(n, "ad_site")}) + flush
+    own = lp.renamed(_without_spent(own), zero)
+
+    def body(tested):
+        out = [st for arr, os in offs.items() for off in os for st in lp.gathered(arr, off, fwd, init, rev, tested)]
+        mine = copy.deepcopy(own)
+        if tested:  # a strip of the gathers' range may lie outside the loop's own
+            mine = [ast.copy_location(ast.If(test=lp.in_range(zero), body=mine or [_pass(loop)], orelse=[]), loop)]
+        return out + mine
+
+    # per axis: the range of the gathers and the own pass [a, e), and the box [b, c) where every
+    # offset's q and p itself are iterations of the loop
+    whole = [(lp.shifted(lo, min(0, min(o[d] for o in every))), lp.shifted(hi, max(0, max(o[d] for o in every))))
+             for d, (lo, hi) in enumerate(lp.bounds)]
+    inner = [(lp.shifted(lo, max(0, max(o[d] for o in every))), lp.shifted(hi, min(0, min(o[d] for o in every))))
+             for d, (lo, hi) in enumerate(lp.bounds)]
+    loops = lp.peeled(whole, inner, body)
+    spent = _live(_spent_only(fwd + init + kept), into_ifs=True)
+    if any(_spends(st) for st in _walk_stmts(spent)):
+        last = copy.copy(loop)
+        last.body = spent
+        loops.append(last)
+    return loops
+
+
+def _spends(st):
+    """st zeroes an element of a gradient: the seed ``y·grad[i] = 0.0`` of an overwritten output,
+    spent once the reverse sweep has read it."""
+    return isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Subscript) \
+        and isinstance(st.targets[0].value, ast.Name) and st.targets[0].value.id.endswith(SEP + "grad") \
+        and isinstance(st.value, ast.Constant) and st.value.value == 0
+
+
+def _spent_last(rev):
+    """No gradient that `rev` zeroes is read after the zero, in the order the statements run (and
+    no zero in a serial loop, whose next turn may read it): then the zeroes can move to a pass of
+    their own after the fused loop, which reads the seeds of neighbouring iterations."""
+    def reads(node):
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+    def ok(stmts, zeroed):
+        """the gradients zeroed after stmts, or None where one is read after its zero"""
+        for st in stmts:
+            if _spends(st):
+                if reads(st.value) & zeroed or reads(st.targets[0].slice) & zeroed:
+                    return None
+                zeroed = zeroed | {st.targets[0].value.id}
+            elif isinstance(st, ast.If):  # one branch runs: each starts from what was zeroed before
+                if reads(st.test) & zeroed:
+                    return None
+                body, orelse = ok(st.body, zeroed), ok(st.orelse, zeroed)
+                if body is None or orelse is None:
+                    return None
+                zeroed = body | orelse
+            elif isinstance(st, (ast.For, ast.While)):
+                if any(_spends(n) for n in ast.walk(st)) or reads(st) & zeroed:
+                    return None
+            elif reads(st) & zeroed:
+                return None
+        return zeroed
+
+    return ok(rev, frozenset()) is not None
+
+
+def _without_spent(stmts):
+    out = []
+    for st in stmts:
+        if _spends(st):
+            continue
+        if isinstance(st, (ast.If, ast.For)):
+            st = copy.copy(st)
+            st.body = _without_spent(st.body) or [_pass(st)]
+            st.orelse = _without_spent(st.orelse)
+        out.append(st)
+    return out
+
+
+def _spent_only(stmts):
+    """stmts less the adds into gradients (`_live` then drops what only they needed)."""
+    out = []
+    for st in stmts:
+        if getattr(st, "ad_site", None) is not None:
+            continue
+        if isinstance(st, (ast.If, ast.For)):
+            st = copy.copy(st)
+            st.body = _spent_only(st.body) or [_pass(st)]
+            st.orelse = _spent_only(st.orelse)
+        out.append(copy.deepcopy(st))
+    return out
 
 
 def _own_stores(stmts, arrays, gathered=False):
@@ -87,6 +192,7 @@ def _own_stores(stmts, arrays, gathered=False):
             store = copy.deepcopy(st.target)
             store.ctx = ast.Store()
             new = ast.Assign(targets=[store], value=ast.BinOp(left=load, op=ast.Add(), right=st.value))
+            new.ad_own = site[0]  # for _accumulated
             ast.copy_location(new, st)
             ast.fix_missing_locations(new)
             out.append(new)
@@ -97,6 +203,73 @@ def _own_stores(stmts, arrays, gathered=False):
             st.orelse = _own_stores(st.orelse, arrays, gathered)
         out.append(st)
     return out
+
+
+def _accumulated(gen, stmts):
+    """stmts with the adds into a gradient at the iteration's own element (`_own_stores`' ``g[p] =
+    g[p] + e``) summed in a local from the first on and stored once at the end: ``acc = g[p] + e1``,
+    ``acc = acc + e2``, ..., ``g[p] = acc``, each sum rounded to the gradient's type, so the value
+    stored is the same, to the bit.  Written as loads and stores of the cell, a stencil's fused
+    body (six adds into u's gradient) stored the cell six times: the C compiler forwards the loads
+    but keeps every store.  Only for a gradient whose first add is a statement of stmts' own level
+    (so the load happens where it did: one inside an if may be out of bounds when the if is not
+    taken), whose adds are all at one index, and that nothing else in stmts mentions."""
+    adds, names = {}, {}
+    for n in _walk_stmts(stmts):
+        arr = getattr(n, "ad_own", None)
+        if arr is not None:
+            adds.setdefault(arr, []).append(n)
+        if isinstance(n, ast.Name):
+            names[n.id] = names.get(n.id, 0) + 1
+    todo = {}
+    for arr, ns in adds.items():
+        cell = ns[0].targets[0]
+        where = ast.dump(cell.slice)
+        if any(ast.dump(n.targets[0].slice) != where for n in ns) or names.get(cell.value.id) != 2 * len(ns):
+            continue
+        first = next(st for st in stmts if cell.value.id in _names(st))
+        if getattr(first, "ad_own", None) == arr:
+            todo[arr] = first
+    if not todo:
+        return stmts
+
+    def acc(arr, store=False):
+        return ast.copy_location(ast.Name(id=f"acc{SEP}{arr}", ctx=ast.Store() if store else ast.Load()), todo[arr])
+
+    def rounded(arr, e):
+        t = gen.params[arr][1]
+        return ast.copy_location(ast.Call(func=ast.copy_location(ast.Name(id=gen.use(getattr(_core(), t), t),
+                                                                          ctx=ast.Load()), e),
+                                          args=[e], keywords=[]), e)
+
+    def rewrite(stmts):
+        out = []
+        for st in stmts:
+            arr = getattr(st, "ad_own", None)
+            if arr in todo:
+                left = copy.deepcopy(st.value.left) if st is todo[arr] else acc(arr)
+                value = ast.copy_location(ast.BinOp(left=left, op=ast.Add(), right=copy.deepcopy(st.value.right)), st)
+                new = ast.copy_location(ast.Assign(targets=[acc(arr, True)], value=rounded(arr, value)), st)
+                out.append(ast.fix_missing_locations(new))
+                continue
+            if isinstance(st, (ast.If, ast.For)):
+                st = copy.copy(st)
+                st.body = rewrite(st.body)
+                st.orelse = rewrite(st.orelse)
+            out.append(st)
+        return out
+
+    out = rewrite(stmts)
+    for arr, first in todo.items():
+        out.append(ast.fix_missing_locations(ast.copy_location(
+            ast.Assign(targets=[copy.deepcopy(first.targets[0])], value=acc(arr)), first)))
+    return out
+
+
+def _core():
+    from . import _core
+
+    return _core
 
 
 def _pass(node):
@@ -146,15 +319,22 @@ def _plain(e):
     return True
 
 
-def _live(stmts):
+def _live(stmts, into_ifs=False):
     """stmts less the assignments to locals that nothing after them reads: a gather pass keeps one
     offset's contribution, and the rest of the recomputed iteration (the forward's values, the
     other adds' partials) is dead there.  Without this the recomputation reads every array the
     forward reads, once per offset, and its index checks keep the C compiler from dropping the
     loads.  Conservative: anything but a plain assignment to a name (an if, a loop, an add into a
     gradient, a store) is kept with every name it mentions live, and an assignment whose value may
-    do something (a call of a call, a walrus) is kept."""
-    live, out = set(), []
+    do something (a call of a call, a walrus) is kept.  `into_ifs`: an if is sliced too (its
+    branches from what is live after it), and left out when nothing in it is left and its test
+    is plain."""
+    return _slice(stmts, set(), into_ifs)[0]
+
+
+def _slice(stmts, live, into_ifs):
+    """(what _live keeps of stmts, the names live before them), given the names `live` after them."""
+    live, out = set(live), []
     for st in reversed(stmts):
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
                 and _plain(st.value):
@@ -168,109 +348,119 @@ def _live(stmts):
             if st.target.id not in live:
                 continue
             live |= _names(st.value)
+        elif into_ifs and isinstance(st, ast.If):
+            body, lb = _slice(st.body, live, into_ifs)
+            orelse, lo = _slice(st.orelse, live, into_ifs)
+            if not body and not orelse and _plain(st.test):
+                continue
+            st = copy.copy(st)
+            st.body, st.orelse = body or [_pass(st)], orelse
+            live = lb | lo | _names(st.test)
         else:
             live |= _names(st)
         out.append(st)
     out.reverse()
-    return out
+    return out, live
 
 
-def _gather_loops(gen, loop, arr, offs, bounds, fwd, init, rev):
-    """The gather of `arr`'s shifted adds: [the interior's loop without bounds tests, the border
-    strips' loops with them] (see the module's docstring)."""
-    dims = len(bounds)
-    pv = [f"p{SEP}{d}" for d in range(dims)]
+class _Loops:
+    """What the gather and fused loops are built from: names, constants, the neighbour's renaming,
+    the loops over a box of the gather variables ``p·0, p·1, ...``."""
 
-    def name(id_, store=False):
-        return ast.copy_location(ast.Name(id=id_, ctx=ast.Store() if store else ast.Load()), loop)
+    def __init__(self, gen, loop, bounds):
+        self.gen, self.loop, self.bounds = gen, loop, bounds
+        self.dims = len(bounds)
+        self.pv = [f"p{SEP}{d}" for d in range(self.dims)]
 
-    def const(v):
-        return ast.copy_location(ast.Constant(value=v), loop)
+    def name(self, id_, store=False):
+        return ast.copy_location(ast.Name(id=id_, ctx=ast.Store() if store else ast.Load()), self.loop)
 
-    def shifted(e, k):
+    def const(self, v):
+        return ast.copy_location(ast.Constant(value=v), self.loop)
+
+    def shifted(self, e, k):
         if k == 0:
             return copy.deepcopy(e)
         return ast.copy_location(ast.BinOp(left=copy.deepcopy(e), op=ast.Add() if k > 0 else ast.Sub(),
-                                           right=const(abs(k))), loop)
+                                           right=self.const(abs(k))), self.loop)
 
-    def call(fn, label, *args):
-        return ast.copy_location(ast.Call(func=name(gen.use(fn, label)), args=[copy.deepcopy(a) for a in args],
-                                          keywords=[]), loop)
+    def call(self, fn, label, *args):
+        return ast.copy_location(ast.Call(func=self.name(self.gen.use(fn, label)),
+                                          args=[copy.deepcopy(a) for a in args], keywords=[]), self.loop)
 
-    # the iteration q = p - off: each of the loop's variables replaced by its expression (not a
-    # local assigned from it: the compiler's hoisting of index checks out of a row follows the
-    # loop's own variables through expressions, not through locals)
-    class Rn(ast.NodeTransformer):
-        def __init__(self, off):
-            self.q = {v: d for d, v in enumerate(gen.loop_vars)}
-            self.off = off
+    def renamed(self, stmts, off):
+        """stmts of the iteration q = p - off: each of the loop's variables replaced by its
+        expression (not a local assigned from it: the compiler's hoisting of index checks out of a
+        row follows the loop's own variables through expressions, not through locals)."""
+        q = {v: d for d, v in enumerate(self.gen.loop_vars)}
+        outer = self
 
-        def visit_Name(self, n):
-            if n.id in self.q and isinstance(n.ctx, ast.Load):
-                d = self.q[n.id]
-                return ast.copy_location(shifted(name(pv[d]), -self.off[d]), n)
-            return n
+        class Rn(ast.NodeTransformer):
+            def visit_Name(self, n):
+                if n.id in q and isinstance(n.ctx, ast.Load):
+                    d = q[n.id]
+                    return ast.copy_location(outer.shifted(outer.name(outer.pv[d]), -off[d]), n)
+                return n
 
-    def renamed(stmts, off):
-        return [Rn(off).visit(copy.deepcopy(st)) for st in stmts]
+        return [Rn().visit(copy.deepcopy(st)) for st in stmts]
 
-    def index(st, _pv=pv):
-        elts = [name(p) for p in _pv]
-        return elts[0] if len(elts) == 1 else ast.copy_location(ast.Tuple(elts=elts, ctx=ast.Load()), loop)
+    def index(self, st):
+        elts = [self.name(p) for p in self.pv]
+        return elts[0] if len(elts) == 1 else ast.copy_location(ast.Tuple(elts=elts, ctx=ast.Load()), self.loop)
 
-    def body(tested):
-        out = []
-        for off in offs:
-            inner = _own_stores(_live(renamed(fwd + init + _keep(rev, lambda site, o=off: site == (arr, o), index), off)),
-                                {arr}, gathered=True)
-            if not tested:
-                out.extend(inner)
-                continue
-            tests = []
-            for d in range(dims):
-                lo, hi = bounds[d]
-                q = shifted(name(pv[d]), -off[d])
-                tests.append(ast.copy_location(ast.Compare(left=copy.deepcopy(lo), ops=[ast.LtE()],
-                                                           comparators=[q]), loop))
-                tests.append(ast.copy_location(ast.Compare(left=copy.deepcopy(q), ops=[ast.Lt()],
-                                                           comparators=[copy.deepcopy(hi)]), loop))
-            test = ast.copy_location(ast.BoolOp(op=ast.And(), values=tests), loop) if len(tests) > 1 else tests[0]
-            out.append(ast.copy_location(ast.If(test=test, body=inner or [_pass(loop)], orelse=[]), loop))
-        return out or [_pass(loop)]
+    def in_range(self, off):
+        """q = p - off is one of the loop's iterations."""
+        tests = []
+        for d in range(self.dims):
+            lo, hi = self.bounds[d]
+            q = self.shifted(self.name(self.pv[d]), -off[d])
+            tests.append(ast.copy_location(ast.Compare(left=copy.deepcopy(lo), ops=[ast.LtE()], comparators=[q]),
+                                           self.loop))
+            tests.append(ast.copy_location(ast.Compare(left=copy.deepcopy(q), ops=[ast.Lt()],
+                                                       comparators=[copy.deepcopy(hi)]), self.loop))
+        return ast.copy_location(ast.BoolOp(op=ast.And(), values=tests), self.loop) if len(tests) > 1 else tests[0]
 
-    def loop_over(axes, tested):
-        if dims == 1:
-            it = call(_builtins.range, "range", *axes[0])
-            target = name(pv[0], True)
+    def gathered(self, arr, off, fwd, init, rev, tested):
+        """One offset's contribution to arr's gradient at p, recomputed from iteration p - off."""
+        inner = _own_stores(_live(self.renamed(fwd + init + _keep(rev, lambda site: site == (arr, off), self.index),
+                                               off)), {arr}, gathered=True)
+        if not tested:
+            return inner
+        return [ast.copy_location(ast.If(test=self.in_range(off), body=inner or [_pass(self.loop)], orelse=[]),
+                                  self.loop)]
+
+    def loop_over(self, axes, body):
+        if self.dims == 1:
+            it = self.call(_builtins.range, "range", *axes[0])
+            target = self.name(self.pv[0], True)
         else:
             import tack
 
-            it = ast.copy_location(ast.Call(func=name(gen.use(tack.ndrange, "ndrange")),
+            it = ast.copy_location(ast.Call(func=self.name(self.gen.use(tack.ndrange, "ndrange")),
                                             args=[ast.Tuple(elts=[copy.deepcopy(lo), copy.deepcopy(hi)], ctx=ast.Load())
-                                                  for lo, hi in axes], keywords=[]), loop)
-            target = ast.Tuple(elts=[name(p, True) for p in pv], ctx=ast.Store())
-        new = ast.For(target=target, iter=it, body=body(tested), orelse=[])
-        ast.copy_location(new, loop)
+                                                  for lo, hi in axes], keywords=[]), self.loop)
+            target = ast.Tuple(elts=[self.name(p, True) for p in self.pv], ctx=ast.Store())
+        new = ast.For(target=target, iter=it, body=body or [_pass(self.loop)], orelse=[])
+        ast.copy_location(new, self.loop)
         ast.fix_missing_locations(new)
         for n in ast.walk(new):
             if hasattr(n, "lineno") and getattr(n, "lineno", None) is None:
-                ast.copy_location(n, loop)
+                ast.copy_location(n, self.loop)
         return new
 
-    # per axis: the gather's range [a, e) and its interior [b, c), where every offset's q is in range
-    whole, inner = [], []
-    for d in range(dims):
-        lo, hi = bounds[d]
-        whole.append((shifted(lo, min(o[d] for o in offs)), shifted(hi, max(o[d] for o in offs))))
-        inner.append((shifted(lo, max(o[d] for o in offs)), shifted(hi, min(o[d] for o in offs))))
-    loops = [loop_over(inner, tested=False)]
-    for k in range(dims):
-        (a, e), (b, c) = whole[k], inner[k]
-        below = (a, call(_builtins.min, "min", b, e))  # [a, min(b, e))
-        above = (call(_builtins.max, "max", c, b), e)  # [max(c, b), e): with below, [a, e) once
-        for strip in (below, above):
-            loops.append(loop_over(inner[:k] + [strip] + whole[k + 1:], tested=True))
-    return loops
+    def peeled(self, whole, inner, body):
+        """[the loop over the box `inner`, the strips of `whole` around it]: body(tested) is the
+        loop's body, tested for the strips.  Peeled one axis at a time (axis k below and above
+        `inner`, the axes before k inner, the axes after k whole), so the strips and the box cover
+        `whole` once, also when `inner` is empty."""
+        loops = [self.loop_over(inner, _accumulated(self.gen, body(False)))]
+        for k in range(self.dims):
+            (a, e), (b, c) = whole[k], inner[k]
+            below = (a, self.call(_builtins.min, "min", b, e))  # [a, min(b, e))
+            above = (self.call(_builtins.max, "max", c, b), e)  # [max(c, b), e): with below, [a, e) once
+            for strip in (below, above):
+                loops.append(self.loop_over(inner[:k] + [strip] + whole[k + 1:], body(True)))
+        return loops
 
 
 def _bounds(gen, loop):

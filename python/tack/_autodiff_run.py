@@ -16,6 +16,7 @@ import re
 import weakref
 
 from . import _core
+from . import _autodiff_local
 from . import _autodiff_scalarize
 from . import _autodiff_structs
 from ._autodiff import _INTS, _Gen, _np
@@ -24,7 +25,7 @@ from ._autodiff import _INTS, _Gen, _np
 
 
 _BUILDS = weakref.WeakKeyDictionary()
-_LOCALS = re.compile(r"(\S+?)(?:'\d+)?:((?:[a-z0-9]+(?: \(Python\))?)|\S+)(?=\s|$)")
+_LOCALS = re.compile(r"(\S+?)(?:'\d+)?:((?:[a-z0-9]+(?: \(Python\))?)|array\[[^\]]*\]|\S+)(?=\s|$)")
 
 
 def _local_types(ir):
@@ -143,6 +144,7 @@ def build(kernel, args, kwargs):
         gen = _Gen(kernel, fn, fdef, base, gkinds, _local_types(ir))
         gen.func_types, gen.func_returns = _func_types(ir)
         gen.top_names = set()
+        _autodiff_local.precheck(gen, gen.fdef)
         if _autodiff_scalarize.needs(gen, gen.fdef, varr):  # vectors, matrices, complex: as scalars
             gen.fdef = _autodiff_scalarize.scalarize(gen, gen.fdef, varr)
         new, grads = gen.build()

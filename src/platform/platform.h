@@ -126,6 +126,10 @@ int tk_thread_start(void *(*fn)(void *), void *arg);
 void tk_atfork_child(void (*child)(void));
 /* The cores this process may run on (its affinity), at least 1. */
 int tk_cpu_count(void);
+/* Advise the whole pages inside [p, p + n) as wanting transparent huge pages
+ * (madvise MADV_HUGEPAGE where the system has it; nothing elsewhere, nor on
+ * Windows, whose large pages need a privilege). */
+void tk_advise_huge_pages(void *p, size_t n);
 /* Physical memory in bytes, 0 when unknown. */
 uint64_t tk_physical_memory(void);
 /* The machine's architecture as the system names it ("x86_64", "arm64");

@@ -127,6 +127,11 @@ int tk_cpu_count(void) {
     return n > 0 ? (int)n : 1;
 }
 
+void tk_advise_huge_pages(void *p, size_t n) {
+    (void)p;
+    (void)n;
+}
+
 uint64_t tk_physical_memory(void) {
     MEMORYSTATUSEX m;
     m.dwLength = sizeof m;

@@ -22,7 +22,9 @@ processes, one a core (a process each: hiprtc's compiler library is not
 thread-safe), their outputs kept between runs (_tool_cache.py); the
 summaries, one per target, go to the JSON file named by TACK_CUDA_CAPTURE.
 
-CUDA and HIP sources are compiled in batches (_gpu_batch.py).
+The sources are compiled in batches (_gpu_batch.compile_all: CUDA and HIP
+24 to a program, Metal 48 to a translation unit), the members of a batch
+that fails alone, so that a failure names its kernel.
 """
 
 import hashlib
@@ -30,41 +32,14 @@ import os
 
 import _gpu_batch
 import _kernel_wrap
-import _ocloc
 import _suite
-import _tool_cache
 import tack
-from tack import _core
 
 _OUT = os.environ.get("TACK_CUDA_CAPTURE")
 _TARGETS = os.environ.get("TACK_CAPTURE_TARGET", "cuda").split(",")
 _seen = {t: set() for t in _TARGETS}
 _pending = []  # (target, kernel name, source), compiled at the end of the session
 _summaries = {t: {"target": t, "kernels": [], "compiled": 0, "failures": [], "no_source": 0} for t in _TARGETS}
-
-
-def _compile_checked(target, src, arch):
-    """Compile for the target (or take the output kept from an earlier run:
-    _tool_cache.py); raise when the output holds no kernel."""
-    version = _gpu_batch.tool_version(target)
-    if target == "metal":
-        import _msl
-
-        problems = _tool_cache.cached("msl-check", version, arch, "", src, lambda: _msl.check(src),
-                                      ok=lambda out: not out)
-        if problems:
-            raise RuntimeError(problems)
-        if "tack-metal: phases=" not in src:
-            raise RuntimeError("no layout comment in the MSL")
-        return
-    if target == "hip":
-        code = _tool_cache.cached("hiprtc", version, arch, "", src, lambda: _core._hiprtc_compile(src, arch))
-        if not code.startswith(b"\x7fELF") or (b"tk_phase0" not in code and "tack-hip: phases= " not in src):
-            raise RuntimeError("hiprtc returned no code object with the kernel's phases")
-        return
-    ptx = _tool_cache.cached("nvrtc", version, arch, "", src, lambda: _gpu_batch.nvrtc_compile(src, arch))
-    if ".entry" not in ptx and "tack-cuda: phases= " not in src:
-        raise RuntimeError("no kernel entry in the PTX")
 
 
 def _refused_by_metal(target, e):
@@ -109,44 +84,12 @@ def _add(target, name, src):
     _pending.append((target, name, src))
 
 
-def _compile_job(job):
-    target, name, arch, src = job
-    try:
-        _compile_checked(target, src, arch)
-        return None
-    except Exception as e:  # noqa: BLE001 -- every failure is reported
-        return {"kernel": name, "arch": arch, "error": str(e)[:3000], "source": src}
-
-
-def _map(fn, jobs, chunksize):
-    """fn over jobs in spawned worker processes, one a core (_ocloc's pool)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return _ocloc.pool_map(fn, jobs, cores, chunksize)
-
-
 def _compile_pending():
     jobs = [(target, name, arch, src) for target, name, src in _pending for arch in _suite.ARCHS[target]]
     _pending.clear()
-    # CUDA and HIP sources not compiled by an earlier run go in batches first
-    done, groups = set(), {}
-    for i, (target, name, arch, src) in enumerate(jobs):
-        if target in _gpu_batch.BATCH_TOOL:
-            if _gpu_batch.kept_by_batch(target, src, arch):
-                done.add(i)
-            elif _tool_cache.lookup(_gpu_batch.BATCH_TOOL[target], _gpu_batch.tool_version(target), arch, "", src) is None:
-                groups.setdefault((target, arch), []).append(i)
-    batches = [(key, idx[k:k + _gpu_batch.BATCH]) for key, idx in groups.items() for k in range(0, len(idx), _gpu_batch.BATCH)]
-    outcomes = _map(_gpu_batch.batch_job, [(t, a, [(jobs[i][1], jobs[i][3]) for i in idx]) for (t, a), idx in batches], 1)
-    for ((target, _), idx), ok in zip(batches, outcomes):
-        summary = _summaries[target]
-        summary["batches"] = summary.get("batches", 0) + 1
-        summary["batches_failed"] = summary.get("batches_failed", 0) + (not ok)
-        if ok:
-            done.update(idx)
-    rest = [job for i, job in enumerate(jobs) if i not in done]
-    results = [None] * len(jobs)
-    for i, failure in zip([i for i in range(len(jobs)) if i not in done], _map(_compile_job, rest, 4)):
-        results[i] = failure
+    results, stats = _gpu_batch.compile_all(jobs)
+    for target, counts in stats.items():
+        _summaries[target].update(counts)
     for job, failure in zip(jobs, results):
         summary = _summaries[job[0]]
         if failure is None:

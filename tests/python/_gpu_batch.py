@@ -1,4 +1,4 @@
-"""Many CUDA or HIP sources compiled as one program, for the GPU compile checks.
+"""Many CUDA, HIP or Metal sources compiled as one program, for the GPU compile checks.
 
 CUDA and HIP sources are compiled BATCH at a time: hiprtc spends about a
 second of fixed cost on every program (its headers and device libraries)
@@ -14,11 +14,25 @@ batch is kept in the output cache as that fact (the batch output's digest
 and the entries found), not as bytes.
 (_kernel_wrap.py wraps the kernels.)
 
+The Metal dialect's sources are batched the same way for the MSL type check
+(msl_batch_source): clang++ (or Apple's compiler) starts and reads the
+header once for up to BATCH["metal"] sources instead of once a source; the
+kernels, which OpenCL's and Metal's rules give C linkage even inside a
+namespace, renamed apart by macro, and the header included once before the
+first member (its guard makes each member's own #include empty).  The
+lint (_msl.lint) reads each member as it stands.
+
+compile_all() is the whole of it for a list of (target, kernel name, arch,
+source): the batches, then every member of a failed batch (and every
+source a batch could not take) alone, each failure with its kernel's name
+and its own message.
+
 The capture plugin (_cuda_capture.py) uses it; it is a module of its own
 so that importing it wraps no kernel (a plugin's import does).
 """
 
 import functools
+import os
 import hashlib
 import re
 
@@ -50,6 +64,7 @@ def tool_version(target):
 
 
 BATCH = 24  # sources per NVRTC/hiprtc program (see the module's docstring)
+SIZES = {"cuda": BATCH, "hip": BATCH, "metal": 48}  # sources per program, by target
 _ENTRY = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(')
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
 
@@ -69,6 +84,24 @@ def batch_source(sources):
     return "".join(parts), entries
 
 
+_MSL_ENTRY = re.compile(r"^[ \t]*kernel[ \t]+void[ \t]+(\w+)[ \t]*\(", re.M)
+
+
+def msl_batch_source(sources):
+    """One MSL translation unit that holds every source in `sources` for the
+    type check, each in a namespace of its own with its kernels renamed apart
+    (tkb<i>_<name>) and its macros undefined after it; and, for each source,
+    the names its kernels have in the batch."""
+    parts, entries = ["#include <metal_stdlib>\n"], []
+    for i, src in enumerate(sources):
+        names = _MSL_ENTRY.findall(src)
+        entries.append([f"tkb{i}_{n}" for n in names])
+        parts.append("".join(f"#define {n} tkb{i}_{n}\n" for n in names))
+        parts.append(f"namespace tkb{i} {{\n{src}\n}}\n")
+        parts.append("".join(f"#undef {m}\n" for m in dict.fromkeys(_DEFINE.findall(src) + names)))
+    return "".join(parts), entries
+
+
 def tool_compile(target, src, arch):
     """The tool's output for one program, or raise with its log."""
     return _core._hiprtc_compile(src, arch) if target == "hip" else nvrtc_compile(src, arch).encode()
@@ -79,6 +112,8 @@ def batch_job(job):
     output cache), or None when the batch failed and its members must be
     compiled one at a time."""
     target, arch, members = job  # members: [(name, source)]
+    if target == "metal":
+        return _msl_batch_job(arch, members)
     program, entries = batch_source([src for _, src in members])
     try:
         out = tool_compile(target, program, arch)
@@ -96,7 +131,24 @@ def batch_job(job):
     return True
 
 
-BATCH_TOOL = {"cuda": "nvrtc", "hip": "hiprtc"}
+def _msl_batch_job(arch, members):
+    """batch_job for the Metal check: True when the batch type-checks and every
+    member passes the lint and has a kernel (each kept in the output cache as
+    that fact), else None."""
+    import _msl
+
+    program, entries = msl_batch_source([src for _, src in members])
+    if not all(entries) or any(_msl.lint(src) for _, src in members):
+        return None
+    if _msl.check(program, timeout=600) is not None:
+        return None
+    digest = hashlib.sha256(program.encode()).hexdigest()
+    for (_, src), names in zip(members, entries):
+        _tool_cache.store("msl-check", tool_version("metal"), arch, "", src, ("batch", digest, names))
+    return True
+
+
+BATCH_TOOL = {"cuda": "nvrtc", "hip": "hiprtc", "metal": "msl-check"}
 
 
 def kept_by_batch(target, src, arch):
@@ -135,3 +187,81 @@ def hiprtc_checked(sources, arch):
 
     return _tool_cache.cached("hiprtc", tool_version("hip"), arch, "", program, compile_apart,
                               lambda out: out == b"\x7fELF")
+
+
+# ------------------------------------------- the language suite's compiles: batches, then the rest alone
+def compile_checked(target, src, arch):
+    """Compile one source for the target (or take the output kept from an
+    earlier run: _tool_cache.py); raise with the tool's message when it fails
+    or its output holds no kernel."""
+    version = tool_version(target)
+    if target == "metal":
+        import _msl
+
+        # "" for a clean check, so that the cache keeps it (it keeps no None)
+        problems = _tool_cache.cached("msl-check", version, arch, "", src, lambda: _msl.check(src) or "",
+                                      ok=lambda out: out == "")
+        if not (problems == "" or kept_by_batch(target, src, arch)):
+            raise RuntimeError(problems)
+        if "tack-metal: phases=" not in src:
+            raise RuntimeError("no layout comment in the MSL")
+        return
+    if target == "hip":
+        code = _tool_cache.cached("hiprtc", version, arch, "", src, lambda: _core._hiprtc_compile(src, arch))
+        if not code.startswith(b"\x7fELF") or (b"tk_phase0" not in code and "tack-hip: phases= " not in src):
+            raise RuntimeError("hiprtc returned no code object with the kernel's phases")
+        return
+    ptx = _tool_cache.cached("nvrtc", version, arch, "", src, lambda: nvrtc_compile(src, arch))
+    if ".entry" not in ptx and "tack-cuda: phases= " not in src:
+        raise RuntimeError("no kernel entry in the PTX")
+
+
+def compile_job(job):
+    """None when (target, kernel name, arch, source) compiles alone, else the
+    failure: the kernel's name, the architecture, the tool's message and the source."""
+    target, name, arch, src = job
+    try:
+        compile_checked(target, src, arch)
+        return None
+    except Exception as e:  # noqa: BLE001 -- every failure is reported
+        return {"kernel": name, "arch": arch, "error": str(e)[:3000], "source": src}
+
+
+def _pool_map(fn, jobs, chunksize):
+    """fn over jobs in spawned worker processes, one a core (_ocloc's pool; a
+    process each: hiprtc's compiler library is not thread-safe)."""
+    import _ocloc
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return _ocloc.pool_map(fn, jobs, cores, chunksize)
+
+
+def compile_all(jobs, pool_map=_pool_map):
+    """For each (target, kernel name, arch, source) of `jobs`, in order: None when
+    it compiled, else compile_job's failure.  Sources that no earlier run kept
+    go SIZES[target] to a program first (batch_job); the members of a batch
+    that fails are compiled alone, as are the sources kept from a single
+    compile, so a failure names its own kernel with its own message.  Also
+    {target: {"batches": n, "batches_failed": m}}."""
+    done, groups = set(), {}
+    for i, (target, name, arch, src) in enumerate(jobs):
+        if target in BATCH_TOOL:
+            if kept_by_batch(target, src, arch):
+                done.add(i)
+            elif _tool_cache.lookup(BATCH_TOOL[target], tool_version(target), arch, "", src) is None:
+                groups.setdefault((target, arch), []).append(i)
+    batches = [(key, idx[k:k + SIZES[key[0]]]) for key, idx in groups.items()
+               for k in range(0, len(idx), SIZES[key[0]])]
+    outcomes = pool_map(batch_job, [(t, a, [(jobs[i][1], jobs[i][3]) for i in idx]) for (t, a), idx in batches], 1)
+    stats = {}
+    for ((target, _), idx), ok in zip(batches, outcomes):
+        s = stats.setdefault(target, {"batches": 0, "batches_failed": 0})
+        s["batches"] += 1
+        s["batches_failed"] += not ok
+        if ok:
+            done.update(idx)
+    rest = [i for i in range(len(jobs)) if i not in done]
+    results = [None] * len(jobs)
+    for i, failure in zip(rest, pool_map(compile_job, [jobs[i] for i in rest], 4)):
+        results[i] = failure
+    return results, stats

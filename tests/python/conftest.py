@@ -25,6 +25,17 @@ SERIAL = {
 }
 
 
+def pytest_ignore_collect(collection_path, config):
+    """make test's serial pass (-m serial) imports only the serial files: the
+    others hold no serial test, and importing them all (NumPy peers, hypothesis
+    strategies, module-level kernels) cost about 14 s of one core there while
+    the other core idled."""
+    if (config.getoption("markexpr", "") == "serial" and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_") and collection_path.name not in SERIAL):
+        return True
+    return None
+
+
 import _suite  # noqa: E402 (tests/python is on the path)
 
 # The tests that read one of the suite's runs in processes of their own

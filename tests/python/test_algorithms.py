@@ -87,6 +87,34 @@ def test_sort_by_key_carries_values_and_keeps_ties_in_order():
     assert v.numpy().tolist() == [1.5, 4.5, 3.5, 0.5, 2.5, 5.5]
 
 
+def test_sort_skips_the_digits_every_key_shares_and_keeps_equal_keys_in_order():
+    # keys all equal (no pass at all: -0.0 and 0.0, NaNs of both signs), and keys differing only
+    # in their top byte (one pass): the radix sort skips the digits that are the same in every key
+    zeros = np.array([0.0, -0.0, -0.0, 0.0, -0.0], np.float32)
+    nans = np.array([np.nan, -np.nan, np.nan], np.float64)
+    top = (np.arange(3000, dtype=np.int64) % 7 - 3) << 56
+    for x in (zeros, nans, top, np.full(5000, 7, np.uint32)):
+        same_bits(tack.sort(x).numpy(), np.sort(x, kind="stable"))
+        np.testing.assert_array_equal(tack.argsort(x).numpy(), np.argsort(x, kind="stable"))
+        k, v = tack.sort(x, np.arange(x.size, dtype=np.float32))
+        same_bits(k.numpy(), np.sort(x, kind="stable"))
+        np.testing.assert_array_equal(v.numpy(), np.argsort(x, kind="stable"))
+
+
+@pytest.mark.skipif(not ALL, reason="two more key widths' kernels: make test-all")
+def test_sort_of_16_bit_floats_is_numpys_order_of_their_values():
+    # f16 (5 exponent bits) and bf16 (8, f32's top half) each have their own NaN bound in the key;
+    # NumPy has no bf16, so the order is NumPy's stable argsort of the values as float32
+    import ml_dtypes
+
+    for dt in (np.float16, ml_dtypes.bfloat16):
+        with np.errstate(over="ignore"):  # f32's largest values become +-inf in f16
+            f = data(np.float32, 5000).astype(dt)
+        order = np.argsort(f.astype(np.float32), kind="stable")
+        np.testing.assert_array_equal(tack.argsort(f).numpy(), order)
+        same_bits(tack.sort(tack.array(f)).numpy().view(np.uint16), f[order].view(np.uint16))
+
+
 @pytest.mark.parametrize("dt", SCAN_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_scan_and_reduce_are_numpys(dt):
     refs = {"sum": np.cumsum, "min": np.minimum.accumulate, "max": np.maximum.accumulate}
@@ -99,15 +127,28 @@ def test_scan_and_reduce_are_numpys(dt):
         for op, ref in refs.items():
             got = tack.scan(x, op).numpy()
             want = ref(x)
-            if floats and op == "sum":  # summed block by block: the last bits may differ
+            if floats and op == "sum" and dt == np.float16:
+                # NumPy adds one after another and Tack block by block, each rounding to f16 at
+                # every add (eps 2**-11): their errors differ by far more than f16's last bit.
+                # Both must be within the worst-case bound of a sum in any order, i * u * sum|x|,
+                # of the exact prefix sums.
                 assert got.dtype == want.dtype
-                np.testing.assert_allclose(got, want, rtol=1e-2 if dt == np.float16 else 1e-4, atol=0.5)
+                exact = np.cumsum(x.astype(np.float64))
+                bound = np.arange(1, n + 1) * 2.0**-11 * np.cumsum(np.abs(x.astype(np.float64)))
+                assert np.all(np.abs(want - exact) <= bound)  # the bound is honest: NumPy meets it
+                assert np.all(np.abs(got.astype(np.float64) - exact) <= bound), np.max(np.abs(got - exact) / bound)
+            elif floats and op == "sum":  # summed block by block: the last bits may differ
+                assert got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=0.5)
             else:
                 same_bits(got, want)
             if n:
                 r, w = tack.reduce(x, op), reds[op](x)
                 assert type(r) is type(w)
-                if floats and op == "sum":
+                if floats and op == "sum" and dt == np.float16:  # as the scan above: within the bound
+                    exact = float(np.sum(x.astype(np.float64)))
+                    assert abs(float(r) - exact) <= n * 2.0**-11 * float(np.sum(np.abs(x.astype(np.float64))))
+                elif floats and op == "sum":
                     np.testing.assert_allclose(r, w, rtol=1e-3)
                 else:
                     assert r == w, (op, n, r, w)
@@ -322,17 +363,18 @@ def every_source(target):
     def z(n, dt):
         return tack.zeros(n, dt)
 
-    f32, i32, i64, u64 = np.float32, np.int32, np.int64, np.uint64
+    f32, i32, i64, u32 = np.float32, np.int32, np.int64, np.uint32
     calls = [
         (A._scan, (z(4, i32), z(4, i64), z(2, i64), z(2, i64), 2, 0, 0)),
         (A._scan, (z(4, f32), z(4, f32), z(2, f32), z(2, f32), 2, 0, 1)),
         (A._scan_with(A._op_sum), (z(4, np.complex64), z(4, np.complex64), z(2, np.complex64), z(2, np.complex64), 2, 0)),
-        (A._int_keys, (z(4, i32), z(4, u64), z(4, i64), z(2, u64), 1)),
-        (A._float_keys, (z(4, f32), z(4, u64), z(4, i64), z(4, f32), z(4, f32), z(2, u64), 23, -126, 0)),
-        (A._radix_pass, (z(4, u64), z(4, i64), z(4, u64), z(4, i64), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
-        (A._radix_pass, (z(4, u64), z(4, f32), z(4, u64), z(4, f32), tack.zeros((2, 256), i64), z(256, i64), 0, 2)),
-        (A._gather, (z(4, f32), z(4, i64), z(4, f32))),
-        (A._reduce_kernel(A._op_bor), (z(4, u64), z(2, u64), 2)),
+        (A._key_span, (z(4, u32), z(5, u32), tack.zeros((2, 2), u32), 2, 2)),
+        (A._radix_pass, (z(4, u32), z(4, u32), z(5, u32), tack.zeros((2, 256), i64), z(256, i64), 2, 0, 2)),
+        (A._radix_pass_kv, (z(4, u32), z(4, i32), z(4, u32), z(4, i64), z(5, u32), tack.zeros((2, 256), i64),
+                            z(256, i64), 2, 0, 2, 0, 0)),
+        (A._radix_pass_kv, (z(4, np.uint64), z(4, f32), z(4, np.uint64), z(4, f32), z(5, np.uint64),
+                            tack.zeros((2, 256), i64), z(256, i64), 1, 0, 2, 0, 1)),
+        (A._iota, (z(4, i64),)),
         (A._reduce_kernel(_argmax_pair), (z(4, i64), z(2, i64), 2)),
         (A._count_true, (z(4, np.bool_), z(3, i64), 2)),
         (A._compact_scatter, (z(4, f32), z(4, np.bool_), z(3, i64), z(4, f32), 2)),
@@ -387,4 +429,4 @@ def test_the_benchmark_script_runs(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["algorithms.py", "--n", "4096", "--rounds", "1"])
     bench.main()
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(rows) == 12 and rows[1].startswith("| scan (cumsum) |")
+    assert len(rows) == 16 and rows[1].startswith("| scan (cumsum) |")

@@ -493,3 +493,36 @@ def test_repr_edges_match_the_full_copy(shape, dt):
     a = tack.array(rng.integers(0, 100, size=shape + d.shape).astype(d.scalar.numpy), dtype=d)
     fmt = dict(separator=", ", prefix="tack.array(", threshold=1000)
     assert np.array2string(_array._edge_values(a), **fmt) == np.array2string(a.numpy(), **fmt)
+
+
+# ----------------------------------------------------------------- huge pages
+def _thp_mode():
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _huge_kb(addr):
+    """AnonHugePages (kB) of the mapping of this process that holds addr."""
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                lo, hi = (int(v, 16) for v in head.split("-"))
+                inside = lo <= addr < hi
+            elif inside and head == "AnonHugePages:":
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.skipif(_thp_mode() not in ("madvise", "always"), reason="no transparent huge pages here")
+def test_a_large_cpu_array_asks_for_huge_pages():
+    # the CPU backend advises blocks of 4 MiB and more as wanting huge pages (as NumPy does): where
+    # the system's setting is "madvise", only the advice gives them, and a fresh array's first
+    # write faults in 2 MiB pages (a 64 MB array written 4-9x faster on a 2-core machine)
+    a = tack.empty(16 << 20, np.uint8)
+    a.fill(1)
+    assert _huge_kb(a.ptr + (8 << 20)) >= 2048

@@ -417,3 +417,53 @@ def test_cuda_source_runs_emulated_as_the_cpu_runs():
     for g, w in zip(em[1:11], cpu[1:11]):
         assert g.tolist() == w.tolist()
     assert cpu[1].tolist() == [1, 0, 1, 0, 12, -12, 0, 1, 2] and cpu[9].tolist() == [1.0, 12.0, 0.0, 2.0]
+
+
+# -------------------------------------------------- sub-group pre-reduction
+@tack.kernel
+def sum_into(x, total):
+    for i in range(x.shape[0]):
+        total[0] += x[i]
+
+
+@tack.kernel
+def sum_gathered(x, idx, total):
+    for i in range(idx.shape[0]):
+        total[0] += x[idx[i]]  # idx's values are checked per iteration: a lane may leave early
+
+
+_SUMS = [np.float32, np.float64, np.int32, np.int64]
+
+
+def test_opencl_sums_into_one_cell_per_sub_group_where_every_lane_flushes():
+    """A privatized sum (`total[0] += x[i]`) is summed across the sub-group and added by
+    its first lane, one compare-and-swap loop a sub-group, when no lane can leave the
+    loop early; with a check in the body each work-item adds its own, as before."""
+    for dt in _SUMS:
+        src = sum_into.generated_source(np.zeros(8, dt), np.zeros(1, dt), target="opencl")
+        assert "sub_group_reduce_add(" in src and "get_sub_group_local_id() == 0" in src, dt
+        assert "#else" in src  # the per-work-item flush for devices without sub-groups
+    src = sum_gathered.generated_source(np.zeros(8, np.float32), np.zeros(8, np.int64), np.zeros(1, np.float32),
+                                        target="opencl")
+    assert "sub_group_reduce_add" not in src
+    small = sum_into.generated_source(np.zeros(8, np.int16), np.zeros(1, np.int16), target="opencl")
+    assert "sub_group_reduce_add" not in small  # no sub-group reduction of 16-bit integers in OpenCL C
+
+
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
+@pytest.mark.parametrize("dt", _SUMS, ids=lambda d: np.dtype(d).name)
+def test_opencl_sum_into_one_cell_is_exact(dt):
+    x = np.arange(1, 100_001).astype(dt) % 7  # exact in every dtype, float32 included
+    total = tack.array(np.zeros(1, dt), device=OPENCL[0])
+    sum_into(tack.array(x, device=OPENCL[0]), total)
+    assert total.numpy()[0] == x.sum(dtype=np.float64)
+
+
+@pytest.mark.skipif(_ocloc.library() is None, reason="libocloc is not installed (Debian: intel-opencl-icd)")
+def test_intel_compiles_the_sub_group_flush():
+    """Intel's compiler has sub-groups, so it compiles the pre-reduction, not the fallback
+    (the appended #error fires where the macros are missing)."""
+    src = "\n".join(sum_into.generated_source(np.zeros(8, dt), np.zeros(1, dt), target="opencl") for dt in _SUMS[:1])
+    src += "\n#if !defined(cl_khr_subgroups) && !defined(__opencl_c_subgroups)\n#error no sub-groups\n#endif\n"
+    rc, out = _ocloc.compile(src, "pvc", _OCLOC_OPTIONS)
+    assert rc == 0, {k: v.decode(errors="replace")[-3000:] for k, v in out.items() if "log" in k.lower()}

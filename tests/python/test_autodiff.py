@@ -449,10 +449,12 @@ def test_the_stencil_gather_covers_every_element_once(shape):
     np.testing.assert_allclose(g["k"], want_k, rtol=1e-13, atol=1e-15)
 
 
-def test_the_stencil_gather_recomputes_only_what_its_add_needs():
-    """A gather pass keeps one offset's add into u's gradient: of the recomputed iteration it needs
-    the seed and k at the neighbour, not the forward's values (u's five loads, lap): they are left
-    out (tack._autodiff_gather._live), so the gather reads two arrays where the forward reads two."""
+def test_the_stencil_adjoint_is_one_fused_sweep():
+    """The gather's interior and the own pass are one loop (tack._autodiff_gather): it reads u, k
+    and the seed in one sweep, stores u's and k's gradients once an iteration (summed in a local:
+    no += to privatize, no test), and leaves the seed alone; a last pass zeroes it, after every
+    loop that reads a neighbour's.  The border strips' gathers keep of the recomputed iteration
+    what their add needs (the seed and k at the neighbour, not u's five loads: _live)."""
     import ast
 
     from tack import _autodiff_run
@@ -460,16 +462,26 @@ def test_the_stencil_gather_recomputes_only_what_its_add_needs():
     u = np.zeros((8, 8))
     adj = _autodiff_run.build(heat_step, (u, u.copy(), u.copy()), {})[0]
     loops = [st for st in adj.__wrapped__.__tack_tree__.body if isinstance(st, ast.For)]
-    assert len(loops) == 6  # the interior, two strips per axis, then the own pass
-    for gather in loops[:-1]:
-        read = {n.value.id for n in ast.walk(gather) if isinstance(n, ast.Subscript)
-                and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)}
-        assert read == {"k", "unew\u00b7grad", "u\u00b7grad"} or read == {"k", "unew\u00b7grad"}, read
-        assert "lap" not in {n.id for n in ast.walk(gather) if isinstance(n, ast.Name)}
-        # each add at the gathering iteration's own element, a load and a store (no += to privatize)
-        assert not [n for n in ast.walk(gather) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]
-    own = {n.value.id for n in ast.walk(loops[-1]) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)}
-    assert "u" in own  # the own pass still computes lap for k's gradient
+    assert len(loops) == 6  # the sweep, two strips per axis, the zeroes
+
+    def arrays(node, ctx):
+        return [n.value.id for n in ast.walk(node) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ctx)
+                and isinstance(n.value, ast.Name)]
+
+    sweep, strips, last = loops[0], loops[1:5], loops[5]
+    assert set(arrays(sweep, ast.Load)) == {"u", "k", "unew\u00b7grad", "u\u00b7grad", "k\u00b7grad"}
+    assert sorted(arrays(sweep, ast.Store)) == ["k\u00b7grad", "u\u00b7grad"]
+    assert not [n for n in ast.walk(sweep) if isinstance(n, ast.If)
+                or isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]
+    assert [ast.unparse(st) for st in last.body] == ["unew\u00b7grad[i, j] = 0.0"]
+    for strip in strips:
+        *gathers, own = strip.body
+        for g in gathers:  # one test per offset
+            assert set(arrays(g, ast.Load)) == {"k", "unew\u00b7grad", "u\u00b7grad"}
+            assert "lap" not in {n.id for n in ast.walk(g) if isinstance(n, ast.Name)}
+        assert "u" in arrays(own, ast.Load)  # the own pass, under its own test, computes lap for k's gradient
+        assert "unew\u00b7grad" not in arrays(strip, ast.Store)
+        assert not [n for n in ast.walk(strip) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]
 
 
 def test_the_gather_slice_keeps_what_may_act():
@@ -528,12 +540,10 @@ def _overwrite(x):
         x[i] = x[i] * 2.0  # REFUSE: overwritten
 
 
-def _carried(x, y):
+def _filled(x, y):
     for i in range(x.shape[0]):
-        p = 1.0
-        for j in range(3):  # REFUSE: carried
-            p = p * x[i]
-        y[i] = p
+        t = np.full(3, x[i])  # REFUSE: a local array filled with a differentiated value
+        y[i] = t[1]
 
 
 @tack.func
@@ -563,7 +573,7 @@ def _draws(x, y):
     (_int_out, (np.ones(3), np.zeros(3, np.int32)), "integer output is not differentiable"),
     (_amax, (np.ones(3), np.zeros(1)), "atomic_max is not differentiable"),
     (_overwrite, (np.ones(3),), "write the new values to another array"),
-    (_carried, (np.ones(3), np.zeros(3)), "'p' carries a value into or out of this serial loop"),
+    (_filled, (np.ones(3), np.zeros(3)), "create it with np.zeros and store the value into its elements"),
     (_calls, (np.ones(3), np.zeros(3)), "a return before the end of a @tack.func is not differentiated yet"),
     (_draws, (np.ones(3), np.zeros(3)), "random draws are not differentiated"),
     (_outside, (np.ones(3), np.zeros(3), 1.0), "may only compute values no differentiated input reaches"),

@@ -406,12 +406,11 @@ def _det4(m, out):
 
 
 @tack.kernel
-def _carried(x, out):
+def _vector_local_array(x, out):
     for i in range(x.shape[0]):
-        p = x[i]
-        for j in range(3):
-            p = tack.cross(p, x[j])                 # a vector carried from one iteration to the next
-        out[i] = p
+        t = tack.zeros(2, tack.vec3d)               # a local array of vectors: components on an axis instead
+        t[0] = x[i]
+        out[i] = t[0]
 
 
 def _refusal_cases():
@@ -424,8 +423,8 @@ def _refusal_cases():
         (_inverse, (tack.ones(2, tack.mat33d), v3, tack.zeros(2, tack.vec3d)),
          "inverse() of a matrix value is not differentiated yet"),
         (_det4, (tack.ones(2, tack.mat44d), np.zeros(2)), "determinant() of a matrix value is not differentiated"),
-        (_carried, (tack.ones(3, tack.vec3d), tack.zeros(3, tack.vec3d)), "'p' carries a value into or out of this "
-                                                                          "serial loop"),
+        (_vector_local_array, (tack.ones(3, tack.vec3d), tack.zeros(3, tack.vec3d)), "'t' is a local array of vec3d: "
+                                                                                     "only local arrays of f32, f64"),
     ]
 
 

@@ -312,6 +312,27 @@ def test_fast_math_kernels_compile_with_fast_math():
 
 
 @needs_nvrtc
+def test_a_bad_kernel_in_a_batch_is_named_with_nvrtc_message(monkeypatch):
+    """The language suite's CUDA sources are compiled 24 to a program
+    (_gpu_batch.compile_all); a program with one bad source fails whole, its
+    members are compiled alone, and the failure names the bad kernel with
+    NVRTC's message for its own source."""
+    import _gpu_batch
+    import _tool_cache
+
+    monkeypatch.setattr(_tool_cache, "_DIR", None)  # nothing kept: the batch is compiled every time
+    x = np.ones(8, np.float32)
+    good = saxpy.generated_source(2.0, x, x.copy(), target="cuda")
+    bad = good.replace("tk_phase0(", "tk_phase0(undeclared_type q, ", 1)
+    jobs = [("cuda", name, "sm_90", src) for name, src in (("saxpy", good), ("the_bad_one", bad), ("again", good))]
+    results, stats = _gpu_batch.compile_all(jobs, lambda fn, jobs, chunksize: [fn(j) for j in jobs])
+    assert stats == {"cuda": {"batches": 1, "batches_failed": 1}}
+    assert results[0] is None and results[2] is None
+    assert results[1]["kernel"] == "the_bad_one" and "undeclared_type" in results[1]["error"], results[1]
+    assert "tkb" not in results[1]["error"]  # the message of its own source, not of the batch
+
+
+@needs_nvrtc
 def test_language_suite_compiles_for_cuda(tmp_path, record_property):
     """Every kernel the language tests call, with the arguments they call it
     with, generates CUDA source that NVRTC compiles for sm_90 (and sm_80 under

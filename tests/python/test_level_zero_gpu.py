@@ -4,7 +4,8 @@ What compiling with ocloc (test_opencl.py) and the fake driver
 (tests/c/test_level_zero_fake.c) cannot show: kernels running on an Intel
 GPU and giving the CPU's results with the device's own sub-groups (sums,
 atomics, float atomics into one cell), copies through the real driver, a
-failed check read back from the device, queued launches in order, and the
+failed check read back from the device, queued launches in order, streams,
+events and graphs on the real driver's immediate lists and event pools, and the
 whole language suite on device="level_zero", every kernel call compared with
 the CPU's (the differential plugin _opencl_diff.py, pointed at the Level Zero
 device).  ``make test-gpu`` runs this file on a machine whose Level Zero
@@ -57,6 +58,42 @@ def test_a_failed_check_is_reported_at_the_next_synchronization():
 @gpu
 def test_launches_are_queued_and_ordered():
     G.launches_in_order(L0)
+
+
+@gpu
+def test_streams_events_and_graphs():
+    """Each stream an immediate command list (level_zero_stream.c): an array written on one
+    stream and read on another, an event wait with no array between, elapsed time from the
+    global timestamps, a graph replayed on two streams, and the results the CPU gives."""
+    n = 1 << 16
+    host = np.arange(n, dtype=np.float32)
+    x = tack.array(host, device=L0)
+    s1, s2 = tack.Stream(L0), tack.Stream(L0)
+    start, end = tack.Event(L0), tack.Event(L0)
+    with tack.stream(s1):
+        start.record()
+        G.scale(x, 2.0)
+        end.record()
+    with tack.stream(s2):
+        G.scale(x, 3.0)  # x was last written on s1: ordered after it on the device
+    np.testing.assert_array_equal(x.numpy(), host * 6)
+    assert 0 <= start.elapsed_time(end) < 60_000
+    flag = tack.zeros(1, tack.f32, device=L0)
+    with tack.stream(s1):
+        flag.fill(7)
+        done = s1.record()
+    s2.wait(done)
+    s2.synchronize()
+    assert float(flag.numpy()[0]) == 7
+    y = tack.array(np.ones(8, np.float32), device=L0)
+    with tack.capture(s1) as g:
+        G.scale(y, 2.0)
+        G.scale(y, 5.0)
+    assert float(y.numpy()[0]) == 1.0  # nothing ran at capture
+    g.launch()
+    g.launch(stream=s2)
+    s2.synchronize()
+    np.testing.assert_array_equal(y.numpy(), 100.0)
 
 
 @gpu

@@ -379,6 +379,55 @@ def test_the_check_rejects_wrong_msl(why, old, new, expect):
     assert re.search(expect, problems), (why, problems[:2000])
 
 
+# ------------------------------------ many sources in one translation unit
+def _in_process(fn, jobs, chunksize):
+    return [fn(job) for job in jobs]
+
+
+def _check_all(sources, monkeypatch):
+    """_gpu_batch.compile_all over (name, source) for Metal, with nothing kept
+    from an earlier run (so the batch is compiled every time) and in this process."""
+    import _gpu_batch
+    import _tool_cache
+
+    monkeypatch.setattr(_tool_cache, "_DIR", None)
+    return _gpu_batch.compile_all([("metal", name, "msl3", src) for name, src in sources], _in_process)
+
+
+@needs_clang
+def test_one_translation_unit_holds_every_kernel_apart(monkeypatch):
+    """The suite's MSL is type-checked 48 sources to a translation unit: each
+    in a namespace of its own, its kernels renamed apart (kernels have C
+    linkage even in a namespace), the header once; the same kernels that
+    check alone check together."""
+    import _gpu_batch
+
+    sources = [(name, KERNELS[name]()) for name in sorted(KERNELS)]
+    program, entries = _gpu_batch.msl_batch_source([src for _, src in sources])
+    assert program.count("namespace tkb") == len(sources) and all(entries)
+    assert len({n for e in entries for n in e}) == sum(map(len, entries))
+    results, stats = _check_all(sources, monkeypatch)
+    assert results == [None] * len(sources)
+    assert stats == {"metal": {"batches": 1, "batches_failed": 0}}
+
+
+@needs_clang
+@pytest.mark.parametrize("old, new, expect", [
+    ("total_ = n0_ > 0", "total_ = tk_no_such_name > 0", "undeclared identifier 'tk_no_such_name'"),
+    ("const thread tk_abi *abi", "const tk_abi *abi", "pointer without an address space"),
+])
+def test_a_bad_kernel_in_a_batch_is_named_with_its_own_message(monkeypatch, old, new, expect):
+    """A batch with one bad source fails whole; its members are checked alone,
+    so the failure names the bad kernel, with clang's (or the lint's) message
+    for it alone, and the good ones pass."""
+    sources = [("saxpy", KERNELS["saxpy"]()), ("the_bad_one", _doctor(old, new)), ("phases", KERNELS["phases"]())]
+    results, stats = _check_all(sources, monkeypatch)
+    assert stats == {"metal": {"batches": 1, "batches_failed": 1}}
+    assert results[0] is None and results[2] is None
+    assert results[1]["kernel"] == "the_bad_one" and expect in results[1]["error"], results[1]
+    assert "tkb" not in results[1]["error"]  # its message from the source alone, not the batch
+
+
 # --------------------------------------------------- the language suite
 @needs_clang
 def test_language_suite_type_checks_as_msl(tmp_path, record_property):

@@ -2,9 +2,11 @@
 where a stream orders nothing (every call returns when its work is done) and
 an event records the host's clock: code written with streams runs there
 unchanged.  The GPU's ordering is tested against the fake HIP runtime
-(test_hip_fake.py::test_streams_and_events) and for real on OpenCL (PoCL under
-make test: each stream a command queue, opencl_stream.c); the example in
-docs/backends.md runs in test_language_docs.py."""
+(test_hip_fake.py::test_streams_and_events), for real on OpenCL (PoCL under
+make test: each stream a command queue, opencl_stream.c), and on Level Zero
+against the fake loader tests/c/fake_level_zero.c (each stream an immediate
+command list, level_zero_stream.c; the C test test_level_zero_fake.c checks
+it in detail); the example in docs/backends.md runs in test_language_docs.py."""
 
 import numpy as np
 import pytest
@@ -170,3 +172,118 @@ def test_opencl_stream_refusals():
         e.elapsed_time(tack.Event(OPENCL).record())
     with pytest.raises(RuntimeError, match="the event is on cpu and the stream on opencl"):
         tack.Event("cpu").record(tack.Stream(OPENCL))
+
+
+# ------------------------------------------------- Level Zero (the fake loader)
+# tests/c/fake_level_zero.c queues work and runs it only when the host waits for it (or
+# another list waits for its events), so what ran, and in which order, shows what Tack
+# queued where; kernels do not run there, they are logged. The kernel's SPIR-V is real
+# (libocloc); the C test (tests/c/test_level_zero_fake.c) checks the backend in detail.
+_L0_SCRIPT = """
+import ctypes, os
+import numpy as np
+import tack
+
+FAKE = ctypes.CDLL(os.environ["FAKE_ZE_LIB"])
+FAKE.fake_ran.restype = ctypes.c_char_p
+FAKE.fake_misuse.restype = ctypes.c_char_p
+ran = lambda: FAKE.fake_ran().decode()
+
+@tack.kernel
+def scale(x, y, a):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * a
+
+dev = "level_zero"
+x = tack.array(np.arange(1000, dtype=np.float32), device=dev)
+y = tack.zeros(1000, tack.f32, device=dev)
+scale(x, y, 2.0)
+tack.synchronize()
+s1, s2 = tack.Stream(dev), tack.Stream(dev)
+assert s1.device == "level_zero:0" and s1.handle and s1.handle != s2.handle, (s1, s2)
+
+# a launch on s1 is queued there: it runs when s1 is waited for
+FAKE.fake_ran_clear()
+scale(x, y, 2.0, stream=s1)
+assert "launch" not in ran(), ran()
+s1.synchronize()
+assert "launch(tk_phase0)" in ran(), ran()
+
+# copies on a stream, and an array written on s1 read on s2 (ordered by Tack, on the device)
+with tack.stream(s1):
+    z = tack.array(np.full(1000, 5, np.float32), device=dev)
+    w = z.copy()
+FAKE.fake_ran_clear()
+with tack.stream(s2):
+    np.testing.assert_array_equal(w.numpy(), 5)
+
+# events: s2 waits for s1's point; elapsed time from the device's timestamps (ticks of 2 ns)
+os.environ["FAKE_ZE_KERNEL_TICKS"] = "500000"
+start = tack.Event(dev).record(s1)
+scale(x, y, 2.0, stream=s1)
+end = s1.record()
+assert not end.query()
+s2.wait(end)
+s2.synchronize()
+assert end.query()
+assert abs(start.elapsed_time(end) - 1.0) < 1e-6, start.elapsed_time(end)
+
+# a graph: nothing runs at capture; each launch runs it, on its stream or another
+FAKE.fake_ran_clear()
+with tack.capture(s1) as g:
+    scale(x, y, 3.0)
+    scale(y, x, 0.5)
+assert g.count == 2 and "launch" not in ran(), ran()
+g.launch()
+g.launch(stream=s2)
+s2.synchronize()
+assert ran().count("launch(tk_phase0)") == 4, ran()
+
+# the profiler's device time: the kernel's own timestamps
+with tack.profile() as p:
+    scale(x, y, 2.0, stream=s1)
+launches = [e for e in p.events if e.kind == "launch"]
+assert [e.device_ns for e in launches] == [1000000], launches
+
+# refused, naming the bad value
+try:
+    scale(x, y, 2.0, stream=tack.Stream("cpu"))
+except ValueError as e:
+    assert "cpu" in str(e), e
+else:
+    raise SystemExit("a CPU stream was taken for a Level Zero launch")
+tack.synchronize()
+assert not FAKE.fake_misuse(), FAKE.fake_misuse()
+print("ok")
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_ze(tmp_path_factory):
+    import _fake_runtime
+
+    if _fake_runtime.CC is None:
+        pytest.skip("no C compiler to build the fake Level Zero loader")
+    return _fake_runtime.build(tmp_path_factory, "fake_level_zero.c", "libze_loader.so.1", "the fake Level Zero loader")
+
+
+def test_level_zero_streams_events_and_graphs_on_the_fake_loader(tmp_path, fake_ze):
+    import _fake_runtime
+
+    if not _has_ocloc():
+        pytest.skip("libocloc is not installed (Debian: intel-opencl-icd)")
+    env = _fake_runtime.environment(tmp_path, ("FAKE_ZE_DEVICES", "FAKE_ZE_NO_IMMEDIATE", "FAKE_ZE_NO_LISTS"),
+                                    FAKE_ZE_LIB=fake_ze, LD_LIBRARY_PATH=fake_ze.parent)
+    assert "ok" in _fake_runtime.run_script(tmp_path, _L0_SCRIPT, env).stdout
+
+
+def _has_ocloc():
+    import ctypes
+
+    for name in ("libocloc.so", "libocloc.so.1"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            pass
+    return False

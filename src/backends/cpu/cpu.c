@@ -7,7 +7,12 @@
  * allocator hook so that tests can fail it.  Copies are memcpy; the device
  * is synchronous, so synchronize has nothing to wait for.  Building and
  * launching kernels (the C toolchain, the disk cache and the thread pool)
- * live in cpu_jit.c.  The device's description (for `python -m tack`) is
+ * live in cpu_jit.c.  A block of 4 MiB or more is advised to the kernel as
+ * wanting transparent huge pages (madvise MADV_HUGEPAGE, as NumPy does for
+ * its large arrays): where the system's THP setting is "madvise", a fresh
+ * block's first touch then faults in 2 MiB pages instead of 4 KiB ones,
+ * which on this 2-core machine made writing a fresh 64 MB array 4-9x
+ * faster (a radix sort writes two); elsewhere the advice changes nothing.  The device's description (for `python -m tack`) is
  * the processor's model name.
  */
 #include <stdint.h>
@@ -20,6 +25,13 @@
 #include "runtime/runtime.h"
 
 #define CPU_ALIGN 64
+#define CPU_HUGE_MIN ((size_t)4 << 20)
+
+/* Advise the whole pages inside [raw, raw + total) as wanting huge pages; a
+ * refusal (no THP, memory the allocator hook got elsewhere) changes nothing. */
+static void cpu_advise_huge(unsigned char *raw, size_t total) {
+    if (total >= CPU_HUGE_MIN) tk_advise_huge_pages(raw, total); /* platform/posix.c; nothing on Windows */
+}
 
 /* The aligned block stores the offset back to the raw block just before it. */
 static tack_status cpu_alloc(tack_device *dev, size_t nbytes, void **out) {
@@ -30,6 +42,7 @@ static tack_status cpu_alloc(tack_device *dev, size_t nbytes, void **out) {
     unsigned char *raw = tack_malloc(total);
     if (!raw)
         return tack_set_error(TACK_ERR_NOMEM, "out of memory allocating %zu bytes on the CPU", nbytes);
+    cpu_advise_huge(raw, total);
     uintptr_t p = ((uintptr_t)raw + sizeof(void *) + CPU_ALIGN - 1) & ~(uintptr_t)(CPU_ALIGN - 1);
     ((void **)p)[-1] = raw;
     *out = (void *)p;

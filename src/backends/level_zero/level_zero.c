@@ -12,10 +12,13 @@
  * Devices: every device of every driver, numbered in driver order and then
  * in the driver's device order: level_zero:0, level_zero:1, ...  Each
  * driver gets one context, shared by its devices; each device gets one
- * command list that all of Tack's copies, fills and kernels for it are
- * appended to -- an immediate list when the driver makes one (commands
- * start as they are appended), else a regular list executed on a command
- * queue at each synchronization.  Tack does not lean on the driver's
+ * command list that Tack's copies, fills and kernels for it are appended to
+ * when no stream is named -- an immediate list when the driver makes one
+ * (commands start as they are appended), else a regular list executed on a
+ * command queue at each synchronization.  A tack.Stream is another such
+ * list, the thread's current stream decides which one a call appends to
+ * (lz_cur), and tack.synchronize() waits for the device's list and every
+ * stream's (level_zero_stream.c).  Tack does not lean on the driver's
  * ordering of a list (the in-order flag is newer than the drivers Tack
  * supports): every command is followed by a barrier, so each starts after
  * the one before it has completed, as on an in-order OpenCL queue.
@@ -200,6 +203,21 @@ static void load(void) {
 #undef REQ
     /* Level Zero 1.6; without it an immediate list is not used */
     *(void **)&api.zeCommandListHostSynchronize = tk_dl_sym(api.lib, "zeCommandListHostSynchronize");
+    /* events: streams and events need them, and say which one a loader lacks (level_zero_stream.c) */
+#define OPT(field) (*(void **)&api.field = tk_dl_sym(api.lib, #field))
+    OPT(zeEventPoolCreate);
+    OPT(zeEventPoolDestroy);
+    OPT(zeEventCreate);
+    OPT(zeEventDestroy);
+    OPT(zeEventHostSynchronize);
+    OPT(zeEventQueryStatus);
+    OPT(zeEventHostReset);
+    OPT(zeEventQueryKernelTimestamp);
+    OPT(zeCommandListAppendWaitOnEvents);
+    OPT(zeCommandListAppendEventReset);
+    OPT(zeCommandListAppendWriteGlobalTimestamp);
+    OPT(zeMemAllocHost);
+#undef OPT
     load_ok = 1;
     enumerate();
 }
@@ -224,12 +242,14 @@ static int lz_device_count(char *why, size_t why_len) {
         }                                        \
     } while (0)
 
-/* The command list for a device in a context: an immediate list when the
+/* A command list for a device in a context: an immediate list when the
  * driver makes one, else a queue and a regular list (queue stays NULL with
- * an immediate list).  Nothing is left behind on failure. */
-static tack_status make_list(tack_device *d, ze_context_handle_t ctx, ze_device_handle_t dev,
-                             ze_command_list_handle_t *list, ze_command_queue_handle_t *queue) {
+ * an immediate list).  Nothing is left behind on failure.  Only the list
+ * and queue fields are set: the caller owns the rest of *l. */
+tack_status lz_list_make(tack_device *d, ze_context_handle_t ctx, ze_device_handle_t dev, lz_list *l) {
     tack_status st = TACK_OK;
+    ze_command_list_handle_t *list = &l->list;
+    ze_command_queue_handle_t *queue = &l->queue;
     *list = NULL;
     *queue = NULL;
     ze_command_queue_desc_t qd;
@@ -284,6 +304,15 @@ static tack_status lz_init_device(tack_device *d) {
     mp.stype = TACK_ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
     ZE(api.zeDeviceGetModuleProperties(c->dev, &mp), "zeDeviceGetModuleProperties");
     c->fp64 = (mp.flags & TACK_ZE_DEVICE_MODULE_FLAG_FP64) != 0;
+    /* timestamps: ticks of timerResolution ns (1.0's properties), or of 1/timerResolution s where the
+     * driver knows the 1.2 properties, whose integer is exact; the valid bits say where they wrap */
+    c->tick_ns = dp.timerResolution ? (double)dp.timerResolution : 1.0;
+    c->ts_bits = dp.timestampValidBits ? dp.timestampValidBits : 64;
+    c->kts_bits = dp.kernelTimestampValidBits ? dp.kernelTimestampValidBits : 64;
+    dp.stype = TACK_ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2;
+    dp.pNext = NULL;
+    if (api.zeDeviceGetProperties(c->dev, &dp) == TACK_ZE_RESULT_SUCCESS && dp.timerResolution)
+        c->tick_ns = 1e9 / (double)dp.timerResolution;
     c->fp32_cr = (mp.fp32flags & TACK_ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT) != 0;
     d->threads = (int)c->units;
     tk_mutex_lock(&ctx_lock); /* a context adopted meanwhile is used, or switched to (tack_level_zero_adopt) */
@@ -297,8 +326,11 @@ static tack_status lz_init_device(tack_device *d) {
     }
     c->ctx = contexts[drv];
     users[drv]++;
-    if ((st = make_list(d, c->ctx, c->dev, &c->list, &c->queue)) != TACK_OK) goto done;
-    tk_mutex_init(&c->list_lock);
+    if ((st = lz_list_make(d, c->ctx, c->dev, &c->own)) != TACK_OK) goto done;
+    c->own.owned = 1;
+    tk_mutex_init(&c->own.lock);
+    tk_mutex_init(&c->streams_lock);
+    tk_mutex_init(&c->ev_lock);
     gpu_records_init(&c->rec, "the Level Zero device");
     d->state = c;
     ready[d->index] = d;
@@ -317,47 +349,48 @@ done:
 }
 
 /* ------------------------------------------------------- the command list */
-tack_status lz_barrier(tack_device *d) {
-    lz_dev *c = d->state;
+tack_status lz_barrier(tack_device *d, lz_list *l) {
     tack_status st = TACK_OK;
-    ZE(api.zeCommandListAppendBarrier(c->list, NULL, 0, NULL), "zeCommandListAppendBarrier");
-    c->appended = 1;
+    ZE(api.zeCommandListAppendBarrier(l->list, NULL, 0, NULL), "zeCommandListAppendBarrier");
+    l->appended = 1;
 done:
     return st;
 }
 
-tack_status lz_wait(tack_device *d) {
-    lz_dev *c = d->state;
+tack_status lz_wait(tack_device *d, lz_list *l) {
     tack_status st = TACK_OK;
-    if (!c->queue) {
-        ZE(api.zeCommandListHostSynchronize(c->list, TACK_ZE_TIMEOUT_INFINITE), "zeCommandListHostSynchronize");
+    if (l->recording)
+        return tack_set_error(TACK_ERR_VALUE, "%s: a wait for work being captured into a graph (nothing captured "
+                              "runs until the graph is launched)", d->name);
+    if (!l->queue) {
+        ZE(api.zeCommandListHostSynchronize(l->list, TACK_ZE_TIMEOUT_INFINITE), "zeCommandListHostSynchronize");
+        lz_release_held(d, l);
         return TACK_OK;
     }
-    if (!c->appended) return TACK_OK;
-    c->appended = 0;
-    ZE(api.zeCommandListClose(c->list), "zeCommandListClose");
-    ze_result_t r = api.zeCommandQueueExecuteCommandLists(c->queue, 1, &c->list, NULL);
-    if (r == TACK_ZE_RESULT_SUCCESS) r = api.zeCommandQueueSynchronize(c->queue, TACK_ZE_TIMEOUT_INFINITE);
-    ze_result_t rr = api.zeCommandListReset(c->list); /* reusable whatever happened */
+    if (!l->appended) return TACK_OK;
+    l->appended = 0;
+    ZE(api.zeCommandListClose(l->list), "zeCommandListClose");
+    ze_result_t r = api.zeCommandQueueExecuteCommandLists(l->queue, 1, &l->list, NULL);
+    if (r == TACK_ZE_RESULT_SUCCESS) r = api.zeCommandQueueSynchronize(l->queue, TACK_ZE_TIMEOUT_INFINITE);
+    ze_result_t rr = api.zeCommandListReset(l->list); /* reusable whatever happened */
     ZE(r, "running the command list (zeCommandQueueExecuteCommandLists, zeCommandQueueSynchronize)");
     ZE(rr, "zeCommandListReset");
+    lz_release_held(d, l);
 done:
     return st;
 }
 
-tack_status lz_submit(tack_device *d) {
-    lz_dev *c = d->state;
-    return c->queue ? lz_wait(d) : TACK_OK;
+tack_status lz_submit(tack_device *d, lz_list *l) {
+    return l->queue && !l->recording ? lz_wait(d, l) : TACK_OK;
 }
 
-tack_status lz_copy_wait(tack_device *d, void *dst, const void *src, size_t n) {
-    lz_dev *c = d->state;
+tack_status lz_copy_wait(tack_device *d, lz_list *l, void *dst, const void *src, size_t n) {
     tack_status st = TACK_OK;
-    tk_mutex_lock(&c->list_lock);
-    ZE(api.zeCommandListAppendMemoryCopy(c->list, dst, src, n, NULL, 0, NULL), "zeCommandListAppendMemoryCopy");
-    if ((st = lz_barrier(d)) == TACK_OK) st = lz_wait(d);
+    tk_mutex_lock(&l->lock);
+    ZE(api.zeCommandListAppendMemoryCopy(l->list, dst, src, n, NULL, 0, NULL), "zeCommandListAppendMemoryCopy");
+    if ((st = lz_barrier(d, l)) == TACK_OK) st = lz_wait(d, l);
 done:
-    tk_mutex_unlock(&c->list_lock);
+    tk_mutex_unlock(&l->lock);
     return st;
 }
 
@@ -380,67 +413,78 @@ static tack_status lz_alloc(tack_device *d, size_t nbytes, void **out) {
 static void lz_free(tack_device *d, void *ptr) {
     lz_dev *c = d->state;
     if (!ptr) return;
-    /* work queued on it must finish first: zeMemFree does not wait */
-    tk_mutex_lock(&c->list_lock);
-    lz_wait(d);
-    tk_mutex_unlock(&c->list_lock);
+    /* work queued on it must finish first: zeMemFree does not wait (work on
+     * a stream: the runtime made the device's own list wait for it, stream.c) */
+    tk_mutex_lock(&c->own.lock);
+    if (lz_wait(d, &c->own) != TACK_OK) tack_clear_error(); /* said at the next synchronization */
+    tk_mutex_unlock(&c->own.lock);
     api.zeMemFree(c->ctx, ptr);
 }
 
+/* Copies and fills go to the current stream's list (the device's own when none is named). */
 static tack_status lz_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind) {
-    lz_dev *c = d->state;
     tack_status st = TACK_OK;
     if (n == 0) return TACK_OK;
+    lz_list *l = lz_cur(d);
+    if (!l) return TACK_ERR_NOMEM;
     switch (kind) {
     case RT_COPY_H2D:
-        return lz_copy_wait(d, dst, src, n);
+        return lz_copy_wait(d, l, dst, src, n);
     case RT_COPY_D2H:
-        if ((st = lz_copy_wait(d, dst, src, n)) != TACK_OK) return st;
+        if ((st = lz_copy_wait(d, l, dst, src, n)) != TACK_OK) return st;
         /* a synchronization point: a failed check of a kernel before it is reported */
         return lz_check_record(d);
     case RT_COPY_D2D:
         if (dst == src) return TACK_OK;
-        tk_mutex_lock(&c->list_lock);
-        ZE(api.zeCommandListAppendMemoryCopy(c->list, dst, src, n, NULL, 0, NULL), "zeCommandListAppendMemoryCopy");
-        if ((st = lz_barrier(d)) == TACK_OK) st = lz_submit(d);
+        tk_mutex_lock(&l->lock);
+        ZE(api.zeCommandListAppendMemoryCopy(l->list, dst, src, n, NULL, 0, NULL), "zeCommandListAppendMemoryCopy");
+        if ((st = lz_barrier(d, l)) == TACK_OK) st = lz_submit(d, l);
     done:
-        tk_mutex_unlock(&c->list_lock);
+        tk_mutex_unlock(&l->lock);
         return st;
     }
     return st;
 }
 
 static tack_status lz_fill(tack_device *d, void *dst, const void *value, size_t itemsize, size_t count) {
-    lz_dev *c = d->state;
     tack_status st = TACK_OK;
     unsigned char *staging = NULL;
     size_t total;
     if (count == 0) return TACK_OK;
     if (!rt_mul_overflow_size(itemsize, count, &total))
         return tack_set_error(TACK_ERR_VALUE, "fill of %zu elements of %zu bytes overflows", count, itemsize);
+    lz_list *l = lz_cur(d);
+    if (!l) return TACK_ERR_NOMEM;
     if (itemsize && itemsize <= 128 && (itemsize & (itemsize - 1)) == 0) {
-        /* power-of-two patterns up to the compute engines' limit */
-        tk_mutex_lock(&c->list_lock);
-        ze_result_t r = api.zeCommandListAppendMemoryFill(c->list, dst, value, itemsize, total, NULL, 0, NULL);
+        /* power-of-two patterns up to the compute engines' limit; a graph's keeps its pattern */
+        tk_mutex_lock(&l->lock);
+        const void *pattern = l->recording ? lz_capture_keep(d, l, value, itemsize) : value;
+        ze_result_t r = pattern ? api.zeCommandListAppendMemoryFill(l->list, dst, pattern, itemsize, total, NULL, 0,
+                                                                    NULL)
+                                : TACK_ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
         if (r != TACK_ZE_RESULT_SUCCESS) st = lz_error(r, "zeCommandListAppendMemoryFill", d);
-        if (st == TACK_OK && (st = lz_barrier(d)) == TACK_OK) st = lz_wait(d);
-        tk_mutex_unlock(&c->list_lock);
+        if (st == TACK_OK && (st = lz_barrier(d, l)) == TACK_OK) st = l->recording ? TACK_OK : lz_wait(d, l);
+        tk_mutex_unlock(&l->lock);
         return st;
     }
+    if (l->recording)
+        return tack_set_error(TACK_ERR_VALUE, "a fill of %zu-byte elements during a capture on %s: it is a copy from "
+                              "the host, which a graph cannot replay", itemsize, d->name);
     /* vec3 and the like: fill a host block once and copy it out */
     if (!(staging = tack_malloc(total)))
         return tack_set_error(TACK_ERR_NOMEM, "out of memory staging a fill of %zu bytes on %s", total, d->name);
     for (size_t i = 0; i < count; i++) memcpy(staging + i * itemsize, value, itemsize);
-    st = lz_copy_wait(d, dst, staging, total);
+    st = lz_copy_wait(d, l, dst, staging, total);
     tack_free(staging);
     return st;
 }
 
 static tack_status lz_synchronize(tack_device *d) {
     lz_dev *c = d->state;
-    tk_mutex_lock(&c->list_lock);
-    tack_status st = lz_wait(d);
-    tk_mutex_unlock(&c->list_lock);
+    tk_mutex_lock(&c->own.lock);
+    tack_status st = lz_wait(d, &c->own);
+    tk_mutex_unlock(&c->own.lock);
+    if (st == TACK_OK) st = rt_streams_sync(d); /* and every stream of the program's (level_zero_stream.c) */
     return st == TACK_OK ? lz_check_record(d) : st;
 }
 
@@ -498,6 +542,7 @@ static const rt_backend lz_backend = {
     .launch = lz_launch,
     .unload = lz_unload,
     .check_ptr = lz_check_ptr,
+    .streams = &lz_stream_ops,
 };
 
 const rt_backend *rt_backend_level_zero(void) { return &lz_backend; }
@@ -546,8 +591,8 @@ tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
                               "tack_level_zero_adopt: context %p is not usable: zeContextGetStatus returned %s (0x%x)",
                               context, lz_code_name(r), (unsigned)r);
     tack_status st = TACK_OK;
-    ze_command_list_handle_t lists[LZ_MAX_DEVICES] = {0};
-    ze_command_queue_handle_t queues[LZ_MAX_DEVICES] = {0};
+    lz_list lists[LZ_MAX_DEVICES];
+    memset(lists, 0, sizeof lists);
     tk_mutex_lock(&ctx_lock);
     if (contexts[drv] == context) goto out; /* adopted already */
     for (int k = 0; k < nfound; k++)
@@ -561,24 +606,25 @@ tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
     /* devices already initialized: new command lists in the adopted context, all made before any is swapped */
     for (int k = 0; k < nfound && st == TACK_OK; k++)
         if (found[k].driver == drv && ready[k])
-            st = make_list(ready[k], context, found[k].dev, &lists[k], &queues[k]);
+            st = lz_list_make(ready[k], context, found[k].dev, &lists[k]);
     for (int k = 0; k < nfound; k++) {
-        if (!lists[k]) continue;
+        if (!lists[k].list) continue;
         lz_dev *c = ready[k]->state;
         if (st != TACK_OK) {
-            api.zeCommandListDestroy(lists[k]);
-            if (queues[k]) api.zeCommandQueueDestroy(queues[k]);
+            api.zeCommandListDestroy(lists[k].list);
+            if (lists[k].queue) api.zeCommandQueueDestroy(lists[k].queue);
             continue;
         }
-        tk_mutex_lock(&c->list_lock);
-        lz_wait(ready[k]); /* nothing of Tack's is queued without an allocation, but drain it anyway */
-        api.zeCommandListDestroy(c->list);
-        if (c->queue) api.zeCommandQueueDestroy(c->queue);
-        c->list = lists[k];
-        c->queue = queues[k];
-        c->appended = 0;
+        tk_mutex_lock(&c->own.lock);
+        /* nothing of Tack's is queued without an allocation, but drain it anyway */
+        if (lz_wait(ready[k], &c->own) != TACK_OK) tack_clear_error();
+        api.zeCommandListDestroy(c->own.list);
+        if (c->own.queue) api.zeCommandQueueDestroy(c->own.queue);
+        c->own.list = lists[k].list;
+        c->own.queue = lists[k].queue;
+        c->own.appended = 0;
         c->ctx = context;
-        tk_mutex_unlock(&c->list_lock);
+        tk_mutex_unlock(&c->own.lock);
     }
     if (st != TACK_OK) goto out;
     if (contexts[drv] && owned[drv]) api.zeContextDestroy(contexts[drv]); /* Tack's own, now unused */

@@ -39,6 +39,7 @@ typedef struct _ze_event_handle_t *ze_event_handle_t;
 typedef struct _ze_module_handle_t *ze_module_handle_t;
 typedef struct _ze_module_build_log_handle_t *ze_module_build_log_handle_t;
 typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
+typedef struct _ze_event_pool_handle_t *ze_event_pool_handle_t;
 
 /* ze_result_t */
 #define TACK_ZE_RESULT_SUCCESS 0u
@@ -73,10 +74,14 @@ typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
 #define TACK_ZE_STRUCTURE_TYPE_CONTEXT_DESC 0xdu
 #define TACK_ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC 0xeu
 #define TACK_ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC 0xfu
+#define TACK_ZE_STRUCTURE_TYPE_EVENT_POOL_DESC 0x10u
+#define TACK_ZE_STRUCTURE_TYPE_EVENT_DESC 0x11u
 #define TACK_ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC 0x15u
+#define TACK_ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC 0x16u
 #define TACK_ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES 0x17u
 #define TACK_ZE_STRUCTURE_TYPE_MODULE_DESC 0x1bu
 #define TACK_ZE_STRUCTURE_TYPE_KERNEL_DESC 0x1du
+#define TACK_ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2 0x20006u /* timerResolution in cycles/s, not ns */
 
 /* ze_command_queue_mode_t, ze_command_queue_priority_t */
 #define TACK_ZE_COMMAND_QUEUE_MODE_DEFAULT 0u
@@ -91,6 +96,11 @@ typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
 /* ze_device_module_flags_t */
 #define TACK_ZE_DEVICE_MODULE_FLAG_FP64 (1u << 1)
 #define TACK_ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT (1u << 6) /* ze_device_fp_flag_t */
+/* ze_event_pool_flag_t, ze_event_scope_flag_t */
+#define TACK_ZE_EVENT_POOL_FLAG_HOST_VISIBLE (1u << 0)
+#define TACK_ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP (1u << 2)
+#define TACK_ZE_EVENT_SCOPE_FLAG_DEVICE (1u << 1)
+#define TACK_ZE_EVENT_SCOPE_FLAG_HOST (1u << 2)
 /* ze_module_format_t */
 #define TACK_ZE_MODULE_FORMAT_IL_SPIRV 0u
 /* zeCommandQueueSynchronize / zeCommandListHostSynchronize: wait forever */
@@ -211,6 +221,36 @@ typedef struct ze_kernel_desc_t { /* 32 bytes */
     const char *pKernelName;
 } ze_kernel_desc_t;
 
+typedef struct ze_host_mem_alloc_desc_t { /* 24 bytes */
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_flags_t flags;
+} ze_host_mem_alloc_desc_t;
+
+typedef struct ze_event_pool_desc_t { /* 24 bytes */
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_flags_t flags; /* ze_event_pool_flag_t */
+    uint32_t count;
+} ze_event_pool_desc_t;
+
+typedef struct ze_event_desc_t { /* 24 bytes */
+    ze_structure_type_t stype;
+    const void *pNext;
+    uint32_t index;
+    ze_flags_t signal; /* ze_event_scope_flag_t */
+    ze_flags_t wait;
+} ze_event_desc_t;
+
+typedef struct ze_kernel_timestamp_data_t {
+    uint64_t kernelStart, kernelEnd; /* device ticks */
+} ze_kernel_timestamp_data_t;
+
+typedef struct ze_kernel_timestamp_result_t { /* 32 bytes */
+    ze_kernel_timestamp_data_t global;  /* the free-running device clock */
+    ze_kernel_timestamp_data_t context; /* while the context ran */
+} ze_kernel_timestamp_result_t;
+
 typedef struct ze_group_count_t {
     uint32_t groupCountX, groupCountY, groupCountZ;
 } ze_group_count_t;
@@ -267,6 +307,23 @@ typedef struct tack_ze_api {
     ze_result_t (*zeKernelSetGroupSize)(ze_kernel_handle_t k, uint32_t x, uint32_t y, uint32_t z);
     ze_result_t (*zeKernelSuggestGroupSize)(ze_kernel_handle_t k, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t *x,
                                             uint32_t *y, uint32_t *z);
+    /* events (level_zero_stream.c); optional: a loader without them refuses streams, naming the one it lacks */
+    ze_result_t (*zeEventPoolCreate)(ze_context_handle_t ctx, const ze_event_pool_desc_t *desc, uint32_t ndev,
+                                     ze_device_handle_t *devs, ze_event_pool_handle_t *out);
+    ze_result_t (*zeEventPoolDestroy)(ze_event_pool_handle_t pool);
+    ze_result_t (*zeEventCreate)(ze_event_pool_handle_t pool, const ze_event_desc_t *desc, ze_event_handle_t *out);
+    ze_result_t (*zeEventDestroy)(ze_event_handle_t e);
+    ze_result_t (*zeEventHostSynchronize)(ze_event_handle_t e, uint64_t timeout);
+    ze_result_t (*zeEventQueryStatus)(ze_event_handle_t e);
+    ze_result_t (*zeEventHostReset)(ze_event_handle_t e);
+    ze_result_t (*zeEventQueryKernelTimestamp)(ze_event_handle_t e, ze_kernel_timestamp_result_t *out);
+    ze_result_t (*zeCommandListAppendWaitOnEvents)(ze_command_list_handle_t l, uint32_t n, ze_event_handle_t *events);
+    ze_result_t (*zeCommandListAppendEventReset)(ze_command_list_handle_t l, ze_event_handle_t e);
+    ze_result_t (*zeCommandListAppendWriteGlobalTimestamp)(ze_command_list_handle_t l, uint64_t *dst,
+                                                           ze_event_handle_t signal, uint32_t nwait,
+                                                           ze_event_handle_t *wait);
+    ze_result_t (*zeMemAllocHost)(ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *desc, size_t size,
+                                  size_t alignment, void **out);
 } tack_ze_api;
 
 /* libocloc (ocloc_api.h): compile in memory; outputs are named files, among

@@ -60,10 +60,16 @@
  * zeKernelSuggestGroupSize allows) work-items, compute units x 8 groups
  * (the kernels loop with a grid stride, so any count is correct); a serial
  * phase runs one group of one.  The phases of one call are appended to the
- * device's command list under the program's lock, each followed by a
- * barrier, and the call returns once they are appended -- except when an
- * array argument is shared with another library (TACK_ARRAY_SHARED): then
- * it waits and reports a failed check at once, as on CUDA and OpenCL.
+ * current stream's command list (the device's own when none is named; a
+ * graph's while a capture records: level_zero_stream.c) under the
+ * program's lock, each followed by a barrier, and the call returns once
+ * they are appended -- except when an array argument is shared with
+ * another library (TACK_ARRAY_SHARED): then it waits and reports a failed
+ * check at once, as on CUDA and OpenCL (a captured launch does not: its
+ * replay waits).  A program with a frame launched on another stream than
+ * its last is ordered after that one first, as gpu_launch.c orders CUDA's;
+ * while a profile records, the first and last phases signal kernel-
+ * timestamp events that give the launch's device time.
  *
  * Errors: a failed check writes the device's error record (first failure
  * wins).  lz_check_record, called at every synchronization point after the
@@ -339,10 +345,10 @@ static int take_record(tack_device *d, gpu_err_record *rec, tack_status *st) {
     *st = TACK_OK;
     if (!c->err) return 0;
     memset(rec, 0, sizeof *rec);
-    if ((*st = lz_copy_wait(d, rec, c->err, sizeof *rec)) != TACK_OK) return 0;
+    if ((*st = lz_copy_wait(d, &c->own, rec, c->err, sizeof *rec)) != TACK_OK) return 0;
     if (!rec->failed) return 0;
     static const gpu_err_record zero;
-    *st = lz_copy_wait(d, c->err, &zero, sizeof zero);
+    *st = lz_copy_wait(d, &c->own, c->err, &zero, sizeof zero);
     return 1;
 }
 
@@ -414,7 +420,8 @@ static tack_status zeroed(tack_device *d, size_t n, void **out, const char *what
     ze_result_t r = api->zeMemAllocDevice(c->ctx, &md, n, 64, c->dev, &p);
     if (r != TACK_ZE_RESULT_SUCCESS || !p) return lz_error(r ? r : TACK_ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, what, d);
     unsigned char *zero = tack_calloc(1, n);
-    tack_status st = zero ? lz_copy_wait(d, p, zero, n) : tack_set_error(TACK_ERR_NOMEM, "out of memory in %s", what);
+    tack_status st = zero ? lz_copy_wait(d, &c->own, p, zero, n)
+                          : tack_set_error(TACK_ERR_NOMEM, "out of memory in %s", what);
     tack_free(zero);
     if (st != TACK_OK) {
         api->zeMemFree(c->ctx, p);
@@ -460,10 +467,12 @@ void lz_unload(tack_device *d, tack_program *p) {
     lz_dev *c = d->state;
     lz_prog *cp = p->handle;
     if (!cp || !lz_api_get()) return;
+    /* launches of it on other streams (runtime/stream.c) finish before its kernels and frame go */
+    if (rt_streams_join(d) != TACK_OK) tack_clear_error(); /* said at the next synchronization */
     tk_mutex_lock(&c->rec.lock);
-    tk_mutex_lock(&c->list_lock);
-    tack_status wst = lz_wait(d);
-    tk_mutex_unlock(&c->list_lock);
+    tk_mutex_lock(&c->own.lock);
+    tack_status wst = lz_wait(d, &c->own);
+    tk_mutex_unlock(&c->own.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (wst == TACK_OK) gpu_keep_pending(&c->rec, d, take_record);
     gpu_unlink(&c->rec, &cp->g);
@@ -530,19 +539,49 @@ tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
     int shared = gpu_any_shared(p, args, nargs);
     tack_status st = TACK_OK;
+    lz_list *l = lz_cur(d); /* the thread's current stream on d (its capture's list), else the device's own */
+    if (!l) return TACK_ERR_NOMEM;
+    int captured = l->recording;
+    lz_slot *first = NULL, *last = NULL;
     tk_mutex_lock(&cp->g.lock);
-    tk_mutex_lock(&c->list_lock);
+    /* Launches of one program share its frame buffer: one on another stream than the last waits
+     * for it on the device (runtime/stream.c), as gpu_launch.c orders CUDA's and HIP's; a capture
+     * orders nothing now, its replays do (level_zero_stream.c). */
+    tack_stream *cur = rt_stream_now(d);
+    if (!captured && cp->g.frame_bytes && cur != cp->g.last && (st = rt_stream_order(d, cur, cp->g.last)) == TACK_OK) {
+        tack_stream_retain(cur);
+        tack_stream_release(cp->g.last);
+        cp->g.last = cur;
+    }
+    /* while a profile records: kernel timestamps of the first and last phases (level_zero_stream.c) */
+    if (st == TACK_OK && !captured && rt_prof_on() && api->zeEventQueryKernelTimestamp && api->zeEventPoolCreate &&
+        api->zeEventCreate && api->zeEventHostSynchronize && api->zeEventQueryStatus && api->zeEventHostReset &&
+        lz_slot_take(d, LZ_EV_KERNEL_TS, &first) == TACK_OK) {
+        if (cp->g.nph > 1 && lz_slot_take(d, LZ_EV_KERNEL_TS, &last) != TACK_OK) {
+            lz_slot_retire(d, first);
+            first = NULL;
+        }
+        tack_clear_error(); /* no timer is no error of the launch */
+    }
+    tk_mutex_lock(&l->lock);
     for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
         ze_group_count_t groups = {cp->g.kinds[k] == 'p' ? c->units * 8 : 1, 1, 1};
-        ze_result_t r = api->zeCommandListAppendLaunchKernel(c->list, cp->k[k], &groups, NULL, 0, NULL);
+        lz_slot *sig = !first ? NULL : k == 0 ? first : k == cp->g.nph - 1 ? last : NULL;
+        ze_result_t r = api->zeCommandListAppendLaunchKernel(l->list, cp->k[k], &groups, sig ? sig->ev : NULL, 0, NULL);
         if (r != TACK_ZE_RESULT_SUCCESS) st = lz_error(r, "zeCommandListAppendLaunchKernel", d);
-        else st = lz_barrier(d);
+        else if (sig) sig->armed = 1;
+        if (st == TACK_OK) st = lz_barrier(d, l);
     }
-    if (st == TACK_OK) st = shared ? lz_wait(d) : lz_submit(d);
-    tk_mutex_unlock(&c->list_lock);
+    /* shared with another library: finished before the call returns (a replay waits instead) */
+    if (st == TACK_OK) st = shared && !captured ? lz_wait(d, l) : lz_submit(d, l);
+    tk_mutex_unlock(&l->lock);
     tk_mutex_unlock(&cp->g.lock);
-    /* shared with another library: finished before the call returns */
-    if (st == TACK_OK && shared) st = lz_check_record(d);
+    if (first && st == TACK_OK) rt_prof_cur_timer = lz_timer_of(d, first, last ? last : first);
+    else if (first) {
+        lz_slot_retire(d, first);
+        if (last) lz_slot_retire(d, last);
+    }
+    if (st == TACK_OK && shared && !captured) st = lz_check_record(d);
     return st;
 }

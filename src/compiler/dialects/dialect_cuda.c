@@ -382,7 +382,8 @@ void tk_cuda_flush(tk_emitter *e, tk_ir *a, const char *full, const char *lane0)
     tk_emitter_printf(e, ";\n");
 }
 
-static void cu_flush(tk_emitter *e, tk_ir *a) {
+static void cu_flush(tk_emitter *e, tk_ir *a, int all_reach) {
+    (void)all_reach; /* a partial warp is found at run time */
     tk_cuda_flush(e, a, "__activemask() == 0xffffffffu", "(threadIdx.x & 31u) == 0");
 }
 

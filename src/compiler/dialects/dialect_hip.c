@@ -83,7 +83,8 @@ static void hip_prelude(tk_cc *C, tk_buf *b) {
 
 /* A privatized sum: summed across a full wavefront and added by its first
  * lane; a partial wavefront adds per thread. */
-static void hip_flush(tk_emitter *e, tk_ir *a) {
+static void hip_flush(tk_emitter *e, tk_ir *a, int all_reach) {
+    (void)all_reach; /* a partial warp is found at run time */
     tk_cuda_flush(e, a, "__ballot(1) == TK_FULL_WAVE", "(threadIdx.x & (unsigned)(warpSize - 1)) == 0");
 }
 

@@ -33,6 +33,13 @@
  *     as Python's repr; the print helpers are always inlined (PoCL 3.1 read
  *     a kernel's arguments wrong when a called function holding printf
  *     calls was called twice: a bogus IndexError);
+ *   - a privatized sum (privatize.c: `total[0] += x[i]`) is summed across
+ *     the sub-group first where the device has sub-groups (cl_khr_subgroups,
+ *     or OpenCL 3.0's __opencl_c_subgroups: Intel's GPUs, Level Zero) and
+ *     the loop's body cannot fail (then every lane reaches the flush, which
+ *     a sub-group reduction needs), so one compare-and-swap loop per
+ *     sub-group adds it, not one per work-item; elsewhere (PoCL 3.1 has no
+ *     sub-groups) each work-item adds its own;
  *   - no contraction of a * b + c into a fused multiply-add (OpenCL's
  *     default allows it), so results round as on the CPU and in NumPy;
  *   - double precision only where the kernel uses it: a kernel that needs
@@ -384,6 +391,7 @@ static int kernel_fp64(const tk_cc *C) { return uses_f64(C); }
 
 static void cl_prelude(tk_cc *C, tk_buf *b) {
     if (kernel_fp64(C)) tk_puts(b, "#define TK_FP64 1\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    if (C->uses_atomic) tk_puts(b, "#ifdef cl_khr_subgroups\n#pragma OPENCL EXTENSION cl_khr_subgroups : enable\n#endif\n");
     /* IEEE arithmetic as on the CPU and NumPy: OpenCL lets the compiler fuse
      * a * b + c into one rounding unless told not to */
     if (!C->opts.fast_math) tk_puts(b, "#pragma OPENCL FP_CONTRACT OFF\n");
@@ -493,6 +501,37 @@ static void cl_scalar(tk_emitter *e, int p, int im, const char *mem) {
     else tk_emitter_printf(e, "s%d%s", p, s);
 }
 
+/* A privatized sum's flush (see the head comment): the sub-group's total,
+ * added by its first lane, for the element types sub_group_reduce_add
+ * takes; a work-item's own sum otherwise, and on devices without sub-groups. */
+static void cl_flush(tk_emitter *e, tk_ir *a, int all_reach) {
+    tk_ir *v = a->k[0];
+    int dt = v->ty.dt;
+    int sg = all_reach && (dt == TACK_I32 || dt == TACK_U32 || dt == TACK_I64 || dt == TACK_U64 ||
+                           dt == TACK_F32 || dt == TACK_F64);
+    if (sg) {
+        tk_emitter_printf(e, "#if defined(cl_khr_subgroups) || defined(__opencl_c_subgroups)\n");
+        tk_emitter_indent(e);
+        tk_emitter_local(e, v->local);
+        tk_emitter_printf(e, " = sub_group_reduce_add(");
+        tk_emitter_local(e, v->local);
+        tk_emitter_printf(e, ");\n");
+        tk_emitter_indent(e);
+        tk_emitter_printf(e, "if (get_sub_group_local_id() == 0 && ");
+        tk_emitter_local(e, v->local);
+        tk_emitter_printf(e, " != 0) (void)");
+        tk_emitter_expr(e, a);
+        tk_emitter_printf(e, ";\n#else\n");
+    }
+    tk_emitter_indent(e);
+    tk_emitter_printf(e, "if (");
+    tk_emitter_local(e, v->local);
+    tk_emitter_printf(e, " != 0) (void)");
+    tk_emitter_expr(e, a);
+    tk_emitter_printf(e, ";\n");
+    if (sg) tk_emitter_printf(e, "#endif\n");
+}
+
 static void cl_trailer(tk_emitter *e) { tk_emitter_printf(e, " fp64=%d", kernel_fp64(tk_emitter_cc(e))); }
 
 static const tk_grid cl_grid = {
@@ -507,6 +546,7 @@ static const tk_grid cl_grid = {
     .group_index = "get_group_id(0)",
     .group_count = "get_num_groups(0)",
     .local_index = "get_local_id(0)",
+    .flush = cl_flush,
     .trailer = cl_trailer,
 };
 

@@ -43,8 +43,11 @@ typedef struct tk_grid {
      * four iterations a trip are then adjacent ones (layout_grid.c). */
     int vector_loads;
     /* Flush the privatized sum `a` (an IR_ATOMIC whose value is a local);
-     * NULL: each thread adds its own partial sum atomically. */
-    void (*flush)(tk_emitter *e, tk_ir *a);
+     * NULL: each thread adds its own partial sum atomically.  `all_reach` is 1
+     * when no check or call in the loop's body can fail, so that every thread
+     * of the grid that started the loop reaches the flush (a dialect whose
+     * sub-group operations need every lane may pre-reduce only then). */
+    void (*flush)(tk_emitter *e, tk_ir *a, int all_reach);
     /* Words after "phases=... frame=N" in the trailer (" block=256"). */
     void (*trailer)(tk_emitter *e);
 } tk_grid;

@@ -512,6 +512,21 @@ static void emit_blocks_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk
 
 /* The grid-stride loop of one parallel loop, its body, and the warp-summed
  * flushes of privatized reductions. */
+/* Whether a thread can leave the loop's body early: a check (which returns
+ * when it fails) or a call to a function that can fail (may_fail.c). */
+static int body_fails_in(const char *mayfail, const tk_ir *x) {
+    if (!x) return 0;
+    if (x->op == IR_CHECK) return 1;
+    if (x->op == IR_CALL && mayfail[x->aux]) return 1;
+    for (int i = 0; i < x->n; i++)
+        if (body_fails_in(mayfail, x->k[i])) return 1;
+    return 0;
+}
+
+static int body_fails(tk_cc *C, const tk_ir *body) {
+    return body_fails_in(tk_may_fail(C), body);
+}
+
 static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_grid *G) {
     int nd = s->aux;
     if (ir_is_blocks(s)) {
@@ -580,7 +595,7 @@ static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_g
         tk_ir *a = s->red->k[r];
         tk_ir *v = a->k[0];
         if (v->op == IR_LOCAL && G->flush) {
-            G->flush(e, a);
+            G->flush(e, a, !body_fails(tk_emitter_cc(e), s->k[nd]));
         } else {
             tk_emitter_indent(e);
             tk_emitter_printf(e, "if (");
