@@ -174,7 +174,8 @@ static tack_status event_cb(tack_device *d, metal_q *q, metal_event *e, int sign
         st = tack_set_error(TACK_ERR_DEVICE, "Metal gives no command buffer on %s for an event's %s", d->name,
                             signal ? "record" : "wait");
     } else {
-        mtl_void_id_u64(cb, signal ? TK_S(encodeSignalEvent_value) : TK_S(encodeWaitForEvent_value), e->ev, value);
+        if (signal) mtl_void_id_u64(cb, TK_S(encodeSignalEvent_value), e->ev, value);
+        else mtl_void_id_u64(cb, TK_S(encodeWaitForEvent_value), e->ev, value);
         mtl_void(cb, TK_S(commit));
         if (kept) *kept = mtl_id(cb, TK_S(retain));
         st = metal_q_add(d, q, mtl_id(cb, TK_S(retain)));
