@@ -33,8 +33,8 @@
  *
  * Failure injection (globals a test sets): fake_metal_compile_error (the
  * next library fails to compile with that message), fake_metal_cb_error
- * (the next command buffer ends in MTLCommandBufferStatusError with that
- * description), fake_metal_fail_site (the next command buffer that
+ * (the next command buffer to run ends in MTLCommandBufferStatusError with
+ * that description, having done none of its commands: no signal either), fake_metal_fail_site (the next command buffer that
  * dispatches writes a failed check with that site into buffer(0), the
  * device error record, as the generated code would).  FAKE_METAL_COUNT
  * (environment, default 1) is the number of GPUs.
@@ -470,7 +470,9 @@ static void run(id cb) {
             break;
         }
     cb->t0 = gpu_clock;
-    for (int i = 0; i < cb->ndisp; i++) {
+    /* a command buffer that fails (fake_metal_cb_error) does none of its commands: no dispatch, no signal */
+    int fails = fake_metal_cb_error[0] != 0;
+    for (int i = 0; i < cb->ndisp && !fails; i++) {
         struct dispatch *d = &cb->disp[i];
         if (d->op == OP_SIGNAL) {
             d->ev->value = d->value;
@@ -500,7 +502,7 @@ static void run(id cb) {
         }
         fake_metal_fail_site = -1;
     }
-    if (fake_metal_cb_error[0]) {
+    if (fails) {
         cb->status = 5;
         cb->err = error(fake_metal_cb_error);
         fake_metal_cb_error[0] = 0;

@@ -357,6 +357,7 @@ static void streams(tack_device *g) {
     CHECK(tack_event_record(fresh, B) == TACK_OK);
     CHECK(tack_event_synchronize(fresh) == TACK_ERR_DEVICE && strstr(tack_last_error(), "victim of GPU error") &&
           strstr(tack_last_error(), "metal:0"));
+    CHECK(tack_event_query(fresh) == -1 && strstr(tack_last_error(), "victim of GPU error")); /* never signalled */
     CHECK(tack_stream_synchronize(B) == TACK_ERR_DEVICE); /* and the stream's, once */
     CHECK(tack_stream_synchronize(B) == TACK_OK);
     tack_event_free(fresh);

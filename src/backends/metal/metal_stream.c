@@ -224,9 +224,11 @@ static tack_status finish(tack_device *d, metal_event *e) {
 static tack_status e_sync(tack_device *d, void *ev) { return finish(d, ev); }
 
 static int e_query(tack_device *d, void *ev) {
-    (void)d;
     metal_event *e = ev;
-    return !e->cb || mtl_u64(e->ev, TK_S(signaledValue)) >= e->count;
+    if (!e->cb || mtl_u64(e->ev, TK_S(signaledValue)) >= e->count) return 1;
+    /* a record whose command buffer failed never signals: say so rather than "not yet" for ever */
+    if (mtl_cb_status(e->cb, TK_S(status)) == TK_MTL_CB_ERROR) return finish(d, e), -1;
+    return 0;
 }
 
 static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
