@@ -306,6 +306,7 @@ void *fake_metal_new_buffer(unsigned long len, unsigned long mode) {
 }
 
 void fake_metal_release(void *o) { release(o); }
+void *fake_metal_new_queue(void) { return make(K_QUEUE); } /* another library's MTLCommandQueue */
 long fake_metal_refs(void *o) { return ((id)o)->refs; }
 void *fake_metal_contents(void *o) { return ((id)o)->mem; }
 void *fake_metal_device(int i) { find_devices(); return i < ndevices ? devices[i] : NULL; }

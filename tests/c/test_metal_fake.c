@@ -362,6 +362,27 @@ static void streams(tack_device *g) {
     CHECK(tack_stream_synchronize(B) == TACK_OK);
     tack_event_free(fresh);
 
+    /* another library's MTLCommandQueue, wrapped: Tack commits to it, orders it with events, and
+     * neither retains nor releases it */
+    void *theirs = ((void *(*)(void))dlsym(lib, "fake_metal_new_queue"))();
+    long (*refs)(void *) = (long (*)(void *))dlsym(lib, "fake_metal_refs");
+    tack_stream *W = NULL;
+    CHECK(tack_stream_wrap(g, (uintptr_t)theirs, &W) == TACK_OK && tack_stream_handle(W) == (uintptr_t)theirs);
+    if (W) {
+        CHECK(go(p, a2, o2, B) == TACK_OK && tack_stream_synchronize(B) == TACK_OK);
+        ran_clear();
+        c = FAKE_INT(fake_metal_commits);
+        CHECK(go(p, a2, o2, W) == TACK_OK); /* ordered after B, a2's and o2's last stream: an event each */
+        CHECK(FAKE_INT(fake_metal_commits) == c + 5 && ran()[0] == 0);
+        CHECK(tack_stream_synchronize(W) == TACK_OK && ran_is(c, (const int[]){1, 2, 3, 4, 5}, 5));
+        CHECK(refs(theirs) == 1);
+        CHECK(go(p, a2, o2, B) == TACK_OK && tack_stream_synchronize(B) == TACK_OK); /* back on B */
+        tack_stream_release(W);
+        /* the command buffers Tack committed to it (which retain their queue) go at the next synchronization */
+        CHECK(tack_device_synchronize(g) == TACK_OK && refs(theirs) == 1);
+    }
+    ((void (*)(void *))dlsym(lib, "fake_metal_release"))(theirs);
+
     /* capture: the calls kept, nothing committed; each replay commits them again, in order */
     tack_graph *gr = NULL;
     c = FAKE_INT(fake_metal_commits);
