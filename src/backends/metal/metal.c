@@ -14,10 +14,12 @@
  *
  * Devices: MTLCopyAllDevices where Metal has it (macOS: every GPU of an
  * Intel Mac with several), else MTLCreateSystemDefaultDevice.  Each device
- * gets one command queue; a launch is one command buffer on it, committed
- * at once and kept (retained) until a synchronization point waits for it:
- * synchronize, a copy, a fill, or a launch with an argument shared with
- * another library ("When a call returns").  Past 32 kept, those that have
+ * gets a command queue of its own (and each tack.Stream another,
+ * metal_stream.c); a launch is one command buffer on the current stream's
+ * queue, committed at once and kept (retained) until a synchronization
+ * point waits for it: synchronize (every queue of the device), a copy or a
+ * fill (the current stream's queue), or a launch with an argument shared
+ * with another library ("When a call returns").  Past 32 kept, those that have
  * completed without error are let go at the next launch, so a program that
  * never synchronizes holds a bounded list.  A command buffer that ends in
  * MTLCommandBufferStatusError is reported with its NSError's text; Metal

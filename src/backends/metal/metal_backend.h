@@ -1,7 +1,7 @@
 /*
  * metal_backend.h -- what metal.c (the runtime, devices, memory, copies)
  * and metal_launch.c (libraries, pipelines, command buffers, the error
- * record) share.
+ * record) share, with metal_stream.c (streams and events).
  *
  * One metal_dev per Tack Metal device: its MTLDevice and its own command
  * queue (the queues of tack.Streams beside it, metal_stream.c), each with
