@@ -317,7 +317,8 @@ tack_status metal_launch(tack_device *d, tack_program *p, const tack_arg *args, 
      * for it on the device (runtime/stream.c).  Graphs on Metal replay the calls themselves
      * (runtime/graph.c): nothing is captured here. */
     tack_stream *cur = rt_stream_now(d);
-    if (st == TACK_OK && mp->g.frame_bytes && cur != mp->g.last && (st = rt_stream_order(d, cur, mp->g.last)) == TACK_OK) {
+    if (st == TACK_OK && mp->g.frame_bytes && cur != mp->g.last &&
+        (st = rt_stream_order(d, cur, mp->g.last)) == TACK_OK) {
         tack_stream_retain(cur);
         tack_stream_release(mp->g.last);
         mp->g.last = cur;
