@@ -57,7 +57,7 @@ static int is_cpu(const tack_device *d) { return d->backend->type == TACK_DEVICE
 
 static tack_status no_streams(const tack_device *d) {
     return tack_set_error(TACK_ERR_UNSUPPORTED,
-                          "%s has no streams or events in Tack yet (CUDA, HIP, OpenCL and Level Zero devices have; "
+                          "%s has no streams or events in Tack yet (CUDA, HIP, OpenCL, Level Zero and Metal devices have; "
                           "the CPU's are for portable code and order nothing): run without one there",
                           d->name);
 }
