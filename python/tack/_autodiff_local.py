@@ -252,7 +252,12 @@ def replay(gen, s, fwd, acts, assigned, stores):
         sv = gen.fresh("save")
         if v in gen.larrays:
             fwd.append(_assign(_nm(sv, s, True), zeros(gen, v, s), s))
-            fwd.append(copy_loops(gen, sv, v, v, s))
+            shape = _shape(gen, v)
+            if shape is not None and _small(shape):
+                fwd.extend(_assign(_sub(sv, _const_index(e, s), s, True), _sub(v, _const_index(e, s), s), s)
+                           for e in _elements(shape))
+            else:
+                fwd.append(copy_loops(gen, sv, v, v, s))
             gen.larrays[sv] = gen.larrays[v]
             gen.local_types[sv] = gen.local_types[v]
         else:
@@ -277,10 +282,49 @@ def replay(gen, s, fwd, acts, assigned, stores):
 # ------------------------------------------------------------------ the reverse sweep
 
 
+SMALL_ARRAY = 16  # a state array of at most this many elements is copied element by element
+
+
+def _small(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n <= SMALL_ARRAY
+
+
+def _elements(shape):
+    import itertools
+
+    return itertools.product(*(range(d) for d in shape))
+
+
+def _const_index(e, node):
+    if len(e) == 1:
+        return _loc(ast.Constant(value=e[0]), node)
+    return _loc(ast.Tuple(elts=[_loc(ast.Constant(value=i), node) for i in e], ctx=ast.Load()), node)
+
+
+def _shape(gen, name):
+    """The constant shape of local array `name` as a tuple of ints, or None."""
+    shape = _constant(gen, gen.larrays[name][0])
+    shape = (shape,) if isinstance(shape, int) else shape
+    if isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape):
+        return shape
+    return None
+
+
 def _restore(gen, entry, node):
     out = []
     for v, sv, arr in entry:
-        out.append(copy_loops(gen, v, sv, v, node) if arr else _assign(_nm(v, node, True), _nm(sv, node), node))
+        if not arr:
+            out.append(_assign(_nm(v, node, True), _nm(sv, node), node))
+            continue
+        shape = _shape(gen, v)
+        if shape is not None and _small(shape):
+            out.extend(_assign(_sub(v, _const_index(e, node), node, True), _sub(sv, _const_index(e, node), node), node)
+                       for e in _elements(shape))
+        else:
+            out.append(copy_loops(gen, v, sv, v, node))
     return out
 
 
@@ -331,29 +375,92 @@ def _replayed(gen, loop_node, f1, back, entry, node):
     lo_e = copy.deepcopy(it.args[0]) if len(it.args) > 1 else c(0)
     st_e = copy.deepcopy(it.args[2]) if len(it.args) > 2 else c(1)
 
+    lo_c, st_c = _int_const(lo_e), _int_const(st_e)
+
+    def lo_r():  # the start, a constant where it is one (the C compiler folds it)
+        return c(lo_c) if lo_c is not None else _nm(lo, node)
+
+    def st_r():  # and the step: a constant step spares each replayed range its trip count's division
+        return c(st_c) if st_c is not None else _nm(st, node)
+
     def at(kk):  # lo + kk * st
-        return b(_nm(lo, node), ast.Add(), b(kk, ast.Mult(), _nm(st, node)))
+        kst = kk if st_c == 1 else b(kk, ast.Mult(), st_r())
+        return kst if lo_c == 0 else b(lo_r(), ast.Add(), kst)
 
     def over(x, y, stmts):
         lp = copy.copy(loop_node)
-        lp.iter = _loc(ast.Call(func=_nm("range", node), args=[x, y, _nm(st, node)], keywords=[]), node)
+        lp.iter = _loc(ast.Call(func=_nm("range", node), args=[x, y, st_r()], keywords=[]), node)
         lp.body = stmts or [_loc(ast.Pass(), node)]
         return lp
 
-    count = copy.copy(loop_node)  # n = the trip count
-    count.body = [_loc(ast.AugAssign(target=_nm(n, node, True), op=ast.Add(), value=c(1)), node)]
-    out = [_assign(_nm(n, node, True), c(0), node), count]
+    out = [_assign(_nm(n, node, True), _trips(it, node), node)]
     plan = _tape_plan(gen, loop_node, entry)
-    if plan is not None:
-        return out + _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node)
+    trips = _const_trips(gen, loop_node)
+    if plan is not None and (trips is None or trips > PLAIN_TRIPS):
+        taped = _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node)
+        if trips is not None or _size(f1) + _size(back) > PLAIN_BODY:
+            return out + taped
+        # a few trips (the common sub-step counts of 1 to 3) replay from the entry: no more forward
+        # iterations than the tape's 2 n, without its segments, copies and index checks
+        plain = _plain(gen, entry, n, k, lo, st, lo_e, st_e, lo_r, at, over, c, b, f1, copy.deepcopy(back), node)
+        test = _loc(ast.Compare(left=_nm(n, node), ops=[ast.LtE()], comparators=[c(PLAIN_TRIPS)]), node)
+        return out + [_loc(ast.If(test=test, body=plain, orelse=taped), node)]
+    return out + _plain(gen, entry, n, k, lo, st, lo_e, st_e, lo_r, at, over, c, b, f1, back, node)
+
+
+PLAIN_TRIPS = 3  # up to this many trips the replay from the entry runs no more forward iterations
+PLAIN_BODY = 600  # than a tape; a loop body of at most this many AST nodes gets both forms
+
+
+def _size(stmts):
+    return sum(1 for s in stmts for _ in ast.walk(s))
+
+
+def _const_trips(gen, loop_node):
+    bounds = [_constant(gen, a) for a in loop_node.iter.args]
+    if all(type(v) is int for v in bounds) and (len(bounds) < 3 or bounds[2]):
+        return len(range(*bounds))
+    return None
+
+
+def _plain(gen, entry, n, k, lo, st, lo_e, st_e, lo_r, at, over, c, b, f1, back, node):
+    """The replay from the entry: for k = n - 1 down to 0, the entry state put back, iterations
+    0 .. k - 1 forward, iteration k forward and backward (n (n + 1) / 2 forward iterations)."""
     body = _restore(gen, entry, node) + [
-        _assign(_nm(lo, node, True), lo_e, node), _assign(_nm(st, node, True), st_e, node),
-        over(_nm(lo, node), at(_nm(k, node)), copy.deepcopy(f1)),
+        _assign(_nm(lo, node, True), copy.deepcopy(lo_e), node), _assign(_nm(st, node, True), copy.deepcopy(st_e), node),
+        over(lo_r(), at(_nm(k, node)), copy.deepcopy(f1)),
         over(at(_nm(k, node)), at(b(_nm(k, node), ast.Add(), c(1))), copy.deepcopy(f1) + back)]
     rng = _loc(ast.Call(func=_nm("range", node), args=[b(_nm(n, node), ast.Sub(), c(1)), c(-1), c(-1)],
                         keywords=[]), node)
-    out.append(_loc(ast.For(target=_nm(k, node, True), iter=rng, body=body, orelse=[]), node))
-    return out + _restore(gen, entry, node)
+    return [_loc(ast.For(target=_nm(k, node, True), iter=rng, body=body, orelse=[]), node)] + _restore(gen, entry, node)
+
+
+def _int_const(e):
+    """The value of an int literal (a negative one too), else None."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        v = _int_const(e.operand)
+        return -v if v is not None else None
+    return e.value if isinstance(e, ast.Constant) and type(e.value) is int else None
+
+
+def _trips(it, node):
+    """The trip count of range(*it.args) as an expression, len(range(lo, hi, st)): max(0, hi - lo)
+    for a step of one, max(0, -((lo - hi) // st)) for any other (the floor division rounds the
+    trip count up, whatever the step's sign; a zero step failed in the forward sweep before)."""
+    a = [copy.deepcopy(x) for x in it.args]
+
+    def c(v):
+        return _loc(ast.Constant(value=v), node)
+
+    def b(x, op, y):
+        return _loc(ast.BinOp(left=x, op=op, right=y), node)
+
+    lo, hi = (c(0), a[0]) if len(a) == 1 else (a[0], a[1])
+    if len(a) < 3 or (isinstance(a[2], ast.Constant) and a[2].value == 1):
+        span = hi if len(a) == 1 else b(hi, ast.Sub(), lo)
+    else:
+        span = _loc(ast.UnaryOp(op=ast.USub(), operand=b(b(lo, ast.Sub(), hi), ast.FloorDiv(), a[2])), node)
+    return _loc(ast.Call(func=_nm("max", node), args=[c(0), span], keywords=[]), node)
 
 
 _BYTES = {"f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8,
@@ -413,6 +520,14 @@ def _tape_copy(items, slot, to_tape, node):
             out.append(_assign(cell, _nm(v, node), node) if to_tape else
                        _assign(_nm(v, node, True), cell, node))
             continue
+        if _small(shape):  # a few elements: one statement each, constant indices (no loop, no wrap)
+            for e in _elements(shape):
+                cv = _const_index(e, node)
+                ct = _loc(ast.Tuple(elts=[copy.deepcopy(slot)] + [_loc(ast.Constant(value=i), node) for i in e],
+                                    ctx=ast.Load()), node)
+                out.append(_assign(_sub(tape, ct, node, True), _sub(v, cv, node), node) if to_tape else
+                           _assign(_sub(v, cv, node, True), _sub(tape, ct, node), node))
+            continue
         qs = [f"{tape}{SEP}q{d}" for d in range(len(shape))]
         own = qs[0] if len(qs) == 1 else None
         idx_v = _nm(own, node) if own else _loc(ast.Tuple(elts=[_nm(q, node) for q in qs], ctx=ast.Load()), node)
@@ -442,7 +557,7 @@ def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
     def b(x, op, y):
         return _loc(ast.BinOp(left=x, op=op, right=y), node)
 
-    tapes = []  # made in each segment (zeroed, as every local array): none for a loop of no trips
+    tapes = []  # made once, before the segments: every slot a segment reads it has written first
     for v, tape, et, shape, arr in items:
         dims = (slots,) + (shape or ())
         tapes.append(_assign(_nm(tape, node, True), _loc(ast.Call(
@@ -462,14 +577,14 @@ def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
                                                           b(_nm(a, node), ast.Sub(), c(1)), c(-1)], keywords=[]), node),
         body=_tape_copy(items, b(_nm(k, node), ast.Sub(), _nm(a, node)), False, node) +
         [over(at(_nm(k, node)), at(k1), copy.deepcopy(f1) + back)], orelse=[]), node)
-    body = tapes + _restore(gen, entry, node) + [
-        _assign(_nm(lo, node, True), lo_e, node), _assign(_nm(st, node, True), st_e, node),
+    body = _restore(gen, entry, node) + [
+        _assign(_nm(lo, node, True), copy.deepcopy(lo_e), node), _assign(_nm(st, node, True), copy.deepcopy(st_e), node),
         _assign(_nm(a, node, True), b(_nm(sg, node), ast.Mult(), c(slots)), node),
         _assign(_nm(hi, node, True), _loc(ast.Call(func=_nm("min", node), args=[
             b(_nm(a, node), ast.Add(), c(slots)), _nm(n, node)], keywords=[]), node), node),
-        over(_nm(lo, node), at(_nm(a, node)), copy.deepcopy(f1)),
+        over(at(c(0)), at(_nm(a, node)), copy.deepcopy(f1)),
         _assign(_nm(q, node, True), c(0), node), record, backward]
-    out = [_loc(ast.For(target=_nm(sg, node, True), iter=_loc(ast.Call(
+    out = tapes + [_loc(ast.For(target=_nm(sg, node, True), iter=_loc(ast.Call(
         func=_nm("range", node), args=[segs, c(-1), c(-1)], keywords=[]), node), body=body, orelse=[]), node)]
     return out + _restore(gen, entry, node)
 
