@@ -275,8 +275,41 @@ def replay(gen, s, fwd, acts, assigned, stores):
     assigned |= inner
     loop = copy.copy(s)
     loop.body = f1 or [_loc(ast.Pass(), s)]
-    fwd.append(loop)
-    acts.append(("replay", s, f1, a1, entry, s))
+    # the trip count and the range's start and step, as the loop's entry sees them (the reverse
+    # sweep reads them after the loop, which may have changed what its bounds read)
+    bounds = {w: gen.fresh(w) for w in ("n", "lo", "st")}
+    it = s.iter
+    fwd.append(_assign(_nm(bounds["n"], s, True), _trips(it, s), s))
+    fwd.append(_assign(_nm(bounds["lo"], s, True), copy.deepcopy(it.args[0]) if len(it.args) > 1 else
+                       _loc(ast.Constant(value=0), s), s))
+    fwd.append(_assign(_nm(bounds["st"], s, True), copy.deepcopy(it.args[2]) if len(it.args) > 2 else
+                       _loc(ast.Constant(value=1), s), s))
+    plan = _tape_plan(gen, s, entry)
+    trips = _const_trips(gen, s)
+    if plan is None or (trips is not None and trips <= PLAIN_TRIPS):
+        mode = "plain"
+    elif trips is not None or _size(f1) > PLAIN_BODY:
+        mode = "taped"
+    else:
+        mode = "both"  # up to PLAIN_TRIPS trips the plain replay, more the tape
+    if mode == "plain":
+        fwd.append(loop)
+    else:  # the forward run records each iteration's state into the tape, a ring of `slots`:
+        # after it the tape holds the last segment's states (segments start at multiples of slots)
+        slots, items = plan
+        r = gen.fresh("r")
+        rec = copy.copy(s)
+        rec.body = _tape_copy(items, _nm(r, s), True, s) + [_assign(_nm(r, s, True), _loc(ast.BinOp(
+            left=_loc(ast.BinOp(left=_nm(r, s), op=ast.Add(), right=_loc(ast.Constant(value=1), s)), s),
+            op=ast.Mod(), right=_loc(ast.Constant(value=slots), s)), s), s)] + copy.deepcopy(f1)
+        taped = _tapes(gen, plan, s) + [_assign(_nm(r, s, True), _loc(ast.Constant(value=0), s), s), rec]
+        if mode == "taped":
+            fwd.extend(taped)
+        else:
+            test = _loc(ast.Compare(left=_nm(bounds["n"], s), ops=[ast.LtE()],
+                                    comparators=[_loc(ast.Constant(value=PLAIN_TRIPS), s)]), s)
+            fwd.append(_loc(ast.If(test=test, body=[loop], orelse=taped), s))
+    acts.append(("replay", s, f1, a1, entry, (bounds, plan, mode), s))
 
 
 # ------------------------------------------------------------------ the reverse sweep
@@ -350,21 +383,23 @@ def reverse(gen, act, out):
             gen.give(v, _nm(g, node), out, node)
         return True
     if kind_ == "replay":
-        _, loop_node, f1, a1, entry, _n = act
+        _, loop_node, f1, a1, entry, how, _n = act
         back = []
         gen.reverse(a1, back)
-        out.extend(_replayed(gen, loop_node, f1, back, entry, node))
+        out.extend(_replayed(gen, loop_node, f1, back, entry, how, node))
         return True
     return False
 
 
-def _replayed(gen, loop_node, f1, back, entry, node):
-    """The reverse of a replayed loop over range(lo, hi, st) (module docstring): its trip count n;
-    with a tape (``_taped``), or, where none fits, for k = n - 1 down to 0: the entry state put
-    back, iterations 0 .. k - 1 as range(lo, lo + k st, st) and iteration k as the one of
-    range(lo + k st, lo + (k + 1) st, st), forward and backward (no test per iteration)."""
+def _replayed(gen, loop_node, f1, back, entry, how, node):
+    """The reverse of a replayed loop over range(lo, hi, st) (module docstring), its trip count n
+    and its lo and st saved by the forward sweep: with a tape (``_taped``), or for a few trips or
+    where no tape fits, for k = n - 1 down to 0: the entry state put back, iterations 0 .. k - 1
+    as range(lo, lo + k st, st) and iteration k as the one of range(lo + k st, lo + (k + 1) st,
+    st), forward and backward (``_plain``; no test per iteration)."""
+    bounds, plan, mode = how
     it = loop_node.iter
-    n, k, lo, st = gen.fresh("n"), gen.fresh("k"), gen.fresh("lo"), gen.fresh("st")
+    n, lo, st, k = bounds["n"], bounds["lo"], bounds["st"], gen.fresh("k")
 
     def c(v):
         return _loc(ast.Constant(value=v), node)
@@ -372,10 +407,8 @@ def _replayed(gen, loop_node, f1, back, entry, node):
     def b(x, op, y):
         return _loc(ast.BinOp(left=x, op=op, right=y), node)
 
-    lo_e = copy.deepcopy(it.args[0]) if len(it.args) > 1 else c(0)
-    st_e = copy.deepcopy(it.args[2]) if len(it.args) > 2 else c(1)
-
-    lo_c, st_c = _int_const(lo_e), _int_const(st_e)
+    lo_c = _int_const(it.args[0]) if len(it.args) > 1 else 0
+    st_c = _int_const(it.args[2]) if len(it.args) > 2 else 1
 
     def lo_r():  # the start, a constant where it is one (the C compiler folds it)
         return c(lo_c) if lo_c is not None else _nm(lo, node)
@@ -393,23 +426,18 @@ def _replayed(gen, loop_node, f1, back, entry, node):
         lp.body = stmts or [_loc(ast.Pass(), node)]
         return lp
 
-    out = [_assign(_nm(n, node, True), _trips(it, node), node)]
-    plan = _tape_plan(gen, loop_node, entry)
-    trips = _const_trips(gen, loop_node)
-    if plan is not None and (trips is None or trips > PLAIN_TRIPS):
-        taped = _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node)
-        if trips is not None or _size(f1) + _size(back) > PLAIN_BODY:
-            return out + taped
-        # a few trips (the common sub-step counts of 1 to 3) replay from the entry: no more forward
-        # iterations than the tape's 2 n, without its segments, copies and index checks
-        plain = _plain(gen, entry, n, k, lo, st, lo_e, st_e, lo_r, at, over, c, b, f1, copy.deepcopy(back), node)
-        test = _loc(ast.Compare(left=_nm(n, node), ops=[ast.LtE()], comparators=[c(PLAIN_TRIPS)]), node)
-        return out + [_loc(ast.If(test=test, body=plain, orelse=taped), node)]
-    return out + _plain(gen, entry, n, k, lo, st, lo_e, st_e, lo_r, at, over, c, b, f1, back, node)
+    if mode == "plain":
+        return _plain(gen, entry, n, k, lo_r, at, over, c, b, f1, back, node)
+    taped = _taped(gen, plan, entry, n, at, over, f1, back, node)
+    if mode == "taped":
+        return taped
+    plain = _plain(gen, entry, n, k, lo_r, at, over, c, b, f1, copy.deepcopy(back), node)
+    test = _loc(ast.Compare(left=_nm(n, node), ops=[ast.LtE()], comparators=[c(PLAIN_TRIPS)]), node)
+    return [_loc(ast.If(test=test, body=plain, orelse=taped), node)]
 
 
 PLAIN_TRIPS = 3  # up to this many trips the replay from the entry runs no more forward iterations
-PLAIN_BODY = 600  # than a tape; a loop body of at most this many AST nodes gets both forms
+PLAIN_BODY = 300  # than a tape; a loop body of at most this many AST nodes gets both forms
 
 
 def _size(stmts):
@@ -423,11 +451,10 @@ def _const_trips(gen, loop_node):
     return None
 
 
-def _plain(gen, entry, n, k, lo, st, lo_e, st_e, lo_r, at, over, c, b, f1, back, node):
+def _plain(gen, entry, n, k, lo_r, at, over, c, b, f1, back, node):
     """The replay from the entry: for k = n - 1 down to 0, the entry state put back, iterations
     0 .. k - 1 forward, iteration k forward and backward (n (n + 1) / 2 forward iterations)."""
     body = _restore(gen, entry, node) + [
-        _assign(_nm(lo, node, True), copy.deepcopy(lo_e), node), _assign(_nm(st, node, True), copy.deepcopy(st_e), node),
         over(lo_r(), at(_nm(k, node)), copy.deepcopy(f1)),
         over(at(_nm(k, node)), at(b(_nm(k, node), ast.Add(), c(1))), copy.deepcopy(f1) + back)]
     rng = _loc(ast.Call(func=_nm("range", node), args=[b(_nm(n, node), ast.Sub(), c(1)), c(-1), c(-1)],
@@ -543,13 +570,30 @@ def _tape_copy(items, slot, to_tape, node):
     return out
 
 
-def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
-    """The reverse of a replayed range loop with a tape of `slots` iterations' states: the trips in
-    segments of `slots`, last first; each segment's start reached by replaying the loop from its
-    entry, its iterations then run once forward recording their states, and taken backwards from
-    the tape.  n (n / slots + 1) / 2 forward iterations for n trips, n of them when n <= slots."""
+def _tapes(gen, plan, node):
+    """The creation of a loop's tape arrays (zeroed, as every local array; every slot the reverse
+    reads was written before by the forward run or a segment's recording)."""
     slots, items = plan
     np = _np()
+    out = []
+    for v, tape, et, shape, arr in items:
+        dims = (slots,) + (shape or ())
+        c = [_loc(ast.Constant(value=d), node) for d in dims]
+        out.append(_assign(_nm(tape, node, True), _loc(ast.Call(
+            func=_nm(gen.use(np.zeros, "zeros"), node),
+            args=[_loc(ast.Tuple(elts=c, ctx=ast.Load()), node) if len(dims) > 1 else c[0],
+                  _nm(gen.use(getattr(_core, et), et), node)], keywords=[]), node), node))
+    return out
+
+
+def _taped(gen, plan, entry, n, at, over, f1, back, node):
+    """The reverse of a replayed range loop with a tape of `slots` iterations' states: the trips in
+    segments of `slots`, last first.  The forward run left the last segment's states in the tape
+    (a ring: iteration j in slot j % slots), so it is taken backwards at once; each earlier one's
+    start is reached by replaying the loop from its entry, its iterations then run once forward
+    recording their states, and taken backwards from the tape.  n + n (n / slots - 1) / 2 forward
+    iterations for n trips, none beyond the forward run's when n <= slots."""
+    slots, items = plan
 
     def c(v):
         return _loc(ast.Constant(value=v), node)
@@ -557,15 +601,8 @@ def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
     def b(x, op, y):
         return _loc(ast.BinOp(left=x, op=op, right=y), node)
 
-    tapes = []  # made once, before the segments: every slot a segment reads it has written first
-    for v, tape, et, shape, arr in items:
-        dims = (slots,) + (shape or ())
-        tapes.append(_assign(_nm(tape, node, True), _loc(ast.Call(
-            func=_nm(gen.use(np.zeros, "zeros"), node),
-            args=[_loc(ast.Tuple(elts=[c(d) for d in dims], ctx=ast.Load()), node) if len(dims) > 1 else c(slots),
-                  _nm(gen.use(getattr(_core, et), et), node)], keywords=[]), node), node))
-    sg, a, hi, q, k = (gen.fresh(w) for w in ("sg", "a", "b", "q", "k"))
-    segs = b(b(b(_nm(n, node), ast.Add(), c(slots - 1)), ast.FloorDiv(), c(slots)), ast.Sub(), c(1))
+    sg, a, hi, q, k, last = (gen.fresh(w) for w in ("sg", "a", "b", "q", "k", "last"))
+    segs = b(b(_nm(n, node), ast.Add(), c(slots - 1)), ast.FloorDiv(), c(slots))
     record = over(at(_nm(a, node)), at(_nm(hi, node)),
                   _tape_copy(items, _nm(q, node), True, node) +
                   [_loc(ast.AugAssign(target=_nm(q, node, True), op=ast.Add(), value=c(1)), node)] +
@@ -577,15 +614,19 @@ def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
                                                           b(_nm(a, node), ast.Sub(), c(1)), c(-1)], keywords=[]), node),
         body=_tape_copy(items, b(_nm(k, node), ast.Sub(), _nm(a, node)), False, node) +
         [over(at(_nm(k, node)), at(k1), copy.deepcopy(f1) + back)], orelse=[]), node)
-    body = _restore(gen, entry, node) + [
-        _assign(_nm(lo, node, True), copy.deepcopy(lo_e), node), _assign(_nm(st, node, True), copy.deepcopy(st_e), node),
+    earlier = _loc(ast.Compare(left=_nm(sg, node), ops=[ast.Lt()], comparators=[_nm(last, node)]), node)
+    body = [
         _assign(_nm(a, node, True), b(_nm(sg, node), ast.Mult(), c(slots)), node),
         _assign(_nm(hi, node, True), _loc(ast.Call(func=_nm("min", node), args=[
             b(_nm(a, node), ast.Add(), c(slots)), _nm(n, node)], keywords=[]), node), node),
-        over(at(c(0)), at(_nm(a, node)), copy.deepcopy(f1)),
-        _assign(_nm(q, node, True), c(0), node), record, backward]
-    out = tapes + [_loc(ast.For(target=_nm(sg, node, True), iter=_loc(ast.Call(
-        func=_nm("range", node), args=[segs, c(-1), c(-1)], keywords=[]), node), body=body, orelse=[]), node)]
+        _loc(ast.If(test=earlier, body=_restore(gen, entry, node) + [
+            over(at(c(0)), at(_nm(a, node)), copy.deepcopy(f1)),
+            _assign(_nm(q, node, True), c(0), node), record], orelse=[]), node),
+        backward]
+    out = [_assign(_nm(last, node, True), b(segs, ast.Sub(), c(1)), node),
+           _loc(ast.For(target=_nm(sg, node, True), iter=_loc(ast.Call(
+               func=_nm("range", node), args=[_nm(last, node), c(-1), c(-1)], keywords=[]), node),
+               body=body, orelse=[]), node)]
     return out + _restore(gen, entry, node)
 
 
