@@ -19,22 +19,31 @@ one must be the forward's), with no adjoint.  Arrays of vectors, matrices, compl
 a loop writing a local array or storing into an array, a sum read inside the loop) are
 *replayed*: iteration ``m``'s adjoint needs the state (locals, local arrays) at the start of
 iteration ``m``, which the forward left behind long ago.  The forward sweep saves the state the
-loop changes at its entry (``save·N``, a local or a local array of the same shape) and runs the
-loop.  The reverse sweep counts the loop's trips ``n`` and keeps a *tape*: a local array per
-state item with room for the states of ``TAPE_SLOTS`` (32) iterations (the trip count of a
-constant range when that is fewer), fewer where the state is large (a tape array at most 4 KiB, a GPU's limit for one local array; 16 KiB in all).  The trips
-are taken in segments of that many, last first: the entry state put back, the iterations before
-the segment run forward (no recording), the segment's run forward recording each iteration's
-starting state, then taken backwards, each iteration's state read from the tape, run forward
-(its single-assignment temporaries) and backward.  For ``n <= 32``: ``2 n`` forward iterations
-and ``n`` reverse ones; beyond, about ``n^2 / 64`` more.  Memory per thread: the entry state
-and the tape, whatever ``n`` (a run-time value: the tape cannot be sized by it, a thread's local
-arrays have compile-time sizes).  Where no tape of two slots fits, or a local array's shape is
-not a value the generator can evaluate, each iteration is replayed from the entry:
-``n (n + 1) / 2`` forward iterations.  Every trip count is right, zero included (no iteration;
-the entry state is put back).  docs/design/decisions.md has the why.  Loops whose iterations
-are independent (sums and the iteration's own locals) keep the cheaper replay of
-tack._autodiff (``_Gen.serial``): one forward and one reverse per iteration, no tape.
+loop changes at its entry (``save·N``, a local or a local array of the same shape), and the
+loop's trip count ``n = len(range(lo, hi, st))``, ``lo`` and ``st`` (in closed form, as the
+entry sees them), and runs the loop.  The reverse keeps a *tape*: a local array per state item
+with room for the states of ``TAPE_SLOTS`` (32) iterations (the trip count of a constant range
+when that is fewer), fewer where the state is large (a tape array at most 4 KiB, a GPU's limit
+for one local array; 16 KiB in all).  The forward sweep's run of the loop records each
+iteration's starting state into the tape as a ring (iteration ``j`` in slot ``j % slots``).  The
+reverse takes the trips in segments of that many, last first: the last segment's states are the
+ring's, taken backwards at once; for each earlier one the entry state is put back, the
+iterations before the segment run forward (no recording), the segment's run forward recording
+each iteration's state, then taken backwards, each iteration's state read from the tape, run
+forward (its single-assignment temporaries) and backward.  For ``n <= 32``: ``2 n`` forward
+iterations (the forward sweep's included) and ``n`` reverse ones; beyond, about ``n^2 / 64``
+more.  Memory per thread: the entry state and the tape, whatever ``n`` (a run-time value: the
+tape cannot be sized by it, a thread's local arrays have compile-time sizes).  Up to
+``PLAIN_TRIPS`` (3) trips, and where no tape of two slots fits or a local array's shape is not a
+value the generator can evaluate, each iteration is replayed from the entry: ``n (n + 1) / 2``
+forward iterations, no more than the tape's for three trips and without its segments and
+copies (a body of up to ``PLAIN_BODY`` nodes gets both forms and a test on ``n``).  A constant
+step is written as one in every replayed range (a variable one costs each a division), and a
+state array of up to 16 elements is copied element by element.  Every trip count is right,
+zero included (no iteration; the entry state is put back).  docs/design/decisions.md has the
+why.  Loops whose iterations are independent (sums and the iteration's own locals) keep the
+cheaper replay of tack._autodiff (``_Gen.serial``): one forward and one reverse per iteration,
+no tape.
 """
 
 from __future__ import annotations
