@@ -64,6 +64,7 @@ FOLDERS = [
     ("python/tack/vis", "*.py", "tack.vis"),
     ("tests/python", "_*.py", "the Python tests' shared helpers and plugins"),
     ("tests/soak", "*.py", "the soak test (make soak)"),
+    ("tests/wheel", "*.py", "what every platform's wheel runs once installed (pyproject.toml's [tool.cibuildwheel])"),
     ("tools", "*.py", "tools for developers"),
 ]
 SOURCE_SUFFIXES = {".c", ".h", ".def", ".py"}

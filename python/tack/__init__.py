@@ -19,6 +19,16 @@ call it with Tack arrays or NumPy arrays::
 Arrays live on a device ("cpu", "cuda", ...); see ``tack.devices()``.
 """
 
+import os as _os
+import sys as _sys
+
+if _sys.platform == "win32":  # pragma: no cover - Windows only
+    # Windows has no run-time search path: tack._core finds tack.dll (tack/lib) through the
+    # process's DLL directories, added here before the import (CMakeLists.txt: the rpath).
+    _lib = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "lib")
+    if _os.path.isdir(_lib):
+        _dll_directory = _os.add_dll_directory(_lib)
+
 from . import _core
 
 _core._config_check()  # a TACK_* variable whose value cannot be read is an error now, naming it
@@ -84,20 +94,37 @@ def get_include():
 
 
 def get_library():
-    """The directory of ``libtack.so``, the shared library ``tack._core`` links,
-    for a linker's ``-L`` (with ``-ltack``) and a run-time search path."""
-    return _installed("lib", "libtack.so")
+    """The directory of libtack, the shared library ``tack._core`` links
+    (``libtack.so`` on Linux, ``libtack.dylib`` on macOS, ``tack.dll`` with its
+    import library ``tack.lib`` on Windows), for a linker's ``-L`` (with
+    ``-ltack``) and a run-time search path."""
+    return _installed("lib", _library_names(_sys.platform))
 
 
-def _installed(folder, name):
-    import os
+def _library_names(platform):
+    """The file names libtack's build gives the shared library on `platform`
+    (a ``sys.platform`` value), the usual one first: CMake names the DLL
+    ``tack.dll`` with MSVC's conventions (MSVC, clang, clang-cl) and
+    ``libtack.dll`` with MinGW's (gcc, ``zig cc``)."""
+    if platform == "win32":
+        return ("tack.dll", "libtack.dll")
+    if platform == "darwin":
+        return ("libtack.dylib",)
+    return ("libtack.so",)
 
+
+def _installed(folder, names, base=None):
+    """The folder `folder` beside the extension (or in `base`) when it holds
+    one of `names` (a file name or a tuple of them); else a RuntimeError."""
+    os = _os
+    names = (names,) if isinstance(names, str) else tuple(names)
+    name = " or ".join(names)
     # beside the extension: the package's own directory in a wheel, and the
     # installed part of an editable install
-    where = os.path.join(os.path.dirname(os.path.abspath(_core.__file__)), folder)
-    if not os.path.isfile(os.path.join(where, name)):
+    where = os.path.join(base or os.path.dirname(os.path.abspath(_core.__file__)), folder)
+    if not any(os.path.isfile(os.path.join(where, n)) for n in names):
         raise RuntimeError(
-            f"Tack's {name} is not installed beside {_core.__file__}: this build of tack has no "
+            f"Tack's {name} is not installed beside {base or _core.__file__}: this build of tack has no "
             f"C {'headers' if folder == 'include' else 'library'} (install the tack-kernels wheel, "
             "or build with scikit-build-core: pip install . or uv sync)"
         )

@@ -2,8 +2,12 @@
 no other file of src/runtime, src/compiler or src/backends includes a header
 beyond the C library's own and the compiler's intrinsics, so a port to another
 system is the platform folder and nothing else (docs/platforms.md)."""
+import os
 import re
+import sys
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 # ISO C11's headers, and the compiler's own SIMD intrinsics (no system behind them).
@@ -40,3 +44,39 @@ def test_the_platform_layer_has_both_implementations():
     names = {p.name for p in (SRC / "platform").iterdir()}
     assert {"platform.h", "posix.c", "posix_files.c", "posix_spawn_guard.c", "win32.c", "win32_files.c",
             "win32_spawn.c"} <= names
+
+
+# tack.get_library() names the folder of the shared library as each system's build names it
+# (CMakeLists.txt; the wheels of every platform: pyproject.toml's [tool.cibuildwheel]).
+
+@pytest.mark.parametrize("platform, name", [
+    ("linux", "libtack.so"), ("darwin", "libtack.dylib"), ("win32", "tack.dll"), ("win32", "libtack.dll")])
+def test_get_library_finds_each_systems_shared_library(tmp_path, platform, name):
+    import tack
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / name).write_bytes(b"")
+    assert tack._installed("lib", tack._library_names(platform), base=str(tmp_path)) == str(tmp_path / "lib")
+
+
+@pytest.mark.parametrize("platform, other", [
+    ("darwin", "libtack.so"), ("linux", "libtack.dylib"), ("win32", "libtack.so"), ("linux", "tack.dll")])
+def test_get_library_refuses_another_systems_library_naming_what_it_wanted(tmp_path, platform, other):
+    import tack
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / other).write_bytes(b"")
+    wanted = " or ".join(tack._library_names(platform))
+    with pytest.raises(RuntimeError, match=re.escape(f"Tack's {wanted} is not installed beside {tmp_path}")):
+        tack._installed("lib", tack._library_names(platform), base=str(tmp_path))
+
+
+def test_get_library_on_this_system_names_the_library_the_extension_loaded():
+    import tack
+
+    lib = Path(tack.get_library())
+    names = tack._library_names(sys.platform)
+    assert [n for n in names if (lib / n).is_file()], (lib, names)
+    if sys.platform.startswith("linux"):  # the very file the loader mapped for tack._core
+        maps = {line.split()[-1] for line in open("/proc/self/maps") if "libtack" in line}
+        assert {os.path.realpath(lib / names[0])} == {os.path.realpath(m) for m in maps}, maps

@@ -101,8 +101,8 @@ def venv(dist, tmp_path_factory):
     install = [py, "-m", "pip", "install", "--quiet", "--no-compile", "--no-index", "--find-links", WHEELHOUSE,
                "--find-links", dist["repaired"].parent, "tack-kernels[interop]"]
     if subprocess.run([str(c) for c in install], capture_output=True, env=clean_env()).returncode != 0:
-        # the first run: NumPy and VTK (with what VTK needs) at this environment's versions
-        pins = [f"{name}=={metadata.version(name)}" for name in ("numpy", "vtk")]
+        # the first run: NumPy, VTK (with what VTK needs) and ml_dtypes at this environment's versions
+        pins = [f"{name}=={metadata.version(name)}" for name in ("numpy", "vtk", "ml_dtypes")]
         sh(py, "-m", "pip", "download", "--quiet", "--dest", WHEELHOUSE, "--only-binary=:all:", *pins,
            env=clean_env())
         sh(*install, env=clean_env())
@@ -169,6 +169,13 @@ def test_the_readme_quick_start_runs_from_the_pip_installed_wheel(venv, tmp_path
         ["[", "1.", "3.", "5.", "7.", "9.", "11.", "13.", "15.]"]
     out = run_in(venv, ROOT / "docs/examples/quickstart.py", tmp_path).stdout
     assert out.strip(), out
+
+
+@needs_tools
+def test_cibuildwheels_smoke_test_passes_on_the_pip_installed_wheel(venv, tmp_path):
+    # the test command every platform's wheel runs on its runner (pyproject.toml)
+    out = run_in(venv, ROOT / "tests/wheel/smoke.py", tmp_path).stdout
+    assert "ok: get_library() holds libtack.so" in out and "wheel smoke test passed on linux" in out, out
 
 
 @needs_tools
