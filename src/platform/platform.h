@@ -12,24 +12,28 @@
  *
  * Two implementations stand behind it:
  *
- *   - POSIX (posix.c, posix_files.c, posix_spawn_guard.c): Linux and macOS.
+ *   - POSIX (posix.c, posix_files.c, posix_spawn_guard.c, posix_interrupt.c):
+ *     Linux and macOS.
  *     The thread calls are inline wrappers over pthreads, so on Linux the
  *     compiled code is what it was before the layer existed.  Linux keeps its
  *     guardian process for the compiler (parent-death signal, process
  *     group); macOS, which has neither prctl nor signalfd, gets the process
  *     group and the group kill on every exit path, and says in docs/security.md
  *     what it lacks.
- *   - Windows (win32.c, win32_files.c, win32_spawn.c): slim reader/writer
+ *   - Windows (win32.c, win32_files.c, win32_spawn.c, win32_interrupt.c): slim reader/writer
  *     locks and condition variables, one-time initialization, fiber-local
  *     storage for the pool's membership destructor, LoadLibrary, handles for
  *     files opened without following reparse points and checked against the
  *     owner SID and the DACL, LockFileEx, and the compiler in a job object
  *     that is killed when the last handle to it closes -- with our process.
  *
- * What is not here: signals.  Ctrl-C reaches Tack through Python's own
- * handler (src/python/interrupt.c, outside the core) and the core reads a
- * flag (runtime/interrupt.c); on Windows the console's Ctrl-C event is
- * Python's business too.  Atomics are C11's stdatomic.h on every compiler
+ * Ctrl-C is here as one service, not as signals: tk_interrupt_chain puts a
+ * handler in front of the process's own (a SIGINT handler on POSIX,
+ * posix_interrupt.c; a console control handler on Windows,
+ * win32_interrupt.c) that asks the core to stop and then runs the one it
+ * found, so the embedder (the Python extension, src/python/interrupt.c,
+ * through tack_private.h's tack_chain_sigint) makes no system call of its
+ * own.  Atomics are C11's stdatomic.h on every compiler
  * Tack supports (gcc, clang, Apple clang, zig cc, clang-cl), so they need no
  * layer.
  */
@@ -140,6 +144,18 @@ int tk_machine(char *out, size_t cap);
  * ProcessorNameString); 0 when known. */
 int tk_cpu_brand(char *out, size_t cap);
 long tk_getpid(void);
+
+/* ------------------------------------------- Ctrl-C, process-wide */
+/* Put a handler of Ctrl-C (SIGINT on POSIX; the console's Ctrl-C and
+ * Ctrl-Break on Windows) in front of the process's, calling fn (which must
+ * be async-signal-safe) and then the handler it found; on POSIX only where
+ * that is a handler, not SIG_IGN or SIG_DFL.  Called again, it changes fn
+ * and chains nothing twice. */
+void tk_interrupt_chain(void (*fn)(void));
+/* Put it back in front where the handler it first chained to was installed
+ * again since (POSIX: a later sigaction, Python's signal.signal()); nothing
+ * on Windows, where nothing removes it. */
+void tk_interrupt_rechain(void);
 
 /* ---------------------------------------------------------------- time */
 int64_t tk_monotonic_ns(void);

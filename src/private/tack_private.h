@@ -56,4 +56,20 @@ TACK_API tack_status tack_hiprtc_compile(const char *source, const char *name, c
 /* hiprtc's version as major*1000 + minor*10, or 0 when it cannot be loaded. */
 TACK_API int tack_hiprtc_version(void);
 
+/* ------------------------------------------------ the process, for the extension */
+/* What the Python extension needs of the operating system, through the
+ * platform layer (src/platform/platform.h), so that it makes no POSIX call
+ * of its own and builds for Windows as for Linux and macOS:
+ *   - tack_chain_sigint: Ctrl-C calls tack_interrupt() and then the handler
+ *     the process had (tk_interrupt_chain; on POSIX only in front of a
+ *     handler, not SIG_IGN or SIG_DFL), and a launch that runs past 10 ms
+ *     puts it back in front if that handler was installed again since
+ *     (the long-launch hook: tk_interrupt_rechain);
+ *   - tack_process_id: this process's number (getpid, GetCurrentProcessId);
+ *   - tack_at_fork_child: run fn in the child after fork() (pthread_atfork;
+ *     nothing on Windows, which has no fork). */
+TACK_API void tack_chain_sigint(void);
+TACK_API long tack_process_id(void);
+TACK_API void tack_at_fork_child(void (*fn)(void));
+
 #endif /* TACK_PRIVATE_H */

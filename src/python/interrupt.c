@@ -32,73 +32,22 @@
  * too dear for every launch, nothing for a long one).  The handler and the
  * saved previous one are process-wide by nature, not per module; they hold
  * no Python objects.
+ *
+ * The system calls themselves are the platform layer's, which libtack
+ * exports to this extension (tack_private.h: tack_chain_sigint,
+ * tack_at_fork_child; src/platform/posix_interrupt.c), so the extension
+ * makes none of its own and builds for Windows too, where the handler is a
+ * console control handler run before the C runtime's, which Python's
+ * signal module hears Ctrl-C through (src/platform/win32_interrupt.c), and
+ * where there is no fork.
  */
-#include "tack_py.h" /* Python.h first: it sets the POSIX feature macros */
+#include "tack_py.h" /* Python.h first */
 
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
-#include <string.h>
+#include <signal.h> /* SIGINT: C11's, for _signal.getsignal */
 
-static struct sigaction previous;    /* the handler ours chains to */
-static struct sigaction python;      /* Python's own, as found at import */
-static volatile sig_atomic_t inside; /* ours is running: a handler it chained to raised SIGINT again */
-static unsigned long main_ident;     /* the main thread's PyThread ident (after fork: the child's) */
+#include "tack_private.h"
 
-static void on_sigint(int sig, siginfo_t *info, void *uc) {
-    int saved = errno;
-    tack_interrupt();
-    if (inside) { /* re-raised from inside the chain: the request is noted, once is enough */
-        errno = saved;
-        return;
-    }
-    inside = 1;
-    if (previous.sa_flags & SA_SIGINFO) {
-        if (previous.sa_sigaction) previous.sa_sigaction(sig, info, uc);
-    } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler) {
-        previous.sa_handler(sig);
-    }
-    inside = 0;
-    errno = saved;
-}
-
-static int is_ours(const struct sigaction *a) { return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_sigint; }
-
-static int same_handler(const struct sigaction *a, const struct sigaction *b) {
-    if ((a->sa_flags & SA_SIGINFO) != (b->sa_flags & SA_SIGINFO)) return 0;
-    return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction == b->sa_sigaction : a->sa_handler == b->sa_handler;
-}
-
-static void install(const struct sigaction *cur) {
-    struct sigaction ours;
-    previous = *cur;
-    memset(&ours, 0, sizeof ours);
-    ours.sa_sigaction = on_sigint;
-    ours.sa_mask = cur->sa_mask;
-    ours.sa_flags = (cur->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
-    sigaction(SIGINT, &ours, NULL);
-}
-
-/* At import: in front of whatever handler is there (Python's), unless the
- * program set SIG_IGN or SIG_DFL. */
-static void install_at_import(void) {
-    struct sigaction cur;
-    if (sigaction(SIGINT, NULL, &cur) != 0 || is_ours(&cur)) return;
-    if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN)) return;
-    python = cur;
-    install(&cur);
-}
-
-/* Later (the long-launch hook): back in front of Python's handler if
- * signal.signal() put that back.  Any other handler found there was
- * installed after ours by a library that saved ours to chain to -- LLVM,
- * which an OpenCL driver loads, restores the handler it found and raises
- * the signal again -- so it is left in front. */
-static void ensure_handler(void) {
-    struct sigaction cur;
-    if (sigaction(SIGINT, NULL, &cur) != 0 || is_ours(&cur)) return;
-    if (python.sa_handler && same_handler(&cur, &python)) install(&cur);
-}
+static unsigned long main_ident; /* the main thread's PyThread ident (after fork: the child's) */
 
 /* The rule (top): main thread and Python's default handler.  -1 with an
  * exception set when asking failed. */
@@ -140,8 +89,10 @@ int tpy_interrupt_exec(PyObject *m, tpy_state *st) {
     st->sigint = PyLong_FromLong(SIGINT);
     if (!st->getsignal || !st->default_int_handler || !st->sigint) return -1;
     main_ident = id;
-    if (!atfork_set && pthread_atfork(NULL, NULL, after_fork_child) == 0) atfork_set = 1;
-    if (PyThread_get_thread_ident() == main_ident) install_at_import();
-    tack_set_long_launch_hook(ensure_handler);
+    if (!atfork_set) {
+        tack_at_fork_child(after_fork_child);
+        atfork_set = 1;
+    }
+    if (PyThread_get_thread_ident() == main_ident) tack_chain_sigint();
     return 0;
 }

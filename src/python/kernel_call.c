@@ -45,7 +45,8 @@
 #include "kernel.h"
 
 #include <string.h>
-#include <unistd.h>
+
+#include "tack_private.h" /* tack_process_id: the platform layer's */
 
 /* ------------------------------------------------------------ call state */
 
@@ -635,7 +636,7 @@ static void compile_options(KernelObject *k, tack_compile_options *o, const char
  *   - the process was forked while another thread compiled: that thread does
  *     not exist in the child, so the child takes a fresh lock. */
 int kernel_lock(KernelObject *k) {
-    long pid = (long)getpid();
+    long pid = tack_process_id();
     if (k->lock_owner && k->lock_pid != pid) {
         PyThread_type_lock fresh = PyThread_allocate_lock();
         if (!fresh) {

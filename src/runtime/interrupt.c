@@ -32,6 +32,7 @@
 
 #include "platform/platform.h"
 
+#include "private/tack_private.h"
 #include "runtime/runtime.h"
 
 #define LONG_LAUNCH_NS 10000000 /* 10 ms */
@@ -47,6 +48,16 @@ TACK_API void tack_set_interruptible(int on) { interruptible = on != 0; }
 TACK_API int tack_interruptible(void) { return interruptible; }
 
 TACK_API void tack_set_long_launch_hook(void (*fn)(void)) { atomic_store(&long_hook, fn); }
+
+/* The extension's system calls, through the platform layer (tack_private.h). */
+TACK_API void tack_chain_sigint(void) {
+    tk_interrupt_chain(tack_interrupt);
+    tack_set_long_launch_hook(tk_interrupt_rechain);
+}
+
+TACK_API long tack_process_id(void) { return tk_getpid(); }
+
+TACK_API void tack_at_fork_child(void (*fn)(void)) { tk_atfork_child(fn); }
 
 static int64_t now_ns(void) {
     return tk_monotonic_ns();

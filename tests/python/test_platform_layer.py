@@ -32,6 +32,36 @@ def test_only_the_platform_layer_includes_system_headers():
     assert not found, "system headers outside src/platform (use platform/platform.h): %s" % found
 
 
+# The Python extension too: it reaches the system only through libtack's exported platform
+# calls (src/private/tack_private.h), so it builds for Windows as for Linux and macOS.
+PYTHON_HEADERS = {"Python.h", "structmember.h", "pythread.h"}
+POSIX_CALLS = re.compile(r"\b(sigaction|sigprocmask|pthread_\w+|getpid|getppid|fork|kill|dlopen|dlsym|dladdr|mmap"
+                         r"|munmap|sysconf|usleep|nanosleep|clock_gettime|open|close|read|write|unlink)\s*\(")
+
+
+def _posix_calls(path):
+    code = re.sub(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", " ", path.read_text(errors="replace"), flags=re.S)
+    return sorted({m.group(1) for m in POSIX_CALLS.finditer(code)})
+
+
+def test_the_extension_makes_no_system_call_of_its_own():
+    found = {}
+    for path in sorted((SRC / "python").glob("*.[ch]")):
+        heads = [h for h in _system_includes(path) if h not in PYTHON_HEADERS]
+        calls = _posix_calls(path)
+        if heads or calls:
+            found[path.name] = heads + calls
+    assert not found, "POSIX-only headers or calls in src/python (use tack_private.h's platform calls): %s" % found
+
+
+def test_the_extension_check_sees_a_posix_call(tmp_path):
+    bad = tmp_path / "bad.c"
+    bad.write_text('/* getpid() in a comment */\nconst char *s = "fork()";\n'
+                   "static long f(void) { return (long)getpid(); }\nint g(void) { return sigaction (2, 0, 0); }\n"
+                   "int h(void) { return PyOS_getpid(); }\n")
+    assert _posix_calls(bad) == ["getpid", "sigaction"]
+
+
 def test_the_check_sees_a_system_header(tmp_path):
     # the rule above can fail: a file that includes <pthread.h> is caught, one with <string.h> is not
     bad, good = tmp_path / "bad.c", tmp_path / "good.c"
@@ -43,7 +73,7 @@ def test_the_check_sees_a_system_header(tmp_path):
 def test_the_platform_layer_has_both_implementations():
     names = {p.name for p in (SRC / "platform").iterdir()}
     assert {"platform.h", "posix.c", "posix_files.c", "posix_spawn_guard.c", "win32.c", "win32_files.c",
-            "win32_spawn.c"} <= names
+            "win32_spawn.c", "posix_interrupt.c", "win32_interrupt.c"} <= names
 
 
 # tack.get_library() names the folder of the shared library as each system's build names it
