@@ -4,8 +4,10 @@
  * thread ends; the clock; the cache directory opened and checked, a file
  * created only if new, judged, read, renamed, listed, locked against a second
  * handle and removed; a link in the cache refused; the compiler's spawn with
- * its output and exit status; a library loaded and a symbol found. */
+ * its output and exit status; a library loaded and a symbol found; Ctrl-C
+ * chained in front of the program's handler. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +207,53 @@ static void test_loading(void) {
     CHECK(tk_dl_path(NULL, (const void *)test_loading, where, sizeof where) == 0 && where[0]);
 }
 
+/* Ctrl-C chained in front of the program's handler (posix_interrupt.c): the
+ * core is asked, then the program's handler runs; SIG_IGN is kept; a handler
+ * the program installs again (Python's signal.signal) loses ours until
+ * tk_interrupt_rechain, which leaves any other handler in front.  On Windows
+ * the console's handler is not reached by raise(), so what is checked there
+ * is that chaining leaves the C runtime's SIGINT as it was. */
+static volatile sig_atomic_t asked, theirs;
+static void ask(void) { asked++; }
+static void their_handler(int sig) { (void)sig; theirs++; }
+#if TK_POSIX
+static volatile sig_atomic_t others;
+static void other_handler(int sig) { (void)sig; others++; }
+#endif
+
+static void test_interrupt(void) {
+#if TK_POSIX
+    signal(SIGINT, SIG_IGN);
+    tk_interrupt_chain(ask);
+    raise(SIGINT);
+    CHECK(asked == 0); /* ignored, and still ignored */
+    signal(SIGINT, their_handler);
+    tk_interrupt_chain(ask);
+    raise(SIGINT);
+    CHECK(asked == 1 && theirs == 1);
+    tk_interrupt_chain(ask); /* again: chained once */
+    raise(SIGINT);
+    CHECK(asked == 2 && theirs == 2);
+    signal(SIGINT, their_handler); /* the program's handler installed again: ours is gone */
+    raise(SIGINT);
+    CHECK(asked == 2 && theirs == 3);
+    tk_interrupt_rechain();
+    raise(SIGINT);
+    CHECK(asked == 3 && theirs == 4);
+    signal(SIGINT, other_handler); /* another: left in front */
+    tk_interrupt_rechain();
+    raise(SIGINT);
+    CHECK(asked == 3 && others == 1);
+#else
+    signal(SIGINT, their_handler);
+    tk_interrupt_chain(ask);
+    tk_interrupt_rechain();
+    raise(SIGINT);
+    CHECK(theirs == 1 && asked == 0);
+#endif
+    signal(SIGINT, SIG_DFL);
+}
+
 int main(void) {
     const char *root = getenv("TACK_CACHE_DIR");
     test_threads();
@@ -212,6 +261,7 @@ int main(void) {
     test_refused(root && *root ? root : tk_temp_dir());
     test_spawn();
     test_loading();
+    test_interrupt();
     CHECK(tk_path_is_absolute(TK_WINDOWS ? "C:\\x" : "/x") && !tk_path_is_absolute("x"));
     return CHECK_SUMMARY();
 }
