@@ -52,19 +52,18 @@ def heat(u, k, unew):
         unew[i, j] = u[i, j] + k[i, j] * lap
 
 
-def _batch(fn, sync):
-    """The mean time of back-to-back calls of fn, for about 0.2 s (at most 50 calls)."""
-    reps, t0 = 0, time.perf_counter()
+def _batch(fn, sync, timer=time.perf_counter):
+    """The mean time (by `timer`) of back-to-back calls of fn, for about 0.2 s (at most 50 calls)."""
+    reps, t0, w0 = 0, timer(), time.perf_counter()
     while True:
         fn()
         reps += 1
         sync()
-        t = time.perf_counter() - t0
-        if t > 0.2 or reps >= 50:
-            return t / reps
+        if time.perf_counter() - w0 > 0.2 or reps >= 50:
+            return (timer() - t0) / reps
 
 
-def best(cases, rounds, sync=lambda: None):
+def best(cases, rounds, sync=lambda: None, timer=time.perf_counter):
     """{name: (forward, adjoint)}: each the best of `rounds` batch means, the batches interleaved
     (every round times each case's forward then its adjoint), so that a load that comes and goes
     on the machine weighs on both alike."""
@@ -76,7 +75,7 @@ def best(cases, rounds, sync=lambda: None):
     for _ in range(rounds):
         for name, fns in cases.items():
             for k, fn in enumerate(fns):
-                out[name][k] = min(out[name][k], _batch(fn, sync))
+                out[name][k] = min(out[name][k], _batch(fn, sync, timer))
     return {name: tuple(t) for name, t in out.items()}
 
 

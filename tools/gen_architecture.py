@@ -50,6 +50,7 @@ FOLDERS = [
     ("src/compiler/dialects", "*", "one source language per compile target"),
     ("src/runtime", "*", "devices, memory, arrays, DLPack, the thread pool, programs"),
     ("src/private", "*", "what libtack exports but does not install (for the C tests and the extension's test hooks)"),
+    ("src/platform", "*", "what the core asks of the operating system: POSIX and Windows behind one header"),
     ("src/backends/common", "*", "what the backends share"),
     ("src/backends/cpu", "*", "the CPU backend"),
     ("src/backends/cuda", "*", "NVIDIA GPUs through CUDA"),
@@ -206,7 +207,7 @@ def include_graph() -> dict[str, set[str]]:
     return graph
 
 
-ORDER = ["python", "compiler", "backends/<kind>", "backends/common", "runtime"]
+ORDER = ["python", "compiler", "backends/<kind>", "backends/common", "runtime", "platform"]
 
 
 def includes_table() -> str:

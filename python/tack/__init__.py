@@ -163,8 +163,9 @@ def _offer_ziglang():
         spec = find_spec("ziglang")
     except (ImportError, ValueError):
         return
+    exe = "zig.exe" if os.name == "nt" else "zig"  # the Windows wheel's binary (docs/platforms.md)
     for where in (spec.submodule_search_locations or []) if spec else []:
-        zig = os.path.join(where, "zig")
+        zig = os.path.join(where, exe)
         if os.path.isfile(zig) and os.access(zig, os.X_OK):
             config.zig = zig
             config._PYTHON_DEFAULTS["zig"] = zig  # what tack.config.reset() puts back

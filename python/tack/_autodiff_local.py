@@ -19,22 +19,31 @@ one must be the forward's), with no adjoint.  Arrays of vectors, matrices, compl
 a loop writing a local array or storing into an array, a sum read inside the loop) are
 *replayed*: iteration ``m``'s adjoint needs the state (locals, local arrays) at the start of
 iteration ``m``, which the forward left behind long ago.  The forward sweep saves the state the
-loop changes at its entry (``save·N``, a local or a local array of the same shape) and runs the
-loop.  The reverse sweep counts the loop's trips ``n`` and keeps a *tape*: a local array per
-state item with room for the states of ``TAPE_SLOTS`` (32) iterations (the trip count of a
-constant range when that is fewer), fewer where the state is large (a tape array at most 4 KiB, a GPU's limit for one local array; 16 KiB in all).  The trips
-are taken in segments of that many, last first: the entry state put back, the iterations before
-the segment run forward (no recording), the segment's run forward recording each iteration's
-starting state, then taken backwards, each iteration's state read from the tape, run forward
-(its single-assignment temporaries) and backward.  For ``n <= 32``: ``2 n`` forward iterations
-and ``n`` reverse ones; beyond, about ``n^2 / 64`` more.  Memory per thread: the entry state
-and the tape, whatever ``n`` (a run-time value: the tape cannot be sized by it, a thread's local
-arrays have compile-time sizes).  Where no tape of two slots fits, or a local array's shape is
-not a value the generator can evaluate, each iteration is replayed from the entry:
-``n (n + 1) / 2`` forward iterations.  Every trip count is right, zero included (no iteration;
-the entry state is put back).  docs/design/decisions.md has the why.  Loops whose iterations
-are independent (sums and the iteration's own locals) keep the cheaper replay of
-tack._autodiff (``_Gen.serial``): one forward and one reverse per iteration, no tape.
+loop changes at its entry (``save·N``, a local or a local array of the same shape), and the
+loop's trip count ``n = len(range(lo, hi, st))``, ``lo`` and ``st`` (in closed form, as the
+entry sees them), and runs the loop.  The reverse keeps a *tape*: a local array per state item
+with room for the states of ``TAPE_SLOTS`` (32) iterations (the trip count of a constant range
+when that is fewer), fewer where the state is large (a tape array at most 4 KiB, a GPU's limit
+for one local array; 16 KiB in all).  The forward sweep's run of the loop records each
+iteration's starting state into the tape as a ring (iteration ``j`` in slot ``j % slots``).  The
+reverse takes the trips in segments of that many, last first: the last segment's states are the
+ring's, taken backwards at once; for each earlier one the entry state is put back, the
+iterations before the segment run forward (no recording), the segment's run forward recording
+each iteration's state, then taken backwards, each iteration's state read from the tape, run
+forward (its single-assignment temporaries) and backward.  For ``n <= 32``: ``2 n`` forward
+iterations (the forward sweep's included) and ``n`` reverse ones; beyond, about ``n^2 / 64``
+more.  Memory per thread: the entry state and the tape, whatever ``n`` (a run-time value: the
+tape cannot be sized by it, a thread's local arrays have compile-time sizes).  Up to
+``PLAIN_TRIPS`` (3) trips, and where no tape of two slots fits or a local array's shape is not a
+value the generator can evaluate, each iteration is replayed from the entry: ``n (n + 1) / 2``
+forward iterations, no more than the tape's for three trips and without its segments and
+copies (a body of up to ``PLAIN_BODY`` nodes gets both forms and a test on ``n``).  A constant
+step is written as one in every replayed range (a variable one costs each a division), and a
+state array of up to 16 elements is copied element by element.  Every trip count is right,
+zero included (no iteration; the entry state is put back).  docs/design/decisions.md has the
+why.  Loops whose iterations are independent (sums and the iteration's own locals) keep the
+cheaper replay of tack._autodiff (``_Gen.serial``): one forward and one reverse per iteration,
+no tape.
 """
 
 from __future__ import annotations
@@ -252,7 +261,12 @@ def replay(gen, s, fwd, acts, assigned, stores):
         sv = gen.fresh("save")
         if v in gen.larrays:
             fwd.append(_assign(_nm(sv, s, True), zeros(gen, v, s), s))
-            fwd.append(copy_loops(gen, sv, v, v, s))
+            shape = _shape(gen, v)
+            if shape is not None and _small(shape):
+                fwd.extend(_assign(_sub(sv, _const_index(e, s), s, True), _sub(v, _const_index(e, s), s), s)
+                           for e in _elements(shape))
+            else:
+                fwd.append(copy_loops(gen, sv, v, v, s))
             gen.larrays[sv] = gen.larrays[v]
             gen.local_types[sv] = gen.local_types[v]
         else:
@@ -270,17 +284,89 @@ def replay(gen, s, fwd, acts, assigned, stores):
     assigned |= inner
     loop = copy.copy(s)
     loop.body = f1 or [_loc(ast.Pass(), s)]
-    fwd.append(loop)
-    acts.append(("replay", s, f1, a1, entry, s))
+    # the trip count and the range's start and step, as the loop's entry sees them (the reverse
+    # sweep reads them after the loop, which may have changed what its bounds read)
+    bounds = {w: gen.fresh(w) for w in ("n", "lo", "st")}
+    it = s.iter
+    fwd.append(_assign(_nm(bounds["n"], s, True), _trips(it, s), s))
+    fwd.append(_assign(_nm(bounds["lo"], s, True), copy.deepcopy(it.args[0]) if len(it.args) > 1 else
+                       _loc(ast.Constant(value=0), s), s))
+    fwd.append(_assign(_nm(bounds["st"], s, True), copy.deepcopy(it.args[2]) if len(it.args) > 2 else
+                       _loc(ast.Constant(value=1), s), s))
+    plan = _tape_plan(gen, s, entry)
+    trips = _const_trips(gen, s)
+    if plan is None or (trips is not None and trips <= PLAIN_TRIPS):
+        mode = "plain"
+    elif trips is not None or _size(f1) > PLAIN_BODY:
+        mode = "taped"
+    else:
+        mode = "both"  # up to PLAIN_TRIPS trips the plain replay, more the tape
+    if mode == "plain":
+        fwd.append(loop)
+    else:  # the forward run records each iteration's state into the tape, a ring of `slots`:
+        # after it the tape holds the last segment's states (segments start at multiples of slots)
+        slots, items = plan
+        r = gen.fresh("r")
+        rec = copy.copy(s)
+        rec.body = _tape_copy(items, _nm(r, s), True, s) + [_assign(_nm(r, s, True), _loc(ast.BinOp(
+            left=_loc(ast.BinOp(left=_nm(r, s), op=ast.Add(), right=_loc(ast.Constant(value=1), s)), s),
+            op=ast.Mod(), right=_loc(ast.Constant(value=slots), s)), s), s)] + copy.deepcopy(f1)
+        taped = _tapes(gen, plan, s) + [_assign(_nm(r, s, True), _loc(ast.Constant(value=0), s), s), rec]
+        if mode == "taped":
+            fwd.extend(taped)
+        else:
+            test = _loc(ast.Compare(left=_nm(bounds["n"], s), ops=[ast.LtE()],
+                                    comparators=[_loc(ast.Constant(value=PLAIN_TRIPS), s)]), s)
+            fwd.append(_loc(ast.If(test=test, body=[loop], orelse=taped), s))
+    acts.append(("replay", s, f1, a1, entry, (bounds, plan, mode), s))
 
 
 # ------------------------------------------------------------------ the reverse sweep
 
 
+SMALL_ARRAY = 16  # a state array of at most this many elements is copied element by element
+
+
+def _small(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n <= SMALL_ARRAY
+
+
+def _elements(shape):
+    import itertools
+
+    return itertools.product(*(range(d) for d in shape))
+
+
+def _const_index(e, node):
+    if len(e) == 1:
+        return _loc(ast.Constant(value=e[0]), node)
+    return _loc(ast.Tuple(elts=[_loc(ast.Constant(value=i), node) for i in e], ctx=ast.Load()), node)
+
+
+def _shape(gen, name):
+    """The constant shape of local array `name` as a tuple of ints, or None."""
+    shape = _constant(gen, gen.larrays[name][0])
+    shape = (shape,) if isinstance(shape, int) else shape
+    if isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape):
+        return shape
+    return None
+
+
 def _restore(gen, entry, node):
     out = []
     for v, sv, arr in entry:
-        out.append(copy_loops(gen, v, sv, v, node) if arr else _assign(_nm(v, node, True), _nm(sv, node), node))
+        if not arr:
+            out.append(_assign(_nm(v, node, True), _nm(sv, node), node))
+            continue
+        shape = _shape(gen, v)
+        if shape is not None and _small(shape):
+            out.extend(_assign(_sub(v, _const_index(e, node), node, True), _sub(sv, _const_index(e, node), node), node)
+                       for e in _elements(shape))
+        else:
+            out.append(copy_loops(gen, v, sv, v, node))
     return out
 
 
@@ -306,21 +392,23 @@ def reverse(gen, act, out):
             gen.give(v, _nm(g, node), out, node)
         return True
     if kind_ == "replay":
-        _, loop_node, f1, a1, entry, _n = act
+        _, loop_node, f1, a1, entry, how, _n = act
         back = []
         gen.reverse(a1, back)
-        out.extend(_replayed(gen, loop_node, f1, back, entry, node))
+        out.extend(_replayed(gen, loop_node, f1, back, entry, how, node))
         return True
     return False
 
 
-def _replayed(gen, loop_node, f1, back, entry, node):
-    """The reverse of a replayed loop over range(lo, hi, st) (module docstring): its trip count n;
-    with a tape (``_taped``), or, where none fits, for k = n - 1 down to 0: the entry state put
-    back, iterations 0 .. k - 1 as range(lo, lo + k st, st) and iteration k as the one of
-    range(lo + k st, lo + (k + 1) st, st), forward and backward (no test per iteration)."""
+def _replayed(gen, loop_node, f1, back, entry, how, node):
+    """The reverse of a replayed loop over range(lo, hi, st) (module docstring), its trip count n
+    and its lo and st saved by the forward sweep: with a tape (``_taped``), or for a few trips or
+    where no tape fits, for k = n - 1 down to 0: the entry state put back, iterations 0 .. k - 1
+    as range(lo, lo + k st, st) and iteration k as the one of range(lo + k st, lo + (k + 1) st,
+    st), forward and backward (``_plain``; no test per iteration)."""
+    bounds, plan, mode = how
     it = loop_node.iter
-    n, k, lo, st = gen.fresh("n"), gen.fresh("k"), gen.fresh("lo"), gen.fresh("st")
+    n, lo, st, k = bounds["n"], bounds["lo"], bounds["st"], gen.fresh("k")
 
     def c(v):
         return _loc(ast.Constant(value=v), node)
@@ -328,32 +416,87 @@ def _replayed(gen, loop_node, f1, back, entry, node):
     def b(x, op, y):
         return _loc(ast.BinOp(left=x, op=op, right=y), node)
 
-    lo_e = copy.deepcopy(it.args[0]) if len(it.args) > 1 else c(0)
-    st_e = copy.deepcopy(it.args[2]) if len(it.args) > 2 else c(1)
+    lo_c = _int_const(it.args[0]) if len(it.args) > 1 else 0
+    st_c = _int_const(it.args[2]) if len(it.args) > 2 else 1
+
+    def lo_r():  # the start, a constant where it is one (the C compiler folds it)
+        return c(lo_c) if lo_c is not None else _nm(lo, node)
+
+    def st_r():  # and the step: a constant step spares each replayed range its trip count's division
+        return c(st_c) if st_c is not None else _nm(st, node)
 
     def at(kk):  # lo + kk * st
-        return b(_nm(lo, node), ast.Add(), b(kk, ast.Mult(), _nm(st, node)))
+        kst = kk if st_c == 1 else b(kk, ast.Mult(), st_r())
+        return kst if lo_c == 0 else b(lo_r(), ast.Add(), kst)
 
     def over(x, y, stmts):
         lp = copy.copy(loop_node)
-        lp.iter = _loc(ast.Call(func=_nm("range", node), args=[x, y, _nm(st, node)], keywords=[]), node)
+        lp.iter = _loc(ast.Call(func=_nm("range", node), args=[x, y, st_r()], keywords=[]), node)
         lp.body = stmts or [_loc(ast.Pass(), node)]
         return lp
 
-    count = copy.copy(loop_node)  # n = the trip count
-    count.body = [_loc(ast.AugAssign(target=_nm(n, node, True), op=ast.Add(), value=c(1)), node)]
-    out = [_assign(_nm(n, node, True), c(0), node), count]
-    plan = _tape_plan(gen, loop_node, entry)
-    if plan is not None:
-        return out + _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node)
+    if mode == "plain":
+        return _plain(gen, entry, n, k, lo_r, at, over, c, b, f1, back, node)
+    taped = _taped(gen, plan, entry, n, at, over, f1, back, node)
+    if mode == "taped":
+        return taped
+    plain = _plain(gen, entry, n, k, lo_r, at, over, c, b, f1, copy.deepcopy(back), node)
+    test = _loc(ast.Compare(left=_nm(n, node), ops=[ast.LtE()], comparators=[c(PLAIN_TRIPS)]), node)
+    return [_loc(ast.If(test=test, body=plain, orelse=taped), node)]
+
+
+PLAIN_TRIPS = 3  # up to this many trips the replay from the entry runs no more forward iterations
+PLAIN_BODY = 300  # than a tape; a loop body of at most this many AST nodes gets both forms
+
+
+def _size(stmts):
+    return sum(1 for s in stmts for _ in ast.walk(s))
+
+
+def _const_trips(gen, loop_node):
+    bounds = [_constant(gen, a) for a in loop_node.iter.args]
+    if all(type(v) is int for v in bounds) and (len(bounds) < 3 or bounds[2]):
+        return len(range(*bounds))
+    return None
+
+
+def _plain(gen, entry, n, k, lo_r, at, over, c, b, f1, back, node):
+    """The replay from the entry: for k = n - 1 down to 0, the entry state put back, iterations
+    0 .. k - 1 forward, iteration k forward and backward (n (n + 1) / 2 forward iterations)."""
     body = _restore(gen, entry, node) + [
-        _assign(_nm(lo, node, True), lo_e, node), _assign(_nm(st, node, True), st_e, node),
-        over(_nm(lo, node), at(_nm(k, node)), copy.deepcopy(f1)),
+        over(lo_r(), at(_nm(k, node)), copy.deepcopy(f1)),
         over(at(_nm(k, node)), at(b(_nm(k, node), ast.Add(), c(1))), copy.deepcopy(f1) + back)]
     rng = _loc(ast.Call(func=_nm("range", node), args=[b(_nm(n, node), ast.Sub(), c(1)), c(-1), c(-1)],
                         keywords=[]), node)
-    out.append(_loc(ast.For(target=_nm(k, node, True), iter=rng, body=body, orelse=[]), node))
-    return out + _restore(gen, entry, node)
+    return [_loc(ast.For(target=_nm(k, node, True), iter=rng, body=body, orelse=[]), node)] + _restore(gen, entry, node)
+
+
+def _int_const(e):
+    """The value of an int literal (a negative one too), else None."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        v = _int_const(e.operand)
+        return -v if v is not None else None
+    return e.value if isinstance(e, ast.Constant) and type(e.value) is int else None
+
+
+def _trips(it, node):
+    """The trip count of range(*it.args) as an expression, len(range(lo, hi, st)): max(0, hi - lo)
+    for a step of one, max(0, -((lo - hi) // st)) for any other (the floor division rounds the
+    trip count up, whatever the step's sign; a zero step failed in the forward sweep before)."""
+    a = [copy.deepcopy(x) for x in it.args]
+
+    def c(v):
+        return _loc(ast.Constant(value=v), node)
+
+    def b(x, op, y):
+        return _loc(ast.BinOp(left=x, op=op, right=y), node)
+
+    lo, hi = (c(0), a[0]) if len(a) == 1 else (a[0], a[1])
+    if len(a) < 3 or (isinstance(a[2], ast.Constant) and a[2].value == 1):
+        span = hi if len(a) == 1 else b(hi, ast.Sub(), lo)
+    else:
+        span = _loc(ast.UnaryOp(op=ast.USub(), operand=b(b(lo, ast.Sub(), hi), ast.FloorDiv(), a[2])), node)
+    return _loc(ast.Call(func=_nm("max", node), args=[c(0), span], keywords=[]), node)
 
 
 _BYTES = {"f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8,
@@ -413,6 +556,14 @@ def _tape_copy(items, slot, to_tape, node):
             out.append(_assign(cell, _nm(v, node), node) if to_tape else
                        _assign(_nm(v, node, True), cell, node))
             continue
+        if _small(shape):  # a few elements: one statement each, constant indices (no loop, no wrap)
+            for e in _elements(shape):
+                cv = _const_index(e, node)
+                ct = _loc(ast.Tuple(elts=[copy.deepcopy(slot)] + [_loc(ast.Constant(value=i), node) for i in e],
+                                    ctx=ast.Load()), node)
+                out.append(_assign(_sub(tape, ct, node, True), _sub(v, cv, node), node) if to_tape else
+                           _assign(_sub(v, cv, node, True), _sub(tape, ct, node), node))
+            continue
         qs = [f"{tape}{SEP}q{d}" for d in range(len(shape))]
         own = qs[0] if len(qs) == 1 else None
         idx_v = _nm(own, node) if own else _loc(ast.Tuple(elts=[_nm(q, node) for q in qs], ctx=ast.Load()), node)
@@ -428,13 +579,30 @@ def _tape_copy(items, slot, to_tape, node):
     return out
 
 
-def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
-    """The reverse of a replayed range loop with a tape of `slots` iterations' states: the trips in
-    segments of `slots`, last first; each segment's start reached by replaying the loop from its
-    entry, its iterations then run once forward recording their states, and taken backwards from
-    the tape.  n (n / slots + 1) / 2 forward iterations for n trips, n of them when n <= slots."""
+def _tapes(gen, plan, node):
+    """The creation of a loop's tape arrays (zeroed, as every local array; every slot the reverse
+    reads was written before by the forward run or a segment's recording)."""
     slots, items = plan
     np = _np()
+    out = []
+    for v, tape, et, shape, arr in items:
+        dims = (slots,) + (shape or ())
+        c = [_loc(ast.Constant(value=d), node) for d in dims]
+        out.append(_assign(_nm(tape, node, True), _loc(ast.Call(
+            func=_nm(gen.use(np.zeros, "zeros"), node),
+            args=[_loc(ast.Tuple(elts=c, ctx=ast.Load()), node) if len(dims) > 1 else c[0],
+                  _nm(gen.use(getattr(_core, et), et), node)], keywords=[]), node), node))
+    return out
+
+
+def _taped(gen, plan, entry, n, at, over, f1, back, node):
+    """The reverse of a replayed range loop with a tape of `slots` iterations' states: the trips in
+    segments of `slots`, last first.  The forward run left the last segment's states in the tape
+    (a ring: iteration j in slot j % slots), so it is taken backwards at once; each earlier one's
+    start is reached by replaying the loop from its entry, its iterations then run once forward
+    recording their states, and taken backwards from the tape.  n + n (n / slots - 1) / 2 forward
+    iterations for n trips, none beyond the forward run's when n <= slots."""
+    slots, items = plan
 
     def c(v):
         return _loc(ast.Constant(value=v), node)
@@ -442,15 +610,8 @@ def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
     def b(x, op, y):
         return _loc(ast.BinOp(left=x, op=op, right=y), node)
 
-    tapes = []  # made in each segment (zeroed, as every local array): none for a loop of no trips
-    for v, tape, et, shape, arr in items:
-        dims = (slots,) + (shape or ())
-        tapes.append(_assign(_nm(tape, node, True), _loc(ast.Call(
-            func=_nm(gen.use(np.zeros, "zeros"), node),
-            args=[_loc(ast.Tuple(elts=[c(d) for d in dims], ctx=ast.Load()), node) if len(dims) > 1 else c(slots),
-                  _nm(gen.use(getattr(_core, et), et), node)], keywords=[]), node), node))
-    sg, a, hi, q, k = (gen.fresh(w) for w in ("sg", "a", "b", "q", "k"))
-    segs = b(b(b(_nm(n, node), ast.Add(), c(slots - 1)), ast.FloorDiv(), c(slots)), ast.Sub(), c(1))
+    sg, a, hi, q, k, last = (gen.fresh(w) for w in ("sg", "a", "b", "q", "k", "last"))
+    segs = b(b(_nm(n, node), ast.Add(), c(slots - 1)), ast.FloorDiv(), c(slots))
     record = over(at(_nm(a, node)), at(_nm(hi, node)),
                   _tape_copy(items, _nm(q, node), True, node) +
                   [_loc(ast.AugAssign(target=_nm(q, node, True), op=ast.Add(), value=c(1)), node)] +
@@ -462,15 +623,19 @@ def _taped(gen, plan, entry, n, lo, st, lo_e, st_e, at, over, f1, back, node):
                                                           b(_nm(a, node), ast.Sub(), c(1)), c(-1)], keywords=[]), node),
         body=_tape_copy(items, b(_nm(k, node), ast.Sub(), _nm(a, node)), False, node) +
         [over(at(_nm(k, node)), at(k1), copy.deepcopy(f1) + back)], orelse=[]), node)
-    body = tapes + _restore(gen, entry, node) + [
-        _assign(_nm(lo, node, True), lo_e, node), _assign(_nm(st, node, True), st_e, node),
+    earlier = _loc(ast.Compare(left=_nm(sg, node), ops=[ast.Lt()], comparators=[_nm(last, node)]), node)
+    body = [
         _assign(_nm(a, node, True), b(_nm(sg, node), ast.Mult(), c(slots)), node),
         _assign(_nm(hi, node, True), _loc(ast.Call(func=_nm("min", node), args=[
             b(_nm(a, node), ast.Add(), c(slots)), _nm(n, node)], keywords=[]), node), node),
-        over(_nm(lo, node), at(_nm(a, node)), copy.deepcopy(f1)),
-        _assign(_nm(q, node, True), c(0), node), record, backward]
-    out = [_loc(ast.For(target=_nm(sg, node, True), iter=_loc(ast.Call(
-        func=_nm("range", node), args=[segs, c(-1), c(-1)], keywords=[]), node), body=body, orelse=[]), node)]
+        _loc(ast.If(test=earlier, body=_restore(gen, entry, node) + [
+            over(at(c(0)), at(_nm(a, node)), copy.deepcopy(f1)),
+            _assign(_nm(q, node, True), c(0), node), record], orelse=[]), node),
+        backward]
+    out = [_assign(_nm(last, node, True), b(segs, ast.Sub(), c(1)), node),
+           _loc(ast.For(target=_nm(sg, node, True), iter=_loc(ast.Call(
+               func=_nm("range", node), args=[_nm(last, node), c(-1), c(-1)], keywords=[]), node),
+               body=body, orelse=[]), node)]
     return out + _restore(gen, entry, node)
 
 

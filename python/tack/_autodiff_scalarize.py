@@ -13,7 +13,8 @@ on scalars, and the generator then differentiates that unchanged:
   construction (`tack.vec3(a, b, c)`, `tack.vec3(s)`, `tack.mat33(1.0)` the scaled identity,
   `complex(re, im)`), `+ - * /` componentwise and with a broadcast scalar, unary minus, `@`
   (matrix by matrix and by vector), a component assigned (`v[0] = s`), `tack.cross`,
-  `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, complex arithmetic (`z * w`, `z / w`,
+  `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, `tack.inverse` of 2x2 and 3x3
+  (the forward's adjugate over the determinant, zero where that is exactly 0), complex arithmetic (`z * w`, `z / w`,
   `z.conjugate()`, `cmath.exp`), and conditional expressions; a scalar made from one
   (`v.x`, `v[0]`, `m[i, j]`, `z.real`, `tack.dot`, `tack.length`, `tack.norm`,
   `tack.trace`, `tack.determinant` of 2x2 and 3x3, `abs(z)`, `cmath.phase`) becomes a scalar
@@ -37,7 +38,7 @@ Quaternions are four components, as a vec4 is; their own functions (the Hamilton
 `quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
 rewrite.  What is not rewritten is refused at its line, saying what to write (transforms,
-`quat_slerp`, `quat_from_matrix`, the decompositions, `tack.inverse`, a 4x4 determinant, a
+`quat_slerp`, `quat_from_matrix`, the decompositions, a 4x4 inverse or determinant, a
 component chosen by a computed index).  docs/differentiation.md ("Vectors, matrices,
 quaternions and complex numbers") is the user's account.
 """
@@ -271,9 +272,14 @@ class Scalarizer:
             return _autodiff_quat.call_type(self, name, e, [self.ty(a) for a in e.args])
         if (name or "").startswith(("quat", "transform")):
             raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
-        if name in ("inverse", "svd3", "eig3", "qr3"):
-            raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet (a 2x2 or 3x3 "
-                             f"inverse written out as the adjugate over tack.determinant is)", e)
+        if name == "inverse" and e.args:
+            t = self.ty(e.args[0])
+            if t is not None and t.kind == "m" and t.shape in ((2, 2), (3, 3)):
+                return t
+            raise self.error(f"{ast.unparse(e.func)}() of a {'x'.join(map(str, t.shape)) if t else ''} matrix is "
+                             f"not differentiated yet (2x2 and 3x3 are)", e)
+        if name in ("svd3", "eig3", "qr3"):
+            raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet", e)
         args = [self.ty(a) for a in e.args]
         a0 = args[0] if args else None
         if name in ("cross", "normalize", "conjugate", "cmath.exp"):
@@ -454,6 +460,28 @@ class Scalarizer:
             inv = self.bind([_loc(ast.IfExp(test=pos, body=_div(_c(1.0, e), self.fn("sqrt", [sq], e), e),
                                             orelse=_c(0.0, e)), e)], Ty("v", (1,), ty.dt), e)[0]
             return ty, [_mul(c, inv, e) for c in a]
+        if name == "inverse":  # 2x2 and 3x3 (call_ty): the forward's adjugate over the determinant,
+            # in its operations and order (prelude_linalg.c); the zero matrix where that is exactly 0
+            t, a = self.comps(e.args[0])
+            a = self.bind(a, t, e)
+            n = t.shape[0]
+            m = lambda r, c: a[r * n + c]  # noqa: E731
+            one = Ty("v", (1,), t.dt)
+            if n == 2:
+                d = self.bind([_sub(_mul(m(0, 0), m(1, 1), e), _mul(m(0, 1), m(1, 0), e), e)], one, e)[0]
+                num = [m(1, 1), _neg(m(0, 1), e), _neg(m(1, 0), e), m(0, 0)]
+            else:
+                def cof(r, c):  # the cofactor of a[r][c], written as the prelude's tk_cof3
+                    r1, r2 = [k for k in range(3) if k != r]
+                    c1, c2 = [k for k in range(3) if k != c]
+                    if (r + c) % 2:  # the prelude's order: the minor's columns swapped, not negated
+                        c1, c2 = c2, c1
+                    return _sub(_mul(m(r1, c1), m(r2, c2), e), _mul(m(r1, c2), m(r2, c1), e), e)
+                cs = self.bind([cof(i, j) for i in range(3) for j in range(3)], t, e)
+                d = self.bind([_sum([_mul(m(0, j), cs[j], e) for j in range(3)], e)], one, e)[0]
+                num = [cs[j * 3 + i] for i in range(3) for j in range(3)]
+            nz = _loc(ast.Compare(left=copy.deepcopy(d), ops=[ast.NotEq()], comparators=[_c(0.0, e)]), e)
+            return ty, [_loc(ast.IfExp(test=copy.deepcopy(nz), body=_div(x, d, e), orelse=_c(0.0, e)), e) for x in num]
         if name == "transpose":
             t, a = self.comps(e.args[0])
             r, c = t.shape

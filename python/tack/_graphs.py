@@ -5,8 +5,9 @@ the block and records the kernel launches, same-device copies and fills
 queued on it, without running them; ``g.launch()`` (or
 ``g.launch(stream=other)``) replays them, in order, with the same arrays and
 the same scalar values.  On CUDA and HIP the driver's stream capture makes
-a graph that one call replays; on the CPU Tack keeps the list of calls and
-runs it at each launch.  The capture and its refusals are libtack's
+a graph that one call replays, on Level Zero a recorded command list; on the
+CPU, OpenCL and Metal Tack keeps the list of calls and runs it at each
+launch.  The capture and its refusals are libtack's
 (src/runtime/graph.c); docs/backends.md, "Graphs", has the rules and
 docs/design/decisions.md the reasons.
 """

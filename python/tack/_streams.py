@@ -4,7 +4,8 @@ A GPU device runs Tack's copies and launches on one stream of Tack's own
 unless the program names another: ``tack.Stream(device)`` makes one,
 ``tack.Stream(device, handle=...)`` wraps another library's (PyTorch's
 ``torch.cuda.Stream``, CuPy's ``cupy.cuda.Stream``, or a raw ``CUstream`` /
-``hipStream_t`` / OpenCL queue / Level Zero immediate command list), ``with
+``hipStream_t`` / OpenCL queue / Level Zero immediate command list / Metal
+``MTLCommandQueue``), ``with
 tack.stream(s):`` makes it current on the thread and
 ``kernel(..., stream=s)`` uses it for one call.  Events order streams on the
 device (``record`` on one, ``wait`` on another) and time them.  An array used
@@ -78,7 +79,8 @@ class Stream:
     @property
     def handle(self) -> int:
         """The API's handle as an integer: a CUstream or hipStream_t, an OpenCL cl_command_queue,
-        a Level Zero ze_command_list_handle_t (an immediate list); 0 on the CPU."""
+        a Level Zero ze_command_list_handle_t (an immediate list), a Metal MTLCommandQueue (an id);
+        0 on the CPU."""
         return self._handle
 
     def __cuda_stream__(self):

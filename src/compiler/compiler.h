@@ -470,6 +470,7 @@ typedef struct tk_cc {
     uint64_t atomic_dts;   /* bit dt: an atomic updates a dt element (lower_call.c), so the dialect writes
                             * its helpers (OpenCL's 64-bit ones only where used) */
     int uses_complex;      /* emit_complex.c's helpers go into the prelude */
+    int uses_gemm;         /* bit 0 f32, bit 1 f64: gemm.c's kernel goes into the prelude */
     int uses_quat;         /* emit_quat.c's helpers go into the prelude (with the vectors') */
     uint64_t uses_math;    /* bit m: an IR_MATH m is called (prelude_math.c writes the helpers used) */
     uint32_t uses_linalg;  /* bit m - M_TRANSPOSE: a matrix function is called (prelude_linalg.c) */
@@ -532,6 +533,14 @@ void tk_nests(tk_cc *C);     /* per-row versioning of checks, loop interchange (
 tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond);
 /* tile.c: a parallel loop whose rows are a matrix product's, in tiled panels (1), or left (0) */
 int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf);
+/* tile.c for gemm.c: `a[.., i, ..] += v` on row i's own element as the store privatize.c makes */
+void tk_tile_own_rows(tk_cc *C, int iv, tk_ir *s);
+/* gemm.c: a parallel loop whose rows hold a matrix product, as calls of a packed kernel (1), or left (0);
+ * with wrap, *wrap may be set to a block that packs B before the loop and frees it after, to take the
+ * loop's place in its block */
+int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap);
+/* gemm.c for the C dialect's prelude: the kernels used (tk_cc.uses_gemm) */
+void tk_gemm_prelude(const tk_cc *C, tk_buf *b);
 void tk_periodic(tk_cc *C);  /* periodic indices: (i + c) % n (C dialect) */
 /* periodic.c for emit_cpu.c: swap the index checks and wraps of loop s's
  * remainders for nothing (the periodic version), and back. */

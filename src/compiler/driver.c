@@ -20,10 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "compiler/compiler.h"
 #include "compiler/target.h"
+#include "platform/platform.h"
 #include "runtime/config.h"
 #include "runtime/runtime.h"
 
@@ -151,9 +151,7 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
 
 /* --------------------------------------------------------------- compile */
 static double cpu_us(void) { /* this thread's CPU time: TACK_RACE_CHECK=time measures the check */
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+    return (double)tk_thread_cpu_ns() / 1e3;
 }
 
 TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype *args, int nargs,

@@ -216,7 +216,8 @@ tack_status rt_wrap_span(tack_device *dev, tack_dtype dt, int ndim, const int64_
     /* An extent that runs past the top of the address space wraps to low
      * memory: data + nbytes would compare below data, and every bound
      * computed from it would be wrong. */
-    char *first = (char *)data + lo; /* the lowest byte (the caller checked that it does not wrap) */
+    char *first = (char *)((uintptr_t)data + (uintptr_t)lo); /* the lowest byte (the caller checked that it does not wrap;
+                                                               integers: a pointer may not step to NULL) */
     if (data && span > 0 && span - 1 > UINTPTR_MAX - (uintptr_t)first) {
         st = tack_set_error(TACK_ERR_VALUE,
                             "address 0x%llx with %zu bytes runs past the end of the address space",

@@ -39,12 +39,12 @@
  * fixed buffers (TK_CONFIG_STR_MAX bytes, a path's size), and a longer
  * value is refused by name.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/platform.h"
 #include "runtime/config.h"
 #include "runtime/runtime.h"
 
@@ -73,8 +73,8 @@ typedef struct {
 static slot cur[TK_CFG_COUNT];  /* in force */
 static slot init[TK_CFG_COUNT]; /* from the environment (or the default): what NULL puts back */
 static char bad_env[TK_CFG_COUNT][512]; /* why an environment value could not be read ("" if it could) */
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static tk_once_t once = TK_ONCE_INIT;
+static tk_mutex_t lock = TK_MUTEX_INIT;
 
 /* The index of `s` among a CHOICE's "a|b|c", or -1. */
 static int choice_index(const char *choices, const char *s) {
@@ -158,7 +158,7 @@ static void read_environment(void) {
     char saved[1024];
     tack_status saved_st = tack_last_status();
     snprintf(saved, sizeof saved, "%s", tack_last_error());
-    pthread_mutex_lock(&lock);
+    tk_mutex_lock(&lock);
     for (int i = 0; i < TK_CFG_COUNT; i++) {
         int ival = 0;
         static char sval[TK_CONFIG_STR_MAX]; /* under `lock`, once */
@@ -180,12 +180,12 @@ static void read_environment(void) {
         store(&init[i], ival, sval, source);
         store(&cur[i], ival, sval, source);
     }
-    pthread_mutex_unlock(&lock);
+    tk_mutex_unlock(&lock);
     if (saved_st != TACK_OK) tack_set_error(saved_st, "%s", saved);
     else tack_clear_error();
 }
 
-static void ready(void) { pthread_once(&once, read_environment); }
+static void ready(void) { tk_once(&once, read_environment); }
 
 int tk_config_int(tk_config_id id) {
     ready();
@@ -203,21 +203,21 @@ const char *tk_config_str(tk_config_id id, char *buf, size_t cap) {
         snprintf(buf, cap, "%.*s", (int)len, c);
         return buf;
     }
-    pthread_mutex_lock(&lock);
+    tk_mutex_lock(&lock);
     snprintf(buf, cap, "%s", cur[id].sval);
-    pthread_mutex_unlock(&lock);
+    tk_mutex_unlock(&lock);
     return buf;
 }
 
 tack_status tk_config_env_check(void) {
     ready();
     tack_status st = TACK_OK;
-    pthread_mutex_lock(&lock);
+    tk_mutex_lock(&lock);
     for (int i = 0; i < TK_CFG_COUNT && st == TACK_OK; i++) {
         if (!bad_env[i][0] || atomic_load(&cur[i].source) == TACK_CONFIG_SET) continue; /* set since: fixed */
         st = tack_set_error(TACK_ERR_VALUE, "%s", bad_env[i]); /* kept when it was read: a value too long to keep */
     }
-    pthread_mutex_unlock(&lock);
+    tk_mutex_unlock(&lock);
     return st;
 }
 
@@ -257,12 +257,12 @@ tack_status tack_config_get(const char *name, char *buf, size_t cap, tack_config
     if (!buf || !cap) return tack_set_error(TACK_ERR_VALUE, "tack_config_get: no buffer for '%s'", name);
     ready();
     char tmp[TK_CONFIG_STR_MAX];
-    pthread_mutex_lock(&lock); /* the value and its source together */
+    tk_mutex_lock(&lock); /* the value and its source together */
     if (E[i].k == K_STR) snprintf(tmp, sizeof tmp, "%s", cur[i].sval);
     else if (E[i].k == K_CHOICE) tk_config_str((tk_config_id)i, tmp, sizeof tmp);
     else snprintf(tmp, sizeof tmp, "%d", atomic_load(&cur[i].ival));
     int src = atomic_load(&cur[i].source);
-    pthread_mutex_unlock(&lock);
+    tk_mutex_unlock(&lock);
     size_t n = strlen(tmp);
     if (n >= cap)
         return tack_set_error(TACK_ERR_VALUE, "tack_config_get: '%s' is %zu bytes long, and the buffer holds %zu",
@@ -277,20 +277,20 @@ tack_status tack_config_set(const char *name, const char *value) {
     if (i < 0) return unknown("tack_config_set", name);
     ready();
     if (!value) {
-        pthread_mutex_lock(&lock);
+        tk_mutex_lock(&lock);
         store(&cur[i], atomic_load(&init[i].ival), init[i].sval, atomic_load(&init[i].source));
-        pthread_mutex_unlock(&lock);
+        tk_mutex_unlock(&lock);
         return TACK_OK;
     }
     char who[96];
     snprintf(who, sizeof who, "tack_config_set: '%s'", E[i].name);
     int ival = 0;
-    pthread_mutex_lock(&lock);
+    tk_mutex_lock(&lock);
     static char sval[TK_CONFIG_STR_MAX]; /* under `lock` */
     sval[0] = 0;
     int rc = parse(i, who, value, &ival, sval);
     if (rc == 0) store(&cur[i], ival, E[i].k == K_STR ? sval : NULL, TACK_CONFIG_SET);
-    pthread_mutex_unlock(&lock);
+    tk_mutex_unlock(&lock);
     return rc == 0 ? TACK_OK : TACK_ERR_VALUE;
 }
 

@@ -26,15 +26,12 @@
  * the GPU compilers loaded at run time (NVRTC, hiprtc, ocloc), which are
  * listed here with the families.
  */
-#include <dlfcn.h>
-#include <link.h>
-#include <pthread.h>
 #include <stdatomic.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "platform/platform.h"
 
 #include "runtime/pool.h"
 #include "runtime/runtime.h"
@@ -63,13 +60,13 @@ static int family_of[MAX_DEVICES];
 static atomic_int ndevices;
 static char unavailable[NFAMILIES][200];
 static atomic_int probed[NFAMILIES];
-static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static tk_mutex_t probe_lock = TK_MUTEX_INIT;
 
 static void probe(int f) {
     if (atomic_load_explicit(&probed[f], memory_order_acquire)) return;
     /* the CPU first, whichever family is asked for first: it is devices[0] (rt_default_cpu) */
     if (f != 0) probe(0);
-    pthread_mutex_lock(&probe_lock);
+    tk_mutex_lock(&probe_lock);
     if (!atomic_load_explicit(&probed[f], memory_order_relaxed)) {
         if (!families[f].backend) {
             snprintf(unavailable[f], sizeof unavailable[f], "%s", families[f].missing);
@@ -95,7 +92,7 @@ static void probe(int f) {
         }
         atomic_store_explicit(&probed[f], 1, memory_order_release);
     }
-    pthread_mutex_unlock(&probe_lock);
+    tk_mutex_unlock(&probe_lock);
 }
 
 static void probe_type(tack_device_type type) {
@@ -189,9 +186,8 @@ int tack_toolchain(const char *name, char *where, size_t cap, int *version) {
         const char *text = "";
         int v = 0;
         void *lib = toolchains[i].query(&text, &v);
-        struct link_map *map = NULL;
-        if (lib && dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && map->l_name[0] == '/')
-            text = map->l_name;
+        char loaded[4096];
+        if (lib && tk_dl_path(lib, NULL, loaded, sizeof loaded) == 0 && tk_path_is_absolute(loaded)) text = loaded;
         if (where && cap) snprintf(where, cap, "%s", text);
         if (version) *version = v;
         return lib != NULL;

@@ -36,9 +36,9 @@
  *     outside the graph (array.c).
  * The design and its reasons are in docs/design/decisions.md ("Graphs").
  */
-#include <pthread.h>
 #include <string.h>
 
+#include "platform/platform.h"
 #include "runtime/program.h"
 #include "runtime/runtime.h"
 

@@ -29,7 +29,8 @@
  * long one.
  */
 #include <stdatomic.h>
-#include <time.h>
+
+#include "platform/platform.h"
 
 #include "runtime/runtime.h"
 
@@ -48,9 +49,7 @@ TACK_API int tack_interruptible(void) { return interruptible; }
 TACK_API void tack_set_long_launch_hook(void (*fn)(void)) { atomic_store(&long_hook, fn); }
 
 static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return tk_monotonic_ns();
 }
 
 /* No clock read here: a launch costs a fifth of a microsecond, and only one

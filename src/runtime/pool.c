@@ -94,14 +94,11 @@
  * never pays for it, and one whose launching threads come and go pays a
  * pool start (tens of microseconds a worker) at the next launch.
  */
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "platform/platform.h"
 #include "runtime/config.h"
 #include "runtime/pool.h"
 #include "runtime/runtime.h"
@@ -133,10 +130,10 @@ typedef struct {
 static part_time W[MAX_THREADS];
 
 static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t wake, done;
-    pthread_mutex_t busy;
-    pthread_cond_t gone; /* a worker left (after `quit`) */
+    tk_mutex_t lock;
+    tk_cond_t wake, done;
+    tk_mutex_t busy;
+    tk_cond_t gone; /* a worker left (after `quit`) */
     int workers;         /* started worker threads */
     int started;
     int alive;   /* workers that have not yet left (under lock) */
@@ -155,8 +152,8 @@ static struct {
     _Atomic int sleepers;        /* workers blocked (or about to block) on `wake` */
     _Atomic int caller_sleeping; /* the caller blocked (or about to block) on `done` */
     _Alignas(64) _Atomic int64_t finished; /* iterations done (or dropped after stop) */
-} P = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
-       .busy = PTHREAD_MUTEX_INITIALIZER, .gone = PTHREAD_COND_INITIALIZER};
+} P = {.lock = TK_MUTEX_INIT, .wake = TK_COND_INIT, .done = TK_COND_INIT,
+       .busy = TK_MUTEX_INIT, .gone = TK_COND_INIT};
 
 /* A thread's copy of the job. */
 typedef struct {
@@ -171,22 +168,22 @@ typedef struct {
     int prof;
 } job;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static tk_once_t once = TK_ONCE_INIT;
 static int cores = 1;    /* usable cores, at the first use */
 static int nthreads = 1; /* the count the pool was started for (under `busy`) */
 static _Thread_local int launch_threads; /* this thread's launch's count (0: no launch begun) */
-static pthread_key_t member_key; /* set on a member thread: its destructor is member_gone */
+static tk_key_t member_key; /* set on a member thread: its destructor is member_gone */
 static int have_key;             /* member_key was made (else the pool is never taken down) */
 static _Thread_local int is_member;
 
 static void member_gone(void *unused);
 
 static void after_fork_child(void) {
-    pthread_mutex_init(&P.lock, NULL);
-    pthread_cond_init(&P.wake, NULL);
-    pthread_cond_init(&P.done, NULL);
-    pthread_cond_init(&P.gone, NULL);
-    pthread_mutex_init(&P.busy, NULL);
+    tk_mutex_init(&P.lock);
+    tk_cond_init(&P.wake);
+    tk_cond_init(&P.done);
+    tk_cond_init(&P.gone);
+    tk_mutex_init(&P.busy);
     P.workers = 0;
     P.started = 0;
     P.alive = 0;
@@ -199,24 +196,18 @@ static void after_fork_child(void) {
 }
 
 static void init_once(void) {
-    int n = 1;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
-    else {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n = c > 0 ? (int)c : 1;
-    }
+    int n = tk_cpu_count();
     cores = n < 1 ? 1 : n;
-    have_key = pthread_key_create(&member_key, member_gone) == 0;
-    pthread_atfork(NULL, NULL, after_fork_child);
+    have_key = tk_key_create(&member_key, member_gone) == 0;
+    tk_atfork_child(after_fork_child);
 }
 
 /* Tell the workers to leave and wait until they have; `busy` and `lock`
  * held, so no job runs. */
 static void take_down(void) {
     P.quit = 1;
-    pthread_cond_broadcast(&P.wake);
-    while (P.alive > 0) pthread_cond_wait(&P.gone, &P.lock);
+    tk_cond_broadcast(&P.wake);
+    while (P.alive > 0) tk_cond_wait(&P.gone, &P.lock);
     P.quit = 0;
     P.started = 0;
     P.workers = 0;
@@ -228,25 +219,25 @@ static void take_down(void) {
 static void member_gone(void *unused) {
     (void)unused;
     is_member = 0;
-    pthread_mutex_lock(&P.busy);
-    pthread_mutex_lock(&P.lock);
+    tk_mutex_lock(&P.busy);
+    tk_mutex_lock(&P.lock);
     if (--P.members == 0 && P.started) take_down();
-    pthread_mutex_unlock(&P.lock);
-    pthread_mutex_unlock(&P.busy);
+    tk_mutex_unlock(&P.lock);
+    tk_mutex_unlock(&P.busy);
 }
 
 /* The calling thread, which holds `busy`, becomes a member (once). */
 static void join_members(void) {
-    if (is_member || !have_key || pthread_setspecific(member_key, &is_member) != 0) return;
+    if (is_member || !have_key || tk_key_set(member_key, &is_member) != 0) return;
     is_member = 1;
-    pthread_mutex_lock(&P.lock);
+    tk_mutex_lock(&P.lock);
     P.members++;
-    pthread_mutex_unlock(&P.lock);
+    tk_mutex_unlock(&P.lock);
 }
 
 /* The setting's count now: 0 means the usable cores; at most MAX_THREADS. */
 static int wanted(void) {
-    pthread_once(&once, init_once);
+    tk_once(&once, init_once);
     int n = tk_config_int(TK_CFG_NUM_THREADS);
     if (n <= 0) n = cores;
     return n > MAX_THREADS ? MAX_THREADS : n;
@@ -257,11 +248,7 @@ void pool_launch_end(void) { launch_threads = 0; }
 
 int pool_threads(void) { return launch_threads ? launch_threads : wanted(); }
 
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static int64_t now_ns(void) { return tk_monotonic_ns(); }
 
 static inline void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -404,9 +391,9 @@ static int claim(job *j, int r, int64_t cap, int drain, int64_t *lo, int64_t *hi
 /* Count k iterations of job j done; wake the caller if they were the last. */
 static void count_done(const job *j, int64_t k) {
     if (atomic_fetch_add(&P.finished, k) + k == j->n && atomic_load(&P.caller_sleeping)) {
-        pthread_mutex_lock(&P.lock);
-        pthread_cond_signal(&P.done);
-        pthread_mutex_unlock(&P.lock);
+        tk_mutex_lock(&P.lock);
+        tk_cond_signal(&P.done);
+        tk_mutex_unlock(&P.lock);
     }
 }
 
@@ -485,17 +472,17 @@ static void *worker(void *arg) {
     for (;;) {
         uint64_t g = spin_for_job(seen);
         if (g == seen) {
-            pthread_mutex_lock(&P.lock);
+            tk_mutex_lock(&P.lock);
             atomic_fetch_add(&P.sleepers, 1);
-            while (((g = atomic_load(&P.gen)) == seen || (g & 1)) && !P.quit) pthread_cond_wait(&P.wake, &P.lock);
+            while (((g = atomic_load(&P.gen)) == seen || (g & 1)) && !P.quit) tk_cond_wait(&P.wake, &P.lock);
             atomic_fetch_sub(&P.sleepers, 1);
             if (P.quit) { /* the last member thread ended (member_gone) */
                 P.alive--;
-                pthread_cond_signal(&P.gone);
-                pthread_mutex_unlock(&P.lock);
+                tk_cond_signal(&P.gone);
+                tk_mutex_unlock(&P.lock);
                 return NULL;
             }
-            pthread_mutex_unlock(&P.lock);
+            tk_mutex_unlock(&P.lock);
         }
         job j;
         if (!read_job(g, &j)) continue; /* a newer job is being written: look again */
@@ -509,28 +496,23 @@ static int start(void) {
     if (P.started) return P.workers;
     P.started = 1;
     int want = nthreads - 1;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     for (int i = 0; i < want; i++) {
-        pthread_t th;
         worker_arg *wa = malloc(sizeof *wa);
         if (!wa) break;
         wa->t = i + 1;
         wa->seen = atomic_load(&P.gen);
-        pthread_mutex_lock(&P.lock);
+        tk_mutex_lock(&P.lock);
         P.alive++;
-        pthread_mutex_unlock(&P.lock);
-        if (pthread_create(&th, &attr, worker, wa) != 0) {
+        tk_mutex_unlock(&P.lock);
+        if (tk_thread_start(worker, wa) != 0) {
             free(wa);
-            pthread_mutex_lock(&P.lock);
+            tk_mutex_lock(&P.lock);
             P.alive--;
-            pthread_mutex_unlock(&P.lock);
+            tk_mutex_unlock(&P.lock);
             break;
         }
         P.workers++;
     }
-    pthread_attr_destroy(&attr);
     return P.workers;
 }
 
@@ -555,20 +537,20 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
         return;
     }
     int want = pool_threads();
-    if (want <= 1 || pthread_mutex_trylock(&P.busy) != 0) {
+    if (want <= 1 || tk_mutex_trylock(&P.busy) != 0) {
         run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg, flush);
         return;
     }
     join_members();
     if (P.started && nthreads != want) { /* the setting changed: a pool of the new count */
-        pthread_mutex_lock(&P.lock);
+        tk_mutex_lock(&P.lock);
         take_down();
-        pthread_mutex_unlock(&P.lock);
+        tk_mutex_unlock(&P.lock);
     }
     nthreads = want;
     int workers = start();
     if (workers == 0) {
-        pthread_mutex_unlock(&P.busy);
+        tk_mutex_unlock(&P.busy);
         run_serial(fn, frame, 0, n, first_piece(min_parallel), stop, stop_arg, flush);
         return;
     }
@@ -598,9 +580,9 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
     }
     atomic_fetch_add(&P.gen, 1);
     if (atomic_load(&P.sleepers) > 0) {
-        pthread_mutex_lock(&P.lock);
-        pthread_cond_broadcast(&P.wake);
-        pthread_mutex_unlock(&P.lock);
+        tk_mutex_lock(&P.lock);
+        tk_cond_broadcast(&P.wake);
+        tk_mutex_unlock(&P.lock);
     }
     job j = {g, fn, frame, n, first_piece(min_parallel), grain, parts, stop, stop_arg, flush, prof};
     take_part(0, &j);
@@ -609,14 +591,14 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
     for (unsigned i = 1; atomic_load_explicit(&P.finished, memory_order_acquire) < n; i++) {
         relax();
         if ((i & 63) == 0 && now_ns() - t0 > SPIN_NS) {
-            pthread_mutex_lock(&P.lock);
+            tk_mutex_lock(&P.lock);
             atomic_store(&P.caller_sleeping, 1);
-            while (atomic_load(&P.finished) < n) pthread_cond_wait(&P.done, &P.lock);
+            while (atomic_load(&P.finished) < n) tk_cond_wait(&P.done, &P.lock);
             atomic_store(&P.caller_sleeping, 0);
-            pthread_mutex_unlock(&P.lock);
+            tk_mutex_unlock(&P.lock);
             break;
         }
     }
     if (prof) record_parts(g, workers + 1);
-    pthread_mutex_unlock(&P.busy);
+    tk_mutex_unlock(&P.busy);
 }

@@ -36,10 +36,10 @@
  * (its timer freed): never written into a freed one.  Strings are copied
  * into the recorder, so events outlive the programs they name.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
+
+#include "platform/platform.h"
 
 #include "runtime/runtime.h"
 
@@ -57,7 +57,7 @@ struct tack_profile {
 };
 
 tack_profile *_Atomic rt_prof_active;
-static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
+static tk_mutex_t prof_lock = TK_MUTEX_INIT;
 static atomic_ulong next_thread = 1;
 static _Thread_local unsigned long thread_id;
 _Thread_local const char *rt_prof_kernel;
@@ -66,9 +66,7 @@ _Thread_local rt_prof_timer rt_prof_cur_timer;
 _Thread_local const char *rt_prof_build;
 
 TACK_API int64_t tack_profile_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return tk_monotonic_ns();
 }
 
 int64_t rt_prof_now(void) { return tack_profile_now(); }
@@ -104,7 +102,7 @@ static const char *keep(tack_profile *p, const char *s) {
 void rt_prof_event(const char *kind, const char *phase, const char *name, const char *device, uint64_t thread,
                    int64_t t0, int64_t t1, int64_t device_ns, rt_prof_timer timer) {
     int added = 0;
-    pthread_mutex_lock(&prof_lock);
+    tk_mutex_lock(&prof_lock);
     tack_profile *p = atomic_load_explicit(&rt_prof_active, memory_order_relaxed);
     if (p && p->n == p->cap) {
         int64_t cap = p->cap ? p->cap * 2 : 256;
@@ -127,7 +125,7 @@ void rt_prof_event(const char *kind, const char *phase, const char *name, const 
             added = 1;
         }
     }
-    pthread_mutex_unlock(&prof_lock);
+    tk_mutex_unlock(&prof_lock);
     if (!added && timer.resolve) timer.resolve(timer.ctx, NULL); /* dropped: the timer's events freed */
 }
 
@@ -144,10 +142,10 @@ TACK_API tack_status tack_profile_start(tack_profile **out) {
     *out = NULL;
     tack_profile *p = tack_calloc(1, sizeof *p);
     if (!p) return tack_set_error(TACK_ERR_NOMEM, "out of memory starting a profile");
-    pthread_mutex_lock(&prof_lock);
+    tk_mutex_lock(&prof_lock);
     tack_profile *was = atomic_load_explicit(&rt_prof_active, memory_order_relaxed);
     if (!was) atomic_store_explicit(&rt_prof_active, p, memory_order_relaxed);
-    pthread_mutex_unlock(&prof_lock);
+    tk_mutex_unlock(&prof_lock);
     if (was) {
         tack_free(p);
         return tack_set_error(TACK_ERR_VALUE, "a profile is already recording: one tack.profile() at a time "
@@ -159,10 +157,10 @@ TACK_API tack_status tack_profile_start(tack_profile **out) {
 
 TACK_API tack_status tack_profile_stop(tack_profile *p) {
     if (!p) return tack_set_error(TACK_ERR_VALUE, "tack_profile_stop: profile is NULL");
-    pthread_mutex_lock(&prof_lock);
+    tk_mutex_lock(&prof_lock);
     if (atomic_load_explicit(&rt_prof_active, memory_order_relaxed) == p)
         atomic_store_explicit(&rt_prof_active, NULL, memory_order_relaxed);
-    pthread_mutex_unlock(&prof_lock);
+    tk_mutex_unlock(&prof_lock);
     if (p->stopped) return TACK_OK;
     p->stopped = 1;
     /* no one appends now: read the device times (each waits for its launch) */

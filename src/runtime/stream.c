@@ -35,9 +35,9 @@
  * orders nothing and an event records the host's clock: the same program
  * runs on either.  A GPU backend without rt_backend.streams refuses them.
  */
-#include <pthread.h>
 #include <string.h>
-#include <time.h>
+
+#include "platform/platform.h"
 
 #include "runtime/runtime.h"
 
@@ -49,7 +49,7 @@ struct tack_event {
     int64_t host_ns; /* the CPU: the host's clock when recorded */
 };
 
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static tk_mutex_t live_lock = TK_MUTEX_INIT;
 static tack_stream *live;
 static _Thread_local tack_stream *current;
 
@@ -57,7 +57,7 @@ static int is_cpu(const tack_device *d) { return d->backend->type == TACK_DEVICE
 
 static tack_status no_streams(const tack_device *d) {
     return tack_set_error(TACK_ERR_UNSUPPORTED,
-                          "%s has no streams or events in Tack yet (CUDA, HIP, OpenCL and Level Zero devices have; "
+                          "%s has no streams or events in Tack yet (CUDA, HIP, OpenCL, Level Zero and Metal devices have; "
                           "the CPU's are for portable code and order nothing): run without one there",
                           d->name);
 }
@@ -72,11 +72,11 @@ static tack_status make(tack_device *dev, void *handle, int owned, tack_stream *
     s->dev = dev;
     s->handle = handle;
     s->owned = owned;
-    pthread_mutex_lock(&live_lock);
+    tk_mutex_lock(&live_lock);
     s->next = live;
     if (live) live->prev = s;
     live = s;
-    pthread_mutex_unlock(&live_lock);
+    tk_mutex_unlock(&live_lock);
     *out = s;
     return TACK_OK;
 }
@@ -107,11 +107,11 @@ TACK_API void tack_stream_retain(tack_stream *s) {
 
 TACK_API void tack_stream_release(tack_stream *s) {
     if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
-    pthread_mutex_lock(&live_lock);
+    tk_mutex_lock(&live_lock);
     if (s->prev) s->prev->next = s->next;
     else live = s->next;
     if (s->next) s->next->prev = s->prev;
-    pthread_mutex_unlock(&live_lock);
+    tk_mutex_unlock(&live_lock);
     if (s->owned) s->dev->backend->streams->destroy(s->dev, s->handle);
     tack_free(s);
 }
@@ -142,20 +142,20 @@ tack_stream *rt_stream_now(const tack_device *d) { return current && current->de
 tack_status rt_streams_sync(tack_device *d) {
     tack_status st = TACK_OK;
     if (!d->backend->streams) return TACK_OK;
-    pthread_mutex_lock(&live_lock);
+    tk_mutex_lock(&live_lock);
     for (tack_stream *s = live; s && st == TACK_OK; s = s->next)
         if (s->dev == d && !rt_captured(s)) st = d->backend->streams->sync(d, s); /* a capture runs nothing */
-    pthread_mutex_unlock(&live_lock);
+    tk_mutex_unlock(&live_lock);
     return st;
 }
 
 tack_status rt_streams_join(tack_device *d) {
     tack_status st = TACK_OK;
     if (!d->backend->streams) return TACK_OK;
-    pthread_mutex_lock(&live_lock);
+    tk_mutex_lock(&live_lock);
     for (tack_stream *s = live; s && st == TACK_OK; s = s->next)
         if (s->dev == d && !rt_captured(s)) st = rt_stream_order(d, NULL, s);
-    pthread_mutex_unlock(&live_lock);
+    tk_mutex_unlock(&live_lock);
     return st;
 }
 
@@ -210,9 +210,7 @@ void rt_storage_settle(rt_storage *s) {
 
 /* -------------------------------------------------------------- events */
 static int64_t host_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return tk_monotonic_ns();
 }
 
 TACK_API tack_status tack_event_create(tack_device *dev, int timing, tack_event **out) {

@@ -12,22 +12,29 @@
  * it carries the tack-metal layout comment and a `kernel void tk_phaseN`
  * for each function asked for (it compiles MSL only when emulating, below);
  * encoders record setBuffer/setBytes/dispatch calls, so a test can check the
- * argument convention; a command buffer "runs" when it is waited for.
+ * argument convention; a command buffer "runs" when it is waited for, after
+ * what its queue committed before it (a lazy GPU: see run() below), and
+ * shared events (newSharedEvent) are signalled and waited for by command
+ * buffers as they run, so that a missing order between streams shows.
+ * fake_metal_ran lists the command buffers' commit numbers in the order they
+ * ran; each takes 1 ms of the fake GPU's clock (GPUEndTime).
  *
  * The trick that makes objc_msgSend a C function: the backend calls it
  * only through casts to exact, non-variadic function types, passing
  * integers, pointers and MTLSize structs.  On x86-64 System V those are
  * passed exactly as the same values passed to a variadic function (no
  * floating-point arguments, so the vector-register count in %al does not
- * matter), so here objc_msgSend is `void *objc_msgSend(id, SEL, ...)` that
- * dispatches on the selector and reads each argument with va_arg at its
- * documented type.  That holds for this ABI only; it stands in for the real
+ * matter), so here objc_msgSend is a variadic function that dispatches on
+ * the selector and reads each argument with va_arg at its documented type.
+ * It returns a struct of a pointer and a double, which that ABI returns in
+ * %rax and %xmm0: the two registers a caller expecting an integer or a
+ * double reads.  That holds for this ABI only; it stands in for the real
  * runtime in tests and nowhere else.
  *
  * Failure injection (globals a test sets): fake_metal_compile_error (the
  * next library fails to compile with that message), fake_metal_cb_error
- * (the next command buffer ends in MTLCommandBufferStatusError with that
- * description), fake_metal_fail_site (the next command buffer that
+ * (the next command buffer to run ends in MTLCommandBufferStatusError with
+ * that description, having done none of its commands: no signal either), fake_metal_fail_site (the next command buffer that
  * dispatches writes a failed check with that site into buffer(0), the
  * device error record, as the generated code would).  FAKE_METAL_COUNT
  * (environment, default 1) is the number of GPUs.
@@ -63,7 +70,10 @@ typedef struct MTLSize {
 } MTLSize;
 
 enum { K_CLASS_STRING = 1, K_CLASS_OPTIONS, K_STRING, K_ARRAY, K_ERROR, K_DEVICE, K_QUEUE, K_BUFFER, K_LIBRARY,
-       K_FUNCTION, K_PSO, K_CB, K_ENCODER, K_OPTIONS };
+       K_FUNCTION, K_PSO, K_CB, K_ENCODER, K_OPTIONS, K_EVENT };
+
+/* a command buffer's commands, run in order when it runs */
+enum { OP_DISPATCH, OP_SIGNAL, OP_WAIT };
 
 #define MAGIC 0x6d74616cu
 
@@ -87,11 +97,18 @@ struct fobj {
     void *dl;          /* library: the emulation's shared object */
     void (*entry)(void **, unsigned, unsigned); /* function, pipeline, encoder: the phase's wrapper */
     void *table[32];   /* encoder: what each buffer index is bound to */
-    struct dispatch *disp; /* command buffer: the dispatches to run */
+    struct dispatch *disp; /* command buffer: the commands to run */
     int ndisp;
+    id queue;          /* command buffer: its queue, retained */
+    uint64_t value;    /* shared event: its signaledValue */
+    int serial;        /* command buffer: its commit number (from 1), 0 before its commit */
+    double t0, t1;     /* command buffer: GPUStartTime, GPUEndTime (0 until it has run) */
 };
 
 struct dispatch {
+    int op;            /* OP_*: a dispatch, or an event's signal or wait */
+    id ev;             /* OP_SIGNAL, OP_WAIT: the event (the command buffer holds it) */
+    uint64_t value;
     void (*entry)(void **, unsigned, unsigned);
     void *table[32];
     unsigned long nthreads;
@@ -110,6 +127,11 @@ int fake_metal_fail_site = -1;
 long long fake_metal_fail_a, fake_metal_fail_b;
 int fake_metal_max_threads = 1024;
 int fake_metal_complete_on_commit; /* command buffers complete when committed, as if the GPU were quick */
+/* the commit numbers of the command buffers in the order they ran, each followed by a space */
+char fake_metal_ran[8192];
+void fake_metal_ran_clear(void) { fake_metal_ran[0] = 0; }
+/* the device's clock: each command buffer takes 1 ms of it, so elapsed times are exact */
+static double gpu_clock = 1000.0;
 /* the last encoder's calls */
 void *fake_metal_bound[32];      /* setBuffer: per index (the MTLBuffer) */
 unsigned long fake_metal_bound_offset[32];
@@ -145,6 +167,7 @@ static void release(id o);
 static void dealloc(id o) {
     for (int i = 0; i < o->nitems; i++) release(o->items[i]);
     if (o->err) release(o->err);
+    if (o->queue) release(o->queue);
     free(o->items);
     free(o->disp);
     if (o->dl) dlclose(o->dl);
@@ -283,6 +306,7 @@ void *fake_metal_new_buffer(unsigned long len, unsigned long mode) {
 }
 
 void fake_metal_release(void *o) { release(o); }
+void *fake_metal_new_queue(void) { return make(K_QUEUE); } /* another library's MTLCommandQueue */
 long fake_metal_refs(void *o) { return ((id)o)->refs; }
 void *fake_metal_contents(void *o) { return ((id)o)->mem; }
 void *fake_metal_device(int i) { find_devices(); return i < ndevices ? devices[i] : NULL; }
@@ -406,11 +430,67 @@ static int has_kernel(const char *src, const char *fn) {
     return strstr(src, pat) != NULL;
 }
 
+/* Committed command buffers not yet run, in commit order, retained (as a
+ * queue keeps what it was given).  The fake GPU is lazy: a command buffer
+ * runs only when the host waits for it (or for an event it signals), and
+ * then its queue's earlier ones run first; a wait for an event runs the
+ * command buffer that signals it (with what its queue committed before).
+ * So work on one queue runs in commit order, two queues keep no order
+ * between them but what their events impose, and a missing wait shows as
+ * work that has not run. */
+static id *committed;
+static int ncommitted, capcommitted;
+
+static void run(id cb);
+
+/* The first committed command buffer that signals ev with at least v. */
+static id signaller(id ev, uint64_t v) {
+    for (int i = 0; i < ncommitted; i++)
+        for (int k = 0; k < committed[i]->ndisp; k++)
+            if (committed[i]->disp[k].op == OP_SIGNAL && committed[i]->disp[k].ev == ev &&
+                committed[i]->disp[k].value >= v)
+                return committed[i];
+    return NULL;
+}
+
 static void run(id cb) {
-    if (cb->status != 2) return; /* committed, not yet run */
-    for (int i = 0; i < cb->ndisp; i++) {
+    if (cb->status != 2) return; /* not committed, running or run */
+    for (int i = 0; i < ncommitted && committed[i] != cb;) {
+        if (committed[i]->queue == cb->queue) { /* its queue's earlier work first */
+            run(committed[i]);
+            i = 0;
+        } else {
+            i++;
+        }
+    }
+    cb->status = 3;
+    for (int i = 0; i < ncommitted; i++)
+        if (committed[i] == cb) {
+            memmove(committed + i, committed + i + 1, (size_t)(ncommitted - i - 1) * sizeof *committed);
+            ncommitted--;
+            break;
+        }
+    cb->t0 = gpu_clock;
+    /* a command buffer that fails (fake_metal_cb_error) does none of its commands: no dispatch, no signal */
+    int fails = fake_metal_cb_error[0] != 0;
+    for (int i = 0; i < cb->ndisp && !fails; i++) {
         struct dispatch *d = &cb->disp[i];
-        for (unsigned long t = 0; t < d->nthreads; t++) d->entry(d->table, (unsigned)t, (unsigned)d->nthreads);
+        if (d->op == OP_SIGNAL) {
+            d->ev->value = d->value;
+        } else if (d->op == OP_WAIT) {
+            while (d->ev->value < d->value) {
+                id s = signaller(d->ev, d->value);
+                if (!s) {
+                    fprintf(stderr, "fake metal: a command buffer waits for event %p to reach %llu, which no "
+                            "committed command buffer signals: a GPU would wait for ever\n",
+                            (void *)d->ev, (unsigned long long)d->value);
+                    abort();
+                }
+                run(s);
+            }
+        } else {
+            for (unsigned long t = 0; t < d->nthreads; t++) d->entry(d->table, (unsigned)t, (unsigned)d->nthreads);
+        }
     }
     if (cb->dispatched && fake_metal_fail_site >= 0 && cb->buf0) {
         int32_t *rec = cb->buf0->mem;
@@ -423,21 +503,52 @@ static void run(id cb) {
         }
         fake_metal_fail_site = -1;
     }
-    if (fake_metal_cb_error[0]) {
+    if (fails) {
         cb->status = 5;
         cb->err = error(fake_metal_cb_error);
         fake_metal_cb_error[0] = 0;
     } else {
         cb->status = 4;
     }
+    gpu_clock += 0.001;
+    cb->t1 = gpu_clock;
+    size_t n = strlen(fake_metal_ran);
+    snprintf(fake_metal_ran + n, sizeof fake_metal_ran - n, "%d ", cb->serial);
     fake_metal_completed++;
+    release(cb); /* the queue's reference */
 }
+
+static void commit(id cb) {
+    if (cb->status != 0) {
+        fprintf(stderr, "fake metal: command buffer %p committed twice\n", (void *)cb);
+        abort();
+    }
+    if (ncommitted == capcommitted) {
+        capcommitted = capcommitted ? 2 * capcommitted : 64;
+        committed = realloc(committed, (size_t)capcommitted * sizeof *committed);
+        if (!committed) abort();
+    }
+    committed[ncommitted++] = retain(cb);
+    cb->status = 2;
+    cb->serial = ++fake_metal_commits;
+    if (fake_metal_complete_on_commit) run(cb);
+}
+
+/* The result of every message: objc_msgSend is declared to return this
+ * struct, which x86-64 System V returns in %rax and %xmm0, so a caller that
+ * cast it to a function returning an integer or pointer reads .r, and one
+ * that cast it to a function returning a double (GPUEndTime) reads .d. */
+typedef struct msg_result {
+    void *r;
+    double d;
+} msg_result;
 
 #define IS(name) (!strcmp(op, name))
 
-void *objc_msgSend(id self, SEL op, ...) {
+msg_result objc_msgSend(id self, SEL op, ...) {
     va_list ap;
     void *r = NULL;
+    double dr = 0;
     check(self, op);
     fake_metal_sends++;
     va_start(ap, op);
@@ -537,7 +648,11 @@ void *objc_msgSend(id self, SEL op, ...) {
         r = p;
     } else if (IS("maxTotalThreadsPerThreadgroup") && self->kind == K_PSO) r = (void *)(uintptr_t)fake_metal_max_threads;
     else if (IS("threadExecutionWidth") && self->kind == K_PSO) r = (void *)(uintptr_t)32;
-    else if (IS("commandBuffer") && self->kind == K_QUEUE) r = autorelease(make(K_CB));
+    else if (IS("commandBuffer") && self->kind == K_QUEUE) {
+        id cb = make(K_CB);
+        cb->queue = retain(self);
+        r = autorelease(cb);
+    }
     else if (IS("computeCommandEncoder") && self->kind == K_CB) {
         id e = make(K_ENCODER);
         hold(e, self); /* the encoder knows its command buffer */
@@ -595,16 +710,32 @@ void *objc_msgSend(id self, SEL op, ...) {
             cb->disp = realloc(cb->disp, (size_t)(cb->ndisp + 1) * sizeof *cb->disp);
             if (!cb->disp) abort();
             struct dispatch *d = &cb->disp[cb->ndisp++];
+            memset(d, 0, sizeof *d);
+            d->op = OP_DISPATCH;
             d->entry = self->entry;
             memcpy(d->table, self->table, sizeof d->table);
             d->nthreads = g.width * t.width;
         }
     } else if (IS("endEncoding") && self->kind == K_ENCODER) {
     } else if (IS("commit") && self->kind == K_CB) {
-        self->status = 2;
-        fake_metal_commits++;
-        if (fake_metal_complete_on_commit) run(self);
-    } else if (IS("waitUntilCompleted") && self->kind == K_CB) run(self);
+        commit(self);
+    } else if ((IS("encodeSignalEvent:value:") || IS("encodeWaitForEvent:value:")) && self->kind == K_CB) {
+        id ev = va_arg(ap, id);
+        uint64_t v = va_arg(ap, uint64_t);
+        check(ev, op);
+        if (ev->kind != K_EVENT || self->status != 0) abort(); /* an event, into a command buffer not committed */
+        hold(self, ev);
+        self->disp = realloc(self->disp, (size_t)(self->ndisp + 1) * sizeof *self->disp);
+        if (!self->disp) abort();
+        struct dispatch *d = &self->disp[self->ndisp++];
+        memset(d, 0, sizeof *d);
+        d->op = IS("encodeSignalEvent:value:") ? OP_SIGNAL : OP_WAIT;
+        d->ev = ev;
+        d->value = v;
+    } else if (IS("newSharedEvent") && self->kind == K_DEVICE) r = make(K_EVENT);
+    else if (IS("signaledValue") && self->kind == K_EVENT) r = (void *)(uintptr_t)self->value;
+    else if (IS("GPUEndTime") && self->kind == K_CB) dr = self->status >= 4 ? self->t1 : 0.0;
+    else if (IS("waitUntilCompleted") && self->kind == K_CB) run(self);
     else if (IS("status") && self->kind == K_CB) r = (void *)(uintptr_t)self->status;
     else if (IS("error") && self->kind == K_CB) r = self->err;
     else {
@@ -612,5 +743,6 @@ void *objc_msgSend(id self, SEL op, ...) {
         abort();
     }
     va_end(ap);
-    return r;
+    msg_result m = {r, dr};
+    return m;
 }

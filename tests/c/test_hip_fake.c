@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* mkdtemp, on macOS */
 
 #include "check.h"
 #include "private/tack_private.h"

@@ -10,8 +10,9 @@
  * words, buffer(3 + i) the arrays), that the kernel computes with what it
  * was given, that a failed check written by the GPU is reported at the next
  * synchronization, that a source Metal rejects is a compile error carrying
- * Metal's message, and that a command buffer's completion is what
- * synchronize waits for.
+ * Metal's message, that a command buffer's completion is what
+ * synchronize waits for, and that two streams (command queues) ordered by
+ * an MTLSharedEvent give the right values.
  */
 #include <stdio.h>
 #include <string.h>
@@ -94,6 +95,50 @@ int main(void) {
     int wrong = 0;
     for (int i = 0; i < N; i++) wrong += back[i] != (float)i + 0.5f;
     CHECK(wrong == 0);
+    /* streams (metal_stream.c): out2 = out + 0.5 on stream B after out = a + 0.5 on stream A, ordered
+     * by an event Tack records on A (a command buffer holding only encodeSignalEvent) and B waits
+     * for; what this checks that the fake cannot is that the GPU signals after A's kernel, not
+     * beside it (docs/design/decisions.md, "Metal streams and events") */
+    tack_stream *sa = NULL, *sb = NULL;
+    tack_event *t0 = NULL, *t1 = NULL;
+    tack_array *out2 = NULL;
+    CHECK(tack_stream_create(g, &sa) == TACK_OK && tack_stream_create(g, &sb) == TACK_OK);
+    CHECK(tack_event_create(g, 1, &t0) == TACK_OK && tack_event_create(g, 1, &t1) == TACK_OK);
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &out2) == TACK_OK);
+    if (sa && sb && t0 && t1 && out2) {
+        int bad_rounds = 0;
+        float ms = -1;
+        for (int round = 0; round < 20; round++) {
+            CHECK(tack_array_copy_from_host(out, host, sizeof host) == TACK_OK); /* stale values to overwrite */
+            tack_stream *was = tack_stream_use(sa);
+            CHECK(tack_event_record(t0, sa) == TACK_OK);
+            args[0].array = a;
+            args[1].array = out;
+            CHECK(tack_launch(p, args, 4) == TACK_OK);
+            CHECK(tack_event_record(t1, sa) == TACK_OK);
+            tack_stream_use(sb);
+            args[0].array = out;
+            args[1].array = out2;
+            CHECK(tack_launch(p, args, 4) == TACK_OK);
+            CHECK(tack_stream_synchronize(sb) == TACK_OK);
+            tack_stream_use(was);
+            CHECK(tack_array_copy_to_host(out2, back, sizeof back) == TACK_OK);
+            wrong = 0;
+            for (int i = 0; i < N; i++) wrong += back[i] != (float)i + 1.0f;
+            bad_rounds += wrong != 0;
+        }
+        CHECK(bad_rounds == 0);
+        CHECK(tack_event_elapsed(t0, t1, &ms) == TACK_OK && ms >= 0);
+        printf("streams: 20 rounds across two queues, %d wrong; the last kernel took %.3f ms by GPUEndTime\n",
+               bad_rounds, (double)ms);
+        args[0].array = a;
+        args[1].array = out;
+    }
+    tack_event_free(t0);
+    tack_event_free(t1);
+    tack_array_release(out2);
+    tack_stream_release(sa);
+    tack_stream_release(sb);
     /* the GPU fails the check at i >= 10: reported at the synchronization, then cleared */
     args[3].scalar.i = 10;
     CHECK(tack_launch(p, args, 4) == TACK_OK);

@@ -230,6 +230,197 @@ static void launch(tack_device *g) {
     tack_program_free(p);
 }
 
+/* ------------------------------------------------- streams and events */
+/* One parallel phase and no frame: launches on two streams are ordered by
+ * nothing but their arrays and events. */
+static const char *SRC_NOFRAME =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "kernel void tk_phase0(device int *ctx [[buffer(0)]], device char *frame [[buffer(1)]],\n"
+    "                      constant ulong *w [[buffer(2)]], device float *a [[buffer(3)]],\n"
+    "                      device float *out [[buffer(4)]], uint t [[thread_position_in_grid]]) {}\n"
+    "/* tack-metal: phases=p frame=0 */\n"
+    "/* tack-grid-work: 0:s0.0 */\n";
+
+static const char *ran(void) { return FAKE_ARR(char, fake_metal_ran); }
+static void ran_clear(void) { ((void (*)(void))dlsym(lib, "fake_metal_ran_clear"))(); }
+
+/* The commit numbers from base+first on, as fake_metal_ran writes them. */
+static int ran_is(int base, const int *nums, int n) {
+    char want[256] = "";
+    for (int i = 0; i < n; i++) snprintf(want + strlen(want), sizeof want - strlen(want), "%d ", base + nums[i]);
+    if (strcmp(ran(), want) == 0) return 1;
+    fprintf(stderr, "ran \"%s\", expected \"%s\"\n", ran(), want);
+    return 0;
+}
+
+static tack_status go(tack_program *p, tack_array *a, tack_array *out, tack_stream *s) {
+    tack_arg args[4];
+    memset(args, 0, sizeof args);
+    args[0].array = a;
+    args[1].array = out;
+    args[2].scalar.f = 1.0;
+    args[3].scalar.i = 1;
+    tack_stream *was = tack_stream_use(s);
+    tack_status st = tack_launch(p, args, 4);
+    tack_stream_use(was);
+    return st;
+}
+
+static void streams(tack_device *g) {
+    tack_program *p = program("ks", SRC_NOFRAME, g, TACK_OK);
+    int64_t n = 1000, shape2[2] = {3, 5};
+    tack_array *a1 = NULL, *o1 = NULL, *a2 = NULL, *o2 = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a1) == TACK_OK && tack_array_zeros(g, TACK_F32, 2, shape2, &o1) == TACK_OK);
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a2) == TACK_OK && tack_array_zeros(g, TACK_F32, 2, shape2, &o2) == TACK_OK);
+    tack_stream *A = NULL, *B = NULL;
+    tack_event *e = NULL, *t0 = NULL, *t1 = NULL;
+    CHECK(tack_stream_create(g, &A) == TACK_OK && tack_stream_create(g, &B) == TACK_OK);
+    CHECK(tack_event_create(g, 0, &e) == TACK_OK && tack_event_create(g, 1, &t0) == TACK_OK &&
+          tack_event_create(g, 1, &t1) == TACK_OK);
+    if (!p || !a1 || !o1 || !a2 || !o2 || !A || !B || !e || !t0 || !t1) return;
+    /* each stream its own MTLCommandQueue */
+    CHECK(tack_stream_handle(A) && tack_stream_handle(A) != tack_stream_handle(B));
+    /* a1 and o1 last used on A, a2 and o2 on B: no ordering events in what follows */
+    CHECK(go(p, a1, o1, A) == TACK_OK && go(p, a2, o2, B) == TACK_OK);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+
+    /* one stream: its command buffers run in commit order; waiting for the last runs the rest first */
+    ran_clear();
+    int c = FAKE_INT(fake_metal_commits);
+    CHECK(go(p, a1, o1, A) == TACK_OK && go(p, a1, o1, A) == TACK_OK && tack_event_record(e, A) == TACK_OK);
+    CHECK(FAKE_INT(fake_metal_commits) == c + 3 && ran()[0] == 0); /* queued, none run */
+    CHECK(tack_event_query(e) == 0);
+    CHECK(tack_event_synchronize(e) == TACK_OK);
+    CHECK(ran_is(c, (const int[]){1, 2, 3}, 3));
+    CHECK(tack_event_query(e) == 1);
+
+    /* two streams keep no order between them: B's synchronization runs B's work only */
+    ran_clear();
+    c = FAKE_INT(fake_metal_commits);
+    CHECK(go(p, a1, o1, A) == TACK_OK && go(p, a2, o2, B) == TACK_OK);
+    CHECK(tack_stream_synchronize(B) == TACK_OK && ran_is(c, (const int[]){2}, 1));
+    CHECK(tack_stream_synchronize(A) == TACK_OK && ran_is(c, (const int[]){2, 1}, 2));
+
+    /* an event recorded on A and waited for on B: B's later work runs after A's up to the record,
+     * not after what A queued after it */
+    ran_clear();
+    c = FAKE_INT(fake_metal_commits);
+    CHECK(go(p, a1, o1, A) == TACK_OK && tack_event_record(e, A) == TACK_OK && go(p, a1, o1, A) == TACK_OK);
+    CHECK(tack_event_wait(e, B) == TACK_OK && go(p, a2, o2, B) == TACK_OK);
+    CHECK(FAKE_INT(fake_metal_commits) == c + 5 && ran()[0] == 0); /* the host did not wait */
+    CHECK(tack_stream_synchronize(B) == TACK_OK && ran_is(c, (const int[]){1, 2, 4, 5}, 4));
+    CHECK(tack_stream_synchronize(A) == TACK_OK && ran_is(c, (const int[]){1, 2, 4, 5, 3}, 5));
+
+    /* an array written on A and then used on B: the runtime orders B after A with an event */
+    ran_clear();
+    c = FAKE_INT(fake_metal_commits);
+    CHECK(go(p, a1, o1, A) == TACK_OK && go(p, a2, o1, B) == TACK_OK);
+    CHECK(FAKE_INT(fake_metal_commits) == c + 4); /* A's launch, its record, B's wait, B's launch */
+    CHECK(tack_stream_synchronize(B) == TACK_OK && ran_is(c, (const int[]){1, 2, 3, 4}, 4));
+
+    /* copies: to the host, of an array last written on A, wait for A's work (ordered after A with
+     * an event); from the host on a stream, for that stream's */
+    float host[15] = {0}, big[1000] = {0};
+    CHECK(go(p, a1, o1, A) == TACK_OK && tack_stream_synchronize(A) == TACK_OK);
+    ran_clear();
+    c = FAKE_INT(fake_metal_commits);
+    CHECK(go(p, a1, o1, A) == TACK_OK && tack_array_copy_to_host(o1, host, sizeof host) == TACK_OK);
+    CHECK(ran_is(c, (const int[]){1, 2, 3}, 3)); /* A's launch, A's record, the own queue's wait */
+    ran_clear();
+    c = FAKE_INT(fake_metal_commits);
+    CHECK(go(p, a2, o2, B) == TACK_OK);
+    tack_stream *was = tack_stream_use(B);
+    CHECK(tack_array_copy_from_host(a2, big, sizeof big) == TACK_OK);
+    tack_stream_use(was);
+    CHECK(ran_is(c, (const int[]){1}, 1));
+
+    /* elapsed time: the records' command buffers' GPUEndTime apart (the fake's take 1 ms each) */
+    float ms = -1;
+    CHECK(go(p, a1, o1, A) == TACK_OK && tack_stream_synchronize(A) == TACK_OK);
+    CHECK(tack_event_record(t0, A) == TACK_OK && go(p, a1, o1, A) == TACK_OK && tack_event_record(t1, A) == TACK_OK);
+    CHECK(tack_event_elapsed(t0, t1, &ms) == TACK_OK && ms > 1.999f && ms < 2.001f);
+    CHECK(tack_event_elapsed(t1, t0, &ms) == TACK_OK && ms < -1.999f && ms > -2.001f);
+
+    /* errors name the bad value */
+    tack_event *fresh = NULL, *on_cpu = NULL;
+    tack_device *cpu = NULL;
+    CHECK(tack_event_create(g, 1, &fresh) == TACK_OK);
+    CHECK(tack_event_elapsed(t0, fresh, &ms) == TACK_ERR_VALUE && strstr(tack_last_error(), "end event has not been recorded"));
+    CHECK(tack_event_elapsed(t0, e, &ms) == TACK_ERR_VALUE && strstr(tack_last_error(), "timing=False"));
+    CHECK(tack_device_get("cpu", &cpu) == TACK_OK && tack_event_create(cpu, 0, &on_cpu) == TACK_OK);
+    CHECK(tack_event_record(on_cpu, A) == TACK_ERR_DEVICE && strstr(tack_last_error(), "cpu") &&
+          strstr(tack_last_error(), "metal:0"));
+    tack_event_free(on_cpu);
+    /* a record whose command buffer fails: its synchronization says so with Metal's text */
+    strcpy(FAKE_ARR(char, fake_metal_cb_error), "Discarded (victim of GPU error/recovery)");
+    CHECK(tack_event_record(fresh, B) == TACK_OK);
+    CHECK(tack_event_synchronize(fresh) == TACK_ERR_DEVICE && strstr(tack_last_error(), "victim of GPU error") &&
+          strstr(tack_last_error(), "metal:0"));
+    CHECK(tack_event_query(fresh) == -1 && strstr(tack_last_error(), "victim of GPU error")); /* never signalled */
+    CHECK(tack_stream_synchronize(B) == TACK_ERR_DEVICE); /* and the stream's, once */
+    CHECK(tack_stream_synchronize(B) == TACK_OK);
+    tack_event_free(fresh);
+
+    /* another library's MTLCommandQueue, wrapped: Tack commits to it, orders it with events, and
+     * neither retains nor releases it */
+    void *theirs = ((void *(*)(void))dlsym(lib, "fake_metal_new_queue"))();
+    long (*refs)(void *) = (long (*)(void *))dlsym(lib, "fake_metal_refs");
+    tack_stream *W = NULL;
+    CHECK(tack_stream_wrap(g, (uintptr_t)theirs, &W) == TACK_OK && tack_stream_handle(W) == (uintptr_t)theirs);
+    if (W) {
+        CHECK(go(p, a2, o2, B) == TACK_OK && tack_stream_synchronize(B) == TACK_OK);
+        ran_clear();
+        c = FAKE_INT(fake_metal_commits);
+        CHECK(go(p, a2, o2, W) == TACK_OK); /* ordered after B, a2's and o2's last stream: an event each */
+        CHECK(FAKE_INT(fake_metal_commits) == c + 5 && ran()[0] == 0);
+        CHECK(tack_stream_synchronize(W) == TACK_OK && ran_is(c, (const int[]){1, 2, 3, 4, 5}, 5));
+        CHECK(refs(theirs) == 1);
+        CHECK(go(p, a2, o2, B) == TACK_OK && tack_stream_synchronize(B) == TACK_OK); /* back on B */
+        tack_stream_release(W);
+        /* the command buffers Tack committed to it (which retain their queue) go at the next synchronization */
+        CHECK(tack_device_synchronize(g) == TACK_OK && refs(theirs) == 1);
+    }
+    ((void (*)(void *))dlsym(lib, "fake_metal_release"))(theirs);
+
+    /* capture: the calls kept, nothing committed; each replay commits them again, in order */
+    tack_graph *gr = NULL;
+    c = FAKE_INT(fake_metal_commits);
+    CHECK(tack_capture_begin(A) == TACK_OK);
+    CHECK(go(p, a1, o1, A) == TACK_OK && go(p, a1, o1, A) == TACK_OK);
+    CHECK(FAKE_INT(fake_metal_commits) == c);
+    CHECK(tack_stream_synchronize(A) == TACK_ERR_VALUE && strstr(tack_last_error(), "captured"));
+    CHECK(tack_event_record(e, A) == TACK_ERR_VALUE && strstr(tack_last_error(), "captured"));
+    CHECK(tack_capture_end(A, &gr) == TACK_OK && gr && tack_graph_count(gr) == 2);
+    if (gr) {
+        CHECK(tack_stream_synchronize(A) == TACK_OK && tack_stream_synchronize(B) == TACK_OK);
+        for (int round = 0; round < 2; round++) {
+            ran_clear();
+            c = FAKE_INT(fake_metal_commits);
+            CHECK(tack_graph_launch(gr, B) == TACK_OK);
+            int made = FAKE_INT(fake_metal_commits) - c;
+            CHECK(made >= 2 && ran()[0] == 0);
+            CHECK(tack_stream_synchronize(B) == TACK_OK);
+            char want[64];
+            snprintf(want, sizeof want, "%d ", c + made);
+            size_t lr = strlen(ran()), lw = strlen(want);
+            CHECK(lr >= lw && strcmp(ran() + lr - lw, want) == 0); /* the replay's last launch ran last */
+        }
+        tack_graph_release(gr);
+    }
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_event_free(e);
+    tack_event_free(t0);
+    tack_event_free(t1);
+    tack_array_release(a1);
+    tack_array_release(o1);
+    tack_array_release(a2);
+    tack_array_release(o2);
+    tack_stream_release(A);
+    tack_stream_release(B);
+    tack_program_free(p);
+}
+
 static void big_arguments(tack_device *g) {
     /* 600 words: more than setBytes takes, so a buffer of their own */
     static char src[4096];
@@ -368,6 +559,7 @@ int main(void) {
     compile_errors(g);
     out_of_memory(g);
     dlpack(g);
+    streams(g);
     CHECK(tack_device_synchronize(g) == TACK_OK);
     /* every object Tack made since the device was set up is released */
     CHECK(FAKE_INT(fake_metal_live) == live);

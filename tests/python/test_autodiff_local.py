@@ -102,13 +102,16 @@ def test_a_carried_product_for_every_trip_count(n):
         assert not g["x"].any()
 
 
-@pytest.mark.parametrize("slots", [1, 2])
-def test_tape_segments_and_the_plain_replay(slots, monkeypatch):
+@pytest.mark.parametrize("slots, plain", [(1, 3), (2, 3), (2, 0)])
+def test_tape_segments_and_the_plain_replay(slots, plain, monkeypatch):
     """With a tape of 2 iterations, 5 trips are 3 segments; with 1 (a state too large for a tape)
-    the loop is replayed from its entry for each iteration.  Debug mode: the same generator, no C."""
+    the loop is replayed from its entry for each iteration; up to `plain` trips (3 by default) the
+    taped loop is replayed from its entry too, and with 0 every trip count takes the tape.  Debug
+    mode: the same generator, no C."""
     from tack import _autodiff_local
 
     monkeypatch.setattr(_autodiff_local, "TAPE_SLOTS", slots)
+    monkeypatch.setattr(_autodiff_local, "PLAIN_TRIPS", plain)
     k = tack.kernel(_product, jit=False)       # a kernel of its own: built afresh with this tape
     x = np.random.default_rng(slots).random((2, 5)) + 0.5
     for n in range(6):
@@ -121,6 +124,25 @@ def test_tape_segments_and_the_plain_replay(slots, monkeypatch):
             return y.sum()
 
         np.testing.assert_allclose(gx, _fd(loss, [x], 0), rtol=1e-6, atol=1e-8)
+
+
+@tack.kernel
+def strided_product(x, lo, hi, st, y):
+    for i in range(y.shape[0]):
+        p = 1.0
+        for k in range(lo, hi, st):
+            p = p * x[i, k] + 0.25              # carried, over a range with a start and a step
+        y[i] = p * p
+
+
+def test_a_carried_loop_over_a_strided_range():
+    """The replay's trip count, len(range(lo, hi, st)), for steps up and down, a step past the end
+    and empty ranges; 1 to 3 trips take the plain replay, more the tape (compiled and debug mode)."""
+    x = np.random.default_rng(3).random((2, 5)) + 0.5
+    for lo, hi, st in ((0, 5, 2), (4, -1, -1), (4, 0, -3), (0, 5, 7), (1, 1, 1), (3, 0, 1), (0, 5, 1),
+                       (1, 5, 1), (4, 0, 1), (0, -1, -1)):
+        g = _check(strided_product, (x, lo, hi, st, np.zeros(2)), ("x",), "y", np.ones(2))
+        assert g["x"].any() == (len(range(lo, hi, st)) > 0)
 
 
 @tack.kernel

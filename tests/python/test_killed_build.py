@@ -3,7 +3,7 @@ the cache is removed later.
 
 The compiler is a wrapper script (TACK_CC) that sleeps before it compiles,
 so it has a child of its own, as gcc has cc1: both must be gone within a
-few seconds of the builder's death (spawn_guard.c).  The source the build
+few seconds of the builder's death (platform/posix_spawn_guard.c).  The source the build
 wrote stays in the cache until the next process that takes a build lock
 finds it older than a day (kcache.c); its age is set by hand here."""
 

@@ -188,3 +188,86 @@ def test_from_dlpack_copies_into_metal_and_refuses_zero_copy(tmp_path, fake):
         back = tack.from_dlpack(m)
         assert str(back.device) == "cpu" and back.ptr == m.ptr
     """)
+
+
+def test_streams_events_and_graphs(tmp_path, fake):
+    """Each stream an MTLCommandQueue of its own, events MTLSharedEvents, graphs a replayed list
+    (src/backends/metal/metal_stream.c).  The fake runs a queue's command buffers in commit order,
+    only when the host waits for them, and logs their commit numbers as they run; kernels are
+    not run here (test_metal_run.py runs them), so what is checked is what runs when."""
+    out = run(tmp_path, fake, """
+        RAN = (ctypes.c_char * 8192).in_dll(FAKE, "fake_metal_ran")
+        ran = lambda: [int(t) for t in RAN.value.split()]
+        commits = lambda: ctypes.c_int.in_dll(FAKE, "fake_metal_commits").value
+
+        @tack.kernel
+        def scale(x, y, a):
+            for i in range(x.shape[0]):
+                y[i] = x[i] * a
+
+        x = tack.zeros(1000, tack.f32, device="metal")
+        y = tack.zeros(1000, tack.f32, device="metal")
+        u = tack.zeros(1000, tack.f32, device="metal")
+        v = tack.zeros(1000, tack.f32, device="metal")
+        s1, s2 = tack.Stream("metal"), tack.Stream("metal")
+        assert s1.device == "metal:0" and s1.handle and s1.handle != s2.handle, (s1, s2)
+        scale(x, y, 2.0, stream=s1)
+        scale(u, v, 2.0, stream=s2)
+        tack.synchronize()
+
+        # one stream: queued, run in commit order when waited for; the other stream's work waits
+        FAKE.fake_metal_ran_clear()
+        c = commits()
+        scale(x, y, 2.0, stream=s1)
+        with tack.stream(s1):
+            scale(x, y, 3.0)
+        scale(u, v, 2.0, stream=s2)
+        assert commits() == c + 3 and ran() == [], ran()
+        s1.synchronize()
+        assert ran() == [c + 1, c + 2], ran()
+        s2.synchronize()
+        assert ran() == [c + 1, c + 2, c + 3], ran()
+
+        # an event recorded on s1 and waited for on s2: s2 runs after s1's work up to the record
+        FAKE.fake_metal_ran_clear()
+        c = commits()
+        scale(x, y, 2.0, stream=s1)
+        e = s1.record()
+        scale(x, y, 2.0, stream=s1)
+        s2.wait(e)
+        scale(u, v, 2.0, stream=s2)
+        assert not e.query()
+        s2.synchronize()
+        assert ran() == [c + 1, c + 2, c + 4, c + 5] and e.query(), ran()
+        s1.synchronize()
+
+        # elapsed time: the records' command buffers' GPUEndTime apart (1 ms per command buffer in the fake)
+        start = tack.Event("metal").record(s1)
+        scale(x, y, 2.0, stream=s1)
+        end = s1.record()
+        assert abs(start.elapsed_time(end) - 2.0) < 1e-3, start.elapsed_time(end)
+
+        # a graph: nothing committed at capture; each launch commits the calls again, in order
+        c = commits()
+        with tack.capture(s1) as g:
+            scale(x, y, 3.0)
+            scale(y, x, 0.5)
+        assert g.count == 2 and commits() == c
+        FAKE.fake_metal_ran_clear()
+        g.launch()
+        g.launch(stream=s2)
+        s2.synchronize()
+        assert commits() - c >= 4 and len(ran()) >= 4, (commits() - c, ran())
+
+        # refused, naming the bad value
+        try:
+            scale(x, y, 2.0, stream=tack.Stream("cpu"))
+        except ValueError as err:
+            assert "cpu" in str(err), err
+        else:
+            raise SystemExit("a CPU stream was taken for a Metal launch")
+        del e, start, end, g, s1, s2
+        tack.synchronize()
+        print("ok")
+    """)
+    assert "ok" in out, out

@@ -21,6 +21,13 @@ needs_pass = pytest.mark.skipif(not OPTIMIZED, reason="the pass is off (TACK_OPT
 MARK = "rows tiled (tile.c)"
 
 
+@pytest.fixture(autouse=True)
+def _tile_not_gemm():
+    """gemm.c takes the float products first (test_gemm.py): off here, so these are tile.c's."""
+    with tack.config.override(gemm=False):
+        yield
+
+
 def matmul_ijk(A, B, C):
     for i in range(A.shape[0]):
         for j in range(B.shape[1]):

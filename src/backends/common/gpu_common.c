@@ -12,7 +12,7 @@
 static _Atomic uint64_t next_prog_id = 1;
 
 void gpu_records_init(gpu_records *r, const char *where) {
-    pthread_mutex_init(&r->lock, NULL);
+    tk_mutex_init(&r->lock);
     r->progs = NULL;
     r->pending = TACK_OK;
     r->pending_msg[0] = 0;
@@ -21,7 +21,7 @@ void gpu_records_init(gpu_records *r, const char *where) {
 
 /* ------------------------------------------------------------- programs */
 void gpu_prog_init(gpu_prog *g, tack_program *p) {
-    pthread_mutex_init(&g->lock, NULL);
+    tk_mutex_init(&g->lock);
     g->p = p;
     g->last = NULL;
     g->id = next_prog_id++;
@@ -30,7 +30,7 @@ void gpu_prog_init(gpu_prog *g, tack_program *p) {
 void gpu_prog_fini(gpu_prog *g) {
     tack_stream_release(g->last);
     g->last = NULL;
-    pthread_mutex_destroy(&g->lock);
+    tk_mutex_destroy(&g->lock);
     tack_free(g->kinds);
     g->kinds = NULL;
     tack_free(g->bsize);
@@ -66,7 +66,7 @@ static tack_status report(const gpu_records *r, const tack_program *p, const gpu
 tack_status gpu_check_record(gpu_records *r, tack_device *d, gpu_take_fn take) {
     tack_status st = TACK_OK, rst;
     gpu_err_record rec;
-    pthread_mutex_lock(&r->lock);
+    tk_mutex_lock(&r->lock);
     if (r->pending != TACK_OK) {
         st = tack_set_error(r->pending, "%s", r->pending_msg);
         r->pending = TACK_OK;
@@ -79,7 +79,7 @@ tack_status gpu_check_record(gpu_records *r, tack_device *d, gpu_take_fn take) {
     } else {
         st = rst;
     }
-    pthread_mutex_unlock(&r->lock);
+    tk_mutex_unlock(&r->lock);
     return st;
 }
 

@@ -53,7 +53,7 @@
 #ifndef TACK_GPU_COMMON_H
 #define TACK_GPU_COMMON_H
 
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,13 +80,13 @@ typedef struct gpu_prog {
     char *kinds;           /* 'p' parallel, 's' serial, 'b' a blocks loop (tack.blocks), per phase */
     unsigned *bsize;       /* per phase: a 'b' phase's threads a block (`tack-grid-block`), else 0 */
     size_t frame_bytes;
-    pthread_mutex_t lock;  /* orders the program's launches */
+    tk_mutex_t lock;  /* orders the program's launches */
     tack_stream *last;     /* the stream (a reference; NULL: the device's own) its last launch went to */
 } gpu_prog;
 
 /* A device's kernel state (the record itself is the backend's: device memory). */
 typedef struct gpu_records {
-    pthread_mutex_t lock;  /* guards the record, progs and pending */
+    tk_mutex_t lock;  /* guards the record, progs and pending */
     gpu_prog *progs;       /* programs built for the device */
     tack_status pending;   /* an error to report at the next synchronization */
     char pending_msg[1200];
@@ -165,7 +165,7 @@ tack_status gpu_bin_entry_write(const kc_dir *d, const char *name, const char *h
 
 /* A lost device: the first sticky error wins; under its own lock. */
 typedef struct gpu_lost {
-    pthread_mutex_t lock;
+    tk_mutex_t lock;
     int lost;              /* no driver call is made any more */
     int told;              /* the loss has been reported (once) */
     int code;              /* the driver's error code */

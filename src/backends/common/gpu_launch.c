@@ -44,37 +44,37 @@
 /* --------------------------------------------------------------- lost */
 void gpu_lost_init(gpu_lost *l) {
     memset(l, 0, sizeof *l);
-    pthread_mutex_init(&l->lock, NULL);
+    tk_mutex_init(&l->lock);
 }
 
 void gpu_lost_mark(gpu_lost *l, int code) {
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     if (!l->lost) {
         l->lost = 1;
         l->code = code;
         snprintf(l->after, sizeof l->after, "%s", l->last_kernel);
     }
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
 }
 
 int gpu_lost_is(gpu_lost *l) {
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     int lost = l->lost;
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     return lost;
 }
 
 void gpu_lost_launched(gpu_lost *l, const char *kernel) {
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     snprintf(l->last_kernel, sizeof l->last_kernel, "%s", kernel);
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
 }
 
 tack_status gpu_lost_error(gpu_lost *l, const char *device, gpu_sticky_fn name_of, const char *lost_words,
                            const char *consequence) {
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     if (!l->lost) {
-        pthread_mutex_unlock(&l->lock);
+        tk_mutex_unlock(&l->lock);
         return TACK_OK;
     }
     const char *what = NULL, *name = name_of(l->code, &what);
@@ -91,7 +91,7 @@ tack_status gpu_lost_error(gpu_lost *l, const char *device, gpu_sticky_fn name_o
         st = tack_set_error(TACK_ERR_DEVICE, "%s is unusable since an earlier error (%s%s); restart the process",
                             device, name, after);
     }
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     return st;
 }
 
@@ -262,7 +262,7 @@ tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid,
         }
     }
     /* the phases share the frame buffer: queued back to back under the program's lock */
-    pthread_mutex_lock(&g->lock);
+    tk_mutex_lock(&g->lock);
     /* Launches of one program share its frame buffer: one on another stream
      * than the last waits for it on the device (runtime/stream.c).  A
      * program with no frame has nothing shared, and its launches overlap. */
@@ -282,7 +282,7 @@ tack_status gpu_launch_phases(tack_device *d, gpu_prog *g, const gpu_grid *grid,
         st = h->queue(d, g, k, blocks, threads, slots, (size_t)n * sizeof *slots);
     }
     if (timed) rt_prof_cur_timer = h->time_stop(d, timed); /* tack_launch records it with the launch */
-    pthread_mutex_unlock(&g->lock);
+    tk_mutex_unlock(&g->lock);
     if (st == TACK_OK) h->launched(d, p->kernel_name);
     /* shared with another library: finished, and a failed check reported, before the call returns */
     if (st == TACK_OK && shared && !captured) st = h->finish(d); /* a replay waits instead (graph.c) */
@@ -305,7 +305,7 @@ tack_status gpu_replay(tack_device *d, tack_program *const *progs, int n, const 
     /* every program's lock, in one order (no two replays can deadlock), held
      * while the graph is queued, as a launch holds its program's */
     qsort(gs, (size_t)n, sizeof *gs, by_address);
-    for (int i = 0; i < n; i++) pthread_mutex_lock(&gs[i]->lock);
+    for (int i = 0; i < n; i++) tk_mutex_lock(&gs[i]->lock);
     tack_stream *cur = (tack_stream *)s;
     for (int i = 0; i < n && st == TACK_OK; i++) {
         gpu_prog *g = gs[i];
@@ -315,7 +315,7 @@ tack_status gpu_replay(tack_device *d, tack_program *const *progs, int n, const 
         g->last = cur;
     }
     if (st == TACK_OK) st = go(d, exec, s);
-    for (int i = n - 1; i >= 0; i--) pthread_mutex_unlock(&gs[i]->lock);
+    for (int i = n - 1; i >= 0; i--) tk_mutex_unlock(&gs[i]->lock);
     if (gs != stackgs) tack_free(gs);
     return st;
 }

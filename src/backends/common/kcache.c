@@ -52,17 +52,12 @@
  *     (source, dialect, toolchain identity, flags, Tack's version), with a
  *     separator after each field so that ("ab", "c") and ("a", "bc") differ.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "platform/platform.h"
 #include "runtime/runtime.h"
 #include "runtime/config.h"
 
@@ -80,11 +75,7 @@ void kc_hash_add(hash2 *h, const void *data, size_t n) {
 
 void kc_hash_str(hash2 *h, const char *s) { kc_hash_add(h, s ? s : "", s ? strlen(s) : 0); }
 
-double kc_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+double kc_now_ms(void) { return (double)tk_monotonic_ns() / 1e6; }
 
 int kc_log_info(void) { return tk_config_int(TK_CFG_LOG) != 0; /* info or debug */ }
 
@@ -100,148 +91,50 @@ static char *str_cat(const char *a, const char *b) {
     return s;
 }
 
-static tack_status mkdirs(char *path) {
-    for (char *p = path + 1;; p++) {
-        if (*p && *p != '/') continue;
-        char c = *p;
-        *p = 0; /* path up to this component */
-        int err = mkdir(path, 0700) != 0 && errno != EEXIST ? errno : 0;
-        tack_status st = err ? tack_set_error(TACK_ERR_RUNTIME, "cannot create the kernel cache directory %s: %s", path,
-                                              strerror(err))
-                             : TACK_OK;
-        *p = c;
-        if (st != TACK_OK || !c) return st;
-    }
-}
-
-#define KC_WHY " (loading cached kernels runs their code; set TACK_CACHE_DIR to a directory only you can write)"
-
-/* The rule for one step of the path: `child` (called name, in `parent`). */
-static tack_status check_step(const struct stat *parent, const struct stat *child, const char *path, int last) {
-    uid_t me = geteuid();
-    if (!S_ISDIR(child->st_mode))
-        return tack_set_error(TACK_ERR_RUNTIME, "the kernel cache path %s is not a directory", path);
-    if (child->st_uid != me && (last || child->st_uid != 0))
-        return tack_set_error(TACK_ERR_RUNTIME, "refusing the kernel cache directory: %s is owned by another user (uid %u)" KC_WHY,
-                              path, (unsigned)child->st_uid);
-    if (last && (child->st_mode & (S_IWGRP | S_IWOTH)))
-        return tack_set_error(TACK_ERR_RUNTIME,
-                              "refusing the kernel cache directory %s: it is writable by group or others; chmod go-w %s" KC_WHY,
-                              path, path);
-    if (parent && (parent->st_mode & (S_IWGRP | S_IWOTH)) && !(parent->st_mode & S_ISVTX))
-        return tack_set_error(TACK_ERR_RUNTIME,
-                              "refusing the kernel cache directory: the directory holding %s is writable by group or "
-                              "others without the sticky bit, so another user could replace it" KC_WHY,
-                              path);
-    return TACK_OK;
-}
-
-/* Open `real` (an absolute path without symlinks) one component at a time,
- * never following a link, checking each step; returns the last descriptor. */
-static tack_status open_checked(char *real, int *out) {
-    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct stat up, sb;
-    if (fd < 0 || fstat(fd, &up) != 0) {
-        if (fd >= 0) close(fd);
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot open /: %s", strerror(errno));
-    }
-    char *p = real + 1;
-    tack_status st = TACK_OK;
-    while (*p) {
-        char *end = strchr(p, '/');
-        if (end) *end = 0;
-        int nfd = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int err = errno;
-        if (nfd < 0) {
-            if (end) *end = '/';
-            close(fd);
-            return tack_set_error(TACK_ERR_RUNTIME, "cannot open the kernel cache directory %s: %s", real, strerror(err));
-        }
-        if (fstat(nfd, &sb) != 0) sb.st_mode = 0;
-        char save = end ? '/' : 0;
-        if (end) *end = 0;
-        st = check_step(&up, &sb, real, !end);
-        if (end) *end = save;
-        close(fd);
-        fd = nfd;
-        up = sb;
-        if (st != TACK_OK) break;
-        if (!end) break;
-        p = end + 1;
-    }
-    if (st != TACK_OK) {
-        close(fd);
-        return st;
-    }
-    if (p == real + 1 && !*p) { /* the cache is "/" itself */
-        st = check_step(NULL, &up, real, 1);
-        if (st != TACK_OK) {
-            close(fd);
-            return st;
-        }
-    }
-    *out = fd;
-    return TACK_OK;
-}
-
 /* The directory's path as configured (tack_malloc'd, absolute, without a
  * trailing slash), or NULL with the error set. */
 static char *cache_path(void) {
     char env[TK_CONFIG_STR_MAX];
-    const char *base = NULL;
     char *path = NULL;
     if (*tk_config_str(TK_CFG_CACHE_DIR, env, sizeof env)) path = str_cat(env, "");
-    else if ((base = getenv("XDG_CACHE_HOME")) && *base) path = str_cat(base, "/tack");
-    else if ((base = getenv("HOME")) && *base) path = str_cat(base, "/.cache/tack");
-    else return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)"), NULL;
+    else return tk_default_cache_dir();
     if (!path) return tack_set_error(TACK_ERR_NOMEM, "out of memory opening the kernel cache"), NULL;
-    if (path[0] != '/') {
+    if (!tk_path_is_absolute(path)) {
         tack_set_error(TACK_ERR_RUNTIME, "the kernel cache directory '%s' is not an absolute path", path);
         tack_free(path);
         return NULL;
     }
     size_t len = strlen(path);
-    while (len > 1 && path[len - 1] == '/') path[--len] = 0;
+    while (len > 1 && (path[len - 1] == '/' || path[len - 1] == TK_PATH_SEP) && !(TK_PATH_SEP == '\\' && path[len - 2] == ':'))
+        path[--len] = 0; /* a drive's root, C:\ on Windows, keeps its separator */
     return path;
 }
 
 tack_status kc_open(kc_dir *d) {
-    d->fd = -1;
+    d->fd = TK_NO_FD;
     d->path = NULL;
     char *path = cache_path();
     if (!path) return tack_last_status();
-    tack_status st = mkdirs(path);
-    char *real = st == TACK_OK ? realpath(path, NULL) : NULL;
-    if (st == TACK_OK && !real)
-        st = tack_set_error(TACK_ERR_RUNTIME, "cannot use the kernel cache directory %s: %s", path, strerror(errno));
+    tk_fd fd = TK_NO_FD;
+    char *real = NULL;
+    tack_status st = tk_dir_open_checked(path, &fd, &real); /* the rules: platform/posix_files.c, win32_files.c */
     tack_free(path);
     if (st != TACK_OK) return st;
-    int fd = -1;
-    st = open_checked(real, &fd);
-    if (st != TACK_OK) {
-        free(real);
-        return st;
-    }
-    d->path = str_cat(real, "");
-    free(real); /* realpath's malloc */
-    if (!d->path) {
-        close(fd);
-        return tack_set_error(TACK_ERR_NOMEM, "out of memory opening the kernel cache");
-    }
+    d->path = real;
     d->fd = fd;
     return TACK_OK;
 }
 
 void kc_close(kc_dir *d) {
-    if (d->fd >= 0) close(d->fd);
+    if (d->fd != TK_NO_FD) tk_file_close(d->fd);
     tack_free(d->path);
-    d->fd = -1;
+    d->fd = TK_NO_FD;
     d->path = NULL;
 }
 
 void kc_tmp_name(char *out, size_t n, const char *base, const char *suffix) {
     static _Atomic unsigned long counter;
-    snprintf(out, n, "%s-%ld-%lu%s", base, (long)getpid(), (unsigned long)++counter, suffix);
+    snprintf(out, n, "%s-%ld-%lu%s", base, tk_getpid(), (unsigned long)++counter, suffix);
 }
 
 /* --------------------------------------------------------------- entries */
@@ -261,61 +154,53 @@ static void seal_of(const void *data, size_t n, unsigned char out[SEAL_BYTES]) {
     put64(out + 24, (uint64_t)n);
 }
 
-static int write_all(int fd, const void *buf, size_t len) {
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Whether an open file may be trusted as an entry of ours; NULL if so. */
-static const char *foreign(const struct stat *sb) {
-    if (!S_ISREG(sb->st_mode)) return "not a regular file";
-    if (sb->st_uid != geteuid()) return "owned by another user";
-    if (sb->st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
+static const char *foreign(const tk_file_info *sb) {
+    if (!sb->regular) return "not a regular file";
+    if (!sb->ours) return "owned by another user";
+    if (sb->others_write) return "writable by group or others";
     return NULL;
 }
 
+/* n bytes at 0 into buf; the count read. */
+static size_t read_whole(tk_fd fd, char *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        long r = tk_file_pread(fd, buf + got, n - got, got);
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
 int kc_read(const kc_dir *d, const char *name, kc_entry *e, const char **why) {
-    e->fd = -1;
+    e->fd = TK_NO_FD;
     e->data = NULL;
     e->size = 0;
     *why = NULL;
-    int fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) return 0;
-        *why = errno == ELOOP ? "a symbolic link" : "cannot be opened";
+    int err = 0;
+    tk_fd fd = tk_file_open(d->fd, name, TK_F_READ | TK_F_NONBLOCK, &err);
+    if (fd == TK_NO_FD) {
+        if (err == ENOENT) return 0;
+        *why = err == ELOOP ? "a symbolic link" : "cannot be opened";
         goto bad;
     }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
+    tk_file_info sb;
+    if (tk_file_info_of(fd, &sb) != 0) {
         *why = "cannot be examined";
         goto bad;
     }
     if ((*why = foreign(&sb)) != NULL) goto bad;
-    if (sb.st_size < SEAL_BYTES || sb.st_size > ((off_t)1 << 30)) {
+    if (sb.size < SEAL_BYTES || sb.size > ((uint64_t)1 << 30)) {
         *why = "too short to carry a seal (truncated)";
         goto bad;
     }
-    size_t n = (size_t)sb.st_size, got = 0;
+    size_t n = (size_t)sb.size;
     if (!(e->data = tack_malloc(n + 1))) {
         *why = "out of memory reading it";
         goto bad;
     }
-    while (got < n) {
-        ssize_t r = pread(fd, e->data + got, n - got, (off_t)got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    if (got != n) {
+    if (read_whole(fd, e->data, n) != n) {
         *why = "shorter than its size (being truncated)";
         goto bad;
     }
@@ -326,44 +211,44 @@ int kc_read(const kc_dir *d, const char *name, kc_entry *e, const char **why) {
                                                                : "damaged (its seal does not match its contents)";
         goto bad;
     }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    tk_file_block(fd);
     e->fd = fd;
     e->size = n - SEAL_BYTES;
     e->data[e->size] = 0;
     return 1;
 bad:
-    if (fd >= 0) close(fd);
+    if (fd != TK_NO_FD) tk_file_close(fd);
     tack_free(e->data);
     e->data = NULL;
-    unlinkat(d->fd, name, 0); /* rebuilt by the caller; a failure here only costs a retry */
+    tk_file_unlink(d->fd, name); /* rebuilt by the caller; a failure here only costs a retry */
     return -1;
 }
 
 void kc_entry_free(kc_entry *e) {
-    if (e->fd >= 0) close(e->fd);
+    if (e->fd != TK_NO_FD) tk_file_close(e->fd);
     tack_free(e->data);
-    e->fd = -1;
+    e->fd = TK_NO_FD;
     e->data = NULL;
 }
 
 /* Create `name` holding parts[0..n), each lens[i] bytes long (lens NULL:
  * each a string, its strlen). */
 static tack_status write_parts(const kc_dir *d, const char *name, const void *const *parts, const size_t *lens, int n) {
-    int fd = openat(d->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, strerror(errno));
+    int err = 0;
+    tk_fd fd = tk_file_open(d->fd, name, TK_F_WRITE | TK_F_CREATE | TK_F_EXCL, &err);
+    if (fd == TK_NO_FD) return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, tk_strerror(err));
     for (int i = 0; i < n; i++) {
-        if (write_all(fd, parts[i], lens ? lens[i] : strlen(parts[i])) != 0) {
-            int err = errno;
-            close(fd);
-            unlinkat(d->fd, name, 0);
-            return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, strerror(err));
+        if (tk_file_write_all(fd, parts[i], lens ? lens[i] : strlen(parts[i])) != 0) {
+            err = errno;
+            tk_file_close(fd);
+            tk_file_unlink(d->fd, name);
+            return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, tk_strerror(err));
         }
     }
-    if (close(fd) != 0) {
-        int err = errno;
-        unlinkat(d->fd, name, 0);
-        return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, strerror(err));
+    if (tk_file_close(fd) != 0) {
+        err = errno;
+        tk_file_unlink(d->fd, name);
+        return tack_set_error(TACK_ERR_RUNTIME, "cannot write %s/%s: %s", d->path, name, tk_strerror(err));
     }
     return TACK_OK;
 }
@@ -377,42 +262,37 @@ tack_status kc_seal(const kc_dir *d, const char *tmp, const char *name) {
     char *buf = NULL;
     const char *what = NULL;
     int err = 0;
-    int fd = openat(d->fd, tmp, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        err = errno;
+    tk_fd fd = tk_file_open(d->fd, tmp, TK_F_RDWR | TK_F_NONBLOCK, &err);
+    tk_file_info sb;
+    if (fd == TK_NO_FD || tk_file_info_of(fd, &sb) != 0) {
+        if (fd != TK_NO_FD) err = errno;
         what = "cannot open it";
     } else if ((what = foreign(&sb)) != NULL) {
-    } else if (sb.st_size > ((off_t)1 << 30) || !(buf = tack_malloc((size_t)sb.st_size + 1))) {
+    } else if (sb.size > ((uint64_t)1 << 30) || !(buf = tack_malloc((size_t)sb.size + 1))) {
         what = "too large";
     } else {
-        size_t n = (size_t)sb.st_size, got = 0;
-        while (got < n) {
-            ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) break;
-            got += (size_t)r;
-        }
+        size_t n = (size_t)sb.size;
+        size_t got = read_whole(fd, buf, n);
         unsigned char seal[SEAL_BYTES];
         seal_of(buf, n, seal);
         if (got != n) what = "it changed while being read";
-        else if (lseek(fd, 0, SEEK_END) < 0 || write_all(fd, seal, SEAL_BYTES) != 0 || fsync(fd) != 0) {
+        else if (tk_file_append_sync(fd, seal, SEAL_BYTES) != 0) {
             err = errno;
             what = "cannot write it";
         }
     }
-    if (fd >= 0 && close(fd) != 0 && !what) {
+    if (fd != TK_NO_FD && tk_file_close(fd) != 0 && !what) {
         err = errno;
         what = "cannot write it";
     }
-    if (!what && renameat(d->fd, tmp, d->fd, name) != 0) {
+    if (!what && tk_file_rename(d->fd, tmp, name) != 0) {
         err = errno;
         what = "cannot rename it into place";
     }
     if (what) {
-        unlinkat(d->fd, tmp, 0);
+        tk_file_unlink(d->fd, tmp);
         st = tack_set_error(TACK_ERR_RUNTIME, "cannot store the compiled kernel %s/%s: %s%s%s", d->path, name, what,
-                            err ? ": " : "", err ? strerror(err) : "");
+                            err ? ": " : "", err ? tk_strerror(err) : "");
     }
     tack_free(buf);
     return st;
@@ -446,7 +326,7 @@ static int all_digits(const char *a, const char *b) {
 
 /* A name kc_tmp_name made: BASE-PID-N then .so.tmp, .tmp or .c. */
 int kc_is_temporary(const char *name) {
-    static const char *const suffix[] = {".so.tmp", ".tmp", ".c"};
+    static const char *const suffix[] = {TK_DL_SUFFIX ".tmp", ".tmp", ".c"};
     size_t n = strlen(name);
     for (int i = 0; i < 3; i++) {
         size_t k = strlen(suffix[i]);
@@ -461,22 +341,24 @@ int kc_is_temporary(const char *name) {
     return 0;
 }
 
+typedef struct sweep_ctx {
+    const kc_dir *d;
+    int64_t now;
+    int stale_s, removed;
+} sweep_ctx;
+
+static void sweep_one(void *ctx, const char *name) {
+    sweep_ctx *c = ctx;
+    tk_file_info sb;
+    if (!kc_is_temporary(name) || tk_file_info_at(c->d->fd, name, &sb) != 0) return;
+    if (!sb.regular || !sb.ours || c->now - sb.mtime_s <= c->stale_s) return;
+    if (tk_file_unlink(c->d->fd, name) == 0) c->removed++;
+}
+
 int kc_sweep(const kc_dir *d, int stale_s) {
-    int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!dir) {
-        if (fd >= 0) close(fd);
-        return 0;
-    }
-    time_t now = time(NULL);
-    int removed = 0;
-    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
-        struct stat sb;
-        if (!kc_is_temporary(e->d_name) || fstatat(d->fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || now - sb.st_mtime <= stale_s) continue;
-        if (unlinkat(d->fd, e->d_name, 0) == 0) removed++;
-    }
-    closedir(dir);
+    sweep_ctx c = {d, tk_wall_s(), stale_s, 0};
+    if (tk_dir_list(d->fd, sweep_one, &c) != 0) return 0;
+    int removed = c.removed;
     if (removed && kc_log_info())
         fprintf(stderr, "tack: removed %d leftover temporar%s older than %d s from the kernel cache %s\n", removed,
                 removed == 1 ? "y" : "ies", stale_s, d->path);
@@ -485,62 +367,59 @@ int kc_sweep(const kc_dir *d, int stale_s) {
 
 /* Once per process and directory: the first build lock taken there. */
 static void sweep_once(const kc_dir *d) {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static dev_t dev;
-    static ino_t ino;
-    static pid_t pid;
-    struct stat sb;
-    if (fstat(d->fd, &sb) != 0) return;
-    pthread_mutex_lock(&lock);
-    int seen = pid == getpid() && dev == sb.st_dev && ino == sb.st_ino;
+    static tk_mutex_t lock = TK_MUTEX_INIT;
+    static uint64_t dev, ino;
+    static long pid;
+    tk_file_info sb;
+    if (tk_file_info_of(d->fd, &sb) != 0) return;
+    tk_mutex_lock(&lock);
+    int seen = pid == tk_getpid() && dev == sb.dev && ino == sb.ino;
     if (!seen) {
-        dev = sb.st_dev;
-        ino = sb.st_ino;
-        pid = getpid();
+        dev = sb.dev;
+        ino = sb.ino;
+        pid = tk_getpid();
     }
-    pthread_mutex_unlock(&lock);
+    tk_mutex_unlock(&lock);
     if (!seen) kc_sweep(d, KC_STALE_S);
 }
 
 /* -------------------------------------------------------------- build lock */
-int kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_ms) {
+tk_fd kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_ms) {
     double t0 = kc_now_ms();
     *waited_ms = 0;
-    int fd = openat(d->fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) { /* not a lock of ours */
-        close(fd);
-        return -1;
+    int err = 0;
+    tk_fd fd = tk_file_open(d->fd, name, TK_F_RDWR | TK_F_CREATE | TK_F_NONBLOCK, &err);
+    if (fd == TK_NO_FD) return TK_NO_FD;
+    tk_file_info sb;
+    if (tk_file_info_of(fd, &sb) != 0 || !sb.regular || !sb.ours) { /* not a lock of ours */
+        tk_file_close(fd);
+        return TK_NO_FD;
     }
-    /* A POSIX record lock, not flock(): a process forked while one of its
+    /* On POSIX a record lock, not flock(): a process forked while one of its
      * threads builds does not inherit it (flock's lock belongs to the open
      * file, which the child's copy of the descriptor would keep locked). */
-    struct flock whole = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
     for (;;) {
-        if (fcntl(fd, F_SETLK, &whole) == 0) break;
+        int r = tk_file_trylock(fd);
+        if (r == 0) break;
         *waited_ms = kc_now_ms() - t0;
-        struct timespec nap = {0, 2000000}; /* 2 ms: a compile takes hundreds */
-        if ((errno != EACCES && errno != EAGAIN && errno != EINTR) || *waited_ms > limit_ms ||
-            nanosleep(&nap, NULL) != 0) {
-            close(fd);
-            return -1;
+        if (r < 0 || *waited_ms > limit_ms || tk_sleep_ns(2000000) != 0) { /* 2 ms: a compile takes hundreds */
+            tk_file_close(fd);
+            return TK_NO_FD;
         }
     }
     sweep_once(d);
     return fd;
 }
 
-void kc_unlock(const kc_dir *d, const char *name, int fd) {
-    if (fd < 0) return;
+void kc_unlock(const kc_dir *d, const char *name, tk_fd fd) {
+    if (fd == TK_NO_FD) return;
     /* Remove the name only while it is still this lock: a process waiting on
      * the file removed here locks it and finds the entry built; one arriving
      * after finds the entry, or at worst builds beside another -- safe. */
-    struct stat a, b;
-    if (fstat(fd, &a) == 0 && fstatat(d->fd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
-        a.st_ino == b.st_ino)
-        unlinkat(d->fd, name, 0);
-    close(fd); /* releases the lock */
+    tk_file_info a, b;
+    if (tk_file_info_of(fd, &a) == 0 && tk_file_info_at(d->fd, name, &b) == 0 && a.dev == b.dev && a.ino == b.ino)
+        tk_file_unlink(d->fd, name);
+    tk_file_close(fd); /* releases the lock */
 }
 
 /* ------------------------------------------------------------------ tools */
@@ -573,12 +452,15 @@ static int kept_source(const char *name) {
 
 /* The kind of `name` in the open directory; the checks of kc_read, without its removal. */
 static tack_cache_kind classify_in(const kc_dir *d, const char *name) {
-    if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) return TACK_CACHE_FOREIGN;
-    int fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return TACK_CACHE_FOREIGN;
-    struct stat sb;
+    if (!*name || strchr(name, '/') || (TK_PATH_SEP == '\\' && (strchr(name, '\\') || strchr(name, ':'))) ||
+        !strcmp(name, ".") || !strcmp(name, ".."))
+        return TACK_CACHE_FOREIGN;
+    int err = 0;
+    tk_fd fd = tk_file_open(d->fd, name, TK_F_READ | TK_F_NONBLOCK, &err);
+    if (fd == TK_NO_FD) return TACK_CACHE_FOREIGN;
+    tk_file_info sb;
     tack_cache_kind kind = TACK_CACHE_FOREIGN;
-    if (fstat(fd, &sb) != 0 || foreign(&sb)) goto done;
+    if (tk_file_info_of(fd, &sb) != 0 || foreign(&sb)) goto done;
     if (kc_is_temporary(name)) {
         kind = TACK_CACHE_TEMPORARY;
         goto done;
@@ -587,25 +469,19 @@ static tack_cache_kind classify_in(const kc_dir *d, const char *name) {
         kind = TACK_CACHE_SOURCE;
         goto done;
     }
-    if (sb.st_size < SEAL_BYTES || sb.st_size > ((off_t)1 << 30)) goto done;
+    if (sb.size < SEAL_BYTES || sb.size > ((uint64_t)1 << 30)) goto done;
     unsigned char seal[SEAL_BYTES], want[SEAL_BYTES];
-    if (pread(fd, seal, SEAL_BYTES, sb.st_size - SEAL_BYTES) != SEAL_BYTES || memcmp(seal, SEAL_MAGIC, 8)) goto done;
-    size_t n = (size_t)sb.st_size - SEAL_BYTES, got = 0;
+    if (tk_file_pread(fd, seal, SEAL_BYTES, sb.size - SEAL_BYTES) != SEAL_BYTES || memcmp(seal, SEAL_MAGIC, 8)) goto done;
+    size_t n = (size_t)sb.size - SEAL_BYTES;
     char *data = tack_malloc(n + 1);
     if (!data) goto done;
-    while (got < n) {
-        ssize_t r = pread(fd, data + got, n - got, (off_t)got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    if (got == n) {
+    if (read_whole(fd, data, n) == n) {
         seal_of(data, n, want);
         if (!memcmp(want, seal, SEAL_BYTES)) kind = TACK_CACHE_ENTRY;
     }
     tack_free(data);
 done:
-    close(fd);
+    tk_file_close(fd);
     return kind;
 }
 
@@ -627,9 +503,9 @@ tack_status tack_cache_remove(const char *name) {
     if (classify_in(&d, name) == TACK_CACHE_FOREIGN)
         st = tack_set_error(TACK_ERR_VALUE, "not removing '%.200s' from the kernel cache %s: Tack did not write it", name,
                             d.path);
-    else if (unlinkat(d.fd, name, 0) != 0 && errno != ENOENT)
+    else if (tk_file_unlink(d.fd, name) != 0 && errno != ENOENT)
         st = tack_set_error(TACK_ERR_RUNTIME, "cannot remove '%.200s' from the kernel cache %s: %s", name, d.path,
-                            strerror(errno));
+                            tk_strerror(errno));
     kc_close(&d);
     return st;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "tack.h"
+#include "platform/platform.h"
 
 /* A 128-bit FNV-1a style hash: two 64-bit lanes with different seeds. */
 typedef struct hash2 { uint64_t a, b; } hash2;
@@ -22,7 +23,7 @@ void kc_hash_str(hash2 *h, const char *s);
  * nothing that happens to the path after kc_open changes which directory is
  * used; path is kept for messages and for tools run inside the directory. */
 typedef struct kc_dir {
-    int fd;
+    tk_fd fd;
     char *path; /* the resolved path (tack_malloc'd) */
 } kc_dir;
 
@@ -38,7 +39,7 @@ void kc_close(kc_dir *d);
 /* An entry as read and verified: its contents without the seal, and the
  * open file (for loaders that take a file, as dlopen does). */
 typedef struct kc_entry {
-    int fd;
+    tk_fd fd;
     char *data;  /* contents, NUL-terminated (tack_malloc'd) */
     size_t size; /* bytes before the seal */
 } kc_entry;
@@ -74,9 +75,9 @@ tack_status kc_store_bytes(const kc_dir *d, const char *name, const void *const 
  * could not be had (the file system has no locks, a signal arrived, or
  * limit_ms passed): the caller then builds unlocked, which is safe, since
  * every entry is renamed into place whole.  *waited_ms: how long it waited. */
-int kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_ms);
+tk_fd kc_lock(const kc_dir *d, const char *name, double limit_ms, double *waited_ms);
 /* Release and remove the lock (fd -1: nothing to do). */
-void kc_unlock(const kc_dir *d, const char *name, int fd);
+void kc_unlock(const kc_dir *d, const char *name, tk_fd fd);
 
 /* A unique temporary name for `base` in this process: "base-PID-N.suffix". */
 void kc_tmp_name(char *out, size_t n, const char *base, const char *suffix);

@@ -15,13 +15,11 @@
  * faster (a radix sort writes two); elsewhere the advice changes nothing.  The device's description (for `python -m tack`) is
  * the processor's model name.
  */
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/utsname.h>
-#include <unistd.h>
+
+#include "platform/platform.h"
 
 #include "backends/cpu/cpu_jit.h"
 #include "runtime/runtime.h"
@@ -32,18 +30,7 @@
 /* Advise the whole pages inside [raw, raw + total) as wanting huge pages; a
  * refusal (no THP, memory the allocator hook got elsewhere) changes nothing. */
 static void cpu_advise_huge(unsigned char *raw, size_t total) {
-#ifdef MADV_HUGEPAGE
-    long page = sysconf(_SC_PAGESIZE);
-    if (total < CPU_HUGE_MIN || page <= 0)
-        return;
-    uintptr_t lo = ((uintptr_t)raw + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-    uintptr_t hi = ((uintptr_t)raw + total) & ~((uintptr_t)page - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-#else
-    (void)raw;
-    (void)total;
-#endif
+    if (total >= CPU_HUGE_MIN) tk_advise_huge_pages(raw, total); /* platform/posix.c; nothing on Windows */
 }
 
 /* The aligned block stores the offset back to the raw block just before it. */
@@ -91,14 +78,7 @@ static tack_status cpu_fill(tack_device *dev, void *dst, const void *value, size
 static tack_status cpu_synchronize(tack_device *dev) { return TACK_OK; }
 
 static int usable_cores(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return n;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    return tk_cpu_count();
 }
 
 static int cpu_device_count(char *why, size_t why_len) { return 1; }
@@ -118,15 +98,15 @@ static void cpu_describe(tack_device *dev) {
         break;
     }
     if (f) fclose(f);
-    struct utsname u;
-    if (!dev->description[0] && uname(&u) == 0) snprintf(dev->description, sizeof dev->description, "%s", u.machine);
+    if (!dev->description[0]) tk_cpu_brand(dev->description, sizeof dev->description);
+    if (!dev->description[0]) tk_machine(dev->description, sizeof dev->description);
 }
 
 static tack_status cpu_init_device(tack_device *dev) {
     dev->threads = usable_cores();
     cpu_describe(dev);
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && size > 0) dev->memory = (uint64_t)pages * (uint64_t)size;
+    uint64_t memory = tk_physical_memory();
+    if (memory) dev->memory = memory;
     return TACK_OK;
 }
 

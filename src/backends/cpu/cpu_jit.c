@@ -33,32 +33,19 @@
  *
  * TACK_LOG=info logs each compile and cache load with its time to stderr.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#if defined(__GLIBC__)
-#include <gnu/libc-version.h>
-#endif
+#include "platform/platform.h"
 
 #include "backends/cpu/cpu_jit.h"
 #include "runtime/races.h"
 #include "backends/common/kcache.h"
-#include "backends/common/spawn_guard.h"
 #include "runtime/program.h"
 #include "runtime/pool.h"
 #include "runtime/config.h"
@@ -104,20 +91,7 @@ typedef struct cc_pick {
  * (the compiler runs inside the cache directory, where it would name
  * something else).  Not resolved further: a compiler may be a symbolic link
  * whose name matters (ccache's "gcc"). */
-static int is_program(char *path, size_t cap) {
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || access(path, X_OK) != 0) return 0;
-    if (path[0] == '/') return 1;
-    char cwd[PATH_MAX];
-    size_t n = strlen(path);
-    if (!getcwd(cwd, sizeof cwd)) return 0;
-    size_t c = strlen(cwd);
-    if (c + 1 + n + 1 > cap) return 0;
-    memmove(path + c + 1, path, n + 1);
-    memcpy(path, cwd, c);
-    path[c] = '/';
-    return 1;
-}
+static int is_program(char *path, size_t cap) { return tk_is_program(path, cap); }
 
 /* Find the program named by the first `len` bytes of `name` as execvp
  * would: a name with a slash as it is, else in each directory of PATH (when
@@ -125,17 +99,17 @@ static int is_program(char *path, size_t cap) {
  * PATH, which mean the working directory, are skipped. */
 static int find_program(const char *name, size_t len, char *out, size_t cap) {
     if (len == 0 || len >= cap) return 0;
-    if (memchr(name, '/', len)) {
+    if (memchr(name, '/', len) || (TK_PATH_SEP != '/' && memchr(name, TK_PATH_SEP, len))) {
         snprintf(out, cap, "%.*s", (int)len, name);
         return is_program(out, cap);
     }
     const char *path = getenv("PATH");
-    if (!path) path = "/bin:/usr/bin";
+    if (!path) path = TK_DEFAULT_PATH;
     while (*path) {
-        const char *end = strchr(path, ':');
+        const char *end = strchr(path, TK_PATH_LIST_SEP);
         size_t dl = end ? (size_t)(end - path) : strlen(path);
         if (dl > 0 && dl + 1 + len < cap) {
-            snprintf(out, cap, "%.*s/%.*s", (int)dl, path, (int)len, name);
+            snprintf(out, cap, "%.*s%c%.*s", (int)dl, path, TK_PATH_SEP, (int)len, name);
             if (is_program(out, cap)) return 1;
         }
         if (!end) break;
@@ -236,7 +210,7 @@ static char **cc_argv(const cc_pick *c, const char *flags, int extra, char **buf
 #define CC_SHOWN(c) ((c)->zig ? (c)->path : (c)->line), ((c)->zig ? " cc" : "")
 
 /* ------------------------------------------------- compiler identity */
-static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
+static tk_mutex_t ident_lock = TK_MUTEX_INIT;
 static hash2 ident_of;            /* which command the identity was computed for */
 static char ident_text[1024];     /* first line of `cc --version` */
 static hash2 ident_hash;
@@ -258,10 +232,8 @@ static hash2 pick_hash(const cc_pick *c) {
 static int compiler_stamp(const cc_pick *c, hash2 *k) {
     if (c->rest[strspn(c->rest, " \t")]) return 0; /* a command line ("ccache gcc"): always ask */
     char real[PATH_MAX];
-    struct stat sb;
-    if (!realpath(c->path, real) || stat(real, &sb) != 0) return 0;
-    long long fields[4] = {(long long)sb.st_size, (long long)sb.st_ino, (long long)sb.st_mtim.tv_sec,
-                           (long long)sb.st_mtim.tv_nsec};
+    long long fields[4];
+    if (tk_program_stamp(c->path, real, sizeof real, fields) != 0) return 0;
     kc_hash_str(k, real);
     kc_hash_add(k, fields, sizeof fields);
     if (c->zig) kc_hash_str(k, "zig cc");
@@ -289,9 +261,9 @@ static tack_status compiler_identity(const kc_dir *d, const cc_pick *c, hash2 *o
     hash2 of = pick_hash(c);
     char memo[64] = "";
     hash2 stamp = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
-    pthread_mutex_lock(&ident_lock);
+    tk_mutex_lock(&ident_lock);
     int known = ident_ok && ident_of.a == of.a && ident_of.b == of.b;
-    if (!known && d->fd >= 0 && compiler_stamp(c, &stamp)) { /* fd -1: no usable cache, nothing remembered */
+    if (!known && d->fd != TK_NO_FD && compiler_stamp(c, &stamp)) { /* fd -1: no usable cache, nothing remembered */
         snprintf(memo, sizeof memo, "cc-%016llx.id", (unsigned long long)stamp.a);
         if (identity_load(d, memo, &ident_hash, ident_text, sizeof ident_text)) {
             ident_of = of;
@@ -305,8 +277,8 @@ static tack_status compiler_identity(const kc_dir *d, const cc_pick *c, hash2 *o
         size_t total = 0;
         int status = 0;
         char **argv = cc_argv(c, "--version", 0, &buf);
-        if (!argv || tk_spawn_guarded(argv, -1, text, sizeof text, &total, &status, 0) != 0 || !WIFEXITED(status) ||
-            WEXITSTATUS(status) != 0)
+        if (!argv || tk_spawn_guarded(argv, TK_NO_FD, text, sizeof text, &total, &status, 0) != 0 ||
+            !TK_STATUS_OK(status))
             total = 0;
         tack_free(argv);
         tack_free(buf);
@@ -315,7 +287,7 @@ static tack_status compiler_identity(const kc_dir *d, const cc_pick *c, hash2 *o
         snprintf(ident_text, sizeof ident_text, "%.*s", (int)k, text);
         if (total == 0) {
             ident_ok = 0;
-            pthread_mutex_unlock(&ident_lock);
+            tk_mutex_unlock(&ident_lock);
             return tack_set_error(TACK_ERR_RUNTIME,
                                   "the C compiler '%s%s' (%s) does not run (`%s%s --version` failed); install one or set "
                                   "TACK_CC (a command and its arguments, run without a shell)",
@@ -336,7 +308,7 @@ static tack_status compiler_identity(const kc_dir *d, const cc_pick *c, hash2 *o
     size_t n = strnlen(ident_text, fl_len - 1); /* a cut first line is fine for a log message */
     memcpy(first_line, ident_text, n);
     first_line[n] = 0;
-    pthread_mutex_unlock(&ident_lock);
+    tk_mutex_unlock(&ident_lock);
     return TACK_OK;
 }
 
@@ -356,17 +328,16 @@ int tack_cpu_compiler(char *command, size_t cap, char *version, size_t vcap, con
     if (from) *from = c.from;
     kc_dir d;
     char dir[PATH_MAX];
-    struct stat sb;
-    int usable = tack_cache_path(dir, sizeof dir) == TACK_OK && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+    int usable = tack_cache_path(dir, sizeof dir) == TACK_OK && tk_is_dir(dir);
     if (!usable || kc_open(&d) != TACK_OK) { /* a report creates no cache directory */
         tack_clear_error();
-        d.fd = -1;
+        d.fd = TK_NO_FD;
         d.path = NULL;
     }
     hash2 ident;
     char first[256];
     tack_status st = compiler_identity(&d, &c, &ident, first, sizeof first);
-    if (d.fd >= 0) kc_close(&d);
+    if (d.fd != TK_NO_FD) kc_close(&d);
     if (st != TACK_OK) return -1;
     if (version && vcap) snprintf(version, vcap, "%s", first);
     return 1;
@@ -374,19 +345,18 @@ int tack_cpu_compiler(char *command, size_t cap, char *version, size_t vcap, con
 
 /* The CPU model matters because of -march=native.  Read once per process
  * (a key is computed twice for a kernel whose compiler is recorded). */
-static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+static tk_once_t cpu_once = TK_ONCE_INIT;
 static char cpu_machine[65];
 static char cpu_lines[2][4096];
 static int cpu_uname_ok, cpu_nlines;
 
 static void cpu_read(void) {
-    struct utsname u;
-    if (uname(&u) == 0) {
-        snprintf(cpu_machine, sizeof cpu_machine, "%s", u.machine);
-        cpu_uname_ok = 1;
-    }
+    if (tk_machine(cpu_machine, sizeof cpu_machine) == 0) cpu_uname_ok = 1;
     FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
+    if (!f) { /* macOS, Windows: the model as the system says it */
+        if (tk_cpu_brand(cpu_lines[0], sizeof cpu_lines[0]) == 0) cpu_nlines = 1;
+        return;
+    }
     while (cpu_nlines < 2 && fgets(cpu_lines[cpu_nlines], sizeof cpu_lines[0], f)) {
         const char *line = cpu_lines[cpu_nlines];
         if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) cpu_nlines++;
@@ -395,7 +365,7 @@ static void cpu_read(void) {
 }
 
 static void cpu_identity(hash2 *h) {
-    pthread_once(&cpu_once, cpu_read);
+    tk_once(&cpu_once, cpu_read);
     if (cpu_uname_ok) kc_hash_str(h, cpu_machine);
     for (int i = 0; i < cpu_nlines; i++) kc_hash_str(h, cpu_lines[i]);
 }
@@ -415,19 +385,19 @@ static void cpu_identity(hash2 *h) {
  * cc's own glibc stubs (its choice when it cannot see the system's) have no
  * such script, and the library would load with an undefined _ZGV symbol.
  * The loader probe is done once per process. */
-static pthread_once_t mvec_once = PTHREAD_ONCE_INIT;
+static tk_once_t mvec_once = TK_ONCE_INIT;
 static int mvec_there; /* glibc's minor version where libmvec loads (99 past 2.x), else 0 */
 
 static void mvec_probe(void) {
 #if defined(__x86_64__) && defined(__GLIBC__)
-    void *h = dlopen("libmvec.so.1", RTLD_LAZY | RTLD_LOCAL);
+    void *h = tk_dl_open("libmvec.so.1", TK_DL_LAZY);
     if (h) {
         int major = 0, minor = 0;
-        if (sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) == 2 && major >= 2)
+        if (sscanf(tk_glibc_version(), "%d.%d", &major, &minor) == 2 && major >= 2)
             mvec_there = major > 2 ? 99 : minor > 0 ? minor : 1;
-        dlclose(h);
+        tk_dl_close(h);
     } else
-        (void)dlerror(); /* not a failure: no vector math */
+        (void)tk_dl_error(); /* not a failure: no vector math */
 #endif
 }
 
@@ -436,7 +406,7 @@ static void mvec_probe(void) {
 static int vector_math(void) {
     if (tk_config_env_check() != TACK_OK) return -1;
     if (!tk_config_int(TK_CFG_VECTOR_MATH)) return 0;
-    pthread_once(&mvec_once, mvec_probe);
+    tk_once(&mvec_once, mvec_probe);
     return mvec_there;
 }
 
@@ -485,20 +455,20 @@ static void abi_trailer(char *out, size_t cap, const char *key) {
  * Another process building the same kernel may rename its copy into place
  * after the seal was read: -1 says so, and the caller reads the entry again. */
 static int try_load(const kc_dir *d, const kc_entry *e, const char *name, const char *key, void **handle, void **entry) {
-    struct stat a, b;
-    if (fstat(e->fd, &a) != 0) return 0;
-    if (fstatat(d->fd, name, &b, AT_SYMLINK_NOFOLLOW) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) return -1;
+    tk_file_info a, b;
+    if (tk_file_info_of(e->fd, &a) != 0) return 0;
+    if (tk_file_info_at(d->fd, name, &b) != 0 || a.dev != b.dev || a.ino != b.ino) return -1;
     size_t n = strlen(d->path) + strlen(name) + 2;
     char *path = tack_malloc(n);
     if (!path) return 0;
-    snprintf(path, n, "%s/%s", d->path, name);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    snprintf(path, n, "%s%c%s", d->path, TK_PATH_SEP, name);
+    void *h = tk_dl_open(path, 0);
     tack_free(path);
     if (!h) return 0;
-    const char *k = dlsym(h, "tack_cache_key");
-    void *fn = dlsym(h, "tack_entry");
+    const char *k = tk_dl_sym(h, "tack_cache_key");
+    void *fn = tk_dl_sym(h, "tack_entry");
     if (!k || !fn || strcmp(k, key) != 0) {
-        dlclose(h);
+        tk_dl_close(h);
         return 0;
     }
     *handle = h;
@@ -526,7 +496,7 @@ static tack_status run_compiler(const kc_dir *d, const cc_pick *c, const char *k
     argv[argc++] = "-o";
     argv[argc++] = (char *)out;
     argv[argc++] = (char *)src;
-    argv[argc++] = "-lm";
+    if (TK_CC_LIBM[0]) argv[argc++] = TK_CC_LIBM;
     if (vmath) { /* named, not left to libm.so's linker script: zig cc's own glibc has none */
         argv[argc++] = "-Wl,--as-needed";
         argv[argc++] = "-lmvec";
@@ -542,16 +512,16 @@ static tack_status run_compiler(const kc_dir *d, const cc_pick *c, const char *k
                             c->from, strerror(rc));
         goto done;
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) goto done;
-    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGHUP))
+    if (TK_STATUS_OK(status)) goto done;
+    if (tk_signal_is_interrupt(TK_STATUS_SIGNAL(status)))
         st = tack_set_error(TACK_ERR_INTERRUPTED, "compiling kernel '%s' was interrupted (the C compiler got signal %d)",
-                            kernel, WTERMSIG(status));
-    else if (WIFSIGNALED(status))
+                            kernel, TK_STATUS_SIGNAL(status));
+    else if (TK_STATUS_SIGNAL(status))
         st = tack_set_error(TACK_ERR_RUNTIME, "the C compiler was killed by signal %d on kernel '%s' (source kept in %s/%s)\n%s",
-                            WTERMSIG(status), kernel, d->path, src, log);
+                            TK_STATUS_SIGNAL(status), kernel, d->path, src, log);
     else if (strstr(log, "No space left on device")) { /* the disk is full: keep nothing */
-        unlinkat(d->fd, src, 0);
-        unlinkat(d->fd, out, 0);
+        tk_file_unlink(d->fd, src);
+        tk_file_unlink(d->fd, out);
         st = tack_set_error(TACK_ERR_RUNTIME, "no space left on the device holding the kernel cache %s compiling kernel '%s':\n%s",
                             d->path, kernel, log);
     } else
@@ -581,7 +551,7 @@ static int load_entry(const kc_dir *d, const char *name, const char *key, const 
     if (ok < 0) return 0;
     if (!ok) {
         if (kc_log_info()) fprintf(stderr, "tack: cache entry %s/%s does not load; rebuilding it\n", d->path, name);
-        unlinkat(d->fd, name, 0);
+        tk_file_unlink(d->fd, name);
     }
     return ok;
 }
@@ -625,7 +595,7 @@ static void record_builder(const kc_dir *d, const char *rec, const hash2 *ident,
 #define BUILD_WAIT_MS 120000.0
 
 static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
-    int lock_fd = -1;
+    tk_fd lock_fd = TK_NO_FD;
     char lock[64] = "";
     cc_pick cc;
     int found = pick_compiler(&cc);
@@ -643,7 +613,7 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     char *flags = tack_malloc(flen);
     if (!flags) return tack_set_error(TACK_ERR_NOMEM, "out of memory compiling kernel '%s'", p->kernel_name);
     snprintf(flags, flen,
-             "-O3 -march=native -fPIC -shared -std=gnu11 -w -fvisibility=hidden -fno-math-errno -fopenmp-simd%s -DTK_VMATH=%d %s",
+             "-O3 -march=native " TK_CC_SHARED " -std=gnu11 -w -fvisibility=hidden -fno-math-errno -fopenmp-simd%s -DTK_VMATH=%d %s",
              p->fast_math ? FAST_MATH_FLAGS : " -ffp-contract=off", vmath, extra);
 
     char key[40], name[64], rec[64];
@@ -653,7 +623,7 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     if (!found) { /* no compiler: the entry the record names, or an error that says what to install */
         if (identity_load(d, rec, &ident, first_line, sizeof first_line)) {
             entry_key(p, flags, &ident, key);
-            snprintf(name, sizeof name, "%s.so", key);
+            snprintf(name, sizeof name, "%s" TK_DL_SUFFIX, key);
             if (load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
                 rt_prof_build = "cache hit";
                 if (kc_log_info())
@@ -666,10 +636,10 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
         goto out;
     }
     entry_key(p, flags, &ident, key);
-    snprintf(name, sizeof name, "%s.so", key);
+    snprintf(name, sizeof name, "%s" TK_DL_SUFFIX, key);
     if (load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
-        struct stat sb; /* an entry from before records existed, or whose record was lost */
-        if (fstatat(d->fd, rec, &sb, AT_SYMLINK_NOFOLLOW) != 0) record_builder(d, rec, &ident, first_line);
+        tk_file_info sb; /* an entry from before records existed, or whose record was lost */
+        if (tk_file_info_at(d->fd, rec, &sb) != 0) record_builder(d, rec, &ident, first_line);
         rt_prof_build = "cache hit";
         if (kc_log_info())
             fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms (%s/%s)\n", p->kernel_name,
@@ -682,7 +652,7 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     snprintf(lock, sizeof lock, "%s.lock", key);
     double waited = 0;
     lock_fd = kc_lock(d, lock, BUILD_WAIT_MS, &waited);
-    if (lock_fd >= 0 && load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
+    if (lock_fd != TK_NO_FD && load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
         rt_prof_build = "cache hit";
         if (kc_log_info())
             fprintf(stderr, "tack: loaded kernel '%s' from the cache in %.2f ms, built by another process (waited "
@@ -693,23 +663,23 @@ static tack_status build_in(const kc_dir *d, tack_program *p, double t0) {
     /* Compile into unique temporaries, then seal and rename into place. */
     char src[96], tmp[96], keep[64];
     kc_tmp_name(src, sizeof src, key, ".c");
-    kc_tmp_name(tmp, sizeof tmp, key, ".so.tmp");
+    kc_tmp_name(tmp, sizeof tmp, key, TK_DL_SUFFIX ".tmp");
     char trailer[1600];
     abi_trailer(trailer, sizeof trailer, key);
     const char *parts[2] = {p->source, trailer};
     st = kc_write_new(d, src, parts, 2);
     if (st == TACK_OK) st = run_compiler(d, &cc, p->kernel_name, flags, vmath, src, tmp, first_line);
     if (st != TACK_OK) {
-        unlinkat(d->fd, tmp, 0);
-        if (st != TACK_ERR_RUNTIME) unlinkat(d->fd, src, 0); /* kept only for a compile failure to read */
+        tk_file_unlink(d->fd, tmp);
+        if (st != TACK_ERR_RUNTIME) tk_file_unlink(d->fd, src); /* kept only for a compile failure to read */
         goto out;
     }
     st = kc_seal(d, tmp, name);
     snprintf(keep, sizeof keep, "%s.c", key);
-    if (st != TACK_OK || renameat(d->fd, src, d->fd, keep) != 0) unlinkat(d->fd, src, 0);
+    if (st != TACK_OK || tk_file_rename(d->fd, src, keep) != 0) tk_file_unlink(d->fd, src);
     if (st != TACK_OK) goto out;
     if (!load_entry(d, name, key, p->kernel_name, &handle, &entry)) {
-        const char *why = dlerror();
+        const char *why = tk_dl_error();
         st = tack_set_error(TACK_ERR_RUNTIME, "cannot load the compiled kernel '%s' from %s/%s: %s", p->kernel_name,
                             d->path, name, why ? why : "tack_entry or tack_cache_key missing");
         goto out;
@@ -744,7 +714,7 @@ tack_status cpu_build(tack_device *dev, tack_program *p) {
 }
 
 void cpu_unload(tack_device *dev, tack_program *p) {
-    if (p->handle) dlclose(p->handle);
+    if (p->handle) tk_dl_close(p->handle);
     p->handle = NULL;
     p->entry = NULL;
 }
@@ -786,7 +756,7 @@ static void abi_fail(tk_ctx *ctx, int site, int64_t a, int64_t b) {
     }
 }
 
-static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
+static tk_mutex_t print_lock = TK_MUTEX_INIT;
 
 static void fmt_float(char *out, size_t n, double v, int f32) {
     if (v != v) {
@@ -823,7 +793,7 @@ static void fmt_complex(char *out, size_t n, double re, double im, int f32) {
  * a lock, so lines from parallel iterations never interleave. */
 static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
     (void)ctx;
-    pthread_mutex_lock(&print_lock);
+    tk_mutex_lock(&print_lock);
     for (int i = 0; i < n; i++) {
         char item[64];
         const char *s = item;
@@ -841,7 +811,7 @@ static void abi_print(tk_ctx *ctx, const tk_pv *v, int n) {
     }
     fputc('\n', stdout);
     fflush(stdout);
-    pthread_mutex_unlock(&print_lock);
+    tk_mutex_unlock(&print_lock);
 }
 
 static const tk_abi cpu_abi = {TK_CPU_ABI_VERSION, abi_parallel_for, abi_fail, abi_print, abi_poll, pool_threads, pool_slot};

@@ -42,8 +42,7 @@
  * operation on the device fails at once with "unusable since" without
  * calling the driver (frees do nothing: the context's memory is gone with it).
  */
-#include <dlfcn.h>
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,19 +54,19 @@
 static tack_cuda_api api;
 static char load_why[256];
 static int load_ok;
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static tk_once_t load_once = TK_ONCE_INIT;
 
 static void load(void) {
     static const char *names[] = {"libcuda.so.1", "libcuda.so"};
     for (size_t i = 0; !api.lib && i < sizeof names / sizeof names[0]; i++)
-        api.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        api.lib = tk_dl_open(names[i], 0);
     if (!api.lib) {
         snprintf(load_why, sizeof load_why, "no NVIDIA driver: libcuda.so.1 could not be loaded");
         return;
     }
 #define REQ(field, name)                                                             \
     do {                                                                             \
-        *(void **)&api.field = dlsym(api.lib, name);                                 \
+        *(void **)&api.field = tk_dl_sym(api.lib, name);                                 \
         if (!api.field) {                                                            \
             snprintf(load_why, sizeof load_why, "the NVIDIA driver lacks %s", name); \
             return;                                                                  \
@@ -105,21 +104,21 @@ static void load(void) {
     REQ(cuPointerGetAttribute, "cuPointerGetAttribute");
     REQ(cuGetErrorString, "cuGetErrorString");
 #undef REQ
-    *(void **)&api.cuEventSynchronize = dlsym(api.lib, "cuEventSynchronize");
-    *(void **)&api.cuEventQuery = dlsym(api.lib, "cuEventQuery");
-    *(void **)&api.cuStreamDestroy = dlsym(api.lib, "cuStreamDestroy_v2");
-    *(void **)&api.cuEventElapsedTime = dlsym(api.lib, "cuEventElapsedTime");
-    *(void **)&api.cuMemAllocAsync = dlsym(api.lib, "cuMemAllocAsync");
-    *(void **)&api.cuMemFreeAsync = dlsym(api.lib, "cuMemFreeAsync");
+    *(void **)&api.cuEventSynchronize = tk_dl_sym(api.lib, "cuEventSynchronize");
+    *(void **)&api.cuEventQuery = tk_dl_sym(api.lib, "cuEventQuery");
+    *(void **)&api.cuStreamDestroy = tk_dl_sym(api.lib, "cuStreamDestroy_v2");
+    *(void **)&api.cuEventElapsedTime = tk_dl_sym(api.lib, "cuEventElapsedTime");
+    *(void **)&api.cuMemAllocAsync = tk_dl_sym(api.lib, "cuMemAllocAsync");
+    *(void **)&api.cuMemFreeAsync = tk_dl_sym(api.lib, "cuMemFreeAsync");
     *(void **)&api.cuOccupancyMaxActiveBlocksPerMultiprocessor =
-        dlsym(api.lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-    *(void **)&api.cuStreamBeginCapture = dlsym(api.lib, "cuStreamBeginCapture_v2");
-    *(void **)&api.cuStreamEndCapture = dlsym(api.lib, "cuStreamEndCapture");
-    *(void **)&api.cuGraphInstantiate = dlsym(api.lib, "cuGraphInstantiateWithFlags");
-    *(void **)&api.cuGraphLaunch = dlsym(api.lib, "cuGraphLaunch");
-    *(void **)&api.cuGraphExecDestroy = dlsym(api.lib, "cuGraphExecDestroy");
-    *(void **)&api.cuGraphDestroy = dlsym(api.lib, "cuGraphDestroy");
-    *(void **)&api.cuDeviceTotalMem = dlsym(api.lib, "cuDeviceTotalMem_v2");
+        tk_dl_sym(api.lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    *(void **)&api.cuStreamBeginCapture = tk_dl_sym(api.lib, "cuStreamBeginCapture_v2");
+    *(void **)&api.cuStreamEndCapture = tk_dl_sym(api.lib, "cuStreamEndCapture");
+    *(void **)&api.cuGraphInstantiate = tk_dl_sym(api.lib, "cuGraphInstantiateWithFlags");
+    *(void **)&api.cuGraphLaunch = tk_dl_sym(api.lib, "cuGraphLaunch");
+    *(void **)&api.cuGraphExecDestroy = tk_dl_sym(api.lib, "cuGraphExecDestroy");
+    *(void **)&api.cuGraphDestroy = tk_dl_sym(api.lib, "cuGraphDestroy");
+    *(void **)&api.cuDeviceTotalMem = tk_dl_sym(api.lib, "cuDeviceTotalMem_v2");
     CUresult r = api.cuInit(0);
     if (r != TACK_CUDA_SUCCESS) {
         const char *s = NULL;
@@ -131,7 +130,7 @@ static void load(void) {
 }
 
 const tack_cuda_api *cuda_load(char *why, size_t why_len) {
-    pthread_once(&load_once, load);
+    tk_once(&load_once, load);
     if (!load_ok) {
         if (why)
             snprintf(why, why_len, "%s", load_why);
@@ -284,7 +283,7 @@ static tack_status cuda_init_device(tack_device *d) {
     /* blocking: ordered with the legacy default stream, which PyTorch and CuPy use by default */
     CU(api.cuStreamCreate(&c->stream, 0), "cuStreamCreate");
     c->pools = c->pools && api.cuMemAllocAsync && api.cuMemFreeAsync;
-    pthread_mutex_init(&c->mem_lock, NULL);
+    tk_mutex_init(&c->mem_lock);
     gpu_lost_init(&c->lost);
     gpu_records_init(&c->rec, "the GPU");
     d->state = c;
@@ -358,15 +357,15 @@ static tack_status cuda_alloc(tack_device *d, size_t nbytes, void **out) {
     CUresult r;
     if ((st = push(d)) != TACK_OK)
         return st;
-    pthread_mutex_lock(&c->mem_lock);
+    tk_mutex_lock(&c->mem_lock);
     int pools = c->pools;
-    pthread_mutex_unlock(&c->mem_lock);
+    tk_mutex_unlock(&c->mem_lock);
     if (pools) {
         r = api.cuMemAllocAsync(&p, n, c->stream);
         if (r == TACK_CUDA_SUCCESS) {
-            pthread_mutex_lock(&c->mem_lock);
+            tk_mutex_lock(&c->mem_lock);
             int kept = ptrset_add(&c->pooled, p);
-            pthread_mutex_unlock(&c->mem_lock);
+            tk_mutex_unlock(&c->mem_lock);
             if (!kept) {
                 api.cuMemFreeAsync(p, c->stream);
                 st = tack_set_error(TACK_ERR_NOMEM, "out of memory recording a device allocation");
@@ -379,10 +378,10 @@ static tack_status cuda_alloc(tack_device *d, size_t nbytes, void **out) {
             goto done;
         }
         /* any other failure: the pools are not usable here; cuMemAlloc from now on */
-        pthread_mutex_lock(&c->mem_lock);
+        tk_mutex_lock(&c->mem_lock);
         int first = c->pools;
         c->pools = 0;
-        pthread_mutex_unlock(&c->mem_lock);
+        tk_mutex_unlock(&c->mem_lock);
         if (first && kc_log_info()) {
             const char *s = NULL;
             api.cuGetErrorString(r, &s);
@@ -407,9 +406,9 @@ static void cuda_free(tack_device *d, void *ptr) {
     /* a lost context: its memory went with it; no driver call */
     if (!ptr || cuda_is_lost(d) || push(d) != TACK_OK)
         return;
-    pthread_mutex_lock(&c->mem_lock);
+    tk_mutex_lock(&c->mem_lock);
     int pooled = ptrset_take(&c->pooled, p);
-    pthread_mutex_unlock(&c->mem_lock);
+    tk_mutex_unlock(&c->mem_lock);
     cuda_note(d, pooled ? api.cuMemFreeAsync(p, c->stream) : api.cuMemFree(p));
     pop();
 }

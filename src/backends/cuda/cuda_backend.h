@@ -19,7 +19,7 @@
 #ifndef TACK_CUDA_BACKEND_H
 #define TACK_CUDA_BACKEND_H
 
-#include <pthread.h>
+#include "platform/platform.h"
 
 #include "backends/cuda/cuda_api.h"
 #include "backends/common/gpu_common.h"
@@ -41,7 +41,7 @@ typedef struct cuda_dev {
     int driver;                /* cuDriverGetVersion: CUDA version major*1000 + minor*10 */
     int sm_threads;            /* resident threads per multiprocessor (2048 when not said) */
     /* memory: under mem_lock */
-    pthread_mutex_t mem_lock;
+    tk_mutex_t mem_lock;
     int pools;                 /* allocate with cuMemAllocAsync; off for good after a failure other than OOM */
     cuda_ptrset pooled;        /* live cuMemAllocAsync allocations */
     char name[128];

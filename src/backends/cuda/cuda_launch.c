@@ -38,13 +38,9 @@
  * TACK_LOG=info logs each compile and cache load with its time to stderr.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/common/kcache.h"
@@ -178,7 +174,7 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
             goto fail;
         }
     }
-    pthread_mutex_lock(&c->rec.lock);
+    tk_mutex_lock(&c->rec.lock);
     if (!c->err) {
         CUresult r = api->cuMemAlloc(&c->err, sizeof(gpu_err_record));
         if (r == TACK_CUDA_SUCCESS) r = api->cuMemsetD32Async(c->err, 0, sizeof(gpu_err_record) / 4, c->stream);
@@ -186,13 +182,13 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
         if (r != TACK_CUDA_SUCCESS) {
             if (c->err && !cuda_sticky(r)) api->cuMemFree(c->err);
             c->err = 0;
-            pthread_mutex_unlock(&c->rec.lock);
+            tk_mutex_unlock(&c->rec.lock);
             st = cuda_fail(d, r, "allocating the kernel error record");
             goto fail;
         }
     }
     gpu_link(&c->rec, &cp->g);
-    pthread_mutex_unlock(&c->rec.lock);
+    tk_mutex_unlock(&c->rec.lock);
     cuda_pop();
     p->handle = cp;
     return TACK_OK;
@@ -211,7 +207,7 @@ void cuda_unload(tack_device *d, tack_program *p) {
     int pushed = !cuda_is_lost(d) && cuda_push(d) == TACK_OK;
     /* launches of it on other streams (runtime/stream.c) finish before its code and frame go */
     if (pushed && rt_streams_join(d) != TACK_OK) tack_clear_error(); /* a loss: noted, said at the next call */
-    pthread_mutex_lock(&c->rec.lock);
+    tk_mutex_lock(&c->rec.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (pushed) {
         CUresult r = api->cuStreamSynchronize(c->stream);
@@ -219,7 +215,7 @@ void cuda_unload(tack_device *d, tack_program *p) {
         else cuda_note(d, r);
     }
     gpu_unlink(&c->rec, &cp->g);
-    pthread_mutex_unlock(&c->rec.lock);
+    tk_mutex_unlock(&c->rec.lock);
     prog_free(api, d, cp);
     if (pushed) cuda_pop();
     p->handle = NULL;

@@ -30,12 +30,11 @@
  * architecture (sm_XY), which it loads as it is.  Which one the driver can
  * take is cuda_image.c's decision.
  */
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "platform/platform.h"
 
 #include "backends/cuda/cuda_api.h"
 #include "runtime/runtime.h"
@@ -63,7 +62,7 @@ static struct {
     char from[1024];
     char why[2048];
 } nv;
-static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+static tk_once_t nv_once = TK_ONCE_INIT;
 
 static const char *const NVRTC_NAMES[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
 #define NNAMES (sizeof NVRTC_NAMES / sizeof NVRTC_NAMES[0])
@@ -74,8 +73,7 @@ static void add_place(char *why, size_t why_len, const char *place) {
 }
 
 static int is_dir(const char *p) {
-    struct stat s;
-    return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
+    return tk_is_dir(p);
 }
 
 /* Try the names in directory dir; the loaded one's path goes to found. */
@@ -86,7 +84,7 @@ static void *open_in(const char *dir, char *found, size_t found_len, char *tried
         char path[1100];
         int n = snprintf(path, sizeof path, "%s/%s", dir, NVRTC_NAMES[i]);
         if (n < 0 || (size_t)n >= sizeof path) return NULL;
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        void *h = tk_dl_open(path, 0);
         if (h) {
             snprintf(found, found_len, "%s", path);
             return h;
@@ -116,9 +114,9 @@ void *nvrtc_open(const nvrtc_where *w, char *found, size_t found_len, char *why,
     if (w->explicit_path && *w->explicit_path) {
         const char *p = w->explicit_path;
         if (is_dir(p)) h = open_in(p, found, found_len, tried, sizeof tried);
-        else if ((h = dlopen(p, RTLD_NOW | RTLD_LOCAL))) snprintf(found, found_len, "%s", p);
+        else if ((h = tk_dl_open(p, 0))) snprintf(found, found_len, "%s", p);
         if (!h) {
-            const char *e = is_dir(p) ? NULL : dlerror();
+            const char *e = is_dir(p) ? NULL : tk_dl_error();
             snprintf(why, why_len, "NVRTC could not be loaded from TACK_NVRTC_PATH=%s (%s); point it at libnvrtc.so "
                      "or the directory holding it, or unset it to search the usual places", p,
                      e ? e : "no libnvrtc.so.13, .so.12, .so.11.2 or .so in that directory");
@@ -139,7 +137,7 @@ void *nvrtc_open(const nvrtc_where *w, char *found, size_t found_len, char *why,
     }
     if (!h && w->system) {
         for (size_t i = 0; !h && i < NNAMES; i++)
-            if ((h = dlopen(NVRTC_NAMES[i], RTLD_NOW | RTLD_LOCAL))) snprintf(found, found_len, "%s", NVRTC_NAMES[i]);
+            if ((h = tk_dl_open(NVRTC_NAMES[i], 0))) snprintf(found, found_len, "%s", NVRTC_NAMES[i]);
         add_place(tried, sizeof tried, "the loader's search path (LD_LIBRARY_PATH, the ld.so cache)");
         if (!h) h = open_under("/usr/local/cuda", libdirs, found, found_len, tried, sizeof tried);
         if (!h) h = open_under("/opt/cuda", libdirs, found, found_len, tried, sizeof tried);
@@ -156,9 +154,9 @@ static void nv_load(void) {
     tk_config_str(TK_CFG_NVRTC_PATH, path, sizeof path); /* CUDA_HOME and CUDA_PATH are the toolkit's own */
     nvrtc_where w = {*path ? path : NULL, getenv("CUDA_HOME"), getenv("CUDA_PATH"), NULL, 1};
     char beside[1024] = "";
-    Dl_info info;
-    if (dladdr((void *)(uintptr_t)nvrtc_open, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
-        snprintf(beside, sizeof beside, "%s", info.dli_fname);
+    char self[1024];
+    if (tk_dl_path(NULL, (const void *)(uintptr_t)nvrtc_open, self, sizeof self) == 0 && strchr(self, '/')) {
+        snprintf(beside, sizeof beside, "%s", self);
         *strrchr(beside, '/') = 0;
         /* the wheel's libtack lies in site-packages/tack/lib, one level below the
            extension's place that nvrtc_open expects */
@@ -170,10 +168,10 @@ static void nv_load(void) {
     if (!nv.lib) return;
 #define SYM(field, name)                                                              \
     do {                                                                              \
-        *(void **)&nv.field = dlsym(nv.lib, name);                                    \
+        *(void **)&nv.field = tk_dl_sym(nv.lib, name);                                    \
         if (!nv.field) {                                                              \
             snprintf(nv.why, sizeof nv.why, "%s lacks %s", nv.from, name);            \
-            dlclose(nv.lib);                                                          \
+            tk_dl_close(nv.lib);                                                          \
             nv.lib = NULL;                                                            \
             return;                                                                   \
         }                                                                             \
@@ -188,15 +186,15 @@ static void nv_load(void) {
     SYM(version, "nvrtcVersion");
     SYM(error_string, "nvrtcGetErrorString");
 #undef SYM
-    *(void **)&nv.cubin_size = dlsym(nv.lib, "nvrtcGetCUBINSize");
-    *(void **)&nv.cubin = dlsym(nv.lib, "nvrtcGetCUBIN");
-    *(void **)&nv.num_archs = dlsym(nv.lib, "nvrtcGetNumSupportedArchs");
-    *(void **)&nv.archs = dlsym(nv.lib, "nvrtcGetSupportedArchs");
+    *(void **)&nv.cubin_size = tk_dl_sym(nv.lib, "nvrtcGetCUBINSize");
+    *(void **)&nv.cubin = tk_dl_sym(nv.lib, "nvrtcGetCUBIN");
+    *(void **)&nv.num_archs = tk_dl_sym(nv.lib, "nvrtcGetNumSupportedArchs");
+    *(void **)&nv.archs = tk_dl_sym(nv.lib, "nvrtcGetSupportedArchs");
 }
 
 int tack_nvrtc_version(void) {
     int major = 0, minor = 0;
-    pthread_once(&nv_once, nv_load);
+    tk_once(&nv_once, nv_load);
     if (!nv.lib || nv.version(&major, &minor) != 0)
         return 0;
     return major * 1000 + minor * 10;
@@ -209,12 +207,12 @@ void *rt_toolchain_nvrtc(const char **text, int *version) {
 }
 
 const char *nvrtc_loaded_from(void) {
-    pthread_once(&nv_once, nv_load);
+    tk_once(&nv_once, nv_load);
     return nv.lib ? nv.from : NULL;
 }
 
 int nvrtc_arch_for(int cc) {
-    pthread_once(&nv_once, nv_load);
+    tk_once(&nv_once, nv_load);
     if (!nv.lib) return 0;
     int n = 0;
     if (!nv.num_archs || !nv.archs || nv.num_archs(&n) != 0 || n <= 0 || n > 256) return cc;
@@ -245,7 +243,7 @@ tack_status nvrtc_build(const char *source, const char *name, int arch, int cubi
     char opt_arch[64];
     char *log = NULL, *out = NULL;
     tack_status st = TACK_OK;
-    pthread_once(&nv_once, nv_load);
+    tk_once(&nv_once, nv_load);
     if (!nv.lib)
         return tack_set_error(TACK_ERR_DEVICE, "%s", nv.why);
     if (cubin && (!nv.cubin_size || !nv.cubin))

@@ -35,8 +35,7 @@
  * (gpu_launch.c says it once, naming the kernel launched last) and later
  * operations fail at once without calling the runtime.
  */
-#include <dlfcn.h>
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +48,12 @@
 static tack_hip_api api;
 static char load_why[300];
 static int load_ok;
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static tk_once_t load_once = TK_ONCE_INIT;
 
 static int bind_api(void *lib) {
 #define REQ(field)                                                                        \
     do {                                                                                  \
-        *(void **)&api.field = dlsym(lib, #field);                                        \
+        *(void **)&api.field = tk_dl_sym(lib, #field);                                        \
         if (!api.field) {                                                                 \
             snprintf(load_why, sizeof load_why, "the HIP runtime lacks %s", #field);      \
             return 0;                                                                     \
@@ -87,19 +86,19 @@ static int bind_api(void *lib) {
     REQ(hipGetErrorName);
     REQ(hipGetErrorString);
 #undef REQ
-    *(void **)&api.hipEventSynchronize = dlsym(lib, "hipEventSynchronize");
-    *(void **)&api.hipEventQuery = dlsym(lib, "hipEventQuery");
-    *(void **)&api.hipStreamDestroy = dlsym(lib, "hipStreamDestroy");
-    *(void **)&api.hipEventElapsedTime = dlsym(lib, "hipEventElapsedTime");
-    *(void **)&api.hipStreamBeginCapture = dlsym(lib, "hipStreamBeginCapture");
-    *(void **)&api.hipStreamEndCapture = dlsym(lib, "hipStreamEndCapture");
-    *(void **)&api.hipGraphInstantiate = dlsym(lib, "hipGraphInstantiate");
-    *(void **)&api.hipGraphLaunch = dlsym(lib, "hipGraphLaunch");
-    *(void **)&api.hipGraphExecDestroy = dlsym(lib, "hipGraphExecDestroy");
-    *(void **)&api.hipGraphDestroy = dlsym(lib, "hipGraphDestroy");
-    *(void **)&api.hipDeviceTotalMem = dlsym(lib, "hipDeviceTotalMem");
+    *(void **)&api.hipEventSynchronize = tk_dl_sym(lib, "hipEventSynchronize");
+    *(void **)&api.hipEventQuery = tk_dl_sym(lib, "hipEventQuery");
+    *(void **)&api.hipStreamDestroy = tk_dl_sym(lib, "hipStreamDestroy");
+    *(void **)&api.hipEventElapsedTime = tk_dl_sym(lib, "hipEventElapsedTime");
+    *(void **)&api.hipStreamBeginCapture = tk_dl_sym(lib, "hipStreamBeginCapture");
+    *(void **)&api.hipStreamEndCapture = tk_dl_sym(lib, "hipStreamEndCapture");
+    *(void **)&api.hipGraphInstantiate = tk_dl_sym(lib, "hipGraphInstantiate");
+    *(void **)&api.hipGraphLaunch = tk_dl_sym(lib, "hipGraphLaunch");
+    *(void **)&api.hipGraphExecDestroy = tk_dl_sym(lib, "hipGraphExecDestroy");
+    *(void **)&api.hipGraphDestroy = tk_dl_sym(lib, "hipGraphDestroy");
+    *(void **)&api.hipDeviceTotalMem = tk_dl_sym(lib, "hipDeviceTotalMem");
     *(void **)&api.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor =
-        dlsym(lib, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
+        tk_dl_sym(lib, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
     return 1;
 }
 
@@ -109,13 +108,13 @@ static void load(void) {
     char buf[TK_CONFIG_STR_MAX];
     const char *env = tk_config_str(TK_CFG_HIP_PATH, buf, sizeof buf);
     if (*env) {
-        if (!(api.lib = dlopen(env, RTLD_NOW | RTLD_LOCAL))) {
+        if (!(api.lib = tk_dl_open(env, 0))) {
             snprintf(load_why, sizeof load_why, "TACK_HIP_PATH names %.200s, which cannot be loaded", env);
             return;
         }
     } else {
         for (size_t i = 0; !api.lib && i < sizeof names / sizeof names[0]; i++)
-            api.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+            api.lib = tk_dl_open(names[i], 0);
         if (!api.lib) {
             snprintf(load_why, sizeof load_why,
                      "no HIP runtime: libamdhip64.so could not be loaded (install ROCm, or set TACK_HIP_PATH)");
@@ -138,7 +137,7 @@ static void load(void) {
 }
 
 const tack_hip_api *hip_load(char *why, size_t why_len) {
-    pthread_once(&load_once, load);
+    tk_once(&load_once, load);
     if (!load_ok) {
         if (why) snprintf(why, why_len, "%s", load_why);
         return NULL;

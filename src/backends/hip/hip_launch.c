@@ -212,7 +212,7 @@ tack_status hip_build(tack_device *d, tack_program *p) {
             goto fail;
         }
     }
-    pthread_mutex_lock(&h->rec.lock);
+    tk_mutex_lock(&h->rec.lock);
     if (!h->err) {
         hipError_t r = api->hipMalloc(&h->err, sizeof(gpu_err_record));
         if (r == TACK_HIP_SUCCESS) r = api->hipMemsetD32Async(h->err, 0, sizeof(gpu_err_record) / 4, h->stream);
@@ -220,13 +220,13 @@ tack_status hip_build(tack_device *d, tack_program *p) {
         if (r != TACK_HIP_SUCCESS) {
             if (h->err && !hip_sticky(r)) api->hipFree(h->err);
             h->err = NULL;
-            pthread_mutex_unlock(&h->rec.lock);
+            tk_mutex_unlock(&h->rec.lock);
             st = hip_fail(d, r, "allocating the kernel error record");
             goto fail;
         }
     }
     gpu_link(&h->rec, &hp->g);
-    pthread_mutex_unlock(&h->rec.lock);
+    tk_mutex_unlock(&h->rec.lock);
     hip_pop();
     p->handle = hp;
     return TACK_OK;
@@ -244,7 +244,7 @@ void hip_unload(tack_device *d, tack_program *p) {
     int pushed = !hip_is_lost(d) && hip_push(d) == TACK_OK;
     /* launches of it on other streams (runtime/stream.c) finish before its code and frame go */
     if (pushed && rt_streams_join(d) != TACK_OK) tack_clear_error(); /* a loss: noted, said at the next call */
-    pthread_mutex_lock(&h->rec.lock);
+    tk_mutex_lock(&h->rec.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (pushed) {
         hipError_t r = api->hipStreamSynchronize(h->stream);
@@ -252,7 +252,7 @@ void hip_unload(tack_device *d, tack_program *p) {
         else hip_note(d, r);
     }
     gpu_unlink(&h->rec, &hp->g);
-    pthread_mutex_unlock(&h->rec.lock);
+    tk_mutex_unlock(&h->rec.lock);
     prog_free(api, d, hp);
     if (pushed) hip_pop();
     p->handle = NULL;

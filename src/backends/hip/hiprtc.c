@@ -27,8 +27,7 @@
  * (tests/python/test_kernels.py calls from twelve at once), so the calls
  * from create to destroy hold one mutex.
  */
-#include <dlfcn.h>
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,13 +52,13 @@ static struct {
     const char *(*error_string)(hiprtcResult);
     char why[300];
 } hr;
-static pthread_once_t hr_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t hr_compile_lock = PTHREAD_MUTEX_INITIALIZER;
+static tk_once_t hr_once = TK_ONCE_INIT;
+static tk_mutex_t hr_compile_lock = TK_MUTEX_INIT;
 
 static int hr_bind(void *lib) {
 #define SYM(field, name)                                          \
     do {                                                          \
-        *(void **)&hr.field = dlsym(lib, name);                   \
+        *(void **)&hr.field = tk_dl_sym(lib, name);                   \
         if (!hr.field) {                                          \
             snprintf(hr.why, sizeof hr.why, "%s lacks %s", "the HIP library", name); \
             return 0;                                             \
@@ -87,23 +86,23 @@ static void hr_load(void) {
     char buf[TK_CONFIG_STR_MAX];
     const char *env = tk_config_str(TK_CFG_HIPRTC_PATH, buf, sizeof buf);
     if (*env) {
-        void *lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        void *lib = tk_dl_open(env, 0);
         if (lib && hr_bind(lib)) {
             hr.lib = lib;
             return;
         }
         if (!lib) snprintf(hr.why, sizeof hr.why, "TACK_HIPRTC_PATH names %.200s, which cannot be loaded", env);
-        else dlclose(lib);
+        else tk_dl_close(lib);
         return;
     }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        void *lib = tk_dl_open(names[i], 0);
         if (!lib) continue;
         if (hr_bind(lib)) {
             hr.lib = lib;
             return;
         }
-        dlclose(lib);
+        tk_dl_close(lib);
     }
     snprintf(hr.why, sizeof hr.why,
              "hiprtc was not found (libhiprtc.so, or libamdhip64.so before ROCm 5.3); install ROCm's HIP runtime "
@@ -112,7 +111,7 @@ static void hr_load(void) {
 
 int tack_hiprtc_version(void) {
     int major = 0, minor = 0;
-    pthread_once(&hr_once, hr_load);
+    tk_once(&hr_once, hr_load);
     if (!hr.lib || hr.version(&major, &minor) != 0) return 0;
     return major * 1000 + minor * 10;
 }
@@ -150,7 +149,7 @@ tack_status tack_hiprtc_compile(const char *source, const char *name, const char
     if (!arch_ok(arch))
         return tack_set_error(TACK_ERR_VALUE, "'%.80s' is not an AMD GPU architecture (expected a name like 'gfx90a' or "
                                               "'gfx1030', as gcnArchName gives it)", arch);
-    pthread_once(&hr_once, hr_load);
+    tk_once(&hr_once, hr_load);
     if (!hr.lib) return tack_set_error(TACK_ERR_DEVICE, "%s", hr.why);
     char opt_arch[96];
     snprintf(opt_arch, sizeof opt_arch, "--offload-arch=%s", arch);
@@ -162,10 +161,10 @@ tack_status tack_hiprtc_compile(const char *source, const char *name, const char
     hiprtcProgram prog = NULL;
     char *log = NULL, *out = NULL;
     tack_status st = TACK_OK;
-    pthread_mutex_lock(&hr_compile_lock);
+    tk_mutex_lock(&hr_compile_lock);
     int r = hr.create(&prog, source, name, 0, NULL, NULL);
     if (r != 0) {
-        pthread_mutex_unlock(&hr_compile_lock);
+        tk_mutex_unlock(&hr_compile_lock);
         return tack_set_error(TACK_ERR_DEVICE, "hiprtcCreateProgram failed: %s", hr.error_string(r));
     }
     r = hr.compile(prog, nopts, opts);
@@ -196,6 +195,6 @@ done:
     tack_free(out);
     tack_free(log);
     hr.destroy(&prog);
-    pthread_mutex_unlock(&hr_compile_lock);
+    tk_mutex_unlock(&hr_compile_lock);
     return st;
 }

@@ -49,8 +49,7 @@
  * of them (`made`), which would leave those in the old context.  An adopted
  * context belongs to its library: Tack never destroys it.
  */
-#include <dlfcn.h>
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -73,8 +72,8 @@ static ze_context_handle_t contexts[LZ_MAX_DRIVERS]; /* made by the driver's fir
 static int owned[LZ_MAX_DRIVERS];                    /* Tack made the context (else adopted: never destroyed) */
 static int users[LZ_MAX_DRIVERS];                    /* devices using each context */
 static tack_device *ready[LZ_MAX_DEVICES];           /* each found device once initialized */
-static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER; /* contexts, owned, users, ready */
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static tk_mutex_t ctx_lock = TK_MUTEX_INIT; /* contexts, owned, users, ready */
+static tk_once_t load_once = TK_ONCE_INIT;
 
 const char *lz_code_name(ze_result_t r) {
     switch (r) {
@@ -149,9 +148,9 @@ static void enumerate(void) {
 }
 
 static void load(void) {
-    api.lib = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
+    api.lib = tk_dl_open("libze_loader.so.1", 0);
     if (!api.lib) {
-        const char *e = dlerror();
+        const char *e = tk_dl_error();
         if (!e || strstr(e, "No such file"))
             snprintf(load_why, sizeof load_why, "libze_loader.so.1 not found (%s)", LZ_INSTALL);
         else
@@ -160,7 +159,7 @@ static void load(void) {
     }
 #define REQ(field)                                                                                          \
     do {                                                                                                    \
-        *(void **)&api.field = dlsym(api.lib, #field);                                                      \
+        *(void **)&api.field = tk_dl_sym(api.lib, #field);                                                      \
         if (!api.field) {                                                                                   \
             snprintf(load_why, sizeof load_why, "libze_loader.so.1 lacks %s (Tack needs Level Zero 1.x)", #field); \
             return;                                                                                         \
@@ -203,9 +202,9 @@ static void load(void) {
     REQ(zeKernelSuggestGroupSize);
 #undef REQ
     /* Level Zero 1.6; without it an immediate list is not used */
-    *(void **)&api.zeCommandListHostSynchronize = dlsym(api.lib, "zeCommandListHostSynchronize");
+    *(void **)&api.zeCommandListHostSynchronize = tk_dl_sym(api.lib, "zeCommandListHostSynchronize");
     /* events: streams and events need them, and say which one a loader lacks (level_zero_stream.c) */
-#define OPT(field) (*(void **)&api.field = dlsym(api.lib, #field))
+#define OPT(field) (*(void **)&api.field = tk_dl_sym(api.lib, #field))
     OPT(zeEventPoolCreate);
     OPT(zeEventPoolDestroy);
     OPT(zeEventCreate);
@@ -226,7 +225,7 @@ static void load(void) {
 const tack_ze_api *lz_api_get(void) { return load_ok ? &api : NULL; }
 
 static int lz_device_count(char *why, size_t why_len) {
-    pthread_once(&load_once, load);
+    tk_once(&load_once, load);
     if (!load_ok || nfound == 0) {
         snprintf(why, why_len, "%s", load_why);
         return 0;
@@ -316,7 +315,7 @@ static tack_status lz_init_device(tack_device *d) {
         c->tick_ns = 1e9 / (double)dp.timerResolution;
     c->fp32_cr = (mp.fp32flags & TACK_ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT) != 0;
     d->threads = (int)c->units;
-    pthread_mutex_lock(&ctx_lock); /* a context adopted meanwhile is used, or switched to (tack_level_zero_adopt) */
+    tk_mutex_lock(&ctx_lock); /* a context adopted meanwhile is used, or switched to (tack_level_zero_adopt) */
     locked = 1;
     if (!contexts[drv]) {
         ze_context_desc_t cd = {TACK_ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
@@ -329,9 +328,9 @@ static tack_status lz_init_device(tack_device *d) {
     users[drv]++;
     if ((st = lz_list_make(d, c->ctx, c->dev, &c->own)) != TACK_OK) goto done;
     c->own.owned = 1;
-    pthread_mutex_init(&c->own.lock, NULL);
-    pthread_mutex_init(&c->streams_lock, NULL);
-    pthread_mutex_init(&c->ev_lock, NULL);
+    tk_mutex_init(&c->own.lock);
+    tk_mutex_init(&c->streams_lock);
+    tk_mutex_init(&c->ev_lock);
     gpu_records_init(&c->rec, "the Level Zero device");
     d->state = c;
     ready[d->index] = d;
@@ -345,7 +344,7 @@ done:
         }
         tack_free(c);
     }
-    if (locked) pthread_mutex_unlock(&ctx_lock);
+    if (locked) tk_mutex_unlock(&ctx_lock);
     return st;
 }
 
@@ -387,11 +386,11 @@ tack_status lz_submit(tack_device *d, lz_list *l) {
 
 tack_status lz_copy_wait(tack_device *d, lz_list *l, void *dst, const void *src, size_t n) {
     tack_status st = TACK_OK;
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     ZE(api.zeCommandListAppendMemoryCopy(l->list, dst, src, n, NULL, 0, NULL), "zeCommandListAppendMemoryCopy");
     if ((st = lz_barrier(d, l)) == TACK_OK) st = lz_wait(d, l);
 done:
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     return st;
 }
 
@@ -416,9 +415,9 @@ static void lz_free(tack_device *d, void *ptr) {
     if (!ptr) return;
     /* work queued on it must finish first: zeMemFree does not wait (work on
      * a stream: the runtime made the device's own list wait for it, stream.c) */
-    pthread_mutex_lock(&c->own.lock);
+    tk_mutex_lock(&c->own.lock);
     if (lz_wait(d, &c->own) != TACK_OK) tack_clear_error(); /* said at the next synchronization */
-    pthread_mutex_unlock(&c->own.lock);
+    tk_mutex_unlock(&c->own.lock);
     api.zeMemFree(c->ctx, ptr);
 }
 
@@ -437,11 +436,11 @@ static tack_status lz_copy(tack_device *d, void *dst, const void *src, size_t n,
         return lz_check_record(d);
     case RT_COPY_D2D:
         if (dst == src) return TACK_OK;
-        pthread_mutex_lock(&l->lock);
+        tk_mutex_lock(&l->lock);
         ZE(api.zeCommandListAppendMemoryCopy(l->list, dst, src, n, NULL, 0, NULL), "zeCommandListAppendMemoryCopy");
         if ((st = lz_barrier(d, l)) == TACK_OK) st = lz_submit(d, l);
     done:
-        pthread_mutex_unlock(&l->lock);
+        tk_mutex_unlock(&l->lock);
         return st;
     }
     return st;
@@ -458,14 +457,14 @@ static tack_status lz_fill(tack_device *d, void *dst, const void *value, size_t 
     if (!l) return TACK_ERR_NOMEM;
     if (itemsize && itemsize <= 128 && (itemsize & (itemsize - 1)) == 0) {
         /* power-of-two patterns up to the compute engines' limit; a graph's keeps its pattern */
-        pthread_mutex_lock(&l->lock);
+        tk_mutex_lock(&l->lock);
         const void *pattern = l->recording ? lz_capture_keep(d, l, value, itemsize) : value;
         ze_result_t r = pattern ? api.zeCommandListAppendMemoryFill(l->list, dst, pattern, itemsize, total, NULL, 0,
                                                                     NULL)
                                 : TACK_ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
         if (r != TACK_ZE_RESULT_SUCCESS) st = lz_error(r, "zeCommandListAppendMemoryFill", d);
         if (st == TACK_OK && (st = lz_barrier(d, l)) == TACK_OK) st = l->recording ? TACK_OK : lz_wait(d, l);
-        pthread_mutex_unlock(&l->lock);
+        tk_mutex_unlock(&l->lock);
         return st;
     }
     if (l->recording)
@@ -482,9 +481,9 @@ static tack_status lz_fill(tack_device *d, void *dst, const void *value, size_t 
 
 static tack_status lz_synchronize(tack_device *d) {
     lz_dev *c = d->state;
-    pthread_mutex_lock(&c->own.lock);
+    tk_mutex_lock(&c->own.lock);
     tack_status st = lz_wait(d, &c->own);
-    pthread_mutex_unlock(&c->own.lock);
+    tk_mutex_unlock(&c->own.lock);
     if (st == TACK_OK) st = rt_streams_sync(d); /* and every stream of the program's (level_zero_stream.c) */
     return st == TACK_OK ? lz_check_record(d) : st;
 }
@@ -560,7 +559,7 @@ tack_status tack_level_zero_handles(tack_device *d, void **driver, void **contex
 }
 
 tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
-    pthread_once(&load_once, load);
+    tk_once(&load_once, load);
     if (!load_ok || nfound == 0)
         return tack_set_error(TACK_ERR_DEVICE, "tack_level_zero_adopt: Level Zero is not available: %s", load_why);
     if (!driver || !context || !device)
@@ -594,7 +593,7 @@ tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
     tack_status st = TACK_OK;
     lz_list lists[LZ_MAX_DEVICES];
     memset(lists, 0, sizeof lists);
-    pthread_mutex_lock(&ctx_lock);
+    tk_mutex_lock(&ctx_lock);
     if (contexts[drv] == context) goto out; /* adopted already */
     for (int k = 0; k < nfound; k++)
         if (found[k].driver == drv && ready[k] && atomic_load(&((lz_dev *)ready[k]->state)->made) > 0) {
@@ -616,7 +615,7 @@ tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
             if (lists[k].queue) api.zeCommandQueueDestroy(lists[k].queue);
             continue;
         }
-        pthread_mutex_lock(&c->own.lock);
+        tk_mutex_lock(&c->own.lock);
         /* nothing of Tack's is queued without an allocation, but drain it anyway */
         if (lz_wait(ready[k], &c->own) != TACK_OK) tack_clear_error();
         api.zeCommandListDestroy(c->own.list);
@@ -625,13 +624,13 @@ tack_status tack_level_zero_adopt(void *driver, void *context, void *device) {
         c->own.queue = lists[k].queue;
         c->own.appended = 0;
         c->ctx = context;
-        pthread_mutex_unlock(&c->own.lock);
+        tk_mutex_unlock(&c->own.lock);
     }
     if (st != TACK_OK) goto out;
     if (contexts[drv] && owned[drv]) api.zeContextDestroy(contexts[drv]); /* Tack's own, now unused */
     contexts[drv] = context;
     owned[drv] = 0;
 out:
-    pthread_mutex_unlock(&ctx_lock);
+    tk_mutex_unlock(&ctx_lock);
     return st;
 }

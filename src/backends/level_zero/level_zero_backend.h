@@ -29,7 +29,7 @@
 #ifndef TACK_LEVEL_ZERO_BACKEND_H
 #define TACK_LEVEL_ZERO_BACKEND_H
 
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdatomic.h>
 
 #include "backends/common/gpu_common.h"
@@ -44,7 +44,7 @@
 typedef struct lz_list {
     ze_command_list_handle_t list;
     ze_command_queue_handle_t queue; /* NULL with an immediate list */
-    pthread_mutex_t lock;            /* a list is one thread's at a time; held only with ev_lock inside it */
+    tk_mutex_t lock;            /* a list is one thread's at a time; held only with ev_lock inside it */
     int appended;                    /* regular list: commands not yet executed */
     int recording;                   /* a graph's capture: never executed here, never waited for */
     int owned;                       /* made by Tack (a wrapped one belongs to its library) */
@@ -86,9 +86,9 @@ typedef struct lz_dev {
     gpu_records rec;                 /* programs built for this device, an error kept (gpu_common.h) */
     void *err;                       /* the error record, a gpu_err_record (NULL until the first build) */
     /* streams and events: level_zero_stream.c */
-    pthread_mutex_t streams_lock;    /* `streams` */
+    tk_mutex_t streams_lock;    /* `streams` */
     lz_list *streams;
-    pthread_mutex_t ev_lock;         /* the pools and slot lists; innermost of all */
+    tk_mutex_t ev_lock;         /* the pools and slot lists; innermost of all */
     struct lz_pool *pools;
     lz_slot *free_slots[2], *retired;
 } lz_dev;

@@ -83,7 +83,7 @@
  * TACK_LOG=info logs each compile and cache load with its time to stderr,
  * and a failed build's whole log.
  */
-#include <dlfcn.h>
+#include "platform/platform.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,21 +113,21 @@ typedef struct lz_prog {
 
 /* ---------------------------------------------------------------- ocloc */
 static tack_ocloc_api ocloc;
-static pthread_mutex_t ocloc_lock = PTHREAD_MUTEX_INITIALIZER; /* ocloc is not documented as thread safe */
+static tk_mutex_t ocloc_lock = TK_MUTEX_INIT; /* ocloc is not documented as thread safe */
 static int ocloc_ok;
 static char ocloc_why[256];
-static pthread_once_t ocloc_once = PTHREAD_ONCE_INIT;
+static tk_once_t ocloc_once = TK_ONCE_INIT;
 
 static void ocloc_load(void) {
-    ocloc.lib = dlopen("libocloc.so", RTLD_NOW | RTLD_LOCAL);
-    if (!ocloc.lib) ocloc.lib = dlopen("libocloc.so.1", RTLD_NOW | RTLD_LOCAL);
+    ocloc.lib = tk_dl_open("libocloc.so", 0);
+    if (!ocloc.lib) ocloc.lib = tk_dl_open("libocloc.so.1", 0);
     if (!ocloc.lib) {
         snprintf(ocloc_why, sizeof ocloc_why, "libocloc.so not found (%s)", LZ_OCLOC_INSTALL);
         return;
     }
-    *(void **)&ocloc.oclocInvoke = dlsym(ocloc.lib, "oclocInvoke");
-    *(void **)&ocloc.oclocFreeOutput = dlsym(ocloc.lib, "oclocFreeOutput");
-    *(void **)&ocloc.oclocVersion = dlsym(ocloc.lib, "oclocVersion");
+    *(void **)&ocloc.oclocInvoke = tk_dl_sym(ocloc.lib, "oclocInvoke");
+    *(void **)&ocloc.oclocFreeOutput = tk_dl_sym(ocloc.lib, "oclocFreeOutput");
+    *(void **)&ocloc.oclocVersion = tk_dl_sym(ocloc.lib, "oclocVersion");
     if (!ocloc.oclocInvoke || !ocloc.oclocFreeOutput) {
         snprintf(ocloc_why, sizeof ocloc_why, "libocloc.so lacks oclocInvoke or oclocFreeOutput (%s)",
                  LZ_OCLOC_INSTALL);
@@ -137,7 +137,7 @@ static void ocloc_load(void) {
 }
 
 void *rt_toolchain_ocloc(const char **text, int *version) {
-    pthread_once(&ocloc_once, ocloc_load);
+    tk_once(&ocloc_once, ocloc_load);
     *version = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
     *text = ocloc_ok ? "libocloc.so" : ocloc_why;
     return ocloc_ok ? ocloc.lib : NULL;
@@ -176,7 +176,7 @@ static tack_status log_error(tack_program *p, const tack_device *d, const char *
 
 /* OpenCL C to SPIR-V (*spv tack_malloc'd). */
 static tack_status compile_spirv(tack_device *d, tack_program *p, unsigned char **spv, size_t *len) {
-    pthread_once(&ocloc_once, ocloc_load);
+    tk_once(&ocloc_once, ocloc_load);
     if (!ocloc_ok)
         return tack_set_error(TACK_ERR_COMPILE, "kernel '%s' cannot be compiled for %s: %s", p->kernel_name, d->name,
                               ocloc_why);
@@ -190,10 +190,10 @@ static tack_status compile_spirv(tack_device *d, tack_program *p, unsigned char 
     uint8_t **out = NULL;
     uint64_t *out_len = NULL;
     char **out_names = NULL;
-    pthread_mutex_lock(&ocloc_lock);
+    tk_mutex_lock(&ocloc_lock);
     int rc = ocloc.oclocInvoke((unsigned)(sizeof argv / sizeof argv[0]), argv, 1, src, src_len, names, 0, NULL, NULL,
                                NULL, &nout, &out, &out_len, &out_names);
-    pthread_mutex_unlock(&ocloc_lock);
+    tk_mutex_unlock(&ocloc_lock);
     const uint8_t *found = NULL, *log = NULL;
     size_t found_len = 0, log_len = 0;
     for (uint32_t i = 0; i < nout; i++) {
@@ -282,7 +282,7 @@ static tack_status make_module(tack_device *d, tack_program *p, const unsigned c
 /* The module: from cached SPIR-V, or compiled (then stored). */
 static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program *p, ze_module_handle_t *out) {
     char misc[400], dev[TK_CONFIG_STR_MAX];
-    pthread_once(&ocloc_once, ocloc_load);
+    tk_once(&ocloc_once, ocloc_load);
     int ver = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
     snprintf(misc, sizeof misc,
              "libocloc %d; ocloc compile -spv_only -device %s -options %s; module flags %s; tack%s; launch%d", ver,
@@ -448,14 +448,14 @@ tack_status lz_build(tack_device *d, tack_program *p) {
     if ((st = make_kernels(d, p, cp)) != TACK_OK) goto fail;
     if (cp->g.frame_bytes && (st = zeroed(d, cp->g.frame_bytes, &cp->frame, "allocating a kernel frame")) != TACK_OK)
         goto fail;
-    pthread_mutex_lock(&c->rec.lock);
+    tk_mutex_lock(&c->rec.lock);
     if (!c->err && (st = zeroed(d, sizeof(gpu_err_record), &c->err, "allocating the kernel error record")) != TACK_OK) {
         c->err = NULL;
-        pthread_mutex_unlock(&c->rec.lock);
+        tk_mutex_unlock(&c->rec.lock);
         goto fail;
     }
     gpu_link(&c->rec, &cp->g);
-    pthread_mutex_unlock(&c->rec.lock);
+    tk_mutex_unlock(&c->rec.lock);
     p->handle = cp;
     return TACK_OK;
 fail:
@@ -469,14 +469,14 @@ void lz_unload(tack_device *d, tack_program *p) {
     if (!cp || !lz_api_get()) return;
     /* launches of it on other streams (runtime/stream.c) finish before its kernels and frame go */
     if (rt_streams_join(d) != TACK_OK) tack_clear_error(); /* said at the next synchronization */
-    pthread_mutex_lock(&c->rec.lock);
-    pthread_mutex_lock(&c->own.lock);
+    tk_mutex_lock(&c->rec.lock);
+    tk_mutex_lock(&c->own.lock);
     tack_status wst = lz_wait(d, &c->own);
-    pthread_mutex_unlock(&c->own.lock);
+    tk_mutex_unlock(&c->own.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (wst == TACK_OK) gpu_keep_pending(&c->rec, d, take_record);
     gpu_unlink(&c->rec, &cp->g);
-    pthread_mutex_unlock(&c->rec.lock);
+    tk_mutex_unlock(&c->rec.lock);
     prog_free(d, cp);
     p->handle = NULL;
 }
@@ -543,7 +543,7 @@ tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int
     if (!l) return TACK_ERR_NOMEM;
     int captured = l->recording;
     lz_slot *first = NULL, *last = NULL;
-    pthread_mutex_lock(&cp->g.lock);
+    tk_mutex_lock(&cp->g.lock);
     /* Launches of one program share its frame buffer: one on another stream than the last waits
      * for it on the device (runtime/stream.c), as gpu_launch.c orders CUDA's and HIP's; a capture
      * orders nothing now, its replays do (level_zero_stream.c). */
@@ -563,7 +563,7 @@ tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int
         }
         tack_clear_error(); /* no timer is no error of the launch */
     }
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
         ze_group_count_t groups = {cp->g.kinds[k] == 'p' ? c->units * 8 : 1, 1, 1};
@@ -575,8 +575,8 @@ tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int
     }
     /* shared with another library: finished before the call returns (a replay waits instead) */
     if (st == TACK_OK) st = shared && !captured ? lz_wait(d, l) : lz_submit(d, l);
-    pthread_mutex_unlock(&l->lock);
-    pthread_mutex_unlock(&cp->g.lock);
+    tk_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&cp->g.lock);
     if (first && st == TACK_OK) rt_prof_cur_timer = lz_timer_of(d, first, last ? last : first);
     else if (first) {
         lz_slot_retire(d, first);

@@ -189,7 +189,7 @@ tack_status lz_slot_take(tack_device *d, int kind, lz_slot **out) {
     lz_dev *c = d->state;
     tack_status st = TACK_OK;
     *out = NULL;
-    pthread_mutex_lock(&c->ev_lock);
+    tk_mutex_lock(&c->ev_lock);
     if (!c->free_slots[kind]) recycle(d);
     if (!c->free_slots[kind]) st = new_pool(d, kind);
     if (st == TACK_OK) {
@@ -200,17 +200,17 @@ tack_status lz_slot_take(tack_device *d, int kind, lz_slot **out) {
         s->waits = 0;
         *out = s;
     }
-    pthread_mutex_unlock(&c->ev_lock);
+    tk_mutex_unlock(&c->ev_lock);
     return st;
 }
 
 void lz_slot_retire(tack_device *d, lz_slot *s) {
     lz_dev *c = d->state;
     if (!s) return;
-    pthread_mutex_lock(&c->ev_lock);
+    tk_mutex_lock(&c->ev_lock);
     s->next = c->retired;
     c->retired = s;
-    pthread_mutex_unlock(&c->ev_lock);
+    tk_mutex_unlock(&c->ev_lock);
 }
 
 tack_status lz_hold(tack_device *d, lz_list *l, lz_slot *s) {
@@ -223,18 +223,18 @@ tack_status lz_hold(tack_device *d, lz_list *l, lz_slot *s) {
         l->capheld = n;
     }
     l->held[l->nheld++] = s;
-    pthread_mutex_lock(&c->ev_lock);
+    tk_mutex_lock(&c->ev_lock);
     s->waits++;
-    pthread_mutex_unlock(&c->ev_lock);
+    tk_mutex_unlock(&c->ev_lock);
     return TACK_OK;
 }
 
 void lz_release_held(tack_device *d, lz_list *l) {
     lz_dev *c = d->state;
     if (!l->nheld) return;
-    pthread_mutex_lock(&c->ev_lock);
+    tk_mutex_lock(&c->ev_lock);
     for (int i = 0; i < l->nheld; i++) l->held[i]->waits--;
-    pthread_mutex_unlock(&c->ev_lock);
+    tk_mutex_unlock(&c->ev_lock);
     l->nheld = 0;
 }
 
@@ -246,16 +246,16 @@ void lz_release_held(tack_device *d, lz_list *l) {
 static lz_list *list_of(tack_device *d, const tack_stream *s) {
     lz_dev *c = d->state;
     if (!s) return &c->own;
-    pthread_mutex_lock(&c->streams_lock);
+    tk_mutex_lock(&c->streams_lock);
     lz_list *l = c->streams;
     while (l && (void *)l->list != s->handle) l = l->next;
     if (!l && (l = tack_calloc(1, sizeof *l))) {
         l->list = (ze_command_list_handle_t)s->handle; /* another library's immediate list: Tack waits for it */
-        pthread_mutex_init(&l->lock, NULL);
+        tk_mutex_init(&l->lock);
         l->next = c->streams;
         c->streams = l;
     }
-    pthread_mutex_unlock(&c->streams_lock);
+    tk_mutex_unlock(&c->streams_lock);
     if (!l) tack_set_error(TACK_ERR_NOMEM, "out of memory using a stream of %s", d->name);
     return l;
 }
@@ -277,11 +277,11 @@ static tack_status s_create(tack_device *d, void **handle) {
     }
     atomic_fetch_add(&c->made, 1); /* too late to adopt another context (tack_level_zero_adopt) */
     l->owned = 1;
-    pthread_mutex_init(&l->lock, NULL);
-    pthread_mutex_lock(&c->streams_lock);
+    tk_mutex_init(&l->lock);
+    tk_mutex_lock(&c->streams_lock);
     l->next = c->streams;
     c->streams = l;
-    pthread_mutex_unlock(&c->streams_lock);
+    tk_mutex_unlock(&c->streams_lock);
     *handle = l->list;
     return TACK_OK;
 }
@@ -289,21 +289,21 @@ static tack_status s_create(tack_device *d, void **handle) {
 static void s_destroy(tack_device *d, void *handle) {
     const tack_ze_api *api = lz_api_get();
     lz_dev *c = d->state;
-    pthread_mutex_lock(&c->streams_lock);
+    tk_mutex_lock(&c->streams_lock);
     lz_list **at = &c->streams;
     while (*at && (void *)(*at)->list != handle) at = &(*at)->next;
     lz_list *l = *at;
     if (l) *at = l->next;
-    pthread_mutex_unlock(&c->streams_lock);
+    tk_mutex_unlock(&c->streams_lock);
     if (!l) return;
     /* the device must not reference a list being destroyed: its work finishes first
      * (a failed check in it stays in the device's record for the next synchronization) */
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     if (lz_wait(d, l) != TACK_OK) tack_clear_error();
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     api->zeCommandListDestroy(l->list);
     if (l->queue) api->zeCommandQueueDestroy(l->queue);
-    pthread_mutex_destroy(&l->lock);
+    tk_mutex_destroy(&l->lock);
     tack_free(l->held);
     tack_free(l);
 }
@@ -311,9 +311,9 @@ static void s_destroy(tack_device *d, void *handle) {
 static tack_status s_sync(tack_device *d, const tack_stream *s) {
     lz_list *l = list_of(d, s);
     if (!l) return TACK_ERR_NOMEM;
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     tack_status st = lz_wait(d, l);
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     return st == TACK_OK ? lz_check_record(d) : st; /* a synchronization point */
 }
 
@@ -342,7 +342,7 @@ static tack_status e_record(tack_device *d, void *ev, const tack_stream *s) {
     if (!l) return TACK_ERR_NOMEM;
     tack_status st = lz_slot_take(d, LZ_EV_PLAIN, &slot);
     if (st != TACK_OK) return st;
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     /* Tack's commands end with a barrier; another library's may not */
     if (!l->owned && (st = lz_barrier(d, l)) != TACK_OK) goto done;
     if (e->timing)
@@ -354,7 +354,7 @@ static tack_status e_record(tack_device *d, void *ev, const tack_stream *s) {
     slot->armed = 1;
     if ((st = lz_barrier(d, l)) == TACK_OK) st = lz_submit(d, l);
 done:
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     if (st != TACK_OK && !slot->armed) {
         lz_slot_retire(d, slot);
         return st;
@@ -371,11 +371,11 @@ static tack_status e_wait(tack_device *d, const tack_stream *s, void *ev) {
     lz_list *l = list_of(d, s);
     if (!l) return TACK_ERR_NOMEM;
     tack_status st = TACK_OK;
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     ZE(api->zeCommandListAppendWaitOnEvents(l->list, 1, &e->slot->ev), "zeCommandListAppendWaitOnEvents");
     if ((st = lz_hold(d, l, e->slot)) == TACK_OK && (st = lz_barrier(d, l)) == TACK_OK) st = lz_submit(d, l);
 done:
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     return st;
 }
 
@@ -438,7 +438,7 @@ static void graph_free(tack_device *d, lz_capture *x) {
     for (int i = 0; i < x->npat; i++) tack_free(x->patterns[i]);
     tack_free(x->patterns);
     tack_stream_release(x->last);
-    pthread_mutex_destroy(&x->rl.lock);
+    tk_mutex_destroy(&x->rl.lock);
     tack_free(x);
 }
 
@@ -451,7 +451,7 @@ static tack_status g_begin(tack_device *d, const tack_stream *s) {
     if (!l) return TACK_ERR_NOMEM;
     lz_capture *x = tack_calloc(1, sizeof *x);
     if (!x) return tack_set_error(TACK_ERR_NOMEM, "out of memory beginning a capture on %s", d->name);
-    pthread_mutex_init(&x->rl.lock, NULL);
+    tk_mutex_init(&x->rl.lock);
     x->rl.recording = 1;
     x->rl.owned = 1;
     ze_command_list_desc_t ld = {TACK_ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 0, 0};
@@ -467,9 +467,9 @@ static tack_status g_begin(tack_device *d, const tack_stream *s) {
     /* a replay starts when the stream it is launched on says so (g_go) */
     ZE(api->zeCommandListAppendWaitOnEvents(x->rl.list, 1, &x->start->ev), "zeCommandListAppendWaitOnEvents (a graph)");
     if ((st = lz_barrier(d, &x->rl)) != TACK_OK) goto done;
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     l->cap = x;
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     return TACK_OK;
 done:
     graph_free(d, x);
@@ -482,10 +482,10 @@ static tack_status g_end(tack_device *d, const tack_stream *s, void **exec) {
     *exec = NULL;
     lz_list *l = list_of(d, s);
     if (!l) return TACK_ERR_NOMEM;
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     lz_capture *x = l->cap;
     l->cap = NULL;
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     if (!x) return tack_set_error(TACK_ERR_VALUE, "%s: no capture in progress on that stream", d->name);
     ZE(api->zeCommandListAppendBarrier(x->rl.list, x->done->ev, 0, NULL), "zeCommandListAppendBarrier (a graph's end)");
     ZE(api->zeCommandListClose(x->rl.list), "zeCommandListClose (a graph)");
@@ -527,24 +527,24 @@ static tack_status g_go(tack_device *d, void *exec, const tack_stream *s) {
         /* the last replay's stream resets `done` after its wait: before this replay can signal it */
         if (x->last != s && (st = rt_stream_order(d, (tack_stream *)s, x->last)) != TACK_OK) goto done;
     }
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     ze_result_t r = api->zeCommandListAppendBarrier(l->list, x->start->ev, 0, NULL);
     if (r == TACK_ZE_RESULT_SUCCESS) st = lz_submit(d, l);
     else st = lz_error(r, "zeCommandListAppendBarrier (a graph's start)", d);
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     if (st != TACK_OK) goto done;
     x->start->armed = 1;
     ZE(api->zeCommandQueueExecuteCommandLists(x->q, 1, &x->rl.list, NULL),
        "zeCommandQueueExecuteCommandLists (a graph)");
     x->launched = 1;
     x->done->armed = 1;
-    pthread_mutex_lock(&l->lock);
+    tk_mutex_lock(&l->lock);
     r = api->zeCommandListAppendWaitOnEvents(l->list, 1, &x->done->ev);
     if (r == TACK_ZE_RESULT_SUCCESS) r = api->zeCommandListAppendEventReset(l->list, x->done->ev);
     if (r != TACK_ZE_RESULT_SUCCESS) st = lz_error(r, "zeCommandListAppendWaitOnEvents (a graph's end)", d);
     if (st == TACK_OK && (st = lz_hold(d, l, x->done)) == TACK_OK && (st = lz_barrier(d, l)) == TACK_OK)
         st = lz_submit(d, l);
-    pthread_mutex_unlock(&l->lock);
+    tk_mutex_unlock(&l->lock);
     if (x->last != s) {
         tack_stream_retain((tack_stream *)s);
         tack_stream_release(x->last);

@@ -14,10 +14,12 @@
  *
  * Devices: MTLCopyAllDevices where Metal has it (macOS: every GPU of an
  * Intel Mac with several), else MTLCreateSystemDefaultDevice.  Each device
- * gets one command queue; a launch is one command buffer on it, committed
- * at once and kept (retained) until a synchronization point waits for it:
- * synchronize, a copy, a fill, or a launch with an argument shared with
- * another library ("When a call returns").  Past 32 kept, those that have
+ * gets a command queue of its own (and each tack.Stream another,
+ * metal_stream.c); a launch is one command buffer on the current stream's
+ * queue, committed at once and kept (retained) until a synchronization
+ * point waits for it: synchronize (every queue of the device), a copy or a
+ * fill (the current stream's queue), or a launch with an argument shared
+ * with another library ("When a call returns").  Past 32 kept, those that have
  * completed without error are let go at the next launch, so a program that
  * never synchronizes holds a bounded list.  A command buffer that ends in
  * MTLCommandBufferStatusError is reported with its NSError's text; Metal
@@ -42,8 +44,7 @@
  * autorelease pool of its own (objc_autoreleasePoolPush/Pop), so a thread
  * without a pool, such as any Python thread, leaks nothing.
  */
-#include <dlfcn.h>
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@
 static tack_metal_api api;
 static char load_why[300];
 static int load_ok;
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static tk_once_t load_once = TK_ONCE_INIT;
 SEL metal_sels[TK_SEL_COUNT];
 
 static const char *const sel_names[TK_SEL_COUNT] = {
@@ -99,12 +100,17 @@ void mtl_void_bytes_uint_uint(id o, SEL s, const void *a, NSUInteger b, NSUInteg
 void mtl_void_size_size(id o, SEL s, MTLSize a, MTLSize b) {
     ((void (*)(id, SEL, MTLSize, MTLSize))api.objc_msgSend)(o, s, a, b);
 }
+void mtl_void_id_u64(id o, SEL s, id a, uint64_t b) { ((void (*)(id, SEL, id, uint64_t))api.objc_msgSend)(o, s, a, b); }
+uint64_t mtl_u64(id o, SEL s) { return ((uint64_t(*)(id, SEL))api.objc_msgSend)(o, s); }
+/* a double comes back in a floating-point register, where objc_msgSend leaves it on arm64 and
+ * x86-64 alike (objc_msgSend_fpret is for long double on x86-64 only) */
+double mtl_double(id o, SEL s) { return ((double (*)(id, SEL))api.objc_msgSend)(o, s); }
 
 /* ---------------------------------------------------------------- load */
 static void *open_lib(tk_config_id setting, const char *env, const char *path, const char *what) {
     char buf[TK_CONFIG_STR_MAX];
     const char *e = tk_config_str(setting, buf, sizeof buf);
-    void *lib = dlopen(e && *e ? e : path, RTLD_NOW | RTLD_LOCAL);
+    void *lib = tk_dl_open(e && *e ? e : path, 0);
     if (!lib) {
         if (e && *e) snprintf(load_why, sizeof load_why, "%s names %.200s, which cannot be loaded", env, e);
         else snprintf(load_why, sizeof load_why, "no Metal: %s (%s) could not be loaded (Metal is macOS's; set %s)",
@@ -119,7 +125,7 @@ static void load(void) {
         return;
 #define REQ(lib, what, field)                                                          \
     do {                                                                               \
-        *(void **)&api.field = dlsym(api.lib, #field);                                 \
+        *(void **)&api.field = tk_dl_sym(api.lib, #field);                                 \
         if (!api.field) {                                                              \
             snprintf(load_why, sizeof load_why, "the %s lacks %s", what, #field);      \
             return;                                                                    \
@@ -130,10 +136,10 @@ static void load(void) {
     REQ(objc, "Objective-C runtime", objc_msgSend);
     REQ(metal, "Metal framework", MTLCreateSystemDefaultDevice);
 #undef REQ
-    *(void **)&api.objc_autoreleasePoolPush = dlsym(api.objc, "objc_autoreleasePoolPush");
-    *(void **)&api.objc_autoreleasePoolPop = dlsym(api.objc, "objc_autoreleasePoolPop");
+    *(void **)&api.objc_autoreleasePoolPush = tk_dl_sym(api.objc, "objc_autoreleasePoolPush");
+    *(void **)&api.objc_autoreleasePoolPop = tk_dl_sym(api.objc, "objc_autoreleasePoolPop");
     if (!api.objc_autoreleasePoolPush || !api.objc_autoreleasePoolPop) api.objc_autoreleasePoolPush = NULL;
-    *(void **)&api.MTLCopyAllDevices = dlsym(api.metal, "MTLCopyAllDevices");
+    *(void **)&api.MTLCopyAllDevices = tk_dl_sym(api.metal, "MTLCopyAllDevices");
     /* the one place selectors are registered: the table's */
     for (int i = 0; i < TK_SEL_COUNT; i++)
         if (!(metal_sels[i] = api.sel_registerName(sel_names[i]))) {
@@ -144,7 +150,7 @@ static void load(void) {
 }
 
 const tack_metal_api *metal_load(char *why, size_t why_len) {
-    pthread_once(&load_once, load);
+    tk_once(&load_once, load);
     if (!load_ok) {
         if (why) snprintf(why, why_len, "%s", load_why);
         return NULL;
@@ -207,14 +213,15 @@ static tack_status metal_init_device(tack_device *d) {
     const char *s = name ? mtl_cstr(name, TK_S(UTF8String)) : NULL;
     snprintf(h->name, sizeof h->name, "%s", s ? s : "Metal GPU");
     h->max_buffer = mtl_uint(h->device, TK_S(maxBufferLength));
-    h->queue = mtl_id(h->device, TK_S(newCommandQueue));
-    if (h->queue)
+    h->own.queue = mtl_id(h->device, TK_S(newCommandQueue));
+    h->own.owned = 1;
+    if (h->own.queue)
         h->err = mtl_id_uint_opts(h->device, TK_S(newBufferWithLength_options), sizeof(gpu_err_record),
                                   TK_MTL_RESOURCE_STORAGE_SHARED);
     void *rec = h->err ? mtl_ptr(h->err, TK_S(contents)) : NULL;
     metal_pool_pop(&api, pool);
-    if (!h->queue || !rec) {
-        if (h->queue) mtl_void(h->queue, TK_S(release));
+    if (!h->own.queue || !rec) {
+        if (h->own.queue) mtl_void(h->own.queue, TK_S(release));
         if (h->err) mtl_void(h->err, TK_S(release));
         tack_status st = tack_set_error(TACK_ERR_DEVICE, "metal:%d (%s): Metal gives no command queue or error record",
                                         d->index, h->name);
@@ -222,7 +229,9 @@ static tack_status metal_init_device(tack_device *d) {
         return st;
     }
     memset(rec, 0, sizeof(gpu_err_record));
-    pthread_mutex_init(&h->lock, NULL);
+    tk_mutex_init(&h->lock);
+    tk_mutex_init(&h->own.lock);
+    tk_mutex_init(&h->streams_lock);
     gpu_records_init(&h->rec, "the GPU");
     d->host_memory = 1; /* shared storage: DLPack sees host memory */
     d->threads = 1;
@@ -244,12 +253,12 @@ static int find_at(metal_dev *h, const char *p) {
 }
 
 static tack_status table_add(metal_dev *h, metal_buf *b) {
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     if (h->nbufs == h->capbufs) {
         int cap = h->capbufs ? 2 * h->capbufs : 64;
         metal_buf **nb = tack_realloc(h->bufs, (size_t)cap * sizeof *nb);
         if (!nb) {
-            pthread_mutex_unlock(&h->lock);
+            tk_mutex_unlock(&h->lock);
             return tack_set_error(TACK_ERR_NOMEM, "out of memory recording a Metal buffer");
         }
         h->bufs = nb;
@@ -259,7 +268,7 @@ static tack_status table_add(metal_dev *h, metal_buf *b) {
     memmove(h->bufs + at + 1, h->bufs + at, (size_t)(h->nbufs - at) * sizeof *h->bufs);
     h->bufs[at] = b;
     h->nbufs++;
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     return TACK_OK;
 }
 
@@ -277,14 +286,14 @@ static metal_buf *table_unref(metal_dev *h, metal_buf *b) {
 
 id metal_buffer_of(metal_dev *h, const void *p, size_t *offset) {
     id buf = NULL;
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     /* several buffers may share a base (a wrap of a buffer already known): any holds p */
     int at = find_at(h, p);
     if (at >= 0 && (const char *)p <= h->bufs[at]->base + h->bufs[at]->len) {
         buf = h->bufs[at]->buf;
         *offset = (size_t)((const char *)p - h->bufs[at]->base);
     }
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     return buf;
 }
 
@@ -322,10 +331,10 @@ static void metal_free(tack_device *d, void *ptr) {
     metal_dev *h = d->state;
     metal_buf *gone = NULL;
     if (!ptr) return;
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     int at = find_at(h, ptr);
     if (at >= 0 && h->bufs[at]->base == (char *)ptr) gone = table_unref(h, h->bufs[at]);
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     /* a command buffer that uses it retains it until it completes */
     if (gone) mtl_void(gone->buf, TK_S(release));
     tack_free(gone);
@@ -333,47 +342,47 @@ static void metal_free(tack_device *d, void *ptr) {
 
 /* ------------------------------------------------------ synchronization */
 /* Release the oldest command buffers that have completed without error
- * (h->lock held), so that a program that launches without ever
+ * (q->lock held), so that a program that launches without ever
  * synchronizing keeps a bounded list.  A failed one stops the pruning: it
  * stays to be reported. */
-static void prune_pending(metal_dev *h) {
+static void prune_pending(metal_q *q) {
     int done = 0;
-    while (done < h->npending && mtl_cb_status(h->pending[done], TK_S(status)) == TK_MTL_CB_COMPLETED) done++;
-    for (int i = 0; i < done; i++) mtl_void(h->pending[i], TK_S(release));
-    memmove(h->pending, h->pending + done, (size_t)(h->npending - done) * sizeof *h->pending);
-    h->npending -= done;
+    while (done < q->npending && mtl_cb_status(q->pending[done], TK_S(status)) == TK_MTL_CB_COMPLETED) done++;
+    for (int i = 0; i < done; i++) mtl_void(q->pending[i], TK_S(release));
+    memmove(q->pending, q->pending + done, (size_t)(q->npending - done) * sizeof *q->pending);
+    q->npending -= done;
 }
 
-tack_status metal_add_pending(tack_device *d, id cb) {
-    metal_dev *h = d->state;
-    pthread_mutex_lock(&h->lock);
-    if (h->npending >= METAL_PRUNE_AT) prune_pending(h);
-    if (h->npending == h->cappending) {
-        int cap = h->cappending ? 2 * h->cappending : 16;
-        id *np = tack_realloc(h->pending, (size_t)cap * sizeof *np);
+tack_status metal_q_add(tack_device *d, metal_q *q, id cb) {
+    (void)d;
+    tk_mutex_lock(&q->lock);
+    if (q->npending >= METAL_PRUNE_AT) prune_pending(q);
+    if (q->npending == q->cappending) {
+        int cap = q->cappending ? 2 * q->cappending : 16;
+        id *np = tack_realloc(q->pending, (size_t)cap * sizeof *np);
         if (!np) {
-            pthread_mutex_unlock(&h->lock);
+            tk_mutex_unlock(&q->lock);
             mtl_void(cb, TK_S(waitUntilCompleted));
             mtl_void(cb, TK_S(release));
             return tack_set_error(TACK_ERR_NOMEM, "out of memory queueing a Metal command buffer");
         }
-        h->pending = np;
-        h->cappending = cap;
+        q->pending = np;
+        q->cappending = cap;
     }
-    h->pending[h->npending++] = cb;
-    pthread_mutex_unlock(&h->lock);
+    q->pending[q->npending++] = cb;
+    tk_mutex_unlock(&q->lock);
     return TACK_OK;
 }
 
-tack_status metal_wait_pending(tack_device *d) {
+tack_status metal_q_wait(tack_device *d, metal_q *q) {
     metal_dev *h = d->state;
     tack_status st = TACK_OK;
-    pthread_mutex_lock(&h->lock);
-    id *list = h->pending;
-    int n = h->npending;
-    h->pending = NULL;
-    h->npending = h->cappending = 0;
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_lock(&q->lock);
+    id *list = q->pending;
+    int n = q->npending;
+    q->pending = NULL;
+    q->npending = q->cappending = 0;
+    tk_mutex_unlock(&q->lock);
     void *pool = metal_pool_push(&api);
     for (int i = 0; i < n; i++) {
         mtl_void(list[i], TK_S(waitUntilCompleted));
@@ -390,24 +399,42 @@ tack_status metal_wait_pending(tack_device *d) {
     return st;
 }
 
-/* The device's queued work done, and a failed check in it reported. */
+tack_status metal_wait_all(tack_device *d) {
+    metal_dev *h = d->state;
+    tack_status st = metal_q_wait(d, &h->own);
+    tk_mutex_lock(&h->streams_lock);
+    for (metal_q *q = h->streams; q; q = q->next) {
+        tack_status s2 = metal_q_wait(d, q);
+        if (st == TACK_OK) st = s2;
+        else if (s2 != TACK_OK) tack_clear_error(); /* the first failure is the one reported */
+    }
+    tk_mutex_unlock(&h->streams_lock);
+    return st;
+}
+
+/* The device's queued work done, on its own queue and its streams', and a
+ * failed check in it reported. */
 static tack_status metal_synchronize(tack_device *d) {
-    tack_status st = metal_wait_pending(d);
+    tack_status st = metal_wait_all(d);
     tack_status rst = metal_check_record(d);
     return st != TACK_OK ? st : rst;
 }
 
-/* Copies and fills are the host's, over shared storage, once queued kernels
- * are done with it; a copy to the host is a synchronization point. */
+/* Copies and fills are the host's, over shared storage, once the kernels
+ * queued on the current stream (which runtime/stream.c has ordered after
+ * the arrays' last streams) are done with it; a copy to the host is a
+ * synchronization point. */
 static tack_status metal_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind kind) {
-    tack_status st = metal_wait_pending(d);
+    metal_q *q = metal_cur(d);
+    tack_status st = q ? metal_q_wait(d, q) : TACK_ERR_NOMEM;
     if (st != TACK_OK) return st;
     if (n) memmove(dst, src, n);
     return kind == RT_COPY_D2H ? metal_check_record(d) : TACK_OK;
 }
 
 static tack_status metal_fill(tack_device *d, void *dst, const void *value, size_t itemsize, size_t count) {
-    tack_status st = metal_wait_pending(d);
+    metal_q *q = metal_cur(d);
+    tack_status st = q ? metal_q_wait(d, q) : TACK_ERR_NOMEM;
     if (st != TACK_OK) return st;
     for (size_t i = 0; i < count; i++) memcpy((char *)dst + i * itemsize, value, itemsize);
     return TACK_OK;
@@ -431,9 +458,9 @@ typedef struct wrap_ctx {
 
 static void wrap_release(void *ctx) {
     wrap_ctx *w = ctx;
-    pthread_mutex_lock(&w->h->lock);
+    tk_mutex_lock(&w->h->lock);
     metal_buf *gone = table_unref(w->h, w->b);
-    pthread_mutex_unlock(&w->h->lock);
+    tk_mutex_unlock(&w->h->lock);
     if (gone) mtl_void(gone->buf, TK_S(release));
     tack_free(gone);
     tack_free(w);
@@ -473,11 +500,11 @@ static tack_status metal_wrap_handle(tack_device *d, void *handle, size_t nbytes
         st = tack_set_error(TACK_ERR_NOMEM, "out of memory wrapping an MTLBuffer");
         goto done;
     }
-    pthread_mutex_lock(&h->lock);
+    tk_mutex_lock(&h->lock);
     for (int i = 0; i < h->nbufs && !b; i++)
         if (h->bufs[i]->buf == buf) b = h->bufs[i];
     if (b) b->refs++;
-    pthread_mutex_unlock(&h->lock);
+    tk_mutex_unlock(&h->lock);
     if (!b) {
         if (!(b = tack_calloc(1, sizeof *b))) {
             tack_free(w);
@@ -522,6 +549,7 @@ static const rt_backend metal_backend = {
     .unload = metal_unload,
     .check_ptr = metal_check_ptr,
     .wrap_handle = metal_wrap_handle,
+    .streams = &metal_stream_ops,
 };
 
 const rt_backend *rt_backend_metal(void) { return &metal_backend; }

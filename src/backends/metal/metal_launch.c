@@ -17,7 +17,8 @@
  * gpu_launch.c, with the loops' extents after it when the source says them).
  *
  * Launch: one command buffer and one compute encoder for all of a call's
- * phases, committed at once (a call returns once queued).  The argument
+ * phases, on the queue of the thread's current stream (metal_stream.c),
+ * committed at once (a call returns once queued).  The argument
  * convention, agreed with the dialect:
  *   buffer(0)  the device's 32-byte error record (gpu_common.h);
  *   buffer(1)  the program's frame buffer (16 bytes when it has no frame);
@@ -187,9 +188,9 @@ tack_status metal_build(tack_device *d, tack_program *p) {
         prog_free(mp);
         return st;
     }
-    pthread_mutex_lock(&h->rec.lock);
+    tk_mutex_lock(&h->rec.lock);
     gpu_link(&h->rec, &mp->g);
-    pthread_mutex_unlock(&h->rec.lock);
+    tk_mutex_unlock(&h->rec.lock);
     p->handle = mp;
     return TACK_OK;
 }
@@ -200,8 +201,8 @@ void metal_unload(tack_device *d, tack_program *p) {
     if (!mp) return;
     /* its queued work done, and a failure still unread -- a command buffer's
      * or a check's -- kept for the next synchronization */
-    tack_status st = metal_wait_pending(d);
-    pthread_mutex_lock(&h->rec.lock);
+    tack_status st = metal_wait_all(d);
+    tk_mutex_lock(&h->rec.lock);
     if (st != TACK_OK && h->rec.pending == TACK_OK) {
         h->rec.pending = st;
         snprintf(h->rec.pending_msg, sizeof h->rec.pending_msg, "%s", tack_last_error());
@@ -209,7 +210,7 @@ void metal_unload(tack_device *d, tack_program *p) {
     if (st != TACK_OK) tack_clear_error();
     gpu_keep_pending(&h->rec, d, take_record);
     gpu_unlink(&h->rec, &mp->g);
-    pthread_mutex_unlock(&h->rec.lock);
+    tk_mutex_unlock(&h->rec.lock);
     prog_free(mp);
     p->handle = NULL;
 }
@@ -227,11 +228,11 @@ static uint64_t scalar_word(const tk_pinfo *pi, const tack_arg *a, int part) {
     return a->scalar.u;
 }
 
-static tack_status encode(tack_device *d, metal_prog *mp, const tack_arg *args, int nargs, const uint64_t *words,
-                          size_t nwords, int *shared) {
+static tack_status encode(tack_device *d, metal_q *q, metal_prog *mp, const tack_arg *args, int nargs,
+                          const uint64_t *words, size_t nwords, int *shared) {
     metal_dev *h = d->state;
     tack_program *p = mp->g.p;
-    id cb = mtl_id(h->queue, TK_S(commandBuffer));
+    id cb = mtl_id(q->queue, TK_S(commandBuffer));
     id enc = cb ? mtl_id(cb, TK_S(computeCommandEncoder)) : NULL;
     id big = NULL;
     if (!enc) return tack_set_error(TACK_ERR_DEVICE, "Metal gives no command buffer or encoder on %s", d->name);
@@ -275,7 +276,7 @@ static tack_status encode(tack_device *d, metal_prog *mp, const tack_arg *args, 
     }
     mtl_void(enc, TK_S(endEncoding));
     mtl_void(cb, TK_S(commit));
-    return metal_add_pending(d, mtl_id(cb, TK_S(retain)));
+    return metal_q_add(d, q, mtl_id(cb, TK_S(retain)));
 }
 
 tack_status metal_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
@@ -306,16 +307,29 @@ tack_status metal_launch(tack_device *d, tack_program *p, const tack_arg *args, 
         }
     }
     int shared = 0;
+    tack_status st = TACK_OK;
+    metal_q *q = metal_cur(d); /* the thread's current stream on d, else the device's own queue */
+    if (!q) st = TACK_ERR_NOMEM;
     void *pool = metal_pool_push(h->api);
     /* the phases share the frame buffer: encoded under the program's lock */
-    pthread_mutex_lock(&mp->g.lock);
-    tack_status st = encode(d, mp, args, nargs, words, w, &shared);
-    pthread_mutex_unlock(&mp->g.lock);
+    tk_mutex_lock(&mp->g.lock);
+    /* Launches of one program share its frame buffer: one on another stream than the last waits
+     * for it on the device (runtime/stream.c).  Graphs on Metal replay the calls themselves
+     * (runtime/graph.c): nothing is captured here. */
+    tack_stream *cur = rt_stream_now(d);
+    if (st == TACK_OK && mp->g.frame_bytes && cur != mp->g.last &&
+        (st = rt_stream_order(d, cur, mp->g.last)) == TACK_OK) {
+        tack_stream_retain(cur);
+        tack_stream_release(mp->g.last);
+        mp->g.last = cur;
+    }
+    if (st == TACK_OK) st = encode(d, q, mp, args, nargs, words, w, &shared);
+    tk_mutex_unlock(&mp->g.lock);
     metal_pool_pop(h->api, pool);
     if (words != stackwords) tack_free(words);
     /* shared with another library: finished, and a failed check reported, before the call returns */
     if (st == TACK_OK && shared) {
-        st = metal_wait_pending(d);
+        st = metal_q_wait(d, q);
         tack_status rst = metal_check_record(d);
         if (st == TACK_OK) st = rst;
     }

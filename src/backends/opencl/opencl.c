@@ -33,8 +33,7 @@
  * point: synchronize, a copy to the host, or a launch that must complete
  * before it returns (an argument shared with another library).
  */
-#include <dlfcn.h>
-#include <pthread.h>
+#include "platform/platform.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -51,7 +50,7 @@ static struct {
     cl_device_id dev;
 } found[OCL_MAX_DEVICES];
 static int nfound;
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static tk_once_t load_once = TK_ONCE_INIT;
 
 /* Every device of every platform, in order. */
 static void enumerate(void) {
@@ -89,9 +88,9 @@ static void enumerate(void) {
 }
 
 static void load(void) {
-    api.lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    api.lib = tk_dl_open("libOpenCL.so.1", 0);
     if (!api.lib) {
-        const char *e = dlerror();
+        const char *e = tk_dl_error();
         if (!e || strstr(e, "No such file"))
             snprintf(load_why, sizeof load_why, "libOpenCL.so.1 not found (%s)", OCL_INSTALL);
         else snprintf(load_why, sizeof load_why, "libOpenCL.so.1 could not be loaded: %.120s (%s)", e, OCL_INSTALL);
@@ -99,7 +98,7 @@ static void load(void) {
     }
 #define REQ(field)                                                                                                     \
     do {                                                                                                               \
-        *(void **)&api.field = dlsym(api.lib, #field);                                                                 \
+        *(void **)&api.field = tk_dl_sym(api.lib, #field);                                                                 \
         if (!api.field) {                                                                                              \
             snprintf(load_why, sizeof load_why, "libOpenCL.so.1 lacks %s (Tack needs OpenCL 1.2)", #field);            \
             return;                                                                                                    \
@@ -133,7 +132,7 @@ static void load(void) {
     REQ(clGetKernelWorkGroupInfo);
     REQ(clEnqueueNDRangeKernel);
 #undef REQ
-#define OPT(field) (*(void **)&api.field = dlsym(api.lib, #field))
+#define OPT(field) (*(void **)&api.field = tk_dl_sym(api.lib, #field))
     OPT(clEnqueueMarkerWithWaitList);
     OPT(clEnqueueBarrierWithWaitList);
     OPT(clWaitForEvents);
@@ -201,7 +200,7 @@ tack_status ocl_error(cl_int r, const char *what, const tack_device *d) {
 }
 
 static int ocl_device_count(char *why, size_t why_len) {
-    pthread_once(&load_once, load);
+    tk_once(&load_once, load);
     if (!load_ok || nfound == 0) {
         snprintf(why, why_len, "%s", load_why);
         return 0;

@@ -22,7 +22,7 @@
 #ifndef TACK_OPENCL_BACKEND_H
 #define TACK_OPENCL_BACKEND_H
 
-#include <pthread.h>
+#include "platform/platform.h"
 
 #include "backends/common/gpu_common.h"
 #include "backends/opencl/opencl_api.h"
@@ -45,7 +45,7 @@ typedef struct ocl_dev {
     cl_device_svm_capabilities svm_caps; /* what the device reports (0 before OpenCL 2.0) */
     int svm;                   /* arrays are fine-grained SVM allocations, not cl_mem buffers */
     char no_svm[160];          /* when !svm: why, for errors ("has no shared virtual memory") */
-    pthread_mutex_t svm_lock;  /* guards the table of live SVM allocations */
+    tk_mutex_t svm_lock;  /* guards the table of live SVM allocations */
     struct ocl_svm_block *blocks;
     size_t nblocks, cap_blocks;
     /* kernels: opencl_launch.c, under `rec.lock` */

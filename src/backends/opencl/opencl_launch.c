@@ -405,7 +405,7 @@ tack_status ocl_build(tack_device *d, tack_program *p) {
             goto fail;
         }
     }
-    pthread_mutex_lock(&c->rec.lock);
+    tk_mutex_lock(&c->rec.lock);
     if (!c->err) {
         static const gpu_err_record zero;
         c->err = api->clCreateBuffer(c->ctx, TACK_CL_MEM_READ_WRITE, sizeof zero, NULL, &r);
@@ -414,13 +414,13 @@ tack_status ocl_build(tack_device *d, tack_program *p) {
         if (!c->err || r != TACK_CL_SUCCESS) {
             if (c->err) api->clReleaseMemObject(c->err);
             c->err = NULL;
-            pthread_mutex_unlock(&c->rec.lock);
+            tk_mutex_unlock(&c->rec.lock);
             st = ocl_error(r ? r : TACK_CL_MEM_OBJECT_ALLOCATION_FAILURE, "allocating the kernel error record", d);
             goto fail;
         }
     }
     gpu_link(&c->rec, &cp->g);
-    pthread_mutex_unlock(&c->rec.lock);
+    tk_mutex_unlock(&c->rec.lock);
     p->handle = cp;
     return TACK_OK;
 fail:
@@ -435,11 +435,11 @@ void ocl_unload(tack_device *d, tack_program *p) {
     if (!cp || !api) return;
     /* launches of it on other streams (runtime/stream.c) finish before its kernels and frame go */
     if (rt_streams_join(d) != TACK_OK) tack_clear_error(); /* said at the next synchronization */
-    pthread_mutex_lock(&c->rec.lock);
+    tk_mutex_lock(&c->rec.lock);
     /* a failure of this program still unread: keep its message for the next synchronization */
     if (api->clFinish(c->queue) == TACK_CL_SUCCESS) gpu_keep_pending(&c->rec, d, take_record);
     gpu_unlink(&c->rec, &cp->g);
-    pthread_mutex_unlock(&c->rec.lock);
+    tk_mutex_unlock(&c->rec.lock);
     prog_free(cp);
     p->handle = NULL;
 }
@@ -508,7 +508,7 @@ tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, in
     int shared = gpu_any_shared(p, args, nargs);
     tack_status st = TACK_OK;
     cl_command_queue q = ocl_queue(d); /* the thread's current stream on d, else the device's own queue */
-    pthread_mutex_lock(&cp->g.lock);
+    tk_mutex_lock(&cp->g.lock);
     /* Launches of one program share its frame buffer: one on another stream than the last waits
      * for it on the device (runtime/stream.c), as gpu_launch.c orders CUDA's and HIP's.  Graphs
      * on OpenCL replay the calls themselves (runtime/graph.c): nothing is captured here. */
@@ -541,7 +541,7 @@ tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, in
         if (first) api->clReleaseEvent(first);
         if (last) api->clReleaseEvent(last);
     }
-    pthread_mutex_unlock(&cp->g.lock);
+    tk_mutex_unlock(&cp->g.lock);
     if (st == TACK_OK && shared) {
         /* shared with another library: finished before the call returns */
         cl_int r = api->clFinish(q);

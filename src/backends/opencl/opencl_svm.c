@@ -84,7 +84,7 @@ tack_status ocl_svm_choose(ocl_dev *c, const char *device_version) {
     const tack_opencl_api *api = ocl_api_get();
     if (tk_config_env_check() != TACK_OK) return TACK_ERR_VALUE; /* TACK_OPENCL_SVM=yes, say */
     int want = tk_config_int(TK_CFG_OPENCL_SVM);
-    pthread_mutex_init(&c->svm_lock, NULL);
+    tk_mutex_init(&c->svm_lock);
     int ver = cl_version(device_version);
     if (ver >= 20 && api->clGetDeviceInfo(c->dev, TACK_CL_DEVICE_SVM_CAPABILITIES, sizeof c->svm_caps, &c->svm_caps,
                                           NULL) != TACK_CL_SUCCESS)
@@ -123,7 +123,7 @@ static size_t upper(const ocl_dev *c, uintptr_t p) {
 
 static int table_add(ocl_dev *c, void *ptr, size_t size) {
     int ok = 1;
-    pthread_mutex_lock(&c->svm_lock);
+    tk_mutex_lock(&c->svm_lock);
     if (c->nblocks == c->cap_blocks) {
         size_t cap = c->cap_blocks ? 2 * c->cap_blocks : 64;
         struct ocl_svm_block *nb = tack_realloc(c->blocks, cap * sizeof *nb);
@@ -140,18 +140,18 @@ static int table_add(ocl_dev *c, void *ptr, size_t size) {
         c->blocks[i].size = size;
         c->nblocks++;
     }
-    pthread_mutex_unlock(&c->svm_lock);
+    tk_mutex_unlock(&c->svm_lock);
     return ok;
 }
 
 static void table_remove(ocl_dev *c, void *ptr) {
-    pthread_mutex_lock(&c->svm_lock);
+    tk_mutex_lock(&c->svm_lock);
     size_t i = upper(c, (uintptr_t)ptr);
     if (i > 0 && c->blocks[i - 1].base == (uintptr_t)ptr) {
         memmove(c->blocks + i - 1, c->blocks + i, (c->nblocks - i) * sizeof *c->blocks);
         c->nblocks--;
     }
-    pthread_mutex_unlock(&c->svm_lock);
+    tk_mutex_unlock(&c->svm_lock);
 }
 
 tack_status ocl_svm_alloc(tack_device *d, size_t nbytes, void **out) {
@@ -234,14 +234,14 @@ tack_status ocl_svm_check_ptr(tack_device *d, const void *ptr, size_t nbytes) {
     uintptr_t p = (uintptr_t)ptr, base = 0;
     size_t size = 0;
     int found = 0;
-    pthread_mutex_lock(&c->svm_lock);
+    tk_mutex_lock(&c->svm_lock);
     size_t i = upper(c, p);
     if (i > 0 && p - c->blocks[i - 1].base < c->blocks[i - 1].size) {
         found = 1;
         base = c->blocks[i - 1].base;
         size = c->blocks[i - 1].size;
     }
-    pthread_mutex_unlock(&c->svm_lock);
+    tk_mutex_unlock(&c->svm_lock);
     if (!found)
         return tack_set_error(TACK_ERR_VALUE,
                               "cannot wrap %p on %s (%s): it is not in shared virtual memory Tack allocated there; "

@@ -803,15 +803,20 @@ static void top_loops(tk_cc *C, tk_spec *S, tk_ir *b) {
     }
 }
 
-static void find_pfors(tk_cc *C, tk_spec *S, tk_ir *s) {
+static void find_pfors(tk_cc *C, tk_spec *S, tk_ir *s, tk_ir **slot) {
     if (s->op == IR_PFOR) {
         if (ir_is_blocks(s)) return; /* a block's threads: their loops stay as written */
+        tk_ir *wrap = NULL;
+        if (tk_gemm(C, S, s, slot ? &wrap : NULL)) { /* gemm.c: a packed matrix product */
+            if (wrap) *slot = wrap;                  /* with B packed before it, in a block's place */
+            return;
+        }
         if (tk_tile(C, S, s)) return; /* tile.c: panels of rows */
         top_loops(C, S, s->k[s->aux]);
         return;
     }
     if (s->op < IR_BLOCK) return;
-    for (int i = 0; i < s->n; i++) find_pfors(C, S, s->k[i]);
+    for (int i = 0; i < s->n; i++) find_pfors(C, S, s->k[i], s->op == IR_BLOCK ? &s->k[i] : NULL);
 }
 
 tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond) {
@@ -832,5 +837,5 @@ void tk_nests(tk_cc *C) {
      * a kernel with one keeps its loops as written. */
     for (int p = 0; p < C->specs[0]->nparams; p++)
         if (C->specs[0]->ptypes[p].kind == TY_ARRAY && C->specs[0]->ptypes[p].strided) return;
-    find_pfors(C, C->specs[0], C->specs[0]->body);
+    find_pfors(C, C->specs[0], C->specs[0]->body, NULL);
 }

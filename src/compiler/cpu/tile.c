@@ -467,7 +467,7 @@ static tk_ir *bmin(tk_cc *C, tk_ir *a, tk_ir *b) { return ir_i64_bin(C, B_MIN, a
 /* In the loop as written, `a[.., i, ..] += v` on row i's own element: the store privatize.c
  * would make of it (it makes it only where the parallel loop's variable names the element,
  * which after this pass is the panel's). */
-static void own_rows(tk_cc *C, int iv, tk_ir *s) {
+void tk_tile_own_rows(tk_cc *C, int iv, tk_ir *s) {
     for (int i = 0; i < s->n; i++) {
         tk_ir *x = s->k[i];
         if (add_atomic(x)) {
@@ -475,7 +475,7 @@ static void own_rows(tk_cc *C, int iv, tk_ir *s) {
             for (int a = 1; a < x->k[0]->n; a++) own |= is_var(x->k[0]->k[a], iv);
             if (own) s->k[i] = as_store(C, x);
         } else if (x->op >= IR_BLOCK) {
-            own_rows(C, iv, x);
+            tk_tile_own_rows(C, iv, x);
         }
     }
 }
@@ -557,7 +557,7 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
      * its own for the C compiler to optimize (nests.c's per-row versions) */
     tk_ir *els = block(C, line);
     tk_ir *orig = body;
-    own_rows(C, iv, orig);
+    tk_tile_own_rows(C, iv, orig);
     ir_push(C, els, for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, orig, TK_FOR_QUIET));
     tk_ir *iff = ir_new(C, IR_IF, ty_void(), line);
     ir_push(C, iff, cond);

@@ -334,6 +334,7 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
     tk_prelude_linalg(C, b, &C_STYLE);
+    tk_gemm_prelude(C, b);
     if (C->uses_complex) {
         /* TK_ROUNDED(x): x rounded on its own, never fused into the sum it
          * feeds. GCC 12's SLP vectorizer turns the two lanes of Smith's

@@ -370,6 +370,25 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
         } else ex(e, x->k[0]);
         return;
     }
+    if (m == M_GEMM) { /* gemm.c's call: [m, n, K, A off, rs, cs, alpha, B off, rs, cs, C off, rs, cs, beta] */
+        int ab[3] = {x->aux, (int)(x->c.i & 0xffffffff), x->param};
+        P(e, "tk_gemm_%s(", x->aux_ty.dt == TACK_F32 ? "f32" : "f64");
+        for (int i = 0; i < 3; i++) { ex(e, x->k[i]); P(e, ", "); }
+        static const int at[3] = {3, 7, 10};
+        for (int o = 0; o < 3; o++) {
+            P(e, "a%d + (", ab[o]); ex(e, x->k[at[o]]); P(e, "), "); ex(e, x->k[at[o] + 1]); P(e, ", "); ex(e, x->k[at[o] + 2]); P(e, ", ");
+            if (o == 0) { P(e, "%d, ", (int)(x->c.i >> 32 & 1)); ex(e, x->k[6]); P(e, ", "); }
+        }
+        P(e, "%d, ", (int)(x->c.i >> 33 & 3)); ex(e, x->k[13]); P(e, ", %d, ", (int)(x->c.i >> 35 & 1)); ex(e, x->k[14]); P(e, ")");
+        return;
+    }
+    if (m == M_GEMM_PACK) { /* [n, K, B off, rs, cs] */
+        P(e, "tk_gemm_%s_packb(", x->aux_ty.dt == TACK_F32 ? "f32" : "f64");
+        ex(e, x->k[0]); P(e, ", "); ex(e, x->k[1]); P(e, ", a%d + (", x->param); ex(e, x->k[2]); P(e, "), ");
+        ex(e, x->k[3]); P(e, ", "); ex(e, x->k[4]); P(e, ")");
+        return;
+    }
+    if (m == M_GEMM_FREE) { P(e, "tk_gemm_free("); ex(e, x->k[0]); P(e, ")"); return; }
     if (m == M_DISJOINT) { /* two arrays' elements, [base, base + count) each, do not overlap */
         int ab[2] = {x->param, x->aux};
         P(e, "(");

@@ -1,6 +1,7 @@
 /*
- * spawn_guard.c -- running a tool (the C compiler) so that nothing of it
- * outlives the process that asked for it.
+ * posix_spawn_guard.c -- running a tool (the C compiler) so that nothing of
+ * it outlives the process that asked for it (platform.h: tk_spawn_guarded),
+ * on Linux and macOS.
  *
  * A compile runs for a second or a minute.  If the process that started it
  * is killed meanwhile (SIGKILL, the out-of-memory killer, a batch system),
@@ -58,28 +59,53 @@
  *      with WNOWAIT, before the reaping frees the number for reuse), then
  *      reaps it and records its status for the caller.
  *
- * The group and the death signal are Linux's (prctl); elsewhere this file
- * would need the shim.  The death signal follows the thread that cloned the
+ * The group and the death signal are Linux's (prctl, signalfd, clone).
+ * macOS has none of the three: there the compiler runs by posix_spawn in a
+ * process group of its own (the plain path below, also the sanitizers'),
+ * Ctrl-C passed on by the process group alone, and a compile whose caller is
+ * killed with SIGKILL runs to its end as an orphan (docs/security.md says
+ * so); the shim would be the way to close that.  The death signal follows the thread that cloned the
  * guardian, which here cannot end before the guardian does: it is
  * suspended until then, and dies only with the whole process.
  */
+#include "platform/platform.h"
+
+#if TK_POSIX
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#endif
 
-#include "backends/common/spawn_guard.h"
-
+#if TK_MACOS
+#include <crt_externs.h>
+#define TK_ENVIRON (*_NSGetEnviron()) /* a dylib cannot reach `environ` itself */
+#else
 extern char **environ;
+#define TK_ENVIRON environ
+#endif
+
+/* A pipe whose ends close on exec (pipe2 where there is one). */
+static int pipe_cloexec(int fds[2]) {
+#if defined(__linux__)
+    return pipe2(fds, O_CLOEXEC);
+#else
+    if (pipe(fds) != 0) return -1;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+#endif
+}
 
 #define GUARD_STACK (128 * 1024)
 
@@ -90,7 +116,9 @@ extern char **environ;
  * unit tests, make test-asan) runs the compiler with posix_spawn in a
  * process group of its own and without the kill-with-us guarantee, which
  * the Python tests check on the real build (test_killed_build.py). */
-#if defined(__SANITIZE_ADDRESS__)
+#if !defined(__linux__)
+#define TK_SPAWN_PLAIN 1 /* macOS: no parent-death signal, no signalfd */
+#elif defined(__SANITIZE_ADDRESS__)
 #define TK_SPAWN_PLAIN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -99,13 +127,13 @@ extern char **environ;
 #endif
 
 #ifdef TK_SPAWN_PLAIN
-int tk_spawn_guarded(char **argv, int dirfd, char *out, size_t cap, size_t *len, int *status, int forward_int) {
+static int spawn_raw(char **argv, int dirfd, char *out, size_t cap, size_t *len, int *status, int forward_int) {
     (void)forward_int;
     int fds[2];
     *len = 0;
     out[0] = 0;
     *status = 0;
-    if (pipe2(fds, O_CLOEXEC) != 0) return errno;
+    if (pipe_cloexec(fds) != 0) return errno;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
@@ -117,7 +145,7 @@ int tk_spawn_guarded(char **argv, int dirfd, char *out, size_t cap, size_t *len,
     if (rc == 0) rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
     if (rc == 0) rc = posix_spawnattr_setpgroup(&at, 0);
     pid_t pid = -1;
-    if (rc == 0) rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+    if (rc == 0) rc = posix_spawn(&pid, argv[0], &fa, &at, argv, TK_ENVIRON);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     close(fds[1]);
@@ -272,14 +300,14 @@ static int guardian(void *arg) {
     _exit(0);
 }
 
-int tk_spawn_guarded(char **argv, int dirfd, char *out, size_t cap, size_t *len, int *status, int forward_int) {
+static int spawn_raw(char **argv, int dirfd, char *out, size_t cap, size_t *len, int *status, int forward_int) {
     guard_job j = {.argv = argv, .dirfd = dirfd, .out = out, .cap = cap, .forward_int = forward_int,
                    .parent = getpid()};
     int fds[2], err = 0;
     *len = 0;
     out[0] = 0;
     *status = 0;
-    if (pipe2(fds, O_CLOEXEC) != 0) return errno;
+    if (pipe_cloexec(fds) != 0) return errno;
     j.rfd = fds[0];
     j.wfd = fds[1];
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
@@ -308,3 +336,14 @@ int tk_spawn_guarded(char **argv, int dirfd, char *out, size_t cap, size_t *len,
     return err;
 }
 #endif /* TK_SPAWN_PLAIN */
+
+int tk_spawn_guarded(char **argv, tk_fd dir, char *out, size_t cap, size_t *len, int *status, int forward_int) {
+    int raw = 0;
+    int err = spawn_raw(argv, dir, out, cap, len, &raw, forward_int);
+    *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : WIFSIGNALED(raw) ? -WTERMSIG(raw) : 0;
+    return err;
+}
+
+#else
+typedef int tk_posix_spawn_unused; /* ISO C wants something in a translation unit */
+#endif
