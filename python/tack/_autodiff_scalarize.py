@@ -16,7 +16,7 @@ on scalars, and the generator then differentiates that unchanged:
   `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, `tack.inverse` of 2x2 and 3x3
   (the forward's adjugate over the determinant, zero where that is exactly 0), complex arithmetic (`z * w`, `z / w`,
   `z.conjugate()`, `cmath.exp`), and conditional expressions; a scalar made from one
-  (`v.x`, `v[0]`, `m[i, j]`, `z.real`, `tack.dot`, `tack.length`, `tack.norm`,
+  (`v.x`, `v[0]`, `m[i, j]`, `v[j]` of a computed j as a select over the components, `z.real`, `tack.dot`, `tack.length`, `tack.norm`,
   `tack.trace`, `tack.determinant` of 2x2 and 3x3, `abs(z)`, `cmath.phase`) becomes a scalar
   expression of the components;
 - an array whose elements are vectors, matrices or complex numbers is, to the adjoint, the
@@ -38,8 +38,7 @@ Quaternions are four components, as a vec4 is; their own functions (the Hamilton
 `quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
 rewrite.  What is not rewritten is refused at its line, saying what to write (transforms,
-`quat_slerp`, `quat_from_matrix`, the decompositions, a 4x4 inverse or determinant, a
-component chosen by a computed index).  docs/differentiation.md ("Vectors, matrices,
+`quat_slerp`, `quat_from_matrix`, the decompositions, a 4x4 inverse or determinant).  docs/differentiation.md ("Vectors, matrices,
 quaternions and complex numbers") is the user's account.
 """
 
@@ -568,6 +567,8 @@ class Scalarizer:
                             k.operand, ast.Constant):
                         k = _c(-k.operand.value, k)
                     if not (isinstance(k, ast.Constant) and type(k.value) is int):
+                        if t.kind in ("v", "q") and len(idx) == 1:
+                            return self.select(e, t, k)
                         raise self.error(f"{ast.unparse(e)}: a component chosen by a computed index is not "
                                          f"differentiated (write v.x, v[0] ... or branch on the index)", e)
                     ks.append(k.value)
@@ -592,6 +593,59 @@ class Scalarizer:
             elif isinstance(value, ast.AST):
                 setattr(new, field, copy.deepcopy(value))
         return new
+
+    def index(self, k, t, node):
+        """A computed component index k of a t value, in an integer local of its own: the index where it
+        is in range (0 <= k < n, as the forward checks), -1 where it is not."""
+        j = self.scal(k)
+        self.n += 1
+        name = f"sc{SEP}{self.n}{SEP}j"
+        self.gen.local_types[name] = "i64"
+        self.pre.append(_loc(ast.Assign(targets=[_nm(name, node, True)], value=j), node))
+        ok = _loc(ast.BoolOp(op=ast.And(), values=[
+            _loc(ast.Compare(left=_nm(name, node), ops=[ast.GtE()], comparators=[_c(0, node)]), node),
+            _loc(ast.Compare(left=_nm(name, node), ops=[ast.Lt()], comparators=[_c(t.size, node)]), node)]), node)
+        self.pre.append(_loc(ast.Assign(targets=[_nm(name, node, True)],
+                                        value=_loc(ast.IfExp(test=ok, body=_nm(name, node), orelse=_c(-1, node)),
+                                                   node)), node))
+        return _nm(name, node)
+
+    def nan(self, node):
+        return _nm(self.gen.use(float("nan"), "nan"), node)
+
+    def select(self, e, t, k):
+        """v[j] with j computed: a select over the components (`v0 if j == 0 else v1 if ...`), so the
+        gradient reaches the component chosen; an index out of range, which the forward refuses with
+        IndexError, gives NaN here rather than a component."""
+        _t, cs = self.comps(e.value)
+        j = self.index(k, t, e)
+        out = self.nan(e)
+        for i in reversed(range(t.size)):
+            test = _loc(ast.Compare(left=copy.deepcopy(j), ops=[ast.Eq()], comparators=[_c(i, e)]), e)
+            out = _loc(ast.IfExp(test=test, body=cs[i], orelse=out), e)
+        return out
+
+    def computed_store(self, tgt, value, node, op=None):
+        """v[j] = s (or op=) with j computed: every component set to a select (`s if j == k else v·k`);
+        an index out of range (refused by the forward) makes every component NaN."""
+        t = self.types[tgt.value.id]
+        names = self.comp_names(tgt.value.id)
+        s = self.scal(value)
+        j = self.index(tgt.slice, t, node)
+        if op is not None:
+            cur = self.select(_loc(ast.Subscript(value=_nm(tgt.value.id, tgt), slice=copy.deepcopy(j),
+                                                 ctx=ast.Load()), tgt), t, j)
+            s = _loc(ast.BinOp(left=cur, op=copy.deepcopy(op), right=s), node)
+        s = self.bind([s], Ty("v", (1,), t.dt), node)[0]
+        bad = _loc(ast.Compare(left=copy.deepcopy(j), ops=[ast.Lt()], comparators=[_c(0, node)]), node)
+        out = []
+        for i, nm in enumerate(names):
+            test = _loc(ast.Compare(left=copy.deepcopy(j), ops=[ast.Eq()], comparators=[_c(i, node)]), node)
+            keep = _loc(ast.IfExp(test=copy.deepcopy(bad), body=self.nan(node), orelse=_nm(nm, node)), node)
+            out.append(_loc(ast.Assign(targets=[_nm(nm, node, True)],
+                                       value=_loc(ast.IfExp(test=test, body=copy.deepcopy(s), orelse=keep), node)),
+                            node))
+        return out
 
     def scalar_call(self, e):
         """A number computed from vector values (tack.dot, tack.length, abs(z) ...), or None."""
@@ -771,6 +825,16 @@ class Scalarizer:
                 out.append(_loc(ast.AugAssign(target=cell, op=copy.deepcopy(op), value=c), node))
         return out
 
+    def computed_target(self, tgt):
+        """Whether tgt is `v[j]` of a vector or quaternion local, j not a constant."""
+        if not (isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.types
+                and self.types[tgt.value.id].kind in ("v", "q") and not isinstance(tgt.slice, ast.Tuple)):
+            return False
+        k = tgt.slice
+        if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub) and isinstance(k.operand, ast.Constant):
+            return False
+        return not (isinstance(k, ast.Constant) and type(k.value) is int)
+
     def component_target(self, tgt):
         """The component local `v.x = ...` or `v[1] = ...` assigns, or None."""
         if isinstance(tgt, ast.Attribute) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.types:
@@ -803,6 +867,8 @@ class Scalarizer:
                 return self.assign_local(tgt.id, s.value, s)
             if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.arrays:
                 return self.store(tgt, s.value, s)
+            if self.computed_target(tgt):
+                return self.computed_store(tgt, s.value, s)
             comp = self.component_target(tgt)
             if comp is not None:
                 return [_loc(ast.Assign(targets=[_nm(comp, tgt, True)], value=self.scal(s.value)), s)]
@@ -826,6 +892,8 @@ class Scalarizer:
                 return self.assign_local(tgt.id, s.value, s, op=s.op)
             if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.arrays:
                 return self.store(tgt, s.value, s, op=s.op)
+            if self.computed_target(tgt):
+                return self.computed_store(tgt, s.value, s, op=s.op)
             comp = self.component_target(tgt)
             if comp is not None:
                 return [_loc(ast.AugAssign(target=_nm(comp, tgt, True), op=s.op, value=self.scal(s.value)), s)]
