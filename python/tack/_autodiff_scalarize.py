@@ -7,8 +7,8 @@ on scalars, and the generator then differentiates that unchanged:
 
 - a local of a vector, matrix or complex type (the compiler's type, read from the forward
   call's IR as every local's is) becomes one local per component: `v` of type vec3 is
-  `v·0, v·1, v·2`, a mat33 `m·0 .. m·8` in row-major order, a complex `z·0` (the real part)
-  and `z·1` (the imaginary part);
+  `v·c0, v·c1, v·c2`, a mat33 `m·c0 .. m·c8` in row-major order, a complex `z·c0` (the real
+  part) and `z·c1` (the imaginary part);
 - an expression of such a type becomes the list of its components' scalar expressions:
   construction (`tack.vec3(a, b, c)`, `tack.vec3(s)`, `tack.mat33(1.0)` the scaled identity,
   `complex(re, im)`), `+ - * /` componentwise and with a broadcast scalar, unary minus, `@`
@@ -37,8 +37,8 @@ recomputed values, which only scale derivatives, by rounding.
 Quaternions are four components, as a vec4 is; their own functions (the Hamilton product,
 `quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
-rewrite.  What is not rewritten is refused at its line, saying what to write (transforms,
-`quat_slerp`, `quat_from_matrix`, the decompositions, a 4x4 inverse or determinant).  docs/differentiation.md ("Vectors, matrices,
+rewrite; transforms are seven components, `p` then `q` (`t.p`, `t.q` are their slices).  What
+is not rewritten is refused at its line, saying what to write (`quat_from_matrix`, the decompositions, a 4x4 inverse or determinant).  docs/differentiation.md ("Vectors, matrices,
 quaternions and complex numbers") is the user's account.
 """
 
@@ -84,6 +84,8 @@ def parse_type(text):
         return Ty("v", (n,), {"": "f32", "d": "f64", "i": "i32"}.get(text[4:], None) or "f32")
     if text in ("quat", "quatd"):
         return Ty("q", (4,), "f64" if text == "quatd" else "f32")
+    if text in ("transform", "transformd"):  # p (3 components) then q (4)
+        return Ty("x", (7,), "f64" if text == "transformd" else "f32")
     if text.startswith("mat") and len(text) >= 5 and text[3:5].isdigit():
         return Ty("m", (int(text[3]), int(text[4])), "f64" if text[5:] == "d" else "f32")
     return None
@@ -185,7 +187,8 @@ class Scalarizer:
 
     def comp_names(self, name):
         ty = self.types[name]
-        out = [f"{name}{SEP}{k}" for k in range(ty.size)]
+        out = [f"{name}{SEP}c{k}" for k in range(ty.size)]  # not name·k: the generator's own temporaries
+        # are t·N, g·N ..., and a vector local named t or g would meet them
         shown = self.gen.__dict__.setdefault("components", {})  # for errors: v·0 is shown as v
         for nm in out:
             self.gen.local_types.setdefault(nm, "f64" if ty.dt == "f64" else ty.dt)
@@ -222,6 +225,9 @@ class Scalarizer:
                 return self.arrays[e.value.id]
             return None  # a component of a vector, or an element of a scalar array
         if isinstance(e, ast.Attribute):
+            t = self.ty(e.value)
+            if t is not None and t.kind == "x" and e.attr in ("p", "q"):
+                return Ty("v", (3,), t.dt) if e.attr == "p" else Ty("q", (4,), t.dt)
             return None
         if isinstance(e, ast.BinOp):
             a, b = self.ty(e.left), self.ty(e.right)
@@ -251,8 +257,6 @@ class Scalarizer:
             return self.ty(e.func.value)
         name, obj = g.intrinsic(e)
         if isinstance(obj, _core.DType):
-            if obj.name.startswith("transform"):
-                raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(obj.name)}", e)
             return dtype_type(obj)
         if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False):
             rets = g.func_returns.get(obj.__name__, set())
@@ -317,6 +321,9 @@ class Scalarizer:
                                                                    [_c(s, e) for s in sub], ctx=ast.Load()), e),
                                               ctx=ast.Load()), e))
             return ty, out
+        if isinstance(e, ast.Attribute):  # t.p, t.q of a transform
+            _t, cs = self.comps(e.value)
+            return ty, cs[:3] if e.attr == "p" else cs[3:]
         if isinstance(e, ast.UnaryOp):
             t, cs = self.comps(e.operand)
             if isinstance(e.op, ast.UAdd):
@@ -381,6 +388,12 @@ class Scalarizer:
             a = self.bind(self.comps(e.left)[1], a_t, e)
             b = self.bind(self.comps(e.right)[1], b_t, e)
             return ty, _autodiff_quat.product(self, e, a, b)
+        if ty.kind == "x" or (a_t is not None and a_t.kind == "x") or (b_t is not None and b_t.kind == "x"):
+            if not (isinstance(op, ast.Mult) and a_t is not None and b_t is not None and a_t.kind == b_t.kind == "x"):
+                raise self.error(f"{ast.unparse(e)}: of transforms only t * u (composition) is differentiated", e)
+            a = self.bind(self.comps(e.left)[1], a_t, e)
+            b = self.bind(self.comps(e.right)[1], b_t, e)
+            return ty, _autodiff_quat.compose(self, e, ty, a, b)
         if ty.kind == "c" and ((a_t is not None and a_t.kind != "c") or (b_t is not None and b_t.kind != "c")):
             raise self.error(f"{ast.unparse(e)}: complex numbers meet a vector or a matrix", e)
         if ty.kind == "c" and isinstance(op, (ast.Mult, ast.Div)) and a_t is not None and b_t is not None:
@@ -945,7 +958,7 @@ class Scalarizer:
 
 
 def _tyname(t):
-    return {"v": "vector", "m": "matrix", "c": "complex", "q": "quaternion"}[t.kind]
+    return {"v": "vector", "m": "matrix", "c": "complex", "q": "quaternion", "x": "transform"}[t.kind]
 
 
 def _refused_quat(name):
