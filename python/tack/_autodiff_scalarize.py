@@ -16,9 +16,9 @@ on scalars, and the generator then differentiates that unchanged:
   `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, `tack.inverse` of 2x2 and 3x3
   (the forward's adjugate over the determinant, zero where that is exactly 0), complex arithmetic (`z * w`, `z / w`,
   `z.conjugate()`, `cmath.exp`), and conditional expressions; a scalar made from one
-  (`v.x`, `v[0]`, `m[i, j]`, `v[j]` of a computed j as a select over the components, `z.real`, `tack.dot`, `tack.length`, `tack.norm`,
-  `tack.trace`, `tack.determinant` of 2x2 and 3x3, `abs(z)`, `cmath.phase`) becomes a scalar
-  expression of the components;
+  (`v.x`, `v[0]`, `m[i, j]`, `v[j]` of a computed j as a select over the components, `z.real`,
+  `tack.dot`, `tack.length`, `tack.norm`, `tack.trace`, `tack.determinant`, `abs(z)`,
+  `cmath.phase`) becomes a scalar expression of the components;
 - an array whose elements are vectors, matrices or complex numbers is, to the adjoint, the
   float array of their components, one more axis (two for matrices): `x[i]` of a vec3 array
   reads `x[i, 0], x[i, 1], x[i, 2]`, a store writes each component, and the gradient lands in
@@ -38,7 +38,8 @@ Quaternions are four components, as a vec4 is; their own functions (the Hamilton
 `quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
 rewrite; transforms are seven components, `p` then `q` (`t.p`, `t.q` are their slices).  What
-is not rewritten is refused at its line, saying what to write (`quat_from_matrix`, the decompositions, a 4x4 inverse or determinant).  docs/differentiation.md ("Vectors, matrices,
+is not rewritten is refused at its line, saying what to write (`quat_from_matrix`, the
+decompositions, a 4x4 inverse or determinant).  docs/differentiation.md ("Vectors, matrices,
 quaternions and complex numbers") is the user's account.
 """
 

@@ -463,8 +463,8 @@ def test_slerp_and_transforms(func):
 
     def grads(k):
         gs = [np.zeros(n) if t is None else tack.zeros(n, t) for t in types]
-        k.adjoint(*args((A, B, S, T, U, V)), grads={**dict(zip(("a", "b", "s", "tr", "u", "v"), gs)),
-                                                   "out": tack.array(G, tack.vec3d), "to": tack.array(GT, tack.transformd)})
+        seeds = {"out": tack.array(G, tack.vec3d), "to": tack.array(GT, tack.transformd)}
+        k.adjoint(*args((A, B, S, T, U, V)), grads={**dict(zip(("a", "b", "s", "tr", "u", "v"), gs)), **seeds})
         return [g if isinstance(g, np.ndarray) else g.numpy() for g in gs]
 
     g = grads(kern)
