@@ -13,9 +13,9 @@ on scalars, and the generator then differentiates that unchanged:
   construction (`tack.vec3(a, b, c)`, `tack.vec3(s)`, `tack.mat33(1.0)` the scaled identity,
   `complex(re, im)`), `+ - * /` componentwise and with a broadcast scalar, unary minus, `@`
   (matrix by matrix and by vector), a component assigned (`v[0] = s`), `tack.cross`,
-  `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, `tack.inverse` of 2x2 and 3x3
-  (the forward's adjugate over the determinant, zero where that is exactly 0), complex arithmetic (`z * w`, `z / w`,
-  `z.conjugate()`, `cmath.exp`), and conditional expressions; a scalar made from one
+  `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, `tack.inverse` of 2x2, 3x3 and
+  4x4 (the forward's adjugate over the determinant, zero where that is exactly 0), complex
+  arithmetic (`z * w`, `z / w`, `z.conjugate()`, `cmath.exp`), and conditional expressions; a scalar made from one
   (`v.x`, `v[0]`, `m[i, j]`, `v[j]` of a computed j as a select over the components, `z.real`,
   `tack.dot`, `tack.length`, `tack.norm`, `tack.trace`, `tack.determinant`, `abs(z)`,
   `cmath.phase`) becomes a scalar expression of the components;
@@ -39,7 +39,7 @@ Quaternions are four components, as a vec4 is; their own functions (the Hamilton
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
 rewrite; transforms are seven components, `p` then `q` (`t.p`, `t.q` are their slices).  What
 is not rewritten is refused at its line, saying what to write (`quat_from_matrix`, the
-decompositions, a 4x4 inverse or determinant).  docs/differentiation.md ("Vectors, matrices,
+decompositions).  docs/differentiation.md ("Vectors, matrices,
 quaternions and complex numbers") is the user's account.
 """
 
@@ -278,10 +278,10 @@ class Scalarizer:
             raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
         if name == "inverse" and e.args:
             t = self.ty(e.args[0])
-            if t is not None and t.kind == "m" and t.shape in ((2, 2), (3, 3)):
+            if t is not None and t.kind == "m" and t.shape in ((2, 2), (3, 3), (4, 4)):
                 return t
             raise self.error(f"{ast.unparse(e.func)}() of a {'x'.join(map(str, t.shape)) if t else ''} matrix is "
-                             f"not differentiated yet (2x2 and 3x3 are)", e)
+                             f"not differentiated yet (2x2, 3x3 and 4x4 are)", e)
         if name in ("svd3", "eig3", "qr3"):
             raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet", e)
         args = [self.ty(a) for a in e.args]
@@ -480,7 +480,17 @@ class Scalarizer:
             n = t.shape[0]
             m = lambda r, c: a[r * n + c]  # noqa: E731
             one = Ty("v", (1,), t.dt)
-            if n == 2:
+            if n == 4:
+                sm, cm, d = self.minors4(a, t, e)
+                num = []
+                for terms in _INV4:
+                    out = None
+                    for sign, k, which, w in terms:
+                        x = a[k]
+                        term = _mul(_neg(x, e) if sign < 0 and out is None else x, (sm if which == "s" else cm)[w], e)
+                        out = term if out is None else (_add(out, term, e) if sign > 0 else _sub(out, term, e))
+                    num.append(out)
+            elif n == 2:
                 d = self.bind([_sub(_mul(m(0, 0), m(1, 1), e), _mul(m(0, 1), m(1, 0), e), e)], one, e)[0]
                 num = [m(1, 1), _neg(m(0, 1), e), _neg(m(1, 0), e), m(0, 0)]
             else:
@@ -514,6 +524,23 @@ class Scalarizer:
             raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
         raise self.error(f"{ast.unparse(e.func)}() of a vector, matrix or complex value is not differentiated "
                          f"yet (write it with components)", e)
+
+    def minors4(self, a, t, e):
+        """The 2x2 minors of rows 0 and 1 (s) and of rows 2 and 3 (c) of a 4x4 matrix's components, column
+        pairs 01 02 03 12 13 23, and the determinant from them, as prelude_linalg.c computes them."""
+        pairs = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
+        one = Ty("v", (1,), t.dt)
+
+        def minor(r, i, j):
+            return _sub(_mul(a[r * 4 + i], a[(r + 1) * 4 + j], e), _mul(a[(r + 1) * 4 + i], a[r * 4 + j], e), e)
+
+        sm = self.bind([minor(0, i, j) for i, j in pairs], Ty("v", (6,), t.dt), e)
+        cm = self.bind([minor(2, i, j) for i, j in pairs], Ty("v", (6,), t.dt), e)
+        d = _sub(_mul(sm[0], cm[5], e), _mul(sm[1], cm[4], e), e)
+        for k, sign in ((2, 1), (3, 1), (4, -1), (5, 1)):
+            term = _mul(sm[k], cm[5 - k], e)
+            d = _add(d, term, e) if sign > 0 else _sub(d, term, e)
+        return sm, cm, self.bind([d], one, e)[0]
 
     def construct(self, e, ty):
         args = e.args
@@ -687,9 +714,11 @@ class Scalarizer:
         if name == "trace":
             t, a = self.comps(e.args[0])
             return _sum([a[i * t.shape[1] + i] for i in range(min(t.shape))], e)
-        if name == "determinant" and t0.shape in ((2, 2), (3, 3)):
+        if name == "determinant" and t0.shape in ((2, 2), (3, 3), (4, 4)):
             t, a = self.comps(e.args[0])
             a = self.bind(a, t, e)
+            if t.shape == (4, 4):
+                return self.minors4(a, t, e)[2]
             if t.shape == (2, 2):
                 return _sub(_mul(a[0], a[3], e), _mul(a[1], a[2], e), e)
             m = lambda r, c: a[r * 3 + c]  # noqa: E731
@@ -956,6 +985,20 @@ class Scalarizer:
                 self.gen.local_types.pop(name, None)
         ast.fix_missing_locations(new)
         return new
+
+
+# the 4x4 inverse's numerators as prelude_linalg.c writes them, row-major: (sign, component of a, s or c
+# minor, its index) per term; the first term's sign negates its component, the others' add or subtract
+_INV4 = (
+    ((1, 5, "c", 5), (-1, 6, "c", 4), (1, 7, "c", 3)), ((-1, 1, "c", 5), (1, 2, "c", 4), (-1, 3, "c", 3)),
+    ((1, 13, "s", 5), (-1, 14, "s", 4), (1, 15, "s", 3)), ((-1, 9, "s", 5), (1, 10, "s", 4), (-1, 11, "s", 3)),
+    ((-1, 4, "c", 5), (1, 6, "c", 2), (-1, 7, "c", 1)), ((1, 0, "c", 5), (-1, 2, "c", 2), (1, 3, "c", 1)),
+    ((-1, 12, "s", 5), (1, 14, "s", 2), (-1, 15, "s", 1)), ((1, 8, "s", 5), (-1, 10, "s", 2), (1, 11, "s", 1)),
+    ((1, 4, "c", 4), (-1, 5, "c", 2), (1, 7, "c", 0)), ((-1, 0, "c", 4), (1, 1, "c", 2), (-1, 3, "c", 0)),
+    ((1, 12, "s", 4), (-1, 13, "s", 2), (1, 15, "s", 0)), ((-1, 8, "s", 4), (1, 9, "s", 2), (-1, 11, "s", 0)),
+    ((-1, 4, "c", 3), (1, 5, "c", 1), (-1, 6, "c", 0)), ((1, 0, "c", 3), (-1, 1, "c", 1), (1, 2, "c", 0)),
+    ((-1, 12, "s", 3), (1, 13, "s", 1), (-1, 14, "s", 0)), ((1, 8, "s", 3), (-1, 9, "s", 1), (1, 10, "s", 0)),
+)
 
 
 def _tyname(t):

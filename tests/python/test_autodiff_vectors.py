@@ -484,55 +484,61 @@ def _from_matrix(m, out):
 
 
 @tack.kernel
-def _inverse(m, x, out):
+def _inverse(m, x, out, det):
     for i in range(m.shape[0]):
         out[i] = tack.inverse(m[i]) @ x[i]
+        if det.shape[0] > 1:                        # the determinant too (2x2 and 3x3: in test_every_operation...)
+            det[i] = tack.determinant(m[i])
 
 
-def test_inverse_of_2x2_and_3x3_matrices():
-    """tack.inverse of mat22d and mat33d against central finite differences (d(A^-1) = -A^-1 dA
-    A^-1), debug mode equal to the compiled adjoint, and a singular matrix (its inverse the zero
-    matrix, as the forward's) with gradient zero."""
+@pytest.mark.parametrize("n", [2, 3, pytest.param(4, marks=pytest.mark.skipif(
+    not TEST_ALL, reason="a 4x4 inverse's adjoint takes seconds to generate and compile (make test-all)"))])
+def test_inverse_and_determinant_of_2x2_3x3_and_4x4_matrices(n):
+    """tack.inverse and tack.determinant of mat22d, mat33d and mat44d against central finite
+    differences (d(A^-1) = -A^-1 dA A^-1), debug mode equal to the compiled adjoint, and a singular
+    matrix (its inverse the zero matrix, as the forward's) with gradient zero."""
     rng = np.random.default_rng(7)
-    for mt, vt, n in ((tack.mat22d, tack.vec2d, 2), (tack.mat33d, tack.vec3d, 3)):
-        M = rng.random((3, n, n)) + 2.0 * np.eye(n)
-        M[2] = 1.0                                  # singular: determinant exactly 0
-        X = rng.random((3, n))
-        seed = rng.random((3, n))
-        got = []
-        for k in (_inverse, tack.kernel(_inverse.__wrapped__, jit=False)):
-            gm, gx = tack.zeros(3, mt), tack.zeros(3, vt)
-            k.adjoint(tack.array(M, mt), tack.array(X, vt), tack.zeros(3, vt),
-                      grads={"m": gm, "x": gx, "out": tack.array(seed, vt)})
-            got.append((gm.numpy(), gx.numpy()))
-        for a, b in zip(*got):
-            np.testing.assert_allclose(b, a, rtol=1e-13, atol=1e-15)
+    mt, vt = {2: (tack.mat22d, tack.vec2d), 3: (tack.mat33d, tack.vec3d), 4: (tack.mat44d, tack.vec4d)}[n]
+    M = rng.random((3, n, n)) + 2.0 * np.eye(n)
+    M[2] = 1.0                                  # singular: determinant exactly 0
+    X = rng.random((3, n))
+    seed, dseed = rng.random((3, n)), rng.random(3 if n == 4 else 1)
+    dseed[2:] = 0.0                             # the singular matrix: only its inverse's (zero) gradient
+    got = []
+    for k in (_inverse, tack.kernel(_inverse.__wrapped__, jit=False)):
+        gm, gx = tack.zeros(3, mt), tack.zeros(3, vt)
+        k.adjoint(tack.array(M, mt), tack.array(X, vt), tack.zeros(3, vt), np.zeros(dseed.size),
+                  grads={"m": gm, "x": gx, "out": tack.array(seed, vt), "det": dseed.copy()})
+        got.append((gm.numpy(), gx.numpy()))
+    for a, b in zip(*got):
+        np.testing.assert_allclose(b, a, rtol=1e-13, atol=1e-15)
 
-        def loss(M, X):
-            o = tack.zeros(3, vt)
-            _inverse(tack.array(M, mt), tack.array(X, vt), o)
-            return float(np.sum(o.numpy() * seed))
+    def loss(M, X):
+        o, d = tack.zeros(3, vt), np.zeros(dseed.size)
+        _inverse(tack.array(M, mt), tack.array(X, vt), o, d)
+        return float(np.sum(o.numpy() * seed) + (d @ dseed if n == 4 else 0.0))
 
-        h = 1e-6
-        for which, arr in ((0, M), (1, X)):
-            num = np.zeros_like(arr)
-            for idx in np.ndindex(arr.shape):
-                if which == 0 and idx[0] == 2:
-                    continue                        # the singular matrix: a step makes it invertible
-                up, dn = arr.copy(), arr.copy()
-                up[idx] += h
-                dn[idx] -= h
-                args_up = (up, X) if which == 0 else (M, up)
-                args_dn = (dn, X) if which == 0 else (M, dn)
-                num[idx] = (loss(*args_up) - loss(*args_dn)) / (2 * h)
-            np.testing.assert_allclose(got[0][which], num, rtol=1e-6, atol=1e-8, err_msg=f"{n}x{n} {which}")
-        assert not got[0][0][2].any() and not got[0][1][2].any()   # the zero matrix: no gradient
+    h = 1e-6
+    for which, arr in ((0, M), (1, X)):
+        num = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            if which == 0 and idx[0] == 2:
+                continue                        # the singular matrix: a step makes it invertible
+            up, dn = arr.copy(), arr.copy()
+            up[idx] += h
+            dn[idx] -= h
+            args_up = (up, X) if which == 0 else (M, up)
+            args_dn = (dn, X) if which == 0 else (M, dn)
+            num[idx] = (loss(*args_up) - loss(*args_dn)) / (2 * h)
+        np.testing.assert_allclose(got[0][which], num, rtol=1e-6, atol=1e-8, err_msg=f"{n}x{n} {which}")
+    assert not got[0][0][2].any() and not got[0][1][2].any()   # the zero matrix: no gradient
 
 
 @tack.kernel
-def _det4(m, out):
+def _svd(m, out):
     for i in range(m.shape[0]):
-        out[i] = tack.determinant(m[i])
+        u, s, vt = tack.svd3(m[i])
+        out[i] = s
 
 
 @tack.kernel
@@ -549,15 +555,14 @@ def _refusal_cases():
         (_from_matrix, (tack.ones(2, tack.mat33d), tack.zeros(2, tack.quatd)), "quat_from_matrix is not "
                                                                                "differentiated yet (differentiated: "
                                                                                "quat_rotate"),
-        (_inverse, (tack.ones(2, tack.mat44d), tack.ones(2, tack.vec4d), tack.zeros(2, tack.vec4d)),
-         "inverse() of a 4x4 matrix is not differentiated yet (2x2 and 3x3 are)"),
-        (_det4, (tack.ones(2, tack.mat44d), np.zeros(2)), "determinant() of a matrix value is not differentiated"),
+        (_svd, (tack.ones(2, tack.mat33d), tack.zeros(2, tack.vec3d)), "svd3() of a matrix value is not "
+                                                                       "differentiated yet"),
         (_vector_local_array, (tack.ones(3, tack.vec3d), tack.zeros(3, tack.vec3d)), "'t' is a local array of vec3d: "
                                                                                      "only local arrays of f32, f64"),
     ]
 
 
-@pytest.mark.parametrize("case", range(4))
+@pytest.mark.parametrize("case", range(3))
 def test_refusals_name_the_line(case):
     kern, args, msg = _refusal_cases()[case]
     with pytest.raises(tack.CompileError) as err:
