@@ -18,7 +18,9 @@ the vector rules there.  What is a quaternion's own is written out here on the c
   `transform_vector` and `transform_inverse`, each in the forward's steps (the rotation as
   `v + w t + u x t`, `t = (2 / |q|^2) u x v`).
 
-`quat_from_matrix` is refused by the caller.  The recomputed values
+- `tack.quat_from_matrix(m)` in the forward's steps: the component solved for first chosen by the
+  largest of the trace and the diagonal (the branch kept in a local, so the reverse takes the
+  forward's), normalized with `w >= 0`.  The recomputed values
 may differ from the forward's by rounding (the formulas are the textbook ones), which only scales
 the derivatives.
 """
@@ -28,7 +30,8 @@ from __future__ import annotations
 import ast
 
 SUPPORTED = ("quat_rotate", "quat_rotate_inv", "quat_inverse", "quat_to_matrix", "quat_from_axis_angle",
-             "quat_identity", "quat_slerp", "transform_point", "transform_vector", "transform_inverse")
+             "quat_identity", "quat_slerp", "quat_from_matrix", "transform_point", "transform_vector",
+             "transform_inverse")
 
 
 def call_type(sc, name, e, args):
@@ -47,6 +50,8 @@ def call_type(sc, name, e, args):
         return Ty("q", (4,), q.dt if q is not None else "f32")
     if name == "quat_identity":
         return Ty("q", (4,), "f64" if sc.gen.kernel.default_float.name == "f64" else "f32")
+    if name == "quat_from_matrix":
+        return Ty("q", (4,), q.dt if q is not None else "f32")
     if name in ("transform_point", "transform_vector"):
         v = args[1] if len(args) > 1 else None
         return Ty("v", (3,), _wider(q.dt, v.dt) if q is not None and v is not None else "f32")
@@ -95,6 +100,8 @@ def call(sc, name, e, ty):
         return [_mul(c, s, e) for c in ax] + [w]
     if name == "quat_slerp":
         return slerp(sc, e, ty)
+    if name == "quat_from_matrix":
+        return from_matrix(sc, e, ty)
     if name.startswith("transform"):
         return transform(sc, name, e, ty)
     _t, q = sc.comps(e.args[0])
@@ -214,3 +221,51 @@ def transform(sc, name, e, ty):
     if name == "transform_vector":
         return r
     return [_add(r[k], tc[k], e) for k in range(3)]
+
+
+def from_matrix(sc, e, ty):
+    """quat_from_matrix(m) as the forward computes it (emit_quat.c): which of trace, m00, m11, m22 is
+    largest picks the formula (ties as its `>=` tests break them), then r / (r.w < 0 ? -|r| : |r|)."""
+    from ._autodiff_scalarize import SEP, Ty, _add, _c, _div, _loc, _mul, _neg, _nm, _sub, _sum
+
+    t, a = sc.comps(e.args[0])
+    a = sc.bind(a, t, e)
+    m = lambda r, c: a[r * 3 + c]  # noqa: E731
+    one = Ty("v", (1,), ty.dt)
+    tr = sc.bind([_add(_add(m(0, 0), m(1, 1), e), m(2, 2), e)], one, e)[0]
+
+    def ge(x, y):
+        return _loc(ast.Compare(left=x, ops=[ast.GtE()], comparators=[y]), e)
+
+    def both(*tests):
+        return _loc(ast.BoolOp(op=ast.And(), values=list(tests)), e)
+
+    sc.n += 1
+    k = f"sc{SEP}{sc.n}{SEP}branch"
+    sc.gen.local_types[k] = "i64"
+    pick = _loc(ast.IfExp(test=both(ge(tr, m(0, 0)), ge(tr, m(1, 1)), ge(tr, m(2, 2))), body=_c(0, e), orelse=_loc(
+        ast.IfExp(test=both(ge(m(0, 0), m(1, 1)), ge(m(0, 0), m(2, 2))), body=_c(1, e), orelse=_loc(
+            ast.IfExp(test=ge(m(1, 1), m(2, 2)), body=_c(2, e), orelse=_c(3, e)), e)), e)), e)
+    sc.pre.append(_loc(ast.Assign(targets=[_nm(k, e, True)], value=pick), e))
+
+    def diag(i):
+        return _add(_sub(_c(1.0, e), tr, e), _mul(_c(2.0, e), m(i, i), e), e)
+
+    forms = [[_sub(m(2, 1), m(1, 2), e), _sub(m(0, 2), m(2, 0), e), _sub(m(1, 0), m(0, 1), e), _add(_c(1.0, e), tr, e)],
+             [diag(0), _add(m(1, 0), m(0, 1), e), _add(m(2, 0), m(0, 2), e), _sub(m(2, 1), m(1, 2), e)],
+             [_add(m(0, 1), m(1, 0), e), diag(1), _add(m(2, 1), m(1, 2), e), _sub(m(0, 2), m(2, 0), e)],
+             [_add(m(0, 2), m(2, 0), e), _add(m(1, 2), m(2, 1), e), diag(2), _sub(m(1, 0), m(0, 1), e)]]
+    r = []
+    for i in range(4):
+        out = forms[3][i]
+        for b in (2, 1, 0):
+            test = _loc(ast.Compare(left=_nm(k, e), ops=[ast.Eq()], comparators=[_c(b, e)]), e)
+            out = _loc(ast.IfExp(test=test, body=forms[b][i], orelse=out), e)
+        r.append(out)
+    r = sc.bind(r, ty, e)
+    sq = sc.bind([_sum([_mul(c, c, e) for c in r], e)], one, e)[0]
+    ln = sc.bind([_loc(ast.IfExp(test=_loc(ast.Compare(left=sq, ops=[ast.Gt()], comparators=[_c(0.0, e)]), e),
+                                 body=sc.fn("sqrt", [sq], e), orelse=_c(0.0, e)), e)], one, e)[0]
+    neg = _loc(ast.Compare(left=r[3], ops=[ast.Lt()], comparators=[_c(0.0, e)]), e)
+    den = sc.bind([_loc(ast.IfExp(test=neg, body=_neg(ln, e), orelse=ln), e)], one, e)[0]
+    return [_div(c, den, e) for c in r]

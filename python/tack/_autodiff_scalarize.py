@@ -38,9 +38,9 @@ Quaternions are four components, as a vec4 is; their own functions (the Hamilton
 `quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
 rewrite; transforms are seven components, `p` then `q` (`t.p`, `t.q` are their slices).  What
-is not rewritten is refused at its line, saying what to write (`quat_from_matrix`, the
-decompositions).  docs/differentiation.md ("Vectors, matrices,
-quaternions and complex numbers") is the user's account.
+is not rewritten is refused at its line, saying what to write (the decompositions).
+docs/differentiation.md ("Vectors, matrices, quaternions and complex numbers") is the user's
+account.
 """
 
 from __future__ import annotations
@@ -283,7 +283,9 @@ class Scalarizer:
             raise self.error(f"{ast.unparse(e.func)}() of a {'x'.join(map(str, t.shape)) if t else ''} matrix is "
                              f"not differentiated yet (2x2, 3x3 and 4x4 are)", e)
         if name in ("svd3", "eig3", "qr3"):
-            raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet", e)
+            raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet (its derivative is "
+                             f"undefined where singular values or eigenvalues repeat): compute what you need in "
+                             f"closed form where there is one (tack.determinant, tack.inverse, tack.trace)", e)
         args = [self.ty(a) for a in e.args]
         a0 = args[0] if args else None
         if name in ("cross", "normalize", "conjugate", "cmath.exp"):

@@ -419,26 +419,27 @@ def test_a_component_chosen_by_a_computed_index():
     assert np.isnan(bad[2]).any()
 
 
-def _slerp_transforms(a, b, s, tr, u, v, out, to):
+def _slerp_transforms(a, b, s, tr, u, v, m, out, to):
     for i in range(v.shape[0]):
-        q = tack.quat_slerp(a[i], b[i], s[i])
+        q = tack.quat_slerp(a[i], b[i], s[i]) * tack.quat_from_matrix(m[i])
         t = tr[i]                                   # a transform local named t (the generator's temporaries are t·N)
         c = t * tack.transformd(tack.vec3d(0.5, v[i].x, 1.0), q) * tack.transform_inverse(u[i])
         out[i] = tack.transform_point(c, v[i]) + tack.transform_vector(t, v[i]) * t.p.y + tack.quat_rotate(c.q, t.p)
         to[i] = tack.transform_inverse(c)
 
 
-def _slerp_transform_small(a, b, s, tr, u, v, out, to):
+def _slerp_transform_small(a, b, s, tr, u, v, m, out, to):
     for i in range(v.shape[0]):
         t = tr[i]
         out[i] = tack.transform_point(t, v[i])
-        to[i] = tack.transformd(u[i].p, tack.quat_slerp(a[i], b[i], s[i]))
+        to[i] = tack.transformd(u[i].p, tack.quat_slerp(a[i], b[i], s[i]) * tack.quat_from_matrix(m[i]))
 
 
 @pytest.mark.parametrize("func", [_slerp_transform_small, pytest.param(_slerp_transforms, marks=pytest.mark.skipif(
     not TEST_ALL, reason="every transform operation: a larger adjoint to compile (make test-all)"))])
-def test_slerp_and_transforms(func):
-    """tack.quat_slerp (ends of any length, the shorter arc, equal rotations where sin th = 0) and the
+def test_slerp_from_matrix_and_transforms(func):
+    """tack.quat_slerp (ends of any length, the shorter arc, equal rotations where sin th = 0),
+    tack.quat_from_matrix (each of its four branches: the trace, m00, m11, m22 largest) and the
     transforms (t * u, transform_point, transform_vector, transform_inverse, t.p, t.q) against central
     finite differences, debug mode equal to the compiled adjoint."""
     rng = np.random.default_rng(11)
@@ -449,7 +450,11 @@ def test_slerp_and_transforms(func):
     B[3] = -B[3] if A[3] @ B[3] > 0 else B[3]       # the shorter arc negates b
     T, U, V = rng.standard_normal((n, 7)), rng.standard_normal((n, 7)), rng.standard_normal((n, 3))
     G, GT = rng.standard_normal((n, 3)), rng.standard_normal((n, 7))
-    types = (tack.quatd, tack.quatd, None, tack.transformd, tack.transformd, tack.vec3d)
+    c, s_ = np.cos(0.2), np.sin(0.2)
+    turn = np.array([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]])
+    Mq = np.array([np.diag(d) for d in ((1.0, 1.0, 1.0), (1.0, -1.0, -1.0), (-1.0, 1.0, -1.0), (-1.0, -1.0, 1.0))]) @ turn
+    Mq += 0.01 * rng.standard_normal(Mq.shape)      # near rotations, each branch of quat_from_matrix in turn
+    types = (tack.quatd, tack.quatd, None, tack.transformd, tack.transformd, tack.vec3d, tack.mat33d)
     kern = tack.kernel(func)
 
     def args(arrays):
@@ -464,11 +469,11 @@ def test_slerp_and_transforms(func):
     def grads(k):
         gs = [np.zeros(n) if t is None else tack.zeros(n, t) for t in types]
         seeds = {"out": tack.array(G, tack.vec3d), "to": tack.array(GT, tack.transformd)}
-        k.adjoint(*args((A, B, S, T, U, V)), grads={**dict(zip(("a", "b", "s", "tr", "u", "v"), gs)), **seeds})
+        k.adjoint(*args((A, B, S, T, U, V, Mq)), grads={**dict(zip(("a", "b", "s", "tr", "u", "v", "m"), gs)), **seeds})
         return [g if isinstance(g, np.ndarray) else g.numpy() for g in gs]
 
     g = grads(kern)
-    for got, num in zip(g, _fd(loss, [A, B, S, T, U, V])):
+    for got, num in zip(g, _fd(loss, [A, B, S, T, U, V, Mq])):
         np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-7)
     for a, b in zip(g, grads(tack.kernel(func, jit=False))):
         np.testing.assert_array_equal(a, b)
@@ -478,9 +483,10 @@ def test_slerp_and_transforms(func):
 
 
 @tack.kernel
-def _from_matrix(m, out):
+def _qr(m, out):
     for i in range(m.shape[0]):
-        out[i] = tack.quat_from_matrix(m[i])
+        q, r = tack.qr3(m[i])
+        out[i] = q @ r
 
 
 @tack.kernel
@@ -552,9 +558,8 @@ def _vector_local_array(x, out):
 def _refusal_cases():
     v3 = tack.ones(2, tack.vec3d)
     return [
-        (_from_matrix, (tack.ones(2, tack.mat33d), tack.zeros(2, tack.quatd)), "quat_from_matrix is not "
-                                                                               "differentiated yet (differentiated: "
-                                                                               "quat_rotate"),
+        (_qr, (tack.ones(2, tack.mat33d), tack.zeros(2, tack.mat33d)), "qr3() of a matrix value is not "
+                                                                      "differentiated yet"),
         (_svd, (tack.ones(2, tack.mat33d), tack.zeros(2, tack.vec3d)), "svd3() of a matrix value is not "
                                                                        "differentiated yet"),
         (_vector_local_array, (tack.ones(3, tack.vec3d), tack.zeros(3, tack.vec3d)), "'t' is a local array of vec3d: "
