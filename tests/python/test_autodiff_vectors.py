@@ -452,7 +452,8 @@ def test_slerp_from_matrix_and_transforms(func):
     G, GT = rng.standard_normal((n, 3)), rng.standard_normal((n, 7))
     c, s_ = np.cos(0.2), np.sin(0.2)
     turn = np.array([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]])
-    Mq = np.array([np.diag(d) for d in ((1.0, 1.0, 1.0), (1.0, -1.0, -1.0), (-1.0, 1.0, -1.0), (-1.0, -1.0, 1.0))]) @ turn
+    signs = ((1.0, 1.0, 1.0), (1.0, -1.0, -1.0), (-1.0, 1.0, -1.0), (-1.0, -1.0, 1.0))
+    Mq = np.array([np.diag(d) for d in signs]) @ turn
     Mq += 0.01 * rng.standard_normal(Mq.shape)      # near rotations, each branch of quat_from_matrix in turn
     types = (tack.quatd, tack.quatd, None, tack.transformd, tack.transformd, tack.vec3d, tack.mat33d)
     kern = tack.kernel(func)
