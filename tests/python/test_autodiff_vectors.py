@@ -494,8 +494,13 @@ def _qr(m, out):
 def _inverse(m, x, out, det):
     for i in range(m.shape[0]):
         out[i] = tack.inverse(m[i]) @ x[i]
-        if det.shape[0] > 1:                        # the determinant too (2x2 and 3x3: in test_every_operation...)
-            det[i] = tack.determinant(m[i])
+
+
+@tack.kernel
+def _inverse_det(m, x, out, det):                   # 4x4: the determinant too (2x2, 3x3: test_every_operation...)
+    for i in range(m.shape[0]):
+        out[i] = tack.inverse(m[i]) @ x[i]
+        det[i] = tack.determinant(m[i])
 
 
 @pytest.mark.parametrize("n", [2, 3, pytest.param(4, marks=pytest.mark.skipif(
@@ -512,7 +517,8 @@ def test_inverse_and_determinant_of_2x2_3x3_and_4x4_matrices(n):
     seed, dseed = rng.random((3, n)), rng.random(3 if n == 4 else 1)
     dseed[2:] = 0.0                             # the singular matrix: only its inverse's (zero) gradient
     got = []
-    for k in (_inverse, tack.kernel(_inverse.__wrapped__, jit=False)):
+    kern = _inverse_det if n == 4 else _inverse
+    for k in (kern, tack.kernel(kern.__wrapped__, jit=False)):
         gm, gx = tack.zeros(3, mt), tack.zeros(3, vt)
         k.adjoint(tack.array(M, mt), tack.array(X, vt), tack.zeros(3, vt), np.zeros(dseed.size),
                   grads={"m": gm, "x": gx, "out": tack.array(seed, vt), "det": dseed.copy()})
@@ -522,7 +528,7 @@ def test_inverse_and_determinant_of_2x2_3x3_and_4x4_matrices(n):
 
     def loss(M, X):
         o, d = tack.zeros(3, vt), np.zeros(dseed.size)
-        _inverse(tack.array(M, mt), tack.array(X, vt), o, d)
+        kern(tack.array(M, mt), tack.array(X, vt), o, d)
         return float(np.sum(o.numpy() * seed) + (d @ dseed if n == 4 else 0.0))
 
     h = 1e-6
