@@ -55,8 +55,9 @@ _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 
 class Ty:
-    """A vector ('v', (n,)), matrix ('m', (r, c)) or complex ('c', (2,)) type, its components'
-    float type ('f32', 'f64', or an integer type for integer vectors)."""
+    """A vector ('v', (n,)), matrix ('m', (r, c)), complex ('c', (2,)), quaternion ('q', (4,)) or
+    transform ('x', (7,): p then q) type, its components' float type ('f32', 'f64', or an integer
+    type for integer vectors)."""
 
     __slots__ = ("kind", "shape", "dt")
 
