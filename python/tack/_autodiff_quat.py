@@ -1,4 +1,4 @@
-"""Quaternions made scalars for the adjoint: the rules of tack._autodiff_scalarize for quat values.
+"""Quaternions and transforms made scalars for the adjoint: the rules of tack._autodiff_scalarize for them.
 
 A quaternion (`quat`, `quatd`: `(x, y, z, w)`, docs/language.md "Quaternions and transforms") is,
 to the adjoint, four float locals like a vec4's, so construction, components, `q + r`, `q - r`,

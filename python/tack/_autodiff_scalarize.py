@@ -48,7 +48,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from . import _autodiff_quat, _core
+from . import _autodiff_matrix, _autodiff_quat, _core
 
 SEP = "\u00b7"
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -484,15 +484,7 @@ class Scalarizer:
             m = lambda r, c: a[r * n + c]  # noqa: E731
             one = Ty("v", (1,), t.dt)
             if n == 4:
-                sm, cm, d = self.minors4(a, t, e)
-                num = []
-                for terms in _INV4:
-                    out = None
-                    for sign, k, which, w in terms:
-                        x = a[k]
-                        term = _mul(_neg(x, e) if sign < 0 and out is None else x, (sm if which == "s" else cm)[w], e)
-                        out = term if out is None else (_add(out, term, e) if sign > 0 else _sub(out, term, e))
-                    num.append(out)
+                num, d = _autodiff_matrix.inverse4(self, a, t, e)
             elif n == 2:
                 d = self.bind([_sub(_mul(m(0, 0), m(1, 1), e), _mul(m(0, 1), m(1, 0), e), e)], one, e)[0]
                 num = [m(1, 1), _neg(m(0, 1), e), _neg(m(1, 0), e), m(0, 0)]
@@ -527,23 +519,6 @@ class Scalarizer:
             raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
         raise self.error(f"{ast.unparse(e.func)}() of a vector, matrix or complex value is not differentiated "
                          f"yet (write it with components)", e)
-
-    def minors4(self, a, t, e):
-        """The 2x2 minors of rows 0 and 1 (s) and of rows 2 and 3 (c) of a 4x4 matrix's components, column
-        pairs 01 02 03 12 13 23, and the determinant from them, as prelude_linalg.c computes them."""
-        pairs = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
-        one = Ty("v", (1,), t.dt)
-
-        def minor(r, i, j):
-            return _sub(_mul(a[r * 4 + i], a[(r + 1) * 4 + j], e), _mul(a[(r + 1) * 4 + i], a[r * 4 + j], e), e)
-
-        sm = self.bind([minor(0, i, j) for i, j in pairs], Ty("v", (6,), t.dt), e)
-        cm = self.bind([minor(2, i, j) for i, j in pairs], Ty("v", (6,), t.dt), e)
-        d = _sub(_mul(sm[0], cm[5], e), _mul(sm[1], cm[4], e), e)
-        for k, sign in ((2, 1), (3, 1), (4, -1), (5, 1)):
-            term = _mul(sm[k], cm[5 - k], e)
-            d = _add(d, term, e) if sign > 0 else _sub(d, term, e)
-        return sm, cm, self.bind([d], one, e)[0]
 
     def construct(self, e, ty):
         args = e.args
@@ -721,7 +696,7 @@ class Scalarizer:
             t, a = self.comps(e.args[0])
             a = self.bind(a, t, e)
             if t.shape == (4, 4):
-                return self.minors4(a, t, e)[2]
+                return _autodiff_matrix.minors4(self, a, t, e)[2]
             if t.shape == (2, 2):
                 return _sub(_mul(a[0], a[3], e), _mul(a[1], a[2], e), e)
             m = lambda r, c: a[r * 3 + c]  # noqa: E731
@@ -988,20 +963,6 @@ class Scalarizer:
                 self.gen.local_types.pop(name, None)
         ast.fix_missing_locations(new)
         return new
-
-
-# the 4x4 inverse's numerators as prelude_linalg.c writes them, row-major: (sign, component of a, s or c
-# minor, its index) per term; the first term's sign negates its component, the others' add or subtract
-_INV4 = (
-    ((1, 5, "c", 5), (-1, 6, "c", 4), (1, 7, "c", 3)), ((-1, 1, "c", 5), (1, 2, "c", 4), (-1, 3, "c", 3)),
-    ((1, 13, "s", 5), (-1, 14, "s", 4), (1, 15, "s", 3)), ((-1, 9, "s", 5), (1, 10, "s", 4), (-1, 11, "s", 3)),
-    ((-1, 4, "c", 5), (1, 6, "c", 2), (-1, 7, "c", 1)), ((1, 0, "c", 5), (-1, 2, "c", 2), (1, 3, "c", 1)),
-    ((-1, 12, "s", 5), (1, 14, "s", 2), (-1, 15, "s", 1)), ((1, 8, "s", 5), (-1, 10, "s", 2), (1, 11, "s", 1)),
-    ((1, 4, "c", 4), (-1, 5, "c", 2), (1, 7, "c", 0)), ((-1, 0, "c", 4), (1, 1, "c", 2), (-1, 3, "c", 0)),
-    ((1, 12, "s", 4), (-1, 13, "s", 2), (1, 15, "s", 0)), ((-1, 8, "s", 4), (1, 9, "s", 2), (-1, 11, "s", 0)),
-    ((-1, 4, "c", 3), (1, 5, "c", 1), (-1, 6, "c", 0)), ((1, 0, "c", 3), (-1, 1, "c", 1), (1, 2, "c", 0)),
-    ((-1, 12, "s", 3), (1, 13, "s", 1), (-1, 14, "s", 0)), ((1, 8, "s", 3), (-1, 9, "s", 1), (1, 10, "s", 0)),
-)
 
 
 def _tyname(t):
