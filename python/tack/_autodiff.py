@@ -273,7 +273,7 @@ class _Gen:
             _local.check(self, name, node)
             return
         if t is not None and t not in _FLOATS and t not in _INTS:
-            raise self.error(f"'{name}' is a {t} value; transforms are not differentiated yet "
+            raise self.error(f"'{name}' is a {t} value, not differentiated yet "
                              f"(write the components as float locals)", node)
 
     def active(self, e):

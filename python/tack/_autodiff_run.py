@@ -206,8 +206,8 @@ def _components(v, ty, what):
                 c *= d
             sc = getattr(_core, ty.dt) if ty.kind == "c" else v.dtype.scalar
             return v._field_view(sc, 0, shape, tuple(strides))
-    name = {"c": "complex", "q": "quat"}.get(ty.kind) or (f"vec{ty.shape[0]}" if ty.kind == "v" else
-                                                        f"mat{ty.shape[0]}{ty.shape[1]}")
+    name = {"c": "complex", "q": "quat", "x": "transform"}.get(ty.kind) or (
+        f"vec{ty.shape[0]}" if ty.kind == "v" else f"mat{ty.shape[0]}{ty.shape[1]}")
     raise TypeError(f"{what} is {getattr(v, 'dtype', type(v).__name__)}: the gradient of an array of {name} "
                     f"({ty.dt} components) is an array of the same type and shape")
 

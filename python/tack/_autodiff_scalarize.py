@@ -7,18 +7,18 @@ on scalars, and the generator then differentiates that unchanged:
 
 - a local of a vector, matrix or complex type (the compiler's type, read from the forward
   call's IR as every local's is) becomes one local per component: `v` of type vec3 is
-  `v·0, v·1, v·2`, a mat33 `m·0 .. m·8` in row-major order, a complex `z·0` (the real part)
-  and `z·1` (the imaginary part);
+  `v·c0, v·c1, v·c2`, a mat33 `m·c0 .. m·c8` in row-major order, a complex `z·c0` (the real
+  part) and `z·c1` (the imaginary part);
 - an expression of such a type becomes the list of its components' scalar expressions:
   construction (`tack.vec3(a, b, c)`, `tack.vec3(s)`, `tack.mat33(1.0)` the scaled identity,
   `complex(re, im)`), `+ - * /` componentwise and with a broadcast scalar, unary minus, `@`
   (matrix by matrix and by vector), a component assigned (`v[0] = s`), `tack.cross`,
-  `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, `tack.inverse` of 2x2 and 3x3
-  (the forward's adjugate over the determinant, zero where that is exactly 0), complex arithmetic (`z * w`, `z / w`,
-  `z.conjugate()`, `cmath.exp`), and conditional expressions; a scalar made from one
-  (`v.x`, `v[0]`, `m[i, j]`, `z.real`, `tack.dot`, `tack.length`, `tack.norm`,
-  `tack.trace`, `tack.determinant` of 2x2 and 3x3, `abs(z)`, `cmath.phase`) becomes a scalar
-  expression of the components;
+  `tack.normalize`, `tack.transpose`, `tack.outer`, `tack.diag`, `tack.inverse` of 2x2, 3x3 and
+  4x4 (the forward's adjugate over the determinant, zero where that is exactly 0), complex
+  arithmetic (`z * w`, `z / w`, `z.conjugate()`, `cmath.exp`), and conditional expressions; a scalar made from one
+  (`v.x`, `v[0]`, `m[i, j]`, `v[j]` of a computed j as a select over the components, `z.real`,
+  `tack.dot`, `tack.length`, `tack.norm`, `tack.trace`, `tack.determinant`, `abs(z)`,
+  `cmath.phase`) becomes a scalar expression of the components;
 - an array whose elements are vectors, matrices or complex numbers is, to the adjoint, the
   float array of their components, one more axis (two for matrices): `x[i]` of a vec3 array
   reads `x[i, 0], x[i, 1], x[i, 2]`, a store writes each component, and the gradient lands in
@@ -37,10 +37,10 @@ recomputed values, which only scale derivatives, by rounding.
 Quaternions are four components, as a vec4 is; their own functions (the Hamilton product,
 `quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
-rewrite.  What is not rewritten is refused at its line, saying what to write (transforms,
-`quat_slerp`, `quat_from_matrix`, the decompositions, a 4x4 inverse or determinant, a
-component chosen by a computed index).  docs/differentiation.md ("Vectors, matrices,
-quaternions and complex numbers") is the user's account.
+rewrite; transforms are seven components, `p` then `q` (`t.p`, `t.q` are their slices).  What
+is not rewritten is refused at its line, saying what to write (the decompositions).
+docs/differentiation.md ("Vectors, matrices, quaternions and complex numbers") is the user's
+account.
 """
 
 from __future__ import annotations
@@ -48,15 +48,16 @@ from __future__ import annotations
 import ast
 import copy
 
-from . import _autodiff_quat, _core
+from . import _autodiff_matrix, _autodiff_quat, _core
 
 SEP = "\u00b7"
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 
 class Ty:
-    """A vector ('v', (n,)), matrix ('m', (r, c)) or complex ('c', (2,)) type, its components'
-    float type ('f32', 'f64', or an integer type for integer vectors)."""
+    """A vector ('v', (n,)), matrix ('m', (r, c)), complex ('c', (2,)), quaternion ('q', (4,)) or
+    transform ('x', (7,): p then q) type, its components' float type ('f32', 'f64', or an integer
+    type for integer vectors)."""
 
     __slots__ = ("kind", "shape", "dt")
 
@@ -85,6 +86,8 @@ def parse_type(text):
         return Ty("v", (n,), {"": "f32", "d": "f64", "i": "i32"}.get(text[4:], None) or "f32")
     if text in ("quat", "quatd"):
         return Ty("q", (4,), "f64" if text == "quatd" else "f32")
+    if text in ("transform", "transformd"):  # p (3 components) then q (4)
+        return Ty("x", (7,), "f64" if text == "transformd" else "f32")
     if text.startswith("mat") and len(text) >= 5 and text[3:5].isdigit():
         return Ty("m", (int(text[3]), int(text[4])), "f64" if text[5:] == "d" else "f32")
     return None
@@ -186,7 +189,8 @@ class Scalarizer:
 
     def comp_names(self, name):
         ty = self.types[name]
-        out = [f"{name}{SEP}{k}" for k in range(ty.size)]
+        out = [f"{name}{SEP}c{k}" for k in range(ty.size)]  # not name·k: the generator's own temporaries
+        # are t·N, g·N ..., and a vector local named t or g would meet them
         shown = self.gen.__dict__.setdefault("components", {})  # for errors: v·0 is shown as v
         for nm in out:
             self.gen.local_types.setdefault(nm, "f64" if ty.dt == "f64" else ty.dt)
@@ -223,6 +227,9 @@ class Scalarizer:
                 return self.arrays[e.value.id]
             return None  # a component of a vector, or an element of a scalar array
         if isinstance(e, ast.Attribute):
+            t = self.ty(e.value)
+            if t is not None and t.kind == "x" and e.attr in ("p", "q"):
+                return Ty("v", (3,), t.dt) if e.attr == "p" else Ty("q", (4,), t.dt)
             return None
         if isinstance(e, ast.BinOp):
             a, b = self.ty(e.left), self.ty(e.right)
@@ -252,8 +259,6 @@ class Scalarizer:
             return self.ty(e.func.value)
         name, obj = g.intrinsic(e)
         if isinstance(obj, _core.DType):
-            if obj.name.startswith("transform"):
-                raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(obj.name)}", e)
             return dtype_type(obj)
         if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False):
             rets = g.func_returns.get(obj.__name__, set())
@@ -274,12 +279,14 @@ class Scalarizer:
             raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
         if name == "inverse" and e.args:
             t = self.ty(e.args[0])
-            if t is not None and t.kind == "m" and t.shape in ((2, 2), (3, 3)):
+            if t is not None and t.kind == "m" and t.shape in ((2, 2), (3, 3), (4, 4)):
                 return t
             raise self.error(f"{ast.unparse(e.func)}() of a {'x'.join(map(str, t.shape)) if t else ''} matrix is "
-                             f"not differentiated yet (2x2 and 3x3 are)", e)
+                             f"not differentiated yet (2x2, 3x3 and 4x4 are)", e)
         if name in ("svd3", "eig3", "qr3"):
-            raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet", e)
+            raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet (its derivative is "
+                             f"undefined where singular values or eigenvalues repeat): compute what you need in "
+                             f"closed form where there is one (tack.determinant, tack.inverse, tack.trace)", e)
         args = [self.ty(a) for a in e.args]
         a0 = args[0] if args else None
         if name in ("cross", "normalize", "conjugate", "cmath.exp"):
@@ -318,6 +325,9 @@ class Scalarizer:
                                                                    [_c(s, e) for s in sub], ctx=ast.Load()), e),
                                               ctx=ast.Load()), e))
             return ty, out
+        if isinstance(e, ast.Attribute):  # t.p, t.q of a transform
+            _t, cs = self.comps(e.value)
+            return ty, cs[:3] if e.attr == "p" else cs[3:]
         if isinstance(e, ast.UnaryOp):
             t, cs = self.comps(e.operand)
             if isinstance(e.op, ast.UAdd):
@@ -382,6 +392,12 @@ class Scalarizer:
             a = self.bind(self.comps(e.left)[1], a_t, e)
             b = self.bind(self.comps(e.right)[1], b_t, e)
             return ty, _autodiff_quat.product(self, e, a, b)
+        if ty.kind == "x" or (a_t is not None and a_t.kind == "x") or (b_t is not None and b_t.kind == "x"):
+            if not (isinstance(op, ast.Mult) and a_t is not None and b_t is not None and a_t.kind == b_t.kind == "x"):
+                raise self.error(f"{ast.unparse(e)}: of transforms only t * u (composition) is differentiated", e)
+            a = self.bind(self.comps(e.left)[1], a_t, e)
+            b = self.bind(self.comps(e.right)[1], b_t, e)
+            return ty, _autodiff_quat.compose(self, e, ty, a, b)
         if ty.kind == "c" and ((a_t is not None and a_t.kind != "c") or (b_t is not None and b_t.kind != "c")):
             raise self.error(f"{ast.unparse(e)}: complex numbers meet a vector or a matrix", e)
         if ty.kind == "c" and isinstance(op, (ast.Mult, ast.Div)) and a_t is not None and b_t is not None:
@@ -467,7 +483,9 @@ class Scalarizer:
             n = t.shape[0]
             m = lambda r, c: a[r * n + c]  # noqa: E731
             one = Ty("v", (1,), t.dt)
-            if n == 2:
+            if n == 4:
+                num, d = _autodiff_matrix.inverse4(self, a, t, e)
+            elif n == 2:
                 d = self.bind([_sub(_mul(m(0, 0), m(1, 1), e), _mul(m(0, 1), m(1, 0), e), e)], one, e)[0]
                 num = [m(1, 1), _neg(m(0, 1), e), _neg(m(1, 0), e), m(0, 0)]
             else:
@@ -568,6 +586,8 @@ class Scalarizer:
                             k.operand, ast.Constant):
                         k = _c(-k.operand.value, k)
                     if not (isinstance(k, ast.Constant) and type(k.value) is int):
+                        if t.kind in ("v", "q") and len(idx) == 1:
+                            return self.select(e, t, k)
                         raise self.error(f"{ast.unparse(e)}: a component chosen by a computed index is not "
                                          f"differentiated (write v.x, v[0] ... or branch on the index)", e)
                     ks.append(k.value)
@@ -592,6 +612,59 @@ class Scalarizer:
             elif isinstance(value, ast.AST):
                 setattr(new, field, copy.deepcopy(value))
         return new
+
+    def index(self, k, t, node):
+        """A computed component index k of a t value, in an integer local of its own: the index where it
+        is in range (0 <= k < n, as the forward checks), -1 where it is not."""
+        j = self.scal(k)
+        self.n += 1
+        name = f"sc{SEP}{self.n}{SEP}j"
+        self.gen.local_types[name] = "i64"
+        self.pre.append(_loc(ast.Assign(targets=[_nm(name, node, True)], value=j), node))
+        ok = _loc(ast.BoolOp(op=ast.And(), values=[
+            _loc(ast.Compare(left=_nm(name, node), ops=[ast.GtE()], comparators=[_c(0, node)]), node),
+            _loc(ast.Compare(left=_nm(name, node), ops=[ast.Lt()], comparators=[_c(t.size, node)]), node)]), node)
+        self.pre.append(_loc(ast.Assign(targets=[_nm(name, node, True)],
+                                        value=_loc(ast.IfExp(test=ok, body=_nm(name, node), orelse=_c(-1, node)),
+                                                   node)), node))
+        return _nm(name, node)
+
+    def nan(self, node):
+        return _nm(self.gen.use(float("nan"), "nan"), node)
+
+    def select(self, e, t, k):
+        """v[j] with j computed: a select over the components (`v0 if j == 0 else v1 if ...`), so the
+        gradient reaches the component chosen; an index out of range, which the forward refuses with
+        IndexError, gives NaN here rather than a component."""
+        _t, cs = self.comps(e.value)
+        j = self.index(k, t, e)
+        out = self.nan(e)
+        for i in reversed(range(t.size)):
+            test = _loc(ast.Compare(left=copy.deepcopy(j), ops=[ast.Eq()], comparators=[_c(i, e)]), e)
+            out = _loc(ast.IfExp(test=test, body=cs[i], orelse=out), e)
+        return out
+
+    def computed_store(self, tgt, value, node, op=None):
+        """v[j] = s (or op=) with j computed: every component set to a select (`s if j == k else v·k`);
+        an index out of range (refused by the forward) makes every component NaN."""
+        t = self.types[tgt.value.id]
+        names = self.comp_names(tgt.value.id)
+        s = self.scal(value)
+        j = self.index(tgt.slice, t, node)
+        if op is not None:
+            cur = self.select(_loc(ast.Subscript(value=_nm(tgt.value.id, tgt), slice=copy.deepcopy(j),
+                                                 ctx=ast.Load()), tgt), t, j)
+            s = _loc(ast.BinOp(left=cur, op=copy.deepcopy(op), right=s), node)
+        s = self.bind([s], Ty("v", (1,), t.dt), node)[0]
+        bad = _loc(ast.Compare(left=copy.deepcopy(j), ops=[ast.Lt()], comparators=[_c(0, node)]), node)
+        out = []
+        for i, nm in enumerate(names):
+            test = _loc(ast.Compare(left=copy.deepcopy(j), ops=[ast.Eq()], comparators=[_c(i, node)]), node)
+            keep = _loc(ast.IfExp(test=copy.deepcopy(bad), body=self.nan(node), orelse=_nm(nm, node)), node)
+            out.append(_loc(ast.Assign(targets=[_nm(nm, node, True)],
+                                       value=_loc(ast.IfExp(test=test, body=copy.deepcopy(s), orelse=keep), node)),
+                            node))
+        return out
 
     def scalar_call(self, e):
         """A number computed from vector values (tack.dot, tack.length, abs(z) ...), or None."""
@@ -619,9 +692,11 @@ class Scalarizer:
         if name == "trace":
             t, a = self.comps(e.args[0])
             return _sum([a[i * t.shape[1] + i] for i in range(min(t.shape))], e)
-        if name == "determinant" and t0.shape in ((2, 2), (3, 3)):
+        if name == "determinant" and t0.shape in ((2, 2), (3, 3), (4, 4)):
             t, a = self.comps(e.args[0])
             a = self.bind(a, t, e)
+            if t.shape == (4, 4):
+                return _autodiff_matrix.minors4(self, a, t, e)[2]
             if t.shape == (2, 2):
                 return _sub(_mul(a[0], a[3], e), _mul(a[1], a[2], e), e)
             m = lambda r, c: a[r * 3 + c]  # noqa: E731
@@ -771,6 +846,16 @@ class Scalarizer:
                 out.append(_loc(ast.AugAssign(target=cell, op=copy.deepcopy(op), value=c), node))
         return out
 
+    def computed_target(self, tgt):
+        """Whether tgt is `v[j]` of a vector or quaternion local, j not a constant."""
+        if not (isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.types
+                and self.types[tgt.value.id].kind in ("v", "q") and not isinstance(tgt.slice, ast.Tuple)):
+            return False
+        k = tgt.slice
+        if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub) and isinstance(k.operand, ast.Constant):
+            return False
+        return not (isinstance(k, ast.Constant) and type(k.value) is int)
+
     def component_target(self, tgt):
         """The component local `v.x = ...` or `v[1] = ...` assigns, or None."""
         if isinstance(tgt, ast.Attribute) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.types:
@@ -803,6 +888,8 @@ class Scalarizer:
                 return self.assign_local(tgt.id, s.value, s)
             if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.arrays:
                 return self.store(tgt, s.value, s)
+            if self.computed_target(tgt):
+                return self.computed_store(tgt, s.value, s)
             comp = self.component_target(tgt)
             if comp is not None:
                 return [_loc(ast.Assign(targets=[_nm(comp, tgt, True)], value=self.scal(s.value)), s)]
@@ -826,6 +913,8 @@ class Scalarizer:
                 return self.assign_local(tgt.id, s.value, s, op=s.op)
             if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.arrays:
                 return self.store(tgt, s.value, s, op=s.op)
+            if self.computed_target(tgt):
+                return self.computed_store(tgt, s.value, s, op=s.op)
             comp = self.component_target(tgt)
             if comp is not None:
                 return [_loc(ast.AugAssign(target=_nm(comp, tgt, True), op=s.op, value=self.scal(s.value)), s)]
@@ -877,7 +966,7 @@ class Scalarizer:
 
 
 def _tyname(t):
-    return {"v": "vector", "m": "matrix", "c": "complex", "q": "quaternion"}[t.kind]
+    return {"v": "vector", "m": "matrix", "c": "complex", "q": "quaternion", "x": "transform"}[t.kind]
 
 
 def _refused_quat(name):

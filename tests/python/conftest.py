@@ -10,19 +10,28 @@ import pytest
 # pytest gets a private directory of its own.
 os.environ.setdefault("TACK_CACHE_DIR", tempfile.mkdtemp(prefix="tack-test-cache-"))
 
-# Files that time what they test (a deadline, a ratio of two timings, ticks
+# Tests that time what they test (a deadline, a ratio of two timings, ticks
 # counted while a kernel runs, Ctrl-C delivered mid-kernel): make test runs
 # them in a pass of their own after the parallel one (-m serial), so that
-# they measure themselves, not a neighbour on the other core.
+# they measure themselves, not a neighbour on the other core.  An entry is a
+# file (all its tests) or `file::test` (that test only, its parametrizations
+# included), for a file whose other tests time nothing: those run in the
+# parallel pass, where neither core idles.
 SERIAL = {
     "test_interrupt.py",
     "test_compile_kernels.py",
-    "test_dask.py",
+    "test_dask.py::test_kernels_release_the_gil_so_blocks_run_at_once",
     "test_bench.py",
     "test_soak_smoke.py",
     "test_killed_build.py",
     "test_load_balance.py",
 }
+SERIAL_FILES = {entry.split("::")[0] for entry in SERIAL}
+
+
+def is_serial(item):
+    """Whether a collected test is one of SERIAL's."""
+    return item.path.name in SERIAL or f"{item.path.name}::{item.originalname}" in SERIAL
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -31,7 +40,7 @@ def pytest_ignore_collect(collection_path, config):
     strategies, module-level kernels) cost about 14 s of one core there while
     the other core idled."""
     if (config.getoption("markexpr", "") == "serial" and collection_path.suffix == ".py"
-            and collection_path.name.startswith("test_") and collection_path.name not in SERIAL):
+            and collection_path.name.startswith("test_") and collection_path.name not in SERIAL_FILES):
         return True
     return None
 
@@ -51,7 +60,7 @@ def pytest_collection_modifyitems(config, items):
     as a built library, is made once)."""
     late = {item.path for item in items if item.name in BACKGROUND}
     for item in items:
-        if item.path.name in SERIAL:
+        if is_serial(item):
             item.add_marker(pytest.mark.serial)
     order = {path: n for n, path in enumerate(dict.fromkeys(item.path for item in items))}
     items.sort(key=lambda item: (item.path in late, order[item.path], item.name in BACKGROUND))

@@ -370,79 +370,188 @@ def test_f32_components():
     np.testing.assert_allclose(gz, 2 * np.conj(Zc), rtol=1e-5)
 
 
+def _computed_index(x, j, out):
+    for i in range(x.shape[0]):
+        v = x[i]
+        v[j[i]] = 2.0 * v[j[i]] * v[(j[i] + 1) % 3]           # a component chosen at run time, read and written
+        v[(j[i] + 2) % 3] += v.x
+        out[i] = v[j[i]] * v[(j[i] + 2) % 3] + v.y
+
+
+def _fd(loss, arrays, h=1e-6):
+    """Central differences of loss(*arrays) with respect to each array."""
+    out = []
+    for w, A in enumerate(arrays):
+        num = np.zeros_like(A)
+        for idx in np.ndindex(A.shape):
+            args = [a.copy() for a in arrays]
+            args[w][idx] += h
+            up = loss(*args)
+            args[w][idx] -= 2 * h
+            num[idx] = (up - loss(*args)) / (2 * h)
+        out.append(num)
+    return out
+
+
+def test_a_component_chosen_by_a_computed_index():
+    """v[j] read and written with j computed (a select over the components) against central finite
+    differences, debug mode equal to the compiled adjoint; an index out of range, which the forward
+    refuses, gives NaN in the adjoint rather than another component's gradient."""
+    rng = np.random.default_rng(5)
+    X, J, G = rng.standard_normal((3, 3)), np.array([0, 1, 2]), rng.standard_normal(3)
+    kern = tack.kernel(_computed_index)
+
+    def grad(k, J):
+        gx = tack.zeros(3, tack.vec3d)
+        k.adjoint(tack.array(X, tack.vec3d), J, np.zeros(3), grads={"x": gx, "out": G.copy()})
+        return gx.numpy()
+
+    def loss(X):
+        o = np.zeros(3)
+        kern(tack.array(X, tack.vec3d), J, o)
+        return float(o @ G)
+
+    g = grad(kern, J)
+    np.testing.assert_allclose(g, _fd(loss, [X])[0], rtol=1e-7, atol=1e-9)
+    np.testing.assert_array_equal(grad(tack.kernel(_computed_index, jit=False), J), g)
+    bad = grad(kern, np.array([0, 1, 5]))
+    np.testing.assert_array_equal(bad[:2], g[:2])
+    assert np.isnan(bad[2]).any()
+
+
+def _slerp_transforms(a, b, s, tr, u, v, m, out, to):
+    for i in range(v.shape[0]):
+        q = tack.quat_slerp(a[i], b[i], s[i]) * tack.quat_from_matrix(m[i])
+        t = tr[i]                                   # a transform local named t (the generator's temporaries are t·N)
+        c = t * tack.transformd(tack.vec3d(0.5, v[i].x, 1.0), q) * tack.transform_inverse(u[i])
+        out[i] = tack.transform_point(c, v[i]) + tack.transform_vector(t, v[i]) * t.p.y + tack.quat_rotate(c.q, t.p)
+        to[i] = tack.transform_inverse(c)
+
+
+def _slerp_transform_small(a, b, s, tr, u, v, m, out, to):
+    for i in range(v.shape[0]):
+        t = tr[i]
+        out[i] = tack.transform_point(t, v[i])
+        to[i] = tack.transformd(u[i].p, tack.quat_slerp(a[i], b[i], s[i]) * tack.quat_from_matrix(m[i]))
+
+
+@pytest.mark.parametrize("func", [_slerp_transform_small, pytest.param(_slerp_transforms, marks=pytest.mark.skipif(
+    not TEST_ALL, reason="every transform operation: a larger adjoint to compile (make test-all)"))])
+def test_slerp_from_matrix_and_transforms(func):
+    """tack.quat_slerp (ends of any length, the shorter arc, equal rotations where sin th = 0),
+    tack.quat_from_matrix (each of its four branches: the trace, m00, m11, m22 largest) and the
+    transforms (t * u, transform_point, transform_vector, transform_inverse, t.p, t.q) against central
+    finite differences, debug mode equal to the compiled adjoint."""
+    rng = np.random.default_rng(11)
+    n = 4
+    A, B, S = rng.standard_normal((n, 4)), rng.standard_normal((n, 4)), rng.random(n)
+    B[1] = -2.0 * A[1]                              # the same rotation, antipodal: the angle is 0
+    B[2] = 0.5 * A[2]                               # the same rotation
+    B[3] = -B[3] if A[3] @ B[3] > 0 else B[3]       # the shorter arc negates b
+    T, U, V = rng.standard_normal((n, 7)), rng.standard_normal((n, 7)), rng.standard_normal((n, 3))
+    G, GT = rng.standard_normal((n, 3)), rng.standard_normal((n, 7))
+    c, s_ = np.cos(0.2), np.sin(0.2)
+    turn = np.array([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]])
+    signs = ((1.0, 1.0, 1.0), (1.0, -1.0, -1.0), (-1.0, 1.0, -1.0), (-1.0, -1.0, 1.0))
+    Mq = np.array([np.diag(d) for d in signs]) @ turn
+    Mq += 0.01 * rng.standard_normal(Mq.shape)      # near rotations, each branch of quat_from_matrix in turn
+    types = (tack.quatd, tack.quatd, None, tack.transformd, tack.transformd, tack.vec3d, tack.mat33d)
+    kern = tack.kernel(func)
+
+    def args(arrays):
+        return [a if t is None else tack.array(a, t) for a, t in zip(arrays, types)] + [
+            tack.zeros(n, tack.vec3d), tack.zeros(n, tack.transformd)]
+
+    def loss(*arrays):
+        a = args(arrays)
+        kern(*a)
+        return float(np.sum(a[-2].numpy() * G) + np.sum(a[-1].numpy() * GT))
+
+    def grads(k):
+        gs = [np.zeros(n) if t is None else tack.zeros(n, t) for t in types]
+        seeds = {"out": tack.array(G, tack.vec3d), "to": tack.array(GT, tack.transformd)}
+        k.adjoint(*args((A, B, S, T, U, V, Mq)), grads={**dict(zip(("a", "b", "s", "tr", "u", "v", "m"), gs)), **seeds})
+        return [g if isinstance(g, np.ndarray) else g.numpy() for g in gs]
+
+    g = grads(kern)
+    for got, num in zip(g, _fd(loss, [A, B, S, T, U, V, Mq])):
+        np.testing.assert_allclose(got, num, rtol=1e-6, atol=1e-7)
+    for a, b in zip(g, grads(tack.kernel(func, jit=False))):
+        np.testing.assert_array_equal(a, b)
+
+
 # ---------------------------------------------------------------- refusals
 
 
 @tack.kernel
-def _slerp(q, out):
-    for i in range(q.shape[0]):
-        out[i] = tack.quat_slerp(q[i], tack.quat_identity(), 0.5)
+def _qr(m, out):
+    for i in range(m.shape[0]):
+        q, r = tack.qr3(m[i])
+        out[i] = q @ r
 
 
 @tack.kernel
-def _transform(x, out):
-    for i in range(x.shape[0]):
-        t = tack.transformd(x[i], tack.quatd(0.0, 0.0, 0.0, 1.0))
-        out[i] = tack.transform_point(t, x[i])
-
-
-@tack.kernel
-def _computed_component(x, out):
-    for i in range(x.shape[0]):
-        v = x[i]
-        out[i] = v[i % 3]
-
-
-@tack.kernel
-def _inverse(m, x, out):
+def _inverse(m, x, out, det):
     for i in range(m.shape[0]):
         out[i] = tack.inverse(m[i]) @ x[i]
 
 
-def test_inverse_of_2x2_and_3x3_matrices():
-    """tack.inverse of mat22d and mat33d against central finite differences (d(A^-1) = -A^-1 dA
-    A^-1), debug mode equal to the compiled adjoint, and a singular matrix (its inverse the zero
-    matrix, as the forward's) with gradient zero."""
+@tack.kernel
+def _inverse_det(m, x, out, det):                   # 4x4: the determinant too (2x2, 3x3: test_every_operation...)
+    for i in range(m.shape[0]):
+        out[i] = tack.inverse(m[i]) @ x[i]
+        det[i] = tack.determinant(m[i])
+
+
+@pytest.mark.parametrize("n", [2, 3, pytest.param(4, marks=pytest.mark.skipif(
+    not TEST_ALL, reason="a 4x4 inverse's adjoint takes seconds to generate and compile (make test-all)"))])
+def test_inverse_and_determinant_of_2x2_3x3_and_4x4_matrices(n):
+    """tack.inverse and tack.determinant of mat22d, mat33d and mat44d against central finite
+    differences (d(A^-1) = -A^-1 dA A^-1), debug mode equal to the compiled adjoint, and a singular
+    matrix (its inverse the zero matrix, as the forward's) with gradient zero."""
     rng = np.random.default_rng(7)
-    for mt, vt, n in ((tack.mat22d, tack.vec2d, 2), (tack.mat33d, tack.vec3d, 3)):
-        M = rng.random((3, n, n)) + 2.0 * np.eye(n)
-        M[2] = 1.0                                  # singular: determinant exactly 0
-        X = rng.random((3, n))
-        seed = rng.random((3, n))
-        got = []
-        for k in (_inverse, tack.kernel(_inverse.__wrapped__, jit=False)):
-            gm, gx = tack.zeros(3, mt), tack.zeros(3, vt)
-            k.adjoint(tack.array(M, mt), tack.array(X, vt), tack.zeros(3, vt),
-                      grads={"m": gm, "x": gx, "out": tack.array(seed, vt)})
-            got.append((gm.numpy(), gx.numpy()))
-        for a, b in zip(*got):
-            np.testing.assert_allclose(b, a, rtol=1e-13, atol=1e-15)
+    mt, vt = {2: (tack.mat22d, tack.vec2d), 3: (tack.mat33d, tack.vec3d), 4: (tack.mat44d, tack.vec4d)}[n]
+    M = rng.random((3, n, n)) + 2.0 * np.eye(n)
+    M[2] = 1.0                                  # singular: determinant exactly 0
+    X = rng.random((3, n))
+    seed, dseed = rng.random((3, n)), rng.random(3 if n == 4 else 1)
+    dseed[2:] = 0.0                             # the singular matrix: only its inverse's (zero) gradient
+    got = []
+    kern = _inverse_det if n == 4 else _inverse
+    for k in (kern, tack.kernel(kern.__wrapped__, jit=False)):
+        gm, gx = tack.zeros(3, mt), tack.zeros(3, vt)
+        k.adjoint(tack.array(M, mt), tack.array(X, vt), tack.zeros(3, vt), np.zeros(dseed.size),
+                  grads={"m": gm, "x": gx, "out": tack.array(seed, vt), "det": dseed.copy()})
+        got.append((gm.numpy(), gx.numpy()))
+    for a, b in zip(*got):
+        np.testing.assert_allclose(b, a, rtol=1e-13, atol=1e-15)
 
-        def loss(M, X):
-            o = tack.zeros(3, vt)
-            _inverse(tack.array(M, mt), tack.array(X, vt), o)
-            return float(np.sum(o.numpy() * seed))
+    def loss(M, X):
+        o, d = tack.zeros(3, vt), np.zeros(dseed.size)
+        kern(tack.array(M, mt), tack.array(X, vt), o, d)
+        return float(np.sum(o.numpy() * seed) + (d @ dseed if n == 4 else 0.0))
 
-        h = 1e-6
-        for which, arr in ((0, M), (1, X)):
-            num = np.zeros_like(arr)
-            for idx in np.ndindex(arr.shape):
-                if which == 0 and idx[0] == 2:
-                    continue                        # the singular matrix: a step makes it invertible
-                up, dn = arr.copy(), arr.copy()
-                up[idx] += h
-                dn[idx] -= h
-                args_up = (up, X) if which == 0 else (M, up)
-                args_dn = (dn, X) if which == 0 else (M, dn)
-                num[idx] = (loss(*args_up) - loss(*args_dn)) / (2 * h)
-            np.testing.assert_allclose(got[0][which], num, rtol=1e-6, atol=1e-8, err_msg=f"{n}x{n} {which}")
-        assert not got[0][0][2].any() and not got[0][1][2].any()   # the zero matrix: no gradient
+    h = 1e-6
+    for which, arr in ((0, M), (1, X)):
+        num = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            if which == 0 and idx[0] == 2:
+                continue                        # the singular matrix: a step makes it invertible
+            up, dn = arr.copy(), arr.copy()
+            up[idx] += h
+            dn[idx] -= h
+            args_up = (up, X) if which == 0 else (M, up)
+            args_dn = (dn, X) if which == 0 else (M, dn)
+            num[idx] = (loss(*args_up) - loss(*args_dn)) / (2 * h)
+        np.testing.assert_allclose(got[0][which], num, rtol=1e-6, atol=1e-8, err_msg=f"{n}x{n} {which}")
+    assert not got[0][0][2].any() and not got[0][1][2].any()   # the zero matrix: no gradient
 
 
 @tack.kernel
-def _det4(m, out):
+def _svd(m, out):
     for i in range(m.shape[0]):
-        out[i] = tack.determinant(m[i])
+        u, s, vt = tack.svd3(m[i])
+        out[i] = s
 
 
 @tack.kernel
@@ -456,19 +565,16 @@ def _vector_local_array(x, out):
 def _refusal_cases():
     v3 = tack.ones(2, tack.vec3d)
     return [
-        (_slerp, (tack.ones(2, tack.quatd), tack.zeros(2, tack.quatd)), "quat_slerp is not differentiated yet "
-                                                                       "(differentiated: quat_rotate"),
-        (_transform, (v3, tack.zeros(2, tack.vec3d)), "transforms are not differentiated yet"),
-        (_computed_component, (v3, np.zeros(2)), "a component chosen by a computed index"),
-        (_inverse, (tack.ones(2, tack.mat44d), tack.ones(2, tack.vec4d), tack.zeros(2, tack.vec4d)),
-         "inverse() of a 4x4 matrix is not differentiated yet (2x2 and 3x3 are)"),
-        (_det4, (tack.ones(2, tack.mat44d), np.zeros(2)), "determinant() of a matrix value is not differentiated"),
+        (_qr, (tack.ones(2, tack.mat33d), tack.zeros(2, tack.mat33d)), "qr3() of a matrix value is not "
+                                                                      "differentiated yet"),
+        (_svd, (tack.ones(2, tack.mat33d), tack.zeros(2, tack.vec3d)), "svd3() of a matrix value is not "
+                                                                       "differentiated yet"),
         (_vector_local_array, (tack.ones(3, tack.vec3d), tack.zeros(3, tack.vec3d)), "'t' is a local array of vec3d: "
                                                                                      "only local arrays of f32, f64"),
     ]
 
 
-@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("case", range(3))
 def test_refusals_name_the_line(case):
     kern, args, msg = _refusal_cases()[case]
     with pytest.raises(tack.CompileError) as err:

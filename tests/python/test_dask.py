@@ -35,8 +35,10 @@ def test_threaded_blocks_equal_numpy(shape, chunks):
     assert not np.array_equal(alone.compute(scheduler="threads"), dask_blocks.reference(values, weights, 1))
 
 
-def test_kernels_release_the_gil_so_blocks_run_at_once():
+def test_kernels_release_the_gil_so_blocks_run_at_once(request):
     # While a kernel runs on one thread, Python code runs on another.
+    # It counts ticks against a clock: make test runs it alone (conftest.py's SERIAL).
+    assert request.node.get_closest_marker("serial") is not None
     @tack.kernel
     def spin(out, n):
         for i in range(out.shape[0]):
@@ -66,7 +68,9 @@ def test_kernels_release_the_gil_so_blocks_run_at_once():
     assert end - start > 0.05 and len(during) >= 5, (end - start, len(during))
 
 
-def test_example_on_both_schedulers():
+def test_example_on_both_schedulers(request):
+    # it times nothing: make test runs it beside other tests, in the parallel pass
+    assert request.node.get_closest_marker("serial") is None
     out = subprocess.run([sys.executable, str(EXAMPLE), "--shape", "96", "80", "--chunks", "32", "--steps", "3"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr

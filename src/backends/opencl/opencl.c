@@ -298,6 +298,9 @@ static tack_status ocl_init_device(tack_device *d) {
     if (c->units == 0) c->units = 1;
     if (c->max_group == 0) c->max_group = 1;
     c->fp64 = has_fp64(c->dev);
+    cl_device_type type = 0;
+    c->lazy_binary = api.clGetDeviceInfo(c->dev, TACK_CL_DEVICE_TYPE, sizeof type, &type, NULL) == TACK_CL_SUCCESS &&
+                     (type & TACK_CL_DEVICE_TYPE_CPU);
     c->build_options = build_options(c->dev);
     d->threads = (int)c->units;
     cl_ulong mem = 0;

@@ -68,6 +68,8 @@ typedef struct _cl_event *cl_event;
 #define TACK_CL_PLATFORM_NAME 0x0902
 /* clGetDeviceIDs, clGetDeviceInfo */
 #define TACK_CL_DEVICE_TYPE_ALL 0xFFFFFFFFull
+#define TACK_CL_DEVICE_TYPE_CPU (1ull << 1)
+#define TACK_CL_DEVICE_TYPE 0x1000
 #define TACK_CL_DEVICE_MAX_COMPUTE_UNITS 0x1002
 #define TACK_CL_DEVICE_GLOBAL_MEM_SIZE 0x101F
 #define TACK_CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004

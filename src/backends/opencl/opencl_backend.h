@@ -39,6 +39,7 @@ typedef struct ocl_dev {
     cl_uint units;             /* compute units */
     size_t max_group;          /* max work-group size */
     int fp64;
+    int lazy_binary;           /* a CPU device: its program binary is cached from its second build on (opencl_launch.c) */
     const char *build_options; /* clBuildProgram options: opencl.c chooses them per device */
     /* memory: opencl_svm.c */
     cl_device_svm_capabilities svm_caps; /* what the device reports (0 before OpenCL 2.0) */
@@ -81,6 +82,9 @@ static inline cl_command_queue ocl_queue(tack_device *d) {
     return s ? (cl_command_queue)s->handle : ((ocl_dev *)d->state)->queue;
 }
 
+/* opencl_launch.c: builds from source that asked the driver for the
+ * program binary, and those that left it for a later build (test_opencl.c) */
+extern _Atomic unsigned long ocl_binaries_fetched, ocl_binaries_deferred;
 /* opencl_launch.c: the vtable's build / launch / unload */
 tack_status ocl_build(tack_device *d, tack_program *p);
 tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs);

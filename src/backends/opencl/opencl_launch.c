@@ -29,6 +29,21 @@
  * (clCreateProgramWithBinary or clBuildProgram fails), is rebuilt from
  * source and stored again.
  *
+ * On a CPU device (CL_DEVICE_TYPE_CPU) the binary waits for a program's
+ * second build from source: the first leaves only a marker, `KEY.clbuilt`
+ * (sealed, naming its key; one that is not ours or names another key is
+ * not believed), and a build that finds it fetches and stores the binary.
+ * Asking a CPU driver for the binary is not free: PoCL then compiles a
+ * generic version of every kernel, besides the build and the version it
+ * specializes at the first launch, about 0.14 CPU-s a two-kernel program
+ * against 0.2 for building and launching it, and it keeps its own cache of
+ * builds, from which a rebuild from source takes about 0.02 CPU-s.  A
+ * program built only once (most of a test run's, a script's) so never
+ * pays for a binary nobody loads; one built again is cached as before.
+ * Other devices store the binary at once: a GPU driver's binary is the
+ * finished program.  The device type is the property asked because no
+ * OpenCL query says whether a driver caches its own builds.
+ *
  * Launch: the arguments, checked by tack_launch (dtype, rank, device,
  * writability), are set on every phase's kernel in one order:
  *
@@ -83,6 +98,11 @@ typedef struct ocl_prog {
 } ocl_prog;
 
 #define BIN_HEAD "tack-opencl-cache-key "
+
+/* How many builds from source asked the driver for the program binary, and
+ * how many left it for a later build (a CPU device's first): the counts
+ * that test_opencl.c checks. */
+_Atomic unsigned long ocl_binaries_fetched, ocl_binaries_deferred;
 
 /* ------------------------------------------------------------ reporting */
 /* Read the record (c->rec.lock held; the blocking read waits for the work
@@ -190,7 +210,34 @@ static unsigned char *program_binary(cl_program prog, size_t *len) {
     return bin;
 }
 
-/* The program for the device: from the cache, or built from source (then stored). */
+/* Whether a program of this key was built from source before under this
+ * cache: its marker, `KEY.clbuilt`, is an entry of ours whose seal holds
+ * and that names the key (kc_read removes one that is foreign or damaged). */
+#define SEEN_EXT "clbuilt"
+#define SEEN_HEAD "tack-opencl-built "
+static int built_before(const kc_dir *dir, const char *key) {
+    char name[64], want[80];
+    snprintf(name, sizeof name, "%s.%s", key, SEEN_EXT);
+    snprintf(want, sizeof want, "%s%s\n", SEEN_HEAD, key);
+    kc_entry e;
+    const char *why = NULL;
+    if (kc_read(dir, name, &e, &why) != 1) return 0;
+    int ok = e.size == strlen(want) && memcmp(e.data, want, e.size) == 0;
+    kc_entry_free(&e);
+    return ok;
+}
+
+static tack_status mark_built(const kc_dir *dir, const char *key) {
+    char name[64], text[80];
+    snprintf(name, sizeof name, "%s.%s", key, SEEN_EXT);
+    snprintf(text, sizeof text, "%s%s\n", SEEN_HEAD, key);
+    const char *parts[1] = {text};
+    return kc_store(dir, name, parts, 1);
+}
+
+/* The program for the device: from the cache, or built from source (then
+ * stored, at once on a device that is not a CPU, from the second build on
+ * one that is). */
 static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_program *p, cl_program *out) {
     const tack_opencl_api *api = ocl_api_get();
     ocl_dev *c = d->state;
@@ -230,7 +277,23 @@ static tack_status get_program_in(const kc_dir *dir, tack_device *d, tack_progra
     cl_program prog = NULL;
     tack_status st = build_source(d, p, &prog);
     if (st != TACK_OK) return st;
+    if (c->lazy_binary && !built_before(dir, key)) {
+        st = mark_built(dir, key);
+        if (st != TACK_OK) {
+            api->clReleaseProgram(prog);
+            return st;
+        }
+        ocl_binaries_deferred++;
+        rt_prof_build = "clBuildProgram";
+        if (kc_log_info())
+            fprintf(stderr, "tack: compiled kernel '%s' for %s (%s) with options '%s' in %.1f ms; its binary is cached "
+                    "if it is built again (%s/%s.%s)\n", p->kernel_name, d->name, c->name, opts, kc_now_ms() - t0,
+                    dir->path, key, SEEN_EXT);
+        *out = prog;
+        return TACK_OK;
+    }
     unsigned char *built = program_binary(prog, &len);
+    ocl_binaries_fetched++;
     if (built) {
         st = gpu_bin_entry_write(dir, name, BIN_HEAD, key, built, len);
         tack_free(built);
