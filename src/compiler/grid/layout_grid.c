@@ -591,11 +591,13 @@ static void emit_grid_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk_g
         tk_emitter_indent(e);
         tk_emitter_printf(e, "}\n");
     }
+    /* whether every thread reaches the flushes: one walk for all of the loop's sums */
+    int all_reach = s->red && s->red->n && G->flush ? !body_fails(tk_emitter_cc(e), s->k[nd]) : 0;
     for (int r = 0; s->red && r < s->red->n; r++) {
         tk_ir *a = s->red->k[r];
         tk_ir *v = a->k[0];
         if (v->op == IR_LOCAL && G->flush) {
-            G->flush(e, a, !body_fails(tk_emitter_cc(e), s->k[nd]));
+            G->flush(e, a, all_reach);
         } else {
             tk_emitter_indent(e);
             tk_emitter_printf(e, "if (");
