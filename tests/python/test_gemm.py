@@ -51,6 +51,15 @@ def dot_bt(C, A, B):  # a local sum, B transposed (C = A @ B.T)
             C[i, j] = s
 
 
+def epilogue(alpha, beta, C, A, B):  # a local sum, then the epilogue scales it and adds the scaled cell
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            C[i, j] = alpha * s + beta * C[i, j]
+
+
 def sub_at(C, A, B):  # A transposed (C -= A.T @ B), the product's operands swapped
     for i in range(C.shape[0]):
         for k in range(A.shape[0]):
@@ -71,7 +80,7 @@ def operands(fn, n, k, m, dt, rng):
     A = rng.random((k, n) if fn is sub_at else (n, k)).astype(dt)
     B = rng.random((m, k) if fn is dot_bt else (k, m)).astype(dt)
     C = rng.random((n, m)).astype(dt)
-    return [1.5, 0.75, C, A, B] if fn is gemm else [C, A, B]
+    return [1.5, 0.75, C, A, B] if fn in (gemm, epilogue) else [C, A, B]
 
 
 def chain(fn, args):
@@ -84,6 +93,12 @@ def chain(fn, args):
         for k in range(A.shape[1]):
             c = c + np.outer(alpha * A[:, k], B[k])
         return c
+    if fn is epilogue:
+        alpha, beta, C, A, B = args
+        c = np.zeros_like(C)
+        for k in range(A.shape[1]):
+            c = c + np.outer(A[:, k], B[k])
+        return alpha * c + beta * C
     C, A, B = args
     if fn is zeroed:
         c = np.zeros_like(C)
@@ -109,13 +124,14 @@ def run(fn, args, settings=None, **kw):
     return args
 
 
-FORMS = [gemm, zeroed, dot_bt, sub_at]
-SIZES = [(1, 1, 1), (5, 3, 9), (130, 300, 50)]  # smaller than a block; edges; two panels and two k blocks
+FORMS = [gemm, zeroed, dot_bt, sub_at, epilogue]
+SIZES = [(1, 1, 1), (5, 3, 9), (130, 520, 50)]  # smaller than a block; edges; two panels and two k blocks (of 512)
 if _suite.TEST_ALL:
     SIZES += [(8, 256, 48), (129, 257, 97), (300, 7, 500)]
-# each run compiles a kernel (most of a second): make test runs the PolyBench form in f64 and
-# the local sum in f32; make test-all every form in both, and each against the loop as written
-CHEAP = [(gemm, np.float64), (dot_bt, np.float32)]
+# each run compiles a kernel (most of a second): make test runs the PolyBench form and the
+# epilogue in f64 and the local sum in f32; make test-all every form in both, and each against
+# the loop as written
+CHEAP = [(gemm, np.float64), (dot_bt, np.float32), (epilogue, np.float64)]
 
 
 @needs_pass
@@ -242,3 +258,70 @@ def test_shifted_rows_same_bits():
     on, off = run(shifted, [C, A, B]), run(shifted, [C, A, B], {"gemm": False})
     assert np.array_equal(on[0], off[0])
     assert MARK in tack.kernel(shifted).generated_source(C, A, B)
+
+
+def epi_swapped(alpha, beta, C, A, B):  # the epilogue's terms the other way round, each factor too
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s = s + A[i, k] * B[k, j]
+            C[i, j] = C[i, j] * beta + s * alpha
+
+
+def epi_plain(alpha, beta, C, A, B):  # C[i, j] plus the sum, unscaled
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            C[i, j] = s + C[i, j]
+
+
+def epi_alpha(alpha, beta, C, A, B):  # the sum scaled, C not read; a start value other than 0
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            s = beta
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            C[i, j] = alpha * s
+
+
+def epi_minus(alpha, beta, C, A, B):  # a difference: not taken, runs as written
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            C[i, j] = alpha * s - beta * C[i, j]
+
+
+def epi_chain(fn, alpha, beta, C, A, B):
+    """The loop's chain for the epilogue forms: the sum in ascending k, then the epilogue's
+    operations as the loop writes them, each rounded in the element's type."""
+    s = np.full_like(C, beta) if fn is epi_alpha else np.zeros_like(C)
+    for k in range(A.shape[1]):
+        s = s + np.outer(A[:, k], B[k])
+    return {epi_swapped: lambda: C * beta + s * alpha, epi_plain: lambda: s + C, epi_alpha: lambda: alpha * s,
+            epi_minus: lambda: alpha * s - beta * C}[fn]()
+
+
+@needs_pass
+def test_epilogue_forms_taken():
+    rng = np.random.default_rng(8)
+    args = [1.5, 0.75] + [rng.random((6, 6)) for _ in range(3)]
+    for fn in (epi_swapped, epi_plain, epi_alpha):
+        assert MARK in tack.kernel(fn).generated_source(*args), fn.__name__
+    assert MARK not in tack.kernel(epi_minus).generated_source(*args)
+
+
+@pytest.mark.skipif(not _suite.TEST_ALL, reason="a compile for each form: make test-all")
+@pytest.mark.parametrize("fn", [epi_swapped, epi_plain, epi_alpha, epi_minus])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_epilogue_forms_same_bits(fn, dt):
+    for n, k, m in [(5, 3, 9), (130, 520, 50)]:
+        rng = np.random.default_rng(n + k + m)
+        args = [dt(1.5), dt(0.75)] + [rng.random(s).astype(dt) for s in ((n, m), (n, k), (k, m))]
+        on, off = run(fn, args), run(fn, args, {"gemm": False})
+        assert np.array_equal(on[2], off[2]), (n, k, m)
+        assert np.array_equal(on[2], epi_chain(fn, *args)), (n, k, m)

@@ -115,23 +115,30 @@ static const char PRELUDE_GEMM[] =
     "    } \\\n"
     "    for (int r = 0; r < MR; r++) for (int v = 0; v < NV; v++) *(NAME##_vu *)(c + r * rsc + v * VL) = acc[r][v]; \\\n"
     "} \\\n"
+    "static T NAME##_epi(T s, const T *c, int epi, T ea, T eb) { /* the loop's epilogue: s, ea * s; + C or + eb * C */ \\\n"
+    "    T v = epi & 1 ? ea * s : s; \\\n"
+    "    return epi >> 1 == 1 ? v + *c : epi >> 1 == 2 ? v + eb * *c : v; \\\n"
+    "} \\\n"
     "static int NAME(int64_t m, int64_t n, int64_t K, const T *A, int64_t rsa, int64_t csa, int scale, T alpha, \\\n"
-    "                const T *B, int64_t rsb, int64_t csb, T *C, int64_t rsc, int64_t csc, int init, T beta, int neg, int64_t pk) { \\\n"
+    "                const T *B, int64_t rsb, int64_t csb, T *C, int64_t rsc, int64_t csc, int init, T beta, int neg, int64_t pk, \\\n"
+    "                int epi, T ea, T eb) { \\\n"
     "    enum { NR = VL * NV }; \\\n"
-    "    int64_t ncb = n < NC ? n : NC, kcb = K < KC ? K : KC, mcb = m < MC ? m : MC; \\\n"
+    "    int64_t ncb = n < NC ? n : NC, kcb = K < KC ? K : KC, mcb = m < MC ? m : MC, mw = m + MR; \\\n"
     "    ncb = (ncb + NR - 1) / NR * NR; mcb = (mcb + MR - 1) / MR * MR; \\\n"
     "    const T *bpk = (const T *)(uintptr_t)pk; /* B packed once for every panel (NAME##_packb), or 0 */ \\\n"
     "    T *bp = bpk ? NULL : (T *)aligned_alloc(64, (size_t)(kcb * ncb * (int64_t)sizeof(T) + 64) / 64 * 64); \\\n"
     "    T *ap = (T *)aligned_alloc(64, (size_t)(kcb * mcb * (int64_t)sizeof(T) + 64) / 64 * 64); \\\n"
-    "    if (!ap || (!bp && !bpk)) { /* the same chain of operations, unpacked */ \\\n"
-    "        free(ap); free(bp); \\\n"
+    "    /* with an epilogue and more than one k block, the partial sums between blocks (C holds what the epilogue reads) */ \\\n"
+    "    T *w = epi && K > KC ? (T *)aligned_alloc(64, (size_t)(mw * ncb * (int64_t)sizeof(T) + 64) / 64 * 64) : NULL; \\\n"
+    "    if (!ap || (!bp && !bpk) || (epi && K > KC && !w)) { /* the same chain of operations, unpacked */ \\\n"
+    "        free(ap); free(bp); free(w); \\\n"
     "        for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) { \\\n"
     "            T c = init == 2 ? beta : init == 1 ? beta * C[i * rsc + j * csc] : C[i * rsc + j * csc]; \\\n"
     "            for (int64_t k = 0; k < K; k++) { \\\n"
     "                T a = scale ? alpha * A[i * rsa + k * csa] : A[i * rsa + k * csa]; \\\n"
     "                c = neg ? c - a * B[k * rsb + j * csb] : c + a * B[k * rsb + j * csb]; \\\n"
     "            } \\\n"
-    "            C[i * rsc + j * csc] = c; \\\n"
+    "            C[i * rsc + j * csc] = epi ? NAME##_epi(c, C + i * rsc + j * csc, epi, ea, eb) : c; \\\n"
     "        } \\\n"
     "        return 0; \\\n"
     "    } \\\n"
@@ -171,7 +178,14 @@ static const char PRELUDE_GEMM[] =
     "                    for (int64_t ir = 0; ir < mc; ir += MR) { \\\n"
     "                        int64_t mr = mc - ir < MR ? mc - ir : MR; \\\n"
     "                        T *c = C + (ic + ir) * rsc + (jc + jr) * csc; \\\n"
-    "                        if (mr == MR && nr == NR && csc == 1) { \\\n"
+    "                        if (epi) { /* the sums in w (or tmp), then the epilogue into C after the last k block */ \\\n"
+    "                            T *s = w ? w + (ic + ir) * ncb + jr : tmp; \\\n"
+    "                            int64_t rs = w ? ncb : NR; \\\n"
+    "                            NAME##_micro(kc, ap + ir * kc, bs, s, rs, start, beta); \\\n"
+    "                            if (pc + kc == K) \\\n"
+    "                                for (int64_t r = 0; r < mr; r++) for (int64_t j = 0; j < nr; j++) \\\n"
+    "                                    c[r * rsc + j * csc] = NAME##_epi(s[r * rs + j], c + r * rsc + j * csc, epi, ea, eb); \\\n"
+    "                        } else if (mr == MR && nr == NR && csc == 1) { \\\n"
     "                            NAME##_micro(kc, ap + ir * kc, bs, c, rsc, start, beta); \\\n"
     "                        } else { \\\n"
     "                            for (int64_t r = 0; r < mr; r++) for (int64_t j = 0; j < nr; j++) tmp[r * NR + j] = c[r * rsc + j * csc]; \\\n"
@@ -183,7 +197,7 @@ static const char PRELUDE_GEMM[] =
     "            } \\\n"
     "        } \\\n"
     "    } \\\n"
-    "    free(ap); free(bp); \\\n"
+    "    free(ap); free(bp); free(w); \\\n"
     "    return 0; \\\n"
     "} \\\n"
     "static int64_t NAME##_packb(int64_t n, int64_t K, const T *B, int64_t rsb, int64_t csb) { \\\n"
@@ -212,16 +226,20 @@ void tk_gemm_prelude(const tk_cc *C, tk_buf *b) {
     if (!C->uses_gemm) return;
     tk_puts(b, PRELUDE_GEMM);
     /* the block of accumulators fits the vector registers the C compiler may use: with
-     * AVX-512 (32 of 64 bytes) 8 rows by 3 vectors, 24 accumulators, 3 slivers of B and a
-     * broadcast; with AVX (16 of 32 bytes) 6 rows by 2; with AArch64's 32 of 16 bytes 8 by 3;
-     * elsewhere 4 by 2 vectors of 16 bytes */
-    tk_puts(b, "#if defined(__AVX512F__)\n#define TK_GEMM_SHAPE(W) (64 / W), 8, 3\n"
-               "#elif defined(__AVX__)\n#define TK_GEMM_SHAPE(W) (32 / W), 6, 2\n"
-               "#elif defined(__aarch64__)\n#define TK_GEMM_SHAPE(W) (16 / W), 8, 3\n"
-               "#else\n#define TK_GEMM_SHAPE(W) (16 / W), 4, 2\n#endif\n"
+     * AVX-512VL's 32 registers 8 rows by 3 vectors, 24 accumulators, 3 slivers of B and a
+     * broadcast, the vectors 32 bytes wide (a separate multiply and add on 64-byte vectors
+     * ran at 0.75x of the 32-byte kernel's speed on Zen 4, which splits 64-byte operations in
+     * two; see the essay); with AVX (16 of 32 bytes) 6 rows by 2; with AArch64's 32 of 16
+     * bytes 8 by 3; elsewhere 4 by 2 vectors of 16 bytes.  Then k's in a block: 512 with
+     * AVX-512VL (at 512 the whole sum stays in registers; at 1024-2048 no slower than 256),
+     * 256 elsewhere (not timed) */
+    tk_puts(b, "#if defined(__AVX512VL__)\n#define TK_GEMM_SHAPE(W) (32 / W), 8, 3, 512\n"
+               "#elif defined(__AVX__)\n#define TK_GEMM_SHAPE(W) (32 / W), 6, 2, 256\n"
+               "#elif defined(__aarch64__)\n#define TK_GEMM_SHAPE(W) (16 / W), 8, 3, 256\n"
+               "#else\n#define TK_GEMM_SHAPE(W) (16 / W), 4, 2, 256\n#endif\n"
                "#define TK_GEMM_DEF_(...) TK_GEMM_DEF(__VA_ARGS__)\n");
-    if (C->uses_gemm & 1) tk_puts(b, "TK_GEMM_DEF_(tk_gemm_f32, float, TK_GEMM_SHAPE(4), 256, 128, 4080)\n");
-    if (C->uses_gemm & 2) tk_puts(b, "TK_GEMM_DEF_(tk_gemm_f64, double, TK_GEMM_SHAPE(8), 256, 128, 4080)\n");
+    if (C->uses_gemm & 1) tk_puts(b, "TK_GEMM_DEF_(tk_gemm_f32, float, TK_GEMM_SHAPE(4), 128, 4080)\n");
+    if (C->uses_gemm & 2) tk_puts(b, "TK_GEMM_DEF_(tk_gemm_f64, double, TK_GEMM_SHAPE(8), 128, 4080)\n");
 }
 
 /* ------------------------------------------------------------- the match */
@@ -236,6 +254,8 @@ typedef struct gm {
     const tk_ir *a, *b;          /* the loads of A and B */
     const tk_ir *alpha, *beta;   /* scalars (NULL: none) */
     int init, neg;               /* 0: C, 1: beta * C, 2: beta */
+    int epi;                     /* the local sum's store: bit 0 ealpha * s; bits 1-2: + C (1), + ebeta * C (2) */
+    const tk_ir *ealpha, *ebeta;
     /* the locals inlined */
     const tk_ir *wr[16];         /* indices under a negative index's wrap: tested >= 0 at the origin */
     int nwr;
@@ -506,6 +526,54 @@ static int bounds(gm *g, const tk_ir *kf, const tk_ir *jf) {
     return ir_assignments(g->rows, g->kv) == 1;
 }
 
+/* The sum s scaled or not: `s`, `ealpha * s` or `s * ealpha` (bit 0 of the epilogue). */
+static int sum_term(gm *g, const tk_ir *x, int s) {
+    x = res(g, x);
+    if (x->op == IR_LOCAL && x->local == s) return 1;
+    if (x->op != IR_BIN || x->sub != B_MUL || x->ty.kind != TY_VALUE || x->ty.dt != g->dt) return -1;
+    for (int q = 0; q < 2; q++) {
+        const tk_ir *l = res(g, x->k[q]);
+        if (l->op == IR_LOCAL && l->local == s && scalar_t(g, x->k[1 - q])) {
+            g->ealpha = x->k[1 - q];
+            return 3;
+        }
+    }
+    return -1;
+}
+
+/* C's cell, `C[i, j]`, `ebeta * C[i, j]` or `C[i, j] * ebeta` (bits 1-2 of the epilogue). */
+static int c_term(gm *g, const tk_ir *x, const tk_ir *st) {
+    x = res(g, x);
+    if (same_cell(g, x, st)) return 1;
+    if (x->op != IR_BIN || x->sub != B_MUL || x->ty.kind != TY_VALUE || x->ty.dt != g->dt) return -1;
+    for (int q = 0; q < 2; q++)
+        if (same_cell(g, res(g, x->k[q]), st) && scalar_t(g, x->k[1 - q])) {
+            g->ebeta = x->k[1 - q];
+            return 2;
+        }
+    return -1;
+}
+
+/* What the local sum's store makes of s: s itself, or a scaled s plus C's cell (or a scaled
+ * C's cell), either side of the +, as the loop computes it after the sum (g->epi). */
+static int epilogue(gm *g, const tk_ir *v, const tk_ir *st, int s) {
+    int t = sum_term(g, v, s);
+    if (t > 0) {
+        g->epi = t >> 1;
+        return 1;
+    }
+    v = res(g, v);
+    if (v->op != IR_BIN || v->sub != B_ADD || v->ty.kind != TY_VALUE || v->ty.dt != g->dt) return 0;
+    for (int q = 0; q < 2; q++) {
+        int a = sum_term(g, v->k[q], s), c = a > 0 ? c_term(g, v->k[1 - q], st) : -1;
+        if (a > 0 && c > 0) {
+            g->epi = (a >> 1) | c << 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The row body: [prologue] then the product (ikj, ijk or with a local sum). */
 static int match(gm *g) {
     const tk_ir *top[3], *l1[MAXS + 2], *l2[MAXS + 2];
@@ -549,8 +617,7 @@ static int match(gm *g) {
     g->store = st;
     if (!scalar_t(g, init->k[0])) return 0;
     if (n1 == 4 && !record(g, &l1[2], 1)) return 0;
-    const tk_ir *v = res(g, st->k[0]);
-    if (v->op != IR_LOCAL || v->local != s) return 0;
+    if (!epilogue(g, st->k[0], st, s)) return 0;
     int n2 = stmts(f2->k[3], l2, 0, MAXS + 1);
     if (n2 < 1 || n2 > MAXS || l2[n2 - 1]->op != IR_ASSIGN || l2[n2 - 1]->local != s) return 0;
     if (!record(g, l2, n2 - 1)) return 0;
@@ -661,7 +728,7 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
     call->aux_ty = ty_value(g.dt);
     call->param = g.store->param;
     call->aux = g.a->param;
-    call->c.i = g.b->param | (int64_t)(g.alpha ? 1 : 0) << 32 | (int64_t)g.init << 33 | (int64_t)g.neg << 35;
+    call->c.i = g.b->param | (int64_t)(g.alpha ? 1 : 0) << 32 | (int64_t)g.init << 33 | (int64_t)g.neg << 35 | (int64_t)g.epi << 36;
     ir_push(C, call, ir_i64_bin(C, B_SUB, loc(C, S, i1, line), loc(C, S, i0, line)));
     ir_push(C, call, ir_i64_bin(C, B_SUB, ir_as_i64(C, ir_clone(C, g.jhi)), ir_as_i64(C, ir_clone(C, g.jlo))));
     ir_push(C, call, ir_i64_bin(C, B_SUB, ir_as_i64(C, ir_clone(C, g.khi)), ir_as_i64(C, ir_clone(C, g.klo))));
@@ -671,6 +738,8 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
     operand(&g, call, g.store, 1, g.iv, g.jv, i0, line);
     ir_push(C, call, elem(&g, g.beta, line));
     ir_push(C, call, bpack >= 0 ? loc(C, S, bpack, line) : cst(C, 0, line));
+    ir_push(C, call, elem(&g, g.ealpha, line));
+    ir_push(C, call, elem(&g, g.ebeta, line));
     tk_ir *ev = ir_new(C, IR_EVAL, ty_void(), line);
     ir_push(C, ev, call);
     tk_ir *then = ir_new(C, IR_BLOCK, ty_void(), line);

@@ -370,7 +370,8 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
         } else ex(e, x->k[0]);
         return;
     }
-    if (m == M_GEMM) { /* gemm.c's call: [m, n, K, A off, rs, cs, alpha, B off, rs, cs, C off, rs, cs, beta] */
+    if (m == M_GEMM) { /* gemm.c's call: [m, n, K, A off, rs, cs, alpha, B off, rs, cs, C off, rs, cs, beta, B packed,
+                        * epilogue alpha, epilogue beta] */
         int ab[3] = {x->aux, (int)(x->c.i & 0xffffffff), x->param};
         P(e, "tk_gemm_%s(", x->aux_ty.dt == TACK_F32 ? "f32" : "f64");
         for (int i = 0; i < 3; i++) { ex(e, x->k[i]); P(e, ", "); }
@@ -379,7 +380,8 @@ static void emit_math(tk_emitter *e, tk_ir *x) {
             P(e, "a%d + (", ab[o]); ex(e, x->k[at[o]]); P(e, "), "); ex(e, x->k[at[o] + 1]); P(e, ", "); ex(e, x->k[at[o] + 2]); P(e, ", ");
             if (o == 0) { P(e, "%d, ", (int)(x->c.i >> 32 & 1)); ex(e, x->k[6]); P(e, ", "); }
         }
-        P(e, "%d, ", (int)(x->c.i >> 33 & 3)); ex(e, x->k[13]); P(e, ", %d, ", (int)(x->c.i >> 35 & 1)); ex(e, x->k[14]); P(e, ")");
+        P(e, "%d, ", (int)(x->c.i >> 33 & 3)); ex(e, x->k[13]); P(e, ", %d, ", (int)(x->c.i >> 35 & 1)); ex(e, x->k[14]);
+        P(e, ", %d, ", (int)(x->c.i >> 36 & 7)); ex(e, x->k[15]); P(e, ", "); ex(e, x->k[16]); P(e, ")");
         return;
     }
     if (m == M_GEMM_PACK) { /* [n, K, B off, rs, cs] */
