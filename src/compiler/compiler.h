@@ -535,6 +535,23 @@ tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond);
 int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf);
 /* tile.c for gemm.c: `a[.., i, ..] += v` on row i's own element as the store privatize.c makes */
 void tk_tile_own_rows(tk_cc *C, int iv, tk_ir *s);
+/* tile.c, shared with gemm.c: reading a row body and running a parallel loop's rows in panels */
+int tk_rows_pure(const tk_ir *e);       /* no calls, atomics or local arrays */
+int tk_rows_unit_for(const tk_ir *s);   /* a loop of step 1 (s may be NULL) */
+/* block b's statements, flattened into out[n..], leaving out empty tests and (skip_checks) checks;
+ * the count, at most max (max + 1: more) */
+int tk_rows_stmts(const tk_ir *b, tk_ir **out, int n, int max, int skip_checks);
+/* a store as it is, `a[idx] += v` (or -=) as the store a[idx] = a[idx] + v; NULL otherwise */
+tk_ir *tk_rows_as_store(tk_cc *C, const tk_ir *s);
+/* parallel loop pf's rows [i0, i1): nests.c's check-free copy, the test that it may run in *cond */
+tk_ir *tk_rows_copy(tk_cc *C, tk_spec *S, const tk_ir *pf, int i0, int i1, tk_ir **cond);
+/* cond and klo < khi and jlo < jhi */
+tk_ir *tk_rows_run(tk_cc *C, tk_ir *cond, const tk_ir *klo, const tk_ir *khi, const tk_ir *jlo, const tk_ir *jhi);
+/* cond and array c disjoint from each of reads[0..n) */
+tk_ir *tk_rows_disjoint(tk_cc *C, tk_ir *cond, int c, const int *reads, int n, int line);
+/* pf as a loop over panels of p rows (variable ib): i0, i1 set, extra (or NULL), then `if (cond) then`
+ * else the panel's rows as written */
+void tk_rows_panels(tk_cc *C, tk_spec *S, tk_ir *pf, int ib, int i0, int i1, int64_t p, tk_ir *extra, tk_ir *cond, tk_ir *then);
 /* gemm.c: a parallel loop whose rows hold a matrix product, as calls of a packed kernel (1), or left (0);
  * with wrap, *wrap may be set to a block that packs B before the loop and frees it after, to take the
  * loop's place in its block */

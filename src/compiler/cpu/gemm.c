@@ -264,56 +264,8 @@ typedef struct gm {
     int nd;
 } gm;
 
-static int pure(const tk_ir *e) {
-    if (e->op == IR_CALL || e->op == IR_ATOMIC || e->op == IR_LLOAD || e->op == IR_ARRAY || e->op == IR_LARRAY) return 0;
-    for (int i = 0; i < e->n; i++)
-        if (!pure(e->k[i])) return 0;
-    return 1;
-}
-static int checks_only(const tk_ir *s) {
-    if (s->op == IR_CHECK) return 1;
-    if (s->op == IR_BLOCK) {
-        for (int i = 0; i < s->n; i++)
-            if (!checks_only(s->k[i])) return 0;
-        return 1;
-    }
-    return s->op == IR_IF && pure(s->k[0]) && checks_only(s->k[1]) && checks_only(s->k[2]);
-}
-/* The statements of block b, checks and empty tests left out (at most max; max + 1: more). */
-static int stmts(const tk_ir *b, const tk_ir **out, int n, int max) {
-    for (int i = 0; i < b->n && n <= max; i++) {
-        const tk_ir *s = b->k[i];
-        if (checks_only(s)) continue;
-        if (s->op == IR_BLOCK) n = stmts(s, out, n, max);
-        else if (n < max) out[n++] = s;
-        else return max + 1;
-    }
-    return n;
-}
-
-static int unit_for(const tk_ir *s) { return s && s->op == IR_FOR && s->k[2]->op == IR_CONST && s->k[2]->c.i == 1; }
-
-/* A store (or `a[idx] += v`, privatize.c's read-modify-write on the row's own element) as
- * [value, idx...]: the value rebuilt as a load plus v. */
-static const tk_ir *as_store(tk_cc *C, const tk_ir *s) {
-    if (s->op == IR_STORE) return s;
-    if (s->op != IR_EVAL || s->k[0]->op != IR_ATOMIC || (s->k[0]->sub != A_ADD && s->k[0]->sub != A_SUB)) return NULL;
-    const tk_ir *a = s->k[0];
-    tk_ir *ld = ir_new(C, IR_LOAD, a->ty, a->line);
-    ld->param = a->param;
-    for (int k = 1; k < a->n; k++) ir_push(C, ld, ir_clone(C, a->k[k]));
-    tk_ir *op = ir_new(C, IR_BIN, a->ty, a->line);
-    op->sub = a->sub == A_ADD ? B_ADD : B_SUB;
-    op->aux_ty = a->ty;
-    ir_push(C, op, ld);
-    ir_push(C, op, ir_clone(C, a->k[0]));
-    tk_ir *st = ir_new(C, IR_STORE, ty_void(), a->line);
-    st->param = a->param;
-    st->sub = ST_PLAIN;
-    ir_push(C, st, op);
-    for (int k = 1; k < a->n; k++) ir_push(C, st, ir_clone(C, a->k[k]));
-    return st;
-}
+/* tile.c's readers of a row body (compiler.h): the statements of block b, checks and empty tests left out (at most max; max + 1: more) */
+static int stmts(const tk_ir *b, tk_ir **out, int n, int max) { return tk_rows_stmts(b, out, n, max, 1); }
 
 /* What index e is: 1 + which of (i, k, j) it is (`v` or `v + c`, c in *c), 0 an expression
  * of none of them that is the same in every row, -1 anything else. */
@@ -337,7 +289,7 @@ static int form(gm *g, const tk_ir *e, int64_t *c) {
     }
     for (int v = 0; v < 3; v++)
         if (ir_mentions(e, vs[v])) return -1;
-    return pure(e) && ir_invariant(e, g->rows) ? 0 : -1;
+    return tk_rows_pure(e) && ir_invariant(e, g->rows) ? 0 : -1;
 }
 
 /* An array access whose indices name each of the variables in `allow` (bits 1 << v) at most
@@ -367,7 +319,7 @@ static int loads(const tk_ir *e) {
 
 /* A scalar, the same in every row, that reads no array element. */
 static int scalar(const gm *g, const tk_ir *e) {
-    if (e->ty.kind != TY_VALUE || !pure(e) || loads(e) || !ir_invariant(e, g->rows)) return 0;
+    if (e->ty.kind != TY_VALUE || !tk_rows_pure(e) || loads(e) || !ir_invariant(e, g->rows)) return 0;
     return !ir_mentions(e, g->iv) && !ir_mentions(e, g->kv) && !ir_mentions(e, g->jv);
 }
 static int scalar_t(const gm *g, const tk_ir *e) { return e->ty.kind == TY_VALUE && e->ty.dt == g->dt && scalar(g, e); }
@@ -391,13 +343,13 @@ static const tk_ir *res(const gm *g, const tk_ir *x) {
 /* Record the assignments in ss[0..n): own locals of the row, assigned once, of a plain value type.
  * Their values are resolved as they are recorded, so later ones can name earlier ones. */
 static tk_ir *resolve(gm *g, const tk_ir *e);
-static int record(gm *g, const tk_ir **ss, int n) {
+static int record(gm *g, tk_ir *const *ss, int n) {
     for (int i = 0; i < n; i++) {
         const tk_ir *a = ss[i];
         if (a->op != IR_ASSIGN || g->nd >= 2 * MAXS + 4) return 0;
         int l = a->local;
         if (l == g->iv || l == g->kv || l == g->jv || ir_assignments(g->rows, l) != 1 || g->S->locals[l].scope != g->scope ||
-            g->S->locals[l].ty.kind != TY_VALUE || !ty_eq(a->k[0]->ty, g->S->locals[l].ty) || !pure(a->k[0]))
+            g->S->locals[l].ty.kind != TY_VALUE || !ty_eq(a->k[0]->ty, g->S->locals[l].ty) || !tk_rows_pure(a->k[0]))
             return 0;
         g->dv[g->nd] = resolve(g, a->k[0]);
         g->dl[g->nd++] = l;
@@ -496,11 +448,11 @@ static const tk_ir *unwrap(const tk_ir *x) {
 
 /* `for j: C[i, j] = beta * C[i, j]` (or `= v`), the j loop's bounds the product's */
 static int prologue(gm *g, const tk_ir *f) {
-    const tk_ir *ss[MAXS + 2];
-    if (!unit_for(f) || f->local != g->jv || !ir_same(f->k[0], g->jlo) || !ir_same(f->k[1], g->jhi)) return 0;
+    tk_ir *ss[MAXS + 2];
+    if (!tk_rows_unit_for(f) || f->local != g->jv || !ir_same(f->k[0], g->jlo) || !ir_same(f->k[1], g->jhi)) return 0;
     int n = stmts(f->k[3], ss, 0, MAXS + 1);
     if (n < 1 || n > MAXS || !record(g, ss, n - 1)) return 0;
-    const tk_ir *st = as_store(g->C, ss[n - 1]);
+    const tk_ir *st = tk_rows_as_store(g->C, ss[n - 1]);
     if (!st || st->op != IR_STORE || st->param != g->store->param || st->n != g->store->n) return 0;
     for (int a = 1; a < st->n; a++)
         if (!ir_same(unwrap(st->k[a]), unwrap(g->store->k[a]))) return 0;
@@ -520,7 +472,7 @@ static int prologue(gm *g, const tk_ir *f) {
 
 static int bounds(gm *g, const tk_ir *kf, const tk_ir *jf) {
     for (int i = 0; i < 2; i++)
-        if (!ir_invariant(kf->k[i], g->rows) || !pure(kf->k[i]) || !ir_invariant(jf->k[i], g->rows) || !pure(jf->k[i])) return 0;
+        if (!ir_invariant(kf->k[i], g->rows) || !tk_rows_pure(kf->k[i]) || !ir_invariant(jf->k[i], g->rows) || !tk_rows_pure(jf->k[i])) return 0;
     g->kv = kf->local, g->jv = jf->local;
     g->klo = kf->k[0], g->khi = kf->k[1], g->jlo = jf->k[0], g->jhi = jf->k[1];
     return ir_assignments(g->rows, g->kv) == 1;
@@ -576,19 +528,19 @@ static int epilogue(gm *g, const tk_ir *v, const tk_ir *st, int s) {
 
 /* The row body: [prologue] then the product (ikj, ijk or with a local sum). */
 static int match(gm *g) {
-    const tk_ir *top[3], *l1[MAXS + 2], *l2[MAXS + 2];
+    tk_ir *top[3], *l1[MAXS + 2], *l2[MAXS + 2];
     int nt = stmts(g->rows->k[3], top, 0, 2);
     if (nt < 1 || nt > 2) return 0;
     const tk_ir *pro = nt == 2 ? top[0] : NULL, *f1 = top[nt - 1];
-    if (!unit_for(f1)) return 0;
+    if (!tk_rows_unit_for(f1)) return 0;
     int n1 = stmts(f1->k[3], l1, 0, MAXS + 1);
     if (n1 < 1 || n1 > MAXS) return 0;
     const tk_ir *st = NULL;
-    if (unit_for(l1[n1 - 1])) { /* f1 over k (ikj) or over j (ijk, with nothing before the k loop) */
+    if (tk_rows_unit_for(l1[n1 - 1])) { /* f1 over k (ikj) or over j (ijk, with nothing before the k loop) */
         const tk_ir *f2 = l1[n1 - 1];
         int n2 = stmts(f2->k[3], l2, 0, MAXS + 1);
         if (n2 < 1 || n2 > MAXS) return 0;
-        st = as_store(g->C, l2[n2 - 1]);
+        st = tk_rows_as_store(g->C, l2[n2 - 1]);
         if (!st || st->op != IR_STORE || st->n < 3) return 0;
         /* which loop is j: the one the store names */
         int j_inner = 0, j_outer = 0;
@@ -608,10 +560,10 @@ static int match(gm *g) {
     /* for j: s = v; for k: s = s + a * b; C[i, j] = s */
     if (pro || n1 < 3 || n1 > 4) return 0;
     const tk_ir *init = l1[0], *f2 = l1[1];
-    if (init->op != IR_ASSIGN || !unit_for(f2)) return 0;
+    if (init->op != IR_ASSIGN || !tk_rows_unit_for(f2)) return 0;
     int s = init->local;
     if (ir_assignments(g->rows, s) != 2 || g->S->locals[s].scope != g->scope || g->S->locals[s].ty.kind != TY_VALUE) return 0;
-    st = as_store(g->C, l1[n1 - 1]);
+    st = tk_rows_as_store(g->C, l1[n1 - 1]);
     if (!st || st->op != IR_STORE || st->n < 3 || !bounds(g, f2, f1) || ir_assignments(g->rows, g->jv) != 1) return 0;
     if (!c_store(g, st) || !ty_eq(g->S->locals[s].ty, st->k[0]->ty)) return 0;
     g->store = st;
@@ -698,9 +650,9 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
     tk_ir *body = pf->k[1];
     int iv = pf->vars[0], scope = S->locals[iv].scope, line = pf->line;
     /* a quick look before anything is made: one or two loops */
-    const tk_ir *top[3];
+    tk_ir *top[3];
     int nt = stmts(body, top, 0, 2);
-    if (nt < 1 || nt > 2 || !unit_for(top[nt - 1]) || (nt == 2 && !unit_for(top[0]))) return 0;
+    if (nt < 1 || nt > 2 || !tk_rows_unit_for(top[nt - 1]) || (nt == 2 && !tk_rows_unit_for(top[0]))) return 0;
 
     tk_type i64 = ty_value(TACK_I64);
     int ib = tk_new_local(C, S, "tk_panel", i64, scope);
@@ -708,20 +660,13 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
     gm g;
     memset(&g, 0, sizeof g);
     g.C = C, g.S = S, g.iv = iv, g.scope = scope, g.kv = g.jv = -1;
-    tk_ir *rows = ir_new(C, IR_FOR, ty_void(), line);
-    rows->local = iv;
-    rows->sub = TK_FOR_QUIET;
-    ir_push(C, rows, loc(C, S, i0, line));
-    ir_push(C, rows, loc(C, S, i1, line));
-    ir_push(C, rows, cst(C, 1, line));
-    ir_push(C, rows, ir_clone(C, body));
-    tk_ir *cond = NULL;
-    g.rows = tk_nests_fast(C, rows, &cond);
+    tk_ir *cond;
+    g.rows = tk_rows_copy(C, S, pf, i0, i1, &cond);
     if (!match(&g)) return 0;
     if (g.a->param == g.store->param || g.b->param == g.store->param) return 0;
 
     /* tk_gemm_T(m, n, K, A + off, rsa, csa, scale, alpha, B + off, rsb, csb, C + off, rsc, csc, init, beta, neg,
-     * B packed before the loop or 0) */
+     * B packed before the loop or 0, epilogue, its alpha, its beta) */
     int bpack = wrap ? tk_new_local(C, S, "tk_bpack", i64, -1) : -1;
     tk_ir *call = ir_new(C, IR_MATH, ty_value(TACK_I32), line);
     call->sub = M_GEMM;
@@ -748,41 +693,16 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
     C->uses_gemm |= g.dt == TACK_F32 ? 1 : 2;
 
     /* the test: nests.c's (the checks), the loops run, C disjoint from A and B */
-    cond = ir_and(C, cond, ir_i64_bin(C, B_LT, ir_as_i64(C, ir_clone(C, g.klo)), ir_as_i64(C, ir_clone(C, g.khi))));
-    cond = ir_and(C, cond, ir_i64_bin(C, B_LT, ir_as_i64(C, ir_clone(C, g.jlo)), ir_as_i64(C, ir_clone(C, g.jhi))));
+    cond = tk_rows_run(C, cond, g.klo, g.khi, g.jlo, g.jhi);
     for (int w = 0; w < g.nwr; w++)
         cond = ir_and(C, cond, ir_i64_bin(C, B_GE, ir_as_i64(C, at_origin(&g, g.wr[w], i0)), cst(C, 0, line)));
     int reads[2] = {g.a->param, g.b->param};
-    for (int r = 0; r < 2; r++) {
-        tk_ir *d = ir_new(C, IR_MATH, ty_value(TACK_BOOL), line);
-        d->sub = M_DISJOINT;
-        d->aux_ty = i64;
-        d->param = g.store->param;
-        d->aux = reads[r];
-        cond = ir_and(C, cond, d);
-    }
-    /* the fallback: each row as written, with its checks */
-    tk_ir *els = ir_new(C, IR_BLOCK, ty_void(), line);
-    tk_tile_own_rows(C, iv, body);
-    tk_ir *orig = ir_new(C, IR_FOR, ty_void(), line);
-    orig->local = iv;
-    orig->sub = TK_FOR_QUIET;
-    ir_push(C, orig, loc(C, S, i0, line));
-    ir_push(C, orig, loc(C, S, i1, line));
-    ir_push(C, orig, cst(C, 1, line));
-    ir_push(C, orig, body);
-    ir_push(C, els, orig);
-    tk_ir *iff = ir_new(C, IR_IF, ty_void(), line);
-    ir_push(C, iff, cond);
-    ir_push(C, iff, then);
-    ir_push(C, iff, els);
-
-    /* the parallel loop over panels: i0 = off + panel * P, i1 = min(i0 + P, off + n) */
-    tk_ir *n = ir_as_i64(C, pf->k[0]);
-    tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : cst(C, 0, line);
+    cond = tk_rows_disjoint(C, cond, g.store->param, reads, 2, line);
     if (bpack >= 0) {
         /* B packed once, before the loop, when every panel takes the copy: the panels' test
          * over all the rows at once (its range tests hold for every part of the range) */
+        tk_ir *n = ir_as_i64(C, pf->k[0]);
+        tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : cst(C, 0, line);
         tk_ir *all = ir_and(C, ir_i64_bin(C, B_GT, ir_clone(C, n), cst(C, 0, line)),
                             replace2(C, cond, i0, off, i1, ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_clone(C, n))));
         tk_ir *pk = ir_new(C, IR_MATH, i64, line);
@@ -810,22 +730,7 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
         ir_push(C, w, ev2);
         *wrap = w;
     }
-    tk_ir *nb = ir_new(C, IR_BLOCK, ty_void(), line);
-    ir_push(C, nb, ir_assign(C, i0, ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_i64_bin(C, B_MUL, loc(C, S, ib, line), cst(C, P_ROWS, line)))));
-    ir_push(C, nb, ir_assign(C, i1, ir_i64_bin(C, B_MIN, ir_i64_bin(C, B_ADD, loc(C, S, i0, line), cst(C, P_ROWS, line)),
-                                              ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_clone(C, n)))));
-    ir_push(C, nb, iff);
-    tk_ir *q = ir_i64_bin(C, B_FLOORDIV, ir_clone(C, n), cst(C, P_ROWS, line));
-    tk_ir *rem = ir_i64_bin(C, B_GT, ir_i64_bin(C, B_MOD, ir_clone(C, n), cst(C, P_ROWS, line)), cst(C, 0, line));
-    tk_ir *sel = ir_new(C, IR_SELECT, i64, line);
-    ir_push(C, sel, rem);
-    ir_push(C, sel, cst(C, 1, line));
-    ir_push(C, sel, cst(C, 0, line));
-    pf->k[0] = ir_i64_bin(C, B_ADD, q, sel);
-    pf->k[1] = nb;
-    pf->vars[0] = ib;
-    pf->off = NULL;
-    pf->hi = NULL;
-    pf->bnd = NULL;
+    /* the parallel loop over panels, each a call or its rows as written */
+    tk_rows_panels(C, S, pf, ib, i0, i1, P_ROWS, NULL, cond, then);
     return 1;
 }

@@ -145,10 +145,11 @@ static tk_ir *for_(tk_cc *C, int v, tk_ir *lo, tk_ir *hi, int64_t step, tk_ir *b
     return f;
 }
 
-static int pure(const tk_ir *e) {
+/* ------------------------------------------- shared with gemm.c (compiler.h) */
+int tk_rows_pure(const tk_ir *e) {
     if (e->op == IR_CALL || e->op == IR_ATOMIC || e->op == IR_LLOAD || e->op == IR_ARRAY || e->op == IR_LARRAY) return 0;
     for (int i = 0; i < e->n; i++)
-        if (!pure(e->k[i])) return 0;
+        if (!tk_rows_pure(e->k[i])) return 0;
     return 1;
 }
 
@@ -158,7 +159,7 @@ static int empty(const tk_ir *s) {
             if (!empty(s->k[i])) return 0;
         return 1;
     }
-    return s->op == IR_IF && pure(s->k[0]) && empty(s->k[1]) && empty(s->k[2]);
+    return s->op == IR_IF && tk_rows_pure(s->k[0]) && empty(s->k[1]) && empty(s->k[2]);
 }
 
 /* Only checks (and tests around them): what nests.c's copy leaves empty. */
@@ -169,14 +170,14 @@ static int checks_only(const tk_ir *s) {
             if (!checks_only(s->k[i])) return 0;
         return 1;
     }
-    return s->op == IR_IF && pure(s->k[0]) && checks_only(s->k[1]) && checks_only(s->k[2]);
+    return s->op == IR_IF && tk_rows_pure(s->k[0]) && checks_only(s->k[1]) && checks_only(s->k[2]);
 }
 
-static int stmts(const tk_ir *b, tk_ir **out, int n, int max, int skip_checks) {
+int tk_rows_stmts(const tk_ir *b, tk_ir **out, int n, int max, int skip_checks) {
     for (int i = 0; i < b->n && n <= max; i++) {
         tk_ir *s = b->k[i];
         if (skip_checks ? checks_only(s) : empty(s)) continue;
-        if (s->op == IR_BLOCK) n = stmts(s, out, n, max, skip_checks);
+        if (s->op == IR_BLOCK) n = tk_rows_stmts(s, out, n, max, skip_checks);
         else if (n < max) out[n++] = s;
         else return max + 1;
     }
@@ -190,8 +191,9 @@ static int add_atomic(const tk_ir *s) {
 
 /* The store privatize.c makes of `a[idx] += v` on the iteration's own element:
  * a[idx] = a[idx] + v, here a plain store (the panel owns its rows). */
-static tk_ir *as_store(tk_cc *C, const tk_ir *s) {
+tk_ir *tk_rows_as_store(tk_cc *C, const tk_ir *s) {
     if (s->op == IR_STORE) return (tk_ir *)s;
+    if (!add_atomic(s)) return NULL;
     const tk_ir *a = s->k[0];
     tk_ir *ld = ir_new(C, IR_LOAD, a->ty, a->line);
     ld->param = a->param;
@@ -209,7 +211,7 @@ static tk_ir *as_store(tk_cc *C, const tk_ir *s) {
     return st;
 }
 
-static int unit_for(const tk_ir *s) { return s->op == IR_FOR && s->k[2]->op == IR_CONST && s->k[2]->c.i == 1; }
+int tk_rows_unit_for(const tk_ir *s) { return s && s->op == IR_FOR && s->k[2]->op == IR_CONST && s->k[2]->c.i == 1; }
 
 /* v or v + c (c a constant) */
 static int is_var(const tk_ir *e, int v) {
@@ -223,7 +225,7 @@ static int is_var(const tk_ir *e, int v) {
 /* Loads in e: C only at the stored element (allow_c), else not at all; the other arrays noted. */
 static void loads_ok(tiler *t, const tk_ir *e, int allow_c) {
     if (!t->ok) return;
-    if (!pure(e)) { t->ok = 0; return; }
+    if (!tk_rows_pure(e)) { t->ok = 0; return; }
     if (e->op == IR_LOAD) {
         if (e->param == t->store->param) {
             if (!allow_c || e->n != t->store->n - 1) { t->ok = 0; return; }
@@ -258,17 +260,17 @@ static int own_local(tiler *t, int l, int scope) {
 /* Whether the (check-free) rows loop is the nest; fills t. */
 static int match(tiler *t, int scope) {
     tk_ir *top[2], *l1b[MAX_STMTS + 2], *l2b[MAX_STMTS + 2];
-    if (stmts(t->rows->k[3], top, 0, 1, 0) != 1 || !unit_for(top[0])) return 0;
+    if (tk_rows_stmts(t->rows->k[3], top, 0, 1, 0) != 1 || !tk_rows_unit_for(top[0])) return 0;
     tk_ir *l1 = top[0];
-    int n1 = stmts(l1->k[3], l1b, 0, MAX_STMTS + 1, 0);
-    if (n1 < 1 || n1 > MAX_STMTS + 1 || !unit_for(l1b[n1 - 1])) return 0;
+    int n1 = tk_rows_stmts(l1->k[3], l1b, 0, MAX_STMTS + 1, 0);
+    if (n1 < 1 || n1 > MAX_STMTS + 1 || !tk_rows_unit_for(l1b[n1 - 1])) return 0;
     tk_ir *l2 = l1b[n1 - 1];
-    int n2 = stmts(l2->k[3], l2b, 0, MAX_STMTS + 1, 0);
+    int n2 = tk_rows_stmts(l2->k[3], l2b, 0, MAX_STMTS + 1, 0);
     if (n2 < 1 || n2 > MAX_STMTS + 1 || (l2b[n2 - 1]->op != IR_STORE && !add_atomic(l2b[n2 - 1]))) return 0;
     for (int i = 0; i < 2; i++)
-        if (!ir_invariant(l1->k[i], t->rows) || !pure(l1->k[i]) || !ir_invariant(l2->k[i], t->rows) || !pure(l2->k[i])) return 0;
+        if (!ir_invariant(l1->k[i], t->rows) || !tk_rows_pure(l1->k[i]) || !ir_invariant(l2->k[i], t->rows) || !tk_rows_pure(l2->k[i])) return 0;
     if (ir_assignments(t->rows, l1->local) != 1 || ir_assignments(t->rows, l2->local) != 1) return 0;
-    tk_ir *st = as_store(t->C, l2b[n2 - 1]);
+    tk_ir *st = tk_rows_as_store(t->C, l2b[n2 - 1]);
     if (st->param < 0 || st->n < 3 || !elem_ok(t->S, st)) return 0;
     t->store = st;
     /* which loop is j: the one the store names */
@@ -283,7 +285,7 @@ static int match(tiler *t, int scope) {
             if (!is_var(ix, v) || jvar >= 0) return 0;
             jvar = v;
             jaxes++;
-        } else if (!ir_invariant(ix, t->rows) || !pure(ix)) {
+        } else if (!ir_invariant(ix, t->rows) || !tk_rows_pure(ix)) {
             return 0;
         }
     }
@@ -473,11 +475,76 @@ void tk_tile_own_rows(tk_cc *C, int iv, tk_ir *s) {
         if (add_atomic(x)) {
             int own = 0;
             for (int a = 1; a < x->k[0]->n; a++) own |= is_var(x->k[0]->k[a], iv);
-            if (own) s->k[i] = as_store(C, x);
+            if (own) s->k[i] = tk_rows_as_store(C, x);
         } else if (x->op >= IR_BLOCK) {
             tk_tile_own_rows(C, iv, x);
         }
     }
+}
+
+/* The rows [i0, i1) of parallel loop pf, as nests.c's copy without the checks *cond shows cannot fail. */
+tk_ir *tk_rows_copy(tk_cc *C, tk_spec *S, const tk_ir *pf, int i0, int i1, tk_ir **cond) {
+    int iv = pf->vars[0], line = pf->line;
+    *cond = NULL;
+    return tk_nests_fast(C, for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, ir_clone(C, pf->k[1]), TK_FOR_QUIET), cond);
+}
+
+/* cond and both loops run: klo < khi and jlo < jhi */
+tk_ir *tk_rows_run(tk_cc *C, tk_ir *cond, const tk_ir *klo, const tk_ir *khi, const tk_ir *jlo, const tk_ir *jhi) {
+    cond = ir_and(C, cond, ir_i64_bin(C, B_LT, ir_clone(C, klo), ir_clone(C, khi)));
+    return ir_and(C, cond, ir_i64_bin(C, B_LT, ir_clone(C, jlo), ir_clone(C, jhi)));
+}
+
+/* cond and array c shares no byte with any of reads[0..n) (M_DISJOINT) */
+tk_ir *tk_rows_disjoint(tk_cc *C, tk_ir *cond, int c, const int *reads, int n, int line) {
+    for (int r = 0; r < n; r++) {
+        tk_ir *d = ir_new(C, IR_MATH, ty_value(TACK_BOOL), line);
+        d->sub = M_DISJOINT;
+        d->aux_ty = ty_value(TACK_I64);
+        d->param = c;
+        d->aux = reads[r];
+        cond = ir_and(C, cond, d);
+    }
+    return cond;
+}
+
+/* Parallel loop pf made a loop over panels of p rows (ib its variable): each sets i0 = off + ib * p
+ * and i1 = min(i0 + p, off + n), then runs `extra` (NULL: nothing), then `if (cond) then else` the
+ * panel's rows as written, with their checks (pf's body, its own-row `+=` as stores). */
+void tk_rows_panels(tk_cc *C, tk_spec *S, tk_ir *pf, int ib, int i0, int i1, int64_t p, tk_ir *extra, tk_ir *cond, tk_ir *then) {
+    int iv = pf->vars[0], line = pf->line;
+    tk_ir *body = pf->k[1];
+    /* the fallback: each row as written (with its checks); it runs where an index could fail,
+     * C overlaps what is read, or a loop is empty -- not worth a copy of its own for the C
+     * compiler to optimize (nests.c's per-row versions) */
+    tk_ir *els = block(C, line);
+    tk_tile_own_rows(C, iv, body);
+    ir_push(C, els, for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, body, TK_FOR_QUIET));
+    tk_ir *iff = ir_new(C, IR_IF, ty_void(), line);
+    ir_push(C, iff, cond);
+    ir_push(C, iff, then);
+    ir_push(C, iff, els);
+    tk_ir *n = ir_as_i64(C, pf->k[0]);
+    tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : cst(C, 0, line);
+    tk_ir *nb = block(C, line);
+    ir_push(C, nb, ir_assign(C, i0, ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_i64_bin(C, B_MUL, local(C, S, ib, line), cst(C, p, line)))));
+    ir_push(C, nb, ir_assign(C, i1, ir_i64_bin(C, B_MIN, ir_i64_bin(C, B_ADD, local(C, S, i0, line), cst(C, p, line)),
+                                              ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_clone(C, n)))));
+    if (extra) ir_push(C, nb, extra);
+    ir_push(C, nb, iff);
+    /* panels: n // p + (n % p > 0), which is <= 0 when n is */
+    tk_ir *q = ir_i64_bin(C, B_FLOORDIV, ir_clone(C, n), cst(C, p, line));
+    tk_ir *rem = ir_i64_bin(C, B_GT, ir_i64_bin(C, B_MOD, ir_clone(C, n), cst(C, p, line)), cst(C, 0, line));
+    tk_ir *sel = ir_new(C, IR_SELECT, ty_value(TACK_I64), line);
+    ir_push(C, sel, rem);
+    ir_push(C, sel, cst(C, 1, line));
+    ir_push(C, sel, cst(C, 0, line));
+    pf->k[0] = ir_i64_bin(C, B_ADD, q, sel);
+    pf->k[1] = nb;
+    pf->vars[0] = ib;
+    pf->off = NULL;
+    pf->hi = NULL;
+    pf->bnd = NULL;
 }
 
 /* Parallel loop pf (one axis): its body tiled, with nests.c's per-row copies as the fallback. 1: done. */
@@ -488,10 +555,10 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     int iv = pf->vars[0], scope = S->locals[iv].scope;
     /* a quick look at the loop as written before anything is made */
     tk_ir *top[2], *in[MAX_STMTS + 2];
-    if (stmts(body, top, 0, 1, 1) != 1 || !unit_for(top[0])) return 0;
-    int n1 = stmts(top[0]->k[3], in, 0, MAX_STMTS + 1, 1);
-    if (n1 < 1 || n1 > MAX_STMTS + 1 || !unit_for(in[n1 - 1])) return 0;
-    int n2 = stmts(in[n1 - 1]->k[3], in, 0, MAX_STMTS + 1, 1);
+    if (tk_rows_stmts(body, top, 0, 1, 1) != 1 || !tk_rows_unit_for(top[0])) return 0;
+    int n1 = tk_rows_stmts(top[0]->k[3], in, 0, MAX_STMTS + 1, 1);
+    if (n1 < 1 || n1 > MAX_STMTS + 1 || !tk_rows_unit_for(in[n1 - 1])) return 0;
+    int n2 = tk_rows_stmts(in[n1 - 1]->k[3], in, 0, MAX_STMTS + 1, 1);
     if (n2 < 1 || n2 > MAX_STMTS + 1 || (in[n2 - 1]->op != IR_STORE && !add_atomic(in[n2 - 1]))) return 0;
 
     int line = pf->line;
@@ -501,9 +568,8 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     tiler t;
     memset(&t, 0, sizeof t);
     t.C = C, t.S = S, t.iv = iv, t.acc = -1;
-    tk_ir *rows = for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, ir_clone(C, body), TK_FOR_QUIET);
-    tk_ir *cond = NULL;
-    t.rows = tk_nests_fast(C, rows, &cond);
+    tk_ir *cond;
+    t.rows = tk_rows_copy(C, S, pf, i0, i1, &cond);
     if (!match(&t, scope)) return 0;
 
     /* the tiled panel */
@@ -542,49 +608,10 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     ir_push(C, then, for_(C, jt, ir_clone(C, t.jlo), ir_clone(C, t.jhi), jt_n, jtile, TK_FOR_QUIET));
 
     /* the test: nests.c's (the checks), the loops run, C disjoint from what is read */
-    cond = ir_and(C, cond, ir_i64_bin(C, B_LT, ir_clone(C, t.klo), ir_clone(C, t.khi)));
-    cond = ir_and(C, cond, ir_i64_bin(C, B_LT, ir_clone(C, t.jlo), ir_clone(C, t.jhi)));
-    for (int r = 0; r < t.nreads; r++) {
-        tk_ir *d = ir_new(C, IR_MATH, ty_value(TACK_BOOL), line);
-        d->sub = M_DISJOINT;
-        d->aux_ty = i64;
-        d->param = t.store->param;
-        d->aux = t.reads[r];
-        cond = ir_and(C, cond, d);
-    }
-    /* the fallback: each row as written (with its checks); it runs where an index
-     * could fail, C overlaps what is read, or a loop is empty -- not worth a copy of
-     * its own for the C compiler to optimize (nests.c's per-row versions) */
-    tk_ir *els = block(C, line);
-    tk_ir *orig = body;
-    tk_tile_own_rows(C, iv, orig);
-    ir_push(C, els, for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, orig, TK_FOR_QUIET));
-    tk_ir *iff = ir_new(C, IR_IF, ty_void(), line);
-    ir_push(C, iff, cond);
-    ir_push(C, iff, then);
-    ir_push(C, iff, els);
-
-    /* the parallel loop over panels: i0 = off + panel * P, i1 = min(i0 + P, off + n), ir: i0 + whole blocks */
-    tk_ir *n = ir_as_i64(C, pf->k[0]);
-    tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : cst(C, 0, line);
-    tk_ir *nb = block(C, line);
-    ir_push(C, nb, ir_assign(C, i0, ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_i64_bin(C, B_MUL, local(C, S, ib, line), cst(C, P_ROWS, line)))));
-    ir_push(C, nb, ir_assign(C, i1, bmin(C, ir_i64_bin(C, B_ADD, local(C, S, i0, line), cst(C, P_ROWS, line)), ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_clone(C, n)))));
-    ir_push(C, nb, ir_assign(C, ir, ir_i64_bin(C, B_ADD, local(C, S, i0, line),
-                                     ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, local(C, S, i1, line), local(C, S, i0, line)), cst(C, -R_ROWS, line)))));
-    ir_push(C, nb, iff);
-    /* panels: n // P + (n % P > 0), which is <= 0 when n is */
-    tk_ir *q = ir_i64_bin(C, B_FLOORDIV, ir_clone(C, n), cst(C, P_ROWS, line));
-    tk_ir *rem = ir_i64_bin(C, B_GT, ir_i64_bin(C, B_MOD, ir_clone(C, n), cst(C, P_ROWS, line)), cst(C, 0, line));
-    tk_ir *sel = ir_new(C, IR_SELECT, i64, line);
-    ir_push(C, sel, rem);
-    ir_push(C, sel, cst(C, 1, line));
-    ir_push(C, sel, cst(C, 0, line));
-    pf->k[0] = ir_i64_bin(C, B_ADD, q, sel);
-    pf->k[1] = nb;
-    pf->vars[0] = ib;
-    pf->off = NULL;
-    pf->hi = NULL;
-    pf->bnd = NULL;
+    cond = tk_rows_disjoint(C, tk_rows_run(C, cond, t.klo, t.khi, t.jlo, t.jhi), t.store->param, t.reads, t.nreads, line);
+    /* the parallel loop over panels; ir: i0 + whole blocks */
+    tk_ir *first = ir_assign(C, ir, ir_i64_bin(C, B_ADD, local(C, S, i0, line),
+                                               ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, local(C, S, i1, line), local(C, S, i0, line)), cst(C, -R_ROWS, line))));
+    tk_rows_panels(C, S, pf, ib, i0, i1, P_ROWS, first, cond, then);
     return 1;
 }
