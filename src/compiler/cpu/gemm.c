@@ -17,7 +17,7 @@
  *         for j in range(a, b):
  *             s = v
  *             for k in range(c, d): s += A[i, k] * B[k, j]
- *             C[i, j] = s
+ *             C[i, j] = s          (or alpha * s + beta * C[i, j]: an epilogue)
  *
  * and the ijk nest (`for j: for k: C[i, j] += ...`).  This pass reads the
  * row body (after nests.c's check-free copy), inlines the locals it assigns
@@ -28,7 +28,12 @@
  * b(k, j) is B's.  A, B and C may have any number of axes; the axes other
  * than the ones i, k and j name (each at most once, as `v` or `v + c`) must
  * be the same in every row, so an operand is a base offset and two element
- * strides (0 where an index is absent), transposes included.
+ * strides (0 where an index is absent), transposes included.  A sum kept in
+ * a local may end in an epilogue: the store is s, alpha * s, or one of those
+ * plus C[i, j] or beta * C[i, j] (either side of the +, either factor
+ * first); the cell's start value is then s's and C[i, j] is read only by
+ * the epilogue.  The row body is read with tile.c's helpers (tk_rows_*),
+ * and the panel loop is built by the same code as tile.c's.
  *
  * A match turns the parallel loop into one over panels of P_ROWS rows whose
  * body calls tk_gemm_f32 / tk_gemm_f64 (the prelude below, written only
@@ -41,23 +46,38 @@
  * `t = alpha * A[i, k]` does), then an MR x NR block of accumulators held
  * in vector registers over the block's k's.  Edges go through a small
  * buffer, so any size is handled, and a size smaller than one block is one
- * edge.
+ * edge.  With an epilogue the block's sums go to that buffer (or, when k
+ * takes more than one block, to a buffer of the panel's partial sums, as C
+ * must keep its value for the epilogue) and the epilogue writes C after
+ * the last k block.
+ *
+ * The block's vectors are 32 bytes wide where AVX-512VL gives 32 of them
+ * (8 rows x 3 vectors: 8 x 12 doubles, 8 x 24 floats), not 64: the loop's
+ * bits need a separate multiply and add, and on Zen 4, which runs a 64-byte
+ * operation as two 32-byte halves, that pair on 64-byte vectors ran at
+ * 0.75x of the speed of the same pair on 32-byte ones (0.96x of the fused
+ * kernel's speed; paired runs of the helper at 512-2048, f32 and f64).
+ * The k block is 512 there: at 512 a cell's whole sum stays in registers,
+ * and at 1024-2048 it was no slower than 256.  Only that shape was timed.
  *
  * The bits are the loop's.  Every cell's value is the loop's chain of
  * operations in the loop's order: the start value (the same product
  * beta * C[i, j]), then one `c = c + a * b` per k, ascending, each a
  * rounded multiply then a rounded add (the C compiler runs with
  * -ffp-contract=off), k blocks in ascending order, with the partial value
- * stored in C between blocks and reloaded (an exact round trip in the
- * element's type).  Packing copies values; alpha * A[i, k] is the product
+ * stored in C (or the buffer of partial sums) between blocks and reloaded
+ * (an exact round trip in the element's type), then the epilogue's
+ * operations as the loop writes them (alpha * s, beta * C[i, j], their
+ * sum: addition and multiplication commute exactly).  Packing copies values; alpha * A[i, k] is the product
  * the loop computes.  A subtraction packs -a and adds: c - a * b and
  * c + (-a) * b are the same bits (negation is exact and rounding to nearest
  * is symmetric), so one kernel serves both signs, and the C compiler
  * optimizes it once (it is not inlined into its two callers either).  The
  * helper costs the C compiler some 0.13 s of CPU per kernel that uses it
  * (gcc 12, -O3); compiling the loops around the kernel (packing, edges) at
- * -O2 saved 0.04 s of that and cost up to 1.6x at 512, so they stay at -O3.  Only the order in which cells are visited changes,
- * and no cell reads another.  With `fast_math=True` the C compiler fuses
+ * -O2 saved 0.04 s of that and cost up to 1.6x at 512, so they stay at
+ * -O3.  Only the order in which cells are visited changes, and no cell
+ * reads another.  With `fast_math=True` the C compiler fuses
  * each multiply-add (-ffp-contract=fast): the bits then differ from the
  * loop's by the rounding of the fused products, which is what fast_math
  * permits and why it is the fast path's only difference from the default.

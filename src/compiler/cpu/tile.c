@@ -83,6 +83,12 @@
  * The k loops poll for the work of their iterations (IR_FOR's aux, as in
  * nests.c): between polls there is no more work than in the loop as written.
  *
+ * The pieces gemm.c needs too live here and are declared in compiler.h
+ * (tk_rows_*): the readers of a row body (its statements, a step-1 loop,
+ * a store or own-row `+=`, a pure expression) and the builder of the loop
+ * over panels (the check-free copy of the rows, the run-time test, the
+ * fallback to the rows as written, the panel bounds).
+ *
  * TACK_TILE=0 in the environment turns the pass off (TACK_NESTS=0 and
  * TACK_OPT=0 do too); the tests compare with it.  C dialect only, like nests.c.
  */
