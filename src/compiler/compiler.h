@@ -551,7 +551,8 @@ tk_ir *tk_rows_run(tk_cc *C, tk_ir *cond, const tk_ir *klo, const tk_ir *khi, co
 tk_ir *tk_rows_disjoint(tk_cc *C, tk_ir *cond, int c, const int *reads, int n, int line);
 /* pf as a loop over panels of p rows (variable ib): i0, i1 set, extra (or NULL), then `if (cond) then`
  * else the panel's rows as written */
-void tk_rows_panels(tk_cc *C, tk_spec *S, tk_ir *pf, int ib, int i0, int i1, int64_t p, tk_ir *extra, tk_ir *cond, tk_ir *then);
+void tk_rows_panels(tk_cc *C, tk_spec *S, tk_ir *pf, int ib, int i0, int i1, int64_t p, tk_ir *extra, tk_ir *cond,
+                    tk_ir *then);
 /* gemm.c: a parallel loop whose rows hold a matrix product, as calls of a packed kernel (1), or left (0);
  * with wrap, *wrap may be set to a block that packs B before the loop and frees it after, to take the
  * loop's place in its block */

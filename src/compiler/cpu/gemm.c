@@ -135,7 +135,8 @@ static const char PRELUDE_GEMM[] =
     "    } \\\n"
     "    for (int r = 0; r < MR; r++) for (int v = 0; v < NV; v++) *(NAME##_vu *)(c + r * rsc + v * VL) = acc[r][v]; \\\n"
     "} \\\n"
-    "static T NAME##_epi(T s, const T *c, int epi, T ea, T eb) { /* the loop's epilogue: s, ea * s; + C or + eb * C */ \\\n"
+    "/* the loop's epilogue: s or ea * s, then + C or + eb * C */ \\\n"
+    "static T NAME##_epi(T s, const T *c, int epi, T ea, T eb) { \\\n"
     "    T v = epi & 1 ? ea * s : s; \\\n"
     "    return epi >> 1 == 1 ? v + *c : epi >> 1 == 2 ? v + eb * *c : v; \\\n"
     "} \\\n"
@@ -148,7 +149,8 @@ static const char PRELUDE_GEMM[] =
     "    const T *bpk = (const T *)(uintptr_t)pk; /* B packed once for every panel (NAME##_packb), or 0 */ \\\n"
     "    T *bp = bpk ? NULL : (T *)aligned_alloc(64, (size_t)(kcb * ncb * (int64_t)sizeof(T) + 64) / 64 * 64); \\\n"
     "    T *ap = (T *)aligned_alloc(64, (size_t)(kcb * mcb * (int64_t)sizeof(T) + 64) / 64 * 64); \\\n"
-    "    /* with an epilogue and more than one k block, the partial sums between blocks (C holds what the epilogue reads) */ \\\n"
+    "    /* with an epilogue and more than one k block: the partial sums between blocks \\\n"
+    "     * (C holds what the epilogue reads) */ \\\n"
     "    T *w = epi && K > KC ? (T *)aligned_alloc(64, (size_t)(mw * ncb * (int64_t)sizeof(T) + 64) / 64 * 64) : NULL; \\\n"
     "    if (!ap || (!bp && !bpk) || (epi && K > KC && !w)) { /* the same chain of operations, unpacked */ \\\n"
     "        free(ap); free(bp); free(w); \\\n"
@@ -198,7 +200,7 @@ static const char PRELUDE_GEMM[] =
     "                    for (int64_t ir = 0; ir < mc; ir += MR) { \\\n"
     "                        int64_t mr = mc - ir < MR ? mc - ir : MR; \\\n"
     "                        T *c = C + (ic + ir) * rsc + (jc + jr) * csc; \\\n"
-    "                        if (epi) { /* the sums in w (or tmp), then the epilogue into C after the last k block */ \\\n"
+    "                        if (epi) { /* the sums in w (or tmp), the epilogue into C after the last block */ \\\n"
     "                            T *s = w ? w + (ic + ir) * ncb + jr : tmp; \\\n"
     "                            int64_t rs = w ? ncb : NR; \\\n"
     "                            NAME##_micro(kc, ap + ir * kc, bs, s, rs, start, beta); \\\n"
@@ -284,7 +286,8 @@ typedef struct gm {
     int nd;
 } gm;
 
-/* tile.c's readers of a row body (compiler.h): the statements of block b, checks and empty tests left out (at most max; max + 1: more) */
+/* tile.c's readers of a row body (compiler.h): the statements of block b, checks and empty tests
+ * left out (at most max; max + 1: more) */
 static int stmts(const tk_ir *b, tk_ir **out, int n, int max) { return tk_rows_stmts(b, out, n, max, 1); }
 
 /* What index e is: 1 + which of (i, k, j) it is (`v` or `v + c`, c in *c), 0 an expression
@@ -492,7 +495,9 @@ static int prologue(gm *g, const tk_ir *f) {
 
 static int bounds(gm *g, const tk_ir *kf, const tk_ir *jf) {
     for (int i = 0; i < 2; i++)
-        if (!ir_invariant(kf->k[i], g->rows) || !tk_rows_pure(kf->k[i]) || !ir_invariant(jf->k[i], g->rows) || !tk_rows_pure(jf->k[i])) return 0;
+        if (!ir_invariant(kf->k[i], g->rows) || !tk_rows_pure(kf->k[i]) || !ir_invariant(jf->k[i], g->rows) ||
+            !tk_rows_pure(jf->k[i]))
+            return 0;
     g->kv = kf->local, g->jv = jf->local;
     g->klo = kf->k[0], g->khi = kf->k[1], g->jlo = jf->k[0], g->jhi = jf->k[1];
     return ir_assignments(g->rows, g->kv) == 1;
@@ -693,7 +698,8 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
     call->aux_ty = ty_value(g.dt);
     call->param = g.store->param;
     call->aux = g.a->param;
-    call->c.i = g.b->param | (int64_t)(g.alpha ? 1 : 0) << 32 | (int64_t)g.init << 33 | (int64_t)g.neg << 35 | (int64_t)g.epi << 36;
+    call->c.i = g.b->param | (int64_t)(g.alpha ? 1 : 0) << 32 | (int64_t)g.init << 33 | (int64_t)g.neg << 35 |
+                (int64_t)g.epi << 36;
     ir_push(C, call, ir_i64_bin(C, B_SUB, loc(C, S, i1, line), loc(C, S, i0, line)));
     ir_push(C, call, ir_i64_bin(C, B_SUB, ir_as_i64(C, ir_clone(C, g.jhi)), ir_as_i64(C, ir_clone(C, g.jlo))));
     ir_push(C, call, ir_i64_bin(C, B_SUB, ir_as_i64(C, ir_clone(C, g.khi)), ir_as_i64(C, ir_clone(C, g.klo))));

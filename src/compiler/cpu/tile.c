@@ -274,7 +274,9 @@ static int match(tiler *t, int scope) {
     int n2 = tk_rows_stmts(l2->k[3], l2b, 0, MAX_STMTS + 1, 0);
     if (n2 < 1 || n2 > MAX_STMTS + 1 || (l2b[n2 - 1]->op != IR_STORE && !add_atomic(l2b[n2 - 1]))) return 0;
     for (int i = 0; i < 2; i++)
-        if (!ir_invariant(l1->k[i], t->rows) || !tk_rows_pure(l1->k[i]) || !ir_invariant(l2->k[i], t->rows) || !tk_rows_pure(l2->k[i])) return 0;
+        if (!ir_invariant(l1->k[i], t->rows) || !tk_rows_pure(l1->k[i]) || !ir_invariant(l2->k[i], t->rows) ||
+            !tk_rows_pure(l2->k[i]))
+            return 0;
     if (ir_assignments(t->rows, l1->local) != 1 || ir_assignments(t->rows, l2->local) != 1) return 0;
     tk_ir *st = tk_rows_as_store(t->C, l2b[n2 - 1]);
     if (st->param < 0 || st->n < 3 || !elem_ok(t->S, st)) return 0;
@@ -492,7 +494,8 @@ void tk_tile_own_rows(tk_cc *C, int iv, tk_ir *s) {
 tk_ir *tk_rows_copy(tk_cc *C, tk_spec *S, const tk_ir *pf, int i0, int i1, tk_ir **cond) {
     int iv = pf->vars[0], line = pf->line;
     *cond = NULL;
-    return tk_nests_fast(C, for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, ir_clone(C, pf->k[1]), TK_FOR_QUIET), cond);
+    tk_ir *rows = for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, ir_clone(C, pf->k[1]), TK_FOR_QUIET);
+    return tk_nests_fast(C, rows, cond);
 }
 
 /* cond and both loops run: klo < khi and jlo < jhi */
@@ -517,7 +520,8 @@ tk_ir *tk_rows_disjoint(tk_cc *C, tk_ir *cond, int c, const int *reads, int n, i
 /* Parallel loop pf made a loop over panels of p rows (ib its variable): each sets i0 = off + ib * p
  * and i1 = min(i0 + p, off + n), then runs `extra` (NULL: nothing), then `if (cond) then else` the
  * panel's rows as written, with their checks (pf's body, its own-row `+=` as stores). */
-void tk_rows_panels(tk_cc *C, tk_spec *S, tk_ir *pf, int ib, int i0, int i1, int64_t p, tk_ir *extra, tk_ir *cond, tk_ir *then) {
+void tk_rows_panels(tk_cc *C, tk_spec *S, tk_ir *pf, int ib, int i0, int i1, int64_t p, tk_ir *extra, tk_ir *cond,
+                    tk_ir *then) {
     int iv = pf->vars[0], line = pf->line;
     tk_ir *body = pf->k[1];
     /* the fallback: each row as written (with its checks); it runs where an index could fail,
@@ -533,7 +537,8 @@ void tk_rows_panels(tk_cc *C, tk_spec *S, tk_ir *pf, int ib, int i0, int i1, int
     tk_ir *n = ir_as_i64(C, pf->k[0]);
     tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : cst(C, 0, line);
     tk_ir *nb = block(C, line);
-    ir_push(C, nb, ir_assign(C, i0, ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_i64_bin(C, B_MUL, local(C, S, ib, line), cst(C, p, line)))));
+    tk_ir *first = ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_i64_bin(C, B_MUL, local(C, S, ib, line), cst(C, p, line)));
+    ir_push(C, nb, ir_assign(C, i0, first));
     ir_push(C, nb, ir_assign(C, i1, ir_i64_bin(C, B_MIN, ir_i64_bin(C, B_ADD, local(C, S, i0, line), cst(C, p, line)),
                                               ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_clone(C, n)))));
     if (extra) ir_push(C, nb, extra);
@@ -614,10 +619,10 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     ir_push(C, then, for_(C, jt, ir_clone(C, t.jlo), ir_clone(C, t.jhi), jt_n, jtile, TK_FOR_QUIET));
 
     /* the test: nests.c's (the checks), the loops run, C disjoint from what is read */
-    cond = tk_rows_disjoint(C, tk_rows_run(C, cond, t.klo, t.khi, t.jlo, t.jhi), t.store->param, t.reads, t.nreads, line);
+    cond = tk_rows_run(C, cond, t.klo, t.khi, t.jlo, t.jhi);
+    cond = tk_rows_disjoint(C, cond, t.store->param, t.reads, t.nreads, line);
     /* the parallel loop over panels; ir: i0 + whole blocks */
-    tk_ir *first = ir_assign(C, ir, ir_i64_bin(C, B_ADD, local(C, S, i0, line),
-                                               ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, local(C, S, i1, line), local(C, S, i0, line)), cst(C, -R_ROWS, line))));
-    tk_rows_panels(C, S, pf, ib, i0, i1, P_ROWS, first, cond, then);
+    tk_ir *whole = ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, local(C, S, i1, line), local(C, S, i0, line)), cst(C, -R_ROWS, line));
+    tk_rows_panels(C, S, pf, ib, i0, i1, P_ROWS, ir_assign(C, ir, ir_i64_bin(C, B_ADD, local(C, S, i0, line), whole)), cond, then);
     return 1;
 }
