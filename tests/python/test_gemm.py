@@ -1,15 +1,16 @@
 """Matrix products found inside a parallel loop's rows (src/compiler/cpu/gemm.c).
 
 The forms users write -- PolyBench's gemm with a prologue that scales the row,
-alpha, a local sum, the ijk nest, transposed operands, a subtraction -- run as
-packed panels and a register-blocked kernel, which the generated source names.
+alpha, a local sum (also with an epilogue, `alpha * s + beta * C[i, j]`), the
+ijk nest, transposed operands, a subtraction -- run as packed panels and a
+register-blocked kernel, which the generated source names.
 Each cell's chain of operations is the loop's, so the results are the bits of
 the loop as written (gemm=False, compared in this process); with fast_math the
 kernel may fuse multiply-adds and the results are close, not equal.  Where the
 copy cannot run (C shares memory with an operand, an index could fail, a loop
 is empty) the rows run as written; strided views are never taken.  Sizes cover
-edges of the 8 x 48 block, more than one k block (256) and more than one panel
-of rows (128); the larger sweep runs under make test-all.
+edges of the 8 x 24 block, more than one k block (512, or 256 without AVX-512VL)
+and more than one panel of rows (128); the larger sweep runs under make test-all.
 """
 
 import numpy as np

@@ -54,11 +54,12 @@
  * The block's vectors are 32 bytes wide where AVX-512VL gives 32 of them
  * (8 rows x 3 vectors: 8 x 12 doubles, 8 x 24 floats), not 64: the loop's
  * bits need a separate multiply and add, and on Zen 4, which runs a 64-byte
- * operation as two 32-byte halves, that pair on 64-byte vectors ran at
- * 0.75x of the speed of the same pair on 32-byte ones (0.96x of the fused
- * kernel's speed; paired runs of the helper at 512-2048, f32 and f64).
- * The k block is 512 there: at 512 a cell's whole sum stays in registers,
- * and at 1024-2048 it was no slower than 256.  Only that shape was timed.
+ * operation as two 32-byte halves, that pair on 64-byte vectors took
+ * 1.25-1.32x the fused kernel's time, on 32-byte ones 0.99-1.07x (the
+ * helper alone, interleaved runs at 512-2048, f32 and f64; decisions.md).
+ * The fused kernel is as fast on either, so one shape serves both.  The k
+ * block is 512 there: at 512 a cell's whole sum stays in registers, and
+ * 512 took 4-10% less time than 256 at 512-2048.  Only that shape was timed.
  *
  * The bits are the loop's.  Every cell's value is the loop's chain of
  * operations in the loop's order: the start value (the same product
@@ -250,10 +251,10 @@ void tk_gemm_prelude(const tk_cc *C, tk_buf *b) {
     /* the block of accumulators fits the vector registers the C compiler may use: with
      * AVX-512VL's 32 registers 8 rows by 3 vectors, 24 accumulators, 3 slivers of B and a
      * broadcast, the vectors 32 bytes wide (a separate multiply and add on 64-byte vectors
-     * ran at 0.75x of the 32-byte kernel's speed on Zen 4, which splits 64-byte operations in
-     * two; see the essay); with AVX (16 of 32 bytes) 6 rows by 2; with AArch64's 32 of 16
+     * took some 1.25x the time on Zen 4, which splits 64-byte operations in two; see the
+     * essay); with AVX (16 of 32 bytes) 6 rows by 2; with AArch64's 32 of 16
      * bytes 8 by 3; elsewhere 4 by 2 vectors of 16 bytes.  Then k's in a block: 512 with
-     * AVX-512VL (at 512 the whole sum stays in registers; at 1024-2048 no slower than 256),
+     * AVX-512VL (at 512 the whole sum stays in registers; 4-10% faster than 256 to 2048),
      * 256 elsewhere (not timed) */
     tk_puts(b, "#if defined(__AVX512VL__)\n#define TK_GEMM_SHAPE(W) (32 / W), 8, 3, 512\n"
                "#elif defined(__AVX__)\n#define TK_GEMM_SHAPE(W) (32 / W), 6, 2, 256\n"
