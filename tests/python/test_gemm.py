@@ -128,7 +128,7 @@ def run(fn, args, settings=None, **kw):
 FORMS = [gemm, zeroed, dot_bt, sub_at, epilogue]
 SIZES = [(1, 1, 1), (5, 3, 9), (130, 520, 50)]  # smaller than a block; edges; two panels and two k blocks (of 512)
 if _suite.TEST_ALL:
-    SIZES += [(8, 256, 48), (129, 257, 97), (300, 7, 500)]
+    SIZES += [(8, 256, 48), (129, 257, 97), (300, 7, 500), (9, 520, 4100)]  # the last: two column blocks (4080)
 # each run compiles a kernel (most of a second): make test runs the PolyBench form and the
 # epilogue in f64 and the local sum in f32; make test-all every form in both, and each against
 # the loop as written
@@ -202,6 +202,25 @@ def test_strided_views_run_as_written():
     k(c, a, bt)
     assert MARK not in k.generated_source(c, a, bt)
     assert np.allclose(C[:, ::2], a @ bt.T) and not C[:, 1::2].any()
+
+
+@pytest.mark.skipif(not _suite.TEST_ALL, reason="a compile of its own: make test-all")
+def test_epilogue_c_is_a_falls_back():
+    """The epilogue form with C passed as A (row i reads its own row: no race): the copy's test
+    of disjoint memory runs the rows as written, each sum reading the row as the cells before
+    it left it."""
+    rng = np.random.default_rng(9)
+    C0, B = rng.random((20, 20)), rng.random((20, 20))
+    c = C0.copy()
+    tack.kernel(epilogue)(1.5, 0.75, c, c, B)
+    ref = C0.copy()
+    for i in range(20):
+        for j in range(20):
+            s = 0.0
+            for k in range(20):
+                s += ref[i, k] * B[k, j]
+            ref[i, j] = 1.5 * s + 0.75 * ref[i, j]
+    assert np.array_equal(c, ref)
 
 
 @pytest.mark.skipif(not _suite.TEST_ALL, reason="a compile of its own (the test is tile.c's, M_DISJOINT): make test-all")
@@ -320,7 +339,7 @@ def test_epilogue_forms_taken():
 @pytest.mark.parametrize("fn", [epi_swapped, epi_plain, epi_alpha, epi_minus])
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
 def test_epilogue_forms_same_bits(fn, dt):
-    for n, k, m in [(5, 3, 9), (130, 520, 50)]:
+    for n, k, m in [(5, 3, 9), (130, 520, 50), (9, 520, 4100)]:
         rng = np.random.default_rng(n + k + m)
         args = [dt(1.5), dt(0.75)] + [rng.random(s).astype(dt) for s in ((n, m), (n, k), (k, m))]
         on, off = run(fn, args), run(fn, args, {"gemm": False})
