@@ -474,8 +474,12 @@ def test_the_stencil_adjoint_is_one_fused_sweep():
     assert not [n for n in ast.walk(sweep) if isinstance(n, ast.If)
                 or isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]
     assert [ast.unparse(st) for st in last.body] == ["unew\u00b7grad[i, j] = 0.0"]
-    for strip in strips:
+    for n, strip in enumerate(strips):
         *gathers, own = strip.body
+        # a strip tests the axes on which it leaves the box: the row strips both, the column
+        # strips (inside the box's rows) the columns only
+        tested = {v.id for st in strip.body for v in ast.walk(st.test) if isinstance(v, ast.Name)}
+        assert tested & {"p\u00b70", "p\u00b71"} == ({"p\u00b70", "p\u00b71"} if n < 2 else {"p\u00b71"})
         for g in gathers:  # one test per offset
             assert set(arrays(g, ast.Load)) == {"k", "unew\u00b7grad", "u\u00b7grad"}
             assert "lap" not in {n.id for n in ast.walk(g) if isinstance(n, ast.Name)}
