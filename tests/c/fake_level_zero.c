@@ -1,8 +1,9 @@
 /*
  * fake_level_zero.c -- a fake Level Zero loader (libze_loader.so.1) for
  * testing the Level Zero backend's host side on machines without an Intel
- * GPU.  test_level_zero_fake.c builds it with the C compiler and runs itself
- * with it first on LD_LIBRARY_PATH.
+ * GPU.  test_level_zero_fake.c and test_level_zero_streams.c build it with
+ * the C compiler and run themselves with it first on LD_LIBRARY_PATH
+ * (level_zero_fake.h).
  *
  * One driver with one device "Fake Level Zero GPU" (FAKE_ZE_DEVICES=2: two);
  * device memory is host memory, known by address, size and device, so
