@@ -596,6 +596,7 @@ R zeCommandListAppendWaitOnEvents(list_t *l, uint32_t n, void **w) {
     c.kind = C_BARRIER;
     return append(l, &c, NULL, n, w);
 }
+#ifndef FAKE_ZE_NO_EVENT_RESET /* built without it: a loader that lacks what graphs need */
 R zeCommandListAppendEventReset(list_t *l, ev_t *e) {
     ENTER(0, 0);
     cmd c = {0};
@@ -603,6 +604,7 @@ R zeCommandListAppendEventReset(list_t *l, ev_t *e) {
     c.reset = e;
     return append(l, &c, NULL, 0, NULL);
 }
+#endif
 R zeCommandListAppendWriteGlobalTimestamp(list_t *l, uint64_t *dst, void *e, uint32_t n, void **w) {
     ENTER(0, 0);
     if ((uintptr_t)dst % 8) return BADARG;

@@ -164,12 +164,13 @@ static inline int child_run(const char *env, const char *mode, const char *arg) 
     return system(cmd) == 0;
 }
 
-/* The fake loader (tests/c/fake_level_zero.c, named by the build) built into dir. */
-static inline int make_fake(const char *dir) {
-    char cmd[1400];
+/* The fake loader (tests/c/fake_level_zero.c, named by the build) built into dir, with the
+ * C compiler's `flags` (-D options for a variant). */
+static inline int make_fake(const char *dir, const char *flags) {
+    char cmd[1500];
     const char *cc = getenv("TACK_CC");
-    snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -shared -fPIC -o '%s/libze_loader.so.1' '%s'", cc && *cc ? cc : "cc",
-             dir, TACK_FAKE_ZE_SRC);
+    snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -shared -fPIC %s -o '%s/libze_loader.so.1' '%s'", cc && *cc ? cc : "cc",
+             flags, dir, TACK_FAKE_ZE_SRC);
     return system(cmd) == 0;
 }
 
@@ -183,7 +184,7 @@ static inline int lzf_init_exe(void) {
 
 /* The fake loader built into the fresh directory made from the mkdtemp template `dir`
  * (0: no directory or no C compiler). */
-static inline int lzf_build(char *dir) { return mkdtemp(dir) && make_fake(dir); }
+static inline int lzf_build(char *dir) { return mkdtemp(dir) && make_fake(dir, ""); }
 
 /* This program run again, with the same arguments, under the fake loader in `dir`: first on
  * LD_LIBRARY_PATH, TACK_FAKE_ZE_DIR naming the directory and TACK_CACHE_DIR a cache in it.

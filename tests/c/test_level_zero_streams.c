@@ -12,8 +12,9 @@
  * queued; kernels on a stream and in a graph, and the profiler's kernel
  * timestamps (where libocloc builds them); a stream destroyed with work
  * queued; another library's list wrapped; event slots reused once waited
- * for; and, in a child with two devices, one device's events and graphs
- * refused on the other, naming both.
+ * for; and, in children, one device's events and graphs refused on
+ * another device, naming both, and graphs refused by a loader that lacks
+ * an entry point they need (the fake built without it), naming it.
  */
 #include "level_zero_fake.h"
 
@@ -298,9 +299,29 @@ static int child_two(void) {
     return CHECK_SUMMARY();
 }
 
+/* A loader without zeCommandListAppendEventReset: streams and events work, graphs are refused
+ * naming the entry point they need. */
+static int child_noreset(void) {
+    tack_device *g = NULL;
+    CHECK(tack_device_get("level_zero", &g) == TACK_OK && bind_fake());
+    if (!g) return CHECK_SUMMARY();
+    tack_stream *s = NULL;
+    tack_event *e = NULL;
+    CHECK(tack_stream_create(g, &s) == TACK_OK && tack_event_create(g, 1, &e) == TACK_OK);
+    CHECK(tack_event_record(e, s) == TACK_OK && tack_event_synchronize(e) == TACK_OK);
+    CHECK(tack_capture_begin(s) == TACK_ERR_UNSUPPORTED &&
+          strstr(tack_last_error(),
+                 "level_zero:0: the Level Zero loader lacks zeCommandListAppendEventReset, which graphs need"));
+    tack_event_free(e);
+    tack_stream_release(s);
+    CHECK(tack_device_synchronize(g) == TACK_OK && fake_misuse()[0] == 0);
+    return CHECK_SUMMARY();
+}
+
 int main(int argc, char **argv) {
     if (!lzf_init_exe()) return 1;
     if (argc == 3 && strcmp(argv[1], "--two") == 0) return child_two();
+    if (argc == 3 && strcmp(argv[1], "--noreset") == 0) return child_noreset();
     if (!getenv("TACK_FAKE_ZE_DIR")) {
         char dir[] = "/tmp/tack-fakeze-XXXXXX";
         if (!lzf_build(dir)) {
@@ -319,6 +340,11 @@ int main(int argc, char **argv) {
         CHECK(fake_misuse()[0] == 0);
         if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
         CHECK(child_run("FAKE_ZE_DEVICES=2", "--two", "-"));
+        char noreset[700], env[900];
+        snprintf(noreset, sizeof noreset, "%s/noreset", getenv("TACK_FAKE_ZE_DIR"));
+        mkdir(noreset, 0700);
+        snprintf(env, sizeof env, "LD_LIBRARY_PATH='%s'", noreset);
+        CHECK(make_fake(noreset, "-DFAKE_ZE_NO_EVENT_RESET") && child_run(env, "--noreset", "-"));
     }
     lzf_remove();
     return CHECK_SUMMARY();
