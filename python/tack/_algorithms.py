@@ -44,7 +44,8 @@ import numpy as np
 from . import _core
 from ._array import empty as _empty, asarray as _asarray
 from ._core import i64
-from ._kernels import kernel, func, independent
+from ._intrinsics import independent
+from ._kernels import kernel, func
 
 __all__ = ["scan", "sort", "argsort", "segmented_reduce", "compact", "unique", "searchsorted", "histogram",
            "reduce"]
