@@ -102,6 +102,13 @@ static inline int bind_fake(void) {
            fake_ctx_list;
 }
 
+/* Nothing the specification forbids done so far (what was is printed). */
+#define CHECK_NO_MISUSE()                                                      \
+    do {                                                                       \
+        CHECK(fake_misuse()[0] == 0);                                          \
+        if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse()); \
+    } while (0)
+
 /* Where `call` first appears in the log at or after `from` (-1: never). */
 static inline long at(const char *call, long from) {
     const char *log = fake_calls();

@@ -556,8 +556,7 @@ static int child_adopt_before(int ocloc) {
     /* now another context is too late */
     void *ctx2 = new_context(&drv, &dev);
     CHECK(ctx2 && tack_level_zero_adopt(drv, ctx2, dev) == TACK_ERR_VALUE && strstr(tack_last_error(), TOO_LATE));
-    CHECK(fake_misuse()[0] == 0);
-    if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+    CHECK_NO_MISUSE();
     return CHECK_SUMMARY();
 }
 
@@ -576,8 +575,7 @@ static int child_adopt_after(int ocloc) {
     CHECK(made >= 0 && gone > made && at("zeContextDestroy", gone + 1) == -1);
     uses_context(g, ctx, ocloc);
     CHECK(at("zeContextDestroy", gone + 1) == -1); /* the adopted one stays */
-    CHECK(fake_misuse()[0] == 0);
-    if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+    CHECK_NO_MISUSE();
     return CHECK_SUMMARY();
 }
 
@@ -624,7 +622,7 @@ static int child_nofp64(int ocloc) {
         if (cmd) CHECK(strstr(cmd, "-options \"-cl-std=CL1.2\"\n"));
         tack_program_free(p);
     }
-    CHECK(fake_misuse()[0] == 0);
+    CHECK_NO_MISUSE();
     return CHECK_SUMMARY();
 }
 
@@ -678,8 +676,7 @@ static int child_queue(int ocloc) {
     tack_stream_release(s);
     tack_array_release(a);
     tack_array_release(b);
-    CHECK(fake_misuse()[0] == 0);
-    if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+    CHECK_NO_MISUSE();
     return CHECK_SUMMARY();
 }
 
@@ -692,7 +689,7 @@ static int child_nolists(void) {
     long destroy = at("zeContextDestroy", 0);
     CHECK(at("zeContextCreate", 0) >= 0 && destroy > at("zeContextCreate", 0));
     CHECK(destroy >= 0 && log[destroy + strlen("zeContextDestroy\n")] == 0); /* nothing after it */
-    CHECK(fake_misuse()[0] == 0);
+    CHECK_NO_MISUSE();
     return CHECK_SUMMARY();
 }
 
@@ -744,8 +741,7 @@ int main(int argc, char **argv) {
         } else {
             printf("libocloc.so not usable: skipping the build, launch, error-record and cache checks\n");
         }
-        CHECK(fake_misuse()[0] == 0);
-        if (fake_misuse()[0]) fprintf(stderr, "misuse: %s\n", fake_misuse());
+        CHECK_NO_MISUSE();
         CHECK(child_run("FAKE_ZE_FP64=0", "--nofp64", ocloc ? "1" : "0"));
         CHECK(child_run("FAKE_ZE_NO_IMMEDIATE=1", "--queue", ocloc ? "1" : "0"));
         CHECK(child_run("FAKE_ZE_NO_LISTS=1", "--nolists", "-"));
