@@ -10,10 +10,10 @@
  * (lzf_build, lzf_rerun); under it, it binds the fake's introspection (the
  * log of calls, what ran in order, what the specification forbids as
  * misuse, the launches' arguments, the clock, failures to inject), makes
- * programs from OpenCL C (the compiler's opencl dialect, as Tack's compiler
- * writes it), runs its variants as children of itself (child_run) and
- * removes the directory at the end (lzf_remove).  Functions are static
- * inline, as in check.h, so that a test need not use every one.
+ * programs from OpenCL C (opencl_programs.h), runs its variants as
+ * children of itself (child_run) and removes the directory at the end
+ * (lzf_remove).  Functions are static inline, as in check.h, so that a
+ * test need not use every one.
  */
 #ifndef TACK_TEST_LEVEL_ZERO_FAKE_H
 #define TACK_TEST_LEVEL_ZERO_FAKE_H
@@ -26,32 +26,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "opencl_programs.h"
 #include "runtime/program.h"
 #include "tack.h"
 #include "tack_kernel.h"
 #include "tk_ast.h"
-
-#define CTX "typedef struct { int failed; int site; ulong prog; long a; long b; } tk_ctx;\n"
-
-static const char SAXPY[] =
-    CTX
-    "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
-    "                        __global float *y, long n, __global const float *x, long xn, ulong a_bits) {\n"
-    "    float a = as_float((uint)a_bits);\n"
-    "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) y[i] = a * x[i] + y[i];\n"
-    "}\n"
-    "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
-
-static const char CHECKED[] =
-    CTX "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
-        "                        __global const int *x, long n, ulong idx_bits) {\n"
-        "    long idx = (long)idx_bits;\n"
-        "    if (get_global_id(0) == 0 && (idx < 0 || idx >= n) &&\n"
-        "        atomic_cmpxchg((volatile __global int *)&ctx->failed, 0, 1) == 0) {\n"
-        "        ctx->site = 0; ctx->prog = prog; ctx->a = idx; ctx->b = n;\n"
-        "    }\n"
-        "}\n"
-        "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
 
 static char exe[600];
 static void *fake;
@@ -116,33 +95,6 @@ static inline long at(const char *call, long from) {
     for (const char *s = log + (from < 0 ? 0 : from); (s = strstr(s, call)); s++)
         if ((s == log || s[-1] == '\n') && s[n] == '\n') return (long)(s - log);
     return -1;
-}
-
-static inline tk_pinfo arr(const char *name, tack_dtype dt, int written) {
-    tk_pinfo p;
-    memset(&p, 0, sizeof p);
-    p.name = (char *)name;
-    p.is_array = 1;
-    p.dtype = dt;
-    p.ndim = 1;
-    p.written = written;
-    p.narrow = TACK_DTYPE_COUNT;
-    return p;
-}
-
-static inline tk_pinfo scalar(const char *name, tack_dtype dt) {
-    tk_pinfo p = arr(name, dt, 0);
-    p.is_array = 0;
-    p.ndim = 0;
-    p.carry_f32 = dt == TACK_F32 || dt == TACK_F16; /* as the compiler sets it */
-    return p;
-}
-
-static inline tack_program *program(const char *name, const char *src, int np, const tk_pinfo *params) {
-    static const tk_site site = {CK_INDEX, 7, 0, "x", NULL, "check", "check.py"};
-    tack_program *p = NULL;
-    CHECK(tk_program_from_source(name, "opencl", src, np, params, 1, &site, &p) == TACK_OK);
-    return p;
 }
 
 #if defined(__has_feature)

@@ -40,16 +40,6 @@
 #include "level_zero_fake.h"
 #include "tack_dlpack.h"
 
-/* y = a * x + y in float64: what a device without fp64 refuses */
-static const char DAXPY[] =
-    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" CTX
-    "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
-    "                        __global double *y, long n, __global const double *x, long xn, ulong a_bits) {\n"
-    "    double a = as_double(a_bits);\n"
-    "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) y[i] = a * x[i] + y[i];\n"
-    "}\n"
-    "/* tack-opencl: phases=p frame=0 fp64=1 */\n";
-
 static const char PHASES[] =
     CTX "#define ARGS __global tk_ctx *ctx, __global uchar *frame, ulong prog, __global long *out, long n, "
         "__global const long *x, long xn\n"
@@ -60,9 +50,6 @@ static const char PHASES[] =
         "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) out[i] += s;\n"
         "}\n"
         "/* tack-opencl: phases=psp frame=8 fp64=0 */\n";
-
-static const char BROKEN[] = CTX "__kernel void tk_phase0(__global tk_ctx *ctx) { this is not OpenCL C; }\n"
-                                 "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
 
 /* ---------------------------------------------------------------- devices */
 static void test_devices(tack_device *g) {
