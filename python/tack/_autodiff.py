@@ -40,7 +40,9 @@ from the arrays as the kernel left them), and what is not supported yet:
 transforms, local arrays of vectors, while/break/continue/return, values
 computed outside the parallel loops from differentiated inputs.  Vectors, matrices, quaternions and complex
 numbers reach the generator as their components (tack._autodiff_scalarize rewrites
-the tree first); structs as their leaves (tack._autodiff_structs).
+the tree first), the decompositions (svd3, eig3, qr3) as one statement whose reverse
+sweep is their closed form (tack._autodiff_decomp); structs as their leaves
+(tack._autodiff_structs).
 Serial loops whose locals are sums or the iteration's own are replayed
 (``_Gen.serial``), loops that carry values replayed from their entry, and
 local arrays saved element by element (tack._autodiff_local); @tack.func
@@ -58,6 +60,7 @@ import copy
 import re
 
 from . import _core
+from . import _autodiff_decomp as _decomp
 from . import _autodiff_local as _local
 from ._derivs import DERIVS
 
@@ -354,7 +357,7 @@ class _Gen:
                              f"of its own", e)
         if name in _NO_DERIV:
             return False
-        if name is not None and name in DERIVS:
+        if name is not None and name in DERIVS or isinstance(obj, _decomp.Decomp):
             return any(args_active)
         if isinstance(obj, _core.DType):
             if obj.name in ("f32", "f64"):
@@ -653,6 +656,8 @@ class _Gen:
                 st.ctx = ast.Store()
                 out.append(_loc(ast.Assign(targets=[st], value=_c(0.0, node)), node))
                 self.give(v, _nm(g, node), out, node)
+            elif kind == "decomp":  # the closed form of svd3, eig3, qr3
+                _decomp.reverse(self, act, out)
             elif _local.reverse(self, act, out):  # local arrays, replayed loops
                 pass
             elif kind == "accum":  # arr[idx] += value (or -=, atomic_add, atomic_sub)
@@ -730,6 +735,9 @@ class _Gen:
                 v = self.flat(s.value, fwd, acts)
                 self.modified.setdefault(arr, []).append((self.loop_no, s))
                 acts.append(("store", arr, _as_load(tgt.slice), v, s))
+                return
+            if isinstance(tgt, ast.Tuple) and _decomp.marker(self, s.value) is not None:  # U, s, V = svd3(m)
+                _decomp.forward(self, s, fwd, acts, assigned)
                 return
             if isinstance(tgt, ast.Tuple) and not self.active(s.value):
                 for e in tgt.elts:
