@@ -175,6 +175,7 @@ def test_degenerate_values_with_defined_gradients():
     sv[1] = np.ones((6, 3))                            # the sum of the singular values: its gradient is U V^T
     sv[3] = np.array([[1.0, 2.0, 2.0]] * 3 + [[1.0, 1.0, 1.0]] * 3)  # weights equal on the repeated values
     g = _grad(decomps, D[:4], [x[:4] for x in sv])
+    np.testing.assert_array_equal(_grad(decomps_py, D[:4], [x[:4] for x in sv]), g)   # debug mode: the same bits
     for i in range(4):
         U, s, Vt = np.linalg.svd(D[i])
         w, E = np.linalg.eigh(D[i])
