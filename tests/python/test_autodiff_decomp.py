@@ -264,6 +264,10 @@ def test_f32_on_the_cpu_and_on_opencl():
     if ocl:
         np.testing.assert_allclose(_grad(decomps, A, seeds, f32=True, device=ocl[0]), g32, rtol=1e-4,
                                    atol=1e-4 * np.abs(g64).max())
+        bad = [np.zeros((1, 3) if vec else (1, 3, 3)) for vec in VEC]
+        bad[0][0, 0, 0] = 1.0                          # U of repeated singular values, in f32 on the device
+        with pytest.raises(AssertionError, match=f"gradient of svd3.. is undefined here.*:{SVD_LINE}"):
+            _grad(decomps, _degenerate()[:1], bad, f32=True, device=ocl[0])
 
 
 @pytest.mark.skipif(not TEST_ALL, reason="importing torch takes seconds: under make test-all (TACK_TEST_ALL=1)")
