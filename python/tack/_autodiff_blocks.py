@@ -59,6 +59,7 @@ def flat(gen, e, name, fwd, acts):
     if len(e.args) != 1:
         raise gen.error(f"{name}() takes one value", e)
     a = gen.flat(e.args[0], fwd, acts)
+    gen.plain_only = True  # no gather form: it would recompute a neighbour's values, collectives among them
     t = gen.fresh("t")
     gen.temps.add(t)
     call = _loc(ast.Call(func=copy.deepcopy(e.func), args=[copy.deepcopy(a)], keywords=[]), e)

@@ -122,3 +122,40 @@ def test_f32_on_opencl_and_nvrtc():
             assert _core._nvrtc_compile(_gpu_batch.batch_source([src])[0], "sm_80")
         except OSError:  # NVRTC's library is not installed
             pass
+
+
+def _neighbours(x, out):
+    for b, t in tack.blocks(2, 32):
+        if t > 0:
+            v = x[b, t] - x[b, t - 1]                # a neighbour's element: the atomic form, no gather
+        else:
+            v = x[b, t]
+        s = tack.block_sum(v * v)
+        out[b, t] = s * x[b, t]
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="one more kernel and its adjoint to build: under make test-all")
+def test_a_collective_beside_neighbour_reads():
+    rng = np.random.default_rng(3)
+    X2, G2 = rng.standard_normal((2, 32)), rng.standard_normal((2, 32))
+    got = []
+    for jit in (True, False):
+        k = tack.kernel(_neighbours, jit=jit)
+        gx, out = np.zeros((2, 32)), np.zeros((2, 32))
+        k(X2, out)
+        k.adjoint(X2, out, grads={"x": gx, "out": G2.copy()})
+        got.append(gx)
+
+        def loss(X):
+            o = np.zeros((2, 32))
+            k(X, o)
+            return float((o * G2).sum())
+
+        num = np.zeros_like(X2)
+        for idx in np.ndindex(X2.shape):
+            up, dn = X2.copy(), X2.copy()
+            up[idx] += 1e-6
+            dn[idx] -= 1e-6
+            num[idx] = (loss(up) - loss(dn)) / 2e-6
+        np.testing.assert_allclose(gx, num, rtol=1e-6, atol=1e-6 * np.abs(num).max())
+    np.testing.assert_array_equal(got[0], got[1])
