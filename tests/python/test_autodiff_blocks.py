@@ -1,10 +1,11 @@
 """Adjoints of the block and warp collectives (tack._autodiff_blocks; docs/differentiation.md).
 
-One blocks kernel calls block_sum, block_scan, block_min, block_max, warp_sum and warp_max on
+One blocks kernel calls block_sum, block_scan, warp_sum and block_max (in a branch) on
 differentiated values; its adjoint is checked against central finite differences in f64, debug
-mode against the compiled adjoint to the bit, ties of a minimum sharing the seed equally, and
-shuffle refused at its line.  Under make test-all also: the f32 adjoint's CUDA source compiled by
-NVRTC, and run on PoCL equal to the CPU.
+mode against the compiled adjoint to the bit; block_min's ties share the seed equally; shuffle is
+refused at its line.  Under make test-all also: the f32 adjoint against f64 and its CUDA source
+compiled by NVRTC, the tie case on PoCL equal to the CPU, and warp_max beside reads of a
+neighbouring thread's element (finite differences, debug mode).
 """
 
 import os
@@ -23,13 +24,11 @@ def _collectives(x, out):
         v = x[i] * x[i]
         s = tack.block_sum(v)
         c = tack.block_scan(x[i] * 0.5)
-        lo = tack.block_min(x[i])
-        hi = tack.warp_max(x[i] * 2.0)
         ws = tack.warp_sum(tack.sin(x[i]))
         if b == 1:                                  # a branch every thread of a block takes alike
             bm = tack.block_max(x[i])
             ws = ws * 0.5 + bm
-        out[i] = s * x[i] + c * c + lo * 3.0 + hi * x[i] + ws * ws
+        out[i] = s * x[i] + c * c + ws * ws       # block_min: test_ties...; warp_max: ..._neighbour_reads
 
 
 collectives = tack.kernel(_collectives)
@@ -131,7 +130,8 @@ def _neighbours(x, out):
         else:
             v = x[b, t]
         s = tack.block_sum(v * v)
-        out[b, t] = s * x[b, t]
+        hi = tack.warp_max(x[b, t] * 2.0)
+        out[b, t] = s * x[b, t] + hi * x[b, t]
 
 
 @pytest.mark.skipif(not TEST_ALL, reason="one more kernel and its adjoint to build: under make test-all")
