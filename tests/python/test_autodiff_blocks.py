@@ -1,11 +1,11 @@
 """Adjoints of the block and warp collectives (tack._autodiff_blocks; docs/differentiation.md).
 
-One blocks kernel calls block_sum, block_scan, warp_sum and block_max (in a branch) on
-differentiated values; its adjoint is checked against central finite differences in f64, debug
-mode against the compiled adjoint to the bit; block_min's ties share the seed equally; shuffle is
-refused at its line.  Under make test-all also: the f32 adjoint against f64 and its CUDA source
-compiled by NVRTC, the tie case on PoCL equal to the CPU, and warp_max beside reads of a
-neighbouring thread's element (finite differences, debug mode).
+block_min's adjoint gives the seeds to the threads holding the least value, ties sharing them
+equally (compiled and in debug mode), and shuffle is refused at its line.  Under make test-all
+also: a blocks kernel calling block_sum, block_scan, warp_sum and block_max (in a branch) against
+central finite differences in f64 and debug mode against the compiled adjoint to the bit, its f32
+adjoint against f64 and its CUDA source compiled by NVRTC, the tie case on PoCL equal to the
+CPU, and warp_max beside reads of a neighbouring thread's element.
 """
 
 import os
@@ -52,6 +52,7 @@ def _loss(X):
     return out @ G
 
 
+@pytest.mark.skipif(not TEST_ALL, reason="a blocks kernel of five collectives and its adjoint: under make test-all")
 def test_against_finite_differences_and_debug_mode():
     g = _grad(collectives, X, G)
     num = np.zeros(128)
@@ -78,6 +79,9 @@ def test_ties_share_the_seed():
     want = np.zeros(32)
     want[[5, 9, 20]] = 3.0 * seed.sum() / 3          # (the adjoint spends the seed: computed first)
     _least.adjoint(x, np.zeros(32), grads={"x": gx, "out": seed})
+    np.testing.assert_array_equal(gx, want)
+    gx, seed = np.zeros(32), np.arange(32.0)          # debug mode: the same
+    tack.kernel(_least.__wrapped__, jit=False).adjoint(x, np.zeros(32), grads={"x": gx, "out": seed})
     np.testing.assert_array_equal(gx, want)
 
 
