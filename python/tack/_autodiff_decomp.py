@@ -23,8 +23,9 @@ within 64 eps of R's largest).  There the result depends on which basis of the r
 subspace the algorithm happened to choose, and no formula in the seeds alone gives the
 derivative: two losses with the same seeds can have different gradients (docs/differentiation.md
 shows one).  So the adjoint asks whether the seeds reach the undefined part: for a repeated pair
-(i, j), the entries (i, j) and (j, i) of U^T dU and V^T dV (of Q^T dQ for eig3); for a QR whose
-column k is degenerate, the seeds of the columns of Q and R from k on.  Where they are all zero
+(i, j), the entries (i, j) and (j, i) of U^T gU and V^T gV, gU and gV the seeds of U and V
+(E^T gE for eig3); for a QR whose column k is degenerate, the seeds of the columns of Q and R
+from k on.  Where they are all zero
 the undefined terms are left out, which is exact (a loss of the singular values alone has the
 gradient U diag(ds) V^T whether they repeat or not); where one is not, the adjoint raises
 AssertionError at the decomposition's line -- an `assert` in the adjoint kernel, which compiled
