@@ -285,7 +285,7 @@ class Scalarizer:
             raise self.error(f"{ast.unparse(e.func)}() of a {'x'.join(map(str, t.shape)) if t else ''} matrix is "
                              f"not differentiated yet (2x2, 3x3 and 4x4 are)", e)
         if name in _autodiff_decomp.NAMES:  # differentiated unpacked (stmt): U, s, V = tack.svd3(m)
-            raise self.error(f"{ast.unparse(e.func)}() is differentiated only unpacked into names", e)
+            raise self.error(f"{ast.unparse(e.func)}() is differentiated only unpacked into names or array elements", e)
         args = [self.ty(a) for a in e.args]
         a0 = args[0] if args else None
         if name in ("cross", "normalize", "conjugate", "cmath.exp"):
