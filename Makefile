@@ -219,8 +219,8 @@ sysdeps-wine:
 # The Windows C tests (test-cross's x86_64-windows-gnu build) run under Wine, in a Wine
 # prefix and a kernel cache of their own under build/. test_compiler, test_restrict and
 # test_strength compile kernels, which needs a Windows C compiler under Wine: the ziglang
-# wheel's zig.exe stops there (Wine 8.0 lacks the file call its cache uses;
-# docs/platforms.md), so they are listed and left out.
+# wheel's zig.exe stops there (Wine refuses the NtLockFile call that locks each manifest of
+# its cache; docs/platforms.md), so they are listed and left out.
 WINE = $(or $(shell command -v wine64 2>/dev/null),$(wildcard /usr/lib/wine/wine64))
 WINE_NEEDS_CC = test_compiler test_restrict test_strength
 test-wine: sysdeps-wine
