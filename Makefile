@@ -183,8 +183,8 @@ test-zig: env
 # from uv.lock) for each of CROSS_TARGETS, warnings as errors, without debug information or
 # UBSan; the Macs' libtack.dylib and test programs linked against libSystem's stubs without
 # compiler-rt (-rtlib=none); Windows not linked, since its first link builds MinGW-w64's C
-# run time (minutes). zig's cache is kept in build/cross-check. About 25 CPU seconds with
-# that cache cold, 5 warm (tools/cross_check.py; docs/platforms.md has the figures).
+# run time (minutes). zig's cache is kept in build/cross-check. About 24 CPU seconds with
+# that cache cold (as in CI's fresh clone), 4.5 warm (tools/cross_check.py; docs/platforms.md has the figures).
 test-cross-check: env
 	$(UV) run --no-sync python tools/cross_check.py --jobs $(JOBS) $(CROSS_TARGETS)
 

@@ -67,6 +67,13 @@ def test_every_core_source_and_c_test_is_planned_for_every_target(tmp_path):
             assert all("-rtlib=none" in j.argv for j in links)
 
 
+def test_make_test_runs_it():
+    makefile = (ROOT / "Makefile").read_text()
+    (prereqs,) = [line for line in makefile.splitlines() if line.startswith("test:")]
+    assert "test-cross-check" in prereqs.split()
+    assert "tools/cross_check.py" in makefile.split("\ntest-cross-check:", 1)[1].split("\n\n", 1)[0]
+
+
 def _tree(root: Path, core: str) -> Path:
     root.mkdir()
     (root / "CMakeLists.txt").write_text("set(TACK_WARNINGS -Wall -Werror)\nset(TACK_POSIX_ONLY_TESTS test_fork)\n")
