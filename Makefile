@@ -121,7 +121,7 @@ demo: demo-env
 # (its gallery's examples run) and three of its pages screenshot in Chromium.
 test: env test-c test-cross-check test-python test-asan
 
-test-all: env sysdeps-docs test-c test-asan
+test-all: env sysdeps-docs test-c test-cross-check test-asan
 	$(MAKE) test-python TACK_TEST_ALL=1
 	$(MAKE) test-wheel test-zig
 
