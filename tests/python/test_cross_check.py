@@ -45,6 +45,7 @@ def test_object_kinds_are_read_from_the_headers():
 def test_the_flags_and_the_posix_only_tests_are_cmakes(tmp_path):
     assert "-Werror" in cross_check.cmake_list("TACK_WARNINGS")
     assert "test_pool" in cross_check.cmake_list("TACK_POSIX_ONLY_TESTS")
+    assert "test_level_zero_fake" in cross_check.cmake_list("TACK_FAKE_ZE_TESTS")
     (tmp_path / "CMakeLists.txt").write_text("project(x)\n")
     with pytest.raises(SystemExit, match="sets no TACK_WARNINGS"):
         cross_check.cmake_list("TACK_WARNINGS", tmp_path)
@@ -76,7 +77,8 @@ def test_make_test_runs_it():
 
 def _tree(root: Path, core: str) -> Path:
     root.mkdir()
-    (root / "CMakeLists.txt").write_text("set(TACK_WARNINGS -Wall -Werror)\nset(TACK_POSIX_ONLY_TESTS test_fork)\n")
+    (root / "CMakeLists.txt").write_text(
+        "set(TACK_WARNINGS -Wall -Werror)\nset(TACK_POSIX_ONLY_TESTS test_fork)\nset(TACK_FAKE_ZE_TESTS)\n")
     (root / "src" / "runtime").mkdir(parents=True)
     (root / "tests" / "c").mkdir(parents=True)
     (root / "src" / "runtime" / "core.c").write_text(core)
