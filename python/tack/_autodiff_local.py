@@ -12,8 +12,9 @@ no longer reaches anything), puts the saved element back, and hands the adjoint 
 every point of the reverse sweep the array holds what it held at that point of the forward one,
 and the derivative expressions, which read elements where the forward did, see the right
 values.  Integer and bool local arrays are saved and put back the same way (an index read from
-one must be the forward's), with no adjoint.  Arrays of vectors, matrices, complex numbers or
-16-bit floats are refused: a local array with one more axis holds the components.
+one must be the forward's), with no adjoint.  Arrays of vectors, matrices and complex numbers
+reach this module as the float arrays of their components, one more axis
+(tack._autodiff_local_vec); arrays of 16-bit floats are refused.
 
 **Serial loops that carry values** between iterations (``p = p * x[k]``, a time-stepping loop,
 a loop writing a local array or storing into an array, a sum read inside the loop) are
@@ -109,13 +110,20 @@ def _assign(tgt, value, node):
     return _loc(ast.Assign(targets=[tgt], value=value), node)
 
 
-def check(gen, name, node):
-    """Refuse a local array the adjoint cannot differentiate, at node."""
+def check(gen, name, node, vectors=False):
+    """Refuse a local array the adjoint cannot differentiate, at node.  With `vectors`, before the
+    kernel is made scalars, one of vectors, matrices or complex numbers is let through: it becomes
+    the float array of its components (tack._autodiff_local_vec)."""
     k = kind(gen, name)
-    if k is not None and k[0] not in _FLOAT and k[0] not in _PLAIN_INT:
-        raise gen.error(f"'{name}' is a local array of {k[0]}: only local arrays of f32, f64, integers and bools "
-                        f"are differentiated (hold a vector's or a complex number's components on one more axis, "
-                        f"np.zeros((n, 3)); compute 16-bit floats in f32)", node)
+    if k is None or k[0] in _FLOAT or k[0] in _PLAIN_INT:
+        return
+    from ._autodiff_local_vec import element_type
+
+    if vectors and element_type(gen, name) is not None:
+        return
+    raise gen.error(f"'{name}' is a local array of {k[0]}: only local arrays of f32, f64, integers and bools, and "
+                    f"of vectors, matrices and complex numbers, are differentiated (compute 16-bit floats in f32)",
+                    node)
 
 
 def precheck(gen, fdef):
@@ -125,7 +133,7 @@ def precheck(gen, fdef):
         if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Name):
-                    check(gen, t.id, n)
+                    check(gen, t.id, n, vectors=True)
 
 
 def index_ok(gen, e, node):

@@ -1,0 +1,372 @@
+"""Adjoints of kernels with local arrays of vectors, matrices and complex numbers (tack._autodiff_local_vec).
+
+Every gradient is checked against central finite differences in f64, and debug mode's adjoint
+(jit=False) against the compiled one.  make test runs the kernel of the kind users write (a
+tetrahedron's corners gathered into a local vec3d array, a hyperelastic energy, the gradient
+scattered back to the mesh) and a bead chain whose local arrays of positions and velocities a
+sub-stepping loop carries (0, 1, 5 and 40 steps: the plain replay, the ring tape, two tape
+segments); the fills, matrices, complex numbers, functions and the GPU dialects run under make
+test-all."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import _suite
+import tack
+
+_ALL = pytest.mark.skipif(not _suite.TEST_ALL, reason="more kernels and their adjoints to build: under make test-all")
+
+
+def _fd(f, args, which, eps=1e-6):
+    """Central differences of f(*args) (a number) in args[which], element by element."""
+    x = args[which]
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        up = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+        down = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+        up[which][idx] += eps
+        down[which][idx] -= eps
+        out[idx] = (f(*up) - f(*down)) / (2 * eps)
+    return out
+
+
+def _check(kernel, args, types, diff, out, seed, rtol=1e-6, atol=1e-8):
+    """kernel's adjoint (compiled and in debug mode, equal) against central differences of
+    sum(seed * out) in each parameter named in `diff`.  `args` are NumPy arrays (an array of vectors
+    as its components, (n, 3)) and numbers; `types` gives the Tack dtype of each array of vectors."""
+    names = list(inspect.signature(kernel.__wrapped__).parameters)
+
+    def wrap(a):
+        return [tack.array(v, types[p]) if p in types else v for p, v in zip(names, a)]
+
+    debug = tack.kernel(kernel.__wrapped__, jit=False)
+    got = []
+    for k in (kernel, debug):
+        grads = {p: np.zeros_like(args[names.index(p)]) for p in diff}  # components, as NumPy has them
+        grads[out] = seed.copy()
+        k.adjoint(*wrap(args), grads=grads)
+        got.append(grads)
+    for p in diff:
+        np.testing.assert_allclose(got[1][p], got[0][p], rtol=1e-13, atol=1e-15, err_msg=p)
+    i_out = names.index(out)
+
+    def loss(*a):
+        a = list(a)
+        a[i_out] = np.zeros_like(a[i_out])
+        w = wrap(a)
+        kernel(*w)
+        res = w[i_out].numpy() if isinstance(w[i_out], tack.Array) else w[i_out]
+        return float(np.sum(seed * res))
+
+    for p in diff:
+        np.testing.assert_allclose(got[0][p], _fd(loss, list(args), names.index(p)), rtol=rtol, atol=atol,
+                                   err_msg=p)
+    return got[0]
+
+
+# ---- a tetrahedral element: corners gathered into a local vec3d array (make test)
+
+@tack.kernel
+def tet_energy(x, tets, dm_inv, vol0, lam, mu, energy):
+    for e in range(tets.shape[0]):
+        p = tack.zeros(4, tack.vec3d)           # the element's corners
+        for c in range(len(p)):
+            p[c] = x[tets[e, c]]
+        ds = tack.transpose(tack.mat33d(p[1] - p[0], p[2] - p[0], p[-1] - p[0]))   # edges as columns
+        f = ds @ dm_inv[e]                      # the deformation gradient
+        j = tack.determinant(f)
+        i1 = tack.trace(tack.transpose(f) @ f)
+        w = 0.5 * mu[0] * (i1 - 3.0) + 0.5 * lam[0] * (j - 1.0) * (j - 1.0)
+        lo = p[0].y                             # components of elements: .y and [1]
+        for c in range(1, 4):
+            lo = min(lo, p[c][1])
+        energy[e] = vol0[e] * w + 0.1 * lo      # a floor term: the lowest corner's height
+
+
+def _mesh(rng):
+    rest = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], float)
+    tets = np.array([[0, 1, 2, 3], [1, 2, 3, 4]], np.int64)
+    dm = np.stack([np.stack([rest[t[1]] - rest[t[0]], rest[t[2]] - rest[t[0]], rest[t[3]] - rest[t[0]]], axis=1)
+                   for t in tets])
+    vol0 = np.abs(np.linalg.det(dm)) / 6.0
+    x = rest + 0.1 * rng.standard_normal(rest.shape)
+    return x, tets, np.linalg.inv(dm), vol0
+
+
+def test_a_tetrahedron_s_corners_in_a_local_vector_array():
+    """The gradient of a Neo-Hookean-like element energy reaches the mesh's positions through the
+    gather into the local array (the adjoint scatters it back, atomically, by the element's indices),
+    and the material's parameters."""
+    rng = np.random.default_rng(0)
+    x, tets, dmi, vol0 = _mesh(rng)
+    args = (x, tets, dmi, vol0, np.array([2.0]), np.array([0.7]), np.zeros(2))
+    g = _check(tet_energy, args, {"x": tack.vec3d, "dm_inv": tack.mat33d}, ("x", "dm_inv", "lam", "mu"), "energy",
+               np.array([1.0, 0.5]))
+    assert g["x"].shape == (5, 3) and np.abs(g["x"][4]).sum() > 0
+
+
+# ---- a loop carrying local arrays of vectors (make test)
+
+@tack.kernel
+def beads(x0, v0, k, steps, dt, out):
+    for i in range(out.shape[0]):
+        p = tack.zeros(3, tack.vec3d)           # three beads on springs: positions ...
+        v = tack.zeros(3, tack.vec3d)           # ... and velocities, carried from step to step
+        for j in range(3):
+            p[j] = x0[3 * i + j]
+            v[j] = v0[3 * i + j]
+        for s in range(steps):
+            for j in range(3):
+                f = tack.vec3d(0.0, -1.0, 0.0)
+                if j > 0:
+                    d = p[j - 1] - p[j]
+                    f += d * (k[i] * (tack.length(d) - 1.0))
+                v[j] += f * dt
+                p[j] += v[j] * dt
+        out[i] = p[2] + v[0] * 0.5
+
+
+def test_a_loop_carrying_local_vector_arrays():
+    """0 steps (no iteration), 1 (the plain replay), 5 (the ring tape) and 40 (two segments)."""
+    rng = np.random.default_rng(1)
+    x0 = np.array([[0.0, 0.0, 0.0], [1.1, 0.0, 0.0], [2.0, 0.3, 0.0]] * 2) + 0.05 * rng.standard_normal((6, 3))
+    v0 = 0.2 * rng.standard_normal((6, 3))
+    k = np.array([3.0, 5.0])
+    seed = rng.random((2, 3))
+    types = {"x0": tack.vec3d, "v0": tack.vec3d, "out": tack.vec3d}
+    for steps in (0, 1, 5, 40):
+        g = _check(beads, (x0, v0, k, steps, 0.05, np.zeros((2, 3))), types, ("x0", "v0", "k"), "out", seed)
+        assert g["k"].any() == (steps > 0)
+
+
+# ---- what else an element array does (make test-all)
+
+@tack.func
+def _centre(q):                                 # reads a caller's local array of vectors
+    s = tack.vec3d(0.0)
+    for c in range(q.shape[0]):
+        s += q[c]
+    return s / float(len(q))
+
+
+@tack.func
+def _shrink(q, by):                             # writes one
+    c = _centre(q)
+    for k in range(len(q)):
+        q[k] = c + (q[k] - c) * by
+
+
+@tack.kernel
+def assorted(x, m, out):
+    for i in range(out.shape[0]):
+        ones = tack.ones(2, tack.vec3d)         # every component one
+        full = tack.full(2, tack.vec3d(0.5, -1.0, 2.0), tack.vec3d)  # a vector in every element
+        half = np.full(3, 0.5, tack.vec3d)      # a number in every component
+        grid = np.zeros((2, 2), tack.vec2d)     # two axes of vec2d
+        mats = np.zeros(2, tack.mat33d)
+        mats[0] = m[i]
+        mats[1] = 2.0                           # a number: every entry
+        mats[1] += tack.transpose(m[i]) @ m[i]
+        q = np.empty(3, tack.vec3d)
+        for c in range(3):
+            q[c] = x[i] * (c + 1.0) + half[c] + ones[c % 2]
+        q[1] = mats[1] @ q[0] + mats[0][0, 2] * full[1]
+        _shrink(q, 0.5)
+        q[2] = tack.cross(q[2], q[0])           # the value reads the element it replaces
+        for a in range(2):
+            for b in range(2):
+                grid[a, b] = tack.vec2d(q[a + b].x, q[(a + 2 * b) % 3][2])
+        grid[-1, -1] *= grid[0, 1]
+        grid[0, 0] = tack.vec2d(grid[0, 0].y, grid[0, 0][0])   # swapped
+        n = tack.zeros(2, tack.vec3i)           # integer vectors: saved and put back, no gradient
+        n[n[0].x] = tack.vec3i(1, 3, 2)         # the index read once, though the store changes n[0].x
+        n[1] = tack.vec3i(1, 2, 0)
+        t = 0.0
+        for a in range(grid.shape[0]):
+            t += tack.dot(grid[a, n[1].y - 1], grid[a, 1]) * float(n[1][n[1].x])
+        out[i] = t * float(n[0].y) + q[-1].z * (grid.ndim + q.size + grid.shape[-1] + len(grid))
+
+
+@_ALL
+def test_fills_matrices_functions_and_indices():
+    rng = np.random.default_rng(2)
+    x, m = rng.standard_normal((2, 3)), rng.standard_normal((2, 3, 3))
+    _check(assorted, (x, m, np.zeros(2)), {"x": tack.vec3d, "m": tack.mat33d}, ("x", "m"), "out",
+           np.array([1.0, -0.5]))
+
+
+@tack.kernel
+def waves(z, w, out):
+    for i in range(out.shape[0]):
+        a = np.ones(3, np.complex128)           # 1 + 0j each
+        b = np.full(2, 0.5, np.complex128)      # 0.5 + 0j each
+        for k in range(3):
+            a[k] = a[k] * z[i] + w[k] * a[(k + 2) % 3]
+        b[1] += a[0] * a[1].conjugate()
+        a[2] = b[1] / (a[2] + 2.0)
+        a[1] *= a[0]                            # a complex product of elements, in place
+        b[0] /= a[1]
+        out[i] = abs(a[2]) + b[1].imag * b[0].real + b[0].imag
+
+
+@_ALL
+def test_a_local_array_of_complex_numbers():
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal(2) + 1j * rng.standard_normal(2)
+    w = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    names = ("z", "w")
+    debug = tack.kernel(waves.__wrapped__, jit=False)
+    got = []
+    for k in (waves, debug):
+        g = {"z": np.zeros(2, complex), "w": np.zeros(3, complex), "out": np.ones(2)}
+        k.adjoint(z, w, np.zeros(2), grads=g)
+        got.append(g)
+
+    def loss(zz, ww):
+        o = np.zeros(2)
+        waves(zz, ww, o)
+        return o.sum()
+
+    for n, arr in zip(names, (z, w)):
+        np.testing.assert_allclose(got[1][n], got[0][n], rtol=1e-13, atol=1e-15)
+        re = _fd(lambda r, i: loss(*[r + 1j * i if m == n else v for m, v in zip(names, (z, w))]),
+                 [arr.real.copy(), arr.imag.copy()], 0)
+        im = _fd(lambda r, i: loss(*[r + 1j * i if m == n else v for m, v in zip(names, (z, w))]),
+                 [arr.real.copy(), arr.imag.copy()], 1)
+        np.testing.assert_allclose(got[0][n], re + 1j * im, rtol=1e-6, atol=1e-8, err_msg=n)
+
+
+# ---- .size, .ndim and .shape of an array of vectors (a bug of parameters, and local arrays)
+
+@tack.kernel
+def measured(x, out):
+    for i in range(out.shape[0]):
+        out[i] = x[i].x * (x.size + 10 * x.ndim + 100 * x.shape[-1])
+
+
+def test_the_size_of_an_array_of_vectors_is_its_elements():
+    """The adjoint read a vec3d array's .size as its component count (9 for 3 vectors) and its .ndim
+    with the component axis: d out / d x.x was 329 where the forward multiplies by 313."""
+    x = tack.array(np.ones((3, 3)), tack.vec3d)
+    gx = np.zeros((3, 3))
+    measured.adjoint(x, np.zeros(3), grads={"x": gx, "out": np.ones(3)})
+    assert gx[:, 0].tolist() == [313.0] * 3 and not gx[:, 1:].any()
+
+
+# ---- every target
+
+@tack.kernel
+def beads32(x0, k, steps, out):
+    for i in range(out.shape[0]):
+        p = tack.zeros(2, tack.vec3)
+        v = tack.zeros(2, tack.vec3)
+        p[0] = x0[i]
+        p[1] = x0[i] + tack.vec3(1.0, 0.0, 0.0)
+        for s in range(steps):
+            d = p[1] - p[0]
+            f = d * (k[i] * (tack.length(d) - 1.0))
+            v[0] += f * 0.05
+            v[1] -= f * 0.05
+            for j in range(2):
+                p[j] += v[j] * 0.05
+        out[i] = p[1] - p[0]
+
+
+@_ALL
+def test_the_adjoint_compiles_for_every_target_and_runs_on_opencl():
+    """An f32 kernel carrying local vec3 arrays: its adjoint is emitted for every target, compiles
+    with NVRTC, ocloc and as Metal where they are installed, and on PoCL gives the CPU's gradients."""
+    import _gpu_batch
+    import _msl
+    import _ocloc
+
+    from tack import _autodiff_run, _core
+
+    args = (tack.zeros(3, tack.vec3), np.ones(3, np.float32), 3, tack.zeros(3, tack.vec3))
+    adj, bound, names, kinds = _autodiff_run.build(beads32, args, {})
+    varr = _autodiff_run._varr(beads32, bound, kinds)
+    a, _kw = _autodiff_run._adjoint_args(bound, varr)
+    grads = [_autodiff_run._components(_autodiff_run._zeros_like(bound.arguments[p]), varr[p], p) if p in varr
+             else np.zeros_like(bound.arguments[p]) for p in names]
+    sources = {t: adj.generated_source(*a, *grads, target=t) for t in _core._targets()}
+    assert all(sources.values())
+    if getattr(_core, "_nvrtc_compile", None) is not None:
+        try:
+            assert _core._nvrtc_compile(_gpu_batch.batch_source([sources["cuda"]])[0], "sm_90")
+        except OSError:  # NVRTC's library is not installed
+            pass
+    if _ocloc.library() is not None:
+        rc, out = _ocloc.compile(_ocloc.batch_source([sources["opencl"]])[0], "pvc")
+        assert rc == 0, {k: v.decode(errors="replace")[-3000:] for k, v in out.items() if "log" in k.lower()}
+    if "metal" in sources and (_msl.clang() is not None or _msl.xcrun()):
+        assert _msl.check(sources["metal"]) is None
+    ocl = [d for d in tack.devices() if d.startswith("opencl")]
+    if not ocl:
+        return
+    x0 = np.random.default_rng(4).random((5, 3)).astype(np.float32)
+    got = []
+    for dev in ("cpu", ocl[0]):
+        a = [tack.array(x0, tack.vec3, device=dev), tack.array(np.linspace(1, 2, 5, dtype=np.float32), device=dev),
+             40, tack.zeros(5, tack.vec3, device=dev)]
+        g = {"x0": tack.zeros(5, tack.vec3, device=dev), "k": tack.zeros(5, tack.f32, device=dev),
+             "out": tack.array(np.ones((5, 3), np.float32), tack.vec3, device=dev)}
+        beads32.adjoint(*a, grads=g)
+        got.append((g["x0"].numpy(), g["k"].numpy()))
+    for cpu, dev in zip(*got):
+        np.testing.assert_allclose(dev, cpu, rtol=1e-4, atol=1e-5)
+    assert np.abs(got[0][1]).sum() > 0
+
+
+# ---- refusals, each at its line
+
+def _f16(x, y):
+    for i in range(x.shape[0]):
+        t = np.zeros(2, np.float16)  # REFUSE: 16-bit
+        t[0] = x[i].x
+        y[i] = float(t[0])
+
+
+def _filled(x, y):
+    for i in range(x.shape[0]):
+        t = tack.full(2, x[i].y, tack.vec3d)  # REFUSE: a differentiated fill
+        y[i] = t[1].x
+
+
+def _again(x, y):
+    for i in range(x.shape[0]):
+        t = tack.zeros(2, tack.vec3d)
+        t[0] = x[i]
+        t = tack.zeros(2, tack.vec3d)  # REFUSE: created again
+        y[i] = t[0].x
+
+
+def _taps(x, y):
+    w = tack.zeros(2, tack.vec3d)
+    w[0] = x[0]  # REFUSE: differentiated value before the loop
+    for i in range(x.shape[0]):
+        y[i] = tack.dot(w[0], x[i])
+
+
+def _to_int(x, y):
+    for i in range(x.shape[0]):
+        n = tack.zeros(2, tack.vec3i)
+        n[0] = tack.vec3i(x[i] * 3.0)  # REFUSE: integer
+        y[i] = x[i].x * float(n[0].y)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (_f16, "'t' is a local array of f16: only local arrays of f32, f64, integers and bools, and of vectors"),
+    (_filled, "'t' is filled with a differentiated value"),
+    (_again, "is created again in an iteration"),
+    (_taps, "made outside the parallel loops is given a differentiated value"),
+    (_to_int, "a float value made integer is not differentiable"),
+])
+def test_refusals_name_the_line(fn, words):
+    k = tack.kernel(fn)
+    with pytest.raises(tack.CompileError, match=words) as err:
+        k.adjoint(tack.ones(3, tack.vec3d), np.zeros(3))
+    lines, first = inspect.getsourcelines(fn)
+    want = first + next(n for n, line in enumerate(lines) if "REFUSE" in line)
+    assert f"line {want}" in str(err.value) or err.value.lineno == want, str(err.value)
