@@ -22,7 +22,9 @@ on scalars, and the generator then differentiates that unchanged:
 - an array whose elements are vectors, matrices or complex numbers is, to the adjoint, the
   float array of their components, one more axis (two for matrices): `x[i]` of a vec3 array
   reads `x[i, 0], x[i, 1], x[i, 2]`, a store writes each component, and the gradient lands in
-  the components of an array of the same type (tack._autodiff_run makes the views).
+  the components of an array of the same type (tack._autodiff_run makes the views); a local
+  array of them is likewise the float local array of its components (tack._autodiff_local_vec),
+  and `.size`, `.ndim` and `.shape` of either are the element array's.
 
 Values used more than once (an operand of `@`, `tack.cross`, complex products) are first
 put in locals of their own (`sc·N·k`), so nothing is recomputed twice and no expression grows

@@ -1,14 +1,19 @@
 """Adjoints of kernels with local arrays of vectors, matrices and complex numbers (tack._autodiff_local_vec).
 
 Every gradient is checked against central finite differences in f64, and debug mode's adjoint
-(jit=False) against the compiled one.  make test runs the kernel of the kind users write (a
-tetrahedron's corners gathered into a local vec3d array, a hyperelastic energy, the gradient
-scattered back to the mesh) and a bead chain whose local arrays of positions and velocities a
-sub-stepping loop carries (0, 1, 5 and 40 steps: the plain replay, the ring tape, two tape
-segments); the fills, matrices, complex numbers, functions and the GPU dialects run under make
-test-all."""
+(jit=False) against the compiled one.  make test runs the refusals here and, through
+docs/differentiation.md's example (test_language_docs.py), a triangle's corners gathered into a
+local vec2d array; the kernels here, each adjoint seconds of cc to build on a loaded machine,
+run under make test-all: a triangle and a tetrahedron of the kind users write (corners gathered
+into a local array, an energy, the gradient scattered back to the mesh), two beads whose local
+arrays of positions and velocities a sub-stepping loop carries (0, 1, 5 and 40 steps: the plain
+replay, the ring tape, two tape segments), loops writing elements of their own, fills,
+matrices, complex numbers, functions, and the GPU dialects."""
 
 import inspect
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -66,7 +71,7 @@ def _check(kernel, args, types, diff, out, seed, rtol=1e-6, atol=1e-8):
     return got[0]
 
 
-# ---- a triangle's corners gathered into a local vec2d array (make test)
+# ---- a triangle's corners gathered into a local vec2d array
 
 @tack.kernel
 def tri_energy(x, tris, rest, energy):
@@ -84,6 +89,7 @@ def tri_energy(x, tris, rest, energy):
         energy[t] = (area - rest[t]) * (area - rest[t]) + 0.01 * edges * scale
 
 
+@_ALL
 def test_a_triangle_s_corners_in_a_local_vector_array():
     """The gradient of an area-and-perimeter energy reaches the mesh's positions through the gather
     into the local array (the adjoint scatters it back by the triangle's indices).  `scale` reads
@@ -172,6 +178,34 @@ def test_a_loop_carrying_local_vector_arrays():
     for steps in (0, 1, 5, 40):
         g = _check(beads, (x0, v0, k, steps, 0.05, np.zeros((2, 3))), types, ("x0", "v0", "k"), "out", seed)
         assert g["k"].any() == (steps > 0)
+
+
+# ---- loops writing elements of their own: no tape (tack._autodiff_local._disjoint)
+
+@tack.kernel
+def own_elements(x, y):
+    for i in range(y.shape[0]):
+        t = tack.zeros(3, tack.vec2d)
+        for c in range(3):                      # a gather: each iteration its own element
+            if c > 0:
+                s = x[i] * float(c)
+            else:
+                s = x[i] + 1.0                  # set on both paths: the iteration's own
+            t[c] = s * s.y
+        for c in range(-1, 3):                  # -1 and 2 are one element: carried, taped
+            t[c] = t[c] * x[i].x + tack.vec2d(1.0, 0.5)
+        for c in range(1, 3):                   # reads the element before: carried
+            t[c] += t[c - 1] * 0.5
+        for c in range(len(t)):                 # each element scaled by itself
+            t[c] = t[c] * tack.length(t[c])
+        y[i] = t[0] + t[1] * t[2].x
+
+
+@_ALL
+def test_loops_writing_elements_of_their_own():
+    x = np.random.default_rng(5).random((2, 2)) + 0.2
+    _check(own_elements, (x, np.zeros((2, 2))), {"x": tack.vec2d, "y": tack.vec2d}, ("x",), "y",
+           np.array([[1.0, 0.5], [-0.5, 2.0]]))
 
 
 # ---- what else an element array does (make test-all)
@@ -290,10 +324,17 @@ def beads32(x0, k, steps, out):
         out[i] = p[1] - p[0]
 
 
+_HIPRTC = ("import json, sys\n"
+           "from tack import _core\n"
+           "job = json.load(sys.stdin)\n"
+           "_core._hiprtc_compile(job['source'], 'gfx90a')\n")
+
+
 @_ALL
 def test_the_adjoint_compiles_for_every_target_and_runs_on_opencl():
     """An f32 kernel carrying local vec3 arrays: its adjoint is emitted for every target, compiles
-    with NVRTC, ocloc and as Metal where they are installed, and on PoCL gives the CPU's gradients."""
+    with NVRTC, hiprtc, ocloc and as Metal where they are installed, and on PoCL gives the CPU's
+    gradients."""
     import _gpu_batch
     import _msl
     import _ocloc
@@ -318,6 +359,10 @@ def test_the_adjoint_compiles_for_every_target_and_runs_on_opencl():
         assert rc == 0, {k: v.decode(errors="replace")[-3000:] for k, v in out.items() if "log" in k.lower()}
     if "metal" in sources and (_msl.clang() is not None or _msl.xcrun()):
         assert _msl.check(sources["metal"]) is None
+    if _core._hiprtc_version() > 0:  # in a process of its own, as test_hip.py explains (comgr and PoCL share libLLVM)
+        job = json.dumps({"source": _gpu_batch.batch_source([sources["hip"]])[0]})
+        proc = subprocess.run([sys.executable, "-c", _HIPRTC], input=job, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-4000:]
     ocl = [d for d in tack.devices() if d.startswith("opencl")]
     if not ocl:
         return
