@@ -243,6 +243,9 @@ class Scalarizer:
             return Ty("c", (2,), "f64") if isinstance(e.value, complex) else None
         if isinstance(e, ast.Subscript):
             if isinstance(e.value, ast.Name) and self.arr_ty(e.value.id) is not None:
+                nd = self.array_ndim(e.value.id)
+                if nd is not None and (len(e.slice.elts) if isinstance(e.slice, ast.Tuple) else 1) > nd:
+                    return None  # a component, made scalar already (an inlined function's return value)
                 return self.arrays[e.value.id]
             return None  # a component of a vector, or an element of a scalar array
         if isinstance(e, ast.Attribute):

@@ -180,6 +180,46 @@ def test_a_loop_carrying_local_vector_arrays():
         assert g["k"].any() == (steps > 0)
 
 
+# ---- constant taps made before the loop, a function's own array
+
+@tack.func
+def _twice(a):                                  # a local array of vectors of its own
+    t = tack.zeros(2, tack.vec3d)
+    t[0] = a
+    t[1] = t[0] * 2.0
+    return t[1].x + t[0].y                      # components: the caller gets a number
+
+
+@tack.func
+def _height(q, i):                              # a component of an array parameter's element
+    return q[i].y * 2.0
+
+
+@tack.kernel
+def blurred(p, out):
+    w = tack.zeros(3, tack.vec3d)               # weights per component, read by every iteration
+    w[0] = tack.vec3d(0.25, 0.5, 1.0)
+    w[1] = 0.5
+    w[2] = tack.vec3d(0.25, 0.0, 0.0)
+    for i in range(out.shape[0]):
+        win = tack.empty(3, tack.vec3d)
+        for k in range(len(win)):
+            win[k] = p[i + k] * w[k]
+        win[1] += win[0] + win[2]
+        out[i] = win[1] * (_twice(p[i]) + _height(p, i))
+
+
+@_ALL
+def test_taps_before_the_loop_and_a_function_s_own_array():
+    """Taps filled from constants before the parallel loop are constants to the adjoint; a function
+    making a local array of vectors and returning a component of it is inlined (its return value,
+    made components once, was taken for a vector and refused before, as was `_height`'s, a
+    component of an array parameter's element)."""
+    rng = np.random.default_rng(6)
+    _check(blurred, (rng.random((5, 3)), np.zeros((3, 3))), {"p": tack.vec3d, "out": tack.vec3d}, ("p",), "out",
+           rng.random((3, 3)))
+
+
 # ---- loops writing elements of their own: no tape (tack._autodiff_local._disjoint)
 
 @tack.kernel
