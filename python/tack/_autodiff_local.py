@@ -44,9 +44,9 @@ state array of up to 16 elements is copied element by element.  Every trip count
 zero included (no iteration; the entry state is put back).  A loop whose iterations write only
 elements of their own (``_disjoint``: a gather ``p[c] = x[tets[e, c]]``) needs no tape: its
 reverse puts the entry state back once and takes each iteration forward and backward, last
-first.  docs/design/decisions.md has the why.  Loops whose iterations are independent (sums and the iteration's own locals) keep the
-cheaper replay of tack._autodiff (``_Gen.serial``): one forward and one reverse per iteration,
-no tape.
+first.  docs/design/decisions.md has the why.  Loops whose iterations are independent (sums
+and the iteration's own locals) keep the cheaper replay of tack._autodiff (``_Gen.serial``):
+one forward and one reverse per iteration, no tape.
 """
 
 from __future__ import annotations
