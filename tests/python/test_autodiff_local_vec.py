@@ -296,12 +296,26 @@ def assorted(x, m, out):
         out[i] = t * float(n[0].y) + q[-1].z * (grid.ndim + q.size + grid.shape[-1] + len(grid))
 
 
+@tack.kernel
+def filled(p, out):
+    for i in range(out.shape[0]):
+        z = np.full(2, 1.0 + 2.0j, np.complex128)
+        m = np.full(2, tack.mat22d(1.0, p[i].x, 0.5, 2.0), tack.mat22d)   # a differentiated matrix fill
+        o = np.ones(3, tack.mat22d)
+        big = tack.full(20, p[i] * 0.5, tack.vec3d)     # beyond 16 elements: a loop of stores
+        big[7] += p[i + 1]
+        s = (z[1] * z[0]).imag * p[i].y + m[1][0, 1] * o[2][1, 0] + big[7].z * big[19].x
+        out[i] = tack.vec3d(s, m[0][1, 1], big.size)
+
+
 @_ALL
 def test_fills_matrices_functions_and_indices():
     rng = np.random.default_rng(2)
     x, m = rng.standard_normal((2, 3)), rng.standard_normal((2, 3, 3))
     _check(assorted, (x, m, np.zeros(2)), {"x": tack.vec3d, "m": tack.mat33d}, ("x", "m"), "out",
            np.array([1.0, -0.5]))
+    p = rng.standard_normal((4, 3))
+    _check(filled, (p, np.zeros((3, 3))), {"p": tack.vec3d, "out": tack.vec3d}, ("p",), "out", rng.random((3, 3)))
 
 
 @tack.kernel
