@@ -478,8 +478,9 @@ def _to_int(x, y):
     (_taps, "made outside the parallel loops is given a differentiated value"),
     (_to_int, "a float value made integer is not differentiable"),
 ])
-def test_refusals_name_the_line(fn, words):
-    k = tack.kernel(fn)
+@pytest.mark.parametrize("jit", [True, False])
+def test_refusals_name_the_line(fn, words, jit):
+    k = tack.kernel(fn, jit=jit)               # debug mode refuses the same, at the same line
     with pytest.raises(tack.CompileError, match=words) as err:
         k.adjoint(tack.ones(3, tack.vec3d), np.zeros(3))
     lines, first = inspect.getsourcelines(fn)
