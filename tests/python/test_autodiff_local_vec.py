@@ -378,49 +378,79 @@ def beads32(x0, k, steps, out):
         out[i] = p[1] - p[0]
 
 
+@tack.kernel
+def tri32(x, tris, rest, energy):
+    for t in range(tris.shape[0]):
+        p = tack.zeros(3, tack.vec2)            # a gather: no tape
+        for c in range(3):
+            p[c] = x[tris[t, c]]
+        e1 = p[1] - p[0]
+        e2 = p[-1] - p[0]
+        area = 0.5 * (e1.x * e2[1] - e1.y * e2[0])
+        m = tack.zeros(2, tack.mat22)
+        m[0] = tack.mat22(e1.x, e2.x, e1.y, e2.y)
+        m[1] = tack.inverse(m[0])
+        z = np.zeros(2, np.complex64)
+        z[0] = complex(e1.x, e1.y)
+        z[1] = z[0] * z[0]
+        energy[t] = (area - rest[t]) * (area - rest[t]) + m[1][0, 1] + z[1].imag
+
+
 _HIPRTC = ("import json, sys\n"
            "from tack import _core\n"
            "job = json.load(sys.stdin)\n"
            "_core._hiprtc_compile(job['source'], 'gfx90a')\n")
 
 
+def _sources(kern, args):
+    from tack import _autodiff_run, _core
+
+    adj, bound, names, kinds = _autodiff_run.build(kern, args, {})
+    varr = _autodiff_run._varr(kern, bound, kinds)
+    a, _kw = _autodiff_run._adjoint_args(bound, varr)
+    grads = [_autodiff_run._components(_autodiff_run._zeros_like(bound.arguments[p]), varr[p], p) if p in varr
+             else np.zeros_like(bound.arguments[p]) for p in names]
+    return {t: adj.generated_source(*a, *grads, target=t) for t in _core._targets()}
+
+
 @_ALL
-def test_the_adjoint_compiles_for_every_target_and_runs_on_opencl():
-    """An f32 kernel carrying local vec3 arrays: its adjoint is emitted for every target, compiles
-    with NVRTC, hiprtc, ocloc and as Metal where they are installed, and on PoCL gives the CPU's
-    gradients."""
+def test_the_adjoints_compile_for_every_target_and_run_on_opencl():
+    """f32 kernels, one carrying local vec3 arrays through a loop (its tape), one gathering a
+    triangle's corners into a local vec2 array beside local mat22 and complex64 arrays: their
+    adjoints are emitted for every target, compile with NVRTC, hiprtc, ocloc and as Metal where
+    those are installed, and on PoCL give the CPU's gradients."""
     import _gpu_batch
     import _msl
     import _ocloc
 
-    from tack import _autodiff_run, _core
+    from tack import _core
 
-    args = (tack.zeros(3, tack.vec3), np.ones(3, np.float32), 3, tack.zeros(3, tack.vec3))
-    adj, bound, names, kinds = _autodiff_run.build(beads32, args, {})
-    varr = _autodiff_run._varr(beads32, bound, kinds)
-    a, _kw = _autodiff_run._adjoint_args(bound, varr)
-    grads = [_autodiff_run._components(_autodiff_run._zeros_like(bound.arguments[p]), varr[p], p) if p in varr
-             else np.zeros_like(bound.arguments[p]) for p in names]
-    sources = {t: adj.generated_source(*a, *grads, target=t) for t in _core._targets()}
-    assert all(sources.values())
+    srcs = [_sources(beads32, (tack.zeros(3, tack.vec3), np.ones(3, np.float32), 3, tack.zeros(3, tack.vec3))),
+            _sources(tri32, (tack.zeros(5, tack.vec2), np.zeros((3, 3), np.int64), np.zeros(3, np.float32),
+                             np.zeros(3, np.float32)))]
+    assert all(v for sources in srcs for v in sources.values())
     if getattr(_core, "_nvrtc_compile", None) is not None:
         try:
-            assert _core._nvrtc_compile(_gpu_batch.batch_source([sources["cuda"]])[0], "sm_90")
+            assert _core._nvrtc_compile(_gpu_batch.batch_source([x["cuda"] for x in srcs])[0], "sm_90")
         except OSError:  # NVRTC's library is not installed
             pass
     if _ocloc.library() is not None:
-        rc, out = _ocloc.compile(_ocloc.batch_source([sources["opencl"]])[0], "pvc")
+        rc, out = _ocloc.compile(_ocloc.batch_source([x["opencl"] for x in srcs])[0], "pvc")
         assert rc == 0, {k: v.decode(errors="replace")[-3000:] for k, v in out.items() if "log" in k.lower()}
-    if "metal" in sources and (_msl.clang() is not None or _msl.xcrun()):
-        assert _msl.check(sources["metal"]) is None
+    if _msl.clang() is not None or _msl.xcrun():
+        for x in srcs:
+            assert _msl.check(x["metal"]) is None
     if _core._hiprtc_version() > 0:  # in a process of its own, as test_hip.py explains (comgr and PoCL share libLLVM)
-        job = json.dumps({"source": _gpu_batch.batch_source([sources["hip"]])[0]})
+        job = json.dumps({"source": _gpu_batch.batch_source([x["hip"] for x in srcs])[0]})
         proc = subprocess.run([sys.executable, "-c", _HIPRTC], input=job, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-4000:]
     ocl = [d for d in tack.devices() if d.startswith("opencl")]
     if not ocl:
         return
-    x0 = np.random.default_rng(4).random((5, 3)).astype(np.float32)
+    rng = np.random.default_rng(4)
+    x0 = rng.random((5, 3)).astype(np.float32)
+    xt = (np.array([[0, 0], [1, 0], [0, 1], [1, 1], [2, 0.5]]) + 0.05 * rng.standard_normal((5, 2))).astype(np.float32)
+    tris = np.array([[0, 1, 2], [1, 3, 2], [1, 4, 3]], np.int64)
     got = []
     for dev in ("cpu", ocl[0]):
         a = [tack.array(x0, tack.vec3, device=dev), tack.array(np.linspace(1, 2, 5, dtype=np.float32), device=dev),
@@ -428,10 +458,13 @@ def test_the_adjoint_compiles_for_every_target_and_runs_on_opencl():
         g = {"x0": tack.zeros(5, tack.vec3, device=dev), "k": tack.zeros(5, tack.f32, device=dev),
              "out": tack.array(np.ones((5, 3), np.float32), tack.vec3, device=dev)}
         beads32.adjoint(*a, grads=g)
-        got.append((g["x0"].numpy(), g["k"].numpy()))
+        gt = {"x": tack.zeros(5, tack.vec2, device=dev), "energy": tack.array(np.ones(3, np.float32), device=dev)}
+        tri32.adjoint(tack.array(xt, tack.vec2, device=dev), tack.array(tris, device=dev),
+                      tack.array(np.full(3, 0.4, np.float32), device=dev), tack.zeros(3, tack.f32, device=dev), grads=gt)
+        got.append((g["x0"].numpy(), g["k"].numpy(), gt["x"].numpy()))
     for cpu, dev in zip(*got):
         np.testing.assert_allclose(dev, cpu, rtol=1e-4, atol=1e-5)
-    assert np.abs(got[0][1]).sum() > 0
+    assert np.abs(got[0][1]).sum() > 0 and np.abs(got[0][2]).sum() > 0
 
 
 # ---- refusals, each at its line
