@@ -160,6 +160,7 @@ def _built(kernel, args, kwargs):
         gen = _Gen(kernel, fn, fdef, base, gkinds, _local_types(ir))
         gen.func_types, gen.func_returns = _func_types(ir)
         gen.top_names = set()
+        gen.array_ndims = {p: len(bound.arguments[p].shape) for p in varr}  # `x.shape` of vectors (scalarize)
         _autodiff_local.precheck(gen, gen.fdef)
         if _autodiff_scalarize.needs(gen, gen.fdef, varr):  # vectors, matrices, complex: as scalars
             gen.fdef = _autodiff_scalarize.scalarize(gen, gen.fdef, varr)
