@@ -1,6 +1,7 @@
 /*
- * periodic.c -- periodic indices: `(i + c) % n` in a parallel loop runs as
- * `i + c` in the loop's interior, and its index checks go.
+ * periodic.c -- periodic and clamped indices: `(i + c) % n`, `min(i + c, e)`
+ * and `max(i + c, e)` in a parallel loop run as `i + c` in the loop's
+ * interior, and their index checks go.
  *
  * A stencil on a periodic domain reads its neighbours across the edge with
  * Python's `%`:
@@ -58,6 +59,39 @@
  * plain stencil: contiguous neighbour loads, no checks, in SIMD lanes.  The
  * outer variables' remainders are the same across a row, so the C compiler
  * computes them once per row.
+ *
+ * Clamped indices are the same split with other break points.  Rodinia's
+ * stencils (hotspot, hotspot3D, srad, pathfinder) mirror the edge instead of
+ * wrapping round it, `src[r, min(c + 1, cols - 1)]`, `src[max(k - 1, 0)]`:
+ * checks.c proves only offsets `v + c`, so each such index kept its check
+ * and its negative-index wrap per element, and in the lane dimension it is
+ * no offset of the counter, so its loads were gathers that GCC does not
+ * vectorize (hotspot's step at 512^2 took 3.3x the time of the same kernel
+ * over the interior alone).  A clamp here is an i64 min/max whose one
+ * operand is invariant and plain (constants, extents, locals the loop does
+ * not assign and private locals assigned once from such, +, -, *, min, max:
+ * nothing that can fail before the loop) and whose other operand is again a
+ * clamp or, at the bottom, `v + c` (form_of, no invariant term); up to four
+ * levels, in either operand order, through private locals.  Each level
+ * keeps the order of v, so the clamp's values over the loop lie between its
+ * values at v's least and greatest (0 or the 1-D loop's offset; that plus
+ * the trip count less one), and the flag asks, for a clamp that is indexed
+ * or wrapped, f(least) >= 0, and for each extent s it is checked against,
+ * f(greatest) < s.  Under the flag its checks and wraps cannot fail and are
+ * the identity, in the whole loop; a clamp whose bound lies outside the
+ * array fails the flag, and the loop as written raises where it raised.  The
+ * flag also asks every bound, and the variable's range, below 2^50 in
+ * magnitude, so the break points below do not overflow.  A clamp is `v + c`
+ * exactly where v + c lies within every level's bound: v <= U - c for each
+ * min's U, v >= L - c for each max's L.  So for the innermost variable the
+ * interior's end is narrowed to U - c + 1 and its start, no longer a
+ * constant when a max is there, is the frame local `_interior_lo`; in the
+ * interior the clamp is written `v + c` (the same M_PMOD, its kid the
+ * min/max), at the row's ends as written.  Outer variables' clamps (hotspot's
+ * rows, hotspot3D's layers) are the same across a row: their checks go under
+ * the flag and the C compiler computes them once per row.  An i32 clamp, a
+ * bound that the loop assigns or that divides, and a clamp of `v + n` with n
+ * not a constant stay as written.
  *
  * Only where parallel loops run in chunks (target.h's TK_LOOPS_CHUNKED: the
  * CPU).  On a GPU each iteration is a thread and a warp at the border would
