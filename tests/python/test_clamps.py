@@ -18,7 +18,7 @@ import pytest
 import tack
 
 
-def forms_fn(x, out, e):
+def forms_fn(x, lim, out, e):
     n = x.shape[0]
     for i in range(n):
         out[0, i] = x[min(i + 1, n - 1)]
@@ -31,9 +31,13 @@ def forms_fn(x, out, e):
         out[7, i] = x[min(i + 1, e)]                  # a bound from the caller
         out[8, i] = float(max(i - 4, 2))              # not an index
         out[9, i] = x[min(max(i + 3, 1), n - 2)] if n >= 2 else x[0]
+        out[10, i] = x[min(tack.i32(i) + tack.i32(1), tack.i32(n - 1))]  # i32: as written
+        out[11, i] = x[min(i + 1, lim[i])]            # a bound per iteration: as written
+    for i in range(1, n):                             # a 1-D loop from 1: checks go, no split
+        out[12, i] = x[max(i - 2, 0)] + x[min(i + 1, n - 1)]
 
 
-def forms_ref(x, e):
+def forms_ref(x, lim, e):
     n = x.shape[0]
     i = np.arange(n)
     rows = [np.minimum(i + 1, n - 1), np.maximum(i - 1, 0), np.minimum(n - 1, i + 2), np.maximum(0, i - 3),
@@ -41,6 +45,8 @@ def forms_ref(x, e):
             np.minimum(i - 2, n - 1), np.minimum(i + 1, e)]
     out = [x[r] for r in rows] + [np.maximum(i - 4, 2).astype(float)]
     out.append(x[np.minimum(np.maximum(i + 3, 1), n - 2)] if n >= 2 else np.full(n, x[0]))
+    out += [x[np.minimum(i + 1, n - 1)], x[np.minimum(i + 1, lim)]]
+    out.append(np.where(i >= 1, x[np.maximum(i - 2, 0)] + x[np.minimum(i + 1, n - 1)], 0.0))
     return np.stack(out)
 
 
@@ -76,15 +82,6 @@ def layers_ref(s):
             + p[1:z + 1, 2:y + 2, 1:x + 1] + p[1:z + 1, 1:y + 1, 0:x] + p[1:z + 1, 1:y + 1, 2:x + 2])
 
 
-def misc_fn(x, lim, out):
-    n = x.shape[0]
-    for i in range(1, n):                             # a 1-D loop from 1: checks go, no split
-        out[0, i] = x[max(i - 2, 0)] + x[min(i + 1, n - 1)]
-    for i in range(n):
-        out[1, i] = x[min(tack.i32(i) + tack.i32(1), tack.i32(n - 1))]  # i32
-        out[2, i] = x[min(i + 1, lim[i])]             # a bound per iteration: as written
-
-
 def past_fn(x, out, e, f):
     for i in range(out.shape[0]):
         out[i] = x[min(i + 1, e)] + x[max(i - 2, f)]
@@ -93,19 +90,20 @@ def past_fn(x, out, e, f):
 forms = (tack.kernel(forms_fn), tack.kernel(jit=False)(forms_fn))
 stencil = (tack.kernel(stencil_fn), tack.kernel(checks=False)(stencil_fn), tack.kernel(jit=False)(stencil_fn))
 layers = (tack.kernel(layers_fn), tack.kernel(jit=False)(layers_fn))
-misc = (tack.kernel(misc_fn), tack.kernel(jit=False)(misc_fn))
 past = (tack.kernel(past_fn), tack.kernel(jit=False)(past_fn))
 
 
 def test_forms_equal_numpy():
+    """Every form; an i32 index, a per-iteration bound and a loop from 1 beside them."""
     rng = np.random.default_rng(1)
     for n in [2, 3, 4, 5, 8, 9, 40, 41]:  # x[min(i - 2, n - 1)] needs n >= 2
         x = rng.random(n)
+        lim = rng.integers(0, n, n)
         for e in {0, n // 2, n - 1}:
-            want = forms_ref(x, e)
+            want = forms_ref(x, lim, e)
             for kern in forms:
-                out = np.zeros((10, n))
-                kern(x, out, e)
+                out = np.zeros((13, n))
+                kern(x, lim, out, e)
                 assert np.array_equal(out, want), (kern, n, e)
 
 
@@ -129,22 +127,6 @@ def test_layers_equal_edge_padding():
             out = np.empty_like(s)
             kern(s, out)
             assert np.array_equal(out, want), (kern, shape)
-
-
-def test_offset_loop_int32_and_varying_bound():
-    rng = np.random.default_rng(4)
-    for n in [1, 2, 3, 9, 40]:
-        x = rng.random(n)
-        i = np.arange(n)
-        lim = rng.integers(0, n, n)
-        want = np.zeros((3, n))
-        want[0, 1:] = (x[np.maximum(i - 2, 0)] + x[np.minimum(i + 1, n - 1)])[1:]
-        want[1] = x[np.minimum(i + 1, n - 1)]
-        want[2] = x[np.minimum(i + 1, lim)]
-        for kern in misc:
-            out = np.zeros((3, n))
-            kern(x, lim, out)
-            assert np.array_equal(out, want), (kern, n)
 
 
 def test_bound_past_the_extent_raises_as_before():
