@@ -37,8 +37,9 @@ recomputed values, which only scale derivatives, by rounding.
 Quaternions are four components, as a vec4 is; their own functions (the Hamilton product,
 `quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
-rewrite; transforms are seven components, `p` then `q` (`t.p`, `t.q` are their slices).  What
-is not rewritten is refused at its line, saying what to write (the decompositions).
+rewrite; transforms are seven components, `p` then `q` (`t.p`, `t.q` are their slices).  The
+decompositions (`U, s, V = tack.svd3(m)`, eig3, qr3) become one statement the generator hands to
+tack._autodiff_decomp.  What is not rewritten is refused at its line, saying what to write.
 docs/differentiation.md ("Vectors, matrices, quaternions and complex numbers") is the user's
 account.
 """
@@ -48,7 +49,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from . import _autodiff_matrix, _autodiff_quat, _core
+from . import _autodiff_decomp, _autodiff_matrix, _autodiff_quat, _core
 
 SEP = "\u00b7"
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -283,10 +284,8 @@ class Scalarizer:
                 return t
             raise self.error(f"{ast.unparse(e.func)}() of a {'x'.join(map(str, t.shape)) if t else ''} matrix is "
                              f"not differentiated yet (2x2, 3x3 and 4x4 are)", e)
-        if name in ("svd3", "eig3", "qr3"):
-            raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet (its derivative is "
-                             f"undefined where singular values or eigenvalues repeat): compute what you need in "
-                             f"closed form where there is one (tack.determinant, tack.inverse, tack.trace)", e)
+        if name in _autodiff_decomp.NAMES:  # differentiated unpacked (stmt): U, s, V = tack.svd3(m)
+            raise self.error(f"{ast.unparse(e.func)}() is differentiated only unpacked into names or array elements", e)
         args = [self.ty(a) for a in e.args]
         a0 = args[0] if args else None
         if name in ("cross", "normalize", "conjugate", "cmath.exp"):
@@ -876,6 +875,9 @@ class Scalarizer:
             if s.value is None or len(targets) != 1:
                 return [s]
             tgt = targets[0]
+            if isinstance(tgt, ast.Tuple) and isinstance(s.value, ast.Call) and self.gen.intrinsic(s.value)[0] in \
+                    _autodiff_decomp.NAMES:  # U, s, V = tack.svd3(m): tack._autodiff_decomp
+                return _autodiff_decomp.scalarize(self, tgt, s.value, s)
             if isinstance(tgt, ast.Name) and tgt.id in self.types:
                 if top and isinstance(s.value, ast.Call) and self.gen.intrinsic(s.value)[1] is not None and all(
                         isinstance(a, (ast.Name, ast.Constant)) for a in s.value.args) and _assigned_once(
