@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 UV_HOME := $(CURDIR)/build/uv
 UV = $(or $(shell command -v uv 2>/dev/null),$(wildcard $(HOME)/.local/bin/uv),$(UV_HOME)/bin/uv)
 
-.PHONY: demo demo-env docs sysdeps-docs test test-all test-c test-python test-asan test-zig test-cross test-wine test-wheel env uv sysdeps sysdeps-test sysdeps-wine clean bench test-gpu soak fuzz-dlpack docs-gen
+.PHONY: demo demo-env docs sysdeps-docs test test-all test-c test-python test-asan test-zig test-cross test-cross-check test-wine test-wheel env uv sysdeps sysdeps-test sysdeps-wine clean bench test-gpu soak fuzz-dlpack docs-gen
 
 # Install uv into build/uv where PEP 668 allows it (a Debian or Ubuntu system
 # Python refuses `pip install --user`: "externally-managed-environment"):
@@ -113,15 +113,15 @@ demo: demo-env
 	$(UV) run --no-sync python docs/examples/validate.py --arch cpu --vtk
 	$(UV) run --no-sync python -m tack.vis build/demo/radius.vti build/demo/radius.png
 
-# `make test`: the C tests, the Python tests and the C tests under the
-# sanitizers. `make test-all` adds what is run before a release and whenever a
+# `make test`: the C tests, the core and the C tests cross-compiled for Windows and
+# macOS (test-cross-check), the Python tests and the C tests under the sanitizers. `make test-all` adds what is run before a release and whenever a
 # dialect changes: a second GPU architecture of each vendor in the language
 # suite's compile checks, the wheel (built, repaired, installed and run) and the
 # language suite with zig cc as the only C compiler, and the documentation site built
 # (its gallery's examples run) and three of its pages screenshot in Chromium.
-test: env test-c test-python test-asan
+test: env test-c test-cross-check test-python test-asan
 
-test-all: env sysdeps-docs test-c test-asan
+test-all: env sysdeps-docs test-c test-cross-check test-asan
 	$(MAKE) test-python TACK_TEST_ALL=1
 	$(MAKE) test-wheel test-zig
 
@@ -178,6 +178,16 @@ test-zig: env
 	@grep -qa "clang version" build/zig-cache/*.ccid && echo "the language suite passed with zig cc"
 	$(MAKE) test-cross test-wine
 
+# The quick part of test-cross, in `make test`: every source of the core and every C test
+# compiled by the ziglang wheel's `zig cc` (the `compiler` extra, which `make env` installs
+# from uv.lock) for each of CROSS_TARGETS, warnings as errors, without debug information or
+# UBSan; the Macs' libtack.dylib and test programs linked against libSystem's stubs without
+# compiler-rt (-rtlib=none); Windows not linked, since its first link builds MinGW-w64's C
+# run time (minutes). zig's cache is kept in build/cross-check. About 24 CPU seconds with
+# that cache cold (as in CI's fresh clone), 4.5 warm (tools/cross_check.py; docs/platforms.md has the figures).
+test-cross-check: env
+	$(UV) run --no-sync python tools/cross_check.py --jobs $(JOBS) $(CROSS_TARGETS)
+
 # The core and the C tests cross-compiled and linked, warnings as errors, by the ziglang
 # wheel's `zig cc` for each of CROSS_TARGETS (cmake/zig-toolchain.cmake; build/cross/T),
 # through ccache where there is one; each test binary's header is then checked to be
@@ -209,8 +219,8 @@ sysdeps-wine:
 # The Windows C tests (test-cross's x86_64-windows-gnu build) run under Wine, in a Wine
 # prefix and a kernel cache of their own under build/. test_compiler, test_restrict and
 # test_strength compile kernels, which needs a Windows C compiler under Wine: the ziglang
-# wheel's zig.exe stops there (Wine 8.0 lacks the file call its cache uses;
-# docs/platforms.md), so they are listed and left out.
+# wheel's zig.exe stops there (Wine refuses the NtLockFile call that locks each manifest of
+# its cache; docs/platforms.md), so they are listed and left out.
 WINE = $(or $(shell command -v wine64 2>/dev/null),$(wildcard /usr/lib/wine/wine64))
 WINE_NEEDS_CC = test_compiler test_restrict test_strength
 test-wine: sysdeps-wine

@@ -1,7 +1,7 @@
 """What an adjoint costs: each kernel's adjoint time over its forward time on the CPU, and the
 same workloads through Warp's CPU tape when Warp is importable (docs/differentiation.md, "Cost").
 
-    python benchmarks/autodiff_cost.py [--rounds 7] [--no-warp]
+    python benchmarks/autodiff_cost.py [--rounds 7] [--no-warp] [--cpu-time]
 
 Three kernels, f32: an elementwise expression of 4M elements (sin, exp, sqrt), springs over 1M
 random pairs (a scatter: force[i] += f, force[j] -= f) and one step of a 2-D heat stencil on
@@ -9,8 +9,10 @@ random pairs (a scatter: force[i] += f, force[j] -= f) and one step of a 2-D hea
 forward is ``wp.launch`` and its adjoint ``wp.launch(..., adjoint=True)``, the launch its tape
 makes in ``backward``.  Each time is the best of --rounds means of back-to-back calls, after a
 first call that compiles, the rounds interleaved (each round times every case's forward and
-adjoint), so that a load on the machine that comes and goes weighs on both alike.  Warp is not
-one of the project's dependencies: install warp-lang beside it to get its column.
+adjoint), so that a load on the machine that comes and goes weighs on both alike.  With
+--cpu-time the times are the process's CPU time instead of the wall clock's: on a loaded machine,
+with TACK_NUM_THREADS=1, the measure the load disturbs least (with more threads it sums theirs).
+Warp is not one of the project's dependencies: install warp-lang beside it to get its column.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def data():
     }
 
 
-def tack_times(d, rounds):
+def tack_times(d, rounds, timer=time.perf_counter):
     x, = d["wave"]
     y, gx, gy = np.zeros_like(x), np.zeros_like(x), np.ones_like(x)
     pos, a, b, rest = d["springs"]
@@ -102,10 +104,10 @@ def tack_times(d, rounds):
                     lambda: springs.adjoint(pos, a, b, rest, force, grads={"pos": gp, "rest": gr, "force": gf})),
         "heat": (lambda: heat(u, k, un), lambda: heat.adjoint(u, k, un, grads={"u": gu, "k": gk, "unew": gun})),
     }
-    return best(cases, rounds)
+    return best(cases, rounds, timer=timer)
 
 
-def warp_times(d, rounds):
+def warp_times(d, rounds, timer=time.perf_counter):
     import warp as wp
 
     wp.config.quiet = True
@@ -162,20 +164,23 @@ def warp_times(d, rounds):
     cases = {"wave": launches(w_wave, N_WAVE, [wx], [wy]),
              "springs": launches(w_springs, N_SPRING, [wpos, wa, wb, wr], [wf]),
              "heat": launches(w_heat, (N_HEAT, N_HEAT), [wu, wk], [wun])}
-    return best(cases, rounds, wp.synchronize)
+    return best(cases, rounds, wp.synchronize, timer)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--no-warp", action="store_true")
+    parser.add_argument("--cpu-time", action="store_true", help="time by the process's CPU time (one thread: "
+                        "TACK_NUM_THREADS=1), which a loaded machine disturbs least")
     args = parser.parse_args()
+    timer = time.process_time if args.cpu_time else time.perf_counter
     d = data()
-    t = tack_times(d, args.rounds)
+    t = tack_times(d, args.rounds, timer)
     w = None
     if not args.no_warp:
         try:
-            w = warp_times(d, args.rounds)
+            w = warp_times(d, args.rounds, timer)
         except ImportError:
             print("(Warp is not installed: pip install warp-lang for its column)")
     print(f"{'kernel':10} {'tack fwd':>10} {'tack adj':>10} {'adj/fwd':>8}" +

@@ -7,6 +7,11 @@
 # that built libtack sees it.  Any other comment in the region stops the build.
 # Runs at configure time, and again whenever the header changes (CMAKE_CONFIGURE_DEPENDS);
 # OUT is rewritten only when its text changes, so nothing rebuilds for nothing.
+# Also a script of its own, for builds without CMake's configure step (tools/cross_check.py):
+#   cmake -DTACK_PRELUDE_HEADER=src/runtime/cpu_abi.h -DTACK_PRELUDE_OUT=OUT -P cmake/cpu_abi_prelude.cmake
+if(CMAKE_SCRIPT_MODE_FILE)
+  cmake_minimum_required(VERSION 3.20) # the policies the function was written for
+endif()
 function(tack_cpu_abi_prelude header out)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${header})
   file(READ ${header} text)
@@ -51,3 +56,7 @@ function(tack_cpu_abi_prelude header out)
     file(WRITE ${out} "${content}")
   endif()
 endfunction()
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  tack_cpu_abi_prelude(${CMAKE_SOURCE_DIR}/${TACK_PRELUDE_HEADER} ${TACK_PRELUDE_OUT})
+endif()

@@ -62,6 +62,7 @@ FOLDERS = [
     ("python/tack", "*.py", "the Python package"),
     ("python/tack/interop", "*.py", "tack.interop"),
     ("python/tack/vis", "*.py", "tack.vis"),
+    ("tests/c", "*", "the C tests (make test-c): one program each, their harness and the fake drivers they load"),
     ("tests/python", "_*.py", "the Python tests' shared helpers and plugins"),
     ("tests/soak", "*.py", "the soak test (make soak)"),
     ("tests/wheel", "*.py", "what every platform's wheel runs once installed (pyproject.toml's [tool.cibuildwheel])"),

@@ -55,10 +55,10 @@ def spellings(name: str) -> list[str]:
     import numpy as np
 
     import tack
-    from tack import _kernels
+    from tack import _intrinsics
 
-    _kernels._register_numpy()
-    reg = _kernels._INTRINSICS
+    _intrinsics._register_numpy()
+    reg = _intrinsics._INTRINSICS
     out = []
     if hasattr(builtins, name) and reg.get(getattr(builtins, name)) == name:
         out.append(f"`{name}`")
@@ -73,7 +73,7 @@ def spellings(name: str) -> list[str]:
             nps.append(n)
     nps.sort()
     out += [f"`np.{n}`" for n in nps]
-    if name in _kernels._OWN and getattr(tack, name, None) is not None:
+    if name in _intrinsics._OWN and getattr(tack, name, None) is not None:
         out.append(f"`tack.{name}`")
     return out
 

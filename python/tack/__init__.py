@@ -217,8 +217,10 @@ __all__ = [
 # the kernel compiler's Python side: @tack.kernel, @tack.func and the intrinsics
 from ._kernels import *  # noqa: F401,F403,E402
 from ._kernels import __all__ as _kernel_all  # noqa: E402
+from ._intrinsics import *  # noqa: F401,F403,E402
+from ._intrinsics import __all__ as _intrinsic_all  # noqa: E402
 
-__all__ += list(_kernel_all)
+__all__ += list(_kernel_all) + list(_intrinsic_all)
 
 # tack.profile(): compiles and launches timed, a table and a Chrome trace (docs/performance.md)
 from ._profile import ProfileEvent, profile  # noqa: E402

@@ -44,7 +44,8 @@ import numpy as np
 from . import _core
 from ._array import empty as _empty, asarray as _asarray
 from ._core import i64
-from ._kernels import kernel, func, independent
+from ._intrinsics import independent
+from ._kernels import kernel, func
 
 __all__ = ["scan", "sort", "argsort", "segmented_reduce", "compact", "unique", "searchsorted", "histogram",
            "reduce"]
@@ -364,17 +365,19 @@ def _key(u, mode, top, ones, inf, mag, sh):
     return k
 
 
+@func
+def _key_consts(c):
+    # the constants _key takes after the bits, from the array _bits_of made
+    return c[0], c[1], c[2], c[3], c[4]
+
+
 @kernel(checks=False)  # indices made here, in bounds by construction
 def _key_span(x, c, part, mode, bs):
     # part[b] = the OR and the AND of block b's keys; part[0] then the whole array's
     n = x.shape[0]
     nb = part.shape[0]
     for b in independent(range(nb)):
-        top = c[0]
-        ones = c[1]
-        inf = c[2]
-        mag = c[3]
-        sh = c[4]
+        top, ones, inf, mag, sh = _key_consts(c)
         lo = b * bs
         hi = min(lo + bs, n)
         o = _key(x[lo], mode, top, ones, inf, mag, sh)
@@ -415,88 +418,57 @@ def _offsets(counts, totals):
     return acc
 
 
-@kernel(checks=False)  # indices made here, in bounds by construction
-def _radix_pass(src, dst, c, counts, totals, mode, shift, bs):
-    # one stable pass of 8-bit digits moving the elements themselves (their bits: the
-    # keys are computed from them as they are read, so -0.0 and NaN payloads move intact)
-    n = src.shape[0]
-    nb = counts.shape[0]
-    for b in independent(range(nb)):
-        top = c[0]
-        ones = c[1]
-        inf = c[2]
-        mag = c[3]
-        sh = c[4]
-        for d in range(256):
-            counts[b, d] = 0
-        lo = b * bs
-        hi = min(lo + bs, n)
-        for i in range(lo, hi):
-            d = i64((_key(src[i], mode, top, ones, inf, mag, sh) >> shift) & 255)
-            counts[b, d] = counts[b, d] + 1
-    for t in range(1):
-        _offsets(counts, totals)
-    for b in independent(range(nb)):
-        top = c[0]
-        ones = c[1]
-        inf = c[2]
-        mag = c[3]
-        sh = c[4]
-        for d in range(256):
-            counts[b, d] = counts[b, d] + totals[d]
-        lo = b * bs
-        hi = min(lo + bs, n)
-        for i in range(lo, hi):
-            u = src[i]
-            d = i64((_key(u, mode, top, ones, inf, mag, sh) >> shift) & 255)
-            p = counts[b, d]
-            counts[b, d] = p + 1
-            dst[p] = u
+def _radix_pass_kernel(values):
+    """One stable pass of 8-bit digits: each block counts its keys' digits,
+    _offsets turns the counts into where each block's keys go, and each block
+    scatters its elements there in order.  The keys move as their bits (the
+    keys are computed from them as they are read, so -0.0 and NaN payloads
+    move intact).  `values` (a Python bool, a constant of the kernel, so the
+    branch it picks is compiled away) says whether a value moves beside each
+    key: vin's, or with iota != 0 the element's index (the first pass of an
+    argsort); keys_out == 0 then leaves kout unwritten (the last pass of an
+    argsort).  Without values, vin and vout and the two flags go unread."""
+
+    @kernel(checks=False)  # indices made here, in bounds by construction
+    def _radix_pass(kin, vin, kout, vout, c, counts, totals, mode, shift, bs, iota, keys_out):
+        n = kin.shape[0]
+        nb = counts.shape[0]
+        for b in independent(range(nb)):
+            top, ones, inf, mag, sh = _key_consts(c)
+            for d in range(256):
+                counts[b, d] = 0
+            lo = b * bs
+            hi = min(lo + bs, n)
+            for i in range(lo, hi):
+                d = i64((_key(kin[i], mode, top, ones, inf, mag, sh) >> shift) & 255)
+                counts[b, d] = counts[b, d] + 1
+        for t in range(1):
+            _offsets(counts, totals)
+        for b in independent(range(nb)):
+            top, ones, inf, mag, sh = _key_consts(c)
+            for d in range(256):
+                counts[b, d] = counts[b, d] + totals[d]
+            lo = b * bs
+            hi = min(lo + bs, n)
+            for i in range(lo, hi):
+                u = kin[i]
+                d = i64((_key(u, mode, top, ones, inf, mag, sh) >> shift) & 255)
+                p = counts[b, d]
+                counts[b, d] = p + 1
+                if values:
+                    if keys_out != 0:
+                        kout[p] = u
+                    if iota != 0:
+                        vout[p] = i
+                    else:
+                        vout[p] = vin[i]
+                else:
+                    kout[p] = u
+    return _radix_pass
 
 
-@kernel(checks=False)  # indices made here, in bounds by construction
-def _radix_pass_kv(kin, vin, kout, vout, c, counts, totals, mode, shift, bs, iota, keys_out):
-    # a pass moving the keys' bits and a value beside each: vin's (or, with iota, the
-    # element's index: the first pass of an argsort); keys_out == 0 leaves kout unwritten
-    # (the last pass of an argsort)
-    n = kin.shape[0]
-    nb = counts.shape[0]
-    for b in independent(range(nb)):
-        top = c[0]
-        ones = c[1]
-        inf = c[2]
-        mag = c[3]
-        sh = c[4]
-        for d in range(256):
-            counts[b, d] = 0
-        lo = b * bs
-        hi = min(lo + bs, n)
-        for i in range(lo, hi):
-            d = i64((_key(kin[i], mode, top, ones, inf, mag, sh) >> shift) & 255)
-            counts[b, d] = counts[b, d] + 1
-    for t in range(1):
-        _offsets(counts, totals)
-    for b in independent(range(nb)):
-        top = c[0]
-        ones = c[1]
-        inf = c[2]
-        mag = c[3]
-        sh = c[4]
-        for d in range(256):
-            counts[b, d] = counts[b, d] + totals[d]
-        lo = b * bs
-        hi = min(lo + bs, n)
-        for i in range(lo, hi):
-            u = kin[i]
-            d = i64((_key(u, mode, top, ones, inf, mag, sh) >> shift) & 255)
-            p = counts[b, d]
-            counts[b, d] = p + 1
-            if keys_out != 0:
-                kout[p] = u
-            if iota != 0:
-                vout[p] = i
-            else:
-                vout[p] = vin[i]
+_radix_pass = _radix_pass_kernel(False)  # sort: the elements' bits, nothing beside them
+_radix_pass_kv = _radix_pass_kernel(True)  # argsort and sort by key
 
 
 @kernel(checks=False)  # indices made here, in bounds by construction
@@ -643,10 +615,11 @@ def sort(a, values=None):
     counts = _empty((nb, 256), np.int64, device=a.device)
     totals = _empty(256, np.int64, device=a.device)
     bufs = [_empty(n, _npdtype(u.dtype), device=a.device) for _ in range(min(2, len(shifts)))]
+    none = _empty(1, np.int64, device=a.device)  # the values' stand-in: _radix_pass reads none
     src = u
     for j, shift in enumerate(shifts):
         dst = bufs[j % 2]
-        _radix_pass(src, dst, c, counts, totals, mode, shift, bs)
+        _radix_pass(src, none, dst, none, c, counts, totals, mode, shift, bs, 0, 1)
         src = dst
     return src._field_view(a.dtype, 0, (n,), (1,))
 

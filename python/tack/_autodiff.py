@@ -40,7 +40,8 @@ from the arrays as the kernel left them), and what is not supported yet:
 transforms, local arrays of vectors, while/break/continue/return, values
 computed outside the parallel loops from differentiated inputs.  Vectors, matrices, quaternions and complex
 numbers reach the generator as their components (tack._autodiff_scalarize rewrites
-the tree first); structs as their leaves (tack._autodiff_structs).
+the tree first), svd3/eig3/qr3 as one statement (tack._autodiff_decomp); structs
+as their leaves (tack._autodiff_structs); collectives by tack._autodiff_blocks.
 Serial loops whose locals are sums or the iteration's own are replayed
 (``_Gen.serial``), loops that carry values replayed from their entry, and
 local arrays saved element by element (tack._autodiff_local); @tack.func
@@ -58,6 +59,8 @@ import copy
 import re
 
 from . import _core
+from . import _autodiff_blocks as _blocks
+from . import _autodiff_decomp as _decomp
 from . import _autodiff_local as _local
 from ._derivs import DERIVS
 
@@ -354,7 +357,7 @@ class _Gen:
                              f"of its own", e)
         if name in _NO_DERIV:
             return False
-        if name is not None and name in DERIVS:
+        if name is not None and (name in DERIVS or name in _blocks.SUMS) or isinstance(obj, _decomp.Decomp):
             return any(args_active)
         if isinstance(obj, _core.DType):
             if obj.name in ("f32", "f64"):
@@ -436,6 +439,8 @@ class _Gen:
                 fwd.append(_assign(t, _loc(ast.Call(func=_cp(e.func), args=[_cp(a)], keywords=[]), e), e))
                 acts.append(("copy", t, a, e))
                 return _nm(t, e)
+            if name in _blocks.SUMS:  # block_sum, block_scan, warp_min ...: tack._autodiff_blocks
+                return _blocks.flat(self, e, name, fwd, acts)
             if name in ("min", "max") and len(e.args) > 2:  # min(a, b, c) as min(min(a, b), c)
                 inner = _loc(ast.Call(func=e.func, args=e.args[:-1], keywords=[]), e)
                 e = _loc(ast.Call(func=e.func, args=[inner, e.args[-1]], keywords=[]), e)
@@ -653,6 +658,8 @@ class _Gen:
                 st.ctx = ast.Store()
                 out.append(_loc(ast.Assign(targets=[st], value=_c(0.0, node)), node))
                 self.give(v, _nm(g, node), out, node)
+            elif kind in ("decomp", "collective"):  # svd3 ... by closed forms, block_sum ... by collectives
+                (_decomp if kind == "decomp" else _blocks).reverse(self, act, out)
             elif _local.reverse(self, act, out):  # local arrays, replayed loops
                 pass
             elif kind == "accum":  # arr[idx] += value (or -=, atomic_add, atomic_sub)
@@ -730,6 +737,9 @@ class _Gen:
                 v = self.flat(s.value, fwd, acts)
                 self.modified.setdefault(arr, []).append((self.loop_no, s))
                 acts.append(("store", arr, _as_load(tgt.slice), v, s))
+                return
+            if isinstance(tgt, ast.Tuple) and _decomp.marker(self, s.value) is not None:  # U, s, V = svd3(m)
+                _decomp.forward(self, s, fwd, acts, assigned)
                 return
             if isinstance(tgt, ast.Tuple) and not self.active(s.value):
                 for e in tgt.elts:

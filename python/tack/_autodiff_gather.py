@@ -34,6 +34,8 @@ iterations -- ``lo + max(0, o) <= p < hi + min(0, o)`` on each axis, over every 
 loops over the border strips around it, with the tests: peeled one axis at a time (axis k below
 and above the box, the axes before k inside it, the axes after k whole), so they and the box
 cover the range once, also when the box is empty (a range narrower than the offsets' spread).
+A strip tests only the axes on which it leaves the box (axis k and those after it): on the axes
+before k it lies inside the box, where every test holds.
 Within an iteration the adds into a gradient's own element are summed in a local and stored
 once (`_accumulated`): the C compiler forwarded the loads of the cell but kept every store.
 Anything else (an index that is not the loop's variable plus a constant, a range with a step)
@@ -89,10 +91,13 @@ def _fused(lp, sites, fwd, init, rev, flush):
     own = lp.renamed(_without_spent(own), zero)
 
     def body(tested):
+        """the loop's body; `tested`: the axes on which a strip may lie outside the loop's range (none
+        in the box)"""
         out = [st for arr, os in offs.items() for off in os for st in lp.gathered(arr, off, fwd, init, rev, tested)]
         mine = copy.deepcopy(own)
         if tested:  # a strip of the gathers' range may lie outside the loop's own
-            mine = [ast.copy_location(ast.If(test=lp.in_range(zero), body=mine or [_pass(loop)], orelse=[]), loop)]
+            mine = [ast.copy_location(ast.If(test=lp.in_range(zero, tested), body=mine or [_pass(loop)], orelse=[]),
+                                      loop)]
         return out + mine
 
     # per axis: the range of the gathers and the own pass [a, e), and the box [b, c) where every
@@ -408,10 +413,10 @@ class _Loops:
         elts = [self.name(p) for p in self.pv]
         return elts[0] if len(elts) == 1 else ast.copy_location(ast.Tuple(elts=elts, ctx=ast.Load()), self.loop)
 
-    def in_range(self, off):
-        """q = p - off is one of the loop's iterations."""
+    def in_range(self, off, axes):
+        """q = p - off is one of the loop's iterations, tested on `axes` (on the others it is known)."""
         tests = []
-        for d in range(self.dims):
+        for d in axes:
             lo, hi = self.bounds[d]
             q = self.shifted(self.name(self.pv[d]), -off[d])
             tests.append(ast.copy_location(ast.Compare(left=copy.deepcopy(lo), ops=[ast.LtE()], comparators=[q]),
@@ -426,7 +431,7 @@ class _Loops:
                                                off)), {arr}, gathered=True)
         if not tested:
             return inner
-        return [ast.copy_location(ast.If(test=self.in_range(off), body=inner or [_pass(self.loop)], orelse=[]),
+        return [ast.copy_location(ast.If(test=self.in_range(off, tested), body=inner or [_pass(self.loop)], orelse=[]),
                                   self.loop)]
 
     def loop_over(self, axes, body):
@@ -453,13 +458,14 @@ class _Loops:
         loop's body, tested for the strips.  Peeled one axis at a time (axis k below and above
         `inner`, the axes before k inner, the axes after k whole), so the strips and the box cover
         `whole` once, also when `inner` is empty."""
-        loops = [self.loop_over(inner, _accumulated(self.gen, body(False)))]
+        loops = [self.loop_over(inner, _accumulated(self.gen, body(())))]
         for k in range(self.dims):
             (a, e), (b, c) = whole[k], inner[k]
             below = (a, self.call(_builtins.min, "min", b, e))  # [a, min(b, e))
             above = (self.call(_builtins.max, "max", c, b), e)  # [max(c, b), e): with below, [a, e) once
             for strip in (below, above):
-                loops.append(self.loop_over(inner[:k] + [strip] + whole[k + 1:], body(True)))
+                # the axes before k lie in the box: every q's coordinate there is an iteration's
+                loops.append(self.loop_over(inner[:k] + [strip] + whole[k + 1:], body(range(k, self.dims))))
         return loops
 
 

@@ -12,8 +12,9 @@ no longer reaches anything), puts the saved element back, and hands the adjoint 
 every point of the reverse sweep the array holds what it held at that point of the forward one,
 and the derivative expressions, which read elements where the forward did, see the right
 values.  Integer and bool local arrays are saved and put back the same way (an index read from
-one must be the forward's), with no adjoint.  Arrays of vectors, matrices, complex numbers or
-16-bit floats are refused: a local array with one more axis holds the components.
+one must be the forward's), with no adjoint.  Arrays of vectors, matrices and complex numbers
+reach this module as the float arrays of their components, one more axis
+(tack._autodiff_local_vec); arrays of 16-bit floats are refused.
 
 **Serial loops that carry values** between iterations (``p = p * x[k]``, a time-stepping loop,
 a loop writing a local array or storing into an array, a sum read inside the loop) are
@@ -40,10 +41,12 @@ forward iterations, no more than the tape's for three trips and without its segm
 copies (a body of up to ``PLAIN_BODY`` nodes gets both forms and a test on ``n``).  A constant
 step is written as one in every replayed range (a variable one costs each a division), and a
 state array of up to 16 elements is copied element by element.  Every trip count is right,
-zero included (no iteration; the entry state is put back).  docs/design/decisions.md has the
-why.  Loops whose iterations are independent (sums and the iteration's own locals) keep the
-cheaper replay of tack._autodiff (``_Gen.serial``): one forward and one reverse per iteration,
-no tape.
+zero included (no iteration; the entry state is put back).  A loop whose iterations write only
+elements of their own (``_disjoint``: a gather ``p[c] = x[tets[e, c]]``) needs no tape: its
+reverse puts the entry state back once and takes each iteration forward and backward, last
+first.  docs/design/decisions.md has the why.  Loops whose iterations are independent (sums
+and the iteration's own locals) keep the cheaper replay of tack._autodiff (``_Gen.serial``):
+one forward and one reverse per iteration, no tape.
 """
 
 from __future__ import annotations
@@ -109,13 +112,20 @@ def _assign(tgt, value, node):
     return _loc(ast.Assign(targets=[tgt], value=value), node)
 
 
-def check(gen, name, node):
-    """Refuse a local array the adjoint cannot differentiate, at node."""
+def check(gen, name, node, vectors=False):
+    """Refuse a local array the adjoint cannot differentiate, at node.  With `vectors`, before the
+    kernel is made scalars, one of vectors, matrices or complex numbers is let through: it becomes
+    the float array of its components (tack._autodiff_local_vec)."""
     k = kind(gen, name)
-    if k is not None and k[0] not in _FLOAT and k[0] not in _PLAIN_INT:
-        raise gen.error(f"'{name}' is a local array of {k[0]}: only local arrays of f32, f64, integers and bools "
-                        f"are differentiated (hold a vector's or a complex number's components on one more axis, "
-                        f"np.zeros((n, 3)); compute 16-bit floats in f32)", node)
+    if k is None or k[0] in _FLOAT or k[0] in _PLAIN_INT:
+        return
+    from ._autodiff_local_vec import element_type
+
+    if vectors and element_type(gen, name) is not None:
+        return
+    raise gen.error(f"'{name}' is a local array of {k[0]}: only local arrays of f32, f64, integers and bools, and "
+                    f"of vectors, matrices and complex numbers, are differentiated (compute 16-bit floats in f32)",
+                    node)
 
 
 def precheck(gen, fdef):
@@ -125,7 +135,7 @@ def precheck(gen, fdef):
         if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Name):
-                    check(gen, t.id, n)
+                    check(gen, t.id, n, vectors=True)
 
 
 def index_ok(gen, e, node):
@@ -295,13 +305,15 @@ def replay(gen, s, fwd, acts, assigned, stores):
                        _loc(ast.Constant(value=1), s), s))
     plan = _tape_plan(gen, s, entry)
     trips = _const_trips(gen, s)
-    if plan is None or (trips is not None and trips <= PLAIN_TRIPS):
+    if _disjoint(gen, s, stores):
+        mode = "disjoint"  # each iteration writes elements of its own: no tape, no replay of the others
+    elif plan is None or (trips is not None and trips <= PLAIN_TRIPS):
         mode = "plain"
     elif trips is not None or _size(f1) > PLAIN_BODY:
         mode = "taped"
     else:
         mode = "both"  # up to PLAIN_TRIPS trips the plain replay, more the tape
-    if mode == "plain":
+    if mode in ("plain", "disjoint"):
         fwd.append(loop)
     else:  # the forward run records each iteration's state into the tape, a ring of `slots`:
         # after it the tape holds the last segment's states (segments start at multiples of slots)
@@ -437,12 +449,101 @@ def _replayed(gen, loop_node, f1, back, entry, how, node):
 
     if mode == "plain":
         return _plain(gen, entry, n, k, lo_r, at, over, c, b, f1, back, node)
+    if mode == "disjoint":  # the entry state back at once, then each iteration forward and backward
+        rng = _loc(ast.Call(func=_nm("range", node), args=[b(_nm(n, node), ast.Sub(), c(1)), c(-1), c(-1)],
+                            keywords=[]), node)
+        return _restore(gen, entry, node) + [_loc(ast.For(
+            target=_nm(k, node, True), iter=rng,
+            body=[over(at(_nm(k, node)), at(b(_nm(k, node), ast.Add(), c(1))), copy.deepcopy(f1) + back)],
+            orelse=[]), node)]
     taped = _taped(gen, plan, entry, n, at, over, f1, back, node)
     if mode == "taped":
         return taped
     plain = _plain(gen, entry, n, k, lo_r, at, over, c, b, f1, copy.deepcopy(back), node)
     test = _loc(ast.Compare(left=_nm(n, node), ops=[ast.LtE()], comparators=[c(PLAIN_TRIPS)]), node)
     return [_loc(ast.If(test=test, body=plain, orelse=taped), node)]
+
+
+def _disjoint(gen, s, stores):
+    """Whether loop `s` (over a range) changes nothing but elements of local arrays that are its
+    iteration's own, and locals that are: every store into a local array has the loop's variable
+    for its first index, every read of an array the loop writes too, the range counts up from 0 or
+    more (so no two iterations meet at one element, a negative index included), and each local it
+    assigns is set before it is read and not read after the loop; no inner loop, no @tack.func
+    call, no store into an array parameter.  A gather (``for c in range(4): p[c] = x[tets[e, c]]``)
+    is such a loop.  Its reverse puts the entry state back once and takes each iteration forward
+    and backward, last first: no iteration reads what another wrote, and each one's backward
+    puts its elements back as the entry had them (``_replayed``)."""
+    it = s.iter
+    lo = _int_const(it.args[0]) if len(it.args) > 1 else 0
+    st = _int_const(it.args[2]) if len(it.args) > 2 else 1
+    if lo is None or lo < 0 or st is None or st <= 0:
+        return False
+    c = s.target.id
+    written = set()
+
+    def first(idx):
+        e = idx.elts[0] if isinstance(idx, ast.Tuple) and idx.elts else idx
+        return isinstance(e, ast.Name) and e.id == c
+
+    for n in ast.walk(s):
+        if n is s:
+            continue
+        if isinstance(n, (ast.For, ast.While)):
+            return False
+        if isinstance(n, ast.Call) and isinstance(gen.resolve(n.func), _core.Kernel):
+            return False
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                if isinstance(t, ast.Name):
+                    if t.id == c or isinstance(n, ast.AugAssign) or kind(gen, t.id) is not None:
+                        return False  # the variable changed, a sum, a local array made in the loop
+                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
+                        kind(gen, t.value.id) is not None and first(t.slice):
+                    written.add(t.value.id)
+                else:
+                    return False
+    for n in ast.walk(s):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in written and \
+                not first(n.slice):
+            return False
+    outside = gen.reads_outside(s)
+    for v, how in stores.items():
+        if v == c or v in written:
+            continue
+        if how != {"set"} or not _own(s.body, v) or v in outside:
+            return False
+    return bool(written)
+
+
+def _own(body, v):
+    """Whether every read of local `v` in `body` follows an assignment to it on every path through
+    the statements before (an `if` assigns it where both branches do): v is the iteration's own."""
+    def reads(e):
+        return e is not None and any(isinstance(n, ast.Name) and n.id == v and isinstance(n.ctx, ast.Load)
+                                     for n in ast.walk(e))
+
+    def walk(stmts, defined):
+        for st in stmts:
+            if isinstance(st, ast.If):
+                if not defined and reads(st.test):
+                    return None
+                a, b = walk(st.body, defined), walk(st.orelse, defined)
+                if a is None or b is None:
+                    return None
+                defined = a and b
+            elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                mine = any(isinstance(t, ast.Name) and t.id == v for t in targets)
+                if not defined and (reads(st.value) or any(reads(t) for t in targets) or
+                                    (mine and isinstance(st, ast.AugAssign))):
+                    return None
+                defined = defined or mine
+            elif not defined and reads(st):
+                return None
+        return defined
+
+    return walk(body, False) is not None
 
 
 PLAIN_TRIPS = 3  # up to this many trips the replay from the entry runs no more forward iterations
@@ -507,11 +608,49 @@ TAPE_TOTAL = 16384  # and all of one loop's together
 
 
 def _constant(gen, node):
-    """node's value where it is a constant the generator can evaluate (literals, module constants), else None."""
+    """node's value where it is a constant the generator can evaluate (literals, module constants,
+    ``len(t)`` and ``t.shape[d]`` of a local array of constant shape), else None."""
+    node = _extents(gen, copy.deepcopy(node))
     try:
-        return eval(compile(ast.Expression(body=copy.deepcopy(node)), "<constant>", "eval"), dict(gen.env))
+        return eval(compile(ast.Expression(body=node), "<constant>", "eval"), dict(gen.env))
     except Exception:
         return None
+
+
+def _extents(gen, node):
+    """node with len(t) and t.shape[d] of local arrays of constant shape replaced by their values."""
+    def shape_of(name):
+        if name not in gen.larrays:
+            return None
+        try:
+            v = eval(compile(ast.Expression(body=copy.deepcopy(gen.larrays[name][0])), "<shape>", "eval"),
+                     dict(gen.env))
+        except Exception:
+            return None
+        v = (v,) if isinstance(v, int) else v
+        return v if isinstance(v, tuple) and all(type(d) is int for d in v) else None
+
+    class _T(ast.NodeTransformer):
+        def visit_Call(self, n):
+            self.generic_visit(n)
+            if isinstance(n.func, ast.Name) and n.func.id == "len" and len(n.args) == 1 and \
+                    isinstance(n.args[0], ast.Name) and gen.resolve(n.func) in (len, None):
+                sh = shape_of(n.args[0].id)
+                if sh:
+                    return ast.copy_location(ast.Constant(value=sh[0]), n)
+            return n
+
+        def visit_Subscript(self, n):
+            self.generic_visit(n)
+            v = n.value
+            if isinstance(v, ast.Attribute) and v.attr == "shape" and isinstance(v.value, ast.Name) and \
+                    isinstance(n.slice, ast.Constant) and type(n.slice.value) is int:
+                sh = shape_of(v.value.id)
+                if sh and -len(sh) <= n.slice.value < len(sh):
+                    return ast.copy_location(ast.Constant(value=sh[n.slice.value]), n)
+            return n
+
+    return _T().visit(node)
 
 
 def _tape_plan(gen, loop_node, entry):

@@ -69,9 +69,12 @@ def _array_kind(v):
     if isinstance(v, _core.Array):
         name = v.dtype.name
     elif isinstance(v, np.ndarray):
-        name = {"float32": "f32", "float64": "f64"}.get(v.dtype.name, v.dtype.name)
-        if v.dtype.kind in "iub":
+        dt = v.dtype
+        if dt.kind == "f" and dt.itemsize in (4, 8):  # before dt.name, which NumPy computes in Python
+            return ("farray", "f32" if dt.itemsize == 4 else "f64")
+        if dt.kind in "iub":
             return ("array", None)
+        name = {"float32": "f32", "float64": "f64"}.get(dt.name, dt.name)
     elif hasattr(v, "__dlpack__") and hasattr(v, "dtype"):
         name = {"float32": "f32", "float64": "f64"}.get(str(v.dtype).replace("torch.", ""), str(v.dtype))
     else:
@@ -83,10 +86,16 @@ def _array_kind(v):
     return ("bad", name)
 
 
-def _param_kinds(fn, args, kwargs):
-    import inspect
+_SIGNATURES = weakref.WeakKeyDictionary()
 
-    bound = inspect.signature(fn).bind(*args, **kwargs)
+
+def _param_kinds(fn, args, kwargs):
+    sig = _SIGNATURES.get(fn)
+    if sig is None:  # inspect.signature costs tens of microseconds a call: once per function
+        import inspect
+
+        sig = _SIGNATURES[fn] = inspect.signature(fn)
+    bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     np = _np()
     kinds = {}
@@ -115,6 +124,13 @@ def _ir(kernel, args, kwargs):
 def build(kernel, args, kwargs):
     """(the adjoint kernel of `kernel` for these arguments, the bound arguments, the parameters that get
     a gradient, in the adjoint's order)."""
+    hit, bound, kinds = _built(kernel, args, kwargs)
+    return hit[0], bound, hit[1], kinds
+
+
+def _built(kernel, args, kwargs):
+    """(the build's entry: the adjoint kernel, the parameters that get a gradient, the parameters
+    loaded and modified, the arrays of vectors; the bound arguments; their kinds)."""
     from ._kernels import PythonKernel
     from ._structs_rewrite import _make, _parse
 
@@ -144,6 +160,7 @@ def build(kernel, args, kwargs):
         gen = _Gen(kernel, fn, fdef, base, gkinds, _local_types(ir))
         gen.func_types, gen.func_returns = _func_types(ir)
         gen.top_names = set()
+        gen.array_ndims = {p: len(bound.arguments[p].shape) for p in varr}  # `x.shape` of vectors (scalarize)
         _autodiff_local.precheck(gen, gen.fdef)
         if _autodiff_scalarize.needs(gen, gen.fdef, varr):  # vectors, matrices, complex: as scalars
             gen.fdef = _autodiff_scalarize.scalarize(gen, gen.fdef, varr)
@@ -160,7 +177,7 @@ def build(kernel, args, kwargs):
         adj = PythonKernel(g, **opts) if isinstance(kernel, PythonKernel) else _core.Kernel(g, **opts)
         hit = table[key] = (adj, grads, frozenset(gen.loaded), frozenset(gen.modified), varr)
     table[quick] = hit
-    return hit[0], bound, hit[1], kinds
+    return hit, bound, kinds
 
 
 def _vector_arrays(bound):
@@ -229,8 +246,8 @@ def _layout(v):
     """An argument's part of a kernel's signature beyond its kind: rank, dtype, strides, device, type."""
     if isinstance(v, _core.Array):
         return (v.dtype.name, v.ndim, v.strided, v.device, v.writable)
-    if hasattr(v, "__array_interface__"):
-        return (str(v.dtype), v.ndim, getattr(v, "flags", None) is not None and v.flags.c_contiguous,
+    if hasattr(v, "__array_interface__"):  # the dtype itself: str() of a NumPy dtype runs Python code
+        return (v.dtype, v.ndim, getattr(v, "flags", None) is not None and v.flags.c_contiguous,
                 getattr(v, "flags", None) is not None and v.flags.writeable, type(v))
     if isinstance(v, int) and not isinstance(v, bool):
         return (int, v >= 1 << 63, v < -(1 << 63))
@@ -272,9 +289,9 @@ def adjoint(kernel, args, kwargs):
         built, expanded, arrays, by_value = structs
         grads = _autodiff_structs.leaf_grads(arrays, by_value, grads, f"{kernel.__qualname__}.adjoint")
         return adjoint(built, expanded, {"grads": grads})
-    adj, bound, names, kinds = build(kernel, args, kwargs)
-    _check_aliases(kernel, bound)
-    varr = _varr(kernel, bound, kinds)
+    hit, bound, kinds = _built(kernel, args, kwargs)
+    adj, names, varr = hit[0], hit[1], hit[4]
+    _check_aliases(kernel, bound, hit)
     extra = []
     for p in names:
         g = grads.get(p)
@@ -476,12 +493,14 @@ class Tape:
         self._grads.clear()
 
 
-def _check_aliases(kernel, bound):
+def _check_aliases(kernel, bound, hit=None):
     """Refuse a launch whose arguments share memory between a parameter the kernel modifies and
-    another it reads: its adjoint recomputes from the values it read."""
-    fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
-    _b, kinds = _param_kinds(fn, bound.args, bound.kwargs)
-    hit = _BUILDS[kernel].get(tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items()))
+    another it reads: its adjoint recomputes from the values it read (`hit`: the launch's build
+    entry, when the caller has it)."""
+    if hit is None:
+        fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
+        _b, kinds = _param_kinds(fn, bound.args, bound.kwargs)
+        hit = _BUILDS[kernel].get(tuple((p, k, _layout(bound.arguments[p])) for p, k in kinds.items()))
     if hit is None:
         return
     loaded, modified = hit[2], hit[3]

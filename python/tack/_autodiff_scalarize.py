@@ -22,7 +22,9 @@ on scalars, and the generator then differentiates that unchanged:
 - an array whose elements are vectors, matrices or complex numbers is, to the adjoint, the
   float array of their components, one more axis (two for matrices): `x[i]` of a vec3 array
   reads `x[i, 0], x[i, 1], x[i, 2]`, a store writes each component, and the gradient lands in
-  the components of an array of the same type (tack._autodiff_run makes the views).
+  the components of an array of the same type (tack._autodiff_run makes the views); a local
+  array of them is likewise the float local array of its components (tack._autodiff_local_vec),
+  and `.size`, `.ndim` and `.shape` of either are the element array's.
 
 Values used more than once (an operand of `@`, `tack.cross`, complex products) are first
 put in locals of their own (`sc·N·k`), so nothing is recomputed twice and no expression grows
@@ -37,8 +39,9 @@ recomputed values, which only scale derivatives, by rounding.
 Quaternions are four components, as a vec4 is; their own functions (the Hamilton product,
 `quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
-rewrite; transforms are seven components, `p` then `q` (`t.p`, `t.q` are their slices).  What
-is not rewritten is refused at its line, saying what to write (the decompositions).
+rewrite; transforms are seven components, `p` then `q` (`t.p`, `t.q` are their slices).  The
+decompositions (`U, s, V = tack.svd3(m)`, eig3, qr3) become one statement the generator hands to
+tack._autodiff_decomp.  What is not rewritten is refused at its line, saying what to write.
 docs/differentiation.md ("Vectors, matrices, quaternions and complex numbers") is the user's
 account.
 """
@@ -48,7 +51,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from . import _autodiff_matrix, _autodiff_quat, _core
+from . import _autodiff_decomp, _autodiff_local_vec, _autodiff_matrix, _autodiff_quat, _core
 
 SEP = "\u00b7"
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -166,7 +169,8 @@ class Scalarizer:
 
     def __init__(self, gen, arrays):
         self.gen = gen
-        self.arrays = arrays
+        self.arrays = dict(arrays)  # and the local arrays of vectors met (arr_ty; tack._autodiff_local_vec)
+        self.arr_nd = {}  # a local array of vectors -> its number of axes as the kernel sees it
         self.types = {}  # local name -> Ty, for the locals rewritten
         for name, t in list(gen.local_types.items()):
             ty = parse_type(t)
@@ -178,6 +182,22 @@ class Scalarizer:
 
     def error(self, msg, node):
         return self.gen.error(msg, node)
+
+    def arr_ty(self, name):
+        """The element Ty of an array of vectors, matrices or complex numbers (a parameter, or a local
+        array, which becomes the float array of its components: tack._autodiff_local_vec), else None."""
+        if name in self.arrays:
+            return self.arrays[name]
+        ty = _autodiff_local_vec.element_type(self.gen, name)
+        if ty is not None:
+            self.arrays[name] = ty
+        return ty
+
+    def array_ndim(self, name):
+        """The number of axes of an array of vectors as the kernel sees it, where known."""
+        if name in self.arr_nd:
+            return self.arr_nd[name]
+        return getattr(self.gen, "array_ndims", {}).get(name)
 
     def fresh(self, ty, node):
         """A new local per component: their names."""
@@ -223,7 +243,10 @@ class Scalarizer:
         if isinstance(e, ast.Constant):
             return Ty("c", (2,), "f64") if isinstance(e.value, complex) else None
         if isinstance(e, ast.Subscript):
-            if isinstance(e.value, ast.Name) and e.value.id in self.arrays:
+            if isinstance(e.value, ast.Name) and self.arr_ty(e.value.id) is not None:
+                nd = self.array_ndim(e.value.id)
+                if nd is not None and (len(e.slice.elts) if isinstance(e.slice, ast.Tuple) else 1) > nd:
+                    return None  # a component, made scalar already (an inlined function's return value)
                 return self.arrays[e.value.id]
             return None  # a component of a vector, or an element of a scalar array
         if isinstance(e, ast.Attribute):
@@ -283,10 +306,8 @@ class Scalarizer:
                 return t
             raise self.error(f"{ast.unparse(e.func)}() of a {'x'.join(map(str, t.shape)) if t else ''} matrix is "
                              f"not differentiated yet (2x2, 3x3 and 4x4 are)", e)
-        if name in ("svd3", "eig3", "qr3"):
-            raise self.error(f"{ast.unparse(e.func)}() of a matrix value is not differentiated yet (its derivative is "
-                             f"undefined where singular values or eigenvalues repeat): compute what you need in "
-                             f"closed form where there is one (tack.determinant, tack.inverse, tack.trace)", e)
+        if name in _autodiff_decomp.NAMES:  # differentiated unpacked (stmt): U, s, V = tack.svd3(m)
+            raise self.error(f"{ast.unparse(e.func)}() is differentiated only unpacked into names or array elements", e)
         args = [self.ty(a) for a in e.args]
         a0 = args[0] if args else None
         if name in ("cross", "normalize", "conjugate", "cmath.exp"):
@@ -567,6 +588,13 @@ class Scalarizer:
         if ty is not None:
             raise self.error(f"{ast.unparse(e)}: a {_tyname(ty)} value where the adjoint expects a number: "
                              f"not differentiated yet", e)
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "shape" and \
+                isinstance(e.value.value, ast.Name) and self.arr_ty(e.value.value.id) is not None:
+            return _autodiff_local_vec.shape_axis(self, e, self.arrays[e.value.value.id])
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and self.arr_ty(e.value.id) is not None:
+            out = _autodiff_local_vec.attribute(self, e, self.arrays[e.value.id])
+            if out is not None:
+                return out
         if isinstance(e, ast.Attribute):
             t = self.ty(e.value)
             if t is not None:
@@ -720,8 +748,8 @@ class Scalarizer:
     def func_has_vectors(self, fobj):
         types = self.gen.func_types.get(fobj.__name__, {})
         rets = self.gen.func_returns.get(fobj.__name__, set())
-        return any(parse_type(t) is not None for ts in types.values() for t in ts) or any(
-            parse_type(r) is not None for r in rets)
+        return any(parse_type(t) is not None or _autodiff_local_vec.type_has_vectors(t)
+                   for ts in types.values() for t in ts) or any(parse_type(r) is not None for r in rets)
 
     def inline(self, call, fobj):
         """The call's body, scalarized, into self.pre (its parameters and locals renamed sc·N·f·name);
@@ -735,8 +763,9 @@ class Scalarizer:
         gp = self.gen.params
         rename, assign = {}, []
         for p, a in zip(params, call.args):
-            if isinstance(a, ast.Name) and a.id in gp and gp[a.id][0] in ("farray", "array", "bad"):
-                rename[p] = a.id  # an array: the kernel's own parameter
+            if isinstance(a, ast.Name) and (a.id in gp and gp[a.id][0] in ("farray", "array", "bad") or
+                                            a.id not in gp and _autodiff_local_vec.is_local_array(self.gen, a.id)):
+                rename[p] = a.id  # an array: the kernel's own parameter, or the caller's local array
                 continue
             rename[p] = f"{tag}{SEP}{p}"
             assign.append((rename[p], p, a))
@@ -836,7 +865,8 @@ class Scalarizer:
             raise self.error(f"{ast.unparse(node)}: only += and -= of complex elements are differentiated", node)
         if ty.kind == "c" and vt is None and op is not None:
             cs = [cs[0], _c(0.0, node)]
-        _t, cells = self.comps(_loc(ast.Subscript(value=tgt.value, slice=tgt.slice, ctx=ast.Load()), tgt))
+        cs, slice_ = _autodiff_local_vec.held(self, tgt, cs, ty, node)
+        _t, cells = self.comps(_loc(ast.Subscript(value=tgt.value, slice=slice_, ctx=ast.Load()), tgt))
         out = []
         for cell, c in zip(cells, cs):
             cell.ctx = ast.Store()
@@ -876,6 +906,9 @@ class Scalarizer:
             if s.value is None or len(targets) != 1:
                 return [s]
             tgt = targets[0]
+            if isinstance(tgt, ast.Tuple) and isinstance(s.value, ast.Call) and self.gen.intrinsic(s.value)[0] in \
+                    _autodiff_decomp.NAMES:  # U, s, V = tack.svd3(m): tack._autodiff_decomp
+                return _autodiff_decomp.scalarize(self, tgt, s.value, s)
             if isinstance(tgt, ast.Name) and tgt.id in self.types:
                 if top and isinstance(s.value, ast.Call) and self.gen.intrinsic(s.value)[1] is not None and all(
                         isinstance(a, (ast.Name, ast.Constant)) for a in s.value.args) and _assigned_once(
@@ -886,7 +919,10 @@ class Scalarizer:
                     self.alias[tgt.id] = (ty, cs)
                     return []
                 return self.assign_local(tgt.id, s.value, s)
-            if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.arrays:
+            if isinstance(tgt, ast.Name) and tgt.id not in self.gen.params and self.arr_ty(tgt.id) is not None:
+                return _autodiff_local_vec.create(self, tgt.id, s.value, s)
+            if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and \
+                    self.arr_ty(tgt.value.id) is not None:
                 return self.store(tgt, s.value, s)
             if self.computed_target(tgt):
                 return self.computed_store(tgt, s.value, s)
@@ -911,7 +947,10 @@ class Scalarizer:
                     name = self.comp_names(tgt.id)[0]
                     return [_loc(ast.AugAssign(target=_nm(name, s, True), op=s.op, value=self.scal(s.value)), s)]
                 return self.assign_local(tgt.id, s.value, s, op=s.op)
-            if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.arrays:
+            if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and \
+                    self.arr_ty(tgt.value.id) is not None:
+                if tgt.value.id not in self.gen.params and not isinstance(s.op, (ast.Add, ast.Sub)):
+                    return self.store(tgt, _autodiff_local_vec.updated(tgt, s), s)  # a[k] *= w: a[k] = a[k] * w
                 return self.store(tgt, s.value, s, op=s.op)
             if self.computed_target(tgt):
                 return self.computed_store(tgt, s.value, s, op=s.op)
@@ -995,7 +1034,8 @@ def needs(gen, fdef, arrays):
     if arrays:
         return True
     names = _names(fdef)
-    if any(parse_type(t) is not None and n in names for n, t in gen.local_types.items()):
+    if any((parse_type(t) is not None or _autodiff_local_vec.type_has_vectors(t)) and n in names
+           for n, t in gen.local_types.items()):
         return True
     for n in ast.walk(fdef):
         if isinstance(n, ast.Constant) and isinstance(n.value, complex):

@@ -47,7 +47,8 @@ import numpy as np
 from . import _core
 from ._array import array as _array, asarray as _asarray, empty as _empty, zeros as _zeros
 from ._core import f32, f64, i32, i64
-from ._kernels import dot as _dot, func, independent, kernel
+from ._intrinsics import dot as _dot, independent
+from ._kernels import func, kernel
 
 __all__ = ["Bvh", "Mesh"]
 

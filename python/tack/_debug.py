@@ -741,7 +741,7 @@ def _atomic(op):
     """tack.atomic_<op>(a, idx, v) -- atomic_cas(a, idx, expected, v) -- as the
     compiled kernel does it: the values converted to the element's type, the
     old element returned; exch and cas move and compare a float's bits."""
-    from ._kernels import _same_bits  # the Python-side tack.atomic_cas's comparison
+    from ._intrinsics import _same_bits  # the Python-side tack.atomic_cas's comparison
 
     def f(ctx, a, idx, *vals):
         t = a.dtype
@@ -773,7 +773,7 @@ def _atomic(op):
 
 
 def _ndrange(ctx, *axes):
-    from ._kernels import ndrange
+    from ._intrinsics import ndrange
 
     for idx in ndrange(*axes):
         yield tuple(_RInt(int(v)) for v in idx)
@@ -800,7 +800,9 @@ def _quat_calls(K):
 
     global _QTYPES
     _QTYPES = (Q.Quat, Q.Transform)
-    vec = K._vector_view_type()
+    from ._kernels import _vector_view_type
+
+    vec = _vector_view_type()
 
     def wrap(f, kind):
         def h(ctx, *args):
@@ -900,13 +902,13 @@ def _register_calls():
 
     The rows of the compiler's table that need the compiler's typing here
     have a handler by name: the casts, len, abs, min/max, pow, the loops, the
-    atomics, and every math row (NumPy's function of _kernels._MATH, or
+    atomics, and every math row (NumPy's function of _intrinsics._MATH, or
     _mathlib's where NumPy has none, in the type the compiler gives it).  Each handler is registered for the row's
-    Python object (_kernels._PYTHON), the math module's function of that name
-    and NumPy's spelling (_kernels._NUMPY_MATH); math.pow is NumPy's power, a
+    Python object (_intrinsics._PYTHON), the math module's function of that name
+    and NumPy's spelling (_intrinsics._NUMPY_MATH); math.pow is NumPy's power, a
     float pow.  The other rows (print, complex, dot, seed_u64 ...) run their
     Python object as it is."""
-    from . import _kernels as K
+    from . import _intrinsics as K
 
     by_name = {"float": _float, "int": _int, "bool": _bool, "len": _len, "abs": _abs, "min": _minmax("<"),
                "max": _minmax(">"), "pow": _pow, "range": _range, "ndrange": _ndrange,

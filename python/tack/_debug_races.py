@@ -258,7 +258,7 @@ def _atomics():
     is an atomic update of a[idx]."""
     global _ATOMICS
     if _ATOMICS is None:
-        from . import _kernels as K
+        from . import _intrinsics as K
 
         _ATOMICS = frozenset(K._PYTHON[n] for n in K._PYTHON if n.startswith("atomic_"))
     return _ATOMICS

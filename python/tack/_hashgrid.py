@@ -36,7 +36,8 @@ import numpy as np
 from . import _core
 from ._array import empty as _empty, asarray as _asarray
 from ._core import i64
-from ._kernels import kernel, independent
+from ._intrinsics import independent
+from ._kernels import kernel
 
 __all__ = ["HashGrid"]
 

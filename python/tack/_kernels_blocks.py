@@ -1,7 +1,7 @@
 """The intrinsics of cooperating threads: tack.blocks, tack.shared, tack.barrier, and the block
 and sub-group operations (block_sum ... block_scan, warp_sum ... warp_all, shuffle, shuffle_down).
 
-They are rows of the compiler's table like every intrinsic (tack._kernels gives each row its
+They are rows of the compiler's table like every intrinsic (tack._intrinsics gives each row its
 Python object); here are their Python meanings, kept apart because they have none outside a
 kernel: each raises TypeError there, except ``shared``, which returns a zeroed NumPy array.
 Inside a kernel the front end and the compiler give them their meaning (lower_blocks.c,
@@ -11,7 +11,7 @@ user's account and decisions.md, "Blocks", the why.
 
 from __future__ import annotations
 
-from ._kernels import _intrinsic
+from ._intrinsics import _intrinsic
 
 __all__ = ["blocks", "barrier", "block_sum", "block_min", "block_max", "block_scan", "warp_sum", "warp_min",
            "warp_max", "shuffle", "shuffle_down", "warp_ballot", "warp_any", "warp_all", "shared"]

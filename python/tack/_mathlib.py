@@ -2,7 +2,7 @@
 
 Each math row of the compiler's table (src/compiler/intrinsics.def) computes,
 outside a kernel and in debug mode, what the compiled kernel computes
-(python/tack/_kernels.py, ``_MATH``).  Most are NumPy's ufuncs.  The rest
+(python/tack/_intrinsics.py, ``_MATH``).  Most are NumPy's ufuncs.  The rest
 are here, each giving a NumPy scalar (or array) of its arguments' float
 type, so that debug mode, which hands them values already converted to the
 type the compiler gives the call, computes in that type:

@@ -91,7 +91,7 @@ _FUNC_BUILDS = weakref.WeakKeyDictionary()
 
 class _Rw:
     def __init__(self, fn, fdef, base, is_kernel):
-        from . import _kernels, _structs
+        from . import _intrinsics, _structs
 
         self.fn, self.base, self.is_kernel = fn, base, is_kernel
         self.S = _structs
@@ -106,7 +106,7 @@ class _Rw:
         self.pre = []
         self.conditional = 0  # inside a part of an expression or a loop test that may run other than once
         self.fdef = fdef
-        self.atomics = {getattr(_kernels, "atomic_" + a, None) for a in
+        self.atomics = {getattr(_intrinsics, "atomic_" + a, None) for a in
                         ("add", "sub", "min", "max", "exch", "and", "or", "xor", "cas")} - {None}
         self.env = dict(fn.__globals__)
         b = fn.__globals__.get("__builtins__", __builtins__)

@@ -49,7 +49,8 @@ array([0.61295988, 0.98771865, 0.82586683])
 from __future__ import annotations
 
 from ._core import f32, f64, i32, i64, u32, u64
-from ._kernels import func, seed_u64, sqrt
+from ._intrinsics import seed_u64, sqrt
+from ._kernels import func
 
 __all__ = ["philox4x32", "block", "uniform", "uniform_f32", "normal", "normal_f32", "randint"]
 

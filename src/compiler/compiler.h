@@ -332,7 +332,7 @@ struct tk_ir {
     tk_ir *bnd;            /* PFOR: [var LOCAL, lo, hi] per axis from lo by 1 whose variable the
                             * body's first statements set to lo + index (ndrange bounds,
                             * lower_loop.c), for checks.c; NULL when none */
-    tk_ir *per;            /* PFOR: periodic.c's [flag, interior end, interior start (a constant),
+    tk_ir *per;            /* PFOR: periodic.c's [flag, interior end, interior start (a constant or a frame local),
                             * the locals assigned from an M_PMOD...]; NULL when none */
     int n, cap;
     tk_ir **k;

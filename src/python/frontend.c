@@ -620,7 +620,7 @@ int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, in
     *out_captures = NULL;
     if (!st->kernel_extra) {
         PyErr_SetString(PyExc_RuntimeError,
-                        "tack._core: the intrinsics registry is not set (tack._kernels sets it "
+                        "tack._core: the intrinsics registry is not set (tack._intrinsics sets it "
                         "with _core._set_intrinsics() when imported)");
         return -1;
     }
@@ -628,7 +628,7 @@ int tpy_frontend_build(tpy_state *st, PyObject *fn, tack_module **out_module, in
     if (PyDict_GetItemString(PyImport_GetModuleDict(), "numpy")) {
         /* NumPy's math functions join the registry once the program has
          * imported NumPy (Tack itself does not import it). */
-        PyObject *kernels = PyImport_ImportModule("tack._kernels");
+        PyObject *kernels = PyImport_ImportModule("tack._intrinsics");
         PyObject *r = kernels ? PyObject_CallMethod(kernels, "_register_numpy", NULL) : NULL;
         Py_XDECREF(kernels);
         if (!r)

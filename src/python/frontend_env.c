@@ -11,7 +11,7 @@
  *   int / float / bool values      -> constants, frozen at the first compile
  *   NumPy scalars (np.float32(.5)) -> a cast keeping their dtype
  *   math.* / tack.* / builtins     -> intrinsic calls, recognized by identity
- *                                      through the registry that tack._kernels
+ *                                      through the registry that tack._intrinsics
  *                                      hands over with _core._set_intrinsics
  *   np.sqrt & co                   -> the same, named "numpy.sqrt" (NumPy's
  *                                      types for integers); the registry gets

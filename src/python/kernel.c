@@ -22,7 +22,7 @@
  *
  * The module-level hooks at the end are the Kernel's part of module state:
  * the type itself and the intrinsics registry (_core._set_intrinsics),
- * which tack._kernels hands over at import and the front end reads.
+ * which tack._intrinsics hands over at import and the front end reads.
  */
 #include "kernel.h"
 #include "frontend.h" /* fe_fetch_exception, fe_restore_exception */

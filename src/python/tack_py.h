@@ -31,7 +31,7 @@ typedef struct {
     PyObject *default_device;           /* str */
     PyTypeObject *KernelType;           /* set by kernel.c */
     PyObject *kernel_extra;             /* the intrinsics registry, dict {object: intrinsic name}:
-                                           set by _core._set_intrinsics (tack._kernels, at import;
+                                           set by _core._set_intrinsics (tack._intrinsics, at import;
                                            kernel.c), read by the front end (frontend_env.c) */
     PyObject *repr_hook;                /* Python function formatting an Array, set by the package */
     PyObject *reduce_hook;              /* Python function pickling an Array or a Kernel (their

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tack
-from tack import _core, _kernels
+from tack import _core, _intrinsics, _kernels
 
 ROWS = _core._intrinsics()
 C_NAMES = {name for name, _kind, _lo, _hi in ROWS}
@@ -32,17 +32,17 @@ def test_every_row_has_a_python_implementation_and_every_implementation_a_row():
     # _PYTHON is built from the table: a row the Python side cannot give a
     # meaning, or a definition (an @_intrinsic function, a _MATH or _ATOMIC
     # entry) whose name the table lacks, fails here
-    assert set(_kernels._PYTHON) == C_NAMES, (C_NAMES - set(_kernels._PYTHON), set(_kernels._PYTHON) - C_NAMES)
+    assert set(_intrinsics._PYTHON) == C_NAMES, (C_NAMES - set(_intrinsics._PYTHON), set(_intrinsics._PYTHON) - C_NAMES)
     math_rows = {name for name, kind, _lo, _hi in ROWS if kind == "math"}
-    assert set(_kernels._MATH) == math_rows, set(_kernels._MATH) ^ math_rows
+    assert set(_intrinsics._MATH) == math_rows, set(_intrinsics._MATH) ^ math_rows
     atomic_rows = {name for name, kind, _lo, _hi in ROWS if kind == "atomic"}
-    assert set(_kernels._ATOMIC) == atomic_rows, set(_kernels._ATOMIC) ^ atomic_rows
+    assert set(_intrinsics._ATOMIC) == atomic_rows, set(_intrinsics._ATOMIC) ^ atomic_rows
 
 
 def test_each_python_function_takes_its_rows_arguments():
     for name, _kind, lo, hi in ROWS:
-        obj = _kernels._PYTHON[name]
-        if getattr(obj, "__module__", None) != _kernels.__name__:
+        obj = _intrinsics._PYTHON[name]
+        if getattr(obj, "__module__", None) != _intrinsics.__name__:
             continue  # a builtin or math's own function
         params = inspect.signature(obj).parameters.values()
         required = sum(p.default is p.empty and p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
@@ -53,11 +53,12 @@ def test_each_python_function_takes_its_rows_arguments():
 
 
 def test_tack_exports_each_intrinsic_it_defines():
-    exported = set(_kernels.__all__) - API
-    assert exported == set(_kernels._OWN) and exported <= C_NAMES, exported ^ set(_kernels._OWN)
-    assert len(_kernels.__all__) == len(set(_kernels.__all__))
+    assert set(_kernels.__all__) == API - {"shared"}, set(_kernels.__all__) ^ (API - {"shared"})
+    exported = set(_intrinsics.__all__) - API
+    assert exported == set(_intrinsics._OWN) and exported <= C_NAMES, exported ^ set(_intrinsics._OWN)
+    assert len(_intrinsics.__all__) == len(set(_intrinsics.__all__))
     for name in exported:
-        assert _kernels._INTRINSICS[getattr(tack, name)] == name
+        assert _intrinsics._INTRINSICS[getattr(tack, name)] == name
         assert getattr(tack, name).__doc__, name
 
 
@@ -65,7 +66,7 @@ def test_every_table_name_is_reachable_from_python():
     for name in C_NAMES:
         objs = [getattr(m, name) for m in (tack, math, builtins) if hasattr(m, name)]
         assert objs, f"intrinsic {name!r} has no Python object"
-        assert any(_kernels._INTRINSICS.get(o) == name for o in objs), name
+        assert any(_intrinsics._INTRINSICS.get(o) == name for o in objs), name
 
 
 def test_each_intrinsic_runs_from_python():
@@ -74,9 +75,9 @@ def test_each_intrinsic_runs_from_python():
     from tack import _mathlib
 
     x = np.array([0.25, 0.5, 0.75])
-    for name, (npname, doc) in _kernels._MATH.items():
+    for name, (npname, doc) in _intrinsics._MATH.items():
         if doc is not None:
-            args = (x, np.float64(0.6), np.float64(0.9))[:_kernels._TABLE[name][1]]
+            args = (x, np.float64(0.6), np.float64(0.9))[:_intrinsics._TABLE[name][1]]
             ref = getattr(np, npname) if npname is not None else getattr(_mathlib, name)
             np.testing.assert_array_equal(getattr(tack, name)(*args), ref(*args), err_msg=name)
     a = np.array([5, 7])
@@ -88,7 +89,7 @@ def test_each_intrinsic_runs_from_python():
 def test_api_functions_are_not_intrinsics():
     for name in API:
         obj = getattr(tack, name)
-        assert obj not in _kernels._INTRINSICS, name
+        assert obj not in _intrinsics._INTRINSICS, name
 
 
 @tack.kernel

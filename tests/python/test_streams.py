@@ -5,7 +5,7 @@ unchanged.  The GPU's ordering is tested against the fake HIP runtime
 (test_hip_fake.py::test_streams_and_events), for real on OpenCL (PoCL under
 make test: each stream a command queue, opencl_stream.c), and on Level Zero
 against the fake loader tests/c/fake_level_zero.c (each stream an immediate
-command list, level_zero_stream.c; the C test test_level_zero_fake.c checks
+command list, level_zero_stream.c; the C test test_level_zero_streams.c checks
 it in detail); the example in docs/backends.md runs in test_language_docs.py."""
 
 import numpy as np
@@ -178,7 +178,7 @@ def test_opencl_stream_refusals():
 # tests/c/fake_level_zero.c queues work and runs it only when the host waits for it (or
 # another list waits for its events), so what ran, and in which order, shows what Tack
 # queued where; kernels do not run there, they are logged. The kernel's SPIR-V is real
-# (libocloc); the C test (tests/c/test_level_zero_fake.c) checks the backend in detail.
+# (libocloc); the C tests (tests/c/test_level_zero_fake.c, test_level_zero_streams.c) check the backend in detail.
 _L0_SCRIPT = """
 import ctypes, os
 import numpy as np

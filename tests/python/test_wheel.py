@@ -56,7 +56,12 @@ needs_tools = pytest.mark.skipif(_missing() is not None, reason=_missing() or ""
 
 
 def sh(*cmd, timeout=900, **kw):
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
+    try:
+        proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired as e:
+        # what it had printed when it was stopped (uv's -v log names the request or lock it waited on)
+        out, err = (x.decode(errors="replace") if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr))
+        pytest.fail(f"{' '.join(map(str, cmd))}: still running after {timeout} s\n{out[-3000:]}\n{err[-3000:]}")
     assert proc.returncode == 0, f"{' '.join(map(str, cmd))}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 
@@ -74,7 +79,9 @@ def clean_env(**extra):
 def dist(tmp_path_factory):
     """The sdist, the wheel as built, and the wheel auditwheel repaired."""
     out = tmp_path_factory.mktemp("dist")
-    sh(UV, "build", "--sdist", "--python", sys.executable, "--out-dir", out / "built", cwd=ROOT, env=clean_env())
+    # verbose: if it ever stops (it once did, in 2026-12), the log says at which request or lock
+    sh(UV, "-v", "build", "--sdist", "--python", sys.executable, "--out-dir", out / "built", cwd=ROOT, env=clean_env(),
+       timeout=600)
     # The wheel from the tree, without build isolation (scikit-build-core of the
     # `wheel` group) and in build/wheel, which stays: a build in a fresh isolated
     # environment compiles everything again (about a minute here); this one only

@@ -19,7 +19,8 @@
  * reported at the next synchronization point).
  *
  * Events.  A tack.Event is a slot of an event pool (host-visible pools of
- * 64 events, made as they are needed, kept for the process):
+ * 64 events, made as they are needed, kept for the process), the slot of
+ * its last record (gpu_events.c, which OpenCL's events share):
  *
  *   record   a barrier that signals a fresh slot when everything appended
  *            before it has completed; a timing event's record is a write
@@ -70,6 +71,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "backends/common/gpu_events.h"
 #include "backends/level_zero/level_zero_backend.h"
 
 #define LZ_POOL_EVENTS 64
@@ -93,11 +95,6 @@ typedef struct lz_capture {
     tack_stream *last; /* the stream of the last replay (a reference); NULL: the device's own */
 } lz_capture;
 
-typedef struct lz_event {
-    lz_slot *slot; /* the last record's, NULL before the first */
-    int timing;
-} lz_event;
-
 #define ZE(call, what)                      \
     do {                                    \
         ze_result_t r_ = (call);            \
@@ -107,22 +104,17 @@ typedef struct lz_event {
         }                                   \
     } while (0)
 
-static tack_status lacks(tack_device *d, const char *fn, const char *what) {
-    return tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the Level Zero loader lacks %s, which %s need", d->name, fn, what);
-}
-
 static tack_status check_api(tack_device *d) {
     const tack_ze_api *a = lz_api_get();
-    const char *m = !a->zeEventPoolCreate                       ? "zeEventPoolCreate"
-                    : !a->zeEventCreate                         ? "zeEventCreate"
-                    : !a->zeEventHostSynchronize                ? "zeEventHostSynchronize"
-                    : !a->zeEventQueryStatus                    ? "zeEventQueryStatus"
-                    : !a->zeEventHostReset                      ? "zeEventHostReset"
-                    : !a->zeCommandListAppendWaitOnEvents       ? "zeCommandListAppendWaitOnEvents"
-                    : !a->zeCommandListAppendWriteGlobalTimestamp ? "zeCommandListAppendWriteGlobalTimestamp"
-                    : !a->zeMemAllocHost                        ? "zeMemAllocHost"
-                                                                : NULL;
-    return m ? lacks(d, m, "streams and events") : TACK_OK;
+    const gpu_entry need[] = {GPU_ENTRY(a, zeEventPoolCreate),
+                              GPU_ENTRY(a, zeEventCreate),
+                              GPU_ENTRY(a, zeEventHostSynchronize),
+                              GPU_ENTRY(a, zeEventQueryStatus),
+                              GPU_ENTRY(a, zeEventHostReset),
+                              GPU_ENTRY(a, zeCommandListAppendWaitOnEvents),
+                              GPU_ENTRY(a, zeCommandListAppendWriteGlobalTimestamp),
+                              GPU_ENTRY(a, zeMemAllocHost)};
+    return GPU_ENTRIES_CHECK(d, "Level Zero loader", need, "streams and events");
 }
 
 /* ------------------------------------------------------------- slots */
@@ -212,6 +204,10 @@ void lz_slot_retire(tack_device *d, lz_slot *s) {
     c->retired = s;
     tk_mutex_unlock(&c->ev_lock);
 }
+
+static void retire(tack_device *d, void *s) { lz_slot_retire(d, s); } /* a gpu_release_fn */
+
+static lz_slot *slot_of(void *ev) { return ((gpu_event *)ev)->rec; } /* NULL before the first record */
 
 tack_status lz_hold(tack_device *d, lz_list *l, lz_slot *s) {
     lz_dev *c = d->state;
@@ -320,23 +316,15 @@ static tack_status s_sync(tack_device *d, const tack_stream *s) {
 /* ------------------------------------------------------------ events */
 static tack_status e_create(tack_device *d, int timing, void **ev) {
     tack_status st = check_api(d);
-    if (st != TACK_OK) return st;
-    lz_event *e = tack_calloc(1, sizeof *e);
-    if (!e) return tack_set_error(TACK_ERR_NOMEM, "out of memory making an event on %s", d->name);
-    e->timing = timing;
-    *ev = e;
-    return TACK_OK;
+    return st == TACK_OK ? gpu_event_new(d, timing, ev) : st;
 }
 
-static void e_destroy(tack_device *d, void *ev) {
-    lz_event *e = ev;
-    lz_slot_retire(d, e->slot); /* back to its pool once nothing references it */
-    tack_free(e);
-}
+/* its last slot back to its pool once nothing references it */
+static void e_destroy(tack_device *d, void *ev) { gpu_event_free(d, ev, retire); }
 
 static tack_status e_record(tack_device *d, void *ev, const tack_stream *s) {
     const tack_ze_api *api = lz_api_get();
-    lz_event *e = ev;
+    gpu_event *e = ev;
     lz_slot *slot = NULL;
     lz_list *l = list_of(d, s);
     if (!l) return TACK_ERR_NOMEM;
@@ -359,21 +347,20 @@ done:
         lz_slot_retire(d, slot);
         return st;
     }
-    lz_slot_retire(d, e->slot);
-    e->slot = slot;
+    gpu_event_replace(d, e, slot, retire);
     return st;
 }
 
 static tack_status e_wait(tack_device *d, const tack_stream *s, void *ev) {
     const tack_ze_api *api = lz_api_get();
-    lz_event *e = ev;
-    if (!e->slot) return TACK_OK;
+    lz_slot *slot = slot_of(ev);
+    if (!slot) return TACK_OK;
     lz_list *l = list_of(d, s);
     if (!l) return TACK_ERR_NOMEM;
     tack_status st = TACK_OK;
     tk_mutex_lock(&l->lock);
-    ZE(api->zeCommandListAppendWaitOnEvents(l->list, 1, &e->slot->ev), "zeCommandListAppendWaitOnEvents");
-    if ((st = lz_hold(d, l, e->slot)) == TACK_OK && (st = lz_barrier(d, l)) == TACK_OK) st = lz_submit(d, l);
+    ZE(api->zeCommandListAppendWaitOnEvents(l->list, 1, &slot->ev), "zeCommandListAppendWaitOnEvents");
+    if ((st = lz_hold(d, l, slot)) == TACK_OK && (st = lz_barrier(d, l)) == TACK_OK) st = lz_submit(d, l);
 done:
     tk_mutex_unlock(&l->lock);
     return st;
@@ -385,14 +372,14 @@ static tack_status sync_slot(tack_device *d, lz_slot *s) {
 }
 
 static tack_status e_sync(tack_device *d, void *ev) {
-    lz_event *e = ev;
-    return e->slot ? sync_slot(d, e->slot) : TACK_OK;
+    lz_slot *slot = slot_of(ev);
+    return slot ? sync_slot(d, slot) : TACK_OK;
 }
 
 static int e_query(tack_device *d, void *ev) {
-    lz_event *e = ev;
-    if (!e->slot) return 1;
-    ze_result_t r = lz_api_get()->zeEventQueryStatus(e->slot->ev);
+    lz_slot *slot = slot_of(ev);
+    if (!slot) return 1;
+    ze_result_t r = lz_api_get()->zeEventQueryStatus(slot->ev);
     if (r == TACK_ZE_RESULT_SUCCESS) return 1;
     if (r == TACK_ZE_RESULT_NOT_READY) return 0;
     lz_error(r, "zeEventQueryStatus", d);
@@ -410,19 +397,18 @@ static double ticks_apart(uint64_t a, uint64_t b, uint32_t bits) {
 
 static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
     lz_dev *c = d->state;
-    lz_event *x = a, *y = b;
-    tack_status st = sync_slot(d, x->slot); /* the runtime waited for the end one */
+    lz_slot *x = slot_of(a), *y = slot_of(b);
+    tack_status st = sync_slot(d, x); /* the runtime waited for the end one */
     if (st != TACK_OK) return st;
-    *ms = (float)(ticks_apart(*x->slot->ts, *y->slot->ts, c->ts_bits) * c->tick_ns / 1e6);
+    *ms = (float)(ticks_apart(*x->ts, *y->ts, c->ts_bits) * c->tick_ns / 1e6);
     return TACK_OK;
 }
 
 /* ------------------------------------------------------------ graphs */
 static tack_status check_graph_api(tack_device *d) {
     tack_status st = check_api(d);
-    if (st == TACK_OK && !lz_api_get()->zeCommandListAppendEventReset)
-        st = lacks(d, "zeCommandListAppendEventReset", "graphs");
-    return st;
+    const gpu_entry need[] = {GPU_ENTRY(lz_api_get(), zeCommandListAppendEventReset)};
+    return st == TACK_OK ? GPU_ENTRIES_CHECK(d, "Level Zero loader", need, "graphs") : st;
 }
 
 static void graph_free(tack_device *d, lz_capture *x) {
@@ -561,49 +547,26 @@ static tack_status g_launch(tack_device *d, void *exec, const tack_stream *s, ta
 static void g_destroy(tack_device *d, void *exec) { graph_free(d, exec); }
 
 /* ------------------------------------------------------------ timers */
-typedef struct lz_timer {
-    tack_device *d;
-    lz_slot *first, *last;
-} lz_timer;
-
-static tack_status timer_read(void *ctx, int64_t *ns) {
+/* The first slot's global start to the last's global end (gpu_timer_of owns and retires them). */
+static tack_status timer_read(tack_device *d, void *first, void *last, int64_t *ns) {
     const tack_ze_api *api = lz_api_get();
-    lz_timer *t = ctx;
-    tack_device *d = t->d;
     lz_dev *c = d->state;
-    tack_status st = TACK_OK;
-    if (ns && (st = sync_slot(d, t->last)) == TACK_OK) {
-        ze_kernel_timestamp_result_t a, b;
-        memset(&a, 0, sizeof a);
-        memset(&b, 0, sizeof b);
-        ze_result_t r = api->zeEventQueryKernelTimestamp(t->first->ev, &a);
-        if (r == TACK_ZE_RESULT_SUCCESS) r = api->zeEventQueryKernelTimestamp(t->last->ev, &b);
-        if (r == TACK_ZE_RESULT_SUCCESS) {
-            double v = ticks_apart(a.global.kernelStart, b.global.kernelEnd, c->kts_bits) * c->tick_ns;
-            *ns = v > 0 ? (int64_t)(v + 0.5) : 0;
-        } else {
-            st = lz_error(r, "zeEventQueryKernelTimestamp (a launch's device time)", d);
-        }
-    }
-    lz_slot_retire(d, t->first);
-    if (t->last != t->first) lz_slot_retire(d, t->last);
-    tack_free(t);
-    return st;
+    lz_slot *f = first, *l = last;
+    tack_status st = sync_slot(d, l);
+    if (st != TACK_OK) return st;
+    ze_kernel_timestamp_result_t a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    ze_result_t r = api->zeEventQueryKernelTimestamp(f->ev, &a);
+    if (r == TACK_ZE_RESULT_SUCCESS) r = api->zeEventQueryKernelTimestamp(l->ev, &b);
+    if (r != TACK_ZE_RESULT_SUCCESS) return lz_error(r, "zeEventQueryKernelTimestamp (a launch's device time)", d);
+    double v = ticks_apart(a.global.kernelStart, b.global.kernelEnd, c->kts_bits) * c->tick_ns;
+    *ns = v > 0 ? (int64_t)(v + 0.5) : 0;
+    return TACK_OK;
 }
 
 rt_prof_timer lz_timer_of(tack_device *d, lz_slot *first, lz_slot *last) {
-    rt_prof_timer none = {NULL, NULL};
-    lz_timer *t = tack_malloc(sizeof *t);
-    if (!t) {
-        lz_slot_retire(d, first);
-        if (last != first) lz_slot_retire(d, last);
-        return none;
-    }
-    t->d = d;
-    t->first = first;
-    t->last = last;
-    rt_prof_timer tm = {timer_read, t};
-    return tm;
+    return gpu_timer_of(d, first, last, timer_read, retire);
 }
 
 const rt_stream_ops lz_stream_ops = {s_create, s_destroy, s_sync,    e_create, e_destroy, e_record, e_wait,

@@ -76,7 +76,7 @@ tack_status ocl_svm_check_ptr(tack_device *d, const void *ptr, size_t nbytes);
  * thread's current stream on d (runtime/stream.c), else the device's own. */
 extern const rt_stream_ops ocl_stream_ops;
 /* A profile's timer of a launch: the device time from `first`'s start to `last`'s end (both owned). */
-rt_prof_timer ocl_timer_of(const tack_device *d, cl_event first, cl_event last);
+rt_prof_timer ocl_timer_of(tack_device *d, cl_event first, cl_event last);
 static inline cl_command_queue ocl_queue(tack_device *d) {
     tack_stream *s = rt_stream_now(d);
     return s ? (cl_command_queue)s->handle : ((ocl_dev *)d->state)->queue;

@@ -27,14 +27,18 @@
  * one error record, opencl_launch.c).  A loader without the OpenCL 1.2
  * entry points refuses streams, naming the one it lacks.  Graphs on OpenCL
  * are the runtime's list of calls, replayed (runtime/graph.c): OpenCL has
- * no capture of its own.
+ * no capture of its own.  An event is the marker of its last record
+ * (gpu_events.c, which Level Zero's events share).
  */
+#include "backends/common/gpu_events.h"
 #include "backends/opencl/opencl_backend.h"
 
-typedef struct ocl_event {
-    cl_event marker; /* the last record's, NULL before the first */
-    int timing;
-} ocl_event;
+static cl_event marker_of(void *ev) { return ((gpu_event *)ev)->rec; } /* NULL before the first record */
+
+static void release(tack_device *d, void *marker) {
+    (void)d;
+    ocl_api_get()->clReleaseEvent(marker);
+}
 
 static cl_command_queue queue_of(tack_device *d, const tack_stream *s) {
     return s ? (cl_command_queue)s->handle : ((ocl_dev *)d->state)->queue;
@@ -42,17 +46,11 @@ static cl_command_queue queue_of(tack_device *d, const tack_stream *s) {
 
 static tack_status check_api(tack_device *d) {
     const tack_opencl_api *api = ocl_api_get();
-    const char *m = !api->clEnqueueMarkerWithWaitList    ? "clEnqueueMarkerWithWaitList"
-                    : !api->clEnqueueBarrierWithWaitList ? "clEnqueueBarrierWithWaitList"
-                    : !api->clWaitForEvents              ? "clWaitForEvents"
-                    : !api->clGetEventInfo               ? "clGetEventInfo"
-                    : !api->clGetEventProfilingInfo      ? "clGetEventProfilingInfo"
-                    : !api->clReleaseEvent               ? "clReleaseEvent"
-                    : !api->clFlush                      ? "clFlush"
-                                                         : NULL;
-    return m ? tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the OpenCL loader lacks %s, which streams and events need",
-                              d->name, m)
-             : TACK_OK;
+    const gpu_entry need[] = {GPU_ENTRY(api, clEnqueueMarkerWithWaitList), GPU_ENTRY(api, clEnqueueBarrierWithWaitList),
+                              GPU_ENTRY(api, clWaitForEvents),             GPU_ENTRY(api, clGetEventInfo),
+                              GPU_ENTRY(api, clGetEventProfilingInfo),     GPU_ENTRY(api, clReleaseEvent),
+                              GPU_ENTRY(api, clFlush)};
+    return GPU_ENTRIES_CHECK(d, "OpenCL loader", need, "streams and events");
 }
 
 static tack_status s_create(tack_device *d, void **handle) {
@@ -80,30 +78,18 @@ static tack_status s_sync(tack_device *d, const tack_stream *s) {
 
 static tack_status e_create(tack_device *d, int timing, void **ev) {
     tack_status st = check_api(d);
-    if (st != TACK_OK) return st;
-    ocl_event *e = tack_calloc(1, sizeof *e);
-    if (!e) return tack_set_error(TACK_ERR_NOMEM, "out of memory making an event on %s", d->name);
-    e->timing = timing;
-    *ev = e;
-    return TACK_OK;
+    return st == TACK_OK ? gpu_event_new(d, timing, ev) : st;
 }
 
-static void e_destroy(tack_device *d, void *ev) {
-    (void)d;
-    ocl_event *e = ev;
-    if (e->marker) ocl_api_get()->clReleaseEvent(e->marker); /* a marker not yet reached is freed when it is */
-    tack_free(e);
-}
+static void e_destroy(tack_device *d, void *ev) { gpu_event_free(d, ev, release); }
 
 static tack_status e_record(tack_device *d, void *ev, const tack_stream *s) {
     const tack_opencl_api *api = ocl_api_get();
-    ocl_event *e = ev;
     cl_event m = NULL;
     cl_command_queue q = queue_of(d, s);
     cl_int r = api->clEnqueueMarkerWithWaitList(q, 0, NULL, &m);
     if (r != TACK_CL_SUCCESS) return ocl_error(r, "clEnqueueMarkerWithWaitList", d);
-    if (e->marker) api->clReleaseEvent(e->marker);
-    e->marker = m;
+    gpu_event_replace(d, ev, m, release);
     /* submitted, so that a wait for it on another queue, or on the host, is not a wait for a command
      * the implementation has not started to run */
     r = api->clFlush(q);
@@ -111,32 +97,33 @@ static tack_status e_record(tack_device *d, void *ev, const tack_stream *s) {
 }
 
 static tack_status e_wait(tack_device *d, const tack_stream *s, void *ev) {
-    ocl_event *e = ev;
-    if (!e->marker) return TACK_OK;
-    cl_int r = ocl_api_get()->clEnqueueBarrierWithWaitList(queue_of(d, s), 1, &e->marker, NULL);
+    cl_event m = marker_of(ev);
+    if (!m) return TACK_OK;
+    cl_int r = ocl_api_get()->clEnqueueBarrierWithWaitList(queue_of(d, s), 1, &m, NULL);
     return r == TACK_CL_SUCCESS ? TACK_OK : ocl_error(r, "clEnqueueBarrierWithWaitList", d);
 }
 
 static tack_status e_sync(tack_device *d, void *ev) {
-    ocl_event *e = ev;
-    if (!e->marker) return TACK_OK;
-    cl_int r = ocl_api_get()->clWaitForEvents(1, &e->marker);
+    cl_event m = marker_of(ev);
+    if (!m) return TACK_OK;
+    cl_int r = ocl_api_get()->clWaitForEvents(1, &m);
     return r == TACK_CL_SUCCESS ? TACK_OK : ocl_error(r, "clWaitForEvents", d);
 }
 
 static int e_query(tack_device *d, void *ev) {
-    ocl_event *e = ev;
-    if (!e->marker) return 1;
+    cl_event m = marker_of(ev);
+    if (!m) return 1;
     cl_int status = 0;
-    cl_int r = ocl_api_get()->clGetEventInfo(e->marker, TACK_CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+    cl_int r = ocl_api_get()->clGetEventInfo(m, TACK_CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
                                             &status, NULL);
     if (r != TACK_CL_SUCCESS) return ocl_error(r, "clGetEventInfo", d), -1;
     if (status < 0) return ocl_error(status, "a command before the event", d), -1;
     return status == TACK_CL_COMPLETE;
 }
 
-static tack_status end_ns(tack_device *d, const ocl_event *e, cl_ulong *ns) {
-    cl_int r = ocl_api_get()->clGetEventProfilingInfo(e->marker, TACK_CL_PROFILING_COMMAND_END, sizeof *ns, ns, NULL);
+static tack_status end_ns(tack_device *d, void *ev, cl_ulong *ns) {
+    cl_int r =
+        ocl_api_get()->clGetEventProfilingInfo(marker_of(ev), TACK_CL_PROFILING_COMMAND_END, sizeof *ns, ns, NULL);
     if (r != TACK_CL_SUCCESS)
         return ocl_error(r, "clGetEventProfilingInfo (an event recorded on a queue without profiling cannot time)", d);
     return TACK_OK;
@@ -152,45 +139,21 @@ static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
 
 /* ------------------------------------------------------------ profiling */
 /* tack.profile() (runtime/profile.c): a launch's device time, from its first phase's start to its
- * last phase's end, read from the commands' own events when the profile stops. */
-typedef struct ocl_timer {
-    const tack_device *d;
-    cl_event first, last;
-} ocl_timer;
-
-static tack_status timer_read(void *ctx, int64_t *ns) {
+ * last phase's end, read from the commands' own events when the profile stops (gpu_timer_of). */
+static tack_status timer_read(tack_device *d, void *first, void *last, int64_t *ns) {
     const tack_opencl_api *api = ocl_api_get();
-    ocl_timer *t = ctx;
-    tack_status st = TACK_OK;
-    if (ns) {
-        cl_ulong a = 0, b = 0;
-        cl_int r = api->clWaitForEvents(1, &t->last);
-        if (r == TACK_CL_SUCCESS)
-            r = api->clGetEventProfilingInfo(t->first, TACK_CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
-        if (r == TACK_CL_SUCCESS)
-            r = api->clGetEventProfilingInfo(t->last, TACK_CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
-        if (r == TACK_CL_SUCCESS) *ns = b >= a ? (int64_t)(b - a) : 0;
-        else st = ocl_error(r, "clGetEventProfilingInfo (a launch's device time)", t->d);
-    }
-    api->clReleaseEvent(t->first);
-    if (t->last != t->first) api->clReleaseEvent(t->last);
-    tack_free(t);
-    return st;
+    cl_event f = first, l = last;
+    cl_ulong a = 0, b = 0;
+    cl_int r = api->clWaitForEvents(1, &l);
+    if (r == TACK_CL_SUCCESS) r = api->clGetEventProfilingInfo(f, TACK_CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
+    if (r == TACK_CL_SUCCESS) r = api->clGetEventProfilingInfo(l, TACK_CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
+    if (r != TACK_CL_SUCCESS) return ocl_error(r, "clGetEventProfilingInfo (a launch's device time)", d);
+    *ns = b >= a ? (int64_t)(b - a) : 0;
+    return TACK_OK;
 }
 
-rt_prof_timer ocl_timer_of(const tack_device *d, cl_event first, cl_event last) {
-    rt_prof_timer none = {NULL, NULL};
-    ocl_timer *t = tack_malloc(sizeof *t);
-    if (!t) {
-        ocl_api_get()->clReleaseEvent(first);
-        if (last != first) ocl_api_get()->clReleaseEvent(last);
-        return none;
-    }
-    t->d = d;
-    t->first = first;
-    t->last = last;
-    rt_prof_timer tm = {timer_read, t};
-    return tm;
+rt_prof_timer ocl_timer_of(tack_device *d, cl_event first, cl_event last) {
+    return gpu_timer_of(d, first, last, timer_read, release);
 }
 
 const rt_stream_ops ocl_stream_ops = {s_create, s_destroy, s_sync, e_create, e_destroy, e_record, e_wait,

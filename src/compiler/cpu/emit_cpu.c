@@ -626,8 +626,7 @@ static void per_innermost(tk_emitter *e, tk_ir *s, const char *carried, int np) 
     inner_range(e, s, &v, &lo, &hi);
     I(e); P(e, "{ /* tk: the interior, where the innermost index's %% is the identity (periodic.c) */\n");
     e->ind++;
-    I(e); P(e, "int64_t pa_ = (int64_t)%lldLL < %s ? (int64_t)%lldLL : %s;\n", (long long)s->per->k[2]->c.i, hi,
-            (long long)s->per->k[2]->c.i, hi);
+    I(e); P(e, "int64_t pa_ = "); ex(e, s->per->k[2]); P(e, " < %s ? ", hi); ex(e, s->per->k[2]); P(e, " : %s;\n", hi);
     I(e); P(e, "if (pa_ < %s) pa_ = %s;\n", lo, lo);
     I(e); P(e, "int64_t pb_ = "); ex(e, s->per->k[1]); P(e, " < %s ? ", hi); ex(e, s->per->k[1]); P(e, " : %s;\n", hi);
     I(e); P(e, "if (pb_ < pa_) pb_ = pa_;\n");

@@ -10,7 +10,7 @@
  *     tk_<name>_f64, which every dialect calls (tk_math_helper) unless it has
  *     the function itself (the GPUs' rsqrt).  Each is one short formula, the
  *     same text on every dialect, so that a kernel gives the same bits on the
- *     CPU, on a GPU and in debug mode (python/tack/_kernels.py computes the
+ *     CPU, on a GPU and in debug mode (python/tack/_intrinsics.py computes the
  *     same formula in NumPy scalars of the same type);
  *   - C99 functions a dialect lacks: the Metal Shading Language has no erf,
  *     erfc, log1p, expm1, cbrt or remainder.  The Metal dialect spells those
