@@ -117,6 +117,40 @@ def test_f32_sum_close_to_numpy(n):
     assert abs(float(out[0]) - exact) <= (2e-6 * n if OPTIMIZED else 1e-4 * exact)
 
 
+@pytest.mark.optimized_source
+def test_private_sums_in_four_streams():
+    # A small body's private sums run as four streams, each with its own sums, and the
+    # last iterations as before (emit_cpu.c, stream_loop); a body with a loop does not.
+    f = np.zeros(8, np.float32)
+    src = _body(sum32.generated_source(f, np.zeros(1, np.float32)))
+    assert "4 sums a trip" in src and src.count("#pragma omp simd") == 1  # the last three: no lanes
+    assert "reduction(+: v2_sum2, v2_sum2_1, v2_sum2_2, v2_sum2_3)" in src
+    assert "v2_sum2 = (v2_sum2 + v2_sum2_1) + (v2_sum2_2 + v2_sum2_3);" in src
+    x = np.zeros(8)
+    src = _body(sums.generated_source(x, x[:2], np.zeros(2, np.int64)))
+    assert "4 sums a trip" in src and src.count("_3 = 0;") == 4  # two float sums, two integer
+
+    @tack.kernel
+    def row_sums(a, out):
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                out[0] += a[i, j]
+
+    assert "sums a trip" not in _body(row_sums.generated_source(np.zeros((2, 2)), np.zeros(1)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_four_streams_every_remainder(threads):
+    # trips around multiples of four and of the chunk split: every iteration counted once
+    with tack.config.override(num_threads=threads):
+        for n in [4, 5, 6, 7, 8, 63, 64, 65, 4099, 70_001]:
+            x = (np.arange(n) % 5).astype(np.float64)
+            fo, io = np.array([0.25, 0.0]), np.array([1, 0], np.int64)
+            sums(x, fo, io)
+            assert fo[0] == 0.25 + x.sum() and fo[1] == -2 * x.sum(), n
+            assert io[0] == 1 + n * (n - 1) // 2 and io[1] == -3 * n, n
+
+
 @tack.kernel
 def matmul(a, b, c):
     for i, j in tack.ndrange(a.shape[0], b.shape[1]):
