@@ -43,6 +43,9 @@
  *     its flag: as written, and without the remainders' checks, its
  *     innermost loop split into border, interior (where the `%` of the
  *     innermost index is the identity) and border;
+ *   - a loop with private sums and a small body runs four streams, each
+ *     with its own sums, so that GCC's one vector a trip is four
+ *     independent add chains;
  *   - a loop with a histogram array (privatize.c) is written twice more
  *     over: adding into a private copy on the chunk's stack when the array
  *     is small and the chunk long, and with the atomics otherwise.
