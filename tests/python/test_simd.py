@@ -1,4 +1,4 @@
-"""Parallel-loop iterations in SIMD lanes (src/compiler/cpu/emit_cpu.c, simd_ok).
+"""Parallel-loop iterations in SIMD lanes (src/compiler/cpu/emit_inner.c, simd_ok).
 
 The chunk loop of a parallel loop carries `#pragma omp simd` when its body
 cannot leave early (no checks, returns or breaks out of it) and lanes cannot
@@ -120,7 +120,7 @@ def test_f32_sum_close_to_numpy(n):
 @pytest.mark.optimized_source
 def test_private_sums_in_four_streams():
     # A small body's private sums run as four streams, each with its own sums, and the
-    # last iterations as before (emit_cpu.c, stream_loop); a body with a loop does not.
+    # last iterations as before (emit_inner.c, stream_loop); a body with a loop does not.
     f = np.zeros(8, np.float32)
     src = _body(sum32.generated_source(f, np.zeros(1, np.float32)))
     assert "4 sums a trip" in src and src.count("#pragma omp simd") == 1  # the last three: no lanes
