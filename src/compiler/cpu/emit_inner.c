@@ -28,6 +28,7 @@
 
 #include "compiler/compiler.h"
 #include "compiler/emit/emit.h"
+#include "runtime/config.h"
 
 /* ---------------------------------------------------------- SIMD lanes */
 /* Whether a parallel loop's body may run its iterations in SIMD lanes: it
@@ -301,9 +302,10 @@ static void overlap_loop(tk_emitter *e, tk_ir *s, const char *carried, int bytes
  * median unchanged).  Elementwise loops are not unrolled: GCC's unroller
  * (-funroll-loops, 4 or 8 vectors a trip) left saxpy and the 3-D stencils
  * unchanged (decisions.md). */
-#define SUM_STREAMS 4
-#define SUM_STREAM_NODES 48 /* IR nodes of a body written four times over */
-_Static_assert(SUM_STREAMS == 4, "stream_loop adds four sums");
+#define SUM_STREAM_NODES 48 /* IR nodes of a body written once a stream */
+
+/* The streams a sum runs in (config.def's sum_streams: "1|2|4", so 1 << its index). */
+static int sum_streams(void) { return 1 << tk_config_int(TK_CFG_SUM_STREAMS); }
 
 static int ir_nodes(const tk_ir *x) {
     int n = 1;
@@ -311,9 +313,28 @@ static int ir_nodes(const tk_ir *x) {
     return n;
 }
 
+/* The array elements a body loads, or -1 where it calls a function, a math
+ * function or divides: work that outlasts an add, so more chains do not help. */
+static int sum_loads(const tk_ir *x) {
+    if (x->op == IR_CALL || x->op == IR_MATH || x->op == IR_ATOMIC) return -1;
+    if (x->op == IR_BIN && (x->sub == B_DIV || x->sub == B_FLOORDIV || x->sub == B_MOD || x->sub == B_POW)) return -1;
+    int n = x->op == IR_LOAD || x->op == IR_LLOAD;
+    for (int i = 0; i < x->n; i++) {
+        int k = sum_loads(x->k[i]);
+        if (k < 0) return -1;
+        n += k;
+    }
+    return n;
+}
+
+/* Streams where the sums' adds are what the loop waits on: at most one load
+ * a sum (a sum, a sum of squares, a count), a small body without loops. */
 static int streams_ok(tk_emitter *e, tk_ir *s) {
-    return s->red && s->red->n && s->aux == 1 && e->fastv != DIV_SEGMENTED && !e->rlo && !e->rhi && !e->rc &&
-           !serial_loops(s->k[1]) && ir_nodes(s->k[1]) <= SUM_STREAM_NODES;
+    if (sum_streams() < 2 || !s->red || !s->red->n || s->aux != 1 || e->fastv == DIV_SEGMENTED || e->rlo || e->rhi ||
+        e->rc || serial_loops(s->k[1]) || ir_nodes(s->k[1]) > SUM_STREAM_NODES)
+        return 0;
+    int loads = sum_loads(s->k[1]);
+    return loads >= 0 && loads <= s->red->n;
 }
 
 static void sum_copy(tk_emitter *e, tk_ir *s, int c, int to_copy) {
@@ -325,26 +346,32 @@ static void sum_copy(tk_emitter *e, tk_ir *s, int c, int to_copy) {
     }
 }
 
+/* Stream c of sum `id`: the sum itself (c = 0) or its copy. */
+static void stream_name(tk_emitter *e, int id, int c) {
+    local_name(e, id);
+    if (c) P(e, "_%d", c);
+}
+
 static void stream_loop(tk_emitter *e, tk_ir *s, const char *carried) {
     const char *v, *lo, *hi;
+    int n = sum_streams();
     inner_range(e, s, &v, &lo, &hi);
-    I(e); P(e, "const int64_t q_ = (%s - %s) / %d, qe_ = %s + %d * q_;", hi, lo, SUM_STREAMS, lo, SUM_STREAMS);
-    P(e, " /* tk: %d sums a trip (emit_inner.c) */\n", SUM_STREAMS);
+    I(e); P(e, "const int64_t q_ = (%s - %s) / %d, qe_ = %s + %d * q_;", hi, lo, n, lo, n);
+    P(e, " /* tk: %d sums a trip (emit_inner.c) */\n", n);
     for (int r = 0; r < s->red->n; r++)
-        for (int c = 1; c < SUM_STREAMS; c++) {
-            I(e); P(e, "%s ", ctype(e, s->red->k[r]->ty.dt)); local_name(e, s->red->k[r]->k[0]->local); P(e, "_%d = 0;\n", c);
+        for (int c = 1; c < n; c++) {
+            I(e); P(e, "%s ", ctype(e, s->red->k[r]->ty.dt)); stream_name(e, s->red->k[r]->k[0]->local, c); P(e, " = 0;\n");
         }
     I(e); P(e, "#pragma omp simd reduction(+: ");
     for (int r = 0; r < s->red->n; r++)
-        for (int c = 0; c < SUM_STREAMS; c++) {
+        for (int c = 0; c < n; c++) {
             if (r || c) P(e, ", ");
-            local_name(e, s->red->k[r]->k[0]->local);
-            if (c) P(e, "_%d", c);
+            stream_name(e, s->red->k[r]->k[0]->local, c);
         }
     P(e, ")\n");
     I(e); P(e, "for (int64_t t_ = 0; t_ < q_; t_++) {\n");
     e->ind++;
-    for (int c = 0; c < SUM_STREAMS; c++) {
+    for (int c = 0; c < n; c++) {
         I(e); P(e, "{\n");
         e->ind++;
         I(e); P(e, "const int64_t %s = %s + %d * q_ + t_;\n", v, lo, c);
@@ -359,14 +386,22 @@ static void stream_loop(tk_emitter *e, tk_ir *s, const char *carried) {
     }
     e->ind--;
     I(e); P(e, "}\n");
-    e->rlo = "qe_"; /* at most three iterations: not in lanes, which cost compile time for nothing */
-    e->rhi = hi;
-    inner_body(e, s, carried, 0);
-    e->rlo = e->rhi = NULL;
-    for (int r = 0; r < s->red->n; r++) {
+    /* The last n - 1 iterations at most, in a loop that says so: GCC vectorized a loop bounded
+     * only by hi (in-order adds, with their own epilogues) for iterations that never come. */
+    I(e); P(e, "for (int64_t %s = qe_; %s < %s && %s < qe_ + %d; %s++) {\n", v, v, hi, v, n - 1, v);
+    e->ind++;
+    iteration_head(e, s, carried);
+    block(e, s->k[1]);
+    e->ind--;
+    I(e); P(e, "}\n");
+    for (int r = 0; r < s->red->n; r++) { /* (s0 + s1), or (s0 + s1) + (s2 + s3) */
         int id = s->red->k[r]->k[0]->local;
-        I(e); local_name(e, id); P(e, " = ("); local_name(e, id); P(e, " + "); local_name(e, id);
-        P(e, "_1) + ("); local_name(e, id); P(e, "_2 + "); local_name(e, id); P(e, "_3);\n");
+        I(e); local_name(e, id); P(e, " = ");
+        for (int c = 0; c < n; c += 2) {
+            if (c) P(e, " + ");
+            P(e, "("); stream_name(e, id, c); P(e, " + "); stream_name(e, id, c + 1); P(e, ")");
+        }
+        P(e, ";\n");
     }
 }
 
