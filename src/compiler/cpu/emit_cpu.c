@@ -43,15 +43,15 @@
  *     its flag: as written, and without the remainders' checks, its
  *     innermost loop split into border, interior (where the `%` of the
  *     innermost index is the identity) and border;
- *   - a loop with private sums and a small body runs four streams, each
- *     with its own sums, so that GCC's one vector a trip is four
- *     independent add chains;
+ *   - a loop whose private sums' adds are what it waits on runs two
+ *     streams, each with its own sums, so that GCC's one vector a trip is
+ *     two independent add chains;
  *   - a loop with a histogram array (privatize.c) is written twice more
  *     over: adding into a private copy on the chunk's stack when the array
  *     is small and the chunk long, and with the atomics otherwise.
  *
  * The innermost loop of each version -- in SIMD lanes, with the last
- * vector overlapping, as four streams of sums, verified a block ahead, the
+ * vector overlapping, as two streams of sums, verified a block ahead, the
  * periodic interior -- is emit_inner.c's (em_innermost); this file writes
  * the chunk function around it, the versions and the launch.  The
  * measurements behind each choice are in the comments where it is made.

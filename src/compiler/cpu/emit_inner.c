@@ -1,6 +1,6 @@
 /*
  * emit_inner.c -- the innermost loop of a CPU chunk function: SIMD lanes,
- * the last vector overlapping, sums in four streams, checks verified a
+ * the last vector overlapping, sums in two streams, checks verified a
  * block ahead, and the interior of a loop with periodic indices.
  *
  * emit_cpu.c lays a parallel loop out as chunk functions and their
@@ -13,7 +13,7 @@
  * data-dependent checks at the top of a body passed (verified a block
  * ahead), that a periodic index is its own remainder (the interior).  And
  * it is where the loop's shape is chosen for the vector unit: a short
- * remainder run as one vector overlapping the last, a sum as four
+ * remainder run as one vector overlapping the last, a sum as two
  * independent add chains.  What each costs and gains is measured in the
  * comments where it is chosen.
  *
@@ -284,22 +284,29 @@ static void overlap_loop(tk_emitter *e, tk_ir *s, const char *carried, int bytes
 /* ---- several sums a trip
  *
  * GCC runs a private sum in lanes with one vector accumulator, so each
- * trip waits for the previous trip's add (3-4 cycles) while the loads
- * could go twice a cycle; LLVM interleaves four accumulators.  A chunk
- * whose loop has private sums and a small body without loops is written
- * as four streams over the four quarters of the chunk, each with its own
- * sums (the copies <sum>_1.._3), in one loop in lanes, then the last three
- * iterations at most without lanes (in lanes they cost compile time for
- * nothing), and the four sums added ((s0 + s1) + (s2 + s3)).  Only the
- * order of the additions changes, which the language leaves open (a float
- * `+=` in a parallel loop is an atomic in any order; integer sums are
- * exact either way).  Measured in one process, A and B interleaved, best
- * of rounds, on a loaded 2-core Zen 4 (AVX-512): an f32 sum on 2 threads
- * 1.19x faster at 64K, 1.16x at 1M, 1.04-1.06x at 16M (memory-bound), on
- * one thread 1.35x, 1.19x, 1.03x; at 1000 elements unchanged.  The cost is
- * compile time: the body four times over, vectorized with its epilogues
- * (a dot product's C compile 55 -> 80 ms of CPU; the 21 cold kernels'
- * median unchanged).  Elementwise loops are not unrolled: GCC's unroller
+ * trip waits for the previous trip's add (3-4 cycles) while a load could
+ * go every cycle.  Where that add is what the loop waits on -- at most one
+ * array load a sum, no math function, division or call, a small body
+ * without loops -- the chunk runs as two streams over its two halves, each
+ * with its own copy of every sum (<sum>_1), in one loop in lanes whose
+ * reduction clause names both; then the last iteration at most, in a loop
+ * whose bound says so (bounded only by hi, GCC vectorized it, in-order
+ * adds and their epilogues, for iterations that never come); then
+ * s = s + s_1.  Only the grouping of the additions changes, which the
+ * language leaves open (docs/language.md, "Atomics"; integer sums are
+ * exact either way); debug mode adds in loop order, as before.
+ *
+ * Measured in one process, the streams timed against one (sum_streams=1,
+ * the code before) in alternation, best of rounds, on a loaded 2-core
+ * Zen 4 (AVX-512): a sum of 64K elements 1.34x (f32) and 1.40x (f64) on
+ * one thread, 1.15x and 1.33x on two; at 1M 1.17-1.24x; at 16M the memory
+ * decides.  Four streams were no faster than two, and a dot product (two
+ * loads an add: the loads are the limit) gained nothing from two and lost
+ * up to 17% with four, so it keeps one.  The cost is compile time, only in
+ * such loops: the body twice in the vector loop and in GCC's scalar
+ * epilogue, which GCC peels completely (up to 15 copies a stream for f32):
+ * +5-7 ms of C-compiler CPU for an f64 or i64 sum, +8-10 ms for f32 (on
+ * about 50).  Elementwise loops are not unrolled: GCC's unroller
  * (-funroll-loops, 4 or 8 vectors a trip) left saxpy and the 3-D stencils
  * unchanged (decisions.md). */
 #define SUM_STREAM_NODES 48 /* IR nodes of a body written once a stream */
