@@ -190,7 +190,7 @@ def test_streams_every_remainder(streams):
             for n in [1, 4, 5, 6, 7, 8, 63, 64, 65, 4099, 70_001]:
                 x = (np.arange(n) % 5).astype(np.float64)
                 fo, io = np.array([0.25, 0.0]), np.array([1, 0], np.int64)
-                if n == 1 and threads == 1:
+                if n == 1 and threads == 1 and OPTIMIZED:  # TACK_OPT=0 writes no lanes
                     assert f"{streams} sums a trip" in sums_here.generated_source(x, fo, io)
                 sums_here(x, fo, io)
                 assert fo[0] == 0.25 + x.sum() and fo[1] == -2 * x.sum(), n
