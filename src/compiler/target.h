@@ -57,7 +57,7 @@ struct tk_target {
      * declares a budget tk_bud_ that its loops spend (emit.c). */
     int polls;
     /* Loops whose iterations are independent may carry `#pragma omp simd`
-     * (emit_lanes.c, emit_cpu.c): the source's compiler runs them in vector
+     * (emit_lanes.c, emit_inner.c): the source's compiler runs them in vector
      * lanes. */
     int simd_pragma;
     /* check_races: the run-time race detector (race_watch.c) can watch its

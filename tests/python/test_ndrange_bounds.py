@@ -327,7 +327,7 @@ def test_bounds_checks_stay_where_an_index_can_leave_the_array():
         reassigns_the_variable(a, out)
     src = stencil_tuples.generated_source(a, out)
     body = src[src.index("a whole row"):]
-    body = body[:body.index("} else {")]  # the whole row's first copy (the overlapping vector's, emit_cpu.c)
+    body = body[:body.index("} else {")]  # the whole row's first copy (the overlapping vector's, emit_inner.c)
     assert "omp simd" in body and "abi->fail" not in body
 
 

@@ -1,4 +1,4 @@
-"""The last vector of an ndrange row overlapping the one before (emit_cpu.c).
+"""The last vector of an ndrange row overlapping the one before (emit_inner.c).
 
 When a whole row's remainder after its last whole vector is more than half a
 vector, the C code runs the row in lanes up to the remainder and then one

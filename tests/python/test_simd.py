@@ -1,4 +1,4 @@
-"""Parallel-loop iterations in SIMD lanes (src/compiler/cpu/emit_cpu.c, simd_ok).
+"""Parallel-loop iterations in SIMD lanes (src/compiler/cpu/emit_inner.c, simd_ok).
 
 The chunk loop of a parallel loop carries `#pragma omp simd` when its body
 cannot leave early (no checks, returns or breaks out of it) and lanes cannot
@@ -9,6 +9,7 @@ loop whose body has serial loops with invariant bounds is versioned on
 checked against NumPy; test_differential.py checks them against the
 unoptimized compile bit for bit.
 """
+import math
 import os
 import sys
 
@@ -115,6 +116,85 @@ def test_f32_sum_close_to_numpy(n):
     # The exact error depends on the lane count the host's vectors give: 1M values summed
     # in 8 f32 lanes (AVX2) are off by 1.10 (2.1e-6 relative), in 16 lanes by less.
     assert abs(float(out[0]) - exact) <= (2e-6 * n if OPTIMIZED else 1e-4 * exact)
+
+
+@tack.kernel
+def sum_dot(x, y, out):
+    for i in range(x.shape[0]):
+        out[0] += x[i] * y[i]
+
+
+@tack.kernel
+def sum_exp(x, out):
+    for i in range(x.shape[0]):
+        out[0] += math.exp(x[i])
+
+
+@pytest.mark.optimized_source
+def test_private_sums_in_streams():
+    # A small body whose sums' adds are what it waits on (a load a sum at most) runs its sums
+    # in two streams over the chunk's halves, then the last iteration at most (emit_inner.c,
+    # stream_loop); sum_streams picks 1, 2 or 4 (config.def).
+    f = np.zeros(8, np.float32)
+
+    def source(streams):  # a kernel of its own for each setting (a built one keeps its source)
+        @tack.kernel
+        def total(x, out):
+            for i in range(x.shape[0]):
+                out[0] += x[i]
+
+        with tack.config.override(sum_streams=streams):
+            return _body(total.generated_source(f, np.zeros(1, np.float32)))
+
+    src = source("2")  # the default
+    assert "2 sums a trip" in src and src.count("#pragma omp simd") == 1  # the last one: no lanes
+    assert "reduction(+: v2_sum2, v2_sum2_1)" in src and "i_ < hi_ && i_ < qe_ + 1;" in src
+    assert "v2_sum2 = (v2_sum2 + v2_sum2_1);" in src
+    src = source("4")
+    assert "reduction(+: v2_sum2, v2_sum2_1, v2_sum2_2, v2_sum2_3)" in src
+    assert "v2_sum2 = (v2_sum2 + v2_sum2_1) + (v2_sum2_2 + v2_sum2_3);" in src
+    src = source("1")
+    assert "sums a trip" not in src and "#pragma omp simd reduction(+: v2_sum2)\n" in src
+    x = np.zeros(8)
+    src = _body(sums.generated_source(x, x[:2], np.zeros(2, np.int64)))
+    assert "2 sums a trip" in src and src.count("_1 = 0;") == 4  # two float sums, two integer
+
+    # two loads a sum (a dot product: the loads are the limit, measured no faster), a math
+    # function, a loop in the body: one stream
+    assert "sums a trip" not in _body(sum_dot.generated_source(f, f, np.zeros(1, np.float32)))
+    assert "sums a trip" not in _body(sum_exp.generated_source(f, np.zeros(1, np.float32)))
+
+    @tack.kernel
+    def row_sums(a, out):
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                out[0] += a[i, j]
+
+    assert "sums a trip" not in _body(row_sums.generated_source(np.zeros((2, 2)), np.zeros(1)))
+
+
+@pytest.mark.parametrize("streams", ["2", "4"])
+def test_streams_every_remainder(streams):
+    # trips around multiples of the streams and of the chunk split, on 1 and 2 threads: every
+    # iteration counted once (small integers: every order of the adds gives the same bits)
+    @tack.kernel
+    def sums_here(x, fo, io):  # a kernel of its own: compiled under this setting
+        for i in range(x.shape[0]):
+            fo[0] += x[i]
+            fo[1] -= x[i] * 2.0
+            io[0] += i
+            io[1] -= 3
+
+    for threads in [1, 2]:
+        with tack.config.override(num_threads=threads, sum_streams=streams):
+            for n in [1, 4, 5, 6, 7, 8, 63, 64, 65, 4099, 70_001]:
+                x = (np.arange(n) % 5).astype(np.float64)
+                fo, io = np.array([0.25, 0.0]), np.array([1, 0], np.int64)
+                if n == 1 and threads == 1 and OPTIMIZED:  # TACK_OPT=0 writes no lanes
+                    assert f"{streams} sums a trip" in sums_here.generated_source(x, fo, io)
+                sums_here(x, fo, io)
+                assert fo[0] == 0.25 + x.sum() and fo[1] == -2 * x.sum(), n
+                assert io[0] == 1 + n * (n - 1) // 2 and io[1] == -3 * n, n
 
 
 @tack.kernel

@@ -1,4 +1,4 @@
-"""Checks on data verified a block at a time (src/compiler/cpu/emit_cpu.c, verified_blocks).
+"""Checks on data verified a block at a time (src/compiler/cpu/emit_inner.c, verified_blocks).
 
 When a parallel loop's body starts with checks that depend on loaded data
 (`out[i] = x[idx[i]]`) and the rest could run in SIMD lanes, each block of

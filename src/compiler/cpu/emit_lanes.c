@@ -6,7 +6,7 @@
  * copy may carry `#pragma omp simd`: whether the loop's text proves its
  * iterations independent (the essay below), and, where it does, writes the
  * copy -- ending, when the remainder is more than half a vector, with one
- * vector that overlaps the last (emit_cpu.c has the why).  The analysis is
+ * vector that overlaps the last (emit_inner.c has the why).  The analysis is
  * the file's bulk; it reads the IR and writes nothing until it has said yes.
  * It also says which @tack.func calls may run in lanes (em_lane_func), for
  * emit_cpu.c's parallel loops and for emit.c, which writes those functions
@@ -215,7 +215,7 @@ static void simd_inner_pragma(tk_emitter *e, const tk_ir *s) {
  * does not.  Those same conditions -- a straight-line body whose locals are
  * assigned before they are read, written arrays never read, restrict arrays
  * -- make an iteration safe to run twice, so a remainder of more than half
- * a vector runs as one vector overlapping the last, as emit_cpu.c does for
+ * a vector runs as one vector overlapping the last, as emit_inner.c does for
  * an ndrange's rows (its essay has the why and the figures). */
 int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c) {
     unsigned char *assigned = NULL;

@@ -145,7 +145,7 @@ static const char PRELUDE_CORE[] =
     "#else\n"
     "#define TK_NARROW\n"
     "#endif\n"
-    "/* a vector register's bytes, as GCC's loops in lanes use them (emit_cpu.c) */\n"
+    "/* a vector register's bytes, as GCC's loops in lanes use them (emit_inner.c) */\n"
     "#if defined(__AVX__)\n"
     "#define TK_VEC_BYTES 32\n"
     "#else\n"

@@ -1,6 +1,6 @@
 /*
  * emit.h -- the emitter's state, shared by emit.c and the CPU kernel layout
- * (emit_cpu.c) and by no one else.
+ * (emit_cpu.c, its innermost loops in emit_inner.c) and by no one else.
  *
  * emit.c writes expressions, statements and @tack.func specializations the
  * same way for every C-family dialect; a dialect's `kernel` hook lays the
@@ -9,8 +9,8 @@
  * intimate: it writes a parallel loop in several versions, and each version
  * changes how some expressions and statements come out -- a fast division
  * inside a segment is a local, an add into a histogram goes to the chunk's
- * private copy.  Those versions are the modes below, set by emit_cpu.c and
- * read by emit.c's ex() and st(); this header is where the two files share
+ * private copy.  Those versions are the modes below, set by emit_cpu.c (and
+ * emit_inner.c) and read by emit.c's ex() and st(); this header is where the two files share
  * them, so that the struct stays private to the emitter.
  *
  * The emitter's primitives keep their short names (P, I, ex, st, ...) in
@@ -120,6 +120,14 @@ TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
 TK_HIDDEN void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
+/* emit_inner.c: a CPU chunk's innermost loop, for emit_cpu.c.  em_carried_locals: the parallel
+ * loop s's locals whose values live across its iterations (1 in the result, indexed by local);
+ * em_verify_prefix: the number of statements of s's body whose checks are verified a block ahead
+ * (0: none); em_innermost: the loop over the chunk's (or the row's) iterations, in the version the
+ * emitter's mode says. */
+TK_HIDDEN char *em_carried_locals(tk_emitter *e, tk_ir *s);
+TK_HIDDEN int em_verify_prefix(tk_emitter *e, tk_ir *s, const char *carried);
+TK_HIDDEN void em_innermost(tk_emitter *e, tk_ir *s, const char *carried, int np);
 
 /* race_watch.c: the run-time race detector's code (check_races), for emit_cpu.c and emit.c.
  * em_race_site: access x's site in the loop being written, or -1; em_race_open / close
