@@ -54,8 +54,9 @@ typedef enum tack_status {
     TACK_ERR_RUNTIME,     /* anything else                             -> RuntimeError */
     TACK_ERR_INTERRUPTED, /* stopped by a signal (Ctrl-C)              -> KeyboardInterrupt */
     TACK_ERR_OVERFLOW,    /* a value that does not fit its type        -> OverflowError */
-    TACK_ERR_RACE         /* two iterations of a parallel loop met at one element, one of
+    TACK_ERR_RACE,        /* two iterations of a parallel loop met at one element, one of
                              them writing it (check_races)           -> tack.RaceError */
+    TACK_ERR_UNBOUND      /* a kernel read a local before assigning it -> UnboundLocalError */
 } tack_status;
 
 /* The message of the last failure on this thread ("" if none). */

@@ -201,6 +201,7 @@ class _Gen:
         self.base = base
         self.params = params  # name -> ("farray", dtname) | ("array", None) | ("bad", what) | ("fscalar", dt) | ("other", None)
         self.local_types = local_types  # name -> type text of the IR
+        self.save_reads = set()  # the locals a save reads (unbound_saves)
         self.inject = {}
         self.n = 0
         self.env = dict(_builtins.__dict__)
@@ -669,6 +670,28 @@ class _Gen:
                 cell = _loc(ast.Subscript(value=_nm(f"{arr}{SEP}grad", node), slice=_cp(idx), ctx=ast.Load()), node)
                 self.give(v, cell if sign > 0 else _neg(cell, node), out, node)
 
+    def unbound_saves(self, s, assigned):
+        """A save reads the value the local had (``save·2 = t``), which an iteration that skipped the
+        local's assignment does not have: such a read would raise UnboundLocalError in the adjoint
+        (src/compiler/lower/unbound.c) where the forward read nothing.  The iteration's own locals
+        that saves read start at zero instead; the forward's reads of them are its own, and the
+        forward kernel raised there first."""
+        out = []
+        for name in sorted(self.save_reads):
+            if name in self.top_names or name in self.params or name in self.larrays or name not in self.local_types:
+                continue
+            t = self.local_types[name]
+            if t in _FLOATS:
+                value = self.zero(name, s)
+            elif t in ("int (Python)", "bool (Python)"):
+                value = _c(t == "int (Python)" and 0 or False, s)
+            elif hasattr(_core, t):
+                value = _loc(ast.Call(func=_nm(self.use(getattr(_core, t), t), s), args=[_c(0, s)], keywords=[]), s)
+            else:
+                continue
+            out.append(_assign(name, value, s))
+        return out
+
     def zero(self, name, node):
         if name in self.larrays:
             return _local.zeros(self, name, node)
@@ -893,6 +916,7 @@ class _Gen:
                              f"name of its own", s)
         if name in assigned:
             sv = self.fresh("save")
+            self.save_reads.add(name)
             fwd.append(_assign(sv, _nm(name, s), s))
             if not self.is_float_local(name):
                 acts.append(("restore", name, sv, s))
@@ -980,9 +1004,11 @@ class _Gen:
         self.accums = set()
         self.tmp_adj = {}
         self.adj_used = set()
+        self.save_reads = set()
         fwd, acts, rev = [], [], []
         assigned = set(self.top_names)
         self.body(s.body, fwd, acts, assigned)
+        fwd[:0] = self.unbound_saves(s, assigned)
         self.reverse(acts, rev)
         init = []
         for name in sorted(self.adj_used):

@@ -280,6 +280,7 @@ def replay(gen, s, fwd, acts, assigned, stores):
             gen.larrays[sv] = gen.larrays[v]
             gen.local_types[sv] = gen.local_types[v]
         else:
+            gen.save_reads.add(v)
             fwd.append(_assign(_nm(sv, s, True), _nm(v, s), s))
         entry.append((v, sv, v in gen.larrays))
     f1, a1 = [], []

@@ -36,7 +36,7 @@ def _local_types(ir):
         if line.startswith("locals:"):
             for m in _LOCALS.finditer(line[len("locals:"):]):
                 name, t = m.group(1), m.group(2)
-                if name.startswith("_t") and name[2:].isdigit():
+                if name[:2] in ("_t", "_u") and name[2:].isdigit():  # temporaries, unbound.c's flags
                     continue
                 out.setdefault(name, t)
             break

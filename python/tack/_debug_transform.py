@@ -163,6 +163,9 @@ class _Transform(ast.NodeTransformer):
         becomes a generator per thread (_blocks_loop)."""
         if self.is_kernel and getattr(self, "_top", None) is None:
             self._top = node
+            for s in node.body:
+                if isinstance(s, ast.For) and not _is_blocks_loop(s):
+                    s.body = _unbind(s) + s.body
             node.body = [x for s in node.body for x in (self._blocks_loop(s) if _is_blocks_loop(s) else [s])]
         self.generic_visit(node)
         return node
@@ -205,6 +208,46 @@ class _Transform(ast.NodeTransformer):
         self.generic_visit(node)
         args = [node.test] + ([node.msg] if node.msg is not None else [])
         return ast.copy_location(ast.Expr(_callc("assert_", *args)), node)
+
+
+def _unbind(loop):
+    """Statements that unbind, at the start of each iteration of a parallel loop,
+    the names its body assigns: an iteration's locals are its own, so one it
+    reads before assigning raises UnboundLocalError, as the compiled kernel
+    does (src/compiler/lower/unbound.c), instead of reading the previous
+    iteration's value."""
+    own = set(_target_names(loop.target))
+    names = []
+    for x in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+        targets = []
+        if isinstance(x, ast.Assign):
+            targets = x.targets
+        elif isinstance(x, (ast.AnnAssign, ast.AugAssign, ast.For)):
+            targets = [x.target]
+        elif isinstance(x, ast.NamedExpr):
+            targets = [x.target]
+        for t in targets:
+            for n in _target_names(t):
+                if n not in own and n not in names:
+                    names.append(n)
+    out = []
+    for name in names:
+        out.append(ast.copy_location(ast.Try(
+            body=[ast.Delete(targets=[ast.Name(id=name, ctx=ast.Del())])],
+            handlers=[ast.ExceptHandler(type=ast.Name(id="NameError", ctx=ast.Load()), name=None, body=[ast.Pass()])],
+            orelse=[], finalbody=[]), loop))
+    return out
+
+
+def _target_names(t):
+    """The names an assignment target binds (not those inside a subscript or attribute it stores to)."""
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [n for e in t.elts for n in _target_names(e)]
+    if isinstance(t, ast.Starred):
+        return _target_names(t.value)
+    return []
 
 
 def _is_blocks_loop(s):

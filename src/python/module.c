@@ -50,6 +50,7 @@ PyObject *tpy_raise(void) {
     case TACK_ERR_ZERODIV: exc = PyExc_ZeroDivisionError; break;
     case TACK_ERR_ASSERT: exc = PyExc_AssertionError; break;
     case TACK_ERR_OVERFLOW: exc = PyExc_OverflowError; break;
+    case TACK_ERR_UNBOUND: exc = PyExc_UnboundLocalError; break;
     default: exc = PyExc_RuntimeError; break;
     }
     const char *msg = tack_last_error();

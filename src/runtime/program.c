@@ -322,6 +322,12 @@ tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b)
         return tack_set_error(TACK_ERR_VALUE,
                               "integers to negative integer powers are not allowed: exponent %lld (%s); "
                               "make the base a float for a float result", (long long)a, where);
+    case CK_UNBOUND:
+        return tack_set_error(TACK_ERR_UNBOUND,
+                              "local variable '%s' is read before it is assigned (%s): in this iteration of the "
+                              "parallel loop (or this call) no statement assigned it; each iteration's locals are "
+                              "its own, so assign it on every path before the read",
+                              s->message ? s->message : "?", where);
     case CK_ASSERT:
         if (s->message) return tack_set_error(TACK_ERR_ASSERT, "%s (%s)", s->message, where);
         return tack_set_error(TACK_ERR_ASSERT, "assertion failed (%s)", where);

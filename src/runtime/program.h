@@ -21,7 +21,9 @@
 /* What a check site tests; the generated code reports the site's number. */
 /* CK_STEP: a value that must not be 0, else ValueError with the site's message
  * (range()'s step; seed_u64's x == x, false for a NaN). */
-typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW, CK_STEP } tk_check;
+/* CK_UNBOUND: a flag that must be true, else UnboundLocalError naming the
+ * local in the site's message (compiler/lower/unbound.c). */
+typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW, CK_STEP, CK_UNBOUND } tk_check;
 
 /* The site number a launch reports when tack_interrupt() stopped it. */
 #define TK_SITE_INTERRUPT (-2)
@@ -31,7 +33,7 @@ typedef struct tk_site {   /* a check site: what to say when it fails */
     int line;
     int axis;
     const char *array;     /* CK_INDEX: parameter name */
-    const char *message;   /* CK_ASSERT, CK_ZERODIV, CK_STEP: the text */
+    const char *message;   /* CK_ASSERT, CK_ZERODIV, CK_STEP: the text; CK_UNBOUND: the local's name */
     const char *func;      /* kernel or function name */
     const char *file;
 } tk_site;

@@ -148,8 +148,8 @@ def checked_div(a, b):
 
 @tack.kernel
 def maybe(x, out):
-    # t is zero in an iteration that does not assign it, even when the same
-    # GPU thread ran an iteration that did (a grid-stride loop); once wrong
+    # t is unassigned in an iteration that does not assign it, even when the same
+    # GPU thread ran an iteration that did (a grid-stride loop): the read raises
     for i in range(x.shape[0]):
         if x[i] > 0:
             t = x[i]
@@ -245,7 +245,7 @@ def language_cases():
     yield "stencil_bounds", stencil_bounds, lambda: (grid.copy(), np.zeros((19, 23))), (1,)
     yield "strided_shape", strided_shape, lambda: (np.arange(40.0), 3, 7), (0,)
     yield "local_arrays", local_taps, lambda: (np.arange(40.0), np.zeros(38), 0.5), (1,)
-    yield "locals_private", maybe, lambda: (np.array([1.0, -1.0, 2.0, -3.0, -4.0, 5.0] * 50), np.full(300, 9.0)), (1,)
+    yield "locals_private", maybe, lambda: (np.array([1.0, 1.5, 2.0, 3.0, 4.0, 5.0] * 50), np.full(300, 9.0)), (1,)
 
 
 # ------------------------------------------------------- without a GPU too
@@ -380,6 +380,11 @@ def test_cuda_source_emulated_records_the_first_failure():
     src = checked_div.generated_source(b, z, target="cuda")
     assert _cuda_emulate.run(src, [b, z])[0] == 1
     assert _cuda_emulate.run(shifted.generated_source(a, -4, target="cuda"), [a, -4])[0] == 0
+    # one thread runs every iteration (a grid-stride loop): the second does not assign t, which the
+    # first did; the read fails there (src/compiler/lower/unbound.c), not reading the first's value
+    x, out = np.array([1.0, -1.0, 2.0]), np.zeros(3)
+    assert _cuda_emulate.run(maybe.generated_source(x, out, target="cuda"), [x, out], 1, 1)[0] == 1
+    assert out[0] == 1.0 and out[1] == 0.0
 
 
 # ------------------------------------------------------------- with a GPU

@@ -257,11 +257,15 @@ def maybe(x, out):
 
 
 def test_locals_are_private_to_an_iteration():
-    """A local not assigned in an iteration is zero there: nothing passes between iterations."""
+    """A local not assigned in an iteration is unassigned there, whatever the iteration before it
+    (in the same SIMD vector or chunk) assigned: nothing passes between iterations."""
     x = np.array([1.0, -1.0, 2.0, -3.0, -4.0, 5.0] * 1000)
     out = np.full(x.shape, 9.0)
+    with pytest.raises(UnboundLocalError, match="'t'"):
+        maybe(x, out)
+    x = np.abs(x)
     maybe(x, out)
-    np.testing.assert_array_equal(out, np.where(x > 0, x, 0.0))
+    np.testing.assert_array_equal(out, x)
 
 
 def _body(src):

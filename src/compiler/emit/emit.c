@@ -627,7 +627,7 @@ void em_check_fails(tk_emitter *e, tk_ir *s) {
     case CK_NEGPOW:
         P(e, "("); ex(e, s->k[0]); P(e, ") < 0");
         return;
-    case CK_ASSERT:
+    case CK_ASSERT: case CK_UNBOUND:
         P(e, "!("); ex(e, s->k[0]); P(e, ")");
         return;
     }

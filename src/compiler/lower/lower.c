@@ -57,7 +57,10 @@
 
 /* ------------------------------------------------------------ helpers */
 tk_ir *lw_mk(lw_state *L, int op, tk_type ty, tack_node *n) { return ir_new(L->C, op, ty, n ? n->line : 0); }
-void lw_emit(lw_state *L, tk_ir *s) { ir_push(L->C, L->blk, s); }
+void lw_emit(lw_state *L, tk_ir *s) {
+    if (s->op == IR_ASSIGN || s->op == IR_LFILL) lw_da_set(L, s->local); /* unbound.c */
+    ir_push(L->C, L->blk, s);
+}
 tk_ir *lw_kid(lw_state *L, tk_ir *p, tk_ir *k) { ir_push(L->C, p, k); return p; }
 tk_ir *lw_unknown(lw_state *L, tack_node *n) { return lw_mk(L, IR_CONST, ty_unknown(), n); }
 
@@ -405,6 +408,7 @@ static void lower_spec(tk_cc *C, tk_spec *S, int is_kernel) {
         L->depth = 0;
         L->loops = 0;
         for (int i = 0; i < S->nlocals; i++) S->locals[i].read = 0;
+        lw_unbound_begin(L);
         tk_ir *body = ir_new(C, IR_BLOCK, ty_void(), F->body->line);
         lw_block_into(L, F->body, body);
         if (!final) {
@@ -415,6 +419,7 @@ static void lower_spec(tk_cc *C, tk_spec *S, int is_kernel) {
             final = 0;
             continue;
         }
+        lw_unbound_finish(L, body);
         S->body = body;
         S->npfor = L->npfor;
         break;

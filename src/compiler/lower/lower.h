@@ -30,6 +30,11 @@ typedef struct lw_state {
     int changed;
     int ntemps;
     int discard;     /* the call being lowered is an expression statement */
+    /* unbound.c: the named locals definitely assigned here, whether here is
+     * reached, and each local's flag for reads that may precede its assignment */
+    unsigned char *da;
+    int reach;
+    int *uflag;
 } lw_state;
 
 #define ERR(n, ...) tk_error(L->C, L->fidx, (n) ? (n)->line : 0, (n) ? (n)->col + 1 : 0, __VA_ARGS__)
@@ -52,6 +57,15 @@ tk_ir *lw_truth(lw_state *L, tk_ir *e, tack_node *n);
 int lw_site(lw_state *L, int kind, int line, int axis, const char *array, const char *msg);
 void lw_check(lw_state *L, int kind, int site, tk_ir *a, tk_ir *b, int line);
 tk_type lw_dtype_type(tack_dtype dt);
+/* unbound.c: definite assignment, and the check of a read that may come first */
+void lw_unbound_begin(lw_state *L);
+unsigned char *lw_da_save(lw_state *L);
+void lw_da_restore(lw_state *L, const unsigned char *s);
+void lw_da_meet(lw_state *L, const unsigned char *a);
+void lw_da_set(lw_state *L, int loc);
+void lw_da_jump(lw_state *L);
+void lw_unbound_use(lw_state *L, int loc, tack_node *n);
+void lw_unbound_finish(lw_state *L, tk_ir *body);
 tk_ir *lw_index_value(lw_state *L, tack_node *n);
 tk_ir *lw_matrix_index(lw_state *L, tack_node *n, int len); /* m[i, j]: a constant index, folded (lower_expr.c) */
 void lw_indices(lw_state *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n);

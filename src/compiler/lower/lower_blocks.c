@@ -239,7 +239,11 @@ void lw_blocks_pfor(lw_state *L, tack_node *n, tack_node *it, int parallel) {
     L->bpf = pf;
     lw_refuse_assigned_pfor_vars(L, t, body);
     L->npfor_vars = 0; /* neither b nor t alone names an element no other thread touches */
+    unsigned char *before = lw_da_save(L);
+    lw_da_set(L, vb);
+    lw_da_set(L, vt);
     lw_block_into(L, body, b);
+    lw_da_restore(L, before);
     L->bpf = saved_bpf;
     L->depth = sd;
     L->pfor = saved_pfor;

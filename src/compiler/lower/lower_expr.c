@@ -455,6 +455,7 @@ static tk_ir *lower_name(lw_state *L, tack_node *n) {
                    "expression); index it (%s[i]), use len(%s), %s.shape[k], or pass it whole to a @tack.func: "
                    "f(%s)", name, name, name, name, name);
         l->read = 1;
+        lw_unbound_use(L, loc, n);
         tk_ir *e = lw_mk(L, IR_LOCAL, l->ty, n);
         e->local = loc;
         return e;

@@ -264,7 +264,10 @@ void lw_create_array(lw_state *L, tack_node *t, tack_node *call) {
         memcpy(l->ashape, shape, sizeof(int64_t) * (size_t)nd);
         L->changed = 1;
     }
-    if (shared) return; /* no fill: unspecified until written, as on a GPU (the CPU's are zeros) */
+    if (shared) { /* no fill: unspecified until written, as on a GPU (the CPU's are zeros) */
+        lw_da_set(L, loc);
+        return;
+    }
     tk_ir *v;
     if (full && !ty_is_scalar(et)) {
         if (!lw_known(fill)) return;
@@ -420,6 +423,7 @@ tk_ir *lw_local_arg(lw_state *L, int loc, tack_node *n) {
         ERR(n, "the shared array '%s' cannot be passed to a @tack.func: it lives in a block's shared memory, "
                "which a function's array parameter cannot point to on every GPU; index it in the kernel", l->name);
     l->read = 1;
+    lw_unbound_use(L, loc, n);
     tk_ir *a = lw_mk(L, IR_LARRAY, l->ty, n);
     a->local = loc;
     return a;
@@ -437,6 +441,7 @@ void lw_local_written_by(lw_state *L, int loc, const char *fn, tack_node *n) {
 tk_ir *lw_local_load(lw_state *L, int loc, tack_node **idx, int nidx, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
     l->read = 1;
+    lw_unbound_use(L, loc, n);
     tk_ir *ld = lw_mk(L, IR_LLOAD, lw_dtype_type((tack_dtype)l->ty.dt), n);
     ld->local = loc;
     indices(L, loc, idx, nidx, ld, n);
@@ -461,6 +466,7 @@ static tk_ir *to_element(lw_state *L, int loc, tk_ir *v, tack_node *n) {
 void lw_local_store(lw_state *L, tack_node *t, int loc, tk_ir *v) {
     check_private(L, loc, t);
     v = to_element(L, loc, v, t);
+    lw_unbound_use(L, loc, t);
     tk_ir *st = lw_mk(L, IR_LSTORE, ty_void(), t);
     st->local = loc;
     ir_push(L->C, st, v);

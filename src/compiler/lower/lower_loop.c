@@ -132,6 +132,14 @@ static void loop_body(lw_state *L, tack_node *body, tk_ir *b) {
     L->loops--;
 }
 
+/* A loop's body may run no times: after the loop, what was assigned before it (unbound.c). */
+static void loop_body_da(lw_state *L, tack_node *body, tk_ir *b, int var) {
+    unsigned char *before = lw_da_save(L);
+    lw_da_set(L, var);
+    loop_body(L, body, b);
+    lw_da_restore(L, before);
+}
+
 /* An empty parallel loop over `dims` axes; the caller pushes the extents. */
 static tk_ir *pfor_new(lw_state *L, tack_node *n, int dims) {
     tk_ir *pf = lw_mk(L, IR_PFOR, ty_void(), n);
@@ -214,7 +222,10 @@ static void pfor_body(lw_state *L, tk_ir *pf, tack_node *n, tk_ir *b, int saved_
     L->depth++;
     lw_refuse_assigned_pfor_vars(L, n->kids[0], body);
     note_pfor_vars(L, n->kids[0], body);
+    unsigned char *before = lw_da_save(L);
+    for (int d = 0; d < pf->aux; d++) lw_da_set(L, pf->vars[d]);
     lw_block_into(L, body, b);
+    lw_da_restore(L, before);
     L->npfor_vars = 0;
     L->depth = sd;
     L->pfor = saved_pfor;
@@ -291,6 +302,7 @@ static void range_pfor(lw_state *L, tack_node *n, rng r) {
  * the next takes the next value, as in Python. */
 static void range_serial(lw_state *L, tack_node *n, rng r) {
     tack_node *t = n->kids[0], *body = n->kids[2];
+    unsigned char *before = lw_da_save(L); /* the variable's assignment below is the body's */
     int loc = lw_target_local(L, t);
     tk_local *l = &L->S->locals[loc];
     tk_ir *f = lw_mk(L, IR_FOR, ty_void(), n);
@@ -312,7 +324,8 @@ static void range_serial(lw_state *L, tack_node *n, rng r) {
     ir_push(L->C, f, r.lo);
     ir_push(L->C, f, r.hi);
     ir_push(L->C, f, r.step);
-    loop_body(L, body, b);
+    loop_body_da(L, body, b, f->local);
+    lw_da_restore(L, before);
     ir_push(L->C, f, b);
     lw_emit(L, f);
 }
@@ -483,6 +496,7 @@ static void ndrange_pfor(lw_state *L, tack_node *n, rng *ax, int dims) {
 static void ndrange_serial(lw_state *L, tack_node *n, rng *ax, int dims) {
     tack_node *t = n->kids[0], *body = n->kids[2];
     tk_ir *outer = NULL, *inner_blk = NULL;
+    unsigned char *before = lw_da_save(L); /* the variables' assignments below are the body's */
     int assigned = 0, loc[TACK_MAX_NDIM], cnt[TACK_MAX_NDIM];
     for (int d = 0; d < dims; d++) assigned |= assigns_name(body, ndrange_var(L, t, dims, d)->name);
     for (int d = 0; d < dims; d++) {
@@ -513,7 +527,9 @@ static void ndrange_serial(lw_state *L, tack_node *n, rng *ax, int dims) {
                             ndrange_var(L, t, dims, d));
         L->blk = saved;
     }
-    loop_body(L, body, inner_blk);
+    for (int d = 0; d < dims && !assigned; d++) lw_da_set(L, loc[d]);
+    loop_body_da(L, body, inner_blk, -1);
+    lw_da_restore(L, before);
 }
 
 /* -------------------------------------------------------------- for */
@@ -572,7 +588,7 @@ void lw_while(lw_state *L, tack_node *n) {
         ir_push(L->C, iff, lw_mk(L, IR_BLOCK, ty_void(), n));
         ir_push(L->C, body, iff);
     }
-    loop_body(L, n->kids[1], body);
+    loop_body_da(L, n->kids[1], body, -1);
     ir_push(L->C, w, body);
     lw_emit(L, w);
 }

@@ -182,6 +182,7 @@ static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v
         if (!L->infer) ERR(t, "local variable '%s' is used before it is assigned", base->name);
         return;
     }
+    lw_unbound_use(L, loc, base);
     tk_ir *j = NULL;
     tk_ir *k = component_target(L, t, lt, &j);
     tk_type ct = ty_value(dt_scalar((tack_dtype)lt.dt));
@@ -464,6 +465,7 @@ static void lower_return(lw_state *L, tack_node *n) {
         if (n->nkids && n->kids[0] && n->kids[0]->kind != TACK_N_CONST_BOOL) ERR(n, "a kernel cannot return a value");
         if (L->pfor >= 0) ERR(n, "return is not supported inside a parallel loop (use continue)");
         lw_emit(L, lw_mk(L, IR_RETURN, ty_void(), n));
+        lw_da_jump(L);
         return;
     }
     tk_ir *r = lw_mk(L, IR_RETURN, ty_void(), n);
@@ -489,6 +491,7 @@ static void lower_return(lw_state *L, tack_node *n) {
         }
     }
     lw_emit(L, r);
+    lw_da_jump(L);
 }
 
 /* ------------------------------------------------------- statements */
@@ -500,8 +503,12 @@ static void lower_if(lw_state *L, tack_node *n) {
     ir_push(L->C, iff, c);
     tk_ir *a = lw_mk(L, IR_BLOCK, ty_void(), n), *b = lw_mk(L, IR_BLOCK, ty_void(), n);
     L->depth++;
+    unsigned char *before = lw_da_save(L);
     lw_block_into(L, n->kids[1], a);
+    unsigned char *after_then = lw_da_save(L);
+    lw_da_restore(L, before);
     if (n->nkids > 2) lw_block_into(L, n->kids[2], b);
+    lw_da_meet(L, after_then);
     L->depth--;
     ir_push(L->C, iff, a);
     ir_push(L->C, iff, b);
@@ -514,12 +521,14 @@ static void lower_jump(lw_state *L, tack_node *n) {
     if (L->loops == 0) {
         if (L->pfor >= 0 && n->kind == TACK_N_CONTINUE) {
             lw_emit(L, lw_mk(L, IR_CONTINUE, ty_void(), n));
+            lw_da_jump(L);
             return;
         }
         if (L->pfor >= 0) ERR(n, "break is not supported directly in a parallel loop");
         ERR(n, "'%s' outside loop", n->kind == TACK_N_BREAK ? "break" : "continue");
     }
     lw_emit(L, lw_mk(L, n->kind == TACK_N_BREAK ? IR_BREAK : IR_CONTINUE, ty_void(), n));
+    lw_da_jump(L);
 }
 
 /* assert c, "message": an IR_CHECK, dropped when checks are off. */
