@@ -45,7 +45,8 @@ as their leaves (tack._autodiff_structs); collectives by tack._autodiff_blocks.
 Serial loops whose locals are sums or the iteration's own are replayed
 (``_Gen.serial``), loops that carry values replayed from their entry, and
 local arrays saved element by element (tack._autodiff_local); @tack.func
-calls are inlined (``_Gen.inline``); a
+calls are inlined (tack._autodiff_inline); the nodes the adjoint is made of
+are built by tack._autodiff_nodes; a
 stencil's loop is written in gather form (tack._autodiff_gather).  tack._autodiff_run builds and
 launches adjoints and holds the Tape (tack.Tape); docs/differentiation.md
 is the user's chapter.
@@ -54,17 +55,17 @@ is the user's chapter.
 from __future__ import annotations
 
 import ast
-import builtins as _builtins
 import copy
 import re
 
 from . import _core
 from . import _autodiff_blocks as _blocks
 from . import _autodiff_decomp as _decomp
+from . import _autodiff_inline as _inline
 from . import _autodiff_local as _local
+from ._autodiff_nodes import SEP, _as_load, _assign, _aug, _bin, _c, _cp, _loc, _neg, _nm
 from ._derivs import DERIVS
 
-SEP = "\u00b7"  # a middle dot: an identifier to Python, spelled by no source (as tack._structs_rewrite's)
 _FLOATS = {"f32": "f32", "f64": "f64", "float (Python)": "f64"}
 _INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool", "int (Python)", "bool (Python)")
 _NO_DERIV = ("int", "bool", "len", "isnan", "isinf", "isfinite", "range", "ndrange", "seed_u64")
@@ -76,118 +77,7 @@ def _np():
     return numpy
 
 
-# ------------------------------------------------------------------ nodes
-
-
-def _loc(new, old):
-    if old is not None:
-        ast.copy_location(new, old)
-    return new
-
-
-def _nm(id_, node=None, store=False):
-    return _loc(ast.Name(id=id_, ctx=ast.Store() if store else ast.Load()), node)
-
-
-def _assign(name, value, node):
-    return _loc(ast.Assign(targets=[_nm(name, node, True)], value=value), node)
-
-
-def _aug(target, value, node, op=None):
-    target = copy.deepcopy(target)
-    target.ctx = ast.Store()
-    return _loc(ast.AugAssign(target=target, op=op or ast.Add(), value=value), node)
-
-
-def _bin(a, op, b, node):
-    return _loc(ast.BinOp(left=a, op=op, right=b), node)
-
-
-def _neg(a, node):
-    return _loc(ast.UnaryOp(op=ast.USub(), operand=a), node)
-
-
-def _c(v, node):
-    return _loc(ast.Constant(value=v), node)
-
-
-def _cp(node):
-    return copy.deepcopy(node)
-
-
-def _as_load(node):
-    node = copy.deepcopy(node)
-    for n in ast.walk(node):
-        if hasattr(n, "ctx"):
-            n.ctx = ast.Load()
-    return node
-
-
 # ------------------------------------------------------------------ the generator
-
-
-def func_parts(gen, call, fobj):
-    """(fn, its FunctionDef, parameter names, body without the docstring and the final return, the
-    returned expression or None, the names it assigns, what its free names mean) of a @tack.func call an adjoint inlines, refusing what it cannot
-    inline (gen.error at the call): structs, keywords, nesting past 16, a return before the end.
-    Shared by the adjoint's inliner and the scalarizing rewrite (tack._autodiff_scalarize)."""
-    from ._structs_rewrite import _parse
-
-    fn = fobj.__wrapped__
-    if getattr(fn, "__tack_tree__", None) is not None or call.keywords:
-        raise gen.error(f"{fn.__name__}(): a @tack.func on structs, or called with keywords, is not "
-                        f"differentiated yet", call)
-    gen.depth = getattr(gen, "depth", 0) + 1
-    if gen.depth > 16:
-        raise gen.error(f"{fn.__name__}(): @tack.func calls nested more than 16 deep", call)
-    fdef, _base = _parse(fn)
-    params = [a.arg for a in fdef.args.args]
-    if len(params) != len(call.args) or fdef.args.vararg or fdef.args.kwonlyargs:
-        raise gen.error(f"{fn.__name__}() takes {len(params)} positional parameters here", call)
-    body = [st for st in fdef.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
-    ret = None
-    if body and isinstance(body[-1], ast.Return):
-        ret = body[-1].value
-        body = body[:-1]
-    for st in body:
-        for n in ast.walk(st):
-            if isinstance(n, (ast.Return, ast.Yield, ast.Global, ast.Nonlocal)):
-                raise gen.error(f"{fn.__name__}(): a return before the end of a @tack.func is not "
-                                f"differentiated yet (assign the result and return it once, at the end)", call)
-    locals_ = set(params)
-    for n in ast.walk(fdef):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            locals_.add(n.id)
-    env = dict(_builtins.__dict__)  # what its names mean: builtins, its module's globals, its closure
-    env.update(fn.__globals__)
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        try:
-            env[name] = cell.cell_contents
-        except ValueError:
-            pass
-    return fn, fdef, params, body, ret, locals_, env
-
-
-def relocator(gen, fn, rename, env, call):
-    """A copy of an inlined @tack.func's node, its names renamed (`rename`: parameters and locals to
-    the caller's), the globals it reads (`env`) made the adjoint's own names, at the call's line."""
-
-    class Rn(ast.NodeTransformer):
-        def visit_Name(self, n):
-            if n.id in rename:
-                return _loc(ast.Name(id=rename[n.id], ctx=n.ctx), n)
-            if n.id in env and not isinstance(n.ctx, ast.Store):
-                return _loc(ast.Name(id=gen.use(env[n.id], f"{fn.__name__}{SEP}{n.id}"), ctx=n.ctx), n)
-            return n
-
-    def relocated(node):
-        node = Rn().visit(copy.deepcopy(node))
-        for n in ast.walk(node):
-            if hasattr(n, "lineno"):
-                ast.copy_location(n, call)
-        return node
-
-    return relocated
 
 
 class _Gen:
@@ -204,13 +94,7 @@ class _Gen:
         self.save_reads = set()  # the locals a save reads (unbound_saves)
         self.inject = {}
         self.n = 0
-        self.env = dict(_builtins.__dict__)
-        self.env.update(fn.__globals__)
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                self.env[name] = cell.cell_contents
-            except ValueError:
-                pass
+        self.env = _inline.namespace(fn)
         from . import _kernels
 
         self.registry = _kernels._INTRINSICS
@@ -457,50 +341,10 @@ class _Gen:
             return _nm(t, e)
         raise self.error(f"{ast.unparse(e)} is not differentiated yet", e)
 
-    # ---- @tack.func calls: inlined, their locals renamed per call
+    # ---- @tack.func calls: inlined, their locals renamed per call (tack._autodiff_inline)
 
     def inline(self, call, fobj, fwd, acts):
-        """The call's body as statements of the iteration (its parameters and locals renamed
-        f·N·name); the simple node of its return value, or None."""
-        fn, fdef, params, body, ret, locals_, env = func_parts(self, call, fobj)
-        tag = self.fresh(fn.__name__)
-        types = self.func_types.get(fn.__name__, {})
-        rename, assign = {}, []
-        for p, a in zip(params, call.args):
-            if isinstance(a, ast.Name) and (a.id in self.params and self.params[a.id][0] in ("farray", "array", "bad")
-                                            or _local.kind(self, a.id) is not None):
-                rename[p] = a.id  # an array: the kernel's own parameter, or a local array (by reference)
-                continue
-            rename[p] = f"{tag}{SEP}{p}"
-            assign.append((rename[p], a))
-        for name in locals_ - set(params):
-            rename[name] = f"{tag}{SEP}{name}"
-        for name in locals_:
-            if rename.get(name, "").startswith(tag):
-                ts = types.get(name, set())
-                floats = ts & set(_FLOATS)
-                if floats and ts - set(_FLOATS):
-                    raise self.error(f"{fn.__name__}(): its local '{name}' is {sorted(ts)} in different calls: "
-                                     f"not differentiated yet", call)
-                if ts:
-                    self.local_types[rename[name]] = "f64" if len(floats) > 1 else sorted(ts)[0]
-        gen = self
-
-        relocated = relocator(gen, fn, rename, env, call)
-
-        inl_assigned = set()
-        for name, a in assign:
-            self.local(name, a, fwd, acts, inl_assigned, call)
-        rbody = [relocated(st) for st in body]
-        rret = relocated(ret) if ret is not None else None
-        outer = self.par_body  # a serial loop of the function: what is read outside it is the function's
-        self.par_body = rbody + ([_loc(ast.Expr(value=rret), call)] if rret is not None else [])
-        for st in rbody:
-            self.stmt(st, fwd, acts, inl_assigned)
-        self.par_body = outer
-        out = self.flat(rret, fwd, acts) if rret is not None else None
-        self.depth -= 1
-        return out
+        return _inline.inline(self, call, fobj, fwd, acts)
 
     # ---- the derivative expressions
 

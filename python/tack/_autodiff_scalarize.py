@@ -754,7 +754,7 @@ class Scalarizer:
     def inline(self, call, fobj):
         """The call's body, scalarized, into self.pre (its parameters and locals renamed sc·N·f·name);
         the expression of its return value (a local of the caller's tree), or None."""
-        from ._autodiff import func_parts, relocator
+        from ._autodiff_inline import func_parts, relocator
 
         fn, fdef, params, body, ret, locals_, env = func_parts(self, call, fobj)
         self.n += 1
