@@ -36,6 +36,8 @@ kernel is not touched: only its adjoint recomputes its values this way, so a com
 quotient computed by the textbook formula rather than Smith's method changes the
 recomputed values, which only scale derivatives, by rounding.
 
+The rules for the tack functions of these types (`tack.cross` ... `tack.determinant`, `abs(z)`)
+are tack._autodiff_vecfuncs's; those for quaternions and transforms tack._autodiff_quat's.
 Quaternions are four components, as a vec4 is; their own functions (the Hamilton product,
 `quat_rotate` ...) are written out in tack._autodiff_quat.  @tack.func calls on any of these types
 are inlined here (their locals renamed `sc·N·f·name`), since their vector locals need the same
@@ -51,7 +53,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from . import _autodiff_decomp, _autodiff_local_vec, _autodiff_matrix, _autodiff_quat, _core
+from . import _autodiff_decomp, _autodiff_local_vec, _autodiff_quat, _autodiff_vecfuncs, _core
 
 SEP = "\u00b7"
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -300,25 +302,9 @@ class Scalarizer:
             return _autodiff_quat.call_type(self, name, e, [self.ty(a) for a in e.args])
         if (name or "").startswith(("quat", "transform")):
             raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
-        if name == "inverse" and e.args:
-            t = self.ty(e.args[0])
-            if t is not None and t.kind == "m" and t.shape in ((2, 2), (3, 3), (4, 4)):
-                return t
-            raise self.error(f"{ast.unparse(e.func)}() of a {'x'.join(map(str, t.shape)) if t else ''} matrix is "
-                             f"not differentiated yet (2x2, 3x3 and 4x4 are)", e)
         if name in _autodiff_decomp.NAMES:  # differentiated unpacked (stmt): U, s, V = tack.svd3(m)
             raise self.error(f"{ast.unparse(e.func)}() is differentiated only unpacked into names or array elements", e)
-        args = [self.ty(a) for a in e.args]
-        a0 = args[0] if args else None
-        if name in ("cross", "normalize", "conjugate", "cmath.exp"):
-            return a0
-        if name == "transpose" and a0 is not None:
-            return Ty("m", (a0.shape[1], a0.shape[0]), a0.dt)
-        if name == "outer" and a0 is not None and args[1] is not None:
-            return Ty("m", (a0.shape[0], args[1].shape[0]), a0.dt)
-        if name == "diag" and a0 is not None:
-            return Ty("m", (a0.shape[0], a0.shape[0]), a0.dt) if a0.kind == "v" else Ty("v", (a0.shape[0],), a0.dt)
-        return None
+        return _autodiff_vecfuncs.result_type(self, name, e)
 
     # ---- expressions
 
@@ -471,71 +457,9 @@ class Scalarizer:
             return ty, self.construct(e, ty)
         if name in _autodiff_quat.SUPPORTED:
             return ty, _autodiff_quat.call(self, name, e, ty)
-        if name == "identity":
-            return ty, [_c(1.0 if i == j else 0.0, e) for i in range(ty.shape[0]) for j in range(ty.shape[1])]
-        if name == "conjugate":
-            t, cs = self.comps(e.args[0])
-            return t, [cs[0], _neg(cs[1], e)]
-        if name == "cmath.exp":
-            _t, (a, b) = self.comps(e.args[0])
-            b = self.bind([b], Ty("v", (1,), ty.dt), e)[0]
-            ex = self.bind([self.fn("exp", [a], e)], Ty("v", (1,), ty.dt), e)[0]
-            return ty, [_mul(ex, self.fn("cos", [b], e), e), _mul(ex, self.fn("sin", [b], e), e)]
-        if name == "cross":
-            _t, a = self.comps(e.args[0])
-            _t, b = self.comps(e.args[1])
-            a = self.bind(a, ty, e)
-            b = self.bind(b, ty, e)
-            return ty, [_sub(_mul(a[1], b[2], e), _mul(a[2], b[1], e), e),
-                        _sub(_mul(a[2], b[0], e), _mul(a[0], b[2], e), e),
-                        _sub(_mul(a[0], b[1], e), _mul(a[1], b[0], e), e)]
-        if name == "normalize":
-            _t, a = self.comps(e.args[0])
-            a = self.bind(a, ty, e)
-            sq = self.bind([_sum([_mul(c, c, e) for c in a], e)], Ty("v", (1,), ty.dt), e)[0]
-            pos = _loc(ast.Compare(left=copy.deepcopy(sq), ops=[ast.Gt()], comparators=[_c(0.0, e)]), e)
-            inv = self.bind([_loc(ast.IfExp(test=pos, body=_div(_c(1.0, e), self.fn("sqrt", [sq], e), e),
-                                            orelse=_c(0.0, e)), e)], Ty("v", (1,), ty.dt), e)[0]
-            return ty, [_mul(c, inv, e) for c in a]
-        if name == "inverse":  # 2x2 and 3x3 (call_ty): the forward's adjugate over the determinant,
-            # in its operations and order (prelude_linalg.c); the zero matrix where that is exactly 0
-            t, a = self.comps(e.args[0])
-            a = self.bind(a, t, e)
-            n = t.shape[0]
-            m = lambda r, c: a[r * n + c]  # noqa: E731
-            one = Ty("v", (1,), t.dt)
-            if n == 4:
-                num, d = _autodiff_matrix.inverse4(self, a, t, e)
-            elif n == 2:
-                d = self.bind([_sub(_mul(m(0, 0), m(1, 1), e), _mul(m(0, 1), m(1, 0), e), e)], one, e)[0]
-                num = [m(1, 1), _neg(m(0, 1), e), _neg(m(1, 0), e), m(0, 0)]
-            else:
-                def cof(r, c):  # the cofactor of a[r][c], written as the prelude's tk_cof3
-                    r1, r2 = [k for k in range(3) if k != r]
-                    c1, c2 = [k for k in range(3) if k != c]
-                    if (r + c) % 2:  # the prelude's order: the minor's columns swapped, not negated
-                        c1, c2 = c2, c1
-                    return _sub(_mul(m(r1, c1), m(r2, c2), e), _mul(m(r1, c2), m(r2, c1), e), e)
-                cs = self.bind([cof(i, j) for i in range(3) for j in range(3)], t, e)
-                d = self.bind([_sum([_mul(m(0, j), cs[j], e) for j in range(3)], e)], one, e)[0]
-                num = [cs[j * 3 + i] for i in range(3) for j in range(3)]
-            nz = _loc(ast.Compare(left=copy.deepcopy(d), ops=[ast.NotEq()], comparators=[_c(0.0, e)]), e)
-            return ty, [_loc(ast.IfExp(test=copy.deepcopy(nz), body=_div(x, d, e), orelse=_c(0.0, e)), e) for x in num]
-        if name == "transpose":
-            t, a = self.comps(e.args[0])
-            r, c = t.shape
-            return ty, [a[j * c + i] for i in range(c) for j in range(r)]
-        if name == "outer":
-            _t, a = self.comps(e.args[0])
-            _t, b = self.comps(e.args[1])
-            a, b = self.bind(a, _t, e), self.bind(b, _t, e)
-            return ty, [_mul(x, y, e) for x in a for y in b]
-        if name == "diag":
-            t, a = self.comps(e.args[0])
-            if t.kind == "v":
-                n = t.shape[0]
-                return ty, [a[i] if i == j else _c(0.0, e) for i in range(n) for j in range(n)]
-            return ty, [a[i * t.shape[1] + i] for i in range(t.shape[0])]
+        out = _autodiff_vecfuncs.vector(self, name, e, ty)
+        if out is not None:
+            return out
         if (name or "").startswith(("quat", "transform")):
             raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
         raise self.error(f"{ast.unparse(e.func)}() of a vector, matrix or complex value is not differentiated "
@@ -704,37 +628,9 @@ class Scalarizer:
         if not any(t is not None for t in types):
             return None
         t0 = types[0]
-        if name == "dot":
-            _t, a = self.comps(e.args[0])
-            _t, b = self.comps(e.args[1])
-            return _sum([_mul(x, y, e) for x, y in zip(a, b)], e)
-        if name in ("length", "norm") or (name in ("abs", "fabs") and t0 is not None and t0.kind == "c"):
-            t, a = self.comps(e.args[0])
-            a = self.bind(a, t, e)
-            sq = self.bind([_sum([_mul(c, c, e) for c in a], e)], Ty("v", (1,), t.dt), e)[0]
-            pos = _loc(ast.Compare(left=copy.deepcopy(sq), ops=[ast.Gt()], comparators=[_c(0.0, e)]), e)
-            return _loc(ast.IfExp(test=pos, body=self.fn("sqrt", [sq], e), orelse=_c(0.0, e)), e)
-        if name == "cmath.phase":
-            _t, (a, b) = self.comps(e.args[0])
-            return self.fn("atan2", [b, a], e)
-        if name == "trace":
-            t, a = self.comps(e.args[0])
-            return _sum([a[i * t.shape[1] + i] for i in range(min(t.shape))], e)
-        if name == "determinant" and t0.shape in ((2, 2), (3, 3), (4, 4)):
-            t, a = self.comps(e.args[0])
-            a = self.bind(a, t, e)
-            if t.shape == (4, 4):
-                return _autodiff_matrix.minors4(self, a, t, e)[2]
-            if t.shape == (2, 2):
-                return _sub(_mul(a[0], a[3], e), _mul(a[1], a[2], e), e)
-            m = lambda r, c: a[r * 3 + c]  # noqa: E731
-            terms = []
-            for c, sign in ((0, 1), (1, -1), (2, 1)):
-                c1, c2 = [k for k in range(3) if k != c]
-                minor = _sub(_mul(m(1, c1), m(2, c2), e), _mul(m(1, c2), m(2, c1), e), e)
-                term = _mul(m(0, c), minor, e)
-                terms.append(term if sign > 0 else _neg(term, e))
-            return _sum(terms, e)
+        out = _autodiff_vecfuncs.scalar(self, name, e, t0)
+        if out is not None:
+            return out
         if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False):
             raise self.error(f"{obj.__name__}(): a @tack.func taking a vector, matrix or complex value is not "
                              f"differentiated yet (pass its components)", e)
