@@ -37,6 +37,9 @@
  * capturing stream (synchronize it, record or wait for an event on it, copy
  * to or from the host on it) fails and is counted in capture_misuse.
  * Tests read and set the globals below through dlsym or ctypes.
+ *
+ * Built with FAKE_HIP_WITHOUT_EVENT_QUERY or FAKE_HIP_WITHOUT_GRAPH_LAUNCH,
+ * it lacks that entry point, as an old or partial runtime would.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -280,10 +283,12 @@ hipError_t hipStreamWaitEvent(void *s, void *e, unsigned f) {
     return 0;
 }
 hipError_t hipStreamDestroy(void *s) { ST NOTE("sdestroy(%d)", S(s)->id); return 0; } /* its ops still run */
+#ifndef FAKE_HIP_WITHOUT_EVENT_QUERY /* built without it: a runtime that lacks it (test_hip_fake.py) */
 hipError_t hipEventQuery(void *e) {
     ST event *x = e;
     return !x->recorded || x->done ? 0 : 600; /* hipErrorNotReady */
 }
+#endif
 hipError_t hipEventSynchronize(void *e) {
     ST event *x = e;
     pthread_mutex_lock(&lock);
@@ -552,6 +557,7 @@ hipError_t hipGraphInstantiate(void **e, void *g, void *node, char *log, size_t 
 }
 hipError_t hipGraphDestroy(void *g) { free_ops(&((graph *)g)->ops); free(g); graphs_live--; return 0; }
 hipError_t hipGraphExecDestroy(void *e) { free_ops(&((graph *)e)->ops); free(e); execs_live--; return 0; }
+#ifndef FAKE_HIP_WITHOUT_GRAPH_LAUNCH /* likewise */
 hipError_t hipGraphLaunch(void *e, void *s) {
     ST if (S(s)->cap) return capture_misuse++, 900;
     pthread_mutex_lock(&lock);
@@ -561,6 +567,7 @@ hipError_t hipGraphLaunch(void *e, void *s) {
     NOTE("glaunch(%d)", S(s)->id);
     return 0;
 }
+#endif
 
 /* ---------------------------------------------------------------- hiprtc */
 typedef struct rtc { char *src, *code; size_t size; char log[256]; } rtc;

@@ -13,7 +13,8 @@ What is checked: device="hip" without a runtime or a GPU is a clear error
 and tack.devices() omits HIP; the device's gcnArchName and wavefront reach
 hiprtc; a call returns once queued and a synchronization runs it; a shared
 argument finishes first; kDLROCM export and import with DLPack's ROCm
-stream rules; array_from_ptr checked with hipPointerGetAttributes.
+stream rules; array_from_ptr checked with hipPointerGetAttributes; a
+runtime lacking an entry point streams or graphs need refuses them, naming it.
 """
 
 import subprocess
@@ -24,6 +25,7 @@ import textwrap
 import pytest
 
 import _fake_runtime
+import _suite
 
 pytestmark = _fake_runtime.needs_cc("the fake HIP runtime")
 
@@ -535,6 +537,31 @@ def test_streams_and_events(tmp_path, fake):
         tack.synchronize()
         print("ok")
     """, FAKE_HIP_KERNEL_NS=1500000)
+@pytest.mark.parametrize("without, refused, message", [
+    ("EVENT_QUERY", "tack.Stream('hip')", "the HIP runtime lacks hipEventQuery, which streams and events need"),
+    pytest.param("GRAPH_LAUNCH", "tack.capture(tack.Stream('hip')).__enter__()",
+                 "the HIP runtime lacks hipGraphLaunch, which graphs need",
+                 marks=pytest.mark.skipif(not _suite.TEST_ALL, reason="a second fake to build: make test-all")),
+])
+def test_a_runtime_without_an_entry_point_refuses_what_needs_it(tmp_path_factory, tmp_path, without, refused,
+                                                                 message):
+    """A runtime lacking an entry point streams (or graphs) need refuses them, naming it (the fake
+    built without it; the check is gpu_events.c's, shared with the other GPU backends); the rest of
+    the device works."""
+    lib = _fake_runtime.build(tmp_path_factory, "fake_hip.c", "libfake-amdhip64.so", "the fake HIP runtime",
+                              libs=("-lpthread", f"-DFAKE_HIP_WITHOUT_{without}"))
+    out = run(tmp_path, lib, f"""
+        x = tack.zeros(4, device="hip")
+        try:
+            {refused}
+        except Exception as e:
+            print(type(e).__name__, e)
+        else:
+            raise SystemExit("accepted")
+    """)
+    assert out.strip() == f"NotImplementedError hip:0: {message}", out
+
+
 def test_rocm7_libraries_are_found_by_their_sonames(tmp_path, fake):
     """ROCm 7 ships libamdhip64.so.7 and libhiprtc.so.7 (no .so.6 beside them):
     the HIP backend finds both by soname alone (here the fake under those

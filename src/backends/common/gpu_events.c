@@ -20,7 +20,8 @@
  * device references it.  Keeping this in one place keeps the two backends'
  * ownership rules from drifting apart.
  *
- * Both also refuse a stream or an event when their loader lacks an entry
+ * Every GPU backend's streams (these two, CUDA's and HIP's) also refuse a
+ * stream, an event or a graph when their loader or driver lacks an entry
  * point the feature needs, naming the first one missing; the check and its
  * wording are here, the list of names the backend's.
  */

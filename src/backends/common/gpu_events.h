@@ -1,8 +1,9 @@
 /*
  * gpu_events.h -- the event bookkeeping the Level Zero and OpenCL streams
  * share (gpu_events.c says why): an event as the handle of its last record,
- * the check that a loader has the entry points streams need, and
- * tack.profile()'s timer over a launch's first and last handles.
+ * the check that a loader has the entry points streams need (which the
+ * CUDA and HIP streams use too), and tack.profile()'s timer over a
+ * launch's first and last handles.
  *
  * Every symbol here is internal to the library (hidden) and starts gpu_.
  */
@@ -34,7 +35,9 @@ typedef struct gpu_entry {
     int present;
     const char *name;
 } gpu_entry;
-#define GPU_ENTRY(api, fn) {(api)->fn != NULL, #fn}
+#define GPU_ENTRY(api, fn) GPU_ENTRY_AS(api, fn, #fn)
+/* One whose name in the driver is not the field's (CUDA's cuStreamDestroy_v2). */
+#define GPU_ENTRY_AS(api, fn, name) {(api)->fn != NULL, (name)}
 /* TACK_OK, or TACK_ERR_UNSUPPORTED naming the first of need[0..n) that `loader`
  * lacks and `what` (the feature: "streams and events") needs it. */
 tack_status gpu_entries_check(const tack_device *d, const char *loader, const gpu_entry *need, int n,

@@ -21,28 +21,24 @@
  * Graphs (runtime/graph.c) are the driver's stream capture: begin and end
  * a capture on the stream, instantiate the graph it made, launch that on
  * any stream of the device, destroy it.  A driver without those entry
- * points has streams but refuses a capture, naming the one it lacks.
+ * points has streams but refuses a capture, naming the one it lacks (the
+ * check and its wording are gpu_events.c's, shared with the other GPU
+ * backends).
  */
 #include <string.h>
 
+#include "backends/common/gpu_events.h"
 #include "backends/cuda/cuda_backend.h"
 
 static CUstream queue_of(tack_device *d, const tack_stream *s) {
     return s ? (CUstream)s->handle : ((cuda_dev *)d->state)->stream;
 }
 
-static tack_status lacks(tack_device *d, const char *what) {
-    return tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the NVIDIA driver lacks %s, which streams and events need",
-                          d->name, what);
-}
-
 static tack_status check_api(tack_device *d) {
     const tack_cuda_api *api = cuda_api_get();
-    if (!api->cuStreamDestroy) return lacks(d, "cuStreamDestroy_v2");
-    if (!api->cuEventQuery) return lacks(d, "cuEventQuery");
-    if (!api->cuEventSynchronize) return lacks(d, "cuEventSynchronize");
-    if (!api->cuEventElapsedTime) return lacks(d, "cuEventElapsedTime");
-    return TACK_OK;
+    const gpu_entry need[] = {GPU_ENTRY_AS(api, cuStreamDestroy, "cuStreamDestroy_v2"), GPU_ENTRY(api, cuEventQuery),
+                              GPU_ENTRY(api, cuEventSynchronize), GPU_ENTRY(api, cuEventElapsedTime)};
+    return GPU_ENTRIES_CHECK(d, "NVIDIA driver", need, "streams and events");
 }
 
 /* A driver call under d's context: its failure worded by cuda_fail. */
@@ -121,15 +117,13 @@ static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
  * the executable graph is all a replay needs. */
 static tack_status lacks_graphs(tack_device *d) {
     const tack_cuda_api *api = cuda_api_get();
-    const char *m = !api->cuStreamBeginCapture ? "cuStreamBeginCapture_v2"
-                    : !api->cuStreamEndCapture ? "cuStreamEndCapture"
-                    : !api->cuGraphInstantiate ? "cuGraphInstantiateWithFlags"
-                    : !api->cuGraphLaunch      ? "cuGraphLaunch"
-                    : !api->cuGraphExecDestroy ? "cuGraphExecDestroy"
-                    : !api->cuGraphDestroy     ? "cuGraphDestroy"
-                                               : NULL;
-    return m ? tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the NVIDIA driver lacks %s, which graphs need", d->name, m)
-             : TACK_OK;
+    const gpu_entry need[] = {GPU_ENTRY_AS(api, cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
+                              GPU_ENTRY(api, cuStreamEndCapture),
+                              GPU_ENTRY_AS(api, cuGraphInstantiate, "cuGraphInstantiateWithFlags"),
+                              GPU_ENTRY(api, cuGraphLaunch),
+                              GPU_ENTRY(api, cuGraphExecDestroy),
+                              GPU_ENTRY(api, cuGraphDestroy)};
+    return GPU_ENTRIES_CHECK(d, "NVIDIA driver", need, "graphs");
 }
 
 static tack_status g_begin(tack_device *d, const tack_stream *s) {

@@ -19,28 +19,23 @@
  *
  * Graphs (runtime/graph.c) are HIP's stream capture, as CUDA's: begin and
  * end a capture, instantiate its graph, launch that on any stream of the
- * device, destroy it; a runtime without those names refuses a capture.
+ * device, destroy it; a runtime without those names refuses a capture
+ * (the check and its wording are gpu_events.c's, as CUDA's).
  */
 #include <string.h>
 
+#include "backends/common/gpu_events.h"
 #include "backends/hip/hip_backend.h"
 
 static hipStream_t queue_of(tack_device *d, const tack_stream *s) {
     return s ? (hipStream_t)s->handle : ((hip_dev *)d->state)->stream;
 }
 
-static tack_status lacks(tack_device *d, const char *what) {
-    return tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the HIP runtime lacks %s, which streams and events need",
-                          d->name, what);
-}
-
 static tack_status check_api(tack_device *d) {
     const tack_hip_api *api = hip_api_get();
-    if (!api->hipStreamDestroy) return lacks(d, "hipStreamDestroy");
-    if (!api->hipEventQuery) return lacks(d, "hipEventQuery");
-    if (!api->hipEventSynchronize) return lacks(d, "hipEventSynchronize");
-    if (!api->hipEventElapsedTime) return lacks(d, "hipEventElapsedTime");
-    return TACK_OK;
+    const gpu_entry need[] = {GPU_ENTRY(api, hipStreamDestroy), GPU_ENTRY(api, hipEventQuery),
+                              GPU_ENTRY(api, hipEventSynchronize), GPU_ENTRY(api, hipEventElapsedTime)};
+    return GPU_ENTRIES_CHECK(d, "HIP runtime", need, "streams and events");
 }
 
 /* A driver call under d's context: its failure worded by hip_fail. */
@@ -118,15 +113,10 @@ static tack_status e_elapsed(tack_device *d, void *a, void *b, float *ms) {
  * graph instantiated at once and freed, the executable one replayed. */
 static tack_status lacks_graphs(tack_device *d) {
     const tack_hip_api *api = hip_api_get();
-    const char *m = !api->hipStreamBeginCapture ? "hipStreamBeginCapture"
-                    : !api->hipStreamEndCapture ? "hipStreamEndCapture"
-                    : !api->hipGraphInstantiate ? "hipGraphInstantiate"
-                    : !api->hipGraphLaunch      ? "hipGraphLaunch"
-                    : !api->hipGraphExecDestroy ? "hipGraphExecDestroy"
-                    : !api->hipGraphDestroy     ? "hipGraphDestroy"
-                                                : NULL;
-    return m ? tack_set_error(TACK_ERR_UNSUPPORTED, "%s: the HIP runtime lacks %s, which graphs need", d->name, m)
-             : TACK_OK;
+    const gpu_entry need[] = {GPU_ENTRY(api, hipStreamBeginCapture), GPU_ENTRY(api, hipStreamEndCapture),
+                              GPU_ENTRY(api, hipGraphInstantiate),   GPU_ENTRY(api, hipGraphLaunch),
+                              GPU_ENTRY(api, hipGraphExecDestroy),   GPU_ENTRY(api, hipGraphDestroy)};
+    return GPU_ENTRIES_CHECK(d, "HIP runtime", need, "graphs");
 }
 
 static tack_status g_begin(tack_device *d, const tack_stream *s) {
