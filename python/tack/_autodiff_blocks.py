@@ -29,16 +29,10 @@ from __future__ import annotations
 import ast
 import copy
 
+from ._autodiff_nodes import _loc, _nm
+
 SUMS = {"block_sum": "block_sum", "warp_sum": "warp_sum", "block_scan": "block_sum",
         "block_min": "block_sum", "block_max": "block_sum", "warp_min": "warp_sum", "warp_max": "warp_sum"}
-
-
-def _loc(new, old):
-    return ast.copy_location(new, old)
-
-
-def _nm(name, node, store=False):
-    return _loc(ast.Name(id=name, ctx=ast.Store() if store else ast.Load()), node)
 
 
 def _func(func, name, node):

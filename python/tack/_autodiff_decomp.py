@@ -40,8 +40,8 @@ import ast
 import math
 
 from . import _core
+from ._autodiff_nodes import SEP, _as_load, _loc, _nm
 
-SEP = "\u00b7"
 NAMES = ("svd3", "eig3", "qr3")
 _PARTS = {"svd3": ("m", "v", "m"), "eig3": ("v", "m"), "qr3": ("m", "m")}  # U, s, V / w, E / Q, R
 _EPS = {"f64": 2.220446049250313e-16, "f32": 1.1920928955078125e-07}
@@ -68,14 +68,6 @@ class Decomp:
 
     def __repr__(self):
         return f"Decomp({self.name}, {self.dt})"
-
-
-def _loc(new, old):
-    return ast.copy_location(new, old)
-
-
-def _nm(name, node, store=False):
-    return _loc(ast.Name(id=name, ctx=ast.Store() if store else ast.Load()), node)
 
 
 # ------------------------------------------------------------------ the rewrite (tack._autodiff_scalarize)
@@ -147,7 +139,7 @@ def forward(gen, s, fwd, acts, assigned):
     parts = [f"{tag}{SEP}{k}" for k in range(len(_PARTS[dec.name]))]
     mt = gen.use(getattr(_core, "mat33d" if dec.dt == "f64" else "mat33"), "mat33d" if dec.dt == "f64" else "mat33")
     fn = gen.use(getattr(_tack(), dec.name), dec.name)
-    mat = _loc(ast.Call(func=_nm(mt, s), args=[_cp_load(a) for a in ins], keywords=[]), s)
+    mat = _loc(ast.Call(func=_nm(mt, s), args=[_as_load(a) for a in ins], keywords=[]), s)
     fwd.append(_loc(ast.Assign(targets=[_loc(ast.Tuple(elts=[_nm(p, s, True) for p in parts], ctx=ast.Store()), s)],
                                value=_loc(ast.Call(func=_nm(fn, s), args=[mat], keywords=[]), s)), s))
     k = 0
@@ -190,16 +182,6 @@ def _tack():
     import tack
 
     return tack
-
-
-def _cp_load(node):
-    import copy
-
-    node = copy.deepcopy(node)
-    for n in ast.walk(node):
-        if hasattr(n, "ctx"):
-            n.ctx = ast.Load()
-    return node
 
 
 def _fix(tree, node):
@@ -267,12 +249,19 @@ def _svd(outs, seeds, v):
         M[i][j] = f"{n('p')}{i}{j} + {n('q')}{i}{j}"
         M[j][i] = f"{n('p')}{i}{j} - {n('q')}{i}{j}"
         bad.append(f"{d} and ({J}{i}{j} != 0.0 or {J}{j}{i} != 0.0 or {K}{i}{j} != 0.0 or {K}{j}{i} != 0.0)")
-    for i in range(3):
-        M[i][i] = gs[i]
-    lines += [f"{n('M')}{r}{c} = {M[r][c]}" for r in range(3) for c in range(3)]
-    lines.append(f"{n('bad')} = ({') or ('.join(bad)})")
-    lines += _matmul_t(n, "T", U, _mat(n, "M")) + _matmul_t(n, "G", _mat(n, "T"), V, tb=True)
+    lines += _sandwich(n, M, gs, bad, U, V, "G")
     return lines, _mat(n, "G")
+
+
+def _sandwich(n, M, diag, bad, left, right, out):
+    """The lines of M (its off-diagonal entries given, `diag` on its diagonal), of `bad` (any of its
+    tests true) and of out = left M right^T: how an SVD's and an eigendecomposition's seeds reach
+    their matrix."""
+    for i in range(3):
+        M[i][i] = diag[i]
+    lines = [f"{n('M')}{r}{c} = {M[r][c]}" for r in range(3) for c in range(3)]
+    lines.append(f"{n('bad')} = ({') or ('.join(bad)})")
+    return lines + _matmul_t(n, "T", left, _mat(n, "M")) + _matmul_t(n, out, _mat(n, "T"), right, tb=True)
 
 
 def _eig(outs, seeds, v):
@@ -292,11 +281,7 @@ def _eig(outs, seeds, v):
                   f"{n('m')}{i}{j} = 0.0 if {d} else ({J}{i}{j} - {J}{j}{i}) / (2.0 * ({w[j]} - {w[i]}))"]
         M[i][j] = M[j][i] = f"{n('m')}{i}{j}"
         bad.append(f"{d} and ({J}{i}{j} != 0.0 or {J}{j}{i} != 0.0)")
-    for i in range(3):
-        M[i][i] = gw[i]
-    lines += [f"{n('M')}{r}{c} = {M[r][c]}" for r in range(3) for c in range(3)]
-    lines.append(f"{n('bad')} = ({') or ('.join(bad)})")
-    lines += _matmul_t(n, "T", E, _mat(n, "M")) + _matmul_t(n, "S", _mat(n, "T"), E, tb=True)
+    lines += _sandwich(n, M, gw, bad, E, E, "S")
     grads = []
     for r in range(3):
         for c in range(3):

@@ -48,7 +48,7 @@ import ast
 import builtins as _builtins
 import copy
 
-SEP = "\u00b7"
+from ._autodiff_nodes import SEP
 
 
 def _walk_stmts(stmts):

@@ -56,8 +56,8 @@ import copy
 import re
 
 from . import _core
+from ._autodiff_nodes import SEP, _as_load, _loc, _nm
 
-SEP = "\u00b7"
 _TYPE = re.compile(r"array\[(\w+), (\d+)-D\]")
 _FLOAT = ("f32", "f64")
 _PLAIN_INT = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool")
@@ -87,25 +87,9 @@ def is_float(gen, name):
     return k is not None and k[0] in _FLOAT
 
 
-def _loc(new, old):
-    return ast.copy_location(new, old) if old is not None else new
-
-
-def _nm(id_, node, store=False):
-    return _loc(ast.Name(id=id_, ctx=ast.Store() if store else ast.Load()), node)
-
-
 def _sub(arr, idx, node, store=False):
     return _loc(ast.Subscript(value=_nm(arr, node), slice=copy.deepcopy(idx),
                               ctx=ast.Store() if store else ast.Load()), node)
-
-
-def _as_load(node):
-    node = copy.deepcopy(node)
-    for n in ast.walk(node):
-        if hasattr(n, "ctx"):
-            n.ctx = ast.Load()
-    return node
 
 
 def _assign(tgt, value, node):
@@ -183,7 +167,6 @@ def top_store(gen, s):
         raise gen.error(f"the local array '{arr}' made outside the parallel loops is given a differentiated value: "
                         f"not differentiated yet (compute it inside the loop)", s)
     return True
-
 
 
 def create(gen, name, value, fwd, acts, assigned, s):

@@ -42,6 +42,7 @@ import copy
 
 from . import _autodiff_local as _local
 from . import _core
+from ._autodiff_nodes import _c, _loc, _nm
 
 UNROLL = 16  # a vector fill of at most this many elements is written out element by element
 
@@ -83,10 +84,6 @@ def _creator_kinds():
     return out
 
 
-def _c(v, node):
-    return _local._loc(ast.Constant(value=v), node)
-
-
 def _arg(call, pos, kw):
     if len(call.args) > pos:
         return call.args[pos]
@@ -104,7 +101,7 @@ def _wider(sc, shape, ty, node):
             elts = [_c(d, node) for d in v]
         else:  # an int expression (the forward checked it is a constant one)
             elts = [copy.deepcopy(shape)]
-    return _local._loc(ast.Tuple(elts=elts + extra, ctx=ast.Load()), node)
+    return _loc(ast.Tuple(elts=elts + extra, ctx=ast.Load()), node)
 
 
 def create(sc, name, value, node):
@@ -121,7 +118,7 @@ def create(sc, name, value, node):
     if shape is None:
         raise sc.error(f"'{name}': a local array's shape is its creation's first argument", node)
     fill = _arg(value, 1, "fill_value") if what == "full" else None
-    comp = _local._nm(gen.use(getattr(_core, ty.dt), ty.dt), node)
+    comp = _nm(gen.use(getattr(_core, ty.dt), ty.dt), node)
     gen.local_types[name] = f"array[{ty.dt}, {nd + len(ty.shape)}-D]"
     sc.arr_nd[name] = nd
     np = _local._np()
@@ -134,10 +131,10 @@ def create(sc, name, value, node):
     elif what in ("ones", "full"):
         func = np.ones if what == "ones" else np.full
         args = [wide] + ([sc.scal(fill)] if what == "full" else []) + [comp]
-        return [_local._assign(_local._nm(name, node, True), _local._loc(ast.Call(
-            func=_local._nm(gen.use(func, what), node), args=args, keywords=[]), node), node)]
-    made = _local._assign(_local._nm(name, node, True), _local._loc(ast.Call(
-        func=_local._nm(gen.use(np.zeros, "zeros"), node), args=[wide, comp], keywords=[]), node), node)
+        return [_local._assign(_nm(name, node, True), _loc(ast.Call(
+            func=_nm(gen.use(func, what), node), args=args, keywords=[]), node), node)]
+    made = _local._assign(_nm(name, node, True), _loc(ast.Call(
+        func=_nm(gen.use(np.zeros, "zeros"), node), args=[wide, comp], keywords=[]), node), node)
     if stores_of is None:
         return [made]
     return [made] + _fill(sc, name, shape, nd, ty, stores_of, node)
@@ -154,7 +151,7 @@ def _fill(sc, name, shape, nd, ty, value, node):
         sc.n += 1
         held = f"sc{SEP}{sc.n}{SEP}fill"
         sc.alias[held] = (vt, cs)
-        value = _local._nm(held, node)
+        value = _nm(held, node)
     else:
         value = sc.bind([sc.scal(value)], Ty("v", (1,), ty.dt), node)[0]
     dims = _local._constant(sc.gen, shape)
@@ -169,15 +166,15 @@ def _fill(sc, name, shape, nd, ty, value, node):
     qs = [sc.gen.fresh("q") for _ in range(nd)]
     for q in qs:
         sc.gen.local_types[q] = "i64"
-    idx = _local._nm(qs[0], node) if nd == 1 else _local._loc(
-        ast.Tuple(elts=[_local._nm(q, node) for q in qs], ctx=ast.Load()), node)
+    idx = _nm(qs[0], node) if nd == 1 else _loc(
+        ast.Tuple(elts=[_nm(q, node) for q in qs], ctx=ast.Load()), node)
     body = sc.store(_local._sub(name, idx, node, True), copy.deepcopy(value), node)
     for d in reversed(range(nd)):
-        ext = _local._loc(ast.Subscript(value=_local._loc(ast.Attribute(
-            value=_local._nm(name, node), attr="shape", ctx=ast.Load()), node), slice=_c(d, node),
+        ext = _loc(ast.Subscript(value=_loc(ast.Attribute(
+            value=_nm(name, node), attr="shape", ctx=ast.Load()), node), slice=_c(d, node),
             ctx=ast.Load()), node)
-        rng = _local._loc(ast.Call(func=_local._nm("range", node), args=[ext], keywords=[]), node)
-        body = [_local._loc(ast.For(target=_local._nm(qs[d], node, True), iter=rng, body=body, orelse=[]), node)]
+        rng = _loc(ast.Call(func=_nm("range", node), args=[ext], keywords=[]), node)
+        body = [_loc(ast.For(target=_nm(qs[d], node, True), iter=rng, body=body, orelse=[]), node)]
     return body
 
 
@@ -187,20 +184,20 @@ def attribute(sc, e, ty):
     x = e.value.id
 
     def axis(d):
-        return _local._loc(ast.Subscript(value=_local._loc(ast.Attribute(
-            value=_local._nm(x, e), attr="shape", ctx=ast.Load()), e), slice=_c(d, e), ctx=ast.Load()), e)
+        return _loc(ast.Subscript(value=_loc(ast.Attribute(
+            value=_nm(x, e), attr="shape", ctx=ast.Load()), e), slice=_c(d, e), ctx=ast.Load()), e)
 
     k = len(ty.shape)
     if e.attr == "ndim":
-        return _local._loc(ast.BinOp(left=copy.deepcopy(e), op=ast.Sub(), right=_c(k, e)), e)
+        return _loc(ast.BinOp(left=copy.deepcopy(e), op=ast.Sub(), right=_c(k, e)), e)
     if e.attr == "size":
-        return _local._loc(ast.BinOp(left=copy.deepcopy(e), op=ast.FloorDiv(), right=_c(ty.size, e)), e)
+        return _loc(ast.BinOp(left=copy.deepcopy(e), op=ast.FloorDiv(), right=_c(ty.size, e)), e)
     if e.attr == "shape":
         nd = sc.array_ndim(x)
         if nd is None:
             raise sc.error(f"{ast.unparse(e)}: the shape of an array of vectors as a whole is not differentiated "
                            f"yet (write its extents, {x}.shape[0], ...)", e)
-        return _local._loc(ast.Tuple(elts=[axis(d) for d in range(nd)], ctx=ast.Load()), e)
+        return _loc(ast.Tuple(elts=[axis(d) for d in range(nd)], ctx=ast.Load()), e)
     return None
 
 
@@ -219,9 +216,9 @@ def shape_axis(sc, e, ty):
 def updated(tgt, s):
     """The value of `a[k] op= v` as `a[k] op v`: for a local array's element, whose components
     a complex product or a matrix product mixes (the store then holds them: `held`)."""
-    load = _local._loc(ast.Subscript(value=copy.deepcopy(tgt.value), slice=copy.deepcopy(tgt.slice),
+    load = _loc(ast.Subscript(value=copy.deepcopy(tgt.value), slice=copy.deepcopy(tgt.slice),
                                      ctx=ast.Load()), tgt)
-    return _local._loc(ast.BinOp(left=load, op=copy.deepcopy(s.op), right=copy.deepcopy(s.value)), s)
+    return _loc(ast.BinOp(left=load, op=copy.deepcopy(s.op), right=copy.deepcopy(s.value)), s)
 
 
 def held(sc, tgt, cs, ty, node):
@@ -237,12 +234,12 @@ def held(sc, tgt, cs, ty, node):
         parts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
         fresh = sc.fresh(Ty("v", (len(parts),), "i64"), node)
         for nm, p in zip(fresh, parts):
-            sc.pre.append(_local._assign(_local._nm(nm, node, True), sc.scal(p), node))
-        names = [_local._nm(nm, node) for nm in fresh]
-        idx = names[0] if len(names) == 1 else _local._loc(ast.Tuple(elts=names, ctx=ast.Load()), node)
+            sc.pre.append(_local._assign(_nm(nm, node, True), sc.scal(p), node))
+        names = [_nm(nm, node) for nm in fresh]
+        idx = names[0] if len(names) == 1 else _loc(ast.Tuple(elts=names, ctx=ast.Load()), node)
     if len(cs) > 1 and any(isinstance(n, ast.Name) and n.id == arr for c in cs for n in ast.walk(c)):
         fresh = sc.fresh(Ty("v", (len(cs),), ty.dt), node)
         for nm, c in zip(fresh, cs):
-            sc.pre.append(_local._assign(_local._nm(nm, node, True), c, node))
-        cs = [_local._nm(nm, node) for nm in fresh]
+            sc.pre.append(_local._assign(_nm(nm, node, True), c, node))
+        cs = [_nm(nm, node) for nm in fresh]
     return cs, idx

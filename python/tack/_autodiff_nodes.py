@@ -2,8 +2,9 @@
 
 Every module of reverse-mode differentiation writes new Python trees -- the adjoint generator
 (tack._autodiff), the inliner of @tack.func calls (tack._autodiff_inline), local arrays and
-replayed loops (tack._autodiff_local), collectives (tack._autodiff_blocks), decompositions
-(tack._autodiff_decomp) and the scalarizing rewrite (tack._autodiff_scalarize) -- and every node
+replayed loops (tack._autodiff_local, tack._autodiff_local_vec), collectives
+(tack._autodiff_blocks), decompositions (tack._autodiff_decomp), the gather form
+(tack._autodiff_gather) and the scalarizing rewrite (tack._autodiff_scalarize) -- and every node
 they make must carry the line of the source node it comes from, so that an error the compiler
 raises in the adjoint points at the user's line.  These builders do that in one place: each takes
 the node whose line the new one gets (or None, where there is none yet) and copies its location.

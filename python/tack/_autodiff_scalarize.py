@@ -54,8 +54,8 @@ import ast
 import copy
 
 from . import _autodiff_decomp, _autodiff_local_vec, _autodiff_quat, _autodiff_vecfuncs, _core
+from ._autodiff_nodes import SEP, _c, _loc, _nm
 
-SEP = "\u00b7"
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 
@@ -111,18 +111,6 @@ def _wider(a, b):
     if a.startswith("f") or b.startswith("f"):
         return "f32"
     return a
-
-
-def _loc(new, old):
-    return ast.copy_location(new, old) if old is not None else new
-
-
-def _c(v, node):
-    return _loc(ast.Constant(value=v), node)
-
-
-def _nm(name, node, store=False):
-    return _loc(ast.Name(id=name, ctx=ast.Store() if store else ast.Load()), node)
 
 
 def _bin(a, op, b, node):
