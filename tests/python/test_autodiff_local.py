@@ -10,50 +10,11 @@ import numpy as np
 import pytest
 
 import _suite
+from _adjoint_check import check as _check, fd as _fd
 import tack
 
 TAPS = 3
 _ALL = pytest.mark.skipif(not _suite.TEST_ALL, reason="one more kernel and its adjoint to build: under make test-all")
-
-
-def _fd(f, args, which, eps=1e-6):
-    """Central differences of f(*args) (a number) in args[which], element by element."""
-    x = args[which]
-    out = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        up = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
-        down = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
-        up[which][idx] += eps
-        down[which][idx] -= eps
-        out[idx] = (f(*up) - f(*down)) / (2 * eps)
-    return out
-
-
-def _check(kernel, args, diff, out, seed, extra=(), rtol=1e-6, atol=1e-8):
-    """kernel's adjoint (compiled and in debug mode, equal) against central differences of
-    sum(seed * out) in each parameter named in `diff`; `extra` are scalar arguments after the arrays."""
-    names = list(__import__("inspect").signature(kernel.__wrapped__).parameters)
-    debug = tack.kernel(kernel.__wrapped__, jit=False)
-    got = []
-    for k in (kernel, debug):
-        grads = {p: np.zeros_like(args[names.index(p)]) for p in diff}
-        grads[out] = seed.copy()
-        k.adjoint(*args, grads=grads)
-        got.append(grads)
-    for p in diff:
-        np.testing.assert_allclose(got[1][p], got[0][p], rtol=1e-13, atol=1e-15)
-    i_out = names.index(out)
-
-    def loss(*a):
-        a = list(a)
-        a[i_out] = np.zeros_like(a[i_out])
-        kernel(*a)
-        return float(np.sum(seed * a[i_out]))
-
-    for p in diff:
-        np.testing.assert_allclose(got[0][p], _fd(loss, list(args), names.index(p)), rtol=rtol, atol=atol,
-                                   err_msg=p)
-    return got[0]
 
 
 @tack.kernel
