@@ -1,4 +1,4 @@
-"""An adjoint checked against central finite differences: the helpers the local-array adjoint tests share.
+"""An adjoint checked against central finite differences: the helpers the adjoint tests share.
 
 test_autodiff_local.py (local arrays of floats, loops that carry values) and
 test_autodiff_local_vec.py (local arrays of vectors, matrices and complex numbers) check every
@@ -6,7 +6,8 @@ gradient the same way: the kernel's adjoint, compiled and in debug mode (jit=Fal
 with each other to rounding, and with central differences in f64 of the loss sum(seed * out),
 element by element of each differentiated parameter.  An array of vectors is passed to the
 kernel as a tack.array of its vector type made from its components ((n, 3) for vec3d), and its
-gradient is read as NumPy holds it, components and all.
+gradient is read as NumPy holds it, components and all.  The other adjoint tests
+(test_autodiff_blocks.py, test_autodiff_decomp.py) take their central differences from here too.
 """
 
 import inspect

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tack
+from _adjoint_check import fd
 
 TEST_ALL = os.environ.get("TACK_TEST_ALL") == "1"
 
@@ -55,12 +56,7 @@ def _loss(X):
 @pytest.mark.skipif(not TEST_ALL, reason="a blocks kernel of five collectives and its adjoint: under make test-all")
 def test_against_finite_differences_and_debug_mode():
     g = _grad(collectives, X, G)
-    num = np.zeros(128)
-    for j in range(128):
-        up, dn = X.copy(), X.copy()
-        up[j] += 1e-6
-        dn[j] -= 1e-6
-        num[j] = (_loss(up) - _loss(dn)) / 2e-6
+    num = fd(_loss, [X], 0)
     np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-6 * np.abs(num).max())
     np.testing.assert_array_equal(_grad(collectives_py, X, G), g)
 
@@ -155,11 +151,6 @@ def test_a_collective_beside_neighbour_reads():
             k(X, o)
             return float((o * G2).sum())
 
-        num = np.zeros_like(X2)
-        for idx in np.ndindex(X2.shape):
-            up, dn = X2.copy(), X2.copy()
-            up[idx] += 1e-6
-            dn[idx] -= 1e-6
-            num[idx] = (loss(up) - loss(dn)) / 2e-6
+        num = fd(loss, [X2], 0)
         np.testing.assert_allclose(gx, num, rtol=1e-6, atol=1e-6 * np.abs(num).max())
     np.testing.assert_array_equal(got[0], got[1])
