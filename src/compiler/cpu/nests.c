@@ -95,6 +95,11 @@
  * the test runs with its checks, and the C compiler's time on such a kernel
  * grows by about half rather than doubling.
  *
+ * The test runs once per row, but most of it does not depend on the row:
+ * its conjuncts are kept once each, and those made of constants, extents
+ * and frame locals go into a frame local computed once before the parallel
+ * loop (hoist_test), so a row tests that local and its own index.
+ *
  * The copies carry a comment that names the transformation (emit.c prints
  * a block's `str`).  TACK_NESTS=0 in the environment turns the pass off, for
  * tests that compare with the untransformed code; TACK_OPT=0 does too.  The
