@@ -539,3 +539,35 @@ def test_which_loops_read_records():
     assert "tk_pfor0_r" not in rec_cols.generated_source(np.zeros((4, 3)), np.zeros(4))  # a column per j
     assert "tk_pfor0_r" not in scale3.generated_source(tack.zeros(4, tack.vec3), tack.zeros(4, tack.vec3), 2.0)
     assert "tk_pfor0_r" not in rec_dist.generated_source(f2, 0.0, 0.0, f, target="cuda")
+
+
+@tack.kernel
+def rec_nd_div(p, d, out):
+    for i, j in tack.ndrange(out.shape[0], out.shape[1]):
+        out[i, j] = p[i, j, 0] * p[i, j, 2] + p[(i + j) // d, j, 1]
+
+
+@tack.kernel
+def rec_hist(p, h):
+    for i in range(p.shape[0]):
+        h[int(p[i, 1]) % 4] += p[i, 0]
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_record_version_with_other_versions(extra):
+    """The record version beside an ndrange's rows and fast divisions, and beside private
+    histograms: each combination gives the answers of the usual function (extra columns)."""
+    r = np.random.default_rng(extra)
+    p = r.random((7, 9, 3 + extra)).astype(np.float32)
+    out = np.zeros((7, 9), np.float32)
+    rec_nd_div(p, 3, out)
+    i, j = np.meshgrid(range(7), range(9), indexing="ij")
+    np.testing.assert_array_equal(out, p[:, :, 0] * p[:, :, 2] + p[(i + j) // 3, j, 1])
+    q = np.stack([r.random(50000), r.integers(0, 9, 50000)] + [r.random(50000)] * extra, 1).astype(np.float32)
+    h = np.zeros(4, np.float32)
+    rec_hist(q, h)
+    ref = np.zeros(4)
+    np.add.at(ref, q[:, 1].astype(int) % 4, q[:, 0].astype(np.float64))
+    np.testing.assert_allclose(h, ref, rtol=1e-4)
+    if OPTIMIZED:
+        assert "tk_pfor0_r" in rec_hist.generated_source(q, h) and "tk_pfor0_r" in rec_nd_div.generated_source(p, 3, out)
