@@ -550,3 +550,42 @@ def test_negative_start_still_wraps(lo):
     on, off = _both(from_start, x, lo, np.zeros(5))
     want = np.array([sum(x[i, j] for j in range(lo, 9)) for i in range(5)])
     assert np.array_equal(on[2], want) and np.array_equal(off[2], want)
+
+
+# ------------------------------------------- the test's fixed part, once per launch
+def row_update(a, k, m):  # lu_step's row update to a column m given at run time
+    for i in tack.independent(range(k + 1, a.shape[0])):
+        lv = a[i, k] / a[k, k]
+        for j in range(k + 1, m):
+            a[i, j] = a[i, j] - lv * a[k, j]
+
+
+@needs_pass
+def test_fixed_part_of_the_test_once_per_launch():
+    """Of LU's row test only the row's own index stays in the rows' loop: the bounds of
+    k + 1 and n (lowering's temporaries for the range, read through their values) are
+    tested once, into a frame local assigned before the parallel loop."""
+    src = tack.kernel(lu_step).generated_source(np.eye(8, dtype=np.float32), 1)
+    entry = src[src.index("void tack_entry("):]
+    assert "tk_rows_ok = (" in entry and entry.index("tk_rows_ok = (") < entry.index("abi->parallel_for")
+    row = src.split("index checks tested once (nests.c)", 1)[0].rsplit("if (", 1)[1]
+    assert "tk_rows_ok" in row and "a0_s1" not in row and "v8_t3" not in row and "v2_i" in row
+
+
+@pytest.mark.parametrize("m", [0, 5, 8, 9, 12])
+def test_fixed_part_failing_runs_the_loop_as_written(m):
+    """m past the last column fails the fixed part: every row runs as written and raises
+    the same IndexError after the same writes as without the pass."""
+    a = np.random.default_rng(m).random((8, 8)) + 8 * np.eye(8)
+    if m <= 8:
+        on, off = _both(row_update, a, 2, m)
+        want = a.copy()
+        want[3:, 3:m] -= np.multiply.outer(want[3:, 2] / want[2, 2], want[2, 3:m])
+        assert np.array_equal(on[0], want) and np.array_equal(off[0], want)
+        return
+    on, off = a.copy(), a.copy()
+    msgs = [_message(tack.kernel(row_update), [on, 2, m])]
+    with tack.config.override(nests=False):
+        msgs.append(_message(tack.kernel(row_update), [off, 2, m]))
+    assert msgs[0] == msgs[1] and "index 8" in msgs[0]
+    assert np.array_equal(on, off)

@@ -477,3 +477,97 @@ def test_neighbour_indices_share_a_row_base():
     assert "if (jb_ == 0 && je_ == inner_) {" in body and "for (int64_t j_ = 0; j_ < inner_; j_++)" in body
     # every access is the row base plus a constant offset (in both copies)
     assert body.count("(v0_i) * a0_s1 * a0_s2 + (v1_j) * a0_s2 + (v2_k) + (") == 12
+
+
+@tack.kernel
+def rec_dist(loc, lat, lng, dist):
+    for i in range(dist.shape[0]):
+        a = loc[i, 0] - lat
+        b = loc[i, 1] - lng
+        dist[i] = math.sqrt(a * a + b * b)
+
+
+@tack.kernel
+def rec_swap(p, q):
+    for i in range(p.shape[0]):
+        q[i, 0] = p[i, 2]
+        q[i, 1] = p[i, 1]
+        q[i, 2] = p[i, 0] + p[i, 1]
+
+
+@tack.kernel
+def rec_cols(a, out):
+    for i in range(out.shape[0]):
+        t = 0.0
+        for j in range(a.shape[1]):
+            t += a[i, j]
+        out[i] = t + a[i, 0]
+
+
+@pytest.mark.parametrize("n", [0, 1, 17, 100003])
+def test_record_arrays_match_numpy(n):
+    """Records read and written at constant columns (emit_cpu.c, record_arrays): the version for
+    records of the length read, and the usual one for longer records, give the same answers."""
+    r = np.random.default_rng(n)
+    for cols in (2, 3, 5):  # 2: the record version; 3 and 5: columns the kernel does not read
+        loc = r.uniform(-90, 90, (n, cols)).astype(np.float32)
+        dist = np.zeros(n, np.float32)
+        rec_dist(loc, np.float32(30.0), np.float32(90.0), dist)
+        a, b = loc[:, 0] - np.float32(30.0), loc[:, 1] - np.float32(90.0)
+        np.testing.assert_array_equal(dist, np.sqrt(a * a + b * b))
+    for cols in (3, 4):
+        p = r.random((n, cols)).astype(np.float32)
+        q = np.full((n, cols), -1.0, np.float32)
+        rec_swap(p, q)
+        ref = np.full((n, cols), -1.0, np.float32)
+        ref[:, 0], ref[:, 1], ref[:, 2] = p[:, 2], p[:, 1], p[:, 0] + p[:, 1]
+        np.testing.assert_array_equal(q, ref)
+
+
+def test_record_arrays_too_short_still_raise():
+    with pytest.raises(IndexError, match="1"):
+        rec_dist(np.zeros((5, 1), np.float32), 0.0, 0.0, np.zeros(5, np.float32))
+
+
+@pytest.mark.optimized_source
+def test_which_loops_read_records():
+    f2, f = np.zeros((4, 2), np.float32), np.zeros(4, np.float32)
+    src = rec_dist.generated_source(f2, 0.0, 0.0, f)
+    assert "static void tk_pfor0_r(" in src and "(1 && a0_s1 == 2) ? tk_pfor0_r : tk_pfor0" in src
+    src = rec_swap.generated_source(np.zeros((4, 3), np.float32), np.zeros((4, 3), np.float32))
+    assert "a0_s1 == 3 && a1_s1 == 3" in src
+    assert "tk_pfor0_r" not in rec_cols.generated_source(np.zeros((4, 3)), np.zeros(4))  # a column per j
+    assert "tk_pfor0_r" not in scale3.generated_source(tack.zeros(4, tack.vec3), tack.zeros(4, tack.vec3), 2.0)
+    assert "tk_pfor0_r" not in rec_dist.generated_source(f2, 0.0, 0.0, f, target="cuda")
+
+
+@tack.kernel
+def rec_nd_div(p, d, out):
+    for i, j in tack.ndrange(out.shape[0], out.shape[1]):
+        out[i, j] = p[i, j, 0] * p[i, j, 2] + p[(i + j) // d, j, 1]
+
+
+@tack.kernel
+def rec_hist(p, h):
+    for i in range(p.shape[0]):
+        h[int(p[i, 1]) % 4] += p[i, 0]
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_record_version_with_other_versions(extra):
+    """The record version beside an ndrange's rows and fast divisions, and beside private
+    histograms: each combination gives the answers of the usual function (extra columns)."""
+    r = np.random.default_rng(extra)
+    p = r.random((7, 9, 3 + extra)).astype(np.float32)
+    out = np.zeros((7, 9), np.float32)
+    rec_nd_div(p, 3, out)
+    i, j = np.meshgrid(range(7), range(9), indexing="ij")
+    np.testing.assert_array_equal(out, p[:, :, 0] * p[:, :, 2] + p[(i + j) // 3, j, 1])
+    q = np.stack([r.random(50000), r.integers(0, 9, 50000)] + [r.random(50000)] * extra, 1).astype(np.float32)
+    h = np.zeros(4, np.float32)
+    rec_hist(q, h)
+    ref = np.zeros(4)
+    np.add.at(ref, q[:, 1].astype(int) % 4, q[:, 0].astype(np.float64))
+    np.testing.assert_allclose(h, ref, rtol=1e-4)
+    if OPTIMIZED:
+        assert "tk_pfor0_r" in rec_hist.generated_source(q, h) and "tk_pfor0_r" in rec_nd_div.generated_source(p, 3, out)
