@@ -79,6 +79,43 @@ static int format_dtype(const char *fmt, tack_dtype *out) {
     }
 }
 
+/* The launch's fast path for an exact numpy.ndarray that is not asked to be
+ * writable (a kernel argument): one export asking for no writable buffer,
+ * which spares NumPy's writability checks (PyArray_FailUnlessWriteable) and,
+ * for a read-only array, the failed first request and its exception.  NumPy
+ * fills `readonly` from the array's flags whatever was asked, so a writable
+ * array comes back as the general path would have it.  A read-only one --
+ * or one NumPy warns about on writing (np.broadcast_arrays' results), which
+ * it reports read-only too -- is handed back (-1, no exception) to the
+ * general path, which asks for a writable buffer first as before, warning
+ * included; so is an array whose export fails (an ml_dtypes bfloat16 array,
+ * exported through its bits).  0 with the view held. */
+static int borrow_ndarray(PyObject *obj, Py_buffer *view) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (view->readonly) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+int tpy_learn_ndarray(tpy_state *st, PyObject *obj) {
+    PyTypeObject *tp = Py_TYPE(obj);
+    PyObject *np, *nd;
+    if (st->ndarray || strcmp(tp->tp_name, "numpy.ndarray") != 0)
+        return 0;
+    if (!(np = tpy_numpy(st)) || !(nd = PyObject_GetAttrString(np, "ndarray")))
+        return -1;
+    if (nd == (PyObject *)tp)
+        st->ndarray = (PyTypeObject *)nd; /* the state's reference (module.c clears it) */
+    else
+        Py_DECREF(nd);
+    return 0;
+}
+
 tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable, int allow_strided) {
     held_buffer *h = tack_malloc(sizeof *h);
     tack_array *arr = NULL;
@@ -87,7 +124,9 @@ tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int wa
         PyErr_NoMemory();
         return NULL;
     }
-    if (tpy_get_buffer(st, obj, &h->view, PyBUF_RECORDS | PyBUF_FORMAT, &bf16) < 0) {
+    if (!want_writable && Py_TYPE(obj) == st->ndarray && borrow_ndarray(obj, &h->view) == 0) {
+        /* a writable NumPy array, exported without the writable request's checks */
+    } else if (tpy_get_buffer(st, obj, &h->view, PyBUF_RECORDS | PyBUF_FORMAT, &bf16) < 0) {
         if (want_writable && !PyErr_ExceptionMatches(PyExc_BufferError))
             goto fail;
         PyErr_Clear();

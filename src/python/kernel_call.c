@@ -88,9 +88,22 @@ int kcall_init(kcall *c, Py_ssize_t n) {
 }
 
 void kcall_fini(kcall *c) {
+    tpy_stashed_error e;
+    int stashed = 0;
+    /* tpy_array_release's work once for all the call's borrowed arrays: after a refusal its exception
+     * is pending, and is put aside while the borrowed buffers are released */
     for (Py_ssize_t i = 0; i < c->n; i++)
-        if (c->temps[i]) /* after a refusal, its exception is pending */
-            tpy_array_release(c->temps[i]);
+        if (c->temps[i]) {
+            if (!stashed) {
+                tpy_error_stash(&e);
+                stashed = 1;
+            }
+            tack_array_release(c->temps[i]);
+            if (PyErr_Occurred()) /* as tpy_error_unstash reports it, one release at a time */
+                PyErr_WriteUnraisable(NULL);
+        }
+    if (stashed)
+        tpy_error_unstash(&e);
     if (c->heap)
         PyMem_Free(c->heap);
 }
@@ -354,6 +367,13 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
     }
     if (tpy_array_check(k->st, obj)) {
         arr = ((TackArrayObject *)obj)->arr;
+    } else if (Py_TYPE(obj) == k->st->ndarray) {
+        /* an exact NumPy array, before the scalar checks below (which walk its type's bases and
+         * compare its type's name, none of which it can match): borrowed as any buffer is */
+        arr = tpy_wrap_buffer(k->st, obj, -1, 0, 1);
+        if (!arr)
+            return reraise_for_param(k, i);
+        c->temps[i] = arr;
     } else if (PyFloat_Check(obj)) {
         t->dtype = TACK_F64;
         t->weak = 1;
@@ -371,6 +391,8 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         v->scalar.z[1] = z.imag;
         return 0;
     } else if (PyObject_CheckBuffer(obj)) {
+        if (tpy_learn_ndarray(k->st, obj) < 0)
+            return -1;
         arr = tpy_wrap_buffer(k->st, obj, -1, 0, 1);
         if (!arr)
             return reraise_for_param(k, i);

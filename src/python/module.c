@@ -533,6 +533,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->autodiff);
     Py_VISIT(st->tape);
     Py_VISIT(st->numpy);
+    Py_VISIT(st->ndarray);
     Py_VISIT(st->dlpack_strs);
     Py_VISIT(st->getsignal);
     Py_VISIT(st->default_int_handler);
@@ -560,6 +561,7 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->autodiff);
     Py_CLEAR(st->tape);
     Py_CLEAR(st->numpy);
+    Py_CLEAR(st->ndarray);
     Py_CLEAR(st->dlpack_strs);
     Py_CLEAR(st->getsignal);
     Py_CLEAR(st->default_int_handler);

@@ -54,6 +54,9 @@ typedef struct {
     PyObject *tape;                     /* NULL, or while a tack.Tape records: called with (kernel,
                                            args, kwargs) after each launch (_core._set_tape) */
     PyObject *numpy;                    /* the numpy module, imported on first use */
+    PyTypeObject *ndarray;              /* numpy.ndarray, learnt from the first kernel argument of
+                                           that type (tpy_learn_ndarray): the launch's fast path for
+                                           exact NumPy arrays compares types with it */
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
     PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */
     PyObject *default_int_handler;      /* _signal.default_int_handler */
@@ -109,6 +112,9 @@ tack_device *tpy_device_from_object(tpy_state *st, PyObject *obj);
 /* allow_strided (a kernel argument): a non-contiguous buffer becomes a strided
  * view (tack_array_wrap_strided) instead of a BufferError. */
 tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable, int allow_strided);
+/* Remember obj's type as st->ndarray when it is numpy.ndarray itself (not a subclass); 0, or -1
+ * with an exception. */
+int tpy_learn_ndarray(tpy_state *st, PyObject *obj);
 /* dtype.c: the NumPy dtype of scalar dtype `scalar` (a new reference): bf16's
  * is ml_dtypes.bfloat16, imported here; NumPy has none, so without ml_dtypes
  * a TypeError says how else bf16 data comes and goes. */

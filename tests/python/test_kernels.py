@@ -3,6 +3,7 @@
 import inspect
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -429,6 +430,57 @@ def test_reference_counts_stay_put():
     after = [sys.getrefcount(x) for x in (a, b, s, t, touch)]
     assert before == after
     assert (a == 1 + 2.5 + 123456789).all()
+
+
+def test_numpy_borrow_paths_release_each_export_once():
+    """Every kind of NumPy argument the launch borrows (an exact writable ndarray on the fast path,
+    a read-only one and a warn-on-write one on the general path, a subclass, a strided view, a
+    0-d array) is exported and released once per call: reference counts stay put."""
+
+    @tack.kernel
+    def add(src, dst):
+        for i in range(dst.shape[0]):
+            dst[i] = dst[i] + src[i]
+
+    class Sub(np.ndarray):
+        pass
+
+    dst = np.zeros(4)
+    ro = np.arange(4.0)
+    ro.flags.writeable = False
+    warned, _ = np.broadcast_arrays(np.ones(4), np.ones((2, 4)))
+    srcs = [np.ones(4), ro, np.ones(8)[::2], np.ones(4).view(Sub)]
+    objs = srcs + [dst]
+    add(srcs[0], dst)
+    before = [sys.getrefcount(x) for x in objs]
+    for _ in range(200):
+        for src in srcs:
+            add(src, dst)
+    del src  # the loop's reference
+    with warnings.catch_warnings():  # NumPy warns when such an array is exported writable, as before
+        warnings.simplefilter("ignore")
+        add(warned[0], dst)
+    assert [sys.getrefcount(x) for x in objs] == before
+    assert (dst == 1 + 200 * (3 + np.arange(4.0)) + 1).all()
+    with pytest.raises(ValueError, match="'dst'.*read-only"):
+        add(dst, ro)
+    assert [sys.getrefcount(x) for x in objs] == before
+
+
+def test_numpy_data_pointer_read_at_every_call():
+    """The launch keeps no NumPy pointer or export between calls: an array resized in place (a new
+    buffer, which NumPy refuses while any export is held) is seen at its new address and size."""
+
+    @tack.kernel
+    def fill(a, v):
+        for i in range(a.shape[0]):
+            a[i] = v
+
+    a = np.zeros(4)
+    fill(a, 1.0)
+    a.resize(1000, refcheck=False)
+    fill(a, 2.0)
+    assert a.shape == (1000,) and (a == 2.0).all()
 
 
 def test_errors_do_not_leak_references():
