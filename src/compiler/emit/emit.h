@@ -120,6 +120,7 @@ TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
 TK_HIDDEN void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
+TK_HIDDEN int em_lanes_ok(tk_emitter *e, const tk_ir *s);
 /* emit_inner.c: a CPU chunk's innermost loop, for emit_cpu.c.  em_carried_locals: the parallel
  * loop s's locals whose values live across its iterations (1 in the result, indexed by local);
  * em_verify_prefix: the number of statements of s's body whose checks are verified a block ahead
