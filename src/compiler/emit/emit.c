@@ -700,7 +700,7 @@ void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk) {
  * kernels' bodies are 14-274 nodes), or one whose plain copy runs in SIMD
  * lanes (a 27-point stencil row of 509 nodes: 1.08x slower strip-mined).  A
  * larger scalar body gains nothing from it (the adjoint of a bead chain,
- * bodies of 422-1203 nodes: 0.93x, strip-mined the faster), and there the
+ * bodies of 422-1203 nodes: 0.86x the time without), and there the
  * copy was a quarter of the C.  No other serial loop has a second copy
  * here: a nest grows by one copy of each small innermost body, never by a
  * factor per level. */
