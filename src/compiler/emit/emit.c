@@ -661,11 +661,12 @@ static int has_loop(const tk_ir *x) {
     return 0;
 }
 
-/* Whether x has at most *left nodes, counting them off (emit_for's budget). */
-static int within(const tk_ir *x, int *left) {
+/* Whether x has at most *left nodes, counting them off (the budgets of
+ * emit_for and emit_cpu.c's histogram versions). */
+int em_within(const tk_ir *x, int *left) {
     if (--*left < 0) return 0;
     for (int i = 0; i < x->n; i++)
-        if (!within(x->k[i], left)) return 0;
+        if (!em_within(x->k[i], left)) return 0;
     return 1;
 }
 
@@ -719,7 +720,7 @@ static void emit_for(tk_emitter *e, tk_ir *s) {
         to = "n";
     }
     int left = TK_PLAIN_BODY_MAX;
-    if (poll && s->aux == 0 && !has_loop(s->k[3]) && (within(s->k[3], &left) || (from && em_lanes_ok(e, s)))) { /* one strip: a plain loop */
+    if (poll && s->aux == 0 && !has_loop(s->k[3]) && (em_within(s->k[3], &left) || (from && em_lanes_ok(e, s)))) { /* one strip: a plain loop */
         if (from) {
             /* an empty loop goes to the other copy, which does nothing: OpenMP
              * leaves a lastprivate local undefined after no iterations */

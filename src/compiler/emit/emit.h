@@ -114,6 +114,8 @@ TK_HIDDEN void em_poll_budget(tk_emitter *e);
 TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
 /* emit.c: a serial loop's body with its variable, closing the loop's brace */
 TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
+/* emit.c: whether IR x has at most *left nodes, counting them off */
+TK_HIDDEN int em_within(const tk_ir *x, int *left);
 /* emit_lanes.c: @tack.func specialization si can run in SIMD lanes once inlined */
 TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
 /* emit_blocks.c: the chunk of a blocks loop (tack.blocks): its blocks, their threads split at barriers */
