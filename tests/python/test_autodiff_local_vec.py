@@ -479,3 +479,23 @@ def test_refusals_name_the_line(fn, words, jit):
     lines, first = inspect.getsourcelines(fn)
     want = first + next(n for n, line in enumerate(lines) if "REFUSE" in line)
     assert f"line {want}" in str(err.value) or err.value.lineno == want, str(err.value)
+
+
+@pytest.mark.optimized_source
+def test_a_large_adjoint_is_written_in_two_histogram_versions_not_three():
+    """The adjoint of `beads` scatters into several gradient arrays (histograms, privatize.c) from
+    a body of about 21,600 IR nodes: the CPU writes its loop adding into private copies choosing
+    per add, and with the atomics, but not a third time adding into every copy (emit_cpu.c,
+    TK_HIST_ALL_MAX): that third copy was a third of the C (1.28 -> 0.84 MB). A small body with
+    two histograms keeps all three (test_privatize.py's count_and_weigh)."""
+    from tack import _autodiff_run
+
+    args = (tack.zeros(4, tack.vec3d), tack.zeros(4, tack.vec3d), np.ones(2), 5, 0.05, tack.zeros(2, tack.vec3d))
+    adj, bound, names, kinds = _autodiff_run.build(beads, args, {})
+    varr = _autodiff_run._varr(beads, bound, kinds)
+    a, _kw = _autodiff_run._adjoint_args(bound, varr)
+    grads = [_autodiff_run._scalar_grad(bound, kinds) if kinds[p][0] == "fscalar"
+             else _autodiff_run._components(_autodiff_run._zeros_like(bound.arguments[p]), varr[p], p) if p in varr
+             else np.zeros_like(bound.arguments[p]) for p in names]
+    src = adj.generated_source(*a, *grads, target="c")
+    assert "per-chunk private histogram" in src and "hall_" not in src

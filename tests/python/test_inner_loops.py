@@ -174,3 +174,105 @@ def test_dependent_iterations_stay_in_order(kernel, pykernel, make):
     pykernel(*want)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+# ---- how much of a nest is written twice (emit.c, TK_PLAIN_BODY_MAX)
+
+PLAIN = "<= (uint64_t)TK_STRIP) {"  # the plain copy of a step-1 loop
+
+
+def _long_body(x, n, out):
+    for i in range(out.shape[0]):
+        s = x[i, 0]
+        t = x[i, 1]
+        for k in range(n):  # a long scalar body, carried: past the budget, strips only
+            s = s * 0.5 + x[i, k % 7] * 1.25 - t
+            t = t * 0.25 + s * x[i, (k + 1) % 7]
+            s = s - t * x[i, (k + 2) % 7] + 0.125
+            t = t + s * 0.75 - x[i, (k + 3) % 7]
+            s = s * 0.5 + x[i, (k + 4) % 7] * t
+            t = t * 0.25 - s + x[i, (k + 5) % 7]
+            s = s + t * x[i, (k + 6) % 7] - 0.5
+            t = t - s * 0.125 + x[i, k % 7]
+            s = s * 0.75 + t * x[i, (k + 1) % 7]
+            t = t * 0.5 - s * x[i, (k + 2) % 7]
+            s = s * 0.5 + x[i, k % 7] * 1.25 - t
+            t = t * 0.25 + s * x[i, (k + 1) % 7]
+            s = s - t * x[i, (k + 2) % 7] + 0.125
+            t = t + s * 0.75 - x[i, (k + 3) % 7]
+            s = s * 0.5 + x[i, (k + 4) % 7] * t
+            t = t * 0.25 - s + x[i, (k + 5) % 7]
+            s = s + t * x[i, (k + 6) % 7] - 0.5
+            t = t - s * 0.125 + x[i, k % 7]
+            s = s * 0.75 + t * x[i, (k + 1) % 7]
+            t = t * 0.5 - s * x[i, (k + 2) % 7]
+        out[i] = s + t
+
+
+def _short_body(x, n, out):
+    for i in range(out.shape[0]):
+        s = x[i, 0]
+        for k in range(n):  # the same loop with one statement: both copies
+            s = s * 0.5 + x[i, k % 7] * 1.25
+        out[i] = s
+
+
+long_body, long_body_py = _both(_long_body)
+short_body, short_body_py = _both(_short_body)
+
+
+@pytest.mark.optimized_source
+@pytest.mark.parametrize("n", [0, 1, 9])
+def test_a_long_scalar_body_is_written_once_with_python_s_answer(n):
+    x = np.random.default_rng(n).random((3, 7))
+    assert PLAIN in short_body.generated_source(x, n, np.zeros(3), target="c")
+    assert PLAIN not in long_body.generated_source(x, n, np.zeros(3), target="c")
+    for k, kp in ((long_body, long_body_py), (short_body, short_body_py)):
+        got, want = np.zeros(3), np.zeros(3)
+        k(x, n, got)
+        kp(x, n, want)
+        np.testing.assert_array_equal(got, want)
+
+
+def _nest1(x, n, y):
+    for i in range(y.shape[0]):
+        s = 0.0
+        for a in range(n):
+            s = s * 0.5 + x[i, a]
+        y[i] = s
+
+
+def _nest5(x, n, y):
+    for i in range(y.shape[0]):
+        s = 0.0
+        for a in range(n):
+            for b in range(n):
+                for c in range(n):
+                    for d in range(n):
+                        for e in range(n):
+                            s = s * 0.5 + x[i, a] + x[i, b] + x[i, c] + x[i, d] + x[i, e]
+        y[i] = s
+
+
+nest1, nest1_py = _both(_nest1)
+nest5, nest5_py = _both(_nest5)
+
+
+@pytest.mark.optimized_source
+def test_a_deep_nest_has_one_plain_copy_and_linear_source():
+    """Five serial loops deep: only the innermost has a second copy, so the C grows by a loop
+    level's lines per level (2.6x the one-loop kernel's C, prelude included), not by a factor per
+    level (2^4 = 16x more if each level were written twice); Python's results."""
+    x = np.random.default_rng(5).random((3, 4))
+    one = nest1.generated_source(x, 3, np.zeros(3), target="c")
+    five = nest5.generated_source(x, 3, np.zeros(3), target="c")
+    # one innermost loop, in each of the nest's two versions (its checks tested once, and as
+    # written: nests.c), and no other loop with a second copy
+    assert one.count(PLAIN) == 1 and five.count(PLAIN) <= 2
+    assert five.count("for (int64_t k") <= 2 * 5 + 2
+    assert len(five) < 4 * len(one), (len(one), len(five))
+    for n in (0, 1, 3):
+        got, want = np.zeros(3), np.zeros(3)
+        nest5(x, n, got)
+        nest5_py(x, n, want)
+        np.testing.assert_array_equal(got, want)

@@ -217,6 +217,7 @@ def test_count_and_weights_both_privatized():
     src = count_and_weigh.generated_source(keys, np.zeros(4), np.zeros(16, np.int32), np.zeros(16))
     assert src.count(MARKER) == 2
     assert "per-chunk private histogram of a2 " in src and "per-chunk private histogram of a3 " in src
+    assert "hall_" in src  # a small body: also the version adding into both copies without a choice
 
 
 @pytest.mark.parametrize("n,bins,sbins", [(200_000, 256, 256), (300_000, 16384, 8000), (300_000, 40, 20_000),

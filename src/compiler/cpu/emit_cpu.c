@@ -48,7 +48,9 @@
  *     two independent add chains;
  *   - a loop with a histogram array (privatize.c) is written twice more
  *     over: adding into a private copy on the chunk's stack when the array
- *     is small and the chunk long, and with the atomics otherwise.
+ *     is small and the chunk long, and with the atomics otherwise (with
+ *     several histogram arrays, a third time, adding into every copy without
+ *     a choice per add, for a body of at most TK_HIST_ALL_MAX IR nodes).
  *
  * and a loop that reads records -- an array whose last axis it indexes only
  * by constants, `loc[i, 0]` and `loc[i, 1]` -- gets a second chunk function
@@ -65,6 +67,11 @@
 
 #include "compiler/compiler.h"
 #include "compiler/emit/emit.h"
+
+/* The most IR nodes in the body of a parallel loop with several histogram
+ * arrays that gets the version adding into all of their copies besides the
+ * one choosing per add (pfor_chunk). */
+#define TK_HIST_ALL_MAX 4000
 
 /* -------------------------------------------------------------- arrays */
 /* The array parameters' data pointers and extents, from the launch's
@@ -604,7 +611,16 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
             if (s->hist >> h & 1) P(e, " || hu%d_", h);
         P(e, ") {\n");
         e->ind++;
-        if (nh > 1) { /* every copy kept: the loop without a choice per add */
+        /* with several arrays, the version adding into every copy -- a third
+         * copy of the loop -- only for a body of at most TK_HIST_ALL_MAX nodes:
+         * an adjoint's body is tens of thousands of nodes, and there the
+         * third copy was a third of the C (a bead chain's adjoint 2.20 ->
+         * 1.44 MB, C-compiler CPU 3.8 -> 2.3 s) for 0-1% of the run time where
+         * the copies are kept (a tetrahedron's adjoint, 4,136 nodes); 2-3% in
+         * a 1,078-node one, which keeps it */
+        int left = TK_HIST_ALL_MAX;
+        int all = nh > 1 && em_within(s->k[s->aux], &left);
+        if (all) { /* every copy kept: the loop without a choice per add */
             I(e); P(e, "const tk_bool hall_ = 1");
             for (int h = 0; h < 63; h++)
                 if (s->hist >> h & 1) P(e, " && hu%d_", h);
@@ -618,7 +634,7 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
                     ctype(e, hdt), h, (long long)(2 * cap), h, h, h, h, h, h, h, h, h);
             I(e); P(e, "if (hu%d_ && !hs%d_) for (int64_t h_ = 0; h_ < 2 * hn%d_; h_++) hb%d_[h_] = 0;\n", h, h, h, h);
         }
-        if (nh > 1) {
+        if (all) {
             I(e); P(e, "if (hall_) {\n");
             e->ind++;
             e->hist = s->hist;
@@ -631,7 +647,7 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
             e->ind--;
             I(e); P(e, "}\n");
         } else {
-            e->hist = s->hist;
+            e->hist = nh > 1 ? s->hist | (uint64_t)1 << 63 : s->hist;
             pfor_versions(e, s);
         }
         e->hist = 0;

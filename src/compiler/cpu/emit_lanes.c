@@ -186,6 +186,14 @@ static int simd_inner_ok(tk_emitter *e, const tk_ir *s, unsigned char **assigned
     return simd_stmts_ok(&z, s->k[3], &stored) && stored;
 }
 
+/* Whether the plain copy of serial loop s would run in SIMD lanes
+ * (em_plain_in_lanes), asked before it is written: emit_for keeps that
+ * copy for such a loop whatever the size of its body. */
+int em_lanes_ok(tk_emitter *e, const tk_ir *s) {
+    unsigned char *assigned = NULL;
+    return simd_inner_ok(e, s, &assigned);
+}
+
 /* The widest stored element's bytes (the body's stores are of scalars:
  * simd_expr_ok). */
 static int simd_store_bytes(const tk_ir *x) {

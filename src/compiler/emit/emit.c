@@ -53,6 +53,10 @@
 #include "compiler/compiler.h"
 #include "compiler/emit/emit.h"
 
+/* The most IR nodes in the body of an innermost loop that gets a plain copy
+ * beside its strips, unless that copy runs in SIMD lanes (emit_for). */
+#define TK_PLAIN_BODY_MAX 300
+
 void em_printf(tk_emitter *e, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -657,6 +661,15 @@ static int has_loop(const tk_ir *x) {
     return 0;
 }
 
+/* Whether x has at most *left nodes, counting them off (the budgets of
+ * emit_for and emit_cpu.c's histogram versions). */
+int em_within(const tk_ir *x, int *left) {
+    if (--*left < 0) return 0;
+    for (int i = 0; i < x->n; i++)
+        if (!em_within(x->k[i], left)) return 0;
+    return 1;
+}
+
 /* The loop variable and body of serial loop s, counter k<c>. */
 void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk) {
     int saved_brk = e->brk;
@@ -680,7 +693,18 @@ void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk) {
  * for longer trips.  GCC compiles the loop nested in the strip loop worse:
  * a 7-point stencil written with nested loops (38-element rows, f64, one
  * thread, the generated C alone, in alternation) ran 46-60 us strip-mined
- * and 41-50 us as a plain loop, the hand-written loop 39-50 us. */
+ * and 41-50 us as a plain loop, the hand-written loop 39-50 us.
+ *
+ * The plain copy is the body once more, so it is written only where it is
+ * measured to pay: a body of at most TK_PLAIN_BODY_MAX IR nodes (Cholesky's
+ * 21-node row ran 1.25x slower strip-mined, softmax's 1.05x; the 21 cold
+ * kernels' bodies are 14-274 nodes), or one whose plain copy runs in SIMD
+ * lanes (a 27-point stencil row of 509 nodes: 1.08x slower strip-mined).  A
+ * larger scalar body gains nothing from it (the adjoint of a bead chain,
+ * bodies of 422-1203 nodes: 0.86x the time without), and there the
+ * copy was a quarter of the C.  No other serial loop has a second copy
+ * here: a nest grows by one copy of each small innermost body, never by a
+ * factor per level. */
 static void emit_for(tk_emitter *e, tk_ir *s) {
     int c = e->counter++;
     tk_ir *lo = s->k[0], *hi = s->k[1], *step = s->k[2];
@@ -695,7 +719,8 @@ static void emit_for(tk_emitter *e, tk_ir *s) {
         from = NULL;
         to = "n";
     }
-    if (poll && s->aux == 0 && !has_loop(s->k[3])) { /* one strip: a plain loop */
+    int left = TK_PLAIN_BODY_MAX;
+    if (poll && s->aux == 0 && !has_loop(s->k[3]) && (em_within(s->k[3], &left) || (from && em_lanes_ok(e, s)))) { /* one strip: a plain loop */
         if (from) {
             /* an empty loop goes to the other copy, which does nothing: OpenMP
              * leaves a lastprivate local undefined after no iterations */

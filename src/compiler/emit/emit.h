@@ -116,12 +116,15 @@ TK_HIDDEN void em_poll_budget(tk_emitter *e);
 TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
 /* emit.c: a serial loop's body with its variable, closing the loop's brace */
 TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
+/* emit.c: whether IR x has at most *left nodes, counting them off */
+TK_HIDDEN int em_within(const tk_ir *x, int *left);
 /* emit_lanes.c: @tack.func specialization si can run in SIMD lanes once inlined */
 TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
 /* emit_blocks.c: the chunk of a blocks loop (tack.blocks): its blocks, their threads split at barriers */
 TK_HIDDEN void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
+TK_HIDDEN int em_lanes_ok(tk_emitter *e, const tk_ir *s);
 /* emit_inner.c: a CPU chunk's innermost loop, for emit_cpu.c.  em_carried_locals: the parallel
  * loop s's locals whose values live across its iterations (1 in the result, indexed by local);
  * em_verify_prefix: the number of statements of s's body whose checks are verified a block ahead
