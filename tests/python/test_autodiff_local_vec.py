@@ -499,3 +499,6 @@ def test_a_large_adjoint_is_written_in_two_histogram_versions_not_three():
              else np.zeros_like(bound.arguments[p]) for p in names]
     src = adj.generated_source(*a, *grads, target="c")
     assert "per-chunk private histogram" in src and "hall_" not in src
+    # nor a record version (emit_cpu.c, TK_REC_BODY_MAX), though it reads x[i, 0], x[i, 1], ...:
+    # the body once more (0.84 -> 1.64 MB) for loads that are a small part of its work
+    assert "_r(" not in src and len(src) < 1_000_000

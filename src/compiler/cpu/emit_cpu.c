@@ -481,6 +481,13 @@ static void hist_merge(tk_emitter *e, tk_ir *s) {
  * function.  What it costs is the second function's compile time, paid only
  * by loops that read records. */
 #define TK_REC_MAX 16
+/* The most IR nodes in a parallel loop's body that gets the record version:
+ * the second chunk function is the whole body again, and the adjoints of
+ * kernels on arrays of vectors (scalarized to `x[i, 0]`, `x[i, 1]`, ... over
+ * bodies of 4,000-32,000 nodes) read records everywhere -- a bead chain's
+ * adjoint went from 0.84 to 1.64 MB of C with it -- where the loads it
+ * speeds up are a small part of the work. */
+#define TK_REC_BODY_MAX 4000
 
 static void record_scan(const tk_emitter *e, const tk_ir *x, int *rec) {
     if (x->op == IR_LOAD || x->op == IR_STORE || x->op == IR_ATOMIC) {
@@ -502,6 +509,8 @@ static void record_scan(const tk_emitter *e, const tk_ir *x, int *rec) {
  * NULL when it has none (or when the loop is not one to version). */
 static const int *record_arrays(tk_emitter *e, tk_ir *s) {
     if (!e->C->opts.optimize || ir_is_blocks(s) || em_race_loop(e, s) >= 0 || e->S->nparams <= 0) return NULL;
+    int left = TK_REC_BODY_MAX;
+    if (!em_within(s->k[s->aux], &left)) return NULL;
     int *rec = tk_alloc(&e->C->arena, (size_t)e->S->nparams * sizeof *rec);
     if (!rec) return NULL;
     memset(rec, 0, (size_t)e->S->nparams * sizeof *rec);
