@@ -107,8 +107,8 @@
  * How the product is split: the parallel loop runs over panels of P_ROWS
  * rows (4 at 512 rows, 8 at 1000 and 1024, 16 at 2048), which the pool
  * hands out (and lets idle threads steal), so two threads each take about
- * half.  Two threads took 0.50-0.53x one thread's time at 1000-2048 with the
- * other core free, and 0.5-0.6x at 512.  Where another process holds a
+ * half: two threads took 0.49-0.52x one thread's time at 512-2048, f32 and
+ * f64, with the other core free (docs/performance.md).  Where another process holds a
  * core (or OpenBLAS's threads spin on it after a NumPy product, for 2^28
  * cycles unless OPENBLAS_THREAD_TIMEOUT is lower), the second thread gets
  * little of it and two threads take about one's time: that, not the split,
