@@ -169,6 +169,18 @@ def test_forms_same_bits_as_the_loop(fn, dt):
             assert np.array_equal(on[-3], off[-3])
 
 
+def test_shared_b_packed_by_the_panels_same_bits():
+    """B packed once and shared, its slivers packed by the panels themselves, on one, two and
+    three threads (three on two cores: a panel often finds a sliver another is packing): nine
+    panels, three k blocks, an edge sliver; every cell the loop's chain whatever the order."""
+    rng = np.random.default_rng(9)
+    args = operands(gemm, 1100, 1030, 50, np.float64, rng)
+    want = chain(gemm, args)
+    for threads in (1, 2, 3):
+        on = run(gemm, args, {"num_threads": threads})
+        assert np.array_equal(on[-3], want), threads
+
+
 @needs_pass
 @pytest.mark.skipif(not _suite.TEST_ALL, reason="a compile of its own: make test-all")
 def test_fast_math_close_and_taken():

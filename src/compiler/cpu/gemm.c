@@ -84,12 +84,35 @@
  * permits and why it is the fast path's only difference from the default.
  *
  * Where the loop is a statement of a block (nests.c hands in its slot), B
- * is packed once before it (tk_gemm_T_packb, every sliver over all of k) when
- * the panels' test below holds for all the rows at once, so that every panel
+ * is packed once for all the panels (every sliver over all of k) when the
+ * panels' test below holds for all the rows at once, so that every panel
  * takes the copy; the panels then share the packed B instead of each packing
  * its own (16 times at 2048 rows), and the block frees it after the loop.
  * No panel can fail in between (each takes the copy, and the copy has no
- * checks), so the free is reached unless the launch is interrupted.
+ * checks), so the free is reached unless the launch is interrupted.  The
+ * block only allocates it before the loop (tk_gemm_T_packb) and zeroes a
+ * state per (sliver, k block); the panels pack it, in parallel: a panel
+ * about to use a sliver's k block packs it if no panel has (0 -> 1 by a
+ * compare-and-swap, the copy, then 2, released), uses it where it is packed
+ * (2, acquired), and leaves it for a second pass over its slivers where
+ * another panel is packing it (1), so no thread waits while there is work;
+ * each call starts at another sliver (a ticket per call, spread by the
+ * golden ratio), so two threads pack different slivers.  Packed by the
+ * caller before the loop, B's copy was one thread's work while the others
+ * waited: at f64 2048 on two threads the shared packing took 0.91-0.95x
+ * the time, at 1000-2048 otherwise 0.96-0.99x (interleaved, this machine's
+ * two cores).  The order in which a panel visits its slivers changes, no
+ * cell's chain of operations.
+ *
+ * How the product is split: the parallel loop runs over panels of P_ROWS
+ * rows (4 at 512 rows, 8 at 1000 and 1024, 16 at 2048), which the pool
+ * hands out (and lets idle threads steal), so two threads each take about
+ * half: two threads took 0.49-0.52x one thread's time at 512-2048, f32 and
+ * f64, with the other core free (docs/performance.md).  Where another process holds a
+ * core (or OpenBLAS's threads spin on it after a NumPy product, for 2^28
+ * cycles unless OPENBLAS_THREAD_TIMEOUT is lower), the second thread gets
+ * little of it and two threads take about one's time: that, not the split,
+ * is what two-thread figures taken on a loaded machine show.
  *
  * The conditions the copy tests at run time, as tile.c's: nests.c's index
  * checks hold for the panel's rows, both loops run, C shares no byte with
@@ -116,6 +139,7 @@
 static const char PRELUDE_GEMM[] =
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
+    "#if defined(__x86_64__) || defined(__i386__)\n#define TK_GEMM_PAUSE() __builtin_ia32_pause()\n#else\n#define TK_GEMM_PAUSE() ((void)0)\n#endif\n"
     "#define TK_GEMM_DEF(NAME, T, VL, MR, NV, KC, MC, NC) \\\n"
     "typedef T NAME##_v __attribute__((vector_size(VL * sizeof(T)))); \\\n"
     "typedef T NAME##_vu __attribute__((vector_size(VL * sizeof(T)), aligned(sizeof(T)))); \\\n"
@@ -135,6 +159,18 @@ static const char PRELUDE_GEMM[] =
     "        for (int r = 0; r < MR; r++) { T a = ap[k * MR + r]; for (int v = 0; v < NV; v++) acc[r][v] = acc[r][v] + a * b[v]; } \\\n"
     "    } \\\n"
     "    for (int r = 0; r < MR; r++) for (int v = 0; v < NV; v++) *(NAME##_vu *)(c + r * rsc + v * VL) = acc[r][v]; \\\n"
+    "} \\\n"
+    "/* kc rows of one NR-wide sliver of B (nr columns, the rest zeros) */ \\\n"
+    "static void NAME##_packsl(T *restrict dst, const T *restrict src, int64_t kc, int64_t nr, int64_t rsb, int64_t csb) { \\\n"
+    "    enum { NR = VL * NV }; \\\n"
+    "    if (csb == 1 && nr == NR) { \\\n"
+    "        for (int64_t k = 0; k < kc; k++) memcpy(dst + k * NR, src + k * rsb, NR * sizeof(T)); \\\n"
+    "    } else { \\\n"
+    "        for (int64_t k = 0; k < kc; k++) { \\\n"
+    "            for (int64_t j = 0; j < nr; j++) dst[k * NR + j] = src[k * rsb + j * csb]; \\\n"
+    "            for (int64_t j = nr; j < NR; j++) dst[k * NR + j] = 0; \\\n"
+    "        } \\\n"
+    "    } \\\n"
     "} \\\n"
     "/* the loop's epilogue: s or ea * s, then + C or + eb * C */ \\\n"
     "static T NAME##_epi(T s, const T *c, int epi, T ea, T eb) { \\\n"
@@ -166,24 +202,18 @@ static const char PRELUDE_GEMM[] =
     "        return 0; \\\n"
     "    } \\\n"
     "    T tmp[MR * NR] __attribute__((aligned(64))); \\\n"
+    "    /* with B shared: its states after the packed data (NAME##_packb), this call's ticket */ \\\n"
+    "    int64_t nkb = (K + KC - 1) / KC, nsb = (n + NR - 1) / NR; \\\n"
+    "    int *flags = bpk ? (int *)(uintptr_t)(pk + ((nsb * K * NR * (int64_t)sizeof(T) + 63) / 64 * 64 + 64)) : NULL; \\\n"
+    "    int64_t tick = bpk ? __atomic_fetch_add((int *)(uintptr_t)(pk + (nsb * K * NR * (int64_t)sizeof(T) + 63) / 64 * 64), 1, __ATOMIC_RELAXED) : 0; \\\n"
+    "    unsigned char skip[NC / NR + 1]; \\\n"
     "    for (int64_t jc = 0; jc < n; jc += NC) { \\\n"
     "        int64_t nc = n - jc < NC ? n - jc : NC; \\\n"
     "        for (int64_t pc = 0; pc < K; pc += KC) { \\\n"
     "            int64_t kc = K - pc < KC ? K - pc : KC; \\\n"
     "            int start = pc ? 0 : init; \\\n"
-    "            for (int64_t jr = 0; jr < nc && !bpk; jr += NR) { \\\n"
-    "                int64_t nr = nc - jr < NR ? nc - jr : NR; \\\n"
-    "                T *dst = bp + jr * kc; \\\n"
-    "                const T *src = B + pc * rsb + (jc + jr) * csb; \\\n"
-    "                if (csb == 1 && nr == NR) { \\\n"
-    "                    for (int64_t k = 0; k < kc; k++) memcpy(dst + k * NR, src + k * rsb, NR * sizeof(T)); \\\n"
-    "                } else { \\\n"
-    "                    for (int64_t k = 0; k < kc; k++) { \\\n"
-    "                        for (int64_t j = 0; j < nr; j++) dst[k * NR + j] = src[k * rsb + j * csb]; \\\n"
-    "                        for (int64_t j = nr; j < NR; j++) dst[k * NR + j] = 0; \\\n"
-    "                    } \\\n"
-    "                } \\\n"
-    "            } \\\n"
+    "            for (int64_t jr = 0; jr < nc && !bpk; jr += NR) \\\n"
+    "                NAME##_packsl(bp + jr * kc, B + pc * rsb + (jc + jr) * csb, kc, nc - jr < NR ? nc - jr : NR, rsb, csb); \\\n"
     "            for (int64_t ic = 0; ic < m; ic += MC) { \\\n"
     "                int64_t mc = m - ic < MC ? m - ic : MC; \\\n"
     "                for (int64_t ir = 0; ir < mc; ir += MR) { \\\n"
@@ -195,8 +225,30 @@ static const char PRELUDE_GEMM[] =
     "                        for (int64_t r = mr; r < MR; r++) dst[k * MR + r] = 0; \\\n"
     "                    } \\\n"
     "                } \\\n"
-    "                for (int64_t jr = 0; jr < nc; jr += NR) { \\\n"
+    "                /* B shared by the panels: each (sliver, k block) packed by the first panel to \\\n"
+    "                 * want it; one that another panel is packing is left for a second pass */ \\\n"
+    "                int64_t nsl = (nc + NR - 1) / NR, rot = bpk ? (int64_t)(tick % 64 * 40503 % 65536) * nsl / 65536 : 0; \\\n"
+    "                for (int64_t q = 0; q < 2 * nsl; q++) { \\\n"
+    "                    int64_t jr = (q % nsl + rot) % nsl * NR; \\\n"
     "                    int64_t nr = nc - jr < NR ? nc - jr : NR; \\\n"
+    "                    if (q >= nsl && (!bpk || !skip[q - nsl])) continue; \\\n"
+    "                    if (bpk) { \\\n"
+    "                        int *fl = flags + ((jc + jr) / NR * nkb + pc / KC); \\\n"
+    "                        T *dst = (T *)bpk + (jc + jr) / NR * K * NR + pc * NR; \\\n"
+    "                        if (q >= nsl) { \\\n"
+    "                            while (__atomic_load_n(fl, __ATOMIC_ACQUIRE) != 2) TK_GEMM_PAUSE(); \\\n"
+    "                        } else { \\\n"
+    "                            int st = __atomic_load_n(fl, __ATOMIC_ACQUIRE); \\\n"
+    "                            if (st == 0 && __atomic_compare_exchange_n(fl, &st, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) { \\\n"
+    "                                NAME##_packsl(dst, B + pc * rsb + (jc + jr) * csb, kc, nr, rsb, csb); \\\n"
+    "                                __atomic_store_n(fl, 2, __ATOMIC_RELEASE); \\\n"
+    "                            } else if (st != 2) { \\\n"
+    "                                skip[q] = 1; \\\n"
+    "                                continue; \\\n"
+    "                            } \\\n"
+    "                            skip[q] = 0; \\\n"
+    "                        } \\\n"
+    "                    } \\\n"
     "                    const T *bs = bpk ? bpk + (jc + jr) / NR * K * NR + pc * NR : bp + jr * kc; \\\n"
     "                    for (int64_t ir = 0; ir < mc; ir += MR) { \\\n"
     "                        int64_t mr = mc - ir < MR ? mc - ir : MR; \\\n"
@@ -225,22 +277,11 @@ static const char PRELUDE_GEMM[] =
     "} \\\n"
     "static int64_t NAME##_packb(int64_t n, int64_t K, const T *B, int64_t rsb, int64_t csb) { \\\n"
     "    enum { NR = VL * NV }; \\\n"
-    "    int64_t ns = (n + NR - 1) / NR; \\\n"
-    "    T *bp = (T *)aligned_alloc(64, (size_t)(ns * K * NR * (int64_t)sizeof(T) + 64) / 64 * 64); \\\n"
+    "    int64_t ns = (n + NR - 1) / NR, nkb = (K + KC - 1) / KC, d = (ns * K * NR * (int64_t)sizeof(T) + 63) / 64 * 64; \\\n"
+    "    char *bp = (char *)aligned_alloc(64, (size_t)(d + 64 + (ns * nkb * (int64_t)sizeof(int) + 63) / 64 * 64)); \\\n"
     "    if (!bp) return 0; \\\n"
-    "    for (int64_t s = 0; s < ns; s++) { \\\n"
-    "        int64_t nr = n - s * NR < NR ? n - s * NR : NR; \\\n"
-    "        T *dst = bp + s * K * NR; \\\n"
-    "        const T *src = B + s * NR * csb; \\\n"
-    "        if (csb == 1 && nr == NR) { \\\n"
-    "            for (int64_t k = 0; k < K; k++) memcpy(dst + k * NR, src + k * rsb, NR * sizeof(T)); \\\n"
-    "        } else { \\\n"
-    "            for (int64_t k = 0; k < K; k++) { \\\n"
-    "                for (int64_t j = 0; j < nr; j++) dst[k * NR + j] = src[k * rsb + j * csb]; \\\n"
-    "                for (int64_t j = nr; j < NR; j++) dst[k * NR + j] = 0; \\\n"
-    "            } \\\n"
-    "        } \\\n"
-    "    } \\\n"
+    "    (void)B, (void)rsb, (void)csb; \\\n"
+    "    memset(bp + d, 0, (size_t)(64 + ns * nkb * (int64_t)sizeof(int))); \\\n"
     "    return (int64_t)(uintptr_t)bp; \\\n"
     "}\n"
     "static int tk_gemm_free(int64_t p) { free((void *)(uintptr_t)p); return 0; }\n";
