@@ -46,13 +46,19 @@ same language"):
 
 The transformed function keeps the original file name and line numbers, so
 a traceback and pdb show the kernel's own source.
+
+This module is the operators (``_Ctx``, which the transformed copy calls)
+and the run; the rest of debug mode is a module per concern: the IR's facts
+and the signature check (tack._debug_facts), the AST rewrite
+(tack._debug_transform), the run-time values and conversions
+(tack._debug_values), the built-in and @tack.func calls (tack._debug_calls)
+and the race detector's checks (tack._debug_races).
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import math
 import operator
 import re
 
@@ -62,125 +68,11 @@ from . import _bf16, _core
 from ._debug_facts import (  # noqa: F401 (check, ir_facts, ...: tack._kernels finds them here)
     _BOOL, _C64, _C128, _F32, _F64, _I64, _LOCAL_TYPES, _U64, check, check_int, ir_facts, without_breakpoints)
 from ._debug_transform import _AST_BIN, _CTX, _Transform, _c, _transformed  # noqa: F401
-
-
-class _RInt(int):
-    """A weak integer known at run time (the loop variable, a shape, a
-    Python int argument): 64-bit, wrapping."""
-
-    __slots__ = ()
-
-
-class _RFloat(float):
-    """A weak float known at run time (a Python float argument, arithmetic
-    on one): carried in f64; ``tree`` recomputes it in f32."""
-
-    __slots__ = ("tree",)
-
-
-_RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
-
-
-def _wrap64(v):
-    v &= 0xFFFFFFFFFFFFFFFF
-    return _RInt(v - (1 << 64) if v >= 1 << 63 else v)
-
-
-def _weak(v):
-    """(rank, run-time) of a weak value, or None."""
-    t = type(v)
-    if t is _RInt:
-        return 1, True
-    if t is _RFloat:
-        return 2, True
-    if t is bool:
-        return 0, False
-    if t is int:
-        return 1, False
-    if t is float:
-        return 2, False
-    if t is complex:
-        return 3, False
-    return None
-
-
-def _f2i(x, to):
-    """A float converted to the integer dtype `to` as tk_f2i64/tk_f2u64 do:
-    NaN is 0, out of range the nearest 64-bit limit, then wrapped."""
-    x = float(x)
-    if x != x:
-        v = 0
-    elif to.kind == "u" and x >= 0:
-        v = (1 << 64) - 1 if x >= 18446744073709551615.0 else int(x)
-    elif x >= 9223372036854775807.0:
-        v = (1 << 63) - 1
-    elif x <= -9223372036854775808.0:
-        v = -(1 << 63)
-    else:
-        v = int(x)
-    return _int_to(v, to)
-
-
-def _int_to(v, to):
-    """The Python int v wrapped into the integer dtype `to`."""
-    bits = to.itemsize * 8
-    v &= (1 << bits) - 1
-    if to.kind == "i" and v >= 1 << (bits - 1):
-        v -= 1 << bits
-    return to.type(v)
-
-
-def _tree_f32(v):
-    """A weak value recomputed in f32, as the compiler pushes a conversion to
-    f32 down through weak-float arithmetic (lower.c, weak_to_f32)."""
-    tree = getattr(v, "tree", None) if type(v) is _RFloat else None
-    if tree is None:
-        return np.float32(v)
-    op = tree[0]
-    if op == "un":
-        return tree[1](_tree_f32(tree[2]))
-    if op == "math":
-        return tree[1](*[_tree_f32(a) for a in tree[2]])
-    return op(_tree_f32(tree[1]), _tree_f32(tree[2]))
-
-
-def convert(to, v):
-    """v converted to the scalar dtype `to` as the compiled kernel converts:
-    a store, a cast (tack.u8(x), float(x)), a local of a fixed type."""
-    if isinstance(v, np.ndarray):
-        return v
-    if to.kind in "iu":
-        if isinstance(v, (np.floating, float)):
-            return _f2i(v, to)
-        if isinstance(v, (np.complexfloating, complex)):
-            return _f2i(v.real, to)
-        return _int_to(int(v), to)
-    if to.kind == "b":
-        return np.bool_(v != 0)
-    if to == _F32 and type(v) is _RFloat:
-        return _tree_f32(v)
-    if to.kind == "f" and isinstance(v, (np.complexfloating, complex)):
-        v = v.real
-    if isinstance(v, int) and not isinstance(v, np.generic):
-        return to.type(float(v)) if to.kind == "f" else to.type(v)
-    return to.type(v)
-
-
-def _value_dtype(t):
-    """The NumPy dtype of the values of scalar Tack dtype t: f32 for the
-    storage types f16 and bf16, as an annotation with one gives in a kernel."""
-    return _F32 if t is _core.f16 or t is _core.bf16 else np.dtype(t.numpy)
-
-
-def _half_round(t, v):
-    """tack.f16(v), tack.bf16(v) (np.float16(v)): v rounded as a store into
-    an element of t rounds it (a float64 once, anything else through f32),
-    as the f32 that the element holds (lower_local.c, lw_half_round)."""
-    if t is _core.bf16:
-        return _bf16.b2f(_bf16.bits_of(v, lambda x: convert(_F32, x)))
-    if type(v) is float or type(v) is np.float64:
-        return np.float32(np.float16(v))
-    return np.float32(np.float16(convert(_F32, v)))
+from . import _debug_calls
+from ._debug_calls import (  # noqa: F401 (_register_calls: tack._kernels finds it here)
+    _CALLS, _instantiate, _register_calls, _run_func)
+from ._debug_values import (  # noqa: F401 (convert: tack._array finds it here)
+    _RANK, _RFloat, _RInt, _half_round, _int_to, _is_bool, _tree_f32, _value_dtype, _weak, _wrap64, convert)
 
 
 # -------------------------------------------------------------- operators
@@ -384,7 +276,7 @@ class _Ctx:
         v = a[idx]
         if type(a) is tuple:  # a.shape[k]: an integer known at run time
             return _RInt(v) if type(v) is int else v
-        if type(v) in _QTYPES:  # a quaternion or transform element: a value, as in a kernel, not a view
+        if type(v) in _debug_calls._QTYPES:  # a quaternion or transform element: a value, as in a kernel, not a view
             return v.copy()
         if type(v) is np.float16:
             return np.float32(v)  # f16 is a storage type: loads give f32
@@ -659,9 +551,6 @@ def _vector_value(r):
     return r
 
 
-def _is_bool(v):
-    return type(v) is bool or isinstance(v, np.bool_)
-
 
 def _key(f):
     try:
@@ -669,357 +558,6 @@ def _key(f):
     except TypeError:
         return None
     return f
-
-
-# ---------------------------------------------------------------- calls
-def _float(ctx, x=0.0):
-    if isinstance(x, np.ndarray):
-        return float(x)
-    return convert(ctx.df, x)
-
-
-def _int(ctx, x=0):
-    w = _weak(x)
-    if w is not None and not w[1]:
-        return int(x) if not isinstance(x, float) or x == x else 0
-    if isinstance(x, (np.floating, float)):
-        return _f2i(x, _I64)
-    return convert(_I64, x)
-
-
-def _bool(ctx, x=False):
-    return np.bool_(bool(x))
-
-
-def _len(ctx, a):
-    return _RInt(len(a))
-
-
-def _abs(ctx, x):
-    w = _weak(x)
-    if type(x) is _RInt:
-        return _wrap64(abs(int(x)))
-    if type(x) is _RFloat:
-        r = _RFloat(abs(float(x)))
-        r.tree = ("un", np.abs, x)
-        return r
-    if isinstance(x, np.bool_):
-        return np.int64(x)
-    return abs(x) if w is not None or not isinstance(x, np.generic) else np.abs(x)
-
-
-def _minmax(pick):
-    def f(ctx, *args):
-        if len(args) == 1:
-            args = tuple(args[0])
-        if any(isinstance(a, np.ndarray) for a in args):
-            return (min if pick == "<" else max)(*args)
-        t = args[0]
-        for a in args[1:]:  # the promoted type, as for +
-            t = ctx.bin("+", t, a) if not (_is_bool(t) and _is_bool(a)) else t
-        best = args[0]
-        for a in args[1:]:
-            if ctx.cmp(pick, a, best):  # Python's min/max: the first of equals, NaN as comparisons say
-                best = a
-        w = _weak(t)
-        if w is None:
-            return ctx._to(t.dtype, best) if _weak(best) is not None or best.dtype != t.dtype else best
-        if w[1] and all(_weak(a) is not None for a in args):
-            if type(t) is _RInt:
-                return _RInt(int(best))
-            return ctx._to(ctx.df, best) if w[0] == 2 and any(type(a) is _RInt for a in args) else best
-        return best
-
-    return f
-
-
-def _pow(ctx, x, y):
-    return ctx.bin("**", x, y)
-
-
-def _atomic(op):
-    """tack.atomic_<op>(a, idx, v) -- atomic_cas(a, idx, expected, v) -- as the
-    compiled kernel does it: the values converted to the element's type, the
-    old element returned; exch and cas move and compare a float's bits."""
-    from ._intrinsics import _same_bits  # the Python-side tack.atomic_cas's comparison
-
-    def f(ctx, a, idx, *vals):
-        t = a.dtype
-        old = ctx.load(a, idx)
-        vals = [convert(t, x) for x in vals]
-        v = vals[-1]
-        if op == "+":
-            new = ctx._compute("+", t, old, v)
-        elif op == "-":
-            new = ctx._compute("-", t, old, v)
-        elif op == "min":
-            new = v if v < old else old
-        elif op == "max":
-            new = v if v > old else old
-        elif op == "exch":
-            new = v
-        elif op == "and":
-            new = old & v
-        elif op == "or":
-            new = old | v
-        elif op == "xor":
-            new = old ^ v
-        else:  # cas: by the bits (-0.0 is not 0.0, a NaN matches the same NaN)
-            new = v if _same_bits(old, vals[0]) else old
-        a[idx] = new
-        return old
-
-    return f
-
-
-def _ndrange(ctx, *axes):
-    from ._intrinsics import ndrange
-
-    for idx in ndrange(*axes):
-        yield tuple(_RInt(int(v)) for v in idx)
-
-
-def _independent(ctx, loop):
-    return loop
-
-
-def _range(ctx, *args):
-    return ctx.range(*args)
-
-
-_CALLS = {}
-_QTYPES = ()  # tack._quat's Quat and Transform, once _register_calls has run
-
-
-def _quat_calls(K):
-    """Debug mode's quaternions and transforms (tack._quat): the rows' NumPy
-    meanings, whose values become Quat / Transform values (``*`` their
-    algebra's) or vector views, and the dtype calls tack.quat(x, y, z, w),
-    tack.transform(p, q) in the element's precision."""
-    from . import _quat as Q
-
-    global _QTYPES
-    _QTYPES = (Q.Quat, Q.Transform)
-    from ._kernels import _vector_view_type
-
-    vec = _vector_view_type()
-
-    def wrap(f, kind):
-        def h(ctx, *args):
-            r = np.asarray(f(*[np.asarray(a) if isinstance(a, np.ndarray) else a for a in args]))
-            return Q.as_quat(r) if kind == "q" else Q.as_transform(r) if kind == "t" else \
-                r.view(vec) if kind == "v" else r
-        return h
-
-    calls = {"quat_from_axis_angle": "q", "quat_from_matrix": "q", "quat_to_matrix": "m", "quat_inverse": "q",
-             "quat_rotate": "v", "quat_rotate_inv": "v", "quat_slerp": "q", "transform_point": "v",
-             "transform_vector": "v", "transform_inverse": "t"}
-    by_name = {name: wrap(K._PYTHON[name], kind) for name, kind in calls.items()}
-    by_name["quat_identity"] = lambda ctx: Q.as_quat(np.array([0, 0, 0, 1], ctx.df))
-
-    def normalize(ctx, v):
-        return Q.as_quat(Q.normalize(np.asarray(v))) if isinstance(v, Q.Quat) else K.normalize(v)
-
-    by_name["normalize"] = normalize
-
-    def make(dt, kind):
-        t = np.dtype(dt.numpy).base
-
-        def f(ctx, *args):
-            if len(args) == 1 and isinstance(args[0], _QTYPES):  # the other precision
-                r = np.asarray(args[0]).astype(t)
-            elif kind == "q":
-                r = np.array([convert(t, a) for a in args], t)
-            else:
-                r = Q.xform(np.asarray(args[0]).astype(t), np.asarray(args[1]).astype(t))
-            return Q.as_quat(r) if kind == "q" else Q.as_transform(r)
-        return f
-
-    for dt, kind in ((_core.quat, "q"), (_core.quatd, "q"), (_core.transform, "t"), (_core.transformd, "t")):
-        _CALLS[dt] = make(dt, kind)
-    return by_name
-
-
-# tack.random's draws in debug mode: a draw of (seed, counter) through the
-# @func's body as Python costs some 1-2 ms (Philox's ten rounds and the
-# normals' log and cos, each operation a NumPy scalar's).  The same bodies run
-# on NumPy arrays of counters with the same bits (the module's docstring), so
-# a draw computes the whole aligned block of _RANDOM_BLOCK counters around its
-# own at once (about 0.2 us a draw) and keeps it: the loop's next draws are a lookup.  Only for the
-# plain case, integer seeds and counters in [0, 2**63) (a float seed, a
-# negative or bool value go through the body as written).
-_RANDOM_BLOCK = 4096
-_RANDOM_KEEP = 32
-_random_blocks = {}
-
-
-_PLAIN_INTS = frozenset()  # int, _RInt and NumPy's integer types, once _random_calls has run
-_PY_INTS = frozenset()
-
-
-def _random_draw(f, name):
-    block = name == "block"
-
-    def h(ctx, *args, **kwargs):
-        if len(args) == 2 and not kwargs:
-            seed, counter = args
-            if type(seed) in _PLAIN_INTS and type(counter) in _PLAIN_INTS and 0 <= seed < 2**63 \
-                    and 0 <= counter < 2**63:
-                if type(counter) not in _PY_INTS:  # a NumPy integer: its value as a Python int
-                    counter = int(counter)
-                if type(seed) not in _PY_INTS:
-                    seed = int(seed)
-                k = counter % _RANDOM_BLOCK
-                key = (name, seed, counter - k)
-                got = _random_blocks.get(key)
-                if got is None:
-                    if len(_random_blocks) >= _RANDOM_KEEP:
-                        _random_blocks.clear()
-                    got = f(np.uint64(seed), np.arange(counter - k, counter - k + _RANDOM_BLOCK, dtype=np.uint64))
-                    _random_blocks[key] = got
-                return (got[0][k], got[1][k], got[2][k], got[3][k]) if block else got[k]
-        return _run_func(ctx, f, args, kwargs)
-    return h
-
-
-def _random_calls():
-    from . import random as R
-
-    global _PLAIN_INTS, _PY_INTS
-    _PY_INTS = frozenset([int, _RInt])
-    _PLAIN_INTS = _PY_INTS | frozenset(np.dtype(c).type for c in "bhilqBHILQ")
-    for name in ("uniform", "uniform_f32", "normal", "normal_f32", "block"):
-        f = getattr(R, name)
-        _CALLS[f] = _random_draw(f, name)
-
-
-def _math_handler(fn):
-    return lambda ctx, *args: ctx.math(fn, *args)
-
-
-def _register_calls():
-    """The handlers of the intrinsics, by the objects a kernel calls them by.
-
-    The rows of the compiler's table that need the compiler's typing here
-    have a handler by name: the casts, len, abs, min/max, pow, the loops, the
-    atomics, and every math row (NumPy's function of _intrinsics._MATH, or
-    _mathlib's where NumPy has none, in the type the compiler gives it).  Each handler is registered for the row's
-    Python object (_intrinsics._PYTHON), the math module's function of that name
-    and NumPy's spelling (_intrinsics._NUMPY_MATH); math.pow is NumPy's power, a
-    float pow.  The other rows (print, complex, dot, seed_u64 ...) run their
-    Python object as it is."""
-    from . import _intrinsics as K
-
-    by_name = {"float": _float, "int": _int, "bool": _bool, "len": _len, "abs": _abs, "min": _minmax("<"),
-               "max": _minmax(">"), "pow": _pow, "range": _range, "ndrange": _ndrange,
-               "independent": _independent, "shared": lambda ctx, shape, dtype: ctx.shared(shape, dtype),
-               "atomic_add": _atomic("+"), "atomic_sub": _atomic("-"),
-               "atomic_min": _atomic("min"), "atomic_max": _atomic("max"), "atomic_exch": _atomic("exch"),
-               "atomic_and": _atomic("and"), "atomic_or": _atomic("or"), "atomic_xor": _atomic("xor"),
-               "atomic_cas": _atomic("cas")}
-    for name in K._MATH:
-        by_name.setdefault(name, _math_handler(K._math_impl(name)))
-    by_name.update(_quat_calls(K))
-    for name, obj in K._PYTHON.items():
-        if name in by_name:
-            _CALLS[obj] = by_name[name]
-    _CALLS[K.shared] = by_name["shared"]  # not a row of the table: a local-array maker, as np.zeros
-    for name in K._MATH:
-        f = getattr(math, name, None)
-        if f is not None and f not in _CALLS:
-            _CALLS[f] = by_name[name]
-    for npname, name in K._NUMPY_MATH.items():
-        if name in K._MATH:
-            _CALLS.setdefault(getattr(np, npname), by_name[name])
-    _CALLS[math.pow] = _math_handler(np.power)
-    _random_calls()
-
-
-def _instantiate(ctx, fn, is_kernel):
-    factory, free, _ = _transformed(fn, is_kernel, ctx.races is not None)
-    cells = fn.__closure__ or ()
-    return factory(ctx, *[c.cell_contents for c in cells])
-
-
-_TYPE_NAMES = None
-
-
-def _type_names(v):
-    """The names the IR may give the type of a value passed to a @tack.func
-    (a Python float parameter may have been made f32: weak_locals.c)."""
-    global _TYPE_NAMES
-    if _TYPE_NAMES is None:
-        _TYPE_NAMES = {dt: name for name, dt in _LOCAL_TYPES.items()}
-    if isinstance(v, np.ndarray):
-        dt = _core._dtype(v.dtype)
-        return (f"array[{dt.name}, {v.ndim}-D]",)
-    t = type(v)
-    if t is _RInt or t is int:
-        return ("int (Python)",)
-    if t is _RFloat or t is float:
-        return ("float (Python)", "f32")
-    if t is bool:
-        return ("bool (Python)",)
-    if t is complex:
-        return ("complex (Python)", "complex64")
-    if isinstance(v, np.generic):
-        name = _TYPE_NAMES.get(v.dtype)
-        return (name,) if name else ()
-    return ()
-
-
-def _func_frame(ctx, f, fn, args):
-    """The transformed copy of @tack.func f for a call with these arguments,
-    and the type its value is converted to (None: as it comes): the build the
-    compiler made for their types, whose locals then keep the types it gave
-    them (one type per local, as compiled, not the type of whatever value
-    reaches it), and whose value has the type it returns (a Python float
-    made f32 where every call meets f32: weak_locals.c)."""
-    builds = ctx.funcs.get(fn.__name__, ())
-    build = None
-    if len(builds) == 1:
-        build = builds[0]
-    elif builds:
-        names = [_type_names(a) for a in args]
-        for b in builds:
-            if len(b[0]) == len(names) and all(p in n for p, n in zip(b[0], names)):
-                build = b
-                break
-    key = (fn, id(build))
-    frame = ctx._frames.get(key)
-    if frame is None:
-        sub = ctx
-        if build is not None:
-            import copy
-
-            sub = copy.copy(ctx)
-            sub.local_types, sub.choices, sub.atomic_lines = build[1], build[2], build[3]
-            sub._frames = ctx._frames
-        frame = ctx._frames[key] = (sub, _instantiate(sub, fn, False))
-    return frame[1], (build[4] if build is not None else None)
-
-
-def _run_func(ctx, f, args, kwargs):
-    """A @tack.func called from a kernel run as Python: its transformed body,
-    its annotations applied as the compiler applies them."""
-    import inspect
-
-    fn = f.__wrapped__
-    ann = fn.__annotations__
-    if ann or kwargs:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-        for name, v in bound.arguments.items():
-            if name in ann and isinstance(ann[name], _core.DType) and not ann[name].shape:
-                bound.arguments[name] = convert(_value_dtype(ann[name]), v)
-        args, kwargs = bound.args, bound.kwargs
-    g, ret = _func_frame(ctx, f, fn, args)
-    r = g(*args, **kwargs)
-    rt = ann.get("return")
-    if isinstance(rt, _core.DType) and not rt.shape:
-        r = convert(_value_dtype(rt), r)
-    elif ret == _F32 and (w := _weak(r)) is not None and w[0] == 2:  # a Python float the compiler returns as f32
-        r = convert(ret, r)
-    return r
 
 
 def run(ctx, fn, kwargs):

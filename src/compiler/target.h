@@ -54,7 +54,7 @@ struct tk_target {
     const tk_dialect *dialect;     /* how its source is spelled */
     tk_loop_layout loops;          /* how a parallel loop runs */
     /* Serial loops ask abi->poll whether to stop (interrupt.c): each function
-     * declares a budget tk_bud_ that its loops spend (emit.c). */
+     * declares a budget tk_bud_ that its loops spend (emit_stmt.c). */
     int polls;
     /* Loops whose iterations are independent may carry `#pragma omp simd`
      * (emit_lanes.c, emit_inner.c): the source's compiler runs them in vector

@@ -7,208 +7,17 @@
  * NumPy gets values through .numpy()/__array__ (copies) or shares storage
  * through DLPack, where lifetime and device are explicit.
  *
- * The other direction is here too: tpy_wrap_buffer borrows any object
- * with the buffer protocol (a NumPy array, a bytearray, a VTK array) as a
- * CPU array.  The Py_buffer is held until libtack releases the storage,
- * which may happen on a thread without the GIL, so the release callback
- * takes the GIL itself and does nothing once the interpreter is finalizing.
- * A kernel's argument may be a non-contiguous view (m[:, 0], a[::-1], m.T):
- * it is borrowed as a strided array, element strides from the buffer's byte
- * strides, that only the kernel call holds (runtime/strided.c).  NumPy has
- * no bfloat16; an ml_dtypes bfloat16 array, which has no buffer, is borrowed
- * through a uint16 view of its bits as a bf16 array (tpy_get_buffer, dtype.c).
+ * This file is the type itself -- creating arrays (_core.empty,
+ * _core.wrap_buffer), copying values between an array and host buffers or
+ * other arrays and devices, its attributes, its GC slots and its tables --
+ * and the tables name the functions of the files that hold its other
+ * concerns: borrowing a buffer (array_buffer.c), indexing and views
+ * (array_views.c), the gradient (array_grad.c) and DLPack (dlpack.c).
  */
 #include "tack_py.h"
 
 #include <string.h>
 #include <structmember.h>
-
-/* ----------------------------------------------------- buffer borrowing */
-typedef struct {
-    Py_buffer view;
-} held_buffer;
-
-static void release_buffer(void *ctx) {
-    held_buffer *h = ctx;
-    if (!Py_IsInitialized() || _Py_IsFinalizing()) {
-        tack_free(h); /* the interpreter is gone: the object went with it */
-        return;
-    }
-    PyGILState_STATE g = PyGILState_Ensure();
-    PyBuffer_Release(&h->view);
-    PyGILState_Release(g);
-    tack_free(h);
-}
-
-void tpy_release_object(void *ctx) {
-    if (!Py_IsInitialized() || _Py_IsFinalizing())
-        return;
-    PyGILState_STATE g = PyGILState_Ensure();
-    Py_DECREF((PyObject *)ctx);
-    PyGILState_Release(g);
-}
-
-/* struct-module format -> dtype, for native-endian scalars. */
-static int format_dtype(const char *fmt, tack_dtype *out) {
-    if (!fmt)
-        fmt = "B";
-    if (*fmt == '@' || *fmt == '=' || *fmt == '<')
-        fmt++;
-    if (fmt[0] == 'Z' && (fmt[1] == 'f' || fmt[1] == 'd') && fmt[2] == '\0') { /* NumPy's complex64 / complex128 */
-        *out = fmt[1] == 'f' ? TACK_C64 : TACK_C128;
-        return 0;
-    }
-    if (fmt[0] == '\0' || fmt[1] != '\0')
-        return -1;
-    switch (fmt[0]) {
-    case '?': *out = TACK_BOOL; return 0;
-    case 'b': *out = TACK_I8; return 0;
-    case 'B': *out = TACK_U8; return 0;
-    case 'h': *out = TACK_I16; return 0;
-    case 'H': *out = TACK_U16; return 0;
-    case 'i': *out = TACK_I32; return 0;
-    case 'I': *out = TACK_U32; return 0;
-    case 'l': *out = sizeof(long) == 8 ? TACK_I64 : TACK_I32; return 0;
-    case 'L': *out = sizeof(long) == 8 ? TACK_U64 : TACK_U32; return 0;
-    case 'q': *out = TACK_I64; return 0;
-    case 'Q': *out = TACK_U64; return 0;
-    case 'e': *out = TACK_F16; return 0;
-    case 'f': *out = TACK_F32; return 0;
-    case 'd': *out = TACK_F64; return 0;
-    default: return -1;
-    }
-}
-
-/* The launch's fast path for an exact numpy.ndarray that is not asked to be
- * writable (a kernel argument): one export asking for no writable buffer,
- * which spares NumPy's writability checks (PyArray_FailUnlessWriteable) and,
- * for a read-only array, the failed first request and its exception.  NumPy
- * fills `readonly` from the array's flags whatever was asked, so a writable
- * array comes back as the general path would have it.  A read-only one --
- * or one NumPy warns about on writing (np.broadcast_arrays' results), which
- * it reports read-only too -- is handed back (-1, no exception) to the
- * general path, which asks for a writable buffer first as before, warning
- * included; so is an array whose export fails (an ml_dtypes bfloat16 array,
- * exported through its bits).  0 with the view held. */
-static int borrow_ndarray(PyObject *obj, Py_buffer *view) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO | PyBUF_FORMAT) < 0) {
-        PyErr_Clear();
-        return -1;
-    }
-    if (view->readonly) {
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-int tpy_learn_ndarray(tpy_state *st, PyObject *obj) {
-    PyTypeObject *tp = Py_TYPE(obj);
-    PyObject *np, *nd;
-    if (st->ndarray || strcmp(tp->tp_name, "numpy.ndarray") != 0)
-        return 0;
-    if (!(np = tpy_numpy(st)) || !(nd = PyObject_GetAttrString(np, "ndarray")))
-        return -1;
-    if (nd == (PyObject *)tp)
-        st->ndarray = (PyTypeObject *)nd; /* the state's reference (module.c clears it) */
-    else
-        Py_DECREF(nd);
-    return 0;
-}
-
-tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int want_writable, int allow_strided) {
-    held_buffer *h = tack_malloc(sizeof *h);
-    tack_array *arr = NULL;
-    int writable = 1, bf16 = 0;
-    if (!h) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    if (!want_writable && Py_TYPE(obj) == st->ndarray && borrow_ndarray(obj, &h->view) == 0) {
-        /* a writable NumPy array, exported without the writable request's checks */
-    } else if (tpy_get_buffer(st, obj, &h->view, PyBUF_RECORDS | PyBUF_FORMAT, &bf16) < 0) {
-        if (want_writable && !PyErr_ExceptionMatches(PyExc_BufferError))
-            goto fail;
-        PyErr_Clear();
-        writable = 0;
-        if (tpy_get_buffer(st, obj, &h->view, PyBUF_RECORDS_RO | PyBUF_FORMAT, &bf16) < 0)
-            goto fail;
-    }
-    int strided = !PyBuffer_IsContiguous(&h->view, 'C');
-    if (strided && (!allow_strided || dtype_hint >= 0)) {
-        PyErr_Format(PyExc_BufferError,
-                     "a %.100s with non-contiguous storage cannot be shared as a tack.Array, which is "
-                     "C-contiguous; pass the view to a kernel directly (kernels read and write strided views "
-                     "in place), or share a contiguous copy and copy the results back into it",
-                     Py_TYPE(obj)->tp_name);
-        goto fail_release;
-    }
-    tack_dtype dt;
-    if (bf16)
-        dt = TACK_BF16; /* the bits of an ml_dtypes bfloat16 array (tpy_get_buffer) */
-    else if (format_dtype(h->view.format, &dt) < 0) {
-        PyErr_Format(PyExc_TypeError, "a %.100s with buffer format '%s' has no Tack dtype",
-                     Py_TYPE(obj)->tp_name, h->view.format ? h->view.format : "B");
-        goto fail_release;
-    }
-    int64_t shape[TACK_MAX_NDIM];
-    int ndim = h->view.ndim;
-    if (ndim > TACK_MAX_NDIM) {
-        PyErr_Format(PyExc_ValueError, "a %d-dimensional buffer has more than %d dimensions", ndim,
-                     TACK_MAX_NDIM);
-        goto fail_release;
-    }
-    for (int i = 0; i < ndim; i++)
-        shape[i] = h->view.shape ? h->view.shape[i] : h->view.len / h->view.itemsize;
-    if (ndim == 0 && !h->view.shape && h->view.len != h->view.itemsize) {
-        ndim = 1;
-        shape[0] = h->view.len / h->view.itemsize;
-    }
-    if (dtype_hint >= 0 && (tack_dtype)dtype_hint != dt) {
-        /* Trailing axes fold into a vector or matrix dtype. */
-        const tack_dtype_info *hi = tack_dtype_get((tack_dtype)dtype_hint);
-        int fold = hi->cols > 1 ? 2 : (hi->rows > 1 ? 1 : 0);
-        if (hi->scalar != dt || ndim < fold || (fold >= 1 && shape[ndim - fold] != hi->rows) ||
-            (fold == 2 && shape[ndim - 1] != hi->cols) || fold == 0) {
-            PyErr_Format(PyExc_TypeError, "cannot view a %.100s of %s as %s", Py_TYPE(obj)->tp_name,
-                         tack_dtype_get(dt)->name, hi->name);
-            goto fail_release;
-        }
-        ndim -= fold;
-        dt = (tack_dtype)dtype_hint;
-    }
-    writable = writable && !h->view.readonly;
-    if (want_writable && !writable) {
-        PyErr_Format(PyExc_ValueError, "a read-only %.100s cannot be shared as writable",
-                     Py_TYPE(obj)->tp_name);
-        goto fail_release;
-    }
-    int64_t strides[TACK_MAX_NDIM];
-    for (int i = 0; strided && i < ndim; i++) { /* bytes -> elements */
-        if (h->view.strides[i] % h->view.itemsize != 0) {
-            PyErr_Format(PyExc_ValueError,
-                         "a %.100s with a stride of %zd bytes on axis %d, not a multiple of its %zd-byte "
-                         "elements, cannot be indexed by a kernel; pass a copy (x.copy()) and copy the results "
-                         "back into it",
-                         Py_TYPE(obj)->tp_name, h->view.strides[i], i, h->view.itemsize);
-            goto fail_release;
-        }
-        strides[i] = h->view.strides[i] / h->view.itemsize;
-    }
-    if ((strided ? tack_array_wrap_strided(NULL, dt, ndim, shape, strides, h->view.buf, writable, release_buffer, h,
-                                           &arr)
-                 : tack_array_wrap(NULL, dt, ndim, shape, h->view.buf, writable, release_buffer, h, &arr)) != TACK_OK)
-    {
-        tpy_raise(); /* the wrap released h */
-        return NULL;
-    }
-    return arr;
-fail_release:
-    PyBuffer_Release(&h->view);
-fail:
-    tack_free(h);
-    return NULL;
-}
 
 /* ------------------------------------------------------------ the type */
 void tpy_array_release(tack_array *arr) {
@@ -389,7 +198,7 @@ static PyObject *get_numpy_shape(tack_array *a) {
     return t;
 }
 
-static PyObject *array_numpy(PyObject *self, PyObject *unused) {
+PyObject *tpy_array_numpy(PyObject *self, PyObject *unused) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     PyObject *np, *shape = NULL, *npdt = NULL, *out = NULL, *r;
     tack_array *a = ARR(self);
@@ -424,7 +233,7 @@ static PyObject *array_array(PyObject *self, PyObject *args, PyObject *kw) {
                         "numpy.from_dlpack(array) to share its storage");
         return NULL;
     }
-    PyObject *out = array_numpy(self, NULL);
+    PyObject *out = tpy_array_numpy(self, NULL);
     if (out && dtype != Py_None) {
         PyObject *cast = tpy_call1(out, "astype", dtype);
         Py_SETREF(out, cast);
@@ -575,356 +384,6 @@ static Py_ssize_t array_len(PyObject *self) {
     return (Py_ssize_t)tack_array_shape(a)[0];
 }
 
-/* ------------------------------------------------------ indexing, views
- *
- * a[i, j] (one int per axis) reads one element: a NumPy scalar (a NumPy
- * array of the components for vector and matrix dtypes), copied out of the
- * storage -- on a GPU a one-element copy.  Any other index of ints, slices
- * and a final Ellipsis gives a view sharing the storage, as in NumPy.  One
- * the storage serves in C order -- leading ints (a[i] of a 2-d array is row
- * i), then at most one slice with step 1, then only full slices (a[2:5],
- * a[1, 2:4], a[2:5, :]) -- is an ordinary array (tack_array_subview); a
- * step, an int after a slice, a partial slice after a slice (a[::2],
- * a[::-1], m[:, 0], m[1:3, 1:3]) and a.T / a.transpose() give a strided view
- * (tack_array_as_strided, runtime/strided.c) that kernels read and write in
- * place on every device and .numpy() copies out; the C-order operations
- * (fill, copy into it, reshape, DLPack export) refuse it.  On OpenCL, whose
- * buffers the host cannot offset, a view starting inside its buffer is such
- * a view too (the kernel adds the offset).  newaxis, bools
- * and index arrays raise IndexError pointing at .numpy() or a kernel.
- * Every view holds the storage, so the storage's flags (shared, read-only
- * owner) apply to it. */
-
-static PyObject *shape_repr(tack_array *a) {
-    PyObject *t = PyTuple_New(tack_array_ndim(a));
-    for (int i = 0; t && i < tack_array_ndim(a); i++) {
-        PyObject *o = PyLong_FromLongLong(tack_array_shape(a)[i]);
-        if (!o) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, i, o);
-    }
-    return t;
-}
-
-static PyObject *unsupported_index(PyObject *key, const char *why) {
-    PyErr_Format(PyExc_IndexError,
-                 "tack.Array index %R: %s; tack.Array takes ints (negative ones count from the end), slices "
-                 "and a final Ellipsis, which give views sharing the storage -- for other indexing copy "
-                 "with .numpy() or use a kernel", key, why);
-    return NULL;
-}
-
-/* The element `start` (flat, C order) of `a`, copied to the host. */
-static PyObject *read_element(PyObject *self, tack_array *a, int64_t start, PyObject *key) {
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    tack_array *v = NULL;
-    PyObject *tmp, *host, *out;
-    if (!st)
-        return NULL;
-    if (tack_array_strides(a) && tack_device_kind(tack_array_device(a)) != TACK_DEVICE_OPENCL) {
-        /* an element of a strided view: a 0-d view of it, `start` elements from its first */
-        if (tack_array_as_strided(a, start, 0, NULL, NULL, &v) != TACK_OK)
-            return tpy_raise();
-    } else if ((start != 0 || tack_array_strides(a)) && tack_device_kind(tack_array_device(a)) == TACK_DEVICE_OPENCL) {
-        /* OpenCL buffers have no addresses to offset: copy all, then pick. */
-        host = array_numpy(self, NULL);
-        out = host ? PyObject_GetItem(host, key) : NULL;
-        Py_XDECREF(host);
-        return out;
-    } else if (tack_array_subview(a, start, 0, NULL, &v) != TACK_OK) {
-        return tpy_raise();
-    }
-    if (!(tmp = tpy_array_new(st, v)))
-        return NULL;
-    host = array_numpy(tmp, NULL);
-    Py_DECREF(tmp);
-    if (!host || tack_dtype_get(tack_array_dtype(a))->rows > 1)
-        return host; /* a vector or matrix element: its components */
-    PyObject *empty = PyTuple_New(0);
-    out = empty ? PyObject_GetItem(host, empty) : NULL; /* the NumPy scalar */
-    Py_XDECREF(empty);
-    Py_DECREF(host);
-    return out;
-}
-
-static PyObject *array_subscript(PyObject *self, PyObject *key) {
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    tack_array *a = ARR(self), *v = NULL;
-    int nd = tack_array_ndim(a), axis = 0, nout = 0, sliced = 0, ellipsis = 0;
-    const int64_t *shape = tack_array_shape(a), *own = tack_array_strides(a);
-    /* start: element (0, ...) of the result, in elements from a's; in C order while `corder` holds */
-    int64_t start = 0, stride[TACK_MAX_NDIM], out_shape[TACK_MAX_NDIM], out_stride[TACK_MAX_NDIM];
-    int corder = own == NULL;
-    PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
-    if (!st || !items)
-        goto fail;
-    {
-        int64_t s = 1;
-        for (int k = nd - 1; k >= 0; k--) {
-            stride[k] = own ? own[k] : s;
-            s *= shape[k];
-        }
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
-    for (Py_ssize_t j = 0; j < n; j++) {
-        PyObject *it = PyTuple_GET_ITEM(items, j);
-        if (it == Py_Ellipsis) {
-            ellipsis = 1;
-            if (j != n - 1) {
-                unsupported_index(key, "an Ellipsis must be the last index");
-                goto fail;
-            }
-            break;
-        }
-        if (axis >= nd) {
-            PyErr_Format(PyExc_IndexError,
-                         "too many indices for array: array is %d-dimensional, but %zd were indexed", nd,
-                         n - (PyTuple_GET_ITEM(items, n - 1) == Py_Ellipsis));
-            goto fail;
-        }
-        if (PySlice_Check(it)) {
-            Py_ssize_t lo, hi, step, len;
-            if (PySlice_Unpack(it, &lo, &hi, &step) < 0)
-                goto fail;
-            len = PySlice_AdjustIndices((Py_ssize_t)shape[axis], &lo, &hi, step);
-            /* C order survives leading ints, one slice of step 1, then full slices */
-            if (step != 1 || (sliced && (lo != 0 || len != shape[axis])))
-                corder = 0;
-            sliced = 1;
-            if (len > 0)
-                start += (int64_t)lo * stride[axis];
-            out_shape[nout] = len;
-            out_stride[nout++] = (int64_t)step * stride[axis];
-            axis++;
-            continue;
-        }
-        if (PyBool_Check(it) || !PyIndex_Check(it)) {
-            unsupported_index(key, PyBool_Check(it) ? "a bool is not an index"
-                                                    : "only ints, slices and a final Ellipsis are indices");
-            goto fail;
-        }
-        if (sliced)
-            corder = 0; /* an int after a slice: a strided view */
-        Py_ssize_t i = PyNumber_AsSsize_t(it, PyExc_IndexError);
-        if (i == -1 && PyErr_Occurred())
-            goto fail;
-        int64_t idx = i < 0 ? (int64_t)i + shape[axis] : (int64_t)i;
-        if (idx < 0 || idx >= shape[axis]) {
-            PyObject *sh = shape_repr(a);
-            if (sh)
-                PyErr_Format(PyExc_IndexError,
-                             "index %zd is out of bounds for axis %d with size %lld (array shape %R)", i,
-                             axis, (long long)shape[axis], sh);
-            Py_XDECREF(sh);
-            goto fail;
-        }
-        start += idx * stride[axis];
-        axis++;
-    }
-    for (int k = axis; k < nd; k++) {
-        out_shape[nout] = shape[k];
-        out_stride[nout++] = stride[k];
-    }
-    Py_DECREF(items);
-    if (axis == nd && !sliced && !ellipsis)
-        return read_element(self, a, start, key);
-    /* an OpenCL buffer cannot be offset by the host: a view inside one is a strided view and its offset */
-    if (corder && start != 0 && tack_device_kind(tack_array_device(a)) == TACK_DEVICE_OPENCL)
-        corder = 0;
-    if (corder ? tack_array_subview(a, start, nout, out_shape, &v) != TACK_OK
-               : tack_array_as_strided(a, start, nout, out_shape, out_stride, &v) != TACK_OK)
-        return tpy_raise();
-    return tpy_array_new(st, v);
-fail:
-    Py_XDECREF(items);
-    return NULL;
-}
-
-/* a.transpose(*axes) and a.T: a strided view with the axes permuted (none:
- * reversed), as NumPy's; a 1-d or 0-d array's is a view of itself. */
-static PyObject *transpose(PyObject *self, PyObject *axes) {
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    tack_array *a = ARR(self), *v = NULL;
-    int nd = tack_array_ndim(a), perm[TACK_MAX_NDIM], seen[TACK_MAX_NDIM] = {0};
-    const int64_t *shape = tack_array_shape(a), *own = tack_array_strides(a);
-    int64_t stride[TACK_MAX_NDIM], out_shape[TACK_MAX_NDIM], out_stride[TACK_MAX_NDIM], c = 1;
-    if (!st)
-        return NULL;
-    Py_ssize_t na = axes ? PyTuple_GET_SIZE(axes) : 0;
-    if (na == 1 && !PyIndex_Check(PyTuple_GET_ITEM(axes, 0)) && PyTuple_GET_ITEM(axes, 0) != Py_None) {
-        PyObject *seq = PySequence_Tuple(PyTuple_GET_ITEM(axes, 0));
-        if (!seq)
-            return NULL;
-        PyObject *r = transpose(self, seq);
-        Py_DECREF(seq);
-        return r;
-    }
-    if (na == 1 && PyTuple_GET_ITEM(axes, 0) == Py_None)
-        na = 0;
-    if (na != 0 && na != nd)
-        return PyErr_Format(PyExc_ValueError, "axes don't match array: %zd axes for a %d-dimensional array", na, nd);
-    for (int k = nd - 1; k >= 0; k--) {
-        stride[k] = own ? own[k] : c;
-        c *= shape[k];
-    }
-    for (int k = 0; k < nd; k++) {
-        long p = nd - 1 - k;
-        if (na) {
-            p = PyLong_AsLong(PyTuple_GET_ITEM(axes, k));
-            if (p == -1 && PyErr_Occurred())
-                return NULL;
-            if (p < 0)
-                p += nd;
-            if (p < 0 || p >= nd || seen[p]++)
-                return PyErr_Format(PyExc_ValueError, "axes %R are not a permutation of %d axes", axes, nd);
-        }
-        perm[k] = (int)p;
-        out_shape[k] = shape[perm[k]];
-        out_stride[k] = stride[perm[k]];
-    }
-    if (tack_array_as_strided(a, 0, nd, out_shape, out_stride, &v) != TACK_OK)
-        return tpy_raise();
-    return tpy_array_new(st, v);
-}
-
-static PyObject *array_transpose(PyObject *self, PyObject *args) { return transpose(self, args); }
-static PyObject *array_get_T(PyObject *self, void *c) {
-    (void)c;
-    return transpose(self, NULL);
-}
-
-/* _field_view(dtype, offset, shape, strides): a strided view of this C-order
- * storage read as `dtype` elements, from element `offset` with element
- * `strides` -- one field of an array of records (tack._structs), whose
- * bytes the storage holds.  The runtime checks the view stays inside. */
-static PyObject *array_field_view(PyObject *self, PyObject *args) {
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    tack_array *a = ARR(self), *flat = NULL, *v = NULL;
-    PyObject *dtobj, *shobj, *strobj, *seq = NULL, *result = NULL;
-    long long offset;
-    tack_dtype dt;
-    int64_t shape[TACK_MAX_NDIM], strides[TACK_MAX_NDIM], n;
-    int nd = 0;
-    if (!st || !PyArg_ParseTuple(args, "OLOO:_field_view", &dtobj, &offset, &shobj, &strobj))
-        return NULL;
-    if (tpy_dtype_from_object(st, dtobj, &dt) < 0 || tpy_parse_shape(shobj, shape, &nd) < 0)
-        return NULL;
-    seq = PySequence_Fast(strobj, "_field_view: strides must be a sequence of ints");
-    if (!seq)
-        return NULL;
-    if (PySequence_Fast_GET_SIZE(seq) != nd) {
-        PyErr_SetString(PyExc_ValueError, "_field_view: one stride per axis");
-        goto done;
-    }
-    for (int i = 0; i < nd; i++) {
-        strides[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-        if (strides[i] == -1 && PyErr_Occurred())
-            goto done;
-    }
-    n = (int64_t)(tack_array_nbytes(a) / tack_dtype_get(dt)->itemsize);
-    if (tack_array_reshape(a, dt, 1, &n, &flat) != TACK_OK ||
-        tack_array_as_strided(flat, offset, nd, shape, strides, &v) != TACK_OK) {
-        tpy_raise();
-        goto done;
-    }
-    result = tpy_array_new(st, v);
-done:
-    if (flat)
-        tpy_array_release(flat);
-    Py_XDECREF(seq);
-    return result;
-}
-
-/* reshape(*shape) or reshape(shape): a view with the new shape; one -1
- * takes the size the others leave. */
-static PyObject *array_reshape(PyObject *self, PyObject *args) {
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    tack_array *a = ARR(self), *v = NULL;
-    PyObject *spec = args;
-    int64_t shape[TACK_MAX_NDIM], known = 1;
-    int unknown = -1;
-    if (!st)
-        return NULL;
-    if (PyTuple_GET_SIZE(args) == 1 && !PyIndex_Check(PyTuple_GET_ITEM(args, 0)))
-        spec = PyTuple_GET_ITEM(args, 0);
-    PyObject *seq = PySequence_Fast(spec, "reshape() takes ints or one sequence of ints");
-    if (!seq)
-        return NULL;
-    Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
-    if (nd > TACK_MAX_NDIM) {
-        Py_DECREF(seq);
-        return PyErr_Format(PyExc_ValueError, "shape %R has %zd dimensions; Tack arrays have at most %d", spec,
-                            nd, TACK_MAX_NDIM);
-    }
-    for (Py_ssize_t i = 0; i < nd; i++) {
-        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
-        if (PyBool_Check(it) || !PyIndex_Check(it)) {
-            PyErr_Format(PyExc_TypeError, "reshape(): shape entries must be ints, got %.100s in %R",
-                         Py_TYPE(it)->tp_name, spec);
-            goto fail;
-        }
-        long long d = PyLong_AsLongLong(it);
-        if (d == -1 && PyErr_Occurred()) {
-            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-                goto fail;
-            PyErr_Clear();
-            d = -2;
-        }
-        if (d == -1) {
-            if (unknown >= 0) {
-                PyErr_Format(PyExc_ValueError, "reshape(): can only specify one unknown dimension (-1), got %R",
-                             spec);
-                goto fail;
-            }
-            unknown = (int)i;
-        } else if (d < 0) {
-            PyErr_Format(PyExc_ValueError, "reshape(): invalid dimension in shape %R", spec);
-            goto fail;
-        } else if (__builtin_mul_overflow(known, (int64_t)d, &known)) {
-            known = -1;
-        }
-        shape[i] = d;
-    }
-    Py_DECREF(seq);
-    int64_t size = tack_array_size(a);
-    if (unknown >= 0) {
-        if (known <= 0 || size % known != 0)
-            known = -1;
-        else
-            shape[unknown] = size / known;
-    }
-    if (known < 0 || (unknown < 0 && known != size) || (unknown >= 0 && known == 0)) {
-        PyObject *sh = shape_repr(a);
-        if (sh)
-            PyErr_Format(PyExc_ValueError, "cannot reshape an array of size %lld (shape %R) into shape %R",
-                         (long long)size, sh, spec);
-        Py_XDECREF(sh);
-        return NULL;
-    }
-    if (tack_array_reshape(a, tack_array_dtype(a), (int)nd, shape, &v) != TACK_OK)
-        return tpy_raise();
-    return tpy_array_new(st, v);
-fail:
-    Py_DECREF(seq);
-    return NULL;
-}
-
-/* ravel(): the elements as one axis -- always a view, the storage being
- * C-contiguous. */
-static PyObject *array_ravel(PyObject *self, PyObject *unused) {
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    tack_array *v = NULL;
-    int64_t n;
-    if (!st)
-        return NULL;
-    n = tack_array_size(ARR(self));
-    if (tack_array_reshape(ARR(self), tack_array_dtype(ARR(self)), 1, &n, &v) != TACK_OK)
-        return tpy_raise();
-    return tpy_array_new(st, v);
-}
-
 static PyObject *array_repr(PyObject *self) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     if (!st)
@@ -1045,7 +504,7 @@ static PyGetSetDef array_getset[] = {
     {"ptr", array_get_ptr, NULL, "the address of the first element (a device address on GPUs)", NULL},
     {"device", array_get_device, NULL, "the device name: 'cpu', 'cuda:0', ...", NULL},
     {"shared", array_get_shared, NULL, "whether the storage is shared with another library", NULL},
-    {"T", array_get_T, NULL, "the transpose: a strided view with the axes reversed", NULL},
+    {"T", tpy_array_get_T, NULL, "the transpose: a strided view with the axes reversed", NULL},
     {"strided", array_get_strided, NULL, "whether the array is a strided view (a step, a column, a transpose)", NULL},
     {"_strides", array_get_strides, NULL, NULL, NULL},
     {"__cuda_array_interface__", array_get_cai, NULL,
@@ -1058,7 +517,7 @@ static PyGetSetDef array_getset[] = {
 };
 
 static PyMethodDef array_methods[] = {
-    {"numpy", array_numpy, METH_NOARGS, "numpy() -> a NumPy copy (vecN arrays get a trailing axis of N)"},
+    {"numpy", tpy_array_numpy, METH_NOARGS, "numpy() -> a NumPy copy (vecN arrays get a trailing axis of N)"},
     {"__reduce__", array_reduce, METH_NOARGS,
      "__reduce__() -> how pickle sends the array: a CPU array's values, as NumPy would; refused on other devices"},
     {"__array__", (PyCFunction)(void (*)(void))array_array, METH_VARARGS | METH_KEYWORDS,
@@ -1073,11 +532,11 @@ static PyMethodDef array_methods[] = {
     {"_copy_into", array_copy_into, METH_O, NULL},
     {"_copy_array", array_copy_array, METH_O, NULL},
     {"_readonly_view", array_readonly_view, METH_NOARGS, NULL},
-    {"_field_view", array_field_view, METH_VARARGS, NULL},
-    {"reshape", array_reshape, METH_VARARGS,
+    {"_field_view", tpy_array_field_view, METH_VARARGS, NULL},
+    {"reshape", tpy_array_reshape, METH_VARARGS,
      "reshape(*shape) -> a view of the same storage with another shape (one -1 is inferred)"},
-    {"ravel", array_ravel, METH_NOARGS, "ravel() -> a 1-d view of the same storage"},
-    {"transpose", array_transpose, METH_VARARGS,
+    {"ravel", tpy_array_ravel, METH_NOARGS, "ravel() -> a 1-d view of the same storage"},
+    {"transpose", tpy_array_transpose, METH_VARARGS,
      "transpose(*axes) -> a strided view with the axes permuted (reversed when none are given)"},
     {"__dlpack__", (PyCFunction)(void (*)(void))tpy_array_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> DLPack capsule"},
@@ -1100,7 +559,7 @@ static PyType_Slot array_slots[] = {
     {Py_tp_dealloc, array_dealloc},
     {Py_sq_length, array_len},
     {Py_mp_length, array_len},
-    {Py_mp_subscript, array_subscript},
+    {Py_mp_subscript, tpy_array_subscript},
     {Py_tp_doc, "A Tack array: dtype, shape, device and C-contiguous storage (or a strided view of it).\n\n"
                 "Create one with tack.array, tack.empty, tack.zeros, tack.ones or tack.full."},
     {0, NULL},

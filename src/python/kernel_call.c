@@ -423,7 +423,7 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
     t->dtype = tack_array_dtype(arr);
     t->ndim = tack_array_ndim(arr);
     t->writable = 1; /* see the file comment: checked per call */
-    t->strided = tack_array_strides(arr) != NULL; /* a foreign view: its own build (emit.c) */
+    t->strided = tack_array_strides(arr) != NULL; /* a foreign view: its own build (emit_expr.c) */
     c->writable[i] = tack_array_writable(arr);
     v->array = arr;
     dev = tack_array_device(arr);

@@ -5,7 +5,10 @@
  * It keeps all of its Python objects in module state (multi-phase init, heap
  * types), so several interpreters can each import it.  Files:
  *   module.c   module definition, state, error translation, devices
- *   array.c    the Array heap type
+ *   array.c    the Array heap type: creation, copies, attributes, its tables
+ *   array_buffer.c  borrowing a buffer-protocol object as a CPU array
+ *   array_views.c   indexing, and the views that share an array's storage
+ *   array_grad.c    an Array's gradient attributes
  *   dtype.c    the DType heap type and the dtype objects tack.f32, ...
  *   frontend*.c  a Python function -> Tack AST (tack_kernel.h); see frontend.h
  *   kernel.c   the Kernel heap type: vectorcall launch path, methods, module hooks
@@ -92,6 +95,15 @@ int tpy_raise_int(void); /* same, returns -1 */
  * to arr, released on failure). */
 PyObject *tpy_array_new(tpy_state *st, tack_array *arr);
 int tpy_array_check(tpy_state *st, PyObject *obj);
+/* numpy(): a NumPy copy of an Array (array.c; array_views.c reads an element with it). */
+PyObject *tpy_array_numpy(PyObject *self, PyObject *unused);
+/* An Array's indexing and views (array_views.c), in array.c's slots and tables. */
+PyObject *tpy_array_subscript(PyObject *self, PyObject *key);
+PyObject *tpy_array_transpose(PyObject *self, PyObject *args);
+PyObject *tpy_array_get_T(PyObject *self, void *c);
+PyObject *tpy_array_field_view(PyObject *self, PyObject *args);
+PyObject *tpy_array_reshape(PyObject *self, PyObject *args);
+PyObject *tpy_array_ravel(PyObject *self, PyObject *unused);
 /* An Array's gradient attributes (array_grad.c), in array.c's getset table. */
 PyObject *tpy_array_get_grad(PyObject *self, void *c);
 int tpy_array_set_grad(PyObject *self, PyObject *value, void *c);
@@ -106,7 +118,7 @@ PyObject *tpy_dtype_lookup(PyObject *m, PyObject *obj);
 /* Device by name (None -> the default device); NULL with an exception set. */
 tack_device *tpy_device_from_object(tpy_state *st, PyObject *obj);
 
-/* Wrap a buffer-protocol object (C-contiguous) as a borrowed array on the CPU,
+/* array_buffer.c: wrap a buffer-protocol object (C-contiguous) as a borrowed array on the CPU,
  * retaining `obj` until the storage is released.  `dtype_hint` < 0: take the
  * dtype from the buffer's format. */
 /* allow_strided (a kernel argument): a non-contiguous buffer becomes a strided

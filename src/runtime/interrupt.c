@@ -7,7 +7,7 @@
  * clean: the thread pool between the pieces of a parallel loop (pool.c runs
  * each thread's share in pieces sized to about 5 ms each), and the
  * generated code in its serial loops, once per 64K iterations counted
- * across all of them (abi->poll; emit.c).  The question is one relaxed load
+ * across all of them (abi->poll; emit_stmt.c).  The question is one relaxed load
  * of a flag, so asking costs nothing measurable.
  *
  * Who sets the flag is the embedder's business: tack_interrupt() is

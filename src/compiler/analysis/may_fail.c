@@ -12,7 +12,7 @@
  *   - its body holds a check (IR_CHECK: an index, a division by zero, an
  *     assert, ...), or
  *   - on a target whose loops poll (the CPU: an interrupt leaves a function
- *     like a failed check, emit.c), it holds a serial loop, or
+ *     like a failed check, emit_stmt.c), it holds a serial loop, or
  *   - it calls a function that can fail.
  *
  * Lowering refuses recursion, so the calls form no cycle and one memoized

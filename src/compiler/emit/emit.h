@@ -1,20 +1,23 @@
 /*
- * emit.h -- the emitter's state, shared by emit.c and the CPU kernel layout
- * (emit_cpu.c, its innermost loops in emit_inner.c) and by no one else.
+ * emit.h -- the emitter's state, shared by its files (emit.c, emit_expr.c,
+ * emit_stmt.c, emit_complex.c, emit_quat.c), the CPU kernel layout
+ * (cpu/emit_*.c) and the race detector's code (race_watch.c), and by no one
+ * else.
  *
- * emit.c writes expressions, statements and @tack.func specializations the
- * same way for every C-family dialect; a dialect's `kernel` hook lays the
- * kernel out around them.  The CUDA layout (dialect_cuda.c) needs nothing
- * beyond compiler.h's tk_emitter_* services.  The CPU layout is more
- * intimate: it writes a parallel loop in several versions, and each version
- * changes how some expressions and statements come out -- a fast division
- * inside a segment is a local, an add into a histogram goes to the chunk's
- * private copy.  Those versions are the modes below, set by emit_cpu.c (and
- * emit_inner.c) and read by emit.c's ex() and st(); this header is where the two files share
- * them, so that the struct stays private to the emitter.
+ * The emitter writes expressions (emit_expr.c), statements (emit_stmt.c)
+ * and @tack.func specializations (emit.c) the same way for every C-family
+ * dialect; a dialect's `kernel` hook lays the kernel out around them.  The
+ * CUDA layout (dialect_cuda.c) needs nothing beyond compiler.h's
+ * tk_emitter_* services.  The CPU layout is more intimate: it writes a
+ * parallel loop in several versions, and each version changes how some
+ * expressions and statements come out -- a fast division inside a segment
+ * is a local, an add into a histogram goes to the chunk's private copy.
+ * Those versions are the modes below, set by emit_cpu.c (and emit_inner.c)
+ * and read by ex() and st(); this header is where the files share them, so
+ * that the struct stays private to the emitter.
  *
  * The emitter's primitives keep their short names (P, I, ex, st, ...) in
- * both files; the macros at the end map them to hidden symbols with an em_
+ * every file; the macros at the end map them to hidden symbols with an em_
  * prefix.
  */
 #ifndef TACK_EMIT_H
@@ -96,16 +99,23 @@ static inline const char *ctype(tk_emitter *e, int dt) { return e->D->ctype((tac
 static inline const char *ut(int dt) { return dt_bits((tack_dtype)dt) <= 32 ? "uint32_t" : "uint64_t"; }
 static inline int is_signed(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_INT; }
 static inline int is_float_dt(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_FLOAT; }
+/* Whether specialization S returns something (a value or a tuple): its functions keep a tk_zero. */
+static inline int em_returns_value(const tk_spec *S) { return S->ret.kind == TY_VALUE || S->ret.kind == TY_TUPLE; }
 
-/* emit.c */
+/* emit.c: the primitives */
 TK_HIDDEN void em_printf(tk_emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 TK_HIDDEN void em_indent(tk_emitter *e);
-TK_HIDDEN void em_expr(tk_emitter *e, tk_ir *x);
-TK_HIDDEN void em_stmt(tk_emitter *e, tk_ir *s);
-TK_HIDDEN void em_block(tk_emitter *e, tk_ir *b);
 /* A local's C name: v<index>[_<name>]. */
 TK_HIDDEN void em_local_name(tk_emitter *e, int loc);
 TK_HIDDEN void em_comment_text(tk_emitter *e, const char *s);
+/* emit_expr.c: an expression; the element offset of access x (its indices from k[first]) into
+ * its array parameter, and the row-major index into its local array */
+TK_HIDDEN void em_expr(tk_emitter *e, tk_ir *x);
+TK_HIDDEN void em_flat_index(tk_emitter *e, tk_ir *x, int first);
+TK_HIDDEN void em_local_index(tk_emitter *e, tk_ir *x, int first);
+/* emit_stmt.c: a statement, a block */
+TK_HIDDEN void em_stmt(tk_emitter *e, tk_ir *s);
+TK_HIDDEN void em_block(tk_emitter *e, tk_ir *b);
 /* The condition under which check `s` fails. */
 TK_HIDDEN void em_check_fails(tk_emitter *e, tk_ir *s);
 /* In a dialect with polls: the function's loop budget (at its top). */
@@ -114,9 +124,9 @@ TK_HIDDEN void em_poll_budget(tk_emitter *e);
  * parallel loop: its id); with `carried`, only those it marks (in 1) or does
  * not mark (in 0). */
 TK_HIDDEN void em_declare_locals(tk_emitter *e, int scope, int skip_params, const char *carried, int in);
-/* emit.c: a serial loop's body with its variable, closing the loop's brace */
+/* emit_stmt.c: a serial loop's body with its variable, closing the loop's brace */
 TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
-/* emit.c: whether IR x has at most *left nodes, counting them off */
+/* emit_stmt.c: whether IR x has at most *left nodes, counting them off */
 TK_HIDDEN int em_within(const tk_ir *x, int *left);
 /* emit_lanes.c: @tack.func specialization si can run in SIMD lanes once inlined */
 TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
@@ -134,7 +144,7 @@ TK_HIDDEN char *em_carried_locals(tk_emitter *e, tk_ir *s);
 TK_HIDDEN int em_verify_prefix(tk_emitter *e, tk_ir *s, const char *carried);
 TK_HIDDEN void em_innermost(tk_emitter *e, tk_ir *s, const char *carried, int np);
 
-/* race_watch.c: the run-time race detector's code (check_races), for emit_cpu.c and emit.c.
+/* race_watch.c: the run-time race detector's code (check_races), for emit_cpu.c and the emitter.
  * em_race_site: access x's site in the loop being written, or -1; em_race_open / close
  * write around the element offset of such an access (kind 0 read, 1 write, 2 atomic). */
 TK_HIDDEN int em_race_loop(tk_emitter *e, const tk_ir *pf);      /* its index, or -1 */

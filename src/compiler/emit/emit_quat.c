@@ -14,7 +14,7 @@
  * tk_normalize_<T> as for a vector, tk_mul_<T> -- which for a quat is the
  * Hamilton product and for a transform the composition -- and
  * tk_<operation>_<T> for each IR_MATH operation of intrinsics.def's
- * quaternion rows (emit.c).
+ * quaternion rows (emit_expr.c).
  *
  * The formulas, and what they promise (docs/language.md, "Quaternions and
  * transforms"):

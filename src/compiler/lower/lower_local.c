@@ -9,7 +9,7 @@
  * has a fixed size and lives on the stack (C) or in registers / private
  * memory (CUDA, HIP, OpenCL) with no allocation at run time.  Each dialect
  * declares it as a one-dimensional array of all its elements, zeroed, at
- * the top of its scope (emit.c), and indexes it row-major.
+ * the top of its scope (emit_stmt.c), and indexes it row-major.
  *
  * The creation `x = np.zeros(...)` is an IR_LFILL statement that sets every
  * element where it stands, so an array created in a loop's body starts

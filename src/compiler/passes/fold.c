@@ -135,7 +135,7 @@ static tk_ir *fold_bin(tk_cc *C, tk_ir *x) {
         if (s && q < 0) r = (uint64_t)(p == 1 ? 1 : p == -1 ? ((q & 1) ? -1 : 1) : 0);
         else r = upow(up, uq);
         break;
-    case B_SHL: case B_SHR: { /* as emit.c's tk_shl32 ...: NumPy's counts, read unsigned at 32 or 64 bits */
+    case B_SHL: case B_SHR: { /* as emit_expr.c's tk_shl32 ...: NumPy's counts, read unsigned at 32 or 64 bits */
         int w = bits <= 32 ? 32 : 64;
         uint64_t cnt = w == 32 ? (uint64_t)(uint32_t)uq : uq;
         if (op == B_SHL) r = cnt < (uint64_t)w ? up << cnt : 0;

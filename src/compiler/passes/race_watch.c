@@ -37,7 +37,7 @@
  * A kernel with a watched loop is compiled without the optimizing passes:
  * each access stays one load or store, as written, with its own record, and
  * the loop runs as plain C (no SIMD lanes, no private sums).  Emission then
- * (emit.c, emit_cpu.c) wraps the element offset of each watched access in
+ * (emit_expr.c, emit_cpu.c) wraps the element offset of each watched access in
  * tk_rc_acc(...) -- inline code of the prelude below that records the access
  * in the array's shadow memory with a few atomics and returns the offset
  * unchanged -- gives each iteration its tag (its flat index + 1, under the
