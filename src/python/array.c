@@ -94,6 +94,15 @@ done:
     return rc;
 }
 
+/* The shape, dtype and device arguments of a new array (_core.empty, _core.wrap_pointer): the
+ * device, or NULL with an exception. */
+tack_device *tpy_parse_layout(tpy_state *st, PyObject *shape_obj, PyObject *dtype_obj, PyObject *device_obj,
+                              int64_t *shape, int *ndim, tack_dtype *dt) {
+    if (tpy_parse_shape(shape_obj, shape, ndim) < 0 || tpy_dtype_from_object(st, dtype_obj, dt) < 0)
+        return NULL;
+    return tpy_device_from_object(st, device_obj);
+}
+
 /* _core.empty(shape, dtype, device=None, zero=False) */
 static PyObject *py_empty(PyObject *m, PyObject *args, PyObject *kw) {
     static char *names[] = {"shape", "dtype", "device", "zero", NULL};
@@ -106,9 +115,7 @@ static PyObject *py_empty(PyObject *m, PyObject *args, PyObject *kw) {
     tpy_state *st = tpy_get_state(m);
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|Op:empty", names, &shape_obj, &dtype_obj, &device_obj, &zero))
         return NULL;
-    if (tpy_parse_shape(shape_obj, shape, &ndim) < 0 || tpy_dtype_from_object(st, dtype_obj, &dt) < 0)
-        return NULL;
-    tack_device *dev = tpy_device_from_object(st, device_obj);
+    tack_device *dev = tpy_parse_layout(st, shape_obj, dtype_obj, device_obj, shape, &ndim, &dt);
     if (!dev)
         return NULL;
     tack_status s;
@@ -150,52 +157,51 @@ static int get_exact_buffer(tpy_state *st, PyObject *obj, Py_buffer *view, int f
     return 0;
 }
 
-static PyObject *array_copy_from(PyObject *self, PyObject *src) {
+/* The array's bytes from (into = 0) or into (1) a C-contiguous buffer of exactly their size. */
+static PyObject *host_copy(PyObject *self, PyObject *obj, int into) {
     Py_buffer view;
     tack_status s;
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    if (!st || get_exact_buffer(st, src, &view, PyBUF_C_CONTIGUOUS, tack_array_nbytes(ARR(self))) < 0)
+    int flags = into ? PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE : PyBUF_C_CONTIGUOUS;
+    if (!st || get_exact_buffer(st, obj, &view, flags, tack_array_nbytes(ARR(self))) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
-    s = tack_array_copy_from_host(ARR(self), view.buf, (size_t)view.len);
+    s = into ? tack_array_copy_to_host(ARR(self), view.buf, (size_t)view.len)
+             : tack_array_copy_from_host(ARR(self), view.buf, (size_t)view.len);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (s != TACK_OK)
         return tpy_raise();
     Py_RETURN_NONE;
 }
+static PyObject *array_copy_from(PyObject *self, PyObject *src) { return host_copy(self, src, 0); }
+static PyObject *array_copy_into(PyObject *self, PyObject *dst) { return host_copy(self, dst, 1); }
 
-static PyObject *array_copy_into(PyObject *self, PyObject *dst) {
-    Py_buffer view;
-    tack_status s;
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
-    if (!st || get_exact_buffer(st, dst, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, tack_array_nbytes(ARR(self))) < 0)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    s = tack_array_copy_to_host(ARR(self), view.buf, (size_t)view.len);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    if (s != TACK_OK)
-        return tpy_raise();
-    Py_RETURN_NONE;
+/* A tuple of n Python ints (a shape, strides); NULL with an exception. */
+PyObject *tpy_int64_tuple(const int64_t *v, int n) {
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *o = PyLong_FromLongLong(v[i]);
+        if (!o) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
 }
 
+/* NumPy's shape of the array's values: a vector dtype's components are a trailing axis, a
+ * matrix dtype's two. */
 static PyObject *get_numpy_shape(tack_array *a) {
     const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
     int nd = tack_array_ndim(a), extra = i->cols > 1 ? 2 : (i->rows > 1 ? 1 : 0);
-    PyObject *t = PyTuple_New(nd + extra);
-    if (!t)
-        return NULL;
-    for (int k = 0; k < nd + extra; k++) {
-        long long v = k < nd ? (long long)tack_array_shape(a)[k] : (k == nd ? i->rows : i->cols);
-        PyObject *o = PyLong_FromLongLong(v);
-        if (!o) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, k, o);
-    }
-    return t;
+    int64_t shape[TACK_MAX_NDIM + 2];
+    for (int k = 0; k < nd; k++)
+        shape[k] = tack_array_shape(a)[k];
+    shape[nd] = i->rows; /* read only when extra >= 1 */
+    shape[nd + 1] = i->cols;
+    return tpy_int64_tuple(shape, nd + extra);
 }
 
 PyObject *tpy_array_numpy(PyObject *self, PyObject *unused) {
@@ -311,18 +317,21 @@ done:
     return ok;
 }
 
-static PyObject *array_copy(PyObject *self, PyObject *unused) {
-    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+/* A new array with a's values on `dev` (NULL: a's own device). */
+static PyObject *clone_on(tpy_state *st, tack_array *a, tack_device *dev) {
     tack_array *c = NULL;
     tack_status s;
-    if (!st)
-        return NULL;
     Py_BEGIN_ALLOW_THREADS
-    s = tack_array_clone(ARR(self), NULL, &c);
+    s = tack_array_clone(a, dev, &c);
     Py_END_ALLOW_THREADS
     if (s != TACK_OK)
         return tpy_raise();
     return tpy_array_new(st, c);
+}
+
+static PyObject *array_copy(PyObject *self, PyObject *unused) {
+    tpy_state *st = tpy_state_from_type(Py_TYPE(self));
+    return st ? clone_on(st, ARR(self), NULL) : NULL;
 }
 
 /* _copy_array(src): self <- src, same dtype and size, any devices. */
@@ -347,8 +356,6 @@ static PyObject *array_to(PyObject *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"device", "copy", NULL};
     PyObject *device_obj;
     int copy = 0;
-    tack_array *c = NULL;
-    tack_status s;
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     if (!st || !PyArg_ParseTupleAndKeywords(args, kw, "O|p:to", names, &device_obj, &copy))
         return NULL;
@@ -357,12 +364,7 @@ static PyObject *array_to(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     if (dev == tack_array_device(ARR(self)) && !copy)
         return Py_NewRef(self);
-    Py_BEGIN_ALLOW_THREADS
-    s = tack_array_clone(ARR(self), dev, &c);
-    Py_END_ALLOW_THREADS
-    if (s != TACK_OK)
-        return tpy_raise();
-    return tpy_array_new(st, c);
+    return clone_on(st, ARR(self), dev);
 }
 
 static PyObject *array_readonly_view(PyObject *self, PyObject *unused) {
@@ -407,17 +409,7 @@ static PyObject *array_reduce(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *array_get_shape(PyObject *self, void *c) {
-    tack_array *a = ARR(self);
-    PyObject *t = PyTuple_New(tack_array_ndim(a));
-    for (int i = 0; t && i < tack_array_ndim(a); i++) {
-        PyObject *o = PyLong_FromLongLong(tack_array_shape(a)[i]);
-        if (!o) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, i, o);
-    }
-    return t;
+    return tpy_int64_tuple(tack_array_shape(ARR(self)), tack_array_ndim(ARR(self)));
 }
 static PyObject *array_get_dtype(PyObject *self, void *c) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
@@ -453,17 +445,7 @@ static PyObject *array_get_strides(PyObject *self, void *c) {
     const int64_t *t = tack_array_strides(ARR(self));
     if (!t)
         Py_RETURN_NONE;
-    int nd = tack_array_ndim(ARR(self));
-    PyObject *out = PyTuple_New(nd);
-    for (int i = 0; out && i < nd; i++) {
-        PyObject *v = PyLong_FromLongLong(t[i]);
-        if (!v) {
-            Py_CLEAR(out);
-            break;
-        }
-        PyTuple_SET_ITEM(out, i, v);
-    }
-    return out;
+    return tpy_int64_tuple(t, tack_array_ndim(ARR(self)));
 }
 static PyObject *array_get_device(PyObject *self, void *c) {
     return PyUnicode_FromString(tack_device_name(tack_array_device(ARR(self))));

@@ -29,18 +29,7 @@
 
 #define ARR(o) (((TackArrayObject *)(o))->arr)
 
-static PyObject *shape_repr(tack_array *a) {
-    PyObject *t = PyTuple_New(tack_array_ndim(a));
-    for (int i = 0; t && i < tack_array_ndim(a); i++) {
-        PyObject *o = PyLong_FromLongLong(tack_array_shape(a)[i]);
-        if (!o) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, i, o);
-    }
-    return t;
-}
+static PyObject *shape_repr(tack_array *a) { return tpy_int64_tuple(tack_array_shape(a), tack_array_ndim(a)); }
 
 static PyObject *unsupported_index(PyObject *key, const char *why) {
     PyErr_Format(PyExc_IndexError,

@@ -815,9 +815,7 @@ static PyObject *py_wrap_pointer(PyObject *m, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|pOO:wrap_pointer", names, &ptr, &shape_obj, &dtype_obj,
                                      &writable, &device_obj, &owner))
         return NULL;
-    if (tpy_parse_shape(shape_obj, shape, &ndim) < 0 || tpy_dtype_from_object(st, dtype_obj, &dt) < 0)
-        return NULL;
-    tack_device *dev = tpy_device_from_object(st, device_obj);
+    tack_device *dev = tpy_parse_layout(st, shape_obj, dtype_obj, device_obj, shape, &ndim, &dt);
     if (!dev)
         return NULL;
     for (int i = 0; i < ndim; i++)

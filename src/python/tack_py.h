@@ -95,6 +95,8 @@ int tpy_raise_int(void); /* same, returns -1 */
  * to arr, released on failure). */
 PyObject *tpy_array_new(tpy_state *st, tack_array *arr);
 int tpy_array_check(tpy_state *st, PyObject *obj);
+/* A tuple of n Python ints (a shape, strides); NULL with an exception (array.c). */
+PyObject *tpy_int64_tuple(const int64_t *v, int n);
 /* numpy(): a NumPy copy of an Array (array.c; array_views.c reads an element with it). */
 PyObject *tpy_array_numpy(PyObject *self, PyObject *unused);
 /* An Array's indexing and views (array_views.c), in array.c's slots and tables. */
@@ -112,6 +114,9 @@ int tpy_array_set_requires_grad(PyObject *self, PyObject *value, void *c);
 /* A shape argument (an int or a sequence of ints, none negative, at most
  * TACK_MAX_NDIM) into shape/ndim; -1 with ValueError/TypeError naming it. */
 int tpy_parse_shape(PyObject *obj, int64_t *shape, int *ndim);
+/* The shape, dtype and device arguments of a new array: the device, or NULL with an exception. */
+tack_device *tpy_parse_layout(tpy_state *st, PyObject *shape_obj, PyObject *dtype_obj, PyObject *device_obj,
+                              int64_t *shape, int *ndim, tack_dtype *dt);
 /* Resolve a dtype argument: DType object, NumPy dtype/str, type; -1 with TypeError. */
 int tpy_dtype_from_object(tpy_state *st, PyObject *obj, tack_dtype *out);
 PyObject *tpy_dtype_lookup(PyObject *m, PyObject *obj);
