@@ -47,6 +47,7 @@ import numpy as np
 from ._array import zeros as _zeros
 from ._core import f32, f64, i32
 from ._hashgrid_rewrite import _Place  # the same placing of the user's body in the template
+from ._rewritten_call import QueryRewriter
 from ._structs_rewrite import SEP
 
 _LOOP = """
@@ -86,18 +87,11 @@ _LOOPS = {"query_box": (("lo", "hi"), "l", "h"), "query_ray": (("origin", "direc
 _CALLS = {"ray_closest": (("origin", "direction"), 4, "tri, t, u, v"), "closest_point": (("p",), 2, "tri, q")}
 
 
-class _Rw(ast.NodeTransformer):
+class _Rw(QueryRewriter):
     def __init__(self, fn, base, trees):
-        self.fn, self.base, self.trees = fn, base, trees  # trees: parameter name -> ("bvh" | "mesh", float type)
+        super().__init__(fn, base)
+        self.trees = trees  # parameter name -> ("bvh" | "mesh", float type)
         self.inject = {"__tk_zeros": _zeros, "__tk_i32": i32, "__tk_isfinite": math.isfinite}
-        self.returns = None
-        self.count = 0
-        self.depth = 0  # loops around the node: 0 at the kernel's top level
-
-    def error(self, msg, node):
-        from ._structs import _compile_error
-
-        return _compile_error(msg, node, self.fn, self.base)
 
     def kind(self, name):
         return "tack.Mesh" if self.trees[name][0] == "mesh" else "tack.Bvh"
@@ -129,13 +123,6 @@ class _Rw(ast.NodeTransformer):
             raise self.error(f"{b}.{m}(...) gives several values: write '{_CALLS[m][2]} = {b}.{m}(...)' "
                              f"as a statement of its own", node)
         return self.generic_visit(node)
-
-    def visit_While(self, node):
-        self.depth += 1
-        try:
-            return self.generic_visit(node)
-        finally:
-            self.depth -= 1
 
     def setup(self, b):
         ft = self.trees[b][1]
@@ -173,39 +160,21 @@ class _Rw(ast.NodeTransformer):
     def visit_For(self, node):
         got = self.method_of(node.iter)
         if got is None:
-            self.depth += 1
-            try:
-                return self.generic_visit(node)
-            finally:
-                self.depth -= 1
+            return self.nested(node)
         b, m = got
         if m not in _LOOPS:
             raise self.error(f"{b}.{m}(...) is not a loop: write '{_CALLS[m][2]} = {b}.{m}(...)'", node)
         call = node.iter
         names, a, c = _LOOPS[m]
-        if self.depth == 0:
-            raise self.error(f"'for ... in {b}.{m}(...)' at the top level of a kernel would be a parallel "
-                             f"loop: put it inside the kernel's parallel loop", node)
-        if call.keywords or len(call.args) != 2:
-            raise self.error(f"{b}.{m} takes two arguments: {b}.{m}({', '.join(names)})", call)
-        if not isinstance(node.target, ast.Name):
-            raise self.error(f"'for ... in {b}.{m}(...)' takes one name for the box's index", node)
-        if node.orelse:
-            raise self.error(f"'for ... in {b}.{m}(...)' has no 'else:' block", node)
+        self.check_query(node, f"{b}.{m}", f"{b}.{m} takes two arguments: {b}.{m}({', '.join(names)})",
+                         "the box's index")
         F, name = self.setup(b)
         self.count += 1
         T = f"{b}{SEP}q{self.count}{SEP}"
         B = f"{b}{SEP}"
         pre = self.components(b, call.args[0], T, a, F, names[0]) + \
             self.components(b, call.args[1], T, c, F, names[1])
-        self.depth += 1
-        try:
-            body = []
-            for s in node.body:
-                out = self.visit(s)
-                body.extend(out if isinstance(out, list) else [out])
-        finally:
-            self.depth -= 1
+        body = self.query_body(node.body)
         from ._bvh import STACK
 
         if m == "query_box":

@@ -39,6 +39,7 @@ import numpy as np
 
 from ._core import f32, f64
 
+from ._rewritten_call import QueryRewriter
 from ._structs_rewrite import SEP
 
 _TEMPLATE = {
@@ -85,20 +86,13 @@ if {T}l{d} <= {T}h{d} and {T}r >= 0.0 and {T}h{d} >= 0.0 and {T}l{d} < {F}({G}n{
 """
 
 
-class _Rw(ast.NodeTransformer):
+class _Rw(QueryRewriter):
     def __init__(self, fn, base, grids):
         from ._core import i64
 
-        self.fn, self.base, self.grids = fn, base, grids  # grids: parameter name -> (dimension, float type)
+        super().__init__(fn, base)
+        self.grids = grids  # parameter name -> (dimension, float type)
         self.inject = {"__tk_i64": i64, "__tk_floor": math.floor}
-        self.returns = None
-        self.count = 0
-        self.depth = 0  # loops around the node: 0 at the kernel's top level
-
-    def error(self, msg, node):
-        from ._structs import _compile_error
-
-        return _compile_error(msg, node, self.fn, self.base)
 
     def grid_of(self, node):
         """The grid parameter `node` is `g.neighbors(...)` of, or None."""
@@ -116,21 +110,10 @@ class _Rw(ast.NodeTransformer):
                              f"'for j in {node.id}.neighbors(p, radius):'", node)
         return node
 
-    def visit_While(self, node):
-        self.depth += 1
-        try:
-            return self.generic_visit(node)
-        finally:
-            self.depth -= 1
-
     def visit_For(self, node):
         g = self.grid_of(node.iter)
         if g is None:
-            self.depth += 1
-            try:
-                return self.generic_visit(node)
-            finally:
-                self.depth -= 1
+            return self.nested(node)
         return self.neighbors(node, g)
 
     def neighbors(self, node, g):
@@ -139,16 +122,8 @@ class _Rw(ast.NodeTransformer):
         F = f"__tk_{np.dtype(ft).name}"
         self.inject[F] = {"float32": f32, "float64": f64}[np.dtype(ft).name]
         eps = "1e-5" if np.dtype(ft).itemsize == 4 else "1e-12"
-        if self.depth == 0:
-            raise self.error(f"'for ... in {g}.neighbors(...)' at the top level of a kernel would be a "
-                             f"parallel loop: put it inside the kernel's parallel loop", node)
-        if call.keywords or len(call.args) != 2:
-            raise self.error(f"{g}.neighbors takes two arguments, a point and a radius: "
-                             f"{g}.neighbors(p, radius)", call)
-        if not isinstance(node.target, ast.Name):
-            raise self.error(f"'for ... in {g}.neighbors(...)' takes one name for the neighbour's index", node)
-        if node.orelse:
-            raise self.error(f"'for ... in {g}.neighbors(...)' has no 'else:' block", node)
+        self.check_query(node, f"{g}.neighbors", f"{g}.neighbors takes two arguments, a point and a radius: "
+                         f"{g}.neighbors(p, radius)", "the neighbour's index")
         for b in _own(node.body):
             if isinstance(b, ast.Break):
                 raise self.error(f"'break' in 'for ... in {g}.neighbors(...)' would leave one cell's "
@@ -169,14 +144,7 @@ class _Rw(ast.NodeTransformer):
             comps = [ast.copy_location(ast.Attribute(value=ast.Name(id=T + "p", ctx=ast.Load()), attr=a,
                                                      ctx=ast.Load()), p) for a in "xyz"[:dim]]
         r = self.visit(r)
-        self.depth += 1
-        try:
-            body = []
-            for s in node.body:
-                out = self.visit(s)
-                body.extend(out if isinstance(out, list) else [out])
-        finally:
-            self.depth -= 1
+        body = self.query_body(node.body)
         axes = "".join(_AXIS.format(T=T, G=G, F=F, I="__tk_i64", FL="__tk_floor", P=f"__tk_P{d}", d=d,
                                     EPS=f"{F}({eps})") for d in range(dim))
         src = _TEMPLATE[dim].format(T=T, G=G, F=F, R="__tk_R", J=node.target.id, AXES=axes)

@@ -13,8 +13,9 @@ float type, a tree's kind and types) with the kernel's own options, and it is
 called with each structure replaced by its arrays.  rewrite_function() is the
 frame of each module's rewrite: the kernel's source parsed, its structure
 parameters replaced by the arrays they stand for, its body given to the
-module's AST transformer.  One place, so that the kinds of structure cannot
-drift apart in how they bind, cache, forward and rewrite.
+module's AST transformer, a QueryRewriter (the depth of loops, the query
+loops' checks).  One place, so that the kinds of structure cannot drift
+apart in how they bind, cache, forward and rewrite.
 """
 
 import ast
@@ -78,11 +79,69 @@ def call(kernel_obj, args, kwargs, method, cls, key_of, rewrite, refuse):
     return None if method == "compile" else out
 
 
+class QueryRewriter(ast.NodeTransformer):
+    """What the structures' AST transformers (make_rw of rewrite_function) share:
+    the refusal at a node (error), the depth of the kernel's own loops around
+    the node being visited -- a query loop at depth 0 would be the kernel's
+    parallel loop, so it is refused there -- and a query loop's checks and the
+    visit of its body one loop deeper.  A subclass sets `inject` (closure name
+    -> object, which _make passes to the rewritten function) and numbers its
+    query loops with `count`, for the names of their temporaries."""
+
+    def __init__(self, fn, base):
+        self.fn, self.base = fn, base
+        self.returns = None  # what a kernel returns: no struct (_make reads it)
+        self.count = 0
+        self.depth = 0  # loops around the node: 0 at the kernel's top level
+
+    def error(self, msg, node):
+        from ._structs import _compile_error
+
+        return _compile_error(msg, node, self.fn, self.base)
+
+    def nested(self, node):
+        """node (a loop of the kernel's own) with its children visited one loop deeper."""
+        self.depth += 1
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.depth -= 1
+
+    def visit_While(self, node):
+        return self.nested(node)
+
+    def check_query(self, node, what, usage, index):
+        """Refuse the query loop `for ... in what(...)` unless it is inside a loop and has two
+        arguments (`usage`: the refusal when not), one name (`index`: what it names) and no
+        else block."""
+        if self.depth == 0:
+            raise self.error(f"'for ... in {what}(...)' at the top level of a kernel would be a parallel "
+                             f"loop: put it inside the kernel's parallel loop", node)
+        if node.iter.keywords or len(node.iter.args) != 2:
+            raise self.error(usage, node.iter)
+        if not isinstance(node.target, ast.Name):
+            raise self.error(f"'for ... in {what}(...)' takes one name for {index}", node)
+        if node.orelse:
+            raise self.error(f"'for ... in {what}(...)' has no 'else:' block", node)
+
+    def query_body(self, body):
+        """A query loop's body visited one loop deeper, as a list of statements."""
+        self.depth += 1
+        try:
+            out = []
+            for s in body:
+                r = self.visit(s)
+                out.extend(r if isinstance(r, list) else [r])
+            return out
+        finally:
+            self.depth -= 1
+
+
 def rewrite_function(fn, keys, make_rw, what, fields):
     """fn with each parameter whose key (one per parameter in `keys`) is not None
     replaced by the arrays fields(key) names (parameter·field), its body
-    rewritten by make_rw(fn, base, {parameter: key}) -- an ast.NodeTransformer
-    with error(msg, node) -- and carrying the new tree as __tack_tree__.
+    rewritten by make_rw(fn, base, {parameter: key}) -- a QueryRewriter -- and
+    carrying the new tree as __tack_tree__.
     `what` names the structure in the refusal of other kinds of parameter."""
     from ._structs_rewrite import SEP, _make, _parse
 

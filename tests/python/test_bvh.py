@@ -365,8 +365,31 @@ def _in_expression(mesh, out):
         out[i] = mesh.closest_point((0.0, 0.0, 0.0))[0]
 
 
+def _three_args(bvh, out):
+    for i in range(out.shape[0]):
+        for k in bvh.query_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), 2.0):
+            out[i] = k
+
+
+def _two_names(bvh, out):
+    for i in range(out.shape[0]):
+        for k, m in bvh.query_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)):
+            out[i] = k
+
+
+def _with_else(bvh, out):
+    for i in range(out.shape[0]):
+        for k in bvh.query_ray((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)):
+            out[i] = k
+        else:
+            out[i] = -1
+
+
 @pytest.mark.parametrize("fn, msg, mesh", [
     (_top_level, "at the top level of a kernel would be a parallel loop", False),
+    (_three_args, r"bvh.query_box takes two arguments: bvh.query_box\(lo, hi\)", False),
+    (_two_names, r"'for ... in bvh.query_box\(...\)' takes one name for the box's index", False),
+    (_with_else, r"'for ... in bvh.query_ray\(...\)' has no 'else:' block", False),
     (_other_use, "'bvh' is a tack.Bvh: a kernel uses it only in its queries", False),
     (_ray_closest_on_bvh, r"has query_box\(\), query_ray\(\), not 'ray_closest'", False),
     (_two_coords, "the lo of a tack.Bvh query has 3 coordinates, got 2", False),

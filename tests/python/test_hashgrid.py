@@ -222,8 +222,31 @@ def _other_method(grid, out):
             out[i] = j
 
 
+def _three_args(grid, out):
+    for i in range(out.shape[0]):
+        for j in grid.neighbors((0.0, 0.0, 0.0), 1.0, 2.0):
+            out[i] = j
+
+
+def _two_names(grid, out):
+    for i in range(out.shape[0]):
+        for j, k in grid.neighbors((0.0, 0.0, 0.0), 1.0):
+            out[i] = j
+
+
+def _with_else(grid, out):
+    for i in range(out.shape[0]):
+        for j in grid.neighbors((0.0, 0.0, 0.0), 1.0):
+            out[i] = j
+        else:
+            out[i] = -1
+
+
 @pytest.mark.parametrize("fn, msg", [
     (_top_level, "at the top level of a kernel would be a parallel loop"),
+    (_three_args, r"grid.neighbors takes two arguments, a point and a radius: grid.neighbors\(p, radius\)"),
+    (_two_names, r"'for ... in grid.neighbors\(...\)' takes one name for the neighbour's index"),
+    (_with_else, r"'for ... in grid.neighbors\(...\)' has no 'else:' block"),
     (_with_break, "'break' in 'for ... in grid.neighbors"),
     (_other_use, "'grid' is a tack.HashGrid: a kernel uses it only as 'for j in grid.neighbors"),
     (_two_coords, "'grid' is a 3-D grid: the point has 3 coordinates, got 2"),
