@@ -96,6 +96,20 @@ static void storage_release(rt_storage *s) {
     tack_free(s);
 }
 
+/* A new handle on a's storage (one more reference to it) whose first element is at `data`;
+ * NULL, holding nothing, when out of memory (the error set). */
+static tack_array *share_storage(tack_array *a, tack_dtype dt, int ndim, const int64_t *shape, int64_t size,
+                                 size_t nbytes, int writable, void *data) {
+    atomic_fetch_add(&a->storage->refs, 1);
+    tack_array *v = new_handle(a->storage, dt, ndim, shape, size, nbytes, writable);
+    if (!v) {
+        storage_release(a->storage);
+        return NULL;
+    }
+    v->data = data;
+    return v;
+}
+
 static tack_status alloc_array(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
                                int zero, tack_array **out) {
     int64_t size;
@@ -258,13 +272,9 @@ fail:
 tack_status tack_array_view(tack_array *a, int writable, tack_array **out) {
     if (writable && !a->storage->writable)
         return tack_set_error(TACK_ERR_READONLY, "cannot make a writable view of read-only storage");
-    atomic_fetch_add(&a->storage->refs, 1);
-    tack_array *v = new_handle(a->storage, a->dtype, a->ndim, a->shape, a->size, a->nbytes, writable != 0);
-    if (!v) {
-        storage_release(a->storage);
+    tack_array *v = share_storage(a, a->dtype, a->ndim, a->shape, a->size, a->nbytes, writable != 0, a->data);
+    if (!v)
         return TACK_ERR_NOMEM;
-    }
-    v->data = a->data;
     v->strided = a->strided;
     memcpy(v->strides, a->strides, sizeof v->strides);
     v->offset = a->offset;
@@ -285,13 +295,9 @@ tack_status tack_array_reshape(tack_array *a, tack_dtype dt, int ndim, const int
     if ((uintptr_t)a->data % tack_dtype_get(dt)->alignment != 0)
         return tack_set_error(TACK_ERR_VALUE, "storage is not aligned for dtype %s",
                               tack_dtype_get(dt)->name);
-    atomic_fetch_add(&a->storage->refs, 1);
-    tack_array *v = new_handle(a->storage, dt, ndim, shape, size, nbytes, a->writable);
-    if (!v) {
-        storage_release(a->storage);
+    tack_array *v = share_storage(a, dt, ndim, shape, size, nbytes, a->writable, a->data);
+    if (!v)
         return TACK_ERR_NOMEM;
-    }
-    v->data = a->data;
     *out = v;
     return TACK_OK;
 }
@@ -313,14 +319,11 @@ tack_status tack_array_subview(tack_array *a, int64_t start, int ndim, const int
                               "an array on %s cannot have a view starting inside it (OpenCL buffers have no "
                               "addresses to offset); copy it with .numpy() or use a kernel",
                               tack_device_name(dev));
-    atomic_fetch_add(&a->storage->refs, 1);
-    tack_array *v = new_handle(a->storage, a->dtype, ndim, shape, size, nbytes, a->writable);
-    if (!v) {
-        storage_release(a->storage);
-        return TACK_ERR_NOMEM;
-    }
     /* An empty view keeps the base address: nothing is read through it. */
-    v->data = size > 0 ? (char *)a->data + (size_t)start * tack_dtype_get(a->dtype)->itemsize : a->data;
+    void *data = size > 0 ? (char *)a->data + (size_t)start * tack_dtype_get(a->dtype)->itemsize : a->data;
+    tack_array *v = share_storage(a, a->dtype, ndim, shape, size, nbytes, a->writable, data);
+    if (!v)
+        return TACK_ERR_NOMEM;
     *out = v;
     return TACK_OK;
 }

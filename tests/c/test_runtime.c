@@ -239,17 +239,24 @@ static void test_fail_nth_allocation(void)
         int64_t shape[1] = {4};
         released = 0;
         failing_allocator_install(n);
-        tack_array *a = NULL, *b = NULL, *c = NULL, *w = NULL;
+        int64_t square[2] = {2, 2}, two[1] = {2};
+        tack_array *a = NULL, *b = NULL, *c = NULL, *r = NULL, *sub = NULL, *w = NULL;
         tack_status st = tack_array_zeros(cpu, TACK_F32, 1, shape, &a);
         if (st == TACK_OK)
             st = tack_array_clone(a, NULL, &b);
         if (st == TACK_OK)
             st = tack_array_view(b, 0, &c);
+        if (st == TACK_OK) /* the views that share b's storage: each a handle of its own */
+            st = tack_array_reshape(b, TACK_F32, 2, square, &r);
+        if (st == TACK_OK)
+            st = tack_array_subview(b, 1, 1, two, &sub);
         if (st == TACK_OK)
             st = tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 1, count_release, &one, &w);
         else
             count_release(&one); /* the wrap never ran: count as released */
         tack_array_release(w);
+        tack_array_release(sub);
+        tack_array_release(r);
         tack_array_release(c);
         tack_array_release(b);
         tack_array_release(a);
