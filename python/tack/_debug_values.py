@@ -51,22 +51,14 @@ def _wrap64(v):
     return _RInt(v - (1 << 64) if v >= 1 << 63 else v)
 
 
+# (rank, run-time) of each weak type: by the exact type, as type(v) is ... compares
+_WEAK = {_RInt: (1, True), _RFloat: (2, True), bool: (0, False), int: (1, False), float: (2, False),
+         complex: (3, False)}
+
+
 def _weak(v):
     """(rank, run-time) of a weak value, or None."""
-    t = type(v)
-    if t is _RInt:
-        return 1, True
-    if t is _RFloat:
-        return 2, True
-    if t is bool:
-        return 0, False
-    if t is int:
-        return 1, False
-    if t is float:
-        return 2, False
-    if t is complex:
-        return 3, False
-    return None
+    return _WEAK.get(type(v))
 
 
 def _f2i(x, to):
