@@ -1,4 +1,4 @@
-"""Innermost serial loops (emit.c, emit_for): a loop with no loop in its body
+"""Innermost serial loops (emit_stmt.c, emit_for): a loop with no loop in its body
 runs as a plain loop after one poll when its trip fits one strip (TK_STRIP,
 65536 iterations), and strip-mined, polling every strip, when longer.  Both
 copies must give Python's answer: trips of 0, 1, around the strip and well
@@ -182,7 +182,7 @@ def test_dependent_iterations_stay_in_order(kernel, pykernel, make):
         np.testing.assert_array_equal(g, w)
 
 
-# ---- how much of a nest is written twice (emit.c, TK_PLAIN_BODY_MAX)
+# ---- how much of a nest is written twice (emit_stmt.c, TK_PLAIN_BODY_MAX)
 
 PLAIN = "<= (uint64_t)TK_STRIP) {"  # the plain copy of a step-1 loop
 

@@ -141,7 +141,7 @@ def test_the_mixed_width_body_uses_the_widest_store():
     np.testing.assert_array_equal(hi, np.maximum(a[:, :-1], a[:, 1:]))
 
 
-# ---- the same in a serial innermost loop (emit.c, the plain copy in lanes)
+# ---- the same in a serial innermost loop (emit_stmt.c, the plain copy in lanes)
 
 def _rows_nested(a, out, last):
     for i in range(out.shape[0]):

@@ -437,7 +437,7 @@ def shift4(a, out):
 @pytest.mark.parametrize("shape", [(3, 3), (3, 40), (40, 3), (257, 129), (1000, 67)])
 def test_neighbour_indices_2d(shape):
     """Rows of an ndrange are nested loops over the chunk's first to last row; neighbour
-    accesses share one row base (emit.c, split_index).  Chunks start and end mid-row."""
+    accesses share one row base (emit_expr.c, split_index).  Chunks start and end mid-row."""
     a = np.random.default_rng(sum(shape)).random(shape)
     out = np.full(shape, -7.0)
     blur2(a, out)

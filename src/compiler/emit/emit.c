@@ -30,7 +30,6 @@
  * This file also holds the primitives every emitter file writes with
  * (P, I and a local's or a comment's text: emit.h's short names).
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
