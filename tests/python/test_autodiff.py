@@ -474,6 +474,43 @@ def test_the_stencil_gather_covers_every_element_once(shape):
     np.testing.assert_allclose(g["k"], want_k, rtol=1e-13, atol=1e-15)
 
 
+def _heat_step_grads_in_order(u, k, g, gu, gk):
+    """heat_step's gradients added onto gu and gk in the adjoint's order, each sum rounded to the
+    arrays' type (NumPy's elementwise operations round each one): u's gradient at p gathers the
+    iterations q = p - o for the offsets o in sorted order, (-1, 0), (0, -1), (0, 1), (1, 0) (each
+    contribution 0 + g[q] * k[q], as the reverse sweep's local starts at zero), then adds the
+    iteration's own terms, g[p] and -(0 + g[p] * k[p]) * 4; k's gradient at p adds g[p] * lap[p]."""
+    gu, gk = gu.copy(), gk.copy()
+    n, m = u.shape
+    zero = np.zeros((), u.dtype)
+    inner = (slice(1, n - 1), slice(1, m - 1))
+    for o in ((-1, 0), (0, -1), (0, 1), (1, 0)):  # p = q + o for every iteration q
+        p = (slice(1 + o[0], n - 1 + o[0]), slice(1 + o[1], m - 1 + o[1]))
+        gu[p] = gu[p] + (zero + g[inner] * k[inner])
+    gu[inner] = gu[inner] + g[inner]
+    gu[inner] = gu[inner] + (-(zero + g[inner] * k[inner])) * 4.0
+    lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4.0 * u[1:-1, 1:-1]
+    gk[inner] = gk[inner] + g[inner] * lap
+    return gu, gk
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 7), (9, 6), (37, 70)])
+def test_the_stencil_adjoint_adds_in_its_order_to_the_bit(shape):
+    """The gather form's sums, to the bit, in f64, compiled and in debug mode, onto gradients that
+    are not zero: the order in which an element's adds arrive is the generator's (the gathers by
+    offset, then the iteration's own), whatever loops it splits them into; the seed is spent."""
+    rng = np.random.default_rng(shape[0] * 100 + shape[1])
+    u, kk, seed, gu0, gk0 = (rng.random(shape) - 0.3 for _ in range(5))
+    want_u, want_k = _heat_step_grads_in_order(u, kk, seed, gu0, gk0)
+    for k in (heat_step, tack.kernel(jit=False)(heat_step.__wrapped__)):
+        g = {"u": gu0.copy(), "k": gk0.copy(), "unew": seed.copy()}
+        k.adjoint(u, kk, np.zeros(shape), grads=g)
+        np.testing.assert_array_equal(g["u"], want_u)
+        np.testing.assert_array_equal(g["k"], want_k)
+        assert not g["unew"][1:-1, 1:-1].any()
+        np.testing.assert_array_equal(g["unew"][0], seed[0])  # the border was never written
+
+
 def test_the_stencil_adjoint_is_one_fused_sweep():
     """The gather's interior and the own pass are one loop (tack._autodiff_gather): it reads u, k
     and the seed in one sweep, stores u's and k's gradients once an iteration (summed in a local:
