@@ -1,7 +1,7 @@
 """What an adjoint costs: each kernel's adjoint time over its forward time on the CPU, and the
 same workloads through Warp's CPU tape when Warp is importable (docs/differentiation.md, "Cost").
 
-    python benchmarks/autodiff_cost.py [--rounds 7] [--no-warp] [--cpu-time]
+    python benchmarks/autodiff_cost.py [--rounds 7] [--no-warp] [--cpu-time] [--before OLD_AUTODIFF_GATHER.py]
 
 Three kernels, f32: an elementwise expression of 4M elements (sin, exp, sqrt), springs over 1M
 random pairs (a scatter: force[i] += f, force[j] -= f) and one step of a 2-D heat stencil on
@@ -13,6 +13,10 @@ adjoint), so that a load on the machine that comes and goes weighs on both alike
 --cpu-time the times are the process's CPU time instead of the wall clock's: on a loaded machine,
 with TACK_NUM_THREADS=1, the measure the load disturbs least (with more threads it sums theirs).
 Warp is not one of the project's dependencies: install warp-lang beside it to get its column.
+--before takes another version of tack/_autodiff_gather.py (``git show
+REV:python/tack/_autodiff_gather.py > old.py``) and times the stencil's adjoint that it generates
+beside this one's, the rounds interleaved in the same process, after checking that both give the
+same gradients bit for bit (f32 and f64, odd shapes too).
 """
 
 from __future__ import annotations
@@ -107,6 +111,59 @@ def tack_times(d, rounds, timer=time.perf_counter):
     return best(cases, rounds, timer=timer)
 
 
+def gather_versions(path):
+    """{"before": heat whose adjoint the _autodiff_gather at `path` generates, "after": this one's}:
+    the generator module swapped while each adjoint is built (tack._autodiff imports it at each
+    loop's adjoint).  Raises SystemExit where the two give different gradients, to the bit."""
+    import importlib.util
+    import sys
+
+    from tack import _autodiff_gather
+
+    spec = importlib.util.spec_from_file_location("tack._autodiff_gather_before", path)
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    out = {}
+    for tag, mod in (("before", old), ("after", _autodiff_gather)):
+        sys.modules["tack._autodiff_gather"] = tack._autodiff_gather = mod
+        try:
+            k = out[tag] = tack.kernel(heat.__wrapped__)
+            rng = np.random.default_rng(1)
+            for shape, dt in (((3, 3), np.float64), ((7, 5), np.float32)):  # built now, with this generator
+                u, kk, s = (rng.random(shape).astype(dt) for _ in range(3))
+                k.adjoint(u, kk, np.zeros_like(u), grads={"u": np.zeros_like(u), "k": np.zeros_like(u), "unew": s})
+        finally:
+            sys.modules["tack._autodiff_gather"] = tack._autodiff_gather = _autodiff_gather
+    rng = np.random.default_rng(2)
+    for shape, dt in (((3, 3), np.float64), ((4, 3), np.float32), ((7, 5), np.float32), ((9, 37), np.float64),
+                      ((131, 261), np.float32), ((67, 130), np.float64)):
+        u, kk, s = (rng.random(shape).astype(dt) - 0.3 for _ in range(3))
+        res = []
+        for k in out.values():
+            g = {"u": rng.random(shape).astype(dt), "k": rng.random(shape).astype(dt), "unew": s.copy()}
+            g["u"][:], g["k"][:] = u * 0.5, kk * 0.25  # the same start for both: adds onto what is there
+            k.adjoint(u, kk, np.zeros_like(u), grads=g)
+            res.append(g)
+        for p in ("u", "k", "unew"):
+            if res[0][p].tobytes() != res[1][p].tobytes():
+                raise SystemExit(f"heat {shape} {np.dtype(dt).name}: the versions' gradients of {p} differ")
+    return out
+
+
+def before_times(d, path, rounds, timer=time.perf_counter):
+    """{"before": (forward, adjoint), "after": (forward, adjoint)} of the heat stencil, the two
+    generators' adjoints timed in the same rounds, on the arrays tack_times uses (allocated before
+    the check's: where an array lies decides much of a stencil's time -- freed arrays of
+    megabytes move NumPy's next ones from their own mappings into the heap, at other offsets in
+    a page, and the forward took twice as long there)."""
+    u, k = d["heat"]
+    un, gu, gk, gun = np.zeros_like(u), np.zeros_like(u), np.zeros_like(k), np.ones_like(u)
+    ks = gather_versions(path)
+    cases = {tag: (lambda h=h: h(u, k, un), lambda h=h: h.adjoint(u, k, un, grads={"u": gu, "k": gk, "unew": gun}))
+             for tag, h in ks.items()}
+    return best(cases, rounds, timer=timer)
+
+
 def warp_times(d, rounds, timer=time.perf_counter):
     import warp as wp
 
@@ -173,9 +230,18 @@ def main():
     parser.add_argument("--no-warp", action="store_true")
     parser.add_argument("--cpu-time", action="store_true", help="time by the process's CPU time (one thread: "
                         "TACK_NUM_THREADS=1), which a loaded machine disturbs least")
+    parser.add_argument("--before", metavar="FILE", help="another version of tack/_autodiff_gather.py: the heat "
+                        "stencil's adjoint it generates, timed beside this one's after a check of the bits")
     args = parser.parse_args()
     timer = time.process_time if args.cpu_time else time.perf_counter
     d = data()
+    if args.before:
+        t = before_times(d, args.before, args.rounds, timer)
+        print(f"{'heat':10} {'forward':>10} {'adjoint':>10} {'adj/fwd':>8}")
+        for tag, (f, r) in t.items():
+            print(f"{tag:10} {f * 1e3:8.2f}ms {r * 1e3:8.2f}ms {r / f:8.2f}")
+        print(f"adjoint after / before: {t['after'][1] / t['before'][1]:.3f}")
+        return
     t = tack_times(d, args.rounds, timer)
     w = None
     if not args.no_warp:

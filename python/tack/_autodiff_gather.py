@@ -1,4 +1,4 @@
-"""The gather form of an adjoint loop: a stencil's gradients without atomics, in one sweep.
+"""The gather form of an adjoint loop: a stencil's gradients without atomics, in a gather sweep and a last pass.
 
 A parallel loop that reads its neighbours, ``unew[i, j] = u[i, j] + k * (u[i - 1, j] + ...)``,
 has an adjoint that adds into its neighbours' gradients, ``u·grad[i - 1, j] += g``, which
@@ -15,17 +15,25 @@ forward's five loads of ``u``), so each iteration writes its own element ``u·gr
 is atomic.  The price is recomputation: a five-point stencil's seed and ``k`` are read once per
 neighbour, from cache.
 
-The same loop then runs the iteration's own adjoint at ``p`` (its adds at offset zero, ``k``'s
-gradient): one sweep that reads each array once, where a gather pass and then an own pass read
-the seed, ``k`` and ``u``'s gradient twice -- the stencil is memory-bound, and the second sweep
-cost as much as the first.  The loop must not zero the seeds of the outputs it overwrote, as
-the own pass did (an overwritten output's old value no longer counts): a neighbour still reads
-them.  The zeroes move to a last pass of their own, a loop over the original range that keeps
-of the reverse sweep only the zeroing stores and what their branches test (``_spent_only``).
-That is right only where nothing in an iteration reads a seed after zeroing it (``y[i] = a``
-then ``y[i] = b``: the first store's seed is the zero the second left), and a gather, which
-recomputes a neighbour's reverse sweep without its zeroes, is wrong there too: such a loop
-keeps the atomic form (``_spent_last``).
+The same loop then adds the iteration's own terms into the gathered arrays (``u``'s at ``p``),
+after the gathers: the order of the sum an element got when gathers and own adds were one loop,
+so the result is the same to the bit.  The rest of the iteration's own adjoint (``k``'s
+gradient, the arrays nothing gathers, a float scalar's) runs in a last pass over the loop's own
+range, and that pass zeroes the seeds of the outputs the loop overwrote (an overwritten output's
+old value no longer counts) -- the gather sweep must not, a neighbour still reads them.  The
+last pass reads the seed at its own element anyway (``k``'s gradient is seed times ``lap``), so
+its zeroes cost only the lines they dirty.  Against one sweep of everything and then a pass of
+zeroes alone, the bytes are the same (36 an f32 element, for the stencil) in fewer rows at one
+column: NumPy puts large arrays at one offset in a page, so where a row is a whole number of
+pages (2048 f32) the rows a loop reads at one column share a set of the level-1 cache -- eleven
+in the one sweep (the seed, ``k`` and ``u`` at three rows each, both gradients), seven in the
+gathers, five in the last pass.  On the 2-core development machine (a 12-way level-1 cache),
+loaded, the two took 0.71-1.21 of the one sweep's time, 0.95 in the median of nineteen paired
+runs (docs/differentiation.md, "Cost"; on an 8-way cache they measured no faster: decisions.md).
+Zeroing in the last pass is right only where nothing in an iteration reads a seed after zeroing
+it (``y[i] = a`` then ``y[i] = b``: the first store's seed is the zero the second left), and a
+gather, which recomputes a neighbour's reverse sweep without its zeroes, is wrong there too:
+such a loop keeps the atomic form (``_spent_last``).
 
 Bounds tests (is ``q`` in the loop's range, is ``p``?) would keep the loop out of SIMD lanes,
 where the forward stencil is one vector sweep (a tested gather cost 37 times its forward).  So
@@ -80,24 +88,25 @@ def gather_passes(gen, loop, out, fwd, init, rev, flush):
 
 
 def _fused(lp, sites, fwd, init, rev, flush):
-    """[the fused loop over the box where every gather is untested and the own pass runs, the
-    tested strips around it, the pass that zeroes the spent gradients]: see the module's docstring."""
+    """[the sweep over the box where every gather is untested, the tested strips around it, the
+    last pass]: see the module's docstring."""
     loop, dims = lp.loop, lp.dims
     offs = {arr: sorted(sites[arr]) for arr in sorted(sites)}
     every = [o for os in offs.values() for o in os]
     zero = (0,) * dims
-    kept = _keep(rev, lambda site: not any(site[1]))
-    own = fwd + init + _own_stores(kept, {n.ad_site[0] for n in _walk_stmts(kept) if hasattr(n, "ad_site")}) + flush
-    own = lp.renamed(_without_spent(own), zero)
+    gathered = set(offs)
+    # the sweep's own part: the iteration's adds at its own element into the gathered arrays,
+    # after their gathers (the order of the sum an iteration's element gets)
+    kept = _keep(rev, lambda site: not any(site[1]) and site[0] in gathered)
+    own = _live(lp.renamed(fwd + init + _own_stores(kept, gathered), zero))
 
     def body(tested):
         """the loop's body; `tested`: the axes on which a strip may lie outside the loop's range (none
         in the box)"""
         out = [st for arr, os in offs.items() for off in os for st in lp.gathered(arr, off, fwd, init, rev, tested)]
         mine = copy.deepcopy(own)
-        if tested:  # a strip of the gathers' range may lie outside the loop's own
-            mine = [ast.copy_location(ast.If(test=lp.in_range(zero, tested), body=mine or [_pass(loop)], orelse=[]),
-                                      loop)]
+        if tested and mine:  # a strip of the gathers' range may lie outside the loop's own
+            mine = [ast.copy_location(ast.If(test=lp.in_range(zero, tested), body=mine, orelse=[]), loop)]
         return out + mine
 
     # per axis: the range of the gathers and the own pass [a, e), and the box [b, c) where every
@@ -107,10 +116,16 @@ def _fused(lp, sites, fwd, init, rev, flush):
     inner = [(lp.shifted(lo, max(0, max(o[d] for o in every))), lp.shifted(hi, min(0, min(o[d] for o in every))))
              for d, (lo, hi) in enumerate(lp.bounds)]
     loops = lp.peeled(whole, inner, body)
-    spent = _live(_spent_only(fwd + init + kept), into_ifs=True)
-    if any(_spends(st) for st in _walk_stmts(spent)):
+    # the last pass, over the loop's own range once every neighbour's seed has been read: the
+    # iteration's adds into the arrays nothing gathers, a float scalar's, and the zeroes
+    rest = _keep(rev, lambda site: not any(site[1]) and site[0] not in gathered)
+    arrays = {n.ad_site[0] for n in _walk_stmts(rest) if getattr(n, "ad_site", None)}
+    last_body = _live(copy.deepcopy(fwd + init + _own_stores(rest, arrays) + flush), into_ifs=True)
+    if any(isinstance(n, (ast.Assign, ast.AugAssign)) and isinstance(n.targets[0] if isinstance(n, ast.Assign)
+                                                                     else n.target, ast.Subscript)
+           for n in _walk_stmts(last_body)):
         last = copy.copy(loop)
-        last.body = spent
+        last.body = _accumulated(lp.gen, last_body)
         loops.append(last)
     return loops
 
@@ -152,33 +167,6 @@ def _spent_last(rev):
         return zeroed
 
     return ok(rev, frozenset()) is not None
-
-
-def _without_spent(stmts):
-    out = []
-    for st in stmts:
-        if _spends(st):
-            continue
-        if isinstance(st, (ast.If, ast.For)):
-            st = copy.copy(st)
-            st.body = _without_spent(st.body) or [_pass(st)]
-            st.orelse = _without_spent(st.orelse)
-        out.append(st)
-    return out
-
-
-def _spent_only(stmts):
-    """stmts less the adds into gradients (`_live` then drops what only they needed)."""
-    out = []
-    for st in stmts:
-        if getattr(st, "ad_site", None) is not None:
-            continue
-        if isinstance(st, (ast.If, ast.For)):
-            st = copy.copy(st)
-            st.body = _spent_only(st.body) or [_pass(st)]
-            st.orelse = _spent_only(st.orelse)
-        out.append(copy.deepcopy(st))
-    return out
 
 
 def _own_stores(stmts, arrays, gathered=False):

@@ -474,12 +474,51 @@ def test_the_stencil_gather_covers_every_element_once(shape):
     np.testing.assert_allclose(g["k"], want_k, rtol=1e-13, atol=1e-15)
 
 
-def test_the_stencil_adjoint_is_one_fused_sweep():
-    """The gather's interior and the own pass are one loop (tack._autodiff_gather): it reads u, k
-    and the seed in one sweep, stores u's and k's gradients once an iteration (summed in a local:
-    no += to privatize, no test), and leaves the seed alone; a last pass zeroes it, after every
-    loop that reads a neighbour's.  The border strips' gathers keep of the recomputed iteration
-    what their add needs (the seed and k at the neighbour, not u's five loads: _live)."""
+def _heat_step_grads_in_order(u, k, g, gu, gk):
+    """heat_step's gradients added onto gu and gk in the adjoint's order, each sum rounded to the
+    arrays' type (NumPy's elementwise operations round each one): u's gradient at p gathers the
+    iterations q = p - o for the offsets o in sorted order, (-1, 0), (0, -1), (0, 1), (1, 0) (each
+    contribution 0 + g[q] * k[q], as the reverse sweep's local starts at zero), then adds the
+    iteration's own terms, g[p] and -(0 + g[p] * k[p]) * 4; k's gradient at p adds g[p] * lap[p]."""
+    gu, gk = gu.copy(), gk.copy()
+    n, m = u.shape
+    zero = np.zeros((), u.dtype)
+    inner = (slice(1, n - 1), slice(1, m - 1))
+    for o in ((-1, 0), (0, -1), (0, 1), (1, 0)):  # p = q + o for every iteration q
+        p = (slice(1 + o[0], n - 1 + o[0]), slice(1 + o[1], m - 1 + o[1]))
+        gu[p] = gu[p] + (zero + g[inner] * k[inner])
+    gu[inner] = gu[inner] + g[inner]
+    gu[inner] = gu[inner] + (-(zero + g[inner] * k[inner])) * 4.0
+    lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4.0 * u[1:-1, 1:-1]
+    gk[inner] = gk[inner] + g[inner] * lap
+    return gu, gk
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 7), (9, 6), (37, 70)])
+def test_the_stencil_adjoint_adds_in_its_order_to_the_bit(shape):
+    """The gather form's sums, to the bit, in f64, compiled and in debug mode, onto gradients that
+    are not zero: the order in which an element's adds arrive is the generator's (the gathers by
+    offset, then the iteration's own), whatever loops it splits them into; the seed is spent."""
+    rng = np.random.default_rng(shape[0] * 100 + shape[1])
+    u, kk, seed, gu0, gk0 = (rng.random(shape) - 0.3 for _ in range(5))
+    want_u, want_k = _heat_step_grads_in_order(u, kk, seed, gu0, gk0)
+    for k in (heat_step, tack.kernel(jit=False)(heat_step.__wrapped__)):
+        g = {"u": gu0.copy(), "k": gk0.copy(), "unew": seed.copy()}
+        k.adjoint(u, kk, np.zeros(shape), grads=g)
+        np.testing.assert_array_equal(g["u"], want_u)
+        np.testing.assert_array_equal(g["k"], want_k)
+        assert not g["unew"][1:-1, 1:-1].any()
+        np.testing.assert_array_equal(g["unew"][0], seed[0])  # the border was never written
+
+
+def test_the_stencil_adjoint_is_a_gather_sweep_and_a_last_pass():
+    """The gathers' interior and the iteration's own adds into u's gradient are one loop
+    (tack._autodiff_gather): it reads k and the seed at the neighbours and u's gradient, stores u's
+    gradient once an iteration (summed in a local: no += to privatize, no test), and leaves the
+    seed alone.  The last pass, after every loop that reads a neighbour's seed, adds k's gradient
+    (the own adjoint's part for an array nothing gathers: u's five loads for lap) and zeroes the
+    seed.  The border strips' gathers keep of the recomputed iteration what their add needs (the
+    seed and k at the neighbour, not u's five loads: _live), and so does their own part."""
     import ast
 
     from tack import _autodiff_run
@@ -487,29 +526,31 @@ def test_the_stencil_adjoint_is_one_fused_sweep():
     u = np.zeros((8, 8))
     adj = _autodiff_run.build(heat_step, (u, u.copy(), u.copy()), {})[0]
     loops = [st for st in adj.__wrapped__.__tack_tree__.body if isinstance(st, ast.For)]
-    assert len(loops) == 6  # the sweep, two strips per axis, the zeroes
+    assert len(loops) == 6  # the sweep, two strips per axis, the last pass
 
     def arrays(node, ctx):
         return [n.value.id for n in ast.walk(node) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ctx)
                 and isinstance(n.value, ast.Name)]
 
     sweep, strips, last = loops[0], loops[1:5], loops[5]
-    assert set(arrays(sweep, ast.Load)) == {"u", "k", "unew\u00b7grad", "u\u00b7grad", "k\u00b7grad"}
-    assert sorted(arrays(sweep, ast.Store)) == ["k\u00b7grad", "u\u00b7grad"]
+    assert set(arrays(sweep, ast.Load)) == {"k", "unew\u00b7grad", "u\u00b7grad"}
+    assert arrays(sweep, ast.Store) == ["u\u00b7grad"]
     assert not [n for n in ast.walk(sweep) if isinstance(n, ast.If)
                 or isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]
-    assert [ast.unparse(st) for st in last.body] == ["unew\u00b7grad[i, j] = 0.0"]
+    assert set(arrays(last, ast.Load)) == {"u", "unew\u00b7grad", "k\u00b7grad"}
+    assert sorted(arrays(last, ast.Store)) == ["k\u00b7grad", "unew\u00b7grad"]
+    stores = [st for st in last.body if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Subscript)]
+    assert [ast.unparse(st) for st in stores] == ["unew\u00b7grad[i, j] = 0.0", "k\u00b7grad[i, j] = acc\u00b7k"]
     for n, strip in enumerate(strips):
         *gathers, own = strip.body
         # a strip tests the axes on which it leaves the box: the row strips both, the column
         # strips (inside the box's rows) the columns only
         tested = {v.id for st in strip.body for v in ast.walk(st.test) if isinstance(v, ast.Name)}
         assert tested & {"p\u00b70", "p\u00b71"} == ({"p\u00b70", "p\u00b71"} if n < 2 else {"p\u00b71"})
-        for g in gathers:  # one test per offset
+        for g in gathers + [own]:  # one test per offset, and the own adds under theirs
             assert set(arrays(g, ast.Load)) == {"k", "unew\u00b7grad", "u\u00b7grad"}
             assert "lap" not in {n.id for n in ast.walk(g) if isinstance(n, ast.Name)}
-        assert "u" in arrays(own, ast.Load)  # the own pass, under its own test, computes lap for k's gradient
-        assert "unew\u00b7grad" not in arrays(strip, ast.Store)
+        assert set(arrays(strip, ast.Store)) == {"u\u00b7grad"}  # no k gradient, no zeroes
         assert not [n for n in ast.walk(strip) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]
 
 

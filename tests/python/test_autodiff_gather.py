@@ -48,21 +48,27 @@ def _loss(kernel, a, b, s, seed):
 
 
 def test_a_gather_with_branches_two_arrays_and_a_scalar_is_fused_and_right():
-    """One fused loop (both arrays' gathers and the own pass), a strip below and above it, the
-    pass that zeroes the seed (under the branch's test, recomputed: the store was in both
-    branches); gradients equal to central finite differences, and debug mode's to the compiled
-    adjoint's."""
+    """One loop of both arrays' gathers and their own adds, a strip below and above it, the last
+    pass: the float scalar's add and the zeroes of the seed (under the branch's test, recomputed:
+    the store was in both branches); gradients equal to central finite differences, and debug
+    mode's to the compiled adjoint's."""
     rng = np.random.default_rng(3)
     n = 9
     a, b, seed = rng.random(n) - 0.3, rng.random(n) - 0.3, rng.random(n)
     s = 0.7
     loops = _loops(shifted, (a, b, np.zeros(n), s))
-    assert len(loops) == 4  # fused, below, above, zero
+    assert len(loops) == 4  # the gathers, below, above, the last pass
     stored = [n.targets[0].value.id for n in ast.walk(loops[0]) if isinstance(n, ast.Assign)
               and isinstance(n.targets[0], ast.Subscript)]
     assert sorted(stored) == ["a\u00b7grad", "b\u00b7grad"]  # each once, summed in a local; no zeroing
     assert [ast.unparse(n) for n in ast.walk(loops[3]) if isinstance(n, ast.Assign)
             and isinstance(n.targets[0], ast.Subscript)] == ["out\u00b7grad[i] = 0.0"] * 2
+
+    def scalar_adds(loop):
+        return [n for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)
+                and n.target.value.id == "s\u00b7grad"]
+
+    assert len(scalar_adds(loops[3])) == 1 and not any(scalar_adds(lp) for lp in loops[:3])
     got = []
     for k in (shifted, shifted_py):
         g = {"a": np.zeros(n), "b": np.zeros(n), "out": seed.copy(), "s": np.zeros(1)}
