@@ -75,8 +75,11 @@ void rt_watch_begin(rt_watch *w) {
 int rt_watch_poll(rt_watch *w) {
     if (!w->on) return 0;
     if (atomic_load_explicit(&requested, memory_order_relaxed)) return 1;
-    int64_t now = now_ns(), t0 = 0;
-    if (atomic_compare_exchange_strong(&w->t0, &t0, now)) t0 = now; /* else it holds the first poll's time */
+    /* the first poll stores its time; later ones only read it (a locked
+     * compare-and-swap on every poll made the line bounce between a launch's
+     * threads, which poll after every piece) */
+    int64_t now = now_ns(), t0 = atomic_load_explicit(&w->t0, memory_order_relaxed);
+    if (t0 == 0 && atomic_compare_exchange_strong(&w->t0, &t0, now)) t0 = now; /* else t0 holds the first poll's */
     if (!atomic_load_explicit(&w->hooked, memory_order_relaxed) && now - t0 > LONG_LAUNCH_NS &&
         !atomic_exchange(&w->hooked, 1)) {
         void (*fn)(void) = atomic_load(&long_hook);

@@ -36,9 +36,10 @@
  * Finishing.  The caller does not wait for the workers to arrive: it waits
  * for the count of iterations done to reach n.  A worker that wakes late
  * finds every range empty and goes back to waiting, so a launch never waits
- * for a core that is running something else.  That means a worker may still
- * be looking at a launch after it has ended and the next has begun; two
- * rules make that safe.  The job is published under a sequence lock (the
+ * for a core that is running something else (only for a piece already
+ * claimed by a thread that then lost its core).  That means a worker may
+ * still be looking at a launch after it has ended and the next has begun;
+ * two rules make that safe.  The job is published under a sequence lock (the
  * generation is odd while the caller writes it, and a worker reading the
  * fields retries unless it saw one even generation before and after), and
  * a claim is a compare-and-swap on a range's counter followed by a second
@@ -46,6 +47,15 @@
  * changed, the counter belonged to a newer job (whose fields were stored
  * before its counters, so are visible now, and stay put until the piece is
  * done), and the worker reloads the job and runs the piece as part of it.
+ *
+ * Each thread adds what it ran to the count once, when it finds every
+ * range empty, not after each piece: the count's cache line went back and
+ * forth between the threads a dozen times in a launch of a dozen pieces, a
+ * good part of the cost of a short launch (lud's pivots, docs/benchmarks.md).
+ * A thread holding iterations it has not counted keeps the job from
+ * finishing, so no newer job can be published meanwhile: when a claim
+ * moves a thread on to a newer job, it has nothing left to count for the
+ * old one.
  *
  * Waking a sleeping thread costs microseconds (a futex wake and a trip
  * through the scheduler), which is more than a medium-sized loop takes to
@@ -73,8 +83,11 @@
  * half as long over 10 ms, so a piece lasts about 5 ms whatever an
  * iteration costs, and stop() is asked after each.  The thread that sees it
  * true empties every range, counting the iterations as done without running
- * them; the others stop after their piece.  The dozen extra calls and clock
- * reads this costs are nothing against the milliseconds it runs.
+ * them; the others stop after their piece.  Python's launches from its main
+ * thread are all interruptible, so this is also the path of their short
+ * launches: a piece's start is the last one's end (one clock read a piece
+ * besides stop()'s own), and stop()'s note of the first poll's time is
+ * read, not compare-and-swapped, once made (interrupt.c).
  *
  * After fork() the child has no workers; an atfork handler resets the pool
  * so the child starts its own on demand.
@@ -415,27 +428,27 @@ static void note_part(int t, const job *j, int64_t t0) {
  * worker moved on to a newer job may skip some).  Returns the generation of
  * the job it last worked on. */
 static uint64_t take_part(int t, job *j) {
-    int64_t step = j->first, lo, hi;
+    int64_t step = j->first, lo, hi, done = 0, t1 = 0;
     int stopped = 0;
     for (int k = 0; k < j->parts; k++) {
         int r = (t + k) % j->parts;
         for (;;) {
             uint64_t g = j->gen;
             if (!claim(j, r, j->stop && !stopped ? step : INT64_MAX, stopped, &lo, &hi)) break;
-            if (j->gen != g) { /* a newer job's piece: run it as part of that job */
+            if (j->gen != g) { /* a newer job's piece: run it as part of that job (done is 0: see the top) */
                 step = j->first;
                 stopped = 0;
+                t1 = 0;
             }
-            if (stopped) { /* stop() said so: count what is left done, unrun */
-                count_done(j, hi - lo);
-                continue;
-            }
+            done += hi - lo;
+            if (stopped) continue; /* stop() said so: count what is left done, unrun */
             if (j->stop) {
-                int64_t t0 = now_ns();
+                int64_t t0 = t1 ? t1 : now_ns(); /* the last piece's end: a clock read a piece */
                 run_piece(j, lo, hi);
-                step = next_step(step, now_ns() - t0);
+                t1 = now_ns();
+                step = next_step(step, t1 - t0);
                 if (j->prof) note_part(t, j, t0);
-                stopped = j->stop(j->stop_arg); /* before the piece counts: stop_arg lives until then */
+                stopped = j->stop(j->stop_arg); /* before the pieces count: stop_arg lives until then */
             } else if (j->prof) {
                 int64_t t0 = now_ns();
                 run_piece(j, lo, hi);
@@ -443,13 +456,13 @@ static uint64_t take_part(int t, job *j) {
             } else {
                 run_piece(j, lo, hi);
             }
-            count_done(j, hi - lo);
             if (stopped) { /* empty every range, from the first */
                 k = -1;
                 break;
             }
         }
     }
+    if (done) count_done(j, done);
     return j->gen;
 }
 

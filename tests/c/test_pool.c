@@ -296,6 +296,39 @@ static void test_profiled_parts(void) {
     tack_profile_free(p);
 }
 
+/* interrupt.c's watch, asked after every piece as cpu_jit.c's launch_stop
+ * asks it: the first poll's time is kept (later polls, from any thread,
+ * only read it), and the long-launch hook runs once, after 10 ms. */
+static _Atomic int hook_calls;
+static void count_hook(void) { atomic_fetch_add(&hook_calls, 1); }
+static int watch_stop(void *arg) { return rt_watch_poll(arg); }
+static void body_slow(void *fp, int64_t lo, int64_t hi) {
+    body(fp, lo, hi);
+    sleep_ns(100000 * (hi - lo));
+}
+
+static void test_watch(void) {
+    tack_set_long_launch_hook(count_hook);
+    tack_set_interruptible(1);
+    rt_watch w;
+    rt_watch_begin(&w);
+    atomic_store(&hook_calls, 0);
+    CHECK(rt_watch_poll(&w) == 0);
+    int64_t first = atomic_load(&w.t0);
+    CHECK(first != 0);
+    CHECK(rt_watch_poll(&w) == 0);
+    CHECK(atomic_load(&w.t0) == first);
+    CHECK(atomic_load(&hook_calls) == 0);
+    sleep_ns(11000000);
+    reset();
+    pool_run(body_slow, &F, 200, 2, 1, watch_stop, &w, 0); /* pieces on every thread, each polling */
+    CHECK(exactly_once(200));
+    CHECK(atomic_load(&w.t0) == first);
+    CHECK(atomic_load(&hook_calls) == 1);
+    tack_set_interruptible(0);
+    tack_set_long_launch_hook(NULL);
+}
+
 static int run_with_threads(const char *threads, int flush_first) {
     pid_t pid = fork();
     if (pid == 0) {
@@ -316,6 +349,7 @@ static int run_with_threads(const char *threads, int flush_first) {
         test_stop();
         test_concurrent_launches();
         test_profiled_parts();
+        test_watch();
         atomic_store(&stop_after, 1 << 30);
         test_flush();
         _exit(check_failed ? 1 : 0);

@@ -22,9 +22,10 @@ SCRIPT = textwrap.dedent("""
 
     @tack.kernel
     def visit_heavy(visits, reps):
-        # a body with a loop: worth spreading over two iterations (min_parallel 2)
+        # a body with a loop whose trip count the launch cannot count (it is read from
+        # memory): worth spreading over two iterations (min_parallel 2, launch_work.c)
         for i in range(visits.shape[0]):
-            for r in range(reps):
+            for r in range(reps[0]):
                 tack.atomic_add(visits, i, 1)
 
     @tack.kernel
@@ -56,7 +57,7 @@ SCRIPT = textwrap.dedent("""
     rng = np.random.default_rng(5)
     for n in list(range(0, 300)) + list(range(300, 5000, 173)):
         v = np.zeros(n, np.int32)
-        visit_heavy(v, 1)
+        visit_heavy(v, np.ones(1, np.int64))
         assert (v == 1).all(), ("heavy", n, np.flatnonzero(v != 1)[:5])
     for n in [8191, 8192, 40_000, 65_536 + 7, 300_001]:
         v = np.zeros(n, np.int32)

@@ -129,9 +129,12 @@ static int64_t body_cost(const tk_ir *x) {
     return c;
 }
 
+int64_t em_body_cost(const tk_ir *x) { return body_cost(x); }
+
 /* The fewest iterations worth a fork-join (a few microseconds here): 32768
  * for a saxpy-sized body, down to 8192 for costlier ones (normalizing vec3: 9532);
- * two for a body with loops or calls. */
+ * two for a body with loops or calls (where the launch can count its inner
+ * loops' iterations, launch_work.c keeps a launch of little work on the caller). */
 static int64_t min_parallel(const tk_ir *body) {
     if (heavy(body)) return 2;
     int64_t m = 524288 / (body_cost(body) + 1);
@@ -552,6 +555,8 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
     if (s->hist) hist_slots(e, s);
     if (em_race_loop(e, s) >= 0) em_race_begin(e, s, em_race_loop(e, s));
     const int *rec = record_arrays(e, s);
+    /* a body with inner loops: from 2 iterations, unless the launch counts too little work */
+    int counted = pfor_min_parallel(s) == 2 && tk_cpu_launch_work(e, s, "total_", "mp_");
     I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, ");
     if (rec) {
         P(e, "(1");
@@ -559,7 +564,8 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
             if (rec[p] > 0) P(e, " && a%d_s%d == %d", p, S->ptypes[p].ndim - 1, rec[p]);
         P(e, ") ? tk_pfor%d_r : ", id);
     }
-    P(e, "tk_pfor%d, &F_, total_, %lld, grain_);\n", id, (long long)pfor_min_parallel(s));
+    if (counted) P(e, "tk_pfor%d, &F_, total_, mp_, grain_);\n", id);
+    else P(e, "tk_pfor%d, &F_, total_, %lld, grain_);\n", id, (long long)pfor_min_parallel(s));
     I(e); P(e, "if (TK_FAILED(ctx)) return;\n");
     if (s->hist) hist_merge(e, s);
     e->ind--;

@@ -130,6 +130,12 @@ TK_HIDDEN void em_for_body(tk_emitter *e, tk_ir *s, int c, int unit, int brk);
 TK_HIDDEN int em_within(const tk_ir *x, int *left);
 /* emit_lanes.c: @tack.func specialization si can run in SIMD lanes once inlined */
 TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
+/* emit_cpu.c: the cost model's units of one run of loop-free IR x */
+TK_HIDDEN int64_t em_body_cost(const tk_ir *x);
+/* launch_work.c: for parallel loop s with inner loops whose bounds the launch knows, declare
+ * const int64_t `mp` (its min_parallel: `total` + 1 when the estimated work is too little to
+ * share, else 2) at the launch and return 1; 0 (nothing written) when there is no estimate. */
+TK_HIDDEN int tk_cpu_launch_work(tk_emitter *e, tk_ir *s, const char *total, const char *mp);
 /* emit_blocks.c: the chunk of a blocks loop (tack.blocks): its blocks, their threads split at barriers */
 TK_HIDDEN void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
