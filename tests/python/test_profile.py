@@ -10,6 +10,7 @@ inside a profile once and keeps that profile.
 """
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -72,7 +73,7 @@ def test_the_table_is_sorted_by_total_time(run):
     assert launch.split()[4] == "3", launch  # three calls, one row
     totals = [max(sum(e.host_ns for e in p.events if (e.kind, e.phase, e.device) == key),
                   sum(max(e.device_ns, 0) for e in p.events if (e.kind, e.phase, e.device) == key))
-              for key in [tuple(r.split()[i] for i in (0, 1, 3)) for r in rows]]
+              for key in [tuple(re.split(r"\s{2,}", r.strip())[i] for i in (0, 1, 3)) for r in rows]]
     assert totals == sorted(totals, reverse=True), text
 
 
