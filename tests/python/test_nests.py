@@ -584,9 +584,12 @@ def test_fixed_part_failing_runs_the_loop_as_written(m):
         want[3:, 3:m] -= np.multiply.outer(want[3:, 2] / want[2, 2], want[2, 3:m])
         assert np.array_equal(on[0], want) and np.array_equal(off[0], want)
         return
+    # one thread: on two, which of the failing rows start before the first failure stops the
+    # loop is the threads' timing (the two runs differed in rows 3 and 5 in 34-65 of 300 tries)
     on, off = a.copy(), a.copy()
-    msgs = [_message(tack.kernel(row_update), [on, 2, m])]
-    with tack.config.override(nests=False):
-        msgs.append(_message(tack.kernel(row_update), [off, 2, m]))
+    with tack.config.override(num_threads=1):
+        msgs = [_message(tack.kernel(row_update), [on, 2, m])]
+        with tack.config.override(nests=False):
+            msgs.append(_message(tack.kernel(row_update), [off, 2, m]))
     assert msgs[0] == msgs[1] and "index 8" in msgs[0]
     assert np.array_equal(on, off)
