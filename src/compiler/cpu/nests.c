@@ -900,7 +900,8 @@ static int rows_fixed(const tk_ir *e, const tk_ir *pf, int var) {
 }
 
 static void rows_test(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir *iff, const tk_ir *b, int at) {
-    if (pf->aux != 1 || pf->bnd || pf->per || !tk_config_int(TK_CFG_UNSWITCH)) return;
+    /* (periodic.c runs after this pass; the emitter leaves its versions without the copy) */
+    if (pf->aux != 1 || pf->bnd || !tk_config_int(TK_CFG_UNSWITCH)) return;
     int var = pf->vars[0];
     if (ir_assignments(pf->k[pf->aux], var)) return;
     tk_ir *t = frame_value(C, S, pf, iff->k[0], b, at, 0, var);
