@@ -307,6 +307,12 @@ enum { TK_CONST_PYINT = 1 };
 /* IR_PFOR's sub: 0, or tack.independent(...) (no race check), or a blocks loop (lower_blocks.c). */
 enum { TK_PFOR_INDEPENDENT = 1, TK_PFOR_BLOCKS = 2 };
 
+/* IR_IF's sub: TK_IF_ROWS, nests.c's `if (an iteration's indices in bounds) { the loop without
+ * its checks } else { the loop as written }`, whose test the parallel loop's `ck` implies: where ck
+ * holds for every iteration of a chunk, the chunk runs a copy with the checked branch left out
+ * (emit_cpu.c, chunk_loop). */
+enum { TK_IF_ROWS = 1 };
+
 /* IR_FOR's sub: a loop that polls (where loops poll), or one inside a loop that polls for it. */
 enum { TK_FOR_POLLS = 0, TK_FOR_QUIET = 1, TK_FOR_IVDEP = 2 /* quiet, and no iteration depends on another (tile.c) */ };
 
@@ -334,6 +340,8 @@ struct tk_ir {
                             * lower_loop.c), for checks.c; NULL when none */
     tk_ir *per;            /* PFOR: periodic.c's [flag, interior end, interior start (a constant or a frame local),
                             * the locals assigned from an M_PMOD...]; NULL when none */
+    tk_ir *ck;             /* PFOR: the test, of the loop's variable and fixed values, that an iteration runs
+                            * the check-free copy of each of its TK_IF_ROWS loops (nests.c); NULL when none */
     int n, cap;
     tk_ir **k;
 };

@@ -98,7 +98,11 @@
  * The test runs once per row, but most of it does not depend on the row:
  * its conjuncts are kept once each, and those made of constants, extents
  * and frame locals go into a frame local computed once before the parallel
- * loop (hoist_test), so a row tests that local and its own index.
+ * loop (hoist_test), so a row tests that local and its own index.  Where
+ * what is left names only the parallel loop's variable, the `if` is marked
+ * and the loop carries the test (`ck`): a chunk whose iterations all pass
+ * it runs a copy of its loop in which the `if` is its check-free branch
+ * alone, neither the test nor the copy as written left in it (emit_cpu.c).
  *
  * The copies carry a comment that names the transformation (emit.c prints
  * a block's `str`).  TACK_NESTS=0 in the environment turns the pass off, for
@@ -829,17 +833,18 @@ static int conjuncts(tk_ir *c, tk_ir **out, int *n) {
  * before the test, in every iteration), from a value that qualifies in turn: lowering's `_t = k + 1`
  * for a range's start, which strength.c moves out of the loop only later. */
 static tk_ir *frame_value(tk_cc *C, const tk_spec *S, const tk_ir *pf, const tk_ir *e, const tk_ir *b, int upto,
-                          int depth) {
+                          int depth, int var) {
+    if (e->op == IR_LOCAL && e->local == var) return ir_clone(C, e);
     if (e->op == IR_LOCAL && S->locals[e->local].scope != -1) {
         if (depth > 4 || ir_assignments(pf, e->local) != 1) return NULL;
         for (int i = 0; i < upto; i++)
             if (b->k[i]->op == IR_ASSIGN && b->k[i]->local == e->local)
-                return frame_value(C, S, pf, b->k[i]->k[0], b, i, depth + 1);
+                return frame_value(C, S, pf, b->k[i]->k[0], b, i, depth + 1, var);
         return NULL;
     }
     tk_ir *r = ir_clone(C, e);
     for (int i = 0; i < e->n; i++)
-        if (!(r->k[i] = frame_value(C, S, pf, e->k[i], b, upto, depth))) return NULL;
+        if (!(r->k[i] = frame_value(C, S, pf, e->k[i], b, upto, depth, var))) return NULL;
     return r;
 }
 
@@ -854,7 +859,7 @@ static tk_ir *hoist_test(tk_cc *C, tk_spec *S, const tk_ir *pf, tk_ir *cond, tk_
         int dup = 0;
         for (int j = 0; j < i && !dup; j++) dup = ir_same(cs[j], cs[i]);
         if (dup) continue;
-        tk_ir *v = pre ? frame_value(C, S, pf, cs[i], b, at, 0) : NULL;
+        tk_ir *v = pre ? frame_value(C, S, pf, cs[i], b, at, 0, -1) : NULL;
         if (v && ir_invariant(v, pf)) fixed = ir_and(C, fixed, v);
         else rest = ir_and(C, rest, cs[i]);
     }
@@ -866,13 +871,55 @@ static tk_ir *hoist_test(tk_cc *C, tk_spec *S, const tk_ir *pf, tk_ir *cond, tk_
     return rest ? ir_and(C, r, rest) : r;
 }
 
-static void top_loops(tk_cc *C, tk_spec *S, tk_ir *b, const tk_ir *pf, tk_ir *pre) {
+/* ---- the test over a chunk
+ *
+ * A versioned loop's test, with the loop's own locals replaced by their
+ * values, names only the parallel loop's variable and fixed values: then
+ * the chunk function can test it for every iteration of a chunk before the
+ * chunk runs, and where it holds throughout, run a copy of the chunk's loop
+ * in which each such `if` is its check-free branch alone -- the else copy
+ * and the per-iteration test gone from the loop (emit_cpu.c, chunk_loop;
+ * decisions.md: k-means' point loop).  Such an `if` is marked TK_IF_ROWS and
+ * its test joins the parallel loop's `ck`.  Whether a test qualifies: pure
+ * integer arithmetic and comparisons (trip counts and the interchange's
+ * disjointness included) of constants, extents, locals the parallel loop
+ * does not assign and its variable -- nothing that reads an array the body
+ * could write, so the test gives the same value before the chunk as where
+ * the `if` runs. */
+static int rows_fixed(const tk_ir *e, const tk_ir *pf, int var) {
+    switch (e->op) {
+    case IR_CONST: case IR_SHAPE: return 1;
+    case IR_LOCAL: return e->local == var || !ir_assigns_local(pf, e->local);
+    case IR_MATH: if (e->sub != M_TRIP && e->sub != M_DISJOINT) return 0; break;
+    case IR_BIN: case IR_UN: case IR_CAST: case IR_WRAP: case IR_AND: case IR_OR: case IR_SELECT: break;
+    default: return 0;
+    }
+    for (int i = 0; i < e->n; i++)
+        if (!rows_fixed(e->k[i], pf, var)) return 0;
+    return 1;
+}
+
+static void rows_test(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir *iff, const tk_ir *b, int at) {
+    /* (periodic.c runs after this pass; the emitter leaves its versions without the copy) */
+    if (pf->aux != 1 || pf->bnd || !tk_config_int(TK_CFG_UNSWITCH)) return;
+    int var = pf->vars[0];
+    if (ir_assignments(pf->k[pf->aux], var)) return;
+    tk_ir *t = frame_value(C, S, pf, iff->k[0], b, at, 0, var);
+    if (!t || !rows_fixed(t, pf, var)) return;
+    iff->sub = TK_IF_ROWS;
+    pf->ck = ir_and(C, pf->ck, t);
+}
+
+static void top_loops(tk_cc *C, tk_spec *S, tk_ir *b, tk_ir *pf, tk_ir *pre) {
     for (int i = 0; i < b->n; i++) {
         tk_ir *s = b->k[i];
         if (s->op == IR_BLOCK) top_loops(C, S, s, pf, pre);
         else if (s->op == IR_FOR) {
             b->k[i] = version(C, S, s);
-            if (b->k[i] != s && b->k[i]->op == IR_IF) b->k[i]->k[0] = hoist_test(C, S, pf, b->k[i]->k[0], pre, b, i);
+            if (b->k[i] != s && b->k[i]->op == IR_IF) {
+                b->k[i]->k[0] = hoist_test(C, S, pf, b->k[i]->k[0], pre, b, i);
+                rows_test(C, S, pf, b->k[i], b, i);
+            }
         }
     }
 }

@@ -81,6 +81,8 @@ struct tk_emitter {
     int nopoll;            /* in SIMD lanes, where no loop may leave early: serial loops do not poll */
     int brk;               /* the label a `break` jumps to (a strip-mined loop's), or -1: `break;` */
     uint64_t hist;         /* in the private-histogram version of a parallel loop: bit q, array q (privatize.c) */
+    int unsw;              /* in the chunk's main version: a chunk whose iterations all pass the parallel
+                            * loop's `ck` may run its TK_IF_ROWS loops' check-free branches alone (emit_cpu.c) */
     const int *rec;        /* the record version of a chunk function: per array, its last axis's
                             * constant extent, or 0 (emit_cpu.c's record_arrays) */
     int rc;                /* in the chunk of a loop the race detector watches: its index + 1 (race_watch.c) */
