@@ -18,6 +18,7 @@ import os
 import pathlib
 import re
 import select
+import signal
 import subprocess
 import sys
 
@@ -80,8 +81,9 @@ class Forker:
     """The forking process of this worker, started at its first example."""
 
     def __init__(self):
+        # a process group of its own, so that an example past its time is ended with it
         self.proc = subprocess.Popen([sys.executable, "-c", FORKER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, cwd=os.getcwd())
+                                     stdout=subprocess.PIPE, text=True, cwd=os.getcwd(), start_new_session=True)
 
     def run(self, script, out, err):
         self.proc.stdin.write(f"{script}\0{out}\0{err}\n")
@@ -95,8 +97,10 @@ class Forker:
         return int(line)
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.proc.wait()
 
 
