@@ -21,12 +21,26 @@ def sh(*cmd, **kw):
     return proc
 
 
+# The library's Release build, kept in the clone's build/ between runs as the
+# other C builds of make test are (build/c, build/asan), and built through
+# ccache where there is one, as the Makefile builds those: a fresh clone then
+# compiles only what no earlier build compiled (CCACHE_BASEDIR makes the
+# paths relative to the clone).  The install, into a fresh prefix, is made
+# every run.
+BUILD = ROOT / "build" / "test-c-library"
+
+
 @pytest.fixture(scope="module")
 def prefix(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("libtack")
-    sh(CMAKE, "-S", ROOT, "-B", tmp / "build", "-DTACK_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release")
-    sh(CMAKE, "--build", tmp / "build", "-j", str(min(os.cpu_count() or 2, 4)))
-    sh(CMAKE, "--install", tmp / "build", "--prefix", tmp / "prefix")
+    env = dict(os.environ)
+    launcher = []
+    if shutil.which("ccache"):
+        env["CCACHE_BASEDIR"] = str(ROOT)
+        launcher = ["-DCMAKE_C_COMPILER_LAUNCHER=ccache"]
+    sh(CMAKE, "-S", ROOT, "-B", BUILD, "-DTACK_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release", *launcher, env=env)
+    sh(CMAKE, "--build", BUILD, "-j", str(min(os.cpu_count() or 2, 4)), env=env)
+    sh(CMAKE, "--install", BUILD, "--prefix", tmp / "prefix")
     return tmp / "prefix"
 
 
