@@ -192,6 +192,20 @@ def test_fast_math_close_and_taken():
 
 
 @needs_pass
+def test_fast_math_takes_64_byte_vectors():
+    """fast_math's fused block is 64 bytes wide with AVX-512VL, the loop's bits' 32 (gemm.c);
+    f32 at sizes that leave edges of a 48-column sliver and cross a k block of 512."""
+    rng = np.random.default_rng(11)
+    args = operands(gemm, 37, 530, 101, np.float32, rng)
+    fused = tack.kernel(fast_math=True)(gemm).generated_source(*args)
+    assert MARK in fused and "TK_GEMM_SHAPE(W) (64 / W), 8, 3, 512" in fused
+    assert "TK_GEMM_SHAPE(W) (32 / W), 8, 3, 512" in tack.kernel(gemm).generated_source(*args)
+    out = run(gemm, args, fast_math=True)
+    want = 0.75 * args[2].astype(np.float64) + (1.5 * args[3].astype(np.float64)) @ args[4].astype(np.float64)
+    assert np.allclose(out[2], want, rtol=1e-4, atol=1e-3)
+
+
+@needs_pass
 def test_not_taken():
     rng = np.random.default_rng(2)
     args = operands(other_range, 9, 10, 11, np.float64, rng)

@@ -296,9 +296,13 @@ void tk_gemm_prelude(const tk_cc *C, tk_buf *b) {
      * essay); with AVX (16 of 32 bytes) 6 rows by 2; with AArch64's 32 of 16
      * bytes 8 by 3; elsewhere 4 by 2 vectors of 16 bytes.  Then k's in a block: 512 with
      * AVX-512VL (at 512 the whole sum stays in registers; 4-10% faster than 256 to 2048),
-     * 256 elsewhere (not timed) */
-    tk_puts(b, "#if defined(__AVX512VL__)\n#define TK_GEMM_SHAPE(W) (32 / W), 8, 3, 512\n"
-               "#elif defined(__AVX__)\n#define TK_GEMM_SHAPE(W) (32 / W), 6, 2, 256\n"
+     * 256 elsewhere (not timed).  A fast_math kernel's products are fused, and fused the
+     * block takes 64-byte vectors: as fast as 32-byte ones on Zen 4, half the time or less
+     * on a core that runs 512-bit operations at full width (an Intel Xeon: 1.8-2.3x of
+     * BLAS's time -> 1.0-1.3x; decisions.md) */
+    tk_printf(b, "#if defined(__AVX512VL__)\n#define TK_GEMM_SHAPE(W) (%d / W), 8, 3, 512\n",
+              C->opts.fast_math ? 64 : 32);
+    tk_puts(b, "#elif defined(__AVX__)\n#define TK_GEMM_SHAPE(W) (32 / W), 6, 2, 256\n"
                "#elif defined(__aarch64__)\n#define TK_GEMM_SHAPE(W) (16 / W), 8, 3, 256\n"
                "#else\n#define TK_GEMM_SHAPE(W) (16 / W), 4, 2, 256\n#endif\n"
                "#define TK_GEMM_DEF_(...) TK_GEMM_DEF(__VA_ARGS__)\n");
