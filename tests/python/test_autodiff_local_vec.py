@@ -486,7 +486,7 @@ def test_a_large_adjoint_is_written_in_two_histogram_versions_not_three():
     """The adjoint of `beads` scatters into several gradient arrays (histograms, privatize.c) from
     a body of about 21,600 IR nodes: the CPU writes its loop adding into private copies choosing
     per add, and with the atomics, but not a third time adding into every copy (emit_cpu.c,
-    TK_HIST_ALL_MAX): that third copy was a third of the C (1.28 -> 0.84 MB). A small body with
+    TK_COPY_BODY_MAX): that third copy was a third of the C (1.28 -> 0.84 MB). A small body with
     two histograms keeps all three (test_privatize.py's count_and_weigh)."""
     from tack import _autodiff_run
 
@@ -499,6 +499,6 @@ def test_a_large_adjoint_is_written_in_two_histogram_versions_not_three():
              else np.zeros_like(bound.arguments[p]) for p in names]
     src = adj.generated_source(*a, *grads, target="c")
     assert "per-chunk private histogram" in src and "hall_" not in src
-    # nor a record version (emit_cpu.c, TK_REC_BODY_MAX), though it reads x[i, 0], x[i, 1], ...:
+    # nor a record version (emit_cpu.c, TK_COPY_BODY_MAX), though it reads x[i, 0], x[i, 1], ...:
     # the body once more (0.84 -> 1.64 MB) for loads that are a small part of its work
     assert "_r(" not in src and len(src) < 1_000_000

@@ -54,7 +54,7 @@
  *     over: adding into a private copy on the chunk's stack when the array
  *     is small and the chunk long, and with the atomics otherwise (with
  *     several histogram arrays, a third time, adding into every copy without
- *     a choice per add, for a body of at most TK_HIST_ALL_MAX IR nodes).
+ *     a choice per add, for a body of at most TK_COPY_BODY_MAX IR nodes).
  *
  * and a loop that reads records -- an array whose last axis it indexes only
  * by constants, `loc[i, 0]` and `loc[i, 1]` -- gets a second chunk function
@@ -72,10 +72,16 @@
 #include "compiler/compiler.h"
 #include "compiler/emit/emit.h"
 
-/* The most IR nodes in the body of a parallel loop with several histogram
- * arrays that gets the version adding into all of their copies besides the
- * one choosing per add (pfor_chunk). */
-#define TK_HIST_ALL_MAX 4000
+/* The most IR nodes in a parallel loop's body that gets a further copy of
+ * it in its chunk function: the record version (record_arrays), the version
+ * adding into all of several histograms' copies (pfor_chunk) and the copy
+ * of a chunk whose iterations all pass their loops' tests (chunk_loop).
+ * Each copy is the whole body again, and the adjoints of kernels on arrays
+ * of vectors (scalarized to `x[i, 0]`, `x[i, 1]`, ... over bodies of
+ * 4,000-32,000 nodes) would take them everywhere -- a bead chain's adjoint
+ * went from 0.84 to 1.64 MB of C with the record version alone -- where
+ * what they speed up is a small part of the work. */
+#define TK_COPY_BODY_MAX 4000
 
 /* -------------------------------------------------------------- arrays */
 /* The array parameters' data pointers and extents, from the launch's
@@ -271,13 +277,12 @@ static void ndrange_rows(tk_emitter *e, tk_ir *s) {
  * from the same iteration after the same writes.  Only in the chunk's main
  * version (the histogram copies kept, the fast divisions, not the exact or
  * periodic ones or an ndrange's rows), and only for a body of at most
- * TK_CLEAN_MAX IR nodes, as the record and all-histogram versions: a third
+ * TK_COPY_BODY_MAX IR nodes, as the record and all-histogram versions: a third
  * copy of a large adjoint's body costs the C compiler more than it gains.
  * Measured (one thread, both builds in one process): a 5x5 convolution
  * written a row an iteration 1.16-1.17x faster at 256^2 and 1024^2;
  * k-means, LU, Needleman-Wunsch, a 7-point stencil, a triangular loop
  * 0.97-1.02x; the C compiler's CPU on their cold builds 1.3-1.5x. */
-#define TK_CLEAN_MAX 4000
 #define TK_CLEAN_IFS 32
 
 /* The TK_IF_ROWS statements among the blocks at the top of b: their slots. */
@@ -293,7 +298,7 @@ static int rows_ifs(tk_ir *b, tk_ir ***slot, int n) {
 
 static void chunk_loop(tk_emitter *e, tk_ir *s, const char *carried, int np) {
     tk_ir *body = s->k[s->aux], **slot[TK_CLEAN_IFS], *was[TK_CLEAN_IFS];
-    int left = TK_CLEAN_MAX, n = 0;
+    int left = TK_COPY_BODY_MAX, n = 0;
     if (!e->unsw || !s->ck || s->aux != 1 || e->fastv == DIV_SEGMENTED || e->exact == CHUNK_EXACT || e->per != PER_NONE ||
         e->rlo || !em_within(body, &left) || (n = rows_ifs(body, slot, 0)) < 1 || n > TK_CLEAN_IFS) {
         em_innermost(e, s, carried, np);
@@ -563,13 +568,6 @@ static void hist_merge(tk_emitter *e, tk_ir *s) {
  * function.  What it costs is the second function's compile time, paid only
  * by loops that read records. */
 #define TK_REC_MAX 16
-/* The most IR nodes in a parallel loop's body that gets the record version:
- * the second chunk function is the whole body again, and the adjoints of
- * kernels on arrays of vectors (scalarized to `x[i, 0]`, `x[i, 1]`, ... over
- * bodies of 4,000-32,000 nodes) read records everywhere -- a bead chain's
- * adjoint went from 0.84 to 1.64 MB of C with it -- where the loads it
- * speeds up are a small part of the work. */
-#define TK_REC_BODY_MAX 4000
 
 static void record_scan(const tk_emitter *e, const tk_ir *x, int *rec) {
     if (x->op == IR_LOAD || x->op == IR_STORE || x->op == IR_ATOMIC) {
@@ -591,7 +589,7 @@ static void record_scan(const tk_emitter *e, const tk_ir *x, int *rec) {
  * NULL when it has none (or when the loop is not one to version). */
 static const int *record_arrays(tk_emitter *e, tk_ir *s) {
     if (!e->C->opts.optimize || ir_is_blocks(s) || em_race_loop(e, s) >= 0 || e->S->nparams <= 0) return NULL;
-    int left = TK_REC_BODY_MAX;
+    int left = TK_COPY_BODY_MAX;
     if (!em_within(s->k[s->aux], &left)) return NULL;
     int *rec = tk_alloc(&e->C->arena, (size_t)e->S->nparams * sizeof *rec);
     if (!rec) return NULL;
@@ -706,13 +704,13 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
         P(e, ") {\n");
         e->ind++;
         /* with several arrays, the version adding into every copy -- a third
-         * copy of the loop -- only for a body of at most TK_HIST_ALL_MAX nodes:
+         * copy of the loop -- only for a body of at most TK_COPY_BODY_MAX nodes:
          * an adjoint's body is tens of thousands of nodes, and there the
          * third copy was a third of the C (a bead chain's adjoint 2.20 ->
          * 1.44 MB, C-compiler CPU 3.8 -> 2.3 s) for 0-1% of the run time where
          * the copies are kept (a tetrahedron's adjoint, 4,136 nodes); 2-3% in
          * a 1,078-node one, which keeps it */
-        int left = TK_HIST_ALL_MAX;
+        int left = TK_COPY_BODY_MAX;
         int all = nh > 1 && em_within(s->k[s->aux], &left);
         if (all) { /* every copy kept: the loop without a choice per add */
             I(e); P(e, "const tk_bool hall_ = 1");

@@ -51,14 +51,6 @@
 /* A launch of a loop with inner loops whose estimated work is under this many units runs on the caller. */
 #define TK_SERIAL_WORK 131072
 
-/* Whether local l is assigned anywhere in x. */
-static int assigns(const tk_ir *x, int l) {
-    if ((x->op == IR_ASSIGN || x->op == IR_SETCOMP || x->op == IR_FOR) && x->local == l) return 1;
-    for (int i = 0; i < x->n; i++)
-        if (assigns(x->k[i], l)) return 1;
-    return 0;
-}
-
 /* Whether integer expression x has the same value in every iteration of the
  * parallel loop whose body is `body`, and can be evaluated at its launch
  * (no division: a zero divisor there would be undefined). */
@@ -69,7 +61,7 @@ static int invariant(const tk_emitter *e, const tk_ir *body, const tk_ir *x) {
     case IR_SHAPE: return x->param >= 0;
     case IR_LOCAL: {
         const tk_local *l = &e->S->locals[x->local];
-        return l->scope == -1 && l->ty.kind == TY_VALUE && !assigns(body, x->local);
+        return l->scope == -1 && l->ty.kind == TY_VALUE && !ir_assigns_local(body, x->local);
     }
     case IR_BIN:
         if (x->sub != B_ADD && x->sub != B_SUB && x->sub != B_MUL && x->sub != B_MIN && x->sub != B_MAX) return 0;
