@@ -541,6 +541,9 @@ void tk_nests(tk_cc *C);     /* per-row versioning of checks, loop interchange (
 tk_ir *tk_nests_fast(tk_cc *C, tk_ir *f, tk_ir **cond);
 /* tile.c: a parallel loop whose rows are a matrix product's, in tiled panels (1), or left (0) */
 int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf);
+/* jam.c: a parallel loop whose iterations are serial sums, in panels of iterations run side by side
+ * (1), or left (0) */
+int tk_jam(tk_cc *C, tk_spec *S, tk_ir *pf);
 /* tile.c for gemm.c: `a[.., i, ..] += v` on row i's own element as the store privatize.c makes */
 void tk_tile_own_rows(tk_cc *C, int iv, tk_ir *s);
 /* tile.c, shared with gemm.c: reading a row body and running a parallel loop's rows in panels */

@@ -933,6 +933,7 @@ static void find_pfors(tk_cc *C, tk_spec *S, tk_ir *s, tk_ir **slot) {
             return;
         }
         if (tk_tile(C, S, s)) return; /* tile.c: panels of rows */
+        if (tk_jam(C, S, s)) return;  /* jam.c: panels of serial sums, side by side */
         /* the tests' fixed parts go just before the loop: a block in the loop's place */
         tk_ir *pre = slot ? ir_new(C, IR_BLOCK, ty_void(), s->line) : NULL;
         top_loops(C, S, s->k[s->aux], s, pre);
