@@ -23,10 +23,14 @@
  *
  * A handler installed once can be replaced later (Python's signal.signal
  * installs its own C handler again).  So a launch still running 10 ms
- * after its first poll calls the embedder's long-launch hook once, which puts its
+ * after its first timed poll calls the embedder's long-launch hook once, which puts its
  * handler back if it is gone: the check is a system call, too dear for
  * every launch (a small launch costs a fifth of a microsecond), free for a
- * long one.
+ * long one.  The poller passes the time when it has just read the clock
+ * (the pool does after a thread's first piece and then about once a
+ * millisecond: pool.c), else 0, and a poll without a time only reads the
+ * flag: the clock read after every piece of a short launch was most of an
+ * empty interruptible launch's cost on two threads.
  */
 #include <stdatomic.h>
 
@@ -72,13 +76,14 @@ void rt_watch_begin(rt_watch *w) {
     if (w->on) atomic_store_explicit(&requested, 0, memory_order_relaxed);
 }
 
-int rt_watch_poll(rt_watch *w) {
+int rt_watch_poll(rt_watch *w, int64_t now) {
     if (!w->on) return 0;
     if (atomic_load_explicit(&requested, memory_order_relaxed)) return 1;
-    /* the first poll stores its time; later ones only read it (a locked
-     * compare-and-swap on every poll made the line bounce between a launch's
-     * threads, which poll after every piece) */
-    int64_t now = now_ns(), t0 = atomic_load_explicit(&w->t0, memory_order_relaxed);
+    if (now == 0) return 0; /* no time given: the flag is the whole question */
+    /* the first timed poll stores its time; later ones only read it (a
+     * locked compare-and-swap on every poll made the line bounce between a
+     * launch's threads, which poll after every piece) */
+    int64_t t0 = atomic_load_explicit(&w->t0, memory_order_relaxed);
     if (t0 == 0 && atomic_compare_exchange_strong(&w->t0, &t0, now)) t0 = now; /* else t0 holds the first poll's */
     if (!atomic_load_explicit(&w->hooked, memory_order_relaxed) && now - t0 > LONG_LAUNCH_NS &&
         !atomic_exchange(&w->hooked, 1)) {
@@ -87,3 +92,5 @@ int rt_watch_poll(rt_watch *w) {
     }
     return atomic_load_explicit(&requested, memory_order_relaxed);
 }
+
+int64_t rt_watch_now(void) { return now_ns(); }

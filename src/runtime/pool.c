@@ -85,9 +85,19 @@
  * true empties every range, counting the iterations as done without running
  * them; the others stop after their piece.  Python's launches from its main
  * thread are all interruptible, so this is also the path of their short
- * launches: a piece's start is the last one's end (one clock read a piece
- * besides stop()'s own), and stop()'s note of the first poll's time is
- * read, not compare-and-swapped, once made (interrupt.c).
+ * launches, and there the clock was the cost: a launch of lud's 64 rows on
+ * two threads is a dozen pieces, and reading the clock after each (and again
+ * in stop(), for the long-launch hook) made an empty two-thread launch 0.98 us
+ * against 0.28 us without stop (2026-12-06, benchmarks/RODINIA.md).  So a
+ * thread reads the clock only when a reading is due (pacer below): after
+ * its first piece (timed from the launch's publication, read once by the
+ * caller), and then once the iterations run since the last reading reach
+ * what the last reading says takes about POLL_NS, or the step, whichever
+ * is fewer.  Between readings stop() is asked without a time (only the
+ * flag: a load), so an interrupt is seen after every piece as before, and a
+ * launch whose iterations are long still reads the clock after every piece
+ * (the long-launch hook still runs).  A launch that runs on its caller in
+ * one piece reads no clock at all.
  *
  * After fork() the child has no workers; an atfork handler resets the pool
  * so the child starts its own on demand.
@@ -157,8 +167,9 @@ static struct {
     _Atomic(void *) frame;
     _Atomic int64_t n, first, grain;
     _Atomic int parts;
-    _Atomic(int (*)(void *)) stop;
+    _Atomic(int (*)(void *, int64_t)) stop;
     _Atomic(void *) stop_arg;
+    _Atomic int64_t t0; /* with stop: the clock when the job was published */
     _Atomic int flush; /* run the pieces with subnormals flushed (fpmode.c) */
     _Atomic int prof;  /* a profile records: the threads note their part's times (W) */
     _Alignas(64) _Atomic uint64_t gen; /* even: a job is published */
@@ -175,8 +186,9 @@ typedef struct {
     void *frame;
     int64_t n, first, grain;
     int parts;
-    int (*stop)(void *);
+    int (*stop)(void *, int64_t);
     void *stop_arg;
+    int64_t t0;
     int flush;
     int prof;
 } job;
@@ -284,6 +296,7 @@ static uint64_t spin_for_job(uint64_t seen) {
 
 #define PIECE_HEAVY 64
 #define PIECE_NS 5000000 /* 5 ms */
+#define POLL_NS 1000000  /* a thread's work between two readings of the clock, at most about */
 
 /* The first piece of an interruptible launch, from the fewest iterations
  * worth a fork-join (emit_cpu.c's estimate of a body's cost: 8192-32768
@@ -296,10 +309,40 @@ static int64_t first_piece(int64_t min_parallel) {
 }
 
 /* The next piece's length after one of `step` iterations took dt. */
-static int64_t next_step(int64_t step, int64_t dt) {
+static int64_t next_step(int64_t step, double dt) {
     if (dt < PIECE_NS / 2 && step < ((int64_t)1 << 60)) return step * 2;
     if (dt > 2 * PIECE_NS && step > 1) return step / 2;
     return step;
+}
+
+/* A thread's pace in an interruptible launch: the cap on its next piece and
+ * when it next reads the clock (see the top). */
+typedef struct {
+    int64_t step;  /* the cap on a piece */
+    int64_t mark;  /* the last reading of the clock (at first the launch's publication) */
+    int64_t acc;   /* iterations run since then */
+    int64_t quiet; /* iterations that may run before the next reading (0: after the next piece) */
+} pacer;
+
+static void pacer_init(pacer *pc, int64_t first, int64_t t0) {
+    pc->step = first;
+    pc->mark = t0;
+    pc->acc = 0;
+    pc->quiet = 0;
+}
+
+/* After a piece of k iterations: the clock's reading when one was due, the
+ * step adapted to it (dt scaled to a piece of `step` iterations), else 0. */
+static int64_t pacer_after(pacer *pc, int64_t k) {
+    pc->acc += k;
+    if (pc->acc < pc->quiet) return 0;
+    int64_t now = now_ns(), dt = now - pc->mark > 0 ? now - pc->mark : 1;
+    pc->step = next_step(pc->step, (double)dt * (double)pc->step / (double)pc->acc);
+    double q = (double)pc->acc * POLL_NS / (double)dt;
+    pc->quiet = q < 1.0 ? 1 : q >= (double)pc->step ? pc->step : (int64_t)q;
+    pc->mark = now;
+    pc->acc = 0;
+    return now;
 }
 
 /* fn(frame, lo, hi) on this thread, with subnormals flushed (fpmode.c) when
@@ -318,21 +361,27 @@ static void call(pool_fn fn, void *frame, int64_t lo, int64_t hi, int flush) {
 }
 
 /* [lo, hi) on the calling thread alone, in pieces of about PIECE_NS when
- * the launch can be stopped, asking stop() after each. */
-static void run_serial(pool_fn fn, void *frame, int64_t lo, int64_t hi, int64_t first, int (*stop)(void *),
-                       void *stop_arg, int flush) {
+ * the launch can be stopped, asking stop() after each; a range of one piece
+ * reads no clock (there is no next piece to size). */
+static void run_serial(pool_fn fn, void *frame, int64_t lo, int64_t hi, int64_t first,
+                       int (*stop)(void *, int64_t), void *stop_arg, int flush) {
     if (!stop) {
         call(fn, frame, lo, hi, flush);
         return;
     }
-    int64_t step = first;
+    if (hi - lo <= first) {
+        call(fn, frame, lo, hi, flush);
+        stop(stop_arg, 0);
+        return;
+    }
+    pacer pc;
+    pacer_init(&pc, first, now_ns());
     while (lo < hi) {
-        int64_t e = hi - lo > step ? lo + step : hi;
-        int64_t t0 = now_ns();
+        int64_t e = hi - lo > pc.step ? lo + pc.step : hi;
         call(fn, frame, lo, e, flush);
-        step = next_step(step, now_ns() - t0);
+        int64_t now = pacer_after(&pc, e - lo);
         lo = e;
-        if (stop(stop_arg)) return;
+        if (stop(stop_arg, now)) return;
     }
 }
 
@@ -347,6 +396,7 @@ static int read_job(uint64_t g, job *j) {
     j->parts = atomic_load_explicit(&P.parts, memory_order_relaxed);
     j->stop = atomic_load_explicit(&P.stop, memory_order_relaxed);
     j->stop_arg = atomic_load_explicit(&P.stop_arg, memory_order_relaxed);
+    j->t0 = atomic_load_explicit(&P.t0, memory_order_relaxed);
     j->flush = atomic_load_explicit(&P.flush, memory_order_relaxed);
     j->prof = atomic_load_explicit(&P.prof, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
@@ -428,37 +478,31 @@ static void note_part(int t, const job *j, int64_t t0) {
  * worker moved on to a newer job may skip some).  Returns the generation of
  * the job it last worked on. */
 static uint64_t take_part(int t, job *j) {
-    int64_t step = j->first, lo, hi, done = 0, t1 = 0;
+    int64_t lo, hi, done = 0;
     int stopped = 0;
+    pacer pc;
+    pacer_init(&pc, j->first, j->t0);
     for (int k = 0; k < j->parts; k++) {
         int r = (t + k) % j->parts;
         for (;;) {
             uint64_t g = j->gen;
-            if (!claim(j, r, j->stop && !stopped ? step : INT64_MAX, stopped, &lo, &hi)) break;
+            if (!claim(j, r, j->stop && !stopped ? pc.step : INT64_MAX, stopped, &lo, &hi)) break;
             if (j->gen != g) { /* a newer job's piece: run it as part of that job (done is 0: see the top) */
-                step = j->first;
+                pacer_init(&pc, j->first, j->t0);
                 stopped = 0;
-                t1 = 0;
             }
             done += hi - lo;
             if (stopped) continue; /* stop() said so: count what is left done, unrun */
+            int64_t t0 = j->prof ? now_ns() : 0;
+            run_piece(j, lo, hi);
+            if (j->prof) note_part(t, j, t0);
             if (j->stop) {
-                int64_t t0 = t1 ? t1 : now_ns(); /* the last piece's end: a clock read a piece */
-                run_piece(j, lo, hi);
-                t1 = now_ns();
-                step = next_step(step, t1 - t0);
-                if (j->prof) note_part(t, j, t0);
-                stopped = j->stop(j->stop_arg); /* before the pieces count: stop_arg lives until then */
-            } else if (j->prof) {
-                int64_t t0 = now_ns();
-                run_piece(j, lo, hi);
-                note_part(t, j, t0);
-            } else {
-                run_piece(j, lo, hi);
-            }
-            if (stopped) { /* empty every range, from the first */
-                k = -1;
-                break;
+                /* before the pieces count: stop_arg lives until then */
+                stopped = j->stop(j->stop_arg, pacer_after(&pc, hi - lo));
+                if (stopped) { /* empty every range, from the first */
+                    k = -1;
+                    break;
+                }
             }
         }
     }
@@ -542,8 +586,8 @@ static void record_parts(uint64_t g, int threads) {
     }
 }
 
-void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t grain, int (*stop)(void *),
-              void *stop_arg, int flush) {
+void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t grain,
+              int (*stop)(void *, int64_t), void *stop_arg, int flush) {
     if (n <= 0) return;
     if (n < min_parallel || n < 2) {
         call(fn, frame, 0, n, flush);
@@ -583,6 +627,8 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
     atomic_store_explicit(&P.parts, parts, memory_order_relaxed);
     atomic_store_explicit(&P.stop, stop, memory_order_relaxed);
     atomic_store_explicit(&P.stop_arg, stop_arg, memory_order_relaxed);
+    int64_t t0 = stop ? now_ns() : 0;
+    atomic_store_explicit(&P.t0, t0, memory_order_relaxed);
     atomic_store_explicit(&P.flush, flush, memory_order_relaxed);
     int prof = rt_prof_on();
     atomic_store_explicit(&P.prof, prof, memory_order_relaxed);
@@ -597,13 +643,17 @@ void pool_run(pool_fn fn, void *frame, int64_t n, int64_t min_parallel, int64_t 
         tk_cond_broadcast(&P.wake);
         tk_mutex_unlock(&P.lock);
     }
-    job j = {g, fn, frame, n, first_piece(min_parallel), grain, parts, stop, stop_arg, flush, prof};
+    job j = {g, fn, frame, n, first_piece(min_parallel), grain, parts, stop, stop_arg, t0, flush, prof};
     take_part(0, &j);
-    /* Wait for the pieces others are running: spin, then sleep. */
-    int64_t t0 = now_ns();
+    /* Wait for the pieces others are running: spin, then sleep (the clock
+     * read only once the wait is longer than a few spins). */
+    int64_t tw = 0;
     for (unsigned i = 1; atomic_load_explicit(&P.finished, memory_order_acquire) < n; i++) {
         relax();
-        if ((i & 63) == 0 && now_ns() - t0 > SPIN_NS) {
+        if ((i & 63) != 0) continue;
+        if (!tw) {
+            tw = now_ns();
+        } else if (now_ns() - tw > SPIN_NS) {
             tk_mutex_lock(&P.lock);
             atomic_store(&P.caller_sleeping, 1);
             while (atomic_load(&P.finished) < n) tk_cond_wait(&P.done, &P.lock);

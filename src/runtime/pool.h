@@ -26,11 +26,15 @@ int pool_slot(void);
  * a thread's whole share is smaller.  Ranges below `min_parallel` run on the
  * calling thread in one call, with no wake-up; so does everything while
  * another thread is using the pool.  With `stop` (may be NULL), pieces last
- * about 5 ms at most, and after stop(stop_arg) returns non-zero following a
- * piece, no new piece starts; a range below min_parallel runs whole.  With
+ * about 5 ms at most, and after stop(stop_arg, now) returns non-zero
+ * following a piece, no new piece starts; a range below min_parallel runs
+ * whole.  `now` is the monotonic clock (tk_monotonic_ns) read just before,
+ * or 0 when the thread did not read it after that piece: a thread reads it
+ * after its first piece and then about once per millisecond of its work
+ * (pool.c), so a stop() that needs the time looks only when given one.  With
  * `flush`, every call of fn, on whichever thread, runs with subnormal floats
  * flushed to zero, the thread's own mode put back after it (fpmode.c). */
 void pool_run(void (*fn)(void *frame, int64_t lo, int64_t hi), void *frame, int64_t n, int64_t min_parallel,
-              int64_t grain, int (*stop)(void *arg), void *stop_arg, int flush);
+              int64_t grain, int (*stop)(void *arg, int64_t now), void *stop_arg, int flush);
 
 #endif /* TACK_POOL_H */

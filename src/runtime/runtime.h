@@ -212,8 +212,11 @@ typedef struct rt_watch {
 } rt_watch;
 /* At a launch's start: clears an earlier request when the thread is interruptible. */
 void rt_watch_begin(rt_watch *w);
-/* 1 when the launch should stop; calls the long-launch hook once after 10 ms. */
-int rt_watch_poll(rt_watch *w);
+/* 1 when the launch should stop.  `now`: the monotonic clock (rt_watch_now) just
+ * read, or 0 for no reading (then only the request flag is looked at); polls
+ * with a time call the long-launch hook once, 10 ms after the first of them. */
+int rt_watch_poll(rt_watch *w, int64_t now);
+int64_t rt_watch_now(void);
 
 /* fpmode.c: flush-to-zero for the kernels that ask (flush_denormals). */
 typedef unsigned long long rt_fpmode; /* a thread's floating-point control word */

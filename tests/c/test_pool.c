@@ -123,8 +123,9 @@ static void test_late_share_is_taken(void) {
 
 /* stop(): after it says so, no new piece starts, and the launch returns. */
 static _Atomic int stop_after;
-static int stop_fn(void *arg) {
+static int stop_fn(void *arg, int64_t now) {
     (void)arg;
+    (void)now;
     return atomic_fetch_sub(&stop_after, 1) <= 1;
 }
 
@@ -297,11 +298,12 @@ static void test_profiled_parts(void) {
 }
 
 /* interrupt.c's watch, asked after every piece as cpu_jit.c's launch_stop
- * asks it: the first poll's time is kept (later polls, from any thread,
- * only read it), and the long-launch hook runs once, after 10 ms. */
+ * asks it: the first timed poll's time is kept (later polls, from any
+ * thread, only read it), a poll without a time reads only the flag, and the
+ * long-launch hook runs once, after 10 ms. */
 static _Atomic int hook_calls;
 static void count_hook(void) { atomic_fetch_add(&hook_calls, 1); }
-static int watch_stop(void *arg) { return rt_watch_poll(arg); }
+static int watch_stop(void *arg, int64_t now) { return rt_watch_poll(arg, now); }
 static void body_slow(void *fp, int64_t lo, int64_t hi) {
     body(fp, lo, hi);
     sleep_ns(100000 * (hi - lo));
@@ -313,20 +315,75 @@ static void test_watch(void) {
     rt_watch w;
     rt_watch_begin(&w);
     atomic_store(&hook_calls, 0);
-    CHECK(rt_watch_poll(&w) == 0);
+    CHECK(rt_watch_poll(&w, 0) == 0);
+    CHECK(atomic_load(&w.t0) == 0); /* no time given: nothing noted */
+    CHECK(rt_watch_poll(&w, rt_watch_now()) == 0);
     int64_t first = atomic_load(&w.t0);
     CHECK(first != 0);
-    CHECK(rt_watch_poll(&w) == 0);
+    CHECK(rt_watch_poll(&w, rt_watch_now()) == 0);
     CHECK(atomic_load(&w.t0) == first);
     CHECK(atomic_load(&hook_calls) == 0);
     sleep_ns(11000000);
+    CHECK(rt_watch_poll(&w, 0) == 0);
+    CHECK(atomic_load(&hook_calls) == 0); /* an untimed poll never calls it */
     reset();
     pool_run(body_slow, &F, 200, 2, 1, watch_stop, &w, 0); /* pieces on every thread, each polling */
     CHECK(exactly_once(200));
     CHECK(atomic_load(&w.t0) == first);
     CHECK(atomic_load(&hook_calls) == 1);
+    /* a fresh launch of 25 ms a thread, in iterations of 0.1 ms: the
+     * threads read the clock once their work since the last reading adds up
+     * to about a millisecond, so the hook runs once it has lasted 10 ms */
+    rt_watch_begin(&w);
+    atomic_store(&hook_calls, 0);
+    int64_t n = 250 * pool_threads();
+    reset();
+    pool_run(body_slow, &F, n, 2, 1, watch_stop, &w, 0);
+    CHECK(exactly_once(n));
+    CHECK(atomic_load(&w.t0) != 0);
+    CHECK(atomic_load(&hook_calls) == 1);
     tack_set_interruptible(0);
     tack_set_long_launch_hook(NULL);
+}
+
+/* The clock in an interruptible launch of short pieces (pool.c's pacer):
+ * stop() is asked after every piece, but a thread reads the clock after its
+ * first piece and then only once its iterations add up to about a
+ * millisecond's work or the step: a launch of a few microseconds is a
+ * reading or two a thread, however many pieces it is cut into. */
+static _Atomic int polls_timed, polls_untimed;
+static int count_stop(void *arg, int64_t now) {
+    (void)arg;
+    atomic_fetch_add(now ? &polls_timed : &polls_untimed, 1);
+    return 0;
+}
+
+static void test_polls_read_the_clock_rarely(void) {
+    int threads = pool_threads();
+    for (int rep = 0; rep < 20; rep++) {
+        reset();
+        atomic_store(&polls_timed, 0);
+        atomic_store(&polls_untimed, 0);
+        /* 64 iterations a thread, under the first step (64): each thread's
+         * share is cut in halves, six or seven pieces */
+        int64_t n = 64 * threads;
+        pool_run(body, &F, n, 2, 1, count_stop, NULL, 0);
+        CHECK(exactly_once(n));
+        int timed = atomic_load(&polls_timed), untimed = atomic_load(&polls_untimed);
+        CHECK(timed + untimed == atomic_load(&F.calls)); /* asked after every piece */
+        CHECK(timed <= 3 * threads); /* one or two a thread (a third after a late start) */
+        if (threads == 1) CHECK(timed == 0 && untimed == 1); /* one piece on the caller: no clock */
+        else CHECK(untimed > timed);
+    }
+    /* a long range of short iterations: the step doubles at each reading,
+     * so the pieces, and the readings, are a handful */
+    reset();
+    atomic_store(&polls_timed, 0);
+    atomic_store(&polls_untimed, 0);
+    pool_run(body, &F, MAXN, 2, 1, count_stop, NULL, 0);
+    CHECK(exactly_once(MAXN));
+    CHECK(atomic_load(&polls_timed) + atomic_load(&polls_untimed) == atomic_load(&F.calls));
+    if (threads == 1) CHECK(atomic_load(&F.calls) <= 8 && atomic_load(&polls_timed) >= 1);
 }
 
 static int run_with_threads(const char *threads, int flush_first) {
@@ -350,6 +407,7 @@ static int run_with_threads(const char *threads, int flush_first) {
         test_concurrent_launches();
         test_profiled_parts();
         test_watch();
+        test_polls_read_the_clock_rarely();
         atomic_store(&stop_after, 1 << 30);
         test_flush();
         _exit(check_failed ? 1 : 0);

@@ -98,3 +98,20 @@ def test_debug_mode_gives_the_same_rows():
         lud_rows(a, k)
         tack.kernel(lud_rows.__wrapped__, jit=False)(b, k)
         np.testing.assert_array_equal(a, b)
+
+
+def _function(src, head):
+    start = src.index(head)
+    return src[start:src.index("\n}\n", start)]
+
+
+def test_a_piece_of_a_parallel_loop_does_not_poll_at_its_first_loop():
+    # The pool asks its stop test after every piece (pool.c), so the function
+    # that runs a piece starts with a full poll budget; the entry, which runs
+    # once a launch and may hold long serial loops, starts with an empty one.
+    src = lud_rows.generated_source(_lud(8), 0)
+    piece = _function(src, "static void tk_pfor0(")
+    entry = _function(src, "void tack_entry(")
+    assert "int64_t tk_bud_ = TK_BUDGET;" in piece, piece[:600]
+    assert "int64_t tk_bud_ = 0;" in entry, entry[:600]
+    assert "TK_POLL(" in piece  # its loops still poll, once the budget is spent

@@ -731,14 +731,16 @@ typedef struct launch_ctx {
 static void abi_fail(tk_ctx *ctx, int site, int64_t a, int64_t b);
 
 /* The pool's stop test and abi->poll: an interrupt becomes the launch's
- * failure (unless a check failed first); any failure stops the rest. */
-static int launch_stop(void *arg) {
+ * failure (unless a check failed first); any failure stops the rest.  `now`:
+ * the pool's reading of the clock, or 0 (pool.h). */
+static int launch_stop(void *arg, int64_t now) {
     launch_ctx *l = arg;
-    if (rt_watch_poll(&l->watch)) abi_fail(&l->head, TK_SITE_INTERRUPT, 0, 0);
+    if (rt_watch_poll(&l->watch, now)) abi_fail(&l->head, TK_SITE_INTERRUPT, 0, 0);
     return __atomic_load_n(&l->head.failed, __ATOMIC_RELAXED);
 }
 
-static int abi_poll(tk_ctx *ctx) { return launch_stop(ctx); }
+/* The generated code's serial loops poll once per 64K iterations: a clock read is nothing there. */
+static int abi_poll(tk_ctx *ctx) { return launch_stop(ctx, rt_watch_now()); }
 
 static void abi_parallel_for(tk_ctx *ctx, tk_body fn, void *frame, int64_t n, int64_t min_parallel,
                              int64_t grain) {

@@ -445,7 +445,7 @@ static void pfor_function(tk_emitter *e, tk_ir *s, int id, tk_chunkfn which) {
     I(e); P(e, "tk_ctx *ctx = F->ctx;\n");
     I(e); P(e, "const tk_abi *abi = F->abi;\n");
     I(e); P(e, "(void)ctx; (void)abi;\n");
-    poll_budget(e);
+    poll_budget(e, 1); /* the pool asks stop() after every piece */
     array_decls(e, S, "F");
     for (int i = 0; i < S->nlocals; i++) {
         if (S->locals[i].scope != -1 || (S->locals[i].ty.kind != TY_VALUE && S->locals[i].ty.kind != TY_ARRAY)) continue;
@@ -846,7 +846,7 @@ void tk_cpu_kernel(tk_emitter *e, tk_buf *out) {
     e->ind = 1;
     I(e); P(e, "tk_frame F_;\n");
     I(e); P(e, "F_.ctx = ctx; F_.abi = abi;\n");
-    poll_budget(e);
+    poll_budget(e, 0);
     em_race_entry(e);
     array_decls(e, K, "args");
     for (int p = 0; p < K->nparams; p++) {

@@ -131,7 +131,7 @@ static void function(tk_emitter *e, int si) {
     e->ind = 1;
     I(e); P(e, "(void)ctx; (void)abi;\n");
     if (e->rcf) em_race_unused(e, S);
-    poll_budget(e);
+    poll_budget(e, 0);
     if (em_returns_value(S)) { I(e); P(e, "const %s tk_zero = {0};\n", ret_type(e, S)); }
     declare_locals(e, -1, 1, NULL, 0);
     block(e, S->body);

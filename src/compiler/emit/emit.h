@@ -120,8 +120,9 @@ TK_HIDDEN void em_stmt(tk_emitter *e, tk_ir *s);
 TK_HIDDEN void em_block(tk_emitter *e, tk_ir *b);
 /* The condition under which check `s` fails. */
 TK_HIDDEN void em_check_fails(tk_emitter *e, tk_ir *s);
-/* In a dialect with polls: the function's loop budget (at its top). */
-TK_HIDDEN void em_poll_budget(tk_emitter *e);
+/* In a dialect with polls: the function's loop budget (at its top): empty,
+ * or `full` in a parallel loop's piece (the pool polls between pieces). */
+TK_HIDDEN void em_poll_budget(tk_emitter *e, int full);
 /* Declare (zero-initialized) the value locals of one scope (frame: -1, a
  * parallel loop: its id); with `carried`, only those it marks (in 1) or does
  * not mark (in 0). */
@@ -186,6 +187,6 @@ void em_complex_math(tk_emitter *e, tk_ir *x);
 #define comment_text(e, s) em_comment_text(e, s)
 #define check_fails(e, s) em_check_fails(e, s)
 #define declare_locals(e, scope, skip_params, carried, in) em_declare_locals(e, scope, skip_params, carried, in)
-#define poll_budget(e) em_poll_budget(e)
+#define poll_budget(e, full) em_poll_budget(e, full)
 
 #endif /* TACK_EMIT_H */

@@ -11,7 +11,10 @@
  * budget tk_bud_, starting empty, that its loops spend one unit an
  * iteration; when it runs out the loop asks abi->poll(ctx) whether the
  * launch must stop (Ctrl-C, interrupt.c) and leaves like a failed check if
- * so.  A `for` loop is strip-mined -- an outer loop over strips of up to
+ * so.  The function that runs a piece of a parallel loop starts with a full
+ * budget: the pool asks the same question after every piece (pool.c), and
+ * an empty one made every piece of a short launch poll at its first loop
+ * (lud's rows: a dozen pieces a launch, each poll reading the clock).  A `for` loop is strip-mined -- an outer loop over strips of up to
  * TK_STRIP iterations pays for each strip at once, and the inner loop is
  * the loop as before, so the C compiler vectorizes it as before (a `break`
  * leaves both, by a goto); a `while` loop pays an iteration at a time (its
@@ -118,9 +121,9 @@ void em_check_fails(tk_emitter *e, tk_ir *s) {
 
 static int polling(const tk_emitter *e) { return e->T->polls && !e->nopoll; }
 
-void em_poll_budget(tk_emitter *e) {
+void em_poll_budget(tk_emitter *e, int full) {
     if (!e->T->polls) return;
-    I(e); P(e, "int64_t tk_bud_ = 0; (void)tk_bud_;\n");
+    I(e); P(e, "int64_t tk_bud_ = %s; (void)tk_bud_;\n", full ? "TK_BUDGET" : "0");
 }
 
 /* Whether a `break` in x leaves the loop x belongs to (not one nested in it). */
