@@ -71,6 +71,13 @@ RUN = textwrap.dedent("""
     out = np.zeros(1 << 16)
     S.row_sums(r.random((1 << 16, 9)), 1, 8, out)
     got["simd-row-sums"] = out
+    feat = r.random((5000, 34)).astype(np.float32)  # in-order sums in a narrowed chunk (emit_cpu.c)
+    member, counts = np.zeros(5000, np.int32), np.zeros(5, np.int32)
+    S.nearest(feat, feat[:5] + np.float32(0.01), member, np.zeros((5, 34), np.float32), counts)
+    got["simd-nearest-member"], got["simd-nearest-counts"] = member, counts
+    rows = np.zeros(5000, np.float32)
+    S.scattered_row_sums(feat, r.permutation(5000), rows)
+    got["simd-scattered-row-sums"] = rows
     np.savez(sys.argv[1], **got)
 """)
 

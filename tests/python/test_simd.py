@@ -402,6 +402,116 @@ def test_which_loops_take_32_byte_vectors():
     assert "TK_NARROW" not in scale3.generated_source(v, v, 2.0, target="cuda")
 
 
+def _nearest(feat, cent, member, sums, counts):
+    # kmeans's step: each point's squared distance to every centre, a sum in feature order
+    n, nf = feat.shape
+    for i in range(n):
+        best = math.inf
+        bi = 0
+        for c in range(cent.shape[0]):
+            d = 0.0
+            for f in range(nf):
+                t = feat[i, f] - cent[c, f]
+                d += t * t
+            if d < best:
+                best = d
+                bi = c
+        member[i] = bi
+        counts[bi] += 1
+        for f in range(nf):
+            sums[bi, f] += feat[i, f]
+
+
+nearest = tack.kernel(_nearest)
+nearest_fast = tack.kernel(_nearest, fast_math=True)
+nearest_debug = tack.kernel(_nearest, jit=False)
+
+
+@tack.kernel
+def in_order_row_sums(a, out):
+    for i in range(a.shape[0]):  # an in-order sum a row, no check: the rows may run in lanes
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += a[i, j]
+        out[i] = s
+
+
+@tack.kernel
+def scattered_row_sums(a, to, out):
+    # a sum a row in a's type, stored where to[i] says (a permutation; the check keeps it out of lanes)
+    for i in tack.independent(range(a.shape[0])):
+        s = a[i, 0] - a[i, 0]
+        for j in range(a.shape[1]):
+            s += a[i, j]
+        out[to[i]] = s
+
+
+@pytest.mark.optimized_source
+def test_in_order_sums_take_32_byte_vectors():
+    """A serial loop's in-order float sum (GCC's fold-left: every lane added in turn) narrows
+    its chunk function to 32-byte vectors; fast_math (reassociated), integer sums and bodies
+    that may run in SIMD lanes keep the full width."""
+    feat, cent = np.zeros((8, 34), np.float32), np.zeros((5, 34), np.float32)
+    args = (feat, cent, np.zeros(8, np.int32), np.zeros((5, 34), np.float32), np.zeros(5, np.int32))
+    assert "TK_NARROW static void tk_pfor0" in nearest.generated_source(*args)
+    assert "TK_NARROW static" not in nearest_fast.generated_source(*args)
+    a = np.zeros((8, 8), np.float32)
+    assert "TK_NARROW static" not in in_order_row_sums.generated_source(a, np.zeros(8, np.float32))
+    to = np.zeros(8, np.int64)
+    assert "TK_NARROW static void tk_pfor0" in scattered_row_sums.generated_source(a, to, np.zeros(8, np.float32))
+    assert "TK_NARROW static" not in scattered_row_sums.generated_source(
+        np.zeros((8, 8), np.int32), to, np.zeros(8, np.int32))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32])
+def test_scattered_row_sums_match_numpy(dt):
+    r = np.random.default_rng(3)
+    a = (r.random((1000, 37)) * 100).astype(dt)
+    to = r.permutation(1000)
+    out = np.zeros(1000, dt)
+    scattered_row_sums(a, to, out)
+    ref = np.zeros(1000, dt)
+    acc = np.zeros(1000, dt)
+    for j in range(37):  # column by column: the kernel's order of each row's sum
+        acc += a[:, j]
+    ref[to] = acc
+    np.testing.assert_array_equal(out, ref)
+
+
+def _nearest_numpy(feat, cent):
+    dist = np.zeros((cent.shape[0], feat.shape[0]), np.float32)
+    for c in range(cent.shape[0]):  # feature by feature: the kernel's order of the f32 sum
+        for f in range(feat.shape[1]):
+            t = feat[:, f] - cent[c, f]
+            dist[c] += t * t
+    m = np.argmin(dist, axis=0)
+    return m, np.bincount(m, minlength=cent.shape[0])
+
+
+@pytest.mark.parametrize("n,nf,k", [(1, 1, 1), (7, 3, 2), (100, 34, 5), (5000, 34, 5), (3001, 17, 9)])
+def test_in_order_sums_match_numpy_and_debug(n, nf, k):
+    r = np.random.default_rng(n + nf + k)
+    feat = r.random((n, nf)).astype(np.float32)
+    cent = feat[r.choice(n, k, replace=n < k)].copy() + np.float32(0.01)
+
+    def run(kern):
+        out = (np.zeros(n, np.int32), np.zeros((k, nf), np.float32), np.zeros(k, np.int32))
+        kern(feat, cent, *out)
+        return out
+
+    member, sums, counts = run(nearest)
+    m_ref, c_ref = _nearest_numpy(feat, cent)
+    np.testing.assert_array_equal(member, m_ref)
+    np.testing.assert_array_equal(counts, c_ref)
+    for c in range(k):  # each cluster's sums: the same f32 values, added in some order
+        np.testing.assert_allclose(sums[c], feat[member == c].sum(0, dtype=np.float64), rtol=1e-4, atol=1e-4)
+    if n <= 100:  # debug mode: the same distances bit for bit, so the same nearest centres
+        d_member, d_sums, d_counts = run(nearest_debug)
+        np.testing.assert_array_equal(member, d_member)
+        np.testing.assert_array_equal(counts, d_counts)
+        np.testing.assert_allclose(sums, d_sums, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("n", [3, 17, 40, 1000, 100003])
 def test_narrow_loops_match_numpy(n):
     r = np.random.default_rng(n)

@@ -187,6 +187,54 @@ static int moves_vectors(const tk_emitter *e, const tk_ir *x) {
     return 0;
 }
 
+/* A body whose serial loop carries a floating-point sum in order
+ * (`d += t * t` over a row, fast_math off) is the other exception.  GCC
+ * vectorizes such a loop as a fold-left sum: the operands a vector at a
+ * time, then each lane added to the sum in turn by scalar adds, one chain
+ * that is the loop's critical path at any width.  On the Intel Xeon the
+ * benchmarks run on (a core whose scalar adds take 2 cycles), that chain
+ * runs 1.66x slower while 512-bit operations are in flight beside it and
+ * at full speed beside 256-bit ones (2M dependent vaddss, alone 1.43 ms,
+ * each beside two independent 256-bit multiplies 1.44 ms, beside two
+ * 512-bit ones 2.38-2.41 ms), so the 64-byte operands cost more than their
+ * width gives.  kmeans (a point's squared distance to 5 centres over 34 f32
+ * features, the argmin, the per-cluster sums), one thread, builds with and
+ * without this alternated: 9.64 -> 6.72 ms at 100000 points, 47.6 -> 34.9
+ * ms at 500000 (Numba, whose LLVM keeps that loop scalar and prefers
+ * 32-byte vectors, 7.71 and 38.8 ms); the benchmarks' triangle (f64)
+ * 1.59-1.68x, conv2d 1.14-1.63x; backprop and lavaMD level within the
+ * noise (RODINIA.md has the runs).  GCC's own tuning for Intel's AVX-512
+ * server parts prefers 32 bytes; -march=native on a CPU model newer than
+ * the compiler falls back to generic tuning, which does not (decisions.md,
+ * 2026-12-06).  A body that may run in SIMD lanes keeps the full width:
+ * there each lane's sum is a chain of vector adds (outer-loop
+ * vectorization), not a fold-left; so does fast_math, whose sums GCC
+ * reassociates into vector accumulators. */
+static int carries_sum(const tk_emitter *e, const tk_ir *x, int in_loop) {
+    if (in_loop && x->op == IR_ASSIGN && x->n == 1 && ty_is_float(e->S->locals[x->local].ty)) {
+        const tk_ir *v = x->k[0];
+        while (v->op == IR_CAST && v->n == 1 && ty_is_float(v->ty)) v = v->k[0];
+        if (v->op == IR_BIN && (v->sub == B_ADD || v->sub == B_SUB) && ty_is_float(v->ty)) {
+            for (int i = 0; i < (v->sub == B_ADD ? 2 : 1); i++) {
+                const tk_ir *o = v->k[i];
+                while (o->op == IR_CAST && o->n == 1 && ty_is_float(o->ty)) o = o->k[0];
+                if (o->op == IR_LOCAL && o->local == x->local) return 1;
+            }
+        }
+    }
+    in_loop |= x->op == IR_FOR || x->op == IR_WHILE;
+    for (int i = 0; i < x->n; i++)
+        if (carries_sum(e, x->k[i], in_loop)) return 1;
+    return 0;
+}
+
+/* Whether the chunk function of parallel loop s carries TK_NARROW. */
+static int narrow_chunk(const tk_emitter *e, const tk_ir *s) {
+    const tk_ir *body = s->k[s->aux];
+    if (moves_vectors(e, body)) return 1;
+    return !e->C->opts.fast_math && carries_sum(e, body, 0) && !(e->T->simd_pragma && em_body_in_lanes(e->C, body));
+}
+
 /* ------------------------------------------------------ fast divisions */
 /* A parallel loop's fast-division flag (kid 3 of its M_FDIVQ / M_MODQ) or its
  * segmentation flag (kid 5), if it has one (strength.c). */
@@ -439,7 +487,7 @@ static void pfor_function(tk_emitter *e, tk_ir *s, int id, tk_chunkfn which) {
     P(e, "/* parallel loop at line %d%s */\n", s->line, exact ? ", exact divisions" : "");
     P(e, "%s%sstatic void tk_pfor%d%s(void *fp_, int64_t lo_, int64_t hi_) {\n",
       exact ? "__attribute__((cold, noinline)) " : "",
-      !exact && e->C->opts.optimize && moves_vectors(e, s->k[s->aux]) ? "TK_NARROW " : "", id,
+      !exact && e->C->opts.optimize && narrow_chunk(e, s) ? "TK_NARROW " : "", id,
       exact ? "_x" : e->rec ? "_r" : "");
     I(e); P(e, "const tk_frame *F = (const tk_frame *)fp_;\n");
     I(e); P(e, "tk_ctx *ctx = F->ctx;\n");

@@ -52,6 +52,8 @@ static int simd_body(const tk_cc *C, const tk_ir *x, int depth) {
     return 1;
 }
 
+int em_body_in_lanes(const tk_cc *C, const tk_ir *body) { return simd_body(C, body, 0); }
+
 /* In a dialect whose loops poll (emit.c), an iteration in SIMD lanes cannot
  * stop, so it must end soon by itself: its serial loops must all be the
  * guarded ones of simd_guards, which bound their trip counts (below). */

@@ -149,6 +149,7 @@ TK_HIDDEN int em_lanes_ok(tk_emitter *e, const tk_ir *s);
  * em_verify_prefix: the number of statements of s's body whose checks are verified a block ahead
  * (0: none); em_innermost: the loop over the chunk's (or the row's) iterations, in the version the
  * emitter's mode says. */
+TK_HIDDEN int em_body_in_lanes(const tk_cc *C, const tk_ir *body); /* a parallel loop's body may run in SIMD lanes */
 TK_HIDDEN char *em_carried_locals(tk_emitter *e, tk_ir *s);
 TK_HIDDEN int em_verify_prefix(tk_emitter *e, tk_ir *s, const char *carried);
 TK_HIDDEN void em_innermost(tk_emitter *e, tk_ir *s, const char *carried, int np);
