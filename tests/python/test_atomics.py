@@ -351,8 +351,9 @@ def test_hip_source_compiles_with_hiprtc():
 
 # ocloc's optimizer spends 11 s on every32's compare-and-swap loops and 20 s on every64's (45 s
 # on a loaded machine); without it (-cl-opt-disable) each compiles to native code in under a
-# second, which is what "ocloc accepts the source" needs.  The optimized builds: make test-all.
-_OCLOC_OPTIONS = "-cl-std=CL1.2" + ("" if _suite.TEST_ALL else " -cl-opt-disable")
+# second, which is what "ocloc accepts the source" needs.  The optimized builds: make test-all
+# (_ocloc.OPTIONS, which every ocloc check uses).
+_OCLOC_OPTIONS = _ocloc.OPTIONS
 
 
 @pytest.mark.skipif(_ocloc.library() is None, reason="libocloc is not installed (Debian: intel-opencl-icd)")

@@ -65,8 +65,8 @@ def both_ways(fn, make, allow_ulps=False, **opts):
 # ------------------------------------------------------------ the type table
 @pytest.mark.parametrize("default", ["f32", "f64"])
 @pytest.mark.parametrize("expr,t32,t64", table.ROWS, ids=[r[0] for r in table.ROWS])
-def test_type_table_row_both_ways(tmp_path, expr, t32, t64, default):
-    compiled = table._kernel(tmp_path, expr, default)
+def test_type_table_row_both_ways(expr, t32, t64, default):
+    compiled = table._kernel(expr, default)
     python = tack.kernel(compiled.__wrapped__, jit=False, default_float=compiled.default_float)
     outs = []
     for k in (compiled, python):

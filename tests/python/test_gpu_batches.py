@@ -139,6 +139,21 @@ def test_opencl_bad_member_is_reported_alone():
     assert results[1] is not None and "undeclared_type" in results[1][1]
 
 
+@needs_ocloc
+def test_opencl_member_that_needs_double_is_refused_for_dg2_and_named():
+    """make test's ocloc checks compile without the optimizer (_ocloc.OPTIONS);
+    a member that computes in double is still refused for dg2 (no fp64), alone,
+    with its own log, and the others of its batch still pass."""
+    sources = _opencl_sources()
+    f64 = saxpy.generated_source(2, np.ones(10), np.ones(10), target="opencl")
+    assert "fp64=1 */" in f64
+    results = _ocloc.check_many([(sources[0], "dg2"), (f64, "dg2"), (sources[2], "dg2")])
+    assert results[0] is None and results[2] is None
+    assert results[1] is not None and "fp64" in results[1][1], results[1]
+    if not _suite.TEST_ALL:
+        assert "-cl-opt-disable" in _ocloc.OPTIONS
+
+
 def test_pasted_names_take_their_arguments_rename():
     src = ("#define TK_V(N, T) typedef struct { T v[2]; } N; static T tk_dot_##N(N a) { return a.v[0]; }\n"
            "#define TK_VF(N, T) TK_V(N, T) static T tk_len_##N(N a) { return tk_dot_##N(a); }\n"

@@ -10,9 +10,12 @@ double.  Debug mode (jit=False) follows the table too: test_debug_differential.p
 runs every row both ways.
 """
 
+import hashlib
 import importlib.util
 import math
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -73,12 +76,30 @@ SCALARS = {"k": 3, "f": 0.3, "s": np.float32(0.7)}
 _counter = iter(range(10**6))
 
 
-def _kernel(tmp_path, expr, default):
+# A row's module is named by its text, in one folder for every test process:
+# the kernel's generated C names the file it came from, so the same row written
+# to each test's own tmp_path was compiled again by each test that runs it
+# (test_row, the row's fallback on OpenCL, test_debug_differential.py); under one
+# name the kernel cache (TACK_CACHE_DIR) builds it once.
+ROW_DIR = Path(tempfile.gettempdir()) / "tack-test-type-table"
+
+
+def _module_file(text):
+    path = ROW_DIR / f"row_{hashlib.sha256(text.encode()).hexdigest()[:20]}.py"
+    if not path.exists():
+        ROW_DIR.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=ROW_DIR, prefix=".tmp-", suffix=".py")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    return path
+
+
+def _kernel(expr, default):
     opts = "" if default == "f32" else "(default_float=tack.f64)"
-    path = tmp_path / f"row_{next(_counter)}.py"
     loads = "".join(f"        {name} = {src}\n" for name, src in LOADS if re.search(rf"\b{name}\b", expr))
-    path.write_text(TEMPLATE.format(expr=expr, opts=opts, loads=loads))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+    path = _module_file(TEMPLATE.format(expr=expr, opts=opts, loads=loads))
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_{next(_counter)}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.k
@@ -127,9 +148,9 @@ def _oracle(expr, typ, i):
 
 @pytest.mark.parametrize("default", ["f32", "f64"])
 @pytest.mark.parametrize("expr,t32,t64", ROWS, ids=[r[0] for r in ROWS])
-def test_row(tmp_path, expr, t32, t64, default):
+def test_row(expr, t32, t64, default):
     want = t32 if default == "f32" else t64
-    kernel = _kernel(tmp_path, expr, default)
+    kernel = _kernel(expr, default)
     arrays, out = _args()
     assert _ir_type(kernel, arrays, out) == want, (expr, default)
     kernel(*arrays, SCALARS["k"], SCALARS["f"], SCALARS["s"], out)
@@ -150,17 +171,66 @@ def test_the_table_covers_the_reported_idioms():
 
 OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
 
+# The rows on OpenCL run as one kernel that computes every row (row j's value in
+# out[j, i], each in a local of its own, so each row's expression is typed and
+# compiled as it is alone): PoCL builds one program instead of one a row (a build
+# and a launch's specialization, about 0.2 CPU-s each, 62 of them).  When that
+# kernel fails on either device, each row runs alone as its own kernel, so a
+# failure names its row with its own message.
+BATCH_TEMPLATE = TEMPLATE[:TEMPLATE.index("{loads}")] + "{loads}{rows}"
+
+
+def _batched_kernel(exprs):
+    loads = "".join(f"        {name} = {src}\n" for name, src in LOADS
+                    if any(re.search(rf"\b{name}\b", e) for e in exprs))
+    rows = "".join(f"        r{j} = {e}\n        out[{j}, i] = r{j}\n" for j, e in enumerate(exprs))
+    path = _module_file(BATCH_TEMPLATE.format(opts="", loads=loads, rows=rows))
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_{next(_counter)}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.k
+
+
+def _on_both(kernel, shape):
+    """The kernel's out on the CPU and on the OpenCL device (default float f32)."""
+    arrays, _ = _args()
+    out = np.zeros(shape, np.float64)
+    kernel(*arrays, SCALARS["k"], SCALARS["f"], SCALARS["s"], out)
+    darrays, _ = _args(OPENCL[0])
+    dout = tack.zeros(shape, tack.f64, device=OPENCL[0])
+    kernel(*darrays, SCALARS["k"], SCALARS["f"], SCALARS["s"], dout)
+    return out, dout.numpy()
+
+
+def opencl_outputs(exprs):
+    """{expr: (CPU's out, device's out)} for each row, from one kernel of them all;
+    where that kernel fails, each row alone: {expr: the exception} for a row that fails."""
+    try:
+        cpu, dev = _on_both(_batched_kernel(exprs), (len(exprs), N))
+        return {e: (cpu[j], dev[j]) for j, e in enumerate(exprs)}
+    except Exception:  # noqa: BLE001 -- each row alone says which failed
+        pass
+    outputs = {}
+    for e in exprs:
+        try:
+            outputs[e] = _on_both(_kernel(e, "f32"), N)
+        except Exception as exc:  # noqa: BLE001 -- raised by that row's test
+            outputs[e] = exc
+    return outputs
+
+
+@pytest.fixture(scope="module")
+def rows_on_opencl():
+    return opencl_outputs([r[0] for r in ROWS])
+
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (make test installs PoCL as root)")
 @pytest.mark.parametrize("expr,t32,t64", ROWS, ids=[r[0] for r in ROWS])
-def test_row_on_opencl_gives_the_cpus_bits(tmp_path, expr, t32, t64):
-    kernel = _kernel(tmp_path, expr, "f32")
-    arrays, out = _args()
-    kernel(*arrays, SCALARS["k"], SCALARS["f"], SCALARS["s"], out)
-    darrays, _ = _args(OPENCL[0])
-    dout = tack.zeros(N, tack.f64, device=OPENCL[0])
-    kernel(*darrays, SCALARS["k"], SCALARS["f"], SCALARS["s"], dout)
-    got = dout.numpy()
+def test_row_on_opencl_gives_the_cpus_bits(rows_on_opencl, expr, t32, t64):
+    found = rows_on_opencl[expr]
+    if isinstance(found, Exception):
+        raise found
+    out, got = found
     if "math." in expr or "half" in expr:  # libm and the device's math may differ in the last place
         np.testing.assert_allclose(got, out, rtol=4e-7 if t32 == "f32" else 1e-15)
     else:
@@ -168,12 +238,28 @@ def test_row_on_opencl_gives_the_cpus_bits(tmp_path, expr, t32, t64):
 
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (make test installs PoCL as root)")
-def test_f32_rows_need_no_double_on_opencl(tmp_path):
+def test_a_row_that_fails_among_the_rows_on_opencl_is_named():
+    """The one-kernel check still names its row: a row that does not compile
+    makes the rows run alone, and only that row's entry is an error."""
+    good = ["x * 0.1", "aj + ai"]
+    outputs = opencl_outputs(good[:1] + ["x * no_such_name"] + good[1:])
+    assert isinstance(outputs["x * no_such_name"], Exception), outputs
+    assert "no_such_name" in str(outputs["x * no_such_name"])
+    for e in good:
+        cpu, dev = outputs[e]
+        np.testing.assert_array_equal(dev, cpu)
+    batched = opencl_outputs(good)  # and the batch's rows are the rows alone
+    for e in good:
+        np.testing.assert_array_equal(batched[e][0], outputs[e][0])
+
+
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device (make test installs PoCL as root)")
+def test_f32_rows_need_no_double_on_opencl():
     """Every row whose type is f32 compiles for OpenCL without a double in its arithmetic."""
     for expr, t32, _ in ROWS:
         if t32 != "f32":
             continue
-        kernel = _kernel(tmp_path, expr, "f32")
+        kernel = _kernel(expr, "f32")
         arrays = [tack.array(a, device=OPENCL[0]) for a in (VALUES["a64"], VALUES["a32"], VALUES["x32"],
                                                              VALUES["x64"], VALUES["flags"])]
         out = tack.zeros(N, tack.f32, device=OPENCL[0])
