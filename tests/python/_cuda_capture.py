@@ -38,6 +38,10 @@ import tack
 _OUT = os.environ.get("TACK_CUDA_CAPTURE")
 _TARGETS = os.environ.get("TACK_CAPTURE_TARGET", "cuda").split(",")
 _seen = {t: set() for t in _TARGETS}
+# one folder of claims per run (its summary file's name and the run's xdist id), shared by its workers
+_CLAIMS = _OUT and f"{_OUT}.claims-{os.environ.get('PYTEST_XDIST_TESTRUNUID', os.getpid())}"
+if _CLAIMS:
+    os.makedirs(_CLAIMS, exist_ok=True)
 _pending = []  # (target, kernel name, source), compiled at the end of the session
 _summaries = {t: {"target": t, "kernels": [], "compiled": 0, "failures": [], "no_source": 0} for t in _TARGETS}
 
@@ -75,11 +79,29 @@ def _capture_for(target, k, args, kwargs):
     _add(target, name, src)
 
 
+def _claimed_elsewhere(target, key):
+    """Whether another worker of this run has already taken the source `key` for
+    target.  The run's pytest-xdist workers each see part of the suite, and a
+    kernel called by tests on both would otherwise be compiled by both (151 of
+    577 HIP sources once): the first to create the key's file in the run's
+    folder of claims compiles it and lists it; the other skips it, as it skips
+    a source it has seen itself, so the merged summary names each source once."""
+    if not _CLAIMS:
+        return False
+    try:
+        os.close(os.open(os.path.join(_CLAIMS, f"{target}-{key}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return True
+    return False
+
+
 def _add(target, name, src):
     key = hashlib.sha256(src.encode()).hexdigest()
     if key in _seen[target]:
         return
     _seen[target].add(key)
+    if _claimed_elsewhere(target, key):
+        return
     _summaries[target]["kernels"].append(name)
     _pending.append((target, name, src))
 
