@@ -233,28 +233,38 @@ def test_wide_vectors_width_and_the_loops_bits(dt):
 
 
 @needs_pass
-def test_wide_vectors_auto_is_the_measurement():
+def test_wide_vectors_auto_is_the_measurement_and_in_the_cache_key(tmp_path):
     """Left to itself (auto) the capability is measured once per process; the measurement's
     answer, which TACK_LOG=info prints, is the width the kernel gets.  Where the CPU has no
-    AVX-512 nothing is measured and the answer is no."""
+    AVX-512 nothing is measured and the answer is no.  Built under auto, off and on in a fresh
+    kernel cache, two builds share a cache entry exactly when their widths agree: the width is
+    part of the key."""
     import os
+    import re
     import subprocess
     import sys
 
     code = ("import numpy as np, tack, test_gemm as t\n"
             "a = t.operands(t.gemm, 9, 9, 9, np.float64, np.random.default_rng(0))\n"
-            "print('width', t.shape(tack.kernel(t.gemm).generated_source(*a)))\n")
+            "for w in ('auto', 'off', 'on'):\n"
+            "    with tack.config.override(wide_vectors=w):\n"
+            "        print('width', t.shape(tack.kernel(t.gemm).generated_source(*a)), flush=True)\n"
+            "        t.run(t.gemm, a)\n")
     env = {k: v for k, v in os.environ.items() if k != "TACK_WIDE_VECTORS"}
-    env.update(TACK_LOG="info", PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")]))
+    env.update(TACK_LOG="info", TACK_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    width = int(r.stdout.split("width")[1])
+    widths = [int(w) for w in re.findall(r"width (\d+)", r.stdout)]
+    assert widths[1:] == [32, 64], r.stdout
     said = [ln for ln in r.stderr.splitlines() if "512-bit vector operations at full width" in ln]
     assert len(said) <= 1, said
-    if said:
-        assert width == (64 if ": yes (" in said[0] else 32), said
-    else:
-        assert width == 32
+    assert widths[0] == (64 if said and ": yes (" in said[0] else 32), (said, widths)
+    entries = re.findall(r"kernel 'gemm' .*?([0-9a-f]{32})\.\w+\)", r.stderr)
+    assert len(entries) == 3, r.stderr
+    for i in range(3):
+        for j in range(i):
+            assert (entries[i] == entries[j]) == (widths[i] == widths[j]), (widths, r.stderr)
 
 
 @needs_pass
