@@ -75,7 +75,8 @@
  * the cache blocking (a B sliver of 512 x 24 doubles is 96 KiB, twice the
  * L1 cache, read at 192 bytes per 24 cycles of arithmetic) do not decide:
  * the micro-kernel alone on packed data in L1 took 0.055-0.059 ns a
- * multiply-add in f64, the whole product at 1000 0.057-0.062 (CPU time).
+ * multiply-add in f64, the whole product at 1000 0.047-0.062 (CPU time,
+ * four runs at different loads).
  *
  * The bound.  On Intel's cores the multiply and the add each take an issue
  * slot on the same two 512-bit FMA ports, so a k step of the block is 48
