@@ -89,7 +89,6 @@ struct tk_target {
     int (*wide_vectors)(void);
 };
 
-
 /* The target called `name` (NULL: the default, "c"), or NULL when there is none. */
 const tk_target *tk_target_find(const char *name);
 /* Target i of the table, in its order; NULL past the last. */
