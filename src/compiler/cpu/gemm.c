@@ -71,12 +71,15 @@
  * stays in registers, and 512 took 4-10% less time than 256 on Zen 4.  On
  * the Xeon, with 64-byte vectors, 6 x 4, 12 x 2 and k blocks of 256 took
  * the same time as 8 x 3 and 512 within 4% (0.72-0.81 of the 32-byte
- * block each): the block there runs at its ports' bound, and the shape and
- * the cache blocking (a B sliver of 512 x 24 doubles is 96 KiB, twice the
- * L1 cache, read at 192 bytes per 24 cycles of arithmetic) do not decide:
- * the micro-kernel alone on packed data in L1 took 0.055-0.059 ns a
- * multiply-add in f64, the whole product at 1000 0.047-0.062 (CPU time,
- * four runs at different loads).
+ * block each, at a load average of 10): the block runs near its ports'
+ * bound, and the shape and the cache blocking (a B sliver of 512 x 24
+ * doubles is 96 KiB, twice the L1 cache, read at 192 bytes per 24 cycles
+ * of arithmetic) decide little:
+ * on a quiet machine the micro-kernel alone on packed data in L1 took
+ * 0.034-0.039 ns a multiply-add in f64, the helper over whole products
+ * 0.036-0.039 at 1000 and 0.041-0.043 at 2048, and k blocks of 128-384,
+ * 12 x 2 and panels of 64 or 256 rows did not recover that gap beyond the
+ * noise (decisions.md, 2026-12-06).
  *
  * The bound.  On Intel's cores the multiply and the add each take an issue
  * slot on the same two 512-bit FMA ports, so a k step of the block is 48
