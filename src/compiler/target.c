@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "compiler/target.h"
+#include "runtime/runtime.h"
 
 enum { CPU_ARRAY = 16384, CPU_FRAME = 1 << 20, GPU_ARRAY = 4096, GPU_FRAME = 64 << 10 };
 
@@ -28,7 +29,8 @@ enum { CPU_ARRAY = 16384, CPU_FRAME = 1 << 20, GPU_ARRAY = 4096, GPU_FRAME = 64 
 
 static const tk_target targets[] = {
     {.name = "c", .dialect = &tk_dialect_c, .loops = TK_LOOPS_CHUNKED, .polls = 1, .simd_pragma = 1,
-     .race_watch = 1, .weak_f32_params = 0, .fp64 = TK_FP64_ALWAYS, .atomics64 = 1, .print = 1, CPU_MEMORY, .shared_bytes = 48 << 10},
+     .race_watch = 1, .weak_f32_params = 0, .fp64 = TK_FP64_ALWAYS, .atomics64 = 1, .print = 1, CPU_MEMORY, .shared_bytes = 48 << 10,
+     .wide_vectors = rt_cpu_wide_vectors},
     {.name = "cuda", .dialect = &tk_dialect_cuda, .loops = TK_LOOPS_GRID, .weak_f32_params = 1,
      .fp64 = TK_FP64_ALWAYS, .atomics64 = 1, .print = 1, GPU_MEMORY, .shared_bytes = 48 << 10},
     {.name = "hip", .dialect = &tk_dialect_hip, .loops = TK_LOOPS_GRID, .weak_f32_params = 1,

@@ -81,6 +81,12 @@ struct tk_target {
     int max_block;
     int64_t shared_bytes;
     const char *device;            /* "the CPU", "a GPU" */
+    /* Whether 512-bit vector operations run at full width on the cores the kernels run on:
+     * twice a 256-bit operation's work per issue slot, not two halves (runtime/cpu_width.c,
+     * measured once per process; TACK_WIDE_VECTORS states it).  NULL: not a question this
+     * target's code asks (the GPUs).  A pass that asks it must put the answer into the source
+     * it emits, which is part of the kernel cache's key. */
+    int (*wide_vectors)(void);
 };
 
 /* The target called `name` (NULL: the default, "c"), or NULL when there is none. */

@@ -231,6 +231,10 @@ int rt_flush_active(void);
 /* Subnormals kept (IEEE) on the calling thread: the pool's workers start so. */
 void rt_flush_off(void);
 
+/* cpu_width.c: 1 when this CPU runs 512-bit vector operations at full width (measured once
+ * per process; the wide_vectors setting states it), the C target's wide_vectors (target.h). */
+int rt_cpu_wide_vectors(void);
+
 /* profile.c: the active recorder (tack.h's tack_profile).  rt_prof_on is
  * the whole cost of profiling when none is active: one relaxed load. */
 extern __attribute__((visibility("hidden"))) tack_profile *_Atomic rt_prof_active; /* no GOT load */

@@ -191,18 +191,80 @@ def test_fast_math_close_and_taken():
     assert np.allclose(out[2], 0.75 * args[2] + (1.5 * args[3]) @ args[4], rtol=1e-12, atol=1e-12)
 
 
+def shape(src):
+    """The vector bytes of the AVX-512VL block in a kernel's generated source (gemm.c's prelude)."""
+    line = next(ln for ln in src.splitlines() if ln.startswith("#define TK_GEMM_SHAPE(W) ("))
+    return int(line.split("(")[2].split("/")[0])
+
+
 @needs_pass
 def test_fast_math_takes_64_byte_vectors():
-    """fast_math's fused block is 64 bytes wide with AVX-512VL, the loop's bits' 32 (gemm.c);
-    f32 at sizes that leave edges of a 48-column sliver and cross a k block of 512."""
+    """fast_math's fused block is 64 bytes wide with AVX-512VL whatever the core (gemm.c), the
+    loop's bits' 32 where 512-bit operations do not run at full width; f32 at sizes that leave
+    edges of a 48-column sliver and cross a k block of 512."""
     rng = np.random.default_rng(11)
     args = operands(gemm, 37, 530, 101, np.float32, rng)
-    fused = tack.kernel(fast_math=True)(gemm).generated_source(*args)
-    assert MARK in fused and "TK_GEMM_SHAPE(W) (64 / W), 8, 3, 512" in fused
-    assert "TK_GEMM_SHAPE(W) (32 / W), 8, 3, 512" in tack.kernel(gemm).generated_source(*args)
-    out = run(gemm, args, fast_math=True)
+    with tack.config.override(wide_vectors="off"):
+        fused = tack.kernel(fast_math=True)(gemm).generated_source(*args)
+        assert MARK in fused and "TK_GEMM_SHAPE(W) (64 / W), 8, 3, 512" in fused
+        assert "TK_GEMM_SHAPE(W) (32 / W), 8, 3, 512" in tack.kernel(gemm).generated_source(*args)
+    out = run(gemm, args, {"wide_vectors": "off"}, fast_math=True)
     want = 0.75 * args[2].astype(np.float64) + (1.5 * args[3].astype(np.float64)) @ args[4].astype(np.float64)
     assert np.allclose(out[2], want, rtol=1e-4, atol=1e-3)
+
+
+@needs_pass
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_wide_vectors_width_and_the_loops_bits(dt):
+    """The C target's wide_vectors capability (runtime/cpu_width.c) stated on and off: the loop's
+    bits take 64-byte vectors where 512-bit operations run at full width, 32 where not, and either
+    way every cell is the loop's chain -- at edges of the block's rows (37 = 4 x 8 + 5) and
+    columns (101: 4 x 24 + 5 doubles, 2 x 48 + 5 floats; 8 x 12 + 5, 4 x 24 + 5 at 32 bytes) and
+    over three k blocks (1030 = 2 x 512 + 6), with the row prologue (beta) and alpha."""
+    rng = np.random.default_rng(12)
+    args = operands(gemm, 37, 1030, 101, dt, rng)
+    want = chain(gemm, args)
+    for wide, bytes_ in (("on", 64), ("off", 32)):
+        with tack.config.override(wide_vectors=wide):
+            src = tack.kernel(gemm).generated_source(*args)
+        assert MARK in src and shape(src) == bytes_, wide
+        out = run(gemm, args, {"wide_vectors": wide})
+        assert np.array_equal(out[2], want), wide
+
+
+@needs_pass
+def test_wide_vectors_auto_is_the_measurement_and_in_the_cache_key(tmp_path):
+    """Left to itself (auto) the capability is measured once per process; the measurement's
+    answer, which TACK_LOG=info prints, is the width the kernel gets.  Where the CPU has no
+    AVX-512 nothing is measured and the answer is no.  Built under auto, off and on in a fresh
+    kernel cache, two builds share a cache entry exactly when their widths agree: the width is
+    part of the key."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, tack, test_gemm as t\n"
+            "a = t.operands(t.gemm, 9, 9, 9, np.float64, np.random.default_rng(0))\n"
+            "for w in ('auto', 'off', 'on'):\n"
+            "    with tack.config.override(wide_vectors=w):\n"
+            "        print('width', t.shape(tack.kernel(t.gemm).generated_source(*a)), flush=True)\n"
+            "        t.run(t.gemm, a)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TACK_WIDE_VECTORS"}
+    env.update(TACK_LOG="info", TACK_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    widths = [int(w) for w in re.findall(r"width (\d+)", r.stdout)]
+    assert widths[1:] == [32, 64], r.stdout
+    said = [ln for ln in r.stderr.splitlines() if "512-bit vector operations at full width" in ln]
+    assert len(said) <= 1, said
+    assert widths[0] == (64 if said and ": yes (" in said[0] else 32), (said, widths)
+    entries = re.findall(r"kernel 'gemm' .*?([0-9a-f]{32})\.\w+\)", r.stderr)
+    assert len(entries) == 3, r.stderr
+    for i in range(3):
+        for j in range(i):
+            assert (entries[i] == entries[j]) == (widths[i] == widths[j]), (widths, r.stderr)
 
 
 @needs_pass

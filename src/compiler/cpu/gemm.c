@@ -51,15 +51,42 @@
  * must keep its value for the epilogue) and the epilogue writes C after
  * the last k block.
  *
- * The block's vectors are 32 bytes wide where AVX-512VL gives 32 of them
- * (8 rows x 3 vectors: 8 x 12 doubles, 8 x 24 floats), not 64: the loop's
- * bits need a separate multiply and add, and on Zen 4, which runs a 64-byte
- * operation as two 32-byte halves, that pair on 64-byte vectors took
- * 1.25-1.32x the fused kernel's time, on 32-byte ones 0.99-1.07x (the
- * helper alone, interleaved runs at 512-2048, f32 and f64; decisions.md).
- * The fused kernel is as fast on either, so one shape serves both.  The k
- * block is 512 there: at 512 a cell's whole sum stays in registers, and
- * 512 took 4-10% less time than 256 at 512-2048.  Only that shape was timed.
+ * The block is 8 rows by 3 vectors with AVX-512VL's 32 vector registers:
+ * 24 accumulators, 3 vectors of B, a broadcast of A and a product (the
+ * loop's bits need a separate multiply and add, so each step's product
+ * takes a register before it is added; the C compiler keeps the loop free
+ * of spills).  How wide the vectors are is the core's question, which the
+ * target answers (target.h's wide_vectors: whether 512-bit operations run
+ * at full width, measured once per process, runtime/cpu_width.c).  Where
+ * they do (the Xeon: 512-bit multiplies and adds on two ports, 0 fused
+ * with 1, and 5), 64 bytes, 8 x 24 doubles or 8 x 48 floats: 0.72-0.79x the
+ * time of the 32-byte block (the helper alone, CPU time, 512-2048, f32 and
+ * f64), which is what two 512-bit ports against three 256-bit ones give
+ * (16 lanes a cycle against 12: 0.75).  Where they do not (Zen 4 runs a
+ * 64-byte operation as two 32-byte halves), 32 bytes: there the pair on
+ * 64-byte vectors took 1.25-1.32x the fused kernel's time, on 32-byte ones
+ * 0.99-1.07x.  The fused (fast_math) kernel is as fast on either width on
+ * Zen 4 and twice as fast on 64 bytes on the Xeon, so it takes 64 bytes
+ * wherever AVX-512VL is.  The k block is 512: at 512 a cell's whole sum
+ * stays in registers, and 512 took 4-10% less time than 256 on Zen 4.  On
+ * the Xeon, with 64-byte vectors, 6 x 4, 12 x 2 and k blocks of 256 took
+ * the same time as 8 x 3 and 512 within 4% (0.72-0.81 of the 32-byte
+ * block each, at a load average of 10): the block runs near its ports'
+ * bound, and the shape and the cache blocking (a B sliver of 512 x 24
+ * doubles is 96 KiB, twice the L1 cache, read at 192 bytes per 24 cycles
+ * of arithmetic) decide little:
+ * on a quiet machine the micro-kernel alone on packed data in L1 took
+ * 0.034-0.039 ns a multiply-add in f64, the helper over whole products
+ * 0.036-0.039 at 1000 and 0.041-0.043 at 2048, and k blocks of 128-384,
+ * 12 x 2 and panels of 64 or 256 rows did not recover that gap beyond the
+ * noise (decisions.md, 2026-12-06).
+ *
+ * The bound.  On Intel's cores the multiply and the add each take an issue
+ * slot on the same two 512-bit FMA ports, so a k step of the block is 48
+ * operations, 24 cycles, where BLAS's fused kernel issues 24 in 12: with
+ * the loop's bits the product takes at least twice the time of a BLAS that
+ * runs at its ports' peak, whatever the blocking.  Only fast_math (which
+ * lets the C compiler fuse) removes that factor.
  *
  * The bits are the loop's.  Every cell's value is the loop's chain of
  * operations in the loop's order: the start value (the same product
@@ -130,6 +157,7 @@
 #include <string.h>
 
 #include "compiler/compiler.h"
+#include "compiler/target.h"
 #include "runtime/config.h"
 
 #define P_ROWS 128 /* rows in a panel, an iteration of the parallel loop (a multiple of MR) */
@@ -290,18 +318,20 @@ void tk_gemm_prelude(const tk_cc *C, tk_buf *b) {
     if (!C->uses_gemm) return;
     tk_puts(b, PRELUDE_GEMM);
     /* the block of accumulators fits the vector registers the C compiler may use: with
-     * AVX-512VL's 32 registers 8 rows by 3 vectors, 24 accumulators, 3 slivers of B and a
-     * broadcast, the vectors 32 bytes wide (a separate multiply and add on 64-byte vectors
-     * took some 1.25x the time on Zen 4, which splits 64-byte operations in two; see the
-     * essay); with AVX (16 of 32 bytes) 6 rows by 2; with AArch64's 32 of 16
+     * AVX-512VL's 32 registers 8 rows by 3 vectors, 24 accumulators, 3 slivers of B, a
+     * broadcast and a product; with AVX (16 of 32 bytes) 6 rows by 2; with AArch64's 32 of 16
      * bytes 8 by 3; elsewhere 4 by 2 vectors of 16 bytes.  Then k's in a block: 512 with
-     * AVX-512VL (at 512 the whole sum stays in registers; 4-10% faster than 256 to 2048),
-     * 256 elsewhere (not timed).  A fast_math kernel's products are fused, and fused the
-     * block takes 64-byte vectors: as fast as 32-byte ones on Zen 4, half the time or less
-     * on a core that runs 512-bit operations at full width (an Intel Xeon: 1.8-2.3x of
-     * BLAS's time -> 1.0-1.3x; decisions.md) */
+     * AVX-512VL (at 512 the whole sum stays in registers; 4-10% faster than 256 to 2048 on
+     * Zen 4, as fast or up to 4% faster on the Xeon), 256 elsewhere (not timed).  With
+     * AVX-512VL the vectors are 64 bytes wide where the CPU runs 512-bit operations at full width (the
+     * target's wide_vectors: the loop's bits 0.72-0.79x the time of 32-byte ones on the Xeon)
+     * or the products are fused (fast_math: as fast as 32-byte ones on Zen 4), else 32 (a
+     * separate multiply and add on 64-byte vectors took 1.25-1.32x the time on Zen 4, which
+     * splits 64-byte operations in two).  The width is written into the source, so the
+     * kernel cache's key, which hashes the source, holds the answer. */
+    int wide = C->target->wide_vectors && C->target->wide_vectors();
     tk_printf(b, "#if defined(__AVX512VL__)\n#define TK_GEMM_SHAPE(W) (%d / W), 8, 3, 512\n",
-              C->opts.fast_math ? 64 : 32);
+              C->opts.fast_math || wide ? 64 : 32);
     tk_puts(b, "#elif defined(__AVX__)\n#define TK_GEMM_SHAPE(W) (32 / W), 6, 2, 256\n"
                "#elif defined(__aarch64__)\n#define TK_GEMM_SHAPE(W) (16 / W), 8, 3, 256\n"
                "#else\n#define TK_GEMM_SHAPE(W) (16 / W), 4, 2, 256\n#endif\n"
