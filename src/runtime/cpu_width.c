@@ -33,6 +33,13 @@
  * discarded.  512-bit time / 256-bit time below 1.6 is full width; the
  * Xeon measures 1.00 (at a load average of 11 on its 2 cores); a core that
  * splits them should measure near 2 (Zen 4 was not at hand to run it).
+ * On the quiet Xeon 4 of 15 processes read 1.54-1.58 instead of 1.00, a
+ * hair under the line (the upper lanes not all the way up, it seems), so a
+ * reading of 1.25 or more is taken again, warm-up included, up to three
+ * times, and the least kept: a split core cannot read under 1.6 by chance
+ * (an interrupted round only makes a run slower, and the best of 15 is
+ * kept), and a full-width one no longer risks reading "no" because its
+ * first warm-up fell short.  A split core pays three probes, about 1 ms.
  * Multiplies only, because adds are not a clean question: the Xeon has a
  * third port for 256-bit adds, and a mix of multiplies and adds ran 7.6-8.0
  * operations a nanosecond on 256-bit vectors against 5.4 on 512-bit ones
@@ -82,6 +89,27 @@ typedef double v8d __attribute__((vector_size(64)));
     }
 CHAINS(v4d, chains256, __attribute__((target("avx512f,avx512vl"))))
 CHAINS(v8d, chains512, __attribute__((target("avx512f,avx512vl"))))
+
+static void cpuid(unsigned leaf, unsigned r[4]) {
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(0u));
+}
+
+/* Whether the CPU has AVX-512F and VL and the system saves their registers (XCR0's
+ * SSE, AVX, opmask and both ZMM bits).  cpuid and xgetbv directly, not
+ * __builtin_cpu_supports: that one needs the compiler's runtime library (libgcc's
+ * __cpu_model), which a macOS or Windows link of the core need not have. */
+static int avx512_usable(void) {
+    unsigned r[4], lo, hi;
+    cpuid(0, r);
+    unsigned top = r[0];
+    cpuid(1, r);
+    if (top < 7 || !(r[2] & (1u << 27))) return 0; /* OSXSAVE: xgetbv may run */
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0u));
+    (void)hi;
+    if ((lo & 0xE6u) != 0xE6u) return 0;
+    cpuid(7, r);
+    return (r[1] & (1u << 16)) && (r[1] & (1u << 31)); /* AVX512F, AVX512VL */
+}
 #endif
 
 static tk_once_t probe_once = TK_ONCE_INIT;
@@ -89,23 +117,26 @@ static int probe_wide; /* the measured answer */
 
 static void probe(void) {
 #ifdef TK_PROBE
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vl")) return;
+    if (!avx512_usable()) return;
     static volatile double one = 1.0;
     const volatile double *m = &one;
     double sink = 0;
     enum { ROUNDS = 15, N = 2000 }; /* 32,000 multiplies a run: some 8 microseconds at 2 a cycle */
-    for (int i = 0; i < 16; i++) sink += chains512(N, m); /* the upper lanes powered up */
-    int64_t best[2] = {INT64_MAX, INT64_MAX};
-    for (int r = 0; r < ROUNDS; r++)
-        for (int w = 0; w < 2; w++) {
-            int64_t t0 = tk_monotonic_ns();
-            sink += w ? chains512(N, m) : chains256(N, m);
-            int64_t t = tk_monotonic_ns() - t0;
-            if (t < best[w]) best[w] = t;
-        }
-    if (sink != sink || best[0] <= 0) return; /* never: the chains hold 1..16 */
-    double ratio = (double)best[1] / (double)best[0];
+    double ratio = 0;
+    for (int attempt = 0; attempt < 3 && !(ratio > 0 && ratio < 1.25); attempt++) {
+        for (int i = 0; i < 16; i++) sink += chains512(N, m); /* the upper lanes powered up */
+        int64_t best[2] = {INT64_MAX, INT64_MAX};
+        for (int r = 0; r < ROUNDS; r++)
+            for (int w = 0; w < 2; w++) {
+                int64_t t0 = tk_monotonic_ns();
+                sink += w ? chains512(N, m) : chains256(N, m);
+                int64_t t = tk_monotonic_ns() - t0;
+                if (t < best[w]) best[w] = t;
+            }
+        if (sink != sink || best[0] <= 0) return; /* never: the chains hold 1..16 */
+        double q = (double)best[1] / (double)best[0];
+        if (ratio == 0 || q < ratio) ratio = q;
+    }
     probe_wide = ratio < 1.6;
     if (tk_config_int(TK_CFG_LOG)) /* info or debug */
         fprintf(stderr, "tack: 512-bit vector operations at full width: %s (measured: %.2fx the 256-bit time)\n",

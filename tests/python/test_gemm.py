@@ -259,6 +259,12 @@ def test_wide_vectors_auto_is_the_measurement_and_in_the_cache_key(tmp_path):
     assert widths[1:] == [32, 64], r.stdout
     said = [ln for ln in r.stderr.splitlines() if "512-bit vector operations at full width" in ln]
     assert len(said) <= 1, said
+    flags = set()
+    if os.path.exists("/proc/cpuinfo"):  # where the system says AVX-512F/VL are there, the probe must have run
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), []))
+    if {"avx512f", "avx512vl"} <= flags:
+        assert len(said) == 1, ("the probe did not run on a CPU with AVX-512", r.stderr)
     assert widths[0] == (64 if said and ": yes (" in said[0] else 32), (said, widths)
     entries = re.findall(r"kernel 'gemm' .*?([0-9a-f]{32})\.\w+\)", r.stderr)
     assert len(entries) == 3, r.stderr
