@@ -99,6 +99,9 @@ def _on_device(k, before, kw_before):
 def _record(k, args, before, kwargs, kw_before, cpu_error):
     name = getattr(k, "__name__", "?")
     every = list(args) + list(kwargs.values())
+    if getattr(k, "jit", True) is False:  # a kernel run as Python takes CPU arrays only (the language says so)
+        _note("a kernel run as Python (jit=False): the CPU's by definition")
+        return
     if any(isinstance(a, np.ndarray) and not a.flags.c_contiguous for a in every):
         _note("a non-contiguous NumPy argument")
         return
