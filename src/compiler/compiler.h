@@ -523,6 +523,10 @@ int ir_is_simple(const tk_ir *e);   /* a local or a constant: cheap to repeat */
 const tk_ir *ir_strip(const tk_ir *e);          /* looks through casts that change nothing */
 tk_ir *ir_clone(tk_cc *C, const tk_ir *e);      /* a deep copy */
 tk_ir *ir_as_i64(tk_cc *C, tk_ir *x);           /* x cast to i64 unless it is one */
+tk_ir *ir_i64(tk_cc *C, int64_t v, int line);    /* an i64 constant */
+tk_ir *ir_block(tk_cc *C, int line);             /* an empty block */
+tk_ir *ir_local_of(tk_cc *C, const tk_spec *S, int l, int line); /* a read of local l */
+tk_ir *ir_for(tk_cc *C, int v, tk_ir *lo, tk_ir *hi, int64_t step, tk_ir *body, int sub); /* for v in range(lo, hi, step) */
 tk_ir *ir_i64_bin(tk_cc *C, int sub, tk_ir *a, tk_ir *b); /* i64 arithmetic, or a comparison of i64s */
 tk_ir *ir_and(tk_cc *C, tk_ir *a, tk_ir *b);    /* a and b; b alone when a is NULL */
 tk_ir *ir_assign(tk_cc *C, int local, tk_ir *v);

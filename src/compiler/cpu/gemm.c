@@ -680,7 +680,6 @@ static int match(gm *g) {
 }
 
 /* ----------------------------------------------------------- the call */
-static tk_ir *cst(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
 static tk_ir *loc(tk_cc *C, tk_spec *S, int l, int line) {
     tk_ir *r = ir_new(C, IR_LOCAL, S->locals[l].ty, line);
     r->local = l;
@@ -706,7 +705,7 @@ static tk_ir *at_origin(gm *g, const tk_ir *x, int i0) {
 
 /* array p's axis d: its element stride (C order: the product of the later extents) */
 static tk_ir *stride(gm *g, int p, int d, int line) {
-    tk_ir *s = cst(g->C, 1, line);
+    tk_ir *s = ir_i64(g->C, 1, line);
     for (int e = g->S->ptypes[p].ndim - 1; e > d; e--) {
         tk_ir *sh = ir_new(g->C, IR_SHAPE, ty_value(TACK_I64), line);
         sh->param = p, sh->aux = e;
@@ -717,7 +716,7 @@ static tk_ir *stride(gm *g, int p, int d, int line) {
 
 /* Push an operand's base offset (at the origin) and the strides of its axes naming va and vb. */
 static void operand(gm *g, tk_ir *call, const tk_ir *ld, int first, int va, int vb, int i0, int line) {
-    tk_ir *off = cst(g->C, 0, line), *sa = cst(g->C, 0, line), *sb = cst(g->C, 0, line);
+    tk_ir *off = ir_i64(g->C, 0, line), *sa = ir_i64(g->C, 0, line), *sb = ir_i64(g->C, 0, line);
     for (int a = first; a < ld->n; a++) {
         int d = a - first;
         off = ir_i64_bin(g->C, B_ADD, off, ir_i64_bin(g->C, B_MUL, ir_as_i64(g->C, at_origin(g, ld->k[a], i0)), stride(g, ld->param, d, line)));
@@ -784,7 +783,7 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
     operand(&g, call, g.b, 0, g.kv, g.jv, i0, line);
     operand(&g, call, g.store, 1, g.iv, g.jv, i0, line);
     ir_push(C, call, elem(&g, g.beta, line));
-    ir_push(C, call, bpack >= 0 ? loc(C, S, bpack, line) : cst(C, 0, line));
+    ir_push(C, call, bpack >= 0 ? loc(C, S, bpack, line) : ir_i64(C, 0, line));
     ir_push(C, call, elem(&g, g.ealpha, line));
     ir_push(C, call, elem(&g, g.ebeta, line));
     tk_ir *ev = ir_new(C, IR_EVAL, ty_void(), line);
@@ -797,15 +796,15 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
     /* the test: nests.c's (the checks), the loops run, C disjoint from A and B */
     cond = tk_rows_run(C, cond, g.klo, g.khi, g.jlo, g.jhi);
     for (int w = 0; w < g.nwr; w++)
-        cond = ir_and(C, cond, ir_i64_bin(C, B_GE, ir_as_i64(C, at_origin(&g, g.wr[w], i0)), cst(C, 0, line)));
+        cond = ir_and(C, cond, ir_i64_bin(C, B_GE, ir_as_i64(C, at_origin(&g, g.wr[w], i0)), ir_i64(C, 0, line)));
     int reads[2] = {g.a->param, g.b->param};
     cond = tk_rows_disjoint(C, cond, g.store->param, reads, 2, line);
     if (bpack >= 0) {
         /* B packed once, before the loop, when every panel takes the copy: the panels' test
          * over all the rows at once (its range tests hold for every part of the range) */
         tk_ir *n = ir_as_i64(C, pf->k[0]);
-        tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : cst(C, 0, line);
-        tk_ir *all = ir_and(C, ir_i64_bin(C, B_GT, ir_clone(C, n), cst(C, 0, line)),
+        tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : ir_i64(C, 0, line);
+        tk_ir *all = ir_and(C, ir_i64_bin(C, B_GT, ir_clone(C, n), ir_i64(C, 0, line)),
                             replace2(C, cond, i0, off, i1, ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_clone(C, n))));
         tk_ir *pk = ir_new(C, IR_MATH, i64, line);
         pk->sub = M_GEMM_PACK;
@@ -826,7 +825,7 @@ int tk_gemm(tk_cc *C, tk_spec *S, tk_ir *pf, tk_ir **wrap) {
         tk_ir *ev2 = ir_new(C, IR_EVAL, ty_void(), line);
         ir_push(C, ev2, fr);
         tk_ir *w = ir_new(C, IR_BLOCK, ty_void(), line);
-        ir_push(C, w, ir_assign(C, bpack, cst(C, 0, line)));
+        ir_push(C, w, ir_assign(C, bpack, ir_i64(C, 0, line)));
         ir_push(C, w, iff2);
         ir_push(C, w, pf);
         ir_push(C, w, ev2);

@@ -127,27 +127,6 @@ typedef struct jam {
 } jam;
 
 /* ------------------------------------------------------------- helpers */
-static tk_ir *cst(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
-
-static tk_ir *local(tk_cc *C, tk_spec *S, int l, int line) {
-    tk_ir *r = ir_new(C, IR_LOCAL, S->locals[l].ty, line);
-    r->local = l;
-    return r;
-}
-
-static tk_ir *block(tk_cc *C, int line) { return ir_new(C, IR_BLOCK, ty_void(), line); }
-
-static tk_ir *for_(tk_cc *C, int v, tk_ir *lo, tk_ir *hi, tk_ir *body, int sub) {
-    tk_ir *f = ir_new(C, IR_FOR, ty_void(), body->line);
-    f->local = v;
-    f->sub = (uint8_t)sub;
-    ir_push(C, f, ir_as_i64(C, lo));
-    ir_push(C, f, ir_as_i64(C, hi));
-    ir_push(C, f, cst(C, 1, body->line));
-    ir_push(C, f, body);
-    return f;
-}
-
 static void note(int *set, int *n, int p, int *ok) {
     for (int i = 0; i < *n; i++)
         if (set[i] == p) return;
@@ -305,7 +284,7 @@ static tk_ir *subst(jam *t, const tk_ir *e) {
         if (t->kind[l] == L_LANES) {
             tk_ir *r = ir_new(C, IR_LLOAD, e->ty, e->line);
             r->local = t->lanes[l];
-            ir_push(C, r, local(C, t->S, t->lane, e->line));
+            ir_push(C, r, ir_local_of(C, t->S, t->lane, e->line));
             return r;
         }
     }
@@ -318,7 +297,7 @@ static tk_ir *subst(jam *t, const tk_ir *e) {
         tk_ir *st = ir_new(C, IR_LSTORE, ty_void(), e->line);
         st->local = t->lanes[e->local];
         ir_push(C, st, r->k[0]);
-        ir_push(C, st, local(C, t->S, t->lane, e->line));
+        ir_push(C, st, ir_local_of(C, t->S, t->lane, e->line));
         return st;
     }
     return r;
@@ -367,7 +346,7 @@ static int unit_loads(jam *t, const tk_ir *e) {
 /* `iv = i0 + lane` for lane loop bodies */
 static tk_ir *set_iv(jam *t, int i0, int line) {
     tk_cc *C = t->C;
-    tk_ir *x = ir_i64_bin(C, B_ADD, local(C, t->S, i0, line), local(C, t->S, t->lane, line));
+    tk_ir *x = ir_i64_bin(C, B_ADD, ir_local_of(C, t->S, i0, line), ir_local_of(C, t->S, t->lane, line));
     x->aux = TK_BIN_NOWRAP; /* i0 + lane < i1: an iteration of the loop */
     if (!ty_eq(t->S->locals[t->iv].ty, x->ty)) {
         tk_ir *cv = ir_new(C, IR_CAST, t->S->locals[t->iv].ty, line);
@@ -380,22 +359,22 @@ static tk_ir *set_iv(jam *t, int i0, int line) {
 /* The jammed panel with `lanes` lanes (a constant, or a local's value). */
 static tk_ir *jammed(jam *t, int i0, tk_ir *lanes, int work, int line) {
     tk_cc *C = t->C;
-    tk_ir *b = block(C, line);
-    tk_ir *stage[3] = {block(C, line), block(C, line), block(C, line)};
+    tk_ir *b = ir_block(C, line);
+    tk_ir *stage[3] = {ir_block(C, line), ir_block(C, line), ir_block(C, line)};
     for (int g = 0; g < 3; g++) ir_push(C, stage[g], set_iv(t, i0, line));
     for (int i = 0; i < t->npre; i++)
         if (t->kind[t->pre[i]->local] == L_LANES) ir_push(C, stage[0], subst(t, t->pre[i]));
     for (int i = 0; i < t->nin; i++) ir_push(C, stage[1], subst(t, t->in[i]));
     for (int i = 0; i < t->npost; i++) ir_push(C, stage[2], subst(t, t->post[i]));
     ir_push(C, b, ir_assign(C, work, ir_as_i64(C, ir_clone(C, lanes))));
-    if (stage[0]->n > 1) ir_push(C, b, for_(C, t->lane, cst(C, 0, line), ir_clone(C, lanes), stage[0], TK_FOR_IVDEP));
-    tk_ir *kb = block(C, line);
-    ir_push(C, kb, for_(C, t->lane, cst(C, 0, line), ir_clone(C, lanes), stage[1], TK_FOR_IVDEP));
-    tk_ir *k = for_(C, t->kv, ir_clone(C, t->bound[0]), ir_clone(C, t->bound[1]), kb, TK_FOR_POLLS);
+    if (stage[0]->n > 1) ir_push(C, b, ir_for(C, t->lane, ir_i64(C, 0, line), ir_clone(C, lanes), 1, stage[0], TK_FOR_IVDEP));
+    tk_ir *kb = ir_block(C, line);
+    ir_push(C, kb, ir_for(C, t->lane, ir_i64(C, 0, line), ir_clone(C, lanes), 1, stage[1], TK_FOR_IVDEP));
+    tk_ir *k = ir_for(C, t->kv, ir_clone(C, t->bound[0]), ir_clone(C, t->bound[1]), 1, kb, TK_FOR_POLLS);
     k->aux = work + 1;
     ir_push(C, b, k);
     /* after the loop: the panel's iterations in their order (their stores may meet) */
-    ir_push(C, b, for_(C, t->lane, cst(C, 0, line), ir_clone(C, lanes), stage[2], TK_FOR_QUIET));
+    ir_push(C, b, ir_for(C, t->lane, ir_i64(C, 0, line), ir_clone(C, lanes), 1, stage[2], TK_FOR_QUIET));
     return b;
 }
 
@@ -481,20 +460,20 @@ int tk_jam(tk_cc *C, tk_spec *S, tk_ir *pf) {
 
     int m = tk_new_local(C, S, "tk_m", i64, scope), work = tk_new_local(C, S, "tk_work", i64, scope);
     int ib = tk_new_local(C, S, "tk_panel", i64, scope);
-    tk_ir *full = ir_i64_bin(C, B_EQ, local(C, S, m, line), cst(C, P, line));
+    tk_ir *full = ir_i64_bin(C, B_EQ, ir_local_of(C, S, m, line), ir_i64(C, P, line));
     tk_ir *iff = ir_new(C, IR_IF, ty_void(), line);
     ir_push(C, iff, full);
-    tk_ir *a = block(C, line), *b = block(C, line);
-    ir_push(C, a, jammed(&t, i0, cst(C, P, line), work, line));
-    ir_push(C, b, jammed(&t, i0, local(C, S, m, line), work, line));
+    tk_ir *a = ir_block(C, line), *b = ir_block(C, line);
+    ir_push(C, a, jammed(&t, i0, ir_i64(C, P, line), work, line));
+    ir_push(C, b, jammed(&t, i0, ir_local_of(C, S, m, line), work, line));
     ir_push(C, iff, a);
     ir_push(C, iff, b);
-    tk_ir *then = block(C, line);
+    tk_ir *then = ir_block(C, line);
     then->str = "tack: sums jammed (jam.c): the iterations of a panel side by side, each sum in its order";
     ir_push(C, then, iff);
     for (int s = 0; s < t.nstores; s++) cond = tk_rows_disjoint(C, cond, t.stores[s], t.reads, t.nreads, line);
     if (!cond) cond = ir_const_i(C, ty_value(TACK_BOOL), 1, line);
     tk_rows_panels(C, S, pf, ib, i0, i1, P,
-                   ir_assign(C, m, ir_i64_bin(C, B_SUB, local(C, S, i1, line), local(C, S, i0, line))), cond, then);
+                   ir_assign(C, m, ir_i64_bin(C, B_SUB, ir_local_of(C, S, i1, line), ir_local_of(C, S, i0, line))), cond, then);
     return 1;
 }

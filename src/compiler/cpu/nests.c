@@ -161,8 +161,6 @@ typedef struct lin {
     int64_t c;
 } lin;
 
-static tk_ir *cst(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
-
 /* Whether e is free of calls and atomics (so evaluating it more or fewer times changes nothing). */
 static int pure(const tk_ir *e) {
     if (e->op == IR_CALL || e->op == IR_ATOMIC) return 0;
@@ -198,7 +196,7 @@ static int range_of(nest *x, const tk_ir *e0, tk_ir **mn, tk_ir **mx) {
                 ok = range_of(x, x->lo[i], &ln, &lx) && range_of(x, x->hi[i], &hn, &hx);
                 if (ok) {
                     *mn = ln;
-                    *mx = ir_i64_bin(x->C, B_SUB, hx, cst(x->C, 1, e->line));
+                    *mx = ir_i64_bin(x->C, B_SUB, hx, ir_i64(x->C, 1, e->line));
                 }
                 x->depth--;
                 return ok;
@@ -309,13 +307,13 @@ static int lin_bound(const nest *x, const lin *e, int upper, lin *out) {
 /* The i64 value of l (all its loop coefficients zero), and in *t the test that its terms lie
  * within +-MAG (so the sum, of at most MAX_TERMS terms times MAX_COEF, cannot wrap). */
 static tk_ir *lin_ir(nest *x, const lin *l, tk_ir **t, int line) {
-    tk_ir *v = cst(x->C, l->c, line);
+    tk_ir *v = ir_i64(x->C, l->c, line);
     for (int i = 0; i < l->nt; i++) {
         if (!l->tc[i]) continue;
         tk_ir *term = ir_clone(x->C, l->t[i]);
-        *t = ir_and(x->C, *t, ir_i64_bin(x->C, B_GE, ir_clone(x->C, term), cst(x->C, -MAG, line)));
-        *t = ir_and(x->C, *t, ir_i64_bin(x->C, B_LE, ir_clone(x->C, term), cst(x->C, MAG, line)));
-        v = ir_i64_bin(x->C, B_ADD, v, l->tc[i] == 1 ? term : ir_i64_bin(x->C, B_MUL, cst(x->C, l->tc[i], line), term));
+        *t = ir_and(x->C, *t, ir_i64_bin(x->C, B_GE, ir_clone(x->C, term), ir_i64(x->C, -MAG, line)));
+        *t = ir_and(x->C, *t, ir_i64_bin(x->C, B_LE, ir_clone(x->C, term), ir_i64(x->C, MAG, line)));
+        v = ir_i64_bin(x->C, B_ADD, v, l->tc[i] == 1 ? term : ir_i64_bin(x->C, B_MUL, ir_i64(x->C, l->tc[i], line), term));
     }
     return v;
 }
@@ -351,8 +349,8 @@ static void loop_guard(nest *x, int i, int line) {
         return;
     }
     tk_ir *mn = lin_ir(x, &lo, &t, line), *mx = lin_ir(x, &hi, &t, line);
-    t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, mn, cst(x->C, -MAG, line)));
-    t = ir_and(x->C, t, ir_i64_bin(x->C, B_LE, mx, cst(x->C, MAG, line)));
+    t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, mn, ir_i64(x->C, -MAG, line)));
+    t = ir_and(x->C, t, ir_i64_bin(x->C, B_LE, mx, ir_i64(x->C, MAG, line)));
     x->guard[i] = t;
 }
 
@@ -369,7 +367,7 @@ static int bound_check(nest *x, const tk_ir *s) {
     if (range) { /* lo >= hi or hi <= n: every hi <= n */
         t = ir_and(x->C, t, ir_i64_bin(x->C, B_LE, mx, ext));
     } else { /* 0 <= i < n, or -n <= i < n */
-        tk_ir *low = s->local == CKI_NONNEG ? cst(x->C, 0, line) : ir_i64_bin(x->C, B_SUB, cst(x->C, 0, line), ir_clone(x->C, n));
+        tk_ir *low = s->local == CKI_NONNEG ? ir_i64(x->C, 0, line) : ir_i64_bin(x->C, B_SUB, ir_i64(x->C, 0, line), ir_clone(x->C, n));
         t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, mn, low));
         t = ir_and(x->C, t, ir_i64_bin(x->C, B_LT, mx, ext));
     }
@@ -391,8 +389,8 @@ static void nowrap_index(nest *x, const tk_ir *ix) {
     if (!range_of(x, e, &mn, &mx)) return;
     for (int i = 0; i < x->nleaves; i++) {
         if (x->leaves[i]->op == IR_CONST) continue;
-        t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, x->leaves[i], cst(x->C, -MAG, ix->line)));
-        t = ir_and(x->C, t, ir_i64_bin(x->C, B_LE, x->leaves[i], cst(x->C, MAG, ix->line)));
+        t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, x->leaves[i], ir_i64(x->C, -MAG, ix->line)));
+        t = ir_and(x->C, t, ir_i64_bin(x->C, B_LE, x->leaves[i], ir_i64(x->C, MAG, ix->line)));
     }
     if (t) x->cond = ir_and(x->C, x->cond, t);
     x->nowrap[x->nnowrap++] = e;
@@ -413,7 +411,7 @@ static void unwrap_index(nest *x, const tk_ir *w) {
     if (x->nunwrap >= MAX_MARKED) return;
     tk_ir *mn, *mx, *t = NULL;
     if (!lin_range(x, w->k[0], &mn, &mx, &t, w->line)) return;
-    t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, mn, cst(x->C, 0, w->line)));
+    t = ir_and(x->C, t, ir_i64_bin(x->C, B_GE, mn, ir_i64(x->C, 0, w->line)));
     x->cond = ir_and(x->C, x->cond, t);
     x->unwrap[x->nunwrap++] = w;
 }
@@ -700,7 +698,7 @@ static int has_pfor(const tk_ir *s) {
  * `small` the test that every trip count is at most 2^16 (so the products
  * cannot wrap); NULL otherwise. */
 static tk_ir *work_of(tk_cc *C, const tk_ir *f, const tk_ir *b, int depth, int *count, tk_ir **small) {
-    tk_ir *w = cst(C, 1, b->line);
+    tk_ir *w = ir_i64(C, 1, b->line);
     for (int i = 0; i < b->n; i++) {
         const tk_ir *s = b->k[i];
         if (s->op == IR_WHILE || s->op == IR_PFOR) return NULL;
@@ -726,7 +724,7 @@ static tk_ir *work_of(tk_cc *C, const tk_ir *f, const tk_ir *b, int depth, int *
         trip->sub = M_TRIP;
         trip->aux_ty = ty_value(TACK_I64);
         for (int t = 0; t < 3; t++) ir_push(C, trip, ir_as_i64(C, ir_clone(C, s->k[t])));
-        *small = ir_and(C, *small, ir_i64_bin(C, B_LE, ir_clone(C, trip), cst(C, (int64_t)1 << 16, s->line)));
+        *small = ir_and(C, *small, ir_i64_bin(C, B_LE, ir_clone(C, trip), ir_i64(C, (int64_t)1 << 16, s->line)));
         tk_ir *body = work_of(C, f, s->k[3], depth + 1, count, small);
         if (!body) return NULL;
         w = ir_i64_bin(C, B_ADD, w, ir_i64_bin(C, B_MUL, trip, body));
@@ -766,7 +764,7 @@ static tk_ir *quiet(tk_cc *C, tk_spec *S, tk_ir *fast) {
     tk_ir *els = ir_new(C, IR_BLOCK, ty_void(), fast->line);
     ir_push(C, els, fast);
     tk_ir *iff = ir_new(C, IR_IF, ty_void(), fast->line);
-    ir_push(C, iff, ir_and(C, small, ir_i64_bin(C, B_LE, ir_clone(C, w), cst(C, (int64_t)1 << 16, fast->line))));
+    ir_push(C, iff, ir_and(C, small, ir_i64_bin(C, B_LE, ir_clone(C, w), ir_i64(C, (int64_t)1 << 16, fast->line))));
     ir_push(C, iff, then);
     ir_push(C, iff, els);
     return iff;

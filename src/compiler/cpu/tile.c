@@ -129,28 +129,6 @@ typedef struct tiler {
 } tiler;
 
 /* ------------------------------------------------------------- helpers */
-static tk_ir *cst(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
-
-static tk_ir *local(tk_cc *C, tk_spec *S, int l, int line) {
-    tk_ir *r = ir_new(C, IR_LOCAL, S->locals[l].ty, line);
-    r->local = l;
-    return r;
-}
-
-static tk_ir *block(tk_cc *C, int line) { return ir_new(C, IR_BLOCK, ty_void(), line); }
-
-/* for v in range(lo, hi, step): body */
-static tk_ir *for_(tk_cc *C, int v, tk_ir *lo, tk_ir *hi, int64_t step, tk_ir *body, int sub) {
-    tk_ir *f = ir_new(C, IR_FOR, ty_void(), body->line);
-    f->local = v;
-    f->sub = (uint8_t)sub;
-    ir_push(C, f, ir_as_i64(C, lo));
-    ir_push(C, f, ir_as_i64(C, hi));
-    ir_push(C, f, cst(C, step, body->line));
-    ir_push(C, f, body);
-    return f;
-}
-
 /* ------------------------------------------- shared with gemm.c (compiler.h) */
 int tk_rows_pure(const tk_ir *e) {
     if (e->op == IR_CALL || e->op == IR_ATOMIC || e->op == IR_LLOAD || e->op == IR_ARRAY || e->op == IR_LARRAY) return 0;
@@ -354,10 +332,10 @@ static tk_ir *subst(tiler *t, const tk_ir *e) {
         if (e->local == t->iv && t->i_to) return ir_clone(C, t->i_to);
         if (e->local == t->kv && t->k_to) return ir_clone(C, t->k_to);
         int r = renamed(t, e->local);
-        if (r >= 0) return local(C, t->S, r, e->line);
+        if (r >= 0) return ir_local_of(C, t->S, r, e->line);
         return ir_clone(C, e);
     }
-    if (t->acc >= 0 && e->op == IR_LOAD && e->param == t->store->param) return local(C, t->S, t->acc, e->line);
+    if (t->acc >= 0 && e->op == IR_LOAD && e->param == t->store->param) return ir_local_of(C, t->S, t->acc, e->line);
     if (t->hoist && hoistable(t, e) && t->nhoist < MAX_HOIST) {
         int h = tk_new_local(C, t->S, "tk_h", e->ty, t->S->locals[t->iv].scope);
         tk_ir *r = ir_new(C, e->op, e->ty, e->line);
@@ -366,7 +344,7 @@ static tk_ir *subst(tiler *t, const tk_ir *e) {
         r->cap = e->n;
         for (int j = 0; j < e->n; j++) r->k[j] = subst(t, e->k[j]);
         t->hoist[t->nhoist++] = ir_assign(C, h, r);
-        return local(C, t->S, h, e->line);
+        return ir_local_of(C, t->S, h, e->line);
     }
     tk_ir *r = ir_new(C, e->op, e->ty, e->line);
     *r = *e;
@@ -378,9 +356,9 @@ static tk_ir *subst(tiler *t, const tk_ir *e) {
 }
 
 static tk_ir *plus(tiler *t, int v, int64_t c, int line) {
-    tk_ir *x = local(t->C, t->S, v, line);
+    tk_ir *x = ir_local_of(t->C, t->S, v, line);
     if (!c) return x;
-    tk_ir *r = ir_i64_bin(t->C, B_ADD, x, cst(t->C, c, line));
+    tk_ir *r = ir_i64_bin(t->C, B_ADD, x, ir_i64(t->C, c, line));
     r->aux = TK_BIN_NOWRAP;
     if (ty_eq(t->S->locals[v].ty, r->ty)) return r;
     tk_ir *cv = ir_new(t->C, IR_CAST, t->S->locals[v].ty, line);
@@ -395,12 +373,12 @@ static tk_ir *row_update(tiler *t, int r, int jt, int je, int line) {
     t->hoist = NULL;
     t->k_to = NULL;
     t->i_to = r ? plus(t, t->iv, r, line) : NULL;
-    tk_ir *b = block(t->C, line);
+    tk_ir *b = ir_block(t->C, line);
     for (int i = 0; i < t->npre; i++) ir_push(t->C, b, subst(t, t->pre[i]));
-    tk_ir *jb = block(t->C, line);
+    tk_ir *jb = ir_block(t->C, line);
     for (int i = 0; i < t->ntmp; i++) ir_push(t->C, jb, subst(t, t->tmp[i]));
     ir_push(t->C, jb, subst(t, t->store));
-    ir_push(t->C, b, for_(t->C, t->jv, local(t->C, t->S, jt, line), local(t->C, t->S, je, line), 1, jb, TK_FOR_IVDEP));
+    ir_push(t->C, b, ir_for(t->C, t->jv, ir_local_of(t->C, t->S, jt, line), ir_local_of(t->C, t->S, je, line), 1, jb, TK_FOR_IVDEP));
     t->i_to = NULL;
     return b;
 }
@@ -410,7 +388,7 @@ static tk_ir *jammed(tiler *t, int jt, int je, int nq, int line) {
     tk_cc *C = t->C;
     tk_spec *S = t->S;
     int scope = S->locals[t->iv].scope;
-    tk_ir *head = block(C, line), *jb = block(C, line);
+    tk_ir *head = ir_block(C, line), *jb = ir_block(C, line);
     tk_ir *hoists[MAX_HOIST];
     t->nhoist = 0;
     t->hoist = hoists;
@@ -460,14 +438,14 @@ static tk_ir *jammed(tiler *t, int jt, int je, int nq, int line) {
         tk_ir *stc = ir_new(C, IR_STORE, ty_void(), line);
         stc->param = t->store->param;
         stc->sub = ST_PLAIN;
-        ir_push(C, stc, local(C, S, accs[r], line));
+        ir_push(C, stc, ir_local_of(C, S, accs[r], line));
         for (int a = 1; a < t->store->n; a++) ir_push(C, stc, subst(t, t->store->k[a]));
         ir_push(C, jb, stc);
     }
     for (int h = 0; h < t->nhoist; h++) ir_push(C, head, hoists[h]);
     t->hoist = NULL;
     t->i_to = t->k_to = NULL;
-    ir_push(C, head, for_(C, t->jv, local(C, S, jt, line), local(C, S, je, line), 1, jb, TK_FOR_IVDEP));
+    ir_push(C, head, ir_for(C, t->jv, ir_local_of(C, S, jt, line), ir_local_of(C, S, je, line), 1, jb, TK_FOR_IVDEP));
     return head;
 }
 
@@ -494,7 +472,7 @@ void tk_tile_own_rows(tk_cc *C, int iv, tk_ir *s) {
 tk_ir *tk_rows_copy(tk_cc *C, tk_spec *S, const tk_ir *pf, int i0, int i1, tk_ir **cond) {
     int iv = pf->vars[0], line = pf->line;
     *cond = NULL;
-    tk_ir *rows = for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, ir_clone(C, pf->k[1]), TK_FOR_QUIET);
+    tk_ir *rows = ir_for(C, iv, ir_local_of(C, S, i0, line), ir_local_of(C, S, i1, line), 1, ir_clone(C, pf->k[1]), TK_FOR_QUIET);
     return tk_nests_fast(C, rows, cond);
 }
 
@@ -527,29 +505,29 @@ void tk_rows_panels(tk_cc *C, tk_spec *S, tk_ir *pf, int ib, int i0, int i1, int
     /* the fallback: each row as written (with its checks); it runs where an index could fail,
      * C overlaps what is read, or a loop is empty -- not worth a copy of its own for the C
      * compiler to optimize (nests.c's per-row versions) */
-    tk_ir *els = block(C, line);
+    tk_ir *els = ir_block(C, line);
     tk_tile_own_rows(C, iv, body);
-    ir_push(C, els, for_(C, iv, local(C, S, i0, line), local(C, S, i1, line), 1, body, TK_FOR_QUIET));
+    ir_push(C, els, ir_for(C, iv, ir_local_of(C, S, i0, line), ir_local_of(C, S, i1, line), 1, body, TK_FOR_QUIET));
     tk_ir *iff = ir_new(C, IR_IF, ty_void(), line);
     ir_push(C, iff, cond);
     ir_push(C, iff, then);
     ir_push(C, iff, els);
     tk_ir *n = ir_as_i64(C, pf->k[0]);
-    tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : cst(C, 0, line);
-    tk_ir *nb = block(C, line);
-    tk_ir *first = ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_i64_bin(C, B_MUL, local(C, S, ib, line), cst(C, p, line)));
+    tk_ir *off = pf->off ? ir_as_i64(C, pf->off) : ir_i64(C, 0, line);
+    tk_ir *nb = ir_block(C, line);
+    tk_ir *first = ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_i64_bin(C, B_MUL, ir_local_of(C, S, ib, line), ir_i64(C, p, line)));
     ir_push(C, nb, ir_assign(C, i0, first));
-    ir_push(C, nb, ir_assign(C, i1, ir_i64_bin(C, B_MIN, ir_i64_bin(C, B_ADD, local(C, S, i0, line), cst(C, p, line)),
+    ir_push(C, nb, ir_assign(C, i1, ir_i64_bin(C, B_MIN, ir_i64_bin(C, B_ADD, ir_local_of(C, S, i0, line), ir_i64(C, p, line)),
                                               ir_i64_bin(C, B_ADD, ir_clone(C, off), ir_clone(C, n)))));
     if (extra) ir_push(C, nb, extra);
     ir_push(C, nb, iff);
     /* panels: n // p + (n % p > 0), which is <= 0 when n is */
-    tk_ir *q = ir_i64_bin(C, B_FLOORDIV, ir_clone(C, n), cst(C, p, line));
-    tk_ir *rem = ir_i64_bin(C, B_GT, ir_i64_bin(C, B_MOD, ir_clone(C, n), cst(C, p, line)), cst(C, 0, line));
+    tk_ir *q = ir_i64_bin(C, B_FLOORDIV, ir_clone(C, n), ir_i64(C, p, line));
+    tk_ir *rem = ir_i64_bin(C, B_GT, ir_i64_bin(C, B_MOD, ir_clone(C, n), ir_i64(C, p, line)), ir_i64(C, 0, line));
     tk_ir *sel = ir_new(C, IR_SELECT, ty_value(TACK_I64), line);
     ir_push(C, sel, rem);
-    ir_push(C, sel, cst(C, 1, line));
-    ir_push(C, sel, cst(C, 0, line));
+    ir_push(C, sel, ir_i64(C, 1, line));
+    ir_push(C, sel, ir_i64(C, 0, line));
     pf->k[0] = ir_i64_bin(C, B_ADD, q, sel);
     pf->k[1] = nb;
     pf->vars[0] = ib;
@@ -594,35 +572,35 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     tk_ir *lastk = jammed(&t, jt, je, 1, line);
     /* the k loops poll for their work: an iteration of the jammed one is R * Q * (je - jt) updates */
     int wq = tk_new_local(C, S, "tk_work", i64, scope), w1 = tk_new_local(C, S, "tk_work", i64, scope);
-    tk_ir *rb = block(C, line);
-    tk_ir *kquad = for_(C, t.kv, local(C, S, kt, line), local(C, S, kq, line), Q_KS, quad, TK_FOR_POLLS);
+    tk_ir *rb = ir_block(C, line);
+    tk_ir *kquad = ir_for(C, t.kv, ir_local_of(C, S, kt, line), ir_local_of(C, S, kq, line), Q_KS, quad, TK_FOR_POLLS);
     kquad->aux = wq + 1;
     ir_push(C, rb, kquad);
-    ir_push(C, rb, for_(C, t.kv, local(C, S, kq, line), local(C, S, ke, line), 1, lastk, TK_FOR_QUIET)); /* < Q k's */
-    tk_ir *onerow = block(C, line);
-    tk_ir *krow = for_(C, t.kv, local(C, S, kt, line), local(C, S, ke, line), 1, row_update(&t, 0, jt, je, line), TK_FOR_POLLS);
+    ir_push(C, rb, ir_for(C, t.kv, ir_local_of(C, S, kq, line), ir_local_of(C, S, ke, line), 1, lastk, TK_FOR_QUIET)); /* < Q k's */
+    tk_ir *onerow = ir_block(C, line);
+    tk_ir *krow = ir_for(C, t.kv, ir_local_of(C, S, kt, line), ir_local_of(C, S, ke, line), 1, row_update(&t, 0, jt, je, line), TK_FOR_POLLS);
     krow->aux = w1 + 1;
     ir_push(C, onerow, krow);
-    tk_ir *ktile = block(C, line);
-    ir_push(C, ktile, ir_assign(C, ke, bmin(C, ir_i64_bin(C, B_ADD, local(C, S, kt, line), cst(C, KT, line)), ir_clone(C, t.khi))));
-    ir_push(C, ktile, ir_assign(C, kq, ir_i64_bin(C, B_ADD, local(C, S, kt, line),
-                                        ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, local(C, S, ke, line), local(C, S, kt, line)), cst(C, -Q_KS, line)))));
-    ir_push(C, ktile, for_(C, iv, local(C, S, i0, line), local(C, S, ir, line), R_ROWS, rb, TK_FOR_QUIET));
-    ir_push(C, ktile, for_(C, iv, local(C, S, ir, line), local(C, S, i1, line), 1, onerow, TK_FOR_QUIET));
-    tk_ir *jtile = block(C, line);
-    ir_push(C, jtile, ir_assign(C, je, bmin(C, ir_i64_bin(C, B_ADD, local(C, S, jt, line), cst(C, jt_n, line)), ir_clone(C, t.jhi))));
-    ir_push(C, jtile, ir_assign(C, w1, ir_i64_bin(C, B_SUB, local(C, S, je, line), local(C, S, jt, line))));
-    ir_push(C, jtile, ir_assign(C, wq, ir_i64_bin(C, B_MUL, local(C, S, w1, line), cst(C, R_ROWS * Q_KS, line))));
-    ir_push(C, jtile, for_(C, kt, ir_clone(C, t.klo), ir_clone(C, t.khi), KT, ktile, TK_FOR_QUIET));
-    tk_ir *then = block(C, line);
+    tk_ir *ktile = ir_block(C, line);
+    ir_push(C, ktile, ir_assign(C, ke, bmin(C, ir_i64_bin(C, B_ADD, ir_local_of(C, S, kt, line), ir_i64(C, KT, line)), ir_clone(C, t.khi))));
+    ir_push(C, ktile, ir_assign(C, kq, ir_i64_bin(C, B_ADD, ir_local_of(C, S, kt, line),
+                                        ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, ir_local_of(C, S, ke, line), ir_local_of(C, S, kt, line)), ir_i64(C, -Q_KS, line)))));
+    ir_push(C, ktile, ir_for(C, iv, ir_local_of(C, S, i0, line), ir_local_of(C, S, ir, line), R_ROWS, rb, TK_FOR_QUIET));
+    ir_push(C, ktile, ir_for(C, iv, ir_local_of(C, S, ir, line), ir_local_of(C, S, i1, line), 1, onerow, TK_FOR_QUIET));
+    tk_ir *jtile = ir_block(C, line);
+    ir_push(C, jtile, ir_assign(C, je, bmin(C, ir_i64_bin(C, B_ADD, ir_local_of(C, S, jt, line), ir_i64(C, jt_n, line)), ir_clone(C, t.jhi))));
+    ir_push(C, jtile, ir_assign(C, w1, ir_i64_bin(C, B_SUB, ir_local_of(C, S, je, line), ir_local_of(C, S, jt, line))));
+    ir_push(C, jtile, ir_assign(C, wq, ir_i64_bin(C, B_MUL, ir_local_of(C, S, w1, line), ir_i64(C, R_ROWS * Q_KS, line))));
+    ir_push(C, jtile, ir_for(C, kt, ir_clone(C, t.klo), ir_clone(C, t.khi), KT, ktile, TK_FOR_QUIET));
+    tk_ir *then = ir_block(C, line);
     then->str = "tack: rows tiled (tile.c): panels of rows, blocks of 4 rows by 4 k's, each cell's updates in the same order";
-    ir_push(C, then, for_(C, jt, ir_clone(C, t.jlo), ir_clone(C, t.jhi), jt_n, jtile, TK_FOR_QUIET));
+    ir_push(C, then, ir_for(C, jt, ir_clone(C, t.jlo), ir_clone(C, t.jhi), jt_n, jtile, TK_FOR_QUIET));
 
     /* the test: nests.c's (the checks), the loops run, C disjoint from what is read */
     cond = tk_rows_run(C, cond, t.klo, t.khi, t.jlo, t.jhi);
     cond = tk_rows_disjoint(C, cond, t.store->param, t.reads, t.nreads, line);
     /* the parallel loop over panels; ir: i0 + whole blocks */
-    tk_ir *whole = ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, local(C, S, i1, line), local(C, S, i0, line)), cst(C, -R_ROWS, line));
-    tk_rows_panels(C, S, pf, ib, i0, i1, P_ROWS, ir_assign(C, ir, ir_i64_bin(C, B_ADD, local(C, S, i0, line), whole)), cond, then);
+    tk_ir *whole = ir_i64_bin(C, B_AND, ir_i64_bin(C, B_SUB, ir_local_of(C, S, i1, line), ir_local_of(C, S, i0, line)), ir_i64(C, -R_ROWS, line));
+    tk_rows_panels(C, S, pf, ib, i0, i1, P_ROWS, ir_assign(C, ir, ir_i64_bin(C, B_ADD, ir_local_of(C, S, i0, line), whole)), cond, then);
     return 1;
 }

@@ -127,6 +127,27 @@ tk_ir *ir_as_i64(tk_cc *C, tk_ir *x) {
     return c;
 }
 
+tk_ir *ir_i64(tk_cc *C, int64_t v, int line) { return ir_const_i(C, ty_value(TACK_I64), v, line); }
+
+tk_ir *ir_local_of(tk_cc *C, const tk_spec *S, int l, int line) {
+    tk_ir *r = ir_new(C, IR_LOCAL, S->locals[l].ty, line);
+    r->local = l;
+    return r;
+}
+
+tk_ir *ir_block(tk_cc *C, int line) { return ir_new(C, IR_BLOCK, ty_void(), line); }
+
+tk_ir *ir_for(tk_cc *C, int v, tk_ir *lo, tk_ir *hi, int64_t step, tk_ir *body, int sub) {
+    tk_ir *f = ir_new(C, IR_FOR, ty_void(), body->line);
+    f->local = v;
+    f->sub = (uint8_t)sub;
+    ir_push(C, f, ir_as_i64(C, lo));
+    ir_push(C, f, ir_as_i64(C, hi));
+    ir_push(C, f, ir_i64(C, step, body->line));
+    ir_push(C, f, body);
+    return f;
+}
+
 tk_ir *ir_i64_bin(tk_cc *C, int sub, tk_ir *a, tk_ir *b) {
     int cmp = sub == B_LT || sub == B_LE || sub == B_GE || sub == B_GT || sub == B_NE || sub == B_EQ;
     tk_ir *r = ir_new(C, IR_BIN, ty_value(cmp ? TACK_BOOL : TACK_I64), a->line);
