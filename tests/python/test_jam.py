@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import tack
+from test_tile import _all_same, _run  # the pass on, off and nests.c off compared bit for bit
 
 OPTIMIZED = tack.config.optimize and tack.config.nests and tack.config.tile
 needs_pass = pytest.mark.skipif(not OPTIMIZED, reason="the pass is off (TACK_OPT=0, TACK_NESTS=0 or TACK_TILE=0)")
@@ -96,24 +97,6 @@ def branchy(a, out):  # an if in the loop: left as written
             if a[k, j] > 0.5:
                 s += a[k, j]
         out[j] = s
-
-
-def _run(fn, args, settings=None):
-    args = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
-    with tack.config.override(**(settings or {})):
-        tack.kernel(fn)(*args)
-    return args
-
-
-def _all_same(fn, args):
-    """The pass on, off (tile=False) and nests.c off: the same bits."""
-    on = _run(fn, args)
-    off = _run(fn, args, {"tile": False})
-    plain = _run(fn, args, {"nests": False})
-    for a, b, c in zip(on, off, plain):
-        if isinstance(a, np.ndarray):
-            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)) and np.array_equal(a.view(np.uint8), c.view(np.uint8))
-    return on
 
 
 @needs_pass

@@ -129,7 +129,7 @@ def _all_same(fn, args):
     plain = _run(fn, args, {"nests": False})
     for a, b, c in zip(on, off, plain):
         if isinstance(a, np.ndarray):
-            assert np.array_equal(a, b) and np.array_equal(a, c)
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)) and np.array_equal(a.view(np.uint8), c.view(np.uint8))
     return on
 
 
