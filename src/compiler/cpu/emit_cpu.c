@@ -210,17 +210,19 @@ static int moves_vectors(const tk_emitter *e, const tk_ir *x) {
  * there each lane's sum is a chain of vector adds (outer-loop
  * vectorization), not a fold-left; so does fast_math, whose sums GCC
  * reassociates into vector accumulators. */
+static const tk_ir *float_uncast(const tk_ir *x) {
+    while (x->op == IR_CAST && x->n == 1 && ty_is_float(x->ty)) x = x->k[0];
+    return x;
+}
+
 static int carries_sum(const tk_emitter *e, const tk_ir *x, int in_loop) {
     if (in_loop && x->op == IR_ASSIGN && x->n == 1 && ty_is_float(e->S->locals[x->local].ty)) {
-        const tk_ir *v = x->k[0];
-        while (v->op == IR_CAST && v->n == 1 && ty_is_float(v->ty)) v = v->k[0];
-        if (v->op == IR_BIN && (v->sub == B_ADD || v->sub == B_SUB) && ty_is_float(v->ty)) {
+        const tk_ir *v = float_uncast(x->k[0]);
+        if (v->op == IR_BIN && (v->sub == B_ADD || v->sub == B_SUB) && ty_is_float(v->ty))
             for (int i = 0; i < (v->sub == B_ADD ? 2 : 1); i++) {
-                const tk_ir *o = v->k[i];
-                while (o->op == IR_CAST && o->n == 1 && ty_is_float(o->ty)) o = o->k[0];
+                const tk_ir *o = float_uncast(v->k[i]);
                 if (o->op == IR_LOCAL && o->local == x->local) return 1;
             }
-        }
     }
     in_loop |= x->op == IR_FOR || x->op == IR_WHILE;
     for (int i = 0; i < x->n; i++)
