@@ -790,6 +790,13 @@ def _env(threads):
     env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     for k in ("TACK_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS"):
         env[k] = str(threads)
+    # Every peer's large arrays in fresh mappings, as in a fresh process.  glibc raises its
+    # mmap threshold when a mapped block is freed, so without this a case's arrays come from
+    # the heap or from fresh mappings depending on what the cases before it freed, and each
+    # peer's process frees different things: srad's six 16 MB arrays then sit at different
+    # distances in one peer's process than in another's, and the layout alone moved srad's
+    # coefficient step 4.6 -> 12.7 ms (Tack) and 4.6 -> 18.4 ms (Numba), one thread.
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 20))
     return env
 
 

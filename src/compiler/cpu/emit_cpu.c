@@ -275,11 +275,12 @@ static void segment_heads(tk_emitter *e, tk_ir *x, char *seen) {
 /* An ndrange chunk's rows: the outer indices of its first and last rows,
  * and the loops over the rows between them (left open: pfor_loop closes
  * them), each row running from jb_ to je_ of the innermost dimension. */
-static void ndrange_rows(tk_emitter *e, tk_ir *s) {
+static int ndrange_rows(tk_emitter *e, tk_ir *s) {
     int nd = s->aux;
     I(e); P(e, "const int64_t inner_ = F->pn[%d];\n", nd - 1);
     I(e); P(e, "const int64_t o0_ = lo_ / inner_, o1_ = (hi_ - 1) / inner_;\n");
     I(e); P(e, "const int64_t j0_ = lo_ %% inner_, j1_ = (hi_ - 1) %% inner_ + 1;\n");
+    if (e->band) return tk_cpu_bands_rows(e, s);
     /* the outer indices of the chunk's first and last rows, by division
      * once per chunk (a division per row cost as much as a short row's
      * work); the rows between them in nested loops, so that the C compiler
@@ -305,6 +306,7 @@ static void ndrange_rows(tk_emitter *e, tk_ir *s) {
     }
     for (int d = 0; d <= nd - 2; d++) { I(e); local_name(e, s->vars[d]); P(e, " = x%d_;\n", d); }
     I(e); P(e, "const int64_t jb_ = f%d_ ? j0_ : 0, je_ = g%d_ ? j1_ : inner_;\n", nd - 1, nd - 1);
+    return nd - 1;
 }
 
 /* ---- a chunk whose iterations all take the check-free copies
@@ -396,7 +398,7 @@ static void pfor_loop(tk_emitter *e, tk_ir *s) {
         P(e, "));\n");
         segment_heads(e, body, tk_alloc(&e->C->arena, (size_t)e->S->nlocals + 1));
     }
-    if (nd > 1) ndrange_rows(e, s);
+    int open = nd > 1 ? ndrange_rows(e, s) : e->fastv == DIV_SEGMENTED ? 1 : 0;
     int np = em_verify_prefix(e, s, carried);
     /* rows between the chunk's first and last are whole: a copy whose inner
      * loop has the same bounds on every row, which the C compiler vectorizes
@@ -417,7 +419,7 @@ static void pfor_loop(tk_emitter *e, tk_ir *s) {
         e->ind--;
         I(e); P(e, "}\n");
     }
-    for (int d = nd > 1 ? nd - 1 : e->fastv == DIV_SEGMENTED ? 1 : 0; d > 0; d--) { /* the row or segment loops */
+    for (int d = open; d > 0; d--) { /* the row or segment loops */
         e->ind--;
         I(e); P(e, "}\n");
     }
@@ -678,6 +680,8 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
         I(e); P(e, "total_ = (int64_t)((uint64_t)total_ * (uint64_t)(F_.pn[%d] > 0 ? F_.pn[%d] : 0));\n", d, d);
     }
     I(e); P(e, "F_.total = total_;\n");
+    int band = tk_cpu_bands(e, s);
+    if (nd == 3) tk_cpu_bands_launch(e, s, band);
     I(e); P(e, "int64_t grain_ = 0;\n");
     if (s->hist) hist_slots(e, s);
     if (em_race_loop(e, s) >= 0) em_race_begin(e, s, em_race_loop(e, s));
@@ -705,6 +709,7 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
     e->b = &e->pfors;
     e->ind = 1;
     e->fn = TK_FN_PARALLEL;
+    e->band = band;
     if (fast_flag(s->k[nd], 3)) pfor_function(e, s, id, CHUNK_EXACT);
     pfor_function(e, s, id, CHUNK_ALL);
     if (rec) { /* the record version, after the usual one (its exact divisions are the usual _x) */
@@ -712,6 +717,7 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
         pfor_function(e, s, id, CHUNK_ALL);
         e->rec = NULL;
     }
+    e->band = 0;
     e->b = saved;
     e->ind = saved_ind;
     e->fn = saved_fn;
@@ -849,7 +855,7 @@ void tk_cpu_frame(tk_emitter *e, tk_buf *out) {
     tk_spec *K = e->K;
     tk_buf *saved = e->b;
     e->b = out;
-    P(e, "\ntypedef struct tk_frame {\n    tk_ctx *ctx;\n    const tk_abi *abi;\n    int64_t pn[%d];\n    int64_t total;\n", TACK_MAX_NDIM);
+    P(e, "\ntypedef struct tk_frame {\n    tk_ctx *ctx;\n    const tk_abi *abi;\n    int64_t pn[%d];\n    int64_t total;\n    int64_t bq, bh;\n", TACK_MAX_NDIM);
     for (int p = 0; p < K->nparams; p++) {
         tk_type t = K->ptypes[p];
         if (t.kind != TY_ARRAY) continue;

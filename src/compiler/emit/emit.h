@@ -86,6 +86,7 @@ struct tk_emitter {
     const int *rec;        /* the record version of a chunk function: per array, its last axis's
                             * constant extent, or 0 (emit_cpu.c's record_arrays) */
     int rc;                /* in the chunk of a loop the race detector watches: its index + 1 (race_watch.c) */
+    int band;              /* writing a 3-D parallel loop whose rows are numbered in bands (bands.c) */
     int rcf;               /* writing a @tack.func's watched copy (race_watch.c) */
     const char *mayfail;   /* per spec: a call to it can fail (may_fail.c) */
     /* A blocks loop's body on a grid (tk_emitter_blocks_body): a failed check jumps to the end of
@@ -141,6 +142,12 @@ TK_HIDDEN int64_t em_body_cost(const tk_ir *x);
 TK_HIDDEN int tk_cpu_launch_work(tk_emitter *e, tk_ir *s, const char *total, const char *mp);
 /* emit_blocks.c: the chunk of a blocks loop (tack.blocks): its blocks, their threads split at barriers */
 TK_HIDDEN void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s);
+/* bands.c: whether the rows of 3-D parallel loop s may run in bands of layers; the launch's band
+ * height (F_.bh, F_.bq: one band of ny rows unless `band`); and a chunk's rows in that numbering
+ * (ndrange_rows' loops, left open: returns how many) */
+TK_HIDDEN int tk_cpu_bands(tk_emitter *e, tk_ir *s);
+TK_HIDDEN void tk_cpu_bands_launch(tk_emitter *e, tk_ir *s, int band);
+TK_HIDDEN int tk_cpu_bands_rows(tk_emitter *e, tk_ir *s);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
 TK_HIDDEN int em_lanes_ok(tk_emitter *e, const tk_ir *s);
