@@ -165,7 +165,9 @@ R zeDeviceGetProperties(void *h, uint32_t *p) {
 R zeDeviceGetComputeProperties(void *h, uint32_t *p) {
     (void)h;
     ENTER(p[0], 0x4u);
-    *(uint32_t *)((char *)p + 16) = 512;
+    *(uint32_t *)((char *)p + 16) = 512;   /* maxTotalGroupSize */
+    *(uint32_t *)((char *)p + 20) = 512;   /* maxGroupSizeX */
+    *(uint32_t *)((char *)p + 44) = 65536; /* maxSharedLocalMemory */
     return OK;
 }
 /* fp32flags: ROUNDED_DIVIDE_SQRT with fp64, as Intel's */
@@ -777,9 +779,24 @@ R zeKernelSuggestGroupSize(kern_t *k, uint32_t gx, uint32_t gy, uint32_t gz, uin
     *y = *z = 1;
     return OK;
 }
+/* A kernel's properties: sub-groups of 16, fake_kernel_max_group work-items
+ * in a group at most, fake_kernel_slm bytes of shared local memory (a test
+ * sets them: the fake compiles nothing to count them from). */
+unsigned fake_kernel_max_group = 512, fake_kernel_slm;
+R zeKernelGetProperties(kern_t *k, uint32_t *p) {
+    (void)k;
+    ENTER(p[0], 0x1eu);
+    uint32_t *u = (uint32_t *)((char *)p + 16);
+    memset(u, 0, 76);
+    u[6] = 16;                          /* maxSubgroupSize */
+    u[7] = fake_kernel_max_group / 16;  /* maxNumSubgroups */
+    u[8] = fake_kernel_slm;             /* localMemSize */
+    return OK;
+}
 /* The arguments are taken at the append, as the driver takes them. */
 R zeCommandListAppendLaunchKernel(list_t *l, kern_t *k, const uint32_t *g, void *e, uint32_t nw, void **w) {
     ENTER(0, 0);
+    if (k->gs > 512 || k->gs > fake_kernel_max_group) BAD("a group larger than the kernel or device allows");
     launch_t *r = &launched[nlaunched++ % 1024];
     memcpy(r->name, k->name, 32);
     r->groups = g[0];

@@ -36,7 +36,11 @@
  * (the next command buffer to run ends in MTLCommandBufferStatusError with
  * that description, having done none of its commands: no signal either), fake_metal_fail_site (the next command buffer that
  * dispatches writes a failed check with that site into buffer(0), the
- * device error record, as the generated code would).  FAKE_METAL_COUNT
+ * device error record, as the generated code would), fake_metal_max_threads
+ * (a new pipeline's maxTotalThreadsPerThreadgroup; a dispatch of more
+ * threads a group than its pipeline's counts in fake_metal_oversized),
+ * fake_metal_static_tg_mem (a pipeline's staticThreadgroupMemoryLength) and
+ * fake_metal_max_tg_mem (the device's maxThreadgroupMemoryLength).  FAKE_METAL_COUNT
  * (environment, default 1) is the number of GPUs.
  *
  * Running kernels: with FAKE_METAL_EMULATE set to the directory of Tack's
@@ -126,6 +130,9 @@ char fake_metal_cb_error[512];
 int fake_metal_fail_site = -1;
 long long fake_metal_fail_a, fake_metal_fail_b;
 int fake_metal_max_threads = 1024;
+int fake_metal_static_tg_mem;         /* a pipeline's staticThreadgroupMemoryLength */
+int fake_metal_max_tg_mem = 32768;    /* the device's maxThreadgroupMemoryLength */
+int fake_metal_oversized;             /* dispatches of more threads a group than the pipeline allows */
 int fake_metal_complete_on_commit; /* command buffers complete when committed, as if the GPU were quick */
 /* the commit numbers of the command buffers in the order they ran, each followed by a space */
 char fake_metal_ran[8192];
@@ -643,11 +650,14 @@ msg_result objc_msgSend(id self, SEL op, ...) {
         check(fn, op);
         id p = make(K_PSO);
         p->phase = fn->phase;
+        p->len = (NSUInteger)fake_metal_max_threads; /* its maxTotalThreadsPerThreadgroup */
         p->entry = fn->entry;
         if (fn->entry) hold(p, fn);
         r = p;
-    } else if (IS("maxTotalThreadsPerThreadgroup") && self->kind == K_PSO) r = (void *)(uintptr_t)fake_metal_max_threads;
+    } else if (IS("maxTotalThreadsPerThreadgroup") && self->kind == K_PSO) r = (void *)(uintptr_t)self->len;
     else if (IS("threadExecutionWidth") && self->kind == K_PSO) r = (void *)(uintptr_t)32;
+    else if (IS("staticThreadgroupMemoryLength") && self->kind == K_PSO) r = (void *)(uintptr_t)fake_metal_static_tg_mem;
+    else if (IS("maxThreadgroupMemoryLength") && self->kind == K_DEVICE) r = (void *)(uintptr_t)fake_metal_max_tg_mem;
     else if (IS("commandBuffer") && self->kind == K_QUEUE) {
         id cb = make(K_CB);
         cb->queue = retain(self);
@@ -696,9 +706,11 @@ msg_result objc_msgSend(id self, SEL op, ...) {
         check(p, op);
         if (fake_metal_ndispatch < 16) fake_metal_dispatch_phase[fake_metal_ndispatch] = p->phase;
         self->entry = p->entry;
+        self->len = p->len; /* the pipeline's limit, for the dispatches after it */
     } else if (IS("dispatchThreadgroups:threadsPerThreadgroup:") && self->kind == K_ENCODER) {
         MTLSize g = va_arg(ap, MTLSize), t = va_arg(ap, MTLSize);
         if (g.height != 1 || g.depth != 1 || t.height != 1 || t.depth != 1 || !g.width || !t.width) abort();
+        if (t.width > self->len) fake_metal_oversized++; /* more than the pipeline's maxTotalThreadsPerThreadgroup */
         if (fake_metal_ndispatch < 16) {
             fake_metal_groups[fake_metal_ndispatch] = g.width;
             fake_metal_threads[fake_metal_ndispatch] = t.width;

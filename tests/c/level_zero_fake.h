@@ -49,6 +49,7 @@ FAKE_FN(const char *, fake_build_flags, (void));
 FAKE_FN(const char *, fake_ran, (void));
 FAKE_FN(void, fake_ran_clear, (void));
 static int *fail_next, *refuse_modules;
+static unsigned *fake_kernel_max_group, *fake_kernel_slm;
 static uint64_t *fake_clock;
 static void **fake_ctx_alloc, **fake_ctx_module, **fake_ctx_list;
 
@@ -72,12 +73,14 @@ static inline int bind_fake(void) {
     BIND(fake_clock);
     BIND(fail_next);
     BIND(refuse_modules);
+    BIND(fake_kernel_max_group);
+    BIND(fake_kernel_slm);
     BIND(fake_ctx_alloc);
     BIND(fake_ctx_module);
     BIND(fake_ctx_list);
 #undef BIND
     return fake_calls && fake_launch_arg_size && fake_build_flags && fake_ran && fake_ran_clear && fake_clock &&
-           fail_next && refuse_modules && fake_ctx_alloc && fake_ctx_module &&
+           fail_next && refuse_modules && fake_kernel_max_group && fake_kernel_slm && fake_ctx_alloc && fake_ctx_module &&
            fake_ctx_list;
 }
 

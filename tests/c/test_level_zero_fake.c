@@ -6,7 +6,9 @@
  * is host code: finding drivers and devices, the structures handed to the
  * driver (each checked for its stype), memory and copies, compiling through
  * the real libocloc to SPIR-V, the SPIR-V disk cache and its damage
- * handling, argument packing, group sizes and counts, the device-side error
+ * handling, argument packing, group sizes and counts (a blocks loop's groups
+ * of exactly its block size, and the errors when the device or the kernel's
+ * properties cannot hold the block), the device-side error
  * record read at synchronization points, check_ptr and DLPack, the options
  * given to libocloc and the module's build flags (correctly rounded f32
  * division and sqrt asked for where the device's fp32flags offers them: the
@@ -305,6 +307,83 @@ static void test_launch(tack_device *g) {
     tack_array_release(x);
     tack_array_release(o);
     tack_array_release(xi);
+}
+
+/* ----------------------------------------------------------- blocks loops */
+/* A parallel phase, a blocks loop over nb blocks of B work-items with a
+ * shared array, and a serial phase: the layout the compiler writes for
+ * `for b, t in tack.blocks(nb, B)` between two other statements. */
+#define BLOCKS_SRC(B)                                                                                                   \
+    CTX "#define ARGS __global tk_ctx *ctx, __global uchar *frame, ulong prog, __global long *out, long n, "           \
+        "__global const long *x, long xn, long nb\n"                                                                   \
+        "__kernel void tk_phase0(ARGS) { for (long i = get_global_id(0); i < n; i += get_global_size(0)) out[i] = x[i]; }\n" \
+        "__kernel void tk_phase1(ARGS) {\n"                                                                            \
+        "    __local long s[" #B "];\n"                                                                               \
+        "    for (ulong b = get_group_id(0); b < (ulong)nb; b += get_num_groups(0)) {\n"                               \
+        "        s[get_local_id(0)] = (long)b;\n"                                                                      \
+        "        barrier(CLK_LOCAL_MEM_FENCE);\n"                                                                      \
+        "        if (get_local_id(0) == 0 && (long)b < n) out[b] += s[" #B " - 1];\n"                                  \
+        "        barrier(CLK_LOCAL_MEM_FENCE);\n"                                                                      \
+        "    }\n"                                                                                                      \
+        "}\n"                                                                                                          \
+        "__kernel void tk_phase2(ARGS) { if (get_global_id(0) == 0) out[0] += 1; }\n"                                  \
+        "/* tack-opencl: phases=pbs frame=0 fp64=0 */\n"                                                              \
+        "/* tack-grid-block: 1:" #B " */\n"
+
+static void test_blocks(tack_device *g) {
+    tk_pinfo params[3] = {arr("out", TACK_I64, 1), arr("x", TACK_I64, 0), scalar("nb", TACK_I64)};
+    int64_t n = 100;
+    tack_array *o = NULL, *x = NULL;
+    CHECK(tack_array_zeros(g, TACK_I64, 1, &n, &o) == TACK_OK && tack_array_zeros(g, TACK_I64, 1, &n, &x) == TACK_OK);
+    tack_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].array = o;
+    args[1].array = x;
+    args[2].scalar.i = 3;
+    /* work-groups of exactly the loop's 64 work-items, as many as a parallel phase's (units x 8) */
+    tack_program *p = program("blk", BLOCKS_SRC(64), 3, params);
+    fake_calls_clear();
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    CHECK(at("zeKernelGetProperties", 0) > 0);
+    int before = fake_launches();
+    CHECK(tack_launch(p, args, 3) == TACK_OK && fake_launches() == before + 3);
+    unsigned groups[3] = {32, 32, 1}, sizes[3] = {128, 64, 1};
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "tk_phase%d", k);
+        CHECK(strcmp(fake_launch_kernel(before + k), name) == 0);
+        CHECK(fake_launch_groups(before + k) == groups[k] && fake_launch_group_size(before + k) == sizes[k]);
+        CHECK(fake_launch_nargs(before + k) == 8 && fake_launch_arg(before + k, 7) == 3);
+    }
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_program_free(p);
+    /* blocks of 1024 on a device of groups of 512: an error naming the kernel, the block and the limit */
+    p = program("blk1024", BLOCKS_SRC(1024), 3, params);
+    CHECK(tack_program_build(p, g) == TACK_ERR_VALUE);
+    const char *e = tack_last_error();
+    CHECK(strstr(e, "kernel 'blk1024'") && strstr(e, "blocks of 1024 threads") && strstr(e, "at most 512") &&
+          strstr(e, "maxTotalGroupSize"));
+    tack_program_free(p);
+    /* a kernel whose properties allow fewer (its registers): that limit, named */
+    *fake_kernel_max_group = 32;
+    p = program("blk", BLOCKS_SRC(64), 3, params);
+    CHECK(tack_program_build(p, g) == TACK_ERR_VALUE);
+    *fake_kernel_max_group = 512;
+    e = tack_last_error();
+    CHECK(strstr(e, "kernel 'blk'") && strstr(e, "blocks of 64 threads") && strstr(e, "at most 32") &&
+          strstr(e, "maxNumSubgroups"));
+    tack_program_free(p);
+    /* shared arrays over the device's shared local memory */
+    *fake_kernel_slm = 70000;
+    p = program("blk", BLOCKS_SRC(64), 3, params);
+    CHECK(tack_program_build(p, g) == TACK_ERR_VALUE);
+    *fake_kernel_slm = 0;
+    e = tack_last_error();
+    CHECK(strstr(e, "kernel 'blk'") && strstr(e, "70000 bytes") && strstr(e, "at most 65536") &&
+          strstr(e, "maxSharedLocalMemory"));
+    tack_program_free(p);
+    tack_array_release(o);
+    tack_array_release(x);
 }
 
 /* A kernel from the compiler's opencl dialect, built through libocloc: three
@@ -722,6 +801,7 @@ int main(int argc, char **argv) {
         test_adopt_errors(g);
         if (ocloc) {
             test_launch(g);
+            test_blocks(g);
             test_compiled(g);
             test_errors(g);
             test_cache(g);

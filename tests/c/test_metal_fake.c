@@ -6,7 +6,8 @@
  * loading the runtime, finding devices, shared buffers and host copies,
  * wrapping an MTLBuffer, compiling a library and making pipelines, the
  * argument convention of a launch (buffer indices, the argument words, the
- * grid), command buffers committed and waited for, a compile error and a
+ * grid; a blocks loop's threadgroups of exactly its block size, and the
+ * errors when a pipeline or the device cannot hold the block), command buffers committed and waited for, a compile error and a
  * failed command buffer reported with Metal's text, the device-side error
  * record read at a synchronization point, and retains balanced with
  * releases.  tests/c/fake_metal.c is the fake (its comment says how its
@@ -228,6 +229,87 @@ static void launch(tack_device *g) {
     tack_array_release(a);
     tack_array_release(out);
     tack_program_free(p);
+}
+
+/* ----------------------------------------------------------- blocks loops */
+/* A parallel phase, a blocks loop of 64-thread blocks over n (argument 3)
+ * blocks with a shared array, and a serial phase: the layout the compiler
+ * writes for `for b, t in tack.blocks(n, 64)` between two other statements. */
+static const char *SRC_BLOCKS =
+    "#include <metal_stdlib>\n"
+    "using namespace metal;\n"
+    "kernel void tk_phase0(device int *ctx [[buffer(0)]], device char *frame [[buffer(1)]],\n"
+    "                      constant ulong *w [[buffer(2)]], uint t [[thread_position_in_grid]]) {}\n"
+    "kernel void tk_phase1(device int *ctx [[buffer(0)]], device char *frame [[buffer(1)]],\n"
+    "                      constant ulong *w [[buffer(2)]], uint tk_gid [[threadgroup_position_in_grid]],\n"
+    "                      uint tk_ngr [[threadgroups_per_grid]], uint tk_lid [[thread_position_in_threadgroup]]) {\n"
+    "    threadgroup float s[64];\n"
+    "    for (uint b = tk_gid; b < (uint)w[5]; b += tk_ngr) { s[tk_lid] = 0;\n"
+    "        threadgroup_barrier(mem_flags::mem_threadgroup); }\n"
+    "}\n"
+    "kernel void tk_phase2(device int *ctx [[buffer(0)]], device char *frame [[buffer(1)]],\n"
+    "                      constant ulong *w [[buffer(2)]]) {}\n"
+    "/* tack-metal: phases=pbs frame=0 */\n"
+    "/* tack-grid-work: 0:s0.0 1:i3 */\n"
+    "/* tack-grid-block: 1:64 */\n";
+
+static void blocks(tack_device *g) {
+    unsigned long *groups = FAKE_ARR(unsigned long, fake_metal_groups), *threads = FAKE_ARR(unsigned long, fake_metal_threads);
+    int64_t n = 1000, shape2[2] = {3, 5};
+    tack_array *a = NULL, *out = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a) == TACK_OK && tack_array_zeros(g, TACK_F32, 2, shape2, &out) == TACK_OK);
+    tack_program *p = program("blk", SRC_BLOCKS, g, TACK_OK);
+    if (!a || !out || !p) {
+        if (p) tack_program_free(p);
+        tack_array_release(a);
+        tack_array_release(out);
+        return;
+    }
+    tack_arg args[4];
+    memset(args, 0, sizeof args);
+    args[0].array = a;
+    args[1].array = out;
+    /* threadgroups of the loop's 64 threads, one per block; the parallel phase's groups of 256 beside it */
+    long long nblocks[3] = {5, 0, 10000000};
+    unsigned long want[3] = {5, 1, 262144 / 64}; /* no block: one group that skips its loop; many: capped, as the others */
+    for (int i = 0; i < 3; i++) {
+        args[3].scalar.i = nblocks[i];
+        CHECK(tack_launch(p, args, 4) == TACK_OK && FAKE_INT(fake_metal_ndispatch) == 3);
+        CHECK(groups[0] == 4 && threads[0] == 256);
+        CHECK(groups[1] == want[i] && threads[1] == 64);
+        CHECK(groups[2] == 1 && threads[2] == 1);
+        CHECK(FAKE_ARR(int, fake_metal_dispatch_phase)[1] == 1);
+    }
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_program_free(p);
+    /* pipelines of at most 200 threads: the parallel phase takes 192 (whole SIMD groups), the blocks loop its 64 */
+    FAKE_INT(fake_metal_max_threads) = 200;
+    p = program("blk200", SRC_BLOCKS, g, TACK_OK);
+    FAKE_INT(fake_metal_max_threads) = 1024;
+    args[3].scalar.i = 7;
+    CHECK(p && tack_launch(p, args, 4) == TACK_OK);
+    CHECK(threads[0] == 192 && groups[0] == 6 && threads[1] == 64 && groups[1] == 7);
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_program_free(p);
+    /* a block the pipeline cannot hold: an error naming the kernel, the block and the limit, no smaller group */
+    FAKE_INT(fake_metal_max_threads) = 32;
+    p = program("blk32", SRC_BLOCKS, g, TACK_ERR_VALUE);
+    FAKE_INT(fake_metal_max_threads) = 1024;
+    const char *e = tack_last_error();
+    CHECK(strstr(e, "kernel 'blk32'") && strstr(e, "blocks of 64 threads") && strstr(e, "at most 32") &&
+          strstr(e, "maxTotalThreadsPerThreadgroup"));
+    tack_program_free(p);
+    /* shared arrays over the device's threadgroup memory */
+    FAKE_INT(fake_metal_static_tg_mem) = 40000;
+    p = program("blkmem", SRC_BLOCKS, g, TACK_ERR_VALUE);
+    FAKE_INT(fake_metal_static_tg_mem) = 0;
+    e = tack_last_error();
+    CHECK(strstr(e, "kernel 'blkmem'") && strstr(e, "40000 bytes") && strstr(e, "at most 32768") &&
+          strstr(e, "maxThreadgroupMemoryLength"));
+    tack_program_free(p);
+    CHECK(FAKE_INT(fake_metal_oversized) == 0);
+    tack_array_release(a);
+    tack_array_release(out);
 }
 
 /* ------------------------------------------------- streams and events */
@@ -555,6 +637,7 @@ int main(void) {
     devices_and_memory(g);
     wrap_buffer(g);
     launch(g);
+    blocks(g);
     big_arguments(g);
     compile_errors(g);
     out_of_memory(g);

@@ -131,16 +131,6 @@ tack_status gpu_layout(tack_program *p, gpu_prog *g, const char *dialect, const 
     return TACK_OK;
 }
 
-tack_status gpu_refuse_blocks(const gpu_prog *g, const tack_program *p, const char *device) {
-    for (int k = 0; k < g->nph; k++)
-        if (g->kinds[k] == 'b')
-            return tack_set_error(TACK_ERR_UNSUPPORTED,
-                                  "kernel '%s' has a blocks loop (tack.blocks), which %s does not launch yet; its "
-                                  "source compiles for the target, and the CPU, CUDA, HIP and OpenCL run it",
-                                  p->kernel_name, device);
-    return TACK_OK;
-}
-
 #define OPENCL_MARK "/* tack-opencl: phases="
 
 tack_status gpu_opencl_layout(tack_program *p, gpu_prog *g, const char *device, int *fp64) {

@@ -206,8 +206,6 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
  * loops' extents into g and grid (grid->block is left to the backend). */
 tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid);
 void gpu_grid_free(gpu_grid *g);
-/* A backend that cannot yet launch blocks loops ('b' phases) refuses them with this error (TACK_OK: none). */
-tack_status gpu_refuse_blocks(const gpu_prog *g, const tack_program *p, const char *device);
 /* Phase k's blocks for this call's arguments (a 'b' phase: its loop's blocks, at most the grid's fill). */
 unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const tack_arg *args, int nargs);
 

@@ -166,6 +166,7 @@ tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid) {
                               p->kernel_name);
     g->frame_bytes = (size_t)frame;
     grid->block = 1; /* the backend's, once the pipelines say their limit */
+    grid->blocks = g->kinds; /* a blocks loop's work counts its blocks (gpu_phase_grid) */
     return grid_work(p, g, grid);
 }
 

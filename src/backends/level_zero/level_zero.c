@@ -217,6 +217,7 @@ static void load(void) {
     OPT(zeCommandListAppendEventReset);
     OPT(zeCommandListAppendWriteGlobalTimestamp);
     OPT(zeMemAllocHost);
+    OPT(zeKernelGetProperties);
 #undef OPT
     load_ok = 1;
     enumerate();
@@ -299,6 +300,8 @@ static tack_status lz_init_device(tack_device *d) {
     cp.stype = TACK_ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES;
     ZE(api.zeDeviceGetComputeProperties(c->dev, &cp), "zeDeviceGetComputeProperties");
     c->max_group = cp.maxTotalGroupSize ? cp.maxTotalGroupSize : 1;
+    c->max_group_x = cp.maxGroupSizeX ? cp.maxGroupSizeX : c->max_group;
+    c->max_slm = cp.maxSharedLocalMemory;
     ze_device_module_properties_t mp;
     memset(&mp, 0, sizeof mp);
     mp.stype = TACK_ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;

@@ -81,6 +81,7 @@ typedef struct _ze_event_pool_handle_t *ze_event_pool_handle_t;
 #define TACK_ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES 0x17u
 #define TACK_ZE_STRUCTURE_TYPE_MODULE_DESC 0x1bu
 #define TACK_ZE_STRUCTURE_TYPE_KERNEL_DESC 0x1du
+#define TACK_ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES 0x1eu
 #define TACK_ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2 0x20006u /* timerResolution in cycles/s, not ns */
 
 /* ze_command_queue_mode_t, ze_command_queue_priority_t */
@@ -167,6 +168,22 @@ typedef struct ze_memory_allocation_properties_t { /* 40 bytes */
     uint64_t id;
     uint64_t pageSize;
 } ze_memory_allocation_properties_t;
+
+typedef struct ze_kernel_properties_t { /* 96 bytes */
+    ze_structure_type_t stype;
+    void *pNext;
+    uint32_t numKernelArgs;
+    uint32_t requiredGroupSizeX, requiredGroupSizeY, requiredGroupSizeZ;
+    uint32_t requiredNumSubGroups;
+    uint32_t requiredSubgroupSize;
+    uint32_t maxSubgroupSize;
+    uint32_t maxNumSubgroups; /* with maxSubgroupSize: the most work-items a group of this kernel holds */
+    uint32_t localMemSize;    /* bytes of shared local memory the kernel declares (its __local arrays) */
+    uint32_t privateMemSize;
+    uint32_t spillMemSize;
+    uint8_t kid[16], mid[16]; /* ze_kernel_uuid_t */
+} ze_kernel_properties_t;
+_Static_assert(sizeof(void *) != 8 || sizeof(ze_kernel_properties_t) == 96, "ze_kernel_properties_t is 96 bytes");
 
 typedef struct ze_context_desc_t { /* 24 bytes */
     ze_structure_type_t stype;
@@ -307,6 +324,8 @@ typedef struct tack_ze_api {
     ze_result_t (*zeKernelSetGroupSize)(ze_kernel_handle_t k, uint32_t x, uint32_t y, uint32_t z);
     ze_result_t (*zeKernelSuggestGroupSize)(ze_kernel_handle_t k, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t *x,
                                             uint32_t *y, uint32_t *z);
+    /* optional: without it a blocks loop's group is checked against the device's limits only */
+    ze_result_t (*zeKernelGetProperties)(ze_kernel_handle_t k, ze_kernel_properties_t *props);
     /* events (level_zero_stream.c); optional: a loader without them refuses streams, naming the one it lacks */
     ze_result_t (*zeEventPoolCreate)(ze_context_handle_t ctx, const ze_event_pool_desc_t *desc, uint32_t ndev,
                                      ze_device_handle_t *devs, ze_event_pool_handle_t *out);

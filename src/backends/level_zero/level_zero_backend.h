@@ -76,7 +76,9 @@ typedef struct lz_dev {
     lz_list own;                     /* the device's own list: Tack's work when no stream is named */
     char name[TACK_ZE_MAX_DEVICE_NAME];
     uint32_t units;                  /* execution units: slices x subslices x EUs */
-    uint32_t max_group;              /* max work-group size */
+    uint32_t max_group;              /* max work-group size (maxTotalGroupSize) */
+    uint32_t max_group_x;            /* ... in the x dimension (maxGroupSizeX) */
+    uint32_t max_slm;                /* bytes of shared local memory a group may use (0: not said) */
     int fp64;
     int fp32_cr;                     /* fp32flags has ROUNDED_DIVIDE_SQRT: builds ask for it */
     double tick_ns;                  /* one tick of the device's timestamps, in nanoseconds */

@@ -6,7 +6,7 @@
  *
  *     / * tack-opencl: phases=psp frame=N fp64=0|1 * /
  *
- * -- one letter per phase, p parallel, s serial; the bytes of the frame
+ * -- one letter per phase, p parallel, s serial, b a blocks loop; the bytes of the frame
  * buffer the phases of one call share; whether it needs double precision),
  * with the phases as kernels tk_phase0, tk_phase1, ...  Level Zero takes
  * SPIR-V, not OpenCL C, so the source goes through libocloc, Intel's
@@ -59,7 +59,13 @@
  * A parallel phase runs groups of L = min(256, the device's limit, what
  * zeKernelSuggestGroupSize allows) work-items, compute units x 8 groups
  * (the kernels loop with a grid stride, so any count is correct); a serial
- * phase runs one group of one.  The phases of one call are appended to the
+ * phase runs one group of one.  A blocks loop (tack.blocks(n, B), phase
+ * letter 'b') runs groups of exactly B work-items, compute units x 8 of
+ * them as OpenCL launches it (each group takes blocks g, g + groups, ...);
+ * a B over the device's maxTotalGroupSize or maxGroupSizeX, over what the
+ * kernel's properties allow (maxNumSubgroups x maxSubgroupSize), or shared
+ * arrays over maxSharedLocalMemory, is an error at build naming the kernel,
+ * B and the limit (blocks_group), never a smaller group.  The phases of one call are appended to the
  * current stream's command list (the device's own when none is named; a
  * graph's while a capture records: level_zero_stream.c) under the
  * program's lock, each followed by a barrier, and the call returns once
@@ -359,7 +365,6 @@ tack_status lz_check_record(tack_device *d) {
 /* ---------------------------------------------------------------- build */
 static tack_status parse_layout(tack_program *p, lz_prog *cp) {
     tack_status st = gpu_opencl_layout(p, &cp->g, "a Level Zero device", &cp->fp64);
-    if (st == TACK_OK) st = gpu_refuse_blocks(&cp->g, p, "Level Zero"); /* groups of the loop's size: not yet */
     if (st != TACK_OK) return st;
     cp->k = tack_calloc((size_t)cp->g.nph + 1, sizeof(ze_kernel_handle_t));
     if (!cp->k) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
@@ -378,6 +383,43 @@ static void prog_free(tack_device *d, lz_prog *cp) {
     gpu_prog_fini(&cp->g);
     tack_free(cp->k);
     tack_free(cp);
+}
+
+/* The group size of blocks phase k: exactly the loop's block size B, or an
+ * error naming the kernel, B and the limit it exceeds -- the device's
+ * maxTotalGroupSize and maxGroupSizeX, and, where the driver gives the
+ * kernel's properties, its maxNumSubgroups sub-groups of maxSubgroupSize
+ * (what its registers allow) and its shared local memory (localMemSize,
+ * the __local arrays the dialect declares) against the device's
+ * maxSharedLocalMemory.  Never a smaller group: the kernel's barriers and
+ * shared indices count on B work-items. */
+static tack_status blocks_group(tack_device *d, tack_program *p, lz_prog *cp, int k, uint32_t *out) {
+    const tack_ze_api *api = lz_api_get();
+    lz_dev *c = d->state;
+    uint32_t bs = cp->g.bsize[k], most = c->max_group < c->max_group_x ? c->max_group : c->max_group_x;
+    const char *what = most == c->max_group ? "maxTotalGroupSize" : "maxGroupSizeX";
+    ze_kernel_properties_t kp;
+    memset(&kp, 0, sizeof kp);
+    kp.stype = TACK_ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES;
+    int props = api->zeKernelGetProperties && api->zeKernelGetProperties(cp->k[k], &kp) == TACK_ZE_RESULT_SUCCESS;
+    if (props && kp.maxNumSubgroups && kp.maxSubgroupSize &&
+        (uint64_t)kp.maxNumSubgroups * kp.maxSubgroupSize < most) {
+        most = kp.maxNumSubgroups * kp.maxSubgroupSize;
+        what = "the kernel's maxNumSubgroups x maxSubgroupSize";
+    }
+    if (bs > most)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "kernel '%s': its blocks loop (phase %d) has blocks of %u threads, and Level Zero "
+                              "device '%s' (%s) runs at most %u in a work-group of this kernel (%s)",
+                              p->kernel_name, k, (unsigned)bs, d->name, c->name, (unsigned)most, what);
+    if (props && c->max_slm && kp.localMemSize > c->max_slm)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "kernel '%s': its blocks loop (phase %d, blocks of %u threads) takes %u bytes of shared "
+                              "local memory, and Level Zero device '%s' (%s) has at most %u (maxSharedLocalMemory)",
+                              p->kernel_name, k, (unsigned)bs, (unsigned)kp.localMemSize, d->name, c->name,
+                              (unsigned)c->max_slm);
+    *out = bs;
+    return TACK_OK;
 }
 
 /* Kernel objects for the phases, with their group sizes. */
@@ -401,6 +443,9 @@ static tack_status make_kernels(tack_device *d, tack_program *p, lz_prog *cp) {
             if (api->zeKernelSuggestGroupSize(cp->k[k], l, 1, 1, &x, &y, &z) == TACK_ZE_RESULT_SUCCESS && x > 0 &&
                 x < l)
                 l = x;
+        } else if (cp->g.kinds[k] == 'b') {
+            tack_status st = blocks_group(d, p, cp, k, &l);
+            if (st != TACK_OK) return st;
         }
         if ((r = api->zeKernelSetGroupSize(cp->k[k], l, 1, 1)) != TACK_ZE_RESULT_SUCCESS) {
             snprintf(what, sizeof what, "zeKernelSetGroupSize(%u) for %s of kernel '%s'", (unsigned)l, fname,
@@ -566,7 +611,7 @@ tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int
     tk_mutex_lock(&l->lock);
     for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
-        ze_group_count_t groups = {cp->g.kinds[k] == 'p' ? c->units * 8 : 1, 1, 1};
+        ze_group_count_t groups = {cp->g.kinds[k] != 's' ? c->units * 8 : 1, 1, 1}; /* 'b': each takes blocks g, g + groups, ... */
         lz_slot *sig = !first ? NULL : k == 0 ? first : k == cp->g.nph - 1 ? last : NULL;
         ze_result_t r = api->zeCommandListAppendLaunchKernel(l->list, cp->k[k], &groups, sig ? sig->ev : NULL, 0, NULL);
         if (r != TACK_ZE_RESULT_SUCCESS) st = lz_error(r, "zeCommandListAppendLaunchKernel", d);

@@ -33,11 +33,19 @@
  * A parallel phase is dispatchThreadgroups with threadgroups of
  * min(256, maxTotalThreadsPerThreadgroup) threads, rounded down to whole
  * SIMD groups (threadExecutionWidth), the smallest over the program's
- * pipelines, and as many groups as its loop needs, capped at
+ * pipelines (a blocks loop's aside), and as many groups as its loop needs, capped at
  * about 256K threads (Metal does not say how many cores a GPU has; the
  * phases are grid-stride loops, so any grid is correct); a serial phase
- * is one group of one thread.  Dispatches in one encoder run in order,
- * each seeing the previous one's writes.
+ * is one group of one thread.  A blocks loop (tack.blocks(n, B), phase
+ * letter 'b') is threadgroups of exactly B threads, one per block of the
+ * loop, capped alike at about 256K threads (each group takes blocks g,
+ * g + groups, ...): its barriers and shared arrays count on B threads, so
+ * a pipeline whose maxTotalThreadsPerThreadgroup is below B, or whose
+ * shared arrays (static threadgroup memory: the dialect declares them in
+ * the phase) exceed the device's maxThreadgroupMemoryLength, is an error
+ * at build naming the kernel, B and the limit -- never a smaller group.
+ * Dispatches in one encoder run in order, each seeing the previous one's
+ * writes.
  *
  * Errors: the error record is shared storage the host reads directly once
  * the queued command buffers have completed (metal_check_record), at each
@@ -119,6 +127,32 @@ done:
     return st;
 }
 
+/* Whether the pipeline of blocks phase k runs its threadgroups of the loop's
+ * block size B: at most its maxTotalThreadsPerThreadgroup (`most`) threads,
+ * and its shared arrays (threadgroup variables the MSL dialect declares at
+ * the phase's top, so Metal counts them in staticThreadgroupMemoryLength) at
+ * most the device's maxThreadgroupMemoryLength.  Never a smaller group: the
+ * kernel's barriers and shared indices count on B threads. */
+static tack_status blocks_fit(tack_device *d, tack_program *p, metal_prog *mp, int k, NSUInteger most) {
+    metal_dev *h = d->state;
+    unsigned bs = mp->g.bsize[k];
+    if (most && bs > most)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "kernel '%s': its blocks loop (phase %d) has blocks of %u threads, and Metal device "
+                              "'%s' (%s) runs at most %lu in a threadgroup of this pipeline "
+                              "(maxTotalThreadsPerThreadgroup)",
+                              p->kernel_name, k, bs, d->name, h->name, (unsigned long)most);
+    NSUInteger mem = mtl_uint(mp->pso[k], TK_S(staticThreadgroupMemoryLength));
+    NSUInteger cap = mtl_uint(h->device, TK_S(maxThreadgroupMemoryLength));
+    if (cap && mem > cap)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "kernel '%s': its blocks loop (phase %d, blocks of %u threads) takes %lu bytes of "
+                              "threadgroup memory, and Metal device '%s' (%s) has at most %lu "
+                              "(maxThreadgroupMemoryLength)",
+                              p->kernel_name, k, bs, (unsigned long)mem, d->name, h->name, (unsigned long)cap);
+    return TACK_OK;
+}
+
 static tack_status pipelines(tack_device *d, tack_program *p, metal_prog *mp, id lib) {
     metal_dev *h = d->state;
     NSUInteger tg = 256;
@@ -139,15 +173,23 @@ static tack_status pipelines(tack_device *d, tack_program *p, metal_prog *mp, id
             return tack_set_error(TACK_ERR_COMPILE, "kernel '%s': Metal makes no compute pipeline of %s on %s: %s",
                                   p->kernel_name, fname, d->name, text);
         }
-        /* at most 256 and the pipeline's limit, in whole SIMD groups where that leaves any */
         NSUInteger most = mtl_uint(mp->pso[k], TK_S(maxTotalThreadsPerThreadgroup));
+        if (mp->g.kinds[k] == 'b') { /* a blocks loop: threadgroups of exactly its block size, or an error */
+            tack_status st = blocks_fit(d, p, mp, k, most);
+            if (st != TACK_OK) return st;
+            continue;
+        }
+        /* at most 256 and the pipeline's limit, in whole SIMD groups where that leaves any */
         NSUInteger simd = mtl_uint(mp->pso[k], TK_S(threadExecutionWidth));
         NSUInteger cap = most && most < 256 ? most : 256;
         if (simd && cap >= simd) cap -= cap % simd;
         if (cap < tg) tg = cap;
     }
     mp->grid.block = (unsigned)tg;
-    for (int k = 0; k < mp->g.nph; k++) mp->grid.fill[k] = METAL_THREADS_IN_FLIGHT / (unsigned)tg;
+    for (int k = 0; k < mp->g.nph; k++) {
+        unsigned per = mp->g.kinds[k] == 'b' ? mp->g.bsize[k] : (unsigned)tg; /* a blocks loop's groups are its own */
+        mp->grid.fill[k] = METAL_THREADS_IN_FLIGHT / per ? METAL_THREADS_IN_FLIGHT / per : 1;
+    }
     return TACK_OK;
 }
 
@@ -157,7 +199,6 @@ tack_status metal_build(tack_device *d, tack_program *p) {
     if (!mp) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     gpu_prog_init(&mp->g, p);
     tack_status st = gpu_metal_layout(p, &mp->g, &mp->grid);
-    if (st == TACK_OK) st = gpu_refuse_blocks(&mp->g, p, "Metal"); /* threadgroups of the loop's size: not yet */
     int narrays = 0;
     for (int i = 0; i < p->nparams; i++) narrays += p->params[i].is_array != 0;
     if (st == TACK_OK && 3 + narrays > METAL_MAX_BUFFERS)
@@ -268,9 +309,9 @@ static tack_status encode(tack_device *d, metal_q *q, metal_prog *mp, const tack
         mtl_void_id_uint_uint(enc, TK_S(setBuffer_offset_atIndex), buf, off, (NSUInteger)(3 + ai++));
     }
     for (int k = 0; k < mp->g.nph; k++) {
-        int par = mp->g.kinds[k] == 'p';
+        int par = mp->g.kinds[k] == 'p' || mp->g.kinds[k] == 'b';
         MTLSize groups = {par ? gpu_phase_grid(&mp->grid, k, p, args, nargs) : 1, 1, 1};
-        MTLSize threads = {par ? mp->grid.block : 1, 1, 1};
+        MTLSize threads = {mp->g.kinds[k] == 'b' ? mp->g.bsize[k] : par ? mp->grid.block : 1, 1, 1};
         mtl_void_id(enc, TK_S(setComputePipelineState), mp->pso[k]);
         mtl_void_size_size(enc, TK_S(dispatchThreadgroups_threadsPerThreadgroup), groups, threads);
     }
