@@ -205,6 +205,10 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
 /* The Metal layout comment (`/ * tack-metal: phases=psp frame=N * /`) and the
  * loops' extents into g and grid (grid->block is left to the backend). */
 tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid);
+/* The grid's per-phase tables (fill zeroed, for the backend) and the loops'
+ * extents the source says (`/ * tack-grid-work: ... * /`), after g's layout is
+ * read; grid->block and grid->blocks are the caller's. */
+tack_status gpu_grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid);
 void gpu_grid_free(gpu_grid *g);
 /* Phase k's blocks for this call's arguments (a 'b' phase: its loop's blocks, at most the grid's fill). */
 unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const tack_arg *args, int nargs);

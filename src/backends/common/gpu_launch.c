@@ -104,8 +104,6 @@ void gpu_grid_free(gpu_grid *g) {
     g->fill = NULL;
 }
 
-static tack_status grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid);
-
 tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const char *dialect, const char *mark,
                           const char *device, const char *family) {
     const char *rest = NULL;
@@ -118,12 +116,12 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
     g->frame_bytes = (size_t)frame;
     grid->block = block;
     grid->blocks = g->kinds;
-    return grid_work(p, g, grid);
+    return gpu_grid_work(p, g, grid);
 }
 
 /* The grid's per-phase tables and the loops' extents, where the source says
  * them: `/ * tack-grid-work: K:EXPR ... * /`. */
-static tack_status grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid) {
+tack_status gpu_grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid) {
     grid->nph = g->nph;
     grid->work = tack_calloc((size_t)g->nph + 1, sizeof(char *));
     grid->fill = tack_calloc((size_t)g->nph + 1, sizeof(unsigned));
@@ -167,7 +165,7 @@ tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid) {
     g->frame_bytes = (size_t)frame;
     grid->block = 1; /* the backend's, once the pipelines say their limit */
     grid->blocks = g->kinds; /* a blocks loop's work counts its blocks (gpu_phase_grid) */
-    return grid_work(p, g, grid);
+    return gpu_grid_work(p, g, grid);
 }
 
 /* ----------------------------------------------------------------- grid */
