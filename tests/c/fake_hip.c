@@ -65,6 +65,15 @@ char order[8192];        /* synchronizing calls: "create(2) record(E,S) wait(S,E
 char completed[16384];   /* queued work as it completes: "h2d(N) d2h(N) d2d(N) fill(N) launch(NAME) event(E)" */
 char last_options[1024]; /* hiprtc's options, space-separated */
 char last_kernel[64];
+/* launches as they complete: "NAME:GRID:BLOCK " */
+char launch_log[8192];
+/* What a compiled function allows (hipFuncGetAttribute: HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+ * the largest work-group its code object was built for, which can be less than the device's 1024, and
+ * _SHARED_SIZE_BYTES, its static LDS);
+ * a launch of a larger block, or of a function whose LDS exceeds the device's 65536 bytes
+ * (hipDeviceAttributeMaxSharedMemoryPerBlock), fails and is counted in oversized, as the runtime
+ * refuses it. */
+int func_max_threads = 1024, func_shared_bytes, oversized;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -104,6 +113,8 @@ hipError_t hipDeviceGetAttribute(int *v, int attr, int d) {
     ST switch (attr) {
     case 87: *v = env_int("FAKE_HIP_WARP", 64); return 0;
     case 63: *v = 4; return 0;     /* compute units */
+    case 56: *v = 1024; return 0;  /* threads a block */
+    case 74: *v = 65536; return 0; /* shared memory (LDS) a block */
     case 57: *v = 2048; return 0;  /* threads per compute unit */
     default: return 1;
     }
@@ -186,6 +197,8 @@ static void run(op *o) {
         memcpy(last_args, o->args, o->args_bytes < sizeof last_args ? o->args_bytes : sizeof last_args);
         snprintf(last_kernel, sizeof last_kernel, "%s", o->name);
         if (!strcmp(o->name, "tk_phase0")) phase0_grid = o->grid;
+        snprintf(w, sizeof w, "%.40s:%u:%u", o->name, o->grid, o->block);
+        add(launch_log, sizeof launch_log, w);
         if (fail_next && o->args_bytes >= 24) {
             alloc *rec = find((void *)(uintptr_t)o->args[0]);
             if (rec && rec->n >= 32) { /* {i32 failed, i32 site, u64 prog, i64 a, i64 b}: the first failure wins */
@@ -488,9 +501,18 @@ hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, i
     ST *n = 1536 / block; /* six resident 256-thread blocks per compute unit */
     return 0;
 }
+hipError_t hipFuncGetAttribute(int *v, int attr, void *f) {
+    ST if (!f) return 98; /* hipErrorInvalidDeviceFunction */
+    if (attr == 0) *v = func_max_threads;
+    else if (attr == 1) *v = func_shared_bytes;
+    else return 1;
+    return 0;
+}
 hipError_t hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                                  unsigned sh, void *s, void **params, void **extra) {
-    ST const void *buf = NULL;
+    ST if (bx > (unsigned)func_max_threads || func_shared_bytes > 65536) /* more than the function holds */
+        return oversized++, 1;                                             /* hipErrorInvalidValue */
+    const void *buf = NULL;
     size_t bytes = 0;
     for (int i = 0; extra && extra[i] != (void *)0x03; i += 2) {
         if (extra[i] == (void *)0x01) buf = extra[i + 1];

@@ -17,7 +17,9 @@
  * shared events (newSharedEvent) are signalled and waited for by command
  * buffers as they run, so that a missing order between streams shows.
  * fake_metal_ran lists the command buffers' commit numbers in the order they
- * ran; each takes 1 ms of the fake GPU's clock (GPUEndTime).
+ * ran; each takes fake_metal_cb_seconds (1 ms unless a test sets it) of the
+ * fake GPU's clock, which a completed command buffer reports as its
+ * GPUStartTime and GPUEndTime (0 before it has run, as Metal's are).
  *
  * The trick that makes objc_msgSend a C function: the backend calls it
  * only through casts to exact, non-variadic function types, passing
@@ -137,8 +139,9 @@ int fake_metal_complete_on_commit; /* command buffers complete when committed, a
 /* the commit numbers of the command buffers in the order they ran, each followed by a space */
 char fake_metal_ran[8192];
 void fake_metal_ran_clear(void) { fake_metal_ran[0] = 0; }
-/* the device's clock: each command buffer takes 1 ms of it, so elapsed times are exact */
+/* the device's clock: each command buffer takes fake_metal_cb_seconds of it, so elapsed times are exact */
 static double gpu_clock = 1000.0;
+double fake_metal_cb_seconds = 0.001;
 /* the last encoder's calls */
 void *fake_metal_bound[32];      /* setBuffer: per index (the MTLBuffer) */
 unsigned long fake_metal_bound_offset[32];
@@ -517,7 +520,7 @@ static void run(id cb) {
     } else {
         cb->status = 4;
     }
-    gpu_clock += 0.001;
+    gpu_clock += fake_metal_cb_seconds;
     cb->t1 = gpu_clock;
     size_t n = strlen(fake_metal_ran);
     snprintf(fake_metal_ran + n, sizeof fake_metal_ran - n, "%d ", cb->serial);
@@ -747,6 +750,7 @@ msg_result objc_msgSend(id self, SEL op, ...) {
     } else if (IS("newSharedEvent") && self->kind == K_DEVICE) r = make(K_EVENT);
     else if (IS("signaledValue") && self->kind == K_EVENT) r = (void *)(uintptr_t)self->value;
     else if (IS("GPUEndTime") && self->kind == K_CB) dr = self->status >= 4 ? self->t1 : 0.0;
+    else if (IS("GPUStartTime") && self->kind == K_CB) dr = self->status >= 4 ? self->t0 : 0.0;
     else if (IS("waitUntilCompleted") && self->kind == K_CB) run(self);
     else if (IS("status") && self->kind == K_CB) r = (void *)(uintptr_t)self->status;
     else if (IS("error") && self->kind == K_CB) r = self->err;

@@ -102,6 +102,77 @@ static void devices_and_memory(tack_device *g) {
 
 static void graphs(tack_device *g);
 
+/* out[i] = 0; for b, t in blocks(nb, B): barrier(), out[b] += 1 on thread 0; then out[0] += 1 */
+static tack_program *blocks_program(tack_device *g, const char *name, int B, tack_status *st) {
+    AT(7, 4);
+    tack_node *body = BLOCK(3, RANGE1("i", SHAPE("out", 0), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, NAME("i")), FLT(0.0)))),
+        BLOCKS("b", "t", NAME("nb"), B,
+               BLOCK(2, EXPR(CALL("barrier", 0)),
+                     IF(CMP(NAME("t"), TACK_OP_EQ, INT(0)),
+                        BLOCK(1, AUG(TACK_OP_ADD, SUB(NAME("out"), 1, NAME("b")), FLT(1.0))), NULL))),
+        AUG(TACK_OP_ADD, SUB(NAME("out"), 1, INT(0)), FLT(1.0)));
+    int k = FUNC(TACK_FUNC_KERNEL, name, "out nb", body);
+    tack_argtype sig[2] = {ARR(TACK_F32, 1), WEAK(TACK_I64)};
+    tack_compile_options o;
+    tack_compile_options_init(&o);
+    o.target = "hip";
+    tack_program *p = NULL;
+    CHECK(tack_compile(tb_m, k, sig, 2, &o, &p) == TACK_OK);
+    *st = p ? tack_program_build(p, g) : TACK_ERR_VALUE;
+    return p;
+}
+
+/* A blocks loop runs blocks of exactly its B threads, one a block of the
+ * loop (at most what fills the device); a B over what the compiled
+ * function allows (HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the largest
+ * work-group its code object was built for), or static LDS over the
+ * device's, is a ValueError at build
+ * naming the kernel, B and the limit -- not the runtime's launch error. */
+static void blocks(tack_device *g) {
+    int *max_threads = dlsym(lib, "func_max_threads"), *shared = dlsym(lib, "func_shared_bytes");
+    char *log = FAKE_STR(launch_log);
+    tack_status st;
+    tack_program *p = blocks_program(g, "blk", 64, &st);
+    CHECK(st == TACK_OK);
+    CHECK(p && strstr(p->source, "tack-grid-block: 1:64") != NULL);
+    int64_t n = 100;
+    tack_array *out = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &out) == TACK_OK);
+    tack_arg args[2];
+    memset(args, 0, sizeof args);
+    args[0].array = out;
+    int64_t nbs[3] = {3, 100, 0};
+    const char *want[3] = {"tk_phase0:1:256 tk_phase1:3:64 tk_phase2:1:1 ",
+                           "tk_phase0:1:256 tk_phase1:96:64 tk_phase2:1:1 ", /* 4 CUs x 1536 / 64 resident */
+                           "tk_phase0:1:256 tk_phase1:1:64 tk_phase2:1:1 "};
+    for (int r = 0; p && r < 3; r++) {
+        log[0] = 0;
+        args[1].scalar.i = nbs[r];
+        CHECK(tack_launch(p, args, 2) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
+        CHECK(strcmp(log, want[r]) == 0);
+        if (strcmp(log, want[r]) != 0) printf("  launches: %s\n", log);
+    }
+    tack_program_free(p);
+    /* a function whose code object holds 32 threads a block */
+    *max_threads = 32;
+    p = blocks_program(g, "blk_regs", 64, &st);
+    *max_threads = 1024;
+    const char *e = tack_last_error();
+    CHECK(st == TACK_ERR_VALUE && strstr(e, "kernel 'blk_regs'") && strstr(e, "blocks of 64 threads") &&
+          strstr(e, "at most 32") && strstr(e, "HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"));
+    tack_program_free(p);
+    /* 70000 bytes of LDS on a device of 65536 a block */
+    *shared = 70000;
+    p = blocks_program(g, "blk_lds", 64, &st);
+    *shared = 0;
+    e = tack_last_error();
+    CHECK(st == TACK_ERR_VALUE && strstr(e, "kernel 'blk_lds'") && strstr(e, "70000 bytes") &&
+          strstr(e, "at most 65536") && strstr(e, "hipDeviceAttributeMaxSharedMemoryPerBlock"));
+    tack_program_free(p);
+    CHECK(FAKE_INT(oversized) == 0); /* no launch reached the runtime */
+    tack_array_release(out);
+}
+
 static void launches(tack_device *g) {
     tack_program *p = phased(g, 0);
     if (!p) return;
@@ -332,6 +403,7 @@ int main(void) {
     if (!g || !lib) return CHECK_SUMMARY();
     tack_module_new(&tb_m);
     devices_and_memory(g);
+    blocks(g); /* before launches(g), which ends with the device lost */
     launches(g);
     tack_module_free(tb_m);
     char cmd[100];

@@ -327,6 +327,7 @@ static void test_launch(tack_device *g) {
         "    }\n"                                                                                                      \
         "}\n"                                                                                                          \
         "__kernel void tk_phase2(ARGS) { if (get_global_id(0) == 0) out[0] += 1; }\n"                                  \
+        "/* tack-grid-work: 1:i2, */\n"                                                                                \
         "/* tack-opencl: phases=pbs frame=0 fp64=0 */\n"                                                              \
         "/* tack-grid-block: 1:" #B " */\n"
 
@@ -340,21 +341,28 @@ static void test_blocks(tack_device *g) {
     args[0].array = o;
     args[1].array = x;
     args[2].scalar.i = 3;
-    /* work-groups of exactly the loop's 64 work-items, as many as a parallel phase's (units x 8) */
+    /* work-groups of exactly the loop's 64 work-items, one a block (nb, from the source's
+     * tack-grid-work), at most a parallel phase's count (units x 8 = 32) */
     tack_program *p = program("blk", BLOCKS_SRC(64), 3, params);
     fake_calls_clear();
     CHECK(tack_program_build(p, g) == TACK_OK);
     CHECK(at("zeKernelGetProperties", 0) > 0);
-    int before = fake_launches();
-    CHECK(tack_launch(p, args, 3) == TACK_OK && fake_launches() == before + 3);
-    unsigned groups[3] = {32, 32, 1}, sizes[3] = {128, 64, 1};
-    for (int k = 0; k < 3; k++) {
-        char name[16];
-        snprintf(name, sizeof name, "tk_phase%d", k);
-        CHECK(strcmp(fake_launch_kernel(before + k), name) == 0);
-        CHECK(fake_launch_groups(before + k) == groups[k] && fake_launch_group_size(before + k) == sizes[k]);
-        CHECK(fake_launch_nargs(before + k) == 8 && fake_launch_arg(before + k, 7) == 3);
+    int64_t nbs[3] = {3, 100, 0};
+    unsigned bgroups[3] = {3, 32, 1}; /* no blocks: still one group (the checks, the frame) */
+    for (int r = 0; r < 3; r++) {
+        args[2].scalar.i = nbs[r];
+        int before = fake_launches();
+        CHECK(tack_launch(p, args, 3) == TACK_OK && fake_launches() == before + 3);
+        unsigned groups[3] = {32, bgroups[r], 1}, sizes[3] = {128, 64, 1};
+        for (int k = 0; k < 3; k++) {
+            char name[16];
+            snprintf(name, sizeof name, "tk_phase%d", k);
+            CHECK(strcmp(fake_launch_kernel(before + k), name) == 0);
+            CHECK(fake_launch_groups(before + k) == groups[k] && fake_launch_group_size(before + k) == sizes[k]);
+            CHECK(fake_launch_nargs(before + k) == 8 && fake_launch_arg(before + k, 7) == (uint64_t)nbs[r]);
+        }
     }
+    args[2].scalar.i = 3;
     CHECK(tack_device_synchronize(g) == TACK_OK);
     tack_program_free(p);
     /* blocks of 1024 on a device of groups of 512: an error naming the kernel, the block and the limit */

@@ -503,6 +503,62 @@ static void streams(tack_device *g) {
     tack_program_free(p);
 }
 
+/* tack.profile() on Metal: a launch's device time is its command buffer's
+ * GPUEndTime minus its GPUStartTime (the fake's clock: each command buffer
+ * takes fake_metal_cb_seconds), read when the profile stops; a command
+ * buffer that failed gives none, and the stop says so.  The timers' extra
+ * references are released (main counts the live objects). */
+static int64_t launch_device_ns(tack_profile *prof, int nth) {
+    tack_profile_event ev;
+    for (int64_t i = 0, seen = 0; i < tack_profile_count(prof); i++)
+        if (tack_profile_get(prof, i, &ev) && !strcmp(ev.kind, "launch") && seen++ == nth)
+            return !strcmp(ev.device, "metal:0") && ev.host_ns >= 0 ? ev.device_ns : -2;
+    return -3;
+}
+
+static void profile(tack_device *g) {
+    double *secs = FAKE_ARR(double, fake_metal_cb_seconds);
+    tack_program *p = program("kp", SRC, g, TACK_OK);
+    int64_t n = 1000, shape2[2] = {3, 5};
+    tack_array *a = NULL, *out = NULL;
+    CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &a) == TACK_OK && tack_array_zeros(g, TACK_F32, 2, shape2, &out) == TACK_OK);
+    if (!p || !a || !out) return;
+    tack_arg args[4];
+    memset(args, 0, sizeof args);
+    args[0].array = a;
+    args[1].array = out;
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    tack_profile *prof = NULL;
+    CHECK(tack_profile_start(&prof) == TACK_OK);
+    *secs = 0.0025; /* the fake runs a command buffer when it is waited for */
+    CHECK(tack_launch(p, args, 4) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
+    *secs = 0.000125;
+    CHECK(tack_launch(p, args, 4) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
+    *secs = 0.0005;
+    CHECK(tack_launch(p, args, 4) == TACK_OK); /* not waited for: the stop waits */
+    CHECK(tack_profile_stop(prof) == TACK_OK);
+    CHECK(launch_device_ns(prof, 0) == 2500000);
+    CHECK(launch_device_ns(prof, 1) == 125000);
+    CHECK(launch_device_ns(prof, 2) == 500000);
+    tack_profile_free(prof);
+    /* a command buffer that fails: no device time, and the stop says why */
+    CHECK(tack_profile_start(&prof) == TACK_OK);
+    strcpy(FAKE_ARR(char, fake_metal_cb_error), "Caused GPU Timeout Error (00000002:kIOGPUCommandBufferCallbackErrorTimeout)");
+    CHECK(tack_launch(p, args, 4) == TACK_OK);
+    CHECK(tack_profile_stop(prof) == TACK_ERR_DEVICE);
+    CHECK(strstr(tack_last_error(), "command buffer failed") != NULL);
+    CHECK(launch_device_ns(prof, 0) == -1);
+    tack_profile_free(prof);
+    CHECK(tack_device_synchronize(g) == TACK_ERR_DEVICE); /* the launch's own failure, at its synchronization */
+    CHECK(tack_device_synchronize(g) == TACK_OK);
+    /* a launch outside a profile keeps no command buffer for one */
+    *secs = 0.001;
+    CHECK(tack_launch(p, args, 4) == TACK_OK && tack_device_synchronize(g) == TACK_OK);
+    tack_program_free(p);
+    tack_array_release(a);
+    tack_array_release(out);
+}
+
 static void big_arguments(tack_device *g) {
     /* 600 words: more than setBytes takes, so a buffer of their own */
     static char src[4096];
@@ -638,6 +694,7 @@ int main(void) {
     wrap_buffer(g);
     launch(g);
     blocks(g);
+    profile(g);
     big_arguments(g);
     compile_errors(g);
     out_of_memory(g);

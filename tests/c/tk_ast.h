@@ -217,6 +217,11 @@ static inline tack_node *RANGE1(const char *var, tack_node *stop, tack_node *bod
     return FOR(NAME(var), CALL("range", 1, stop), body);
 }
 
+/* for b, t in blocks(n, B): B threads a block (lower_blocks.c) */
+static inline tack_node *BLOCKS(const char *b, const char *t, tack_node *n, int64_t B, tack_node *body) {
+    return FOR(TUPLE(2, NAME(b), NAME(t)), CALL("blocks", 2, n, INT(B)), body);
+}
+
 /* A function with parameters named in a space-separated list. */
 static inline int FUNC(tack_function_kind kind, const char *name, const char *params, tack_node *body) {
     int f = tack_module_add_function(tb_m, kind, name, "test.py", 1, NULL);

@@ -2,7 +2,9 @@
 host and device (generated code) times, each pool thread's part of a
 parallel loop, the table sorted by total time, the Chrome trace, debug mode,
 and nothing recorded outside a profile.  The GPU's device times through
-events are tested against the fake HIP runtime (test_hip_fake.py).
+events are tested against the fake HIP runtime (test_hip_fake.py), on
+OpenCL where a device is installed, and on Metal against the fake Metal
+(tests/c/fake_metal.c): its command buffers' GPUStartTime and GPUEndTime.
 
 One kernel of this file's own (a fresh compile in this process, from the
 cache or the C compiler) serves every test; the module fixture compiles it
@@ -11,10 +13,12 @@ inside a profile once and keeps that profile.
 
 import json
 import re
+import textwrap
 
 import numpy as np
 import pytest
 
+import _fake_runtime
 import tack
 
 
@@ -165,3 +169,51 @@ def test_opencl_launches_have_device_times_from_their_events():
     launches = [e for e in p.events if e.kind == "launch"]
     assert len(launches) == 3 and {e.device for e in launches} == {OPENCL}
     assert all(e.device_ns > 0 for e in launches), launches
+
+
+METAL_SCRIPT = textwrap.dedent("""
+    import ctypes, os
+    import numpy as np
+    import tack
+
+    FAKE = ctypes.CDLL(os.environ["FAKE_METAL_LIB"])
+    seconds = ctypes.c_double.in_dll(FAKE, "fake_metal_cb_seconds")  # what a command buffer takes
+
+    @tack.kernel
+    def prof_axpy(a, x, y):
+        for i in range(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    x = tack.array(np.ones(1000, np.float32), device="metal")
+    y = tack.zeros(1000, tack.f32, device="metal")
+    prof_axpy(2.0, x, y)  # built outside the profile
+    tack.synchronize()
+    with tack.profile() as p:
+        for s in (0.0025, 0.000125):
+            seconds.value = s
+            prof_axpy(2.0, x, y)
+            tack.synchronize()  # the fake runs a command buffer when it is waited for
+        seconds.value = 0.0005
+        prof_axpy(2.0, x, y)  # waited for when the profile ends
+    launches = [e for e in p.events if e.kind == "launch"]
+    assert [(e.name, e.device) for e in launches] == [("prof_axpy", "metal:0")] * 3, launches
+    assert [e.device_ns for e in launches] == [2_500_000, 125_000, 500_000], launches
+    gpu = [e for e in p.trace()["traceEvents"] if e.get("cat") == "device"]
+    assert [e["dur"] for e in gpu] == [2500.0, 125.0, 500.0], gpu
+    print("ok")
+""")
+
+
+@pytest.fixture(scope="module")
+def fake_metal(tmp_path_factory):
+    return _fake_runtime.build(tmp_path_factory, "fake_metal.c", "libfake-metal.so", "the fake Metal runtime")
+
+
+@_fake_runtime.needs_cc("the fake Metal runtime")
+@_fake_runtime.needs_fake_objc
+def test_metal_launches_have_device_times_from_their_command_buffers(tmp_path, fake_metal):
+    """On Metal a launch's device time is its command buffer's GPUEndTime minus its GPUStartTime
+    (all of its phases), read once it has completed, when the profile stops."""
+    env = _fake_runtime.environment(tmp_path, ("FAKE_METAL_COUNT", "FAKE_METAL_EMULATE"), FAKE_METAL_LIB=fake_metal,
+                                    TACK_METAL_OBJC_PATH=fake_metal, TACK_METAL_PATH=fake_metal)
+    assert "ok" in _fake_runtime.run_script(tmp_path, METAL_SCRIPT, env).stdout

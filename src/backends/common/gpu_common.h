@@ -205,9 +205,29 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
 /* The Metal layout comment (`/ * tack-metal: phases=psp frame=N * /`) and the
  * loops' extents into g and grid (grid->block is left to the backend). */
 tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid);
+/* The grid's per-phase tables (fill zeroed, for the backend) and the loops'
+ * extents the source says (`/ * tack-grid-work: ... * /`), after g's layout is
+ * read; grid->block and grid->blocks are the caller's. */
+tack_status gpu_grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid);
 void gpu_grid_free(gpu_grid *g);
 /* Phase k's blocks for this call's arguments (a 'b' phase: its loop's blocks, at most the grid's fill). */
 unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const tack_arg *args, int nargs);
+
+/* What a CUDA-family device and one compiled kernel allow a block (-1: not said). */
+typedef struct gpu_block_limits {
+    const char *family;       /* "CUDA", "HIP" */
+    const char *device_name;  /* the driver's name for the device */
+    int threads;              /* the most threads in a block of this kernel */
+    const char *threads_what; /* where that limit comes from (an attribute's name) */
+    int shared;               /* bytes of static shared memory the kernel declares */
+    int shared_most;          /* the most a block may use on the device */
+    const char *shared_what;
+} gpu_block_limits;
+/* Blocks phase k's B threads (g->bsize[k]) against the limits: TACK_OK, or a
+ * ValueError naming the kernel, B and the limit (never a smaller block: the
+ * kernel's barriers and shared indices count on B threads). */
+tack_status gpu_block_check(const tack_device *d, const tack_program *p, const gpu_prog *g, int k,
+                            const gpu_block_limits *l);
 
 #define GPU_MAX_SLOTS 512 /* 4 KiB of kernel parameters */
 

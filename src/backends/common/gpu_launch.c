@@ -27,6 +27,12 @@
  *     records, two more that put an event on the stream before and after
  *     the phases, for the launch's time on the device (profile.c).
  *
+ *   - A blocks loop's block (gpu_block_check): B threads exactly, so a B
+ *     over what the compiled kernel allows (its registers can make that
+ *     less than the device's 1024) or shared arrays over the device's
+ *     shared memory a block is a ValueError at build naming the kernel, B
+ *     and the limit, never a smaller block nor the driver's launch error.
+ *
  *   - A lost device (gpu_lost): an illegal address, a trap, a failed launch
  *     leave a CUDA context -- and a HIP device -- unusable for the rest of
  *     the process.  The first such error marks the device lost; it is
@@ -104,8 +110,6 @@ void gpu_grid_free(gpu_grid *g) {
     g->fill = NULL;
 }
 
-static tack_status grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid);
-
 tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const char *dialect, const char *mark,
                           const char *device, const char *family) {
     const char *rest = NULL;
@@ -118,12 +122,12 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
     g->frame_bytes = (size_t)frame;
     grid->block = block;
     grid->blocks = g->kinds;
-    return grid_work(p, g, grid);
+    return gpu_grid_work(p, g, grid);
 }
 
 /* The grid's per-phase tables and the loops' extents, where the source says
  * them: `/ * tack-grid-work: K:EXPR ... * /`. */
-static tack_status grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid) {
+tack_status gpu_grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid) {
     grid->nph = g->nph;
     grid->work = tack_calloc((size_t)g->nph + 1, sizeof(char *));
     grid->fill = tack_calloc((size_t)g->nph + 1, sizeof(unsigned));
@@ -167,7 +171,7 @@ tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid) {
     g->frame_bytes = (size_t)frame;
     grid->block = 1; /* the backend's, once the pipelines say their limit */
     grid->blocks = g->kinds; /* a blocks loop's work counts its blocks (gpu_phase_grid) */
-    return grid_work(p, g, grid);
+    return gpu_grid_work(p, g, grid);
 }
 
 /* ----------------------------------------------------------------- grid */
@@ -225,6 +229,24 @@ unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const t
     uint64_t blocks = blk ? (uint64_t)work : ((uint64_t)work + g->block - 1) / g->block; /* 'b': the loop's blocks */
     if (blocks == 0) blocks = 1;
     return blocks < g->fill[k] ? (unsigned)blocks : g->fill[k];
+}
+
+/* --------------------------------------------------------- block limits */
+tack_status gpu_block_check(const tack_device *d, const tack_program *p, const gpu_prog *g, int k,
+                            const gpu_block_limits *l) {
+    unsigned bs = g->bsize[k];
+    if (l->threads > 0 && bs > (unsigned)l->threads)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "kernel '%s': its blocks loop (phase %d) has blocks of %u threads, and %s device '%s' "
+                              "(%s) runs at most %d in a block of this kernel (%s)",
+                              p->kernel_name, k, bs, l->family, d->name, l->device_name, l->threads, l->threads_what);
+    if (l->shared > 0 && l->shared_most > 0 && l->shared > l->shared_most)
+        return tack_set_error(TACK_ERR_VALUE,
+                              "kernel '%s': its blocks loop (phase %d, blocks of %u threads) takes %d bytes of shared "
+                              "memory, and %s device '%s' (%s) has at most %d a block (%s)",
+                              p->kernel_name, k, bs, l->shared, l->family, d->name, l->device_name, l->shared_most,
+                              l->shared_what);
+    return TACK_OK;
 }
 
 /* --------------------------------------------------------------- launch */

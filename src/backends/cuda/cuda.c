@@ -119,6 +119,7 @@ static void load(void) {
     *(void **)&api.cuGraphExecDestroy = tk_dl_sym(api.lib, "cuGraphExecDestroy");
     *(void **)&api.cuGraphDestroy = tk_dl_sym(api.lib, "cuGraphDestroy");
     *(void **)&api.cuDeviceTotalMem = tk_dl_sym(api.lib, "cuDeviceTotalMem_v2");
+    *(void **)&api.cuFuncGetAttribute = tk_dl_sym(api.lib, "cuFuncGetAttribute");
     CUresult r = api.cuInit(0);
     if (r != TACK_CUDA_SUCCESS) {
         const char *s = NULL;
@@ -276,6 +277,13 @@ static tack_status cuda_init_device(tack_device *d) {
     if (api.cuDeviceGetAttribute(&c->sm_threads, TACK_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, c->dev) !=
             TACK_CUDA_SUCCESS || c->sm_threads <= 0)
         c->sm_threads = 2048;
+    /* a blocks loop's limits (cuda_launch.c); -1 where the driver does not say */
+    if (api.cuDeviceGetAttribute(&c->max_block, TACK_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, c->dev) !=
+            TACK_CUDA_SUCCESS || c->max_block <= 0)
+        c->max_block = -1;
+    if (api.cuDeviceGetAttribute(&c->max_shared, TACK_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, c->dev) !=
+            TACK_CUDA_SUCCESS || c->max_shared <= 0)
+        c->max_shared = -1;
     CU(api.cuDriverGetVersion(&c->driver), "cuDriverGetVersion");
     CU(api.cuDevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain");
     CU(api.cuCtxPushCurrent(c->ctx), "cuCtxPushCurrent");

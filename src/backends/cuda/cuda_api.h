@@ -38,6 +38,10 @@ typedef struct CUgraphExec_st *CUgraphExec;
 #define TACK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define TACK_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR 39
 #define TACK_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED 115
+#define TACK_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
+#define TACK_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK 8
+#define TACK_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0 /* CUfunction_attribute */
+#define TACK_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
 #define TACK_CU_JIT_ERROR_LOG_BUFFER 5
 #define TACK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 #define TACK_CU_POINTER_ATTRIBUTE_CONTEXT 1
@@ -87,6 +91,8 @@ typedef struct tack_cuda_api {
                                void **extra);
     /* may be NULL: then blocks per SM come from the thread limit */
     CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *n, CUfunction f, int block, size_t shared);
+    /* optional: without it a blocks loop's block is checked against the device's limits only */
+    CUresult (*cuFuncGetAttribute)(int *v, int attr, CUfunction f);
     /* graphs (cuda_stream.c); each may be NULL: then a capture is refused naming it */
     CUresult (*cuStreamBeginCapture)(CUstream s, int mode); /* cuStreamBeginCapture_v2 */
     CUresult (*cuStreamEndCapture)(CUstream s, CUgraph *g);

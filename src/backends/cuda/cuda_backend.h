@@ -40,6 +40,8 @@ typedef struct cuda_dev {
     int major, minor;
     int driver;                /* cuDriverGetVersion: CUDA version major*1000 + minor*10 */
     int sm_threads;            /* resident threads per multiprocessor (2048 when not said) */
+    int max_block;             /* threads a block (CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK; -1: not said) */
+    int max_shared;            /* static shared memory a block, bytes (..._MAX_SHARED_MEMORY_PER_BLOCK; -1) */
     /* memory: under mem_lock */
     tk_mutex_t mem_lock;
     int pools;                 /* allocate with cuMemAllocAsync; off for good after a failure other than OOM */

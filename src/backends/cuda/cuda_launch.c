@@ -16,7 +16,10 @@
  * passed by value to every phase.  Parallel phases run a grid sized from
  * the loop's extent where the source says how to compute it from the
  * arguments, capped at what fills the device (gpu_launch.c, shared with HIP); serial phases
- * run one thread.  The phases of one call are queued back to back under the
+ * run one thread.  A blocks loop runs blocks of exactly its B threads; a B
+ * its compiled function cannot hold (cuFuncGetAttribute's
+ * MAX_THREADS_PER_BLOCK, lowered by registers) or shared arrays over the
+ * device's shared memory a block is a ValueError at build (check_block).  The phases of one call are queued back to back under the
  * program's lock (they share its frame buffer), and the call returns once
  * they are queued -- except when an array argument is shared with another
  * library (TACK_ARRAY_SHARED: exported or imported through DLPack, or
@@ -102,6 +105,29 @@ static void prog_free(const tack_cuda_api *api, tack_device *d, cuda_prog *cp) {
     tack_free(cp);
 }
 
+/* A blocks phase's B threads against what its compiled function allows
+ * (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the device's 1024, or fewer
+ * where its registers do not fit) and its static shared memory against the
+ * device's (gpu_block_check words the error); the device's own limit where
+ * the driver has no cuFuncGetAttribute. */
+static tack_status check_block(tack_device *d, tack_program *p, cuda_prog *cp, int k) {
+    const tack_cuda_api *api = cuda_api_get();
+    cuda_dev *c = d->state;
+    gpu_block_limits l = {"CUDA", c->name, c->max_block, "CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK", -1,
+                          c->max_shared, "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK"};
+    int v = 0;
+    if (api->cuFuncGetAttribute &&
+        api->cuFuncGetAttribute(&v, TACK_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, cp->fn[k]) == TACK_CUDA_SUCCESS &&
+        v > 0) {
+        l.threads = v;
+        l.threads_what = "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the device's limit and the kernel's registers";
+    }
+    if (api->cuFuncGetAttribute &&
+        api->cuFuncGetAttribute(&v, TACK_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, cp->fn[k]) == TACK_CUDA_SUCCESS)
+        l.shared = v;
+    return gpu_block_check(d, p, &cp->g, k, &l);
+}
+
 tack_status cuda_build(tack_device *d, tack_program *p) {
     const tack_cuda_api *api = cuda_api_get();
     cuda_dev *c = d->state;
@@ -159,6 +185,7 @@ tack_status cuda_build(tack_device *d, tack_program *p) {
             st = cuda_fail(d, r, "cuModuleGetFunction");
             goto fail;
         }
+        if (cp->g.kinds[k] == 'b' && (st = check_block(d, p, cp, k)) != TACK_OK) goto fail;
         int per_sm = 0;
         if (!api->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
             api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cp->fn[k], (int)(cp->g.bsize[k] ? cp->g.bsize[k] : cp->grid.block), 0) != TACK_CUDA_SUCCESS ||

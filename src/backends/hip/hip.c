@@ -97,6 +97,7 @@ static int bind_api(void *lib) {
     *(void **)&api.hipGraphExecDestroy = tk_dl_sym(lib, "hipGraphExecDestroy");
     *(void **)&api.hipGraphDestroy = tk_dl_sym(lib, "hipGraphDestroy");
     *(void **)&api.hipDeviceTotalMem = tk_dl_sym(lib, "hipDeviceTotalMem");
+    *(void **)&api.hipFuncGetAttribute = tk_dl_sym(lib, "hipFuncGetAttribute");
     *(void **)&api.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor =
         tk_dl_sym(lib, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
     return 1;
@@ -293,6 +294,13 @@ static tack_status hip_init_device(tack_device *d) {
     if (api.hipDeviceGetAttribute(&h->cu_threads, TACK_HIP_ATTR_MAX_THREADS_PER_MULTIPROCESSOR, h->ordinal) !=
             TACK_HIP_SUCCESS || h->cu_threads <= 0)
         h->cu_threads = 2048;
+    /* a blocks loop's limits (hip_launch.c); -1 where the runtime does not say */
+    if (api.hipDeviceGetAttribute(&h->max_block, TACK_HIP_ATTR_MAX_THREADS_PER_BLOCK, h->ordinal) != TACK_HIP_SUCCESS ||
+        h->max_block <= 0)
+        h->max_block = -1;
+    if (api.hipDeviceGetAttribute(&h->max_shared, TACK_HIP_ATTR_MAX_SHARED_MEMORY_PER_BLOCK, h->ordinal) !=
+            TACK_HIP_SUCCESS || h->max_shared <= 0)
+        h->max_shared = -1;
     if (api.hipGetDevice(&cur) != TACK_HIP_SUCCESS) cur = -1;
     HIP(api.hipSetDevice(h->ordinal), "hipSetDevice");
     set = 1;

@@ -50,6 +50,11 @@ typedef struct hipGraphExec *hipGraphExec_t;
 #define TACK_HIP_ATTR_MAX_THREADS_PER_MULTIPROCESSOR 57
 #define TACK_HIP_ATTR_MULTIPROCESSOR_COUNT 63
 #define TACK_HIP_ATTR_WARP_SIZE 87
+#define TACK_HIP_ATTR_MAX_THREADS_PER_BLOCK 56
+#define TACK_HIP_ATTR_MAX_SHARED_MEMORY_PER_BLOCK 74
+/* hipFunction_attribute (CUDA's numbering) */
+#define TACK_HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
+#define TACK_HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
 /* hipModuleLaunchKernel's `extra`: the argument buffer and its size */
 #define TACK_HIP_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
 #define TACK_HIP_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
@@ -111,6 +116,8 @@ typedef struct tack_hip_api {
     hipError_t (*hipModuleLaunchKernel)(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                         unsigned by, unsigned bz, unsigned shared, hipStream_t s, void **params,
                                         void **extra);
+    /* may be NULL: then a blocks loop's block is checked against the device's limits only */
+    hipError_t (*hipFuncGetAttribute)(int *v, int attr, hipFunction_t f);
     /* may be NULL: then blocks per compute unit come from the thread limit */
     hipError_t (*hipModuleOccupancyMaxActiveBlocksPerMultiprocessor)(int *n, hipFunction_t f, int block,
                                                                     size_t shared);

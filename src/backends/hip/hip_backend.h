@@ -21,6 +21,8 @@ typedef struct hip_dev {
     hipStream_t stream;
     int warp;            /* the wavefront: 64 (CDNA, GCN) or 32 (RDNA), from hipDeviceAttributeWarpSize */
     int cu_threads;      /* resident threads per compute unit (2048 when not said) */
+    int max_block;       /* threads a block (hipDeviceAttributeMaxThreadsPerBlock; -1: not said) */
+    int max_shared;      /* shared memory (LDS) a block, bytes (hipDeviceAttributeMaxSharedMemoryPerBlock; -1) */
     char arch[64];       /* gcnArchName: "gfx90a:sramecc+:xnack-" */
     char name[128];
     gpu_records rec;     /* programs built for this device, an error kept */

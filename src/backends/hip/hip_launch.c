@@ -18,7 +18,8 @@
  * A truncated, foreign or non-ELF entry is rebuilt.
  *
  * Launch: the CUDA launcher's twin (gpu_launch.c: layout comment, grid,
- * slots, a shared argument's wait).  The slots go to hipModuleLaunchKernel
+ * slots, a shared argument's wait, a blocks loop's block checked at build
+ * against hipFuncGetAttribute's limits: check_block).  The slots go to hipModuleLaunchKernel
  * as the kernel's one by-value argument, through `extra` (the argument
  * buffer and its size), which every ROCm release takes.
  *
@@ -151,6 +152,30 @@ static void prog_free(const tack_hip_api *api, tack_device *d, hip_prog *hp) {
     tack_free(hp);
 }
 
+/* A blocks phase's B threads against what its compiled function allows
+ * (HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the largest work-group the
+ * code object was compiled for, at most the device's) and its static
+ * shared memory (LDS)
+ * against the device's (gpu_block_check words the error); the device's own
+ * limit where the runtime has no hipFuncGetAttribute. */
+static tack_status check_block(tack_device *d, tack_program *p, hip_prog *hp, int k) {
+    const tack_hip_api *api = hip_api_get();
+    hip_dev *h = d->state;
+    gpu_block_limits l = {"HIP", h->name, h->max_block, "hipDeviceAttributeMaxThreadsPerBlock", -1, h->max_shared,
+                          "hipDeviceAttributeMaxSharedMemoryPerBlock"};
+    int v = 0;
+    if (api->hipFuncGetAttribute &&
+        api->hipFuncGetAttribute(&v, TACK_HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, hp->fn[k]) == TACK_HIP_SUCCESS &&
+        v > 0) {
+        l.threads = v;
+        l.threads_what = "HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the code object's largest work-group on the device";
+    }
+    if (api->hipFuncGetAttribute &&
+        api->hipFuncGetAttribute(&v, TACK_HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, hp->fn[k]) == TACK_HIP_SUCCESS)
+        l.shared = v;
+    return gpu_block_check(d, p, &hp->g, k, &l);
+}
+
 tack_status hip_build(tack_device *d, tack_program *p) {
     const tack_hip_api *api = hip_api_get();
     hip_dev *h = d->state;
@@ -196,6 +221,7 @@ tack_status hip_build(tack_device *d, tack_program *p) {
             st = hip_fail(d, r, "hipModuleGetFunction");
             goto fail;
         }
+        if (hp->g.kinds[k] == 'b' && (st = check_block(d, p, hp, k)) != TACK_OK) goto fail;
         int per_cu = 0;
         if (!api->hipModuleOccupancyMaxActiveBlocksPerMultiprocessor ||
             api->hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&per_cu, hp->fn[k], (int)(hp->g.bsize[k] ? hp->g.bsize[k] : hp->grid.block), 0) !=

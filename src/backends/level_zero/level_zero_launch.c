@@ -60,8 +60,10 @@
  * zeKernelSuggestGroupSize allows) work-items, compute units x 8 groups
  * (the kernels loop with a grid stride, so any count is correct); a serial
  * phase runs one group of one.  A blocks loop (tack.blocks(n, B), phase
- * letter 'b') runs groups of exactly B work-items, compute units x 8 of
- * them as OpenCL launches it (each group takes blocks g, g + groups, ...);
+ * letter 'b') runs groups of exactly B work-items, one a block of the
+ * loop where its extent is known from the arguments (the source's
+ * tack-grid-work comment, read by gpu_launch.c), at most compute units x 8
+ * (each group takes blocks g, g + groups, ...);
  * a B over the device's maxTotalGroupSize or maxGroupSizeX, over what the
  * kernel's properties allow (maxNumSubgroups x maxSubgroupSize), or shared
  * arrays over maxSharedLocalMemory, is an error at build naming the kernel,
@@ -113,6 +115,7 @@ typedef struct lz_prog {
     ze_kernel_handle_t *k;
     void *frame;
     int fp64;
+    gpu_grid grid; /* the loops' extents: a blocks loop's group count (fill: compute units x 8) */
 } lz_prog;
 
 #define SPV_HEAD "tack-level-zero-cache-key "
@@ -366,6 +369,9 @@ tack_status lz_check_record(tack_device *d) {
 static tack_status parse_layout(tack_program *p, lz_prog *cp) {
     tack_status st = gpu_opencl_layout(p, &cp->g, "a Level Zero device", &cp->fp64);
     if (st != TACK_OK) return st;
+    cp->grid.block = 1;           /* read for 'b' phases only, whose work counts blocks */
+    cp->grid.blocks = cp->g.kinds;
+    if ((st = gpu_grid_work(p, &cp->g, &cp->grid)) != TACK_OK) return st;
     cp->k = tack_calloc((size_t)cp->g.nph + 1, sizeof(ze_kernel_handle_t));
     if (!cp->k) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     return TACK_OK;
@@ -380,6 +386,7 @@ static void prog_free(tack_device *d, lz_prog *cp) {
             if (cp->k[i]) api->zeKernelDestroy(cp->k[i]);
     if (cp->module) api->zeModuleDestroy(cp->module);
     if (cp->frame) api->zeMemFree(c->ctx, cp->frame);
+    gpu_grid_free(&cp->grid);
     gpu_prog_fini(&cp->g);
     tack_free(cp->k);
     tack_free(cp);
@@ -437,6 +444,7 @@ static tack_status make_kernels(tack_device *d, tack_program *p, lz_prog *cp) {
             return lz_error(r, what, d);
         }
         uint32_t l = 1;
+        cp->grid.fill[k] = c->units * 8; /* the most groups a phase launches */
         if (cp->g.kinds[k] == 'p') {
             uint32_t x = 0, y = 0, z = 0;
             l = c->max_group < 256 ? c->max_group : 256;
@@ -611,7 +619,10 @@ tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int
     tk_mutex_lock(&l->lock);
     for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
-        ze_group_count_t groups = {cp->g.kinds[k] != 's' ? c->units * 8 : 1, 1, 1}; /* 'b': each takes blocks g, g + groups, ... */
+        /* a blocks loop: one group a block, at most units x 8 (each takes blocks g, g + groups, ...) */
+        char kind = cp->g.kinds[k];
+        uint32_t ng = kind == 'p' ? c->units * 8 : kind == 'b' ? gpu_phase_grid(&cp->grid, k, p, args, nargs) : 1;
+        ze_group_count_t groups = {ng, 1, 1};
         lz_slot *sig = !first ? NULL : k == 0 ? first : k == cp->g.nph - 1 ? last : NULL;
         ze_result_t r = api->zeCommandListAppendLaunchKernel(l->list, cp->k[k], &groups, sig ? sig->ev : NULL, 0, NULL);
         if (r != TACK_ZE_RESULT_SUCCESS) st = lz_error(r, "zeCommandListAppendLaunchKernel", d);

@@ -47,6 +47,15 @@
  * Dispatches in one encoder run in order, each seeing the previous one's
  * writes.
  *
+ * Profile: while tack.profile() records, each launch's command buffer is
+ * kept (one more retain) in the launch's timer, read when the profile
+ * stops (runtime/profile.c): once it has completed, its GPUEndTime minus
+ * its GPUStartTime (seconds of the GPU's clock, which Metal gives for a
+ * completed command buffer) is the launch's device time -- all of its
+ * phases, as the event pair around them is on CUDA and HIP.  A command
+ * buffer that failed, or one without the times, is an error of the
+ * profile's stop, not of the launch.
+ *
  * Errors: the error record is shared storage the host reads directly once
  * the queued command buffers have completed (metal_check_record), at each
  * synchronization point; a program freed with a failure still recorded
@@ -269,6 +278,48 @@ static uint64_t scalar_word(const tk_pinfo *pi, const tack_arg *a, int part) {
     return a->scalar.u;
 }
 
+/* The device time of a launch's command buffer, read once it has completed
+ * (rt_prof_timer; ns NULL: the event was dropped, the buffer only released). */
+typedef struct metal_timer {
+    tack_device *d;
+    id cb; /* retained */
+} metal_timer;
+
+static tack_status timer_read(void *ctx, int64_t *ns) {
+    metal_timer *t = ctx;
+    metal_dev *h = t->d->state;
+    tack_status st = TACK_OK;
+    void *pool = metal_pool_push(h->api);
+    if (ns) {
+        mtl_void(t->cb, TK_S(waitUntilCompleted));
+        double t0 = mtl_double(t->cb, TK_S(GPUStartTime)), t1 = mtl_double(t->cb, TK_S(GPUEndTime));
+        if (mtl_cb_status(t->cb, TK_S(status)) == TK_MTL_CB_ERROR)
+            st = tack_set_error(TACK_ERR_DEVICE, "%s (%s): a profiled launch's command buffer failed: no device time",
+                                t->d->name, h->name);
+        else if (t0 <= 0 || t1 < t0)
+            st = tack_set_error(TACK_ERR_DEVICE,
+                                "%s (%s): Metal gives no GPUStartTime and GPUEndTime for a profiled launch's "
+                                "command buffer (%g, %g)",
+                                t->d->name, h->name, t0, t1);
+        else
+            *ns = (int64_t)((t1 - t0) * 1e9 + 0.5); /* seconds as a double: to the nearest ns */
+    }
+    mtl_void(t->cb, TK_S(release));
+    metal_pool_pop(h->api, pool);
+    tack_free(t);
+    return st;
+}
+
+/* While a profile records: cb's timer, for tack_launch to record with the launch. */
+static void time_launch(tack_device *d, id cb) {
+    metal_timer *t = tack_malloc(sizeof *t);
+    if (!t) return; /* no device time, and no error of the launch */
+    t->d = d;
+    t->cb = mtl_id(cb, TK_S(retain));
+    rt_prof_timer tm = {timer_read, t};
+    rt_prof_cur_timer = tm;
+}
+
 static tack_status encode(tack_device *d, metal_q *q, metal_prog *mp, const tack_arg *args, int nargs,
                           const uint64_t *words, size_t nwords, int *shared) {
     metal_dev *h = d->state;
@@ -317,6 +368,7 @@ static tack_status encode(tack_device *d, metal_q *q, metal_prog *mp, const tack
     }
     mtl_void(enc, TK_S(endEncoding));
     mtl_void(cb, TK_S(commit));
+    if (rt_prof_on()) time_launch(d, cb); /* runtime/profile.c */
     return metal_q_add(d, q, mtl_id(cb, TK_S(retain)));
 }
 
