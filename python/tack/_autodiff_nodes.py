@@ -11,7 +11,7 @@ the node whose line the new one gets (or None, where there is none yet) and copi
 
 `SEP`, the middle dot, joins the parts of the names the adjoint makes (``x·grad``, ``t·3``,
 ``f·2·name``): Python takes it in an identifier and no source spells it, so a made name never
-meets a user's (tack._structs_rewrite uses the same).
+meets a user's (tack._structs_nodes uses the same).
 
 The builders of the arithmetic here do not copy their operands (the generator hands them fresh
 nodes); the scalarizing rewrite, which reuses a component's expression in several places, has
@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import copy
 
-SEP = "\u00b7"  # a middle dot: an identifier to Python, spelled by no source (as tack._structs_rewrite's)
+SEP = "\u00b7"  # a middle dot: an identifier to Python, spelled by no source (as tack._structs_nodes's)
 
 
 def _loc(new, old):

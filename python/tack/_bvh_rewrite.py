@@ -48,7 +48,7 @@ from ._array import zeros as _zeros
 from ._core import f32, f64, i32
 from ._hashgrid_rewrite import _Place  # the same placing of the user's body in the template
 from ._rewritten_call import QueryRewriter
-from ._structs_rewrite import SEP
+from ._structs_nodes import SEP
 
 _LOOP = """
 {T}stk = __tk_zeros({S}, __tk_i32)

@@ -40,7 +40,7 @@ import numpy as np
 from ._core import f32, f64
 
 from ._rewritten_call import QueryRewriter
-from ._structs_rewrite import SEP
+from ._structs_nodes import SEP
 
 _TEMPLATE = {
     2: """

@@ -143,7 +143,8 @@ def rewrite_function(fn, keys, make_rw, what, fields):
     rewritten by make_rw(fn, base, {parameter: key}) -- a QueryRewriter -- and
     carrying the new tree as __tack_tree__.
     `what` names the structure in the refusal of other kinds of parameter."""
-    from ._structs_rewrite import SEP, _make, _parse
+    from ._structs_nodes import SEP
+    from ._structs_rewrite import _make, _parse
 
     fdef, base = _parse(fn)
     if not isinstance(fdef, ast.FunctionDef):
