@@ -359,6 +359,7 @@ def every_source(target):
     """The source of every kernel the primitives launch, for `target`, with
     32-bit floats (Metal has no double) and the integer widths they use."""
     from tack import _algorithms as A
+    from tack import _algorithms_sort as S
 
     def z(n, dt):
         return tack.zeros(n, dt)
@@ -368,14 +369,14 @@ def every_source(target):
         (A._scan, (z(4, i32), z(4, i64), z(2, i64), z(2, i64), 2, 0, 0)),
         (A._scan, (z(4, f32), z(4, f32), z(2, f32), z(2, f32), 2, 0, 1)),
         (A._scan_with(A._op_sum), (z(4, np.complex64), z(4, np.complex64), z(2, np.complex64), z(2, np.complex64), 2, 0)),
-        (A._key_span, (z(4, u32), z(5, u32), tack.zeros((2, 2), u32), 2, 2)),
-        (A._radix_pass, (z(4, u32), z(1, i64), z(4, u32), z(1, i64), z(5, u32), tack.zeros((2, 256), i64), z(256, i64),
+        (S._key_span, (z(4, u32), z(5, u32), tack.zeros((2, 2), u32), 2, 2)),
+        (S._radix_pass, (z(4, u32), z(1, i64), z(4, u32), z(1, i64), z(5, u32), tack.zeros((2, 256), i64), z(256, i64),
                          2, 0, 2, 0, 1)),
-        (A._radix_pass_kv, (z(4, u32), z(4, i32), z(4, u32), z(4, i64), z(5, u32), tack.zeros((2, 256), i64),
+        (S._radix_pass_kv, (z(4, u32), z(4, i32), z(4, u32), z(4, i64), z(5, u32), tack.zeros((2, 256), i64),
                             z(256, i64), 2, 0, 2, 0, 0)),
-        (A._radix_pass_kv, (z(4, np.uint64), z(4, f32), z(4, np.uint64), z(4, f32), z(5, np.uint64),
+        (S._radix_pass_kv, (z(4, np.uint64), z(4, f32), z(4, np.uint64), z(4, f32), z(5, np.uint64),
                             tack.zeros((2, 256), i64), z(256, i64), 1, 0, 2, 0, 1)),
-        (A._iota, (z(4, i64),)),
+        (S._iota, (z(4, i64),)),
         (A._reduce_kernel(_argmax_pair), (z(4, i64), z(2, i64), 2)),
         (A._count_true, (z(4, np.bool_), z(3, i64), 2)),
         (A._compact_scatter, (z(4, f32), z(4, np.bool_), z(3, i64), z(4, f32), 2)),

@@ -1,0 +1,68 @@
+"""What the parallel primitives share: taking their arguments and cutting their input into blocks.
+
+Every primitive of tack._algorithms and tack._algorithms_sort takes 1-D arrays in C order (a
+strided view is gathered into a copy on its device, anything array-like goes through
+tack.asarray), checks that their dtypes are ones it takes -- the error naming the function and the
+argument -- and cuts n elements into blocks for the blocked two-pass pattern: a few blocks per CPU
+thread, each streaming through memory on one core, and one per 4,096 elements on a GPU, where the
+serial loop over a block is one work-item's.  Small constants reach the device as arrays
+(``_host``).  These helpers sit below both modules and import neither, so that the sort can be a
+module of its own without importing the one that re-exports it.
+"""
+
+import numpy as np
+
+from . import _core
+from ._array import asarray as _asarray
+
+
+def _one_d(x, name, what):
+    """x as a 1-D Tack array in C order: a strided view is gathered (a copy on
+    its device), anything else array-like goes through tack.asarray."""
+    if not isinstance(x, _core.Array):
+        if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
+            x = _core.from_dlpack(x)
+        else:
+            x = _asarray(np.asarray(x))
+    if x.ndim != 1:
+        raise ValueError(f"tack.{what}: {name} must be a 1-D array, got shape {tuple(x.shape)}"
+                         " (ravel it, or pass one row at a time)")
+    if getattr(x, "strided", False):
+        x = x.copy()
+    return x
+
+
+def _numeric(x, name, what, complex_ok=False):
+    kind = x.dtype.kind
+    if x.dtype.shape != () or kind not in ("b", "i", "u", "f") + (("c",) if complex_ok else ()):
+        raise TypeError(f"tack.{what}: {name} has dtype {x.dtype.name}; it takes bool, integer or float"
+                        + (" or complex" if complex_ok else "") + " elements")
+
+
+def _npdtype(dt):
+    return np.dtype(dt.numpy)
+
+
+def _blocks(n, device, gpu_block=4096):
+    """(number of blocks, elements per block) for n elements on device."""
+    if n == 0:
+        return 1, 1
+    if device.startswith("cpu"):
+        nb = max(1, 4 * _core.device_threads(device))
+        nb = min(nb, max(1, n // 1024))
+    else:
+        nb = max(1, -(-n // gpu_block))
+    bs = -(-n // nb)
+    return -(-n // bs), bs
+
+
+def _host(values, dtype, device):
+    """A small NumPy array of dtype moved to device."""
+    from ._array import array as _array
+    return _array(np.asarray(values, dtype), device=device)
+
+
+def _sortable(a, name, what):
+    a = _one_d(a, name, what)
+    _numeric(a, name, what)
+    return a
