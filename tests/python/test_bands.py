@@ -47,10 +47,10 @@ def _heat_args(nz, ny, nx, dt=np.float32):
     return [src, np.zeros_like(src), power, dt(0.4), dt(0.1), dt(0.05)]
 
 
-# (nz, ny, nx): layers past the threshold (banded: ny 128 in bands of 32 at nx 512, of 16 at 700;
-# rows that chunks split (nx 500, 700)); a prime ny (no band height divides it: one band);
-# small layers (not banded); f64
-@pytest.mark.parametrize("shape", [(3, 128, 512), (4, 128, 700), (3, 131, 700), (5, 16, 64)])
+# (nz, ny, nx): layers past the threshold (1.5 MiB over the three f32 arrays: banded, ny 256 in bands
+# of 16 at nx 700, ny 128 in bands of 8 at nx 1100; rows that chunks split); a prime ny (no band
+# height divides it: one band); small layers (not banded)
+@pytest.mark.parametrize("shape", [(3, 256, 700), (4, 128, 1100), (3, 263, 700), (5, 16, 64)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_stencil_same_bits(shape, threads):
     args = _heat_args(*shape)
@@ -61,7 +61,7 @@ def test_stencil_same_bits(shape, threads):
 
 
 def test_stencil_f64():
-    args = _heat_args(3, 64, 1024, np.float64)
+    args = _heat_args(3, 128, 1024, np.float64)  # 2 MiB a layer: bands of 8 rows
     on = _run(heat3d, args)
     off = _run(heat3d, args, bands=False)
     assert np.array_equal(on[1].view(np.uint64), off[1].view(np.uint64))
@@ -89,8 +89,8 @@ def _banded_order(nz, ny, bh):
 def test_rows_run_band_by_band():
     """One thread, a loop whose rows record which row ran before them (without checks: the
     checks of prev[0] under the `if` would stay in the loop and keep it unbanded): band by band, 16 rows a
-    band (8 bytes a point of each of the three arrays: bands of 192 KiB / 24 / 512 rows at most),
-    and row after row with the pass off."""
+    band (8 bytes a point of each of the three arrays, 1.5 MiB a layer: bands of 192 KiB / 24 /
+    512 rows at most), and row after row with the pass off."""
     nz, ny, nx = 3, 128, 512
     src = np.ones((nz, ny, nx), np.int64)
     args = [src, np.zeros((nz, ny), np.int64), np.full(1, -1, np.int64)]
@@ -162,7 +162,7 @@ def heat3d_off_edge(src, dst):
 def test_an_index_error_after_the_same_writes(threads):
     """The launch bands only under periodic.c's flag; where it fails, the rows run in their own
     order with their checks, and the IndexError comes after the same writes as with the pass off."""
-    src = np.random.default_rng(5).random((3, 128, 700)).astype(np.float32)
+    src = np.random.default_rng(5).random((3, 256, 1100)).astype(np.float32)  # 2 MiB a layer
     got = []
     for settings in ({}, {"bands": False}):
         dst = np.zeros_like(src)

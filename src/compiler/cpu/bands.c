@@ -55,17 +55,22 @@
  * any of that fails the launch sets bh = ny, one band: the numbering is the
  * plain one, row for row.
  *
- * Measured (hotspot3D's step at 512^2 x 8, one thread, the same loop
- * written in bands by hand under Numba, load 0.7): 1.11-1.26 -> 0.94-1.08 ms
- * for band heights 16 to 128; at 128^2 x 8, whose layers fit in the cache,
- * banding was 0.95x: hence TK_BAND_LAYER.
+ * Measured (one thread, an Intel Xeon with 2 MiB of level 2 a core, load
+ * 0.7-1.8): hotspot3D's step at 512^2 x 8 (3 MiB a layer), the same loop
+ * written in bands by hand under Numba, 1.11-1.26 -> 0.94-1.08 ms for band
+ * heights 16 to 128, and this pass 1.26-1.32 -> 0.91-0.93 ms; at 128^2 x 8,
+ * whose layers fit, bands were 0.95x.  A 7-point stencil in f64 (two arrays):
+ * 320^3 (1.6 MiB a layer) 48.4 -> 37.9 ms, 256^3 (1 MiB) 3-4% slower banded,
+ * so TK_BAND_LAYER is 1.5 MiB: three layers of what a stencil reads must
+ * outgrow the second level before bands pay.  A core with less of it would
+ * gain from a lower threshold; the launch has no cache size to ask.
  */
 #include "compiler/compiler.h"
 #include "compiler/emit/emit.h"
 #include "runtime/config.h"
 
-/* Layers smaller than this (bytes over all the kernel's arrays) stay unbanded: they fit in the cache. */
-#define TK_BAND_LAYER (1 << 20)
+/* Layers smaller than this (bytes over all the kernel's arrays) stay unbanded: three fit in the cache. */
+#define TK_BAND_LAYER (3 << 19)
 /* A band's rows hold at most this many bytes over all the kernel's arrays. */
 #define TK_BAND_BYTES (192 << 10)
 
