@@ -32,13 +32,39 @@
  *
  * Inside a region the threads' iterations are plain loop iterations; the
  * C compiler may vectorize them where nothing in the region stops it, as
- * it does any loop.
+ * it does any loop, proving for itself that no iteration reads what an
+ * earlier one wrote: nothing here tells it so.
+ *
+ * Making the regions fast (config.def's blocks_fast, on by default; off
+ * gives the general layout, which the tests compare bit for bit).  A block
+ * reduction written as the docs write it spent its time on work the threads
+ * do not need: `stride`, the same in every thread, was an array of B values
+ * updated in a loop of B iterations after every barrier; `if t < stride`
+ * ran B iterations to do `stride` of them; the temporaries of `s[t] +=
+ * s[t + stride]` were arrays of B values; and every region that read an
+ * array held an index check whose early exit stops the C compiler from
+ * vectorizing the loop.  Four changes, each keeping every thread's
+ * statements and their order 0 .. B-1 within a region, so no result
+ * changes, float sums included:
+ *
+ *   - the block's values (same_values): a local every thread holds the same
+ *     value of is one scalar, and its assignments run once for the block;
+ *   - one-region scalars set before every use (md_stmt), not only those
+ *     set first at the region's top level;
+ *   - a region that is `if <t compared with a bound>:` loops only over the
+ *     threads whose test can hold (thread_test);
+ *   - a region's checks (and its indices' wraps) computed first, in a loop
+ *     of their own, where they test values the region does not change;
+ *     where none fails the region runs a copy without them (checks_first).
+ *
+ * Each section below says why its change is exact.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "compiler/compiler.h"
 #include "compiler/emit/emit.h"
+#include "runtime/config.h"
 
 typedef struct blk {
     tk_emitter *e;
@@ -51,6 +77,11 @@ typedef struct blk {
     int *region;
     char *first_def;
     int nregion;
+    int fast;        /* config.def's blocks_fast (the essay's four changes) */
+    char *undef;     /* per local: read in its region where not every path has set it yet */
+    char *scalar;    /* per local: one scalar for every thread of its one region */
+    char *keep;      /* per local: no lane suffix (b, t, the shared arrays, the scalars) */
+    char *uni;       /* per local: the block's one value (same_values), set outside the thread loops */
 } blk;
 
 static int has_barrier(const tk_ir *s) {
@@ -86,6 +117,67 @@ static void refs(blk *R, const tk_ir *x, int region) {
     for (int i = 0; i < x->n; i++) refs(R, x->k[i], region);
 }
 
+/* ------------------------------------------------- set before every use
+ * With blocks_fast, a value local used in one region only is the thread's
+ * own there (one scalar for every thread in turn) also where the region sets
+ * it under an if or in a loop -- `if t < stride: k = t + stride; s[t] +=
+ * s[k]` -- as long as every read of it in the region comes after a write of
+ * it on every path from the region's top: a thread then never sees the value
+ * the thread before it left.  The walk carries the set of locals written on
+ * every path so far (an if's two ways meet in their intersection; what a
+ * loop's body writes is forgotten after it, since it may run no times); a
+ * read of a local outside the set marks it `undef`, and it stays an array
+ * of B values. */
+static char *md_copy(blk *R, const char *def) {
+    size_t nl = (size_t)R->e->S->nlocals + 1;
+    char *c = tk_alloc(&R->e->C->arena, nl);
+    memcpy(c, def, nl);
+    return c;
+}
+
+static void md_reads(blk *R, const tk_ir *x, const char *def) {
+    switch (x->op) {
+    case IR_LOCAL: case IR_LLOAD: case IR_LSTORE: case IR_SETCOMP: case IR_LARRAY:
+        if (x->local >= 0 && !def[x->local]) R->undef[x->local] = 1;
+        break;
+    default: break;
+    }
+    for (int i = 0; i < x->n; i++) md_reads(R, x->k[i], def);
+}
+
+static void md_stmt(blk *R, const tk_ir *s, char *def) {
+    int nl = R->e->S->nlocals;
+    switch (s->op) {
+    case IR_BLOCK:
+        for (int i = 0; i < s->n; i++) md_stmt(R, s->k[i], def);
+        return;
+    case IR_ASSIGN: case IR_LFILL:
+        for (int i = 0; i < s->n; i++) md_reads(R, s->k[i], def);
+        if (s->local >= 0) def[s->local] = 1;
+        return;
+    case IR_IF: {
+        md_reads(R, s->k[0], def);
+        char *a = md_copy(R, def), *b = md_copy(R, def);
+        md_stmt(R, s->k[1], a);
+        md_stmt(R, s->k[2], b);
+        for (int l = 0; l < nl; l++) def[l] = a[l] && b[l];
+        return;
+    }
+    case IR_WHILE:
+        md_reads(R, s->k[0], def);
+        md_stmt(R, s->k[1], md_copy(R, def));
+        return;
+    case IR_FOR: {
+        for (int i = 0; i < 3; i++) md_reads(R, s->k[i], def);
+        char *a = md_copy(R, def);
+        if (s->local >= 0) a[s->local] = 1;
+        md_stmt(R, s->k[3], a);
+        return;
+    }
+    default: md_reads(R, s, def); return;
+    }
+}
+
 static int has_barrier(const tk_ir *s);
 
 static void plan_region(blk *R, const tk_ir *b, int i, int j) {
@@ -104,6 +196,12 @@ static void plan_region(blk *R, const tk_ir *b, int i, int j) {
             if (!reads) R->first_def[l] = 1;
         }
         refs(R, x, region);
+    }
+    if (R->fast) {
+        int nl = R->e->S->nlocals + 1;
+        char *def = tk_alloc(&R->e->C->arena, (size_t)nl);
+        memset(def, 0, (size_t)nl);
+        for (int k = i; k < j; k++) md_stmt(R, b->k[k], def);
     }
 }
 
@@ -132,12 +230,420 @@ static void plan(blk *R, const tk_ir *b) {
     }
 }
 
-/* for (t = 0; t < B; t++) { stmts[i, j) } */
+/* ------------------------------------------------------ the block's values
+ * With blocks_fast, a value local that every thread holds the same value of
+ * at every point -- `stride = BS // 2 ... stride //= 2` around barriers, a
+ * loop's variable around a barrier -- is one scalar of the block, not B
+ * values, and a region that only sets such locals runs once for the block
+ * instead of once per thread.  A local is one of these when each of its
+ * assignments is either the variable of a loop around a barrier (set
+ * from bounds that every thread agrees on, uniform()) or a statement of a
+ * region made of nothing but assignments to such locals of values computed
+ * from constants, such locals, b and the kernel's values (no memory, no
+ * call, not t).  Then every thread starts with the same value (the block's
+ * locals start at zero), and each such region, run by thread 0, 1, ... on
+ * its own copies, gives every copy the same new value, which running it once
+ * gives the one scalar; a thread reading it anywhere else reads what its own
+ * copy would have held.  Found as the largest such set: start from every
+ * value local of the body and drop those assigned anywhere else, until
+ * nothing changes. */
+static int same_value(const blk *R, const tk_ir *x) {
+    switch (x->op) {
+    case IR_CONST: return !x->str;
+    case IR_LOCAL:
+        return x->local >= 0 && x->local != R->pf->local &&
+               (R->uni[x->local] || x->local == R->pf->vars[0] ||
+                R->e->S->locals[x->local].scope != R->e->S->locals[R->pf->vars[0]].scope);
+    case IR_CAST: case IR_BIN: case IR_UN:
+        for (int i = 0; i < x->n; i++)
+            if (!same_value(R, x->k[i])) return 0;
+        return x->n > 0;
+    default: return 0;
+    }
+}
+
+static int mentions(const tk_ir *x, int l) {
+    switch (x->op) {
+    case IR_LOCAL: case IR_LLOAD: case IR_LSTORE: case IR_LFILL: case IR_ASSIGN: case IR_SETCOMP: case IR_FOR:
+    case IR_LARRAY:
+        if (x->local == l) return 1;
+        break;
+    default: break;
+    }
+    for (int i = 0; i < x->n; i++)
+        if (mentions(x->k[i], l)) return 1;
+    return 0;
+}
+
+/* Whether statement k of the region stmts[i, j) sets one of the block's values, once for the block:
+ * an assignment at the region's top level of a value of the block's, to a local no statement before
+ * it in the region mentions (which would see the new value, run before the loop, where it saw its
+ * own old one). */
+static int once_for_block(const blk *R, const tk_ir *b, int i, int k) {
+    const tk_ir *x = b->k[k];
+    if (!R->fast || x->op != IR_ASSIGN || x->n != 1 || x->local < 0 || !R->uni[x->local] || !same_value(R, x->k[0]))
+        return 0;
+    for (int q = i; q < k; q++)
+        if (mentions(b->k[q], x->local)) return 0;
+    return 1;
+}
+
+/* Every local x assigns (within a region that does more) is not one of the block's values. */
+static int drop_defs(blk *R, const tk_ir *x) {
+    int changed = 0;
+    if ((x->op == IR_ASSIGN || x->op == IR_SETCOMP || x->op == IR_FOR || x->op == IR_LFILL) && x->local >= 0 &&
+        R->uni[x->local]) {
+        R->uni[x->local] = 0;
+        changed = 1;
+    }
+    for (int i = 0; i < x->n; i++) changed |= drop_defs(R, x->k[i]);
+    return changed;
+}
+
+static int same_walk(blk *R, const tk_ir *b) {
+    int changed = 0, i = 0;
+    while (i < b->n) {
+        if (!has_barrier(b->k[i])) {
+            int j = i;
+            while (j < b->n && !has_barrier(b->k[j])) j++;
+            for (int k = i; k < j; k++)
+                if (!once_for_block(R, b, i, k)) changed |= drop_defs(R, b->k[k]);
+            i = j;
+            continue;
+        }
+        const tk_ir *x = b->k[i++];
+        switch (x->op) {
+        case IR_BLOCK: changed |= same_walk(R, x); break;
+        case IR_IF: changed |= same_walk(R, x->k[1]) | same_walk(R, x->k[2]); break;
+        case IR_WHILE: changed |= same_walk(R, x->k[1]); break;
+        case IR_FOR: changed |= same_walk(R, x->k[3]); break; /* its variable: set by uniform() bounds */
+        default: break;
+        }
+    }
+    return changed;
+}
+
+static void same_values(blk *R, const tk_ir *body, int scope) {
+    const tk_spec *S = R->e->S;
+    for (int i = 0; i < S->nlocals; i++) {
+        const tk_local *l = &S->locals[i];
+        R->uni[i] = R->fast && l->scope == scope && l->ty.kind == TY_VALUE && ty_is_scalar(l->ty) &&
+                    !ty_is_complex(l->ty) && !l->shared && i != R->pf->local && i != R->pf->vars[0];
+    }
+    while (same_walk(R, body)) {
+    }
+}
+
+/* ---------------------------------------------- a stretch's checks first
+ * A region whose loop holds a check (an index, a division) cannot be
+ * vectorized: a failing check leaves the loop halfway.  With blocks_fast,
+ * where every check of a region tests values that no thread changes while
+ * the region runs -- constants, t, b, the kernel's values, the block's
+ * values, a per-thread local the region does not set, or a local the region
+ * sets once, before each of its reads, to such a value (`i = b * B + t`,
+ * read through it) -- the checks are first computed for every thread the
+ * region's loop runs, in a loop of their own that nothing leaves; where none
+ * fails, the region runs a copy without them, and otherwise as written,
+ * which fails at the same thread, at the same check, after the same work.
+ * Computing a check where the region would not reach it (under a false if)
+ * only sends the region to the copy with checks, so the computations
+ * allowed are those that cannot trap (no division, no shift). */
+typedef struct pre {
+    blk *R;
+    int *ndef;      /* per local: the statements of the region that set it */
+    char *undef;    /* per local: read in the region where not set on every path before */
+    tk_ir **env;    /* per local: the value it is set to once, its locals replaced */
+    int ok;
+} pre;
+
+static void count_defs(pre *Q, const tk_ir *x) {
+    if ((x->op == IR_ASSIGN || x->op == IR_SETCOMP || x->op == IR_FOR || x->op == IR_LFILL || x->op == IR_LSTORE) &&
+        x->local >= 0)
+        Q->ndef[x->local]++;
+    for (int i = 0; i < x->n; i++) count_defs(Q, x->k[i]);
+}
+
+/* x with its locals replaced by their values, or NULL where it holds something else. */
+static tk_ir *fixed(pre *Q, const tk_ir *x) {
+    blk *R = Q->R;
+    switch (x->op) {
+    case IR_CONST: if (x->str) return NULL; break;
+    case IR_SHAPE: break;
+    case IR_LOCAL:
+        if (x->local < 0 || R->e->S->locals[x->local].ty.kind != TY_VALUE) return NULL;
+        if (Q->env[x->local]) return ir_clone(R->e->C, Q->env[x->local]);
+        if (Q->ndef[x->local] && x->local != R->pf->local) return NULL;
+        break;
+    case IR_CAST: case IR_UN: case IR_AND: case IR_OR: case IR_SELECT: break;
+    case IR_BIN:
+        if (x->sub == B_DIV || x->sub == B_FLOORDIV || x->sub == B_MOD || x->sub == B_POW || x->sub == B_SHL ||
+            x->sub == B_SHR || x->sub >= B_MATMUL)
+            return NULL;
+        break;
+    default: return NULL;
+    }
+    tk_ir *c = ir_new(R->e->C, x->op, x->ty, x->line);
+    tk_ir **k = c->k;
+    int cap = c->cap;
+    *c = *x;
+    c->k = k;
+    c->cap = cap;
+    c->n = 0;
+    for (int i = 0; i < x->n; i++) {
+        tk_ir *y = fixed(Q, x->k[i]);
+        if (!y) return NULL;
+        ir_push(R->e->C, c, y);
+    }
+    return c;
+}
+
+/* Walk the region in order: the values of the locals it sets once, and whether every check is fixed. */
+static void pre_walk(pre *Q, const tk_ir *x) {
+    if (!Q->ok) return;
+    if (x->op == IR_CHECK) {
+        for (int i = 0; i < x->n && Q->ok; i++)
+            if (!fixed(Q, x->k[i])) Q->ok = 0;
+        return;
+    }
+    if (x->op == IR_ASSIGN && x->n == 1 && x->local >= 0 && Q->ndef[x->local] == 1 && !Q->undef[x->local] &&
+        Q->R->e->S->locals[x->local].ty.kind == TY_VALUE)
+        Q->env[x->local] = fixed(Q, x->k[0]);
+    for (int i = 0; i < x->n; i++) pre_walk(Q, x->k[i]);
+}
+
+static int has_check(const tk_ir *x) {
+    if (x->op == IR_CHECK || x->op == IR_WRAP) return 1;
+    for (int i = 0; i < x->n; i++)
+        if (has_check(x->k[i])) return 1;
+    return 0;
+}
+
+/* Statement x without its checks and without the wraps of indices checks_first found not negative
+ * (a copy). */
+static tk_ir *unchecked(pre *Q, const tk_ir *x) {
+    tk_cc *C = Q->R->e->C;
+    if (x->op == IR_WRAP && fixed(Q, x->k[0])) return unchecked(Q, x->k[0]);
+    tk_ir *c = ir_clone(C, x);
+    for (int i = 0; i < c->n; i++) c->k[i] = unchecked(Q, x->k[i]);
+    if (c->op == IR_BLOCK) {
+        int m = 0;
+        for (int i = 0; i < c->n; i++)
+            if (c->k[i]->op != IR_CHECK) c->k[m++] = c->k[i];
+        c->n = m;
+    }
+    return c;
+}
+
+static void emit_fails(pre *Q, const tk_ir *x, const char *name) {
+    tk_emitter *e = Q->R->e;
+    tk_ir *w = x->op == IR_WRAP ? fixed(Q, x->k[0]) : NULL;
+    if (w) { /* a negative index: the copy with its wraps */
+        I(e); P(e, "%s |= ((int64_t)(", name); ex(e, w); P(e, ") < 0);\n");
+    }
+    if (x->op == IR_CHECK) {
+        tk_ir *c = ir_new(e->C, IR_CHECK, x->ty, x->line);
+        tk_ir **k = c->k;
+        int cap = c->cap;
+        *c = *x;
+        c->k = k;
+        c->cap = cap;
+        c->n = 0;
+        for (int i = 0; i < x->n; i++) ir_push(e->C, c, fixed(Q, x->k[i]));
+        I(e); P(e, "%s |= (", name); check_fails(e, c); P(e, ");\n");
+        return;
+    }
+    for (int i = 0; i < x->n; i++) emit_fails(Q, x->k[i], name);
+}
+
+/* The checks of stmts[i, j) as one test `name` computed over threads lo .. hi - 1 (and the wraps of
+ * their indices: whether one is negative), or NULL where the region does not qualify. */
+static pre *checks_first(blk *R, tk_ir *b, int i, int j, const char *lo, const char *hi, const char *name) {
+    tk_emitter *e = R->e;
+    int have = 0;
+    for (int k = i; k < j && !have; k++) have = has_check(b->k[k]);
+    if (!R->fast || !have) return NULL;
+    size_t nl = (size_t)e->S->nlocals + 1;
+    pre *P_ = tk_alloc(&e->C->arena, sizeof(pre));
+    pre Q = {R, tk_alloc(&e->C->arena, sizeof(int) * nl), tk_alloc(&e->C->arena, nl),
+             tk_alloc(&e->C->arena, sizeof(tk_ir *) * nl), 1};
+    for (int k = i; k < j; k++) count_defs(&Q, b->k[k]);
+    char *saved = R->undef, *def = tk_alloc(&e->C->arena, nl);
+    R->undef = Q.undef;
+    for (int k = i; k < j; k++) md_stmt(R, b->k[k], def);
+    R->undef = saved;
+    for (int k = i; k < j && Q.ok; k++) pre_walk(&Q, b->k[k]);
+    if (!Q.ok) return NULL;
+    *P_ = Q;
+    I(e); P(e, "int %s = 0;\n", name);
+    I(e); P(e, "for (%s = %s; %s < %s; %s++) {\n", R->t, lo, R->t, hi, R->t);
+    e->ind++;
+    /* every check again, in order, its operands fixed */
+    for (int k = i; k < j; k++) emit_fails(P_, b->k[k], name);
+    e->ind--;
+    I(e); P(e, "}\n");
+    return P_;
+}
+
+/* ------------------------------------------------ a stretch's threads
+ * With blocks_fast, a region that is one `if` with no else, whose test is
+ * t compared with a bound K (`t < K`, `t <= K`, `t > K`, `t >= K`, `t == K`,
+ * either way round, or such a compare and more: `t < K and ...`), runs its
+ * loop only over the threads whose test can hold, keeping the test: the
+ * others would do nothing there, and those left run in the same order,
+ * 0 upwards, so nothing a thread reads or writes changes.  The tree levels
+ * of a block reduction (`if t < 16: s[t] += s[t + 16]`) then take 16
+ * iterations, not B, and a loop with a constant trip count, which the C
+ * compiler unrolls or vectorizes where it proves that no iteration reads
+ * what an earlier one wrote (it checks that itself; nothing here asserts
+ * it).
+ *
+ * K is computed before the loop, so it may hold only what no thread of the
+ * region changes before its own test: integer constants, and value locals
+ * other than t and the region's scalars -- a per-thread local (`stride`,
+ * an array of B values) is written by its own thread only, which computes
+ * its test first, and b and the kernel's values are fixed in the chunk --
+ * through casts and + - * min max, which cannot fail.  Where K is per
+ * thread, the loop runs from the least to the greatest of the threads'
+ * bounds (a loop over the B values before it). */
+static int is_t(const blk *R, const tk_ir *x) {
+    x = ir_strip(x);
+    return x->op == IR_LOCAL && x->local == R->pf->local;
+}
+
+/* Whether K may be computed before the region; *lanes: whether it reads a per-thread local. */
+static int bound_ok(const blk *R, const tk_ir *x, int *lanes) {
+    const tk_local *L = R->e->S->locals;
+    switch (x->op) {
+    case IR_CONST: return !x->str && x->ty.kind == TY_VALUE && ty_is_int(x->ty);
+    case IR_LOCAL:
+        if (x->local < 0 || x->local == R->pf->local || R->scalar[x->local] || L[x->local].ty.kind != TY_VALUE ||
+            !ty_is_int(L[x->local].ty))
+            return 0;
+        if (!R->keep[x->local]) *lanes = 1;
+        return 1;
+    case IR_CAST:
+        return x->ty.kind == TY_VALUE && ty_is_int(x->ty) && x->k[0]->ty.kind == TY_VALUE && ty_is_int(x->k[0]->ty) &&
+               bound_ok(R, x->k[0], lanes);
+    case IR_BIN:
+        return (x->sub == B_ADD || x->sub == B_SUB || x->sub == B_MUL || x->sub == B_MIN || x->sub == B_MAX) &&
+               x->ty.kind == TY_VALUE && ty_is_int(x->ty) && bound_ok(R, x->k[0], lanes) && bound_ok(R, x->k[1], lanes);
+    default: return 0;
+    }
+}
+
+/* The compare of t with K that test c requires (c itself, or the first operand of an `and`):
+ * its operator as `t op K`, or -1. */
+static int thread_test(const blk *R, const tk_ir *c, const tk_ir **K, int *lanes) {
+    while (c->op == IR_AND && c->n >= 1) c = c->k[0];
+    if (c->op != IR_BIN || c->n != 2 || c->aux_ty.kind != TY_VALUE || c->aux_ty.dt != TACK_I64) return -1;
+    int op = c->sub, side;
+    if (op != B_LT && op != B_LE && op != B_GT && op != B_GE && op != B_EQ) return -1;
+    if (is_t(R, c->k[0])) side = 1;
+    else if (is_t(R, c->k[1])) side = 0;
+    else return -1;
+    const tk_ir *k = c->k[side];
+    if (k->ty.kind != TY_VALUE || k->ty.dt != TACK_I64 || c->k[1 - side]->ty.dt != TACK_I64) return -1;
+    *lanes = 0;
+    if (!bound_ok(R, k, lanes)) return -1;
+    *K = k;
+    if (side == 0) op = op == B_LT ? B_GT : op == B_LE ? B_GE : op == B_GT ? B_LT : op == B_GE ? B_LE : op;
+    return op;
+}
+
+/* The threads lo <= t < hi whose `t op k` can hold, into lo and hi (C names), from k (a C name). */
+static void thread_range(blk *R, int op, const char *k, const char *lo, const char *hi, int widen) {
+    tk_emitter *e = R->e;
+    long long B = (long long)R->B;
+    char clamp[160], next[160]; /* k in 0..B, and k + 1 in 0..B */
+    snprintf(clamp, sizeof clamp, "(%s < 0 ? 0 : %s > %lld ? %lld : %s)", k, k, B, B, k);
+    snprintf(next, sizeof next, "(%s < 0 ? 0 : %s >= %lld ? %lld : %s + 1)", k, k, B, B, k);
+    const char *l = op == B_LT || op == B_LE ? "0" : op == B_GT ? next : clamp;
+    const char *h = op == B_LT ? clamp : op == B_LE || op == B_EQ ? next : NULL;
+    char hb[32];
+    snprintf(hb, sizeof hb, "%lld", B);
+    if (!h) h = hb;
+    if (!widen) {
+        I(e); P(e, "const int64_t %s = %s, %s = %s;\n", lo, l, hi, h);
+        return;
+    }
+    I(e); P(e, "{ const int64_t l_ = %s, h_ = %s; if (l_ < %s) %s = l_; if (h_ > %s) %s = h_; }\n", l, h, lo, lo, hi, hi);
+}
+
+/* The loop over the threads lo .. hi - 1 of stmts[i, j), the statements without their checks where
+ * no_checks is checks_first's (which found that they all pass). */
+static void thread_loop(blk *R, tk_ir *b, int i, int j, const char *lo, const char *hi, pre *no_checks) {
+    tk_emitter *e = R->e;
+    I(e); P(e, "for (%s = %s; %s < %s; %s++) {\n", R->t, lo, R->t, hi, R->t);
+    e->ind++;
+    for (int k = i; k < j; k++)
+        if (!no_checks) st(e, b->k[k]);
+        else if (b->k[k]->op != IR_CHECK) st(e, unchecked(no_checks, b->k[k]));
+    e->ind--;
+    I(e); P(e, "}\n");
+}
+
 static void region(blk *R, tk_ir *b, int i, int j) {
     tk_emitter *e = R->e;
-    I(e); P(e, "for (%s = 0; %s < %lld; %s++) {\n", R->t, R->t, (long long)R->B, R->t);
+    const tk_ir *K = NULL;
+    int lanes = 0, op = -1;
+    if (R->fast) { /* the block's values first, once; the rest in the loop */
+        tk_ir *rest = ir_new(e->C, IR_BLOCK, ty_void(), b->line);
+        int once = 0;
+        for (int k = i; k < j; k++)
+            if (!once_for_block(R, b, i, k)) ir_push(e->C, rest, b->k[k]);
+            else {
+                if (!once++) { I(e); P(e, "/* the block's values, once for every thread */\n"); }
+                st(e, b->k[k]);
+            }
+        if (!rest->n) return;
+        b = rest;
+        i = 0;
+        j = rest->n;
+    }
+    if (!R->fast) {
+        char B[32];
+        snprintf(B, sizeof B, "%lld", (long long)R->B);
+        thread_loop(R, b, i, j, "0", B, NULL);
+        return;
+    }
+    if (j == i + 1 && b->k[i]->op == IR_IF && b->k[i]->k[2]->n == 0) op = thread_test(R, b->k[i]->k[0], &K, &lanes);
+    int c = R->ncond++;
+    char k[32], lo[32], hi[32], ok[32];
+    snprintf(k, sizeof k, "u%dk_", c);
+    snprintf(lo, sizeof lo, "u%dlo_", c);
+    snprintf(hi, sizeof hi, "u%dhi_", c);
+    snprintf(ok, sizeof ok, "u%dbad_", c);
+    I(e); P(e, "{ /* a stretch */\n");
     e->ind++;
-    for (int k = i; k < j; k++) st(e, b->k[k]);
+    if (op < 0) {
+        I(e); P(e, "const int64_t %s = 0, %s = %lld;\n", lo, hi, (long long)R->B);
+    } else if (lanes) { /* only the threads whose test can hold */
+        I(e); P(e, "int64_t %s = %lld, %s = 0; /* the threads whose test at line %d can hold */\n", lo,
+                (long long)R->B, hi, b->k[i]->line);
+        I(e); P(e, "for (%s = 0; %s < %lld; %s++) {\n", R->t, R->t, (long long)R->B, R->t);
+        e->ind++;
+        I(e); P(e, "const int64_t %s = (int64_t)(", k); ex(e, (tk_ir *)K); P(e, ");\n");
+        thread_range(R, op, k, lo, hi, 1);
+        e->ind--;
+        I(e); P(e, "}\n");
+    } else {
+        I(e); P(e, "const int64_t %s = (int64_t)(", k); ex(e, (tk_ir *)K); P(e, "); /* the threads whose test at line %d can hold */\n", b->k[i]->line);
+        thread_range(R, op, k, lo, hi, 0);
+    }
+    pre *Q = checks_first(R, b, i, j, lo, hi, ok);
+    if (Q) {
+        I(e); P(e, "if (!%s) { /* no check fails: the stretch without them */\n", ok);
+        e->ind++;
+        thread_loop(R, b, i, j, lo, hi, Q);
+        e->ind--;
+        I(e); P(e, "} else {\n");
+        e->ind++;
+        thread_loop(R, b, i, j, lo, hi, NULL);
+        e->ind--;
+        I(e); P(e, "}\n");
+    } else {
+        thread_loop(R, b, i, j, lo, hi, NULL);
+    }
     e->ind--;
     I(e); P(e, "}\n");
 }
@@ -218,7 +724,8 @@ static void seq(blk *R, tk_ir *b) {
             uniform(R, x->k[2], "int64_t", step);
             I(e); P(e, "for (int64_t k%d_ = 0, n%d_ = tk_trip(%s, %s, %s); k%d_ < n%d_; k%d_++) {\n", c, c, lo, hi, step, c, c, c);
             e->ind++;
-            I(e); P(e, "for (%s = 0; %s < %lld; %s++) ", R->t, R->t, (long long)R->B, R->t);
+            I(e);
+            if (!R->uni[x->local]) P(e, "for (%s = 0; %s < %lld; %s++) ", R->t, R->t, (long long)R->B, R->t);
             local_name(e, x->local);
             P(e, " = (%s)(int64_t)((uint64_t)%s + (uint64_t)k%d_ * (uint64_t)%s);\n",
               ctype(e, e->S->locals[x->local].ty.dt), lo, c, step);
@@ -249,13 +756,20 @@ void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s) {
     e->b = &tname;
     local_name(e, s->local);
     e->b = saved;
-    blk R = {e, s, s->c.i, tname.s, 0, tk_alloc(&e->C->arena, sizeof(int) * ((size_t)S->nlocals + 1)),
-             tk_alloc(&e->C->arena, (size_t)S->nlocals + 1), 0};
+    size_t nl = (size_t)S->nlocals + 1;
+    blk R = {e, s, s->c.i, tname.s, 0, tk_alloc(&e->C->arena, sizeof(int) * nl), tk_alloc(&e->C->arena, nl), 0,
+             tk_config_int(TK_CFG_BLOCKS_FAST), tk_alloc(&e->C->arena, nl), tk_alloc(&e->C->arena, nl), keep,
+             tk_alloc(&e->C->arena, nl)};
+    memset(R.first_def, 0, nl);
+    memset(R.undef, 0, nl);
     for (int i = 0; i < S->nlocals; i++) R.region[i] = -1;
+    same_values(&R, s->k[1], scope);
+    for (int i = 0; i < S->nlocals; i++) keep[i] |= R.uni[i];
     plan(&R, s->k[1]);
-    char *scalar = tk_alloc(&e->C->arena, (size_t)S->nlocals + 1);
+    char *scalar = R.scalar;
     for (int i = 0; i < S->nlocals; i++) {
-        scalar[i] = !keep[i] && R.region[i] >= 0 && R.first_def[i];
+        int own = R.first_def[i] || (R.fast && !R.undef[i] && S->locals[i].ty.kind == TY_VALUE);
+        scalar[i] = !keep[i] && R.region[i] >= 0 && own;
         keep[i] |= scalar[i];
     }
     I(e); P(e, "for (int64_t i_ = lo_; i_ < hi_; i_++) { /* a block */\n");
@@ -268,6 +782,7 @@ void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s) {
         local_name(e, i);
         if (!keep[i]) P(e, "[%lld]", (long long)R.B); /* one per thread */
         else if (scalar[i]) P(e, " /* the thread's own, within one region */");
+        else if (R.uni[i]) P(e, " /* the block's: the same in every thread */");
         if (l->ty.kind == TY_ARRAY) P(e, "[%lld]", (long long)(tk_local_elems(l) > 0 ? tk_local_elems(l) : 1));
         P(e, " = {0}; (void)");
         local_name(e, i);
