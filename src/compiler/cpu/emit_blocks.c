@@ -237,26 +237,48 @@ static void plan(blk *R, const tk_ir *b) {
  * values, and a region that only sets such locals runs once for the block
  * instead of once per thread.  A local is one of these when each of its
  * assignments is either the variable of a loop around a barrier (set
- * from bounds that every thread agrees on, uniform()) or a statement of a
- * region made of nothing but assignments to such locals of values computed
- * from constants, such locals, b and the kernel's values (no memory, no
- * call, not t).  Then every thread starts with the same value (the block's
+ * from bounds that every thread agrees on, uniform()) or an assignment at
+ * a region's top level, to such a local, of a value computed
+ * from constants, such locals, b and the kernel's values (no call, not t;
+ * memory only as an element of a shared array at constant indices within
+ * its shape that the region does not write: `r = s[0]` of block_sum).  An
+ * assignment like that in a region that does more runs once before the
+ * region's loop, where no statement before it in the region mentions the
+ * local.  Then every thread starts with the same value (the block's
  * locals start at zero), and each such region, run by thread 0, 1, ... on
  * its own copies, gives every copy the same new value, which running it once
  * gives the one scalar; a thread reading it anywhere else reads what its own
  * copy would have held.  Found as the largest such set: start from every
  * value local of the body and drop those assigned anywhere else, until
  * nothing changes. */
-static int same_value(const blk *R, const tk_ir *x) {
+static int stores_to(const tk_ir *x, int l) {
+    if ((x->op == IR_LSTORE || x->op == IR_LFILL) && x->local == l) return 1;
+    for (int i = 0; i < x->n; i++)
+        if (stores_to(x->k[i], l)) return 1;
+    return 0;
+}
+
+/* Whether x has the same value in every thread of the region stmts[i, j) that computes it. */
+static int same_value(const blk *R, const tk_ir *x, const tk_ir *b, int i, int j) {
     switch (x->op) {
     case IR_CONST: return !x->str;
+    case IR_LLOAD: { /* a shared element at constant indices in bounds, which the region does not write */
+        const tk_local *l = &R->e->S->locals[x->local];
+        if (x->local < 0 || !l->shared || l->ty.kind != TY_ARRAY || x->n != l->ty.ndim) return 0;
+        for (int d = 0; d < x->n; d++)
+            if (x->k[d]->op != IR_CONST || !ty_is_int(x->k[d]->ty) || x->k[d]->c.i < 0 || x->k[d]->c.i >= l->ashape[d])
+                return 0;
+        for (int k = i; k < j; k++)
+            if (stores_to(b->k[k], x->local)) return 0;
+        return 1;
+    }
     case IR_LOCAL:
         return x->local >= 0 && x->local != R->pf->local &&
                (R->uni[x->local] || x->local == R->pf->vars[0] ||
                 R->e->S->locals[x->local].scope != R->e->S->locals[R->pf->vars[0]].scope);
     case IR_CAST: case IR_BIN: case IR_UN:
-        for (int i = 0; i < x->n; i++)
-            if (!same_value(R, x->k[i])) return 0;
+        for (int q = 0; q < x->n; q++)
+            if (!same_value(R, x->k[q], b, i, j)) return 0;
         return x->n > 0;
     default: return 0;
     }
@@ -279,9 +301,10 @@ static int mentions(const tk_ir *x, int l) {
  * an assignment at the region's top level of a value of the block's, to a local no statement before
  * it in the region mentions (which would see the new value, run before the loop, where it saw its
  * own old one). */
-static int once_for_block(const blk *R, const tk_ir *b, int i, int k) {
+static int once_for_block(const blk *R, const tk_ir *b, int i, int j, int k) {
     const tk_ir *x = b->k[k];
-    if (!R->fast || x->op != IR_ASSIGN || x->n != 1 || x->local < 0 || !R->uni[x->local] || !same_value(R, x->k[0]))
+    if (!R->fast || x->op != IR_ASSIGN || x->n != 1 || x->local < 0 || !R->uni[x->local] ||
+        !same_value(R, x->k[0], b, i, j))
         return 0;
     for (int q = i; q < k; q++)
         if (mentions(b->k[q], x->local)) return 0;
@@ -307,7 +330,7 @@ static int same_walk(blk *R, const tk_ir *b) {
             int j = i;
             while (j < b->n && !has_barrier(b->k[j])) j++;
             for (int k = i; k < j; k++)
-                if (!once_for_block(R, b, i, k)) changed |= drop_defs(R, b->k[k]);
+                if (!once_for_block(R, b, i, j, k)) changed |= drop_defs(R, b->k[k]);
             i = j;
             continue;
         }
@@ -590,7 +613,7 @@ static void region(blk *R, tk_ir *b, int i, int j) {
         tk_ir *rest = ir_new(e->C, IR_BLOCK, ty_void(), b->line);
         int once = 0;
         for (int k = i; k < j; k++)
-            if (!once_for_block(R, b, i, k)) ir_push(e->C, rest, b->k[k]);
+            if (!once_for_block(R, b, i, j, k)) ir_push(e->C, rest, b->k[k]);
             else {
                 if (!once++) { I(e); P(e, "/* the block's values, once for every thread */\n"); }
                 st(e, b->k[k]);
