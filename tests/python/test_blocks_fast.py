@@ -303,8 +303,8 @@ def test_a_check_on_an_index_another_thread_just_wrote():
             q = tack.shared(16, tack.i64)
             q[t] = 0
             tack.barrier()
-            q[t] = idx[t]
-            if t > 0:
+            if t >= 1:
+                q[t] = idx[t]
                 out[q[t - 1]] = t * 1.0
     idx = np.arange(16)
     fast_equals_general(k, (idx, np.zeros(16, np.float32)))
@@ -339,3 +339,94 @@ def test_a_shared_element_is_the_blocks_value_only_where_the_stretch_does_not_wr
     x = np.arange(1, 17, dtype=np.float32)
     got = fast_equals_general(k, (x, np.zeros(16, np.float32)), debug=True, marks=(ONCE,))[1]
     np.testing.assert_array_equal(got, 1 + 1000 * np.where(np.arange(16) < 3, 1, 99).astype(np.float32))
+
+
+# ------------------------------------------------------------ random kernels
+def random_kernel(seed):
+    """A blocks kernel made of random stretches: shared reads at other threads' indices, ifs on t
+    against constants and locals, the block's values changed in stretches that do more, a while and
+    a for around barriers, indices from memory, and reads that go out of bounds when `off` < 0."""
+    import random
+    r = random.Random(seed)
+    B, NB = r.choice([8, 16, 24, 40]), r.choice([1, 2])
+    N = NB * B
+    idx = [f"t", f"{B - 1} - t", f"(t + {r.randint(1, B)}) % {B}", "0", f"q[t] % {B}", f"(t + u) % {B}",
+           f"idx[t] % {B}", f"min(t + 1, {B})"]
+
+    def val(d=0):
+        v = r.choice(["s[I]", f"x[b * {B} + t]", f"x[b * {B} + t + off]", "v0", "v1", "t * 1.0", "u * 0.5",
+                      "1.5", "w * 1.0"] + ([] if d else ["(E + E)", "(E * E)"]))
+        v = v.replace("I", r.choice(idx))
+        while "E" in v:
+            v = v.replace("E", val(d + 1), 1)
+        return v
+
+    def cond():
+        c = r.choice(["t < C", "t <= C", "t > C", "t >= C", "t == C", "C > t", "t < u", "u > t", "t % 2 == 0",
+                      "v0 > 0.5", "t < w", f"t < q[0] % {B + 3}", "t >= C and t < u + 3"])
+        return c.replace("C", str(r.randint(-2, B + 2)))
+
+    def stmts(ind, depth, barriers, fixed_u=False):
+        out, pad = [], " " * ind
+        for _ in range(r.randint(1, 3 if depth else 6)):
+            p = r.random()
+            if p < 0.22:
+                out.append(f"{pad}s[{r.choice(idx)}] = {val()}")
+            elif p < 0.38:
+                out.append(f"{pad}v{r.randint(0, 1)} = {val()}")
+            elif p < 0.45:
+                out.append(f"{pad}q[t] = {r.choice(['t', 'idx[t]', f'(t * 7) % {B}', 'u'])}")
+            elif p < 0.55:
+                out.append(f"{pad}out[b * {B} + t] += {val()}")
+            elif p < 0.68 and depth < 2:
+                out += [f"{pad}if {cond()}:"] + stmts(ind + 4, depth + 1, False, fixed_u)
+            elif p < 0.72 and depth < 2:
+                out += [f"{pad}for r{depth} in range({r.randint(0, 3)}):"] + stmts(ind + 4, depth + 1, False, fixed_u)
+            elif p < 0.84:
+                out.append(pad + r.choice((["u = u // 2", "u += 1", "u = w"] if not fixed_u else [])
+                                          + [f"w = {r.randint(0, B)}", "w = u + 1", "w = t % 5"]))
+            elif barriers and r.random() < 0.5:
+                out.append(f"{pad}tack.barrier()")
+            elif barriers:  # a stretch that is one if
+                out += [f"{pad}tack.barrier()", f"{pad}if {cond()}:"] + stmts(ind + 4, depth + 1, False, fixed_u)
+                out.append(f"{pad}tack.barrier()")
+        return out or [pad + "v1 = 1.0"]
+
+    body = stmts(8, 0, True)
+    if r.random() < 0.5:
+        body += ["        tack.barrier()", "        u = 8", "        while u > 0:"] + stmts(12, 1, False, True)
+        body += ["            tack.barrier()", "            u = u // 2"]
+    if r.random() < 0.4:
+        body += ["        tack.barrier()", f"        for kk in range({r.randint(0, 3)}):"] + stmts(12, 1, False)
+        body += ["            tack.barrier()"]
+    head = ["import tack", "def k(x, out, idx, off):", f"    for b, t in tack.blocks({NB}, {B}):",
+            f"        s = tack.shared({B + 1}, tack.f32)", f"        q = tack.shared({B}, tack.i64)",
+            "        v0 = 0.0", "        v1 = 1.0", "        u = 4", "        w = 0"]
+    tail = ["        tack.barrier()", f"        out[{N} + b * {B} + t] = s[t] + v0 + v1 * 2.0 + u + w"]
+    return "\n".join(head + body + tail) + "\n", B, NB
+
+
+@pytest.mark.parametrize("seed", range(32))
+def test_random_kernels_give_the_general_layouts_bits(tmp_path, seed):
+    src, B, NB = random_kernel(seed)
+    path = tmp_path / f"blocks_random_{seed}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"blocks_random_{seed}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(seed)
+    n = NB * B
+    args = (rng.random(n, dtype=np.float32), np.zeros(2 * n, np.float32), rng.integers(0, 3 * B, B),
+            int(rng.integers(-5, 1)) if seed % 3 == 0 else 0)
+    got = []
+    for fast in (False, True):
+        with tack.config.override(blocks_fast=fast, num_threads=1):  # one thread: blocks in order
+            a = [v.copy() if isinstance(v, np.ndarray) else v for v in args]
+            try:
+                tack.kernel(mod.k)(*a)
+                err = None
+            except (IndexError, tack.CompileError) as ex:  # a varying loop around a barrier: both refuse it
+                err = f"{type(ex).__name__}: {ex}"
+            got.append((err, a[1]))
+    assert got[0][0] == got[1][0], src
+    same_bits([got[0][1]], [got[1][1]])

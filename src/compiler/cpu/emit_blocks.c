@@ -397,7 +397,7 @@ static tk_ir *fixed(pre *Q, const tk_ir *x) {
         if (Q->env[x->local]) return ir_clone(R->e->C, Q->env[x->local]);
         if (Q->ndef[x->local] && x->local != R->pf->local) return NULL;
         break;
-    case IR_CAST: case IR_UN: case IR_AND: case IR_OR: case IR_SELECT: break;
+    case IR_CAST: case IR_UN: case IR_AND: case IR_OR: case IR_SELECT: case IR_WRAP: break;
     case IR_BIN:
         if (x->sub == B_DIV || x->sub == B_FLOORDIV || x->sub == B_MOD || x->sub == B_POW || x->sub == B_SHL ||
             x->sub == B_SHR || x->sub >= B_MATMUL)
