@@ -589,7 +589,8 @@ static void thread_range(blk *R, int op, const char *k, const char *lo, const ch
         I(e); P(e, "const int64_t %s = %s, %s = %s;\n", lo, l, hi, h);
         return;
     }
-    I(e); P(e, "{ const int64_t l_ = %s, h_ = %s; if (l_ < %s) %s = l_; if (h_ > %s) %s = h_; }\n", l, h, lo, lo, hi, hi);
+    I(e);
+    P(e, "{ const int64_t l_ = %s, h_ = %s; if (l_ < %s) %s = l_; if (h_ > %s) %s = h_; }\n", l, h, lo, lo, hi, hi);
 }
 
 /* The loop over the threads lo .. hi - 1 of stmts[i, j), the statements without their checks where
@@ -650,7 +651,8 @@ static void region(blk *R, tk_ir *b, int i, int j) {
         e->ind--;
         I(e); P(e, "}\n");
     } else {
-        I(e); P(e, "const int64_t %s = (int64_t)(", k); ex(e, (tk_ir *)K); P(e, "); /* the threads whose test at line %d can hold */\n", b->k[i]->line);
+        I(e); P(e, "const int64_t %s = (int64_t)(", k); ex(e, (tk_ir *)K);
+        P(e, "); /* the threads whose test at line %d can hold */\n", b->k[i]->line);
         thread_range(R, op, k, lo, hi, 0);
     }
     pre *Q = checks_first(R, b, i, j, lo, hi, ok);
