@@ -66,6 +66,7 @@ def fast_equals_general(fn, args, *, debug=False, marks=()):
 NARROW = "can hold"
 ONCE = "the block's values, once for every thread"
 CHECKS = "no check fails: the stretch without them"
+NEST = "step by step, the threads a"
 
 
 # ---------------------------------------------------------------- the examples
@@ -102,7 +103,8 @@ def test_integer_collectives_on_a_block_of_24():
 
 def test_the_tiled_product_scan_and_stencil():
     a, b = tb.operands()
-    c = fast_equals_general(tb.matmul_tiled, (a, b, np.zeros((a.shape[0], b.shape[1]), np.float32)))[2]
+    c = fast_equals_general(tb.matmul_tiled, (a, b, np.zeros((a.shape[0], b.shape[1]), np.float32)),
+                            marks=(NEST,) if OPTIMIZED else ())[2]
     np.testing.assert_allclose(c, a @ b, rtol=1e-5)
     x = np.random.default_rng(6).random(1000, dtype=np.float32)
     fast_equals_general(tb.scan, (x, np.zeros(1000, np.float32), np.zeros(8, np.float32)), marks=(CHECKS,))
@@ -434,3 +436,79 @@ def test_random_kernels_give_the_general_layouts_bits(tmp_path, seed):
             got.append((err, a[1]))
     assert got[0][0] == got[1][0], src
     same_bits([got[0][1]], [got[1][1]])
+
+
+# ------------------------------------------------- a serial loop step by step
+def test_a_loop_that_writes_no_memory_runs_step_by_step_and_one_that_does_not_in_order():
+    # the first kk loop only reads (its steps may interleave between threads: a 4 x 8 nest of ty, tx);
+    # the second writes the element thread t + 8 reads, so its threads keep their order
+    def k(x, out):
+        for b, t in tack.blocks(2, 32):
+            sa = tack.shared((4, 8), tack.f32)
+            sb = tack.shared((8, 8), tack.f32)
+            ty = t // 8
+            tx = t % 8
+            sa[ty, tx] = x[b * 64 + t]
+            sb[ty, tx] = x[b * 64 + 32 + t]
+            sb[ty + 4, tx] = x[b * 64 + t] * 2.0
+            acc = 0.0
+            tack.barrier()
+            for kk in range(8):
+                acc += sa[ty, kk] * sb[kk, tx]
+            tack.barrier()
+            for kk in range(3):
+                sb[ty + 1, tx] += sb[ty, tx] * 0.5
+            tack.barrier()
+            out[b * 32 + t] = acc + sb[ty, tx] + sb[ty + 4, tx]
+    x = np.random.default_rng(13).random(128, dtype=np.float32)
+    args = (x, np.zeros(64, np.float32))
+    got = fast_equals_general(k, args, debug=True, marks=(NEST,) if OPTIMIZED else ())[1]
+    assert source(k, True, args).count(NEST) == (1 if OPTIMIZED else 0)
+    want = np.zeros(64, np.float32)
+    for b in range(2):
+        sa = x[b * 64:b * 64 + 32].reshape(4, 8)
+        sb = np.concatenate([x[b * 64 + 32:b * 64 + 64].reshape(4, 8), sa * np.float32(2)])
+        acc = np.zeros(32, np.float32)
+        for t in range(32):
+            for kk in range(8):
+                acc[t] += sa[t // 8, kk] * sb[kk, t % 8]
+        for t in range(32):
+            for kk in range(3):
+                sb[t // 8 + 1, t % 8] += sb[t // 8, t % 8] * np.float32(0.5)
+        want[b * 32:(b + 1) * 32] = acc + sb[:4].ravel() + sb[4:].ravel()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_no_nest_where_the_threads_index_is_not_t_div_and_mod_c():
+    # tx set a second time (7 - tx), and t read in the loop itself: each thread its whole loop in turn
+    def k(x, out):
+        for b, t in tack.blocks(1, 32):
+            sa = tack.shared((4, 8), tack.f32)
+            ty = t // 8
+            tx = t % 8
+            sa[ty, tx] = x[t]
+            tx = 7 - tx
+            acc = 0.0
+            acc2 = 0.0
+            tack.barrier()
+            for kk in range(4):
+                acc += sa[kk, tx] * (kk + 1.0)
+            tack.barrier()
+            for kk in range(4):
+                acc2 += sa[kk, ty] * t
+            tack.barrier()
+            out[t] = acc + acc2
+    x = np.random.default_rng(14).random(32, dtype=np.float32)
+    args = (x, np.zeros(32, np.float32))
+    got = fast_equals_general(k, args, debug=True)[1]
+    assert NEST not in source(k, True, args)
+    sa = x.reshape(4, 8)
+    want = np.zeros(32, np.float32)
+    for t in range(32):
+        acc = acc2 = np.float32(0)
+        for kk in range(4):
+            acc += sa[kk, 7 - t % 8] * np.float32(kk + 1)
+        for kk in range(4):
+            acc2 += sa[kk, t // 8] * np.float32(t)
+        want[t] = acc + acc2
+    np.testing.assert_array_equal(got, want)
