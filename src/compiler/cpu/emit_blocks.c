@@ -270,8 +270,9 @@ static int same_value(const blk *R, const tk_ir *x, const tk_ir *b, int i, int j
     switch (x->op) {
     case IR_CONST: return !x->str;
     case IR_LLOAD: { /* a shared element at constant indices in bounds, which the region does not write */
+        if (x->local < 0) return 0;
         const tk_local *l = &R->e->S->locals[x->local];
-        if (x->local < 0 || !l->shared || l->ty.kind != TY_ARRAY || x->n != l->ty.ndim) return 0;
+        if (!l->shared || l->ty.kind != TY_ARRAY || x->n != l->ty.ndim) return 0;
         for (int d = 0; d < x->n; d++)
             if (x->k[d]->op != IR_CONST || !ty_is_int(x->k[d]->ty) || x->k[d]->c.i < 0 || x->k[d]->c.i >= l->ashape[d])
                 return 0;
