@@ -1,4 +1,4 @@
-"""Blocks on the CPU, fast and general (config blocks_fast, cpu/emit_blocks.c): the stretches that
+"""Blocks on the CPU, fast and general (config blocks_fast, cpu/blocks_fast.c): the stretches that
 run only the threads their test can pass, the block's values kept once, the one-stretch scalars and
 the checks computed before a stretch must give the bits the general layout gives -- which runs every
 stretch for threads 0 .. B-1 in order -- for every program, including stretches in which one thread
