@@ -32,32 +32,25 @@
  *
  * Inside a region the threads' iterations are plain loop iterations; the
  * C compiler may vectorize them where nothing in the region stops it, as
- * it does any loop.
+ * it does any loop, proving for itself that no iteration reads what an
+ * earlier one wrote: nothing here tells it so.
+ *
+ * With blocks_fast on (config.def; the default) a region is written by
+ * blocks_fast.c, which makes it run only the work its threads need and
+ * gives the same results; off, each region is the plain loop below.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "compiler/compiler.h"
-#include "compiler/emit/emit.h"
+#include "compiler/cpu/blocks.h"
+#include "runtime/config.h"
 
-typedef struct blk {
-    tk_emitter *e;
-    tk_ir *pf;
-    int64_t B;
-    const char *t;   /* the thread's variable, as C */
-    int ncond;       /* numbers the uniform conditions' names */
-    /* the plan (plan_refs): per local, the region that uses it (-1 none yet, -2 several, or a
-     * uniform condition's), and whether that region sets it first, at its top level */
-    int *region;
-    char *first_def;
-    int nregion;
-} blk;
 
-static int has_barrier(const tk_ir *s) {
+int cb_has_barrier(const tk_ir *s) {
     if (s->op == IR_BARRIER) return 1;
     if (s->op != IR_BLOCK && s->op != IR_IF && s->op != IR_WHILE && s->op != IR_FOR) return 0;
     for (int i = 0; i < s->n; i++)
-        if (has_barrier(s->k[i])) return 1;
+        if (cb_has_barrier(s->k[i])) return 1;
     return 0;
 }
 
@@ -86,8 +79,6 @@ static void refs(blk *R, const tk_ir *x, int region) {
     for (int i = 0; i < x->n; i++) refs(R, x->k[i], region);
 }
 
-static int has_barrier(const tk_ir *s);
-
 static void plan_region(blk *R, const tk_ir *b, int i, int j) {
     int region = R->nregion++;
     for (int k = i; k < j; k++) {
@@ -105,14 +96,20 @@ static void plan_region(blk *R, const tk_ir *b, int i, int j) {
         }
         refs(R, x, region);
     }
+    if (R->fast) {
+        int nl = R->e->S->nlocals + 1;
+        char *def = tk_alloc(&R->e->C->arena, (size_t)nl);
+        memset(def, 0, (size_t)nl);
+        for (int k = i; k < j; k++) cb_md_stmt(R, b->k[k], def);
+    }
 }
 
 static void plan(blk *R, const tk_ir *b) {
     int i = 0;
     while (i < b->n) {
-        if (!has_barrier(b->k[i])) {
+        if (!cb_has_barrier(b->k[i])) {
             int j = i;
-            while (j < b->n && !has_barrier(b->k[j])) j++;
+            while (j < b->n && !cb_has_barrier(b->k[j])) j++;
             plan_region(R, b, i, j);
             i = j;
             continue;
@@ -132,9 +129,13 @@ static void plan(blk *R, const tk_ir *b) {
     }
 }
 
-/* for (t = 0; t < B; t++) { stmts[i, j) } */
+/* for (t = 0; t < B; t++) { stmts[i, j) }, or blocks_fast's stretch (blocks_fast.c) */
 static void region(blk *R, tk_ir *b, int i, int j) {
     tk_emitter *e = R->e;
+    if (R->fast) {
+        cb_fast_region(R, b, i, j);
+        return;
+    }
     I(e); P(e, "for (%s = 0; %s < %lld; %s++) {\n", R->t, R->t, (long long)R->B, R->t);
     e->ind++;
     for (int k = i; k < j; k++) st(e, b->k[k]);
@@ -143,10 +144,10 @@ static void region(blk *R, tk_ir *b, int i, int j) {
 }
 
 /* Whether x reads memory (an array, a shared one, through a call) or an atomic's result. */
-static int reads_memory(const tk_ir *x) {
+int cb_reads_memory(const tk_ir *x) {
     if (x->op == IR_LOAD || x->op == IR_LLOAD || x->op == IR_CALL || x->op == IR_ATOMIC) return 1;
     for (int i = 0; i < x->n; i++)
-        if (reads_memory(x->k[i])) return 1;
+        if (cb_reads_memory(x->k[i])) return 1;
     return 0;
 }
 
@@ -158,7 +159,7 @@ static void uniform(blk *R, tk_ir *x, const char *ct, const char *name) {
     tk_emitter *e = R->e;
     I(e); P(e, "%s = 0;\n", R->t);
     I(e); P(e, "const %s %s = ", ct, name); ex(e, x); P(e, ";\n");
-    if (!reads_memory(x)) return;
+    if (!cb_reads_memory(x)) return;
     I(e); P(e, "for (%s = 1; %s < %lld; %s++) if ((", R->t, R->t, (long long)R->B, R->t);
     ex(e, x);
     P(e, ") != %s) { %s(ctx, %d, 0, 0); return; }\n", name, e->D->fail_fn ? e->D->fail_fn : "abi->fail", R->pf->param);
@@ -168,9 +169,9 @@ static void seq(blk *R, tk_ir *b) {
     tk_emitter *e = R->e;
     int i = 0;
     while (i < b->n) {
-        if (!has_barrier(b->k[i])) {
+        if (!cb_has_barrier(b->k[i])) {
             int j = i;
-            while (j < b->n && !has_barrier(b->k[j])) j++;
+            while (j < b->n && !cb_has_barrier(b->k[j])) j++;
             region(R, b, i, j);
             i = j;
             continue;
@@ -218,7 +219,8 @@ static void seq(blk *R, tk_ir *b) {
             uniform(R, x->k[2], "int64_t", step);
             I(e); P(e, "for (int64_t k%d_ = 0, n%d_ = tk_trip(%s, %s, %s); k%d_ < n%d_; k%d_++) {\n", c, c, lo, hi, step, c, c, c);
             e->ind++;
-            I(e); P(e, "for (%s = 0; %s < %lld; %s++) ", R->t, R->t, (long long)R->B, R->t);
+            I(e);
+            if (!R->uni[x->local]) P(e, "for (%s = 0; %s < %lld; %s++) ", R->t, R->t, (long long)R->B, R->t);
             local_name(e, x->local);
             P(e, " = (%s)(int64_t)((uint64_t)%s + (uint64_t)k%d_ * (uint64_t)%s);\n",
               ctype(e, e->S->locals[x->local].ty.dt), lo, c, step);
@@ -249,13 +251,21 @@ void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s) {
     e->b = &tname;
     local_name(e, s->local);
     e->b = saved;
-    blk R = {e, s, s->c.i, tname.s, 0, tk_alloc(&e->C->arena, sizeof(int) * ((size_t)S->nlocals + 1)),
-             tk_alloc(&e->C->arena, (size_t)S->nlocals + 1), 0};
+    size_t nl = (size_t)S->nlocals + 1;
+    blk R = {e, s, s->c.i, tname.s, 0, tk_alloc(&e->C->arena, sizeof(int) * nl), tk_alloc(&e->C->arena, nl), 0,
+             tk_config_int(TK_CFG_BLOCKS_FAST), tk_alloc(&e->C->arena, nl), tk_alloc(&e->C->arena, nl), keep,
+             tk_alloc(&e->C->arena, nl), tk_alloc(&e->C->arena, sizeof(int64_t) * nl)};
+    memset(R.first_def, 0, nl);
+    memset(R.undef, 0, nl);
     for (int i = 0; i < S->nlocals; i++) R.region[i] = -1;
+    cb_same_values(&R, s->k[1], scope);
+    if (R.fast) cb_thread_nest(&R, s->k[1]);
+    for (int i = 0; i < S->nlocals; i++) keep[i] |= R.uni[i];
     plan(&R, s->k[1]);
-    char *scalar = tk_alloc(&e->C->arena, (size_t)S->nlocals + 1);
+    char *scalar = R.scalar;
     for (int i = 0; i < S->nlocals; i++) {
-        scalar[i] = !keep[i] && R.region[i] >= 0 && R.first_def[i];
+        int own = R.first_def[i] || (R.fast && !R.undef[i] && S->locals[i].ty.kind == TY_VALUE);
+        scalar[i] = !keep[i] && R.region[i] >= 0 && own;
         keep[i] |= scalar[i];
     }
     I(e); P(e, "for (int64_t i_ = lo_; i_ < hi_; i_++) { /* a block */\n");
@@ -268,6 +278,7 @@ void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s) {
         local_name(e, i);
         if (!keep[i]) P(e, "[%lld]", (long long)R.B); /* one per thread */
         else if (scalar[i]) P(e, " /* the thread's own, within one region */");
+        else if (R.uni[i]) P(e, " /* the block's: the same in every thread */");
         if (l->ty.kind == TY_ARRAY) P(e, "[%lld]", (long long)(tk_local_elems(l) > 0 ? tk_local_elems(l) : 1));
         P(e, " = {0}; (void)");
         local_name(e, i);
