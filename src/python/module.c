@@ -534,6 +534,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->tape);
     Py_VISIT(st->numpy);
     Py_VISIT(st->ndarray);
+    for (int i = 0; i < TPY_SCALAR_TYPES; i++)
+        Py_VISIT(st->scalar_types[i]);
     Py_VISIT(st->dlpack_strs);
     Py_VISIT(st->getsignal);
     Py_VISIT(st->default_int_handler);
@@ -562,6 +564,8 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->tape);
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->ndarray);
+    for (int i = 0; i < TPY_SCALAR_TYPES; i++)
+        Py_CLEAR(st->scalar_types[i]);
     Py_CLEAR(st->dlpack_strs);
     Py_CLEAR(st->getsignal);
     Py_CLEAR(st->default_int_handler);

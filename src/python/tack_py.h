@@ -24,6 +24,9 @@
 #include "tack.h"
 #include "tack_kernel.h"
 
+/* How many NumPy scalar types a module remembers with their dtypes (kernel_call.c). */
+#define TPY_SCALAR_TYPES 32
+
 typedef struct {
     PyTypeObject *ArrayType;
     PyTypeObject *DTypeType;
@@ -60,6 +63,10 @@ typedef struct {
     PyTypeObject *ndarray;              /* numpy.ndarray, learnt from the first kernel argument of
                                            that type (tpy_learn_ndarray): the launch's fast path for
                                            exact NumPy arrays compares types with it */
+    PyTypeObject *scalar_types[TPY_SCALAR_TYPES]; /* kernel_call.c: the NumPy scalar types met as kernel
+                                           arguments (np.float32, ...), each with the one dtype all its
+                                           values have, so that the launch does not ask NumPy again */
+    tack_dtype scalar_dtypes[TPY_SCALAR_TYPES];
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
     PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */
     PyObject *default_int_handler;      /* _signal.default_int_handler */
