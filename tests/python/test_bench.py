@@ -144,3 +144,17 @@ def test_report_handles_missing_peers():
     assert "Not run: Numba: numba not importable" in text
     assert "wrong [1]" in text
     assert any(ok is None for _, _, ok in report.targets(data))
+
+
+def test_the_page_holds_every_hand_written_section():
+    """docs/benchmarks.md is written whole by `make bench` from the tables and the hand-written
+    sections report.NOTES names: a section added to the page alone would be lost at the next
+    run (the GPU runs of 2026-12-04, the matrix products, the primitives and the spatial
+    queries were, until they moved into benchmarks/*.md). Each must be on the page as it is in
+    its file, and every section the page has after the tables must come from one."""
+    page = open(os.path.join(ROOT, "docs", "benchmarks.md")).read()
+    tail = report.notes()
+    assert tail.strip() and tail.strip() in page
+    after = page[page.index("## Findings"):]
+    headings = [line for line in after.splitlines() if line.startswith("## ")]
+    assert headings and all(h in tail for h in headings), [h for h in headings if h not in tail]
