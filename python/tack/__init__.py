@@ -248,21 +248,46 @@ __all__ += ["info"]
 from . import random  # noqa: E402
 from . import _pickle  # noqa: E402,F401  (hands the extension how arrays and kernels pickle)
 
-# parallel primitives written as Tack kernels: tack.scan, tack.sort, ... (docs/algorithms.md)
-from ._algorithms import *  # noqa: F401,F403,E402
-from ._algorithms import __all__ as _algorithms_all  # noqa: E402
+# parallel primitives written as Tack kernels: tack.scan, tack.sort, ... (docs/algorithms.md), and
+# the spatial queries further down: imported on first use (__getattr__ below), since they import
+# NumPy, whose import is most of `import tack`'s time when nothing has imported it yet
+_ALGORITHMS = ["scan", "sort", "argsort", "segmented_reduce", "compact", "unique", "searchsorted", "histogram",
+               "reduce"]  # tack._algorithms.__all__ (tests/python/test_algorithms.py holds them equal)
 
-__all__ += list(_algorithms_all)
+__all__ += _ALGORITHMS
 
 # reverse-mode differentiation: tack.Tape, and kernels as PyTorch and JAX functions
-from ._autodiff_run import Tape  # noqa: E402  (reverse-mode differentiation: docs/differentiation.md)
-from ._autodiff_frameworks import jax_function, torch_function  # noqa: E402
+# (docs/differentiation.md), imported on first use as the primitives are: a kernel's .adjoint
+# reaches tack._autodiff_run through this hook, which that module replaces with its own on import
+def _adjoint(*args, **kwargs):
+    from ._autodiff_run import adjoint
+
+    return adjoint(*args, **kwargs)
+
+
+_core._set_hooks(autodiff=_adjoint)
 
 __all__ += ["Tape", "torch_function", "jax_function"]
 
 # spatial queries: tack.HashGrid and its neighbour loop in kernels, tack.Bvh and tack.Mesh and
 # their box, ray and closest-point queries (docs/spatial.md)
-from ._hashgrid import HashGrid  # noqa: E402
-from ._bvh import Bvh, Mesh  # noqa: E402
-
 __all__ += ["HashGrid", "Bvh", "Mesh"]
+
+_LAZY = dict({name: "._algorithms" for name in _ALGORITHMS}, HashGrid="._hashgrid", Bvh="._bvh", Mesh="._bvh",
+             Tape="._autodiff_run", torch_function="._autodiff_frameworks", jax_function="._autodiff_frameworks")
+
+
+def __getattr__(name):
+    """tack.scan, tack.HashGrid, ...: their module imported on first use (PEP 562)."""
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'tack' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
