@@ -213,9 +213,10 @@ void gpu_grid_free(gpu_grid *g);
 /* Phase k's blocks for this call's arguments (a 'b' phase: its loop's blocks, at most the grid's fill). */
 unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const tack_arg *args, int nargs);
 
-/* What a CUDA-family device and one compiled kernel allow a block (-1: not said). */
+/* What a GPU and one compiled kernel allow a block of a blocks loop (-1: not said): the CUDA, HIP,
+ * Metal and Level Zero launchers fill it, gpu_block_check words the error. */
 typedef struct gpu_block_limits {
-    const char *family;       /* "CUDA", "HIP" */
+    const char *family;       /* "CUDA", "HIP", "Metal", "Level Zero" */
     const char *device_name;  /* the driver's name for the device */
     int threads;              /* the most threads in a block of this kernel */
     const char *threads_what; /* where that limit comes from (an attribute's name) */

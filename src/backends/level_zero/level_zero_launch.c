@@ -414,19 +414,10 @@ static tack_status blocks_group(tack_device *d, tack_program *p, lz_prog *cp, in
         most = kp.maxNumSubgroups * kp.maxSubgroupSize;
         what = "the kernel's maxNumSubgroups x maxSubgroupSize";
     }
-    if (bs > most)
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s': its blocks loop (phase %d) has blocks of %u threads, and Level Zero "
-                              "device '%s' (%s) runs at most %u in a work-group of this kernel (%s)",
-                              p->kernel_name, k, (unsigned)bs, d->name, c->name, (unsigned)most, what);
-    if (props && c->max_slm && kp.localMemSize > c->max_slm)
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s': its blocks loop (phase %d, blocks of %u threads) takes %u bytes of shared "
-                              "local memory, and Level Zero device '%s' (%s) has at most %u (maxSharedLocalMemory)",
-                              p->kernel_name, k, (unsigned)bs, (unsigned)kp.localMemSize, d->name, c->name,
-                              (unsigned)c->max_slm);
+    gpu_block_limits l = {"Level Zero", c->name, (int)most, what, props ? (int)kp.localMemSize : -1,
+                          c->max_slm ? (int)c->max_slm : -1, "maxSharedLocalMemory"};
     *out = bs;
-    return TACK_OK;
+    return gpu_block_check(d, p, &cp->g, k, &l);
 }
 
 /* Kernel objects for the phases, with their group sizes. */

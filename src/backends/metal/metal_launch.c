@@ -144,22 +144,10 @@ done:
  * kernel's barriers and shared indices count on B threads. */
 static tack_status blocks_fit(tack_device *d, tack_program *p, metal_prog *mp, int k, NSUInteger most) {
     metal_dev *h = d->state;
-    unsigned bs = mp->g.bsize[k];
-    if (most && bs > most)
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s': its blocks loop (phase %d) has blocks of %u threads, and Metal device "
-                              "'%s' (%s) runs at most %lu in a threadgroup of this pipeline "
-                              "(maxTotalThreadsPerThreadgroup)",
-                              p->kernel_name, k, bs, d->name, h->name, (unsigned long)most);
-    NSUInteger mem = mtl_uint(mp->pso[k], TK_S(staticThreadgroupMemoryLength));
-    NSUInteger cap = mtl_uint(h->device, TK_S(maxThreadgroupMemoryLength));
-    if (cap && mem > cap)
-        return tack_set_error(TACK_ERR_VALUE,
-                              "kernel '%s': its blocks loop (phase %d, blocks of %u threads) takes %lu bytes of "
-                              "threadgroup memory, and Metal device '%s' (%s) has at most %lu "
-                              "(maxThreadgroupMemoryLength)",
-                              p->kernel_name, k, bs, (unsigned long)mem, d->name, h->name, (unsigned long)cap);
-    return TACK_OK;
+    gpu_block_limits l = {"Metal", h->name, (int)most, "maxTotalThreadsPerThreadgroup",
+                          (int)mtl_uint(mp->pso[k], TK_S(staticThreadgroupMemoryLength)),
+                          (int)mtl_uint(h->device, TK_S(maxThreadgroupMemoryLength)), "maxThreadgroupMemoryLength"};
+    return gpu_block_check(d, p, &mp->g, k, &l);
 }
 
 static tack_status pipelines(tack_device *d, tack_program *p, metal_prog *mp, id lib) {
