@@ -131,9 +131,8 @@ int tk_cpu_bands(tk_emitter *e, tk_ir *s) {
     return ok && layer;
 }
 
-void tk_cpu_bands_launch(tk_emitter *e, tk_ir *s, int band) {
+void tk_cpu_bands_launch(tk_emitter *e, tk_ir *s) {
     I(e); P(e, "F_.bq = 1; F_.bh = F_.pn[1];\n");
-    if (!band) return;
     int64_t bytes = 0; /* a point's bytes over the kernel's arrays */
     for (int p = 0; p < e->S->nparams; p++)
         if (e->S->ptypes[p].kind == TY_ARRAY) bytes += (dt_bits((tack_dtype)e->S->ptypes[p].dt) + 7) / 8;

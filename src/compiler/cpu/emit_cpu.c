@@ -681,7 +681,7 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
     }
     I(e); P(e, "F_.total = total_;\n");
     int band = tk_cpu_bands(e, s);
-    if (nd == 3) tk_cpu_bands_launch(e, s, band);
+    if (band) tk_cpu_bands_launch(e, s); /* only a banded loop's chunks read F->bh */
     I(e); P(e, "int64_t grain_ = 0;\n");
     if (s->hist) hist_slots(e, s);
     if (em_race_loop(e, s) >= 0) em_race_begin(e, s, em_race_loop(e, s));

@@ -143,10 +143,10 @@ TK_HIDDEN int tk_cpu_launch_work(tk_emitter *e, tk_ir *s, const char *total, con
 /* emit_blocks.c: the chunk of a blocks loop (tack.blocks): its blocks, their threads split at barriers */
 TK_HIDDEN void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s);
 /* bands.c: whether the rows of 3-D parallel loop s may run in bands of layers; the launch's band
- * height (F_.bh, F_.bq: one band of ny rows unless `band`); and a chunk's rows in that numbering
- * (ndrange_rows' loops, left open: returns how many) */
+ * height for such a loop (F_.bh, F_.bq: one band of ny rows where the layers are small); and a
+ * chunk's rows in that numbering (ndrange_rows' loops, left open: returns how many) */
 TK_HIDDEN int tk_cpu_bands(tk_emitter *e, tk_ir *s);
-TK_HIDDEN void tk_cpu_bands_launch(tk_emitter *e, tk_ir *s, int band);
+TK_HIDDEN void tk_cpu_bands_launch(tk_emitter *e, tk_ir *s);
 TK_HIDDEN int tk_cpu_bands_rows(tk_emitter *e, tk_ir *s);
 /* emit_lanes.c: the plain copy of loop s (counter c) in SIMD lanes, or 0 (nothing written) */
 TK_HIDDEN int em_plain_in_lanes(tk_emitter *e, tk_ir *s, int c);
