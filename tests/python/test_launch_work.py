@@ -69,7 +69,11 @@ def test_the_launch_counts_inner_loops_with_bounds_it_knows():
     src = lud_rows.generated_source(a, 0)
     assert _launch_arg(src) == "mp_"
     decl = next(ln for ln in src.splitlines() if "const int64_t mp_ =" in ln)
-    assert "tk_trip(" in decl and "< 131072.0 ? total_ + 1 : 2" in decl, decl
+    assert "< 524288.0 ? total_ + 1 : 2" in decl, decl
+    work = next(ln for ln in src.splitlines() if "const double w_ =" in ln)
+    assert "tk_trip(" in work, work
+    # a piece it hands out is at least 262144 units: the grain raised to that many iterations
+    assert "if ((double)grain_ * w_ < 262144.0) grain_ = (int64_t)(262144.0 / w_) + 1;" in src
     # bounds that change with the iteration, or read from memory: no estimate, the pool from 2
     x = np.zeros(8)
     assert _launch_arg(prefix_rows.generated_source(x, x)) == "2"
@@ -79,9 +83,10 @@ def test_the_launch_counts_inner_loops_with_bounds_it_knows():
 def test_small_launches_run_on_the_caller_and_large_ones_on_the_pool():
     a0 = _lud(256)
     with tack.config.override(num_threads=2):
-        for k, pooled in [(240, False), (250, False), (0, True), (64, True)]:
+        for k, pooled in [(240, False), (250, False), (100, False), (0, True), (64, True)]:
             a = a0.copy()
-            # 15 rows of 15 elements at k = 240; 255 rows of 255 at k = 0
+            # 15 rows of 15 elements at k = 240, 155 of 155 at k = 100 (about 449,000 units,
+            # under the 524288 where two threads drew level with one); 255 rows of 255 at k = 0
             workers = _workers(lambda: lud_rows(a, k))
             assert bool(workers) == pooled, (k, workers)
             np.testing.assert_allclose(a, _lud_numpy(a0, k), rtol=1e-6)

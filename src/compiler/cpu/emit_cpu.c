@@ -687,7 +687,7 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
     if (em_race_loop(e, s) >= 0) em_race_begin(e, s, em_race_loop(e, s));
     const int *rec = record_arrays(e, s);
     /* a body with inner loops: from 2 iterations, unless the launch counts too little work */
-    int counted = pfor_min_parallel(s) == 2 && tk_cpu_launch_work(e, s, "total_", "mp_");
+    int counted = pfor_min_parallel(s) == 2 && tk_cpu_launch_work(e, s, "total_", "mp_", "grain_");
     I(e); P(e, "if (total_ > 0) abi->parallel_for(ctx, ");
     if (rec) {
         P(e, "(1");

@@ -28,20 +28,27 @@
  * and keeps min_parallel 2.
  *
  * The launch then runs on the caller alone when its iterations times the
- * estimate is under TK_SERIAL_WORK units, a quarter of what a loop-free
- * body needs (emit_cpu.c: 8192 to 32768 iterations, about 524288 units).
- * lud's launches timed one at a time on two threads against one
- * (2026-12-05, 2 cores, load average 9): two threads were 1.0-1.2 us
- * slower up to 64 rows (80576 units by this estimate), level at 96 rows
- * (176160), and faster from 128 (308608); a quarter of the loop-free
- * threshold is under where they drew level, so a launch it keeps on the
- * caller loses little where the machine is idle.  The units count a
- * vectorized loop's operations; an inner loop that GCC cannot vectorize
- * (a chain of dependent cells, like nw's) costs several times more per
- * unit, so such a loop's launch can stay on one thread up to some tens of
- * microseconds.  (nw itself has no estimate: its blocks' bounds depend on
- * the block.)  Only loops with inner loops and an estimate are affected; a
- * histogram loop or a blocks loop keeps its own rule.
+ * estimate is under TK_SERIAL_WORK units, what a loop-free body needs
+ * (emit_cpu.c: 8192 to 32768 iterations, about 524288 units), and hands
+ * out pieces of at least TK_PIECE_WORK units (the grain, in iterations,
+ * raised to that).  Both from lud at 256^2 on this project's 2-core Xeon,
+ * quiet (load 0.3), each pivot's launch repeated 10,000 times on one thread
+ * and on two: two threads drew level with one at 159 rows (472,000 units by
+ * this estimate; 2.6 us a launch) and won from 175 (570,000), below which
+ * they lost up to 0.4 us.  Without a grain the pool halved each thread's
+ * share down to one row, a dozen pieces a launch, each a call of the chunk
+ * and a claim; pieces of 262144 units (about a microsecond) took the whole
+ * 255-pivot run from 0.575 to 0.509 ms on two threads, and the threshold
+ * from 131072 units to 524288 to 0.47-0.49 ms, level with C+OpenMP's
+ * 0.46-0.50 in the same runs.  (The threshold had been set at a load
+ * average of 9, where two threads of the old, finely split launch drew
+ * level with one at 96 rows.)  The units count a vectorized loop's
+ * operations; an inner loop that GCC cannot vectorize (a chain of
+ * dependent cells, like nw's) costs several times more per unit, so such a
+ * loop's launch can stay on one thread up to some tens of microseconds.
+ * (nw itself has no estimate: its blocks' bounds depend on the block.)
+ * Only loops with inner loops and an estimate are affected; a histogram
+ * loop or a blocks loop keeps its own rule.
  */
 #include <string.h>
 
@@ -49,7 +56,9 @@
 #include "compiler/emit/emit.h"
 
 /* A launch of a loop with inner loops whose estimated work is under this many units runs on the caller. */
-#define TK_SERIAL_WORK 131072
+#define TK_SERIAL_WORK 524288
+/* Each piece such a launch hands out is at least this many units (its grain). */
+#define TK_PIECE_WORK 262144
 
 /* Whether integer expression x has the same value in every iteration of the
  * parallel loop whose body is `body`, and can be evaluated at its launch
@@ -143,16 +152,20 @@ static void write_work(tk_emitter *e, const tk_ir *s) {
     }
 }
 
-int tk_cpu_launch_work(tk_emitter *e, tk_ir *s, const char *total, const char *mp) {
+int tk_cpu_launch_work(tk_emitter *e, tk_ir *s, const char *total, const char *mp, const char *grain) {
     if (s->op != IR_PFOR || ir_is_blocks(s) || s->hist) return 0;
     const tk_ir *body = s->k[s->aux];
     if (!estimable(e, body, body)) return 0;
     I(e); P(e, "/* tk: one iteration's estimated work, its inner loops counted (launch_work.c): */\n");
     I(e); P(e, "/* a launch of under %d units runs on the caller */\n", TK_SERIAL_WORK);
     I(e); P(e, "#define tk_work_max(a, b) ((a) > (b) ? (a) : (b))\n");
-    I(e); P(e, "const int64_t %s = (double)%s * (1.0 + ", mp, total);
+    I(e); P(e, "/* and a piece is at least %d units */\n", TK_PIECE_WORK);
+    I(e); P(e, "const double w_ = 1.0 + ");
     write_work(e, body);
-    P(e, ") < %d.0 ? %s + 1 : 2;\n", TK_SERIAL_WORK, total);
+    P(e, ";\n");
+    I(e); P(e, "const int64_t %s = (double)%s * w_ < %d.0 ? %s + 1 : 2;\n", mp, total, TK_SERIAL_WORK, total);
+    I(e); P(e, "if ((double)%s * w_ < %d.0) %s = (int64_t)(%d.0 / w_) + 1;\n", grain, TK_PIECE_WORK, grain,
+            TK_PIECE_WORK);
     I(e); P(e, "#undef tk_work_max\n");
     return 1;
 }

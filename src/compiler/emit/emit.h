@@ -138,8 +138,9 @@ TK_HIDDEN int em_lane_func(const tk_cc *C, int si);
 TK_HIDDEN int64_t em_body_cost(const tk_ir *x);
 /* launch_work.c: for parallel loop s with inner loops whose bounds the launch knows, declare
  * const int64_t `mp` (its min_parallel: `total` + 1 when the estimated work is too little to
- * share, else 2) at the launch and return 1; 0 (nothing written) when there is no estimate. */
-TK_HIDDEN int tk_cpu_launch_work(tk_emitter *e, tk_ir *s, const char *total, const char *mp);
+ * share, else 2), raise int64_t `grain` to the iterations of a piece worth handing out, and
+ * return 1; 0 (nothing written) when there is no estimate. */
+TK_HIDDEN int tk_cpu_launch_work(tk_emitter *e, tk_ir *s, const char *total, const char *mp, const char *grain);
 /* emit_blocks.c: the chunk of a blocks loop (tack.blocks): its blocks, their threads split at barriers */
 TK_HIDDEN void tk_cpu_blocks_chunk(tk_emitter *e, tk_ir *s);
 /* bands.c: whether the rows of 3-D parallel loop s may run in bands of layers; the launch's band
