@@ -394,9 +394,15 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
     } else if (Py_TYPE(obj) == k->st->ndarray) {
         /* an exact NumPy array, before the scalar checks below (which walk its type's bases and
          * compare its type's name, none of which it can match): borrowed as any buffer is */
-        arr = tpy_wrap_buffer(k->st, obj, -1, 0, 1);
-        if (!arr)
-            return reraise_for_param(k, i);
+        arr = tpy_ndarray_fast(k->st, obj); /* read from the array object (array_ndarray.c) */
+        if (!arr) {
+            if (PyErr_Occurred())
+                return reraise_for_param(k, i);
+            arr = tpy_wrap_buffer(k->st, obj, -1, 0, 1);
+            if (!arr)
+                return reraise_for_param(k, i);
+            tpy_ndarray_learn(k->st, obj, arr);
+        }
         c->temps[i] = arr;
     } else if (PyFloat_Check(obj)) {
         t->dtype = TACK_F64;

@@ -486,6 +486,9 @@ static PyMethodDef module_methods[] = {
     {"_set_hooks", (PyCFunction)(void (*)(void))py_set_hooks, METH_VARARGS | METH_KEYWORDS,
      "_set_hooks(repr=, compile_error=, getsourcelines=, getline=, race_warning=, reduce=, race_error=, struct_call=, "
      "autodiff=, cai_export=, cai_import=): what the package hands the extension at import (the extension imports none of tack's modules itself)"},
+    {"_ndarray_path", tpy_ndarray_path, METH_VARARGS,
+     "_ndarray_path([state]) -> (1: NumPy arrays read directly, 0: through the buffer protocol, -1: not yet "
+     "checked; the Tack dtypes of the NumPy dtypes known); a state (0 or -1) sets it"},
     {"_set_tape", py_set_tape, METH_O,
      "_set_tape(hook or None): the recording tack.Tape's hook, called (kernel, args, kwargs) after every launch"},
     {NULL, NULL, 0, NULL},
@@ -498,6 +501,7 @@ static int module_exec(PyObject *m) {
         PyErr_SetString(PyExc_ImportError, tack_last_error());
         return -1;
     }
+    st->nd_fast = -1; /* checked at the first NumPy array a kernel borrows (array_ndarray.c) */
     st->default_device = PyUnicode_FromString("cpu");
     if (!st->default_device)
         return -1;
@@ -536,6 +540,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->ndarray);
     for (int i = 0; i < TPY_SCALAR_TYPES; i++)
         Py_VISIT(st->scalar_types[i]);
+    for (int i = 0; i < st->nd_ndescr; i++)
+        Py_VISIT(st->nd_descr[i]);
     Py_VISIT(st->dlpack_strs);
     Py_VISIT(st->getsignal);
     Py_VISIT(st->default_int_handler);
@@ -566,6 +572,9 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->ndarray);
     for (int i = 0; i < TPY_SCALAR_TYPES; i++)
         Py_CLEAR(st->scalar_types[i]);
+    for (int i = 0; i < st->nd_ndescr; i++)
+        Py_CLEAR(st->nd_descr[i]);
+    st->nd_ndescr = 0;
     Py_CLEAR(st->dlpack_strs);
     Py_CLEAR(st->getsignal);
     Py_CLEAR(st->default_int_handler);

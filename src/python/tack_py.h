@@ -26,6 +26,7 @@
 
 /* How many NumPy scalar types a module remembers with their dtypes (kernel_call.c). */
 #define TPY_SCALAR_TYPES 32
+#define TPY_NDARRAY_DTYPES 16 /* array_ndarray.c: NumPy dtype objects known to the launch's fast path */
 
 typedef struct {
     PyTypeObject *ArrayType;
@@ -67,6 +68,11 @@ typedef struct {
                                            arguments (np.float32, ...), each with the one dtype all its
                                            values have, so that the launch does not ask NumPy again */
     tack_dtype scalar_dtypes[TPY_SCALAR_TYPES];
+    int nd_fast;                        /* array_ndarray.c: -1 not yet checked, 1 NumPy arrays read
+                                           directly, 0 through the buffer protocol only */
+    int nd_ndescr;                      /* the NumPy dtype objects the buffer protocol mapped to a */
+    PyObject *nd_descr[TPY_NDARRAY_DTYPES]; /* Tack dtype (a reference each), with their dtypes */
+    tack_dtype nd_dtype[TPY_NDARRAY_DTYPES];
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
     PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */
     PyObject *default_int_handler;      /* _signal.default_int_handler */
@@ -139,6 +145,13 @@ tack_array *tpy_wrap_buffer(tpy_state *st, PyObject *obj, int dtype_hint, int wa
 /* Remember obj's type as st->ndarray when it is numpy.ndarray itself (not a subclass); 0, or -1
  * with an exception. */
 int tpy_learn_ndarray(tpy_state *st, PyObject *obj);
+/* array_ndarray.c: an exact NumPy array `obj` borrowed for a launch by reading the array object
+ * (NULL without an exception where it does not qualify: the caller takes the buffer protocol's
+ * way; NULL with one where the wrap failed); and, after the buffer protocol lent obj as `arr`,
+ * the check of that reading against it and the dtype it teaches. */
+tack_array *tpy_ndarray_fast(tpy_state *st, PyObject *obj);
+void tpy_ndarray_learn(tpy_state *st, PyObject *obj, const tack_array *arr);
+PyObject *tpy_ndarray_path(PyObject *m, PyObject *args); /* _core._ndarray_path */
 /* dtype.c: the NumPy dtype of scalar dtype `scalar` (a new reference): bf16's
  * is ml_dtypes.bfloat16, imported here; NumPy has none, so without ml_dtypes
  * a TypeError says how else bf16 data comes and goes. */
