@@ -133,7 +133,9 @@ tack_status gpu_grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid) {
     grid->fill = tack_calloc((size_t)g->nph + 1, sizeof(unsigned));
     if (!grid->work || !grid->fill)
         return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    /* the loops' extents, where the source says them: " K:EXPR" each */
+    /* the loops' extents, where the source says them: " K:EXPR" each, an EXPR running to the next
+     * space.  Its operators are each followed by a comma ("s0.0,i1,*,"), so no EXPR holds the
+     * comment's end; a product's '*' is part of it, not where it stops. */
     const char *w = NULL, *wmark = "/* tack-grid-work:";
     for (const char *s = strstr(p->source, wmark); s; s = strstr(s + 1, wmark)) w = s;
     if (!w) return TACK_OK;
@@ -142,7 +144,8 @@ tack_status gpu_grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid) {
         int k = -1, used = 0;
         if (sscanf(w, " %d:%n", &k, &used) != 1 || used == 0) break;
         w += used;
-        size_t n = strcspn(w, " *");
+        size_t n = strcspn(w, " ");
+        if (n > (size_t)(end - w)) n = (size_t)(end - w);
         if (k >= 0 && k < g->nph && !grid->work[k]) {
             if (!(grid->work[k] = tack_malloc(n + 1)))
                 return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
