@@ -293,14 +293,19 @@ static void grids(tack_device *g, void *lib) {
     AT(40, 4);
     int k3 = FUNC(TACK_FUNC_KERNEL, "over_m", "m out",
                   BLOCK(1, RANGE1("i", SUB(NAME("m"), 1, INT(0)), BLOCK(1, ASSIGN(SUB(NAME("out"), 1, INT(0)), FLT(1.0))))));
+    AT(50, 4); /* a product: the extent's postfix holds a '*' (out.shape[0] * n) */
+    int k4 = FUNC(TACK_FUNC_KERNEL, "over_out_n", "out n",
+                  BLOCK(1, RANGE1("i", BIN(TACK_OP_MUL, SHAPE("out", 0), NAME("n")),
+                                  BLOCK(1, ASSIGN(SUB(NAME("out"), 1, INT(0)), FLT(1.0))))));
     tack_argtype sig1[2] = {ARR(TACK_F32, 1), WEAK(TACK_F64)};
     tack_argtype sig2[2] = {ARR(TACK_F32, 1), WEAK(TACK_I64)};
     tack_argtype sig3[2] = {ARR(TACK_I64, 1), ARR(TACK_F32, 1)};
-    tack_program *p1 = NULL, *p2 = NULL, *p3 = NULL;
+    tack_program *p1 = NULL, *p2 = NULL, *p3 = NULL, *p4 = NULL;
     CHECK(tack_compile(tb_m, k1, sig1, 2, &o, &p1) == TACK_OK && tack_program_build(p1, g) == TACK_OK);
     CHECK(tack_compile(tb_m, k2, sig2, 2, &o, &p2) == TACK_OK && tack_program_build(p2, g) == TACK_OK);
     CHECK(tack_compile(tb_m, k3, sig3, 2, &o, &p3) == TACK_OK && tack_program_build(p3, g) == TACK_OK);
-    if (!p1 || !p2 || !p3) return;
+    CHECK(tack_compile(tb_m, k4, sig2, 2, &o, &p4) == TACK_OK && tack_program_build(p4, g) == TACK_OK);
+    if (!p1 || !p2 || !p3 || !p4) return;
     int64_t n = 1000, big = 100000, one = 1;
     tack_array *out = NULL, *large = NULL, *m = NULL;
     CHECK(tack_array_zeros(g, TACK_F32, 1, &n, &out) == TACK_OK);
@@ -320,6 +325,9 @@ static void grids(tack_device *g, void *lib) {
     CHECK(tack_launch(p2, a, 2) == TACK_OK && *grid == 1); /* nothing to do: still one block (checks, the frame) */
     a[1].scalar.i = (int64_t)1 << 40;
     CHECK(tack_launch(p2, a, 2) == TACK_OK && *grid == 24);
+    a[1].scalar.i = 3;
+    CHECK(tack_launch(p4, a, 2) == TACK_OK && *grid == 12); /* ceil(1000 * 3 / 256) */
+    CHECK(strstr(p4->source, "/* tack-grid-work: 0:s0.0,i1,*, */") != NULL);
     a[0].array = m;
     a[1].array = out;
     CHECK(tack_launch(p3, a, 2) == TACK_OK && *grid == 24); /* m[0] is on the device: the full grid */
@@ -329,6 +337,7 @@ static void grids(tack_device *g, void *lib) {
     tack_program_free(p1);
     tack_program_free(p2);
     tack_program_free(p3);
+    tack_program_free(p4);
     tack_array_release(out);
     tack_array_release(large);
     tack_array_release(m);

@@ -51,6 +51,7 @@ static const char PHASES[] =
         "    long s = *(__global const long *)frame;\n"
         "    for (long i = get_global_id(0); i < n; i += get_global_size(0)) out[i] += s;\n"
         "}\n"
+        "/* tack-grid-work: 0:s0.0, */\n" /* the first loop's extent said, the last's not */
         "/* tack-opencl: phases=psp frame=8 fp64=0 */\n";
 
 /* ---------------------------------------------------------------- devices */
@@ -207,7 +208,7 @@ static void test_launch(tack_device *g) {
     CHECK(at("zeCommandListAppendBarrier", app) > app && at("zeCommandListHostSynchronize", 0) == -1);
     int L = before;
     CHECK(strcmp(fake_launch_kernel(L), "tk_phase0") == 0 && fake_launch_nargs(L) == 8);
-    CHECK(fake_launch_groups(L) == 4 * 8 && fake_launch_group_size(L) == 128);
+    CHECK(fake_launch_groups(L) == 4 * 8 && fake_launch_group_size(L) == 128); /* no extent said: units x 8 */
     for (int i = 0; i < 8; i++) CHECK(fake_launch_arg_size(L, i) == 8);
     CHECK(fake_launch_arg(L, 0) != 0 && fake_launch_arg(L, 1) == 0 && fake_launch_arg(L, 2) != 0);
     CHECK(fake_launch_arg(L, 3) == (uint64_t)(uintptr_t)tack_array_data(y) && fake_launch_arg(L, 4) == 100);
@@ -252,7 +253,8 @@ static void test_launch(tack_device *g) {
         CHECK(tack_device_synchronize(g) == TACK_OK);
         tack_program_free(pc);
     }
-    /* three phases: parallel, serial (one group of one), parallel, sharing one frame */
+    /* three phases: parallel, serial (one group of one), parallel, sharing one frame; the first
+     * loop's 100 iterations in one group of 128, the second's extent unsaid: units x 8 */
     tack_program *ph = program("phases", PHASES, 2, phase_params);
     CHECK(tack_program_build(ph, g) == TACK_OK);
     tack_arg pargs[2];
@@ -262,7 +264,7 @@ static void test_launch(tack_device *g) {
     before = fake_launches();
     CHECK(tack_launch(ph, pargs, 2) == TACK_OK && fake_launches() == before + 3);
     const char *want[3] = {"tk_phase0", "tk_phase1", "tk_phase2"};
-    unsigned groups[3] = {32, 1, 32}, sizes[3] = {128, 1, 128};
+    unsigned groups[3] = {1, 1, 32}, sizes[3] = {128, 1, 128};
     for (int k = 0; k < 3; k++) {
         CHECK(strcmp(fake_launch_kernel(before + k), want[k]) == 0);
         CHECK(fake_launch_groups(before + k) == groups[k] && fake_launch_group_size(before + k) == sizes[k]);
@@ -312,7 +314,9 @@ static void test_launch(tack_device *g) {
 /* ----------------------------------------------------------- blocks loops */
 /* A parallel phase, a blocks loop over nb blocks of B work-items with a
  * shared array, and a serial phase: the layout the compiler writes for
- * `for b, t in tack.blocks(nb, B)` between two other statements. */
+ * `for b, t in tack.blocks(nb, B)` between two other statements.  The
+ * parallel loop's extent is said as x.shape[0] * nb (a product: the
+ * operator '*' inside the comment). */
 #define BLOCKS_SRC(B)                                                                                                   \
     CTX "#define ARGS __global tk_ctx *ctx, __global uchar *frame, ulong prog, __global long *out, long n, "           \
         "__global const long *x, long xn, long nb\n"                                                                   \
@@ -327,7 +331,7 @@ static void test_launch(tack_device *g) {
         "    }\n"                                                                                                      \
         "}\n"                                                                                                          \
         "__kernel void tk_phase2(ARGS) { if (get_global_id(0) == 0) out[0] += 1; }\n"                                  \
-        "/* tack-grid-work: 1:i2, */\n"                                                                                \
+        "/* tack-grid-work: 0:s1.0,i2,*, 1:i2, */\n"                                                                   \
         "/* tack-opencl: phases=pbs frame=0 fp64=0 */\n"                                                              \
         "/* tack-grid-block: 1:" #B " */\n"
 
@@ -342,18 +346,20 @@ static void test_blocks(tack_device *g) {
     args[1].array = x;
     args[2].scalar.i = 3;
     /* work-groups of exactly the loop's 64 work-items, one a block (nb, from the source's
-     * tack-grid-work), at most a parallel phase's count (units x 8 = 32) */
+     * tack-grid-work), at most units x 8 = 32; the parallel loop's 100 x nb iterations in
+     * groups of 128, as many as they need, at most 32 */
     tack_program *p = program("blk", BLOCKS_SRC(64), 3, params);
     fake_calls_clear();
     CHECK(tack_program_build(p, g) == TACK_OK);
     CHECK(at("zeKernelGetProperties", 0) > 0);
     int64_t nbs[3] = {3, 100, 0};
     unsigned bgroups[3] = {3, 32, 1}; /* no blocks: still one group (the checks, the frame) */
+    unsigned pgroups[3] = {3, 32, 1}; /* 300, 10000 and no iterations */
     for (int r = 0; r < 3; r++) {
         args[2].scalar.i = nbs[r];
         int before = fake_launches();
         CHECK(tack_launch(p, args, 3) == TACK_OK && fake_launches() == before + 3);
-        unsigned groups[3] = {32, bgroups[r], 1}, sizes[3] = {128, 64, 1};
+        unsigned groups[3] = {pgroups[r], bgroups[r], 1}, sizes[3] = {128, 64, 1};
         for (int k = 0; k < 3; k++) {
             char name[16];
             snprintf(name, sizeof name, "tk_phase%d", k);
@@ -434,7 +440,10 @@ static void test_compiled(tack_device *g) {
     memcpy(&two_bits, &two, 4);
     uint64_t bits = two_bits;
     CHECK(strstr(p->source, "fp64=0 */") != NULL && strstr(p->source, "as_double") == NULL);
-    unsigned groups[3] = {32, 1, 32};
+    /* the compiler wrote the loops' extents (out.shape[0], 3), and each loop runs in the groups of 128
+     * it needs: one */
+    CHECK(strstr(p->source, "/* tack-grid-work: 0:s1.0, 2:#3, */") != NULL);
+    unsigned groups[3] = {1, 1, 1};
     for (int i = 0; i < 3; i++) {
         char name[16];
         snprintf(name, sizeof name, "tk_phase%d", i);

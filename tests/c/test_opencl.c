@@ -12,8 +12,8 @@
  * tk_program_from_source (opencl_programs.h, which the Level Zero tests
  * share, and the few of this test's own).  Covered: the device list and names, memory
  * (round trips, fills of every pattern width, 0-byte arrays, copies between
- * devices), launches and their results, a frame buffer shared by three
- * phases, scalar packing, the error record (reported at synchronize, at a
+ * devices), launches and their results, the work-groups a phase launches
+ * (sized from its loop's extent), a frame buffer shared by three phases, scalar packing, the error record (reported at synchronize, at a
  * copy to the host, at once for shared arrays, after the program is freed;
  * cleared after), build errors, the fp64 refusal, the disk cache (a second
  * build loads, a damaged, foreign or refused entry is rebuilt), failed host
@@ -68,6 +68,33 @@ static const char SCALARS[] =
     "    out[0] = (long)si; out[1] = (long)su; out[2] = (long)sb; out[3] = (long)(as_double(sf) * 4.0);\n"
     "}\n"
     "/* tack-opencl: phases=s frame=0 fp64=1 */\n";
+
+/* Each phase says the groups and the work-group size it was launched with (out[2k], out[2k + 1]):
+ * a loop over x (its extent in the source's tack-grid-work), one over x.shape[0] * k (a product), a
+ * blocks loop of k blocks of 4, a loop whose extent the source does not say, and a serial phase.
+ * The first and the blocks loop also write out[10 + i] (i < xn) and out[10 + xn + b] (b < k), so a
+ * grid-stride loop that misses an iteration shows. */
+static const char GRID[] =
+    CTX "#define ARGS __global tk_ctx *ctx, __global uchar *frame, ulong prog, __global long *out, long on, "
+        "__global const long *x, long xn, ulong k\n"
+        "#define SAY(K) if (get_global_id(0) == 0) { out[2 * K] = get_num_groups(0); out[2 * K + 1] = get_local_size(0); }\n"
+        "__kernel void tk_phase0(ARGS) {\n"
+        "    SAY(0)\n"
+        "    for (long i = get_global_id(0); i < xn; i += get_global_size(0)) out[10 + i] = i + 1;\n"
+        "}\n"
+        "__kernel void tk_phase1(ARGS) { SAY(1) }\n"
+        "__kernel void tk_phase2(ARGS) {\n"
+        "    SAY(2)\n"
+        "    for (ulong b = get_group_id(0); b < k; b += get_num_groups(0)) {\n"
+        "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+        "        if (get_local_id(0) == 3) out[10 + xn + b] = (long)b + 1;\n"
+        "    }\n"
+        "}\n"
+        "__kernel void tk_phase3(ARGS) { SAY(3) }\n"
+        "__kernel void tk_phase4(ARGS) { SAY(4) }\n"
+        "/* tack-grid-work: 0:s1.0, 1:s1.0,i2,*, 2:i2, */\n"
+        "/* tack-opencl: phases=ppbps frame=0 fp64=0 */\n"
+        "/* tack-grid-block: 2:4 */\n";
 
 static char base[] = "/tmp/tack-opencl-XXXXXX";
 static char exe[600];
@@ -319,6 +346,57 @@ static void test_launch(tack_device *g, tack_device *cpu) {
     CHECK(tack_array_copy_to_host(ao, out, sizeof out) == TACK_OK);
     CHECK(out[0] == -5 && out[1] == 4000000000LL && out[2] == 1 && out[3] == 9);
     tack_array_release(ao);
+    tack_program_free(p);
+}
+
+/* min(ceil(work / per), most), at least 1 */
+static int64_t groups_for(int64_t work, int64_t per, int64_t most) {
+    int64_t n = work <= 0 ? 1 : (work + per - 1) / per;
+    return n < most ? n : most;
+}
+
+/* A parallel phase launches the groups its loop's extent needs, at most units x 8, which a loop of
+ * unknown extent gets; every iteration runs whatever the count. */
+static void test_grid(tack_device *g) {
+    const ocl_dev *c = g->state;
+    tk_pinfo params[3] = {arr("out", TACK_I64, 1), arr("x", TACK_I64, 0), scalar("k", TACK_I64)};
+    tack_program *p = program("grid", GRID, 3, params);
+    CHECK(tack_program_build(p, g) == TACK_OK);
+    const int64_t fill = (int64_t)c->units * 8;
+    int64_t L = 0; /* the parallel phases' work-group size: asked of the first launch */
+    for (int r = 0; r < 8; r++) {
+        /* extents 0, 1, L - 1, L, L + 1 and three times what the cap's groups cover; 1, 2, 3, 0 blocks
+         * and more than the cap */
+        int64_t xn = r == 0 ? 0 : r == 1 ? 1 : r == 2 ? L - 1 : r == 3 ? L : r == 4 ? L + 1 : 3 * L * fill;
+        int64_t k = r < 6 ? r % 3 + 1 : r == 6 ? 0 : fill + 5;
+        int64_t on = 10 + xn + k;
+        tack_array *o = NULL, *x = NULL;
+        CHECK(tack_array_zeros(g, TACK_I64, 1, &on, &o) == TACK_OK && tack_array_zeros(g, TACK_I64, 1, &xn, &x) == TACK_OK);
+        tack_arg args[3];
+        memset(args, 0, sizeof args);
+        args[0].array = o;
+        args[1].array = x;
+        args[2].scalar.i = k;
+        CHECK(tack_launch(p, args, 3) == TACK_OK);
+        int64_t *out = calloc((size_t)on, sizeof *out);
+        CHECK(out && tack_array_copy_to_host(o, out, (size_t)on * sizeof *out) == TACK_OK);
+        if (r == 0) L = out[1];
+        CHECK(L >= 1 && L <= 256 && out[1] == L && out[3] == L && out[7] == L && out[5] == 4 && out[9] == 1);
+        int64_t want[5] = {groups_for(xn, L, fill), groups_for(xn * k, L, fill), groups_for(k, 1, fill), fill, 1};
+        for (int ph = 0; ph < 5; ph++)
+            if (out[2 * ph] != want[ph]) {
+                fprintf(stderr, "grid: extent %lld, k %lld: phase %d launched %lld groups of %lld, not %lld\n",
+                        (long long)xn, (long long)k, ph, (long long)out[2 * ph], (long long)out[2 * ph + 1],
+                        (long long)want[ph]);
+                CHECK(0);
+            }
+        int every = 1;
+        for (int64_t i = 0; i < xn + k; i++) every &= out[10 + i] == (i < xn ? i + 1 : i - xn + 1);
+        CHECK(every);
+        free(out);
+        tack_array_release(o);
+        tack_array_release(x);
+    }
     tack_program_free(p);
 }
 
@@ -598,6 +676,7 @@ int main(int argc, char **argv) {
     test_devices(g);
     test_memory(g, cpu);
     test_launch(g, cpu);
+    test_grid(g);
     test_errors(g);
     test_cache(g);
     test_without_opencl();

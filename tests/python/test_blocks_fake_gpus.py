@@ -122,14 +122,17 @@ L0_SCRIPT = KERNEL + textwrap.dedent("""
     FAKE = ctypes.CDLL(os.environ["FAKE_ZE_LIB"])
     FAKE.fake_launch_kernel.restype = ctypes.c_char_p
     FAKE.fake_misuse.restype = ctypes.c_char_p
-    for nblocks in (10, 3, 40):
+    for nblocks in (10, 3, 40, 100):
         before = FAKE.fake_launches()
         call("level_zero", nblocks)
         got = [(FAKE.fake_launch_kernel(i).decode(), FAKE.fake_launch_groups(i), FAKE.fake_launch_group_size(i))
                for i in range(before, FAKE.fake_launches())]
         # the fake device: 4 compute units, groups of at most 512, zeKernelSuggestGroupSize's 128;
-        # the blocks loop: a group a block, at most a parallel phase's 4 x 8
-        assert got == [("tk_phase0", 32, 128), ("tk_phase1", min(nblocks, 32), 64), ("tk_phase2", 1, 1)], got
+        # the parallel loop: a group per 128 of its 64 x nblocks iterations, the blocks loop: a group
+        # a block, both at most 4 x 8
+        want = [("tk_phase0", min(-(-64 * nblocks // 128), 32), 128), ("tk_phase1", min(nblocks, 32), 64),
+                ("tk_phase2", 1, 1)]
+        assert got == want, got
     # a kernel whose properties allow 32 work-items a group cannot hold a block of 64
     ctypes.c_uint.in_dll(FAKE, "fake_kernel_max_group").value = 32
     k2 = tack.kernel(partial_sums)

@@ -188,14 +188,17 @@ tack_status gpu_lost_error(gpu_lost *l, const char *device, gpu_sticky_fn name_o
                            const char *consequence);
 
 /* A program's grid: the block size, per phase its loop's extent
- * (layout_grid.c's postfix; NULL when not written) and the blocks that fill
- * the device (set by the backend once the kernel is loaded). */
+ * (layout_grid.c's postfix; NULL when not written), the blocks that fill
+ * the device and the phase's own block size where the backend sets one (the
+ * last two set by the backend once the kernel is loaded). */
 typedef struct gpu_grid {
     unsigned block;
     const char *blocks;    /* the program's phase kinds (gpu_prog.kinds): 'b' phases count blocks */
     int nph;
     char **work;
     unsigned *fill;
+    unsigned *local;       /* per phase: a 'p' phase's threads a block where they differ by phase (OpenCL,
+                            * Level Zero: each kernel's own limit); 0: block */
 } gpu_grid;
 
 /* The CUDA-family layout comment (`MARK` phases, ` frame=N block=B`) and the
@@ -205,12 +208,14 @@ tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const ch
 /* The Metal layout comment (`/ * tack-metal: phases=psp frame=N * /`) and the
  * loops' extents into g and grid (grid->block is left to the backend). */
 tack_status gpu_metal_layout(tack_program *p, gpu_prog *g, gpu_grid *grid);
-/* The grid's per-phase tables (fill zeroed, for the backend) and the loops'
+/* The grid's per-phase tables (fill and local zeroed, for the backend) and the loops'
  * extents the source says (`/ * tack-grid-work: ... * /`), after g's layout is
  * read; grid->block and grid->blocks are the caller's. */
 tack_status gpu_grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid);
 void gpu_grid_free(gpu_grid *g);
-/* Phase k's blocks for this call's arguments (a 'b' phase: its loop's blocks, at most the grid's fill). */
+/* Phase k's blocks for this call's arguments: ceil(work / its block size) for a 'p' phase (local[k],
+ * else block), its loop's blocks for a 'b' phase; at least 1, at most the grid's fill, and the fill
+ * when the extent cannot be told from the arguments. */
 unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const tack_arg *args, int nargs);
 
 /* What a GPU and one compiled kernel allow a block of a blocks loop (-1: not said): the CUDA, HIP,

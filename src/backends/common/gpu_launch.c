@@ -16,7 +16,9 @@
  *     holding as many blocks as it keeps resident); the whole device when
  *     the work is not known on the host.  The phases are grid-stride loops,
  *     so any grid is correct; sizing only spares launching blocks with
- *     nothing to do.
+ *     nothing to do.  The OpenCL, Level Zero and Metal launchers size
+ *     theirs here too (gpu_grid_work, gpu_phase_grid), OpenCL and Level
+ *     Zero with each phase's own work-group size (grid.local).
  *
  *   - The slots: error record, frame, program id, then per parameter an
  *     array's address and extents or a scalar's bits; and whether an array
@@ -106,8 +108,10 @@ void gpu_grid_free(gpu_grid *g) {
     for (int k = 0; g->work && k < g->nph; k++) tack_free(g->work[k]);
     tack_free(g->work);
     tack_free(g->fill);
+    tack_free(g->local);
     g->work = NULL;
     g->fill = NULL;
+    g->local = NULL;
 }
 
 tack_status gpu_cu_layout(tack_program *p, gpu_prog *g, gpu_grid *grid, const char *dialect, const char *mark,
@@ -131,9 +135,12 @@ tack_status gpu_grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid) {
     grid->nph = g->nph;
     grid->work = tack_calloc((size_t)g->nph + 1, sizeof(char *));
     grid->fill = tack_calloc((size_t)g->nph + 1, sizeof(unsigned));
-    if (!grid->work || !grid->fill)
+    grid->local = tack_calloc((size_t)g->nph + 1, sizeof(unsigned));
+    if (!grid->work || !grid->fill || !grid->local)
         return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
-    /* the loops' extents, where the source says them: " K:EXPR" each */
+    /* the loops' extents, where the source says them: " K:EXPR" each, an EXPR running to the next
+     * space.  Its operators are each followed by a comma ("s0.0,i1,*,"), so no EXPR holds the
+     * comment's end; a product's '*' is part of it, not where it stops. */
     const char *w = NULL, *wmark = "/* tack-grid-work:";
     for (const char *s = strstr(p->source, wmark); s; s = strstr(s + 1, wmark)) w = s;
     if (!w) return TACK_OK;
@@ -142,7 +149,8 @@ tack_status gpu_grid_work(tack_program *p, gpu_prog *g, gpu_grid *grid) {
         int k = -1, used = 0;
         if (sscanf(w, " %d:%n", &k, &used) != 1 || used == 0) break;
         w += used;
-        size_t n = strcspn(w, " *");
+        size_t n = strcspn(w, " ");
+        if (n > (size_t)(end - w)) n = (size_t)(end - w);
         if (k >= 0 && k < g->nph && !grid->work[k]) {
             if (!(grid->work[k] = tack_malloc(n + 1)))
                 return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
@@ -226,7 +234,8 @@ unsigned gpu_phase_grid(const gpu_grid *g, int k, const tack_program *p, const t
     int blk = g->blocks && g->blocks[k] == 'b';
     int64_t work = g->work[k] ? eval_work(g->work[k], p, args, nargs) : -1;
     if (work < 0) return g->fill[k];
-    uint64_t blocks = blk ? (uint64_t)work : ((uint64_t)work + g->block - 1) / g->block; /* 'b': the loop's blocks */
+    unsigned per = g->local && g->local[k] ? g->local[k] : g->block ? g->block : 1;
+    uint64_t blocks = blk ? (uint64_t)work : ((uint64_t)work + per - 1) / per; /* 'b': the loop's blocks */
     if (blocks == 0) blocks = 1;
     return blocks < g->fill[k] ? (unsigned)blocks : g->fill[k];
 }

@@ -57,13 +57,15 @@
  *     (a float's as a double, an integer's or a bool's as a 64-bit integer).
  *
  * A parallel phase runs groups of L = min(256, the device's limit, what
- * zeKernelSuggestGroupSize allows) work-items, compute units x 8 groups
- * (the kernels loop with a grid stride, so any count is correct); a serial
- * phase runs one group of one.  A blocks loop (tack.blocks(n, B), phase
- * letter 'b') runs groups of exactly B work-items, one a block of the
- * loop where its extent is known from the arguments (the source's
- * tack-grid-work comment, read by gpu_launch.c), at most compute units x 8
- * (each group takes blocks g, g + groups, ...);
+ * zeKernelSuggestGroupSize allows) work-items, ceil(extent / L) groups
+ * where the loop's extent is known from the arguments (the source's
+ * tack-grid-work comment, read by gpu_launch.c), at least one and at most
+ * compute units x 8, which a loop of unknown extent gets (the kernels loop
+ * with a grid stride, so any count is correct); a serial phase runs one
+ * group of one.  A blocks loop (tack.blocks(n, B), phase letter 'b') runs
+ * groups of exactly B work-items, one a block of the loop where its extent
+ * is known, at most compute units x 8 (each group takes blocks g,
+ * g + groups, ...);
  * a B over the device's maxTotalGroupSize or maxGroupSizeX, over what the
  * kernel's properties allow (maxNumSubgroups x maxSubgroupSize), or shared
  * arrays over maxSharedLocalMemory, is an error at build naming the kernel,
@@ -115,7 +117,7 @@ typedef struct lz_prog {
     ze_kernel_handle_t *k;
     void *frame;
     int fp64;
-    gpu_grid grid; /* the loops' extents: a blocks loop's group count (fill: compute units x 8) */
+    gpu_grid grid; /* the loops' extents, the 'p' phases' group sizes (local); at most compute units x 8 (fill) */
 } lz_prog;
 
 #define SPV_HEAD "tack-level-zero-cache-key "
@@ -369,7 +371,7 @@ tack_status lz_check_record(tack_device *d) {
 static tack_status parse_layout(tack_program *p, lz_prog *cp) {
     tack_status st = gpu_opencl_layout(p, &cp->g, "a Level Zero device", &cp->fp64);
     if (st != TACK_OK) return st;
-    cp->grid.block = 1;           /* read for 'b' phases only, whose work counts blocks */
+    cp->grid.block = 1;           /* each 'p' phase's own group size is its grid.local (make_kernels) */
     cp->grid.blocks = cp->g.kinds;
     if ((st = gpu_grid_work(p, &cp->g, &cp->grid)) != TACK_OK) return st;
     cp->k = tack_calloc((size_t)cp->g.nph + 1, sizeof(ze_kernel_handle_t));
@@ -442,6 +444,7 @@ static tack_status make_kernels(tack_device *d, tack_program *p, lz_prog *cp) {
             if (api->zeKernelSuggestGroupSize(cp->k[k], l, 1, 1, &x, &y, &z) == TACK_ZE_RESULT_SUCCESS && x > 0 &&
                 x < l)
                 l = x;
+            cp->grid.local[k] = l;
         } else if (cp->g.kinds[k] == 'b') {
             tack_status st = blocks_group(d, p, cp, k, &l);
             if (st != TACK_OK) return st;
@@ -578,7 +581,6 @@ bad:;
 
 tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
     const tack_ze_api *api = lz_api_get();
-    lz_dev *c = d->state;
     lz_prog *cp = p->handle;
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
     int shared = gpu_any_shared(p, args, nargs);
@@ -610,9 +612,10 @@ tack_status lz_launch(tack_device *d, tack_program *p, const tack_arg *args, int
     tk_mutex_lock(&l->lock);
     for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
-        /* a blocks loop: one group a block, at most units x 8 (each takes blocks g, g + groups, ...) */
+        /* a group per L iterations of a parallel loop, one a block of a blocks loop (each takes
+         * blocks g, g + groups, ...), at most units x 8; a serial phase one group */
         char kind = cp->g.kinds[k];
-        uint32_t ng = kind == 'p' ? c->units * 8 : kind == 'b' ? gpu_phase_grid(&cp->grid, k, p, args, nargs) : 1;
+        uint32_t ng = kind == 'p' || kind == 'b' ? gpu_phase_grid(&cp->grid, k, p, args, nargs) : 1;
         ze_group_count_t groups = {ng, 1, 1};
         lz_slot *sig = !first ? NULL : k == 0 ? first : k == cp->g.nph - 1 ? last : NULL;
         ze_result_t r = api->zeCommandListAppendLaunchKernel(l->list, cp->k[k], &groups, sig ? sig->ev : NULL, 0, NULL);

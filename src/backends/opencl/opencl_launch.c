@@ -6,12 +6,13 @@
  *
  *     / * tack-opencl: phases=psp frame=N fp64=0|1 * /
  *
- * one letter per phase in order (p: a parallel phase, s: a serial one run
- * by one work-item), the bytes of the frame buffer that the phases of one
- * call share (0: none), and whether the kernel needs double precision.  The
- * phases are the kernels tk_phase0, tk_phase1, ... of the program.  A
- * kernel that needs fp64 is refused before anything is compiled when the
- * device lacks it, with an error that names the device; otherwise the
+ * one letter per phase in order (p: a parallel phase, b: a blocks loop,
+ * s: a serial one run by one work-item), the bytes of the frame buffer
+ * that the phases of one call share (0: none), and whether the kernel
+ * needs double precision.  The phases are the kernels tk_phase0,
+ * tk_phase1, ... of the program.  A kernel that needs fp64 is refused
+ * before anything is compiled when the device lacks it, with an error that
+ * names the device; otherwise the
  * source is built with clBuildProgram("-cl-std=CL1.2", with
  * -cl-fp32-correctly-rounded-divide-sqrt where the device offers it:
  * opencl.c; and -cl-denorms-are-zero for a flush_denormals kernel), and a
@@ -56,9 +57,17 @@
  *     float's as a double, an integer's or a bool's as a 64-bit integer).
  *
  * A parallel phase runs work-groups of L = min(256, the device's and the
- * kernel's work-group limits) work-items, L x compute units x 8 in all
- * (the kernels loop with a grid stride, so any size is correct); a serial
- * phase runs one work-item.  The phases of one call are queued back to back
+ * kernel's work-group limits) work-items (a blocks loop's: exactly its B,
+ * checked against the kernel's limit at build), as many groups as its loop
+ * needs where the call's arguments give the loop's extent (the source's
+ * `/ * tack-grid-work: ... * /` comment, read by gpu_launch.c, as CUDA's
+ * and Level Zero's launchers read it): ceil(extent / L), for a blocks loop
+ * one a block, at least one and at most compute units x 8 -- which is also
+ * what a loop whose extent cannot be told gets.  The kernels loop with a
+ * grid stride (a blocks loop's groups take blocks g, g + groups, ...), so
+ * any count is correct; sizing spares launching groups with nothing to do
+ * (100 iterations: one group, not units x 8).  A serial phase runs one
+ * work-item.  The phases of one call are queued back to back
  * on the device's in-order queue under the program's lock (they share its
  * frame buffer and the kernels' argument slots), and the call returns once
  * they are queued -- except when an array argument is shared with another
@@ -92,7 +101,7 @@ typedef struct ocl_prog {
     gpu_prog g; /* first: the device's program list holds it */
     cl_program prog;
     cl_kernel *k;
-    size_t *local;    /* work-group size per phase */
+    gpu_grid grid; /* per phase: the loop's extent, the work-group size (local), at most units x 8 groups (fill) */
     cl_mem frame;
     int fp64;
 } ocl_prog;
@@ -133,10 +142,11 @@ tack_status ocl_check_record(tack_device *d) {
 static tack_status parse_layout(tack_program *p, ocl_prog *cp) {
     tack_status st = gpu_opencl_layout(p, &cp->g, "an OpenCL device", &cp->fp64);
     if (st != TACK_OK) return st;
-    int n = cp->g.nph;
-    cp->k = tack_calloc((size_t)n + 1, sizeof(cl_kernel));
-    cp->local = tack_calloc((size_t)n + 1, sizeof(size_t));
-    if (!cp->k || !cp->local) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
+    cp->grid.block = 1; /* each phase's own work-group size is its grid.local (make_kernels) */
+    cp->grid.blocks = cp->g.kinds;
+    if ((st = gpu_grid_work(p, &cp->g, &cp->grid)) != TACK_OK) return st;
+    cp->k = tack_calloc((size_t)cp->g.nph + 1, sizeof(cl_kernel));
+    if (!cp->k) return tack_set_error(TACK_ERR_NOMEM, "out of memory building kernel '%s'", p->kernel_name);
     return TACK_OK;
 }
 
@@ -329,9 +339,9 @@ static void prog_free(ocl_prog *cp) {
             if (cp->k[i]) api->clReleaseKernel(cp->k[i]);
     if (cp->frame) api->clReleaseMemObject(cp->frame);
     if (cp->prog) api->clReleaseProgram(cp->prog);
+    gpu_grid_free(&cp->grid);
     gpu_prog_fini(&cp->g);
     tack_free(cp->k);
-    tack_free(cp->local);
     tack_free(cp);
 }
 
@@ -364,7 +374,8 @@ static tack_status make_kernels(tack_device *d, tack_program *p, ocl_prog *cp) {
                 TACK_CL_SUCCESS &&
             kmax > 0 && kmax < l)
             l = kmax;
-        cp->local[k] = l ? l : 1;
+        cp->grid.local[k] = (unsigned)(l ? l : 1);
+        cp->grid.fill[k] = c->units * 8; /* the most groups a phase launches */
         if (cp->g.kinds[k] == 'b') { /* a blocks loop: exactly its block size, or an error naming both */
             size_t bs = cp->g.bsize[k];
             size_t most = kmax > 0 && kmax < c->max_group ? kmax : c->max_group;
@@ -372,7 +383,7 @@ static tack_status make_kernels(tack_device *d, tack_program *p, ocl_prog *cp) {
                 return tack_set_error(TACK_ERR_VALUE,
                                       "kernel '%s': its blocks loop has blocks of %zu threads, and device '%s' runs "
                                       "at most %zu in a work-group for this kernel", p->kernel_name, bs, d->name, most);
-            cp->local[k] = bs;
+            cp->grid.local[k] = (unsigned)bs;
         }
     }
     return TACK_OK;
@@ -502,7 +513,6 @@ bad:;
 
 tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, int nargs) {
     const tack_opencl_api *api = ocl_api_get();
-    ocl_dev *c = d->state;
     ocl_prog *cp = p->handle;
     if (!cp) return tack_set_error(TACK_ERR_VALUE, "kernel '%s' is not built", p->kernel_name);
     int shared = gpu_any_shared(p, args, nargs);
@@ -523,9 +533,11 @@ tack_status ocl_launch(tack_device *d, tack_program *p, const tack_arg *args, in
     cl_event first = NULL, last = NULL;
     for (int k = 0; k < cp->g.nph && st == TACK_OK; k++) {
         if ((st = set_args(d, cp, k, p, args, nargs)) != TACK_OK) break;
+        /* a parallel phase: a group per `local` iterations of its loop (a blocks loop: per block)
+         * where the arguments give its extent, at most units x 8 (gpu_phase_grid) */
         int par = cp->g.kinds[k] == 'p' || cp->g.kinds[k] == 'b';
-        size_t local = par ? cp->local[k] : 1;
-        size_t global = par ? local * (size_t)c->units * 8 : 1;
+        size_t local = par ? cp->grid.local[k] : 1;
+        size_t global = par ? local * gpu_phase_grid(&cp->grid, k, p, args, nargs) : 1;
         cl_event ev = NULL;
         cl_int r = api->clEnqueueNDRangeKernel(q, cp->k[k], 1, NULL, &global, &local, 0, NULL, timed ? &ev : NULL);
         if (r != TACK_CL_SUCCESS) st = ocl_error(r, "clEnqueueNDRangeKernel", d);
