@@ -1,15 +1,39 @@
-"""Run Tack's generated CUDA source on the CPU, one thread after another.
+"""Run Tack's generated CUDA source on the CPU, a blocks loop's threads as fibers.
 
-The CUDA layout (dialect_cuda.c) needs no intra-block synchronization: every
-thread of a launch runs to completion on its own.  So the generated source,
-compiled as ordinary C++ with a small shim for CUDA's built-ins, can run each
-phase as a loop over (block, thread), in order, and the results can be
+A phase without a blocks loop needs no intra-block synchronization: every
+thread of a launch runs to completion on its own, so the generated source,
+compiled as ordinary C++ with a small shim for CUDA's built-ins, runs each
+such phase as a loop over (block, thread), in order, and the results can be
 compared with the CPU's.  This checks what NVRTC cannot: that the grid-stride
 loops, the ndrange decomposition, the frame passed between phases, the
 `done` flag of a kernel `return` and the error record do what the language
 says.  Atomics are plain read-modify-writes here and `__activemask()` reports
 a partial warp, so the per-thread flush path of privatized sums is the one
 taken; real concurrency is left to the GPU run.
+
+A blocks phase (tack.blocks, lower_blocks.c) is what a GPU runs with its
+threads waiting for each other, so here each thread of a block is a fiber of
+its own (ucontext: makecontext, swapcontext), and a scheduler runs every fiber
+of the block until it stops -- at `__syncthreads()`, at a warp exchange, or at
+its end.  A barrier lets the block go on when every thread of the block waits
+at one.  A warp exchange (`__shfl_sync`, `__shfl_up_sync`, `__shfl_down_sync`,
+`__shfl_xor_sync`, `__ballot_sync`, `__any_sync`, `__all_sync`) goes on when
+the 32 lanes of the warp (threads 32k .. 32k + 31) all wait at one: each lane
+posted its value and its operands, and each gets what PTX's `shfl.sync` gives
+(the source lane from its mode, the low five bits of its lane operand and its
+width's segment; its own value where that lane is past the segment's end) or
+the vote's bits.  Warps go on one at a time, the last first, so a later warp
+runs ahead of an earlier one as far as the barriers let it: a read that only a
+barrier orders after another warp's write sees the wrong value without it.
+
+Anything else is an error the run reports (EmulationError), never a result:
+threads of a block stopped at different kinds of wait (a deadlock on a GPU),
+lanes of a warp at different kinds of exchange, a mask other than all 32
+lanes, a warp whose lanes are not all there (a partial warp, or a lane that
+ended), a barrier or an exchange outside a blocks phase.  A thread that ended
+counts as arrived at a barrier only when a check failed (the error record is
+set): a failed check lets threads that start after it leave at the phase's
+start, and the run's result is then the error.
 """
 
 import ctypes
@@ -43,15 +67,176 @@ template <class T, class U> static T atomicExch(T *p, U v) { T o = *p; *p = (T)v
 template <class T, class U> static T atomicAnd(T *p, U v) { T o = *p; *p = (T)(o & (T)v); return o; }
 template <class T, class U> static T atomicOr(T *p, U v) { T o = *p; *p = (T)(o | (T)v); return o; }
 template <class T, class U> static T atomicXor(T *p, U v) { T o = *p; *p = (T)(o ^ (T)v); return o; }
+#define __shared__ static
 static unsigned __activemask() { return 1u; }
-template <class T> static T __shfl_down_sync(unsigned, T v, int) { return v; }
 static void __threadfence() {}
+#include <ucontext.h>
+#include <sys/mman.h>
+namespace tkem {
+enum { READY, BARRIER, WARP, DONE };
+enum { E_DEADLOCK = 1, E_MASK = 2, E_PARTIAL = 4, E_NOFIBER = 8, E_MIXED = 16, E_EXITED = 32, E_STACK = 64 };
+struct Fiber {
+    ucontext_t ctx;
+    void *stack;
+    int state, mode;
+    unsigned mask, b;
+    int c;
+    unsigned long long val, res;
+};
+static Fiber *fib;
+static unsigned nfib;
+static Fiber *cur;
+static ucontext_t sched;
+static int err;
+enum { STACK = 256 << 10 };
+static void wait_(int state) { cur->state = state; swapcontext(&cur->ctx, &sched); }
+/* mode 0 idx, 1 up, 2 down, 3 bfly (PTX shfl.sync), 4 ballot, 5 any, 6 all */
+static unsigned long long exchange(int mode, unsigned mask, unsigned long long v, unsigned b, int c) {
+    if (!cur) { err |= E_NOFIBER; return v; }
+    cur->mode = mode; cur->mask = mask; cur->val = v; cur->b = b; cur->c = c;
+    wait_(WARP);
+    return cur->res;
+}
+/* The warp of lanes lo .. lo + 31 goes on when all of them wait at an exchange. */
+static bool resolve(unsigned lo) {
+    unsigned hi = lo + 32 < nfib ? lo + 32 : nfib, waiting = 0, done = 0;
+    for (unsigned i = lo; i < hi; i++) {
+        if (fib[i].state == WARP) waiting++;
+        else if (fib[i].state == DONE) done++;
+        else return false;
+    }
+    if (!waiting) return false;
+    if (hi - lo != 32 || done) err |= E_PARTIAL;
+    int mode = -1;
+    for (unsigned i = lo; i < hi; i++) {
+        Fiber &f = fib[i];
+        if (f.state != WARP) continue;
+        if (mode < 0) mode = f.mode;
+        if (f.mode != mode) err |= E_MIXED;
+        if (f.mask != 0xffffffffu) err |= E_MASK;
+    }
+    unsigned long long ballot = 0;
+    unsigned n1 = 0;
+    for (unsigned i = lo; i < hi; i++)
+        if (fib[i].state == WARP && fib[i].val) ballot |= 1ull << (i - lo), n1++;
+    for (unsigned i = lo; i < hi; i++) {
+        Fiber &f = fib[i];
+        if (f.state != WARP) continue;
+        if (mode >= 4) {
+            f.res = mode == 4 ? ballot : mode == 5 ? (n1 > 0) : (n1 == waiting && !done);
+        } else {
+            unsigned lane = i - lo, bval = f.b & 31u, cval = (unsigned)f.c & 31u, seg = ((unsigned)f.c >> 8) & 31u;
+            unsigned maxl = (lane & seg) | (cval & ~seg), minl = lane & seg;
+            int j;
+            bool p;
+            switch (f.mode) {
+            case 1: j = (int)lane - (int)bval; p = j >= (int)maxl; break;
+            case 2: j = (int)(lane + bval); p = j <= (int)maxl; break;
+            case 3: j = (int)(lane ^ bval); p = j <= (int)maxl; break;
+            default: j = (int)(minl | (bval & ~seg)); p = j <= (int)maxl; break;
+            }
+            if (!p) j = (int)lane;
+            if (lo + (unsigned)j >= hi || fib[lo + j].state != WARP) { err |= E_PARTIAL; f.res = 0; }
+            else f.res = fib[lo + j].val;
+        }
+    }
+    for (unsigned i = lo; i < hi; i++)
+        if (fib[i].state == WARP) fib[i].state = READY;
+    return true;
+}
+static void (*body)(int, const void *);
+static int body_phase;
+static const void *body_params;
+static void start() {
+    body(body_phase, body_params);
+    cur->state = DONE;
+    swapcontext(&cur->ctx, &sched);
+}
+/* One block of `n` threads through phase `k`; *failed reads the error record. */
+static void block(unsigned n, const volatile int *failed) {
+    fib = new Fiber[n];
+    nfib = n;
+    for (unsigned t = 0; t < n; t++) {
+        Fiber &f = fib[t];
+        f.stack = mmap(0, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (f.stack == MAP_FAILED) { err |= E_STACK; f.stack = 0; f.state = DONE; continue; }
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = f.stack;
+        f.ctx.uc_stack.ss_size = STACK;
+        f.ctx.uc_link = 0;
+        makecontext(&f.ctx, start, 0);
+        f.state = READY;
+    }
+    for (;;) {
+        for (unsigned t = 0; t < n; t++) {
+            if (fib[t].state != READY) continue;
+            cur = &fib[t];
+            threadIdx.x = t;
+            swapcontext(&sched, &fib[t].ctx);
+            cur = 0;
+        }
+        unsigned done = 0, bar = 0;
+        for (unsigned t = 0; t < n; t++) done += fib[t].state == DONE, bar += fib[t].state == BARRIER;
+        if (done == n) break;
+        /* one warp at a time, the last first: a later warp runs ahead of the earlier ones to its next wait,
+         * so a read that only a barrier orders after another warp's write sees the wrong value without it */
+        bool went = false;
+        for (unsigned lo = (n - 1) / 32 * 32 + 32; !went && lo >= 32; lo -= 32) went = resolve(lo - 32);
+        if (went) continue;
+        if (bar && bar + done == n) {
+            if (done && !*failed) err |= E_EXITED;
+            for (unsigned t = 0; t < n; t++)
+                if (fib[t].state == BARRIER) fib[t].state = READY;
+            continue;
+        }
+        err |= E_DEADLOCK; /* the fibers left waiting are dropped with their stacks */
+        break;
+    }
+    for (unsigned t = 0; t < n; t++)
+        if (fib[t].stack) munmap(fib[t].stack, STACK);
+    delete[] fib;
+    fib = 0;
+    nfib = 0;
+}
+template <class T> static unsigned long long bits(T v) { unsigned long long u = 0; memcpy(&u, &v, sizeof v); return u; }
+template <class T> static T from(unsigned long long u) { T v; memcpy(&v, &u, sizeof v); return v; }
+}
+static void __syncthreads() {
+    if (!tkem::cur) { tkem::err |= tkem::E_NOFIBER; return; }
+    tkem::wait_(tkem::BARRIER);
+}
+/* CUDA's overloads, so that C++ picks the one a GPU build picks (a bool or a char is promoted to int);
+ * the lane operand c as CUDA's headers make it from the width. */
+#define TK_EM_SHFL(T) \
+static T __shfl_sync(unsigned m, T v, int l, int w = 32) { return tkem::from<T>(tkem::exchange(0, m, tkem::bits(v), (unsigned)l, ((32 - w) << 8) | 0x1f)); } \
+static T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { return tkem::from<T>(tkem::exchange(1, m, tkem::bits(v), d, (32 - w) << 8)); } \
+static T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) { return tkem::from<T>(tkem::exchange(2, m, tkem::bits(v), d, ((32 - w) << 8) | 0x1f)); } \
+static T __shfl_xor_sync(unsigned m, T v, int x, int w = 32) { return tkem::from<T>(tkem::exchange(3, m, tkem::bits(v), (unsigned)x, ((32 - w) << 8) | 0x1f)); }
+TK_EM_SHFL(int) TK_EM_SHFL(unsigned) TK_EM_SHFL(long) TK_EM_SHFL(unsigned long) TK_EM_SHFL(long long)
+TK_EM_SHFL(unsigned long long) TK_EM_SHFL(float) TK_EM_SHFL(double)
+static unsigned __ballot_sync(unsigned m, int p) { return (unsigned)tkem::exchange(4, m, p != 0, 0, 0); }
+static int __any_sync(unsigned m, int p) { return (int)tkem::exchange(5, m, p != 0, 0, 0); }
+static int __all_sync(unsigned m, int p) { return (int)tkem::exchange(6, m, p != 0, 0, 0); }
 static float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 static unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
 static double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
 static long long __double_as_longlong(double f) { long long i; memcpy(&i, &f, 8); return i; }
 """
+
+class EmulationError(RuntimeError):
+    """What the fibers of a blocks phase did that a GPU would not run (the shim's tkem::E_* bits)."""
+
+    WHAT = {1: "a deadlock (threads of a block wait at different things)", 2: "a warp exchange whose mask is not "
+            "all 32 lanes", 4: "a warp exchange without all 32 lanes of the warp", 8: "a barrier or warp exchange "
+            "outside a blocks phase", 16: "lanes of a warp at different kinds of exchange", 32: "a thread that "
+            "ended while others wait at a barrier", 64: "no memory for a fiber's stack"}
+
+    def __init__(self, phase, bits):
+        self.bits = bits
+        what = "; ".join(v for k, v in self.WHAT.items() if bits & k)
+        super().__init__(f"phase {phase}: {what}")
+
 
 _dir = None
 _libs = {}
@@ -68,14 +253,24 @@ def _build(src):
         return _libs[key]
     if _dir is None:
         _dir = tempfile.mkdtemp(prefix="tack-emulate-")
-    nph = len(re.search(r"tack-cuda: phases=([ps]*)", src).group(1))
-    runner = ["", 'extern "C" void tk_emulate(int phase, const void *params, unsigned grid, unsigned block) {',
-              "    gridDim.x = grid; blockDim.x = block; gridDim.y = gridDim.z = blockDim.y = blockDim.z = 1;",
-              "    for (unsigned b = 0; b < grid; b++) for (unsigned t = 0; t < block; t++) {",
-              "        blockIdx.x = b; threadIdx.x = t;",
-              "        switch (phase) {"]
-    runner += [f"        case {k}: tk_phase{k}(*(const tk_params *)params); break;" for k in range(nph)]
-    runner += ["        }", "    }", "}"]
+    nph = len(re.search(r"tack-cuda: phases=([psb]*)", src).group(1))
+    runner = ["", "static void tk_em_body(int phase, const void *params) {", "    switch (phase) {"]
+    runner += [f"    case {k}: tk_phase{k}(*(const tk_params *)params); break;" for k in range(nph)]
+    runner += ["    }", "}",
+               'extern "C" int tk_emulate(int phase, const void *params, unsigned grid, unsigned block, int fibers) {',
+               "    gridDim.x = grid; blockDim.x = block; gridDim.y = gridDim.z = blockDim.y = blockDim.z = 1;",
+               "    tkem::err = 0;",
+               "    for (unsigned b = 0; b < grid; b++) {",
+               "        blockIdx.x = b;",
+               "        if (fibers) {",
+               "            tkem::body = tk_em_body; tkem::body_phase = phase; tkem::body_params = params;",
+               "            tkem::block(block, &((const tk_params *)params)->ctx->failed);",
+               "        } else {",
+               "            for (unsigned t = 0; t < block; t++) { threadIdx.x = t; tk_em_body(phase, params); }",
+               "        }",
+               "    }",
+               "    return tkem::err;",
+               "}"]
     path = os.path.join(_dir, key)
     with open(path + ".cpp", "w") as f:
         f.write(SHIM + src.replace('extern "C" __global__', 'extern "C"') + "\n".join(runner) + "\n")
@@ -85,7 +280,8 @@ def _build(src):
     if proc.returncode:
         raise RuntimeError(f"the emulated CUDA source does not compile:\n{proc.stderr[-4000:]}")
     lib = ctypes.CDLL(path + ".so")
-    lib.tk_emulate.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+    lib.tk_emulate.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_int]
+    lib.tk_emulate.restype = ctypes.c_int
     _libs[key] = lib
     return lib
 
@@ -96,9 +292,14 @@ def run(src, args, grid=3, block=32):
     dtype is a vector; Python scalars).  Returns the error record
     (failed, site, prog, a, b); arrays are updated in place -- a strided
     view too, when `src` is the build that indexes it with its strides
-    (its element strides follow its shape, as gpu_launch.c packs them)."""
+    (its element strides follow its shape, as gpu_launch.c packs them).
+    A blocks phase runs `grid` blocks of its loop's block size, each thread
+    a fiber (its loop strides over the other blocks); what a GPU would not
+    run raises EmulationError, unless a check failed first."""
     lib = _build(src)
-    phases = re.search(r"tack-cuda: phases=([ps]*)", src).group(1)
+    phases = re.search(r"tack-cuda: phases=([psb]*)", src).group(1)
+    blocks = re.search(r"tack-grid-block:([ 0-9:]*)\*/", src)
+    blocks = dict(map(int, kv.split(":")) for kv in blocks.group(1).split()) if blocks else {}
     frame = int(re.search(r"frame=(\d+)", src).group(1))
     err = np.zeros(4, np.int64)
     fb = np.zeros(max(frame, 16), np.uint8)
@@ -126,6 +327,11 @@ def run(src, args, grid=3, block=32):
             slots.append(int(np.array(float(a), np.float64).view(np.uint64)))
     blob = np.array(slots, dtype=np.uint64)
     for k, kind in enumerate(phases):
-        lib.tk_emulate(k, blob.ctypes.data, grid if kind == "p" else 1, block if kind == "p" else 1)
+        if kind == "b":  # a blocks loop: blocks of exactly its size, each thread a fiber
+            bad = lib.tk_emulate(k, blob.ctypes.data, grid, blocks[k], 1)
+        else:
+            bad = lib.tk_emulate(k, blob.ctypes.data, grid if kind == "p" else 1, block if kind == "p" else 1, 0)
+        if bad and not err.view(np.int32)[0]:
+            raise EmulationError(k, bad)
     rec = err.view(np.int32)
     return int(rec[0]), int(rec[1]), int(err[1]), int(err[2]), int(err[3])
