@@ -1,4 +1,6 @@
-"""Run Tack's generated CUDA source on the CPU, a blocks loop's threads as fibers.
+"""Run Tack's generated CUDA and HIP sources on the CPU, a blocks loop's threads as fibers.
+
+(HIP's source is CUDA's with another spelling of the warp built-ins.)
 
 A phase without a blocks loop needs no intra-block synchronization: every
 thread of a launch runs to completion on its own, so the generated source,
@@ -34,6 +36,13 @@ ended), a barrier or an exchange outside a blocks phase.  A thread that ended
 counts as arrived at a barrier only when a check failed (the error record is
 set): a failed check lets threads that start after it leave at the phase's
 start, and the run's result is then the error.
+
+HIP's source runs with wavefronts of 64 lanes (CDNA, GCN) or 32 (RDNA), the
+`wave` argument: `warpSize` and `__lane_id()` are the wavefront's, `__shfl` and
+`__shfl_down` compute their source lane as HIP's headers do and read it from
+the wavefront (AMD's ds_bpermute), `__ballot` gives the wavefront's 64-bit
+mask.  A block's last wavefront may be partial there (96 threads on a wave64);
+reading one of its absent lanes is an error.
 """
 
 import ctypes
@@ -72,6 +81,9 @@ static unsigned __activemask() { return 1u; }
 static void __threadfence() {}
 #include <ucontext.h>
 #include <sys/mman.h>
+#ifndef TK_EM_WAVE
+#define TK_EM_WAVE 32
+#endif
 namespace tkem {
 enum { READY, BARRIER, WARP, DONE };
 enum { E_DEADLOCK = 1, E_MASK = 2, E_PARTIAL = 4, E_NOFIBER = 8, E_MIXED = 16, E_EXITED = 32, E_STACK = 64 };
@@ -90,23 +102,29 @@ static ucontext_t sched;
 static int err;
 enum { STACK = 256 << 10 };
 static void wait_(int state) { cur->state = state; swapcontext(&cur->ctx, &sched); }
-/* mode 0 idx, 1 up, 2 down, 3 bfly (PTX shfl.sync), 4 ballot, 5 any, 6 all */
+/* mode 0 idx, 1 up, 2 down, 3 bfly (PTX shfl.sync), 4 ballot, 5 any, 6 all, 7 the value of lane b (AMD's
+ * ds_bpermute, which HIP's shuffles read through after computing the lane) */
 static unsigned long long exchange(int mode, unsigned mask, unsigned long long v, unsigned b, int c) {
     if (!cur) { err |= E_NOFIBER; return v; }
     cur->mode = mode; cur->mask = mask; cur->val = v; cur->b = b; cur->c = c;
     wait_(WARP);
     return cur->res;
 }
-/* The warp of lanes lo .. lo + 31 goes on when all of them wait at an exchange. */
+/* The warp (wavefront) of lanes lo .. lo + TK_EM_WAVE - 1 goes on when all of them wait at an exchange.
+ * A block's last wavefront may have fewer lanes on HIP (32 of a wave64's 64): none reads the absent ones. */
 static bool resolve(unsigned lo) {
-    unsigned hi = lo + 32 < nfib ? lo + 32 : nfib, waiting = 0, done = 0;
+    unsigned hi = lo + TK_EM_WAVE < nfib ? lo + TK_EM_WAVE : nfib, waiting = 0, done = 0;
     for (unsigned i = lo; i < hi; i++) {
         if (fib[i].state == WARP) waiting++;
         else if (fib[i].state == DONE) done++;
         else return false;
     }
     if (!waiting) return false;
+#ifdef TK_EM_HIP
+    if (done) err |= E_PARTIAL;
+#else
     if (hi - lo != 32 || done) err |= E_PARTIAL;
+#endif
     int mode = -1;
     for (unsigned i = lo; i < hi; i++) {
         Fiber &f = fib[i];
@@ -122,7 +140,11 @@ static bool resolve(unsigned lo) {
     for (unsigned i = lo; i < hi; i++) {
         Fiber &f = fib[i];
         if (f.state != WARP) continue;
-        if (mode >= 4) {
+        if (mode == 7) {
+            unsigned j = f.b & (TK_EM_WAVE - 1);
+            if (lo + j >= hi || fib[lo + j].state != WARP) { err |= E_PARTIAL; f.res = 0; }
+            else f.res = fib[lo + j].val;
+        } else if (mode >= 4) {
             f.res = mode == 4 ? ballot : mode == 5 ? (n1 > 0) : (n1 == waiting && !done);
         } else {
             unsigned lane = i - lo, bval = f.b & 31u, cval = (unsigned)f.c & 31u, seg = ((unsigned)f.c >> 8) & 31u;
@@ -181,7 +203,8 @@ static void block(unsigned n, const volatile int *failed) {
         /* one warp at a time, the last first: a later warp runs ahead of the earlier ones to its next wait,
          * so a read that only a barrier orders after another warp's write sees the wrong value without it */
         bool went = false;
-        for (unsigned lo = (n - 1) / 32 * 32 + 32; !went && lo >= 32; lo -= 32) went = resolve(lo - 32);
+        for (unsigned lo = (n - 1) / TK_EM_WAVE * TK_EM_WAVE + TK_EM_WAVE; !went && lo >= TK_EM_WAVE; lo -= TK_EM_WAVE)
+            went = resolve(lo - TK_EM_WAVE);
         if (went) continue;
         if (bar && bar + done == n) {
             if (done && !*failed) err |= E_EXITED;
@@ -217,6 +240,26 @@ TK_EM_SHFL(unsigned long long) TK_EM_SHFL(float) TK_EM_SHFL(double)
 static unsigned __ballot_sync(unsigned m, int p) { return (unsigned)tkem::exchange(4, m, p != 0, 0, 0); }
 static int __any_sync(unsigned m, int p) { return (int)tkem::exchange(5, m, p != 0, 0, 0); }
 static int __all_sync(unsigned m, int p) { return (int)tkem::exchange(6, m, p != 0, 0, 0); }
+#ifdef TK_EM_HIP
+/* HIP's: a wavefront of TK_EM_WAVE lanes; the shuffles compute their source lane as HIP's headers do and
+ * read it (ds_bpermute); no masks.  Outside a blocks phase __ballot(1) reports a partial wavefront, as
+ * __activemask() does for CUDA, so a privatized sum's per-thread flush is the path taken. */
+static const int warpSize = TK_EM_WAVE;
+static unsigned __lane_id() { return threadIdx.x % TK_EM_WAVE; }
+#define TK_EM_HSHFL(T) \
+static T __shfl(T v, int src, int w = warpSize) { \
+    int self = (int)__lane_id(), index = (src & (w - 1)) + (self & ~(w - 1)); \
+    return tkem::from<T>(tkem::exchange(7, ~0u, tkem::bits(v), (unsigned)index, 0)); } \
+static T __shfl_down(T v, unsigned d, int w = warpSize) { \
+    int self = (int)__lane_id(), index = self + (int)d; \
+    index = (int)((self & (w - 1)) + d) >= w ? self : index; \
+    return tkem::from<T>(tkem::exchange(7, ~0u, tkem::bits(v), (unsigned)index, 0)); }
+TK_EM_HSHFL(int) TK_EM_HSHFL(unsigned) TK_EM_HSHFL(long) TK_EM_HSHFL(unsigned long) TK_EM_HSHFL(long long)
+TK_EM_HSHFL(unsigned long long) TK_EM_HSHFL(float) TK_EM_HSHFL(double)
+static unsigned long long __ballot(int p) { return tkem::cur ? tkem::exchange(4, ~0u, p != 0, 0, 0) : 1ull; }
+static int __any(int p) { return (int)tkem::exchange(5, ~0u, p != 0, 0, 0); }
+static int __all(int p) { return (int)tkem::exchange(6, ~0u, p != 0, 0, 0); }
+#endif
 static float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 static unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
@@ -246,14 +289,20 @@ def available():
     return shutil.which(os.environ.get("CXX", "g++")) is not None
 
 
-def _build(src):
+def _tag(src):
+    return re.search(r"(tack-cuda|tack-hip): phases=([psb]*)", src)
+
+
+def _build(src, wave):
     global _dir
-    key = hashlib.sha256(src.encode()).hexdigest()[:20]
+    key = hashlib.sha256(f"{wave}\n{src}".encode()).hexdigest()[:20]
     if key in _libs:
         return _libs[key]
     if _dir is None:
         _dir = tempfile.mkdtemp(prefix="tack-emulate-")
-    nph = len(re.search(r"tack-cuda: phases=([psb]*)", src).group(1))
+    tag = _tag(src)
+    nph = len(tag.group(2))
+    head = f"#define TK_EM_HIP 1\n#define TK_EM_WAVE {wave}\n" if tag.group(1) == "tack-hip" else ""
     runner = ["", "static void tk_em_body(int phase, const void *params) {", "    switch (phase) {"]
     runner += [f"    case {k}: tk_phase{k}(*(const tk_params *)params); break;" for k in range(nph)]
     runner += ["    }", "}",
@@ -273,7 +322,7 @@ def _build(src):
                "}"]
     path = os.path.join(_dir, key)
     with open(path + ".cpp", "w") as f:
-        f.write(SHIM + src.replace('extern "C" __global__', 'extern "C"') + "\n".join(runner) + "\n")
+        f.write(head + SHIM + src.replace('extern "C" __global__', 'extern "C"') + "\n".join(runner) + "\n")
     cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-w", "-shared", "-fPIC", "-o", path + ".so",
            path + ".cpp"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -286,7 +335,7 @@ def _build(src):
     return lib
 
 
-def run(src, args, grid=3, block=32):
+def run(src, args, grid=3, block=32, wave=64):
     """Run the phases of `src` over `args` (NumPy arrays for arrays, each
     with the kernel's element shape in `args` as (array, shape) when its
     dtype is a vector; Python scalars).  Returns the error record
@@ -295,9 +344,11 @@ def run(src, args, grid=3, block=32):
     (its element strides follow its shape, as gpu_launch.c packs them).
     A blocks phase runs `grid` blocks of its loop's block size, each thread
     a fiber (its loop strides over the other blocks); what a GPU would not
-    run raises EmulationError, unless a check failed first."""
-    lib = _build(src)
-    phases = re.search(r"tack-cuda: phases=([psb]*)", src).group(1)
+    run raises EmulationError, unless a check failed first.  A HIP source
+    (tag tack-hip) runs with wavefronts of `wave` lanes (64 or 32); a CUDA
+    source's warps are 32 lanes."""
+    lib = _build(src, wave if _tag(src).group(1) == "tack-hip" else 32)
+    phases = _tag(src).group(2)
     blocks = re.search(r"tack-grid-block:([ 0-9:]*)\*/", src)
     blocks = dict(map(int, kv.split(":")) for kv in blocks.group(1).split()) if blocks else {}
     frame = int(re.search(r"frame=(\d+)", src).group(1))

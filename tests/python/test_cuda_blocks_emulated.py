@@ -1,20 +1,23 @@
-"""Blocks loops through the generated CUDA, run on the CPU with barriers.
+"""Blocks loops through the generated CUDA and HIP, run on the CPU with barriers.
 
 _cuda_emulate.py runs a blocks phase with each thread of a block a fiber:
-`__syncthreads()` waits for the whole block, and the warp exchanges
-(`__shfl_sync` & co., `__ballot_sync`, `__any_sync`, `__all_sync`) for the 32
-lanes of the warp, each lane getting what PTX's shfl.sync and vote give.  Every
-kernel here runs through the CUDA source of both lowerings of the sub-group
-operations (config warp_shuffles: 0, the shared scratch array and barriers
-every target has; 1, the warp exchanges of targets with 32-lane warps,
-lower_blocks.c) and must give the CPU backend's bits, floats included: the
-docs' block reduction, tiled matrix product, 2-D stencil and scan, the block
-collectives, and every sub-group operation with every width, over integer,
-float and bool values.  Then the same comparisons fail on sources broken on
-purpose (a warp sum's shuffles in the wrong order, a shuffle's width, the
-barrier before the exchanges left out, an exchange under divergent control),
-and every source compiles with NVRTC for sm_80 and sm_90.  Nothing here runs
-on a GPU."""
+`__syncthreads()` waits for the whole block, and the warp exchanges (CUDA's
+`__shfl_sync` & co., `__ballot_sync`, `__any_sync`, `__all_sync`; HIP's
+`__shfl`, `__shfl_down` and `__ballot`) for the lanes of the warp or wavefront,
+each lane getting what PTX's shfl.sync and vote give, or what HIP's headers
+compute and AMD's ds_bpermute reads.  Every kernel here runs through the
+source of both lowerings of the sub-group operations (config warp_shuffles:
+0, the shared scratch array and barriers every target has; 1, the exchanges
+of targets whose lanes exchange in groups of 32, lower_blocks.c) -- CUDA's
+32-lane warps, HIP on 64-lane and on 32-lane wavefronts -- and must give the
+CPU backend's bits, floats included: the docs' block reduction, tiled matrix
+product, 2-D stencil and scan, the block collectives, and every sub-group
+operation with every width, over integer, float and bool values.  Then the
+same comparisons fail on sources broken on purpose (a warp sum's shuffles in
+the wrong order, a shuffle's width, the barrier before the exchanges left
+out, an exchange under divergent control, a partial mask), and every source
+compiles with NVRTC for sm_80 and sm_90 and with hiprtc for gfx90a (wave64)
+and gfx1030 (wave32).  Nothing here runs on a GPU."""
 
 import os
 import re
@@ -111,17 +114,18 @@ def votes(x, out):
 
 def through_shared(x, out):
     """Threads of different warps meet in shared memory with no tack.barrier() of their own: the
-    sub-group operations' barriers order the reads and the writes (as the scratch form's do)."""
-    for b, t in tack.blocks(x.shape[0] // W, W):
-        s = tack.shared(W, tack.f32)
-        i = b * W + t
+    sub-group operations' barriers order the reads and the writes (as the scratch form's do).  Blocks
+    of 128: two wavefronts of 64 lanes, four warps of 32."""
+    for b, t in tack.blocks(x.shape[0] // 128, 128):
+        s = tack.shared(128, tack.f32)
+        i = b * 128 + t
         s[t] = x[i]
         r1 = tack.warp_max(x[i])
-        a = s[(t + 37) % W]
+        a = s[(t + 77) % 128]
         r2 = tack.warp_sum(a)
         s[t] = r2 + r1
         r3 = tack.warp_min(a)
-        out[i] = s[(t + 45) % W] + r3
+        out[i] = s[(t + 90) % 128] + r3
 
 
 def block_reduce(x, out):
@@ -141,9 +145,15 @@ def block_reduce(x, out):
             out[b] = acc
 
 
-def build(fn, args, native):
+# CUDA's 32-lane warps; HIP on a wave64 (CDNA, GCN: the language's sub-groups are half a wavefront)
+# and on a wave32 (RDNA)
+TARGETS = [("cuda", 32), ("hip", 64), ("hip", 32)]
+TIDS = ["cuda", "hip-wave64", "hip-wave32"]
+
+
+def build(fn, args, native, target="cuda"):
     with tack.config.override(warp_shuffles=native):
-        return tack.kernel(fn).generated_source(*args, target="cuda")
+        return tack.kernel(fn).generated_source(*args, target=target)
 
 
 def on_cpu(fn, args):
@@ -152,9 +162,9 @@ def on_cpu(fn, args):
     return args
 
 
-def emulate(src, args, grid=2):
+def emulate(src, args, grid=2, wave=64):
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    rec = _cuda_emulate.run(src, args, grid=grid)
+    rec = _cuda_emulate.run(src, args, grid=grid, wave=wave)
     assert rec[0] == 0, rec
     return args
 
@@ -221,18 +231,23 @@ CASES = cases()
 IDS = [c[0] for c in CASES]
 
 
-@pytest.mark.parametrize("native", [False, True], ids=["scratch", "native"])
+# the scratch form does not depend on the wavefront's width: HIP's runs on wave64 only
+RUNS = [(False, "cuda", 32), (True, "cuda", 32), (False, "hip", 64), (True, "hip", 64), (True, "hip", 32)]
+RIDS = ["cuda-scratch", "cuda-native", "hip-scratch", "hip-native-wave64", "hip-native-wave32"]
+
+
+@pytest.mark.parametrize("native, target, wave", RUNS, ids=RIDS)
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_emulated_cuda_gives_the_cpus_bits(case, native):
+def test_emulated_gpu_source_gives_the_cpus_bits(case, native, target, wave):
     name, fn, args = case
-    src = build(fn, args, native)
+    src = build(fn, args, native, target)
     exchanges = len(re.findall(r"tk_warp_\w+\(v", src))
     if native and name not in ("block-sum", "matmul-tiled", "stencil", "collectives", "scan"):
         assert exchanges, name  # the sub-group operations are the warp's exchanges
     else:
         assert not exchanges
     want = on_cpu(fn, args)
-    got = emulate(src, args)
+    got = emulate(src, args, wave=wave)
     for k, (g, w) in enumerate(zip(got, want)):
         if isinstance(w, np.ndarray):
             assert np.array_equal(g.view(np.uint8), w.view(np.uint8)), (name, k, g, w)
@@ -247,8 +262,8 @@ def test_the_native_form_is_fewer_barriers():
     # one barrier before the exchanges, the kernel's own and the one after the block's body
     assert body(native).count("__syncthreads();") == 3
     assert body(native).count("tk_warp_down(") == 5 and body(native).count("tk_warp_idx(") == 1
-    # a target without 32-lane warps keeps the scratch form whatever the setting
-    for target in ("hip", "opencl", "metal"):
+    # a target without 32-lane exchanges keeps the scratch form whatever the setting
+    for target in ("opencl", "metal"):
         with tack.config.override(warp_shuffles=True):
             src = tack.kernel(block_reduce).generated_source(x, np.zeros(4, np.float32), target=target)
         assert "tk_warp_" not in src[src.index("tk_phase0"):]
@@ -268,49 +283,55 @@ def reversed_tree(src):
                   lambda m: f"tk_warp_down({m.group(1)}, ((int64_t){swap[m.group(2)]}), 32)")
 
 
-def test_a_warp_sum_in_the_wrong_order_is_caught():
+@pytest.mark.parametrize("target, wave", TARGETS, ids=TIDS)
+def test_a_warp_sum_in_the_wrong_order_is_caught(target, wave):
     rng = np.random.default_rng(3)
     x = spread(rng, 4 * W, np.float32)
     args = [x, np.zeros((4 * W, 3), np.float32)]
-    src = build(reductions, args, True)
+    src = build(reductions, args, True, target)
     want = on_cpu(reductions, args)
-    assert same_bits(emulate(src, args), want)
-    bad = emulate(reversed_tree(src), args)
+    assert same_bits(emulate(src, args, wave=wave), want)
+    bad = emulate(reversed_tree(src), args, wave=wave)
     assert not np.array_equal(bad[1][:, 0], want[1][:, 0])  # the sums' last bits
     assert np.array_equal(bad[1][:, 1:], want[1][:, 1:])  # min and max do not depend on the order
     xi = spread(rng, 4 * W, np.int64)  # integer sums wrap: every order gives the same bits
     argsi = [xi, np.zeros((4 * W, 3), np.int64)]
-    assert same_bits(emulate(reversed_tree(build(reductions, argsi, True)), argsi), on_cpu(reductions, argsi))
+    assert same_bits(emulate(reversed_tree(build(reductions, argsi, True, target)), argsi, wave=wave),
+                     on_cpu(reductions, argsi))
 
 
-def test_a_wrong_width_or_a_missing_barrier_is_caught():
+@pytest.mark.parametrize("target, wave", TARGETS, ids=TIDS)
+def test_a_wrong_width_or_a_missing_barrier_is_caught(target, wave):
     rng = np.random.default_rng(4)
     n = 4 * W
     args = [spread(rng, n, np.float32), rng.integers(-70, 70, n), rng.integers(-40, 40, n),
             np.zeros((n, 9), np.float32), np.zeros((n, 10), np.float32)]
-    src = build(shuffles, args, True)
+    src = build(shuffles, args, True, target)
     want = on_cpu(shuffles, args)
-    assert same_bits(emulate(src, args), want)
-    bad = emulate(broken(src, r"(tk_warp_down\(\w+, \(\(int64_t\)5LL\)), 8\)", r"\1, 32)"), args)
+    assert same_bits(emulate(src, args, wave=wave), want)
+    bad = emulate(broken(src, r"(tk_warp_down\(\w+, \(\(int64_t\)5LL\)), 8\)", r"\1, 32)"), args, wave=wave)
     assert not np.array_equal(bad[4][:, 2], want[4][:, 2])
     assert np.array_equal(bad[4][:, 3:], want[4][:, 3:])
     # the barrier before the exchanges: without it a warp reads shared memory another has rewritten
     args = [spread(rng, n, np.float32), np.zeros(n, np.float32)]
-    src = build(through_shared, args, True)
+    src = build(through_shared, args, True, target)
     want = on_cpu(through_shared, args)
-    assert same_bits(emulate(src, args), want)
+    assert same_bits(emulate(src, args, wave=wave), want)
     body = src.index("for (uint64_t b_")
     cut = src[:body] + broken(src[body:], r"__syncthreads\(\);\n(\s*\w+ = tk_warp_)", r"\n\1")
-    assert not same_bits(emulate(cut, args), want)
+    assert not same_bits(emulate(cut, args, wave=wave), want)
 
 
-def test_an_exchange_that_not_every_lane_reaches_is_an_error():
+@pytest.mark.parametrize("target, wave", TARGETS, ids=TIDS)
+def test_an_exchange_that_not_every_lane_reaches_is_an_error(target, wave):
     rng = np.random.default_rng(5)
     args = [spread(rng, 4 * W, np.float32), np.zeros((4 * W, 3), np.float32)]
-    src = build(reductions, args, True)
+    src = build(reductions, args, True, target)
     half = broken(src, r"(\w+ = tk_warp_down\(\w+, \(\(int64_t\)8LL\), 32\);)", r"if (threadIdx.x % 32 < 16) \1", 1)
     with pytest.raises(_cuda_emulate.EmulationError, match="deadlock"):
-        emulate(half, args)
+        emulate(half, args, wave=wave)
+    if target == "hip":
+        return  # HIP's exchanges take no mask
     masked = src.replace("__shfl_down_sync(0xffffffffu", "__shfl_down_sync(0xffffu")
     assert masked != src
     with pytest.raises(_cuda_emulate.EmulationError, match="mask"):
@@ -329,9 +350,10 @@ def test_a_failed_check_before_an_exchange_is_reported():
             out[b * 32 + t] = r
 
     for native in (False, True):
-        src = build(k, [x, x.copy()], native)
-        rec = _cuda_emulate.run(src, [x.copy(), x.copy()], grid=2)
-        assert rec[0] == 1 and rec[3:] == (64, 64), rec
+        for target in ("cuda", "hip"):
+            src = build(k, [x, x.copy()], native, target)
+            rec = _cuda_emulate.run(src, [x.copy(), x.copy()], grid=2)
+            assert rec[0] == 1 and rec[3:] == (64, 64), rec
     with pytest.raises(IndexError, match="index 64 is out of bounds"):
         tack.kernel(k)(x, x.copy())
 
@@ -359,8 +381,9 @@ def warp_in_a_loop_with_break(x):
 def test_the_same_compile_errors_either_way(fn, match):
     x = np.zeros(32, np.float32)
     for native in (False, True):
-        with tack.config.override(warp_shuffles=native), pytest.raises(tack.CompileError, match=re.escape(match)):
-            tack.kernel(fn).generated_source(x, target="cuda")
+        for target in ("cuda", "hip"):
+            with tack.config.override(warp_shuffles=native), pytest.raises(tack.CompileError, match=re.escape(match)):
+                tack.kernel(fn).generated_source(x, target=target)
 
 
 @pytest.mark.skipif(not (hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0),
@@ -374,3 +397,13 @@ def test_every_source_compiles_with_nvrtc(arch):
     assert all(n in ptx for names in entries for n in names)
     assert "shfl.sync.down.b32" in ptx and "shfl.sync.idx.b32" in ptx and "vote.sync.ballot.b32" in ptx
     assert "vote.sync.any.pred" in ptx and "vote.sync.all.pred" in ptx
+
+
+@pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx1030"])  # CDNA2 (wave64), RDNA2 (wave32)
+def test_every_source_compiles_with_hiprtc(arch):
+    import _gpu_batch
+
+    srcs = [build(fn, args, native, "hip") for _, fn, args in CASES for native in (False, True)]
+    out = _gpu_batch.hiprtc_checked(srcs, arch)
+    assert out == b"\x7fELF", out
