@@ -230,11 +230,12 @@ static void __syncthreads() {
 }
 /* CUDA's overloads, so that C++ picks the one a GPU build picks (a bool or a char is promoted to int);
  * the lane operand c as CUDA's headers make it from the width. */
+#define TK_EM_X(T, mode, m, v, b, c) tkem::from<T>(tkem::exchange(mode, m, tkem::bits(v), (unsigned)(b), c))
 #define TK_EM_SHFL(T) \
-static T __shfl_sync(unsigned m, T v, int l, int w = 32) { return tkem::from<T>(tkem::exchange(0, m, tkem::bits(v), (unsigned)l, ((32 - w) << 8) | 0x1f)); } \
-static T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { return tkem::from<T>(tkem::exchange(1, m, tkem::bits(v), d, (32 - w) << 8)); } \
-static T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) { return tkem::from<T>(tkem::exchange(2, m, tkem::bits(v), d, ((32 - w) << 8) | 0x1f)); } \
-static T __shfl_xor_sync(unsigned m, T v, int x, int w = 32) { return tkem::from<T>(tkem::exchange(3, m, tkem::bits(v), (unsigned)x, ((32 - w) << 8) | 0x1f)); }
+static T __shfl_sync(unsigned m, T v, int l, int w = 32) { return TK_EM_X(T, 0, m, v, l, ((32 - w) << 8) | 0x1f); } \
+static T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { return TK_EM_X(T, 1, m, v, d, (32 - w) << 8); } \
+static T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) { return TK_EM_X(T, 2, m, v, d, ((32 - w) << 8) | 0x1f); } \
+static T __shfl_xor_sync(unsigned m, T v, int x, int w = 32) { return TK_EM_X(T, 3, m, v, x, ((32 - w) << 8) | 0x1f); }
 TK_EM_SHFL(int) TK_EM_SHFL(unsigned) TK_EM_SHFL(long) TK_EM_SHFL(unsigned long) TK_EM_SHFL(long long)
 TK_EM_SHFL(unsigned long long) TK_EM_SHFL(float) TK_EM_SHFL(double)
 static unsigned __ballot_sync(unsigned m, int p) { return (unsigned)tkem::exchange(4, m, p != 0, 0, 0); }
@@ -249,11 +250,11 @@ static unsigned __lane_id() { return threadIdx.x % TK_EM_WAVE; }
 #define TK_EM_HSHFL(T) \
 static T __shfl(T v, int src, int w = warpSize) { \
     int self = (int)__lane_id(), index = (src & (w - 1)) + (self & ~(w - 1)); \
-    return tkem::from<T>(tkem::exchange(7, ~0u, tkem::bits(v), (unsigned)index, 0)); } \
+    return TK_EM_X(T, 7, ~0u, v, index, 0); } \
 static T __shfl_down(T v, unsigned d, int w = warpSize) { \
     int self = (int)__lane_id(), index = self + (int)d; \
     index = (int)((self & (w - 1)) + d) >= w ? self : index; \
-    return tkem::from<T>(tkem::exchange(7, ~0u, tkem::bits(v), (unsigned)index, 0)); }
+    return TK_EM_X(T, 7, ~0u, v, index, 0); }
 TK_EM_HSHFL(int) TK_EM_HSHFL(unsigned) TK_EM_HSHFL(long) TK_EM_HSHFL(unsigned long) TK_EM_HSHFL(long long)
 TK_EM_HSHFL(unsigned long long) TK_EM_HSHFL(float) TK_EM_HSHFL(double)
 static unsigned long long __ballot(int p) { return tkem::cur ? tkem::exchange(4, ~0u, p != 0, 0, 0) : 1ull; }

@@ -407,3 +407,22 @@ def test_every_source_compiles_with_hiprtc(arch):
     srcs = [build(fn, args, native, "hip") for _, fn, args in CASES for native in (False, True)]
     out = _gpu_batch.hiprtc_checked(srcs, arch)
     assert out == b"\x7fELF", out
+
+
+def _sass_count():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+    import sass_count
+
+    return sass_count
+
+
+@pytest.mark.skipif(not (hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0),
+                    reason="NVRTC (libnvrtc) is not installed")
+def test_the_machine_code_has_the_shuffles_and_fewer_barriers():
+    sc = _sass_count()
+    if not sc.find_tool("ptxas") or not (sc.find_tool("nvdisasm") or sc.find_tool("cuobjdump")):
+        pytest.skip("needs ptxas and nvdisasm or cuobjdump")
+    rows = sc.warp_counts("sm_90", False)
+    assert rows[False]["barriers"] == 9 and rows[False]["shuffles"] == 0
+    assert rows[True]["barriers"] == 3 and rows[True]["shuffles"] == 6  # five down, one from lane 0
+    assert rows[True]["insns"] < rows[False]["insns"] and rows[True]["shared stores"] == 1
