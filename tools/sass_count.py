@@ -27,8 +27,8 @@ no GPU.  `--amd gfx90a` counts the same for AMD instead: the HIP source
 through libtack's hiprtc, disassembled by llvm-objdump.
 
 `--warp` counts a block reduction with tack.warp_sum (256 threads, a shared
-slot per warp) instead, the whole phase, in both forms of the sub-group
-operations (config warp_shuffles: the shared scratch array and barriers, or
+slot per warp) and one with tack.block_sum instead, the whole phase, in both
+forms of the sub-group operations (config warp_shuffles: the shared scratch array and barriers, or
 the warp's exchanges, lower_blocks.c): instructions, barriers, shuffles,
 shared loads and stores; with `--amd`, for AMD.
 """
@@ -364,17 +364,26 @@ def warp_reduce(x, out):
             out[b] = acc
 
 
-def warp_counts(arch, amd):
-    """{form: {what: count}} of warp_reduce's phase, NOPs left out."""
+def block_reduce(x, out):
+    for b, t in tack.blocks(out.shape[0], 256):
+        i = b * 256 + t
+        v = x[i] if i < x.shape[0] else 0.0
+        r = tack.block_sum(v)
+        if t == 0:
+            out[b] = r
+
+
+def warp_counts(arch, amd, fn=warp_reduce):
+    """{form: {what: count}} of fn's phase, NOPs left out."""
     args = (np.zeros(1 << 20, np.float32), np.zeros(4096, np.float32))
     rows = {}
     for native in (False, True):
         with tack.config.override(warp_shuffles=native):
-            src = tack.kernel(warp_reduce).generated_source(*args, target="hip" if amd else "cuda")
+            src = tack.kernel(fn).generated_source(*args, target="hip" if amd else "cuda")
         if amd:
             text = amd_isa(src, arch)
-            fn = text[text.index("<tk_phase0>:"):]
-            ops = [m.group(1) for m in (_AMD_INSN.match(line) for line in fn.splitlines()) if m]
+            phase = text[text.index("<tk_phase0>:"):]
+            ops = [m.group(1) for m in (_AMD_INSN.match(line) for line in phase.splitlines()) if m]
             ops = [o.split()[0] for o in ops if not o.startswith(("s_nop", "s_code_end"))]
             rows[native] = {"insns": len(ops), "barriers": ops.count("s_barrier"),
                             "shuffles": ops.count("ds_bpermute_b32"),
@@ -398,10 +407,11 @@ def main(argv=None):
     ap.add_argument("--warp", action="store_true", help="a block reduction with warp_sum, both forms")
     a = ap.parse_args(argv)
     if a.warp:
-        rows = warp_counts(a.amd or a.arch, bool(a.amd))
-        print(f"{a.amd or a.arch}: a block reduction with warp_sum, the phase   " + "  ".join(rows[False]))
-        for native, r in rows.items():
-            print(f"  {'warp exchanges' if native else 'scratch':<48}" + "  ".join(f"{v:>{len(k)}}" for k, v in r.items()))
+        for fn, what in ((warp_reduce, "with warp_sum"), (block_reduce, "with block_sum")):
+            rows = warp_counts(a.amd or a.arch, bool(a.amd), fn)
+            print(f"{a.amd or a.arch}: a block reduction {what:<15}" + "  ".join(rows[False]))
+            for native, r in rows.items():
+                print(f"  {'warp exchanges' if native else 'scratch':<39}" + "  ".join(f"{v:>{len(k)}}" for k, v in r.items()))
         return
     if a.amd:
         rows = [amd_count(n, k, args, reads, a.amd) for n, k, args, reads in cases()]

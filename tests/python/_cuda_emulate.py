@@ -30,7 +30,11 @@ barrier orders after another warp's write sees the wrong value without it.
 
 Anything else is an error the run reports (EmulationError), never a result:
 threads of a block stopped at different kinds of wait (a deadlock on a GPU),
-lanes of a warp at different kinds of exchange, a mask other than all 32
+lanes of a warp at different exchanges (of another kind, or called from
+another place: the shim's exchanges are told apart by their return address,
+the prelude's helpers are always inlined, and a source with a blocks phase is
+compiled without optimization, so that no exchange is copied into two paths),
+a mask other than all 32
 lanes, a warp whose lanes are not all there (a partial warp, or a lane that
 ended), a barrier or an exchange outside a blocks phase.  A thread that ended
 counts as arrived at a barrier only when a check failed (the error record is
@@ -41,8 +45,12 @@ HIP's source runs with wavefronts of 64 lanes (CDNA, GCN) or 32 (RDNA), the
 `wave` argument: `warpSize` and `__lane_id()` are the wavefront's, `__shfl` and
 `__shfl_down` compute their source lane as HIP's headers do and read it from
 the wavefront (AMD's ds_bpermute), `__ballot` gives the wavefront's 64-bit
-mask.  A block's last wavefront may be partial there (96 threads on a wave64);
-reading one of its absent lanes is an error.
+mask.  HIP's exchanges take no mask: a wavefront runs in lockstep and
+exchanges among its active lanes, so a lane stopped at a barrier (it took the
+other side of a branch, as the lanes above 31 of a wave64 do around a block
+reduction's last strides) or ended sits an exchange out, and a block's last
+wavefront may be partial (96 threads on a wave64); reading such a lane is the
+error.
 """
 
 import ctypes
@@ -64,7 +72,9 @@ SHIM = r"""
 using std::isnan; using std::isinf; using std::isfinite;
 #define __global__
 #define __device__
-#define __forceinline__ inline
+/* always inlined, as a GPU build has it: each call of a prelude helper is then a place of its own, and
+ * the warp exchanges below tell one place from another by their return address */
+#define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(n)
 struct tk_dim3 { unsigned x, y, z; };
 static tk_dim3 threadIdx, blockIdx, blockDim, gridDim;
@@ -91,6 +101,7 @@ struct Fiber {
     ucontext_t ctx;
     void *stack;
     int state, mode;
+    const void *site; /* where the exchange was called */
     unsigned mask, b;
     int c;
     unsigned long long val, res;
@@ -104,33 +115,38 @@ enum { STACK = 256 << 10 };
 static void wait_(int state) { cur->state = state; swapcontext(&cur->ctx, &sched); }
 /* mode 0 idx, 1 up, 2 down, 3 bfly (PTX shfl.sync), 4 ballot, 5 any, 6 all, 7 the value of lane b (AMD's
  * ds_bpermute, which HIP's shuffles read through after computing the lane) */
-static unsigned long long exchange(int mode, unsigned mask, unsigned long long v, unsigned b, int c) {
+static unsigned long long exchange(int mode, unsigned mask, unsigned long long v, unsigned b, int c,
+                                   const void *site) {
     if (!cur) { err |= E_NOFIBER; return v; }
-    cur->mode = mode; cur->mask = mask; cur->val = v; cur->b = b; cur->c = c;
+    cur->mode = mode; cur->mask = mask; cur->val = v; cur->b = b; cur->c = c; cur->site = site;
     wait_(WARP);
     return cur->res;
 }
 /* The warp (wavefront) of lanes lo .. lo + TK_EM_WAVE - 1 goes on when all of them wait at an exchange.
- * A block's last wavefront may have fewer lanes on HIP (32 of a wave64's 64): none reads the absent ones. */
+ * HIP's exchanges need no mask: an AMD wavefront runs in lockstep and exchanges among the lanes that are
+ * active, so there the lanes stopped at a barrier (or ended) took the other side of a branch and sit the
+ * exchange out; reading one of them (or a lane a block's last wavefront lacks) is the error. */
 static bool resolve(unsigned lo) {
     unsigned hi = lo + TK_EM_WAVE < nfib ? lo + TK_EM_WAVE : nfib, waiting = 0, done = 0;
     for (unsigned i = lo; i < hi; i++) {
         if (fib[i].state == WARP) waiting++;
         else if (fib[i].state == DONE) done++;
+#ifdef TK_EM_HIP
+        else if (fib[i].state == BARRIER) continue;
+#endif
         else return false;
     }
     if (!waiting) return false;
-#ifdef TK_EM_HIP
-    if (done) err |= E_PARTIAL;
-#else
+#ifndef TK_EM_HIP
     if (hi - lo != 32 || done) err |= E_PARTIAL;
 #endif
     int mode = -1;
+    const void *site = 0;
     for (unsigned i = lo; i < hi; i++) {
         Fiber &f = fib[i];
         if (f.state != WARP) continue;
-        if (mode < 0) mode = f.mode;
-        if (f.mode != mode) err |= E_MIXED;
+        if (mode < 0) mode = f.mode, site = f.site;
+        if (f.mode != mode || f.site != site) err |= E_MIXED; /* CUDA: undefined; AMD: one at a time */
         if (f.mask != 0xffffffffu) err |= E_MASK;
     }
     unsigned long long ballot = 0;
@@ -145,7 +161,7 @@ static bool resolve(unsigned lo) {
             if (lo + j >= hi || fib[lo + j].state != WARP) { err |= E_PARTIAL; f.res = 0; }
             else f.res = fib[lo + j].val;
         } else if (mode >= 4) {
-            f.res = mode == 4 ? ballot : mode == 5 ? (n1 > 0) : (n1 == waiting && !done);
+            f.res = mode == 4 ? ballot : mode == 5 ? (n1 > 0) : (n1 == waiting);
         } else {
             unsigned lane = i - lo, bval = f.b & 31u, cval = (unsigned)f.c & 31u, seg = ((unsigned)f.c >> 8) & 31u;
             unsigned maxl = (lane & seg) | (cval & ~seg), minl = lane & seg;
@@ -230,17 +246,20 @@ static void __syncthreads() {
 }
 /* CUDA's overloads, so that C++ picks the one a GPU build picks (a bool or a char is promoted to int);
  * the lane operand c as CUDA's headers make it from the width. */
-#define TK_EM_X(T, mode, m, v, b, c) tkem::from<T>(tkem::exchange(mode, m, tkem::bits(v), (unsigned)(b), c))
+#define TK_EM_X(T, mode, m, v, b, c) \
+    tkem::from<T>(tkem::exchange(mode, m, tkem::bits(v), (unsigned)(b), c, __builtin_return_address(0)))
+#define TK_EM_NI __attribute__((noinline))
 #define TK_EM_SHFL(T) \
-static T __shfl_sync(unsigned m, T v, int l, int w = 32) { return TK_EM_X(T, 0, m, v, l, ((32 - w) << 8) | 0x1f); } \
-static T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { return TK_EM_X(T, 1, m, v, d, (32 - w) << 8); } \
-static T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) { return TK_EM_X(T, 2, m, v, d, ((32 - w) << 8) | 0x1f); } \
-static T __shfl_xor_sync(unsigned m, T v, int x, int w = 32) { return TK_EM_X(T, 3, m, v, x, ((32 - w) << 8) | 0x1f); }
+TK_EM_NI static T __shfl_sync(unsigned m, T v, int l, int w = 32) { return TK_EM_X(T, 0, m, v, l, ((32 - w) << 8) | 0x1f); } \
+TK_EM_NI static T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { return TK_EM_X(T, 1, m, v, d, (32 - w) << 8); } \
+TK_EM_NI static T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) { return TK_EM_X(T, 2, m, v, d, ((32 - w) << 8) | 0x1f); } \
+TK_EM_NI static T __shfl_xor_sync(unsigned m, T v, int x, int w = 32) { return TK_EM_X(T, 3, m, v, x, ((32 - w) << 8) | 0x1f); }
 TK_EM_SHFL(int) TK_EM_SHFL(unsigned) TK_EM_SHFL(long) TK_EM_SHFL(unsigned long) TK_EM_SHFL(long long)
 TK_EM_SHFL(unsigned long long) TK_EM_SHFL(float) TK_EM_SHFL(double)
-static unsigned __ballot_sync(unsigned m, int p) { return (unsigned)tkem::exchange(4, m, p != 0, 0, 0); }
-static int __any_sync(unsigned m, int p) { return (int)tkem::exchange(5, m, p != 0, 0, 0); }
-static int __all_sync(unsigned m, int p) { return (int)tkem::exchange(6, m, p != 0, 0, 0); }
+#define TK_EM_V(mode, m, p) tkem::exchange(mode, m, p != 0, 0, 0, __builtin_return_address(0))
+TK_EM_NI static unsigned __ballot_sync(unsigned m, int p) { return (unsigned)TK_EM_V(4, m, p); }
+TK_EM_NI static int __any_sync(unsigned m, int p) { return (int)TK_EM_V(5, m, p); }
+TK_EM_NI static int __all_sync(unsigned m, int p) { return (int)TK_EM_V(6, m, p); }
 #ifdef TK_EM_HIP
 /* HIP's: a wavefront of TK_EM_WAVE lanes; the shuffles compute their source lane as HIP's headers do and
  * read it (ds_bpermute); no masks.  Outside a blocks phase __ballot(1) reports a partial wavefront, as
@@ -248,18 +267,18 @@ static int __all_sync(unsigned m, int p) { return (int)tkem::exchange(6, m, p !=
 static const int warpSize = TK_EM_WAVE;
 static unsigned __lane_id() { return threadIdx.x % TK_EM_WAVE; }
 #define TK_EM_HSHFL(T) \
-static T __shfl(T v, int src, int w = warpSize) { \
+TK_EM_NI static T __shfl(T v, int src, int w = warpSize) { \
     int self = (int)__lane_id(), index = (src & (w - 1)) + (self & ~(w - 1)); \
     return TK_EM_X(T, 7, ~0u, v, index, 0); } \
-static T __shfl_down(T v, unsigned d, int w = warpSize) { \
+TK_EM_NI static T __shfl_down(T v, unsigned d, int w = warpSize) { \
     int self = (int)__lane_id(), index = self + (int)d; \
     index = (int)((self & (w - 1)) + d) >= w ? self : index; \
     return TK_EM_X(T, 7, ~0u, v, index, 0); }
 TK_EM_HSHFL(int) TK_EM_HSHFL(unsigned) TK_EM_HSHFL(long) TK_EM_HSHFL(unsigned long) TK_EM_HSHFL(long long)
 TK_EM_HSHFL(unsigned long long) TK_EM_HSHFL(float) TK_EM_HSHFL(double)
-static unsigned long long __ballot(int p) { return tkem::cur ? tkem::exchange(4, ~0u, p != 0, 0, 0) : 1ull; }
-static int __any(int p) { return (int)tkem::exchange(5, ~0u, p != 0, 0, 0); }
-static int __all(int p) { return (int)tkem::exchange(6, ~0u, p != 0, 0, 0); }
+TK_EM_NI static unsigned long long __ballot(int p) { return tkem::cur ? TK_EM_V(4, ~0u, p) : 1ull; }
+TK_EM_NI static int __any(int p) { return (int)TK_EM_V(5, ~0u, p); }
+TK_EM_NI static int __all(int p) { return (int)TK_EM_V(6, ~0u, p); }
 #endif
 static float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
@@ -273,7 +292,8 @@ class EmulationError(RuntimeError):
 
     WHAT = {1: "a deadlock (threads of a block wait at different things)", 2: "a warp exchange whose mask is not "
             "all 32 lanes", 4: "a warp exchange without all 32 lanes of the warp", 8: "a barrier or warp exchange "
-            "outside a blocks phase", 16: "lanes of a warp at different kinds of exchange", 32: "a thread that "
+            "outside a blocks phase", 16: "lanes of a warp at different exchanges (of "
+            "another kind, or at another place)", 32: "a thread that "
             "ended while others wait at a barrier", 64: "no memory for a fiber's stack"}
 
     def __init__(self, phase, bits):
@@ -324,7 +344,10 @@ def _build(src, wave):
     path = os.path.join(_dir, key)
     with open(path + ".cpp", "w") as f:
         f.write(head + SHIM + src.replace('extern "C" __global__', 'extern "C"') + "\n".join(runner) + "\n")
-    cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-w", "-shared", "-fPIC", "-o", path + ".so",
+    # a blocks phase's source without optimization: each exchange of the source is then one call, which
+    # the shim tells from the others by its return address (-O1 may copy a block into two paths)
+    opt = "-O0" if "b" in tag.group(2) else "-O1"
+    cmd = [os.environ.get("CXX", "g++"), "-std=c++17", opt, "-w", "-shared", "-fPIC", "-o", path + ".so",
            path + ".cpp"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:

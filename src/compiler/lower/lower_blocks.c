@@ -312,6 +312,18 @@ void lw_blocks_shared(lw_state *L, tack_node *call, int loc, int64_t bytes) {
  *           `x = s[t - off] if t >= off else 0`; barrier; `s[t] += x`;
  *           barrier (Hillis and Steele); r = s[t]; barrier.
  *
+ * On a target with warp32_shuffles and a block size that is a multiple of
+ * 32, a reduction's strides from P/2 down to 32 are as above and the last
+ * five are exchanges: x = s[t]; then at stride 16, 8, ..., 1 x = x op (x of
+ * lane + stride); thread 0 stores x in s[0]; barrier.  The tree's strides
+ * below 32 touch s[0 .. 31] only, with min(stride, B - stride) = stride, so
+ * lane 0 ends with s[0]'s bits by the argument of the sub-group reductions
+ * below, and four barriers and the shared traffic of those strides go.  The
+ * other warps run the same exchanges on values no one reads: under `if t <
+ * 32` the compiler (ptxas) cannot know that warp 0 is whole, and adds a
+ * second, divergent copy of the shuffles.  A scan's offsets below 32 read
+ * across warps (thread 32 reads thread 31): it stays.
+ *
  * The last barrier lets the same call run again (in a loop) without a
  * thread overwriting the scratch another still reads.  The value's type is
  * its concrete type (a Python int: i64, a Python float: the default
@@ -351,6 +363,25 @@ static tk_ir *if_block(lw_state *L, tk_ir *cond, int line) {
 }
 
 static void warp_op(lw_state *L, tack_node *target, tack_node *call, int op, const char *name);
+
+enum { TK_WARP = 32 }; /* the threads of a sub-group (below) */
+
+/* An exchange among the lanes of a warp (IR_WARP; sub-groups as warps, below). */
+static tk_ir *warp_x(lw_state *L, int kind, tk_type ty, tk_ir *v, tk_ir *lane, int64_t w, int line) {
+    tk_ir *x = ir_new(L->C, IR_WARP, ty, line);
+    x->sub = kind;
+    x->c.i = w;
+    ir_push(L->C, x, v);
+    if (lane) ir_push(L->C, x, lane);
+    return x;
+}
+
+/* A local holding e (evaluated now). */
+static int into_temp(lw_state *L, tk_ir *e, int line) {
+    int t = lw_temp(L, e->ty);
+    lw_emit(L, lw_assign_ir(L, t, e, line));
+    return t;
+}
 
 void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op) {
     static const char *const names[] = {"block_sum", "block_min", "block_max", "block_scan", "warp_sum", "warp_min",
@@ -392,7 +423,8 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
         int64_t P = 1;
         while (P < B) P *= 2;
         int bop = op == 0 ? B_ADD : op == 1 ? B_MIN : B_MAX;
-        for (int64_t stride = P / 2; stride >= 1; stride /= 2) {
+        int warps = L->C->target->warp32_shuffles && L->C->warp_shuffles && B % TK_WARP == 0;
+        for (int64_t stride = P / 2; stride >= (warps ? TK_WARP : 1); stride /= 2) {
             int64_t lim = stride < B - stride ? stride : B - stride;
             if (lim > 0) {
                 tk_ir *c = lw_bin(L, B_LT, b1, ir_clone(L->C, t), c64(L, lim, line), line);
@@ -403,6 +435,20 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
                 sstore(L, s, lw_bin(L, bop, et, x, y, line), ir_clone(L->C, t), line);
                 L->blk = saved;
             }
+            barrier_at(L, line);
+        }
+        if (warps) { /* strides 16 .. 1 as exchanges: every warp runs them (no branch), warp 0's count */
+            int x = into_temp(L, sload(L, s, et, ir_clone(L->C, t), line), line);
+            for (int64_t stride = TK_WARP / 2; stride >= 1; stride /= 2) {
+                int y = into_temp(L, warp_x(L, WARP_DOWN, et, lw_local_ref(L, x, line), c64(L, stride, line), TK_WARP, line),
+                                  line);
+                lw_emit(L, lw_assign_ir(L, x, lw_bin(L, bop, et, lw_local_ref(L, x, line), lw_local_ref(L, y, line), line), line));
+            }
+            tk_ir *first = lw_bin(L, B_EQ, b1, ir_clone(L->C, t), c64(L, 0, line), line);
+            first->aux_ty = ty_value(TACK_I64);
+            L->blk = if_block(L, first, line);
+            sstore(L, s, lw_local_ref(L, x, line), c64(L, 0, line), line);
+            L->blk = saved;
             barrier_at(L, line);
         }
         lw_assign_local(L, lw_target_local(L, target), sload(L, s, et, c64(L, 0, line), line), target);
@@ -445,8 +491,6 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
  *                           where that passes the group's end (__shfl_down_sync);
  *   warp_ballot(c)          an i64 whose bit k is lane k's c;
  *   warp_any(c), warp_all(c) whether some, every lane's c is true. */
-enum { TK_WARP = 32 };
-
 static tk_ir *ibin(lw_state *L, int op, tk_ir *a, tk_ir *b, int line) { return lw_bin(L, op, ty_value(TACK_I64), a, b, line); }
 
 static tk_ir *icmp(lw_state *L, int op, tk_ir *a, tk_ir *b, int line) {
@@ -489,25 +533,6 @@ static tk_ir *icmp(lw_state *L, int op, tk_ir *a, tk_ir *b, int line) {
  * which need all 32 lanes.  The value and the lane are computed into locals
  * before that barrier, as the scratch form stores the value before its
  * first. */
-static tk_ir *warp_x(lw_state *L, int kind, tk_type ty, tk_ir *v, tk_ir *lane, int64_t w, int line) {
-    tk_ir *x = ir_new(L->C, IR_WARP, ty, line);
-    x->sub = kind;
-    x->c.i = w;
-    ir_push(L->C, x, v);
-    if (lane) ir_push(L->C, x, lane);
-    return x;
-}
-
-/* A local holding e (evaluated now). */
-static int into_temp(lw_state *L, tk_ir *e, int line) {
-    int t = lw_temp(L, e->ty);
-    lw_emit(L, lw_assign_ir(L, t, e, line));
-    return t;
-}
-
-static tk_ir *ibin(lw_state *L, int op, tk_ir *a, tk_ir *b, int line);
-static tk_ir *icmp(lw_state *L, int op, tk_ir *a, tk_ir *b, int line);
-
 static void warp_native(lw_state *L, tack_node *target, tack_node *call, int op, tk_ir *v, tk_ir *a, tk_type et,
                         int64_t w) {
     int line = call->line;
