@@ -481,8 +481,8 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
  * power of two dividing 32 (CompileErrors).  They are written as the block
  * collectives are: the block's values in a shared scratch array between
  * two barriers, so every thread of the block must reach them (a target
- * whose warps are 32 lanes wide gets the warp's exchanges instead, with the
- * same results and the same rules: warp_native below):
+ * with warp32_shuffles gets the warp's exchanges instead, with the same
+ * results and the same rules: warp_native below):
  *
  *   warp_sum/min/max(v)     a tree over each sub-group's 32 values;
  *   shuffle(v, lane[, w])   the value of lane `lane % w` of the thread's
@@ -500,10 +500,12 @@ static tk_ir *icmp(lw_state *L, int op, tk_ir *a, tk_ir *b, int line) {
 }
 
 /* ------------------------------------------------- sub-groups as warps
- * On a target whose blocks run as hardware warps of 32 lanes, the 32
- * threads of a sub-group are the lanes of one warp, and the operations are
- * exchanges of registers (IR_WARP; CUDA's __shfl_sync and __ballot_sync),
- * written so that every lane gets the bits the scratch form above gives:
+ * On a target with warp32_shuffles (target.h), the 32 threads of a
+ * sub-group are the lanes of one hardware warp (CUDA) or all or half of one
+ * wavefront (HIP on 32 or 64 lanes), and the operations are exchanges of
+ * registers (IR_WARP; CUDA's __shfl_sync and __ballot_sync, HIP's __shfl
+ * with a width and __ballot), written so that every lane gets the bits the
+ * scratch form above gives:
  *
  *   warp_sum/min/max   the same tree: at each stride 16, 8, ..., 1 a lane
  *                      combines its value with that of lane + stride,
@@ -518,8 +520,8 @@ static tk_ir *icmp(lw_state *L, int op, tk_ir *a, tk_ir *b, int line) {
  *   warp_ballot/any/all  the hardware's vote: bit k is lane k's condition;
  *   shuffle(v, l, w)   the lane `l % w` (Python's modulo, as the scratch
  *                      form's index) of the thread's group of w lanes;
- *   shuffle_down(v, d, w)  __shfl_down_sync where d is a constant from 0 to
- *                      31 (it takes d's low five bits, so any other d would
+ *   shuffle_down(v, d, w)  a shuffle down where d is a constant from 0 to
+ *                      31 (PTX takes d's low five bits, so any other d would
  *                      differ); else a shuffle from lane (lane + d) % w of
  *                      the group and the thread's own value where lane + d
  *                      is outside it, as the scratch form decides.
