@@ -25,6 +25,12 @@ Usage: python tools/sass_count.py [--arch sm_90] [--json PATH] [--show KERNEL]
 (--show prints the hot loop's SASS of one kernel).  Needs NVRTC and ptxas;
 no GPU.  `--amd gfx90a` counts the same for AMD instead: the HIP source
 through libtack's hiprtc, disassembled by llvm-objdump.
+
+`--warp` counts a block reduction with tack.warp_sum (256 threads, a shared
+slot per warp) and one with tack.block_sum instead, the whole phase, in both
+forms of the sub-group operations (config warp_shuffles: the shared scratch array and barriers, or
+the warp's exchanges, lower_blocks.c): instructions, barriers, shuffles,
+shared loads and stores; with `--amd`, for AMD.
 """
 
 import argparse
@@ -342,13 +348,71 @@ def amd_count(name, k, args, reads, arch):
             "loop": ins}
 
 
+def warp_reduce(x, out):
+    for b, t in tack.blocks(out.shape[0], 256):
+        s = tack.shared(8, tack.f32)
+        i = b * 256 + t
+        v = x[i] if i < x.shape[0] else 0.0
+        w = tack.warp_sum(v)
+        if t % 32 == 0:
+            s[t // 32] = w
+        tack.barrier()
+        if t == 0:
+            acc = 0.0
+            for k in range(8):
+                acc += s[k]
+            out[b] = acc
+
+
+def block_reduce(x, out):
+    for b, t in tack.blocks(out.shape[0], 256):
+        i = b * 256 + t
+        v = x[i] if i < x.shape[0] else 0.0
+        r = tack.block_sum(v)
+        if t == 0:
+            out[b] = r
+
+
+def warp_counts(arch, amd, fn=warp_reduce):
+    """{form: {what: count}} of fn's phase, NOPs left out."""
+    args = (np.zeros(1 << 20, np.float32), np.zeros(4096, np.float32))
+    rows = {}
+    for native in (False, True):
+        with tack.config.override(warp_shuffles=native):
+            src = tack.kernel(fn).generated_source(*args, target="hip" if amd else "cuda")
+        if amd:
+            text = amd_isa(src, arch)
+            phase = text[text.index("<tk_phase0>:"):]
+            ops = [m.group(1) for m in (_AMD_INSN.match(line) for line in phase.splitlines()) if m]
+            ops = [o.split()[0] for o in ops if not o.startswith(("s_nop", "s_code_end"))]
+            rows[native] = {"insns": len(ops), "barriers": ops.count("s_barrier"),
+                            "shuffles": ops.count("ds_bpermute_b32"),
+                            "shared loads": sum(o.startswith(("ds_read", "ds_load")) for o in ops),
+                            "shared stores": sum(o.startswith(("ds_write", "ds_store")) for o in ops)}
+        else:
+            fns, _ = functions(sass_of(src, arch))
+            ops = [opname(t).split(".")[0] for _, t in fns["tk_phase0"]]
+            ops = [o for o in ops if o != "NOP"]
+            rows[native] = {"insns": len(ops), "barriers": ops.count("BAR"), "shuffles": ops.count("SHFL"),
+                            "shared loads": ops.count("LDS"), "shared stores": ops.count("STS")}
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--json")
     ap.add_argument("--show")
     ap.add_argument("--amd", metavar="GFX", help="count AMD code instead (hiprtc, e.g. gfx90a)")
+    ap.add_argument("--warp", action="store_true", help="a block reduction with warp_sum, both forms")
     a = ap.parse_args(argv)
+    if a.warp:
+        for fn, what in ((warp_reduce, "with warp_sum"), (block_reduce, "with block_sum")):
+            rows = warp_counts(a.amd or a.arch, bool(a.amd), fn)
+            print(f"{a.amd or a.arch}: a block reduction {what:<15}" + "  ".join(rows[False]))
+            for native, r in rows.items():
+                print(f"  {'warp exchanges' if native else 'scratch':<39}" + "  ".join(f"{v:>{len(k)}}" for k, v in r.items()))
+        return
     if a.amd:
         rows = [amd_count(n, k, args, reads, a.amd) for n, k, args, reads in cases()]
         print(f"AMD {a.amd}: the hot loop, per element   insns  global loads  elements/trip")

@@ -188,6 +188,8 @@ typedef enum tk_irop {
     IR_ATOMIC,   /* sub = tk_atom; param = array; [value, idx...] -> old value
                   * (A_CAS: [value, expected, idx...]; ir_atomic_first) */
     IR_LLOAD,    /* local = a local array (lower_local.c); [idx0, ...] each already wrapped/checked */
+    IR_WARP,     /* sub = tk_warp; c.i = width: an exchange among the 32 lanes of a hardware warp (lower_blocks.c,
+                  * on a target with warp32_shuffles); not pure: every lane of the warp must evaluate it */
     /* statements */
     IR_BLOCK,    /* [stmts] */
     IR_ASSIGN,   /* local = [value] */
@@ -223,6 +225,14 @@ typedef enum tk_bin {
     B_MATMUL, B_DOT, B_CROSS,
     B_COUNT
 } tk_bin;
+
+/* IR_WARP's operations (the dialect's tk_warp_<name>): [v, lane] the value of lane `lane` (0 <= lane < width)
+ * of the thread's group of `width` lanes; [v, d] (d a constant, 0 <= d < 32) that of lane + d, or the
+ * thread's own v past its group's end; [c] (an i64 0 or 1) the warp's 32 bits as an i64, whether some lane's
+ * is 1, whether every lane's is. */
+typedef enum tk_warp { WARP_IDX, WARP_DOWN, WARP_BALLOT, WARP_ANY, WARP_ALL, WARP_COUNT } tk_warp;
+/* "idx", "down", "ballot", "any", "all": the name of WARP_* k. */
+const char *tk_warp_name(int k);
 
 typedef enum tk_un { U_NEG, U_NOT, U_INVERT, U_ABS, U_TRUTH, U_COUNT } tk_un;
 
@@ -487,6 +497,8 @@ typedef struct tk_cc {
                             * array (a parallel loop writes one and reads the other elsewhere than
                             * the iteration's own element; depend_judge.c); NULL when none */
     uint64_t *alias_part;  /* ... bit q: wrong if p and q share memory without being one array */
+    int warp_shuffles;     /* config warp_shuffles: sub-group operations as warp exchanges where the target
+                            * has them (target.h's warp32_shuffles; 0: the scratch form, for comparing) */
     int racy_rmw;          /* TACK_DEBUG_RACY_RMW=1: lower a[i] op= v in parallel code as a plain
                             * read and write (to show that verify.c catches the race) */
     tk_warning *warns;        /* what the compile warns of (tk_warn) */

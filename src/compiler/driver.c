@@ -183,6 +183,7 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     C->nargs = nargs;
     C->target = target;
     C->dialect = target->dialect;
+    C->warp_shuffles = tk_config_int(TK_CFG_WARP_SHUFFLES);
     C->racy_rmw = tk_config_int(TK_CFG_DEBUG_RACY_RMW); /* a debugging switch: verify.c must catch it */
     tack_status st = TACK_OK;
     tack_program *volatile prog = NULL;

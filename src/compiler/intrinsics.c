@@ -58,6 +58,12 @@ const char *tk_math_libm(int m, tack_dtype dt) {
     return dt == TACK_F32 ? MATH[m].libm_f32 : MATH[m].libm_f64;
 }
 
+const char *tk_warp_name(int k) {
+    static const char *const NAME[WARP_COUNT] = {[WARP_IDX] = "idx", [WARP_DOWN] = "down", [WARP_BALLOT] = "ballot",
+                                                 [WARP_ANY] = "any", [WARP_ALL] = "all"};
+    return (unsigned)k < WARP_COUNT ? NAME[k] : "?";
+}
+
 const char *tk_atom_name(int a) {
     static const char *const NAME[A_COUNT] = {[A_ADD] = "add", [A_SUB] = "sub", [A_MIN] = "min", [A_MAX] = "max",
                                               [A_EXCH] = "exch", [A_AND] = "and", [A_OR] = "or", [A_XOR] = "xor",

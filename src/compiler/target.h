@@ -80,6 +80,12 @@ struct tk_target {
      * bytes its tack.shared arrays may take together. */
     int max_block;
     int64_t shared_bytes;
+    /* Threads 32k .. 32k + 31 of a block lie in one hardware warp or wavefront (32 or 64 lanes wide),
+     * whose lanes exchange registers in groups of 32 (CUDA's __shfl_sync and __ballot_sync; HIP's
+     * __shfl with a width, and the thread's half of __ballot): the sub-group operations, whose groups
+     * are the language's 32 threads, are lowered to those exchanges (IR_WARP) in place of a shared
+     * scratch array (lower_blocks.c), with the same results. */
+    int warp32_shuffles;
     const char *device;            /* "the CPU", "a GPU" */
     /* Whether 512-bit vector operations run at full width on the cores the kernels run on:
      * twice a 256-bit operation's work per issue slot, not two halves (runtime/cpu_width.c,

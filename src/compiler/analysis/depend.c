@@ -136,7 +136,7 @@ int dp_ir_same(const tk_ir *a, const tk_ir *b) {
     case IR_LOAD: case IR_SHAPE: case IR_WRAP: case IR_ARRAY:
         if (a->param != b->param || a->aux != b->aux) return 0;
         break;
-    case IR_CALL: case IR_COMP: case IR_ATOMIC: case IR_LLOAD: return 0;
+    case IR_CALL: case IR_COMP: case IR_ATOMIC: case IR_LLOAD: case IR_WARP: return 0;
     default: break;
     }
     for (int i = 0; i < a->n; i++)
@@ -224,7 +224,7 @@ static int edep(const dx *X, const tk_ir *e) {
         if (p >= 0 && (X->P->written >> (p & 63) & 1)) return 1; /* other iterations may change it */
         break;
     }
-    case IR_ATOMIC: return 1;
+    case IR_ATOMIC: case IR_WARP: return 1;
     case IR_LLOAD: return 1; /* a local array's element: not modelled */
     case IR_CALL:
         for (int i = 0; i < e->n; i++)
@@ -246,7 +246,7 @@ static int evary(const dx *X, const tk_ir *e) {
         int p = X->up ? param_of_local(X->S, e->local) : -1;
         return p >= 0 && (X->argf[p].vary || !X->argf[p].aff);
     }
-    if (e->op == IR_LOAD || e->op == IR_ATOMIC || e->op == IR_CALL || e->op == IR_LLOAD) return 1;
+    if (e->op == IR_LOAD || e->op == IR_ATOMIC || e->op == IR_CALL || e->op == IR_LLOAD || e->op == IR_WARP) return 1;
     for (int i = 0; i < e->n; i++)
         if (evary(X, e->k[i])) return 1;
     return 0;

@@ -30,7 +30,9 @@
  * compare-and-swap for 32/64-bit integers and, on their bits, floats),
  * compare-and-swap loops for float min/max and, on the enclosing 32-bit
  * word, for every operation on 8 and 16-bit integers.  Privatized reductions (privatize.c) are summed across the warp
- * with shuffles and flushed by one atomic per warp.
+ * with shuffles and flushed by one atomic per warp.  The sub-group operations of a blocks loop
+ * (IR_WARP, lower_blocks.c: a warp's 32 lanes are the language's sub-group) are the prelude's
+ * tk_warp_* over __shfl_sync, __shfl_down_sync, __ballot_sync, __any_sync and __all_sync.
  *
  * The prelude is valid both for NVRTC (Tack's path, no headers) and for
  * nvcc (the tests build a few sources with it), so every helper is marked
@@ -146,7 +148,16 @@ static const char PRELUDE_WARP[] =
     "template <typename T> TK_D T tk_wsum(T v) {\n"
     "    for (int o = 16; o > 0; o >>= 1) v = tk_wadd(v, (T)__shfl_down_sync(0xffffffffu, v, o));\n"
     "    return v;\n"
-    "}\n";
+    "}\n"
+    "/* The sub-group operations of a blocks loop (IR_WARP, lower_blocks.c): the 32 lanes of the warp take part.\n"
+    " * Types narrower than int travel as int (C++'s promotion picks __shfl_sync's int form). */\n"
+    "template <typename T> TK_D T tk_warp_idx(T v, long long lane, int w) { return (T)__shfl_sync(0xffffffffu, v, "
+    "(int)lane, w); }\n"
+    "template <typename T> TK_D T tk_warp_down(T v, long long d, int w) { return (T)__shfl_down_sync(0xffffffffu, v, "
+    "(unsigned)d, w); }\n"
+    "TK_D int64_t tk_warp_ballot(int64_t c) { return (int64_t)(unsigned)__ballot_sync(0xffffffffu, c != 0); }\n"
+    "TK_D tk_bool tk_warp_any(int64_t c) { return __any_sync(0xffffffffu, c != 0) != 0; }\n"
+    "TK_D tk_bool tk_warp_all(int64_t c) { return __all_sync(0xffffffffu, c != 0) != 0; }\n";
 
 static const char PRELUDE_F16[] =
     "TK_D float tk_h2f(uint16_t h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"

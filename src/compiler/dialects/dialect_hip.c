@@ -4,7 +4,7 @@
  * HIP is CUDA's kernel language under another name: `__global__`,
  * `blockIdx`, `atomicAdd`, `sqrtf` and the by-value argument struct are
  * the same, so this dialect is the CUDA dialect's hooks (dialect_cuda.h)
- * with four differences, kept here:
+ * with five differences, kept here:
  *
  *   - Warp sums.  An AMD wavefront has 64 lanes (CDNA, GCN) or 32 (RDNA in
  *     its default wave32 mode): the target decides, and the device code
@@ -14,6 +14,10 @@
  *     wavefront is active (a 64-bit mask) and lets lane 0 add.
  *   - f16 conversions use clang's `_Float16` (AMD GPUs convert in one
  *     instruction, rounding to nearest even) instead of PTX.
+ *   - The sub-group operations of a blocks loop (lower_blocks.c) are 32 lanes
+ *     on every device: a wave32's lanes or half of a wave64's, so HIP's
+ *     `__shfl` and `__shfl_down` get their width argument (at most 32) and a
+ *     ballot takes the thread's half of the 64-bit mask.
  *   - The trailer's tag is `tack-hip`, so a HIP launcher never takes a
  *     CUDA program's layout for its own.
  *
@@ -36,7 +40,17 @@ static const char PRELUDE_WARP[] =
     "    for (int o = warpSize / 2; o > 0; o >>= 1) v = tk_wadd(v, (T)tk_shfl(v, o));\n"
     "    return v;\n"
     "}\n"
-    "#define TK_FULL_WAVE (warpSize == 64 ? ~0ull : 0xffffffffull)\n";
+    "#define TK_FULL_WAVE (warpSize == 64 ? ~0ull : 0xffffffffull)\n"
+    "/* The sub-group operations of a blocks loop (IR_WARP, lower_blocks.c): the language's 32 lanes are a\n"
+    " * wave32's lanes or half of a wave64's, so the shuffles take their width (never over 32) and a ballot\n"
+    " * takes the thread's half of the wavefront's 64-bit mask. */\n"
+    "template <typename T> TK_D T tk_warp_idx(T v, long long lane, int w) { return (T)__shfl(v, (int)lane, w); }\n"
+    "template <typename T> TK_D T tk_warp_down(T v, long long d, int w) { return (T)__shfl_down(v, (unsigned)d, w); }\n"
+    "TK_D int64_t tk_warp_ballot(int64_t c) {\n"
+    "    return (int64_t)(((unsigned long long)__ballot(c != 0) >> (__lane_id() & 32u)) & 0xffffffffull);\n"
+    "}\n"
+    "TK_D tk_bool tk_warp_any(int64_t c) { return tk_warp_ballot(c) != 0; }\n"
+    "TK_D tk_bool tk_warp_all(int64_t c) { return tk_warp_ballot(c) == 0xffffffffll; }\n";
 
 static const char PRELUDE_F16[] =
     "TK_D float tk_h2f(uint16_t h) { union { uint16_t u; _Float16 f; } c; c.u = h; return (float)c.f; }\n"

@@ -483,6 +483,16 @@ void em_expr(tk_emitter *e, tk_ir *x) {
         P(e, ")");
         return;
     }
+    case IR_WARP: /* tk_warp_<op>(v[, lane or delta, width]): the dialect's prelude (dialect_cuda.c) */
+        P(e, "tk_warp_%s(", tk_warp_name(x->sub));
+        ex(e, x->k[0]);
+        if (x->n > 1) {
+            P(e, ", ");
+            ex(e, x->k[1]);
+            P(e, ", %d", (int)x->c.i);
+        }
+        P(e, ")");
+        return;
     default: P(e, "0 /* bad expression %d */", x->op); return;
     }
 }

@@ -74,7 +74,7 @@ static void flatten(layout *L, tk_ir *s) {
  * and no reads of arrays the kernel writes (a thread that starts late would
  * see another thread's stores). */
 static int pure_expr(layout *L, const tk_ir *x) {
-    if (x->op == IR_CALL || x->op == IR_ATOMIC) return 0;
+    if (x->op == IR_CALL || x->op == IR_ATOMIC || x->op == IR_WARP) return 0;
     if (x->op == IR_LOAD && (L->K->written >> (x->param & 63) & 1)) return 0;
     for (int i = 0; i < x->n; i++)
         if (!pure_expr(L, x->k[i])) return 0;
@@ -100,7 +100,7 @@ static int replicable(layout *L, const tk_ir *s) {
 }
 
 static int calls_or_atomics(const tk_ir *x) {
-    if (x->op == IR_CALL || x->op == IR_ATOMIC) return 1;
+    if (x->op == IR_CALL || x->op == IR_ATOMIC || x->op == IR_WARP) return 1;
     for (int i = 0; i < x->n; i++)
         if (calls_or_atomics(x->k[i])) return 1;
     return 0;
@@ -359,7 +359,7 @@ static int unroll_nodes(const tk_spec *K, const tk_ir *x, int n) {
     if (n > TK_UNROLL_NODES) return n;
     switch (x->op) {
     case IR_FOR: case IR_WHILE: case IR_PFOR: case IR_CONTINUE: case IR_BREAK: case IR_RETURN:
-    case IR_PRINT: case IR_LARRAY: case IR_LLOAD: case IR_LSTORE: case IR_LFILL: case IR_ATOMIC:
+    case IR_PRINT: case IR_LARRAY: case IR_LLOAD: case IR_LSTORE: case IR_LFILL: case IR_ATOMIC: case IR_WARP:
         return TK_UNROLL_NODES + 1;
     default: break;
     }

@@ -63,6 +63,7 @@ static void dx(ir_dumper *d, tk_ir *x) {
         else tk_printf(b, "wrap %s %d ", d->S->pnames[x->param], x->aux);
         break;
     case IR_LLOAD: tk_puts(b, "lload "); lname(d, x->local); tk_puts(b, " "); break;
+    case IR_WARP: tk_printf(b, "warp_%s:%s w%lld ", tk_warp_name(x->sub), tyn(d, x->ty), (long long)x->c.i); break;
     case IR_VEC: tk_printf(b, "%s ", tyn(d, x->ty)); break;
     case IR_COMP: tk_printf(b, "comp:%s ", tyn(d, x->ty)); break;
     case IR_CALL: tk_printf(b, "call %s#%d ", d->C->m->funcs[d->C->specs[x->aux]->func].name, x->aux); break;

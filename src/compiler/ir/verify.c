@@ -204,6 +204,16 @@ static void vx(verifier *v, tk_ir *x) {
         }
         idx(v, x, ir_atomic_first(x));
         break;
+    case IR_WARP:
+        if (x->sub >= WARP_COUNT || x->n != (x->sub <= WARP_DOWN ? 2 : 1) || x->c.i < 1 || x->c.i > 32 ||
+            (x->c.i & (x->c.i - 1)))
+            BAD(x, "%s of a bad form", "a warp exchange");
+        if (x->sub <= WARP_DOWN ? !ty_eq(x->k[0]->ty, x->ty) || !ty_is_int(x->k[1]->ty)
+                                : !ty_is_int(x->k[0]->ty) || !ty_is_scalar(x->ty))
+            BAD(x, "%s mistyped", "a warp exchange");
+        if (x->sub == WARP_DOWN && (x->k[1]->op != IR_CONST || x->k[1]->c.i < 0 || x->k[1]->c.i >= 32))
+            BAD(x, "%s whose delta is not a constant from 0 to 31", "a shuffle down");
+        break;
     case IR_CALL:
         if (x->aux <= 0 || x->aux >= v->C->nspecs) BAD(x, "%s of an unknown specialization", "call");
         break;

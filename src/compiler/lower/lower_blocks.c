@@ -87,6 +87,7 @@ static int varies(uni *U, const tk_ir *x) {
         if (!U->L->S->locals[x->local].shared && U->vary[x->local]) return 1;
         break;
     case IR_ATOMIC: return 1; /* each thread gets another old value */
+    case IR_WARP: return 1;   /* each lane gets another lane's value */
     default: break;
     }
     for (int i = 0; i < x->n; i++)
@@ -311,6 +312,18 @@ void lw_blocks_shared(lw_state *L, tack_node *call, int loc, int64_t bytes) {
  *           `x = s[t - off] if t >= off else 0`; barrier; `s[t] += x`;
  *           barrier (Hillis and Steele); r = s[t]; barrier.
  *
+ * On a target with warp32_shuffles and a block size that is a multiple of
+ * 32, a reduction's strides from P/2 down to 32 are as above and the last
+ * five are exchanges: x = s[t]; then at stride 16, 8, ..., 1 x = x op (x of
+ * lane + stride); thread 0 stores x in s[0]; barrier.  The tree's strides
+ * below 32 touch s[0 .. 31] only, with min(stride, B - stride) = stride, so
+ * lane 0 ends with s[0]'s bits by the argument of the sub-group reductions
+ * below, and four barriers and the shared traffic of those strides go.  The
+ * other warps run the same exchanges on values no one reads: under `if t <
+ * 32` the compiler (ptxas) cannot know that warp 0 is whole, and adds a
+ * second, divergent copy of the shuffles.  A scan's offsets below 32 read
+ * across warps (thread 32 reads thread 31): it stays.
+ *
  * The last barrier lets the same call run again (in a loop) without a
  * thread overwriting the scratch another still reads.  The value's type is
  * its concrete type (a Python int: i64, a Python float: the default
@@ -350,6 +363,25 @@ static tk_ir *if_block(lw_state *L, tk_ir *cond, int line) {
 }
 
 static void warp_op(lw_state *L, tack_node *target, tack_node *call, int op, const char *name);
+
+enum { TK_WARP = 32 }; /* the threads of a sub-group (below) */
+
+/* An exchange among the lanes of a warp (IR_WARP; sub-groups as warps, below). */
+static tk_ir *warp_x(lw_state *L, int kind, tk_type ty, tk_ir *v, tk_ir *lane, int64_t w, int line) {
+    tk_ir *x = ir_new(L->C, IR_WARP, ty, line);
+    x->sub = kind;
+    x->c.i = w;
+    ir_push(L->C, x, v);
+    if (lane) ir_push(L->C, x, lane);
+    return x;
+}
+
+/* A local holding e (evaluated now). */
+static int into_temp(lw_state *L, tk_ir *e, int line) {
+    int t = lw_temp(L, e->ty);
+    lw_emit(L, lw_assign_ir(L, t, e, line));
+    return t;
+}
 
 void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op) {
     static const char *const names[] = {"block_sum", "block_min", "block_max", "block_scan", "warp_sum", "warp_min",
@@ -391,7 +423,8 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
         int64_t P = 1;
         while (P < B) P *= 2;
         int bop = op == 0 ? B_ADD : op == 1 ? B_MIN : B_MAX;
-        for (int64_t stride = P / 2; stride >= 1; stride /= 2) {
+        int warps = L->C->target->warp32_shuffles && L->C->warp_shuffles && B % TK_WARP == 0;
+        for (int64_t stride = P / 2; stride >= (warps ? TK_WARP : 1); stride /= 2) {
             int64_t lim = stride < B - stride ? stride : B - stride;
             if (lim > 0) {
                 tk_ir *c = lw_bin(L, B_LT, b1, ir_clone(L->C, t), c64(L, lim, line), line);
@@ -402,6 +435,20 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
                 sstore(L, s, lw_bin(L, bop, et, x, y, line), ir_clone(L->C, t), line);
                 L->blk = saved;
             }
+            barrier_at(L, line);
+        }
+        if (warps) { /* strides 16 .. 1 as exchanges: every warp runs them (no branch), warp 0's count */
+            int x = into_temp(L, sload(L, s, et, ir_clone(L->C, t), line), line);
+            for (int64_t stride = TK_WARP / 2; stride >= 1; stride /= 2) {
+                int y = into_temp(L, warp_x(L, WARP_DOWN, et, lw_local_ref(L, x, line), c64(L, stride, line), TK_WARP, line),
+                                  line);
+                lw_emit(L, lw_assign_ir(L, x, lw_bin(L, bop, et, lw_local_ref(L, x, line), lw_local_ref(L, y, line), line), line));
+            }
+            tk_ir *first = lw_bin(L, B_EQ, b1, ir_clone(L->C, t), c64(L, 0, line), line);
+            first->aux_ty = ty_value(TACK_I64);
+            L->blk = if_block(L, first, line);
+            sstore(L, s, lw_local_ref(L, x, line), c64(L, 0, line), line);
+            L->blk = saved;
             barrier_at(L, line);
         }
         lw_assign_local(L, lw_target_local(L, target), sload(L, s, et, c64(L, 0, line), line), target);
@@ -433,7 +480,9 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
  * must be a multiple of 32 to use them, and a shuffle's optional width a
  * power of two dividing 32 (CompileErrors).  They are written as the block
  * collectives are: the block's values in a shared scratch array between
- * two barriers, so every thread of the block must reach them:
+ * two barriers, so every thread of the block must reach them (a target
+ * with warp32_shuffles gets the warp's exchanges instead, with the same
+ * results and the same rules: warp_native below):
  *
  *   warp_sum/min/max(v)     a tree over each sub-group's 32 values;
  *   shuffle(v, lane[, w])   the value of lane `lane % w` of the thread's
@@ -442,14 +491,94 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
  *                           where that passes the group's end (__shfl_down_sync);
  *   warp_ballot(c)          an i64 whose bit k is lane k's c;
  *   warp_any(c), warp_all(c) whether some, every lane's c is true. */
-enum { TK_WARP = 32 };
-
 static tk_ir *ibin(lw_state *L, int op, tk_ir *a, tk_ir *b, int line) { return lw_bin(L, op, ty_value(TACK_I64), a, b, line); }
 
 static tk_ir *icmp(lw_state *L, int op, tk_ir *a, tk_ir *b, int line) {
     tk_ir *c = lw_bin(L, op, ty_value(TACK_BOOL), a, b, line);
     c->aux_ty = ty_value(TACK_I64);
     return c;
+}
+
+/* ------------------------------------------------- sub-groups as warps
+ * On a target with warp32_shuffles (target.h), the 32 threads of a
+ * sub-group are the lanes of one hardware warp (CUDA) or all or half of one
+ * wavefront (HIP on 32 or 64 lanes), and the operations are exchanges of
+ * registers (IR_WARP; CUDA's __shfl_sync and __ballot_sync, HIP's __shfl
+ * with a width and __ballot), written so that every lane gets the bits the
+ * scratch form above gives:
+ *
+ *   warp_sum/min/max   the same tree: at each stride 16, 8, ..., 1 a lane
+ *                      combines its value with that of lane + stride,
+ *                      fetched by a shuffle down, in the scratch form's
+ *                      operand order and with the same IR operation.  A
+ *                      lane below the stride holds exactly the scratch
+ *                      array's element (it reads lanes below twice the
+ *                      stride, which held theirs at the step before); the
+ *                      other lanes compute values nobody reads, where the
+ *                      scratch form leaves its elements alone.  Lane 0's
+ *                      result then goes to every lane (a shuffle from 0);
+ *   warp_ballot/any/all  the hardware's vote: bit k is lane k's condition;
+ *   shuffle(v, l, w)   the lane `l % w` (Python's modulo, as the scratch
+ *                      form's index) of the thread's group of w lanes;
+ *   shuffle_down(v, d, w)  a shuffle down where d is a constant from 0 to
+ *                      31 (PTX takes d's low five bits, so any other d would
+ *                      differ); else a shuffle from lane (lane + d) % w of
+ *                      the group and the thread's own value where lane + d
+ *                      is outside it, as the scratch form decides.
+ *
+ * One barrier comes before the exchanges: every thread of the block must
+ * still reach the operation (the same rules -- judge above sees the
+ * barrier -- and the same CompileErrors), the memory a thread wrote before
+ * it is seen by every thread of the block after it, as with the scratch
+ * form's barriers, and a thread whose check failed before the operation (it
+ * goes on at the barrier, emit_stmt.c) still takes part in the exchanges,
+ * which need all 32 lanes.  The value and the lane are computed into locals
+ * before that barrier, as the scratch form stores the value before its
+ * first. */
+static void warp_native(lw_state *L, tack_node *target, tack_node *call, int op, tk_ir *v, tk_ir *a, tk_type et,
+                        int64_t w) {
+    int line = call->line;
+    tk_type i64 = ty_value(TACK_I64);
+    int xv = into_temp(L, v, line); /* before the barrier */
+    int xa = a ? into_temp(L, a, line) : -1;
+    int xg = -1;
+    int64_t d = -1;
+    int down = op == 8 && lw_const_int(call->kids[1], &d) && d >= 0 && d < TK_WARP;
+    if (op == 8 && !down) { /* the thread's lane in its group */
+        tk_ir *t = lw_cast(L, lw_local_ref(L, L->bpf->local, line), i64);
+        xg = into_temp(L, ibin(L, B_MOD, t, c64(L, w, line), line), line);
+    }
+    barrier_at(L, line);
+    tk_ir *r;
+    if (op >= 9) {
+        r = warp_x(L, op == 9 ? WARP_BALLOT : op == 10 ? WARP_ANY : WARP_ALL, op == 9 ? i64 : ty_value(TACK_BOOL),
+                   lw_local_ref(L, xv, line), NULL, TK_WARP, line);
+    } else if (op == 7) {
+        r = warp_x(L, WARP_IDX, et, lw_local_ref(L, xv, line), ibin(L, B_MOD, lw_local_ref(L, xa, line), c64(L, w, line), line),
+                   w, line);
+    } else if (down) {
+        r = warp_x(L, WARP_DOWN, et, lw_local_ref(L, xv, line), c64(L, d, line), w, line);
+    } else if (op == 8) {
+        int sv = into_temp(L, ibin(L, B_ADD, lw_local_ref(L, xg, line), lw_local_ref(L, xa, line), line), line);
+        int y = into_temp(L, warp_x(L, WARP_IDX, et, lw_local_ref(L, xv, line),
+                                    ibin(L, B_MOD, lw_local_ref(L, sv, line), c64(L, w, line), line), w, line), line);
+        tk_ir *ok = lw_mk(L, IR_AND, ty_value(TACK_BOOL), call);
+        ir_push(L->C, ok, icmp(L, B_GE, lw_local_ref(L, sv, line), c64(L, 0, line), line));
+        ir_push(L->C, ok, icmp(L, B_LT, lw_local_ref(L, sv, line), c64(L, w, line), line));
+        r = ir_new(L->C, IR_SELECT, et, line);
+        ir_push(L->C, r, ok);
+        ir_push(L->C, r, lw_local_ref(L, y, line));
+        ir_push(L->C, r, lw_local_ref(L, xv, line));
+    } else {
+        int bop = op == 5 ? B_MIN : op == 6 ? B_MAX : B_ADD;
+        for (int64_t stride = TK_WARP / 2; stride >= 1; stride /= 2) {
+            int y = into_temp(L, warp_x(L, WARP_DOWN, et, lw_local_ref(L, xv, line), c64(L, stride, line), TK_WARP, line), line);
+            lw_emit(L, lw_assign_ir(L, xv, lw_bin(L, bop, et, lw_local_ref(L, xv, line), lw_local_ref(L, y, line), line), line));
+        }
+        r = warp_x(L, WARP_IDX, et, lw_local_ref(L, xv, line), c64(L, 0, line), TK_WARP, line);
+    }
+    int res = into_temp(L, r, line);
+    lw_assign_local(L, lw_target_local(L, target), lw_local_ref(L, res, line), target);
 }
 
 static void warp_op(lw_state *L, tack_node *target, tack_node *call, int op, const char *name) {
@@ -494,6 +623,10 @@ static void warp_op(lw_state *L, tack_node *target, tack_node *call, int op, con
         if (!ty_is_int(a->ty) && !ty_is_bool(a->ty))
             ERR(call->kids[1], "the %s of tack.%s() must be an integer, not %s", op == 7 ? "lane" : "delta", name, TN(a->ty));
         a = lw_hoist(L, lw_cast(L, a, ty_value(TACK_I64)));
+    }
+    if (L->C->target->warp32_shuffles && L->C->warp_shuffles) {
+        warp_native(L, target, call, op, v, a, et, w);
+        return;
     }
     tk_type i64 = ty_value(TACK_I64);
     int s = tk_new_local(L->C, L->S, tk_fmt(&L->C->arena, "_%s%d", name, L->ntemps++),
