@@ -223,6 +223,45 @@ def scan(a, op="sum", *, exclusive=False, dtype=None):
     return out
 
 
+@kernel
+def _reduce_sum(x, partial, first, bs):
+    # a sum of real values: each block in eight interleaved partial sums (element i of the block
+    # into sum i % 8, the sums added pairwise at the block's end), so that the adds of a block
+    # do not wait for each other; the blocks' totals are then added in order into first[1].
+    # Integer sums wrap and are the same in any order; a float sum's last bits are this order's.
+    n = x.shape[0]
+    nb = partial.shape[0]
+    for b in independent(range(nb)):
+        lo = b * bs
+        hi = min(lo + bs, n)
+        s0 = first[0]
+        s1 = first[0]
+        s2 = first[0]
+        s3 = first[0]
+        s4 = first[0]
+        s5 = first[0]
+        s6 = first[0]
+        s7 = first[0]
+        m = lo + (hi - lo) // 8 * 8
+        for i in range(lo, m, 8):
+            s0 = s0 + x[i]
+            s1 = s1 + x[i + 1]
+            s2 = s2 + x[i + 2]
+            s3 = s3 + x[i + 3]
+            s4 = s4 + x[i + 4]
+            s5 = s5 + x[i + 5]
+            s6 = s6 + x[i + 6]
+            s7 = s7 + x[i + 7]
+        for i in range(m, hi):
+            s0 = s0 + x[i]
+        partial[b] = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    for t in range(1):
+        acc = first[0]
+        for b in range(nb):
+            acc = acc + partial[b]
+        first[1] = acc
+
+
 def _reduce_kernel(op):
     k = _REDUCES.get(op)
     if k is None:
@@ -251,7 +290,9 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     """Reduce the 1-D array ``a`` to one value with ``op``: ``"sum"``,
     ``"min"``, ``"max"`` or a ``@tack.func`` of two values that is
     associative (the blocks are combined in order, but each block's values
-    are combined before the next block's).  Returns a NumPy scalar of
+    are combined before the next block's).  A sum of real values adds each
+    block in eight interleaved partial sums (element i into sum i % 8), so a
+    float sum's last bits are that order's, not NumPy's pairwise one's.  Returns a NumPy scalar of
     ``dtype`` (default: ``np.sum``'s dtype for sums, ``a``'s otherwise),
     as ``np.add.reduce`` / ``np.minimum.reduce`` would.  ``initial``, when
     given, is combined first; an empty ``a`` without it is a ``ValueError``
@@ -273,7 +314,11 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
         raise TypeError(f"tack.reduce: {name} is not defined for complex values")
     nb, bs = _blocks(n, a.device)
     partial = _empty(nb, outdt, device=a.device)
-    if name is not None:  # the scan kernel without its output: one compile serves both
+    if name == "sum" and outdt.kind != "c":  # eight partial sums a block (_reduce_sum)
+        first = _host([_identity(name, outdt)] * 2, outdt, a.device)
+        _reduce_sum(a, partial, first, bs)
+        got = first[1]
+    elif name is not None:  # the scan kernel without its output: one compile serves both
         first = _host([_identity(name, outdt)] * 2, outdt, a.device)
         _run_scan(a, first[:1], partial, first, bs, 2, name, outdt)
         got = first[1]

@@ -154,6 +154,39 @@ def test_scan_and_reduce_are_numpys(dt):
                     assert r == w, (op, n, r, w)
 
 
+def _sum_in_eights(x, nb, bs):
+    """tack.reduce's order for a real sum, in NumPy: each block's elements into eight partial
+    sums (element i into sum i % 8; a column sum of a float32 2-D array adds row after row), the
+    remainder into the first, the eight added pairwise, the blocks' totals added in order."""
+    t = x.dtype.type
+    acc = t(0)
+    for b in range(nb):
+        blk = x[b * bs:min((b + 1) * bs, x.shape[0])]
+        m = blk.shape[0] // 8 * 8
+        s = blk[:m].reshape(-1, 8).sum(axis=0, dtype=x.dtype) if m else np.zeros(8, x.dtype)
+        for v in blk[m:]:
+            s[0] = t(s[0] + v)
+        acc = t(acc + t(t(t(s[0] + s[1]) + t(s[2] + s[3])) + t(t(s[4] + s[5]) + t(s[6] + s[7]))))
+    return acc
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 1023, 5003, 100_001])
+def test_a_float_sum_adds_each_block_in_eight_partial_sums(n):
+    # the order is the language's (the same kernel compiled, in debug mode or on a GPU): pinned
+    # here bit for bit, and it is not the serial one (which the big case would show)
+    from tack._algorithms_common import _blocks
+    x = (np.random.default_rng(n).random(n) * 1000 - 300).astype(np.float32)
+    nb, bs = _blocks(n, "cpu")
+    got = tack.reduce(x)
+    want = _sum_in_eights(x, nb, bs)
+    assert got.view(np.uint32) == want.view(np.uint32), (got, want)
+    if n == 100_001:
+        serial = np.float32(0)
+        for v in x:
+            serial = np.float32(serial + v)
+        assert got != serial  # not the block's serial order
+
+
 def test_exclusive_scan_starts_from_the_identity():
     x = np.array([3, -1, 4, -1, 5], np.int32)
     assert tack.scan(x, exclusive=True).numpy().tolist() == [0, 3, 2, 6, 5]
