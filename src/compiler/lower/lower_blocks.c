@@ -383,6 +383,19 @@ static int into_temp(lw_state *L, tk_ir *e, int line) {
     return t;
 }
 
+/* Whether the target's sub-groups are warps whose lanes exchange registers (warp32_shuffles, not
+ * turned off by the warp_shuffles setting). */
+static int warps_native(const lw_state *L) { return L->C->target->warp32_shuffles && L->C->warp_shuffles; }
+
+/* Local x <- x bop (x of lane + stride) at stride 16, 8, ..., 1: a tree's strides below 32 as
+ * exchanges, in the scratch tree's operand order. */
+static void warp_tree(lw_state *L, int x, int bop, tk_type et, int line) {
+    for (int64_t stride = TK_WARP / 2; stride >= 1; stride /= 2) {
+        int y = into_temp(L, warp_x(L, WARP_DOWN, et, lw_local_ref(L, x, line), c64(L, stride, line), TK_WARP, line), line);
+        lw_emit(L, lw_assign_ir(L, x, lw_bin(L, bop, et, lw_local_ref(L, x, line), lw_local_ref(L, y, line), line), line));
+    }
+}
+
 void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op) {
     static const char *const names[] = {"block_sum", "block_min", "block_max", "block_scan", "warp_sum", "warp_min",
                                         "warp_max", "shuffle", "shuffle_down", "warp_ballot", "warp_any", "warp_all"};
@@ -423,7 +436,7 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
         int64_t P = 1;
         while (P < B) P *= 2;
         int bop = op == 0 ? B_ADD : op == 1 ? B_MIN : B_MAX;
-        int warps = L->C->target->warp32_shuffles && L->C->warp_shuffles && B % TK_WARP == 0;
+        int warps = warps_native(L) && B % TK_WARP == 0;
         for (int64_t stride = P / 2; stride >= (warps ? TK_WARP : 1); stride /= 2) {
             int64_t lim = stride < B - stride ? stride : B - stride;
             if (lim > 0) {
@@ -439,11 +452,7 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
         }
         if (warps) { /* strides 16 .. 1 as exchanges: every warp runs them (no branch), warp 0's count */
             int x = into_temp(L, sload(L, s, et, ir_clone(L->C, t), line), line);
-            for (int64_t stride = TK_WARP / 2; stride >= 1; stride /= 2) {
-                int y = into_temp(L, warp_x(L, WARP_DOWN, et, lw_local_ref(L, x, line), c64(L, stride, line), TK_WARP, line),
-                                  line);
-                lw_emit(L, lw_assign_ir(L, x, lw_bin(L, bop, et, lw_local_ref(L, x, line), lw_local_ref(L, y, line), line), line));
-            }
+            warp_tree(L, x, bop, et, line);
             tk_ir *first = lw_bin(L, B_EQ, b1, ir_clone(L->C, t), c64(L, 0, line), line);
             first->aux_ty = ty_value(TACK_I64);
             L->blk = if_block(L, first, line);
@@ -570,11 +579,7 @@ static void warp_native(lw_state *L, tack_node *target, tack_node *call, int op,
         ir_push(L->C, r, lw_local_ref(L, y, line));
         ir_push(L->C, r, lw_local_ref(L, xv, line));
     } else {
-        int bop = op == 5 ? B_MIN : op == 6 ? B_MAX : B_ADD;
-        for (int64_t stride = TK_WARP / 2; stride >= 1; stride /= 2) {
-            int y = into_temp(L, warp_x(L, WARP_DOWN, et, lw_local_ref(L, xv, line), c64(L, stride, line), TK_WARP, line), line);
-            lw_emit(L, lw_assign_ir(L, xv, lw_bin(L, bop, et, lw_local_ref(L, xv, line), lw_local_ref(L, y, line), line), line));
-        }
+        warp_tree(L, xv, op == 5 ? B_MIN : op == 6 ? B_MAX : B_ADD, et, line);
         r = warp_x(L, WARP_IDX, et, lw_local_ref(L, xv, line), c64(L, 0, line), TK_WARP, line);
     }
     int res = into_temp(L, r, line);
@@ -624,7 +629,7 @@ static void warp_op(lw_state *L, tack_node *target, tack_node *call, int op, con
             ERR(call->kids[1], "the %s of tack.%s() must be an integer, not %s", op == 7 ? "lane" : "delta", name, TN(a->ty));
         a = lw_hoist(L, lw_cast(L, a, ty_value(TACK_I64)));
     }
-    if (L->C->target->warp32_shuffles && L->C->warp_shuffles) {
+    if (warps_native(L)) {
         warp_native(L, target, call, op, v, a, et, w);
         return;
     }
