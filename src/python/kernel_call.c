@@ -393,8 +393,9 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         arr = ((TackArrayObject *)obj)->arr;
     } else if (Py_TYPE(obj) == k->st->ndarray) {
         /* an exact NumPy array, before the scalar checks below (which walk its type's bases and
-         * compare its type's name, none of which it can match): borrowed as any buffer is */
-        arr = tpy_ndarray_fast(k->st, obj); /* read from the array object (array_ndarray.c) */
+         * compare its type's name, none of which it can match): read from the array object where
+         * it qualifies, else borrowed as any buffer is */
+        arr = tpy_ndarray_fast(k->st, obj); /* array_ndarray.c */
         if (!arr) {
             if (PyErr_Occurred())
                 return reraise_for_param(k, i);
