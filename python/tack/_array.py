@@ -21,11 +21,15 @@ from . import _core, _structs
 # a local array made there (tack.zeros(8) in the kernel's body) is a NumPy
 # array, as np.zeros(8) is, so that it can be written element by element,
 # as the compiled kernel writes its local array.
-_as_python = threading.local()
+class _Depth(threading.local):
+    depth = 0  # a class attribute: a thread that never ran a kernel as Python reads 0 without a miss
+
+
+_as_python = _Depth()
 
 
 def _in_python_kernel():
-    return getattr(_as_python, "depth", 0) > 0
+    return _as_python.depth > 0
 
 
 def _local_array(shape, dtype, fill):
@@ -55,6 +59,8 @@ _np = None
 
 
 def _struct_class(dtype):
+    if type(dtype) is _core.DType or dtype is None:  # the common cases, without a getattr that misses
+        return None
     return dtype if isinstance(dtype, type) and getattr(dtype, "__tack_struct__", None) is not None else None
 
 
@@ -95,22 +101,22 @@ def _shape_tuple(shape):
 def empty(shape, dtype=None, *, device=None) -> _core.Array:
     """A new array with uninitialized values.  ``dtype`` defaults to f32 (a
     ``@tack.struct`` class: a ``tack.StructArray``)."""
-    if _struct_class(dtype) is not None and not _in_python_kernel():
-        return _structs.new_array(shape, dtype, device, False)
-    if _in_python_kernel():
+    if _as_python.depth > 0:
         return _local_array(shape, dtype, None)  # zeros, as a compiled kernel's
-    return _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device)
+    if _struct_class(dtype) is not None:
+        return _structs.new_array(shape, dtype, device, False)
+    return _core.empty(shape, _core._dtype(dtype) if dtype is not None else _core.f32, device)
 
 
 def zeros(shape, dtype=None, *, device=None, requires_grad=False) -> _core.Array:
     """A new array of zeros.  ``dtype`` defaults to f32 (a ``@tack.struct``
     class: a ``tack.StructArray`` of zeroed records).  ``requires_grad=True``
     gives it a zeroed ``.grad`` (docs/differentiation.md)."""
-    if _struct_class(dtype) is not None and not _in_python_kernel():
-        return _structs.new_array(shape, dtype, device, True)
-    if _in_python_kernel():
+    if _as_python.depth > 0:
         return _local_array(shape, dtype, None)
-    out = _core.empty(shape, globals()["dtype"](dtype) if dtype is not None else _core.f32, device, True)
+    if _struct_class(dtype) is not None:
+        return _structs.new_array(shape, dtype, device, True)
+    out = _core.empty(shape, _core._dtype(dtype) if dtype is not None else _core.f32, device, True)
     return _with_grad(out, requires_grad)
 
 

@@ -549,7 +549,7 @@ class PythonKernel:
             ctx.races = _debug_races.Detector(self.__name__, shown_file(self.py_func.__code__.co_filename), races,
                                               views)
         flag = _array._as_python
-        flag.depth = getattr(flag, "depth", 0) + 1  # tack.zeros(...) in the body: a NumPy local array
+        flag.depth += 1  # tack.zeros(...) in the body: a NumPy local array
         fpmode = None
         try:
             if self.flush_denormals:  # FTZ/DAZ on this thread, as the compiled kernel sets it (fpmode.c)

@@ -324,13 +324,51 @@ int tpy_dtype_exec(PyObject *m, tpy_state *st) {
     return 0;
 }
 
+/* The NumPy dtype objects and scalar types converted before: asking NumPy
+ * (np.dtype(x), its subdtype, byteorder and name) costs about 2 us, which
+ * was most of tack.empty(n, np.int64).  Only objects whose meaning cannot
+ * change are kept -- instances of numpy.dtype and subclasses of
+ * numpy.generic (a user object with a .dtype attribute is asked every
+ * time) -- by identity, a reference each, at most TPY_DTYPE_OBJECTS; later
+ * ones are converted as before. */
+static int dtype_remembered(tpy_state *st, PyObject *obj, tack_dtype *out) {
+    for (int k = 0; k < st->dt_n; k++)
+        if (st->dt_obj[k] == obj) {
+            *out = st->dt_val[k];
+            return 1;
+        }
+    return 0;
+}
+
+static void dtype_remember(tpy_state *st, PyObject *np, PyObject *obj, tack_dtype dt) {
+    PyObject *cls;
+    int keep = 0;
+    if (st->dt_n == TPY_DTYPE_OBJECTS)
+        return;
+    if (PyType_Check(obj))
+        cls = PyObject_GetAttrString(np, "generic");
+    else
+        cls = PyObject_GetAttrString(np, "dtype");
+    if (cls && PyType_Check(cls))
+        keep = PyType_Check(obj) ? PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)cls)
+                                 : PyObject_TypeCheck(obj, (PyTypeObject *)cls);
+    Py_XDECREF(cls);
+    PyErr_Clear(); /* a NumPy without these names: nothing kept */
+    if (keep) {
+        st->dt_obj[st->dt_n] = Py_NewRef(obj);
+        st->dt_val[st->dt_n++] = dt;
+    }
+}
+
 int tpy_dtype_from_object(tpy_state *st, PyObject *obj, tack_dtype *out) {
-    PyObject *np, *npdt = NULL, *sub = NULL, *base = NULL, *name = NULL;
+    PyObject *np = NULL, *npdt = NULL, *sub = NULL, *base = NULL, *name = NULL;
     int rc = -1;
     if (Py_TYPE(obj) == st->DTypeType) {
         *out = ((TackDTypeObject *)obj)->id;
         return 0;
     }
+    if (dtype_remembered(st, obj, out))
+        return 0;
     if (PyUnicode_Check(obj)) {
         const char *s = PyUnicode_AsUTF8(obj);
         if (!s)
@@ -401,6 +439,8 @@ int tpy_dtype_from_object(tpy_state *st, PyObject *obj, tack_dtype *out) {
 unsupported:
     PyErr_Format(PyExc_TypeError, "NumPy dtype %S has no Tack equivalent", npdt);
 done:
+    if (rc == 0 && !PyUnicode_Check(obj))
+        dtype_remember(st, np, obj, *out);
     Py_XDECREF(npdt);
     Py_XDECREF(sub);
     Py_XDECREF(name);

@@ -546,6 +546,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->getsignal);
     Py_VISIT(st->default_int_handler);
     Py_VISIT(st->sigint);
+    for (int i = 0; i < st->dt_n; i++)
+        Py_VISIT(st->dt_obj[i]);
     return tpy_kernel_traverse(st, visit, arg);
 }
 
@@ -579,6 +581,9 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->getsignal);
     Py_CLEAR(st->default_int_handler);
     Py_CLEAR(st->sigint);
+    for (int i = 0; i < st->dt_n; i++)
+        Py_CLEAR(st->dt_obj[i]);
+    st->dt_n = 0;
     tpy_kernel_clear(st);
     return 0;
 }

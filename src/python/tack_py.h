@@ -26,6 +26,9 @@
 
 /* How many NumPy scalar types a module remembers with their dtypes (kernel_call.c). */
 #define TPY_SCALAR_TYPES 32
+/* dtype.c: how many NumPy dtype objects and scalar types (np.float32,
+ * np.dtype("int64"), ...) tack.dtype() remembers, compared by identity */
+#define TPY_DTYPE_OBJECTS 16
 #define TPY_NDARRAY_DTYPES 16 /* array_ndarray.c: NumPy dtype objects known to the launch's fast path */
 
 typedef struct {
@@ -77,6 +80,9 @@ typedef struct {
     PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */
     PyObject *default_int_handler;      /* _signal.default_int_handler */
     PyObject *sigint;                   /* and the int SIGINT, asked at every main-thread launch */
+    int dt_n;                           /* dtype.c: NumPy dtype objects and scalar types already */
+    PyObject *dt_obj[TPY_DTYPE_OBJECTS]; /* converted (a reference each), with their Tack dtypes */
+    tack_dtype dt_val[TPY_DTYPE_OBJECTS];
 } tpy_state;
 
 /* The numpy module (borrowed from state), imported on first use; NULL with

@@ -79,6 +79,44 @@ def test_big_endian_refused():
         tack.dtype(">f4")
 
 
+def test_dtype_objects_remembered_only_when_immutable():
+    # tack.dtype remembers NumPy dtype objects and scalar types (by identity, a few); an object
+    # that only has a .dtype attribute can change it, and is asked every time (dtype.c)
+    class Holder:
+        dtype = np.dtype(np.float32)
+
+    h = Holder()
+    for _ in range(3):
+        assert tack.dtype(h) is tack.f32 and tack.dtype(Holder) is tack.f32
+    h.dtype = np.dtype(np.int64)
+    Holder.dtype = np.dtype(np.uint8)
+    assert tack.dtype(h) is tack.i64 and tack.dtype(Holder) is tack.u8
+    assert tack.empty(2, h).dtype is tack.i64 and tack.zeros(2, Holder).dtype is tack.u8
+    # more dtype objects than are kept: each still converts, the same answer every time
+    made = [np.dtype((np.float64, (3,))) for _ in range(40)] + [np.dtype((np.int32, (2,))) for _ in range(40)]
+    for _ in range(2):
+        assert [tack.dtype(d) for d in made] == [tack.vec3d] * 40 + [tack.vec2i] * 40
+    # refusals are not kept, and hold no reference
+    bad = np.dtype(">f4")
+    before = sys.getrefcount(bad)
+    for _ in range(20):
+        with pytest.raises(TypeError, match="big-endian"):
+            tack.dtype(bad)
+    assert sys.getrefcount(bad) == before
+
+
+def test_dtype_object_kept_once():
+    # a dtype object converted many times holds at most the one reference the table keeps
+    d = np.dtype((np.float32, (4,)))
+    base = sys.getrefcount(d)
+    tack.dtype(d)
+    after_first = sys.getrefcount(d)
+    for _ in range(100):
+        assert tack.dtype(d) is tack.vec4
+        assert tack.empty(3, d).dtype is tack.vec4
+    assert sys.getrefcount(d) == after_first <= base + 1
+
+
 def test_dtype_call_converts_like_numpy():
     assert tack.f32(1.5) == np.float32(1.5) and type(tack.f32(1.5)) is np.float32
     np.testing.assert_array_equal(tack.vec3(1, 2, 3), np.array([1, 2, 3], np.float32))
