@@ -11,9 +11,10 @@
  * properties cannot hold the block), the device-side error
  * record read at synchronization points, check_ptr and DLPack, the options
  * given to libocloc and the module's build flags (correctly rounded f32
- * division and sqrt asked for where the device's fp32flags offers them: the
- * fake records pBuildFlags, libocloc prints the command of a failed
- * compile), and a kernel from the compiler's opencl dialect built to
+ * division and sqrt asked for where the device's fp32flags offers them,
+ * -cl-fast-relaxed-math instead for a fast_math kernel: the fake records
+ * pBuildFlags, TACK_LOG=info logs libocloc's options, libocloc prints the
+ * command of a failed compile), and a kernel from the compiler's opencl dialect built to
  * SPIR-V.  Streams, events and graphs (level_zero_stream.c) are
  * test_level_zero_streams.c's, against the same fake.  This test builds the
  * fake libze_loader.so.1 (tests/c/fake_level_zero.c: one driver, one device
@@ -556,6 +557,81 @@ static void test_cache(tack_device *g) {
     CHECK(count_entries() == before + 1);
 }
 
+/* ---------------------------------------------------------------- fast_math */
+/* tack_program_build of p with TACK_LOG=info; what it logged in text. */
+static tack_status build_logged(tack_program *p, tack_device *g, char *text, size_t size) {
+    char log[600];
+    snprintf(log, sizeof log, "%s/../build.log", getenv("TACK_CACHE_DIR"));
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = freopen(log, "w", stderr);
+    (void)f;
+    CHECK(tack_config_set("log", "info") == TACK_OK);
+    tack_status st = tack_program_build(p, g);
+    CHECK(tack_config_set("log", NULL) == TACK_OK);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    text[0] = 0;
+    FILE *r = fopen(log, "r");
+    if (r) {
+        size_t got = fread(text, 1, size - 1, r);
+        text[got] = 0;
+        fclose(r);
+    }
+    return st;
+}
+
+/* A fast_math kernel: libocloc given -cl-fast-relaxed-math and not the
+ * correctly rounded division and sqrt, the module built with the same
+ * flag, its SPIR-V a cache entry of its own; a plain kernel of the same
+ * source as before (`rounded`: the device offers correctly rounded f32
+ * division and sqrt). */
+static void test_fast_math(tack_device *g, int rounded) {
+    static const char SRC[] = CTX "__kernel void tk_phase0(__global tk_ctx *ctx, __global uchar *frame, ulong prog,\n"
+                                  "    __global float *y, long yn, __global const float *x, long xn) {\n"
+                                  "    for (long i = get_global_id(0); i < yn; i += get_global_size(0))\n"
+                                  "        y[i] = sin(x[i]) + exp(x[i]) + sqrt(x[i]) + x[i] / y[i];\n"
+                                  "}\n"
+                                  "/* tack-opencl: phases=p frame=0 fp64=0 */\n";
+    tk_pinfo params[2] = {arr("y", TACK_F32, 1), arr("x", TACK_F32, 0)};
+    char src[sizeof SRC + 40]; /* the variant's own source: the parent's entries are not this child's */
+    snprintf(src, sizeof src, "/* rounded %d */\n%s", rounded, SRC);
+    const char *plain_flags = rounded ? "-ze-fp32-correctly-rounded-divide-sqrt" : "";
+    const char *plain_opts = rounded ? "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2";
+    char text[4096], want[300];
+    int before = count_entries();
+    for (int k = 0; k < 4; k++) { /* plain, fast, fast with flush_denormals, plain again (the cache) */
+        int fast = k == 1 || k == 2, flush = k == 2;
+        tack_program *p = program("fm", src, 2, params);
+        p->fast_math = fast;
+        p->flush_denormals = flush;
+        CHECK(build_logged(p, g, text, sizeof text) == TACK_OK);
+        CHECK(strcmp(fake_build_flags(), fast ? "-cl-fast-relaxed-math" : plain_flags) == 0);
+        if (k < 3) {
+            snprintf(want, sizeof want,
+                     "compiled kernel 'fm' for level_zero:0 (Fake Level Zero GPU) with options '%s%s' "
+                     "and module flags '%s'",
+                     fast ? "-cl-std=CL1.2 -cl-fast-relaxed-math" : plain_opts, flush ? " -cl-denorms-are-zero" : "",
+                     fast ? "-cl-fast-relaxed-math" : plain_flags);
+            CHECK(strstr(text, want) != NULL);
+            if (!strstr(text, want)) fprintf(stderr, "wanted: %s\nlogged: %s\n", want, text);
+            CHECK(count_entries() == before + k + 1); /* each a cache entry of its own */
+        } else {
+            CHECK(strstr(text, "loaded kernel 'fm'") != NULL && count_entries() == before + 3);
+        }
+        tack_program_free(p);
+    }
+    /* libocloc prints the command of a failed compile: the fast options */
+    tack_program *bad = program("broken", BROKEN, 0, NULL);
+    bad->fast_math = 1;
+    char said[4096];
+    CHECK(build_saying(bad, g, said, sizeof said) == TACK_ERR_COMPILE);
+    const char *cmd = strstr(said, "Command was: ocloc compile");
+    if (cmd) CHECK(strstr(cmd, "-options \"-cl-std=CL1.2 -cl-fast-relaxed-math\"\n"));
+    tack_program_free(bad);
+}
+
 /* ----------------------------------------------------- adopting a context */
 /* A context of the fake driver made as another library would, with its
  * driver and device; NULL on failure. */
@@ -704,6 +780,7 @@ static int child_nofp64(int ocloc) {
         const char *cmd = strstr(said, "Command was: ocloc compile");
         if (cmd) CHECK(strstr(cmd, "-options \"-cl-std=CL1.2\"\n"));
         tack_program_free(p);
+        test_fast_math(g, 0);
     }
     CHECK_NO_MISUSE();
     return CHECK_SUMMARY();
@@ -822,6 +899,7 @@ int main(int argc, char **argv) {
             test_compiled(g);
             test_errors(g);
             test_cache(g);
+            test_fast_math(g, 1);
         } else {
             printf("libocloc.so not usable: skipping the build, launch, error-record and cache checks\n");
         }

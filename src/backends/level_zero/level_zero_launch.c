@@ -35,6 +35,23 @@
  * whatever a later translator might carry over of that.  A device without
  * the flag gets neither, and its f32 division may be off by an ulp.
  *
+ * A fast_math kernel asks for neither.  It means what it means on the CPU
+ * (finite math, no signed zeros, reassociation, reciprocals, contraction:
+ * cpu_jit.c's FAST_MATH_FLAGS) and, for the math functions, on CUDA
+ * (--use_fast_math: the hardware's approximate ones), so ocloc is given
+ * -cl-fast-relaxed-math, which is those permissions in OpenCL's words (the
+ * dialect leaves out its FP_CONTRACT OFF pragma for such a kernel), and so
+ * is the module, as its build flag; subnormals are flushed only for
+ * flush_denormals, as everywhere but CUDA.  Both are needed: the SPIR-V
+ * ocloc makes with the option carries FPFastMathMode decorations and no
+ * ContractionOff, so IGC may contract it, but built without the flag it
+ * keeps the exact sin and exp; with it, IGC uses the extended math unit's
+ * sin, exp, sqrt and inverse.  Level Zero has no -ze- spelling of the
+ * flag; the driver hands the module's flags to IGC, which reads the OpenCL
+ * option (docs/backends.md has the instruction counts, from ocloc).  The options table below
+ * is indexed by that choice (plain, correctly rounded, fast) and by
+ * flush_denormals.
+ *
  * Disk cache: the SPIR-V is stored in the kernel cache under kcache.c's
  * rules (sealed, written to a temporary name, fsync'd, renamed; an entry
  * that fails its seal is removed and rebuilt) as `KEY.spv`.  The key hashes
@@ -106,7 +123,9 @@
 #define LEVEL_ZERO_LAUNCH_ABI 1
 #define LZ_CL_OPTIONS "-cl-std=CL1.2"
 #define LZ_CL_OPTIONS_CR "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
+#define LZ_CL_OPTIONS_FAST "-cl-std=CL1.2 -cl-fast-relaxed-math"
 #define LZ_BUILD_FLAGS_CR "-ze-fp32-correctly-rounded-divide-sqrt"
+#define LZ_BUILD_FLAGS_FAST "-cl-fast-relaxed-math"
 #define LZ_OCLOC_DEVICE "pvc"
 #define LZ_LOG_IN_ERROR 560
 #define LZ_OCLOC_INSTALL "install intel-opencl-icd, which provides libocloc.so"
@@ -159,16 +178,24 @@ static const char *ocloc_device(char *buf, size_t cap) {
     return *e ? e : LZ_OCLOC_DEVICE;
 }
 
-/* ocloc's options for p on device d (see above), with -cl-denorms-are-zero
- * for a flush_denormals kernel, and the module's build flags. */
-static const char *cl_options(const tack_device *d, const tack_program *p) {
-    static const char *opts[2][2] = {{LZ_CL_OPTIONS, LZ_CL_OPTIONS " -cl-denorms-are-zero"},
-                                     {LZ_CL_OPTIONS_CR, LZ_CL_OPTIONS_CR " -cl-denorms-are-zero"}};
-    return opts[((const lz_dev *)d->state)->fp32_cr != 0][p->flush_denormals != 0];
+/* Which options p gets on device d (see above): 0 plain, 1 correctly
+ * rounded f32 division and sqrt (the device offers them), 2 fast_math. */
+static int math_mode(const tack_device *d, const tack_program *p) {
+    return p->fast_math ? 2 : ((const lz_dev *)d->state)->fp32_cr != 0;
 }
 
-static const char *build_flags(const tack_device *d) {
-    return ((const lz_dev *)d->state)->fp32_cr ? LZ_BUILD_FLAGS_CR : "";
+/* ocloc's options for p on device d, with -cl-denorms-are-zero for a
+ * flush_denormals kernel, and the module's build flags. */
+static const char *cl_options(const tack_device *d, const tack_program *p) {
+    static const char *opts[3][2] = {{LZ_CL_OPTIONS, LZ_CL_OPTIONS " -cl-denorms-are-zero"},
+                                     {LZ_CL_OPTIONS_CR, LZ_CL_OPTIONS_CR " -cl-denorms-are-zero"},
+                                     {LZ_CL_OPTIONS_FAST, LZ_CL_OPTIONS_FAST " -cl-denorms-are-zero"}};
+    return opts[math_mode(d, p)][p->flush_denormals != 0];
+}
+
+static const char *build_flags(const tack_device *d, const tack_program *p) {
+    static const char *flags[3] = {"", LZ_BUILD_FLAGS_CR, LZ_BUILD_FLAGS_FAST};
+    return flags[math_mode(d, p)];
 }
 
 /* The error quoting a log (trimmed to fit a message). */
@@ -259,7 +286,7 @@ static tack_status make_module(tack_device *d, tack_program *p, const unsigned c
     md.format = TACK_ZE_MODULE_FORMAT_IL_SPIRV;
     md.inputSize = len;
     md.pInputModule = spv;
-    md.pBuildFlags = build_flags(d);
+    md.pBuildFlags = build_flags(d, p);
     ze_module_build_log_handle_t blog = NULL;
     ze_module_handle_t m = NULL;
     ze_result_t r = api->zeModuleCreate(c->ctx, c->dev, &md, &m, &blog);
@@ -297,7 +324,8 @@ static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program
     int ver = ocloc_ok && ocloc.oclocVersion ? ocloc.oclocVersion() : 0;
     snprintf(misc, sizeof misc,
              "libocloc %d; ocloc compile -spv_only -device %s -options %s; module flags %s; tack%s; launch%d", ver,
-             ocloc_device(dev, sizeof dev), cl_options(d, p), build_flags(d), TACK_VERSION_STRING, LEVEL_ZERO_LAUNCH_ABI);
+             ocloc_device(dev, sizeof dev), cl_options(d, p), build_flags(d, p), TACK_VERSION_STRING,
+             LEVEL_ZERO_LAUNCH_ABI);
     char key[40], name[64];
     gpu_cache_key(p, misc, key);
     snprintf(name, sizeof name, "%s.spv", key);
@@ -334,8 +362,9 @@ static tack_status get_module_in(const kc_dir *dir, tack_device *d, tack_program
     }
     rt_prof_build = "ocloc";
     if (kc_log_info())
-        fprintf(stderr, "tack: compiled kernel '%s' for %s (%s) in %.1f ms (%s/%s)\n", p->kernel_name, d->name,
-                ((lz_dev *)d->state)->name, kc_now_ms() - t0, dir->path, name);
+        fprintf(stderr, "tack: compiled kernel '%s' for %s (%s) with options '%s' and module flags '%s' in %.1f ms "
+                "(%s/%s)\n", p->kernel_name, d->name, ((lz_dev *)d->state)->name, cl_options(d, p), build_flags(d, p),
+                kc_now_ms() - t0, dir->path, name);
     return TACK_OK;
 }
 

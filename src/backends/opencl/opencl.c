@@ -251,11 +251,12 @@ static int has_fp64(cl_device_id dev) {
            cfg != 0;
 }
 
-/* The build options: OpenCL C 1.2, and f32 division and sqrt correctly
- * rounded where the device can (OpenCL's default allows 2.5 and 3 ulps), so
- * f32 results round as on the CPU and in NumPy -- tack.random's normals
- * count on it for the same bits everywhere.  f64's are always correctly
- * rounded. */
+/* The build options of a plain kernel: OpenCL C 1.2, and f32 division and
+ * sqrt correctly rounded where the device can (OpenCL's default allows 2.5
+ * and 3 ulps), so f32 results round as on the CPU and in NumPy --
+ * tack.random's normals count on it for the same bits everywhere.  f64's
+ * are always correctly rounded.  A fast_math kernel gets
+ * OCL_BUILD_OPTIONS_FAST instead (opencl_launch.c). */
 static const char *build_options(cl_device_id dev) {
     cl_device_fp_config cfg = 0;
     if (api.clGetDeviceInfo(dev, TACK_CL_DEVICE_SINGLE_FP_CONFIG, sizeof cfg, &cfg, NULL) == TACK_CL_SUCCESS &&

@@ -40,7 +40,7 @@ typedef struct ocl_dev {
     size_t max_group;          /* max work-group size */
     int fp64;
     int lazy_binary;           /* a CPU device: its program binary is cached from its second build on (opencl_launch.c) */
-    const char *build_options; /* clBuildProgram options: opencl.c chooses them per device */
+    const char *build_options; /* clBuildProgram options of a plain kernel: opencl.c chooses them per device */
     /* memory: opencl_svm.c */
     cl_device_svm_capabilities svm_caps; /* what the device reports (0 before OpenCL 2.0) */
     int svm;                   /* arrays are fine-grained SVM allocations, not cl_mem buffers */
@@ -52,6 +52,10 @@ typedef struct ocl_dev {
     gpu_records rec;           /* programs built for this device, an error kept (gpu_common.h) */
     cl_mem err;                /* the error record, a gpu_err_record (NULL until the first build) */
 } ocl_dev;
+
+/* A fast_math kernel's clBuildProgram options, on every device: no
+ * correctly rounded division or sqrt asked for (opencl_launch.c). */
+#define OCL_BUILD_OPTIONS_FAST "-cl-std=CL1.2 -cl-fast-relaxed-math"
 
 /* opencl.c */
 const tack_opencl_api *ocl_api_get(void);

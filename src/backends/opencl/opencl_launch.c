@@ -18,6 +18,17 @@
  * opencl.c; and -cl-denorms-are-zero for a flush_denormals kernel), and a
  * failed build is a compile error that carries the start of the driver's build log.
  *
+ * A fast_math kernel is built with "-cl-std=CL1.2 -cl-fast-relaxed-math"
+ * instead (and -cl-denorms-are-zero for flush_denormals): what fast_math
+ * allows on the CPU (finite math, no signed zeros, reassociation,
+ * reciprocals, contraction -- the dialect leaves out its FP_CONTRACT OFF
+ * pragma for such a kernel) in OpenCL's words, which also lets the driver
+ * use the hardware's approximate math functions, as CUDA's
+ * --use_fast_math does.  Correctly rounded division and sqrt are not asked
+ * for: they would undo the approximation the kernel asked for.  The option
+ * flushes no subnormals (Intel's compiler sets the same floating-point mode
+ * with and without it); flush_denormals does.
+ *
  * Disk cache: after a build from source the program binary the driver
  * hands back (CL_PROGRAM_BINARIES) is stored in the kernel cache, under
  * kcache.c's rules (sealed, written to a temporary name, fsync'd, renamed;
@@ -177,11 +188,13 @@ static tack_status build_failed(tack_device *d, tack_program *p, cl_program prog
     return st;
 }
 
-/* The clBuildProgram options for p on the device: the device's, and the
- * flush for a flush_denormals kernel (f32 subnormals may then be flushed;
- * OpenCL C lets a device flush f32 ones anyway where it lacks CL_FP_DENORM). */
+/* The clBuildProgram options for p on the device: the device's (the fast
+ * ones for a fast_math kernel), and the flush for a flush_denormals kernel
+ * (f32 subnormals may then be flushed; OpenCL C lets a device flush f32 ones
+ * anyway where it lacks CL_FP_DENORM). */
 static void program_options(const ocl_dev *c, const tack_program *p, char *buf, size_t n) {
-    snprintf(buf, n, "%s%s", c->build_options, p->flush_denormals ? " -cl-denorms-are-zero" : "");
+    snprintf(buf, n, "%s%s", p->fast_math ? OCL_BUILD_OPTIONS_FAST : c->build_options,
+             p->flush_denormals ? " -cl-denorms-are-zero" : "");
 }
 
 /* Build from source; *out is the built program. */
