@@ -520,6 +520,29 @@ TACK_API tack_status tack_array_subview(tack_array *a, int64_t start, int ndim,
 TACK_API void tack_array_retain(tack_array *a);
 /* Drop one reference; the last frees the handle, and the storage once no handle uses it (NULL: nothing). */
 TACK_API void tack_array_release(tack_array *a);
+/* Drop one reference as tack_array_release does, keeping the handle for
+ * reuse when it can: when `a`'s storage is borrowed (tack_array_wrap's,
+ * tack_array_wrap_strided's, tack_array_rewrap's), the caller's reference
+ * is the only one, and no other array uses that storage, the
+ * storage's owner is released now -- release(ctx) runs, as it would have --
+ * and `a` is kept, emptied: an empty array that borrows nothing, still the
+ * caller's, to refill with tack_array_rewrap or free with
+ * tack_array_release; returns 1.  Otherwise it is tack_array_release(a),
+ * and returns 0: `a` is no longer the caller's.  An array passed to
+ * another holder (a retain, a view, a captured graph) is never emptied.
+ * With `release` and `ctx` not NULL, the owner's release is handed to the
+ * caller instead of run: when `a` is emptied, *release and *ctx are what
+ * would have run, and the caller must call release(ctx) itself (*release
+ * NULL: nothing); else both are NULL. */
+TACK_API int tack_array_recycle(tack_array *a, tack_release_fn *release, void **ctx);
+/* tack_array_wrap into `a`, an array emptied by tack_array_recycle, instead
+ * of new allocations: the same checks and the same result, returned in `a`
+ * itself.  On failure release(ctx) has run, as for tack_array_wrap, and `a`
+ * is still emptied and the caller's; an `a` that is not emptied is refused
+ * (TACK_ERR_VALUE) and left as it was. */
+TACK_API tack_status tack_array_rewrap(tack_array *a, tack_device *dev, tack_dtype dt, int ndim,
+                                       const int64_t *shape, void *data, int writable,
+                                       tack_release_fn release, void *ctx);
 
 /* The address of the array's first element; on an OpenCL buffer device the cl_mem handle, on Metal the buffer's contents. */
 TACK_API void *tack_array_data(const tack_array *a);

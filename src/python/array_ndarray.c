@@ -40,6 +40,22 @@
  * releases its storage, as the Py_buffer did: NumPy refuses to resize an
  * array with references it cannot account for, so another thread cannot
  * free the memory under a running launch.
+ *
+ * The borrowed array itself -- a libtack handle and its storage block --
+ * is not made and freed at each call any more.  After the call,
+ * tpy_ndarray_done hands it to tack_array_recycle: the NumPy array's
+ * reference is dropped then, exactly as the release did, and when nothing
+ * but the call held the handle (a captured graph retains it; so may any
+ * other holder libtack has) the handle is kept, emptied, in the module
+ * state, and the next NumPy argument refills it (tack_array_rewrap, the
+ * wrap's checks without its allocations).  A handle anybody else holds is
+ * released as before and never kept.  Measured on a 2-core Xeon, one
+ * thread, in one process with the keeping switched on and off
+ * (_core._ndarray_spares): about 38 ns an array (docs/design/decisions.md,
+ * 2026-12-06).  The
+ * list is read and written with the GIL held (a free-threaded build keeps
+ * none), and a handle is taken off it before it is refilled, so a call made
+ * from Python code that a release or a hook runs never shares one.
  */
 #include "tack_py.h"
 
@@ -88,11 +104,66 @@ tack_array *tpy_ndarray_fast(tpy_state *st, PyObject *obj) {
         shape[i] = h->dimensions[i];
     tack_array *arr = NULL;
     Py_INCREF(obj); /* released with the storage (tpy_release_object) */
+    if (st->nd_nspare > 0) {
+        arr = st->nd_spare[--st->nd_nspare]; /* off the list: this call's alone */
+        if (tack_array_rewrap(arr, NULL, st->nd_dtype[k], h->nd, shape, h->data, 1, tpy_release_object, obj) !=
+            TACK_OK) {
+            tack_array_release(arr); /* emptied: it holds nothing */
+            tpy_raise();             /* the rewrap released obj */
+            return NULL;
+        }
+        return arr;
+    }
     if (tack_array_wrap(NULL, st->nd_dtype[k], h->nd, shape, h->data, 1, tpy_release_object, obj, &arr) != TACK_OK) {
         tpy_raise(); /* the wrap released obj */
         return NULL;
     }
     return arr;
+}
+
+void tpy_ndarray_done(tpy_state *st, tack_array *arr) {
+    if (st->nd_nspare >= st->nd_maxspare) {
+        tack_array_release(arr);
+        return;
+    }
+    tack_release_fn release;
+    void *ctx;
+    if (!tack_array_recycle(arr, &release, &ctx))
+        return; /* somebody else holds it: released, as tack_array_release does */
+    st->nd_spare[st->nd_nspare++] = arr; /* nothing ran since the count was read */
+    /* the owner's release, which libtack handed back: with the GIL held here, the NumPy array's
+     * reference is dropped directly (tpy_release_object would take the GIL it already has) */
+    if (release == tpy_release_object) {
+        if (Py_IsInitialized() && !_Py_IsFinalizing()) /* as tpy_release_object asks */
+            Py_DECREF((PyObject *)ctx);
+    } else if (release) {
+        release(ctx); /* an array the buffer protocol lent: PyBuffer_Release */
+    }
+}
+
+void tpy_ndarray_spares_clear(tpy_state *st) {
+    while (st->nd_nspare > 0)
+        tack_array_release(st->nd_spare[--st->nd_nspare]);
+}
+
+/* _core._ndarray_spares([most]): (most, held) -- how many emptied handles the module state may keep
+ * and keeps; with `most`, set it (0: every call wraps and frees, as before the handles were kept). */
+PyObject *tpy_ndarray_spares(PyObject *m, PyObject *args) {
+    tpy_state *st = tpy_get_state(m);
+    int most = -1;
+    if (!PyArg_ParseTuple(args, "|i:_ndarray_spares", &most))
+        return NULL;
+    if (most != -1) {
+        if (most < 0 || most > TPY_NDARRAY_SPARES) {
+            PyErr_Format(PyExc_ValueError, "_ndarray_spares(most): most is 0 to %d, not %d", TPY_NDARRAY_SPARES,
+                         most);
+            return NULL;
+        }
+        st->nd_maxspare = most;
+        while (st->nd_nspare > most)
+            tack_array_release(st->nd_spare[--st->nd_nspare]);
+    }
+    return Py_BuildValue("(ii)", st->nd_maxspare, st->nd_nspare);
 }
 
 /* Whether the head read directly says what the buffer protocol lent as `arr`. */

@@ -74,6 +74,7 @@ typedef struct {
     tack_argtype *types;
     tack_arg *vals;
     tack_array **temps; /* arrays created for borrowed buffers, released after */
+    tpy_state *st;      /* set when one of them is a NumPy array's (kcall_fini: tpy_ndarray_done) */
     int *writable;      /* actual writability of each array argument */
     tack_device *device;
     Py_hash_t hash;

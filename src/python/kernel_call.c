@@ -55,6 +55,7 @@ int kcall_init(kcall *c, Py_ssize_t n) {
     c->heap = NULL;
     c->device = NULL;
     c->variant = 0;
+    c->st = NULL;
     if (n <= KSTACK) {
         c->objs = c->s_objs;
         c->types = c->s_types;
@@ -98,7 +99,10 @@ void kcall_fini(kcall *c) {
                 tpy_error_stash(&e);
                 stashed = 1;
             }
-            tack_array_release(c->temps[i]);
+            if (c->st && Py_TYPE(c->objs[i]) == c->st->ndarray)
+                tpy_ndarray_done(c->st, c->temps[i]); /* its handle kept for a later call (array_ndarray.c) */
+            else
+                tack_array_release(c->temps[i]);
             if (PyErr_Occurred()) /* as tpy_error_unstash reports it, one release at a time */
                 PyErr_WriteUnraisable(NULL);
         }
@@ -405,6 +409,7 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
             tpy_ndarray_learn(k->st, obj, arr);
         }
         c->temps[i] = arr;
+        c->st = k->st; /* kcall_fini hands it back to array_ndarray.c */
     } else if (PyFloat_Check(obj)) {
         t->dtype = TACK_F64;
         t->weak = 1;

@@ -489,6 +489,10 @@ static PyMethodDef module_methods[] = {
     {"_ndarray_path", tpy_ndarray_path, METH_VARARGS,
      "_ndarray_path([state]) -> (1: NumPy arrays read directly, 0: through the buffer protocol, -1: not yet "
      "checked; the Tack dtypes of the NumPy dtypes known); a state (0 or -1) sets it"},
+    {"_ndarray_spares", tpy_ndarray_spares, METH_VARARGS,
+     "_ndarray_spares([most]) -> (most, held): how many emptied array handles kept for NumPy array arguments "
+     "(tack_array_recycle) it may hold and holds; `most` (0 to its limit) sets it, 0 wraps and frees each "
+     "time"},
     {"_set_tape", py_set_tape, METH_O,
      "_set_tape(hook or None): the recording tack.Tape's hook, called (kernel, args, kwargs) after every launch"},
     {NULL, NULL, 0, NULL},
@@ -502,6 +506,7 @@ static int module_exec(PyObject *m) {
         return -1;
     }
     st->nd_fast = -1; /* checked at the first NumPy array a kernel borrows (array_ndarray.c) */
+    st->nd_maxspare = TPY_NDARRAY_SPARES;
     st->default_device = PyUnicode_FromString("cpu");
     if (!st->default_device)
         return -1;
@@ -577,6 +582,7 @@ static int module_clear(PyObject *m) {
     for (int i = 0; i < st->nd_ndescr; i++)
         Py_CLEAR(st->nd_descr[i]);
     st->nd_ndescr = 0;
+    tpy_ndarray_spares_clear(st);
     Py_CLEAR(st->dlpack_strs);
     Py_CLEAR(st->getsignal);
     Py_CLEAR(st->default_int_handler);

@@ -30,6 +30,13 @@
  * np.dtype("int64"), ...) tack.dtype() remembers, compared by identity */
 #define TPY_DTYPE_OBJECTS 16
 #define TPY_NDARRAY_DTYPES 16 /* array_ndarray.c: NumPy dtype objects known to the launch's fast path */
+/* array_ndarray.c: the emptied array handles kept for the next NumPy array arguments (none in a
+ * free-threaded build, where the module state's list would need a lock) */
+#ifdef Py_GIL_DISABLED
+#define TPY_NDARRAY_SPARES 0
+#else
+#define TPY_NDARRAY_SPARES 16
+#endif
 
 typedef struct {
     PyTypeObject *ArrayType;
@@ -76,6 +83,11 @@ typedef struct {
     int nd_ndescr;                      /* the NumPy dtype objects the buffer protocol mapped to a */
     PyObject *nd_descr[TPY_NDARRAY_DTYPES]; /* Tack dtype (a reference each), with their dtypes */
     tack_dtype nd_dtype[TPY_NDARRAY_DTYPES];
+    tack_array *nd_spare[TPY_NDARRAY_SPARES + 1]; /* array_ndarray.c: handles emptied by tack_array_recycle
+                                           after a call, refilled for the next call's NumPy arrays */
+    int nd_nspare;                      /* how many nd_spare holds */
+    int nd_maxspare;                    /* how many it may hold: TPY_NDARRAY_SPARES, or fewer
+                                           (_core._ndarray_spares, the tests' and benchmarks' switch) */
     PyObject *dlpack_strs;              /* dlpack.c: interned names and keyword tuples */
     PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */
     PyObject *default_int_handler;      /* _signal.default_int_handler */
@@ -157,6 +169,12 @@ int tpy_learn_ndarray(tpy_state *st, PyObject *obj);
  * the check of that reading against it and the dtype it teaches. */
 tack_array *tpy_ndarray_fast(tpy_state *st, PyObject *obj);
 void tpy_ndarray_learn(tpy_state *st, PyObject *obj, const tack_array *arr);
+/* The end of a call's borrow of a NumPy array's `arr` (either way it was borrowed): released, its
+ * handle kept emptied for a later call when nothing else holds it (tack_array_recycle).  The GIL
+ * held; the owner's release may run Python code. */
+void tpy_ndarray_done(tpy_state *st, tack_array *arr);
+void tpy_ndarray_spares_clear(tpy_state *st);
+PyObject *tpy_ndarray_spares(PyObject *m, PyObject *args); /* _core._ndarray_spares */
 PyObject *tpy_ndarray_path(PyObject *m, PyObject *args); /* _core._ndarray_path */
 /* dtype.c: the NumPy dtype of scalar dtype `scalar` (a new reference): bf16's
  * is ml_dtypes.bfloat16, imported here; NumPy has none, so without ml_dtypes

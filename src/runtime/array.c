@@ -18,6 +18,18 @@
  * Shapes are validated here once (non-negative, at most TACK_MAX_NDIM axes,
  * element count and byte size without overflow), so every other layer can
  * trust size and nbytes.
+ *
+ * A caller that wraps memory for a moment, again and again -- the Python
+ * extension borrows every NumPy array argument of a kernel call for that
+ * call -- can keep the handle instead of freeing it: tack_array_recycle
+ * releases the storage's owner as the last release would, but keeps the
+ * handle and its storage block, emptied, when the caller's reference is
+ * the only one; tack_array_rewrap fills them again through the same checks
+ * as a wrap.  That saves the two allocations, the zeroing and the atomic
+ * read-modify-writes of a wrap and its release.  Whether the reference is
+ * the only one is read from the counts: a handle another holder retained
+ * (a captured graph, a view's storage reference) is released, never
+ * emptied, so no holder ever sees its array change under it.
  */
 #include <string.h>
 
@@ -162,6 +174,39 @@ tack_status tack_array_zeros(tack_device *dev, tack_dtype dt, int ndim, const in
     return alloc_array(dev, dt, ndim, shape, 1, out);
 }
 
+/* Whether `data` is off a multiple of `alignment` (a power of two for every dtype: a mask,
+ * not the division that was a third of a wrap's time). */
+static int misaligned(const void *data, size_t alignment) {
+    uintptr_t p = (uintptr_t)data;
+    return (alignment & (alignment - 1)) == 0 ? (p & (alignment - 1)) != 0 : p % alignment != 0;
+}
+
+/* An emptied array (tack_array_recycle) filled as wrap_span fills a new one: every field the
+ * new handle and storage would have (the handle's are those of new_handle's zeroed block). */
+static void refill(tack_array *a, tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, int64_t size,
+                   size_t nbytes, void *data, void *first, size_t span, int writable, tack_release_fn release,
+                   void *ctx) {
+    rt_storage *s = a->storage;
+    s->device = dev;
+    s->data = first;
+    s->nbytes = span;
+    s->writable = writable;
+    s->release = release;
+    s->release_ctx = ctx;
+    s->emptied = 0;
+    /* the caller alone holds it: plain stores, published with the pointer as any new array is */
+    if (atomic_load_explicit(&s->flags, memory_order_relaxed) != TACK_ARRAY_SHARED)
+        atomic_store_explicit(&s->flags, TACK_ARRAY_SHARED, memory_order_relaxed);
+    a->data = data;
+    a->dtype = dt;
+    a->ndim = ndim;
+    a->writable = writable;
+    for (int i = 0; i < TACK_MAX_NDIM; i++)
+        a->shape[i] = i < ndim ? shape[i] : 0;
+    a->size = size;
+    a->nbytes = nbytes;
+}
+
 /* A wrapped backend object's release, then its owner's (wrap_handle). */
 typedef struct wrap_chain {
     tack_release_fn be, user;
@@ -176,18 +221,14 @@ static void chain_release(void *p) {
     tack_free(c);
 }
 
-tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data,
-                            int writable, tack_release_fn release, void *ctx, tack_array **out) {
-    return rt_wrap_span(dev, dt, ndim, shape, data, 0, SIZE_MAX, writable, release, ctx, out);
-}
-
 /* The storage of a wrapped array is the bytes its elements reach: from
  * element (0, ..., 0)'s address `data` plus `lo` (a strided view with a
  * negative stride reaches below it), `span` bytes (SIZE_MAX: C order's
  * size * itemsize).  Those are the bytes the device's check_ptr is asked
  * about and a later view of the array must stay within (strided.c). */
-tack_status rt_wrap_span(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data, int64_t lo,
-                         size_t span, int writable, tack_release_fn release, void *ctx, tack_array **out) {
+static tack_status wrap_span(tack_array *into, tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
+                             void *data, int64_t lo, size_t span, int writable, tack_release_fn release, void *ctx,
+                             tack_array **out) {
     int64_t size;
     size_t nbytes;
     tack_status st;
@@ -221,7 +262,7 @@ tack_status rt_wrap_span(tack_device *dev, tack_dtype dt, int ndim, const int64_
         release = chain_release;
         ctx = c;
     }
-    if ((uintptr_t)data % info->alignment != 0) {
+    if (misaligned(data, info->alignment)) {
         st = tack_set_error(TACK_ERR_VALUE,
                             "address 0x%llx is not aligned for dtype %s: it needs %zu-byte alignment",
                             (unsigned long long)(uintptr_t)data, info->name, info->alignment);
@@ -241,6 +282,11 @@ tack_status rt_wrap_span(tack_device *dev, tack_dtype dt, int ndim, const int64_
     if (data && dev->backend->check_ptr && !dev->backend->wrap_handle &&
         (st = dev->backend->check_ptr(dev, first, span)) != TACK_OK)
         goto fail;
+    if (into) { /* tack_array_rewrap: the emptied handle and storage, held by the caller alone */
+        refill(into, dev, dt, ndim, shape, size, nbytes, data, data ? first : NULL, span, writable != 0, release, ctx);
+        *out = into;
+        return TACK_OK;
+    }
     rt_storage *s = tack_malloc(sizeof *s);
     if (!s) {
         st = tack_set_error(TACK_ERR_NOMEM, "out of memory allocating array storage");
@@ -267,6 +313,86 @@ fail:
     if (release)
         release(ctx);
     return st;
+}
+
+tack_status rt_wrap_span(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data, int64_t lo,
+                         size_t span, int writable, tack_release_fn release, void *ctx, tack_array **out) {
+    return wrap_span(NULL, dev, dt, ndim, shape, data, lo, span, writable, release, ctx, out);
+}
+
+tack_status tack_array_wrap(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data,
+                            int writable, tack_release_fn release, void *ctx, tack_array **out) {
+    return wrap_span(NULL, dev, dt, ndim, shape, data, 0, SIZE_MAX, writable, release, ctx, out);
+}
+
+/* Whether the caller's reference to `a` is the only one and `a` alone uses its borrowed storage.
+ * Acquire loads: another holder's last release (acq_rel) happens before what the caller does next,
+ * as in storage_release.  Nobody can take a new reference meanwhile: that needs one already. */
+static int held_alone(const tack_array *a) {
+    const rt_storage *s = a->storage;
+    return atomic_load_explicit(&a->refs, memory_order_acquire) == 1 &&
+           atomic_load_explicit(&s->refs, memory_order_acquire) == 1 && !s->owned;
+}
+
+int tack_array_recycle(tack_array *a, tack_release_fn *release_out, void **ctx_out) {
+    if (release_out && ctx_out) {
+        *release_out = NULL;
+        *ctx_out = NULL;
+    }
+    if (!a)
+        return 0;
+    if (!held_alone(a)) {
+        tack_array_release(a);
+        return 0;
+    }
+    rt_storage *s = a->storage;
+    if (s->emptied)
+        return 1;
+    /* what storage_release does before it frees: settle the last stream's work, then release the owner */
+    if (atomic_load_explicit(&s->last, memory_order_acquire))
+        rt_storage_settle(s);
+    tack_release_fn release = s->release;
+    void *ctx = s->release_ctx;
+    s->release = NULL;
+    s->release_ctx = NULL;
+    s->data = NULL;
+    s->nbytes = 0;
+    s->writable = 0;
+    s->emptied = 1;
+    /* an empty 1-d array that borrows nothing: whatever reads it meanwhile reads no memory; the
+     * fields a new handle has zeroed are zero again (refill sets the rest) */
+    for (int i = 0; i < a->ndim; i++)
+        a->shape[i] = 0;
+    a->data = NULL;
+    a->ndim = 1;
+    a->size = 0;
+    a->nbytes = 0;
+    a->writable = 0;
+    if (a->strided) {
+        a->strided = 0;
+        memset(a->strides, 0, sizeof a->strides);
+    }
+    a->offset = 0;
+    if (release_out && ctx_out) { /* the caller runs it */
+        *release_out = release;
+        *ctx_out = ctx;
+    } else if (release) {
+        release(ctx);
+    }
+    return 1;
+}
+
+tack_status tack_array_rewrap(tack_array *a, tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape,
+                              void *data, int writable, tack_release_fn release, void *ctx) {
+    if (!a || !held_alone(a) || !a->storage->emptied) {
+        tack_status st = tack_set_error(TACK_ERR_VALUE, "tack_array_rewrap: the array is not one emptied by "
+                                                         "tack_array_recycle and held by the caller alone");
+        if (release)
+            release(ctx);
+        return st;
+    }
+    tack_array *out = NULL;
+    return wrap_span(a, dev, dt, ndim, shape, data, 0, SIZE_MAX, writable, release, ctx, &out);
 }
 
 tack_status tack_array_view(tack_array *a, int writable, tack_array **out) {

@@ -109,6 +109,7 @@ typedef struct rt_storage {
     int owned;              /* allocated by the backend: freed through it */
     tack_release_fn release;/* borrowed: released once through this */
     void *release_ctx;
+    int emptied;            /* tack_array_recycle kept its handle: borrows nothing until tack_array_rewrap */
     /* TACK_ARRAY_* flags: kept on the storage, not a handle, so that every
      * view of memory another library holds waits ("When a call returns") */
     atomic_uint flags;

@@ -117,6 +117,30 @@ static void wrap_buffer(tack_device *g) {
     CHECK(refs(buf) == 2);
     tack_array_release(b);
     CHECK(refs(buf) == 1);
+    /* emptied (tack_array_recycle) and refilled (tack_array_rewrap): the buffer's reference goes
+     * with the emptying and is taken again by the refill, through the same checks as a wrap */
+    CHECK(tack_array_wrap(g, TACK_F32, 1, &n, buf, 1, NULL, NULL, &a) == TACK_OK && refs(buf) == 2);
+    CHECK(tack_array_recycle(a, NULL, NULL) == 1 && refs(buf) == 1);
+    CHECK(tack_array_rewrap(a, g, TACK_F32, 1, &n, buf, 1, NULL, NULL) == TACK_OK && refs(buf) == 2);
+    CHECK(tack_array_data(a) == mem && tack_array_device(a) == g);
+    CHECK(tack_array_recycle(a, NULL, NULL) == 1 && refs(buf) == 1);
+    n = 17;
+    CHECK(tack_array_rewrap(a, g, TACK_F32, 1, &n, buf, 1, NULL, NULL) == TACK_ERR_VALUE && refs(buf) == 1);
+    n = 16;
+    /* a refill that runs out of memory (the buffer's release record) leaves the array emptied and
+     * the buffer's count as it was */
+    int refilled = 0, nomem = 0;
+    for (long fail = 1; fail < 10 && !refilled; fail++) {
+        failing_allocator_install(fail);
+        tack_status st = tack_array_rewrap(a, g, TACK_F32, 1, &n, buf, 1, NULL, NULL);
+        tack_set_allocator(NULL);
+        CHECK(st == TACK_OK || (st == TACK_ERR_NOMEM && refs(buf) == 1 && tack_array_data(a) == NULL));
+        refilled = st == TACK_OK;
+        nomem += st == TACK_ERR_NOMEM;
+    }
+    CHECK(refilled && nomem > 0 && refs(buf) == 2 && tack_array_data(a) == mem);
+    tack_array_release(a);
+    CHECK(refs(buf) == 1);
     /* too short, private storage, not a buffer */
     n = 17;
     CHECK(tack_array_wrap(g, TACK_F32, 1, &n, buf, 1, NULL, NULL, &a) == TACK_ERR_VALUE);

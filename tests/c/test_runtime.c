@@ -226,6 +226,110 @@ static void test_owner_release(void)
     tack_array_release(a);
 }
 
+/* tack_array_recycle empties a wrapped array only when the caller's reference is
+ * the only one and no other array uses its storage, releasing the owner as the
+ * last release would (or handing that release back); tack_array_rewrap refills
+ * an emptied array through a wrap's checks and refuses anything else. */
+static void test_recycle_and_rewrap(void)
+{
+    tack_device *cpu;
+    tack_device_get("cpu", &cpu);
+    float buf[8] = {0}, buf2[6] = {0};
+    int one = 1;
+    int64_t shape[1] = {8}, two_three[2] = {2, 3};
+    tack_array *a = NULL, *v = NULL, *z = NULL;
+    failing_allocator_install(0); /* counts, never fails */
+
+    /* held alone: emptied, the owner released once, the handle still the caller's */
+    released = 0;
+    CHECK(tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 1, count_release, &one, &a) == TACK_OK);
+    CHECK(tack_array_recycle(a, NULL, NULL) == 1);
+    CHECK(released == 1);
+    CHECK(tack_array_data(a) == NULL && tack_array_size(a) == 0 && tack_array_nbytes(a) == 0);
+    CHECK(tack_array_ndim(a) == 1 && tack_array_shape(a)[0] == 0 && !tack_array_writable(a));
+    CHECK(tack_array_recycle(a, NULL, NULL) == 1 && released == 1); /* emptied already: nothing to release */
+    long live = alloc_live;
+    CHECK(tack_array_rewrap(a, cpu, TACK_I32, 2, two_three, buf2, 1, count_release, &one) == TACK_OK);
+    CHECK(alloc_live == live); /* no allocation */
+    CHECK(tack_array_data(a) == (void *)buf2 && tack_array_dtype(a) == TACK_I32 && tack_array_ndim(a) == 2);
+    CHECK(tack_array_shape(a)[0] == 2 && tack_array_shape(a)[1] == 3 && tack_array_size(a) == 6);
+    CHECK(tack_array_nbytes(a) == 24 && tack_array_writable(a) && tack_array_strides(a) == NULL);
+    CHECK((tack_array_flags(a) & TACK_ARRAY_SHARED) != 0 && tack_array_device(a) == cpu);
+    CHECK(released == 1);
+    /* a rewrapped array is an array like any other: views, and the owner released once at the end */
+    CHECK(tack_array_view(a, 0, &v) == TACK_OK && tack_array_data(v) == (void *)buf2);
+    tack_array_release(a);
+    CHECK(released == 1);
+    tack_array_release(v);
+    CHECK(released == 2);
+
+    /* retained by another holder: released, not emptied -- the other holder's array is untouched */
+    released = 0;
+    CHECK(tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 1, count_release, &one, &a) == TACK_OK);
+    tack_array_retain(a);
+    CHECK(tack_array_recycle(a, NULL, NULL) == 0);
+    CHECK(released == 0 && tack_array_data(a) == (void *)buf && tack_array_size(a) == 8);
+    CHECK(tack_array_rewrap(a, cpu, TACK_F32, 1, shape, buf2, 1, count_release, &one) == TACK_ERR_VALUE);
+    CHECK(released == 1); /* the refused rewrap's owner */
+    CHECK(strstr(tack_last_error(), "emptied") != NULL);
+    CHECK(tack_array_data(a) == (void *)buf && tack_array_size(a) == 8); /* left as it was */
+    tack_array_release(a);
+    CHECK(released == 2);
+
+    /* another array on its storage (a view): released, not emptied */
+    released = 0;
+    CHECK(tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 1, count_release, &one, &a) == TACK_OK);
+    CHECK(tack_array_view(a, 1, &v) == TACK_OK);
+    CHECK(tack_array_recycle(a, NULL, NULL) == 0 && released == 0);
+    CHECK(tack_array_data(v) == (void *)buf && tack_array_size(v) == 8);
+    CHECK(tack_array_recycle(v, NULL, NULL) == 1 && released == 1); /* the view, alone now: emptied */
+    tack_array_release(v);
+    CHECK(released == 1);
+
+    /* storage Tack allocated is never emptied: released (freed) */
+    CHECK(tack_array_zeros(cpu, TACK_F32, 1, shape, &z) == TACK_OK);
+    CHECK(tack_array_recycle(z, NULL, NULL) == 0);
+    CHECK(tack_array_recycle(NULL, NULL, NULL) == 0);
+
+    /* the owner's release handed back instead of run */
+    released = 0;
+    tack_release_fn rel = count_release;
+    void *ctx = &one;
+    CHECK(tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 1, count_release, &one, &a) == TACK_OK);
+    tack_array_retain(a);
+    CHECK(tack_array_recycle(a, &rel, &ctx) == 0 && rel == NULL && ctx == NULL && released == 0);
+    CHECK(tack_array_recycle(a, &rel, &ctx) == 1 && rel == count_release && ctx == &one && released == 0);
+    rel(ctx);
+    CHECK(tack_array_recycle(a, &rel, &ctx) == 1 && rel == NULL && ctx == NULL); /* nothing left to release */
+
+    /* a refused refill: the owner released, the array still emptied and refillable */
+    released = 0;
+    char *unaligned = (char *)buf2 + 1;
+    CHECK(tack_array_rewrap(a, cpu, TACK_F32, 1, shape, unaligned, 1, count_release, &one) == TACK_ERR_VALUE);
+    CHECK(strstr(tack_last_error(), "aligned") != NULL && released == 1);
+    CHECK(tack_array_rewrap(a, cpu, TACK_F32, 1, shape, NULL, 1, count_release, &one) == TACK_ERR_VALUE);
+    int64_t negative[1] = {-1};
+    CHECK(tack_array_rewrap(a, cpu, TACK_F32, 1, negative, buf, 1, count_release, &one) == TACK_ERR_VALUE);
+    CHECK(released == 3 && tack_array_data(a) == NULL);
+    CHECK(tack_array_rewrap(a, NULL, TACK_F32, 0, NULL, buf, 0, NULL, NULL) == TACK_OK); /* default device, 0-d */
+    CHECK(tack_array_ndim(a) == 0 && tack_array_size(a) == 1 && !tack_array_writable(a));
+    CHECK(tack_array_device(a) == cpu);
+    CHECK(tack_array_rewrap(NULL, cpu, TACK_F32, 1, shape, buf, 1, count_release, &one) == TACK_ERR_VALUE);
+    CHECK(released == 4);
+
+    /* a strided wrap, emptied and refilled in C order: no strides left */
+    int64_t three[1] = {3}, stride2[1] = {2};
+    tack_array_release(a);
+    CHECK(tack_array_wrap_strided(cpu, TACK_F32, 1, three, stride2, buf, 1, NULL, NULL, &a) == TACK_OK);
+    CHECK(tack_array_strides(a) != NULL);
+    CHECK(tack_array_recycle(a, NULL, NULL) == 1);
+    CHECK(tack_array_rewrap(a, cpu, TACK_F32, 1, three, buf, 1, NULL, NULL) == TACK_OK);
+    CHECK(tack_array_strides(a) == NULL && tack_array_nbytes(a) == 12);
+    tack_array_release(a);
+    CHECK(alloc_live == 0);
+    tack_set_allocator(NULL);
+}
+
 /* Fail each allocation in turn: every failure is a clean TACK_ERR_NOMEM,
  * the owner is released exactly once, and nothing leaks. */
 static void test_fail_nth_allocation(void)
@@ -254,6 +358,12 @@ static void test_fail_nth_allocation(void)
             st = tack_array_wrap(cpu, TACK_F32, 1, shape, buf, 1, count_release, &one, &w);
         else
             count_release(&one); /* the wrap never ran: count as released */
+        if (st == TACK_OK) { /* emptied and refilled: the first owner released, the second at the end */
+            CHECK(tack_array_recycle(w, NULL, NULL) == 1 && released == 1);
+            released = 0;
+            st = tack_array_rewrap(w, cpu, TACK_F32, 2, square, buf, 1, count_release, &one);
+            CHECK(st == TACK_OK);
+        }
         tack_array_release(w);
         tack_array_release(sub);
         tack_array_release(r);
@@ -279,6 +389,7 @@ int main(void)
     test_owner_release();
     test_shared_flag_is_the_storages();
     test_subviews();
+    test_recycle_and_rewrap();
     test_fail_nth_allocation();
     return CHECK_SUMMARY();
 }

@@ -220,3 +220,187 @@ def test_a_subclass_takes_the_buffer_protocol(fresh):
     add_one(np.zeros(2))
     add_one(m)
     np.testing.assert_array_equal(m, 1)
+
+
+# ---- the borrowed handles kept between calls (tack_array_recycle / tack_array_rewrap) -----------
+# After a call, the handle that borrowed a NumPy array is kept, emptied, when nothing else holds it,
+# and the next NumPy argument refills it; _core._ndarray_spares() says how many it may keep and
+# keeps, and _ndarray_spares(0) makes every call wrap and free (the old way), for comparison.
+
+@tack.kernel
+def add4(a, b, c, d):
+    for i in range(d.shape[0]):
+        d[i] = a[i] + b[i] + c[i] + d[i]
+
+
+@pytest.fixture(params=[16, 0], ids=["kept", "not kept"])
+def spares(request, fresh):
+    most = _core._ndarray_spares()[0]
+    _core._ndarray_spares(request.param)
+    yield request.param
+    _core._ndarray_spares(most)
+
+
+def _refs(arrays):
+    return [sys.getrefcount(a) for a in arrays]
+
+
+def test_handles_are_kept_only_up_to_the_limit(fresh):
+    most = _core._ndarray_spares()[0]
+    try:
+        _core._ndarray_spares(0)  # none kept: the earlier tests' handles freed
+        _core._ndarray_spares(16)
+        xs = [np.zeros(3) for _ in range(4)]
+        add4(*xs)
+        add4(*xs)
+        assert _core._ndarray_spares() == (16, 4)  # the four handles of the last call, emptied
+        _core._ndarray_spares(2)
+        assert _core._ndarray_spares() == (2, 2)
+        add4(*xs)
+        assert _core._ndarray_spares() == (2, 2)
+        _core._ndarray_spares(0)
+        assert _core._ndarray_spares() == (0, 0)
+        add4(*xs)
+        assert _core._ndarray_spares() == (0, 0)
+        np.testing.assert_array_equal(xs[3], [0, 0, 0])
+        with pytest.raises(ValueError, match="most is 0 to 16, not 17"):
+            _core._ndarray_spares(17)
+    finally:
+        _core._ndarray_spares(most)
+
+
+def test_no_reference_is_kept_or_lost_over_many_calls(spares):
+    # one array and four, the same ones and different ones at each call, of several dtypes and
+    # shapes; and calls that fail after some of their arrays were borrowed
+    xs = [np.zeros(5, dt) for dt in (np.float64, np.float32, np.int32, np.int64)]
+    ms = [np.zeros((2, 3)) for _ in range(3)]
+    ro = _readonly(np.zeros(5))
+    for x in xs:
+        add_one(x)  # every dtype learned (a reference to its dtype object kept): before the counts
+    everything = xs + ms + [ro]
+    dtypes = [np.dtype(dt) for dt in (np.float64, np.float32, np.int32, np.int64)]
+    before, dbefore = _refs(everything), _refs(dtypes)
+    for n in range(300):
+        add_one(xs[n % 4])
+        add4(xs[0], xs[0], xs[0], xs[0]) if n % 3 else add4(*[x.astype(np.float64) for x in xs])
+        scale2(ms[n % 3], 1.0)
+        copy_into(ro, xs[0])  # a read-only array (the buffer protocol's) beside a kept handle
+        with pytest.raises(ValueError, match="read-only"):
+            add4(xs[0], xs[0], xs[0], ro)  # refused after all four were borrowed
+        with pytest.raises(TypeError):
+            copy_into(xs[0], "not an array")  # refused at the second argument, the first borrowed
+    assert _refs(everything) == before
+    assert _refs(dtypes) == dbefore
+    assert (_core._ndarray_spares()[1] >= 4) == bool(spares)
+    r = weakref.ref(xs[1])
+    del xs[1], everything
+    gc.collect()
+    assert r() is None
+
+
+def test_a_captured_handle_is_never_refilled(spares):
+    # a captured graph retains the handle that borrowed x: the call's end must release it, not
+    # empty it for the next call -- else the next NumPy argument would refill it, the replay would
+    # write that array, and x's reference would be dropped while the graph still uses x
+    x = np.zeros(8)
+    add_one(np.zeros(1))  # learn
+    refs = sys.getrefcount(x)
+    s = tack.Stream("cpu")
+    with tack.capture(s) as g:
+        add_one(x)
+    assert sys.getrefcount(x) == refs + 1  # the graph's
+    ys = [np.zeros(8) for _ in range(6)]
+    for y in ys:  # calls that take and give back the kept handles
+        add_one(y)
+        add4(y, y, y, y)
+    g.launch()
+    g.launch()
+    np.testing.assert_array_equal(x, 2)
+    for y in ys:
+        np.testing.assert_array_equal(y, 4)
+    assert sys.getrefcount(x) == refs + 1
+    del g
+    gc.collect()
+    assert sys.getrefcount(x) == refs
+
+
+class _Reentrant:
+    """A DLPack producer whose __dlpack__ first runs `during` (which calls kernels on NumPy arrays)."""
+
+    def __init__(self, arr, during):
+        self.arr, self.during = arr, during
+
+    def __dlpack__(self, **kw):
+        self.during()
+        return self.arr.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.arr.__dlpack_device__()
+
+
+def test_a_call_made_while_another_holds_a_handle_never_shares_it(spares):
+    # copy_into's first argument holds a handle when its second argument's __dlpack__ calls
+    # kernels that take and give back handles: the first's must stay its own
+    x = np.arange(6.0)
+    zs = [np.zeros(6) for _ in range(5)]
+    add_one(np.zeros(1))  # learn
+    for _ in range(3):
+        add4(*zs[:4])  # handles kept
+    y = np.zeros(6)
+    objs = [x, y] + zs
+    before = _refs(objs)
+    copy_into(x, _Reentrant(y, lambda: [add4(z, z, z, zs[4]) for z in zs[:4]]))
+    np.testing.assert_array_equal(y, x)  # not a z
+    np.testing.assert_array_equal(zs[4], 0)
+    assert _refs(objs) == before
+
+
+def test_threads_calling_one_kernel_at_once(spares):
+    import threading
+
+    n, calls = 4, 500
+    arrays = [[np.zeros(64) for _ in range(4)] for _ in range(n)]
+    add_one(np.zeros(1))  # learn
+    before = [_refs(a) for a in arrays]
+    errors = []
+
+    def work(mine):
+        try:
+            for _ in range(calls):
+                add_one(mine[3])
+                add4(mine[0], mine[1], mine[2], mine[3])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in arrays]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert [_refs(a) for a in arrays] == before
+    for a in arrays:
+        np.testing.assert_array_equal(np.stack(a[:3]), 0)
+        np.testing.assert_array_equal(a[3], calls)  # each thread's own array, every call counted
+
+
+@tack.kernel(check_races=True)
+def scatter_checked(out, idx, x):
+    for i in range(x.shape[0]):
+        out[idx[i]] = x[i]
+
+
+@pytest.mark.filterwarnings("ignore::tack.RaceWarning")
+def test_a_race_error_and_the_profiler_leave_the_references_as_they_were(spares):
+    out, idx, x = np.zeros(4), np.array([0, 1, 1, 2]), np.arange(4.0)
+    add_one(np.zeros(1))  # learn
+    objs = [out, idx, x]
+    before = _refs(objs)
+    for _ in range(20):
+        with pytest.raises(tack.RaceError):
+            scatter_checked(out, idx, x)
+    with tack.profile():
+        for _ in range(20):
+            scatter_checked(out, np.arange(4), x)
+    np.testing.assert_array_equal(out, x)
+    assert _refs(objs) == before
