@@ -119,13 +119,14 @@ def _radix_pass_kernel(values):
     argsort); keys_out == 0 then leaves kout unwritten (the last pass of an
     argsort).  Without values, vin and vout and the two flags go unread.
 
-    A block counts into, and scatters from, counters of its own (a local
-    array), copied to and from `counts` between the loops: the compiler then
-    knows that no store of an element can change a counter, and keeps the
-    counter in place instead of reloading it after every store (the keys'
-    storage is read through unsigned views of other arrays, so an array's
-    stores may alias another's).  16M float32, two threads: a pass 21-25 ->
-    19-22 ms, the sort 91-103 -> 80-88 ms."""
+    A block counts into, and scatters from, 256 counters of its own (a
+    local array, on the thread's stack on the CPU, private memory on a GPU),
+    copied out to `counts` for the offsets and back in: the counters' address
+    is fixed and no index into them is wrapped or checked against a runtime
+    extent.  16M elements, two threads, paired with the (blocks, 256) array
+    read and written in place (2026-12-06, load 1.7): sort float32 102 ->
+    82 ms, int32 104 -> 83, sort by key 189 -> 166; argsort (175) and
+    float64 (291-294) the same."""
 
     @kernel(checks=False)  # indices made here, in bounds by construction
     def _radix_pass(kin, vin, kout, vout, c, counts, totals, mode, shift, bs, iota, keys_out):
