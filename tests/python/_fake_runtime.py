@@ -25,6 +25,19 @@ ROOT = Path(__file__).resolve().parents[2]
 CC = os.environ.get("TACK_CC") or shutil.which("cc") or shutil.which("gcc")
 
 
+def has_ocloc():
+    """Whether Intel's libocloc loads (the Level Zero fake's tests compile their SPIR-V with it)."""
+    import ctypes
+
+    for name in ("libocloc.so", "libocloc.so.1"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            pass
+    return False
+
+
 def needs_cc(what):
     """Skip the tests without a C compiler to build `what` (a fake runtime) with."""
     return pytest.mark.skipif(CC is None, reason=f"no C compiler to build {what}")

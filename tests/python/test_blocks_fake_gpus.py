@@ -19,7 +19,6 @@ The C tests (test_metal_fake.c, test_level_zero_fake.c, test_hip_fake.c,
 test_cuda_blocks.c) check the same launchers in more detail.
 """
 
-import ctypes
 import textwrap
 
 import pytest
@@ -103,16 +102,6 @@ def test_metal_launches_a_blocks_loop_in_threadgroups_of_its_block_size(tmp_path
 
 
 # ------------------------------------------------------------- Level Zero
-def _has_ocloc():
-    for name in ("libocloc.so", "libocloc.so.1"):
-        try:
-            ctypes.CDLL(name)
-            return True
-        except OSError:
-            pass
-    return False
-
-
 @pytest.fixture(scope="module")
 def fake_ze(tmp_path_factory):
     return _fake_runtime.build(tmp_path_factory, "fake_level_zero.c", "libze_loader.so.1", "the fake Level Zero loader")
@@ -150,7 +139,7 @@ L0_SCRIPT = KERNEL + textwrap.dedent("""
 
 
 def test_level_zero_launches_a_blocks_loop_in_work_groups_of_its_block_size(tmp_path, fake_ze):
-    if not _has_ocloc():
+    if not _fake_runtime.has_ocloc():
         pytest.skip("libocloc is not installed (Debian: intel-opencl-icd)")
     env = _fake_runtime.environment(tmp_path, ("FAKE_ZE_DEVICES", "FAKE_ZE_NO_IMMEDIATE", "FAKE_ZE_NO_LISTS"),
                                     FAKE_ZE_LIB=fake_ze, LD_LIBRARY_PATH=fake_ze.parent)

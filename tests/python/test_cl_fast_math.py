@@ -19,7 +19,6 @@ flags) with the real libocloc; tests/c/test_level_zero_fake.c checks the
 same from C.
 """
 
-import ctypes
 import math
 import os
 import re
@@ -142,16 +141,6 @@ def test_opencl_fast_math_may_contract_a_plain_kernel_never_does():
 
 
 # ------------------------------------------------------------- Level Zero
-def _has_ocloc():
-    for name in ("libocloc.so", "libocloc.so.1"):
-        try:
-            ctypes.CDLL(name)
-            return True
-        except OSError:
-            pass
-    return False
-
-
 @pytest.fixture(scope="module")
 def fake_ze(tmp_path_factory):
     return _fake_runtime.build(tmp_path_factory, "fake_level_zero.c", "libze_loader.so.1", "the fake Level Zero loader")
@@ -180,7 +169,7 @@ def test_level_zero_fast_math_gives_ocloc_and_the_module_fast_relaxed_math(tmp_p
     """The options table's three rows: plain (a device without correctly
     rounded f32 division, as Intel's GPUs without fp64), correctly rounded
     (the fake's default device), fast_math (either device)."""
-    if not _has_ocloc():
+    if not _fake_runtime.has_ocloc():
         pytest.skip("libocloc is not installed (Debian: intel-opencl-icd)")
     env = _fake_runtime.environment(tmp_path, ("FAKE_ZE_DEVICES", "FAKE_ZE_NO_IMMEDIATE", "FAKE_ZE_NO_LISTS",
                                                "FAKE_ZE_FP64"),

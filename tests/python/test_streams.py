@@ -270,20 +270,8 @@ def fake_ze(tmp_path_factory):
 def test_level_zero_streams_events_and_graphs_on_the_fake_loader(tmp_path, fake_ze):
     import _fake_runtime
 
-    if not _has_ocloc():
+    if not _fake_runtime.has_ocloc():
         pytest.skip("libocloc is not installed (Debian: intel-opencl-icd)")
     env = _fake_runtime.environment(tmp_path, ("FAKE_ZE_DEVICES", "FAKE_ZE_NO_IMMEDIATE", "FAKE_ZE_NO_LISTS"),
                                     FAKE_ZE_LIB=fake_ze, LD_LIBRARY_PATH=fake_ze.parent)
     assert "ok" in _fake_runtime.run_script(tmp_path, _L0_SCRIPT, env).stdout
-
-
-def _has_ocloc():
-    import ctypes
-
-    for name in ("libocloc.so", "libocloc.so.1"):
-        try:
-            ctypes.CDLL(name)
-            return True
-        except OSError:
-            pass
-    return False
