@@ -842,6 +842,10 @@ def run_all(args, gpu, plan, run, host_py):
         if gpu.vendor == "nvidia":
             run.command("probe", [py, str(ROOT / "tests" / "gpu" / "probe.py"), "--json",
                                   str(run.out / "probe.json")], 90)
+        # issue 38's figures: tiled product against the plain one and cuBLAS, the shared-memory
+        # stencil, a block sum with and without the sub-group exchanges, 100 launches against a graph
+        run.command("cooperative kernels and graphs", [py, str(ROOT / "tests" / "gpu" / "coop.py"), "--device",
+                                                       gpu.device, "--json", str(run.out / "coop.json")], 120)
         if gpu.vendor == "nvidia" and _has(py, "torch"):
             run.command("PyTorch interop", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                             t("test_interop_torch.py")], 120)

@@ -268,6 +268,7 @@ def test_run_on_mac_names_the_python_to_install(tmp_path):
 
 
 sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+import coop  # noqa: E402
 import probe  # noqa: E402
 
 sys.path.pop(0)
@@ -440,3 +441,22 @@ def test_nvidia_is_found_through_its_driver_with_its_cuda_major(tmp_path, monkey
     assert gpurun.detect(env, only="nvidia") == ([], [f"nvidia: {lib}: the NVIDIA driver reports no GPU"])
     monkeypatch.setenv("FAKE_CU_NO_DEVICE", "1")
     assert "cuInit failed (CUresult 100)" in gpurun.detect(env, only="nvidia")[1][0]
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_the_cooperative_figures_script_runs_and_checks_its_results(device, tmp_path, capsys):
+    """make test-gpu's coop.py at its smallest sizes on the CPU (and PoCL under make test-all):
+    every row made and checked, the JSON written, a missing device refused with status 2."""
+    if device == "opencl" and not os.environ.get("TACK_TEST_ALL"):
+        pytest.skip("coop.py on PoCL: make test-all (eight more PoCL programs)")
+    if device not in {d.split(":")[0] for d in tack.devices()}:
+        pytest.skip(f"no {device} device here")
+    out = tmp_path / "coop.json"
+    assert coop.main(["--device", device, "--small", "--rounds", "2", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert [r["name"] for r in res["rows"]] == ["matmul f32", "stencil f32", "block_sum f32", "100 launches"]
+    assert set(res["rows"][2]["ms"]) == {"exchanges", "shared tree"} and res["wrong"] == []
+    assert set(res["rows"][3]["ms"]) == {"eager", "graph"}
+    assert "every result checked against NumPy" in capsys.readouterr().out
+    assert coop.main(["--device", "cuda:99", "--small"]) == 2
+
