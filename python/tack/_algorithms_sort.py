@@ -248,9 +248,13 @@ def _digit_shifts(u, mode, c):
     every key shares moves nothing, so its pass is skipped."""
     n = u.shape[0]
     nb, bs = _blocks(n, u.device)
-    part = _empty((nb, 2), _npdtype(u.dtype), device=u.device)
-    _key_span(u, c, part, mode, bs)
-    ors, ands = (int(v) for v in part[0].numpy())  # one copy from a GPU
+    if _tiles_on(u.device):
+        from ._algorithms_sort_blocks import _key_span as _key_span_tiles
+        ors, ands = _key_span_tiles(u, c, mode)
+    else:
+        part = _empty((nb, 2), _npdtype(u.dtype), device=u.device)
+        _key_span(u, c, part, mode, bs)
+        ors, ands = (int(v) for v in part[0].numpy())
     varying = ors ^ ands
     return [s for s in range(0, 8 * u.dtype.itemsize, 8) if (varying >> s) & 255], nb, bs
 

@@ -1,4 +1,4 @@
-"""The radix sort's pass on a GPU: tiles of 2,048 keys sorted by their digit in a work-group's
+"""The radix sort's passes on a GPU: tiles of 2,048 keys sorted by their digit in a work-group's
 shared memory, written out in runs (issue 39).
 
 tack._algorithms_sort sorts by LSD radix passes of 8-bit digits, each pass a blocked count and a
@@ -10,7 +10,9 @@ device runs instead (OpenCL, CUDA, HIP, Level Zero, Metal), written from the lan
 cooperative blocks (tack.blocks, tack.shared, tack.barrier, tack.block_scan), so that one
 kernel serves every GPU backend and runs on the CPU and in debug mode too, where the tests
 compare it with NumPy.  The keys, their digits, the skipped bytes, the buffers and the order of
-the passes are the CPU path's (`_radix_sort_kv` and `sort` pick the pass); only the pass differs.
+the passes are the CPU path's (`_radix_sort_kv` and `sort` pick the pass); only the pass differs,
+and the first pass, the OR and AND of all keys that finds the bytes they share (`_key_span`
+here, from blocks too).
 
 One pass is one kernel of four blocks loops, each a launch phase:
 
@@ -51,8 +53,8 @@ gathers.  `perm` costs 4 bytes an element (a TILE-padded int32 array) and `count
 which would cost the splits again.  Two bits a round, their counts packed, take 4 scans where
 one bit a round took 8 scans and 8 block sums: 79 barriers a tile in the CUDA source instead
 of 203.  On a CPU the pass is slow -- the blocks' threads run as loops split at those barriers
--- so the CPU keeps `_radix_pass`; PoCL, an OpenCL device, takes this pass (docs/algorithms.md
-gives both's times there).  Left out: a fused look-back scan (one pass over the keys instead of
+-- so the CPU keeps `_radix_pass` (and the serial `_key_span`); PoCL, an OpenCL device, takes
+this pass (docs/algorithms.md gives both's times there).  Left out: a fused look-back scan (one pass over the keys instead of
 two), the shared tile's bank conflicts (a thread reads 8 consecutive entries), and any tuning on
 a GPU: none has run it yet.
 """
@@ -61,7 +63,7 @@ import numpy as np
 
 from ._algorithms_sort import _key, _key_consts
 from ._array import empty as _empty
-from ._core import i32, i64
+from ._core import i32, i64, u64
 from ._kernels import kernel
 from ._kernels_blocks import barrier, block_scan, block_sum, blocks, shared
 
@@ -204,6 +206,74 @@ def _radix_pass_blocks_kernel(values, jit=None, checks=False):
     return _radix_pass_blocks
 
 
+def _key_span_blocks_kernel(jit=None, checks=False):
+    """The first pass of a sort on a GPU, `_key_span`'s result from blocks: part[b] the OR and
+    the AND of tile b's keys (as u64), part[0] then the whole array's.  A block reads its tile
+    coalesced, each thread folding its 8 keys, and folds the threads' in a tree in shared
+    memory; one block then folds the tiles'.  (`_key_span` gives a GPU's work-item 4,096
+    consecutive keys, which neighbouring work-items read 16 KB apart.)"""
+
+    @kernel(checks=checks, jit=jit)
+    def _key_span_blocks(x, c, part, mode):
+        n = x.shape[0]
+        nt = part.shape[0]
+        for b, t in blocks(nt, BLOCK):
+            so = shared(BLOCK, u64)
+            sa = shared(BLOCK, u64)
+            top, ones, inf, mag, sh = _key_consts(c)
+            o = u64(0)
+            a = ~u64(0)
+            for j in range(PER):
+                i = b * TILE + j * BLOCK + t
+                if i < n:
+                    k = u64(_key(x[i], mode, top, ones, inf, mag, sh))
+                    o = o | k
+                    a = a & k
+            so[t] = o
+            sa[t] = a
+            barrier()
+            stride = BLOCK // 2
+            while stride > 0:
+                if t < stride:
+                    so[t] = so[t] | so[t + stride]
+                    sa[t] = sa[t] & sa[t + stride]
+                barrier()
+                stride //= 2
+            if t == 0:
+                part[b, 0] = so[0]
+                part[b, 1] = sa[0]
+        for g, t in blocks(1, BLOCK):
+            so = shared(BLOCK, u64)
+            sa = shared(BLOCK, u64)
+            o = u64(0)
+            a = ~u64(0)
+            for i in range(t, nt, BLOCK):
+                o = o | part[i, 0]
+                a = a & part[i, 1]
+            so[t] = o
+            sa[t] = a
+            barrier()
+            stride = BLOCK // 2
+            while stride > 0:
+                if t < stride:
+                    so[t] = so[t] | so[t + stride]
+                    sa[t] = sa[t] & sa[t + stride]
+                barrier()
+                stride //= 2
+            if t == 0:
+                part[0, 0] = so[0]
+                part[0, 1] = sa[0]
+    return _key_span_blocks
+
+
+def _key_span(u, c, mode):
+    """(OR, AND) of the keys of u's n >= 1 elements, as Python ints, by _key_span_blocks."""
+    part = _empty((max(1, -(-u.shape[0] // TILE)), 2), np.uint64, device=u.device)
+    _key_span_blocks(u, c, part, mode)
+    return tuple(int(v) for v in part[0].numpy())  # one copy from a GPU
+
+
+_key_span_blocks = _key_span_blocks_kernel()
 _radix_pass_blocks = _radix_pass_blocks_kernel(False)  # sort: the elements' bits, nothing beside them
 _radix_pass_blocks_kv = _radix_pass_blocks_kernel(True)  # argsort and sort by key
 

@@ -415,6 +415,7 @@ def every_source(target):
         (SB._radix_pass_blocks_kv, (z(4, np.uint64), z(4, i32), z(4, np.uint64), z(4, i64), z(5, np.uint64),
                                     z(SB.TILE, i32), z(SB.BLOCK, i64), tack.zeros((1, SB.BLOCK), i32), z(1, i64),
                                     1, 8, 1, 0)),
+        (SB._key_span_blocks, (z(4, np.uint16), z(5, np.uint16), tack.zeros((1, 2), np.uint64), 2)),
         (S._iota, (z(4, i64),)),
         (A._reduce_kernel(_argmax_pair), (z(4, i64), z(2, i64), 2)),
         (A._count_true, (z(4, np.bool_), z(3, i64), 2)),

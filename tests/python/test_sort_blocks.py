@@ -63,6 +63,7 @@ def test_the_pass_indexes_in_bounds(tiles, monkeypatch):
     # the sort's kernels have no index checks; built with them, every size and kind of pass runs
     monkeypatch.setattr(B, "_radix_pass_blocks", B._radix_pass_blocks_kernel(False, checks=True))
     monkeypatch.setattr(B, "_radix_pass_blocks_kv", B._radix_pass_blocks_kernel(True, checks=True))
+    monkeypatch.setattr(B, "_key_span_blocks", B._key_span_blocks_kernel(checks=True))
     for n in (1, 255, 2049, 5000):
         check(data(np.float32, n))
 
@@ -101,6 +102,8 @@ def test_the_pass_is_chosen_by_the_device(monkeypatch):
     ran = []
     monkeypatch.setattr(B._Passes, "run", lambda self, *a: ran.append(a[0]))
     monkeypatch.setattr(S._BlockedPasses, "run", lambda self, *a: ran.append("cpu"))
+    span = B._key_span
+    monkeypatch.setattr(B, "_key_span", lambda *a: ran.append("span") or span(*a))
     x = np.array([3, 1, 2], np.int32)
     tack.sort(x)
     tack.argsort(x)
@@ -109,13 +112,14 @@ def test_the_pass_is_chosen_by_the_device(monkeypatch):
         ran.clear()
         tack.sort(tack.array(x, device=OPENCL[0]))
         tack.argsort(tack.array(x, device=OPENCL[0]))
-        assert ran == [False, True]
+        assert ran == ["span", False, "span", True]
 
 
 def test_debug_mode_runs_the_tiles_pass(tiles, monkeypatch):
     # the kernels run as Python (jit=False), the same language: the same results
     monkeypatch.setattr(B, "_radix_pass_blocks", B._radix_pass_blocks_kernel(False, jit=False))
     monkeypatch.setattr(B, "_radix_pass_blocks_kv", B._radix_pass_blocks_kernel(True, jit=False))
+    monkeypatch.setattr(B, "_key_span_blocks", B._key_span_blocks_kernel(jit=False))
     assert isinstance(B._radix_pass_blocks, tack.PythonKernel)
     x = data(np.int8, 300)
     same_bits(tack.sort(x).numpy(), np.sort(x, kind="stable"))
@@ -157,7 +161,14 @@ def emulated_sort(x, target, values=None, wave=64, broken=None, kernel=None):
     kin = x.view(u.dtype.numpy)
     vin = np.zeros(n, np.int32) if values is None else values
     nt = max(1, -(-n // B.TILE))
-    for j, shift in enumerate(range(0, 8 * x.dtype.itemsize, 8)):
+    # the bytes that differ between keys, from the emulated _key_span_blocks
+    part = np.zeros((nt, 2), np.uint64)
+    args = [kin, c, part, mode]
+    assert _cuda_emulate.run(B._key_span_blocks.generated_source(*args, target=target), args, grid=2,
+                             wave=wave)[0] == 0
+    varying = int(part[0, 0]) ^ int(part[0, 1])
+    shifts = [s for s in range(0, 8 * x.dtype.itemsize, 8) if (varying >> s) & 255]
+    for j, shift in enumerate(shifts):
         kout, vout = np.zeros_like(kin), np.zeros_like(vin)
         args = [kin, vin, kout, vout, c, np.zeros(nt * B.TILE, np.int32), np.zeros(B.BLOCK * nt, np.int64),
                 np.zeros((nt, B.BLOCK), np.int32), np.zeros(-(-B.BLOCK * nt // B.TILE), np.int64), mode, shift,
@@ -176,6 +187,10 @@ def test_the_cuda_and_hip_sources_sort_when_emulated():
     k, idx = emulated_sort(x, "cuda")
     same_bits(k, x[order])
     np.testing.assert_array_equal(idx, order)
+    x = np.random.default_rng(3).integers(0, 200, 2100).astype(np.uint32) << 8  # one pass, the second byte's
+    vals = np.arange(2100, dtype=np.int64)
+    k, v = emulated_sort(x, "cuda", vals)
+    np.testing.assert_array_equal(v, np.argsort(x, kind="stable"))
     h = data(np.int16, 700)
     vals = np.arange(700, dtype=np.float64) * 0.25
     for wave in (64, 32):
