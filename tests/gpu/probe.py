@@ -18,13 +18,6 @@ bytes:
   the stencil ``base`` (a flat index divided per element) and ``split``
   (the 2-D index split once per thread and stepped, 32-bit).
 
-Then the sort (issue 39): ``tack.sort`` of 16M float32 by the pass of
-tiles in shared memory that every GPU now runs (tack._algorithms_sort_blocks)
-and by the pass of serial blocks it ran before (one work-item a 4,096
-elements, still the CPU's), beside ``cupy.sort`` and ``torch.sort`` (which
-returns the indices too) where they import, in ms a sort, each result checked
-once against NumPy's.
-
 Every hand-written kernel runs on the same grid as Tack's (one resident
 wave of 256-thread blocks), through the driver API on Tack's own context
 (the primary one), compiled by the NVRTC Tack uses.  The result is a table
@@ -253,70 +246,7 @@ def run(args):
             if not np.array_equal(out.numpy(), sten if kernel == "stencil2d" else want[kernel](y0)):
                 res["wrong"].append(name)
             by[v] = traffic(kernel, nbytes, side) / drv.time(call, args.reps) / 1e9
-    if args.sort_mi > 0:
-        res["sort"] = sort_figures(dev, args.sort_mi << 20, args.sort_reps)
-        res["wrong"] += [f"sort ({who})" for who in res["sort"]["wrong"]]
     return res
-
-
-def sort_figures(dev, n, reps, frameworks=True):
-    """ms per sort of n float32 on dev: tack.sort by the tiles' pass ("tack tiles") and by the
-    serial blocks' ("tack blocked"), and, with frameworks, cupy.sort and torch.sort on the
-    CUDA device where they import.  Returns {"n", "ms": {who: ms}, "wrong": [who, ...],
-    "skipped": {who: why}}; each result is compared once with np.sort's bits."""
-    import bench
-    import tack
-    from tack import _algorithms_sort as S
-
-    xh = np.random.default_rng(2).random(n, dtype=np.float32)
-    want = np.sort(xh)
-    out = {"n": n, "ms": {}, "wrong": [], "skipped": {}}
-    x = tack.array(xh, device=dev)
-    sync = lambda: tack.synchronize(dev)  # noqa: E731
-    was = S._TILES
-    try:
-        for who, tiles in (("tack tiles", True), ("tack blocked", False)):
-            S._TILES = tiles
-            if not np.array_equal(tack.sort(x).numpy().view(np.uint32), want.view(np.uint32)):
-                out["wrong"].append(who)
-            out["ms"][who] = 1e3 * bench.timed(lambda: tack.sort(x), sync, reps)
-    finally:
-        S._TILES = was
-    if not frameworks:
-        return out
-    try:
-        import cupy as cp
-
-        xc = cp.asarray(xh)
-        if not np.array_equal(cp.asnumpy(cp.sort(xc)), want):
-            out["wrong"].append("cupy")
-        out["ms"]["cupy"] = 1e3 * bench.timed(lambda: cp.sort(xc), cp.cuda.Device().synchronize, reps)
-    except ImportError as e:
-        out["skipped"]["cupy"] = str(e)
-    try:
-        import torch
-
-        xt = torch.from_numpy(xh).cuda()
-        if not np.array_equal(torch.sort(xt).values.cpu().numpy(), want):
-            out["wrong"].append("torch")
-        out["ms"]["torch"] = 1e3 * bench.timed(lambda: torch.sort(xt), torch.cuda.synchronize, reps)
-    except ImportError as e:
-        out["skipped"]["torch"] = str(e)
-    return out
-
-
-def sort_table(sort):
-    """The sort's figures as a table: ms a sort and sorted elements a second, and the
-    framework's time over the tiles' (above 1: the tiles' pass is faster)."""
-    rows = [f"sort of {sort['n']:,} float32",
-            f"{'who':14s} {'ms':>9s} {'Gelem/s':>8s} {'tiles/it':>9s}"]
-    base = sort["ms"].get("tack tiles")
-    for who, ms in sort["ms"].items():
-        ratio = f"{ms / base:9.2f}" if base else f"{'-':>9s}"
-        rows.append(f"{who:14s} {ms:9.3f} {sort['n'] / ms / 1e6:8.2f} {ratio}")
-    for who, why in sort["skipped"].items():
-        rows.append(f"{who:14s} not installed ({why})")
-    return "\n".join(rows)
 
 
 def drv_name(drv):
@@ -330,9 +260,6 @@ def main(argv=None):
     ap.add_argument("--mib", type=int, default=256, help="size of each array (MiB)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="also write the figures here")
-    ap.add_argument("--sort-mi", type=int, default=16, help="float32 elements of the sort, in units of 2**20 "
-                    "(0: no sort)")
-    ap.add_argument("--sort-reps", type=int, default=5)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(HERE))
     try:
@@ -343,9 +270,6 @@ def main(argv=None):
     print(f"{res['device']} (sm_{res['compute_capability']}), grid {res['grid'][0]} x {res['grid'][1]}, "
           f"{res['mib']} MiB arrays, {res['date']}")
     print(table(res))
-    if "sort" in res:
-        print()
-        print(sort_table(res["sort"]))
     if res["wrong"]:
         print(f"WRONG RESULTS: {', '.join(res['wrong'])}", file=sys.stderr)
     if args.json:
