@@ -54,9 +54,10 @@ which would cost the splits again.  Two bits a round, their counts packed, take 
 one bit a round took 8 scans and 8 block sums: 79 barriers a tile in the CUDA source instead
 of 203.  On a CPU the pass is slow -- the blocks' threads run as loops split at those barriers
 -- so the CPU keeps `_radix_pass` (and the serial `_key_span`); PoCL, an OpenCL device, takes
-this pass (docs/algorithms.md gives both's times there).  Left out: a fused look-back scan (one pass over the keys instead of
-two), the shared tile's bank conflicts (a thread reads 8 consecutive entries), and any tuning on
-a GPU: none has run it yet.
+this pass (docs/algorithms.md gives both's times there).  The shared tile is padded against
+bank conflicts (_pad), a GPU's cost that no GPU has measured: tests/gpu/bench.py times the pass
+with and without (`_PAD`).  Left out: a fused look-back scan (one pass over the keys instead of
+two), and any tuning on a GPU: none has run it yet.
 """
 
 import numpy as np
@@ -64,7 +65,7 @@ import numpy as np
 from ._algorithms_sort import _key, _key_consts
 from ._array import empty as _empty
 from ._core import i32, i64, u64
-from ._kernels import kernel
+from ._kernels import func, kernel
 from ._kernels_blocks import barrier, block_scan, block_sum, blocks, shared
 
 BLOCK = 256  # threads a block; also the number of digits, so thread d of a block handles digit d
@@ -72,12 +73,22 @@ PER = 8  # elements a thread
 TILE = BLOCK * PER  # elements a tile (< 65,536: the place in the tile takes the low 16 bits)
 
 
-def _radix_pass_blocks_kernel(values, jit=None, checks=False):
+@func
+def _pad(q, on):
+    # where entry q of a tile sits in shared memory: with `on` (a constant of the kernel), a
+    # word skipped every 32, so that the 32 threads of a warp reading their 8 consecutive
+    # entries each (q = 8t + j) meet 32 banks, not 4 (and the coalesced pattern q = 256j + t
+    # still meets 32)
+    return q + ((q >> 5) if on else 0)
+
+
+def _radix_pass_blocks_kernel(values, jit=None, checks=False, pad=True):
     """The pass of the module docstring; `values` as in `_radix_pass_kernel`
     (a Python bool, constant in the kernel): whether vin's values, or with
     iota != 0 the elements' indices, move beside the keys, and with keys_out
-    == 0 the keys stay unwritten (an argsort's last pass).  `jit` and
-    `checks` are tack.kernel's: the sort's kernels have no index checks (the
+    == 0 the keys stay unwritten (an argsort's last pass).  `pad` (also a
+    constant) spaces the shared tile's entries against bank conflicts (_pad;
+    off, for comparing on a GPU).  `jit` and `checks` are tack.kernel's: the sort's kernels have no index checks (the
     indices are made here, in bounds by construction), and the tests run
     them as Python (jit=False) and with the checks, which show that they
     are."""
@@ -88,7 +99,7 @@ def _radix_pass_blocks_kernel(values, jit=None, checks=False):
         nt = starts.shape[0]
         # 1. each tile sorted by digit in shared memory; its counts and runs' starts written out
         for b, t in blocks(nt, BLOCK):
-            s = shared((2, TILE), i32)
+            s = shared((2, TILE + TILE // 32), i32)  # a word of padding every 32 (_pad)
             st = shared(BLOCK, i32)
             en = shared(BLOCK, i32)
             four = shared(1, i64)  # the tile's four counts of a round
@@ -101,7 +112,7 @@ def _radix_pass_blocks_kernel(values, jit=None, checks=False):
                 d = i32(255)  # past the end: after every real element (the split is stable)
                 if lo + p < n:
                     d = i32((_key(kin[lo + p], mode, top, ones, inf, mag, sh) >> shift) & 255)
-                s[0, p] = (d << 16) | p
+                s[0, _pad(p, pad)] = (d << 16) | p
             barrier()
             for rnd in range(4):  # two bits of the digit a round
                 src = rnd % 2
@@ -111,7 +122,7 @@ def _radix_pass_blocks_kernel(values, jit=None, checks=False):
                 # is at most TILE = 2,048), so that one scan gives all four
                 z = i64(0)
                 for j in range(PER):
-                    z += i64(1) << (16 * ((s[src, t * PER + j] >> sh2) & 3))
+                    z += i64(1) << (16 * ((s[src, _pad(t * PER + j, pad)] >> sh2) & 3))
                 r = block_scan(z)
                 if t == BLOCK - 1:
                     four[0] = r
@@ -121,21 +132,21 @@ def _radix_pass_blocks_kernel(values, jit=None, checks=False):
                 # the smaller values' entries and this value's entries in the threads before it
                 o = r - z + ((a << 16) + (a << 32) + (a << 48))
                 for j in range(PER):
-                    v = s[src, t * PER + j]
+                    v = s[src, _pad(t * PER + j, pad)]
                     f = 16 * ((v >> sh2) & 3)
-                    s[dst, (o >> f) & 65535] = v
+                    s[dst, _pad((o >> f) & 65535, pad)] = v
                     o += i64(1) << f
                 barrier()
             for j in range(PER):
                 p = j * BLOCK + t
-                v = s[0, p]
+                v = s[0, _pad(p, pad)]
                 d = v >> 16
                 if p > 0:
-                    if (s[0, p - 1] >> 16) != d:
+                    if (s[0, _pad(p - 1, pad)] >> 16) != d:
                         st[d] = p
                 if p == TILE - 1:
                     en[d] = p + 1
-                elif (s[0, p + 1] >> 16) != d:
+                elif (s[0, _pad(p + 1, pad)] >> 16) != d:
                     en[d] = p + 1
                 perm[lo + p] = v
             barrier()
@@ -278,6 +289,18 @@ _radix_pass_blocks = _radix_pass_blocks_kernel(False)  # sort: the elements' bit
 _radix_pass_blocks_kv = _radix_pass_blocks_kernel(True)  # argsort and sort by key
 
 
+# whether the passes space the shared tile's entries (_pad): the default; tests/gpu/bench.py
+# times both on a GPU, where the bank conflicts are, and the tests run both
+_PAD = True
+_UNPADDED = []
+
+
+def _unpadded():
+    if not _UNPADDED:
+        _UNPADDED.extend(_radix_pass_blocks_kernel(v, pad=False) for v in (False, True))
+    return tuple(_UNPADDED)
+
+
 class _Passes:
     """The arrays the passes of one sort of n elements on `device` share
     (the tiles' sorted entries, the counts and the runs' starts, the
@@ -291,7 +314,7 @@ class _Passes:
         self.counts = _empty(BLOCK * nt, np.int64, device=device)
         self.starts = _empty((nt, BLOCK), np.int32, device=device)
         self.sums = _empty(-(-BLOCK * nt // TILE), np.int64, device=device)
-        self.kernels = kernels or (_radix_pass_blocks, _radix_pass_blocks_kv)
+        self.kernels = kernels or ((_radix_pass_blocks, _radix_pass_blocks_kv) if _PAD else _unpadded())
 
     def run(self, values, kin, vin, kout, vout, c, mode, shift, iota, keys_out):
         self.kernels[1 if values else 0](kin, vin, kout, vout, c, self.perm, self.counts, self.starts, self.sums,

@@ -154,28 +154,31 @@ def cupy_section(n, side):
 
 def sort_figures(dev, n, reps, frameworks=True):
     """ms per sort of n float32 on dev: tack.sort by the tiles' passes that every GPU runs
-    (tack._algorithms_sort_blocks; "tack tiles") and by the serial blocks' that GPUs ran
-    before and the CPU runs ("tack blocked"), and, with frameworks, cupy.sort and torch.sort
+    (tack._algorithms_sort_blocks; "tack tiles"), by the serial blocks' that GPUs ran before
+    and the CPU runs ("tack blocked"), and by the tiles' without the shared tile's padding
+    against bank conflicts ("tack unpadded", for comparing), and, with frameworks, cupy.sort and torch.sort
     (which returns the indices too) on their GPU where they import.  Returns {"n", "ms":
     {who: ms}, "wrong": [who, ...], "skipped": {who: why}, "failed": {who: why}}: a framework
     not installed is skipped, one that imports and fails has failed; each result is compared
     once with np.sort's bits."""
     from tack import _algorithms_sort as S
+    from tack import _algorithms_sort_blocks as B
 
     xh = np.random.default_rng(2).random(n, dtype=np.float32)
     want = np.sort(xh)
     out = {"n": n, "ms": {}, "wrong": [], "skipped": {}, "failed": {}}
     x = tack.array(xh, device=dev)
     sync = lambda: tack.synchronize(dev)  # noqa: E731
-    was = S._TILES
+    was = S._TILES, B._PAD
     try:
-        for who, tiles in (("tack tiles", True), ("tack blocked", False)):
-            S._TILES = tiles
+        for who, tiles, pad in (("tack tiles", True, True), ("tack blocked", False, True),
+                                ("tack unpadded", True, False)):
+            S._TILES, B._PAD = tiles, pad
             if not np.array_equal(tack.sort(x).numpy().view(np.uint32), want.view(np.uint32)):
                 out["wrong"].append(who)
             out["ms"][who] = 1e3 * timed(lambda: tack.sort(x), sync, reps)
     finally:
-        S._TILES = was
+        S._TILES, B._PAD = was
     if not frameworks:
         return out
     try:

@@ -453,9 +453,11 @@ def test_the_benchmarks_sort_runs_both_passes_and_tabulates_them():
     from tack import _algorithms_sort as S
 
     res = bench.sort_figures("cpu", 5000, 1, frameworks=False)
-    assert res["wrong"] == [] and sorted(res["ms"]) == ["tack blocked", "tack tiles"]
+    assert res["wrong"] == [] and sorted(res["ms"]) == ["tack blocked", "tack tiles", "tack unpadded"]
     assert all(ms > 0 for ms in res["ms"].values())
-    assert S._TILES is None  # put back
+    from tack import _algorithms_sort_blocks as B
+
+    assert S._TILES is None and B._PAD  # put back
     rows = bench.sort_table({"n": 1 << 24, "ms": {"tack tiles": 4.0, "cupy": 2.0}, "wrong": [],
                              "skipped": {"torch": "No module named 'torch'"},
                              "failed": {}}).splitlines()

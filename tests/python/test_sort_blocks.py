@@ -68,6 +68,15 @@ def test_the_pass_indexes_in_bounds(tiles, monkeypatch):
         check(data(np.float32, n))
 
 
+def test_the_tiles_unpadded(tiles, monkeypatch):
+    # the shared tile without its padding against bank conflicts (kept for timing on a GPU)
+    monkeypatch.setattr(B, "_PAD", False)
+    for dt in (np.float32, np.int16):
+        for n in (257, 2049, 5000):
+            check(data(dt, n))
+    assert all(k is not B._radix_pass_blocks for k in B._unpadded())
+
+
 def test_keys_that_share_digits_and_many_chunks_of_counts(tiles):
     # no pass (all keys equal), one pass (only the top byte differs), runs of equal keys longer
     # than a tile; then 2,051 tiles: 525,056 counts in 257 chunks of 2,048, so the chunks'
