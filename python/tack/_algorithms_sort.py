@@ -20,6 +20,11 @@ indices (int32 between the passes, int64 into the result; the first pass
 makes them, the last writes no keys), and `sort(keys, values)` moves the
 values instead of gathering them afterwards.
 
+A pass here is blocks of serial loops (`_radix_pass`), the CPU's; every other device runs the
+pass of tack._algorithms_sort_blocks instead, tiles sorted by digit in a work-group's shared
+memory, with the same keys, digits, buffers and results (`_passes` picks; `_TILES` forces
+either, for the tests).
+
 The sort is apart from tack._algorithms, which re-exports ``sort`` and ``argsort``, because it is
 the primitive with machinery of its own -- the key of an element's bits, the constants of each
 dtype, the span of the keys' digits, the pass kernels and the buffers they alternate between --
@@ -178,6 +183,39 @@ def _iota(out):
         out[i] = i
 
 
+class _BlockedPasses:
+    """The passes of one sort on the CPU: `_radix_pass`'s blocks (nb of bs
+    elements, from _blocks) and the counters they share."""
+
+    def __init__(self, nb, bs, device):
+        self.counts = _empty((nb, 256), np.int64, device=device)
+        self.totals = _empty(256, np.int64, device=device)
+        self.bs = bs
+
+    def run(self, values, kin, vin, kout, vout, c, mode, shift, iota, keys_out):
+        (_radix_pass_kv if values else _radix_pass)(kin, vin, kout, vout, c, self.counts, self.totals, mode, shift,
+                                                    self.bs, iota, keys_out)
+
+
+# which pass a sort runs: None, the tiles of tack._algorithms_sort_blocks on every device but the
+# CPU and the blocked serial pass above on the CPU; True or False, the tiles' pass or the blocked
+# one on every device (the tests' switch: the tiles' pass runs on the CPU and in debug mode too)
+_TILES = None
+
+
+def _tiles_on(device):
+    """Whether a sort on device runs the tiles' pass (every device but the CPU, unless _TILES says)."""
+    return _TILES if _TILES is not None else not device.startswith("cpu")
+
+
+def _passes(n, nb, bs, device):
+    """The pass a sort of n elements on device runs, with the arrays its passes share."""
+    if _tiles_on(device):
+        from ._algorithms_sort_blocks import _Passes
+        return _Passes(n, device)
+    return _BlockedPasses(nb, bs, device)
+
+
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _CONSTS = {}  # (dtype name, device) -> the constants _key reads
 
@@ -210,9 +248,13 @@ def _digit_shifts(u, mode, c):
     every key shares moves nothing, so its pass is skipped."""
     n = u.shape[0]
     nb, bs = _blocks(n, u.device)
-    part = _empty((nb, 2), _npdtype(u.dtype), device=u.device)
-    _key_span(u, c, part, mode, bs)
-    ors, ands = (int(v) for v in part[0].numpy())  # one copy from a GPU
+    if _tiles_on(u.device):
+        from ._algorithms_sort_blocks import _key_span as _key_span_tiles
+        ors, ands = _key_span_tiles(u, c, mode)
+    else:
+        part = _empty((nb, 2), _npdtype(u.dtype), device=u.device)
+        _key_span(u, c, part, mode, bs)
+        ors, ands = (int(v) for v in part[0].numpy())
     varying = ors ^ ands
     return [s for s in range(0, 8 * u.dtype.itemsize, 8) if (varying >> s) & 255], nb, bs
 
@@ -233,8 +275,7 @@ def _radix_sort_kv(a, values, keys_wanted):
             out = values.copy()
         return (a.copy() if keys_wanted else None), out
     npass = len(shifts)
-    counts = _empty((nb, 256), np.int64, device=dev)
-    totals = _empty(256, np.int64, device=dev)
+    passes = _passes(n, nb, bs, dev)
     # the keys of an argsort's last pass are not written
     kbufs = [_empty(n, _npdtype(u.dtype), device=dev) for _ in range(min(2, npass if keys_wanted else npass - 1))]
     if values is None:
@@ -252,8 +293,8 @@ def _radix_sort_kv(a, values, keys_wanted):
         last = j == npass - 1
         kout = kbufs[j % len(kbufs)] if kbufs else _empty(1, _npdtype(u.dtype), device=dev)
         vout = final if (last and final is not None) else vbufs[j % 2]
-        _radix_pass_kv(kin, vin, kout, vout, c, counts, totals, mode, shift, bs,
-                       1 if (j == 0 and values is None) else 0, 0 if (last and not keys_wanted) else 1)
+        passes.run(True, kin, vin, kout, vout, c, mode, shift,
+                   1 if (j == 0 and values is None) else 0, 0 if (last and not keys_wanted) else 1)
         kin, vin = kout, vout
     keys = kin._field_view(a.dtype, 0, (n,), (1,)) if keys_wanted else None
     return keys, vin
@@ -308,13 +349,12 @@ def sort(a, values=None):
     shifts, nb, bs = _digit_shifts(u, mode, c)
     if not shifts:
         return a.copy()
-    counts = _empty((nb, 256), np.int64, device=a.device)
-    totals = _empty(256, np.int64, device=a.device)
+    passes = _passes(n, nb, bs, a.device)
     bufs = [_empty(n, _npdtype(u.dtype), device=a.device) for _ in range(min(2, len(shifts)))]
     none = _empty(1, np.int64, device=a.device)  # the values' stand-in: _radix_pass reads none
     src = u
     for j, shift in enumerate(shifts):
         dst = bufs[j % 2]
-        _radix_pass(src, none, dst, none, c, counts, totals, mode, shift, bs, 0, 1)
+        passes.run(False, src, none, dst, none, c, mode, shift, 0, 1)
         src = dst
     return src._field_view(a.dtype, 0, (n,), (1,))

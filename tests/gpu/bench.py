@@ -9,9 +9,13 @@ through tack.copyto); target 85% of the copy for copy, scale and saxpy.  The
 launch overhead is the time per call of a kernel over a few elements, queued
 back to back, target under 5 microseconds.  The same operations run in
 PyTorch and CuPy when they import (their stencil is four slices added, as a
-user would write it).  Prints a table; with --json PATH also writes the
-numbers.  Exits non-zero when Tack's part fails, or a framework that imports
-fails; missing frameworks are reported and skipped.
+user would write it).  Then the sort (issue 39): ``tack.sort`` of 16M
+float32 by the passes of tiles in shared memory that every GPU now runs and
+by the serial blocks GPUs ran before, beside ``cupy.sort`` and
+``torch.sort``, in ms, each result checked once against NumPy's.  Prints
+tables; with --json PATH also writes the numbers.  Exits non-zero when
+Tack's part fails, or a framework that imports fails or sorts wrongly;
+missing frameworks are reported and skipped.
 """
 
 import argparse
@@ -148,6 +152,76 @@ def cupy_section(n, side):
             "launch": (lambda: small.__iadd__(1.0), sync)}
 
 
+def sort_figures(dev, n, reps, frameworks=True):
+    """ms per sort of n float32 on dev: tack.sort by the tiles' passes that every GPU runs
+    (tack._algorithms_sort_blocks; "tack tiles"), by the serial blocks' that GPUs ran before
+    and the CPU runs ("tack blocked"), and by the tiles' without the shared tile's padding
+    against bank conflicts ("tack unpadded", for comparing), and, with frameworks, cupy.sort and torch.sort
+    (which returns the indices too) on their GPU where they import.  Returns {"n", "ms":
+    {who: ms}, "wrong": [who, ...], "skipped": {who: why}, "failed": {who: why}}: a framework
+    not installed is skipped, one that imports and fails has failed; each result is compared
+    once with np.sort's bits."""
+    from tack import _algorithms_sort as S
+    from tack import _algorithms_sort_blocks as B
+
+    xh = np.random.default_rng(2).random(n, dtype=np.float32)
+    want = np.sort(xh)
+    out = {"n": n, "ms": {}, "wrong": [], "skipped": {}, "failed": {}}
+    x = tack.array(xh, device=dev)
+    sync = lambda: tack.synchronize(dev)  # noqa: E731
+    was = S._TILES, B._PAD
+    try:
+        for who, tiles, pad in (("tack tiles", True, True), ("tack blocked", False, True),
+                                ("tack unpadded", True, False)):
+            S._TILES, B._PAD = tiles, pad
+            if not np.array_equal(tack.sort(x).numpy().view(np.uint32), want.view(np.uint32)):
+                out["wrong"].append(who)
+            out["ms"][who] = 1e3 * timed(lambda: tack.sort(x), sync, reps)
+    finally:
+        S._TILES, B._PAD = was
+    if not frameworks:
+        return out
+    try:
+        import cupy as cp
+
+        xc = cp.asarray(xh)
+        if not np.array_equal(cp.asnumpy(cp.sort(xc)), want):
+            out["wrong"].append("cupy")
+        out["ms"]["cupy"] = 1e3 * timed(lambda: cp.sort(xc), cp.cuda.Device().synchronize, reps)
+    except ImportError as e:
+        out["skipped"]["cupy"] = str(e)
+    except Exception as e:  # noqa: BLE001 -- a framework that imports and fails fails the run
+        out["failed"]["cupy"] = f"{type(e).__name__}: {e}"
+    try:
+        import torch
+
+        xt = torch.from_numpy(xh).cuda()
+        if not np.array_equal(torch.sort(xt).values.cpu().numpy(), want):
+            out["wrong"].append("torch")
+        out["ms"]["torch"] = 1e3 * timed(lambda: torch.sort(xt), torch.cuda.synchronize, reps)
+    except ImportError as e:
+        out["skipped"]["torch"] = str(e)
+    except Exception as e:  # noqa: BLE001 -- as CuPy's
+        out["failed"]["torch"] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def sort_table(sort):
+    """The sort's figures as a table: ms a sort, sorted elements a second, and the time over
+    the tiles' passes' (below 1: faster than they are)."""
+    rows = [f"sort of {sort['n']:,} float32",
+            f"{'who':14s} {'ms':>9s} {'Gelem/s':>8s} {'x tiles':>9s}"]
+    base = sort["ms"].get("tack tiles")
+    for who, ms in sort["ms"].items():
+        ratio = f"{ms / base:9.2f}" if base else f"{'-':>9s}"
+        rows.append(f"{who:14s} {ms:9.3f} {sort['n'] / ms / 1e6:8.3f} {ratio}")
+    for who, why in sort["skipped"].items():
+        rows.append(f"{who:14s} not installed ({why})")
+    for who, why in sort.get("failed", {}).items():
+        rows.append(f"{who:14s} FAILED ({why})")
+    return "\n".join(rows)
+
+
 def measure(section, nbytes, side, res, who):
     traffic = {"copy": 2 * nbytes, "scale": 2 * nbytes, "saxpy": 3 * nbytes, "stencil2d": 2 * 4 * side * side}
     for name in ("copy", "scale", "saxpy", "stencil2d"):
@@ -162,6 +236,9 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--mib", type=int, default=256, help="size of each array")
     ap.add_argument("--json")
+    ap.add_argument("--sort-mi", type=int, default=16, help="float32 elements of the sort, in units of 2**20 "
+                    "(0: no sort)")
+    ap.add_argument("--sort-reps", type=int, default=5)
     args = ap.parse_args()
     n = args.mib * (1 << 20) // 4
     side = int(np.sqrt(n))
@@ -215,6 +292,18 @@ def main():
               f"launch overhead < 5 us {'met' if ok_launch else 'NOT met'}")
     else:
         ok = False
+    if args.sort_mi > 0:
+        try:
+            sort = sort_figures(args.device, args.sort_mi << 20, args.sort_reps)
+            res["sort"] = sort
+            print()
+            print(sort_table(sort))
+            if sort["wrong"]:
+                print(f"sort: WRONG RESULTS: {', '.join(sort['wrong'])}")
+            ok = ok and not sort["wrong"] and not sort["failed"]
+        except Exception as e:  # noqa: BLE001 -- a failing sort fails the run
+            print(f"sort: FAILED: {type(e).__name__}: {e}")
+            ok = False
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)

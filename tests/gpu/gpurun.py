@@ -31,7 +31,8 @@ machine without a GPU (tests/python/test_gpu_script.py):
    to install); the device's own tests; a memory fault in a child process,
    recording what the driver does (a ROCm memory fault kills the process:
    reported as the device lost, with what to do); the bandwidth and launch
-   benchmarks (tests/gpu/bench.py) and on NVIDIA the probe
+   benchmarks (tests/gpu/bench.py: bandwidth, launches, and tack.sort's two
+   passes beside CuPy's and PyTorch's sorts) and on NVIDIA the probe
    (tests/gpu/probe.py); the PyTorch exchange where PyTorch is installed;
    last the language suite on the device, every kernel call compared with
    the CPU's (tests/python/_opencl_diff.py with the device named), given
@@ -838,7 +839,7 @@ def run_all(args, gpu, plan, run, host_py):
         run.record("memory fault (child)", "ok" if verdict["ok"] else "FAILED", time.monotonic() - t0,
                    f"{verdict['outcome']}: {verdict['message']}", str(Path(run.out, "fault.json")))
         run.command("benchmarks", [py, str(ROOT / "tests" / "gpu" / "bench.py"), "--device", gpu.device,
-                                   "--json", str(run.out / "bench.json")], 150)
+                                   "--json", str(run.out / "bench.json")], 180)  # 30 s of it the sort's
         if gpu.vendor == "nvidia":
             run.command("probe", [py, str(ROOT / "tests" / "gpu" / "probe.py"), "--json",
                                   str(run.out / "probe.json")], 90)

@@ -393,6 +393,7 @@ def every_source(target):
     32-bit floats (Metal has no double) and the integer widths they use."""
     from tack import _algorithms as A
     from tack import _algorithms_sort as S
+    from tack import _algorithms_sort_blocks as SB
 
     def z(n, dt):
         return tack.zeros(n, dt)
@@ -409,6 +410,14 @@ def every_source(target):
                             z(256, i64), 2, 0, 2, 0, 0)),
         (S._radix_pass_kv, (z(4, np.uint64), z(4, f32), z(4, np.uint64), z(4, f32), z(5, np.uint64),
                             tack.zeros((2, 256), i64), z(256, i64), 1, 0, 2, 0, 1)),
+        (SB._radix_pass_blocks, (z(4, u32), z(1, i64), z(4, u32), z(1, i64), z(5, u32), z(SB.TILE, i32),
+                                 z(SB.BLOCK, i64), tack.zeros((1, SB.BLOCK), i32), z(1, i64), 2, 0, 0, 1)),
+        (SB._radix_pass_blocks_kv, (z(4, np.uint64), z(4, i32), z(4, np.uint64), z(4, i64), z(5, np.uint64),
+                                    z(SB.TILE, i32), z(SB.BLOCK, i64), tack.zeros((1, SB.BLOCK), i32), z(1, i64),
+                                    1, 8, 1, 0)),
+        (SB._unpadded()[0], (z(4, u32), z(1, i64), z(4, u32), z(1, i64), z(5, u32), z(SB.TILE, i32),
+                             z(SB.BLOCK, i64), tack.zeros((1, SB.BLOCK), i32), z(1, i64), 2, 0, 0, 1)),
+        (SB._key_span_blocks, (z(4, np.uint16), z(5, np.uint16), tack.zeros((1, 2), np.uint64), 2)),
         (S._iota, (z(4, i64),)),
         (A._reduce_kernel(_argmax_pair), (z(4, i64), z(2, i64), 2)),
         (A._count_true, (z(4, np.bool_), z(3, i64), 2)),

@@ -460,3 +460,27 @@ def test_the_cooperative_figures_script_runs_and_checks_its_results(device, tmp_
     assert "every result checked against NumPy" in capsys.readouterr().out
     assert coop.main(["--device", "cuda:99", "--small"]) == 2
 
+
+def test_the_benchmarks_sort_runs_both_passes_and_tabulates_them():
+    """The benchmark's sort section on the CPU (both of the sort's passes run anywhere): each is
+    NumPy's sort and timed; the table gives ms, elements a second and the ratio to the tiles."""
+    sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+    try:
+        import bench
+    finally:
+        sys.path.pop(0)
+    from tack import _algorithms_sort as S
+
+    res = bench.sort_figures("cpu", 5000, 1, frameworks=False)
+    assert res["wrong"] == [] and sorted(res["ms"]) == ["tack blocked", "tack tiles", "tack unpadded"]
+    assert all(ms > 0 for ms in res["ms"].values())
+    from tack import _algorithms_sort_blocks as B
+
+    assert S._TILES is None and B._PAD  # put back
+    rows = bench.sort_table({"n": 1 << 24, "ms": {"tack tiles": 4.0, "cupy": 2.0}, "wrong": [],
+                             "skipped": {"torch": "No module named 'torch'"},
+                             "failed": {}}).splitlines()
+    assert rows[0] == "sort of 16,777,216 float32"
+    assert rows[2].split() == ["tack", "tiles", "4.000", "4.194", "1.00"]
+    assert rows[3].split() == ["cupy", "2.000", "8.389", "0.50"]
+    assert rows[4].startswith("torch") and "not installed" in rows[4]
