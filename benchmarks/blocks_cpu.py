@@ -12,14 +12,22 @@ Each row prints the best of the rounds for the general layout, the fast one
 """
 import argparse
 import os
+import sys
 import time
+
+from pathlib import Path
 
 import numpy as np
 
 import tack
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
+# the language chapter's tiled product and its plain form, as the tests check them
+from _blocks_examples import matmul_plain as plain_matmul, matmul_tiled as tiled  # noqa: E402
+
+sys.path.pop(0)
+
 BS = 64
-T = 16
 
 
 def tree(x, out):
@@ -75,40 +83,6 @@ def plain_scan(x, y):
         for k in range(BS):
             acc += x[b * BS + k]
             y[b * BS + k] = acc
-
-
-def tiled(a, b, c):
-    n, k = a.shape
-    m = b.shape[1]
-    nbj = (m + T - 1) // T
-    nbi = (n + T - 1) // T
-    for blk, t in tack.blocks(nbi * nbj, T * T):
-        sa = tack.shared((T, T), tack.f32)
-        sb = tack.shared((T, T), tack.f32)
-        ty = t // T
-        tx = t % T
-        i = (blk // nbj) * T + ty
-        j = (blk % nbj) * T + tx
-        acc = 0.0
-        for k0 in range(0, k, T):
-            sa[ty, tx] = a[i, k0 + tx] if i < n and k0 + tx < k else 0.0
-            sb[ty, tx] = b[k0 + ty, j] if k0 + ty < k and j < m else 0.0
-            tack.barrier()
-            for kk in range(T):
-                acc += sa[ty, kk] * sb[kk, tx]
-            tack.barrier()
-        if i < n and j < m:
-            c[i, j] = acc
-
-
-def plain_matmul(a, b, c):
-    n, k = a.shape
-    m = b.shape[1]
-    for i, j in tack.ndrange(n, m):
-        acc = 0.0
-        for q in range(k):
-            acc += a[i, q] * b[q, j]
-        c[i, j] = acc
 
 
 def main():

@@ -40,21 +40,11 @@ import tack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 # the language chapter's tiled product and shared-memory stencil, as the tests check them
-from _blocks_examples import laplacian, matmul_tiled, stencil as stencil_tiled, stencil_plain  # noqa: E402
+from _blocks_examples import laplacian, matmul_plain, matmul_tiled, stencil as stencil_tiled, stencil_plain  # noqa: E402,E501
 
 sys.path.pop(0)
 
 BS = 256  # the block sum's block
-
-
-def matmul_plain(a, b, c):
-    n, k = a.shape
-    m = b.shape[1]
-    for i, j in tack.ndrange(n, m):
-        acc = 0.0
-        for q in range(k):
-            acc += a[i, q] * b[q, j]
-        c[i, j] = acc
 
 
 def block_sums(x, out):

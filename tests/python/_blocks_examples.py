@@ -1,8 +1,9 @@
 """Kernels written with tack.blocks that more than one file runs: the tiled matrix product and
 the shared-memory 5-point stencil of the language chapter ("Blocks and sub-groups"), with the
-plain stencil and NumPy's Laplacian to check them.  test_blocks.py tests them against NumPy on
+plain product and stencil (one thread an element) and NumPy's Laplacian to check them.  test_blocks.py tests them against NumPy on
 the CPU, in debug mode and on PoCL; test_blocks_fast.py and test_cuda_blocks_emulated.py reuse
-them through test_blocks; tests/gpu/coop.py times them on a GPU.  No pytest here, so that the
+them through test_blocks; tests/gpu/coop.py times them on a GPU and benchmarks/blocks_cpu.py on
+the CPU.  No pytest here, so that the
 GPU script imports them on a machine that has only Tack and NumPy."""
 
 import numpy as np
@@ -34,6 +35,16 @@ def matmul_tiled(a, b, c):
             tack.barrier()
         if i < n and j < m:
             c[i, j] = acc
+
+
+def matmul_plain(a, b, c):
+    n, k = a.shape
+    m = b.shape[1]
+    for i, j in tack.ndrange(n, m):
+        acc = 0.0
+        for q in range(k):
+            acc += a[i, q] * b[q, j]
+        c[i, j] = acc
 
 
 TS = 16
