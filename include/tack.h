@@ -193,6 +193,11 @@ TACK_API uint64_t tack_device_memory(const tack_device *d);
 /* Number of worker threads the device uses (CPU: those of its next launch, the
  * num_threads setting or the usable cores). */
 TACK_API int tack_device_threads(const tack_device *d);
+/* 1 when the device's work runs on the host CPU's cores -- the CPU itself, or an
+ * OpenCL device whose type is CPU (PoCL) -- so that an algorithm can choose the
+ * form that suits cores (a few long serial loops) over the form that suits a
+ * GPU (many cooperating threads); 0 for a GPU or another accelerator. */
+TACK_API int tack_device_on_host_cores(const tack_device *d);
 /* A Level Zero device's driver, context and device handles (ze_driver_handle_t,
  * ze_context_handle_t, ze_device_handle_t), for a library that is to allocate in the
  * context Tack uses; TACK_ERR_VALUE for a device of another kind. */

@@ -197,15 +197,23 @@ class _BlockedPasses:
                                                     self.bs, iota, keys_out)
 
 
-# which pass a sort runs: None, the tiles of tack._algorithms_sort_blocks on every device but the
-# CPU and the blocked serial pass above on the CPU; True or False, the tiles' pass or the blocked
-# one on every device (the tests' switch: the tiles' pass runs on the CPU and in debug mode too)
+# which pass a sort runs: None, the tiles of tack._algorithms_sort_blocks on a GPU and the blocked
+# serial pass above on a device whose work runs on the host's cores (the CPU, and an OpenCL
+# device of type CPU such as PoCL); True or False, the tiles' pass or the blocked one on every
+# device (the tests' switch: the tiles' pass runs on the CPU, on PoCL and in debug mode too)
 _TILES = None
+_ON_CORES = {}  # device name -> whether its work runs on the host's cores (the runtime says)
 
 
 def _tiles_on(device):
-    """Whether a sort on device runs the tiles' pass (every device but the CPU, unless _TILES says)."""
-    return _TILES if _TILES is not None else not device.startswith("cpu")
+    """Whether a sort on device runs the tiles' pass: on a GPU, not on the host's cores (the CPU,
+    PoCL), unless _TILES says."""
+    if _TILES is not None:
+        return _TILES
+    on_cores = _ON_CORES.get(device)
+    if on_cores is None:
+        on_cores = _ON_CORES[device] = _core._device_info(device)[4]
+    return not on_cores
 
 
 def _passes(n, nb, bs, device):

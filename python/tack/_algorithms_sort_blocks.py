@@ -53,8 +53,9 @@ gathers.  `perm` costs 4 bytes an element (a TILE-padded int32 array) and `count
 which would cost the splits again.  Two bits a round, their counts packed, take 4 scans where
 one bit a round took 8 scans and 8 block sums: 79 barriers a tile in the CUDA source instead
 of 203.  On a CPU the pass is slow -- the blocks' threads run as loops split at those barriers
--- so the CPU keeps `_radix_pass` (and the serial `_key_span`); PoCL, an OpenCL device, takes
-this pass (docs/algorithms.md gives both's times there).  The shared tile is padded against
+-- so a device whose work runs on the host's cores (the CPU, and PoCL: the runtime's
+tack_device_on_host_cores) keeps `_radix_pass` and the serial `_key_span`; the tests run this
+pass on PoCL and the CPU by forcing it (docs/algorithms.md gives both's times on PoCL).  The shared tile is padded against
 bank conflicts (_pad), a GPU's cost that no GPU has measured: tests/gpu/bench.py times the pass
 with and without (`_PAD`).  Left out: a fused look-back scan (one pass over the keys instead of
 two), and any tuning on a GPU: none has run it yet.

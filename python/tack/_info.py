@@ -43,9 +43,9 @@ def _devices():
         kind, _, index = name.partition(":")
         entry = {"name": name, "kind": kind, "index": int(index or 0)}
         try:
-            description, dialect, units, memory = _core._device_info(name)
+            description, dialect, units, memory, on_cores = _core._device_info(name)
             # the CPU's count is the threads a launch runs on; a GPU's, its compute units (SMs, CUs)
-            entry.update(description=description, dialect=dialect, memory=memory or None,
+            entry.update(description=description, dialect=dialect, memory=memory or None, host_cores=on_cores,
                          **{"threads" if kind == "cpu" else "compute_units": units})
         except Exception as exc:  # a device that fails its query is still listed, with why
             entry["error"] = _error_text(exc)

@@ -382,8 +382,8 @@ static PyObject *py_device_info(PyObject *m, PyObject *arg) {
     if (!name) return NULL;
     tack_device *d = NULL;
     if (tack_device_get(name, &d) != TACK_OK) return tpy_raise();
-    return Py_BuildValue("(ssiK)", tack_device_description(d), tack_device_dialect(d), tack_device_threads(d),
-                         (unsigned long long)tack_device_memory(d));
+    return Py_BuildValue("(ssiKN)", tack_device_description(d), tack_device_dialect(d), tack_device_threads(d),
+                         (unsigned long long)tack_device_memory(d), PyBool_FromLong(tack_device_on_host_cores(d)));
 }
 
 /* (found, library path or why not, version) of "nvrtc", "hiprtc" or "ocloc" */
@@ -448,7 +448,8 @@ static PyMethodDef module_methods[] = {
     {"_backend_status", py_backend_status, METH_NOARGS,
      "_backend_status() -> [(family, devices here, why none)] for every device family Tack knows"},
     {"_device_info", py_device_info, METH_O,
-     "_device_info(name) -> (description, dialect, threads (CPU) or compute units (a GPU), memory in bytes or 0)"},
+     "_device_info(name) -> (description, dialect, threads (CPU) or compute units (a GPU), memory in bytes or 0, "
+     "whether its work runs on the host CPU's cores)"},
     {"_toolchain", py_toolchain, METH_O,
      "_toolchain('nvrtc'|'hiprtc'|'ocloc') -> (found, the library's path or why not, version)"},
     {"_cpu_compiler", py_cpu_compiler, METH_NOARGS,

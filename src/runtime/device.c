@@ -234,6 +234,8 @@ const char *tack_device_dialect(const tack_device *d) { return d->backend->diale
 const char *tack_device_description(const tack_device *d) { return d->description; }
 uint64_t tack_device_memory(const tack_device *d) { return d->memory; }
 int tack_device_index(const tack_device *d) { return d->index; }
+/* The CPU backend, or a device whose backend found it is the host's cores (PoCL). */
+int tack_device_on_host_cores(const tack_device *d) { return d->backend->type == TACK_DEVICE_CPU || d->host_cores; }
 /* The CPU's: the threads its next launch runs on (pool.c: the num_threads
  * setting, or the usable cores). */
 int tack_device_threads(const tack_device *d) { return d->backend->type == TACK_DEVICE_CPU ? pool_threads() : d->threads; }

@@ -94,6 +94,8 @@ struct tack_device {
     int threads;   /* CPU: pool size; a GPU: its compute units (SMs, CUs) */
     uint64_t memory; /* set by init_device: bytes of memory, for reports; 0 when the backend does not say */
     int host_memory; /* set by init_device: its arrays are host-accessible memory (DLPack: kDLCPU) */
+    int host_cores;  /* set by init_device: its work runs on the host CPU's cores (an OpenCL device of
+                        type CPU, such as PoCL); the CPU backend's always does (tack_device_on_host_cores) */
     int opaque_data; /* set by init_device: an array's data pointer is a handle (OpenCL cl_mem buffers),
                         so arrays of two storages never share memory whatever the numbers say */
     void *state;   /* backend-owned */

@@ -354,6 +354,7 @@ static void run(void) {
     CHECK(strcmp(tack_device_dialect(g), "cuda") == 0);
     if (!g) return;
     CHECK(tack_device_threads(g) == 4); /* the fake's SM count */
+    CHECK(tack_device_on_host_cores(g) == 0); /* a GPU */
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     CHECK(lib != NULL);
     if (!lib) return;

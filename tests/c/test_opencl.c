@@ -139,6 +139,9 @@ static void test_devices(tack_device *g) {
     CHECK(tack_device_kind(g) == TACK_DEVICE_OPENCL && TACK_DEVICE_OPENCL == 4);
     CHECK(strcmp(tack_device_dialect(g), "opencl") == 0);
     CHECK(tack_device_index(g) == 0 && tack_device_threads(g) >= 1);
+    /* PoCL's device is the host CPU's cores; a GPU's OpenCL device would say 0 */
+    CHECK(tack_device_on_host_cores(g) == ((const ocl_dev *)g->state)->lazy_binary);
+    if (strstr(tack_device_description(g), "Portable Computing Language")) CHECK(tack_device_on_host_cores(g) == 1);
     CHECK(tack_device_get("opencl:0", &x) == TACK_OK && x == g);
     CHECK(tack_device_from_type(TACK_DEVICE_OPENCL, 0, &x) == TACK_OK && x == g);
     CHECK(tack_device_get("opencl:31", &x) == TACK_ERR_DEVICE && strstr(tack_last_error(), "'opencl:31'"));

@@ -50,6 +50,7 @@ static void test_devices(void)
     CHECK(tack_device_kind(cpu) == TACK_DEVICE_CPU);
     CHECK(strcmp(tack_device_dialect(cpu), "c") == 0); /* the backend names its dialect */
     CHECK(tack_device_threads(cpu) >= 1);
+    CHECK(tack_device_on_host_cores(cpu) == 1);
     CHECK(tack_devices(list, 8) >= 1 && list[0] == cpu);
     CHECK(tack_device_get("tpu", &cpu) == TACK_ERR_VALUE);
     CHECK(strstr(tack_last_error(), "'tpu'") != NULL);

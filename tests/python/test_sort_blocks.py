@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import tack
+from tack import _core
 from tack import _algorithms_sort as S
 from tack import _algorithms_sort_blocks as B
 
@@ -100,8 +101,13 @@ def test_bfloat16_on_the_tiles_pass(tiles):
 
 
 def test_the_pass_is_chosen_by_the_device(monkeypatch):
+    # the runtime says whether a device's work runs on the host's cores (the CPU, PoCL): those
+    # keep the blocked serial pass, a GPU takes the tiles'
     assert not S._tiles_on("cpu")
-    for dev in ("opencl:0", "cuda:0", "hip:0", "level_zero:0", "metal:0"):
+    for dev in OPENCL:  # PoCL here: an OpenCL device of type CPU
+        assert _core._device_info(dev)[4] is True and not S._tiles_on(dev)
+    monkeypatch.setattr(S, "_ON_CORES", {"cuda:0": False, "hip:0": False, "level_zero:0": False, "metal:0": False})
+    for dev in ("cuda:0", "hip:0", "level_zero:0", "metal:0"):
         assert S._tiles_on(dev)
     monkeypatch.setattr(S, "_TILES", True)
     assert S._tiles_on("cpu")
@@ -119,6 +125,11 @@ def test_the_pass_is_chosen_by_the_device(monkeypatch):
     assert ran == ["cpu"] * 2  # one pass each: only the low byte differs
     if OPENCL:
         ran.clear()
+        monkeypatch.setattr(S, "_ON_CORES", {})  # PoCL as the runtime reports it: the host's cores
+        tack.sort(tack.array(x, device=OPENCL[0]))
+        assert ran == ["cpu"]
+        ran.clear()
+        monkeypatch.setattr(S, "_ON_CORES", {OPENCL[0]: False})  # as if it were a GPU
         tack.sort(tack.array(x, device=OPENCL[0]))
         tack.argsort(tack.array(x, device=OPENCL[0]))
         assert ran == ["span", False, "span", True]
@@ -139,9 +150,10 @@ def test_debug_mode_runs_the_tiles_pass(tiles, monkeypatch):
 
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
-def test_on_opencl():
-    # the pass every sort on an OpenCL device takes; the default run compiles the two pass kernels
-    # for float32 keys (sort, argsort); TACK_TEST_ALL every dtype and sort by key
+def test_on_opencl(tiles):
+    # the pass every sort on an OpenCL GPU takes, run by PoCL (which, a CPU, is given the blocked
+    # pass unless told); the default run compiles the two pass kernels for float32 keys (sort,
+    # argsort); TACK_TEST_ALL every dtype and sort by key
     dev = OPENCL[0]
     for n in (0, 1, 257, 2049, 5000):
         x = data(np.float32, n)

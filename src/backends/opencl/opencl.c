@@ -303,6 +303,7 @@ static tack_status ocl_init_device(tack_device *d) {
     c->lazy_binary = api.clGetDeviceInfo(c->dev, TACK_CL_DEVICE_TYPE, sizeof type, &type, NULL) == TACK_CL_SUCCESS &&
                      (type & TACK_CL_DEVICE_TYPE_CPU);
     c->build_options = build_options(c->dev);
+    d->host_cores = c->lazy_binary; /* a CPU device: tack_device_on_host_cores */
     d->threads = (int)c->units;
     cl_ulong mem = 0;
     if (api.clGetDeviceInfo(c->dev, TACK_CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL) == TACK_CL_SUCCESS)
