@@ -94,10 +94,8 @@ tack_array *tpy_ndarray_fast(tpy_state *st, PyObject *obj) {
     const np_head *h = (const np_head *)obj;
     if (st->nd_fast != 1 || !qualifies(h))
         return NULL;
-    int k = 0;
-    while (k < st->nd_ndescr && st->nd_descr[k] != h->descr)
-        k++;
-    if (k == st->nd_ndescr)
+    int k = tpy_ids_find(&st->nd_descrs, h->descr);
+    if (k < 0)
         return NULL;
     int64_t shape[TACK_MAX_NDIM];
     for (int i = 0; i < h->nd; i++)
@@ -106,7 +104,7 @@ tack_array *tpy_ndarray_fast(tpy_state *st, PyObject *obj) {
     Py_INCREF(obj); /* released with the storage (tpy_release_object) */
     if (st->nd_nspare > 0) {
         arr = st->nd_spare[--st->nd_nspare]; /* off the list: this call's alone */
-        if (tack_array_rewrap(arr, NULL, st->nd_dtype[k], h->nd, shape, h->data, 1, tpy_release_object, obj) !=
+        if (tack_array_rewrap(arr, NULL, st->nd_descrs.dt[k], h->nd, shape, h->data, 1, tpy_release_object, obj) !=
             TACK_OK) {
             tack_array_release(arr); /* emptied: it holds nothing */
             tpy_raise();             /* the rewrap released obj */
@@ -114,7 +112,7 @@ tack_array *tpy_ndarray_fast(tpy_state *st, PyObject *obj) {
         }
         return arr;
     }
-    if (tack_array_wrap(NULL, st->nd_dtype[k], h->nd, shape, h->data, 1, tpy_release_object, obj, &arr) != TACK_OK) {
+    if (tack_array_wrap(NULL, st->nd_descrs.dt[k], h->nd, shape, h->data, 1, tpy_release_object, obj, &arr) != TACK_OK) {
         tpy_raise(); /* the wrap released obj */
         return NULL;
     }
@@ -196,13 +194,8 @@ void tpy_ndarray_learn(tpy_state *st, PyObject *obj, const tack_array *arr) {
         return;
     }
     st->nd_fast = 1;
-    for (int k = 0; k < st->nd_ndescr; k++)
-        if (st->nd_descr[k] == h->descr)
-            return;
-    if (st->nd_ndescr == TPY_NDARRAY_DTYPES)
-        return; /* the rest go the buffer protocol's way */
-    st->nd_descr[st->nd_ndescr] = Py_NewRef(h->descr);
-    st->nd_dtype[st->nd_ndescr++] = tack_array_dtype(arr);
+    if (tpy_ids_find(&st->nd_descrs, h->descr) < 0) /* past TPY_NDARRAY_DTYPES, the buffer protocol's way */
+        tpy_ids_add(&st->nd_descrs, TPY_NDARRAY_DTYPES, h->descr, tack_array_dtype(arr));
 }
 
 /* _core._ndarray_path([state]): (state, the Tack dtype names of the dtype objects known) --
@@ -218,16 +211,14 @@ PyObject *tpy_ndarray_path(PyObject *m, PyObject *args) {
             PyErr_Format(PyExc_ValueError, "_ndarray_path(state): state is 0 or -1, not %d", set);
             return NULL;
         }
-        for (int k = 0; k < st->nd_ndescr; k++)
-            Py_CLEAR(st->nd_descr[k]);
-        st->nd_ndescr = 0;
+        tpy_ids_clear(&st->nd_descrs);
         st->nd_fast = set;
     }
-    PyObject *names = PyTuple_New(st->nd_ndescr);
+    PyObject *names = PyTuple_New(st->nd_descrs.n);
     if (!names)
         return NULL;
-    for (int k = 0; k < st->nd_ndescr; k++) {
-        PyObject *s = PyUnicode_FromString(tack_dtype_get(st->nd_dtype[k])->name);
+    for (int k = 0; k < st->nd_descrs.n; k++) {
+        PyObject *s = PyUnicode_FromString(tack_dtype_get(st->nd_descrs.dt[k])->name);
         if (!s) {
             Py_DECREF(names);
             return NULL;

@@ -331,19 +331,30 @@ int tpy_dtype_exec(PyObject *m, tpy_state *st) {
  * numpy.generic (a user object with a .dtype attribute is asked every
  * time) -- by identity, a reference each, at most TPY_DTYPE_OBJECTS; later
  * ones are converted as before. */
-static int dtype_remembered(tpy_state *st, PyObject *obj, tack_dtype *out) {
-    for (int k = 0; k < st->dt_n; k++)
-        if (st->dt_obj[k] == obj) {
-            *out = st->dt_val[k];
-            return 1;
-        }
+int tpy_ids_add(tpy_ids *t, int most, PyObject *obj, tack_dtype dt) {
+    if (t->n >= most || t->n >= TPY_IDS_MOST)
+        return 0;
+    t->obj[t->n] = Py_NewRef(obj);
+    t->dt[t->n++] = dt;
+    return 1;
+}
+
+int tpy_ids_traverse(tpy_ids *t, visitproc visit, void *arg) {
+    for (int k = 0; k < t->n; k++)
+        Py_VISIT(t->obj[k]);
     return 0;
+}
+
+void tpy_ids_clear(tpy_ids *t) {
+    for (int k = 0; k < t->n; k++)
+        Py_CLEAR(t->obj[k]);
+    t->n = 0;
 }
 
 static void dtype_remember(tpy_state *st, PyObject *np, PyObject *obj, tack_dtype dt) {
     PyObject *cls;
     int keep = 0;
-    if (st->dt_n == TPY_DTYPE_OBJECTS)
+    if (st->dtype_objects.n >= TPY_DTYPE_OBJECTS)
         return;
     if (PyType_Check(obj))
         cls = PyObject_GetAttrString(np, "generic");
@@ -354,10 +365,8 @@ static void dtype_remember(tpy_state *st, PyObject *np, PyObject *obj, tack_dtyp
                                  : PyObject_TypeCheck(obj, (PyTypeObject *)cls);
     Py_XDECREF(cls);
     PyErr_Clear(); /* a NumPy without these names: nothing kept */
-    if (keep) {
-        st->dt_obj[st->dt_n] = Py_NewRef(obj);
-        st->dt_val[st->dt_n++] = dt;
-    }
+    if (keep)
+        tpy_ids_add(&st->dtype_objects, TPY_DTYPE_OBJECTS, obj, dt);
 }
 
 int tpy_dtype_from_object(tpy_state *st, PyObject *obj, tack_dtype *out) {
@@ -367,8 +376,11 @@ int tpy_dtype_from_object(tpy_state *st, PyObject *obj, tack_dtype *out) {
         *out = ((TackDTypeObject *)obj)->id;
         return 0;
     }
-    if (dtype_remembered(st, obj, out))
+    int k = tpy_ids_find(&st->dtype_objects, obj);
+    if (k >= 0) {
+        *out = st->dtype_objects.dt[k];
         return 0;
+    }
     if (PyUnicode_Check(obj)) {
         const char *s = PyUnicode_AsUTF8(obj);
         if (!s)

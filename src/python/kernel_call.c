@@ -266,23 +266,19 @@ static int reraise_for_param(KernelObject *k, Py_ssize_t i) {
  * never kept. */
 static int scalar_dtype(tpy_state *st, PyObject *obj, tack_dtype *dt) {
     PyTypeObject *tp = Py_TYPE(obj);
-    int j = 0;
-    for (; j < TPY_SCALAR_TYPES && st->scalar_types[j]; j++)
-        if (st->scalar_types[j] == tp) {
-            *dt = st->scalar_dtypes[j];
-            return 0;
-        }
+    int j = tpy_ids_find(&st->scalar_types, tp);
+    if (j >= 0) {
+        *dt = st->scalar_types.dt[j];
+        return 0;
+    }
     PyObject *dtype = PyObject_GetAttrString(obj, "dtype");
     int r = dtype ? tpy_dtype_from_object(st, dtype, dt) : -1;
     Py_XDECREF(dtype);
     if (r < 0)
         return -1;
     const tack_dtype_info *info = tack_dtype_get(*dt);
-    if (j < TPY_SCALAR_TYPES && info->rows == 1 && info->cols == 1 && strcmp(tp->tp_name, "numpy.void") != 0) {
-        Py_INCREF(tp); /* the state's reference (module.c clears it) */
-        st->scalar_types[j] = tp;
-        st->scalar_dtypes[j] = *dt;
-    }
+    if (info->rows == 1 && info->cols == 1 && strcmp(tp->tp_name, "numpy.void") != 0)
+        tpy_ids_add(&st->scalar_types, TPY_SCALAR_TYPES, (PyObject *)tp, *dt);
     return 0;
 }
 

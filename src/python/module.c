@@ -544,16 +544,15 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->tape);
     Py_VISIT(st->numpy);
     Py_VISIT(st->ndarray);
-    for (int i = 0; i < TPY_SCALAR_TYPES; i++)
-        Py_VISIT(st->scalar_types[i]);
-    for (int i = 0; i < st->nd_ndescr; i++)
-        Py_VISIT(st->nd_descr[i]);
+    int r;
+    if ((r = tpy_ids_traverse(&st->scalar_types, visit, arg)) || (r = tpy_ids_traverse(&st->nd_descrs, visit, arg)))
+        return r;
     Py_VISIT(st->dlpack_strs);
     Py_VISIT(st->getsignal);
     Py_VISIT(st->default_int_handler);
     Py_VISIT(st->sigint);
-    for (int i = 0; i < st->dt_n; i++)
-        Py_VISIT(st->dt_obj[i]);
+    if ((r = tpy_ids_traverse(&st->dtype_objects, visit, arg)))
+        return r;
     return tpy_kernel_traverse(st, visit, arg);
 }
 
@@ -578,19 +577,14 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->tape);
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->ndarray);
-    for (int i = 0; i < TPY_SCALAR_TYPES; i++)
-        Py_CLEAR(st->scalar_types[i]);
-    for (int i = 0; i < st->nd_ndescr; i++)
-        Py_CLEAR(st->nd_descr[i]);
-    st->nd_ndescr = 0;
+    tpy_ids_clear(&st->scalar_types);
+    tpy_ids_clear(&st->nd_descrs);
     tpy_ndarray_spares_clear(st);
     Py_CLEAR(st->dlpack_strs);
     Py_CLEAR(st->getsignal);
     Py_CLEAR(st->default_int_handler);
     Py_CLEAR(st->sigint);
-    for (int i = 0; i < st->dt_n; i++)
-        Py_CLEAR(st->dt_obj[i]);
-    st->dt_n = 0;
+    tpy_ids_clear(&st->dtype_objects);
     tpy_kernel_clear(st);
     return 0;
 }

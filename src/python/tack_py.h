@@ -30,6 +30,17 @@
  * np.dtype("int64"), ...) tack.dtype() remembers, compared by identity */
 #define TPY_DTYPE_OBJECTS 16
 #define TPY_NDARRAY_DTYPES 16 /* array_ndarray.c: NumPy dtype objects known to the launch's fast path */
+
+/* Python objects compared by identity, each with the Tack dtype it stands for, a reference each
+ * (the module state's): the module keeps three -- the NumPy scalar types met as kernel arguments,
+ * the dtype objects the buffer protocol mapped and those tack.dtype() converted -- so that NumPy
+ * is asked once.  A few entries, so a lookup compares pointers in order (dtype.c). */
+#define TPY_IDS_MOST 32
+typedef struct {
+    int n;
+    PyObject *obj[TPY_IDS_MOST];
+    tack_dtype dt[TPY_IDS_MOST];
+} tpy_ids;
 /* array_ndarray.c: the emptied array handles kept for the next NumPy array arguments (none in a
  * free-threaded build, where the module state's list would need a lock) */
 #ifdef Py_GIL_DISABLED
@@ -74,15 +85,12 @@ typedef struct {
     PyTypeObject *ndarray;              /* numpy.ndarray, learnt from the first kernel argument of
                                            that type (tpy_learn_ndarray): the launch's fast path for
                                            exact NumPy arrays compares types with it */
-    PyTypeObject *scalar_types[TPY_SCALAR_TYPES]; /* kernel_call.c: the NumPy scalar types met as kernel
+    tpy_ids scalar_types;               /* kernel_call.c: the NumPy scalar types met as kernel
                                            arguments (np.float32, ...), each with the one dtype all its
                                            values have, so that the launch does not ask NumPy again */
-    tack_dtype scalar_dtypes[TPY_SCALAR_TYPES];
     int nd_fast;                        /* array_ndarray.c: -1 not yet checked, 1 NumPy arrays read
                                            directly, 0 through the buffer protocol only */
-    int nd_ndescr;                      /* the NumPy dtype objects the buffer protocol mapped to a */
-    PyObject *nd_descr[TPY_NDARRAY_DTYPES]; /* Tack dtype (a reference each), with their dtypes */
-    tack_dtype nd_dtype[TPY_NDARRAY_DTYPES];
+    tpy_ids nd_descrs;                  /* the NumPy dtype objects the buffer protocol mapped */
     tack_array *nd_spare[TPY_NDARRAY_SPARES + 1]; /* array_ndarray.c: handles emptied by tack_array_recycle
                                            after a call, refilled for the next call's NumPy arrays */
     int nd_nspare;                      /* how many nd_spare holds */
@@ -92,9 +100,7 @@ typedef struct {
     PyObject *getsignal;                /* interrupt.c: _signal.getsignal, */
     PyObject *default_int_handler;      /* _signal.default_int_handler */
     PyObject *sigint;                   /* and the int SIGINT, asked at every main-thread launch */
-    int dt_n;                           /* dtype.c: NumPy dtype objects and scalar types already */
-    PyObject *dt_obj[TPY_DTYPE_OBJECTS]; /* converted (a reference each), with their Tack dtypes */
-    tack_dtype dt_val[TPY_DTYPE_OBJECTS];
+    tpy_ids dtype_objects;              /* dtype.c: NumPy dtype objects and scalar types converted */
 } tpy_state;
 
 /* The numpy module (borrowed from state), imported on first use; NULL with
@@ -150,6 +156,18 @@ tack_device *tpy_parse_layout(tpy_state *st, PyObject *shape_obj, PyObject *dtyp
                               int64_t *shape, int *ndim, tack_dtype *dt);
 /* Resolve a dtype argument: DType object, NumPy dtype/str, type; -1 with TypeError. */
 int tpy_dtype_from_object(tpy_state *st, PyObject *obj, tack_dtype *out);
+/* tpy_ids: the index of obj, or -1 (inline: the launch looks up every NumPy argument's dtype);
+ * add obj (a new reference) unless `most` are held (returns 0 then); visit or drop every
+ * reference. */
+static inline int tpy_ids_find(const tpy_ids *t, const void *obj) {
+    for (int k = 0; k < t->n; k++)
+        if (t->obj[k] == obj)
+            return k;
+    return -1;
+}
+int tpy_ids_add(tpy_ids *t, int most, PyObject *obj, tack_dtype dt);
+int tpy_ids_traverse(tpy_ids *t, visitproc visit, void *arg);
+void tpy_ids_clear(tpy_ids *t);
 PyObject *tpy_dtype_lookup(PyObject *m, PyObject *obj);
 /* Device by name (None -> the default device); NULL with an exception set. */
 tack_device *tpy_device_from_object(tpy_state *st, PyObject *obj);
