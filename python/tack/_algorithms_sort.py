@@ -20,10 +20,10 @@ indices (int32 between the passes, int64 into the result; the first pass
 makes them, the last writes no keys), and `sort(keys, values)` moves the
 values instead of gathering them afterwards.
 
-A pass here is blocks of serial loops (`_radix_pass`), the CPU's; every other device runs the
-pass of tack._algorithms_sort_blocks instead, tiles sorted by digit in a work-group's shared
-memory, with the same keys, digits, buffers and results (`_passes` picks; `_TILES` forces
-either, for the tests).
+A pass here is blocks of serial loops (`_radix_pass`), for a device whose work runs on the host's
+cores (the CPU, PoCL); a GPU runs the pass of tack._algorithms_sort_blocks instead, tiles sorted
+by digit in a work-group's shared memory, with the same keys, digits, buffers and results
+(`_passes` picks by what the runtime reports; `_TILES` forces either, for the tests).
 
 The sort is apart from tack._algorithms, which re-exports ``sort`` and ``argsort``, because it is
 the primitive with machinery of its own -- the key of an element's bits, the constants of each
