@@ -16,8 +16,11 @@ operation with every width, over integer, float and bool values.  Then the
 same comparisons fail on sources broken on purpose (a warp sum's shuffles in
 the wrong order, a shuffle's width, the barrier before the exchanges left
 out, an exchange under divergent control, a partial mask), and every source
-compiles with NVRTC for sm_80 and sm_90 and with hiprtc for gfx90a (wave64)
-and gfx1030 (wave32).  Nothing here runs on a GPU."""
+compiles with NVRTC for sm_90 (and sm_80 under make test-all) and with hiprtc
+for gfx90a (wave64) and gfx1030 (wave32).  Under make test each variant of a
+kernel over dtypes or block sizes runs through two of the five lowerings
+(pairs() below), under make test-all through all five.  Nothing here runs on
+a GPU."""
 
 import os
 import re
@@ -31,6 +34,7 @@ from tack import _core
 
 sys.path.insert(0, os.path.dirname(__file__))
 import _cuda_emulate  # noqa: E402
+import _suite  # noqa: E402
 import test_blocks as tb  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not _cuda_emulate.available(), reason="no C++ compiler to emulate CUDA with")
@@ -278,8 +282,28 @@ RUNS = [(False, "cuda", 32), (True, "cuda", 32), (False, "hip", 64), (True, "hip
 RIDS = ["cuda-scratch", "cuda-native", "hip-scratch", "hip-native-wave64", "hip-native-wave32"]
 
 
-@pytest.mark.parametrize("native, target, wave", RUNS, ids=RIDS)
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+def pairs():
+    """Which case runs through which lowering.  Under make test-all, every case through all five.
+    Under make test, a kernel with variants over dtypes or block sizes (the shuffles, reductions
+    and block reductions families) has each variant through one scratch and one native lowering,
+    taken in turn so that each family still meets all five; the one-of-a-kind kernels run all five
+    (100 runs of 160: the emulation compiles a C++ program each)."""
+    family = {}
+    out = []
+    for case in CASES:
+        name = case[0]
+        fam = next((f for f in ("shuffles-", "reductions-", "block-reductions-") if name.startswith(f)), None)
+        fam = None if name == "reductions-nan" else fam
+        if fam is None or _suite.TEST_ALL:
+            runs = range(len(RUNS))
+        else:
+            j = family[fam] = family.get(fam, -1) + 1
+            runs = ((0, 2)[j % 2], (1, 3, 4)[j % 3])
+        out += [pytest.param(case, *RUNS[r], id=f"{name}-{RIDS[r]}") for r in runs]
+    return out
+
+
+@pytest.mark.parametrize("case, native, target, wave", pairs())
 def test_emulated_gpu_source_gives_the_cpus_bits(case, native, target, wave):
     name, fn, args = case
     src = build(fn, args, native, target)
@@ -435,7 +459,7 @@ def test_the_same_compile_errors_either_way(fn, match):
 
 @pytest.mark.skipif(not (hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0),
                     reason="NVRTC (libnvrtc) is not installed")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", _suite.ARCHS["cuda"])  # sm_90, and sm_80 under make test-all
 def test_every_source_compiles_with_nvrtc(arch):
     import _gpu_batch
 
