@@ -431,8 +431,9 @@ class Tape:
                 for leaf in leaves:
                     if _autodiff_structs._float_leaf(leaf):
                         view = _autodiff_structs.leaf_view(arr, cls, leaf, "tape.backward")
-                        _copy(self._grad_of(view), _autodiff_structs.leaf_view(seed, cls, leaf,
-                                                                              "tape.backward: the seed"))
+                        # the seed's leaf through the host: on a device it is a strided view
+                        _copy(self._grad_of(view), _autodiff_structs.host(_autodiff_structs.leaf_view(
+                            seed, cls, leaf, "tape.backward: the seed")))
                 continue
             g = self._grad_of(arr)
             if seed is None:
