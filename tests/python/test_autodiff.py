@@ -164,6 +164,34 @@ def test_every_intrinsic_against_finite_differences_and_torch():
             np.testing.assert_allclose(ga[:, r, j], want, rtol=1e-12, atol=1e-12, err_msg=f"{name} arg {j} (torch)")
 
 
+def _pow_call(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = math.pow(a[i], b[i])
+
+
+def _pow_operator(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] ** b[i]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_pow_at_a_zero_base_or_exponent(jit, dt):
+    """0 ** b is 0 for every b > 0, so its derivative in b is 0, and a ** 0 is 1 for every a, so its
+    derivative in a is 0: PyTorch's and JAX's values.  The rows' formulas, r * log(a) and
+    b * a ** (b - 1), gave NaN (0 * -inf, 0 * inf) there, and a NaN in one element's gradient
+    spreads to every parameter it reaches."""
+    a = np.array([0.0, 0.0, 0.0, -0.0, 2.0, 0.0, 0.5], dt)
+    b = np.array([1.5, 1.0, 0.0, 2.0, 0.0, -1.0, 0.5], dt)
+    ga_want = [0.0, 1.0, 0.0, -0.0, 0.0, -np.inf, 0.5 * 0.5 ** -0.5]
+    gb_want = [0.0, 0.0, 0.0, 0.0, np.log(2.0), -np.inf, 0.5 ** 0.5 * np.log(0.5)]
+    for fn in (_pow_call, _pow_operator):
+        ga, gb = np.zeros_like(a), np.zeros_like(a)
+        tack.kernel(jit=jit)(fn).adjoint(a, b, np.zeros_like(a), grads={"a": ga, "b": gb, "out": np.ones_like(a)})
+        np.testing.assert_allclose(ga, ga_want, rtol=1e-6, err_msg=f"{fn.__name__}, d/da")
+        np.testing.assert_allclose(gb, gb_want, rtol=1e-6, err_msg=f"{fn.__name__}, d/db")
+
+
 @tack.kernel
 def heat_step(u, k, unew):
     n, m = u.shape
@@ -665,11 +693,13 @@ def _adjoint_source(k, args, target):
 
 
 def _dialect_sources(target):
-    """The adjoints of the f32 branch-and-scalar kernel and of the heat stencil, in one dialect."""
+    """The adjoints of the f32 branch-and-scalar kernel, of the heat stencil and of pow (whose
+    derivatives are conditional expressions), in one dialect."""
     x = np.linspace(0.1, 0.9, 7).astype(np.float32)
     u = np.ones((6, 5), np.float32)
     return [_adjoint_source(scaled, (x, np.zeros(7, np.float32), 2.0), target),
-            _adjoint_source(heat_step, (u, u, np.zeros((6, 5), np.float32)), target)]
+            _adjoint_source(heat_step, (u, u, np.zeros((6, 5), np.float32)), target),
+            _adjoint_source(tack.kernel(_pow_call), (x, x, np.zeros(7, np.float32)), target)]
 
 
 def test_adjoint_sources_compile_with_nvrtc():
