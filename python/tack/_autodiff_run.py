@@ -76,12 +76,14 @@ def _array_kind(v):
             return ("array", None)
         name = {"float32": "f32", "float64": "f64"}.get(dt.name, dt.name)
     elif hasattr(v, "__dlpack__") and hasattr(v, "dtype"):
-        name = {"float32": "f32", "float64": "f64"}.get(str(v.dtype).replace("torch.", ""), str(v.dtype))
+        # a PyTorch dtype prints as "torch.int32"; JAX's, CuPy's and the rest as NumPy's names
+        name = str(v.dtype).replace("torch.", "")
+        name = {"float32": "f32", "float64": "f64"}.get(name, name)
     else:
         return None
     if name in ("f32", "f64"):
         return ("farray", name)
-    if name in _INTS or name.startswith(("int", "uint")):
+    if name in _INTS or name.startswith(("int", "uint")) or name == "bool":
         return ("array", None)
     return ("bad", name)
 

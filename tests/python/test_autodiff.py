@@ -798,6 +798,31 @@ def test_torch_function_passes_gradcheck():
     torch.testing.assert_close(x.grad, (want * torch.arange(6.0, dtype=torch.float64)).detach())
 
 
+@tack.kernel
+def picked(z, labels, keep, loss):
+    for n in range(z.shape[0]):
+        if keep[n]:
+            loss[0] += z[n, labels[n]] * z[n, labels[n]]
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="importing torch takes seconds: under make test-all (TACK_TEST_ALL=1)")
+def test_torch_function_takes_integer_and_bool_tensors():
+    """Integer and bool tensors are indices and masks, not differentiated: their dtypes' names
+    ("torch.int32") were taken for unknown element types and the adjoint refused them."""
+    torch = pytest.importorskip("torch")
+    f = tack.torch_function(picked, outputs={"loss": (1,)})
+    z = torch.tensor(np.random.default_rng(4).random((5, 3)), requires_grad=True)
+    for itype in (torch.int32, torch.int64, torch.uint8):
+        z.grad = None
+        labels = torch.tensor([0, 2, 1, 1, 0], dtype=itype)
+        keep = torch.tensor([True, True, False, True, True])
+        f(z, labels, keep).sum().backward()
+        want = torch.zeros(5, 3, dtype=torch.float64)
+        rows = torch.arange(5)[keep]
+        want[rows, labels.long()[keep]] = 2 * z.detach()[rows, labels.long()[keep]]
+        torch.testing.assert_close(z.grad, want)
+
+
 @pytest.mark.skipif(not TEST_ALL, reason="importing jax takes seconds: under make test-all (TACK_TEST_ALL=1)")
 def test_jax_function_passes_check_grads():
     jax = pytest.importorskip("jax")
