@@ -80,6 +80,16 @@ def _np():
 # ------------------------------------------------------------------ the generator
 
 
+
+def _select_of(e):
+    """`a or b` as `a if a else b`, `a and b` as `b if a else a` (Python's values, and the type
+    the language gives both: their operands' promoted type); more operands fold to the right."""
+    first = e.values[0]
+    rest = e.values[1] if len(e.values) == 2 else _loc(ast.BoolOp(op=e.op, values=e.values[1:]), e)
+    if isinstance(e.op, ast.Or):
+        return _loc(ast.IfExp(test=_cp(first), body=_cp(first), orelse=rest), e)
+    return _loc(ast.IfExp(test=_cp(first), body=rest, orelse=_cp(first)), e)
+
 class _Gen:
     """One kernel's adjoint for one signature (which parameters are float arrays and scalars, the
     types of its locals)."""
@@ -201,10 +211,12 @@ class _Gen:
             return self.active(e.left) or self.active(e.right)
         if isinstance(e, ast.UnaryOp):
             return False if isinstance(e.op, ast.Not) else self.active(e.operand)
-        if isinstance(e, (ast.Compare, ast.BoolOp)):
-            for v in (e.values if isinstance(e, ast.BoolOp) else [e.left] + e.comparators):
+        if isinstance(e, ast.Compare):
+            for v in [e.left] + e.comparators:
                 self.active(v)  # refusals inside
             return False
+        if isinstance(e, ast.BoolOp):  # `a or b` is one of its operands, a float where they are
+            return any([self.active(v) for v in e.values])
         if isinstance(e, ast.IfExp):
             self.active(e.test)
             return self.active(e.body) or self.active(e.orelse)
@@ -298,6 +310,8 @@ class _Gen:
             fwd.append(_assign(t, _neg(_cp(a), e), e))
             acts.append(("op", t, e.op, [a], e))
             return _nm(t, e)
+        if isinstance(e, ast.BoolOp):  # its value is one of the operands: differentiated as the select it is
+            return self.flat(_select_of(e), fwd, acts)
         if isinstance(e, ast.IfExp):
             c = self.fresh("c")
             fwd.append(_assign(c, _cp(e.test), e))

@@ -442,6 +442,37 @@ def test_an_adjoint_launch_takes_the_signature_once_and_kinds_by_dtype(monkeypat
         assert _autodiff._array_kind(np.zeros(2, dt)) == want, dt
 
 
+def _select_by_truth(x, y, out):
+    for i in range(x.shape[0]):
+        out[i, 0] = x[i] or y[i]                          # x[i] unless it is 0.0
+        out[i, 1] = x[i] and y[i] * 3.0                   # 3 y[i] unless x[i] is 0.0 (then x[i])
+        out[i, 2] = (x[i] > 0.5 and y[i]) or x[i] * 2.0   # y[i] (when not 0), else 2 x[i]
+        out[i, 3] = x[i] * 0.0 or y[i] or x[i]            # y[i] unless it is 0.0, then x[i]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_and_and_or_of_floats_select_a_value(jit):
+    """`a or b` and `a and b` of floats are one of their operands, as in Python, and the gradient
+    goes to the one selected: it was 0 for both (the operators were taken for conditions), a
+    silent wrong answer."""
+    k = tack.kernel(jit=jit)(_select_by_truth)
+    x = np.array([0.0, 0.25, 0.75, 1.5, 0.0])
+    y = np.array([2.0, 0.0, 4.0, -1.0, 0.0])
+    out = np.zeros((5, 4))
+    k(x, y, out)
+    xs, ys = x != 0, y != 0
+    np.testing.assert_array_equal(out[:, 0], np.where(xs, x, y))
+    gx_want = np.stack([xs, ~xs, ~((x > 0.5) & ys), ~ys], 1).astype(float) * [1, 1, 2, 1]
+    gy_want = np.stack([~xs, 3 * xs, (x > 0.5) & ys, ys], 1).astype(float)
+    for col in range(4):
+        gx, gy = np.zeros(5), np.zeros(5)
+        seed = np.zeros((5, 4))
+        seed[:, col] = 1
+        k.adjoint(x, y, out, grads={"x": gx, "y": gy, "out": seed})
+        np.testing.assert_array_equal(gx, gx_want[:, col], err_msg=f"column {col}, x")
+        np.testing.assert_array_equal(gy, gy_want[:, col], err_msg=f"column {col}, y")
+
+
 def test_adjoint_direct_branches_scalars_and_debug_mode():
     xv = np.linspace(0.1, 0.9, 7)
     t = 2 * xv
