@@ -152,6 +152,11 @@ class _Gen:
         obj = self.resolve(call.func)
         if obj is None:
             return None, None
+        if isinstance(obj, type) and issubclass(obj, _np().generic):  # np.float64(x): the cast tack.f64(x)
+            try:
+                obj = _core._dtype(obj)
+            except (TypeError, ValueError):
+                pass
         try:
             name = self.registry.get(obj)
         except TypeError:

@@ -442,6 +442,24 @@ def test_an_adjoint_launch_takes_the_signature_once_and_kinds_by_dtype(monkeypat
         assert _autodiff._array_kind(np.zeros(2, dt)) == want, dt
 
 
+def _numpy_casts(x, y, n, out):
+    for i in range(x.shape[0]):
+        out[i] = np.float64(x[i]) * y[i] + tack.f64(np.float32(y[i])) * np.int64(x[i] * 4.0) + n[i] * x[i]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_numpy_scalar_types_are_the_casts_they_name(jit):
+    """np.float64(x) is tack.f64(x) (docs/language.md): the gradient passes through it, and
+    np.int64(x) stops it as int(x) does.  The adjoint refused np.float64() ("no TK_DERIV row")."""
+    k = tack.kernel(jit=jit)(_numpy_casts)
+    x, y = np.array([0.3, -1.7, 2.6]), np.array([0.5, 0.25, -2.0])  # y exact in f32
+    n = np.array([1, 2, 3], np.int32)
+    gx, gy = np.zeros(3), np.zeros(3)
+    k.adjoint(x, y, n, np.zeros(3), grads={"x": gx, "y": gy, "out": np.ones(3)})
+    np.testing.assert_array_equal(gx, y + n)
+    np.testing.assert_array_equal(gy, x + np.trunc(x * 4.0))
+
+
 def _select_by_truth(x, y, out):
     for i in range(x.shape[0]):
         out[i, 0] = x[i] or y[i]                          # x[i] unless it is 0.0
