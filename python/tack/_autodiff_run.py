@@ -313,9 +313,42 @@ def adjoint(kernel, args, kwargs):
         raise TypeError(f"{kernel.__qualname__}.adjoint: grads for {sorted(unknown)}, which are not float array or "
                         f"float scalar parameters (those are {names})")
     a, kw = _adjoint_args(bound, varr)
+    _launch(adj, a, extra, kw, f"{kernel.__qualname__}.adjoint")
+    return None
+
+
+def _launch(adj, a, extra, kw, who):
+    """Launch an adjoint, each gradient parameter given memory of its own.  One array passed for two
+    parameters (a kernel reading x as both `a` and `b`, whose gradients are then one array) would
+    lose adds: an iteration sums its adds into an element in a local and stores it once, so the
+    store for `b` would drop the adds made for `a`.  A gradient repeated is given a zeroed scratch
+    array instead, added into the first after the launch; gradients that overlap otherwise (slices
+    of one array) are refused."""
+    extra = list(extra)
+    back = []  # (the first gradient, the scratch standing for a repeat of it)
+    for j in range(len(extra)):
+        for i in range(j):
+            if not _shared(extra[i], extra[j]):
+                continue
+            first = extra[i]
+            same = _storage(first) == _storage(extra[j]) and _size(first) == _size(extra[j]) and \
+                type(first) is type(extra[j]) and first.dtype == extra[j].dtype
+            if not same:
+                raise ValueError(f"{who}: two gradients share part of their memory (slices of one array): give each "
+                                 f"parameter's gradient an array of its own")
+            scratch = _zeros_like(extra[j])
+            back.append((first, scratch))
+            extra[j] = scratch
+            break
     with _paused():
         adj(*a, *extra, **kw)
-    return None
+    for first, scratch in back:
+        if isinstance(first, _core.Array):
+            from . import _array
+
+            _array.copyto(first, first.numpy() + scratch.numpy().reshape(first.numpy().shape))
+        else:
+            first += scratch.reshape(first.shape)
 
 
 def _varr(kernel, bound, kinds):
@@ -455,8 +488,7 @@ class Tape:
                 else:
                     extra.append(self._grad_of(bound.arguments[p]))
             a, kw = _adjoint_args(bound, varr)
-            with _paused():
-                adj(*a, *extra, **kw)
+            _launch(adj, a, extra, kw, "tape.backward")
 
     def _check_overwrites(self):
         """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's
@@ -519,6 +551,17 @@ def _overlap(a, b):
     np = _np()
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.may_share_memory(a, b)
+    return _storage(a) == _storage(b)
+
+
+def _shared(a, b):
+    """Whether a and b have an element in common (the fields of one record array do not)."""
+    np = _np()
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        try:
+            return np.shares_memory(a, b, max_work=1 << 20)
+        except Exception:  # noqa: BLE001 -- numpy's TooHardError: too many strides to tell, take it as shared
+            return True
     return _storage(a) == _storage(b)
 
 

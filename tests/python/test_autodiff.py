@@ -276,6 +276,49 @@ def test_heat_equation_100_steps_against_torch():
     np.testing.assert_allclose(gk_ref, tk.grad.numpy(), rtol=1e-10, atol=1e-14)
 
 
+@tack.kernel
+def _products(a, b, y):
+    for i in range(y.shape[0]):
+        y[i] = a[i] * b[i]
+
+
+@tack.kernel
+def _dots(a, b, y):
+    for i in range(y.shape[0]):
+        y[i] = tack.dot(a[i], b[i])
+
+
+def test_one_array_read_as_two_parameters_gets_both_gradients():
+    """pair(x, x): the gradients of `a` and `b` are one array, and each iteration summed its adds
+    into a local per parameter and stored them, the second store dropping the first's adds (x.grad
+    was x, not 2x).  Each parameter now adds into memory of its own."""
+    xv = np.array([1.0, 2.0, 3.0])
+    for jit in (True, False):
+        k = _products if jit else tack.kernel(jit=False)(_products.__wrapped__)
+        x = tack.array(xv, tack.f64, requires_grad=True)
+        y, loss = tack.zeros(3, tack.f64), tack.zeros(1, tack.f64)
+        with tack.Tape() as tape:
+            k(x, x, y)
+            sum_squares(y.reshape(1, 3), loss)
+        tape.backward(loss)
+        np.testing.assert_array_equal(x.grad.numpy(), 4 * xv ** 3)  # d/dx sum(x^4)
+        g = np.zeros(3)
+        k.adjoint(xv, xv, np.zeros(3), grads={"a": g, "b": g, "y": np.ones(3)})
+        np.testing.assert_array_equal(g, 2 * xv)
+    # arrays of vectors (the gradients' component views), and a repeated gradient on a device
+    v = np.array([[1.0, 2.0, 2.0], [0.5, -1.0, 3.0]])
+    devices = ["cpu"] + [d for d in tack.devices() if d.startswith("opencl")][:1]
+    for dev in devices:
+        x = tack.array(v, tack.vec3d, device=dev)
+        gx = tack.zeros(2, tack.vec3d, device=dev)
+        _dots.adjoint(x, x, tack.zeros(2, tack.f64, device=dev),
+                      grads={"a": gx, "b": gx, "y": tack.array(np.ones(2), tack.f64, device=dev)})
+        np.testing.assert_allclose(gx.numpy(), 2 * v, rtol=1e-15, err_msg=dev)
+    with pytest.raises(ValueError, match="two gradients share part of their memory"):
+        g = np.zeros(4)
+        _products.adjoint(xv, xv, np.zeros(3), grads={"a": g[:3], "b": g[1:], "y": np.ones(3)})
+
+
 def test_tape_refuses_a_step_that_overwrites_what_an_earlier_step_read():
     a = tack.array(np.ones((4, 4)), tack.f64, requires_grad=True)
     kk = tack.array(np.full((4, 4), 0.1), tack.f64)
