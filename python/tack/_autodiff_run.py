@@ -494,6 +494,7 @@ class Tape:
         """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's
         adjoint recomputes from the array as it is now."""
         read = {}  # storage key -> (kernel, parameter) of the first launch that read it
+        floats, seen = [], set()  # the float arrays of the launches, once each: for _check_slices
         for kernel, args, kwargs in self._launches:
             fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
             bound, _kinds = _param_kinds(fn, args, kwargs)
@@ -501,6 +502,10 @@ class Tape:
             entry = [h for h in _BUILDS[kernel].values() if h[0] is _adj][0]
             loaded, modified = entry[2], entry[3]
             _check_aliases(kernel, bound)
+            for p, v in bound.arguments.items():
+                if id(v) not in seen and (_kinds[p][0] == "farray" or p in entry[4]):
+                    seen.add(id(v))
+                    floats.append((kernel, p, v))
             for p in modified:
                 key = _storage(bound.arguments[p])
                 if key in read:
@@ -510,6 +515,7 @@ class Tape:
                                      f"recomputes from the values it read: give each step an array of its own")
             for p in loaded:
                 read.setdefault(_storage(bound.arguments[p]), (kernel, p))
+        _check_slices(floats)
 
     def zero(self):
         """Zero every gradient the tape reaches: the tape's own and the .grad of recorded arrays."""
@@ -552,6 +558,84 @@ def _overlap(a, b):
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.may_share_memory(a, b)
     return _storage(a) == _storage(b)
+
+
+def _check_slices(floats):
+    """Refuse two float arrays of a tape's launches ((kernel, parameter, array) each) that share
+    memory but are not one array or its reshaped views: the tape keeps a gradient per array, so the
+    adds through a slice (x[1:] beside x) would never reach the other's gradient."""
+    np = _np()
+    spans = sorted(((str(_storage(v)[0]),) + _extent(v) + (v, k, p) for k, p, v in floats), key=lambda t: t[:2])
+    active = []  # the spans before this one (by start) that reach past its start: a sweep
+    for span in spans:
+        dev, lo, hi, v, kernel, p = span
+        active = [a for a in active if a[0] == dev and a[2] > lo]
+        for dev0, lo0, hi0, v0, k0, p0 in active:
+            if lo0 == lo and _size(v0) == _size(v) and (_dense(v0) and _dense(v) or _steps(v0) == _steps(v)):
+                continue  # one array, or a reshaped view of it, or a view the same: one gradient
+            if np.shares_memory(_layout_of(v0), _layout_of(v), max_work=1 << 20):
+                raise ValueError(f"tack.Tape: {k0.__qualname__}()'s argument '{p0}' and {kernel.__qualname__}()'s "
+                                 f"argument '{p}' share memory but are not one array (slices of one, such as "
+                                 f"x[1:] and x): the tape keeps one gradient per array and its reshaped views, "
+                                 f"not slices: pass the whole array and index it in the kernel")
+        active.append(span)
+
+
+def _steps(v):
+    """v's shape and strides (a view of a struct array's field is made again for each launch)."""
+    if isinstance(v, _core.Array):
+        return tuple(v.shape), v._strides
+    return tuple(v.shape), tuple(v.strides)
+
+
+def _dense(v):
+    np = _np()
+    return v.flags.c_contiguous if isinstance(v, np.ndarray) else not getattr(v, "strided", False)
+
+
+def _extent(v):
+    """[lo, hi): the bytes v's elements span (a strided view's, from its strides)."""
+    np = _np()
+    if isinstance(v, _core.Array) and not v.strided:
+        return v.ptr, v.ptr + v.nbytes
+    if isinstance(v, _core.Array):
+        item = v.dtype.itemsize
+        lo = hi = v.ptr
+        for n, st in zip(v.shape, v._strides):
+            lo += min(0, (n - 1) * st * item)
+            hi += max(0, (n - 1) * st * item)
+        return lo, hi + item
+    return _byte_bounds(v if isinstance(v, np.ndarray) else np.asarray(v))
+
+
+def _byte_bounds(a):
+    from numpy.lib.array_utils import byte_bounds
+
+    return byte_bounds(a)
+
+
+def _layout_of(v):
+    """A NumPy array with v's address, shape and strides, for np.byte_bounds and np.shares_memory
+    (which read no element): v itself when it is NumPy's; for a tack.Array, a view of its address
+    however its memory is reached (a device's too: nothing reads it)."""
+    np = _np()
+    if isinstance(v, np.ndarray):
+        return v
+    if not isinstance(v, _core.Array):
+        iface = getattr(v, "__array_interface__", None)
+        return np.asarray(v) if iface is not None else np.zeros(0)
+    size = _size(v)
+    item = v.nbytes // size if size and not v.strided else v.dtype.itemsize
+    shape = tuple(v.shape)
+    strides = None
+    if v.strided:
+        strides = tuple(s * item for s in v._strides)
+
+    class _At:
+        __array_interface__ = {"shape": shape, "typestr": f"|V{item}", "data": (v.ptr, True), "strides": strides,
+                               "version": 3}
+
+    return np.asarray(_At())
 
 
 def _shared(a, b):

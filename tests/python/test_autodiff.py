@@ -319,6 +319,28 @@ def test_one_array_read_as_two_parameters_gets_both_gradients():
         _products.adjoint(xv, xv, np.zeros(3), grads={"a": g[:3], "b": g[1:], "y": np.ones(3)})
 
 
+def test_tape_refuses_slices_of_one_array():
+    """x and x[1:] on one tape had a gradient each, so the adds through the slice never reached
+    x's (tape.gradient(x) was short of them, silently): the tape refuses arrays that share memory
+    without being one array or its reshaped views.  Fields of one record array, which interleave
+    but share no element, and a reshaped view pass."""
+    xv = np.array([1.0, 2.0, 3.0, 4.0])
+    for x in (xv.copy(), tack.array(xv, tack.f64, requires_grad=True)):
+        y1, y2 = np.zeros(4), np.zeros(3)
+        with tack.Tape() as tape:
+            _products(x, x, y1)
+            _products(x[1:], x[1:], y2)
+        with pytest.raises(ValueError, match="share memory but are not one array"):
+            tape.backward(grads=[(y1, np.ones(4)), (y2, np.ones(3))])
+    x = tack.array(xv, tack.f64, requires_grad=True)
+    y, loss = tack.zeros(4, tack.f64), tack.zeros(1, tack.f64)
+    with tack.Tape() as tape:
+        _products(x, x.reshape(2, 2).reshape(4), y)
+        sum_squares(y.reshape(2, 2), loss)
+    tape.backward(loss)
+    np.testing.assert_array_equal(x.grad.numpy(), 4 * xv ** 3)
+
+
 def test_tape_refuses_a_step_that_overwrites_what_an_earlier_step_read():
     a = tack.array(np.ones((4, 4)), tack.f64, requires_grad=True)
     kk = tack.array(np.full((4, 4), 0.1), tack.f64)
