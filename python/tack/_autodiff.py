@@ -45,7 +45,8 @@ as their leaves (tack._autodiff_structs); collectives by tack._autodiff_blocks.
 Serial loops whose locals are sums or the iteration's own are replayed
 (``_Gen.serial``), loops that carry values replayed from their entry, and
 local arrays saved element by element (tack._autodiff_local); @tack.func
-calls are inlined (tack._autodiff_inline); the nodes the adjoint is made of
+calls are inlined (tack._autodiff_inline); tuple and chained assignments of names
+are written one name at a time first (tack._autodiff_unpack); the nodes the adjoint is made of
 are built by tack._autodiff_nodes; a
 stencil's loop is written in gather form (tack._autodiff_gather).  tack._autodiff_run builds and
 launches adjoints and holds the Tape (tack.Tape); docs/differentiation.md
@@ -627,6 +628,16 @@ class _Gen:
             if isinstance(tgt, ast.Tuple) and _decomp.marker(self, s.value) is not None:  # U, s, V = svd3(m)
                 _decomp.forward(self, s, fwd, acts, assigned)
                 return
+            if isinstance(tgt, ast.Tuple) and isinstance(s.value, ast.Call):  # q, r = f(x): a func's values
+                _name, obj = self.intrinsic(s.value)
+                if isinstance(obj, _core.Kernel) and obj.is_func and "tuple" in self.func_returns.get(obj.__name__, ()):
+                    outs = self.inline(s.value, obj, fwd, acts)  # every value computed, then assigned in order
+                    if not isinstance(outs, list) or len(outs) != len(tgt.elts):
+                        raise self.error(f"{obj.__name__}() returns its values by more than one return: not "
+                                         f"differentiated yet", s)
+                    for t, v in zip(tgt.elts, outs):
+                        self.stmt(_loc(ast.Assign(targets=[_cp(t)], value=v), s), fwd, acts, assigned)
+                    return
             if isinstance(tgt, ast.Tuple) and not self.active(s.value):
                 for e in tgt.elts:
                     if not isinstance(e, ast.Name):

@@ -102,7 +102,7 @@ def relocator(gen, fn, rename, env, call):
 
 def inline(gen, call, fobj, fwd, acts):
     """The call's body as statements of the iteration (its parameters and locals renamed
-    f·N·name); the simple node of its return value, or None."""
+    f·N·name); the simple node of its return value (a list of them for ``return a, b``), or None."""
     from ._autodiff import _FLOATS
 
     fn, fdef, params, body, ret, locals_, env = func_parts(gen, call, fobj)
@@ -139,6 +139,9 @@ def inline(gen, call, fobj, fwd, acts):
     for st in rbody:
         gen.stmt(st, fwd, acts, inl_assigned)
     gen.par_body = outer
-    out = gen.flat(rret, fwd, acts) if rret is not None else None
+    if isinstance(rret, ast.Tuple):  # return a, b: each value's node, the caller unpacking them
+        out = [gen.flat(e, fwd, acts) for e in rret.elts]
+    else:
+        out = gen.flat(rret, fwd, acts) if rret is not None else None
     gen.depth -= 1
     return out

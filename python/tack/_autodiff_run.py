@@ -19,6 +19,7 @@ from . import _core
 from . import _autodiff_local
 from . import _autodiff_scalarize
 from . import _autodiff_structs
+from . import _autodiff_unpack
 from ._autodiff import _INTS, _Gen, _np
 
 # ------------------------------------------------------------------ builds
@@ -163,6 +164,7 @@ def _built(kernel, args, kwargs):
         gen.func_types, gen.func_returns = _func_types(ir)
         gen.top_names = set()
         gen.array_ndims = {p: len(bound.arguments[p].shape) for p in varr}  # `x.shape` of vectors (scalarize)
+        gen.fdef = _autodiff_unpack.unpack(gen, gen.fdef)  # a, b = b, a: one name at a time
         _autodiff_local.precheck(gen, gen.fdef)
         if _autodiff_scalarize.needs(gen, gen.fdef, varr):  # vectors, matrices, complex: as scalars
             gen.fdef = _autodiff_scalarize.scalarize(gen, gen.fdef, varr)

@@ -525,6 +525,56 @@ def test_numpy_scalar_types_are_the_casts_they_name(jit):
     np.testing.assert_array_equal(gy, x + np.trunc(x * 4.0))
 
 
+@tack.func
+def _polar(x, y):
+    return tack.sqrt(x * x + y * y), tack.atan2(y, x)
+
+
+def _unpacking(x, y, n, out):
+    for i in range(x.shape[0]):
+        a, b = x[i], 1.0
+        m, s = 0, 0.0
+        for k in range(n[i]):
+            a, b = b, a + b * y[i]            # a swap, carried by the loop
+            m, s = m + 1, s * 0.9 + a
+        c = d = a * b
+        c = d = c + d * 0.5                   # reads the names it assigns
+        r, th = _polar(x[i], y[i])            # a func's two values
+        out[i] = c * d + s + m * a + r * th
+
+
+def _unpacking_plain(x, y, n):
+    a, b = x, 1.0
+    m, s = 0, 0.0
+    for k in range(n):
+        a, b = b, a + b * y
+        m, s = m + 1, s * 0.9 + a
+    c = d = a * b
+    c = d = c + d * 0.5
+    return c * d + s + m * a + math.hypot(x, y) * math.atan2(y, x)
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_tuple_and_chained_assignments_and_a_funcs_values(jit):
+    """a, b = b, a + b and c = d = e are differentiated (they were refused: "tuples of float values
+    are not differentiated yet", "chained assignments"), and r, th = f(x) of a func returning two
+    values gets its gradient (it got none: the call was taken for a constant)."""
+    k = tack.kernel(jit=jit)(_unpacking)
+    rng = np.random.default_rng(6)
+    x, y = rng.uniform(0.5, 1.5, 5), rng.uniform(-0.8, 0.8, 5)
+    n = np.array([0, 1, 2, 5, 40])
+    out = np.zeros(5)
+    k(x, y, n, out)
+    np.testing.assert_allclose(out, [_unpacking_plain(x[i], y[i], n[i]) for i in range(5)], rtol=1e-13)
+    gx, gy = np.zeros(5), np.zeros(5)
+    k.adjoint(x, y, n, out, grads={"x": gx, "y": gy, "out": np.ones(5)})
+    h = 1e-6
+    fx = [(_unpacking_plain(x[i] + h, y[i], n[i]) - _unpacking_plain(x[i] - h, y[i], n[i])) / (2 * h) for i in range(5)]
+    fy = [(_unpacking_plain(x[i], y[i] + h, n[i]) - _unpacking_plain(x[i], y[i] - h, n[i])) / (2 * h) for i in range(5)]
+    np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gy, fy, rtol=1e-6, atol=1e-8)
+
+
 def _select_by_truth(x, y, out):
     for i in range(x.shape[0]):
         out[i, 0] = x[i] or y[i]                          # x[i] unless it is 0.0
