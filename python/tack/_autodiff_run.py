@@ -363,7 +363,7 @@ _core._set_hooks(autodiff=adjoint)
 
 # ------------------------------------------------------------------ the tape
 
-_active = []  # the recording tapes, innermost last
+_active = []  # the recording tapes, innermost last: each records every launch
 
 
 class _paused:
@@ -381,8 +381,9 @@ class _paused:
 
 
 def _record(kernel, args, kwargs):
-    if _active:
-        _active[-1]._launches.append((kernel, args, dict(kwargs)))
+    """A launch, recorded by every tape whose block it is in (an outer tape's too, as the innermost's)."""
+    for tape in dict.fromkeys(_active):  # once each, a tape entered twice included
+        tape._launches.append((kernel, args, dict(kwargs)))
 
 
 class Tape:

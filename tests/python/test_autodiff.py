@@ -763,6 +763,24 @@ def test_the_gather_slice_keeps_what_may_act():
     assert kept.splitlines() == ["a = y", "grad[i] += a"]
 
 
+def test_nested_tapes_both_record():
+    """A launch inside two tapes' blocks is recorded by both: the outer tape recorded nothing of the
+    inner block, so its backward gave no gradient through it, silently."""
+    xv = np.array([1.0, 2.0, 3.0])
+    x = tack.array(xv, tack.f64, requires_grad=True)
+    y, loss = tack.zeros(3, tack.f64), tack.zeros(1, tack.f64)
+    with tack.Tape() as outer:
+        with tack.Tape() as inner:
+            _products(x, x, y)
+        sum_squares(y.reshape(1, 3), loss)
+    assert len(outer.launches) == 2 and len(inner.launches) == 1
+    outer.backward(loss)
+    np.testing.assert_array_equal(x.grad.numpy(), 4 * xv ** 3)
+    x.grad.fill(0)
+    inner.backward(grads=[(y, np.ones(3))])
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * xv)
+
+
 def test_grad_and_requires_grad():
     a = tack.zeros(3, tack.f32)
     assert a.grad is None and not a.requires_grad
