@@ -299,6 +299,8 @@ def adjoint(kernel, args, kwargs):
     extra = []
     for p in names:
         g = grads.get(p)
+        if g is not None and kinds[p][0] == "farray" and p not in varr:
+            _check_grad(g, bound.arguments[p], f"{kernel.__qualname__}.adjoint: the gradient for '{p}'")
         if g is None:
             v = bound.arguments[p]
             g = getattr(v, "grad", None) if isinstance(v, _core.Array) else None
@@ -317,6 +319,20 @@ def adjoint(kernel, args, kwargs):
     a, kw = _adjoint_args(bound, varr)
     _launch(adj, a, extra, kw, f"{kernel.__qualname__}.adjoint")
     return None
+
+
+def _check_grad(g, v, what):
+    """Refuse a gradient given for float array v that is not a float array of v's shape: an integer
+    one would truncate every add, another shape would be indexed as v is."""
+    kind = _array_kind(g)
+    if kind is None or kind[0] != "farray":
+        name = kind[1] if kind is not None and kind[1] else getattr(getattr(g, "dtype", None), "name",
+                                                                      type(g).__name__)
+        raise TypeError(f"{what} is an array of {name}: a gradient is a float array (f32 or f64) of the "
+                        f"array's shape")
+    if tuple(g.shape) != tuple(v.shape):
+        raise ValueError(f"{what} has shape {tuple(g.shape)}, the array {tuple(v.shape)}: a gradient has its "
+                         f"array's shape")
 
 
 def _launch(adj, a, extra, kw, who):

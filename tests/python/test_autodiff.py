@@ -781,6 +781,21 @@ def test_nested_tapes_both_record():
     np.testing.assert_array_equal(x.grad.numpy(), 2 * xv)
 
 
+def test_adjoint_refuses_a_gradient_of_the_wrong_kind():
+    """grads={"a": g} with g an integer array truncated every add (x^2 + sin x at 1.3, 2, 3 gave
+    [2, 3, 5] for 2x + cos x), and one of another shape was indexed as the array: both are
+    refused, naming the parameter."""
+    x, y = np.array([1.3, 2.0, 3.0]), np.zeros(3)
+    for bad, err, words in ((np.zeros(3, np.int64), TypeError, "'a' is an array of int64: a gradient is a float"),
+                            (np.zeros(4), ValueError, r"'a' has shape \(4,\), the array \(3,\)"),
+                            (np.zeros((3, 1)), ValueError, r"'a' has shape \(3, 1\)")):
+        with pytest.raises(err, match=words):
+            _products.adjoint(x, x, y, grads={"a": bad, "y": np.ones(3)})
+    g = np.zeros(3, np.float32)  # another float type is taken
+    _products.adjoint(x, x, y, grads={"a": g, "y": np.ones(3)})
+    np.testing.assert_allclose(g, x, rtol=1e-7)
+
+
 def test_grad_and_requires_grad():
     a = tack.zeros(3, tack.f32)
     assert a.grad is None and not a.requires_grad
