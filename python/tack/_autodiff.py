@@ -594,6 +594,10 @@ class _Gen:
             raise self.error(f"the statement {ast.unparse(s)} is not differentiated yet", s)
         if isinstance(s, ast.Pass):
             return
+        if isinstance(s, ast.Assert):  # a check, no value: the forward sweep makes it again
+            self.active(s.test)  # the refusals inside
+            fwd.append(_cp(s))
+            return
         if isinstance(s, (ast.Assign, ast.AnnAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             if len(targets) != 1 or s.value is None:
@@ -829,6 +833,10 @@ class _Gen:
                 loops.append(self.loop(s))  # a list: the loop's adjoint, or its gather and own passes
                 continue
             if isinstance(s, ast.Pass):
+                continue
+            if isinstance(s, ast.Assert):  # a check of the arguments: made again before the loops' adjoints
+                self.active(s.test)
+                top.append(_cp(s))
                 continue
             if isinstance(s, (ast.Assign, ast.AugAssign)) and _local.top_store(self, s):
                 top.append(_cp(s))  # an element of a local array made here, from constants: a constant

@@ -796,6 +796,28 @@ def test_adjoint_refuses_a_gradient_of_the_wrong_kind():
     np.testing.assert_allclose(g, x, rtol=1e-7)
 
 
+def _checked_log(x, y):
+    assert x.shape[0] == y.shape[0], "one y per x"
+    for i in range(x.shape[0]):
+        assert x[i] > 0.0, "a positive x"
+        y[i] = math.log(x[i])
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_asserts_are_checked_again_by_the_adjoint(jit):
+    """An assert (in the parallel loop or before it) was refused ("'Assert' is not differentiated
+    yet"): the adjoint makes the check again in its forward sweep, and raises where it fails."""
+    k = tack.kernel(jit=jit)(_checked_log)
+    x, y = np.array([0.5, 2.0, 4.0]), np.zeros(3)
+    k(x, y)
+    g = np.zeros(3)
+    k.adjoint(x, y, grads={"x": g, "y": np.ones(3)})
+    np.testing.assert_allclose(g, 1 / x, rtol=1e-15)
+    x[1] = -1.0
+    with pytest.raises(AssertionError, match="a positive x"):
+        k.adjoint(x, y, grads={"x": np.zeros(3), "y": np.ones(3)})
+
+
 def test_grad_and_requires_grad():
     a = tack.zeros(3, tack.f32)
     assert a.grad is None and not a.requires_grad
