@@ -1052,6 +1052,15 @@ def test_jax_function_passes_check_grads():
     rng = np.random.default_rng(2)
     x, w = jax.numpy.array(rng.random(5)), jax.numpy.array(rng.random(5))
     check_grads(lambda x, w: g(x, w, 1.5), (x, w), order=1, modes=["rev"])
+    # under jax.vmap (and its gradient), one launch per element of the batch: it raised
+    # NotImplementedError (pure_callback without a vmap rule)
+    xs, ws = jax.numpy.stack([x, 2 * x]), jax.numpy.stack([w, w + 1])
+    ys = jax.vmap(lambda x, w: g(x, w, 1.5))(xs, ws)
+    want = jax.numpy.tanh(ws * xs * 1.5) + xs * xs
+    np.testing.assert_allclose(np.asarray(ys), np.asarray(want), rtol=1e-13)
+    gx = jax.vmap(jax.grad(lambda x, w: jax.numpy.sum(g(x, w, 1.5))))(xs, ws)
+    dy = (1 - jax.numpy.tanh(ws * xs * 1.5) ** 2) * 1.5 * ws + 2 * xs
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(dy), rtol=1e-12)
 
 
 @pytest.mark.skipif(not TEST_ALL, reason="31 optimization iterations of 101 launches: under make test-all")
