@@ -37,7 +37,8 @@ line, never differentiated wrong: a store into an integer array of a value
 computed from floats, atomics other than add/sub, random draws, an array
 read by a loop that it or a later loop overwrites (the adjoint recomputes
 from the arrays as the kernel left them), and what is not supported yet:
-transforms, local arrays of vectors, while/break/continue/return, values
+transforms, local arrays of vectors, while/break/return and a continue other than
+an early one (tack._autodiff_continue makes those else branches), values
 computed outside the parallel loops from differentiated inputs.  Vectors, matrices, quaternions and complex
 numbers reach the generator as their components (tack._autodiff_scalarize rewrites
 the tree first), svd3/eig3/qr3 as one statement (tack._autodiff_decomp); structs

@@ -18,6 +18,7 @@ import weakref
 from . import _core
 from . import _autodiff_local
 from . import _autodiff_scalarize
+from . import _autodiff_continue
 from . import _autodiff_structs
 from . import _autodiff_unpack
 from ._autodiff import _INTS, _Gen, _np
@@ -165,6 +166,7 @@ def _built(kernel, args, kwargs):
         gen.top_names = set()
         gen.array_ndims = {p: len(bound.arguments[p].shape) for p in varr}  # `x.shape` of vectors (scalarize)
         gen.fdef = _autodiff_unpack.unpack(gen, gen.fdef)  # a, b = b, a: one name at a time
+        gen.fdef = _autodiff_continue.unfold(gen.fdef)  # if c: continue: the rest in the else branch
         _autodiff_local.precheck(gen, gen.fdef)
         if _autodiff_scalarize.needs(gen, gen.fdef, varr):  # vectors, matrices, complex: as scalars
             gen.fdef = _autodiff_scalarize.scalarize(gen, gen.fdef, varr)

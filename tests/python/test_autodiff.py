@@ -818,6 +818,52 @@ def test_asserts_are_checked_again_by_the_adjoint(jit):
         k.adjoint(x, y, grads={"x": np.zeros(3), "y": np.ones(3)})
 
 
+def _skipping(x, alive, y):
+    for i in range(x.shape[0]):
+        a = x[i]
+        if alive[i] == 0:
+            y[i] = 0.0
+            continue
+        if a < 0.0:
+            y[i] = -a * 3.0
+            continue
+        elif a > 2.0:
+            continue                          # y[i] keeps its value: its seed stays
+        b = math.sqrt(a) * a
+        y[i] = b * b + a
+
+
+def _skipping_in_a_serial_loop(x, y):
+    for i in range(x.shape[0]):
+        s = 0.0
+        for k in range(4):
+            if k == 2:
+                continue
+            s += x[i] * k
+        y[i] = s
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_an_early_continue_of_a_parallel_loop(jit):
+    """if not alive[i]: continue was refused ("'continue' is not differentiated yet"): a branch
+    ending with continue directly in the parallel loop's body now leaves the rest of the iteration
+    to the other branch.  A serial loop's continue is still refused at its line."""
+    k = tack.kernel(jit=jit)(_skipping)
+    x = np.array([0.5, -1.0, 3.0, 1.5, 0.2, -0.3])
+    alive = np.array([1, 1, 1, 1, 0, 1], np.int32)
+    y = np.full(6, 7.0)
+    k(x, alive, y)
+    np.testing.assert_allclose(y, [0.5 ** 3 + 0.5, 3.0, 7.0, 1.5 ** 3 + 1.5, 0.0, 0.9], rtol=1e-15)
+    gx, gy = np.zeros(6), np.arange(1.0, 7.0)
+    k.adjoint(x, alive, y, grads={"x": gx, "y": gy})
+    np.testing.assert_allclose(gx, [1 * (3 * 0.5 ** 2 + 1), 2 * -3.0, 0.0, 4 * (3 * 1.5 ** 2 + 1), 0.0, 6 * -3.0],
+                               rtol=1e-14)
+    np.testing.assert_array_equal(gy, [0, 0, 3, 0, 0, 0])  # the stored elements' seeds are spent
+    with pytest.raises(tack.CompileError, match="'continue' is not differentiated yet") as err:
+        tack.kernel(jit=jit)(_skipping_in_a_serial_loop).adjoint(x, np.zeros(6), grads={"y": np.ones(6)})
+    assert "line" in str(err.value)
+
+
 def test_grad_and_requires_grad():
     a = tack.zeros(3, tack.f32)
     assert a.grad is None and not a.requires_grad
