@@ -28,6 +28,7 @@ import builtins as _builtins
 import copy
 
 from . import _autodiff_local as _local
+from . import _autodiff_unpack as _unpack
 from ._autodiff_nodes import SEP, _loc
 
 
@@ -133,6 +134,7 @@ def inline(gen, call, fobj, fwd, acts):
     for name, a in assign:
         gen.local(name, a, fwd, acts, inl_assigned, call)
     rbody = [relocated(st) for st in body]
+    rbody = _unpack.unpack(gen, ast.Module(body=rbody, type_ignores=[])).body  # a, b = b, a in the function
     rret = relocated(ret) if ret is not None else None
     outer = gen.par_body  # a serial loop of the function: what is read outside it is the function's
     gen.par_body = rbody + ([_loc(ast.Expr(value=rret), call)] if rret is not None else [])

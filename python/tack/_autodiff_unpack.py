@@ -14,23 +14,26 @@ other pass of the generator reads it, into assignments one at a time that comput
   (an expression of a kernel has no side effect to repeat: atomics and random draws, which
   have, are refused as values), and otherwise ``unpack·1 = e; n1 = unpack·1; ...``.
 
-Each temporary takes the type the IR gives its target (the local it stands for), which is what
-the generator asks of a local: whether it is a float, and the type of its adjoint.  The value
-the target gets is the same as the forward's: the temporary holds the value as computed, and its
-assignment to the target converts it as the forward's assignment does.  Targets other than names
-(array elements, nested tuples, starred ones), local arrays' names, and unpacking a call
-(``q, r = f(x)``, which the inliner takes) are left as they are.
+Array elements are targets too (``y[i], z[i] = a, b``) where no value reads an array assigned
+before it, so that no temporary is needed (an element's would need the element's type, a vector's
+included). Each temporary takes the type the IR gives its target (the local it stands for), which
+is what the generator asks of a local: whether it is a float, and the type of its adjoint. The
+value the target gets is the same as the forward's: the temporary holds the value as computed, and
+its assignment to the target converts it as the forward's assignment does. Other targets (nested
+tuples, starred ones, elements needing temporaries), local arrays, and unpacking a call (``q, r =
+f(x)``, which the inliner takes) are left as they are.
 """
 
 from __future__ import annotations
 
 import ast
 
-from ._autodiff_nodes import SEP, _assign, _cp, _nm
+from ._autodiff_nodes import SEP, _assign, _cp, _loc, _nm
 
 
 def unpack(gen, fdef):
-    """fdef with its tuple and chained assignments of names written one name at a time."""
+    """fdef (a kernel's tree, or an inlined function's statements in a Module) with its tuple and
+    chained assignments written one target at a time."""
     count = [0]
 
     def temp(target):
@@ -44,26 +47,40 @@ def unpack(gen, fdef):
     def reads(e, names):
         return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(e))
 
+    def assigned(t):
+        """What target t changes: a name, or an array parameter's elements (its name); None for
+        a target this pass leaves alone."""
+        if isinstance(t, ast.Name):
+            return t.id
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in gen.params:
+            return t.value.id
+        return None
+
     def rewrite(s):
         if not isinstance(s, ast.Assign) or any(
                 str(gen.local_types.get(n.id, "")).startswith("array") for t in s.targets for n in ast.walk(t)
                 if isinstance(n, ast.Name)):
             return None  # a local array's name given another array: refused where the generator meets it
-        if len(s.targets) > 1 and all(isinstance(t, ast.Name) for t in s.targets):  # a = b = e
-            names = [t.id for t in s.targets]
+        if len(s.targets) > 1:  # a = b = e
+            names = [assigned(t) for t in s.targets]
+            if None in names:
+                return None
             if not reads(s.value, set(names[:-1])):
-                return [_assign(n, _cp(s.value), s) for n in names]
+                return [_loc(ast.Assign(targets=[_cp(t)], value=_cp(s.value)), s) for t in s.targets]
+            if not all(isinstance(t, ast.Name) for t in s.targets):
+                return None  # a temporary for an element: its type is not a local's
             tmp = temp(names[0])
             return [_assign(tmp, _cp(s.value), s)] + [_assign(n, _nm(tmp, s), s) for n in names]
         if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Tuple) or not isinstance(s.value, ast.Tuple):
             return None
         tgts, vals = s.targets[0].elts, s.value.elts
-        if len(tgts) != len(vals) or not all(isinstance(t, ast.Name) for t in tgts) or \
-                any(isinstance(v, ast.Starred) for v in vals):
+        names = [assigned(t) for t in tgts]
+        if len(tgts) != len(vals) or None in names or any(isinstance(v, ast.Starred) for v in vals):
             return None
-        names = [t.id for t in tgts]
         if not any(reads(v, set(names[:j])) for j, v in enumerate(vals)):
-            return [_assign(n, _cp(v), s) for n, v in zip(names, vals)]
+            return [_loc(ast.Assign(targets=[_cp(t)], value=_cp(v)), s) for t, v in zip(tgts, vals)]
+        if not all(isinstance(t, ast.Name) for t in tgts):
+            return None
         tmps = [temp(n) for n in names]
         return [_assign(t, _cp(v), s) for t, v in zip(tmps, vals)] + \
             [_assign(n, _nm(t, s), s) for n, t in zip(names, tmps)]

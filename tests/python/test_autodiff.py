@@ -527,7 +527,9 @@ def test_numpy_scalar_types_are_the_casts_they_name(jit):
 
 @tack.func
 def _polar(x, y):
-    return tack.sqrt(x * x + y * y), tack.atan2(y, x)
+    a, b = x, y
+    a, b = b, a                               # a swap inside a function
+    return tack.sqrt(a * a + b * b), tack.atan2(a, b)
 
 
 def _unpacking(x, y, n, out):
@@ -554,6 +556,13 @@ def _unpacking_plain(x, y, n):
     return c * d + s + m * a + math.hypot(x, y) * math.atan2(y, x)
 
 
+def _unpack_elements(x, y, z, w):
+    for i in range(x.shape[0]):
+        y[i], z[i] = x[i] * 2.0, x[i] * x[i]
+        w[i] = t = x[i] * 3.0
+        w[i] += t * t
+
+
 @pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
 def test_tuple_and_chained_assignments_and_a_funcs_values(jit):
     """a, b = b, a + b and c = d = e are differentiated (they were refused: "tuples of float values
@@ -573,6 +582,14 @@ def test_tuple_and_chained_assignments_and_a_funcs_values(jit):
     fy = [(_unpacking_plain(x[i], y[i] + h, n[i]) - _unpacking_plain(x[i], y[i] - h, n[i])) / (2 * h) for i in range(5)]
     np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gy, fy, rtol=1e-6, atol=1e-8)
+    # into array elements: y[i], z[i] = 2x, x^2; w[i] = t = 3x, then w[i] += t^2
+    k2 = tack.kernel(jit=jit)(_unpack_elements)
+    yv, zv, wv, g = np.zeros(5), np.zeros(5), np.zeros(5), np.zeros(5)
+    k2(x, yv, zv, wv)
+    np.testing.assert_array_equal(zv, x * x)
+    np.testing.assert_array_equal(wv, x * 3.0 + (x * 3.0) * (x * 3.0))
+    k2.adjoint(x, yv, zv, wv, grads={"x": g, "y": np.ones(5), "z": np.full(5, 2.0), "w": np.ones(5)})
+    np.testing.assert_allclose(g, 2 + 4 * x + 3 + 18 * x, rtol=1e-14)
 
 
 def _select_by_truth(x, y, out):
