@@ -37,7 +37,8 @@ line, never differentiated wrong: a store into an integer array of a value
 computed from floats, atomics other than add/sub, random draws, an array
 read by a loop that it or a later loop overwrites (the adjoint recomputes
 from the arrays as the kernel left them), and what is not supported yet:
-transforms, local arrays of vectors, while/break/continue/return, values
+transforms, local arrays of vectors, while/break/return and a continue other than
+an early one (tack._autodiff_continue makes those else branches), values
 computed outside the parallel loops from differentiated inputs.  Vectors, matrices, quaternions and complex
 numbers reach the generator as their components (tack._autodiff_scalarize rewrites
 the tree first), svd3/eig3/qr3 as one statement (tack._autodiff_decomp); structs
@@ -45,7 +46,8 @@ as their leaves (tack._autodiff_structs); collectives by tack._autodiff_blocks.
 Serial loops whose locals are sums or the iteration's own are replayed
 (``_Gen.serial``), loops that carry values replayed from their entry, and
 local arrays saved element by element (tack._autodiff_local); @tack.func
-calls are inlined (tack._autodiff_inline); the nodes the adjoint is made of
+calls are inlined (tack._autodiff_inline); tuple and chained assignments of names
+are written one name at a time first (tack._autodiff_unpack); the nodes the adjoint is made of
 are built by tack._autodiff_nodes; a
 stencil's loop is written in gather form (tack._autodiff_gather).  tack._autodiff_run builds and
 launches adjoints and holds the Tape (tack.Tape); docs/differentiation.md
@@ -79,6 +81,16 @@ def _np():
 
 # ------------------------------------------------------------------ the generator
 
+
+
+def _select_of(e):
+    """`a or b` as `a if a else b`, `a and b` as `b if a else a` (Python's values, and the type
+    the language gives both: their operands' promoted type); more operands fold to the right."""
+    first = e.values[0]
+    rest = e.values[1] if len(e.values) == 2 else _loc(ast.BoolOp(op=e.op, values=e.values[1:]), e)
+    if isinstance(e.op, ast.Or):
+        return _loc(ast.IfExp(test=_cp(first), body=_cp(first), orelse=rest), e)
+    return _loc(ast.IfExp(test=_cp(first), body=rest, orelse=_cp(first)), e)
 
 class _Gen:
     """One kernel's adjoint for one signature (which parameters are float arrays and scalars, the
@@ -142,6 +154,11 @@ class _Gen:
         obj = self.resolve(call.func)
         if obj is None:
             return None, None
+        if isinstance(obj, type) and issubclass(obj, _np().generic):  # np.float64(x): the cast tack.f64(x)
+            try:
+                obj = _core._dtype(obj)
+            except (TypeError, ValueError):
+                pass
         try:
             name = self.registry.get(obj)
         except TypeError:
@@ -201,10 +218,12 @@ class _Gen:
             return self.active(e.left) or self.active(e.right)
         if isinstance(e, ast.UnaryOp):
             return False if isinstance(e.op, ast.Not) else self.active(e.operand)
-        if isinstance(e, (ast.Compare, ast.BoolOp)):
-            for v in (e.values if isinstance(e, ast.BoolOp) else [e.left] + e.comparators):
+        if isinstance(e, ast.Compare):
+            for v in [e.left] + e.comparators:
                 self.active(v)  # refusals inside
             return False
+        if isinstance(e, ast.BoolOp):  # `a or b` is one of its operands, a float where they are
+            return any([self.active(v) for v in e.values])
         if isinstance(e, ast.IfExp):
             self.active(e.test)
             return self.active(e.body) or self.active(e.orelse)
@@ -298,6 +317,8 @@ class _Gen:
             fwd.append(_assign(t, _neg(_cp(a), e), e))
             acts.append(("op", t, e.op, [a], e))
             return _nm(t, e)
+        if isinstance(e, ast.BoolOp):  # its value is one of the operands: differentiated as the select it is
+            return self.flat(_select_of(e), fwd, acts)
         if isinstance(e, ast.IfExp):
             c = self.fresh("c")
             fwd.append(_assign(c, _cp(e.test), e))
@@ -574,6 +595,10 @@ class _Gen:
             raise self.error(f"the statement {ast.unparse(s)} is not differentiated yet", s)
         if isinstance(s, ast.Pass):
             return
+        if isinstance(s, ast.Assert):  # a check, no value: the forward sweep makes it again
+            self.active(s.test)  # the refusals inside
+            fwd.append(_cp(s))
+            return
         if isinstance(s, (ast.Assign, ast.AnnAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             if len(targets) != 1 or s.value is None:
@@ -608,6 +633,16 @@ class _Gen:
             if isinstance(tgt, ast.Tuple) and _decomp.marker(self, s.value) is not None:  # U, s, V = svd3(m)
                 _decomp.forward(self, s, fwd, acts, assigned)
                 return
+            if isinstance(tgt, ast.Tuple) and isinstance(s.value, ast.Call):  # q, r = f(x): a func's values
+                _name, obj = self.intrinsic(s.value)
+                if isinstance(obj, _core.Kernel) and obj.is_func and "tuple" in self.func_returns.get(obj.__name__, ()):
+                    outs = self.inline(s.value, obj, fwd, acts)  # every value computed, then assigned in order
+                    if not isinstance(outs, list) or len(outs) != len(tgt.elts):
+                        raise self.error(f"{obj.__name__}() returns its values by more than one return: not "
+                                         f"differentiated yet", s)
+                    for t, v in zip(tgt.elts, outs):
+                        self.stmt(_loc(ast.Assign(targets=[_cp(t)], value=v), s), fwd, acts, assigned)
+                    return
             if isinstance(tgt, ast.Tuple) and not self.active(s.value):
                 for e in tgt.elts:
                     if not isinstance(e, ast.Name):
@@ -799,6 +834,10 @@ class _Gen:
                 loops.append(self.loop(s))  # a list: the loop's adjoint, or its gather and own passes
                 continue
             if isinstance(s, ast.Pass):
+                continue
+            if isinstance(s, ast.Assert):  # a check of the arguments: made again before the loops' adjoints
+                self.active(s.test)
+                top.append(_cp(s))
                 continue
             if isinstance(s, (ast.Assign, ast.AugAssign)) and _local.top_store(self, s):
                 top.append(_cp(s))  # an element of a local array made here, from constants: a constant

@@ -117,8 +117,14 @@ def jax_function(kernel, outputs):
         kernel(*assemble(plain, outs))
         return tuple(outs)
 
+    import inspect
+
+    # under jax.vmap, each element of the batch is one launch (JAX 0.4.34 and later name the rule)
+    batched = {"vmap_method": "sequential"} if "vmap_method" in inspect.signature(jax.pure_callback).parameters \
+        else {}
+
     def run(*inputs):
-        return jax.pure_callback(host_forward, tuple(out_types(inputs)), *inputs)
+        return jax.pure_callback(host_forward, tuple(out_types(inputs)), *inputs, **batched)
 
     @jax.custom_vjp
     def f(*inputs):
@@ -147,7 +153,7 @@ def jax_function(kernel, outputs):
 
         types = tuple(jax.ShapeDtypeStruct(np.shape(x), x.dtype if hasattr(x, "dtype") else np.result_type(x))
                       for x in inputs)
-        return jax.pure_callback(host_backward, types, inputs, outs, gs)
+        return jax.pure_callback(host_backward, types, inputs, outs, gs, **batched)
 
     f.defvjp(f_fwd, f_bwd)
     return f

@@ -28,6 +28,7 @@ import builtins as _builtins
 import copy
 
 from . import _autodiff_local as _local
+from . import _autodiff_unpack as _unpack
 from ._autodiff_nodes import SEP, _loc
 
 
@@ -102,7 +103,7 @@ def relocator(gen, fn, rename, env, call):
 
 def inline(gen, call, fobj, fwd, acts):
     """The call's body as statements of the iteration (its parameters and locals renamed
-    f·N·name); the simple node of its return value, or None."""
+    f·N·name); the simple node of its return value (a list of them for ``return a, b``), or None."""
     from ._autodiff import _FLOATS
 
     fn, fdef, params, body, ret, locals_, env = func_parts(gen, call, fobj)
@@ -133,12 +134,16 @@ def inline(gen, call, fobj, fwd, acts):
     for name, a in assign:
         gen.local(name, a, fwd, acts, inl_assigned, call)
     rbody = [relocated(st) for st in body]
+    rbody = _unpack.unpack(gen, ast.Module(body=rbody, type_ignores=[])).body  # a, b = b, a in the function
     rret = relocated(ret) if ret is not None else None
     outer = gen.par_body  # a serial loop of the function: what is read outside it is the function's
     gen.par_body = rbody + ([_loc(ast.Expr(value=rret), call)] if rret is not None else [])
     for st in rbody:
         gen.stmt(st, fwd, acts, inl_assigned)
     gen.par_body = outer
-    out = gen.flat(rret, fwd, acts) if rret is not None else None
+    if isinstance(rret, ast.Tuple):  # return a, b: each value's node, the caller unpacking them
+        out = [gen.flat(e, fwd, acts) for e in rret.elts]
+    else:
+        out = gen.flat(rret, fwd, acts) if rret is not None else None
     gen.depth -= 1
     return out

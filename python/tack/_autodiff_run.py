@@ -18,7 +18,9 @@ import weakref
 from . import _core
 from . import _autodiff_local
 from . import _autodiff_scalarize
+from . import _autodiff_continue
 from . import _autodiff_structs
+from . import _autodiff_unpack
 from ._autodiff import _INTS, _Gen, _np
 
 # ------------------------------------------------------------------ builds
@@ -76,12 +78,14 @@ def _array_kind(v):
             return ("array", None)
         name = {"float32": "f32", "float64": "f64"}.get(dt.name, dt.name)
     elif hasattr(v, "__dlpack__") and hasattr(v, "dtype"):
-        name = {"float32": "f32", "float64": "f64"}.get(str(v.dtype).replace("torch.", ""), str(v.dtype))
+        # a PyTorch dtype prints as "torch.int32"; JAX's, CuPy's and the rest as NumPy's names
+        name = str(v.dtype).replace("torch.", "")
+        name = {"float32": "f32", "float64": "f64"}.get(name, name)
     else:
         return None
     if name in ("f32", "f64"):
         return ("farray", name)
-    if name in _INTS or name.startswith(("int", "uint")):
+    if name in _INTS or name.startswith(("int", "uint")) or name == "bool":
         return ("array", None)
     return ("bad", name)
 
@@ -161,6 +165,8 @@ def _built(kernel, args, kwargs):
         gen.func_types, gen.func_returns = _func_types(ir)
         gen.top_names = set()
         gen.array_ndims = {p: len(bound.arguments[p].shape) for p in varr}  # `x.shape` of vectors (scalarize)
+        gen.fdef = _autodiff_unpack.unpack(gen, gen.fdef)  # a, b = b, a: one name at a time
+        gen.fdef = _autodiff_continue.unfold(gen.fdef)  # if c: continue: the rest in the else branch
         _autodiff_local.precheck(gen, gen.fdef)
         if _autodiff_scalarize.needs(gen, gen.fdef, varr):  # vectors, matrices, complex: as scalars
             gen.fdef = _autodiff_scalarize.scalarize(gen, gen.fdef, varr)
@@ -295,6 +301,8 @@ def adjoint(kernel, args, kwargs):
     extra = []
     for p in names:
         g = grads.get(p)
+        if g is not None and kinds[p][0] == "farray" and p not in varr:
+            _check_grad(g, bound.arguments[p], f"{kernel.__qualname__}.adjoint: the gradient for '{p}'")
         if g is None:
             v = bound.arguments[p]
             g = getattr(v, "grad", None) if isinstance(v, _core.Array) else None
@@ -311,9 +319,56 @@ def adjoint(kernel, args, kwargs):
         raise TypeError(f"{kernel.__qualname__}.adjoint: grads for {sorted(unknown)}, which are not float array or "
                         f"float scalar parameters (those are {names})")
     a, kw = _adjoint_args(bound, varr)
+    _launch(adj, a, extra, kw, f"{kernel.__qualname__}.adjoint")
+    return None
+
+
+def _check_grad(g, v, what):
+    """Refuse a gradient given for float array v that is not a float array of v's shape: an integer
+    one would truncate every add, another shape would be indexed as v is."""
+    kind = _array_kind(g)
+    if kind is None or kind[0] != "farray":
+        name = kind[1] if kind is not None and kind[1] else getattr(getattr(g, "dtype", None), "name",
+                                                                      type(g).__name__)
+        raise TypeError(f"{what} is an array of {name}: a gradient is a float array (f32 or f64) of the "
+                        f"array's shape")
+    if tuple(g.shape) != tuple(v.shape):
+        raise ValueError(f"{what} has shape {tuple(g.shape)}, the array {tuple(v.shape)}: a gradient has its "
+                         f"array's shape")
+
+
+def _launch(adj, a, extra, kw, who):
+    """Launch an adjoint, each gradient parameter given memory of its own.  One array passed for two
+    parameters (a kernel reading x as both `a` and `b`, whose gradients are then one array) would
+    lose adds: an iteration sums its adds into an element in a local and stores it once, so the
+    store for `b` would drop the adds made for `a`.  A gradient repeated is given a zeroed scratch
+    array instead, added into the first after the launch; gradients that overlap otherwise (slices
+    of one array) are refused."""
+    extra = list(extra)
+    back = []  # (the first gradient, the scratch standing for a repeat of it)
+    for j in range(len(extra)):
+        for i in range(j):
+            if not _shared(extra[i], extra[j]):
+                continue
+            first = extra[i]
+            same = _storage(first) == _storage(extra[j]) and _size(first) == _size(extra[j]) and \
+                type(first) is type(extra[j]) and first.dtype == extra[j].dtype
+            if not same:
+                raise ValueError(f"{who}: two gradients share part of their memory (slices of one array): give each "
+                                 f"parameter's gradient an array of its own")
+            scratch = _zeros_like(extra[j])
+            back.append((first, scratch))
+            extra[j] = scratch
+            break
     with _paused():
         adj(*a, *extra, **kw)
-    return None
+    for first, scratch in back:
+        if isinstance(first, _core.Array):
+            from . import _array
+
+            _array.copyto(first, first.numpy() + scratch.numpy().reshape(first.numpy().shape))
+        else:
+            first += scratch.reshape(first.shape)
 
 
 def _varr(kernel, bound, kinds):
@@ -326,7 +381,7 @@ _core._set_hooks(autodiff=adjoint)
 
 # ------------------------------------------------------------------ the tape
 
-_active = []  # the recording tapes, innermost last
+_active = []  # the recording tapes, innermost last: each records every launch
 
 
 class _paused:
@@ -344,8 +399,9 @@ class _paused:
 
 
 def _record(kernel, args, kwargs):
-    if _active:
-        _active[-1]._launches.append((kernel, args, dict(kwargs)))
+    """A launch, recorded by every tape whose block it is in (an outer tape's too, as the innermost's)."""
+    for tape in dict.fromkeys(_active):  # once each, a tape entered twice included
+        tape._launches.append((kernel, args, dict(kwargs)))
 
 
 class Tape:
@@ -431,8 +487,9 @@ class Tape:
                 for leaf in leaves:
                     if _autodiff_structs._float_leaf(leaf):
                         view = _autodiff_structs.leaf_view(arr, cls, leaf, "tape.backward")
-                        _copy(self._grad_of(view), _autodiff_structs.leaf_view(seed, cls, leaf,
-                                                                              "tape.backward: the seed"))
+                        # the seed's leaf through the host: on a device it is a strided view
+                        _copy(self._grad_of(view), _autodiff_structs.host(_autodiff_structs.leaf_view(
+                            seed, cls, leaf, "tape.backward: the seed")))
                 continue
             g = self._grad_of(arr)
             if seed is None:
@@ -452,13 +509,13 @@ class Tape:
                 else:
                     extra.append(self._grad_of(bound.arguments[p]))
             a, kw = _adjoint_args(bound, varr)
-            with _paused():
-                adj(*a, *extra, **kw)
+            _launch(adj, a, extra, kw, "tape.backward")
 
     def _check_overwrites(self):
         """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's
         adjoint recomputes from the array as it is now."""
         read = {}  # storage key -> (kernel, parameter) of the first launch that read it
+        floats, seen = [], set()  # the float arrays of the launches, once each: for _check_slices
         for kernel, args, kwargs in self._launches:
             fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
             bound, _kinds = _param_kinds(fn, args, kwargs)
@@ -466,6 +523,10 @@ class Tape:
             entry = [h for h in _BUILDS[kernel].values() if h[0] is _adj][0]
             loaded, modified = entry[2], entry[3]
             _check_aliases(kernel, bound)
+            for p, v in bound.arguments.items():
+                if id(v) not in seen and (_kinds[p][0] == "farray" or p in entry[4]):
+                    seen.add(id(v))
+                    floats.append((kernel, p, v))
             for p in modified:
                 key = _storage(bound.arguments[p])
                 if key in read:
@@ -475,6 +536,7 @@ class Tape:
                                      f"recomputes from the values it read: give each step an array of its own")
             for p in loaded:
                 read.setdefault(_storage(bound.arguments[p]), (kernel, p))
+        _check_slices(floats)
 
     def zero(self):
         """Zero every gradient the tape reaches: the tape's own and the .grad of recorded arrays."""
@@ -516,6 +578,95 @@ def _overlap(a, b):
     np = _np()
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.may_share_memory(a, b)
+    return _storage(a) == _storage(b)
+
+
+def _check_slices(floats):
+    """Refuse two float arrays of a tape's launches ((kernel, parameter, array) each) that share
+    memory but are not one array or its reshaped views: the tape keeps a gradient per array, so the
+    adds through a slice (x[1:] beside x) would never reach the other's gradient."""
+    np = _np()
+    spans = sorted(((str(_storage(v)[0]),) + _extent(v) + (v, k, p) for k, p, v in floats), key=lambda t: t[:2])
+    active = []  # the spans before this one (by start) that reach past its start: a sweep
+    for span in spans:
+        dev, lo, hi, v, kernel, p = span
+        active = [a for a in active if a[0] == dev and a[2] > lo]
+        for dev0, lo0, hi0, v0, k0, p0 in active:
+            if lo0 == lo and _size(v0) == _size(v) and (_dense(v0) and _dense(v) or _steps(v0) == _steps(v)):
+                continue  # one array, or a reshaped view of it, or a view the same: one gradient
+            if np.shares_memory(_layout_of(v0), _layout_of(v), max_work=1 << 20):
+                raise ValueError(f"tack.Tape: {k0.__qualname__}()'s argument '{p0}' and {kernel.__qualname__}()'s "
+                                 f"argument '{p}' share memory but are not one array (slices of one, such as "
+                                 f"x[1:] and x): the tape keeps one gradient per array and its reshaped views, "
+                                 f"not slices: pass the whole array and index it in the kernel")
+        active.append(span)
+
+
+def _steps(v):
+    """v's shape and strides (a view of a struct array's field is made again for each launch)."""
+    if isinstance(v, _core.Array):
+        return tuple(v.shape), v._strides
+    return tuple(v.shape), tuple(v.strides)
+
+
+def _dense(v):
+    np = _np()
+    return v.flags.c_contiguous if isinstance(v, np.ndarray) else not getattr(v, "strided", False)
+
+
+def _extent(v):
+    """[lo, hi): the bytes v's elements span (a strided view's, from its strides)."""
+    np = _np()
+    if isinstance(v, _core.Array) and not v.strided:
+        return v.ptr, v.ptr + v.nbytes
+    if isinstance(v, _core.Array):
+        item = v.dtype.itemsize
+        lo = hi = v.ptr
+        for n, st in zip(v.shape, v._strides):
+            lo += min(0, (n - 1) * st * item)
+            hi += max(0, (n - 1) * st * item)
+        return lo, hi + item
+    return _byte_bounds(v if isinstance(v, np.ndarray) else np.asarray(v))
+
+
+def _byte_bounds(a):
+    from numpy.lib.array_utils import byte_bounds
+
+    return byte_bounds(a)
+
+
+def _layout_of(v):
+    """A NumPy array with v's address, shape and strides, for np.byte_bounds and np.shares_memory
+    (which read no element): v itself when it is NumPy's; for a tack.Array, a view of its address
+    however its memory is reached (a device's too: nothing reads it)."""
+    np = _np()
+    if isinstance(v, np.ndarray):
+        return v
+    if not isinstance(v, _core.Array):
+        iface = getattr(v, "__array_interface__", None)
+        return np.asarray(v) if iface is not None else np.zeros(0)
+    size = _size(v)
+    item = v.nbytes // size if size and not v.strided else v.dtype.itemsize
+    shape = tuple(v.shape)
+    strides = None
+    if v.strided:
+        strides = tuple(s * item for s in v._strides)
+
+    class _At:
+        __array_interface__ = {"shape": shape, "typestr": f"|V{item}", "data": (v.ptr, True), "strides": strides,
+                               "version": 3}
+
+    return np.asarray(_At())
+
+
+def _shared(a, b):
+    """Whether a and b have an element in common (the fields of one record array do not)."""
+    np = _np()
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        try:
+            return np.shares_memory(a, b, max_work=1 << 20)
+        except Exception:  # noqa: BLE001 -- numpy's TooHardError: too many strides to tell, take it as shared
+            return True
     return _storage(a) == _storage(b)
 
 

@@ -680,6 +680,9 @@ class Scalarizer:
             self.pre.extend(self.stmt_pre(st))
         self.pre.extend(self.stmts([relocated(st) for st in body]))
         out = None
+        if isinstance(ret, ast.Tuple) and any(self.ty(relocated(e)) is not None for e in ret.elts):
+            raise self.error(f"{fn.__name__}() returns several values, a vector, matrix or complex number among "
+                             f"them: not differentiated yet (return them from functions of their own)", call)
         if ret is not None:
             rt = self.ty(relocated(ret))
             if rt is not None:  # the return value in a local of its own, so the caller reads components

@@ -96,10 +96,13 @@ def struct_of(v):
 
 
 def gradient_of(tape, p, cls, leaves):
-    """p's gradient on `tape` as a struct array of its class (float leaves from the tape's leaf
-    gradients, the other leaves zero), or None when the tape holds none of its leaves'."""
-    out, any_ = _structs.new_array(p.shape, cls, p.device if isinstance(p, _structs.StructArray) else "cpu",
-                                   True), False
+    """p's gradient on `tape` as a struct array of its class and device (float leaves from the tape's
+    leaf gradients, the other leaves zero), or None when the tape holds none of its leaves'.
+
+    The records are assembled on the host and copied to p's device once: on a device a leaf of a
+    struct array is a strided view of its bytes, which a whole-array copy cannot write."""
+    np = _structs._np()
+    rec, any_ = np.zeros(p.shape, cls.dtype), False
     for leaf in leaves:
         if not _float_leaf(leaf):
             continue
@@ -107,8 +110,13 @@ def gradient_of(tape, p, cls, leaves):
         if g is None:
             continue
         any_ = True
-        dst = _structs._leaf_of(out, leaf)
-        from . import _autodiff_run
+        _structs._leaf_view(rec, leaf)[...] = host(g)
+    if not any_:
+        return None
+    device = p.device if isinstance(p, _structs.StructArray) else "cpu"
+    return _structs.array_of(rec, cls, device, False)
 
-        _autodiff_run._copy(dst, g)
-    return out if any_ else None
+
+def host(v):
+    """v's values as a NumPy array: a tack.Array (a strided device view too) copied to the host."""
+    return v.numpy() if isinstance(v, _structs._core.Array) else _structs._np().asarray(v)

@@ -25,7 +25,7 @@ DERIVS = {
     'trunc': ('0.0',),
     'fabs': ('sign(x0)',),
     'atan2': ('x1 / (x0 * x0 + x1 * x1)', '-x0 / (x0 * x0 + x1 * x1)'),
-    'pow': ('x1 * pow(x0, x1 - 1.0)', 'r * log(x0)'),
+    'pow': ('0.0 if x1 == 0.0 else x1 * pow(x0, x1 - 1.0)', '0.0 if x0 == 0.0 and x1 >= 0.0 else r * log(x0)'),
     'hypot': ('x0 / r', 'x1 / r'),
     'fmod': ('1.0', '-trunc(x0 / x1)'),
     'copysign': ('sign(x0) * copysign(1.0, x1)', '0.0'),

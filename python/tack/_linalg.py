@@ -41,6 +41,15 @@ def transpose(m):
     return m.T.copy()
 
 
+def dot(a, b):
+    """The sum of the products a[k] * b[k], added left to right as the compiled kernel adds them
+    (NumPy's dot groups them otherwise, which changes the last bits and, where the sum cancels, more)."""
+    p = np.multiply(np.asarray(a), np.asarray(b))  # the products, in the vectors' type (integers wrap)
+    if p.ndim != 1 or p.shape[0] == 0:
+        return np.dot(np.asarray(a), np.asarray(b))
+    return np.add.accumulate(p)[-1]  # one add after another, in order
+
+
 def trace(m):
     m = _square(m, "trace()")
     s = m[0, 0]

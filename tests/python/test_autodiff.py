@@ -164,6 +164,34 @@ def test_every_intrinsic_against_finite_differences_and_torch():
             np.testing.assert_allclose(ga[:, r, j], want, rtol=1e-12, atol=1e-12, err_msg=f"{name} arg {j} (torch)")
 
 
+def _pow_call(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = math.pow(a[i], b[i])
+
+
+def _pow_operator(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] ** b[i]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_pow_at_a_zero_base_or_exponent(jit, dt):
+    """0 ** b is 0 for every b > 0, so its derivative in b is 0, and a ** 0 is 1 for every a, so its
+    derivative in a is 0: PyTorch's and JAX's values.  The rows' formulas, r * log(a) and
+    b * a ** (b - 1), gave NaN (0 * -inf, 0 * inf) there, and a NaN in one element's gradient
+    spreads to every parameter it reaches."""
+    a = np.array([0.0, 0.0, 0.0, -0.0, 2.0, 0.0, 0.5], dt)
+    b = np.array([1.5, 1.0, 0.0, 2.0, 0.0, -1.0, 0.5], dt)
+    ga_want = [0.0, 1.0, 0.0, -0.0, 0.0, -np.inf, 0.5 * 0.5 ** -0.5]
+    gb_want = [0.0, 0.0, 0.0, 0.0, np.log(2.0), -np.inf, 0.5 ** 0.5 * np.log(0.5)]
+    for fn in (_pow_call, _pow_operator):
+        ga, gb = np.zeros_like(a), np.zeros_like(a)
+        tack.kernel(jit=jit)(fn).adjoint(a, b, np.zeros_like(a), grads={"a": ga, "b": gb, "out": np.ones_like(a)})
+        np.testing.assert_allclose(ga, ga_want, rtol=1e-6, err_msg=f"{fn.__name__}, d/da")
+        np.testing.assert_allclose(gb, gb_want, rtol=1e-6, err_msg=f"{fn.__name__}, d/db")
+
+
 @tack.kernel
 def heat_step(u, k, unew):
     n, m = u.shape
@@ -246,6 +274,71 @@ def test_heat_equation_100_steps_against_torch():
     assert abs(l_ref - tl.item()) < 1e-12 * abs(tl.item())
     np.testing.assert_allclose(gu_ref, tu.grad.numpy(), rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(gk_ref, tk.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+@tack.kernel
+def _products(a, b, y):
+    for i in range(y.shape[0]):
+        y[i] = a[i] * b[i]
+
+
+@tack.kernel
+def _dots(a, b, y):
+    for i in range(y.shape[0]):
+        y[i] = tack.dot(a[i], b[i])
+
+
+def test_one_array_read_as_two_parameters_gets_both_gradients():
+    """pair(x, x): the gradients of `a` and `b` are one array, and each iteration summed its adds
+    into a local per parameter and stored them, the second store dropping the first's adds (x.grad
+    was x, not 2x).  Each parameter now adds into memory of its own."""
+    xv = np.array([1.0, 2.0, 3.0])
+    for jit in (True, False):
+        k = _products if jit else tack.kernel(jit=False)(_products.__wrapped__)
+        x = tack.array(xv, tack.f64, requires_grad=True)
+        y, loss = tack.zeros(3, tack.f64), tack.zeros(1, tack.f64)
+        with tack.Tape() as tape:
+            k(x, x, y)
+            sum_squares(y.reshape(1, 3), loss)
+        tape.backward(loss)
+        np.testing.assert_array_equal(x.grad.numpy(), 4 * xv ** 3)  # d/dx sum(x^4)
+        g = np.zeros(3)
+        k.adjoint(xv, xv, np.zeros(3), grads={"a": g, "b": g, "y": np.ones(3)})
+        np.testing.assert_array_equal(g, 2 * xv)
+    # arrays of vectors (the gradients' component views), and a repeated gradient on a device
+    v = np.array([[1.0, 2.0, 2.0], [0.5, -1.0, 3.0]])
+    devices = ["cpu"] + [d for d in tack.devices() if d.startswith("opencl")][:1]
+    for dev in devices:
+        x = tack.array(v, tack.vec3d, device=dev)
+        gx = tack.zeros(2, tack.vec3d, device=dev)
+        _dots.adjoint(x, x, tack.zeros(2, tack.f64, device=dev),
+                      grads={"a": gx, "b": gx, "y": tack.array(np.ones(2), tack.f64, device=dev)})
+        np.testing.assert_allclose(gx.numpy(), 2 * v, rtol=1e-15, err_msg=dev)
+    with pytest.raises(ValueError, match="two gradients share part of their memory"):
+        g = np.zeros(4)
+        _products.adjoint(xv, xv, np.zeros(3), grads={"a": g[:3], "b": g[1:], "y": np.ones(3)})
+
+
+def test_tape_refuses_slices_of_one_array():
+    """x and x[1:] on one tape had a gradient each, so the adds through the slice never reached
+    x's (tape.gradient(x) was short of them, silently): the tape refuses arrays that share memory
+    without being one array or its reshaped views.  Fields of one record array, which interleave
+    but share no element, and a reshaped view pass."""
+    xv = np.array([1.0, 2.0, 3.0, 4.0])
+    for x in (xv.copy(), tack.array(xv, tack.f64, requires_grad=True)):
+        y1, y2 = np.zeros(4), np.zeros(3)
+        with tack.Tape() as tape:
+            _products(x, x, y1)
+            _products(x[1:], x[1:], y2)
+        with pytest.raises(ValueError, match="share memory but are not one array"):
+            tape.backward(grads=[(y1, np.ones(4)), (y2, np.ones(3))])
+    x = tack.array(xv, tack.f64, requires_grad=True)
+    y, loss = tack.zeros(4, tack.f64), tack.zeros(1, tack.f64)
+    with tack.Tape() as tape:
+        _products(x, x.reshape(2, 2).reshape(4), y)
+        sum_squares(y.reshape(2, 2), loss)
+    tape.backward(loss)
+    np.testing.assert_array_equal(x.grad.numpy(), 4 * xv ** 3)
 
 
 def test_tape_refuses_a_step_that_overwrites_what_an_earlier_step_read():
@@ -414,6 +507,122 @@ def test_an_adjoint_launch_takes_the_signature_once_and_kinds_by_dtype(monkeypat
         assert _autodiff._array_kind(np.zeros(2, dt)) == want, dt
 
 
+def _numpy_casts(x, y, n, out):
+    for i in range(x.shape[0]):
+        out[i] = np.float64(x[i]) * y[i] + tack.f64(np.float32(y[i])) * np.int64(x[i] * 4.0) + n[i] * x[i]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_numpy_scalar_types_are_the_casts_they_name(jit):
+    """np.float64(x) is tack.f64(x) (docs/language.md): the gradient passes through it, and
+    np.int64(x) stops it as int(x) does.  The adjoint refused np.float64() ("no TK_DERIV row")."""
+    k = tack.kernel(jit=jit)(_numpy_casts)
+    x, y = np.array([0.3, -1.7, 2.6]), np.array([0.5, 0.25, -2.0])  # y exact in f32
+    n = np.array([1, 2, 3], np.int32)
+    gx, gy = np.zeros(3), np.zeros(3)
+    k.adjoint(x, y, n, np.zeros(3), grads={"x": gx, "y": gy, "out": np.ones(3)})
+    np.testing.assert_array_equal(gx, y + n)
+    np.testing.assert_array_equal(gy, x + np.trunc(x * 4.0))
+
+
+@tack.func
+def _polar(x, y):
+    a, b = x, y
+    a, b = b, a                               # a swap inside a function
+    return tack.sqrt(a * a + b * b), tack.atan2(a, b)
+
+
+def _unpacking(x, y, n, out):
+    for i in range(x.shape[0]):
+        a, b = x[i], 1.0
+        m, s = 0, 0.0
+        for k in range(n[i]):
+            a, b = b, a + b * y[i]            # a swap, carried by the loop
+            m, s = m + 1, s * 0.9 + a
+        c = d = a * b
+        c = d = c + d * 0.5                   # reads the names it assigns
+        r, th = _polar(x[i], y[i])            # a func's two values
+        out[i] = c * d + s + m * a + r * th
+
+
+def _unpacking_plain(x, y, n):
+    a, b = x, 1.0
+    m, s = 0, 0.0
+    for k in range(n):
+        a, b = b, a + b * y
+        m, s = m + 1, s * 0.9 + a
+    c = d = a * b
+    c = d = c + d * 0.5
+    return c * d + s + m * a + math.hypot(x, y) * math.atan2(y, x)
+
+
+def _unpack_elements(x, y, z, w):
+    for i in range(x.shape[0]):
+        y[i], z[i] = x[i] * 2.0, x[i] * x[i]
+        w[i] = t = x[i] * 3.0
+        w[i] += t * t
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_tuple_and_chained_assignments_and_a_funcs_values(jit):
+    """a, b = b, a + b and c = d = e are differentiated (they were refused: "tuples of float values
+    are not differentiated yet", "chained assignments"), and r, th = f(x) of a func returning two
+    values gets its gradient (it got none: the call was taken for a constant)."""
+    k = tack.kernel(jit=jit)(_unpacking)
+    rng = np.random.default_rng(6)
+    x, y = rng.uniform(0.5, 1.5, 5), rng.uniform(-0.8, 0.8, 5)
+    n = np.array([0, 1, 2, 5, 40])
+    out = np.zeros(5)
+    k(x, y, n, out)
+    np.testing.assert_allclose(out, [_unpacking_plain(x[i], y[i], n[i]) for i in range(5)], rtol=1e-13)
+    gx, gy = np.zeros(5), np.zeros(5)
+    k.adjoint(x, y, n, out, grads={"x": gx, "y": gy, "out": np.ones(5)})
+    h = 1e-6
+    fx = [(_unpacking_plain(x[i] + h, y[i], n[i]) - _unpacking_plain(x[i] - h, y[i], n[i])) / (2 * h) for i in range(5)]
+    fy = [(_unpacking_plain(x[i], y[i] + h, n[i]) - _unpacking_plain(x[i], y[i] - h, n[i])) / (2 * h) for i in range(5)]
+    np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gy, fy, rtol=1e-6, atol=1e-8)
+    # into array elements: y[i], z[i] = 2x, x^2; w[i] = t = 3x, then w[i] += t^2
+    k2 = tack.kernel(jit=jit)(_unpack_elements)
+    yv, zv, wv, g = np.zeros(5), np.zeros(5), np.zeros(5), np.zeros(5)
+    k2(x, yv, zv, wv)
+    np.testing.assert_array_equal(zv, x * x)
+    np.testing.assert_array_equal(wv, x * 3.0 + (x * 3.0) * (x * 3.0))
+    k2.adjoint(x, yv, zv, wv, grads={"x": g, "y": np.ones(5), "z": np.full(5, 2.0), "w": np.ones(5)})
+    np.testing.assert_allclose(g, 2 + 4 * x + 3 + 18 * x, rtol=1e-14)
+
+
+def _select_by_truth(x, y, out):
+    for i in range(x.shape[0]):
+        out[i, 0] = x[i] or y[i]                          # x[i] unless it is 0.0
+        out[i, 1] = x[i] and y[i] * 3.0                   # 3 y[i] unless x[i] is 0.0 (then x[i])
+        out[i, 2] = (x[i] > 0.5 and y[i]) or x[i] * 2.0   # y[i] (when not 0), else 2 x[i]
+        out[i, 3] = x[i] * 0.0 or y[i] or x[i]            # y[i] unless it is 0.0, then x[i]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_and_and_or_of_floats_select_a_value(jit):
+    """`a or b` and `a and b` of floats are one of their operands, as in Python, and the gradient
+    goes to the one selected: it was 0 for both (the operators were taken for conditions), a
+    silent wrong answer."""
+    k = tack.kernel(jit=jit)(_select_by_truth)
+    x = np.array([0.0, 0.25, 0.75, 1.5, 0.0])
+    y = np.array([2.0, 0.0, 4.0, -1.0, 0.0])
+    out = np.zeros((5, 4))
+    k(x, y, out)
+    xs, ys = x != 0, y != 0
+    np.testing.assert_array_equal(out[:, 0], np.where(xs, x, y))
+    gx_want = np.stack([xs, ~xs, ~((x > 0.5) & ys), ~ys], 1).astype(float) * [1, 1, 2, 1]
+    gy_want = np.stack([~xs, 3 * xs, (x > 0.5) & ys, ys], 1).astype(float)
+    for col in range(4):
+        gx, gy = np.zeros(5), np.zeros(5)
+        seed = np.zeros((5, 4))
+        seed[:, col] = 1
+        k.adjoint(x, y, out, grads={"x": gx, "y": gy, "out": seed})
+        np.testing.assert_array_equal(gx, gx_want[:, col], err_msg=f"column {col}, x")
+        np.testing.assert_array_equal(gy, gy_want[:, col], err_msg=f"column {col}, y")
+
+
 def test_adjoint_direct_branches_scalars_and_debug_mode():
     xv = np.linspace(0.1, 0.9, 7)
     t = 2 * xv
@@ -571,6 +780,107 @@ def test_the_gather_slice_keeps_what_may_act():
     assert kept.splitlines() == ["a = y", "grad[i] += a"]
 
 
+def test_nested_tapes_both_record():
+    """A launch inside two tapes' blocks is recorded by both: the outer tape recorded nothing of the
+    inner block, so its backward gave no gradient through it, silently."""
+    xv = np.array([1.0, 2.0, 3.0])
+    x = tack.array(xv, tack.f64, requires_grad=True)
+    y, loss = tack.zeros(3, tack.f64), tack.zeros(1, tack.f64)
+    with tack.Tape() as outer:
+        with tack.Tape() as inner:
+            _products(x, x, y)
+        sum_squares(y.reshape(1, 3), loss)
+    assert len(outer.launches) == 2 and len(inner.launches) == 1
+    outer.backward(loss)
+    np.testing.assert_array_equal(x.grad.numpy(), 4 * xv ** 3)
+    x.grad.fill(0)
+    inner.backward(grads=[(y, np.ones(3))])
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * xv)
+
+
+def test_adjoint_refuses_a_gradient_of_the_wrong_kind():
+    """grads={"a": g} with g an integer array truncated every add (x^2 + sin x at 1.3, 2, 3 gave
+    [2, 3, 5] for 2x + cos x), and one of another shape was indexed as the array: both are
+    refused, naming the parameter."""
+    x, y = np.array([1.3, 2.0, 3.0]), np.zeros(3)
+    for bad, err, words in ((np.zeros(3, np.int64), TypeError, "'a' is an array of int64: a gradient is a float"),
+                            (np.zeros(4), ValueError, r"'a' has shape \(4,\), the array \(3,\)"),
+                            (np.zeros((3, 1)), ValueError, r"'a' has shape \(3, 1\)")):
+        with pytest.raises(err, match=words):
+            _products.adjoint(x, x, y, grads={"a": bad, "y": np.ones(3)})
+    g = np.zeros(3, np.float32)  # another float type is taken
+    _products.adjoint(x, x, y, grads={"a": g, "y": np.ones(3)})
+    np.testing.assert_allclose(g, x, rtol=1e-7)
+
+
+def _checked_log(x, y):
+    assert x.shape[0] == y.shape[0], "one y per x"
+    for i in range(x.shape[0]):
+        assert x[i] > 0.0, "a positive x"
+        y[i] = math.log(x[i])
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_asserts_are_checked_again_by_the_adjoint(jit):
+    """An assert (in the parallel loop or before it) was refused ("'Assert' is not differentiated
+    yet"): the adjoint makes the check again in its forward sweep, and raises where it fails."""
+    k = tack.kernel(jit=jit)(_checked_log)
+    x, y = np.array([0.5, 2.0, 4.0]), np.zeros(3)
+    k(x, y)
+    g = np.zeros(3)
+    k.adjoint(x, y, grads={"x": g, "y": np.ones(3)})
+    np.testing.assert_allclose(g, 1 / x, rtol=1e-15)
+    x[1] = -1.0
+    with pytest.raises(AssertionError, match="a positive x"):
+        k.adjoint(x, y, grads={"x": np.zeros(3), "y": np.ones(3)})
+
+
+def _skipping(x, alive, y):
+    for i in range(x.shape[0]):
+        a = x[i]
+        if alive[i] == 0:
+            y[i] = 0.0
+            continue
+        if a < 0.0:
+            y[i] = -a * 3.0
+            continue
+        elif a > 2.0:
+            continue                          # y[i] keeps its value: its seed stays
+        b = math.sqrt(a) * a
+        y[i] = b * b + a
+
+
+def _skipping_in_a_serial_loop(x, y):
+    for i in range(x.shape[0]):
+        s = 0.0
+        for k in range(4):
+            if k == 2:
+                continue
+            s += x[i] * k
+        y[i] = s
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_an_early_continue_of_a_parallel_loop(jit):
+    """if not alive[i]: continue was refused ("'continue' is not differentiated yet"): a branch
+    ending with continue directly in the parallel loop's body now leaves the rest of the iteration
+    to the other branch.  A serial loop's continue is still refused at its line."""
+    k = tack.kernel(jit=jit)(_skipping)
+    x = np.array([0.5, -1.0, 3.0, 1.5, 0.2, -0.3])
+    alive = np.array([1, 1, 1, 1, 0, 1], np.int32)
+    y = np.full(6, 7.0)
+    k(x, alive, y)
+    np.testing.assert_allclose(y, [0.5 ** 3 + 0.5, 3.0, 7.0, 1.5 ** 3 + 1.5, 0.0, 0.9], rtol=1e-15)
+    gx, gy = np.zeros(6), np.arange(1.0, 7.0)
+    k.adjoint(x, alive, y, grads={"x": gx, "y": gy})
+    np.testing.assert_allclose(gx, [1 * (3 * 0.5 ** 2 + 1), 2 * -3.0, 0.0, 4 * (3 * 1.5 ** 2 + 1), 0.0, 6 * -3.0],
+                               rtol=1e-14)
+    np.testing.assert_array_equal(gy, [0, 0, 3, 0, 0, 0])  # the stored elements' seeds are spent
+    with pytest.raises(tack.CompileError, match="'continue' is not differentiated yet") as err:
+        tack.kernel(jit=jit)(_skipping_in_a_serial_loop).adjoint(x, np.zeros(6), grads={"y": np.ones(6)})
+    assert "line" in str(err.value)
+
+
 def test_grad_and_requires_grad():
     a = tack.zeros(3, tack.f32)
     assert a.grad is None and not a.requires_grad
@@ -665,11 +975,13 @@ def _adjoint_source(k, args, target):
 
 
 def _dialect_sources(target):
-    """The adjoints of the f32 branch-and-scalar kernel and of the heat stencil, in one dialect."""
+    """The adjoints of the f32 branch-and-scalar kernel, of the heat stencil and of pow (whose
+    derivatives are conditional expressions), in one dialect."""
     x = np.linspace(0.1, 0.9, 7).astype(np.float32)
     u = np.ones((6, 5), np.float32)
     return [_adjoint_source(scaled, (x, np.zeros(7, np.float32), 2.0), target),
-            _adjoint_source(heat_step, (u, u, np.zeros((6, 5), np.float32)), target)]
+            _adjoint_source(heat_step, (u, u, np.zeros((6, 5), np.float32)), target),
+            _adjoint_source(tack.kernel(_pow_call), (x, x, np.zeros(7, np.float32)), target)]
 
 
 def test_adjoint_sources_compile_with_nvrtc():
@@ -768,6 +1080,31 @@ def test_torch_function_passes_gradcheck():
     torch.testing.assert_close(x.grad, (want * torch.arange(6.0, dtype=torch.float64)).detach())
 
 
+@tack.kernel
+def picked(z, labels, keep, loss):
+    for n in range(z.shape[0]):
+        if keep[n]:
+            loss[0] += z[n, labels[n]] * z[n, labels[n]]
+
+
+@pytest.mark.skipif(not TEST_ALL, reason="importing torch takes seconds: under make test-all (TACK_TEST_ALL=1)")
+def test_torch_function_takes_integer_and_bool_tensors():
+    """Integer and bool tensors are indices and masks, not differentiated: their dtypes' names
+    ("torch.int32") were taken for unknown element types and the adjoint refused them."""
+    torch = pytest.importorskip("torch")
+    f = tack.torch_function(picked, outputs={"loss": (1,)})
+    z = torch.tensor(np.random.default_rng(4).random((5, 3)), requires_grad=True)
+    for itype in (torch.int32, torch.int64, torch.uint8):
+        z.grad = None
+        labels = torch.tensor([0, 2, 1, 1, 0], dtype=itype)
+        keep = torch.tensor([True, True, False, True, True])
+        f(z, labels, keep).sum().backward()
+        want = torch.zeros(5, 3, dtype=torch.float64)
+        rows = torch.arange(5)[keep]
+        want[rows, labels.long()[keep]] = 2 * z.detach()[rows, labels.long()[keep]]
+        torch.testing.assert_close(z.grad, want)
+
+
 @pytest.mark.skipif(not TEST_ALL, reason="importing jax takes seconds: under make test-all (TACK_TEST_ALL=1)")
 def test_jax_function_passes_check_grads():
     jax = pytest.importorskip("jax")
@@ -778,6 +1115,15 @@ def test_jax_function_passes_check_grads():
     rng = np.random.default_rng(2)
     x, w = jax.numpy.array(rng.random(5)), jax.numpy.array(rng.random(5))
     check_grads(lambda x, w: g(x, w, 1.5), (x, w), order=1, modes=["rev"])
+    # under jax.vmap (and its gradient), one launch per element of the batch: it raised
+    # NotImplementedError (pure_callback without a vmap rule)
+    xs, ws = jax.numpy.stack([x, 2 * x]), jax.numpy.stack([w, w + 1])
+    ys = jax.vmap(lambda x, w: g(x, w, 1.5))(xs, ws)
+    want = jax.numpy.tanh(ws * xs * 1.5) + xs * xs
+    np.testing.assert_allclose(np.asarray(ys), np.asarray(want), rtol=1e-13)
+    gx = jax.vmap(jax.grad(lambda x, w: jax.numpy.sum(g(x, w, 1.5))))(xs, ws)
+    dy = (1 - jax.numpy.tanh(ws * xs * 1.5) ** 2) * 1.5 * ws + 2 * xs
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(dy), rtol=1e-12)
 
 
 @pytest.mark.skipif(not TEST_ALL, reason="31 optimization iterations of 101 launches: under make test-all")

@@ -548,15 +548,30 @@ def _f16_local_array(x, out):
         out[i] = tack.vec3d(float(t[0]))
 
 
+@tack.func
+def _kick(x, v, dt):
+    v2 = v - x * dt
+    return x + v2 * dt, v2
+
+
+@tack.kernel
+def _kicked(x0, v0, out):
+    for i in range(x0.shape[0]):
+        x, v = _kick(x0[i], v0[i], 0.1)          # two vectors returned: refused, by name
+        out[i] = x + v
+
+
 def _refusal_cases():
     v3 = tack.ones(2, tack.vec3d)
     return [
         (_f16_local_array, (tack.ones(3, tack.vec3d), tack.zeros(3, tack.vec3d)), "'t' is a local array of f16: "
                                                                                   "only local arrays of f32, f64"),
+        (_kicked, (v3, v3, tack.zeros(2, tack.vec3d)), "_kick() returns several values, a vector, matrix or "
+                                                       "complex number among them: not differentiated yet"),
     ]
 
 
-@pytest.mark.parametrize("case", range(1))  # svd3, eig3 and qr3 are differentiated (test_autodiff_decomp.py)
+@pytest.mark.parametrize("case", range(2))  # svd3, eig3 and qr3 are differentiated (test_autodiff_decomp.py)
 def test_refusals_name_the_line(case):
     kern, args, msg = _refusal_cases()[case]
     with pytest.raises(tack.CompileError) as err:
