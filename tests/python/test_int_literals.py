@@ -310,3 +310,46 @@ def test_a_negative_argument_against_uint64_is_still_refused():
     assert out.tolist() == [True, True, False]
     below_arg(np.array([0, 5, 255], np.uint8), -1, out)
     assert out.tolist() == [False, False, False]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_min_and_max_pick_by_the_exact_comparison(jit):
+    # min(u8, a shape of 300) compared 200 with 300 wrapped to 44 and gave 44;
+    # Python's min picks 200, and the value picked takes the array's type
+    def pick(a, out):
+        for i in range(out.shape[1]):
+            out[0, i] = min(a[i], out.shape[1])
+            out[1, i] = max(a[i], out.shape[1] - 400)
+            out[2, i] = min(out.shape[1] - 400, a[i])
+
+    a = np.resize(np.array([200, 5, 0, 255], np.uint8), 300)
+    out = np.zeros((3, 300), np.int64)
+    tack.kernel(pick, jit=jit)(a, out)
+    assert out[0].tolist() == [min(int(v), 300) for v in a]
+    assert out[1].tolist() == a.tolist()  # max(v, -100) is v
+    assert out[2].tolist() == [np.uint8(-100 % 256)] * 300  # -100 picked, then wrapped to uint8 as documented
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+@pytest.mark.parametrize("sdt", [np.int8, np.int64], ids=["i8", "i64"])
+def test_a_signed_integer_compares_exactly_with_uint64(sdt, jit):
+    # their promoted type is float64, which made 2**62 + 1 == 2**62 True and
+    # 2**63 - 1 < 2**63 False; NumPy 2 compares them exactly
+    def both_ways(s, u, out):
+        for i in range(out.shape[1]):
+            out[0, i] = s[i] < u[i]
+            out[1, i] = s[i] == u[i]
+            out[2, i] = s[i] >= u[i]
+            out[3, i] = u[i] <= s[i]
+            out[4, i] = u[i] != s[i]
+            out[5, i] = u[i] > s[i]
+
+    ii = np.iinfo(sdt)
+    s = np.array([ii.max, -1, min(2**62 + 1, ii.max), ii.min, 0, 5], sdt)
+    u = np.array([2**63 if sdt == np.int64 else ii.max + 1, 2**64 - 1, 2**62, 0, 0, 5], np.uint64)
+    out = np.zeros((6, s.size), bool)
+    tack.kernel(both_ways, jit=jit)(s, u, out)
+    S, U = [int(v) for v in s], [int(v) for v in u]
+    want = [[a < b for a, b in zip(S, U)], [a == b for a, b in zip(S, U)], [a >= b for a, b in zip(S, U)],
+            [b <= a for a, b in zip(S, U)], [b != a for a, b in zip(S, U)], [b > a for a, b in zip(S, U)]]
+    assert out.tolist() == want

@@ -40,7 +40,11 @@
  * comparison (the same answer, and no widening in SIMD lanes); a Python
  * int argument compared with a uint64 keeps its uint64 conversion, which
  * takes values up to 2**64 - 1 and refuses a negative one when the call
- * is made (the launch's range check), as before.
+ * is made (the launch's range check), as before.  min() and max() pick by
+ * the same exact comparison (lower_call.c), as Python's pick by `<`, and
+ * then convert the value picked.  Two fixed-width integers compare exactly
+ * too where NumPy 2 does and their promotion would not: uint64 against a
+ * signed type, whose promoted type is float64.
  *
  * Without a 128-bit integer type in the host compiler the exact check is
  * skipped (the generated arithmetic then wraps as it did before); every
@@ -263,9 +267,21 @@ static tk_ir *in_range(lw_state *L, int b, tk_ir *c, tk_ir *w, tack_dtype dt, ta
 #undef BOUND
 }
 
+static int fixed_int(const tk_ir *e) { return e->ty.kind == TY_VALUE && !e->ty.weak && ty_is_int(e->ty); }
+
 tk_ir *lw_pyint_compare(lw_state *L, int b, tk_ir *x, tk_ir *y, tack_node *n) {
     int px = python_int(x), py = python_int(y);
-    if (px == py) return NULL; /* two Python ints, or none */
+    if (!px && !py && fixed_int(x) && fixed_int(y) && !lw_is_big_pyint(x) && !lw_is_big_pyint(y)) {
+        /* uint64 against a signed type: promoted, they are float64, which
+         * rounds both above 2**53 (2**62 + 1 == 2**62); NumPy 2 compares them
+         * exactly, and so does this */
+        int ux = x->ty.dt == TACK_U64, uy = y->ty.dt == TACK_U64;
+        int sx = dt_kind((tack_dtype)x->ty.dt) == TACK_KIND_INT, sy = dt_kind((tack_dtype)y->ty.dt) == TACK_KIND_INT;
+        if (sx && uy) return signed_vs_unsigned(L, b, lw_cast(L, x, ty_value(TACK_I64)), y, n);
+        if (ux && sy) return signed_vs_unsigned(L, mirror[b], lw_cast(L, y, ty_value(TACK_I64)), x, n);
+        return NULL;
+    }
+    if (px == py) return NULL; /* two Python ints */
     tk_ir *w = px ? x : y, *c = px ? y : x;
     if (c->ty.kind != TY_VALUE || c->ty.weak || !ty_is_int(c->ty) || !ty_is_scalar(c->ty)) return NULL;
     tack_dtype dt = (tack_dtype)c->ty.dt;
