@@ -249,6 +249,14 @@ class _Ctx:
             t = self.df  # a run-time weak value meeting a float: the default float
         else:
             t = self._promote(x, y)
+            if wx is None and wy is None and t.kind == "f" and x.dtype.kind in "iu" and y.dtype.kind in "iu":
+                # uint64 and a signed type promote to float64; NumPy 2 compares them exactly
+                return np.bool_(_CMPS[op](int(x), int(y)))
+            w = wx if wx is not None else wy
+            if t.kind in "iu" and w is not None and w[0] == 1:
+                # a Python int and a fixed-width integer: exactly, as NumPy 2 compares
+                # them (lower_pyint.c, lw_pyint_compare), not in the integer's type
+                return np.bool_(_CMPS[op](int(x), int(y)))
         return np.bool_(_CMPS[op](self._to(t, x), self._to(t, y)))
 
     # -- unary operators

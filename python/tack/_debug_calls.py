@@ -19,6 +19,7 @@ milliseconds; the bits are the same (the random module's docstring).
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -248,6 +249,13 @@ def _random_calls():
         _CALLS[f] = _random_draw(f, name)
 
 
+def _float_pow(x, y):
+    """math.pow on the two NumPy floats ctx.math gives it: C's pow, as ``**``
+    computes it here.  Not np.power, which takes sqrt for a scalar exponent of
+    0.5 and so gives -0.0 for -0.0 and NaN for -inf (pow's +0.0 and +inf)."""
+    return operator.pow(x, y)
+
+
 def _math_handler(fn):
     return lambda ctx, *args: ctx.math(fn, *args)
 
@@ -260,7 +268,7 @@ def _register_calls():
     atomics, and every math row (NumPy's function of _intrinsics._MATH, or
     _mathlib's where NumPy has none, in the type the compiler gives it).  Each handler is registered for the row's
     Python object (_intrinsics._PYTHON), the math module's function of that name
-    and NumPy's spelling (_intrinsics._NUMPY_MATH); math.pow is NumPy's power, a
+    and NumPy's spelling (_intrinsics._NUMPY_MATH); math.pow is C's pow (_float_pow), a
     float pow.  The other rows (print, complex, dot, seed_u64 ...) run their
     Python object as it is."""
     from . import _intrinsics as K
@@ -286,7 +294,7 @@ def _register_calls():
     for npname, name in K._NUMPY_MATH.items():
         if name in K._MATH:
             _CALLS.setdefault(getattr(np, npname), by_name[name])
-    _CALLS[math.pow] = _math_handler(np.power)
+    _CALLS[math.pow] = _math_handler(_float_pow)
     _random_calls()
 
 

@@ -406,13 +406,15 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         }
         c->temps[i] = arr;
         c->st = k->st; /* kcall_fini hands it back to array_ndarray.c */
+    } else if (is_numpy_scalar_type(Py_TYPE(obj))) {
+        /* np.float64 and np.complex128 too, before the float and complex checks: they
+         * are subclasses of Python's float and complex, but concrete, not weak */
+        return numpy_scalar(k, c, i, obj);
     } else if (PyFloat_Check(obj)) {
         t->dtype = TACK_F64;
         t->weak = 1;
         v->scalar.f = PyFloat_AsDouble(obj);
         return v->scalar.f == -1.0 && PyErr_Occurred() ? -1 : 0;
-    } else if (is_numpy_scalar_type(Py_TYPE(obj))) {
-        return numpy_scalar(k, c, i, obj); /* np.complex128 too (a complex subclass), concrete */
     } else if (PyComplex_Check(obj)) { /* another subclass of complex: weak, as a Python complex */
         Py_complex z = PyComplex_AsCComplex(obj);
         if (z.real == -1.0 && PyErr_Occurred())

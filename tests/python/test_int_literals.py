@@ -221,3 +221,135 @@ def test_python_int_argument_above_int64_is_refused_against_signed_types():
         put_arg(out, 2**64)
     with pytest.raises(OverflowError, match="-1 is out of bounds for u64"):
         put_arg(out, -1)
+
+
+# ---------------------------------------------- comparisons with Python ints
+# NumPy 2 compares a Python int with an integer array exactly (int8 < 200 is
+# True, uint8 == -1 False).  A kernel converted the Python int to the array's
+# type instead: a literal out of its range was refused as "out of bounds"
+# (saying NumPy 2 raises, which it does not for comparisons), and a run-time
+# int -- the loop variable, a shape -- was wrapped, so `a8[0] < out.shape[0]`
+# with a shape of 300 compared 100 < 44 and gave False without an error.
+_CMP_OPS = ["<", "<=", "==", "!=", ">", ">="]
+_CMP_LITERALS = ["-1", "200", "70000", "-2**63", "9223372036854775808"]
+
+
+def _compare_kernel(tmp_path, right):
+    import importlib.util
+
+    path = tmp_path / f"cmp_{next(_counter)}.py"
+    body = "".join(f"        out[{2 * k}, i] = a[i] {op} {right}\n        out[{2 * k + 1}, i] = {right} {op} a[i]\n"
+                   for k, op in enumerate(_CMP_OPS))
+    path.write_text(f"import tack\n\ndef k(a, out, n):\n    for i in range(out.shape[1]):\n{body}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.k
+
+
+def _edges(dt):
+    ii = np.iinfo(dt)
+    return np.array(sorted({int(ii.min), int(ii.max), 0, 100} | ({-1} if ii.min < 0 else set())), dtype=dt)
+
+
+_NP_CMP = {"<": np.less, "<=": np.less_equal, "==": np.equal, "!=": np.not_equal, ">": np.greater,
+           ">=": np.greater_equal}
+
+
+def _numpy_answer(values, w):
+    """Each comparison both ways, as NumPy 2 makes it (exactly, as Python compares ints)."""
+    rows = []
+    for op in _CMP_OPS:
+        rows.append(_NP_CMP[op](values, w))
+        rows.append(_NP_CMP[op](w, values))
+        assert rows[-2].tolist() == [eval(f"{int(v)} {op} {w}") for v in values]
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+@pytest.mark.parametrize("right", _CMP_LITERALS + ["n", "out.shape[1] + 200", "n - out.shape[1] * 100"])
+def test_a_python_int_compares_exactly_with_every_integer_type(tmp_path, right, jit):
+    k = tack.kernel(_compare_kernel(tmp_path, right), jit=jit)
+    for dt in _INT_DTYPES:
+        a = _edges(dt)
+        out = np.zeros((12, a.size), bool)
+        k(a, out, 300)
+        w = eval(right, {"n": 300, "out": out})
+        assert out.tolist() == _numpy_answer(a, w).tolist(), (right, dt)
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_the_loop_variable_compares_exactly(jit):
+    # i < a[0] with i past int8's range: i was wrapped to int8 (250 became -6)
+    def below(a, out):
+        for i in range(out.shape[0]):
+            out[i] = i < a[0]
+
+    a = np.array([100], np.int8)
+    out = np.zeros(300, bool)
+    tack.kernel(below, jit=jit)(a, out)
+    assert out.tolist() == [i < 100 for i in range(300)]
+
+
+@tack.kernel
+def below_arg(a, k, out):
+    for i in range(out.shape[0]):
+        out[i] = a[i] < k
+
+
+def test_a_negative_argument_against_uint64_is_still_refused():
+    # a Python int argument meeting uint64 keeps its uint64 conversion (2**64 - 1
+    # is accepted), so a negative one is refused when the call is made, not compared
+    u = np.array([0, 5, 2**64 - 1], np.uint64)
+    out = np.zeros(3, bool)
+    below_arg(u, 2**64 - 1, out)
+    assert out.tolist() == [True, True, False]
+    with pytest.raises(OverflowError, match="-1 is out of bounds for u64"):
+        below_arg(u, -1, out)
+    below_arg(np.array([0, 5, 255], np.uint8), 200, out)  # an 8-bit one compares exactly
+    assert out.tolist() == [True, True, False]
+    below_arg(np.array([0, 5, 255], np.uint8), -1, out)
+    assert out.tolist() == [False, False, False]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_min_and_max_pick_by_the_exact_comparison(jit):
+    # min(u8, a shape of 300) compared 200 with 300 wrapped to 44 and gave 44;
+    # Python's min picks 200, and the value picked takes the array's type
+    def pick(a, out):
+        for i in range(out.shape[1]):
+            out[0, i] = min(a[i], out.shape[1])
+            out[1, i] = max(a[i], out.shape[1] - 400)
+            out[2, i] = min(out.shape[1] - 400, a[i])
+
+    a = np.resize(np.array([200, 5, 0, 255], np.uint8), 300)
+    out = np.zeros((3, 300), np.int64)
+    tack.kernel(pick, jit=jit)(a, out)
+    assert out[0].tolist() == [min(int(v), 300) for v in a]
+    assert out[1].tolist() == a.tolist()  # max(v, -100) is v
+    assert out[2].tolist() == [np.uint8(-100 % 256)] * 300  # -100 picked, then wrapped to uint8 as documented
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+@pytest.mark.parametrize("sdt", [np.int8, np.int64], ids=["i8", "i64"])
+def test_a_signed_integer_compares_exactly_with_uint64(sdt, jit):
+    # their promoted type is float64, which made 2**62 + 1 == 2**62 True and
+    # 2**63 - 1 < 2**63 False; NumPy 2 compares them exactly
+    def both_ways(s, u, out):
+        for i in range(out.shape[1]):
+            out[0, i] = s[i] < u[i]
+            out[1, i] = s[i] == u[i]
+            out[2, i] = s[i] >= u[i]
+            out[3, i] = u[i] <= s[i]
+            out[4, i] = u[i] != s[i]
+            out[5, i] = u[i] > s[i]
+
+    ii = np.iinfo(sdt)
+    s = np.array([ii.max, -1, min(2**62 + 1, ii.max), ii.min, 0, 5], sdt)
+    u = np.array([2**63 if sdt == np.int64 else ii.max + 1, 2**64 - 1, 2**62, 0, 0, 5], np.uint64)
+    out = np.zeros((6, s.size), bool)
+    tack.kernel(both_ways, jit=jit)(s, u, out)
+    S, U = [int(v) for v in s], [int(v) for v in u]
+    want = [[a < b for a, b in zip(S, U)], [a == b for a, b in zip(S, U)], [a >= b for a, b in zip(S, U)],
+            [b <= a for a, b in zip(S, U)], [b != a for a, b in zip(S, U)], [b > a for a, b in zip(S, U)]]
+    assert out.tolist() == want

@@ -290,6 +290,28 @@ def test_numpy_scalars_are_strong():
     assert put.specializations == 2
 
 
+SCALE64 = np.float64(0.1)  # a module-level NumPy scalar: it keeps its type too
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_a_numpy_float64_is_strong_too(jit):
+    # np.float64 is a subclass of Python's float, and was taken for one (weak):
+    # f32 * np.float64(0.1) computed in f32, 0.30000001192092896, where NumPy
+    # (and debug mode) compute in f64, as the language chapter says
+    def times(x, s, out):
+        for i in range(x.shape[0]):
+            out[0, i] = x[i] * s
+            out[1, i] = x[i] * SCALE64
+
+    x = np.array([3.0, 0.7], np.float32)
+    out = np.zeros((2, 2))
+    k = tack.kernel(times, jit=jit)
+    k(x, np.float64(0.1), out)
+    assert out[0].tolist() == out[1].tolist() == (x * np.float64(0.1)).tolist()
+    k(x, 0.1, out)  # a Python float is weak: f32, as documented
+    assert out[0].tolist() == (x * np.float32(0.1)).astype(np.float64).tolist()
+
+
 @pytest.mark.watched_differs("inspects the kernel object, which the watching plugins wrap and call in more signatures")
 # --------------------------------------------------------------- the object itself
 def test_kernel_attributes():

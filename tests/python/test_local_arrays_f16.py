@@ -475,13 +475,14 @@ def test_a_float_argument_stored_as_it_is_goes_through_f32():
     """A float argument is a weak value: where it meets only f32 it is
     passed as an f32 (the kernel needs no float64), so storing it into a
     float16 element rounds twice, where NumPy rounds once -- the difference
-    the chapter lists; an f64 array of one element, or a constant, rounds
-    once."""
+    the chapter lists; an f64 array of one element, a constant, or a NumPy
+    float64 argument (a concrete f64, not weak) rounds once."""
     k = tack.kernel(store_argument)
     out = np.zeros(1, np.float32)
-    for s in (NEAR_TIE, np.float64(NEAR_TIE)):
-        k(s, out)
-        assert out[0] == 1.0                        # through f32: the tie, to even (NumPy: 1 + 2**-10)
+    k(NEAR_TIE, out)
+    assert out[0] == 1.0                            # through f32: the tie, to even (NumPy: 1 + 2**-10)
+    k(np.float64(NEAR_TIE), out)                    # a NumPy float64 is not weak: f64, rounded once
+    assert out[0] == np.float16(np.float64(NEAR_TIE)) == 1 + 2**-10
     assert "fp64=0 */" in k.generated_source(NEAR_TIE, out, target="opencl")
     got = _compare(from_float64, lambda: (np.array([NEAR_TIE]), np.zeros(1, np.float16), np.zeros((1, 2), np.float16)),
                    (1, 2))

@@ -102,6 +102,7 @@ static const char *c_math(int m, tack_dtype dt) {
 #include "compiler/intrinsics.def"
     };
     if ((unsigned)m >= M_COUNT) return "?";
+    if (m == M_POW) return dt == TACK_F32 ? "tk_pow_f32" : "tk_pow_f64"; /* PRELUDE_POW */
     const char *h = tk_math_helper(m, dt); /* a row without a C library function: the prelude's */
     if (h) return h;
     const char *s = dt == TACK_F32 ? f32[m] : f64[m];
@@ -323,11 +324,28 @@ static const char PRELUDE_VMATH[] =
     "#endif\n"
     "#endif\n";
 
+/* pow(x, y) as C99 defines it.  GCC rewrites pow(x, 0.5) as sqrt(x) under
+ * -fno-math-errno, in SIMD lanes and out, which is wrong at -0.0 (sqrt gives
+ * -0.0, pow +0.0) and at -inf (NaN, not +inf): the two cases are put back
+ * after the call, as a select that leaves the call unconditional, so GCC's
+ * rewrite (and its vector sqrt) stays for every other x, and a y that is not
+ * a constant 0.5 still calls libmvec's vector pow in lanes. */
+static const char PRELUDE_POW[] =
+    "static inline double tk_pow_f64(double x, double y) {\n"
+    "    double r = __builtin_pow(x, y);\n"
+    "    return y == 0.5 && (x == 0 || __builtin_isinf(x)) ? __builtin_fabs(x) : r;\n"
+    "}\n"
+    "static inline float tk_pow_f32(float x, float y) {\n"
+    "    float r = __builtin_powf(x, y);\n"
+    "    return y == 0.5f && (x == 0 || __builtin_isinf(x)) ? __builtin_fabsf(x) : r;\n"
+    "}\n";
+
 static void c_prelude(tk_cc *C, tk_buf *b) {
     tk_puts(b, PRELUDE_INTS);
     tk_puts(b, PRELUDE_CORE);
     tk_prelude_helpers(b, &C_STYLE);
     tk_puts(b, PRELUDE_VMATH);
+    tk_puts(b, PRELUDE_POW); /* after the vector declarations: its call may take lanes */
     tk_prelude_math(C, b, &C_STYLE);
     if (C->uses_f16) tk_puts(b, PRELUDE_F16);
     if (C->uses_bf16) tk_puts(b, PRELUDE_BF16);

@@ -337,6 +337,22 @@ static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
         if (ty_is_complex(acc->ty) || ty_is_complex(y->ty))
             ERR(n, "%s() of complex numbers: they have no order (Python raises TypeError)", n->name);
         tk_type t = ty_promote(acc->ty, y->ty);
+        if (t.kind == TY_VALUE && !t.weak && ty_is_int(t)) {
+            /* Python's pick, y < acc, by the exact comparison of a Python int
+             * with a fixed-width one (lower_pyint.c); then the value picked
+             * takes the promoted type */
+            acc = lw_hoist(L, acc);
+            y = lw_hoist(L, y);
+            tk_ir *pick = lw_pyint_compare(L, b == B_MIN ? B_LT : B_GT, y, acc, n);
+            if (pick) {
+                tk_ir *s = lw_mk(L, IR_SELECT, t, n);
+                ir_push(L->C, s, pick);
+                ir_push(L->C, s, lw_hoist(L, lw_cast(L, y, t)));
+                ir_push(L->C, s, lw_hoist(L, lw_cast(L, acc, t)));
+                acc = s;
+                continue;
+            }
+        }
         acc = lw_bin(L, b, t, lw_hoist(L, lw_cast(L, acc, t)), lw_hoist(L, lw_cast(L, y, t)), n->line);
     }
     return acc;

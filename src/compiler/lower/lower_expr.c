@@ -373,6 +373,8 @@ static tk_ir *compare(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n)
     case TACK_OP_GE: b = B_GE; break;
     default: ERR(n, "unsupported comparison operator (is, in are not supported)");
     }
+    tk_ir *exact = lw_pyint_compare(L, b, x, y, n); /* a Python int and a fixed-width int: NumPy 2's exact answer */
+    if (exact) return exact;
     tk_ir *e = lw_bin(L, b, ty_value(TACK_BOOL), lw_cast(L, x, t), lw_cast(L, y, t), n->line);
     e->aux_ty = t;
     return e;

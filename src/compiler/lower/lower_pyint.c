@@ -26,6 +26,26 @@
  *     u64 (NumPy 2 raises OverflowError for `np.int64(2**63)`), naming the
  *     value and the type.
  *
+ * A comparison is the one place a Python int does not take the fixed-width
+ * type it meets.  NumPy 2 compares a Python int with an integer array
+ * exactly (`int8_array < 200` is all True, `uint8_array == -1` all False),
+ * where the type rule alone would convert 200 to int8 (a literal: refused
+ * as out of bounds; a run-time int such as the loop variable or a shape:
+ * wrapped, so `a8[j] < n` with n = 300 compared with 44).
+ * lw_pyint_compare makes such a comparison exact: in int64 where the
+ * fixed-width side fits it (every signed type, and unsigned up to 32
+ * bits), and between int64 and uint64 as sign test and unsigned compare
+ * (`s < u` is `s < 0 || (uint64)s < u`) where one side is uint64 or a
+ * literal from 2**63 up.  A literal that fits the type keeps the narrow
+ * comparison (the same answer, and no widening in SIMD lanes); a Python
+ * int argument compared with a uint64 keeps its uint64 conversion, which
+ * takes values up to 2**64 - 1 and refuses a negative one when the call
+ * is made (the launch's range check), as before.  min() and max() pick by
+ * the same exact comparison (lower_call.c), as Python's pick by `<`, and
+ * then convert the value picked.  Two fixed-width integers compare exactly
+ * too where NumPy 2 does and their promotion would not: uint64 against a
+ * signed type, whose promoted type is float64.
+ *
  * Without a 128-bit integer type in the host compiler the exact check is
  * skipped (the generated arithmetic then wraps as it did before); every
  * compiler Tack is built with on its supported platforms has one.
@@ -172,4 +192,112 @@ void lw_pyint_fits(lw_state *L, const tk_ir *e, tk_type to) {
     tk_error(L->C, L->fidx, e->line, 0,
              "Python integer %" PRIu64 " is out of bounds for %s (NumPy 2 raises OverflowError); write a value "
              "in range", e->c.u, dt_name((tack_dtype)to.dt));
+}
+
+/* Whether e is a Python int that is not bounded by a fixed width: a weak
+ * i64 (a literal, the loop variable, a shape, a Python int argument and
+ * arithmetic on them) or a literal from 2**63 up. */
+static int python_int(const tk_ir *e) {
+    return e->ty.kind == TY_VALUE && ((e->ty.weak && e->ty.dt == TACK_I64) || lw_is_big_pyint(e));
+}
+
+static int is_param(const lw_state *L, const tk_ir *e) {
+    if (e->op != IR_LOCAL || !L->S->plocal) return 0;
+    for (int p = 0; p < L->S->nparams; p++)
+        if (L->S->plocal[p] == e->local) return 1;
+    return 0;
+}
+
+static int literal_fits(const tk_ir *e, tack_dtype dt) {
+    if (e->op != IR_CONST || lw_is_big_pyint(e)) return 0;
+    int64_t v = e->c.i;
+    int bits = dt_bits(dt);
+    if (dt_kind(dt) == TACK_KIND_UINT) return v >= 0 && (bits == 64 || (uint64_t)v < ((uint64_t)1 << bits));
+    return bits == 64 || (v >= -((int64_t)1 << (bits - 1)) && v < ((int64_t)1 << (bits - 1)));
+}
+
+static tk_ir *cmp_as(lw_state *L, int b, tk_type t, tk_ir *x, tk_ir *y, int line) {
+    tk_ir *e = lw_bin(L, b, ty_value(TACK_BOOL), x, y, line);
+    e->aux_ty = t;
+    return e;
+}
+
+static tk_ir *both(lw_state *L, int op, tk_ir *a, tk_ir *b, tack_node *n) {
+    tk_ir *e = lw_mk(L, op, ty_value(TACK_BOOL), n);
+    ir_push(L->C, e, a);
+    ir_push(L->C, e, b);
+    return e;
+}
+
+/* x b y is y mirror[b] x */
+static const int mirror[] = {[B_EQ] = B_EQ, [B_NE] = B_NE, [B_LT] = B_GT, [B_LE] = B_GE, [B_GT] = B_LT, [B_GE] = B_LE};
+
+/* s b u, exactly, for s an int64 and u a uint64 (b one of B_EQ .. B_GE). */
+static tk_ir *signed_vs_unsigned(lw_state *L, int b, tk_ir *s, tk_ir *u, tack_node *n) {
+    tk_type i64 = ty_value(TACK_I64), u64 = ty_value(TACK_U64);
+    s = lw_hoist(L, s);
+    int below = b == B_LT || b == B_LE || b == B_NE; /* true wherever s < 0 */
+    tk_ir *sign = cmp_as(L, below ? B_LT : B_GE, i64, s, ir_const_i(L->C, i64, 0, n->line), n->line);
+    tk_ir *rest = cmp_as(L, b, u64, lw_cast(L, s, u64), u, n->line);
+    return both(L, below ? IR_OR : IR_AND, sign, rest, n);
+}
+
+/* c b w, exactly, for c of the fixed-width type dt (at most 32 bits, or
+ * signed) and w an int64: tested against dt's range first, so that where w
+ * lies inside it the comparison is dt's own, and an 8-bit array compared
+ * with a shape stays 8-bit in SIMD lanes (widening every element to int64
+ * made `u8[i] < n` 5.7 times slower).  `c < w` is `w > hi || (w > lo && c <
+ * (dt)w)`: past hi every c is below w, at lo or under none is. */
+static tk_ir *in_range(lw_state *L, int b, tk_ir *c, tk_ir *w, tack_dtype dt, tack_node *n) {
+    tk_type i64 = ty_value(TACK_I64), t = ty_value(dt);
+    int bits = dt_bits(dt), line = n->line;
+    int64_t lo = dt_kind(dt) == TACK_KIND_UINT ? 0 : -((int64_t)1 << (bits - 1));
+    int64_t hi = dt_kind(dt) == TACK_KIND_UINT ? (int64_t)(((uint64_t)1 << bits) - 1) : ((int64_t)1 << (bits - 1)) - 1;
+    w = lw_hoist(L, lw_cast(L, w, i64));
+#define BOUND(op, v) cmp_as(L, op, i64, w, ir_const_i(L->C, i64, v, line), line)
+    tk_ir *narrow = cmp_as(L, b, t, c, lw_cast(L, w, t), line);
+    switch (b) {
+    case B_LT: return both(L, IR_OR, BOUND(B_GT, hi), both(L, IR_AND, BOUND(B_GT, lo), narrow, n), n);
+    case B_LE: return both(L, IR_OR, BOUND(B_GE, hi), both(L, IR_AND, BOUND(B_GE, lo), narrow, n), n);
+    case B_GT: return both(L, IR_OR, BOUND(B_LT, lo), both(L, IR_AND, BOUND(B_LT, hi), narrow, n), n);
+    case B_GE: return both(L, IR_OR, BOUND(B_LE, lo), both(L, IR_AND, BOUND(B_LE, hi), narrow, n), n);
+    case B_EQ: return both(L, IR_AND, both(L, IR_AND, BOUND(B_GE, lo), BOUND(B_LE, hi), n), narrow, n);
+    default: return both(L, IR_OR, both(L, IR_OR, BOUND(B_LT, lo), BOUND(B_GT, hi), n), narrow, n);
+    }
+#undef BOUND
+}
+
+static int fixed_int(const tk_ir *e) { return e->ty.kind == TY_VALUE && !e->ty.weak && ty_is_int(e->ty); }
+
+tk_ir *lw_pyint_compare(lw_state *L, int b, tk_ir *x, tk_ir *y, tack_node *n) {
+    int px = python_int(x), py = python_int(y);
+    if (!px && !py && fixed_int(x) && fixed_int(y) && !lw_is_big_pyint(x) && !lw_is_big_pyint(y)) {
+        /* uint64 against a signed type: promoted, they are float64, which
+         * rounds both above 2**53 (2**62 + 1 == 2**62); NumPy 2 compares them
+         * exactly, and so does this */
+        int ux = x->ty.dt == TACK_U64, uy = y->ty.dt == TACK_U64;
+        int sx = dt_kind((tack_dtype)x->ty.dt) == TACK_KIND_INT, sy = dt_kind((tack_dtype)y->ty.dt) == TACK_KIND_INT;
+        if (sx && uy) return signed_vs_unsigned(L, b, lw_cast(L, x, ty_value(TACK_I64)), y, n);
+        if (ux && sy) return signed_vs_unsigned(L, mirror[b], lw_cast(L, y, ty_value(TACK_I64)), x, n);
+        return NULL;
+    }
+    if (px == py) return NULL; /* two Python ints */
+    tk_ir *w = px ? x : y, *c = px ? y : x;
+    if (c->ty.kind != TY_VALUE || c->ty.weak || !ty_is_int(c->ty) || !ty_is_scalar(c->ty)) return NULL;
+    tack_dtype dt = (tack_dtype)c->ty.dt;
+    if (literal_fits(w, dt)) return NULL; /* the narrow comparison gives the same answer */
+    int wide = dt != TACK_U64; /* int64 holds every value of the fixed-width side */
+    if (lw_is_big_pyint(w)) {
+        if (!wide) return NULL; /* a uint64 literal meeting uint64: the ordinary comparison */
+        /* c (as int64) against the literal (uint64) */
+        tk_ir *s = lw_cast(L, c, ty_value(TACK_I64));
+        if (!px) return signed_vs_unsigned(L, b, s, w, n);
+        return signed_vs_unsigned(L, mirror[b], s, w, n);
+    }
+    if (dt == TACK_I64) return NULL; /* int64 against int64: exact as it is */
+    if (wide) return px ? in_range(L, mirror[b], c, w, dt, n) : in_range(L, b, c, w, dt, n);
+    if (is_param(L, w)) return NULL; /* uint64 conversion, checked at the call (the essay) */
+    tk_ir *s = lw_cast(L, w, ty_value(TACK_I64));
+    if (px) return signed_vs_unsigned(L, b, s, c, n);
+    return signed_vs_unsigned(L, mirror[b], s, c, n);
 }
