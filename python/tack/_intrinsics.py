@@ -211,8 +211,8 @@ def conjugate(z):
 # ---------------------------------------------------------------- vectors
 @_intrinsic
 def dot(a, b):
-    """Dot product of two vectors of the same type."""
-    return _np().dot(_np().asarray(a), _np().asarray(b))
+    """Dot product of two vectors of the same type: a sum in ascending order, as a kernel computes it."""
+    return _linalg("dot")(a, b)
 
 
 @_intrinsic

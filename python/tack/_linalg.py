@@ -68,6 +68,37 @@ def identity(dtype):
     return np.eye(shape[0], dtype=np.dtype(dtype.scalar.numpy) if hasattr(dtype, "scalar") else np.float64)
 
 
+def dot(a, b):
+    """Two vectors' dot product as a kernel computes it (the dialects' tk_dot): a sum from zero, term by
+    term in ascending order, in the vectors' type -- not NumPy's dot, whose BLAS sums in another
+    order (and may fuse a multiply-add), so its last bits differ in a fair share of rows.  Other
+    shapes are NumPy's dot, as before."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
+        return np.dot(a, b)
+    s = np.result_type(a, b).type(0)
+    with np.errstate(all="ignore"):  # integers wrap, as the kernel's do
+        for x, y in zip(a, b):
+            s = s + x * y
+    return s
+
+
+def matmul(a, b):
+    """``a @ b`` of a matrix and a matrix or vector as a kernel computes it (the dialects' tk_mm): each
+    entry a sum from zero over k in ascending order, in the operands' type, not NumPy's matmul
+    (BLAS, another order).  The result has the shape, dtype and array class NumPy's gives."""
+    r = np.matmul(a, b)
+    x, y = np.asarray(a), np.asarray(b)
+    if x.ndim != 2 or y.ndim not in (1, 2):
+        return r
+    s = np.zeros(r.shape, r.dtype)
+    with np.errstate(all="ignore"):
+        for k in range(x.shape[1]):
+            s = s + (x[:, k] * y[k] if y.ndim == 1 else x[:, k, None] * y[None, k, :])
+    r[...] = s
+    return r
+
+
 def norm(x):
     """A vector's length, a matrix's Frobenius norm: the square root of the sum of squares, in order."""
     x = np.asarray(x)

@@ -422,6 +422,54 @@ def and_or_and_if_else_of_f32_and_f64(x, y, out):
             (x[i] if i > 0 else y[i]) * 0.1
 
 
+
+def _vector_rows(dtype, k, seed):
+    # random components, a signed zero and an exact cancellation: a
+    # sum in another order (a BLAS dot, a pairwise or fused sum) rounds differently in many rows
+    a = np.random.default_rng(seed).standard_normal((64, k))
+    a[0] = -0.0
+    a[1, :2] = [1e8, -1e8]
+    return a.astype(dtype)
+
+
+@kernel(lambda: [_vector_rows(np.float32, 3, 1), _vector_rows(np.float32, 3, 2), _vector_rows(np.float32, 4, 3),
+                 _vector_rows(np.float32, 4, 4), np.zeros(64, np.float32), np.zeros(64, np.float32)])
+def dot_sums_in_order_f32(a, b, c, d, out3, out4):
+    for i in range(out3.shape[0]):
+        out3[i] = tack.dot(tack.vec3(a[i, 0], a[i, 1], a[i, 2]), tack.vec3(b[i, 0], b[i, 1], b[i, 2]))
+        out4[i] = tack.dot(tack.vec4(c[i, 0], c[i, 1], c[i, 2], c[i, 3]), tack.vec4(d[i, 0], d[i, 1], d[i, 2], d[i, 3]))
+
+
+@kernel(lambda: [_vector_rows(np.float64, 3, 5), _vector_rows(np.float64, 3, 6), np.zeros(64, np.float64)])
+def dot_sums_in_order_f64(a, b, out):
+    for i in range(out.shape[0]):
+        out[i] = tack.dot(tack.vec3d(a[i, 0], a[i, 1], a[i, 2]), tack.vec3d(b[i, 0], b[i, 1], b[i, 2]))
+
+
+@kernel(lambda: [_vector_rows(np.float32, 9, 7), _vector_rows(np.float32, 9, 8), _vector_rows(np.float32, 3, 9),
+                 np.zeros((64, 3), np.float32), np.zeros((64, 9), np.float32)])
+def matmul_sums_in_order_f32(m, n, v, out_v, out_m):
+    for i in range(v.shape[0]):
+        a = tack.mat33(m[i, 0], m[i, 1], m[i, 2], m[i, 3], m[i, 4], m[i, 5], m[i, 6], m[i, 7], m[i, 8])
+        b = tack.mat33(n[i, 0], n[i, 1], n[i, 2], n[i, 3], n[i, 4], n[i, 5], n[i, 6], n[i, 7], n[i, 8])
+        r = a @ tack.vec3(v[i, 0], v[i, 1], v[i, 2])
+        p = a @ b
+        out_v[i, 0], out_v[i, 1], out_v[i, 2] = r.x, r.y, r.z
+        out_m[i, 0], out_m[i, 1], out_m[i, 2] = p[0, 0], p[0, 1], p[0, 2]
+        out_m[i, 3], out_m[i, 4], out_m[i, 5] = p[1, 0], p[1, 1], p[1, 2]
+        out_m[i, 6], out_m[i, 7], out_m[i, 8] = p[2, 0], p[2, 1], p[2, 2]
+
+
+@kernel(lambda: [_vector_rows(np.float64, 16, 10), _vector_rows(np.float64, 4, 11), np.zeros((64, 4), np.float64)])
+def matmul_sums_in_order_f64(m, v, out):
+    for i in range(v.shape[0]):
+        a = tack.mat44d(m[i, 0], m[i, 1], m[i, 2], m[i, 3], m[i, 4], m[i, 5], m[i, 6], m[i, 7],
+                        m[i, 8], m[i, 9], m[i, 10], m[i, 11], m[i, 12], m[i, 13], m[i, 14], m[i, 15])
+        r = a @ tack.vec4d(v[i, 0], v[i, 1], v[i, 2], v[i, 3])
+        for k in range(4):
+            out[i, k] = r[k]
+
+
 def test_enough_kernels():
     assert len(KERNELS) >= 30
 
