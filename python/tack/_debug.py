@@ -162,7 +162,16 @@ class _Ctx:
             return _OPS[op](x, y)
         if op == "@":  # summed in the kernel's order, not by NumPy's BLAS
             return _linalg.matmul(x, y)
-        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        xa, ya = isinstance(x, np.ndarray), isinstance(y, np.ndarray)
+        if xa != ya and op in _ARITH:
+            # a vector, matrix or quaternion value and a number: the compiled kernel converts the
+            # number to the components' type first (vec3 * f64 is a vec3 computed in f32), where
+            # NumPy would promote the components (f64) and the store round them a second time
+            if xa:
+                y = convert(x.dtype, y)
+            else:
+                x = convert(y.dtype, x)
+        if xa or ya:
             return _OPS[op](x, y)
         wx, wy = _weak(x), _weak(y)
         if (wx is None and not isinstance(x, np.generic)) or (wy is None and not isinstance(y, np.generic)):

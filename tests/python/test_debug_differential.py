@@ -470,6 +470,52 @@ def matmul_sums_in_order_f64(m, v, out):
             out[i, k] = r[k]
 
 
+
+@tack.func
+def _vector_times_twice(v, s):
+    x = s * 2.0  # f32 in one build, f64 in the other; the caller has an i32 'x' of its own
+    return v * x
+
+
+@tack.func
+def _rotated_scaled(q, m, s):
+    x = s * 0.5
+    return tack.quat_rotate(q, m @ tack.vec3(1.0, 2.0, 3.0)) * x
+
+
+@kernel(lambda: [np.array([[1.0, 2.0, 3.0]] * 3, np.float32), np.full(3, 0.25, np.float32), np.full(3, 0.25),
+                 np.arange(3, dtype=np.int32), np.zeros((3, 3), np.float32)])
+def func_of_vector_values_built_twice(p, s32, s64, idx, out):
+    # a @tack.func given a vector, a matrix or a quaternion value has one build per call's types;
+    # debug mode found none (its values were named as arrays), so the func ran with the caller's
+    # local types and its f32 'x' became the caller's i32: 0.5 truncated to 0
+    for i in range(p.shape[0]):
+        x = idx[i]
+        v = tack.vec3(p[i, 0], p[i, 1], p[i, 2])
+        q = tack.quat(0.0, 0.0, 0.6, 0.8)
+        m = tack.mat33(2.0)
+        r = _vector_times_twice(v, s32[i]) + _vector_times_twice(v, s64[i]) + x
+        r = r + _rotated_scaled(q, m, s32[i]) + _rotated_scaled(q, m, s64[i])
+        out[i, 0], out[i, 1], out[i, 2] = r.x, r.y, r.z
+
+
+
+@kernel(lambda: [_vector_rows(np.float32, 3, 12), np.random.default_rng(13).random(64) + 0.1,
+                 np.random.default_rng(14).integers(-2**40, 2**40, 64), np.arange(64, dtype=np.int32) * 7919,
+                 np.zeros((64, 3), np.float32), np.zeros((64, 3), np.float32), np.zeros((64, 3), np.int32)])
+def vector_and_number_compute_in_the_vectors_type(a, s64, s_i64, k32, out, out_m, out_i):
+    # the number is converted to the components' type first (vec3 * f64 is a vec3 computed in
+    # f32); debug mode promoted the components to f64 as NumPy does and rounded the store again
+    for i in range(a.shape[0]):
+        v = tack.vec3(a[i, 0], a[i, 1], a[i, 2])
+        r = v * s64[i] + v / s64[i] - s64[i] + v * s_i64[i] + s64[i] * v
+        m = tack.mat33(a[i, 0], a[i, 1], a[i, 2], a[i, 2], a[i, 0], a[i, 1], 1.0, 2.0, 3.0) * s64[i] - s_i64[i]
+        w = tack.vec3i(k32[i], k32[i] + 1, k32[i] - 1) * s64[i] + s_i64[i]
+        out[i, 0], out[i, 1], out[i, 2] = r.x, r.y, r.z
+        out_m[i, 0], out_m[i, 1], out_m[i, 2] = m[0, 0], m[1, 1], m[2, 2]
+        out_i[i, 0], out_i[i, 1], out_i[i, 2] = w.x, w.y, w.z
+
+
 def test_enough_kernels():
     assert len(KERNELS) >= 30
 
