@@ -510,7 +510,7 @@ def vector_and_number_compute_in_the_vectors_type(a, s64, s_i64, k32, out, out_m
         v = tack.vec3(a[i, 0], a[i, 1], a[i, 2])
         r = v * s64[i] + v / s64[i] - s64[i] + v * s_i64[i] + s64[i] * v
         m = tack.mat33(a[i, 0], a[i, 1], a[i, 2], a[i, 2], a[i, 0], a[i, 1], 1.0, 2.0, 3.0) * s64[i] - s_i64[i]
-        w = tack.vec3i(k32[i], k32[i] + 1, k32[i] - 1) * s64[i] + s_i64[i]
+        w = tack.vec3i(k32[i], k32[i] + 1, k32[i] - 1) * s_i64[i] + k32[i]
         out[i, 0], out[i, 1], out[i, 2] = r.x, r.y, r.z
         out_m[i, 0], out_m[i, 1], out_m[i, 2] = m[0, 0], m[1, 1], m[2, 2]
         out_i[i, 0], out_i[i, 1], out_i[i, 2] = w.x, w.y, w.z

@@ -93,3 +93,28 @@ def test_the_old_messages_are_gone():
     with pytest.raises(tack.CompileError) as e:
         empty_index(np.zeros(()), np.zeros(2))
     assert "malformed" not in e.value.msg
+
+
+def _int_vector_times_float(v, s, out):
+    for i in range(out.shape[0]):
+        out[i] = v[i] * s[i]
+
+
+def _int_vector_plus_literal(v, out):
+    for i in range(out.shape[0]):
+        out[i] = 0.5 + v[i]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_int_vector_and_float_refused(jit):
+    # the number was converted to the vector's int32 components before the operation, so
+    # vec3i(10, 20, 30) * 0.7 gave (0, 0, 0) without a word (NumPy: 7, 14, 21)
+    v = tack.array(np.array([[10, 20, 30]], np.int32), tack.vec3i)
+    out = tack.zeros(1, tack.vec3i)
+    with pytest.raises(tack.CompileError, match=r"vec3i \* f64: the float would be truncated to the vector's "
+                                                r"i32 components; convert the vector, e.g. tack.vec3\(v\) \* s, "
+                                                r"or the number, int\(s\)"):
+        tack.kernel(_int_vector_times_float, jit=jit)(v, np.array([0.7]), out)
+    with pytest.raises(tack.CompileError, match=r"float \(Python\) \+ vec3i: the float would be truncated"):
+        tack.kernel(_int_vector_plus_literal, jit=jit)(v, out)
+    assert out.numpy().tolist() == [[0, 0, 0]]

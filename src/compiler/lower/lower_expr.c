@@ -255,6 +255,14 @@ static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_nod
         L->C->uses_vec = 1;
         return lw_bin(L, B_MATMUL, ty_value(rd), x, y, n->line);
     }
+    /* A number meets a vector in the vector's type, converted first; an int vector would truncate
+     * a float to its components' type (vec3i * 0.7 multiplied by 0), so that is refused. */
+    const tk_ir *vec = xv ? x : y, *num = xv ? y : x;
+    tack_dtype vd = (tack_dtype)vec->ty.dt;
+    if (xv != yv && dt_kind(dt_scalar(vd)) == TACK_KIND_INT && (ty_is_float(num->ty) || ty_is_complex(num->ty)))
+        ERR(n, "%s %s %s: the float would be truncated to the vector's %s components; convert the vector, "
+               "e.g. tack.%s(v) %s s, or the number, int(s)", TN(x->ty), lw_op_symbol(op), TN(y->ty),
+            dt_name(dt_scalar(vd)), dt_name(dt_compose(TACK_F32, dt_rows(vd), dt_cols(vd))), lw_op_symbol(op));
     tk_type t = ty_promote(x->ty, y->ty);
     if (t.kind == TY_UNKNOWN) ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     int b;
