@@ -118,3 +118,25 @@ def test_int_vector_and_float_refused(jit):
     with pytest.raises(tack.CompileError, match=r"float \(Python\) \+ vec3i: the float would be truncated"):
         tack.kernel(_int_vector_plus_literal, jit=jit)(v, out)
     assert out.numpy().tolist() == [[0, 0, 0]]
+
+
+def _mixed_precision_matmul(m, v, out):
+    for i in range(out.shape[0]):
+        out[i] = m[i] @ v[i]
+
+
+def _mixed_precision_add(v, w, out):
+    for i in range(out.shape[0]):
+        out[i] = v[i] - w[i]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_vectors_of_two_precisions_say_so(jit):
+    # 'shapes do not match for @: mat33 and vec3d' named the wrong cause: the shapes match
+    m, v, vd = tack.zeros(1, tack.mat33), tack.zeros(1, tack.vec3), tack.zeros(1, tack.vec3d)
+    with pytest.raises(tack.CompileError, match=r"@ of mat33 and vec3d: the operands have different precisions "
+                                                r"\(f32 and f64\); convert one, e.g. tack.mat33d\(x\)"):
+        tack.kernel(_mixed_precision_matmul, jit=jit)(m, vd, tack.zeros(1, tack.vec3d))
+    with pytest.raises(tack.CompileError, match=r"- of vec3 and vec3d: the operands have different precisions "
+                                                r"\(f32 and f64\); convert one, e.g. tack.vec3d\(x\)"):
+        tack.kernel(_mixed_precision_add, jit=jit)(v, vd, tack.zeros(1, tack.vec3d))

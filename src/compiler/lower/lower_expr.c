@@ -245,6 +245,14 @@ static int negative_literal(const tk_ir *y) {
  * + - * / element by element in the promoted type (a scalar is broadcast). */
 static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     int xv = !ty_is_scalar(x->ty), yv = !ty_is_scalar(y->ty);
+    if (xv && yv) { /* vec3 and vec3d, mat33 and vec3d: the precisions differ (the shapes may well match) */
+        tack_dtype xs = dt_scalar((tack_dtype)x->ty.dt), ys = dt_scalar((tack_dtype)y->ty.dt);
+        if (xs != ys && dt_kind(xs) == TACK_KIND_FLOAT && dt_kind(ys) == TACK_KIND_FLOAT)
+            ERR(n, "%s of %s and %s: the operands have different precisions (%s and %s); convert one, e.g. tack.%s(x)",
+                lw_op_symbol(op), TN(x->ty), TN(y->ty), dt_name(xs), dt_name(ys),
+                dt_name(dt_compose(dt_bits(xs) > dt_bits(ys) ? xs : ys, dt_rows((tack_dtype)x->ty.dt),
+                                   dt_cols((tack_dtype)x->ty.dt))));
+    }
     if (op == TACK_OP_MATMUL) {
         if (!ty_is_matrix(x->ty) || (!ty_is_matrix(y->ty) && !ty_is_vector(y->ty)))
             ERR(n, "@ needs a matrix on the left and a matrix or vector on the right, not %s and %s", TN(x->ty), TN(y->ty));
