@@ -28,9 +28,9 @@ distinct values, searchsorted, histogram, segmented reduce, and ``__all__``), ta
 import numpy as np
 
 from . import _core
-from ._algorithms_common import _blocks, _host, _npdtype, _numeric, _one_d, _sortable
+from ._algorithms_common import _blocks, _host, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
 from ._algorithms_sort import argsort, sort  # noqa: F401  (argsort: re-exported, in __all__)
-from ._array import empty as _empty
+from ._array import empty as _empty, zeros as _zeros
 from ._core import i64
 from ._intrinsics import independent
 from ._kernels import kernel, func
@@ -389,20 +389,20 @@ def _compact(a, mask):
         total = int(partial[nb])
     else:
         total = 0
-    out = _empty(total, _npdtype(a.dtype), device=a.device)
+    # numbers, vectors, matrices, or a struct's records (zeroed: the padding between fields is no garbage)
+    out = (_zeros if _is_records(a) else _empty)(total, a.dtype, device=a.device)
     if total:
         _compact_scatter(a, mask, partial, out, bs)
     return out
 
 
 def compact(a, mask):
-    """The elements of the 1-D array ``a`` where the bool array ``mask`` is
-    True, in order, as a new array: NumPy's ``a[mask]``.  Two passes (a count
+    """The elements of the 1-D array ``a`` (numbers, vectors, matrices, or a
+    struct array's records) where the bool array ``mask`` is True, in order,
+    as a new array: NumPy's ``a[mask]``.  Two passes (a count
     per block, then each block copies its elements to its offset); memory:
     the result and 8 bytes per block."""
-    a = _one_d(a, "a", "compact")
-    if a.dtype.shape != ():
-        raise TypeError(f"tack.compact: a has dtype {a.dtype.name}; it takes arrays of scalars")
+    a = _one_d_records(a, "a", "compact") if _is_records(a) else _one_d(a, "a", "compact")
     mask = _one_d(mask, "mask", "compact")
     if mask.dtype.kind != "b":
         raise TypeError(f"tack.compact: mask has dtype {mask.dtype.name}; it must be bool")

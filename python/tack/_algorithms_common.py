@@ -32,6 +32,20 @@ def _one_d(x, name, what):
     return x
 
 
+def _is_records(x):
+    """Whether x is a tack.StructArray (the records of a @tack.struct), which the primitives that
+    only move elements (sort's values, compact) take as they are."""
+    from ._structs import StructArray
+
+    return isinstance(x, StructArray)
+
+
+def _one_d_records(x, name, what):
+    if x.ndim != 1:
+        raise ValueError(f"tack.{what}: {name} must be a 1-D array, got shape {tuple(x.shape)}")
+    return x
+
+
 def _numeric(x, name, what, complex_ok=False):
     kind = x.dtype.kind
     if x.dtype.shape != () or kind not in ("b", "i", "u", "f") + (("c",) if complex_ok else ()):

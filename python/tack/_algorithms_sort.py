@@ -35,8 +35,8 @@ tack._algorithms_common.
 import numpy as np
 
 from . import _core
-from ._algorithms_common import _blocks, _host, _npdtype, _one_d, _sortable
-from ._array import empty as _empty
+from ._algorithms_common import _blocks, _host, _is_records, _npdtype, _one_d, _one_d_records, _sortable
+from ._array import empty as _empty, zeros as _zeros
 from ._core import i64
 from ._intrinsics import independent
 from ._kernels import kernel, func
@@ -308,6 +308,13 @@ def _radix_sort_kv(a, values, keys_wanted):
     return keys, vin
 
 
+@kernel(checks=False)  # perm is a permutation of dst's indices, made here
+def _gather(src, perm, dst):
+    # dst[i] = src[perm[i]]: numbers, vectors, or whole records of a struct array
+    for i in range(dst.shape[0]):
+        dst[i] = src[perm[i]]
+
+
 def _argsort(a):
     if a.shape[0] <= 1:
         out = _empty(a.shape[0], np.int64, device=a.device)
@@ -332,7 +339,7 @@ def argsort(a):
 def sort(a, values=None):
     """``a`` sorted (a new array): NumPy's ``np.sort(a, kind="stable")``,
     NaNs last, -0.0 kept where it was among the zeros.  With ``values`` (a
-    1-D array of the same length, any dtype), returns ``(sorted a, values
+    1-D array of the same length, any dtype, or a struct array), returns ``(sorted a, values
     in the same order)``: a sort by key that keeps equal keys in their input
     order.  A radix sort of 8-bit digits, one pass per byte of the dtype that
     is not the same in every element; memory: a copy of ``a`` besides the
@@ -340,12 +347,21 @@ def sort(a, values=None):
     theirs)."""
     a = _sortable(a, "a", "sort")
     if values is not None:
-        values = _one_d(values, "values", "sort")
+        records = _is_records(values)
+        values = _one_d_records(values, "values", "sort") if records else _one_d(values, "values", "sort")
         if values.shape[0] != a.shape[0]:
             raise ValueError(f"tack.sort: values has {values.shape[0]} elements and the keys {a.shape[0]}")
         if values.device != a.device:
             raise ValueError(f"tack.sort: values is on {values.device} and the keys on {a.device}")
     n = a.shape[0]
+    if values is not None and records:
+        # records move whole: the keys' stable order, then one gather of the keys and one of the records
+        perm = _argsort(a)
+        keys, out = _empty(n, a.dtype, device=a.device), _zeros(n, values.dtype, device=a.device)
+        if n:
+            _gather(a, perm, keys)
+            _gather(values, perm, out)
+        return keys, out
     if values is not None:
         if n <= 1:
             return a.copy(), values.copy()

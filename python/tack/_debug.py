@@ -64,7 +64,7 @@ import re
 
 import numpy as np
 
-from . import _bf16, _core
+from . import _bf16, _core, _linalg
 from ._debug_facts import (  # noqa: F401 (check, ir_facts, ...: tack._kernels finds them here)
     _BOOL, _C64, _C128, _F32, _F64, _I64, _LOCAL_TYPES, _U64, check, check_int, ir_facts, without_breakpoints)
 from ._debug_transform import _AST_BIN, _CTX, _Transform, _c, _transformed  # noqa: F401
@@ -160,7 +160,18 @@ class _Ctx:
         tx = type(x)
         if tx is type(y) and op in _SAME_TYPE_OPS.get(tx, ()):  # one NumPy type: NumPy's own operator
             return _OPS[op](x, y)
-        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) or op == "@":
+        if op == "@":  # summed in the kernel's order, not by NumPy's BLAS
+            return _linalg.matmul(x, y)
+        xa, ya = isinstance(x, np.ndarray), isinstance(y, np.ndarray)
+        if xa != ya and op in _ARITH:
+            # a vector, matrix or quaternion value and a number: the compiled kernel converts the
+            # number to the components' type first (vec3 * f64 is a vec3 computed in f32), where
+            # NumPy would promote the components (f64) and the store round them a second time
+            if xa:
+                y = convert(x.dtype, y)
+            else:
+                x = convert(y.dtype, x)
+        if xa or ya:
             return _OPS[op](x, y)
         wx, wy = _weak(x), _weak(y)
         if (wx is None and not isinstance(x, np.generic)) or (wy is None and not isinstance(y, np.generic)):

@@ -315,7 +315,7 @@ def _type_names(v):
         _TYPE_NAMES = {dt: name for name, dt in _LOCAL_TYPES.items()}
     if isinstance(v, np.ndarray):
         dt = _core._dtype(v.dtype)
-        return (f"array[{dt.name}, {v.ndim}-D]",)
+        return (f"array[{dt.name}, {v.ndim}-D]",) + _composite_names(v, dt.name)
     t = type(v)
     if t is _RInt or t is int:
         return ("int (Python)",)
@@ -329,6 +329,33 @@ def _type_names(v):
         name = _TYPE_NAMES.get(v.dtype)
         return (name,) if name else ()
     return ()
+
+
+def _composite_names(v, scalar):
+    """The names a NumPy array in debug mode may stand for in the IR besides an array of its own
+    dtype: a vector, matrix, quaternion or transform value (``vec3``, ``mat33d``, ``quat``) when its
+    shape is one, or an array of them (``array[vec3, 1-D]``).  Without them no build of a func given
+    a vector value matched, and the func ran with its caller's local types."""
+    from . import _quat as Q
+
+    vs = {"f32": "", "f64": "d", "i32": "i"}.get(scalar)
+    names = []
+    if vs is None:
+        return ()
+
+    def add(name, rank):
+        names.append(name if rank == 0 else f"array[{name}, {rank}-D]")
+
+    if scalar != "i32":
+        if isinstance(v, Q.Quat) and v.shape[-1:] == (4,):
+            add("quat" + vs, v.ndim - 1)
+        if isinstance(v, Q.Transform) and v.shape[-1:] == (7,):
+            add("transform" + vs, v.ndim - 1)
+        if v.ndim >= 2 and v.shape[-1] == v.shape[-2] and 2 <= v.shape[-1] <= 4:
+            add(f"mat{v.shape[-1]}{v.shape[-1]}{vs}", v.ndim - 2)
+    if v.ndim >= 1 and 2 <= v.shape[-1] <= 4:
+        add(f"vec{v.shape[-1]}{vs}", v.ndim - 1)
+    return tuple(names)
 
 
 def _func_frame(ctx, f, fn, args):

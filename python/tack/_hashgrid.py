@@ -144,10 +144,11 @@ class HashGrid:
             for d in range(dim):
                 col = a[:, d]
                 lo[d], hi[d] = float(reduce(col, "min")), float(reduce(col, "max"))
-                for v in (lo[d], hi[d]):
-                    if not math.isfinite(v):
-                        raise ValueError(f"tack.HashGrid: the points' coordinate {d} holds {v}: every "
-                                         f"coordinate must be finite")
+                if not (math.isfinite(lo[d]) and math.isfinite(hi[d])):
+                    col = a[:, d].numpy()  # the error's path only: which point
+                    k = int(np.flatnonzero(~np.isfinite(col))[0])
+                    raise ValueError(f"tack.HashGrid: point {k} has {col[k]} in coordinate {d} (the point: "
+                                     f"{a[k].numpy().tolist()}): every coordinate must be finite")
         width = self.cell_size
         cap = max(4 * n, 4096)
         while True:

@@ -211,7 +211,7 @@ def conjugate(z):
 # ---------------------------------------------------------------- vectors
 @_intrinsic
 def dot(a, b):
-    """Dot product of two vectors of the same type, its products added in order (as a kernel adds them)."""
+    """Dot product of two vectors of the same type: a sum in ascending order, as a kernel computes it."""
     return _linalg("dot")(a, b)
 
 

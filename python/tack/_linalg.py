@@ -41,15 +41,6 @@ def transpose(m):
     return m.T.copy()
 
 
-def dot(a, b):
-    """The sum of the products a[k] * b[k], added left to right as the compiled kernel adds them
-    (NumPy's dot groups them otherwise, which changes the last bits and, where the sum cancels, more)."""
-    p = np.multiply(np.asarray(a), np.asarray(b))  # the products, in the vectors' type (integers wrap)
-    if p.ndim != 1 or p.shape[0] == 0:
-        return np.dot(np.asarray(a), np.asarray(b))
-    return np.add.accumulate(p)[-1]  # one add after another, in order
-
-
 def trace(m):
     m = _square(m, "trace()")
     s = m[0, 0]
@@ -75,6 +66,37 @@ def identity(dtype):
     if not shape or len(shape) != 2:
         raise ValueError(f"identity() takes a matrix dtype, as in tack.identity(tack.mat33), not {dtype!r}")
     return np.eye(shape[0], dtype=np.dtype(dtype.scalar.numpy) if hasattr(dtype, "scalar") else np.float64)
+
+
+def dot(a, b):
+    """Two vectors' dot product as a kernel computes it (the dialects' tk_dot): a sum from zero, term by
+    term in ascending order, in the vectors' type -- not NumPy's dot, whose BLAS sums in another
+    order (and may fuse a multiply-add), so its last bits differ in a fair share of rows.  Other
+    shapes are NumPy's dot, as before."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
+        return np.dot(a, b)
+    s = np.result_type(a, b).type(0)
+    with np.errstate(all="ignore"):  # integers wrap, as the kernel's do
+        for x, y in zip(a, b):
+            s = s + x * y
+    return s
+
+
+def matmul(a, b):
+    """``a @ b`` of a matrix and a matrix or vector as a kernel computes it (the dialects' tk_mm): each
+    entry a sum from zero over k in ascending order, in the operands' type, not NumPy's matmul
+    (BLAS, another order).  The result has the shape, dtype and array class NumPy's gives."""
+    r = np.matmul(a, b)
+    x, y = np.asarray(a), np.asarray(b)
+    if x.ndim != 2 or y.ndim not in (1, 2):
+        return r
+    s = np.zeros(r.shape, r.dtype)
+    with np.errstate(all="ignore"):
+        for k in range(x.shape[1]):
+            s = s + (x[:, k] * y[k] if y.ndim == 1 else x[:, k, None] * y[None, k, :])
+    r[...] = s
+    return r
 
 
 def norm(x):

@@ -539,7 +539,16 @@ def build_func(fobj, sig):
 def _parse(fn):
     from ._source import getsourcelines
 
-    lines, first = getsourcelines(fn)
+    try:
+        lines, first = getsourcelines(fn)
+    except OSError as e:
+        if e.errno is not None:  # the file is there but could not be read: that is the cause to see
+            raise
+        # the compiler's own words for a function without source (frontend_source.c)
+        raise TypeError(f"cannot compile '{fn.__qualname__}': its source code is not available ({e}). Tack "
+                        f"compiles a kernel from the function's source text, so define it in a file (a module, a "
+                        f"script or a notebook cell), not in the plain interactive interpreter or with "
+                        f"exec()/eval()") from e
     src = "".join(lines)
     if src[:1] in (" ", "\t", "\f"):  # indented: the body of `if 1:`, as frontend_source.c parses it
         tree = ast.parse("if 1:\n" + src)

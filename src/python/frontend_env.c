@@ -398,7 +398,8 @@ tack_node *fe_value_node(fe_func *f, PyObject *e, PyObject *obj) {
     }
     if (PyLong_Check(obj))
         return int_node(f, e, obj);
-    /* np.float64 is a subclass of float, but a NumPy scalar: it keeps its type (below) */
+    /* A Python float is weak; np.float64 subclasses float but is a NumPy scalar, strong f64
+     * (below), as it is when passed as an argument and in debug mode. */
     if (PyFloat_CheckExact(obj) || (PyFloat_Check(obj) && !numpy_scalar_dtype(f, obj, &dt))) {
         n = fe_node(f, e, TACK_N_CONST_FLOAT);
         if (n)

@@ -87,6 +87,49 @@ def test_sort_by_key_carries_values_and_keeps_ties_in_order():
     assert v.numpy().tolist() == [1.5, 4.5, 3.5, 0.5, 2.5, 5.5]
 
 
+@tack.struct
+class _Particle:
+    pos: tack.vec3
+    cell: tack.i32
+    alive: bool
+
+
+def _particles(n=300, seed=3):
+    rng = np.random.default_rng(seed)
+    r = np.zeros(n, _Particle.dtype)
+    r["pos"] = rng.random((n, 3))
+    r["cell"] = rng.integers(0, 20, n)
+    r["alive"] = rng.random(n) < 0.6
+    return r
+
+
+def _same_records(a, b):
+    return a.shape == b.shape and all(np.array_equal(a[f], b[f]) for f in b.dtype.names)
+
+
+@pytest.mark.parametrize("device", ["cpu"] + [d for d in tack.devices() if d.startswith("opencl")][:1])
+def test_sort_and_compact_take_struct_and_vector_arrays(device):
+    # a particle code sorts its records by cell and drops the dead ones; sort(keys, values) said
+    # "any dtype" but refused a struct array with a DLPack TypeError, and compact refused vectors
+    r = _particles()
+    p = tack.array(r, dtype=_Particle, device=device)
+    order = np.argsort(r["cell"], kind="stable")
+    k, v = tack.sort(p.field("cell"), p)
+    assert isinstance(v, tack.StructArray) and v.dtype is _Particle and v.device == p.device
+    assert k.numpy().tolist() == r["cell"][order].tolist() and _same_records(v.numpy(), r[order])
+    live = tack.compact(p, p.field("alive"))
+    assert isinstance(live, tack.StructArray) and _same_records(live.numpy(), r[r["alive"]])
+    pos = tack.array(r["pos"], tack.vec3, device=device)
+    kept = tack.compact(pos, p.field("alive"))
+    assert kept.dtype == tack.vec3 and kept.numpy().tolist() == r["pos"][r["alive"]].tolist()
+    m = tack.array(np.arange(300 * 9, dtype=np.float64).reshape(300, 3, 3), tack.mat33d, device=device)
+    assert tack.compact(m, p.field("alive")).numpy().tolist() == m.numpy()[r["alive"]].tolist()
+    none = tack.compact(p, tack.zeros(300, bool, device=device))
+    assert isinstance(none, tack.StructArray) and none.shape == (0,)
+    k, v = tack.sort(np.zeros(0, np.int32), tack.zeros(0, _Particle))
+    assert v.shape == (0,) and v.dtype is _Particle
+
+
 def test_sort_skips_the_digits_every_key_shares_and_keeps_equal_keys_in_order():
     # keys all equal (no pass at all: -0.0 and 0.0, NaNs of both signs), and keys differing only
     # in their top byte (one pass): the radix sort skips the digits that are the same in every key
@@ -422,6 +465,8 @@ def every_source(target):
         (A._reduce_kernel(_argmax_pair), (z(4, i64), z(2, i64), 2)),
         (A._count_true, (z(4, np.bool_), z(3, i64), 2)),
         (A._compact_scatter, (z(4, f32), z(4, np.bool_), z(3, i64), z(4, f32), 2)),
+        (A._compact_scatter, (z(4, tack.vec3), z(4, np.bool_), z(3, i64), z(4, tack.vec3), 2)),
+        (S._gather, (z(4, f32), z(4, i64), z(4, f32))),
         (A._run_starts, (z(4, f32), z(4, np.bool_))),
         (A._searchsorted, (z(4, f32), z(4, f32), z(4, i64), 0)),
         (A._histogram, (z(4, f32), z(5, f32), z(1, f32), z(4, np.int32))),

@@ -455,6 +455,21 @@ def test_debug_mode_gives_the_same_results():
     np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-12)  # the compiled code may contract to FMAs
 
 
+def test_debug_mode_f64_ray_closest_hits_what_the_compiled_kernel_hits():
+    # a ray that enters the triangle's box through a slab it crosses backwards (d.z < 0): debug
+    # mode missed it, its f64 slab test running with the caller's i32 type for a local of its own
+    # (np.float64(inf) was a weak constant in the compiled build, so no build matched the call)
+    o = np.array([[0.17505202839526945, 0.48462693487230735, 0.4772720374472966]])
+    d = np.array([[0.2742882017921661, 0.12522726710851062, -0.49545321860814195]])
+    v = np.array([[0.24019237886466843, 0.5, 0.45], [0.22009618943233428, 0.5750000000000001, 0.37764571353075627],
+                  [0.21022225211327955, 0.5, 0.37764571353075627]])
+    mesh = tack.Mesh(v, np.array([[0, 1, 2]], np.int32))
+    for kern in (tack.kernel(_closest_hits, jit=False), closest_hits):
+        tri, tt = tack.zeros(1, np.int64), tack.zeros(1, np.float64)
+        kern(o, d, mesh, tri, tt, tack.zeros((1, 2), np.float64))
+        assert tri.numpy().tolist() == [0] and tt.numpy()[0] == pytest.approx(0.1607102635972229, rel=1e-12)
+
+
 OPENCL = [d for d in tack.devices() if d.startswith("opencl")]
 
 

@@ -422,6 +422,100 @@ def and_or_and_if_else_of_f32_and_f64(x, y, out):
             (x[i] if i > 0 else y[i]) * 0.1
 
 
+
+def _vector_rows(dtype, k, seed):
+    # random components, a signed zero and an exact cancellation: a
+    # sum in another order (a BLAS dot, a pairwise or fused sum) rounds differently in many rows
+    a = np.random.default_rng(seed).standard_normal((64, k))
+    a[0] = -0.0
+    a[1, :2] = [1e8, -1e8]
+    return a.astype(dtype)
+
+
+@kernel(lambda: [_vector_rows(np.float32, 3, 1), _vector_rows(np.float32, 3, 2), _vector_rows(np.float32, 4, 3),
+                 _vector_rows(np.float32, 4, 4), np.zeros(64, np.float32), np.zeros(64, np.float32)])
+def dot_sums_in_order_f32(a, b, c, d, out3, out4):
+    for i in range(out3.shape[0]):
+        out3[i] = tack.dot(tack.vec3(a[i, 0], a[i, 1], a[i, 2]), tack.vec3(b[i, 0], b[i, 1], b[i, 2]))
+        out4[i] = tack.dot(tack.vec4(c[i, 0], c[i, 1], c[i, 2], c[i, 3]), tack.vec4(d[i, 0], d[i, 1], d[i, 2], d[i, 3]))
+
+
+@kernel(lambda: [_vector_rows(np.float64, 3, 5), _vector_rows(np.float64, 3, 6), np.zeros(64, np.float64)])
+def dot_sums_in_order_f64(a, b, out):
+    for i in range(out.shape[0]):
+        out[i] = tack.dot(tack.vec3d(a[i, 0], a[i, 1], a[i, 2]), tack.vec3d(b[i, 0], b[i, 1], b[i, 2]))
+
+
+@kernel(lambda: [_vector_rows(np.float32, 9, 7), _vector_rows(np.float32, 9, 8), _vector_rows(np.float32, 3, 9),
+                 np.zeros((64, 3), np.float32), np.zeros((64, 9), np.float32)])
+def matmul_sums_in_order_f32(m, n, v, out_v, out_m):
+    for i in range(v.shape[0]):
+        a = tack.mat33(m[i, 0], m[i, 1], m[i, 2], m[i, 3], m[i, 4], m[i, 5], m[i, 6], m[i, 7], m[i, 8])
+        b = tack.mat33(n[i, 0], n[i, 1], n[i, 2], n[i, 3], n[i, 4], n[i, 5], n[i, 6], n[i, 7], n[i, 8])
+        r = a @ tack.vec3(v[i, 0], v[i, 1], v[i, 2])
+        p = a @ b
+        out_v[i, 0], out_v[i, 1], out_v[i, 2] = r.x, r.y, r.z
+        out_m[i, 0], out_m[i, 1], out_m[i, 2] = p[0, 0], p[0, 1], p[0, 2]
+        out_m[i, 3], out_m[i, 4], out_m[i, 5] = p[1, 0], p[1, 1], p[1, 2]
+        out_m[i, 6], out_m[i, 7], out_m[i, 8] = p[2, 0], p[2, 1], p[2, 2]
+
+
+@kernel(lambda: [_vector_rows(np.float64, 16, 10), _vector_rows(np.float64, 4, 11), np.zeros((64, 4), np.float64)])
+def matmul_sums_in_order_f64(m, v, out):
+    for i in range(v.shape[0]):
+        a = tack.mat44d(m[i, 0], m[i, 1], m[i, 2], m[i, 3], m[i, 4], m[i, 5], m[i, 6], m[i, 7],
+                        m[i, 8], m[i, 9], m[i, 10], m[i, 11], m[i, 12], m[i, 13], m[i, 14], m[i, 15])
+        r = a @ tack.vec4d(v[i, 0], v[i, 1], v[i, 2], v[i, 3])
+        for k in range(4):
+            out[i, k] = r[k]
+
+
+
+@tack.func
+def _vector_times_twice(v, s):
+    x = s * 2.0  # f32 in one build, f64 in the other; the caller has an i32 'x' of its own
+    return v * x
+
+
+@tack.func
+def _rotated_scaled(q, m, s):
+    x = s * 0.5
+    return tack.quat_rotate(q, m @ tack.vec3(1.0, 2.0, 3.0)) * x
+
+
+@kernel(lambda: [np.array([[1.0, 2.0, 3.0]] * 3, np.float32), np.full(3, 0.25, np.float32), np.full(3, 0.25),
+                 np.arange(3, dtype=np.int32), np.zeros((3, 3), np.float32)])
+def func_of_vector_values_built_twice(p, s32, s64, idx, out):
+    # a @tack.func given a vector, a matrix or a quaternion value has one build per call's types;
+    # debug mode found none (its values were named as arrays), so the func ran with the caller's
+    # local types and its f32 'x' became the caller's i32: 0.5 truncated to 0
+    for i in range(p.shape[0]):
+        x = idx[i]
+        v = tack.vec3(p[i, 0], p[i, 1], p[i, 2])
+        q = tack.quat(0.0, 0.0, 0.6, 0.8)
+        m = tack.mat33(2.0)
+        r = _vector_times_twice(v, s32[i]) + _vector_times_twice(v, s64[i]) + x
+        r = r + _rotated_scaled(q, m, s32[i]) + _rotated_scaled(q, m, s64[i])
+        out[i, 0], out[i, 1], out[i, 2] = r.x, r.y, r.z
+
+
+
+@kernel(lambda: [_vector_rows(np.float32, 3, 12), np.random.default_rng(13).random(64) + 0.1,
+                 np.random.default_rng(14).integers(-2**40, 2**40, 64), np.arange(64, dtype=np.int32) * 7919,
+                 np.zeros((64, 3), np.float32), np.zeros((64, 3), np.float32), np.zeros((64, 3), np.int32)])
+def vector_and_number_compute_in_the_vectors_type(a, s64, s_i64, k32, out, out_m, out_i):
+    # the number is converted to the components' type first (vec3 * f64 is a vec3 computed in
+    # f32); debug mode promoted the components to f64 as NumPy does and rounded the store again
+    for i in range(a.shape[0]):
+        v = tack.vec3(a[i, 0], a[i, 1], a[i, 2])
+        r = v * s64[i] + v / s64[i] - s64[i] + v * s_i64[i] + s64[i] * v
+        m = tack.mat33(a[i, 0], a[i, 1], a[i, 2], a[i, 2], a[i, 0], a[i, 1], 1.0, 2.0, 3.0) * s64[i] - s_i64[i]
+        w = tack.vec3i(k32[i], k32[i] + 1, k32[i] - 1) * s_i64[i] + k32[i]
+        out[i, 0], out[i, 1], out[i, 2] = r.x, r.y, r.z
+        out_m[i, 0], out_m[i, 1], out_m[i, 2] = m[0, 0], m[1, 1], m[2, 2]
+        out_i[i, 0], out_i[i, 1], out_i[i, 2] = w.x, w.y, w.z
+
+
 def test_enough_kernels():
     assert len(KERNELS) >= 30
 

@@ -180,8 +180,11 @@ def test_bad_arguments_are_refused_by_name():
         tack.HashGrid(np.zeros((4, 3), np.int32), 1.0)
     y = np.zeros((4, 3))
     y[2, 1] = np.nan
-    with pytest.raises(ValueError, match="coordinate 1 holds nan"):
-        tack.HashGrid(y, 1.0)
+    with pytest.raises(ValueError, match=r"point 2 has nan in coordinate 1 \(the point: \[0.0, nan, 0.0\]\)"):
+        tack.HashGrid(y, 1.0)   # which point: the particle to look at (the message named only the axis)
+    y[1, 0] = -np.inf
+    with pytest.raises(ValueError, match=r"point 1 has -inf in coordinate 0"):
+        tack.HashGrid(tack.array(y.astype(np.float32), tack.vec3), 1.0)
     with pytest.raises(TypeError, match="a loop inside a kernel"):
         tack.HashGrid(x, 1.0).neighbors((0, 0, 0), 1.0)
 

@@ -315,6 +315,31 @@ def test_integer_dot_and_the_refusals(jit):
         tack.kernel(_outer_mixed, jit=jit)(tack.zeros(2, tack.vec3), tack.zeros(2, tack.vec3d), tack.zeros(2, tack.mat33))
 
 
+def _precisions(m, m2, v, md, m2s, vd):
+    for i in range(m.shape[0]):
+        md[i] = tack.mat33d(m[i]) @ tack.vec3d(v[i])   # f32 -> f64, then f64 arithmetic
+        m2s[i] = tack.mat22(m2[i])                     # f64 -> f32, each entry rounded
+        vd[i] = tack.vec3d(v[i])
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_matrix_converts_to_the_other_precision(jit):
+    # tack.mat33d(m) of a mat33 value was emitted as a vector's components (.v[k]) and the C
+    # compiler refused the kernel; debug mode ran it
+    rng = np.random.default_rng(5)
+    m, m2, v = rng.standard_normal((4, 3, 3)).astype(np.float32), rng.standard_normal((4, 2, 2)), \
+        rng.standard_normal((4, 3)).astype(np.float32)
+    md, m2s, vd = tack.zeros(4, tack.vec3d), tack.zeros(4, tack.mat22), tack.zeros(4, tack.vec3d)
+    tack.kernel(_precisions, jit=jit)(tack.array(m, tack.mat33), tack.array(m2, tack.mat22d), tack.array(v, tack.vec3),
+                                      md, m2s, vd)
+    want = np.zeros((4, 3))
+    for k in range(3):
+        want = want + m[:, :, k].astype(np.float64) * v[:, k, None].astype(np.float64)
+    assert md.numpy().tolist() == want.tolist()
+    assert m2s.numpy().tolist() == m2.astype(np.float32).tolist()
+    assert vd.numpy().tolist() == v.astype(np.float64).tolist()
+
+
 def test_a_kernel_carries_only_the_helpers_it_calls():
     @tack.kernel
     def det_only(m, out):

@@ -93,3 +93,50 @@ def test_the_old_messages_are_gone():
     with pytest.raises(tack.CompileError) as e:
         empty_index(np.zeros(()), np.zeros(2))
     assert "malformed" not in e.value.msg
+
+
+def _int_vector_times_float(v, s, out):
+    for i in range(out.shape[0]):
+        out[i] = v[i] * s[i]
+
+
+def _int_vector_plus_literal(v, out):
+    for i in range(out.shape[0]):
+        out[i] = 0.5 + v[i]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_int_vector_and_float_refused(jit):
+    # the number was converted to the vector's int32 components before the operation, so
+    # vec3i(10, 20, 30) * 0.7 gave (0, 0, 0) without a word (NumPy: 7, 14, 21)
+    v = tack.array(np.array([[10, 20, 30]], np.int32), tack.vec3i)
+    out = tack.zeros(1, tack.vec3i)
+    with pytest.raises(tack.CompileError, match=r"vec3i \* f64: the float would be truncated to the vector's "
+                                                r"i32 components; convert the vector, e.g. tack.vec3\(v\) \* s, "
+                                                r"or the number, int\(s\)"):
+        tack.kernel(_int_vector_times_float, jit=jit)(v, np.array([0.7]), out)
+    with pytest.raises(tack.CompileError, match=r"float \(Python\) \+ vec3i: the float would be truncated"):
+        tack.kernel(_int_vector_plus_literal, jit=jit)(v, out)
+    assert out.numpy().tolist() == [[0, 0, 0]]
+
+
+def _mixed_precision_matmul(m, v, out):
+    for i in range(out.shape[0]):
+        out[i] = m[i] @ v[i]
+
+
+def _mixed_precision_add(v, w, out):
+    for i in range(out.shape[0]):
+        out[i] = v[i] - w[i]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_vectors_of_two_precisions_say_so(jit):
+    # 'shapes do not match for @: mat33 and vec3d' named the wrong cause: the shapes match
+    m, v, vd = tack.zeros(1, tack.mat33), tack.zeros(1, tack.vec3), tack.zeros(1, tack.vec3d)
+    with pytest.raises(tack.CompileError, match=r"@ of mat33 and vec3d: the operands have different precisions "
+                                                r"\(f32 and f64\); convert one, e.g. tack.mat33d\(x\)"):
+        tack.kernel(_mixed_precision_matmul, jit=jit)(m, vd, tack.zeros(1, tack.vec3d))
+    with pytest.raises(tack.CompileError, match=r"- of vec3 and vec3d: the operands have different precisions "
+                                                r"\(f32 and f64\); convert one, e.g. tack.vec3d\(x\)"):
+        tack.kernel(_mixed_precision_add, jit=jit)(v, vd, tack.zeros(1, tack.vec3d))

@@ -237,3 +237,29 @@ def test_unchanged_constants_compile_once():
     for _ in range(3):
         run(twice)
     assert twice.specializations == 1
+
+
+SCALE64 = np.float64(0.1)  # a NumPy scalar, though np.float64 subclasses Python's float
+SCALE32 = np.float32(0.1)
+SCALE128 = np.complex128(0.1 + 0j)
+
+
+def _numpy_scalar_constants(o64, o32, oc):
+    for i in range(o64.shape[0]):
+        o64[i] = (i + 16777217) * SCALE64  # the loop variable meets f64: f64, as NumPy's weak int does
+        o32[i] = (i + 16777217) * SCALE32  # meets f32: f32
+        oc[i] = (i + 16777217) * SCALE128
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_numpy_scalar_constant_keeps_its_type(jit):
+    # docs/language.md: a value's type depends on its dtype; a NumPy scalar is not weak.  An
+    # np.float64 global was frozen as a Python float (weak), so the loop variable times it was
+    # computed in the default float, f32 (1677721.625), where debug mode gave f64 (1677721.7)
+    k = tack.kernel(_numpy_scalar_constants, jit=jit)
+    o64, o32, oc = np.zeros(2), np.zeros(2), np.zeros(2, np.complex128)
+    k(o64, o32, oc)
+    i = np.arange(2) + 16777217
+    assert o64.tolist() == (i * np.float64(0.1)).tolist()
+    assert o32.tolist() == (i.astype(np.float32) * np.float32(0.1)).astype(np.float64).tolist()
+    assert oc.tolist() == (i * np.complex128(0.1)).tolist()

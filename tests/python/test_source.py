@@ -140,6 +140,37 @@ def test_no_source_is_a_clear_error():
         tack.kernel(ns["f"])(np.zeros(3))
 
 
+@pytest.mark.parametrize("jit", [True, False])
+def test_no_source_is_the_same_error_for_kernels_a_rewrite_reads(jit):
+    # a kernel given a HashGrid, a Bvh or a struct array is rewritten from its source first; there
+    # the missing source was inspect's bare OSError('could not get source code')
+    ns = {"tack": tack}
+    exec("def near(x, grid, out):\n"
+         "    for i in range(x.shape[0]):\n"
+         "        for j in grid.neighbors((x[i, 0], x[i, 1]), 0.5):\n"
+         "            out[i] += 1\n"
+         "def boxes(lo, hi, bvh, out):\n"
+         "    for i in range(lo.shape[0]):\n"
+         "        for k in bvh.query_box((lo[i, 0], lo[i, 1], lo[i, 2]), (hi[i, 0], hi[i, 1], hi[i, 2])):\n"
+         "            out[i] += 1\n"
+         "def masses(p, out):\n"
+         "    for i in range(p.shape[0]):\n"
+         "        out[i] = p[i].m\n", ns)
+
+    @tack.struct
+    class Body:
+        m: tack.f64
+
+    x = np.zeros((3, 2))
+    lo = np.zeros((3, 3))
+    calls = [(ns["near"], (x, tack.HashGrid(x, 0.5), np.zeros(3, np.int64))),
+             (ns["boxes"], (lo, lo + 1, tack.Bvh(lo, lo + 1), np.zeros(3, np.int64))),
+             (ns["masses"], (np.zeros(3, Body.dtype), np.zeros(3)))]
+    for fn, args in calls:
+        with pytest.raises(TypeError, match=f"cannot compile '{fn.__name__}': its source code is not available"):
+            tack.kernel(fn, jit=jit)(*args)
+
+
 def test_kernels_from_the_module_compile(mod):
     x = np.zeros(4, np.float32)
     kern = tack.kernel(mod.plain)

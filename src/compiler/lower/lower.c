@@ -193,10 +193,12 @@ tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to) {
             int en = dt_rows((tack_dtype)e->ty.dt) * dt_cols((tack_dtype)e->ty.dt);
             if (en != n) return e; /* caller reports */
             tk_type scomp = ty_value(dt_scalar((tack_dtype)e->ty.dt));
+            int cols = dt_cols((tack_dtype)e->ty.dt); /* a matrix's entry is [row, column], a vector's [k] */
             for (int i = 0; i < n; i++) {
                 tk_ir *c = ir_new(L->C, IR_COMP, scomp, e->line);
                 ir_push(L->C, c, src);
-                ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), i, e->line));
+                ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), cols > 1 ? i / cols : i, e->line));
+                if (cols > 1) ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), i % cols, e->line));
                 ir_push(L->C, v, lw_cast(L, c, comp));
             }
         }

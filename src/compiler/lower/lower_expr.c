@@ -245,6 +245,14 @@ static int negative_literal(const tk_ir *y) {
  * + - * / element by element in the promoted type (a scalar is broadcast). */
 static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     int xv = !ty_is_scalar(x->ty), yv = !ty_is_scalar(y->ty);
+    if (xv && yv) { /* vec3 and vec3d, mat33 and vec3d: the precisions differ (the shapes may well match) */
+        tack_dtype xs = dt_scalar((tack_dtype)x->ty.dt), ys = dt_scalar((tack_dtype)y->ty.dt);
+        if (xs != ys && dt_kind(xs) == TACK_KIND_FLOAT && dt_kind(ys) == TACK_KIND_FLOAT)
+            ERR(n, "%s of %s and %s: the operands have different precisions (%s and %s); convert one, e.g. tack.%s(x)",
+                lw_op_symbol(op), TN(x->ty), TN(y->ty), dt_name(xs), dt_name(ys),
+                dt_name(dt_compose(dt_bits(xs) > dt_bits(ys) ? xs : ys, dt_rows((tack_dtype)x->ty.dt),
+                                   dt_cols((tack_dtype)x->ty.dt))));
+    }
     if (op == TACK_OP_MATMUL) {
         if (!ty_is_matrix(x->ty) || (!ty_is_matrix(y->ty) && !ty_is_vector(y->ty)))
             ERR(n, "@ needs a matrix on the left and a matrix or vector on the right, not %s and %s", TN(x->ty), TN(y->ty));
@@ -255,6 +263,14 @@ static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_nod
         L->C->uses_vec = 1;
         return lw_bin(L, B_MATMUL, ty_value(rd), x, y, n->line);
     }
+    /* A number meets a vector in the vector's type, converted first; an int vector would truncate
+     * a float to its components' type (vec3i * 0.7 multiplied by 0), so that is refused. */
+    const tk_ir *vec = xv ? x : y, *num = xv ? y : x;
+    tack_dtype vd = (tack_dtype)vec->ty.dt;
+    if (xv != yv && dt_kind(dt_scalar(vd)) == TACK_KIND_INT && (ty_is_float(num->ty) || ty_is_complex(num->ty)))
+        ERR(n, "%s %s %s: the float would be truncated to the vector's %s components; convert the vector, "
+               "e.g. tack.%s(v) %s s, or the number, int(s)", TN(x->ty), lw_op_symbol(op), TN(y->ty),
+            dt_name(dt_scalar(vd)), dt_name(dt_compose(TACK_F32, dt_rows(vd), dt_cols(vd))), lw_op_symbol(op));
     tk_type t = ty_promote(x->ty, y->ty);
     if (t.kind == TY_UNKNOWN) ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     int b;
