@@ -146,9 +146,9 @@ def _atomic_lines(lines):
 
 _U64_ONLY = ("Python integer {v} is out of bounds for {t} (argument '{p}' of kernel '{k}'): only a uint64 holds "
              "it, so it is accepted only where every use of the argument converts it to uint64 (NumPy 2 raises "
-             "OverflowError for it against a signed type)")
+             "OverflowError for it in arithmetic with a signed type)")
 _OUT_OF_BOUNDS = ("Python integer {v} is out of bounds for {t} (argument '{p}' of kernel '{k}', which meets {t} "
-                  "values; NumPy 2 raises the same)")
+                  "values; NumPy 2 raises the same in arithmetic)")
 
 
 def check_int(kernel_name, param, v, rng):

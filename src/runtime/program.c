@@ -196,7 +196,7 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
                                       "Python integer %llu is out of bounds for %s (argument '%s' of kernel '%s'): "
                                       "only a uint64 holds it, so it is accepted only where every use of the "
                                       "argument converts it to uint64 (NumPy 2 raises OverflowError for it "
-                                      "against a signed type)",
+                                      "in arithmetic with a signed type)",
                                       (unsigned long long)args[i].scalar.u, tack_dtype_get(pi->narrow)->name,
                                       pi->name, p->kernel_name);
             continue;
@@ -205,7 +205,7 @@ TACK_API tack_status tack_launch(tack_program *p, const tack_arg *args, int narg
             if (pi->narrow != TACK_DTYPE_COUNT && (args[i].scalar.i < pi->lo || args[i].scalar.i > pi->hi))
                 return tack_set_error(TACK_ERR_OVERFLOW,
                                       "Python integer %lld is out of bounds for %s (argument '%s' of kernel '%s', "
-                                      "which meets %s values; NumPy 2 raises the same)",
+                                      "which meets %s values; NumPy 2 raises the same in arithmetic)",
                                       (long long)args[i].scalar.i, tack_dtype_get(pi->narrow)->name, pi->name,
                                       p->kernel_name, tack_dtype_get(pi->narrow)->name);
             continue;
