@@ -431,6 +431,14 @@ def bad_shuffle_keyword(x):
         x[t] = r
 
 
+def bad_atomic_on_shared(x):
+    for b, t in tack.blocks(1, 32):
+        h = tack.shared(4, tack.i32)
+        tack.atomic_add(h, t % 4, 1)
+        tack.barrier()
+        x[t] = h[t % 4]
+
+
 @pytest.mark.parametrize("fn, args, match", [
     (bad_divergent, (), "depends on the thread index 't' \\(the if at line"),
     (bad_divergent_through_a_local, (), "depends on the thread index 't' \\(the loop at line"),
@@ -448,6 +456,7 @@ def bad_shuffle_keyword(x):
     (bad_shuffle_width, (), "width 12 does not divide the sub-group of 32 threads"),
     (bad_shuffle_width_twice, (), "shuffle\\(\\) takes the value, the lane and width=; give the width once"),
     (bad_shuffle_keyword, (), "shuffle_down\\(\\) takes one keyword argument, width="),
+    (bad_atomic_on_shared, (), "atomic_add\\(\\) on 'h', a shared array: Tack has no atomics on shared memory"),
 ])
 def test_misuse_is_a_compile_error(fn, args, match):
     x = np.zeros(64, np.float32)
