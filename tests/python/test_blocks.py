@@ -431,6 +431,13 @@ def bad_shuffle_keyword(x):
         x[t] = r
 
 
+def bad_collective_under_if(x):
+    for b, t in tack.blocks(1, 32):
+        if t < 16:
+            r = tack.warp_sum(x[t])
+            x[t] = r
+
+
 def bad_atomic_on_shared(x):
     for b, t in tack.blocks(1, 32):
         h = tack.shared(4, tack.i32)
@@ -456,6 +463,8 @@ def bad_atomic_on_shared(x):
     (bad_shuffle_width, (), "width 12 does not divide the sub-group of 32 threads"),
     (bad_shuffle_width_twice, (), "shuffle\\(\\) takes the value, the lane and width=; give the width once"),
     (bad_shuffle_keyword, (), "shuffle_down\\(\\) takes one keyword argument, width="),
+    (bad_collective_under_if, (), "tack.warp_sum\\(\\) under control flow that depends on the thread index 't' "
+                                  "\\(the if at line \\d+\\): it holds barriers"),
     (bad_atomic_on_shared, (), "atomic_add\\(\\) on 'h', a shared array: Tack has no atomics on shared memory"),
 ])
 def test_misuse_is_a_compile_error(fn, args, match):
