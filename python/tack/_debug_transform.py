@@ -200,7 +200,8 @@ class _Transform(ast.NodeTransformer):
         op = _collective(x)
         if op is None:
             return [x]
-        put = ast.Expr(_callc("block_put", *x.value.args))
+        width = [k.value for k in x.value.keywords if k.arg == "width"]  # shuffle(v, lane, width=8)
+        put = ast.Expr(_callc("block_put", *x.value.args, *width))
         get = ast.Assign(targets=[x.targets[0]], value=_callc("block_get", ast.Constant(op)))
         return [ast.copy_location(n, x) for n in (put, ast.Expr(ast.Yield(line)), get, ast.Expr(ast.Yield(line)))]
 

@@ -274,6 +274,44 @@ done:
     return r;
 }
 
+/* A shuffle's documented keyword, tack.shuffle(v, lane, width=8): *width is
+ * its value (a new reference) when the call to `obj` is a shuffle given two
+ * arguments and only that keyword, else NULL; -1 with CompileError for a
+ * width given twice or another keyword of a shuffle. */
+static int shuffle_width(fe_func *f, PyObject *e, PyObject *obj, PyObject **width) {
+    const char *iname = fe_intrinsic_name(f, obj);
+    PyObject *kw, *args, *k, *arg = NULL;
+    int r = 0;
+    *width = NULL;
+    if (!iname || (strcmp(iname, "shuffle") != 0 && strcmp(iname, "shuffle_down") != 0))
+        return 0;
+    kw = fe_get_list(e, "keywords");
+    args = fe_get_list(e, "args");
+    if (!kw || !args || PyList_GET_SIZE(kw) == 0) {
+        r = kw && args ? 0 : -1;
+        goto done;
+    }
+    k = PyList_GET_ITEM(kw, 0);
+    arg = PyObject_GetAttrString(k, "arg");
+    if (!arg) {
+        r = -1;
+    } else if (PyList_GET_SIZE(kw) > 1 || arg == Py_None || PyUnicode_CompareWithASCIIString(arg, "width") != 0) {
+        fe_error(f, k, "tack.%s() takes one keyword argument, width=", iname);
+        r = -1;
+    } else if (PyList_GET_SIZE(args) != 2) {
+        fe_error(f, k, "tack.%s() takes the value, the %s and width=; give the width once", iname,
+                 iname[7] ? "delta" : "lane");
+        r = -1;
+    } else if (!(*width = PyObject_GetAttrString(k, "value"))) {
+        r = -1;
+    }
+done:
+    Py_XDECREF(kw);
+    Py_XDECREF(args);
+    Py_XDECREF(arg);
+    return r;
+}
+
 /* Refuse a callee that names a local or is not a name at all. */
 static void refuse_local_callee(fe_func *f, PyObject *func) {
     if (fe_is_kind(func, "Name")) {
@@ -620,7 +658,7 @@ static int ndrange_args(fe_func *f, PyObject *e, tack_node *n) {
  * callee resolves to; the CALL node names it (index -1 for all but a
  * device function). */
 static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
-    PyObject *func = NULL, *obj = NULL, *fn = NULL;
+    PyObject *func = NULL, *obj = NULL, *fn = NULL, *width = NULL;
     tack_node *n = NULL, *result = NULL;
     const char *iname;
     int is_func = 0, r, dt;
@@ -667,7 +705,7 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
             result = n;
         goto done;
     }
-    if (no_keywords(f, e) < 0)
+    if (shuffle_width(f, e, obj, &width) < 0 || (!width && no_keywords(f, e) < 0))
         goto done;
     r = tpy_kernel_unwrap(f->mc->st, obj, &fn, &is_func);
     if (r < 0)
@@ -691,7 +729,8 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
     if (strcmp(iname, "ndrange") == 0) {
         if (ndrange_args(f, e, n) < 0)
             goto done;
-    } else if (fe_expr_list(f, e, "args", n, strcmp(iname, "print") == 0 ? FE_ALLOW_STR : 0) < 0) {
+    } else if (fe_expr_list(f, e, "args", n, strcmp(iname, "print") == 0 ? FE_ALLOW_STR : 0) < 0 ||
+               (width && fe_add(n, fe_expr(f, width, 0), f) < 0)) {
         goto done;
     }
     f->last_intrinsic = iname;
@@ -699,6 +738,7 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
 done:
     Py_XDECREF(func);
     Py_XDECREF(obj);
+    Py_XDECREF(width);
     return result;
 }
 

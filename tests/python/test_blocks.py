@@ -419,6 +419,33 @@ def bad_shuffle_width(x):
         x[t] = r
 
 
+def bad_shuffle_width_twice(x):
+    for b, t in tack.blocks(1, 32):
+        r = tack.shuffle(x[t], 1, 8, width=8)
+        x[t] = r
+
+
+def bad_shuffle_keyword(x):
+    for b, t in tack.blocks(1, 32):
+        r = tack.shuffle_down(x[t], delta=1)
+        x[t] = r
+
+
+def bad_collective_under_if(x):
+    for b, t in tack.blocks(1, 32):
+        if t < 16:
+            r = tack.warp_sum(x[t])
+            x[t] = r
+
+
+def bad_atomic_on_shared(x):
+    for b, t in tack.blocks(1, 32):
+        h = tack.shared(4, tack.i32)
+        tack.atomic_add(h, t % 4, 1)
+        tack.barrier()
+        x[t] = h[t % 4]
+
+
 @pytest.mark.parametrize("fn, args, match", [
     (bad_divergent, (), "depends on the thread index 't' \\(the if at line"),
     (bad_divergent_through_a_local, (), "depends on the thread index 't' \\(the loop at line"),
@@ -434,6 +461,11 @@ def bad_shuffle_width(x):
     (bad_warp_block_size, (), "sub-groups of 32 threads, so the block size must be a multiple of 32, and this "
                               "blocks loop's is 48"),
     (bad_shuffle_width, (), "width 12 does not divide the sub-group of 32 threads"),
+    (bad_shuffle_width_twice, (), "shuffle\\(\\) takes the value, the lane and width=; give the width once"),
+    (bad_shuffle_keyword, (), "shuffle_down\\(\\) takes one keyword argument, width="),
+    (bad_collective_under_if, (), "tack.warp_sum\\(\\) under control flow that depends on the thread index 't' "
+                                  "\\(the if at line \\d+\\): it holds barriers"),
+    (bad_atomic_on_shared, (), "atomic_add\\(\\) on 'h', a shared array: Tack has no atomics on shared memory"),
 ])
 def test_misuse_is_a_compile_error(fn, args, match):
     x = np.zeros(64, np.float32)
@@ -483,3 +515,23 @@ def test_a_barrier_under_a_condition_read_from_memory():
         out = np.zeros(16, np.float32)
         kern(np.ones(1, np.float32), out)
         np.testing.assert_array_equal(out, np.tile(np.arange(7, -1, -1, dtype=np.float32), 2))
+
+
+def shuffles_by_keyword(x, a, d):
+    for b, t in tack.blocks(x.shape[0] // 32, 32):
+        i = b * 32 + t
+        r = tack.shuffle(x[i], t + 1, width=8)
+        q = tack.shuffle_down(x[i], 3, width=4)
+        a[i] = r
+        d[i] = q
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_shuffles_width_by_keyword(jit):
+    # the documented form, tack.shuffle(v, lane, width=32), was refused as a keyword argument
+    x = np.arange(64, dtype=np.float32)
+    a, d = np.zeros(64, np.float32), np.zeros(64, np.float32)
+    tack.kernel(shuffles_by_keyword, jit=jit)(x, a, d)
+    t = np.arange(64)
+    np.testing.assert_array_equal(a, x[t - t % 8 + (t + 1) % 8])
+    np.testing.assert_array_equal(d, np.where(t % 4 + 3 < 4, t + 3, t).astype(np.float32))

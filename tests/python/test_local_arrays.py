@@ -535,6 +535,14 @@ def atomic_on_a_local(out):
 
 
 @tack.kernel
+def atomic_on_own_local(out):
+    for i in range(out.shape[0]):
+        buf = np.zeros(2)
+        tack.atomic_add(buf, 0, 1.0)
+        out[i] = buf[0]
+
+
+@tack.kernel
 def in_an_expression(out):
     for i in range(out.shape[0]):
         t = np.zeros(4)
@@ -604,6 +612,8 @@ def like(out):
                            r"inside it by passes_on\(\)"),
     (atomic_on_a_local, r"atomic_add\(\) on 'buf', which receives a local array: a local array belongs to one "
                         r"thread, so there is nothing to be atomic against; write buf\[i\] \+= v instead"),
+    (atomic_on_own_local, r"atomic_add\(\) on 'buf', a local array: it belongs to one thread, so there is "
+                          r"nothing to be atomic against; write buf\[i\] \+= v instead"),
     (in_an_expression, r"local array 't' cannot be used as a value \(assigned to another name, returned, or in an "
                        r"expression\); .* or pass it whole to a @tack.func: f\(t\)"),
     (aliased, r"local array 't' cannot be used as a value"),

@@ -25,6 +25,7 @@ typedef struct lw_state {
     int pfor_vars[TACK_MAX_NDIM];
     int npfor_vars;
     tk_ir *bpf;            /* the blocks loop whose body is being lowered (lower_blocks.c), else NULL */
+    const char *bcoll;     /* the collective being lowered, which its barriers name (lower_blocks.c), else NULL */
     int independent;       /* the loop being lowered is tack.independent(...) (lower_loop.c) */
     int infer;
     int changed;

@@ -148,7 +148,13 @@ static void judge(uni *U, const tk_ir *s, const tk_ir *cv, int free_loop, const 
         for (int i = 0; i < s->n; i++) judge(U, s->k[i], cv, free_loop, tname);
         return;
     case IR_BARRIER:
-        if (cv)
+        if (cv && s->str) /* a collective's: it holds barriers */
+            tk_error(L->C, L->fidx, s->line, 0,
+                     "tack.%s() under control flow that depends on the thread index '%s' (the %s at line %d): "
+                     "it holds barriers, and threads of one block would reach different barriers; every thread "
+                     "of a block must reach it, so move it out of the %s", s->str, tname,
+                     cv->op == IR_IF ? "if" : "loop", cv->line, cv->op == IR_IF ? "if" : "loop");
+        else if (cv)
             tk_error(L->C, L->fidx, s->line, 0,
                      "tack.barrier() under control flow that depends on the thread index '%s' (the %s at line %d): "
                      "threads of one block would reach different barriers; every thread of a block must reach "
@@ -349,7 +355,12 @@ static void sstore(lw_state *L, int s, tk_ir *v, tk_ir *idx, int line) {
     lw_emit(L, st);
 }
 
-static void barrier_at(lw_state *L, int line) { lw_emit(L, ir_new(L->C, IR_BARRIER, ty_void(), line)); }
+/* A collective's barrier: its str names the collective, for the errors of judge(). */
+static void barrier_at(lw_state *L, int line) {
+    tk_ir *b = ir_new(L->C, IR_BARRIER, ty_void(), line);
+    b->str = L->bcoll;
+    lw_emit(L, b);
+}
 
 /* if cond: body (statements lowered by the caller into the block returned) */
 static tk_ir *if_block(lw_state *L, tk_ir *cond, int line) {
@@ -396,9 +407,10 @@ static void warp_tree(lw_state *L, int x, int bop, tk_type et, int line) {
     }
 }
 
-void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op) {
-    static const char *const names[] = {"block_sum", "block_min", "block_max", "block_scan", "warp_sum", "warp_min",
-                                        "warp_max", "shuffle", "shuffle_down", "warp_ballot", "warp_any", "warp_all"};
+static const char *const names[] = {"block_sum", "block_min", "block_max", "block_scan", "warp_sum", "warp_min",
+                                    "warp_max", "shuffle", "shuffle_down", "warp_ballot", "warp_any", "warp_all"};
+
+static void collective(lw_state *L, tack_node *target, tack_node *call, int op) {
     const char *name = names[op];
     int line = call->line;
     if (!L->is_kernel || !L->bpf)
@@ -478,6 +490,12 @@ void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op
         lw_assign_local(L, lw_target_local(L, target), sload(L, s, et, ir_clone(L->C, t), line), target);
     }
     barrier_at(L, line);
+}
+
+void lw_block_collective(lw_state *L, tack_node *target, tack_node *call, int op) {
+    L->bcoll = names[op];
+    collective(L, target, call, op);
+    L->bcoll = NULL;
 }
 
 /* ------------------------------------------------------- sub-groups

@@ -300,6 +300,14 @@ static tk_ir *len_call(lw_state *L, tack_node *n) {
 
 static tk_ir *atomic_call(lw_state *L, int which, tack_node *n, int discard) {
     tack_node *a = n->kids[0];
+    int la = a->kind == TACK_N_NAME ? lw_local_array(L, a->name) : -1;
+    if (la >= 0 && L->S->locals[la].shared)
+        ERR(a, "%s() on '%s', a shared array: Tack has no atomics on shared memory; give each thread its "
+               "own element of it and combine them after a barrier (or use tack.block_sum), or update an "
+               "array argument, on which %s() is atomic", n->name, a->name, n->name);
+    if (la >= 0)
+        ERR(a, "%s() on '%s', a local array: it belongs to one thread, so there is nothing to be atomic "
+               "against; write %s[i] += v instead", n->name, a->name, a->name);
     if (a->kind != TACK_N_NAME || lw_array_param(L, a->name) < 0) ERR(a, "%s() needs an array as its first argument", n->name);
     int p = lw_array_param(L, a->name);
     if (p < 64 && (L->S->plarr >> p & 1))
