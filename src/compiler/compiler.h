@@ -677,8 +677,6 @@ struct tk_dialect {
      * statement, and the qualifier of an array in the block's shared memory,
      * with its trailing space (NULL: the CPU's layout, cpu/emit_blocks.c). */
     const char *barrier, *shared_qual;
-    /* The language has no goto (MSL): a failed check in a blocks loop returns (tk_emitter_blocks_body). */
-    int no_goto;
     /* Lay out the kernel itself after the prelude and the functions (required:
      * the CPU's in emit_cpu.c -- a frame, parallel bodies, one exported entry;
      * CUDA's in dialect_cuda.c -- phases on a grid). */
@@ -722,9 +720,10 @@ void tk_emitter_declare_locals(tk_emitter *e, int scope, const char *mask, int i
  * `suffix` after their names (NULL: no copy, the names as they are). */
 void tk_emitter_lane(tk_emitter *e, const char *suffix, int scope, const char *keep);
 /* A blocks loop's body (lower_blocks.c) written on a grid: with body non-NULL, a failed check in
- * it goes on to the end of its stretch between two barriers -- the barrier every thread of the
- * block reaches next -- instead of returning (a return there makes PoCL's work-group compiler
- * take the conditions around it for uniform ones); NULL: back to returning. */
+ * it sets the thread's flag and the thread goes on, its unsafe statements skipped (emit_stmt.c),
+ * so every thread of the block reaches every barrier -- a return there makes PoCL's work-group
+ * compiler take the conditions around it for uniform ones, and a jump over assignments a loop of
+ * barriers reads made it give wrong values; NULL: back to returning. */
 void tk_emitter_blocks_body(tk_emitter *e, const tk_ir *body);
 extern const tk_dialect tk_dialect_c;
 /* emit_cpu.c: the "c" dialect's kernel layout (its kernel_decls and kernel hooks). */

@@ -633,6 +633,5 @@ const tk_dialect tk_dialect_msl = {
     .float_specials = msl_specials,
     .barrier = "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);",
     .shared_qual = "threadgroup ",
-    .no_goto = 1,
     .kernel = msl_kernel,
 };

@@ -240,7 +240,8 @@ void tk_emitter_declare_locals(tk_emitter *e, int scope, const char *mask, int i
 }
 void tk_emitter_blocks_body(tk_emitter *e, const tk_ir *body) {
     e->bbody = body;
-    e->blabel = -1;
+    e->bchecked = 0;
+    e->bclear = 0;
 }
 void tk_emitter_lane(tk_emitter *e, const char *suffix, int scope, const char *keep) {
     e->lane = suffix;

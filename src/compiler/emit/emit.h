@@ -89,10 +89,12 @@ struct tk_emitter {
     int band;              /* writing a 3-D parallel loop whose rows are numbered in bands (bands.c) */
     int rcf;               /* writing a @tack.func's watched copy (race_watch.c) */
     const char *mayfail;   /* per spec: a call to it can fail (may_fail.c) */
-    /* A blocks loop's body on a grid (tk_emitter_blocks_body): a failed check jumps to the end of
-     * its stretch between barriers (label tk_b<blabel>_) instead of returning; -1: returns. */
+    /* A blocks loop's body on a grid (tk_emitter_blocks_body): a failed check sets the thread's
+     * flag instead of returning, and the unsafe statements after it run only while it is clear
+     * (emit_stmt.c); bchecked: a check or call has been written before, so the flag may be set;
+     * bclear: writing inside a test of the flag, with no check or call since. */
     const tk_ir *bbody;
-    int blabel, nblabel;
+    int bchecked, bclear;
     const char *lane;      /* a copy of an unrolled loop body: its locals' suffix (tk_emitter_lane) */
     int lane_scope;
     const char *lane_keep;

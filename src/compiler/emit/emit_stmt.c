@@ -23,10 +23,21 @@
  * poll; the CPU layout lets only loops of bounded length run there.
  *
  * A failing check calls abi->fail(ctx, site, a, b) and leaves the function
- * being written (returning tk_zero from a function with a value; in a
- * blocks loop's body on a grid, jumping to the end of its stretch between
- * barriers); after a call to a @tack.func that can fail (may_fail.c) the
- * code tests the dialect's TK_CALL_FAILED and leaves too.
+ * being written (returning tk_zero from a function with a value); after a
+ * call to a @tack.func that can fail (may_fail.c) the code tests the
+ * dialect's TK_CALL_FAILED and leaves too.  A blocks loop's body on a grid
+ * cannot leave: every thread of the block must reach every barrier and
+ * exchange.  There a failing check only records the failure (TK_FAIL sets
+ * the thread's flag, which TK_CALL_FAILED reads) and the thread goes on:
+ * each later statement that could fault or write -- one that reads or
+ * writes an array, divides, prints -- runs only while the flag is clear,
+ * and the rest (the arithmetic on locals, loop counters, the barriers and
+ * exchanges and the loops that hold them) runs as on every thread.  Nothing
+ * a barrier depends on changes with the failure, so the block's control
+ * stays what the program makes it.  Jumping to the next barrier instead,
+ * as this file once did, skipped assignments that a loop of barriers read,
+ * and PoCL's work-group compiler then gave wrong values though no check
+ * failed (docs/design/decisions.md, 2026-12-06).
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,49 +50,96 @@
 #define TK_PLAIN_BODY_MAX 300
 
 
+/* Whether a statement is written in a blocks loop's body on a grid (the kernel's own, not a
+ * function's), where a failed check does not leave (the essay above). */
+static int in_blocks(const tk_emitter *e) { return e->bbody && e->S == e->K; }
+
 static void ret_fail(tk_emitter *e) {
-    if (e->bbody && e->S == e->K && e->blabel >= 0) P(e, "goto tk_b%d_;", e->blabel); /* a blocks loop's body */
-    else if (e->fn == TK_FN_DEVICE && em_returns_value(e->S)) P(e, "return tk_zero;");
+    if (in_blocks(e)) return; /* TK_FAIL set the thread's flag: the guarded statements skip */
+    if (e->fn == TK_FN_DEVICE && em_returns_value(e->S)) P(e, "return tk_zero;");
     else P(e, "return;");
 }
 
-static int holds_barrier(const tk_ir *s) {
-    if (s->op == IR_BARRIER) return 1;
-    if (s->op != IR_BLOCK && s->op != IR_IF && s->op != IR_WHILE && s->op != IR_FOR) return 0;
-    for (int i = 0; i < s->n; i++)
-        if (holds_barrier(s->k[i])) return 1;
+/* Whether node x, statement or expression, holds a node of kind op. */
+static int holds(const tk_ir *x, int op) {
+    if (!x) return 0;
+    if ((int)x->op == op) return 1;
+    for (int i = 0; i < x->n; i++)
+        if (holds(x->k[i], op)) return 1;
     return 0;
 }
 
-/* A list of a blocks loop's body that holds barriers: each stretch up to a barrier (or the
- * list's end) ends at a label of its own, where a failed check in it goes on. */
-static void barrier_list(tk_emitter *e, tk_ir *b) {
-    int saved = e->blabel;
-    e->blabel = e->nblabel++;
-    for (int i = 0; i < b->n; i++) {
-        tk_ir *x = b->k[i];
-        if (x->op == IR_BARRIER || holds_barrier(x)) {
-            I(e); P(e, "tk_b%d_: ;\n", e->blabel);
-            e->blabel = e->nblabel++;
-        }
-        st(e, x);
+/* Whether x could fault or write when a check before it failed: it reads or writes an array
+ * (the kernel's, a local or shared one), divides integers by what is not a constant (by zero it
+ * traps on a CPU) or prints. */
+static int unsafe(const tk_ir *x) {
+    if (!x) return 0;
+    switch (x->op) {
+    case IR_LOAD: case IR_LLOAD: case IR_ATOMIC: case IR_STORE: case IR_LSTORE: case IR_LFILL: case IR_PRINT:
+        return 1;
+    case IR_BIN:
+        if ((x->sub == B_DIV || x->sub == B_FLOORDIV || x->sub == B_MOD) && !ty_is_float(x->ty) && x->n == 2 &&
+            !(x->k[1]->op == IR_CONST && x->k[1]->c.i != 0))
+            return 1;
+        break;
+    default:
+        break;
     }
-    I(e); P(e, "tk_b%d_: ;\n", e->blabel);
-    e->blabel = saved;
+    for (int i = 0; i < x->n; i++)
+        if (unsafe(x->k[i])) return 1;
+    return 0;
+}
+
+/* Whether a statement of a blocks loop's body runs only while its thread's flag is clear: an
+ * unsafe one holding no barrier or exchange (those every thread runs), and not a declaration
+ * (a function's tuple is declared where it is assigned, and read after). */
+static int guarded(const tk_emitter *e, const tk_ir *s) {
+    if (s->op == IR_BLOCK || s->op == IR_CHECK || !unsafe(s) || holds(s, IR_BARRIER) || holds(s, IR_WARP))
+        return 0;
+    if (s->op == IR_ASSIGN && (e->S->locals[s->local].ty.kind == TY_TUPLE || e->S->locals[s->local].ty.kind == TY_MULTI))
+        return 0;
+    return 1;
 }
 
 void em_block(tk_emitter *e, tk_ir *b) {
     if (b->str) { I(e); P(e, "/* %s */\n", b->str); } /* a pass's note (nests.c): the compiler's own text */
-    if (e->bbody && e->S == e->K && (b == e->bbody || holds_barrier(b))) {
-        barrier_list(e, b);
-        return;
+    /* open: writing a run of guarded statements under one test of the flag, inside which the
+     * flag is known clear (bclear) until a check or call in it may set it */
+    int open = 0, clear = e->bclear;
+    for (int i = 0; i < b->n; i++) {
+        tk_ir *x = b->k[i];
+        if (!in_blocks(e)) {
+            st(e, x);
+            continue;
+        }
+        /* the flag can be set only after a check or a call: a loop holding one may have set it
+         * in an earlier trip by the time any of its statements runs */
+        int fails = holds(x, IR_CHECK) || holds(x, IR_CALL);
+        if (fails && (x->op == IR_FOR || x->op == IR_WHILE)) e->bchecked = 1, e->bclear = 0;
+        int guard = e->bchecked && !e->bclear && guarded(e, x);
+        if (guard) {
+            I(e); P(e, "if (!TK_CALL_FAILED(ctx, abi)) {\n");
+            e->ind++;
+            open = 1;
+            e->bclear = 1;
+        }
+        st(e, x); /* a guarded statement's own statements after a check are guarded again */
+        if (fails) e->bchecked = 1, e->bclear = 0;
+        tk_ir *next = i + 1 < b->n ? b->k[i + 1] : NULL;
+        if (open && (fails || !next || !guarded(e, next) || holds(next, IR_CHECK) || holds(next, IR_CALL))) {
+            e->ind--;
+            I(e); P(e, "}\n");
+            open = 0;
+            e->bclear = clear && !fails;
+        }
     }
-    for (int i = 0; i < b->n; i++) st(e, b->k[i]);
 }
 
 /* After a call that can fail (may_fail.c), leave when it did: TK_CALL_FAILED
- * is the dialect's (a GPU's reads the thread's own flag, not the record). */
+ * is the dialect's (a GPU's reads the thread's own flag, not the record). In a
+ * blocks loop's body on a grid the flag guards what follows instead. */
 static void after_call(tk_emitter *e, tk_ir *v) {
+    if (in_blocks(e)) return;
     if (v->op == IR_CALL && e->C->opts.checks && (e->mayfail[v->aux] || em_race_call(e, v))) {
         I(e);
         P(e, "if (TK_CALL_FAILED(ctx, abi)) ");

@@ -500,7 +500,7 @@ static void emit_blocks_loop(tk_emitter *e, const tk_spec *K, tk_ir *s, const tk
     tk_emitter_indent(e);
     tk_emitter_local(e, s->local);
     tk_emitter_printf(e, " = (int64_t)%s;\n", G->local_index);
-    if (!C->dialect->no_goto) tk_emitter_blocks_body(e, s->k[1]); /* failed checks go on to the next barrier */
+    tk_emitter_blocks_body(e, s->k[1]); /* a failed check does not leave: every thread reaches every barrier */
     tk_emitter_stmt(e, s->k[1]);
     tk_emitter_blocks_body(e, NULL);
     tk_emitter_indent(e);
