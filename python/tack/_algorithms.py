@@ -30,7 +30,7 @@ import numpy as np
 from . import _core
 from ._algorithms_common import _blocks, _host, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
 from ._algorithms_sort import argsort, sort  # noqa: F401  (argsort: re-exported, in __all__)
-from ._array import empty as _empty, zeros as _zeros
+from ._array import _is_bfloat16, empty as _empty, zeros as _zeros
 from ._core import i64
 from ._intrinsics import independent
 from ._kernels import kernel, func
@@ -90,7 +90,7 @@ def _identity(name, npdt):
         return np.zeros((), npdt)[()]
     if npdt.kind == "b":
         return np.bool_(name == "min")
-    if npdt.kind == "f":
+    if npdt.kind == "f" or _is_bfloat16(npdt):  # ml_dtypes' bfloat16 is kind "V" to NumPy
         return npdt.type(np.inf if name == "min" else -np.inf)
     info = np.iinfo(npdt)
     return npdt.type(info.max if name == "min" else info.min)

@@ -197,6 +197,25 @@ def test_scan_and_reduce_are_numpys(dt):
                     assert r == w, (op, n, r, w)
 
 
+def test_min_and_max_of_bfloat16_start_from_its_infinities():
+    # the identity of "min" and "max" came from np.iinfo for every dtype NumPy does not call a
+    # float, and ml_dtypes' bfloat16 is kind "V" to NumPy: scan, reduce and histogram of a bf16
+    # array raised "Invalid integer data type 'V'"
+    import ml_dtypes
+
+    x = np.array([1.5, -2.0, 3.0, np.nan, -7.0, 0.25], ml_dtypes.bfloat16)
+    f = x.astype(np.float32)  # exact: NumPy's references in float32
+    for op, ref in (("min", np.minimum.accumulate), ("max", np.maximum.accumulate)):
+        np.testing.assert_array_equal(tack.scan(x, op).numpy().astype(np.float32), ref(f))
+        ex = tack.scan(x[:3], op, exclusive=True).numpy().astype(np.float32)
+        assert ex[0] == (np.inf if op == "min" else -np.inf) and ex[1:].tolist() == ref(f[:2]).tolist()
+    assert float(tack.reduce(x[:3], "min")) == -2.0 and float(tack.reduce(x[:3], "max")) == 3.0
+    assert np.isnan(float(tack.reduce(x, "max")))
+    c, e = tack.histogram(x[:3], 3)
+    wc, we = np.histogram(x[:3], 3)
+    assert c.numpy().tolist() == wc.tolist() and e.tolist() == we.tolist()
+
+
 def _sum_in_eights(x, nb, bs):
     """tack.reduce's order for a real sum, in NumPy: each block's elements into eight partial
     sums (element i into sum i % 8; a column sum of a float32 2-D array adds row after row), the
