@@ -562,7 +562,8 @@ def _widen(src, dst):
 def histogram(a, bins=10, range=None):
     """Counts of the values of the 1-D array ``a`` in bins: NumPy's
     ``np.histogram(a, bins, range)`` -- ``bins`` an int (equal bins over
-    ``range``, or over ``a``'s min and max) or the increasing edges; each bin
+    ``range``, or over ``a``'s min and max), the increasing edges, or the name
+    of one of NumPy's estimators of a bin width ("auto", "fd", ...); each bin
     holds ``edges[k] <= x < edges[k + 1]``, the last one its right edge too;
     values outside and NaNs are not counted.  Returns ``(counts, edges)``:
     int64 counts on ``a``'s device and the edges as NumPy computes them (a
@@ -574,6 +575,12 @@ def histogram(a, bins=10, range=None):
     offered."""
     a = _sortable(a, "a", "histogram")
     npdt = _npdtype(a.dtype)
+    if isinstance(bins, str):
+        # NumPy's estimators ('auto', 'fd', 'sturges', ...) read the values themselves, so they
+        # run on a host copy; each gives equal bins over the range, counted as an int number of
+        # them is.  (Edges made from the minimum and maximum alone would be another histogram.)
+        edges = np.histogram_bin_edges(a.numpy(), bins, range=range)
+        bins, range = edges.shape[0] - 1, (edges[0], edges[-1])
     if np.ndim(bins) == 0 and range is None and a.shape[0]:
         lo, hi = reduce(a, "min"), reduce(a, "max")
         edges = np.histogram_bin_edges(np.array([lo, hi], npdt), bins)

@@ -339,6 +339,14 @@ def test_compact_unique_searchsorted_histogram_segmented_reduce_are_numpys():
         np.testing.assert_array_equal(tack.segmented_reduce(x.astype(np.int64), off, _argmax_pair, initial=-1).numpy(),
                                       [_py_reduce(s) for s in segs])
     assert tack.searchsorted([1.0, 2.0, 3.0], 2.0, "right") == 2
+    # NumPy's bin-width estimators read the values: they gave edges made from the min and max
+    # alone, so tack.histogram(x, "auto") counted 2 bins where NumPy counts 4, with no error
+    for x in (np.arange(5.0), rng.standard_normal(3000), rng.integers(0, 50, 1000), np.full(7, 3.0)):
+        for bins in ("auto", "fd", "sturges", "sqrt"):
+            for r in (None, (-1, 2)):
+                c, e = tack.histogram(x, bins, range=r)
+                wc, we = np.histogram(x, bins, range=r)
+                assert c.numpy().tolist() == wc.tolist() and e.tolist() == we.tolist(), (bins, r, x[:3])
     # past 4M counters in the blocks' rows, the counts are atomic adds into one row
     x = rng.standard_normal(20_000)  # 8 blocks of 2,500 on the CPU: 8 x 600,000 counters
     c, e = tack.histogram(x, 600_000)
