@@ -115,7 +115,7 @@ class _Ctx:
         self.local_types = {}
         self.atomic_lines = frozenset()
         self.choices = {}  # (line, col, k) -> the type of an and/or operand or an `x if c else y`
-        self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices, atomic lines, return dtype)]
+        self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices, atomic lines, return dtype, lines)]
         self._types = {}
         self._frames = {}  # (function, build) -> (its context, its transformed copy)
         self.races = None  # check_races: the call's race detector (tack._debug_races)
