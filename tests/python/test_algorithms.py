@@ -360,6 +360,19 @@ def _py_reduce(s):
     return acc
 
 
+def test_the_documented_differences_from_numpy_of_searchsorted_and_segmented_reduce():
+    # docs/algorithms.md: searchsorted compares exactly, where NumPy compares an int64 table and
+    # a value past int64 in float64 (2**63 - 1 rounds to 2**63)
+    table = np.array([0, 2**63 - 1])
+    assert np.searchsorted(table, 2**63) == 1 and tack.searchsorted(table, 2**63) == 2
+    assert tack.searchsorted(table, np.array([2**63, 2**64 - 1], np.uint64)).numpy().tolist() == [2, 2]
+    # initial is combined into every segment, as NumPy's initial=; offsets need not span values
+    x = np.array([1, 5, 2, 7, 3])
+    assert tack.segmented_reduce(x, [0, 2, 2, 4], "max", initial=6).numpy().tolist() == [6, 6, 7]
+    assert tack.reduce(x, "max", initial=9) == np.max(x, initial=9) == 9
+    assert tack.segmented_reduce(x, [1, 3, 4]).numpy().tolist() == [7, 7]
+
+
 def test_bad_arguments_of_the_other_primitives():
     with pytest.raises(TypeError, match="mask has dtype i32; it must be bool"):
         tack.compact(np.zeros(3), np.zeros(3, np.int32))
