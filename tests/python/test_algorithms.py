@@ -287,6 +287,35 @@ def test_reduce_with_a_user_func():
         tack.reduce(np.zeros(0, np.int64), _argmax_pair)
 
 
+@tack.func
+def _half_then_add(a, b):
+    return a * 0.5 + b
+
+
+@tack.func
+def _larger(a, b):
+    return a if a > b else b
+
+
+def test_an_operator_whose_value_the_result_cannot_hold_is_refused():
+    # a float from an operator of integers was converted back to the integers at each block's
+    # store: ((1 / 2 + 2) / 2 + 3) / 2 + 4 = 6.125 came back as 6 with no word (and how much was
+    # lost depended on the blocks, so on the thread count)
+    x = np.arange(1, 5)
+    with pytest.raises(TypeError, match=r"tack.reduce: _half_then_add\(\) gives float64 for int64 values, and the "
+                                        r"result has dtype int64: .* pass dtype=np.float64"):
+        tack.reduce(x, _half_then_add)
+    with pytest.raises(TypeError, match=r"tack.segmented_reduce: _half_then_add\(\) gives float64 for int64"):
+        tack.segmented_reduce(x, [0, 2, 4], _half_then_add)
+    assert tack.reduce(x, _half_then_add, dtype=np.float64) == 6.125
+    assert tack.reduce(x.astype(np.float32), _half_then_add) == np.float32(6.125)
+    # a value of the elements' own type is taken, f16's computed in f32 included
+    for dt in (np.int8, np.uint64, np.float16, np.bool_):
+        y = np.array([1, 3, 2, 0]).astype(dt)
+        assert tack.reduce(y, _larger) == y.max()
+        assert tack.segmented_reduce(y, [0, 2, 4], _larger).numpy().tolist() == [y[:2].max(), y[2:].max()]
+
+
 def test_bad_arguments_are_refused_by_name():
     with pytest.raises(ValueError, match="1-D array, got shape \\(2, 2\\)"):
         tack.sort(np.zeros((2, 2)))
@@ -408,6 +437,26 @@ assert np.array_equal(tack.compact(x, x > 0).numpy(), x[x > 0])
 assert np.array_equal(tack.searchsorted(np.sort(f), f).numpy(), np.searchsorted(np.sort(f), f))
 assert np.array_equal(tack.histogram(x, 5)[0].numpy(), np.histogram(x, 5)[0])
 assert np.array_equal(tack.segmented_reduce(x, [0, 5, 5, 40]).numpy(), [x[:5].sum(), 0, x[5:].sum()])
+assert np.array_equal(tack.histogram(f[np.isfinite(f)], "auto")[0].numpy(), np.histogram(f[np.isfinite(f)], "auto")[0])
+
+
+@tack.func
+def larger(a, b):
+    return a if a > b else b
+
+
+@tack.func
+def half_then_add(a, b):
+    return a * 0.5 + b
+
+
+assert tack.reduce(x, larger) == x.max()
+try:  # the accumulator's type is read from the compiler's checker of the kernel run as Python
+    tack.reduce(x, half_then_add)
+except TypeError as e:
+    assert "gives float32 for int16 values" in str(e), e  # i16 * 0.5 is f32, as in any kernel
+else:
+    raise AssertionError("a float operator of integers was taken")
 print("ok")
 """
 
