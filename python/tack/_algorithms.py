@@ -30,7 +30,7 @@ import numpy as np
 from . import _core
 from ._algorithms_common import _blocks, _host, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
 from ._algorithms_sort import argsort, sort  # noqa: F401  (argsort: re-exported, in __all__)
-from ._array import empty as _empty, zeros as _zeros
+from ._array import _is_bfloat16, empty as _empty, zeros as _zeros
 from ._core import i64
 from ._intrinsics import independent
 from ._kernels import kernel, func
@@ -90,7 +90,7 @@ def _identity(name, npdt):
         return np.zeros((), npdt)[()]
     if npdt.kind == "b":
         return np.bool_(name == "min")
-    if npdt.kind == "f":
+    if npdt.kind == "f" or _is_bfloat16(npdt):  # ml_dtypes' bfloat16 is kind "V" to NumPy
         return npdt.type(np.inf if name == "min" else -np.inf)
     info = np.iinfo(npdt)
     return npdt.type(info.max if name == "min" else info.min)
@@ -286,6 +286,30 @@ def _reduce_kernel(op):
     return k
 
 
+_ACCUMULATORS = {}  # (kernel, result dtype, argument dtypes) -> the accumulator's dtype (None: weak)
+
+
+def _check_accumulator(what, op, k, outdt, *args):
+    """Refuse an operator whose value has a type the result's dtype cannot hold: the kernel's
+    accumulator ``acc`` takes the promotion of the operator's value (a float for an ``a * 0.5 + b``
+    of integers) and every block's result would be converted back to ``outdt`` (truncated) with
+    no word.  The accumulator's type is read from the kernel's IR (its front end only), once per
+    kernel and dtypes."""
+    from ._debug_facts import check, ir_facts
+
+    key = (k, outdt, tuple(getattr(a, "dtype", None) for a in args))
+    acc = _ACCUMULATORS.get(key, False)
+    if acc is False:
+        # a kernel run as Python (TACK_DISABLE_JIT) has the compiler's checker of it instead
+        ir = k.ir(*args) if hasattr(k, "ir") else check(k._checker, args, {})[0]
+        acc = _ACCUMULATORS[key] = ir_facts(ir)[0].get("acc")
+    want = np.dtype(np.float32) if outdt.itemsize == 2 and (outdt.kind == "f" or _is_bfloat16(outdt)) else outdt
+    if acc is not None and acc != want:
+        raise TypeError(f"tack.{what}: {op.__name__}() gives {acc} for {outdt} values, and the result has dtype "
+                        f"{outdt}: each block's value would be converted to {outdt}; pass dtype=np.{acc} "
+                        f"(the values are converted first), or make {op.__name__}() return {outdt}")
+
+
 def reduce(a, op="sum", *, initial=None, dtype=None):
     """Reduce the 1-D array ``a`` to one value with ``op``: ``"sum"``,
     ``"min"``, ``"max"`` or a ``@tack.func`` of two values that is
@@ -323,7 +347,9 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
         _run_scan(a, first[:1], partial, first, bs, 2, name, outdt)
         got = first[1]
     else:
-        _reduce_kernel(fn)(a, partial, bs)
+        k = _reduce_kernel(fn)
+        _check_accumulator("reduce", fn, k, outdt, a, partial, bs)
+        k(a, partial, bs)
         got = partial[0]
     if initial is not None:
         got = outdt.type(fn(outdt.type(initial), got))
@@ -562,7 +588,8 @@ def _widen(src, dst):
 def histogram(a, bins=10, range=None):
     """Counts of the values of the 1-D array ``a`` in bins: NumPy's
     ``np.histogram(a, bins, range)`` -- ``bins`` an int (equal bins over
-    ``range``, or over ``a``'s min and max) or the increasing edges; each bin
+    ``range``, or over ``a``'s min and max), the increasing edges, or the name
+    of one of NumPy's estimators of a bin width ("auto", "fd", ...); each bin
     holds ``edges[k] <= x < edges[k + 1]``, the last one its right edge too;
     values outside and NaNs are not counted.  Returns ``(counts, edges)``:
     int64 counts on ``a``'s device and the edges as NumPy computes them (a
@@ -574,6 +601,12 @@ def histogram(a, bins=10, range=None):
     offered."""
     a = _sortable(a, "a", "histogram")
     npdt = _npdtype(a.dtype)
+    if isinstance(bins, str):
+        # NumPy's estimators ('auto', 'fd', 'sturges', ...) read the values themselves, so they
+        # run on a host copy; each gives equal bins over the range, counted as an int number of
+        # them is.  (Edges made from the minimum and maximum alone would be another histogram.)
+        edges = np.histogram_bin_edges(a.numpy(), bins, range=range)
+        bins, range = edges.shape[0] - 1, (edges[0], edges[-1])
     if np.ndim(bins) == 0 and range is None and a.shape[0]:
         lo, hi = reduce(a, "min"), reduce(a, "max")
         edges = np.histogram_bin_edges(np.array([lo, hi], npdt), bins)
@@ -693,5 +726,7 @@ def segmented_reduce(values, offsets, op="sum", *, initial=None, dtype=None):
     elif name is not None:  # a complex sum: _combine's min and max cannot be typed for complex
         _segment_kernel(_op_sum)(values, offs, out, init, 1 if has_init else 0)
     else:
-        _segment_kernel(fn)(values, offs, out, init, 1 if has_init else 0)
+        k = _segment_kernel(fn)
+        _check_accumulator("segmented_reduce", fn, k, outdt, values, offs, out, init, 1 if has_init else 0)
+        k(values, offs, out, init, 1 if has_init else 0)
     return out

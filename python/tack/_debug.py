@@ -115,7 +115,7 @@ class _Ctx:
         self.local_types = {}
         self.atomic_lines = frozenset()
         self.choices = {}  # (line, col, k) -> the type of an and/or operand or an `x if c else y`
-        self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices, atomic lines, return dtype)]
+        self.funcs = {}  # a @tack.func's name -> its builds: [(param types, local types, choices, atomic lines, return dtype, lines)]
         self._types = {}
         self._frames = {}  # (function, build) -> (its context, its transformed copy)
         self.races = None  # check_races: the call's race detector (tack._debug_races)
@@ -127,15 +127,15 @@ class _Ctx:
         wx, wy = _weak(x), _weak(y)
         if wx is None and wy is None:
             a, b = x.dtype, y.dtype
-            if a.kind == "f" and a.itemsize == 2:
+            if a.itemsize == 2 and (a.kind == "f" or a.name == "bfloat16"):
                 a = _F32
-            if b.kind == "f" and b.itemsize == 2:
+            if b.itemsize == 2 and (b.kind == "f" or b.name == "bfloat16"):
                 b = _F32
             return np.promote_types(a, b)
         if wx is not None and wy is not None:
             return None
         w, c = (wx, y.dtype) if wx is not None else (wy, x.dtype)
-        if c.kind == "f" and c.itemsize == 2:
+        if c.itemsize == 2 and (c.kind == "f" or c.name == "bfloat16"):
             c = _F32
         cr = _RANK[c.kind]
         if w[0] <= cr:

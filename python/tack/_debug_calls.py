@@ -327,6 +327,8 @@ def _type_names(v):
         return ("complex (Python)", "complex64")
     if isinstance(v, np.generic):
         name = _TYPE_NAMES.get(v.dtype)
+        if name is None and (v.dtype == np.float16 or v.dtype.kind == "V" and v.dtype.name == "bfloat16"):
+            name = "f32"  # the storage types' values are f32 in a kernel (_value_dtype)
         return (name,) if name else ()
     return ()
 
@@ -364,17 +366,41 @@ def _func_frame(ctx, f, fn, args):
     compiler made for their types, whose locals then keep the types it gave
     them (one type per local, as compiled, not the type of whatever value
     reaches it), and whose value has the type it returns (a Python float
-    made f32 where every call meets f32: weak_locals.c)."""
+    made f32 where every call meets f32: weak_locals.c).  The func never
+    runs with another's types: a call that no build matches is a TypeError
+    naming the types, and so is a call of one of two funcs made by one `def`
+    whose builds for these types differ (nothing in the IR tells them apart)."""
     builds = ctx.funcs.get(fn.__name__, ())
+    if len(builds) > 1:
+        # the builds of this func, not of another of the same name: those whose statements lie
+        # within its source lines (the IR names funcs, not the Python objects they came from)
+        code = fn.__code__
+        last = max((ln for _, _, ln in code.co_lines() if ln is not None), default=code.co_firstlineno)
+        own = [b for b in builds if b[5] is None or code.co_firstlineno <= b[5][0] and b[5][1] <= last]
+        builds = own or builds
     build = None
     if len(builds) == 1:
         build = builds[0]
     elif builds:
         names = [_type_names(a) for a in args]
-        for b in builds:
-            if len(b[0]) == len(names) and all(p in n for p, n in zip(b[0], names)):
-                build = b
-                break
+        fits = [b for b in builds if len(b[0]) == len(names) and all(p in n for p, n in zip(b[0], names))]
+        if fits:
+            build = fits[0]
+            if any(b[1:5] != build[1:5] for b in fits[1:]):
+                # funcs made by one `def` (a closure made twice) whose captured values give their
+                # locals other types: the IR does not say which build is which object's
+                raise TypeError(f"debug mode cannot tell apart the builds of the @tack.funcs named {fn.__name__} "
+                                f"made from one definition (line {fn.__code__.co_firstlineno}) whose locals have "
+                                f"other types: give them their own names (set __name__) or run compiled")
+        else:
+            # Running the body with no build's types would give its locals whatever types the
+            # caller's locals of the same names have (an f32 truncated into a caller's i32 `x`):
+            # a wrong number with no word.  No build matching is a fault of debug mode's typing.
+            got = ", ".join(n[0] if n else type(a).__name__ for n, a in zip(names, args))
+            have = "; ".join("(" + ", ".join(b[0]) + ")" for b in builds)
+            raise TypeError(f"debug mode: no build of @tack.func {fn.__name__} takes arguments of types ({got}); "
+                            f"the compiler built it for {have} (a fault of debug mode: please report it, "
+                            f"and run compiled meanwhile)")
     key = (fn, id(build))
     frame = ctx._frames.get(key)
     if frame is None:

@@ -112,7 +112,9 @@ def ir_facts(ir):
     that have one fixed scalar type, the parameters it writes, the lines
     whose `a[k] += v` is atomic (or privatized), the types of its and/or and
     `if`-`else` expressions, and the same for each build of each @tack.func
-    it calls: {name: [(parameter types, local types, choices, atomic lines, return dtype or None)]}."""
+    it calls: {name: [(parameter types, local types, choices, atomic lines, return dtype or None,
+    the first and last source line of its statements or None)]}: two funcs of one name (a
+    closure made twice, or the same name in two modules) each have builds under it."""
     lines = ir.splitlines()
     head = lines[0] if lines else ""
     written = head.split("writes:", 1)[1].split() if "writes:" in head else []
@@ -125,9 +127,11 @@ def ir_facts(ir):
             continue
         ft, fc = _section_facts(lines[a:b])
         ret = re.search(r"\) -> ([A-Za-z0-9_]+)(?:\s|$)", lines[a])  # a fixed scalar type: weak_locals.c may make it f32
+        body = [int(n) for line in lines[a + 1:b] if line != "races:" for n in re.findall(r"; line (\d+)$", line)]
         funcs.setdefault(m.group(2), []).append((tuple(_split_params(_head_params(lines[a]))), ft, fc,
                                                  _atomic_lines(lines[a + 1:b]),
-                                                 _LOCAL_TYPES.get(ret.group(1)) if ret else None))
+                                                 _LOCAL_TYPES.get(ret.group(1)) if ret else None,
+                                                 (min(body), max(body)) if body else None))
     return types, written, _atomic_lines(lines[1:]), choices, funcs
 
 

@@ -197,6 +197,25 @@ def test_scan_and_reduce_are_numpys(dt):
                     assert r == w, (op, n, r, w)
 
 
+def test_min_and_max_of_bfloat16_start_from_its_infinities():
+    # the identity of "min" and "max" came from np.iinfo for every dtype NumPy does not call a
+    # float, and ml_dtypes' bfloat16 is kind "V" to NumPy: scan, reduce and histogram of a bf16
+    # array raised "Invalid integer data type 'V'"
+    import ml_dtypes
+
+    x = np.array([1.5, -2.0, 3.0, np.nan, -7.0, 0.25], ml_dtypes.bfloat16)
+    f = x.astype(np.float32)  # exact: NumPy's references in float32
+    for op, ref in (("min", np.minimum.accumulate), ("max", np.maximum.accumulate)):
+        np.testing.assert_array_equal(tack.scan(x, op).numpy().astype(np.float32), ref(f))
+        ex = tack.scan(x[:3], op, exclusive=True).numpy().astype(np.float32)
+        assert ex[0] == (np.inf if op == "min" else -np.inf) and ex[1:].tolist() == ref(f[:2]).tolist()
+    assert float(tack.reduce(x[:3], "min")) == -2.0 and float(tack.reduce(x[:3], "max")) == 3.0
+    assert np.isnan(float(tack.reduce(x, "max")))
+    c, e = tack.histogram(x[:3], 3)
+    wc, we = np.histogram(x[:3], 3)
+    assert c.numpy().tolist() == wc.tolist() and e.tolist() == we.tolist()
+
+
 def _sum_in_eights(x, nb, bs):
     """tack.reduce's order for a real sum, in NumPy: each block's elements into eight partial
     sums (element i into sum i % 8; a column sum of a float32 2-D array adds row after row), the
@@ -268,6 +287,35 @@ def test_reduce_with_a_user_func():
         tack.reduce(np.zeros(0, np.int64), _argmax_pair)
 
 
+@tack.func
+def _half_then_add(a, b):
+    return a * 0.5 + b
+
+
+@tack.func
+def _larger(a, b):
+    return a if a > b else b
+
+
+def test_an_operator_whose_value_the_result_cannot_hold_is_refused():
+    # a float from an operator of integers was converted back to the integers at each block's
+    # store: ((1 / 2 + 2) / 2 + 3) / 2 + 4 = 6.125 came back as 6 with no word (and how much was
+    # lost depended on the blocks, so on the thread count)
+    x = np.arange(1, 5)
+    with pytest.raises(TypeError, match=r"tack.reduce: _half_then_add\(\) gives float64 for int64 values, and the "
+                                        r"result has dtype int64: .* pass dtype=np.float64"):
+        tack.reduce(x, _half_then_add)
+    with pytest.raises(TypeError, match=r"tack.segmented_reduce: _half_then_add\(\) gives float64 for int64"):
+        tack.segmented_reduce(x, [0, 2, 4], _half_then_add)
+    assert tack.reduce(x, _half_then_add, dtype=np.float64) == 6.125
+    assert tack.reduce(x.astype(np.float32), _half_then_add) == np.float32(6.125)
+    # a value of the elements' own type is taken, f16's computed in f32 included
+    for dt in (np.int8, np.uint64, np.float16, np.bool_):
+        y = np.array([1, 3, 2, 0]).astype(dt)
+        assert tack.reduce(y, _larger) == y.max()
+        assert tack.segmented_reduce(y, [0, 2, 4], _larger).numpy().tolist() == [y[:2].max(), y[2:].max()]
+
+
 def test_bad_arguments_are_refused_by_name():
     with pytest.raises(ValueError, match="1-D array, got shape \\(2, 2\\)"):
         tack.sort(np.zeros((2, 2)))
@@ -320,6 +368,14 @@ def test_compact_unique_searchsorted_histogram_segmented_reduce_are_numpys():
         np.testing.assert_array_equal(tack.segmented_reduce(x.astype(np.int64), off, _argmax_pair, initial=-1).numpy(),
                                       [_py_reduce(s) for s in segs])
     assert tack.searchsorted([1.0, 2.0, 3.0], 2.0, "right") == 2
+    # NumPy's bin-width estimators read the values: they gave edges made from the min and max
+    # alone, so tack.histogram(x, "auto") counted 2 bins where NumPy counts 4, with no error
+    for x in (np.arange(5.0), rng.standard_normal(3000), rng.integers(0, 50, 1000), np.full(7, 3.0)):
+        for bins in ("auto", "fd", "sturges", "sqrt"):
+            for r in (None, (-1, 2)):
+                c, e = tack.histogram(x, bins, range=r)
+                wc, we = np.histogram(x, bins, range=r)
+                assert c.numpy().tolist() == wc.tolist() and e.tolist() == we.tolist(), (bins, r, x[:3])
     # past 4M counters in the blocks' rows, the counts are atomic adds into one row
     x = rng.standard_normal(20_000)  # 8 blocks of 2,500 on the CPU: 8 x 600,000 counters
     c, e = tack.histogram(x, 600_000)
@@ -331,6 +387,19 @@ def _py_reduce(s):
     for v in s.astype(np.int64):
         acc = _argmax_pair(acc, int(v))
     return acc
+
+
+def test_the_documented_differences_from_numpy_of_searchsorted_and_segmented_reduce():
+    # docs/algorithms.md: searchsorted compares exactly, where NumPy compares an int64 table and
+    # a value past int64 in float64 (2**63 - 1 rounds to 2**63)
+    table = np.array([0, 2**63 - 1])
+    assert np.searchsorted(table, 2**63) == 1 and tack.searchsorted(table, 2**63) == 2
+    assert tack.searchsorted(table, np.array([2**63, 2**64 - 1], np.uint64)).numpy().tolist() == [2, 2]
+    # initial is combined into every segment, as NumPy's initial=; offsets need not span values
+    x = np.array([1, 5, 2, 7, 3])
+    assert tack.segmented_reduce(x, [0, 2, 2, 4], "max", initial=6).numpy().tolist() == [6, 6, 7]
+    assert tack.reduce(x, "max", initial=9) == np.max(x, initial=9) == 9
+    assert tack.segmented_reduce(x, [1, 3, 4]).numpy().tolist() == [7, 7]
 
 
 def test_bad_arguments_of_the_other_primitives():
@@ -368,6 +437,26 @@ assert np.array_equal(tack.compact(x, x > 0).numpy(), x[x > 0])
 assert np.array_equal(tack.searchsorted(np.sort(f), f).numpy(), np.searchsorted(np.sort(f), f))
 assert np.array_equal(tack.histogram(x, 5)[0].numpy(), np.histogram(x, 5)[0])
 assert np.array_equal(tack.segmented_reduce(x, [0, 5, 5, 40]).numpy(), [x[:5].sum(), 0, x[5:].sum()])
+assert np.array_equal(tack.histogram(f[np.isfinite(f)], "auto")[0].numpy(), np.histogram(f[np.isfinite(f)], "auto")[0])
+
+
+@tack.func
+def larger(a, b):
+    return a if a > b else b
+
+
+@tack.func
+def half_then_add(a, b):
+    return a * 0.5 + b
+
+
+assert tack.reduce(x, larger) == x.max()
+try:  # the accumulator's type is read from the compiler's checker of the kernel run as Python
+    tack.reduce(x, half_then_add)
+except TypeError as e:
+    assert "gives float32 for int16 values" in str(e), e  # i16 * 0.5 is f32, as in any kernel
+else:
+    raise AssertionError("a float operator of integers was taken")
 print("ok")
 """
 

@@ -500,6 +500,64 @@ def func_of_vector_values_built_twice(p, s32, s64, idx, out):
 
 
 
+@tack.func
+def _times_one_and_a_half(a):
+    x = a * 1.5  # f32 for an f16 value (computed in f32), i32 for an int; the caller has an i32 'x'
+    return x
+
+
+@kernel(lambda: [np.arange(1, 4, dtype=np.int32), np.zeros(3, np.float32)])
+def func_of_a_float16_value_built_twice(idx, out):
+    # an np.float16 value had no type name in debug mode, so no build of the func matched it and
+    # the func ran with the caller's local types: its 'x' became the caller's i32, 3.75 became 3.0
+    for i in range(idx.shape[0]):
+        x = idx[i]
+        out[i] = _times_one_and_a_half(np.float16(2.5)) + _times_one_and_a_half(idx[i]) + x
+
+
+def _func_named_scaled_by_two():
+    @tack.func
+    def scaled(a):
+        x = a * 2
+        return x
+    return scaled
+
+
+def _func_named_scaled_by_a_third():
+    @tack.func
+    def scaled(a):
+        x = a * (1.0 / 3.0)
+        return x
+    return scaled
+
+
+_scaled_by_two, _scaled_by_a_third = _func_named_scaled_by_two(), _func_named_scaled_by_a_third()
+
+
+@kernel(lambda: [np.arange(1, 4, dtype=np.int32), np.zeros(3, np.float64)])
+def two_funcs_of_one_name(idx, out):
+    # both funcs are named 'scaled', and each has a build for an i32: debug mode took the first
+    # build of the name for both, so the second's f32 'x' was the first's i32 (3 / 3 gave 0)
+    for i in range(idx.shape[0]):
+        out[i] = _scaled_by_two(idx[i]) + _scaled_by_a_third(idx[i]) * 3.0
+
+
+def _scaled_by(factor):
+    @tack.func
+    def scaled_by(a):
+        x = a * factor
+        return x
+    return scaled_by
+
+
+_by_two, _by_a_third = _scaled_by(2), _scaled_by(1.0 / 3.0)
+
+
+def _two_closures_of_one_def(idx, out):
+    for i in range(idx.shape[0]):
+        out[i] = _by_two(idx[i]) + _by_a_third(idx[i]) * 3.0
+
+
 @kernel(lambda: [_vector_rows(np.float32, 3, 12), np.random.default_rng(13).random(64) + 0.1,
                  np.random.default_rng(14).integers(-2**40, 2**40, 64), np.arange(64, dtype=np.int32) * 7919,
                  np.zeros((64, 3), np.float32), np.zeros((64, 3), np.float32), np.zeros((64, 3), np.int32)])
@@ -612,6 +670,32 @@ def test_raises_what_the_compiled_kernel_raises(fn, exc):
     for jit in (True, False):
         with pytest.raises(exc):
             tack.kernel(fn, jit=jit)(a, np.zeros(3, np.int64))
+
+
+def test_a_func_call_no_build_matches_is_an_error_not_the_callers_types(monkeypatch):
+    # when debug mode cannot name an argument's type as the compiler did (as for an np.float16
+    # value until it could), no build of the func matches the call; the func then ran with its
+    # caller's local types, a wrong number with no word. Here the names are taken away from
+    # every value to reach that path: it is now a TypeError naming the func and the types.
+    from tack import _debug_calls
+
+    monkeypatch.setattr(_debug_calls, "_type_names", lambda v: ())
+    idx = np.arange(1, 4, dtype=np.int32)
+    with pytest.raises(TypeError, match=r"no build of @tack.func _times_one_and_a_half takes arguments of types "
+                                        r"\(float16\); the compiler built it for \(f32\); \(i32\)"):
+        tack.kernel(func_of_a_float16_value_built_twice, jit=False)(idx, np.zeros(3, np.float32))
+
+
+def test_two_closures_of_one_def_whose_types_differ_are_refused_in_debug_mode():
+    # made by one `def`, both are named 'scaled_by' with statements on the same lines, and the IR
+    # does not say which build is which: debug mode ran the second with the first's i32 'x'
+    idx = np.arange(1, 4, dtype=np.int32)
+    out = np.zeros(3)
+    tack.kernel(_two_closures_of_one_def)(idx, out)
+    assert out.tolist() == [3.0, 6.0, 9.0]
+    with pytest.raises(TypeError, match="cannot tell apart the builds of the @tack.funcs named scaled_by made from "
+                                        "one definition .* give them their own names"):
+        tack.kernel(_two_closures_of_one_def, jit=False)(idx, np.zeros(3))
 
 
 @pytest.mark.parametrize("fn", [_zero_division, _negative_power, _failed_assert])

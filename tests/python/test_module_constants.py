@@ -263,3 +263,28 @@ def test_numpy_scalar_constant_keeps_its_type(jit):
     assert o64.tolist() == (i * np.float64(0.1)).tolist()
     assert o32.tolist() == (i.astype(np.float32) * np.float32(0.1)).astype(np.float64).tolist()
     assert oc.tolist() == (i * np.complex128(0.1)).tolist()
+
+
+
+HALF_SCALE = np.float16(2.5)
+BF_SCALE = None  # an ml_dtypes bfloat16, set by the test
+
+
+def _half_constants(out, obf):
+    for i in range(out.shape[0]):
+        out[i] = HALF_SCALE * 1.001 + (HALF_SCALE < 3.0)  # a storage type's value is an f32
+        obf[i] = BF_SCALE * 1.001 + (BF_SCALE < 3.0)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_float16_and_bfloat16_constants_compute_in_f32(jit, monkeypatch):
+    # an ml_dtypes bfloat16 constant (NumPy's kind "V") had no promotion rule in debug mode:
+    # `BF_SCALE * 1.001` raised KeyError: 'V' where the compiled kernel computes in f32
+    import ml_dtypes
+
+    monkeypatch.setattr(sys.modules[__name__], "BF_SCALE", ml_dtypes.bfloat16(2.5))
+    k = tack.kernel(_half_constants, jit=jit)
+    out, obf = np.zeros(2), np.zeros(2)
+    k(out, obf)
+    want = float(np.float32(2.5) * np.float32(1.001)) + 1.0
+    assert out.tolist() == [want, want] and obf.tolist() == [want, want]
