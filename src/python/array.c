@@ -252,9 +252,23 @@ static PyObject *array_fill(PyObject *self, PyObject *value) {
     PyObject *np, *npdt = NULL, *v = NULL, *ok = NULL;
     tack_array *a = ARR(self);
     const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
-    int is_number = PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value);
+    int is_number = PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value) || PyComplex_Check(value);
     if (!st || !(np = tpy_numpy(st)))
         return NULL;
+    if (i->kind != TACK_KIND_COMPLEX) {
+        /* A complex value never becomes a real one implicitly (NumPy would
+         * warn and drop the imaginary part): the language's rule. */
+        PyObject *cf = PyComplex_Check(value) ? NULL : PyObject_GetAttrString(np, "complexfloating");
+        int is_complex = PyComplex_Check(value) ? 1 : cf ? PyObject_IsInstance(value, cf) : -1;
+        Py_XDECREF(cf);
+        if (is_complex < 0)
+            return NULL;
+        if (is_complex)
+            return PyErr_Format(PyExc_TypeError,
+                                "fill value %R is complex and the array's dtype %s is not: a complex never "
+                                "becomes a real number implicitly (fill with its .real or .imag)",
+                                value, i->name);
+    }
     if (!is_number) {
         /* NumPy scalars and, for vectors/matrices, sequences of numbers. */
         PyObject *generic = PyObject_GetAttrString(np, "generic");

@@ -564,3 +564,29 @@ def test_a_large_cpu_array_asks_for_huge_pages():
     a = tack.empty(16 << 20, np.uint8)
     a.fill(1)
     assert _huge_kb(a.ptr + (8 << 20)) >= 2048
+
+
+# ----------------------------------------------------------------- a NumPy user's trial (2026-12-06)
+def test_full_follows_a_numpy_scalars_dtype():
+    # np.full keeps a NumPy scalar's dtype; an i64 made from np.uint64(2**63) was -2**63
+    big = tack.full(3, np.uint64(2**63))
+    assert big.dtype is tack.u64 and big.numpy().tolist() == [2**63] * 3
+    tenth = tack.full(2, np.float64(0.1))
+    assert tenth.dtype is tack.f64 and tenth.numpy().tolist() == [0.1, 0.1]
+    assert tack.full(2, np.float16(1.5)).dtype is tack.f16
+    assert tack.full(2, np.int8(-3)).dtype is tack.i8
+    assert tack.full(2, np.bool_(True)).dtype is tack.bool
+    assert tack.full(2, 7).dtype is tack.i64 and tack.full(2, 7.5).dtype is tack.f32  # Python numbers as before
+
+
+def test_full_and_fill_take_complex_values():
+    z = tack.full(2, 1 + 2j)
+    assert z.dtype is tack.complex128 and z.numpy().tolist() == [1 + 2j, 1 + 2j]
+    assert tack.full(2, np.complex64(3j)).dtype is tack.complex64
+    c = tack.full(2, 1 - 1j, tack.complex64)
+    assert c.numpy().tolist() == [1 - 1j, 1 - 1j]
+    c.fill(2.5)  # a real value into a complex array is exact
+    assert c.numpy().tolist() == [2.5, 2.5]
+    for value in (1j, np.complex128(1 + 1j)):  # and a complex one never becomes real implicitly
+        with pytest.raises(TypeError, match="is complex and the array's dtype f32 is not"):
+            tack.zeros(2).fill(value)
