@@ -400,6 +400,29 @@ static Py_ssize_t array_len(PyObject *self) {
     return (Py_ssize_t)tack_array_shape(a)[0];
 }
 
+/* bool(a): NumPy's rule, as a NumPy user expects of `if a:`.  Without it
+ * Python would fall back on len() and call a one-element array of zero true
+ * (and any longer array true, whatever it holds).  One element is tested by
+ * its value (a copy of it); any other size is ambiguous. */
+static int array_bool(PyObject *self) {
+    tack_array *a = ARR(self);
+    int64_t n = tack_array_size(a);
+    if (n != 1) {
+        PyErr_Format(PyExc_ValueError,
+                     n == 0 ? "the truth value of an empty tack.Array is ambiguous: test a.size > 0"
+                            : "the truth value of a tack.Array of %lld elements is ambiguous: test a.size, or "
+                              "reduce the values (in a kernel, or a.numpy().any() / .all())",
+                     (long long)n);
+        return -1;
+    }
+    PyObject *host = tpy_array_numpy(self, NULL);
+    if (!host)
+        return -1;
+    int r = PyObject_IsTrue(host);
+    Py_DECREF(host);
+    return r;
+}
+
 static PyObject *array_repr(PyObject *self) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     if (!st)
@@ -553,6 +576,7 @@ static PyType_Slot array_slots[] = {
     {Py_tp_traverse, array_traverse},
     {Py_tp_clear, array_clear},
     {Py_tp_dealloc, array_dealloc},
+    {Py_nb_bool, array_bool},
     {Py_sq_length, array_len},
     {Py_mp_length, array_len},
     {Py_mp_subscript, tpy_array_subscript},

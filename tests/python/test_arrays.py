@@ -590,3 +590,14 @@ def test_full_and_fill_take_complex_values():
     for value in (1j, np.complex128(1 + 1j)):  # and a complex one never becomes real implicitly
         with pytest.raises(TypeError, match="is complex and the array's dtype f32 is not"):
             tack.zeros(2).fill(value)
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_truth_value_is_numpys(dev):
+    # `if a:` fell back on len(): a one-element array of zero was true, and so was any longer array
+    assert not tack.zeros(1, device=dev) and not tack.zeros((1, 1), tack.i32, device=dev)
+    assert tack.full((), 2.0, device=dev) and not tack.zeros((), device=dev)
+    with pytest.raises(ValueError, match="truth value of a tack.Array of 2 elements is ambiguous"):
+        bool(tack.ones(2, device=dev))
+    with pytest.raises(ValueError, match="truth value of an empty tack.Array is ambiguous"):
+        bool(tack.zeros(0, device=dev))
