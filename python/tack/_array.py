@@ -267,8 +267,12 @@ def copyto(dst: _core.Array, src, *, casting: str = "same_kind") -> None:
         raise TypeError(f"copyto() destination must be a tack.Array, not {type(dst).__name__}")
     if not dst.writable:
         raise ValueError("copyto() destination is read-only")
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise ValueError(f"copyto(): casting must be one of 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', "
+                         f"not {casting!r}")
     if isinstance(src, _core.Array) and src.dtype is dst.dtype and src.shape == dst.shape:
-        dst._copy_array(src)
+        # a strided source is gathered (on its device) first, as .copy() does
+        dst._copy_array(src.copy() if src.strided else src)
         return
     np = _numpy()
     host = src.numpy() if isinstance(src, _core.Array) else np.asarray(src)

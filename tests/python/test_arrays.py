@@ -601,3 +601,33 @@ def test_truth_value_is_numpys(dev):
         bool(tack.ones(2, device=dev))
     with pytest.raises(ValueError, match="truth value of an empty tack.Array is ambiguous"):
         bool(tack.zeros(0, device=dev))
+
+
+def test_copyto_names_a_bad_casting_rule():
+    # an unknown rule was reported as a shape mismatch between two equal shapes
+    with pytest.raises(ValueError, match="casting must be one of .* not 'bogus'"):
+        tack.copyto(tack.zeros(3), np.ones(3), casting="bogus")
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_copyto_from_a_strided_view_and_between_overlapping_views(dev):
+    m = tack.array(np.arange(12.0).reshape(3, 4), device=dev)
+    col = tack.zeros(3, tack.f64, device=dev)
+    tack.copyto(col, m[:, 1])  # same dtype and shape: was refused as "strided", where f32 was not
+    assert col.numpy().tolist() == [1.0, 5.0, 9.0]
+    ref = np.arange(10.0)
+    a = tack.array(ref, device=dev)
+    tack.copyto(a[1:], a[:9])  # memmove's answer, as numpy.copyto gives; OpenCL raised CL_MEM_COPY_OVERLAP
+    np.copyto(ref[1:], ref[:9].copy())
+    assert a.numpy().tolist() == ref.tolist()
+    tack.copyto(a[:9], a[1:])
+    np.copyto(ref[:9], ref[1:].copy())
+    assert a.numpy().tolist() == ref.tolist()
+    tack.copyto(a, a)
+    assert a.numpy().tolist() == ref.tolist()
+
+
+def test_strided_refusal_names_only_methods_tack_arrays_have():
+    with pytest.raises(BufferError, match=r"contiguous copy \(a.copy\(\), or a.numpy\(\) on the host\)") as e:
+        tack.zeros((2, 3)).T.reshape(6)
+    assert "contiguous()" not in str(e.value)
