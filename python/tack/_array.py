@@ -230,6 +230,8 @@ def array(obj, dtype=None, *, device=None, copy=True, requires_grad=False) -> _c
         )
     dt = globals()["dtype"](dtype) if dtype is not None else None
     if device is None and isinstance(obj, _core.Array) and dtype is None:
+        if obj.strided:  # gathered into C order on its device, as with a dtype or a device given
+            return _with_grad(obj.copy(), requires_grad)
         out = _core.empty(obj.shape, obj.dtype, obj.device)
         out._copy_array(obj)
         return _with_grad(out, requires_grad)

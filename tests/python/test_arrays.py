@@ -195,6 +195,19 @@ def test_array_copies():
         tack.array(host, copy=False)
 
 
+@pytest.mark.parametrize("dev", tack.devices())
+def test_array_of_a_strided_view_copies_it(dev):
+    # tack.array(m.T) refused the view as "strided", though tack.array(m.T, dtype=...) copied it
+    ref = np.arange(12.0).reshape(3, 4)
+    m = tack.array(ref, device=dev)
+    for view, expect in ((m.T, ref.T), (m[:, 1], ref[:, 1]), (m[::-1, ::2], ref[::-1, ::2])):
+        c = tack.array(view)
+        assert not c.strided and c.device == dev and c.dtype is tack.f64 and c.writable
+        np.testing.assert_array_equal(c.numpy(), expect)
+        c.fill(-1.0)  # a copy: the base is untouched
+    np.testing.assert_array_equal(m.numpy(), ref)
+
+
 def test_asarray_returns_same_array():
     a = tack.zeros(3)
     assert tack.asarray(a) is a
