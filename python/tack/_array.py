@@ -123,12 +123,21 @@ def zeros(shape, dtype=None, *, device=None, requires_grad=False) -> _core.Array
 def full(shape, fill_value, dtype=None, *, device=None, requires_grad=False) -> _core.Array:
     """A new array with every element set to ``fill_value``.
 
-    Without ``dtype`` the type follows the value: bool, i64 for ints and f32
-    for floats.  ``requires_grad=True`` gives it a zeroed ``.grad``.
+    Without ``dtype`` the type follows the value: bool, i64 for Python ints,
+    f32 for Python floats, complex128 for Python complex numbers (as
+    ``tack.array`` makes them), and a NumPy scalar's own dtype (as
+    ``numpy.full``: ``np.uint64(2**63)`` stays u64, ``np.float64(0.1)`` f64).
+    ``requires_grad=True`` gives it a zeroed ``.grad``.
     """
     if _struct_class(dtype) is not None:
         raise TypeError(f"tack.full and tack.ones take number dtypes, not the struct {dtype.__name__}: make "
                         f"tack.zeros(shape, {dtype.__name__}) and set its fields")
+    if dtype is None and not _in_python_kernel() and _is_numpy_scalar(fill_value):
+        if fill_value.dtype.kind not in "biufc" and not _is_bfloat16(fill_value.dtype):
+            raise TypeError(f"fill_value must be a number, not {type(fill_value).__name__}")
+        dtype = _core._dtype(fill_value.dtype)
+    elif dtype is None and not _in_python_kernel() and isinstance(fill_value, builtins.complex):
+        dtype = _core.complex128
     if dtype is None:
         if isinstance(fill_value, builtins.bool):
             dtype = _core.bool
@@ -221,6 +230,8 @@ def array(obj, dtype=None, *, device=None, copy=True, requires_grad=False) -> _c
         )
     dt = globals()["dtype"](dtype) if dtype is not None else None
     if device is None and isinstance(obj, _core.Array) and dtype is None:
+        if obj.strided:  # gathered into C order on its device, as with a dtype or a device given
+            return _with_grad(obj.copy(), requires_grad)
         out = _core.empty(obj.shape, obj.dtype, obj.device)
         out._copy_array(obj)
         return _with_grad(out, requires_grad)
@@ -258,8 +269,12 @@ def copyto(dst: _core.Array, src, *, casting: str = "same_kind") -> None:
         raise TypeError(f"copyto() destination must be a tack.Array, not {type(dst).__name__}")
     if not dst.writable:
         raise ValueError("copyto() destination is read-only")
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise ValueError(f"copyto(): casting must be one of 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', "
+                         f"not {casting!r}")
     if isinstance(src, _core.Array) and src.dtype is dst.dtype and src.shape == dst.shape:
-        dst._copy_array(src)
+        # a strided source is gathered (on its device) first, as .copy() does
+        dst._copy_array(src.copy() if src.strided else src)
         return
     np = _numpy()
     host = src.numpy() if isinstance(src, _core.Array) else np.asarray(src)

@@ -534,6 +534,11 @@ class PythonKernel:
             if p in written and isinstance(v, _np().ndarray) and not v.flags.writeable:
                 raise ValueError(f"{name}() writes to parameter '{p}', but the array passed for it (a "
                                  f"{type(bound.arguments[p]).__name__}) is read-only")
+            if p in written and isinstance(v, _np().ndarray) and _self_overlaps(v):
+                raise ValueError(f"kernel '{self.__name__}' writes to parameter '{p}' but elements of the view "
+                                 "passed for it share memory (a zero or overlapping stride, as "
+                                 "numpy.broadcast_to gives): the writes would collide. Pass an array whose "
+                                 "elements are apart (x.copy(), and copy the results back where they are wanted)")
         if not _debug._CALLS:
             _debug._register_calls()
         ctx = _debug._Ctx(self.default_float, self.checks, name)
@@ -609,3 +614,19 @@ def func(fn=None):
     if fn is None:
         return wrap
     return wrap(fn)
+
+
+def _self_overlaps(v) -> bool:
+    """Whether two elements of the NumPy view ``v`` share memory (a zero or
+    overlapping stride), by the rule a compiled launch checks
+    (tack_array_self_overlaps): sorted by the size of their strides, each
+    axis must step past everything the smaller axes span."""
+    if v.size <= 1:  # no two elements (an empty array's strides are anything)
+        return False
+    axes = sorted((abs(st), n) for st, n in zip(v.strides, v.shape) if n > 1)
+    reach = v.itemsize
+    for st, n in axes:
+        if st < reach:
+            return True
+        reach += st * (n - 1)
+    return False

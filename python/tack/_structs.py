@@ -338,6 +338,17 @@ class StructArray:
     def __len__(self):
         return self._shape[0]
 
+    def __bool__(self):
+        """NumPy's rule, as tack.Array's: one record is the truth of its bytes
+        (``bool(numpy_record_array)``), any other size is ambiguous; without it
+        Python tested len() and every array of two or more records was true."""
+        if self.size != 1:
+            raise ValueError("the truth value of an empty tack.StructArray is ambiguous: test a.size > 0"
+                             if self.size == 0 else
+                             f"the truth value of a tack.StructArray of {self.size} records is ambiguous: "
+                             "test a.size, or a field's values")
+        return bool(self.numpy())
+
     def __array__(self, dtype=None, copy=None):
         """The NumPy record array: on the CPU over the same bytes (a copy with ``copy=True``), from
         another device a copy."""

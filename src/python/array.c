@@ -252,9 +252,23 @@ static PyObject *array_fill(PyObject *self, PyObject *value) {
     PyObject *np, *npdt = NULL, *v = NULL, *ok = NULL;
     tack_array *a = ARR(self);
     const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
-    int is_number = PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value);
+    int is_number = PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value) || PyComplex_Check(value);
     if (!st || !(np = tpy_numpy(st)))
         return NULL;
+    if (i->kind != TACK_KIND_COMPLEX) {
+        /* A complex value never becomes a real one implicitly (NumPy would
+         * warn and drop the imaginary part): the language's rule. */
+        PyObject *cf = PyComplex_Check(value) ? NULL : PyObject_GetAttrString(np, "complexfloating");
+        int is_complex = PyComplex_Check(value) ? 1 : cf ? PyObject_IsInstance(value, cf) : -1;
+        Py_XDECREF(cf);
+        if (is_complex < 0)
+            return NULL;
+        if (is_complex)
+            return PyErr_Format(PyExc_TypeError,
+                                "fill value %R is complex and the array's dtype %s is not: a complex never "
+                                "becomes a real number implicitly (fill with its .real or .imag)",
+                                value, i->name);
+    }
     if (!is_number) {
         /* NumPy scalars and, for vectors/matrices, sequences of numbers. */
         PyObject *generic = PyObject_GetAttrString(np, "generic");
@@ -384,6 +398,29 @@ static Py_ssize_t array_len(PyObject *self) {
         return -1;
     }
     return (Py_ssize_t)tack_array_shape(a)[0];
+}
+
+/* bool(a): NumPy's rule, as a NumPy user expects of `if a:`.  Without it
+ * Python would fall back on len() and call a one-element array of zero true
+ * (and any longer array true, whatever it holds).  One element is tested by
+ * its value (a copy of it); any other size is ambiguous. */
+static int array_bool(PyObject *self) {
+    tack_array *a = ARR(self);
+    int64_t n = tack_array_size(a);
+    if (n != 1) {
+        PyErr_Format(PyExc_ValueError,
+                     n == 0 ? "the truth value of an empty tack.Array is ambiguous: test a.size > 0"
+                            : "the truth value of a tack.Array of %lld elements is ambiguous: test a.size, or "
+                              "reduce the values (in a kernel, or a.numpy().any() / .all())",
+                     (long long)n);
+        return -1;
+    }
+    PyObject *host = tpy_array_numpy(self, NULL);
+    if (!host)
+        return -1;
+    int r = PyObject_IsTrue(host);
+    Py_DECREF(host);
+    return r;
 }
 
 static PyObject *array_repr(PyObject *self) {
@@ -539,6 +576,7 @@ static PyType_Slot array_slots[] = {
     {Py_tp_traverse, array_traverse},
     {Py_tp_clear, array_clear},
     {Py_tp_dealloc, array_dealloc},
+    {Py_nb_bool, array_bool},
     {Py_sq_length, array_len},
     {Py_mp_length, array_len},
     {Py_mp_subscript, tpy_array_subscript},

@@ -465,10 +465,20 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         c->device = dev;
     } else if (c->device != dev) {
         PyObject *q = kernel_qualname(k);
-        PyErr_Format(PyExc_ValueError,
-                     "%U(): all array arguments must be on one device, but '%U' is on %s and an "
-                     "earlier array is on %s", q, PyTuple_GET_ITEM(k->params, i),
-                     tack_device_name(dev), tack_device_name(c->device));
+        Py_ssize_t first = 0; /* the earlier array that set the call's device: name it */
+        while (first < i && !(c->types[first].is_array && c->vals[first].array &&
+                              tack_array_device(c->vals[first].array) == c->device))
+            first++;
+        if (first < i)
+            PyErr_Format(PyExc_ValueError,
+                         "%U(): all array arguments must be on one device, but '%U' is on %s and '%U' is on %s",
+                         q, PyTuple_GET_ITEM(k->params, i), tack_device_name(dev),
+                         PyTuple_GET_ITEM(k->params, first), tack_device_name(c->device));
+        else
+            PyErr_Format(PyExc_ValueError,
+                         "%U(): all array arguments must be on one device, but '%U' is on %s and an "
+                         "earlier array is on %s", q, PyTuple_GET_ITEM(k->params, i),
+                         tack_device_name(dev), tack_device_name(c->device));
         Py_XDECREF(q);
         return -1;
     }

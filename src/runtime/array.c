@@ -541,13 +541,34 @@ tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
                               (long long)src->size, tack_dtype_get(src->dtype)->name, (long long)dst->size,
                               tack_dtype_get(dst->dtype)->name);
     tack_device *dd = dst->storage->device, *sd = src->storage->device;
+    /* Two views of one storage whose bytes overlap (copyto(a[1:], a[:-1])):
+     * the devices' own copies are memcpy's (OpenCL refuses them with
+     * CL_MEM_COPY_OVERLAP, CUDA leaves them undefined), so the source is
+     * staged through the host first, as memmove would. */
+    int overlap = dst->storage == src->storage && src->nbytes > 0 &&
+                  (uintptr_t)dst->data < (uintptr_t)src->data + src->nbytes &&
+                  (uintptr_t)src->data < (uintptr_t)dst->data + src->nbytes;
+    if (overlap && dst->data == src->data)
+        return TACK_OK; /* the same bytes: nothing to move */
     /* during a capture (graph.c): a copy within the device is captured, one through the host refused */
     tack_stream *cur = rt_stream_now(dd);
+    if (overlap && (st = rt_capture_refuse(dd, "copying between overlapping views of one array")) != TACK_OK)
+        return st;
     if (dd == sd && rt_captured(cur)) return rt_capture_copy(cur, dst, src);
     if ((st = rt_capture_refuse(dd, "copying an array from another device")) != TACK_OK ||
         (st = rt_capture_refuse(sd, "copying an array to another device")) != TACK_OK)
         return st;
     if ((st = rt_storage_use(dst->storage)) != TACK_OK || (st = rt_storage_use(src->storage)) != TACK_OK) return st;
+    if (overlap) {
+        void *tmp = tack_malloc(src->nbytes);
+        if (!tmp)
+            return tack_set_error(TACK_ERR_NOMEM, "out of memory staging a %zu-byte overlapping copy", src->nbytes);
+        st = dd->backend->copy(dd, tmp, src->data, src->nbytes, RT_COPY_D2H);
+        if (st == TACK_OK)
+            st = dd->backend->copy(dd, dst->data, tmp, src->nbytes, RT_COPY_H2D);
+        tack_free(tmp);
+        return st == TACK_OK ? settle_shared(dd, dst, src) : st;
+    }
     if (dd == sd) {
         st = dd->backend->copy(dd, dst->data, src->data, src->nbytes, RT_COPY_D2D);
         return st == TACK_OK ? settle_shared(dd, dst, src) : st;

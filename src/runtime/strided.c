@@ -51,7 +51,7 @@ tack_status rt_refuse_strided(const tack_array *a, const char *what) {
     return tack_set_error(TACK_ERR_BUFFER,
                           "%s: the array is a strided view (a step, a column, a transpose), which kernels "
                           "read and write in place but which has no C-order storage of its own; pass it to a "
-                          "kernel, or work on a contiguous copy (.copy(), .numpy(), x.contiguous())",
+                          "kernel, or work on a contiguous copy (a.copy(), or a.numpy() on the host)",
                           what);
 }
 

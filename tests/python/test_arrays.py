@@ -195,6 +195,19 @@ def test_array_copies():
         tack.array(host, copy=False)
 
 
+@pytest.mark.parametrize("dev", tack.devices())
+def test_array_of_a_strided_view_copies_it(dev):
+    # tack.array(m.T) refused the view as "strided", though tack.array(m.T, dtype=...) copied it
+    ref = np.arange(12.0).reshape(3, 4)
+    m = tack.array(ref, device=dev)
+    for view, expect in ((m.T, ref.T), (m[:, 1], ref[:, 1]), (m[::-1, ::2], ref[::-1, ::2])):
+        c = tack.array(view)
+        assert not c.strided and c.device == dev and c.dtype is tack.f64 and c.writable
+        np.testing.assert_array_equal(c.numpy(), expect)
+        c.fill(-1.0)  # a copy: the base is untouched
+    np.testing.assert_array_equal(m.numpy(), ref)
+
+
 def test_asarray_returns_same_array():
     a = tack.zeros(3)
     assert tack.asarray(a) is a
@@ -564,3 +577,70 @@ def test_a_large_cpu_array_asks_for_huge_pages():
     a = tack.empty(16 << 20, np.uint8)
     a.fill(1)
     assert _huge_kb(a.ptr + (8 << 20)) >= 2048
+
+
+# ----------------------------------------------------------------- a NumPy user's trial (2026-12-06)
+def test_full_follows_a_numpy_scalars_dtype():
+    # np.full keeps a NumPy scalar's dtype; an i64 made from np.uint64(2**63) was -2**63
+    big = tack.full(3, np.uint64(2**63))
+    assert big.dtype is tack.u64 and big.numpy().tolist() == [2**63] * 3
+    tenth = tack.full(2, np.float64(0.1))
+    assert tenth.dtype is tack.f64 and tenth.numpy().tolist() == [0.1, 0.1]
+    assert tack.full(2, np.float16(1.5)).dtype is tack.f16
+    assert tack.full(2, np.int8(-3)).dtype is tack.i8
+    assert tack.full(2, np.bool_(True)).dtype is tack.bool
+    assert tack.full(2, 7).dtype is tack.i64 and tack.full(2, 7.5).dtype is tack.f32  # Python numbers as before
+
+
+def test_full_and_fill_take_complex_values():
+    z = tack.full(2, 1 + 2j)
+    assert z.dtype is tack.complex128 and z.numpy().tolist() == [1 + 2j, 1 + 2j]
+    assert tack.full(2, np.complex64(3j)).dtype is tack.complex64
+    c = tack.full(2, 1 - 1j, tack.complex64)
+    assert c.numpy().tolist() == [1 - 1j, 1 - 1j]
+    c.fill(2.5)  # a real value into a complex array is exact
+    assert c.numpy().tolist() == [2.5, 2.5]
+    for value in (1j, np.complex128(1 + 1j)):  # and a complex one never becomes real implicitly
+        with pytest.raises(TypeError, match="is complex and the array's dtype f32 is not"):
+            tack.zeros(2).fill(value)
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_truth_value_is_numpys(dev):
+    # `if a:` fell back on len(): a one-element array of zero was true, and so was any longer array
+    assert not tack.zeros(1, device=dev) and not tack.zeros((1, 1), tack.i32, device=dev)
+    assert tack.full((), 2.0, device=dev) and not tack.zeros((), device=dev)
+    with pytest.raises(ValueError, match="truth value of a tack.Array of 2 elements is ambiguous"):
+        bool(tack.ones(2, device=dev))
+    with pytest.raises(ValueError, match="truth value of an empty tack.Array is ambiguous"):
+        bool(tack.zeros(0, device=dev))
+
+
+def test_copyto_names_a_bad_casting_rule():
+    # an unknown rule was reported as a shape mismatch between two equal shapes
+    with pytest.raises(ValueError, match="casting must be one of .* not 'bogus'"):
+        tack.copyto(tack.zeros(3), np.ones(3), casting="bogus")
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_copyto_from_a_strided_view_and_between_overlapping_views(dev):
+    m = tack.array(np.arange(12.0).reshape(3, 4), device=dev)
+    col = tack.zeros(3, tack.f64, device=dev)
+    tack.copyto(col, m[:, 1])  # same dtype and shape: was refused as "strided", where f32 was not
+    assert col.numpy().tolist() == [1.0, 5.0, 9.0]
+    ref = np.arange(10.0)
+    a = tack.array(ref, device=dev)
+    tack.copyto(a[1:], a[:9])  # memmove's answer, as numpy.copyto gives; OpenCL raised CL_MEM_COPY_OVERLAP
+    np.copyto(ref[1:], ref[:9].copy())
+    assert a.numpy().tolist() == ref.tolist()
+    tack.copyto(a[:9], a[1:])
+    np.copyto(ref[:9], ref[1:].copy())
+    assert a.numpy().tolist() == ref.tolist()
+    tack.copyto(a, a)
+    assert a.numpy().tolist() == ref.tolist()
+
+
+def test_strided_refusal_names_only_methods_tack_arrays_have():
+    with pytest.raises(BufferError, match=r"contiguous copy \(a.copy\(\), or a.numpy\(\) on the host\)") as e:
+        tack.zeros((2, 3)).T.reshape(6)
+    assert "contiguous()" not in str(e.value)

@@ -181,6 +181,18 @@ def test_an_imported_view_whose_elements_share_memory_is_read_not_written():
     with pytest.raises(BufferError, match="strided view"):  # C-order writes refuse any strided view
         b.fill(1.0)
     np.testing.assert_array_equal(base, [0.0, 1.0, 2.0])
+    # debug mode refuses it alike (it wrote each element four times); a writable NumPy view as well
+    debug = tack.kernel(jit=False)(fill2.__wrapped__)
+    overlapping = np.lib.stride_tricks.as_strided(base, shape=(2, 2), strides=(8, 8), writeable=True)
+    for view in (b, np.lib.stride_tricks.as_strided(base, shape=(3, 4), strides=(8, 0), writeable=True), overlapping):
+        with pytest.raises(ValueError, match="kernel 'fill2' writes to parameter 'x' but elements of the view"):
+            debug(view, 1.0)
+        with pytest.raises(ValueError, match="kernel 'fill2' writes to parameter 'x' but elements of the view"):
+            fill2(view, 1.0)
+    np.testing.assert_array_equal(base, [0.0, 1.0, 2.0])
+    debug(np.arange(6.0).reshape(3, 2)[:, ::-1], 1.0)  # views whose elements are apart still run
+    debug(tack.zeros((3, 4), tack.f32).T, 1.0)
+    debug(np.zeros((9, 0)), 1.0)  # no elements: NumPy gives the 9-row axis a zero stride
 
 
 def test_import_size1_dims_any_stride():

@@ -342,6 +342,18 @@ def test_pickling():
         assert k == KICK
 
 
+def test_truth_value_is_numpys():
+    # bool() fell back on len(): two zeroed records were true
+    with pytest.raises(ValueError, match="truth value of a tack.StructArray of 2 records is ambiguous"):
+        bool(tack.zeros(2, Body))
+    with pytest.raises(ValueError, match="empty tack.StructArray is ambiguous"):
+        bool(tack.zeros(0, Body))
+    one = tack.zeros(1, Body)
+    assert not one and bool(one) == bool(np.asarray(one))
+    a = tack.asarray(records(), dtype=Body)
+    assert a[:1] and bool(np.asarray(a)[:1])  # a record with nonzero bytes, as NumPy says
+
+
 def test_dlpack_carries_fields_not_records():
     a = tack.asarray(records(), dtype=Body)
     with pytest.raises(TypeError, match="DLPack carries arrays of one number type"):

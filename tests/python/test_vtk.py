@@ -603,3 +603,26 @@ def test_a_grid_shaped_field_is_one_value_per_point_in_x_fastest_order():
     assert (c.GetNumberOfTuples(), c.GetNumberOfComponents()) == (6, 1)
     t = img.GetCellData().GetArray("t")
     assert (t.GetNumberOfTuples(), t.GetNumberOfComponents()) == (6, 2)  # (n, k): k components
+
+
+def test_a_strided_view_is_refused_unless_copied():
+    # a transpose was "shared" as a gathered copy: later writes on either side went unseen;
+    # a column raised NumPy's "ndarray is not C-contiguous"
+    m = tack.array(np.arange(12, dtype=np.float32).reshape(4, 3))
+    for view in (m.T, m[:, 1], m[::2], m[:, ::-1]):
+        with pytest.raises(ValueError, match="strided view .* pass copy=True"):
+            array_to_vtk(view)
+        c = array_to_vtk(view, copy=True)
+        expect = view.numpy()
+        np.testing.assert_array_equal(vtk_to_numpy(c), expect if expect.ndim == 2 else expect)
+
+
+def test_complex_arrays_copy_as_real_and_imaginary_components():
+    # copy=True cast complex to float, dropping the imaginary part, and the refusal offered "uint8"
+    z = tack.array(np.array([1 + 2j, 3 - 4j], np.complex64))
+    with pytest.raises(TypeError, match=r"copy=True to copy it as two float32 components per value"):
+        array_to_vtk(z)
+    c = array_to_vtk(z, copy=True)
+    assert c.GetNumberOfTuples() == 2 and c.GetNumberOfComponents() == 2
+    np.testing.assert_array_equal(vtk_to_numpy(c), [[1, 2], [3, -4]])
+    assert vtk_to_numpy(array_to_vtk(tack.array(np.array([0.5j])), copy=True)).dtype == np.float64

@@ -394,17 +394,34 @@ def array_to_vtk(array, name: str | None = None, n_components: int | None = None
         host = array.numpy().reshape(-1)
         if kind in _COPY_AS:
             host = host.astype(_COPY_AS[kind])
+        elif host.dtype.kind == "c":
+            # VTK has no complex type: each value is two components, its real
+            # and imaginary parts (as struct_to_vtk copies a complex field);
+            # a cast would drop the imaginary part.
+            host = host.view(host.real.dtype)
+            comps *= 2
         return finish(_nps.numpy_to_vtk(host.reshape(-1, comps) if comps > 1 else host, deep=1))
 
     if kind not in _VTK_TYPE_FOR_TACK:
+        as_what = (f"{np.dtype(_COPY_AS[kind]).name}" if kind in _COPY_AS else
+                   f"two {np.dtype(scalar.numpy).type(0).real.dtype.name} components per value (real, imaginary)"
+                   if np.dtype(scalar.numpy).kind == "c" else None)
         raise TypeError(
-            f"VTK has no array type for {kind} values, so a {array.dtype.name} array cannot be "
-            f"shared; pass copy=True to copy it as {np.dtype(_COPY_AS.get(kind, np.uint8)).name}"
+            f"VTK has no array type for {kind} values, so a {array.dtype.name} array cannot be shared"
+            + (f"; pass copy=True to copy it as {as_what}" if as_what else "")
         )
     if not array.writable:
         raise ValueError(
             "a read-only Tack array cannot be shared with VTK, whose arrays are always writable; "
             "pass copy=True for a VTK copy"
+        )
+    if array.strided:
+        # A VTK array is one contiguous block of tuples: a strided view has no
+        # such block, and sharing a gathered copy would let writes on either
+        # side go unseen by the other.
+        raise ValueError(
+            f"a strided view (shape {array.shape}: a step, a column or a transpose) has no contiguous "
+            "block a VTK array can share; pass copy=True for a VTK copy of its values"
         )
     if not on_host:
         return finish(_device_to_vtk(array, comps))
