@@ -530,6 +530,20 @@ static tack_status settle_shared(tack_device *d, const tack_array *a, const tack
     return tack_device_synchronize(d);
 }
 
+/* src's bytes into dst through a host buffer: out of a device (sd) and into one (dd), the two
+ * accelerators of a copy between devices, or one device whose source and destination overlap. */
+static tack_status stage_through_host(tack_device *sd, tack_device *dd, tack_array *dst, const tack_array *src,
+                                      const char *what) {
+    void *tmp = tack_malloc(src->nbytes);
+    if (!tmp)
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory staging a %zu-byte %s", src->nbytes, what);
+    tack_status st = sd->backend->copy(sd, tmp, src->data, src->nbytes, RT_COPY_D2H);
+    if (st == TACK_OK)
+        st = dd->backend->copy(dd, dst->data, tmp, src->nbytes, RT_COPY_H2D);
+    tack_free(tmp);
+    return st;
+}
+
 tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
     tack_status st;
     if ((st = rt_refuse_strided(dst, "copy")) != TACK_OK || (st = rt_refuse_strided(src, "copy")) != TACK_OK ||
@@ -560,13 +574,7 @@ tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
         return st;
     if ((st = rt_storage_use(dst->storage)) != TACK_OK || (st = rt_storage_use(src->storage)) != TACK_OK) return st;
     if (overlap) {
-        void *tmp = tack_malloc(src->nbytes);
-        if (!tmp)
-            return tack_set_error(TACK_ERR_NOMEM, "out of memory staging a %zu-byte overlapping copy", src->nbytes);
-        st = dd->backend->copy(dd, tmp, src->data, src->nbytes, RT_COPY_D2H);
-        if (st == TACK_OK)
-            st = dd->backend->copy(dd, dst->data, tmp, src->nbytes, RT_COPY_H2D);
-        tack_free(tmp);
+        st = stage_through_host(dd, dd, dst, src, "overlapping copy");
         return st == TACK_OK ? settle_shared(dd, dst, src) : st;
     }
     if (dd == sd) {
@@ -577,15 +585,7 @@ tack_status tack_array_copy(tack_array *dst, const tack_array *src) {
         return dd->backend->copy(dd, dst->data, src->data, src->nbytes, RT_COPY_H2D);
     if (dd->backend->type == TACK_DEVICE_CPU)
         return sd->backend->copy(sd, dst->data, src->data, src->nbytes, RT_COPY_D2H);
-    /* Between two accelerators: stage through the host. */
-    void *tmp = tack_malloc(src->nbytes);
-    if (!tmp)
-        return tack_set_error(TACK_ERR_NOMEM, "out of memory staging a %zu-byte copy", src->nbytes);
-    st = sd->backend->copy(sd, tmp, src->data, src->nbytes, RT_COPY_D2H);
-    if (st == TACK_OK)
-        st = dd->backend->copy(dd, dst->data, tmp, src->nbytes, RT_COPY_H2D);
-    tack_free(tmp);
-    return st;
+    return stage_through_host(sd, dd, dst, src, "copy"); /* between two accelerators */
 }
 
 tack_status tack_array_fill(tack_array *a, const void *value) {
