@@ -1,7 +1,8 @@
 """User types: ``@tack.struct``, its arrays and its values in kernels.
 
 A struct is a class with annotated fields (numbers, bool, vectors, matrices,
-complex, other structs, fixed-size arrays of numbers or vectors).  Its layout
+complex, quaternions, transforms, other structs, fixed-size arrays of numbers
+or vectors).  Its layout
 is NumPy's structured dtype with ``align=True`` -- C's rule: each field at a
 multiple of its alignment, the size a multiple of the largest -- so a NumPy
 record array of ``Particle.dtype`` is the array of particles as it is, read

@@ -94,6 +94,18 @@ class _Rw(_Statements):
     def dtype_node(self, dt, node):
         return self.obj_name(dt, node, dt.name)
 
+    def compose(self, dt, comps, node):
+        """The value of dtype dt built from its components in storage order.  A transform's seven
+        are its position and its rotation, which its constructor takes as a vec3 and a quat
+        (tack.transform(p, q)), not as seven numbers."""
+        from . import transform, transformd, vec3, vec3d, quat, quatd
+
+        if dt is transform or dt is transformd:
+            v, q = (vec3, quat) if dt is transform else (vec3d, quatd)
+            comps = [_loc(ast.Call(func=self.dtype_node(v, node), args=comps[:3], keywords=[]), node),
+                     _loc(ast.Call(func=self.dtype_node(q, node), args=comps[3:], keywords=[]), node)]
+        return _loc(ast.Call(func=self.dtype_node(dt, node), args=comps, keywords=[]), node)
+
     def temp(self):
         self.ntemp += 1
         return f"__tk_t{self.ntemp}"
@@ -249,7 +261,7 @@ class _Rw(_Statements):
 
         comps = [self.load_leaf(arr, leaf, idx, sub + [_const(k, node) for k in ks], node)
                  for ks in itertools.product(*[range(n) for n in rest])]
-        return _loc(ast.Call(func=self.dtype_node(leaf.dt, node), args=comps, keywords=[]), node)
+        return self.compose(leaf.dt, comps, node)
 
     def leaf_values(self, r, node):
         """[(leaf, value node)] for every leaf of struct r, leaves relative to r's layout."""
@@ -314,8 +326,7 @@ class _Rw(_Statements):
             if not leaf.dt.shape and leaf.dt.kind != "c":
                 v = _loc(ast.Call(func=self.dtype_node(leaf.dt, a), args=[v], keywords=[]), a)
             elif isinstance(a, (ast.Tuple, ast.List)):
-                v = _loc(ast.Call(func=self.dtype_node(leaf.dt, a), args=[self.expr(e) for e in a.elts],
-                                  keywords=[]), a)
+                v = self.compose(leaf.dt, [self.expr(e) for e in a.elts], a)
             out.append((_Rel(leaf, 0), v))
         return out
 
@@ -329,7 +340,7 @@ class _Rw(_Statements):
         n = 1
         for s in dt.shape:
             n *= s
-        return _loc(ast.Call(func=self.dtype_node(dt, node), args=[_const(z, node)] * n, keywords=[]), node)
+        return self.compose(dt, [_const(z, node)] * n, node)
 
     def materialize(self, r, node):
         """A ctor or struct-returning call as a temporary struct local (statements in self.pre)."""
@@ -602,7 +613,7 @@ def _rewrite_function(fn, sig, is_kernel):
             if lf.dt.kind == "c":
                 value = _loc(ast.Call(func=rw.obj_name(complex, p, "complex"), args=comps, keywords=[]), p)
             else:
-                value = _loc(ast.Call(func=rw.dtype_node(lf.dt, p), args=comps, keywords=[]), p)
+                value = rw.compose(lf.dt, comps, p)
             prologue.append(rw.set_leaf_local(name, lf.dt, value, p))
     fdef = copy.copy(fdef)
     fdef.args = copy.copy(a)

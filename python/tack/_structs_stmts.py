@@ -125,6 +125,10 @@ class _Statements:
             tv = _name(t, node)
             if leaf.dt.kind == "c":
                 c = _loc(ast.Attribute(value=tv, attr="real" if ks[0] == 0 else "imag", ctx=ast.Load()), node)
+            elif leaf.dt.name in ("transform", "transformd"):  # its p, then its q
+                part = _loc(ast.Attribute(value=tv, attr="p" if ks[0] < 3 else "q", ctx=ast.Load()), node)
+                c = _loc(ast.Subscript(value=part, slice=_const(ks[0] if ks[0] < 3 else ks[0] - 3, node),
+                                       ctx=ast.Load()), node)
             else:
                 c = _loc(ast.Subscript(value=tv, slice=_index([_const(k, node) for k in ks], node),
                                        ctx=ast.Load()), node)
@@ -158,7 +162,7 @@ class _Statements:
             return [self.generic_stmt(node)]
         rt = self.ref(t) if self.ref_quiet(t) else None
         if rt is None:
-            return [self.generic_stmt(self.comp_target(node))]
+            return [self.generic_stmt(self.part_target(node))]
         if rt.kind in ("elem", "val"):
             lay = self.layout_at(rt)
             if not struct_v:
@@ -202,6 +206,19 @@ class _Statements:
                     node.target = new
         return node
 
+    def part_target(self, node):
+        """comp_target, and a store to a part of a field's value that is not a component (`b[i].xf.p = v`,
+        `b[i].xf.p.x = v`: a transform field's position) refused as a value's part is refused, in the
+        user's own words rather than the rewritten load's."""
+        new = self.comp_target(node)
+        t = new.targets[0] if isinstance(new, ast.Assign) else new.target
+        if isinstance(t, ast.Attribute) and self.ref_quiet(t.value):
+            text = copy.copy(node)
+            text.value = ast.Name(id="...", ctx=ast.Load())
+            raise self.error(f"assigning to an attribute ('{ast.unparse(text)}') is not supported in kernels; "
+                             f"build a new value instead", node)
+        return new
+
     def augassign(self, node):
         if not self.ref_quiet(node.target):
             if self.ref_quiet(node.value):
@@ -209,7 +226,7 @@ class _Statements:
             return [self.generic_stmt(node)]
         rt = self.ref(node.target)
         if rt is None:
-            return [self.generic_stmt(self.comp_target(node))]
+            return [self.generic_stmt(self.part_target(node))]
         if rt.kind == "eleaf":
             return self.store_leaf(rt.name, rt.leaf, rt.idx, rt.sub, self.expr(node.value), node, op=node.op)
         if rt.kind == "vleaf":

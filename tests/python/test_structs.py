@@ -509,3 +509,92 @@ def test_struct_arrays_on_an_opencl_device():
     assert same(p.to("cpu"), want[0]) and tack.zeros(3, Part, device=OPENCL).numpy()["n"].tolist() == [0, 0, 0]
     with pytest.raises(ValueError, match="copy it to the CPU first"):
         p[0]
+
+
+@tack.struct
+class Pose:
+    xf: tack.transform
+    q: tack.quat
+
+
+@tack.struct
+class PoseD:
+    xf: tack.transformd
+    q: tack.quatd
+
+
+@tack.func
+def pose_turned(b):
+    c = b                       # a struct parameter and local with a transform field, returned
+    c.q = c.q * c.xf.q
+    return c
+
+
+def pose_step(b, by_value, out):
+    for i in range(b.shape[0]):
+        out[i] = tack.transform_point(b[i].xf, tack.vec3(1.0, 0.0, 0.0)) + by_value.xf.p + Pose().xf.p
+        b[i] = pose_turned(b[i])
+        b[i].xf = tack.transform(b[i].xf.p + tack.vec3(0.0, 0.0, 1.0), b[i].q)
+        b[i].q.x = b[i].xf.p.z
+
+
+def pose_step_d(b, out):
+    for i in range(b.shape[0]):
+        out[i] = tack.transform_point(b[i].xf, tack.vec3d(1.0, 0.0, 0.0))
+        b[i].xf = tack.transformd(b[i].xf.p * 2.0, b[i].xf.q * b[i].q)
+
+
+def pose_part_store(b, out):
+    for i in range(b.shape[0]):
+        b[i].xf.p = out[i]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_transform_and_quat_fields(jit):
+    """A transform field is a position and a rotation (7 numbers): loaded, stored whole and built
+    by its constructor, not by seven numbers (which the compiler refused, naming none of the
+    user's code: "transform() takes a position and a rotation (p, q) (7 given)")."""
+    from scipy.spatial.transform import Rotation
+
+    rot = Rotation.from_rotvec([[0, 0, 0.5], [0.3, -0.2, 0.1]])
+    for S, vec, step in ((Pose, tack.vec3, pose_step), (PoseD, tack.vec3d, pose_step_d)):
+        rec = np.zeros(2, S.dtype)
+        rec["xf"][:, :3] = [[1, 2, 3], [-1, 0, 2]]
+        rec["xf"][:, 3:] = rot.as_quat()
+        rec["q"] = Rotation.from_rotvec([[0.1, 0, 0], [0, 0.2, 0]]).as_quat()
+        before = rec.copy()
+        res = tack.zeros(2, vec)
+        if S is Pose:
+            tack.kernel(step, jit=jit)(rec, Pose(xf=np.array([0, 0, 5, 0, 0, 0, 1], np.float32)), res)
+            out = res.numpy()
+            np.testing.assert_allclose(out, rot.apply([1, 0, 0]) + before["xf"][:, :3] + [0, 0, 5], atol=1e-6)
+            q = (Rotation.from_quat(before["q"]) * Rotation.from_quat(before["xf"][:, 3:])).as_quat()
+            np.testing.assert_allclose(rec["xf"][:, :3], before["xf"][:, :3] + [0, 0, 1], atol=1e-6)
+            np.testing.assert_allclose(rec["xf"][:, 3:], q, atol=1e-6)
+            np.testing.assert_allclose(rec["q"][:, 0], rec["xf"][:, 2], atol=0)
+            np.testing.assert_allclose(rec["q"][:, 1:], q[:, 1:], atol=1e-6)
+        else:
+            tack.kernel(step, jit=jit)(rec, res)
+            out = res.numpy()
+            np.testing.assert_allclose(out, rot.apply([1, 0, 0]) + before["xf"][:, :3], rtol=1e-14, atol=1e-15)
+            np.testing.assert_allclose(rec["xf"][:, :3], 2 * before["xf"][:, :3], rtol=0, atol=0)
+            q = (Rotation.from_quat(before["xf"][:, 3:]) * Rotation.from_quat(before["q"])).as_quat()
+            np.testing.assert_allclose(rec["xf"][:, 3:], q, atol=1e-15)
+    with pytest.raises(tack.CompileError, match=r"assigning to an attribute \('b\[i\]\.xf\.p = \.\.\.'\)") as e:
+        tack.kernel(pose_part_store, jit=jit)(np.zeros(2, Pose.dtype), tack.zeros(2, tack.vec3))
+    assert e.value.lineno == pose_part_store.__code__.co_firstlineno + 2
+
+
+@pytest.mark.skipif(OPENCL is None, reason="no OpenCL device (PoCL) on this machine")
+def test_transform_fields_on_an_opencl_device():
+    rec = np.zeros(3, Pose.dtype)
+    rec["xf"] = [[1, 2, 3, 0, 0, np.sin(0.25), np.cos(0.25)]] * 3
+    rec["q"] = [[0, np.sin(0.1), 0, np.cos(0.1)]] * 3
+    by_value = Pose(xf=np.array([0, 0, 5, 0, 0, 0, 1], np.float32))
+    cpu = rec.copy()
+    out = tack.zeros(3, tack.vec3)
+    tack.kernel(pose_step)(cpu, by_value, out)
+    dev = tack.array(rec, dtype=Pose, device=OPENCL)
+    dout = tack.zeros(3, tack.vec3, device=OPENCL)
+    tack.kernel(pose_step)(dev, by_value, dout)
+    assert dev.numpy().tobytes() == cpu.tobytes() and dout.numpy().tobytes() == out.numpy().tobytes()
