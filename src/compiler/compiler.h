@@ -207,7 +207,7 @@ typedef enum tk_irop {
     IR_CHECK,    /* sub = tk_check; aux = site; [the operands of what must hold]:
                   * CK_INDEX [i, n]: -n <= i < n, or by local (tk_index_form) CKI_NONNEG
                   * [i, n]: 0 <= i < n, CKI_RANGE [lo, hi, n] (hoisted out of a loop):
-                  * lo >= hi or hi <= n; CK_COMP [k, len]: 0 <= k < len; CK_ZERODIV
+                  * lo >= hi or hi <= n; CK_COMP [k, len]: -len <= k < len; CK_ZERODIV
                   * [d]: d != 0; CK_NEGPOW [e]: e >= 0; CK_ASSERT [c]: c */
     IR_PRINT,    /* [values...]; strings are IR_CONST with str */
     IR_EVAL,     /* [expr] evaluated and dropped */

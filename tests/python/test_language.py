@@ -604,6 +604,45 @@ def test_vectors():
     )
 
 
+
+def vector_components(p, q, ks, out):
+    for i in range(p.shape[0]):
+        v = p[i]
+        k = ks[i]
+        w = tack.vec3(v[-1], v[-3], v[k])          # constants and a run-time index count from the end
+        w[-2] = q[i][-1]                           # a store through a negative index, a quat's last (w)
+        w[k] = w[k] + 10.0
+        out[i] = w
+
+
+def vector_component_past_the_end(p, out):
+    for i in range(p.shape[0]):
+        out[i] = p[i][-4]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_vector_component_indices_count_from_the_end(jit):
+    """v[-1] is the last component, as in Python and in debug mode's NumPy vectors: the compiled
+    kernel took a negative literal (a cast of the constant) for a run-time index and raised
+    IndexError, and refused every negative run-time index, where debug mode wrapped it."""
+    rng = np.random.default_rng(2)
+    pn = rng.standard_normal((6, 3)).astype(np.float32)
+    qn = rng.standard_normal((6, 4)).astype(np.float32)
+    ks = np.array([0, 1, 2, -1, -2, -3], np.int64)
+    out = tack.zeros(6, tack.vec3)
+    k = tack.kernel(vector_components, jit=jit)
+    k(tack.array(pn, tack.vec3), tack.array(qn, tack.quat), ks, out)
+    want = np.stack([pn[:, 2], pn[:, 0], pn[np.arange(6), ks]], 1)
+    want[:, 1] = qn[:, 3]
+    want[np.arange(6), ks] += np.float32(10)
+    np.testing.assert_array_equal(out.numpy(), want)
+    for bad in (3, -4):
+        with pytest.raises(IndexError):
+            k(tack.array(pn, tack.vec3), tack.array(qn, tack.quat), np.full(6, bad, np.int64), out)
+    with pytest.raises(tack.CompileError, match="index -4 is out of range for a vec3"):
+        tack.kernel(vector_component_past_the_end, jit=jit)(tack.array(pn, tack.vec3), np.zeros(6, np.float32))
+
+
 def test_atomics_under_contention():
     @tack.kernel
     def histogram(values, bins):

@@ -162,8 +162,9 @@ void em_check_fails(tk_emitter *e, tk_ir *s) {
             P(e, ") >= 2 * (uint64_t)("); ex(e, s->k[1]); P(e, ")");
         }
         return;
-    case CK_COMP:
-        P(e, "(uint64_t)("); ex(e, s->k[0]); P(e, ") >= (uint64_t)("); ex(e, s->k[1]); P(e, ")");
+    case CK_COMP: /* -len <= k < len, as an array index (the index is wrapped after) */
+        P(e, "(uint64_t)("); ex(e, s->k[0]); P(e, ") + (uint64_t)("); ex(e, s->k[1]);
+        P(e, ") >= 2 * (uint64_t)("); ex(e, s->k[1]); P(e, ")");
         return;
     case CK_ZERODIV: case CK_STEP:
         P(e, "("); ex(e, s->k[0]); P(e, ") == 0");

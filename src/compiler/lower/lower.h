@@ -71,6 +71,7 @@ tk_ir *lw_index_value(lw_state *L, tack_node *n);
 tk_ir *lw_matrix_index(lw_state *L, tack_node *n, int len); /* m[i, j]: a constant index, folded (lower_expr.c) */
 void lw_indices(lw_state *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n);
 void lw_mark_written(lw_state *L, int p);
+tk_ir *lw_component_index(lw_state *L, tk_ir *k, tk_type ty, int len, tack_node *n);
 tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n);
 tk_ir *lw_bin(lw_state *L, int b, tk_type ty, tk_ir *x, tk_ir *y, int line);
 tk_ir *lw_expr(lw_state *L, tack_node *n);

@@ -113,18 +113,34 @@ int lw_comp_of_attr(const char *a) {
     return -1;
 }
 
-tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n) {
-    tk_type ct = ty_value(dt_scalar((tack_dtype)v->ty.dt));
-    int len = dt_rows((tack_dtype)v->ty.dt);
-    if (k->op == IR_CONST) {
-        int64_t i = k->c.i;
-        if (i < 0) i += len;
-        if (i < 0 || i >= len) ERR(n, "index %lld is out of range for a %s", (long long)k->c.i, TN(v->ty));
-        k = ir_const_i(L->C, ty_value(TACK_I64), i, n->line);
-    } else if (L->C->opts.checks) {
+/* The component index k of a value of type ty with len components (v[k], q[k]), as Python
+ * indexes: a constant -- also a literal under its cast to i64, as lw_index_value leaves it --
+ * counts from the end when negative and must be in range (a CompileError); a run-time index
+ * is checked, -len <= k < len (CK_COMP), and wrapped as an array index is (IR_WRAP of the
+ * constant extent), so a negative one counts from the end as debug mode's NumPy vector does. */
+tk_ir *lw_component_index(lw_state *L, tk_ir *k, tk_type ty, int len, tack_node *n) {
+    const tk_ir *x = k;
+    while (x->op == IR_CAST && x->n == 1) x = x->k[0];
+    if (x->op == IR_CONST && ty_is_int(x->ty) && !x->str) {
+        int64_t i = x->c.i < 0 ? x->c.i + len : x->c.i;
+        if (i < 0 || i >= len) ERR(n, "index %lld is out of range for a %s", (long long)x->c.i, TN(ty));
+        return ir_const_i(L->C, ty_value(TACK_I64), i, n->line);
+    }
+    if (L->C->opts.checks) {
         int site = lw_site(L, CK_COMP, n->line, len, NULL, NULL);
         lw_check(L, CK_COMP, site, k, ir_const_i(L->C, ty_value(TACK_I64), len, n->line), n->line);
     }
+    tk_ir *w = lw_mk(L, IR_WRAP, ty_value(TACK_I64), n);
+    w->param = -1;
+    w->aux = 0;
+    w->c.i = len;
+    ir_push(L->C, w, k);
+    return w;
+}
+
+tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n) {
+    tk_type ct = ty_value(dt_scalar((tack_dtype)v->ty.dt));
+    k = lw_component_index(L, k, v->ty, dt_rows((tack_dtype)v->ty.dt), n);
     tk_ir *c = lw_mk(L, IR_COMP, ct, n);
     ir_push(L->C, c, v);
     ir_push(L->C, c, k);

@@ -132,7 +132,7 @@ static void store_element(lw_state *L, tack_node *t, int p, tk_ir *v) {
 
 /* Which component of a local of type lt the target t (v.x, v[k], m[i, j])
  * names: returns k, and sets *j for a matrix.  A dynamic vector index is
- * checked; matrix indices must be constants. */
+ * checked and wrapped (lw_component_index); matrix indices must be constants. */
 static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j) {
     tk_ir *k;
     if (ty_is_quat(lt) || ty_is_xform(lt))
@@ -144,15 +144,7 @@ static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j)
         if (!ty_is_vector(lt) || c < 0 || c >= dt_rows((tack_dtype)lt.dt)) ERR(t, "%s has no component '%s'", TN(lt), t->name);
         k = ir_const_i(L->C, ty_value(TACK_I64), c, t->line);
     } else if (ty_is_vector(lt) && t->nkids == 2) {
-        k = lw_index_value(L, t->kids[1]);
-        if (k->op == IR_CONST) {
-            int64_t i = k->c.i < 0 ? k->c.i + dt_rows((tack_dtype)lt.dt) : k->c.i;
-            if (i < 0 || i >= dt_rows((tack_dtype)lt.dt)) ERR(t, "index %lld is out of range for a %s", (long long)k->c.i, TN(lt));
-            k = ir_const_i(L->C, ty_value(TACK_I64), i, t->line);
-        } else if (L->C->opts.checks) {
-            int site = lw_site(L, CK_COMP, t->line, dt_rows((tack_dtype)lt.dt), NULL, NULL);
-            lw_check(L, CK_COMP, site, k, ir_const_i(L->C, ty_value(TACK_I64), dt_rows((tack_dtype)lt.dt), t->line), t->line);
-        }
+        k = lw_component_index(L, lw_index_value(L, t->kids[1]), lt, dt_rows((tack_dtype)lt.dt), t);
     } else if (ty_is_matrix(lt)) {
         tack_node **ix = t->kids + 1;
         int ni = t->nkids - 1;

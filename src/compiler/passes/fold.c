@@ -270,7 +270,9 @@ static tk_ir *fs(tk_cc *C, tk_ir *s) {
         if (s->sub == CK_NEGPOW && ir_is_const(s->k[0]) && s->k[0]->c.i >= 0) return empty(C, s);
         if (s->sub == CK_STEP && ir_is_const(s->k[0]) && s->k[0]->c.i != 0) return empty(C, s);
         if (s->sub == CK_ASSERT && ir_is_const(s->k[0]) && s->k[0]->c.i) return empty(C, s);
-        if (s->sub == CK_COMP && ir_is_const(s->k[0]) && (uint64_t)s->k[0]->c.i < (uint64_t)s->k[1]->c.i) return empty(C, s);
+        if (s->sub == CK_COMP && ir_is_const(s->k[0]) && ir_is_const(s->k[1]) && s->k[0]->c.i >= -s->k[1]->c.i &&
+            s->k[0]->c.i < s->k[1]->c.i)
+            return empty(C, s);
         if (s->sub == CK_INDEX && index_holds(s)) return empty(C, s); /* a local array's constant index */
         return s;
     case IR_PRINT:
