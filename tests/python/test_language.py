@@ -643,6 +643,24 @@ def test_vector_component_indices_count_from_the_end(jit):
         tack.kernel(vector_component_past_the_end, jit=jit)(tack.array(pn, tack.vec3), np.zeros(6, np.float32))
 
 
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_value_compared_with_itself(jit):
+    """x != x is False for an integer (folded) and the NaN test for a float, f16 included."""
+    def selfcmp(a, h, out):
+        for i in range(a.shape[0]):
+            k = a[i]
+            x = h[i]
+            out[i, 0] = k != k
+            out[i, 1] = k == k and k <= k and not (k < k)
+            out[i, 2] = x != x
+            out[i, 3] = x == x
+    a = np.array([0, -5], np.int64)
+    h = np.array([np.nan, 1.5], np.float16)
+    out = np.zeros((2, 4), bool)
+    tack.kernel(selfcmp, jit=jit)(a, h, out)
+    assert out.tolist() == [[False, True, True, False], [False, True, False, True]]
+
+
 def test_atomics_under_contention():
     @tack.kernel
     def histogram(values, bins):

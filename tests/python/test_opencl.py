@@ -221,6 +221,47 @@ def test_a_failed_check_is_an_error_at_the_next_synchronization():
     np.testing.assert_array_equal(x.numpy(), [1, 1, 1, 1])
 
 
+
+QUIET_BUILD = """
+import numpy as np
+import tack
+
+@tack.kernel
+def pick(a, v, out):
+    for i in range(a.shape[0]):
+        k = a[i]
+        if k == 2:                        # an == as an if's whole condition
+            out[i] = v[i]
+        while k == 7:
+            k = 0
+        if k != k:                        # an integer's NaN test: a self-comparison
+            out[i] = -v[i]
+
+dev = "%s"
+a = tack.array(np.array([1, 2, 7], np.int32), device=dev)
+out = tack.zeros(3, tack.f32, device=dev)
+pick(a, tack.array(np.ones(3, np.float32), device=dev), out)
+mesh = tack.Mesh(tack.array(np.eye(3, dtype=np.float32), device=dev),
+                 tack.array(np.array([[0, 1, 2]], np.int32), device=dev))   # the Bvh's scans and sorts
+assert out.numpy().tolist() == [0.0, 1.0, 0.0]
+print("ok")
+"""
+
+
+def test_builds_print_no_compiler_warnings(tmp_path):
+    """A kernel build prints nothing on the user's stderr: PoCL's clang wrote "7 warnings
+    generated." for a kernel with `if a == b` (Tack wrapped the comparison's parentheses in the
+    if's: -Wparentheses-equality) and "2 warnings generated." for every int32 scan a Bvh built
+    (its min and max test `a != a` for NaN: -Wtautological-compare).  Run with empty caches, so
+    that every kernel is built from source."""
+    script = tmp_path / "quiet.py"
+    script.write_text(QUIET_BUILD % DEV)
+    env = dict(os.environ, TACK_CACHE_DIR=str(tmp_path / "cache"), POCL_KERNEL_CACHE="0")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
+    assert "warning" not in proc.stderr, proc.stderr
+
+
 def test_arrays_on_two_devices_are_refused():
     # the message names both parameters (it said "an earlier array" for the first)
     with pytest.raises(ValueError, match=rf"on one device, but 'y' is on cpu and 'x' is on {DEV}"):

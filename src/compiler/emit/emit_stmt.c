@@ -404,6 +404,22 @@ static void hist_add(tk_emitter *e, tk_ir *a) {
     }
 }
 
+/* The condition of an if or a while, with the statement's parentheses.  A scalar == prints its
+ * own, `((a) == (b))`, and is not wrapped again: clang reports `if (((a) == (b)))`
+ * (-Wparentheses-equality), and PoCL's build printed "N warnings generated." to the user's
+ * stderr for every kernel with an `if a == b`.  Other comparisons keep the extra pair, which is
+ * what keeps clang quiet about `a != a`, the NaN test, on an integer type (-Wtautological-compare:
+ * the primitives' min and max are written once for every type). */
+static void cond(tk_emitter *e, tk_ir *x) {
+    if (x->op == IR_BIN && x->sub == B_EQ && ty_is_scalar(x->aux_ty) && !ty_is_complex(x->aux_ty)) {
+        ex(e, x);
+        return;
+    }
+    P(e, "(");
+    ex(e, x);
+    P(e, ")");
+}
+
 void em_stmt(tk_emitter *e, tk_ir *s) {
     switch (s->op) {
     case IR_BLOCK: block(e, s); return;
@@ -465,7 +481,7 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         return;
     }
     case IR_IF:
-        I(e); P(e, "if ("); ex(e, s->k[0]); P(e, ") {\n");
+        I(e); P(e, "if "); cond(e, s->k[0]); P(e, " {\n");
         e->ind++; block(e, s->k[1]); e->ind--;
         if (s->k[2]->n) {
             I(e); P(e, "} else {\n");
@@ -475,7 +491,7 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         return;
     case IR_WHILE: {
         int saved_brk = e->brk;
-        I(e); P(e, "while ("); ex(e, s->k[0]); P(e, ") {\n");
+        I(e); P(e, "while "); cond(e, s->k[0]); P(e, " {\n");
         e->ind++;
         if (polling(e)) { I(e); P(e, "if (TK_POLL(1)) "); ret_fail(e); P(e, "\n"); }
         e->brk = -1;

@@ -12,7 +12,8 @@
  * Beyond expressions it removes what constants make dead: an `if` on a
  * constant keeps one branch, a zero check on a non-zero constant and an
  * assert of a true constant disappear, and the negative-index wrap of a
- * non-negative constant index is dropped.  Math functions are not folded:
+ * non-negative constant index is dropped.  A local compared with itself in
+ * an integer type is folded too (no NaN: `x != x` is False).  Math functions are not folded:
  * the C library at run time is the reference for their last bit.
  */
 #include <math.h>
@@ -78,6 +79,13 @@ static int64_t f2i(double x) {
 
 static tk_ir *fold_bin(tk_cc *C, tk_ir *x) {
     tk_ir *a = x->k[0], *b = x->k[1];
+    /* A local compared with itself in a type without NaN is known: `x != x`, the NaN test of code
+     * written once for every type (the primitives' min and max), is False for an integer.  Folded,
+     * the C compiler never sees it (clang's -Wtautological-compare, which PoCL printed to the
+     * user's stderr as "2 warnings generated." for every scan it built). */
+    if (x->sub >= B_EQ && x->sub <= B_GE && a->op == IR_LOCAL && b->op == IR_LOCAL && a->local == b->local &&
+        ty_is_scalar(x->aux_ty) && !ty_is_complex(x->aux_ty) && !isf(x->aux_ty.dt))
+        return ir_const_i(C, x->ty, x->sub == B_EQ || x->sub == B_LE || x->sub == B_GE, x->line);
     if (!ir_is_const(a) || !ir_is_const(b) || !ty_is_scalar(a->ty) || !ty_is_scalar(b->ty)) return x;
     int op = x->sub;
     int dt = (op >= B_EQ && op <= B_GE) ? x->aux_ty.dt : x->ty.dt;
