@@ -215,6 +215,11 @@ TACK_API int tack_program_param_written(const tack_program *p, int i);
  * that refuses it otherwise.  Debug mode (jit=False) checks its arguments by these,
  * as tack_launch does. */
 TACK_API int tack_program_param_range(const tack_program *p, int i, int64_t *lo, int64_t *hi, tack_dtype *narrow);
+/* Array parameter i's pairs that a parallel loop would race through (bit j: parameter j, j > i):
+ * in *same, if the two arguments were one array; in *part, if they shared memory without being
+ * one.  tack_launch refuses a call that passes such a pair; debug mode (jit=False) checks its
+ * arguments by these, as it does.  Returns 0 and sets nothing for a parameter that is not an array. */
+TACK_API int tack_program_param_aliases(const tack_program *p, int i, uint64_t *same, uint64_t *part);
 
 /* Build and load the program for `dev` (CPU: C compiler + disk cache). */
 TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev);

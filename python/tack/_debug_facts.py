@@ -43,8 +43,10 @@ def without_breakpoints(lines):
 
 def check(kernel, args, kwargs):
     """The IR of `kernel` (the compiler's checker of a kernel run as Python)
-    for these arguments, and the ranges its Python int parameters must fit:
-    its CompileError or RaceWarning as a call gives it."""
+    for these arguments, the ranges its Python int parameters must fit and
+    the pairs of array parameters that must not share memory (per parameter,
+    None or its (same, part) masks, as tack_launch reads them): its
+    CompileError or RaceWarning as a call gives it."""
     import tack
 
     flag = tack._debug_checking

@@ -520,14 +520,14 @@ class PythonKernel:
         if facts is None:
             # the compiler's checks for this signature: a CompileError (or
             # RaceWarning) exactly as a compiled call gives it
-            ir, ranges = _debug.check(self._checker, bound.args, bound.kwargs)
+            ir, ranges, aliases = _debug.check(self._checker, bound.args, bound.kwargs)
             races = None
             if self.check_races:  # the loops and accesses the compiled detector watches
                 from . import _debug_races
 
                 races = _debug_races.parse(ir)
-            facts = self._facts[key] = _debug.ir_facts(ir) + (ranges, races)
-        local_types, written, atomic_lines, choices, funcs, ranges, races = facts
+            facts = self._facts[key] = _debug.ir_facts(ir) + (ranges, races, aliases)
+        local_types, written, atomic_lines, choices, funcs, ranges, races, aliases = facts
         for i, (p, v) in enumerate(views.items()):  # what tack_launch checks, in its order
             if i < len(ranges):
                 _debug.check_int(self.__name__, p, v, ranges[i])
@@ -539,6 +539,7 @@ class PythonKernel:
                                  "passed for it share memory (a zero or overlapping stride, as "
                                  "numpy.broadcast_to gives): the writes would collide. Pass an array whose "
                                  "elements are apart (x.copy(), and copy the results back where they are wanted)")
+        _check_aliases(self.__name__, views, aliases, written)
         if not _debug._CALLS:
             _debug._register_calls()
         ctx = _debug._Ctx(self.default_float, self.checks, name)
@@ -630,3 +631,90 @@ def _self_overlaps(v) -> bool:
             return True
         reach += st * (n - 1)
     return False
+
+
+def _check_aliases(kernel_name, views, aliases, written):
+    """Refuse, as tack_launch does (runtime/program.c, check_aliases), a pair of
+    array arguments that the compiler marked (a parallel loop would race
+    through them if they were one array, or views sharing bytes) when the
+    NumPy views passed for them are one array or share memory.  One array
+    for a pair marked only for partial sharing (an update in place) runs."""
+    np = _np()
+    names = list(views)
+    for i, marks in enumerate(aliases):
+        if marks is None:
+            continue
+        same_mask, part_mask = marks
+        a = views[names[i]]
+        for j in range(i + 1, min(len(names), 64)):
+            b = views[names[j]]
+            if not ((same_mask | part_mask) >> j & 1) or not isinstance(a, np.ndarray) \
+                    or not isinstance(b, np.ndarray) or not _arrays_overlap(a, b):
+                continue
+            same = _same_array(a, b)
+            if same and not same_mask >> j & 1:
+                continue
+            w, r = (names[i], names[j]) if names[i] in written else (names[j], names[i])
+            raise ValueError(
+                f"arguments '{names[i]}' and '{names[j]}' of kernel '{kernel_name}' "
+                f"{'are the same array' if same else 'share memory'}, and a parallel loop of the kernel writes "
+                f"'{w}' where its iterations also read or write '{r}' at other elements: the iterations would race "
+                f"through the shared memory and the result would change from run to run. Pass a copy for the one "
+                f"that is only read (np.copy(...)), or separate output arrays")
+
+
+def _byte_blocks(v):
+    """The byte strides of `v`'s axes of extent over 1, innermost first, with the
+    innermost axes that run on contiguously merged into one block; and that
+    block's bytes (runtime/strided.c, byte_blocks)."""
+    block, inner, rest = v.itemsize, True, []
+    for st, n in zip(reversed(v.strides), reversed(v.shape)):
+        if n > 1:
+            if inner and st == block:
+                block *= n
+            else:
+                inner = False
+                rest.append(st)
+    return rest, block
+
+
+def _arrays_overlap(a, b) -> bool:
+    """Whether the NumPy views `a` and `b` share a byte, by the rule a compiled
+    launch uses (tack_arrays_overlap, rt_strided_overlap): the byte ranges they
+    span, then their residues modulo the common divisor of their strides;
+    conservative, never a false "apart"."""
+    import math
+
+    if not a.size or not b.size or not _np().may_share_memory(a, b):  # NumPy's test of the byte spans
+        return False
+    a0, b0 = a.__array_interface__["data"][0], b.__array_interface__["data"][0]
+    if a.flags.c_contiguous and b.flags.c_contiguous:
+        return a0 < b0 + b.nbytes and b0 < a0 + a.nbytes
+
+    def span(v):
+        lo, hi = 0, v.itemsize
+        for st, n in zip(v.strides, v.shape):
+            if n > 1:
+                lo, hi = lo + min(st * (n - 1), 0), hi + max(st * (n - 1), 0)
+        return lo, hi
+
+    (alo, ahi), (blo, bhi) = span(a), span(b)
+    if a0 + ahi <= b0 + blo or b0 + bhi <= a0 + alo:
+        return False
+    (sa, ia), (sb, ib) = _byte_blocks(a), _byte_blocks(b)
+    g = 0
+    for st in sa + sb:
+        g = math.gcd(g, st)
+    if g == 0 or ia >= g or ib >= g:
+        return True
+    d = (b0 - a0) % g  # Python's remainder is already non-negative
+    return d < ia or d + ib > g
+
+
+def _same_array(a, b) -> bool:
+    """Whether two NumPy views are one array: the same first element, dtype and
+    shape, and the same strides (runtime/program.c, same_array)."""
+    if a.__array_interface__["data"][0] != b.__array_interface__["data"][0] or a.dtype != b.dtype \
+            or a.shape != b.shape or a.flags.c_contiguous != b.flags.c_contiguous:
+        return False
+    return a.flags.c_contiguous or a.strides == b.strides

@@ -102,8 +102,12 @@ static int parse_dl_device(PyObject *obj, DLDevice *out) {
  * per-thread default streams, anything else a CUstream; on ROCm, None and 0
  * are the default stream (HIP's null stream: TACK_DLPACK_STREAM_DEFAULT),
  * -1 no synchronization, anything above 2 a hipStream_t; elsewhere None
- * waits on the host. */
-static int check_stream(PyObject *stream, DLDevice dev, intptr_t *out) {
+ * waits on the host, and a stream is refused naming the array's device.  On
+ * OpenCL (kDLOpenCL: cl_mem buffers, where the device has no shared virtual
+ * memory) the refusal is a BufferError that says why: a consumer asking with
+ * a stream there is one that reads data as an address -- mpi4py asks every
+ * device but the CPU with stream=-1 and would hand the handle to MPI. */
+static int check_stream(PyObject *stream, DLDevice dev, const tack_array *a, intptr_t *out) {
     *out = dev.device_type == kDLCUDA ? 1 : dev.device_type == kDLROCM ? TACK_DLPACK_STREAM_DEFAULT
                                                                        : TACK_DLPACK_STREAM_HOST;
     if (stream == Py_None)
@@ -142,8 +146,18 @@ static int check_stream(PyObject *stream, DLDevice dev, intptr_t *out) {
         else if (s != 0 && !(*out = (intptr_t)PyLong_AsVoidPtr(stream)) && PyErr_Occurred())
             return -1;
         return 0;
+    case kDLOpenCL:
+        PyErr_Format(PyExc_BufferError,
+                     "the array on %s is an OpenCL buffer (cl_mem), which has no address another library can "
+                     "read or write, and the consumer asked for it with stream=%lld (DLPack takes a stream only "
+                     "on CUDA and ROCm; mpi4py passes -1 for every device but the CPU, to use the data as an "
+                     "address): copy through the host instead, a.numpy() to send and tack.copyto(a, received) "
+                     "to receive",
+                     tack_device_name(tack_array_device(a)), s);
+        return -1;
     default:
-        PyErr_Format(PyExc_ValueError, "stream must be None for an array on a %s device, not %lld",
+        PyErr_Format(PyExc_ValueError, "stream must be None for an array on %s (a %s device), not %lld",
+                     tack_device_name(tack_array_device(a)),
                      dev.device_type == kDLCPU ? "CPU (kDLCPU)" : "stream-less", s);
         return -1;
     }
@@ -207,7 +221,7 @@ PyObject *tpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     DLDevice dev = tack_device_to_dlpack(tack_array_device(a));
     intptr_t on = TACK_DLPACK_STREAM_HOST;
-    if (check_stream(stream, dev, &on) < 0)
+    if (check_stream(stream, dev, a, &on) < 0)
         return NULL;
     if (dl_device != Py_None) {
         DLDevice want;

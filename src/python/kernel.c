@@ -273,13 +273,24 @@ done:
 
 /* generated_source / ir: the text of the program kernel_program_for() finds
  * or compiles for these arguments and `target`. */
-/* (ir, ranges): for each parameter, None or the (lo, hi, type name) its
- * Python int argument must fit (tack_program_param_range), which a kernel
- * run as Python checks at each call as tack_launch does.  Steals ir. */
+/* (ir, ranges, aliases): for each parameter, None or the (lo, hi, type name)
+ * its Python int argument must fit (tack_program_param_range), and None or
+ * the (same, part) masks of the array parameters it must not share memory
+ * with (tack_program_param_aliases), which a kernel run as Python checks at
+ * each call as tack_launch does.  Steals ir. */
 static PyObject *with_ranges(const tack_program *prog, int nparams, PyObject *ir) {
-    PyObject *ranges = PyTuple_New(nparams), *result = NULL;
-    if (!ranges)
+    PyObject *ranges = PyTuple_New(nparams), *aliases = PyTuple_New(nparams), *result = NULL;
+    if (!ranges || !aliases)
         goto done;
+    for (int i = 0; i < nparams; i++) {
+        uint64_t same, part;
+        PyObject *r = tack_program_param_aliases(prog, i, &same, &part) && (same | part)
+                          ? Py_BuildValue("(KK)", (unsigned long long)same, (unsigned long long)part)
+                          : Py_NewRef(Py_None);
+        if (!r)
+            goto done;
+        PyTuple_SET_ITEM(aliases, i, r);
+    }
     for (int i = 0; i < nparams; i++) {
         int64_t lo, hi;
         tack_dtype narrow;
@@ -292,9 +303,10 @@ static PyObject *with_ranges(const tack_program *prog, int nparams, PyObject *ir
             goto done;
         PyTuple_SET_ITEM(ranges, i, r);
     }
-    result = PyTuple_Pack(2, ir, ranges);
+    result = PyTuple_Pack(3, ir, ranges, aliases);
 done:
     Py_XDECREF(ranges);
+    Py_XDECREF(aliases);
     Py_DECREF(ir);
     return result;
 }
@@ -548,8 +560,9 @@ static PyMethodDef kernel_methods[] = {
     {"ir", (PyCFunction)(void (*)(void))kernel_ir, METH_FASTCALL | METH_KEYWORDS,
      "ir(*args, target=None) -> str: the typed IR for these arguments, as TACK_DUMP=ir shows it."},
     {"_debug_facts", (PyCFunction)(void (*)(void))kernel_debug_facts, METH_FASTCALL | METH_KEYWORDS,
-     "_debug_facts(*args) -> (ir, ranges): the IR and, per parameter, None or the (lo, hi, type) a "
-     "Python int argument must fit, for a kernel run as Python (tack._debug)."},
+     "_debug_facts(*args) -> (ir, ranges, aliases): the IR and, per parameter, None or the (lo, hi, "
+     "type) a Python int argument must fit, and None or the (same, part) masks of the array "
+     "parameters it must not share memory with, for a kernel run as Python (tack._debug)."},
     {"adjoint", (PyCFunction)(void (*)(void))kernel_adjoint_method, METH_FASTCALL | METH_KEYWORDS,
      "adjoint(*args, grads=None): launch the kernel's adjoint (reverse mode) for these arguments, "
      "accumulating into the gradients of its float arrays and scalars (docs/differentiation.md)."},

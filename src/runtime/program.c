@@ -96,6 +96,13 @@ TACK_API int tack_program_param_range(const tack_program *p, int i, int64_t *lo,
     return 1;
 }
 
+TACK_API int tack_program_param_aliases(const tack_program *p, int i, uint64_t *same, uint64_t *part) {
+    if (!p || i < 0 || i >= p->nparams || !p->params[i].is_array) return 0;
+    *same = p->params[i].alias_same;
+    *part = p->params[i].alias_part;
+    return 1;
+}
+
 TACK_API tack_status tack_program_build(tack_program *p, tack_device *dev) {
     if (!p || !dev) return tack_set_error(TACK_ERR_VALUE, "tack_program_build: program and device are required");
     if (p->device) {

@@ -157,8 +157,9 @@ def test_heat_example_refuses_more_ranks_than_planes(tmp_path):
 
 def test_heat_example_on_another_device_is_right_or_refused(tmp_path, expected):
     # --device puts the slabs on a GPU, for an MPI that reads GPU memory (none here).
-    # Here: PoCL's OpenCL device, whose buffers cannot be viewed at an offset, so the
-    # ghost planes cannot be MPI buffers; that must be said, never a wrong field.
+    # Here: PoCL's OpenCL device, whose shared virtual memory exports as host memory;
+    # on a device whose arrays are cl_mem buffers the ghost planes cannot be MPI
+    # buffers, and that must be said, never a wrong field.
     pytest.importorskip("vtkmodules", reason="the interop extra (VTK) is not installed")
     import tack
 
@@ -172,4 +173,47 @@ def test_heat_example_on_another_device_is_right_or_refused(tmp_path, expected):
     if out.returncode == 0:
         assert np.array_equal(read_pvti(output)[2], expected)
     else:
-        assert others[0] in out.stderr and "view" in out.stderr, out.stderr[-2000:]
+        assert others[0] in out.stderr and ("view" in out.stderr or "OpenCL buffer" in out.stderr), \
+            out.stderr[-2000:]
+
+
+CL_BUFFERS = r'''
+from mpi4py import MPI
+import tack
+
+comm = MPI.COMM_WORLD
+field = tack.zeros((4, 3), tack.f64, device="opencl")
+assert not field.__dlpack_device__()[0] == 1, "expected OpenCL buffers, not shared memory"
+for buf in (field, field[1]):
+    try:
+        comm.Sendrecv(tack.zeros(buf.shape, tack.f64), dest=0, recvbuf=buf, source=0)
+    except BufferError as e:
+        msg = str(e)
+        assert "opencl:0" in msg and "OpenCL buffer" in msg and "a.numpy()" in msg, msg
+    else:
+        raise AssertionError("an OpenCL buffer was taken as an MPI buffer")
+print("refused")
+'''
+
+
+def test_an_opencl_buffer_is_refused_as_an_mpi_buffer_saying_why(tmp_path):
+    # mpi4py asks every device but the CPU for its tensor with stream=-1; an OpenCL
+    # array that is a cl_mem buffer (TACK_OPENCL_SVM=0: no shared memory) has no
+    # address MPI could read.  The refusal said only "stream must be None for an
+    # array on a stream-less device, not -1", naming neither the device nor a way out.
+    import tack
+
+    if not any(d.startswith("opencl") for d in tack.devices()):
+        pytest.skip("no OpenCL device")
+    script = tmp_path / "cl_buffers.py"
+    script.write_text(CL_BUFFERS)
+    env = dict(os.environ, TACK_OPENCL_SVM="0")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0 and "refused" in out.stdout, out.stderr[-3000:]
+    # the heat example on that device stops at its first exchange, saying so
+    if MPIEXEC.exists():
+        cmd = [str(MPIEXEC), "-n", "2", sys.executable, str(EXAMPLE), "--shape", "4", "4", "4", "--steps", "1",
+               "--output", "", "--device", "opencl:0"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
+        assert out.returncode != 0 and "BufferError: the array on opencl:0 is an OpenCL buffer" in out.stderr, \
+            out.stderr[-3000:]
