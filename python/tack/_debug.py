@@ -60,7 +60,9 @@ from __future__ import annotations
 import ast
 import builtins
 import operator
+import os
 import re
+import sys
 
 import numpy as np
 
@@ -105,6 +107,20 @@ def _np_f32(op):
     return lambda a, b: f(np.float32(a), np.float32(b))
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_NUMPY = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+
+
+def _user_frame():
+    """The innermost frame of the kernel's or a @tack.func's own code (the
+    transformed copies keep their file and line numbers): the first frame
+    up the stack that is neither Tack's nor NumPy's."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith((_HERE, _NUMPY)):
+        f = f.f_back
+    return f
+
+
 class _Ctx:
     """The helpers a transformed kernel calls, for one kernel's options."""
 
@@ -119,6 +135,30 @@ class _Ctx:
         self._types = {}
         self._frames = {}  # (function, build) -> (its context, its transformed copy)
         self.races = None  # check_races: the call's race detector (tack._debug_races)
+
+    def site(self, frame=None):
+        """Where a failed check is, in the compiled kernel's words (tk_site_error,
+        src/runtime/program.c): "kernel K, FILE:LINE", or "function F called
+        from kernel K, FILE:LINE" inside a @tack.func."""
+        from ._source import shown_file
+
+        f = frame or _user_frame()
+        if f is None:
+            return f"kernel {self.where}"
+        at = f"{shown_file(f.f_code.co_filename)}:{f.f_lineno}"
+        if f.f_code.co_name != self.where:
+            return f"function {f.f_code.co_name} called from kernel {self.where}, {at}"
+        return f"kernel {self.where}, {at}"
+
+    def _index_error(self, e, a, idx):
+        """NumPy's IndexError for a[idx], with the array and the site the
+        compiled kernel's message names; a vector value's component, in the
+        compiled kernel's words for it."""
+        f = _user_frame()
+        if type(a).__name__ == "VectorView" and a.ndim == 1 and isinstance(idx, (int, np.integer)):
+            return IndexError(f"index {int(idx)} is out of range for a vector of length {a.shape[0]} ({self.site(f)})")
+        name = next((k for k, v in f.f_locals.items() if v is a), "?") if f is not None else "?"
+        return IndexError(f"{e} (array '{name}', {self.site(f)})")
 
     # -- types
     def _promote(self, x, y):
@@ -201,12 +241,12 @@ class _Ctx:
             if op in ("//", "%") and b == 0:
                 if self.checks:
                     raise ZeroDivisionError(f"integer {'division' if op == '//' else 'modulo'} by zero "
-                                            f"(kernel {self.where}, run as Python)")
+                                            f"({self.site()})")
                 return t.type(0)
             if op == "**" and t.kind == "i" and b < 0:
                 if self.checks:
                     raise ValueError(f"integers to negative integer powers are not allowed: exponent {int(b)} "
-                                     f"(kernel {self.where}, run as Python); make the base a float for a "
+                                     f"({self.site()}); make the base a float for a "
                                      f"float result")
                 a, b = int(a), int(b)
                 return t.type(1 if a == 1 else ((-1 if b & 1 else 1) if a == -1 else 0))
@@ -292,7 +332,10 @@ class _Ctx:
 
     # -- arrays
     def load(self, a, idx):
-        v = a[idx]
+        try:
+            v = a[idx]
+        except IndexError as e:
+            raise self._index_error(e, a, idx) from None
         if type(a) is tuple:  # a.shape[k]: an integer known at run time
             return _RInt(v) if type(v) is int else v
         if type(v) in _debug_calls._QTYPES:  # a quaternion or transform element: a value, as in a kernel, not a view
@@ -304,6 +347,12 @@ class _Ctx:
         return v
 
     def store(self, a, idx, v):
+        try:
+            self._store(a, idx, v)
+        except IndexError as e:
+            raise self._index_error(e, a, idx) from None
+
+    def _store(self, a, idx, v):
         if type(a) is _bf16.BF16Bits:
             a[idx] = _bf16.bits_of(v, lambda x: convert(_F32, x))
             return

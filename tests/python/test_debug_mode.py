@@ -440,6 +440,71 @@ def test_out_of_bounds_raises_index_error():
         compiled(np.zeros(4, np.float32), 1)
 
 
+@tack.func
+def _load_after(a, i):
+    return a[i + 1]
+
+
+def _oob_in_func(a, out):
+    for i in range(out.shape[0]):
+        out[i] = _load_after(a, i)
+
+
+def _oob_2d(a2, out):
+    for i in range(out.shape[0]):
+        out[i] = a2[i, 7]
+
+
+def _oob_store(a, out):
+    for i in range(out.shape[0]):
+        out[i + 1] = a[i]
+
+
+def _oob_aug(a, out):
+    for i in range(out.shape[0]):
+        out[i + 2] += a[i]
+
+
+def _vector_component(a, out):
+    for i in range(out.shape[0]):
+        v = vec3(1.0, 2.0, 3.0)
+        out[i] = v[i + 1]
+
+
+def _zero_div(a, out):
+    for i in range(out.shape[0]):
+        out[i] = a[i] // (a[i] - a[i])
+
+
+def _zero_mod(a, out):
+    for i in range(out.shape[0]):
+        out[i] = a[i] % (a[i] - a[i])
+
+
+def _negative_power(a, out):
+    for i in range(out.shape[0]):
+        out[i] = a[i] ** (-1 - a[i])
+
+
+@pytest.mark.parametrize("fn", [_oob_in_func, _oob_2d, _oob_store, _oob_aug, _vector_component, _zero_div, _zero_mod, _negative_power],
+                         ids=lambda f: f.__name__)
+def test_a_failed_check_gives_the_compiled_kernels_message(fn):
+    """A check that fails in debug mode raises the compiled kernel's exception with its words:
+    the index, axis and size, the array, the kernel (or the function and the kernel that called
+    it) and the file and line, not NumPy's bare message or "run as Python"."""
+    def args():
+        a = np.zeros(4, np.int64)
+        return (np.zeros((4, 3), np.int64) if fn is _oob_2d else a), np.zeros(4, np.int64)
+
+    messages = []
+    for jit in (True, False):
+        with pytest.raises((IndexError, ZeroDivisionError, ValueError)) as e:
+            tack.kernel(fn, jit=jit)(*args())
+        messages.append((e.type, str(e.value)))
+    assert messages[0] == messages[1]
+    assert f"{__file__}:" in messages[1][1] and "run as Python" not in messages[1][1]
+
+
 def test_read_only_arrays_stay_read_only():
     @tack.kernel(jit=False)
     def fill(a):
