@@ -193,6 +193,14 @@ def comparisons_chained(x, y, out):
         out[i] = (1 if x[i] < y[i] <= 2.0 else 0) + (2 if x[i] == x[i] else 0) + (4 if x[i] > i * 0.1 else 0)
 
 
+@kernel(lambda: [np.array([0, 1, -5, 32767], np.int16), np.zeros(4, np.int64)])
+def comparisons_not_and_int_of_literals_are_concrete(a, out):
+    # a comparison or `not` of literals is a bool and int() of one an int64, as compiled: debug
+    # mode made them Python's weak bool and int, which then wrapped in int16 (found by fuzzing)
+    for i in range(a.shape[0]):
+        out[i] = 100000 * (1 < 2) + 100000 * (not 0) + int(100000.5) + int(3) * 30000 + (5 << -1) + ~True + a[i]
+
+
 @kernel(lambda: [f32s(), np.zeros(8, np.bool_)])
 def bools_and_not(x, out):
     for i in range(x.shape[0]):
