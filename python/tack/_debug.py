@@ -214,8 +214,10 @@ class _Ctx:
                 bits = t.itemsize * 8
                 if b < 0 or b >= bits:  # NumPy's shifts: every bit shifted out
                     return t.type(-1 if (op == ">>" and t.kind == "i" and a < 0) else 0)
-        if type(a) is type(b) and type(a) is t.type:
+        if type(a) is type(b) and type(a) is t.type and t.kind != "c":
             return _OPS[op](a, b)  # NumPy scalars of one type: NumPy's operator, faster than the ufunc
+        # (not for complex: the scalar operator multiplies without the fused product of NumPy's
+        # array loop, which the compiled kernel's product gives, bit for bit; the ufunc has it)
         return _NPOPS[op](a, b)
 
     def _weak_bin(self, op, x, y, wx, wy):

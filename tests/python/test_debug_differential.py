@@ -369,6 +369,22 @@ def complex_arithmetic(z, out, w):
         out[i] = z[i] * w + z[i] * 2.0
 
 
+def _complex_rows(dt, seed):
+    r = np.random.default_rng(seed)
+    return (r.standard_normal(64) + 1j * r.standard_normal(64)).astype(dt)
+
+
+@kernel(lambda: [_complex_rows(np.complex64, 1), _complex_rows(np.complex64, 2), _complex_rows(np.complex128, 3),
+                 _complex_rows(np.complex128, 4), np.zeros(64, np.complex64), np.zeros(64, np.complex128)])
+def complex_products_of_random_values(a, b, c, d, out64, out128):
+    # debug mode multiplied two NumPy complex scalars with the scalar operator, whose product is
+    # not fused as NumPy's array loop's and the compiled kernel's is: about half of these
+    # products differed in the last bit (found by fuzzing)
+    for i in range(a.shape[0]):
+        out64[i] = a[i] * b[i] + a[i] / b[i]
+        out128[i] = c[i] * d[i] + (c[i] + a[i]) * b[i]
+
+
 @kernel(lambda: [np.array([1.0, 1e-3, 3.0], np.float32), np.zeros(3, np.float32)])
 def while_loop_and_break(x, out):
     for i in range(x.shape[0]):
