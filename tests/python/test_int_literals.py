@@ -379,7 +379,9 @@ def test_a_signed_integer_compares_exactly_with_uint64(sdt, jit):
 _UNFOLDED_OUT_OF_RANGE = [("1 << 20", 1048576), ("2**20 >> 2", 262144), ("~100000", -100001),
                           ("abs(-100000)", 100000), ("max(100000, 5)", 100000), ("min(3, -70000)", -70000),
                           ("0 or 100000", 100000), ("True and 100000", 100000), ("True * 100000", 100000),
-                          ("(True + True) * 20000", 40000), ("-(1 << 15) - True", -32769)]
+                          ("(True + True) * 20000", 40000), ("-(1 << 15) - True", -32769),
+                          ("max(True, 100000)", 100000), ("(True | False) * 100000", 100000),
+                          ("(False ^ True) * 40000", 40000), ("32768 or 2**63", 32768)]
 
 
 def _add_kernel(tmp_path, texts, jit=True):

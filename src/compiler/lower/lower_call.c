@@ -346,6 +346,8 @@ static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
         if (!ty_is_scalar(acc->ty) || !ty_is_scalar(y->ty)) ERR(n, "%s() takes scalars, not %s and %s", n->name, TN(acc->ty), TN(y->ty));
         if (ty_is_complex(acc->ty) || ty_is_complex(y->ty))
             ERR(n, "%s() of complex numbers: they have no order (Python raises TypeError)", n->name);
+        acc = lw_pyint_of_bool(L, acc, y); /* max(True, 100000): 1 and 100000, as Python compares them */
+        y = lw_pyint_of_bool(L, y, acc);
         tk_ir *lit = lw_pyint_pick(b == B_MIN, acc, y); /* max(100000, 5) is the literal 100000 */
         if (lit) {
             acc = lit;

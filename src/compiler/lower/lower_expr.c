@@ -306,6 +306,12 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
         x = lw_cast(L, lw_pyint_of_bool(L, x, NULL), it); /* True + True: the constant 2, as in Python */
         y = lw_cast(L, lw_pyint_of_bool(L, y, NULL), it);
     }
+    int tx, ty_;
+    if ((op == TACK_OP_BITAND || op == TACK_OP_BITOR || op == TACK_OP_BITXOR) && ty_is_bool(x->ty) &&
+        ty_is_bool(y->ty) && x->ty.weak && y->ty.weak && lw_pyint_truth(x, &tx) && lw_pyint_truth(y, &ty_))
+        /* True & False: the bool constant, so that (True | False) * 100000 is folded too */
+        return ir_const_i(L->C, ty_weak(TACK_BOOL),
+                          op == TACK_OP_BITAND ? (tx & ty_) : op == TACK_OP_BITOR ? (tx | ty_) : (tx ^ ty_), n->line);
     x = lw_pyint_of_bool(L, x, y); /* True * 100000: Python's 100000, checked where it meets a type */
     y = lw_pyint_of_bool(L, y, x);
     tk_ir *exact = lw_pyint_binop(L, op, x, y, n); /* 2**64 is no int64; -2**63 is */
@@ -410,8 +416,9 @@ static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *sc
     int ta, tb;
     if (scratch->n == 0 && !ty_is_bool(t) && lw_pyint_truth(a, &ta) && lw_pyint_truth(b, &tb)) {
         /* 0 or 100000: Python's pick of two constants is a constant, checked where it meets a type */
-        tk_ir *pick = isand ? (ta ? b : a) : (ta ? a : b);
-        return lw_cast(L, lw_pyint_of_bool(L, pick, NULL), t);
+        tk_ir *pick = lw_pyint_of_bool(L, isand ? (ta ? b : a) : (ta ? a : b), NULL);
+        if (k > 0) lw_choice(L, n, k, pick->ty, -1); /* the constant's own type (2**63 or 1: u64 or not) */
+        return pick;
     }
     if (scratch->n == 0) {
         a = lw_cast(L, a, t);
@@ -522,6 +529,9 @@ static tk_ir *lower_unary(lw_state *L, tack_node *n) {
         if (!ty_is_int(x->ty) && !ty_is_bool(x->ty)) ERR(n, "bad operand type for unary ~: %s", TN(x->ty));
         tk_ir *lit = lw_pyint_invert(L, x, n); /* ~100000 is the literal -100001 */
         if (lit) return lit;
+        int t;
+        if (ty_is_bool(x->ty) && x->ty.weak && lw_pyint_truth(x, &t)) /* ~True: NumPy's logical not, a constant */
+            return ir_const_i(L->C, ty_weak(TACK_BOOL), !t, n->line);
         tk_ir *u = lw_mk(L, IR_UN, x->ty, n);
         u->sub = ty_is_bool(x->ty) ? U_NOT : U_INVERT;
         return lw_kid(L, u, x);
