@@ -369,6 +369,32 @@ def complex_arithmetic(z, out, w):
         out[i] = z[i] * w + z[i] * 2.0
 
 
+@kernel(lambda: [np.array([0, 3, 0, -2], np.int32), np.array([0.0, -0.0, 4.0, -2.5], np.float32),
+                 np.zeros((5, 4), np.float32)])
+def zero_minus_a_value_that_is_never_minus_zero(a, x, out):
+    # GCC 12 folded `0.0 - y` to `-y` where y cannot be -0.0 (an int converted, a bool, fabs):
+    # 0.0 - 0 gave -0.0 and 1 / (0.0 - (a > 5)) -inf, where NumPy and debug mode give +0.0 and
+    # inf (found by fuzzing)
+    for i in range(a.shape[0]):
+        out[0, i] = 0.0 - a[i]
+        out[1, i] = 1.0 / (0.0 - (a[i] > 5))
+        out[2, i] = 0.0 - abs(x[i])
+        out[3, i] = 0.0 - float(a[i])
+        out[4, i] = 0.0 - x[i]
+
+
+def test_zero_minus_a_value_is_numpys():
+    a = np.array([0, 3, 0, -2], np.int32)
+    x = np.array([0.0, -0.0, 4.0, -2.5], np.float32)
+    out = np.zeros((5, 4), np.float32)
+    tack.kernel(zero_minus_a_value_that_is_never_minus_zero)(a, x, out)
+    f = np.float32
+    with np.errstate(all="ignore"):
+        want = [f(0.0) - a.astype(f), f(1.0) / (f(0.0) - (a > 5).astype(f)), f(0.0) - np.abs(x),
+                f(0.0) - a.astype(f), f(0.0) - x]
+    assert out.tobytes() == np.array(want, np.float32).tobytes()
+
+
 def _complex_rows(dt, seed):
     r = np.random.default_rng(seed)
     return (r.standard_normal(64) + 1j * r.standard_normal(64)).astype(dt)
