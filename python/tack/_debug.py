@@ -254,8 +254,10 @@ class _Ctx:
                 bits = t.itemsize * 8
                 if b < 0 or b >= bits:  # NumPy's shifts: every bit shifted out
                     return t.type(-1 if (op == ">>" and t.kind == "i" and a < 0) else 0)
-        if type(a) is type(b) and type(a) is t.type:
+        if type(a) is type(b) and type(a) is t.type and t.kind != "c":
             return _OPS[op](a, b)  # NumPy scalars of one type: NumPy's operator, faster than the ufunc
+        # (not for complex: the scalar operator multiplies without the fused product of NumPy's
+        # array loop, which the compiled kernel's product gives, bit for bit; the ufunc has it)
         return _NPOPS[op](a, b)
 
     def _weak_bin(self, op, x, y, wx, wy):
@@ -268,6 +270,12 @@ class _Ctx:
                 return complex(r) if rank == 3 else float(r)
             if op in ("//", "%") and y == 0:
                 return self._compute(op, _I64, np.int64(x), np.int64(0))
+            if op in ("<<", ">>"):  # NumPy's int64 shift, folded as compiled (lower_pyint.c)
+                if not 0 <= y < 64:
+                    return -1 if op == ">>" and x < 0 else 0
+                if op == "<<":
+                    r = (x << y) & 0xFFFFFFFFFFFFFFFF
+                    return r - (1 << 64) if r >= 1 << 63 else r
             return _OPS[op](x, y)
         if rank <= 1:  # run-time integers: 64 bits, wrapping
             if op == "/":
@@ -296,7 +304,7 @@ class _Ctx:
             return _CMPS[op](x, y)
         if wx is not None and wy is not None:
             if not (wx[1] or wy[1]) or max(wx[0], wy[0]) <= 1:
-                return _CMPS[op](x, y)
+                return np.bool_(_CMPS[op](x, y))  # a bool, as compiled: 100000 * (1 < 2) is int64
             t = self.df  # a run-time weak value meeting a float: the default float
         else:
             t = self._promote(x, y)
@@ -328,7 +336,12 @@ class _Ctx:
     def inv(self, x):
         if type(x) is _RInt:
             return _wrap64(~int(x))
+        if type(x) is bool:
+            return not x  # ~ of a bool is NumPy's logical not, True and False as well
         return ~x
+
+    def not_(self, x):
+        return np.bool_(not x)  # a bool, as compiled (not Python's weak one)
 
     # -- arrays
     def load(self, a, idx):

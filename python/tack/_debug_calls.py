@@ -35,9 +35,6 @@ def _float(ctx, x=0.0):
 
 
 def _int(ctx, x=0):
-    w = _weak(x)
-    if w is not None and not w[1]:
-        return int(x) if not isinstance(x, float) or x == x else 0
     if isinstance(x, (np.floating, float)):
         return _f2i(x, _I64)
     return convert(_I64, x)

@@ -75,6 +75,8 @@ class _Transform(ast.NodeTransformer):
             return ast.copy_location(_callc("neg", node.operand), node)
         if isinstance(node.op, ast.Invert):
             return ast.copy_location(_callc("inv", node.operand), node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_callc("not_", node.operand), node)
         return node
 
     def visit_Compare(self, node):

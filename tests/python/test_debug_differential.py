@@ -193,6 +193,14 @@ def comparisons_chained(x, y, out):
         out[i] = (1 if x[i] < y[i] <= 2.0 else 0) + (2 if x[i] == x[i] else 0) + (4 if x[i] > i * 0.1 else 0)
 
 
+@kernel(lambda: [np.array([0, 1, -5, 32767], np.int16), np.zeros(4, np.int64)])
+def comparisons_not_and_int_of_literals_are_concrete(a, out):
+    # a comparison or `not` of literals is a bool and int() of one an int64, as compiled: debug
+    # mode made them Python's weak bool and int, which then wrapped in int16 (found by fuzzing)
+    for i in range(a.shape[0]):
+        out[i] = 100000 * (1 < 2) + 100000 * (not 0) + int(100000.5) + int(3) * 30000 + (5 << -1) + ~True + a[i]
+
+
 @kernel(lambda: [f32s(), np.zeros(8, np.bool_)])
 def bools_and_not(x, out):
     for i in range(x.shape[0]):
@@ -359,6 +367,48 @@ def half_floats(h, out):
 def complex_arithmetic(z, out, w):
     for i in range(z.shape[0]):
         out[i] = z[i] * w + z[i] * 2.0
+
+
+@kernel(lambda: [np.array([0, 3, 0, -2], np.int32), np.array([0.0, -0.0, 4.0, -2.5], np.float32),
+                 np.zeros((5, 4), np.float32)])
+def zero_minus_a_value_that_is_never_minus_zero(a, x, out):
+    # GCC 12 folded `0.0 - y` to `-y` where y cannot be -0.0 (an int converted, a bool, fabs):
+    # 0.0 - 0 gave -0.0 and 1 / (0.0 - (a > 5)) -inf, where NumPy and debug mode give +0.0 and
+    # inf (found by fuzzing)
+    for i in range(a.shape[0]):
+        out[0, i] = 0.0 - a[i]
+        out[1, i] = 1.0 / (0.0 - (a[i] > 5))
+        out[2, i] = 0.0 - abs(x[i])
+        out[3, i] = 0.0 - float(a[i])
+        out[4, i] = 0.0 - x[i]
+
+
+def test_zero_minus_a_value_is_numpys():
+    a = np.array([0, 3, 0, -2], np.int32)
+    x = np.array([0.0, -0.0, 4.0, -2.5], np.float32)
+    out = np.zeros((5, 4), np.float32)
+    tack.kernel(zero_minus_a_value_that_is_never_minus_zero)(a, x, out)
+    f = np.float32
+    with np.errstate(all="ignore"):
+        want = [f(0.0) - a.astype(f), f(1.0) / (f(0.0) - (a > 5).astype(f)), f(0.0) - np.abs(x),
+                f(0.0) - a.astype(f), f(0.0) - x]
+    assert out.tobytes() == np.array(want, np.float32).tobytes()
+
+
+def _complex_rows(dt, seed):
+    r = np.random.default_rng(seed)
+    return (r.standard_normal(64) + 1j * r.standard_normal(64)).astype(dt)
+
+
+@kernel(lambda: [_complex_rows(np.complex64, 1), _complex_rows(np.complex64, 2), _complex_rows(np.complex128, 3),
+                 _complex_rows(np.complex128, 4), np.zeros(64, np.complex64), np.zeros(64, np.complex128)])
+def complex_products_of_random_values(a, b, c, d, out64, out128):
+    # debug mode multiplied two NumPy complex scalars with the scalar operator, whose product is
+    # not fused as NumPy's array loop's and the compiled kernel's is: about half of these
+    # products differed in the last bit (found by fuzzing)
+    for i in range(a.shape[0]):
+        out64[i] = a[i] * b[i] + a[i] / b[i]
+        out128[i] = c[i] * d[i] + (c[i] + a[i]) * b[i]
 
 
 @kernel(lambda: [np.array([1.0, 1e-3, 3.0], np.float32), np.zeros(3, np.float32)])

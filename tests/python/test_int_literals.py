@@ -368,3 +368,55 @@ def test_a_signed_integer_compares_exactly_with_uint64(sdt, jit):
     want = [[a < b for a, b in zip(S, U)], [a == b for a, b in zip(S, U)], [a >= b for a, b in zip(S, U)],
             [b <= a for a, b in zip(S, U)], [b != a for a, b in zip(S, U)], [b > a for a, b in zip(S, U)]]
     assert out.tolist() == want
+
+
+# ------------------------------------ expressions of literals the lowering did not fold
+# Shifts, ~, abs, min, max, and/or of literals and True/False meeting an int were left to
+# the ordinary lowering: weak ints that are not constants, as the loop variable is, so
+# they took an int16 operand's type without the check a literal gets -- `(1 << 20) +
+# a16[i]` gave a16[i] (2**20 wrapped to 0), `True * 100000 + a16[i]` 100000 wrapped to
+# -31072 -- where NumPy 2 raises OverflowError. Found by differential fuzzing.
+_UNFOLDED_OUT_OF_RANGE = [("1 << 20", 1048576), ("2**20 >> 2", 262144), ("~100000", -100001),
+                          ("abs(-100000)", 100000), ("max(100000, 5)", 100000), ("min(3, -70000)", -70000),
+                          ("0 or 100000", 100000), ("True and 100000", 100000), ("True * 100000", 100000),
+                          ("(True + True) * 20000", 40000), ("-(1 << 15) - True", -32769),
+                          ("max(True, 100000)", 100000), ("(True | False) * 100000", 100000),
+                          ("(False ^ True) * 40000", 40000), ("32768 or 2**63", 32768)]
+
+
+def _add_kernel(tmp_path, texts, jit=True):
+    """out[k, i] = (texts[k]) + a[i], one kernel for them all."""
+    import importlib.util
+
+    path = tmp_path / f"lit_{next(_counter)}.py"
+    body = "".join(f"        out[{k}, i] = ({t}) + a[i]\n" for k, t in enumerate(texts))
+    path.write_text(f"import tack\n\ndef k(a, out):\n    for i in range(a.shape[0]):\n{body}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return tack.kernel(mod.k, jit=jit)
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+@pytest.mark.parametrize("text, value", _UNFOLDED_OUT_OF_RANGE, ids=[t for t, _ in _UNFOLDED_OUT_OF_RANGE])
+def test_an_expression_of_literals_is_checked_like_its_value(tmp_path, text, value, jit):
+    assert eval(text) == value
+    with pytest.raises(OverflowError):
+        np.zeros(1, np.int16) + value  # NumPy 2's rule
+    with pytest.raises(tack.CompileError, match=f"Python integer {value} is out of bounds for i16"):
+        _add_kernel(tmp_path, [text], jit)(np.zeros(2, np.int16), np.zeros((1, 2), np.int16))
+
+
+# in range, each is Python's value, but a shift is NumPy's int64 shift (test_shifts.py)
+_FOLDED_IN_RANGE = [("1 << 14", 16384), ("-9 >> 1", -5), ("~5", -6), ("abs(-7)", 7), ("max(3, 9, -1)", 9),
+                    ("min(3, -2, 7)", -2), ("0 or 1000", 1000), ("7 and 0", 0), ("True * 30000", 30000),
+                    ("-True", -1), ("1 << 64", 0), ("-1 >> 70", -1), ("5 << -1", 0), ("(1 << 63) >> 60", -8)]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_folded_expressions_of_literals_in_range(tmp_path, jit):
+    a = np.array([0, 1, -5, 2], np.int16)
+    out = np.zeros((len(_FOLDED_IN_RANGE), 4), np.int16)
+    _add_kernel(tmp_path, [t for t, _ in _FOLDED_IN_RANGE], jit)(a, out)
+    for (text, value), row in zip(_FOLDED_IN_RANGE, out):
+        assert row.tolist() == (a + np.int16(value)).tolist(), text

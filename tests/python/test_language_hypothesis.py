@@ -6,6 +6,7 @@ Python function itself.
 """
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -16,8 +17,11 @@ from hypothesis.extra import numpy as hnp
 
 import tack
 
+# make test runs 40 examples a test (the two tests from the fuzzer below cost what the other 20
+# each gave up); make test-all (TACK_TEST_ALL=1) runs 100
 SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+    max_examples=100 if os.environ.get("TACK_TEST_ALL") == "1" else 40, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
 
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -504,3 +508,144 @@ def test_bitwise(dtype, data):
     for row, w in zip(out, want):
         np.testing.assert_array_equal(row, w)
 
+
+
+# --------------------------------------------- expressions of Python int literals
+# From a differential fuzzer: an expression of literals built with a shift, ~, abs, min,
+# max, and/or or True/False was not folded, so it wrapped to the type it met without the
+# check a literal gets ((1 << 20) + a16[i] gave a16[i]); debug mode made comparisons, `not`
+# and int() of literals Python's weak values.  Each example is a few random expressions:
+# the ones whose value fits int16 run in one kernel, compiled and in debug mode, against
+# Python's value (a shift is NumPy's int64 shift) plus the element; the others must be
+# refused, both ways, naming the value (a refusal builds nothing).
+import importlib.util
+import itertools
+
+_LIT_EXAMPLES = 40 if os.environ.get("TACK_TEST_ALL") == "1" else 6
+_lit_files = itertools.count()
+
+
+def _shift(op, x, c):
+    if not 0 <= c < 64:
+        return -1 if op == ">>" and x < 0 else 0
+    if op == ">>":
+        return x >> c
+    r = (x << c) & (2**64 - 1)
+    return r - 2**64 if r >= 2**63 else r
+
+
+def _step(v, *parts):
+    """(v, whether v and every step before it lie where a 64-bit type holds them)."""
+    return v, all(p[3] for p in parts) and -2**63 <= v < 2**64
+
+
+@st.composite
+def _literal_exprs(draw, depth=3):
+    """(source, Python's value, whether it is a bool, whether every step fits 64 bits)."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        v = draw(st.sampled_from([0, 1, -1, 2, 3, 7, 20, 127, 128, 255, 256, 32767, 32768, -32769, 65535, 100000,
+                                  2**31, 2**40, 2**63, True, False]))
+        return repr(v), int(v), isinstance(v, bool), True
+    kind = draw(st.sampled_from(["bin", "bin", "bin", "un", "call", "boolop"]))
+    if kind == "un":
+        a = draw(_literal_exprs(depth - 1))
+        op = draw(st.sampled_from(["-", "~"]))
+        if op == "~" and a[2]:  # ~ of a bool is NumPy's logical not, in Tack as in NumPy
+            return (f"(~{a[0]})", int(not a[1]), True, a[3])
+        v, ok = _step(-a[1] if op == "-" else ~a[1], a)
+        return f"({op}{a[0]})", v, False, ok
+    if kind == "call":
+        f = draw(st.sampled_from(["abs", "min", "max"]))
+        a = draw(_literal_exprs(depth - 1))
+        if f == "abs":
+            v, ok = _step(abs(a[1]), a)
+            return f"abs({a[0]})", v, False, ok
+        b = draw(_literal_exprs(depth - 1))
+        if a[2] and b[2]:
+            return a
+        pick = (b if b[1] < a[1] else a) if f == "min" else (b if b[1] > a[1] else a)
+        return f"{f}({a[0]}, {b[0]})", pick[1], False, a[3] and b[3]
+    a, b = draw(_literal_exprs(depth - 1)), draw(_literal_exprs(depth - 1))
+    if kind == "boolop" and not (a[2] and b[2]):  # and/or of two bools is a bool value, not folded
+        op = draw(st.sampled_from(["and", "or"]))
+        v = (b[1] if a[1] else a[1]) if op == "and" else (a[1] if a[1] else b[1])
+        return f"({a[0]} {op} {b[0]})", v, False, a[3] and b[3]
+    op = draw(st.sampled_from(["+", "-", "*", "&", "|", "^", "<<", ">>"]))
+    if a[2] and b[2] and op in ("&", "|", "^"):
+        return f"({a[0]} {op} {b[0]})", {"&": a[1] & b[1], "|": a[1] | b[1], "^": a[1] ^ b[1]}[op], True, True
+    if op in ("<<", ">>"):
+        if not (-2**63 <= a[1] < 2**63 and -2**63 <= b[1] < 2**63):
+            return a  # a uint64-only value is not shifted as a Python int (refused)
+        v, ok = _step(_shift(op, a[1], b[1]), a, b)
+        return f"({a[0]} {op} {b[0]})", v, False, ok
+    v = {"+": a[1] + b[1], "-": a[1] - b[1], "*": a[1] * b[1], "&": a[1] & b[1], "|": a[1] | b[1],
+         "^": a[1] ^ b[1]}[op]
+    v, ok = _step(v, a, b)
+    return f"({a[0]} {op} {b[0]})", v, False, ok
+
+
+def _literal_kernel(tmp_path, texts, jit):
+    path = tmp_path / f"hyp_lit_{next(_lit_files)}.py"
+    body = "".join(f"        out[{k}, i] = ({t}) + a[i]\n" for k, t in enumerate(texts))
+    path.write_text(f"import tack\n\ndef k(a, out):\n    for i in range(a.shape[0]):\n{body}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return tack.kernel(mod.k, jit=jit)
+
+
+@settings(max_examples=_LIT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture], derandomize=True)
+@given(exprs=st.lists(_literal_exprs(), min_size=4, max_size=8))
+def test_expressions_of_literals_fold_like_python(tmp_path, exprs):
+    a = np.array([0, 1, -5, 32767, -32768], np.int16)
+    fit = [(t, v) for t, v, _, ok in exprs if ok and -32768 <= v <= 32767]
+    for t, v, _, ok in exprs:
+        if ok and -32768 <= v <= 32767:
+            continue
+        message = f"Python integer {v} is out of bounds for i16" if ok else "64-bit|2\\*\\*63"
+        for jit in (True, False):
+            with pytest.raises(tack.CompileError, match=message):
+                _literal_kernel(tmp_path, [t], jit)(a, np.zeros((1, 5), np.int16))
+    if fit:
+        for jit in (True, False):
+            out = np.zeros((len(fit), 5), np.int16)
+            _literal_kernel(tmp_path, [t for t, _ in fit], jit)(a, out)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for (t, v), row in zip(fit, out):
+                    assert row.tolist() == (a + np.int16(v)).tolist(), (t, jit)
+
+
+# ------------------------------------------------ complex products, compiled and debug
+# From the fuzzer: debug mode multiplied complex scalars with NumPy's scalar operator, whose
+# product is not fused as NumPy's array loop's and the compiled kernel's is (half of random
+# products differed in the last bit).
+@tack.kernel
+def complex_mix(a, b, c, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * b[i] + c[i] * a[i] - b[i] / c[i]
+
+
+complex_mix_debug = tack.kernel(complex_mix.__wrapped__, jit=False)
+
+
+def _complex_arrays(dtype, n=16):
+    w = 32 if dtype == np.complex64 else 64
+    part = st.floats(-1e3, 1e3, width=w)
+    return hnp.arrays(dtype, n, elements=st.builds(complex, part, part))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128], ids=["c64", "c128"])
+@SETTINGS
+@given(data=st.data())
+def test_complex_arithmetic_compiled_debug_and_numpy(dtype, data):
+    a, b, c = (data.draw(_complex_arrays(dtype)) for _ in range(3))
+    c[c == 0] = 1
+    outs = [np.zeros(16, dtype), np.zeros(16, dtype)]
+    complex_mix(a, b, c, outs[0])
+    complex_mix_debug(a, b, c, outs[1])
+    with np.errstate(all="ignore"):
+        want = a * b + c * a - b / c
+    assert outs[0].tobytes() == outs[1].tobytes()
+    np.testing.assert_array_equal(outs[0], want)

@@ -12,7 +12,11 @@
  * signed + - * go through unsigned arithmetic, shifts mask their count, and
  * division and modulo call the prelude's helpers, which define
  * INT_MIN // -1 and never divide by zero.  Float-to-int conversions
- * saturate (NaN gives 0) instead of being UB.
+ * saturate (NaN gives 0) instead of being UB.  Nor a fold the compiler
+ * gets wrong: GCC 12 rewrites a float `0.0 - y` as `-y` where it can tell y
+ * is never -0.0 (an integer converted, a bool, fabs), so `0.0 - n` with n =
+ * 0 gave -0.0 and `1.0 / (0.0 - n)` -inf; a subtraction from the constant
+ * +0.0 is written `y == 0 ? 0.0 : 0.0 - y`, the same value for every y.
  *
  * An array element's offset is written where the C compiler can see its
  * structure: Horner's form for a contiguous array, each index times its
@@ -163,6 +167,14 @@ void em_local_index(tk_emitter *e, tk_ir *x, int first) {
 
 #define vname(dt) ctype(e, (dt))
 
+/* Whether x is the constant +0.0 (or 0), through conversions. */
+static int plus_zero_const(const tk_ir *x) {
+    while (x->op == IR_CAST && x->n == 1) x = x->k[0];
+    if (x->op != IR_CONST || x->str || x->ty.kind != TY_VALUE) return 0;
+    if (dt_kind((tack_dtype)x->ty.dt) == TACK_KIND_FLOAT) return x->c.f == 0 && !signbit(x->c.f);
+    return dt_kind((tack_dtype)x->ty.dt) != TACK_KIND_COMPLEX && x->c.i == 0;
+}
+
 static void emit_bin(tk_emitter *e, tk_ir *x) {
     int b = x->sub;
     tk_type t = (b >= B_EQ && b <= B_GE) ? x->aux_ty : x->ty;
@@ -202,6 +214,14 @@ static void emit_bin(tk_emitter *e, tk_ir *x) {
         const char *sfx = dt == TACK_F32 ? "f32" : "f64";
         switch (b) {
         case B_ADD: case B_SUB: case B_MUL: case B_DIV:
+            if (b == B_SUB && plus_zero_const(a)) {
+                /* 0.0 - y is +0.0 for y = +0.0, but GCC 12 folds it to -y wherever it can tell y is
+                 * never -0.0 (an integer or a bool converted, fabs), which gives -0.0: written
+                 * y == 0 ? 0.0 : 0.0 - y, the same value for every y, which GCC leaves as it is */
+                P(e, "((("); ex(e, c); P(e, ") == 0) ? ("); ex(e, a); P(e, ") : (("); ex(e, a); P(e, ") - (");
+                ex(e, c); P(e, ")))");
+                return;
+            }
             P(e, "(("); ex(e, a); P(e, ") %s (", sym[b]); ex(e, c); P(e, "))");
             return;
         case B_FLOORDIV: case B_MOD: case B_POW:

@@ -94,6 +94,11 @@ int lw_is_big_pyint(const tk_ir *e);
 tk_ir *lw_big_pyint(lw_state *L, uint64_t v, int line);
 tk_ir *lw_pyint_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n);
 tk_ir *lw_pyint_neg(lw_state *L, tk_ir *x, tack_node *n);
+tk_ir *lw_pyint_invert(lw_state *L, tk_ir *x, tack_node *n);
+tk_ir *lw_pyint_abs(lw_state *L, tk_ir *x, tack_node *n);
+tk_ir *lw_pyint_pick(int is_min, tk_ir *acc, tk_ir *y);
+tk_ir *lw_pyint_of_bool(lw_state *L, tk_ir *e, const tk_ir *other);
+int lw_pyint_truth(const tk_ir *e, int *truth);
 void lw_pyint_fits(lw_state *L, const tk_ir *e, tk_type to);
 tk_ir *lw_pyint_compare(lw_state *L, int b, tk_ir *x, tk_ir *y, tack_node *n);
 /* `if v > a[k]: a[k] = v` in a parallel loop, lowered as tack.atomic_max (lower_reduce.c); 0: not that form. */

@@ -326,8 +326,10 @@ static tk_ir *abs_of(lw_state *L, tk_ir *e, tack_node *n) {
     if (!lw_known(e)) return lw_unknown(L, n);
     if (ty_is_complex(e->ty)) return lw_complex_abs(L, e, n);
     if (ty_is_float(e->ty)) return math_call(L, M_FABS, &e, 1, n);
-    if (ty_is_bool(e->ty)) e = lw_cast(L, e, e->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
+    if (ty_is_bool(e->ty)) e = lw_cast(L, lw_pyint_of_bool(L, e, NULL), e->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
     if (!ty_is_int(e->ty)) ERR(n, "abs() of %s is not supported", TN(e->ty));
+    tk_ir *lit = lw_pyint_abs(L, e, n); /* abs(-100000) is the literal 100000 */
+    if (lit) return lit;
     e = lw_hoist(L, e);
     tk_ir *u = lw_mk(L, IR_UN, e->ty, n);
     u->sub = U_ABS;
@@ -344,6 +346,13 @@ static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
         if (!ty_is_scalar(acc->ty) || !ty_is_scalar(y->ty)) ERR(n, "%s() takes scalars, not %s and %s", n->name, TN(acc->ty), TN(y->ty));
         if (ty_is_complex(acc->ty) || ty_is_complex(y->ty))
             ERR(n, "%s() of complex numbers: they have no order (Python raises TypeError)", n->name);
+        acc = lw_pyint_of_bool(L, acc, y); /* max(True, 100000): 1 and 100000, as Python compares them */
+        y = lw_pyint_of_bool(L, y, acc);
+        tk_ir *lit = lw_pyint_pick(b == B_MIN, acc, y); /* max(100000, 5) is the literal 100000 */
+        if (lit) {
+            acc = lit;
+            continue;
+        }
         tk_type t = ty_promote(acc->ty, y->ty);
         if (t.kind == TY_VALUE && !t.weak && ty_is_int(t)) {
             /* Python's pick, y < acc, by the exact comparison of a Python int

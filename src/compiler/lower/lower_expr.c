@@ -319,9 +319,17 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     int shift = op == TACK_OP_LSHIFT || op == TACK_OP_RSHIFT;
     if ((arith || shift) && ty_is_bool(x->ty) && ty_is_bool(y->ty)) {
         tk_type it = x->ty.weak && y->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64);
-        x = lw_cast(L, x, it);
-        y = lw_cast(L, y, it);
+        x = lw_cast(L, lw_pyint_of_bool(L, x, NULL), it); /* True + True: the constant 2, as in Python */
+        y = lw_cast(L, lw_pyint_of_bool(L, y, NULL), it);
     }
+    int tx, ty_;
+    if ((op == TACK_OP_BITAND || op == TACK_OP_BITOR || op == TACK_OP_BITXOR) && ty_is_bool(x->ty) &&
+        ty_is_bool(y->ty) && x->ty.weak && y->ty.weak && lw_pyint_truth(x, &tx) && lw_pyint_truth(y, &ty_))
+        /* True & False: the bool constant, so that (True | False) * 100000 is folded too */
+        return ir_const_i(L->C, ty_weak(TACK_BOOL),
+                          op == TACK_OP_BITAND ? (tx & ty_) : op == TACK_OP_BITOR ? (tx | ty_) : (tx ^ ty_), n->line);
+    x = lw_pyint_of_bool(L, x, y); /* True * 100000: Python's 100000, checked where it meets a type */
+    y = lw_pyint_of_bool(L, y, x);
     tk_ir *exact = lw_pyint_binop(L, op, x, y, n); /* 2**64 is no int64; -2**63 is */
     if (exact) return exact;
     lw_pyint_fits(L, x, y->ty);
@@ -421,6 +429,13 @@ static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *sc
         ERR(n, "and/or of complex numbers is not supported in kernels; test bool(z) or z != 0");
     tk_type t = ty_is_bool(a->ty) && ty_is_bool(b->ty) ? ty_value(TACK_BOOL) : ty_promote(a->ty, b->ty);
     if (k > 0 && scratch->n == 0) lw_choice(L, n, k, t, -1);
+    int ta, tb;
+    if (scratch->n == 0 && !ty_is_bool(t) && lw_pyint_truth(a, &ta) && lw_pyint_truth(b, &tb)) {
+        /* 0 or 100000: Python's pick of two constants is a constant, checked where it meets a type */
+        tk_ir *pick = lw_pyint_of_bool(L, isand ? (ta ? b : a) : (ta ? a : b), NULL);
+        if (k > 0) lw_choice(L, n, k, pick->ty, -1); /* the constant's own type (2**63 or 1: u64 or not) */
+        return pick;
+    }
     if (scratch->n == 0) {
         a = lw_cast(L, a, t);
         if (!ty_is_bool(t)) a = lw_hoist(L, a);
@@ -518,7 +533,7 @@ static tk_ir *lower_unary(lw_state *L, tack_node *n) {
     if (x->ty.kind != TY_VALUE) ERR(n, "bad operand type for unary operator: %s", TN(x->ty));
     if (n->op == TACK_OP_NEG) {
         if (ty_is_quat(x->ty) || ty_is_xform(x->ty)) return lw_quat_neg(L, x, n);
-        if (ty_is_bool(x->ty)) x = lw_cast(L, x, x->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
+        if (ty_is_bool(x->ty)) x = lw_cast(L, lw_pyint_of_bool(L, x, NULL), x->ty.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64));
         if (!ty_is_scalar(x->ty)) L->C->uses_vec = 1;
         tk_ir *lit = lw_pyint_neg(L, x, n); /* -5 is the literal -5, as in Python; -2**63 fits, -2**64 not */
         if (lit) return lit;
@@ -528,6 +543,11 @@ static tk_ir *lower_unary(lw_state *L, tack_node *n) {
     }
     if (n->op == TACK_OP_INVERT) {
         if (!ty_is_int(x->ty) && !ty_is_bool(x->ty)) ERR(n, "bad operand type for unary ~: %s", TN(x->ty));
+        tk_ir *lit = lw_pyint_invert(L, x, n); /* ~100000 is the literal -100001 */
+        if (lit) return lit;
+        int t;
+        if (ty_is_bool(x->ty) && x->ty.weak && lw_pyint_truth(x, &t)) /* ~True: NumPy's logical not, a constant */
+            return ir_const_i(L->C, ty_weak(TACK_BOOL), !t, n->line);
         tk_ir *u = lw_mk(L, IR_UN, x->ty, n);
         u->sub = ty_is_bool(x->ty) ? U_NOT : U_INVERT;
         return lw_kid(L, u, x);

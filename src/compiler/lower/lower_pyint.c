@@ -10,18 +10,22 @@
  *   - a literal is carried as a weak i64; one above INT64_MAX (up to
  *     2**64 - 1) is carried in a u64 constant marked TK_CONST_PYINT, so the
  *     places it meets a type can tell it from a u64 value;
- *   - an operator on two such constants (+ - * ** // % & | ^, and unary -)
- *     is computed here exactly, in 128 bits, with Python's
- *     semantics, and becomes a constant: a weak i64 inside int64, a marked
+ *   - an operator on two such constants (+ - * ** // % & | ^ << >>, unary -
+ *     and ~, abs, min, max, and `and`/`or`, with True and False as 1 and 0
+ *     where they meet an int or are added) is computed here exactly, in 128
+ *     bits, with Python's semantics, and becomes a constant: a weak i64 inside int64, a marked
  *     u64 constant in [2**63, 2**64) (as the literal of that value would
  *     be), and otherwise a CompileError, since no type of the language holds
  *     it (`-2**63` is int64's least value and fine, `2**64` is refused, and
  *     so is `2**64 - 1`, whose first step is).  So the checks where a Python
  *     int meets a type see the value, not an expression (`a[i] = 2**62` into
  *     int8 is refused as the literal would be).  Division by zero is left
- *     to the run-time check; shifts are not Python's here but NumPy's, as
- *     everywhere in the language (a count past the width gives 0:
- *     docs/language.md), so they are left to the ordinary lowering;
+ *     to the run-time check.  A shift is NumPy's int64 shift, as everywhere
+ *     in the language (`1 << 63` is int64's least value, a count past the
+ *     width shifts every bit out: docs/language.md), folded all the same.
+ *     Left to the ordinary lowering, these gave a weak int that is not a
+ *     constant, as the loop variable is, so `(1 << 20) + a16[i]` or `True *
+ *     100000 + a16[i]` wrapped to int16 without the check a literal gets;
  *   - lw_cast refuses a marked constant converted to any integer type but
  *     u64 (NumPy 2 raises OverflowError for `np.int64(2**63)`), naming the
  *     value and the type.
@@ -114,6 +118,17 @@ static i128 exact(tack_op op, i128 x, i128 y, int *done) {
     case TACK_OP_BITAND: return x & y;
     case TACK_OP_BITOR: return x | y;
     case TACK_OP_BITXOR: return x ^ y;
+    case TACK_OP_LSHIFT:
+    case TACK_OP_RSHIFT: {
+        /* NumPy's int64 shift, as at run time (test_shifts.py): `1 << 63` is
+         * int64's least value, a count past the width or a negative one
+         * shifts every bit out; a Python int from 2**63 up is not shifted here */
+        if (x < (i128)INT64_MIN || x > (i128)INT64_MAX) break;
+        int64_t a = (int64_t)x;
+        if (y < 0 || y >= 64) return op == TACK_OP_RSHIFT && a < 0 ? -1 : 0;
+        if (op == TACK_OP_LSHIFT) return (i128)(int64_t)((uint64_t)a << (int)y);
+        return (i128)(a < 0 ? ~(~a >> (int)y) : a >> (int)y); /* arithmetic, without relying on >> of a negative */
+    }
     default: break;
     }
     *done = 0;
@@ -173,6 +188,26 @@ tk_ir *lw_pyint_neg(lw_state *L, tk_ir *x, tack_node *n) {
     return ir_const_i(L->C, ty_weak(TACK_I64), (int64_t)r, n->line);
 }
 
+tk_ir *lw_pyint_invert(lw_state *L, tk_ir *x, tack_node *n) {
+    if (!is_pyint(x)) return NULL;
+    i128 r = -value_of(x) - 1; /* Python's ~x */
+    tk_ir *e = settle(L, r, n);
+    return e ? e : ir_const_i(L->C, ty_weak(TACK_I64), (int64_t)r, n->line);
+}
+
+tk_ir *lw_pyint_abs(lw_state *L, tk_ir *x, tack_node *n) {
+    if (!is_pyint(x)) return NULL;
+    i128 r = value_of(x) < 0 ? -value_of(x) : value_of(x); /* abs(-2**63) is 2**63: a uint64 alone holds it */
+    tk_ir *e = settle(L, r, n);
+    return e ? e : ir_const_i(L->C, ty_weak(TACK_I64), (int64_t)r, n->line);
+}
+
+tk_ir *lw_pyint_pick(int is_min, tk_ir *acc, tk_ir *y) {
+    if (!is_pyint(acc) || !is_pyint(y)) return NULL;
+    i128 a = value_of(acc), b = value_of(y);
+    return (is_min ? b < a : b > a) ? y : acc; /* Python's: the first of equals */
+}
+
 #else /* no 128-bit integers: no exact check */
 
 tk_ir *lw_pyint_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
@@ -185,7 +220,39 @@ tk_ir *lw_pyint_neg(lw_state *L, tk_ir *x, tack_node *n) {
     return NULL;
 }
 
+tk_ir *lw_pyint_invert(lw_state *L, tk_ir *x, tack_node *n) {
+    (void)L, (void)x, (void)n;
+    return NULL;
+}
+
+tk_ir *lw_pyint_abs(lw_state *L, tk_ir *x, tack_node *n) {
+    (void)L, (void)x, (void)n;
+    return NULL;
+}
+
+tk_ir *lw_pyint_pick(int is_min, tk_ir *acc, tk_ir *y) {
+    (void)is_min, (void)acc, (void)y;
+    return NULL;
+}
+
 #endif
+
+/* A Python bool constant (True, False) met by a Python int constant, or
+ * made an int by arithmetic on two bools: the constant 1 or 0, so that the
+ * expression of literals is folded, and checked, like any other. */
+tk_ir *lw_pyint_of_bool(lw_state *L, tk_ir *e, const tk_ir *other) {
+    if (!e || e->op != IR_CONST || e->str || e->ty.kind != TY_VALUE || !e->ty.weak || e->ty.dt != TACK_BOOL) return e;
+    if (other && !is_pyint(other)) return e;
+    return ir_const_i(L->C, ty_weak(TACK_I64), e->c.i != 0, e->line);
+}
+
+/* Whether e is a constant of Python's (an int or a bool) and, in *truth, its truth value. */
+int lw_pyint_truth(const tk_ir *e, int *truth) {
+    if (!e || e->op != IR_CONST || e->str || e->ty.kind != TY_VALUE) return 0;
+    if (!is_pyint(e) && !(e->ty.weak && e->ty.dt == TACK_BOOL)) return 0;
+    *truth = lw_is_big_pyint(e) ? e->c.u != 0 : e->c.i != 0;
+    return 1;
+}
 
 void lw_pyint_fits(lw_state *L, const tk_ir *e, tk_type to) {
     if (!lw_is_big_pyint(e) || !ty_is_int(to) || to.weak || to.dt == TACK_U64) return;
