@@ -21,6 +21,8 @@ compiles wait for the end of the session and then run in worker
 processes, one a core (a process each: hiprtc's compiler library is not
 thread-safe), their outputs kept between runs (_tool_cache.py); the
 summaries, one per target, go to the JSON file named by TACK_CUDA_CAPTURE.
+Under make test NVRTC and hiprtc each compile half of the calls, the halves
+chosen by the call's CUDA source (_suite.HALVES); make test-all, every call.
 
 The sources are compiled in batches (_gpu_batch.compile_all: CUDA and HIP
 24 to a program, Metal 48 to a translation unit), the members of a batch
@@ -51,15 +53,24 @@ def _refused_by_metal(target, e):
 
 
 def _capture(k, args, kwargs):
+    # under make test NVRTC and hiprtc take complementary halves of the calls, by
+    # their CUDA source (_suite.HALVES)
+    cuda_src = None
+    if _suite.sampling() and {"cuda", "hip"} & set(_TARGETS):
+        try:
+            cuda_src = k.generated_source(*args, target="cuda", **kwargs)
+        except Exception:  # noqa: BLE001 -- no CUDA source: each target's own decides
+            pass
     for target in _TARGETS:
-        _capture_for(target, k, args, kwargs)
+        _capture_for(target, k, args, kwargs, cuda_src)
 
 
-def _capture_for(target, k, args, kwargs):
+def _capture_for(target, k, args, kwargs, cuda_src=None):
     summary = _summaries[target]
     name = getattr(k, "__name__", "?")
     try:
-        src = k.generated_source(*args, target=target, **kwargs)
+        src = cuda_src if target == "cuda" and cuda_src is not None else \
+            k.generated_source(*args, target=target, **kwargs)
     except Exception as e:  # a call the test expects to fail: nothing to compile
         if _refused_by_metal(target, e):
             summary.setdefault("refused", []).append(f"{name}: {e}"[:400])
@@ -75,6 +86,9 @@ def _capture_for(target, k, args, kwargs):
             return
         summary["no_source"] += 1
         summary.setdefault("no_source_why", []).append(f"{name}: {e}"[:300])
+        return
+    if target in _suite.HALVES and not _suite.sampled(target, cuda_src if cuda_src is not None else src):
+        summary["other_half"] = summary.get("other_half", 0) + 1
         return
     _add(target, name, src)
 
