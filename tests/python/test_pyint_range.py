@@ -184,12 +184,20 @@ def in_blocks(a, out):
         out[b * 32 + t] = s[31 - t]
 
 
+def thread_times_four(a, out):
+    for b, t in tack.blocks(out.shape[0] // 32, 32):
+        out[b * 32 + t] = a[b * 32 + t] + t * 4  # t * 4 <= 124: fits int8, not checked
+
+
 @MODES
 def test_in_a_blocks_kernel(jit):
     k = tack.kernel(in_blocks, jit=jit)
     out = np.zeros(128, np.int8)
     k(np.zeros(128, np.int8), out)
     assert out[:32].tolist() == list(range(31, -1, -1))
+    out = np.zeros(128, np.int8)
+    tack.kernel(thread_times_four, jit=jit)(np.ones(128, np.int8), out)
+    assert out.tolist() == [1 + 4 * (k % 32) for k in range(128)]
     with pytest.raises(OverflowError, match=r"Python integer 1\d\d out of bounds for int8"):
         k(np.zeros(160, np.int8), np.zeros(160, np.int8))
 
@@ -279,6 +287,8 @@ def test_the_loop_variables_check_runs_once_per_loop():
     assert "check.intfit #" in ir, ir  # i * 2: checked per element
     assert "intfit" not in tack.kernel(mod_128).ir(a, out)  # every value fits: no check at all
     assert "check.intfit #" in tack.kernel(mod_200).ir(a, out)
+    assert "intfit" not in tack.kernel(thread_times_four).ir(a, out)  # a blocks loop's thread: 0 .. 31
+    assert "check.intfit #" in tack.kernel(in_blocks).ir(a, out)  # b * 32 + t: b is unbounded
     ir = tack.kernel(loop_plus, checks=False).ir(a, out)
     assert "intfit" not in ir, ir
 

@@ -78,6 +78,8 @@ typedef struct check_elider {
     int *log, nlog; /* the locals given an env or rdef entry, in order, to forget when a block ends */
     tk_ir **rdef;   /* per integer local defined once, from its definition to the end of its block: the value
                      * (for the ranges of CK_INTFIT checks: a temporary holding `i % 100`) */
+    int thread;     /* the thread variable of the blocks loop the walk is in (-1: none), 0 .. block - 1 */
+    int64_t block;
 } check_elider;
 
 static void count_defs(check_elider *k, tk_ir *s) {
@@ -273,7 +275,7 @@ static void ks(check_elider *k, tk_ir *s);
 /* ------------------------------------------------- the range of a value */
 /* Bounds [*lo, *hi] that integer value e provably lies in, for CK_INTFIT
  * checks (5.): constants, extents (>= 0), the variables of loops with
- * constant bounds, and +, -, *, // and >> of those, % by a constant and &
+ * constant bounds, a blocks loop's thread (0 .. block - 1), and +, -, *, // and >> of those, % by a constant and &
  * with a non-negative constant, a narrower integer's value -- `i % 100`
  * fits int8 wherever i comes from.  Bounds are kept within +-2**61, so the
  * arithmetic on them cannot wrap; past that the value is unknown (0). */
@@ -305,6 +307,10 @@ static int value_range(check_elider *k, const tk_ir *e, int64_t *lo, int64_t *hi
         return 1;
     }
     case IR_LOCAL: {
+        if (e->local >= 0 && e->local == k->thread && k->defs[e->local] == 1 && k->block > 0 && k->block <= RMAG) {
+            *lo = 0, *hi = k->block - 1; /* a blocks loop's thread */
+            return 1;
+        }
         loopv *lv = induction(k, e);
         if (!lv && e->local >= 0 && e->local < k->S->nlocals && k->rdef[e->local])
             return value_range(k, k->rdef[e->local], lo, hi, depth + 1);
@@ -449,7 +455,11 @@ static void ks(check_elider *k, tk_ir *s) {
             loopv lv = {s->bnd->k[j]->local, s->bnd->k[j + 1], s->bnd->k[j + 2], 1};
             k->stack[k->n++] = lv;
         }
+        int thread = k->thread;
+        int64_t block = k->block;
+        if (ir_is_blocks(s)) k->thread = s->local, k->block = s->c.i;
         kblock(k, s->k[s->aux]);
+        k->thread = thread, k->block = block;
         k->n = saved;
         return;
     }
@@ -721,6 +731,7 @@ void tk_checks(tk_cc *C) {
         k.env = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
         memset(k.env, 0, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
         k.log = tk_alloc(&C->arena, sizeof(int) * (size_t)(S->nlocals + 1));
+        k.thread = -1;
         k.rdef = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
         memset(k.rdef, 0, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
         count_defs(&k, S->body);
