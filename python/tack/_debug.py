@@ -208,8 +208,12 @@ class _Ctx:
             # number to the components' type first (vec3 * f64 is a vec3 computed in f32), where
             # NumPy would promote the components (f64) and the store round them a second time
             if xa:
+                if type(y) is _RInt and x.dtype.kind in "iu" and self.checks:
+                    self._fits(x.dtype, y)
                 y = convert(x.dtype, y)
             else:
+                if type(x) is _RInt and y.dtype.kind in "iu" and self.checks:
+                    self._fits(y.dtype, x)
                 x = convert(y.dtype, x)
         if xa or ya:
             return _OPS[op](x, y)
@@ -234,7 +238,18 @@ class _Ctx:
             t = self.df
         if op == "**" and t.kind in "iu" and wy is not None and not wy[1] and y < 0:
             t = self.df  # 2 ** -1 is 0.5, as in Python
+        if t.kind in "iu" and self.checks and (tx is _RInt or type(y) is _RInt) and t != _I64:
+            self._fits(t, x if tx is _RInt else y)
         return self._compute(op, t, self._to(t, x), self._to(t, y))
+
+    def _fits(self, t, v):
+        """A run-time Python int meeting the integer type t in arithmetic: NumPy 2's
+        OverflowError where it does not fit, as the compiled check (lower_pyint.c)."""
+        info = np.iinfo(t)
+        if not info.min <= v <= info.max:
+            raise OverflowError(f"Python integer {int(v)} out of bounds for {t.name} (kernel {self.where}, run as "
+                                f"Python); a Python int takes the type of the {t.name} value it meets in "
+                                f"arithmetic, as in NumPy 2: widen that operand (tack.i64(...)) for a wider result")
 
     def _compute(self, op, t, a, b):
         if t.kind in "iu":
@@ -386,6 +401,8 @@ class _Ctx:
                 and a.dtype.kind in "iufc":
             # an atomic a[k] += v: v converted to the element's type first, added in it
             t = a.dtype if a.dtype.itemsize != 2 or a.dtype.kind != "f" else _F32
+            if type(v) is _RInt and t.kind in "iu" and t != _I64 and self.checks:
+                self._fits(t, v)
             old = self.load(a, idx)
             self.store(a, idx, self._compute(op, t, self._to(t, old), convert(t, v)))
             return

@@ -68,8 +68,10 @@ def _minmax(pick):
         if any(isinstance(a, np.ndarray) for a in args):
             return (min if pick == "<" else max)(*args)
         t = args[0]
-        for a in args[1:]:  # the promoted type, as for +
-            t = ctx.bin("+", t, a) if not (_is_bool(t) and _is_bool(a)) else t
+        for a in args[1:]:  # the promoted type, as for + (of the types alone: a run-time int as 0,
+            # since the value picked is converted as documented, not checked as an operand of +)
+            t = ctx.bin("+", _RInt(0) if type(t) is _RInt else t, _RInt(0) if type(a) is _RInt else a) \
+                if not (_is_bool(t) and _is_bool(a)) else t
         best = args[0]
         for a in args[1:]:
             if ctx.cmp(pick, a, best):  # Python's min/max: the first of equals, NaN as comparisons say

@@ -208,7 +208,9 @@ typedef enum tk_irop {
                   * CK_INDEX [i, n]: -n <= i < n, or by local (tk_index_form) CKI_NONNEG
                   * [i, n]: 0 <= i < n, CKI_RANGE [lo, hi, n] (hoisted out of a loop):
                   * lo >= hi or hi <= n; CK_COMP [k, len]: -len <= k < len; CK_ZERODIV
-                  * [d]: d != 0; CK_NEGPOW [e]: e >= 0; CK_ASSERT [c]: c */
+                  * [d]: d != 0; CK_NEGPOW [e]: e >= 0; CK_ASSERT [c]: c; CK_INTFIT
+                  * [v, lo, hi] (constants lo, hi): lo <= v <= hi, or CKI_RANGE [a, b, lo, hi]
+                  * (a loop's values a .. b - 1, hoisted out of it): a >= b or lo <= a and b - 1 <= hi */
     IR_PRINT,    /* [values...]; strings are IR_CONST with str */
     IR_EVAL,     /* [expr] evaluated and dropped */
     IR_LSTORE,   /* local = a local array; [value, idx...] */

@@ -329,6 +329,12 @@ tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b)
         return tack_set_error(TACK_ERR_VALUE,
                               "integers to negative integer powers are not allowed: exponent %lld (%s); "
                               "make the base a float for a float result", (long long)a, where);
+    case CK_INTFIT:
+        return tack_set_error(TACK_ERR_OVERFLOW,
+                              "Python integer %lld out of bounds for %s (%s); a Python int takes the type of the "
+                              "%s value it meets in arithmetic, as in NumPy 2: widen that operand (tack.i64(...)) "
+                              "for a wider result", (long long)a, s->message ? s->message : "?", where,
+                              s->message ? s->message : "?");
     case CK_UNBOUND:
         return tack_set_error(TACK_ERR_UNBOUND,
                               "local variable '%s' is read before it is assigned (%s): in this iteration of the "

@@ -23,7 +23,10 @@
  * (range()'s step; seed_u64's x == x, false for a NaN). */
 /* CK_UNBOUND: a flag that must be true, else UnboundLocalError naming the
  * local in the site's message (compiler/lower/unbound.c). */
-typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW, CK_STEP, CK_UNBOUND } tk_check;
+/* CK_INTFIT: a Python int known at run time that must fit the fixed-width
+ * type it meets in arithmetic, else OverflowError naming the value and the
+ * type (the site's message: the dtype's name; compiler/lower/lower_pyint.c). */
+typedef enum tk_check { CK_INDEX, CK_ZERODIV, CK_ASSERT, CK_COMP, CK_NEGPOW, CK_STEP, CK_UNBOUND, CK_INTFIT } tk_check;
 
 /* The site number a launch reports when tack_interrupt() stopped it. */
 #define TK_SITE_INTERRUPT (-2)
@@ -33,7 +36,8 @@ typedef struct tk_site {   /* a check site: what to say when it fails */
     int line;
     int axis;
     const char *array;     /* CK_INDEX: parameter name */
-    const char *message;   /* CK_ASSERT, CK_ZERODIV, CK_STEP: the text; CK_UNBOUND: the local's name */
+    const char *message;   /* CK_ASSERT, CK_ZERODIV, CK_STEP: the text; CK_UNBOUND: the local's name;
+                            * CK_INTFIT: the type's name */
     const char *func;      /* kernel or function name */
     const char *file;
 } tk_site;

@@ -175,6 +175,17 @@ void em_check_fails(tk_emitter *e, tk_ir *s) {
     case CK_ASSERT: case CK_UNBOUND:
         P(e, "!("); ex(e, s->k[0]); P(e, ")");
         return;
+    case CK_INTFIT: /* lo <= v <= hi as one unsigned compare, v - lo <= hi - lo */
+        if (s->local == CKI_RANGE) { /* a < b and (a outside, or b - 1 above hi) */
+            P(e, "("); ex(e, s->k[0]); P(e, ") < ("); ex(e, s->k[1]); P(e, ") && ((uint64_t)(int64_t)(");
+            ex(e, s->k[0]); P(e, ") - (uint64_t)(int64_t)(%lld) > (uint64_t)(%llu) || (int64_t)(", (long long)s->k[2]->c.i,
+                              (unsigned long long)((uint64_t)s->k[3]->c.i - (uint64_t)s->k[2]->c.i));
+            ex(e, s->k[1]); P(e, ") - 1 > (int64_t)(%lld))", (long long)s->k[3]->c.i);
+        } else {
+            P(e, "(uint64_t)(int64_t)("); ex(e, s->k[0]); P(e, ") - (uint64_t)(int64_t)(%lld) > (uint64_t)(%llu)", (long long)s->k[1]->c.i,
+                                                       (unsigned long long)((uint64_t)s->k[2]->c.i - (uint64_t)s->k[1]->c.i));
+        }
+        return;
     }
 }
 
@@ -337,6 +348,16 @@ static void emit_check(tk_emitter *e, tk_ir *s) {
         break;
     case CK_NEGPOW:
         P(e, "(int64_t)("); ex(e, s->k[0]); P(e, "), 0); ");
+        break;
+    case CK_INTFIT:
+        if (s->local == CKI_RANGE) { /* the first value that fails, in the loop's order */
+            P(e, "(uint64_t)(int64_t)("); ex(e, s->k[0]); P(e, ") - (uint64_t)(int64_t)(%lld) > (uint64_t)(%llu) ? (int64_t)(",
+                                                        (long long)s->k[2]->c.i,
+                                                        (unsigned long long)((uint64_t)s->k[3]->c.i - (uint64_t)s->k[2]->c.i));
+            ex(e, s->k[0]); P(e, ") : (int64_t)(%lld) + 1, 0); ", (long long)s->k[3]->c.i);
+        } else {
+            P(e, "(int64_t)("); ex(e, s->k[0]); P(e, "), 0); ");
+        }
         break;
     default:
         P(e, "0, 0); ");

@@ -175,8 +175,8 @@ static void ds(ir_dumper *d, tk_ir *s, int n) {
         }
         break;
     case IR_CHECK: {
-        static const char *k[] = {"index", "zerodiv", "assert", "component", "negpow", "step"};
-        _Static_assert(sizeof k / sizeof *k == CK_STEP + 1, "a name for every check kind");
+        static const char *k[] = {"index", "zerodiv", "assert", "component", "negpow", "step", "unbound", "intfit"};
+        _Static_assert(sizeof k / sizeof *k == CK_INTFIT + 1, "a name for every check kind");
         tk_printf(b, "check.%s%s #%d", k[s->sub], s->local == 1 ? ".nonneg" : s->local == 2 ? ".range" : "", s->aux);
         for (int i = 0; i < s->n; i++) { tk_puts(b, " "); dx(d, s->k[i]); }
         break;

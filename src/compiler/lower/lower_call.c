@@ -169,13 +169,13 @@ static int names_target(const tack_node *t, const char *name) {
 }
 
 /* Whether statement tree x assigns `name` (=, :=, op=, or as a for target). */
-static int assigns(const tack_node *x, const char *name) {
+int lw_assigns_name(const tack_node *x, const char *name) {
     if (!x) return 0;
     if ((x->kind == TACK_N_ASSIGN || x->kind == TACK_N_ANNASSIGN || x->kind == TACK_N_AUGASSIGN ||
          x->kind == TACK_N_FOR) && x->nkids > 0 && names_target(x->kids[0], name))
         return 1;
     for (int i = 0; i < x->nkids; i++)
-        if (assigns(x->kids[i], name)) return 1;
+        if (lw_assigns_name(x->kids[i], name)) return 1;
     return 0;
 }
 
@@ -212,7 +212,7 @@ void lw_par_own_vars(lw_state *L) {
     L->npfor_vars = S->npar_own;
     for (int d = 0; d < S->npar_own; d++) {
         int p = S->par_own[d];
-        L->pfor_vars[d] = p >= 0 && S->plocal[p] >= 0 && !assigns(L->F->body, S->pnames[p]) ? S->plocal[p] : -1;
+        L->pfor_vars[d] = p >= 0 && S->plocal[p] >= 0 && !lw_assigns_name(L->F->body, S->pnames[p]) ? S->plocal[p] : -1;
     }
 }
 

@@ -302,6 +302,11 @@ static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_nod
     if ((b == B_MUL || b == B_DIV) && xv && yv && ty_is_matrix(t))
         ERR(n, "use @ to multiply matrices");
     L->C->uses_vec = 1;
+    if (xv != yv && dt_kind(dt_scalar((tack_dtype)t.dt)) == TACK_KIND_INT) { /* vec3i * n: n as an i32 */
+        tk_type comp = ty_value(dt_scalar((tack_dtype)t.dt));
+        if (xv) y = lw_pyint_narrow(L, y, comp, n);
+        else x = lw_pyint_narrow(L, x, comp, n);
+    }
     return lw_bin(L, b, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);
 }
 
@@ -337,6 +342,11 @@ tk_ir *lw_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
     tk_type t = lw_rule_arith(ty_promote(x->ty, y->ty), x, y);
     if (t.kind == TY_UNKNOWN) ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     if (arith && ty_is_bool(t)) t = t.weak ? ty_weak(TACK_I64) : ty_value(TACK_I64);
+    if (ty_is_int(t) && op != TACK_OP_DIV && !(op == TACK_OP_POW && negative_literal(y))) {
+        /* a run-time Python int taking a narrower type: NumPy 2's OverflowError where it does not fit */
+        x = lw_pyint_narrow(L, x, t, n);
+        y = lw_pyint_narrow(L, y, t, n);
+    }
     switch (op) {
     case TACK_OP_ADD: return lw_bin(L, B_ADD, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);
     case TACK_OP_SUB: return lw_bin(L, B_SUB, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);

@@ -50,6 +50,22 @@
  * too where NumPy 2 does and their promotion would not: uint64 against a
  * signed type, whose promoted type is float64.
  *
+ * Arithmetic is where a Python int does take the fixed-width type it meets
+ * (`i + a8[k]` is int8, as in NumPy 2), and NumPy 2 raises OverflowError
+ * when the Python int does not fit that type ("Python integer 300 out of
+ * bounds for int8").  A literal is refused at compile time (lw_cast) and a
+ * Python int argument at the call (the launch's range check); an integer
+ * known only at run time -- the loop variable, a shape, len(), arithmetic
+ * on them -- gets a run-time check here (lw_pyint_narrow): a CK_INTFIT
+ * check [v, lo, hi] before the operation, whose failure raises
+ * OverflowError naming the value, the type and the line.  It follows
+ * `checks`, as the index checks do (checks=False wraps, as before).  A
+ * check of an invariant value (a shape) runs once per loop, and one of the
+ * loop variable (plus a constant) once per loop as its first and last
+ * values (checks.c), so `out[i] = a8[i] + i` keeps its SIMD loop.  Only
+ * conversions for arithmetic are checked: a comparison is exact (above), a
+ * store and an explicit cast (tack.i8(x)) convert as C does.
+ *
  * Without a 128-bit integer type in the host compiler the exact check is
  * skipped (the generated arithmetic then wraps as it did before); every
  * compiler Tack is built with on its supported platforms has one.
@@ -367,4 +383,44 @@ tk_ir *lw_pyint_compare(lw_state *L, int b, tk_ir *x, tk_ir *y, tack_node *n) {
     tk_ir *s = lw_cast(L, w, ty_value(TACK_I64));
     if (px) return signed_vs_unsigned(L, b, s, c, n);
     return signed_vs_unsigned(L, mirror[b], s, c, n);
+}
+
+/* A Python int known only at run time (a weak i64 that is not a constant:
+ * the loop variable, a shape, len(), a Python int argument, arithmetic on
+ * them) about to be converted to the fixed-width integer type `to` because
+ * it meets a value of that type in arithmetic: NumPy 2 raises OverflowError
+ * where it does not fit, and so does the kernel, through a CK_INTFIT check
+ * [e, lo, hi] before the operation (the essay).  Returns e, evaluated once
+ * into a temporary when the check reads it. */
+tk_ir *lw_pyint_narrow(lw_state *L, tk_ir *e, tk_type to, tack_node *n) {
+    if (!L->C->opts.checks || e->ty.kind != TY_VALUE || !e->ty.weak || e->ty.dt != TACK_I64 || e->op == IR_CONST)
+        return e;
+    if (to.kind != TY_VALUE || to.weak || !ty_is_int(to) || !ty_is_scalar(to) || to.dt == TACK_I64) return e;
+    /* a kernel's parameter as the caller passed it: the launch checks the argument against the
+     * types it meets (lower.c, narrow_param), and one from 2**63 up is a uint64's bits */
+    if (L->is_kernel && e->op == IR_LOCAL && is_param(L, e) && !lw_assigns_name(L->F->body, L->S->locals[e->local].name))
+        return e;
+    tack_dtype dt = (tack_dtype)to.dt;
+    int bits = dt_bits(dt);
+    int64_t lo, hi;
+    if (dt_kind(dt) == TACK_KIND_UINT) {
+        lo = 0;
+        hi = bits == 64 ? INT64_MAX : (int64_t)(((uint64_t)1 << bits) - 1);
+    } else {
+        lo = -((int64_t)1 << (bits - 1));
+        hi = ((int64_t)1 << (bits - 1)) - 1;
+    }
+    e = lw_hoist(L, e);
+    static const char *numpy[] = {[TACK_I8] = "int8", [TACK_I16] = "int16", [TACK_I32] = "int32", [TACK_U8] = "uint8",
+                                  [TACK_U16] = "uint16", [TACK_U32] = "uint32", [TACK_U64] = "uint64"};
+    const char *name = (size_t)dt < sizeof numpy / sizeof *numpy && numpy[dt] ? numpy[dt] : dt_name(dt);
+    int site = lw_site(L, CK_INTFIT, n->line, 0, NULL, name); /* NumPy's name: its message's words */
+    tk_ir *c = ir_new(L->C, IR_CHECK, ty_void(), n->line);
+    c->sub = CK_INTFIT;
+    c->aux = site;
+    ir_push(L->C, c, e);
+    ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), lo, n->line));
+    ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), hi, n->line));
+    lw_emit(L, c);
+    return e;
 }

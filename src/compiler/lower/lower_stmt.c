@@ -329,6 +329,7 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
         !ty_is_bool(et) && !dt_is_half(L->S->ptypes[p].dt)) {
         tk_ir *v = lw_expr(L, n->kids[1]);
         if (lw_known(v) && ty_is_scalar(v->ty)) {
+            if (ty_is_int(et)) v = lw_pyint_narrow(L, v, et, n); /* added in the element's type, as NumPy's a[k] += v */
             lw_atomic(L, n->op == TACK_OP_ADD ? A_ADD : A_SUB, p, t->kids + 1, t->nkids - 1, v, NULL, n, 0);
             return;
         }

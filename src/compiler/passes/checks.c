@@ -35,6 +35,16 @@
  *      deciding whether a wrap can go.  A sum or product of non-negative
  *      terms (i = 1 + 2 * k of a stepped range) loses its wrap too.
  *
+ *   5. Python ints' ranges (CK_INTFIT, lower_pyint.c).  A check that a
+ *      run-time Python int fits the type it meets in arithmetic reads its
+ *      value through locals as an index check does (4.), and is hoisted as
+ *      one (3.) when the loop does not change it (a shape); of `v + c` for
+ *      the variable v of a loop with a step of 1 it becomes one check
+ *      before the loop of the first and last values, lo + c and hi - 1 +
+ *      c, reporting the first value that would have failed.  So
+ *      `out[i] = a8[i] + i` checks `n - 1 <= 127` once per loop and its
+ *      body stays the SIMD loop it was.
+ *
  * The wraps go with checks=False too (where there are no checks to move):
  * dropping the wrap of an index proven non-negative changes no result, and
  * a kernel compiled without checks kept every one of them, which stopped the
@@ -65,7 +75,11 @@ typedef struct check_elider {
     int n;
     tk_ir **env;   /* per local defined once by an index-like value the walk has passed: the value,
                     * its own locals replaced (NULL: none, or its block has ended) */
-    int *log, nlog; /* the locals given an env entry, in order, to forget when a block ends */
+    int *log, nlog; /* the locals given an env or rdef entry, in order, to forget when a block ends */
+    tk_ir **rdef;   /* per integer local defined once, from its definition to the end of its block: the value
+                     * (for the ranges of CK_INTFIT checks: a temporary holding `i % 100`) */
+    int thread;     /* the thread variable of the blocks loop the walk is in (-1: none), 0 .. block - 1 */
+    int64_t block;
 } check_elider;
 
 static void count_defs(check_elider *k, tk_ir *s) {
@@ -258,6 +272,104 @@ static tk_ir *kx(check_elider *k, tk_ir *x) {
 
 static void ks(check_elider *k, tk_ir *s);
 
+/* ------------------------------------------------- the range of a value */
+/* Bounds [*lo, *hi] that integer value e provably lies in, for CK_INTFIT
+ * checks (5.): constants, extents (>= 0), the variables of loops with
+ * constant bounds, a blocks loop's thread (0 .. block - 1), and +, -, *, // and >> of those, % by a constant and &
+ * with a non-negative constant, a narrower integer's value -- `i % 100`
+ * fits int8 wherever i comes from.  Bounds are kept within +-2**61, so the
+ * arithmetic on them cannot wrap; past that the value is unknown (0). */
+#define RMAG ((int64_t)1 << 61)
+static int value_range(check_elider *k, const tk_ir *e, int64_t *lo, int64_t *hi, int depth) {
+    e = ir_strip(e);
+    if (depth > 16 || !ty_is_int(e->ty)) return 0;
+    int64_t al, ah, bl, bh;
+    switch (e->op) {
+    case IR_CONST:
+        if (e->c.i < -RMAG || e->c.i > RMAG) return 0;
+        *lo = *hi = e->c.i;
+        return 1;
+    case IR_SHAPE:
+        *lo = 0;
+        *hi = RMAG;
+        return 1;
+    case IR_CAST: { /* an extent, or a narrower integer's value */
+        const tk_ir *x = e->k[0];
+        if (x->op == IR_SHAPE) return value_range(k, x, lo, hi, depth + 1);
+        if (x->ty.kind != TY_VALUE || !ty_is_int(x->ty) || !ty_is_scalar(x->ty)) return 0;
+        tack_dtype xd = (tack_dtype)x->ty.dt;
+        int bits = dt_bits(xd), uns = dt_kind(xd) == TACK_KIND_UINT;
+        if (bits >= 64 || dt_bits((tack_dtype)e->ty.dt) < 64) return 0; /* to int64 only: the value is kept */
+        if (!value_range(k, x, lo, hi, depth + 1)) {
+            *lo = uns ? 0 : -((int64_t)1 << (bits - 1));
+            *hi = uns ? (int64_t)(((uint64_t)1 << bits) - 1) : ((int64_t)1 << (bits - 1)) - 1;
+        }
+        return 1;
+    }
+    case IR_LOCAL: {
+        if (e->local >= 0 && e->local == k->thread && k->defs[e->local] == 1 && k->block > 0 && k->block <= RMAG) {
+            *lo = 0, *hi = k->block - 1; /* a blocks loop's thread */
+            return 1;
+        }
+        loopv *lv = induction(k, e);
+        if (!lv && e->local >= 0 && e->local < k->S->nlocals && k->rdef[e->local])
+            return value_range(k, k->rdef[e->local], lo, hi, depth + 1);
+        if (!lv || lv->step <= 0 || !value_range(k, lv->lo, &al, &ah, depth + 1) ||
+            !value_range(k, lv->hi, &bl, &bh, depth + 1))
+            return 0;
+        *lo = al; /* lo .. hi - 1, upward */
+        *hi = bh - 1 > al ? bh - 1 : al;
+        return 1;
+    }
+    case IR_BIN: break;
+    default: return 0;
+    }
+    if (e->sub == B_MOD || e->sub == B_AND) { /* by a constant: whatever the other side is */
+        const tk_ir *c = ir_strip(e->k[1]);
+        if (e->sub == B_AND && c->op != IR_CONST) c = ir_strip(e->k[0]);
+        if (c->op != IR_CONST || c->c.i < -RMAG || c->c.i > RMAG) return 0;
+        if (e->sub == B_AND) {
+            if (c->c.i < 0) return 0;
+            *lo = 0, *hi = c->c.i;
+        } else if (c->c.i > 0) { /* Python's %: the divisor's sign */
+            *lo = 0, *hi = c->c.i - 1;
+        } else if (c->c.i < 0) {
+            *lo = c->c.i + 1, *hi = 0;
+        } else {
+            return 0;
+        }
+        return 1;
+    }
+    if (!value_range(k, e->k[0], &al, &ah, depth + 1) || !value_range(k, e->k[1], &bl, &bh, depth + 1)) return 0;
+    switch (e->sub) {
+    case B_ADD: *lo = al + bl, *hi = ah + bh; break;
+    case B_SUB: *lo = al - bh, *hi = ah - bl; break;
+    case B_MUL: {
+        const int64_t m = (int64_t)1 << 30; /* each side within 2**30: the product within 2**60 */
+        if (al < -m || ah > m || bl < -m || bh > m) return 0;
+        int64_t p[4] = {al * bl, al * bh, ah * bl, ah * bh};
+        *lo = *hi = p[0];
+        for (int j = 1; j < 4; j++) {
+            if (p[j] < *lo) *lo = p[j];
+            if (p[j] > *hi) *hi = p[j];
+        }
+        break;
+    }
+    case B_FLOORDIV: /* by a positive constant: monotone, floor */
+        if (bl != bh || bl <= 0) return 0;
+        *lo = al >= 0 ? al / bl : -((-al + bl - 1) / bl);
+        *hi = ah >= 0 ? ah / bl : -((-ah + bl - 1) / bl);
+        break;
+    case B_SHR: /* by a constant count: monotone */
+        if (bl != bh || bl < 0 || bl > 62) return 0;
+        *lo = al >> bl, *hi = ah >> bl;
+        break;
+    default: return 0;
+    }
+    return *lo >= -RMAG && *hi <= RMAG && *lo <= *hi;
+}
+#undef RMAG
+
 static void kblock(check_elider *k, tk_ir *b) {
     int mark = k->nlog;
     for (int i = 0; i < b->n; i++) {
@@ -282,6 +394,17 @@ static void kblock(check_elider *k, tk_ir *b) {
             }
             continue;
         }
+        if (s->op == IR_CHECK && s->sub == CK_INTFIT && s->local != CKI_RANGE) {
+            s->k[0] = subst(k, kx(k, s->k[0]));
+            int64_t c, lo, hi;
+            if (value_range(k, s->k[0], &lo, &hi, 0) && lo >= s->k[1]->c.i && hi <= s->k[2]->c.i) {
+                b->k[i] = ir_new(k->C, IR_BLOCK, ty_void(), s->line); /* i % 100 fits int8 */
+                continue;
+            }
+            loopv *lv = affine(k, s->k[0], &c);
+            if (lv && ir_strip(s->k[0])->op != IR_LOCAL) s->k[0] = var_plus(k, lv, c, s->line);
+            continue;
+        }
         ks(k, s);
         if (s->op == IR_ASSIGN || s->op == IR_SETCOMP) {
             if (s->local >= 0 && s->local < k->S->nlocals) redefined(k, s->local);
@@ -289,10 +412,14 @@ static void kblock(check_elider *k, tk_ir *b) {
                 ty_is_int(k->S->locals[s->local].ty) && !on_stack(k, s->local) && index_like(k, s->k[0])) {
                 k->env[s->local] = subst(k, s->k[0]);
                 k->log[k->nlog++] = s->local;
+            } else if (s->op == IR_ASSIGN && s->local >= 0 && s->local < k->S->nlocals && k->defs[s->local] == 1 &&
+                       ty_is_int(k->S->locals[s->local].ty) && !on_stack(k, s->local)) {
+                k->rdef[s->local] = s->k[0];
+                k->log[k->nlog++] = s->local;
             }
         }
     }
-    for (int i = mark; i < k->nlog; i++) k->env[k->log[i]] = NULL;
+    for (int i = mark; i < k->nlog; i++) k->env[k->log[i]] = k->rdef[k->log[i]] = NULL;
     k->nlog = mark;
 }
 
@@ -328,7 +455,11 @@ static void ks(check_elider *k, tk_ir *s) {
             loopv lv = {s->bnd->k[j]->local, s->bnd->k[j + 1], s->bnd->k[j + 2], 1};
             k->stack[k->n++] = lv;
         }
+        int thread = k->thread;
+        int64_t block = k->block;
+        if (ir_is_blocks(s)) k->thread = s->local, k->block = s->c.i;
         kblock(k, s->k[s->aux]);
+        k->thread = thread, k->block = block;
         k->n = saved;
         return;
     }
@@ -432,7 +563,61 @@ static tk_ir *add_i64(tk_cc *C, tk_ir *a, tk_ir *b) {
     return r;
 }
 
-/* How many statements under s assign local v. */
+/* The values local v takes in `loop` when it is the loop's variable with a
+ * step of 1: lo .. hi - 1, both invariant (0: not such a variable).
+ * *bounded: an ndrange axis's bounded variable, set once by the body. */
+static int var_range(tk_cc *C, tk_ir *loop, int v, tk_ir **lo, tk_ir **hi, int *bounded) {
+    tk_ir *body = body_of(loop);
+    *lo = *hi = NULL;
+    *bounded = 0;
+    if (loop->op == IR_FOR && loop->local == v && loop->k[2]->op == IR_CONST && loop->k[2]->c.i == 1 &&
+        ir_invariant(loop->k[0], loop) && ir_invariant(loop->k[1], loop)) {
+        *lo = loop->k[0];
+        *hi = loop->k[1];
+    } else if (loop->op == IR_PFOR) {
+        for (int d = 0; d < loop->aux; d++)
+            if (loop->vars[d] == v) {
+                *lo = d == 0 && loop->off ? loop->off : ir_const_i(C, ty_value(TACK_I64), 0, loop->line);
+                *hi = d == 0 && loop->off ? loop->hi : loop->k[d];
+                if (!ir_invariant(*lo, loop) || !ir_invariant(*hi, loop)) *lo = NULL;
+            }
+        for (int j = 0; loop->bnd && j + 2 < loop->bnd->n; j += 3)
+            if (loop->bnd->k[j]->local == v && ir_assignments(body, v) == 1) {
+                *lo = loop->bnd->k[j + 1]; /* set once, by the body's first statements */
+                *hi = loop->bnd->k[j + 2];
+                if (!ir_invariant(*lo, loop) || !ir_invariant(*hi, loop)) *lo = NULL;
+                *bounded = 1;
+            }
+    }
+    if (!*lo) return 0;
+    /* the variable must not be redefined in the body */
+    return *bounded || !ir_assigns_local(body, v);
+}
+
+/* A CK_INTFIT check of v + c, v the loop's variable (step 1): one check of
+ * the range of values the loop gives it, or NULL. */
+static tk_ir *intfit_range(tk_cc *C, tk_ir *loop, tk_ir *c) {
+    const tk_ir *idx = ir_strip(c->k[0]);
+    int64_t off = 0;
+    if (idx->op == IR_BIN && (idx->sub == B_ADD || idx->sub == B_SUB) && idx->k[1]->op == IR_CONST &&
+        ty_is_int(idx->k[1]->ty) && idx->k[1]->c.i > -((int64_t)1 << 40) && idx->k[1]->c.i < ((int64_t)1 << 40)) {
+        off = idx->sub == B_ADD ? idx->k[1]->c.i : -idx->k[1]->c.i;
+        idx = ir_strip(idx->k[0]);
+    }
+    tk_ir *lo, *hi;
+    int bounded;
+    if (idx->op != IR_LOCAL || !var_range(C, loop, idx->local, &lo, &hi, &bounded)) return NULL;
+    tk_ir *r = ir_new(C, IR_CHECK, ty_void(), c->line);
+    r->sub = CK_INTFIT;
+    r->aux = c->aux;
+    r->local = CKI_RANGE;
+    ir_push(C, r, plus(C, lo, off));
+    ir_push(C, r, plus(C, hi, off));
+    ir_push(C, r, c->k[1]);
+    ir_push(C, r, c->k[2]);
+    return r;
+}
+
 /* Checks to move out of `loop`, appended to `out`; they are replaced by empty blocks. */
 static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
     tk_ir *body = body_of(loop);
@@ -446,6 +631,14 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
         if (inv) {
             ir_push(C, out, guarded(C, loop, c));
             body->k[i] = ir_new(C, IR_BLOCK, ty_void(), c->line);
+            continue;
+        }
+        if (kind == CK_INTFIT) {
+            tk_ir *r = c->local == CKI_RANGE ? NULL : intfit_range(C, loop, c);
+            if (r) {
+                ir_push(C, out, r);
+                body->k[i] = ir_new(C, IR_BLOCK, ty_void(), c->line);
+            }
             continue;
         }
         /* range form: v + c for the loop's own variable v, step 1, lo + c >= 0 */
@@ -469,30 +662,10 @@ static void hoist_from(tk_cc *C, tk_ir *loop, int kind, tk_ir *out) {
             if (!shift) continue;
         }
         if (idx->op != IR_LOCAL) continue;
-        tk_ir *lo = NULL, *hi = NULL;
-        int bounded = 0;
-        if (loop->op == IR_FOR && loop->local == idx->local && loop->k[2]->op == IR_CONST && loop->k[2]->c.i == 1 &&
-            ir_invariant(loop->k[0], loop) && ir_invariant(loop->k[1], loop)) {
-            lo = loop->k[0];
-            hi = loop->k[1];
-        } else if (loop->op == IR_PFOR) {
-            for (int d = 0; d < loop->aux; d++)
-                if (loop->vars[d] == idx->local) {
-                    lo = d == 0 && loop->off ? loop->off : ir_const_i(C, ty_value(TACK_I64), 0, loop->line);
-                    hi = d == 0 && loop->off ? loop->hi : loop->k[d];
-                    if (!ir_invariant(lo, loop) || !ir_invariant(hi, loop)) lo = NULL;
-                }
-            for (int j = 0; loop->bnd && j + 2 < loop->bnd->n; j += 3)
-                if (loop->bnd->k[j]->local == idx->local && ir_assignments(body, idx->local) == 1) {
-                    lo = loop->bnd->k[j + 1]; /* set once, by the body's first statements */
-                    hi = loop->bnd->k[j + 2];
-                    if (!ir_invariant(lo, loop) || !ir_invariant(hi, loop)) lo = NULL;
-                    bounded = 1;
-                }
-        }
-        if (!lo || (!shift && !lo_plus_nonneg(lo, off))) continue;
-        /* the variable must not be redefined in the body */
-        if (!bounded && ir_assigns_local(body, idx->local)) continue;
+        tk_ir *lo, *hi;
+        int bounded;
+        if (!var_range(C, loop, idx->local, &lo, &hi, &bounded)) continue;
+        if (!shift && !lo_plus_nonneg(lo, off)) continue;
         lo = shift ? add_i64(C, lo, shift) : plus(C, lo, off);
         hi = shift ? add_i64(C, hi, shift) : plus(C, hi, off);
         tk_ir *r = ir_new(C, IR_CHECK, ty_void(), c->line);
@@ -558,8 +731,12 @@ void tk_checks(tk_cc *C) {
         k.env = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
         memset(k.env, 0, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
         k.log = tk_alloc(&C->arena, sizeof(int) * (size_t)(S->nlocals + 1));
+        k.thread = -1;
+        k.rdef = tk_alloc(&C->arena, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
+        memset(k.rdef, 0, sizeof(tk_ir *) * (size_t)(S->nlocals + 1));
         count_defs(&k, S->body);
         ks(&k, S->body);
     }
     if (C->opts.checks) tk_hoist_invariant_checks(C, CK_INDEX);
+    if (C->opts.checks) tk_hoist_invariant_checks(C, CK_INTFIT);
 }

@@ -236,6 +236,18 @@ static tk_ir *empty(tk_cc *C, tk_ir *s) { return ir_new(C, IR_BLOCK, ty_void(), 
 
 /* An index check whose operands are all constants (a local array's, whose
  * extents are) and that holds, in its form (tk_index_form). */
+/* A CK_INTFIT check of constants that passes: a value (or, hoisted out of a
+ * loop, a range a .. b - 1) inside [lo, hi]. */
+static int intfit_holds(const tk_ir *s) {
+    for (int i = 0; i < s->n; i++)
+        if (!ir_is_const(s->k[i]) || !ty_is_int(s->k[i]->ty)) return 0;
+    if (s->local == CKI_RANGE) {
+        int64_t a = s->k[0]->c.i, b = s->k[1]->c.i;
+        return a >= b || (a >= s->k[2]->c.i && b - 1 <= s->k[3]->c.i);
+    }
+    return s->k[0]->c.i >= s->k[1]->c.i && s->k[0]->c.i <= s->k[2]->c.i;
+}
+
 static int index_holds(const tk_ir *s) {
     for (int i = 0; i < s->n; i++)
         if (!ir_is_const(s->k[i]) || !ty_is_int(s->k[i]->ty)) return 0;
@@ -282,6 +294,7 @@ static tk_ir *fs(tk_cc *C, tk_ir *s) {
             s->k[0]->c.i < s->k[1]->c.i)
             return empty(C, s);
         if (s->sub == CK_INDEX && index_holds(s)) return empty(C, s); /* a local array's constant index */
+        if (s->sub == CK_INTFIT && intfit_holds(s)) return empty(C, s);
         return s;
     case IR_PRINT:
         for (int i = 0; i < s->n; i++)
