@@ -421,11 +421,14 @@ class _Ctx:
             return v
         return convert(t, v)
 
-    def choice(self, line, col, k, v):
+    def choice(self, line, col, k, v, run_time=False):
         """An operand of `a and b` (k = 1 for the first `and`, 2 for the next
         ...) or the value of `x if c else y` (k = 0) converted to the type the
         compiler gives that expression: the promoted type of its operands,
-        which Python's short circuit cannot show (the operand it skips)."""
+        which Python's short circuit cannot show (the operand it skips).  A
+        Python int literal chosen by a condition known at run time (run_time)
+        is an integer known at run time, as the compiler's select of the two
+        is: checked where it meets a narrower integer, not folded."""
         t = self.choices.get((line, col, k))
         if t is None or isinstance(v, np.ndarray):
             return v
@@ -433,6 +436,8 @@ class _Ctx:
             w = _weak(v)
             if w is None:
                 return v
+            if run_time and t == "int (Python)" and w == (1, False):
+                return _RInt(int(v))
             if t == "float (Python)" and w[0] < 2:
                 if w[1]:
                     r = _RFloat(float(int(v)))

@@ -58,8 +58,12 @@ class _Transform(ast.NodeTransformer):
         return acc
 
     def visit_IfExp(self, node):
+        run_time = not isinstance(node.test, ast.Constant)  # the compiler folds only a constant condition
         self.generic_visit(node)
-        return ast.copy_location(self._choice(node, 0, node), node)
+        call = self._choice(node, 0, node)
+        if run_time:
+            call.args.append(ast.Constant(True))
+        return ast.copy_location(call, node)
 
     def tmp(self):
         self.n += 1

@@ -157,6 +157,23 @@ def test_a_shape_and_len(dt, jit):
         k(np.array([1, 0], dt), np.zeros(hi + 1), np.zeros(2, dt))
 
 
+@MODES
+def test_a_conditional_of_two_literals_is_known_at_run_time(jit):
+    """`(100000 if a[i] > 0 else 1) + a16[i]`: the condition is known at run time, so the
+    compiler cannot fold the value to a literal (checked when compiled); it is checked
+    where it meets int16 (debug mode took it for a literal and wrapped it)."""
+    def pick(a, a16, out):
+        for i in range(out.shape[0]):
+            out[i] = (100000 if a[i] > 0 else 1) + a16[i]
+
+    k = tack.kernel(pick, jit=jit)
+    out = np.zeros(2, np.int16)
+    k(np.zeros(2), np.ones(2, np.int16), out)
+    assert out.tolist() == [2, 2]
+    with pytest.raises(OverflowError, match=re.escape(numpy_error(np.int16, 100000))):
+        k(np.ones(2), np.ones(2, np.int16), np.zeros(2, np.int16))
+
+
 @tack.func
 def plus(v, k):
     return v + k  # k is a Python int known at run time
