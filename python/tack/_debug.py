@@ -338,8 +338,8 @@ class _Ctx:
             raise self._index_error(e, a, idx) from None
         if type(a) is tuple:  # a.shape[k]: an integer known at run time
             return _RInt(v) if type(v) is int else v
-        if type(v) in _debug_calls._QTYPES:  # a quaternion or transform element: a value, as in a kernel, not a view
-            return v.copy()
+        if isinstance(v, np.ndarray):  # a vector, matrix, quaternion or transform element: a value, as in a
+            return v.copy()            # kernel, not a view (v = a[i]; v[1] = s would have written a[i])
         if type(v) is np.float16:
             return np.float32(v)  # f16 is a storage type: loads give f32
         if type(a) is _bf16.BF16Bits:
@@ -418,6 +418,11 @@ class _Ctx:
         if t is _core.f16 or t is _core.bf16:
             return convert(_F32, v)
         return self.call(t, v)
+
+    def own(self, v):
+        """``w = v`` of a vector, matrix, quaternion or transform: a copy, as a kernel's value is one
+        (setting ``w[1]`` must leave ``v``); anything else as it is."""
+        return v.copy() if isinstance(v, np.ndarray) else v
 
     def local(self, name, v):
         t = self.local_types.get(name)

@@ -113,6 +113,8 @@ class _Transform(ast.NodeTransformer):
             self.generic_visit(target)  # its value and index
             return [ast.copy_location(ast.Expr(_callc("store", target.value, target.slice, value)), node)]
         if isinstance(target, ast.Name):
+            if isinstance(value, ast.Name):  # w = v: a vector's value, not a second name for one NumPy array
+                value = _callc("own", value)
             value = _callc("local", ast.Constant(target.id), value)
             return [ast.copy_location(ast.Assign(targets=[target], value=value), node)]
         if isinstance(target, (ast.Tuple, ast.List)):

@@ -334,3 +334,36 @@ def test_a_debug_views_components_are_set_by_name():
     v.y = 5.0
     v[0].z = 2.0
     np.testing.assert_array_equal(np.asarray(v), [[0, 5, 2], [0, 5, 0]])
+
+
+@tack.func
+def sets_its_copies(v, m, buf):
+    v[1] = 5.0                  # the func's own values; buf, a local array, is the caller's
+    m[0, 1] = 9.0
+    buf[0] = 7.0
+    return v[1] + m[0, 1]
+
+
+def values_by_index(a, out):
+    for i in range(a.shape[0]):
+        v = a[i]
+        v[1] = 2.0              # v is a value: a[i] keeps its own
+        w = v
+        w[2] = 3.0              # so is w: v keeps its own
+        m = tack.mat22(1.0, 2.0, 3.0, 4.0)
+        buf = tack.zeros(1, tack.f32)
+        r = sets_its_copies(w, m, buf)
+        out[i] = tack.vec4(v[2], w[1] + w[2], m[0, 1], r + buf[0])
+
+
+@JIT
+def test_a_vector_is_a_value_in_debug_mode_too(jit):
+    """Debug mode's vectors are NumPy arrays: `v = a[i]` was a view of the element, `w = v` a
+    second name for it and a func's parameter the caller's, so `v[1] = s` there wrote a[i], v, or
+    the caller's vector, where a compiled kernel's vector is a value."""
+    an = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = tack.array(an, tack.vec3)
+    out = tack.zeros(2, tack.vec4)
+    tack.kernel(values_by_index, jit=jit)(a, out)
+    np.testing.assert_array_equal(a.numpy(), an)
+    np.testing.assert_array_equal(out.numpy(), [[an[0, 2], 5, 2, 21], [an[1, 2], 5, 2, 21]])
