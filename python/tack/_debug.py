@@ -366,8 +366,8 @@ class _Ctx:
             raise self._index_error(e, a, idx) from None
         if type(a) is tuple:  # a.shape[k]: an integer known at run time
             return _RInt(v) if type(v) is int else v
-        if type(v) in _debug_calls._QTYPES:  # a quaternion or transform element: a value, as in a kernel, not a view
-            return v.copy()
+        if isinstance(v, np.ndarray):  # a vector, matrix, quaternion or transform element: a value, as in a
+            return v.copy()            # kernel, not a view (v = a[i]; v[1] = s would have written a[i])
         if type(v) is np.float16:
             return np.float32(v)  # f16 is a storage type: loads give f32
         if type(a) is _bf16.BF16Bits:
@@ -396,6 +396,40 @@ class _Ctx:
                 v = convert(a.dtype, v)
         a[idx] = v
 
+    def setattr(self, obj, names, v):
+        """``v.y = s``, ``q.w = s``, ``t.p = u``, ``t.p.x = s`` (names: ("p", "x")) on a local vector,
+        quaternion or transform, which the compiler has checked: a copy of it with the component, or
+        the part's components, set -- a number converted to the local's scalar type, as the compiled
+        kernel's component store converts it -- which the transform binds to the local's name.  A
+        copy, because a vector here may be a view that others share (an array's element, a caller's
+        local passed to a func), where a kernel's vector is a value."""
+        new = obj.copy()
+        self._set_part(new, names, v)
+        return new
+
+    def _set_part(self, obj, names, v):
+        first, count, form = 0, 1, type(obj)
+        for name in names:
+            if form is _debug_calls._QTYPES[1]:  # a transform: p, its position; q, its rotation
+                first, count, form = first + (0 if name == "p" else 3), 3 if name == "p" else 4, \
+                    None if name == "p" else _debug_calls._QTYPES[0]
+            else:
+                first, count, form = first + "xyzw".index(name), 1, None
+        a = np.asarray(obj)
+        if count == 1:
+            self._store(a, first, v)
+        else:
+            a[first:first + count] = np.asarray(v)
+
+    def setattr_at(self, a, idx, names, v):
+        """``t[i].x = s`` on a local array of vectors (the compiler has checked it): the component
+        set in the element itself, a view of the array's row."""
+        try:
+            el = a[idx]
+        except IndexError as e:
+            raise self._index_error(e, a, idx) from None
+        self._set_part(el, names, v)
+
     def aug(self, op, a, idx, v, line):
         if line in self.atomic_lines and op in ("+", "-") and isinstance(a, np.ndarray) \
                 and a.dtype.kind in "iufc":
@@ -414,6 +448,11 @@ class _Ctx:
         if t is _core.f16 or t is _core.bf16:
             return convert(_F32, v)
         return self.call(t, v)
+
+    def own(self, v):
+        """``w = v`` of a vector, matrix, quaternion or transform: a copy, as a kernel's value is one
+        (setting ``w[1]`` must leave ``v``); anything else as it is."""
+        return v.copy() if isinstance(v, np.ndarray) else v
 
     def local(self, name, v):
         t = self.local_types.get(name)

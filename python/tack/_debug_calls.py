@@ -361,7 +361,8 @@ def _composite_names(v, scalar):
 
 def _func_frame(ctx, f, fn, args):
     """The transformed copy of @tack.func f for a call with these arguments,
-    and the type its value is converted to (None: as it comes): the build the
+    the type its value is converted to (None: as it comes) and the names of its
+    parameters' types (None: no build known): the build the
     compiler made for their types, whose locals then keep the types it gave
     them (one type per local, as compiled, not the type of whatever value
     reaches it), and whose value has the type it returns (a Python float
@@ -411,7 +412,7 @@ def _func_frame(ctx, f, fn, args):
             sub.local_types, sub.choices, sub.atomic_lines = build[1], build[2], build[3]
             sub._frames = ctx._frames
         frame = ctx._frames[key] = (sub, _instantiate(sub, fn, False))
-    return frame[1], (build[4] if build is not None else None)
+    return frame[1], (build[4] if build is not None else None), (build[0] if build is not None else None)
 
 
 def _run_func(ctx, f, args, kwargs):
@@ -427,7 +428,11 @@ def _run_func(ctx, f, args, kwargs):
             if name in ann and isinstance(ann[name], _core.DType) and not ann[name].shape:
                 bound.arguments[name] = convert(_value_dtype(ann[name]), v)
         args, kwargs = bound.args, bound.kwargs
-    g, ret = _func_frame(ctx, f, fn, args)
+    g, ret, ptypes = _func_frame(ctx, f, fn, args)
+    if ptypes is not None:  # a vector, matrix, quaternion or transform argument is a value the func owns, as
+        # compiled, not a view of the caller's local (which `v[1] = s` in the func would have set)
+        args = tuple(a.copy() if isinstance(a, np.ndarray) and k < len(ptypes) and not ptypes[k].startswith("array[")
+                     else a for k, a in enumerate(args))
     r = g(*args, **kwargs)
     rt = ann.get("return")
     if isinstance(rt, _core.DType) and not rt.shape:

@@ -119,6 +119,8 @@ class _Transform(ast.NodeTransformer):
             self.generic_visit(target)  # its value and index
             return [ast.copy_location(ast.Expr(_callc("store", target.value, target.slice, value)), node)]
         if isinstance(target, ast.Name):
+            if isinstance(value, ast.Name):  # w = v: a vector's value, not a second name for one NumPy array
+                value = _callc("own", value)
             value = _callc("local", ast.Constant(target.id), value)
             return [ast.copy_location(ast.Assign(targets=[target], value=value), node)]
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -131,6 +133,17 @@ class _Transform(ast.NodeTransformer):
             for elt, u in zip(target.elts, unpacked):
                 out += self._assign_to(elt, ast.Name(id=u, ctx=ast.Load()), node)
             return out
+        if isinstance(target, ast.Attribute):
+            root, names = _attr_chain(target)
+            if isinstance(root, ast.Subscript):  # t[i].x = s on a local array: its element, in place
+                self.generic_visit(root)
+                return [ast.copy_location(ast.Expr(_callc("setattr_at", root.value, root.slice, names, value)),
+                                          node)]
+            # v.y = s on a local (a name, the compiler checked): the local rebound to a copy with the
+            # component set, so a value it shares with an array's element or a caller's local --
+            # `v = a[i]` and a func's parameter are views here -- keeps its own, as in a kernel
+            return [ast.copy_location(ast.Assign(targets=[ast.Name(id=root.id, ctx=ast.Store())],
+                                                 value=_callc("setattr", self.visit(root), names, value)), node)]
         self.generic_visit(target)
         return [ast.copy_location(ast.Assign(targets=[target], value=value), node)]
 
@@ -161,6 +174,9 @@ class _Transform(ast.NodeTransformer):
         if isinstance(t, ast.Name):
             load = ast.Name(id=t.id, ctx=ast.Load())
             return self._assign_to(ast.Name(id=t.id, ctx=ast.Store()), _callc("bin", op, load, value), node)
+        if isinstance(t, ast.Attribute):  # v.x += s: the root is a local's name (the compiler checked)
+            load = self.visit(ast.copy_location(ast.Attribute(value=t.value, attr=t.attr, ctx=ast.Load()), t))
+            return self._assign_to(t, _callc("bin", op, load, value), node)
         self.generic_visit(node)
         return node
 
@@ -244,6 +260,16 @@ def _unbind(loop):
             handlers=[ast.ExceptHandler(type=ast.Name(id="NameError", ctx=ast.Load()), name=None, body=[ast.Pass()])],
             orelse=[], finalbody=[]), loop))
     return out
+
+
+def _attr_chain(t):
+    """The expression an attribute target (v.x, t.p.y) starts from, and its
+    attribute names in order as a tuple constant (("p", "y"))."""
+    names = []
+    while isinstance(t, ast.Attribute):
+        names.insert(0, t.attr)
+        t = t.value
+    return t, ast.Constant(tuple(names))
 
 
 def _target_names(t):

@@ -316,13 +316,16 @@ _VectorView = None
 
 
 def _vector_view_type():
-    """An ndarray subclass whose elements (rows) read components by name."""
+    """An ndarray subclass whose elements (rows) read and write components by name."""
     global _VectorView
     if _VectorView is None:
         np = _np()
 
         def component(k):
-            return property(lambda self: self[..., k] if self.ndim > 1 else self[k])
+            def put(self, value):  # v.y = s on a view (a kernel's own stores go through tack._debug's setattr)
+                self[..., k] = value
+
+            return property(lambda self: self[..., k] if self.ndim > 1 else self[k], put)
 
         _VectorView = type("VectorView", (np.ndarray,), {n: component(k) for k, n in enumerate("xyzw")})
     return _VectorView

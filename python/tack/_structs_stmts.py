@@ -42,8 +42,11 @@ class _Statements:
             return out
         if name not in self.declared:
             self.declared.add(name)
-            return _loc(ast.AnnAssign(target=_name(name, node, ast.Store()), annotation=self.dtype_node(dt, node),
-                                      value=value, simple=1), node)
+            ann = _loc(ast.AnnAssign(target=_name(name, node, ast.Store()), annotation=self.dtype_node(dt, node),
+                                     value=value, simple=1), node)
+            if SEP in name:  # a struct local's leaf: messages name it as written (p.pos, not p·pos)
+                ann.tack_shown = name.replace(SEP, ".")
+            return ann
         return _loc(ast.Assign(targets=[_name(name, node, ast.Store())], value=value), node)
 
     def zeros_fn(self):
@@ -118,6 +121,10 @@ class _Statements:
             value = _loc(ast.BinOp(left=self.load_leaf(arr, leaf, idx, sub, node), op=op, right=value), node)
         t = self.temp()
         out = [self.set_leaf_local(t, leaf.dt, value, node)]
+        # the temporary is declared with the field's dtype, so a value of another is refused there:
+        # messages name the field it stands for (b[i].xf), not the temporary (frontend.c, st_annassign)
+        out[0].tack_shown = f"{arr}[{', '.join(ast.unparse(k) for k in idx)}].{leaf.name}" + \
+            "".join(f"[{ast.unparse(k)}]" for k in sub)
         import itertools
 
         rest = comp[len(sub):]
@@ -207,11 +214,17 @@ class _Statements:
         return node
 
     def part_target(self, node):
-        """comp_target, and a store to a part of a field's value that is not a component (`b[i].xf.p = v`,
-        `b[i].xf.p.x = v`: a transform field's position) refused as a value's part is refused, in the
-        user's own words rather than the rewritten load's."""
+        """comp_target, and a store to a part of an element's field that is not a component
+        (`b[i].xf.p = v`, `b[i].xf.p.x = v`: a transform field's position) refused, in the user's own
+        words rather than the rewritten load's; a struct local's (`p.xf.p.x = s`) is its leaf local's,
+        which the compiler sets as any local transform's part."""
         new = self.comp_target(node)
         t = new.targets[0] if isinstance(new, ast.Assign) else new.target
+        root = t.value if isinstance(t, ast.Attribute) else None
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in self.values:
+            return new  # a part of a struct local's field (p.xf.p = v): a local's, which the compiler sets
         if isinstance(t, ast.Attribute) and self.ref_quiet(t.value):
             text = copy.copy(node)
             text.value = ast.Name(id="...", ctx=ast.Load())

@@ -386,6 +386,7 @@ typedef struct tk_local {
     int line;
     int64_t ashape[TACK_MAX_NDIM]; /* a local array (ty.kind TY_ARRAY): its constant extents */
     int shared;            /* a local array of a blocks loop made by tack.shared: one per block (lower_blocks.c) */
+    const char *shown;     /* what messages call it, when a rewrite made it (a struct field: "b[i].xf"), else NULL */
 } tk_local;
 
 /* The number of elements of local array l (its extents' product); these two are ir.c's. */

@@ -65,12 +65,45 @@ static tack_node *tg_tuple(fe_func *f, PyObject *t) {
     return n;
 }
 
+/* v.y = s, q.w = s, t.p = v, t.p.x = s: an ATTRIBUTE node over the expression
+ * it is an attribute of, which lowering turns into component stores of the
+ * local at its root (lower_stmt.c says which targets exist).  A target rooted
+ * anywhere but at a local or a parameter -- a module's attribute, a global --
+ * is refused here, naming the target: a kernel's globals are constants. */
 static tack_node *tg_attribute(fe_func *f, PyObject *t) {
-    PyObject *src = fe_unparse(f, t);
-    fe_error(f, t, "assigning to an attribute ('%U = ...') is not supported in kernels; "
-                   "build a new value instead", src);
-    Py_XDECREF(src);
-    return NULL;
+    PyObject *root = PyObject_GetAttrString(t, "value"), *attr = NULL, *id = NULL;
+    tack_node *n = NULL;
+    int local = 0;
+
+    while (root && (fe_is_kind(root, "Attribute") || fe_is_kind(root, "Subscript"))) {
+        PyObject *next = PyObject_GetAttrString(root, "value");
+        Py_DECREF(root);
+        root = next;
+    }
+    if (!root)
+        return NULL;
+    if (fe_is_kind(root, "Name") && (id = PyObject_GetAttrString(root, "id")) != NULL)
+        local = PySet_Contains(f->locals, id);
+    if (local == 1) {
+        attr = PyObject_GetAttrString(t, "attr");
+        n = attr ? fe_node(f, t, TACK_N_ATTRIBUTE) : NULL;
+        if (n && (fe_set_name(f, n, attr) < 0 || fe_add(n, fe_field(f, t, "value", 0), f) < 0))
+            n = NULL;
+    } else if (local == 0 && !PyErr_Occurred()) {
+        PyObject *src = fe_unparse(f, t);
+        if (id)
+            fe_error(f, t, "cannot assign to '%U' in a kernel: '%U' is not a local variable (globals and "
+                           "modules are read-only constants); only a component of a local vector, "
+                           "quaternion or transform can be assigned by name (v.x = s)", src, id);
+        else
+            fe_error(f, t, "cannot assign to '%U' in a kernel: only a component of a local vector, "
+                           "quaternion or transform can be assigned by name (v.x = s)", src);
+        Py_XDECREF(src);
+    }
+    Py_DECREF(root);
+    Py_XDECREF(id);
+    Py_XDECREF(attr);
+    return n;
 }
 
 static const struct {
@@ -84,7 +117,7 @@ static const struct {
     {"Attribute", tg_attribute},
 };
 
-/* An assignment target: NAME, SUBSCRIPT or TUPLE of targets. */
+/* An assignment target: NAME, SUBSCRIPT, ATTRIBUTE or TUPLE of targets. */
 static tack_node *fe_target(fe_func *f, PyObject *t) {
     const char *k = fe_kind(t);
     size_t i = 0, count = sizeof target_kinds / sizeof target_kinds[0];
@@ -232,6 +265,28 @@ static int st_augassign(fe_func *f, PyObject *s, tack_node *block) {
     return fe_add(block, n, f);
 }
 
+/* The words a rewrite's local is named by in messages: a struct rewrite
+ * (tack._structs) declares the temporary holding a value stored into a
+ * field with `tack_shown` set on its statement ("b[i].xf"); it becomes a
+ * fourth kid, a CONST_STR, which lowering gives the local.  0 when none. */
+static int shown_as(fe_func *f, PyObject *s, tack_node *n) {
+    PyObject *shown = PyObject_GetAttrString(s, "tack_shown");
+    tack_node *k = NULL;
+    int r = 0;
+    if (!shown) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    if (PyUnicode_Check(shown)) {
+        k = fe_node(f, s, TACK_N_CONST_STR);
+        r = !k || fe_set_name(f, k, shown) < 0 || fe_add(n, k, f) < 0 ? -1 : 0;
+    }
+    Py_DECREF(shown);
+    return r;
+}
+
 /* x: f32 = v (the value is optional). */
 static int st_annassign(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *t = PyObject_GetAttrString(s, "target"), *ann = NULL, *v = NULL;
@@ -246,6 +301,8 @@ static int st_annassign(fe_func *f, PyObject *s, tack_node *block) {
                (n = fe_node(f, s, TACK_N_ANNASSIGN)) != NULL) {
         if (fe_add(n, fe_target(f, t), f) < 0 || fe_add(n, fe_annotation(f, ann), f) < 0 ||
             (v != Py_None && fe_add(n, fe_expr(f, v, 0), f) < 0))
+            n = NULL;
+        else if (v != Py_None && shown_as(f, s, n) < 0)
             n = NULL;
     }
 done:

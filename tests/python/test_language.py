@@ -144,8 +144,7 @@ def k_in(a):
 
 
 def k_attribute_store(a):
-    v = vec3(1.0, 2.0, 3.0)
-    v.x = 3.0  # HERE
+    a.shape = 3  # HERE
 
 
 def k_for_array(a):
@@ -195,7 +194,7 @@ UNSUPPORTED = [
     (k_none, "None", "None"),
     (k_is, "a[i] is i", "'is'"),
     (k_in, "i in a", "'in'"),
-    (k_attribute_store, "v.x", "attribute"),
+    (k_attribute_store, "a.shape", "an array's attributes are read-only"),
     (k_for_array, "a:", "range"),
     (k_for_else, "a[0] = 1", "else"),
     (k_method, "a.sum", "method calls"),

@@ -413,14 +413,6 @@ def adds_a_shorter_vector(out):
 
 
 @tack.kernel
-def sets_a_component(out):
-    for i in range(out.shape[0]):
-        t = tack.zeros(2, tack.vec3)
-        t[0].x = 1.0
-        out[i] = t[0].x
-
-
-@tack.kernel
 def indexes_a_component_as_an_axis(out):
     for i in range(out.shape[0]):
         t = tack.zeros(2, tack.vec3)
@@ -457,7 +449,6 @@ def vector_written_by_iterations(out):
     (stores_a_complex, r"cannot store complex \(Python\) into an element of local array 't' \(vec3\)"),
     (stores_a_vector_in_a_number, r"cannot store vec3 into an element of local array 's' \(f64\)"),
     (adds_a_shorter_vector, r"vec3 and vec2"),
-    (sets_a_component, r"assigning to an attribute \('t\[0\].x = ...'\) is not supported in kernels"),
     (indexes_a_component_as_an_axis, r"local array 't' has 1 dimension but is indexed with 2 indices"),
     (variable_matrix_index, r"matrix indices must be constants in range"),
     (vector_written_by_iterations, r"local array 'acc' is created before the parallel loop \(line \d+\) and "

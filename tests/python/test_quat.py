@@ -285,11 +285,11 @@ def _xform_vec(q, v, out):
         out[i] = (t * v[i]).q
 
 
-def _set_component(q, v, out):
+def _index_transform(q, v, out):
     for i in range(q.shape[0]):
-        r = q[i]
-        r[0] = 0.0
-        out[i] = r
+        t = tack.transform(v[i], q[i])
+        t[0] = 0.0              # a quaternion's components are set by index or name; a transform's parts by name
+        out[i] = t.q
 
 
 REFUSED = {
@@ -300,7 +300,7 @@ REFUSED = {
     _vec4: "quat\\(\\) takes 4 components .* \\(1 given: vec4\\)",
     _store_number: "cannot convert float \\(Python\\) to quat",
     _xform_vec: "transform and vec3 \\(apply a transform with tack.transform_point",
-    _set_component: "the components of a quat cannot be assigned one by one",
+    _index_transform: "a transform is not indexed; assign its parts by name \\(t.p = v, t.q = q, t.p.x = s\\)",
 }
 
 

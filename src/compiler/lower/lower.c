@@ -343,6 +343,11 @@ static void prescan(lw_state *L, tack_node *n, int scope) {
         return;
     case TACK_N_ANNASSIGN:
         if (n->nkids >= 2) declare(L, n->kids[0], scope, annotation_type(L, n->kids[1]), 1);
+        if (n->nkids >= 4 && n->kids[3]->kind == TACK_N_CONST_STR && n->kids[0]->kind == TACK_N_NAME) {
+            /* a rewrite's local, with the words messages name it by (frontend.c, st_annassign) */
+            int i = lw_find_local_in(L->S, n->kids[0]->name, scope);
+            if (i >= 0) L->S->locals[i].shown = n->kids[3]->name;
+        }
         return;
     case TACK_N_AUGASSIGN:
         if (n->nkids) declare(L, n->kids[0], scope, ty_unknown(), 0);

@@ -167,6 +167,8 @@ tk_ir *lw_local_arg(lw_state *L, int loc, tack_node *n);   /* passed to a @tack.
 void lw_local_written_by(lw_state *L, int loc, const char *fn, tack_node *n);
 void lw_local_store(lw_state *L, tack_node *t, int loc, tk_ir *v);
 void lw_local_augassign(lw_state *L, tack_node *n, int loc);
+tk_ir *lw_local_part_load(lw_state *L, tack_node *t, int loc);
+void lw_local_store_back(lw_state *L, tack_node *t, int loc, tk_ir *ld, tk_ir *v);
 tk_ir *lw_local_attr(lw_state *L, int loc, tack_node *n);           /* x.ndim, x.size */
 tk_ir *lw_local_extent(lw_state *L, int loc, tack_node *ix, tack_node *n); /* x.shape[k] */
 tk_ir *lw_half_value(lw_state *L, tk_ir *v, int dt); /* a value stored into an f16/bf16 element, to be rounded once */

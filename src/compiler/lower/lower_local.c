@@ -487,6 +487,21 @@ void lw_local_augassign(lw_state *L, tack_node *n, int loc) {
     lw_emit(L, st);
 }
 
+/* t[i].x = s on a local array (lower_stmt.c, store_part): the element t[i] loaded, after the
+ * array's writability check; lw_local_store_back stores the updated value at the same indices. */
+tk_ir *lw_local_part_load(lw_state *L, tack_node *t, int loc) {
+    check_private(L, loc, t);
+    return lw_local_load(L, loc, t->kids + 1, t->nkids - 1, t);
+}
+
+void lw_local_store_back(lw_state *L, tack_node *t, int loc, tk_ir *ld, tk_ir *v) {
+    tk_ir *st = lw_mk(L, IR_LSTORE, ty_void(), t);
+    st->local = loc;
+    ir_push(L->C, st, v);
+    for (int i = 0; i < ld->n; i++) ir_push(L->C, st, ld->k[i]);
+    lw_emit(L, st);
+}
+
 tk_ir *lw_local_attr(lw_state *L, int loc, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
     if (!strcmp(n->name, "ndim")) return ir_const_i(L->C, ty_weak(TACK_I64), l->ty.ndim, n->line);

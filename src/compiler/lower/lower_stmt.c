@@ -20,7 +20,12 @@
  * The targets of an assignment are names, tuples of targets (unpacked from a
  * vector, a tuple a function returned, or a tuple of values evaluated first:
  * a, b = b, a swaps), array elements (IR_STORE, with its index checks), and
- * components of a vector or matrix local (IR_SETCOMP).  a[i] += v and -= v
+ * components of a vector, quaternion or matrix local (IR_SETCOMP), by index or
+ * by name: v.y = s, q.w = s, and a transform's parts, t.p = v (three
+ * IR_SETCOMPs), t.p.x = s.  A local array's element takes them too, t[k].x = s,
+ * as a load into a temporary, the IR_SETCOMP and a store back at the same
+ * indices; an array parameter's element (a[i].x = s) and an array's attribute
+ * are refused naming the target.  a[i] += v and -= v
  * inside a parallel loop are atomic (numeric elements other than f16), so
  * reductions into one cell are correct; otherwise an augmented assignment to
  * an element is a load and a store sharing the indices -- which, inside a
@@ -39,6 +44,7 @@
  * A @tack.func's return type is inferred like a local's: each return widens
  * it (widen_return); `return a, b` makes it a tuple, typed per position.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "compiler/lower/lower.h"
@@ -48,23 +54,24 @@
  * L->changed when it moves); a declared local or a parameter keeps its type. */
 void lw_assign_local(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     tk_local *l = &L->S->locals[loc];
+    const char *name = l->shown ? l->shown : l->name; /* as messages call it */
     if (l->ty.kind == TY_ARRAY)
         ERR(n, "cannot assign to local array '%s'; assign its elements (%s[i] = ...), or create it again "
-               "with the same shape", l->name, l->name);
+               "with the same shape", name, name);
     if (l->is_param && L->S->ptypes && 0) return;
     if (!lw_known(v)) {
-        if (!L->infer) ERR(n, "cannot infer the type of '%s'", l->name);
+        if (!L->infer) ERR(n, "cannot infer the type of '%s'", name);
         return;
     }
     if (v->ty.kind == TY_TUPLE)
         ERR(n, "cannot assign the %d values a function returned to '%s'; unpack them (a, b = f(...))",
-            L->C->specs[ty_tuple_spec(v->ty)]->nret, l->name);
+            L->C->specs[ty_tuple_spec(v->ty)]->nret, name);
     if (v->ty.kind == TY_MULTI)
         ERR(n, "cannot assign the %d values tack.%s() returns to '%s'; unpack them (%s = tack.%s(m))",
-            ty_multi_count(v->ty), tk_math_name(v->ty.ndim), l->name,
+            ty_multi_count(v->ty), tk_math_name(v->ty.ndim), name,
             v->ty.ndim == M_SVD3 ? "U, s, V" : v->ty.ndim == M_EIG3 ? "w, V" : "Q, R", tk_math_name(v->ty.ndim));
     if (v->ty.kind != TY_VALUE)
-        ERR(n, "cannot assign %s to '%s': only numbers, bools, vectors and matrices can be local variables", TN(v->ty), l->name);
+        ERR(n, "cannot assign %s to '%s': only numbers, bools, vectors and matrices can be local variables", TN(v->ty), name);
     if (l->declared || l->is_param) {
         tk_type t = l->ty;
         int vs = ty_is_scalar(v->ty), ts = ty_is_scalar(t);
@@ -75,7 +82,7 @@ void lw_assign_local(lw_state *L, int loc, tk_ir *v, tack_node *n) {
             int tr = tk == TACK_KIND_BOOL ? 0 : tk == TACK_KIND_FLOAT ? 2 : tk == TACK_KIND_COMPLEX ? 3 : 1;
             if (vr > tr) bad = 1;
         }
-        if (bad) ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), l->name, TN(t));
+        if (bad) ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), name, TN(t));
         lw_emit(L, lw_assign_ir(L, loc, lw_cast(L, v, t), n->line));
         return;
     }
@@ -83,9 +90,9 @@ void lw_assign_local(lw_state *L, int loc, tk_ir *v, tack_node *n) {
     if (t.kind == TY_UNKNOWN) u = v->ty;
     else {
         if (ty_is_scalar(t) != ty_is_scalar(v->ty) || (!ty_is_scalar(t) && t.dt != v->ty.dt))
-            ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), l->name, TN(t));
+            ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), name, TN(t));
         u = ty_promote(t, v->ty);
-        if (u.kind == TY_UNKNOWN) ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), l->name, TN(t));
+        if (u.kind == TY_UNKNOWN) ERR(n, "cannot assign %s to '%s' of type %s", TN(v->ty), name, TN(t));
     }
     if (!ty_eq(u, t)) {
         l->ty = u;
@@ -130,21 +137,16 @@ static void store_element(lw_state *L, tack_node *t, int p, tk_ir *v) {
     lw_emit(L, st);
 }
 
-/* Which component of a local of type lt the target t (v.x, v[k], m[i, j])
- * names: returns k, and sets *j for a matrix.  A dynamic vector index is
- * checked and wrapped (lw_component_index); matrix indices must be constants. */
+/* Which component of a local of type lt the subscript target t (v[k], q[k],
+ * m[i, j]) names: returns k, and sets *j for a matrix.  A dynamic vector index
+ * is checked and wrapped (lw_component_index); matrix indices must be constants. */
 static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j) {
     tk_ir *k;
-    if (ty_is_quat(lt) || ty_is_xform(lt))
-        ERR(t, "the %s of a %s cannot be assigned one by one in kernels; assign a new value (%s)",
-            ty_is_quat(lt) ? "components" : "parts", TN(lt),
-            ty_is_quat(lt) ? "q = tack.quat(x, q.y, q.z, q.w)" : "t = tack.transform(p, t.q)");
-    if (t->kind == TACK_N_ATTRIBUTE) {
-        int c = lw_comp_of_attr(t->name ? t->name : "");
-        if (!ty_is_vector(lt) || c < 0 || c >= dt_rows((tack_dtype)lt.dt)) ERR(t, "%s has no component '%s'", TN(lt), t->name);
-        k = ir_const_i(L->C, ty_value(TACK_I64), c, t->line);
-    } else if (ty_is_vector(lt) && t->nkids == 2) {
-        k = lw_component_index(L, lw_index_value(L, t->kids[1]), lt, dt_rows((tack_dtype)lt.dt), t);
+    if (ty_is_xform(lt))
+        ERR(t, "a %s is not indexed; assign its parts by name (t.p = v, t.q = q, t.p.x = s)", TN(lt));
+    if ((ty_is_vector(lt) || ty_is_quat(lt)) && t->nkids == 2) {
+        int len = ty_is_quat(lt) ? 4 : dt_rows((tack_dtype)lt.dt);
+        k = lw_component_index(L, lw_index_value(L, t->kids[1]), lt, len, t);
     } else if (ty_is_matrix(lt)) {
         tack_node **ix = t->kids + 1;
         int ni = t->nkids - 1;
@@ -164,8 +166,121 @@ static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j)
     return k;
 }
 
-/* v.x = s ; v[k] = s ; m[i, j] = s on the vector or matrix local `base`: an IR_SETCOMP. */
+/* The text of the attribute chain n over the local `root` (t.p, t[...].x), into buf. */
+static void attr_text(tack_node *n, const char *root, char *buf, size_t size) {
+    if (n->kind == TACK_N_ATTRIBUTE && n->nkids == 1) {
+        attr_text(n->kids[0], root, buf, size);
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, ".%s", n->name ? n->name : "");
+    } else {
+        snprintf(buf, size, "%s%s", root, n->kind == TACK_N_SUBSCRIPT ? "[...]" : "");
+    }
+}
+
+/* The components [*first, *first + result) of a value of type lt that the
+ * attribute target t names -- v.y of a vector, q.w of a quaternion, t.p (3)
+ * and t.q (4) of a transform, a component of those (t.p.x, t.q.w) -- and, in
+ * *pt, the type of that part.  The chain of t ends at the value (a local's
+ * name, or a local array's element); anything else is a CompileError naming it. */
+static int attr_slots(lw_state *L, tack_node *t, tk_type lt, const char *root, int *first, tk_type *pt) {
+    tack_node *b = t->kids[0];
+    tk_type bt = lt;
+    int off = 0;
+    char pre[192] = ""; /* the target's text before its last name: "t", "t.p" */
+    attr_text(b, root, pre, sizeof pre);
+    if (b->kind == TACK_N_ATTRIBUTE) { /* t.p.x: a component of a part */
+        if (attr_slots(L, b, lt, root, &off, &bt) == 1)
+            ERR(t, "cannot assign to '%s.%s': '%s' is a number", pre, t->name, pre);
+    }
+    if (ty_is_xform(bt)) {
+        int p = !strcmp(t->name, "p"), q = !strcmp(t->name, "q");
+        if (!p && !q) ERR(t, "%s has no part '%s' (its parts are p, the position, and q, the rotation)", TN(bt), t->name);
+        tack_dtype part = dt_scalar((tack_dtype)bt.dt);
+        *first = off + (p ? 0 : 3);
+        *pt = p ? ty_value(dt_compose(part, 3, 1)) : ty_value(part == TACK_F64 ? TACK_QUATD : TACK_QUAT);
+        return p ? 3 : 4;
+    }
+    int c = lw_comp_of_attr(t->name);
+    int len = ty_is_quat(bt) ? 4 : ty_is_vector(bt) ? dt_rows((tack_dtype)bt.dt) : 0;
+    if (!len)
+        ERR(t, "cannot assign to '%s.%s': %s has no components by name (only vectors, quaternions and "
+               "transforms do)", pre, t->name, TN(bt));
+    if (c < 0 || c >= len) ERR(t, "%s has no component '%s'", TN(bt), t->name);
+    *first = off + c;
+    *pt = ty_value(dt_scalar((tack_dtype)bt.dt));
+    return 1;
+}
+
+/* An IR_SETCOMP of component k (and column j of a matrix) of local loc to v. */
+static void set_comp(lw_state *L, tack_node *t, int loc, tk_ir *k, tk_ir *j, tk_ir *v) {
+    tk_ir *sc = lw_mk(L, IR_SETCOMP, ty_void(), t);
+    sc->local = loc;
+    ir_push(L->C, sc, k);
+    if (j) ir_push(L->C, sc, j);
+    ir_push(L->C, sc, v);
+    lw_emit(L, sc);
+}
+
+/* v.x = s ; q.w = s ; t.p = v ; t.p.x = s on the local loc of type lt (attr_slots
+ * says which components): one IR_SETCOMP per component, a number converted to the
+ * local's scalar type, a part (t.p, t.q) a value of its own type evaluated once. */
+static void store_part(lw_state *L, tack_node *t, int loc, tk_type lt, const char *root, tk_ir *v) {
+    int first = 0;
+    tk_type pt;
+    int count = attr_slots(L, t, lt, root, &first, &pt);
+    if (count == 1) {
+        if (lw_known(v) && !ty_is_scalar(v->ty)) ERR(t, "cannot assign %s to a component of %s", TN(v->ty), TN(lt));
+        set_comp(L, t, loc, ir_const_i(L->C, ty_value(TACK_I64), first, t->line), NULL, lw_cast(L, v, pt));
+        return;
+    }
+    if (!lw_known(v)) return;
+    if (!ty_eq(v->ty, pt) && !(ty_is_vector(pt) && ty_is_vector(v->ty) && v->ty.dt == pt.dt)) {
+        char text[192] = "";
+        attr_text(t, root, text, sizeof text);
+        ERR(t, "cannot assign %s to '%s' (%s)", TN(v->ty), text, TN(pt));
+    }
+    v = lw_hoist(L, v);
+    for (int i = 0; i < count; i++)
+        set_comp(L, t, loc, ir_const_i(L->C, ty_value(TACK_I64), first + i, t->line), NULL,
+                 lw_component(L, v, ir_const_i(L->C, ty_value(TACK_I64), i, t->line), t));
+}
+
+/* t[i].x = s (t[i].p = v ...) on a local array of vectors, quaternions or
+ * transforms, which is the thread's own: the element loaded into a temporary,
+ * its part set there (store_part), and stored back at the same indices. */
+static void store_element_part(lw_state *L, tack_node *t, tack_node *el, int loc, tk_ir *v) {
+    tk_ir *ld = lw_local_part_load(L, el, loc);
+    if (!lw_known(ld)) return;
+    if (ld->ty.kind != TY_VALUE || ty_is_scalar(ld->ty) || ty_is_matrix(ld->ty))
+        ERR(t, "cannot assign to attribute '%s' of an element of local array '%s' (%s)", t->name,
+            el->kids[0]->name, TN(ld->ty));
+    int tmp = lw_temp(L, ld->ty);
+    lw_emit(L, lw_assign_ir(L, tmp, ld, t->line));
+    store_part(L, t, tmp, ld->ty, el->kids[0]->name, v);
+    lw_local_store_back(L, el, loc, ld, lw_local_ref(L, tmp, t->line));
+}
+
+/* v.x = s ; q.w = s ; t.p = v ; t.p.x = s ; v[k] = s ; m[i, j] = s on the
+ * vector, quaternion, transform or matrix local `base` (store_part for the
+ * names, component_target for the indices); t[i].x = s on a local array's
+ * element.  An array's attribute, or an array parameter's element's, is refused. */
 static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v) {
+    tack_node *end = t; /* where an attribute chain ends: base, or base[...] */
+    while (t->kind == TACK_N_ATTRIBUTE && end->kind == TACK_N_ATTRIBUTE) end = end->kids[0];
+    if (lw_array_param(L, base->name) >= 0 || lw_local_array(L, base->name) >= 0) {
+        if (t->kind == TACK_N_ATTRIBUTE && t->kids[0] == base)
+            ERR(t, "cannot assign to '%s.%s': an array's attributes are read-only in kernels", base->name, t->name);
+        if (end->kind == TACK_N_SUBSCRIPT && lw_local_array(L, base->name) >= 0) {
+            store_element_part(L, t, end, lw_local_array(L, base->name), v);
+            return;
+        }
+        ERR(t, "cannot assign to a component of an element of '%s' (%s[i].x = s); copy the element into a local, "
+               "set the component and store it back (v = %s[i]; v.x = s; %s[i] = v)", base->name, base->name,
+            base->name, base->name);
+    }
+    if (t->kind == TACK_N_ATTRIBUTE && end != base)
+        ERR(t, "cannot assign to attribute '%s' of a component of '%s'; assign the component, or copy the value "
+               "into a local, set the attribute and assign it back", t->name, base->name);
     int loc = lw_lookup(L, base->name);
     if (loc < 0) ERR(base, "name '%s' is not defined", base->name);
     loc = lw_target_local(L, base);
@@ -175,20 +290,19 @@ static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v
         return;
     }
     lw_unbound_use(L, loc, base);
+    if (t->kind == TACK_N_ATTRIBUTE) {
+        store_part(L, t, loc, lt, base->name, v);
+        return;
+    }
     tk_ir *j = NULL;
     tk_ir *k = component_target(L, t, lt, &j);
     tk_type ct = ty_value(dt_scalar((tack_dtype)lt.dt));
     if (lw_known(v) && !ty_is_scalar(v->ty)) ERR(t, "cannot assign %s to a component of %s", TN(v->ty), TN(lt));
-    tk_ir *sc = lw_mk(L, IR_SETCOMP, ty_void(), t);
-    sc->local = loc;
-    ir_push(L->C, sc, k);
-    if (j) ir_push(L->C, sc, j);
-    ir_push(L->C, sc, lw_cast(L, v, ct));
-    lw_emit(L, sc);
+    set_comp(L, t, loc, k, j, lw_cast(L, v, ct));
 }
 
 static void store_to(lw_state *L, tack_node *t, tk_ir *v) {
-    /* a[i, j] = v ; v.x = s ; v[k] = s */
+    /* a[i, j] = v ; v.x = s ; v[k] = s ; t.p.x = s */
     if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME &&
         lw_local_array(L, t->kids[0]->name) >= 0) {
         lw_local_store(L, t, lw_local_array(L, t->kids[0]->name), v);
@@ -200,6 +314,9 @@ static void store_to(lw_state *L, tack_node *t, tk_ir *v) {
         return;
     }
     tack_node *base = t->kids ? t->kids[0] : NULL;
+    while (t->kind == TACK_N_ATTRIBUTE && base && base->kind == TACK_N_ATTRIBUTE && base->kids) base = base->kids[0];
+    if (t->kind == TACK_N_ATTRIBUTE && base && base->kind == TACK_N_SUBSCRIPT && base->kids && base->kids[0]->kind == TACK_N_NAME)
+        base = base->kids[0]; /* a[i].x: refused by store_component */
     if ((t->kind == TACK_N_ATTRIBUTE || t->kind == TACK_N_SUBSCRIPT) && base && base->kind == TACK_N_NAME) {
         store_component(L, t, base, v);
         return;
