@@ -423,6 +423,24 @@ static int array_bool(PyObject *self) {
     return r;
 }
 
+/* a == b, a != b, a < b ...: refused.  Tack arrays have no operators, and
+ * Python's default would answer == and != by identity -- `a == b` False for
+ * two arrays of equal values, `a == 1` False whatever a holds -- where a
+ * NumPy user reads an elementwise comparison.  A TypeError says what to use
+ * instead.  The hash stays the object's identity (tp_hash below): nothing
+ * compares equal but by identity, which dicts and sets test first. */
+static PyObject *array_richcompare(PyObject *self, PyObject *other, int op) {
+    static const char *const ops[] = {"<", "<=", "==", "!=", ">", ">="};
+    return PyErr_Format(PyExc_TypeError,
+                        "'%s' between a tack.Array and %.100s is refused: tack.Array has no elementwise "
+                        "operators, and Python's default would compare identity, not values; compare the "
+                        "values on the host (a.numpy() %s b.numpy(), numpy.array_equal(a.numpy(), b.numpy())) "
+                        "or in a kernel, and identity with 'a is b'",
+                        ops[op], other == self ? "itself" : Py_TYPE(other)->tp_name, ops[op]);
+}
+
+static Py_hash_t array_hash(PyObject *self) { return PyBaseObject_Type.tp_hash(self); }
+
 static PyObject *array_repr(PyObject *self) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     if (!st)
@@ -577,6 +595,8 @@ static PyType_Slot array_slots[] = {
     {Py_tp_clear, array_clear},
     {Py_tp_dealloc, array_dealloc},
     {Py_nb_bool, array_bool},
+    {Py_tp_richcompare, array_richcompare},
+    {Py_tp_hash, array_hash},
     {Py_sq_length, array_len},
     {Py_mp_length, array_len},
     {Py_mp_subscript, tpy_array_subscript},

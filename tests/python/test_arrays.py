@@ -2,6 +2,7 @@
 
 import gc
 import pickle
+import re
 import subprocess
 import sys
 import threading
@@ -212,6 +213,57 @@ def test_asarray_returns_same_array():
     a = tack.zeros(3)
     assert tack.asarray(a) is a
     assert tack.asarray(a, dtype=tack.f64) is not a
+
+
+def test_asarray_copy_is_the_array_apis():
+    # asarray had no copy argument: tack.asarray(x, copy=False) was a TypeError
+    a = tack.zeros(3)
+    assert tack.asarray(a, copy=None) is a and tack.asarray(a, copy=False) is a
+    b = tack.asarray(a, copy=True)
+    assert b is not a and b.dtype is a.dtype and b.numpy().tolist() == [0, 0, 0]
+    b.fill(1.0)
+    assert a.numpy().tolist() == [0, 0, 0]
+    host = np.arange(4.0)
+    shared = tack.asarray(host, copy=False)  # a NumPy array's storage, as tack.from_dlpack gives it
+    host[0] = 9.0
+    assert shared.dtype is tack.f64 and shared.numpy().tolist() == [9, 1, 2, 3]
+    copied = tack.asarray(host)  # None: a NumPy array is copied, as before
+    host[1] = 7.0
+    assert copied.numpy().tolist() == [9, 1, 2, 3]
+    assert tack.asarray(host, copy=0) is not None  # 0 is False: no copy needed here
+    for obj, kw, why in (([1.0, 2.0], {}, "a list has no storage to share"),
+                         (a, {"dtype": tack.f64}, "its dtype f32 is not f64"),
+                         (host, {"dtype": tack.f32}, "the values are f64, not f32")):
+        with pytest.raises(ValueError, match=f"copy=False\\): a copy is needed, since {why}"):
+            tack.asarray(obj, copy=False, **kw)
+    with pytest.raises(ValueError, match="copy must be True, False or None, not 'never'"):
+        tack.asarray(a, copy="never")
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_asarray_copy_false_across_devices_is_refused(dev):
+    a = tack.zeros(2, device=dev)
+    other = "cpu" if dev != "cpu" else next((d for d in tack.devices() if d != "cpu"), None)
+    if other is None:
+        pytest.skip("one device")
+    with pytest.raises(ValueError, match="copy=False\\): a copy is needed"):
+        tack.asarray(a, device=other, copy=False)
+    assert tack.asarray(a, device=other).device == other
+
+
+@pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">="])
+def test_comparisons_are_refused_not_answered_by_identity(op):
+    # `a == b` was Python's identity: False for two arrays of equal values, `a == 1` False whatever a held
+    a, b = tack.zeros(3), tack.zeros(3)
+    for other, name in ((b, "tack.Array"), (a, "itself"), (0, "int"), (None, "NoneType")):
+        with pytest.raises(TypeError, match=f"'{re.escape(op)}' between a tack.Array and {name} is refused"):
+            eval(f"a {op} other")
+    with pytest.raises(TypeError, match="a.numpy\\(\\) .* b.numpy\\(\\)"):
+        eval(f"0 {op} a")  # reflected: the same refusal
+    # identity stays what dicts, sets and `in` use: they test `is` before `==`
+    assert hash(a) == hash(a) and {a: 1}[a] == 1 and a in {a} and a in [a]
+    # NumPy on the left converts the Tack array (a copy): NumPy's elementwise answer
+    assert (np.zeros(3) == a).tolist() == [True, True, True]
 
 
 @pytest.mark.parametrize("fn, value", [(tack.zeros, 0), (tack.ones, 1)])
