@@ -173,12 +173,18 @@ def _host_values(obj, dt):
         obj = obj.numpy()
     if dt is None:
         host = np.asarray(obj)
-        if host.dtype == np.float64 and not isinstance(obj, np.ndarray) and not _is_numpy_scalar(obj):
+        if host.dtype == np.float64 and _holds_python_floats(obj):
             host = host.astype(np.float32)  # Python floats: the default float
         if host.dtype.kind in "OUSVMm" and not _is_bfloat16(host.dtype):
             raise TypeError(f"cannot make a Tack array from values of NumPy dtype {host.dtype}")
         dt = _core._dtype(host.dtype)
     else:
+        if dt.kind != "c" and not isinstance(obj, (list, tuple)):
+            src = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
+            if src.dtype.kind == "c":
+                raise TypeError(f"the values are {src.dtype} and dtype {dt.name} is not complex: a complex never "
+                                f"becomes a real number implicitly (take .real, .imag or abs() of the values first)")
+            obj = src
         host = np.asarray(obj, dtype=dt.scalar.numpy)
     host = np.asarray(host, order="C")
     comp = dt.shape
@@ -192,6 +198,22 @@ def _host_values(obj, dt):
     else:
         shape = host.shape
     return host, dt, shape
+
+
+def _holds_python_floats(obj):
+    """Whether the values NumPy read as float64 include a Python float --
+    the default float's, f32 -- rather than only NumPy float64 scalars or
+    arrays and Tack f64 arrays (whose dtype is kept, as a NumPy array's and a
+    NumPy scalar's is: ``tack.array([x64, y64])`` is f64) or Python ints
+    past int64's range (which NumPy reads as float64)."""
+    todo = [obj]
+    while todo:
+        x = todo.pop()
+        if type(x) is builtins.float:
+            return True
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+    return False
 
 
 def _is_bfloat16(npdt):

@@ -47,12 +47,20 @@ int tpy_array_check(tpy_state *st, PyObject *obj) { return Py_TYPE(obj) == st->A
 int tpy_parse_shape(PyObject *obj, int64_t *shape, int *ndim) {
     PyObject *seq = NULL;
     int rc = -1;
-    if (PyLong_Check(obj)) {
-        shape[0] = PyLong_AsLongLong(obj);
-        if (shape[0] == -1 && PyErr_Occurred())
-            goto overflow;
-        *ndim = 1;
-        goto checked;
+    if (PyIndex_Check(obj)) {
+        /* an int, a NumPy integer or a 0-d integer array (a NumPy array of several is a sequence) */
+        PyObject *idx = PyNumber_Index(obj);
+        if (idx) {
+            shape[0] = PyLong_AsLongLong(idx);
+            Py_DECREF(idx);
+            if (shape[0] == -1 && PyErr_Occurred())
+                goto overflow;
+            *ndim = 1;
+            goto checked;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_TypeError))
+            return -1;
+        PyErr_Clear();
     }
     if (!(seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints")))
         return -1;
@@ -348,6 +356,15 @@ static PyObject *array_copy(PyObject *self, PyObject *unused) {
     return st ? clone_on(st, ARR(self), NULL) : NULL;
 }
 
+/* copy.copy(a) and copy.deepcopy(a): a.copy(), on a's device, as NumPy's
+ * copy.copy is ndarray.copy().  Without them the copy module fell back on
+ * pickling, which refuses arrays off the host with a message about
+ * pickling that a copy.deepcopy of a model's state did not ask for. */
+static PyObject *array_deepcopy(PyObject *self, PyObject *memo) {
+    (void)memo; /* an array holds no Python objects to share within one deepcopy */
+    return array_copy(self, NULL);
+}
+
 /* _copy_array(src): self <- src, same dtype and size, any devices. */
 static PyObject *array_copy_array(PyObject *self, PyObject *src) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
@@ -561,6 +578,8 @@ static PyMethodDef array_methods[] = {
      "__array__(dtype=None, copy=None) -> a NumPy copy"},
     {"fill", array_fill, METH_O, "fill(value): set every element to value"},
     {"copy", array_copy, METH_NOARGS, "copy() -> a new array with the same values on the same device"},
+    {"__copy__", array_copy, METH_NOARGS, "copy.copy(a): a.copy(), on a's device"},
+    {"__deepcopy__", array_deepcopy, METH_O, "copy.deepcopy(a): a.copy(), on a's device"},
     {"to", (PyCFunction)(void (*)(void))array_to, METH_VARARGS | METH_KEYWORDS,
      "to(device, copy=False) -> this array on `device`: itself if it is already there, else a copy"},
     {"to_device", (PyCFunction)(void (*)(void))array_to, METH_VARARGS | METH_KEYWORDS,

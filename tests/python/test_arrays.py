@@ -65,6 +65,14 @@ def test_dtype_spellings():
     assert tack.dtype(bool) is tack.bool
     assert tack.dtype("<f4") is tack.f32
     assert tack.f32 == "float32" and tack.f32 != "f64"
+    # NumPy's dtype == scalar type: tack.f32 == np.float32 was False, so `a.dtype == np.float32`
+    # was silently False for an f32 array; tack.dtype(None) was NumPy's float64, where dtype=None
+    # in every constructor is f32
+    assert tack.f32 == np.float32 and tack.f32 == np.dtype("float32") and tack.f32 != np.float64
+    assert tack.vec3 == np.dtype((np.float32, 3)) and tack.f32 != float and tack.i64 != int  # Python's: no
+    assert tack.zeros(2).dtype == np.float32 and not (tack.f32 != np.float32)
+    assert tack.f32 != None and tack.f32 != 3 and tack.f32 != list  # noqa: E711
+    assert tack.dtype(None) is tack.f32 is tack.zeros(1, None).dtype
     assert tack.f32.kind == "f" and tack.u8.kind == "u" and tack.bool.kind == "b" and tack.i8.kind == "i"
     assert tack.vec3.alignment == 4
 
@@ -179,6 +187,37 @@ def test_nested_sequences_and_default_float():
     assert tack.array([True, False]).dtype is tack.bool
     assert tack.array(np.arange(3.0)).dtype is tack.f64  # NumPy arrays keep their dtype
     assert tack.array(2.5).shape == () and tack.array(2.5).numpy() == 2.5
+    # only Python floats take the default float: a list of float64 arrays (NumPy's or Tack's) or of
+    # np.float64 scalars was rounded to f32, where the same values alone kept f64
+    x = np.array([0.1, 1 / 3])
+    for obj in ([x, x], [tack.array(x), tack.array(x)], [np.float64(0.1), np.float64(1 / 3)], ([x[0]], [x[1]])):
+        a = tack.array(obj)
+        assert a.dtype is tack.f64 and a.numpy().ravel().tolist() == np.asarray(obj, np.float64).ravel().tolist()
+    assert tack.array([-1, 2**63 + 1025]).dtype is tack.f64  # ints past int64: NumPy's float64, not rounded further
+    assert tack.array([1, 2.5]).dtype is tack.f32 and tack.array([x, [0.5, 1.5]]).dtype is tack.f32
+
+
+def test_array_of_complex_values_as_a_real_dtype_is_refused():
+    # tack.array(np.array([1 + 2j]), tack.f64) dropped the imaginary part with only NumPy's
+    # ComplexWarning, where fill and full refuse a complex value for a real array
+    for obj in (np.array([1 + 2j]), np.complex64(1j), 1j, tack.full(2, 1j)):
+        with pytest.raises(TypeError, match="is not complex: a complex never becomes a real number implicitly"):
+            tack.array(obj, tack.f64)
+    assert tack.array(np.array([1 + 2j]).real, tack.f32).numpy().tolist() == [1.0]
+    assert tack.array(np.array([1.5]), tack.complex64).numpy().tolist() == [1.5 + 0j]
+
+
+def test_copy_module_copies_on_the_device():
+    # copy.copy / copy.deepcopy fell back on pickling: off the host a TypeError about pickling
+    import copy
+
+    for dev in tack.devices():
+        a = tack.array(np.arange(6.0).reshape(2, 3), device=dev)
+        for c in (copy.copy(a), copy.deepcopy(a), copy.deepcopy({"w": a})["w"], copy.copy(a.T)):
+            assert c is not a and c.device == dev and not c.strided
+            c.fill(-1.0)
+        assert a.numpy().tolist() == np.arange(6.0).reshape(2, 3).tolist()
+        assert copy.copy(a.T).numpy().tolist() == np.arange(6.0).reshape(2, 3).T.tolist()
 
 
 def test_array_copies():
@@ -339,6 +378,15 @@ def test_alignment_of_own_allocations():
 def test_bad_shapes(shape, exc, match):
     with pytest.raises(exc, match=match):
         tack.empty(shape)
+
+
+def test_shape_of_numpy_integers():
+    # tack.zeros(np.int64(3)) was "shape must be an int or a sequence of ints" (NumPy takes it)
+    assert tack.zeros(np.int64(3)).shape == (3,) and tack.empty(np.uint8(2), tack.i8).shape == (2,)
+    assert tack.zeros(np.array(4)).shape == (4,) and tack.zeros(np.array([2, 3])).shape == (2, 3)
+    assert tack.full(np.int32(2), 1.5).shape == (2,)
+    with pytest.raises(ValueError, match="negative dimensions"):
+        tack.zeros(np.int64(-1))
 
 
 def test_out_of_memory_is_memory_error():
