@@ -299,6 +299,13 @@ static PyObject *array_fill(PyObject *self, PyObject *value) {
         goto done;
     v = PyObject_CallMethod(np, "array", "OO", value, scalar_dt);
     Py_DECREF(scalar_dt);
+    if (!v && PyErr_ExceptionMatches(PyExc_OverflowError) && PyLong_Check(value)) {
+        /* NumPy names the value only while it fits a C long ("Python int too large to
+         * convert to C long" past it): say which value and which dtype */
+        PyErr_Clear();
+        PyErr_Format(PyExc_OverflowError, "fill value %R is out of range for the array's dtype %s", value,
+                     i->name);
+    }
     if (!v)
         goto done;
     PyObject *size = PyObject_GetAttrString(v, "size");

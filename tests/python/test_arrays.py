@@ -340,6 +340,12 @@ def test_fill_wrong_type(value):
 def test_fill_out_of_range():
     with pytest.raises(OverflowError):
         tack.zeros(3, tack.i8).fill(1000)
+    # past a C long NumPy said only "Python int too large to convert to C long": no value, no dtype
+    for dt, v in ((tack.i64, 2**70), (tack.u64, 2**64), (tack.i32, -2**70), (tack.u8, 2**64)):
+        with pytest.raises(OverflowError, match=f"fill value {v} is out of range for the array's dtype {dt.name}"):
+            tack.zeros(2, dt).fill(v)
+        with pytest.raises(OverflowError, match=f"fill value {v} is out of range"):
+            tack.full(2, v, dt)
 
 
 def test_fill_wrong_component_count():
