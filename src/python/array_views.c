@@ -302,7 +302,9 @@ PyObject *tpy_array_reshape(PyObject *self, PyObject *args) {
     int unknown = -1;
     if (!st)
         return NULL;
-    if (PyTuple_GET_SIZE(args) == 1 && !PyIndex_Check(PyTuple_GET_ITEM(args, 0)))
+    /* one sequence of ints: a tuple, a list, a NumPy array (which also has __index__) */
+    if (PyTuple_GET_SIZE(args) == 1 &&
+        (!PyIndex_Check(PyTuple_GET_ITEM(args, 0)) || PySequence_Check(PyTuple_GET_ITEM(args, 0))))
         spec = PyTuple_GET_ITEM(args, 0);
     PyObject *seq = PySequence_Fast(spec, "reshape() takes ints or one sequence of ints");
     if (!seq)

@@ -189,6 +189,9 @@ def test_reshape_and_ravel_are_views():
     assert a.reshape((2, 2, 3)).shape == (2, 2, 3) and a.reshape([12]).shape == (12,)
     assert a.reshape(-1).shape == (12,) and a[1:3].reshape(-1).shape == (8,)
     assert tack.zeros((0, 4)).reshape(-1, 2).shape == (0, 2)
+    # a NumPy array as the shape was read as one int (its __index__) and refused by NumPy
+    assert a.reshape(np.array([2, 6])).shape == (2, 6) and a.reshape(np.int64(12)).shape == (12,)
+    assert a.reshape(np.int64(6), np.int32(-1)).shape == (6, 2)
     f = a.ravel()
     assert f.shape == (12,) and f.ptr == a.ptr
     assert a[2].ravel().ptr == a.ptr + 8 * 8
