@@ -448,7 +448,10 @@ def _format(a: _core.Array) -> str:
     if values is None:
         values = a.numpy()
     body = np.array2string(values, separator=", ", prefix="tack.array(", threshold=_REPR_THRESHOLD)
-    return f"tack.array({body}, dtype={a.dtype.name}, device='{a.device}')"
+    # NumPy 2's rule: the shape is said where the values do not show it -- an empty array of
+    # another shape than (0,) (all print as []), and an array shown with '...'
+    shape = f", shape={a.shape}" if (a.size == 0 and a.shape != (0,)) or a.size > _REPR_THRESHOLD else ""
+    return f"tack.array({body}{shape}, dtype={a.dtype.name}, device='{a.device}')"
 
 
 _core._set_hooks(repr=_format)

@@ -405,6 +405,12 @@ def test_repr_is_numpy_like():
     assert repr(tack.array([1.0, 2.0])) == "tack.array([1., 2.], dtype=f32, device='cpu')"
     assert repr(tack.zeros((2, 2), tack.i32)).startswith("tack.array([[0, 0],")
     assert "dtype=vec3" in repr(tack.zeros(2, tack.vec3))
+    # NumPy 2 names the shape where the values do not show it: an empty (2, 0) array printed as [],
+    # the same as an empty (0,) one, and a summarised one hid its length
+    assert repr(tack.zeros((2, 0))) == "tack.array([], shape=(2, 0), dtype=f32, device='cpu')"
+    assert repr(tack.zeros(0)) == "tack.array([], dtype=f32, device='cpu')"
+    assert repr(tack.zeros(2000, tack.i8)).endswith("0, 0, 0], shape=(2000,), dtype=i8, device='cpu')")
+    assert repr(tack.zeros(1000, tack.i8)).endswith("0], dtype=i8, device='cpu')")  # all shown: no shape
 
 
 def test_no_buffer_protocol_on_purpose():
@@ -634,7 +640,7 @@ def test_repr_of_a_large_array_reads_only_what_it_prints():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert text == "tack.array([0., 0., 0., ..., 0., 0., 0.], dtype=f64, device='cpu')"
+    assert text == "tack.array([0., 0., 0., ..., 0., 0., 0.], shape=(50000000,), dtype=f64, device='cpu')"
     assert peak < 16 << 20, f"repr allocated {peak >> 20} MiB"
 
 
