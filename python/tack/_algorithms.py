@@ -429,7 +429,7 @@ def compact(a, mask):
     per block, then each block copies its elements to its offset); memory:
     the result and 8 bytes per block."""
     a = _one_d_records(a, "a", "compact") if _is_records(a) else _one_d(a, "a", "compact")
-    mask = _one_d(mask, "mask", "compact")
+    mask = _one_d(mask, "mask", "compact", a.device)
     if mask.dtype.kind != "b":
         raise TypeError(f"tack.compact: mask has dtype {mask.dtype.name}; it must be bool")
     if mask.shape[0] != a.shape[0]:
@@ -496,7 +496,7 @@ def searchsorted(a, v, side="left"):
     if scalar:
         v = _host([v], np.result_type(v), a.device)
     else:
-        v = _one_d(v, "v", "searchsorted")
+        v = _one_d(v, "v", "searchsorted", a.device)
         _numeric(v, "v", "searchsorted")
         if v.device != a.device:
             raise ValueError(f"tack.searchsorted: v is on {v.device} and a on {a.device}")

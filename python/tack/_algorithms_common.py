@@ -16,14 +16,16 @@ from . import _core
 from ._array import asarray as _asarray
 
 
-def _one_d(x, name, what):
+def _one_d(x, name, what, device=None):
     """x as a 1-D Tack array in C order: a strided view is gathered (a copy on
-    its device), anything else array-like goes through tack.asarray."""
+    its device), anything else array-like goes through tack.asarray -- onto
+    ``device`` where given (the device of the primitive's first array: a
+    NumPy mask for an OpenCL array is copied there, not refused as 'on cpu')."""
     if not isinstance(x, _core.Array):
         if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
-            x = _core.from_dlpack(x)
+            x = _core.from_dlpack(x, device=device)
         else:
-            x = _asarray(np.asarray(x))
+            x = _asarray(np.asarray(x), device=device)
     if x.ndim != 1:
         raise ValueError(f"tack.{what}: {name} must be a 1-D array, got shape {tuple(x.shape)}"
                          " (ravel it, or pass one row at a time)")

@@ -348,7 +348,7 @@ def sort(a, values=None):
     a = _sortable(a, "a", "sort")
     if values is not None:
         records = _is_records(values)
-        values = _one_d_records(values, "values", "sort") if records else _one_d(values, "values", "sort")
+        values = _one_d_records(values, "values", "sort") if records else _one_d(values, "values", "sort", a.device)
         if values.shape[0] != a.shape[0]:
             raise ValueError(f"tack.sort: values has {values.shape[0]} elements and the keys {a.shape[0]}")
         if values.device != a.device:

@@ -173,12 +173,18 @@ def _host_values(obj, dt):
         obj = obj.numpy()
     if dt is None:
         host = np.asarray(obj)
-        if host.dtype == np.float64 and not isinstance(obj, np.ndarray) and not _is_numpy_scalar(obj):
+        if host.dtype == np.float64 and _holds_python_floats(obj):
             host = host.astype(np.float32)  # Python floats: the default float
         if host.dtype.kind in "OUSVMm" and not _is_bfloat16(host.dtype):
             raise TypeError(f"cannot make a Tack array from values of NumPy dtype {host.dtype}")
         dt = _core._dtype(host.dtype)
     else:
+        if dt.kind != "c" and not isinstance(obj, (list, tuple)):
+            src = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
+            if src.dtype.kind == "c":
+                raise TypeError(f"the values are {src.dtype} and dtype {dt.name} is not complex: a complex never "
+                                f"becomes a real number implicitly (take .real, .imag or abs() of the values first)")
+            obj = src
         host = np.asarray(obj, dtype=dt.scalar.numpy)
     host = np.asarray(host, order="C")
     comp = dt.shape
@@ -192,6 +198,22 @@ def _host_values(obj, dt):
     else:
         shape = host.shape
     return host, dt, shape
+
+
+def _holds_python_floats(obj):
+    """Whether the values NumPy read as float64 include a Python float --
+    the default float's, f32 -- rather than only NumPy float64 scalars or
+    arrays and Tack f64 arrays (whose dtype is kept, as a NumPy array's and a
+    NumPy scalar's is: ``tack.array([x64, y64])`` is f64) or Python ints
+    past int64's range (which NumPy reads as float64)."""
+    todo = [obj]
+    while todo:
+        x = todo.pop()
+        if type(x) is builtins.float:
+            return True
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+    return False
 
 
 def _is_bfloat16(npdt):
@@ -241,21 +263,103 @@ def array(obj, dtype=None, *, device=None, copy=True, requires_grad=False) -> _c
     return _with_grad(out, requires_grad)
 
 
-def asarray(obj, dtype=None, *, device=None) -> _core.Array:
-    """``obj`` itself when it is already a Tack array of that dtype and
-    device, else a copy as with ``tack.array``.  With a ``@tack.struct``
-    class as ``dtype``, a NumPy record array of its dtype (or a
-    ``tack.StructArray``) is taken as it is: the result shares its bytes."""
+def asarray(obj, dtype=None, *, device=None, copy=None) -> _core.Array:
+    """``obj`` as a Tack array, with the array API standard's ``copy``:
+
+    * ``None`` (default): ``obj`` itself when it already is a Tack array of
+      that dtype and device, else a copy as with ``tack.array``;
+    * ``True``: always a new array (a copy, as ``tack.array``);
+    * ``False``: never a copy -- ``obj`` itself, or an array sharing the
+      storage of a DLPack producer (a NumPy array, a PyTorch tensor) of that
+      dtype on that device, as ``tack.from_dlpack`` gives; ``ValueError``
+      when that would need a copy (a list, another dtype or device).
+
+    With a ``@tack.struct`` class as ``dtype``, a NumPy record array of its
+    dtype (or a ``tack.StructArray``) is taken as it is: the result shares
+    its bytes (``copy=True``: a copy)."""
+    if copy not in (None, True, False):
+        raise ValueError(f"asarray(): copy must be True, False or None, not {copy!r}")
+    if copy is not None:
+        copy = bool(copy)  # 0 and numpy.False_ are False
     if _struct_class(dtype) is not None:
-        if isinstance(obj, _structs.StructArray) and obj.dtype is dtype and device in (None, obj.device):
+        if isinstance(obj, _structs.StructArray) and obj.dtype is dtype and device in (None, obj.device) \
+                and not copy:
             return obj
-        return _structs.array_of(obj, dtype, device, False)
+        return _structs.array_of(obj, dtype, device, bool(copy))
+    if copy:
+        return array(obj, dtype, device=device)
+    dt = globals()["dtype"](dtype) if dtype is not None else None
     if isinstance(obj, _core.Array):
-        same_dtype = dtype is None or globals()["dtype"](dtype) is obj.dtype
+        same_dtype = dt is None or dt is obj.dtype
         same_device = device is None or device == obj.device
         if same_dtype and same_device:
             return obj
+        if copy is False:
+            why = (f"its dtype {obj.dtype.name} is not {dt.name}" if not same_dtype
+                   else f"it lives on {obj.device}, not {device}")
+            raise ValueError(f"asarray(..., copy=False): a copy is needed, since {why}")
+    elif copy is False:
+        if not hasattr(obj, "__dlpack__"):
+            raise ValueError(f"asarray(..., copy=False): a copy is needed, since a {type(obj).__name__} has no "
+                             f"storage to share (a NumPy array or another DLPack producer has)")
+        try:
+            out = _core.from_dlpack(obj, device=device, copy=False)
+        except BufferError as e:
+            raise ValueError(f"asarray(..., copy=False): a copy is needed ({e})") from None
+        if dt is not None and dt is not out.dtype:
+            raise ValueError(f"asarray(..., copy=False): a copy is needed, since the values are "
+                             f"{out.dtype.name}, not {dt.name}")
+        return out
     return array(obj, dtype, device=device)
+
+
+def _index_refused(key, why):
+    return IndexError(
+        f"tack.Array index {key!r}: {why}; tack.Array takes ints (negative ones count from the end), slices "
+        f"and a final Ellipsis, which give views sharing the storage, and integer arrays and boolean masks, "
+        f"which copy -- for other indexing copy with .numpy() or use a kernel")
+
+
+def _index_copy(a: _core.Array, key):
+    """``a[key]`` for a key holding an index array or a boolean mask (a list,
+    a NumPy or a Tack array): NumPy's advanced indexing, which gives a new
+    array -- a copy, as NumPy's does -- on a's device.  The values are read
+    to the host, indexed by NumPy (its shapes, its order, its bounds checks and
+    messages) and copied back: for many gathers of a large array a kernel
+    is faster.  Called by ``tack.Array.__getitem__`` (array_views.c), which
+    hands ints and slices alone to views."""
+    np = _numpy()
+    items = key if isinstance(key, tuple) else (key,)
+    parts, used = [], 0
+    for j, it in enumerate(items):
+        if it is Ellipsis:
+            if j != len(items) - 1:
+                raise _index_refused(key, "an Ellipsis must be the last index")
+            parts.append(it)
+            continue
+        if it is None or isinstance(it, (bool, np.bool_)):
+            raise _index_refused(key, "a bool is not an index" if it is not None
+                                 else "None (numpy.newaxis) is not an index")
+        if isinstance(it, slice):
+            parts.append(it)
+            used += 1
+            continue
+        if isinstance(it, _core.Array):
+            it = it.numpy()
+        idx = np.asarray(it)
+        if idx.dtype == np.bool_ and idx.ndim > 0:
+            used += idx.ndim
+        elif idx.dtype.kind in "iu" or (idx.size == 0 and not isinstance(it, np.ndarray)):
+            idx = idx.astype(np.intp) if idx.dtype.kind not in "iu" else idx  # [] is an empty index, as in NumPy
+            used += 1
+        else:
+            raise _index_refused(key, f"an array of {idx.dtype} is not an index (integer arrays and boolean "
+                                      f"masks are)")
+        parts.append(idx)
+    if used > a.ndim:
+        raise IndexError(f"too many indices for array: array is {a.ndim}-dimensional, but {used} were indexed")
+    host = a.numpy()  # a vector or matrix dtype's components are trailing axes, which no index reaches
+    return array(host[tuple(parts)], a.dtype, device=a.device)
 
 
 def copyto(dst: _core.Array, src, *, casting: str = "same_kind") -> None:
@@ -344,7 +448,10 @@ def _format(a: _core.Array) -> str:
     if values is None:
         values = a.numpy()
     body = np.array2string(values, separator=", ", prefix="tack.array(", threshold=_REPR_THRESHOLD)
-    return f"tack.array({body}, dtype={a.dtype.name}, device='{a.device}')"
+    # NumPy 2's rule: the shape is said where the values do not show it -- an empty array of
+    # another shape than (0,) (all print as []), and an array shown with '...'
+    shape = f", shape={a.shape}" if (a.size == 0 and a.shape != (0,)) or a.size > _REPR_THRESHOLD else ""
+    return f"tack.array({body}{shape}, dtype={a.dtype.name}, device='{a.device}')"
 
 
 _core._set_hooks(repr=_format)

@@ -272,6 +272,13 @@ def _value_eq(self, other):
                     f"their fields")
 
 
+def _array_compare(self, other, op):
+    raise TypeError(f"'{op}' between a tack.StructArray and {'itself' if other is self else type(other).__name__} "
+                    f"is refused: it has no elementwise operators, and Python's default would compare identity, not "
+                    f"values; compare fields on the host (numpy.array_equal(a.numpy(), b.numpy())) or in a "
+                    f"kernel, and identity with 'a is b'")
+
+
 def _value_reduce(self):
     return (_rebuild_value, (type(self), self._rec.tobytes()))
 
@@ -412,6 +419,15 @@ class StructArray:
             raise TypeError(f"a {self._cls.__name__} array on {self.device} is not pickled (as tack.Array's are "
                             f"not): copy it to the CPU first (a.to('cpu'))")
         return (_rebuild_array, (self._cls, self._rec.shape, self._rec.tobytes()))
+
+    # == != < <= > >=: refused, as tack.Array's (array.c): Python's default would answer == by identity
+    __eq__ = lambda self, other: _array_compare(self, other, "==")  # noqa: E731
+    __ne__ = lambda self, other: _array_compare(self, other, "!=")  # noqa: E731
+    __lt__ = lambda self, other: _array_compare(self, other, "<")  # noqa: E731
+    __le__ = lambda self, other: _array_compare(self, other, "<=")  # noqa: E731
+    __gt__ = lambda self, other: _array_compare(self, other, ">")  # noqa: E731
+    __ge__ = lambda self, other: _array_compare(self, other, ">=")  # noqa: E731
+    __hash__ = object.__hash__  # identity, the only equality there is
 
     def __dlpack__(self, **kwargs):
         """Refused with a TypeError: DLPack has no record type (export a field, ``a.field(name)``)."""

@@ -47,12 +47,20 @@ int tpy_array_check(tpy_state *st, PyObject *obj) { return Py_TYPE(obj) == st->A
 int tpy_parse_shape(PyObject *obj, int64_t *shape, int *ndim) {
     PyObject *seq = NULL;
     int rc = -1;
-    if (PyLong_Check(obj)) {
-        shape[0] = PyLong_AsLongLong(obj);
-        if (shape[0] == -1 && PyErr_Occurred())
-            goto overflow;
-        *ndim = 1;
-        goto checked;
+    if (PyIndex_Check(obj)) {
+        /* an int, a NumPy integer or a 0-d integer array (a NumPy array of several is a sequence) */
+        PyObject *idx = PyNumber_Index(obj);
+        if (idx) {
+            shape[0] = PyLong_AsLongLong(idx);
+            Py_DECREF(idx);
+            if (shape[0] == -1 && PyErr_Occurred())
+                goto overflow;
+            *ndim = 1;
+            goto checked;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_TypeError))
+            return -1;
+        PyErr_Clear();
     }
     if (!(seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints")))
         return -1;
@@ -291,6 +299,13 @@ static PyObject *array_fill(PyObject *self, PyObject *value) {
         goto done;
     v = PyObject_CallMethod(np, "array", "OO", value, scalar_dt);
     Py_DECREF(scalar_dt);
+    if (!v && PyErr_ExceptionMatches(PyExc_OverflowError) && PyLong_Check(value)) {
+        /* NumPy names the value only while it fits a C long ("Python int too large to
+         * convert to C long" past it): say which value and which dtype */
+        PyErr_Clear();
+        PyErr_Format(PyExc_OverflowError, "fill value %R is out of range for the array's dtype %s", value,
+                     i->name);
+    }
     if (!v)
         goto done;
     PyObject *size = PyObject_GetAttrString(v, "size");
@@ -346,6 +361,15 @@ static PyObject *clone_on(tpy_state *st, tack_array *a, tack_device *dev) {
 static PyObject *array_copy(PyObject *self, PyObject *unused) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     return st ? clone_on(st, ARR(self), NULL) : NULL;
+}
+
+/* copy.copy(a) and copy.deepcopy(a): a.copy(), on a's device, as NumPy's
+ * copy.copy is ndarray.copy().  Without them the copy module fell back on
+ * pickling, which refuses arrays off the host with a message about
+ * pickling that a copy.deepcopy of a model's state did not ask for. */
+static PyObject *array_deepcopy(PyObject *self, PyObject *memo) {
+    (void)memo; /* an array holds no Python objects to share within one deepcopy */
+    return array_copy(self, NULL);
 }
 
 /* _copy_array(src): self <- src, same dtype and size, any devices. */
@@ -422,6 +446,24 @@ static int array_bool(PyObject *self) {
     Py_DECREF(host);
     return r;
 }
+
+/* a == b, a != b, a < b ...: refused.  Tack arrays have no operators, and
+ * Python's default would answer == and != by identity -- `a == b` False for
+ * two arrays of equal values, `a == 1` False whatever a holds -- where a
+ * NumPy user reads an elementwise comparison.  A TypeError says what to use
+ * instead.  The hash stays the object's identity (tp_hash below): nothing
+ * compares equal but by identity, which dicts and sets test first. */
+static PyObject *array_richcompare(PyObject *self, PyObject *other, int op) {
+    static const char *const ops[] = {"<", "<=", "==", "!=", ">", ">="};
+    return PyErr_Format(PyExc_TypeError,
+                        "'%s' between a tack.Array and %.100s is refused: tack.Array has no elementwise "
+                        "operators, and Python's default would compare identity, not values; compare the "
+                        "values on the host (a.numpy() %s b.numpy(), numpy.array_equal(a.numpy(), b.numpy())) "
+                        "or in a kernel, and identity with 'a is b'",
+                        ops[op], other == self ? "itself" : Py_TYPE(other)->tp_name, ops[op]);
+}
+
+static Py_hash_t array_hash(PyObject *self) { return PyBaseObject_Type.tp_hash(self); }
 
 static PyObject *array_repr(PyObject *self) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
@@ -543,6 +585,8 @@ static PyMethodDef array_methods[] = {
      "__array__(dtype=None, copy=None) -> a NumPy copy"},
     {"fill", array_fill, METH_O, "fill(value): set every element to value"},
     {"copy", array_copy, METH_NOARGS, "copy() -> a new array with the same values on the same device"},
+    {"__copy__", array_copy, METH_NOARGS, "copy.copy(a): a.copy(), on a's device"},
+    {"__deepcopy__", array_deepcopy, METH_O, "copy.deepcopy(a): a.copy(), on a's device"},
     {"to", (PyCFunction)(void (*)(void))array_to, METH_VARARGS | METH_KEYWORDS,
      "to(device, copy=False) -> this array on `device`: itself if it is already there, else a copy"},
     {"to_device", (PyCFunction)(void (*)(void))array_to, METH_VARARGS | METH_KEYWORDS,
@@ -577,6 +621,8 @@ static PyType_Slot array_slots[] = {
     {Py_tp_clear, array_clear},
     {Py_tp_dealloc, array_dealloc},
     {Py_nb_bool, array_bool},
+    {Py_tp_richcompare, array_richcompare},
+    {Py_tp_hash, array_hash},
     {Py_sq_length, array_len},
     {Py_mp_length, array_len},
     {Py_mp_subscript, tpy_array_subscript},

@@ -16,8 +16,10 @@
  * place on every device and .numpy() copies out; the C-order operations
  * (fill, copy into it, reshape, DLPack export) refuse it.  On OpenCL, whose
  * buffers the host cannot offset, a view starting inside its buffer is such
- * a view too (the kernel adds the offset).  newaxis, bools
- * and index arrays raise IndexError pointing at .numpy() or a kernel.
+ * a view too (the kernel adds the offset).  An index array or a boolean
+ * mask (a list, a NumPy or Tack array) is NumPy's advanced indexing: a copy,
+ * made on the host by tack._array._index_copy.  newaxis and bools raise
+ * IndexError pointing at .numpy() or a kernel.
  * Every view holds the storage, so the storage's flags (shared, read-only
  * owner) apply to it.
  *
@@ -72,6 +74,26 @@ static PyObject *read_element(PyObject *self, tack_array *a, int64_t start, PyOb
     return out;
 }
 
+/* Whether index item `it` is an index array or a mask, as NumPy reads it: a
+ * list or tuple, a tack.Array, or anything NumPy converts (__array__). */
+static int is_index_array(tpy_state *st, PyObject *it) {
+    return PyList_Check(it) || PyTuple_Check(it) || PyObject_TypeCheck(it, st->ArrayType) ||
+           PyObject_HasAttrString(it, "__array__");
+}
+
+/* a[key] for a key holding an index array or a mask: NumPy's advanced
+ * indexing, which copies (as NumPy's does).  tack._array._index_copy reads
+ * the array to the host, indexes it with NumPy and copies the result to the
+ * array's device: NumPy's shapes, order, bounds checks and messages. */
+static PyObject *index_copy(PyObject *self, PyObject *key) {
+    PyObject *mod = PyImport_ImportModule("tack._array"), *out = NULL;
+    if (mod) {
+        out = PyObject_CallMethod(mod, "_index_copy", "OO", self, key);
+        Py_DECREF(mod);
+    }
+    return out;
+}
+
 PyObject *tpy_array_subscript(PyObject *self, PyObject *key) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     tack_array *a = ARR(self), *v = NULL;
@@ -123,14 +145,24 @@ PyObject *tpy_array_subscript(PyObject *self, PyObject *key) {
             axis++;
             continue;
         }
+        if (!PyBool_Check(it) && !PyIndex_Check(it) && is_index_array(st, it)) {
+            Py_DECREF(items);
+            return index_copy(self, key);
+        }
         if (PyBool_Check(it) || !PyIndex_Check(it)) {
             unsupported_index(key, PyBool_Check(it) ? "a bool is not an index"
-                                                    : "only ints, slices and a final Ellipsis are indices");
+                                                    : "only ints, slices, a final Ellipsis, and integer arrays "
+                                                      "and boolean masks (which copy) are indices");
             goto fail;
         }
         if (sliced)
             corder = 0; /* an int after a slice: a strided view */
         Py_ssize_t i = PyNumber_AsSsize_t(it, PyExc_IndexError);
+        if (i == -1 && PyErr_ExceptionMatches(PyExc_TypeError) && is_index_array(st, it)) {
+            PyErr_Clear(); /* a NumPy array of more than one element: NumPy's advanced indexing */
+            Py_DECREF(items);
+            return index_copy(self, key);
+        }
         if (i == -1 && PyErr_Occurred())
             goto fail;
         int64_t idx = i < 0 ? (int64_t)i + shape[axis] : (int64_t)i;
@@ -270,7 +302,9 @@ PyObject *tpy_array_reshape(PyObject *self, PyObject *args) {
     int unknown = -1;
     if (!st)
         return NULL;
-    if (PyTuple_GET_SIZE(args) == 1 && !PyIndex_Check(PyTuple_GET_ITEM(args, 0)))
+    /* one sequence of ints: a tuple, a list, a NumPy array (which also has __index__) */
+    if (PyTuple_GET_SIZE(args) == 1 &&
+        (!PyIndex_Check(PyTuple_GET_ITEM(args, 0)) || PySequence_Check(PyTuple_GET_ITEM(args, 0))))
         spec = PyTuple_GET_ITEM(args, 0);
     PyObject *seq = PySequence_Fast(spec, "reshape() takes ints or one sequence of ints");
     if (!seq)

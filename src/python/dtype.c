@@ -146,6 +146,18 @@ static PyObject *dtype_repr(PyObject *self) { return PyUnicode_FromFormat("tack.
 
 static Py_hash_t dtype_hash(PyObject *self) { return (Py_hash_t)((TackDTypeObject *)self)->id + 0x7ac4; }
 
+/* Whether `o` is a NumPy dtype (np.dtype('float32')) or scalar type (np.float32). */
+static int is_numpy_dtype(tpy_state *st, PyObject *o) {
+    PyObject *np = tpy_numpy(st), *t = np ? PyObject_GetAttrString(np, PyType_Check(o) ? "generic" : "dtype") : NULL;
+    int r = t ? (PyType_Check(o) ? PyObject_IsSubclass(o, t) : PyObject_IsInstance(o, t)) : -1;
+    Py_XDECREF(t);
+    if (r < 0) {
+        PyErr_Clear();
+        r = 0;
+    }
+    return r;
+}
+
 static PyObject *dtype_richcompare(PyObject *self, PyObject *other, int op) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     tack_dtype other_id;
@@ -159,6 +171,14 @@ static PyObject *dtype_richcompare(PyObject *self, PyObject *other, int op) {
             return NULL;
         if (tack_dtype_from_name(s, &other_id) != TACK_OK)
             return PyBool_FromLong(op == Py_NE);
+    } else if (is_numpy_dtype(st, other)) {
+        /* np.float32, np.dtype('float32'), as NumPy's np.dtype('float32') == np.float32.
+         * Python's own types stay unequal: `float` is f32 only where Tack reads a dtype
+         * (code asks `ann in (int, float)` of annotations that may be Tack dtypes). */
+        if (tpy_dtype_from_object(st, other, &other_id) < 0) {
+            PyErr_Clear();
+            return PyBool_FromLong(op == Py_NE);
+        }
     } else
         Py_RETURN_NOTIMPLEMENTED;
     int eq = other_id == ((TackDTypeObject *)self)->id;
@@ -389,6 +409,7 @@ int tpy_dtype_from_object(tpy_state *st, PyObject *obj, tack_dtype *out) {
             return 0;
         /* Fall through to NumPy for spellings such as '<f4'. */
     }
+    if (obj == Py_None) { *out = TACK_F32; return 0; } /* the default, as dtype=None makes (NumPy's: float64) */
     if (obj == (PyObject *)&PyBool_Type) { *out = TACK_BOOL; return 0; }
     if (obj == (PyObject *)&PyLong_Type) { *out = TACK_I64; return 0; }
     if (obj == (PyObject *)&PyFloat_Type) { *out = TACK_F32; return 0; } /* the default float */

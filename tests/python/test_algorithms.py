@@ -501,6 +501,24 @@ def test_scan_float_sort_and_compact_run_on_opencl():
 
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
+def test_a_numpy_second_argument_goes_to_the_first_arrays_device():
+    # tack.compact(opencl_array, numpy_mask) was "mask is on cpu and a on opencl:0" (sort's values
+    # and searchsorted's v alike), where segmented_reduce's offsets and histogram's bins were taken
+    dev = next(d for d in tack.devices() if d.startswith("opencl"))
+    x = np.array([3, 1, 4, 1, 5, 9, 2, 6], np.int32)
+    a = tack.array(x, device=dev)
+    out = tack.compact(a, x > 2)
+    assert out.device == dev and out.numpy().tolist() == x[x > 2].tolist()
+    keys, vals = tack.sort(a, np.arange(8))
+    assert vals.device == dev and vals.numpy().tolist() == np.argsort(x, kind="stable").tolist()
+    s = tack.sort(a)
+    at = tack.searchsorted(s, np.array([2, 5]))
+    assert at.device == dev and at.numpy().tolist() == np.searchsorted(np.sort(x), [2, 5]).tolist()
+    with pytest.raises(ValueError, match="mask is on cpu and a on opencl"):  # a Tack array stays where it is
+        tack.compact(a, tack.array(x > 2))
+
+
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
 @pytest.mark.skipif(os.environ.get("TACK_TEST_ALL") != "1",
                     reason="the other primitives on PoCL: make test-all (each is a few more PoCL programs)")
 def test_the_other_primitives_run_on_opencl():

@@ -98,13 +98,52 @@ def test_a_kernel_run_as_python_takes_a_strided_tack_view():
     ((Ellipsis, 0), "Ellipsis must be the last"),
     (None, "only ints, slices"),
     (True, "a bool is not an index"),
-    ([0, 1], "only ints, slices"),
     (1.0, "only ints, slices"),
+    (np.array([0.0, 1.0]), "an array of float64 is not an index"),
+    ([[0.5]], "an array of float64 is not an index"),
+    (([0], None), "None (numpy.newaxis) is not an index"),
+    (([0], Ellipsis, 0), "Ellipsis must be the last"),
+    (np.True_, "a bool is not an index"),
 ])
 def test_indexing_that_needs_strides_or_a_copy_is_refused(key, words):
     with pytest.raises(IndexError, match=re.escape(words)) as e:
         grid()[key]
     assert ".numpy()" in str(e.value) and "kernel" in str(e.value)
+
+
+GATHERS = [
+    np.array([2, 0, -1]), [1, 1], np.array([[0, 1], [2, 0]]), np.array([2, 0], np.uint8), [],
+    np.array([True, False, True]), np.arange(12.0).reshape(3, 4) % 3 == 0,
+    (1, [3, 0]), (slice(0, 3, 2), [1, 3]), ([0, 2], [1, 3]), ([2, 1], Ellipsis), (np.array([False, True, True]), 2),
+]
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_index_arrays_and_masks_give_numpys_copy(dev):
+    # a NumPy index array or mask raised "only integer scalar arrays can be converted to a scalar
+    # index", a TypeError from NumPy's __index__, where the documentation promised an IndexError
+    ref = np.arange(12.0).reshape(3, 4)
+    a = tack.array(ref, device=dev)
+    for key in GATHERS:
+        got = a[key]
+        want = ref[key]
+        assert isinstance(got, tack.Array) and got.device == dev and got.dtype is tack.f64, key
+        assert got.shape == want.shape and got.numpy().tolist() == want.tolist(), key
+        if got.size:
+            got.fill(-1.0)  # a copy, as NumPy's: the array keeps its values
+    assert a.numpy().tolist() == ref.tolist()
+    idx = tack.array(np.array([2, 0]), device=dev)  # a Tack array of ints is an index array too
+    assert a[idx].numpy().tolist() == ref[[2, 0]].tolist()
+    assert a.T[[3, 0]].numpy().tolist() == ref.T[[3, 0]].tolist()  # of a strided view
+    v = tack.array(np.arange(12.0, dtype=np.float32).reshape(4, 3), dtype=tack.vec3, device=dev)
+    g = v[[3, 1]]  # whole vec3 elements: the components are no axis an index reaches
+    assert g.dtype is tack.vec3 and g.shape == (2,) and g.numpy().tolist() == [[9, 10, 11], [3, 4, 5]]
+    with pytest.raises(IndexError, match="too many indices for array: array is 1-dimensional, but 2 were"):
+        v[[0], [1]]
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        a[[0, 3]]
+    with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 0"):
+        a[np.array([True, False])]
 
 
 # --------------------------------------------------------------------- views
@@ -150,6 +189,9 @@ def test_reshape_and_ravel_are_views():
     assert a.reshape((2, 2, 3)).shape == (2, 2, 3) and a.reshape([12]).shape == (12,)
     assert a.reshape(-1).shape == (12,) and a[1:3].reshape(-1).shape == (8,)
     assert tack.zeros((0, 4)).reshape(-1, 2).shape == (0, 2)
+    # a NumPy array as the shape was read as one int (its __index__) and refused by NumPy
+    assert a.reshape(np.array([2, 6])).shape == (2, 6) and a.reshape(np.int64(12)).shape == (12,)
+    assert a.reshape(np.int64(6), np.int32(-1)).shape == (6, 2)
     f = a.ravel()
     assert f.shape == (12,) and f.ptr == a.ptr
     assert a[2].ravel().ptr == a.ptr + 8 * 8

@@ -2,6 +2,7 @@
 
 import gc
 import pickle
+import re
 import subprocess
 import sys
 import threading
@@ -64,6 +65,14 @@ def test_dtype_spellings():
     assert tack.dtype(bool) is tack.bool
     assert tack.dtype("<f4") is tack.f32
     assert tack.f32 == "float32" and tack.f32 != "f64"
+    # NumPy's dtype == scalar type: tack.f32 == np.float32 was False, so `a.dtype == np.float32`
+    # was silently False for an f32 array; tack.dtype(None) was NumPy's float64, where dtype=None
+    # in every constructor is f32
+    assert tack.f32 == np.float32 and tack.f32 == np.dtype("float32") and tack.f32 != np.float64
+    assert tack.vec3 == np.dtype((np.float32, 3)) and tack.f32 != float and tack.i64 != int  # Python's: no
+    assert tack.zeros(2).dtype == np.float32 and not (tack.f32 != np.float32)
+    assert tack.f32 != None and tack.f32 != 3 and tack.f32 != list  # noqa: E711
+    assert tack.dtype(None) is tack.f32 is tack.zeros(1, None).dtype
     assert tack.f32.kind == "f" and tack.u8.kind == "u" and tack.bool.kind == "b" and tack.i8.kind == "i"
     assert tack.vec3.alignment == 4
 
@@ -178,6 +187,37 @@ def test_nested_sequences_and_default_float():
     assert tack.array([True, False]).dtype is tack.bool
     assert tack.array(np.arange(3.0)).dtype is tack.f64  # NumPy arrays keep their dtype
     assert tack.array(2.5).shape == () and tack.array(2.5).numpy() == 2.5
+    # only Python floats take the default float: a list of float64 arrays (NumPy's or Tack's) or of
+    # np.float64 scalars was rounded to f32, where the same values alone kept f64
+    x = np.array([0.1, 1 / 3])
+    for obj in ([x, x], [tack.array(x), tack.array(x)], [np.float64(0.1), np.float64(1 / 3)], ([x[0]], [x[1]])):
+        a = tack.array(obj)
+        assert a.dtype is tack.f64 and a.numpy().ravel().tolist() == np.asarray(obj, np.float64).ravel().tolist()
+    assert tack.array([-1, 2**63 + 1025]).dtype is tack.f64  # ints past int64: NumPy's float64, not rounded further
+    assert tack.array([1, 2.5]).dtype is tack.f32 and tack.array([x, [0.5, 1.5]]).dtype is tack.f32
+
+
+def test_array_of_complex_values_as_a_real_dtype_is_refused():
+    # tack.array(np.array([1 + 2j]), tack.f64) dropped the imaginary part with only NumPy's
+    # ComplexWarning, where fill and full refuse a complex value for a real array
+    for obj in (np.array([1 + 2j]), np.complex64(1j), 1j, tack.full(2, 1j)):
+        with pytest.raises(TypeError, match="is not complex: a complex never becomes a real number implicitly"):
+            tack.array(obj, tack.f64)
+    assert tack.array(np.array([1 + 2j]).real, tack.f32).numpy().tolist() == [1.0]
+    assert tack.array(np.array([1.5]), tack.complex64).numpy().tolist() == [1.5 + 0j]
+
+
+def test_copy_module_copies_on_the_device():
+    # copy.copy / copy.deepcopy fell back on pickling: off the host a TypeError about pickling
+    import copy
+
+    for dev in tack.devices():
+        a = tack.array(np.arange(6.0).reshape(2, 3), device=dev)
+        for c in (copy.copy(a), copy.deepcopy(a), copy.deepcopy({"w": a})["w"], copy.copy(a.T)):
+            assert c is not a and c.device == dev and not c.strided
+            c.fill(-1.0)
+        assert a.numpy().tolist() == np.arange(6.0).reshape(2, 3).tolist()
+        assert copy.copy(a.T).numpy().tolist() == np.arange(6.0).reshape(2, 3).T.tolist()
 
 
 def test_array_copies():
@@ -212,6 +252,57 @@ def test_asarray_returns_same_array():
     a = tack.zeros(3)
     assert tack.asarray(a) is a
     assert tack.asarray(a, dtype=tack.f64) is not a
+
+
+def test_asarray_copy_is_the_array_apis():
+    # asarray had no copy argument: tack.asarray(x, copy=False) was a TypeError
+    a = tack.zeros(3)
+    assert tack.asarray(a, copy=None) is a and tack.asarray(a, copy=False) is a
+    b = tack.asarray(a, copy=True)
+    assert b is not a and b.dtype is a.dtype and b.numpy().tolist() == [0, 0, 0]
+    b.fill(1.0)
+    assert a.numpy().tolist() == [0, 0, 0]
+    host = np.arange(4.0)
+    shared = tack.asarray(host, copy=False)  # a NumPy array's storage, as tack.from_dlpack gives it
+    host[0] = 9.0
+    assert shared.dtype is tack.f64 and shared.numpy().tolist() == [9, 1, 2, 3]
+    copied = tack.asarray(host)  # None: a NumPy array is copied, as before
+    host[1] = 7.0
+    assert copied.numpy().tolist() == [9, 1, 2, 3]
+    assert tack.asarray(host, copy=0) is not None  # 0 is False: no copy needed here
+    for obj, kw, why in (([1.0, 2.0], {}, "a list has no storage to share"),
+                         (a, {"dtype": tack.f64}, "its dtype f32 is not f64"),
+                         (host, {"dtype": tack.f32}, "the values are f64, not f32")):
+        with pytest.raises(ValueError, match=f"copy=False\\): a copy is needed, since {why}"):
+            tack.asarray(obj, copy=False, **kw)
+    with pytest.raises(ValueError, match="copy must be True, False or None, not 'never'"):
+        tack.asarray(a, copy="never")
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_asarray_copy_false_across_devices_is_refused(dev):
+    a = tack.zeros(2, device=dev)
+    other = "cpu" if dev != "cpu" else next((d for d in tack.devices() if d != "cpu"), None)
+    if other is None:
+        pytest.skip("one device")
+    with pytest.raises(ValueError, match="copy=False\\): a copy is needed"):
+        tack.asarray(a, device=other, copy=False)
+    assert tack.asarray(a, device=other).device == other
+
+
+@pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">="])
+def test_comparisons_are_refused_not_answered_by_identity(op):
+    # `a == b` was Python's identity: False for two arrays of equal values, `a == 1` False whatever a held
+    a, b = tack.zeros(3), tack.zeros(3)
+    for other, name in ((b, "tack.Array"), (a, "itself"), (0, "int"), (None, "NoneType")):
+        with pytest.raises(TypeError, match=f"'{re.escape(op)}' between a tack.Array and {name} is refused"):
+            eval(f"a {op} other")
+    with pytest.raises(TypeError, match="a.numpy\\(\\) .* b.numpy\\(\\)"):
+        eval(f"0 {op} a")  # reflected: the same refusal
+    # identity stays what dicts, sets and `in` use: they test `is` before `==`
+    assert hash(a) == hash(a) and {a: 1}[a] == 1 and a in {a} and a in [a]
+    # NumPy on the left converts the Tack array (a copy): NumPy's elementwise answer
+    assert (np.zeros(3) == a).tolist() == [True, True, True]
 
 
 @pytest.mark.parametrize("fn, value", [(tack.zeros, 0), (tack.ones, 1)])
@@ -249,6 +340,12 @@ def test_fill_wrong_type(value):
 def test_fill_out_of_range():
     with pytest.raises(OverflowError):
         tack.zeros(3, tack.i8).fill(1000)
+    # past a C long NumPy said only "Python int too large to convert to C long": no value, no dtype
+    for dt, v in ((tack.i64, 2**70), (tack.u64, 2**64), (tack.i32, -2**70), (tack.u8, 2**64)):
+        with pytest.raises(OverflowError, match=f"fill value {v} is out of range for the array's dtype {dt.name}"):
+            tack.zeros(2, dt).fill(v)
+        with pytest.raises(OverflowError, match=f"fill value {v} is out of range"):
+            tack.full(2, v, dt)
 
 
 def test_fill_wrong_component_count():
@@ -289,6 +386,15 @@ def test_bad_shapes(shape, exc, match):
         tack.empty(shape)
 
 
+def test_shape_of_numpy_integers():
+    # tack.zeros(np.int64(3)) was "shape must be an int or a sequence of ints" (NumPy takes it)
+    assert tack.zeros(np.int64(3)).shape == (3,) and tack.empty(np.uint8(2), tack.i8).shape == (2,)
+    assert tack.zeros(np.array(4)).shape == (4,) and tack.zeros(np.array([2, 3])).shape == (2, 3)
+    assert tack.full(np.int32(2), 1.5).shape == (2,)
+    with pytest.raises(ValueError, match="negative dimensions"):
+        tack.zeros(np.int64(-1))
+
+
 def test_out_of_memory_is_memory_error():
     with pytest.raises(MemoryError, match="out of memory"):
         tack.empty(2**44, tack.u8)
@@ -299,6 +405,12 @@ def test_repr_is_numpy_like():
     assert repr(tack.array([1.0, 2.0])) == "tack.array([1., 2.], dtype=f32, device='cpu')"
     assert repr(tack.zeros((2, 2), tack.i32)).startswith("tack.array([[0, 0],")
     assert "dtype=vec3" in repr(tack.zeros(2, tack.vec3))
+    # NumPy 2 names the shape where the values do not show it: an empty (2, 0) array printed as [],
+    # the same as an empty (0,) one, and a summarised one hid its length
+    assert repr(tack.zeros((2, 0))) == "tack.array([], shape=(2, 0), dtype=f32, device='cpu')"
+    assert repr(tack.zeros(0)) == "tack.array([], dtype=f32, device='cpu')"
+    assert repr(tack.zeros(2000, tack.i8)).endswith("0, 0, 0], shape=(2000,), dtype=i8, device='cpu')")
+    assert repr(tack.zeros(1000, tack.i8)).endswith("0], dtype=i8, device='cpu')")  # all shown: no shape
 
 
 def test_no_buffer_protocol_on_purpose():
@@ -528,7 +640,7 @@ def test_repr_of_a_large_array_reads_only_what_it_prints():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert text == "tack.array([0., 0., 0., ..., 0., 0., 0.], dtype=f64, device='cpu')"
+    assert text == "tack.array([0., 0., 0., ..., 0., 0., 0.], shape=(50000000,), dtype=f64, device='cpu')"
     assert peak < 16 << 20, f"repr allocated {peak >> 20} MiB"
 
 

@@ -354,6 +354,17 @@ def test_truth_value_is_numpys():
     assert a[:1] and bool(np.asarray(a)[:1])  # a record with nonzero bytes, as NumPy says
 
 
+def test_comparisons_of_struct_arrays_are_refused():
+    # `a == b` was Python's identity, False for two arrays of equal records
+    a, b = tack.zeros(2, Body), tack.zeros(2, Body)
+    for op in ("==", "!=", "<", ">="):
+        with pytest.raises(TypeError, match=f"'{op}' between a tack.StructArray and StructArray is refused"):
+            eval(f"a {op} b")
+    with pytest.raises(TypeError, match="and itself is refused"):
+        assert a == a
+    assert {a: 1}[a] == 1 and a in [a] and hash(a) == hash(a)  # identity: dict keys, set members
+
+
 def test_dlpack_carries_fields_not_records():
     a = tack.asarray(records(), dtype=Body)
     with pytest.raises(TypeError, match="DLPack carries arrays of one number type"):
