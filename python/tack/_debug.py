@@ -634,6 +634,10 @@ class _Ctx:
             return _half_round(f, args[0]) if f is _core.f16 or f is _core.bf16 else convert(np.dtype(f.numpy), args[0])
         if isinstance(f, _core.DType) and not kwargs:
             return _vector_value(_construct(f, args))
+        if isinstance(f, type) and issubclass(f, np.integer) and len(args) == 1 and not kwargs:
+            # np.int64(x) is tack.i64(x) in a kernel: the compiled conversion (NaN to 0,
+            # saturation, then wrapping), not NumPy's cast of NaN or inf to INT64_MIN
+            return convert(np.dtype(f), args[0])
         return _vector_value(f(*args, **kwargs))
 
     def math(self, fn, *args):

@@ -624,6 +624,7 @@ void tk_race_dump(tk_cc *C, tk_buf *b);
 /* Move checks of `kind` whose operands do not change in a loop out of it (checks.c). */
 void tk_hoist_invariant_checks(tk_cc *C, int kind);
 int ir_invariant(const tk_ir *e, const tk_ir *loop);   /* e is the same in every iteration of loop (ir.c) */
+int ir_pfor_one(const tk_ir *s);                       /* parallel loop s has at most one iteration (ir.c) */
 const char *tk_dump(tk_cc *C);
 const char *tk_emit(tk_cc *C);
 

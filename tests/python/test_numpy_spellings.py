@@ -138,6 +138,34 @@ def test_casts_are_tacks_casts():
     assert "int8_t" in src
 
 
+def np_int_casts(x, out):
+    for i in range(x.shape[0]):
+        out[0, i] = np.int64(x[i])
+        out[1, i] = tack.i64(x[i])
+        out[2, i] = np.int32(x[i])
+        out[3, i] = tack.i32(x[i])
+        out[4, i] = np.uint8(x[i])
+        out[5, i] = tack.u8(x[i])
+        out[6, i] = np.uint64(x[i])
+        out[7, i] = tack.u64(x[i])
+
+
+def test_numpy_integer_casts_of_nan_and_inf_are_tacks_in_debug_mode_too():
+    # Debug mode called NumPy's own np.int64(nan), INT64_MIN, where the compiled kernel
+    # converts as tack.i64 does (NaN to 0, saturation, then wrapping): a histogram's
+    # np.int64(np.floor((x - lo) / w)) put a NaN in bin 0 compiled and nowhere in debug mode.
+    x = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, -3.7, 300.5, 2.0**63, -1.0])
+    runs = []
+    for k in (tack.kernel(np_int_casts), tack.kernel(jit=False)(np_int_casts)):
+        out = np.zeros((8, x.size), np.int64)
+        k(x, out)
+        runs.append(out)
+        for a in range(0, 8, 2):
+            np.testing.assert_array_equal(out[a], out[a + 1])   # np.<int>(x) is tack.<int>(x)
+        assert out[0, :3].tolist() == [0, 2**63 - 1, -2**63]
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
 @tack.kernel
 def minmax_abs(a, b, out_min, out_max, out_abs):
     for i in range(a.shape[0]):

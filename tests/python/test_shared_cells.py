@@ -141,6 +141,44 @@ def test_bool_and_float16_cells_are_refused():
         add_into_f16(np.ones(4, np.float16), np.zeros(1, np.float16))
 
 
+@tack.kernel
+def lu_in_one_iteration(A):
+    n = A.shape[0]
+    for t in range(1):          # the docs' place for serial work: nothing runs at once
+        for k in range(n):
+            for i in range(k + 1, n):
+                A[i, k] /= A[k, k]
+                for j in range(k + 1, n):
+                    A[i, j] -= A[i, k] * A[k, j]
+
+
+@tack.kernel
+def scale_first_in_two_iterations(A):
+    for t in range(2):
+        A[0] *= 2.0
+
+
+def test_compound_assignments_in_a_loop_of_one_iteration_are_serial():
+    # A Numba port of an in-place LU factorization, its sequential loops in the
+    # `for t in range(1):` the docs recommend: the /= was refused as a race
+    # ("iterations may update the same element at once"), in both modes, though a
+    # loop of one iteration has nothing to race with (the race check says so).
+    rng = np.random.default_rng(0)
+    n = 12
+    A0 = rng.standard_normal((n, n)) + n * np.eye(n)
+    for k in (lu_in_one_iteration, tack.kernel(jit=False)(lu_in_one_iteration.__wrapped__)):
+        A = A0.copy()
+        k(A)
+        L, U = np.tril(A, -1) + np.eye(n), np.triu(A)
+        np.testing.assert_allclose(L @ U, A0, rtol=0, atol=1e-12)
+    ir = lu_in_one_iteration.ir(A0.copy())
+    assert "store.rmw A[" in ir and "atomic" not in ir   # one iteration: plain updates, no atomics
+    for target in ("cuda", "opencl"):
+        assert "tk_atomic" not in lu_in_one_iteration.generated_source(A0.copy(), target=target)
+    with pytest.raises(tack.CompileError, match=r"'A\[\.\.\.\] \*= \.\.\.' in a parallel loop"):
+        scale_first_in_two_iterations(np.ones(3))
+
+
 def test_sums_into_one_cell_stay_atomic_and_right():
     x = np.ones(1_000_000)
     s = np.zeros(1)
@@ -347,7 +385,8 @@ cases = [(t.product_into_one_cell, (np.ones(8), np.ones(1))),
          (t.scale_own, (np.ones(8), 2.0)),
          (t.scale_grid, (np.ones((4, 4)),)),
          (t.scale_own_through_functions, (np.ones(8), 2.0)),
-         (t.scale_strided, (np.ones(8),))]
+         (t.scale_strided, (np.ones(8),)),
+         (t.lu_in_one_iteration, (np.eye(4),))]
 for k, args in cases:
     for target in ("c", "cuda", "opencl"):
         try:
@@ -372,6 +411,6 @@ def test_the_ir_verifier_catches_a_lowering_that_forgets_the_atomics():
         for target in ("c", "cuda", "opencl"):
             assert any(ln.startswith(f"{name} {target} refused: ") and "internal compiler error after lowering" in ln
                        and "non-atomic read-modify-write" in ln for ln in lines), (name, target, lines)
-    for name in ("scale_own", "scale_grid", "scale_own_through_functions", "scale_strided"):
+    for name in ("scale_own", "scale_grid", "scale_own_through_functions", "scale_strided", "lu_in_one_iteration"):
         for target in ("c", "cuda", "opencl"):
             assert f"{name} {target} ok" in lines, (name, target, lines)

@@ -120,11 +120,14 @@ static int guarded_loops(tk_emitter *e, tk_ir *loop, tk_ir *body) {
     return n;
 }
 
-static int simd_guards(tk_emitter *e, tk_ir *loop, tk_ir *body) {
-    int n = 0;
+/* Writes the guards of body's loops joined by &&, after the n written
+ * before it (a nested block's come after its parent's: their count runs on,
+ * else a block's first guard would follow the last one with no &&, C that
+ * does not compile); returns the count so far. */
+static int simd_guards(tk_emitter *e, tk_ir *loop, tk_ir *body, int n) {
     for (int i = 0; i < body->n; i++) {
         tk_ir *f = body->k[i];
-        if (f->op == IR_BLOCK) { n += simd_guards(e, loop, f); continue; }
+        if (f->op == IR_BLOCK) { n = simd_guards(e, loop, f, n); continue; }
         if (f->op != IR_FOR || !ir_invariant(f->k[0], loop) || !ir_invariant(f->k[1], loop)) continue;
         if (f->k[2]->op != IR_CONST || f->k[2]->c.i != 1) continue;
         P(e, n ? " && (" : "(");
@@ -448,7 +451,7 @@ static void inner_versions(tk_emitter *e, tk_ir *s, const char *carried) {
     if (!simd_ok(e, s)) { inner_loop(e, s, carried, 0); return; }
     size_t mark = e->b->len;
     I(e); P(e, "if (");
-    if (!simd_guards(e, s, s->k[s->aux])) { /* nothing to assume */
+    if (!simd_guards(e, s, s->k[s->aux], 0)) { /* nothing to assume */
         e->b->len = mark;
         inner_loop(e, s, carried, 1);
         return;

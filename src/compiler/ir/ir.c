@@ -54,6 +54,23 @@ int ir_invariant(const tk_ir *e, const tk_ir *loop) {
     }
 }
 
+/* Whether parallel loop s runs at most one iteration, as the compiler knows
+ * from constant extents (`for t in range(1):`, the place for serial work):
+ * nothing in its body runs at the same time as anything else, so lowering
+ * (lw_in_parallel) and verify.c treat the body as serial code, and a
+ * compound assignment there is a plain read and write.  A blocks loop is
+ * never one: the threads of even a single block run together. */
+int ir_pfor_one(const tk_ir *s) {
+    if (s->op != IR_PFOR || ir_is_blocks(s)) return 0;
+    int more = 0;
+    for (int d = 0; d < s->aux; d++) {
+        if (s->k[d]->op != IR_CONST || !ty_is_int(s->k[d]->ty)) return 0;
+        if (s->k[d]->c.i <= 0) return 1; /* an empty axis: no iteration at all */
+        if (s->k[d]->c.i > 1) more = 1;
+    }
+    return !more;
+}
+
 int tk_new_local(tk_cc *C, tk_spec *S, const char *name, tk_type ty, int scope) {
     if (S->nlocals == S->caplocals) {
         int cap = S->caplocals ? S->caplocals * 2 : 16;

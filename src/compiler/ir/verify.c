@@ -15,8 +15,10 @@
  *   - statements appear only in blocks and expressions only as operands;
  *   - break/continue sit inside a loop;
  *   - no race in a compound assignment: the write of a[i] op= v (an IR_STORE
- *     marked ST_RMW) inside a parallel region -- a parallel loop's body, or a
- *     function specialized for a call inside one (tk_spec.par) -- indexes the
+ *     marked ST_RMW) inside a parallel region -- a parallel loop's body
+ *     (not one of at most one iteration, ir_pfor_one: `for t in range(1):`
+ *     is serial work), or a function specialized for a call inside one
+ *     (tk_spec.par) -- indexes the
  *     iteration's own element, so no other iteration reads or writes it in
  *     between.  Lowering makes += and -= atomics there and refuses the rest
  *     (lower_stmt.c); this is the check that would see a lowering that
@@ -288,7 +290,8 @@ static void vs(verifier *v, tk_ir *s) {
         tk_ir *saved = v->region;
         uint32_t *saved_own = v->own;
         int saved_nd = v->ndims;
-        enter_region(v, s->k[s->aux], s);
+        if (ir_pfor_one(s)) v->region = NULL; /* range(1): serial work, nothing runs at once */
+        else enter_region(v, s->k[s->aux], s);
         v->loops++;
         vs(v, s->k[s->aux]);
         v->loops--;

@@ -16,6 +16,7 @@ typedef struct lw_state {
     int is_kernel;
     tk_ir *blk;
     int pfor;        /* current parallel loop id, -1 outside */
+    int pfor_one;    /* the current parallel loop has at most one iteration (ir_pfor_one): serial code */
     int npfor;
     int depth;       /* statement nesting in the kernel body (0 = top level) */
     int loops;       /* serial loops around the statement */

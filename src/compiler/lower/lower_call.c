@@ -157,7 +157,11 @@ static tk_ir *print_call(lw_state *L, tack_node *n) {
 
 
 /* ------------------------------------------------- parallel context */
-int lw_in_parallel(lw_state *L) { return L->pfor >= 0 || L->S->par; }
+/* Inside a parallel loop that may run more than one iteration, or in a
+ * function specialized for a call from one.  `for t in range(1):` is not:
+ * its one iteration is the serial work the docs put there, so `a[k] /= v`
+ * is allowed in it and `a[k] += v` needs no atomic. */
+int lw_in_parallel(lw_state *L) { return (L->pfor >= 0 && !L->pfor_one) || L->S->par; }
 
 static int names_target(const tack_node *t, const char *name) {
     if (!t) return 0;

@@ -220,6 +220,7 @@ static void pfor_body(lw_state *L, tk_ir *pf, tack_node *n, tk_ir *b, int saved_
     tack_node *body = n->kids[2];
     int sd = L->depth;
     L->depth++;
+    L->pfor_one = ir_pfor_one(pf); /* its extents are pushed: range(1) is serial work */
     lw_refuse_assigned_pfor_vars(L, n->kids[0], body);
     note_pfor_vars(L, n->kids[0], body);
     unsigned char *before = lw_da_save(L);
@@ -227,6 +228,7 @@ static void pfor_body(lw_state *L, tk_ir *pf, tack_node *n, tk_ir *b, int saved_
     lw_block_into(L, body, b);
     lw_da_restore(L, before);
     L->npfor_vars = 0;
+    L->pfor_one = 0;
     L->depth = sd;
     L->pfor = saved_pfor;
     ir_push(L->C, pf, b);
