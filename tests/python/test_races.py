@@ -418,7 +418,8 @@ def test_warning_free_language_kernels_agree_on_one_thread_and_many():
     thread), every test whose kernels compiled without a RaceWarning must
     pass both times.  A test marked watched_differs inspects what the watched
     run's plugins change (the kernel object, what it prints): it must pass on
-    one thread, and must fail in the watched run, or lose the mark."""
+    one thread, and (under make test-all, where every call is repeated on
+    OpenCL) must fail in the watched run, or lose the mark."""
     many = _suite.result("watched")["_outcomes"]
     one = _suite.result("unoptimized")["_outcomes"]
     both = one.keys() & many.keys()
@@ -434,5 +435,10 @@ def test_warning_free_language_kernels_agree_on_one_thread_and_many():
             if not o["ok"]:
                 failed.add(t.split("[")[0])
     stale = sorted(marked - failed)
+    if not _suite.TEST_ALL:
+        # under make test the watched run repeats on OpenCL only the calls whose source is in
+        # its half (_suite.HALVES), so a marked test whose kernels are in the other half passes
+        # there; make test-all repeats every call and checks the marks
+        return
     assert stale == [], "marked watched_differs but passed in the watched run: take the mark off\n" + \
         "\n".join(stale[:20])
