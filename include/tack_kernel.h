@@ -67,7 +67,8 @@ typedef enum tack_node_kind {
     TACK_N_BOOLOP,     /* op (TACK_OP_AND, TACK_OP_OR); [values...] (2 or more) */
     TACK_N_COMPARE,    /* [left, right1, right2, ...]; ops added in order with tack_node_add_op */
     TACK_N_IFEXP,      /* [test, body, orelse] */
-    TACK_N_CALL,       /* name, ival (-1 intrinsic or function index); [args...] */
+    TACK_N_CALL,       /* name, ival (-1 intrinsic or function index), fval 1 for a math-module
+                          function (math.sqrt: scalars only); [args...] */
     TACK_N_ATTRIBUTE,  /* name = attribute; [value]  (a.shape, a.ndim, v.x) */
     TACK_N_SUBSCRIPT,  /* [value, index1, index2, ...]  (a[i, j] has two indices) */
     TACK_N_TUPLE,      /* [elements...] */

@@ -53,10 +53,13 @@ from __future__ import annotations
 import ast
 import copy
 
-from . import _autodiff_decomp, _autodiff_local_vec, _autodiff_quat, _autodiff_vecfuncs, _core
+from . import _autodiff_decomp, _autodiff_local_vec, _autodiff_quat, _autodiff_vecfuncs, _core, _intrinsics
 from ._autodiff_nodes import SEP, _c, _loc, _nm
 
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+
+_ELEMENTWISE = ("abs", "minimum", "maximum")  # with the math rows, element-wise on a vector or matrix
 
 
 class Ty:
@@ -290,6 +293,11 @@ class Scalarizer:
             return _autodiff_quat.call_type(self, name, e, [self.ty(a) for a in e.args])
         if (name or "").startswith(("quat", "transform")):
             raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
+        if name in _ELEMENTWISE or name in _intrinsics._MATH:  # element-wise on a float vector or matrix (elementwise)
+            tys = [self.ty(a) for a in e.args]
+            vt = [t for t in tys if t is not None]
+            if vt and all(t.kind in ("v", "m") and t.shape == vt[0].shape and t.dt in ("f32", "f64") for t in vt):
+                return Ty(vt[0].kind, vt[0].shape, "f64" if any(t.dt == "f64" for t in vt) else vt[0].dt)
         if name in _autodiff_decomp.NAMES:  # differentiated unpacked (stmt): U, s, V = tack.svd3(m)
             raise self.error(f"{ast.unparse(e.func)}() is differentiated only unpacked into names or array elements", e)
         return _autodiff_vecfuncs.result_type(self, name, e)
@@ -448,10 +456,27 @@ class Scalarizer:
         out = _autodiff_vecfuncs.vector(self, name, e, ty)
         if out is not None:
             return out
+        if ty is not None and ty.kind in ("v", "m") and (name in _ELEMENTWISE or name in _intrinsics._MATH):
+            return ty, self.elementwise(e, ty)
         if (name or "").startswith(("quat", "transform")):
             raise self.error(f"{ast.unparse(e.func)}(): {_refused_quat(name)}", e)
         raise self.error(f"{ast.unparse(e.func)}() of a vector, matrix or complex value is not differentiated "
                          f"yet (write it with components)", e)
+
+    def elementwise(self, e, ty):
+        """abs or a math row of a vector or matrix (tack.sqrt(v), tack.clamp(v, 0.0, 1.0)): the scalar call
+        on each component, as the compiler lowers it, the scalar arguments broadcast (held in locals of
+        their own, so they are computed once); the generator differentiates each scalar call."""
+        args = []
+        for a in e.args:
+            t = self.ty(a)
+            if t is None:
+                args.append(self.bind([self.scal(a)], Ty("v", (1,), ty.dt), e)[0])
+            else:
+                args.append(self.comps(a)[1])
+        return [_loc(ast.Call(func=copy.deepcopy(e.func), keywords=[],
+                              args=[copy.deepcopy(a[k]) if isinstance(a, list) else copy.deepcopy(a) for a in args]), e)
+                for k in range(ty.size)]
 
     def construct(self, e, ty):
         args = e.args

@@ -641,7 +641,10 @@ class _Ctx:
         return _vector_value(f(*args, **kwargs))
 
     def math(self, fn, *args):
-        """A math function of real scalars, in the type the compiler gives it."""
+        """A math function of real scalars, in the type the compiler gives it; of a vector or matrix,
+        that of each component (_debug_calls.elementwise)."""
+        if any(_debug_calls._composite(a) for a in args):
+            return _debug_calls.elementwise(self, lambda ctx, *a: ctx.math(fn, *a), args)
         if any(isinstance(a, np.ndarray) for a in args):
             return fn(*args)
         if any(isinstance(a, (complex, np.complexfloating)) for a in args):

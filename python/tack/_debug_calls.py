@@ -48,7 +48,28 @@ def _len(ctx, a):
     return _RInt(len(a))
 
 
+def _composite(a):
+    """Whether debug-mode value `a` is a vector or matrix value (a 1-D array of 2 to 4 components, a 2-D one
+    of 2 to 4 rows and columns), on which abs and the math rows act element-wise; not a quaternion or
+    transform (tack._quat), whose rows are their own."""
+    if not isinstance(a, np.ndarray) or isinstance(a, _QTYPES):
+        return False
+    return (a.ndim == 1 and 2 <= a.shape[0] <= 4) or (a.ndim == 2 and 2 <= a.shape[0] <= 4 and 2 <= a.shape[1] <= 4)
+
+
+def elementwise(ctx, h, args):
+    """Scalar handler `h` applied to each component of the vector or matrix arguments, the scalar arguments
+    broadcast: what lower_call.c's elementwise compiles.  Each component goes through the handler a scalar
+    goes through (not NumPy's array loop, whose SIMD kernels may round otherwise), so compiled and debug
+    mode agree bit for bit wherever they do for scalars."""
+    shape = next(a.shape for a in args if _composite(a))
+    out = [h(ctx, *[a[idx] if isinstance(a, np.ndarray) else a for a in args]) for idx in np.ndindex(shape)]
+    return np.array(out).reshape(shape)
+
+
 def _abs(ctx, x):
+    if _composite(x):
+        return elementwise(ctx, _abs, (x,))
     w = _weak(x)
     if type(x) is _RInt:
         return _wrap64(abs(int(x)))
@@ -67,28 +88,45 @@ def _minmax(pick):
             args = tuple(args[0])
         if any(isinstance(a, np.ndarray) for a in args):
             return (min if pick == "<" else max)(*args)
-        t = args[0]
-        for a in args[1:]:  # the promoted type, as for + (of the types alone: a run-time int as 0,
-            # since the value picked is converted as documented, not checked as an operand of +)
-            t = ctx.bin("+", _RInt(0) if type(t) is _RInt else t, _RInt(0) if type(a) is _RInt else a) \
-                if not (_is_bool(t) and _is_bool(a)) else t
         best = args[0]
         for a in args[1:]:
             if ctx.cmp(pick, a, best):  # Python's min/max: the first of equals, NaN as comparisons say
                 best = a
-        w = _weak(t)
-        if w is None:
-            return ctx._to(t.dtype, best) if _weak(best) is not None or best.dtype != t.dtype else best
-        if w[1] and all(_weak(a) is not None for a in args):
-            if type(t) is _RInt:
-                return _RInt(int(best))
-            return ctx._to(ctx.df, best) if w[0] == 2 and any(type(a) is _RInt for a in args) else best
-        return best
+        return _picked(ctx, args, best)
 
     return f
 
 
+def _np_minmax(pick):
+    """np.minimum / np.maximum (lower_call.c's np_minmax): a where a < b (a > b) or a is NaN, else b."""
+    def f(ctx, a, b):
+        if _composite(a) or _composite(b):
+            return elementwise(ctx, f, (a, b))
+        return _picked(ctx, (a, b), a if a != a or ctx.cmp(pick, a, b) else b)
+
+    return f
+
+
+def _picked(ctx, args, best):
+    """The value `best` of `args` that min/max picked, in the type the compiler gives the pick."""
+    t = args[0]
+    for a in args[1:]:  # the promoted type, as for + (of the types alone: a run-time int as 0,
+        # since the value picked is converted as documented, not checked as an operand of +)
+        t = ctx.bin("+", _RInt(0) if type(t) is _RInt else t, _RInt(0) if type(a) is _RInt else a) \
+            if not (_is_bool(t) and _is_bool(a)) else t
+    w = _weak(t)
+    if w is None:
+        return ctx._to(t.dtype, best) if _weak(best) is not None or best.dtype != t.dtype else best
+    if w[1] and all(_weak(a) is not None for a in args):
+        if type(t) is _RInt:
+            return _RInt(int(best))
+        return ctx._to(ctx.df, best) if w[0] == 2 and any(type(a) is _RInt for a in args) else best
+    return best
+
+
 def _pow(ctx, x, y):
+    if _composite(x) or _composite(y):  # pow(v, w): lower_call.c's elementwise, a scalar pow a component
+        return elementwise(ctx, _pow, (x, y))
     return ctx.bin("**", x, y)
 
 
@@ -259,6 +297,34 @@ def _math_handler(fn):
     return lambda ctx, *args: ctx.math(fn, *args)
 
 
+_NUMPY_KEEPS_INTS = frozenset(("floor", "ceil", "trunc"))
+_PREDICATES = frozenset(("isnan", "isinf", "isfinite"))
+
+
+def _numpy_math_handler(name, fn):
+    """NumPy's spelling of math row `name` (np.sqrt): lower_call.c's numpy_math types a fixed-width integer
+    or bool argument as NumPy does -- floor, ceil and trunc keep it, sign gives its sign in its type, the
+    others compute in NumPy's float for it (f16 for 8-bit ints and bool, f32 for 16-bit, f64 for wider)
+    where tack.sqrt takes the default float; floor, ceil and trunc keep a Python int too."""
+    def h(ctx, *args):
+        if any(_composite(a) for a in args):
+            return elementwise(ctx, h, args)
+        if name in _NUMPY_KEEPS_INTS and (type(args[0]) in (int, _RInt, bool) or _is_bool(args[0])
+                                          or isinstance(args[0], np.integer)):
+            return args[0]
+        if all(isinstance(a, np.generic) for a in args):
+            t = np.result_type(*args)
+            if t.kind in "iub":
+                if name == "sign":
+                    return np.sign(convert(t, args[0]))
+                if name not in _PREDICATES:  # isnan(int): False in any float
+                    bits = 8 if t.kind == "b" else t.itemsize * 8
+                    f = np.dtype(np.float16 if bits <= 8 else np.float32 if bits == 16 else np.float64)
+                    args = [convert(f, a) for a in args]
+        return ctx.math(fn, *args)
+    return h
+
+
 def _register_calls():
     """The handlers of the intrinsics, by the objects a kernel calls them by.
 
@@ -292,8 +358,9 @@ def _register_calls():
             _CALLS[f] = by_name[name]
     for npname, name in K._NUMPY_MATH.items():
         if name in K._MATH:
-            _CALLS.setdefault(getattr(np, npname), by_name[name])
+            _CALLS.setdefault(getattr(np, npname), _numpy_math_handler(name, K._math_impl(name)))
     _CALLS[math.pow] = _math_handler(_float_pow)
+    _CALLS[np.minimum], _CALLS[np.maximum] = _np_minmax("<"), _np_minmax(">")
     _random_calls()
 
 

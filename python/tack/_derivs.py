@@ -52,5 +52,7 @@ DERIVS = {
     'abs': ('sign(x0)',),
     'min': ('step(x0, x1)', '1.0 - step(x0, x1)'),
     'max': ('step(x1, x0)', '1.0 - step(x1, x0)'),
+    'minimum': ('1.0 - step(x1, x0)', 'step(x1, x0)'),
+    'maximum': ('1.0 - step(x0, x1)', 'step(x0, x1)'),
     'float': ('1.0',),
 }

@@ -510,11 +510,13 @@ _core._set_intrinsics(_INTRINSICS)
 # arguments as NumPy does: np.sqrt of an int32 is f64, of an int8 f16;
 # np.floor of an integer is that integer), by identity of the object, so that
 # any import spelling works (import numpy as np, from numpy import sqrt).
-# np.minimum/np.maximum are not here: they propagate NaN where min/max follow
-# Python's comparisons, and np.power of integers is not the float pow.
+# np.minimum/np.maximum are registered apart (_NUMPY_MINMAX, lower_call.c's
+# np_minmax): they propagate NaN where min/max follow Python's comparisons.
+# np.power of integers is not the float pow.
 _NUMPY_MATH = {npname: name for name, (npname, _doc) in _MATH.items() if name != "pow" and npname is not None}
 _NUMPY_MATH.update({"absolute": "abs", "conj": "conjugate", "conjugate": "conjugate", "real": "real",
                     "imag": "imag"})
+_NUMPY_MINMAX = ("minimum", "maximum")
 _numpy_registered = False
 
 
@@ -535,4 +537,6 @@ def _register_numpy():
             del names[name]
     for npname, name in names.items():
         _INTRINSICS[getattr(np, npname)] = "numpy." + name
+    for npname in _NUMPY_MINMAX:
+        _INTRINSICS[getattr(np, npname)] = "numpy." + npname
     _numpy_registered = True

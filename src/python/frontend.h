@@ -132,6 +132,8 @@ PyObject *fe_numpy(fe_func *f);
 int fe_dtype_of(fe_func *f, PyObject *obj);
 /* The registry's intrinsic name of `obj` (borrowed), or NULL. */
 const char *fe_intrinsic_name(fe_func *f, PyObject *obj);
+/* Whether intrinsic `obj` is the math module's function `iname` (math.sqrt, not tack.sqrt). */
+int fe_math_module_function(PyObject *obj, const char *iname);
 /* The node for a Python value named by `e` (constant, dtype, NumPy scalar). */
 tack_node *fe_value_node(fe_func *f, PyObject *e, PyObject *obj);
 

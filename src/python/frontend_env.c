@@ -12,7 +12,8 @@
  *   NumPy scalars (np.float32(.5)) -> a cast keeping their dtype
  *   math.* / tack.* / builtins     -> intrinsic calls, recognized by identity
  *                                      through the registry that tack._intrinsics
- *                                      hands over with _core._set_intrinsics
+ *                                      hands over with _core._set_intrinsics (a
+ *                                      math.* call marked: it takes scalars only)
  *   np.sqrt & co                   -> the same, named "numpy.sqrt" (NumPy's
  *                                      types for integers); the registry gets
  *                                      them once the program imports NumPy
@@ -257,6 +258,24 @@ int fe_dtype_of(fe_func *f, PyObject *obj) {
         PyErr_Clear();
     }
     return -1;
+}
+
+/* Whether intrinsic `obj` is the math module's function of its name (math.sqrt, not tack.sqrt or np.sqrt):
+ * Python's math module takes scalars, so lower_call.c refuses it a vector. */
+int fe_math_module_function(PyObject *obj, const char *iname) {
+    PyObject *math = PyImport_ImportModule("math"), *f;
+    int r = 0;
+    if (!math) {
+        PyErr_Clear();
+        return 0;
+    }
+    f = PyObject_GetAttrString(math, iname);
+    if (!f)
+        PyErr_Clear();
+    r = f == obj;
+    Py_XDECREF(f);
+    Py_DECREF(math);
+    return r;
 }
 
 /* The intrinsic name of `obj` from the registry (borrowed, valid while the

@@ -726,6 +726,8 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
         goto done;
     }
     tack_node_set_int(n, -1);
+    if (dt < 0 && fe_math_module_function(obj, iname))
+        tack_node_set_float(n, 1.0); /* math.sqrt: takes scalars, where tack.sqrt takes vectors too */
     if (strcmp(iname, "ndrange") == 0) {
         if (ndrange_args(f, e, n) < 0)
             goto done;

@@ -79,7 +79,9 @@ def every_deriv(a, out):
         out[i, 43] = abs(a[i, 43, 0])
         out[i, 44] = min(a[i, 44, 0], a[i, 44, 1])
         out[i, 45] = max(a[i, 45, 0], a[i, 45, 1])
-        out[i, 46] = float(a[i, 46, 0])
+        out[i, 46] = np.minimum(a[i, 46, 0], a[i, 46, 1])
+        out[i, 47] = np.maximum(a[i, 47, 0], a[i, 47, 1])
+        out[i, 48] = float(a[i, 48, 0])
 
 # each row's arguments: (lo, hi) per argument, away from kinks and ties
 _DOMAIN = {
@@ -88,7 +90,8 @@ _DOMAIN = {
     "fmod": [(2.1, 2.4), (0.9, 1.0)], "copysign": [(0.3, 2.0), (-2.0, -0.3)], "remainder": [(2.1, 2.4), (0.9, 1.0)],
     "clamp": [(0.2, 0.8), (0.0, 0.1), (0.9, 1.0)], "lerp": [(-1.0, 1.0), (2.0, 3.0), (0.1, 0.9)],
     "smoothstep": [(0.0, 0.1), (0.9, 1.0), (0.3, 0.7)], "step": [(0.0, 0.1), (0.5, 0.9)],
-    "min": [(0.0, 0.4), (0.6, 1.0)], "max": [(0.0, 0.4), (0.6, 1.0)], "fma": [(-2.0, 2.0)] * 3,
+    "min": [(0.0, 0.4), (0.6, 1.0)], "max": [(0.0, 0.4), (0.6, 1.0)], "minimum": [(0.6, 1.0), (0.0, 0.4)],
+    "maximum": [(0.6, 1.0), (0.0, 0.4)], "fma": [(-2.0, 2.0)] * 3,
     "floor": [(0.1, 0.9)], "ceil": [(0.1, 0.9)], "trunc": [(0.1, 0.9)], "rint": [(0.1, 0.4)],
     "sign": [(0.2, 0.9)], "fabs": [(-2.0, -0.2)], "abs": [(0.2, 2.0)],
 }
@@ -105,6 +108,7 @@ def _torch_of(name, torch):
            "cbrt": lambda x: t.pow(x, 1.0 / 3.0),
            "atan2": t.atan2, "pow": t.pow, "hypot": t.hypot, "fmod": t.fmod, "copysign": t.copysign,
            "remainder": lambda x, y: x - t.round(x / y) * y, "min": t.minimum, "max": t.maximum,
+           "minimum": t.minimum, "maximum": t.maximum,
            "step": lambda e, x: (x >= e).double() + 0 * (e + x),
            "fma": lambda x, y, z: x * y + z, "clamp": lambda x, lo, hi: t.minimum(t.maximum(x, lo), hi),
            "lerp": lambda a, b, w: a + w * (b - a)}

@@ -381,7 +381,7 @@ def _sign_of_bool(b, out):
 
 def _clamp_of_vector(v, out):
     for i in range(v.shape[0]):
-        out[i] = tack.clamp(v[i], 0.0, 1.0)
+        out[i] = tack.clamp(v[i], 0.0, tack.vec2(1.0, 1.0))
 
 
 def _lerp_of_two(x, out):
@@ -393,7 +393,7 @@ def _lerp_of_two(x, out):
 def test_refusals_are_named(jit):
     with pytest.raises(tack.CompileError, match=r"np.sign\(\) of bool"):
         tack.kernel(_sign_of_bool, jit=jit)(np.zeros(2, bool), np.zeros(2))
-    with pytest.raises(tack.CompileError, match=r"clamp\(\) needs scalar arguments, not vec3"):
+    with pytest.raises(tack.CompileError, match=r"clamp\(\) of vec3 and vec2: element-wise, the shapes must match"):
         tack.kernel(_clamp_of_vector, jit=jit)(tack.zeros(2, tack.vec3), tack.zeros(2, tack.vec3))
     with pytest.raises(tack.CompileError, match=r"lerp\(\) takes 3 arguments \(2 given\)"):
         tack.kernel(_lerp_of_two, jit=jit)(np.zeros(2), np.zeros(2))

@@ -14,6 +14,9 @@
  *                 for integer arguments, of the argument's float type otherwise
  *   abs min max   -> IR_UN abs / IR_MATH fabs / a select per pair (Python's
  *                 "first minimal" rule: min(a, b) is b < a ? b : a)
+ *   np.minimum np.maximum -> a select of a < b or a NaN (NumPy's, NaN propagating)
+ *   abs, math, np.minimum of a vector or matrix -> an IR_VEC of the scalar call on
+ *                 each component (IR_COMP), scalar arguments broadcast (elementwise)
  *   len           -> the first extent, a weak int
  *   vec3(...) mat33(...) dot cross length normalize     -> vector IR
  *   transpose inverse ... svd3 eig3 qr3                 -> lower_linalg.c
@@ -340,14 +343,15 @@ static tk_ir *abs_of(lw_state *L, tk_ir *e, tack_node *n) {
     return lw_kid(L, u, e);
 }
 
-static tk_ir *abs_call(lw_state *L, tack_node *n) { return abs_of(L, lw_expr(L, n->kids[0]), n); }
-
 static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
     tk_ir *acc = lw_expr(L, n->kids[0]);
     for (int i = 1; i < n->nkids; i++) {
         tk_ir *y = lw_expr(L, n->kids[i]);
         if (!lw_known(acc) || !lw_known(y)) return lw_unknown(L, n);
-        if (!ty_is_scalar(acc->ty) || !ty_is_scalar(y->ty)) ERR(n, "%s() takes scalars, not %s and %s", n->name, TN(acc->ty), TN(y->ty));
+        if (!ty_is_scalar(acc->ty) || !ty_is_scalar(y->ty))
+            ERR(n, "%s() takes scalars, not %s and %s (Python's %s() raises TypeError for arrays); use np.%s(a, b) "
+                   "for the element-wise %s", n->name, TN(acc->ty), TN(y->ty), n->name,
+                b == B_MIN ? "minimum" : "maximum", b == B_MIN ? "minimum" : "maximum");
         if (ty_is_complex(acc->ty) || ty_is_complex(y->ty))
             ERR(n, "%s() of complex numbers: they have no order (Python raises TypeError)", n->name);
         acc = lw_pyint_of_bool(L, acc, y); /* max(True, 100000): 1 and 100000, as Python compares them */
@@ -441,10 +445,7 @@ static tk_ir *int_sign(lw_state *L, tk_ir *x, tk_type t, tack_node *n) {
  * does), and the others compute in NumPy's float for the promoted integer type --
  * f16 for 8-bit ints and bool, f32 for 16-bit, f64 for wider -- where the
  * math spelling takes the default float.  Weak scalars keep Tack's rule. */
-static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tack_node *n) {
-    tk_ir *a[3] = {NULL, NULL, NULL};
-    int na = in->max_args < 3 ? in->max_args : 3;
-    for (int j = 0; j < na; j++) a[j] = lw_expr(L, n->kids[j]);
+static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n) {
     tk_type t = a[0]->ty;
     for (int j = 1; j < na; j++) t = ty_promote(t, a[j]->ty);
     if (t.kind == TY_VALUE && ty_is_scalar(t) && !ty_is_float(t) && !ty_is_complex(t)) {
@@ -466,6 +467,122 @@ static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tack_node *n) {
     return math_call(L, in->sub, a, na, n);
 }
 
+/* The scalar meanings element-wise applies: Python's abs, math/tack's row, NumPy's spelling. */
+static tk_ir *abs_scalar(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n) {
+    (void)in, (void)na;
+    return abs_of(L, a[0], n);
+}
+
+static tk_ir *math_scalar(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n) {
+    if (in->sub == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
+    return math_call(L, in->sub, a, na, n);
+}
+
+/* np.minimum / np.maximum of two real scalars, NumPy's meaning: a if a < b (a > b) or a is NaN, else b --
+ * a NaN propagates (the first one), where Python's min/max follow the comparisons -- in the promoted type. */
+static tk_ir *np_minmax(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n) {
+    (void)na;
+    if (!lw_known(a[0]) || !lw_known(a[1])) return lw_unknown(L, n);
+    for (int i = 0; i < 2; i++)
+        if (a[i]->ty.kind != TY_VALUE || !ty_is_scalar(a[i]->ty) || ty_is_complex(a[i]->ty))
+            ERR(n, "np.%s() takes real numbers, vectors or matrices, not %s", in->name, TN(a[i]->ty));
+    tk_type t = ty_promote(a[0]->ty, a[1]->ty);
+    if (t.kind != TY_VALUE) ERR(n, "np.%s() of %s and %s", in->name, TN(a[0]->ty), TN(a[1]->ty));
+    tk_ir *x = lw_hoist(L, lw_cast(L, a[0], t)), *y = lw_hoist(L, lw_cast(L, a[1], t));
+    tk_ir *lt = lw_bin(L, in->sub == B_MIN ? B_LT : B_GT, ty_value(TACK_BOOL), x, y, n->line);
+    lt->aux_ty = t;
+    tk_ir *s = lw_mk(L, IR_SELECT, t, n);
+    ir_push(L->C, s, lt);
+    ir_push(L->C, s, x);
+    ir_push(L->C, s, y);
+    if (!ty_is_float(t)) return s;
+    tk_ir *nan = lw_bin(L, B_NE, ty_value(TACK_BOOL), x, x, n->line); /* x != x: x is NaN */
+    nan->aux_ty = t;
+    tk_ir *r = lw_mk(L, IR_SELECT, t, n);
+    ir_push(L->C, r, nan);
+    ir_push(L->C, r, x);
+    ir_push(L->C, r, lw_hoist(L, s));
+    return r;
+}
+
+typedef tk_ir *(*scalar_fn)(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n);
+
+static int composite(tk_ir *e) {
+    return lw_known(e) && e->ty.kind == TY_VALUE && (ty_is_vector(e->ty) || ty_is_matrix(e->ty));
+}
+
+/* abs, a math row or its NumPy spelling applied to a vector or matrix: the
+ * scalar call `f` on each component, the scalar arguments broadcast, into a
+ * vector (matrix) of the scalar result's type -- NumPy's meaning, and Warp's
+ * for abs, sign, clamp, lerp.  Every argument is evaluated once (hoisted);
+ * each component's call is then the scalar one, so the language's scalar
+ * typing, checks and rounding hold per component and no emitter sees
+ * anything new.  NULL when no argument is a vector or matrix. */
+static tk_ir *elementwise(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n, scalar_fn f) {
+    int v = -1;
+    for (int i = 0; i < na; i++)
+        if (composite(a[i]) && v < 0) v = i;
+    if (v < 0) return NULL;
+    if (in->kind == TK_IK_MATH && tk_math_is_predicate(in->sub))
+        ERR(n, "%s() of %s: Tack has no vector of bools to hold its element-wise result; test the components "
+               "(%s(v[0]) ...)", n->name, TN(a[v]->ty), n->name);
+    if (n->fval == 1.0) { /* the front end's mark of math.<name>: Python's math module takes scalars */
+        const char *nm = n->name, *pre = "use ", *mid = "tack.";
+        const char *post = "() (or its NumPy spelling) for it element-wise";
+        if (!strcmp(nm, "pow")) mid = "", post = "(v, w) for it element-wise";
+        else if (!strcmp(nm, "fabs")) nm = "abs(v) or np.fabs", mid = "", post = "(v) for it element-wise";
+        else if (!strcmp(nm, "erf") || !strcmp(nm, "erfc") || !strcmp(nm, "remainder"))
+            pre = "Tack has no element-wise ", mid = "", post = ": apply it to each component (v[0] ...)";
+        ERR(n, "math.%s() takes scalars, not %s (Python's math module raises TypeError for an array); %s%s%s%s",
+            n->name, TN(a[v]->ty), pre, mid, nm, post);
+    }
+    tack_dtype vt = (tack_dtype)a[v]->ty.dt;
+    int r = dt_rows(vt), c = dt_cols(vt);
+    for (int i = 0; i < na; i++) {
+        if (!lw_known(a[i])) return lw_unknown(L, n);
+        if (composite(a[i])) {
+            tack_dtype d = (tack_dtype)a[i]->ty.dt;
+            if (dt_rows(d) != r || dt_cols(d) != c)
+                ERR(n, "%s() of %s and %s: element-wise, the shapes must match", n->name, TN(a[v]->ty), TN(a[i]->ty));
+        } else if (a[i]->ty.kind != TY_VALUE || !ty_is_scalar(a[i]->ty) || ty_is_complex(a[i]->ty)) {
+            ERR(n, "%s() of %s and %s: element-wise, the other arguments must be real scalars or of its shape",
+                n->name, TN(a[v]->ty), TN(a[i]->ty));
+        }
+    }
+    for (int i = 0; i < na; i++) a[i] = lw_hoist(L, a[i]);
+    int len = r * c;
+    tk_ir *out[16];
+    tk_type st = ty_void();
+    for (int k = 0; k < len; k++) {
+        tk_ir *ca[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < na; i++) {
+            if (!composite(a[i])) {
+                ca[i] = a[i];
+                continue;
+            }
+            tk_ir *e = lw_mk(L, IR_COMP, ty_value(dt_scalar((tack_dtype)a[i]->ty.dt)), n);
+            ir_push(L->C, e, a[i]); /* a matrix's entry is [row, column], a vector's [k] */
+            ir_push(L->C, e, ir_const_i(L->C, ty_value(TACK_I64), c > 1 ? k / c : k, n->line));
+            if (c > 1) ir_push(L->C, e, ir_const_i(L->C, ty_value(TACK_I64), k % c, n->line));
+            ca[i] = e;
+        }
+        out[k] = f(L, in, ca, na, n);
+        if (!lw_known(out[k])) return out[k];
+        if (k == 0) st = out[k]->ty;
+        if (out[k]->ty.kind != TY_VALUE || !ty_is_scalar(out[k]->ty) || out[k]->ty.weak || !ty_eq(out[k]->ty, st))
+            ERR(n, "%s() of %s: its components' results are not of one scalar type", n->name, TN(a[v]->ty));
+    }
+    tack_dtype rt = dt_compose((tack_dtype)st.dt, r, c);
+    if (rt == TACK_DTYPE_COUNT)
+        ERR(n, "%s() of %s: each component's result is %s, and Tack has no %s of %s of that shape to hold "
+               "them (the vector and matrix types hold f32, f64 or i32); convert the argument first",
+            n->name, TN(a[v]->ty), TN(st), c > 1 ? "matrix" : "vector", TN(st));
+    L->C->uses_vec = 1;
+    tk_ir *e = lw_mk(L, IR_VEC, ty_value(rt), n);
+    for (int k = 0; k < len; k++) ir_push(L->C, e, out[k]);
+    return e;
+}
+
 tk_ir *lw_call(lw_state *L, tack_node *n) {
     int discard = L->discard; /* the value is not used (an expression statement) */
     L->discard = 0;
@@ -475,11 +592,22 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
     if (z) return z;
     if (lw_is_array_maker(n))
         ERR(n, "%s() makes a local array only as the whole value of an assignment to a name: x = %s(...)", name, name);
+    if (!strcmp(name, "numpy.minimum") || !strcmp(name, "numpy.maximum")) {
+        tk_intrinsic mm = {name + 6, TK_IK_MINMAX, name[8] == 'n' ? B_MIN : B_MAX, 2, 2, TK_MR_FLOAT};
+        nargs_check(L, n, 2, 2);
+        tk_ir *a[2] = {lw_expr(L, n->kids[0]), lw_expr(L, n->kids[1])};
+        tk_ir *v = elementwise(L, &mm, a, 2, n, np_minmax);
+        return v ? v : np_minmax(L, &mm, a, 2, n);
+    }
     if (!strncmp(name, "numpy.", 6)) { /* np.sqrt & co: NumPy's types for integers */
         const tk_intrinsic *in = tk_intrinsic_find(name + 6);
         if (!in || (in->kind != TK_IK_MATH && in->kind != TK_IK_ABS)) ERR(n, "unsupported function '%s'", name);
         nargs_check(L, n, in->min_args, in->max_args);
-        return numpy_math(L, in, n);
+        tk_ir *a[3] = {NULL, NULL, NULL};
+        int na = in->max_args < 3 ? in->max_args : 3;
+        for (int j = 0; j < na; j++) a[j] = lw_expr(L, n->kids[j]);
+        tk_ir *v = elementwise(L, in, a, na, n, numpy_math);
+        return v ? v : numpy_math(L, in, a, na, n);
     }
     const tk_intrinsic *in = tk_intrinsic_find(name);
     if (!in) {
@@ -497,7 +625,10 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
         tack_dtype to = (tack_dtype)in->sub == TACK_F32 ? ty_default_float() : (tack_dtype)in->sub;
         return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(to), n);
     }
-    case TK_IK_ABS: return abs_call(L, n);
+    case TK_IK_ABS: {
+        tk_ir *x = lw_expr(L, n->kids[0]), *v = elementwise(L, in, &x, 1, n, abs_scalar);
+        return v ? v : abs_of(L, x, n);
+    }
     case TK_IK_SEED: { /* a float -> u64 cast turns NaN into 0; Python's int(), and so the host, raise */
         tk_ir *e = lw_expr(L, n->kids[0]);
         if (lw_known(e) && ty_is_float(e->ty) && L->C->opts.checks) {
@@ -517,8 +648,8 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
     case TK_IK_MATH: {
         tk_ir *a[3] = {NULL, NULL, NULL};
         for (int j = 0; j < in->max_args && j < 3; j++) a[j] = lw_expr(L, n->kids[j]);
-        if (in->sub == M_FABS && lw_known(a[0]) && !ty_is_scalar(a[0]->ty)) ERR(n, "fabs() of %s", TN(a[0]->ty));
-        return math_call(L, in->sub, a, in->max_args, n);
+        tk_ir *v = elementwise(L, in, a, in->max_args, n, math_scalar);
+        return v ? v : math_scalar(L, in, a, in->max_args, n);
     }
     case TK_IK_QUAT: return lw_quat_call(L, in->sub, n);
     case TK_IK_BLOCKOP:
