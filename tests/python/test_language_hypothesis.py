@@ -518,11 +518,9 @@ def test_bitwise(dtype, data):
 # the ones whose value fits int16 run in one kernel, compiled and in debug mode, against
 # Python's value (a shift is NumPy's int64 shift) plus the element; the others must be
 # refused, both ways, naming the value (a refusal builds nothing).
-import importlib.util
-import itertools
+import sys
 
 _LIT_EXAMPLES = 40 if os.environ.get("TACK_TEST_ALL") == "1" else 6
-_lit_files = itertools.count()
 
 
 def _shift(op, x, c):
@@ -585,13 +583,11 @@ def _literal_exprs(draw, depth=3):
 
 
 def _literal_kernel(tmp_path, texts, jit):
-    path = tmp_path / f"hyp_lit_{next(_lit_files)}.py"
-    body = "".join(f"        out[{k}, i] = ({t}) + a[i]\n" for k, t in enumerate(texts))
-    path.write_text(f"import tack\n\ndef k(a, out):\n    for i in range(a.shape[0]):\n{body}")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return tack.kernel(mod.k, jit=jit)
+    """out[k, i] = (texts[k]) + a[i], one kernel for them all (test_int_literals.py's)."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_int_literals import _add_kernel
+
+    return _add_kernel(tmp_path, texts, jit)
 
 
 @settings(max_examples=_LIT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -116,16 +116,20 @@ int lw_known(tk_ir *e) { return e->ty.kind != TY_UNKNOWN; }
 /* A Python int parameter (local `loc`) meets fixed-width type dt: the launch
  * checks that the argument fits, as NumPy 2 raises OverflowError for a
  * Python int that does not (driver.c copies the range into the program). */
-static void narrow_param(tk_spec *S, int loc, tack_dtype dt) {
+void lw_int_range(tack_dtype dt, int64_t *lo, int64_t *hi) {
     int bits = dt_bits(dt);
-    int64_t lo, hi;
     if (dt_kind(dt) == TACK_KIND_UINT) {
-        lo = 0;
-        hi = bits == 64 ? INT64_MAX : (int64_t)(((uint64_t)1 << bits) - 1);
+        *lo = 0;
+        *hi = bits == 64 ? INT64_MAX : (int64_t)(((uint64_t)1 << bits) - 1);
     } else {
-        lo = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
-        hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+        *lo = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
+        *hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
     }
+}
+
+static void narrow_param(tk_spec *S, int loc, tack_dtype dt) {
+    int64_t lo, hi;
+    lw_int_range(dt, &lo, &hi);
     for (int p = 0; p < S->nparams; p++) {
         if (S->plocal[p] != loc) continue;
         if (lo > S->plo[p]) S->plo[p] = lo, S->pdt[p] = dt;

@@ -103,6 +103,8 @@ int lw_pyint_truth(const tk_ir *e, int *truth);
 void lw_pyint_fits(lw_state *L, const tk_ir *e, tk_type to);
 tk_ir *lw_pyint_compare(lw_state *L, int b, tk_ir *x, tk_ir *y, tack_node *n);
 tk_ir *lw_pyint_narrow(lw_state *L, tk_ir *e, tk_type to, tack_node *n);
+/* The values fixed-width integer type dt holds, as int64 (uint64's top half left out). */
+void lw_int_range(tack_dtype dt, int64_t *lo, int64_t *hi);
 /* Whether statement tree x assigns `name` (=, :=, op=, or as a for target); lower_call.c. */
 int lw_assigns_name(const tack_node *x, const char *name);
 /* `if v > a[k]: a[k] = v` in a parallel loop, lowered as tack.atomic_max (lower_reduce.c); 0: not that form. */

@@ -401,15 +401,8 @@ tk_ir *lw_pyint_narrow(lw_state *L, tk_ir *e, tk_type to, tack_node *n) {
     if (L->is_kernel && e->op == IR_LOCAL && is_param(L, e) && !lw_assigns_name(L->F->body, L->S->locals[e->local].name))
         return e;
     tack_dtype dt = (tack_dtype)to.dt;
-    int bits = dt_bits(dt);
     int64_t lo, hi;
-    if (dt_kind(dt) == TACK_KIND_UINT) {
-        lo = 0;
-        hi = bits == 64 ? INT64_MAX : (int64_t)(((uint64_t)1 << bits) - 1);
-    } else {
-        lo = -((int64_t)1 << (bits - 1));
-        hi = ((int64_t)1 << (bits - 1)) - 1;
-    }
+    lw_int_range(dt, &lo, &hi);
     e = lw_hoist(L, e);
     static const char *numpy[] = {[TACK_I8] = "int8", [TACK_I16] = "int16", [TACK_I32] = "int32", [TACK_U8] = "uint8",
                                   [TACK_U16] = "uint16", [TACK_U32] = "uint32", [TACK_U64] = "uint64"};
