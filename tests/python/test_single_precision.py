@@ -44,6 +44,7 @@ ASKS_FOR_DOUBLE = {
     "complex_scratch": "a complex128 local array by name",
     "f64_matrices": "mat22d / vec2d types by name",
     "matmul3": "np.zeros without a dtype is float64, as in NumPy",
+    "window_max": "np.empty without a dtype is float64, as in NumPy",
     "kinds": "np.zeros / np.full without a dtype are float64, as in NumPy",
     "tack_defaults": "np.zeros without a dtype is float64, as in NumPy",
     "shared_fill": "np.full without a dtype is float64, as in NumPy",
