@@ -68,6 +68,9 @@ def _capture(k, args, kwargs):
 def _capture_for(target, k, args, kwargs, cuda_src=None):
     summary = _summaries[target]
     name = getattr(k, "__name__", "?")
+    if cuda_src is not None and target in _suite.HALVES and not _suite.sampled(target, cuda_src):
+        summary["other_half"] = summary.get("other_half", 0) + 1  # decided before generating its source
+        return
     try:
         src = cuda_src if target == "cuda" and cuda_src is not None else \
             k.generated_source(*args, target=target, **kwargs)
@@ -87,7 +90,7 @@ def _capture_for(target, k, args, kwargs, cuda_src=None):
         summary["no_source"] += 1
         summary.setdefault("no_source_why", []).append(f"{name}: {e}"[:300])
         return
-    if target in _suite.HALVES and not _suite.sampled(target, cuda_src if cuda_src is not None else src):
+    if cuda_src is None and target in _suite.HALVES and not _suite.sampled(target, src):
         summary["other_half"] = summary.get("other_half", 0) + 1
         return
     _add(target, name, src)

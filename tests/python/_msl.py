@@ -123,6 +123,15 @@ def check(source, timeout=120):
     return "\n".join(problems) if problems else None
 
 
+def verdicts(sources):
+    """check()'s verdict on each of `sources`: "ok" or the errors, kept between
+    runs by _tool_cache.py under the compiler's identity."""
+    import _tool_cache
+
+    return [_tool_cache.cached("msl", compiler_identity(), "", "", src, lambda src=src: check(src) or "ok",
+                               lambda out: out == "ok") for src in sources]
+
+
 def compiler_identity():
     """What decides check()'s verdict besides the source, for _tool_cache.py's key:
     the compiler (its --version), its flags, the headers in tests/msl and this file's lint."""

@@ -329,12 +329,9 @@ def test_opencl_sources_compile_with_ocloc():
 
 @pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(), reason="clang++ is not installed (Debian: clang)")
 def test_metal_sources_pass_the_msl_check():
-    import _tool_cache
-
     srcs = sources("metal")
     assert all("threadgroup_barrier" in src for src in srcs)
-    verdicts = [_tool_cache.cached("msl", _msl.compiler_identity(), "", "", src,
-                                   lambda src=src: _msl.check(src) or "ok", lambda out: out == "ok") for src in srcs]
+    verdicts = _msl.verdicts(srcs)
     assert verdicts == ["ok"] * len(verdicts), [v for v in verdicts if v != "ok"][0]
 
 

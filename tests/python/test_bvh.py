@@ -550,11 +550,7 @@ def test_opencl_sources_compile_with_ocloc():
 @pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(), reason="clang++ is not installed (Debian: clang)")
 def test_metal_sources_pass_the_msl_check():
     # f32 trees: Metal has no f64
-    import _tool_cache
-
-    verdicts = [_tool_cache.cached("msl", _msl.compiler_identity(), "", "", src,
-                                   lambda src=src: _msl.check(src) or "ok", lambda out: out == "ok")
-                for src in every_source("metal")]
+    verdicts = _msl.verdicts(every_source("metal"))
     assert verdicts == ["ok"] * len(verdicts), [v for v in verdicts if v != "ok"][0]
 
 

@@ -360,9 +360,5 @@ def test_opencl_sources_compile_with_ocloc():
 
 @pytest.mark.skipif(_msl.clang() is None and not _msl.xcrun(), reason="clang++ is not installed (Debian: clang)")
 def test_metal_sources_pass_the_msl_check():
-    import _tool_cache
-
-    verdicts = [_tool_cache.cached("msl", _msl.compiler_identity(), "", "", src,
-                                   lambda src=src: _msl.check(src) or "ok", lambda out: out == "ok")
-                for src in sources("metal")]
+    verdicts = _msl.verdicts(sources("metal"))
     assert verdicts == ["ok"] * len(verdicts), [v for v in verdicts if v != "ok"][0]
