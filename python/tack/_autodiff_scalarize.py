@@ -892,7 +892,18 @@ class Scalarizer:
         if isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Call) and self.gen.intrinsic(s.value)[0] == "print":
                 return []  # printing is left out of the adjoint (as the generator does)
-            obj = self.gen.intrinsic(s.value)[1] if isinstance(s.value, ast.Call) else None
+            call = s.value if isinstance(s.value, ast.Call) else None
+            name = self.gen.intrinsic(call)[0] if call is not None else None
+            if name in ("atomic_add", "atomic_sub") and len(call.args) == 3 and not call.keywords and \
+                    isinstance(call.args[0], ast.Name) and call.args[0].id in self.gen.params and \
+                    getattr(self.arr_ty(call.args[0].id), "kind", None) in ("v", "m"):
+                # tack.atomic_add(f, j, v) on a vector or matrix array, a statement: f[j] += v, one
+                # atomic per component as the compiled kernel's (its adjoint a gather of f.grad[j])
+                arr, idx, val = call.args
+                tgt = _loc(ast.Subscript(value=_nm(arr.id, arr), slice=copy.deepcopy(idx), ctx=ast.Store()), arr)
+                op = ast.Add() if name == "atomic_add" else ast.Sub()
+                return self.stmts([_loc(ast.AugAssign(target=tgt, op=op, value=val), s)])
+            obj = self.gen.intrinsic(call)[1] if call is not None else None
             if isinstance(obj, _core.Kernel) and getattr(obj, "is_func", False) and self.func_has_vectors(obj):
                 self.inline(s.value, obj)
                 return []

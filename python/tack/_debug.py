@@ -435,6 +435,10 @@ class _Ctx:
                 and a.dtype.kind in "iufc":
             # an atomic a[k] += v: v converted to the element's type first, added in it
             t = a.dtype if a.dtype.itemsize != 2 or a.dtype.kind != "f" else _F32
+            if a.ndim > (len(idx) if type(idx) is tuple else 1):  # a vector or matrix cell: per component
+                old = self.load(a, idx)
+                self.store(a, idx, _debug_calls.vector_update(op, t, old, v))
+                return
             if type(v) is _RInt and t.kind in "iu" and t != _I64 and self.checks:
                 self._fits(t, v)
             old = self.load(a, idx)

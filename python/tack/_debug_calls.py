@@ -139,6 +139,9 @@ def _atomic(op):
     def f(ctx, a, idx, *vals):
         t = a.dtype
         old = ctx.load(a, idx)
+        if isinstance(old, np.ndarray):  # a vector or matrix element (the compiler allows add, sub, min, max)
+            ctx.store(a, idx, vector_update(op, t, old, vals[-1]))
+            return old
         vals = [convert(t, x) for x in vals]
         v = vals[-1]
         if op == "+":
@@ -163,6 +166,20 @@ def _atomic(op):
         return old
 
     return f
+
+
+def vector_update(op, t, old, v):
+    """The new value of a vector or matrix element `old` (components of dtype t) that an atomic
+    add, sub, min or max of v gives, as the compiled kernel's atomic per component does (the
+    value converted to the components' type first; min and max keep the old component where v's
+    is not below / above it, so a NaN stores nothing) -- one component after another, as debug
+    mode runs one thread at a time."""
+    v = v.astype(t) if isinstance(v, np.ndarray) else convert(t, v)
+    if op == "+":
+        return old + v
+    if op == "-":
+        return old - v
+    return np.where(v < old, v, old) if op == "min" else np.where(v > old, v, old)
 
 
 def _ndrange(ctx, *axes):

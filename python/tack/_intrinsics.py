@@ -407,8 +407,8 @@ def seed_u64(x):
 _ATOMIC = {
     "atomic_add": (lambda a, b: a + b, "array[index] += value"),
     "atomic_sub": (lambda a, b: a - b, "array[index] -= value"),
-    "atomic_min": (lambda a, b: b if b < a else a, "array[index] = min(array[index], value)"),
-    "atomic_max": (lambda a, b: b if b > a else a, "array[index] = max(array[index], value)"),
+    "atomic_min": (lambda a, b: _pick(b < a, b, a), "array[index] = min(array[index], value)"),
+    "atomic_max": (lambda a, b: _pick(b > a, b, a), "array[index] = max(array[index], value)"),
     "atomic_exch": (lambda a, b: b, "array[index] = value (a float's bits as they are)"),
     "atomic_and": (lambda a, b: a & b, "array[index] &= value (integer arrays)"),
     "atomic_or": (lambda a, b: a | b, "array[index] |= value (integer arrays)"),
@@ -417,6 +417,23 @@ _ATOMIC = {
                    "array[index] = value if array[index] == expected (a float compared by its bits: -0.0 is "
                    "not 0.0, a NaN matches a NaN of the same bits)"),
 }
+
+
+def _pick(take, b, a):
+    """b where take holds, else a: of numbers, or component by component of a vector or matrix
+    element (a NumPy row), as a kernel's atomic_min and atomic_max of one update each component."""
+    if getattr(take, "ndim", 0):
+        import numpy
+
+        return numpy.where(take, b, a)
+    return b if take else a
+
+
+def _element(array, index):
+    """array[index] as a value: a vector or matrix element (a row of the NumPy array) copied, so
+    the old value returned is not the updated row."""
+    old = array[index]
+    return old.copy() if getattr(old, "ndim", 0) else old
 
 
 def _same_bits(old, expected):
@@ -430,14 +447,14 @@ def _same_bits(old, expected):
 def _atomic(name, op, what):
     if name == "atomic_cas":
         def f(array, index, expected, value):
-            old = array[index]
+            old = _element(array, index)
             array[index] = op(old, expected, value)
             return old
 
         sig = "array, index, expected, value"
     else:
         def f(array, index, value):
-            old = array[index]
+            old = _element(array, index)
             array[index] = op(old, value)
             return old
 

@@ -736,6 +736,10 @@ TK_HIDDEN void tk_cpu_kernel(tk_emitter *e, tk_buf *out);
 /* emit_complex.c: the complex helpers of a prelude (qual: the dialect's function qualifier,
  * global: an atomic pointer's address space, with_f64: complex128 too). */
 void tk_complex_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *global, int with_f64);
+/* prelude_atomic_vec.c: tk_atomic_<op>_<type> of the vector and matrix types an atomic updates
+ * (atomic_dts), a component at a time, after the vector types and the scalar atomics; qual and
+ * global as tk_complex_prelude's, with_f64: the f64 types too. */
+void tk_vec_atomic_prelude(tk_cc *C, tk_buf *b, const char *qual, const char *global, int with_f64);
 /* emit_quat.c: the quaternion and transform helpers of a prelude (uses_quat), after the vectors';
  * with_f64: quatd and transformd too. */
 void tk_quat_prelude(tk_cc *C, tk_buf *b, const char *qual, int with_f64);

@@ -832,7 +832,20 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
     /* privatized sums: one atomic add per chunk */
     for (int r = 0; s->red && r < s->red->n; r++) {
         tk_ir *a = s->red->k[r];
-        I(e); P(e, "if ("); ex(e, a->k[0]); P(e, " != 0) (void)"); ex(e, a); P(e, ";\n");
+        I(e); P(e, "if (");
+        if (ty_is_scalar(a->ty)) {
+            ex(e, a->k[0]);
+            P(e, " != 0");
+        } else { /* a vector or matrix sum: any component not 0 (a chunk that never added writes nothing) */
+            int rows = dt_rows((tack_dtype)a->ty.dt), cols = dt_cols((tack_dtype)a->ty.dt);
+            for (int c = 0; c < rows * cols; c++) {
+                if (c) P(e, " || ");
+                ex(e, a->k[0]);
+                if (cols == 1) P(e, ".v[%d] != 0", c);
+                else P(e, ".m[%d][%d] != 0", c / cols, c % cols);
+            }
+        }
+        P(e, ") (void)"); ex(e, a); P(e, ";\n");
     }
     P(e, "}\n\n");
 }

@@ -345,6 +345,8 @@ static int streams_ok(tk_emitter *e, tk_ir *s) {
     if (sum_streams() < 2 || !s->red || !s->red->n || s->aux != 1 || e->fastv == DIV_SEGMENTED || e->rlo || e->rhi ||
         e->rc || serial_loops(s->k[1]) || ir_nodes(s->k[1]) > SUM_STREAM_NODES)
         return 0;
+    for (int r = 0; r < s->red->n; r++)
+        if (!simd_scalar(s->red->k[r]->ty.dt)) return 0; /* a vector sum: one stream, its own type's adds */
     int loads = sum_loads(s->k[1]);
     return loads >= 0 && loads <= s->red->n;
 }

@@ -351,6 +351,7 @@ static void c_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_bf16) tk_puts(b, PRELUDE_BF16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    if (C->uses_atomic && C->uses_vec) tk_vec_atomic_prelude(C, b, "static inline", "", 1);
     tk_prelude_linalg(C, b, &C_STYLE);
     tk_gemm_prelude(C, b);
     if (C->uses_complex) {

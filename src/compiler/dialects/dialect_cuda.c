@@ -314,6 +314,7 @@ static void cu_prelude(tk_cc *C, tk_buf *b) {
         tk_puts(b, PRELUDE_ATOMIC_I64);
     }
     if (C->uses_vec) tk_puts(b, tk_cu_prelude_vec);
+    if (C->uses_atomic && C->uses_vec) tk_vec_atomic_prelude(C, b, "TK_D", "", 1);
     tk_cu_prelude_linalg(C, b);
     if (C->uses_complex) tk_complex_prelude(C, b, "TK_D", "", 1);
     if (C->uses_quat) tk_quat_prelude(C, b, "TK_D", 1);

@@ -526,6 +526,7 @@ static void msl_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_bf16) tk_puts(b, PRELUDE_BF16);
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    if (C->uses_atomic && C->uses_vec) tk_vec_atomic_prelude(C, b, "static inline", "device", 0);
     tk_prelude_linalg(C, b, &MSL_STYLE);
     if (C->uses_complex) tk_complex_prelude(C, b, "static inline", "device", 0);
     if (C->uses_quat) tk_quat_prelude(C, b, "static inline", 0);

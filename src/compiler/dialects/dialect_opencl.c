@@ -403,6 +403,7 @@ static void cl_prelude(tk_cc *C, tk_buf *b) {
     if (C->uses_atomic) tk_puts(b, PRELUDE_ATOMIC);
     if (C->uses_atomic && atomics64(C)) tk_puts(b, PRELUDE_ATOMIC64);
     if (C->uses_vec) tk_puts(b, PRELUDE_VEC);
+    if (C->uses_atomic && C->uses_vec) tk_vec_atomic_prelude(C, b, "static", "__global", kernel_fp64(C));
     tk_prelude_linalg(C, b, &CL_STYLE);
     if (C->uses_complex) tk_complex_prelude(C, b, "static", "__global", kernel_fp64(C));
     if (C->uses_quat) tk_quat_prelude(C, b, "static", kernel_fp64(C));

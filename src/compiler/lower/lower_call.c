@@ -673,12 +673,49 @@ static tk_ir *atomic_operand(lw_state *L, int which, tk_ir *v, tk_type vt, tack_
     return lw_hoist(L, lw_cast(L, v, vt));
 }
 
+/* The value of an atomic on a vector or matrix element: one of the element's
+ * type, one of its shape whose integer components a float element takes
+ * exactly, or a number given to every component -- converted as `a[idx] + v`
+ * would convert it (vector_binop, lower_expr.c), so a float is not truncated
+ * into an integer vector and two precisions do not meet silently. */
+static tk_ir *atomic_vec_operand(lw_state *L, int which, int p, tk_ir *v, tk_type vt, tack_node *n) {
+    if (!lw_known(v)) return v;
+    tack_dtype dt = (tack_dtype)vt.dt, comp = dt_scalar(dt);
+    /* what the message calls the update: the call, or `a[...] += v` (its node is the augmented assignment) */
+    const char *what = n->kind == TACK_N_CALL
+                           ? tk_fmt(&L->C->arena, "tack.atomic_%s() of %s into a %s element", tk_atom_name(which),
+                                    TN(v->ty), TN(vt))
+                           : tk_fmt(&L->C->arena, "'%s[...] %s= ...' of %s on a %s element", L->S->pnames[p],
+                                    which == A_SUB ? "-" : "+", TN(v->ty), TN(vt));
+    if (v->ty.kind != TY_VALUE || ty_is_complex(v->ty) || ty_is_quat(v->ty) || ty_is_xform(v->ty))
+        ERR(n, "%s: the value must be a %s or a number", what, TN(vt));
+    if (!ty_is_scalar(v->ty)) {
+        tack_dtype vd = (tack_dtype)v->ty.dt, vs = dt_scalar(vd);
+        if (dt_rows(vd) != dt_rows(dt) || dt_cols(vd) != dt_cols(dt)) ERR(n, "%s: the shapes differ", what);
+        if (vs != comp && !(dt_kind(comp) == TACK_KIND_FLOAT && dt_kind(vs) == TACK_KIND_INT))
+            ERR(n, "%s: the component types differ (%s and %s); convert the value first, tack.%s(v)", what,
+                dt_name(vs), dt_name(comp), dt_name(dt));
+        return lw_hoist(L, lw_cast(L, v, vt));
+    }
+    if (dt_kind(comp) == TACK_KIND_INT && ty_is_float(v->ty))
+        ERR(n, "%s: the float would be truncated to the %s components; convert it, int(s)", what, dt_name(comp));
+    if (ty_is_bool(v->ty)) v = lw_pyint_of_bool(L, v, NULL);
+    if (ty_is_int(v->ty) && dt_kind(comp) == TACK_KIND_INT) v = lw_pyint_narrow(L, v, ty_value(comp), n);
+    return lw_hoist(L, lw_cast(L, lw_hoist(L, lw_cast(L, v, ty_value(comp))), vt)); /* one number, every component */
+}
+
 tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir *val, tk_ir *exp, tack_node *n,
                  int want_value) {
     tk_type et = L->S->ptypes[p];
     tack_dtype dt = (tack_dtype)et.dt;
     int cplx = dt_kind(dt) == TACK_KIND_COMPLEX;
-    if (dt == TACK_BOOL || dt_is_half(dt) || dt_rows(dt) * dt_cols(dt) > 1)
+    int vec = ty_is_vector(ty_value(dt)) || ty_is_matrix(ty_value(dt));
+    if (vec && which != A_ADD && which != A_SUB && which != A_MIN && which != A_MAX)
+        ERR(n, "tack.atomic_%s() on %s array '%s': a %s element is updated one component at a time, so only "
+               "atomic_add, atomic_sub, atomic_min and atomic_max take it (each component its own atomic); "
+               "%s a component of a scalar array instead", tk_atom_name(which), dt_name(dt), L->S->pnames[p],
+            dt_name(dt), which == A_EXCH || which == A_CAS ? "swap" : "update");
+    if (dt == TACK_BOOL || dt_is_half(dt) || (!vec && dt_rows(dt) * dt_cols(dt) > 1))
         ERR(n, "atomic operations on %s elements are not supported", dt_name(dt));
     if (cplx && (which == A_MIN || which == A_MAX))
         ERR(n, "atomic min and max of %s elements: complex numbers have no order", dt_name(dt));
@@ -690,7 +727,7 @@ tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir
         ERR(n, "tack.atomic_%s() on %s array '%s': and, or and xor are bitwise operations, for integer arrays only",
             tk_atom_name(which), dt_name(dt), L->S->pnames[p]);
     tk_type vt = ty_value(dt);
-    val = atomic_operand(L, which, val, vt, n);
+    val = vec ? atomic_vec_operand(L, which, p, val, vt, n) : atomic_operand(L, which, val, vt, n);
     if (exp) exp = atomic_operand(L, which, exp, vt, n);
     tk_ir *a = lw_mk(L, IR_ATOMIC, vt, n);
     a->sub = (uint8_t)which;
@@ -701,6 +738,10 @@ tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir
     lw_mark_written(L, p);
     L->C->uses_atomic = 1;
     L->C->atomic_dts |= (uint64_t)1 << dt;
+    if (vec) { /* a component at a time: the component type's atomics (OpenCL's 64-bit ones for vec3d) */
+        L->C->atomic_dts |= (uint64_t)1 << dt_scalar(dt);
+        L->C->uses_vec = 1;
+    }
     if (!want_value) { /* a statement: privatize.c may turn it into a per-chunk sum */
         tk_ir *ev = lw_mk(L, IR_EVAL, ty_void(), n);
         lw_emit(L, lw_kid(L, ev, a));

@@ -26,7 +26,8 @@
  * as a load into a temporary, the IR_SETCOMP and a store back at the same
  * indices; an array parameter's element (a[i].x = s) and an array's attribute
  * are refused naming the target.  a[i] += v and -= v
- * inside a parallel loop are atomic (numeric elements other than f16), so
+ * inside a parallel loop are atomic (numeric elements other than f16; a
+ * vector or matrix element one atomic per component), so
  * reductions into one cell are correct; otherwise an augmented assignment to
  * an element is a load and a store sharing the indices -- which, inside a
  * parallel loop, is only allowed on the iteration's own element (every loop
@@ -442,6 +443,12 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
     tk_type et = lw_dtype_type((tack_dtype)L->S->ptypes[p].dt);
     /* a caller's local array (tk_spec.plarr) is the thread's own: no atomic, no rule */
     int par = lw_in_parallel(L) && !L->C->racy_rmw && !(p < 64 && (L->S->plarr >> p & 1));
+    if (par && (n->op == TACK_OP_ADD || n->op == TACK_OP_SUB) && (ty_is_vector(et) || ty_is_matrix(et))) {
+        /* a vector or matrix cell: an atomic per component (lw_atomic converts v as `+` would) */
+        lw_atomic(L, n->op == TACK_OP_ADD ? A_ADD : A_SUB, p, t->kids + 1, t->nkids - 1, lw_expr(L, n->kids[1]),
+                  NULL, n, 0);
+        return;
+    }
     if (par && (n->op == TACK_OP_ADD || n->op == TACK_OP_SUB) && ty_is_scalar(et) &&
         !ty_is_bool(et) && !dt_is_half(L->S->ptypes[p].dt)) {
         tk_ir *v = lw_expr(L, n->kids[1]);
@@ -458,7 +465,7 @@ static void augassign_element(lw_state *L, tack_node *n, int p) {
                               ? (L->S->ptypes[p].dt == TACK_F16 ? "+= and -= are not atomic on float16 elements"
                                  : L->S->ptypes[p].dt == TACK_BF16 ? "+= and -= are not atomic on bfloat16 elements"
                                  : ty_is_bool(et)               ? "+= and -= are not atomic on bool elements"
-                                                                : "+= and -= are not atomic on vector and matrix elements")
+                                                                : "+= and -= are not atomic on quaternion and transform elements")
                               : "only += and -= are atomic";
         ERR(n, "'%s[...] %s= ...' in a parallel loop%s%s%s: iterations may update the same element at once and "
                "lose updates, and %s; index the element by the loop variable, or combine into a local in a "

@@ -20,6 +20,11 @@
  * The PFOR node keeps the flushes in `red`: atomics whose value is the
  * private sum.  The emitter writes them after the chunk's loop.
  *
+ * A vector or matrix cell (`p[0] += m[i] * v[i]`, a total momentum) gets a
+ * private sum of its type on the CPU too, flushed as one atomic per
+ * component; on a GPU it keeps its per-component atomics, as the flush
+ * hooks there (a warp's reduction, layout_grid.c) reduce scalars.
+ *
  * Histograms.  When the index varies (`hist[keys[i]] += 1`), the cells are
  * many but usually few enough to copy: OpenMP programs count into a private
  * array per thread and merge at the end, and atomics on a small array are
@@ -118,7 +123,10 @@ static void scan(privatizer *p, tk_ir **slot) {
     switch (s->op) {
     case IR_EVAL:
         if (s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB) &&
-            !ty_is_complex(s->k[0]->ty)) { /* a complex cell keeps its atomics (complex.c) */
+            !ty_is_complex(s->k[0]->ty) && /* a complex cell keeps its atomics (complex.c) */
+            (ty_is_scalar(s->k[0]->ty) || p->C->target->loops == TK_LOOPS_CHUNKED)) {
+            /* a vector or matrix cell's private sum only where a chunk's end flushes it (the CPU's,
+             * emit_cpu.c); a GPU's flush hooks reduce scalars across a warp, so it keeps its atomics */
             tk_ir *a = s->k[0];
             int inv = 1;
             for (int i = 1; i < a->n; i++)
