@@ -13,8 +13,10 @@ the components' old values.
   - matrices (mat22, mat33, mat22d) take the same updates;
   - in a serial loop the returned old values are the running sums;
   - a number is given to every component (NumPy's broadcast, as `v + s`);
-  - the own element needs no atomic, and a fixed cell is summed per chunk on
-    the CPU (privatize.c) and flushed once; a GPU keeps the atomics;
+  - the own element needs no atomic; on the CPU a fixed cell is summed per
+    chunk and flushed once, and a small array added into at varying indices
+    is counted in private copies of its components (privatize.c); a GPU keeps
+    the atomics;
   - what means nothing is a CompileError naming the call and the type:
     exch, cas, and, or, xor; a float into an integer vector; two precisions;
     two shapes;
@@ -324,6 +326,37 @@ def test_a_fixed_cell_is_summed_per_chunk_on_the_cpu_only():
     assert re.search(r"_sum\d+ = tk_add_tk_vec3\(", cpu) and re.search(r"if \(\w+_sum\d+\.v\[0\] != 0 \|\| ", cpu)
     for target in ("cuda", "opencl", "metal"):  # a GPU's flush reduces scalars: the vector cell keeps its atomics
         assert "_sum" not in JIT["total"].generated_source(*args, target=target)
+
+
+def test_a_scatter_into_a_small_array_counts_into_private_copies_on_the_cpu():
+    """A vector or matrix array added into at varying indices gets privatize.c's private copies of
+    its components on the CPU (not on a GPU), and its sums stay NumPy's: negative indices (the
+    copies' cells for -n..n-1), an array too large for a copy (its atomics), integer wrapping."""
+    idx = np.zeros(8, np.int32)
+    src = JIT["scatter"].generated_source(tack.zeros(8, tack.vec3), idx, tack.zeros(8, tack.vec3))
+    assert "per-chunk private histogram" in src and "per-thread private histograms" in src
+    assert re.search(r"hp\d+_\[h_ \+ 2\] = hp\d+_\[h_ \+ 2\] \+ hv_\.v\[2\];", src)
+    src = JIT["scatter_aug"].generated_source(tack.zeros(8, tack.mat22d), idx, tack.zeros(8, tack.mat22d))
+    assert "per-chunk private histogram" in src and "hv_.m[1][1]" in src
+    for target in ("cuda", "opencl", "metal"):
+        assert "private histogram" not in JIT["scatter"].generated_source(tack.zeros(8, tack.vec3), idx,
+                                                                           tack.zeros(8, tack.vec3), target=target)
+    rng = np.random.default_rng(9)
+    n = 200_000
+    for cells, dtype, comp in [(5, tack.vec3, np.float32), (9, tack.mat33d, np.float64), (3, tack.vec4i, np.int32),
+                               (100_000, tack.vec3, np.float32)]:
+        shape = dtype.shape
+        idx = rng.integers(-cells, cells, n).astype(np.int64)  # negative: from the end, as NumPy's
+        vals = (rng.integers(-2**31, 2**31, (n, *shape), dtype=np.int64) if comp == np.int32
+                else rng.integers(-8, 9, (n, *shape))).astype(comp)
+        want = np.zeros((cells, *shape), comp)
+        np.add.at(want, idx, vals)
+        f = tack.zeros(cells, dtype)
+        JIT["scatter"](f, idx, vec_array(vals, dtype))
+        assert f.numpy().tolist() == want.tolist(), (cells, dtype)
+    with pytest.raises(IndexError):
+        JIT["scatter"](tack.zeros(5, tack.vec3), np.array([0, 1, 5] * 100, np.int32),
+                       vec_array(np.ones((300, 3), np.float32), tack.vec3))
 
 
 def test_a_private_sum_never_reached_writes_nothing():

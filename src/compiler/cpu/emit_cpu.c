@@ -525,6 +525,15 @@ static int64_t hist_cap(const tk_emitter *e, const tk_ir *s, int h) {
     return cap > 16384 ? 16384 : cap;
 }
 
+/* Cell h_ of histogram array h as its copies count them: the element, or of a vector or matrix
+ * array the component (the elements' components are contiguous, row major, as hist_add numbers
+ * them). */
+static const char *hist_cell(tk_emitter *e, int h) {
+    int dt = e->S->ptypes[h].dt;
+    if (hist_k(dt) == 1) return tk_fmt(&e->C->arena, "a%d[h_]", h);
+    return tk_fmt(&e->C->arena, "((%s *)a%d)[h_]", ctype(e, hist_dt(dt)), h);
+}
+
 /* Histogram arrays' private copies, one per thread of the launch.
  *
  * A copy per chunk (pfor_chunk) is zeroed and flushed with atomics by every
@@ -549,7 +558,7 @@ static void hist_slots(tk_emitter *e, tk_ir *s) {
     I(e); P(e, "const int ns_ = total_ >= %lld ? abi->slots() : 1;\n", (long long)pfor_min_parallel(s));
     for (int h = 0; h < 63; h++) {
         if (!(s->hist >> h & 1)) continue;
-        I(e); P(e, "const int64_t hn%d_ = 1", h);
+        I(e); P(e, "const int64_t hn%d_ = %d", h, hist_k(S->ptypes[h].dt)); /* cells: components */
         for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
         P(e, ", hw%d_ = (2 * hn%d_ + 15) & ~(int64_t)15;\n", h, h); /* a thread's cells, 64-byte multiples for 4-byte elements */
     }
@@ -561,11 +570,11 @@ static void hist_slots(tk_emitter *e, tk_ir *s) {
         if (s->hist >> h & 1) P(e, " + hn%d_", h);
     P(e, ") * ns_ && (uint64_t)ns_ * (0");
     for (int h = 0; h < 63; h++)
-        if (s->hist >> h & 1) P(e, " + (uint64_t)hw%d_ * sizeof(%s)", h, ctype(e, S->ptypes[h].dt));
+        if (s->hist >> h & 1) P(e, " + (uint64_t)hw%d_ * sizeof(%s)", h, ctype(e, hist_dt(S->ptypes[h].dt)));
     P(e, ") <= %d;\n", TK_HIST_STACK);
     for (int h = 0; h < 63; h++) {
         if (!(s->hist >> h & 1)) continue;
-        I(e); P(e, "%s hs%d_[ht_ ? ns_ * hw%d_ : 1];\n", ctype(e, S->ptypes[h].dt), h, h);
+        I(e); P(e, "%s hs%d_[ht_ ? ns_ * hw%d_ : 1];\n", ctype(e, hist_dt(S->ptypes[h].dt)), h, h);
         I(e); P(e, "F_.hs%d = ht_ ? hs%d_ : 0; F_.hw%d = hw%d_;\n", h, h, h, h);
         I(e); P(e, "if (ht_) for (int64_t h_ = 0; h_ < ns_ * hw%d_; h_++) hs%d_[h_] = 0;\n", h, h);
         /* else the chunks' copies: pieces of at least four times the cells */
@@ -580,7 +589,7 @@ static void hist_merge(tk_emitter *e, tk_ir *s) {
     tk_spec *S = e->S;
     for (int h = 0; h < 63; h++) {
         if (!(s->hist >> h & 1)) continue;
-        int hdt = S->ptypes[h].dt;
+        int hdt = hist_dt(S->ptypes[h].dt);
         I(e); P(e, "if (ht_) for (int64_t h_ = 0; h_ < hn%d_; h_++) {\n", h);
         I(e); P(e, "    %s c_ = 0;\n", ctype(e, hdt));
         I(e); P(e, "    for (int t_ = 0; t_ < ns_; t_++) {\n");
@@ -591,9 +600,10 @@ static void hist_merge(tk_emitter *e, tk_ir *s) {
                     ut(hdt), ut(hdt), h);
         }
         I(e); P(e, "    }\n");
-        I(e); P(e, "    if (c_ != 0) a%d[h_] = ", h);
-        if (is_float_dt(hdt)) P(e, "a%d[h_] + c_;\n", h);
-        else P(e, "(%s)((%s)a%d[h_] + (%s)c_);\n", ctype(e, hdt), ut(hdt), h, ut(hdt));
+        const char *cell = hist_cell(e, h);
+        I(e); P(e, "    if (c_ != 0) %s = ", cell);
+        if (is_float_dt(hdt)) P(e, "%s + c_;\n", cell);
+        else P(e, "(%s)((%s)%s + (%s)c_);\n", ctype(e, hdt), ut(hdt), cell, ut(hdt));
         I(e); P(e, "}\n");
     }
 }
@@ -748,10 +758,10 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
             if (!(s->hist >> h & 1)) continue;
             int64_t cap = hist_cap(e, s, h);
             I(e); P(e, "/* tk: per-chunk private histogram of a%d */\n", h);
-            I(e); P(e, "const int64_t hn%d_ = 1", h);
+            I(e); P(e, "const int64_t hn%d_ = %d", h, hist_k(S->ptypes[h].dt)); /* cells: components */
             for (int k = 0; k < S->ptypes[h].ndim; k++) P(e, " * a%d_s%d", h, k);
             P(e, ";\n");
-            I(e); P(e, "%s *const hs%d_ = F->hs%d;\n", ctype(e, S->ptypes[h].dt), h, h);
+            I(e); P(e, "%s *const hs%d_ = F->hs%d;\n", ctype(e, hist_dt(S->ptypes[h].dt)), h, h);
             I(e); P(e, "const tk_bool hu%d_ = hs%d_ || (hn%d_ <= %lld && hi_ - lo_ >= 4 * hn%d_);\n", h, h, h, (long long)cap, h);
         }
         I(e); P(e, "if (0");
@@ -776,7 +786,7 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
         }
         for (int h = 0; h < 63; h++) {
             if (!(s->hist >> h & 1)) continue;
-            int hdt = S->ptypes[h].dt;
+            int hdt = hist_dt(S->ptypes[h].dt);
             int64_t cap = hist_cap(e, s, h);
             I(e); P(e, "%s hb%d_[%lld], *const hp%d_ = hs%d_ ? hs%d_ + abi->slot() * F->hw%d + hn%d_ : hu%d_ ? hb%d_ + hn%d_ : hb%d_;\n",
                     ctype(e, hdt), h, (long long)(2 * cap), h, h, h, h, h, h, h, h, h);
@@ -805,17 +815,18 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
         e->hist = 0;
         for (int h = 0; h < 63; h++) {
             if (!(s->hist >> h & 1)) continue;
-            int hdt = S->ptypes[h].dt;
+            int hdt = hist_dt(S->ptypes[h].dt);
+            const char *cell = hist_cell(e, h);
             I(e); P(e, "if (hu%d_ && !hs%d_) for (int64_t h_ = 0; h_ < hn%d_; h_++) {\n", h, h, h);
             I(e); P(e, "    const %s c_ = ", ctype(e, hdt));
             if (is_float_dt(hdt)) P(e, "hb%d_[h_] + hp%d_[h_];\n", h, h);
             else P(e, "(%s)((%s)hb%d_[h_] + (%s)hp%d_[h_]);\n", ctype(e, hdt), ut(hdt), h, ut(hdt), h);
             /* the whole range in one chunk (a small launch runs so): no other chunk to race */
             I(e); P(e, "    if (c_ == 0) continue;\n");
-            I(e); P(e, "    if (lo_ == 0 && hi_ == F->total) a%d[h_] = ", h);
-            if (is_float_dt(hdt)) P(e, "a%d[h_] + c_;\n", h);
-            else P(e, "(%s)((%s)a%d[h_] + (%s)c_);\n", ctype(e, hdt), ut(hdt), h, ut(hdt));
-            I(e); P(e, "    else (void)tk_atomic_add_%s(&a%d[h_], c_);\n", ctype(e, hdt), h);
+            I(e); P(e, "    if (lo_ == 0 && hi_ == F->total) %s = ", cell);
+            if (is_float_dt(hdt)) P(e, "%s + c_;\n", cell);
+            else P(e, "(%s)((%s)%s + (%s)c_);\n", ctype(e, hdt), ut(hdt), cell, ut(hdt));
+            I(e); P(e, "    else (void)tk_atomic_add_%s(&%s, c_);\n", ctype(e, hdt), cell);
             I(e); P(e, "}\n");
         }
         e->ind--;
@@ -879,7 +890,7 @@ void tk_cpu_frame(tk_emitter *e, tk_buf *out) {
     em_race_frame(e);
     uint64_t hists = hist_mask(K->body);
     for (int h = 0; h < 63; h++) /* the threads' private histograms (hist_slots) */
-        if (hists >> h & 1) P(e, "    %s *hs%d;\n    int64_t hw%d;\n", ctype(e, K->ptypes[h].dt), h, h);
+        if (hists >> h & 1) P(e, "    %s *hs%d;\n    int64_t hw%d;\n", ctype(e, hist_dt(K->ptypes[h].dt)), h, h);
     for (int i = 0; i < K->nlocals; i++) {
         if (K->locals[i].scope != -1 || (K->locals[i].ty.kind != TY_VALUE && K->locals[i].ty.kind != TY_ARRAY)) continue;
         P(e, "    %s ", tk_local_elem_type(&K->locals[i], ctype(e, K->locals[i].ty.dt)));

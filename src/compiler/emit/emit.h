@@ -104,6 +104,10 @@ static inline const char *ctype(tk_emitter *e, int dt) { return e->D->ctype((tac
 static inline const char *ut(int dt) { return dt_bits((tack_dtype)dt) <= 32 ? "uint32_t" : "uint64_t"; }
 static inline int is_signed(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_INT; }
 static inline int is_float_dt(int dt) { return dt_kind((tack_dtype)dt) == TACK_KIND_FLOAT; }
+/* A histogram array's private copy (privatize.c) counts components: a vector or matrix element
+ * is hist_k cells of its component type hist_dt (one cell of its own type for a number). */
+static inline int hist_dt(int dt) { return (int)dt_scalar((tack_dtype)dt); }
+static inline int hist_k(int dt) { return dt_rows((tack_dtype)dt) * dt_cols((tack_dtype)dt); }
 /* Whether specialization S returns something (a value or a tuple): its functions keep a tk_zero. */
 static inline int em_returns_value(const tk_spec *S) { return S->ret.kind == TY_VALUE || S->ret.kind == TY_TUPLE; }
 

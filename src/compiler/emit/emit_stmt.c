@@ -408,7 +408,7 @@ static void emit_print(tk_emitter *e, tk_ir *s) {
  * replaces -- in the version that chooses per array (bit 63 of e->hist),
  * when this chunk keeps a copy of it (huN_), else the atomic. */
 static void hist_add(tk_emitter *e, tk_ir *a) {
-    int dt = a->ty.dt, h = a->param;
+    int dt = a->ty.dt, h = a->param, cdt = hist_dt(dt), k = hist_k(dt), cols = dt_cols((tack_dtype)dt);
     const char *op = a->sub == A_SUB ? "-" : "+";
     if (e->hist >> 63 & 1) { I(e); P(e, "if (!hu%d_) (void)(", h); ex(e, a); P(e, ");\n"); }
     I(e); P(e, "%s{ const int64_t h_ = (int64_t)(", e->hist >> 63 & 1 ? "else " : "");
@@ -416,13 +416,30 @@ static void hist_add(tk_emitter *e, tk_ir *a) {
         ex(e, a->k[1]->k[0]); /* checked to lie in [-n, n): hpN_ has a cell for each */
     else
         em_flat_index(e, a, 1);
-    P(e, "); hp%d_[h_] = ", h);
-    if (is_float_dt(dt)) { P(e, "hp%d_[h_] %s (", h, op); ex(e, a->k[0]); P(e, "); }\n"); }
-    else {
-        P(e, "(%s)((%s)hp%d_[h_] %s (%s)(", ctype(e, dt), ut(dt), h, op, ut(dt));
-        ex(e, a->k[0]);
-        P(e, ")); }\n");
+    if (k == 1) {
+        P(e, "); hp%d_[h_] = ", h);
+        if (is_float_dt(dt)) { P(e, "hp%d_[h_] %s (", h, op); ex(e, a->k[0]); P(e, "); }\n"); }
+        else {
+            P(e, "(%s)((%s)hp%d_[h_] %s (%s)(", ctype(e, dt), ut(dt), h, op, ut(dt));
+            ex(e, a->k[0]);
+            P(e, ")); }\n");
+        }
+        return;
     }
+    /* a vector or matrix element: k cells from h_ * k, one a component (the value evaluated once) */
+    P(e, ") * %d; const %s hv_ = ", k, ctype(e, dt));
+    ex(e, a->k[0]);
+    P(e, ";");
+    for (int c = 0; c < k; c++) {
+        char comp[32];
+        if (cols == 1) snprintf(comp, sizeof comp, "hv_.v[%d]", c);
+        else snprintf(comp, sizeof comp, "hv_.m[%d][%d]", c / cols, c % cols);
+        if (is_float_dt(cdt)) P(e, " hp%d_[h_ + %d] = hp%d_[h_ + %d] %s %s;", h, c, h, c, op, comp);
+        else
+            P(e, " hp%d_[h_ + %d] = (%s)((%s)hp%d_[h_ + %d] %s (%s)%s);", h, c, ctype(e, cdt), ut(cdt), h, c, op,
+              ut(cdt), comp);
+    }
+    P(e, " }\n");
 }
 
 /* The condition of an if or a while, with the statement's parentheses.  A scalar == prints its

@@ -366,7 +366,10 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
         /* a strided view keeps its atomics: the copy is merged back in C order (emit_cpu.c) */
         if (!(p.vary >> q & 1) || (p.bad >> q & 1) || S->ptypes[q].kind != TY_ARRAY || S->ptypes[q].strided) continue;
         int dt = S->ptypes[q].dt, kind = dt_kind((tack_dtype)dt);
-        if (!ty_is_scalar(ty_value(dt)) || dt_is_half(dt) || kind == TACK_KIND_BOOL || kind == TACK_KIND_COMPLEX) continue;
+        int vec = ty_is_vector(ty_value(dt)) || ty_is_matrix(ty_value(dt)); /* a copy of its components */
+        if ((!ty_is_scalar(ty_value(dt)) && !vec) || dt_is_half(dt) || kind == TACK_KIND_BOOL ||
+            kind == TACK_KIND_COMPLEX)
+            continue;
         loop->hist |= (uint64_t)1 << q;
         nh++;
     }
