@@ -393,7 +393,9 @@ def test_what_is_refused_says_why(k):
     for name in ("exch", "cas", "xor"):
         with pytest.raises(tack.CompileError, match=rf"tack\.atomic_{name}\(\) on vec3 array 'f': a vec3 element is "
                                                     rf"updated one component at a time, so only atomic_add, "
-                                                    rf"atomic_sub, atomic_min and atomic_max take it"):
+                                                    rf"atomic_sub, atomic_min and atomic_max take it \(each "
+                                                    rf"component its own atomic\); to (swap|update) one component, "
+                                                    rf"keep the components in an f32 array with one more axis"):
             k[name](v3)
     with pytest.raises(tack.CompileError, match=r"tack\.atomic_add\(\) of float \(Python\) into a vec3i element: "
                                                 r"the float would be truncated to the i32 components"):

@@ -712,9 +712,11 @@ tk_ir *lw_atomic(lw_state *L, int which, int p, tack_node **idx, int nidx, tk_ir
     int vec = ty_is_vector(ty_value(dt)) || ty_is_matrix(ty_value(dt));
     if (vec && which != A_ADD && which != A_SUB && which != A_MIN && which != A_MAX)
         ERR(n, "tack.atomic_%s() on %s array '%s': a %s element is updated one component at a time, so only "
-               "atomic_add, atomic_sub, atomic_min and atomic_max take it (each component its own atomic); "
-               "%s a component of a scalar array instead", tk_atom_name(which), dt_name(dt), L->S->pnames[p],
-            dt_name(dt), which == A_EXCH || which == A_CAS ? "swap" : "update");
+               "atomic_add, atomic_sub, atomic_min and atomic_max take it (each component its own atomic); to "
+               "%s one component, keep the components in an %s array with %s",
+            tk_atom_name(which), dt_name(dt), L->S->pnames[p], dt_name(dt),
+            which == A_EXCH || which == A_CAS ? "swap" : "update", dt_name(dt_scalar(dt)),
+            dt_cols(dt) == 1 ? "one more axis" : "two more axes");
     if (dt == TACK_BOOL || dt_is_half(dt) || (!vec && dt_rows(dt) * dt_cols(dt) > 1))
         ERR(n, "atomic operations on %s elements are not supported", dt_name(dt));
     if (cplx && (which == A_MIN || which == A_MAX))
