@@ -23,7 +23,11 @@
  * A vector or matrix cell (`p[0] += m[i] * v[i]`, a total momentum) gets a
  * private sum of its type on the CPU too, flushed as one atomic per
  * component; on a GPU it keeps its per-component atomics, as the flush
- * hooks there (a warp's reduction, layout_grid.c) reduce scalars.
+ * hooks there (a warp's reduction, layout_grid.c) reduce scalars.  A vector
+ * or matrix array added into at varying indices (Warp's force scatter,
+ * `f[j] += force`) is a histogram array as below, its copies counting
+ * components (emit.h's hist_dt and hist_k): 2^20 vec3 forces into 64 cells
+ * took 2.3-2.5 ms so, 65-71 ms on per-component atomics (2 cores, load 14).
  *
  * Histograms.  When the index varies (`hist[keys[i]] += 1`), the cells are
  * many but usually few enough to copy: OpenMP programs count into a private
