@@ -127,7 +127,7 @@ class _Ctx:
     def __init__(self, default_float, checks, where):
         self.df = np.dtype(default_float.numpy if hasattr(default_float, "numpy") else default_float)
         self.checks = checks
-        self.where = where  # the kernel's name, for messages
+        self.where = where  # the kernel's __name__, as the compiled kernel's messages call it
         self.local_types = {}
         self.atomic_lines = frozenset()
         self.choices = {}  # (line, col, k) -> the type of an and/or operand or an `x if c else y`
@@ -244,12 +244,13 @@ class _Ctx:
 
     def _fits(self, t, v):
         """A run-time Python int meeting the integer type t in arithmetic: NumPy 2's
-        OverflowError where it does not fit, as the compiled check (lower_pyint.c)."""
+        OverflowError where it does not fit, in the compiled check's words (lower_pyint.c,
+        tk_site_error): the kernel, or the function and its kernel, and the file and line."""
         info = np.iinfo(t)
         if not info.min <= v <= info.max:
-            raise OverflowError(f"Python integer {int(v)} out of bounds for {t.name} (kernel {self.where}, run as "
-                                f"Python); a Python int takes the type of the {t.name} value it meets in "
-                                f"arithmetic, as in NumPy 2: widen that operand (tack.i64(...)) for a wider result")
+            raise OverflowError(f"Python integer {int(v)} out of bounds for {t.name} ({self.site()}); a Python "
+                                f"int takes the type of the {t.name} value it meets in arithmetic, as in NumPy 2: "
+                                f"widen that operand (tack.i64(...)) for a wider result")
 
     def _compute(self, op, t, a, b):
         if t.kind in "iu":
