@@ -1,6 +1,7 @@
 """Arrays, dtypes and devices from Python: differential against NumPy, every bad input."""
 
 import gc
+import operator
 import pickle
 import re
 import subprocess
@@ -756,3 +757,49 @@ def test_strided_refusal_names_only_methods_tack_arrays_have():
     with pytest.raises(BufferError, match=r"contiguous copy \(a.copy\(\), or a.numpy\(\) on the host\)") as e:
         tack.zeros((2, 3)).T.reshape(6)
     assert "contiguous()" not in str(e.value)
+
+
+# ------------------------------------------------- float(a), int(a), complex(a), operator.index(a)
+SCALARS = [np.array(2.75), np.array(-3.5, np.float32), np.array(7), np.array(200, np.uint8), np.array(True),
+           np.array(1.5 - 2j), np.array(np.nan), np.array(np.inf), np.array(-0.0, np.float16)]
+
+
+def _outcome(f, x):
+    """f(x)'s value and its type, or the exception's type."""
+    try:
+        r = f(x)
+    except (TypeError, ValueError, OverflowError) as e:
+        return type(e)
+    return type(r), r if r == r else "nan"
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_a_0d_array_converts_to_a_python_number_as_numpys(dev):
+    # float(a) of a 0-d tack.Array was "float() argument must be ... not 'tack.Array'"; every conversion
+    # now gives NumPy's answer: its value, or NumPy's error (int(nan), float(complex), index(float))
+    for x in SCALARS:
+        a = tack.array(x, device=dev)
+        for f in (float, int, complex, bool, operator.index):
+            assert _outcome(f, a) == _outcome(f, x), (x.dtype, x, f.__name__)
+    assert float(tack.array(np.arange(4.0), device=dev)[1]) == 1.0  # an element of a 1-d array
+    assert operator.index(tack.full((), 3, tack.i64, device=dev)) == 3
+    assert [10, 11, 12, 13][tack.full((), 2, tack.i32, device=dev)] == 12  # an index, as a NumPy 0-d int
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_any_other_shape_is_numpy_2s_type_error_naming_the_shape(dev):
+    # NumPy 2 refuses a one-element n-d array too (NumPy 1.25 warned); the message keeps NumPy's words
+    for shape in [(1,), (1, 1), (2,), (0,), (2, 3)]:
+        a = tack.zeros(shape, tack.f64, device=dev)
+        for f in (float, int, complex):
+            with pytest.raises(TypeError) as want:
+                f(np.zeros(shape))
+            with pytest.raises(TypeError, match=re.escape(f"{f.__name__}() of a tack.Array of shape {shape}")) as e:
+                f(a)
+            assert str(e.value).startswith(str(want.value)), (str(e.value), str(want.value))
+        with pytest.raises(TypeError, match=re.escape(f"converted to a scalar index: index() of a tack.Array of "
+                                                      f"shape {shape}")):
+            operator.index(tack.zeros(shape, tack.i64, device=dev))
+    with pytest.raises(TypeError, match=r"float\(\) of a 0-dimensional tack.Array of vec3: a vector value is not"):
+        float(tack.zeros((), tack.vec3, device=dev))
+
