@@ -366,8 +366,10 @@ def copyto(dst: _core.Array, src, *, casting: str = "same_kind") -> None:
     """Replace the values of ``dst`` with ``src``, converted to dst's dtype.
 
     ``src`` may be a Tack array, a NumPy array, a sequence or a scalar; it is
-    broadcast to dst's shape as in ``numpy.copyto``.  Raises ValueError when
-    the shapes do not match or ``dst`` is read-only.
+    broadcast to dst's shape as in ``numpy.copyto``.  ``dst`` may be a strided
+    view (``a[::2]``, ``m.T``): each value goes to its element, on any device.
+    Raises ValueError when the shapes do not match, ``dst`` is read-only or
+    its elements share memory.
     """
     if not isinstance(dst, _core.Array):
         raise TypeError(f"copyto() destination must be a tack.Array, not {type(dst).__name__}")
@@ -376,8 +378,9 @@ def copyto(dst: _core.Array, src, *, casting: str = "same_kind") -> None:
     if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
         raise ValueError(f"copyto(): casting must be one of 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', "
                          f"not {casting!r}")
-    if isinstance(src, _core.Array) and src.dtype is dst.dtype and src.shape == dst.shape:
-        # a strided source is gathered (on its device) first, as .copy() does
+    if isinstance(src, _core.Array) and src.dtype is dst.dtype and src.shape == dst.shape and not dst.strided:
+        # a strided source is gathered (on its device) first, as .copy() does; a strided destination
+        # (a[::2], m.T) takes the values from the host below, each scattered to its element
         dst._copy_array(src.copy() if src.strided else src)
         return
     np = _numpy()

@@ -127,7 +127,7 @@ class _Ctx:
     def __init__(self, default_float, checks, where):
         self.df = np.dtype(default_float.numpy if hasattr(default_float, "numpy") else default_float)
         self.checks = checks
-        self.where = where  # the kernel's name, for messages
+        self.where = where  # the kernel's __name__, as the compiled kernel's messages call it
         self.local_types = {}
         self.atomic_lines = frozenset()
         self.choices = {}  # (line, col, k) -> the type of an and/or operand or an `x if c else y`
@@ -244,12 +244,13 @@ class _Ctx:
 
     def _fits(self, t, v):
         """A run-time Python int meeting the integer type t in arithmetic: NumPy 2's
-        OverflowError where it does not fit, as the compiled check (lower_pyint.c)."""
+        OverflowError where it does not fit, in the compiled check's words (lower_pyint.c,
+        tk_site_error): the kernel, or the function and its kernel, and the file and line."""
         info = np.iinfo(t)
         if not info.min <= v <= info.max:
-            raise OverflowError(f"Python integer {int(v)} out of bounds for {t.name} (kernel {self.where}, run as "
-                                f"Python); a Python int takes the type of the {t.name} value it meets in "
-                                f"arithmetic, as in NumPy 2: widen that operand (tack.i64(...)) for a wider result")
+            raise OverflowError(f"Python integer {int(v)} out of bounds for {t.name} ({self.site()}); a Python "
+                                f"int takes the type of the {t.name} value it meets in arithmetic, as in NumPy 2: "
+                                f"widen that operand (tack.i64(...)) for a wider result")
 
     def _compute(self, op, t, a, b):
         if t.kind in "iu":
@@ -407,7 +408,9 @@ class _Ctx:
         self._set_part(new, names, v)
         return new
 
-    def _set_part(self, obj, names, v):
+    @staticmethod
+    def _part_slots(obj, names):
+        """The components (first, count) of obj that names ("p", "x") name."""
         first, count, form = 0, 1, type(obj)
         for name in names:
             if form is _debug_calls._QTYPES[1]:  # a transform: p, its position; q, its rotation
@@ -415,6 +418,10 @@ class _Ctx:
                     None if name == "p" else _debug_calls._QTYPES[0]
             else:
                 first, count, form = first + "xyzw".index(name), 1, None
+        return first, count
+
+    def _set_part(self, obj, names, v):
+        first, count = self._part_slots(obj, names)
         a = np.asarray(obj)
         if count == 1:
             self._store(a, first, v)
@@ -429,6 +436,35 @@ class _Ctx:
         except IndexError as e:
             raise self._index_error(e, a, idx) from None
         self._set_part(el, names, v)
+
+    def _element(self, a, idx):
+        """a[idx], an element of an array of vectors, quaternions, transforms or matrices: a view of it."""
+        try:
+            return a[idx]
+        except IndexError as e:
+            raise self._index_error(e, a, idx) from None
+
+    def store_part(self, a, idx, k, v):
+        """``a[i][k] = s`` (``a[i][r, c] = s``) on an array of vectors, quaternions or matrices (the
+        compiler has checked it): that component set in the element itself, converted to its type as
+        the compiled kernel's store of the component alone converts it."""
+        self.store(self._element(a, idx), k, v)
+
+    def aug_part(self, op, a, idx, part, v, line):
+        """``a[i].x += s`` (part: the names, ("x",)), ``a[i].p += u``, ``a[i][k] += s`` (part: k) on an
+        array's element, in place: each component updated as a number's element is -- atomically
+        where the compiled kernel's update is atomic (v converted to the component's type first)."""
+        el = self._element(a, idx)
+        if type(part) is not tuple or not all(type(n) is str for n in part):
+            self.aug(op, el, part, v, line)
+            return
+        first, count = self._part_slots(el, part)
+        el = np.asarray(el)
+        if count == 1:
+            self.aug(op, el, first, v, line)
+            return
+        for j in range(count):
+            self.aug(op, el, first + j, v[j], line)
 
     def aug(self, op, a, idx, v, line):
         if line in self.atomic_lines and op in ("+", "-") and isinstance(a, np.ndarray) \

@@ -41,6 +41,7 @@ file, line and text, and the loop.
 
 from __future__ import annotations
 
+import copy
 import operator
 import re
 
@@ -244,6 +245,20 @@ class Detector:
                 self._record(site, 1, a, idx)
         ctx.aug(op, a, idx, v, line)
 
+    def part(self, ctx, site, a, idx, update):
+        """A component of element a[idx] set (`a[i].x = s`, `a[i][k] = s`) or, with `update`, updated
+        (`a[i].x += s`): recorded as the compiled kernel's store of that component is, a write of the
+        element (the shadow is per element), or for an update an atomic one where the compiler made it
+        atomic, else a read and a write.  The transform then sets it (ctx.store_part & co)."""
+        if self.cur is None or self._root(a) is None:
+            return
+        if update and self._resolve(site, 2) is not None:
+            self._record(site, 2, a, idx)
+            return
+        if update:
+            self._record(site, 0, a, idx)
+        self._record(site, 1, a, idx)
+
     def call(self, ctx, site, f, *args, **kwargs):
         if self.cur is not None and len(args) >= 2 and _key(f) in _atomics():
             self._record(site, 2, args[0], args[1])
@@ -266,12 +281,15 @@ def _atomics():
 
 def _element(a, idx):
     """a[idx]'s element as a tuple of non-negative indices, or None when idx
-    does not name one element inside a."""
+    does not name one element inside a.  An array of vectors or matrices has
+    its components as trailing axes here, which no index of the kernel's
+    reaches (the compiler indexes every axis of an array of numbers): its
+    element is named by the leading ones."""
     shape = getattr(a, "shape", None)
     if shape is None:
         return None
     idx = idx if type(idx) is tuple else (idx,)
-    if len(idx) != len(shape):
+    if len(idx) > len(shape):
         return None
     out = []
     for k, n in zip(idx, shape):
@@ -332,14 +350,37 @@ def transform_class():
                 return ast.copy_location(races("load", site, node.value, node.slice), node)
             return super().visit_Subscript(node)
 
+        def _element_of_part(self, t):
+            """The element a[i] (a subscript of a name) whose component the target t sets -- a[i].x,
+            a[i].p.y, a[i][k] -- or None."""
+            root = t
+            if isinstance(t, ast.Attribute):
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+            elif isinstance(t, ast.Subscript):
+                root = t.value
+            ok = root is not t and isinstance(root, ast.Subscript) and isinstance(root.value, ast.Name)
+            return root if ok else None
+
+        def _part(self, node, t, update):
+            """The detector's record of a component's write (update: its update) before the write."""
+            el = self._element_of_part(t)
+            if el is None:
+                return []
+            site = self._site(node, el.value, el.slice)
+            idx = D._Transform.visit(self, copy.deepcopy(el.slice))
+            return [ast.copy_location(ast.Expr(races("part", site, el.value, idx, ast.Constant(update))), node)]
+
         def _assign_to(self, target, value, node):
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 site = self._site(node, target.value, target.slice)
                 self.generic_visit(target)
                 return [ast.copy_location(ast.Expr(races("store", site, target.value, target.slice, value)), node)]
-            return super()._assign_to(target, value, node)
+            return self._part(node, target, False) + super()._assign_to(target, value, node)
 
         def visit_AugAssign(self, node):
+            if self._element_of_part(node.target) is not None:
+                return self._part(node, node.target, True) + [super().visit_AugAssign(node)]
             t = node.target
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
                 site = self._site(node, t.value, t.slice)

@@ -115,6 +115,13 @@ class _Transform(ast.NodeTransformer):
 
     def _assign_to(self, target, value, node):
         """Statements assigning the (transformed) expression `value` to `target`."""
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Subscript):
+            # a[i][k] = s, a[i][r, c] = s: a component of an array's element, set in the element itself
+            # (a load of a[i] would be a copy), as the compiled kernel's store of that component alone
+            inner = target.value
+            self.generic_visit(inner)  # the array and the element's index, not a load of the element
+            return [ast.copy_location(ast.Expr(_callc("store_part", inner.value, inner.slice,
+                                                      self.visit(target.slice), value)), node)]
         if isinstance(target, ast.Subscript):
             self.generic_visit(target)  # its value and index
             return [ast.copy_location(ast.Expr(_callc("store", target.value, target.slice, value)), node)]
@@ -167,6 +174,17 @@ class _Transform(ast.NodeTransformer):
         op = ast.Constant(_AST_BIN[type(node.op)])
         value = self.visit(node.value)
         t = node.target
+        line = ast.Constant(node.lineno + self.line_shift)
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Subscript):  # a[i][k] += s, in place
+            inner = t.value
+            self.generic_visit(inner)
+            return ast.copy_location(ast.Expr(_callc("aug_part", op, inner.value, inner.slice, self.visit(t.slice),
+                                                     value, line)), node)
+        if isinstance(t, ast.Attribute) and isinstance(_attr_chain(t)[0], ast.Subscript):
+            root, names = _attr_chain(t)  # a[i].x += s on an array's (or a local array's) element, in place
+            self.generic_visit(root)
+            return ast.copy_location(ast.Expr(_callc("aug_part", op, root.value, root.slice, names, value, line)),
+                                     node)
         if isinstance(t, ast.Subscript):
             self.generic_visit(t)
             return ast.copy_location(ast.Expr(_callc("aug", op, t.value, t.slice, value,

@@ -186,7 +186,7 @@ typedef enum tk_irop {
     IR_ARRAY,    /* param: an array passed to a function */
     IR_LARRAY,   /* local: a local array passed to a function (its extents are constants) */
     IR_ATOMIC,   /* sub = tk_atom; param = array; [value, idx...] -> old value
-                  * (A_CAS: [value, expected, idx...]; ir_atomic_first) */
+                  * (A_CAS: [value, expected, idx...]; ir_atomic_first); comp as IR_STORE's */
     IR_LLOAD,    /* local = a local array (lower_local.c); [idx0, ...] each already wrapped/checked */
     IR_WARP,     /* sub = tk_warp; c.i = width: an exchange among the 32 lanes of a hardware warp (lower_blocks.c,
                   * on a target with warp32_shuffles); not pure: every lane of the warp must evaluate it */
@@ -194,7 +194,8 @@ typedef enum tk_irop {
     IR_BLOCK,    /* [stmts] */
     IR_ASSIGN,   /* local = [value] */
     IR_SETCOMP,  /* local's component: [k, value] (matrix [i, j, value]) */
-    IR_STORE,    /* param = array; [value, idx...]; sub ST_RMW: the write of a compound a[i] op= v */
+    IR_STORE,    /* param = array; [value, idx...]; sub ST_RMW: the write of a compound a[i] op= v;
+                  * comp > 0: only component comp - 1 of the element (a[i].x = s), value its scalar */
     IR_IF,       /* [cond, then BLOCK, else BLOCK] */
     IR_WHILE,    /* [cond, body BLOCK] */
     IR_FOR,      /* serial: local = var; [lo, hi, step, body BLOCK]; sub TK_FOR_QUIET: does not
@@ -340,6 +341,9 @@ struct tk_ir {
     tk_type aux_ty;        /* BIN compare: operand type */
     int line;
     int local, param, aux;
+    int comp;              /* IR_STORE, IR_ATOMIC: 0, the whole element; k + 1, its component k alone
+                            * (a vector's, a quaternion's or a transform's; a matrix's row major), written
+                            * without touching the others (lower_stmt.c, store_param_part) */
     int *vars;             /* PFOR: aux locals */
     union { int64_t i; uint64_t u; double f; } c;
     const char *str;       /* CONST string (print) */

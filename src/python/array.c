@@ -447,6 +447,50 @@ static int array_bool(PyObject *self) {
     return r;
 }
 
+/* float(a), int(a), complex(a), operator.index(a): NumPy's answers for a 0-d array of numbers -- its
+ * one value, a copy of it from its device, converted by NumPy's own 0-d array (int() of a float
+ * truncates, of NaN is a ValueError; index() takes integers only) -- and NumPy 2's TypeError for any
+ * other shape (a one-element array too, a DeprecationWarning in NumPy from 1.25 and an error in the
+ * NumPy 2.4 the project builds against), naming the shape; a vector or matrix value is not a number. */
+static PyObject *scalar_host(PyObject *self, const char *fn) {
+    tack_array *a = ARR(self);
+    const tack_dtype_info *i = tack_dtype_get(tack_array_dtype(a));
+    if (tack_array_ndim(a) != 0 || i->rows > 1 || i->cols > 1) {
+        PyObject *shape = tpy_int64_tuple(tack_array_shape(a), tack_array_ndim(a));
+        if (!shape)
+            return NULL;
+        int index = !strcmp(fn, "index"); /* NumPy's own words first, for code that matches them */
+        if (tack_array_ndim(a) != 0)
+            PyErr_Format(PyExc_TypeError,
+                         "only %s arrays can be converted to %s: %s() of a tack.Array of shape %R; index "
+                         "one element (a[0] of a 1-d array is its value)",
+                         index ? "integer scalar" : "0-dimensional", index ? "a scalar index" : "Python scalars",
+                         fn, shape);
+        else
+            PyErr_Format(PyExc_TypeError,
+                         "%s() of a 0-dimensional tack.Array of %s: a %s value is not a number; take a "
+                         "component (a.numpy()[0])", fn, i->name, i->cols > 1 ? "matrix" : "vector");
+        Py_DECREF(shape);
+        return NULL;
+    }
+    return tpy_array_numpy(self, NULL);
+}
+
+static PyObject *array_convert(PyObject *self, const char *fn, PyObject *(*conv)(PyObject *)) {
+    PyObject *host = scalar_host(self, fn);
+    if (!host)
+        return NULL;
+    PyObject *r = conv(host);
+    Py_DECREF(host);
+    return r;
+}
+
+static PyObject *array_float(PyObject *self) { return array_convert(self, "float", PyNumber_Float); }
+static PyObject *array_int(PyObject *self) { return array_convert(self, "int", PyNumber_Long); }
+static PyObject *array_index(PyObject *self) { return array_convert(self, "index", PyNumber_Index); }
+static PyObject *to_complex(PyObject *host) { return PyObject_CallOneArg((PyObject *)&PyComplex_Type, host); }
+static PyObject *array_complex(PyObject *self, PyObject *unused) { return array_convert(self, "complex", to_complex); }
+
 /* a == b, a != b, a < b ...: refused.  Tack arrays have no operators, and
  * Python's default would answer == and != by identity -- `a == b` False for
  * two arrays of equal values, `a == 1` False whatever a holds -- where a
@@ -604,6 +648,7 @@ static PyMethodDef array_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))tpy_array_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> DLPack capsule"},
     {"__dlpack_device__", tpy_array_dlpack_device, METH_NOARGS, "__dlpack_device__() -> (device_type, device_id)"},
+    {"__complex__", array_complex, METH_NOARGS, "complex(a): the value of a 0-d array, as NumPy's"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -621,6 +666,9 @@ static PyType_Slot array_slots[] = {
     {Py_tp_clear, array_clear},
     {Py_tp_dealloc, array_dealloc},
     {Py_nb_bool, array_bool},
+    {Py_nb_float, array_float},
+    {Py_nb_int, array_int},
+    {Py_nb_index, array_index},
     {Py_tp_richcompare, array_richcompare},
     {Py_tp_hash, array_hash},
     {Py_sq_length, array_len},

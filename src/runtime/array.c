@@ -500,9 +500,9 @@ static tack_status check_writable(const tack_array *a) {
 
 tack_status tack_array_copy_from_host(tack_array *dst, const void *src, size_t nbytes) {
     tack_status st;
-    if ((st = rt_refuse_strided(dst, "copy to array")) != TACK_OK || (st = check_writable(dst)) != TACK_OK ||
-        (st = check_bytes(dst, nbytes, "copy to array")) != TACK_OK)
+    if ((st = check_writable(dst)) != TACK_OK || (st = check_bytes(dst, nbytes, "copy to array")) != TACK_OK)
         return st;
+    if (dst->strided) return rt_strided_from_host(dst, src); /* scattered (strided.c) */
     tack_device *d = dst->storage->device;
     if ((st = rt_capture_refuse(d, "copying host data into an array")) != TACK_OK) return st; /* graph.c */
     if ((st = rt_storage_use(dst->storage)) != TACK_OK) return st;

@@ -183,6 +183,8 @@ tack_status rt_refuse_strided(const tack_array *a, const char *what);
 int rt_strided_overlap(const tack_array *a, const tack_array *b);
 /* tack_array_copy_to_host of a strided view: its elements gathered in C order. */
 tack_status rt_strided_to_host(const tack_array *a, void *dst);
+/* tack_array_copy_from_host into a strided view: the values scattered to its elements, in C order. */
+tack_status rt_strided_from_host(tack_array *a, const void *src);
 /* tack_array_wrap of elements reaching from data + lo, span bytes (array.c). */
 tack_status rt_wrap_span(tack_device *dev, tack_dtype dt, int ndim, const int64_t *shape, void *data, int64_t lo,
                          size_t span, int writable, tack_release_fn release, void *ctx, tack_array **out);

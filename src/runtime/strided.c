@@ -12,9 +12,11 @@
  * address, or on a device whose data are handles (OpenCL cl_mem buffers,
  * which the host cannot offset) the buffer and an element `offset` the
  * kernel adds itself.  The operations that write or reshape in C order
- * (copies into it, fill, reshape, subviews) refuse it (rt_refuse_strided);
- * copying it to the host or cloning it gathers its elements
- * (rt_strided_to_host), and a DLPack export carries its strides (for a
+ * (a device-to-device copy into it, fill, reshape, subviews) refuse it
+ * (rt_refuse_strided); copying it to the host or cloning it gathers its
+ * elements (rt_strided_to_host), copying host values into it scatters them
+ * (rt_strided_from_host: tack.copyto into a[::2] or m.T), and a DLPack
+ * export carries its strides (for a
  * buffer and an offset: the buffer and a byte_offset, as DLPack describes
  * OpenCL memory).  The compiler gives the kernel a version that indexes
  * with the strides (the argument signature's `strided` bit), so a
@@ -309,6 +311,41 @@ tack_status tack_array_as_strided(tack_array *a, int64_t offset, int ndim, const
     return TACK_OK;
 }
 
+/* n elements of isz bytes from src to dst, each `sstep` and `dstep` bytes after the one before: a row
+ * of a strided view.  The common sizes copy with a constant size, which the compiler makes one move. */
+static void move_row(char *dst, int64_t dstep, const char *src, int64_t sstep, int64_t n, size_t isz) {
+#define TK_ROW(size)                                                                                       \
+    for (int64_t i = 0; i < n; i++) memcpy(dst + i * dstep, src + i * sstep, size);                       \
+    return
+    switch (isz) {
+    case 1: TK_ROW(1);
+    case 2: TK_ROW(2);
+    case 4: TK_ROW(4);
+    case 8: TK_ROW(8);
+    case 16: TK_ROW(16);
+    default: TK_ROW(isz);
+    }
+#undef TK_ROW
+}
+
+/* The elements of `a` (base: its element (0, ..., 0)) and a C-order buffer `packed`: the buffer's
+ * values into the view's elements (scatter), or the elements' into the buffer, one row of the last
+ * axis at a time, in C order. */
+static void walk(const tack_array *a, char *base, char *packed, int scatter) {
+    const int64_t isz = (int64_t)tack_dtype_get(a->dtype)->itemsize;
+    const int last = a->ndim - 1;
+    const int64_t n = a->ndim ? a->shape[last] : 1, step = a->ndim ? a->strides[last] * isz : isz;
+    int64_t idx[TACK_MAX_NDIM] = {0};
+    for (int64_t row = 0; row < a->size / (n ? n : 1); row++) {
+        int64_t e = 0;
+        for (int k = 0; k < last; k++) e += idx[k] * a->strides[k];
+        char *el = base + e * isz, *buf = packed + row * n * isz;
+        if (scatter) move_row(el, step, buf, isz, n, (size_t)isz);
+        else move_row(buf, isz, el, step, n, (size_t)isz);
+        for (int k = last - 1; k >= 0 && ++idx[k] == a->shape[k]; k--) idx[k] = 0;
+    }
+}
+
 tack_status rt_strided_to_host(const tack_array *a, void *dst) {
     tack_device *d = a->storage->device;
     const int64_t isz = (int64_t)tack_dtype_get(a->dtype)->itemsize;
@@ -340,14 +377,54 @@ tack_status rt_strided_to_host(const tack_array *a, void *dst) {
         from = d->opaque_data ? (size_t)(a->offset * isz) : (size_t)-lo;
         base = tmp + from;
     }
-    int64_t idx[TACK_MAX_NDIM] = {0};
-    char *out = dst;
-    for (int64_t i = 0; i < a->size; i++) { /* C order: the last axis fastest */
-        int64_t e = 0;
-        for (int k = 0; k < a->ndim; k++) e += idx[k] * a->strides[k];
-        memcpy(out + i * isz, base + e * isz, (size_t)isz);
-        for (int k = a->ndim - 1; k >= 0 && ++idx[k] == a->shape[k]; k--) idx[k] = 0;
-    }
+    walk(a, (char *)base, dst, 0); /* gathered in C order: the last axis fastest */
     tack_free(tmp);
     return TACK_OK;
+}
+
+/* Host values (a->size elements in C order) into the strided view `a`, each at its own place and nothing
+ * else changed.  On the CPU they are written in place.  On a device the bytes the view spans (the whole
+ * buffer, where the data are handles) come to the host after the work queued on them, the elements are
+ * written there, and the span goes back: the bytes between the elements (other elements of the storage,
+ * not in the view) are written back as they were read, which nothing queued in between can change, since
+ * the host copies wait for it.  A view whose elements share bytes (a broadcast) is refused: which value
+ * would stay is not NumPy's to say either (its broadcast views are read-only). */
+tack_status rt_strided_from_host(tack_array *a, const void *src) {
+    tack_device *d = a->storage->device;
+    const int64_t isz = (int64_t)tack_dtype_get(a->dtype)->itemsize;
+    if (!a->size)
+        return TACK_OK;
+    if (tack_array_self_overlaps(a))
+        return tack_set_error(TACK_ERR_VALUE,
+                              "copy to array: elements of the destination view share memory (a zero or "
+                              "overlapping stride, as a broadcast gives), so the copy would write one element "
+                              "from several values");
+    tack_status st = rt_capture_refuse(d, "copying host data into an array"); /* graph.c */
+    if (st == TACK_OK) st = rt_storage_use(a->storage); /* after the work that reads or writes it */
+    if (st != TACK_OK)
+        return st;
+    if (d->backend->type == TACK_DEVICE_CPU) {
+        walk(a, a->data, (char *)src, 1);
+        return TACK_OK;
+    }
+    int64_t lo = 0, hi = 0;
+    size_t n;
+    if (d->opaque_data) {
+        n = a->storage->nbytes;
+    } else {
+        byte_span(a, &lo, &hi);
+        n = (size_t)(hi - lo);
+    }
+    char *tmp = tack_malloc(n ? n : 1);
+    if (!tmp)
+        return tack_set_error(TACK_ERR_NOMEM, "out of memory copying into a strided view of %zu bytes", n);
+    void *span = d->opaque_data ? a->data : (char *)a->data + lo;
+    st = d->backend->copy(d, tmp, span, n, RT_COPY_D2H);
+    if (st == TACK_OK) {
+        char *base = tmp + (d->opaque_data ? (size_t)(a->offset * isz) : (size_t)-lo);
+        walk(a, base, (char *)src, 1);
+        st = d->backend->copy(d, span, tmp, n, RT_COPY_H2D);
+    }
+    tack_free(tmp);
+    return st;
 }

@@ -1,6 +1,7 @@
 """Arrays, dtypes and devices from Python: differential against NumPy, every bad input."""
 
 import gc
+import operator
 import pickle
 import re
 import subprocess
@@ -756,3 +757,124 @@ def test_strided_refusal_names_only_methods_tack_arrays_have():
     with pytest.raises(BufferError, match=r"contiguous copy \(a.copy\(\), or a.numpy\(\) on the host\)") as e:
         tack.zeros((2, 3)).T.reshape(6)
     assert "contiguous()" not in str(e.value)
+
+
+# ------------------------------------------------- float(a), int(a), complex(a), operator.index(a)
+SCALARS = [np.array(2.75), np.array(-3.5, np.float32), np.array(7), np.array(200, np.uint8), np.array(True),
+           np.array(1.5 - 2j), np.array(np.nan), np.array(np.inf), np.array(-0.0, np.float16)]
+
+
+def _outcome(f, x):
+    """f(x)'s value and its type, or the exception's type."""
+    try:
+        r = f(x)
+    except (TypeError, ValueError, OverflowError) as e:
+        return type(e)
+    return type(r), r if r == r else "nan"
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_a_0d_array_converts_to_a_python_number_as_numpys(dev):
+    # float(a) of a 0-d tack.Array was "float() argument must be ... not 'tack.Array'"; every conversion
+    # now gives NumPy's answer: its value, or NumPy's error (int(nan), float(complex), index(float))
+    for x in SCALARS:
+        a = tack.array(x, device=dev)
+        for f in (float, int, complex, bool, operator.index):
+            assert _outcome(f, a) == _outcome(f, x), (x.dtype, x, f.__name__)
+    assert float(tack.array(np.arange(4.0), device=dev)[1]) == 1.0  # an element of a 1-d array
+    assert operator.index(tack.full((), 3, tack.i64, device=dev)) == 3
+    assert [10, 11, 12, 13][tack.full((), 2, tack.i32, device=dev)] == 12  # an index, as a NumPy 0-d int
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_any_other_shape_is_numpy_2s_type_error_naming_the_shape(dev):
+    # NumPy 2 refuses a one-element n-d array too (NumPy 1.25 warned); the message keeps NumPy's words
+    for shape in [(1,), (1, 1), (2,), (0,), (2, 3)]:
+        a = tack.zeros(shape, tack.f64, device=dev)
+        for f in (float, int, complex):
+            with pytest.raises(TypeError) as want:
+                f(np.zeros(shape))
+            with pytest.raises(TypeError, match=re.escape(f"{f.__name__}() of a tack.Array of shape {shape}")) as e:
+                f(a)
+            assert str(e.value).startswith(str(want.value)), (str(e.value), str(want.value))
+        with pytest.raises(TypeError, match=re.escape(f"converted to a scalar index: index() of a tack.Array of "
+                                                      f"shape {shape}")):
+            operator.index(tack.zeros(shape, tack.i64, device=dev))
+    with pytest.raises(TypeError, match=r"float\(\) of a 0-dimensional tack.Array of vec3: a vector value is not"):
+        float(tack.zeros((), tack.vec3, device=dev))
+
+
+# ------------------------------------------------------------ copyto into a strided view
+def _views(dev):
+    """(name, tack view, the same view of a NumPy copy) pairs: a step, a reversal, a column, a transpose,
+    a block with a step (on OpenCL, a view whose first element is past the buffer's start)."""
+    base = np.arange(48.0).reshape(6, 8)
+    for name, pick in [("a[::2]", lambda m: m.reshape(48)[::2]), ("a[::-1]", lambda m: m.reshape(48)[::-1]),
+                       ("m[:, 1]", lambda m: m[:, 1]), ("m.T", lambda m: m.T),
+                       ("m[1:5, 3::2]", lambda m: m[1:5, 3::2]), ("m[::-2, ::3].T", lambda m: m[::-2, ::3].T)]:
+        t = tack.array(base, device=dev)
+        ref = base.copy()
+        yield name, t, pick(t), ref, pick(ref)
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_copyto_into_a_strided_view_writes_its_elements_and_no_others(dev):
+    # refused before ("copy to array: the array is a strided view"): now each value goes to its element,
+    # NumPy's np.copyto on the same view of a NumPy array the reference, the elements around it unchanged
+    for name, t, view, ref, ref_view in _views(dev):
+        assert view.strided, name
+        src = -np.arange(ref_view.size, dtype=np.float64).reshape(ref_view.shape) - 0.5
+        tack.copyto(view, src)
+        np.copyto(ref_view, src)
+        assert t.numpy().tolist() == ref.tolist(), name
+        tack.copyto(view, 7)  # a scalar, broadcast
+        np.copyto(ref_view, 7)
+        assert t.numpy().tolist() == ref.tolist(), name
+        row = np.arange(ref_view.shape[-1], dtype=np.int32)  # a row broadcast, an int converted
+        tack.copyto(view, row)
+        np.copyto(ref_view, row)
+        assert t.numpy().tolist() == ref.tolist(), name
+        same = tack.array(src + 100, device=dev)  # a Tack array of the same dtype and shape
+        tack.copyto(view, same)
+        np.copyto(ref_view, src + 100)
+        assert t.numpy().tolist() == ref.tolist(), name
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_copyto_between_strided_views_of_one_array_and_of_other_dtypes(dev):
+    ref = np.arange(20.0)
+    a = tack.array(ref, device=dev)
+    tack.copyto(a[::2], a[1::2])  # interleaved views of one array
+    np.copyto(ref[::2], ref[1::2])
+    assert a.numpy().tolist() == ref.tolist()
+    tack.copyto(a[::-1], a)  # the whole array reversed in place: as if the source were copied out first
+    np.copyto(ref[::-1], ref.copy())
+    assert a.numpy().tolist() == ref.tolist()
+    v = tack.zeros(6, tack.vec3, device=dev)  # vectors: whole elements, the components kept together
+    tack.copyto(v[::-2], np.arange(9, dtype=np.float32).reshape(3, 3))
+    want = np.zeros((6, 3), np.float32)
+    want[::-2] = np.arange(9).reshape(3, 3)
+    assert v.numpy().tolist() == want.tolist()
+    for dt, vals in [(tack.f16, [0.5, -2.0, 1e4]), (tack.bool, [True, False, True]),
+                     (tack.complex128, [1 + 2j, -3j, 4]), (tack.u8, [1, 255, 7])]:
+        m = tack.zeros((3, 3), dt, device=dev)
+        tack.copyto(m.T[0], np.array(vals, dt.numpy))  # the first column
+        host = np.zeros((3, 3), dt.numpy)
+        np.copyto(host.T[0], np.array(vals, dt.numpy))
+        assert m.numpy().tolist() == host.tolist(), dt
+
+
+def test_copyto_refuses_a_view_whose_elements_share_memory():
+    # a writable zero-stride view: np.copyto writes the last value; Tack says why it will not guess
+    x = np.zeros(4)
+    t = tack.from_dlpack(np.lib.stride_tricks.as_strided(x, shape=(3,), strides=(0,), writeable=True))
+    with pytest.raises(ValueError, match="elements of the destination view share memory"):
+        tack.copyto(t, [1.0, 2.0, 3.0])
+    assert x.tolist() == [0.0] * 4
+    a = np.arange(16.0)
+    a.flags.writeable = False
+    ro = tack.from_dlpack(a[::4])
+    assert ro.strided and not ro.writable
+    with pytest.raises(ValueError, match="read-only"):
+        tack.copyto(ro, [1.0] * 4)
+    assert a.tolist() == list(range(16))

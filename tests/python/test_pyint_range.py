@@ -362,3 +362,44 @@ def test_opencl_sources_compile_with_ocloc():
 def test_metal_sources_pass_the_msl_check():
     verdicts = _msl.verdicts(sources("metal"))
     assert verdicts == ["ok"] * len(verdicts), [v for v in verdicts if v != "ok"][0]
+
+
+def overflow_message(kernel, *args):
+    with pytest.raises(OverflowError) as e:
+        kernel(*args)
+    return str(e.value)
+
+
+def test_debug_mode_words_the_overflow_as_the_compiled_kernel():
+    """Debug mode said "(kernel add_args, run as Python)" where the compiled kernel names the file and line
+    (and, inside a @tack.func, the function and its kernel): the same message now, word for word, for the
+    kernel's own arithmetic, a func's, an atomic add's operand and a vector's."""
+    cases = [
+        (add_args, lambda: (np.array([1, 0], np.int8), 128, 0, np.zeros(2, np.int8))),
+        (loop_plus, lambda: (np.zeros(300, np.int8), np.zeros(300, np.int8))),
+    ]
+
+    def calls(a, out):
+        for i in range(out.shape[0]):
+            out[i] = plus(a[i], i)
+
+    def atomic(acc, out):
+        for i in range(out.shape[0]):
+            acc[0] += i
+
+    def vec(out, m, k):
+        for i in range(out.shape[0]):
+            out[i] = tack.vec3i(1, 2, 3) * (m + k)
+
+    cases += [
+        (calls, lambda: (np.ones(129, np.int8), np.zeros(129, np.int8))),
+        (atomic, lambda: (np.zeros(1, np.int8), np.zeros(129))),
+        (vec, lambda: (tack.zeros(1, tack.vec3i), 2**31, 0)),
+    ]
+    for f, args in cases:
+        compiled = overflow_message(tack.kernel(f), *args())
+        debug = overflow_message(tack.kernel(f, jit=False), *args())
+        assert debug == compiled, f.__name__
+        assert "run as Python" not in debug
+        assert f"{Path(__file__).name}:" in debug
+    assert "function plus called from kernel calls" in overflow_message(tack.kernel(calls, jit=False), *cases[2][1]())

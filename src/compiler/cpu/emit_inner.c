@@ -230,7 +230,7 @@ static void loop_header(tk_emitter *e, tk_ir *s, const char *v, const char *lo, 
 static void stores_loads(const tk_ir *x, uint64_t *stored, uint64_t *loaded, int *bytes) {
     if (x->op == IR_STORE) {
         tack_dtype dt = (tack_dtype)x->k[0]->ty.dt;
-        int b = dt_scalar(dt) == dt && !ty_is_complex(x->k[0]->ty) ? dt_bits(dt) / 8 : 0;
+        int b = dt_scalar(dt) == dt && !ty_is_complex(x->k[0]->ty) && !x->comp ? dt_bits(dt) / 8 : 0;
         if (x->param >= 63 || b <= 0) *bytes = -1;
         else {
             *stored |= (uint64_t)1 << x->param;

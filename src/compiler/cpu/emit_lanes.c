@@ -155,7 +155,7 @@ static int simd_stmts_ok(simd_scan *z, const tk_ir *b, uint64_t *stored) {
             if (!simd_expr_ok(z, s->k[0])) return 0;
             z->defined[s->local] = 1;
         } else if (s->op == IR_STORE) {
-            if (s->param >= 63 || (*stored >> s->param & 1)) return 0; /* one store per array */
+            if (s->param >= 63 || (*stored >> s->param & 1) || s->comp) return 0; /* one store per array, whole */
             *stored |= (uint64_t)1 << s->param;
             int moving = 0;
             for (int k = 0; k < s->n; k++) {

@@ -170,13 +170,17 @@ int tk_rows_stmts(const tk_ir *b, tk_ir **out, int n, int max, int skip_checks) 
 
 /* `a[idx] += v` (or -=) as lowering leaves it for privatize.c: an atomic. */
 static int add_atomic(const tk_ir *s) {
-    return s->op == IR_EVAL && s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB);
+    return s->op == IR_EVAL && s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB) &&
+           !s->k[0]->comp;
 }
+
+/* A store of a whole element (a component's, a[i].x = s, is not a panel's). */
+static int whole_store(const tk_ir *s) { return s->op == IR_STORE && !s->comp; }
 
 /* The store privatize.c makes of `a[idx] += v` on the iteration's own element:
  * a[idx] = a[idx] + v, here a plain store (the panel owns its rows). */
 tk_ir *tk_rows_as_store(tk_cc *C, const tk_ir *s) {
-    if (s->op == IR_STORE) return (tk_ir *)s;
+    if (s->op == IR_STORE) return s->comp ? NULL : (tk_ir *)s;
     if (!add_atomic(s)) return NULL;
     const tk_ir *a = s->k[0];
     tk_ir *ld = ir_new(C, IR_LOAD, a->ty, a->line);
@@ -250,7 +254,7 @@ static int match(tiler *t, int scope) {
     if (n1 < 1 || n1 > MAX_STMTS + 1 || !tk_rows_unit_for(l1b[n1 - 1])) return 0;
     tk_ir *l2 = l1b[n1 - 1];
     int n2 = tk_rows_stmts(l2->k[3], l2b, 0, MAX_STMTS + 1, 0);
-    if (n2 < 1 || n2 > MAX_STMTS + 1 || (l2b[n2 - 1]->op != IR_STORE && !add_atomic(l2b[n2 - 1]))) return 0;
+    if (n2 < 1 || n2 > MAX_STMTS + 1 || (!whole_store(l2b[n2 - 1]) && !add_atomic(l2b[n2 - 1]))) return 0;
     for (int i = 0; i < 2; i++)
         if (!ir_invariant(l1->k[i], t->rows) || !tk_rows_pure(l1->k[i]) || !ir_invariant(l2->k[i], t->rows) ||
             !tk_rows_pure(l2->k[i]))
@@ -548,7 +552,7 @@ int tk_tile(tk_cc *C, tk_spec *S, tk_ir *pf) {
     int n1 = tk_rows_stmts(top[0]->k[3], in, 0, MAX_STMTS + 1, 1);
     if (n1 < 1 || n1 > MAX_STMTS + 1 || !tk_rows_unit_for(in[n1 - 1])) return 0;
     int n2 = tk_rows_stmts(in[n1 - 1]->k[3], in, 0, MAX_STMTS + 1, 1);
-    if (n2 < 1 || n2 > MAX_STMTS + 1 || (in[n2 - 1]->op != IR_STORE && !add_atomic(in[n2 - 1]))) return 0;
+    if (n2 < 1 || n2 > MAX_STMTS + 1 || (!whole_store(in[n2 - 1]) && !add_atomic(in[n2 - 1]))) return 0;
 
     int line = pf->line;
     tk_type i64 = ty_value(TACK_I64);

@@ -121,6 +121,8 @@ TK_HIDDEN void em_comment_text(tk_emitter *e, const char *s);
  * its array parameter, and the row-major index into its local array */
 TK_HIDDEN void em_expr(tk_emitter *e, tk_ir *x);
 TK_HIDDEN void em_flat_index(tk_emitter *e, tk_ir *x, int first);
+/* .v[k] or .m[i][j]: the component an IR_STORE or IR_ATOMIC with comp writes (nothing for comp 0). */
+TK_HIDDEN void em_comp(tk_emitter *e, int param, int comp);
 TK_HIDDEN void em_local_index(tk_emitter *e, tk_ir *x, int first);
 /* emit_stmt.c: a statement, a block */
 TK_HIDDEN void em_stmt(tk_emitter *e, tk_ir *s);

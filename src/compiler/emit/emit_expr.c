@@ -390,6 +390,16 @@ static void emit_vec(tk_emitter *e, tk_ir *x) {
     P(e, "}})");
 }
 
+/* The component an IR_STORE or IR_ATOMIC of array `param` writes alone (comp: k + 1; 0 writes the
+ * whole element, and prints nothing): a vector's, a quaternion's or a transform's .v[k], a matrix's
+ * .m[row][column] of the row-major k. */
+void em_comp(tk_emitter *e, int param, int comp) {
+    if (!comp) return;
+    tack_dtype dt = (tack_dtype)e->S->ptypes[param].dt;
+    if (dt_cols(dt) > 1) P(e, ".m[%d][%d]", (comp - 1) / dt_cols(dt), (comp - 1) % dt_cols(dt));
+    else P(e, ".v[%d]", comp - 1);
+}
+
 /* A call of a @tack.func specialization: arrays go as pointer and extents. */
 static void emit_call(tk_emitter *e, tk_ir *x) {
     if (em_race_call(e, x)) { /* check_races: the function's watched copy (race_watch.c) */
@@ -494,7 +504,9 @@ void em_expr(tk_emitter *e, tk_ir *x) {
         em_race_open(e, rs);
         em_flat_index(e, x, ir_atomic_first(x));
         em_race_close(e, rs);
-        P(e, "], ");
+        P(e, "]");
+        em_comp(e, x->param, x->comp);
+        P(e, ", ");
         if (x->sub == A_CAS) {
             ex(e, x->k[1]);
             P(e, ", ");

@@ -490,14 +490,16 @@ void em_stmt(tk_emitter *e, tk_ir *s) {
         P(e, ";\n");
         return;
     case IR_STORE: {
-        int sdt = e->S->ptypes[s->param].dt;
+        int sdt = s->comp ? dt_scalar((tack_dtype)e->S->ptypes[s->param].dt) : e->S->ptypes[s->param].dt;
         int rs = em_race_site(e, s);
         I(e);
         P(e, "a%d[", s->param);
         em_race_open(e, rs);
         em_flat_index(e, s, 1);
         em_race_close(e, rs);
-        P(e, "] = ");
+        P(e, "]");
+        em_comp(e, s->param, s->comp); /* a[i].x = s: that component alone */
+        P(e, " = ");
         if (dt_is_half(sdt)) P(e, "%s(", dt_half_store(sdt, s->k[0]->ty.dt == TACK_F64)); /* a float64: rounded once */
         else if (sdt == TACK_BOOL) P(e, "(uint8_t)(");
         ex(e, s->k[0]);

@@ -67,7 +67,10 @@ static void dx(ir_dumper *d, tk_ir *x) {
     case IR_VEC: tk_printf(b, "%s ", tyn(d, x->ty)); break;
     case IR_COMP: tk_printf(b, "comp:%s ", tyn(d, x->ty)); break;
     case IR_CALL: tk_printf(b, "call %s#%d ", d->C->m->funcs[d->C->specs[x->aux]->func].name, x->aux); break;
-    case IR_ATOMIC: tk_printf(b, "atomic_%s:%s %s ", tk_atom_name(x->sub), tyn(d, x->ty), d->S->pnames[x->param]); break;
+    case IR_ATOMIC:
+        tk_printf(b, "atomic_%s:%s %s ", tk_atom_name(x->sub), tyn(d, x->ty), d->S->pnames[x->param]);
+        if (x->comp) tk_printf(b, ".c%d ", x->comp - 1);
+        break;
     default: tk_printf(b, "op%d ", x->op); break;
     }
     for (int i = 0; i < x->n; i++) {
@@ -99,7 +102,9 @@ static void ds(ir_dumper *d, tk_ir *s, int n) {
     case IR_STORE:
         tk_printf(b, "%s %s[", s->sub == ST_RMW ? "store.rmw" : "store", d->S->pnames[s->param]);
         for (int i = 1; i < s->n; i++) { if (i > 1) tk_puts(b, ", "); dx(d, s->k[i]); }
-        tk_puts(b, "] = ");
+        tk_puts(b, "]");
+        if (s->comp) tk_printf(b, ".c%d", s->comp - 1);
+        tk_puts(b, " = ");
         dx(d, s->k[0]);
         break;
     case IR_EVAL: tk_puts(b, "eval "); dx(d, s->k[0]); break;

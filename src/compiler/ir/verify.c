@@ -11,7 +11,8 @@
  *     equal operand types and give bool; casts are between value types;
  *   - locals exist and assignments match the local's type;
  *   - loads and stores index every axis of their array with i64 values,
- *     and stores hold a value of the element type;
+ *     and stores hold a value of the element type (of the component's, for
+ *     a store or atomic of one component: a[i].x = s);
  *   - statements appear only in blocks and expressions only as operands;
  *   - break/continue sit inside a loop;
  *   - no race in a compound assignment: the write of a[i] op= v (an IR_STORE
@@ -140,6 +141,16 @@ static tk_type elem_type(verifier *v, int p) {
     return value_type(v->S->ptypes[p].dt);
 }
 
+/* The type a store or atomic x writes: its array's element, or with comp the component alone (which
+ * must be one of the element's). */
+static tk_type written_type(verifier *v, tk_ir *x) {
+    tack_dtype dt = (tack_dtype)v->S->ptypes[x->param].dt;
+    if (!x->comp) return elem_type(v, x->param);
+    int n = dt_form(dt) == TACK_FORM_TRANSFORM ? 7 : dt_rows(dt) * dt_cols(dt);
+    if (x->comp < 0 || x->comp > n || n < 2) BAD(x, "%s of a component the element does not have", "store");
+    return value_type(dt_scalar(dt));
+}
+
 static void vx(verifier *v, tk_ir *x);
 
 static void idx(verifier *v, tk_ir *x, int first) {
@@ -205,6 +216,7 @@ static void vx(verifier *v, tk_ir *x) {
             if (!ty_eq(x->k[i]->ty, x->ty)) BAD(x, "%s value differs from the element type", "atomic");
         }
         idx(v, x, ir_atomic_first(x));
+        if (!ty_eq(written_type(v, x), x->ty)) BAD(x, "%s differs from the element type", "atomic");
         break;
     case IR_WARP:
         if (x->sub >= WARP_COUNT || x->n != (x->sub <= WARP_DOWN ? 2 : 1) || x->c.i < 1 || x->c.i > 32 ||
@@ -248,7 +260,7 @@ static void vs(verifier *v, tk_ir *s) {
         vx(v, s->k[0]);
         idx(v, s, 1);
         check_rmw(v, s);
-        tk_type et = elem_type(v, s->param);
+        tk_type et = written_type(v, s);
         if (!ty_eq(s->k[0]->ty, et) && !f16_f64(v->S->ptypes[s->param].dt, s->k[0]->ty))
             BAD(s, "%s value differs from the element type", "store");
         return;

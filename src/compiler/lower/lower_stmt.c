@@ -22,10 +22,18 @@
  * a, b = b, a swaps), array elements (IR_STORE, with its index checks), and
  * components of a vector, quaternion or matrix local (IR_SETCOMP), by index or
  * by name: v.y = s, q.w = s, and a transform's parts, t.p = v (three
- * IR_SETCOMPs), t.p.x = s.  A local array's element takes them too, t[k].x = s,
- * as a load into a temporary, the IR_SETCOMP and a store back at the same
- * indices; an array parameter's element (a[i].x = s) and an array's attribute
- * are refused naming the target.  a[i] += v and -= v
+ * IR_SETCOMPs), t.p.x = s.  A local array's element takes them too, t[k].x = s
+ * and t[k][1] = s, as a load into a temporary, the IR_SETCOMP and a store back
+ * at the same indices: the array is the thread's own.  An array parameter's
+ * element is shared, so a[i].x = s, a[i][k] = s, a[i].p = v are a store of
+ * each named component alone (an IR_STORE with comp, store_param_part): the
+ * element is never read and written back, and iterations that set different
+ * components of one element lose nothing.  Its updates follow a number
+ * element's rules per component (a[i].x += s atomic in a parallel loop, an
+ * IR_ATOMIC with comp; any other operator on the own element only).  A
+ * vector index known only at run time picks its component by a branch per
+ * component, each a constant-component store.  An array's attribute is
+ * refused naming the target.  a[i] += v and -= v
  * inside a parallel loop are atomic (numeric elements other than f16; a
  * vector or matrix element one atomic per component), so
  * reductions into one cell are correct; otherwise an augmented assignment to
@@ -261,10 +269,190 @@ static void store_element_part(lw_state *L, tack_node *t, tack_node *el, int loc
     lw_local_store_back(L, el, loc, ld, lw_local_ref(L, tmp, t->line));
 }
 
+static int own_element(lw_state *L, tack_node **idx, int nidx);
+
+/* ------------------------------------- a component of an array parameter's element */
+/* Where the target t writes a part of an array parameter's element -- a[i].x, a[i].p.y, a[i][k],
+ * a[i, j][r, c] -- the parameter, and in *el the element's subscript (a[i]); else -1. */
+static int param_part_target(lw_state *L, tack_node *t, tack_node **el) {
+    tack_node *e = t;
+    if (t->kind == TACK_N_ATTRIBUTE)
+        while (e->kind == TACK_N_ATTRIBUTE && e->nkids == 1) e = e->kids[0];
+    else if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2)
+        e = t->kids[0];
+    if (e == t || e->kind != TACK_N_SUBSCRIPT || e->nkids < 2 || e->kids[0]->kind != TACK_N_NAME) return -1;
+    int p = lw_array_param(L, e->kids[0]->name);
+    if (p >= 0) *el = e;
+    return p;
+}
+
+/* The components [*first, *first + result) of array p's element that t names, and their type *pt
+ * (attr_slots for names, component_target for an index); a vector's index known only at run time
+ * (checked and wrapped) comes back in *dyn, with one component. */
+static int param_part_slots(lw_state *L, tack_node *t, int p, int *first, tk_type *pt, tk_ir **dyn) {
+    tk_type et = lw_dtype_type((tack_dtype)L->S->ptypes[p].dt);
+    const char *name = L->S->pnames[p];
+    *dyn = NULL;
+    if (ty_is_scalar(et))
+        ERR(t, "cannot assign to a part of an element of '%s': its elements are %s numbers; index every axis "
+               "(%s[i, j] = s)", name, TN(et), name);
+    if (t->kind == TACK_N_ATTRIBUTE) return attr_slots(L, t, et, name, first, pt);
+    tk_ir *j = NULL, *k = component_target(L, t, et, &j);
+    *pt = ty_value(dt_scalar((tack_dtype)et.dt));
+    *first = 0;
+    if (j) *first = (int)(k->c.i * dt_cols((tack_dtype)et.dt) + j->c.i);
+    else if (k->op == IR_CONST) *first = (int)k->c.i;
+    else *dyn = lw_hoist(L, k);
+    return 1;
+}
+
+/* The indices of element el of array p, checked (lw_indices) once, in the kids of a holder node that
+ * is never emitted; `many`: each is read into a temporary, for the several writes that clone them. */
+static tk_ir *part_indices(lw_state *L, int p, tack_node *el, int many) {
+    tk_ir *ix = lw_mk(L, IR_BLOCK, ty_void(), el);
+    lw_indices(L, p, el->kids + 1, el->nkids - 1, ix, el);
+    for (int i = 0; many && i < ix->n; i++) ix->k[i]->k[0] = lw_hoist(L, ix->k[i]->k[0]);
+    return ix;
+}
+
+/* Component c of element ix of array p, read (the element loaded, the component taken). */
+static tk_ir *part_load(lw_state *L, int p, tk_ir *ix, int c, tack_node *t) {
+    tack_dtype dt = (tack_dtype)L->S->ptypes[p].dt;
+    tk_ir *ld = lw_mk(L, IR_LOAD, lw_dtype_type(dt), t);
+    ld->param = p;
+    for (int i = 0; i < ix->n; i++) ir_push(L->C, ld, ir_clone(L->C, ix->k[i]));
+    tk_ir *cx = lw_mk(L, IR_COMP, ty_value(dt_scalar(dt)), t);
+    ir_push(L->C, cx, ld);
+    if (dt_cols(dt) > 1) {
+        ir_push(L->C, cx, ir_const_i(L->C, ty_value(TACK_I64), c / dt_cols(dt), t->line));
+        ir_push(L->C, cx, ir_const_i(L->C, ty_value(TACK_I64), c % dt_cols(dt), t->line));
+    } else {
+        ir_push(L->C, cx, ir_const_i(L->C, ty_value(TACK_I64), c, t->line));
+    }
+    return cx;
+}
+
+/* How a part is written: a store, the write of a read-modify-write (op= on the iteration's own
+ * element, or outside a parallel loop), or an atomic add or subtract. */
+enum { PART_STORE, PART_RMW, PART_ATOMIC };
+
+/* The statement that writes v (of the component's type pt) into component c of element ix of array
+ * p: an IR_STORE of that component alone, or an IR_ATOMIC of it, never a store of the element. */
+static tk_ir *part_write(lw_state *L, int p, tk_ir *ix, int c, tk_type pt, tk_ir *v, int how, int op, tack_node *t) {
+    tk_ir *w = lw_mk(L, how == PART_ATOMIC ? IR_ATOMIC : IR_STORE, how == PART_ATOMIC ? pt : ty_void(), t);
+    w->param = p;
+    w->comp = c + 1;
+    w->sub = (uint8_t)(how == PART_ATOMIC ? op : how == PART_RMW ? ST_RMW : ST_PLAIN);
+    ir_push(L->C, w, v);
+    for (int i = 0; i < ix->n; i++) ir_push(L->C, w, ir_clone(L->C, ix->k[i]));
+    if (how != PART_ATOMIC) return w;
+    L->C->uses_atomic = 1;
+    L->C->atomic_dts |= (uint64_t)1 << pt.dt;
+    tk_ir *ev = lw_mk(L, IR_EVAL, ty_void(), t);
+    ir_push(L->C, ev, w);
+    return ev;
+}
+
+/* Component c's update: v (a number) stored, or combined with the component's value by the compound
+ * operator n->op (as a number op= v is: the component's type and v's promoted, then converted back) or,
+ * atomically, v converted to the component's type first and added to it there (as a[k] += v is). */
+static void part_update(lw_state *L, tack_node *n, int p, tk_ir *ix, int c, tk_type pt, tk_ir *v, int how,
+                        tack_node *t) {
+    if (how == PART_ATOMIC) {
+        if (lw_known(v) && ty_is_int(pt)) v = lw_pyint_narrow(L, v, pt, n);
+        v = lw_known(v) ? lw_hoist(L, lw_cast(L, v, pt)) : v;
+        lw_emit(L, part_write(L, p, ix, c, pt, v, how, n->op == TACK_OP_ADD ? A_ADD : A_SUB, t));
+        return;
+    }
+    if (how == PART_RMW) v = lw_binop(L, n->op, part_load(L, p, ix, c, t), v, n);
+    if (lw_known(v)) v = lw_cast(L, v, pt);
+    lw_emit(L, part_write(L, p, ix, c, pt, v, how, 0, t));
+}
+
+/* a[i].x = s, a[i].p = v, a[i][k] = s, a[i, j][r, c] = s -- and with n an augmented assignment
+ * (a[i].x += s), its update -- on an array parameter's element: a write of each component the target
+ * names and of no other, so iterations writing other components of one element do not lose each
+ * other's writes (the element is never read and written back).  Inside a parallel loop, += and -=
+ * are atomic, as on a number's element; any other compound operator only on the iteration's own
+ * element.  A vector index known at run time picks the component with a branch per component. */
+static void store_param_part(lw_state *L, tack_node *n, tack_node *t, tack_node *el, int p, tk_ir *v) {
+    int first = 0, how = n ? PART_RMW : PART_STORE;
+    tk_type pt;
+    tk_ir *dyn = NULL;
+    int count = param_part_slots(L, t, p, &first, &pt, &dyn);
+    tk_type et = lw_dtype_type((tack_dtype)L->S->ptypes[p].dt);
+    if (n) {
+        int par = lw_in_parallel(L) && !L->C->racy_rmw && !(p < 64 && (L->S->plarr >> p & 1));
+        if (par && (n->op == TACK_OP_ADD || n->op == TACK_OP_SUB)) how = PART_ATOMIC;
+        else if (par && !own_element(L, el->kids + 1, el->nkids - 1))
+            ERR(n, "'%s[...] component %s= ...' in a parallel loop%s%s%s: iterations may update the same element "
+                   "at once and lose updates, and only += and -= are atomic; index the element by the loop "
+                   "variable, or combine into a local and store it once", L->S->pnames[p], lw_op_symbol(n->op),
+                L->pfor >= 0 ? "" : " (in '", L->pfor >= 0 ? "" : L->F->name,
+                L->pfor >= 0 ? "" : "', called from one)");
+    }
+    if (count == 1 && lw_known(v) && !ty_is_scalar(v->ty))
+        ERR(t, "cannot assign %s to a component of %s", TN(v->ty), TN(et));
+    if (count > 1) {
+        if (!lw_known(v)) return;
+        if (!ty_eq(v->ty, pt) && !(ty_is_vector(pt) && ty_is_vector(v->ty) && v->ty.dt == pt.dt)) {
+            char text[192] = "";
+            attr_text(t, L->S->pnames[p], text, sizeof text);
+            ERR(t, "cannot assign %s to '%s' (%s)", TN(v->ty), text, TN(pt));
+        }
+    }
+    if (lw_known(v)) v = lw_hoist(L, v);
+    tk_ir *ix = part_indices(L, p, el, count > 1 || dyn);
+    lw_mark_written(L, p);
+    tk_type ct = ty_value(dt_scalar((tack_dtype)et.dt));
+    if (!dyn) {
+        for (int i = 0; i < count; i++) {
+            tk_ir *vi = count == 1 ? v : lw_component(L, v, ir_const_i(L->C, ty_value(TACK_I64), i, t->line), t);
+            part_update(L, n, p, ix, first + i, ct, vi, how, t);
+        }
+        return;
+    }
+    int len = ty_is_quat(et) ? 4 : dt_rows((tack_dtype)et.dt);
+    tk_ir *rest = NULL, *saved = L->blk; /* if k == 0: ... else if k == 1: ... */
+    for (int c = len - 1; c >= 0; c--) {
+        tk_ir *then = lw_mk(L, IR_BLOCK, ty_void(), t), *els = lw_mk(L, IR_BLOCK, ty_void(), t);
+        L->blk = then;
+        part_update(L, n, p, ix, c, ct, v, how, t);
+        L->blk = saved;
+        if (rest) ir_push(L->C, els, rest);
+        tk_ir *eq = lw_bin(L, B_EQ, ty_value(TACK_BOOL), dyn, ir_const_i(L->C, ty_value(TACK_I64), c, t->line),
+                           t->line);
+        eq->aux_ty = ty_value(TACK_I64);
+        tk_ir *iff = lw_mk(L, IR_IF, ty_void(), t);
+        ir_push(L->C, iff, eq);
+        ir_push(L->C, iff, then);
+        ir_push(L->C, iff, els);
+        rest = iff;
+    }
+    lw_emit(L, rest);
+}
+
+/* t[i][k] = s (t[i][r, c] = s) on a local array of vectors, quaternions or matrices, the thread's
+ * own: as t[i].x = s, the element loaded into a temporary, the component set, the element stored back. */
+static void store_local_elem_comp(lw_state *L, tack_node *t, tack_node *el, int loc, tk_ir *v) {
+    tk_ir *ld = lw_local_part_load(L, el, loc);
+    if (!lw_known(ld)) return;
+    if (ld->ty.kind != TY_VALUE || ty_is_scalar(ld->ty))
+        ERR(t, "cannot assign to a part of an element of local array '%s': its elements are %s numbers; index "
+               "every axis (%s[i, j] = s)", el->kids[0]->name, TN(ld->ty), el->kids[0]->name);
+    tk_ir *j = NULL, *k = component_target(L, t, ld->ty, &j);
+    if (lw_known(v) && !ty_is_scalar(v->ty)) ERR(t, "cannot assign %s to a component of %s", TN(v->ty), TN(ld->ty));
+    int tmp = lw_temp(L, ld->ty);
+    lw_emit(L, lw_assign_ir(L, tmp, ld, t->line));
+    set_comp(L, t, tmp, k, j, lw_cast(L, v, ty_value(dt_scalar((tack_dtype)ld->ty.dt))));
+    lw_local_store_back(L, el, loc, ld, lw_local_ref(L, tmp, t->line));
+}
+
 /* v.x = s ; q.w = s ; t.p = v ; t.p.x = s ; v[k] = s ; m[i, j] = s on the
  * vector, quaternion, transform or matrix local `base` (store_part for the
  * names, component_target for the indices); t[i].x = s on a local array's
- * element.  An array's attribute, or an array parameter's element's, is refused. */
+ * element.  An array's attribute is refused (an array parameter's element's
+ * components never come here: store_param_part). */
 static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v) {
     tack_node *end = t; /* where an attribute chain ends: base, or base[...] */
     while (t->kind == TACK_N_ATTRIBUTE && end->kind == TACK_N_ATTRIBUTE) end = end->kids[0];
@@ -275,9 +463,8 @@ static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v
             store_element_part(L, t, end, lw_local_array(L, base->name), v);
             return;
         }
-        ERR(t, "cannot assign to a component of an element of '%s' (%s[i].x = s); copy the element into a local, "
-               "set the component and store it back (v = %s[i]; v.x = s; %s[i] = v)", base->name, base->name,
-            base->name, base->name);
+        ERR(t, "cannot assign to this part of '%s'; assign an element's component (%s[i].x = s) or a whole "
+               "element", base->name, base->name);
     }
     if (t->kind == TACK_N_ATTRIBUTE && end != base)
         ERR(t, "cannot assign to attribute '%s' of a component of '%s'; assign the component, or copy the value "
@@ -303,7 +490,19 @@ static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v
 }
 
 static void store_to(lw_state *L, tack_node *t, tk_ir *v) {
-    /* a[i, j] = v ; v.x = s ; v[k] = s ; t.p.x = s */
+    /* a[i, j] = v ; v.x = s ; v[k] = s ; t.p.x = s ; a[i].x = s ; a[i][k] = s */
+    tack_node *el = NULL;
+    int pp = param_part_target(L, t, &el);
+    if (pp >= 0) {
+        store_param_part(L, NULL, t, el, pp, v);
+        return;
+    }
+    if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_SUBSCRIPT &&
+        t->kids[0]->nkids >= 2 && t->kids[0]->kids[0]->kind == TACK_N_NAME &&
+        lw_local_array(L, t->kids[0]->kids[0]->name) >= 0) {
+        store_local_elem_comp(L, t, t->kids[0], lw_local_array(L, t->kids[0]->kids[0]->name), v);
+        return;
+    }
     if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME &&
         lw_local_array(L, t->kids[0]->name) >= 0) {
         lw_local_store(L, t, lw_local_array(L, t->kids[0]->name), v);
@@ -511,6 +710,12 @@ static void lower_augassign(lw_state *L, tack_node *n) {
     }
     if (t->kind == TACK_N_SUBSCRIPT && t->nkids >= 2 && t->kids[0]->kind == TACK_N_NAME && lw_array_param(L, t->kids[0]->name) >= 0) {
         augassign_element(L, n, lw_array_param(L, t->kids[0]->name));
+        return;
+    }
+    tack_node *el = NULL;
+    int pp = param_part_target(L, t, &el);
+    if (pp >= 0) { /* a[i].x += s: that component's update alone (atomic in a parallel loop) */
+        store_param_part(L, n, t, el, pp, lw_expr(L, n->kids[1]));
         return;
     }
     /* v.x += s */

@@ -18,7 +18,11 @@
  * flush; the launch reports the error.
  *
  * The PFOR node keeps the flushes in `red`: atomics whose value is the
- * private sum.  The emitter writes them after the chunk's loop.
+ * private sum.  The emitter writes them after the chunk's loop.  A
+ * component of a vector element (`acc[0].x += v`, an IR_ATOMIC with comp)
+ * is a cell of its own: a sum per component.  Only these fixed cells: a
+ * vector array gets no histogram copy, and its own-element adds stay
+ * atomic (the owner rewrite below makes whole-element stores).
  *
  * A vector or matrix cell (`p[0] += m[i] * v[i]`, a total momentum) gets a
  * private sum of its type on the CPU too, flushed as one atomic per
@@ -242,7 +246,8 @@ static void own_expr(owner *o, tk_ir *x) {
 
 static void own_scan(owner *o, tk_ir **slot) {
     tk_ir *s = *slot;
-    if (s->op == IR_EVAL && s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB)) {
+    if (s->op == IR_EVAL && s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB) &&
+        !s->k[0]->comp) {
         tk_ir *a = s->k[0];
         for (int i = 0; i < a->n; i++) own_expr(o, a->k[i]);
         o->atom |= (uint64_t)1 << (a->param & 63);
@@ -390,7 +395,7 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
         int found = -1;
         for (int j = 0; j < i && found < 0; j++) {
             tk_ir *b = p.c[j].atom;
-            if (acc[j] >= 0 && b->param == a->param && b->n == a->n) {
+            if (acc[j] >= 0 && b->param == a->param && b->n == a->n && b->comp == a->comp) {
                 int eq = 1;
                 for (int k = 1; k < a->n; k++)
                     if (!same(a->k[k], b->k[k])) eq = 0;
@@ -403,6 +408,7 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
             tk_ir *flush = ir_new(C, IR_ATOMIC, a->ty, a->line);
             flush->sub = A_ADD;
             flush->param = a->param;
+            flush->comp = a->comp; /* a[0].x += v: a sum per component */
             tk_ir *v = ir_new(C, IR_LOCAL, a->ty, a->line);
             v->local = found;
             ir_push(C, flush, v);
