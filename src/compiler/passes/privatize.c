@@ -20,8 +20,9 @@
  * The PFOR node keeps the flushes in `red`: atomics whose value is the
  * private sum.  The emitter writes them after the chunk's loop.  A
  * component of a vector element (`acc[0].x += v`, an IR_ATOMIC with comp)
- * is a cell of its own: a sum per component.  Only these fixed cells: a
- * vector array gets no histogram copy, and its own-element adds stay
+ * is a cell of its own: a sum per component.  Only these fixed cells: an
+ * array added into one component at a varying index gets no histogram copy
+ * (the copy's adds are whole elements), and its own-element adds stay
  * atomic (the owner rewrite below makes whole-element stores).
  *
  * A vector or matrix cell (`p[0] += m[i] * v[i]`, a total momentum) gets a
@@ -102,6 +103,7 @@ typedef struct privatizer {
     tk_ir *loop;
     uint64_t bad;   /* arrays that cannot be privatized in this loop */
     uint64_t vary;  /* arrays with a statement-form add/sub at a varying index */
+    uint64_t comp;  /* arrays with an add/sub into one component (a[k].x += v): no histogram copy */
     cand *c;
     int n, cap;
 } privatizer;
@@ -136,6 +138,7 @@ static void scan(privatizer *p, tk_ir **slot) {
             /* a vector or matrix cell's private sum only where a chunk's end flushes it (the CPU's,
              * emit_cpu.c); a GPU's flush hooks reduce scalars across a warp, so it keeps its atomics */
             tk_ir *a = s->k[0];
+            if (a->comp) p->comp |= (uint64_t)1 << (a->param & 63);
             int inv = 1;
             for (int i = 1; i < a->n; i++)
                 if (!ir_invariant(a->k[i], p->loop)) inv = 0;
@@ -374,6 +377,9 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
     for (int q = 0; q < 63 && q < S->nparams && C->target->loops == TK_LOOPS_CHUNKED && nh < TK_MAX_HIST; q++) {
         /* a strided view keeps its atomics: the copy is merged back in C order (emit_cpu.c) */
         if (!(p.vary >> q & 1) || (p.bad >> q & 1) || S->ptypes[q].kind != TY_ARRAY || S->ptypes[q].strided) continue;
+        /* the copy counts whole elements (emit_stmt.c's hist_add): an add into one
+         * component (a[k].x += v, hist[i % 4][1] += 2) keeps the array on atomics */
+        if (p.comp >> q & 1) continue;
         int dt = S->ptypes[q].dt, kind = dt_kind((tack_dtype)dt);
         int vec = ty_is_vector(ty_value(dt)) || ty_is_matrix(ty_value(dt)); /* a copy of its components */
         if ((!ty_is_scalar(ty_value(dt)) && !vec) || dt_is_half(dt) || kind == TACK_KIND_BOOL ||
