@@ -149,6 +149,50 @@ def test_python_float_meets_complex64():
     assert result_type(ir) == "complex64" == NAMES[np.result_type(np.complex64, 1.5)]
 
 
+def weak_abs(z, out):
+    for i in range(out.shape[0]):
+        w = complex(0.1, 0.2) * (i + 1)   # a weak complex local
+        out[i] = abs(w) + abs(z) * i      # abs of weak complexes meeting f32
+
+
+def weak_escape(out):
+    for i in range(out.shape[0]):
+        w = 0j
+        c = complex(-0.8, 0.156) + 0.01 * i
+        n = 0
+        while n < 30:                       # a Julia set's escape loop, as a Taichi user writes it
+            w = w * w + c
+            if abs(w) > 2.0:
+                break
+            n += 1
+        out[i] = n
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_abs_of_python_complex_meets_f32(jit):
+    """abs() of a Python complex (weak) meeting f32 is computed in the
+    complex's carrier, complex128, and rounded once, as Python's abs() and
+    debug mode compute it.  The compiled kernel once pushed the f32
+    conversion into abs()'s operand, a complex-to-f32 conversion no prelude
+    defines: the build failed to load (undefined symbol tk_float_of_tk_c128)."""
+    out = np.zeros(4, np.float32)
+    tack.kernel(weak_abs, jit=jit)(3 + 4j, out)
+    want = [np.float32(abs((0.1 + 0.2j) * (i + 1))) + np.float32(5 * i) for i in range(4)]
+    np.testing.assert_array_equal(out, np.array(want, np.float32))
+    n = np.zeros(8, np.int32)
+    tack.kernel(weak_escape, jit=jit)(n)
+    want = []
+    for i in range(8):
+        w, c, k = 0j, complex(-0.8, 0.156) + 0.01 * i, 0
+        while k < 30:
+            w = w * w + c
+            if abs(w) > 2.0:
+                break
+            k += 1
+        want.append(k)
+    assert n.tolist() == want
+
+
 # ------------------------------------------------------------- arithmetic
 @tack.kernel
 def arith(a, b, out):
