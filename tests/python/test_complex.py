@@ -168,6 +168,28 @@ def weak_escape(out):
         out[i] = n
 
 
+def weak_abs_local(z, out):
+    for i in range(out.shape[0]):
+        w = complex(0.3, -0.7) * (i + 1) + z
+        r = abs(w)                           # a weak float local that meets f32 only
+        out[i, 0] = max(r, 1.0)
+        out[i, 1] = max(abs(w), 1.0)         # max() holds abs() in a temporary: the same
+        out[i, 2] = r * 0.5
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_abs_of_python_complex_in_a_local_meets_f32(jit):
+    """The same when abs() of a Python complex is held in a local (or max()'s
+    temporary) that only meets f32: the local became f32 and the f32
+    conversion went into abs()'s complex operand (weak_locals.c), a build
+    that failed to load (undefined symbol tk_float_of_tk_c128)."""
+    out = np.zeros((4, 3), np.float32)
+    tack.kernel(weak_abs_local, jit=jit)(0.1 + 0.2j, out)
+    r = [np.float32(abs(complex(0.3, -0.7) * (i + 1) + (0.1 + 0.2j))) for i in range(4)]
+    want = [[max(x, np.float32(1)), max(x, np.float32(1)), x * np.float32(0.5)] for x in r]
+    np.testing.assert_array_equal(out, np.array(want, np.float32))
+
+
 @pytest.mark.parametrize("jit", [True, False])
 def test_abs_of_python_complex_meets_f32(jit):
     """abs() of a Python complex (weak) meeting f32 is computed in the
