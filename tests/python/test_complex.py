@@ -215,6 +215,44 @@ def test_abs_of_python_complex_meets_f32(jit):
     assert n.tolist() == want
 
 
+def weak_complex_parts(z, x, a, out, outc):
+    for i in range(out.shape[0]):
+        w = complex(0.3, -0.7) * (i + 1) + z     # a Python complex known at run time
+        out[i, 0] = abs(w * w) - abs(z)
+        out[i, 1] = np.abs(w) + tack.f32(1.0)
+        out[i, 2] = abs(w) * 0.3 + 0.1
+        out[i, 3] = w.real * 0.3 + w.imag
+        out[i, 4] = np.real(w) * 0.3 - np.imag(w)
+        out[i, 5] = np.abs(w) * x[i]
+        out[i, 6] = cmath.phase(w) * 0.3 + 0.1
+        outc[i, 0] = np.sqrt(w) * a[i]
+        outc[i, 1] = np.conj(w) * a[i]
+        outc[i, 2] = cmath.sqrt(w) * a[i]
+
+
+def test_debug_mode_types_what_a_python_complex_gives_as_compiled():
+    """A real value made of a Python complex (abs, np.abs, .real, .imag,
+    np.real, np.imag) is a weak float known at run time, computed on in f32
+    where it meets f32, and np.sqrt or np.conj of one a Python complex: so
+    the compiler types them.  Debug mode took the first for exact Python
+    floats (computed in f64, rounded once) and the second for NumPy's
+    concrete complex128, and its results differed from the compiled
+    kernel's in the last bit."""
+    x = np.array([0.37, 1.3, 2.9, 0.11, 7.7, 0.01], np.float32)
+    a = (x + 1j * np.array([0.7, -0.3, 0.19, 2.3, -1.1, 5.5])).astype(np.complex64)
+    got = []
+    for jit in (True, False):
+        out, outc = np.zeros((6, 7), np.float32), np.zeros((6, 3), np.complex64)
+        tack.kernel(weak_complex_parts, jit=jit)(0.1 + 0.2j, x, a, out, outc)
+        got.append((out, outc))
+    np.testing.assert_array_equal(got[0][0], got[1][0])
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+    w = [complex(0.3, -0.7) * (i + 1) + (0.1 + 0.2j) for i in range(6)]
+    f = np.float32
+    want = [f(f(abs(v)) * f(0.3)) + f(0.1) for v in w]   # the f32 rule, as compiled
+    np.testing.assert_array_equal(got[0][0][:, 2], np.array(want, np.float32))
+
+
 # ------------------------------------------------------------- arithmetic
 @tack.kernel
 def arith(a, b, out):
