@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import cmath
 import operator
 import os
 import re
@@ -628,8 +627,7 @@ class _Ctx:
     def call(self, f, *args, **kwargs):
         h = _CALLS.get(_key(f))
         if h is not None:
-            r = h(self, *args, **kwargs)
-            return _vector_value(r if f is cmath.phase else _of_python_complex(args, r))
+            return _vector_value(_of_python_complex(args, h(self, *args, **kwargs)))
         if isinstance(f, _core.Kernel) and f.is_func:
             return _run_func(self, f, args, kwargs)
         if isinstance(f, _core.DType) and not f.shape:
@@ -640,8 +638,7 @@ class _Ctx:
             # np.int64(x) is tack.i64(x) in a kernel: the compiled conversion (NaN to 0,
             # saturation, then wrapping), not NumPy's cast of NaN or inf to INT64_MIN
             return convert(np.dtype(f), args[0])
-        r = f(*args, **kwargs)
-        return _vector_value(r if f is cmath.phase else _of_python_complex(args, r))
+        return _vector_value(_of_python_complex(args, f(*args, **kwargs)))
 
     def part(self, v, name):
         """``v.real`` / ``v.imag`` (and any other attribute read the rewrite
@@ -722,8 +719,7 @@ def _of_python_complex(args, r):
     computed on in f32 (lower.c, weak_to_f32), and a complex one (np.sqrt,
     np.conj) is again a Python complex, not NumPy's concrete complex128.
     Here those are an _RFloat leaf and a Python complex; a call that also
-    takes a NumPy value keeps what NumPy gives.  (cmath.phase is the
-    exception, left to the caller: the compiler makes it an f64 atan2.)"""
+    takes a NumPy value keeps what NumPy gives."""
     if not any(type(a) is complex for a in args) or any(isinstance(a, (np.generic, np.ndarray)) for a in args):
         return r
     if type(r) is float or type(r) is np.float64:

@@ -225,6 +225,7 @@ def weak_complex_parts(z, x, a, out, outc):
         out[i, 4] = np.real(w) * 0.3 - np.imag(w)
         out[i, 5] = np.abs(w) * x[i]
         out[i, 6] = cmath.phase(w) * 0.3 + 0.1
+        out[i, 7] = cmath.phase(w) * x[i]
         outc[i, 0] = np.sqrt(w) * a[i]
         outc[i, 1] = np.conj(w) * a[i]
         outc[i, 2] = cmath.sqrt(w) * a[i]
@@ -237,12 +238,15 @@ def test_debug_mode_types_what_a_python_complex_gives_as_compiled():
     the compiler types them.  Debug mode took the first for exact Python
     floats (computed in f64, rounded once) and the second for NumPy's
     concrete complex128, and its results differed from the compiled
-    kernel's in the last bit."""
+    kernel's in the last bit.  cmath.phase of a Python complex is such a
+    weak float too; the compiler made it a concrete f64, so that
+    phase(w) * x[i] with f32 x was computed in f64, unlike NumPy and
+    debug mode."""
     x = np.array([0.37, 1.3, 2.9, 0.11, 7.7, 0.01], np.float32)
     a = (x + 1j * np.array([0.7, -0.3, 0.19, 2.3, -1.1, 5.5])).astype(np.complex64)
     got = []
     for jit in (True, False):
-        out, outc = np.zeros((6, 7), np.float32), np.zeros((6, 3), np.complex64)
+        out, outc = np.zeros((6, 8), np.float32), np.zeros((6, 3), np.complex64)
         tack.kernel(weak_complex_parts, jit=jit)(0.1 + 0.2j, x, a, out, outc)
         got.append((out, outc))
     np.testing.assert_array_equal(got[0][0], got[1][0])
@@ -251,6 +255,8 @@ def test_debug_mode_types_what_a_python_complex_gives_as_compiled():
     f = np.float32
     want = [f(f(abs(v)) * f(0.3)) + f(0.1) for v in w]   # the f32 rule, as compiled
     np.testing.assert_array_equal(got[0][0][:, 2], np.array(want, np.float32))
+    want = [f(cmath.phase(v)) * x[i] for i, v in enumerate(w)]   # NumPy's: a Python float meeting f32
+    np.testing.assert_array_equal(got[0][0][:, 7], np.array(want, np.float32))
 
 
 # ------------------------------------------------------------- arithmetic
