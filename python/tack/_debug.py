@@ -667,7 +667,7 @@ class _Ctx:
     def call(self, f, *args, **kwargs):
         h = _CALLS.get(_key(f))
         if h is not None:
-            return _vector_value(h(self, *args, **kwargs))
+            return _vector_value(_of_python_complex(args, h(self, *args, **kwargs)))
         if isinstance(f, _core.Kernel) and f.is_func:
             return _run_func(self, f, args, kwargs)
         if isinstance(f, _core.DType) and not f.shape:
@@ -678,7 +678,17 @@ class _Ctx:
             # np.int64(x) is tack.i64(x) in a kernel: the compiled conversion (NaN to 0,
             # saturation, then wrapping), not NumPy's cast of NaN or inf to INT64_MIN
             return convert(np.dtype(f), args[0])
-        return _vector_value(f(*args, **kwargs))
+        return _vector_value(_of_python_complex(args, f(*args, **kwargs)))
+
+    def part(self, v, name):
+        """``v.real`` / ``v.imag`` (and any other attribute read the rewrite
+        routes here): of a Python complex, a weak float known at run time,
+        as the compiler types a part of one (_of_python_complex)."""
+        r = getattr(v, name)
+        if type(v) is complex and type(r) is float:
+            r = _RFloat(r)
+            r.tree = None
+        return r
 
     def math(self, fn, *args):
         """A math function of real scalars, in the type the compiler gives it; of a vector or matrix,
@@ -739,6 +749,26 @@ def _vector_value(r):
         return r.view(_kernels._vector_view_type())
     return r
 
+
+
+def _of_python_complex(args, r):
+    """The value of a call of Python complexes (weak) as the compiler types
+    it.  A kernel computes a Python complex in its carrier, complex128, and
+    never folds one: a real value made of it (abs, np.abs, cmath.phase) is a
+    weak float known at run time, which where it meets f32 is converted and
+    computed on in f32 (lower.c, weak_to_f32), and a complex one (np.sqrt,
+    np.conj) is again a Python complex, not NumPy's concrete complex128.
+    Here those are an _RFloat leaf and a Python complex; a call that also
+    takes a NumPy value keeps what NumPy gives."""
+    if not any(type(a) is complex for a in args) or any(isinstance(a, (np.generic, np.ndarray)) for a in args):
+        return r
+    if type(r) is float or type(r) is np.float64:
+        out = _RFloat(float(r))
+        out.tree = None
+        return out
+    if type(r) is np.complex128:
+        return complex(r)
+    return r
 
 
 def _key(f):

@@ -28,10 +28,23 @@ from ._debug_facts import _F32, _I64, _LOCAL_TYPES
 from ._debug_transform import _transformed
 from ._debug_values import _RFloat, _RInt, _f2i, _is_bool, _value_dtype, _weak, _wrap64, convert
 
+_U64 = np.dtype(np.uint64)
+
 def _float(ctx, x=0.0):
     if isinstance(x, np.ndarray):
         return float(x)
     return convert(ctx.df, x)
+
+
+def _seed_u64(ctx, x):
+    """seed_u64(x) as a kernel converts it (lower_call.c, TK_IK_SEED): the
+    u64 cast's conversion, so an integer seed wraps modulo 2**64 (-1 is
+    2**64 - 1), with a float NaN a ValueError while checks are on (0 with
+    checks=False).  Not the host's u64(), which refuses a negative Python
+    int as NumPy's uint64 does."""
+    if ctx.checks and isinstance(x, (float, np.floating)) and x != x:
+        raise ValueError("cannot convert float NaN to integer")
+    return convert(_U64, x)
 
 
 def _int(ctx, x=0):
@@ -351,7 +364,7 @@ def _register_calls():
     _mathlib's where NumPy has none, in the type the compiler gives it).  Each handler is registered for the row's
     Python object (_intrinsics._PYTHON), the math module's function of that name
     and NumPy's spelling (_intrinsics._NUMPY_MATH); math.pow is C's pow (_float_pow), a
-    float pow.  The other rows (print, complex, dot, seed_u64 ...) run their
+    float pow.  The other rows (print, complex, dot ...) run their
     Python object as it is."""
     from . import _intrinsics as K
 
@@ -361,7 +374,7 @@ def _register_calls():
                "atomic_add": _atomic("+"), "atomic_sub": _atomic("-"),
                "atomic_min": _atomic("min"), "atomic_max": _atomic("max"), "atomic_exch": _atomic("exch"),
                "atomic_and": _atomic("and"), "atomic_or": _atomic("or"), "atomic_xor": _atomic("xor"),
-               "atomic_cas": _atomic("cas")}
+               "atomic_cas": _atomic("cas"), "seed_u64": _seed_u64}
     for name in K._MATH:
         by_name.setdefault(name, _math_handler(K._math_impl(name)))
     by_name.update(_quat_calls(K))

@@ -100,6 +100,12 @@ class _Transform(ast.NodeTransformer):
         out = parts[0] if len(parts) == 1 else ast.BoolOp(op=ast.And(), values=parts)
         return ast.copy_location(out, node)
 
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load) and node.attr in ("real", "imag"):  # a complex's part: _Ctx.part
+            return ast.copy_location(_callc("part", node.value, ast.Constant(node.attr)), node)
+        return node
+
     def visit_Subscript(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):

@@ -42,18 +42,41 @@ TACK_API void tack_compile_options_init(tack_compile_options *o) {
 
 /* ------------------------------------------------------------- program */
 /* How often local `loc` is read in e, and how often such a read is directly
- * converted to u64 (`out[i] = a` with out a uint64 array). */
-static void count_reads(const tk_ir *e, int loc, int *reads, int *to_u64) {
+ * converted to u64 (`out[i] = a` with out a uint64 array).  A read passed
+ * whole to a @tack.func counts as converted when the function converts it:
+ * when every read of that parameter in its body is, the same way, down the
+ * calls (tack.random's functions take a seed and convert it to u64 there). */
+static void count_reads(const tk_cc *C, const tk_ir *e, int loc, int *reads, int *to_u64, int depth);
+
+static int param_only_to_u64(const tk_cc *C, int spec, int i, int depth) {
+    if (spec < 0 || spec >= C->nspecs || depth > 16) return 0;
+    const tk_spec *S = C->specs[spec];
+    if (!S || !S->plocal || i >= S->nparams) return 0;
+    int loc = S->plocal[i], reads = 0, to_u64 = 0;
+    if (loc < 0 || ir_assigns_local(S->body, loc)) return 0;
+    count_reads(C, S->body, loc, &reads, &to_u64, depth + 1);
+    return reads == to_u64;
+}
+
+static void count_reads(const tk_cc *C, const tk_ir *e, int loc, int *reads, int *to_u64, int depth) {
     if (!e) return;
     if (e->op == IR_LOCAL && e->local == loc) (*reads)++;
     if (e->op == IR_CAST && e->n == 1 && e->k[0] && e->k[0]->op == IR_LOCAL && e->k[0]->local == loc &&
         e->ty.kind == TY_VALUE && !e->ty.weak && e->ty.dt == TACK_U64)
         (*to_u64)++;
-    for (int i = 0; i < e->n; i++) count_reads(e->k[i], loc, reads, to_u64);
-    count_reads(e->red, loc, reads, to_u64);
-    count_reads(e->off, loc, reads, to_u64);
-    count_reads(e->hi, loc, reads, to_u64);
-    count_reads(e->bnd, loc, reads, to_u64);
+    for (int i = 0; i < e->n; i++) {
+        const tk_ir *k = e->k[i];
+        if (e->op == IR_CALL && k && k->op == IR_LOCAL && k->local == loc) {
+            (*reads)++;
+            if (param_only_to_u64(C, e->aux, i, depth)) (*to_u64)++;
+            continue;
+        }
+        count_reads(C, k, loc, reads, to_u64, depth);
+    }
+    count_reads(C, e->red, loc, reads, to_u64, depth);
+    count_reads(C, e->off, loc, reads, to_u64, depth);
+    count_reads(C, e->hi, loc, reads, to_u64, depth);
+    count_reads(C, e->bnd, loc, reads, to_u64, depth);
 }
 
 /* A Python int argument in [2**63, 2**64) (tack_argtype: weak, TACK_U64)
@@ -63,9 +86,9 @@ static void count_reads(const tk_ir *e, int loc, int *reads, int *to_u64) {
  * array and raises OverflowError for it against any signed type); any other
  * read -- arithmetic, an index, a signed type -- refuses it, naming the type
  * it meets there (int64 for the weak int's own arithmetic). */
-static void big_pyint_param(const tk_spec *K, int i, tk_pinfo *pi) {
+static void big_pyint_param(const tk_cc *C, const tk_spec *K, int i, tk_pinfo *pi) {
     int loc = K->plocal ? K->plocal[i] : -1, reads = 0, to_u64 = 0;
-    if (loc >= 0 && !ir_assigns_local(K->body, loc)) count_reads(K->body, loc, &reads, &to_u64);
+    if (loc >= 0 && !ir_assigns_local(K->body, loc)) count_reads(C, K->body, loc, &reads, &to_u64, 0);
     else reads = 1;
     pi->lo = 0;
     pi->hi = 0;
@@ -114,7 +137,7 @@ static tack_program *make_program(tk_cc *C, tk_spec *K, const char *ir, const ch
                 pi->hi = K->phi[i];
                 pi->narrow = (tack_dtype)K->pdt[i];
             }
-            if (!pi->is_array && pi->weak && pi->dtype == TACK_U64) big_pyint_param(K, i, pi);
+            if (!pi->is_array && pi->weak && pi->dtype == TACK_U64) big_pyint_param(C, K, i, pi);
         }
     }
     p->sites = tack_calloc((size_t)C->nsites + 1, sizeof(tk_site));

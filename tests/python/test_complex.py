@@ -149,6 +149,116 @@ def test_python_float_meets_complex64():
     assert result_type(ir) == "complex64" == NAMES[np.result_type(np.complex64, 1.5)]
 
 
+def weak_abs(z, out):
+    for i in range(out.shape[0]):
+        w = complex(0.1, 0.2) * (i + 1)   # a weak complex local
+        out[i] = abs(w) + abs(z) * i      # abs of weak complexes meeting f32
+
+
+def weak_escape(out):
+    for i in range(out.shape[0]):
+        w = 0j
+        c = complex(-0.8, 0.156) + 0.01 * i
+        n = 0
+        while n < 30:                       # a Julia set's escape loop, as a Taichi user writes it
+            w = w * w + c
+            if abs(w) > 2.0:
+                break
+            n += 1
+        out[i] = n
+
+
+def weak_abs_local(z, out):
+    for i in range(out.shape[0]):
+        w = complex(0.3, -0.7) * (i + 1) + z
+        r = abs(w)                           # a weak float local that meets f32 only
+        out[i, 0] = max(r, 1.0)
+        out[i, 1] = max(abs(w), 1.0)         # max() holds abs() in a temporary: the same
+        out[i, 2] = r * 0.5
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_abs_of_python_complex_in_a_local_meets_f32(jit):
+    """The same when abs() of a Python complex is held in a local (or max()'s
+    temporary) that only meets f32: the local became f32 and the f32
+    conversion went into abs()'s complex operand (weak_locals.c), a build
+    that failed to load (undefined symbol tk_float_of_tk_c128)."""
+    out = np.zeros((4, 3), np.float32)
+    tack.kernel(weak_abs_local, jit=jit)(0.1 + 0.2j, out)
+    r = [np.float32(abs(complex(0.3, -0.7) * (i + 1) + (0.1 + 0.2j))) for i in range(4)]
+    want = [[max(x, np.float32(1)), max(x, np.float32(1)), x * np.float32(0.5)] for x in r]
+    np.testing.assert_array_equal(out, np.array(want, np.float32))
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_abs_of_python_complex_meets_f32(jit):
+    """abs() of a Python complex (weak) meeting f32 is computed in the
+    complex's carrier, complex128, and rounded once, as Python's abs() and
+    debug mode compute it.  The compiled kernel once pushed the f32
+    conversion into abs()'s operand, a complex-to-f32 conversion no prelude
+    defines: the build failed to load (undefined symbol tk_float_of_tk_c128)."""
+    out = np.zeros(4, np.float32)
+    tack.kernel(weak_abs, jit=jit)(3 + 4j, out)
+    want = [np.float32(abs((0.1 + 0.2j) * (i + 1))) + np.float32(5 * i) for i in range(4)]
+    np.testing.assert_array_equal(out, np.array(want, np.float32))
+    n = np.zeros(8, np.int32)
+    tack.kernel(weak_escape, jit=jit)(n)
+    want = []
+    for i in range(8):
+        w, c, k = 0j, complex(-0.8, 0.156) + 0.01 * i, 0
+        while k < 30:
+            w = w * w + c
+            if abs(w) > 2.0:
+                break
+            k += 1
+        want.append(k)
+    assert n.tolist() == want
+
+
+def weak_complex_parts(z, x, a, out, outc):
+    for i in range(out.shape[0]):
+        w = complex(0.3, -0.7) * (i + 1) + z     # a Python complex known at run time
+        out[i, 0] = abs(w * w) - abs(z)
+        out[i, 1] = np.abs(w) + tack.f32(1.0)
+        out[i, 2] = abs(w) * 0.3 + 0.1
+        out[i, 3] = w.real * 0.3 + w.imag
+        out[i, 4] = np.real(w) * 0.3 - np.imag(w)
+        out[i, 5] = np.abs(w) * x[i]
+        out[i, 6] = cmath.phase(w) * 0.3 + 0.1
+        out[i, 7] = cmath.phase(w) * x[i]
+        outc[i, 0] = np.sqrt(w) * a[i]
+        outc[i, 1] = np.conj(w) * a[i]
+        outc[i, 2] = cmath.sqrt(w) * a[i]
+
+
+def test_debug_mode_types_what_a_python_complex_gives_as_compiled():
+    """A real value made of a Python complex (abs, np.abs, .real, .imag,
+    np.real, np.imag) is a weak float known at run time, computed on in f32
+    where it meets f32, and np.sqrt or np.conj of one a Python complex: so
+    the compiler types them.  Debug mode took the first for exact Python
+    floats (computed in f64, rounded once) and the second for NumPy's
+    concrete complex128, and its results differed from the compiled
+    kernel's in the last bit.  cmath.phase of a Python complex is such a
+    weak float too; the compiler made it a concrete f64, so that
+    phase(w) * x[i] with f32 x was computed in f64, unlike NumPy and
+    debug mode."""
+    x = np.array([0.37, 1.3, 2.9, 0.11, 7.7, 0.01], np.float32)
+    a = (x + 1j * np.array([0.7, -0.3, 0.19, 2.3, -1.1, 5.5])).astype(np.complex64)
+    got = []
+    for jit in (True, False):
+        out, outc = np.zeros((6, 8), np.float32), np.zeros((6, 3), np.complex64)
+        tack.kernel(weak_complex_parts, jit=jit)(0.1 + 0.2j, x, a, out, outc)
+        got.append((out, outc))
+    np.testing.assert_array_equal(got[0][0], got[1][0])
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+    w = [complex(0.3, -0.7) * (i + 1) + (0.1 + 0.2j) for i in range(6)]
+    f = np.float32
+    want = [f(f(abs(v)) * f(0.3)) + f(0.1) for v in w]   # the f32 rule, as compiled
+    np.testing.assert_array_equal(got[0][0][:, 2], np.array(want, np.float32))
+    want = [f(cmath.phase(v)) * x[i] for i, v in enumerate(w)]   # NumPy's: a Python float meeting f32
+    np.testing.assert_array_equal(got[0][0][:, 7], np.array(want, np.float32))
+
+
 # ------------------------------------------------------------- arithmetic
 @tack.kernel
 def arith(a, b, out):

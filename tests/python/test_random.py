@@ -306,6 +306,55 @@ def test_seeds_and_counters_are_taken_modulo_2_to_the_64():
             uniform(0, bad)
 
 
+def seed_draws(seed, u, uf, z, k, w):
+    for i in range(u.shape[0]):
+        u[i] = tack.random.uniform(seed, i)
+        uf[i] = tack.random.uniform_f32(seed, i)
+        z[i] = tack.random.normal_f32(seed, i)
+        k[i] = tack.random.randint(seed, i, 0, 6)
+        w[i], w0, w1, w2 = tack.random.block(seed, i)
+
+
+@tack.func
+def _seed_plus_one(seed, i):
+    return tack.random.uniform(seed + 1, i)   # arithmetic on the seed: a Python int's, in int64
+
+
+def seed_arithmetic(seed, u):
+    for i in range(u.shape[0]):
+        u[i] = _seed_plus_one(seed, i)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("seed", [2**63, 2**64 - 1])
+def test_a_seed_only_a_uint64_holds_is_a_kernel_argument(seed, jit):
+    """A Python int seed from 2**63 to 2**64 - 1 is a seed like any other in
+    a kernel, as on the host: the tack.random functions convert it to u64
+    (inside the @tack.func they are), so the launch's check that every use of
+    such an argument converts it to u64 follows it into the calls.  It was
+    refused with OverflowError ('only a uint64 holds it'), though -1, the
+    same seed modulo 2**64 as 2**64 - 1, ran.  And -1 ran compiled but not
+    in debug mode, which converted the seed with the host's u64() (it refuses
+    a negative Python int) where the kernel's cast wraps it."""
+    n = 64
+    outs = [np.zeros(n), np.zeros(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.int64),
+            np.zeros(n, np.uint32)]
+    tack.kernel(seed_draws, jit=jit)(seed, *outs)
+    c = np.arange(n)
+    np.testing.assert_array_equal(outs[0], uniform(seed, c))
+    np.testing.assert_array_equal(outs[1], uniform_f32(seed, c))
+    np.testing.assert_array_equal(outs[2], tack.random.normal_f32(seed, c))
+    assert outs[3].tolist() == [randint(seed, i, 0, 6) for i in range(n)]
+    np.testing.assert_array_equal(outs[4], tack.random.block(seed, c)[0])
+    if seed == 2**64 - 1:
+        wrapped = [np.zeros_like(o) for o in outs]
+        tack.kernel(seed_draws, jit=jit)(-1, *wrapped)    # -1 is 2**64 - 1 modulo 2**64
+        for a, b in zip(outs, wrapped):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(OverflowError, match="only a uint64 holds it"):
+        tack.kernel(seed_arithmetic, jit=jit)(seed, np.zeros(4))   # seed + 1 is int64 arithmetic
+
+
 def test_randint_full_and_unit_spans():
     out = np.zeros(1000, np.int64)
     randints(3, 10, 11, out)
@@ -512,3 +561,21 @@ def test_a_nan_seed_raises_in_a_kernel_as_on_the_host():
     # without checks a kernel converts as it converts any float (NaN is 0), as documented
     _draw_with_seed_unchecked(out, float("nan"))
     assert out.tolist() == [float(tack.random.uniform(0, i)) for i in range(4)]
+
+
+def _draw_with_seed_py(out, seed):
+    for i in range(out.shape[0]):
+        out[i] = tack.random.uniform(seed, i)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_seed_conversion_is_the_same_in_debug_mode(jit):
+    """Debug mode converts a seed as the compiled kernel does: a NaN raises
+    only with checks on (without, it is seed 0), a negative int wraps."""
+    out = np.zeros(4)
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        tack.kernel(_draw_with_seed_py, jit=jit)(out, float("nan"))
+    tack.kernel(_draw_with_seed_py, jit=jit, checks=False)(out, float("nan"))
+    assert out.tolist() == [float(tack.random.uniform(0, i)) for i in range(4)]
+    tack.kernel(_draw_with_seed_py, jit=jit)(out, -2)
+    assert out.tolist() == [float(tack.random.uniform(2**64 - 2, i)) for i in range(4)]

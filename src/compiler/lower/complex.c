@@ -201,7 +201,7 @@ tk_ir *lw_complex_call(lw_state *L, const char *name, tack_node *n) {
         e->aux_ty = ty_value(dt_complex_part((tack_dtype)z->ty.dt));
         ir_push(L->C, e, lw_cast(L, lw_complex_part(L, z, 1, n->line), e->aux_ty));
         ir_push(L->C, e, lw_cast(L, lw_complex_part(L, z, 0, n->line), e->aux_ty));
-        e->ty = e->aux_ty;
+        if (!z->ty.weak) e->ty = e->aux_ty; /* of a Python complex a weak float, as abs(z) and z.real */
         return e;
     }
     return NULL;

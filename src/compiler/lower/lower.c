@@ -151,7 +151,10 @@ static tk_ir *weak_to_f32(lw_state *L, tk_ir *e, tk_type to) {
         b->aux = e->aux;
         return b;
     }
-    if (weakf && e->op == IR_UN && (e->sub == U_NEG || e->sub == U_ABS) && e->n == 1) {
+    /* abs() of a Python complex is a weak float too, but its operand is a
+     * complex: that is computed in its carrier, complex128, as every weak
+     * complex is (lw_complex_cast), and only the result is rounded. */
+    if (weakf && e->op == IR_UN && (e->sub == U_NEG || e->sub == U_ABS) && e->n == 1 && !ty_is_complex(e->k[0]->ty)) {
         tk_ir *u = ir_new(L->C, IR_UN, to, e->line);
         u->sub = e->sub;
         return lw_kid(L, u, weak_to_f32(L, e->k[0], to));

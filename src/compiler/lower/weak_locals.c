@@ -69,7 +69,8 @@ static int passes_through(const tk_ir *x) {
     if (!is_weakf(x)) return 0;
     switch (x->op) {
     case IR_BIN: return x->sub <= B_POW || x->sub == B_MIN || x->sub == B_MAX;
-    case IR_UN: return x->sub == U_NEG || x->sub == U_ABS;
+    case IR_UN: /* abs() of a complex: the complex is computed in its carrier, only the value rounds */
+        return (x->sub == U_NEG || x->sub == U_ABS) && x->n == 1 && !ty_is_complex(x->k[0]->ty);
     case IR_MATH: return !tk_math_is_predicate(x->sub) && ty_eq(x->aux_ty, x->ty);
     case IR_SELECT: return 1; /* its branches; the condition is visited apart */
     default: return 0;
