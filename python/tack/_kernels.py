@@ -545,7 +545,7 @@ class PythonKernel:
         _check_aliases(self.__name__, views, aliases, written)
         if not _debug._CALLS:
             _debug._register_calls()
-        ctx = _debug._Ctx(self.default_float, self.checks, name)
+        ctx = _debug._Ctx(self.default_float, self.checks, self.__name__)  # the compiled kernel's name for it
         ctx.local_types = local_types
         ctx.atomic_lines = atomic_lines
         ctx.choices = choices
