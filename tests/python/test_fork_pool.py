@@ -170,16 +170,28 @@ data = b""
 while chunk := os.read(r, 65536):
     data += chunk
 os.waitpid(pid, 0)
-print(data.decode())
+
+s = tack.Stream(dev)
+inc(a, stream=s)
+pid = os.fork()
+if pid == 0:                            # a child that ends as a script does, dropping the parent's
+    del out_a[:], a, s                  # array and stream on the device: nothing waits on the driver
+    sys.exit(7)
+_, status = os.waitpid(pid, 0)
+res = json.loads(data.decode())
+res["exit"] = os.waitstatus_to_exitcode(status)
+print(json.dumps(res))
 '''
 
 
 def test_a_gpu_device_opened_before_fork_fails_clearly_in_the_child(tmp_path):
     """A GPU driver's context does not carry over into a child of fork(): PoCL's
     queue waited forever in the child for a worker thread it does not have, so
-    the child hung at its first use of the device.  The child now gets a
+    the child hung at its first use of the device, and a child that never used
+    it hung at its exit, freeing the parent's array.  The child now gets a
     RuntimeError naming the device and the fork at every use, the device is
-    not listed, and the CPU keeps working."""
+    not listed, dropping the parent's arrays and streams frees nothing, and
+    the CPU keeps working."""
     import tack
     gpus = [d for d in tack.devices() if d != "cpu"]
     if not gpus:
@@ -190,6 +202,7 @@ def test_a_gpu_device_opened_before_fork_fails_clearly_in_the_child(tmp_path):
     proc = subprocess.run([sys.executable, str(path), gpus[0]], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got.pop("exit") == 7, got
     assert got.pop("cpu") is True, got
     assert got.pop("listed") is False, got
     assert got.pop("synchronize") == "ran", got  # nothing of the child's is queued there
