@@ -142,15 +142,17 @@ tack_status tk_dir_open_checked(const char *path, tk_fd *out, char **real_out) {
 char *tk_default_cache_dir(void) {
     const char *base;
     const char *tail = NULL;
-    if ((base = getenv("XDG_CACHE_HOME")) && *base) tail = "/tack";
+    /* The XDG Base Directory specification: a relative path in XDG_CACHE_HOME is invalid and is ignored. */
+    if ((base = getenv("XDG_CACHE_HOME")) && base[0] == '/') tail = "/tack";
     else if ((base = getenv("HOME")) && *base) tail = "/.cache/tack";
     else return tack_set_error(TACK_ERR_RUNTIME, "no kernel cache directory: set TACK_CACHE_DIR (or HOME)"), NULL;
     size_t n = strlen(base) + strlen(tail) + 1;
     char *path = tack_malloc(n);
     if (!path) return tack_set_error(TACK_ERR_NOMEM, "out of memory opening the kernel cache"), NULL;
     snprintf(path, n, "%s%s", base, tail);
-    if (path[0] != '/') {
-        tack_set_error(TACK_ERR_RUNTIME, "the kernel cache directory '%s' is not an absolute path", path);
+    if (path[0] != '/') { /* HOME's: XDG_CACHE_HOME's is absolute */
+        tack_set_error(TACK_ERR_RUNTIME, "the kernel cache directory '%s' (from HOME) is not an absolute path; set "
+                       "TACK_CACHE_DIR to one", path);
         tack_free(path);
         return NULL;
     }

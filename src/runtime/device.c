@@ -25,6 +25,19 @@
  * for a device and taking an error apart.  tack_toolchain does the same for
  * the GPU compilers loaded at run time (NVRTC, hiprtc, ocloc), which are
  * listed here with the families.
+ *
+ * fork(): a child inherits the table, but a GPU driver's context does not
+ * carry over -- its threads, queues and device handles stay in the parent
+ * (PoCL's queue waits forever in the child for a worker thread it does not
+ * have).  So when a process that opened a GPU family forks, the child's
+ * devices of that family are swapped onto a copy of their backend whose every
+ * operation fails with an error that says so (and what to do), whose frees do
+ * nothing (the memory is the parent's), and whose synchronizations have
+ * nothing of this process to wait for.  The devices disappear from
+ * tack_devices() and a name lookup says why, but a pointer the child
+ * inherited (an array of the parent's) stays valid.  A family the parent
+ * never opened is probed afresh in the child, as in any process.  The CPU's
+ * pool restarts by itself in a child (pool.c).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -61,6 +74,9 @@ static atomic_int ndevices;
 static char unavailable[NFAMILIES][200];
 static atomic_int probed[NFAMILIES];
 static tk_mutex_t probe_lock = TK_MUTEX_INIT;
+static long probed_in[NFAMILIES]; /* the process that probed each family */
+static void forked_child(void);
+static int count(void) { return atomic_load_explicit(&ndevices, memory_order_acquire); }
 
 static void probe(int f) {
     if (atomic_load_explicit(&probed[f], memory_order_acquire)) return;
@@ -89,18 +105,127 @@ static void probe(int f) {
                 family_of[at] = f;
                 atomic_store_explicit(&ndevices, at + 1, memory_order_release);
             }
+            probed_in[f] = tk_getpid();
+            static int atfork_set;
+            if (be->type != TACK_DEVICE_CPU && !atfork_set) {
+                tk_atfork_child(forked_child);
+                atfork_set = 1;
+            }
         }
         atomic_store_explicit(&probed[f], 1, memory_order_release);
     }
     tk_mutex_unlock(&probe_lock);
 }
 
+/* ---- the devices of a family opened before fork(), in the child ---- */
+
+static rt_backend forked_backend[NFAMILIES];
+static rt_stream_ops forked_streams[NFAMILIES];
+
+static int is_forked(const tack_device *d) {
+    return d->backend >= forked_backend && d->backend < forked_backend + NFAMILIES;
+}
+
+static tack_status refuse(const tack_device *d) {
+    int f = (int)(d->backend - forked_backend);
+    return tack_set_error(TACK_ERR_DEVICE,
+                          "device '%s' cannot be used in this process: it was opened in process %ld, which then "
+                          "forked this one, and the %s driver's context does not carry over into a child of fork() "
+                          "(its threads and queues stayed in the parent). Start the child with multiprocessing's "
+                          "'spawn' or 'forkserver' context, or open the device in the parent only after forking",
+                          d->name, probed_in[f], d->backend->name);
+}
+
+static tack_status f_alloc(tack_device *d, size_t n, void **out) { (void)n, (void)out; return refuse(d); }
+static void f_free(tack_device *d, void *p) { (void)d, (void)p; }
+static tack_status f_copy(tack_device *d, void *dst, const void *src, size_t n, rt_copy_kind k) {
+    (void)dst, (void)src, (void)n, (void)k;
+    return refuse(d);
+}
+static tack_status f_fill(tack_device *d, void *dst, const void *v, size_t size, size_t count) {
+    (void)dst, (void)v, (void)size, (void)count;
+    return refuse(d);
+}
+static tack_status f_nothing_queued(tack_device *d) { (void)d; return TACK_OK; }
+static tack_status f_build(tack_device *d, tack_program *p) { (void)p; return refuse(d); }
+static tack_status f_launch(tack_device *d, tack_program *p, const tack_arg *a, int n) {
+    (void)p, (void)a, (void)n;
+    return refuse(d);
+}
+static void f_unload(tack_device *d, tack_program *p) { (void)d, (void)p; }
+static tack_status f_check_ptr(tack_device *d, const void *p, size_t n) { (void)p, (void)n; return refuse(d); }
+static tack_status f_stream_wait(tack_device *d, void *s) { (void)s; return refuse(d); }
+static tack_status f_wrap(tack_device *d, void *h, size_t n, void **data, tack_release_fn *rel, void **ctx) {
+    (void)h, (void)n, (void)data, (void)rel, (void)ctx;
+    return refuse(d);
+}
+static tack_status fs_create(tack_device *d, void **h) { (void)h; return refuse(d); }
+static void fs_drop(tack_device *d, void *h) { (void)d, (void)h; }
+static tack_status fs_sync(tack_device *d, const tack_stream *s) { (void)d, (void)s; return TACK_OK; }
+static tack_status fs_event_create(tack_device *d, int timing, void **ev) {
+    (void)timing, (void)ev;
+    return refuse(d);
+}
+static tack_status fs_record(tack_device *d, void *ev, const tack_stream *s) {
+    (void)ev, (void)s;
+    return refuse(d);
+}
+static tack_status fs_wait(tack_device *d, const tack_stream *s, void *ev) {
+    (void)ev, (void)s;
+    return refuse(d);
+}
+static tack_status fs_event_sync(tack_device *d, void *ev) { (void)ev; return refuse(d); }
+static int fs_query(tack_device *d, void *ev) { (void)ev; return refuse(d), -1; }
+static tack_status fs_elapsed(tack_device *d, void *a, void *b, float *ms) {
+    (void)a, (void)b, (void)ms;
+    return refuse(d);
+}
+static tack_status fs_capture_begin(tack_device *d, const tack_stream *s) { (void)s; return refuse(d); }
+static tack_status fs_capture_end(tack_device *d, const tack_stream *s, void **exec) {
+    (void)s, (void)exec;
+    return refuse(d);
+}
+static tack_status fs_graph_launch(tack_device *d, void *exec, const tack_stream *s, tack_program *const *pr, int n) {
+    (void)exec, (void)s, (void)pr, (void)n;
+    return refuse(d);
+}
+
+/* pthread_atfork's child handler: the child has one thread, so no lock. */
+static void forked_child(void) {
+    for (int f = 0; f < NFAMILIES; f++) {
+        if (!atomic_load_explicit(&probed[f], memory_order_acquire) || families[f].type == TACK_DEVICE_CPU) continue;
+        if (!families[f].backend || probed_in[f] == tk_getpid()) continue;
+        const rt_backend *be = families[f].backend();
+        rt_backend *fb = &forked_backend[f];
+        *fb = (rt_backend){ .name = be->name, .type = be->type, .dialect = be->dialect,
+                            .device_count = be->device_count, .init_device = be->init_device,
+                            .alloc = f_alloc, .free = f_free, .copy = f_copy, .fill = f_fill,
+                            .synchronize = f_nothing_queued, .build = f_build, .launch = f_launch,
+                            .unload = f_unload, .check_ptr = be->check_ptr ? f_check_ptr : NULL,
+                            .stream_wait = be->stream_wait ? f_stream_wait : NULL,
+                            .wrap_handle = be->wrap_handle ? f_wrap : NULL };
+        if (be->streams) {
+            const rt_stream_ops *o = be->streams;
+            forked_streams[f] = (rt_stream_ops){
+                .create = fs_create, .destroy = fs_drop, .sync = fs_sync, .event_create = fs_event_create,
+                .event_destroy = fs_drop, .record = fs_record, .wait = fs_wait, .event_sync = fs_event_sync,
+                .query = fs_query, .elapsed = fs_elapsed,
+                .capture_begin = o->capture_begin ? fs_capture_begin : NULL,
+                .capture_end = o->capture_end ? fs_capture_end : NULL,
+                .graph_launch = o->graph_launch ? fs_graph_launch : NULL,
+                .graph_destroy = o->graph_destroy ? fs_drop : NULL };
+            fb->streams = &forked_streams[f];
+        }
+        int n = count();
+        for (int i = 0; i < n; i++)
+            if (family_of[i] == f) devices[i].backend = fb;
+    }
+}
+
 static void probe_type(tack_device_type type) {
     for (int f = 0; f < NFAMILIES; f++)
         if (families[f].type == type) probe(f);
 }
-
-static int count(void) { return atomic_load_explicit(&ndevices, memory_order_acquire); }
 
 tack_device *rt_default_cpu(void) {
     probe_type(TACK_DEVICE_CPU);
@@ -112,7 +237,7 @@ int tack_devices(tack_device **out, int cap) {
     int n = count(), k = 0;
     for (int f = 0; f < NFAMILIES; f++)
         for (int i = 0; i < n; i++)
-            if (family_of[i] == f) {
+            if (family_of[i] == f && !is_forked(&devices[i])) {
                 if (k < cap) out[k] = &devices[i];
                 k++;
             }
@@ -124,6 +249,7 @@ tack_status tack_device_from_type(tack_device_type type, int index, tack_device 
     int n = count();
     for (int i = 0; i < n; i++)
         if (devices[i].backend->type == type && devices[i].index == index) {
+            if (is_forked(&devices[i])) return refuse(&devices[i]);
             *out = &devices[i];
             return TACK_OK;
         }
@@ -157,8 +283,18 @@ int tack_backend_status(const char *name, char *why, size_t cap) {
         if (strcmp(families[f].name, name) != 0) continue;
         probe(f);
         int n = count(), k = 0;
-        for (int i = 0; i < n; i++) k += family_of[i] == f;
-        if (k == 0 && why && cap) snprintf(why, cap, "%s", unavailable[f][0] ? unavailable[f] : "no device found");
+        const tack_device *gone = NULL;
+        for (int i = 0; i < n; i++) {
+            if (family_of[i] != f) continue;
+            if (is_forked(&devices[i])) gone = &devices[i];
+            else k++;
+        }
+        if (k == 0 && gone) {
+            refuse(gone);
+            if (why && cap) snprintf(why, cap, "%s", tack_last_error());
+        } else if (k == 0 && why && cap) {
+            snprintf(why, cap, "%s", unavailable[f][0] ? unavailable[f] : "no device found");
+        }
         return k;
     }
     char known[256];
@@ -217,6 +353,7 @@ tack_status tack_device_get(const char *name, tack_device **out) {
         int n = count();
         for (int i = 0; i < n; i++)
             if (devices[i].backend->type == families[f].type && devices[i].index == index) {
+                if (is_forked(&devices[i])) return refuse(&devices[i]);
                 *out = &devices[i];
                 return TACK_OK;
             }

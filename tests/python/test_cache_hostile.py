@@ -189,6 +189,38 @@ def test_long_cache_path_is_used_whole(tmp_path):
     assert list(deep.glob("*.so")), "the entry is not in the directory that was named"
 
 
+def test_a_relative_cache_directory_is_refused_naming_its_variable(tmp_path):
+    """The message said the path was not absolute but not where it came from: a service whose
+    environment set it had to guess which variable to fix."""
+    (tmp_path / "triple.py").write_text(SCRIPT)
+    proc = subprocess.run([sys.executable, str(tmp_path / "triple.py")], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=dict(os.environ, TACK_CACHE_DIR="relative/cache"))
+    assert proc.returncode != 0
+    assert "'relative/cache'" in proc.stderr and "TACK_CACHE_DIR" in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "relative").exists()
+
+
+def test_a_relative_xdg_cache_home_is_ignored_as_the_xdg_specification_says(tmp_path):
+    """The XDG Base Directory specification: a relative path in XDG_CACHE_HOME is invalid and
+    is ignored. Tack refused to compile anything instead ("'relcache/tack' is not an absolute
+    path"); it now uses $HOME/.cache/tack, as with XDG_CACHE_HOME unset."""
+    (tmp_path / "triple.py").write_text(SCRIPT)
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    env = dict(os.environ, TACK_CACHE_DIR="", XDG_CACHE_HOME="relcache", HOME=str(home), TACK_LOG="info")
+    proc = subprocess.run([sys.executable, str(tmp_path / "triple.py")], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert list((home / ".cache" / "tack").glob("*.so")), proc.stderr[-2000:]
+    assert not (tmp_path / "relcache").exists()
+    env["HOME"] = "relhome"  # and a relative HOME is an error that names HOME
+    env.pop("XDG_CACHE_HOME")
+    proc = subprocess.run([sys.executable, str(tmp_path / "triple.py")], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=env)
+    assert proc.returncode != 0
+    assert "'relhome/.cache/tack'" in proc.stderr and "HOME" in proc.stderr, proc.stderr[-2000:]
+
+
 def test_long_cflags_are_passed_whole(tmp_path):
     flags = " ".join(f"-DTACK_UNUSED_{i}=1" for i in range(400))
     assert len(flags) > 6000

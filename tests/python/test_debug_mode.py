@@ -505,6 +505,27 @@ def test_a_failed_check_gives_the_compiled_kernels_message(fn):
     assert f"{__file__}:" in messages[1][1] and "run as Python" not in messages[1][1]
 
 
+def test_a_failed_check_in_a_kernel_defined_in_a_function_names_the_kernel_as_compiled():
+    """A kernel made inside a function (or a class) has a qualified name unlike its name.
+    The compiled kernel's message names it "kernel shift"; debug mode compared the frame's
+    name with the qualified one and said "function shift called from kernel
+    make.<locals>.shift", as if a @tack.func had failed."""
+    def make(jit):
+        @tack.kernel(jit=jit)
+        def shift(x, k, out):
+            for i in range(out.shape[0]):
+                out[i] = x[i + k]
+        return shift
+
+    messages = []
+    for jit in (True, False):
+        with pytest.raises(IndexError) as e:
+            make(jit)(np.arange(10.0), 8, np.zeros(5))
+        messages.append(str(e.value))
+    assert "(array 'x', kernel shift, " in messages[0], messages
+    assert messages[1] == messages[0]
+
+
 def test_read_only_arrays_stay_read_only():
     @tack.kernel(jit=False)
     def fill(a):

@@ -118,3 +118,95 @@ def test_forked_children_run_kernels_and_end(tmp_path):
     bad = {k: v for k, v in got.items() if v != 0}
     assert not bad, bad
     assert len(got) == 24
+
+
+GPU_PARENT = '''
+import json, os, sys
+import numpy as np
+import tack
+
+@tack.kernel
+def inc(x):
+    for i in range(x.shape[0]):
+        x[i] = x[i] + 1
+
+dev = sys.argv[1]
+a = tack.zeros(1000, device=dev)
+inc(a)                                  # the parent opens the device and runs on it
+assert np.asarray(a).sum() == 1000
+
+def child():
+    out = {}
+    def attempt(name, fn):
+        try:
+            fn()
+            out[name] = "ran"
+        except RuntimeError as e:
+            out[name] = str(e)
+    attempt("zeros", lambda: tack.zeros(4, device=dev))
+    attempt("copy_out", lambda: np.asarray(a))
+    attempt("launch", lambda: inc(a))
+    attempt("synchronize", tack.synchronize)
+    out["listed"] = dev in tack.devices()
+    x = np.zeros(100_000)
+    inc(x)                              # the CPU works in the child
+    out["cpu"] = bool((x == 1).all())
+    del out_a[:]                        # dropping the parent's array frees nothing of the child's
+    return out
+
+out_a = [a]
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    try:
+        res = child()
+    except BaseException as e:
+        res = {"error": repr(e)}
+    os.write(w, json.dumps(res).encode())
+    os._exit(0)
+os.close(w)
+data = b""
+while chunk := os.read(r, 65536):
+    data += chunk
+os.waitpid(pid, 0)
+
+s = tack.Stream(dev)
+inc(a, stream=s)
+pid = os.fork()
+if pid == 0:                            # a child that ends as a script does, dropping the parent's
+    del out_a[:], a, s                  # array and stream on the device: nothing waits on the driver
+    sys.exit(7)
+_, status = os.waitpid(pid, 0)
+res = json.loads(data.decode())
+res["exit"] = os.waitstatus_to_exitcode(status)
+print(json.dumps(res))
+'''
+
+
+def test_a_gpu_device_opened_before_fork_fails_clearly_in_the_child(tmp_path):
+    """A GPU driver's context does not carry over into a child of fork(): PoCL's
+    queue waited forever in the child for a worker thread it does not have, so
+    the child hung at its first use of the device, and a child that never used
+    it hung at its exit, freeing the parent's array.  The child now gets a
+    RuntimeError naming the device and the fork at every use, the device is
+    not listed, dropping the parent's arrays and streams frees nothing, and
+    the CPU keeps working."""
+    import tack
+    gpus = [d for d in tack.devices() if d != "cpu"]
+    if not gpus:
+        import pytest
+        pytest.skip("no device other than the CPU")
+    path = tmp_path / "gpu_parent.py"
+    path.write_text(GPU_PARENT)
+    proc = subprocess.run([sys.executable, str(path), gpus[0]], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got.pop("exit") == 7, got
+    assert got.pop("cpu") is True, got
+    assert got.pop("listed") is False, got
+    assert got.pop("synchronize") == "ran", got  # nothing of the child's is queued there
+    for what in ("zeros", "copy_out", "launch"):
+        msg = got[what]
+        assert f"device '{gpus[0]}' cannot be used in this process" in msg, (what, msg)
+        assert "fork()" in msg and "'spawn'" in msg, (what, msg)

@@ -100,7 +100,8 @@ static char *cache_path(void) {
     else return tk_default_cache_dir();
     if (!path) return tack_set_error(TACK_ERR_NOMEM, "out of memory opening the kernel cache"), NULL;
     if (!tk_path_is_absolute(path)) {
-        tack_set_error(TACK_ERR_RUNTIME, "the kernel cache directory '%s' is not an absolute path", path);
+        tack_set_error(TACK_ERR_RUNTIME, "the kernel cache directory '%s' (the cache_dir setting: TACK_CACHE_DIR, "
+                       "or tack.config.cache_dir) is not an absolute path; give an absolute one", path);
         tack_free(path);
         return NULL;
     }
