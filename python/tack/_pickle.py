@@ -17,9 +17,13 @@ in a notebook, or inside a function -- pickles as its Python function, its
 options (``checks``, ``fast_math``, ``flush_denormals``) and its source text, which Tack compiles
 from: a pickler that sends functions by value (cloudpickle, which Dask uses)
 does not keep the source file's name, and the receiving machine need not have
-the file.  (Plain pickle sends functions only by name, so it refuses such a
-kernel as it refuses such a function.)  Either way the receiving process
-compiles the kernel on its first call, or loads it from the kernel cache.
+the file.  Plain pickle sends functions only by name, so it refuses a kernel
+defined inside a function as it refuses such a function; a script's kernel,
+whose name its function's name finds, sends a copy of its function found by a
+name of its own (``by_name``), which is how multiprocessing and
+concurrent.futures send a script's kernel to a pool.  Either way the
+receiving process compiles the kernel on its first call, or loads it from the
+kernel cache.
 
 The text that came with a kernel is that kernel's alone: it goes on a copy
 of the function pickle gave back, never on that function, which may be the
@@ -43,11 +47,11 @@ from . import _core
 from ._array import _numpy, array
 
 
-def reduce(obj):
+def reduce(obj, protocol=None):
     if isinstance(obj, _core.Array):
         return _reduce_array(obj)
     if isinstance(obj, _core.Kernel):
-        return _reduce_kernel(obj)
+        return _reduce_kernel(obj, protocol)
     raise TypeError(f"cannot pickle {type(obj).__name__!r} object")
 
 
@@ -75,19 +79,25 @@ def _array_bits(bits, dtype_name):
     return out
 
 
-def _reduce_kernel(k):
+_BY_NAME = ".__tack_by_name__"
+
+
+def _reduce_kernel(k, protocol=None):
     fn = k.__wrapped__
     module = sys.modules.get(fn.__module__)
-    if fn.__module__ != "__main__" and module is not None:
-        found = module
-        for part in fn.__qualname__.split("."):
-            found = getattr(found, part, None)
-        if found is k:
-            return fn.__qualname__  # by name, as pickle sends a function
+    found = module
+    for part in fn.__qualname__.split(".") if module is not None else ():
+        found = getattr(found, part, None)
+    if found is k and (fn.__module__ != "__main__" or (protocol is not None and protocol < 4)):
+        # by name, as pickle sends a function; a script's kernel too below protocol 4, which sends
+        # by_name's dotted name as getattr of the kernel itself (see by_name)
+        return fn.__qualname__
     from ._source import getsourcelines
 
     lines, first = getsourcelines(fn)  # the source's errors (none available, edited) are raised here
     source = ("".join(lines), first, fn.__code__.co_filename)
+    if found is k:  # a script's kernel: its function as a copy plain pickle finds by name (by_name)
+        fn = k.__tack_by_name__
     fn = fn.__dict__.get("__tack_function__", fn)  # an unpickled kernel's: the function pickle gave it
     return (_kernel, (fn, source, k.checks, k.fast_math, k.is_func, k.flush_denormals, k.default_float.name,
                       k.check_races, k.optimize))
@@ -100,6 +110,8 @@ def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, defau
     fn = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     fn.__dict__.update(given.__dict__)
     fn.__qualname__, fn.__module__, fn.__doc__ = given.__qualname__, given.__module__, given.__doc__
+    if fn.__qualname__.endswith(_BY_NAME):  # by_name's copy: the kernel keeps its function's name
+        fn.__qualname__ = fn.__qualname__[: -len(_BY_NAME)]
     fn.__kwdefaults__, fn.__annotations__ = given.__kwdefaults__, given.__annotations__
     if fn.__code__.co_filename != filename:  # cloudpickle renames it: error messages name the real file
         fn.__code__ = fn.__code__.replace(co_filename=filename)
@@ -110,4 +122,24 @@ def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, defau
                         optimize=optimize)
 
 
-_core._set_hooks(reduce=reduce)
+def by_name(k):
+    """Kernel.__tack_by_name__: a copy of a script's kernel's function that plain pickle sends by name.
+
+    Pickle sends a function by the name its ``__qualname__`` gives, and refuses it unless that name
+    finds the function again; a script's kernel (``__main__.step``) holds that name, so its function
+    cannot go so.  The copy's name is the kernel's attribute (``step.__tack_by_name__``), which finds the
+    copy in this process and, in a process that made the script's kernels again (fork, or
+    multiprocessing's spawn, which imports the script as ``__mp_main__`` and calls it ``__main__``), that
+    process's own copy.  cloudpickle sends ``__main__``'s functions by value whatever their name, as before.
+    Below protocol 4, pickle sends a dotted name as ``getattr(kernel, ...)``, pickling the kernel again,
+    so there a script's kernel goes by its own name (the receiving process's kernel of that name).
+    """
+    fn = k.__wrapped__
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__dict__.update(fn.__dict__)
+    copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__ + _BY_NAME, fn.__module__, fn.__doc__
+    copy.__kwdefaults__, copy.__annotations__ = fn.__kwdefaults__, fn.__annotations__
+    return copy
+
+
+_core._set_hooks(reduce=reduce, by_name=by_name)

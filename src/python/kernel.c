@@ -365,6 +365,15 @@ static PyObject *kernel_reduce(PyObject *self, PyObject *unused) {
     return PyObject_CallOneArg(st->reduce_hook, self);
 }
 
+/* pickle asks __reduce_ex__(protocol) first: below protocol 4 a name with a dot (a script kernel's
+ * function copy, __tack_by_name__) is sent as getattr of the kernel, so the hook must know it. */
+static PyObject *kernel_reduce_ex(PyObject *self, PyObject *protocol) {
+    tpy_state *st = ((KernelObject *)self)->st;
+    if (!st || !st->reduce_hook)
+        return PyErr_Format(PyExc_TypeError, "cannot pickle 'tack.Kernel' object (import tack first)");
+    return PyObject_CallFunctionObjArgs(st->reduce_hook, self, protocol, NULL);
+}
+
 static PyObject *kernel_generated_source(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                          PyObject *kwnames) {
     return kernel_text(self, args, nargs, kwnames, 0);
@@ -463,6 +472,7 @@ static int kernel_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(k->fn);
     Py_VISIT(k->params);
     Py_VISIT(k->defaults);
+    Py_VISIT(k->by_name);
     return kernel_variants_traverse(k, visit, arg);
 }
 
@@ -471,6 +481,7 @@ static int kernel_clear(PyObject *self) {
     Py_CLEAR(k->fn);
     Py_CLEAR(k->params);
     Py_CLEAR(k->defaults);
+    Py_CLEAR(k->by_name);
     kernel_variants_clear(k);
     return 0;
 }
@@ -510,6 +521,28 @@ static PyObject *get_wrapped(PyObject *self, void *unused) {
     return Py_NewRef(((KernelObject *)self)->fn);
 }
 
+/* A script's kernel (module __main__) is the name its function's qualname gives, so plain pickle,
+ * which sends a function by that name, cannot send the function: a copy of it that this attribute
+ * holds is found by name instead (`__main__.k.__tack_by_name__`), in the receiving process too, where
+ * the script's kernels are made again (fork, or multiprocessing's spawn).  tack._pickle makes it. */
+static PyObject *get_by_name(PyObject *self, void *unused) {
+    (void)unused;
+    KernelObject *k = (KernelObject *)self;
+    if (!k->by_name) {
+        if (!k->st || !k->st->by_name_hook)
+            return PyErr_Format(PyExc_AttributeError, "'tack.Kernel' object has no attribute '__tack_by_name__' "
+                                                      "(import tack first)");
+        PyObject *copy = PyObject_CallOneArg(k->st->by_name_hook, self);
+        if (!copy)
+            return NULL;
+        if (k->by_name) /* the hook's Python code may have run another thread's getter */
+            Py_DECREF(copy);
+        else
+            k->by_name = copy;
+    }
+    return Py_NewRef(k->by_name);
+}
+
 static PyObject *get_specializations(PyObject *self, void *unused) {
     return PyLong_FromSsize_t(((KernelObject *)self)->nspecs);
 }
@@ -533,6 +566,7 @@ static PyGetSetDef kernel_getset[] = {
     {"__doc__", get_fn_attr, NULL, NULL, "__doc__"},
     {"__module__", get_fn_attr, NULL, NULL, "__module__"},
     {"__wrapped__", get_wrapped, NULL, "the original Python function", NULL},
+    {"__tack_by_name__", get_by_name, NULL, "a copy of the function that pickle sends by name (tack._pickle)", NULL},
     {"specializations", get_specializations, NULL,
      "number of compiled specializations (one per argument signature)", NULL},
     {"checks", get_flag, NULL, "bounds / zero-division / assert checks are compiled in", "c"},
@@ -568,6 +602,8 @@ static PyMethodDef kernel_methods[] = {
      "accumulating into the gradients of its float arrays and scalars (docs/differentiation.md)."},
     {"__reduce__", kernel_reduce, METH_NOARGS,
      "__reduce__() -> how pickle sends the kernel: by name when importable, else its function and options"},
+    {"__reduce_ex__", kernel_reduce_ex, METH_O,
+     "__reduce_ex__(protocol) -> how pickle sends the kernel at this protocol (tack._pickle)"},
     {NULL, NULL, 0, NULL},
 };
 

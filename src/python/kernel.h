@@ -50,6 +50,7 @@ typedef struct {
     PyObject *fn;       /* the Python function */
     PyObject *params;   /* tuple of parameter names (str) */
     PyObject *defaults; /* tuple or NULL */
+    PyObject *by_name;  /* the copy of fn pickle finds by name (tack._pickle.by_name), made on first use, or NULL */
     Py_ssize_t nparams, nposonly;
     int checks, fast_math, flush_denormals, is_func;
     int check_races;          /* instrument undecided parallel loops with the race detector (CPU) */

@@ -220,19 +220,20 @@ static PyObject *py_targets(PyObject *m, PyObject *unused) {
 
 static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
     static char *names[] = {"repr",       "compile_error", "getsourcelines", "getline",    "race_warning", "reduce",
-                            "race_error", "struct_call",   "autodiff",       "cai_export", "cai_import",   NULL};
+                            "race_error", "struct_call",   "autodiff",       "cai_export", "cai_import",   "by_name",
+                            NULL};
     PyObject *repr = NULL, *ce = NULL, *gsl = NULL, *gl = NULL, *rw = NULL, *red = NULL, *re = NULL, *sc = NULL;
-    PyObject *ad = NULL, *cx = NULL, *ci = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red, &re,
-                                     &sc, &ad, &cx, &ci))
+    PyObject *ad = NULL, *cx = NULL, *ci = NULL, *bn = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOOO:_set_hooks", names, &repr, &ce, &gsl, &gl, &rw, &red, &re,
+                                     &sc, &ad, &cx, &ci, &bn))
         return NULL;
-    if ((gsl && !PyCallable_Check(gsl)) || (gl && !PyCallable_Check(gl)) || (red && !PyCallable_Check(red)) ||
-        (sc && !PyCallable_Check(sc)) || (ad && !PyCallable_Check(ad)) || (cx && !PyCallable_Check(cx)) ||
-        (ci && !PyCallable_Check(ci))) {
-        PyErr_SetString(PyExc_TypeError, "_set_hooks: getsourcelines, getline, struct_call, autodiff, cai_export, "
-                                         "cai_import and reduce must be callable");
-        return NULL;
-    }
+    PyObject *const fns[] = {gsl, gl, red, sc, ad, cx, ci, bn};
+    const char *const fn_names[] = {"getsourcelines", "getline", "reduce",     "struct_call",
+                                    "autodiff",       "cai_export", "cai_import", "by_name"};
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+        if (fns[i] && !PyCallable_Check(fns[i]))
+            return PyErr_Format(PyExc_TypeError, "_set_hooks: %s must be callable, not %.100s", fn_names[i],
+                                Py_TYPE(fns[i])->tp_name);
     tpy_state *st = tpy_get_state(m);
     if (repr)
         Py_XSETREF(st->repr_hook, Py_NewRef(repr));
@@ -248,6 +249,8 @@ static PyObject *py_set_hooks(PyObject *m, PyObject *args, PyObject *kw) {
         Py_XSETREF(st->getline, Py_NewRef(gl));
     if (red)
         Py_XSETREF(st->reduce_hook, Py_NewRef(red));
+    if (bn)
+        Py_XSETREF(st->by_name_hook, Py_NewRef(bn));
     if (sc)
         Py_XSETREF(st->struct_call, Py_NewRef(sc));
     if (ad)
@@ -535,6 +538,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     Py_VISIT(st->default_device);
     Py_VISIT(st->repr_hook);
     Py_VISIT(st->reduce_hook);
+    Py_VISIT(st->by_name_hook);
     Py_VISIT(st->cai_export);
     Py_VISIT(st->cai_import);
     Py_VISIT(st->getsourcelines);
@@ -568,6 +572,7 @@ static int module_clear(PyObject *m) {
     Py_CLEAR(st->default_device);
     Py_CLEAR(st->repr_hook);
     Py_CLEAR(st->reduce_hook);
+    Py_CLEAR(st->by_name_hook);
     Py_CLEAR(st->cai_export);
     Py_CLEAR(st->cai_import);
     Py_CLEAR(st->getsourcelines);

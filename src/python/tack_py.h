@@ -65,6 +65,8 @@ typedef struct {
     PyObject *reduce_hook;              /* Python function pickling an Array or a Kernel (their
                                            __reduce__), set by the package: the policy (which
                                            devices, what is sent) lives in tack._pickle */
+    PyObject *by_name_hook;             /* kernel -> the copy of its function that plain pickle finds
+                                           by name (Kernel.__tack_by_name__), set by tack._pickle */
     PyObject *getsourcelines;           /* hook fn -> (lines, first line) for the front end, set
                                            by the package (_set_hooks) */
     PyObject *getline;                  /* hook (filename, lineno) -> str, the source line of a

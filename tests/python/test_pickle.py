@@ -187,6 +187,79 @@ def test_script_kernel_travels_by_value_with_its_source(tmp_path):
     assert got.stdout.decode().split() == ["[1.0,", "3.0,", "5.0]", "False", str(sender)]
 
 
+POOL_SCRIPT = '''
+import concurrent.futures as cf
+import multiprocessing as mp
+import pickle, sys
+import numpy as np
+import tack
+
+@tack.kernel
+def saxpy(y, x, a):
+    for i in range(y.shape[0]):
+        y[i] += a * x[i]
+
+def call(kernel, n):
+    y, x = np.ones(n), np.arange(float(n))
+    kernel(y, x, 2.0)
+    return y.tolist()
+
+if __name__ == "__main__":
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        k = pickle.loads(pickle.dumps(saxpy, protocol))
+        assert (k is saxpy) == (protocol < 4), protocol  # below 4 by the kernel's own name (_pickle.by_name)
+        assert k.__qualname__ == "saxpy" and k.__name__ == "saxpy", (protocol, k)
+        assert call(k, 3) == [1.0, 3.0, 5.0], protocol
+        assert pickle.loads(pickle.dumps(k, protocol)).__qualname__ == "saxpy"  # and again
+    assert saxpy.__wrapped__.__qualname__ == "saxpy" and not hasattr(saxpy.__wrapped__, "__tack_source__")
+    for method in sys.argv[1:]:
+        with cf.ProcessPoolExecutor(1, mp_context=mp.get_context(method)) as pool:
+            print(method, pool.submit(call, saxpy, 4).result())
+'''
+
+
+def test_a_script_kernel_goes_to_a_process_pool_by_plain_pickle(tmp_path):
+    # multiprocessing and concurrent.futures send a task's function and arguments with plain pickle,
+    # which sends a function by name: a script's kernel holds its function's name, so the kernel sends
+    # a copy the receiving process finds by a name of its own (__main__.saxpy.__tack_by_name__); the
+    # child compiles the source that came with it (spawn re-imports the script as __mp_main__)
+    script = tmp_path / "pool_script.py"
+    script.write_text(POOL_SCRIPT)
+    got = subprocess.run([sys.executable, str(script), "fork", "spawn", "forkserver"], capture_output=True,
+                         timeout=300, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr.decode()
+    assert got.stdout.decode().splitlines() == [f"{m} [1.0, 3.0, 5.0, 7.0]" for m in ("fork", "spawn", "forkserver")]
+
+
+def test_the_by_name_hook_must_be_callable():
+    import tack._core as core
+
+    with pytest.raises(TypeError, match="by_name must be callable"):
+        core._set_hooks(by_name=42)
+    assert add_one.__tack_by_name__.__qualname__ == "add_one.__tack_by_name__"
+    assert add_one.__tack_by_name__ is add_one.__tack_by_name__  # made once, so pickle finds it again
+
+
+def test_the_by_name_copy_lives_and_dies_with_its_kernel():
+    import gc
+    import weakref
+
+    def body(a):
+        for i in range(a.shape[0]):
+            a[i] = 1.0
+
+    k = tack.kernel(body)
+    copy_ = k.__tack_by_name__
+    before = sys.getrefcount(copy_)
+    for _ in range(100):
+        assert k.__tack_by_name__ is copy_
+    assert sys.getrefcount(copy_) == before  # the getter gives a new reference each time, no more
+    gone = weakref.ref(copy_)
+    del copy_, k
+    gc.collect()
+    assert gone() is None
+
+
 STALE_MODULE = '''
 import tack
 
