@@ -59,7 +59,8 @@ from ._autodiff_nodes import SEP, _c, _loc, _nm
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 
-_ELEMENTWISE = ("abs", "minimum", "maximum")  # with the math rows, element-wise on a vector or matrix
+# with the math rows, element-wise on a vector or matrix (np.square ... np.around: lower_numpy.c's)
+_ELEMENTWISE = ("abs", "minimum", "maximum", "square", "power", "round", "around")
 
 
 class Ty:
