@@ -436,3 +436,27 @@ def test_what_is_not_differentiated_is_a_clear_error(jit):
     with pytest.raises(tack.CompileError, match=r"round\(\) with 2 arguments is not differentiated"):
         tack.kernel(rounded_to_digits, jit=jit).adjoint(np.zeros(2), np.zeros(2),
                                                         grads={"x": np.zeros(2), "out": np.ones(2)})
+
+
+def python_scalars(out, f, k):
+    for j in range(out.shape[0]):
+        out[j, 0] = round(f)
+        out[j, 1] = np.round(f, 1)
+        out[j, 2] = np.round(2.675, 2)
+        out[j, 3] = round(2.5) + round(k)
+        out[j, 4] = np.square(f) + np.square(k) + np.power(k, 2)
+        out[j, 5] = round(f, 2) + np.round(j * 0.25, 1)
+
+
+@pytest.mark.parametrize("df", [tack.f32, tack.f64])
+def test_python_numbers_take_the_default_float_compiled_and_in_debug_mode(df):
+    got = []
+    for jit in (True, False):
+        out = np.zeros((4, 6))
+        tack.kernel(python_scalars, jit=jit, default_float=df)(out, 1.35, 3)
+        got.append(out)
+    assert got[0].tobytes() == got[1].tobytes()
+    t = np.dtype(df.numpy).type
+    assert got[0][0, 0] == 1 and got[0][0, 3] == 2 + 3 and got[0][0, 4] == t(1.35) * t(1.35) + 9 + 9
+    assert got[0][0, 1] == np.round(t(1.35), 1) and got[0][0, 2] == np.round(t(2.675), 2)  # NumPy's, in the type
+    assert [got[0][j, 5] for j in range(4)] == [np.round(t(1.35), 2) + np.round(t(j * 0.25), 1) for j in range(4)]
