@@ -560,6 +560,9 @@ class Scalarizer:
                 _t, cs = self.comps(e.value)
                 shape = t.shape
                 if len(ks) != len(shape):
+                    if t.kind == "m" and len(ks) == 1:  # m[i]: row i, a vector value (lower_expr.c)
+                        raise self.error(f"{ast.unparse(e)}: a matrix's row is not differentiated yet (index its "
+                                         f"entries, m[i, 0], m[i, 1] ...)", e)
                     raise self.error(f"{ast.unparse(e)}: index one component", e)
                 flat = 0
                 for k, d in zip(ks, shape):

@@ -409,3 +409,37 @@ def test_what_is_not_differentiated_is_a_clear_error(jit):
     with pytest.raises(tack.CompileError, match="a component chosen by a computed index is not differentiated"):
         tack.kernel(computed_index, jit=jit).adjoint(tack.zeros(2, tack.mat33d), np.zeros(2, np.int64), np.zeros(2),
                                                      grads={"m": tack.zeros(2, tack.mat33d), "out": np.ones(2)})
+
+
+def row_read(m, out):
+    for i in range(m.shape[0]):
+        a = m[i]
+        out[i] = a[1] * 2.0
+
+
+def row_fill(m, out):
+    for i in range(m.shape[0]):
+        a = m[i]
+        a[1] = 2.0
+        out[i] = a
+
+
+def computed_store(m, idx, out):
+    for i in range(m.shape[0]):
+        a = m[i]
+        a[idx[i], 0] = 2.0
+        out[i] = a
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_rows_and_computed_stores_are_refused_by_the_adjoint_not_miscounted(jit):
+    m, gm = tack.zeros(2, tack.mat33d), tack.zeros(2, tack.mat33d)
+    ones33 = tack.array(np.ones((2, 3, 3)), tack.mat33d)
+    with pytest.raises(tack.CompileError, match=r"a\[1\]: a matrix's row is not differentiated yet"):
+        tack.kernel(row_read, jit=jit).adjoint(m, tack.zeros(2, tack.vec3d), grads={
+            "m": gm, "out": tack.array(np.ones((2, 3)), tack.vec3d)})
+    with pytest.raises(tack.CompileError, match=r"a\[1\]: a matrix's row is not differentiated yet"):
+        tack.kernel(row_fill, jit=jit).adjoint(m, tack.zeros(2, tack.mat33d), grads={"m": gm, "out": ones33})
+    with pytest.raises(tack.CompileError, match="a component chosen by a computed index is not differentiated"):
+        tack.kernel(computed_store, jit=jit).adjoint(m, np.zeros(2, np.int64), tack.zeros(2, tack.mat33d),
+                                                     grads={"m": gm, "out": ones33})
