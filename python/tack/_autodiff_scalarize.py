@@ -259,6 +259,8 @@ class Scalarizer:
                     return Ty("v", (a.shape[0],), _wider(a.dt, b.dt))
                 if a.kind == "v" and b.kind == "m":
                     return Ty("v", (b.shape[1],), _wider(a.dt, b.dt))
+                if a.kind == "v" and b.kind == "v":  # v @ w: the dot product, a number
+                    return None
             if a is not None and b is not None:
                 return Ty(a.kind, a.shape, _wider(a.dt, b.dt))
             return a or b
@@ -568,6 +570,12 @@ class Scalarizer:
                 for k, d in zip(ks, shape):
                     flat = flat * d + (k % d)
                 return cs[flat]
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):  # v @ w, as tack.dot(v, w)
+            a_t, b_t = self.ty(e.left), self.ty(e.right)
+            if a_t is not None and b_t is not None and a_t.kind == b_t.kind == "v":
+                _t, a = self.comps(e.left)
+                _t, b = self.comps(e.right)
+                return _sum([_mul(x, y, e) for x, y in zip(a, b)], e)
         if isinstance(e, ast.Call):
             out = self.scalar_call(e)
             if out is not None:
