@@ -592,12 +592,17 @@ class Scalarizer:
 
     def index(self, k, t, node):
         """A computed component index k of a t value, in an integer local of its own: the index where it
-        is in range (0 <= k < n, as the forward checks), -1 where it is not."""
+        is in range, a negative one counting from the end (-n <= k < n, as the forward checks and wraps),
+        -1 where it is not."""
         j = self.scal(k)
         self.n += 1
         name = f"sc{SEP}{self.n}{SEP}j"
         self.gen.local_types[name] = "i64"
         self.pre.append(_loc(ast.Assign(targets=[_nm(name, node, True)], value=j), node))
+        neg = _loc(ast.Compare(left=_nm(name, node), ops=[ast.Lt()], comparators=[_c(0, node)]), node)
+        self.pre.append(_loc(ast.Assign(targets=[_nm(name, node, True)], value=_loc(ast.IfExp(
+            test=neg, body=_loc(ast.BinOp(left=_nm(name, node), op=ast.Add(), right=_c(t.size, node)), node),
+            orelse=_nm(name, node)), node)), node))
         ok = _loc(ast.BoolOp(op=ast.And(), values=[
             _loc(ast.Compare(left=_nm(name, node), ops=[ast.GtE()], comparators=[_c(0, node)]), node),
             _loc(ast.Compare(left=_nm(name, node), ops=[ast.Lt()], comparators=[_c(t.size, node)]), node)]), node)

@@ -450,3 +450,30 @@ def test_rows_and_computed_stores_are_refused_by_the_adjoint_not_miscounted(jit)
     with pytest.raises(tack.CompileError, match="a component chosen by a computed index is not differentiated"):
         tack.kernel(computed_store, jit=jit).adjoint(m, np.zeros(2, np.int64), tack.zeros(2, tack.mat33d),
                                                      grads={"m": gm, "out": ones33})
+
+
+def pick(v, idx, out):
+    for i in range(v.shape[0]):
+        w = v[i]
+        w[idx[i]] += 1.0
+        out[i] = v[i][idx[i]] * 2.0 + w[idx[i]] * w.x
+
+
+def test_a_negative_computed_vector_index_differentiates_as_it_counts():
+    # v[k] with k = -1 is v.z in the forward; the adjoint's select took only 0 <= k < 3, so the
+    # gradient of v[-1] was silently 0
+    rng = np.random.default_rng(13)
+    V, seed = rng.standard_normal((4, 3)), rng.standard_normal(4)
+    idx = np.array([0, -1, 2, -3])
+    want = np.zeros((4, 3))
+    for r, k in enumerate(idx):
+        w = V[r].copy()
+        w[k] += 1.0
+        want[r, k] += 2.0 + w[0]        # d/dv[k] of 2 v[k] + w[k] * w.x (w[k] = v[k] + 1)
+        want[r, 0] += w[k]              # d/dv.x through w.x (and through w[k] when k is 0)
+    want *= seed[:, None]
+    for jit in (True, False):
+        g = tack.zeros(4, tack.vec3d)
+        tack.kernel(pick, jit=jit).adjoint(tack.array(V, tack.vec3d), idx, np.zeros(4),
+                                           grads={"v": g, "out": seed.copy()})
+        np.testing.assert_allclose(g.numpy().reshape(4, 3), want, rtol=1e-13)
