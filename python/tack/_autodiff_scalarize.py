@@ -117,13 +117,6 @@ def _wider(a, b):
     return a
 
 
-def _const_int(k):
-    """Whether index k is an int literal (-1 included)."""
-    if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub):
-        k = k.operand
-    return isinstance(k, ast.Constant) and type(k.value) is int
-
-
 def _bin(a, op, b, node):
     return _loc(ast.BinOp(left=copy.deepcopy(a), op=op, right=copy.deepcopy(b)), node)
 
@@ -555,8 +548,8 @@ class Scalarizer:
             t = self.ty(e.value)
             if t is not None:
                 idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
-                if t.kind == "m" and len(idx) == 2 and not all(_const_int(k) for k in idx):
-                    return self.select_entry(e, t, idx)  # m[i, j] with an index computed
+                if t.kind == "m" and len(idx) == 2 and not all(_autodiff_vecfuncs.const_int(k) for k in idx):
+                    return _autodiff_vecfuncs.entry_select(self, e, t, idx)  # m[i, j] with an index computed
                 ks = []
                 for k in idx:
                     if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub) and isinstance(
@@ -582,9 +575,7 @@ class Scalarizer:
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):  # v @ w, as tack.dot(v, w)
             a_t, b_t = self.ty(e.left), self.ty(e.right)
             if a_t is not None and b_t is not None and a_t.kind == b_t.kind == "v":
-                _t, a = self.comps(e.left)
-                _t, b = self.comps(e.right)
-                return _sum([_mul(x, y, e) for x, y in zip(a, b)], e)
+                return _sum([_mul(x, y, e) for x, y in zip(self.comps(e.left)[1], self.comps(e.right)[1])], e)
         if isinstance(e, ast.Call):
             out = self.scalar_call(e)
             if out is not None:
@@ -619,22 +610,6 @@ class Scalarizer:
                                         value=_loc(ast.IfExp(test=ok, body=_nm(name, node), orelse=_c(-1, node)),
                                                    node)), node))
         return _nm(name, node)
-
-    def select_entry(self, e, t, idx):
-        """m[i, j] with an index computed: select() over the matrix's entries, each axis's index counted
-        from the end where negative (index()); out of range on either axis, NaN."""
-        _t, cs = self.comps(e.value)
-        r, c = t.shape
-        i = self.index(idx[0], Ty("v", (r,), t.dt), e)
-        j = self.index(idx[1], Ty("v", (c,), t.dt), e)
-        out = self.nan(e)
-        for a in reversed(range(r)):
-            for b in reversed(range(c)):
-                test = _loc(ast.BoolOp(op=ast.And(), values=[
-                    _loc(ast.Compare(left=copy.deepcopy(i), ops=[ast.Eq()], comparators=[_c(a, e)]), e),
-                    _loc(ast.Compare(left=copy.deepcopy(j), ops=[ast.Eq()], comparators=[_c(b, e)]), e)]), e)
-                out = _loc(ast.IfExp(test=test, body=cs[a * c + b], orelse=out), e)
-        return out
 
     def nan(self, node):
         return _nm(self.gen.use(float("nan"), "nan"), node)
@@ -850,7 +825,7 @@ class Scalarizer:
                 return self.comp_names(tgt.value.id)[tgt.attr == "imag"]
         if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.types:
             idx = tgt.slice.elts if isinstance(tgt.slice, ast.Tuple) else [tgt.slice]
-            if self.types[tgt.value.id].kind == "m" and not all(_const_int(k) for k in idx):
+            if self.types[tgt.value.id].kind == "m" and not all(_autodiff_vecfuncs.const_int(k) for k in idx):
                 raise self.error(f"{ast.unparse(tgt)}: a matrix entry set at a computed index is not "
                                  f"differentiated (a computed index is read, not written; branch on the index)", tgt)
             load = _loc(ast.Subscript(value=_nm(tgt.value.id, tgt), slice=tgt.slice, ctx=ast.Load()), tgt)
