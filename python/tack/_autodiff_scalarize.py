@@ -59,7 +59,8 @@ from ._autodiff_nodes import SEP, _c, _loc, _nm
 _ATTR = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 
-_ELEMENTWISE = ("abs", "minimum", "maximum")  # with the math rows, element-wise on a vector or matrix
+# with the math rows, element-wise on a vector or matrix (np.square ... np.around: lower_numpy.c's)
+_ELEMENTWISE = ("abs", "minimum", "maximum", "square", "power", "round", "around")
 
 
 class Ty:
@@ -258,6 +259,8 @@ class Scalarizer:
                     return Ty("v", (a.shape[0],), _wider(a.dt, b.dt))
                 if a.kind == "v" and b.kind == "m":
                     return Ty("v", (b.shape[1],), _wider(a.dt, b.dt))
+                if a.kind == "v" and b.kind == "v":  # v @ w: the dot product, a number
+                    return None
             if a is not None and b is not None:
                 return Ty(a.kind, a.shape, _wider(a.dt, b.dt))
             return a or b
@@ -545,6 +548,8 @@ class Scalarizer:
             t = self.ty(e.value)
             if t is not None:
                 idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+                if t.kind == "m" and len(idx) == 2 and not all(_autodiff_vecfuncs.const_int(k) for k in idx):
+                    return _autodiff_vecfuncs.entry_select(self, e, t, idx)  # m[i, j] with an index computed
                 ks = []
                 for k in idx:
                     if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub) and isinstance(
@@ -559,11 +564,18 @@ class Scalarizer:
                 _t, cs = self.comps(e.value)
                 shape = t.shape
                 if len(ks) != len(shape):
+                    if t.kind == "m" and len(ks) == 1:  # m[i]: row i, a vector value (lower_expr.c)
+                        raise self.error(f"{ast.unparse(e)}: a matrix's row is not differentiated yet (index its "
+                                         f"entries, m[i, 0], m[i, 1] ...)", e)
                     raise self.error(f"{ast.unparse(e)}: index one component", e)
                 flat = 0
                 for k, d in zip(ks, shape):
                     flat = flat * d + (k % d)
                 return cs[flat]
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):  # v @ w, as tack.dot(v, w)
+            a_t, b_t = self.ty(e.left), self.ty(e.right)
+            if a_t is not None and b_t is not None and a_t.kind == b_t.kind == "v":
+                return _sum([_mul(x, y, e) for x, y in zip(self.comps(e.left)[1], self.comps(e.right)[1])], e)
         if isinstance(e, ast.Call):
             out = self.scalar_call(e)
             if out is not None:
@@ -580,12 +592,17 @@ class Scalarizer:
 
     def index(self, k, t, node):
         """A computed component index k of a t value, in an integer local of its own: the index where it
-        is in range (0 <= k < n, as the forward checks), -1 where it is not."""
+        is in range, a negative one counting from the end (-n <= k < n, as the forward checks and wraps),
+        -1 where it is not."""
         j = self.scal(k)
         self.n += 1
         name = f"sc{SEP}{self.n}{SEP}j"
         self.gen.local_types[name] = "i64"
         self.pre.append(_loc(ast.Assign(targets=[_nm(name, node, True)], value=j), node))
+        neg = _loc(ast.Compare(left=_nm(name, node), ops=[ast.Lt()], comparators=[_c(0, node)]), node)
+        self.pre.append(_loc(ast.Assign(targets=[_nm(name, node, True)], value=_loc(ast.IfExp(
+            test=neg, body=_loc(ast.BinOp(left=_nm(name, node), op=ast.Add(), right=_c(t.size, node)), node),
+            orelse=_nm(name, node)), node)), node))
         ok = _loc(ast.BoolOp(op=ast.And(), values=[
             _loc(ast.Compare(left=_nm(name, node), ops=[ast.GtE()], comparators=[_c(0, node)]), node),
             _loc(ast.Compare(left=_nm(name, node), ops=[ast.Lt()], comparators=[_c(t.size, node)]), node)]), node)
@@ -807,6 +824,10 @@ class Scalarizer:
             if t.kind == "c" and tgt.attr in ("real", "imag"):
                 return self.comp_names(tgt.value.id)[tgt.attr == "imag"]
         if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name) and tgt.value.id in self.types:
+            idx = tgt.slice.elts if isinstance(tgt.slice, ast.Tuple) else [tgt.slice]
+            if self.types[tgt.value.id].kind == "m" and not all(_autodiff_vecfuncs.const_int(k) for k in idx):
+                raise self.error(f"{ast.unparse(tgt)}: a matrix entry set at a computed index is not "
+                                 f"differentiated (a computed index is read, not written; branch on the index)", tgt)
             load = _loc(ast.Subscript(value=_nm(tgt.value.id, tgt), slice=tgt.slice, ctx=ast.Load()), tgt)
             out = self.scal(load)
             return out.id

@@ -15,7 +15,9 @@ scalar expressions of the components that the forward computes:
   (the square root taken only where its argument is positive, so that the gradient at zero is
   zero, as Warp and PyTorch give), `cmath.phase`, `tack.trace` and `tack.determinant`;
 - and the type each vector-valued one gives (`result_type`), which the rewrite asks before it
-  asks for the components.
+  asks for the components;
+- a matrix's entry read at computed indices (`entry_select`: the rewrite's select over the
+  entries, each index counted from the end where negative, as the forward wraps it).
 
 Each function answers None for a name it does not know, and the rewrite goes on to its own
 refusals, which say what to write instead.  The components an expression reads more than once
@@ -172,3 +174,29 @@ def scalar(sc, name, e, t0):
             terms.append(term if sign > 0 else _neg(term, e))
         return _sum(terms, e)
     return None
+
+
+def const_int(k):
+    """Whether index k is an int literal (-1 included)."""
+    if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub):
+        k = k.operand
+    return isinstance(k, ast.Constant) and type(k.value) is int
+
+
+def entry_select(sc, e, t, idx):
+    """m[i, j] with an index computed: the rewrite's select() over the matrix's entries, each axis's index
+    counted from the end where negative (its index()); out of range on either axis, NaN."""
+    from ._autodiff_scalarize import Ty, _c, _loc
+
+    _t, cs = sc.comps(e.value)
+    r, c = t.shape
+    i = sc.index(idx[0], Ty("v", (r,), t.dt), e)
+    j = sc.index(idx[1], Ty("v", (c,), t.dt), e)
+    out = sc.nan(e)
+    for a in reversed(range(r)):
+        for b in reversed(range(c)):
+            test = _loc(ast.BoolOp(op=ast.And(), values=[
+                _loc(ast.Compare(left=copy.deepcopy(i), ops=[ast.Eq()], comparators=[_c(a, e)]), e),
+                _loc(ast.Compare(left=copy.deepcopy(j), ops=[ast.Eq()], comparators=[_c(b, e)]), e)]), e)
+            out = _loc(ast.IfExp(test=test, body=cs[a * c + b], orelse=out), e)
+    return out

@@ -63,6 +63,7 @@ import operator
 import os
 import re
 import sys
+import weakref
 
 import numpy as np
 
@@ -135,6 +136,9 @@ class _Ctx:
         self._types = {}
         self._frames = {}  # (function, build) -> (its context, its transformed copy)
         self.races = None  # check_races: the call's race detector (tack._debug_races)
+        # the local arrays the kernel made (np.zeros ..., tack.shared), by id: a 2-D one is not a matrix
+        # value, nor a 1-D one a vector, in the words of an index error (_index_error)
+        self._local_arrays = weakref.WeakValueDictionary()
 
     def site(self, frame=None):
         """Where a failed check is, in the compiled kernel's words (tk_site_error,
@@ -155,8 +159,16 @@ class _Ctx:
         compiled kernel's message names; a vector value's component, in the
         compiled kernel's words for it."""
         f = _user_frame()
-        if type(a).__name__ == "VectorView" and a.ndim == 1 and isinstance(idx, (int, np.integer)):
+        local_array = self._local_arrays.get(id(a)) is a
+        if type(a).__name__ == "VectorView" and a.ndim == 1 and isinstance(idx, (int, np.integer)) \
+                and not local_array:
             return IndexError(f"index {int(idx)} is out of range for a vector of length {a.shape[0]} ({self.site(f)})")
+        if _is_matrix(a) and not local_array:  # m[i, j], m[i]: the axis out of range, as the compiled check says
+            ks = idx if type(idx) is tuple else (idx,)
+            for axis, k in enumerate(ks):
+                if isinstance(k, (int, np.integer)) and not -a.shape[axis] <= k < a.shape[axis]:
+                    name = f"mat{a.shape[0]}{a.shape[1]}" + ("d" if a.dtype == np.float64 else "")
+                    return IndexError(f"index {int(k)} is out of range for axis {axis} of a {name} ({self.site(f)})")
         name = next((k for k, v in f.f_locals.items() if v is a), "?") if f is not None else "?"
         return IndexError(f"{e} (array '{name}', {self.site(f)})")
 
@@ -368,7 +380,8 @@ class _Ctx:
         if type(a) is tuple:  # a.shape[k]: an integer known at run time
             return _RInt(v) if type(v) is int else v
         if isinstance(v, np.ndarray):  # a vector, matrix, quaternion or transform element: a value, as in a
-            return v.copy()            # kernel, not a view (v = a[i]; v[1] = s would have written a[i])
+            return _vector_value(v.copy())  # kernel, not a view (v = a[i]; v[1] = s would have written a[i]);
+                                            # a matrix's row m[i] is a vector, its components named
         if type(v) is np.float16:
             return np.float32(v)  # f16 is a storage type: loads give f32
         if type(a) is _bf16.BF16Bits:
@@ -657,6 +670,7 @@ class _Ctx:
         self.block_made[t] += 1
         if k == len(self.block_shared):
             self.block_shared.append(np.zeros(shape, np.dtype(dtype.numpy)))
+            self._local_arrays[id(self.block_shared[k])] = self.block_shared[k]
         return self.block_shared[k]
 
     def assert_(self, cond, msg=None):
@@ -667,7 +681,13 @@ class _Ctx:
     def call(self, f, *args, **kwargs):
         h = _CALLS.get(_key(f))
         if h is not None:
-            return _vector_value(_of_python_complex(args, h(self, *args, **kwargs)))
+            r = h(self, *args, **kwargs)
+            return r if self._local_arrays.get(id(r)) is r else _vector_value(_of_python_complex(args, r))
+        if any(f is m for m in _array_makers()):
+            r = f(*args, **kwargs)
+            if isinstance(r, np.ndarray):
+                self._local_arrays[id(r)] = r
+            return r
         if isinstance(f, _core.Kernel) and f.is_func:
             return _run_func(self, f, args, kwargs)
         if isinstance(f, _core.DType) and not f.shape:
@@ -738,6 +758,26 @@ def _construct(dt, args):
         else:
             np.fill_diagonal(out, s)
     return out
+
+
+_ARRAY_MAKERS = []
+
+
+def _array_makers():
+    """What makes a kernel's local arrays (docs/language.md, "Local arrays"): NumPy's and Tack's zeros, ones,
+    empty and full (Tack's give a NumPy array while a kernel runs as Python: tack._array._as_python)."""
+    if not _ARRAY_MAKERS:
+        from . import _array
+
+        _ARRAY_MAKERS.extend((np.zeros, np.ones, np.empty, np.full, _array.zeros, _array.ones, _array.empty,
+                              _array.full))
+    return _ARRAY_MAKERS
+
+
+def _is_matrix(a):
+    """Whether debug-mode value `a` has a matrix value's shape and type (mat22 ... mat44d)."""
+    return isinstance(a, np.ndarray) and a.ndim == 2 and 2 <= a.shape[0] <= 4 and a.shape[0] == a.shape[1] \
+        and a.dtype in (np.float32, np.float64)
 
 
 def _vector_value(r):

@@ -18,6 +18,7 @@ milliseconds; the bits are the same (the random module's docstring).
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 
@@ -141,6 +142,65 @@ def _pow(ctx, x, y):
     if _composite(x) or _composite(y):  # pow(v, w): lower_call.c's elementwise, a scalar pow a component
         return elementwise(ctx, _pow, (x, y))
     return ctx.bin("**", x, y)
+
+
+def _square(ctx, x):
+    """np.square: x * x in x's type, a bool as NumPy's int8 (lower_numpy.c)."""
+    if _composite(x):
+        return elementwise(ctx, _square, (x,))
+    if _is_bool(x):
+        x = np.int8(bool(x))
+    return ctx.bin("*", x, x)
+
+
+def _power(ctx, x, y):
+    """np.power: x ** y (an integer to a negative integer literal is refused when the kernel compiles)."""
+    if _composite(x) or _composite(y):
+        return elementwise(ctx, _power, (x, y))
+    return ctx.bin("**", x, y)
+
+
+def _power_of_ten(n):
+    """NumPy's power_of_ten (PyArray_Round), as lower_numpy.c has it."""
+    if n < 9:
+        return float(10 ** n)
+    r = 1e9
+    for _ in range(n - 9):
+        r *= 10.0
+    return r
+
+
+_ROUND_RANGE = "round() of an infinity or of a float beyond int64's range: a kernel's int is an int64"
+
+
+def _round(python):
+    """round(x[, d]) (python) and np.round(x[, d]) as lower_numpy.c compiles them: NumPy's algorithm in the
+    float's type, an integer kept; Python's round(x) an int64 whose NaN, infinity or overflow raises."""
+    def h(ctx, x, d=None):
+        if _composite(x):
+            return elementwise(ctx, h, (x,) if d is None else (x, d))
+        if _is_bool(x):
+            return np.float32(bool(x))  # NumPy's float16 of it, an f32 value as a kernel's f16 is
+        if _weak(x) is not None and _weak(x)[0] <= 1 or isinstance(x, np.integer):
+            return convert(_I64, x) if python and d is None and isinstance(x, np.integer) else x
+        t = ctx.df if _weak(x) is not None else x.dtype
+        x = ctx._to(t, x)
+        k = 0 if d is None else int(d)
+        with np.errstate(all="ignore"):
+            if k == 0:
+                r = np.rint(x)
+            else:
+                f = t.type(_power_of_ten(abs(k)))
+                r = np.rint(x * f) / f if k > 0 else np.rint(x / f) * f
+        if not python or d is not None:
+            return r
+        if ctx.checks:
+            if r != r:
+                raise ValueError(f"cannot convert float NaN to integer ({ctx.site()})")
+            if not -2.0 ** 63 <= r < 2.0 ** 63:
+                raise OverflowError(f"{_ROUND_RANGE} ({ctx.site()})")
+        return _f2i(r, _I64)
+    return h
 
 
 def _atomic(op):
@@ -391,6 +451,9 @@ def _register_calls():
             _CALLS.setdefault(getattr(np, npname), _numpy_math_handler(name, K._math_impl(name)))
     _CALLS[math.pow] = _math_handler(_float_pow)
     _CALLS[np.minimum], _CALLS[np.maximum] = _np_minmax("<"), _np_minmax(">")
+    _CALLS[builtins.round] = _round(True)  # lower_numpy.c's spellings
+    _CALLS[np.round], _CALLS[np.around] = _round(False), _round(False)
+    _CALLS[np.square], _CALLS[np.power] = _square, _power
     _random_calls()
 
 

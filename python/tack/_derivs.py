@@ -55,4 +55,8 @@ DERIVS = {
     'minimum': ('1.0 - step(x1, x0)', 'step(x1, x0)'),
     'maximum': ('1.0 - step(x0, x1)', 'step(x0, x1)'),
     'float': ('1.0',),
+    'square': ('2.0 * x0',),
+    'power': ('0.0 if x1 == 0.0 else x1 * pow(x0, x1 - 1.0)', '0.0 if x0 == 0.0 and x1 >= 0.0 else r * log(x0)'),
+    'round': ('0.0',),
+    'around': ('0.0',),
 }

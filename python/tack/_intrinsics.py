@@ -529,11 +529,14 @@ _core._set_intrinsics(_INTRINSICS)
 # any import spelling works (import numpy as np, from numpy import sqrt).
 # np.minimum/np.maximum are registered apart (_NUMPY_MINMAX, lower_call.c's
 # np_minmax): they propagate NaN where min/max follow Python's comparisons.
-# np.power of integers is not the float pow.
+# np.power of integers is not the float pow: it is **, registered apart (_NUMPY_OWN) with
+# np.square and np.round.
 _NUMPY_MATH = {npname: name for name, (npname, _doc) in _MATH.items() if name != "pow" and npname is not None}
 _NUMPY_MATH.update({"absolute": "abs", "conj": "conjugate", "conjugate": "conjugate", "real": "real",
                     "imag": "imag"})
 _NUMPY_MINMAX = ("minimum", "maximum")
+# NumPy's functions with no math row, lowered from other operations (src/compiler/lower/lower_numpy.c).
+_NUMPY_OWN = ("square", "power", "round", "around")
 _numpy_registered = False
 
 
@@ -554,6 +557,6 @@ def _register_numpy():
             del names[name]
     for npname, name in names.items():
         _INTRINSICS[getattr(np, npname)] = "numpy." + name
-    for npname in _NUMPY_MINMAX:
+    for npname in _NUMPY_MINMAX + _NUMPY_OWN:
         _INTRINSICS[getattr(np, npname)] = "numpy." + npname
     _numpy_registered = True

@@ -84,11 +84,16 @@ def dot(a, b):
 
 
 def matmul(a, b):
-    """``a @ b`` of a matrix and a matrix or vector as a kernel computes it (the dialects' tk_mm): each
+    """``a @ b`` of a matrix or vector and a matrix or vector as a kernel computes it (the dialects' tk_mm,
+    tk_dot for two vectors): each
     entry a sum from zero over k in ascending order, in the operands' type, not NumPy's matmul
     (BLAS, another order).  The result has the shape, dtype and array class NumPy's gives."""
     r = np.matmul(a, b)
     x, y = np.asarray(a), np.asarray(b)
+    if x.ndim == 1 and y.ndim == 1 and x.shape == y.shape:  # v @ w: the dot product (tk_dot)
+        return dot(x, y)
+    if x.ndim == 1 and y.ndim == 2:  # v @ m, a row vector: transpose(m) @ v, in the kernel's order
+        x, y = y.T, x
     if x.ndim != 2 or y.ndim not in (1, 2):
         return r
     s = np.zeros(r.shape, r.dtype)

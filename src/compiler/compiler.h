@@ -270,6 +270,7 @@ typedef enum tk_intrinsic_kind {
     TK_IK_QUAT,    /* quaternions and transforms: quat.c (lw_quat_call); sub is an M_Q* / M_X* */
     TK_IK_LINALG,  /* matrix and vector functions: sub is an M_* row (lower_linalg.c) */
     TK_IK_BARRIER, /* tack.barrier(): IR_BARRIER (lower_blocks.c) */
+    TK_IK_ROUND,   /* round(x), round(x, d): lower_numpy.c */
     TK_IK_BLOCKOP  /* tack.block_sum & co: shared scratch and barriers (lower_blocks.c); sub 0 sum, 1 min, 2 max, 3 scan, 4.. the sub-group ops */
 } tk_intrinsic_kind;
 

@@ -88,6 +88,7 @@ static const char *const KIND_NAME[] = {
     [TK_IK_ATOMIC] = "atomic",   [TK_IK_COMPLEX] = "complex", [TK_IK_SEED] = "seed",
     [TK_IK_QUAT] = "quat",
     [TK_IK_LINALG] = "linalg",   [TK_IK_BARRIER] = "barrier", [TK_IK_BLOCKOP] = "blockop",
+    [TK_IK_ROUND] = "round",
 };
 
 TACK_API const char *tack_intrinsic_info(int i, const char **kind, int *min_args, int *max_args) {

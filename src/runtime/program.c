@@ -318,13 +318,16 @@ tack_status tk_site_error(const tack_program *p, int site, int64_t a, int64_t b)
     case CK_INDEX:
         return tack_set_error(TACK_ERR_INDEX, "index %lld is out of bounds for axis %d with size %lld (array '%s', %s)",
                               (long long)a, s->axis, (long long)b, s->array ? s->array : "?", where);
-    case CK_COMP:
+    case CK_COMP: /* a vector's component; a matrix's index on one axis, its type's name in message */
+        if (s->message)
+            return tack_set_error(TACK_ERR_INDEX, "index %lld is out of range for axis %d of a %s (%s)",
+                                  (long long)a, s->axis, s->message, where);
         return tack_set_error(TACK_ERR_INDEX, "index %lld is out of range for a vector of length %lld (%s)",
                               (long long)a, (long long)b, where);
     case CK_ZERODIV:
         return tack_set_error(TACK_ERR_ZERODIV, "%s (%s)", s->message ? s->message : "integer division by zero", where);
-    case CK_STEP:
-        return tack_set_error(TACK_ERR_VALUE, "%s (%s)", s->message ? s->message : "range() arg 3 must not be zero", where);
+    case CK_STEP: /* a site's axis 1 makes it an OverflowError (round() past int64's range) */
+        return tack_set_error(s->axis == 1 ? TACK_ERR_OVERFLOW : TACK_ERR_VALUE, "%s (%s)", s->message ? s->message : "range() arg 3 must not be zero", where);
     case CK_NEGPOW:
         return tack_set_error(TACK_ERR_VALUE,
                               "integers to negative integer powers are not allowed: exponent %lld (%s); "

@@ -82,6 +82,10 @@ def every_deriv(a, out):
         out[i, 46] = np.minimum(a[i, 46, 0], a[i, 46, 1])
         out[i, 47] = np.maximum(a[i, 47, 0], a[i, 47, 1])
         out[i, 48] = float(a[i, 48, 0])
+        out[i, 49] = np.square(a[i, 49, 0])
+        out[i, 50] = np.power(a[i, 50, 0], a[i, 50, 1])
+        out[i, 51] = round(a[i, 51, 0])
+        out[i, 52] = np.around(a[i, 52, 0])
 
 # each row's arguments: (lo, hi) per argument, away from kinks and ties
 _DOMAIN = {
@@ -93,6 +97,7 @@ _DOMAIN = {
     "min": [(0.0, 0.4), (0.6, 1.0)], "max": [(0.0, 0.4), (0.6, 1.0)], "minimum": [(0.6, 1.0), (0.0, 0.4)],
     "maximum": [(0.6, 1.0), (0.0, 0.4)], "fma": [(-2.0, 2.0)] * 3,
     "floor": [(0.1, 0.9)], "ceil": [(0.1, 0.9)], "trunc": [(0.1, 0.9)], "rint": [(0.1, 0.4)],
+    "power": [(0.5, 2.0), (-1.5, 1.5)], "round": [(0.1, 0.4)], "around": [(0.1, 0.4)],
     "sign": [(0.2, 0.9)], "fabs": [(-2.0, -0.2)], "abs": [(0.2, 2.0)],
 }
 
@@ -109,6 +114,7 @@ def _torch_of(name, torch):
            "atan2": t.atan2, "pow": t.pow, "hypot": t.hypot, "fmod": t.fmod, "copysign": t.copysign,
            "remainder": lambda x, y: x - t.round(x / y) * y, "min": t.minimum, "max": t.maximum,
            "minimum": t.minimum, "maximum": t.maximum,
+           "square": t.square, "power": t.pow, "round": t.round, "around": t.round,
            "step": lambda e, x: (x >= e).double() + 0 * (e + x),
            "fma": lambda x, y, z: x * y + z, "clamp": lambda x, lo, hi: t.minimum(t.maximum(x, lo), hi),
            "lerp": lambda a, b, w: a + w * (b - a)}

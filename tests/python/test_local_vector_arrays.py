@@ -420,13 +420,6 @@ def indexes_a_component_as_an_axis(out):
 
 
 @tack.kernel
-def variable_matrix_index(out):
-    for i in range(out.shape[0]):
-        t = tack.zeros(2, tack.mat22)
-        out[i] = t[0][i % 2, 0]
-
-
-@tack.kernel
 def vector_written_by_iterations(out):
     acc = tack.zeros(2, tack.vec3)
     for i in range(out.shape[0]):
@@ -450,7 +443,6 @@ def vector_written_by_iterations(out):
     (stores_a_vector_in_a_number, r"cannot store vec3 into an element of local array 's' \(f64\)"),
     (adds_a_shorter_vector, r"vec3 and vec2"),
     (indexes_a_component_as_an_axis, r"local array 't' has 1 dimension but is indexed with 2 indices"),
-    (variable_matrix_index, r"matrix indices must be constants in range"),
     (vector_written_by_iterations, r"local array 'acc' is created before the parallel loop \(line \d+\) and "
                                    r"written inside it"),
 ])
@@ -458,6 +450,22 @@ def test_bad_vector_local_arrays_are_compile_errors(k, msg):
     err = compile_error(k, np.zeros(2))
     assert err.lineno is not None
     assert re.search(msg, err.msg), err.msg
+
+
+def variable_matrix_index(out):
+    for i in range(out.shape[0]):
+        t = tack.zeros(2, tack.mat22)
+        t[1] = tack.mat22(1.0, 2.0, 3.0, 4.0)
+        out[i] = t[1][i % 2, 0] + t[1][-1 - i % 2][1] * 10.0
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_run_time_indices_into_a_matrix_element(jit):
+    # a CompileError before 2026-12-06 (decisions.md): a matrix's indices are now checked and
+    # wrapped at run time as a vector's are (tests/python/test_matrix_ops.py)
+    out = np.zeros(4)
+    tack.kernel(variable_matrix_index, jit=jit)(out)
+    assert out.tolist() == [41.0, 23.0, 41.0, 23.0]
 
 
 # ------------------------------------------------------- the GPU dialects

@@ -69,7 +69,12 @@ void lw_da_jump(lw_state *L);
 void lw_unbound_use(lw_state *L, int loc, tack_node *n);
 void lw_unbound_finish(lw_state *L, tk_ir *body);
 tk_ir *lw_index_value(lw_state *L, tack_node *n);
-tk_ir *lw_matrix_index(lw_state *L, tack_node *n, int len); /* m[i, j]: a constant index, folded (lower_expr.c) */
+tk_ir *lw_matrix_index(lw_state *L, tack_node *n, tk_type ty, int axis); /* m[i, j]: checked and wrapped (lower_expr.c) */
+/* A scalar meaning of an intrinsic, which lw_elementwise applies to each component (lower_call.c). */
+typedef tk_ir *(*scalar_fn)(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n);
+tk_ir *lw_elementwise(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n, scalar_fn f);
+tk_ir *lw_numpy_call(lw_state *L, const char *name, tack_node *n); /* lower_numpy.c: NULL when not one */
+tk_ir *lw_axis_index(lw_state *L, tk_ir *k, tk_type ty, int axis, int len, tack_node *n);
 void lw_indices(lw_state *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n);
 void lw_mark_written(lw_state *L, int p);
 tk_ir *lw_component_index(lw_state *L, tk_ir *k, tk_type ty, int len, tack_node *n);

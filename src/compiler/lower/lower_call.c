@@ -16,7 +16,8 @@
  *                 "first minimal" rule: min(a, b) is b < a ? b : a)
  *   np.minimum np.maximum -> a select of a < b or a NaN (NumPy's, NaN propagating)
  *   abs, math, np.minimum of a vector or matrix -> an IR_VEC of the scalar call on
- *                 each component (IR_COMP), scalar arguments broadcast (elementwise)
+ *                 each component (IR_COMP), scalar arguments broadcast (lw_elementwise)
+ *   round np.round np.square np.power                   -> lower_numpy.c
  *   len           -> the first extent, a weak int
  *   vec3(...) mat33(...) dot cross length normalize     -> vector IR
  *   transpose inverse ... svd3 eig3 qr3                 -> lower_linalg.c
@@ -505,8 +506,6 @@ static tk_ir *np_minmax(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, 
     return r;
 }
 
-typedef tk_ir *(*scalar_fn)(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n);
-
 static int composite(tk_ir *e) {
     return lw_known(e) && e->ty.kind == TY_VALUE && (ty_is_vector(e->ty) || ty_is_matrix(e->ty));
 }
@@ -518,7 +517,7 @@ static int composite(tk_ir *e) {
  * each component's call is then the scalar one, so the language's scalar
  * typing, checks and rounding hold per component and no emitter sees
  * anything new.  NULL when no argument is a vector or matrix. */
-static tk_ir *elementwise(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n, scalar_fn f) {
+tk_ir *lw_elementwise(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n, scalar_fn f) {
     int v = -1;
     for (int i = 0; i < na; i++)
         if (composite(a[i]) && v < 0) v = i;
@@ -596,9 +595,11 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
         tk_intrinsic mm = {name + 6, TK_IK_MINMAX, name[8] == 'n' ? B_MIN : B_MAX, 2, 2, TK_MR_FLOAT};
         nargs_check(L, n, 2, 2);
         tk_ir *a[2] = {lw_expr(L, n->kids[0]), lw_expr(L, n->kids[1])};
-        tk_ir *v = elementwise(L, &mm, a, 2, n, np_minmax);
+        tk_ir *v = lw_elementwise(L, &mm, a, 2, n, np_minmax);
         return v ? v : np_minmax(L, &mm, a, 2, n);
     }
+    tk_ir *rn = lw_numpy_call(L, name, n); /* round, np.round, np.square, np.power: lower_numpy.c */
+    if (rn) return rn;
     if (!strncmp(name, "numpy.", 6)) { /* np.sqrt & co: NumPy's types for integers */
         const tk_intrinsic *in = tk_intrinsic_find(name + 6);
         if (!in || (in->kind != TK_IK_MATH && in->kind != TK_IK_ABS)) ERR(n, "unsupported function '%s'", name);
@@ -606,7 +607,7 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
         tk_ir *a[3] = {NULL, NULL, NULL};
         int na = in->max_args < 3 ? in->max_args : 3;
         for (int j = 0; j < na; j++) a[j] = lw_expr(L, n->kids[j]);
-        tk_ir *v = elementwise(L, in, a, na, n, numpy_math);
+        tk_ir *v = lw_elementwise(L, in, a, na, n, numpy_math);
         return v ? v : numpy_math(L, in, a, na, n);
     }
     const tk_intrinsic *in = tk_intrinsic_find(name);
@@ -626,7 +627,7 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
         return to_scalar_cast(L, lw_expr(L, n->kids[0]), ty_value(to), n);
     }
     case TK_IK_ABS: {
-        tk_ir *x = lw_expr(L, n->kids[0]), *v = elementwise(L, in, &x, 1, n, abs_scalar);
+        tk_ir *x = lw_expr(L, n->kids[0]), *v = lw_elementwise(L, in, &x, 1, n, abs_scalar);
         return v ? v : abs_of(L, x, n);
     }
     case TK_IK_SEED: { /* a float -> u64 cast turns NaN into 0; Python's int(), and so the host, raise */
@@ -648,7 +649,7 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
     case TK_IK_MATH: {
         tk_ir *a[3] = {NULL, NULL, NULL};
         for (int j = 0; j < in->max_args && j < 3; j++) a[j] = lw_expr(L, n->kids[j]);
-        tk_ir *v = elementwise(L, in, a, in->max_args, n, math_scalar);
+        tk_ir *v = lw_elementwise(L, in, a, in->max_args, n, math_scalar);
         return v ? v : math_scalar(L, in, a, in->max_args, n);
     }
     case TK_IK_QUAT: return lw_quat_call(L, in->sub, n);
@@ -658,7 +659,7 @@ tk_ir *lw_call(lw_state *L, tack_node *n) {
         if (!discard) ERR(n, "tack.barrier() is a statement and has no value");
         lw_barrier(L, n);
         return NULL;
-    case TK_IK_LOOP: case TK_IK_COMPLEX: break;
+    case TK_IK_LOOP: case TK_IK_COMPLEX: case TK_IK_ROUND: break;
     }
     ERR(n, "unsupported function '%s'", name);
 }

@@ -48,17 +48,13 @@ tk_ir *lw_index_value(lw_state *L, tack_node *n) {
     return lw_hoist(L, e);
 }
 
-/* A matrix index m[i, j]: a constant, folded here (lw_index_value leaves a
- * Python int literal as a cast of it to i64), a negative one counting from
- * the end of the axis of `len`; anything else is returned as it is, and the
- * caller refuses it. */
-tk_ir *lw_matrix_index(lw_state *L, tack_node *n, int len) {
-    tk_ir *e = lw_index_value(L, n);
-    const tk_ir *x = e;
-    while (x->op == IR_CAST && x->n == 1) x = x->k[0];
-    if (x->op != IR_CONST || !ty_is_int(x->ty) || x->str) return e;
-    int64_t v = x->c.i < 0 ? x->c.i + len : x->c.i;
-    return ir_const_i(L->C, ty_value(TACK_I64), v, n->line);
+/* Index k of axis `axis` of a matrix of type ty (m[i, j], m[i]): lw_component_index's rule
+ * for one axis of `len` -- a constant folded, counting from the end when negative, out of
+ * range a CompileError; a run-time one checked and wrapped -- with the axis and the matrix's
+ * type in the messages, compiled and in debug mode alike. */
+tk_ir *lw_matrix_index(lw_state *L, tack_node *n, tk_type ty, int axis) {
+    int len = axis == 0 ? dt_rows((tack_dtype)ty.dt) : dt_cols((tack_dtype)ty.dt);
+    return lw_axis_index(L, lw_index_value(L, n), ty, axis, len, n);
 }
 
 /* Lower the indices of a[i, j, ...] into k (wrapped, checked); returns their count. */
@@ -119,15 +115,25 @@ int lw_comp_of_attr(const char *a) {
  * is checked, -len <= k < len (CK_COMP), and wrapped as an array index is (IR_WRAP of the
  * constant extent), so a negative one counts from the end as debug mode's NumPy vector does. */
 tk_ir *lw_component_index(lw_state *L, tk_ir *k, tk_type ty, int len, tack_node *n) {
+    return lw_axis_index(L, k, ty, -1, len, n);
+}
+
+/* lw_component_index of a vector (axis -1) or of one axis of a matrix: the site of a
+ * matrix's check holds its axis and its type's name, for the run-time message. */
+tk_ir *lw_axis_index(lw_state *L, tk_ir *k, tk_type ty, int axis, int len, tack_node *n) {
     const tk_ir *x = k;
     while (x->op == IR_CAST && x->n == 1) x = x->k[0];
     if (x->op == IR_CONST && ty_is_int(x->ty) && !x->str) {
         int64_t i = x->c.i < 0 ? x->c.i + len : x->c.i;
-        if (i < 0 || i >= len) ERR(n, "index %lld is out of range for a %s", (long long)x->c.i, TN(ty));
+        if (i < 0 || i >= len) {
+            if (axis >= 0) ERR(n, "index %lld is out of range for axis %d of a %s", (long long)x->c.i, axis, TN(ty));
+            ERR(n, "index %lld is out of range for a %s", (long long)x->c.i, TN(ty));
+        }
         return ir_const_i(L->C, ty_value(TACK_I64), i, n->line);
     }
     if (L->C->opts.checks) {
-        int site = lw_site(L, CK_COMP, n->line, len, NULL, NULL);
+        int site = axis >= 0 ? lw_site(L, CK_COMP, n->line, axis, NULL, dt_name((tack_dtype)ty.dt))
+                             : lw_site(L, CK_COMP, n->line, len, NULL, NULL);
         lw_check(L, CK_COMP, site, k, ir_const_i(L->C, ty_value(TACK_I64), len, n->line), n->line);
     }
     tk_ir *w = lw_mk(L, IR_WRAP, ty_value(TACK_I64), n);
@@ -182,20 +188,32 @@ static tk_ir *lower_subscript(lw_state *L, tack_node *n) {
         v = lw_hoist(L, v);
         return lw_component(L, v, lw_index_value(L, n->kids[1]), n);
     }
-    if (ty_is_matrix(v->ty)) {
+    if (ty_is_matrix(v->ty)) { /* m[i, j], and m[i]: row i, a vector */
         tack_node **ix = n->kids + 1;
         int ni = n->nkids - 1;
         if (ni == 1 && ix[0]->kind == TACK_N_TUPLE) {
             ni = ix[0]->nkids;
             ix = ix[0]->kids;
         }
-        if (ni != 2) ERR(n, "a matrix is indexed as m[i, j]");
+        if (ni != 1 && ni != 2) ERR(n, "a matrix is indexed as m[i, j], or m[i] for its row i");
         v = lw_hoist(L, v);
-        int r = dt_rows((tack_dtype)v->ty.dt), c = dt_cols((tack_dtype)v->ty.dt);
-        tk_ir *i = lw_matrix_index(L, ix[0], r), *j = lw_matrix_index(L, ix[1], c);
-        if (i->op != IR_CONST || j->op != IR_CONST || i->c.i < 0 || i->c.i >= r || j->c.i < 0 || j->c.i >= c)
-            ERR(n, "matrix indices must be constants in range");
-        tk_ir *e = lw_mk(L, IR_COMP, ty_value(dt_scalar((tack_dtype)v->ty.dt)), n);
+        tk_ir *i = lw_hoist(L, lw_matrix_index(L, ix[0], v->ty, 0));
+        tack_dtype sd = dt_scalar((tack_dtype)v->ty.dt);
+        if (ni == 1) {
+            int c = dt_cols((tack_dtype)v->ty.dt);
+            tk_ir *row = lw_mk(L, IR_VEC, ty_value(dt_compose(sd, c, 1)), n);
+            for (int j = 0; j < c; j++) {
+                tk_ir *e = lw_mk(L, IR_COMP, ty_value(sd), n);
+                ir_push(L->C, e, v);
+                ir_push(L->C, e, i);
+                ir_push(L->C, e, ir_const_i(L->C, ty_value(TACK_I64), j, n->line));
+                ir_push(L->C, row, e);
+            }
+            L->C->uses_vec = 1;
+            return row;
+        }
+        tk_ir *j = lw_matrix_index(L, ix[1], v->ty, 1);
+        tk_ir *e = lw_mk(L, IR_COMP, ty_value(sd), n);
         ir_push(L->C, e, v);
         ir_push(L->C, e, i);
         ir_push(L->C, e, j);
@@ -257,6 +275,33 @@ static int negative_literal(const tk_ir *y) {
     return y->op == IR_UN && y->sub == U_NEG && ir_is_const(y->k[0]) && ty_is_int(y->k[0]->ty) && y->k[0]->c.i > 0;
 }
 
+/* v @ m, v a row: (v @ m)[j] = sum_i v[i] m[i, j], the vector of those sums written out -- from
+ * zero, i ascending, in the type, as the dialects' tk_mm sums m @ v (a -0.0 product alone gives
+ * +0.0, as there), so it has the bits of tack.transpose(m) @ v -- which is the C a user would
+ * write by hand, with no helper for any dialect to carry (decisions.md, 2026-12-06). */
+static tk_ir *row_times(lw_state *L, tk_ir *v, tk_ir *m, tack_node *n) {
+    tack_dtype md = (tack_dtype)m->ty.dt, sd = dt_scalar(md);
+    int r = dt_rows(md), c = dt_cols(md);
+    tk_type t = ty_value(sd);
+    v = lw_hoist(L, v);
+    m = lw_hoist(L, m);
+    tk_ir *out = lw_mk(L, IR_VEC, ty_value(dt_compose(sd, c, 1)), n);
+    for (int j = 0; j < c; j++) {
+        tk_ir *s = ir_const_f(L->C, t, 0.0, n->line);
+        for (int i = 0; i < r; i++) {
+            tk_ir *a = lw_mk(L, IR_COMP, t, n), *b = lw_mk(L, IR_COMP, t, n);
+            ir_push(L->C, a, v);
+            ir_push(L->C, a, ir_const_i(L->C, ty_value(TACK_I64), i, n->line));
+            ir_push(L->C, b, m);
+            ir_push(L->C, b, ir_const_i(L->C, ty_value(TACK_I64), i, n->line));
+            ir_push(L->C, b, ir_const_i(L->C, ty_value(TACK_I64), j, n->line));
+            s = lw_bin(L, B_ADD, t, s, lw_bin(L, B_MUL, t, a, b, n->line), n->line);
+        }
+        ir_push(L->C, out, s);
+    }
+    return out;
+}
+
 /* x @ y, or x op y with a vector or matrix operand: a matrix product, or
  * + - * / element by element in the promoted type (a scalar is broadcast). */
 static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
@@ -269,14 +314,22 @@ static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_nod
                 dt_name(dt_compose(dt_bits(xs) > dt_bits(ys) ? xs : ys, dt_rows((tack_dtype)x->ty.dt),
                                    dt_cols((tack_dtype)x->ty.dt))));
     }
-    if (op == TACK_OP_MATMUL) {
-        if (!ty_is_matrix(x->ty) || (!ty_is_matrix(y->ty) && !ty_is_vector(y->ty)))
-            ERR(n, "@ needs a matrix on the left and a matrix or vector on the right, not %s and %s", TN(x->ty), TN(y->ty));
+    if (op == TACK_OP_MATMUL) { /* NumPy's matmul of 1-D and 2-D operands, each entry summed in order */
+        if (!xv || !yv || ty_is_complex(x->ty) || ty_is_complex(y->ty))
+            ERR(n, "@ multiplies matrices and vectors, not %s and %s", TN(x->ty), TN(y->ty));
         tack_dtype xd = (tack_dtype)x->ty.dt, yd = (tack_dtype)y->ty.dt;
-        if (dt_scalar(xd) != dt_scalar(yd) || dt_cols(xd) != dt_rows(yd))
-            ERR(n, "shapes do not match for @: %s and %s", TN(x->ty), TN(y->ty));
-        tack_dtype rd = dt_compose(dt_scalar(xd), dt_rows(xd), dt_cols(yd));
+        int xm = ty_is_matrix(x->ty), ym = ty_is_matrix(y->ty);
+        int inner_x = xm ? dt_cols(xd) : dt_rows(xd), inner_y = dt_rows(yd);
+        if (dt_scalar(xd) != dt_scalar(yd))
+            ERR(n, "@ of %s and %s: the components' types differ (%s and %s); convert one, e.g. tack.%s(v)",
+                TN(x->ty), TN(y->ty), dt_name(dt_scalar(xd)), dt_name(dt_scalar(yd)),
+                dt_name(dt_compose(TACK_F32, dt_rows(xm ? yd : xd), 1)));
+        if (inner_x != inner_y) ERR(n, "shapes do not match for @: %s and %s", TN(x->ty), TN(y->ty));
         L->C->uses_vec = 1;
+        if (!xm && !ym) /* v @ w: the dot product, as tack.dot */
+            return lw_bin(L, B_DOT, ty_value(dt_scalar(xd)), x, y, n->line);
+        if (!xm) return row_times(L, x, y, n);
+        tack_dtype rd = dt_compose(dt_scalar(xd), dt_rows(xd), dt_cols(yd));
         return lw_bin(L, B_MATMUL, ty_value(rd), x, y, n->line);
     }
     /* A number meets a vector in the vector's type, converted first; an int vector would truncate

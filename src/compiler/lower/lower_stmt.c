@@ -147,8 +147,8 @@ static void store_element(lw_state *L, tack_node *t, int p, tk_ir *v) {
 }
 
 /* Which component of a local of type lt the subscript target t (v[k], q[k],
- * m[i, j]) names: returns k, and sets *j for a matrix.  A dynamic vector index
- * is checked and wrapped (lw_component_index); matrix indices must be constants. */
+ * m[i, j]) names: returns k, and sets *j for a matrix.  A run-time index is
+ * checked and wrapped (lw_component_index, lw_matrix_index), a matrix's per axis. */
 static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j) {
     tk_ir *k;
     if (ty_is_xform(lt))
@@ -163,12 +163,9 @@ static tk_ir *component_target(lw_state *L, tack_node *t, tk_type lt, tk_ir **j)
             ni = ix[0]->nkids;
             ix = ix[0]->kids;
         }
-        if (ni != 2) ERR(t, "a matrix is indexed as m[i, j]");
-        k = lw_matrix_index(L, ix[0], dt_rows((tack_dtype)lt.dt));
-        tk_ir *jj = lw_matrix_index(L, ix[1], dt_cols((tack_dtype)lt.dt));
-        if (k->op != IR_CONST || jj->op != IR_CONST || k->c.i < 0 || k->c.i >= dt_rows((tack_dtype)lt.dt) || jj->c.i < 0 || jj->c.i >= dt_cols((tack_dtype)lt.dt))
-            ERR(t, "matrix indices must be constants in range");
-        *j = jj;
+        if (ni != 2) ERR(t, "a matrix's entry is set as m[i, j] = s, or its row as m[i] = v");
+        k = lw_hoist(L, lw_matrix_index(L, ix[0], lt, 0));
+        *j = lw_matrix_index(L, ix[1], lt, 1);
     } else {
         ERR(t, "cannot assign to an element of %s", TN(lt));
     }
@@ -228,6 +225,28 @@ static void set_comp(lw_state *L, tack_node *t, int loc, tk_ir *k, tk_ir *j, tk_
     if (j) ir_push(L->C, sc, j);
     ir_push(L->C, sc, v);
     lw_emit(L, sc);
+}
+
+/* m[i] = v on the matrix local loc of type lt: row i (checked and wrapped once) set
+ * from the vector v of the row's type, evaluated once -- or a number, every entry of
+ * the row, as NumPy's m[i] = s broadcasts it. */
+static void store_row(lw_state *L, tack_node *t, int loc, tk_type lt, tk_ir *v) {
+    int c = dt_cols((tack_dtype)lt.dt);
+    tack_dtype sd = dt_scalar((tack_dtype)lt.dt), rd = dt_compose(sd, c, 1);
+    tk_ir *i = lw_hoist(L, lw_matrix_index(L, t->kids[1], lt, 0));
+    if (!lw_known(v)) return;
+    if (v->ty.kind != TY_VALUE || (!ty_is_scalar(v->ty) && v->ty.dt != (int)rd) || ty_is_complex(v->ty))
+        ERR(t, "cannot assign %s to a row of %s (a %s, or a number)", TN(v->ty), TN(lt), dt_name(rd));
+    v = lw_hoist(L, ty_is_scalar(v->ty) ? lw_cast(L, v, ty_value(sd)) : v);
+    for (int j = 0; j < c; j++) {
+        tk_ir *x = v;
+        if (!ty_is_scalar(v->ty)) {
+            x = lw_mk(L, IR_COMP, ty_value(sd), t);
+            ir_push(L->C, x, v);
+            ir_push(L->C, x, ir_const_i(L->C, ty_value(TACK_I64), j, t->line));
+        }
+        set_comp(L, t, loc, i, ir_const_i(L->C, ty_value(TACK_I64), j, t->line), x);
+    }
 }
 
 /* v.x = s ; q.w = s ; t.p = v ; t.p.x = s on the local loc of type lt (attr_slots
@@ -480,6 +499,10 @@ static void store_component(lw_state *L, tack_node *t, tack_node *base, tk_ir *v
     lw_unbound_use(L, loc, base);
     if (t->kind == TACK_N_ATTRIBUTE) {
         store_part(L, t, loc, lt, base->name, v);
+        return;
+    }
+    if (ty_is_matrix(lt) && t->nkids == 2 && t->kids[1]->kind != TACK_N_TUPLE) { /* m[i] = v: row i */
+        store_row(L, t, loc, lt, v);
         return;
     }
     tk_ir *j = NULL;
