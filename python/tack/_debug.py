@@ -136,8 +136,9 @@ class _Ctx:
         self._types = {}
         self._frames = {}  # (function, build) -> (its context, its transformed copy)
         self.races = None  # check_races: the call's race detector (tack._debug_races)
-        # the local arrays the kernel made (np.zeros ..., tack.shared), by id: a 2-D one is not a matrix
-        # value, nor a 1-D one a vector, in the words of an index error (_index_error)
+        # the arrays of the call, its arguments and the local arrays the kernel made (np.zeros ...,
+        # tack.shared), by id: a 2-D one is not a matrix value, nor a 1-D one a vector, in the words of
+        # an index error (_index_error)
         self._local_arrays = weakref.WeakValueDictionary()
 
     def site(self, frame=None):

@@ -489,3 +489,18 @@ def test_a_negative_computed_vector_index_differentiates_as_it_counts():
         tack.kernel(pick, jit=jit).adjoint(tack.array(V, tack.vec3d), idx, np.zeros(4),
                                            grads={"v": g, "out": seed.copy()})
         np.testing.assert_allclose(g.numpy().reshape(4, 3), want, rtol=1e-13)
+
+
+def square_array_row(a, i):
+    a[i, 0] = 1.0
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_an_argument_of_a_matrix_s_shape_is_an_array_in_its_index_error(jit):
+    # a 3x3 f32 argument (or a vec3 array of three) has a mat33 value's shape in debug mode: its index
+    # error is the array's, as compiled, not a matrix value's
+    a = np.zeros((3, 3), np.float32)
+    with pytest.raises(IndexError, match=r"index 5 is out of bounds for axis 0 with size 3 \(array 'a', kernel "
+                                         r"square_array_row, "):
+        tack.kernel(square_array_row, jit=jit)(a, 5)
+    assert not a.any()
