@@ -247,8 +247,8 @@ class _Ctx:
         OverflowError where it does not fit, as the compiled check (lower_pyint.c)."""
         info = np.iinfo(t)
         if not info.min <= v <= info.max:
-            raise OverflowError(f"Python integer {int(v)} out of bounds for {t.name} (kernel {self.where}, run as "
-                                f"Python); a Python int takes the type of the {t.name} value it meets in "
+            raise OverflowError(f"Python integer {int(v)} out of bounds for {t.name} ({self.site()}); a Python "
+                                f"int takes the type of the {t.name} value it meets in "
                                 f"arithmetic, as in NumPy 2: widen that operand (tack.i64(...)) for a wider result")
 
     def _compute(self, op, t, a, b):
