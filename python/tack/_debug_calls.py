@@ -321,6 +321,8 @@ def _numpy_math_handler(name, fn):
                     bits = 8 if t.kind == "b" else t.itemsize * 8
                     f = np.dtype(np.float16 if bits <= 8 else np.float32 if bits == 16 else np.float64)
                     args = [convert(f, a) for a in args]
+                    if bits <= 8:  # f16 is a storage type: its values compute in f32, as compiled
+                        args = [np.float32(a) for a in args]
         return ctx.math(fn, *args)
     return h
 
