@@ -301,6 +301,21 @@ _NUMPY_KEEPS_INTS = frozenset(("floor", "ceil", "trunc"))
 _PREDICATES = frozenset(("isnan", "isinf", "isfinite"))
 
 
+def _numpy_promoted(ctx, args):
+    """The type NumPy's spelling of a math row promotes its arguments to, as lower_call.c's numpy_math
+    does (ty_promote): a Python int or float takes the other argument's type (np.hypot(a32[i], 7) is
+    an int32's, so f64; a Python int meeting a bool is i64), and arguments that are all Python numbers
+    give None: they keep Tack's rule (the default float)."""
+    v = args[0]
+    for a in args[1:]:
+        t = ctx._promote(v, a)
+        if t is not None:
+            v = t.type(0)
+    if _weak(v) is not None or not isinstance(v, np.generic):
+        return None
+    return v.dtype
+
+
 def _numpy_math_handler(name, fn):
     """NumPy's spelling of math row `name` (np.sqrt): lower_call.c's numpy_math types a fixed-width integer
     or bool argument as NumPy does -- floor, ceil and trunc keep it, sign gives its sign in its type, the
@@ -312,8 +327,8 @@ def _numpy_math_handler(name, fn):
         if name in _NUMPY_KEEPS_INTS and (type(args[0]) in (int, _RInt, bool) or _is_bool(args[0])
                                           or isinstance(args[0], np.integer)):
             return args[0]
-        if all(isinstance(a, np.generic) for a in args):
-            t = np.result_type(*args)
+        t = _numpy_promoted(ctx, args)
+        if t is not None:
             if t.kind in "iub":
                 if name == "sign":
                     return np.sign(convert(t, args[0]))

@@ -579,6 +579,20 @@ def float16_values_compute_in_f32(x, u, b, out):
         out[i, 4] = np.sqrt(b[i]) * 0.3 + np.hypot(u[i], u[i])
 
 
+@kernel(lambda: [np.array([16777217, 123456789, -987654321, 5], np.int32), np.array([True, False, True, True]),
+                 np.zeros((4, 5), np.float64)], ulps=True)
+def numpy_math_of_an_integer_and_a_python_int(a, b, out):
+    # the Python int takes the other argument's type, so np.hypot(int32, 7) is NumPy's f64 and a
+    # bool meeting the loop variable an i64's; debug mode applied NumPy's rule only where every
+    # argument was a NumPy scalar and computed these in the default f32 (16777216.0 for 16777217)
+    for i in range(a.shape[0]):
+        out[i, 0] = np.hypot(a[i], 7)
+        out[i, 1] = np.arctan2(a[i], 3)
+        out[i, 2] = np.copysign(a[i], -1)
+        out[i, 3] = np.hypot(a[i], i)
+        out[i, 4] = a[i] % np.hypot(b[i], i + 3)
+
+
 def _func_named_scaled_by_two():
     @tack.func
     def scaled(a):
