@@ -316,6 +316,15 @@ def _numpy_promoted(ctx, args):
     return v.dtype
 
 
+def _int_fmod(ctx, t, x, y):
+    """np.fmod of integers, NumPy's integer loop (lower_call.c's int_fmod): Python's remainder in t,
+    with `%`'s checks, less y where it and the dividend differ in sign -- C's remainder."""
+    r = ctx.bin("%", x, y)
+    if t.kind == "i" and r != 0 and (r < 0) != (ctx._to(t, x) < 0):
+        r = ctx.bin("-", r, ctx._to(t, y))
+    return r
+
+
 def _numpy_math_handler(name, fn):
     """NumPy's spelling of math row `name` (np.sqrt): lower_call.c's numpy_math types a fixed-width integer
     or bool argument as NumPy does -- floor, ceil and trunc keep it, sign gives its sign in its type, the
@@ -332,6 +341,8 @@ def _numpy_math_handler(name, fn):
             if t.kind in "iub":
                 if name == "sign":
                     return np.sign(convert(t, args[0]))
+                if name == "fmod" and t.kind in "iu":
+                    return _int_fmod(ctx, t, *args)
                 if name not in _PREDICATES:  # isnan(int): False in any float
                     bits = 8 if t.kind == "b" else t.itemsize * 8
                     f = np.dtype(np.float16 if bits <= 8 else np.float32 if bits == 16 else np.float64)
