@@ -102,6 +102,12 @@ def _np_minmax(pick):
     def f(ctx, a, b):
         if _composite(a) or _composite(b):
             return elementwise(ctx, f, (a, b))
+        t = ctx._promote(a, b)
+        if t is not None and t.kind in "iu":  # compared in the promoted type, into which a run-time
+            for v in (a, b):                  # Python int must fit (NumPy 2's OverflowError), as compiled
+                if type(v) is _RInt and ctx.checks:
+                    ctx._fits(t, v)
+            a, b = ctx._to(t, a), ctx._to(t, b)
         return _picked(ctx, (a, b), a if a != a or ctx.cmp(pick, a, b) else b)
 
     return f

@@ -514,7 +514,8 @@ static tk_ir *math_scalar(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na
 }
 
 /* np.minimum / np.maximum of two real scalars, NumPy's meaning: a if a < b (a > b) or a is NaN, else b --
- * a NaN propagates (the first one), where Python's min/max follow the comparisons -- in the promoted type. */
+ * a NaN propagates (the first one), where Python's min/max follow the comparisons -- in the promoted type,
+ * into which a Python int must fit, as NumPy 2 checks it (min and max compare it exactly instead). */
 static tk_ir *np_minmax(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n) {
     (void)na;
     if (!lw_known(a[0]) || !lw_known(a[1])) return lw_unknown(L, n);
@@ -523,6 +524,12 @@ static tk_ir *np_minmax(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, 
             ERR(n, "np.%s() takes real numbers, vectors or matrices, not %s", in->name, TN(a[i]->ty));
     tk_type t = ty_promote(a[0]->ty, a[1]->ty);
     if (t.kind != TY_VALUE) ERR(n, "np.%s() of %s and %s", in->name, TN(a[0]->ty), TN(a[1]->ty));
+    if (ty_is_int(t)) { /* a Python int meeting int8 here is NumPy 2's OverflowError where it does not fit, as in + */
+        for (int i = 0; i < 2; i++) {
+            lw_pyint_fits(L, a[i], t);
+            a[i] = lw_pyint_narrow(L, a[i], t, n);
+        }
+    }
     tk_ir *x = lw_hoist(L, lw_cast(L, a[0], t)), *y = lw_hoist(L, lw_cast(L, a[1], t));
     tk_ir *lt = lw_bin(L, in->sub == B_MIN ? B_LT : B_GT, ty_value(TACK_BOOL), x, y, n->line);
     lt->aux_ty = t;
