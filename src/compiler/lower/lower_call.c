@@ -361,7 +361,8 @@ static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
             acc = lit;
             continue;
         }
-        tk_type t = ty_promote(acc->ty, y->ty);
+        /* max(i, 0.5): a run-time int meeting a Python float gives the default float, as in i * 0.5 */
+        tk_type t = lw_rule_arith(ty_promote(acc->ty, y->ty), acc, y);
         if (t.kind == TY_VALUE && !t.weak && ty_is_int(t)) {
             /* Python's pick, y < acc, by the exact comparison of a Python int
              * with a fixed-width one (lower_pyint.c); then the value picked
