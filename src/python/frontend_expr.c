@@ -587,10 +587,13 @@ static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj) {
                           "to call it from a kernel", src);
     else if (PyType_Check(obj))
         fe_error(f, func, "class '%U' cannot be used in a kernel", src);
+    else if (PyEval_GetBuiltins() && obj == PyDict_GetItemString(PyEval_GetBuiltins(), "round"))
+        fe_error(f, func, "'%U': round() is not supported in kernels; np.rint(x) rounds half to even "
+                          "as round(x) does (in x's float type: int(np.rint(x)) for an int)", src);
     else
         fe_error(f, func, "'%U' (%s) cannot be called in a kernel; kernels call math.*, "
                           "tack.* and @tack.func functions and the builtins range, len, "
-                          "abs, min, max, float, int, bool and print",
+                          "abs, min, max, pow, float, int, bool and print",
                  src, Py_TYPE(obj)->tp_name);
     Py_DECREF(src);
 }
