@@ -316,7 +316,7 @@ def asarray(obj, dtype=None, *, device=None, copy=None) -> _core.Array:
 def _index_refused(key, why):
     return IndexError(
         f"tack.Array index {key!r}: {why}; tack.Array takes ints (negative ones count from the end), slices "
-        f"and a final Ellipsis, which give views sharing the storage, and integer arrays and boolean masks, "
+        f"and an Ellipsis, which give views sharing the storage, and integer arrays and boolean masks, "
         f"which copy -- for other indexing copy with .numpy() or use a kernel")
 
 
@@ -331,10 +331,8 @@ def _index_copy(a: _core.Array, key):
     np = _numpy()
     items = key if isinstance(key, tuple) else (key,)
     parts, used = [], 0
-    for j, it in enumerate(items):
-        if it is Ellipsis:
-            if j != len(items) - 1:
-                raise _index_refused(key, "an Ellipsis must be the last index")
+    for it in items:
+        if it is Ellipsis:  # anywhere, once: NumPy reads it below
             parts.append(it)
             continue
         if it is None or isinstance(it, (bool, np.bool_)):

@@ -699,6 +699,11 @@ class _Ctx:
             # np.int64(x) is tack.i64(x) in a kernel: the compiled conversion (NaN to 0,
             # saturation, then wrapping), not NumPy's cast of NaN or inf to INT64_MIN
             return convert(np.dtype(f), args[0])
+        if isinstance(f, type) and issubclass(f, np.floating) and len(args) == 1 and not kwargs:
+            # np.float16(x) is tack.f16(x): rounded to f16 and given as the f32 it holds, since
+            # f16 is a storage type (NumPy's float16 scalar would keep rounding what it meets)
+            t = np.dtype(f)
+            return _half_round(_core.f16, args[0]) if t == np.float16 else convert(t, args[0])
         return _vector_value(_of_python_complex(args, f(*args, **kwargs)))
 
     def part(self, v, name):

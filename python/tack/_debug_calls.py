@@ -116,6 +116,12 @@ def _np_minmax(pick):
     def f(ctx, a, b):
         if _composite(a) or _composite(b):
             return elementwise(ctx, f, (a, b))
+        t = ctx._promote(a, b)
+        if t is not None and t.kind in "iu":  # compared in the promoted type, into which a run-time
+            for v in (a, b):                  # Python int must fit (NumPy 2's OverflowError), as compiled
+                if type(v) is _RInt and ctx.checks:
+                    ctx._fits(t, v)
+            a, b = ctx._to(t, a), ctx._to(t, b)
         return _picked(ctx, (a, b), a if a != a or ctx.cmp(pick, a, b) else b)
 
     return f
@@ -391,6 +397,30 @@ _NUMPY_KEEPS_INTS = frozenset(("floor", "ceil", "trunc"))
 _PREDICATES = frozenset(("isnan", "isinf", "isfinite"))
 
 
+def _numpy_promoted(ctx, args):
+    """The type NumPy's spelling of a math row promotes its arguments to, as lower_call.c's numpy_math
+    does (ty_promote): a Python int or float takes the other argument's type (np.hypot(a32[i], 7) is
+    an int32's, so f64; a Python int meeting a bool is i64), and arguments that are all Python numbers
+    give None: they keep Tack's rule (the default float)."""
+    v = args[0]
+    for a in args[1:]:
+        t = ctx._promote(v, a)
+        if t is not None:
+            v = t.type(0)
+    if _weak(v) is not None or not isinstance(v, np.generic):
+        return None
+    return v.dtype
+
+
+def _int_fmod(ctx, t, x, y):
+    """np.fmod of integers, NumPy's integer loop (lower_call.c's int_fmod): Python's remainder in t,
+    with `%`'s checks, less y where it and the dividend differ in sign -- C's remainder."""
+    r = ctx.bin("%", x, y)
+    if t.kind == "i" and r != 0 and (r < 0) != (ctx._to(t, x) < 0):
+        r = ctx.bin("-", r, ctx._to(t, y))
+    return r
+
+
 def _numpy_math_handler(name, fn):
     """NumPy's spelling of math row `name` (np.sqrt): lower_call.c's numpy_math types a fixed-width integer
     or bool argument as NumPy does -- floor, ceil and trunc keep it, sign gives its sign in its type, the
@@ -402,15 +432,19 @@ def _numpy_math_handler(name, fn):
         if name in _NUMPY_KEEPS_INTS and (type(args[0]) in (int, _RInt, bool) or _is_bool(args[0])
                                           or isinstance(args[0], np.integer)):
             return args[0]
-        if all(isinstance(a, np.generic) for a in args):
-            t = np.result_type(*args)
+        t = _numpy_promoted(ctx, args)
+        if t is not None:
             if t.kind in "iub":
                 if name == "sign":
                     return np.sign(convert(t, args[0]))
+                if name == "fmod" and t.kind in "iu":
+                    return _int_fmod(ctx, t, *args)
                 if name not in _PREDICATES:  # isnan(int): False in any float
                     bits = 8 if t.kind == "b" else t.itemsize * 8
                     f = np.dtype(np.float16 if bits <= 8 else np.float32 if bits == 16 else np.float64)
                     args = [convert(f, a) for a in args]
+                    if bits <= 8:  # f16 is a storage type: its values compute in f32, as compiled
+                        args = [np.float32(a) for a in args]
         return ctx.math(fn, *args)
     return h
 

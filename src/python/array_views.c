@@ -6,7 +6,7 @@
  * a[i, j] (one int per axis) reads one element: a NumPy scalar (a NumPy
  * array of the components for vector and matrix dtypes), copied out of the
  * storage -- on a GPU a one-element copy.  Any other index of ints, slices
- * and a final Ellipsis gives a view sharing the storage, as in NumPy.  One
+ * and an Ellipsis gives a view sharing the storage, as in NumPy.  One
  * the storage serves in C order -- leading ints (a[i] of a 2-d array is row
  * i), then at most one slice with step 1, then only full slices (a[2:5],
  * a[1, 2:4], a[2:5, :]) -- is an ordinary array (tack_array_subview); a
@@ -36,7 +36,7 @@ static PyObject *shape_repr(tack_array *a) { return tpy_int64_tuple(tack_array_s
 static PyObject *unsupported_index(PyObject *key, const char *why) {
     PyErr_Format(PyExc_IndexError,
                  "tack.Array index %R: %s; tack.Array takes ints (negative ones count from the end), slices "
-                 "and a final Ellipsis, which give views sharing the storage -- for other indexing copy "
+                 "and an Ellipsis, which give views sharing the storage -- for other indexing copy "
                  "with .numpy() or use a kernel", key, why);
     return NULL;
 }
@@ -94,6 +94,48 @@ static PyObject *index_copy(PyObject *self, PyObject *key) {
     return out;
 }
 
+/* An Ellipsis before other indices (rgb[..., 0], img[..., ::-1]) stands for as many full slices
+ * as the axes the other indices leave, as in NumPy: *items becomes that tuple, and *ellipsis says
+ * one was there (a[i, j, ...] of a 2-d array is a 0-d view, not an element).  A final Ellipsis is
+ * left for the loop below, a second one is NumPy's IndexError.  An index array or mask counts as
+ * one axis here; such a key goes to index_copy with the key as it was, which NumPy reads. */
+static int expand_ellipsis(PyObject **items, int nd, int *ellipsis) {
+    Py_ssize_t n = PyTuple_GET_SIZE(*items), at = -1;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (PyTuple_GET_ITEM(*items, j) != Py_Ellipsis)
+            continue;
+        if (at >= 0) {
+            PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+            return -1;
+        }
+        at = j;
+    }
+    if (at < 0 || at == n - 1)
+        return 0;
+    Py_ssize_t fill = nd - (n - 1) > 0 ? nd - (n - 1) : 0;
+    PyObject *out = PyTuple_New(n - 1 + fill);
+    if (!out)
+        return -1;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (j != at) {
+            PyTuple_SET_ITEM(out, k++, Py_NewRef(PyTuple_GET_ITEM(*items, j)));
+            continue;
+        }
+        for (Py_ssize_t f = 0; f < fill; f++) {
+            PyObject *all = PySlice_New(NULL, NULL, NULL);
+            if (!all) {
+                Py_DECREF(out);
+                return -1;
+            }
+            PyTuple_SET_ITEM(out, k++, all);
+        }
+    }
+    Py_SETREF(*items, out);
+    *ellipsis = 1;
+    return 0;
+}
+
 PyObject *tpy_array_subscript(PyObject *self, PyObject *key) {
     tpy_state *st = tpy_state_from_type(Py_TYPE(self));
     tack_array *a = ARR(self), *v = NULL;
@@ -105,6 +147,8 @@ PyObject *tpy_array_subscript(PyObject *self, PyObject *key) {
     PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
     if (!st || !items)
         goto fail;
+    if (expand_ellipsis(&items, nd, &ellipsis) < 0)
+        goto fail;
     {
         int64_t s = 1;
         for (int k = nd - 1; k >= 0; k--) {
@@ -115,12 +159,8 @@ PyObject *tpy_array_subscript(PyObject *self, PyObject *key) {
     Py_ssize_t n = PyTuple_GET_SIZE(items);
     for (Py_ssize_t j = 0; j < n; j++) {
         PyObject *it = PyTuple_GET_ITEM(items, j);
-        if (it == Py_Ellipsis) {
+        if (it == Py_Ellipsis) { /* the last index: expand_ellipsis expanded any other */
             ellipsis = 1;
-            if (j != n - 1) {
-                unsupported_index(key, "an Ellipsis must be the last index");
-                goto fail;
-            }
             break;
         }
         if (axis >= nd) {
@@ -151,7 +191,7 @@ PyObject *tpy_array_subscript(PyObject *self, PyObject *key) {
         }
         if (PyBool_Check(it) || !PyIndex_Check(it)) {
             unsupported_index(key, PyBool_Check(it) ? "a bool is not an index"
-                                                    : "only ints, slices, a final Ellipsis, and integer arrays "
+                                                    : "only ints, slices, an Ellipsis, and integer arrays "
                                                       "and boolean masks (which copy) are indices");
             goto fail;
         }

@@ -590,7 +590,7 @@ static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj) {
     else
         fe_error(f, func, "'%U' (%s) cannot be called in a kernel; kernels call math.*, "
                           "tack.* and @tack.func functions and the builtins range, len, "
-                          "abs, min, max, round, float, int, bool and print",
+                          "abs, min, max, pow, round, float, int, bool and print",
                  src, Py_TYPE(obj)->tp_name);
     Py_DECREF(src);
 }

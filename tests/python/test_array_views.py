@@ -95,20 +95,48 @@ def test_a_kernel_run_as_python_takes_a_strided_tack_view():
 
 
 @pytest.mark.parametrize("key, words", [
-    ((Ellipsis, 0), "Ellipsis must be the last"),
     (None, "only ints, slices"),
     (True, "a bool is not an index"),
     (1.0, "only ints, slices"),
     (np.array([0.0, 1.0]), "an array of float64 is not an index"),
     ([[0.5]], "an array of float64 is not an index"),
     (([0], None), "None (numpy.newaxis) is not an index"),
-    (([0], Ellipsis, 0), "Ellipsis must be the last"),
     (np.True_, "a bool is not an index"),
 ])
 def test_indexing_that_needs_strides_or_a_copy_is_refused(key, words):
     with pytest.raises(IndexError, match=re.escape(words)) as e:
         grid()[key]
     assert ".numpy()" in str(e.value) and "kernel" in str(e.value)
+
+
+ELLIPSES = [(Ellipsis, 0), (Ellipsis, slice(None, None, -1)), (Ellipsis, 1, slice(0, 2)), (1, Ellipsis, 2),
+            (Ellipsis, 1, 2, 0), (slice(None, None, 2), Ellipsis, 0), (Ellipsis, [2, 0]), ([0], Ellipsis, 0)]
+
+
+@pytest.mark.parametrize("dev", tack.devices())
+def test_an_ellipsis_anywhere_is_numpys(dev):
+    # rgb[..., 0] and img[..., ::-1], an image's channel and its BGR order, were refused ("an
+    # Ellipsis must be the last index"); the Ellipsis stands for the axes the other indices leave
+    ref = np.arange(60, dtype=np.uint8).reshape(4, 5, 3)
+    a = tack.array(ref, device=dev)
+    for key in ELLIPSES:
+        got, want = a[key], ref[key]
+        assert isinstance(got, tack.Array) and got.shape == want.shape, key
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(IndexError, match=re.escape("an index can only have a single ellipsis ('...')")):
+        a[..., 0, ...]
+    with pytest.raises(IndexError, match="too many indices for array: array is 3-dimensional, but 4 were indexed"):
+        a[..., 0, 0, 0, 0]
+
+    @tack.kernel
+    def invert(x):
+        for i, j in tack.ndrange(x.shape):
+            x[i, j] = 255 - x[i, j]
+
+    invert(a[..., 0])  # a view: the kernel writes the red channel in place
+    want = ref.copy()
+    want[..., 0] = 255 - want[..., 0]
+    np.testing.assert_array_equal(a.numpy(), want)
 
 
 GATHERS = [

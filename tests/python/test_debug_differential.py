@@ -565,6 +565,34 @@ def func_of_a_float16_value_built_twice(idx, out):
         out[i] = _times_one_and_a_half(np.float16(2.5)) + _times_one_and_a_half(idx[i]) + x
 
 
+@kernel(lambda: [np.array([1.0001, 2.0, 0.1, 300.7], np.float32), np.array([2, 3, 200, 255], np.uint8),
+                 np.array([True, False, True, True]), np.zeros((4, 5), np.float32)])
+def float16_values_compute_in_f32(x, u, b, out):
+    # f16 is a storage type: np.float16(x) gives the f32 that the f16 holds and np.sqrt of a uint8 or
+    # a bool (NumPy's float16) computes in f32, as compiled; debug mode kept NumPy's float16 values,
+    # so their square roots and products were rounded to f16 again (1.4140625, not 1.4142135)
+    for i in range(x.shape[0]):
+        out[i, 0] = np.float16(x[i]) * 0.1
+        out[i, 1] = np.sqrt(np.float16(x[i]))
+        out[i, 2] = math.sqrt(np.float16(x[i]))
+        out[i, 3] = np.sqrt(u[i])
+        out[i, 4] = np.sqrt(b[i]) * 0.3 + np.hypot(u[i], u[i])
+
+
+@kernel(lambda: [np.array([16777217, 123456789, -987654321, 5], np.int32), np.array([True, False, True, True]),
+                 np.zeros((4, 5), np.float64)], ulps=True)
+def numpy_math_of_an_integer_and_a_python_int(a, b, out):
+    # the Python int takes the other argument's type, so np.hypot(int32, 7) is NumPy's f64 and a
+    # bool meeting the loop variable an i64's; debug mode applied NumPy's rule only where every
+    # argument was a NumPy scalar and computed these in the default f32 (16777216.0 for 16777217)
+    for i in range(a.shape[0]):
+        out[i, 0] = np.hypot(a[i], 7)
+        out[i, 1] = np.arctan2(a[i], 3)
+        out[i, 2] = np.copysign(a[i], -1)
+        out[i, 3] = np.hypot(a[i], i)
+        out[i, 4] = a[i] % np.hypot(b[i], i + 3)
+
+
 def _func_named_scaled_by_two():
     @tack.func
     def scaled(a):
@@ -731,8 +759,9 @@ def test_a_func_call_no_build_matches_is_an_error_not_the_callers_types(monkeypa
 
     monkeypatch.setattr(_debug_calls, "_type_names", lambda v: ())
     idx = np.arange(1, 4, dtype=np.int32)
+    # (np.float16(2.5) is the f32 that the f16 holds, as compiled: "float32" is its NumPy name)
     with pytest.raises(TypeError, match=r"no build of @tack.func _times_one_and_a_half takes arguments of types "
-                                        r"\(float16\); the compiler built it for \(f32\); \(i32\)"):
+                                        r"\(float32\); the compiler built it for \(f32\); \(i32\)"):
         tack.kernel(func_of_a_float16_value_built_twice, jit=False)(idx, np.zeros(3, np.float32))
 
 

@@ -60,6 +60,12 @@ def np_sum(out):
         out[i] = np.sum(out[i])
 
 
+@tack.kernel
+def builtin_divmod(x, out):
+    for i in range(out.shape[0]):
+        out[i] = divmod(x[i], 2)[0]
+
+
 @pytest.mark.parametrize("k, args, msg, at", [
     (empty_index, (np.zeros(()), np.zeros(2)), r"an empty index, x\[\(\)\], is not supported in kernels: pass "
                                                 r"the value of a 0-D array as a scalar argument", "x[()]"),
@@ -74,6 +80,8 @@ def np_sum(out):
      "n, tack.f32"),
     (host_api, (np.zeros(2),), r"'tack.synchronize' is Tack's host API and cannot be called in a kernel",
      "tack.synchronize"),
+    (builtin_divmod, (np.zeros(2), np.zeros(2)), r"the builtins range, len, abs, min, max, pow, round, float, int, "
+                                                 r"bool and print", "divmod"),
     (np_sum, (np.zeros(2),), r"np.sum is not supported in kernels; the NumPy functions kernels accept are: "
                              r"absolute, arccos, .*sqrt.*\(and the casts np.float32\(x\)", "np.sum"),
 ])

@@ -102,6 +102,44 @@ def spellings(x, out):
         out[6, i] = np.abs(-x[i]) + math.sqrt(x[i]) * 0
 
 
+def fmod_ints(a, d, out, scaled):
+    for i in range(out.shape[0]):
+        out[i] = np.fmod(a[i], d[i])
+        scaled[i] = np.fmod(a[i], d[i]) * 100      # an int8 times 100 wraps in int8, as NumPy's does
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int32, np.int64, np.uint64], ids=lambda d: np.dtype(d).name)
+def test_fmod_of_integers_is_numpys_integer_remainder(dt, jit):
+    """np.fmod of two integers is NumPy's integer loop: C's remainder (the dividend's sign) in their
+    type.  It was computed in a float (f64 for int64, f32 for int8), so 2**60 + 1 rounded and
+    np.fmod(2**60 + 1, 7) gave 1, not 2, and an int8 remainder times 100 did not wrap."""
+    info = np.iinfo(dt)
+    vals = sorted({int(info.min), int(info.max), 0, 1, 2, 3, 7, int(info.max) - 1}
+                  | ({-1, -2, -7, int(info.min) + 1} if info.min else set())
+                  | ({2**60 + 1, -(2**60 + 1), 2**62 + 3} if info.bits == 64 and info.min else set()))
+    pairs = [(x, y) for x in vals for y in vals if y != 0]
+    a = np.array([x for x, _ in pairs], dt)
+    d = np.array([y for _, y in pairs], dt)
+    out, scaled = np.zeros_like(a), np.zeros_like(a)
+    tack.kernel(fmod_ints, jit=jit)(a, d, out, scaled)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out, np.fmod(a, d))
+        np.testing.assert_array_equal(scaled, np.fmod(a, d) * dt(100))
+    with pytest.raises(ZeroDivisionError, match="integer modulo by zero"):  # as `%` by zero
+        tack.kernel(fmod_ints, jit=jit)(a[:1], np.zeros(1, dt), out[:1], scaled[:1])
+
+
+def test_fmod_of_integers_on_opencl():
+    if not any(str(d).startswith("opencl") for d in tack.devices()):
+        pytest.skip("no OpenCL device")
+    a = np.array([2**60 + 1, -(2**60 + 1), -7, 7, -2**63], np.int64)
+    d = np.array([7, 7, 2, -2, -1], np.int64)
+    out, scaled = (tack.zeros(5, tack.i64, device="opencl") for _ in range(2))
+    tack.kernel(fmod_ints)(tack.array(a, device="opencl"), tack.array(d, device="opencl"), out, scaled)
+    assert out.numpy().tolist() == np.fmod(a, d).tolist() == [2, -2, -1, 1, 0]
+
+
 def test_any_import_spelling_works():
     x = np.array([0.5, 2.0, 9.0])
     out = np.zeros((7, 3))

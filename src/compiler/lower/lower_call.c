@@ -362,7 +362,8 @@ static tk_ir *minmax_call(lw_state *L, int b, tack_node *n) {
             acc = lit;
             continue;
         }
-        tk_type t = ty_promote(acc->ty, y->ty);
+        /* max(i, 0.5): a run-time int meeting a Python float gives the default float, as in i * 0.5 */
+        tk_type t = lw_rule_arith(ty_promote(acc->ty, y->ty), acc, y);
         if (t.kind == TY_VALUE && !t.weak && ty_is_int(t)) {
             /* Python's pick, y < acc, by the exact comparison of a Python int
              * with a fixed-width one (lower_pyint.c); then the value picked
@@ -439,11 +440,45 @@ static tk_ir *int_sign(lw_state *L, tk_ir *x, tk_type t, tack_node *n) {
     return lw_bin(L, B_SUB, t, lw_cast(L, gt, t), lw_cast(L, lt, t), n->line);
 }
 
+/* np.fmod of two integers of type t, NumPy's integer loop: C's remainder, which has the sign of
+ * the dividend, in t (np.fmod(-7, 2) is -1; of int64s exact, where fmod in f64 rounds 2**60 + 1).
+ * It is Python's remainder (the `%` lowering: the divisor's sign) less y where the two signs differ
+ * and the remainder is not zero -- that r - y cannot overflow, since |r| < |y| and r has y's sign.
+ * A zero divisor is ZeroDivisionError, as for `%`, and a Python int meeting t is checked as in
+ * arithmetic (NumPy 2 raises OverflowError for np.fmod(int8, 300) as for int8 + 300). */
+static tk_ir *int_fmod(lw_state *L, tk_ir *x, tk_ir *y, tk_type t, tack_node *n) {
+    lw_pyint_fits(L, x, t);
+    lw_pyint_fits(L, y, t);
+    x = lw_hoist(L, lw_cast(L, lw_pyint_narrow(L, x, t, n), t));
+    y = lw_hoist(L, lw_cast(L, lw_pyint_narrow(L, y, t, n), t));
+    if (L->C->opts.checks && !(y->op == IR_CONST && y->c.i != 0)) {
+        int site = lw_site(L, CK_ZERODIV, n->line, 0, NULL, "integer modulo by zero");
+        lw_check(L, CK_ZERODIV, site, y, NULL, n->line);
+    }
+    tk_ir *r = lw_hoist(L, lw_bin(L, B_MOD, t, x, y, n->line));
+    if (dt_kind((tack_dtype)t.dt) != TACK_KIND_INT) return r; /* unsigned: the signs never differ */
+    tk_ir *rneg = lw_bin(L, B_LT, ty_value(TACK_BOOL), r, ir_const_i(L->C, t, 0, n->line), n->line);
+    tk_ir *xneg = lw_bin(L, B_LT, ty_value(TACK_BOOL), x, ir_const_i(L->C, t, 0, n->line), n->line);
+    tk_ir *nz = lw_bin(L, B_NE, ty_value(TACK_BOOL), r, ir_const_i(L->C, t, 0, n->line), n->line);
+    rneg->aux_ty = xneg->aux_ty = nz->aux_ty = t;
+    tk_ir *differ = lw_bin(L, B_NE, ty_value(TACK_BOOL), rneg, xneg, n->line);
+    differ->aux_ty = ty_value(TACK_BOOL);
+    tk_ir *fix = lw_mk(L, IR_SELECT, t, n); /* the signs differ: r - y, else r */
+    ir_push(L->C, fix, differ);
+    ir_push(L->C, fix, lw_bin(L, B_SUB, t, r, y, n->line));
+    ir_push(L->C, fix, r);
+    tk_ir *out = lw_mk(L, IR_SELECT, t, n); /* a zero remainder is zero either way */
+    ir_push(L->C, out, nz);
+    ir_push(L->C, out, fix);
+    ir_push(L->C, out, r);
+    return out;
+}
+
 /* A NumPy spelling (np.sqrt, named "numpy.sqrt" by the front end) of a math
  * intrinsic types integers as NumPy does rather than as math.sqrt does:
  * floor, ceil and trunc keep an integer or bool as it is, abs keeps a bool,
  * sign gives an integer's sign in its type (and refuses a bool, as NumPy
- * does), and the others compute in NumPy's float for the promoted integer type --
+ * does), fmod of integers is NumPy's integer remainder (int_fmod), and the others compute in NumPy's float for the promoted integer type --
  * f16 for 8-bit ints and bool, f32 for 16-bit, f64 for wider -- where the
  * math spelling takes the default float.  Weak scalars keep Tack's rule. */
 static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n) {
@@ -457,6 +492,7 @@ static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na,
             if (ty_is_bool(t)) ERR(n, "np.sign() of bool: NumPy has no sign of a bool (it raises TypeError)");
             return int_sign(L, a[0], t, n);
         }
+        if (!t.weak && in->kind == TK_IK_MATH && in->sub == M_FMOD && ty_is_int(t)) return int_fmod(L, a[0], a[1], t, n);
         if (!t.weak && in->kind == TK_IK_MATH && !tk_math_is_predicate(in->sub)) { /* isnan(int): False in any float */
             int bits = ty_is_bool(t) ? 8 : dt_bits((tack_dtype)t.dt);
             tk_type f = ty_value(bits <= 8 ? TACK_F16 : bits == 16 ? TACK_F32 : TACK_F64);
@@ -480,7 +516,8 @@ static tk_ir *math_scalar(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na
 }
 
 /* np.minimum / np.maximum of two real scalars, NumPy's meaning: a if a < b (a > b) or a is NaN, else b --
- * a NaN propagates (the first one), where Python's min/max follow the comparisons -- in the promoted type. */
+ * a NaN propagates (the first one), where Python's min/max follow the comparisons -- in the promoted type,
+ * into which a Python int must fit, as NumPy 2 checks it (min and max compare it exactly instead). */
 static tk_ir *np_minmax(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n) {
     (void)na;
     if (!lw_known(a[0]) || !lw_known(a[1])) return lw_unknown(L, n);
@@ -489,6 +526,12 @@ static tk_ir *np_minmax(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, 
             ERR(n, "np.%s() takes real numbers, vectors or matrices, not %s", in->name, TN(a[i]->ty));
     tk_type t = ty_promote(a[0]->ty, a[1]->ty);
     if (t.kind != TY_VALUE) ERR(n, "np.%s() of %s and %s", in->name, TN(a[0]->ty), TN(a[1]->ty));
+    if (ty_is_int(t)) { /* a Python int meeting int8 here is NumPy 2's OverflowError where it does not fit, as in + */
+        for (int i = 0; i < 2; i++) {
+            lw_pyint_fits(L, a[i], t);
+            a[i] = lw_pyint_narrow(L, a[i], t, n);
+        }
+    }
     tk_ir *x = lw_hoist(L, lw_cast(L, a[0], t)), *y = lw_hoist(L, lw_cast(L, a[1], t));
     tk_ir *lt = lw_bin(L, in->sub == B_MIN ? B_LT : B_GT, ty_value(TACK_BOOL), x, y, n->line);
     lt->aux_ty = t;
