@@ -605,6 +605,7 @@ typedef struct tk_periodic_undo {
 void tk_periodic_hide(tk_cc *C, tk_ir *s, tk_periodic_undo *u);
 void tk_periodic_show(tk_periodic_undo *u);
 void tk_strength(tk_cc *C);
+void tk_unroll(tk_cc *C);   /* short loops of constant bounds in parallel loops as copies (unroll.c) */
 /* Run pass on every parallel loop under block b, skipping blocks loops (nothing moves across a
  * block's barriers); what it puts in `pre` goes right before the loop (strength.c). */
 typedef void (*tk_loop_pass)(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *pre);

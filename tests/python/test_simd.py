@@ -84,12 +84,12 @@ def test_inner_loop_with_varying_bounds():
 
 @tack.kernel
 def window_max(x, out):
-    for i in range(x.shape[0] - 2):
-        w = np.empty(3)
-        for k in range(3):
+    for i in range(x.shape[0] - 6):
+        w = np.empty(7)
+        for k in range(7):
             w[k] = x[i + k]
         m = w[0]
-        for k in range(1, 3):
+        for k in range(1, 7):
             if w[k] > m:
                 m = w[k]
         out[i] = m
@@ -98,11 +98,12 @@ def window_max(x, out):
 def test_guards_of_inner_loops_in_nested_blocks():
     """A sliding-window maximum, as a Numba user writes it: two inner loops of constant
     bounds, each in a block of its own.  Their guards were joined without && (the count
-    restarted in each block), C that did not compile ("called object is not a function")."""
-    x = np.array([1.0, 5, 2, 8, 3, -1, 0])
-    out = np.zeros(5)
+    restarted in each block), C that did not compile ("called object is not a function").  Windows
+    of seven: a loop of up to five constant trips is unrolled instead (unroll.c), with no guard."""
+    x = np.array([1.0, 5, 2, 8, 3, -1, 0, 9, -4, 6, 2, 7])
+    out = np.zeros(6)
     window_max(x, out)
-    np.testing.assert_array_equal(out, np.lib.stride_tricks.sliding_window_view(x, 3).max(1))
+    np.testing.assert_array_equal(out, np.lib.stride_tricks.sliding_window_view(x, 7).max(1))
     if OPTIMIZED:  # TACK_OPT=0 writes no SIMD version
         src = window_max.generated_source(x, out)
         guard = next(ln for ln in src.splitlines() if "<= 4194304" in ln)

@@ -55,6 +55,9 @@ ASKS_FOR_DOUBLE = {
     "reads_unchecked": "np.zeros without a dtype is float64, as in NumPy",
     "norms": "np.zeros without a dtype is float64, as in NumPy (in the @tack.func it calls)",
     "test_a_numpy_float64_is_strong_too.<locals>.times": "a module-level np.float64 is float64, as in NumPy",
+    "weak_abs": "a Python complex argument is computed in complex128, its carrier, as in Python",
+    "weak_abs_local": "a Python complex argument is computed in complex128, its carrier, as in Python",
+    "weak_complex_parts": "a Python complex argument is computed in complex128, its carrier, as in Python",
 }
 
 
