@@ -275,22 +275,42 @@ def _numpy_answer(values, w):
 _CMP_RIGHTS = _CMP_LITERALS + ["n", "out.shape[1] + 200", "n - out.shape[1] * 100"]
 
 
-# the compiled kernel of all 96 comparisons takes about 4 s to build for each dtype (and each
-# build is compiled again by the language suite's GPU checks): under make test the compiled run
-# takes a narrow signed and unsigned type and both 64-bit ones, make test-all and debug mode all
-_CMP_COMPILED = _INT_DTYPES if os.environ.get("TACK_TEST_ALL") == "1" else [np.int8, np.uint16, np.int64, np.uint64]
+# the compiled kernel of all 96 comparisons takes about 4 s to build for each dtype, uint64's
+# longest, and each build is compiled again by the language suite's GPU checks and its
+# unoptimized run.  Make test-all and debug mode compare every dtype with every right-hand
+# side.  Under make test the compiled run takes a narrow signed and unsigned type and both
+# 64-bit ones, each with the four right-hand sides that reach its edges from both sides (half
+# the comparisons of the four full builds), so that every right-hand side is compiled:
+# unsigned types meet -1 and a negative run-time value, int8 and uint16 a literal and a
+# run-time value past their maximum, int64 2**63 and -2**63, uint64 2**63.
+_CMP_COMPILED = ([(dt, tuple(_CMP_RIGHTS)) for dt in _INT_DTYPES] if os.environ.get("TACK_TEST_ALL") == "1" else [
+    (np.int8, ("-1", "200", "out.shape[1] + 200", "-2**63")),
+    (np.uint16, ("-1", "70000", "n - out.shape[1] * 100", "n")),
+    (np.int64, ("9223372036854775808", "-2**63", "n", "70000")),
+    (np.uint64, ("-1", "9223372036854775808", "n - out.shape[1] * 100", "out.shape[1] + 200"))])
 
 
 @pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
 def test_a_python_int_compares_exactly_with_every_integer_type(tmp_path, jit):
-    k = tack.kernel(_compare_kernel(tmp_path, _CMP_RIGHTS), jit=jit)
-    for dt in _CMP_COMPILED if jit else _INT_DTYPES:
+    runs = _CMP_COMPILED if jit else [(dt, tuple(_CMP_RIGHTS)) for dt in _INT_DTYPES]
+    kernels = {}  # one kernel for each list of right-hand sides, built for each of its dtypes
+    for dt, rights in runs:
+        if rights not in kernels:
+            kernels[rights] = tack.kernel(_compare_kernel(tmp_path, rights), jit=jit)
         a = _edges(dt)
-        out = np.zeros((12 * len(_CMP_RIGHTS), a.size), bool)
-        k(a, out, 300)
-        for r, right in enumerate(_CMP_RIGHTS):
+        out = np.zeros((12 * len(rights), a.size), bool)
+        kernels[rights](a, out, 300)
+        for r, right in enumerate(rights):
             w = eval(right, {"n": 300, "out": out})
             assert out[12 * r:12 * r + 12].tolist() == _numpy_answer(a, w).tolist(), (right, dt)
+
+
+def test_make_test_compiles_every_right_hand_side():
+    """The compiled run's sample (_CMP_COMPILED) still compiles each right-hand side, and takes
+    signed and unsigned, narrow and 64-bit types."""
+    assert {right for _, rights in _CMP_COMPILED for right in rights} == set(_CMP_RIGHTS)
+    assert {np.dtype(dt).kind for dt, _ in _CMP_COMPILED} == {"i", "u"}
+    assert {1, 8} <= {np.dtype(dt).itemsize for dt, _ in _CMP_COMPILED}
 
 
 @pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
