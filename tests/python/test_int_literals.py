@@ -138,20 +138,39 @@ def _numpy_store(dt, value):
     return a[0]
 
 
-@pytest.mark.parametrize("text", _LITERALS)
-def test_every_integer_type_gets_numpys_value_or_a_compile_error(tmp_path, text):
-    k = _store_kernel(tmp_path, text)
-    value = eval(text)
-    steps_fit = text != "2**64 - 1"  # its first step, 2**64, fits no type: refused whatever the store
-    for dt in _INT_DTYPES:
-        want = _numpy_store(dt, value) if steps_fit else None
-        a = np.zeros(2, dt)
+def _stores_kernel(tmp_path, texts):
+    """One kernel storing each of texts in its own column: a[i, j] = texts[j]."""
+    import importlib.util
+
+    path = tmp_path / f"lits_{next(_counter)}.py"
+    body = "".join(f"        a[i, {j}] = {text}\n" for j, text in enumerate(texts))
+    path.write_text(f"import tack\n\n@tack.kernel\ndef k(a):\n    for i in range(a.shape[0]):\n{body}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.k
+
+
+@pytest.mark.parametrize("dt", _INT_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_integer_type_gets_numpys_value_or_a_compile_error(tmp_path, dt):
+    """Each literal NumPy refuses for dt is a CompileError, alone in its kernel; the ones it
+    stores are stored, each in a column of one kernel for dt (one build instead of one a
+    literal: the language suite's runs compile every build again for each target)."""
+    stored, wants = [], []
+    for text in _LITERALS:
+        steps_fit = text != "2**64 - 1"  # its first step, 2**64, fits no type: refused whatever the store
+        want = _numpy_store(dt, eval(text)) if steps_fit else None
         if want is None:
             with pytest.raises(tack.CompileError, match="out of bounds|no 64-bit integer type holds"):
-                k(a)
+                _store_kernel(tmp_path, text)(np.zeros(2, dt))
         else:
-            k(a)
-            assert a.tolist() == [want, want], (text, dt)
+            stored.append(text)
+            wants.append(want)
+    assert stored, dt
+    a = np.zeros((2, len(stored)), dt)
+    _stores_kernel(tmp_path, stored)(a)
+    for j, text in enumerate(stored):
+        assert a[:, j].tolist() == [wants[j], wants[j]], (text, dt)
 
 
 def test_the_message_names_the_value_and_the_type(tmp_path):
