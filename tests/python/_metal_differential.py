@@ -15,9 +15,9 @@ goes to the JSON file named by TACK_METAL_DIFF: calls agreeing, refused,
 demoted, skipped (arguments that are not plain NumPy), sampled out, and
 differences.  Under make test (TACK_SUITE_SAMPLE=1: _suite.sampling()) a call
 is run only when its Metal source is in the half _suite.HALVES gives the
-emulation (each source the fake compiles with clang++ and runs is most of
-the cost); a call with no Metal source (a refusal, an error) always runs, and
-a refused call demoted to single precision is sampled by the demoted source.
+emulation (the fake compiles each source with clang++); a call with no Metal
+source (a refusal, an error) always runs, and a refused call demoted to single
+precision is sampled by the demoted source.
 (_kernel_wrap.py wraps the kernels and copies the arguments.)
 """
 

@@ -373,7 +373,7 @@ def test_local_arrays_suite_metal_against_cpu(tmp_path, fake):
     assert res["agree"] + res["sampled_out"] >= 25 and res["demoted"] >= 10, res
     if _suite.TEST_ALL:
         assert res["agree"] >= 25 and res["sampled_out"] == 0, res
-    else:  # a half, not a sliver
+    else:  # a sample, not a sliver: 55 compared and 13 left out when written (calls share sources)
         assert res["agree"] >= 8 and res["sampled_out"] >= 8, res
 
 
