@@ -12,7 +12,12 @@ Metal refuses for double precision is run again with float64 made float32
 and complex128 complex64.  The outcome of the file's own tests does not
 matter here (the wrapper changes what some of them inspect); the summary
 goes to the JSON file named by TACK_METAL_DIFF: calls agreeing, refused,
-demoted, skipped (arguments that are not plain NumPy), and differences.
+demoted, skipped (arguments that are not plain NumPy), sampled out, and
+differences.  Under make test (TACK_SUITE_SAMPLE=1: _suite.sampling()) a call
+is run only when its Metal source is in the half _suite.HALVES gives the
+emulation (the fake compiles each source with clang++); a call with no Metal
+source (a refusal, an error) always runs, and a refused call demoted to single
+precision is sampled by the demoted source.
 (_kernel_wrap.py wraps the kernels and copies the arguments.)
 """
 
@@ -21,10 +26,11 @@ import os
 import numpy as np
 
 import _kernel_wrap
+import _suite
 import tack
 
 _OUT = os.environ.get("TACK_METAL_DIFF")
-_res = {"agree": 0, "refused": 0, "demoted": 0, "skipped": 0, "differ": []}
+_res = {"agree": 0, "refused": 0, "demoted": 0, "skipped": 0, "sampled_out": 0, "differ": []}
 _SCALARS = (int, float, complex, bool, np.generic)
 
 
@@ -43,6 +49,14 @@ def _compare(k, args, demoted=False):
                for a in args):
         _res["skipped"] += 1
         return
+    if _suite.sampling():
+        try:
+            src = k.generated_source(*args, target="metal")
+        except Exception:  # noqa: BLE001 -- no source (refused, or an error): run, to compare the errors
+            src = None
+        if src is not None and not _suite.sampled("metal_emulated", src):
+            _res["sampled_out"] += 1
+            return
     cpu = [_kernel_wrap.copy_arg(a) for a in args]
     met = [_kernel_wrap.to_device(a, "metal") for a in args]
     e_met, e_cpu = _call(k, met), _call(k, cpu)

@@ -44,7 +44,7 @@ TEST_ALL = os.environ.get("TACK_TEST_ALL") == "1"
 # suite's own 83 s) these checks cost about 300 CPU seconds of make test's
 # 1,400: PoCL 186, hiprtc 60, NVRTC 48; the race watcher 15.  Metal's type
 # check (cheap) keeps every source.
-HALVES = {"cuda": 0, "hip": 1, "opencl": 0, "ocloc": 1}
+HALVES = {"cuda": 0, "hip": 1, "opencl": 0, "ocloc": 1, "metal_emulated": 0, "cuda_emulated": 0}
 
 
 def sampling():
@@ -64,6 +64,20 @@ def in_half(src, half):
 def sampled(check, src):
     """Whether the GPU check `check` (a key of HALVES) takes source `src`."""
     return not sampling() or in_half(src, HALVES[check])
+
+
+def paired_half(check, sources, cuda_sources):
+    """For a test file's own NVRTC or hiprtc check (`check`: "cuda" or "hip"): under make test
+    the members of `sources` (one a kernel) whose kernel's CUDA source (`cuda_sources`, in the
+    same order) is in the check's half (HALVES: NVRTC half 0, hiprtc half 1), so that the two
+    compilers together still compile every kernel once, as in the watched run; under make
+    test-all, and for a list of fewer than 8 kernels, every one."""
+    assert len(sources) == len(cuda_sources)
+    if TEST_ALL or len(sources) < 8:
+        return list(sources)
+    out = [s for s, c in zip(sources, cuda_sources) if in_half(c, HALVES[check])]
+    assert 0 < len(out) < len(sources), (check, len(out), len(sources))  # a half, not nothing
+    return out
 
 
 # The architectures each GPU compile check builds for; the first one always.

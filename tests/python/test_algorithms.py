@@ -23,6 +23,7 @@ from tack import _core
 sys.path.insert(0, os.path.dirname(__file__))
 import _msl  # noqa: E402
 import _ocloc  # noqa: E402
+import _suite  # noqa: E402
 
 ALL = bool(os.environ.get("TACK_TEST_ALL"))
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64] if ALL else \
@@ -590,7 +591,8 @@ def every_source(target):
 def test_cuda_sources_compile_with_nvrtc():
     import _gpu_batch
 
-    ptx, entries = _gpu_batch.nvrtc_checked(every_source("cuda"), "sm_80")
+    cuda = every_source("cuda")  # under make test NVRTC's half, hiprtc the other (_suite.paired_half)
+    ptx, entries = _gpu_batch.nvrtc_checked(_suite.paired_half("cuda", cuda, cuda), "sm_80")
     assert all(n in ptx for names in entries for n in names)
 
 
@@ -598,7 +600,8 @@ def test_cuda_sources_compile_with_nvrtc():
 def test_hip_sources_compile_with_hiprtc():
     import _gpu_batch
 
-    out = _gpu_batch.hiprtc_checked(every_source("hip"), "gfx90a")
+    # under make test the kernels whose CUDA source NVRTC does not take (_suite.paired_half)
+    out = _gpu_batch.hiprtc_checked(_suite.paired_half("hip", every_source("hip"), every_source("cuda")), "gfx90a")
     assert out == b"\x7fELF", out
 
 

@@ -360,8 +360,14 @@ def _compare(name, got, want, outputs):
 @pytest.mark.parametrize("case", list(language_cases()), ids=[c[0] for c in language_cases()])
 def test_cuda_source_emulated_on_the_cpu_matches(case):
     """The generated CUDA source, run thread after thread on the CPU, gives the
-    CPU backend's results, for several grid shapes (grid-stride loops)."""
+    CPU backend's results, for several grid shapes (grid-stride loops).  Under
+    make test the cases whose CUDA source is in one half of the sources, chosen
+    by its digest (_suite.HALVES["cuda_emulated"]: the same ones every run; each
+    emulation is a C++ build); make test-all emulates every case."""
     name, k, make, outputs = case
+    if not _suite.TEST_ALL and not _suite.in_half(k.generated_source(*make(), target="cuda"),
+                                                  _suite.HALVES["cuda_emulated"]):
+        pytest.skip("the other half of the CUDA sources by digest: make test-all emulates it")
     want = _run(k, make, "cpu")
     for grid, block in ((3, 32), (1, 1), (5, 7)):
         args = make()
@@ -370,6 +376,14 @@ def test_cuda_source_emulated_on_the_cpu_matches(case):
         assert _cuda_emulate.run(src, em, grid, block)[0] == 0, name
         got = [a[0] if isinstance(a, tuple) else a for a in em]
         _compare(name, got, want, outputs)
+
+
+def test_make_test_emulates_a_half_of_the_cases():
+    """The half make test emulates (above) is a half, not a sliver, and holds a case of each family."""
+    taken = [name for name, k, make, _ in language_cases()
+             if _suite.in_half(k.generated_source(*make(), target="cuda"), _suite.HALVES["cuda_emulated"])]
+    assert 0.3 < len(taken) / len(list(language_cases())) < 0.7, taken
+    assert any(n.startswith("divmod_") for n in taken) and any(n.startswith("histogram_") for n in taken), taken
 
 
 @needs_cxx

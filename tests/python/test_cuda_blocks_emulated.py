@@ -17,10 +17,10 @@ same comparisons fail on sources broken on purpose (a warp sum's shuffles in
 the wrong order, a shuffle's width, the barrier before the exchanges left
 out, an exchange under divergent control, a partial mask), and every source
 compiles with NVRTC for sm_90 (and sm_80 under make test-all) and with hiprtc
-for gfx90a (wave64) and gfx1030 (wave32).  Under make test each variant of a
-kernel over dtypes or block sizes runs through two of the five lowerings
-(pairs() below), under make test-all through all five.  Nothing here runs on
-a GPU."""
+for gfx90a (wave64) and gfx1030 (wave32) -- under make test each of the two
+takes a half of the sources, by digest.  Under make test each kernel runs
+through two of the five lowerings, taken in turn within its family (pairs()
+below), under make test-all through all five.  Nothing here runs on a GPU."""
 
 import os
 import re
@@ -284,17 +284,18 @@ RIDS = ["cuda-scratch", "cuda-native", "hip-scratch", "hip-native-wave64", "hip-
 
 def pairs():
     """Which case runs through which lowering.  Under make test-all, every case through all five.
-    Under make test, a kernel with variants over dtypes or block sizes (the shuffles, reductions
-    and block reductions families) has each variant through one scratch and one native lowering,
-    taken in turn so that each family still meets all five; the one-of-a-kind kernels run all five
-    (100 runs of 160: the emulation compiles a C++ program each)."""
+    Under make test each case runs through one scratch and one native lowering, taken in turn
+    within its family so that each family still meets all five: a kernel with variants over
+    dtypes or block sizes (the shuffles, reductions and block reductions families) and the
+    one-of-a-kind kernels, which are a family of their own (60 runs of 150; all five for the
+    one-of-a-kind kernels made 90: the emulation compiles a C++ program each)."""
     family = {}
     out = []
     for case in CASES:
         name = case[0]
-        fam = next((f for f in ("shuffles-", "reductions-", "block-reductions-") if name.startswith(f)), None)
-        fam = None if name == "reductions-nan" else fam
-        if fam is None or _suite.TEST_ALL:
+        fam = next((f for f in ("shuffles-", "reductions-", "block-reductions-") if name.startswith(f)), "single")
+        fam = "single" if name == "reductions-nan" else fam
+        if _suite.TEST_ALL:
             runs = range(len(RUNS))
         else:
             j = family[fam] = family.get(fam, -1) + 1
@@ -463,19 +464,32 @@ def test_the_same_compile_errors_either_way(fn, match):
 def test_every_source_compiles_with_nvrtc(arch):
     import _gpu_batch
 
-    srcs = [build(fn, args, native) for _, fn, args in CASES for native in (False, True)]
+    # a kernel without sub-group operations has one source for both lowerings: compiled once
+    srcs = list(dict.fromkeys(build(fn, args, native) for _, fn, args in CASES for native in (False, True)))
     ptx, entries = _gpu_batch.nvrtc_checked(srcs, arch)
     assert all(n in ptx for names in entries for n in names)
     assert "shfl.sync.down.b32" in ptx and "shfl.sync.idx.b32" in ptx and "vote.sync.ballot.b32" in ptx
     assert "vote.sync.any.pred" in ptx and "vote.sync.all.pred" in ptx
 
 
+# under make test each hiprtc architecture takes a half of the sources (_suite.in_half)
+HIP_HALVES = {"gfx90a": 0, "gfx1030": 1}
+
+
 @pytest.mark.skipif(_core._hiprtc_version() <= 0, reason="hiprtc is not installed (Debian: libamdhip64-dev)")
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx1030"])  # CDNA2 (wave64), RDNA2 (wave32)
 def test_every_source_compiles_with_hiprtc(arch):
+    """Every HIP source, one program for each architecture.  Under make test each architecture
+    takes a fixed half of the sources, chosen by the source's digest (_suite.in_half: gfx90a
+    half 0, gfx1030 half 1), so that every source is still compiled once and each architecture
+    meets both lowerings; make test-all compiles every source for both."""
     import _gpu_batch
 
-    srcs = [build(fn, args, native, "hip") for _, fn, args in CASES for native in (False, True)]
+    srcs = list(dict.fromkeys(build(fn, args, native, "hip") for _, fn, args in CASES for native in (False, True)))
+    if not _suite.TEST_ALL:
+        srcs = [s for s in srcs if _suite.in_half(s, HIP_HALVES[arch])]
+        lowerings = {bool(re.search(r"tk_warp_\w+\(v", s)) for s in srcs}
+        assert lowerings == {False, True}, (arch, len(srcs))  # the exchanges and the scratch form
     out = _gpu_batch.hiprtc_checked(srcs, arch)
     assert out == b"\x7fELF", out
 

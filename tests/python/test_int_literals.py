@@ -138,20 +138,39 @@ def _numpy_store(dt, value):
     return a[0]
 
 
-@pytest.mark.parametrize("text", _LITERALS)
-def test_every_integer_type_gets_numpys_value_or_a_compile_error(tmp_path, text):
-    k = _store_kernel(tmp_path, text)
-    value = eval(text)
-    steps_fit = text != "2**64 - 1"  # its first step, 2**64, fits no type: refused whatever the store
-    for dt in _INT_DTYPES:
-        want = _numpy_store(dt, value) if steps_fit else None
-        a = np.zeros(2, dt)
+def _stores_kernel(tmp_path, texts):
+    """One kernel storing each of texts in its own column: a[i, j] = texts[j]."""
+    import importlib.util
+
+    path = tmp_path / f"lits_{next(_counter)}.py"
+    body = "".join(f"        a[i, {j}] = {text}\n" for j, text in enumerate(texts))
+    path.write_text(f"import tack\n\n@tack.kernel\ndef k(a):\n    for i in range(a.shape[0]):\n{body}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.k
+
+
+@pytest.mark.parametrize("dt", _INT_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_integer_type_gets_numpys_value_or_a_compile_error(tmp_path, dt):
+    """Each literal NumPy refuses for dt is a CompileError, alone in its kernel; the ones it
+    stores are stored, each in a column of one kernel for dt (one build instead of one a
+    literal: the language suite's runs compile every build again for each target)."""
+    stored, wants = [], []
+    for text in _LITERALS:
+        steps_fit = text != "2**64 - 1"  # its first step, 2**64, fits no type: refused whatever the store
+        want = _numpy_store(dt, eval(text)) if steps_fit else None
         if want is None:
             with pytest.raises(tack.CompileError, match="out of bounds|no 64-bit integer type holds"):
-                k(a)
+                _store_kernel(tmp_path, text)(np.zeros(2, dt))
         else:
-            k(a)
-            assert a.tolist() == [want, want], (text, dt)
+            stored.append(text)
+            wants.append(want)
+    assert stored, dt
+    a = np.zeros((2, len(stored)), dt)
+    _stores_kernel(tmp_path, stored)(a)
+    for j, text in enumerate(stored):
+        assert a[:, j].tolist() == [wants[j], wants[j]], (text, dt)
 
 
 def test_the_message_names_the_value_and_the_type(tmp_path):
@@ -275,22 +294,42 @@ def _numpy_answer(values, w):
 _CMP_RIGHTS = _CMP_LITERALS + ["n", "out.shape[1] + 200", "n - out.shape[1] * 100"]
 
 
-# the compiled kernel of all 96 comparisons takes about 4 s to build for each dtype (and each
-# build is compiled again by the language suite's GPU checks): under make test the compiled run
-# takes a narrow signed and unsigned type and both 64-bit ones, make test-all and debug mode all
-_CMP_COMPILED = _INT_DTYPES if os.environ.get("TACK_TEST_ALL") == "1" else [np.int8, np.uint16, np.int64, np.uint64]
+# the compiled kernel of all 96 comparisons takes about 4 s to build for each dtype, uint64's
+# longest, and each build is compiled again by the language suite's GPU checks and its
+# unoptimized run.  Make test-all and debug mode compare every dtype with every right-hand
+# side.  Under make test the compiled run takes a narrow signed and unsigned type and both
+# 64-bit ones, each with the four right-hand sides that reach its edges from both sides (half
+# the comparisons of the four full builds), so that every right-hand side is compiled:
+# unsigned types meet -1 and a negative run-time value, int8 and uint16 a literal and a
+# run-time value past their maximum, int64 2**63 and -2**63, uint64 2**63.
+_CMP_COMPILED = ([(dt, tuple(_CMP_RIGHTS)) for dt in _INT_DTYPES] if os.environ.get("TACK_TEST_ALL") == "1" else [
+    (np.int8, ("-1", "200", "out.shape[1] + 200", "-2**63")),
+    (np.uint16, ("-1", "70000", "n - out.shape[1] * 100", "n")),
+    (np.int64, ("9223372036854775808", "-2**63", "n", "70000")),
+    (np.uint64, ("-1", "9223372036854775808", "n - out.shape[1] * 100", "out.shape[1] + 200"))])
 
 
 @pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
 def test_a_python_int_compares_exactly_with_every_integer_type(tmp_path, jit):
-    k = tack.kernel(_compare_kernel(tmp_path, _CMP_RIGHTS), jit=jit)
-    for dt in _CMP_COMPILED if jit else _INT_DTYPES:
+    runs = _CMP_COMPILED if jit else [(dt, tuple(_CMP_RIGHTS)) for dt in _INT_DTYPES]
+    kernels = {}  # one kernel for each list of right-hand sides, built for each of its dtypes
+    for dt, rights in runs:
+        if rights not in kernels:
+            kernels[rights] = tack.kernel(_compare_kernel(tmp_path, rights), jit=jit)
         a = _edges(dt)
-        out = np.zeros((12 * len(_CMP_RIGHTS), a.size), bool)
-        k(a, out, 300)
-        for r, right in enumerate(_CMP_RIGHTS):
+        out = np.zeros((12 * len(rights), a.size), bool)
+        kernels[rights](a, out, 300)
+        for r, right in enumerate(rights):
             w = eval(right, {"n": 300, "out": out})
             assert out[12 * r:12 * r + 12].tolist() == _numpy_answer(a, w).tolist(), (right, dt)
+
+
+def test_make_test_compiles_every_right_hand_side():
+    """The compiled run's sample (_CMP_COMPILED) still compiles each right-hand side, and takes
+    signed and unsigned, narrow and 64-bit types."""
+    assert {right for _, rights in _CMP_COMPILED for right in rights} == set(_CMP_RIGHTS)
+    assert {np.dtype(dt).kind for dt, _ in _CMP_COMPILED} == {"i", "u"}
+    assert {1, 8} <= {np.dtype(dt).itemsize for dt, _ in _CMP_COMPILED}
 
 
 @pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])

@@ -32,7 +32,7 @@ ASKS_FOR_DOUBLE = {
     "promote_mixed": "int32 + f32 is f64 in NumPy's table",
     "int_casts": "an explicit tack.f64 conversion",
     "make_unary.<locals>.k": "np.sqrt & co of int32/int64/uint32 are float64 in NumPy",
-    "make_binary.<locals>.k": "np.arctan2/np.fmod of int64 are float64 in NumPy",
+    "binary_functions": "np.arctan2/np.fmod of int64 are float64 in NumPy",
     "casts": "explicit tack.f64 / complex128 conversions",
     "literals": "complex128 literals by name (tack.complex128)",
     "via_func": "a complex128 value by name passed to a @tack.func",
