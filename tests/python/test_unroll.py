@@ -168,3 +168,47 @@ def test_a_clamped_five_point_stencil(jit):
     for c, d in enumerate(range(-2, 3)):  # in the kernel's order, in f32
         want = want + u[idx[:, c]] * np.float32(3 - abs(d))
     np.testing.assert_array_equal(out, want)
+
+
+@tack.func
+def _pull(v, s):
+    return v * s + v
+
+
+def vector_sums(x, out):
+    for i in range(out.shape[0]):
+        v = x[i]
+        acc = tack.vec3d(0.0, 0.0, 0.0)
+        for k in range(3):                  # a @tack.func's vector result summed: the copies' temporaries
+            acc += _pull(v, 0.5 + k)        # become versions in a body whose nodes lowering shares
+        out[i] = acc + v
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_vector_sums_through_a_func(jit):
+    x = np.random.default_rng(4).standard_normal((6, 3))
+    out = tack.zeros(6, tack.vec3d)
+    tack.kernel(vector_sums, jit=jit)(tack.array(x, tack.vec3d), out)
+    want = np.zeros((6, 3))
+    for k in range(3):
+        want = want + (x * (0.5 + k) + x)
+    np.testing.assert_array_equal(out.numpy(), want + x)
+
+
+def crosses(x, out):
+    for i in range(out.shape[0]):
+        c = tack.cross(x[i], tack.vec3d(0.0, 0.0, 1.0))
+        c = tack.cross(c, x[i])             # assigned again from itself: a version reading the first, whose
+        s = 0.0                             # lowering reads each operand in several places (one node)
+        for k in range(3):
+            s += c[k] * k
+        out[i] = s
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_local_assigned_twice_beside_an_unrolled_loop(jit):
+    x = np.random.default_rng(5).standard_normal((6, 3))
+    out = np.zeros(6)
+    tack.kernel(crosses, jit=jit)(tack.array(x, tack.vec3d), out)
+    c = np.cross(np.cross(x, [0.0, 0.0, 1.0]), x)
+    np.testing.assert_array_equal(out, ((0.0 + c[:, 0] * 0) + c[:, 1] * 1) + c[:, 2] * 2)

@@ -181,6 +181,12 @@ static void reads_to(tk_ir *x, const int *cur) {
     for (int i = 0; i < x->n; i++) reads_to(x->k[i], cur);
 }
 
+/* the body as a tree: lowering may share a node between statements (an operand read twice), and
+ * a version renames each statement's reads in place */
+static void as_tree(tk_cc *C, tk_ir *body) {
+    for (int i = 0; i < body->n; i++) body->k[i] = ir_clone(C, body->k[i]);
+}
+
 static void version(tk_cc *C, tk_spec *S, tk_ir *b, const char *cand, char *started, int *cur) {
     for (int i = 0; i < b->n; i++) {
         tk_ir *s = b->k[i];
@@ -247,7 +253,10 @@ static void versions(tk_cc *C, tk_spec *S, tk_ir *body) {
         cur[l] = l;
         started[l] = 0;
     }
-    if (any) version(C, S, body, cand, started, cur);
+    if (any) {
+        as_tree(C, body);
+        version(C, S, body, cand, started, cur);
+    }
 }
 
 /* each parallel loop's body: unrolled (versions 0), or its locals made versions (1) */
