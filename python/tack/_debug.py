@@ -139,7 +139,7 @@ class _Ctx:
         # the arrays of the call, its arguments and the local arrays the kernel made (np.zeros ...,
         # tack.shared), by id: a 2-D one is not a matrix value, nor a 1-D one a vector, in the words of
         # an index error (_index_error)
-        self._local_arrays = weakref.WeakValueDictionary()
+        self._arrays = weakref.WeakValueDictionary()
 
     def site(self, frame=None):
         """Where a failed check is, in the compiled kernel's words (tk_site_error,
@@ -160,7 +160,7 @@ class _Ctx:
         compiled kernel's message names; a vector value's component, in the
         compiled kernel's words for it."""
         f = _user_frame()
-        local_array = self._local_arrays.get(id(a)) is a
+        local_array = self._arrays.get(id(a)) is a
         if type(a).__name__ == "VectorView" and a.ndim == 1 and isinstance(idx, (int, np.integer)) \
                 and not local_array:
             return IndexError(f"index {int(idx)} is out of range for a vector of length {a.shape[0]} ({self.site(f)})")
@@ -671,7 +671,7 @@ class _Ctx:
         self.block_made[t] += 1
         if k == len(self.block_shared):
             self.block_shared.append(np.zeros(shape, np.dtype(dtype.numpy)))
-            self._local_arrays[id(self.block_shared[k])] = self.block_shared[k]
+            self._arrays[id(self.block_shared[k])] = self.block_shared[k]
         return self.block_shared[k]
 
     def assert_(self, cond, msg=None):
@@ -683,11 +683,11 @@ class _Ctx:
         h = _CALLS.get(_key(f))
         if h is not None:
             r = h(self, *args, **kwargs)
-            return r if self._local_arrays.get(id(r)) is r else _vector_value(_of_python_complex(args, r))
+            return r if self._arrays.get(id(r)) is r else _vector_value(_of_python_complex(args, r))
         if any(f is m for m in _array_makers()):
             r = f(*args, **kwargs)
             if isinstance(r, np.ndarray):
-                self._local_arrays[id(r)] = r
+                self._arrays[id(r)] = r
             return r
         if isinstance(f, _core.Kernel) and f.is_func:
             return _run_func(self, f, args, kwargs)

@@ -548,7 +548,7 @@ class PythonKernel:
         ctx = _debug._Ctx(self.default_float, self.checks, self.__name__)  # as the compiled kernel names itself
         for v in views.values():  # an argument is an array, not a matrix value, whatever its shape
             if isinstance(v, _np().ndarray):
-                ctx._local_arrays[id(v)] = v
+                ctx._arrays[id(v)] = v
         ctx.local_types = local_types
         ctx.atomic_lines = atomic_lines
         ctx.choices = choices

@@ -355,23 +355,19 @@ done:
     return result;
 }
 
-/* pickle (and copy) ask __reduce_ex__, which finds this: the package's hook
- * (tack._pickle) says what a kernel pickles as, as it does for arrays. */
-static PyObject *kernel_reduce(PyObject *self, PyObject *unused) {
-    (void)unused;
-    tpy_state *st = ((KernelObject *)self)->st;
-    if (!st || !st->reduce_hook)
-        return PyErr_Format(PyExc_TypeError, "cannot pickle 'tack.Kernel' object (import tack first)");
-    return PyObject_CallOneArg(st->reduce_hook, self);
-}
-
-/* pickle asks __reduce_ex__(protocol) first: below protocol 4 a name with a dot (a script kernel's
+/* pickle (and copy) ask __reduce_ex__(protocol): the package's hook (tack._pickle) says what a
+ * kernel pickles as, as it does for arrays.  Below protocol 4 a name with a dot (a script kernel's
  * function copy, __tack_by_name__) is sent as getattr of the kernel, so the hook must know it. */
 static PyObject *kernel_reduce_ex(PyObject *self, PyObject *protocol) {
     tpy_state *st = ((KernelObject *)self)->st;
     if (!st || !st->reduce_hook)
         return PyErr_Format(PyExc_TypeError, "cannot pickle 'tack.Kernel' object (import tack first)");
     return PyObject_CallFunctionObjArgs(st->reduce_hook, self, protocol, NULL);
+}
+
+static PyObject *kernel_reduce(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return kernel_reduce_ex(self, Py_None);
 }
 
 static PyObject *kernel_generated_source(PyObject *self, PyObject *const *args, Py_ssize_t nargs,

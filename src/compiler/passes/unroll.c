@@ -100,26 +100,24 @@ static int unroll_block(tk_cc *C, tk_spec *S, tk_ir *b) {
         case IR_FOR: done += unroll_block(C, S, s->k[3]); break;
         default: break;
         }
-        tk_ir *lo = s->k && s->op == IR_FOR ? s->k[0] : NULL;
+        tk_ir *lo = s->op == IR_FOR ? s->k[0] : NULL;
         if (lo && s->aux == 0 && lo->op == IR_CONST && s->k[1]->op == IR_CONST && s->k[2]->op == IR_CONST &&
             !lo->str && !s->k[1]->str && !s->k[2]->str && ty_is_scalar(lo->ty) && s->k[2]->c.i != 0) {
             int64_t step = s->k[2]->c.i, n = trips(lo->c.i, s->k[1]->c.i, step);
             tk_ir *body = s->k[3];
             if (n >= 1 && n <= UNROLL_TRIPS && nodes(body, UNROLL_NODES) * n <= UNROLL_NODES &&
                 !ir_assignments(body, s->local) && !pinned(S, body)) {
-                tk_ir *copies = ir_new(C, IR_BLOCK, ty_void(), s->line);
-                for (int64_t t = 0; t < n; t++) {
-                    tk_ir *copy = ir_clone(C, body);
-                    substitute(C, copy, s->local, lo->c.i + t * step);
-                    for (int j = 0; j < copy->n; j++) ir_push(C, copies, copy->k[j]);
-                }
-                ir_push(C, copies, ir_assign(C, s->local, ir_const_i(C, S->locals[s->local].ty, lo->c.i + (n - 1) * step,
-                                                                    s->line)));
-                if (!nb) {
+                if (!nb) { /* the copies go in the enclosing block, in the loop's place */
                     nb = ir_new(C, IR_BLOCK, ty_void(), b->line);
                     for (int j = 0; j < i; j++) ir_push(C, nb, b->k[j]);
                 }
-                for (int j = 0; j < copies->n; j++) ir_push(C, nb, copies->k[j]); /* in the enclosing block */
+                for (int64_t t = 0; t < n; t++) {
+                    tk_ir *copy = ir_clone(C, body);
+                    substitute(C, copy, s->local, lo->c.i + t * step);
+                    for (int j = 0; j < copy->n; j++) ir_push(C, nb, copy->k[j]);
+                }
+                ir_push(C, nb, ir_assign(C, s->local, ir_const_i(C, S->locals[s->local].ty, lo->c.i + (n - 1) * step,
+                                                                 s->line)));
                 done++;
                 continue;
             }
