@@ -289,6 +289,26 @@ static tk_ir *inline_index(check_elider *k, tk_ir *x) {
     return var_plus(k, lv, c, x->line);
 }
 
+/* Every index of load x is v + c for a loop's variable v, within its extent
+ * wherever the loop runs (1.): the load cannot fail where it is moved within
+ * the iteration (speculate.c). */
+static int in_bounds(check_elider *k, const tk_ir *x) {
+    if (x->param < 0 || x->param >= k->S->nparams || x->n < 1) return 0;
+    for (int i = 0; i < x->n; i++) {
+        int64_t c;
+        loopv *lv = affine(k, subst(k, x->k[i]), &c);
+        tk_ir ext;
+        memset(&ext, 0, sizeof ext);
+        ext.op = IR_SHAPE;
+        ext.param = x->param;
+        ext.aux = i;
+        if (!lv || lv->step <= 0 || !lo_plus_nonneg(lv->lo, c) ||
+            !((c == 0 && same_shape(lv->hi, &ext)) || below_extent(lv, c, &ext)))
+            return 0;
+    }
+    return 1;
+}
+
 static tk_ir *kx(check_elider *k, tk_ir *x) {
     for (int i = 0; i < x->n; i++) x->k[i] = kx(k, x->k[i]);
     if (x->op == IR_WRAP) {
@@ -298,8 +318,10 @@ static tk_ir *kx(check_elider *k, tk_ir *x) {
         if (lv && lv->step > 0 && lo_plus_nonneg(lv->lo, c)) return x->k[0];
         if (nonneg_value(k, v)) return x->k[0];
     }
-    if (x->op == IR_LOAD) /* the index as if written inline: i0 + 1 + 1 is an offset, not a wrapping add */
+    if (x->op == IR_LOAD) { /* the index as if written inline: i0 + 1 + 1 is an offset, not a wrapping add */
         for (int i = 0; i < x->n; i++) x->k[i] = inline_index(k, x->k[i]);
+        if (in_bounds(k, x)) x->sub = TK_LOAD_IN_BOUNDS;
+    }
     return x;
 }
 
