@@ -119,3 +119,35 @@ def test_a_guarded_load_past_the_extent_stays_guarded():
     assert [line for _, body in branches for line in body if "load a (wrap a 0" in line], branches  # s's
     t = next(line for line in past_nc.generated_source(a, k, out).splitlines() if "v1_t = (" in line)
     assert "&&" in t, t  # t's: a[i] only where i < a.shape[0]
+
+
+def chains_fn(a, b, out):
+    n = a.shape[0]
+    for i in range(n):
+        t = a[i] > 2 or b[i] < 1 or (a[i] == b[i] and b[i] > 0)  # a chain: nested branches
+        u = 0
+        if t:
+            u = a[i] + b[i]                      # an else: stays
+        else:
+            u = a[i] - b[i]
+        s = i
+        if not t:
+            s = s + a[i]                         # reads the local it assigns
+        k = 0
+        while k < 3 and a[i] + k < 5:            # a loop's condition
+            k += 1
+        out[i] = u * 100 + s * 10 + k + (1 if (b[i] > 1 and a[i] < 3) else 0)
+
+
+def test_chains_equal_debug_mode():
+    kernels = [tack.kernel(chains_fn), tack.kernel(checks=False)(chains_fn), tack.kernel(jit=False)(chains_fn)]
+    rng = np.random.default_rng(8)
+    for n in [1, 2, 3, 65]:
+        a, b = rng.integers(0, 5, n), rng.integers(0, 3, n)
+        outs = []
+        for kern in kernels:
+            out = np.zeros(n, np.int64)
+            kern(a, b, out)
+            outs.append(out)
+        assert all(np.array_equal(outs[-1], o) for o in outs), (n, outs)
+    assert "_spec" in kernels[0].ir(a, b, out)
