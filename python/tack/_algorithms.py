@@ -28,7 +28,7 @@ distinct values, searchsorted, histogram, segmented reduce, and ``__all__``), ta
 import numpy as np
 
 from . import _core
-from ._algorithms_common import _blocks, _host, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
+from ._algorithms_common import _blocks, _host, _launch, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
 from ._algorithms_sort import argsort, sort  # noqa: F401  (argsort: re-exported, in __all__)
 from ._array import _is_bfloat16, empty as _empty, zeros as _zeros
 from ._core import i64
@@ -185,11 +185,11 @@ def _scan_with(op):
     return k
 
 
-def _run_scan(a, out, partial, first, bs, mode, op, outdt):
+def _run_scan(a, out, partial, first, bs, mode, op, outdt, n, device):
     if outdt.kind == "c":
-        _scan_with(_op_sum)(a, out, partial, first, bs, mode)
+        _launch(_scan_with(_op_sum), n if mode == 2 else 4 * n, device, a, out, partial, first, bs, mode)
     else:
-        _scan(a, out, partial, first, bs, mode, _WHICH[op])
+        _launch(_scan, n if mode == 2 else 4 * n, device, a, out, partial, first, bs, mode, _WHICH[op])
 
 
 _PLANS = {}  # (dtype, op, dtype=) -> (fn, name, result dtype, the identity twice as a NumPy array)
@@ -251,7 +251,7 @@ def scan(a, op="sum", *, exclusive=False, dtype=None):
         return out
     nb, bs = _blocks(n, device)
     partial, first = _scratch(nb, outdt, ident, device)
-    _run_scan(a, out, partial, first, bs, 1 if exclusive else 0, op, outdt)
+    _run_scan(a, out, partial, first, bs, 1 if exclusive else 0, op, outdt, n, device)
     return out
 
 
@@ -275,7 +275,7 @@ def _reduce_sum(x, partial, first, bs):
         s6 = first[0]
         s7 = first[0]
         m = lo + (hi - lo) // 8 * 8
-        for i in range(lo, m, 8):
+        for i in range(lo, m - 7, 8):  # i + 7 < m: the index checks hoisted (nests.c)
             s0 = s0 + x[i]
             s1 = s1 + x[i + 1]
             s2 = s2 + x[i + 2]
@@ -332,7 +332,7 @@ def _minmax_kernel(lane):
             s6 = first[0]
             s7 = first[0]
             m = lo + (hi - lo) // 8 * 8
-            for i in range(lo, m, 8):
+            for i in range(lo, m - 7, 8):  # i + 7 < m: the index checks hoisted (nests.c)
                 s0 = lane(s0, x[i])
                 s1 = lane(s1, x[i + 1])
                 s2 = lane(s2, x[i + 2])
@@ -442,18 +442,18 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     nb, bs = _blocks(n, device)
     if name == "sum" and outdt.kind != "c":  # eight partial sums a block (_sum_block)
         partial, first = _scratch(nb, outdt, ident, device)
-        _reduce_sum(a, partial, first, bs)
+        _launch(_reduce_sum, n, device, a, partial, first, bs)
         got = first[1]
     elif name is not None and outdt.kind != "c":  # min and max: eight lanes a block
         k = _REDUCE_MINMAX.get(name)
         if k is None:
             k = _REDUCE_MINMAX[name] = _minmax_kernel(_lane_min if name == "min" else _lane_max)
         partial, first = _scratch(nb, outdt, ident, device)
-        k(a, partial, first, bs, 1 if outdt.kind == "f" or _is_bfloat16(outdt) else 0)
+        _launch(k, n, device, a, partial, first, bs, 1 if outdt.kind == "f" or _is_bfloat16(outdt) else 0)
         got = first[1]
     elif name is not None:  # a complex sum: the scan kernel without its output
         partial, first = _scratch(nb, outdt, ident, device)
-        _run_scan(a, first[:1], partial, first, bs, 2, name, outdt)
+        _run_scan(a, first[:1], partial, first, bs, 2, name, outdt, n, device)
         got = first[1]
     else:
         partial = _empty(nb, outdt, device=device)
@@ -519,16 +519,17 @@ def _run_starts(s, flags):
 def _compact(a, mask):
     n = a.shape[0]
     nb, bs = _blocks(n, a.device)
-    partial = _empty(nb + 1, np.int64, device=a.device)
+    # the counts (then offsets) and the total: a NumPy array on the CPU, read back by indexing
+    partial = np.empty(nb + 1, np.int64) if a.device == "cpu" else _empty(nb + 1, np.int64, device=a.device)
     if n:
-        _count_true(mask, partial, bs)
+        _launch(_count_true, n, a.device, mask, partial, bs)
         total = int(partial[nb])
     else:
         total = 0
     # numbers, vectors, matrices, or a struct's records (zeroed: the padding between fields is no garbage)
     out = (_zeros if _is_records(a) else _empty)(total, a.dtype, device=a.device)
     if total:
-        _compact_scatter(a, mask, partial, out, bs)
+        _launch(_compact_scatter, 4 * n, a.device, a, mask, partial, out, bs)
     return out
 
 
