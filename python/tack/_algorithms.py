@@ -366,6 +366,14 @@ def _minmax_kernel(lane):
 _REDUCE_MINMAX = {}
 
 
+def _minmax(name):
+    """The reduction kernel of "min" or "max", made once."""
+    k = _REDUCE_MINMAX.get(name)
+    if k is None:
+        k = _REDUCE_MINMAX[name] = _minmax_kernel(_lane_min if name == "min" else _lane_max)
+    return k
+
+
 def _reduce_kernel(op):
     k = _REDUCES.get(op)
     if k is None:
@@ -445,9 +453,7 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
         _launch(_reduce_sum, n, device, a, partial, first, bs)
         got = first[1]
     elif name is not None and outdt.kind != "c":  # min and max: eight lanes a block
-        k = _REDUCE_MINMAX.get(name)
-        if k is None:
-            k = _REDUCE_MINMAX[name] = _minmax_kernel(_lane_min if name == "min" else _lane_max)
+        k = _minmax(name)
         partial, first = _scratch(nb, outdt, ident, device)
         _launch(k, n, device, a, partial, first, bs, 1 if outdt.kind == "f" or _is_bfloat16(outdt) else 0)
         got = first[1]
