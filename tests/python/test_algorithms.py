@@ -723,6 +723,12 @@ def test_the_benchmark_script_runs(monkeypatch, capsys):
     bench.main()
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 16 and rows[1].startswith("| scan (cumsum) |")
+    # the sweep over sizes: one row a primitive and size, beside NumPy
+    monkeypatch.setattr(sys, "argv", ["algorithms.py", "--sizes", "1e3,2e3", "--rounds", "1", "--budget", "0",
+                                      "--only", "reduce"])
+    bench.main()
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| reduce")]
+    assert [r.split(" | ")[1] for r in rows] == ["1,000"] * 3 + ["2,000"] * 3, rows
 
 
 def test_the_primitives_are_imported_on_first_use(tmp_path):
