@@ -192,12 +192,13 @@ def _run_scan(a, out, partial, first, bs, mode, op, outdt, n, device):
         _launch(_scan, n if mode == 2 else 4 * n, device, a, out, partial, first, bs, mode, _WHICH[op])
 
 
-_PLANS = {}  # (dtype, op, dtype=) -> (fn, name, result dtype, the identity twice as a NumPy array)
+_PLANS = {}  # (what, dtype, op, dtype=) -> (fn, name, result dtype, [identity, identity], float result)
 
 
 def _plan(what, a, op, dtype):
     """What a reduce or scan of `a` by `op` needs besides its data, checked and cached: the
-    operator, its name (None for a @tack.func), the result's dtype and [identity, identity]."""
+    operator, its name (None for a @tack.func), the result's dtype, [identity, identity] and 1 when
+    the result is a float (bfloat16 included: ml_dtypes' is kind "V" to NumPy), else 0."""
     try:
         key = (what, a.dtype, op, dtype)
         got = _PLANS.get(key)
@@ -210,7 +211,7 @@ def _plan(what, a, op, dtype):
     npdt = _npdtype(a.dtype)
     outdt = np.dtype(dtype) if dtype is not None else (_sum_dtype(npdt) if name == "sum" else npdt)
     first = np.array([_identity(name, outdt)] * 2, outdt) if name is not None else None
-    got = (fn, name, outdt, first)
+    got = (fn, name, outdt, first, 1 if outdt.kind == "f" or _is_bfloat16(outdt) else 0)
     if key is not None:
         _PLANS[key] = got
     return got
@@ -241,7 +242,7 @@ def scan(a, op="sum", *, exclusive=False, dtype=None):
         a = _one_d(a, "a", "scan")
     if not isinstance(op, str) or op not in _NAMED:
         raise ValueError(f"tack.scan: op must be 'sum', 'min' or 'max', got {op!r}")
-    _, _, outdt, ident = _plan("scan", a, op, dtype)
+    _, _, outdt, ident, _ = _plan("scan", a, op, dtype)
     if op != "sum" and outdt.kind == "c":
         raise TypeError(f"tack.scan: {op} is not defined for complex values")
     n = a.shape[0]
@@ -435,7 +436,7 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     for every operator but the sum (whose identity is 0)."""
     if type(a) is not _core.Array or a.ndim != 1 or a.strided:
         a = _one_d(a, "a", "reduce")
-    fn, name, outdt, ident = _plan("reduce", a, op, dtype)
+    fn, name, outdt, ident, fl = _plan("reduce", a, op, dtype)
     n = a.shape[0]
     if n == 0:
         if initial is not None:
@@ -455,7 +456,7 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     elif name is not None and outdt.kind != "c":  # min and max: eight lanes a block
         k = _minmax(name)
         partial, first = _scratch(nb, outdt, ident, device)
-        _launch(k, n, device, a, partial, first, bs, 1 if outdt.kind == "f" or _is_bfloat16(outdt) else 0)
+        _launch(k, n, device, a, partial, first, bs, fl)
         got = first[1]
     elif name is not None:  # a complex sum: the scan kernel without its output
         partial, first = _scratch(nb, outdt, ident, device)
