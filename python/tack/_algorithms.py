@@ -312,13 +312,14 @@ def _minmax_kernel(lane):
     lanes and then the blocks combined.  Which of several elements that compare equal is the
     result depends on that order where they differ in their bits -- 0.0 and -0.0, NaNs -- so a
     float result that is zero or NaN is then taken as the serial fold takes it: the first NaN, or
-    the last element equal to zero (np.minimum keeps the second of equal values).  Any other
+    the last element equal to zero (np.minimum keeps the second of equal values), by a second
+    parallel pass over the blocks that runs only then.  Any other
     value compares equal only to its own bits, so the result is the serial fold's, bit for bit."""
     @kernel
-    def _reduce_minmax(x, partial, first, bs, fl):
+    def _reduce_minmax(x, partial, first, where, bs, fl):
         # the blocks and lanes as _reduce_sum's (its loops at the top of the parallel loop's body,
         # whose index checks are tested once a block); fl != 0: a float dtype, whose zero and NaN
-        # results are taken again (above)
+        # results are taken again (above), with where (nb + 1 int64) the blocks' finds and the hunt
         n = x.shape[0]
         nb = partial.shape[0]
         for b in independent(range(nb)):
@@ -349,17 +350,38 @@ def _minmax_kernel(lane):
             acc = first[0]
             for b in range(nb):
                 acc = lane(acc, partial[b])
-            if fl != 0 and acc != acc:
-                i = i64(0)
-                while x[i] == x[i]:
-                    i += 1
-                acc = x[i]
-            elif fl != 0 and acc == 0:
-                i = n - 1
-                while x[i] != 0:
-                    i -= 1
-                acc = x[i]
             first[1] = acc
+            where[nb] = 0
+            if fl != 0 and acc != acc:
+                where[nb] = 1
+            elif fl != 0 and acc == 0:
+                where[nb] = 2
+        # a zero or NaN result: each block's last zero or first NaN (-1: none), in parallel, then
+        # the last block's zero or the first block's NaN
+        for b in independent(range(nb if where[nb] != 0 else 0)):
+            lo = b * bs
+            hi = min(lo + bs, n)
+            h = where[nb]
+            at = i64(-1)
+            for i in range(lo, hi):
+                v = x[i]
+                if h == 2:
+                    if v == 0:
+                        at = i
+                elif v != v and at < 0:
+                    at = i
+            where[b] = at
+        for t in range(1):
+            if where[nb] == 1:
+                b = i64(0)
+                while where[b] < 0:
+                    b += 1
+                first[1] = x[where[b]]
+            elif where[nb] == 2:
+                b = nb - 1
+                while where[b] < 0:
+                    b -= 1
+                first[1] = x[where[b]]
 
     return _reduce_minmax
 
@@ -456,7 +478,8 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     elif name is not None and outdt.kind != "c":  # min and max: eight lanes a block
         k = _minmax(name)
         partial, first = _scratch(nb, outdt, ident, device)
-        _launch(k, n, device, a, partial, first, bs, fl)
+        where = np.empty(nb + 1, np.int64) if device == "cpu" else _empty(nb + 1, np.int64, device=device)
+        _launch(k, n, device, a, partial, first, where, bs, fl)
         got = first[1]
     elif name is not None:  # a complex sum: the scan kernel without its output
         partial, first = _scratch(nb, outdt, ident, device)
