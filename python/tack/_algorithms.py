@@ -313,8 +313,8 @@ def _minmax_kernel(lane):
     result depends on that order where they differ in their bits -- 0.0 and -0.0, NaNs -- so a
     float result that is zero or NaN is then taken as the serial fold takes it: the first NaN, or
     the last element equal to zero (np.minimum keeps the second of equal values), by a second
-    parallel pass over the blocks that runs only then.  Any other
-    value compares equal only to its own bits, so the result is the serial fold's, bit for bit."""
+    parallel pass over the blocks that runs only then.  Any other value compares equal only to
+    its own bits, so the result is the serial fold's, bit for bit."""
     @kernel
     def _reduce_minmax(x, partial, first, where, bs, fl):
         # the blocks and lanes as _reduce_sum's (its loops at the top of the parallel loop's body,
@@ -471,7 +471,7 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
         raise TypeError(f"tack.reduce: {name} is not defined for complex values")
     device = a.device
     nb, bs = _blocks(n, device)
-    if name == "sum" and outdt.kind != "c":  # eight partial sums a block (_sum_block)
+    if name == "sum" and outdt.kind != "c":  # eight partial sums a block (_reduce_sum)
         partial, first = _scratch(nb, outdt, ident, device)
         _launch(_reduce_sum, n, device, a, partial, first, bs)
         got = first[1]
