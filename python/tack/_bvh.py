@@ -746,13 +746,4 @@ def bvh_call(kernel_obj, args, kwargs, method=None):
     from . import _rewritten_call
     from ._bvh_rewrite import rewrite
 
-    return _rewritten_call.call(kernel_obj, args, kwargs, method, Bvh, lambda v: v._key(), rewrite, _refuse_mix)
-
-
-def _refuse_mix(fn, values):
-    from ._hashgrid import HashGrid
-    from ._structs import has_struct
-
-    if has_struct(values, {}) or any(isinstance(v, HashGrid) for v in values):
-        raise TypeError(f"{fn.__qualname__}(): a kernel taking a tack.Bvh or tack.Mesh takes no struct or "
-                        f"tack.HashGrid arguments (pass a struct's fields as arrays)")
+    return _rewritten_call.call(kernel_obj, args, kwargs, method, Bvh, lambda v: v._key(), rewrite)

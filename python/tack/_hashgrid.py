@@ -222,13 +222,5 @@ def grid_call(kernel_obj, args, kwargs, method=None):
     from . import _rewritten_call
     from ._hashgrid_rewrite import rewrite
 
-    return _rewritten_call.call(kernel_obj, args, kwargs, method, HashGrid, lambda v: (v.dim, v.ftype), rewrite,
-                                _refuse_structs)
-
-
-def _refuse_structs(fn, values):
-    from ._structs import has_struct
-
-    if has_struct(values, {}):
-        raise TypeError(f"{fn.__qualname__}(): a kernel taking a tack.HashGrid takes no struct arguments "
-                        f"(pass the struct's fields as arrays)")
+    # struct arguments beside the grid go on to the struct rewrite, which reads the grid rewrite's tree
+    return _rewritten_call.call(kernel_obj, args, kwargs, method, HashGrid, lambda v: (v.dim, v.ftype), rewrite)
