@@ -4,8 +4,9 @@ A particle code asks, for each point, which points lie within a radius of
 it.  Checking every pair costs O(n^2); a grid of cells at least as wide as
 the radius makes it O(n * neighbours): each point's neighbours lie in the
 cells its ball touches.  The grid is built with the parallel primitives
-(tack._algorithms) on the points' own device: one kernel gives each point
-the index of its cell, ``tack.argsort`` sorts the points by cell (stably, so
+(tack._algorithms) on the points' own device: one kernel finds each block's
+bounding box (one launch and one copy back, where a reduction per axis and
+bound cost six launches and copies in 3-D), one gives each point the index of its cell, ``tack.argsort`` sorts the points by cell (stably, so
 the points of one cell keep their input order), and one kernel marks where
 each cell's run of sorted points starts and ends.  What a kernel then reads
 is three arrays -- the permutation and the start and end of every cell --
@@ -60,6 +61,31 @@ def _cells(pts, origin, lim, inv, dims, keys):
             key += c * stride
             stride *= dims[d]
         keys[i] = key
+
+
+@kernel
+def _box(pts, box, bs):
+    # block b's least and greatest coordinate along each axis (columns d and dim + d) and its count of
+    # non-finite coordinates (the last column): one launch and one copy back for the bounding box
+    n, dim = pts.shape
+    for b in range(box.shape[0]):
+        first = b * bs
+        last = min(first + bs, n)
+        bad = 0
+        for d in range(dim):
+            lo = pts[first, d]
+            hi = lo
+            for i in range(first, last):
+                x = pts[i, d]
+                if x < lo:
+                    lo = x
+                if x > hi:
+                    hi = x
+                if not (x - x == 0.0):  # NaN or an infinity
+                    bad += 1
+            box[b, d] = lo
+            box[b, dim + d] = hi
+        box[b, 2 * dim] = bad
 
 
 @kernel
@@ -134,21 +160,27 @@ class HashGrid:
 
     def build(self, points):
         """Rebuild the grid from `points` (same rules as the constructor); returns the grid."""
-        from ._algorithms import argsort, reduce
+        from ._algorithms import argsort
+        from ._algorithms_common import _blocks
 
         a = self._points(points)
         n, dim = a.shape
         dev = a.device
         lo, hi = [0.0] * dim, [0.0] * dim
         if n:
-            for d in range(dim):
-                col = a[:, d]
-                lo[d], hi[d] = float(reduce(col, "min")), float(reduce(col, "max"))
-                if not (math.isfinite(lo[d]) and math.isfinite(hi[d])):
-                    col = a[:, d].numpy()  # the error's path only: which point
-                    k = int(np.flatnonzero(~np.isfinite(col))[0])
-                    raise ValueError(f"tack.HashGrid: point {k} has {col[k]} in coordinate {d} (the point: "
-                                     f"{a[k].numpy().tolist()}): every coordinate must be finite")
+            nb, bs = _blocks(n, dev)
+            box = _empty((nb, 2 * dim + 1), a.dtype, device=dev)
+            _box(a, box, bs)
+            box = box.numpy()
+            lo, hi = box[:, :dim].min(0).tolist(), box[:, dim:2 * dim].max(0).tolist()
+            if box[:, 2 * dim].any():
+                for d in range(dim):  # the error's path only: which point
+                    col = a[:, d].numpy()
+                    bad = np.flatnonzero(~np.isfinite(col))
+                    if len(bad):
+                        k = int(bad[0])
+                        raise ValueError(f"tack.HashGrid: point {k} has {col[k]} in coordinate {d} (the point: "
+                                         f"{a[k].numpy().tolist()}): every coordinate must be finite")
         width = self.cell_size
         cap = max(4 * n, 4096)
         while True:
