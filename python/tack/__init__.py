@@ -156,12 +156,18 @@ def _getline(filename, lineno):
     return linecache.getline(cell_file(filename), lineno)  # "Cell In[3]": the cell's text
 
 
-def _struct_call(kernel, args, kwargs, method):
-    from ._bvh import bvh_call
-    from ._hashgrid import grid_call
-    from ._structs import struct_call
+_CALL_HOOKS = []  # bvh_call, grid_call, struct_call: imported at the first call that needs them
 
-    # a tack.Bvh or tack.Mesh argument first: it refuses a HashGrid beside it by name (docs/spatial.md)
+
+def _struct_call(kernel, args, kwargs, method):
+    if not _CALL_HOOKS:
+        from ._bvh import bvh_call
+        from ._hashgrid import grid_call
+        from ._structs import struct_call
+
+        _CALL_HOOKS[:] = [bvh_call, grid_call, struct_call]
+    bvh_call, grid_call, struct_call = _CALL_HOOKS
+    # a tack.Bvh or tack.Mesh argument first; its rewritten kernel's call comes back here for the grids and structs
     out = bvh_call(kernel, args, kwargs, method)
     if out is not NotImplemented:
         return out

@@ -34,10 +34,11 @@ import math
 
 import numpy as np
 
-from . import _core
+from . import _core, _rewritten_call
 from ._array import empty as _empty, asarray as _asarray
 from ._core import i64
 from ._intrinsics import independent
+from ._hashgrid_rewrite import rewrite
 from ._kernels import kernel
 
 __all__ = ["HashGrid"]
@@ -164,6 +165,7 @@ class HashGrid:
         from ._algorithms_common import _blocks
 
         a = self._points(points)
+        self._argv = None
         n, dim = a.shape
         dev = a.device
         lo, hi = [0.0] * dim, [0.0] * dim
@@ -230,10 +232,12 @@ class HashGrid:
                         "(for j in grid.neighbors(p, radius): ...), not a Python call")
 
     def _args(self):
-        """The kernel arguments the grid becomes (tack._hashgrid_rewrite names them)."""
-        ft = self.ftype
-        return ([self._perm, self._start, self._end] + [ft(o) for o in self.origin]
-                + [self._inv] + [np.int64(d) for d in self.dims])
+        """The kernel arguments the grid becomes (tack._hashgrid_rewrite names them), made once a build."""
+        if self._argv is None:
+            ft = self.ftype
+            self._argv = ([self._perm, self._start, self._end] + [ft(o) for o in self.origin]
+                          + [self._inv] + [np.int64(d) for d in self.dims])
+        return self._argv
 
     def __repr__(self):
         return (f"tack.HashGrid({self.n} points in {self.dim}-D, cell_size={self.cell_size}, "
@@ -251,8 +255,5 @@ def grid_call(kernel_obj, args, kwargs, method=None):
     of such arguments, with their target= keyword); NotImplemented when no argument is a grid."""
     if not has_grid(args, kwargs):
         return NotImplemented
-    from . import _rewritten_call
-    from ._hashgrid_rewrite import rewrite
-
     # struct arguments beside the grid go on to the struct rewrite, which reads the grid rewrite's tree
     return _rewritten_call.call(kernel_obj, args, kwargs, method, HashGrid, lambda v: (v.dim, v.ftype), rewrite)

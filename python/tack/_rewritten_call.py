@@ -27,7 +27,7 @@ import weakref
 
 from . import _core
 
-_PARAMS = weakref.WeakKeyDictionary()  # kernel -> (its Python function, its signature)
+_PARAMS = weakref.WeakKeyDictionary()  # kernel -> (its Python function, its signature, its count of plain parameters)
 _BUILDS = weakref.WeakKeyDictionary()  # kernel -> {key: the rewritten kernel}
 
 
@@ -46,17 +46,22 @@ def call(kernel_obj, args, kwargs, method, cls, key_of, rewrite):
         import inspect
 
         fn = kernel_obj.__wrapped__ if hasattr(kernel_obj, "__wrapped__") else kernel_obj.py_func
-        hit = _PARAMS[kernel_obj] = (fn, inspect.signature(fn))
-    fn, sig = hit
-    if "stream" in kwargs and "stream" not in sig.parameters:  # the launch's stream= (docs/backends.md)
-        kwargs = dict(kwargs)
-        extra["stream"] = kwargs.pop("stream")
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError:
-        return NotImplemented
-    bound.apply_defaults()
-    values = list(bound.arguments.values())
+        sig = inspect.signature(fn)
+        plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in sig.parameters.values())
+        hit = _PARAMS[kernel_obj] = (fn, sig, len(sig.parameters) if plain else -1)
+    fn, sig, nplain = hit
+    if not kwargs and len(args) == nplain:  # every parameter given by position: bound as they come
+        values = args
+    else:
+        if "stream" in kwargs and "stream" not in sig.parameters:  # the launch's stream= (docs/backends.md)
+            kwargs = dict(kwargs)
+            extra["stream"] = kwargs.pop("stream")
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            return NotImplemented
+        bound.apply_defaults()
+        values = list(bound.arguments.values())
     keys = tuple(key_of(v) if isinstance(v, cls) else None for v in values)
     table = _BUILDS.setdefault(kernel_obj, {})
     built = table.get((cls, keys))
