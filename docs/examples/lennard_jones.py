@@ -65,11 +65,12 @@ def pair(d, rc, shift):
 @tack.kernel
 def forces_grid(pos, grid, rc, shift, force, energy):
     for i in range(pos.shape[0]):
+        xi = pos[i]
         f = tack.vec3d(0.0, 0.0, 0.0)
         e = 0.0
-        for j in grid.neighbors(pos[i], rc):
+        for j in grid.neighbors(xi, rc):
             if j != i:
-                fij, eij = pair(pos[i] - pos[j], rc, shift)
+                fij, eij = pair(xi - pos[j], rc, shift)
                 f += fij
                 e += 0.5 * eij          # half of each pair's energy to each of its atoms
         force[i] = f
@@ -88,9 +89,10 @@ def cell_of(pos, width, dims, cell):
 @tack.kernel
 def forces_cells(pos, order, first, width, dims, rc, shift, force, energy):
     for i in range(pos.shape[0]):
-        cx = min(max(int(pos[i].x / width), 0), dims - 1)
-        cy = min(max(int(pos[i].y / width), 0), dims - 1)
-        cz = min(max(int(pos[i].z / width), 0), dims - 1)
+        xi = pos[i]
+        cx = min(max(int(xi.x / width), 0), dims - 1)
+        cy = min(max(int(xi.y / width), 0), dims - 1)
+        cz = min(max(int(xi.z / width), 0), dims - 1)
         f = tack.vec3d(0.0, 0.0, 0.0)
         e = 0.0
         for z in range(max(cz - 1, 0), min(cz + 2, dims)):
@@ -100,7 +102,7 @@ def forces_cells(pos, order, first, width, dims, rc, shift, force, energy):
                     for k in range(first[c], first[c + 1]):
                         j = order[k]
                         if j != i:
-                            fij, eij = pair(pos[i] - pos[j], rc, shift)
+                            fij, eij = pair(xi - pos[j], rc, shift)
                             f += fij
                             e += 0.5 * eij
         force[i] = f
@@ -110,9 +112,10 @@ def forces_cells(pos, order, first, width, dims, rc, shift, force, energy):
 @tack.kernel
 def forces_pairs(pos, grid, rc, shift, force, energy):
     for i in range(pos.shape[0]):
-        for j in grid.neighbors(pos[i], rc):
+        xi = pos[i]
+        for j in grid.neighbors(xi, rc):
             if j > i:
-                fij, eij = pair(pos[i] - pos[j], rc, shift)
+                fij, eij = pair(xi - pos[j], rc, shift)
                 force[i] += fij         # atomic, component by component
                 force[j] -= fij
                 energy[0] += eij
