@@ -76,6 +76,7 @@ from ._core import (  # noqa: E402
     synchronize,
 )
 from ._array import array, asarray, copyto, dtype, empty, full, ones, zeros
+from ._array import empty_like, full_like, ones_like, zeros_like
 from ._interop import array_from_ptr, from_dlpack
 from ._cai import from_cuda_array_interface  # noqa: E402  (the CUDA Array Interface both ways)
 from ._structs import StructArray, array_field, struct
@@ -210,6 +211,7 @@ del _offer_ziglang
 
 __all__ = [
     "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
+    "empty_like", "full_like", "ones_like", "zeros_like",
     "array_from_ptr", "from_dlpack", "from_cuda_array_interface", "struct", "array_field", "StructArray",
     "devices", "get_default_device", "set_default_device", "synchronize", "__version__",
     "get_include", "get_library",
