@@ -65,6 +65,28 @@ def _cells(pts, origin, lim, inv, dims, keys):
 
 
 @kernel
+def _cells_periodic(pts, inv, fdims, dims, keys):
+    # a periodic box [0, L) along each axis: a point's cell along d is floor(x / width) wrapped into
+    # [0, n) (a point outside the box is in its image's cell); inv and fdims in the points' float type
+    for i in range(pts.shape[0]):
+        key = i64(0)
+        stride = i64(1)
+        for d in range(pts.shape[1]):
+            f = pts[i, d] * inv[d]
+            f = f - fdims[d] * math.floor(f / fdims[d])  # in [0, n], n only by rounding
+            c = i64(0)
+            if f > 0.0:
+                c = dims[d] - 1
+                if f < fdims[d]:
+                    c = i64(f)
+                    if c > dims[d] - 1:
+                        c = dims[d] - 1
+            key += c * stride
+            stride *= dims[d]
+        keys[i] = key
+
+
+@kernel
 def _box(pts, box, bs):
     # block b's least and greatest coordinate along each axis (columns d and dim + d) and its count of
     # non-finite coordinates (the last column): one launch and one copy back for the bounding box
@@ -134,12 +156,20 @@ class HashGrid:
     ``for j in grid.neighbors(p, radius):`` (``p`` a vector or a tuple of 2 or 3
     numbers) to visit the index of every point in the cells the ball of that
     radius touches, each once: the points within the radius and some farther
-    ones, so test the distance.  The grid keeps no reference to the points.
+    ones, so test the distance.  ``box=L`` (a length, or one per axis) makes
+    the grid periodic over [0, L) along each axis: a point outside the box is in
+    its image's cell, and the ball's cells wrap across the faces (each cell
+    once, however wide the ball); the kernel takes the minimum image of each
+    displacement itself.  The grid keeps no reference to the points.
     Memory: 8 bytes per point for the cell keys, 8 for the permutation, and
     16 per cell (at most max(4 n, 4096) cells)."""
 
-    def __init__(self, points, cell_size):
+    def __init__(self, points, cell_size, *, box=None):
         self.cell_size = _positive(cell_size, "cell_size")
+        if box is not None:
+            box = tuple(_positive(b, "box") for b in (box if isinstance(box, (tuple, list)) else (box,)))
+        self._box_arg = box
+        self.box = None
         self._keys = self._start = self._end = None
         self.build(points)
 
@@ -185,16 +215,31 @@ class HashGrid:
                                          f"{a[k].numpy().tolist()}): every coordinate must be finite")
         width = self.cell_size
         cap = max(4 * n, 4096)
+        box = self._box_arg
+        if box is not None:
+            if len(box) == 1:
+                box = box * dim
+            if len(box) != dim:
+                raise ValueError(f"tack.HashGrid: box has {len(box)} lengths for {dim}-D points: give one, or {dim}")
+            lo = [0.0] * dim
         while True:
-            dims = [int(math.floor((hi[d] - lo[d]) / width)) + 1 for d in range(dim)]
+            if box is None:
+                dims = [int(math.floor((hi[d] - lo[d]) / width)) + 1 for d in range(dim)]
+            else:  # whole cells in the box, each at least `width` wide
+                dims = [max(1, int(math.floor(box[d] / width))) for d in range(dim)]
             ncells = math.prod(dims)
             if ncells <= cap:
                 break
             width *= max(1.01, (ncells / cap) ** (1.0 / dim))
         self.dim, self.n, self.origin, self.dims = dim, n, tuple(lo), tuple(dims)
-        self.cell_width, self.ncells, self.device = width, ncells, dev
+        self.ncells, self.device, self.box = ncells, dev, box
         self.ftype = np.dtype(a.dtype.numpy).type
-        self._inv = self.ftype(1.0 / width)
+        if box is None:
+            self.cell_width = width
+            self._inv = self.ftype(1.0 / width)
+        else:  # each axis's cells fill its length: widths at least `width`, the largest the one named
+            self.cell_width = max(box[d] / dims[d] for d in range(dim))
+            self._inv = tuple(self.ftype(dims[d] / box[d]) for d in range(dim))
         if self._start is None or self._start.device != dev or self._start.shape[0] < ncells:
             size = max(ncells, cap if n else 1)
             self._start = _empty(size, np.int64, device=dev)
@@ -208,8 +253,12 @@ class HashGrid:
         from ._array import array as _array
 
         ft = self.ftype
-        _cells(a, _array(np.asarray(lo, ft), device=dev), _array(np.asarray(dims, ft) - 1, device=dev),
-               self._inv, _array(np.asarray(dims, np.int64), device=dev), self._keys)
+        if box is None:
+            _cells(a, _array(np.asarray(lo, ft), device=dev), _array(np.asarray(dims, ft) - 1, device=dev),
+                   self._inv, _array(np.asarray(dims, np.int64), device=dev), self._keys)
+        else:
+            _cells_periodic(a, _array(np.asarray(self._inv, ft), device=dev), _array(np.asarray(dims, ft), device=dev),
+                            _array(np.asarray(dims, np.int64), device=dev), self._keys)
         self._perm = argsort(self._keys)
         _bounds(self._keys, self._perm, self._start, self._end)
         return self
@@ -235,12 +284,20 @@ class HashGrid:
         """The kernel arguments the grid becomes (tack._hashgrid_rewrite names them), made once a build."""
         if self._argv is None:
             ft = self.ftype
-            self._argv = ([self._perm, self._start, self._end] + [ft(o) for o in self.origin]
-                          + [self._inv] + [np.int64(d) for d in self.dims])
+            if self.box is None:
+                self._argv = ([self._perm, self._start, self._end] + [ft(o) for o in self.origin]
+                              + [self._inv] + [np.int64(d) for d in self.dims])
+            else:  # periodic: an inverse width per axis, no origin
+                self._argv = [self._perm, self._start, self._end] + list(self._inv) + [np.int64(d) for d in self.dims]
         return self._argv
 
+    def _key(self):
+        """What the kernel's rewrite depends on: the dimension, the float type, whether periodic."""
+        return (self.dim, self.ftype, self.box is not None)
+
     def __repr__(self):
-        return (f"tack.HashGrid({self.n} points in {self.dim}-D, cell_size={self.cell_size}, "
+        box = "" if self.box is None else f", box={self.box}"
+        return (f"tack.HashGrid({self.n} points in {self.dim}-D, cell_size={self.cell_size}{box}, "
                 f"cells {self.dims} of width {self.cell_width:g}, device={self.device!r})")
 
 
@@ -256,4 +313,4 @@ def grid_call(kernel_obj, args, kwargs, method=None):
     if not has_grid(args, kwargs):
         return NotImplemented
     # struct arguments beside the grid go on to the struct rewrite, which reads the grid rewrite's tree
-    return _rewritten_call.call(kernel_obj, args, kwargs, method, HashGrid, lambda v: (v.dim, v.ftype), rewrite)
+    return _rewritten_call.call(kernel_obj, args, kwargs, method, HashGrid, HashGrid._key, rewrite)
