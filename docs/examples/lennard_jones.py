@@ -1,25 +1,28 @@
-"""Lennard-Jones molecular dynamics: neighbours from a HashGrid and from a cell list of our own; energy kept.
+"""Lennard-Jones molecular dynamics in a periodic box: neighbours from a HashGrid and from a cell list of our own.
 
     python docs/examples/lennard_jones.py [--side 16] [--steps 2000] [--device cpu] [--output-dir .]
 
 Atoms of a Lennard-Jones liquid (reduced units: sigma = epsilon = mass = 1, density 0.8) start
-on a cubic lattice, jittered and given random velocities with tack.random, in a box whose walls
-reflect them. The pair potential is 4 (r^-12 - r^-6), cut and shifted at r = 2.5. Each step is
-velocity Verlet -- half a kick, a drift (with the walls), the forces at the new positions, half
-a kick -- and the forces are computed three ways, which must agree:
+on a cubic lattice, jittered and given random velocities with tack.random, in a periodic cubic
+box of side L: an atom leaving through one face comes back through the opposite one, and each
+pair interacts through its minimum image (d -= L floor(d / L + 1/2)). The pair potential is
+4 (r^-12 - r^-6), cut and shifted at r = 2.5. Each step is velocity Verlet -- half a kick, a
+drift (positions wrapped into the box), the forces at the new positions, half a kick -- and the
+forces are computed three ways, which must agree:
 
-    forces_grid     each atom sums the pulls of its neighbours, found by tack.HashGrid
-    forces_cells    the same sum over a cell list built here: a cell per atom (a kernel),
-                    tack.argsort by cell, and each cell's first atom by tack.searchsorted
+    forces_grid     each atom sums the pulls of its neighbours, found by a periodic
+                    tack.HashGrid (box=L)
+    forces_cells    the same sum over a periodic cell list built here: a cell per atom (a
+                    kernel), tack.argsort by cell, each cell's first atom by tack.searchsorted
     forces_pairs    each pair once (j > i), scattered by atomic vec3d updates:
                     force[i] += f; force[j] -= f
 
 The steps run on forces_grid. The checks: the first forces and potential energy against SciPy's
-cKDTree pairs and NumPy, the three force kernels equal to rounding (first and last step), the
-total energy (tack.reduce of the per-atom energies) within 1e-3 of its start over every step,
-the forces summing to zero (Newton's third law), and two steps of a small box run as Python
-(jit=False) equal to the compiled ones. With VTK installed, --output-dir draws the atoms coloured
-by speed as lennard_jones.png (tack.vis).
+periodic cKDTree pairs (boxsize=L) and NumPy, the three force kernels equal to rounding (first
+and last step), the total energy (tack.reduce of the per-atom energies) within 1e-3 of its
+start over every step, the total momentum kept to rounding (no walls: nothing pushes the box),
+and two steps of a small box run as Python (jit=False) equal to the compiled ones. With VTK
+installed, --output-dir draws the atoms coloured by speed as lennard_jones.png (tack.vis).
 """
 
 import argparse
@@ -53,8 +56,10 @@ def thermal(vel, seed, sigma):
 
 
 @tack.func
-def pair(d, rc, shift):
-    """The force on an atom from one at distance vector d (pointing at the atom), and the pair's energy."""
+def pair(d, box, rc, shift):
+    """The force on an atom from one at distance vector d (pointing at the atom), through the minimum
+    image in a periodic box of side `box`, and the pair's energy."""
+    d -= box * np.floor(d / box + 0.5)
     r2 = tack.dot(d, d)
     if r2 >= rc * rc:
         return tack.vec3d(0.0, 0.0, 0.0), 0.0
@@ -63,14 +68,14 @@ def pair(d, rc, shift):
 
 
 @tack.kernel
-def forces_grid(pos, grid, rc, shift, force, energy):
+def forces_grid(pos, grid, box, rc, shift, force, energy):
     for i in range(pos.shape[0]):
         xi = pos[i]
         f = tack.vec3d(0.0, 0.0, 0.0)
         e = 0.0
         for j in grid.neighbors(xi, rc):
             if j != i:
-                fij, eij = pair(xi - pos[j], rc, shift)
+                fij, eij = pair(xi - pos[j], box, rc, shift)
                 f += fij
                 e += 0.5 * eij          # half of each pair's energy to each of its atoms
         force[i] = f
@@ -82,27 +87,29 @@ def cell_of(pos, width, dims, cell):
     for i in range(pos.shape[0]):
         c = tack.vec3i(0, 0, 0)
         for k in range(3):
-            c[k] = min(max(int(pos[i][k] / width), 0), dims - 1)
+            c[k] = min(int(pos[i][k] / width), dims - 1)   # the positions are in [0, L)
         cell[i] = (c.z * dims + c.y) * dims + c.x
 
 
 @tack.kernel
-def forces_cells(pos, order, first, width, dims, rc, shift, force, energy):
+def forces_cells(pos, order, first, width, dims, box, rc, shift, force, energy):
+    # the 27 cells around the atom's, wrapped (c % dims); with fewer than 3 cells a side, each once
+    span = min(dims, 3)
     for i in range(pos.shape[0]):
         xi = pos[i]
-        cx = min(max(int(xi.x / width), 0), dims - 1)
-        cy = min(max(int(xi.y / width), 0), dims - 1)
-        cz = min(max(int(xi.z / width), 0), dims - 1)
+        cx = min(int(xi.x / width), dims - 1) - span // 2
+        cy = min(int(xi.y / width), dims - 1) - span // 2
+        cz = min(int(xi.z / width), dims - 1) - span // 2
         f = tack.vec3d(0.0, 0.0, 0.0)
         e = 0.0
-        for z in range(max(cz - 1, 0), min(cz + 2, dims)):
-            for y in range(max(cy - 1, 0), min(cy + 2, dims)):
-                for x in range(max(cx - 1, 0), min(cx + 2, dims)):
-                    c = (z * dims + y) * dims + x
+        for z in range(cz, cz + span):
+            for y in range(cy, cy + span):
+                for x in range(cx, cx + span):
+                    c = ((z % dims) * dims + y % dims) * dims + x % dims
                     for k in range(first[c], first[c + 1]):
                         j = order[k]
                         if j != i:
-                            fij, eij = pair(xi - pos[j], rc, shift)
+                            fij, eij = pair(xi - pos[j], box, rc, shift)
                             f += fij
                             e += 0.5 * eij
         force[i] = f
@@ -110,12 +117,12 @@ def forces_cells(pos, order, first, width, dims, rc, shift, force, energy):
 
 
 @tack.kernel
-def forces_pairs(pos, grid, rc, shift, force, energy):
+def forces_pairs(pos, grid, box, rc, shift, force, energy):
     for i in range(pos.shape[0]):
         xi = pos[i]
         for j in grid.neighbors(xi, rc):
             if j > i:
-                fij, eij = pair(xi - pos[j], rc, shift)
+                fij, eij = pair(xi - pos[j], box, rc, shift)
                 force[i] += fij         # atomic, component by component
                 force[j] -= fij
                 energy[0] += eij
@@ -124,17 +131,9 @@ def forces_pairs(pos, grid, rc, shift, force, energy):
 @tack.kernel
 def kick_drift(pos, vel, force, dt, box):
     for i in range(pos.shape[0]):
-        v = vel[i] + force[i] * (0.5 * dt)
-        x = pos[i] + v * dt
-        for k in range(3):              # the walls: reflect
-            if x[k] < 0.0:
-                x[k] = -x[k]
-                v[k] = -v[k]
-            elif x[k] > box:
-                x[k] = 2.0 * box - x[k]
-                v[k] = -v[k]
-        pos[i] = x
-        vel[i] = v
+        vel[i] += force[i] * (0.5 * dt)
+        x = pos[i] + vel[i] * dt
+        pos[i] = x - box * np.floor(x / box)        # back into the box [0, L)
 
 
 @tack.kernel
@@ -150,7 +149,8 @@ def kinetic(vel, energy):
 
 
 class CellList:
-    """Atoms sorted by cell: the cells' side at least the cutoff, so a neighbour is in one of 27."""
+    """Atoms sorted by cell: the cells' side at least the cutoff, so a neighbour is in one of 27
+    (wrapped across the box's faces)."""
 
     def __init__(self, box, n, device):
         self.dims = max(1, int(box / RC))
@@ -165,12 +165,13 @@ class CellList:
         self.first = tack.searchsorted(sorted_cells, self.cells)  # cell c: order[first[c]:first[c + 1]]
 
 
-def reference(x):
-    """The forces and the potential energy from SciPy's pairs and NumPy."""
+def reference(x, box):
+    """The forces and the potential energy from SciPy's periodic pairs and NumPy."""
     from scipy.spatial import cKDTree
 
-    p = cKDTree(x).query_pairs(RC, output_type="ndarray")
+    p = cKDTree(x, boxsize=box).query_pairs(RC, output_type="ndarray")
     d = x[p[:, 0]] - x[p[:, 1]]
+    d -= box * np.floor(d / box + 0.5)
     r2 = (d * d).sum(1)
     keep = r2 < RC * RC
     p, d, r2 = p[keep], d[keep], r2[keep]
@@ -192,14 +193,16 @@ class System:
         jitter(self.pos, seed, 0.1)
         self.vel = tack.zeros(n, tack.vec3d, device=device)
         thermal(self.vel, seed + 1, 1.0)
+        v = self.vel.numpy()
+        tack.copyto(self.vel, v - v.mean(0))   # no drift of the whole box: total momentum 0
         self.force = tack.zeros(n, tack.vec3d, device=device)
         self.pe = tack.zeros(n, tack.f64, device=device)
         self.ke = tack.zeros(n, tack.f64, device=device)
-        self.grid = tack.HashGrid(self.pos, RC)
+        self.grid = tack.HashGrid(self.pos, RC, box=self.box)
 
     def forces(self):
         self.grid.build(self.pos)
-        forces_grid(self.pos, self.grid, RC, SHIFT, self.force, self.pe)
+        forces_grid(self.pos, self.grid, self.box, RC, SHIFT, self.force, self.pe)
 
     def step(self):
         kick_drift(self.pos, self.vel, self.force, DT, self.box)
@@ -217,9 +220,9 @@ def three_ways(s, cells):
     cells.build(s.pos)
     dev = s.pos.device
     f2, e2 = tack.zeros(s.n, tack.vec3d, device=dev), tack.zeros(s.n, tack.f64, device=dev)
-    forces_cells(s.pos, cells.order, cells.first, cells.width, cells.dims, RC, SHIFT, f2, e2)
+    forces_cells(s.pos, cells.order, cells.first, cells.width, cells.dims, s.box, RC, SHIFT, f2, e2)
     f3, e3 = tack.zeros(s.n, tack.vec3d, device=dev), tack.zeros(1, tack.f64, device=dev)
-    forces_pairs(s.pos, s.grid, RC, SHIFT, f3, e3)
+    forces_pairs(s.pos, s.grid, s.box, RC, SHIFT, f3, e3)
     f1, u = s.force.numpy(), float(tack.reduce(s.pe))
     scale = np.abs(f1).max()
     for f, e in ((f2, float(tack.reduce(e2))), (f3, float(e3.numpy()[0]))):
@@ -235,11 +238,11 @@ def debug_mode_check():
         k = {f.__name__: tack.kernel(f.__wrapped__, jit=jit) for f in (kick_drift, kick, forces_grid)}
         s = System(4, "cpu")
         s.grid.build(s.pos)
-        k["forces_grid"](s.pos, s.grid, RC, SHIFT, s.force, s.pe)
+        k["forces_grid"](s.pos, s.grid, s.box, RC, SHIFT, s.force, s.pe)
         for _ in range(2):
             k["kick_drift"](s.pos, s.vel, s.force, DT, s.box)
             s.grid.build(s.pos)
-            k["forces_grid"](s.pos, s.grid, RC, SHIFT, s.force, s.pe)
+            k["forces_grid"](s.pos, s.grid, s.box, RC, SHIFT, s.force, s.pe)
             k["kick"](s.vel, s.force, DT)
         runs.append([a.numpy() for a in (s.pos, s.vel, s.force, s.pe)])
     for a, b in zip(*runs):
@@ -259,11 +262,12 @@ def main(argv=None):
     s = System(args.side, args.device)
     cells = CellList(s.box, s.n, args.device)
     f, u = three_ways(s, cells)
-    want_f, want_u = reference(s.pos.numpy())
+    want_f, want_u = reference(s.pos.numpy(), s.box)
     np.testing.assert_allclose(f, want_f, rtol=0, atol=1e-11 * np.abs(want_f).max())
     assert abs(u - want_u) <= 1e-11 * abs(want_u), (u, want_u)
 
     e0 = s.energy()
+    p0 = s.vel.numpy().sum(0)
     worst = 0.0
     tack.synchronize()
     t0 = time.perf_counter()
@@ -276,7 +280,10 @@ def main(argv=None):
     f, _ = three_ways(s, cells)
     print(f"{s.n} atoms, {args.steps} steps on {args.device}: {seconds / args.steps * 1e3:.2f} ms a step; "
           f"energy {e0:.4f} -> {s.energy():.4f}, at most {worst:.1e} from the start")
+    drift = np.abs(s.vel.numpy().sum(0) - p0).max()
+    print(f"total momentum {drift:.1e} from its start")
     assert worst < 1e-3, worst
+    assert drift < 1e-9 * math.sqrt(s.n) * args.steps, drift
     assert np.abs(f.sum(0)).max() < 1e-9 * np.abs(f).max() * math.sqrt(s.n), f.sum(0)
     debug_mode_check()
     if args.output_dir:
