@@ -278,10 +278,9 @@ def main(argv=None):
     tack.synchronize()
     seconds = time.perf_counter() - t0
     f, _ = three_ways(s, cells)
-    print(f"{s.n} atoms, {args.steps} steps on {args.device}: {seconds / args.steps * 1e3:.2f} ms a step; "
-          f"energy {e0:.4f} -> {s.energy():.4f}, at most {worst:.1e} from the start")
     drift = np.abs(s.vel.numpy().sum(0) - p0).max()
-    print(f"total momentum {drift:.1e} from its start")
+    print(f"{s.n} atoms, {args.steps} steps on {args.device}: {seconds / args.steps * 1e3:.2f} ms a step; "
+          f"energy {e0:.4f} -> {s.energy():.4f}, at most {worst:.1e} from the start; momentum moved {drift:.1e}")
     assert worst < 1e-3, worst
     assert drift < 1e-9 * math.sqrt(s.n) * args.steps, drift
     assert np.abs(f.sum(0)).max() < 1e-9 * np.abs(f).max() * math.sqrt(s.n), f.sum(0)
