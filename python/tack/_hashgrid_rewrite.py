@@ -25,7 +25,11 @@ NaN point or a negative radius), then the nest
                     j = g·perm[k]
                     BODY
 
-so every backend runs the same serial loops it runs for any kernel.  What
+so every backend runs the same serial loops it runs for any kernel.  A
+periodic grid (``box=``) becomes ``g·i0`` ... (an inverse width per axis)
+instead of the origin and one width, and its ranges of cells are not clamped
+but wrapped (cell ``c % n`` along each axis, all n cells once when the ball
+spans them), so the same nest visits the cells across the box's faces.  What
 the rewrite cannot keep the meaning of it refuses, naming the line: a
 ``break`` in the body (it would leave one cell's run, not the query), an
 ``else:`` on the loop, the loop at the top level of a kernel (it would
