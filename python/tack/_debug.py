@@ -229,6 +229,12 @@ class _Ctx:
                     self._fits(y.dtype, x)
                 x = convert(y.dtype, x)
         if xa or ya:
+            if op in ("//", "%") and self.checks and np.asarray(y).dtype.kind in "iu" \
+                    and np.asarray(x).dtype.kind in "iu" and not np.all(y):
+                # a vector's integer // or %: each component the scalar's, its zero divisor raising
+                # as a number's does (NumPy's array operator would give 0 with a warning)
+                raise ZeroDivisionError(f"integer {'division' if op == '//' else 'modulo'} by zero "
+                                        f"({self.site()})")
             return _OPS[op](x, y)
         wx, wy = _weak(x), _weak(y)
         if (wx is None and not isinstance(x, np.generic)) or (wy is None and not isinstance(y, np.generic)):
@@ -374,6 +380,8 @@ class _Ctx:
 
     # -- arrays
     def load(self, a, idx):
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         try:
             v = a[idx]
         except IndexError as e:
@@ -390,6 +398,8 @@ class _Ctx:
         return v
 
     def store(self, a, idx, v):
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         try:
             self._store(a, idx, v)
         except IndexError as e:
@@ -445,6 +455,8 @@ class _Ctx:
     def setattr_at(self, a, idx, names, v):
         """``t[i].x = s`` on a local array of vectors (the compiler has checked it): the component
         set in the element itself, a view of the array's row."""
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         try:
             el = a[idx]
         except IndexError as e:
@@ -453,6 +465,8 @@ class _Ctx:
 
     def _element(self, a, idx):
         """a[idx], an element of an array of vectors, quaternions, transforms or matrices: a view of it."""
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         try:
             return a[idx]
         except IndexError as e:
@@ -481,6 +495,8 @@ class _Ctx:
             self.aug(op, el, first + j, v[j], line)
 
     def aug(self, op, a, idx, v, line):
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         if line in self.atomic_lines and op in ("+", "-") and isinstance(a, np.ndarray) \
                 and a.dtype.kind in "iufc":
             # an atomic a[k] += v: v converted to the element's type first, added in it
@@ -680,6 +696,15 @@ class _Ctx:
 
     # -- calls
     def call(self, f, *args, **kwargs):
+        own = getattr(f, "__self__", None)
+        if isinstance(own, np.ndarray) and getattr(f, "__name__", None) in _METHODS:
+            # NumPy's method spellings the compiler knows (the front end's numpy_methods): the call
+            # of the function they spell, with its typing and order of sums
+            if f.__name__ == "dot":
+                return self.bin("@", own, args[0])
+            if f.__name__ == "transpose" and own.ndim == 1:
+                return _vector_value(own.copy())
+            return self.call(_METHODS[f.__name__](), own)
         h = _CALLS.get(_key(f))
         if h is not None:
             r = h(self, *args, **kwargs)
@@ -710,6 +735,8 @@ class _Ctx:
         """``v.real`` / ``v.imag`` (and any other attribute read the rewrite
         routes here): of a Python complex, a weak float known at run time,
         as the compiler types a part of one (_of_python_complex)."""
+        if name == "T" and isinstance(v, np.ndarray):  # m.T: a value, not a view of m
+            return _vector_value(v.T.copy())
         r = getattr(v, name)
         if type(v) is complex and type(r) is float:
             r = _RFloat(r)
@@ -778,6 +805,26 @@ def _array_makers():
         _ARRAY_MAKERS.extend((np.zeros, np.ones, np.empty, np.full, _array.zeros, _array.ones, _array.empty,
                               _array.full))
     return _ARRAY_MAKERS
+
+
+def _tack_function(name):
+    def get():
+        import tack  # the package itself, imported by the time a kernel runs
+
+        return getattr(tack, name)
+
+    return get
+
+
+# a vector's or matrix's method (a NumPy array's, in debug mode) -> the tack function it spells
+_METHODS = {"dot": None, "transpose": _tack_function("transpose"), "trace": _tack_function("trace")}
+
+
+def _axes(idx):
+    """g[p] with p an integer vector (the compiler has checked its length against g's dimensions): one
+    index per axis, g[p[0], p[1]], as the compiled kernel indexes -- not NumPy's fancy indexing, which
+    would pick whole rows."""
+    return tuple(idx.tolist())
 
 
 def _is_matrix(a):

@@ -321,15 +321,217 @@ static int st_if(fe_func *f, PyObject *s, tack_node *block) {
     return fe_add(block, n, f);
 }
 
-/* for target in range(...) / tack.ndrange(...): nothing else is iterable. */
+/* ------------------------------------------------ loops over constant tuples */
+
+/* An element of a constant tuple loop, written in the source: a number (also negated), a
+ * tuple of them, a name of a constant from the environment (a module's N), or a call of a
+ * vector or scalar type on them (tack.vec2i(0, 1)) -- values fixed when the kernel compiles,
+ * so evaluating one in its copy of the body is evaluating it before the loop, as Python does.
+ * 1 if so, 0 if not (nothing raised), -1 on an error. */
+static int constant_elt(fe_func *f, PyObject *e) {
+    PyObject *v = NULL, *obj = NULL, *list = NULL;
+    int r = 0;
+    if (fe_is_kind(e, "Constant")) {
+        v = PyObject_GetAttrString(e, "value");
+        r = v ? (PyLong_Check(v) || PyFloat_Check(v) || PyBool_Check(v)) : -1;
+    } else if (fe_is_kind(e, "UnaryOp")) {
+        v = PyObject_GetAttrString(e, "operand");
+        r = v ? constant_elt(f, v) : -1;
+    } else if (fe_is_kind(e, "Tuple")) {
+        list = fe_get_list(e, "elts");
+        r = list ? 1 : -1;
+        for (Py_ssize_t i = 0; r == 1 && i < PyList_GET_SIZE(list); i++)
+            r = constant_elt(f, PyList_GET_ITEM(list, i));
+    } else if (fe_is_kind(e, "Name") || fe_is_kind(e, "Attribute")) {
+        r = fe_resolve_chain(f, e, &obj); /* 1: a value from the environment, which is fixed */
+        if (r == 1 && !PyLong_Check(obj) && !PyFloat_Check(obj))
+            r = 0;
+    } else if (fe_is_kind(e, "Call")) {
+        PyObject *func = PyObject_GetAttrString(e, "func"), *kw = fe_get_list(e, "keywords");
+        r = func && kw ? fe_resolve_chain(f, func, &obj) : -1;
+        if (r == 1)
+            r = fe_dtype_of(f, obj) >= 0 && PyList_GET_SIZE(kw) == 0;
+        if (r == 1 && (list = fe_get_list(e, "args")) == NULL)
+            r = -1;
+        for (Py_ssize_t i = 0; r == 1 && i < PyList_GET_SIZE(list); i++)
+            r = constant_elt(f, PyList_GET_ITEM(list, i));
+        Py_XDECREF(func);
+        Py_XDECREF(kw);
+    }
+    Py_XDECREF(v);
+    Py_XDECREF(obj);
+    Py_XDECREF(list);
+    return r;
+}
+
+/* The node of element `v` of a constant tuple named in the environment (OFFSETS = ((0, 1), ...)):
+ * a number's constant, a tuple's TUPLE of its elements' nodes; NULL with an error otherwise. */
+static tack_node *constant_value(fe_func *f, PyObject *e, PyObject *v) {
+    tack_node *n;
+    if (!PyTuple_Check(v)) {
+        if (PyLong_Check(v) || PyFloat_Check(v))
+            return fe_value_node(f, e, v);
+        fe_error(f, e, "a loop over a tuple in a kernel takes numbers and tuples of numbers, not %s",
+                 Py_TYPE(v)->tp_name);
+        return NULL;
+    }
+    n = fe_node(f, e, TACK_N_TUPLE);
+    for (Py_ssize_t i = 0; n && i < PyTuple_GET_SIZE(v); i++)
+        if (fe_add(n, constant_value(f, e, PyTuple_GET_ITEM(v, i)), f) < 0)
+            n = NULL;
+    return n;
+}
+
+tack_node *fe_unrolled_name(fe_func *f, PyObject *id, int *found) {
+    for (int i = f->n_unrolled - 1; i >= 0; i--) {
+        if (PyUnicode_Compare(id, f->unrolled[i].name) != 0)
+            continue;
+        *found = 1;
+        return f->unrolled[i].elt ? fe_expr(f, f->unrolled[i].elt, 0)
+                                  : constant_value(f, f->unrolled[i].loc, f->unrolled[i].value);
+    }
+    *found = 0;
+    return NULL;
+}
+
+/* The first assignment to `name` in stmts (a target, a loop's variable), or NULL (borrowed). */
+static PyObject *assigns(PyObject *stmts, PyObject *name) {
+    PyObject *r = NULL;
+    for (Py_ssize_t i = 0; !r && i < PyList_GET_SIZE(stmts); i++) {
+        PyObject *s = PyList_GET_ITEM(stmts, i), *walk = PyImport_ImportModule("ast"), *it = NULL, *x;
+        it = walk ? PyObject_CallMethod(walk, "walk", "O", s) : NULL;
+        while (it && !r && (x = PyIter_Next(it)) != NULL) {
+            if (fe_is_kind(x, "Name")) {
+                PyObject *id = PyObject_GetAttrString(x, "id"), *ctx = PyObject_GetAttrString(x, "ctx");
+                if (id && ctx && !fe_is_kind(ctx, "Load") && PyUnicode_Compare(id, name) == 0)
+                    r = s;
+                Py_XDECREF(id);
+                Py_XDECREF(ctx);
+            }
+            Py_DECREF(x);
+        }
+        Py_XDECREF(it);
+        Py_XDECREF(walk);
+        PyErr_Clear();
+    }
+    return r;
+}
+
+/* A break or continue of the loop whose body is `stmts` (not of a loop inside it): the first, or
+ * NULL (a borrowed reference into stmts). */
+static PyObject *loop_exit(PyObject *stmts) {
+    static const char *const fields[] = {"body", "orelse"};
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++) {
+        PyObject *s = PyList_GET_ITEM(stmts, i), *found = NULL;
+        if (fe_is_kind(s, "Break") || fe_is_kind(s, "Continue"))
+            return s;
+        if (!fe_is_kind(s, "If"))
+            continue; /* a loop's own exits are its own; other compound statements are refused */
+        for (int k = 0; k < 2 && !found; k++) {
+            PyObject *sub = fe_get_list(s, fields[k]);
+            if (sub)
+                found = loop_exit(sub);
+            Py_XDECREF(sub);
+        }
+        PyErr_Clear();
+        if (found)
+            return found;
+    }
+    return NULL;
+}
+
+/* for x in (c0, c1, ...): the body once per element, in order, each copy starting with x = c --
+ * Taichi's ti.static loops over offsets, unrolled when the kernel compiles (docs/language.md,
+ * "Statements and expressions").  The tuple is written in the loop (`literal`: its elements'
+ * source) or named from the environment (`value`, a Python tuple).  Nothing of the loop remains:
+ * the copies go into the enclosing block, so in a kernel's serial code they stay serial, and a
+ * parallel loop inside one is a parallel loop of its own.  A break or continue would need the
+ * loop's exit, which the copies do not have: a CompileError. */
+static int tuple_loop(fe_func *f, PyObject *s, PyObject *t, PyObject *it, PyObject *literal, PyObject *value,
+                      tack_node *block) {
+    PyObject *body = fe_get_list(s, "body"), *exit;
+    Py_ssize_t count = literal ? PyList_GET_SIZE(literal) : PyTuple_GET_SIZE(value);
+    int r = body ? 0 : -1;
+
+    for (Py_ssize_t i = 0; r == 0 && literal && i < count; i++) {
+        int c = constant_elt(f, PyList_GET_ITEM(literal, i));
+        if (c == 0)
+            r = fe_error(f, PyList_GET_ITEM(literal, i), "a loop over a tuple in a kernel is unrolled when it "
+                         "compiles, so its elements must be constants: numbers, tuples of numbers or vectors "
+                         "of numbers (tack.vec2i(0, 1)); loop over range(len(...)) for values known at run time");
+        else if (c < 0)
+            r = -1;
+    }
+    if (r == 0 && (exit = loop_exit(body)) != NULL)
+        r = fe_error(f, exit, "'%s' in a loop over a constant tuple: the loop is unrolled (a copy of its body "
+                     "per element) and has no exit; use if/else in the body, or loop over range(len(...))",
+                     fe_is_kind(exit, "Break") ? "break" : "continue");
+    for (Py_ssize_t i = 0; r == 0 && i < count; i++) {
+        PyObject *elt = literal ? PyList_GET_ITEM(literal, i) : NULL, *v = value ? PyTuple_GET_ITEM(value, i) : NULL;
+        if (fe_is_kind(t, "Name") && (elt ? fe_is_kind(elt, "Tuple") : PyTuple_Check(v))) {
+            /* for off in ((0, 1), ...): Tack has no tuple locals; `off` stands for the element */
+            PyObject *id = PyObject_GetAttrString(t, "id"), *at = id ? assigns(body, id) : NULL;
+            if (!id)
+                r = -1;
+            else if (at)
+                r = fe_error(f, at, "'%U' is the variable of a loop over a tuple of tuples, which stands for "
+                             "each element in turn; it cannot be assigned in the loop", id);
+            else if (f->n_unrolled == FE_MAX_UNROLLED)
+                r = fe_error(f, s, "loops over tuples of tuples are nested more than %d deep", FE_MAX_UNROLLED);
+            if (r == 0) {
+                int k = f->n_unrolled++;
+                f->unrolled[k].name = id;
+                f->unrolled[k].elt = elt;
+                f->unrolled[k].value = v;
+                f->unrolled[k].loc = it;
+                r = fe_block(f, body, block);
+                f->n_unrolled--;
+            }
+            Py_XDECREF(id);
+            continue;
+        }
+        tack_node *a = fe_node(f, s, TACK_N_ASSIGN);
+        if (!a || fe_add(a, fe_target(f, t), f) < 0 ||
+            fe_add(a, elt ? fe_expr(f, elt, 0) : constant_value(f, it, v), f) < 0 ||
+            fe_add(block, a, f) < 0 || fe_block(f, body, block) < 0)
+            r = -1;
+    }
+    Py_XDECREF(body);
+    return r;
+}
+
+/* for target in range(...) / tack.ndrange(...), or over a constant tuple (tuple_loop). */
 static int st_for(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *t = NULL, *it = NULL;
     tack_node *n = NULL, *iter;
 
     if (no_orelse(f, s, "for") < 0)
         goto done;
-    if (!(t = PyObject_GetAttrString(s, "target")) || !(it = PyObject_GetAttrString(s, "iter")) ||
-        !(n = fe_node(f, s, TACK_N_FOR)) || fe_add(n, fe_target(f, t), f) < 0) {
+    if (!(t = PyObject_GetAttrString(s, "target")) || !(it = PyObject_GetAttrString(s, "iter")))
+        goto done;
+    if (fe_is_kind(it, "Tuple") || fe_is_kind(it, "List")) {
+        PyObject *elts = fe_get_list(it, "elts");
+        int r = elts ? tuple_loop(f, s, t, it, elts, NULL, block) : -1;
+        Py_XDECREF(elts);
+        Py_DECREF(t);
+        Py_DECREF(it);
+        return r;
+    }
+    if (fe_is_kind(it, "Name") || fe_is_kind(it, "Attribute")) {
+        PyObject *obj = NULL;
+        int r = fe_resolve_chain(f, it, &obj);
+        if (r == 1 && PyTuple_Check(obj)) {
+            r = tuple_loop(f, s, t, it, NULL, obj, block);
+            Py_DECREF(obj);
+            Py_DECREF(t);
+            Py_DECREF(it);
+            return r;
+        }
+        Py_XDECREF(obj);
+        if (r < 0)
+            goto done;
+    }
+    if (!(n = fe_node(f, s, TACK_N_FOR)) || fe_add(n, fe_target(f, t), f) < 0) {
         n = NULL;
         goto done;
     }
@@ -341,7 +543,7 @@ static int st_for(fe_func *f, PyObject *s, tack_node *block) {
                    strcmp(f->last_intrinsic, "independent") == 0 ||
                    strcmp(f->last_intrinsic, "blocks") == 0))) {
         fe_error(f, it, "a for loop in a kernel must iterate over range(...), "
-                        "tack.ndrange(...) or tack.blocks(...)");
+                        "tack.ndrange(...), tack.blocks(...) or a tuple of constants");
         iter = NULL;
     }
     if (fe_add(n, iter, f) < 0 || fe_add(n, fe_block_field(f, s, "body", s), f) < 0)

@@ -43,6 +43,8 @@ typedef struct {
 #define FE_MAX_DEPTH 400      /* nesting of one expression */
 #define FE_MAX_NODES 100000   /* expressions in a kernel and the functions it calls */
 
+#define FE_MAX_UNROLLED 16 /* nested loops over constant tuples of tuples */
+
 /* One Python function being walked. */
 typedef struct {
     fe_module *mc;
@@ -62,7 +64,18 @@ typedef struct {
     int depth;             /* nesting of the expression being walked */
     const char *last_intrinsic; /* intrinsic name of the last call walked (static or
                                    owned by the registry), NULL for others */
+    /* the loop variables of the loops over constant tuples being unrolled whose element is a
+     * tuple (frontend.c, tuple_loop): in its copy of the body, a read of `name` is the element,
+     * its source `elt` or the environment's `value` (all borrowed) */
+    struct {
+        PyObject *name, *elt, *value, *loc;
+    } unrolled[FE_MAX_UNROLLED];
+    int n_unrolled;
 } fe_func;
+
+/* The node a read of a tuple loop's variable stands for (NULL when `id` is none of them: 0 in
+ * *found; with an error, NULL and 1). */
+tack_node *fe_unrolled_name(fe_func *f, PyObject *id, int *found);
 
 /* fe_expr flag: a string constant is allowed here (print, assert messages). */
 #define FE_ALLOW_STR 1
