@@ -311,7 +311,7 @@ def test_taichi_method_names_say_what_to_write(fn, says, jit):
 
 
 # ------------------------------------------------------------------ devices and dialects
-def everything(xs, grid, q, m, v, out):
+def everything(xs, grid, q, m, v, out, table, hits):
     for i in range(xs.shape[0]):
         base = tack.vec2i(int(xs[i, 0]), int(xs[i, 1]))
         for dx, dy in OFFSETS:
@@ -319,6 +319,9 @@ def everything(xs, grid, q, m, v, out):
         for o in (tack.vec2i(0, 0), tack.vec2i(1, 1)):
             grid[base + o] += 0.5
         d = base // tack.vec2i(2, -3) + base % 3
+        loc = np.zeros((8, 8), np.int32)
+        loc[base] = 5
+        hits[tack.vec2i(i, -1)] = table[base - tack.vec2i(1, 2)] + loc[base] + loc[base - tack.vec2i(0, 1)]
         out[i] = (m[i].T @ v[i] + m[i].dot(v[i])) // 0.25 + v[i] % 0.5 + m[i].trace() + d.x + d.y
         q[i] = d
 
@@ -329,7 +332,9 @@ def _everything_args(device="cpu", k=64):
             tack.zeros((9, 9), tack.f32, device=device), tack.zeros(k, tack.vec2i, device=device),
             tack.array(rng.standard_normal((k, 3, 3)).astype(np.float32), tack.mat33, device=device),
             tack.array(rng.standard_normal((k, 3)).astype(np.float32), tack.vec3, device=device),
-            tack.zeros(k, tack.vec3, device=device))
+            tack.zeros(k, tack.vec3, device=device),
+            tack.array(rng.integers(0, 100, (8, 8)).astype(np.int32), device=device),
+            tack.zeros((k, 2), tack.i32, device=device))
 
 
 def test_cpu_and_debug_mode_agree_bit_for_bit():
@@ -338,6 +343,9 @@ def test_cpu_and_debug_mode_agree_bit_for_bit():
     tack.kernel(everything, jit=False)(*dbg)
     for a, b in zip(cpu[1:], dbg[1:]):
         assert a.numpy().tobytes() == b.numpy().tobytes()
+    xs, hits = cpu[0].numpy().astype(np.int64), cpu[7].numpy()
+    want = cpu[6].numpy()[xs[:, 0] - 1, xs[:, 1] - 2] + 5  # loc[base - (0, 1)] is 0, wrapping at y = 0
+    np.testing.assert_array_equal(hits[:, 1], want)
 
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
@@ -346,7 +354,7 @@ def test_opencl_gives_the_cpus_results():
     k = tack.kernel(everything)
     k(*cpu)
     k(*dev)
-    for j in (1, 2):  # integer-valued: exact on every device
+    for j in (1, 2, 7):  # integer-valued: exact on every device
         np.testing.assert_array_equal(dev[j].numpy(), cpu[j].numpy())
     # a float floor can differ by one step where OpenCL fuses a multiply-add into the product
     close = np.isclose(dev[5].numpy(), cpu[5].numpy(), rtol=1e-5, atol=0.3)
