@@ -560,6 +560,12 @@ class _Ctx:
             return v
         return convert(t, v)
 
+    def constants(self, t):
+        """The elements of a loop over a constant tuple: its tuples are _Constants, so that an
+        element read from one (off[0]) is the literal the compiled copy reads, not a shape's
+        run-time integer (load)."""
+        return tuple(_Constants(self.constants(x)) if type(x) is tuple else x for x in t)
+
     def range(self, *args):
         for i in builtins.range(*[int(a) for a in args]):
             yield _RInt(i)
@@ -805,6 +811,10 @@ def _array_makers():
         _ARRAY_MAKERS.extend((np.zeros, np.ones, np.empty, np.full, _array.zeros, _array.ones, _array.empty,
                               _array.full))
     return _ARRAY_MAKERS
+
+
+class _Constants(tuple):
+    """A tuple element of a loop over a constant tuple (_Ctx.constants)."""
 
 
 def _tack_function(name):

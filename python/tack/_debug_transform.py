@@ -106,6 +106,12 @@ class _Transform(ast.NodeTransformer):
             return ast.copy_location(_callc("part", node.value, ast.Constant(node.attr)), node)
         return node
 
+    def visit_For(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.iter, ast.Call):  # over a constant tuple (the compiler checked): _Ctx.constants
+            node.iter = ast.copy_location(_callc("constants", node.iter), node.iter)
+        return node
+
     def visit_Subscript(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):

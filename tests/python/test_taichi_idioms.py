@@ -174,7 +174,7 @@ def neighbours(a, out, pairs, names):
             s += a[(i + di) % n, (j + dj) % m]
         for off in OFFSETS:                                       # a tuple of tuples, named
             x, y = off
-            s += 10.0 * a[(i + x) % n, (j + y) % m]
+            s += 10.0 * a[(i + x) % n, (j + y) % m] + off[0] * off[-2] * a[i, j]   # off[k]: constants
         for w in (1, 2, 4):                                       # numbers
             s += w * a[i, j]
         out[i, j] = s
@@ -194,7 +194,7 @@ def test_constant_tuple_loops_are_unrolled_as_python_runs_them(jit):
     out, pairs, names = np.zeros((5, 6)), np.zeros(2, np.int64), np.zeros((6, 6), np.int32)
     tack.kernel(neighbours, jit=jit)(a, out, pairs, names)
     r = lambda di, dj: np.roll(a, (-di, -dj), axis=(0, 1))  # noqa: E731 (a[(i + di) % n, ...])
-    want = sum(11.0 * r(di, dj) for di, dj in OFFSETS) + 7 * a
+    want = sum(11.0 * r(di, dj) for di, dj in OFFSETS) + 9 * a
     np.testing.assert_array_equal(out, want)
     assert pairs.tolist() == [sum(k * (dx + 2 * dy + 3) for k in (3, -1, 2) for dx, dy in OFFSETS), 2]
     assert names[1, 2] == 1 and names[-3, 4] == 1 and names.sum() == 2

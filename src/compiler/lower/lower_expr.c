@@ -193,9 +193,32 @@ tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n) {
     return c;
 }
 
+/* t[k] of a tuple written out (a loop over a tuple of tuples: `off[0]`, off standing for (0, 1)): element
+ * k, a constant index counting from the end when negative; every element is evaluated, in order, as
+ * Python builds the tuple before indexing it. */
+static tk_ir *tuple_item(lw_state *L, tack_node *n) {
+    tack_node *t = n->kids[0], *ix = n->kids[1];
+    int64_t k;
+    if (n->nkids != 2) ERR(n, "a tuple is indexed with one index");
+    if (ix->kind == TACK_N_CONST_INT) k = ix->ival;
+    else if (ix->kind == TACK_N_UNARYOP && ix->op == TACK_OP_NEG && ix->nkids == 1 && ix->kids[0]->kind == TACK_N_CONST_INT)
+        k = -ix->kids[0]->ival;
+    else ERR(ix, "a tuple must be indexed with a constant integer in a kernel");
+    if (k < -t->nkids || k >= t->nkids) ERR(ix, "tuple index %lld is out of range for a tuple of %d", (long long)k, t->nkids);
+    if (k < 0) k += t->nkids;
+    tk_ir *r = NULL;
+    for (int i = 0; i < t->nkids; i++) {
+        if (i != k && t->kids[i]->kind == TACK_N_TUPLE) continue; /* a tuple of constants: nothing to evaluate */
+        tk_ir *e = lw_expr(L, t->kids[i]);
+        if (i == k) r = lw_known(e) && !ir_is_const(e) && i + 1 < t->nkids ? lw_hoist(L, e) : e;
+    }
+    return r;
+}
+
 static tk_ir *lower_subscript(lw_state *L, tack_node *n) {
     if (n->nkids < 2) ERR(n, "malformed subscript");
     tack_node *base = n->kids[0];
+    if (base->kind == TACK_N_TUPLE) return tuple_item(L, n);
     if (base->kind == TACK_N_NAME && lw_local_array(L, base->name) >= 0) /* x[i] of a local array */
         return lw_local_load(L, lw_local_array(L, base->name), n->kids + 1, n->nkids - 1, n);
     if (base->kind == TACK_N_ATTRIBUTE && base->name && strcmp(base->name, "shape") == 0 && base->nkids == 1 &&
