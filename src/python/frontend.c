@@ -440,13 +440,82 @@ static PyObject *loop_exit(PyObject *stmts) {
     return NULL;
 }
 
-/* for x in (c0, c1, ...): the body once per element, in order, each copy starting with x = c --
- * Taichi's ti.static loops over offsets, unrolled when the kernel compiles (docs/language.md,
- * "Statements and expressions").  The tuple is written in the loop (`literal`: its elements'
- * source) or named from the environment (`value`, a Python tuple).  Nothing of the loop remains:
- * the copies go into the enclosing block, so in a kernel's serial code they stay serial, and a
- * parallel loop inside one is a parallel loop of its own.  A break or continue would need the
- * loop's exit, which the copies do not have: a CompileError. */
+static int is_tuple(PyObject *elt, PyObject *v) { return elt ? fe_is_kind(elt, "Tuple") : PyTuple_Check(v); }
+
+/* The parts of a tuple element, its source's (elt) or its value's (v): *n of them, part k by part(). */
+static Py_ssize_t parts(PyObject *elt, PyObject *v, PyObject **list) {
+    *list = NULL;
+    if (!elt)
+        return PyTuple_GET_SIZE(v);
+    *list = fe_get_list(elt, "elts");
+    return *list ? PyList_GET_SIZE(*list) : -1;
+}
+
+/* A copy's binding of the loop's target t to the element (its source elt, or its value v): each name
+ * of t stands for its part of the element in the copy (fe_unrolled_name), so every read of it is the
+ * constant itself -- `(i + di) % n` with di a literal, which constant folding and the CPU's periodic
+ * indexing (periodic.c) see, where a local assigned the constant is opaque to them.  1 when bound;
+ * 0 when a name is assigned in the body or t's shape is not the element's (the copy then assigns the
+ * element to t, which reports a mismatch); -1 on an error (a name standing for a tuple, assigned). */
+static int bind(fe_func *f, PyObject *t, PyObject *elt, PyObject *v, PyObject *loc, PyObject *body) {
+    if (fe_is_kind(t, "Name")) {
+        PyObject *id = PyObject_GetAttrString(t, "id"), *at = id ? assigns(body, id) : NULL;
+        int r = id ? 1 : -1;
+        if (r == 1 && at && is_tuple(elt, v))
+            r = fe_error(f, at, "'%U' is the variable of a loop over a tuple of tuples, which stands for "
+                         "each element in turn; it cannot be assigned in the loop", id);
+        else if (r == 1 && at)
+            r = 0;
+        else if (r == 1 && f->n_unrolled == FE_MAX_UNROLLED)
+            r = fe_error(f, t, "loops over constant tuples bind more than %d names at once", FE_MAX_UNROLLED);
+        if (r == 1) {
+            int k = f->n_unrolled++;
+            f->unrolled[k].name = id; /* borrowed: the target's node holds it */
+            f->unrolled[k].elt = elt;
+            f->unrolled[k].value = v;
+            f->unrolled[k].loc = loc;
+        }
+        Py_XDECREF(id);
+        return r;
+    }
+    if (!(fe_is_kind(t, "Tuple") || fe_is_kind(t, "List")) || !is_tuple(elt, v))
+        return 0;
+    PyObject *targets = fe_get_list(t, "elts"), *list;
+    Py_ssize_t n = parts(elt, v, &list);
+    int r = targets && n >= 0 ? (n == PyList_GET_SIZE(targets)) : -1;
+    for (Py_ssize_t i = 0; r == 1 && i < n; i++)
+        r = bind(f, PyList_GET_ITEM(targets, i), list ? PyList_GET_ITEM(list, i) : NULL,
+                 list ? NULL : PyTuple_GET_ITEM(v, i), loc, body);
+    Py_XDECREF(targets);
+    Py_XDECREF(list);
+    return r;
+}
+
+/* Whether `t = element` is a kernel's assignment: no name of t would hold a tuple. */
+static int assignable(PyObject *t, PyObject *elt, PyObject *v) {
+    if (fe_is_kind(t, "Name"))
+        return !is_tuple(elt, v);
+    PyObject *targets = fe_get_list(t, "elts"), *list;
+    Py_ssize_t n = parts(elt, v, &list);
+    int r = targets && n == PyList_GET_SIZE(targets);
+    for (Py_ssize_t i = 0; r && i < n; i++)
+        r = assignable(PyList_GET_ITEM(targets, i), list ? PyList_GET_ITEM(list, i) : NULL,
+                       list ? NULL : PyTuple_GET_ITEM(v, i));
+    Py_XDECREF(targets);
+    Py_XDECREF(list);
+    PyErr_Clear();
+    return r;
+}
+
+/* for x in (c0, c1, ...): the body once per element, in order -- Taichi's ti.static loops over
+ * offsets, unrolled when the kernel compiles (docs/language.md, "Statements and expressions").  In
+ * each copy the loop's names stand for the element's parts (bind), constants where they are read;
+ * after the last copy the target is assigned the last element, as Python leaves it.  Where the body
+ * assigns a name, each copy instead starts with `x = c`.  The tuple is written in the loop
+ * (`literal`: its elements' source) or named from the environment (`value`, a Python tuple).
+ * Nothing of the loop remains: the copies go into the enclosing block, so in a kernel's serial code
+ * they stay serial, and a parallel loop inside one is a parallel loop of its own.  A break or
+ * continue would need the loop's exit, which the copies do not have: a CompileError. */
 static int tuple_loop(fe_func *f, PyObject *s, PyObject *t, PyObject *it, PyObject *literal, PyObject *value,
                       tack_node *block) {
     PyObject *body = fe_get_list(s, "body"), *exit;
@@ -468,33 +537,26 @@ static int tuple_loop(fe_func *f, PyObject *s, PyObject *t, PyObject *it, PyObje
                      fe_is_kind(exit, "Break") ? "break" : "continue");
     for (Py_ssize_t i = 0; r == 0 && i < count; i++) {
         PyObject *elt = literal ? PyList_GET_ITEM(literal, i) : NULL, *v = value ? PyTuple_GET_ITEM(value, i) : NULL;
-        if (fe_is_kind(t, "Name") && (elt ? fe_is_kind(elt, "Tuple") : PyTuple_Check(v))) {
-            /* for off in ((0, 1), ...): Tack has no tuple locals; `off` stands for the element */
-            PyObject *id = PyObject_GetAttrString(t, "id"), *at = id ? assigns(body, id) : NULL;
-            if (!id)
-                r = -1;
-            else if (at)
-                r = fe_error(f, at, "'%U' is the variable of a loop over a tuple of tuples, which stands for "
-                             "each element in turn; it cannot be assigned in the loop", id);
-            else if (f->n_unrolled == FE_MAX_UNROLLED)
-                r = fe_error(f, s, "loops over tuples of tuples are nested more than %d deep", FE_MAX_UNROLLED);
-            if (r == 0) {
-                int k = f->n_unrolled++;
-                f->unrolled[k].name = id;
-                f->unrolled[k].elt = elt;
-                f->unrolled[k].value = v;
-                f->unrolled[k].loc = it;
-                r = fe_block(f, body, block);
-                f->n_unrolled--;
+        int base = f->n_unrolled, b = bind(f, t, elt, v, it, body);
+        if (b == 1) {
+            r = fe_block(f, body, block);
+            if (r == 0 && i == count - 1 && assignable(t, elt, v)) { /* after the loop, x is the last element */
+                tack_node *a = fe_node(f, s, TACK_N_ASSIGN);
+                if (!a || fe_add(a, fe_target(f, t), f) < 0 ||
+                    fe_add(a, elt ? fe_expr(f, elt, 0) : constant_value(f, it, v), f) < 0 || fe_add(block, a, f) < 0)
+                    r = -1;
             }
-            Py_XDECREF(id);
-            continue;
-        }
-        tack_node *a = fe_node(f, s, TACK_N_ASSIGN);
-        if (!a || fe_add(a, fe_target(f, t), f) < 0 ||
-            fe_add(a, elt ? fe_expr(f, elt, 0) : constant_value(f, it, v), f) < 0 ||
-            fe_add(block, a, f) < 0 || fe_block(f, body, block) < 0)
+        } else if (b == 0) { /* the body assigns the variable: each copy assigns it the element first */
+            f->n_unrolled = base;
+            tack_node *a = fe_node(f, s, TACK_N_ASSIGN);
+            if (!a || fe_add(a, fe_target(f, t), f) < 0 ||
+                fe_add(a, elt ? fe_expr(f, elt, 0) : constant_value(f, it, v), f) < 0 ||
+                fe_add(block, a, f) < 0 || fe_block(f, body, block) < 0)
+                r = -1;
+        } else {
             r = -1;
+        }
+        f->n_unrolled = base;
     }
     Py_XDECREF(body);
     return r;

@@ -43,7 +43,7 @@ typedef struct {
 #define FE_MAX_DEPTH 400      /* nesting of one expression */
 #define FE_MAX_NODES 100000   /* expressions in a kernel and the functions it calls */
 
-#define FE_MAX_UNROLLED 16 /* nested loops over constant tuples of tuples */
+#define FE_MAX_UNROLLED 32 /* the names loops over constant tuples bind at once (nested) */
 
 /* One Python function being walked. */
 typedef struct {
@@ -64,9 +64,9 @@ typedef struct {
     int depth;             /* nesting of the expression being walked */
     const char *last_intrinsic; /* intrinsic name of the last call walked (static or
                                    owned by the registry), NULL for others */
-    /* the loop variables of the loops over constant tuples being unrolled whose element is a
-     * tuple (frontend.c, tuple_loop): in its copy of the body, a read of `name` is the element,
-     * its source `elt` or the environment's `value` (all borrowed) */
+    /* the names the loops over constant tuples being unrolled bind (frontend.c, bind): in a
+     * copy of the body, a read of `name` is its part of the element, its source `elt` or the
+     * environment's `value` (all borrowed) */
     struct {
         PyObject *name, *elt, *value, *loc;
     } unrolled[FE_MAX_UNROLLED];

@@ -184,6 +184,11 @@ def neighbours(a, out, pairs, names):
             t += k * (dx + 2 * dy + 3)
     pairs[0] = t
     pairs[1] = k                                                  # the last element, as in Python
+    u = 0
+    for v in (1, 2):
+        v = v * 3                                                 # assigned in the body: a local per copy
+        u += v
+    pairs[2] = u + v
     for o in (tack.vec2i(1, 2), tack.vec2i(-3, 4)):               # vectors
         names[o] += 1
 
@@ -191,12 +196,12 @@ def neighbours(a, out, pairs, names):
 @JIT
 def test_constant_tuple_loops_are_unrolled_as_python_runs_them(jit):
     a = np.random.default_rng(1).integers(-9, 10, (5, 6)).astype(np.float64)
-    out, pairs, names = np.zeros((5, 6)), np.zeros(2, np.int64), np.zeros((6, 6), np.int32)
+    out, pairs, names = np.zeros((5, 6)), np.zeros(3, np.int64), np.zeros((6, 6), np.int32)
     tack.kernel(neighbours, jit=jit)(a, out, pairs, names)
     r = lambda di, dj: np.roll(a, (-di, -dj), axis=(0, 1))  # noqa: E731 (a[(i + di) % n, ...])
     want = sum(11.0 * r(di, dj) for di, dj in OFFSETS) + 9 * a
     np.testing.assert_array_equal(out, want)
-    assert pairs.tolist() == [sum(k * (dx + 2 * dy + 3) for k in (3, -1, 2) for dx, dy in OFFSETS), 2]
+    assert pairs.tolist() == [sum(k * (dx + 2 * dy + 3) for k in (3, -1, 2) for dx, dy in OFFSETS), 2, 9 + 6]
     assert names[1, 2] == 1 and names[-3, 4] == 1 and names.sum() == 2
 
 

@@ -59,6 +59,31 @@ tk_ir *lw_matrix_index(lw_state *L, tack_node *n, tk_type ty, int axis) {
     return lw_axis_index(L, lw_index_value(L, n), ty, axis, len, n);
 }
 
+/* A sum or difference of integer vectors whose leaves are locals and constructors of locals and
+ * constants (base + off, off a constructor of constants in a copy of a constant tuple's loop): each
+ * component can be computed apart, reading nothing twice that has an effect, in the order given. */
+static int spreads(const tk_ir *e) {
+    if (e->op == IR_LOCAL) return 1;
+    if (e->op == IR_VEC) {
+        for (int i = 0; i < e->n; i++)
+            if (!ir_is_simple(e->k[i])) return 0;
+        return 1;
+    }
+    return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && ty_eq(e->k[0]->ty, e->ty) &&
+           ty_eq(e->k[1]->ty, e->ty) && spreads(e->k[0]) && spreads(e->k[1]);
+}
+
+/* Component k of a vector that spreads: the same operations on the components, in its type. */
+static tk_ir *part(lw_state *L, tk_ir *e, int k, tack_node *ix) {
+    tk_type st = ty_value(dt_scalar((tack_dtype)e->ty.dt));
+    if (e->op == IR_VEC) return e->k[k];
+    if (e->op == IR_BIN) return lw_bin(L, e->sub, st, part(L, e->k[0], k, ix), part(L, e->k[1], k, ix), ix->line);
+    tk_ir *c = lw_mk(L, IR_COMP, st, ix);
+    ir_push(L->C, c, e);
+    ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), k, ix->line));
+    return c;
+}
+
 /* g[p] of an ndim-D array (ndim >= 2, one index that is no tuple): when p is an integer vector, its
  * components, evaluated once, as the indices of the axes in order (g[p] is g[p.x, p.y], as Taichi's
  * and Warp's grid[base + offset]), each an i64 into vi[]; 1 if so, 0 when p is no vector (the caller
@@ -79,6 +104,10 @@ int lw_vector_index(lw_state *L, tack_node *ix, int ndim, const char *what, cons
                 "be the array's number of dimensions", what, name, ndim, TN(e->ty), dt_rows(vd));
     if (e->op == IR_VEC && e->n == ndim) { /* g[tack.vec2i(i, j)]: its components, each evaluated once, in order */
         for (int k = 0; k < ndim; k++) vi[k] = lw_index_of(L, lw_cast(L, e->k[k], ty_value(dt_scalar(vd))), ix);
+        return 1;
+    }
+    if (spreads(e)) { /* g[base + off]: g[base.x + off.x, ...], each component's sum an index of its own */
+        for (int k = 0; k < ndim; k++) vi[k] = lw_index_of(L, lw_cast(L, part(L, e, k, ix), ty_value(TACK_I64)), ix);
         return 1;
     }
     e = lw_hoist(L, e);
