@@ -229,12 +229,13 @@ class _Ctx:
                     self._fits(y.dtype, x)
                 x = convert(y.dtype, x)
         if xa or ya:
-            if op in ("//", "%") and self.checks and np.asarray(y).dtype.kind in "iu" \
-                    and np.asarray(x).dtype.kind in "iu" and not np.all(y):
-                # a vector's integer // or %: each component the scalar's, its zero divisor raising
-                # as a number's does (NumPy's array operator would give 0 with a warning)
-                raise ZeroDivisionError(f"integer {'division' if op == '//' else 'modulo'} by zero "
-                                        f"({self.site()})")
+            if op in ("//", "%", "**"):
+                # each component the scalar operator, as compiled (lower_expr.c, componentwise): its
+                # checks (an integer zero divisor, a negative integer exponent) and its rounding, where
+                # NumPy's array operator gives 0 with a warning, or takes a square root for ** 0.5
+                v = x if xa else y
+                r = [self.bin(op, x.flat[k] if xa else x, y.flat[k] if ya else y) for k in range(v.size)]
+                return _vector_value(np.array(r).reshape(v.shape))
             return _OPS[op](x, y)
         wx, wy = _weak(x), _weak(y)
         if (wx is None and not isinstance(x, np.generic)) or (wy is None and not isinstance(y, np.generic)):
@@ -564,7 +565,8 @@ class _Ctx:
         """The elements of a loop over a constant tuple: its tuples are _Constants, so that an
         element read from one (off[0]) is the literal the compiled copy reads, not a shape's
         run-time integer (load)."""
-        return tuple(_Constants(self.constants(x)) if type(x) is tuple else x for x in t)
+        return tuple(_Constants(self.constants(x)) if type(x) is tuple else
+                     _vector_value(x.copy()) if type(x) is np.ndarray else x for x in t)
 
     def range(self, *args):
         for i in builtins.range(*[int(a) for a in args]):

@@ -364,6 +364,44 @@ static int constant_elt(fe_func *f, PyObject *e) {
     return r;
 }
 
+/* A vector made outside the kernel, an element of a module's tuple (OFFSETS = (tack.vec2i(0, 1), ...),
+ * a NumPy array of 2 to 4 i32, f32 or f64): the call of its vector type on its components, constants. */
+static tack_node *constant_vector(fe_func *f, PyObject *e, PyObject *v) {
+    static const struct {
+        const char *dtype, *suffix;
+    } kinds[] = {{"int32", "i"}, {"float32", ""}, {"float64", "d"}};
+    PyObject *dt = PyObject_GetAttrString(v, "dtype"), *name = dt ? PyObject_Str(dt) : NULL;
+    PyObject *items = name ? PyObject_CallMethod(v, "tolist", NULL) : NULL;
+    const char *suffix = NULL;
+    tack_node *n = NULL;
+    char type[8];
+    for (size_t i = 0; name && i < sizeof kinds / sizeof *kinds; i++)
+        if (PyUnicode_CompareWithASCIIString(name, kinds[i].dtype) == 0)
+            suffix = kinds[i].suffix;
+    if (!items) {
+        ;
+    } else if (!suffix || !PyList_Check(items) || PyList_GET_SIZE(items) < 2 || PyList_GET_SIZE(items) > 4 ||
+               !(PyLong_Check(PyList_GET_ITEM(items, 0)) || PyFloat_Check(PyList_GET_ITEM(items, 0)))) {
+        fe_error(f, e, "a loop over a tuple in a kernel takes vectors of 2 to 4 i32, f32 or f64 components, "
+                 "not an array of dtype %U", name);
+    } else if ((n = fe_node(f, e, TACK_N_CALL)) != NULL) {
+        snprintf(type, sizeof type, "vec%d%s", (int)PyList_GET_SIZE(items), suffix);
+        if (tack_node_set_name(f->mc->mod, n, type) != TACK_OK) {
+            tpy_raise();
+            n = NULL;
+        } else {
+            tack_node_set_int(n, -1);
+        }
+        for (Py_ssize_t i = 0; n && i < PyList_GET_SIZE(items); i++)
+            if (fe_add(n, fe_value_node(f, e, PyList_GET_ITEM(items, i)), f) < 0)
+                n = NULL;
+    }
+    Py_XDECREF(dt);
+    Py_XDECREF(name);
+    Py_XDECREF(items);
+    return n;
+}
+
 /* The node of element `v` of a constant tuple named in the environment (OFFSETS = ((0, 1), ...)):
  * a number's constant, a tuple's TUPLE of its elements' nodes; NULL with an error otherwise. */
 static tack_node *constant_value(fe_func *f, PyObject *e, PyObject *v) {
@@ -371,7 +409,9 @@ static tack_node *constant_value(fe_func *f, PyObject *e, PyObject *v) {
     if (!PyTuple_Check(v)) {
         if (PyLong_Check(v) || PyFloat_Check(v))
             return fe_value_node(f, e, v);
-        fe_error(f, e, "a loop over a tuple in a kernel takes numbers and tuples of numbers, not %s",
+        if (strcmp(Py_TYPE(v)->tp_name, "numpy.ndarray") == 0)
+            return constant_vector(f, e, v);
+        fe_error(f, e, "a loop over a tuple in a kernel takes numbers, vectors and tuples of numbers, not %s",
                  Py_TYPE(v)->tp_name);
         return NULL;
     }

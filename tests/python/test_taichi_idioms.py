@@ -28,6 +28,7 @@ NVRTC = hasattr(_core, "_nvrtc_version") and _core._nvrtc_version() > 0
 JIT = pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
 
 OFFSETS = ((0, 1), (1, 0), (0, -1), (-1, 0))  # a module's constant tuple, read when the kernel compiles
+VOFFSETS = (tack.vec2i(0, 1), tack.vec2i(3, 0))  # and one of vectors made outside a kernel
 
 
 # ------------------------------------------------------------------ g[p], p an integer vector
@@ -144,6 +145,66 @@ def test_vector_floordiv_and_mod_are_numpys_componentwise(dt, n, jit):
         np.testing.assert_array_equal(g, w)  # bit for bit: each component is the scalar operator
 
 
+def powers(a, e, p2, p3, ph, pe, two):
+    for i in range(a.shape[0]):
+        p2[i] = a[i] ** 2
+        p3[i] = (a[i] - 1) ** 3
+        ph[i] = abs(a[i]) ** 0.5
+        pe[i] = abs(a[i]) ** e[i]
+        two[i] = 2 ** e[i]
+
+
+@JIT
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_vector_powers_are_each_components(dt, jit):
+    vt = tack.vec3 if dt == np.float32 else tack.vec3d
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-3, 3, (50, 3)).astype(dt)
+    a[0] = [-0.0, 0.0, np.inf]
+    e = rng.uniform(-2, 2, (50, 3)).astype(dt)
+    outs = [tack.zeros(50, vt) for _ in range(5)]
+    tack.kernel(powers, jit=jit)(tack.array(a, vt), tack.array(e, vt), *outs)
+    p2, p3, ph, pe, two = (o.numpy() for o in outs)
+    np.testing.assert_array_equal(p2, a * a)
+    tol = dict(rtol=4 * np.finfo(dt).eps, atol=0)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(p3, (a - 1) ** 3, **tol)
+        np.testing.assert_allclose(ph, np.abs(a) ** 0.5, **tol)
+        np.testing.assert_allclose(pe, np.abs(a) ** e, **tol)
+        np.testing.assert_allclose(two, dt(2) ** e, **tol)
+    if jit:  # debug mode: each component the scalar power, as a number's is there (not NumPy's array
+        # shortcuts): the same bits for ** 2 and ** 0.5; other powers within ulps, as for numbers
+        dbg = [tack.zeros(50, vt) for _ in range(5)]
+        tack.kernel(powers, jit=False)(tack.array(a, vt), tack.array(e, vt), *dbg)
+        for j in (0, 2):
+            assert outs[j].numpy().tobytes() == dbg[j].numpy().tobytes()
+        for o, d in zip(outs, dbg):
+            np.testing.assert_allclose(d.numpy(), o.numpy(), **tol)
+
+
+def int_powers(a, e, q):
+    for i in range(a.shape[0]):
+        q[i] = a[i] ** e[i] + a[i] ** 2
+
+
+def negative_literal_power(a, q):
+    for i in range(a.shape[0]):
+        q[i] = a[i] ** -1
+
+
+@JIT
+def test_int_vector_powers_and_negative_exponents(jit):
+    a = tack.array(np.array([[2, -3, 5], [1, 0, -1]], np.int32), tack.vec3i)
+    q = tack.zeros(2, tack.vec3i)
+    tack.kernel(int_powers, jit=jit)(a, tack.array(np.array([[3, 2, 0], [5, 1, 7]], np.int32), tack.vec3i), q)
+    assert q.numpy().tolist() == [[8 + 4, 9 + 9, 1 + 25], [1 + 1, 0, -1 + 1]]
+    with pytest.raises(ValueError, match=r"integers to negative integer powers are not allowed"):
+        tack.kernel(int_powers, jit=jit, checks=True)(a, tack.array(np.array([[1, 1, 1], [1, -1, 1]], np.int32),
+                                                                    tack.vec3i), q)
+    with pytest.raises(ValueError, match=r"integers to negative integer powers are not allowed: exponent -1"):
+        tack.kernel(negative_literal_power, jit=jit, checks=True)(a, q)  # NumPy's error for an int array
+
+
 def zero_divisor(a, b, q):
     for i in range(a.shape[0]):
         q[i] = a[i] % b[i]
@@ -191,6 +252,8 @@ def neighbours(a, out, pairs, names):
     pairs[2] = u + v
     for o in (tack.vec2i(1, 2), tack.vec2i(-3, 4)):               # vectors
         names[o] += 1
+    for o in VOFFSETS:                                            # a module's vectors
+        names[o + tack.vec2i(2, 2)] += 10
 
 
 @JIT
@@ -202,7 +265,7 @@ def test_constant_tuple_loops_are_unrolled_as_python_runs_them(jit):
     want = sum(11.0 * r(di, dj) for di, dj in OFFSETS) + 9 * a
     np.testing.assert_array_equal(out, want)
     assert pairs.tolist() == [sum(k * (dx + 2 * dy + 3) for k in (3, -1, 2) for dx, dy in OFFSETS), 2, 9 + 6]
-    assert names[1, 2] == 1 and names[-3, 4] == 1 and names.sum() == 2
+    assert names[1, 2] == 1 and names[-3, 4] == 1 and names[2, 3] == 10 and names[5, 2] == 10 and names.sum() == 22
 
 
 def with_break(a):

@@ -394,10 +394,11 @@ static tk_ir *row_times(lw_state *L, tk_ir *v, tk_ir *m, tack_node *n) {
     return out;
 }
 
-/* x // y and x % y with a vector or matrix operand (a number broadcast), in the promoted type t: the
- * scalar operator on each pair of components -- Python's rounding toward -inf for integers with its
- * zero-divisor check (ZeroDivisionError), NumPy's floor_divide and remainder for floats -- so each
- * component is bit for bit the scalar result, and no dialect sees anything new (an IR_VEC of them). */
+/* x // y, x % y and x ** y with a vector or matrix operand (a number broadcast), in the promoted type
+ * t: the scalar operator on each pair of components -- Python's rounding toward -inf for integers with
+ * its zero-divisor check (ZeroDivisionError), NumPy's floor_divide and remainder for floats, the scalar
+ * power with its negative-exponent check -- so each component is bit for bit the scalar result, and no
+ * dialect sees anything new (an IR_VEC of them). */
 static tk_ir *componentwise(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tk_type t, tack_node *n) {
     tack_dtype td = (tack_dtype)t.dt, sd = dt_scalar(td);
     int r = dt_rows(td), c = dt_cols(td), xv = !ty_is_scalar(x->ty), yv = !ty_is_scalar(y->ty);
@@ -415,7 +416,11 @@ static tk_ir *componentwise(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tk_type
             if (c > 1) ir_push(L->C, e, ir_const_i(L->C, ty_value(TACK_I64), k % c, n->line));
             a[i] = e;
         }
-        ir_push(L->C, out, lw_binop(L, op, a[0], a[1], n));
+        tk_ir *e = lw_binop(L, op, a[0], a[1], n);
+        if (lw_known(e) && !ty_eq(e->ty, st)) /* vec2i ** -1: Python's 0.5 for numbers, NumPy's error for arrays */
+            ERR(n, "%s of %s and %s: each component's result would be %s, not the vector's %s", lw_op_symbol(op),
+                TN(x->ty), TN(y->ty), TN(e->ty), TN(st));
+        ir_push(L->C, out, e);
     }
     return out;
 }
@@ -467,7 +472,8 @@ static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_nod
     case TACK_OP_MUL: b = B_MUL; break;
     case TACK_OP_DIV: b = B_DIV; break;
     case TACK_OP_FLOORDIV:
-    case TACK_OP_MOD: b = -1; break;
+    case TACK_OP_MOD:
+    case TACK_OP_POW: b = -1; break;
     default: ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     }
     if (b == B_DIV && dt_kind(dt_scalar((tack_dtype)t.dt)) != TACK_KIND_FLOAT)
