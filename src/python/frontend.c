@@ -457,20 +457,20 @@ static PyObject *assigns(PyObject *stmts, PyObject *name) {
     return r;
 }
 
-/* A break or continue of the loop whose body is `stmts` (not of a loop inside it): the first, or
- * NULL (a borrowed reference into stmts). */
-static PyObject *loop_exit(PyObject *stmts) {
+/* A break or continue (`kind`, or either when NULL) of the loop whose body is `stmts` (not of a loop
+ * inside it): the first, or NULL (a borrowed reference into stmts). */
+static PyObject *loop_exit(PyObject *stmts, const char *kind) {
     static const char *const fields[] = {"body", "orelse"};
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++) {
         PyObject *s = PyList_GET_ITEM(stmts, i), *found = NULL;
-        if (fe_is_kind(s, "Break") || fe_is_kind(s, "Continue"))
+        if (kind ? fe_is_kind(s, kind) : (fe_is_kind(s, "Break") || fe_is_kind(s, "Continue")))
             return s;
         if (!fe_is_kind(s, "If"))
             continue; /* a loop's own exits are its own; other compound statements are refused */
         for (int k = 0; k < 2 && !found; k++) {
             PyObject *sub = fe_get_list(s, fields[k]);
             if (sub)
-                found = loop_exit(sub);
+                found = loop_exit(sub, kind);
             Py_XDECREF(sub);
         }
         PyErr_Clear();
@@ -478,6 +478,18 @@ static PyObject *loop_exit(PyObject *stmts) {
             return found;
     }
     return NULL;
+}
+
+static tack_node *flag_name(fe_func *f, PyObject *s, PyObject *flag) {
+    tack_node *n = fe_node(f, s, TACK_N_NAME);
+    return n && fe_set_name(f, n, flag) == 0 ? n : NULL;
+}
+
+static tack_node *bool_const(fe_func *f, PyObject *s, int v) {
+    tack_node *n = fe_node(f, s, TACK_N_CONST_BOOL);
+    if (n)
+        tack_node_set_int(n, v);
+    return n;
 }
 
 static int is_tuple(PyObject *elt, PyObject *v) { return elt ? fe_is_kind(elt, "Tuple") : PyTuple_Check(v); }
@@ -554,11 +566,14 @@ static int assignable(PyObject *t, PyObject *elt, PyObject *v) {
  * assigns a name, each copy instead starts with `x = c`.  The tuple is written in the loop
  * (`literal`: its elements' source) or named from the environment (`value`, a Python tuple).
  * Nothing of the loop remains: the copies go into the enclosing block, so in a kernel's serial code
- * they stay serial, and a parallel loop inside one is a parallel loop of its own.  A break or
- * continue would need the loop's exit, which the copies do not have: a CompileError. */
+ * they stay serial, and a parallel loop inside one is a parallel loop of its own.  The copies have
+ * no exit: where the body has a break or continue of its own, each copy is the body of a
+ * `while True` run once (st_continue leaves it; st_break also sets the loop's flag, and each later
+ * copy runs only while it is unset), and assigns the variable first, which then holds the element
+ * the loop ended on. */
 static int tuple_loop(fe_func *f, PyObject *s, PyObject *t, PyObject *it, PyObject *literal, PyObject *value,
                       tack_node *block) {
-    PyObject *body = fe_get_list(s, "body"), *exit;
+    PyObject *body = fe_get_list(s, "body");
     Py_ssize_t count = literal ? PyList_GET_SIZE(literal) : PyTuple_GET_SIZE(value);
     int r = body ? 0 : -1;
 
@@ -571,33 +586,65 @@ static int tuple_loop(fe_func *f, PyObject *s, PyObject *t, PyObject *it, PyObje
         else if (c < 0)
             r = -1;
     }
-    if (r == 0 && (exit = loop_exit(body)) != NULL)
-        r = fe_error(f, exit, "'%s' in a loop over a constant tuple: the loop is unrolled (a copy of its body "
-                     "per element) and has no exit; use if/else in the body, or loop over range(len(...))",
-                     fe_is_kind(exit, "Break") ? "break" : "continue");
+    int exits = r == 0 && loop_exit(body, NULL) != NULL, saved_exit = f->tuple_exit;
+    PyObject *flag = NULL, *saved_flag = f->tuple_flag;
+    if (exits && loop_exit(body, "Break")) { /* _tack_tuple_break = False: set by a copy's break */
+        flag = PyUnicode_FromFormat("_tack_tuple_break%d", ++f->chain_tmp);
+        tack_node *a = flag ? fe_node(f, s, TACK_N_ASSIGN) : NULL;
+        if (!a || fe_add(a, flag_name(f, s, flag), f) < 0 || fe_add(a, bool_const(f, s, 0), f) < 0 ||
+            fe_add(block, a, f) < 0)
+            r = -1;
+    }
     for (Py_ssize_t i = 0; r == 0 && i < count; i++) {
         PyObject *elt = literal ? PyList_GET_ITEM(literal, i) : NULL, *v = value ? PyTuple_GET_ITEM(value, i) : NULL;
-        int base = f->n_unrolled, b = bind(f, t, elt, v, it, body);
-        if (b == 1) {
-            r = fe_block(f, body, block);
-            if (r == 0 && i == count - 1 && assignable(t, elt, v)) { /* after the loop, x is the last element */
-                tack_node *a = fe_node(f, s, TACK_N_ASSIGN);
-                if (!a || fe_add(a, fe_target(f, t), f) < 0 ||
-                    fe_add(a, elt ? fe_expr(f, elt, 0) : constant_value(f, it, v), f) < 0 || fe_add(block, a, f) < 0)
+        tack_node *dest = block;
+        if (exits) { /* if not _tack_tuple_break: while True: <copy> break */
+            tack_node *into = block, *w = fe_node(f, s, TACK_N_WHILE), *wb = fe_node(f, s, TACK_N_BLOCK);
+            if (flag && i > 0) {
+                tack_node *c = fe_node(f, s, TACK_N_IF), *no = fe_node(f, s, TACK_N_UNARYOP);
+                into = fe_node(f, s, TACK_N_BLOCK);
+                if (no)
+                    tack_node_set_op(no, TACK_OP_NOT);
+                if (!c || !no || fe_add(no, flag_name(f, s, flag), f) < 0 || fe_add(c, no, f) < 0 ||
+                    fe_add(c, into, f) < 0 || fe_add(c, fe_node(f, s, TACK_N_BLOCK), f) < 0 || fe_add(block, c, f) < 0)
                     r = -1;
             }
-        } else if (b == 0) { /* the body assigns the variable: each copy assigns it the element first */
-            f->n_unrolled = base;
+            if (r < 0 || !w || fe_add(w, bool_const(f, s, 1), f) < 0 || fe_add(w, wb, f) < 0 || fe_add(into, w, f) < 0) {
+                r = -1;
+                break;
+            }
+            dest = wb;
+        }
+        int base = f->n_unrolled, b = bind(f, t, elt, v, it, body);
+        f->tuple_exit = exits;
+        f->tuple_flag = flag;
+        if (b < 0) {
+            r = -1;
+        } else if (b == 0 || (exits && assignable(t, elt, v))) {
+            /* the body assigns the variable, or may leave the loop with it: each copy assigns it first */
+            if (b == 0)
+                f->n_unrolled = base;
             tack_node *a = fe_node(f, s, TACK_N_ASSIGN);
             if (!a || fe_add(a, fe_target(f, t), f) < 0 ||
-                fe_add(a, elt ? fe_expr(f, elt, 0) : constant_value(f, it, v), f) < 0 ||
-                fe_add(block, a, f) < 0 || fe_block(f, body, block) < 0)
+                fe_add(a, elt ? fe_expr(f, elt, 0) : constant_value(f, it, v), f) < 0 || fe_add(dest, a, f) < 0)
                 r = -1;
-        } else {
+        }
+        if (r == 0)
+            r = fe_block(f, body, dest);
+        f->tuple_exit = saved_exit;
+        f->tuple_flag = saved_flag;
+        if (r == 0 && exits && fe_add(dest, fe_node(f, s, TACK_N_BREAK), f) < 0)
             r = -1;
+        if (r == 0 && b == 1 && !exits && i == count - 1 && assignable(t, elt, v)) {
+            /* after the loop, x is the last element */
+            tack_node *a = fe_node(f, s, TACK_N_ASSIGN);
+            if (!a || fe_add(a, fe_target(f, t), f) < 0 ||
+                fe_add(a, elt ? fe_expr(f, elt, 0) : constant_value(f, it, v), f) < 0 || fe_add(block, a, f) < 0)
+                r = -1;
         }
         f->n_unrolled = base;
     }
+    Py_XDECREF(flag);
     Py_XDECREF(body);
     return r;
 }
@@ -648,8 +695,11 @@ static int st_for(fe_func *f, PyObject *s, tack_node *block) {
                         "tack.ndrange(...), tack.blocks(...) or a tuple of constants");
         iter = NULL;
     }
+    int saved = f->tuple_exit;
+    f->tuple_exit = 0; /* its break and continue are its own */
     if (fe_add(n, iter, f) < 0 || fe_add(n, fe_block_field(f, s, "body", s), f) < 0)
         n = NULL;
+    f->tuple_exit = saved;
 done:
     Py_XDECREF(t);
     Py_XDECREF(it);
@@ -658,19 +708,31 @@ done:
 
 static int st_while(fe_func *f, PyObject *s, tack_node *block) {
     tack_node *n = NULL;
+    int saved = f->tuple_exit;
+    f->tuple_exit = 0; /* its break and continue are its own */
     if (no_orelse(f, s, "while") == 0 && (n = fe_node(f, s, TACK_N_WHILE)) != NULL &&
         (fe_add(n, fe_field(f, s, "test", 0), f) < 0 ||
          fe_add(n, fe_block_field(f, s, "body", s), f) < 0))
         n = NULL;
+    f->tuple_exit = saved;
     return fe_add(block, n, f);
 }
 
+/* In a copy of a loop over a constant tuple (tuple_loop), the copy is the body of a `while True`
+ * that runs once: its continue leaves that while, and its break sets the loop's flag first, so
+ * the copies after it do not run. */
 static int st_break(fe_func *f, PyObject *s, tack_node *block) {
+    if (f->tuple_exit && f->tuple_flag) {
+        tack_node *a = fe_node(f, s, TACK_N_ASSIGN);
+        if (!a || fe_add(a, flag_name(f, s, f->tuple_flag), f) < 0 || fe_add(a, bool_const(f, s, 1), f) < 0 ||
+            fe_add(block, a, f) < 0)
+            return -1;
+    }
     return fe_add(block, fe_node(f, s, TACK_N_BREAK), f);
 }
 
 static int st_continue(fe_func *f, PyObject *s, tack_node *block) {
-    return fe_add(block, fe_node(f, s, TACK_N_CONTINUE), f);
+    return fe_add(block, fe_node(f, s, f->tuple_exit ? TACK_N_BREAK : TACK_N_CONTINUE), f);
 }
 
 static int st_pass(fe_func *f, PyObject *s, tack_node *block) {

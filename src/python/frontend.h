@@ -71,6 +71,9 @@ typedef struct {
         PyObject *name, *elt, *value, *loc;
     } unrolled[FE_MAX_UNROLLED];
     int n_unrolled;
+    int tuple_exit;        /* walking a copy of a loop over a constant tuple that has a break or
+                              continue of its own (frontend.c, tuple_loop) */
+    PyObject *tuple_flag;  /* its break's flag, a local's name (borrowed), or NULL */
 } fe_func;
 
 /* The node a read of a tuple loop's variable stands for (NULL when `id` is none of them: 0 in

@@ -267,12 +267,41 @@ def test_constant_tuple_loops_are_unrolled_as_python_runs_them(jit):
     assert names[1, 2] == 1 and names[-3, 4] == 1 and names[2, 3] == 10 and names[5, 2] == 10 and names.sum() == 22
 
 
-def with_break(a):
+def exits(a, out, last):
     for i in range(a.shape[0]):
-        for k in (1, 2):
-            if a[i] > k:
+        s = 0
+        for k in (1, 2, 3, 4):
+            if k == 2 and a[i] > 0:
+                continue
+            if k * a[i] > 5:
                 break
-            a[i] += k
+            s += k * 10
+        last[i] = k                                   # where the loop left, as in Python
+        for dx, dy in ((0, 1), (1, 1), (2, 2)):
+            if dx == 1:
+                continue
+            for j in range(3):                        # its break is its own
+                if j == 1:
+                    break
+                s += dy * 1000
+        out[i] = s
+    t = 0
+    for off in OFFSETS:                               # serial code
+        if off[0] == 1:
+            break
+        t += off[1]
+    last[0] += 100 * t
+
+
+@JIT
+def test_constant_tuple_loops_break_and_continue_as_python(jit):
+    a = np.array([0, 1, 2, 3, -1, 6], np.int64)
+    out, last = np.zeros(6, np.int64), np.zeros(6, np.int64)
+    tack.kernel(exits, jit=jit)(a, out, last)
+    want_out, want_last = np.zeros(6, np.int64), np.zeros(6, np.int64)
+    exits(a, want_out, want_last)                     # the function run by Python itself
+    assert out.tolist() == want_out.tolist() and last.tolist() == want_last.tolist()
+    assert want_last.tolist() == [104, 4, 3, 3, 4, 1]
 
 
 def with_local(a):
@@ -291,8 +320,6 @@ def assigns_its_variable(a):
 @JIT
 def test_constant_tuple_loop_refusals(jit):
     a = np.zeros(3)
-    with pytest.raises(tack.CompileError, match=r"'break' in a loop over a constant tuple: the loop is unrolled"):
-        tack.kernel(with_break, jit=jit)(a)
     with pytest.raises(tack.CompileError, match=r"its elements must be constants"):
         tack.kernel(with_local, jit=jit)(a)
     with pytest.raises(tack.CompileError, match=r"'off' is the variable of a loop over a tuple of tuples"):
@@ -390,7 +417,14 @@ def everything(xs, grid, q, m, v, out, table, hits):
         loc[base] = 5
         hits[tack.vec2i(i, -1)] = table[base - tack.vec2i(1, 2)] + loc[base] + loc[base - tack.vec2i(0, 1)]
         out[i] = (m[i].T @ v[i] + m[i].dot(v[i])) // 0.25 + v[i] % 0.5 + m[i].trace() + d.x + d.y
-        q[i] = d
+        c = 0
+        for kk in (1, 2, 3):
+            if kk == 2:
+                continue
+            if base.x > 5:
+                break
+            c += kk
+        q[i] = d + tack.vec2i(c, kk) ** 2
 
 
 def _everything_args(device="cpu", k=64):
