@@ -76,6 +76,22 @@ typedef struct {
     PyObject *tuple_flag;  /* its break's flag, a local's name (borrowed), or NULL */
 } fe_func;
 
+/* frontend_methods.c: NumPy's method spellings as calls (1 with *result, 0 when the call is none),
+ * and the refusal of any other method call. */
+int fe_numpy_method(fe_func *f, PyObject *e, PyObject *func, tack_node **result);
+void fe_refuse_method(fe_func *f, PyObject *func);
+
+/* frontend.c: a statement list into `block`, and an assignment's target. */
+int fe_block(fe_func *f, PyObject *stmts, tack_node *block);
+tack_node *fe_target(fe_func *f, PyObject *t);
+
+/* frontend_unroll.c: a loop over a constant tuple (its elements' source `literal`, a list, or the
+ * environment's tuple `value`) written out into `block`; a flag local's name and a bool constant. */
+int fe_tuple_loop(fe_func *f, PyObject *s, PyObject *t, PyObject *it, PyObject *literal, PyObject *value,
+                  tack_node *block);
+tack_node *fe_flag_name(fe_func *f, PyObject *s, PyObject *flag);
+tack_node *fe_bool_const(fe_func *f, PyObject *s, int v);
+
 /* The node a read of a tuple loop's variable stands for (NULL when `id` is none of them: 0 in
  * *found; with an error, NULL and 1). */
 tack_node *fe_unrolled_name(fe_func *f, PyObject *id, int *found);

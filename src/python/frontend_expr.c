@@ -320,34 +320,7 @@ static void refuse_local_callee(fe_func *f, PyObject *func) {
             fe_error(f, func, "'%U' is a local variable or parameter, not a function", id);
         Py_XDECREF(id);
     } else if (fe_is_kind(func, "Attribute")) {
-        /* Taichi's and Warp's method names for what Tack spells as functions: the message names the
-         * function to write */
-        static const char *const instead[][2] = {
-            {"norm", "tack.norm(v) (or tack.length(v))"},
-            {"normalized", "tack.normalize(v)"},
-            {"normalize", "tack.normalize(v)"},
-            {"norm_sqr", "tack.dot(v, v)"},
-            {"outer_product", "tack.outer(v, w)"},
-            {"cross", "tack.cross(v, w)"},
-            {"determinant", "tack.determinant(m)"},
-            {"inverse", "tack.inverse(m)"},
-            {"length", "tack.length(v)"},
-            {"cast", "the type's constructor, e.g. tack.vec3(v) or tack.vec3i(v)"},
-        };
-        PyObject *src = fe_unparse(f, func), *attr = PyObject_GetAttrString(func, "attr");
-        const char *hint = NULL;
-        for (size_t i = 0; attr && PyUnicode_Check(attr) && i < sizeof instead / sizeof *instead; i++)
-            if (PyUnicode_CompareWithASCIIString(attr, instead[i][0]) == 0)
-                hint = instead[i][1];
-        PyErr_Clear();
-        if (hint)
-            fe_error(f, func, "method calls ('%U(...)') are not supported in kernels; write %s", src, hint);
-        else
-            fe_error(f, func, "method calls ('%U(...)') are not supported in kernels; use functions such as "
-                              "tack.dot(v, w) (the methods are NumPy's m.T, m.transpose(), m.trace(), x.dot(y), "
-                              "z.conjugate())", src);
-        Py_XDECREF(src);
-        Py_XDECREF(attr);
+        fe_refuse_method(f, func);
     } else {
         fe_error(f, func, "only named functions can be called in kernels");
     }
@@ -678,64 +651,6 @@ static int ndrange_args(fe_func *f, PyObject *e, tack_node *n) {
     return r;
 }
 
-/* The methods of a NumPy array that a kernel's values have, each a spelling of a call
- * (docs/language.md, "Matrix and vector functions"): z.conjugate() is conjugate(z),
- * m.transpose() transpose(m) (of a vector, the vector, as NumPy's), m.trace() trace(m), and
- * x.dot(y) is x @ y, which is NumPy's dot of 1-D and 2-D operands. */
-static const struct {
-    const char *method, *call; /* call NULL: the matmul operator */
-    int nargs;
-} numpy_methods[] = {
-    {"conjugate", "conjugate", 0},
-    {"transpose", "transpose", 0},
-    {"trace", "trace", 0},
-    {"dot", NULL, 1},
-};
-
-/* 1 with *result the node (NULL after an error) when the call e of the attribute func is one of
- * numpy_methods, given its number of arguments and no keywords; 0 when it is not. */
-static int numpy_method(fe_func *f, PyObject *e, PyObject *func, tack_node **result) {
-    PyObject *attr = PyObject_GetAttrString(func, "attr"), *args = fe_get_list(e, "args");
-    PyObject *kw = fe_get_list(e, "keywords");
-    int m = -1;
-    tack_node *n = NULL;
-    size_t count = sizeof numpy_methods / sizeof *numpy_methods;
-    for (size_t i = 0; attr && args && kw && PyUnicode_Check(attr) && i < count; i++)
-        if (PyUnicode_CompareWithASCIIString(attr, numpy_methods[i].method) == 0 &&
-            PyList_GET_SIZE(args) == numpy_methods[i].nargs && PyList_GET_SIZE(kw) == 0)
-            m = (int)i;
-    Py_XDECREF(attr);
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
-    PyErr_Clear();
-    *result = NULL;
-    if (m < 0)
-        return 0;
-    if (!numpy_methods[m].call) {
-        n = fe_node(f, e, TACK_N_BINOP);
-        if (n) {
-            PyObject *a = fe_get_list(e, "args");
-            tack_node_set_op(n, TACK_OP_MATMUL);
-            if (!a || fe_add(n, fe_field(f, func, "value", 0), f) < 0 ||
-                fe_add(n, fe_expr(f, PyList_GET_ITEM(a, 0), 0), f) < 0)
-                n = NULL;
-            Py_XDECREF(a);
-        }
-    } else if ((n = fe_node(f, e, TACK_N_CALL)) != NULL) {
-        if (tack_node_set_name(f->mc->mod, n, numpy_methods[m].call) != TACK_OK) {
-            tpy_raise();
-            n = NULL;
-        } else {
-            tack_node_set_int(n, -1);
-            tack_node_set_float(n, 2.0); /* the method's spelling: m.transpose() of a vector is the vector */
-            if (fe_add(n, fe_field(f, func, "value", 0), f) < 0)
-                n = NULL;
-        }
-    }
-    *result = n;
-    return 1;
-}
-
 /* Call: a @tack.func, a dtype (a cast: f32(x)) or an intrinsic, by what the
  * callee resolves to; the CALL node names it (index -1 for all but a
  * device function). */
@@ -751,7 +666,7 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
         goto done;
     r = fe_resolve_chain(f, func, &obj);
     if (r == 0 && fe_is_kind(func, "Attribute")) { /* z.conjugate(), m.transpose(), v.dot(w) */
-        int found = numpy_method(f, e, func, &result);
+        int found = fe_numpy_method(f, e, func, &result);
         if (found != 0)
             goto done;
     }
