@@ -1,5 +1,5 @@
 /*
- * frontend.h -- what the four files of the kernel front end share.
+ * frontend.h -- what the six files of the kernel front end share.
  *
  * The front end turns a Python function into a Tack module (tack_kernel.h).
  * It is split along its seams:
@@ -11,6 +11,9 @@
  *                      globals, builtins, the intrinsics registry, and the
  *                      Python values a kernel may use (constants, dtypes)
  *   frontend_expr.c    the walk over expressions, calls and annotations
+ *   frontend_methods.c method calls: NumPy's spellings as calls, the others
+ *                      refused (naming the function for Taichi's names)
+ *   frontend_unroll.c  loops over constant tuples, written out
  *   frontend.c         the walk over statements, signatures and functions,
  *                      and the entry point tpy_frontend_build()
  *
