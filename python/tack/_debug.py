@@ -229,6 +229,13 @@ class _Ctx:
                     self._fits(y.dtype, x)
                 x = convert(y.dtype, x)
         if xa or ya:
+            if op in ("//", "%", "**"):
+                # each component the scalar operator, as compiled (lower_expr.c, componentwise): its
+                # checks (an integer zero divisor, a negative integer exponent) and its rounding, where
+                # NumPy's array operator gives 0 with a warning, or takes a square root for ** 0.5
+                v = x if xa else y
+                r = [self.bin(op, x.flat[k] if xa else x, y.flat[k] if ya else y) for k in range(v.size)]
+                return _vector_value(np.array(r).reshape(v.shape))
             return _OPS[op](x, y)
         wx, wy = _weak(x), _weak(y)
         if (wx is None and not isinstance(x, np.generic)) or (wy is None and not isinstance(y, np.generic)):
@@ -374,6 +381,8 @@ class _Ctx:
 
     # -- arrays
     def load(self, a, idx):
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         try:
             v = a[idx]
         except IndexError as e:
@@ -390,6 +399,8 @@ class _Ctx:
         return v
 
     def store(self, a, idx, v):
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         try:
             self._store(a, idx, v)
         except IndexError as e:
@@ -445,6 +456,8 @@ class _Ctx:
     def setattr_at(self, a, idx, names, v):
         """``t[i].x = s`` on a local array of vectors (the compiler has checked it): the component
         set in the element itself, a view of the array's row."""
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         try:
             el = a[idx]
         except IndexError as e:
@@ -453,6 +466,8 @@ class _Ctx:
 
     def _element(self, a, idx):
         """a[idx], an element of an array of vectors, quaternions, transforms or matrices: a view of it."""
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         try:
             return a[idx]
         except IndexError as e:
@@ -481,6 +496,8 @@ class _Ctx:
             self.aug(op, el, first + j, v[j], line)
 
     def aug(self, op, a, idx, v, line):
+        if isinstance(idx, np.ndarray):
+            idx = _axes(idx)
         if line in self.atomic_lines and op in ("+", "-") and isinstance(a, np.ndarray) \
                 and a.dtype.kind in "iufc":
             # an atomic a[k] += v: v converted to the element's type first, added in it
@@ -543,6 +560,13 @@ class _Ctx:
         if type(v) is t.type:
             return v
         return convert(t, v)
+
+    def constants(self, t):
+        """The elements of a loop over a constant tuple: its tuples are _Constants, so that an
+        element read from one (off[0]) is the literal the compiled copy reads, not a shape's
+        run-time integer (load)."""
+        return tuple(_Constants(self.constants(x)) if type(x) is tuple else
+                     _vector_value(x.copy()) if type(x) is np.ndarray else x for x in t)
 
     def range(self, *args):
         for i in builtins.range(*[int(a) for a in args]):
@@ -680,6 +704,15 @@ class _Ctx:
 
     # -- calls
     def call(self, f, *args, **kwargs):
+        own = getattr(f, "__self__", None)
+        if isinstance(own, np.ndarray) and getattr(f, "__name__", None) in _METHODS:
+            # NumPy's method spellings the compiler knows (the front end's numpy_methods): the call
+            # of the function they spell, with its typing and order of sums
+            if f.__name__ == "dot":
+                return self.bin("@", own, args[0])
+            if f.__name__ == "transpose" and own.ndim == 1:
+                return _vector_value(own.copy())
+            return self.call(_METHODS[f.__name__](), own)
         h = _CALLS.get(_key(f))
         if h is not None:
             r = h(self, *args, **kwargs)
@@ -710,6 +743,8 @@ class _Ctx:
         """``v.real`` / ``v.imag`` (and any other attribute read the rewrite
         routes here): of a Python complex, a weak float known at run time,
         as the compiler types a part of one (_of_python_complex)."""
+        if name == "T" and isinstance(v, np.ndarray):  # m.T: a value, not a view of m
+            return _vector_value(v.T.copy())
         r = getattr(v, name)
         if type(v) is complex and type(r) is float:
             r = _RFloat(r)
@@ -778,6 +813,30 @@ def _array_makers():
         _ARRAY_MAKERS.extend((np.zeros, np.ones, np.empty, np.full, _array.zeros, _array.ones, _array.empty,
                               _array.full))
     return _ARRAY_MAKERS
+
+
+class _Constants(tuple):
+    """A tuple element of a loop over a constant tuple (_Ctx.constants)."""
+
+
+def _tack_function(name):
+    def get():
+        import tack  # the package itself, imported by the time a kernel runs
+
+        return getattr(tack, name)
+
+    return get
+
+
+# a vector's or matrix's method (a NumPy array's, in debug mode) -> the tack function it spells
+_METHODS = {"dot": None, "transpose": _tack_function("transpose"), "trace": _tack_function("trace")}
+
+
+def _axes(idx):
+    """g[p] with p an integer vector (the compiler has checked its length against g's dimensions): one
+    index per axis, g[p[0], p[1]], as the compiled kernel indexes -- not NumPy's fancy indexing, which
+    would pick whole rows."""
+    return tuple(idx.tolist())
 
 
 def _is_matrix(a):

@@ -102,8 +102,14 @@ class _Transform(ast.NodeTransformer):
 
     def visit_Attribute(self, node):
         self.generic_visit(node)
-        if isinstance(node.ctx, ast.Load) and node.attr in ("real", "imag"):  # a complex's part: _Ctx.part
+        if isinstance(node.ctx, ast.Load) and node.attr in ("real", "imag", "T"):  # a complex's part, m.T: _Ctx.part
             return ast.copy_location(_callc("part", node.value, ast.Constant(node.attr)), node)
+        return node
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.iter, ast.Call):  # over a constant tuple (the compiler checked): _Ctx.constants
+            node.iter = ast.copy_location(_callc("constants", node.iter), node.iter)
         return node
 
     def visit_Subscript(self, node):
@@ -210,7 +216,8 @@ class _Transform(ast.NodeTransformer):
         if self.is_kernel and getattr(self, "_top", None) is None:
             self._top = node
             for s in node.body:
-                if isinstance(s, ast.For) and not _is_blocks_loop(s):
+                # (a loop over a constant tuple, whose iter is no call, is serial: unrolled when compiled)
+                if isinstance(s, ast.For) and not _is_blocks_loop(s) and isinstance(s.iter, ast.Call):
                     s.body = _unbind(s) + s.body
             node.body = [x for s in node.body for x in (self._blocks_loop(s) if _is_blocks_loop(s) else [s])]
         self.generic_visit(node)

@@ -7,12 +7,14 @@
  * (src/compiler/) types and lowers that module once per argument signature,
  * and the Kernel object (kernel.c) keeps it for every later signature.
  *
- * Four files share the work (frontend.h):
+ * Six files share the work (frontend.h):
  *
  *   frontend_source.c  fetch the source, parse it with CPython's `ast`,
  *                      and locate nodes and errors in the file
  *   frontend_env.c     resolve free names in the function's environment
  *   frontend_expr.c    walk expressions
+ *   frontend_methods.c method calls: NumPy's spellings, Taichi's refused
+ *   frontend_unroll.c  unroll loops over constant tuples
  *   frontend.c         walk statements and functions (this file)
  *
  * Per function, fe_function() parses the source, sets up the environment
@@ -33,7 +35,6 @@
 
 /* ---------------------------------------------------------------- targets */
 
-static int fe_block(fe_func *f, PyObject *stmts, tack_node *block);
 
 static tack_node *tg_name(fe_func *f, PyObject *t) {
     PyObject *id = PyObject_GetAttrString(t, "id");
@@ -44,7 +45,6 @@ static tack_node *tg_name(fe_func *f, PyObject *t) {
     return n;
 }
 
-static tack_node *fe_target(fe_func *f, PyObject *t);
 
 /* a, b = ... and [a, b] = ...: a TUPLE of targets. */
 static tack_node *tg_tuple(fe_func *f, PyObject *t) {
@@ -118,7 +118,7 @@ static const struct {
 };
 
 /* An assignment target: NAME, SUBSCRIPT, ATTRIBUTE or TUPLE of targets. */
-static tack_node *fe_target(fe_func *f, PyObject *t) {
+tack_node *fe_target(fe_func *f, PyObject *t) {
     const char *k = fe_kind(t);
     size_t i = 0, count = sizeof target_kinds / sizeof target_kinds[0];
     tack_node *n = NULL;
@@ -321,15 +321,38 @@ static int st_if(fe_func *f, PyObject *s, tack_node *block) {
     return fe_add(block, n, f);
 }
 
-/* for target in range(...) / tack.ndrange(...): nothing else is iterable. */
+/* for target in range(...) / tack.ndrange(...), or over a constant tuple (tuple_loop). */
 static int st_for(fe_func *f, PyObject *s, tack_node *block) {
     PyObject *t = NULL, *it = NULL;
     tack_node *n = NULL, *iter;
 
     if (no_orelse(f, s, "for") < 0)
         goto done;
-    if (!(t = PyObject_GetAttrString(s, "target")) || !(it = PyObject_GetAttrString(s, "iter")) ||
-        !(n = fe_node(f, s, TACK_N_FOR)) || fe_add(n, fe_target(f, t), f) < 0) {
+    if (!(t = PyObject_GetAttrString(s, "target")) || !(it = PyObject_GetAttrString(s, "iter")))
+        goto done;
+    if (fe_is_kind(it, "Tuple") || fe_is_kind(it, "List")) {
+        PyObject *elts = fe_get_list(it, "elts");
+        int r = elts ? fe_tuple_loop(f, s, t, it, elts, NULL, block) : -1;
+        Py_XDECREF(elts);
+        Py_DECREF(t);
+        Py_DECREF(it);
+        return r;
+    }
+    if (fe_is_kind(it, "Name") || fe_is_kind(it, "Attribute")) {
+        PyObject *obj = NULL;
+        int r = fe_resolve_chain(f, it, &obj);
+        if (r == 1 && PyTuple_Check(obj)) {
+            r = fe_tuple_loop(f, s, t, it, NULL, obj, block);
+            Py_DECREF(obj);
+            Py_DECREF(t);
+            Py_DECREF(it);
+            return r;
+        }
+        Py_XDECREF(obj);
+        if (r < 0)
+            goto done;
+    }
+    if (!(n = fe_node(f, s, TACK_N_FOR)) || fe_add(n, fe_target(f, t), f) < 0) {
         n = NULL;
         goto done;
     }
@@ -341,11 +364,14 @@ static int st_for(fe_func *f, PyObject *s, tack_node *block) {
                    strcmp(f->last_intrinsic, "independent") == 0 ||
                    strcmp(f->last_intrinsic, "blocks") == 0))) {
         fe_error(f, it, "a for loop in a kernel must iterate over range(...), "
-                        "tack.ndrange(...) or tack.blocks(...)");
+                        "tack.ndrange(...), tack.blocks(...) or a tuple of constants");
         iter = NULL;
     }
+    int saved = f->tuple_exit;
+    f->tuple_exit = 0; /* its break and continue are its own */
     if (fe_add(n, iter, f) < 0 || fe_add(n, fe_block_field(f, s, "body", s), f) < 0)
         n = NULL;
+    f->tuple_exit = saved;
 done:
     Py_XDECREF(t);
     Py_XDECREF(it);
@@ -354,19 +380,31 @@ done:
 
 static int st_while(fe_func *f, PyObject *s, tack_node *block) {
     tack_node *n = NULL;
+    int saved = f->tuple_exit;
+    f->tuple_exit = 0; /* its break and continue are its own */
     if (no_orelse(f, s, "while") == 0 && (n = fe_node(f, s, TACK_N_WHILE)) != NULL &&
         (fe_add(n, fe_field(f, s, "test", 0), f) < 0 ||
          fe_add(n, fe_block_field(f, s, "body", s), f) < 0))
         n = NULL;
+    f->tuple_exit = saved;
     return fe_add(block, n, f);
 }
 
+/* In a copy of a loop over a constant tuple (tuple_loop), the copy is the body of a `while True`
+ * that runs once: its continue leaves that while, and its break sets the loop's flag first, so
+ * the copies after it do not run. */
 static int st_break(fe_func *f, PyObject *s, tack_node *block) {
+    if (f->tuple_exit && f->tuple_flag) {
+        tack_node *a = fe_node(f, s, TACK_N_ASSIGN);
+        if (!a || fe_add(a, fe_flag_name(f, s, f->tuple_flag), f) < 0 || fe_add(a, fe_bool_const(f, s, 1), f) < 0 ||
+            fe_add(block, a, f) < 0)
+            return -1;
+    }
     return fe_add(block, fe_node(f, s, TACK_N_BREAK), f);
 }
 
 static int st_continue(fe_func *f, PyObject *s, tack_node *block) {
-    return fe_add(block, fe_node(f, s, TACK_N_CONTINUE), f);
+    return fe_add(block, fe_node(f, s, f->tuple_exit ? TACK_N_BREAK : TACK_N_CONTINUE), f);
 }
 
 static int st_pass(fe_func *f, PyObject *s, tack_node *block) {
@@ -471,7 +509,7 @@ static int fe_stmt(fe_func *f, PyObject *s, tack_node *block) {
     return r;
 }
 
-static int fe_block(fe_func *f, PyObject *stmts, tack_node *block) {
+int fe_block(fe_func *f, PyObject *stmts, tack_node *block) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++)
         if (fe_stmt(f, PyList_GET_ITEM(stmts, i), block) < 0)
             return -1;

@@ -1,5 +1,5 @@
 /*
- * frontend.h -- what the four files of the kernel front end share.
+ * frontend.h -- what the six files of the kernel front end share.
  *
  * The front end turns a Python function into a Tack module (tack_kernel.h).
  * It is split along its seams:
@@ -11,6 +11,9 @@
  *                      globals, builtins, the intrinsics registry, and the
  *                      Python values a kernel may use (constants, dtypes)
  *   frontend_expr.c    the walk over expressions, calls and annotations
+ *   frontend_methods.c method calls: NumPy's spellings as calls, the others
+ *                      refused (naming the function for Taichi's names)
+ *   frontend_unroll.c  loops over constant tuples, written out
  *   frontend.c         the walk over statements, signatures and functions,
  *                      and the entry point tpy_frontend_build()
  *
@@ -43,6 +46,8 @@ typedef struct {
 #define FE_MAX_DEPTH 400      /* nesting of one expression */
 #define FE_MAX_NODES 100000   /* expressions in a kernel and the functions it calls */
 
+#define FE_MAX_UNROLLED 32 /* the names loops over constant tuples bind at once (nested) */
+
 /* One Python function being walked. */
 typedef struct {
     fe_module *mc;
@@ -62,7 +67,37 @@ typedef struct {
     int depth;             /* nesting of the expression being walked */
     const char *last_intrinsic; /* intrinsic name of the last call walked (static or
                                    owned by the registry), NULL for others */
+    /* the names the loops over constant tuples being unrolled bind (frontend.c, bind): in a
+     * copy of the body, a read of `name` is its part of the element, its source `elt` or the
+     * environment's `value` (all borrowed) */
+    struct {
+        PyObject *name, *elt, *value, *loc;
+    } unrolled[FE_MAX_UNROLLED];
+    int n_unrolled;
+    int tuple_exit;        /* walking a copy of a loop over a constant tuple that has a break or
+                              continue of its own (frontend.c, tuple_loop) */
+    PyObject *tuple_flag;  /* its break's flag, a local's name (borrowed), or NULL */
 } fe_func;
+
+/* frontend_methods.c: NumPy's method spellings as calls (1 with *result, 0 when the call is none),
+ * and the refusal of any other method call. */
+int fe_numpy_method(fe_func *f, PyObject *e, PyObject *func, tack_node **result);
+void fe_refuse_method(fe_func *f, PyObject *func);
+
+/* frontend.c: a statement list into `block`, and an assignment's target. */
+int fe_block(fe_func *f, PyObject *stmts, tack_node *block);
+tack_node *fe_target(fe_func *f, PyObject *t);
+
+/* frontend_unroll.c: a loop over a constant tuple (its elements' source `literal`, a list, or the
+ * environment's tuple `value`) written out into `block`; a flag local's name and a bool constant. */
+int fe_tuple_loop(fe_func *f, PyObject *s, PyObject *t, PyObject *it, PyObject *literal, PyObject *value,
+                  tack_node *block);
+tack_node *fe_flag_name(fe_func *f, PyObject *s, PyObject *flag);
+tack_node *fe_bool_const(fe_func *f, PyObject *s, int v);
+
+/* The node a read of a tuple loop's variable stands for (NULL when `id` is none of them: 0 in
+ * *found; with an error, NULL and 1). */
+tack_node *fe_unrolled_name(fe_func *f, PyObject *id, int *found);
 
 /* fe_expr flag: a string constant is allowed here (print, assert messages). */
 #define FE_ALLOW_STR 1

@@ -320,10 +320,7 @@ static void refuse_local_callee(fe_func *f, PyObject *func) {
             fe_error(f, func, "'%U' is a local variable or parameter, not a function", id);
         Py_XDECREF(id);
     } else if (fe_is_kind(func, "Attribute")) {
-        PyObject *src = fe_unparse(f, func);
-        fe_error(f, func, "method calls ('%U(...)') are not supported in kernels; use "
-                          "functions such as tack.dot(v, w)", src);
-        Py_XDECREF(src);
+        fe_refuse_method(f, func);
     } else {
         fe_error(f, func, "only named functions can be called in kernels");
     }
@@ -668,24 +665,10 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
     if (!func)
         goto done;
     r = fe_resolve_chain(f, func, &obj);
-    if (r == 0 && fe_is_kind(func, "Attribute")) { /* z.conjugate(): the intrinsic conjugate(z) */
-        PyObject *attr = PyObject_GetAttrString(func, "attr"), *args = fe_get_list(e, "args");
-        int conj = attr && PyUnicode_Check(attr) && PyUnicode_CompareWithASCIIString(attr, "conjugate") == 0 &&
-                   args && PyList_GET_SIZE(args) == 0;
-        Py_XDECREF(attr);
-        Py_XDECREF(args);
-        PyErr_Clear();
-        if (conj) {
-            n = fe_node(f, e, TACK_N_CALL);
-            if (n && tack_node_set_name(f->mc->mod, n, "conjugate") == TACK_OK) {
-                tack_node_set_int(n, -1);
-                if (fe_add(n, fe_field(f, func, "value", 0), f) == 0)
-                    result = n;
-            } else if (n) {
-                tpy_raise();
-            }
+    if (r == 0 && fe_is_kind(func, "Attribute")) { /* z.conjugate(), m.transpose(), v.dot(w) */
+        int found = fe_numpy_method(f, e, func, &result);
+        if (found != 0)
             goto done;
-        }
     }
     if (r <= 0) {
         if (r == 0 && no_keywords(f, e) == 0)
@@ -756,7 +739,13 @@ static tack_node *ex_name(fe_func *f, PyObject *e, int flags) {
     if (r == 1) {
         n = fe_value_node(f, e, obj);
     } else if (r == 0) {
+        int found = 0;
         id = PyObject_GetAttrString(e, "id");
+        if (id && f->n_unrolled > 0 && ((n = fe_unrolled_name(f, id, &found)) != NULL || found)) {
+            Py_XDECREF(obj);
+            Py_DECREF(id);
+            return n;
+        }
         n = id ? fe_node(f, e, TACK_N_NAME) : NULL;
         if (n && fe_set_name(f, n, id) < 0)
             n = NULL;

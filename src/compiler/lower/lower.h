@@ -69,6 +69,9 @@ void lw_da_jump(lw_state *L);
 void lw_unbound_use(lw_state *L, int loc, tack_node *n);
 void lw_unbound_finish(lw_state *L, tk_ir *body);
 tk_ir *lw_index_value(lw_state *L, tack_node *n);
+tk_ir *lw_index_of(lw_state *L, tk_ir *e, tack_node *n);
+tk_ir *lw_transpose_attr(lw_state *L, tk_ir *x, tack_node *n);
+int lw_vector_index(lw_state *L, tack_node *ix, int ndim, const char *what, const char *name, tk_ir **vi);
 tk_ir *lw_matrix_index(lw_state *L, tack_node *n, tk_type ty, int axis); /* m[i, j]: checked and wrapped (lower_expr.c) */
 /* A scalar meaning of an intrinsic, which lw_elementwise applies to each component (lower_call.c). */
 typedef tk_ir *(*scalar_fn)(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, tack_node *n);

@@ -34,8 +34,10 @@
 #include "compiler/lower/lower.h"
 
 /* ---------------------------------------------------------- indexing */
-tk_ir *lw_index_value(lw_state *L, tack_node *n) {
-    tk_ir *e = lw_expr(L, n);
+tk_ir *lw_index_value(lw_state *L, tack_node *n) { return lw_index_of(L, lw_expr(L, n), n); }
+
+/* lw_index_value of an index already lowered. */
+tk_ir *lw_index_of(lw_state *L, tk_ir *e, tack_node *n) {
     if (!lw_known(e)) return lw_cast(L, e, ty_value(TACK_I64));
     if (!ty_is_int(e->ty) && !ty_is_bool(e->ty))
         ERR(n, "array indices must be integers, not %s", TN(e->ty));
@@ -57,29 +59,96 @@ tk_ir *lw_matrix_index(lw_state *L, tack_node *n, tk_type ty, int axis) {
     return lw_axis_index(L, lw_index_value(L, n), ty, axis, len, n);
 }
 
+/* A sum or difference of integer vectors whose leaves are locals and constructors of locals and
+ * constants (base + off, off a constructor of constants in a copy of a constant tuple's loop): each
+ * component can be computed apart, reading nothing twice that has an effect, in the order given. */
+static int spreads(const tk_ir *e) {
+    if (e->op == IR_LOCAL) return 1;
+    if (e->op == IR_VEC) {
+        for (int i = 0; i < e->n; i++)
+            if (!ir_is_simple(e->k[i])) return 0;
+        return 1;
+    }
+    return e->op == IR_BIN && (e->sub == B_ADD || e->sub == B_SUB) && ty_eq(e->k[0]->ty, e->ty) &&
+           ty_eq(e->k[1]->ty, e->ty) && spreads(e->k[0]) && spreads(e->k[1]);
+}
+
+/* Component k of a vector that spreads: the same operations on the components, in its type. */
+static tk_ir *part(lw_state *L, tk_ir *e, int k, tack_node *ix) {
+    tk_type st = ty_value(dt_scalar((tack_dtype)e->ty.dt));
+    if (e->op == IR_VEC) return e->k[k];
+    if (e->op == IR_BIN) return lw_bin(L, e->sub, st, part(L, e->k[0], k, ix), part(L, e->k[1], k, ix), ix->line);
+    tk_ir *c = lw_mk(L, IR_COMP, st, ix);
+    ir_push(L->C, c, e);
+    ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), k, ix->line));
+    return c;
+}
+
+/* g[p] of an ndim-D array (ndim >= 2, one index that is no tuple): when p is an integer vector, its
+ * components, evaluated once, as the indices of the axes in order (g[p] is g[p.x, p.y], as Taichi's
+ * and Warp's grid[base + offset]), each an i64 into vi[]; 1 if so, 0 when p is no vector (the caller
+ * reports the count).  A vector of another length is a CompileError naming both. */
+int lw_vector_index(lw_state *L, tack_node *ix, int ndim, const char *what, const char *name, tk_ir **vi) {
+    tk_ir *e = lw_expr(L, ix);
+    if (!lw_known(e)) {
+        for (int k = 0; k < ndim; k++) vi[k] = lw_cast(L, e, ty_value(TACK_I64));
+        return 1;
+    }
+    if (!ty_is_vector(e->ty)) return 0;
+    tack_dtype vd = (tack_dtype)e->ty.dt;
+    if (dt_kind(dt_scalar(vd)) != TACK_KIND_INT)
+        ERR(ix, "%s '%s' is indexed with a %s: an index vector must have integer components (tack.vec%di(p))",
+            what, name, TN(e->ty), dt_rows(vd));
+    if (dt_rows(vd) != ndim)
+        ERR(ix, "%s '%s' has %d dimensions but is indexed with a %s of %d components: the vector's length must "
+                "be the array's number of dimensions", what, name, ndim, TN(e->ty), dt_rows(vd));
+    if (e->op == IR_VEC && e->n == ndim) { /* g[tack.vec2i(i, j)]: its components, each evaluated once, in order */
+        for (int k = 0; k < ndim; k++) vi[k] = lw_index_of(L, lw_cast(L, e->k[k], ty_value(dt_scalar(vd))), ix);
+        return 1;
+    }
+    if (spreads(e)) { /* g[base + off]: g[base.x + off.x, ...], each component's sum an index of its own */
+        for (int k = 0; k < ndim; k++) vi[k] = lw_index_of(L, lw_cast(L, part(L, e, k, ix), ty_value(TACK_I64)), ix);
+        return 1;
+    }
+    e = lw_hoist(L, e);
+    for (int k = 0; k < ndim; k++) {
+        tk_ir *c = lw_mk(L, IR_COMP, ty_value(dt_scalar(vd)), ix);
+        ir_push(L->C, c, e);
+        ir_push(L->C, c, ir_const_i(L->C, ty_value(TACK_I64), k, ix->line));
+        vi[k] = lw_hoist(L, lw_cast(L, c, ty_value(TACK_I64)));
+    }
+    return 1;
+}
+
 /* Lower the indices of a[i, j, ...] into k (wrapped, checked); returns their count. */
 void lw_indices(lw_state *L, int p, tack_node **idx, int nidx, tk_ir *out, tack_node *n) {
     tk_type at = L->S->ptypes[p];
+    tk_ir *vi[TACK_MAX_NDIM];
+    int by_vector = 0;
     if (nidx == 1 && idx[0]->kind == TACK_N_TUPLE) {
         tack_node *tup = idx[0];
         idx = tup->kids;
         nidx = tup->nkids;
+    } else if (nidx == 1 && at.ndim >= 2 && at.ndim <= TACK_MAX_NDIM) {
+        by_vector = lw_vector_index(L, idx[0], at.ndim, "array", L->S->pnames[p], vi);
+        if (by_vector) nidx = at.ndim;
     }
     if (nidx != at.ndim)
         ERR(n, "array '%s' has %d dimension%s but is indexed with %d ind%s", L->S->pnames[p], at.ndim,
             at.ndim == 1 ? "" : "s", nidx, nidx == 1 ? "ex" : "ices");
     for (int k = 0; k < nidx; k++) {
-        if (idx[k]->kind == TACK_N_TUPLE || (idx[k]->kind == TACK_N_CALL && idx[k]->name && strcmp(idx[k]->name, "slice") == 0))
-            ERR(idx[k], "slices and tuple indices are not supported; index each axis with an integer");
-        tk_ir *e = lw_index_value(L, idx[k]);
-        tk_ir *s = lw_mk(L, IR_SHAPE, ty_value(TACK_I64), idx[k]);
+        tack_node *ik = by_vector ? idx[0] : idx[k];
+        if (ik->kind == TACK_N_TUPLE || (ik->kind == TACK_N_CALL && ik->name && strcmp(ik->name, "slice") == 0))
+            ERR(ik, "slices and tuple indices are not supported; index each axis with an integer");
+        tk_ir *e = by_vector ? vi[k] : lw_index_value(L, ik);
+        tk_ir *s = lw_mk(L, IR_SHAPE, ty_value(TACK_I64), ik);
         s->param = p;
         s->aux = k;
         if (L->C->opts.checks && lw_known(e)) {
-            int site = lw_site(L, CK_INDEX, idx[k]->line, k, L->S->pnames[p], NULL);
-            lw_check(L, CK_INDEX, site, e, s, idx[k]->line);
+            int site = lw_site(L, CK_INDEX, ik->line, k, L->S->pnames[p], NULL);
+            lw_check(L, CK_INDEX, site, e, s, ik->line);
         }
-        tk_ir *w = lw_mk(L, IR_WRAP, ty_value(TACK_I64), idx[k]);
+        tk_ir *w = lw_mk(L, IR_WRAP, ty_value(TACK_I64), ik);
         w->param = p;
         w->aux = k;
         ir_push(L->C, w, e);
@@ -153,9 +222,32 @@ tk_ir *lw_component(lw_state *L, tk_ir *v, tk_ir *k, tack_node *n) {
     return c;
 }
 
+/* t[k] of a tuple written out (a loop over a tuple of tuples: `off[0]`, off standing for (0, 1)): element
+ * k, a constant index counting from the end when negative; every element is evaluated, in order, as
+ * Python builds the tuple before indexing it. */
+static tk_ir *tuple_item(lw_state *L, tack_node *n) {
+    tack_node *t = n->kids[0], *ix = n->kids[1];
+    int64_t k;
+    if (n->nkids != 2) ERR(n, "a tuple is indexed with one index");
+    if (ix->kind == TACK_N_CONST_INT) k = ix->ival;
+    else if (ix->kind == TACK_N_UNARYOP && ix->op == TACK_OP_NEG && ix->nkids == 1 && ix->kids[0]->kind == TACK_N_CONST_INT)
+        k = -ix->kids[0]->ival;
+    else ERR(ix, "a tuple must be indexed with a constant integer in a kernel");
+    if (k < -t->nkids || k >= t->nkids) ERR(ix, "tuple index %lld is out of range for a tuple of %d", (long long)k, t->nkids);
+    if (k < 0) k += t->nkids;
+    tk_ir *r = NULL;
+    for (int i = 0; i < t->nkids; i++) {
+        if (i != k && t->kids[i]->kind == TACK_N_TUPLE) continue; /* a tuple of constants: nothing to evaluate */
+        tk_ir *e = lw_expr(L, t->kids[i]);
+        if (i == k) r = lw_known(e) && !ir_is_const(e) && i + 1 < t->nkids ? lw_hoist(L, e) : e;
+    }
+    return r;
+}
+
 static tk_ir *lower_subscript(lw_state *L, tack_node *n) {
     if (n->nkids < 2) ERR(n, "malformed subscript");
     tack_node *base = n->kids[0];
+    if (base->kind == TACK_N_TUPLE) return tuple_item(L, n);
     if (base->kind == TACK_N_NAME && lw_local_array(L, base->name) >= 0) /* x[i] of a local array */
         return lw_local_load(L, lw_local_array(L, base->name), n->kids + 1, n->nkids - 1, n);
     if (base->kind == TACK_N_ATTRIBUTE && base->name && strcmp(base->name, "shape") == 0 && base->nkids == 1 &&
@@ -302,6 +394,37 @@ static tk_ir *row_times(lw_state *L, tk_ir *v, tk_ir *m, tack_node *n) {
     return out;
 }
 
+/* x // y, x % y and x ** y with a vector or matrix operand (a number broadcast), in the promoted type
+ * t: the scalar operator on each pair of components -- Python's rounding toward -inf for integers with
+ * its zero-divisor check (ZeroDivisionError), NumPy's floor_divide and remainder for floats, the scalar
+ * power with its negative-exponent check -- so each component is bit for bit the scalar result, and no
+ * dialect sees anything new (an IR_VEC of them). */
+static tk_ir *componentwise(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tk_type t, tack_node *n) {
+    tack_dtype td = (tack_dtype)t.dt, sd = dt_scalar(td);
+    int r = dt_rows(td), c = dt_cols(td), xv = !ty_is_scalar(x->ty), yv = !ty_is_scalar(y->ty);
+    tk_type st = ty_value(sd);
+    x = lw_hoist(L, lw_cast(L, x, xv ? t : st));
+    y = lw_hoist(L, lw_cast(L, y, yv ? t : st));
+    tk_ir *out = lw_mk(L, IR_VEC, t, n);
+    for (int k = 0; k < r * c; k++) {
+        tk_ir *a[2] = {x, y};
+        for (int i = 0; i < 2; i++) {
+            if (ty_is_scalar(a[i]->ty)) continue;
+            tk_ir *e = lw_mk(L, IR_COMP, st, n); /* a matrix's entry is [row, column], a vector's [k] */
+            ir_push(L->C, e, a[i]);
+            ir_push(L->C, e, ir_const_i(L->C, ty_value(TACK_I64), c > 1 ? k / c : k, n->line));
+            if (c > 1) ir_push(L->C, e, ir_const_i(L->C, ty_value(TACK_I64), k % c, n->line));
+            a[i] = e;
+        }
+        tk_ir *e = lw_binop(L, op, a[0], a[1], n);
+        if (lw_known(e) && !ty_eq(e->ty, st)) /* vec2i ** -1: Python's 0.5 for numbers, NumPy's error for arrays */
+            ERR(n, "%s of %s and %s: each component's result would be %s, not the vector's %s", lw_op_symbol(op),
+                TN(x->ty), TN(y->ty), TN(e->ty), TN(st));
+        ir_push(L->C, out, e);
+    }
+    return out;
+}
+
 /* x @ y, or x op y with a vector or matrix operand: a matrix product, or
  * + - * / element by element in the promoted type (a scalar is broadcast). */
 static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_node *n) {
@@ -348,6 +471,9 @@ static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_nod
     case TACK_OP_SUB: b = B_SUB; break;
     case TACK_OP_MUL: b = B_MUL; break;
     case TACK_OP_DIV: b = B_DIV; break;
+    case TACK_OP_FLOORDIV:
+    case TACK_OP_MOD:
+    case TACK_OP_POW: b = -1; break;
     default: ERR(n, "unsupported operand types for %s: %s and %s", lw_op_symbol(op), TN(x->ty), TN(y->ty));
     }
     if (b == B_DIV && dt_kind(dt_scalar((tack_dtype)t.dt)) != TACK_KIND_FLOAT)
@@ -360,6 +486,7 @@ static tk_ir *vector_binop(lw_state *L, tack_op op, tk_ir *x, tk_ir *y, tack_nod
         if (xv) y = lw_pyint_narrow(L, y, comp, n);
         else x = lw_pyint_narrow(L, x, comp, n);
     }
+    if (b < 0) return componentwise(L, op, x, y, t, n);
     return lw_bin(L, b, t, lw_cast(L, x, t), lw_cast(L, y, t), n->line);
 }
 
@@ -707,6 +834,7 @@ static tk_ir *lower_attribute(lw_state *L, tack_node *n) {
         if (c >= dt_rows((tack_dtype)v->ty.dt)) ERR(n, "%s has no component '%s'", TN(v->ty), n->name);
         return lw_component(L, lw_hoist(L, v), ir_const_i(L->C, ty_value(TACK_I64), c, n->line), n);
     }
+    if (!strcmp(n->name, "T") && (ty_is_vector(v->ty) || ty_is_matrix(v->ty))) return lw_transpose_attr(L, v, n);
     ERR(n, "%s has no attribute '%s'", TN(v->ty), n->name);
 }
 

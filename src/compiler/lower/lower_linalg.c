@@ -21,6 +21,10 @@
  *
  * Integer vectors (vec3i) have no matrices of their type: outer and diag of
  * one are refused by name, as length and normalize of one are.
+ *
+ * NumPy's method spellings (m.T, m.transpose(), m.trace(); the front end
+ * makes them these calls) follow NumPy on a vector too: its .T and
+ * .transpose() are the vector itself, as a 1-D array's are.
  */
 #include <string.h>
 
@@ -70,6 +74,7 @@ tk_ir *lw_linalg_call(lw_state *L, const char *name, int m, tack_node *n) {
         if (!is_float_vector(t)) ERR(n, "diag() of %s: there are no integer matrices; diag() takes a float vector", TN(t));
         return op(L, m, ty_value(dt_compose(dt_scalar(dt), dt_rows(dt), dt_rows(dt))), x, NULL, n);
     }
+    if (m == M_TRANSPOSE && ty_is_vector(t) && n->fval == 2.0) return x; /* v.transpose(), NumPy's: v itself */
     if (m == M_NORM && ty_is_vector(t)) {
         if (!is_float_vector(t)) ERR(n, "norm() takes a float vector or a matrix, not %s", TN(t));
         return op(L, M_LENGTH, ty_value(dt_scalar(dt)), x, NULL, n);
@@ -90,4 +95,10 @@ tk_ir *lw_linalg_call(lw_state *L, const char *name, int m, tack_node *n) {
     int tmp = lw_temp(L, e->ty);
     lw_emit(L, lw_assign_ir(L, tmp, e, n->line));
     return lw_local_ref(L, tmp, n->line);
+}
+
+/* m.T: NumPy's attribute for the transpose, of a vector the vector itself (a 1-D array's .T). */
+tk_ir *lw_transpose_attr(lw_state *L, tk_ir *x, tack_node *n) {
+    if (ty_is_vector(x->ty)) return x;
+    return op(L, M_TRANSPOSE, x->ty, x, NULL, n);
 }

@@ -376,28 +376,34 @@ void lw_uses_half(lw_state *L, int dt) {
  * extents and wrapped like an array parameter's (lw_indices). */
 static void indices(lw_state *L, int loc, tack_node **idx, int nidx, tk_ir *out, tack_node *n) {
     const tk_local l_ = L->S->locals[loc], *l = &l_; /* a copy: the indices may add locals (and move them) */
+    tk_ir *vi[TACK_MAX_NDIM];
+    int by_vector = 0;
     if (nidx == 1 && idx[0]->kind == TACK_N_TUPLE) {
         tack_node *tup = idx[0];
         idx = tup->kids;
         nidx = tup->nkids;
+    } else if (nidx == 1 && l->ty.ndim >= 2 && l->ty.ndim <= TACK_MAX_NDIM) { /* x[p], p an integer vector */
+        by_vector = lw_vector_index(L, idx[0], l->ty.ndim, "local array", l->name, vi);
+        if (by_vector) nidx = l->ty.ndim;
     }
     if (nidx != l->ty.ndim)
         ERR(n, "local array '%s' has %d dimension%s but is indexed with %d ind%s", l->name, l->ty.ndim,
             l->ty.ndim == 1 ? "" : "s", nidx, nidx == 1 ? "ex" : "ices");
     for (int k = 0; k < nidx; k++) {
-        if (idx[k]->kind == TACK_N_TUPLE || (idx[k]->kind == TACK_N_CALL && idx[k]->name && strcmp(idx[k]->name, "slice") == 0))
-            ERR(idx[k], "slices and tuple indices are not supported; index each axis with an integer");
-        tk_ir *e = lw_index_value(L, idx[k]);
+        tack_node *ik = by_vector ? idx[0] : idx[k];
+        if (ik->kind == TACK_N_TUPLE || (ik->kind == TACK_N_CALL && ik->name && strcmp(ik->name, "slice") == 0))
+            ERR(ik, "slices and tuple indices are not supported; index each axis with an integer");
+        tk_ir *e = by_vector ? vi[k] : lw_index_value(L, ik);
         int64_t ext = l->ashape[k];
         if (L->C->opts.checks && lw_known(e)) {
-            int site = lw_site(L, CK_INDEX, idx[k]->line, k, l->name, NULL);
-            lw_check(L, CK_INDEX, site, e, ir_const_i(L->C, ty_value(TACK_I64), ext, idx[k]->line), idx[k]->line);
+            int site = lw_site(L, CK_INDEX, ik->line, k, l->name, NULL);
+            lw_check(L, CK_INDEX, site, e, ir_const_i(L->C, ty_value(TACK_I64), ext, ik->line), ik->line);
         }
         if (e->op == IR_CONST && lw_known(e)) {
-            ir_push(L->C, out, ir_const_i(L->C, ty_value(TACK_I64), e->c.i < 0 ? e->c.i + ext : e->c.i, idx[k]->line));
+            ir_push(L->C, out, ir_const_i(L->C, ty_value(TACK_I64), e->c.i < 0 ? e->c.i + ext : e->c.i, ik->line));
             continue;
         }
-        tk_ir *w = lw_mk(L, IR_WRAP, ty_value(TACK_I64), idx[k]);
+        tk_ir *w = lw_mk(L, IR_WRAP, ty_value(TACK_I64), ik);
         w->param = -1;
         w->aux = k;
         w->c.i = ext;
