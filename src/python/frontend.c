@@ -341,7 +341,8 @@ static int st_for(fe_func *f, PyObject *s, tack_node *block) {
                    strcmp(f->last_intrinsic, "independent") == 0 ||
                    strcmp(f->last_intrinsic, "blocks") == 0))) {
         fe_error(f, it, "a for loop in a kernel must iterate over range(...), "
-                        "tack.ndrange(...) or tack.blocks(...)");
+                        "tack.ndrange(...) or tack.blocks(...); to visit an array's elements, loop "
+                        "over its indices: 'for i in range(len(a)):' and 'v = a[i]'");
         iter = NULL;
     }
     if (fe_add(n, iter, f) < 0 || fe_add(n, fe_block_field(f, s, "body", s), f) < 0)

@@ -807,7 +807,10 @@ static void return_tuple(lw_state *L, tack_node *tn, tk_ir *r) {
 
 static void lower_return(lw_state *L, tack_node *n) {
     if (L->is_kernel) {
-        if (n->nkids && n->kids[0] && n->kids[0]->kind != TACK_N_CONST_BOOL) ERR(n, "a kernel cannot return a value");
+        if (n->nkids && n->kids[0] && n->kids[0]->kind != TACK_N_CONST_BOOL)
+            ERR(n, "a kernel cannot return a value: write results into an array argument (out[0] = s, "
+                   "or out[0] += x[i] for a sum over a parallel loop) and read it after the call; "
+                   "@tack.func functions return values");
         if (L->pfor >= 0) ERR(n, "return is not supported inside a parallel loop (use continue)");
         lw_emit(L, lw_mk(L, IR_RETURN, ty_void(), n));
         lw_da_jump(L);
