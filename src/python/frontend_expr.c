@@ -427,7 +427,9 @@ static int constant_shape(fe_func *f, PyObject *e, int top) {
         return -1;
     if ((src = fe_unparse(f, e)) != NULL) {
         fe_error(f, e, "the shape of a local array must be a compile-time constant (int literals, "
-                       "module-level int constants and arithmetic on them), and '%U' is not one", src);
+                       "module-level int constants and arithmetic on them), and '%U' is not one; "
+                       "for an array whose size the data decides, create it outside the kernel and "
+                       "pass it as an argument", src);
         Py_DECREF(src);
     }
     return 0;

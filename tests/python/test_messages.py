@@ -76,7 +76,8 @@ def builtin_divmod(x, out):
                                 r"and np.full \(and tack's\) create one, a small local array of constant shape: "
                                 r"create this one outside and pass it as an argument", "np.arange"),
     (tack_zeros_of, (np.zeros(2), 8), r"the shape of a local array must be a compile-time constant \(int literals, "
-                                      r"module-level int constants and arithmetic on them\), and 'n' is not one",
+                                      r"module-level int constants and arithmetic on them\), and 'n' is not one; "
+                                      r"for an array whose size the data decides, create it outside the kernel",
      "n, tack.f32"),
     (host_api, (np.zeros(2),), r"'tack.synchronize' is Tack's host API and cannot be called in a kernel",
      "tack.synchronize"),
