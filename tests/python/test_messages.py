@@ -215,6 +215,20 @@ def _transposed(m, out):
         out[i] = m.T[0, i]
 
 
+def _local_sum(m, out):
+    s = 0.0
+    for i in range(m.shape[0]):
+        s += m[i, 0]
+    out[0] = s
+
+
+def _local_max(m, out):
+    mx = -np.inf
+    for i in range(m.shape[0]):
+        mx = max(mx, m[i, 0])
+    out[0] = mx
+
+
 IDIOMS = [
     (_row_sum, "np.sum", r"np.sum is not supported in kernels: a kernel reads one element at a time, so add the "
                          r"elements up in a loop: .*; for a whole array, call NumPy's function outside the kernel, "
@@ -235,6 +249,10 @@ IDIOMS = [
                          r"or out\[0\] \+= x\[i\] for a sum over a parallel loop\)"),
     (_iterates_array, "out:", r"to visit an array's elements, loop over its indices: 'for i in range\(len\(a\)\):'"),
     (_transposed, "m.T", r"index the transpose as a\[j, i\], or pass a.T to the kernel"),
+    (_local_sum, "s", r"cannot assign to 's' inside a parallel loop: .*use an array element \(a\[0\] \+= v is "
+                      r"atomic\) for a reduction, tack.atomic_max\(a, 0, v\) or atomic_min"),
+    (_local_max, "mx", r"cannot assign to 'mx' inside a parallel loop: .*tack.atomic_max\(a, 0, v\) or atomic_min "
+                       r"for a maximum or a minimum, and read the array after the call"),
 ]
 
 

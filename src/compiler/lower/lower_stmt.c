@@ -118,7 +118,9 @@ int lw_target_local(lw_state *L, tack_node *t) {
     if (L->pfor >= 0) {
         if (lw_find_local_in(L->S, name, -1) >= 0)
             ERR(t, "cannot assign to '%s' inside a parallel loop: it is shared by all iterations "
-                   "(assigned outside the loop); use an array element (a[0] += v is atomic) for a reduction", name);
+                   "(assigned outside the loop); use an array element (a[0] += v is atomic) for a reduction, "
+                   "tack.atomic_max(a, 0, v) or atomic_min for a maximum or a minimum, and read the array "
+                   "after the call", name);
         i = lw_find_local_in(L->S, name, L->pfor);
     } else {
         i = lw_find_local_in(L->S, name, -1);
