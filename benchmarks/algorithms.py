@@ -14,6 +14,14 @@ and kind="stable" (a radix sort for 16-bit and smaller types, timsort for
 float32), the one whose results tack.sort gives.  On a GPU the time
 includes the wait for the device (tack.synchronize).
 
+With --sizes (e.g. --sizes 1e3,1e4,1e5,1e6,1e7) it prints instead the table of the
+primitives NumPy has one call for -- reduce (sum, min, max), scan (cumsum), sort, argsort
+and compaction by a bool mask -- at each size, in microseconds beside NumPy's, each the best
+of as many interleaved rounds as fit in --budget seconds a cell (at least --rounds): the
+sizes where a call's fixed cost (argument handling, allocation, the launch) decides the
+ratio, as well as those where the algorithm does.  The header gives the machine's load
+(/proc/loadavg) before and after.
+
 NumPy picks its sort kernel by the CPU's features at import; to time
 NumPy's AVX2 sort on an AVX-512 machine, run with
 NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL" (NumPy 2.4's names).
@@ -85,6 +93,60 @@ def cases(n, rng):
     ]
 
 
+def sweep_cases(n, rng):
+    x = rng.standard_normal(n).astype(np.float32)
+    mask = x > 0
+    return [
+        ("reduce sum f32", (x,), lambda t, a: t.reduce(a), lambda a: np.sum(a)),
+        ("reduce min f32", (x,), lambda t, a: t.reduce(a, "min"), lambda a: np.min(a)),
+        ("reduce max f32", (x,), lambda t, a: t.reduce(a, "max"), lambda a: np.max(a)),
+        ("scan sum f32 (cumsum)", (x,), lambda t, a: t.scan(a), lambda a: np.cumsum(a)),
+        ("sort f32 vs stable", (x,), lambda t, a: t.sort(a), lambda a: np.sort(a, kind="stable")),
+        ("sort f32 vs default", (x,), lambda t, a: t.sort(a), lambda a: np.sort(a)),
+        ("argsort f32 vs stable", (x,), lambda t, a: t.argsort(a), lambda a: np.argsort(a, kind="stable")),
+        ("compact f32 (a[mask])", (x, mask), lambda t, a, m: t.compact(a, m), lambda a, m: a[m]),
+    ]
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def best_pair_budget(a, b, rounds, budget, sync=None):
+    """As best_pair_ms, in microseconds, the rounds as many as fit in `budget` seconds (at least
+    `rounds`, at most 2,000)."""
+    ta, tb = float("inf"), float("inf")
+    t_end = time.perf_counter() + budget
+    k = 0
+    while k < rounds or (time.perf_counter() < t_end and k < 2000):
+        ta = min(ta, once(a, sync))
+        tb = min(tb, once(b))
+        k += 1
+    return ta * 1e6, tb * 1e6, k
+
+
+def sweep(sizes, rounds, budget, dev, only):
+    sync = None if dev == "cpu" else (lambda: tack.synchronize(dev))
+    print(f"{dev} ({tack._core.device_threads(dev)} threads); NumPy {np.__version__} (SIMD: {numpy_simd()}); "
+          f"load {loadavg()}; best of at least {rounds} interleaved rounds, up to {budget} s a cell")
+    print("| primitive | n | Tack us | NumPy us | NumPy / Tack | rounds |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        for name, host, tk, ref in sweep_cases(n, rng):
+            if only not in name:
+                continue
+            on_dev = [tack.array(h, device=dev) for h in host]
+            tk(tack, *on_dev)  # compile
+            t, r, k = best_pair_budget(lambda: tk(tack, *on_dev), lambda: ref(*host), rounds, budget, sync)
+            print(f"| {name} | {n:,} | {t:.1f} | {r:.1f} | {r / t:.2f} | {k} |", flush=True)
+    print(f"load after: {loadavg()}")
+
+
 def numpy_simd():
     """The SIMD levels NumPy found and uses here (its sort dispatches to the
     highest), e.g. "X86_V3 X86_V4 AVX512_ICL"."""
@@ -101,7 +163,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--only", default="", help="only the rows whose name holds this text (e.g. sort)")
+    ap.add_argument("--sizes", default="", help="sizes to sweep, e.g. 1e3,1e4,1e5,1e6,1e7 (the table in microseconds)")
+    ap.add_argument("--budget", type=float, default=0.5, help="with --sizes: seconds of rounds a cell, at most")
     args = ap.parse_args()
+    if args.sizes:
+        sweep([int(float(v)) for v in args.sizes.split(",")], args.rounds, args.budget, args.device, args.only)
+        return
     rng = np.random.default_rng(0)
     dev = args.device
     sync = None if dev == "cpu" else (lambda: tack.synchronize(dev))

@@ -1,7 +1,10 @@
 """A periodic reaction-diffusion step (Gray-Scott, 2-D, `%` neighbours) and
-a Monte Carlo pricer against Numba, per core (issue 41, items 3 and 4).
+a Monte Carlo pricer against Numba, per core (issue 41, items 3 and 4), and
+small stencils on a 2-D grid (Conway's Life on uint8, a 5-point heat step on
+float32; periodic with `%`, and over the interior only) against Numba and
+NumPy.
 
-    TACK_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/periodic.py [gray_scott] [monte_carlo]
+    TACK_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/periodic.py [gray_scott] [monte_carlo] [stencils]
 
 Each figure is the best of several rounds, Tack and Numba timed in
 alternation in one process (this host's speed drifts by tens of percent
@@ -140,6 +143,166 @@ def gray_scott(sizes=(512, 2048), rounds=5):
         print(f"gray_scott {n}^2: " + ", ".join(f"{k} {1e6 * t:.0f} us" for k, t in times.items()), flush=True)
 
 
+# ---------------------------------------------------------------- stencils
+@tack.kernel
+def life(a, b):
+    n, m = a.shape
+    for i, j in tack.ndrange(n, m):
+        c = (a[(i - 1) % n, (j - 1) % m] + a[(i - 1) % n, j] + a[(i - 1) % n, (j + 1) % m]
+             + a[i, (j - 1) % m] + a[i, (j + 1) % m]
+             + a[(i + 1) % n, (j - 1) % m] + a[(i + 1) % n, j] + a[(i + 1) % n, (j + 1) % m])
+        b[i, j] = 1 if c == 3 or (a[i, j] == 1 and c == 2) else 0
+
+
+@tack.kernel
+def life_loops(a, b):
+    n, m = a.shape
+    for i, j in tack.ndrange(n, m):
+        c = 0
+        for di in range(-1, 2):
+            for dj in range(-1, 2):
+                if di != 0 or dj != 0:
+                    c += a[(i + di) % n, (j + dj) % m]
+        b[i, j] = 1 if c == 3 or (a[i, j] == 1 and c == 2) else 0
+
+
+@tack.kernel
+def life_inner(a, b):
+    n, m = a.shape
+    for i, j in tack.ndrange((1, n - 1), (1, m - 1)):
+        c = (a[i - 1, j - 1] + a[i - 1, j] + a[i - 1, j + 1] + a[i, j - 1] + a[i, j + 1]
+             + a[i + 1, j - 1] + a[i + 1, j] + a[i + 1, j + 1])
+        b[i, j] = 1 if c == 3 or (a[i, j] == 1 and c == 2) else 0
+
+
+@tack.kernel
+def heat(u, out, k):
+    n, m = u.shape
+    for i, j in tack.ndrange(n, m):
+        out[i, j] = u[i, j] + k * (u[(i - 1) % n, j] + u[(i + 1) % n, j] + u[i, (j - 1) % m] + u[i, (j + 1) % m]
+                                   - 4.0 * u[i, j])
+
+
+@tack.kernel
+def heat_inner(u, out, k):
+    n, m = u.shape
+    for i, j in tack.ndrange((1, n - 1), (1, m - 1)):
+        out[i, j] = u[i, j] + k * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j])
+
+
+def np_life(a, b):
+    c = np.zeros_like(a)
+    for di in (-1, 0, 1):
+        for dj in (-1, 0, 1):
+            if di or dj:
+                c += np.roll(a, (-di, -dj), (0, 1))
+    b[...] = (c == 3) | ((a == 1) & (c == 2))
+
+
+def np_life_inner(a, b):
+    c = (a[:-2, :-2] + a[:-2, 1:-1] + a[:-2, 2:] + a[1:-1, :-2] + a[1:-1, 2:]
+         + a[2:, :-2] + a[2:, 1:-1] + a[2:, 2:])
+    b[1:-1, 1:-1] = (c == 3) | ((a[1:-1, 1:-1] == 1) & (c == 2))
+
+
+def np_heat(u, out, k):
+    lap = np.roll(u, 1, 0) + np.roll(u, -1, 0) + np.roll(u, 1, 1) + np.roll(u, -1, 1) - 4.0 * u
+    out[...] = u + k * lap
+
+
+def np_heat_inner(u, out, k):
+    c = u[1:-1, 1:-1]
+    out[1:-1, 1:-1] = c + k * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4.0 * c)
+
+
+def numba_stencils():
+    """The Tack kernels' loops under Numba's njit: serial where
+    NUMBA_NUM_THREADS is 1, else `parallel=True` with the rows in a prange."""
+    import numba
+
+    par = os.environ.get("NUMBA_NUM_THREADS") != "1"
+    @numba.njit(parallel=par)
+    def life(a, b):
+        n, m = a.shape
+        for i in numba.prange(n):
+            for j in range(m):
+                c = 0
+                for di in range(-1, 2):
+                    for dj in range(-1, 2):
+                        if di != 0 or dj != 0:
+                            c += a[(i + di) % n, (j + dj) % m]
+                b[i, j] = 1 if c == 3 or (a[i, j] == 1 and c == 2) else 0
+
+    @numba.njit(parallel=par)
+    def life_inner(a, b):
+        n, m = a.shape
+        for i in numba.prange(1, n - 1):
+            for j in range(1, m - 1):
+                c = (a[i - 1, j - 1] + a[i - 1, j] + a[i - 1, j + 1] + a[i, j - 1] + a[i, j + 1]
+                     + a[i + 1, j - 1] + a[i + 1, j] + a[i + 1, j + 1])
+                b[i, j] = 1 if c == 3 or (a[i, j] == 1 and c == 2) else 0
+
+    @numba.njit(parallel=par)
+    def heat(u, out, k):
+        n, m = u.shape
+        for i in numba.prange(n):
+            for j in range(m):
+                out[i, j] = u[i, j] + k * (u[(i - 1) % n, j] + u[(i + 1) % n, j] + u[i, (j - 1) % m]
+                                           + u[i, (j + 1) % m] - np.float32(4.0) * u[i, j])
+
+    @numba.njit(parallel=par)
+    def heat_inner(u, out, k):
+        n, m = u.shape
+        for i in numba.prange(1, n - 1):
+            for j in range(1, m - 1):
+                out[i, j] = u[i, j] + k * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]
+                                           - np.float32(4.0) * u[i, j])
+
+    return {"life": life, "life_inner": life_inner, "heat": heat, "heat_inner": heat_inner}
+
+
+def stencils(n=512, rounds=21):
+    """One step of each stencil on an n x n grid, best of `rounds` rounds,
+    every peer timed in each round in turn (the same process); each peer's
+    output is checked against NumPy's, bit for bit, first."""
+    rng = np.random.default_rng(0)
+    a = (rng.random((n, n)) < 0.3).astype(np.uint8)
+    u = rng.random((n, n), dtype=np.float32)
+    k = np.float32(0.2)
+    cases = {  # name: (args, {peer: fn}), NumPy first
+        "life": ((a,), {"numpy rolls": np_life, "tack": life, "tack loops": life_loops}),
+        "life interior": ((a,), {"numpy slices": np_life_inner, "tack": life_inner}),
+        "heat f32": ((u, k), {"numpy rolls": np_heat, "tack": heat}),
+        "heat f32 interior": ((u, k), {"numpy slices": np_heat_inner, "tack": heat_inner}),
+    }
+    try:
+        nb = numba_stencils()
+        for case, key in (("life", "life"), ("life interior", "life_inner"), ("heat f32", "heat"),
+                          ("heat f32 interior", "heat_inner")):
+            cases[case][1]["numba"] = nb[key]
+    except ImportError:
+        pass
+    calls = []  # (case, peer, a call of no arguments)
+    for case, (args, peers) in cases.items():
+        ref = None
+        for peer, fn in peers.items():
+            out = np.zeros_like(args[0])
+            call = (lambda fn, out, args: lambda: fn(args[0], out, *args[1:]))(fn, out, args)
+            call()
+            if ref is None:
+                ref = out
+            else:
+                assert np.array_equal(out, ref), (case, peer)
+            calls.append((case, peer, call))
+    times = {(c, p): float("inf") for c, p, _ in calls}
+    for _ in range(rounds):
+        for c, p, call in calls:
+            times[c, p] = min(times[c, p], best(call, (), 5))
+    for case in cases:
+        print(f"{case} {n}^2: " + ", ".join(f"{p} {1e3 * t:.3f} ms" for (c, p), t in times.items() if c == case),
+              flush=True)
+
+
 if __name__ == "__main__":
     tack.set_default_device("cpu")
     what = sys.argv[1:] or ["gray_scott", "monte_carlo"]
@@ -148,3 +311,7 @@ if __name__ == "__main__":
         gray_scott()
     if "monte_carlo" in what:
         monte_carlo()
+    if "stencils" in what:
+        print(f"load average {os.getloadavg()[0]:.1f}")
+        stencils()
+        print(f"load average {os.getloadavg()[0]:.1f}")

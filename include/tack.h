@@ -193,6 +193,13 @@ TACK_API uint64_t tack_device_memory(const tack_device *d);
 /* Number of worker threads the device uses (CPU: those of its next launch, the
  * num_threads setting or the usable cores). */
 TACK_API int tack_device_threads(const tack_device *d);
+/* Whether the calling thread's CPU launches run on that thread alone (on != 0) or
+ * share their parallel loops with the pool as usual (0, the default), for a caller
+ * that knows a launch's work is too small to repay waking the pool's threads (the
+ * parallel primitives on a few thousand elements). A launch run alone sees one
+ * thread throughout (tack_device_threads outside a launch is unchanged). Only the
+ * calling thread is affected; returns its previous setting. */
+TACK_API int tack_cpu_launch_alone(int on);
 /* 1 when the device's work runs on the host CPU's cores -- the CPU itself, or an
  * OpenCL device whose type is CPU (PoCL) -- so that an algorithm can choose the
  * form that suits cores (a few long serial loops) over the form that suits a

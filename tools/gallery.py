@@ -61,6 +61,8 @@ EXAMPLES = [
                                                "--output-dir", "{out}"), "dask_blocks.png"),
     Example("particles", "particles.py", ("--n", "1000", "--steps", "40", "--output-dir", "{out}"), "particles.png"),
     Example("sph", "sph.py", ("--n", "12000", "--output-dir", "{out}"), "sph.png"),
+    Example("lennard-jones", "lennard_jones.py", ("--side", "12", "--steps", "1000", "--output-dir", "{out}"),
+            "lennard_jones.png"),
     Example("raycast", "raycast.py", ("--width", "320", "--height", "240", "--output-dir", "{out}"), "raycast.png"),
     Example("diffsim", "diffsim.py", ("--output", "{out}/diffsim.png"), "diffsim.png"),
 ]

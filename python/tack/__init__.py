@@ -76,6 +76,7 @@ from ._core import (  # noqa: E402
     synchronize,
 )
 from ._array import array, asarray, copyto, dtype, empty, full, ones, zeros
+from ._array import empty_like, full_like, ones_like, zeros_like
 from ._interop import array_from_ptr, from_dlpack
 from ._cai import from_cuda_array_interface  # noqa: E402  (the CUDA Array Interface both ways)
 from ._structs import StructArray, array_field, struct
@@ -156,12 +157,18 @@ def _getline(filename, lineno):
     return linecache.getline(cell_file(filename), lineno)  # "Cell In[3]": the cell's text
 
 
-def _struct_call(kernel, args, kwargs, method):
-    from ._bvh import bvh_call
-    from ._hashgrid import grid_call
-    from ._structs import struct_call
+_CALL_HOOKS = []  # bvh_call, grid_call, struct_call: imported at the first call that needs them
 
-    # a tack.Bvh or tack.Mesh argument first: it refuses a HashGrid beside it by name (docs/spatial.md)
+
+def _struct_call(kernel, args, kwargs, method):
+    if not _CALL_HOOKS:
+        from ._bvh import bvh_call
+        from ._hashgrid import grid_call
+        from ._structs import struct_call
+
+        _CALL_HOOKS[:] = [bvh_call, grid_call, struct_call]
+    bvh_call, grid_call, struct_call = _CALL_HOOKS
+    # a tack.Bvh or tack.Mesh argument first; its rewritten kernel's call comes back here for the grids and structs
     out = bvh_call(kernel, args, kwargs, method)
     if out is not NotImplemented:
         return out
@@ -204,6 +211,7 @@ del _offer_ziglang
 
 __all__ = [
     "Array", "DType", "array", "asarray", "copyto", "dtype", "empty", "full", "ones", "zeros",
+    "empty_like", "full_like", "ones_like", "zeros_like",
     "array_from_ptr", "from_dlpack", "from_cuda_array_interface", "struct", "array_field", "StructArray",
     "devices", "get_default_device", "set_default_device", "synchronize", "__version__",
     "get_include", "get_library",

@@ -28,7 +28,7 @@ distinct values, searchsorted, histogram, segmented reduce, and ``__all__``), ta
 import numpy as np
 
 from . import _core
-from ._algorithms_common import _blocks, _host, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
+from ._algorithms_common import _blocks, _host, _launch, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
 from ._algorithms_sort import argsort, sort  # noqa: F401  (argsort: re-exported, in __all__)
 from ._array import _is_bfloat16, empty as _empty, zeros as _zeros
 from ._core import i64
@@ -185,11 +185,45 @@ def _scan_with(op):
     return k
 
 
-def _run_scan(a, out, partial, first, bs, mode, op, outdt):
+def _run_scan(a, out, partial, first, bs, mode, op, outdt, n, device):
     if outdt.kind == "c":
-        _scan_with(_op_sum)(a, out, partial, first, bs, mode)
+        _launch(_scan_with(_op_sum), n if mode == 2 else 4 * n, device, a, out, partial, first, bs, mode)
     else:
-        _scan(a, out, partial, first, bs, mode, _WHICH[op])
+        _launch(_scan, n if mode == 2 else 4 * n, device, a, out, partial, first, bs, mode, _WHICH[op])
+
+
+_PLANS = {}  # (what, dtype, op, dtype=) -> (fn, name, result dtype, [identity, identity], float result)
+
+
+def _plan(what, a, op, dtype):
+    """What a reduce or scan of `a` by `op` needs besides its data, checked and cached: the
+    operator, its name (None for a @tack.func), the result's dtype, [identity, identity] and 1 when
+    the result is a float (bfloat16 included: ml_dtypes' is kind "V" to NumPy), else 0."""
+    try:
+        key = (what, a.dtype, op, dtype)
+        got = _PLANS.get(key)
+    except TypeError:  # an unhashable dtype= (a list, say): np.dtype says what it makes of it
+        key, got = None, None
+    if got is not None:
+        return got
+    fn, name = _op_of(op, what)
+    _numeric(a, "a", what, complex_ok=(name != "min" and name != "max"))
+    npdt = _npdtype(a.dtype)
+    outdt = np.dtype(dtype) if dtype is not None else (_sum_dtype(npdt) if name == "sum" else npdt)
+    first = np.array([_identity(name, outdt)] * 2, outdt) if name is not None else None
+    got = (fn, name, outdt, first, 1 if outdt.kind == "f" or _is_bfloat16(outdt) else 0)
+    if key is not None:
+        _PLANS[key] = got
+    return got
+
+
+def _scratch(nb, outdt, first, device):
+    """The partials and [identity, result] a named reduction or scan writes: NumPy arrays on the
+    CPU (a kernel takes them as they are, and reading the result back is NumPy's indexing), device
+    arrays elsewhere."""
+    if device == "cpu":
+        return np.empty(nb, outdt), first.copy()
+    return _empty(nb, outdt, device=device), _host(first, outdt, device)
 
 
 def scan(a, op="sum", *, exclusive=False, dtype=None):
@@ -204,22 +238,21 @@ def scan(a, op="sum", *, exclusive=False, dtype=None):
     unless ``dtype`` is given.  Floats are summed block by block, so a float
     sum may differ from NumPy's serial one in the last bits, as any parallel
     sum does; integer sums wrap as NumPy's do."""
-    a = _one_d(a, "a", "scan")
+    if type(a) is not _core.Array or a.ndim != 1 or a.strided:
+        a = _one_d(a, "a", "scan")
     if not isinstance(op, str) or op not in _NAMED:
         raise ValueError(f"tack.scan: op must be 'sum', 'min' or 'max', got {op!r}")
-    _numeric(a, "a", "scan", complex_ok=(op == "sum"))
-    npdt = _npdtype(a.dtype)
-    outdt = np.dtype(dtype) if dtype is not None else (_sum_dtype(npdt) if op == "sum" else npdt)
+    _, _, outdt, ident, _ = _plan("scan", a, op, dtype)
     if op != "sum" and outdt.kind == "c":
         raise TypeError(f"tack.scan: {op} is not defined for complex values")
     n = a.shape[0]
-    out = _empty(n, outdt, device=a.device)
+    device = a.device
+    out = _empty(n, outdt, device=device)
     if n == 0:
         return out
-    nb, bs = _blocks(n, a.device)
-    partial = _empty(nb, outdt, device=a.device)
-    first = _host([_identity(op, outdt)] * 2, outdt, a.device)
-    _run_scan(a, out, partial, first, bs, 1 if exclusive else 0, op, outdt)
+    nb, bs = _blocks(n, device)
+    partial, first = _scratch(nb, outdt, ident, device)
+    _run_scan(a, out, partial, first, bs, 1 if exclusive else 0, op, outdt, n, device)
     return out
 
 
@@ -243,7 +276,7 @@ def _reduce_sum(x, partial, first, bs):
         s6 = first[0]
         s7 = first[0]
         m = lo + (hi - lo) // 8 * 8
-        for i in range(lo, m, 8):
+        for i in range(lo, m - 7, 8):  # i + 7 < m: the index checks hoisted (nests.c)
             s0 = s0 + x[i]
             s1 = s1 + x[i + 1]
             s2 = s2 + x[i + 2]
@@ -260,6 +293,108 @@ def _reduce_sum(x, partial, first, bs):
         for b in range(nb):
             acc = acc + partial[b]
         first[1] = acc
+
+
+@func
+def _lane_min(a, b):
+    # a NaN stays; otherwise the smaller, b of two equal (np.minimum's choice, as _op_min's)
+    return a if (a != a or a < b) else b
+
+
+@func
+def _lane_max(a, b):
+    return a if (a != a or a > b) else b
+
+
+def _minmax_kernel(lane):
+    """The reduction kernel of "min" or "max" (`lane`, _lane_min or _lane_max): each block in
+    eight interleaved lanes (element i of the block into lane i % 8, as the sum's partial sums), the
+    lanes and then the blocks combined.  Which of several elements that compare equal is the
+    result depends on that order where they differ in their bits -- 0.0 and -0.0, NaNs -- so a
+    float result that is zero or NaN is then taken as the serial fold takes it: the first NaN, or
+    the last element equal to zero (np.minimum keeps the second of equal values), by a second
+    parallel pass over the blocks that runs only then.  Any other value compares equal only to
+    its own bits, so the result is the serial fold's, bit for bit."""
+    @kernel
+    def _reduce_minmax(x, partial, first, where, bs, fl):
+        # the blocks and lanes as _reduce_sum's (its loops at the top of the parallel loop's body,
+        # whose index checks are tested once a block); fl != 0: a float dtype, whose zero and NaN
+        # results are taken again (above), with where (nb + 1 int64) the blocks' finds and the hunt
+        n = x.shape[0]
+        nb = partial.shape[0]
+        for b in independent(range(nb)):
+            lo = b * bs
+            hi = min(lo + bs, n)
+            s0 = first[0]
+            s1 = first[0]
+            s2 = first[0]
+            s3 = first[0]
+            s4 = first[0]
+            s5 = first[0]
+            s6 = first[0]
+            s7 = first[0]
+            m = lo + (hi - lo) // 8 * 8
+            for i in range(lo, m - 7, 8):  # i + 7 < m: the index checks hoisted (nests.c)
+                s0 = lane(s0, x[i])
+                s1 = lane(s1, x[i + 1])
+                s2 = lane(s2, x[i + 2])
+                s3 = lane(s3, x[i + 3])
+                s4 = lane(s4, x[i + 4])
+                s5 = lane(s5, x[i + 5])
+                s6 = lane(s6, x[i + 6])
+                s7 = lane(s7, x[i + 7])
+            for i in range(m, hi):
+                s0 = lane(s0, x[i])
+            partial[b] = lane(lane(lane(s0, s1), lane(s2, s3)), lane(lane(s4, s5), lane(s6, s7)))
+        for t in range(1):
+            acc = first[0]
+            for b in range(nb):
+                acc = lane(acc, partial[b])
+            first[1] = acc
+            where[nb] = 0
+            if fl != 0 and acc != acc:
+                where[nb] = 1
+            elif fl != 0 and acc == 0:
+                where[nb] = 2
+        # a zero or NaN result: each block's last zero or first NaN (-1: none), in parallel, then
+        # the last block's zero or the first block's NaN
+        for b in independent(range(nb if where[nb] != 0 else 0)):
+            lo = b * bs
+            hi = min(lo + bs, n)
+            h = where[nb]
+            at = i64(-1)
+            for i in range(lo, hi):
+                v = x[i]
+                if h == 2:
+                    if v == 0:
+                        at = i
+                elif v != v and at < 0:
+                    at = i
+            where[b] = at
+        for t in range(1):
+            if where[nb] == 1:
+                b = i64(0)
+                while where[b] < 0:
+                    b += 1
+                first[1] = x[where[b]]
+            elif where[nb] == 2:
+                b = nb - 1
+                while where[b] < 0:
+                    b -= 1
+                first[1] = x[where[b]]
+
+    return _reduce_minmax
+
+
+_REDUCE_MINMAX = {}
+
+
+def _minmax(name):
+    """The reduction kernel of "min" or "max", made once."""
+    k = _REDUCE_MINMAX.get(name)
+    if k is None:
+        k = _REDUCE_MINMAX[name] = _minmax_kernel(_lane_min if name == "min" else _lane_max)
+    return k
 
 
 def _reduce_kernel(op):
@@ -321,11 +456,9 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     as ``np.add.reduce`` / ``np.minimum.reduce`` would.  ``initial``, when
     given, is combined first; an empty ``a`` without it is a ``ValueError``
     for every operator but the sum (whose identity is 0)."""
-    a = _one_d(a, "a", "reduce")
-    fn, name = _op_of(op, "reduce")
-    _numeric(a, "a", "reduce", complex_ok=(name != "min" and name != "max"))
-    npdt = _npdtype(a.dtype)
-    outdt = np.dtype(dtype) if dtype is not None else (_sum_dtype(npdt) if name == "sum" else npdt)
+    if type(a) is not _core.Array or a.ndim != 1 or a.strided:
+        a = _one_d(a, "a", "reduce")
+    fn, name, outdt, ident, fl = _plan("reduce", a, op, dtype)
     n = a.shape[0]
     if n == 0:
         if initial is not None:
@@ -336,17 +469,24 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
                          "which has no identity (give initial=)")
     if name is not None and outdt.kind == "c" and name != "sum":
         raise TypeError(f"tack.reduce: {name} is not defined for complex values")
-    nb, bs = _blocks(n, a.device)
-    partial = _empty(nb, outdt, device=a.device)
+    device = a.device
+    nb, bs = _blocks(n, device)
     if name == "sum" and outdt.kind != "c":  # eight partial sums a block (_reduce_sum)
-        first = _host([_identity(name, outdt)] * 2, outdt, a.device)
-        _reduce_sum(a, partial, first, bs)
+        partial, first = _scratch(nb, outdt, ident, device)
+        _launch(_reduce_sum, n, device, a, partial, first, bs)
         got = first[1]
-    elif name is not None:  # the scan kernel without its output: one compile serves both
-        first = _host([_identity(name, outdt)] * 2, outdt, a.device)
-        _run_scan(a, first[:1], partial, first, bs, 2, name, outdt)
+    elif name is not None and outdt.kind != "c":  # min and max: eight lanes a block
+        k = _minmax(name)
+        partial, first = _scratch(nb, outdt, ident, device)
+        where = np.empty(nb + 1, np.int64) if device == "cpu" else _empty(nb + 1, np.int64, device=device)
+        _launch(k, n, device, a, partial, first, where, bs, fl)
+        got = first[1]
+    elif name is not None:  # a complex sum: the scan kernel without its output
+        partial, first = _scratch(nb, outdt, ident, device)
+        _run_scan(a, first[:1], partial, first, bs, 2, name, outdt, n, device)
         got = first[1]
     else:
+        partial = _empty(nb, outdt, device=device)
         k = _reduce_kernel(fn)
         _check_accumulator("reduce", fn, k, outdt, a, partial, bs)
         k(a, partial, bs)
@@ -409,16 +549,17 @@ def _run_starts(s, flags):
 def _compact(a, mask):
     n = a.shape[0]
     nb, bs = _blocks(n, a.device)
-    partial = _empty(nb + 1, np.int64, device=a.device)
+    # the counts (then offsets) and the total: a NumPy array on the CPU, read back by indexing
+    partial = np.empty(nb + 1, np.int64) if a.device == "cpu" else _empty(nb + 1, np.int64, device=a.device)
     if n:
-        _count_true(mask, partial, bs)
+        _launch(_count_true, n, a.device, mask, partial, bs)
         total = int(partial[nb])
     else:
         total = 0
     # numbers, vectors, matrices, or a struct's records (zeroed: the padding between fields is no garbage)
     out = (_zeros if _is_records(a) else _empty)(total, a.dtype, device=a.device)
     if total:
-        _compact_scatter(a, mask, partial, out, bs)
+        _launch(_compact_scatter, 4 * n, a.device, a, mask, partial, out, bs)
     return out
 
 

@@ -6,7 +6,7 @@ tack.asarray), checks that their dtypes are ones it takes -- the error naming th
 argument -- and cuts n elements into blocks for the blocked two-pass pattern: a few blocks per CPU
 thread, each streaming through memory on one core, and one per 4,096 elements on a GPU, where the
 serial loop over a block is one work-item's.  Small constants reach the device as arrays
-(``_host``).  These helpers sit below both modules and import neither, so that the sort can be a
+(``_host``); a small input's kernels run on the calling thread alone (``_launch``).  These helpers sit below both modules and import neither, so that the sort can be a
 module of its own without importing the one that re-exports it.
 """
 
@@ -70,6 +70,26 @@ def _blocks(n, device, gpu_block=4096):
         nb = max(1, -(-n // gpu_block))
     bs = -(-n // nb)
     return -(-n // bs), bs
+
+
+# Below this many elements a primitive's kernels on the CPU run on the calling thread alone
+# (_core._launch_alone): the same blocks, so the same results bit for bit, without waking the
+# pool's threads, whose hand-over costs more than such an input's work (benchmarks/algorithms.py
+# --sizes; docs/algorithms.md has the figures).
+ALONE_BELOW = 1 << 15
+
+
+def _launch(k, work, device, *args):
+    """k(*args), on the calling thread alone when it is on the CPU and its work is small: `work` is
+    in elements of a one-pass read such as a sum's (a scan, which reads twice and writes, counts 4
+    an element)."""
+    if work < ALONE_BELOW and device.startswith("cpu"):
+        was = _core._launch_alone(True)
+        try:
+            return k(*args)
+        finally:
+            _core._launch_alone(was)
+    return k(*args)
 
 
 def _host(values, dtype, device):

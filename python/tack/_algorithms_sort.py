@@ -35,7 +35,7 @@ tack._algorithms_common.
 import numpy as np
 
 from . import _core
-from ._algorithms_common import _blocks, _host, _is_records, _npdtype, _one_d, _one_d_records, _sortable
+from ._algorithms_common import _blocks, _host, _is_records, _launch, _npdtype, _one_d, _one_d_records, _sortable
 from ._array import empty as _empty, zeros as _zeros
 from ._core import i64
 from ._intrinsics import independent
@@ -193,8 +193,9 @@ class _BlockedPasses:
         self.bs = bs
 
     def run(self, values, kin, vin, kout, vout, c, mode, shift, iota, keys_out):
-        (_radix_pass_kv if values else _radix_pass)(kin, vin, kout, vout, c, self.counts, self.totals, mode, shift,
-                                                    self.bs, iota, keys_out)
+        # a pass reads the keys twice and scatters them: 4 a key of one-pass work (_launch)
+        _launch(_radix_pass_kv if values else _radix_pass, 4 * kin.shape[0], kin.device, kin, vin, kout, vout, c,
+                self.counts, self.totals, mode, shift, self.bs, iota, keys_out)
 
 
 # which pass a sort runs: None, the tiles of tack._algorithms_sort_blocks on a GPU and the blocked
@@ -261,7 +262,7 @@ def _digit_shifts(u, mode, c):
         ors, ands = _key_span_tiles(u, c, mode)
     else:
         part = _empty((nb, 2), _npdtype(u.dtype), device=u.device)
-        _key_span(u, c, part, mode, bs)
+        _launch(_key_span, n, u.device, u, c, part, mode, bs)
         ors, ands = (int(v) for v in part[0].numpy())
     varying = ors ^ ands
     return [s for s in range(0, 8 * u.dtype.itemsize, 8) if (varying >> s) & 255], nb, bs

@@ -159,6 +159,58 @@ def ones(shape, dtype=None, *, device=None, requires_grad=False) -> _core.Array:
     return full(shape, 1, dtype if dtype is not None else _core.f32, device=device, requires_grad=requires_grad)
 
 
+def _like(a, dtype, device, what):
+    """The shape, dtype and device of `a` for tack.zeros_like and its kin (`dtype` and `device`
+    where given instead): a Tack or struct array, or a NumPy-like array (a shape and a dtype),
+    whose device is the CPU.  A list is refused: its dtype would be a guess."""
+    from ._structs import StructArray
+
+    if isinstance(a, (_core.Array, StructArray)):
+        shape, dt, dev = tuple(a.shape), a.dtype, a.device
+    elif hasattr(a, "shape") and hasattr(a, "dtype"):
+        np = _numpy()
+        shape, dev = tuple(a.shape), "cpu"
+        dt = a.dtype
+        if isinstance(dt, np.dtype) and dt.fields is not None:
+            raise TypeError(f"tack.{what}: a NumPy record array has no struct of its own: pass "
+                            f"tack.asarray(records, dtype=YourStruct)")
+        dt = _core._dtype(dt)
+    else:
+        raise TypeError(f"tack.{what}: takes an array (a tack.Array, a struct array or a NumPy array), not "
+                        f"{type(a).__name__}")
+    return shape, (dt if dtype is None else dtype), (dev if device is None else device)
+
+
+def empty_like(a, dtype=None, *, device=None) -> _core.Array:
+    """A new array with uninitialized values, of ``a``'s shape, dtype and device
+    (``dtype`` and ``device`` where given instead): ``numpy.empty_like``, always in C order."""
+    shape, dt, dev = _like(a, dtype, device, "empty_like")
+    return empty(shape, dt, device=dev)
+
+
+def zeros_like(a, dtype=None, *, device=None, requires_grad=False) -> _core.Array:
+    """A new array of zeros of ``a``'s shape, dtype and device (``dtype`` and ``device``
+    where given instead): ``numpy.zeros_like``, always in C order.  A struct array gives
+    zeroed records of its struct."""
+    shape, dt, dev = _like(a, dtype, device, "zeros_like")
+    return zeros(shape, dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(a, dtype=None, *, device=None, requires_grad=False) -> _core.Array:
+    """A new array of ones of ``a``'s shape, dtype and device (``dtype`` and ``device``
+    where given instead): ``numpy.ones_like``, always in C order."""
+    shape, dt, dev = _like(a, dtype, device, "ones_like")
+    return full(shape, 1, dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(a, fill_value, dtype=None, *, device=None, requires_grad=False) -> _core.Array:
+    """A new array of ``a``'s shape, dtype and device (``dtype`` and ``device`` where given
+    instead) with every element ``fill_value``: ``numpy.full_like``, always in C order.  The
+    value is converted to the dtype as ``tack.full`` converts it."""
+    shape, dt, dev = _like(a, dtype, device, "full_like")
+    return full(shape, fill_value, dt, device=dev, requires_grad=requires_grad)
+
+
 def _with_grad(out, requires_grad):
     if requires_grad:
         out.requires_grad = True

@@ -44,10 +44,11 @@ import math
 
 import numpy as np
 
-from . import _core
+from . import _core, _rewritten_call
 from ._array import array as _array, asarray as _asarray, empty as _empty, zeros as _zeros
 from ._core import f32, f64, i32, i64
 from ._intrinsics import dot as _dot, independent
+from ._bvh_rewrite import rewrite as _rewrite
 from ._kernels import func, kernel
 
 __all__ = ["Bvh", "Mesh"]
@@ -743,16 +744,4 @@ def bvh_call(kernel_obj, args, kwargs, method=None):
     such arguments, with their target= keyword); NotImplemented when no argument is one."""
     if not (any(isinstance(v, Bvh) for v in args) or any(isinstance(v, Bvh) for v in kwargs.values())):
         return NotImplemented
-    from . import _rewritten_call
-    from ._bvh_rewrite import rewrite
-
-    return _rewritten_call.call(kernel_obj, args, kwargs, method, Bvh, lambda v: v._key(), rewrite, _refuse_mix)
-
-
-def _refuse_mix(fn, values):
-    from ._hashgrid import HashGrid
-    from ._structs import has_struct
-
-    if has_struct(values, {}) or any(isinstance(v, HashGrid) for v in values):
-        raise TypeError(f"{fn.__qualname__}(): a kernel taking a tack.Bvh or tack.Mesh takes no struct or "
-                        f"tack.HashGrid arguments (pass a struct's fields as arrays)")
+    return _rewritten_call.call(kernel_obj, args, kwargs, method, Bvh, lambda v: v._key(), _rewrite)

@@ -4,8 +4,9 @@ A particle code asks, for each point, which points lie within a radius of
 it.  Checking every pair costs O(n^2); a grid of cells at least as wide as
 the radius makes it O(n * neighbours): each point's neighbours lie in the
 cells its ball touches.  The grid is built with the parallel primitives
-(tack._algorithms) on the points' own device: one kernel gives each point
-the index of its cell, ``tack.argsort`` sorts the points by cell (stably, so
+(tack._algorithms) on the points' own device: one kernel finds each block's
+bounding box (one launch and one copy back, where a reduction per axis and
+bound cost six launches and copies in 3-D), one gives each point the index of its cell, ``tack.argsort`` sorts the points by cell (stably, so
 the points of one cell keep their input order), and one kernel marks where
 each cell's run of sorted points starts and ends.  What a kernel then reads
 is three arrays -- the permutation and the start and end of every cell --
@@ -33,10 +34,11 @@ import math
 
 import numpy as np
 
-from . import _core
+from . import _core, _rewritten_call
 from ._array import empty as _empty, asarray as _asarray
 from ._core import i64
 from ._intrinsics import independent
+from ._hashgrid_rewrite import rewrite
 from ._kernels import kernel
 
 __all__ = ["HashGrid"]
@@ -60,6 +62,53 @@ def _cells(pts, origin, lim, inv, dims, keys):
             key += c * stride
             stride *= dims[d]
         keys[i] = key
+
+
+@kernel
+def _cells_periodic(pts, inv, fdims, dims, keys):
+    # a periodic box [0, L) along each axis: a point's cell along d is floor(x / width) wrapped into
+    # [0, n) (a point outside the box is in its image's cell); inv and fdims in the points' float type
+    for i in range(pts.shape[0]):
+        key = i64(0)
+        stride = i64(1)
+        for d in range(pts.shape[1]):
+            f = pts[i, d] * inv[d]
+            f = f - fdims[d] * math.floor(f / fdims[d])  # in [0, n], n only by rounding
+            c = i64(0)
+            if f > 0.0:
+                c = dims[d] - 1
+                if f < fdims[d]:
+                    c = i64(f)
+                    if c > dims[d] - 1:
+                        c = dims[d] - 1
+            key += c * stride
+            stride *= dims[d]
+        keys[i] = key
+
+
+@kernel
+def _box(pts, box, bs):
+    # block b's least and greatest coordinate along each axis (columns d and dim + d) and its count of
+    # non-finite coordinates (the last column): one launch and one copy back for the bounding box
+    n, dim = pts.shape
+    for b in range(box.shape[0]):
+        first = b * bs
+        last = min(first + bs, n)
+        bad = 0
+        for d in range(dim):
+            lo = pts[first, d]
+            hi = lo
+            for i in range(first, last):
+                x = pts[i, d]
+                if x < lo:
+                    lo = x
+                if x > hi:
+                    hi = x
+                if not (x - x == 0.0):  # NaN or an infinity
+                    bad += 1
+            box[b, d] = lo
+            box[b, dim + d] = hi
+        box[b, 2 * dim] = bad
 
 
 @kernel
@@ -107,12 +156,20 @@ class HashGrid:
     ``for j in grid.neighbors(p, radius):`` (``p`` a vector or a tuple of 2 or 3
     numbers) to visit the index of every point in the cells the ball of that
     radius touches, each once: the points within the radius and some farther
-    ones, so test the distance.  The grid keeps no reference to the points.
+    ones, so test the distance.  ``box=L`` (a length, or one per axis) makes
+    the grid periodic over [0, L) along each axis: a point outside the box is in
+    its image's cell, and the ball's cells wrap across the faces (each cell
+    once, however wide the ball); the kernel takes the minimum image of each
+    displacement itself.  The grid keeps no reference to the points.
     Memory: 8 bytes per point for the cell keys, 8 for the permutation, and
     16 per cell (at most max(4 n, 4096) cells)."""
 
-    def __init__(self, points, cell_size):
+    def __init__(self, points, cell_size, *, box=None):
         self.cell_size = _positive(cell_size, "cell_size")
+        if box is not None:
+            box = tuple(_positive(b, "box") for b in (box if isinstance(box, (tuple, list)) else (box,)))
+        self._box_arg = box
+        self.box = None
         self._keys = self._start = self._end = None
         self.build(points)
 
@@ -134,33 +191,55 @@ class HashGrid:
 
     def build(self, points):
         """Rebuild the grid from `points` (same rules as the constructor); returns the grid."""
-        from ._algorithms import argsort, reduce
+        from ._algorithms import argsort
+        from ._algorithms_common import _blocks
 
         a = self._points(points)
+        self._argv = None
         n, dim = a.shape
         dev = a.device
         lo, hi = [0.0] * dim, [0.0] * dim
         if n:
-            for d in range(dim):
-                col = a[:, d]
-                lo[d], hi[d] = float(reduce(col, "min")), float(reduce(col, "max"))
-                if not (math.isfinite(lo[d]) and math.isfinite(hi[d])):
-                    col = a[:, d].numpy()  # the error's path only: which point
-                    k = int(np.flatnonzero(~np.isfinite(col))[0])
-                    raise ValueError(f"tack.HashGrid: point {k} has {col[k]} in coordinate {d} (the point: "
-                                     f"{a[k].numpy().tolist()}): every coordinate must be finite")
+            nb, bs = _blocks(n, dev)
+            box = _empty((nb, 2 * dim + 1), a.dtype, device=dev)
+            _box(a, box, bs)
+            box = box.numpy()
+            lo, hi = box[:, :dim].min(0).tolist(), box[:, dim:2 * dim].max(0).tolist()
+            if box[:, 2 * dim].any():
+                for d in range(dim):  # the error's path only: which point
+                    col = a[:, d].numpy()
+                    bad = np.flatnonzero(~np.isfinite(col))
+                    if len(bad):
+                        k = int(bad[0])
+                        raise ValueError(f"tack.HashGrid: point {k} has {col[k]} in coordinate {d} (the point: "
+                                         f"{a[k].numpy().tolist()}): every coordinate must be finite")
         width = self.cell_size
         cap = max(4 * n, 4096)
+        box = self._box_arg
+        if box is not None:
+            if len(box) == 1:
+                box = box * dim
+            if len(box) != dim:
+                raise ValueError(f"tack.HashGrid: box has {len(box)} lengths for {dim}-D points: give one, or {dim}")
+            lo = [0.0] * dim
         while True:
-            dims = [int(math.floor((hi[d] - lo[d]) / width)) + 1 for d in range(dim)]
+            if box is None:
+                dims = [int(math.floor((hi[d] - lo[d]) / width)) + 1 for d in range(dim)]
+            else:  # whole cells in the box, each at least `width` wide
+                dims = [max(1, int(math.floor(box[d] / width))) for d in range(dim)]
             ncells = math.prod(dims)
             if ncells <= cap:
                 break
             width *= max(1.01, (ncells / cap) ** (1.0 / dim))
         self.dim, self.n, self.origin, self.dims = dim, n, tuple(lo), tuple(dims)
-        self.cell_width, self.ncells, self.device = width, ncells, dev
+        self.ncells, self.device, self.box = ncells, dev, box
         self.ftype = np.dtype(a.dtype.numpy).type
-        self._inv = self.ftype(1.0 / width)
+        if box is None:
+            self.cell_width = width
+            self._inv = self.ftype(1.0 / width)
+        else:  # each axis's cells fill its length: widths at least `width`, the largest the one named
+            self.cell_width = max(box[d] / dims[d] for d in range(dim))
+            self._inv = tuple(self.ftype(dims[d] / box[d]) for d in range(dim))
         if self._start is None or self._start.device != dev or self._start.shape[0] < ncells:
             size = max(ncells, cap if n else 1)
             self._start = _empty(size, np.int64, device=dev)
@@ -174,8 +253,12 @@ class HashGrid:
         from ._array import array as _array
 
         ft = self.ftype
-        _cells(a, _array(np.asarray(lo, ft), device=dev), _array(np.asarray(dims, ft) - 1, device=dev),
-               self._inv, _array(np.asarray(dims, np.int64), device=dev), self._keys)
+        if box is None:
+            _cells(a, _array(np.asarray(lo, ft), device=dev), _array(np.asarray(dims, ft) - 1, device=dev),
+                   self._inv, _array(np.asarray(dims, np.int64), device=dev), self._keys)
+        else:
+            _cells_periodic(a, _array(np.asarray(self._inv, ft), device=dev), _array(np.asarray(dims, ft), device=dev),
+                            _array(np.asarray(dims, np.int64), device=dev), self._keys)
         self._perm = argsort(self._keys)
         _bounds(self._keys, self._perm, self._start, self._end)
         return self
@@ -198,13 +281,23 @@ class HashGrid:
                         "(for j in grid.neighbors(p, radius): ...), not a Python call")
 
     def _args(self):
-        """The kernel arguments the grid becomes (tack._hashgrid_rewrite names them)."""
-        ft = self.ftype
-        return ([self._perm, self._start, self._end] + [ft(o) for o in self.origin]
-                + [self._inv] + [np.int64(d) for d in self.dims])
+        """The kernel arguments the grid becomes (tack._hashgrid_rewrite names them), made once a build."""
+        if self._argv is None:
+            ft = self.ftype
+            if self.box is None:
+                self._argv = ([self._perm, self._start, self._end] + [ft(o) for o in self.origin]
+                              + [self._inv] + [np.int64(d) for d in self.dims])
+            else:  # periodic: an inverse width per axis, no origin
+                self._argv = [self._perm, self._start, self._end] + list(self._inv) + [np.int64(d) for d in self.dims]
+        return self._argv
+
+    def _key(self):
+        """What the kernel's rewrite depends on: the dimension, the float type, whether periodic."""
+        return (self.dim, self.ftype, self.box is not None)
 
     def __repr__(self):
-        return (f"tack.HashGrid({self.n} points in {self.dim}-D, cell_size={self.cell_size}, "
+        box = "" if self.box is None else f", box={self.box}"
+        return (f"tack.HashGrid({self.n} points in {self.dim}-D, cell_size={self.cell_size}{box}, "
                 f"cells {self.dims} of width {self.cell_width:g}, device={self.device!r})")
 
 
@@ -219,16 +312,5 @@ def grid_call(kernel_obj, args, kwargs, method=None):
     of such arguments, with their target= keyword); NotImplemented when no argument is a grid."""
     if not has_grid(args, kwargs):
         return NotImplemented
-    from . import _rewritten_call
-    from ._hashgrid_rewrite import rewrite
-
-    return _rewritten_call.call(kernel_obj, args, kwargs, method, HashGrid, lambda v: (v.dim, v.ftype), rewrite,
-                                _refuse_structs)
-
-
-def _refuse_structs(fn, values):
-    from ._structs import has_struct
-
-    if has_struct(values, {}):
-        raise TypeError(f"{fn.__qualname__}(): a kernel taking a tack.HashGrid takes no struct arguments "
-                        f"(pass the struct's fields as arrays)")
+    # struct arguments beside the grid go on to the struct rewrite, which reads the grid rewrite's tree
+    return _rewritten_call.call(kernel_obj, args, kwargs, method, HashGrid, HashGrid._key, rewrite)

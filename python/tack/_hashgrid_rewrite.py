@@ -25,7 +25,11 @@ NaN point or a negative radius), then the nest
                     j = g·perm[k]
                     BODY
 
-so every backend runs the same serial loops it runs for any kernel.  What
+so every backend runs the same serial loops it runs for any kernel.  A
+periodic grid (``box=``) becomes ``g·i0`` ... (an inverse width per axis)
+instead of the origin and one width, and its ranges of cells are not clamped
+but wrapped (cell ``c % n`` along each axis, all n cells once when the ball
+spans them), so the same nest visits the cells across the box's faces.  What
 the rewrite cannot keep the meaning of it refuses, naming the line: a
 ``break`` in the body (it would leave one cell's run, not the query), an
 ``else:`` on the loop, the loop at the top level of a kernel (it would
@@ -66,6 +70,57 @@ for {T}c2 in range({T}x2, {T}y2 + 1):
 """,
 }
 
+# A periodic grid (HashGrid(..., box=L)): each axis's range of cells is not clamped but wrapped,
+# cell c along d being c % n_d, and the ball's radius is in cells of that axis's own width.
+_TEMPLATE_PERIODIC = {
+    2: """
+{T}r = {F}({R})
+{AXES}
+for {T}c1 in range({T}x1, {T}y1 + 1):
+    {T}w1 = {T}c1 % {G}n1
+    for {T}c0 in range({T}x0, {T}y0 + 1):
+        {T}cell = {T}w1 * {G}n0 + {T}c0 % {G}n0
+        for {T}k in range({G}start[{T}cell], {G}end[{T}cell]):
+            {J} = {G}perm[{T}k]
+            __tk_BODY
+""",
+    3: """
+{T}r = {F}({R})
+{AXES}
+for {T}c2 in range({T}x2, {T}y2 + 1):
+    {T}w2 = {T}c2 % {G}n2
+    for {T}c1 in range({T}x1, {T}y1 + 1):
+        {T}w1 = {T}c1 % {G}n1
+        for {T}c0 in range({T}x0, {T}y0 + 1):
+            {T}cell = ({T}w2 * {G}n1 + {T}w1) * {G}n0 + {T}c0 % {G}n0
+            for {T}k in range({G}start[{T}cell], {G}end[{T}cell]):
+                {J} = {G}perm[{T}k]
+                __tk_BODY
+""",
+}
+
+# the cells [x, y] of a periodic axis d, unwrapped: the point wrapped into [0, n) cells first, the
+# range widened as the clamped one is; every cell once (x = 0, y = n - 1) when the widened ball
+# spans n cells or more, so no cell is visited twice; empty for a NaN or infinite point or a NaN
+# or negative radius.  Every conversion to an integer is of a float within 2 n of the box.
+_AXIS_PERIODIC = """
+{T}s{d} = {T}r * {G}i{d}
+{T}a{d} = {F}({P}) * {G}i{d}
+{T}a{d} = {T}a{d} - {F}({G}n{d}) * {FL}({T}a{d} / {F}({G}n{d}))
+{T}e{d} = {T}s{d} + (abs({T}a{d}) + {T}s{d} + 1.0) * {EPS}
+{T}l{d} = {FL}({T}a{d} - {T}e{d})
+{T}h{d} = {FL}({T}a{d} + {T}e{d})
+{T}x{d} = {I}(1)
+{T}y{d} = {I}(0)
+if {T}l{d} <= {T}h{d} and {T}s{d} >= 0.0:
+    if {T}h{d} - {T}l{d} + 1.0 >= {F}({G}n{d}):
+        {T}x{d} = {I}(0)
+        {T}y{d} = {G}n{d} - 1
+    else:
+        {T}x{d} = {I}({T}l{d})
+        {T}y{d} = {I}({T}h{d})
+"""
+
 # the cells [x, y] the ball touches along axis d, widened by a few rounding errors of the
 # grid's float type (EPS), empty (x > y) for a NaN point or a NaN or negative radius; every
 # conversion to an integer is of a float already known to lie in [0, n)
@@ -91,7 +146,7 @@ class _Rw(QueryRewriter):
         from ._core import i64
 
         super().__init__(fn, base)
-        self.grids = grids  # parameter name -> (dimension, float type)
+        self.grids = grids  # parameter name -> (dimension, float type, periodic)
         self.inject = {"__tk_i64": i64, "__tk_floor": math.floor}
 
     def grid_of(self, node):
@@ -118,7 +173,7 @@ class _Rw(QueryRewriter):
 
     def neighbors(self, node, g):
         call = node.iter
-        dim, ft = self.grids[g]
+        dim, ft, periodic = self.grids[g]
         F = f"__tk_{np.dtype(ft).name}"
         self.inject[F] = {"float32": f32, "float64": f64}[np.dtype(ft).name]
         eps = "1e-5" if np.dtype(ft).itemsize == 4 else "1e-12"
@@ -145,9 +200,11 @@ class _Rw(QueryRewriter):
                                                      ctx=ast.Load()), p) for a in "xyz"[:dim]]
         r = self.visit(r)
         body = self.query_body(node.body)
-        axes = "".join(_AXIS.format(T=T, G=G, F=F, I="__tk_i64", FL="__tk_floor", P=f"__tk_P{d}", d=d,
-                                    EPS=f"{F}({eps})") for d in range(dim))
-        src = _TEMPLATE[dim].format(T=T, G=G, F=F, R="__tk_R", J=node.target.id, AXES=axes)
+        axis = _AXIS_PERIODIC if periodic else _AXIS
+        axes = "".join(axis.format(T=T, G=G, F=F, I="__tk_i64", FL="__tk_floor", P=f"__tk_P{d}", d=d,
+                                   EPS=f"{F}({eps})") for d in range(dim))
+        src = (_TEMPLATE_PERIODIC if periodic else _TEMPLATE)[dim].format(T=T, G=G, F=F, R="__tk_R",
+                                                                          J=node.target.id, AXES=axes)
         stmts = ast.parse(src).body
         subst = {"__tk_R": r}
         subst.update({f"__tk_P{d}": c for d, c in enumerate(comps)})
@@ -193,12 +250,14 @@ def _own(body):
 
 
 def rewrite(fn, dims):
-    """fn with the grid parameters of `dims` ((dimension, float type) per grid parameter, None for the others)
-    made plain, carrying its rewritten tree as __tack_tree__."""
+    """fn with the grid parameters of `dims` ((dimension, float type, periodic) per grid parameter, None
+    for the others) made plain, carrying its rewritten tree as __tack_tree__."""
     from ._rewritten_call import rewrite_function
 
     def fields(gd):
-        d = gd[0]
+        d, _ft, periodic = gd
+        if periodic:  # an inverse width per axis, no origin (tack._hashgrid.HashGrid._args)
+            return ["perm", "start", "end"] + [f"i{k}" for k in range(d)] + [f"n{k}" for k in range(d)]
         return ["perm", "start", "end"] + [f"o{k}" for k in range(d)] + ["inv"] + [f"n{k}" for k in range(d)]
 
     return rewrite_function(fn, dims, _Rw, "tack.HashGrid", fields)

@@ -6,15 +6,18 @@ bvh.query_box(lo, hi):``) and calls that the structure's module rewrites into
 plain kernel code over the structure's arrays.  A call of a kernel with such an
 argument therefore goes through here: the call's arguments are bound to the
 kernel's own signature (keeping the launch's ``stream=`` and, for ``compile``
-/ ``generated_source`` / ``ir``, ``target=`` aside), the structure's module
-may refuse the mix of arguments, the rewritten kernel is built once per
-kernel and structure kind (the key the module gives: a grid's dimension and
-float type, a tree's kind and types) with the kernel's own options, and it is
-called with each structure replaced by its arrays.  rewrite_function() is the
-frame of each module's rewrite: the kernel's source parsed, its structure
-parameters replaced by the arrays they stand for, its body given to the
-module's AST transformer, a QueryRewriter (the depth of loops, the query
-loops' checks).  One place, so that the kinds of structure cannot drift
+/ ``generated_source`` / ``ir``, ``target=`` aside), the rewritten kernel is
+built once per kernel and structure kind (the key the module gives: a grid's
+dimension and float type, a tree's kind and types) with the kernel's own
+options, and it is called with each structure replaced by its arrays.
+Arguments of the other kinds go on through that call: a Bvh kernel's HashGrid
+arguments reach the grid's hook, and struct arguments the struct rewrite, each
+rewriting the tree the one before made (tack._structs_rewrite._parse reads
+``__tack_tree__``).  rewrite_function() is the frame of each module's rewrite:
+the kernel's source parsed, its structure parameters replaced by the arrays
+they stand for, its body given to the module's AST transformer, a
+QueryRewriter (the depth of loops, the query loops' checks).  One place, so
+that the kinds of structure cannot drift
 apart in how they bind, cache, forward and rewrite.
 """
 
@@ -24,16 +27,16 @@ import weakref
 
 from . import _core
 
-_PARAMS = weakref.WeakKeyDictionary()  # kernel -> (its Python function, its signature)
+_PARAMS = weakref.WeakKeyDictionary()  # kernel -> (its Python function, its signature, its count of plain parameters)
 _BUILDS = weakref.WeakKeyDictionary()  # kernel -> {key: the rewritten kernel}
 
 
-def call(kernel_obj, args, kwargs, method, cls, key_of, rewrite, refuse):
+def call(kernel_obj, args, kwargs, method, cls, key_of, rewrite):
     """kernel_obj called (or `method` of it) with args of which some are `cls`
     instances; NotImplemented when the arguments do not bind to its signature
     (the plain call then raises Python's own TypeError).  key_of(structure) is
     the rewrite's key for one argument, rewrite(fn, keys) the rewritten
-    function, refuse(fn, values) raises for arguments the kind cannot mix with."""
+    function."""
     extra = {}
     if method is not None and "target" in kwargs:
         kwargs = dict(kwargs)
@@ -43,18 +46,22 @@ def call(kernel_obj, args, kwargs, method, cls, key_of, rewrite, refuse):
         import inspect
 
         fn = kernel_obj.__wrapped__ if hasattr(kernel_obj, "__wrapped__") else kernel_obj.py_func
-        hit = _PARAMS[kernel_obj] = (fn, inspect.signature(fn))
-    fn, sig = hit
-    if "stream" in kwargs and "stream" not in sig.parameters:  # the launch's stream= (docs/backends.md)
-        kwargs = dict(kwargs)
-        extra["stream"] = kwargs.pop("stream")
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError:
-        return NotImplemented
-    bound.apply_defaults()
-    values = list(bound.arguments.values())
-    refuse(fn, values)
+        sig = inspect.signature(fn)
+        plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in sig.parameters.values())
+        hit = _PARAMS[kernel_obj] = (fn, sig, len(sig.parameters) if plain else -1)
+    fn, sig, nplain = hit
+    if not kwargs and len(args) == nplain:  # every parameter given by position: bound as they come
+        values = args
+    else:
+        if "stream" in kwargs and "stream" not in sig.parameters:  # the launch's stream= (docs/backends.md)
+            kwargs = dict(kwargs)
+            extra["stream"] = kwargs.pop("stream")
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            return NotImplemented
+        bound.apply_defaults()
+        values = list(bound.arguments.values())
     keys = tuple(key_of(v) if isinstance(v, cls) else None for v in values)
     table = _BUILDS.setdefault(kernel_obj, {})
     built = table.get((cls, keys))

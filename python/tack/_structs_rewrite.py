@@ -561,6 +561,10 @@ def _parse(fn):
                         f"script or a notebook cell), not in the plain interactive interpreter or with "
                         f"exec()/eval()") from e
     src = "".join(lines)
+    tree = getattr(fn, "__tack_tree__", None)
+    if tree is not None:  # a rewrite's result (a HashGrid or Bvh kernel taking structs): its tree,
+        # numbered as the source it came from is parsed below
+        return copy.deepcopy(tree), first - (2 if src[:1] in (" ", "\t", "\f") else 1)
     if src[:1] in (" ", "\t", "\f"):  # indented: the body of `if 1:`, as frontend_source.c parses it
         tree = ast.parse("if 1:\n" + src)
         fdef = tree.body[0].body[0]
@@ -634,7 +638,13 @@ def _rewrite_function(fn, sig, is_kernel):
 
 def _make(fn, fdef, base, rw):
     free = list(fn.__code__.co_freevars)
-    injected = list(rw.inject)
+    cells = [c.cell_contents for c in (fn.__closure__ or ())]
+    # fn may be a rewrite's result itself (a Bvh kernel taking a HashGrid or structs): a name its
+    # rewrite injected and this one injects again is the same object (a type, a func), passed once
+    for n in rw.inject:
+        if n in free and cells[free.index(n)] is not rw.inject[n]:
+            raise AssertionError(f"{fn.__qualname__}: two rewrites inject different objects as {n}")
+    injected = [n for n in rw.inject if n not in free]
     inner = copy.deepcopy(fdef)
     ast.increment_lineno(inner, base)  # the file's lines
     factory = ast.parse(f"def __tack_factory({', '.join(free + injected)}):\n    pass\n").body[0]
@@ -647,7 +657,6 @@ def _make(fn, fdef, base, rw):
     code = compile(mod, fn.__code__.co_filename, "exec")
     ns = {}
     exec(code, fn.__globals__, ns)
-    cells = [c.cell_contents for c in (fn.__closure__ or ())]
     g = ns["__tack_factory"](*cells, *[rw.inject[n] for n in injected])
     g.__qualname__ = fn.__qualname__
     g.__module__ = fn.__module__

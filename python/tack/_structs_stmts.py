@@ -117,7 +117,14 @@ class _Statements:
             return [_loc(ast.Assign(targets=[tgt], value=value), node)]
         if len(sub) < len(leaf.ashape):
             raise self.error(f"field '{leaf.name}' is an array field: store its elements by index", node)
-        if op is not None:
+        # `p[k].f += v` on a vector or matrix field: each component its own `+=` (atomic in a parallel
+        # loop, as on a vector array's element), the value held once; the field read, added and stored
+        # whole lost other iterations' adds into the same element
+        per_comp = isinstance(op, (ast.Add, ast.Sub)) and leaf.dt.kind != "c" and \
+            leaf.dt.name not in ("transform", "transformd", "quat", "quatd")
+        if per_comp:
+            value = _loc(ast.BinOp(left=self.zero(_Plain(leaf.dt), node), op=ast.Add(), right=value), node)
+        elif op is not None:
             value = _loc(ast.BinOp(left=self.load_leaf(arr, leaf, idx, sub, node), op=op, right=value), node)
         t = self.temp()
         out = [self.set_leaf_local(t, leaf.dt, value, node)]
@@ -139,7 +146,8 @@ class _Statements:
             else:
                 c = _loc(ast.Subscript(value=tv, slice=_index([_const(k, node) for k in ks], node),
                                        ctx=ast.Load()), node)
-            out.extend(self.store_leaf(arr, leaf, idx, sub + [_const(k, node) for k in ks], c, node))
+            out.extend(self.store_leaf(arr, leaf, idx, sub + [_const(k, node) for k in ks], c, node,
+                                       op=op if per_comp else None))
         return out
 
     def assign(self, node):

@@ -176,7 +176,8 @@ typedef enum tk_irop {
     IR_AND, IR_OR, /* [a, b] short circuit, Python value semantics */
     IR_SELECT,   /* [cond, a, b] */
     IR_MATH,     /* sub = tk_math; [args] */
-    IR_LOAD,     /* param = array; [idx0, ...] each already wrapped/checked */
+    IR_LOAD,     /* param = array; [idx0, ...] each already wrapped/checked; sub TK_LOAD_IN_BOUNDS: each index
+                  * is within its extent wherever the loops around the load run (checks.c, for speculate.c) */
     IR_SHAPE,    /* param = array, aux = axis */
     IR_WRAP,     /* param = array, aux = axis; [i] -> i < 0 ? i + shape : i
                   * (param -1: a local array's axis, whose constant extent is c.i) */
@@ -219,6 +220,8 @@ typedef enum tk_irop {
     IR_BARRIER,  /* tack.barrier(): the threads of a blocks loop's block wait for each other (lower_blocks.c) */
     IR_OP_COUNT
 } tk_irop;
+
+#define TK_LOAD_IN_BOUNDS 1 /* IR_LOAD's sub */
 
 typedef enum tk_bin {
     B_ADD, B_SUB, B_MUL, B_DIV, B_FLOORDIV, B_MOD, B_POW,
@@ -606,6 +609,7 @@ void tk_periodic_hide(tk_cc *C, tk_ir *s, tk_periodic_undo *u);
 void tk_periodic_show(tk_periodic_undo *u);
 void tk_strength(tk_cc *C);
 void tk_unroll(tk_cc *C);   /* short loops of constant bounds in parallel loops as copies (unroll.c) */
+void tk_speculate(tk_cc *C); /* a branch's value computed before it, when that cannot fail (speculate.c) */
 /* Run pass on every parallel loop under block b, skipping blocks loops (nothing moves across a
  * block's barriers); what it puts in `pre` goes right before the loop (strength.c). */
 typedef void (*tk_loop_pass)(tk_cc *C, tk_spec *K, tk_ir *loop, tk_ir *pre);

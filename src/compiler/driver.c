@@ -253,6 +253,8 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
         tk_verify(C, "unrolling");
         tk_checks(C);                                      /* bounds-check elision and hoisting */
         tk_verify(C, "check elision");
+        tk_speculate(C);                                   /* a branch's value computed before it */
+        tk_verify(C, "speculation");
         tk_nests(C);                                       /* per-row check versioning, interchange */
         tk_verify(C, "loop nests");
         tk_periodic(C);                                    /* periodic indices */

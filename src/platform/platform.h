@@ -202,6 +202,7 @@ typedef int tk_fd;
 
 typedef struct tk_file_info {
     int regular;        /* a regular file (not a directory, link, FIFO, device) */
+    int dir;            /* a directory (not a link to one) */
     int ours;           /* owned by this user */
     int others_write;   /* someone other than the owner (and the system) may write it */
     uint64_t size;

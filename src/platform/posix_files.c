@@ -177,6 +177,7 @@ int tk_file_block(tk_fd fd) {
 
 static void info_of(const struct stat *sb, tk_file_info *info) {
     info->regular = S_ISREG(sb->st_mode);
+    info->dir = S_ISDIR(sb->st_mode);
     info->ours = sb->st_uid == geteuid();
     info->others_write = (sb->st_mode & (S_IWGRP | S_IWOTH)) != 0;
     info->size = sb->st_size > 0 ? (uint64_t)sb->st_size : 0;

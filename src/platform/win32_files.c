@@ -321,6 +321,7 @@ int tk_file_info_of(tk_fd fd, tk_file_info *info) {
     int kind = security_of(h, WRITE_RIGHTS, &others);
     info->regular = GetFileType(h) == FILE_TYPE_DISK &&
                     !(fi.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT));
+    info->dir = (fi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) && !(fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT);
     info->ours = kind == 0;
     info->others_write = others;
     info->size = ((uint64_t)fi.nFileSizeHigh << 32) | fi.nFileSizeLow;

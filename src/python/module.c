@@ -144,6 +144,16 @@ static PyObject *py_device_threads(PyObject *m, PyObject *arg) {
     return PyLong_FromLong(tack_device_threads(dev));
 }
 
+/* _launch_alone(on) -> the previous setting: this thread's CPU launches on it alone
+ * (tack_cpu_launch_alone), for the primitives' small inputs. */
+static PyObject *py_launch_alone(PyObject *m, PyObject *arg) {
+    (void)m;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    return PyBool_FromLong(tack_cpu_launch_alone(on));
+}
+
 /* (driver, context, device) handles of a Level Zero device, as ints. */
 static PyObject *py_level_zero_handles(PyObject *m, PyObject *arg) {
     void *drv = NULL, *ctx = NULL, *dev = NULL;
@@ -467,6 +477,7 @@ static PyMethodDef module_methods[] = {
     {"synchronize", (PyCFunction)(void (*)(void))py_synchronize, METH_FASTCALL,
      "synchronize(device=None): wait for queued work on one device or all"},
     {"device_threads", py_device_threads, METH_O, "device_threads(name) -> worker threads"},
+    {"_launch_alone", py_launch_alone, METH_O, "_launch_alone(on) -> previous: this thread's CPU launches on it alone"},
     {"level_zero_handles", py_level_zero_handles, METH_O,
      "level_zero_handles(name) -> (driver, context, device) handles of a Level Zero device, as ints"},
     {"level_zero_adopt", py_level_zero_adopt, METH_VARARGS,

@@ -70,6 +70,12 @@
  * condition before it looks for sleepers, so one of the two always sees
  * the other; the publisher then signals under the mutex.
  *
+ * A thread may run its launches alone (tack_cpu_launch_alone): each then sees
+ * one thread from its start, as with num_threads 1, and never wakes the pool.
+ * The parallel primitives ask for it on inputs too small to repay a hand-over
+ * (python/tack/_algorithms.py), which the pool cannot tell from the loop alone
+ * (a loop over eight blocks is eight iterations of unknown length).
+ *
  * The pool serves one launch at a time: a second thread that finds it busy
  * (a concurrent tack_launch) runs its loop on its own thread instead of
  * waiting, so launches from several threads never deadlock and never queue
@@ -268,7 +274,16 @@ static int wanted(void) {
     return n > MAX_THREADS ? MAX_THREADS : n;
 }
 
-void pool_launch_begin(void) { launch_threads = wanted(); }
+/* tack_cpu_launch_alone: this thread's launches run on it alone (the pool is not woken) */
+static _Thread_local int launch_alone;
+
+int tack_cpu_launch_alone(int on) {
+    int was = launch_alone;
+    launch_alone = on != 0;
+    return was;
+}
+
+void pool_launch_begin(void) { launch_threads = launch_alone ? 1 : wanted(); }
 void pool_launch_end(void) { launch_threads = 0; }
 
 int pool_threads(void) { return launch_threads ? launch_threads : wanted(); }

@@ -51,6 +51,12 @@ static void test_devices(void)
     CHECK(strcmp(tack_device_dialect(cpu), "c") == 0); /* the backend names its dialect */
     CHECK(tack_device_threads(cpu) >= 1);
     CHECK(tack_device_on_host_cores(cpu) == 1);
+    /* launches alone: the calling thread's setting, given back; the device's count outside a launch unchanged */
+    int threads = tack_device_threads(cpu);
+    CHECK(tack_cpu_launch_alone(1) == 0);
+    CHECK(tack_device_threads(cpu) == threads);
+    CHECK(tack_cpu_launch_alone(0) == 1);
+    CHECK(tack_cpu_launch_alone(0) == 0);
     CHECK(tack_devices(list, 8) >= 1 && list[0] == cpu);
     CHECK(tack_device_get("tpu", &cpu) == TACK_ERR_VALUE);
     CHECK(strstr(tack_last_error(), "'tpu'") != NULL);

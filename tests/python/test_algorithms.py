@@ -250,6 +250,97 @@ def test_a_float_sum_adds_each_block_in_eight_partial_sums(n):
         assert got != serial  # not the block's serial order
 
 
+# "min" and "max" reduce each block in eight lanes, then take a zero or NaN result again as the
+# serial fold takes it: the default run takes the dtypes the scan test above compiles already
+MINMAX_DTYPES = DTYPES + ["bfloat16"] if ALL else [np.float32, np.int8, np.bool_]
+MINMAX_SIZES = [1, 2, 7, 8, 9, 16, 17, 1023, 2048 + 9, 32767, 32768, 32769, 70_001]
+
+
+def _serial_fold(x, op):
+    """The serial fold np.minimum / np.maximum.reduce would give one element at a time, as
+    _op_min and _op_max take them: the first NaN, else the last element equal to the result."""
+    nan = np.isnan(x.astype(np.float32)) if x.dtype.kind not in "biu" else np.zeros(x.shape, bool)
+    if nan.any():
+        return x[np.argmax(nan)]
+    v = x.min() if op == "min" else x.max()
+    return x[np.nonzero(x == v)[0][-1]]
+
+
+def _minmax_cases(dt, n, rng):
+    if np.dtype(dt).kind in "biu":
+        yield data(dt, n, seed=3)
+        return
+    x = (rng.standard_normal(n) * 100).astype(np.float32).astype(dt)
+    yield x  # no zero, no NaN: a value that compares equal only to its own bits
+    z = np.where(x > 0, x, 0).astype(dt)  # a ReLU's output: the minimum is a zero of either sign
+    z[rng.integers(0, n, 1 + n // 7)] *= -1
+    z[rng.integers(0, n, 1 + n // 9)] = -0.0
+    yield z
+    yield -z  # the maximum is such a zero
+    w = x.copy()
+    bits = w.view(np.uint16 if w.itemsize == 2 else np.uint32 if w.itemsize == 4 else np.uint64)
+    at = rng.integers(0, n, 3)
+    w[at] = np.nan
+    bits[at[0]] |= 1  # NaNs of other payloads and signs: the first one is the result
+    w[at[1]] = -w[at[1]]
+    yield w
+
+
+@pytest.mark.parametrize("dt", MINMAX_DTYPES, ids=lambda d: np.dtype(d).name if d != "bfloat16" else d)
+def test_min_and_max_are_the_serial_folds_bit_for_bit(dt):
+    if dt == "bfloat16":
+        import ml_dtypes
+        dt = ml_dtypes.bfloat16
+    rng = np.random.default_rng(7)
+    for n in MINMAX_SIZES:
+        for x in _minmax_cases(dt, n, rng):
+            for op in ("min", "max"):
+                got, want = tack.reduce(x, op), _serial_fold(x, op)
+                assert type(got) is type(want), (op, n)
+                assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (op, n, got, want)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation min"):
+        tack.reduce(np.zeros(0, dt), "min")
+    assert tack.reduce(np.zeros(0, dt), "max", initial=1) == 1
+
+
+def _pool_parts(fn):
+    with tack.profile() as p:
+        fn()
+    return [e for e in p.events if e.kind == "worker"]
+
+
+@pytest.mark.skipif(_core.device_threads("cpu") < 2, reason="one CPU thread: every launch runs alone")
+def test_a_small_input_runs_on_the_calling_thread_alone_to_the_same_bits(monkeypatch):
+    from tack import _algorithms_common as C
+
+    rng = np.random.default_rng(5)
+    below = C.ALONE_BELOW
+    for n in (below // 4 - 1, below // 4 + 1, below - 1, below):
+        x = (rng.standard_normal(n) * 100).astype(np.float32)
+        m = x > 0
+        calls = [lambda: tack.reduce(x), lambda: tack.reduce(x, "min"), lambda: tack.reduce(x, "max"),
+                 lambda: tack.scan(x).numpy(), lambda: tack.scan(x, exclusive=True).numpy(),
+                 lambda: tack.compact(x, m).numpy()]
+        monkeypatch.setattr(C, "ALONE_BELOW", 1 << 62)  # every launch alone
+        alone = [np.asarray(f()).tobytes() for f in calls]
+        monkeypatch.setattr(C, "ALONE_BELOW", 0)  # every launch on the pool
+        pooled = [np.asarray(f()).tobytes() for f in calls]
+        assert alone == pooled, n
+        monkeypatch.setattr(C, "ALONE_BELOW", below)
+        # the pool takes part (its threads' parts are recorded) only from the threshold on
+        assert bool(_pool_parts(lambda: tack.reduce(x))) == (n >= below), n
+        assert bool(_pool_parts(lambda: tack.scan(x))) == (4 * n >= below), n
+    # the setting is the calling thread's, and put back after a kernel that fails
+    assert _core._launch_alone(False) is False
+
+    def boom(*args):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        C._launch(boom, 1, "cpu")
+    assert _core._launch_alone(False) is False
+
+
 def test_exclusive_scan_starts_from_the_identity():
     x = np.array([3, -1, 4, -1, 5], np.int32)
     assert tack.scan(x, exclusive=True).numpy().tolist() == [0, 3, 2, 6, 5]
@@ -431,6 +522,10 @@ f = np.round(rng.standard_normal(40), 1); f[::7] = np.nan; f[1::9] = -0.0
 assert np.array_equal(tack.scan(x).numpy(), np.cumsum(x))
 assert np.array_equal(tack.scan(f, "min").numpy(), np.minimum.accumulate(f), equal_nan=True)
 assert tack.reduce(x, "max") == x.max()
+z = np.array([3.0, -0.0, 1.0, 0.0, 2.0, -0.0, 5.0], np.float32)  # min and max: the serial fold's zero
+assert np.signbit(tack.reduce(z, "min")) and not np.signbit(tack.reduce(z[:5], "min"))
+q = np.array([1.0, -np.nan, np.nan, 2.0], np.float32)  # the first NaN, its sign kept
+assert np.signbit(tack.reduce(q, "min")) and np.signbit(tack.reduce(q, "max"))
 assert np.array_equal(tack.argsort(f).numpy(), np.argsort(f, kind="stable"))
 assert np.array_equal(tack.sort(x).numpy(), np.sort(x))
 assert np.array_equal(tack.unique(f).numpy(), np.unique(f), equal_nan=True)
@@ -554,6 +649,9 @@ def every_source(target):
         (A._scan, (z(4, i32), z(4, i64), z(2, i64), z(2, i64), 2, 0, 0)),
         (A._scan, (z(4, f32), z(4, f32), z(2, f32), z(2, f32), 2, 0, 1)),
         (A._scan_with(A._op_sum), (z(4, np.complex64), z(4, np.complex64), z(2, np.complex64), z(2, np.complex64), 2, 0)),
+        (A._reduce_sum, (z(4, f32), z(2, f32), z(2, f32), 2)),
+        (A._minmax("min"), (z(4, f32), z(2, f32), z(2, f32), z(3, i64), 2, 1)),
+        (A._minmax("max"), (z(4, i32), z(2, i32), z(2, i32), z(3, i64), 2, 0)),
         (S._key_span, (z(4, u32), z(5, u32), tack.zeros((2, 2), u32), 2, 2)),
         (S._radix_pass, (z(4, u32), z(1, i64), z(4, u32), z(1, i64), z(5, u32), tack.zeros((2, 256), i64), z(256, i64),
                          2, 0, 2, 0, 1)),
@@ -625,6 +723,12 @@ def test_the_benchmark_script_runs(monkeypatch, capsys):
     bench.main()
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 16 and rows[1].startswith("| scan (cumsum) |")
+    # the sweep over sizes: one row a primitive and size, beside NumPy
+    monkeypatch.setattr(sys, "argv", ["algorithms.py", "--sizes", "1e3,2e3", "--rounds", "1", "--budget", "0",
+                                      "--only", "reduce"])
+    bench.main()
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| reduce")]
+    assert [r.split(" | ")[1] for r in rows] == ["1,000"] * 3 + ["2,000"] * 3, rows
 
 
 def test_the_primitives_are_imported_on_first_use(tmp_path):

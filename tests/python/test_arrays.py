@@ -878,3 +878,34 @@ def test_copyto_refuses_a_view_whose_elements_share_memory():
     with pytest.raises(ValueError, match="read-only"):
         tack.copyto(ro, [1.0] * 4)
     assert a.tolist() == list(range(16))
+
+
+def test_zeros_like_and_its_kin_take_shape_dtype_and_device():
+    # a port's scratch arrays (tack.zeros_like(force)) were an AttributeError: tack had no *_like
+    m = tack.array(np.arange(6.0).reshape(2, 3))
+    z = tack.zeros_like(m)
+    assert (z.shape, z.dtype, z.device) == ((2, 3), tack.f64, "cpu") and not z.numpy().any()
+    o = tack.ones_like(m, tack.i32)
+    assert o.dtype is tack.i32 and o.numpy().tolist() == [[1, 1, 1], [1, 1, 1]]
+    f = tack.full_like(np.zeros(3, np.float32), 2.5)
+    assert f.dtype is tack.f32 and f.numpy().tolist() == [2.5, 2.5, 2.5]
+    assert tack.empty_like(m.T).shape == (3, 2) and not tack.empty_like(m.T).strided
+    v = tack.zeros_like(tack.full(4, 1.0, tack.vec3d))
+    assert v.dtype is tack.vec3d and v.shape == (4,) and not v.numpy().any()
+
+    @tack.struct
+    class Atom:
+        pos: tack.vec3
+        kind: tack.i32
+
+    atoms = tack.zeros(5, Atom)
+    np.asarray(atoms)["kind"] = 7
+    again = tack.zeros_like(atoms)
+    assert type(again) is type(atoms) and again.dtype is Atom and not np.asarray(again)["kind"].any()
+    with pytest.raises(TypeError, match="takes an array .* not list"):
+        tack.zeros_like([1, 2])
+    with pytest.raises(TypeError, match="a NumPy record array has no struct of its own"):
+        tack.zeros_like(np.zeros(3, Atom.dtype))
+    if "opencl:0" in tack.devices():
+        g = tack.zeros_like(tack.zeros(3, tack.f32, device="opencl:0"))
+        assert g.device == "opencl:0"

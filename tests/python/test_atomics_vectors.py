@@ -320,12 +320,20 @@ def test_own_elements_and_fixed_cells(mode):
     assert f.tolist() == [m.sum(0).tolist(), (-2 * m.sum(0)).tolist()]
 
 
-def test_a_fixed_cell_is_summed_per_chunk_on_the_cpu_only():
+def test_a_fixed_cell_is_summed_per_chunk_on_the_cpu_and_per_component_on_a_gpu():
+    """The CPU keeps a private vector sum per chunk; a GPU a scalar sum per component, which its
+    flush reduces across the warp (CUDA, HIP) or sub-group (OpenCL) before one atomic per
+    component, where every thread ran an atomic per component into the same address (Metal,
+    with no flush hook, adds each thread's non-zero sums)."""
     args = (tack.zeros(2, tack.vec3), tack.zeros(8, tack.vec3))
     cpu = JIT["total"].generated_source(*args)
     assert re.search(r"_sum\d+ = tk_add_tk_vec3\(", cpu) and re.search(r"if \(\w+_sum\d+\.v\[0\] != 0 \|\| ", cpu)
-    for target in ("cuda", "opencl", "metal"):  # a GPU's flush reduces scalars: the vector cell keeps its atomics
-        assert "_sum" not in JIT["total"].generated_source(*args, target=target)
+    reduce = {"cuda": r"(\w+_sum\d+) = tk_wsum\(\1\)", "hip": r"(\w+_sum\d+) = tk_wsum\(\1\)",
+              "opencl": r"(\w+_sum\d+) = sub_group_reduce_add\(\1\)", "metal": r"if \((\w+_sum\d+) != 0\) \(void\)tk_atomic"}
+    for target, flush in reduce.items():
+        src = JIT["total"].generated_source(*args, target=target)
+        assert len(set(re.findall(flush, src))) == 6, target  # f[0] and f[1]: three components each
+        assert not re.search(r"tk_atomic_(add|sub)_tk_vec3\(&a\d", src), target  # no whole-vector atomic left
 
 
 def test_a_scatter_into_a_small_array_counts_into_private_copies_on_the_cpu():
@@ -484,7 +492,7 @@ def test_the_returned_old_vector_is_not_differentiated():
 
 # ------------------------------------------------------------ every dialect
 @tack.kernel
-def every(idx, f3, f3d, i3, m33, m22d, o3, o3d, oi3, om33, om22d):
+def every(idx, f3, f3d, i3, m33, m22d, o3, o3d, oi3, om33, om22d, tot, totm):
     for i in range(idx.shape[0]):
         j = idx[i]
         o3[i] = tack.atomic_add(f3, j, tack.vec3(1.0, 2.0, 3.0))
@@ -501,10 +509,12 @@ def every(idx, f3, f3d, i3, m33, m22d, o3, o3d, oi3, om33, om22d):
         om22d[i] = tack.atomic_sub(m22d, j, tack.mat22d(1.0))
         f3[j] += tack.vec3(1.0, 1.0, 1.0)
         m22d[j] -= 2.0
+        tot[1] += tack.vec3(1.0, 2.0, 3.0)  # fixed cells: private sums (a GPU's per component)
+        totm[0] -= tack.mat22d(1.0, 2.0, 3.0, 4.0)
 
 
 @tack.kernel
-def every32(idx, f3, i3, m33, o3, oi3, om33):
+def every32(idx, f3, i3, m33, o3, oi3, om33, tot, totm):
     for i in range(idx.shape[0]):
         j = idx[i]
         o3[i] = tack.atomic_add(f3, j, tack.vec3(1.0, 2.0, 3.0))
@@ -517,17 +527,21 @@ def every32(idx, f3, i3, m33, o3, oi3, om33):
         om33[i] = tack.atomic_add(m33, j, tack.mat33(1.0))
         tack.atomic_max(m33, j, tack.mat33(0.5))
         f3[j] += tack.vec3(1.0, 1.0, 1.0)
+        tot[1] += tack.vec3(1.0, 2.0, 3.0)
+        totm[0] -= tack.mat33(0.5)
 
 
 def every_args(n=12):
     return (np.arange(n, dtype=np.int32) % 3, tack.zeros(3, tack.vec3), tack.zeros(3, tack.vec3d),
             tack.zeros(3, tack.vec3i), tack.zeros(3, tack.mat33), tack.zeros(3, tack.mat22d), tack.zeros(n, tack.vec3),
-            tack.zeros(n, tack.vec3d), tack.zeros(n, tack.vec3i), tack.zeros(n, tack.mat33), tack.zeros(n, tack.mat22d))
+            tack.zeros(n, tack.vec3d), tack.zeros(n, tack.vec3i), tack.zeros(n, tack.mat33), tack.zeros(n, tack.mat22d),
+            tack.zeros(2, tack.vec3), tack.zeros(1, tack.mat22d))
 
 
 def every32_args(n=12):
     return (np.arange(n, dtype=np.int32) % 3, tack.zeros(3, tack.vec3), tack.zeros(3, tack.vec3i),
-            tack.zeros(3, tack.mat33), tack.zeros(n, tack.vec3), tack.zeros(n, tack.vec3i), tack.zeros(n, tack.mat33))
+            tack.zeros(3, tack.mat33), tack.zeros(n, tack.vec3), tack.zeros(n, tack.vec3i), tack.zeros(n, tack.mat33),
+            tack.zeros(2, tack.vec3), tack.zeros(1, tack.mat33))
 
 
 def test_every_dialect_defines_what_it_calls():
@@ -594,8 +608,9 @@ def test_metal_source_runs_emulated_as_the_cpu_runs():
     got, (failed, site) = _msl_emulate.run(every32, *every32_args())
     assert failed == 0, site
     want = cpu_result(every32, every32_args())
-    for g, w in zip(got[1:4], want[1:4]):  # the cells: sums of small integers and halves, exact in any order
+    for g, w in zip(got[1:4] + got[7:], want[1:4] + want[7:]):  # the cells: sums of small integers and halves, exact in any order
         assert np.asarray(g).ravel().tolist() == np.asarray(w).ravel().tolist()
+    assert np.asarray(got[7]).ravel().tolist() == [0, 0, 0, 12, 24, 36]  # tot[1]: 12 iterations' private sums
 
 
 def test_cuda_source_runs_emulated_as_the_cpu_runs():
@@ -609,5 +624,6 @@ def test_cuda_source_runs_emulated_as_the_cpu_runs():
     args = [em[0]] + [(a, [a.shape[0]]) for a in em[1:]]
     assert _cuda_emulate.run(src, args)[0] == 0, shapes
     want = cpu_result(every, every_args())
-    for g, w in zip(em[1:6], want[1:6]):
+    for g, w in zip(em[1:6] + em[11:], want[1:6] + want[11:]):
         assert g.tolist() == w.tolist()
+    assert em[11].ravel().tolist() == [0, 0, 0, 12, 24, 36] and em[12].ravel().tolist() == [-12, -24, -36, -48]

@@ -330,15 +330,6 @@ def test_bad_arguments_are_refused_by_name():
     with pytest.raises(ValueError, match="the tree has 4 boxes, got 3"):
         tack.Bvh(z, z).refit(z[:3], z[:3])
 
-    def both(bvh, grid, out):
-        for i in range(out.shape[0]):
-            out[i] = 0
-
-    for jit in (True, False):
-        with pytest.raises(TypeError, match="a kernel taking a tack.Bvh or tack.Mesh takes no struct or "
-                                            "tack.HashGrid arguments"):
-            tack.kernel(both, jit=jit)(tack.Bvh(z, z), tack.HashGrid(z, 1.0), np.zeros(2, np.int64))
-
 
 def _top_level(bvh, out):
     for k in bvh.query_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)):
@@ -428,6 +419,44 @@ def test_break_ends_the_query_and_continue_goes_on():
     want = box_reference(lo, hi, ql, qh)
     assert cnt.tolist() == [sum(1 for k in w if k % 2 == 0) for w in want]
     assert all((f == -1) == (not w) and (f == -1 or f in w) for f, w in zip(first, want))
+
+
+@tack.struct
+class _Probe:
+    lo: tack.vec3d
+    hi: tack.vec3d
+    boxes: tack.i64
+    points: tack.i64
+
+
+def _boxes_and_points(q, bvh, pts, grid, r):
+    for i in range(q.shape[0]):
+        c = 0
+        for k in bvh.query_box(q[i].lo, q[i].hi):
+            c += 1
+        q[i].boxes = c
+        m = 0
+        for j in grid.neighbors(q[i].lo, r):
+            d = pts[j] - q[i].lo
+            if tack.dot(d, d) <= r * r:
+                m += 1
+        q[i].points = m
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_kernel_takes_a_bvh_a_grid_and_structs_together(jit):
+    # the Bvh rewrite, then the HashGrid's, then the structs', each on the tree the one before made
+    # (refused as a TypeError before)
+    rng = np.random.default_rng(9)
+    lo, hi = random_boxes(rng, 300)
+    rec = np.zeros(40, _Probe.dtype)
+    rec["lo"], rec["hi"] = random_boxes(rng, 40, 0.1)
+    pts = rng.random((300, 3))
+    tack.kernel(_boxes_and_points, jit=jit)(tack.asarray(rec, dtype=_Probe), tack.Bvh(lo, hi),
+                                            tack.array(pts, tack.vec3d), tack.HashGrid(pts, 0.1), 0.1)
+    assert rec["boxes"].tolist() == [len(w) for w in box_reference(lo, hi, rec["lo"], rec["hi"])]
+    d2 = ((pts[None, :, :] - rec["lo"][:, None, :]) ** 2).sum(-1)
+    assert rec["points"].tolist() == (d2 <= 0.1 * 0.1).sum(1).tolist()
 
 
 def test_debug_mode_gives_the_same_results():

@@ -125,6 +125,24 @@ def test_symlink_at_an_entry_is_not_followed(tmp_path):
     assert not entry.is_symlink()
 
 
+def test_directory_at_an_entry_is_named_and_left_alone(tmp_path):
+    """A directory cannot be renamed over as a FIFO or a link is: the call fails saying what is in
+    the way and what to do (it said only "Is a directory"), and the directory and what it holds
+    stay; once it is removed the kernel is built and cached again."""
+    cache, entry = warm(tmp_path)
+    entry.unlink()
+    entry.mkdir()
+    (entry / "notes.txt").write_text("someone's file")
+    r = run(cache)
+    assert r.returncode != 0
+    assert f"cannot store the compiled kernel {entry}: a directory is in its place" in r.stderr, r.stderr
+    assert "remove it" in r.stderr and "TACK_CACHE_DIR" in r.stderr, r.stderr
+    assert (entry / "notes.txt").read_text() == "someone's file"
+    assert not [p for p in cache.iterdir() if p.name.endswith(".tmp")]  # no half-stored entry left
+    shutil.rmtree(entry)
+    assert run(cache).returncode == 0 and entry.is_file()
+
+
 @pytest.mark.skipif(CC is None, reason="no C compiler")
 def test_planted_library_never_runs(tmp_path):
     cache, entry = warm(tmp_path)

@@ -75,6 +75,7 @@ SMALL = {
     "nbody.py": (["--n", "64", "--steps", "20"], "n-body: all checks passed"),
     "image_filter.py": (["--size", "64"], "image filtering: all checks passed"),
     "monte_carlo.py": (["--samples", "200000", "--batches", "64"], "Monte Carlo: all checks passed"),
+    "lennard_jones.py": (["--side", "4", "--steps", "20"], "Lennard-Jones: all checks passed"),
 }
 
 
@@ -93,6 +94,7 @@ def test_gallery_example_runs_small(script, capsys):
     ("image_filter.py", ["--sigma", "nan"], "--sigma nan"),
     ("monte_carlo.py", ["--samples", "10", "--batches", "64"], "--samples 10 --batches 64: needs a batch"),
     ("monte_carlo.py", ["--batches", "0"], "--batches 0"),
+    ("lennard_jones.py", ["--side", "3"], "--side 3 --steps 2000: needs 4 atoms a side"),
 ])
 def test_gallery_example_refuses_a_bad_size(script, argv, says, capsys):
     with pytest.raises(SystemExit) as e:

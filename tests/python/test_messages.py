@@ -152,6 +152,41 @@ def test_vectors_of_two_precisions_say_so(jit):
         tack.kernel(_mixed_precision_add, jit=jit)(v, vd, tack.zeros(1, tack.vec3d))
 
 
+def _host_vector_argument(v, g, dt):
+    for i in range(v.shape[0]):
+        v[i] += g * dt
+
+
+def _whole_array_in_an_expression(x, out):
+    for i in range(out.shape[0]):
+        out[i] = x * 2
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_host_vector_argument_says_how_to_pass_it(jit):
+    # Warp's kernels take wp.vec3 values; tack.vec3(0, -9.8, 0) is a NumPy array of its components,
+    # and the refusal said only "index it", not that a vector is passed in a one-element array
+    v = tack.zeros(4, tack.vec3)
+    with pytest.raises(tack.CompileError, match=r"array 'g' cannot be used as a value here \(index it, or pass it "
+                                                r"to a @tack.func\); a vector made on the host \(tack.vec3\(...\) and "
+                                                r"the like\) is a NumPy array of its components.*tack.array\(\[g\], "
+                                                r"tack.vec3\), and read g\[0\]"):
+        tack.kernel(_host_vector_argument, jit=jit)(v, tack.vec3(0, -9.8, 0), np.float32(0.1))
+    g = tack.array([tack.vec3(0, -9.8, 0)], tack.vec3)         # what the message says to write
+    fixed = tack.kernel(_fall_fixed, jit=jit)
+    fixed(v, g, np.float32(0.5))
+    assert v.numpy().tolist() == [[0.0, -4.900000095367432, 0.0]] * 4
+    # an array of integers, or of more dimensions, is no host vector: the message stays short
+    with pytest.raises(tack.CompileError, match=r"array 'x' cannot be used as a value here \(index it, or pass it "
+                                                r"to a @tack.func\) \(test_messages"):
+        tack.kernel(_whole_array_in_an_expression, jit=jit)(np.zeros((2, 2), np.float32), np.zeros(2, np.float32))
+
+
+def _fall_fixed(v, g, dt):
+    for i in range(v.shape[0]):
+        v[i] += g[0] * dt
+
+
 # ------------------------------------------------------------- NumPy's and Numba's idioms
 # Each said only that the call was not supported ("np.sum is not supported", then 45 names
 # of the functions that are; "method calls are not supported; use functions such as

@@ -287,8 +287,16 @@ tack_status kc_seal(const kc_dir *d, const char *tmp, const char *name) {
         what = "cannot write it";
     }
     if (!what && tk_file_rename(d->fd, tmp, name) != 0) {
+        tk_file_info in;
         err = errno;
         what = "cannot rename it into place";
+        /* A directory cannot be renamed over (a FIFO, a link or a damaged file can, and is):
+         * say what is in the way rather than only EISDIR, and leave it and what it holds. */
+        if (tk_file_info_at(d->fd, name, &in) == 0 && in.dir) {
+            err = 0;
+            what = "a directory is in its place, which Tack did not make and leaves alone: remove it "
+                   "(the kernel cache holds only files Tack writes), or set TACK_CACHE_DIR to another directory";
+        }
     }
     if (what) {
         tk_file_unlink(d->fd, tmp);

@@ -573,7 +573,15 @@ static tk_ir *lower_name(lw_state *L, tack_node *n) {
         return e;
     }
     int p = lw_array_param(L, name);
-    if (p >= 0) ERR(n, "array '%s' cannot be used as a value here (index it, or pass it to a @tack.func)", name);
+    if (p >= 0) {
+        tk_type at = L->S->ptypes[p];
+        if (at.ndim == 1 && (at.dt == TACK_F32 || at.dt == TACK_F64))  /* perhaps tack.vec3(...) from the host */
+            ERR(n, "array '%s' cannot be used as a value here (index it, or pass it to a @tack.func); a vector made "
+                   "on the host (tack.%s(...) and the like) is a NumPy array of its components, so it arrives as "
+                   "this 1-D array: pass it as a one-element vector array, tack.array([%s], tack.%s), and read %s[0]",
+                name, at.dt == TACK_F32 ? "vec3" : "vec3d", name, at.dt == TACK_F32 ? "vec3" : "vec3d", name);
+        ERR(n, "array '%s' cannot be used as a value here (index it, or pass it to a @tack.func)", name);
+    }
     for (int i = 0; i < L->S->nlocals; i++)
         if (L->S->locals[i].name && !strcmp(L->S->locals[i].name, name))
             ERR(n, "'%s' is private to the parallel loop that assigns it and cannot be used outside it", name);

@@ -27,8 +27,10 @@
  *
  * A vector or matrix cell (`p[0] += m[i] * v[i]`, a total momentum) gets a
  * private sum of its type on the CPU too, flushed as one atomic per
- * component; on a GPU it keeps its per-component atomics, as the flush
- * hooks there (a warp's reduction, layout_grid.c) reduce scalars.  A vector
+ * component; on a GPU, whose flush hooks (a warp's or sub-group's reduction,
+ * layout_grid.c) reduce scalars, a scalar sum per component, each reduced
+ * across the warp before its one atomic, where every thread otherwise ran an
+ * atomic per component into the same address.  A vector
  * or matrix array added into at varying indices (Warp's force scatter,
  * `f[j] += force`) is a histogram array as below, its copies counting
  * components (emit.h's hist_dt and hist_k): 2^20 vec3 forces into 64 cells
@@ -134,9 +136,11 @@ static void scan(privatizer *p, tk_ir **slot) {
     case IR_EVAL:
         if (s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB) &&
             !ty_is_complex(s->k[0]->ty) && /* a complex cell keeps its atomics (complex.c) */
-            (ty_is_scalar(s->k[0]->ty) || p->C->target->loops == TK_LOOPS_CHUNKED)) {
-            /* a vector or matrix cell's private sum only where a chunk's end flushes it (the CPU's,
-             * emit_cpu.c); a GPU's flush hooks reduce scalars across a warp, so it keeps its atomics */
+            (ty_is_scalar(s->k[0]->ty) || ty_is_vector(s->k[0]->ty) || ty_is_matrix(s->k[0]->ty) ||
+             p->C->target->loops == TK_LOOPS_CHUNKED)) {
+            /* a vector or matrix cell: a private sum of its type where a chunk's end flushes it (the
+             * CPU's, emit_cpu.c); on a GPU, whose flush hooks reduce scalars across a warp, one
+             * scalar sum per component (privatize_loop) */
             tk_ir *a = s->k[0];
             if (a->comp) p->comp |= (uint64_t)1 << (a->param & 63);
             int inv = 1;
@@ -408,32 +412,69 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
                 if (eq) found = acc[j];
             }
         }
+        /* On a GPU a vector or matrix cell is summed as its components, each a scalar sum that the
+         * grid's flush hook reduces across the warp (or sub-group) before its one atomic: the
+         * vector's own sum would keep one atomic per component per thread. */
+        tack_dtype dt = (tack_dtype)a->ty.dt;
+        int split = !ty_is_scalar(a->ty) && C->target->loops != TK_LOOPS_CHUNKED;
+        int nc = split ? dt_rows(dt) * dt_cols(dt) : 1;
+        tk_type ety = split ? ty_value(dt_scalar(dt)) : a->ty;
         if (found < 0) {
-            found = new_local(C, S, a->ty, scope);
             if (!red) red = ir_new(C, IR_BLOCK, ty_void(), loop->line);
-            tk_ir *flush = ir_new(C, IR_ATOMIC, a->ty, a->line);
-            flush->sub = A_ADD;
-            flush->param = a->param;
-            flush->comp = a->comp; /* a[0].x += v: a sum per component */
-            tk_ir *v = ir_new(C, IR_LOCAL, a->ty, a->line);
-            v->local = found;
-            ir_push(C, flush, v);
-            for (int k = 1; k < a->n; k++) ir_push(C, flush, a->k[k]);
-            ir_push(C, red, flush);
+            for (int c = 0; c < nc; c++) {
+                int l = new_local(C, S, ety, scope); /* consecutive: found + c (tk_new_local appends) */
+                if (c == 0) found = l;
+                tk_ir *flush = ir_new(C, IR_ATOMIC, ety, a->line);
+                flush->sub = A_ADD;
+                flush->param = a->param;
+                flush->comp = split ? c + 1 : a->comp; /* a[0].x += v: a sum per component */
+                tk_ir *v = ir_new(C, IR_LOCAL, ety, a->line);
+                v->local = l;
+                ir_push(C, flush, v);
+                for (int k = 1; k < a->n; k++) ir_push(C, flush, a->k[k]);
+                ir_push(C, red, flush);
+            }
         }
         acc[i] = found;
-        /* the statement becomes  sum = sum +/- value */
-        tk_ir *sum = ir_new(C, IR_LOCAL, a->ty, a->line);
-        sum->local = found;
-        tk_ir *op = ir_new(C, IR_BIN, a->ty, a->line);
-        op->sub = a->sub == A_ADD ? B_ADD : B_SUB;
-        op->aux_ty = a->ty;
-        ir_push(C, op, sum);
-        ir_push(C, op, a->k[0]);
-        tk_ir *as = ir_new(C, IR_ASSIGN, ty_void(), a->line);
-        as->local = found;
-        ir_push(C, as, op);
-        *p.c[i].slot = as;
+        /* the statement becomes  sum = sum +/- value  (per component: the value once, then each
+         * component's sum = sum +/- value's component) */
+        tk_ir *val = a->k[0], *blk = NULL;
+        if (split) {
+            blk = ir_new(C, IR_BLOCK, ty_void(), a->line);
+            tk_ir *hold = ir_new(C, IR_ASSIGN, ty_void(), a->line);
+            hold->local = tk_new_local(C, S, tk_fmt(&C->arena, "_add%d", S->nlocals), a->ty, scope);
+            S->locals[hold->local].declared = 1;
+            ir_push(C, hold, val);
+            ir_push(C, blk, hold);
+        }
+        for (int c = 0; c < nc; c++) {
+            tk_ir *x = val;
+            if (split) {
+                tk_ir *held = ir_new(C, IR_LOCAL, a->ty, a->line);
+                held->local = blk->k[0]->local;
+                x = ir_new(C, IR_COMP, ety, a->line);
+                ir_push(C, x, held);
+                if (ty_is_matrix(a->ty)) {
+                    ir_push(C, x, ir_const_i(C, ty_value(TACK_I64), c / dt_cols(dt), a->line));
+                    ir_push(C, x, ir_const_i(C, ty_value(TACK_I64), c % dt_cols(dt), a->line));
+                } else {
+                    ir_push(C, x, ir_const_i(C, ty_value(TACK_I64), c, a->line));
+                }
+            }
+            tk_ir *sum = ir_new(C, IR_LOCAL, ety, a->line);
+            sum->local = found + c;
+            tk_ir *op = ir_new(C, IR_BIN, ety, a->line);
+            op->sub = a->sub == A_ADD ? B_ADD : B_SUB;
+            op->aux_ty = ety;
+            ir_push(C, op, sum);
+            ir_push(C, op, x);
+            tk_ir *as = ir_new(C, IR_ASSIGN, ty_void(), a->line);
+            as->local = found + c;
+            ir_push(C, as, op);
+            if (split) ir_push(C, blk, as);
+            else *p.c[i].slot = as;
+        }
+        if (split) *p.c[i].slot = blk;
     }
     for (int i = 0; i < p.n; i++)
         if (p.bad >> (p.c[i].atom->param & 63) & 1) acc[i] = -1;
