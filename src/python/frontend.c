@@ -7,7 +7,7 @@
  * (src/compiler/) types and lowers that module once per argument signature,
  * and the Kernel object (kernel.c) keeps it for every later signature.
  *
- * Six files share the work (frontend.h):
+ * Seven files share the work (frontend.h):
  *
  *   frontend_source.c  fetch the source, parse it with CPython's `ast`,
  *                      and locate nodes and errors in the file
@@ -15,6 +15,7 @@
  *   frontend_expr.c    walk expressions
  *   frontend_methods.c method calls: NumPy's spellings, Taichi's refused
  *   frontend_unroll.c  unroll loops over constant tuples
+ *   frontend_refuse.c  refuse the calls a kernel cannot make, saying what to write
  *   frontend.c         walk statements and functions (this file)
  *
  * Per function, fe_function() parses the source, sets up the environment
@@ -364,7 +365,8 @@ static int st_for(fe_func *f, PyObject *s, tack_node *block) {
                    strcmp(f->last_intrinsic, "independent") == 0 ||
                    strcmp(f->last_intrinsic, "blocks") == 0))) {
         fe_error(f, it, "a for loop in a kernel must iterate over range(...), "
-                        "tack.ndrange(...), tack.blocks(...) or a tuple of constants");
+                        "tack.ndrange(...), tack.blocks(...) or a tuple of constants; to visit an array's "
+                        "elements, loop over its indices: 'for i in range(len(a)):' and 'v = a[i]'");
         iter = NULL;
     }
     int saved = f->tuple_exit;

@@ -14,6 +14,8 @@
  *   frontend_methods.c method calls: NumPy's spellings as calls, the others
  *                      refused (naming the function for Taichi's names)
  *   frontend_unroll.c  loops over constant tuples, written out
+ *   frontend_refuse.c  the messages for calls a kernel cannot make, with
+ *                      the kernel's spelling of each (np.sum, prange, ...)
  *   frontend.c         the walk over statements, signatures and functions,
  *                      and the entry point tpy_frontend_build()
  *
@@ -83,6 +85,7 @@ typedef struct {
  * and the refusal of any other method call. */
 int fe_numpy_method(fe_func *f, PyObject *e, PyObject *func, tack_node **result);
 void fe_refuse_method(fe_func *f, PyObject *func);
+const char *fe_taichi_method(PyObject *func);
 
 /* frontend.c: a statement list into `block`, and an assignment's target. */
 int fe_block(fe_func *f, PyObject *stmts, tack_node *block);
@@ -183,6 +186,17 @@ tack_node *fe_annotation(fe_func *f, PyObject *ann);
 /* Append `child` (NULL: an error is already set) to `n`. */
 int fe_add(tack_node *n, tack_node *child, fe_func *f);
 int fe_set_name(fe_func *f, tack_node *n, PyObject *name);
+
+/* ----------------------------------------------- frontend_refuse.c */
+/* "numpy" or "tack" when `obj` is one of theirs (by its __module__), else NULL. */
+const char *fe_origin(PyObject *obj);
+/* Whether `obj` is a function that makes a new array (np.zeros, tack.empty, ...). */
+int fe_is_array_maker(PyObject *obj);
+/* Raise the CompileError for calling `func` (an ast callee) that resolved to
+ * `obj`, which is nothing a kernel can call, with what to write instead. */
+void fe_refuse_callee(fe_func *f, PyObject *func, PyObject *obj);
+/* The same for a callee that is a local, a method (a.sum()) or an expression. */
+void fe_refuse_local_callee(fe_func *f, PyObject *func);
 
 /* ------------------------------------------------------ frontend.c */
 /* Add `fn` to the module as a function of `kind` (device functions once per

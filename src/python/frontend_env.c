@@ -206,7 +206,11 @@ int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out) {
             if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
                 PyObject *src = fe_unparse(f, value);
                 PyErr_Clear();
-                fe_error(f, e, "module '%U' has no attribute '%U'", src, attr);
+                fe_error(f, e, "module '%U' has no attribute '%U'%s", src, attr,
+                         PyUnicode_CompareWithASCIIString(attr, "prange") == 0
+                             ? ": a kernel needs no prange, since every for loop over range(...) at "
+                               "the top level of a kernel is parallel; write range(...)"
+                             : "");
                 Py_XDECREF(src);
             }
             goto done;

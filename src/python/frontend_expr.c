@@ -24,9 +24,8 @@
  * or "tack.full" whose shape must be constant and whose dtype becomes a
  * TYPE node; the compiler's lower_local.c does the rest), or an intrinsic
  * from the registry (math.sqrt, np.sqrt, tack.dot, range, print, ...).
- * What cannot be called is refused by what it is: a NumPy function with the
- * list of those kernels accept, another array constructor (np.arange) or
- * Tack's host API with what to do instead.
+ * What cannot be called is refused by what it is, with what to write
+ * instead (frontend_refuse.c).
  */
 #include "frontend.h"
 
@@ -312,56 +311,14 @@ done:
     return r;
 }
 
-/* Refuse a callee that names a local or is not a name at all. */
-static void refuse_local_callee(fe_func *f, PyObject *func) {
-    if (fe_is_kind(func, "Name")) {
-        PyObject *id = PyObject_GetAttrString(func, "id");
-        if (id)
-            fe_error(f, func, "'%U' is a local variable or parameter, not a function", id);
-        Py_XDECREF(id);
-    } else if (fe_is_kind(func, "Attribute")) {
-        fe_refuse_method(f, func);
-    } else {
-        fe_error(f, func, "only named functions can be called in kernels");
-    }
-}
-
-/* "numpy" or "tack" when `obj` is one of theirs (by its __module__), else NULL. */
-static const char *fe_origin(fe_func *f, PyObject *obj) {
-    PyObject *m = PyObject_GetAttrString(obj, "__module__");
-    const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL, *r = NULL;
-    (void)f;
-    if (s && (strcmp(s, "numpy") == 0 || strncmp(s, "numpy.", 6) == 0))
-        r = "numpy";
-    else if (s && (strcmp(s, "tack") == 0 || strncmp(s, "tack.", 5) == 0))
-        r = "tack";
-    Py_XDECREF(m);
-    PyErr_Clear();
-    return r;
-}
-
-/* Whether `obj` is a function that makes a new array (np.zeros, tack.empty, ...). */
-static int is_array_maker(PyObject *obj) {
-    static const char *makers[] = {"zeros", "ones", "empty", "full", "array", "asarray", "zeros_like",
-                                   "ones_like", "empty_like", "full_like", "arange", "linspace", "shared"};
-    PyObject *name = PyObject_GetAttrString(obj, "__name__");
-    const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-    int r = 0;
-    for (size_t i = 0; s && i < sizeof makers / sizeof makers[0]; i++)
-        r |= strcmp(s, makers[i]) == 0;
-    Py_XDECREF(name);
-    PyErr_Clear();
-    return r;
-}
-
 /* The local-array constructor `obj` is (np.zeros / np.ones / np.empty /
  * np.full and tack's), as "numpy.zeros" / "tack.full" ...; NULL otherwise. */
 static const char *local_array_maker(fe_func *f, PyObject *obj) {
     static const char *names[] = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full",
                                   "tack.zeros",  "tack.ones",  "tack.empty",  "tack.full", "tack.shared"};
-    const char *origin = fe_origin(f, obj), *r = NULL;
+    const char *origin = fe_origin(obj), *r = NULL;
     PyObject *name;
-    if (!origin || !is_array_maker(obj))
+    if (!origin || !fe_is_array_maker(obj))
         return NULL;
     name = PyObject_GetAttrString(obj, "__name__");
     if (name && PyUnicode_Check(name)) {
@@ -470,7 +427,9 @@ static int constant_shape(fe_func *f, PyObject *e, int top) {
         return -1;
     if ((src = fe_unparse(f, e)) != NULL) {
         fe_error(f, e, "the shape of a local array must be a compile-time constant (int literals, "
-                       "module-level int constants and arithmetic on them), and '%U' is not one", src);
+                       "module-level int constants and arithmetic on them), and '%U' is not one; "
+                       "for an array whose size the data decides, create it outside the kernel and "
+                       "pass it as an argument", src);
         Py_DECREF(src);
     }
     return 0;
@@ -536,62 +495,6 @@ done:
     return r;
 }
 
-/* Refuse a NumPy function that is no intrinsic, naming the ones that are:
- * those the registry holds as "numpy.<intrinsic>", by NumPy's names. */
-static void refuse_numpy(fe_func *f, PyObject *func, PyObject *src) {
-    PyObject *names = PyList_New(0), *key, *value, *sep = NULL, *text = NULL;
-    Py_ssize_t pos = 0;
-    while (names && PyDict_Next(f->mc->intrinsics, &pos, &key, &value)) {
-        const char *v = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : NULL;
-        PyObject *n;
-        if (!v || strncmp(v, "numpy.", 6) != 0)
-            continue;
-        n = PyObject_GetAttrString(key, "__name__");
-        if (!n || PySequence_Contains(names, n) == 1 || PyList_Append(names, n) < 0)
-            PyErr_Clear();
-        Py_XDECREF(n);
-    }
-    if (names && PyList_Sort(names) == 0 && (sep = PyUnicode_FromString(", ")) != NULL)
-        text = PyUnicode_Join(sep, names);
-    PyErr_Clear();
-    fe_error(f, func, "%U is not supported in kernels; the NumPy functions kernels accept are: %U "
-                      "(and the casts np.float32(x), np.int64(x), ..., and the constants np.pi, "
-                      "np.e, ...)", src, text ? text : src);
-    Py_XDECREF(names);
-    Py_XDECREF(sep);
-    Py_XDECREF(text);
-}
-
-/* Refuse a callee `obj` that is neither a @tack.func, a dtype nor an intrinsic. */
-static void refuse_callee(fe_func *f, PyObject *func, PyObject *obj) {
-    PyObject *src = fe_unparse(f, func);
-    const char *origin;
-    if (!src)
-        return;
-    origin = fe_origin(f, obj);
-    if (origin && is_array_maker(obj))
-        fe_error(f, func, "'%U' creates an array; inside a kernel only np.zeros, np.ones, np.empty "
-                          "and np.full (and tack's) create one, a small local array of constant "
-                          "shape: create this one outside and pass it as an argument", src);
-    else if (origin && strcmp(origin, "numpy") == 0)
-        refuse_numpy(f, func, src);
-    else if (origin && strcmp(origin, "tack") == 0)
-        fe_error(f, func, "'%U' is Tack's host API and cannot be called in a kernel; kernels call "
-                          "the math, vector and atomic functions of tack, math.*, NumPy's math "
-                          "functions and @tack.func functions", src);
-    else if (PyFunction_Check(obj))
-        fe_error(f, func, "function '%U' is not a @tack.func; decorate it with @tack.func "
-                          "to call it from a kernel", src);
-    else if (PyType_Check(obj))
-        fe_error(f, func, "class '%U' cannot be used in a kernel", src);
-    else
-        fe_error(f, func, "'%U' (%s) cannot be called in a kernel; kernels call math.*, "
-                          "tack.* and @tack.func functions and the builtins range, len, "
-                          "abs, min, max, pow, round, float, int, bool and print",
-                 src, Py_TYPE(obj)->tp_name);
-    Py_DECREF(src);
-}
-
 /* A call of the Kernel object `obj` (Python function `fn`): only a
  * @tack.func, walked into the module as a device function that CALL node
  * `n` names, with the defaults of the parameters the call leaves out. */
@@ -654,6 +557,34 @@ static int ndrange_args(fe_func *f, PyObject *e, tack_node *n) {
 /* Call: a @tack.func, a dtype (a cast: f32(x)) or an intrinsic, by what the
  * callee resolves to; the CALL node names it (index -1 for all but a
  * device function). */
+/* float("inf"), float("-inf"), float("nan") (any string Python's float()
+ * takes): the argument converted now, a float literal the cast then takes,
+ * as float(1e300) would.  1 when `e` is such a call (the literal added to
+ * `n`), 0 when it is not, -1 with CompileError for a string float() refuses. */
+static int float_of_string(fe_func *f, PyObject *e, PyObject *obj, tack_node *n) {
+    PyObject *args, *a, *v = NULL, *x;
+    int r = 0;
+    if (obj != (PyObject *)&PyFloat_Type || !(args = fe_get_list(e, "args")))
+        return PyErr_Occurred() ? -1 : 0;
+    a = PyList_GET_SIZE(args) == 1 ? PyList_GET_ITEM(args, 0) : NULL;
+    if (a && fe_is_kind(a, "Constant") && (v = PyObject_GetAttrString(a, "value")) != NULL &&
+        PyUnicode_Check(v)) {
+        x = PyFloat_FromString(v);
+        if (!x) {
+            PyErr_Clear();
+            r = fe_error(f, a, "could not convert string to float: %R", v);
+        } else {
+            r = fe_add(n, fe_value_node(f, a, x), f) < 0 ? -1 : 1;
+            Py_DECREF(x);
+        }
+    }
+    if (!v)
+        PyErr_Clear();
+    Py_XDECREF(v);
+    Py_DECREF(args);
+    return r;
+}
+
 static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
     PyObject *func = NULL, *obj = NULL, *fn = NULL, *width = NULL;
     tack_node *n = NULL, *result = NULL;
@@ -672,7 +603,7 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
     }
     if (r <= 0) {
         if (r == 0 && no_keywords(f, e) == 0)
-            refuse_local_callee(f, func);
+            fe_refuse_local_callee(f, func);
         goto done;
     }
     n = fe_node(f, e, TACK_N_CALL);
@@ -701,7 +632,7 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
     dt = fe_dtype_of(f, obj);
     iname = dt >= 0 ? tack_dtype_get((tack_dtype)dt)->name : fe_intrinsic_name(f, obj);
     if (!iname) {
-        refuse_callee(f, func, obj);
+        fe_refuse_callee(f, func, obj);
         goto done;
     }
     if (tack_node_set_name(f->mc->mod, n, iname) != TACK_OK) {
@@ -713,6 +644,9 @@ static tack_node *fe_call(fe_func *f, PyObject *e, int flags) {
         tack_node_set_float(n, 1.0); /* math.sqrt: takes scalars, where tack.sqrt takes vectors too */
     if (strcmp(iname, "ndrange") == 0) {
         if (ndrange_args(f, e, n) < 0)
+            goto done;
+    } else if ((r = float_of_string(f, e, obj, n)) != 0) {
+        if (r < 0)
             goto done;
     } else if (fe_expr_list(f, e, "args", n, strcmp(iname, "print") == 0 ? FE_ALLOW_STR : 0) < 0 ||
                (width && fe_add(n, fe_expr(f, width, 0), f) < 0)) {

@@ -72,11 +72,9 @@ int fe_numpy_method(fe_func *f, PyObject *e, PyObject *func, tack_node **result)
     return 1;
 }
 
-/* A method call that is none of numpy_methods: a CompileError, naming the function to write where
- * the method is Taichi's or Warp's spelling of one. */
-void fe_refuse_method(fe_func *f, PyObject *func) {
-    /* Taichi's and Warp's method names for what Tack spells as functions: the message names the
-     * function to write */
+/* Taichi's and Warp's method names for what Tack spells as functions: the function to write for the
+ * method that Attribute node `func` names, or NULL. */
+const char *fe_taichi_method(PyObject *func) {
     static const char *const instead[][2] = {
         {"norm", "tack.norm(v) (or tack.length(v))"},
         {"normalized", "tack.normalize(v)"},
@@ -89,12 +87,22 @@ void fe_refuse_method(fe_func *f, PyObject *func) {
         {"length", "tack.length(v)"},
         {"cast", "the type's constructor, e.g. tack.vec3(v) or tack.vec3i(v)"},
     };
-    PyObject *src = fe_unparse(f, func), *attr = PyObject_GetAttrString(func, "attr");
+    PyObject *attr = PyObject_GetAttrString(func, "attr");
     const char *hint = NULL;
     for (size_t i = 0; attr && PyUnicode_Check(attr) && i < sizeof instead / sizeof *instead; i++)
         if (PyUnicode_CompareWithASCIIString(attr, instead[i][0]) == 0)
             hint = instead[i][1];
+    Py_XDECREF(attr);
     PyErr_Clear();
+    return hint;
+}
+
+/* A method call that is none of numpy_methods, nor one frontend_refuse.c has a loop to suggest for
+ * (a.sum(), a[i].max()): a CompileError, naming the function to write where the method is Taichi's
+ * or Warp's spelling of one. */
+void fe_refuse_method(fe_func *f, PyObject *func) {
+    PyObject *src = fe_unparse(f, func);
+    const char *hint = fe_taichi_method(func);
     if (hint)
         fe_error(f, func, "method calls ('%U(...)') are not supported in kernels; write %s", src, hint);
     else
@@ -102,5 +110,4 @@ void fe_refuse_method(fe_func *f, PyObject *func) {
                           "tack.dot(v, w) (the methods are NumPy's m.T, m.transpose(), m.trace(), x.dot(y), "
                           "z.conjugate())", src);
     Py_XDECREF(src);
-    Py_XDECREF(attr);
 }

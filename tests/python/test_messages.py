@@ -76,14 +76,16 @@ def builtin_divmod(x, out):
                                 r"and np.full \(and tack's\) create one, a small local array of constant shape: "
                                 r"create this one outside and pass it as an argument", "np.arange"),
     (tack_zeros_of, (np.zeros(2), 8), r"the shape of a local array must be a compile-time constant \(int literals, "
-                                      r"module-level int constants and arithmetic on them\), and 'n' is not one",
+                                      r"module-level int constants and arithmetic on them\), and 'n' is not one; "
+                                      r"for an array whose size the data decides, create it outside the kernel",
      "n, tack.f32"),
     (host_api, (np.zeros(2),), r"'tack.synchronize' is Tack's host API and cannot be called in a kernel",
      "tack.synchronize"),
     (builtin_divmod, (np.zeros(2), np.zeros(2)), r"the builtins range, len, abs, min, max, pow, round, float, int, "
                                                  r"bool and print", "divmod"),
-    (np_sum, (np.zeros(2),), r"np.sum is not supported in kernels; the NumPy functions kernels accept are: "
-                             r"absolute, arccos, .*sqrt.*\(and the casts np.float32\(x\)", "np.sum"),
+    (np_sum, (np.zeros(2),), r"np.sum is not supported in kernels: a kernel reads one element at a time, so "
+                             r"add the elements up in a loop: 's = 0.0' then 'for k in range\(n\): s \+= a\[i, k\]'",
+     "np.sum"),
 ])
 def test_refusals_say_what_to_write(k, args, msg, at):
     with pytest.raises(tack.CompileError, match=msg) as e:
@@ -183,3 +185,169 @@ def test_a_host_vector_argument_says_how_to_pass_it(jit):
 def _fall_fixed(v, g, dt):
     for i in range(v.shape[0]):
         v[i] += g[0] * dt
+
+
+# ------------------------------------------------------------- NumPy's and Numba's idioms
+# Each said only that the call was not supported ("np.sum is not supported", then 45 names
+# of the functions that are; "method calls are not supported; use functions such as
+# tack.dot(v, w)"; "class 'numba.prange' cannot be used"); now each shows the kernel's
+# spelling. Debug mode runs the same front end first, so it raises the same words.
+
+def _row_sum(m, out):
+    for i in range(m.shape[0]):
+        out[i] = np.sum(m[i, :])
+
+
+def _row_mean_method(m, out):
+    for i in range(m.shape[0]):
+        out[i] = m[i].mean()
+
+
+def _row_dot(m, out):
+    for i in range(m.shape[0]):
+        out[i] = np.dot(m[i], m[i])
+
+
+def _row_argmin(m, out):
+    for i in range(m.shape[0]):
+        out[i] = np.argmin(m[i])
+
+
+def _row_copy(m, out):
+    for i in range(m.shape[0]):
+        r = m[i].copy()
+        out[i] = r[0]
+
+
+def _np_random(m, out):
+    for i in range(out.shape[0]):
+        out[i] = np.random.random()
+
+
+def _tack_prange(m, out):
+    for i in tack.prange(out.shape[0]):
+        out[i] = 1.0
+
+
+def _enumerate(m, out):
+    for i, v in enumerate(out):
+        out[i] = v
+
+
+def _returns(m, out):
+    for i in range(out.shape[0]):
+        out[i] = 1.0
+    return out[0]
+
+
+def _iterates_array(m, out):
+    for v in out:
+        out[0] = v
+
+
+def _transposed(m, out):
+    for i in range(out.shape[0]):
+        out[i] = m.T[0, i]
+
+
+def _local_sum(m, out):
+    s = 0.0
+    for i in range(m.shape[0]):
+        s += m[i, 0]
+    out[0] = s
+
+
+def _local_max(m, out):
+    mx = -np.inf
+    for i in range(m.shape[0]):
+        mx = max(mx, m[i, 0])
+    out[0] = mx
+
+
+IDIOMS = [
+    (_row_sum, "np.sum", r"np.sum is not supported in kernels: a kernel reads one element at a time, so add the "
+                         r"elements up in a loop: .*; for a whole array, call NumPy's function outside the kernel, "
+                         r"or tack.reduce"),
+    (_row_mean_method, "m[i].mean", r"method calls \('m\[i\].mean\(...\)'\) are not supported in kernels: a kernel "
+                                    r"reads one element at a time, so add the elements up in a loop: .*\(a mean is s / n\)"),
+    (_row_dot, "np.dot", r"np.dot is not supported in kernels: .* 'for k in range\(n\): s \+= a\[i, k\] \* b\[k\]'"),
+    (_row_argmin, "np.argmin", r"keep the index in a loop: 'best = 0' then 'for k in range\(1, n\):' and "
+                               r"'if a\[i, k\] < a\[i, best\]: best = k'"),
+    (_row_copy, "m[i].copy", r"copy the elements in a loop into a local array"),
+    (_np_random, "np.random.random", r"np.random.random is not supported in kernels: draw with tack.random instead, "
+                                     r".*tack.random.uniform\(seed, counter\) is a float in \[0, 1\)"),
+    (_tack_prange, "tack.prange", r"module 'tack' has no attribute 'prange': a kernel needs no prange, since every "
+                                  r"for loop over range\(...\) at the top level of a kernel is parallel; write range"),
+    (_enumerate, "enumerate", r"class 'enumerate' cannot be used in a kernel; loop over the indices instead: "
+                              r"'for i in range\(len\(a\)\):' and 'v = a\[i\]'"),
+    (_returns, "return", r"a kernel cannot return a value: write results into an array argument \(out\[0\] = s, "
+                         r"or out\[0\] \+= x\[i\] for a sum over a parallel loop\)"),
+    (_iterates_array, "out:", r"to visit an array's elements, loop over its indices: 'for i in range\(len\(a\)\):'"),
+    (_transposed, "m.T", r"index the transpose as a\[j, i\], or pass a.T to the kernel"),
+    (_local_sum, "s", r"cannot assign to 's' inside a parallel loop: .*use an array element \(a\[0\] \+= v is "
+                      r"atomic\) for a reduction, tack.atomic_max\(a, 0, v\) or atomic_min"),
+    (_local_max, "mx", r"cannot assign to 'mx' inside a parallel loop: .*tack.atomic_max\(a, 0, v\) or atomic_min "
+                       r"for a maximum or a minimum, and read the array after the call"),
+]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_numpy_and_numba_idioms_say_what_to_write(jit):
+    m, out = np.ones((3, 3)), np.zeros(3)
+    for fn, at, msg in IDIOMS:
+        with pytest.raises(tack.CompileError, match=msg) as e:
+            tack.kernel(fn, jit=jit)(m, out)
+        assert at in e.value.text, (fn.__name__, e.value.text)
+        assert "is not supported in kernels; the NumPy functions kernels accept" not in e.value.msg
+    assert not out.any()
+
+
+def test_numbas_prange_and_njit_functions_say_what_to_write():
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def helper(x):
+        return x
+
+    def with_prange(out):
+        for i in numba.prange(out.shape[0]):
+            out[i] = 1.0
+
+    def with_njit(out):
+        for i in range(out.shape[0]):
+            out[i] = helper(out[i])
+
+    for jit in (True, False):
+        with pytest.raises(tack.CompileError, match=r"'numba.prange' is Numba's: a kernel needs no prange, .*"
+                                                    r"write range\(...\)"):
+            tack.kernel(with_prange, jit=jit)(np.zeros(2))
+        with pytest.raises(tack.CompileError, match=r"'helper' is a Numba function: a kernel calls @tack.func "
+                                                    r"functions; decorate its Python function with @tack.func"):
+            tack.kernel(with_njit, jit=jit)(np.zeros(2))
+
+
+def _float_of_string(x, out):
+    for i in range(x.shape[0]):
+        lo = float("inf")
+        if x[i] < lo:
+            lo = x[i]
+        out[i, 0] = lo
+        out[i, 1] = float("-inf") if x[i] > 1 else float(" NaN ")
+        out[i, 2] = x[i] * float("0.5")
+
+
+def _float_of_bad_string(x, out):
+    for i in range(x.shape[0]):
+        out[i, 0] = float("one")
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_float_of_a_string_literal(jit):
+    # float("inf"), Python's and Numba's spelling of infinity, was refused: "strings are only
+    # allowed as print() arguments and assert messages"; it is the literal, cast as float(x) is
+    x, out = np.array([0.5, 2.0]), np.zeros((2, 3))
+    tack.kernel(_float_of_string, jit=jit)(x, out)
+    assert out[:, 0].tolist() == [0.5, 2.0] and out[1, 1] == -np.inf and np.isnan(out[0, 1])
+    assert out[:, 2].tolist() == [0.25, 1.0]
+    with pytest.raises(tack.CompileError, match=r"could not convert string to float: 'one'"):
+        tack.kernel(_float_of_bad_string, jit=jit)(x, out)

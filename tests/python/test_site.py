@@ -120,7 +120,8 @@ def test_the_gallerys_command_lines():
 RUN_ELSEWHERE = {"language.md": "test_language_docs.py", "errors.md": "test_language_docs.py",
                  "backends.md": "test_language_docs.py", "beyond-one-machine.md": "test_language_docs.py",
                  "algorithms.md": "test_language_docs.py", "differentiation.md": "test_language_docs.py",
-                 "spatial.md": "test_language_docs.py", "interop.md": "test_interop_docs.py",
+                 "spatial.md": "test_language_docs.py", "numba.md": "test_language_docs.py",
+                 "interop.md": "test_interop_docs.py",
                  "arrays.md": "test_array_views.py", "performance.md": "test_profile.py",
                  # the docstrings' examples, which test_doctests.py runs from the package itself
                  "api/python.md": "test_doctests.py"}

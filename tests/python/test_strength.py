@@ -313,3 +313,62 @@ def test_exact_version_is_a_cold_function():
     assert "#pragma omp simd" not in cold and ", 0)" in cold
     hot = src[src.index("static void tk_pfor0("):src.index("__attribute__((visibility")]
     assert "tk_pfor0_x(fp_, lo_, hi_); return; }" in hot and "#pragma omp simd" in hot
+
+
+def _by_constant_powers_of_two(a, q, r):
+    for i in range(a.shape[0]):
+        q[i, 0] = a[i] // 2
+        r[i, 0] = a[i] % 2
+        q[i, 1] = a[i] // 64
+        r[i, 1] = a[i] % 64
+        q[i, 2] = a[i] // -2            # a negative divisor keeps the exact helper
+        r[i, 2] = a[i] % -2
+        q[i, 3] = (a[i] + 1) // 4
+        r[i, 3] = (a[i] - 1) % 4
+
+
+def _by_wide_powers_of_two(a, q, r):
+    for i in range(a.shape[0]):
+        q[i, 0] = a[i] // 2**40
+        r[i, 0] = a[i] % 2**40
+        q[i, 1] = a[i] // 2**62
+        r[i, 1] = a[i] % 2**62
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64])
+def test_constant_powers_of_two_are_shifts_and_masks(jit, dt):
+    # `x // 2^k` is the arithmetic shift and `x % 2^k` the low k bits: the exact helper's test
+    # of the remainder's sign was a branch on the parity of x, taken half the time at random
+    # (a binary search's `mid = (lo + hi) // 2`: 1.4-1.7x Numba's time, now 1.1-1.2x)
+    info = np.iinfo(dt)
+    a = np.concatenate([np.arange(-300, 300).astype(dt),
+                        np.array([info.min, info.min + 1, info.max, info.max - 1], dt)])
+    q, r = np.zeros((len(a), 4), dt), np.zeros((len(a), 4), dt)
+    k = tack.kernel(_by_constant_powers_of_two, jit=jit)
+    k(a, q, r)
+    with np.errstate(all="ignore"):
+        one = dt(1)
+        want_q = [a // dt(2), a // dt(64), a // dt(-2), (a + one) // dt(4)]
+        want_r = [a % dt(2), a % dt(64), a % dt(-2), (a - one) % dt(4)]
+    for c in range(4):
+        assert q[:, c].tolist() == want_q[c].tolist(), c
+        assert r[:, c].tolist() == want_r[c].tolist(), c
+
+
+@pytest.mark.optimized_source
+def test_constant_powers_of_two_are_emitted_as_shifts_and_masks():
+    a, q = np.zeros(4, np.int16), np.zeros((4, 4), np.int16)
+    src = tack.kernel(_by_constant_powers_of_two).generated_source(a, q, q)
+    assert ">> 1)" in src and ">> 6)" in src and "& (((int64_t)1 << 6) - (int64_t)1)" in src
+    assert "((int64_t)2LL), 0x1p-1" not in src and "((int64_t)-2LL)" in src  # // -2 keeps the helpers
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_wide_constant_powers_of_two(jit):
+    a = np.array([I64_MIN, I64_MIN + 1, -(2**62) - 1, -(2**40), -(2**40) + 1, -1, 0, 1, 2**40 - 1, 2**40,
+                  2**62, I64_MAX], np.int64)
+    q, r = np.zeros((len(a), 2), np.int64), np.zeros((len(a), 2), np.int64)
+    tack.kernel(_by_wide_powers_of_two, jit=jit)(a, q, r)
+    assert q.tolist() == [[int(x) // 2**40, int(x) // 2**62] for x in a]
+    assert r.tolist() == [[int(x) % 2**40, int(x) % 2**62] for x in a]

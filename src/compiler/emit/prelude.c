@@ -66,21 +66,28 @@ static void conversions(tk_buf *b, const tk_prelude_style *s) {
 }
 
 /* Python's // and % on integers (0 for a zero divisor, which the checks
- * report as ZeroDivisionError where they are on; -1 wraps as NumPy does). */
+ * report as ZeroDivisionError where they are on; -1 wraps as NumPy does).
+ * The step from C's truncated quotient to Python's floor is arithmetic, not a
+ * branch: a remainder of the divisor's other sign takes one off the quotient
+ * (adds the divisor to the remainder) through a 0-or-1 mask.  With a constant
+ * divisor the C compiler's `a / 2` has no branch either, where the test of
+ * the remainder's sign was a branch on the parity of `a`, taken half the time
+ * at random: a binary search's `mid = (lo + hi) // 2` ran 1.4-1.7x slower
+ * than the same loop compiled by LLVM (Numba), which emits no branch there. */
 static void divisions(tk_buf *b, const char *q) {
     tk_printf(b,
               "%s int64_t tk_fdiv_i64(int64_t a, int64_t b) {\n"
               "    if (b == 0) return 0;\n"
               "    if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a);\n"
               "    int64_t q = a / b, r = a %% b;\n"
-              "    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n"
+              "    return q - (int64_t)((r != 0) & ((r ^ b) < 0));\n"
               "}\n",
               q);
     tk_printf(b,
               "%s int64_t tk_mod_i64(int64_t a, int64_t b) {\n"
               "    if (b == 0 || b == -1) return 0;\n"
               "    int64_t r = a %% b;\n"
-              "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
+              "    return r + (b & -(int64_t)((r != 0) & ((r ^ b) < 0)));\n"
               "}\n",
               q);
     tk_printf(b, "%s uint64_t tk_fdiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n", q);

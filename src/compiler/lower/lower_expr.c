@@ -821,6 +821,9 @@ static tk_ir *lower_attribute(lw_state *L, tack_node *n) {
             return acc ? acc : ir_const_i(L->C, ty_weak(TACK_I64), 1, n->line);
         }
         if (!strcmp(n->name, "shape")) ERR(n, "a.shape must be indexed with a constant: a.shape[0]");
+        if (!strcmp(n->name, "T"))
+            ERR(n, "arrays have no attribute 'T' in kernels (shape, ndim, size are supported): index the "
+                   "transpose as a[j, i], or pass a.T to the kernel (a strided view, not a copy)");
         ERR(n, "arrays have no attribute '%s' in kernels (shape, ndim, size are supported)", n->name);
     }
     tk_ir *v = lw_expr(L, b);

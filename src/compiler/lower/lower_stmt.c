@@ -118,7 +118,9 @@ int lw_target_local(lw_state *L, tack_node *t) {
     if (L->pfor >= 0) {
         if (lw_find_local_in(L->S, name, -1) >= 0)
             ERR(t, "cannot assign to '%s' inside a parallel loop: it is shared by all iterations "
-                   "(assigned outside the loop); use an array element (a[0] += v is atomic) for a reduction", name);
+                   "(assigned outside the loop); use an array element (a[0] += v is atomic) for a reduction, "
+                   "tack.atomic_max(a, 0, v) or atomic_min for a maximum or a minimum, and read the array "
+                   "after the call", name);
         i = lw_find_local_in(L->S, name, L->pfor);
     } else {
         i = lw_find_local_in(L->S, name, -1);
@@ -807,7 +809,10 @@ static void return_tuple(lw_state *L, tack_node *tn, tk_ir *r) {
 
 static void lower_return(lw_state *L, tack_node *n) {
     if (L->is_kernel) {
-        if (n->nkids && n->kids[0] && n->kids[0]->kind != TACK_N_CONST_BOOL) ERR(n, "a kernel cannot return a value");
+        if (n->nkids && n->kids[0] && n->kids[0]->kind != TACK_N_CONST_BOOL)
+            ERR(n, "a kernel cannot return a value: write results into an array argument (out[0] = s, "
+                   "or out[0] += x[i] for a sum over a parallel loop) and read it after the call; "
+                   "@tack.func functions return values");
         if (L->pfor >= 0) ERR(n, "return is not supported inside a parallel loop (use continue)");
         lw_emit(L, lw_mk(L, IR_RETURN, ty_void(), n));
         lw_da_jump(L);

@@ -106,6 +106,11 @@
  * else -- an int64 loaded from an array, a float converted to int -- keeps
  * the exact path.  With the flag false (a divisor of 2^60, a zero divisor
  * with checks off, an index range past 2^50) the exact loop runs.
+ *
+ * A constant divisor 2^k (k >= 1) is left to the emitter, which writes
+ * Python's floor division as the arithmetic shift and the modulo as a mask
+ * (exact for every dividend, one instruction, in lanes too), except for the
+ * loop index divided by 2^k >= 16, whose segments make both free.
  */
 #include <string.h>
 
@@ -396,6 +401,9 @@ static tk_ir *fx(strength_fn *f, tk_ir *x) {
     tk_ir *a = x->k[0], *d = x->k[1];
     if (!ir_invariant(d, f->loop) || uses_private(f->K, d, f->scope)) return x;
     if (ir_strip(d)->op == IR_CONST && !const_divisor(d)) return x;
+    if (d->op == IR_CONST && d->c.i > 1 && !(d->c.i & (d->c.i - 1)) &&
+        !(ir_strip(a)->op == IR_LOCAL && ir_strip(a)->local == f->loop->vars[0] && d->c.i >= SEG_MIN))
+        return x; /* by 2^k: a shift or a mask (emit_expr.c), unless the index's segments take it */
     if (bits(f, a, 0) > FAST_BITS) return x;
     tk_ir *inv = divider(f, d);
     if (!inv) return x;
