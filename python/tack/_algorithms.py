@@ -578,8 +578,10 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
         partial, first = _scratch(nb, outdt, ident, device)
         _launch(_reduce_sum, n, device, a, partial, first, bs)
         got = first[1]
-    elif name is not None and fl and dtype is None and outdt.kind == "f" and outdt.itemsize in (4, 8):
-        got = _minmax_keys(a, name, outdt, ident, n, nb, bs, device)  # float32, float64: integer keys
+    elif name is not None and fl and dtype is None and outdt.kind == "f" and outdt.itemsize in (4, 8) and n >= 4096:
+        # float32, float64: integer keys (below 4,096 elements the fixed cost of their extra
+        # arguments, 1 us, is more than the eight lanes lose: 3.9 against 4.9 us at 1,000)
+        got = _minmax_keys(a, name, outdt, ident, n, nb, bs, device)
     elif name is not None and outdt.kind != "c":  # min and max: eight lanes a block
         k = _minmax(name)
         partial, first = _scratch(nb, outdt, ident, device)
