@@ -386,6 +386,109 @@ def _minmax_kernel(lane):
     return _reduce_minmax
 
 
+def _minmax_keys_kernel(is_min):
+    """The reduction kernel of "min" (is_min) or "max" of float32 and float64 values, read as
+    integers of their width, u (a view of x's bytes): each value's key, its bits with all but the
+    sign flipped where the sign is set, orders as the value does (-0.0 below 0.0, a NaN above inf
+    or below -inf by its sign), and a min or max of integers is exact in any order, so the C
+    compiler runs the loop in vector lanes (vpminsq; the floats' compare-and-select lanes of
+    _minmax_kernel it does not).  Beside it, the greatest of the values' bits without their sign
+    says whether a NaN was met (above inf's).  A NaN or zero result is then taken as the serial
+    fold takes it, by _minmax_kernel's second pass; any other value has one key, the serial
+    fold's result's."""
+    @kernel
+    def _reduce_keys(x, u, partial, nans, first, where, bs, sh, top, inf):
+        # first: [the identity's key, 0, the result's bits]; sh, top: the sign's shift and the mask
+        # of the other bits; inf: +inf's bits.  where (nb + 1 int64): as _reduce_minmax's
+        n = u.shape[0]
+        nb = partial.shape[0]
+        for b in independent(range(nb)):
+            lo = b * bs
+            hi = min(lo + bs, n)
+            s = first[0]
+            m = first[1]
+            for i in range(lo, hi):
+                v = u[i]
+                k = v ^ ((v >> sh) & top)
+                if is_min:
+                    s = k if k < s else s
+                else:
+                    s = k if k > s else s
+                a = v & top
+                m = a if a > m else m
+            partial[b] = s
+            nans[b] = m
+        for t in range(1):
+            s = first[0]
+            m = first[1]
+            for b in range(nb):
+                if is_min:
+                    s = partial[b] if partial[b] < s else s
+                else:
+                    s = partial[b] if partial[b] > s else s
+                m = nans[b] if nans[b] > m else m
+            first[2] = s ^ ((s >> sh) & top)  # the key's bits: the map is its own inverse
+            where[nb] = 0
+            if m > inf:
+                where[nb] = 1
+            elif s == 0 or s == -1:  # the keys of 0.0 and -0.0
+                where[nb] = 2
+        # a zero or NaN result: each block's last zero or first NaN (-1: none), as _reduce_minmax's
+        for b in independent(range(nb if where[nb] != 0 else 0)):
+            lo = b * bs
+            hi = min(lo + bs, n)
+            h = where[nb]
+            at = i64(-1)
+            for i in range(lo, hi):
+                v = x[i]
+                if h == 2:
+                    if v == 0:
+                        at = i
+                elif v != v and at < 0:
+                    at = i
+            where[b] = at
+        for t in range(1):
+            if where[nb] != 0:
+                b = i64(0)
+                if where[nb] == 1:
+                    while where[b] < 0:
+                        b += 1
+                else:
+                    b = nb - 1
+                    while where[b] < 0:
+                        b -= 1
+                first[2] = u[where[b]]
+
+    return _reduce_keys
+
+
+_KEY_PLANS = {}  # (name, dtype) -> the kernel, the keys' type, the sign's shift and mask, inf's bits, [identity's key, 0, 0]
+_KEY_TYPES = {4: np.int32, 8: np.int64}
+
+
+def _minmax_keys(a, name, outdt, ident, n, nb, bs, device):
+    """min or max of float32 or float64 `a` by its integer keys (_minmax_keys_kernel): the value,
+    bit for bit the serial fold's."""
+    plan = _KEY_PLANS.get((name, outdt))
+    if plan is None:
+        it = _KEY_TYPES[outdt.itemsize]
+        sh, top = it(8 * outdt.itemsize - 1), it(2 ** (8 * outdt.itemsize - 1) - 1)
+        ib = np.asarray(ident[0], outdt).view(it)[()]
+        first = np.array([ib ^ ((ib >> sh) & top), 0, 0], it)
+        k = _minmax_keys_kernel(name == "min")
+        plan = _KEY_PLANS[(name, outdt)] = (k, it, sh, top, np.asarray(np.inf, outdt).view(it)[()], first)
+    k, it, sh, top, inf, first = plan
+    u = a._field_view(it, 0, (n,), (1,))
+    if device == "cpu":
+        partial, nans, first = np.empty(nb, it), np.empty(nb, it), first.copy()
+        where = np.empty(nb + 1, np.int64)
+    else:
+        partial, nans, first = _empty(nb, it, device=device), _empty(nb, it, device=device), _host(first, it, device)
+        where = _empty(nb + 1, np.int64, device=device)
+    _launch(k, n, device, a, u, partial, nans, first, where, bs, sh, top, inf)
+    return first.view(outdt)[2] if device == "cpu" else np.asarray(it(first[2])).view(outdt)[()]
+
+
 _REDUCE_MINMAX = {}
 
 
@@ -475,6 +578,10 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
         partial, first = _scratch(nb, outdt, ident, device)
         _launch(_reduce_sum, n, device, a, partial, first, bs)
         got = first[1]
+    elif name is not None and fl and dtype is None and outdt.kind == "f" and outdt.itemsize in (4, 8) and n >= 4096:
+        # float32, float64: integer keys (below 4,096 elements the fixed cost of their extra
+        # arguments, 1 us, is more than the eight lanes lose: 3.9 against 4.9 us at 1,000)
+        got = _minmax_keys(a, name, outdt, ident, n, nb, bs, device)
     elif name is not None and outdt.kind != "c":  # min and max: eight lanes a block
         k = _minmax(name)
         partial, first = _scratch(nb, outdt, ident, device)

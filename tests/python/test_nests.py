@@ -593,3 +593,52 @@ def test_fixed_part_failing_runs_the_loop_as_written(m):
             msgs.append(_message(tack.kernel(row_update), [off, 2, m]))
     assert msgs[0] == msgs[1] and "index 8" in msgs[0]
     assert np.array_equal(on, off)
+
+
+# ------------------------------------------- a stepped loop's last value
+def blocked_rows(x, out, lo):  # each row summed in blocks of eight from lo: x[r, i + 7] at the last i
+    for r in range(x.shape[0]):
+        s = 0.0
+        for i in range(lo, x.shape[1], 8):
+            s += (x[r, i] + x[r, i + 1] + x[r, i + 2] + x[r, i + 3]
+                  + x[r, i + 4] + x[r, i + 5] + x[r, i + 6] + x[r, i + 7])
+        out[r] = s
+
+
+@needs_pass
+def test_stepped_loop_tested_by_its_last_value():
+    """range(lo, m, 8) ends at lo + 8 * (trip - 1), not m - 1: the rows' test reads the
+    trip count, so a row of 8k columns passes it.  (Bounded by m - 1, `i + 7` made the
+    test `m + 6 < m`, false for every m: each row ran with its eight checks a block.)"""
+    x, out = np.zeros((3, 16)), np.zeros(3)
+    src = tack.kernel(blocked_rows).generated_source(x, out, 0)
+    entry = src[src.index("void tack_entry("):]
+    test = entry[entry.index("tk_rows_ok = ("):]
+    assert "tk_trip(" in test[:test.index(";\n")]
+    body = src[src.index("index checks tested once"):]
+    assert "abi->fail(ctx" not in body[:body.index("} else {")]  # the copy runs without them
+
+
+@pytest.mark.parametrize("m,lo", [(0, 0), (8, 0), (64, 0), (8, 8), (35, 3), (3, 3), (2, 3)])
+def test_stepped_loop_same_bits(m, lo):
+    """Columns that the blocks cover exactly: with the pass, without it, in debug mode
+    and in Python's loops, bit for bit."""
+    x = np.random.default_rng(m).random((3, m))
+    on, off = _both(blocked_rows, x, np.zeros(3), lo)
+    debug = np.zeros(3)
+    tack.kernel(blocked_rows, jit=False)(x, debug, lo)
+    want = _py(blocked_rows, x, np.zeros(3), lo)[1]
+    assert np.array_equal(on[1], want) and np.array_equal(off[1], want) and np.array_equal(debug, want)
+
+
+@pytest.mark.parametrize("m,lo,bad", [(12, 0, 12), (15, 0, 15), (9, 0, 9), (36, 3, 36), (4, 3, 4)])
+def test_stepped_loop_past_the_last_column_same_error(m, lo, bad):
+    """The last block reaches past the row (m - lo not a multiple of 8): the same
+    IndexError with the pass, without it and in debug mode."""
+    x = np.ones((1, m))
+    msgs = [_message(tack.kernel(blocked_rows), [x, np.zeros(1), lo])]
+    with tack.config.override(nests=False):
+        msgs.append(_message(tack.kernel(blocked_rows), [x, np.zeros(1), lo]))
+    msgs.append(_message(tack.kernel(blocked_rows, jit=False), [x, np.zeros(1), lo]))
+    assert msgs[0] == msgs[1], msgs
+    assert all(f"index {bad} is out of bounds for axis 1 with size {m}" in msg for msg in msgs), msgs

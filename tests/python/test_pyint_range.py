@@ -428,3 +428,29 @@ def test_debug_mode_words_the_overflow_as_the_compiled_kernel():
         assert "run as Python" not in debug
         assert f"{Path(__file__).name}:" in debug
     assert "function plus called from kernel calls" in overflow_message(tack.kernel(calls, jit=False), *cases[2][1]())
+
+
+def stepped_plus(a, out):
+    for t in range(1):
+        for i in range(0, 128, 8):  # the last i is 120: i + 7 fits int8
+            out[i // 8] = a[0] + (i + 7)
+
+
+def stepped_from_one(a, out):
+    for t in range(1):
+        for i in range(1, 128, 8):  # the last i is 121: i + 7 is 128 there
+            out[i // 8] = a[0] + (i + 7)
+
+
+@MODES
+def test_a_stepped_loop_is_bounded_by_its_last_value(jit):
+    """range(0, 128, 8) ends at 120, not 127: i + 7 fits int8 and is not checked;
+    from 1 it ends at 121, and the check that i + 7 = 128 fails stays."""
+    a, out = np.zeros(1, np.int8), np.zeros(17, np.int8)
+    tack.kernel(stepped_plus, jit=jit)(a, out)
+    assert out.tolist() == list(range(7, 128, 8)) + [0]
+    with pytest.raises(OverflowError, match=re.escape(numpy_error(np.int8, 128))):
+        tack.kernel(stepped_from_one, jit=jit)(a, np.zeros(17, np.int8))
+    if jit:
+        assert "intfit" not in tack.kernel(stepped_plus).ir(a, out)
+        assert "check.intfit #" in tack.kernel(stepped_from_one).ir(a, out)

@@ -450,6 +450,32 @@ static int on_stack(const nest *x, int local) {
     return 0;
 }
 
+/* The stop of stepped loop s as the bounds read it (its greatest value plus
+ * one), made exact where lo and hi are fixed during f: lo + trip * step -
+ * step + 1, one term tk_trip(lo, hi, step) * step, instead of hi.  With hi,
+ * `for i in range(0, m, 8)` bounds i by m - 1 and `x[i + 7]` by m + 6, a
+ * test that fails for every m, so a loop written in blocks of eight always
+ * ran its checked copy; its last value is m - 8 where m is a multiple of 8.
+ * The term is tested within +-MAG as every term is (lin_ir): trip * step
+ * lies in [hi - lo, hi - lo + step - 1], so it cannot wrap to a small value
+ * while lo's terms lie within +-MAG.  An empty loop gives lo - step + 1: its
+ * checks never run, whatever the test says of them. */
+static void stepped_stop(nest *x, const tk_ir *s, const lin *lo, lin *hi) {
+    int64_t st = s->k[2]->c.i;
+    if (st > MAX_CONST) return;
+    for (int t = 0; t < 2; t++)
+        if (!ir_invariant(s->k[t], x->f) || !pure(s->k[t])) return;
+    tk_ir *trip = ir_new(x->C, IR_MATH, ty_value(TACK_I64), s->line);
+    trip->sub = M_TRIP;
+    trip->aux_ty = ty_value(TACK_I64);
+    for (int t = 0; t < 3; t++) ir_push(x->C, trip, ir_as_i64(x->C, ir_clone(x->C, s->k[t])));
+    lin r = *lo;
+    if (!lin_term(&r, ir_i64_bin(x->C, B_MUL, trip, ir_i64(x->C, st, s->line)), 1)) return;
+    r.c += 1 - st;
+    if (r.c > MAX_CONST * MAX_COEF || r.c < -MAX_CONST * MAX_COEF) return;
+    *hi = r;
+}
+
 static void collect(nest *x, const tk_ir *s) {
     switch (s->op) {
     case IR_CHECK: bound_check(x, s); return;
@@ -487,6 +513,7 @@ static void collect(nest *x, const tk_ir *s) {
             memset(x->llo[i], 0, sizeof(lin));
             memset(x->lhi[i], 0, sizeof(lin));
             if (!lin_of(x, s->k[0], 1, x->llo[i], 0) || !lin_of(x, s->k[1], 1, x->lhi[i], 0)) x->llo[i] = x->lhi[i] = NULL;
+            else if (s->k[2]->c.i > 1) stepped_stop(x, s, x->llo[i], x->lhi[i]);
             x->n++;
             loop_guard(x, i, s->line);
         }

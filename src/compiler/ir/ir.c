@@ -36,7 +36,8 @@ int tk_param_f32(const tk_cc *C, int p) {
 }
 
 /* Whether e has the same value in every iteration of loop: built of
- * constants, extents and locals the loop does not assign (checks.c hoists
+ * constants, extents, locals the loop does not assign and trip counts of
+ * those (nests.c's exact stop of a stepped loop; checks.c hoists
  * by it; the CPU layout and verify.c ask it too). */
 int ir_invariant(const tk_ir *e, const tk_ir *loop) {
     switch (e->op) {
@@ -47,6 +48,8 @@ int ir_invariant(const tk_ir *e, const tk_ir *loop) {
     case IR_BIN:
     case IR_UN:
     case IR_WRAP:
+    case IR_MATH: /* of the math functions, only a trip count (pure integer arithmetic) */
+        if (e->op == IR_MATH && e->sub != M_TRIP) return 0;
         for (int i = 0; i < e->n; i++)
             if (!ir_invariant(e->k[i], loop)) return 0;
         return 1;

@@ -330,7 +330,8 @@ static void ks(check_elider *k, tk_ir *s);
 /* ------------------------------------------------- the range of a value */
 /* Bounds [*lo, *hi] that integer value e provably lies in, for CK_INTFIT
  * checks (5.): constants, extents (>= 0), the variables of loops with
- * constant bounds, a blocks loop's thread (0 .. block - 1), and +, -, *, // and >> of those, % by a constant and &
+ * constant bounds (of a stepped loop from a fixed start, up to the last
+ * value it takes: range(0, 128, 8) ends at 120, not 127), a blocks loop's thread (0 .. block - 1), and +, -, *, // and >> of those, % by a constant and &
  * with a non-negative constant, a narrower integer's value -- `i % 100`
  * fits int8 wherever i comes from.  Bounds are kept within +-2**61, so the
  * arithmetic on them cannot wrap; past that the value is unknown (0). */
@@ -374,6 +375,8 @@ static int value_range(check_elider *k, const tk_ir *e, int64_t *lo, int64_t *hi
             return 0;
         *lo = al; /* lo .. hi - 1, upward */
         *hi = bh - 1 > al ? bh - 1 : al;
+        if (lv->step > 1 && al == ah && bh - 1 > al) /* a fixed start: the last value, lo + k * step */
+            *hi = al + (bh - 1 - al) / lv->step * lv->step;
         return 1;
     }
     case IR_BIN: break;
