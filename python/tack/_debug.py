@@ -512,6 +512,20 @@ class _Ctx:
         t = self.local_types.get(name)
         if t is None or isinstance(v, np.ndarray):
             return v
+        if type(t) is str:
+            # a local the compiler types weak: a value known at run time, not a literal, even where
+            # a literal was assigned (`v = 100; v / 3` is the default float's 100 / 3, `v = 300;
+            # a8[i] + v` NumPy 2's OverflowError, as the compiled kernel's local gives them)
+            w = _weak(v)
+            if w is None or w[1]:
+                return v
+            if t == "int (Python)" and w[0] <= 1:
+                return _wrap64(int(v)) if -(1 << 63) <= v < (1 << 63) else v
+            if t == "float (Python)" and w[0] <= 2:
+                r = _RFloat(float(v))
+                r.tree = None
+                return r
+            return v
         return convert(t, v)
 
     def choice(self, line, col, k, v, run_time=False):

@@ -117,6 +117,9 @@ def _np_minmax(pick):
         if _composite(a) or _composite(b):
             return elementwise(ctx, f, (a, b))
         t = ctx._promote(a, b)
+        wa, wb = _weak(a), _weak(b)
+        if t is None and max(wa[0], wb[0]) == 1:  # two Python ints: NumPy's int64 (lower_call.c's np_minmax)
+            t = _I64
         if t is not None and t.kind in "iu":  # compared in the promoted type, into which a run-time
             for v in (a, b):                  # Python int must fit (NumPy 2's OverflowError), as compiled
                 if type(v) is _RInt and ctx.checks:
@@ -439,6 +442,8 @@ def _numpy_math_handler(name, fn):
                     return np.sign(convert(t, args[0]))
                 if name == "fmod" and t.kind in "iu":
                     return _int_fmod(ctx, t, *args)
+                if name == "fmod" and t.kind == "b":  # NumPy's loop for bools is int8's
+                    return _int_fmod(ctx, np.dtype(np.int8), *[convert(np.dtype(np.int8), a) for a in args])
                 if name not in _PREDICATES:  # isnan(int): False in any float
                     bits = 8 if t.kind == "b" else t.itemsize * 8
                     f = np.dtype(np.float16 if bits <= 8 else np.float32 if bits == 16 else np.float64)

@@ -87,7 +87,9 @@ def _section_facts(lines):
         if st.startswith("locals:"):
             for m in _LOCAL.finditer(st[len("locals:"):].strip()):
                 name, t = m.group(1), m.group(2).strip()
-                dt = _LOCAL_TYPES.get(t)
+                # a fixed dtype, or one weak type ("int (Python)"): a local is a value known at run
+                # time, whatever was assigned to it (`v = 100; v / 3` divides in the default float)
+                dt = _LOCAL_TYPES.get(t) or (t if t in ("int (Python)", "float (Python)") else None)
                 if dt is None or (name in types and types[name] != dt):
                     weak.add(name)
                 else:

@@ -490,7 +490,7 @@ static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *sc
     if (!ty_is_scalar(a->ty) || !ty_is_scalar(b->ty)) ERR(n, "and/or need scalar operands, not %s and %s", TN(a->ty), TN(b->ty));
     if (ty_is_complex(a->ty) || ty_is_complex(b->ty))
         ERR(n, "and/or of complex numbers is not supported in kernels; test bool(z) or z != 0");
-    tk_type t = ty_is_bool(a->ty) && ty_is_bool(b->ty) ? ty_value(TACK_BOOL) : ty_promote(a->ty, b->ty);
+    tk_type t = ty_is_bool(a->ty) && ty_is_bool(b->ty) ? ty_value(TACK_BOOL) : lw_rule_arith(ty_promote(a->ty, b->ty), a, b);
     if (k > 0 && scratch->n == 0) lw_choice(L, n, k, t, -1);
     int ta, tb;
     if (scratch->n == 0 && !ty_is_bool(t) && lw_pyint_truth(a, &ta) && lw_pyint_truth(b, &tb)) {
@@ -641,7 +641,8 @@ static tk_ir *lower_ifexp(lw_state *L, tack_node *n) {
     tk_ir *a = lw_in(L, ba, n->kids[1]);
     tk_ir *b = lw_in(L, bb, n->kids[2]);
     if (!lw_known(a) || !lw_known(b)) return lw_unknown(L, n);
-    tk_type t = ty_promote(a->ty, b->ty);
+    /* i if c else 0.5: a run-time int meeting a Python float is the default float, as in max(i, 0.5) */
+    tk_type t = lw_rule_arith(ty_promote(a->ty, b->ty), a, b);
     if (t.kind == TY_UNKNOWN) ERR(n, "the branches of a conditional expression have incompatible types %s and %s", TN(a->ty), TN(b->ty));
     if (ba->n == 0 && bb->n == 0) {
         lw_choice(L, n, 0, t, -1);
