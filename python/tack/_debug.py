@@ -75,7 +75,7 @@ from . import _debug_calls
 from ._debug_calls import (  # noqa: F401 (_register_calls: tack._kernels finds it here)
     _CALLS, _instantiate, _register_calls, _run_func)
 from ._debug_values import (  # noqa: F401 (convert: tack._array finds it here)
-    _RANK, _RFloat, _RInt, _half_round, _int_to, _is_bool, _tree_f32, _value_dtype, _weak, _wrap64, convert)
+    _BIG, _big_literal, _RANK, _RFloat, _RInt, _half_round, _int_to, _is_bool, _tree_f32, _value_dtype, _weak, _wrap64, convert)
 
 
 # -------------------------------------------------------------- operators
@@ -215,6 +215,8 @@ class _Ctx:
             return _OPS[op](x, y)
         if op == "@":  # summed in the kernel's order, not by NumPy's BLAS
             return _linalg.matmul(x, y)
+        if (type(x) is int and x >= _BIG) != (type(y) is int and y >= _BIG):
+            x, y = _big_literal(x, y), _big_literal(y, x)
         xa, ya = isinstance(x, np.ndarray), isinstance(y, np.ndarray)
         if xa != ya and op in _ARITH:
             # a vector, matrix or quaternion value and a number: the compiled kernel converts the
@@ -361,6 +363,14 @@ class _Ctx:
             r.tree = ("un", operator.neg, x)
             return r
         return -x
+
+    def pos(self, x):
+        """+x: a bool is an int64 (Python's +True is 1; NumPy has no + of a bool), anything else itself."""
+        if type(x) is bool:
+            return int(x)
+        if isinstance(x, np.bool_):
+            return np.int64(x)
+        return x
 
     def inv(self, x):
         if type(x) is _RInt:
@@ -740,8 +750,10 @@ class _Ctx:
         if any(isinstance(a, (complex, np.complexfloating)) for a in args):
             return fn(*args)
         x = args[0]
-        for y in args[1:]:  # the promoted type of the arguments, as for +
-            x = self.bin("+", x, y)
+        for y in args[1:]:  # the promoted type of the arguments, as for + (of the types alone: a
+            # run-time int as 0, since each argument converts to the function's float unchecked, as
+            # compiled: math.copysign(u32, -1) is -x, not NumPy 2's OverflowError of -1 meeting u32)
+            x = self.bin("+", _RInt(0) if type(x) is _RInt else x, _RInt(0) if type(y) is _RInt else y)
         w = _weak(x)
         if w is None:
             t = x.dtype

@@ -25,9 +25,9 @@ import operator
 import numpy as np
 
 from . import _core
-from ._debug_facts import _F32, _I64, _LOCAL_TYPES
+from ._debug_facts import _F32, _I64, _LOCAL_TYPES, _U64
 from ._debug_transform import _transformed
-from ._debug_values import _RFloat, _RInt, _f2i, _is_bool, _value_dtype, _weak, _wrap64, convert
+from ._debug_values import _big_literal, _RFloat, _RInt, _f2i, _is_bool, _value_dtype, _weak, _wrap64, convert
 
 _U64 = np.dtype(np.uint64)
 
@@ -116,10 +116,11 @@ def _np_minmax(pick):
     def f(ctx, a, b):
         if _composite(a) or _composite(b):
             return elementwise(ctx, f, (a, b))
+        a, b = _big_literal(a, b), _big_literal(b, a)
         t = ctx._promote(a, b)
         wa, wb = _weak(a), _weak(b)
         if t is None and max(wa[0], wb[0]) == 1:  # two Python ints: NumPy's int64 (lower_call.c's np_minmax)
-            t = _I64
+            t = _U64 if any(type(v) is int and v >= 1 << 63 for v in (a, b)) else _I64
         if t is not None and t.kind in "iu":  # compared in the promoted type, into which a run-time
             for v in (a, b):                  # Python int must fit (NumPy 2's OverflowError), as compiled
                 if type(v) is _RInt and ctx.checks:
@@ -432,6 +433,10 @@ def _numpy_math_handler(name, fn):
     def h(ctx, *args):
         if any(_composite(a) for a in args):
             return elementwise(ctx, h, args)
+        if name == "abs" and len(args) == 1:  # lower_call.c's numpy_math: a bool as it is, else abs_of
+            if isinstance(args[0], np.bool_):
+                return args[0]
+            return _abs(ctx, args[0])  # of a Python number abs's: an int stays a (run-time) Python int
         if name in _NUMPY_KEEPS_INTS and (type(args[0]) in (int, _RInt, bool) or _is_bool(args[0])
                                           or isinstance(args[0], np.integer)):
             return args[0]
@@ -488,6 +493,7 @@ def _register_calls():
     for npname, name in K._NUMPY_MATH.items():
         if name in K._MATH:
             _CALLS.setdefault(getattr(np, npname), _numpy_math_handler(name, K._math_impl(name)))
+    _CALLS.setdefault(np.absolute, _numpy_math_handler("abs", np.absolute))  # np.abs: not a math row
     _CALLS[math.pow] = _math_handler(_float_pow)
     _CALLS[np.minimum], _CALLS[np.maximum] = _np_minmax("<"), _np_minmax(">")
     _CALLS[builtins.round] = _round(True)  # lower_numpy.c's spellings

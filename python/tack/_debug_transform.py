@@ -81,6 +81,8 @@ class _Transform(ast.NodeTransformer):
             return ast.copy_location(_callc("inv", node.operand), node)
         if isinstance(node.op, ast.Not):
             return ast.copy_location(_callc("not_", node.operand), node)
+        if isinstance(node.op, ast.UAdd):
+            return ast.copy_location(_callc("pos", node.operand), node)
         return node
 
     def visit_Compare(self, node):

@@ -142,5 +142,17 @@ def _half_round(t, v):
 
 
 
+_BIG = 1 << 63
+
+
+def _big_literal(v, other):
+    """A literal from 2**63 to 2**64 - 1 is a uint64 where it meets anything but another literal (the
+    compiler's constant marked TK_CONST_PYINT, lower_pyint.c): `i + 2**63` is uint64 arithmetic,
+    `x32[i] + 2**63` float64, as NumPy's uint64 gives; between literals it is Python's int."""
+    if type(v) is int and v >= _BIG and not (type(other) in (int, bool, float, complex)):
+        return np.uint64(v)
+    return v
+
+
 def _is_bool(v):
     return type(v) is bool or isinstance(v, np.bool_)

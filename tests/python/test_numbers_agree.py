@@ -20,6 +20,8 @@ test_fuzz_numbers.py.
   compiled call names it, "(a numpy.ndarray)".
 """
 
+import math
+
 import numpy as np
 import pytest
 
@@ -132,3 +134,81 @@ def test_read_only_argument_names_numpy_ndarray_both_ways():
     for jit in (True, False):
         with pytest.raises(ValueError, match=r"\(a numpy\.ndarray\) is read-only"):
             tack.kernel(writes, jit=jit)(a)
+
+
+# ------------------------------------------------- found by test_fuzz_numbers.py
+def own_element_add(x, o):
+    for i in range(o.shape[0]):
+        o[i] += x[i]
+
+
+def test_parallel_add_into_own_element_converts_first_both_ways():
+    """`o[i] += x[i]` in a parallel loop is an atomic add made a plain update on the iteration's own
+    element (privatize.c): x[i] is converted to o's type first, then added, as compiled; debug mode
+    added in the promoted type and converted after (1 + -0.2 -> 0 where compiled gave 1)."""
+    x = np.array([-0.2, 0.7, -1.5, 2.5])
+    assert_both(own_element_add, lambda: (x, np.ones(4, np.int16)), [x, np.array([1, 1, 0, 3], np.int16)])
+    y = np.array([1e-9, 0.1, 3.0000001, -2.5], np.float64)
+    want = np.ones(4, np.float32) + y.astype(np.float32)  # f32 adds of the f32 roundings
+    assert_both(own_element_add, lambda: (y, np.ones(4, np.float32)), [y, want])
+
+
+def copysign_unsigned(a, o):
+    for i in range(o.shape[0]):
+        o[i] = math.copysign(a[i], ~i)
+
+
+def test_math_of_unsigned_and_negative_run_time_int_both_ways():
+    """math.copysign(u32, ~i): each argument becomes the function's float; debug mode checked -1
+    against uint32 as for `+` (NumPy 2's OverflowError) where compiled gives -x."""
+    a = np.array([64, 0, 7], np.uint32)
+    assert_both(copysign_unsigned, lambda: (a, np.zeros(3)), [a, -a.astype(np.float64)])
+
+
+def plus_bool(b, o):
+    for i in range(o.shape[0]):
+        o[i] = (+b[i]) + True
+
+
+def test_unary_plus_of_bool_both_ways():
+    """+b of a bool is Python's int (the compiled kernel's i64); debug mode ran NumPy's positive,
+    which has no bool loop (UFuncTypeError)."""
+    b = np.array([True, False])
+    assert_both(plus_bool, lambda: (b, np.zeros(2)), [b, np.array([2.0, 1.0])])
+
+
+def big_literal(o, o2):
+    for i in range(o.shape[0]):
+        o[i] = i % 9223372036854775808
+        o2[i] = i + 9223372036854775808
+
+
+def test_literal_above_int64_meets_run_time_int_both_ways():
+    """A literal from 2**63 up is a uint64 (lower_pyint.c): `i % 2**63` and `i + 2**63` are uint64
+    arithmetic; debug mode computed them as run-time ints in int64, wrapping (i % 2**63 gave
+    -2**63 + i's remainder, i + 2**63 a negative number)."""
+    want2 = (np.arange(3, dtype=np.uint64) + np.uint64(2**63)).astype(np.float64)
+    assert_both(big_literal, lambda: (np.zeros(3), np.zeros(3)), [np.arange(3.0), want2])
+
+
+def big_literal_compare(o):
+    for i in range(o.shape[0]):
+        o[i] = (18446744073709551615 >= (-1)) + (-5 < 9223372036854775808) * 2
+
+
+def test_comparison_of_literals_above_int64_is_pythons():
+    """`2**64 - 1 >= -1` of two literals is Python's True; the compiler converted -1 to the uint64
+    of the other literal and refused it ("Python integer -1 is out of bounds for u64")."""
+    assert_both(big_literal_compare, lambda: (np.zeros(2),), [np.full(2, 3.0)])
+
+
+def np_abs_of_python_int(a, s, o):
+    for i in range(o.shape[0]):
+        o[i] = a[i] << np.abs(s)
+
+
+def test_np_abs_of_python_int_stays_an_int_both_ways():
+    """np.abs of a Python int argument is a Python int, as compiled (abs_of): uint64 << it is uint64;
+    debug mode called NumPy's np.abs (an int64), and uint64 << int64 has no NumPy loop (TypeError)."""
+    a = np.array([3, 4], np.uint64)
+    assert_both(np_abs_of_python_int, lambda: (a, -7, np.zeros(2, np.uint64)), [a, a << np.uint64(7)])
