@@ -75,7 +75,7 @@ from . import _debug_calls
 from ._debug_calls import (  # noqa: F401 (_register_calls: tack._kernels finds it here)
     _CALLS, _instantiate, _register_calls, _run_func)
 from ._debug_values import (  # noqa: F401 (convert: tack._array finds it here)
-    _BIG, _big_literal, _RANK, _RFloat, _RInt, _half_round, _int_to, _is_bool, _tree_f32, _value_dtype, _weak, _wrap64, convert)
+    _BIG, _big_literal, _RANK, _RBool, _RFloat, _RInt, _half_round, _int_to, _is_bool, _tree_f32, _value_dtype, _weak, _wrap64, convert)
 
 
 # -------------------------------------------------------------- operators
@@ -238,8 +238,8 @@ class _Ctx:
         arith = op in _ARITH
         if (arith or op in ("<<", ">>")) and _is_bool(x) and _is_bool(y):
             # arithmetic on two bools is arithmetic on ints, as in Python
-            x = int(x) if wx else np.int64(x)
-            y = int(y) if wy else np.int64(y)
+            x = (_RInt(int(x)) if wx[1] else int(x)) if wx else np.int64(x)
+            y = (_RInt(int(y)) if wy[1] else int(y)) if wy else np.int64(y)
             wx, wy = _weak(x), _weak(y)
         if wx is not None and wy is not None:
             return self._weak_bin(op, x, y, wx, wy)
@@ -294,6 +294,8 @@ class _Ctx:
     def _weak_bin(self, op, x, y, wx, wy):
         rank = max(wx[0], wy[0])
         runtime = wx[1] or wy[1]
+        if rank == 0 and runtime:  # & | ^ of a Python bool argument and a bool: a run-time bool
+            return _RBool(_OPS[op](bool(x), bool(y)))
         if not runtime:  # literals: Python's own arithmetic, computed exactly
             if rank >= 2 and op in ("/", "//", "%", "**"):
                 r = self._compute(op, _F64 if rank == 2 else _C128, np.float64(x) if rank == 2 else
@@ -356,7 +358,7 @@ class _Ctx:
             if isinstance(x, np.bool_):
                 return -np.int64(x)
             return -x
-        if type(x) is _RInt:
+        if type(x) is _RInt or type(x) is _RBool:
             return _wrap64(-int(x))
         if type(x) is _RFloat:
             r = _RFloat(-float(x))
@@ -368,6 +370,8 @@ class _Ctx:
         """+x: a bool is an int64 (Python's +True is 1; NumPy has no + of a bool), anything else itself."""
         if type(x) is bool:
             return int(x)
+        if type(x) is _RBool:
+            return _RInt(int(x))
         if isinstance(x, np.bool_):
             return np.int64(x)
         return x
@@ -377,6 +381,8 @@ class _Ctx:
             return _wrap64(~int(x))
         if type(x) is bool:
             return not x  # ~ of a bool is NumPy's logical not, True and False as well
+        if type(x) is _RBool:
+            return _RBool(not x)
         return ~x
 
     def not_(self, x):
@@ -562,7 +568,7 @@ class _Ctx:
                     return r
                 return float(v)
             if t == "int (Python)" and w[0] == 0:
-                return int(v)
+                return _RInt(int(v)) if w[1] else int(v)
             return v
         if type(v) is t.type:
             return v
@@ -857,6 +863,8 @@ def run(ctx, fn, kwargs):
     for name, v in list(kwargs.items()):
         if type(v) is int:
             kwargs[name] = _RInt(v)
+        elif type(v) is bool:
+            kwargs[name] = _RBool(v)
         elif type(v) is float:
             r = _RFloat(v)
             r.tree = None

@@ -27,7 +27,7 @@ import numpy as np
 from . import _core
 from ._debug_facts import _F32, _I64, _LOCAL_TYPES, _U64
 from ._debug_transform import _transformed
-from ._debug_values import _big_literal, _RFloat, _RInt, _f2i, _is_bool, _value_dtype, _weak, _wrap64, convert
+from ._debug_values import _big_literal, _RBool, _RFloat, _RInt, _f2i, _is_bool, _value_dtype, _weak, _wrap64, convert
 
 _U64 = np.dtype(np.uint64)
 
@@ -85,7 +85,7 @@ def _abs(ctx, x):
     if _composite(x):
         return elementwise(ctx, _abs, (x,))
     w = _weak(x)
-    if type(x) is _RInt:
+    if type(x) is _RInt or type(x) is _RBool:
         return _wrap64(abs(int(x)))
     if type(x) is _RFloat:
         r = _RFloat(abs(float(x)))

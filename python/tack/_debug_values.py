@@ -36,6 +36,19 @@ class _RInt(int):
     __slots__ = ()
 
 
+class _RBool(int):
+    """A Python bool argument: a weak bool known at run time (0 or 1, shown as False and True),
+    which arithmetic makes a run-time int, as the compiled kernel's weak bool parameter: `s / 3` is
+    the default float's division, `0 / s` with s False is NaN, not Python's ZeroDivisionError."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return repr(bool(self))
+
+    __str__ = __repr__
+
+
 class _RFloat(float):
     """A weak float known at run time (a Python float argument, arithmetic
     on one): carried in f64; ``tree`` recomputes it in f32."""
@@ -52,7 +65,7 @@ def _wrap64(v):
 
 
 # (rank, run-time) of each weak type: by the exact type, as type(v) is ... compares
-_WEAK = {_RInt: (1, True), _RFloat: (2, True), bool: (0, False), int: (1, False), float: (2, False),
+_WEAK = {_RInt: (1, True), _RFloat: (2, True), _RBool: (0, True), bool: (0, False), int: (1, False), float: (2, False),
          complex: (3, False)}
 
 
@@ -155,4 +168,4 @@ def _big_literal(v, other):
 
 
 def _is_bool(v):
-    return type(v) is bool or isinstance(v, np.bool_)
+    return type(v) is bool or type(v) is _RBool or isinstance(v, np.bool_)

@@ -42,6 +42,14 @@ def both(fn, make, **opts):
     return outs
 
 
+def _same_bits(g, w):
+    """The same bits, but any NaN for a NaN (0.0 / 0.0 is -nan on x86-64)."""
+    if g.dtype.kind == "f":
+        nan = np.isnan(g)
+        return bool((nan == np.isnan(w)).all()) and g[~nan].tobytes() == w[~nan].tobytes()
+    return g.tobytes() == w.tobytes()
+
+
 def assert_both(fn, make, want, **opts):
     c, p = both(fn, make, **opts)
     for got in (c, p):
@@ -50,7 +58,7 @@ def assert_both(fn, make, want, **opts):
         else:
             assert not isinstance(got, tuple), got
             for g, w in zip(got, want):
-                assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), (fn.__name__, g, w)
+                assert g.dtype == w.dtype and _same_bits(g, w), (fn.__name__, g, w)
     if isinstance(want, type):
         assert c == p  # the same message, word for word (less the site)
 
@@ -212,3 +220,29 @@ def test_np_abs_of_python_int_stays_an_int_both_ways():
     debug mode called NumPy's np.abs (an int64), and uint64 << int64 has no NumPy loop (TypeError)."""
     a = np.array([3, 4], np.uint64)
     assert_both(np_abs_of_python_int, lambda: (a, -7, np.zeros(2, np.uint64)), [a, a << np.uint64(7)])
+
+
+def bool_argument(s, a8, o):
+    for i in range(o.shape[1]):
+        o[0, i] = (0 * s) / s
+        o[1, i] = s / 3
+        o[2, i] = ~(s & True)
+
+
+def bool_argument_meets_int8(s, a8, o):
+    for i in range(o.shape[0]):
+        o[i] = max(128, s) & a8[i]
+
+
+def test_python_bool_argument_is_known_at_run_time_both_ways():
+    """A Python bool argument is a weak bool known at run time (the compiled parameter is one):
+    `(0 * s) / s` with s False is NaN (0.0 / 0.0 in the default float), `s / 3` the default
+    float's; debug mode took it for a literal: Python's ZeroDivisionError, 1 / 3 in f64, and
+    max(128, s) & a8[i] wrapped 128 into int8 where compiled raises NumPy 2's OverflowError."""
+    a8 = np.array([1, 2], np.int8)
+    third = float(np.float32(1) / np.float32(3))
+    assert_both(bool_argument, lambda: (False, a8, np.zeros((3, 2))),
+                [a8, np.array([[np.nan] * 2, [0.0] * 2, [1.0] * 2])])
+    assert_both(bool_argument, lambda: (True, a8, np.zeros((3, 2))),
+                [a8, np.array([[0.0] * 2, [third] * 2, [0.0] * 2])])
+    assert_both(bool_argument_meets_int8, lambda: (True, a8, np.zeros(2)), OverflowError)
