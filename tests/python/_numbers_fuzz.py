@@ -408,7 +408,7 @@ class Oracle:
                 raise Refused("complex //")
             if rank >= 2 and op in ("BitAnd", "BitOr", "BitXor"):
                 raise Refused("float bits")
-            if op == "Div" and rank <= 1 and b == 0:
+            if op == "Div" and rank <= 1:  # the compiler folds it in float64 (1 / 0 is inf)
                 return W(float(np.float64(a) / np.float64(b)), False)
             if op == "Div" and rank == 3 and b == 0:
                 raise Refused("complex / 0")
@@ -770,7 +770,8 @@ def check(case, default_float="f64"):
                 if isinstance(w, str):
                     singles.append(j)
         if not singles:
-            compare(case, which, want, found)
+            if want:
+                compare(case, which, want, found)
             return found
     for j in which:
         if j not in singles:

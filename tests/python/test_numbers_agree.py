@@ -246,3 +246,17 @@ def test_python_bool_argument_is_known_at_run_time_both_ways():
     assert_both(bool_argument, lambda: (True, a8, np.zeros((3, 2))),
                 [a8, np.array([[0.0] * 2, [third] * 2, [0.0] * 2])])
     assert_both(bool_argument_meets_int8, lambda: (True, a8, np.zeros(2)), OverflowError)
+
+
+def literal_division(o):
+    for i in range(o.shape[0]):
+        o[0] = 9007199254740993 / 3
+        o[1] = 2147483648 / 0
+        o[2] = 0 / 0
+
+
+def test_division_of_int_literals_is_float64s_both_ways():
+    """`/` of two int literals divides their float64 values, as the compiler folds it: 1 / 0 is inf,
+    0 / 0 NaN; debug mode divided Python's ints (ZeroDivisionError, and 2**53 + 1 divided exactly)."""
+    assert_both(literal_division, lambda: (np.zeros(3),),
+                [np.array([np.float64(9007199254740993) / 3, np.inf, np.nan])])
