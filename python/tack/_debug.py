@@ -776,11 +776,11 @@ class _Ctx:
         r = fn(*[np.float64(a) for a in args])
         if isinstance(r, np.bool_):
             return r
-        if w[1] or any(type(a) is _RFloat for a in args):
-            r = _RFloat(float(r))
-            r.tree = ("math", lambda *a: fn(*[np.float32(v) for v in a]), args)
-            return r
-        return float(r)
+        # a weak float, of literals too: the compiler folds no math call, so np.sin(-1e-300) is a
+        # weak expression that meets f32 computed in f32 (lower.c, weak_to_f32; weak_locals.c)
+        r = _RFloat(float(r))
+        r.tree = ("math", lambda *a: fn(*[np.float32(v) for v in a]), args)
+        return r
 
 
 def _construct(dt, args):

@@ -106,7 +106,7 @@ def _minmax(pick):
         for a in args[1:]:
             if ctx.cmp(pick, a, best):  # Python's min/max: the first of equals, NaN as comparisons say
                 best = a
-        return _picked(ctx, args, best)
+        return _picked(ctx, args, best, pick)
 
     return f
 
@@ -131,8 +131,9 @@ def _np_minmax(pick):
     return f
 
 
-def _picked(ctx, args, best):
-    """The value `best` of `args` that min/max picked, in the type the compiler gives the pick."""
+def _picked(ctx, args, best, pick=None):
+    """The value `best` of `args` that min/max (pick "<" or ">") picked, in the type the compiler
+    gives the pick."""
     t = args[0]
     for a in args[1:]:  # the promoted type, as for + (of the types alone: a run-time int as 0,
         # since the value picked is converted as documented, not checked as an operand of +)
@@ -144,8 +145,30 @@ def _picked(ctx, args, best):
     if w[1] and all(_weak(a) is not None for a in args):
         if type(t) is _RInt:
             return _RInt(int(best))
-        return ctx._to(ctx.df, best) if w[0] == 2 and any(type(a) is _RInt for a in args) else best
+        if w[0] == 2 and any(type(a) is _RInt for a in args):
+            return ctx._to(ctx.df, best)
+        if w[0] == 2 and any(type(a) is _RFloat for a in args):
+            # a weak float's pick: where it meets f32 the compiler compares and picks in f32 (weak_to_f32,
+            # weak_locals.c), so it is recomputed there from the arguments' f32 values
+            r = _RFloat(float(best))
+            r.tree = ("math", _f32_pick(pick), tuple(args))
+            return r
+        return best
     return best
+
+
+def _f32_pick(pick):
+    """min (pick "<") or max (">") of f32 values as Python picks: the first of the best, by comparisons."""
+    if pick is None:
+        return None
+
+    def f(*vals):
+        best = vals[0]
+        for v in vals[1:]:
+            if (v < best) if pick == "<" else (v > best):
+                best = v
+        return best
+    return f
 
 
 def _pow(ctx, x, y):

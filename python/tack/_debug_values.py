@@ -129,6 +129,8 @@ def convert(to, v):
         return np.bool_(v != 0)
     if to == _F32 and type(v) is _RFloat:
         return _tree_f32(v)
+    if to.kind == "f" and to.itemsize == 2 and type(v) is _RFloat:  # a weak float meeting f16 meets its
+        return to.type(_tree_f32(v))  # values' type, f32, as compiled (lower_local.c, lw_half_value)
     if to.kind == "f" and isinstance(v, (np.complexfloating, complex)):
         v = v.real
     if isinstance(v, int) and not isinstance(v, np.generic):

@@ -137,8 +137,10 @@ class Gen:
             return f"({self.rng.choice(['-', '~', '+'])}{e()})"
         if r < 0.7:
             return f"{self.rng.choice(['min', 'max'])}({e()}, {e()})"
-        if r < 0.76:
+        if r < 0.73:
             return f"({e()} if {e()} else {e()})"
+        if r < 0.76:
+            return f"({e()} {self.rng.choice(['and', 'or'])} {e()})"
         if r < 0.83:
             return f"{self.rng.choice(['int', 'float', 'bool', 'abs'])}({e()})"
         if r < 0.93:
@@ -234,6 +236,21 @@ class Oracle:
                 if not res:  # Python's chain stops at the first False (its later operands still evaluated here)
                     break
             return res
+        if isinstance(n, ast.BoolOp) and len(n.values) == 2:
+            a = self.ev(n.values[0])
+            ta = self.truth(a)
+            run_b = ta if isinstance(n.op, ast.And) else not ta
+            try:  # b runs only where Python runs it; its type counts either way
+                b = self.ev(n.values[1])
+            except (ZeroDivisionError, OverflowError, ValueError) as e:
+                if run_b:
+                    raise
+                raise Skip(type(e).__name__) from None
+            if _rank(a) == 3 or _rank(b) == 3:
+                raise Refused("and/or of complex numbers")
+            if _is_bool(a) and _is_bool(b) and not (isinstance(a, W) and isinstance(b, W)):
+                return np.bool_(bool(_np(b) if run_b else _np(a)))
+            return self.choose(run_b, b, a)
         if isinstance(n, ast.IfExp):
             c = self.truth(self.ev(n.test))
             taken = self.ev(n.body if c else n.orelse)
@@ -620,12 +637,12 @@ class Case:
         g = Gen(rng, self.arrays, self.scalars)
         self.exprs = [g.expr() for _ in range(n_exprs)]
         self.outs = [np.dtype(rng.choice(OUT_DTYPES)) for _ in range(n_exprs)]
-        self.aug = [rng.random() < 0.2 for _ in range(n_exprs)]
+        self.aug = [rng.choice([None] * 8 + ["+", "+", "-", "*"]) for _ in range(n_exprs)]
 
     def source(self, which):
         params = ", ".join([f"a{k}" for k in range(3)] + [f"s{k}" for k in range(2)] +
                            [f"o{j}" for j in which])
-        body = "".join(f"        o{j}[i] {'+=' if self.aug[j] else '='} {self.exprs[j]}\n" for j in which)
+        body = "".join(f"        o{j}[i] {self.aug[j] or ''}= {self.exprs[j]}\n" for j in which)
         return (f"def k({params}):\n    for i in range({N}):\n{body}")
 
     def fresh(self, which):
@@ -650,7 +667,7 @@ class Case:
                         warnings.simplefilter("ignore")
                         old = out[i]
                         t = out.dtype
-                        if t.kind in "iufc" and t != np.float16:
+                        if self.aug[j] in "+-" and t.kind in "iufc" and t != np.float16:
                             # a parallel loop's a[k] += v is atomic: v converted to the element's type
                             # first, added in it (docs/language.md, "Atomics"; "Differences from NumPy")
                             if isinstance(v, W) and type(v.v) is int and t.kind in "iu" and \
@@ -658,9 +675,10 @@ class Case:
                                 raise OverflowError("out of bounds") if v.rt else Refused("literal")
                             if _rank(v) == 3 and t.kind != "c":
                                 raise Refused("complex into a real element")
-                            v = np.add(old, o.to(t, v))
-                        else:
-                            v = o.bin("Add", np.float32(old) if out.dtype == np.float16 else old, v)
+                            v = (np.add if self.aug[j] == "+" else np.subtract)(old, o.to(t, v))
+                        else:  # NumPy's a[k] = a[k] op v
+                            v = o.bin({"+": "Add", "-": "Sub", "*": "Mult"}[self.aug[j]],
+                                      np.float32(old) if out.dtype == np.float16 else old, v)
                 if isinstance(v, W):
                     if type(v.v) is int and self.outs[j].kind in "iu":
                         info = np.iinfo(self.outs[j])

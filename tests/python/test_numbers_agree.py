@@ -260,3 +260,20 @@ def test_division_of_int_literals_is_float64s_both_ways():
     0 / 0 NaN; debug mode divided Python's ints (ZeroDivisionError, and 2**53 + 1 divided exactly)."""
     assert_both(literal_division, lambda: (np.zeros(3),),
                 [np.array([np.float64(9007199254740993) / 3, np.inf, np.nan])])
+
+
+def weak_math_into_f16(f, o, o2):
+    for i in range(o.shape[0]):
+        o[i] = min(np.fmod(10000000000.0, np.sin(-1e-300)), False)
+        o2[i] = f
+
+
+def test_weak_floats_meeting_f16_are_computed_in_f32_both_ways():
+    """A weak float (a math call of literals, which the compiler does not fold; a Python float
+    argument) stored into f16 meets f32, the element's value type (lw_half_value), as compiled:
+    np.sin(-1e-300) is sin of f32 -0.0, fmod(1e10, -0.0) NaN, and min picks it in f32; the argument
+    1 + 2**-11 + 2**-30 rounds to f32 (1 + 2**-11, a tie) and then to f16 (1.0). Debug mode computed
+    both in f64 and rounded once (0.0, and the f16 above 1.0)."""
+    v = 1 + 2**-11 + 2**-30
+    assert_both(weak_math_into_f16, lambda: (v, np.zeros(2, np.float16), np.zeros(2, np.float16)),
+                [np.full(2, np.nan, np.float16), np.ones(2, np.float16)])
