@@ -277,3 +277,19 @@ def test_weak_floats_meeting_f16_are_computed_in_f32_both_ways():
     v = 1 + 2**-11 + 2**-30
     assert_both(weak_math_into_f16, lambda: (v, np.zeros(2, np.float16), np.zeros(2, np.float16)),
                 [np.full(2, np.nan, np.float16), np.ones(2, np.float16)])
+
+
+def and_or_narrowing(a8, f, x32, o, o2, o3):
+    for i in range(o.shape[0]):
+        o[i] = (2147483648 * i) and a8[i]
+        o2[i] = (2147483648 * i) or a8[i]
+        o3[i] = f and x32[i]
+
+
+def test_and_or_test_the_operand_before_converting_it():
+    """`a and b` tests a itself, as Python does, then gives the pick in the promoted type: 2**31 * i
+    is true though it is 0 in uint8, and a Python float of 1e-300 is true though it is 0.0 in f32.
+    Compiled and debug mode both tested the converted value (and picked the wrong operand)."""
+    a8, x32 = np.array([5, 6, 7], np.uint8), np.array([2.0, 3.0, 4.0], np.float32)
+    assert_both(and_or_narrowing, lambda: (a8, 1e-300, x32, np.zeros(3), np.zeros(3), np.zeros(3)),
+                [a8, x32, np.array([0.0, 6.0, 7.0]), np.array([5.0, 0.0, 0.0]), np.array([2.0, 3.0, 4.0])])
