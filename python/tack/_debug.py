@@ -341,7 +341,9 @@ class _Ctx:
         if wx is not None and wy is not None:
             if not (wx[1] or wy[1]) or max(wx[0], wy[0]) <= 1:
                 return np.bool_(_CMPS[op](x, y))  # a bool, as compiled: 100000 * (1 < 2) is int64
-            t = self.df  # a run-time weak value meeting a float: the default float
+            t = self.df  # a run-time weak value meeting a float: the default float (complex: the default complex)
+            if max(wx[0], wy[0]) == 3:
+                t = _C64 if self.df == _F32 else _C128
         else:
             t = self._promote(x, y)
             if wx is None and wy is None and t.kind == "f" and x.dtype.kind in "iu" and y.dtype.kind in "iu":

@@ -60,6 +60,11 @@ class _Transform(ast.NodeTransformer):
             test = ast.NamedExpr(target=ast.Name(id=name, ctx=ast.Store()), value=acc)
             first = self._choice(node, k, ast.Name(id=name, ctx=ast.Load()))
             other = self._choice(node, k, v)
+            if not (isinstance(acc, ast.Constant) and isinstance(v, ast.Constant)):
+                # a literal picked by a test known at run time is an integer known at run time, as
+                # the compiler's pick of the two is (only two constants give a constant, lower_expr.c)
+                first.args.append(ast.Constant(True))
+                other.args.append(ast.Constant(True))
             acc = ast.IfExp(test=test, body=other, orelse=first) if isinstance(node.op, ast.And) else \
                 ast.IfExp(test=test, body=first, orelse=other)
             acc = ast.copy_location(acc, node)

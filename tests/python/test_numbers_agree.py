@@ -293,3 +293,26 @@ def test_and_or_test_the_operand_before_converting_it():
     a8, x32 = np.array([5, 6, 7], np.uint8), np.array([2.0, 3.0, 4.0], np.float32)
     assert_both(and_or_narrowing, lambda: (a8, 1e-300, x32, np.zeros(3), np.zeros(3), np.zeros(3)),
                 [a8, x32, np.array([0.0, 6.0, 7.0]), np.array([5.0, 0.0, 0.0]), np.array([2.0, 3.0, 4.0])])
+
+
+def weak_complex_compare(a8, s, z, f, o, o2):
+    for i in range(o.shape[0]):
+        o[i] = z == f
+        o2[i] = a8[i] // ((-1) or s)
+
+
+def test_run_time_python_scalars_in_and_or_and_complex_equality_both_ways():
+    """A Python complex argument compared with a Python float argument is compared as complex (debug
+    mode converted the complex to the default float: TypeError); `(-1) or s` with s a Python int
+    argument is picked at run time, a run-time int, so -1 meeting uint8 in `//` raises NumPy 2's
+    OverflowError, as compiled (debug mode kept the literal and wrapped it)."""
+    a8 = np.array([7, 9], np.uint8)
+    assert_both(weak_complex_compare, lambda: (a8, 3, 2 + 1.5j, 2.0, np.zeros(2, bool), np.zeros(2)),
+                OverflowError)
+    assert_both(complex_equals_float, lambda: (2 + 0j, 2.0, np.zeros(2, bool)), [np.ones(2, bool)])
+    assert_both(complex_equals_float, lambda: (2 + 1j, 2.0, np.zeros(2, bool)), [np.zeros(2, bool)])
+
+
+def complex_equals_float(z, f, o):
+    for i in range(o.shape[0]):
+        o[i] = z == f
