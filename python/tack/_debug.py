@@ -303,6 +303,8 @@ class _Ctx:
                 return complex(r) if rank == 3 else float(r)
             if op in ("//", "%") and y == 0:
                 return self._compute(op, _I64, np.int64(x), np.int64(0))
+            if op == "**" and rank <= 1 and y < 0:  # a float power, folded as C's pow: 0 ** -1 is inf
+                return float(self._compute("**", _F64, np.float64(x), np.float64(y)))
             if op == "/" and rank <= 1:  # as the compiler folds it: the float64 values divided (1 / 0 is
                 # inf, 0 / 0 NaN, and 2**53 + 1 is rounded to float64 first), NumPy's true_divide
                 return float(self._compute("/", _F64, np.float64(x), np.float64(y)))

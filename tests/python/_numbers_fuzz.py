@@ -432,8 +432,8 @@ class Oracle:
                 return W(float(np.float64(a) / np.float64(b)), False)
             if op == "Div" and rank == 3 and b == 0:
                 raise Refused("complex / 0")
-            if op == "Pow" and rank <= 1 and b < 0:
-                return W(float(np.float64(a) ** np.float64(b)), False)
+            if op == "Pow" and rank <= 1 and b < 0:  # C's pow, as the compiler folds it (0 ** -1 is inf)
+                return W(float(np.power(np.float64(a), np.float64(b))), False)
             if op == "Pow" and rank <= 1 and abs(b) > 200:
                 raise Refused("huge power")
             r = {"Add": a + b, "Sub": a - b, "Mult": a * b, "Div": None, "FloorDiv": None,
@@ -497,7 +497,9 @@ class Oracle:
         return np.bool_(f(a, b))
 
     def unary(self, op, x):
-        if op == "UAdd":
+        if op == "UAdd":  # +True is Python's 1: the kernel's int64
+            if _is_bool(x):
+                return W(int(x.v), x.rt) if isinstance(x, W) else np.int64(x)
             return x
         if op == "USub":
             if isinstance(x, W):

@@ -316,3 +316,16 @@ def test_run_time_python_scalars_in_and_or_and_complex_equality_both_ways():
 def complex_equals_float(z, f, o):
     for i in range(o.shape[0]):
         o[i] = z == f
+
+
+def literal_negative_power(o):
+    for i in range(o.shape[0]):
+        o[0] = 0 ** -1
+        o[1] = False ** (-9223372036854775808)
+        o[2] = 3 ** -40
+
+
+def test_negative_power_of_int_literals_is_cs_pow_both_ways():
+    """An int literal to a negative literal power is a float, folded with C's pow as the compiler
+    folds it: 0 ** -1 is inf; debug mode used Python's, which raises ZeroDivisionError."""
+    assert_both(literal_negative_power, lambda: (np.zeros(3),), [np.array([np.inf, np.inf, 3.0 ** -40])])
