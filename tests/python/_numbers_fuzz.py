@@ -579,7 +579,13 @@ class Oracle:
                 av, bv = float(a.v) if t == 2 else a.v, float(b.v) if t == 2 else b.v
                 r = getattr(np, name)(np.float64(av), np.float64(bv)) if t == 2 else getattr(np, name)(av, bv)
                 return W(float(r), a.rt or b.rt) if t == 2 else W(r, a.rt or b.rt)
+            if t.kind in "iu":  # a Python int must fit the promoted type, as in arithmetic (NumPy 2)
+                for u in (a, b):
+                    if isinstance(u, W) and _rank(u) <= 1 and not np.iinfo(t).min <= u.v <= np.iinfo(t).max:
+                        raise OverflowError("out of bounds") if u.rt else Refused("literal out of bounds")
             return getattr(np, name)(self.to(t, a), self.to(t, b))
+        if name in ("abs", "absolute") and isinstance(args[0], W) and _rank(args[0]) == 1:
+            return W(abs(args[0].v), args[0].rt)  # np.abs of a Python int: abs's, a Python int
         self.ulps = self.ulps or name in ULP_FUNCS
         if all(isinstance(a, W) for a in args):
             if name in ("floor", "trunc", "ceil") and all(_rank(a) <= 1 for a in args):
@@ -766,6 +772,8 @@ def _outcome(kernel, args):
 
 
 _AGREE = {("refused", "refused"), ("OverflowError", "refused"), ("refused", "OverflowError"),
+          # a Python int argument is checked when the call is made, before the first element's error
+          ("ZeroDivisionError", "OverflowError"), ("ValueError", "OverflowError"),
           # the oracle stops at the first element's error; Tack refuses the kernel's types first
           ("ZeroDivisionError", "refused"), ("ValueError", "refused")}
 
