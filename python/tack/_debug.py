@@ -75,7 +75,7 @@ from . import _debug_calls
 from ._debug_calls import (  # noqa: F401 (_register_calls: tack._kernels finds it here)
     _CALLS, _instantiate, _register_calls, _run_func)
 from ._debug_values import (  # noqa: F401 (convert: tack._array finds it here)
-    _RANK, _RFloat, _RInt, _half_round, _int_to, _is_bool, _tree_f32, _value_dtype, _weak, _wrap64, convert)
+    _BIG, _big_literal, _RANK, _RBool, _RFloat, _RInt, _half_round, _int_to, _is_bool, _tree_f32, _value_dtype, _weak, _wrap64, convert)
 
 
 # -------------------------------------------------------------- operators
@@ -215,6 +215,8 @@ class _Ctx:
             return _OPS[op](x, y)
         if op == "@":  # summed in the kernel's order, not by NumPy's BLAS
             return _linalg.matmul(x, y)
+        if (type(x) is int and x >= _BIG) != (type(y) is int and y >= _BIG):
+            x, y = _big_literal(x, y), _big_literal(y, x)
         xa, ya = isinstance(x, np.ndarray), isinstance(y, np.ndarray)
         if xa != ya and op in _ARITH:
             # a vector, matrix or quaternion value and a number: the compiled kernel converts the
@@ -243,8 +245,8 @@ class _Ctx:
         arith = op in _ARITH
         if (arith or op in ("<<", ">>")) and _is_bool(x) and _is_bool(y):
             # arithmetic on two bools is arithmetic on ints, as in Python
-            x = int(x) if wx else np.int64(x)
-            y = int(y) if wy else np.int64(y)
+            x = (_RInt(int(x)) if wx[1] else int(x)) if wx else np.int64(x)
+            y = (_RInt(int(y)) if wy[1] else int(y)) if wy else np.int64(y)
             wx, wy = _weak(x), _weak(y)
         if wx is not None and wy is not None:
             return self._weak_bin(op, x, y, wx, wy)
@@ -299,6 +301,8 @@ class _Ctx:
     def _weak_bin(self, op, x, y, wx, wy):
         rank = max(wx[0], wy[0])
         runtime = wx[1] or wy[1]
+        if rank == 0 and runtime:  # & | ^ of a Python bool argument and a bool: a run-time bool
+            return _RBool(_OPS[op](bool(x), bool(y)))
         if not runtime:  # literals: Python's own arithmetic, computed exactly
             if rank >= 2 and op in ("/", "//", "%", "**"):
                 r = self._compute(op, _F64 if rank == 2 else _C128, np.float64(x) if rank == 2 else
@@ -306,6 +310,11 @@ class _Ctx:
                 return complex(r) if rank == 3 else float(r)
             if op in ("//", "%") and y == 0:
                 return self._compute(op, _I64, np.int64(x), np.int64(0))
+            if op == "**" and rank <= 1 and y < 0:  # a float power, folded as C's pow: 0 ** -1 is inf
+                return float(self._compute("**", _F64, np.float64(x), np.float64(y)))
+            if op == "/" and rank <= 1:  # as the compiler folds it: the float64 values divided (1 / 0 is
+                # inf, 0 / 0 NaN, and 2**53 + 1 is rounded to float64 first), NumPy's true_divide
+                return float(self._compute("/", _F64, np.float64(x), np.float64(y)))
             if op in ("<<", ">>"):  # NumPy's int64 shift, folded as compiled (lower_pyint.c)
                 if not 0 <= y < 64:
                     return -1 if op == ">>" and x < 0 else 0
@@ -341,7 +350,9 @@ class _Ctx:
         if wx is not None and wy is not None:
             if not (wx[1] or wy[1]) or max(wx[0], wy[0]) <= 1:
                 return np.bool_(_CMPS[op](x, y))  # a bool, as compiled: 100000 * (1 < 2) is int64
-            t = self.df  # a run-time weak value meeting a float: the default float
+            t = self.df  # a run-time weak value meeting a float: the default float (complex: the default complex)
+            if max(wx[0], wy[0]) == 3:
+                t = _C64 if self.df == _F32 else _C128
         else:
             t = self._promote(x, y)
             if wx is None and wy is None and t.kind == "f" and x.dtype.kind in "iu" and y.dtype.kind in "iu":
@@ -361,7 +372,7 @@ class _Ctx:
             if isinstance(x, np.bool_):
                 return -np.int64(x)
             return -x
-        if type(x) is _RInt:
+        if type(x) is _RInt or type(x) is _RBool:
             return _wrap64(-int(x))
         if type(x) is _RFloat:
             r = _RFloat(-float(x))
@@ -369,11 +380,23 @@ class _Ctx:
             return r
         return -x
 
+    def pos(self, x):
+        """+x: a bool is an int64 (Python's +True is 1; NumPy has no + of a bool), anything else itself."""
+        if type(x) is bool:
+            return int(x)
+        if type(x) is _RBool:
+            return _RInt(int(x))
+        if isinstance(x, np.bool_):
+            return np.int64(x)
+        return x
+
     def inv(self, x):
         if type(x) is _RInt:
             return _wrap64(~int(x))
         if type(x) is bool:
             return not x  # ~ of a bool is NumPy's logical not, True and False as well
+        if type(x) is _RBool:
+            return _RBool(not x)
         return ~x
 
     def not_(self, x):
@@ -529,6 +552,20 @@ class _Ctx:
         t = self.local_types.get(name)
         if t is None or isinstance(v, np.ndarray):
             return v
+        if type(t) is str:
+            # a local the compiler types weak: a value known at run time, not a literal, even where
+            # a literal was assigned (`v = 100; v / 3` is the default float's 100 / 3, `v = 300;
+            # a8[i] + v` NumPy 2's OverflowError, as the compiled kernel's local gives them)
+            w = _weak(v)
+            if w is None or w[1]:
+                return v
+            if t == "int (Python)" and w[0] <= 1:
+                return _wrap64(int(v)) if -(1 << 63) <= v < (1 << 63) else v
+            if t == "float (Python)" and w[0] <= 2:
+                r = _RFloat(float(v))
+                r.tree = None
+                return r
+            return v
         return convert(t, v)
 
     def choice(self, line, col, k, v, run_time=False):
@@ -555,7 +592,7 @@ class _Ctx:
                     return r
                 return float(v)
             if t == "int (Python)" and w[0] == 0:
-                return int(v)
+                return _RInt(int(v)) if w[1] else int(v)
             return v
         if type(v) is t.type:
             return v
@@ -761,8 +798,10 @@ class _Ctx:
         if any(isinstance(a, (complex, np.complexfloating)) for a in args):
             return fn(*args)
         x = args[0]
-        for y in args[1:]:  # the promoted type of the arguments, as for +
-            x = self.bin("+", x, y)
+        for y in args[1:]:  # the promoted type of the arguments, as for + (of the types alone: a
+            # run-time int as 0, since each argument converts to the function's float unchecked, as
+            # compiled: math.copysign(u32, -1) is -x, not NumPy 2's OverflowError of -1 meeting u32)
+            x = self.bin("+", _RInt(0) if type(x) is _RInt else x, _RInt(0) if type(y) is _RInt else y)
         w = _weak(x)
         if w is None:
             t = x.dtype
@@ -776,11 +815,11 @@ class _Ctx:
         r = fn(*[np.float64(a) for a in args])
         if isinstance(r, np.bool_):
             return r
-        if w[1] or any(type(a) is _RFloat for a in args):
-            r = _RFloat(float(r))
-            r.tree = ("math", lambda *a: fn(*[np.float32(v) for v in a]), args)
-            return r
-        return float(r)
+        # a weak float, of literals too: the compiler folds no math call, so np.sin(-1e-300) is a
+        # weak expression that meets f32 computed in f32 (lower.c, weak_to_f32; weak_locals.c)
+        r = _RFloat(float(r))
+        r.tree = ("math", lambda *a: fn(*[np.float32(v) for v in a]), args)
+        return r
 
 
 def _construct(dt, args):
@@ -890,6 +929,8 @@ def run(ctx, fn, kwargs):
     for name, v in list(kwargs.items()):
         if type(v) is int:
             kwargs[name] = _RInt(v)
+        elif type(v) is bool:
+            kwargs[name] = _RBool(v)
         elif type(v) is float:
             r = _RFloat(v)
             r.tree = None

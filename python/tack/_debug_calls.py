@@ -25,9 +25,9 @@ import operator
 import numpy as np
 
 from . import _core
-from ._debug_facts import _F32, _I64, _LOCAL_TYPES
+from ._debug_facts import _F32, _I64, _LOCAL_TYPES, _U64
 from ._debug_transform import _transformed
-from ._debug_values import _RFloat, _RInt, _f2i, _is_bool, _value_dtype, _weak, _wrap64, convert
+from ._debug_values import _big_literal, _RBool, _RFloat, _RInt, _f2i, _is_bool, _value_dtype, _weak, _wrap64, convert
 
 _U64 = np.dtype(np.uint64)
 
@@ -85,7 +85,7 @@ def _abs(ctx, x):
     if _composite(x):
         return elementwise(ctx, _abs, (x,))
     w = _weak(x)
-    if type(x) is _RInt:
+    if type(x) is _RInt or type(x) is _RBool:
         return _wrap64(abs(int(x)))
     if type(x) is _RFloat:
         r = _RFloat(abs(float(x)))
@@ -106,7 +106,7 @@ def _minmax(pick):
         for a in args[1:]:
             if ctx.cmp(pick, a, best):  # Python's min/max: the first of equals, NaN as comparisons say
                 best = a
-        return _picked(ctx, args, best)
+        return _picked(ctx, args, best, pick)
 
     return f
 
@@ -116,7 +116,11 @@ def _np_minmax(pick):
     def f(ctx, a, b):
         if _composite(a) or _composite(b):
             return elementwise(ctx, f, (a, b))
+        a, b = _big_literal(a, b), _big_literal(b, a)
         t = ctx._promote(a, b)
+        wa, wb = _weak(a), _weak(b)
+        if t is None and max(wa[0], wb[0]) == 1:  # two Python ints: NumPy's int64 (lower_call.c's np_minmax)
+            t = _U64 if any(type(v) is int and v >= 1 << 63 for v in (a, b)) else _I64
         if t is not None and t.kind in "iu":  # compared in the promoted type, into which a run-time
             for v in (a, b):                  # Python int must fit (NumPy 2's OverflowError), as compiled
                 if type(v) is _RInt and ctx.checks:
@@ -127,8 +131,9 @@ def _np_minmax(pick):
     return f
 
 
-def _picked(ctx, args, best):
-    """The value `best` of `args` that min/max picked, in the type the compiler gives the pick."""
+def _picked(ctx, args, best, pick=None):
+    """The value `best` of `args` that min/max (pick "<" or ">") picked, in the type the compiler
+    gives the pick."""
     t = args[0]
     for a in args[1:]:  # the promoted type, as for + (of the types alone: a run-time int as 0,
         # since the value picked is converted as documented, not checked as an operand of +)
@@ -140,8 +145,30 @@ def _picked(ctx, args, best):
     if w[1] and all(_weak(a) is not None for a in args):
         if type(t) is _RInt:
             return _RInt(int(best))
-        return ctx._to(ctx.df, best) if w[0] == 2 and any(type(a) is _RInt for a in args) else best
+        if w[0] == 2 and any(type(a) is _RInt for a in args):
+            return ctx._to(ctx.df, best)
+        if w[0] == 2 and any(type(a) is _RFloat for a in args):
+            # a weak float's pick: where it meets f32 the compiler compares and picks in f32 (weak_to_f32,
+            # weak_locals.c), so it is recomputed there from the arguments' f32 values
+            r = _RFloat(float(best))
+            r.tree = ("math", _f32_pick(pick), tuple(args))
+            return r
+        return best
     return best
+
+
+def _f32_pick(pick):
+    """min (pick "<") or max (">") of f32 values as Python picks: the first of the best, by comparisons."""
+    if pick is None:
+        return None
+
+    def f(*vals):
+        best = vals[0]
+        for v in vals[1:]:
+            if (v < best) if pick == "<" else (v > best):
+                best = v
+        return best
+    return f
 
 
 def _pow(ctx, x, y):
@@ -429,6 +456,10 @@ def _numpy_math_handler(name, fn):
     def h(ctx, *args):
         if any(_composite(a) for a in args):
             return elementwise(ctx, h, args)
+        if name == "abs" and len(args) == 1:  # lower_call.c's numpy_math: a bool as it is, else abs_of
+            if isinstance(args[0], np.bool_):
+                return args[0]
+            return _abs(ctx, args[0])  # of a Python number abs's: an int stays a (run-time) Python int
         if name in _NUMPY_KEEPS_INTS and (type(args[0]) in (int, _RInt, bool) or _is_bool(args[0])
                                           or isinstance(args[0], np.integer)):
             return args[0]
@@ -439,6 +470,8 @@ def _numpy_math_handler(name, fn):
                     return np.sign(convert(t, args[0]))
                 if name == "fmod" and t.kind in "iu":
                     return _int_fmod(ctx, t, *args)
+                if name == "fmod" and t.kind == "b":  # NumPy's loop for bools is int8's
+                    return _int_fmod(ctx, np.dtype(np.int8), *[convert(np.dtype(np.int8), a) for a in args])
                 if name not in _PREDICATES:  # isnan(int): False in any float
                     bits = 8 if t.kind == "b" else t.itemsize * 8
                     f = np.dtype(np.float16 if bits <= 8 else np.float32 if bits == 16 else np.float64)
@@ -483,6 +516,7 @@ def _register_calls():
     for npname, name in K._NUMPY_MATH.items():
         if name in K._MATH:
             _CALLS.setdefault(getattr(np, npname), _numpy_math_handler(name, K._math_impl(name)))
+    _CALLS.setdefault(np.absolute, _numpy_math_handler("abs", np.absolute))  # np.abs: not a math row
     _CALLS[math.pow] = _math_handler(_float_pow)
     _CALLS[np.minimum], _CALLS[np.maximum] = _np_minmax("<"), _np_minmax(">")
     _CALLS[builtins.round] = _round(True)  # lower_numpy.c's spellings

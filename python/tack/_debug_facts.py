@@ -87,7 +87,9 @@ def _section_facts(lines):
         if st.startswith("locals:"):
             for m in _LOCAL.finditer(st[len("locals:"):].strip()):
                 name, t = m.group(1), m.group(2).strip()
-                dt = _LOCAL_TYPES.get(t)
+                # a fixed dtype, or one weak type ("int (Python)"): a local is a value known at run
+                # time, whatever was assigned to it (`v = 100; v / 3` divides in the default float)
+                dt = _LOCAL_TYPES.get(t) or (t if t in ("int (Python)", "float (Python)") else None)
                 if dt is None or (name in types and types[name] != dt):
                     weak.add(name)
                 else:
@@ -143,7 +145,11 @@ def _atomic_lines(lines):
     for line in lines:
         if line.startswith("func ") or line == "races:":
             break
-        if "atomic_" in line or re.search(r"\b_sum\d+'\d+ = ", line):
+        # an atomic, a private sum, or an atomic on the iteration's own element made a plain update
+        # (privatize.c: `store.rmw a[i] = (add:T (load a i) v)`, v converted to the element's type T
+        # first, as the atomic was; a compound store lowering gives is cast to T after the operation)
+        if "atomic_" in line or re.search(r"\b_sum\d+'\d+ = ", line) or \
+                re.match(r"\s*store\.rmw .*?\](?:\.c\d+)? = \((?:add|sub):", line):
             m = re.search(r"; line (\d+)", line)
             if m:
                 atomic.add(int(m.group(1)))

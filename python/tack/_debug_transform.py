@@ -49,12 +49,26 @@ class _Transform(ast.NodeTransformer):
 
     def visit_BoolOp(self, node):
         """`a and b and c` as `((a and b) and c)` with each pair's operands in
-        the type the compiler gives the pair (lower_expr.c, shortcircuit)."""
+        the type the compiler gives the pair (lower_expr.c, shortcircuit), the
+        test on `a` itself, before that conversion (2**31 * i is true, though
+        it is 0 in uint8): `a and b` is `b' if (t := a) else t'`, `a or b` is
+        `t' if (t := a) else b'`, where x' is x converted."""
         self.generic_visit(node)
         acc = node.values[0]
         for k, v in enumerate(node.values[1:], 1):
-            acc = ast.copy_location(ast.BoolOp(op=node.op, values=[self._choice(node, k, acc),
-                                                                    self._choice(node, k, v)]), node)
+            name = self.tmp()
+            test = ast.NamedExpr(target=ast.Name(id=name, ctx=ast.Store()), value=acc)
+            first = self._choice(node, k, ast.Name(id=name, ctx=ast.Load()))
+            other = self._choice(node, k, v)
+            if not (isinstance(acc, ast.Constant) and isinstance(v, ast.Constant)):
+                # a literal picked by a test known at run time is an integer known at run time, as
+                # the compiler's pick of the two is (only two constants give a constant, lower_expr.c)
+                first.args.append(ast.Constant(True))
+                other.args.append(ast.Constant(True))
+            acc = ast.IfExp(test=test, body=other, orelse=first) if isinstance(node.op, ast.And) else \
+                ast.IfExp(test=test, body=first, orelse=other)
+            acc = ast.copy_location(acc, node)
+            ast.fix_missing_locations(acc)
         return acc
 
     def visit_IfExp(self, node):
@@ -81,6 +95,8 @@ class _Transform(ast.NodeTransformer):
             return ast.copy_location(_callc("inv", node.operand), node)
         if isinstance(node.op, ast.Not):
             return ast.copy_location(_callc("not_", node.operand), node)
+        if isinstance(node.op, ast.UAdd):
+            return ast.copy_location(_callc("pos", node.operand), node)
         return node
 
     def visit_Compare(self, node):

@@ -36,6 +36,19 @@ class _RInt(int):
     __slots__ = ()
 
 
+class _RBool(int):
+    """A Python bool argument: a weak bool known at run time (0 or 1, shown as False and True),
+    which arithmetic makes a run-time int, as the compiled kernel's weak bool parameter: `s / 3` is
+    the default float's division, `0 / s` with s False is NaN, not Python's ZeroDivisionError."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return repr(bool(self))
+
+    __str__ = __repr__
+
+
 class _RFloat(float):
     """A weak float known at run time (a Python float argument, arithmetic
     on one): carried in f64; ``tree`` recomputes it in f32."""
@@ -52,7 +65,7 @@ def _wrap64(v):
 
 
 # (rank, run-time) of each weak type: by the exact type, as type(v) is ... compares
-_WEAK = {_RInt: (1, True), _RFloat: (2, True), bool: (0, False), int: (1, False), float: (2, False),
+_WEAK = {_RInt: (1, True), _RFloat: (2, True), _RBool: (0, True), bool: (0, False), int: (1, False), float: (2, False),
          complex: (3, False)}
 
 
@@ -116,6 +129,8 @@ def convert(to, v):
         return np.bool_(v != 0)
     if to == _F32 and type(v) is _RFloat:
         return _tree_f32(v)
+    if to.kind == "f" and to.itemsize == 2 and type(v) is _RFloat:  # a weak float meeting f16 meets its
+        return to.type(_tree_f32(v))  # values' type, f32, as compiled (lower_local.c, lw_half_value)
     if to.kind == "f" and isinstance(v, (np.complexfloating, complex)):
         v = v.real
     if isinstance(v, int) and not isinstance(v, np.generic):
@@ -142,5 +157,17 @@ def _half_round(t, v):
 
 
 
+_BIG = 1 << 63
+
+
+def _big_literal(v, other):
+    """A literal from 2**63 to 2**64 - 1 is a uint64 where it meets anything but another literal (the
+    compiler's constant marked TK_CONST_PYINT, lower_pyint.c): `i + 2**63` is uint64 arithmetic,
+    `x32[i] + 2**63` float64, as NumPy's uint64 gives; between literals it is Python's int."""
+    if type(v) is int and v >= _BIG and not (type(other) in (int, bool, float, complex)):
+        return np.uint64(v)
+    return v
+
+
 def _is_bool(v):
-    return type(v) is bool or isinstance(v, np.bool_)
+    return type(v) is bool or type(v) is _RBool or isinstance(v, np.bool_)

@@ -103,6 +103,14 @@ RaceError.__module__ = "tack"
 _core._set_hooks(compile_error=CompileError, race_warning=RaceWarning, race_error=RaceError)
 
 
+
+def _tp_name(cls):
+    """A type's name as the compiled call's messages give it (C's tp_name): ``numpy.ndarray`` for a
+    type written in C, the class's own name for one written in Python."""
+    if cls.__flags__ & (1 << 9) or cls.__module__ == "builtins":  # Py_TPFLAGS_HEAPTYPE: a Python class
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
 def compile_kernels(calls, *, threads=None):
     """Compile several kernels at once, ahead of their first calls.
 
@@ -536,7 +544,7 @@ class PythonKernel:
                 _debug.check_int(self.__name__, p, v, ranges[i])
             if p in written and isinstance(v, _np().ndarray) and not v.flags.writeable:
                 raise ValueError(f"{name}() writes to parameter '{p}', but the array passed for it (a "
-                                 f"{type(bound.arguments[p]).__name__}) is read-only")
+                                 f"{_tp_name(type(bound.arguments[p]))}) is read-only")
             if p in written and isinstance(v, _np().ndarray) and _self_overlaps(v):
                 raise ValueError(f"kernel '{self.__name__}' writes to parameter '{p}' but elements of the view "
                                  "passed for it share memory (a zero or overlapping stride, as "

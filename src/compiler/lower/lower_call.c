@@ -493,6 +493,8 @@ static tk_ir *numpy_math(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na,
             return int_sign(L, a[0], t, n);
         }
         if (!t.weak && in->kind == TK_IK_MATH && in->sub == M_FMOD && ty_is_int(t)) return int_fmod(L, a[0], a[1], t, n);
+        if (!t.weak && in->kind == TK_IK_MATH && in->sub == M_FMOD && ty_is_bool(t)) /* NumPy's loop for bools is int8's */
+            return int_fmod(L, a[0], a[1], ty_value(TACK_I8), n);
         if (!t.weak && in->kind == TK_IK_MATH && !tk_math_is_predicate(in->sub)) { /* isnan(int): False in any float */
             int bits = ty_is_bool(t) ? 8 : dt_bits((tack_dtype)t.dt);
             tk_type f = ty_value(bits <= 8 ? TACK_F16 : bits == 16 ? TACK_F32 : TACK_F64);
@@ -526,6 +528,9 @@ static tk_ir *np_minmax(lw_state *L, const tk_intrinsic *in, tk_ir **a, int na, 
             ERR(n, "np.%s() takes real numbers, vectors or matrices, not %s", in->name, TN(a[i]->ty));
     tk_type t = ty_promote(a[0]->ty, a[1]->ty);
     if (t.kind != TY_VALUE) ERR(n, "np.%s() of %s and %s", in->name, TN(a[0]->ty), TN(a[1]->ty));
+    /* two Python ints (literals or known at run time): NumPy's int64 scalar, not a Python int --
+     * np.maximum(3, 100) / 3 divides an int64, and np.maximum(i, 5) + a8[i] is int64 arithmetic */
+    if (t.weak && ty_is_int(t) && !ty_is_bool(t)) t = ty_concrete(t);
     if (ty_is_int(t)) { /* a Python int meeting int8 here is NumPy 2's OverflowError where it does not fit, as in + */
         for (int i = 0; i < 2; i++) {
             lw_pyint_fits(L, a[i], t);

@@ -617,8 +617,13 @@ static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *sc
     if (!ty_is_scalar(a->ty) || !ty_is_scalar(b->ty)) ERR(n, "and/or need scalar operands, not %s and %s", TN(a->ty), TN(b->ty));
     if (ty_is_complex(a->ty) || ty_is_complex(b->ty))
         ERR(n, "and/or of complex numbers is not supported in kernels; test bool(z) or z != 0");
-    tk_type t = ty_is_bool(a->ty) && ty_is_bool(b->ty) ? ty_value(TACK_BOOL) : ty_promote(a->ty, b->ty);
-    if (k > 0 && scratch->n == 0) lw_choice(L, n, k, t, -1);
+    tk_type t = ty_is_bool(a->ty) && ty_is_bool(b->ty) ? ty_value(TACK_BOOL) : lw_rule_arith(ty_promote(a->ty, b->ty), a, b);
+    /* Python tests a itself; where converting a to t may make a true value false (2**31 * i into
+     * uint8 is 0, a Python float of 1e-300 into f32 is 0.0), the test is on a before the conversion,
+     * in the if below, and the value picked is converted after */
+    int narrows = (ty_is_int(a->ty) && ty_is_int(t) && dt_bits((tack_dtype)t.dt) < dt_bits((tack_dtype)a->ty.dt)) ||
+                  (ty_is_float(a->ty) && ty_is_float(t) && dt_bits((tack_dtype)t.dt) < dt_bits((tack_dtype)a->ty.dt));
+    if (k > 0 && scratch->n == 0 && !narrows) lw_choice(L, n, k, t, -1);
     int ta, tb;
     if (scratch->n == 0 && !ty_is_bool(t) && lw_pyint_truth(a, &ta) && lw_pyint_truth(b, &tb)) {
         /* 0 or 100000: Python's pick of two constants is a constant, checked where it meets a type */
@@ -626,7 +631,7 @@ static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *sc
         if (k > 0) lw_choice(L, n, k, pick->ty, -1); /* the constant's own type (2**63 or 1: u64 or not) */
         return pick;
     }
-    if (scratch->n == 0) {
+    if (scratch->n == 0 && !narrows) {
         a = lw_cast(L, a, t);
         if (!ty_is_bool(t)) a = lw_hoist(L, a);
         tk_ir *e = lw_mk(L, isand ? IR_AND : IR_OR, t, n);
@@ -636,8 +641,9 @@ static tk_ir *shortcircuit(lw_state *L, int isand, tk_ir *a, tk_ir *b, tk_ir *sc
     }
     int tmp = lw_temp(L, t);
     if (k > 0) lw_choice(L, n, k, t, tmp);
+    if (narrows) a = lw_hoist(L, a);
     lw_emit(L, lw_assign_ir(L, tmp, lw_cast(L, a, t), n->line));
-    tk_ir *cond = lw_truth(L, lw_local_ref(L, tmp, n->line), n);
+    tk_ir *cond = lw_truth(L, narrows ? a : lw_local_ref(L, tmp, n->line), n);
     if (!isand) {
         tk_ir *u = lw_mk(L, IR_UN, ty_value(TACK_BOOL), n);
         u->sub = U_NOT;
@@ -776,7 +782,8 @@ static tk_ir *lower_ifexp(lw_state *L, tack_node *n) {
     tk_ir *a = lw_in(L, ba, n->kids[1]);
     tk_ir *b = lw_in(L, bb, n->kids[2]);
     if (!lw_known(a) || !lw_known(b)) return lw_unknown(L, n);
-    tk_type t = ty_promote(a->ty, b->ty);
+    /* i if c else 0.5: a run-time int meeting a Python float is the default float, as in max(i, 0.5) */
+    tk_type t = lw_rule_arith(ty_promote(a->ty, b->ty), a, b);
     if (t.kind == TY_UNKNOWN) ERR(n, "the branches of a conditional expression have incompatible types %s and %s", TN(a->ty), TN(b->ty));
     if (ba->n == 0 && bb->n == 0) {
         lw_choice(L, n, 0, t, -1);

@@ -364,6 +364,15 @@ tk_ir *lw_pyint_compare(lw_state *L, int b, tk_ir *x, tk_ir *y, tack_node *n) {
         if (ux && sy) return signed_vs_unsigned(L, mirror[b], lw_cast(L, y, ty_value(TACK_I64)), x, n);
         return NULL;
     }
+#ifdef __SIZEOF_INT128__
+    if (px && py && is_pyint(x) && is_pyint(y) && (lw_is_big_pyint(x) || lw_is_big_pyint(y))) {
+        /* two literals, one from 2**63 up: Python's exact answer (2**64 - 1 >= -1 is True), not a
+         * conversion of the other to uint64, which refused -1 */
+        i128 u = value_of(x), v = value_of(y);
+        int r = b == B_EQ ? u == v : b == B_NE ? u != v : b == B_LT ? u < v : b == B_LE ? u <= v : b == B_GT ? u > v : u >= v;
+        return ir_const_i(L->C, ty_value(TACK_BOOL), r, n->line);
+    }
+#endif
     if (px == py) return NULL; /* two Python ints */
     tk_ir *w = px ? x : y, *c = px ? y : x;
     if (c->ty.kind != TY_VALUE || c->ty.weak || !ty_is_int(c->ty) || !ty_is_scalar(c->ty)) return NULL;
