@@ -306,6 +306,20 @@ def _lane_max(a, b):
     return a if (a != a or a > b) else b
 
 
+@func
+def _zero_or_nan_at(x, lo, hi, h):
+    # the index of x[lo:hi]'s last zero (h == 2) or first NaN (h == 1); -1 when there is none
+    at = i64(-1)
+    for i in range(lo, hi):
+        v = x[i]
+        if h == 2:
+            if v == 0:
+                at = i
+        elif v != v and at < 0:
+            at = i
+    return at
+
+
 def _minmax_kernel(lane):
     """The reduction kernel of "min" or "max" (`lane`, _lane_min or _lane_max): each block in
     eight interleaved lanes (element i of the block into lane i % 8, as the sum's partial sums), the
@@ -359,18 +373,7 @@ def _minmax_kernel(lane):
         # a zero or NaN result: each block's last zero or first NaN (-1: none), in parallel, then
         # the last block's zero or the first block's NaN
         for b in independent(range(nb if where[nb] != 0 else 0)):
-            lo = b * bs
-            hi = min(lo + bs, n)
-            h = where[nb]
-            at = i64(-1)
-            for i in range(lo, hi):
-                v = x[i]
-                if h == 2:
-                    if v == 0:
-                        at = i
-                elif v != v and at < 0:
-                    at = i
-            where[b] = at
+            where[b] = _zero_or_nan_at(x, b * bs, min(b * bs + bs, n), where[nb])
         for t in range(1):
             if where[nb] == 1:
                 b = i64(0)
@@ -435,18 +438,7 @@ def _minmax_keys_kernel(is_min):
                 where[nb] = 2
         # a zero or NaN result: each block's last zero or first NaN (-1: none), as _reduce_minmax's
         for b in independent(range(nb if where[nb] != 0 else 0)):
-            lo = b * bs
-            hi = min(lo + bs, n)
-            h = where[nb]
-            at = i64(-1)
-            for i in range(lo, hi):
-                v = x[i]
-                if h == 2:
-                    if v == 0:
-                        at = i
-                elif v != v and at < 0:
-                    at = i
-            where[b] = at
+            where[b] = _zero_or_nan_at(x, b * bs, min(b * bs + bs, n), where[nb])
         for t in range(1):
             if where[nb] != 0:
                 b = i64(0)

@@ -39,9 +39,23 @@ from ._array import empty as _empty, asarray as _asarray
 from ._core import i64
 from ._intrinsics import independent
 from ._hashgrid_rewrite import rewrite
-from ._kernels import kernel
+from ._kernels import func, kernel
 
 __all__ = ["HashGrid"]
+
+
+@func
+def _clamped_cell(f, lim, n):
+    # the cell of position f (in cell widths) on an axis of n cells: 0 at or below 0 (a NaN too),
+    # n - 1 at or above lim, else int(f) kept below n
+    c = i64(0)
+    if f > 0.0:
+        c = n - 1
+        if f < lim:
+            c = i64(f)
+            if c > n - 1:
+                c = n - 1
+    return c
 
 
 @kernel
@@ -51,14 +65,7 @@ def _cells(pts, origin, lim, inv, dims, keys):
         key = i64(0)
         stride = i64(1)
         for d in range(pts.shape[1]):
-            f = math.floor((pts[i, d] - origin[d]) * inv)
-            c = i64(0)
-            if f > 0.0:
-                c = dims[d] - 1
-                if f < lim[d]:
-                    c = i64(f)
-                    if c > dims[d] - 1:
-                        c = dims[d] - 1
+            c = _clamped_cell(math.floor((pts[i, d] - origin[d]) * inv), lim[d], dims[d])
             key += c * stride
             stride *= dims[d]
         keys[i] = key
@@ -74,13 +81,7 @@ def _cells_periodic(pts, inv, fdims, dims, keys):
         for d in range(pts.shape[1]):
             f = pts[i, d] * inv[d]
             f = f - fdims[d] * math.floor(f / fdims[d])  # in [0, n], n only by rounding
-            c = i64(0)
-            if f > 0.0:
-                c = dims[d] - 1
-                if f < fdims[d]:
-                    c = i64(f)
-                    if c > dims[d] - 1:
-                        c = dims[d] - 1
+            c = _clamped_cell(f, fdims[d], dims[d])
             key += c * stride
             stride *= dims[d]
         keys[i] = key
