@@ -219,9 +219,13 @@ static tk_ir *fx(tk_cc *C, tk_ir *x) {
         return x;
     case IR_AND:
         if (ir_is_const(x->k[0]) && ty_is_scalar(x->k[0]->ty)) return truthy(x->k[0]) ? x->k[1] : x->k[0];
+        /* p and False of bools is False whatever p, when p does nothing (`fl != 0 and acc != acc` of an
+         * integer acc: C compilers warn of a constant operand of && ) */
+        if (ty_is_bool(x->ty) && ir_is_const(x->k[1]) && !truthy(x->k[1]) && tk_rows_pure(x->k[0])) return x->k[1];
         return x;
     case IR_OR:
         if (ir_is_const(x->k[0]) && ty_is_scalar(x->k[0]->ty)) return truthy(x->k[0]) ? x->k[0] : x->k[1];
+        if (ty_is_bool(x->ty) && ir_is_const(x->k[1]) && truthy(x->k[1]) && tk_rows_pure(x->k[0])) return x->k[1]; /* p or True */
         return x;
     case IR_WRAP:
         if (ir_is_const(x->k[0]) && x->k[0]->c.i >= 0) return x->k[0];
