@@ -36,6 +36,28 @@
  * components (emit.h's hist_dt and hist_k): 2^20 vec3 forces into 64 cells
  * took 2.3-2.5 ms so, 65-71 ms on per-component atomics (2 cores, load 14).
  *
+ * Running minima and maxima.  `tack.atomic_max(err, 0, abs(new[i] - old[i]))`
+ * (a Jacobi solver's convergence test, as Numba ports write it) and
+ * `tack.atomic_min` into a fixed cell, as statements (the old value
+ * unused), get a private running min/max per chunk on a chunked (CPU)
+ * target, under the same rule: the array is only ever the target of such
+ * statements in the loop.  The statement becomes `m = v > m ? v : m`
+ * (`<` for a min): the atomic's own test, so a NaN value changes nothing
+ * and a zero equal to m leaves m's sign, the first zero of the chunk winning
+ * as it would with the chunk's atomics in order.  m starts at the type's
+ * extreme (-inf for a float max, the smallest integer, 0 for an unsigned
+ * one), which no atomic moves a cell past, and the flush (an atomic min/max,
+ * its sub in `red`) runs only when m moved off it: a chunk that never
+ * reached the statement, or reached it only with NaNs, stores nothing, and
+ * a NaN cell stays NaN because `v > NaN` is false in the flush as in every
+ * atomic.  The emitter starts m and keeps the chunk's loop in order (no
+ * SIMD reduction or sum streams, whose lanes would reorder equal zeros).
+ * One array may hold adds, mins and maxes only in cells of their own: each
+ * kind's statements at constant indices that differ from every other
+ * kind's in some axis (`extremes[0]` min'd, `extremes[1]` max'd); any
+ * other mix, or a min/max at a varying index, keeps its atomics.  A GPU
+ * keeps its atomics too (its flush hooks reduce sums).
+ *
  * Histograms.  When the index varies (`hist[keys[i]] += 1`), the cells are
  * many but usually few enough to copy: OpenMP programs count into a private
  * array per thread and merge at the end, and atomics on a small array are
