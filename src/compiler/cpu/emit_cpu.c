@@ -733,6 +733,20 @@ static void emit_pfor(tk_emitter *e, tk_ir *s) {
     e->fn = saved_fn;
 }
 
+/* The start of a running min (max) of a chunk (privatize.c): the type's
+ * largest (smallest) value, +inf (-inf) for a float, which no value moves the
+ * cell past; a chunk whose value is still it flushes nothing. */
+static void minmax_identity(tk_emitter *e, const tk_ir *a) {
+    static const char *const lo[] = {"(-127 - 1)", "(-32767 - 1)", "(-2147483647 - 1)", "(-9223372036854775807LL - 1)"};
+    static const char *const hi[] = {"127", "32767", "2147483647", "9223372036854775807LL"};
+    int dt = a->ty.dt, bits = dt_bits((tack_dtype)dt), mx = a->sub == A_MAX;
+    int w = bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : 3;
+    P(e, "(%s)", ctype(e, dt));
+    if (is_float_dt(dt)) P(e, "%s__builtin_inf()", mx ? "-" : "");
+    else if (dt_kind((tack_dtype)dt) == TACK_KIND_UINT) P(e, mx ? "0" : "-1");
+    else P(e, "%s", mx ? lo[w] : hi[w]);
+}
+
 /* The rest of pfor_function: the chunk's private state, loop and flushes. */
 static void pfor_chunk(tk_emitter *e, tk_ir *s) {
     tk_spec *S = e->S;
@@ -743,6 +757,11 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
     }
     /* private locals: those of this loop's scope (the pfor id is the scope) */
     declare_locals(e, S->locals[s->vars[0]].scope, 0, em_carried_locals(e, s), 1);
+    for (int r = 0; s->red && r < s->red->n; r++) /* a running min/max starts at its identity */
+        if (s->red->k[r]->sub != A_ADD) {
+            I(e); local_name(e, s->red->k[r]->k[0]->local); P(e, " = "); minmax_identity(e, s->red->k[r]);
+            P(e, "; /* tk: private running %s */\n", s->red->k[r]->sub == A_MIN ? "min" : "max");
+        }
     /* histogram arrays (privatize.c) are counted into zeroed private copies on
      * the stack, each when it is small and the chunk long enough to repay its
      * flush: then the chunk runs a version of the loop that adds into the
@@ -844,7 +863,11 @@ static void pfor_chunk(tk_emitter *e, tk_ir *s) {
     for (int r = 0; s->red && r < s->red->n; r++) {
         tk_ir *a = s->red->k[r];
         I(e); P(e, "if (");
-        if (ty_is_scalar(a->ty)) {
+        if (a->sub != A_ADD) { /* a min/max that moved off its start */
+            ex(e, a->k[0]);
+            P(e, " != ");
+            minmax_identity(e, a);
+        } else if (ty_is_scalar(a->ty)) {
             ex(e, a->k[0]);
             P(e, " != 0");
         } else { /* a vector or matrix sum: any component not 0 (a chunk that never added writes nothing) */

@@ -81,8 +81,8 @@ static int simd_ok(tk_emitter *e, tk_ir *s) {
     if (!e->T->simd_pragma || !e->C->opts.optimize || e->hist || e->exact == CHUNK_EXACT) return 0;
     if (!simd_body(e->C, s->k[s->aux], 0)) return 0;
     if (e->T->polls && serial_loops(s->k[s->aux]) != guarded_loops(e, s, s->k[s->aux])) return 0;
-    for (int r = 0; s->red && r < s->red->n; r++)
-        if (!simd_scalar(s->red->k[r]->ty.dt)) return 0;
+    for (int r = 0; s->red && r < s->red->n; r++) /* a running min/max keeps its order: no lanes */
+        if (!simd_scalar(s->red->k[r]->ty.dt) || s->red->k[r]->sub != A_ADD) return 0;
     return 1;
 }
 
@@ -345,8 +345,8 @@ static int streams_ok(tk_emitter *e, tk_ir *s) {
     if (sum_streams() < 2 || !s->red || !s->red->n || s->aux != 1 || e->fastv == DIV_SEGMENTED || e->rlo || e->rhi ||
         e->rc || serial_loops(s->k[1]) || ir_nodes(s->k[1]) > SUM_STREAM_NODES)
         return 0;
-    for (int r = 0; r < s->red->n; r++)
-        if (!simd_scalar(s->red->k[r]->ty.dt)) return 0; /* a vector sum: one stream, its own type's adds */
+    for (int r = 0; r < s->red->n; r++) /* a vector sum: one stream, its own type's adds; a min/max: in order */
+        if (!simd_scalar(s->red->k[r]->ty.dt) || s->red->k[r]->sub != A_ADD) return 0;
     int loads = sum_loads(s->k[1]);
     return loads >= 0 && loads <= s->red->n;
 }

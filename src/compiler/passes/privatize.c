@@ -36,6 +36,28 @@
  * components (emit.h's hist_dt and hist_k): 2^20 vec3 forces into 64 cells
  * took 2.3-2.5 ms so, 65-71 ms on per-component atomics (2 cores, load 14).
  *
+ * Running minima and maxima.  `tack.atomic_max(err, 0, abs(new[i] - old[i]))`
+ * (a Jacobi solver's convergence test, as Numba ports write it) and
+ * `tack.atomic_min` into a fixed cell, as statements (the old value
+ * unused), get a private running min/max per chunk on a chunked (CPU)
+ * target, under the same rule: the array is only ever the target of such
+ * statements in the loop.  The statement becomes `m = v > m ? v : m`
+ * (`<` for a min): the atomic's own test, so a NaN value changes nothing
+ * and a zero equal to m leaves m's sign, the first zero of the chunk winning
+ * as it would with the chunk's atomics in order.  m starts at the type's
+ * extreme (-inf for a float max, the smallest integer, 0 for an unsigned
+ * one), which no atomic moves a cell past, and the flush (an atomic min/max,
+ * its sub in `red`) runs only when m moved off it: a chunk that never
+ * reached the statement, or reached it only with NaNs, stores nothing, and
+ * a NaN cell stays NaN because `v > NaN` is false in the flush as in every
+ * atomic.  The emitter starts m and keeps the chunk's loop in order (no
+ * SIMD reduction or sum streams, whose lanes would reorder equal zeros).
+ * One array may hold adds, mins and maxes only in cells of their own: each
+ * kind's statements at constant indices that differ from every other
+ * kind's in some axis (`extremes[0]` min'd, `extremes[1]` max'd); any
+ * other mix, or a min/max at a varying index, keeps its atomics.  A GPU
+ * keeps its atomics too (its flush hooks reduce sums).
+ *
  * Histograms.  When the index varies (`hist[keys[i]] += 1`), the cells are
  * many but usually few enough to copy: OpenMP programs count into a private
  * array per thread and merge at the end, and atomics on a small array are
@@ -106,6 +128,7 @@ typedef struct privatizer {
     uint64_t bad;   /* arrays that cannot be privatized in this loop */
     uint64_t vary;  /* arrays with a statement-form add/sub at a varying index */
     uint64_t comp;  /* arrays with an add/sub into one component (a[k].x += v): no histogram copy */
+    uint64_t kind[3]; /* arrays with statement-form adds/subs, atomic mins, atomic maxes: one kind an array */
     cand *c;
     int n, cap;
 } privatizer;
@@ -130,10 +153,35 @@ static void add_cand(privatizer *p, tk_ir **slot, tk_ir *atom) {
     p->n++;
 }
 
+static int kind_of(const tk_ir *a) { return a->sub == A_MIN ? 1 : a->sub == A_MAX ? 2 : 0; }
+
+/* A statement-form tack.atomic_min/max into a scalar cell that a chunk can
+ * keep a running min/max of: on a chunked (CPU) target, whose chunk flushes
+ * it; a float or an integer of a whole element. */
+static int minmax_ok(privatizer *p, const tk_ir *a) {
+    if ((a->sub != A_MIN && a->sub != A_MAX) || a->comp || p->C->target->loops != TK_LOOPS_CHUNKED ||
+        !ty_is_scalar(a->ty) || dt_is_half(a->ty.dt))
+        return 0;
+    int kind = dt_kind((tack_dtype)a->ty.dt);
+    return kind == TACK_KIND_INT || kind == TACK_KIND_UINT || kind == TACK_KIND_FLOAT;
+}
+
 static void scan(privatizer *p, tk_ir **slot) {
     tk_ir *s = *slot;
     switch (s->op) {
     case IR_EVAL:
+        if (s->k[0]->op == IR_ATOMIC && minmax_ok(p, s->k[0])) {
+            tk_ir *a = s->k[0];
+            uint64_t bit = (uint64_t)1 << (a->param & 63);
+            p->kind[kind_of(a)] |= bit;
+            int inv = 1;
+            for (int i = 1; i < a->n; i++)
+                if (!ir_invariant(a->k[i], p->loop)) inv = 0;
+            for (int i = 0; i < a->n; i++) mark_expr(p, a->k[i]);
+            if (inv) add_cand(p, slot, a);
+            else p->bad |= bit; /* a running min/max per fixed cell only: no copy of the array */
+            return;
+        }
         if (s->k[0]->op == IR_ATOMIC && (s->k[0]->sub == A_ADD || s->k[0]->sub == A_SUB) &&
             !ty_is_complex(s->k[0]->ty) && /* a complex cell keeps its atomics (complex.c) */
             (ty_is_scalar(s->k[0]->ty) || ty_is_vector(s->k[0]->ty) || ty_is_matrix(s->k[0]->ty) ||
@@ -143,6 +191,7 @@ static void scan(privatizer *p, tk_ir **slot) {
              * scalar sum per component (privatize_loop) */
             tk_ir *a = s->k[0];
             if (a->comp) p->comp |= (uint64_t)1 << (a->param & 63);
+            p->kind[0] |= (uint64_t)1 << (a->param & 63);
             int inv = 1;
             for (int i = 1; i < a->n; i++)
                 if (!ir_invariant(a->k[i], p->loop)) inv = 0;
@@ -367,6 +416,50 @@ static void own_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
     }
 }
 
+/* The statement that takes value v of atomic min/max a into running local m:
+ * `m = v < m ? v : m` (`>` for a max), the atomic's own test, so a NaN
+ * value or a zero equal to m leaves m as it was. */
+static tk_ir *running(tk_cc *C, tk_spec *S, tk_ir *a, int m, int scope) {
+    tk_ir *blk = ir_new(C, IR_BLOCK, ty_void(), a->line), *v = a->k[0];
+    if ((v->op != IR_LOCAL && v->op != IR_CONST) || v->n) {
+        tk_ir *hold = ir_new(C, IR_ASSIGN, ty_void(), a->line);
+        hold->local = tk_new_local(C, S, tk_fmt(&C->arena, "_mm%d", S->nlocals), a->ty, scope);
+        S->locals[hold->local].declared = 1;
+        ir_push(C, hold, v);
+        ir_push(C, blk, hold);
+        v = ir_new(C, IR_LOCAL, a->ty, a->line);
+        v->local = hold->local;
+    }
+    tk_ir *mv = ir_new(C, IR_LOCAL, a->ty, a->line), *mv2 = ir_new(C, IR_LOCAL, a->ty, a->line);
+    mv->local = mv2->local = m;
+    tk_ir *cmp = ir_new(C, IR_BIN, ty_value(TACK_BOOL), a->line);
+    cmp->sub = a->sub == A_MIN ? B_LT : B_GT;
+    cmp->aux_ty = a->ty;
+    ir_push(C, cmp, v);
+    ir_push(C, cmp, mv);
+    tk_ir *sel = ir_new(C, IR_SELECT, a->ty, a->line), *v2 = ir_new(C, v->op, v->ty, a->line);
+    *v2 = *v; /* a second leaf (no kids): no node sits in two places */
+    ir_push(C, sel, cmp);
+    ir_push(C, sel, v2);
+    ir_push(C, sel, mv2);
+    tk_ir *as = ir_new(C, IR_ASSIGN, ty_void(), a->line);
+    as->local = m;
+    ir_push(C, as, sel);
+    ir_push(C, blk, as);
+    return blk;
+}
+
+/* Atomics a and b name different cells: some index a different constant in
+ * both, neither negative (-1 and n - 1 are one cell). */
+static int apart(const tk_ir *a, const tk_ir *b) {
+    if (a->n != b->n || a->comp || b->comp) return 0;
+    for (int k = 1; k < a->n; k++)
+        if (a->k[k]->op == IR_CONST && b->k[k]->op == IR_CONST && ty_is_int(a->k[k]->ty) && ty_is_int(b->k[k]->ty) &&
+            a->k[k]->c.i >= 0 && b->k[k]->c.i >= 0 && a->k[k]->c.i != b->k[k]->c.i)
+            return 1;
+    return 0;
+}
+
 static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
     own_loop(C, S, loop);
     privatizer p;
@@ -375,6 +468,16 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
     p.S = S;
     p.loop = loop;
     scan(&p, &loop->k[loop->aux]);
+    /* an array both added into and min'd or max'd (or min'd and max'd) keeps its atomics unless each
+     * kind has cells of its own: constant indices, a pair of kinds apart in one (extremes[0], [1]) */
+    uint64_t mixed = (p.kind[0] & p.kind[1]) | (p.kind[0] & p.kind[2]) | (p.kind[1] & p.kind[2]);
+    p.bad |= mixed & p.vary;
+    for (int i = 0; mixed && i < p.n; i++)
+        for (int j = i + 1; j < p.n; j++) {
+            tk_ir *a = p.c[i].atom, *b = p.c[j].atom;
+            if (a->param != b->param || !(mixed >> (a->param & 63) & 1) || kind_of(a) == kind_of(b)) continue;
+            if (!apart(a, b)) p.bad |= (uint64_t)1 << (a->param & 63);
+        }
     /* a private copy for each eligible histogram array, the first TK_MAX_HIST
      * (bit 63 stands for every array past it, so only params below 63 qualify) */
     int nh = 0;
@@ -415,6 +518,7 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
         /* On a GPU a vector or matrix cell is summed as its components, each a scalar sum that the
          * grid's flush hook reduces across the warp (or sub-group) before its one atomic: the
          * vector's own sum would keep one atomic per component per thread. */
+        int mm = a->sub == A_MIN || a->sub == A_MAX;
         tack_dtype dt = (tack_dtype)a->ty.dt;
         int split = !ty_is_scalar(a->ty) && C->target->loops != TK_LOOPS_CHUNKED;
         int nc = split ? dt_rows(dt) * dt_cols(dt) : 1;
@@ -425,7 +529,7 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
                 int l = new_local(C, S, ety, scope); /* consecutive: found + c (tk_new_local appends) */
                 if (c == 0) found = l;
                 tk_ir *flush = ir_new(C, IR_ATOMIC, ety, a->line);
-                flush->sub = A_ADD;
+                flush->sub = mm ? a->sub : A_ADD; /* the emitter starts a min/max at its identity */
                 flush->param = a->param;
                 flush->comp = split ? c + 1 : a->comp; /* a[0].x += v: a sum per component */
                 tk_ir *v = ir_new(C, IR_LOCAL, ety, a->line);
@@ -436,6 +540,10 @@ static void privatize_loop(tk_cc *C, tk_spec *S, tk_ir *loop) {
             }
         }
         acc[i] = found;
+        if (mm) { /* m = v < m ? v : m (min), v > m ? v : m (max): what the atomic does, v held once */
+            *p.c[i].slot = running(C, S, a, found, scope);
+            continue;
+        }
         /* the statement becomes  sum = sum +/- value  (per component: the value once, then each
          * component's sum = sum +/- value's component) */
         tk_ir *val = a->k[0], *blk = NULL;
