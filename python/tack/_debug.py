@@ -72,6 +72,7 @@ from ._debug_facts import (  # noqa: F401 (check, ir_facts, ...: tack._kernels f
     _BOOL, _C64, _C128, _F32, _F64, _I64, _LOCAL_TYPES, _U64, check, check_int, ir_facts, without_breakpoints)
 from ._debug_transform import _AST_BIN, _CTX, _Transform, _c, _transformed  # noqa: F401
 from . import _debug_calls
+from ._debug_calls import float_power
 from ._debug_calls import (  # noqa: F401 (_register_calls: tack._kernels finds it here)
     _CALLS, _instantiate, _register_calls, _run_func)
 from ._debug_values import (  # noqa: F401 (convert: tack._array finds it here)
@@ -292,6 +293,8 @@ class _Ctx:
                 bits = t.itemsize * 8
                 if b < 0 or b >= bits:  # NumPy's shifts: every bit shifted out
                     return t.type(-1 if (op == ">>" and t.kind == "i" and a < 0) else 0)
+        if op == "**" and t.type in (np.float32, np.float64):
+            return float_power(t.type(a), t.type(b))
         if type(a) is type(b) and type(a) is t.type and t.kind != "c":
             return _OPS[op](a, b)  # NumPy scalars of one type: NumPy's operator, faster than the ufunc
         # (not for complex: the scalar operator multiplies without the fused product of NumPy's

@@ -409,10 +409,29 @@ def _random_calls():
         _CALLS[f] = _random_draw(f, name)
 
 
+def float_power(a, b):
+    """``a ** b`` of two NumPy floats of one type (float32 or float64), as the
+    compiled kernel's tk_pow_f32 / tk_pow_f64 (dialect_c.c) computes it: an
+    exponent of 2, -1 or 0.5 is NumPy's array power -- ``a * a``, ``1 / a``,
+    the square root (with pow's +0.0 for -0.0 and +inf for -inf) -- correctly
+    rounded; any other exponent is the C library's pow or powf (NumPy's scalar
+    operator calls it)."""
+    if b == 2:
+        return a * a
+    if b == -1:
+        return type(a)(1) / a
+    if b == 0.5:
+        return abs(a) if a == 0 or np.isinf(a) else np.sqrt(a)
+    return a ** b
+
+
 def _float_pow(x, y):
-    """math.pow on the two NumPy floats ctx.math gives it: C's pow, as ``**``
-    computes it here.  Not np.power, which takes sqrt for a scalar exponent of
-    0.5 and so gives -0.0 for -0.0 and NaN for -inf (pow's +0.0 and +inf)."""
+    """math.pow on the two NumPy floats ctx.math gives it: ``**`` as it is
+    computed here (float_power).  Not np.power's ufunc, which gives
+    -0.0 for -0.0 and NaN for -inf to the exponent 0.5 (pow's +0.0 and +inf),
+    and on an AVX-512 machine other bits for other exponents (SVML)."""
+    if type(x) is type(y) and type(x) in (np.float32, np.float64):
+        return float_power(x, y)
     return operator.pow(x, y)
 
 

@@ -314,7 +314,7 @@ static const char PRELUDE_VMATH[] =
     "#define TK_VMATH_F(n) double n(double) __attribute__((simd(\"notinbranch\"))); float n##f(float) __attribute__((simd(\"notinbranch\")));\n"
     "#define TK_VMATH_F2(n) double n(double, double) __attribute__((simd(\"notinbranch\"))); float n##f(float, float) __attribute__((simd(\"notinbranch\")));\n"
     "#if TK_VMATH >= 22\n"
-    "TK_VMATH_F(exp) TK_VMATH_F(log) TK_VMATH_F(sin) TK_VMATH_F(cos) TK_VMATH_F2(pow)\n"
+    "TK_VMATH_F(exp) TK_VMATH_F(log) TK_VMATH_F(sin) TK_VMATH_F(cos)\n"
     "#endif\n"
     "#if TK_VMATH >= 35\n"
     "TK_VMATH_F(log2) TK_VMATH_F(log10) TK_VMATH_F(tan) TK_VMATH_F(asin) TK_VMATH_F(acos) TK_VMATH_F(atan)\n"
@@ -324,20 +324,33 @@ static const char PRELUDE_VMATH[] =
     "#endif\n"
     "#endif\n";
 
-/* pow(x, y) as C99 defines it.  GCC rewrites pow(x, 0.5) as sqrt(x) under
- * -fno-math-errno, in SIMD lanes and out, which is wrong at -0.0 (sqrt gives
- * -0.0, pow +0.0) and at -inf (NaN, not +inf): the two cases are put back
- * after the call, as a select that leaves the call unconditional, so GCC's
- * rewrite (and its vector sqrt) stays for every other x, and a y that is not
- * a constant 0.5 still calls libmvec's vector pow in lanes. */
+/* x ** y of floats, the same function in debug mode (_debug_calls.py,
+ * float_power) and in fold.c: an exponent of 2, -1 or 0.5 is NumPy's array
+ * power -- x * x, 1 / x, sqrt(x) -- correctly rounded, with pow's values
+ * at -0.0 and -inf for 0.5 (+0.0 and +inf, where sqrt gives -0.0 and NaN);
+ * any other exponent is the C library's scalar pow, never libmvec's vector
+ * pow in SIMD lanes: the lanes differ from pow by up to a few ulps, so a
+ * value would change with where the loop split it, and debug mode (which
+ * calls pow, as Python and NumPy's scalars do) could not give the same
+ * bits.  The call goes through a function that is never inlined, so neither
+ * GCC (simd declarations above) nor clang (-fveclib=libmvec) puts it in
+ * lanes; a constant exponent still folds the three exact cases inline, and
+ * they vectorize.  Cost and the NumPy comparison: docs/language.md, "How
+ * accurate the math functions are". */
 static const char PRELUDE_POW[] =
+    "__attribute__((noinline)) static double tk_pow_call_f64(double x, double y) { return __builtin_pow(x, y); }\n"
+    "__attribute__((noinline)) static float tk_pow_call_f32(float x, float y) { return __builtin_powf(x, y); }\n"
     "static inline double tk_pow_f64(double x, double y) {\n"
-    "    double r = __builtin_pow(x, y);\n"
-    "    return y == 0.5 && (x == 0 || __builtin_isinf(x)) ? __builtin_fabs(x) : r;\n"
+    "    if (y == 2.0) return x * x;\n"
+    "    if (y == -1.0) return 1.0 / x;\n"
+    "    if (y == 0.5) return x == 0 || __builtin_isinf(x) ? __builtin_fabs(x) : __builtin_sqrt(x);\n"
+    "    return tk_pow_call_f64(x, y);\n"
     "}\n"
     "static inline float tk_pow_f32(float x, float y) {\n"
-    "    float r = __builtin_powf(x, y);\n"
-    "    return y == 0.5f && (x == 0 || __builtin_isinf(x)) ? __builtin_fabsf(x) : r;\n"
+    "    if (y == 2.0f) return x * x;\n"
+    "    if (y == -1.0f) return 1.0f / x;\n"
+    "    if (y == 0.5f) return x == 0 || __builtin_isinf(x) ? __builtin_fabsf(x) : __builtin_sqrtf(x);\n"
+    "    return tk_pow_call_f32(x, y);\n"
     "}\n";
 
 static void c_prelude(tk_cc *C, tk_buf *b) {

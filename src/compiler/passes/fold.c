@@ -60,6 +60,24 @@ static double pyfdiv(double a, double b) {
     return d;
 }
 
+/* x ** y of two float constants as the kernel computes it at run time
+ * (dialect_c.c's tk_pow_f64 / tk_pow_f32): x * x, 1 / x and the square root
+ * (pow's +0.0 and +inf at -0.0 and -inf) for the exponents 2, -1 and 0.5,
+ * pow or powf otherwise -- in f32 for an f32 result, not pow rounded. */
+static double fpow(int dt, double p, double q) {
+    if (dt == TACK_F32) {
+        float x = (float)p, y = (float)q;
+        if (y == 2.0f) return (double)(x * x);
+        if (y == -1.0f) return (double)(1.0f / x);
+        if (y == 0.5f) return (double)(x == 0 || isinf(x) ? fabsf(x) : sqrtf(x));
+        return (double)powf(x, y);
+    }
+    if (q == 2.0) return p * p;
+    if (q == -1.0) return 1.0 / p;
+    if (q == 0.5) return p == 0 || isinf(p) ? fabs(p) : sqrt(p);
+    return pow(p, q);
+}
+
 static uint64_t upow(uint64_t a, uint64_t e) {
     uint64_t r = 1;
     while (e) {
@@ -98,7 +116,7 @@ static tk_ir *fold_bin(tk_cc *C, tk_ir *x) {
         case B_DIV: r = p / q; break;
         case B_FLOORDIV: r = pyfdiv(p, q); break;
         case B_MOD: r = pymod(p, q); break;
-        case B_POW: r = pow(p, q); break;
+        case B_POW: r = fpow(dt, p, q); break;
         case B_MIN: r = q < p ? q : p; break;
         case B_MAX: r = q > p ? q : p; break;
         case B_EQ: return ir_const_i(C, x->ty, p == q, x->line);
