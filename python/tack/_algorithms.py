@@ -458,9 +458,10 @@ _KEY_PLANS = {}  # (name, dtype) -> the kernel, the keys' type, the sign's shift
 _KEY_TYPES = {4: np.int32, 8: np.int64}
 
 
-def _minmax_keys(a, name, outdt, ident, n, nb, bs, device):
+def _minmax_keys(a, base, off, step, name, outdt, ident, n, nb, bs, device):
     """min or max of float32 or float64 `a` by its integer keys (_minmax_keys_kernel): the value,
-    bit for bit the serial fold's."""
+    bit for bit the serial fold's.  `a` is elements off, off + step, ... of `base`'s scalars (a
+    vector array's component: _algorithms_vectors), read as integers there."""
     plan = _KEY_PLANS.get((name, outdt))
     if plan is None:
         it = _KEY_TYPES[outdt.itemsize]
@@ -470,7 +471,7 @@ def _minmax_keys(a, name, outdt, ident, n, nb, bs, device):
         k = _minmax_keys_kernel(name == "min")
         plan = _KEY_PLANS[(name, outdt)] = (k, it, sh, top, np.asarray(np.inf, outdt).view(it)[()], first)
     k, it, sh, top, inf, first = plan
-    u = a._field_view(it, 0, (n,), (1,))
+    u = base._field_view(it, off, (n,), (step,))
     if device == "cpu":
         partial, nans, first = np.empty(nb, it), np.empty(nb, it), first.copy()
         where = np.empty(nb + 1, np.int64)
@@ -550,9 +551,17 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     ``dtype`` (default: ``np.sum``'s dtype for sums, ``a``'s otherwise),
     as ``np.add.reduce`` / ``np.minimum.reduce`` would.  ``initial``, when
     given, is combined first; an empty ``a`` without it is a ``ValueError``
-    for every operator but the sum (whose identity is 0)."""
+    for every operator but the sum (whose identity is 0).  An array of vectors
+    or matrices (``tack.vec3``, ``tack.mat33``, ...) is reduced component by
+    component, as NumPy's ``a.sum(axis=0)`` of its ``(n, 3)`` copy, each
+    component bit for bit as its column alone would be, to a NumPy array of
+    the element's shape (``initial`` a scalar or such an array); a
+    ``@tack.func`` operator then gets the vectors themselves."""
     if type(a) is not _core.Array or a.ndim != 1 or a.strided:
         a = _one_d(a, "a", "reduce")
+    if a.dtype.shape != ():  # vectors and matrices: component by component
+        from ._algorithms_vectors import reduce_vectors
+        return reduce_vectors(a, op, initial, dtype)
     fn, name, outdt, ident, fl = _plan("reduce", a, op, dtype)
     n = a.shape[0]
     if n == 0:
@@ -564,6 +573,13 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
                          "which has no identity (give initial=)")
     if name is not None and outdt.kind == "c" and name != "sum":
         raise TypeError(f"tack.reduce: {name} is not defined for complex values")
+    return _reduce_column(a, a, 0, 1, fn, name, outdt, ident, fl, dtype, initial)
+
+
+def _reduce_column(a, base, off, step, fn, name, outdt, ident, fl, dtype, initial):
+    """reduce()'s work on a non-empty `a`, checked: a 1-D array, or a strided view of one
+    component of a vector array `base` (its scalars off, off + step, ...)."""
+    n = a.shape[0]
     device = a.device
     nb, bs = _blocks(n, device)
     if name == "sum" and outdt.kind != "c":  # eight partial sums a block (_reduce_sum)
@@ -573,7 +589,7 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     elif name is not None and fl and dtype is None and outdt.kind == "f" and outdt.itemsize in (4, 8) and n >= 4096:
         # float32, float64: integer keys (below 4,096 elements the fixed cost of their extra
         # arguments, 1 us, is more than the eight lanes lose: 3.9 against 4.9 us at 1,000)
-        got = _minmax_keys(a, name, outdt, ident, n, nb, bs, device)
+        got = _minmax_keys(a, base, off, step, name, outdt, ident, n, nb, bs, device)
     elif name is not None and outdt.kind != "c":  # min and max: eight lanes a block
         k = _minmax(name)
         partial, first = _scratch(nb, outdt, ident, device)

@@ -427,6 +427,86 @@ def test_strided_input_is_copied_first():
     assert tack.scan(a[::-1]).numpy()[-1] == 210
 
 
+def _vectors(dt, n, seed):
+    # n elements of the vector or matrix dtype dt: NaN-free values with repeats and zeros of both signs
+    rng = np.random.default_rng(seed)
+    sc = np.dtype(dt.scalar.numpy)
+    h = rng.integers(-40, 40, (n,) + tuple(dt.shape))
+    if sc.kind == "f":
+        h = (h / 4).astype(sc)
+        h[h == 0] = np.where(rng.random(np.count_nonzero(h == 0)) < 0.5, -0.0, 0.0).astype(sc)
+    return h.astype(sc)
+
+
+def _columns(h):
+    return h.reshape(h.shape[0], -1)
+
+
+# vec4i's int32 sums widen to int64 as NumPy's (one component at a time); mat22d is a matrix
+VECTOR_DTYPES = [tack.vec3, tack.vec2d, tack.vec4i, tack.mat22d]
+
+
+@pytest.mark.parametrize("dt", VECTOR_DTYPES, ids=lambda d: d.name)
+def test_reduce_of_vectors_and_matrices_is_numpys_component_by_component(dt):
+    for n in (1, 37, 5000):  # 5,000: float min and max by integer keys (from 4,096), in blocks
+        h = _vectors(dt, n, seed=n)
+        a = tack.array(h, dt)
+        for op, ref in (("sum", np.sum), ("min", np.min), ("max", np.max)):
+            got, want = tack.reduce(a, op), ref(h, axis=0)
+            assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == tuple(dt.shape)
+            if op != "sum" or want.dtype.kind != "f":
+                same_bits(got, want)  # min and max keep the serial fold's zero, as NumPy's
+            else:  # each component the sum of that component's column alone, bit for bit (the
+                # scalar sum's blocks and eight partial sums, not NumPy's order)
+                alone = [tack.reduce(np.ascontiguousarray(col)) for col in _columns(h).T]
+                same_bits(got.ravel(), np.array(alone, want.dtype))
+                np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_float_vector_sum_adds_each_component_in_the_scalar_sums_order():
+    # values whose sum depends on the order of the adds: vec3 and the columns alone must agree
+    rng = np.random.default_rng(4)
+    h = (rng.standard_normal((70001, 3)) * 10.0 ** rng.integers(-6, 7, (70001, 3))).astype(np.float32)
+    got = tack.reduce(tack.array(h, tack.vec3))
+    same_bits(got, np.array([tack.reduce(np.ascontiguousarray(h[:, c])) for c in range(3)], np.float32))
+
+
+def test_reduce_of_vectors_empty_initial_nan_and_operators():
+    v3 = tack.zeros(0, tack.vec3)
+    same_bits(tack.reduce(v3), np.zeros((0, 3), np.float32).sum(axis=0))
+    same_bits(tack.reduce(v3, "min", initial=5), np.zeros((0, 3), np.float32).min(axis=0, initial=5))
+    same_bits(tack.reduce(tack.zeros(0, tack.vec3i), initial=[1, 2, 3]), np.array([1, 2, 3], np.int64))
+    with pytest.raises(ValueError, match="zero-size array to reduction operation max .*give initial="):
+        tack.reduce(v3, "max")
+    with pytest.raises(ValueError, match=r"initial has shape \(2,\); give a scalar or a value of the elements' "
+                                         r"shape \(3,\)"):
+        tack.reduce(v3, initial=[1, 2])
+    h = np.array([[1, 5, -0.0], [np.nan, 2, 0.0], [3, -np.nan, 4], [0.5, 7, -1]], np.float32)
+    a = tack.array(h, tack.vec3)
+    for op in ("min", "max"):  # the first NaN of a component, its sign kept; a zero's sign as NumPy's
+        same_bits(tack.reduce(a, op), getattr(h, op)(axis=0))
+        same_bits(tack.reduce(a, op, initial=-9), getattr(h, op)(axis=0, initial=-9))
+    same_bits(tack.reduce(a, "max", initial=[0, 0, 9]), np.array([np.nan, -np.nan, 9], np.float32))
+    g = _vectors(tack.vec3d, 300, seed=8)
+    G = tack.array(g, tack.vec3d)
+    same_bits(tack.reduce(G, _vec_add), tack.reduce(G, "sum"))  # blocks of a serial fold, vectors summed
+    same_bits(tack.reduce(G, _vec_add, initial=[1, 2, 3]), tack.reduce(G, "sum") + [1, 2, 3])
+    with pytest.raises(tack.CompileError, match="cannot assign vec3d to 'acc' of type vec3"):
+        tack.reduce(tack.array(g, tack.vec3), _widen)  # no silent conversion back to vec3
+    same_bits(tack.reduce(G, "sum", dtype=np.float32), np.array([tack.reduce(np.ascontiguousarray(g[:, c]),
+                                                                             dtype=np.float32) for c in range(3)]))
+
+
+@tack.func
+def _vec_add(a, b):
+    return a + b
+
+
+@tack.func
+def _widen(a, b):
+    return tack.vec3d(a) + tack.vec3d(b)
+
+
 def test_compact_unique_searchsorted_histogram_segmented_reduce_are_numpys():
     rng = np.random.default_rng(7)
     for n in SIZES:
@@ -547,6 +627,11 @@ def half_then_add(a, b):
 
 
 assert tack.reduce(x, larger) == x.max()
+v = np.round(rng.standard_normal((40, 3)), 1).astype(np.float32); v[3, 1] = np.nan; v[4, 2] = -0.0
+V = tack.array(v, tack.vec3)  # vectors: component by component, each column's own reduction
+assert np.array_equal(tack.reduce(V).view(np.uint32), np.array([tack.reduce(v[:, c].copy()) for c in range(3)]).view(np.uint32))
+assert np.array_equal(tack.reduce(V, "min"), v.min(axis=0), equal_nan=True)
+assert np.array_equal(tack.reduce(tack.array(x[:39].reshape(13, 3), tack.vec3i), "sum", initial=1), x[:39].reshape(13, 3).sum(axis=0, initial=1))
 try:  # the accumulator's type is read from the compiler's checker of the kernel run as Python
     tack.reduce(x, half_then_add)
 except TypeError as e:
@@ -594,6 +679,24 @@ def test_scan_float_sort_and_compact_run_on_opencl():
     same(tack.scan(X), np.cumsum(x))
     same(tack.sort(F).numpy().view(np.uint64), np.sort(f, kind="stable").view(np.uint64))
     same(tack.compact(X, tack.array(x > 0, device=dev)), x[x > 0])
+
+
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
+def test_reduce_of_vectors_runs_on_opencl():
+    dev = OPENCL[0]
+    rng = np.random.default_rng(12)
+    h = (rng.standard_normal((9000, 3)) * 10.0 ** rng.integers(-4, 5, (9000, 3))).astype(np.float32)
+    h[5, 1] = np.nan
+    a = tack.array(h, tack.vec3, device=dev)
+    for op in ("sum", "min", "max"):  # the columns alone on the same device (its blocks), bit for bit
+        same_bits(tack.reduce(a, op), np.array([tack.reduce(tack.array(np.ascontiguousarray(h[:, c]), device=dev),
+                                                             op) for c in range(3)], np.float32))
+    same_bits(tack.reduce(a, "min"), h.min(axis=0))
+    hi = rng.integers(-99, 99, (9000, 2, 2)).astype(np.int32)
+    same_bits(tack.reduce(tack.array(hi.astype(np.float64), tack.mat22d, device=dev), "max"), hi.max(axis=0) * 1.0)
+    same_bits(tack.reduce(tack.array(hi.reshape(9000, 4), tack.vec4i, device=dev)), hi.reshape(9000, 4).sum(axis=0))
+    hf = hi[:, 0].astype(np.float64)  # whole numbers: their sum is exact in any order
+    same_bits(tack.reduce(tack.array(hf, tack.vec2d, device=dev), _vec_add, initial=1.0), hf.sum(axis=0) + 1)
 
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
