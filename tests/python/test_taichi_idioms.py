@@ -404,6 +404,32 @@ def test_taichi_method_names_say_what_to_write(fn, says, jit):
         tack.kernel(fn, jit=jit)(tack.zeros(1, tack.vec3), np.zeros(1, np.float32))
 
 
+def attr_norm(v, d):
+    for i in range(v.shape[0]):
+        d[i] = v[i].norm  # the method's name without its call
+
+
+def attr_length(v, d):
+    for i in range(v.shape[0]):
+        d[i] = v[i].length
+
+
+def attr_other(v, d):
+    for i in range(v.shape[0]):
+        d[i] = v[i].mass
+
+
+@JIT
+@pytest.mark.parametrize("fn, says", [
+    (attr_norm, r"vec3 has no attribute 'norm': write tack\.norm\(v\) \(or tack\.length\(v\)\)"),
+    (attr_length, r"vec3 has no attribute 'length': write tack\.length\(v\)"),
+    (attr_other, r"vec3 has no attribute 'mass' \(a vector has its components x, y, z, w as far as its size, and T\)")],
+                         ids=["norm", "length", "other"])
+def test_vector_attributes_that_are_functions_say_what_to_write(fn, says, jit):
+    with pytest.raises(tack.CompileError, match=says):
+        tack.kernel(fn, jit=jit)(tack.zeros(1, tack.vec3), np.zeros(1, np.float32))
+
+
 # ------------------------------------------------------------------ devices and dialects
 def everything(xs, grid, q, m, v, out, table, hits):
     for i in range(xs.shape[0]):

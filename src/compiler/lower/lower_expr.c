@@ -845,6 +845,21 @@ static tk_ir *lower_attribute(lw_state *L, tack_node *n) {
         return lw_component(L, lw_hoist(L, v), ir_const_i(L->C, ty_value(TACK_I64), c, n->line), n);
     }
     if (!strcmp(n->name, "T") && (ty_is_vector(v->ty) || ty_is_matrix(v->ty))) return lw_transpose_attr(L, v, n);
+    if (ty_is_vector(v->ty) || ty_is_matrix(v->ty)) {
+        /* NumPy's, Warp's and Taichi's method names for what Tack spells as functions */
+        static const char *const fn[][2] = {
+            {"norm", "tack.norm(v) (or tack.length(v))"}, {"length", "tack.length(v)"},
+            {"magnitude", "tack.length(v)"}, {"norm_sqr", "tack.dot(v, v)"},
+            {"length_sq", "tack.dot(v, v)"}, {"normalized", "tack.normalize(v)"},
+            {"normalize", "tack.normalize(v)"}, {"dot", "tack.dot(v, w)"},
+            {"cross", "tack.cross(v, w)"}, {"outer", "tack.outer(v, w)"}};
+        for (size_t k = 0; k < sizeof fn / sizeof fn[0]; k++)
+            if (!strcmp(n->name, fn[k][0])) ERR(n, "%s has no attribute '%s': write %s", TN(v->ty), n->name, fn[k][1]);
+        if (ty_is_vector(v->ty))
+            ERR(n, "%s has no attribute '%s' (a vector has its components x, y, z, w as far as its size, and T)",
+                TN(v->ty), n->name);
+        ERR(n, "%s has no attribute '%s' (a matrix has T; index it as m[i, j])", TN(v->ty), n->name);
+    }
     ERR(n, "%s has no attribute '%s'", TN(v->ty), n->name);
 }
 
