@@ -13,10 +13,14 @@ Each component is computed as the 1-D array of that component alone would be, in
 and the same order, so its result is that primitive's bit for bit.  A float sum is one pass of the
 scalar primitive's kernel over the vectors themselves (the reduce's eight partial sums, the scan's
 running total -- from -0.0, as the scalar scan's -- and the segment's fold are vectors, and a
-vector add is the scalar add of each component).  Every other case -- integer sums, which widen to int64 as NumPy's do and have no
-vector type to add in, min and max with their NaN and zero rules, a ``dtype=`` -- runs the scalar
-primitive on each component's strided view in turn (k passes over the data, each reading every
-k-th scalar; a scan or segmented reduction writes the matching strided view of its result).  A
+vector add is the scalar add of each component).  Every other case -- integer sums, which
+widen to int64 as NumPy's do and have no vector type to add in, min and max with their NaN and
+zero rules, a ``dtype=`` -- keeps each component to the scalar kernel's steps: a reduce runs the
+scalar reduction on each component's strided view in turn (k passes, each reading every k-th
+scalar; its float min and max have the integer-key path, which reads a 1-D view), a scan and a
+segmented reduction run one kernel over the (n, k) rows of components that takes each component
+through the scalar kernel's steps in its order (_rows: one pass, not k strided ones, which wrote
+each cache line of the result k times).  A
 ``@tack.func`` operator of reduce and segmented_reduce gets the vectors themselves (two vec3
 values, say) and must give the element's type.  ``dtype=`` names the components' type
 (``np.float64``) or a vector type of the element's shape (``tack.vec3d``).
@@ -28,6 +32,79 @@ arrays here, to keep that file under its size.
 import numpy as np
 
 from ._algorithms_common import _blocks, _host, _launch
+from ._intrinsics import independent
+from ._kernels import kernel
+
+_ROWS = []
+
+
+def _rows():
+    """The scan and segments kernels over the (n, k) rows of components, made on first use (their
+    operator, tack._algorithms' _combine, is named from this scope: that module imports this one).
+    Each component c runs the scalar kernel's steps in its order -- a block's fold from first[0],
+    the blocks' offsets in order, the block again from its offset -- so its result is that of the
+    scalar kernel on the column alone, in one pass over the rows instead of k strided ones."""
+    if _ROWS:
+        return _ROWS
+    from ._algorithms import _combine
+
+    @kernel(checks=False)  # i < min(b * bs + bs, n), c < k: every index is in its axis
+    def _scan_rows(x, out, partial, first, bs, exclusive, which):
+        # x, out: (n, k); partial: (nb, k), each block's running values, then its offsets.  A block
+        # goes in tiles of 256 rows, each component's run through the tile in a register (one
+        # carried through memory from row to row would wait on each store)
+        n = x.shape[0]
+        k = x.shape[1]
+        nb = partial.shape[0]
+        for b in independent(range(nb)):
+            hi = min(b * bs + bs, n)
+            for c in range(k):
+                partial[b, c] = first[0]
+            for t in range(b * bs, hi, 256):
+                for c in range(k):
+                    acc = partial[b, c]
+                    for i in range(t, min(t + 256, hi)):
+                        acc = _combine(which, acc, x[i, c])
+                    partial[b, c] = acc
+        for t in range(1):
+            for c in range(k):
+                acc = first[0]
+                for b in range(nb):
+                    v = partial[b, c]
+                    partial[b, c] = acc
+                    acc = _combine(which, acc, v)
+        for b in independent(range(nb)):
+            hi = min(b * bs + bs, n)
+            for t in range(b * bs, hi, 256):
+                for c in range(k):
+                    acc = partial[b, c]
+                    for i in range(t, min(t + 256, hi)):
+                        if exclusive != 0:
+                            out[i, c] = acc
+                            acc = _combine(which, acc, x[i, c])
+                        else:
+                            acc = _combine(which, acc, x[i, c])
+                            out[i, c] = acc
+                    partial[b, c] = acc
+
+    @kernel
+    def _segments_rows(x, off, out, init, which, has_init):
+        # x: (n, k), out: (nseg, k), init: (k,); each segment's components in turn, as _segments
+        k = x.shape[1]
+        for s in range(out.shape[0]):
+            for c in range(k):
+                lo = off[s]
+                hi = off[s + 1]
+                acc = init[c]
+                if has_init == 0 and hi > lo:
+                    acc = x[lo, c]
+                    lo += 1
+                for i in range(lo, hi):
+                    acc = _combine(which, acc, x[i, c])
+                out[s, c] = acc
+
+    _ROWS.extend([_scan_rows, _segments_rows])
+    return _ROWS
 
 
 def _components(dtype, a, what):
@@ -67,6 +144,12 @@ def _result_type(a, outdt):
     return t if tuple(t.shape) == tuple(a.dtype.shape) else None
 
 
+def _no_complex(outdt, a, what):
+    if outdt.kind == "c":  # the rows' kernel combines with _combine, whose min and max cannot type complex
+        raise TypeError(f"tack.{what}: dtype={outdt} is not taken for {a.dtype.name} values (a complex sum of "
+                        "vectors: scan or reduce a complex array of each component)")
+
+
 def _out(a, m, outdt, device):
     """The result of m elements: of the vector type of outdt's components, or (m,) + shape of outdt."""
     from ._array import empty as _empty
@@ -80,6 +163,11 @@ def _out(a, m, outdt, device):
 def _column(x, dt, c, m, k):
     """Component c of x's m elements of k components each (a vector array, or an (m, k...) array)."""
     return x._field_view(dt, c, (m,), (k,))
+
+
+def _rows_of(x, dt, m, k):
+    """x's m elements of k components each as an (m, k) array of dt."""
+    return x._field_view(dt, 0, (m, k), (k, 1))
 
 
 def _initials(initial, shape, outdt, what="reduce"):
@@ -178,6 +266,7 @@ def scan_vectors(a, op, exclusive, dtype):
     sc = a.dtype.scalar
     n = a.shape[0]
     _, _, outdt, ident, fl = A._plan("scan", _column(a, sc, 0, n, k), op, _components(dtype, a, "scan"))
+    _no_complex(outdt, a, "scan")
     device = a.device
     out = _out(a, n, outdt, device)
     if n == 0:
@@ -190,11 +279,11 @@ def scan_vectors(a, op, exclusive, dtype):
         partial = _empty(nb, a.dtype, device=device)
         first = _array(-np.zeros((2,) + shape, outdt), dtype=a.dtype, device=device)
         _launch(A._scan_with(A._op_sum), 4 * n * k, device, a, out, partial, first, bs, mode)
-    else:
-        for c in range(k):
-            partial, first = A._scratch(nb, outdt, -ident if neg else ident, device)
-            A._run_scan(_column(a, sc, c, n, k), _column(out, outdt, c, n, k), partial, first, bs, mode, op, outdt,
-                        n, device)
+    else:  # the rows of components, each in the scalar scan's order
+        first = _host(-ident if neg else ident, outdt, device)
+        partial = np.empty((nb, k), outdt) if device == "cpu" else _empty((nb, k), outdt, device=device)
+        _launch(_rows()[0], 4 * n * k, device, _rows_of(a, sc, n, k), _rows_of(out, outdt, n, k), partial, first, bs,
+                mode, A._WHICH[op])
     if neg and exclusive:
         out[:1].fill(0)  # an exclusive sum starts from 0.0, as the scalar one
     return out
@@ -228,6 +317,7 @@ def segmented_vectors(values, off, fn, name, initial, dtype):
         return out
     _, _, outdt, _, _ = A._plan("segmented_reduce", _column(values, sc, 0, n, k), name,
                                 _components(dtype, values, "segmented_reduce"))
+    _no_complex(outdt, values, "segmented_reduce")
     out = _out(values, nseg, outdt, device)
     if nseg == 0:
         return out
@@ -238,8 +328,6 @@ def segmented_vectors(values, off, fn, name, initial, dtype):
         init = _array(np.array([inits], outdt), dtype=values.dtype, device=device)
         A._segment_kernel(A._op_sum)(values, offs, out, init, 1)
         return out
-    flat = np.ascontiguousarray(inits).reshape(k)
-    for c in range(k):
-        A._segments(_column(values, sc, c, n, k), offs, _column(out, outdt, c, nseg, k),
-                    _host([flat[c]], outdt, device), A._WHICH[name], has_init)
+    _rows()[1](_rows_of(values, sc, n, k), offs, _rows_of(out, outdt, nseg, k),
+               _host(np.ascontiguousarray(inits).reshape(k), outdt, device), A._WHICH[name], has_init)
     return out

@@ -880,12 +880,13 @@ def every_source(target):
     from tack import _algorithms as A
     from tack import _algorithms_sort as S
     from tack import _algorithms_sort_blocks as SB
+    from tack import _algorithms_vectors as V
 
     def z(n, dt):
         return tack.zeros(n, dt)
 
-    def col(x, dt):  # component 1 of three: a strided view
-        return x._field_view(dt, 1, (x.shape[0],), (3,))
+    def rows(x, dt):  # a vec3 array as the (n, 3) array of its components, a view
+        return x._field_view(dt, 0, (x.shape[0], 3), (3, 1))
 
     f32, i32, i64, u32 = np.float32, np.int32, np.int64, np.uint32
     calls = [
@@ -923,11 +924,12 @@ def every_source(target):
         (A._widen, (z(4, np.int32), z(4, i64))),
         (A._segments, (z(4, i32), z(3, i64), z(2, i64), z(1, i64), 0, 1)),
         (A._segment_kernel(_argmax_pair), (z(4, i64), z(3, i64), z(2, i64), z(1, i64), 1)),
-        # vectors: the float sums' kernels over vec3, the scalar kernels on a component's strided view
+        # vectors: the float sums' kernels over vec3; the others' over the (n, 3) rows of components
         (A._scan_with(A._op_sum), (z(4, tack.vec3), z(4, tack.vec3), z(2, tack.vec3), z(2, tack.vec3), 2, 0)),
         (A._segment_kernel(A._op_sum), (z(4, tack.vec3), z(3, i64), z(2, tack.vec3), z(1, tack.vec3), 1)),
-        (A._scan, (col(z(4, tack.vec3i), i32), col(tack.zeros((4, 3), i64), i64), z(2, i64), z(2, i64), 2, 0, 0)),
-        (A._segments, (col(z(4, tack.vec3), f32), z(3, i64), col(z(2, tack.vec3), f32), z(1, f32), 1, 1)),
+        (V._rows()[0], (rows(z(4, tack.vec3i), i32), tack.zeros((4, 3), i64), tack.zeros((2, 3), i64), z(2, i64), 2, 0,
+                        0)),
+        (V._rows()[1], (rows(z(4, tack.vec3), f32), z(3, i64), rows(z(2, tack.vec3), f32), z(3, f32), 1, 1)),
     ]
     return [k.generated_source(*args, target=target) for k, args in calls]
 
