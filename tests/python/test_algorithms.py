@@ -609,6 +609,8 @@ def test_vector_scans_and_segments_nan_empty_dtype_and_refusals():
         tack.scan(a, dtype=tack.vec2)
     with pytest.raises(ValueError, match="tack.scan: op must be 'sum', 'min' or 'max', got 'prod'"):
         tack.scan(a, "prod")
+    with pytest.raises(TypeError, match="tack.scan: dtype=complex64 is not taken for vec3 values"):
+        tack.scan(a, dtype=np.complex64)
     with pytest.raises(ValueError, match=r"segment 1 .* is empty and min has no identity: give initial="):
         tack.segmented_reduce(a, [0, 2, 2, 5], "min")
     with pytest.raises(ValueError, match=r"tack.segmented_reduce: initial has shape \(2,\); give a scalar"):
