@@ -125,6 +125,10 @@ def test_sort_and_compact_take_struct_and_vector_arrays(device):
     assert kept.dtype == tack.vec3 and kept.numpy().tolist() == r["pos"][r["alive"]].tolist()
     m = tack.array(np.arange(300 * 9, dtype=np.float64).reshape(300, 3, 3), tack.mat33d, device=device)
     assert tack.compact(m, p.field("alive")).numpy().tolist() == m.numpy()[r["alive"]].tolist()
+    k, v = tack.sort(p.field("cell"), pos)  # vectors and matrices ride with their keys too
+    assert v.dtype == tack.vec3 and v.numpy().tolist() == r["pos"][order].tolist()
+    k, v = tack.sort(p.field("cell"), m)
+    assert v.dtype == tack.mat33d and v.numpy().tolist() == m.numpy()[order].tolist()
     none = tack.compact(p, tack.zeros(300, bool, device=device))
     assert isinstance(none, tack.StructArray) and none.shape == (0,)
     k, v = tack.sort(np.zeros(0, np.int32), tack.zeros(0, _Particle))
