@@ -20,7 +20,9 @@ scalar reduction on each component's strided view in turn (k passes, each readin
 scalar; its float min and max have the integer-key path, which reads a 1-D view), a scan and a
 segmented reduction run one kernel over the (n, k) rows of components that takes each component
 through the scalar kernel's steps in its order (_rows: one pass, not k strided ones, which wrote
-each cache line of the result k times).  A
+each cache line of the result k times) -- but a scan to a dtype= narrower than its accumulator
+(f16, which computes in f32; int8 of floats) runs the scalar scan on each component's strided
+view, since the rows' kernel carries a running value from tile to tile in the result's dtype.  A
 ``@tack.func`` operator of reduce and segmented_reduce gets the vectors themselves (two vec3
 values, say) and must give the element's type.  ``dtype=`` names the components' type
 (``np.float64``) or a vector type of the element's shape (``tack.vec3d``).
@@ -279,11 +281,19 @@ def scan_vectors(a, op, exclusive, dtype):
         partial = _empty(nb, a.dtype, device=device)
         first = _array(-np.zeros((2,) + shape, outdt), dtype=a.dtype, device=device)
         _launch(A._scan_with(A._op_sum), 4 * n * k, device, a, out, partial, first, bs, mode)
-    else:  # the rows of components, each in the scalar scan's order
+    elif np.promote_types(outdt, np.dtype(sc.numpy)) == outdt and outdt.itemsize >= 4:
+        # the rows of components, each in the scalar scan's order: its running value, carried from
+        # tile to tile in partial, is of outdt as the scalar scan's accumulator is
         first = _host(-ident if neg else ident, outdt, device)
         partial = np.empty((nb, k), outdt) if device == "cpu" else _empty((nb, k), outdt, device=device)
         _launch(_rows()[0], 4 * n * k, device, _rows_of(a, sc, n, k), _rows_of(out, outdt, n, k), partial, first, bs,
                 mode, A._WHICH[op])
+    else:  # a dtype= the elements' values do not fit in (int8 of floats), or that computes in f32 (f16):
+        # the scalar scan's accumulator is of a wider type than outdt, which partial could not carry
+        for c in range(k):
+            partial, first = A._scratch(nb, outdt, -ident if neg else ident, device)
+            A._run_scan(_column(a, sc, c, n, k), _column(out, outdt, c, n, k), partial, first, bs, mode, op, outdt,
+                        n, device)
     if neg and exclusive:
         out[:1].fill(0)  # an exclusive sum starts from 0.0, as the scalar one
     return out
