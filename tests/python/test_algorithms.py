@@ -941,6 +941,9 @@ def every_source(target):
         (V._rows()[0], (rows(z(4, tack.vec3i), i32), tack.zeros((4, 3), i64), tack.zeros((2, 3), i64), z(2, i64), 2, 0,
                         0)),
         (V._rows()[1], (rows(z(4, tack.vec3), f32), z(3, i64), rows(z(2, tack.vec3), f32), z(3, f32), 1, 1)),
+        # a vector scan to float16: the scalar scan on each component's strided view
+        (A._scan, (rows(z(4, tack.vec3), f32)[:, 1], tack.zeros((4, 3), np.float16)[:, 1], z(2, np.float16),
+                   z(2, np.float16), 2, 0, 0)),
     ]
     return [k.generated_source(*args, target=target) for k, args in calls]
 
