@@ -30,6 +30,7 @@ import numpy as np
 from . import _core
 from ._algorithms_common import _blocks, _host, _launch, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
 from ._algorithms_sort import argsort, sort  # noqa: F401  (argsort: re-exported, in __all__)
+from ._algorithms_vectors import reduce_vectors, scan_vectors, segmented_vectors
 from ._array import _is_bfloat16, empty as _empty, zeros as _zeros
 from ._core import i64
 from ._intrinsics import independent
@@ -210,6 +211,8 @@ def _plan(what, a, op, dtype):
     _numeric(a, "a", what, complex_ok=(name != "min" and name != "max"))
     npdt = _npdtype(a.dtype)
     outdt = np.dtype(dtype) if dtype is not None else (_sum_dtype(npdt) if name == "sum" else npdt)
+    if outdt.kind == "c" and name in ("min", "max"):  # dtype=complex: complex values have no order
+        raise TypeError(f"tack.{what}: {name} is not defined for complex values (dtype={outdt})")
     first = np.array([_identity(name, outdt)] * 2, outdt) if name is not None else None
     got = (fn, name, outdt, first, 1 if outdt.kind == "f" or _is_bfloat16(outdt) else 0)
     if key is not None:
@@ -237,22 +240,29 @@ def scan(a, op="sum", *, exclusive=False, dtype=None):
     small integers widen to int64 / uint64) and of ``a``'s for min and max,
     unless ``dtype`` is given.  Floats are summed block by block, so a float
     sum may differ from NumPy's serial one in the last bits, as any parallel
-    sum does; integer sums wrap as NumPy's do."""
+    sum does; integer sums wrap as NumPy's do.  An array of vectors or
+    matrices is scanned component by component (``np.cumsum(a, axis=0)`` of
+    its ``(n, 3)`` components), each component bit for bit its column's scan,
+    into the vector type of the result's components, or an ``(n, 3)`` array
+    where there is none (the int64 sums of a ``vec3i``)."""
     if type(a) is not _core.Array or a.ndim != 1 or a.strided:
         a = _one_d(a, "a", "scan")
     if not isinstance(op, str) or op not in _NAMED:
         raise ValueError(f"tack.scan: op must be 'sum', 'min' or 'max', got {op!r}")
-    _, _, outdt, ident, _ = _plan("scan", a, op, dtype)
-    if op != "sum" and outdt.kind == "c":
-        raise TypeError(f"tack.scan: {op} is not defined for complex values")
+    if a.dtype.shape != ():  # vectors and matrices: component by component
+        return scan_vectors(a, op, exclusive, dtype)
+    _, _, outdt, ident, fl = _plan("scan", a, op, dtype)
     n = a.shape[0]
     device = a.device
     out = _empty(n, outdt, device=device)
     if n == 0:
         return out
     nb, bs = _blocks(n, device)
-    partial, first = _scratch(nb, outdt, ident, device)
+    neg = op == "sum" and (fl or outdt.kind == "c")  # from -0.0: np.cumsum of -0.0s is -0.0s, not 0.0 + -0.0
+    partial, first = _scratch(nb, outdt, -ident if neg else ident, device)
     _run_scan(a, out, partial, first, bs, 1 if exclusive else 0, op, outdt, n, device)
+    if neg and exclusive:
+        out[:1].fill(0)  # an exclusive sum starts from 0.0, its identity as documented
     return out
 
 
@@ -560,7 +570,6 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
     if type(a) is not _core.Array or a.ndim != 1 or a.strided:
         a = _one_d(a, "a", "reduce")
     if a.dtype.shape != ():  # vectors and matrices: component by component
-        from ._algorithms_vectors import reduce_vectors
         return reduce_vectors(a, op, initial, dtype)
     fn, name, outdt, ident, fl = _plan("reduce", a, op, dtype)
     n = a.shape[0]
@@ -571,8 +580,6 @@ def reduce(a, op="sum", *, initial=None, dtype=None):
             return outdt.type(0)
         raise ValueError(f"tack.reduce: zero-size array to reduction operation {name or op.__name__} "
                          "which has no identity (give initial=)")
-    if name is not None and outdt.kind == "c" and name != "sum":
-        raise TypeError(f"tack.reduce: {name} is not defined for complex values")
     return _reduce_column(a, a, 0, 1, fn, name, outdt, ident, fl, dtype, initial)
 
 
@@ -943,10 +950,12 @@ def segmented_reduce(values, offsets, op="sum", *, initial=None, dtype=None):
     non-decreasing integers from 0 to ``len(values)`` (checked; a
     ``ValueError`` names the first bad one).  ``initial`` starts every
     segment; without it an empty segment is 0 for sums and a ``ValueError``
-    for the other operators."""
+    for the other operators.  Vectors and matrices are reduced component by
+    component, as ``tack.scan`` scans them (a ``@tack.func`` gets the elements)."""
     values = _one_d(values, "values", "segmented_reduce")
     fn, name = _op_of(op, "segmented_reduce")
-    _numeric(values, "values", "segmented_reduce", complex_ok=(name != "min" and name != "max"))
+    if values.dtype.shape == ():  # vectors and matrices: below, once the offsets are checked
+        _numeric(values, "values", "segmented_reduce", complex_ok=(name != "min" and name != "max"))
     off = np.asarray(offsets.numpy() if isinstance(offsets, _core.Array) else offsets)
     if off.ndim != 1 or off.shape[0] < 1 or (off.size and off.dtype.kind not in "iu"):
         raise ValueError("tack.segmented_reduce: offsets must be a 1-D array of integers with at least one "
@@ -962,14 +971,15 @@ def segmented_reduce(values, offsets, op="sum", *, initial=None, dtype=None):
         k = int(down[0]) + 1
         raise ValueError(f"tack.segmented_reduce: offsets[{k}] = {off[k]} is below offsets[{k - 1}] = "
                          f"{off[k - 1]}: offsets must not decrease")
-    npdt = _npdtype(values.dtype)
-    outdt = np.dtype(dtype) if dtype is not None else (_sum_dtype(npdt) if name == "sum" else npdt)
     if initial is None and name != "sum":
         empty = np.nonzero(np.diff(off) == 0)[0]
         if empty.size:
             k = int(empty[0])
             raise ValueError(f"tack.segmented_reduce: segment {k} (offsets[{k}] = offsets[{k + 1}] = {off[k]}) "
                              f"is empty and {name or op.__name__} has no identity: give initial=")
+    if values.dtype.shape != ():  # vectors and matrices: component by component
+        return segmented_vectors(values, off, fn, name, initial, dtype)
+    outdt = _plan("segmented_reduce", values, op, dtype)[2]
     nseg = off.shape[0] - 1
     out = _empty(nseg, outdt, device=values.device)
     if nseg == 0:

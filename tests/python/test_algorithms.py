@@ -125,6 +125,10 @@ def test_sort_and_compact_take_struct_and_vector_arrays(device):
     assert kept.dtype == tack.vec3 and kept.numpy().tolist() == r["pos"][r["alive"]].tolist()
     m = tack.array(np.arange(300 * 9, dtype=np.float64).reshape(300, 3, 3), tack.mat33d, device=device)
     assert tack.compact(m, p.field("alive")).numpy().tolist() == m.numpy()[r["alive"]].tolist()
+    k, v = tack.sort(p.field("cell"), pos)  # vectors and matrices ride with their keys too
+    assert v.dtype == tack.vec3 and v.numpy().tolist() == r["pos"][order].tolist()
+    k, v = tack.sort(p.field("cell"), m)
+    assert v.dtype == tack.mat33d and v.numpy().tolist() == m.numpy()[order].tolist()
     none = tack.compact(p, tack.zeros(300, bool, device=device))
     assert isinstance(none, tack.StructArray) and none.shape == (0,)
     k, v = tack.sort(np.zeros(0, np.int32), tack.zeros(0, _Particle))
@@ -348,6 +352,11 @@ def test_exclusive_scan_starts_from_the_identity():
     f = np.array([2.0, np.nan, 1.0])
     assert tack.scan(f, "max", exclusive=True).numpy()[:2].tolist() == [-np.inf, 2.0]
     assert np.isnan(tack.scan(f, "max").numpy()[1:]).all()
+    # a float sum runs from -0.0, so that -0.0s stay -0.0 as np.cumsum's (it was 0.0 + -0.0 = 0.0);
+    # the exclusive sum's first element is still 0.0
+    z = np.array([-0.0, -0.0, 1.0, -1.0, -0.0], np.float64)
+    same_bits(tack.scan(z).numpy(), np.cumsum(z))
+    same_bits(tack.scan(z, exclusive=True).numpy(), np.r_[0.0, np.cumsum(z)[:-1]])
 
 
 def test_complex_sums_and_the_refusals_of_complex_order():
@@ -360,6 +369,15 @@ def test_complex_sums_and_the_refusals_of_complex_order():
         tack.scan(c, "min")
     with pytest.raises(TypeError, match="a has dtype complex128; it takes bool, integer or float elements"):
         tack.sort(c)
+    # dtype=complex of real values: segmented_reduce summed where min was asked, reduce said "Invalid
+    # integer data type 'c'", and a vector reduce did either
+    f = np.array([3.0, 1.0, 2.0], np.float32)
+    for call in (lambda: tack.segmented_reduce(f, [0, 3], "min", dtype=np.complex64),
+                 lambda: tack.reduce(f, "max", dtype=np.complex64), lambda: tack.scan(f, "min", dtype=np.complex64),
+                 lambda: tack.reduce(tack.array(f.reshape(1, 3), tack.vec3), "min", dtype=np.complex64)):
+        with pytest.raises(TypeError, match=r"\.(segmented_reduce|reduce|scan): m(in|ax) is not defined for complex "
+                                            r"values \(dtype=complex64\)"):
+            call()
 
 
 @tack.func
@@ -507,6 +525,111 @@ def _widen(a, b):
     return tack.vec3d(a) + tack.vec3d(b)
 
 
+def _exclusive(inclusive, first):
+    # NumPy has no exclusive scan: the identity, then the inclusive scan without its last element
+    return np.concatenate([np.full((1,) + inclusive.shape[1:], first, inclusive.dtype), inclusive[:-1]])[:len(inclusive)]
+
+
+def _per_segment(h, off, ufunc, **kw):
+    # NumPy's reduction of each segment h[off[s]:off[s + 1]] (an empty one: initial, or the sum's 0)
+    dt = np.sum(h[:0], axis=0).dtype if ufunc is np.add else h.dtype
+    rows = [ufunc.reduce(h[lo:hi], axis=0, dtype=dt, **kw) for lo, hi in zip(off[:-1], off[1:])]
+    return np.array(rows, dt).reshape((len(rows),) + h.shape[1:])
+
+
+@pytest.mark.parametrize("dt", VECTOR_DTYPES, ids=lambda d: d.name)
+def test_scan_and_segmented_reduce_of_vectors_are_numpys_component_by_component(dt):
+    # np.cumsum(h, axis=0), np.minimum.accumulate(h, axis=0), ... of the (n, k) components, and
+    # NumPy's per-segment reductions; the values are quarters, so a float sum is exact in any order
+    rng = np.random.default_rng(9)
+    for n in (0, 37, 5000):
+        h = _vectors(dt, n, seed=n)
+        a = tack.array(h, dt)
+        off = np.sort(np.r_[0, 0, rng.integers(0, n + 1, 5), n, n])  # empty segments at both ends
+        for op, ufunc in (("sum", np.add), ("min", np.minimum), ("max", np.maximum)):
+            want = np.cumsum(h, axis=0) if op == "sum" else ufunc.accumulate(h, axis=0)
+            got = tack.scan(a, op)
+            # the vector type of the result's components, or (n, k) int64 for an integer sum
+            assert got.dtype == (dt if want.dtype == h.dtype else tack.i64) and got.shape == (
+                (n,) if want.dtype == h.dtype else want.shape)
+            same_bits(got.numpy().reshape(want.shape), want)
+            big = np.inf if h.dtype.kind == "f" else None
+            first = 0 if op == "sum" else {"min": big or np.iinfo(h.dtype).max, "max": -big if big else
+                                           np.iinfo(h.dtype).min}[op]
+            same_bits(tack.scan(a, op, exclusive=True).numpy().reshape(want.shape), _exclusive(want, first))
+            kw = {} if op == "sum" else {"initial": 3}
+            seg = tack.segmented_reduce(a, off, op, **kw)
+            assert seg.device == a.device and seg.shape[0] == off.size - 1
+            want = _per_segment(h, off, ufunc, **kw)
+            same_bits(seg.numpy().reshape(want.shape), want)
+
+
+def test_vector_scans_and_segments_are_each_columns_alone_bit_for_bit():
+    # values whose sums depend on the order of the adds: each component of a vec3 scan or segmented
+    # sum must be the scalar primitive's result on that component's column, in its blocks and order
+    rng = np.random.default_rng(4)
+    h = (rng.standard_normal((70001, 3)) * 10.0 ** rng.integers(-6, 7, (70001, 3))).astype(np.float32)
+    a = tack.array(h, tack.vec3)
+    cols = [np.ascontiguousarray(h[:, c]) for c in range(3)]
+    off = np.array([0, 5, 5, 40000, 69999, 70001])
+    for ex in (False, True):
+        same_bits(tack.scan(a, exclusive=ex).numpy(), np.stack([tack.scan(c, exclusive=ex).numpy() for c in cols], 1))
+    same_bits(tack.segmented_reduce(a, off).numpy(), np.stack([tack.segmented_reduce(c, off).numpy() for c in cols], 1))
+    # dtype=np.float16: the scalar scan's running value is f32 (f16 computes in f32), rounded only on the
+    # way out; the rows' kernel carried it from tile to tile in f16 and drifted from the column's
+    got = tack.scan(tack.array(h[:3000], tack.vec3), dtype=np.float16)
+    assert got.dtype == tack.f16 and got.shape == (3000, 3)
+    same_bits(got.numpy(), np.stack([tack.scan(c[:3000], dtype=np.float16).numpy() for c in cols], 1))
+    same_bits(tack.segmented_reduce(a, off, initial=[1e-3, 2, 3]).numpy(),
+              np.stack([tack.segmented_reduce(c, off, initial=i).numpy() for c, i in zip(cols, [1e-3, 2, 3])], 1))
+
+
+def test_vector_scans_and_segments_nan_empty_dtype_and_refusals():
+    h = np.array([[1, 5, -0.0], [np.nan, 2, 0.0], [3, -np.nan, 4], [0.5, 7, -1], [-0.0, 1, 0.0]], np.float32)
+    a = tack.array(h, tack.vec3)
+    for op, uf in (("min", np.minimum), ("max", np.maximum)):  # a NaN stays, its sign kept; zeros as NumPy's
+        same_bits(tack.scan(a, op).numpy(), uf.accumulate(h, axis=0))
+        same_bits(tack.segmented_reduce(a, [0, 2, 5], op).numpy(), _per_segment(h, [0, 2, 5], uf))
+    # empty: the vector type, or (0, k) int64 for an integer sum
+    e = tack.scan(tack.zeros(0, tack.vec3))
+    assert e.dtype == tack.vec3 and e.shape == (0,)
+    e = tack.scan(tack.zeros(0, tack.vec3i), exclusive=True)
+    assert e.dtype == tack.i64 and e.shape == (0, 3)
+    e = tack.segmented_reduce(tack.zeros(0, tack.mat22d), [0, 0], "max", initial=-1)
+    same_bits(e.numpy(), np.full((1, 2, 2), -1.0))
+    assert tack.segmented_reduce(tack.zeros(0, tack.vec3), [0]).shape == (0,)
+    # dtype=: the components' type, or a vector type of the elements' shape
+    q = np.arange(-12, 12, dtype=np.int32).reshape(8, 3) * 400_000_000 // 3
+    for d in (np.float64, tack.vec3d):
+        got = tack.scan(a, dtype=d)
+        assert got.dtype == tack.vec3d
+        same_bits(got.numpy()[:1], h[:1].astype(np.float64))
+    got = tack.scan(tack.array(q, tack.vec3i), dtype=np.int32)  # wraps, as NumPy's cumsum(dtype=int32)
+    assert got.dtype == tack.vec3i and np.array_equal(got.numpy(), np.cumsum(q, axis=0, dtype=np.int32))
+    same_bits(tack.segmented_reduce(tack.array(q, tack.vec3i), [0, 8], initial=[1, 2, 3]).numpy(),
+              q.sum(axis=0, keepdims=True) + [1, 2, 3])
+    g = _vectors(tack.vec3d, 300, seed=8)
+    G = tack.array(g, tack.vec3d)
+    off = [0, 100, 300]  # an operator has no identity: no empty segment without initial=
+    same_bits(tack.segmented_reduce(G, off, _vec_add).numpy(), tack.segmented_reduce(G, off).numpy())
+    same_bits(tack.segmented_reduce(G, [0, 0, 300], _vec_add, initial=[1, 2, 3]).numpy(),
+              tack.segmented_reduce(G, [0, 0, 300], initial=[1, 2, 3]).numpy())
+    with pytest.raises(TypeError, match=r"tack.scan: dtype=vec2 has shape \(2,\) and the elements \(vec3\) \(3,\)"):
+        tack.scan(a, dtype=tack.vec2)
+    with pytest.raises(ValueError, match="tack.scan: op must be 'sum', 'min' or 'max', got 'prod'"):
+        tack.scan(a, "prod")
+    with pytest.raises(TypeError, match="tack.scan: dtype=complex64 is not taken for vec3 values"):
+        tack.scan(a, dtype=np.complex64)
+    with pytest.raises(ValueError, match=r"segment 1 .* is empty and min has no identity: give initial="):
+        tack.segmented_reduce(a, [0, 2, 2, 5], "min")
+    with pytest.raises(ValueError, match=r"tack.segmented_reduce: initial has shape \(2,\); give a scalar"):
+        tack.segmented_reduce(a, [0, 5], initial=[1, 2])
+    with pytest.raises(TypeError, match="tack.segmented_reduce: dtype= is not taken with an operator of vec3d"):
+        tack.segmented_reduce(G, off, _vec_add, dtype=np.float64)
+    with pytest.raises(tack.CompileError, match="cannot assign vec3d to 'acc' of type vec3"):
+        tack.segmented_reduce(tack.array(g, tack.vec3), off, _widen)  # no silent conversion back to vec3
+
+
 def test_compact_unique_searchsorted_histogram_segmented_reduce_are_numpys():
     rng = np.random.default_rng(7)
     for n in SIZES:
@@ -632,6 +755,11 @@ V = tack.array(v, tack.vec3)  # vectors: component by component, each column's o
 assert np.array_equal(tack.reduce(V).view(np.uint32), np.array([tack.reduce(v[:, c].copy()) for c in range(3)]).view(np.uint32))
 assert np.array_equal(tack.reduce(V, "min"), v.min(axis=0), equal_nan=True)
 assert np.array_equal(tack.reduce(tack.array(x[:39].reshape(13, 3), tack.vec3i), "sum", initial=1), x[:39].reshape(13, 3).sum(axis=0, initial=1))
+assert np.array_equal(tack.scan(V).numpy().view(np.uint32), np.stack([tack.scan(v[:, c].copy()).numpy() for c in range(3)], 1).view(np.uint32))
+assert np.array_equal(tack.scan(V, "max", exclusive=True).numpy()[1:], np.maximum.accumulate(v)[:-1], equal_nan=True)
+assert np.array_equal(tack.scan(tack.array(x[:39].reshape(13, 3), tack.vec3i)).numpy(), np.cumsum(x[:39].reshape(13, 3), axis=0))
+assert np.array_equal(tack.segmented_reduce(V, [0, 3, 3, 40]).numpy().view(np.uint32), np.stack([tack.segmented_reduce(v[:, c].copy(), [0, 3, 3, 40]).numpy() for c in range(3)], 1).view(np.uint32))
+assert np.array_equal(tack.segmented_reduce(V, [0, 4, 40], "min").numpy(), np.stack([v[:4].min(axis=0), v[4:].min(axis=0)]), equal_nan=True)
 try:  # the accumulator's type is read from the compiler's checker of the kernel run as Python
     tack.reduce(x, half_then_add)
 except TypeError as e:
@@ -700,6 +828,26 @@ def test_reduce_of_vectors_runs_on_opencl():
 
 
 @pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
+def test_scan_and_segmented_reduce_of_vectors_run_on_opencl():
+    dev = OPENCL[0]
+    rng = np.random.default_rng(13)
+    h = (rng.standard_normal((9000, 3)) * 10.0 ** rng.integers(-4, 5, (9000, 3))).astype(np.float32)
+    h[5, 1] = np.nan
+    a = tack.array(h, tack.vec3, device=dev)
+    cols = [tack.array(np.ascontiguousarray(h[:, c]), device=dev) for c in range(3)]
+    off = np.array([0, 7, 7, 5000, 9000])
+    # the columns alone on the same device (its blocks), bit for bit: the vector kernels (sums) and
+    # the scalar ones on strided views (max)
+    for got, alone in ((tack.scan(a), [tack.scan(c) for c in cols]),
+                       (tack.scan(a, "max", exclusive=True), [tack.scan(c, "max", exclusive=True) for c in cols]),
+                       (tack.segmented_reduce(a, off), [tack.segmented_reduce(c, off) for c in cols])):
+        assert got.device == dev
+        same_bits(got.numpy(), np.stack([c.numpy() for c in alone], 1))
+    hi = rng.integers(-99, 99, (9000, 4)).astype(np.int32)  # int32 sums widen to (n, 4) int64, as NumPy's
+    same_bits(tack.scan(tack.array(hi, tack.vec4i, device=dev)).numpy(), np.cumsum(hi, axis=0))
+
+
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device (pocl-opencl-icd)")
 def test_a_numpy_second_argument_goes_to_the_first_arrays_device():
     # tack.compact(opencl_array, numpy_mask) was "mask is on cpu and a on opencl:0" (sort's values
     # and searchsorted's v alike), where segmented_reduce's offsets and histogram's bins were taken
@@ -743,9 +891,13 @@ def every_source(target):
     from tack import _algorithms as A
     from tack import _algorithms_sort as S
     from tack import _algorithms_sort_blocks as SB
+    from tack import _algorithms_vectors as V
 
     def z(n, dt):
         return tack.zeros(n, dt)
+
+    def rows(x, dt):  # a vec3 array as the (n, 3) array of its components, a view
+        return x._field_view(dt, 0, (x.shape[0], 3), (3, 1))
 
     f32, i32, i64, u32 = np.float32, np.int32, np.int64, np.uint32
     calls = [
@@ -783,6 +935,15 @@ def every_source(target):
         (A._widen, (z(4, np.int32), z(4, i64))),
         (A._segments, (z(4, i32), z(3, i64), z(2, i64), z(1, i64), 0, 1)),
         (A._segment_kernel(_argmax_pair), (z(4, i64), z(3, i64), z(2, i64), z(1, i64), 1)),
+        # vectors: the float sums' kernels over vec3; the others' over the (n, 3) rows of components
+        (A._scan_with(A._op_sum), (z(4, tack.vec3), z(4, tack.vec3), z(2, tack.vec3), z(2, tack.vec3), 2, 0)),
+        (A._segment_kernel(A._op_sum), (z(4, tack.vec3), z(3, i64), z(2, tack.vec3), z(1, tack.vec3), 1)),
+        (V._rows()[0], (rows(z(4, tack.vec3i), i32), tack.zeros((4, 3), i64), tack.zeros((2, 3), i64), z(2, i64), 2, 0,
+                        0)),
+        (V._rows()[1], (rows(z(4, tack.vec3), f32), z(3, i64), rows(z(2, tack.vec3), f32), z(3, f32), 1, 1)),
+        # a vector scan to float16: the scalar scan on each component's strided view
+        (A._scan, (rows(z(4, tack.vec3), f32)[:, 1], tack.zeros((4, 3), np.float16)[:, 1], z(2, np.float16),
+                   z(2, np.float16), 2, 0, 0)),
     ]
     return [k.generated_source(*args, target=target) for k, args in calls]
 
