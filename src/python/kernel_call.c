@@ -527,6 +527,14 @@ void kcall_set_distinct(kcall *c, int d) {
 
 /* Compute the whole signature of a bound call. */
 int kcall_signature(KernelObject *k, kcall *c) {
+    if (k->by_value) { /* the package's hook binds it (tack._structs): the struct_call path of kernel.c */
+        PyObject *q = kernel_qualname(k);
+        if (q)
+            PyErr_Format(PyExc_TypeError, "%U() takes a vector, matrix or quaternion by value, which the tack "
+                         "package binds (tack._structs)", q);
+        Py_XDECREF(q);
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < c->n; i++)
         if (kcall_arg(k, c, i) < 0)
             return -1;
