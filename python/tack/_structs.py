@@ -637,7 +637,7 @@ def _signature(kernel, args, kwargs):
 def needs_build(kernel, args, kwargs):
     """Whether a call of `kernel` goes through its struct build: a struct among the arguments, or a
     parameter annotated with a vector, matrix or quaternion type (tack._vector_args)."""
-    return has_struct(args, kwargs) or _builtins.bool(_vector_args.kernel_params(kernel))
+    return _builtins.bool(_vector_args.kernel_params(kernel)) or has_struct(args, kwargs)
 
 
 def has_struct(args, kwargs):

@@ -35,6 +35,9 @@ import weakref
 from . import _core
 
 _PARAMS = weakref.WeakKeyDictionary()  # function -> {parameter: dtype}
+_SCALAR = {}  # dtype -> its components' NumPy dtype
+_F64_INT = 2**53  # the ints a float64 holds exactly: np.float32(int) of a larger one may round twice
+_F32_MAX, _F64_MAX = 3.4028234663852886e38, 1.7976931348623157e308  # past them (and NaN) the slow path
 
 
 def _np():
@@ -115,6 +118,14 @@ def kind(who, name, dt, v):
     components converted to dt's scalar type, in storage order.  A wrong shape or a component that
     is not a number is a TypeError naming the parameter and the value; an integer component that
     does not fit, an OverflowError."""
+    if type(v) in (tuple, list) and len(v) == dt.shape[0] and len(dt.shape) == 1:
+        sc = _SCALAR.get(dt)
+        if sc is None:
+            sc = _SCALAR[dt] = _scalar(dt)
+        big = _F32_MAX if sc.itemsize == 4 else _F64_MAX
+        if sc.kind == "f" and all((type(c) is float and -big <= c <= big) or (type(c) is int and -_F64_INT < c < _F64_INT)
+                                  for c in v):
+            return ("vec", dt, tuple(sc.type(c) for c in v))  # the common case, Python numbers: NumPy's rounding
     np = _np()
     nd = len(dt.shape)
     if isinstance(v, _core.Array):

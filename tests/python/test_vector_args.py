@@ -22,6 +22,7 @@ import json
 import pickle
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,21 @@ def test_a_vector_by_value_is_a_vector_in_the_body(g, w):
     for a, b in zip(got[0], want):
         np.testing.assert_allclose(a, b, rtol=2e-6)
     assert isinstance(tack.vec3(1, 2, 3), np.ndarray)  # the host's vector is still NumPy's array
+
+
+def test_python_numbers_and_arrays_round_alike():
+    """A tuple of Python numbers (converted one by one) and a float64 array (converted whole) give
+    the same f32 components, past f32's range and 2**53 included, and warn of nothing (an f32
+    annotation makes inf of a number past its range, silently, as NumPy's astype does)."""
+    for g in [(0.1, 1e38, -3.5e38), (2**53 + 1, -(2**60) - 1, 1 / 3), (float("nan"), float("inf"), 7)]:
+        got = []
+        for value in (g, np.array(g, np.float64)):
+            args = fall_args(g=value)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                fall_c(*args)
+            got.append(args[1].numpy().tobytes())
+        assert got[0] == got[1], g
 
 
 def shapes(out, m: tack.mat33, q: tack.quat, t: tack.transform, n: tack.vec2i, x: tack.vec3):
