@@ -123,8 +123,8 @@ def kind(who, name, dt, v):
         if sc is None:
             sc = _SCALAR[dt] = _scalar(dt)
         big = _F32_MAX if sc.itemsize == 4 else _F64_MAX
-        if sc.kind == "f" and all((type(c) is float and -big <= c <= big) or (type(c) is int and -_F64_INT < c < _F64_INT)
-                                  for c in v):
+        if sc.kind == "f" and all((type(c) is float and -big <= c <= big)
+                                  or (type(c) is int and -_F64_INT < c < _F64_INT) for c in v):
             return ("vec", dt, tuple(sc.type(c) for c in v))  # the common case, Python numbers: NumPy's rounding
     np = _np()
     nd = len(dt.shape)
