@@ -409,8 +409,12 @@ def _debug_view(kernel_name, param, obj):
         try:
             view = np.asarray(memoryview(obj))
         except TypeError:
+            hint = ""
+            if isinstance(obj, (tuple, list)):  # perhaps a vector's components, as Warp takes them
+                hint = (f"; a vector, matrix or quaternion is passed by value to a parameter annotated with its "
+                        f"type, {param}: tack.vec3 (docs/language.md, \"Vector arguments\")")
             refuse(TypeError, "expected a tack.Array, a NumPy array (or another buffer object), a DLPack "
-                              f"producer or a bool/int/float or NumPy scalar (got {type(obj).__name__})")
+                              f"producer or a bool/int/float or NumPy scalar (got {type(obj).__name__}){hint}")
     if view.strides and any(s % view.itemsize for s in view.strides):
         refuse(ValueError, f"a {type(obj).__name__} with strides {view.strides} in bytes, not multiples of its "
                            f"{view.itemsize}-byte elements, cannot be indexed by a kernel; pass a copy "

@@ -450,6 +450,15 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         tack_array_retain(arr);
         Py_DECREF(wrapped);
         c->temps[i] = arr;
+    } else if (PyTuple_Check(obj) || PyList_Check(obj)) { /* perhaps a vector's components, as Warp takes them */
+        PyObject *q = kernel_qualname(k), *name = PyTuple_GET_ITEM(k->params, i);
+        if (q)
+            PyErr_Format(PyExc_TypeError,
+                         "argument '%U' of %U(): " ACCEPTED_KINDS " (got %.100s); a vector, matrix or quaternion "
+                         "is passed by value to a parameter annotated with its type, %U: tack.vec3 "
+                         "(docs/language.md, \"Vector arguments\")", name, q, Py_TYPE(obj)->tp_name, name);
+        Py_XDECREF(q);
+        return -1;
     } else {
         return arg_error(k, i, PyExc_TypeError, ACCEPTED_KINDS, obj);
     }

@@ -136,8 +136,11 @@ def test_unannotated_and_array_arguments_keep_their_meaning():
     out = np.zeros(1, np.float32)
     plain(tack.vec3(1.5, 0, 0), out)
     assert out[0] == 4.5
-    with pytest.raises(TypeError, match="got tuple"):
-        plain((1.5, 0.0, 0.0), out)  # no annotation: no vector, as before
+    for jit in (True, False):  # no annotation: no vector, as before, and the refusal says how
+        with pytest.raises(TypeError, match=r"argument 'v' of plain\(\)( \(jit=False\))?: expected .*got tuple\); a "
+                                            r"vector, matrix or quaternion is passed by value to a parameter "
+                                            r"annotated with its type, v: tack.vec3"):
+            tack.kernel(plain.__wrapped__, jit=jit)((1.5, 0.0, 0.0), out)
     for jit in (True, False):
         k = tack.kernel(annotated_array, jit=jit)
         out = np.zeros(2, np.float32)
