@@ -8,8 +8,8 @@ components converted to the annotation's scalar type as a scalar annotation
 (``x: tack.f64``) converts a number.  Without the annotation nothing changes:
 a NumPy (3,) array is a 1-D array, as it always was, and a tuple is refused.
 The annotation says which type, so a vec3 and a vec3d are never guessed from
-the components (docs/design/decisions.md, "Vectors, matrices and quaternions
-by value").
+the components (docs/design/decisions.md, "vectors, matrices and quaternions
+by value: the parameter's annotation says so").
 
 Such a value never reaches the compiler as one.  It travels the way a struct
 passed by value does (tack._structs): the struct build of the kernel takes
