@@ -266,6 +266,19 @@ def test_metal_source_type_checks():
     assert problems is None, problems
 
 
+def first_f64(out, g: tack.vec3d):
+    out[0] = tack.f32(g.x)
+
+
+def test_metal_refuses_an_f64_value_naming_it():
+    """Metal has no f64: the refusal names the vector, not only its first component's parameter, and
+    says to annotate the f32 type (it said to pass np.float32(...), which the caller cannot)."""
+    k = tack.kernel(first_f64)
+    with pytest.raises(tack.CompileError, match=r"'g' is passed by value with float64 components \('g\u00b70'\); "
+                                                r"give it a float32 type \(a vector annotated tack.vec3"):
+        k.generated_source(np.zeros(1, np.float32), (1.0, 2.0, 2.0), target="metal")
+
+
 def periodic_counts(pts, grid, r, box: tack.vec3d, count):
     for i in range(pts.shape[0]):
         c = 0
