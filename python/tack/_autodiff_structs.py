@@ -36,22 +36,22 @@ def expand(kernel, args, kwargs):
     """(the struct build of the launch, its arguments, {struct array parameter: (struct class,
     [(leaf parameter name, leaf)]) }, {struct value parameter names}); None for a launch without
     structs."""
-    if not _structs.has_struct(args, kwargs):
+    if not _structs.needs_build(kernel, args, kwargs):
         return None
     fn, sig, values = _structs._signature(kernel, args, kwargs)
     built, expanded = _structs.build_for(kernel, args, kwargs)
     import inspect
 
     names = list(inspect.signature(fn).parameters)
-    arrays, by_value = {}, set()
+    arrays, by_value = {}, {}
     for name, kind in zip(names, sig):
         if kind is None:
             continue
         if kind[0] == "array":
             lay = kind[1]
             arrays[name] = (lay.cls, [(f"{name}{SEP}{leaf.name.replace('.', SEP)}", leaf) for leaf in lay.leaves])
-        else:
-            by_value.add(name)
+        else:  # a struct value, or a vector, matrix or quaternion by value (tack._vector_args)
+            by_value[name] = kind[1].name if kind[0] == "vec" else None
     return built, tuple(expanded), arrays, by_value
 
 
@@ -60,6 +60,10 @@ def leaf_grads(arrays, by_value, grads, who):
     float leaves' views."""
     out = {}
     for p, g in grads.items():
+        if p in by_value and by_value[p] is not None:
+            raise TypeError(f"{who}: '{p}' is a {by_value[p]} passed by value, a constant to the adjoint: its "
+                            f"gradient is not returned (pass it in a one-element {by_value[p]} array, "
+                            f"tack.array([v], tack.{by_value[p]}), to differentiate it)")
         if p in by_value:
             raise TypeError(f"{who}: '{p}' is a struct passed by value: its gradient is not returned (pass the "
                             f"struct in a one-element struct array to differentiate it)")

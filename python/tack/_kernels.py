@@ -14,6 +14,7 @@ the compiler knows them by are tack._intrinsics'.
 from __future__ import annotations
 
 import builtins as _builtins
+import types
 
 from . import _core
 from . import config as _config
@@ -306,8 +307,11 @@ def kernel(fn=None, *, checks=None, fast_math=False, flush_denormals=False, jit=
                 raise TypeError(f"tack.kernel expects a function, not {type(f).__name__}")
             return PythonKernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals,
                                 default_float=dfloat, check_races=races, optimize=optimize)
+        from . import _vector_args
+
         return _core.Kernel(f, checks=checks, fast_math=fast_math, flush_denormals=flush_denormals,
-                            default_float=dfloat, check_races=races, optimize=optimize)
+                            default_float=dfloat, check_races=races, optimize=optimize,
+                            by_value=_builtins.bool(isinstance(f, types.FunctionType) and _vector_args.params(f)))
 
     if fn is None:
         return wrap
@@ -405,8 +409,12 @@ def _debug_view(kernel_name, param, obj):
         try:
             view = np.asarray(memoryview(obj))
         except TypeError:
+            hint = ""
+            if isinstance(obj, (tuple, list)):  # perhaps a vector's components, as Warp takes them
+                hint = (f"; a vector, matrix or quaternion is passed by value to a parameter annotated with its "
+                        f"type, {param}: tack.vec3 (docs/language.md, \"Vector arguments\")")
             refuse(TypeError, "expected a tack.Array, a NumPy array (or another buffer object), a DLPack "
-                              f"producer or a bool/int/float or NumPy scalar (got {type(obj).__name__})")
+                              f"producer or a bool/int/float or NumPy scalar (got {type(obj).__name__}){hint}")
     if view.strides and any(s % view.itemsize for s in view.strides):
         refuse(ValueError, f"a {type(obj).__name__} with strides {view.strides} in bytes, not multiples of its "
                            f"{view.itemsize}-byte elements, cannot be indexed by a kernel; pass a copy "
@@ -506,7 +514,7 @@ class PythonKernel:
             out = _hashgrid.grid_call(self, args, kwargs)
             if out is not NotImplemented:
                 return out
-        if _structs.has_struct(args, kwargs):  # struct arrays or values: the kernel's struct build
+        if _structs.needs_build(self, args, kwargs):  # struct arrays or values, vectors by value: the struct build
             try:
                 built, expanded = _structs.build_for(self, args, kwargs)
             except _structs._NoBind:

@@ -117,9 +117,11 @@ def _kernel(fn, source, checks, fast_math, is_func, flush_denormals=False, defau
         fn.__code__ = fn.__code__.replace(co_filename=filename)
     fn.__tack_source__ = (text.splitlines(True), first)  # the copy's only (see the module's docstring)
     fn.__tack_function__ = given
+    from . import _vector_args
+
     return _core.Kernel(fn, checks=checks, fast_math=fast_math, is_func=is_func, flush_denormals=flush_denormals,
                         default_float=getattr(_core, default_float or "f32"), check_races=check_races,
-                        optimize=optimize)
+                        optimize=optimize, by_value=not is_func and bool(_vector_args.params(fn)))
 
 
 def by_name(k):

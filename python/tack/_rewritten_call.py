@@ -72,6 +72,10 @@ def call(kernel_obj, args, kwargs, method, cls, key_of, rewrite):
         opts = dict(checks=kernel_obj.checks, fast_math=kernel_obj.fast_math,
                     flush_denormals=kernel_obj.flush_denormals, default_float=kernel_obj.default_float,
                     check_races=kernel_obj.check_races, optimize=kernel_obj.optimize)
+        if not isinstance(kernel_obj, PythonKernel):  # vectors by value: its calls go on to the struct build
+            from . import _vector_args
+
+            opts["by_value"] = bool(_vector_args.params(g))
         built = PythonKernel(g, **opts) if isinstance(kernel_obj, PythonKernel) else _core.Kernel(g, **opts)
         table[(cls, keys)] = built
     expanded = []

@@ -41,7 +41,7 @@ struct_call hook), so calls without structs pay nothing.
 import builtins as _builtins
 import weakref
 
-from . import _core
+from . import _core, _vector_args
 
 _VEC_COMP = {"x": 0, "y": 1, "z": 2, "w": 3}
 
@@ -570,6 +570,8 @@ def _expand(sig, values):
     for kind, v in zip(sig, values):
         if kind is None:
             out.append(v)
+        elif kind[0] == "vec":  # a vector, matrix or quaternion: its components, converted (tack._vector_args)
+            out.extend(kind[2])
         elif kind[0] == "array":
             if isinstance(v, StructArray):
                 out.extend(_leaf_of(v, lf) for lf in kind[1].leaves)
@@ -619,14 +621,23 @@ def _signature(kernel, args, kwargs):
         bound.apply_defaults()
         values = list(bound.arguments.values())
     kinds = []
+    vparams = _vector_args.params(fn)
     for name, v in zip(names, values):
         k = _arg_kind(v)
         if k is not None and k[0] == "bad":
             raise TypeError(f"{fn.__qualname__}(): the record array passed for '{name}' has the dtype "
                             f"{v.dtype}, which is no @tack.struct's (make the records with "
                             f"dtype=YourStruct.dtype)")
+        if k is None and name in vparams:  # a vector, matrix or quaternion by value (tack._vector_args)
+            k = _vector_args.kind(f"{fn.__qualname__}()", name, vparams[name], v)
         kinds.append(k)
     return fn, tuple(kinds), values
+
+
+def needs_build(kernel, args, kwargs):
+    """Whether a call of `kernel` goes through its struct build: a struct among the arguments, or a
+    parameter annotated with a vector, matrix or quaternion type (tack._vector_args)."""
+    return _builtins.bool(_vector_args.kernel_params(kernel)) or has_struct(args, kwargs)
 
 
 def has_struct(args, kwargs):
@@ -646,7 +657,8 @@ def build_for(kernel, args, kwargs):
     """(the struct build of `kernel` for these arguments, its argument list)."""
     fn, sig, values = _signature(kernel, args, kwargs)
     table = _BUILDS.setdefault(kernel, {})
-    key = tuple(None if k is None else (k[0], k[1].cls, k[2]) for k in sig)
+    key = tuple(None if k is None else (k[0], k[1].name, None) if k[0] == "vec" else (k[0], k[1].cls, k[2])
+                for k in sig)
     built = table.get(key)
     if built is None:
         g = _rewrite_function(fn, sig, is_kernel=True)
@@ -667,7 +679,7 @@ def build_for(kernel, args, kwargs):
 def struct_call(kernel, args, kwargs, method=None):
     """The extension's struct_call hook: a call whose arguments did not bind (or, with `method`,
     kernel.compile / generated_source / ir of such arguments, with their target= keyword)."""
-    if not has_struct(args, kwargs):
+    if not needs_build(kernel, args, kwargs):
         return NotImplemented
     extra = {}
     if method is not None and "target" in kwargs:

@@ -594,6 +594,13 @@ def _rewrite_function(fn, sig, is_kernel):
             new_params.append(p)
             continue
         what, lay, nd = kind
+        if what == "vec":  # a vector, matrix or quaternion by value: its components, then the value built
+            # from them as the body's first statement (tack._vector_args)
+            cnames = [f"{p.arg}{SEP}{k}" for k in range(len(nd))]
+            new_params.extend(_loc(ast.arg(arg=c), p) for c in cnames)
+            value = rw.compose(lay, [_name(c, p) for c in cnames], p)
+            prologue.append(_loc(ast.Assign(targets=[_name(p.arg, p, ast.Store())], value=value), p))
+            continue
         if what == "array":
             rw.arrays[p.arg] = (lay, nd)
             new_params.extend(_loc(ast.arg(arg=f"{p.arg}{SEP}{_sep(lf.name)}"), p) for lf in lay.leaves)
@@ -633,7 +640,9 @@ def _rewrite_function(fn, sig, is_kernel):
     fdef.decorator_list = []
     fdef.returns = None
     ast.fix_missing_locations(fdef)
-    return _make(fn, fdef, base, rw)
+    g = _make(fn, fdef, base, rw)
+    g.__tack_values_done__ = True  # its vector parameters are expanded (tack._vector_args.params)
+    return g
 
 
 def _make(fn, fdef, base, rw):

@@ -389,9 +389,9 @@ static PyObject *kernel_debug_facts(PyObject *self, PyObject *const *args, Py_ss
 
 static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"fn", "checks", "fast_math", "is_func", "flush_denormals", "default_float",
-                             "check_races", "optimize", NULL};
+                             "check_races", "optimize", "by_value", NULL};
     PyObject *fn, *code = NULL, *varnames = NULL, *dfloat = NULL;
-    int checks = 1, fast_math = 0, is_func = 0, flush = 0, races = 0, optimize;
+    int checks = 1, fast_math = 0, is_func = 0, flush = 0, races = 0, optimize, by_value = 0;
     {
         tack_compile_options o; /* optimize's default: the setting now (tack.config) */
         tack_compile_options_init(&o);
@@ -401,8 +401,8 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     KernelObject *k = NULL;
     long argcount, posonly;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppppOpp:Kernel", kwlist, &fn, &checks,
-                                     &fast_math, &is_func, &flush, &dfloat, &races, &optimize))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppppOppp:Kernel", kwlist, &fn, &checks,
+                                     &fast_math, &is_func, &flush, &dfloat, &races, &optimize, &by_value))
         return NULL;
     if (dfloat && dfloat != Py_None) {
         tpy_state *st = tpy_state_from_type(type);
@@ -448,6 +448,7 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     k->check_races = races;
     k->optimize = optimize;
     k->is_func = is_func;
+    k->by_value = by_value && !is_func;
     k->default_float = df;
     k->lock = PyThread_allocate_lock();
     if (!k->lock) {
@@ -547,7 +548,7 @@ static PyObject *get_flag(PyObject *self, void *which) {
     KernelObject *k = (KernelObject *)self;
     const char *w = which;
     int v = w[0] == 'c' ? k->checks : w[0] == 'f' ? k->fast_math : w[0] == 'd' ? k->flush_denormals
-          : w[0] == 'r' ? k->check_races : w[0] == 'o' ? k->optimize : k->is_func;
+          : w[0] == 'r' ? k->check_races : w[0] == 'o' ? k->optimize : w[0] == 'v' ? k->by_value : k->is_func;
     return PyBool_FromLong(v);
 }
 
@@ -572,6 +573,8 @@ static PyGetSetDef kernel_getset[] = {
      "race detector (CPU)", "r"},
     {"optimize", get_flag, NULL, "the optimizing passes run on its compiles", "o"},
     {"is_func", get_flag, NULL, "this is a @tack.func, not a kernel", "i"},
+    {"by_value", get_flag, NULL, "a parameter is annotated with a vector, matrix or quaternion type, which "
+     "it takes by value: calls go through tack._structs (docs/language.md, \"Vector arguments\")", "v"},
     {"default_float", get_default_float, NULL,
      "tack.f32 or tack.f64: the type of a float that meets no float type (docs/language.md)", NULL},
     {NULL, NULL, NULL, NULL, NULL},

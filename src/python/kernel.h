@@ -53,6 +53,8 @@ typedef struct {
     PyObject *by_name;  /* the copy of fn pickle finds by name (tack._pickle.by_name), made on first use, or NULL */
     Py_ssize_t nparams, nposonly;
     int checks, fast_math, flush_denormals, is_func;
+    int by_value;             /* a parameter takes a vector, matrix or quaternion by value (its annotation):
+                                 every call binds through the package's hook (tack._structs), never here */
     int check_races;          /* instrument undecided parallel loops with the race detector (CPU) */
     int optimize;             /* run the optimizing passes (tack.config's optimize when not given) */
     tack_dtype default_float; /* TACK_F32 or TACK_F64: the type of a float that meets no float type */

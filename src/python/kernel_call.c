@@ -450,6 +450,15 @@ static int kcall_arg(KernelObject *k, kcall *c, Py_ssize_t i) {
         tack_array_retain(arr);
         Py_DECREF(wrapped);
         c->temps[i] = arr;
+    } else if (PyTuple_Check(obj) || PyList_Check(obj)) { /* perhaps a vector's components, as Warp takes them */
+        PyObject *q = kernel_qualname(k), *name = PyTuple_GET_ITEM(k->params, i);
+        if (q)
+            PyErr_Format(PyExc_TypeError,
+                         "argument '%U' of %U(): " ACCEPTED_KINDS " (got %.100s); a vector, matrix or quaternion "
+                         "is passed by value to a parameter annotated with its type, %U: tack.vec3 "
+                         "(docs/language.md, \"Vector arguments\")", name, q, Py_TYPE(obj)->tp_name, name);
+        Py_XDECREF(q);
+        return -1;
     } else {
         return arg_error(k, i, PyExc_TypeError, ACCEPTED_KINDS, obj);
     }
@@ -527,6 +536,14 @@ void kcall_set_distinct(kcall *c, int d) {
 
 /* Compute the whole signature of a bound call. */
 int kcall_signature(KernelObject *k, kcall *c) {
+    if (k->by_value) { /* the package's hook binds it (tack._structs): the struct_call path of kernel.c */
+        PyObject *q = kernel_qualname(k);
+        if (q)
+            PyErr_Format(PyExc_TypeError, "%U() takes a vector, matrix or quaternion by value, which the tack "
+                         "package binds (tack._structs)", q);
+        Py_XDECREF(q);
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < c->n; i++)
         if (kcall_arg(k, c, i) < 0)
             return -1;

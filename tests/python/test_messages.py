@@ -169,13 +169,15 @@ def test_a_host_vector_argument_says_how_to_pass_it(jit):
     v = tack.zeros(4, tack.vec3)
     with pytest.raises(tack.CompileError, match=r"array 'g' cannot be used as a value here \(index it, or pass it "
                                                 r"to a @tack.func\); a vector made on the host \(tack.vec3\(...\) and "
-                                                r"the like\) is a NumPy array of its components.*tack.array\(\[g\], "
-                                                r"tack.vec3\), and read g\[0\]"):
+                                                r"the like\) is a NumPy array of its components.*annotate the "
+                                                r"parameter, g: tack.vec3, to take it by value"):
         tack.kernel(_host_vector_argument, jit=jit)(v, tack.vec3(0, -9.8, 0), np.float32(0.1))
-    g = tack.array([tack.vec3(0, -9.8, 0)], tack.vec3)         # what the message says to write
+    g = tack.array([tack.vec3(0, -9.8, 0)], tack.vec3)         # a one-element vector array also does
     fixed = tack.kernel(_fall_fixed, jit=jit)
     fixed(v, g, np.float32(0.5))
     assert v.numpy().tolist() == [[0.0, -4.900000095367432, 0.0]] * 4
+    tack.kernel(_fall_annotated, jit=jit)(v, tack.vec3(0, -9.8, 0), np.float32(0.5))  # what the message says
+    assert v.numpy().tolist() == [[0.0, -9.800000190734863, 0.0]] * 4
     # an array of integers, or of more dimensions, is no host vector: the message stays short
     with pytest.raises(tack.CompileError, match=r"array 'x' cannot be used as a value here \(index it, or pass it "
                                                 r"to a @tack.func\) \(test_messages"):
@@ -185,6 +187,11 @@ def test_a_host_vector_argument_says_how_to_pass_it(jit):
 def _fall_fixed(v, g, dt):
     for i in range(v.shape[0]):
         v[i] += g[0] * dt
+
+
+def _fall_annotated(v, g: tack.vec3, dt):
+    for i in range(v.shape[0]):
+        v[i] += g * dt
 
 
 # ------------------------------------------------------------- NumPy's and Numba's idioms

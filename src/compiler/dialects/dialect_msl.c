@@ -271,6 +271,13 @@ static void refuse(tk_cc *C) {
                      a->dtype == TACK_C128 ? "complex" : "float", param_name(K, p), dtype_name(a->dtype),
                      a->dtype == TACK_C128 ? "complex64" : "float32", a->dtype == TACK_C128 ? "complex64" : "float32",
                      param_name(K, p));
+        const char *name = param_name(K, p), *dot = strstr(name, "\xc2\xb7"); /* a leaf: 'g\u00b70', 'q\u00b7mass' */
+        if (dot)
+            tk_error(C, K->func, line, 0,
+                     "Metal has no double precision (Apple GPUs have no float64): '%.*s' is passed by value with "
+                     "%s components ('%s'); give it a float32 type (a vector annotated tack.vec3, not tack.vec3d; "
+                     "a struct's fields tack.f32)",
+                     (int)(dot - name), name, dtype_name(a->dtype), name);
         tk_error(C, K->func, line, 0,
                  "Metal has no double precision (Apple GPUs have no float64): scalar parameter '%s' is %s; "
                  "pass np.%s(...)",

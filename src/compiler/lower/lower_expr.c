@@ -711,8 +711,9 @@ static tk_ir *lower_name(lw_state *L, tack_node *n) {
         if (at.ndim == 1 && (at.dt == TACK_F32 || at.dt == TACK_F64))  /* perhaps tack.vec3(...) from the host */
             ERR(n, "array '%s' cannot be used as a value here (index it, or pass it to a @tack.func); a vector made "
                    "on the host (tack.%s(...) and the like) is a NumPy array of its components, so it arrives as "
-                   "this 1-D array: pass it as a one-element vector array, tack.array([%s], tack.%s), and read %s[0]",
-                name, at.dt == TACK_F32 ? "vec3" : "vec3d", name, at.dt == TACK_F32 ? "vec3" : "vec3d", name);
+                   "this 1-D array: annotate the parameter, %s: tack.%s, to take it by value (docs/language.md, "
+                   "\"Vector arguments\")",
+                name, at.dt == TACK_F32 ? "vec3" : "vec3d", name, at.dt == TACK_F32 ? "vec3" : "vec3d");
         ERR(n, "array '%s' cannot be used as a value here (index it, or pass it to a @tack.func)", name);
     }
     for (int i = 0; i < L->S->nlocals; i++)
