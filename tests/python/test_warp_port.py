@@ -1,0 +1,117 @@
+"""What a trial port of Warp programs to Tack found (docs/warp.md).
+
+A Warp step stores a new velocity and reads it back in the next line (`vn[i] = v[i] + a * dt;
+xn[i] = x[i] + vn[i] * dt`); the adjoint generator refused the read as an array read and
+overwritten, though the read sees the value just stored (tack._autodiff_forward).  Checked on a
+tape against central finite differences, compiled and in debug mode, for f64 scalar arrays and
+vec3d arrays, and the reads the rewrite must leave to the refusal.
+"""
+
+import numpy as np
+import pytest
+
+import tack
+
+
+def _step_vec(x, v, xn, vn, dt, drag):
+    for i in range(x.shape[0]):
+        a = tack.vec3d(0.0, -9.8, 0.0) - drag * tack.length(v[i]) * v[i]
+        vn[i] = v[i] + a * dt
+        xn[i] = x[i] + vn[i] * dt          # reads the element stored just above
+
+
+def _step_scalar(x, v, xn, vn, dt):
+    for i in range(x.shape[0]):
+        vn[i] = v[i] - dt * x[i] * x[i]
+        s = vn[i] * dt
+        xn[i] = x[i] + s + 0.5 * vn[i]     # two statements on: still the stored value
+
+
+def _miss(x, target, loss):
+    for i in range(x.shape[0]):
+        d = x[i] - target[0]
+        loss[0] += tack.dot(d, d)
+
+
+def _sq(x, loss):
+    for i in range(x.shape[0]):
+        loss[0] += x[i] * x[i]
+
+
+def _simulate_vec(step, miss, v0, steps=6):
+    x = tack.zeros(2, tack.vec3d)
+    v = tack.array(v0, tack.vec3d, requires_grad=True)
+    loss, target = tack.zeros(1, tack.f64), tack.array([[3.0, 0.0, 1.0]], tack.vec3d)
+    first = v
+    with tack.Tape() as tape:
+        for _ in range(steps):
+            xn, vn = tack.zeros(2, tack.vec3d), tack.zeros(2, tack.vec3d)
+            step(x, v, xn, vn, 0.05, 0.1)
+            x, v = xn, vn
+        miss(x, target, loss)
+    return tape, loss, first
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_a_stored_vector_read_back_is_differentiated(jit):
+    step = tack.kernel(jit=jit)(_step_vec)
+    miss = tack.kernel(jit=jit)(_miss)
+    v0 = np.array([[2.0, 5.0, 1.0], [1.0, 3.0, -0.5]])
+    tape, loss, v = _simulate_vec(step, miss, v0)
+    tape.backward(loss)
+    got, h = v.grad.numpy(), 1e-6
+    want = np.zeros_like(v0)
+    for k in range(2):
+        for c in range(3):
+            e = np.zeros_like(v0)
+            e[k, c] = h
+            lp = _simulate_vec(step, miss, v0 + e)[1].numpy()[0]
+            lm = _simulate_vec(step, miss, v0 - e)[1].numpy()[0]
+            want[k, c] = (lp - lm) / (2 * h)
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_a_stored_number_read_back_is_differentiated(jit):
+    step = tack.kernel(jit=jit)(_step_scalar)
+    sq = tack.kernel(jit=jit)(_sq)
+    x0, v0, dt = np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.25, -0.5]), 0.1
+    x, v = x0.copy(), tack.array(v0, tack.f64, requires_grad=True)
+    xn, vn, loss = np.zeros(3), np.zeros(3), np.zeros(1)
+    with tack.Tape() as tape:
+        step(x, v, xn, vn, dt)
+        sq(xn, loss)
+    tape.backward(loss)
+    vnv = v0 - dt * x0 * x0
+    np.testing.assert_allclose(xn, x0 + vnv * dt + 0.5 * vnv, rtol=1e-15)   # the forward is unchanged
+    np.testing.assert_allclose(v.grad.numpy(), 2 * xn * (dt + 0.5), rtol=1e-14)
+    np.testing.assert_allclose(tape.gradient(x), 2 * xn * (1 - 2 * dt * x0 * (dt + 0.5)), rtol=1e-14)
+
+
+def test_reads_the_store_may_not_have_made_are_still_refused():
+    @tack.kernel
+    def in_place(x, v, dt):                     # v[i] read before it is stored: its old value is gone
+        for i in range(x.shape[0]):
+            v[i] = v[i] - dt * x[i]
+            x[i] = x[i] + v[i] * dt
+
+    @tack.kernel
+    def past_a_store(x, vn, w, out, dt):        # w may be vn: the search stops at any element stored
+        for i in range(x.shape[0]):
+            vn[i] = x[i] * dt
+            w[i] = 1.0
+            out[i] = vn[i]
+
+    @tack.kernel
+    def after_a_branch(x, vn, out, dt):         # an if between the store and the read: not followed
+        for i in range(x.shape[0]):
+            vn[i] = x[i] * dt
+            if x[i] > 0.0:
+                vn[i] = 0.0
+            out[i] = vn[i] * 2.0
+
+    x = np.array([1.0, -2.0, 3.0])
+    for k, args in ((in_place, (x, x.copy(), 0.1)), (past_a_store, (x, np.zeros(3), np.zeros(3), np.zeros(3), 0.1)),
+                    (after_a_branch, (x, np.zeros(3), np.zeros(3), 0.1))):
+        with pytest.raises(tack.CompileError, match="is read .* and overwritten"):
+            k.adjoint(*args, grads={})
