@@ -115,3 +115,48 @@ def test_reads_the_store_may_not_have_made_are_still_refused():
                     (after_a_branch, (x, np.zeros(3), np.zeros(3), 0.1))):
         with pytest.raises(tack.CompileError, match="is read .* and overwritten"):
             k.adjoint(*args, grads={})
+
+
+def _warp_tid(v, e):
+    for t in range(v.shape[0]):
+        i = tack.tid()
+        e[i] = 0.0
+
+
+def _warp_length_sq(v, e):
+    for i in range(v.shape[0]):
+        e[i] = tack.length_sq(v[i])
+
+
+def _warp_select(v, e):
+    for i in range(v.shape[0]):
+        e[i] = tack.select(v[i].x > 0.0, 1.0, 2.0)
+
+
+def _warp_ray(v, e):
+    for i in range(v.shape[0]):
+        q = tack.mesh_query_ray(0, v[i], v[i], 1.0)
+        e[i] = 0.0
+
+
+WARP_NAMES = [
+    (_warp_tid, "tack.tid", r"module 'tack' has no attribute 'tid': a kernel has no thread index: .*'for i in "
+                            r"range\(n\):' at the top level of the kernel \(wp.launch's dim=n\)"),
+    (_warp_length_sq, "tack.length_sq", r"'length_sq': Warp's wp.length_sq\(v\) is tack.dot\(v, v\)"),
+    (_warp_select, "tack.select", r"'select': Warp's wp.select\(c, a, b\), b where c holds and a where not, is "
+                                  r"Python's 'b if c else a'"),
+    (_warp_ray, "tack.mesh_query_ray", r"'tri, t, u, v = mesh.ray_closest\(origin, direction\)' of a tack.Mesh"),
+]
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_warp_names_say_what_to_write(jit):
+    v, e = tack.zeros(3, tack.vec3), np.zeros(3, np.float32)
+    for fn, at, msg in WARP_NAMES:
+        with pytest.raises(tack.CompileError, match=msg) as err:
+            tack.kernel(fn, jit=jit)(v, e)
+        assert at in err.value.text, (fn.__name__, err.value.text)
+    with pytest.raises(AttributeError, match=r"Warp's wp.cw_mul\(a, b\) is a \* b"):
+        tack.cw_mul                                       # noqa: B018 -- outside a kernel too
+    with pytest.raises(AttributeError, match=r"^module 'tack' has no attribute 'no_such_name'$"):
+        tack.no_such_name                                 # noqa: B018
