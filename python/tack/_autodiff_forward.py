@@ -22,8 +22,10 @@ A read is taken from the store when, in one block of statements (a parallel loop
 a serial loop's body), it comes after the store `a[idx] = e` of a float array or an array of
 float vectors whose index `idx` is written the same way and is made of names and constants
 (`i`, `i, 2`, `i + 1`), and every statement from the store to the read is a simple statement that
-assigns no name of `idx`, stores into no array element and calls nothing with an array passed
-by name (a call could write the element).  The statement holding the read may store (`xn[i] = ...
+assigns no name of `idx`, stores into no array element but other elements of the same array at
+a constant index that differs (`v[i, 1]` after `v[i, 0]`: a struct's vector field is stored
+component by component) and calls nothing with an array passed by name (a call could write the
+element).  The statement holding the read may store (`xn[i] = ...
 vn[i] ...` reads before it stores); the search ends there, at a compound statement (`if`, a loop)
 and at `a[idx] += ...`.  Every other read keeps the generator's rule and its refusal.
 """
@@ -62,6 +64,30 @@ def _stored(st):
             elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store):
                 element = True
     return names, element
+
+
+def _other_element(st, arr, idx):
+    """Whether st stores only into elements of arr that differ from arr[idx] by a constant index
+    (`v[i, 1] = ...` after `v[i, 0] = ...`, a struct's vector field stored component by component):
+    whatever else arr's memory is, those are other elements."""
+    if not isinstance(st, ast.Assign) or len(st.targets) != 1:
+        return False
+    t = st.targets[0]
+    if not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == arr):
+        return False
+    a, b = t.slice, idx
+    if not (isinstance(a, ast.Tuple) and isinstance(b, ast.Tuple) and len(a.elts) == len(b.elts)):
+        return False
+    differ = False
+    for x, y in zip(a.elts, b.elts):
+        if ast.dump(x) == ast.dump(y):
+            continue
+        if isinstance(x, ast.Constant) and isinstance(y, ast.Constant) and type(x.value) is int and \
+                type(y.value) is int and x.value != y.value and x.value >= 0 and y.value >= 0:
+            differ = True
+            continue
+        return False
+    return differ
 
 
 class _Reads(ast.NodeTransformer):
@@ -126,7 +152,7 @@ class _Forward:
                     u.value = probe
                     found += r.count
             names, element = _stored(u)
-            if element or names & idx_names:
+            if names & idx_names or (element and not _other_element(u, arr, tgt.slice)):
                 break
         if not found:
             return None

@@ -88,6 +88,42 @@ def test_a_stored_number_read_back_is_differentiated(jit):
     np.testing.assert_allclose(tape.gradient(x), 2 * xn * (1 - 2 * dt * x0 * (dt + 0.5)), rtol=1e-14)
 
 
+@tack.struct
+class Ball:
+    pos: tack.vec3d
+    vel: tack.vec3d
+
+
+def _struct_step(b, bn, dt):
+    for i in range(b.shape[0]):
+        bn[i].vel = b[i].vel + tack.vec3d(0.0, -9.8, 0.0) * dt
+        bn[i].pos = b[i].pos + bn[i].vel * dt    # a field stored component by component, read back
+
+
+def _height(b, loss):
+    for i in range(b.shape[0]):
+        loss[0] += b[i].pos.y * b[i].pos.y
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "debug"])
+def test_a_stored_struct_field_read_back_is_differentiated(jit):
+    step, height = tack.kernel(jit=jit)(_struct_step), tack.kernel(jit=jit)(_height)
+    b, bn, loss, dt = tack.zeros(3, Ball), tack.zeros(3, Ball), np.zeros(1), 0.1
+    rec = np.asarray(b)
+    rec["pos"] = [[0.0, 1.0, 0.0], [1.0, -0.5, 2.0], [0.5, 0.25, 0.0]]
+    rec["vel"] = [[1.0, 2.0, 0.0], [0.0, 1.0, 1.0], [-1.0, 0.0, 3.0]]
+    with tack.Tape() as tape:
+        step(b, bn, dt)
+        height(bn, loss)
+    tape.backward(loss)
+    y = rec["pos"][:, 1] + (rec["vel"][:, 1] - 9.8 * dt) * dt
+    np.testing.assert_allclose(np.asarray(bn)["pos"][:, 1], y, rtol=1e-15)
+    g = np.asarray(tape.gradient(b))
+    np.testing.assert_allclose(g["vel"][:, 1], 2 * y * dt, rtol=1e-14)
+    np.testing.assert_allclose(g["pos"][:, 1], 2 * y, rtol=1e-14)
+    assert not g["vel"][:, [0, 2]].any() and not g["pos"][:, [0, 2]].any()
+
+
 def test_reads_the_store_may_not_have_made_are_still_refused():
     @tack.kernel
     def in_place(x, v, dt):                     # v[i] read before it is stored: its old value is gone
