@@ -104,10 +104,15 @@ class _Reads(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+_PENDING = "fwd\u00b7?"  # the local's name until it is made (no source spells it, as SEP's names)
+
+
 class _Forward:
-    def __init__(self, gen, casts):
+    def __init__(self, gen, casts, types):
         self.gen = gen
-        self.casts = casts  # array parameter -> the name of its element type's constructor
+        self.casts = casts  # array parameter -> its element type's constructor (tack.f32, tack.vec3d ...)
+        self.types = types  # array parameter -> that type's name, as the IR writes it
+        self.used = {}  # array parameter -> the injected name of its constructor, once needed
 
     def calls_with_array(self, st):
         for n in ast.walk(st):
@@ -137,8 +142,8 @@ class _Forward:
 
     def forward(self, st, tgt, rest):
         arr, idx, idx_names = tgt.value.id, ast.dump(tgt.slice), _names(tgt.slice)
-        local = self.gen.fresh("fwd")
-        found = 0
+        local = _PENDING  # named once a read is found: a kernel with none keeps its adjoint's names
+        found, changed = 0, []
         for u in rest:
             if not isinstance(u, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)) or self.calls_with_array(u):
                 break
@@ -151,12 +156,20 @@ class _Forward:
                 if r.count:
                     u.value = probe
                     found += r.count
+                    changed.append(probe)
             names, element = _stored(u)
             if names & idx_names or (element and not _other_element(u, arr, tgt.slice)):
                 break
         if not found:
             return None
-        cast = _loc(ast.Call(func=_nm(self.casts[arr], st), args=[st.value], keywords=[]), st)
+        local = self.gen.fresh("fwd")
+        for value in changed:
+            for n in ast.walk(value):
+                if isinstance(n, ast.Name) and n.id == _PENDING:
+                    n.id = local
+        if arr not in self.used:
+            self.used[arr] = self.gen.use(self.casts[arr], self.types[arr])
+        cast = _loc(ast.Call(func=_nm(self.used[arr], st), args=[st.value], keywords=[]), st)
         self.gen.local_types[local] = self.types[arr]
         return [_assign(local, cast, st), _loc(ast.Assign(targets=[tgt], value=_nm(local, st)), st)]
 
@@ -176,11 +189,10 @@ def forward(gen, fdef, varr):
             text = kind[1]
         else:
             continue
-        casts[p], types[p] = gen.use(getattr(tack, text), text), text
+        casts[p], types[p] = getattr(tack, text), text
     if not casts:
         return fdef
-    f = _Forward(gen, casts)
-    f.types = types
+    f = _Forward(gen, casts, types)
     for st in fdef.body:
         if isinstance(st, ast.For):
             st.body = f.block(st.body)
