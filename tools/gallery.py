@@ -65,6 +65,7 @@ EXAMPLES = [
             "lennard_jones.png"),
     Example("raycast", "raycast.py", ("--width", "320", "--height", "240", "--output-dir", "{out}"), "raycast.png"),
     Example("diffsim", "diffsim.py", ("--output", "{out}/diffsim.png"), "diffsim.png"),
+    Example("cloth", "cloth.py", ("--n", "32", "--steps", "3000", "--output-dir", "{out}"), "cloth.png"),
 ]
 
 

@@ -285,11 +285,62 @@ _LAZY = dict({name: "._algorithms" for name in _ALGORITHMS}, HashGrid="._hashgri
              Tape="._autodiff_run", torch_function="._autodiff_frameworks", jax_function="._autodiff_frameworks")
 
 
+# Warp's names that Tack spells another way: a port that keeps them (wp.length_sq -> tack.length_sq)
+# is told the spelling, in Python and in a kernel's CompileError (docs/warp.md has the whole table)
+_FROM_WARP = {
+    "tid": "a kernel has no thread index: its parallel loop's variable is Warp's wp.tid(), "
+           "'for i in range(n):' at the top level of the kernel (wp.launch's dim=n), "
+           "'for i, j in tack.ndrange(n, m):' for dim=(n, m)",
+    "launch": "call the kernel with its arguments, k(a, b, ...): its parallel loops' ranges are Warp's dim",
+    "length_sq": "Warp's wp.length_sq(v) is tack.dot(v, v)",
+    "select": "Warp's wp.select(c, a, b), b where c holds and a where not, is Python's 'b if c else a'",
+    "where": "Warp's wp.where(c, a, b) is Python's 'a if c else b'",
+    "min": "Warp's wp.min(a, b) is min(a, b) of numbers, np.minimum(a, b) of vectors",
+    "max": "Warp's wp.max(a, b) is max(a, b) of numbers, np.maximum(a, b) of vectors",
+    "abs": "Warp's wp.abs(x) is abs(x)",
+    "pow": "Warp's wp.pow(x, y) is x ** y",
+    "mod": "Warp's wp.mod(x, y), which keeps the sign of x, is math.fmod(x, y) (x % y takes the sign of y)",
+    "cw_mul": "Warp's wp.cw_mul(a, b) is a * b: * and / of two vectors are component by component",
+    "cw_div": "Warp's wp.cw_div(a, b) is a / b: * and / of two vectors are component by component",
+    "rand_init": "tack.random has no state to make: a draw is tack.random.uniform(seed, counter), a counter per draw",
+    "randf": "Warp's wp.randf(state) is tack.random.uniform(seed, counter), a counter per draw",
+    "randn": "Warp's wp.randn(state) is tack.random.normal(seed, counter), a counter per draw",
+    "randi": "Warp's wp.randi(state, lo, hi) is tack.random.randint(seed, counter, lo, hi)",
+    "constant": "a module-level name is a constant in a kernel as it is: Warp's wp.constant(x) is x",
+    "float32": "Warp's wp.float32 is tack.f32 (wp.float64 tack.f64, wp.int32 tack.i32, wp.uint32 tack.u32)",
+    "float64": "Warp's wp.float64 is tack.f64",
+    "int32": "Warp's wp.int32 is tack.i32",
+    "int64": "Warp's wp.int64 is tack.i64",
+    "uint32": "Warp's wp.uint32 is tack.u32",
+    "vec3f": "Warp's wp.vec3f is tack.vec3 (f32 components; tack.vec3d f64)",
+    "from_numpy": "tack.array(a, dtype) copies a NumPy array, tack.asarray(a) shares it",
+    "hash_grid_query": "the neighbour loop is 'for j in grid.neighbors(p, radius):' of a tack.HashGrid "
+                       "passed to the kernel (docs/spatial.md)",
+    "hash_grid_query_next": "the neighbour loop is 'for j in grid.neighbors(p, radius):' of a tack.HashGrid "
+                            "passed to the kernel (docs/spatial.md)",
+    "hash_grid_point_id": "Warp's wp.hash_grid_point_id(grid, i) is grid.permutation[i]: pass grid.permutation "
+                          "to the kernel as an array",
+    "mesh_query_point": "Warp's wp.mesh_query_point is 'tri, q = mesh.closest_point(p)' of a tack.Mesh passed to "
+                        "the kernel: q is the nearest point (docs/spatial.md)",
+    "mesh_query_point_no_sign": "Warp's wp.mesh_query_point_no_sign is 'tri, q = mesh.closest_point(p)' of a "
+                                "tack.Mesh passed to the kernel: q is the nearest point (docs/spatial.md)",
+    "mesh_query_ray": "Warp's wp.mesh_query_ray is 'tri, t, u, v = mesh.ray_closest(origin, direction)' of a "
+                      "tack.Mesh passed to the kernel; tri is -1 for a miss (docs/spatial.md)",
+    "mesh_eval_position": "the point at a hit's u, v is (1 - u - v) * a + u * b + v * c of the triangle's "
+                          "vertices a, b, c (Tack's u, v are not Warp's: docs/warp.md)",
+    "bvh_query_aabb": "Warp's wp.bvh_query_aabb loop is 'for k in bvh.query_box(lo, hi):' of a tack.Bvh "
+                      "passed to the kernel (docs/spatial.md)",
+    "bvh_query_ray": "Warp's wp.bvh_query_ray loop is 'for k in bvh.query_ray(origin, direction):' of a "
+                     "tack.Bvh passed to the kernel (docs/spatial.md)",
+}
+
+
 def __getattr__(name):
     """tack.scan, tack.HashGrid, ...: their module imported on first use (PEP 562)."""
     where = _LAZY.get(name)
     if where is None:
-        raise AttributeError(f"module 'tack' has no attribute {name!r}")
+        hint = _FROM_WARP.get(name)
+        raise AttributeError(f"module 'tack' has no attribute {name!r}" + (f": {hint}" if hint else ""))
     import importlib
 
     value = getattr(importlib.import_module(where, __name__), name)

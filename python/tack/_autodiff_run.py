@@ -19,6 +19,7 @@ from . import _core
 from . import _autodiff_local
 from . import _autodiff_scalarize
 from . import _autodiff_continue
+from . import _autodiff_forward
 from . import _autodiff_structs
 from . import _autodiff_unpack
 from ._autodiff import _INTS, _Gen, _np
@@ -167,6 +168,7 @@ def _built(kernel, args, kwargs):
         gen.array_ndims = {p: len(bound.arguments[p].shape) for p in varr}  # `x.shape` of vectors (scalarize)
         gen.fdef = _autodiff_unpack.unpack(gen, gen.fdef)  # a, b = b, a: one name at a time
         gen.fdef = _autodiff_continue.unfold(gen.fdef)  # if c: continue: the rest in the else branch
+        gen.fdef = _autodiff_forward.forward(gen, gen.fdef, varr)  # a[i] = e, then a[i] read: e's local
         _autodiff_local.precheck(gen, gen.fdef)
         if _autodiff_scalarize.needs(gen, gen.fdef, varr):  # vectors, matrices, complex: as scalars
             gen.fdef = _autodiff_scalarize.scalarize(gen, gen.fdef, varr)
@@ -496,10 +498,10 @@ class Tape:
                 _fill(g, 1.0)
             else:
                 _copy(g, seed)
-        self._check_overwrites()
-        for kernel, args, kwargs in reversed(self._launches):
-            adj, bound, names, kinds = build(kernel, args, kwargs)
-            varr = _varr(kernel, bound, kinds)
+        built = [_built(kernel, args, kwargs) for kernel, args, kwargs in self._launches]  # each launch once
+        self._check_overwrites(built)
+        for (kernel, _args, _kwargs), (hit, bound, kinds) in zip(reversed(self._launches), reversed(built)):
+            adj, names, varr = hit[0], hit[1], hit[4]
             extra = []
             for p in names:
                 if kinds[p][0] == "fscalar":
@@ -511,18 +513,14 @@ class Tape:
             a, kw = _adjoint_args(bound, varr)
             _launch(adj, a, extra, kw, "tape.backward")
 
-    def _check_overwrites(self):
+    def _check_overwrites(self, built):
         """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's
-        adjoint recomputes from the array as it is now."""
+        adjoint recomputes from the array as it is now.  `built`: each launch's _built, in order."""
         read = {}  # storage key -> (kernel, parameter) of the first launch that read it
         floats, seen = [], set()  # the float arrays of the launches, once each: for _check_slices
-        for kernel, args, kwargs in self._launches:
-            fn = kernel.py_func if hasattr(kernel, "py_func") else kernel.__wrapped__
-            bound, _kinds = _param_kinds(fn, args, kwargs)
-            _adj, b2, _names, _k = build(kernel, args, kwargs)
-            entry = [h for h in _BUILDS[kernel].values() if h[0] is _adj][0]
+        for (kernel, _args, _kwargs), (entry, bound, _kinds) in zip(self._launches, built):
             loaded, modified = entry[2], entry[3]
-            _check_aliases(kernel, bound)
+            _check_aliases(kernel, bound, entry)
             for p, v in bound.arguments.items():
                 if id(v) not in seen and (_kinds[p][0] == "farray" or p in entry[4]):
                     seen.add(id(v))

@@ -135,6 +135,40 @@ static int capture(fe_func *f, int kind, PyObject *where, PyObject *key, PyObjec
     return r;
 }
 
+/* What follows "module 'm' has no attribute 'a'" in a kernel's error, with
+ * the module's AttributeError pending (cleared here): the hint the module's
+ * own message adds after that text (tack's __getattr__ gives Warp's names
+ * their Tack spelling: "...'length_sq': Warp's wp.length_sq(v) is
+ * tack.dot(v, v)"), the prange hint, or "".  A new reference, never NULL
+ * unless memory ran out. */
+static PyObject *attr_hint(PyObject *attr) {
+    PyObject *exc, *msg = NULL, *needle = NULL, *hint = NULL;
+#if PY_VERSION_HEX >= 0x030C0000
+    exc = PyErr_GetRaisedException();
+#else
+    PyObject *etype, *etb;
+    PyErr_Fetch(&etype, &exc, &etb);
+    PyErr_NormalizeException(&etype, &exc, &etb);
+    Py_XDECREF(etype);
+    Py_XDECREF(etb);
+#endif
+    if (exc && (msg = PyObject_Str(exc)) && (needle = PyUnicode_FromFormat("has no attribute '%U':", attr))) {
+        Py_ssize_t at = PyUnicode_Find(msg, needle, 0, PyUnicode_GetLength(msg), 1);
+        if (at >= 0) /* from the colon on */
+            hint = PyUnicode_Substring(msg, at + PyUnicode_GetLength(needle) - 1, PyUnicode_GetLength(msg));
+    }
+    PyErr_Clear();
+    Py_XDECREF(exc);
+    Py_XDECREF(msg);
+    Py_XDECREF(needle);
+    if (hint)
+        return hint;
+    return PyUnicode_FromString(PyUnicode_CompareWithASCIIString(attr, "prange") == 0
+                                    ? ": a kernel needs no prange, since every for loop over range(...) at "
+                                      "the top level of a kernel is parallel; write range(...)"
+                                    : "");
+}
+
 /* If `e` is a free name, or attributes of modules reached from one
  * (math.pi, tack.f32, np.random...), the object it denotes: 1 with *out (new
  * ref).  0 when `e` starts from a local or is another kind of expression.
@@ -204,14 +238,11 @@ int fe_resolve_chain(fe_func *f, PyObject *e, PyObject **out) {
         }
         if (!*out) {
             if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
-                PyObject *src = fe_unparse(f, value);
-                PyErr_Clear();
-                fe_error(f, e, "module '%U' has no attribute '%U'%s", src, attr,
-                         PyUnicode_CompareWithASCIIString(attr, "prange") == 0
-                             ? ": a kernel needs no prange, since every for loop over range(...) at "
-                               "the top level of a kernel is parallel; write range(...)"
-                             : "");
+                PyObject *hint = attr_hint(attr), *src = fe_unparse(f, value); /* the hint first: it reads the error */
+                if (src && hint)
+                    fe_error(f, e, "module '%U' has no attribute '%U'%U", src, attr, hint);
                 Py_XDECREF(src);
+                Py_XDECREF(hint);
             }
             goto done;
         }

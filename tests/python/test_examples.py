@@ -76,6 +76,7 @@ SMALL = {
     "image_filter.py": (["--size", "64"], "image filtering: all checks passed"),
     "monte_carlo.py": (["--samples", "200000", "--batches", "64"], "Monte Carlo: all checks passed"),
     "lennard_jones.py": (["--side", "4", "--steps", "20"], "Lennard-Jones: all checks passed"),
+    "cloth.py": (["--n", "8", "--steps", "1900"], "cloth: all checks passed"),
 }
 
 
@@ -95,6 +96,7 @@ def test_gallery_example_runs_small(script, capsys):
     ("monte_carlo.py", ["--samples", "10", "--batches", "64"], "--samples 10 --batches 64: needs a batch"),
     ("monte_carlo.py", ["--batches", "0"], "--batches 0"),
     ("lennard_jones.py", ["--side", "3"], "--side 3 --steps 2000: needs 4 atoms a side"),
+    ("cloth.py", ["--n", "3"], "--n 3 --steps 3000: needs 4 particles a side and 100 steps"),
 ])
 def test_gallery_example_refuses_a_bad_size(script, argv, says, capsys):
     with pytest.raises(SystemExit) as e:

@@ -1,5 +1,6 @@
 """Every Python example in docs/language.md, errors.md, backends.md,
-beyond-one-machine.md, algorithms.md, differentiation.md, spatial.md and numba.md runs as written.
+beyond-one-machine.md, algorithms.md, differentiation.md, spatial.md, numba.md and warp.md runs
+as written.
 
 Each example is a file run as a program of its own (`python example.py`: a
 file, not exec(), since kernels are compiled from their source text).  The
@@ -26,7 +27,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHAPTERS = ["language.md", "errors.md", "backends.md", "beyond-one-machine.md", "algorithms.md",
-            "differentiation.md", "spatial.md", "numba.md"]
+            "differentiation.md", "spatial.md", "numba.md", "warp.md"]
 # What a chapter's examples import beyond Tack's own needs (the mpi and dask extras).
 NEEDS = {"beyond-one-machine.md": ("mpi4py", "dask")}
 TIMEOUT = 300

@@ -121,6 +121,7 @@ RUN_ELSEWHERE = {"language.md": "test_language_docs.py", "errors.md": "test_lang
                  "backends.md": "test_language_docs.py", "beyond-one-machine.md": "test_language_docs.py",
                  "algorithms.md": "test_language_docs.py", "differentiation.md": "test_language_docs.py",
                  "spatial.md": "test_language_docs.py", "numba.md": "test_language_docs.py",
+                 "warp.md": "test_language_docs.py",
                  "interop.md": "test_interop_docs.py",
                  "arrays.md": "test_array_views.py", "performance.md": "test_profile.py",
                  # the docstrings' examples, which test_doctests.py runs from the package itself
