@@ -51,6 +51,8 @@ EXAMPLES = [
                                                "--picture", "{out}/radius.png"), "radius.png"),
     Example("reaction-diffusion", "reaction_diffusion.py", ("--n", "128", "--steps", "6000", "--output-dir", "{out}"),
             "reaction_diffusion.png"),
+    Example("shallow-water", "shallow_water.py", ("--n", "192", "--steps", "150", "--output-dir", "{out}"),
+            "shallow_water.png"),
     Example("nbody", "nbody.py", ("--n", "1024", "--steps", "300", "--output-dir", "{out}"), "nbody.png"),
     Example("image-filter", "image_filter.py", ("--size", "384", "--output-dir", "{out}"), "image_filter.png"),
     Example("monte-carlo", "monte_carlo.py", ("--samples", "20000000", "--batches", "2048", "--output-dir", "{out}"),

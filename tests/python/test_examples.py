@@ -73,6 +73,7 @@ def _example(script):
 SMALL = {
     "reaction_diffusion.py": (["--n", "32", "--steps", "400"], "reaction-diffusion: all checks passed"),
     "nbody.py": (["--n", "64", "--steps", "20"], "n-body: all checks passed"),
+    "shallow_water.py": (["--n", "24", "--steps", "12"], "shallow water: all checks passed"),
     "image_filter.py": (["--size", "64"], "image filtering: all checks passed"),
     "monte_carlo.py": (["--samples", "200000", "--batches", "64"], "Monte Carlo: all checks passed"),
     "lennard_jones.py": (["--side", "4", "--steps", "20"], "Lennard-Jones: all checks passed"),
@@ -91,6 +92,7 @@ def test_gallery_example_runs_small(script, capsys):
     ("reaction_diffusion.py", ["--n", "8"], "--n 8 --steps 4000: the grid needs 16 points a side"),
     ("reaction_diffusion.py", ["--steps", "4"], "the check 5 steps"),
     ("nbody.py", ["--n", "1"], "--n 1 --steps 200: needs two bodies"),
+    ("shallow_water.py", ["--n", "4"], "--n 4 --steps 250: needs 8 cells a side and 6 steps"),
     ("image_filter.py", ["--sigma", "0"], "--sigma 0.0: needs 16 pixels a side and a positive sigma"),
     ("image_filter.py", ["--sigma", "nan"], "--sigma nan"),
     ("monte_carlo.py", ["--samples", "10", "--batches", "64"], "--samples 10 --batches 64: needs a batch"),

@@ -234,3 +234,84 @@ def test_generated_c_has_one_atomic_per_chunk():
         assert tail.count("tk_atomic_m") == n_min + n_max, c
     for k, args in [(max_at, (x, 1, np.zeros(2))), (max_and_old, (x, np.zeros(1), np.zeros(8)))]:
         assert MARKER not in chunk(k.generated_source(*args))
+
+
+@tack.kernel
+def cfl_speed(h, hu, hv, g, smax):
+    ny, nx = h.shape
+    for i, j in tack.ndrange((1, ny - 1), (1, nx - 1)):
+        c = np.sqrt(g * h[i, j])
+        tack.atomic_max(smax, 0, max(abs(hu[i, j] / h[i, j]) + c, abs(hv[i, j] / h[i, j]) + c))
+
+
+@tack.kernel
+def max_and_store(x, out, y):
+    for i in range(x.shape[0]):
+        y[i] = 2 * x[i]
+        tack.atomic_max(out, 0, x[i])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_a_zero_result_in_lanes_keeps_the_first_zeros_sign(dt):
+    """A float running max/min runs in SIMD lanes, whose maxima combine in another order than the
+    iterations': where the result is a zero the loop runs again in order, so the first zero's sign
+    wins as with the atomics in order.  Zeros of both signs far apart (other lanes), NaNs between."""
+    rng = np.random.default_rng(7)
+    n = 4099
+    for k, sign in ((amax, -1), (amin, 1)):
+        start = np.array([_extreme(dt, k is amin)], dt)
+        for first, later in ((-0.0, 0.0), (0.0, -0.0)):
+            x = (sign * (rng.random(n) + 0.5)).astype(dt)
+            x[rng.integers(0, n, 40)] = np.nan
+            x[37], x[1000], x[4001] = first, later, later
+            with tack.config.override(num_threads=1):
+                out = start.copy()
+                k(x, out)
+            assert out[0] == 0 and np.signbit(out[0]) == np.signbit(first), (k, first)
+            a, b = _both(k, x, start)
+            _same(a[1], b[1])
+    # a non-zero result is the one value it can be, at every width and thread count
+    x = _data(dt, 100_003, 8)
+    for threads in (1, 2):
+        with tack.config.override(num_threads=threads):
+            out = np.array([-np.inf], dt)
+            amax(x, out)
+            _same(out, np.array([np.nanmax(x)], dt))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_a_cfl_max_over_a_grid_is_numpys(dt):
+    """A shallow-water CFL condition: divisions and square roots per cell, the maximum over the
+    interior of a grid (rows of the ndrange), bit for bit NumPy's and debug mode's."""
+    rng = np.random.default_rng(9)
+    h = (1 + rng.random((67, 131))).astype(dt)
+    hu, hv = rng.standard_normal((2, 67, 131)).astype(dt)
+    g = dt(9.81)
+    hi, ui, vi = h[1:-1, 1:-1], hu[1:-1, 1:-1], hv[1:-1, 1:-1]
+    c = np.sqrt(g * hi)
+    want = np.maximum(np.abs(ui / hi) + c, np.abs(vi / hi) + c).max()
+    for threads in (1, 2):
+        with tack.config.override(num_threads=threads):
+            out = np.zeros(1, dt)
+            cfl_speed(h, hu, hv, g, out)
+            _same(out, np.array([want], dt))
+    a, b = _both(cfl_speed, h[:9, :20], hu[:9, :20], hv[:9, :20], g, np.zeros(1, dt))
+    _same(a[4], b[4])
+
+
+@pytest.mark.optimized_source
+def test_running_min_max_loops_run_in_lanes():
+    """The running value is a lanes' reduction(max/min); a float one is run again in order when it
+    ends at zero, so its body must store nothing and keep no sum: those stay in order."""
+    x = np.zeros(8)
+    src = amax.generated_source(x, np.zeros(1))
+    assert "reduction(max: " in src and "again in order" in src
+    src = amin.generated_source(x.astype(np.int32), np.zeros(1, np.int32))
+    assert "reduction(min: " in src and "again in order" not in src   # an integer: exact in any order
+    for k, args in [(max_and_store, (x, np.zeros(1), np.zeros(8))),
+                    (extremes_and_count, (x, np.zeros(2), np.zeros(1, np.int64)))]:
+        src = k.generated_source(*args)
+        assert "reduction(max: " not in src and "reduction(min: " not in src, k
+    a, b = _both(max_and_store, np.arange(50.0) - 60, np.array([-np.inf]), np.zeros(50))
+    _same(a[1], b[1])
+    _same(a[2], b[2])

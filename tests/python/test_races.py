@@ -277,6 +277,25 @@ def test_possible_races_are_warnings_naming_array_index_and_line():
     assert len(got) == 1 and "reads a[a.shape[0] - 1 - i]" in str(got[0].message)
 
 
+def periodic_neighbours(a, L):
+    for i in range(a.shape[0]):
+        a[(i - 1) % L] = 2.0 * a[(i + 1) % L]     # an Ising or stencil code's periodic wrap
+
+
+def squares_mod(out, x):
+    for i in range(x.shape[0]):
+        out[(i + 1) ** 2 % 3] = x[i]
+
+
+def test_a_warning_writes_the_index_with_the_parentheses_python_needs():
+    # Python's floor modulo is lowered through a temporary: the message printed
+    # 'a[i - 1 % L]', an index Python reads as i - (1 % L).
+    got = compile_quietly(tack.kernel(periodic_neighbours), np.ones(8), 8)
+    assert len(got) == 1 and "a[(i - 1) % L]" in str(got[0].message)
+    got = compile_quietly(tack.kernel(squares_mod), np.zeros(3), np.ones(8))
+    assert len(got) == 1 and "out[(i + 1) ** 2 % 3]" in str(got[0].message)
+
+
 @tack.kernel
 def by_step(out, s):
     for i in range(0, out.shape[0], s):

@@ -195,3 +195,32 @@ def test_an_x_or_y_slice_has_z_growing_downwards(axis):
     vol[:32] = 1.0  # z < 32 bright
     rgb = vis.render_slice(vol, None, axis=axis, colormap="gray", range=(0, 1), title="")
     assert _probe(rgb, 0.3, 0.4) == 3 * 255 and _probe(rgb, 0.75, 0.4) == 0
+
+
+def test_cell_data_of_an_image_is_drawn_one_pixel_per_cell(tmp_path):
+    # A finite-volume code writes its fields as cell data: the picture is the cells' values, drawn
+    # as the same (ny, nx) array is, and the command line finds the field by name (before: "no
+    # array named 'h'; the dataset has []", the point data searched alone).
+    from tack.interop.vtk import Dataset, dataset_to_vtk
+    from vtkmodules.vtkIOXML import vtkXMLImageDataWriter
+
+    top = np.zeros((64, 48), np.float32)
+    top[:32] = 1.0  # rows 0..31 bright
+    ds = Dataset(kind="image", extent=(0, 48, 0, 64, 0, 0), cell_data={"h": top, "q": np.zeros((64 * 48, 3))})
+    image = dataset_to_vtk(ds)
+    a = vis.render_slice(image, None, field="h", colormap="gray", range=(0, 1), title="")
+    b = vis.render_slice(ds, None, field="h", colormap="gray", range=(0, 1), title="")
+    np.testing.assert_array_equal(a, b)
+    assert _probe(a, 0.3, 0.4) == 3 * 255 and _probe(a, 0.75, 0.4) == 0  # the top half bright
+    with pytest.raises(KeyError, match=r"no array named 'hh'.*\['h', 'q'\]"):
+        vis.render_slice(image, None, field="hh")
+    import subprocess
+    import sys
+
+    writer = vtkXMLImageDataWriter(file_name=str(tmp_path / "h.vti"))
+    writer.SetInputData(image)
+    assert writer.Write() == 1
+    out = subprocess.run([sys.executable, "-m", "tack.vis", str(tmp_path / "h.vti"), str(tmp_path / "h.png"),
+                          "--field", "h"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert_not_blank(read_png(tmp_path / "h.png"), min_colours=2)

@@ -103,11 +103,24 @@ def _pick_array(data, field):
 def _as_image(obj, field):
     """(vtkImageData with one scalar array, field name) for an image-like obj."""
     if isinstance(obj, _dm.vtkImageData):
-        a = _pick_array(obj.GetPointData(), field)
-        if a is None:
-            raise ValueError("the image has no point data to show")
+        points, cells = obj.GetPointData(), obj.GetCellData()
+        if field is not None and points.GetArray(field) is None and cells.GetArray(field) is None:
+            names = [d.GetArrayName(i) for d in (points, cells) for i in range(d.GetNumberOfArrays())]
+            raise KeyError(f"no array named {field!r}; the image has point and cell arrays {names}")
+        a = None if field is not None and points.GetArray(field) is None else _pick_array(points, field)
         img = _dm.vtkImageData()
-        img.CopyStructure(obj)
+        if a is not None:
+            img.CopyStructure(obj)
+        else:  # cell data (a finite-volume code's): one pixel per cell, at the cell's centre
+            a = _pick_array(cells, field)
+            if a is None:
+                raise ValueError("the image has no point data or cell data to show")
+            dims = [max(d - 1, 1) for d in obj.GetDimensions()]
+            spacing, origin = obj.GetSpacing(), obj.GetOrigin()
+            img.SetDimensions(*dims)
+            img.SetSpacing(*spacing)
+            img.SetOrigin(*(o + (0.5 * h if d > 1 else 0.0) for o, h, d in zip(origin, spacing, obj.GetDimensions())))
+            img.SetDirectionMatrix(obj.GetDirectionMatrix())
         img.GetPointData().SetScalars(_scalar_component(a))
         return img, a.GetName() or field or ""
     ds_type = _dataset_type()

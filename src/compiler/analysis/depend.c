@@ -326,6 +326,7 @@ static dform fm(dx *X, const tk_ir *e) {
 /* ------------------------------------------------------- rendering */
 static int prec(int b) {
     switch (b) {
+    case B_POW: return 4;
     case B_MUL: case B_DIV: case B_FLOORDIV: case B_MOD: return 3;
     case B_ADD: case B_SUB: return 2;
     case B_SHL: case B_SHR: case B_AND: case B_OR: case B_XOR: return 1;
@@ -343,6 +344,29 @@ static const char *pname(dx *X, int p) {
     if (X->own && p >= 0 && p < X->S->nparams) return X->S->pnames[p];
     int r = root_array(X, p);
     return r >= 0 && r < X->P->K->nparams ? X->P->K->pnames[r] : "?";
+}
+
+/* What pr prints for e: through casts and the compiler's own temporaries
+ * (a local named '_...' once assigned), so that the parentheses an operand
+ * needs are decided on the expression that is printed, not on its wrapper. */
+static const tk_ir *shown(const dx *X, const tk_ir *e) {
+    for (int n = 0; n < 16; n++) {
+        while (e->op == IR_CAST || e->op == IR_WRAP) e = e->k[0];
+        if (e->op != IR_LOCAL) break;
+        const tk_local *l = &X->S->locals[e->local];
+        if (!X->def[e->local] || (l->name && l->name[0] != '_')) break;
+        e = X->def[e->local];
+    }
+    return e;
+}
+
+/* Whether k, an operand of the binary operator op (i: 0 left, 1 right), needs
+ * parentheses to read as Python reads it: a looser operator, the right operand
+ * of an operator of the same level (a - (b - c)), and any operation under **. */
+static int needs_paren(const tk_ir *k, int op, int i) {
+    if (k->op != IR_BIN || !bin_sym(k->sub)) return 0;
+    if (op == B_POW) return 1;
+    return prec(k->sub) < prec(op) + (i == 1);
 }
 
 static void pr(dx *X, tk_buf *b, const tk_ir *e, int depth) {
@@ -364,9 +388,8 @@ static void pr(dx *X, tk_buf *b, const tk_ir *e, int depth) {
         const char *s = bin_sym(e->sub);
         if (!s) break;
         for (int i = 0; i < 2; i++) {
-            const tk_ir *k = e->k[i];
-            while (k->op == IR_CAST || k->op == IR_WRAP) k = k->k[0];
-            int paren = k->op == IR_BIN && prec(k->sub) < prec(e->sub) + (i == 1);
+            const tk_ir *k = shown(X, e->k[i]);
+            int paren = needs_paren(k, e->sub, i);
             if (paren) tk_puts(b, "(");
             pr(X, b, k, depth + 1);
             if (paren) tk_puts(b, ")");
@@ -375,7 +398,14 @@ static void pr(dx *X, tk_buf *b, const tk_ir *e, int depth) {
         return;
     }
     case IR_UN:
-        if (e->sub == U_NEG) { tk_puts(b, "-"); pr(X, b, e->k[0], depth + 1); return; }
+        if (e->sub == U_NEG) {
+            const tk_ir *k = shown(X, e->k[0]);
+            int paren = k->op == IR_BIN && bin_sym(k->sub) && k->sub != B_POW; /* -(a - b); -a ** 2 is -(a ** 2) */
+            tk_puts(b, paren ? "-(" : "-");
+            pr(X, b, k, depth + 1);
+            if (paren) tk_puts(b, ")");
+            return;
+        }
         break;
     case IR_LOAD:
         tk_printf(b, "%s[", pname(X, e->param));

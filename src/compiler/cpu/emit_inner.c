@@ -14,7 +14,8 @@
  * ahead), that a periodic index is its own remainder (the interior).  And
  * it is where the loop's shape is chosen for the vector unit: a short
  * remainder run as one vector overlapping the last, a sum as two
- * independent add chains.  What each costs and gains is measured in the
+ * independent add chains, a running float maximum in lanes and again in
+ * order where its result is a zero, whose sign the order decides.  What each costs and gains is measured in the
  * comments where it is chosen.
  *
  * The chunk function (emit_cpu.c) asks three things: the locals that
@@ -70,6 +71,33 @@ static int simd_scalar(int dt) {
     return !dt_is_half(dt) && dt != TACK_BOOL && dt_scalar((tack_dtype)dt) == (tack_dtype)dt;
 }
 
+/* Whether x stores into an array (a local array's element is the iteration's own). */
+static int stores_array(const tk_ir *x) {
+    if (x->op == IR_STORE) return 1;
+    for (int i = 0; i < x->n; i++)
+        if (stores_array(x->k[i])) return 1;
+    return 0;
+}
+
+/* Whether the loop keeps a float running min/max (privatize.c). */
+static int float_minmax(const tk_ir *s) {
+    for (int r = 0; s->red && r < s->red->n; r++)
+        if (s->red->k[r]->sub != A_ADD && is_float_dt(s->red->k[r]->ty.dt)) return 1;
+    return 0;
+}
+
+/* A float running min/max runs in lanes only where the loop can run again
+ * in order (rerun_loop): every private value of the loop is a min or a max
+ * (a sum would add twice), and the body stores nothing (its calls, lane
+ * functions, store nothing either), so a second run changes nothing but
+ * the running values.  An integer's min/max is exact in any order. */
+static int minmax_lanes_ok(const tk_ir *s) {
+    if (!float_minmax(s)) return 1;
+    for (int r = 0; r < s->red->n; r++)
+        if (s->red->k[r]->sub == A_ADD) return 0;
+    return !stores_array(s->k[s->aux]);
+}
+
 /* `#pragma omp simd` on the loop whose iterations are the parallel loop's:
  * they are independent by the language's definition, so the C compiler may
  * run them in vector lanes -- the outer-loop vectorization that makes an
@@ -81,18 +109,27 @@ static int simd_ok(tk_emitter *e, tk_ir *s) {
     if (!e->T->simd_pragma || !e->C->opts.optimize || e->hist || e->exact == CHUNK_EXACT) return 0;
     if (!simd_body(e->C, s->k[s->aux], 0)) return 0;
     if (e->T->polls && serial_loops(s->k[s->aux]) != guarded_loops(e, s, s->k[s->aux])) return 0;
-    for (int r = 0; s->red && r < s->red->n; r++) /* a running min/max keeps its order: no lanes */
-        if (!simd_scalar(s->red->k[r]->ty.dt) || s->red->k[r]->sub != A_ADD) return 0;
-    return 1;
+    for (int r = 0; s->red && r < s->red->n; r++) /* a sum, or a running min/max (rerun_loop) */
+        if (!simd_scalar(s->red->k[r]->ty.dt) ||
+            (s->red->k[r]->sub != A_ADD && s->red->k[r]->sub != A_MIN && s->red->k[r]->sub != A_MAX))
+            return 0;
+    return minmax_lanes_ok(s);
 }
 
 static void simd_pragma(tk_emitter *e, tk_ir *s) {
+    static const tk_atom ops[3] = {A_ADD, A_MIN, A_MAX};
+    static const char *const names[3] = {"+", "min", "max"};
     I(e); P(e, "#pragma omp simd");
-    for (int r = 0; s->red && r < s->red->n; r++) {
-        P(e, r ? ", " : " reduction(+: ");
-        local_name(e, s->red->k[r]->k[0]->local);
+    for (int o = 0; o < 3; o++) {
+        int n = 0;
+        for (int r = 0; s->red && r < s->red->n; r++) {
+            if (s->red->k[r]->sub != ops[o]) continue;
+            if (n++) P(e, ", ");
+            else P(e, " reduction(%s: ", names[o]);
+            local_name(e, s->red->k[r]->k[0]->local);
+        }
+        if (n) P(e, ")");
     }
-    if (s->red && s->red->n) P(e, ")");
     P(e, "\n");
 }
 
@@ -419,10 +456,50 @@ static void stream_loop(tk_emitter *e, tk_ir *s, const char *carried) {
     }
 }
 
+/* A running float min/max in SIMD lanes.  The CFL condition of a grid code,
+ * tack.atomic_max(smax, 0, abs(u) + sqrt(g * h)) over the cells, ran its
+ * divisions and square roots one cell at a time: lanes combine their maxima
+ * in another order than the iterations', and the order decides one thing,
+ * the sign of a zero result (`v > m` leaves m's zero, so the first zero
+ * seen wins, as the atomics in order leave it).  Every other result is the
+ * one value it can be: no lane holds a NaN (`v > m` skips it), and equal
+ * non-zero floats are the same bits.  So the loop runs in lanes, each lane
+ * its own `m = v > m ? v : m`, reduction(max) combining them; where a
+ * running value ends at zero (of either sign) it is set back and the loop
+ * run again in order, which is why the body may store nothing (float_minmax).
+ * Measured: see docs/performance.md, "A running maximum per chunk". */
+static void rerun_loop(tk_emitter *e, tk_ir *s, const char *carried) {
+    I(e); P(e, "{\n");
+    e->ind++;
+    for (int r = 0; r < s->red->n; r++) {
+        I(e); P(e, "const %s ", ctype(e, s->red->k[r]->ty.dt)); local_name(e, s->red->k[r]->k[0]->local);
+        P(e, "_b = "); local_name(e, s->red->k[r]->k[0]->local); P(e, ";\n");
+    }
+    inner_body(e, s, carried, 1);
+    I(e); P(e, "if (");
+    for (int r = 0, n = 0; r < s->red->n; r++) {
+        if (!is_float_dt(s->red->k[r]->ty.dt)) continue; /* an integer's order decides nothing */
+        if (n++) P(e, " || ");
+        local_name(e, s->red->k[r]->k[0]->local); P(e, " == 0");
+    }
+    P(e, ") { /* tk: a zero's sign is the first zero's: again in order (emit_inner.c) */\n");
+    e->ind++;
+    for (int r = 0; r < s->red->n; r++) {
+        I(e); local_name(e, s->red->k[r]->k[0]->local); P(e, " = "); local_name(e, s->red->k[r]->k[0]->local);
+        P(e, "_b;\n");
+    }
+    inner_body(e, s, carried, 0);
+    e->ind--;
+    I(e); P(e, "}\n");
+    e->ind--;
+    I(e); P(e, "}\n");
+}
+
 /* The innermost loop of a chunk with the body; `simd` 1 with the pragma, 0 without. */
 static void inner_loop(tk_emitter *e, tk_ir *s, const char *carried, int simd) {
     int bytes = simd ? overlap_bytes(e, s) : 0;
     if (bytes) overlap_loop(e, s, carried, bytes);
+    else if (simd && float_minmax(s)) rerun_loop(e, s, carried);
     else if (simd && streams_ok(e, s)) {
         I(e); P(e, "{\n");
         e->ind++;

@@ -50,8 +50,10 @@
  * its sub in `red`) runs only when m moved off it: a chunk that never
  * reached the statement, or reached it only with NaNs, stores nothing, and
  * a NaN cell stays NaN because `v > NaN` is false in the flush as in every
- * atomic.  The emitter starts m and keeps the chunk's loop in order (no
- * SIMD reduction or sum streams, whose lanes would reorder equal zeros).
+ * atomic.  The emitter starts m; it may run the chunk's loop in SIMD
+ * lanes (a reduction(max) over lanes, no sum streams), whose order decides
+ * only the sign of a zero result, and then runs a float loop that ends at
+ * zero again in order (emit_inner.c, rerun_loop).
  * One array may hold adds, mins and maxes only in cells of their own: each
  * kind's statements at constant indices that differ from every other
  * kind's in some axis (`extremes[0]` min'd, `extremes[1]` max'd); any
