@@ -313,6 +313,7 @@ def transform_class():
     import ast
 
     from . import _debug as D
+    from ._debug_transform import parallel_loops
     from ._source import shown_file
 
     def races(name, *args):
@@ -333,14 +334,14 @@ def transform_class():
             return ast.Constant((self.where, self.file, node.lineno + self.line_shift, value.id, text))
 
         def visit_FunctionDef(self, node):
+            loops = list(parallel_loops(node.body)) if self.is_kernel and self.depth == 0 else []
             self.depth += 1
             self.generic_visit(node)
             self.depth -= 1
-            if self.is_kernel and self.depth == 0:  # its top-level loops are the parallel ones
-                for st in node.body:
-                    if isinstance(st, ast.For):
-                        st.iter = ast.copy_location(races("loop", ast.Constant(st.lineno + self.line_shift),
-                                                          st.iter), st.iter)
+            if loops:  # its top-level loops are the parallel ones (with those in top-level tuple loops)
+                for st in loops:
+                    st.iter = ast.copy_location(races("loop", ast.Constant(st.lineno + self.line_shift),
+                                                      st.iter), st.iter)
             return node
 
         def visit_Subscript(self, node):

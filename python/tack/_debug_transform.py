@@ -231,9 +231,8 @@ class _Transform(ast.NodeTransformer):
         becomes a generator per thread (_blocks_loop)."""
         if self.is_kernel and getattr(self, "_top", None) is None:
             self._top = node
-            for s in node.body:
-                # (a loop over a constant tuple, whose iter is no call, is serial: unrolled when compiled)
-                if isinstance(s, ast.For) and not _is_blocks_loop(s) and isinstance(s.iter, ast.Call):
+            for s in parallel_loops(node.body):
+                if not _is_blocks_loop(s):
                     s.body = _unbind(s) + s.body
             node.body = [x for s in node.body for x in (self._blocks_loop(s) if _is_blocks_loop(s) else [s])]
         self.generic_visit(node)
@@ -278,6 +277,20 @@ class _Transform(ast.NodeTransformer):
         self.generic_visit(node)
         args = [node.test] + ([node.msg] if node.msg is not None else [])
         return ast.copy_location(ast.Expr(_callc("assert_", *args)), node)
+
+
+def parallel_loops(body):
+    """The parallel loops of a kernel whose body is `body`: its top-level ``for``
+    loops over a call (range, tack.ndrange, tack.blocks), and those in the body of
+    a top-level loop over a constant tuple, which the compiler unrolls into the
+    kernel's top level, so that each copy of such a loop is a parallel loop of
+    its own (a tuple loop with a break or continue cannot hold one: the front end
+    refuses it).  The tuple loops themselves run serially, as Python runs them."""
+    for s in body:
+        if isinstance(s, ast.For) and isinstance(s.iter, ast.Call):
+            yield s
+        elif isinstance(s, ast.For):
+            yield from parallel_loops(s.body)
 
 
 def _unbind(loop):

@@ -608,6 +608,7 @@ typedef struct tk_periodic_undo {
 void tk_periodic_hide(tk_cc *C, tk_ir *s, tk_periodic_undo *u);
 void tk_periodic_show(tk_periodic_undo *u);
 void tk_strength(tk_cc *C);
+void tk_counted(tk_cc *C);  /* `while i < n: ...; i += 1` as a counted loop (counted.c) */
 void tk_unroll(tk_cc *C);   /* short loops of constant bounds in parallel loops as copies (unroll.c) */
 void tk_speculate(tk_cc *C); /* a branch's value computed before it, when that cannot fail (speculate.c) */
 /* Run pass on every parallel loop under block b, skipping blocks loops (nothing moves across a

@@ -249,6 +249,8 @@ TACK_API tack_status tack_compile(tack_module *m, int kernel, const tack_argtype
     if (o.optimize) {
         tk_fold(C);                                        /* constant folding */
         tk_verify(C, "constant folding");
+        tk_counted(C);                                     /* while loops that count by one as for loops */
+        tk_verify(C, "counted loops");
         tk_unroll(C);                                      /* short constant loops as copies */
         tk_verify(C, "unrolling");
         tk_checks(C);                                      /* bounds-check elision and hoisting */

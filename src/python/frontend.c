@@ -673,6 +673,7 @@ int fe_function(fe_module *mc, PyObject *key, PyObject *fn, tack_function_kind k
     if (fe_signature(&f, index, fdef, kind) < 0)
         goto done;
     block = fe_node(&f, fdef, TACK_N_BLOCK);
+    f.top = kind == TACK_FUNC_KERNEL ? block : NULL;
     if (!block || fe_block(&f, body, block) < 0)
         goto done;
     if (tack_function_set_body(mc->mod, index, block) != TACK_OK) {

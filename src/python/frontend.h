@@ -79,6 +79,8 @@ typedef struct {
     int tuple_exit;        /* walking a copy of a loop over a constant tuple that has a break or
                               continue of its own (frontend.c, tuple_loop) */
     PyObject *tuple_flag;  /* its break's flag, a local's name (borrowed), or NULL */
+    tack_node *top;        /* a kernel's body block, whose `for` loops over range are parallel (NULL in a
+                              @tack.func): a tuple loop's copies that go there are the kernel's top level */
 } fe_func;
 
 /* frontend_methods.c: NumPy's method spellings as calls (1 with *result, 0 when the call is none),

@@ -183,6 +183,50 @@ static PyObject *loop_exit(PyObject *stmts, const char *kind) {
     return NULL;
 }
 
+/* A `for` over range, tack.ndrange or tack.blocks in stmts that the copies of a tuple loop put
+ * into the block they go to: one of the statements, or one in the body of a tuple loop among them
+ * (whose copies go there too); NULL if none (a borrowed reference into stmts). */
+static PyObject *copied_loop(PyObject *stmts) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++) {
+        PyObject *s = PyList_GET_ITEM(stmts, i), *it, *sub, *found = NULL;
+        if (!fe_is_kind(s, "For"))
+            continue;
+        it = PyObject_GetAttrString(s, "iter");
+        int call = it && fe_is_kind(it, "Call");
+        Py_XDECREF(it);
+        if (call)
+            return s;
+        if ((sub = fe_get_list(s, "body")) != NULL)
+            found = copied_loop(sub);
+        Py_XDECREF(sub);
+        PyErr_Clear();
+        if (found)
+            return found;
+    }
+    return NULL;
+}
+
+/* A tuple loop at a kernel's top level whose body has a break or continue of its own runs each copy
+ * as the body of a `while True` (fe_tuple_loop), where a `for` loop is serial: a loop over range in
+ * the body, which the language makes a parallel loop of its own in each copy, would run on one
+ * thread instead, its locals no longer private to an iteration.  Refused (-1) rather than run so;
+ * 0 where nothing is copied into the kernel's top level or the body has no such loop. */
+static int refuse_exit_around_pfor(fe_func *f, PyObject *body, PyObject *exit, tack_node *block) {
+    PyObject *loop = block == f->top ? copied_loop(body) : NULL;
+    long line = 0;
+    if (!loop)
+        return 0;
+    if (fe_get_int_attr(exit, "lineno", &line) < 0)
+        PyErr_Clear();
+    return fe_error(f, loop, "this for loop would be a parallel loop in each copy of the loop over a tuple around "
+                    "it, but that loop has a %s (line %ld): its copies then run inside a loop of their own, where a "
+                    "for loop is serial (a kernel's parallel loops are its top-level statements, which run "
+                    "unconditionally). Test the condition inside the parallel loop's body instead, or run the tuple "
+                    "loop serially on purpose inside `for t in range(1):`",
+                    fe_is_kind(exit, "Break") ? "break" : "continue",
+                    line > 0 ? line - f->shift + f->first_line - 1 : 0L);
+}
+
 tack_node *fe_flag_name(fe_func *f, PyObject *s, PyObject *flag) {
     tack_node *n = fe_node(f, s, TACK_N_NAME);
     return n && fe_set_name(f, n, flag) == 0 ? n : NULL;
@@ -289,7 +333,10 @@ int fe_tuple_loop(fe_func *f, PyObject *s, PyObject *t, PyObject *it, PyObject *
         else if (c < 0)
             r = -1;
     }
-    int exits = r == 0 && loop_exit(body, NULL) != NULL, saved_exit = f->tuple_exit;
+    PyObject *exit = r == 0 ? loop_exit(body, NULL) : NULL;
+    int exits = exit != NULL, saved_exit = f->tuple_exit;
+    if (exits && refuse_exit_around_pfor(f, body, exit, block) < 0)
+        r = -1, exits = 0;
     PyObject *flag = NULL, *saved_flag = f->tuple_flag;
     if (exits && loop_exit(body, "Break")) { /* _tack_tuple_break = False: set by a copy's break */
         flag = PyUnicode_FromFormat("_tack_tuple_break%d", ++f->chain_tmp);

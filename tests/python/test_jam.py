@@ -90,6 +90,14 @@ def last_k(a, out):  # reads the loop's variable after the loop: left as written
         out[j] = s + k
 
 
+def serial_sum(a, out):  # a loop of one iteration, serial work: no other iteration to run beside it
+    for t in range(1):
+        s = 0.0
+        for k in range(a.shape[0]):
+            s += a[k, 0] * a[k, 1]
+        out[0] = s
+
+
 def branchy(a, out):  # an if in the loop: left as written
     for j in range(a.shape[1]):
         s = 0.0
@@ -226,7 +234,7 @@ def test_store_overlaps_what_is_read_falls_back():
 
 
 @needs_pass
-@pytest.mark.parametrize("fn", [rows_sum, last_k, branchy])
+@pytest.mark.parametrize("fn", [rows_sum, last_k, branchy, serial_sum])
 def test_not_jammed(fn):
     rng = np.random.default_rng(14)
     a = rng.random((9, 9))

@@ -326,6 +326,82 @@ def test_constant_tuple_loop_refusals(jit):
         tack.kernel(assigns_its_variable, jit=jit)(a)
 
 
+def copies_of_a_parallel_loop(x, idx, out, carried):
+    n = x.shape[0]
+    for k in (1, 2, 3):                               # at the top level: each copy's loop is parallel
+        for i in range(n):
+            out[i] = out[i] * 2 + x[i] * k
+    for k in (1, 2):
+        for i in range(n):
+            if i > 0:
+                carried[i] = prev * k                 # noqa: F821 (read before assigned in this iteration)
+            prev = x[i]
+
+
+def racing_copies(x, idx, out):
+    for k in (1, 2):
+        for i in range(x.shape[0]):
+            out[idx[i]] = x[i] * k                    # two iterations write one cell
+
+
+def exit_around_a_parallel_loop(x, out, stop):
+    for k in (1, 2, 3):
+        for i in range(x.shape[0]):
+            out[i] += x[i] * k
+        if stop[0] == k:
+            break
+
+
+def continue_before_a_parallel_loop(x, out, stop):
+    for k in OFFSETS:
+        if stop[0] == k[0]:
+            continue
+        for k2 in (1, 2):                             # an inner tuple loop's copies go there too
+            for i in range(x.shape[0]):
+                out[i] += x[i] * k2
+
+
+def exit_around_a_serial_loop(x, out, stop):
+    for t in range(1):                                # serial code: the tuple loop may leave early
+        for k in (1, 2, 3):
+            for i in range(x.shape[0]):
+                out[i] += x[i] * k
+            if stop[0] == k:
+                break
+
+
+@JIT
+def test_a_top_level_tuple_loops_copies_hold_parallel_loops(jit):
+    """A loop over a range in a top-level tuple loop is a parallel loop in each copy, in debug mode
+    as compiled: its locals are the iteration's own (debug mode ran it serially, carrying `prev` from
+    one iteration to the next where the compiled kernel raised), its races are watched; and a tuple
+    loop with a break or continue, whose copies run in a loop of their own, cannot hold one (it ran
+    on one thread, unannounced)."""
+    x = np.arange(1.0, 7.0)
+    out, carried = np.zeros(6), np.zeros(6)
+    with pytest.raises(UnboundLocalError):
+        tack.kernel(copies_of_a_parallel_loop, jit=jit)(x, np.arange(6), out, carried)
+    with pytest.raises(tack.RaceError, match=r"race in kernel 'racing_copies'"), pytest.warns(tack.RaceWarning):
+        tack.kernel(racing_copies, jit=jit, check_races=True)(x, np.array([0, 1, 2, 3, 4, 4]), out)
+
+    def twice(x, out):                                # the first half of copies_of_a_parallel_loop
+        for k in (1, 2, 3):
+            for i in range(x.shape[0]):
+                out[i] = out[i] * 2 + x[i] * k
+
+    out[:] = 0.0
+    tack.kernel(twice, jit=jit)(x, out)
+    assert out.tolist() == (x * 11).tolist()          # ((x * 1) * 2 + x * 2) * 2 + x * 3
+    for f in (exit_around_a_parallel_loop, continue_before_a_parallel_loop):
+        with pytest.raises(tack.CompileError, match=r"this for loop would be a parallel loop in each copy of the "
+                           r"loop over a tuple around it, but that loop has a (break|continue) \(line \d+\)"):
+            tack.kernel(f, jit=jit)(x, out, np.array([1]))
+    for stop, want in ((1, 1), (2, 3), (5, 6)):      # in serial code the exit is Python's
+        out[:] = 0.0
+        tack.kernel(exit_around_a_serial_loop, jit=jit)(x, out, np.array([stop]))
+        assert out.tolist() == (x * want).tolist()
+
+
 # ------------------------------------------------------------------ NumPy's methods
 def methods(m, v, w, out, tr):
     for i in range(m.shape[0]):

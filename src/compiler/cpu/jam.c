@@ -82,7 +82,9 @@
  * load that depends on the parallel variable otherwise (`a[j, k]`, a row per
  * iteration, already contiguous in k) would become a gather, and the loop
  * is left as it is.  Locals of half floats (a lane would round them) and of
- * complex and vector types are left too.
+ * complex and vector types are left too, and so is a loop of one iteration
+ * (`for t in range(1):`, serial work), where a panel of one lane only adds
+ * the lane array: a dot product of 10^6 f64 took 2.1 ms so, 0.8 ms as written.
  *
  * Index checks are nests.c's: the panel runs the copy without them where
  * its test (and the disjointness) holds; otherwise the panel's iterations
@@ -391,6 +393,7 @@ static int kept_out_of_lanes(const tk_ir *x) {
 int tk_jam(tk_cc *C, tk_spec *S, tk_ir *pf) {
     if (!tk_config_int(TK_CFG_TILE)) return 0; /* the switch of the panel passes (config.def) */
     if (pf->aux != 1 || pf->red || pf->hist || pf->vars[0] < 0) return 0;
+    if (ir_pfor_one(pf)) return 0; /* one iteration (`for t in range(1):`): nothing to run beside it */
     /* a body the emitter can already run in lanes (an n-body's) is left to it: the same lanes */
     if (!kept_out_of_lanes(pf->k[1])) return 0;
     /* a quick look at the loop as written: one serial loop among the body's statements */
