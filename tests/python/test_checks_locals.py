@@ -150,33 +150,3 @@ def test_tap_loop_matches_numpy_and_raises_past_the_edge():
     np.testing.assert_allclose(out, _convolve_ref(img, w, 16, 15), rtol=1e-12)
     with pytest.raises(IndexError, match="index 17 is out of bounds for axis 1 with size 17"):
         convolve(img, w, np.zeros((16, 16)))  # j + dj reaches 17 in the last column
-
-
-def smooth_twice(a, b, c):
-    n = a.shape[0]
-    for t in range(1):                             # serial code: the two loops share the local i
-        for i in range(1, n - 1):
-            b[i] = 0.5 * (a[i - 1] + a[i + 1])
-        for i in range(1, n - 1):
-            a[i] = b[i] + c[i - 1]
-        for i in range(n - 1, 0, -1):              # a third, assigning i in its body: keeps its wraps
-            i = i - 1
-            c[i] = a[i]
-
-
-@pytest.mark.optimized_source
-def test_loops_sharing_their_variable_lose_their_wraps():
-    """Two serial loops over one variable define its local twice; each is still the variable of its
-    own loop, whose body does not assign it, so `i - 1` there cannot be negative.  The wraps kept
-    in such loops made a kernel's serial code 2-15x slower than the same loops as parallel loops
-    on one thread (a `while` time loop around two of them, docs/language.md)."""
-    a, b, c = np.arange(8.0) ** 2, np.zeros(8), np.arange(8.0)
-    ir = tack.kernel(smooth_twice).ir(a, b, c)
-    first, third = ir.index("for i"), ir.index("for _t")  # the third runs on a counter of its own
-    assert ir.count("for i") == 2 and "wrap" not in ir[first:third] and "wrap" in ir[third:], ir
-    want = [x.copy() for x in (a, b, c)]
-    smooth_twice(*want)                            # the function run by Python itself
-    for jit in (True, False):
-        got = [x.copy() for x in (a, b, c)]
-        tack.kernel(smooth_twice, jit=jit)(*got)
-        assert all(g.tolist() == w.tolist() for g, w in zip(got, want))

@@ -61,12 +61,7 @@
  *
  * A local counts as an induction variable only when nothing but its loop
  * header defines it (lowering copies the counter into a fresh local when the
- * body assigns the loop variable), or, for a serial loop, when its body does
- * not define it: two `for j in range(m)` loops one after the other share the
- * local j, and each kept its wraps (a `while` time loop around two smoothing
- * loops, 100,000 points, 50 steps, one thread: 4-29 ms with them, 1.8-2.0 ms
- * without, as 50 calls of a kernel with the loops parallel) -- or, for an
- * ndrange axis with bounds
+ * body assigns the loop variable) -- or, for an ndrange axis with bounds
  * (ndrange((1, n - 1), ...)), when its only definition is the statement at
  * the top of the body that sets it to lo + index (the loop's `bnd`).
  */
@@ -79,8 +74,6 @@ typedef struct loopv {
     tk_ir *lo, *hi;
     int64_t step; /* constant step, 0 if not constant */
     tk_ir *hv;    /* hi as a value when the loop began: its locals replaced (subst) */
-    int own;      /* a serial loop whose body never assigns var: in the body var is the header's value,
-                   * whatever other loops share the local (two `for j` loops in one body are one j) */
 } loopv;
 
 typedef struct check_elider {
@@ -121,9 +114,9 @@ static int lo_plus_nonneg(const tk_ir *lo, int64_t c);
 
 static loopv *induction(check_elider *k, const tk_ir *e) {
     e = ir_strip(e);
-    if (e->op != IR_LOCAL) return NULL;
+    if (e->op != IR_LOCAL || k->defs[e->local] != 1) return NULL;
     for (int i = k->n - 1; i >= 0; i--)
-        if (k->stack[i].var == e->local) return k->defs[e->local] == 1 || k->stack[i].own ? &k->stack[i] : NULL;
+        if (k->stack[i].var == e->local) return &k->stack[i];
     return NULL;
 }
 
@@ -169,7 +162,7 @@ static int index_like(check_elider *k, const tk_ir *e) {
         if (e->local < 0 || e->local >= k->S->nlocals) return 0;
         if (k->env[e->local] || k->defs[e->local] == 0) return 1;
         for (int i = k->n - 1; i >= 0; i--)
-            if (k->stack[i].var == e->local) return k->defs[e->local] == 1 || k->stack[i].own;
+            if (k->stack[i].var == e->local) return k->defs[e->local] == 1;
         return 0;
     default: return 0;
     }
@@ -495,8 +488,7 @@ static void ks(check_elider *k, tk_ir *s) {
         for (int i = 0; i < 3; i++) s->k[i] = kx(k, s->k[i]);
         redefined(k, s->local);
         if (k->n < 64) {
-            loopv lv = {s->local, s->k[0], s->k[1], s->k[2]->op == IR_CONST ? s->k[2]->c.i : 0, subst(k, s->k[1]),
-                        !ir_assigns_local(s->k[3], s->local)};
+            loopv lv = {s->local, s->k[0], s->k[1], s->k[2]->op == IR_CONST ? s->k[2]->c.i : 0, subst(k, s->k[1])};
             k->stack[k->n++] = lv;
             kblock(k, s->k[3]);
             k->n--;
@@ -509,7 +501,7 @@ static void ks(check_elider *k, tk_ir *s) {
         for (int d = 0; d < s->aux; d++) {
             s->k[d] = kx(k, s->k[d]);
             if (k->n < 64) {
-                loopv lv = {s->vars[d], ir_const_i(k->C, ty_value(TACK_I64), 0, s->line), s->k[d], 1, NULL, 0};
+                loopv lv = {s->vars[d], ir_const_i(k->C, ty_value(TACK_I64), 0, s->line), s->k[d], 1, NULL};
                 if (d == 0 && s->off) {
                     lv.lo = s->off;
                     lv.hi = s->hi;
@@ -519,7 +511,7 @@ static void ks(check_elider *k, tk_ir *s) {
             }
         }
         for (int j = 0; s->bnd && j + 2 < s->bnd->n && k->n < 64; j += 3) { /* ndrange((lo, hi), ...) */
-            loopv lv = {s->bnd->k[j]->local, s->bnd->k[j + 1], s->bnd->k[j + 2], 1, subst(k, s->bnd->k[j + 2]), 0};
+            loopv lv = {s->bnd->k[j]->local, s->bnd->k[j + 1], s->bnd->k[j + 2], 1, subst(k, s->bnd->k[j + 2])};
             k->stack[k->n++] = lv;
         }
         int thread = k->thread;
