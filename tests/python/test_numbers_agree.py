@@ -404,3 +404,17 @@ def test_python_int_argument_from_2_63_is_uint64s_only():
             for dt in (np.int64, np.float64):
                 with pytest.raises(OverflowError, match="argument 's'"):
                     tack.kernel(python_int_arg, jit=jit)(np.zeros(2, dt), s, np.zeros(2, dt))
+
+
+def literal_picked_by_constant_condition(a, s, o):
+    for i in range(o.shape[0]):
+        o[i] = a[i] * s + (2147483648 if 300 else i)
+
+
+def test_literal_picked_by_a_constant_condition_is_checked_both_ways():
+    """`x if c else y` is never folded by the compiler, whatever c: a Python int literal it picks is
+    an integer known at run time, so 2**31 meeting int32 is NumPy 2's OverflowError when it runs.
+    Debug mode folded a constant condition to the literal, which it does not check (the compiler
+    refuses an out-of-bounds literal), and wrapped silently: -2**31 + 14."""
+    assert_both(literal_picked_by_constant_condition,
+                lambda: (np.array([2, 64], np.int32), 7, np.zeros(2)), OverflowError)
