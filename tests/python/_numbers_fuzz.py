@@ -511,6 +511,11 @@ class Oracle:
         return W(float(r), True)
 
     def cmp(self, op, x, y):
+        for u, other in ((x, y), (y, x)):  # docs/language.md, item 6: one argument slot cannot carry
+            # both -1 and 2**64 - 1, so a negative Python int argument compared with a u64 is refused
+            if isinstance(u, W) and u.arg and type(u.v) is int and u.v < 0 and \
+                    not isinstance(other, W) and other.dtype == np.uint64:
+                raise OverflowError("a negative Python int argument compared with a uint64")
         if _rank(x) == 3 or _rank(y) == 3:
             if op not in ("Eq", "NotEq"):
                 raise Refused("complex order")
