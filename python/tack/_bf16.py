@@ -80,7 +80,9 @@ def d2b(d):
 def bits_of(v, to_f32):
     """The bits a compiled kernel stores for value v: a float64 (a Python
     float, np.float64) rounded once, anything else through ``to_f32`` (the
-    conversion to f32 that a store makes) and then rounded."""
-    if type(v) is float or type(v) is np.float64:
+    conversion to f32 that a store makes) and then rounded.  A Python float
+    argument (a weak float known at run time with no arithmetic on it, which
+    is a float subclass without an expression tree) is rounded once too."""
+    if type(v) is float or type(v) is np.float64 or (isinstance(v, float) and getattr(v, "tree", None) is None):
         return d2b(v)
     return f2b(to_f32(v))

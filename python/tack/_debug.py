@@ -525,9 +525,10 @@ class _Ctx:
         if isinstance(idx, np.ndarray):
             idx = _axes(idx)
         if line in self.atomic_lines and op in ("+", "-") and isinstance(a, np.ndarray) \
-                and a.dtype.kind in "iufc":
-            # an atomic a[k] += v: v converted to the element's type first, added in it
-            t = a.dtype if a.dtype.itemsize != 2 or a.dtype.kind != "f" else _F32
+                and a.dtype.kind in "iufc" and a.dtype != np.float16:
+            # an atomic a[k] += v: v converted to the element's type first, added in it (an f16
+            # element has no atomic: its own element's update is NumPy's, as compiled, lower_stmt.c)
+            t = a.dtype
             if a.ndim > (len(idx) if type(idx) is tuple else 1):  # a vector or matrix cell: per component
                 old = self.load(a, idx)
                 self.store(a, idx, _debug_calls.vector_update(op, t, old, v))

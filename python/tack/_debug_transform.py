@@ -72,11 +72,12 @@ class _Transform(ast.NodeTransformer):
         return acc
 
     def visit_IfExp(self, node):
-        run_time = not isinstance(node.test, ast.Constant)  # the compiler folds only a constant condition
+        # a Python int literal picked by `x if c else y` is an integer known at run time, whatever the
+        # condition: the compiler folds no conditional expression (lower_expr.c's select), so
+        # `(2**31 if True else i) + a32[i]` is checked when it runs, not wrapped as a folded literal
         self.generic_visit(node)
         call = self._choice(node, 0, node)
-        if run_time:
-            call.args.append(ast.Constant(True))
+        call.args.append(ast.Constant(True))
         return ast.copy_location(call, node)
 
     def tmp(self):

@@ -129,8 +129,10 @@ def convert(to, v):
         return np.bool_(v != 0)
     if to == _F32 and type(v) is _RFloat:
         return _tree_f32(v)
-    if to.kind == "f" and to.itemsize == 2 and type(v) is _RFloat:  # a weak float meeting f16 meets its
-        return to.type(_tree_f32(v))  # values' type, f32, as compiled (lower_local.c, lw_half_value)
+    if to.kind == "f" and to.itemsize == 2 and type(v) is _RFloat:  # a weak float computed at run time
+        # meets f16's values' type, f32, as compiled (lower_local.c, lw_half_value); one that is no
+        # computation (an argument, a local holding one) is rounded once, as NumPy stores it
+        return to.type(float(v) if getattr(v, "tree", None) is None else _tree_f32(v))
     if to.kind == "f" and isinstance(v, (np.complexfloating, complex)):
         v = v.real
     if isinstance(v, int) and not isinstance(v, np.generic):
@@ -150,8 +152,8 @@ def _half_round(t, v):
     as the f32 that the element holds (lower_local.c, lw_half_round)."""
     if t is _core.bf16:
         return _bf16.b2f(_bf16.bits_of(v, lambda x: convert(_F32, x)))
-    if type(v) is float or type(v) is np.float64:
-        return np.float32(np.float16(v))
+    if type(v) is float or type(v) is np.float64 or (type(v) is _RFloat and getattr(v, "tree", None) is None):
+        return np.float32(np.float16(float(v)))
     return np.float32(np.float16(convert(_F32, v)))
 
 

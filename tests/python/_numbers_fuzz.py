@@ -13,9 +13,14 @@ random expressions into output arrays of random dtypes:
             o1[i] += np.fmod(~a0[i], 3) ** 2
 
 The expressions draw on + - * / // % ** << >> & | ^, unary - and ~,
-comparisons (chained too), abs, min/max, np.minimum/np.maximum, conditional
-expressions, int()/float()/bool() casts, math.* and np.* functions, with
-literals small and huge (2**63, 2**64 - 1, 1e300).  Each case runs three
+comparisons (chained too, up to three operators, of mixed types), shifts
+between integers of mixed widths, abs, min/max, np.minimum/np.maximum,
+conditional expressions, int()/float()/bool() casts, math.* and np.*
+functions (MATH_1/MATH_2, and the wider library of MATH_1_MORE/MATH_2_MORE
+on every float width, integers converted), with literals small and huge
+(2**63, 2**64 - 1, 1e300); each is stored, or combined by an augmented
+assignment of any operator (+= ... ^=), into an output of any dtype.
+Vector kernels are _numbers_fuzz_vec.py's.  Each case runs three
 ways, and all three must agree on every output's bits (within 4 ulps where a
 math function is called: libm and NumPy may differ in the last places), or
 all raise the same kind of exception:
@@ -60,7 +65,17 @@ FLOAT_LITS = [0.5, -2.5, 0.1, 3.0, 1e300, -1e-300, 1e10, 1e309]
 MATH_1 = ["math.sqrt", "math.exp", "math.floor", "math.fabs", "np.sqrt", "np.exp", "np.sin", "np.floor",
           "np.abs", "np.trunc", "np.isnan", "np.log", "np.sign"]
 MATH_2 = ["math.fmod", "np.fmod", "np.hypot", "math.copysign", "np.arctan2", "np.minimum", "np.maximum"]
-ULP_FUNCS = ("exp", "sin", "log", "hypot", "arctan2", "sqrt")
+# the wider math library, drawn by MATH_WIDE of the calls (each float width, integers converted)
+MATH_1_MORE = ["math.sin", "math.cos", "math.tan", "math.log", "math.log2", "math.log10", "math.atan",
+               "math.tanh", "math.ceil", "math.trunc", "math.log1p", "math.expm1", "np.cos", "np.tan", "np.log2",
+               "np.log10", "np.log1p", "np.expm1", "np.arctan", "np.arcsin", "np.tanh", "np.sinh", "np.ceil",
+               "np.rint", "np.cbrt", "np.square", "np.isinf", "np.isfinite", "np.signbit", "np.exp2"]
+MATH_2_MORE = ["math.atan2", "math.hypot", "math.pow", "np.power", "np.copysign", "np.fmin", "np.fmax"]
+MATH_WIDE = 0.5
+ULP_FUNCS = ("exp", "sin", "log", "hypot", "arctan2", "sqrt", "cos", "tan", "log2", "log10", "atan", "tanh",
+             "log1p", "expm1", "arctan", "arcsin", "sinh", "cbrt", "exp2", "atan2", "pow", "power")
+AUG_OPS = ["+", "+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^"]
+SHIFTS = ["<<", ">>"]
 
 
 # ---------------------------------------------------------------- values
@@ -120,18 +135,32 @@ class Gen:
             return "1e309" if v == math.inf else f"({v!r})" if v < 0 else repr(v)
         return self.rng.choice(["True", "False", "1j", "(2+3j)"])
 
+    def int_leaf(self):
+        """An integer operand: an element of an integer (or bool) array if the case has one, else a
+        literal or the loop variable -- for shifts between integers of mixed widths."""
+        ints = [k for k, a in enumerate(self.arrays) if a.dtype.kind in "iub"]
+        if ints and self.rng.random() < 0.7:
+            return f"a{self.rng.choice(ints)}[i]"
+        return self.rng.choice(["i", "3", "7", "63", "64", "(-1)", "100", "s0", "s1"])
+
     def expr(self, depth=0):
         if depth >= 3 or self.rng.random() < 0.3:
             return self.leaf()
         r = self.rng.random()
         e = lambda: self.expr(depth + 1)  # noqa: E731
+        if self.rng.random() < 0.08:  # a shift of two integers of (often) different widths
+            return f"({self.int_leaf()} {self.rng.choice(SHIFTS)} {self.int_leaf()})"
         if r < 0.45:
             op = self.rng.choice(["+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^"])
             return f"({e()} {op} {e()})"
         if r < 0.55:
-            op = self.rng.choice(["<", "<=", "==", "!=", ">", ">="])
-            if self.rng.random() < 0.25:
-                return f"({e()} {op} {e()} {self.rng.choice(['<', '<=', '=='])} {e()})"
+            ops = ["<", "<=", "==", "!=", ">", ">="]
+            op = self.rng.choice(ops)
+            if self.rng.random() < 0.4:  # chained, of mixed types: a < b < c, a == b > c <= d
+                chain = f"{e()} {op} {e()} {self.rng.choice(ops)} {e()}"
+                if self.rng.random() < 0.3:
+                    chain += f" {self.rng.choice(ops)} {self.leaf()}"
+                return f"({chain})"
             return f"({e()} {op} {e()})"
         if r < 0.62:
             return f"({self.rng.choice(['-', '~', '+'])}{e()})"
@@ -143,9 +172,10 @@ class Gen:
             return f"({e()} {self.rng.choice(['and', 'or'])} {e()})"
         if r < 0.83:
             return f"{self.rng.choice(['int', 'float', 'bool', 'abs'])}({e()})"
+        wide = self.rng.random() < MATH_WIDE
         if r < 0.93:
-            return f"{self.rng.choice(MATH_1)}({e()})"
-        return f"{self.rng.choice(MATH_2)}({e()}, {e()})"
+            return f"{self.rng.choice(MATH_1_MORE if wide else MATH_1)}({e()})"
+        return f"{self.rng.choice(MATH_2_MORE if wide else MATH_2)}({e()}, {e()})"
 
 
 # ---------------------------------------------------------------- oracle
@@ -481,6 +511,11 @@ class Oracle:
         return W(float(r), True)
 
     def cmp(self, op, x, y):
+        for u, other in ((x, y), (y, x)):  # docs/language.md, item 6: one argument slot cannot carry
+            # both -1 and 2**64 - 1, so a negative Python int argument compared with a u64 is refused
+            if isinstance(u, W) and u.arg and type(u.v) is int and u.v < 0 and \
+                    not isinstance(other, W) and other.dtype == np.uint64:
+                raise OverflowError("a negative Python int argument compared with a uint64")
         if _rank(x) == 3 or _rank(y) == 3:
             if op not in ("Eq", "NotEq"):
                 raise Refused("complex order")
@@ -549,7 +584,7 @@ class Oracle:
                 r = abs(v.v)
                 return W(int(r) if type(v.v) is bool else r, v.rt) if _rank(v) < 3 else W(r, v.rt)
             if v.dtype.kind == "b":
-                return v
+                return np.int64(v)  # Python's abs(True), 1, as +b and -b (docs/language.md's table)
             return np.abs(v)
         name = f.split(".")[1]
         if all(isinstance(a, W) and not (a.rt and _rank(a) <= 1) for a in args) and \
@@ -559,9 +594,9 @@ class Oracle:
             self.weak_math = True
         if f.startswith("math."):
             args = [self.math_arg(a) for a in args]
-            if name == "floor":
-                r = np.floor(args[0])
-                return r  # kernel's math.floor: the float, not Python's int (triaged)
+            if name in ("floor", "ceil", "trunc"):
+                return getattr(np, name)(args[0])  # kernel's math.floor: the float, not Python's int (triaged)
+            name = {"atan": "arctan", "atan2": "arctan2", "pow": "power"}.get(name, name)
             self.ulps = self.ulps or name in ULP_FUNCS
             return getattr(np, {"fabs": "fabs", "copysign": "copysign"}.get(name, name))(*args)
         # np.*
@@ -584,6 +619,16 @@ class Oracle:
                     if isinstance(u, W) and _rank(u) <= 1 and not np.iinfo(t).min <= u.v <= np.iinfo(t).max:
                         raise OverflowError("out of bounds") if u.rt else Refused("literal out of bounds")
             return getattr(np, name)(self.to(t, a), self.to(t, b))
+        if name == "square":  # x * x in x's type, a bool NumPy's int8 first (docs/language.md)
+            (x,) = args
+            if not isinstance(x, W) and x.dtype.kind == "b":
+                x = np.int8(x)
+            return self.bin("Mult", x, x)
+        if name == "power":  # x ** y, but an integer to a negative integer literal is refused
+            a, b = args
+            if isinstance(b, W) and not b.rt and type(b.v) is int and b.v < 0 and _rank(a) <= 1:
+                raise Refused("np.power of an integer to a negative integer")
+            return self.bin("Pow", a, b)
         if name in ("abs", "absolute") and isinstance(args[0], W) and _rank(args[0]) == 1:
             return W(abs(args[0].v), args[0].rt)  # np.abs of a Python int: abs's, a Python int
         self.ulps = self.ulps or name in ULP_FUNCS
@@ -615,7 +660,7 @@ class Oracle:
                 if y == 0:
                     raise ZeroDivisionError
                 return np.fmod(x, y)
-            if t.kind in "iub" and name in ("floor", "trunc", "sign", "abs", "isnan"):
+            if t.kind in "iub" and name in ("floor", "trunc", "ceil", "sign", "abs", "isnan"):
                 args = [self.to(t, a) for a in args]
             elif t.kind in "iub":
                 bits = 8 if t.kind == "b" else t.itemsize * 8
@@ -655,7 +700,7 @@ class Case:
         g = Gen(rng, self.arrays, self.scalars)
         self.exprs = [g.expr() for _ in range(n_exprs)]
         self.outs = [np.dtype(rng.choice(OUT_DTYPES)) for _ in range(n_exprs)]
-        self.aug = [rng.choice([None] * 8 + ["+", "+", "-", "*"]) for _ in range(n_exprs)]
+        self.aug = [rng.choice([None] * 12 + AUG_OPS) for _ in range(n_exprs)]
 
     def source(self, which):
         params = ", ".join([f"a{k}" for k in range(3)] + [f"s{k}" for k in range(2)] +
@@ -695,8 +740,7 @@ class Case:
                                 raise Refused("complex into a real element")
                             v = (np.add if self.aug[j] == "+" else np.subtract)(old, o.to(t, v))
                         else:  # NumPy's a[k] = a[k] op v
-                            v = o.bin({"+": "Add", "-": "Sub", "*": "Mult"}[self.aug[j]],
-                                      np.float32(old) if out.dtype == np.float16 else old, v)
+                            v = o.bin(_AUG_NAMES[self.aug[j]], np.float32(old) if out.dtype == np.float16 else old, v)
                 if isinstance(v, W):
                     if type(v.v) is int and self.outs[j].kind in "iu":
                         info = np.iinfo(self.outs[j])
@@ -723,6 +767,10 @@ class Case:
             if o.weak_math and any(t in (np.float16, np.float32, np.complex64) for t in narrow):
                 return "skip", False  # item 2's f32 computation of a weak math call: not modelled
         return out, ulps
+
+
+_AUG_NAMES = {"+": "Add", "-": "Sub", "*": "Mult", "/": "Div", "//": "FloorDiv", "%": "Mod", "**": "Pow",
+              "<<": "LShift", ">>": "RShift", "&": "BitAnd", "|": "BitOr", "^": "BitXor"}
 
 
 def _ulps(a, b):

@@ -7,7 +7,9 @@ raise the same kind of exception.
 Under `make test` a fixed sample of seeds runs (a few CPU-seconds); under
 `make test-all` (TACK_TEST_ALL=1) many more, and `python
 tests/python/_numbers_fuzz.py SECONDS [FIRST_SEED] [f32|f64]` runs it for as
-long as asked, printing each difference it finds.  The cases it found are
+long as asked, printing each difference it finds.  The vector kernels
+(_numbers_fuzz_vec.py, `python tests/python/_numbers_fuzz_vec.py SECONDS`)
+are sampled the same way.  The cases it found are
 kept as tests of their own in test_numbers_agree.py.
 """
 
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 
 import _numbers_fuzz as fuzz
+import _numbers_fuzz_vec as fuzz_vec
 import _suite
 import tack
 
@@ -44,6 +47,20 @@ def test_compiled_debug_and_numpy_agree(seed):
 def test_compiled_and_debug_agree_with_the_default_float(seed):
     """The default float f32, which NumPy has no mode for: compiled and debug mode alone."""
     found = _findings(seed, "f32")
+    assert not found, "\n".join(found)
+
+
+# vector kernels (_numbers_fuzz_vec.py): vec3, vec3d and vec3i arrays against NumPy's (n, 3) arrays
+VEC_SEEDS = list(range(500, 500 + (120 if _suite.TEST_ALL else 3)))
+
+
+@pytest.mark.parametrize("seed", VEC_SEEDS)
+def test_vector_expressions_agree_with_numpy(seed):
+    """Component-wise arithmetic, abs, np.minimum/np.maximum and math functions of vectors, with
+    scalar elements and Python scalars: compiled, debug mode and NumPy on the (n, 3) arrays."""
+    case = fuzz_vec.VecCase(seed)
+    found = [f"seed {seed} ({case.kind}, s={case.s!r}): {kind}: {expr!r}: {detail}"
+             for kind, expr, detail in fuzz_vec.check(case) if kind in fuzz_vec.FAILING]
     assert not found, "\n".join(found)
 
 
@@ -87,3 +104,20 @@ def test_a_wrong_answer_is_reported(monkeypatch):
     case.aug[0] = None
     found = fuzz.check(case, "f64")
     assert any(kind == "value" and expr == "a0[i] * 0" for kind, expr, _, _ in found), found
+
+
+def test_a_wrong_vector_answer_is_reported(monkeypatch):
+    """The vector fuzzer can fail: an oracle off by one in one component is a finding."""
+    real = fuzz_vec.VecCase.oracle
+
+    def off_by_one(self, j):
+        w = real(self, j)
+        if w is not None:
+            w = w.copy()
+            w[0, 1] += 1
+        return w
+
+    monkeypatch.setattr(fuzz_vec.VecCase, "oracle", off_by_one)
+    case = fuzz_vec.VecCase(500)
+    case.exprs, case.aug = case.exprs[:1], case.aug[:1]
+    assert any(kind == "value" for kind, _, _ in fuzz_vec.check(case))

@@ -471,19 +471,21 @@ def store_argument(s, out):
         out[i] = h[0]
 
 
-def test_a_float_argument_stored_as_it_is_goes_through_f32():
-    """A float argument is a weak value: where it meets only f32 it is
-    passed as an f32 (the kernel needs no float64), so storing it into a
-    float16 element rounds twice, where NumPy rounds once -- the difference
-    the chapter lists; an f64 array of one element, a constant, or a NumPy
-    float64 argument (a concrete f64, not weak) rounds once."""
+def test_a_float_argument_stored_as_it_is_rounds_once():
+    """A float argument stored as it is into a float16 element is rounded
+    once, as NumPy stores it (through f32 it was the tie 1 + 2**-11, then
+    1.0), so the kernel takes it as a float64 (a GPU without float64 is
+    passed np.float32(s)); an f64 array of one element, a constant, or a
+    NumPy float64 argument rounds once as well."""
     k = tack.kernel(store_argument)
     out = np.zeros(1, np.float32)
     k(NEAR_TIE, out)
-    assert out[0] == 1.0                            # through f32: the tie, to even (NumPy: 1 + 2**-10)
+    assert out[0] == 1 + 2**-10                     # NumPy's; through f32 the tie went to even, 1.0
     k(np.float64(NEAR_TIE), out)                    # a NumPy float64 is not weak: f64, rounded once
     assert out[0] == np.float16(np.float64(NEAR_TIE)) == 1 + 2**-10
-    assert "fp64=0 */" in k.generated_source(NEAR_TIE, out, target="opencl")
+    assert "fp64=1 */" in k.generated_source(NEAR_TIE, out, target="opencl")
+    k(np.float32(NEAR_TIE), out)                    # an f32, for a GPU without float64: its own rounding
+    assert out[0] == np.float16(np.float32(NEAR_TIE)) == 1.0
     got = _compare(from_float64, lambda: (np.array([NEAR_TIE]), np.zeros(1, np.float16), np.zeros((1, 2), np.float16)),
                    (1, 2))
     assert got[2][0, 0] == 1 + 2**-10

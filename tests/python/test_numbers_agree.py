@@ -269,14 +269,16 @@ def weak_math_into_f16(f, o, o2):
 
 
 def test_weak_floats_meeting_f16_are_computed_in_f32_both_ways():
-    """A weak float (a math call of literals, which the compiler does not fold; a Python float
-    argument) stored into f16 meets f32, the element's value type (lw_half_value), as compiled:
-    np.sin(-1e-300) is sin of f32 -0.0, fmod(1e10, -0.0) NaN, and min picks it in f32; the argument
-    1 + 2**-11 + 2**-30 rounds to f32 (1 + 2**-11, a tie) and then to f16 (1.0). Debug mode computed
-    both in f64 and rounded once (0.0, and the f16 above 1.0)."""
+    """A weak float computed at run time (a math call of literals, which the compiler does not fold)
+    stored into f16 meets f32, the element's value type (lw_half_value), as compiled:
+    np.sin(-1e-300) is sin of f32 -0.0, fmod(1e10, -0.0) NaN, and min picks it in f32 (debug mode
+    computed it in f64 and rounded once: 0.0). A Python float argument stored as it is is no
+    computation: it is rounded once, as NumPy stores it -- 1 + 2**-11 + 2**-30 is f16's
+    1.0009765625; through f32 (1 + 2**-11, a tie) it became 1.0, in both modes."""
     v = 1 + 2**-11 + 2**-30
     assert_both(weak_math_into_f16, lambda: (v, np.zeros(2, np.float16), np.zeros(2, np.float16)),
-                [np.full(2, np.nan, np.float16), np.ones(2, np.float16)])
+                [np.full(2, np.nan, np.float16), np.full(2, np.float16(v))])
+    assert np.float16(v) == 1.0009765625
 
 
 def and_or_narrowing(a8, f, x32, o, o2, o3):
@@ -329,3 +331,90 @@ def test_negative_power_of_int_literals_is_cs_pow_both_ways():
     """An int literal to a negative literal power is a float, folded with C's pow as the compiler
     folds it: 0 ** -1 is inf; debug mode used Python's, which raises ZeroDivisionError."""
     assert_both(literal_negative_power, lambda: (np.zeros(3),), [np.array([np.inf, np.inf, 3.0 ** -40])])
+
+
+def literal_floats_meet_f32(x, o, o2, o3, h):
+    for i in range(o.shape[0]):
+        o[i] = x[i] ** (1e300 % -2**63)
+        o2[i] = x[i] + 1e300 * 1e-300
+        o3[i] = x[i] + ((1e300 if x[i] > 0 else 2.0) * 1e-300 + i)
+        h[i] = x[i] - (-1e300 + 1e300)
+
+
+def test_expressions_of_float_literals_are_pythons_where_they_meet_f32():
+    """An expression of Python float literals is Python's float, computed in f64 and rounded once
+    where it meets f32 (or f16), as in debug mode and NumPy: `1e300 % -2**63` is -0.0, so
+    x ** -0.0 is 1. The compiler pushed the conversion to f32 into the literals, as it does for a
+    Python float argument, so 1e300 became inf and the result NaN."""
+    x = np.array([0.5, 3.0], np.float32)
+    assert_both(literal_floats_meet_f32,
+                lambda: (x.copy(), np.zeros(2, np.float32), np.zeros(2, np.float32), np.zeros(2, np.float32),
+                         np.zeros(2, np.float16)),
+                [np.array([0.5, 3.0], np.float32), np.ones(2, np.float32), x + np.float32(1),
+                 x + np.array([1, 2], np.float32), x.astype(np.float16)])
+
+
+def python_float_into_f16(s, h, h2, h3, d):
+    for i in range(h.shape[0]):
+        t = s
+        h[i] = s
+        h2[i] = t if i > 0 else d[i]
+        h3[i] += d[i]
+
+
+def test_python_float_and_f64_stored_into_f16_round_once_both_ways():
+    """A Python float argument (or a local holding it) stored into f16 is rounded once, as NumPy
+    stores it: at 1 + 2**-11 + 2**-40, f32 gives the tie 1 + 2**-11 and then f16 1.0; NumPy (and
+    a float64 element) 1.0009765625. Both modes went through f32. And `h[i] += d[i]` with an f64
+    `d` is NumPy's update (f16 has no atomic: the compiled kernel adds in f64 and rounds once);
+    debug mode took it as an atomic, d[i] made f32 first."""
+    v = 1 + 2**-11 + 2**-40
+    want = np.full(2, np.float16(v))
+    assert want[0] == np.float16(1.0009765625) and np.float16(np.float32(v)) == 1.0
+    assert_both(python_float_into_f16,
+                lambda: (v, np.zeros(2, np.float16), np.zeros(2, np.float16), np.zeros(2, np.float16),
+                         np.full(2, v)),
+                [want, want, want, np.full(2, v)])
+
+
+def python_int_arg(a, s, o):
+    for i in range(o.shape[0]):
+        o[i] = a[i] + s
+
+
+@pytest.mark.parametrize("s", [2**64, -2**63 - 1, 2**70])
+def test_python_int_argument_beyond_64_bits_is_refused_by_name(s):
+    """A Python int argument no 64-bit type holds is an OverflowError naming the argument, compiled
+    and in debug mode (NumPy 2 refuses it too), never wrapped -- for int64, uint64 and float64
+    arrays alike."""
+    for dt in (np.int64, np.uint64, np.float64):
+        for jit in (True, False):
+            with pytest.raises(OverflowError, match="argument 's'"):
+                tack.kernel(python_int_arg, jit=jit)(np.zeros(2, dt), s, np.zeros(2, dt))
+
+
+def test_python_int_argument_from_2_63_is_uint64s_only():
+    """2**63 .. 2**64 - 1 is accepted where it meets uint64 (NumPy 2's answer), and refused with the
+    argument's name where it meets int64 or float64, both modes."""
+    for s in (2**63, 2**64 - 1):
+        for jit in (True, False):
+            o = np.zeros(2, np.uint64)
+            tack.kernel(python_int_arg, jit=jit)(np.ones(2, np.uint64) * 0, s, o)
+            assert o.tolist() == [s, s]
+            for dt in (np.int64, np.float64):
+                with pytest.raises(OverflowError, match="argument 's'"):
+                    tack.kernel(python_int_arg, jit=jit)(np.zeros(2, dt), s, np.zeros(2, dt))
+
+
+def literal_picked_by_constant_condition(a, s, o):
+    for i in range(o.shape[0]):
+        o[i] = a[i] * s + (2147483648 if 300 else i)
+
+
+def test_literal_picked_by_a_constant_condition_is_checked_both_ways():
+    """`x if c else y` is never folded by the compiler, whatever c: a Python int literal it picks is
+    an integer known at run time, so 2**31 meeting int32 is NumPy 2's OverflowError when it runs.
+    Debug mode folded a constant condition to the literal, which it does not check (the compiler
+    refuses an out-of-bounds literal), and wrapped silently: -2**31 + 14."""
+    assert_both(literal_picked_by_constant_condition,
+                lambda: (np.array([2, 64], np.int32), 7, np.zeros(2)), OverflowError)

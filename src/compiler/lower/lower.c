@@ -143,9 +143,39 @@ static void narrow_param(tk_spec *S, int loc, tack_dtype dt) {
  * subtracts in f32 and needs no double (a GPU without fp64 runs it).  It
  * differs from NumPy, which computes `hi - lo` in f64 and rounds once, by
  * the rounding of the operands (docs/language.md, "Differences from
- * NumPy").  Meeting f64 it stays as it is: f64 arithmetic, NumPy's. */
+ * NumPy").  Meeting f64 it stays as it is: f64 arithmetic, NumPy's.
+ * An expression of literals alone (`1e300 * 1e-300`, `1e300 % -2**63`, a
+ * conditional picking between such) is no value known at run time: it is
+ * Python's, computed in f64 and rounded once where it meets f32, as debug
+ * mode and NumPy compute it (in f32 it was inf * 0, a NaN). */
+int lw_literal_tree(const tk_ir *e) {
+    if (e->op == IR_CONST) return 1;
+    if (e->ty.kind != TY_VALUE || !e->ty.weak) return 0;
+    if (e->op == IR_SELECT && e->n == 3) return lw_literal_tree(e->k[1]) && lw_literal_tree(e->k[2]);
+    if (e->op != IR_BIN && e->op != IR_UN && e->op != IR_CAST) return 0;
+    if (e->op == IR_BIN && (e->sub > B_MAX || e->sub == B_MATMUL)) return 0;
+    for (int i = 0; i < e->n; i++)
+        if (!e->k[i] || !lw_literal_tree(e->k[i])) return 0;
+    return e->n > 0;
+}
+
+/* Whether weak_to_f32 computes the weak float e in f32 (an operation on run-time values), rather
+ * than rounding its f64 value (a literal expression; a leaf: an argument, a local). */
+int lw_weak_recomputed(const tk_ir *e) {
+    if (e->ty.kind != TY_VALUE || !e->ty.weak || e->ty.dt != TACK_F64 || lw_literal_tree(e)) return 0;
+    if (e->op == IR_BIN) return e->sub <= B_MAX && e->n == 2 && e->sub != B_MATMUL;
+    if (e->op == IR_UN) return (e->sub == U_NEG || e->sub == U_ABS) && e->n == 1 && !ty_is_complex(e->k[0]->ty);
+    if (e->op == IR_SELECT) return e->n == 3;
+    if (e->op == IR_MATH) return !tk_math_is_predicate(e->sub) && ty_eq(e->aux_ty, e->ty);
+    return 0;
+}
+
 static tk_ir *weak_to_f32(lw_state *L, tk_ir *e, tk_type to) {
     int weakf = e->ty.kind == TY_VALUE && e->ty.weak && e->ty.dt == TACK_F64;
+    if (weakf && lw_literal_tree(e)) {
+        tk_ir *c = ir_new(L->C, IR_CAST, to, e->line);
+        return lw_kid(L, c, e);
+    }
     if (weakf && e->op == IR_BIN && e->sub <= B_MAX && e->n == 2 && e->sub != B_MATMUL) {
         tk_ir *b = lw_bin(L, e->sub, to, weak_to_f32(L, e->k[0], to), weak_to_f32(L, e->k[1], to), e->line);
         b->aux = e->aux;

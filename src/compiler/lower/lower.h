@@ -55,6 +55,8 @@ int lw_temp(lw_state *L, tk_type ty);
 tk_ir *lw_assign_ir(lw_state *L, int loc, tk_ir *v, int line);
 tk_ir *lw_hoist(lw_state *L, tk_ir *e);
 tk_ir *lw_cast(lw_state *L, tk_ir *e, tk_type to);
+int lw_literal_tree(const tk_ir *e);
+int lw_weak_recomputed(const tk_ir *e);
 tk_ir *lw_truth(lw_state *L, tk_ir *e, tack_node *n);
 int lw_site(lw_state *L, int kind, int line, int axis, const char *array, const char *msg);
 void lw_check(lw_state *L, int kind, int site, tk_ir *a, tk_ir *b, int line);

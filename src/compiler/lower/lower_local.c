@@ -339,8 +339,18 @@ tk_ir *lw_half_value(lw_state *L, tk_ir *v, int dt) {
     for (; c->op == IR_UN && c->sub == U_NEG && c->n == 1; c = c->k[0]) neg = !neg; /* -1.5: not folded yet */
     if (c->op == IR_CONST && ty_eq(c->ty, v->ty))
         return ir_const_f(L->C, ty_value(TACK_F32), half_round(neg ? -c->c.f : c->c.f, dt), v->line);
-    if (v->ty.weak) return lw_cast(L, v, ty_value(TACK_F32)); /* a Python float meets f32, as elsewhere */
-    return v;
+    /* A Python float computed at run time meets f32, as elsewhere (`s * 0.5` is computed in f32); one
+     * that is no computation -- a Python float argument, a local holding one -- is stored as NumPy
+     * stores it, rounded once (through f32, 1 + 2**-11 + 2**-40 fell on a tie and became 1.0) */
+    if (v->ty.weak && v->op == IR_SELECT && v->n == 3 && lw_weak_recomputed(v)) {
+        /* `s * 2.0 if c else t`: each branch as it would be stored, picked as an f64 (an f32 widens exactly) */
+        tk_ir *e = ir_new(L->C, IR_SELECT, ty_value(TACK_F64), v->line);
+        lw_kid(L, e, v->k[0]);
+        for (int k = 1; k < 3; k++) lw_kid(L, e, lw_cast(L, lw_half_value(L, v->k[k], dt), ty_value(TACK_F64)));
+        return e;
+    }
+    if (v->ty.weak && lw_weak_recomputed(v)) return lw_cast(L, v, ty_value(TACK_F32));
+    return v->ty.weak ? lw_cast(L, v, ty_value(TACK_F64)) : v;
 }
 
 /* tack.f16(x), tack.bf16(x) (np.float16(x) too): the value rounded to the
