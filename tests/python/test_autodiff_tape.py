@@ -34,6 +34,13 @@ def _pairs(x, grid, e):
                     e[0] += (0.3 - r) ** 2
 
 
+def _closest(p, mesh, out):
+    for i in range(p.shape[0]):
+        tri, q = mesh.closest_point(p[i])
+        d = p[i] - q
+        out[0] += tack.dot(d, d)
+
+
 KERNELS = {jit: (tack.kernel(jit=jit)(_square), tack.kernel(jit=jit)(_weighted)) for jit in (True, False)}
 PAIRS = tack.kernel(_pairs) if _suite.TEST_ALL else None
 
@@ -51,10 +58,11 @@ def test_primitives_off_the_gradient_path(jit):
         total = tack.reduce(y)
         order = tack.argsort(y)
         grid = tack.HashGrid(np.asarray(x).reshape(16, 4)[:, :3], 0.5)  # points of f64: its build records nothing
+        mesh = tack.Mesh(np.asarray(x).reshape(16, 4)[:, :3], np.array([[0, 1, 2]], np.int32))
         weighted(y, w, loss)
     assert total == pytest.approx(np.sum(xv * xv))
     assert (np.asarray(order) == np.argsort(xv * xv, kind="stable")).all()
-    assert grid.permutation.shape == (16,)
+    assert grid.permutation.shape == (16,) and mesh.triangles.shape == (1, 3)
     assert len(tape.launches) == 2
     tape.backward(loss)
     np.testing.assert_allclose(x.grad.numpy(), 2 * xv * w, rtol=1e-14)
@@ -126,3 +134,19 @@ def test_backward_of_a_number_or_an_unwritten_loss_is_refused():
         weighted(y, np.ones(4), out[1:2])
     tape.backward(out[1:2])
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.arange(4.0))
+
+
+def test_spatial_query_refusal_names_the_query():
+    # the query's own function has early returns: the refusal says it is Tack's, behind the query
+    closest = tack.kernel(_closest)
+    verts = tack.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]], tack.vec3d)
+    p = tack.array([[0.2, 0.2, 0.5], [0.1, 0.3, -0.4]], tack.vec3d, requires_grad=True)
+    out = tack.zeros(1, tack.f64)
+    with tack.Tape() as tape:
+        mesh = tack.Mesh(verts, np.array([[0, 1, 2]], np.int32))
+        closest(p, mesh, out)
+    assert out.numpy()[0] == pytest.approx(0.41)
+    with pytest.raises(tack.CompileError, match=r"(point_triangle\(\) is Tack's own function behind a spatial query "
+                                                r"\(such as mesh.closest_point\(\))|(mesh.closest_point\(\) of a vector "
+                                                r"value is not differentiated)"):
+        tape.backward(out)
