@@ -28,7 +28,7 @@ distinct values, searchsorted, histogram, segmented reduce, and ``__all__``), ta
 import numpy as np
 
 from . import _core
-from ._algorithms_common import _blocks, _host, _launch, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
+from ._algorithms_common import not_differentiated, _blocks, _host, _launch, _is_records, _npdtype, _numeric, _one_d, _one_d_records, _sortable
 from ._algorithms_sort import argsort, sort  # noqa: F401  (argsort: re-exported, in __all__)
 from ._algorithms_vectors import reduce_vectors, scan_vectors, segmented_vectors
 from ._array import _is_bfloat16, empty as _empty, zeros as _zeros
@@ -229,6 +229,7 @@ def _scratch(nb, outdt, first, device):
     return _empty(nb, outdt, device=device), _host(first, outdt, device)
 
 
+@not_differentiated("tack.scan")
 def scan(a, op="sum", *, exclusive=False, dtype=None):
     """Prefix scan of the 1-D array ``a``: ``out[i] = a[0] op a[1] op ... op
     a[i]`` (inclusive: NumPy's ``np.cumsum``, ``np.minimum.accumulate``,
@@ -551,6 +552,7 @@ def _check_accumulator(what, op, k, outdt, *args):
                         f"(the values are converted first), or make {op.__name__}() return {outdt}")
 
 
+@not_differentiated("tack.reduce")
 def reduce(a, op="sum", *, initial=None, dtype=None):
     """Reduce the 1-D array ``a`` to one value with ``op``: ``"sum"``,
     ``"min"``, ``"max"`` or a ``@tack.func`` of two values that is
@@ -685,6 +687,7 @@ def _compact(a, mask):
     return out
 
 
+@not_differentiated("tack.compact")
 def compact(a, mask):
     """The elements of the 1-D array ``a`` (numbers, vectors, matrices, or a
     struct array's records) where the bool array ``mask`` is True, in order,
@@ -702,6 +705,7 @@ def compact(a, mask):
     return _compact(a, mask)
 
 
+@not_differentiated("tack.unique")
 def unique(a):
     """The sorted distinct values of the 1-D array ``a``: NumPy's
     ``np.unique(a)`` (all NaNs are one value, last; -0.0 and 0.0 are one).
@@ -746,6 +750,7 @@ def _searchsorted(a, v, out, right):
         out[j] = lo
 
 
+@not_differentiated("tack.searchsorted")
 def searchsorted(a, v, side="left"):
     """Where the values ``v`` would go in the sorted 1-D array ``a`` to keep
     it sorted: NumPy's ``np.searchsorted(a, v, side)`` (NaNs sort last), one
@@ -848,6 +853,7 @@ def _widen(src, dst):
         dst[i] = src[i]
 
 
+@not_differentiated("tack.histogram")
 def histogram(a, bins=10, range=None):
     """Counts of the values of the 1-D array ``a`` in bins: NumPy's
     ``np.histogram(a, bins, range)`` -- ``bins`` an int (equal bins over
@@ -941,6 +947,7 @@ def _segment_kernel(op):
     return k
 
 
+@not_differentiated("tack.segmented_reduce")
 def segmented_reduce(values, offsets, op="sum", *, initial=None, dtype=None):
     """Reduce each segment ``values[offsets[s]:offsets[s + 1]]`` of the 1-D
     array ``values`` with ``op`` (``"sum"``, ``"min"``, ``"max"`` or an

@@ -10,10 +10,32 @@ serial loop over a block is one work-item's.  Small constants reach the device a
 module of its own without importing the one that re-exports it.
 """
 
+import functools
+import sys
+
 import numpy as np
 
 from . import _core
 from ._array import asarray as _asarray
+
+
+def not_differentiated(what):
+    """A primitive that runs Tack's own kernels, made opaque to a recording tack.Tape: its kernels'
+    launches are not recorded (their adjoints are not written to be differentiated), and the tape
+    instead notes the call, refusing in backward where a gradient reaches its float results
+    (tack._autodiff_run.opaque_call).  No tape records: one dictionary lookup a call."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            run = sys.modules.get("tack._autodiff_run")  # no tape without the tape's module
+            if run is None or not run._active:
+                return fn(*args, **kwargs)
+            return run.opaque_call(what, fn, args, kwargs)
+
+        return call
+
+    return wrap
 
 
 def _one_d(x, name, what, device=None):

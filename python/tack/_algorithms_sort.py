@@ -35,7 +35,7 @@ tack._algorithms_common.
 import numpy as np
 
 from . import _core
-from ._algorithms_common import _blocks, _host, _is_records, _launch, _npdtype, _one_d, _one_d_records, _sortable
+from ._algorithms_common import not_differentiated, _blocks, _host, _is_records, _launch, _npdtype, _one_d, _one_d_records, _sortable
 from ._array import empty as _empty, zeros as _zeros
 from ._core import i64
 from ._intrinsics import independent
@@ -326,6 +326,7 @@ def _argsort(a):
 
 
 
+@not_differentiated("tack.argsort")
 def argsort(a):
     """The indices that sort the 1-D array ``a`` stably: NumPy's
     ``np.argsort(a, kind="stable")`` (int64), with NaNs last in their input
@@ -337,6 +338,7 @@ def argsort(a):
     return _argsort(a)
 
 
+@not_differentiated("tack.sort")
 def sort(a, values=None):
     """``a`` sorted (a new array): NumPy's ``np.sort(a, kind="stable")``,
     NaNs last, -0.0 kept where it was among the zeros.  With ``values`` (a

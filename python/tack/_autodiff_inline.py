@@ -70,6 +70,11 @@ def func_parts(gen, call, fobj):
     for st in body:
         for n in ast.walk(st):
             if isinstance(n, (ast.Return, ast.Yield, ast.Global, ast.Nonlocal)):
+                if (getattr(fn, "__module__", None) or "").startswith("tack."):  # behind a mesh's or bvh's query
+                    raise gen.error(f"{fn.__name__}() is Tack's own function behind a spatial query (such as "
+                                    f"mesh.closest_point() or mesh.ray_closest()), which is not differentiated "
+                                    f"yet: run the query in a kernel of its own and pass what it finds as "
+                                    f"arrays", call)
                 raise gen.error(f"{fn.__name__}(): a return before the end of a @tack.func is not "
                                 f"differentiated yet (assign the result and return it once, at the end)", call)
     locals_ = set(params)

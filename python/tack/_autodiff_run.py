@@ -400,6 +400,56 @@ class _paused:
             _core._set_tape(_record)
 
 
+class _Opaque:
+    """A call of a primitive that is not differentiated (tack.scan, tack.sort, a HashGrid's build, ...)
+    on a tape, in place of its kernels' launches: its float array results, whose gradient must stay
+    zero (tack._algorithms_common.not_differentiated)."""
+
+    def __init__(self, what, outputs):
+        self.what = what
+        self.__qualname__ = what
+        self.outputs = outputs
+
+    def check(self, tape):
+        """Refuse (ValueError) where a gradient reached one of the results: the call's inputs would
+        silently get none."""
+        np = _np()
+        for out in self.outputs:
+            if isinstance(out, _core.Array) and out.grad is not None:
+                g = out.grad
+            else:
+                hit = tape._grads.get(_storage(out))
+                if hit is None:
+                    continue
+                g = hit[1]
+            host = g.numpy() if isinstance(g, _core.Array) else np.asarray(g)
+            if host.any():
+                raise ValueError(f"tack.Tape: {self.what}() is not differentiated, and the loss depends on its "
+                                 f"result (an array of shape {tuple(out.shape)}, whose gradient is not zero): its "
+                                 f"inputs would get no gradient through it. Write that step as a kernel on the "
+                                 f"tape (a sum as loss[0] += x[i]), or call {self.what}() outside the tape's block "
+                                 f"where its result is a constant")
+
+
+def _float_array(v):
+    k = _array_kind(v)
+    return k is not None and k[0] == "farray"
+
+
+def opaque_call(what, fn, args, kwargs):
+    """fn(*args, **kwargs), a primitive that is not differentiated, called while tapes record: its
+    launches unrecorded, and the call noted on each tape when it takes and gives float arrays."""
+    tapes = list(dict.fromkeys(_active))
+    with _paused():
+        out = fn(*args, **kwargs)
+    if any(_float_array(v) for v in _builtins.list(args) + _builtins.list(kwargs.values())):
+        outs = [o for o in (out if isinstance(out, tuple) else (out,)) if _float_array(o)]
+        if outs:
+            for tape in tapes:
+                tape._launches.append((_Opaque(what, outs), (), {}))
+    return out
+
+
 def _record(kernel, args, kwargs):
     """A launch, recorded by every tape whose block it is in (an outer tape's too, as the innermost's)."""
     for tape in dict.fromkeys(_active):  # once each, a tape entered twice included
@@ -476,6 +526,11 @@ class Tape:
         seeds = list(grads.items()) if isinstance(grads, dict) else list(grads or ())
         if loss is not None:
             size = loss.size if hasattr(loss, "size") else None
+            if _array_kind(loss) is None:
+                raise TypeError(f"tape.backward(loss): the loss is a one-element float array that a kernel on the "
+                                f"tape wrote (loss[0] += ...), not {type(loss).__name__} {loss!r}: a number has no "
+                                f"gradient to seed (tack.reduce and the other primitives give numbers and are not "
+                                f"differentiated)")
             if size != 1:
                 raise ValueError(f"tape.backward(loss): the loss is a one-element array, not {loss!r} (give "
                                  f"grads={{array: seed}} for others)")
@@ -498,9 +553,18 @@ class Tape:
                 _fill(g, 1.0)
             else:
                 _copy(g, seed)
-        built = [_built(kernel, args, kwargs) for kernel, args, kwargs in self._launches]  # each launch once
-        self._check_overwrites(built)
-        for (kernel, _args, _kwargs), (hit, bound, kinds) in zip(reversed(self._launches), reversed(built)):
+        # each launch built once (None for a primitive's record, which nothing recomputes)
+        built = [None if isinstance(kernel, _Opaque) else _built(kernel, args, kwargs)
+                 for kernel, args, kwargs in self._launches]
+        written = self._check_overwrites(built)
+        if loss is not None and not _within(loss, written):
+            raise ValueError("tape.backward(loss): no launch on the tape wrote the loss, so no gradient would reach "
+                             "anything: compute it in a kernel launched inside the tape's block")
+        for (kernel, _args, _kwargs), b in zip(reversed(self._launches), reversed(built)):
+            if isinstance(kernel, _Opaque):
+                kernel.check(self)
+                continue
+            hit, bound, kinds = b
             adj, names, varr = hit[0], hit[1], hit[4]
             extra = []
             for p in names:
@@ -515,10 +579,16 @@ class Tape:
 
     def _check_overwrites(self, built):
         """Refuse a launch that modifies an array an earlier launch on the tape read: that launch's
-        adjoint recomputes from the array as it is now.  `built`: each launch's _built, in order."""
+        adjoint recomputes from the array as it is now.  `built`: each launch's _built, in order (None
+        for a primitive's record).  Returns the arrays the launches wrote."""
         read = {}  # storage key -> (kernel, parameter) of the first launch that read it
         floats, seen = [], set()  # the float arrays of the launches, once each: for _check_slices
-        for (kernel, _args, _kwargs), (entry, bound, _kinds) in zip(self._launches, built):
+        written = []  # every array a launch wrote
+        for (kernel, _args, _kwargs), b in zip(self._launches, built):
+            if isinstance(kernel, _Opaque):  # its results are new arrays, and nothing recomputes it
+                written.extend(kernel.outputs)
+                continue
+            entry, bound, _kinds = b
             loaded, modified = entry[2], entry[3]
             _check_aliases(kernel, bound, entry)
             for p, v in bound.arguments.items():
@@ -534,7 +604,9 @@ class Tape:
                                      f"recomputes from the values it read: give each step an array of its own")
             for p in loaded:
                 read.setdefault(_storage(bound.arguments[p]), (kernel, p))
+            written.extend(bound.arguments[p] for p in modified)
         _check_slices(floats)
+        return written
 
     def zero(self):
         """Zero every gradient the tape reaches: the tape's own and the .grad of recorded arrays."""
@@ -551,6 +623,21 @@ class Tape:
         """Forget the recorded launches and the tape's own gradients (arrays keep their .grad)."""
         self._launches.clear()
         self._grads.clear()
+
+
+def _within(v, arrays):
+    """Whether v's elements lie in the memory of one of `arrays` (v may be a view of one)."""
+    key = _storage(v)
+    if key[0] == "obj":  # an object without an address (a DLPack producer): itself
+        return any(_storage(a) == key for a in arrays)
+    lo, hi = _extent(v)
+    for a in arrays:
+        k = _storage(a)
+        if k[0] == key[0] and k[0] != "obj":
+            alo, ahi = _extent(a)
+            if alo <= lo and hi <= ahi:
+                return True
+    return False
 
 
 def _check_aliases(kernel, bound, hit=None):

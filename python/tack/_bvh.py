@@ -45,6 +45,7 @@ import math
 import numpy as np
 
 from . import _core, _rewritten_call
+from ._algorithms_common import not_differentiated
 from ._array import array as _array, asarray as _asarray, empty as _empty, zeros as _zeros
 from ._core import f32, f64, i32, i64
 from ._intrinsics import dot as _dot, independent
@@ -519,6 +520,7 @@ class Bvh:
 
     _who = "tack.Bvh"
 
+    @not_differentiated("tack.Bvh")
     def __init__(self, lower, upper):
         self._build_boxes(_n3(lower, self._who, "lower"), _n3(upper, self._who, "upper"))
 
@@ -594,6 +596,7 @@ class Bvh:
         for first, last in self._levels:
             _union(self._order, np.int64(first), np.int64(last), self._left, self._right, self._lo, self._hi)
 
+    @not_differentiated("Bvh.refit")
     def refit(self, lower, upper):
         """Update the boxes from the same n boxes moved (`lower`, `upper` as the constructor takes
         them, same dtype and device), keeping the tree's shape: the tree stays correct and gets
@@ -657,6 +660,7 @@ class Mesh(Bvh):
 
     _who = "tack.Mesh"
 
+    @not_differentiated("tack.Mesh")
     def __init__(self, vertices, triangles):
         v = _n3(vertices, self._who, "vertices")
         t = triangles if isinstance(triangles, _core.Array) else _asarray(triangles)
@@ -696,6 +700,7 @@ class Mesh(Bvh):
                              f"with a non-finite coordinate: every coordinate must be finite")
         super()._refuse(found, lo, hi)
 
+    @not_differentiated("Mesh.refit")
     def refit(self, vertices):
         """Update the tree's boxes from moved `vertices` (same shape, dtype and device; the
         triangles kept), keeping the tree's shape; returns the Mesh."""

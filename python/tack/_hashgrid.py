@@ -35,6 +35,7 @@ import math
 import numpy as np
 
 from . import _core, _rewritten_call
+from ._algorithms_common import not_differentiated
 from ._array import empty as _empty, asarray as _asarray
 from ._core import i64
 from ._intrinsics import independent
@@ -190,6 +191,7 @@ class HashGrid:
             raise TypeError(f"tack.HashGrid: points must be f32 or f64, got {a.dtype}")
         return a
 
+    @not_differentiated("HashGrid.build")
     def build(self, points):
         """Rebuild the grid from `points` (same rules as the constructor); returns the grid."""
         from ._algorithms import argsort
