@@ -561,6 +561,7 @@ int ir_same(const tk_ir *a, const tk_ir *b);     /* the same pure expression (lo
 tk_spec *tk_lower_kernel(tk_cc *C, int kernel, const tack_argtype *args, int nargs);
 void tk_verify(tk_cc *C, const char *after);
 void tk_fold(tk_cc *C);
+tk_ir *tk_fold_expr(tk_cc *C, tk_ir *e); /* one expression's constants folded */
 void tk_checks(tk_cc *C);
 void tk_nests(tk_cc *C);     /* per-row versioning of checks, loop interchange (C dialect) */
 /* nests.c for tile.c: loop f's copy without the index checks that `*cond` (NULL: none) shows

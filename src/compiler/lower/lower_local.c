@@ -334,6 +334,9 @@ static double half_round(double d, int dt) {
 tk_ir *lw_half_value(lw_state *L, tk_ir *v, int dt) {
     if (!lw_known(v) || v->ty.kind != TY_VALUE || !ty_is_float(v->ty) || dt_bits((tack_dtype)v->ty.dt) != 64)
         return lw_cast(L, v, ty_value(TACK_F32));
+    /* a literal expression (`t[1] = 1 + 2**-11`) is Python's value, rounded once at compile time:
+     * left to run time it would be a float64 the kernel computes (a GPU without fp64 refuses it) */
+    if (lw_literal_tree(v)) v = tk_fold_expr(L->C, v);
     const tk_ir *c = v;
     int neg = 0;
     for (; c->op == IR_UN && c->sub == U_NEG && c->n == 1; c = c->k[0]) neg = !neg; /* -1.5: not folded yet */

@@ -328,6 +328,9 @@ static tk_ir *fs(tk_cc *C, tk_ir *s) {
     }
 }
 
+/* One expression folded (lowering asks it of a literal expression it must round at compile time). */
+tk_ir *tk_fold_expr(tk_cc *C, tk_ir *e) { return fx(C, e); }
+
 void tk_fold(tk_cc *C) {
     for (int i = 0; i < C->nspecs; i++)
         if (C->specs[i]->body) C->specs[i]->body = fs(C, C->specs[i]->body);
