@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_soak_runs_briefly_and_passes():
     script = os.path.join(ROOT, "tests", "soak", "soak.py")
-    r = subprocess.run([sys.executable, script, "--minutes", "0.15", "--warmup", "2", "--quick"],
+    r = subprocess.run([sys.executable, script, "--minutes", "0.1", "--warmup", "2", "--quick"],
                        capture_output=True, text=True, timeout=300)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
