@@ -139,10 +139,7 @@ test-c:
 	env $(CCACHE_ENV) cmake --build build/c -j$(JOBS)
 	ctest --test-dir build/c --output-on-failure -j$(JOBS)
 
-# The Python tests on every core and one worker more (pytest-xdist; each file on
-# one worker: a worker waiting on a compiler's child process or on a test's
-# sleeps leaves its core to the other; 3 workers on 2 cores: 564 s against 608 s
-# for 2, cold caches, 2026-12-06), then
+# The Python tests on every core (pytest-xdist; each file on one worker), then
 # the files that time what they test alone (marked serial in conftest.py); the
 # 25 slowest tests are listed, so where the time goes is in every CI log (the
 # serial pass imports only the serial files: conftest.py's SERIAL). The
@@ -162,7 +159,7 @@ TEST_ENV = TACK_CACHE_DIR="$(TEST_CACHE)/kernels" TACK_TEST_TOOL_CACHE="$(TEST_C
   POCL_CACHE_DIR="$(TEST_CACHE)/pocl" $(if $(TACK_TEST_ALL),TACK_TEST_ALL=1,POCL_WORK_GROUP_METHOD=cbs)
 test-python: env
 	mkdir -p "$(TEST_CACHE)/kernels" "$(TEST_CACHE)/tools" "$(TEST_CACHE)/pocl"
-	$(TEST_ENV) $(UV) run pytest -q -n $$(( $(JOBS) + 1 )) --dist loadfile -m "not serial" --durations=25 tests/python
+	$(TEST_ENV) $(UV) run pytest -q -n $(JOBS) --dist loadfile -m "not serial" --durations=25 tests/python
 	$(TEST_ENV) $(UV) run pytest -q -m serial tests/python
 
 # The wheel: built, repaired, installed into a fresh environment and run (test-all).

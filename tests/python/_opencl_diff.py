@@ -123,7 +123,7 @@ def _record(k, args, before, kwargs, kw_before, cpu_error):
             with open(path, "w") as f:
                 f.write(src)
     if src is not None and not _suite.sampled("opencl", src):
-        _note("the other half of the sources: Intel's compiler compiles them under make test (_suite.HALVES)")
+        _note("the sources PoCL does not run under make test: Intel's compiler compiles them (_suite.share)")
         return
     try:
         moved = _on_device(k, before, kw_before)
