@@ -337,13 +337,13 @@ def test_language_suite_compiles_for_cuda(tmp_path, record_property):
     """Every kernel the language tests call, with the arguments they call it
     with, generates CUDA source that NVRTC compiles for sm_90 (and sm_80 under
     make test-all: _suite.ARCHS).  Under make test, the calls whose CUDA source
-    is in half 0 (_suite.HALVES; hiprtc compiles the other half)."""
+    is in NVRTC's quarter (_suite.share; hiprtc compiles another)."""
     summary = _suite.gpu_capture("cuda")
     failures = summary["failures"]
     assert not failures, "\n\n".join(f"{f['kernel']} ({f['arch']}):\n{f['error']}" for f in failures[:3])
     record_property("language_suite", f"CUDA (NVRTC): {len(summary['kernels'])} kernels, {summary['compiled']} "
                     f"compiles ({', '.join(_suite.ARCHS['cuda'])})" +
-                    (f"; {summary['other_half']} calls left to hiprtc's half" if summary.get("other_half") else ""))
+                    (f"; {summary['other_half']} calls left to hiprtc's share" if summary.get("other_half") else ""))
     assert len(summary["kernels"]) >= 50
     assert summary["compiled"] == len(_suite.ARCHS["cuda"]) * len(summary["kernels"])
 

@@ -140,7 +140,7 @@ def test_language_suite_compiles_for_hip(tmp_path, record_property):
     print(f"hiprtc: {summary['compiled']} code objects for {len(summary['kernels'])} kernels ({', '.join(archs)})")
     record_property("language_suite", f"HIP (hiprtc): {len(summary['kernels'])} kernels, {summary['compiled']} "
                     f"code objects ({', '.join(archs)})" +
-                    (f"; {summary['other_half']} calls left to NVRTC's half" if summary.get("other_half") else ""))
+                    (f"; {summary['other_half']} calls left to NVRTC's share" if summary.get("other_half") else ""))
     assert len(summary["kernels"]) >= 50
     assert summary["compiled"] == len(archs) * len(summary["kernels"])
 
