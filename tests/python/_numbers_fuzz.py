@@ -916,16 +916,23 @@ def _kind(tack_outcome, oracle_outcome):
     return "oracle-gap" if oracle_outcome == "refused" else "silent"
 
 
-def _last_fn(case, which):
-    """The case's kernel of the expressions `which`, its source where Tack reads it (linecache)."""
+def case_function(case, which, label):
+    """The case's kernel of the expressions `which` (a plain function), its source where Tack reads
+    it (linecache, under a file name of `label`, the seed and `which`)."""
     import linecache
     ns = {"np": np, "math": math, "tack": tack}
     src = case.source(which)
-    fname = f"<numbers-fuzz seed {case.seed} {'_'.join(map(str, which))}>"
+    fname = f"<{label} seed {case.seed} {'_'.join(map(str, which))}>"
     linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
     exec(compile(src, fname, "exec"), ns)
-    ns["k"].__name__ = ns["k"].__qualname__ = f"k_{case.seed}_{'_'.join(map(str, which))}"
     return ns["k"]
+
+
+def _last_fn(case, which):
+    """case_function, named after its seed and expressions."""
+    fn = case_function(case, which, "numbers-fuzz")
+    fn.__name__ = fn.__qualname__ = f"k_{case.seed}_{'_'.join(map(str, which))}"
+    return fn
 
 
 def compare(case, which, want, found):

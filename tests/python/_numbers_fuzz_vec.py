@@ -25,7 +25,6 @@ the long run, not failed).
 
 from __future__ import annotations
 
-import math
 import random
 import sys
 import time
@@ -34,7 +33,7 @@ import warnings
 import numpy as np
 
 import tack
-from _numbers_fuzz import _ulps
+from _numbers_fuzz import _ulps, case_function
 
 N = 4
 VEC = {"vec3": (tack.vec3, np.float32), "vec3d": (tack.vec3d, np.float64), "vec3i": (tack.vec3i, np.int32)}
@@ -126,13 +125,7 @@ class VecCase:
 
 
 def _fn(case, which):
-    import linecache
-    ns = {"np": np, "math": math, "tack": tack}
-    src = case.source(which)
-    fname = f"<numbers-fuzz-vec seed {case.seed} {'_'.join(map(str, which))}>"
-    linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
-    exec(compile(src, fname, "exec"), ns)
-    return ns["k"]
+    return case_function(case, which, "numbers-fuzz-vec")
 
 
 def _run(fn, args, jit):
