@@ -306,7 +306,7 @@ def _make(name):
         # every optimizing pass off (TACK_OPT=0), on one thread; the tests that look at
         # the optimized source itself are left out
         # under make test none of the documentation's examples (they run optimized in the test run
-        # itself; the language chapter's 113 unoptimized cost 20 CPU-seconds)
+        # itself; the language chapter's 113 cost about 20 CPU-seconds there)
         docs = () if TEST_ALL else ("-k", "not test_doc_example_runs")
         return _kernel_wrap.run_plugins({"_outcomes": "TACK_OUTCOMES"}, paths(UNOPTIMIZED_FILES), folder, 1800,
                                         cwd=HERE, prefix=name, args=_workers() + ("-m", "not optimized_source") + docs,
